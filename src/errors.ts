@@ -1,0 +1,46 @@
+/** Errors with a stable `code`. Public entry points throw only for bad configuration. */
+export class TokenTerminatorError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Invalid configuration: names the variable or option and the accepted range. */
+export class ConfigError extends TokenTerminatorError {
+  constructor(message: string) {
+    super('E_CONFIG', message);
+  }
+}
+
+export class ArtifactNotFoundError extends TokenTerminatorError {
+  constructor(artifactId: string) {
+    super('E_ARTIFACT_NOT_FOUND', `unknown artifact ${artifactId}`);
+  }
+}
+
+export class VaultCapacityError extends TokenTerminatorError {
+  constructor(message: string) {
+    super('E_VAULT_CAPACITY', message);
+  }
+}
+
+export class VaultVerifyError extends TokenTerminatorError {
+  constructor(artifactId: string) {
+    super('E_VAULT_VERIFY', `read-back verification failed for ${artifactId}`);
+  }
+}
+
+export class VaultSchemaError extends TokenTerminatorError {
+  constructor(message: string) {
+    super('E_VAULT_SCHEMA', message);
+  }
+}
+
+export class CounterError extends TokenTerminatorError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('E_COUNTER', message, options);
+  }
+}

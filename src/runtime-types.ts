@@ -1,0 +1,37 @@
+import type { OperatorFunction } from 'rxjs';
+import type { Config } from './config/types.js';
+import type { TokenCounter } from './measure/types.js';
+import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from './step.js';
+import type { Vault } from './vault/types.js';
+
+/** The recovery tool as a framework-neutral definition. */
+export interface RecoveryTool {
+  readonly name: 'token_terminator';
+  readonly description: string;
+  /** JSON Schema of the arguments (no session id: the host supplies it). */
+  readonly parameters: Readonly<Record<string, unknown>>;
+  /** Run one call. Never throws for bad arguments or unknown artifacts: returns a JSON error result. */
+  handle(args: unknown, host: { readonly sessionId: string }): Promise<string>;
+}
+
+/** What `createTerminator(config)` returns: the two pipelines, Promise facades and the recovery tool. */
+export interface Terminator extends AsyncDisposable {
+  readonly config: Config;
+  readonly vault: Vault;
+  readonly counter: TokenCounter;
+  /** Tool-call stream: rtk rewrite. */
+  toolCalls(): OperatorFunction<Step<ToolCall>, Step<ToolCall>>;
+  /** Tool-result stream: temporal delta → compress. */
+  toolResults(): OperatorFunction<Step<ToolResult>, Step<ToolResult>>;
+  /** Request stream: dedupe → skill gate → compile → budget cap. */
+  requests(): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>;
+
+  /** Promise facades: never reject because of a reduction; an aborted signal passes the input through. */
+  reduceToolCall(call: ToolCall, context: StepContext, signal?: AbortSignal): Promise<Step<ToolCall>>;
+  reduceToolResult(result: ToolResult, context: StepContext, signal?: AbortSignal): Promise<Step<ToolResult>>;
+  compileRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
+  /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
+  pressure(request: ProviderRequest, context: StepContext): Promise<number>;
+  readonly recoveryTool: RecoveryTool;
+  close(): Promise<void>;
+}

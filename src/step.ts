@@ -1,0 +1,107 @@
+/**
+ * The element every operator receives and returns.
+ *
+ * A Step carries the current value, the caller's original (never mutated), the context the host
+ * supplied, an optional AbortSignal and the decisions taken so far. Operators return a new Step;
+ * they share unchanged sub-objects and copy only what they change.
+ */
+
+/** Which provider wire format a request uses. */
+export type RequestFormat = 'chat' | 'responses' | 'anthropic' | 'unknown';
+
+/** Where a request is going: used by the output cap and by tokenizer selection. */
+export interface Route {
+  readonly model?: string;
+  readonly provider?: string;
+  readonly endpoint?: string;
+  /** Context window in tokens. */
+  readonly contextWindow?: number;
+  /** The host's compression threshold in tokens, when it has one (the budgeting boundary W). */
+  readonly compressionThreshold?: number;
+  /** An explicit output cap configured for the route (becomes R when smaller than the reserve). */
+  readonly outputCap?: number;
+}
+
+export interface StepContext {
+  /** Stable session id from the host. Never taken from the model. */
+  readonly sessionId: string;
+  /** Stable request id; an identical retry must reuse it. */
+  readonly requestId?: string;
+  readonly route?: Route;
+  /** Working directory of the host's terminal, for rewrite caching and temporal scope. */
+  readonly cwd?: string;
+}
+
+export type DecisionKind = 'applied' | 'skipped' | 'failed_open' | 'measured';
+
+/** A frozen record of what one stage did. Content-free: no prompt or tool text ever goes here. */
+export interface Decision {
+  readonly stage: string;
+  readonly kind: DecisionKind;
+  readonly reason: string;
+  readonly savedChars?: number;
+  readonly savedTokens?: number;
+  readonly artifacts?: readonly string[];
+  /** Error class and code only (never the message of a content-bearing error). */
+  readonly error?: string;
+}
+
+export interface Step<T> {
+  readonly value: T;
+  readonly original: T;
+  readonly context: StepContext;
+  readonly signal?: AbortSignal;
+  readonly decisions: readonly Decision[];
+}
+
+/** A terminal (or other) tool call before the host runs it. */
+export interface ToolCall {
+  readonly id: string;
+  /** The host's tool name. */
+  readonly name: string;
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+/** A tool result after the host ran the tool. `content` is what the model would see. */
+export interface ToolResult {
+  readonly callId: string;
+  readonly name: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly content: string;
+  /** Process exit code when the host knows it. */
+  readonly exitCode?: number;
+}
+
+/** A provider request in any of the supported wire formats (plain JSON data). */
+export type ProviderRequest = Readonly<Record<string, unknown>>;
+
+/** Build the first Step for a value. */
+export function createStep<T>(value: T, context: StepContext, signal?: AbortSignal): Step<T> {
+  return signal === undefined
+    ? { value, original: value, context, decisions: [] }
+    : { value, original: value, context, signal, decisions: [] };
+}
+
+/** A new Step with a new value and one more decision. */
+export function advance<T>(step: Step<T>, value: T, decision: Decision): Step<T> {
+  return { ...step, value, decisions: [...step.decisions, Object.freeze(decision)] };
+}
+
+/** The same value with one more decision (skipped, measured). */
+export function note<T>(step: Step<T>, decision: Decision): Step<T> {
+  return { ...step, decisions: [...step.decisions, Object.freeze(decision)] };
+}
+
+/** Error label safe for logs: class name and code, never the message. */
+export function errorLabel(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? `${error.name}:${code}` : error.name;
+  }
+  return typeof error;
+}
+
+/** The fail-open rule: the incoming Step unchanged plus a `failed_open` decision. */
+export function failOpen<T>(step: Step<T>, stage: string, error: unknown): Step<T> {
+  return note(step, { stage, kind: 'failed_open', reason: 'internal error', error: errorLabel(error) });
+}
