@@ -1,0 +1,313 @@
+/**
+ * `createTerminator(options)`: wires the operators into the two pipelines of DESIGN.md and
+ * exposes them as Observable operators plus Promise facades for adapters and replay.
+ *
+ * Facade state: the operators keep per-subscription state (the request stream's memo and sticky
+ * renderings, the rewrite cache). Re-subscribing per call would throw that away on every request,
+ * so each facade keeps ONE long-lived subscription per (pipeline, session) — a "lane" — and pushes
+ * every call of that session through it. Lanes are kept for the most recently used sessions only
+ * (LRU, `maxSessions`); an evicted session simply starts a new lane, and what must survive an
+ * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
+ */
+import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
+import { loadConfig } from './config/index.js';
+import type { Config, Mode } from './config/types.js';
+import { canonicalJson, createTiktokenCounter, createTokenizerJsonCounter } from './measure/index.js';
+import type { TokenCounter } from './measure/types.js';
+import { createRecoveryTool } from './recovery/index.js';
+import type { RecoveryTool, Terminator } from './runtime-types.js';
+import { createStep, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
+import { createVault } from './vault/index.js';
+import type { Vault } from './vault/types.js';
+
+export type { RecoveryTool, Terminator } from './runtime-types.js';
+
+/** Options of {@link createTerminator}. Every field is optional. */
+export interface TerminatorOptions {
+  /** A complete, validated Config. Default: `loadConfig({ env, overrides })`. */
+  readonly config?: Config;
+  /** Environment to read when `config` is absent. Default: `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Field overrides applied over the environment when `config` is absent. Default: none. */
+  readonly overrides?: Partial<Config>;
+  /** Use this vault instead of opening `config.dbPath`. The caller keeps ownership: `close()` leaves it open. */
+  readonly vault?: Vault;
+  /** Token counter. Default: tokenizer.json when configured, else tiktoken (configured encoding, else o200k_base). */
+  readonly counter?: TokenCounter;
+  /** Sessions whose facade lanes stay subscribed (least recently used are dropped). Default: 256. */
+  readonly maxSessions?: number;
+}
+
+/** Which stages a mode turns on (facts §1.2). */
+export interface ModeGates {
+  /** rtk rewrite of terminal calls (suggest: measured only). */
+  readonly terminal: boolean;
+  /** Native compression of search/process (and read_file in aggressive). */
+  readonly native: boolean;
+  /** Request compiler, compaction, temporal deltas, skill gate. */
+  readonly compiler: boolean;
+  /** Output-budget cap on the final request. */
+  readonly budget: boolean;
+}
+
+/** The stage gates for a config: pure, so replay and status can report them. */
+export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'tokenBudget'>): ModeGates {
+  const m: Mode = config.mode;
+  const on = config.enabled && m !== 'off';
+  return {
+    terminal: on && m !== 'native',
+    native: on && (m === 'balanced' || m === 'aggressive' || m === 'native'),
+    compiler: on && (m === 'balanced' || m === 'aggressive'),
+    budget: on && config.tokenBudget && (m === 'balanced' || m === 'aggressive'),
+  };
+}
+
+/**
+ * Build a Terminator: loads the config, opens the vault, picks the counter, wires the pipelines.
+ * Throws only for bad configuration (ConfigError) or a vault that cannot be opened.
+ *
+ * @example
+ * await using tt = await createTerminator({ overrides: { dbPath: '/tmp/tt.sqlite3' } });
+ * const step = await tt.reduceToolResult(result, { sessionId: 's1' });
+ * host.transcript.push(step.value.content);
+ */
+export async function createTerminator(options: TerminatorOptions = {}): Promise<Terminator> {
+  const config = options.config ?? loadConfig(options.env === undefined ? { overrides: options.overrides ?? {} } : { env: { ...options.env }, overrides: options.overrides ?? {} });
+  const ownsVault = options.vault === undefined;
+  const vault =
+    options.vault ??
+    (await createVault({
+      path: config.dbPath,
+      maxArtifactChars: config.maxArtifactChars,
+      maxBytes: config.vaultMaxBytes,
+      highWaterPct: config.vaultHighWaterPct,
+      lowWaterPct: config.vaultLowWaterPct,
+      maxPageChars: config.maxPageChars,
+      maxSearchResults: config.maxSearchResults,
+    }));
+  const ownsCounter = options.counter === undefined;
+  let counter: TokenCounter;
+  try {
+    counter = options.counter ?? defaultCounter(config);
+  } catch (error) {
+    if (ownsVault) await vault.close();
+    throw error;
+  }
+  const gates = modeGates(config);
+  const deps: PipelineDeps = { config, vault, counter, gates };
+  const recoveryTool: RecoveryTool = createRecoveryTool({ vault, config });
+  const maxSessions = options.maxSessions ?? 256;
+  const lanes = new LaneCache(maxSessions);
+  let closed = false;
+
+  const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> => toolCallPipeline(deps);
+  const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> => toolResultPipeline(deps);
+  const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> => requestPipeline(deps);
+
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    lanes.closeAll();
+    if (ownsCounter) counter.dispose?.();
+    if (ownsVault) await vault.close();
+  };
+
+  return {
+    config,
+    vault,
+    counter,
+    toolCalls,
+    toolResults,
+    requests,
+    reduceToolCall: (call, context, signal) => lanes.get('tool_call', context.sessionId, toolCalls).run(createStep(call, context, signal)),
+    reduceToolResult: (result, context, signal) =>
+      lanes.get('tool_result', context.sessionId, toolResults).run(createStep(result, context, signal)),
+    compileRequest: (request, context, signal) =>
+      lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal)),
+    pressure: (request, context) => Promise.resolve(preflightPressure(config, counter, request, context)),
+    recoveryTool,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Preflight pressure P + R − 1 (incontext): P = tokens of the request, R = min(reserve, route cap). */
+export function preflightPressure(config: Config, counter: TokenCounter, request: ProviderRequest, context: StepContext): number {
+  const p = counter.count(canonicalJson(request, { compact: true }));
+  const reserve = config.incontext.minOutputTokens;
+  const cap = context.route?.outputCap;
+  const r = cap !== undefined && cap > 0 && cap < reserve ? cap : reserve;
+  return p + r - 1;
+}
+
+function defaultCounter(config: Config): TokenCounter {
+  if (config.tokenizerJson !== '') return createTokenizerJsonCounter(config.tokenizerJson);
+  const enc = config.tiktokenEncoding === 'cl100k_base' ? 'cl100k_base' : 'o200k_base';
+  return createTiktokenCounter(enc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipelines. Stages not switched on by the mode are left out entirely (identity), not skipped
+// per element, so a disabled mode costs nothing.
+
+interface PipelineDeps {
+  readonly config: Config;
+  readonly vault: Vault;
+  readonly counter: TokenCounter;
+  readonly gates: ModeGates;
+}
+
+type Op<T> = OperatorFunction<Step<T>, Step<T>>;
+
+function chain<T>(ops: readonly Op<T>[]): Op<T> {
+  return (source) => ops.reduce((acc, op) => acc.pipe(op), source);
+}
+
+function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
+  return chain<ToolCall>([d.gates.terminal ? placeholder<ToolCall>() : identity]);
+}
+
+function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
+  const temporal = d.gates.compiler && d.config.temporalDelta;
+  return chain<ToolResult>([temporal ? placeholder<ToolResult>() : identity, d.gates.native ? placeholder<ToolResult>() : identity]);
+}
+
+function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
+  if (!d.gates.compiler && !d.gates.budget) return identity;
+  return chain<ProviderRequest>([
+    d.gates.compiler ? placeholder<ProviderRequest>() : identity,
+    d.gates.compiler ? placeholder<ProviderRequest>() : identity,
+    d.gates.compiler ? placeholder<ProviderRequest>() : identity,
+    d.gates.budget ? placeholder<ProviderRequest>() : identity,
+  ]);
+}
+
+/** Stand-in for an operator another module has not delivered yet: passes every Step through. */
+function placeholder<T>(): Op<T> {
+  return identity;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lanes: one long-lived subscription per (pipeline, session) shared by the Promise facades.
+
+type LaneKind = 'tool_call' | 'tool_result' | 'request';
+
+class LaneCache {
+  readonly #max: number;
+  readonly #lanes = new Map<string, Lane<never>>();
+
+  constructor(max: number) {
+    this.#max = Math.max(1, max);
+  }
+
+  get<T>(kind: LaneKind, sessionId: string, operator: () => Op<T>): Lane<T> {
+    const key = `${kind}\u0000${sessionId}`;
+    const found = this.#lanes.get(key) as Lane<T> | undefined;
+    if (found !== undefined) {
+      this.#lanes.delete(key);
+      this.#lanes.set(key, found as unknown as Lane<never>);
+      return found;
+    }
+    const lane = new Lane<T>(`runtime:${kind}`, operator);
+    this.#lanes.set(key, lane as unknown as Lane<never>);
+    while (this.#lanes.size > this.#max * 3) {
+      const oldest = this.#lanes.keys().next().value as string;
+      this.#lanes.get(oldest)?.drain();
+      this.#lanes.delete(oldest);
+    }
+    return lane;
+  }
+
+  closeAll(): void {
+    for (const lane of this.#lanes.values()) lane.close();
+    this.#lanes.clear();
+  }
+}
+
+interface Pending<T> {
+  readonly input: Step<T>;
+  resolve(step: Step<T>): void;
+}
+
+/**
+ * Pushes Steps into one subscription of an operator chain and resolves each call with its output.
+ * Operators built with `stepOperator` emit exactly one output per input, in order, so outputs pair
+ * with calls FIFO. An aborted call resolves at once with its input (the stage sees the abort
+ * through the Step's signal); its later output is dropped. If the chain errors or completes,
+ * pending calls fail open and the next call subscribes afresh.
+ */
+export class Lane<T> {
+  readonly #stage: string;
+  readonly #operator: () => Op<T>;
+  #subject: Subject<Step<T>> | undefined;
+  #subscription: Subscription | undefined;
+  readonly #queue: Pending<T>[] = [];
+  #closed = false;
+  #draining = false;
+
+  constructor(stage: string, operator: () => Op<T>) {
+    this.#stage = stage;
+    this.#operator = operator;
+  }
+
+  /** Run one Step; never rejects. */
+  run(step: Step<T>): Promise<Step<T>> {
+    if (this.#closed || this.#draining) return Promise.resolve(note(step, { stage: this.#stage, kind: 'skipped', reason: 'runtime closed' }));
+    if (step.signal?.aborted) return Promise.resolve(note(step, { stage: this.#stage, kind: 'skipped', reason: 'aborted' }));
+    return new Promise<Step<T>>((resolve) => {
+      let settled = false;
+      const signal = step.signal;
+      const onAbort = (): void => settle(note(step, { stage: this.#stage, kind: 'skipped', reason: 'aborted' }));
+      const settle = (out: Step<T>): void => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        resolve(out);
+        if (this.#draining && this.#queue.length === 0) this.close();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#queue.push({ input: step, resolve: settle });
+      try {
+        this.#ensure().next(step);
+      } catch (error) {
+        this.#fail(error);
+      }
+    });
+  }
+
+  /** Stop taking calls; close once the queued ones are answered (LRU eviction). */
+  drain(): void {
+    this.#draining = true;
+    if (this.#queue.length === 0) this.close();
+  }
+
+  /** Unsubscribe (cancels in-flight work); queued calls resolve with their input. */
+  close(): void {
+    this.#closed = true;
+    const sub = this.#subscription;
+    this.#subscription = undefined;
+    this.#subject = undefined;
+    sub?.unsubscribe();
+    for (const p of this.#queue.splice(0)) p.resolve(note(p.input, { stage: this.#stage, kind: 'skipped', reason: 'runtime closed' }));
+  }
+
+  #ensure(): Subject<Step<T>> {
+    if (this.#subject !== undefined) return this.#subject;
+    const subject = new Subject<Step<T>>();
+    this.#subject = subject;
+    this.#subscription = subject.pipe(this.#operator()).subscribe({
+      next: (out) => this.#queue.shift()?.resolve(out),
+      error: (error: unknown) => this.#fail(error),
+      complete: () => this.#fail(new Error('pipeline completed')),
+    });
+    return subject;
+  }
+
+  #fail(error: unknown): void {
+    const sub = this.#subscription;
+    this.#subscription = undefined;
+    this.#subject = undefined;
+    sub?.unsubscribe();
+    for (const p of this.#queue.splice(0)) p.resolve(failOpen(p.input, this.#stage, error));
+  }
+}
