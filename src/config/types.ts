@@ -18,6 +18,8 @@ export interface Config {
   readonly temporalScope: 'session' | 'workspace'; // TOKEN_TERMINATOR_TEMPORAL_SCOPE (session)
   readonly nativeMinChars: number; // TOKEN_TERMINATOR_NATIVE_MIN_CHARS (12000)
   readonly nativeMaxChars: number; // TOKEN_TERMINATOR_NATIVE_MAX_CHARS (8000)
+  /** Where default files live: TOKEN_TERMINATOR_HOME, else $XDG_DATA_HOME/token-terminator, else ~/.local/share/token-terminator. */
+  readonly dataDir: string; // TOKEN_TERMINATOR_HOME (see above)
   readonly dbPath: string; // TOKEN_TERMINATOR_DB_PATH (<data dir>/artifacts.sqlite3)
   readonly minArtifactChars: number; // TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS (8000)
   readonly maxArtifactChars: number; // TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS (2,000,000)

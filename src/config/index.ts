@@ -1,0 +1,440 @@
+/**
+ * Configuration: every `TOKEN_TERMINATOR_*` and `INCONTEXT_*` variable → one validated, deep-frozen Config.
+ *
+ * Precedence per field: typed override > new env name > legacy alias (read only when the new name is
+ * unset) > default. An empty or whitespace-only env value counts as unset. Unlike the reference, which
+ * silently falls back or clamps, an invalid value is a startup error (ConfigError) naming the variable,
+ * the accepted range and the value received: configuration fails loudly, content always fails open.
+ *
+ * Data directory (all default file paths live under it): `TOKEN_TERMINATOR_HOME` if set, else
+ * `$XDG_DATA_HOME/token-terminator` (when XDG_DATA_HOME is absolute), else
+ * `%LOCALAPPDATA%\token-terminator` on Windows, else `~/.local/share/token-terminator`. The reference
+ * lives inside Hermes (`<HERMES_HOME>/token-terminator`); this library is host-neutral, so it follows the
+ * XDG base-directory convention instead.
+ */
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import type { Config, Mode } from './types.js';
+import { PACKAGE_VERSION } from './version.js';
+
+export type { Config, Mode } from './types.js';
+
+export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off']);
+/** Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES). */
+export const CANONICAL_TOOLS = Object.freeze(['search_files', 'process', 'read_file', 'terminal'] as const);
+/** Encodings the tiktoken counters support (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). */
+export const TIKTOKEN_ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base'] as const);
+
+type IncontextConfig = Config['incontext'];
+type Loose<T> = { [K in keyof T]?: T[K] | undefined };
+/** Typed options; each one beats its env variable. */
+export type ConfigOverrides = Loose<Omit<Config, 'incontext'>> & { incontext?: Loose<IncontextConfig> | undefined };
+
+export interface LoadConfigOptions {
+  /** Environment to read (default: `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Typed options that beat the environment (default: none). */
+  overrides?: ConfigOverrides;
+}
+
+/** What each mode turns on (facts §1.2), already combined with `enabled`. */
+export interface ModeFlags {
+  /** Terminal commands are actually rewritten through RTK (balanced, aggressive, terminal). */
+  readonly terminal: boolean;
+  /** Large search_files/process results are compressed natively (balanced, aggressive, native). */
+  readonly native: boolean;
+  /** read_file results are compressed too (aggressive only). */
+  readonly nativeReadFile: boolean;
+  /** Request compiler, compactor and evidence capture (balanced, aggressive). */
+  readonly compiler: boolean;
+  /** Temporal terminal deltas (compiler modes, when TOKEN_TERMINATOR_TEMPORAL_DELTA is on). */
+  readonly temporal: boolean;
+  /** Measure-only rewrite suggestions; nothing is changed (suggest). */
+  readonly suggest: boolean;
+  /** The recovery tool is offered (whenever receipts can be produced: native or compiler). */
+  readonly recoveryTool: boolean;
+}
+
+/** Gating predicates of the modes table. The reference folds `suggest` into its terminal predicate; here it is its own flag. */
+export function modeFlags(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta'>): ModeFlags {
+  const on = config.enabled;
+  const mode = config.mode;
+  const compiler = on && (mode === 'balanced' || mode === 'aggressive');
+  const native = on && (mode === 'balanced' || mode === 'aggressive' || mode === 'native');
+  return Object.freeze({
+    terminal: on && (mode === 'balanced' || mode === 'aggressive' || mode === 'terminal'),
+    native,
+    nativeReadFile: on && mode === 'aggressive',
+    compiler,
+    temporal: compiler && config.temporalDelta,
+    suggest: on && mode === 'suggest',
+    recoveryTool: native || compiler,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Field kinds: how a raw env string becomes a candidate value, and what a valid value is.
+
+interface Kind {
+  /** Accepted range, completing "<NAME> must be …". */
+  readonly expects: string;
+  readonly schema: z.ZodType;
+  /** Raw (trimmed, non-empty) env string → candidate; anything unparseable is returned as-is and fails the schema. */
+  readonly fromEnv: (raw: string) => unknown;
+  /** Applied to env and override candidates alike, before validation. */
+  readonly prepare?: (value: unknown) => unknown;
+}
+
+const TRUE = new Set(['1', 'true', 'yes', 'on']);
+const FALSE = new Set(['0', 'false', 'no', 'off']);
+const MAX_INT = Number.MAX_SAFE_INTEGER;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+const bool: Kind = {
+  expects: 'a boolean (1/true/yes/on or 0/false/no/off)',
+  schema: z.boolean(),
+  fromEnv: (raw) => {
+    const v = raw.toLowerCase();
+    return TRUE.has(v) ? true : FALSE.has(v) ? false : raw;
+  },
+};
+
+function int(min: number, max = MAX_INT): Kind {
+  return {
+    expects: max === MAX_INT ? `an integer ≥ ${min}` : `an integer in ${min}…${max}`,
+    schema: z.number().int().min(min).max(max),
+    fromEnv: (raw) => (/^[+-]?\d+$/.test(raw) ? Number(raw) : raw),
+  };
+}
+
+function num(min: number, exclusive = false): Kind {
+  const base = z.number().refine(Number.isFinite);
+  return {
+    expects: `a number ${exclusive ? '>' : '≥'} ${min}`,
+    schema: exclusive ? base.refine((n) => n > min) : base.refine((n) => n >= min),
+    fromEnv: (raw) => (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw) ? Number(raw) : raw),
+  };
+}
+
+function oneOf(values: readonly string[]): Kind {
+  return {
+    expects: `one of ${values.join(', ')}`,
+    schema: z.enum(values as [string, ...string[]]),
+    fromEnv: (raw) => raw.toLowerCase(),
+  };
+}
+
+function text(maxChars: number, fallback?: string): Kind {
+  return {
+    expects: `a string of at most ${maxChars} characters without control characters`,
+    schema: z.string().max(maxChars).refine((s) => !CONTROL.test(s)),
+    fromEnv: (raw) => raw,
+    prepare: (v) => (typeof v === 'string' && fallback !== undefined && v.trim() === '' ? fallback : typeof v === 'string' ? v.trim() : v),
+  };
+}
+
+/** Comma-separated list: trimmed, lower-cased, empties dropped; any `all` collapses the list to `['all']`. */
+function csv(fallback: readonly string[]): Kind {
+  return {
+    expects: 'a comma-separated list of names',
+    schema: z.array(z.string().refine((s) => !CONTROL.test(s))),
+    fromEnv: (raw) => raw.split(','),
+    prepare: (v) => {
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return v;
+      const items = [...new Set(v.map((x) => x.trim().toLowerCase()).filter((x) => x !== ''))];
+      if (items.length === 0) return [...fallback];
+      return items.includes('all') ? ['all'] : items;
+    },
+  };
+}
+
+const toolNames: Kind = {
+  expects: `a JSON object mapping host tool names to one of ${CANONICAL_TOOLS.join(', ')}`,
+  schema: z.record(z.string().min(1), z.enum(CANONICAL_TOOLS)),
+  fromEnv: (raw) => {
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      return raw;
+    }
+  },
+};
+
+const httpUrl: Kind = {
+  expects: 'an http(s) URL or empty',
+  schema: z.string().refine((s) => {
+    if (s === '') return true;
+    try {
+      const url = new URL(s);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }),
+  fromEnv: (raw) => raw,
+};
+
+const backendName: Kind = {
+  expects: 'a backend name (lower-case letters, digits, ".", "_", "-")',
+  schema: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/),
+  fromEnv: (raw) => raw.toLowerCase(),
+};
+
+/** A file path; `~` is expanded at load time and relative paths resolved against the working directory. */
+const path: Kind = {
+  expects: 'a file path without control characters',
+  schema: z.string().refine((s) => !CONTROL.test(s)),
+  fromEnv: (raw) => raw,
+};
+
+// ---------------------------------------------------------------------------------------------------
+// The field table. `key` is the Config field ("incontext.x" for nested ones).
+
+interface Field {
+  readonly key: string;
+  readonly env: string;
+  readonly kind: Kind;
+  /** Undefined default = computed after the other fields (data-dir paths, incontext backend, user agent). */
+  readonly fallback: unknown;
+  /** Older names, read only when `env` is unset. */
+  readonly legacy?: readonly string[];
+  /** Expand `~` and resolve relative paths. */
+  readonly isPath?: boolean;
+}
+
+const TT = 'TOKEN_TERMINATOR_';
+const OLD = 'RTK_HERMES_PLUS_';
+
+function tt(key: string, suffix: string, kind: Kind, fallback: unknown, extra: { legacy?: true; isPath?: true } = {}): Field {
+  return {
+    key,
+    env: TT + suffix,
+    kind,
+    fallback,
+    ...(extra.isPath ? { isPath: true } : {}),
+    ...(extra.legacy ? { legacy: [OLD + suffix] } : {}),
+  };
+}
+
+const FIELDS: readonly Field[] = [
+  tt('enabled', 'ENABLED', bool, true),
+  tt('mode', 'MODE', oneOf(MODES), 'balanced', { legacy: true }),
+  tt('timeoutMs', 'TIMEOUT_MS', int(50), 500, { legacy: true }),
+  tt('backends', 'BACKENDS', csv(['local']), ['local'], { legacy: true }),
+  tt('rtkPath', 'RTK_PATH', path, ''),
+  tt('cacheTtlSeconds', 'CACHE_TTL', int(1), 600, { legacy: true }),
+  tt('cacheSize', 'CACHE_SIZE', int(1), 512, { legacy: true }),
+  tt('temporalDelta', 'TEMPORAL_DELTA', bool, true),
+  tt('temporalMinChars', 'TEMPORAL_MIN_CHARS', int(1), 2000),
+  tt('temporalScope', 'TEMPORAL_SCOPE', oneOf(['session', 'workspace']), 'session'),
+  tt('nativeMinChars', 'NATIVE_MIN_CHARS', int(1000), 12000, { legacy: true }),
+  tt('nativeMaxChars', 'NATIVE_MAX_CHARS', int(1000), 8000, { legacy: true }),
+  tt('dbPath', 'DB_PATH', path, undefined, { isPath: true }),
+  tt('minArtifactChars', 'MIN_ARTIFACT_CHARS', int(1), 8000),
+  tt('maxArtifactChars', 'MAX_ARTIFACT_CHARS', int(1, 50_000_000), 2_000_000),
+  tt('vaultMaxBytes', 'VAULT_MAX_BYTES', int(1, 100_000_000_000), 536_870_912),
+  tt('vaultHighWaterPct', 'VAULT_HIGH_WATER_PCT', int(1, 100), 90),
+  tt('vaultLowWaterPct', 'VAULT_LOW_WATER_PCT', int(0, 99), 80),
+  tt('inlineLeases', 'INLINE_LEASES', int(0, 100), 1),
+  tt('maxPageChars', 'MAX_PAGE_CHARS', int(1), 20000),
+  tt('maxSearchResults', 'MAX_SEARCH_RESULTS', int(1, 500), 50),
+  tt('workingGraphChars', 'WORKING_GRAPH_CHARS', int(0), 0),
+  tt('tokenBudget', 'TOKEN_BUDGET', bool, true),
+  tt('tokenizerJson', 'TOKENIZER_JSON', path, '', { isPath: true }),
+  tt('tiktokenEncoding', 'TIKTOKEN_ENCODING', oneOf(['', ...TIKTOKEN_ENCODINGS]), ''),
+  tt('contextCompaction', 'CONTEXT_COMPACTION', bool, true),
+  tt('contextMinVaultChars', 'CONTEXT_MIN_VAULT_CHARS', int(100), 4000),
+  tt('contextCollapseAfterTurns', 'CONTEXT_COLLAPSE_AFTER_TURNS', int(0), 6),
+  tt('contextInlineRecentTurns', 'CONTEXT_INLINE_RECENT_TURNS', int(0), 5),
+  tt('previewMarker', 'PREVIEW_MARKER', bool, false, { legacy: true }),
+  tt('contextLimitTokens', 'CONTEXT_LIMIT_TOKENS', int(0), 0),
+  tt('outputReserveTokens', 'OUTPUT_RESERVE_TOKENS', int(0), 4096),
+  tt('tokenSafetyMargin', 'TOKEN_SAFETY_MARGIN', int(0), 512),
+  tt('ledger', 'LEDGER', bool, true, { legacy: true }),
+  tt('ledgerPath', 'LEDGER_PATH', path, undefined, { isPath: true, legacy: true }),
+  tt('stateDb', 'STATE_DB', path, '', { isPath: true, legacy: true }),
+  tt('experiment', 'EXPERIMENT', text(80, 'default'), 'default', { legacy: true }),
+  tt('exclude', 'EXCLUDE', csv([]), [], { legacy: true }),
+  tt('pytestGuard', 'PYTEST_GUARD', bool, true, { legacy: true }),
+  tt('eqInputUsdPerM', 'EQ_INPUT_USD_PER_M', num(0), 0, { legacy: true }),
+  tt('eqOutputUsdPerM', 'EQ_OUTPUT_USD_PER_M', num(0), 0, { legacy: true }),
+  tt('eqCacheReadUsdPerM', 'EQ_CACHE_READ_USD_PER_M', num(0), 0, { legacy: true }),
+  tt('eqCacheWriteUsdPerM', 'EQ_CACHE_WRITE_USD_PER_M', num(0), 0, { legacy: true }),
+  tt('eqRateCard', 'EQ_RATE_CARD', text(120), '', { legacy: true }),
+  tt('toolNames', 'TOOL_NAMES', toolNames, {}),
+  { key: 'dataDir', env: 'TOKEN_TERMINATOR_HOME', kind: path, fallback: undefined, isPath: true },
+  { key: 'incontext.tokenizerUrl', env: 'INCONTEXT_TOKENIZER_URL', kind: httpUrl, fallback: '', legacy: ['HERMES_VLLM_TOKENIZER_URL'] },
+  // Backend comes after the URL: its default depends on whether a URL is set.
+  { key: 'incontext.backend', env: 'INCONTEXT_BACKEND', kind: backendName, fallback: undefined },
+  {
+    key: 'incontext.tokenizerTimeoutSeconds',
+    env: 'INCONTEXT_TOKENIZER_TIMEOUT_SECONDS',
+    kind: num(0, true),
+    fallback: 30,
+    legacy: ['HERMES_VLLM_TOKENIZER_TIMEOUT_SECONDS'],
+  },
+  {
+    key: 'incontext.tokenizerUserAgent',
+    env: 'INCONTEXT_TOKENIZER_USER_AGENT',
+    kind: text(200),
+    fallback: undefined,
+    legacy: ['HERMES_VLLM_TOKENIZER_USER_AGENT'],
+  },
+  {
+    key: 'incontext.fallbackMarginTokens',
+    env: 'INCONTEXT_FALLBACK_MARGIN_TOKENS',
+    kind: int(0),
+    fallback: 1024,
+    legacy: ['HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS'],
+  },
+  { key: 'incontext.minOutputTokens', env: 'INCONTEXT_MIN_OUTPUT_TOKENS', kind: int(1), fallback: 4096 },
+  { key: 'incontext.compressionWindowTokens', env: 'INCONTEXT_COMPRESSION_WINDOW_TOKENS', kind: int(1), fallback: undefined },
+];
+
+/** Every variable this loader reads (new names first, then legacy aliases), for docs and `status`. */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
+  ...FIELDS.map((f) => f.env),
+  ...FIELDS.flatMap((f) => f.legacy ?? []),
+]);
+
+// ---------------------------------------------------------------------------------------------------
+
+function show(value: unknown): string {
+  let s: string;
+  try {
+    s = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  } catch {
+    s = String(value);
+  }
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s;
+}
+
+function readOverride(overrides: ConfigOverrides, key: string): unknown {
+  if (key.startsWith('incontext.')) return (overrides.incontext as Record<string, unknown> | undefined)?.[key.slice(10)];
+  return (overrides as Record<string, unknown>)[key];
+}
+
+function checkOverrideKeys(overrides: ConfigOverrides): void {
+  const known = new Set(FIELDS.map((f) => f.key));
+  for (const key of Object.keys(overrides)) {
+    if (key === 'incontext') continue;
+    if (!known.has(key)) throw new ConfigError(`unknown configuration option "${key}"`);
+  }
+  const nested = overrides.incontext;
+  if (nested !== undefined) {
+    if (typeof nested !== 'object' || nested === null) throw new ConfigError('option incontext must be an object');
+    for (const key of Object.keys(nested)) {
+      if (!known.has(`incontext.${key}`)) throw new ConfigError(`unknown configuration option "incontext.${key}"`);
+    }
+  }
+}
+
+function expandPath(value: string, home: string): string {
+  if (value === '' || value === ':memory:') return value;
+  const expanded = value === '~' ? home : value.startsWith('~/') ? join(home, value.slice(2)) : value;
+  return resolve(expanded);
+}
+
+function defaultDataDir(env: Readonly<Record<string, string | undefined>>, home: string): string {
+  const xdg = env['XDG_DATA_HOME']?.trim();
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'token-terminator');
+  const localAppData = env['LOCALAPPDATA']?.trim();
+  if (process.platform === 'win32' && localAppData) return join(localAppData, 'token-terminator');
+  return join(home, '.local', 'share', 'token-terminator');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+/**
+ * Read every variable (see the module comment for precedence and the data directory).
+ *
+ * @throws ConfigError naming the variable (or option), the accepted range and the value received.
+ * @example
+ * const config = loadConfig({ env: process.env, overrides: { mode: 'aggressive' } });
+ * modeFlags(config).nativeReadFile; // true
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const overrides = options.overrides ?? {};
+  checkOverrideKeys(overrides);
+  const home = env['HOME']?.trim() || homedir();
+  const flat = new Map<string, unknown>();
+
+  for (const field of FIELDS) {
+    let candidate: unknown;
+    let shown: unknown;
+    let label: string;
+    const override = readOverride(overrides, field.key);
+    if (override !== undefined) {
+      candidate = override;
+      shown = override;
+      label = `option ${field.key} (${field.env})`;
+    } else {
+      const name = [field.env, ...(field.legacy ?? [])].find((n) => (env[n] ?? '').trim() !== '');
+      if (name === undefined) {
+        flat.set(field.key, field.fallback);
+        continue;
+      }
+      const raw = (env[name] ?? '').trim();
+      candidate = field.kind.fromEnv(raw);
+      shown = raw;
+      label = name;
+    }
+    const prepared = field.kind.prepare ? field.kind.prepare(candidate) : candidate;
+    const parsed = field.kind.schema.safeParse(prepared);
+    if (!parsed.success) throw new ConfigError(`${label} must be ${field.kind.expects}, got ${show(shown)}`);
+    const value = field.isPath && typeof parsed.data === 'string' ? expandPath(parsed.data, home) : parsed.data;
+    flat.set(field.key, value);
+  }
+
+  const dataDir = (flat.get('dataDir') as string | undefined) ?? defaultDataDir(env, home);
+  const get = <T>(key: string): T => flat.get(key) as T;
+  const tokenizerUrl = get<string>('incontext.tokenizerUrl');
+  const incontext: IncontextConfig = {
+    backend: get<string | undefined>('incontext.backend') ?? (tokenizerUrl !== '' ? 'vllm' : 'tiktoken'),
+    tokenizerUrl,
+    tokenizerTimeoutSeconds: get<number>('incontext.tokenizerTimeoutSeconds'),
+    tokenizerUserAgent: get<string | undefined>('incontext.tokenizerUserAgent') || `token-terminator/${PACKAGE_VERSION}`,
+    fallbackMarginTokens: get<number>('incontext.fallbackMarginTokens'),
+    minOutputTokens: get<number>('incontext.minOutputTokens'),
+    compressionWindowTokens: get<number | undefined>('incontext.compressionWindowTokens'),
+  };
+  const top: Record<string, unknown> = {};
+  for (const [key, value] of flat) if (!key.startsWith('incontext.')) top[key] = value;
+  top['dataDir'] = dataDir;
+  top['dbPath'] = get<string | undefined>('dbPath') ?? join(dataDir, 'artifacts.sqlite3');
+  top['ledgerPath'] = get<string | undefined>('ledgerPath') ?? join(dataDir, 'experiments.sqlite3');
+  const config = { ...top, incontext } as unknown as Config;
+  crossCheck(config);
+  return deepFreeze(config);
+}
+
+function crossCheck(c: Config): void {
+  if (c.minArtifactChars > c.maxArtifactChars) {
+    throw new ConfigError(
+      `${TT}MIN_ARTIFACT_CHARS (${c.minArtifactChars}) must be ≤ ${TT}MAX_ARTIFACT_CHARS (${c.maxArtifactChars})`,
+    );
+  }
+  if (c.contextCollapseAfterTurns !== 0 && c.contextCollapseAfterTurns < c.contextInlineRecentTurns) {
+    throw new ConfigError(
+      `${TT}CONTEXT_COLLAPSE_AFTER_TURNS (${c.contextCollapseAfterTurns}) must be 0 (off) or ≥ ` +
+        `${TT}CONTEXT_INLINE_RECENT_TURNS (${c.contextInlineRecentTurns})`,
+    );
+  }
+  if (c.vaultLowWaterPct >= c.vaultHighWaterPct) {
+    throw new ConfigError(
+      `${TT}VAULT_LOW_WATER_PCT (${c.vaultLowWaterPct}) must be < ${TT}VAULT_HIGH_WATER_PCT (${c.vaultHighWaterPct})`,
+    );
+  }
+  if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {
+    throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
+  }
+}
