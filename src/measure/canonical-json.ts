@@ -1,0 +1,267 @@
+/**
+ * Python-compatible canonical JSON: what `json.dumps(value, sort_keys=True, ensure_ascii=False)`
+ * prints for the same data, so char counts match the reference benchmark (facts §8.1).
+ *
+ * Decisions where JavaScript and Python data differ:
+ * - A number that is an integer (`Number.isInteger`) with |x| < 1e16 prints as a Python int (`1`,
+ *   `-0` → `0`); any other finite number prints as a Python float (`1.5`, `1e-05`, `1e+16`).
+ *   JSON.parse cannot tell `1` from `1.0`, and provider requests carry ints far more often.
+ * - NaN / ±Infinity print as `NaN`, `Infinity`, `-Infinity`; bigint prints as a Python int.
+ * - Strings: `"` `\\` and controls < 0x20 are escaped (`\n \r \t \b \f`, others `\u00xx` lowercase);
+ *   everything else, lone surrogates included, is emitted raw.
+ * - Plain objects (prototype Object.prototype or null) are dicts with keys sorted by code point;
+ *   arrays are lists. `undefined`, functions and symbols follow JSON.stringify, because that is
+ *   what reaches the wire: omitted as object values, `null` in arrays and at the top level.
+ * - Other objects use `toJSON()` when they have it (Date → ISO string), else `String(value)`
+ *   (Python's `default=str`).
+ * - A cycle throws a TypeError (Python raises ValueError).
+ */
+
+export interface CanonicalJsonOptions {
+  /** Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `. Default false. */
+  readonly compact?: boolean;
+}
+
+// Characters that force the slow path of string handling: escapes and surrogates.
+const NEEDS_SCAN = /["\\\u0000-\u001f\ud800-\udfff]/;
+const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+const SHORT_ESCAPES: Readonly<Record<number, string>> = { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };
+
+/** Number of Unicode code points in `s` (a lone surrogate counts as one, as in Python). */
+export function codePoints(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/** Python-compatible JSON of `value` (see the module comment for every rule). */
+export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}): string {
+  const compact = options.compact === true;
+  return writeValue(value, compact ? ',' : ', ', compact ? ':' : ': ', new Set()) ?? 'null';
+}
+
+/** Code points of `canonicalJson(value, options)`, computed without building the string. */
+export function serializedChars(value: unknown, options: CanonicalJsonOptions = {}): number {
+  const compact = options.compact === true;
+  return sizeValue(value, compact ? 1 : 2, new Set()) ?? 4;
+}
+
+/**
+ * Size of a JSON array whose elements have the given serialized sizes: lets a caller that memoizes
+ * per-element sizes get the size of the whole array without serializing it.
+ */
+export function serializedArrayChars(elementSizes: Iterable<number>, options: CanonicalJsonOptions = {}): number {
+  const sep = options.compact === true ? 1 : 2;
+  let total = 2;
+  let count = 0;
+  for (const size of elementSizes) {
+    total += size;
+    count++;
+  }
+  return count === 0 ? total : total + sep * (count - 1);
+}
+
+/**
+ * Size of a JSON object from its entries' serialized value sizes (keys are sized here; the order
+ * of entries does not change the size, so callers need not sort).
+ */
+export function serializedObjectChars(entries: Iterable<readonly [key: string, valueSize: number]>, options: CanonicalJsonOptions = {}): number {
+  const sep = options.compact === true ? 1 : 2;
+  let total = 2;
+  let count = 0;
+  for (const [key, size] of entries) {
+    total += stringChars(key) + sep + size;
+    count++;
+  }
+  return count === 0 ? total : total + sep * (count - 1);
+}
+
+/** Python `repr(float)` for a finite or non-finite JS number. */
+export function pythonFloatRepr(x: number): string {
+  if (Number.isNaN(x)) return 'NaN';
+  if (x === Infinity) return 'Infinity';
+  if (x === -Infinity) return '-Infinity';
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  // toExponential() without digits gives the shortest round-trip digits, like Python's repr.
+  const [mantissa = '0', expText = '0'] = x.toExponential().split('e');
+  const exp = Number(expText);
+  const negative = mantissa.startsWith('-');
+  const digits = mantissa.replace('-', '').replace('.', '');
+  const decpt = exp + 1;
+  let body: string;
+  if (decpt > 16 || decpt <= -4) {
+    const frac = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    const e = Math.abs(exp);
+    body = `${frac}e${exp < 0 ? '-' : '+'}${e < 10 ? '0' : ''}${e}`;
+  } else if (decpt <= 0) {
+    body = `0.${'0'.repeat(-decpt)}${digits}`;
+  } else if (decpt >= digits.length) {
+    body = `${digits}${'0'.repeat(decpt - digits.length)}.0`;
+  } else {
+    body = `${digits.slice(0, decpt)}.${digits.slice(decpt)}`;
+  }
+  return negative ? `-${body}` : body;
+}
+
+function numberText(x: number): string {
+  if (Number.isInteger(x) && Math.abs(x) < 1e16) return Object.is(x, -0) ? '0' : String(x);
+  return pythonFloatRepr(x);
+}
+
+function escapeString(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
+  let out = '"';
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x20 && c !== 34 && c !== 92) continue;
+    out += s.slice(start, i) + (SHORT_ESCAPES[c] ?? `\\u00${c < 16 ? '0' : ''}${c.toString(16)}`);
+    start = i + 1;
+  }
+  return `${out}${s.slice(start)}"`;
+}
+
+function stringChars(s: string): number {
+  if (!NEEDS_SCAN.test(s)) return s.length + 2;
+  let n = s.length + 2;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20) n += SHORT_ESCAPES[c] === undefined ? 5 : 1;
+    else if (c === 34 || c === 92) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/** Code point order (Python's str ordering); differs from `<` only when a surrogate is involved. */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs === ys) return x - y;
+    // A surrogate encodes a code point ≥ 0x10000 (or is lone, 0xd800–0xdfff); compare as such.
+    return (xs ? (a.codePointAt(i) ?? x) : x) - (ys ? (b.codePointAt(i) ?? y) : y);
+  }
+  return a.length - b.length;
+}
+
+function isPlainObject(v: object): v is Record<string, unknown> {
+  const proto = Object.getPrototypeOf(v) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function sortedKeys(obj: Record<string, unknown>): string[] {
+  const keys = Object.keys(obj);
+  return keys.length > 1 ? keys.sort(compareCodePoints) : keys;
+}
+
+function isAbsent(v: unknown): boolean {
+  return v === undefined || typeof v === 'function' || typeof v === 'symbol';
+}
+
+function writeValue(value: unknown, itemSep: string, keySep: string, seen: Set<object>): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return escapeString(value);
+    case 'number':
+      return numberText(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'bigint':
+      return value.toString();
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return undefined;
+    default:
+      break;
+  }
+  if (value === null) return 'null';
+  const obj = value as object;
+  if (seen.has(obj)) throw new TypeError('canonicalJson: circular reference');
+  if (Array.isArray(obj)) {
+    seen.add(obj);
+    const parts = obj.map((item: unknown) => writeValue(item, itemSep, keySep, seen) ?? 'null');
+    seen.delete(obj);
+    return `[${parts.join(itemSep)}]`;
+  }
+  if (!isPlainObject(obj)) return writeValue(foreign(obj), itemSep, keySep, seen);
+  seen.add(obj);
+  const parts: string[] = [];
+  for (const key of sortedKeys(obj)) {
+    const text = writeValue(obj[key], itemSep, keySep, seen);
+    if (text !== undefined) parts.push(`${escapeString(key)}${keySep}${text}`);
+  }
+  seen.delete(obj);
+  return `{${parts.join(itemSep)}}`;
+}
+
+function sizeValue(value: unknown, sep: number, seen: Set<object>): number | undefined {
+  switch (typeof value) {
+    case 'string':
+      return stringChars(value);
+    case 'number':
+      return numberText(value).length;
+    case 'boolean':
+      return value ? 4 : 5;
+    case 'bigint':
+      return value.toString().length;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return undefined;
+    default:
+      break;
+  }
+  if (value === null) return 4;
+  const obj = value as object;
+  if (seen.has(obj)) throw new TypeError('canonicalJson: circular reference');
+  if (Array.isArray(obj)) {
+    seen.add(obj);
+    let total = 2;
+    for (let i = 0; i < obj.length; i++) total += (sizeValue(obj[i], sep, seen) ?? 4) + (i > 0 ? sep : 0);
+    seen.delete(obj);
+    return total;
+  }
+  if (!isPlainObject(obj)) return sizeValue(foreign(obj), sep, seen);
+  seen.add(obj);
+  let total = 2;
+  let count = 0;
+  for (const key of Object.keys(obj)) {
+    const v = obj[key];
+    if (isAbsent(v)) continue;
+    total += stringChars(key) + sep + (sizeValue(v, sep, seen) ?? 0) + (count > 0 ? sep : 0);
+    count++;
+  }
+  seen.delete(obj);
+  return total;
+}
+
+/** The stand-in for a non-plain object: its toJSON() result, else its string form. */
+function foreign(obj: object): unknown {
+  const toJSON = (obj as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    const out = (toJSON as () => unknown).call(obj);
+    return out !== null && typeof out === 'object' && !Array.isArray(out) && !isPlainObject(out) ? String(out) : out;
+  }
+  return String(obj);
+}
