@@ -10,9 +10,9 @@
  * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
  */
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
-import { loadConfig } from './config/index.js';
-import type { Config, Mode } from './config/types.js';
-import { canonicalJson, createTiktokenCounter, createTokenizerJsonCounter } from './measure/index.js';
+import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
+import type { Config } from './config/types.js';
+import { canonicalJson, counterForModel } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
 import { createRecoveryTool } from './recovery/index.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
@@ -29,7 +29,7 @@ export interface TerminatorOptions {
   /** Environment to read when `config` is absent. Default: `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Field overrides applied over the environment when `config` is absent. Default: none. */
-  readonly overrides?: Partial<Config>;
+  readonly overrides?: ConfigOverrides;
   /** Use this vault instead of opening `config.dbPath`. The caller keeps ownership: `close()` leaves it open. */
   readonly vault?: Vault;
   /** Token counter. Default: tokenizer.json when configured, else tiktoken (configured encoding, else o200k_base). */
@@ -38,28 +38,16 @@ export interface TerminatorOptions {
   readonly maxSessions?: number;
 }
 
-/** Which stages a mode turns on (facts §1.2). */
-export interface ModeGates {
-  /** rtk rewrite of terminal calls (suggest: measured only). */
-  readonly terminal: boolean;
-  /** Native compression of search/process (and read_file in aggressive). */
-  readonly native: boolean;
-  /** Request compiler, compaction, temporal deltas, skill gate. */
-  readonly compiler: boolean;
-  /** Output-budget cap on the final request. */
+/** Which stages a config turns on: the modes table (facts §1.2) plus the output-budget cap. */
+export interface ModeGates extends ModeFlags {
+  /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_TOKEN_BUDGET is on). */
   readonly budget: boolean;
 }
 
 /** The stage gates for a config: pure, so replay and status can report them. */
-export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'tokenBudget'>): ModeGates {
-  const m: Mode = config.mode;
-  const on = config.enabled && m !== 'off';
-  return {
-    terminal: on && m !== 'native',
-    native: on && (m === 'balanced' || m === 'aggressive' || m === 'native'),
-    compiler: on && (m === 'balanced' || m === 'aggressive'),
-    budget: on && config.tokenBudget && (m === 'balanced' || m === 'aggressive'),
-  };
+export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget'>): ModeGates {
+  const flags = modeFlags(config);
+  return Object.freeze({ ...flags, budget: flags.compiler && config.tokenBudget });
 }
 
 /**
@@ -141,9 +129,7 @@ export function preflightPressure(config: Config, counter: TokenCounter, request
 }
 
 function defaultCounter(config: Config): TokenCounter {
-  if (config.tokenizerJson !== '') return createTokenizerJsonCounter(config.tokenizerJson);
-  const enc = config.tiktokenEncoding === 'cl100k_base' ? 'cl100k_base' : 'o200k_base';
-  return createTiktokenCounter(enc);
+  return counterForModel(undefined, { tokenizerJson: config.tokenizerJson, encoding: config.tiktokenEncoding });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,12 +150,11 @@ function chain<T>(ops: readonly Op<T>[]): Op<T> {
 }
 
 function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
-  return chain<ToolCall>([d.gates.terminal ? placeholder<ToolCall>() : identity]);
+  return chain<ToolCall>([d.gates.terminal || d.gates.suggest ? placeholder<ToolCall>() : identity]);
 }
 
 function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
-  const temporal = d.gates.compiler && d.config.temporalDelta;
-  return chain<ToolResult>([temporal ? placeholder<ToolResult>() : identity, d.gates.native ? placeholder<ToolResult>() : identity]);
+  return chain<ToolResult>([d.gates.temporal ? placeholder<ToolResult>() : identity, d.gates.native ? placeholder<ToolResult>() : identity]);
 }
 
 function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {

@@ -1,0 +1,172 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Observable } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import { stepOperator } from '../../src/operator-kit.js';
+import { createTerminator, Lane, modeGates, preflightPressure } from '../../src/runtime.js';
+import { advance, createStep, type Step } from '../../src/step.js';
+import { createVault } from '../../src/vault/index.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-runtime-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const ctx = { sessionId: 's1' };
+const env = {};
+
+describe('Lane', () => {
+  it('keeps operator state across calls of one session (one long-lived subscription)', async () => {
+    const counting = () =>
+      stepOperator<string>('count', () => {
+        let seen = 0;
+        return (s) => advance(s, `${s.value}#${++seen}`, { stage: 'count', kind: 'applied', reason: 'test' });
+      });
+    const lane = new Lane<string>('runtime:test', counting);
+    const a = await lane.run(createStep('a', ctx));
+    const b = await lane.run(createStep('b', ctx));
+    expect([a.value, b.value]).toEqual(['a#1', 'b#2']);
+    lane.close();
+  });
+
+  it('pairs concurrent calls with their own outputs even when reductions finish out of order', async () => {
+    const delays: Record<string, number> = { a: 20, b: 1, c: 5 };
+    const slow = () =>
+      stepOperator<string>('slow', () => async (s) => {
+        await new Promise((r) => setTimeout(r, delays[s.value]));
+        return advance(s, s.value.toUpperCase(), { stage: 'slow', kind: 'applied', reason: 'test' });
+      });
+    const lane = new Lane<string>('runtime:test', slow);
+    const out = await Promise.all(['a', 'b', 'c'].map((v) => lane.run(createStep(v, ctx))));
+    expect(out.map((s) => s.value)).toEqual(['A', 'B', 'C']);
+    lane.close();
+  });
+
+  it('resolves an aborted call at once with its input and keeps later calls paired', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    let sawAbort = false;
+    const blocking = () =>
+      stepOperator<string>('block', () => async (s, signal) => {
+        if (s.value === 'first') {
+          signal.addEventListener('abort', () => (sawAbort = true));
+          await gate;
+        }
+        return advance(s, `${s.value}!`, { stage: 'block', kind: 'applied', reason: 'test' });
+      });
+    const lane = new Lane<string>('runtime:test', blocking);
+    const controller = new AbortController();
+    const first = lane.run(createStep('first', ctx, controller.signal));
+    const second = lane.run(createStep('second', ctx));
+    controller.abort();
+    const aborted = await first;
+    expect(aborted.value).toBe('first');
+    expect(aborted.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'aborted' });
+    expect(sawAbort).toBe(true);
+    release();
+    expect((await second).value).toBe('second!');
+    lane.close();
+  });
+
+  it('fails open and re-subscribes when the chain errors', async () => {
+    let subscriptions = 0;
+    const breaking = () => (source: Observable<Step<string>>) =>
+      new Observable<Step<string>>((sub) => {
+        subscriptions++;
+        return source.subscribe({
+          next: (s) => (s.value === 'bad' ? sub.error(new RangeError('boom')) : sub.next(s)),
+          error: (e: unknown) => sub.error(e),
+          complete: () => sub.complete(),
+        });
+      });
+    const lane = new Lane<string>('runtime:test', breaking);
+    const bad = await lane.run(createStep('bad', ctx));
+    expect(bad.value).toBe('bad');
+    expect(bad.decisions.at(-1)).toMatchObject({ kind: 'failed_open', error: 'RangeError' });
+    const good = await lane.run(createStep('good', ctx));
+    expect(good.value).toBe('good');
+    expect(subscriptions).toBe(2);
+    lane.close();
+  });
+
+  it('answers calls after close with their input', async () => {
+    const lane = new Lane<string>('runtime:test', () => (s) => s);
+    lane.close();
+    const out = await lane.run(createStep('x', ctx));
+    expect(out.value).toBe('x');
+    expect(out.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'runtime closed' });
+  });
+});
+
+describe('modeGates', () => {
+  it('follows the modes table', () => {
+    const g = (mode: 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest' | 'off') =>
+      modeGates({ enabled: true, mode, temporalDelta: true, tokenBudget: true });
+    expect(g('balanced')).toMatchObject({ terminal: true, native: true, compiler: true, temporal: true, budget: true });
+    expect(g('native')).toMatchObject({ terminal: false, native: true, compiler: false, budget: false });
+    expect(g('terminal')).toMatchObject({ terminal: true, native: false, compiler: false });
+    expect(g('suggest')).toMatchObject({ terminal: false, suggest: true, native: false });
+    expect(g('off')).toMatchObject({ terminal: false, native: false, compiler: false, budget: false });
+    expect(modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true }).compiler).toBe(false);
+  });
+});
+
+describe('createTerminator', () => {
+  it('opens the configured vault, passes everything through in mode off, and closes what it opened', async () => {
+    const tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3'), mode: 'off' } });
+    expect(tt.vault.path).toBe(join(dir, 'v.sqlite3'));
+    const request = Object.freeze({ model: 'gpt-4o', messages: Object.freeze([Object.freeze({ role: 'user', content: 'hi' })]) });
+    const step = await tt.compileRequest(request, ctx);
+    expect(step.value).toBe(request);
+    const result = { callId: 'c1', name: 'terminal', args: {}, content: 'x'.repeat(50_000) };
+    expect((await tt.reduceToolResult(result, ctx)).value).toBe(result);
+    await tt.close();
+    await tt.close();
+    await expect(tt.vault.usage()).rejects.toThrow();
+  });
+
+  it('leaves a vault it was given open', async () => {
+    const vault = await createVault({ path: join(dir, 'given.sqlite3') });
+    const counter = createTiktokenCounter();
+    {
+      await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'unused.sqlite3') }, vault, counter });
+      expect(tt.vault).toBe(vault);
+      expect(tt.counter).toBe(counter);
+    }
+    await expect(vault.usage()).resolves.toMatchObject({ artifacts: 0 });
+    expect(counter.count('hello world')).toBe(2);
+    counter.dispose?.();
+    await vault.close();
+  });
+
+  it('resolves an already-aborted call with its input', async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const controller = new AbortController();
+    controller.abort();
+    const request = { messages: [{ role: 'user', content: 'x'.repeat(20_000) }] };
+    const step = await tt.compileRequest(request, ctx, controller.signal);
+    expect(step.value).toBe(request);
+  });
+
+  it('offers the recovery tool over its vault', async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const put = await tt.vault.put({ content: 'evidence '.repeat(100), toolName: 'terminal', sessionId: 's1' });
+    const page = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: put.artifactId }, ctx)) as { content: string };
+    expect(page.content).toBe('evidence '.repeat(100));
+  });
+});
+
+describe('preflightPressure', () => {
+  it('is P + R − 1 with R the smaller of the reserve and the route cap', () => {
+    const config = loadConfig({ env, overrides: { dbPath: ':memory:' } });
+    const counter = { name: 'fixed', exact: true, count: () => 1000 };
+    expect(preflightPressure(config, counter, {}, ctx)).toBe(1000 + config.incontext.minOutputTokens - 1);
+    expect(preflightPressure(config, counter, {}, { sessionId: 's', route: { outputCap: 100 } })).toBe(1000 + 100 - 1);
+  });
+});
