@@ -1,0 +1,309 @@
+/**
+ * The `token_terminator` recovery tool: exact pages, lossy views and search over the vault.
+ *
+ * Results are JSON strings with sorted keys and snake_case names (facts §3). The tool never throws:
+ * bad arguments, unknown artifacts and vault failures all come back as `{"error": {code, message}}`
+ * so a model can correct itself. The session id is taken only from the host argument.
+ */
+import type { Config } from '../config/types.js';
+import { modeFlags } from '../config/index.js';
+import { PACKAGE_VERSION } from '../config/version.js';
+import { TokenTerminatorError } from '../errors.js';
+import { canonicalJson } from '../measure/index.js';
+import type { RecoveryTool } from '../runtime-types.js';
+import { errorLabel } from '../step.js';
+import type { ArtifactSummary, Vault } from '../vault/types.js';
+import {
+  DEFAULT_PAGE_CHARS,
+  RECOVERY_DESCRIPTION,
+  RECOVERY_TOOL_NAME,
+  recoveryArgsSchema,
+  recoveryJsonSchema,
+  type RecoveryAction,
+  type RecoveryArgs,
+} from './schema.js';
+import type { WorkingStateStore } from './working-state.js';
+
+export * from './schema.js';
+export type { WorkingStateStore } from './working-state.js';
+
+/** Error codes of error results (beside the codes of src/errors.ts passed through from the vault). */
+export const RECOVERY_ERRORS = Object.freeze({
+  invalidArguments: 'E_INVALID_ARGUMENTS',
+  workingStateDisabled: 'E_WORKING_STATE_DISABLED',
+  workingStateUnavailable: 'E_WORKING_STATE_UNAVAILABLE',
+  failed: 'E_RECOVERY_FAILED',
+});
+
+/** `lossy` views point here for the authoritative content. */
+export const EXACT_RECOVERY = 'token_terminator action=artifact_get';
+
+export interface RecoveryToolOptions {
+  /** The vault to read (required). */
+  readonly vault: Vault;
+  /** Page ceiling, search ceiling, mode and working-state budget come from here (required). */
+  readonly config: Config;
+  /** Extra fields merged into the `status` result, e.g. process metrics (default: none). Must be content-free. */
+  readonly status?: () => Promise<object>;
+  /** Store behind working_state_apply / working_state_get (default: none → a clear error result). */
+  readonly workingState?: WorkingStateStore;
+  /** Called once per call with the action and whether it succeeded; content-free (default: none). */
+  readonly onCall?: (action: RecoveryAction | 'invalid', ok: boolean) => void;
+}
+
+/** A result object before serialization; `error` is present exactly when the call failed. */
+export type RecoveryResult = Readonly<Record<string, unknown>>;
+
+export interface RecoveryErrorBody {
+  readonly code: string;
+  readonly message: string;
+  readonly field?: string;
+}
+
+/** The tool plus `call`, which returns the result object instead of its JSON (for the CLI and tests). */
+export interface RecoveryToolHandle extends RecoveryTool {
+  call(args: unknown, host: { readonly sessionId: string }): Promise<RecoveryResult>;
+}
+
+/** True when a result is an error result; narrows to its error body. */
+export function recoveryError(result: RecoveryResult): RecoveryErrorBody | undefined {
+  const error = result['error'];
+  return error !== null && typeof error === 'object' ? (error as RecoveryErrorBody) : undefined;
+}
+
+class ArgumentProblem extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const clamp = (n: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, n));
+
+function failure(code: string, message: string, field?: string): RecoveryResult {
+  return { error: field === undefined ? { code, message } : { code, message, field } };
+}
+
+function snakeKey(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** Vault-defined keys only (one level): user data such as JSON key names is never rewritten. */
+function snakeTop(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [snakeKey(k), v]));
+}
+
+function summaryJson(s: ArtifactSummary): RecoveryResult {
+  return {
+    artifact_id: s.artifactId,
+    sha256: s.sha256,
+    chars: s.chars,
+    bytes: s.bytes,
+    tool_name: s.toolName,
+    created_at: s.createdAt,
+    observation_count: s.observationCount,
+  };
+}
+
+function parseArgs(args: unknown): RecoveryArgs {
+  let input = args;
+  if (typeof input === 'string') {
+    // Some frameworks hand over the raw arguments string.
+    try {
+      input = JSON.parse(input) as unknown;
+    } catch {
+      throw new ArgumentProblem('arguments', 'arguments must be a JSON object');
+    }
+  }
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new ArgumentProblem('arguments', 'arguments must be a JSON object');
+  }
+  const parsed = recoveryArgsSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = typeof issue?.path[0] === 'string' ? issue.path[0] : 'arguments';
+    throw new ArgumentProblem(field, issue?.message ?? 'invalid arguments');
+  }
+  return parsed.data;
+}
+
+function need<T>(value: T | undefined, field: string, action: string): T {
+  if (value === undefined) throw new ArgumentProblem(field, `${field} is required for action ${action}`);
+  return value;
+}
+
+function needQuery(args: RecoveryArgs): string {
+  const query = need(args.query, 'query', args.action);
+  if (query.trim() === '') throw new ArgumentProblem('query', `query must not be empty for action ${args.action}`);
+  return query;
+}
+
+/**
+ * Build the recovery tool over a vault.
+ *
+ * @example
+ * const tool = createRecoveryTool({ vault, config });
+ * const page = JSON.parse(await tool.handle({ action: 'artifact_get', artifact_id: id }, { sessionId }));
+ */
+export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHandle {
+  const { vault, config } = options;
+  const parameters = Object.freeze(recoveryJsonSchema());
+
+  async function status(): Promise<RecoveryResult> {
+    const flags = modeFlags(config);
+    let vaultInfo: RecoveryResult = {};
+    let vaultError: string | null = null;
+    try {
+      const u = await vault.usage();
+      vaultInfo = {
+        artifacts: u.artifacts,
+        bytes: u.bytes,
+        capacity_bytes: u.capacityBytes,
+        high_water_bytes: u.highWaterBytes,
+        low_water_bytes: u.lowWaterBytes,
+        pruned_artifacts: u.prunedArtifacts,
+        pruned_bytes: u.prunedBytes,
+      };
+    } catch (error) {
+      vaultError = errorLabel(error);
+    }
+    const core: RecoveryResult = {
+      plugin: 'token-terminator',
+      version: PACKAGE_VERSION,
+      enabled: config.enabled,
+      mode: config.mode,
+      vault_available: vaultError === null,
+      vault_error: vaultError,
+      vault: vaultInfo,
+      limits: {
+        max_page_chars: config.maxPageChars,
+        max_search_results: config.maxSearchResults,
+        max_artifact_chars: config.maxArtifactChars,
+        vault_max_bytes: config.vaultMaxBytes,
+      },
+      profile: {
+        terminal_rewrite: flags.terminal,
+        native_compression: flags.native,
+        native_read_file: flags.nativeReadFile,
+        request_compiler: flags.compiler,
+        temporal_delta: flags.temporal,
+        token_budget: config.tokenBudget,
+        context_compaction: config.contextCompaction,
+        working_state: config.workingGraphChars > 0,
+      },
+    };
+    if (options.status === undefined) return core;
+    try {
+      return { ...core, ...(await options.status()) };
+    } catch (error) {
+      return { ...core, status_error: errorLabel(error) };
+    }
+  }
+
+  async function run(args: RecoveryArgs, sessionId: string): Promise<RecoveryResult> {
+    switch (args.action) {
+      case 'status':
+        return status();
+      case 'artifact_get': {
+        const id = need(args.artifact_id, 'artifact_id', args.action);
+        const limit = clamp(args.limit ?? DEFAULT_PAGE_CHARS, 1, config.maxPageChars);
+        const page = await vault.page(id, args.offset ?? 0, limit);
+        return {
+          artifact_id: page.artifactId,
+          content: page.content,
+          offset: page.offset,
+          next_offset: page.nextOffset,
+          total_chars: page.totalChars,
+          sha256: page.sha256,
+          tool_name: page.toolName,
+        };
+      }
+      case 'artifact_peek': {
+        const id = need(args.artifact_id, 'artifact_id', args.action);
+        const p = await vault.peek(id, clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)));
+        return {
+          artifact_id: p.artifactId,
+          sha256: p.sha256,
+          tool_name: p.toolName,
+          total_chars: p.totalChars,
+          total_bytes: p.totalBytes,
+          line_count: p.lineCount,
+          observation_count: p.observationCount,
+          created_at: p.createdAt,
+          structure: snakeTop(p.structure),
+          synopsis: { head: p.synopsis.head, tail: p.synopsis.tail, signals: p.synopsis.signals },
+          lossy: true,
+          exact_recovery: EXACT_RECOVERY,
+        };
+      }
+      case 'artifact_find': {
+        const id = need(args.artifact_id, 'artifact_id', args.action);
+        const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100));
+        return {
+          artifact_id: f.artifactId,
+          query: f.query,
+          matches: f.matches.map((m) => ({ line: m.line, text: m.text })),
+          total_matches: f.totalMatches,
+          truncated: f.truncated,
+          lossy: true,
+          exact_recovery: EXACT_RECOVERY,
+        };
+      }
+      case 'artifact_search': {
+        const found = await vault.search(needQuery(args), clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults));
+        return { results: found.map(summaryJson) };
+      }
+      case 'working_state_apply':
+      case 'working_state_get': {
+        if (config.workingGraphChars <= 0) {
+          return failure(
+            RECOVERY_ERRORS.workingStateDisabled,
+            'working state is disabled (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS=0); set it above 0 to enable it',
+          );
+        }
+        const store = options.workingState;
+        if (store === undefined) {
+          return failure(RECOVERY_ERRORS.workingStateUnavailable, 'no working-state store is configured for this host');
+        }
+        if (args.action === 'working_state_apply') {
+          return { ...(await store.apply(sessionId, need(args.operations, 'operations', args.action))) };
+        }
+        return { ...(await store.get({ includeRetired: args.include_retired ?? false, limit: clamp(args.limit ?? 500, 0, 500) })) };
+      }
+    }
+  }
+
+  async function call(rawArgs: unknown, host: { readonly sessionId: string }): Promise<RecoveryResult> {
+    let action: RecoveryAction | 'invalid' = 'invalid';
+    let result: RecoveryResult;
+    try {
+      const args = parseArgs(rawArgs);
+      action = args.action;
+      result = await run(args, String(host?.sessionId ?? ''));
+    } catch (error) {
+      if (error instanceof ArgumentProblem) {
+        result = failure(RECOVERY_ERRORS.invalidArguments, error.message, error.field);
+      } else if (error instanceof TokenTerminatorError) {
+        const code = error.code === 'E_VAULT_ARGUMENT' ? RECOVERY_ERRORS.invalidArguments : error.code;
+        const hint = error.code === 'E_ARTIFACT_NOT_FOUND' ? '; use artifact_search to locate artifacts' : '';
+        result = failure(code, error.message + hint);
+      } else {
+        // Unknown failures carry a class label only: their messages may quote content.
+        result = failure(RECOVERY_ERRORS.failed, `recovery failed (${errorLabel(error)})`);
+      }
+    }
+    options.onCall?.(action, recoveryError(result) === undefined);
+    return result;
+  }
+
+  return Object.freeze({
+    name: RECOVERY_TOOL_NAME,
+    description: RECOVERY_DESCRIPTION,
+    parameters,
+    call,
+    handle: async (args: unknown, host: { readonly sessionId: string }) => canonicalJson(await call(args, host), { compact: true }),
+  });
+}
