@@ -1,0 +1,19 @@
+/**
+ * Short counterexample renderings. fast-check prints a failing value with `fc.stringify`, which
+ * honours `fc.toStringMethod`; a 30,000-char request printed in full hides the point, so generated
+ * streams and sessions describe their shape instead (the seed and path replay the exact value).
+ */
+import fc from 'fast-check';
+
+/** Attach a non-enumerable summary used by fast-check reports. Returns the same object. */
+export function withSummary<V extends object>(value: V, summary: () => string): V {
+  Object.defineProperty(value, fc.toStringMethod, { value: summary, enumerable: false, configurable: true });
+  return value;
+}
+
+/** `"12,345 chars"` for strings, a type name otherwise. */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return `${value.length.toLocaleString('en-US')} chars`;
+  if (Array.isArray(value)) return `${value.length} parts`;
+  return value === null ? 'null' : typeof value;
+}

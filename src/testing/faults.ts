@@ -1,0 +1,106 @@
+/**
+ * Fault injection for the fail-open invariant: a vault whose chosen methods fail, a token counter
+ * that always throws, and a spawn that cannot start a process. Every injected error is an
+ * {@link InjectedFault} so a report can tell it from a real bug.
+ */
+import type { TokenCounter } from '../measure/types.js';
+import type { Vault } from '../vault/types.js';
+
+/** The error every kit fault raises (code `E_INJECTED_FAULT`). */
+export class InjectedFault extends Error {
+  readonly code = 'E_INJECTED_FAULT';
+  constructor(what: string) {
+    super(`injected fault: ${what}`);
+    this.name = 'InjectedFault';
+  }
+}
+
+/** Vault methods a fault can be injected into. */
+export type VaultMethod = Exclude<keyof Vault, 'path' | typeof Symbol.asyncDispose>;
+
+export const VAULT_METHODS: readonly VaultMethod[] = [
+  'put',
+  'verify',
+  'summary',
+  'page',
+  'peek',
+  'find',
+  'search',
+  'exposureAvailable',
+  'claimExposure',
+  'recordExposure',
+  'pin',
+  'getBaseline',
+  'setBaseline',
+  'getRendering',
+  'setRendering',
+  'recordRequestMetric',
+  'usage',
+];
+
+export interface FaultyVaultOptions {
+  /** Methods that fail. Default: every method except `close`. */
+  readonly failOn?: readonly VaultMethod[] | 'all';
+  /** `'reject'` returns a rejected promise (a failing query); `'throw'` throws synchronously. Default: `'reject'`. */
+  readonly mode?: 'reject' | 'throw';
+  /** Calls of a failing method that succeed before it starts failing (e.g. 1: the first put works). Default: 0. */
+  readonly after?: number;
+}
+
+/** What a faulty vault saw: how many calls each method got and how many faults it raised. */
+export interface FaultLog {
+  readonly calls: Readonly<Record<string, number>>;
+  readonly faults: number;
+}
+
+/**
+ * Wrap a vault so the chosen methods fail. Other methods (and `close`) reach the real vault.
+ *
+ * @example
+ * const broken = faultyVault(vault, { failOn: ['put'] });
+ * const op = compressToolResult({ vault: broken });   // must pass results through unchanged
+ */
+export function faultyVault(vault: Vault, options: FaultyVaultOptions = {}): Vault & { readonly faultLog: FaultLog } {
+  const failing = new Set<string>(options.failOn === undefined || options.failOn === 'all' ? VAULT_METHODS : options.failOn);
+  const mode = options.mode ?? 'reject';
+  const after = options.after ?? 0;
+  const calls: Record<string, number> = {};
+  const log = { calls, faults: 0 };
+  return new Proxy(vault, {
+    get(target, prop, receiver) {
+      if (prop === 'faultLog') return log;
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      const name = String(prop);
+      return (...args: unknown[]) => {
+        calls[name] = (calls[name] ?? 0) + 1;
+        if (failing.has(name) && calls[name]! > after) {
+          log.faults += 1;
+          const fault = new InjectedFault(`vault.${name}`);
+          if (mode === 'throw') throw fault;
+          return Promise.reject(fault);
+        }
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as Vault & { readonly faultLog: FaultLog };
+}
+
+/** A counter that claims to be exact and throws on every count (a broken tokenizer). */
+export function throwingCounter(name = 'throwing'): TokenCounter {
+  return {
+    name,
+    exact: true,
+    count() {
+      throw new InjectedFault('counter.count');
+    },
+  };
+}
+
+/** A spawn that never starts a process: throws like `spawn` does for EACCES/ENOENT. */
+export function throwingSpawn(): (...args: unknown[]) => never {
+  return () => {
+    const fault = new InjectedFault('spawn');
+    throw fault;
+  };
+}

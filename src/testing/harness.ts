@@ -1,0 +1,174 @@
+/**
+ * The machinery every invariant shares: how an operator under test gets its dependencies, how a
+ * generated stream becomes Steps, how a stream is run, and how a broken invariant is reported.
+ */
+import type fc from 'fast-check';
+import { from, type OperatorFunction } from 'rxjs';
+import type { TokenCounter } from '../measure/types.js';
+import { createStep, type Step, type StepContext } from '../step.js';
+import type { Vault } from '../vault/types.js';
+import { createResourceProbe, type ResourceProbe } from './probe.js';
+
+/** The invariants the kit checks. */
+export type InvariantName =
+  | 'unchanged-or-smaller'
+  | 'never-mutates'
+  | 'recovers-exactly'
+  | 'fails-open'
+  | 'releases-on-unsubscribe'
+  | 'cache-stable'
+  | 'valid-roles';
+
+/** Thrown by an invariant's predicate; fast-check's report carries its message. */
+export class InvariantViolation extends Error {
+  readonly code = 'E_INVARIANT';
+  constructor(
+    readonly invariant: InvariantName,
+    readonly where: string,
+    detail: string,
+  ) {
+    super(`invariant "${invariant}" broken at ${where}: ${detail}`);
+    this.name = 'InvariantViolation';
+  }
+}
+
+/** What an operator under test may depend on. Fault-injecting invariants pass broken versions. */
+export interface KitDeps {
+  readonly vault: Vault;
+  /** The exact counter from the options (a throwing one under `fails-open`); undefined when none was given. */
+  readonly counter: TokenCounter | undefined;
+  /** Tracked resources (spawn, timers, AbortControllers); under `fails-open` its spawn is replaced by a throwing one. */
+  readonly probe: ResourceProbe;
+  /** `child_process.spawn`-compatible: the probe's tracked spawn, or a throwing one under `fails-open`. */
+  readonly spawn: ResourceProbe['spawn'];
+}
+
+/** A built operator plus what to release after a run (e.g. a Terminator's `close`). */
+export interface BuiltOperator<T> {
+  readonly operator: OperatorFunction<Step<T>, Step<T>>;
+  readonly dispose?: () => void | Promise<void>;
+}
+
+export type OperatorFactory<T> = (deps: KitDeps) => OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T> | Promise<OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T>>;
+
+const FACTORY = Symbol.for('token-terminator/testing.factory');
+
+/** An operator built per run from the kit's dependencies. Create with {@link withDeps}. */
+export interface DepsAwareOperator<T> {
+  readonly [FACTORY]: OperatorFactory<T>;
+}
+
+/** What every invariant accepts: a ready operator (or composed pipeline), or one built from the kit's dependencies. */
+export type OperatorUnderTest<T> = OperatorFunction<Step<T>, Step<T>> | DepsAwareOperator<T>;
+
+/**
+ * Let the kit build the operator for each run, so it can inject a faulty vault, a throwing
+ * counter or a tracked spawn. Needed by `fails-open` and `releases-on-unsubscribe`.
+ *
+ * @example
+ * const op = withDeps(({ vault, counter }) => compressToolResult({ vault, counter }));
+ */
+export function withDeps<T>(factory: OperatorFactory<T>): DepsAwareOperator<T> {
+  return { [FACTORY]: factory };
+}
+
+export function isDepsAware<T>(op: OperatorUnderTest<T>): op is DepsAwareOperator<T> {
+  return typeof op === 'object' && op !== null && FACTORY in op;
+}
+
+/** Options every invariant takes. */
+export interface InvariantOptions<T> {
+  /** The real vault receipts must recover from. */
+  readonly vault: Vault;
+  /** The generated input streams (each run pushes one array through one subscription). */
+  readonly inputs: fc.Arbitrary<readonly T[]>;
+  /** An exact counter: sizes are then also compared in tokens. Default: chars only. */
+  readonly counter?: TokenCounter;
+  /** Context fields for every Step. Default: a fresh `sessionId` per run, `requestId` per Step. */
+  readonly context?: Partial<StepContext>;
+  /** Longest wait for a run's stream to complete. Default: 20,000 ms. */
+  readonly timeoutMs?: number;
+}
+
+export function baseDeps(options: InvariantOptions<unknown>): KitDeps {
+  const probe = createResourceProbe();
+  return { vault: options.vault, counter: options.counter, probe, spawn: probe.spawn };
+}
+
+/** Build (or take) the operator for one run. */
+export async function build<T>(op: OperatorUnderTest<T>, deps: KitDeps): Promise<Required<BuiltOperator<T>>> {
+  if (!isDepsAware(op)) return { operator: op, dispose: () => undefined };
+  const built = await op[FACTORY](deps);
+  if (typeof built === 'function') return { operator: built, dispose: () => undefined };
+  return { operator: built.operator, dispose: built.dispose ?? (() => undefined) };
+}
+
+let runCounter = 0;
+
+/** Steps for one run: a fresh session per run so per-session state (leases, baselines) never leaks between runs. */
+export function makeSteps<T>(values: readonly T[], context: Partial<StepContext> | undefined): Step<T>[] {
+  runCounter += 1;
+  const run = `${process.pid.toString(36)}${Date.now().toString(36)}${runCounter}`;
+  return values.map((value, i) => createStep(value, { sessionId: `kit-${run}`, requestId: `kit-${run}-${i}`, ...(context === undefined ? {} : structuredClone(context)) }));
+}
+
+export interface RunResult<T> {
+  readonly outputs: Step<T>[];
+  readonly error: unknown;
+  readonly errored: boolean;
+  readonly completed: boolean;
+}
+
+/** Push Steps through one subscription and collect what comes out, bounded by a deadline. */
+export function runSteps<T>(operator: OperatorFunction<Step<T>, Step<T>>, steps: readonly Step<T>[], timeoutMs = 20_000): Promise<RunResult<T>> {
+  return new Promise((resolve) => {
+    const outputs: Step<T>[] = [];
+    let settled = false;
+    const finish = (r: Omit<RunResult<T>, 'outputs'>): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ outputs, ...r });
+    };
+    const timer = setTimeout(() => {
+      sub.unsubscribe();
+      finish({ error: undefined, errored: false, completed: false });
+    }, timeoutMs);
+    const sub = from(steps)
+      .pipe(operator)
+      .subscribe({
+        next: (s) => void outputs.push(s),
+        error: (error: unknown) => finish({ error, errored: true, completed: false }),
+        complete: () => finish({ error: undefined, errored: false, completed: true }),
+      });
+  });
+}
+
+/** Content-free name of an error for messages. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? `${error.name} (${code})` : error.name;
+  }
+  return String(error);
+}
+
+/** The stages that applied something to a Step, for "where" in a report. */
+export function stagesOf(step: Step<unknown> | undefined): string {
+  if (step === undefined) return 'no output';
+  const applied = step.decisions.filter((d) => d.kind === 'applied').map((d) => d.stage);
+  return applied.length === 0 ? 'no stage applied' : `applied by ${[...new Set(applied)].join(', ')}`;
+}
+
+/**
+ * The common run checks: the stream completed without error and emitted one Step per input, in
+ * order (each output carries its input's `original`, as Steps built with `advance`/`note` do).
+ */
+export function checkRun<T>(invariant: InvariantName, result: RunResult<T>, steps: readonly Step<T>[]): void {
+  if (result.errored) throw new InvariantViolation(invariant, 'the stream', `errored with ${describeError(result.error)}; an operator must fail open, never error the stream`);
+  if (!result.completed) throw new InvariantViolation(invariant, 'the stream', `did not complete within the deadline (${result.outputs.length} of ${steps.length} Steps emitted)`);
+  if (result.outputs.length !== steps.length) throw new InvariantViolation(invariant, 'the stream', `emitted ${result.outputs.length} Steps for ${steps.length} inputs`);
+  result.outputs.forEach((out, i) => {
+    if (out.original !== steps[i]!.original) throw new InvariantViolation(invariant, `step ${i}`, 'output is not the Step of input ' + i + ' (order changed or original replaced)');
+  });
+}

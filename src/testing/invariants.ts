@@ -1,0 +1,107 @@
+/**
+ * The invariants as fast-check properties (`invariants.*` for `fc.assert`), as
+ * `[arbitraries, predicate]` pairs for `@fast-check/vitest`'s `test.prop` (`propertyTests.*`),
+ * and as one call that registers every applicable property (`testInvariants`).
+ */
+import fc from 'fast-check';
+import type { ProviderRequest } from '../step.js';
+import type { InvariantName, InvariantOptions, OperatorUnderTest } from './harness.js';
+import { cacheStablePredicate, type CacheStableOptions } from './properties/cache-stable.js';
+import { faultPlan, failsOpenPredicate, type FaultPlan } from './properties/fails-open.js';
+import { neverMutatesPredicate } from './properties/never-mutates.js';
+import { recoversExactlyPredicate } from './properties/recovers-exactly.js';
+import { cutPlan, releasesOnUnsubscribePredicate, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
+import { unchangedOrSmallerPredicate } from './properties/unchanged-or-smaller.js';
+import { validRolesPredicate } from './properties/valid-roles.js';
+
+/** Arbitraries and predicate in the shape `test.prop(arbitraries)(name, predicate)` takes. */
+export type PropTuple<A extends unknown[]> = readonly [arbitraries: { [K in keyof A]: fc.Arbitrary<A[K]> }, predicate: (...args: A) => Promise<void>];
+
+type Inputs<T> = readonly T[];
+
+/**
+ * `[arbitraries, predicate]` per invariant, for `test.prop` of `@fast-check/vitest`.
+ *
+ * @example
+ * const [arbs, check] = propertyTests.unchangedOrSmaller(myOperator(), { vault, inputs: toolResultStream() });
+ * test.prop(arbs, { numRuns: 25 })('is unchanged or strictly smaller', check);
+ */
+export const propertyTests = {
+  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], unchangedOrSmallerPredicate(op, o)],
+  neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], neverMutatesPredicate(op, o)],
+  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], recoversExactlyPredicate(op, o)],
+  failsOpen: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>, FaultPlan]> => [[o.inputs, faultPlan()], failsOpenPredicate(op, o)],
+  releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>): PropTuple<[Inputs<T>, CutPlan]> => [[o.inputs, cutPlan()], releasesOnUnsubscribePredicate(op, o)],
+  cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], cacheStablePredicate(op, o)],
+  validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], validRolesPredicate(op, o)],
+};
+
+function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>): fc.IAsyncProperty<A> {
+  return fc.asyncProperty(...(arbitraries as unknown as [fc.Arbitrary<unknown>]), predicate as (...a: unknown[]) => Promise<void>) as unknown as fc.IAsyncProperty<A>;
+}
+
+/**
+ * Each invariant as an `fc.asyncProperty`, for `fc.assert`. Pass `includeErrorInReport: true`
+ * (or use {@link assertInvariant}) so the report names the broken invariant.
+ *
+ * @example
+ * await fc.assert(invariants.recoversExactly(op, { vault, inputs: requestStream() }), { numRuns: 20, includeErrorInReport: true });
+ */
+export const invariants = {
+  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.unchangedOrSmaller(op, o)),
+  neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.neverMutates(op, o)),
+  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.recoversExactly(op, o)),
+  failsOpen: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.failsOpen(op, o)),
+  releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>) => asProperty(propertyTests.releasesOnUnsubscribe(op, o)),
+  cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions) => asProperty(propertyTests.cacheStable(op, o)),
+  validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.validRoles(op, o)),
+};
+
+/** `fc.assert` with the violation in the report and modest defaults (25 runs). */
+export async function assertInvariant<A extends unknown[]>(property: fc.IAsyncProperty<A>, params: fc.Parameters<A> = {}): Promise<void> {
+  await fc.assert(property, { numRuns: 25, includeErrorInReport: true, ...params });
+}
+
+/** The part of `@fast-check/vitest`'s `test` that {@link testInvariants} uses. */
+export interface PropTestApi {
+  prop<A extends [unknown, ...unknown[]]>(
+    arbitraries: { [K in keyof A]: fc.Arbitrary<A[K]> },
+    params?: fc.Parameters<A>,
+  ): (name: string, predicate: (...args: A) => Promise<void>, timeout?: number) => void;
+}
+
+export interface TestInvariantsOptions<T> extends ReleaseOptions<T> {
+  /** Which invariants to register. Default: the four that apply to any stream (size, mutation, recovery, fail-open when deps-aware). */
+  readonly only?: readonly InvariantName[];
+  /** fast-check parameters for every property. Default: `{ numRuns: 20 }`. */
+  readonly params?: fc.Parameters<unknown[]>;
+  readonly isBoundary?: CacheStableOptions['isBoundary'];
+  /** Vitest timeout per property. Default: 60,000 ms. */
+  readonly timeout?: number;
+}
+
+/**
+ * Register one `test.prop` per invariant for an operator.
+ *
+ * @example
+ * import { test } from '@fast-check/vitest';
+ * testInvariants(test, withDeps(({ vault }) => dropNoisyOutput({ vault })), { vault, inputs: toolResultStream(), only: ['unchanged-or-smaller', 'recovers-exactly'] });
+ */
+export function testInvariants<T>(test: PropTestApi, op: OperatorUnderTest<T>, options: TestInvariantsOptions<T>): void {
+  const names = options.only ?? (['unchanged-or-smaller', 'never-mutates', 'recovers-exactly'] as const);
+  const params = { numRuns: 20, ...options.params };
+  const timeout = options.timeout ?? 60_000;
+  const requestOp = op as unknown as OperatorUnderTest<ProviderRequest>;
+  const requestOptions = options as unknown as CacheStableOptions;
+  const register = <A extends [unknown, ...unknown[]]>(name: string, [arbs, predicate]: PropTuple<A>): void =>
+    test.prop<A>(arbs as { [K in keyof A]: fc.Arbitrary<A[K]> }, params as unknown as fc.Parameters<A>)(name, predicate, timeout);
+  for (const name of names) {
+    if (name === 'unchanged-or-smaller') register('output is unchanged or strictly smaller', propertyTests.unchangedOrSmaller(op, options));
+    if (name === 'never-mutates') register('never mutates caller objects', propertyTests.neverMutates(op, options));
+    if (name === 'recovers-exactly') register('every receipt recovers exactly', propertyTests.recoversExactly(op, options));
+    if (name === 'fails-open') register('fails open when a dependency throws', propertyTests.failsOpen(op, options));
+    if (name === 'releases-on-unsubscribe') register('releases resources on unsubscribe', propertyTests.releasesOnUnsubscribe(op, options));
+    if (name === 'cache-stable') register('renders cache-stably over a growing session', propertyTests.cacheStable(requestOp, requestOptions));
+    if (name === 'valid-roles') register('keeps roles valid for the format', propertyTests.validRoles(requestOp, requestOptions));
+  }
+}

@@ -1,0 +1,56 @@
+import type { ProviderRequest, Step } from '../../step.js';
+import { promptSegments } from '../format.js';
+import { baseDeps, build, checkRun, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+
+export interface CacheStableOptions extends InvariantOptions<ProviderRequest> {
+  /**
+   * Where the operator may rewrite an earlier part of the prompt (a declared batching boundary).
+   * Receives the previous and the next output Step and the next one's index. Default: never.
+   */
+  readonly isBoundary?: (previous: Step<ProviderRequest>, next: Step<ProviderRequest>, index: number) => boolean;
+}
+
+/** The first prompt segment of `prev` that `next` does not repeat; undefined when `prev` is a prefix of `next`. */
+export function prefixBreak(prev: ProviderRequest, next: ProviderRequest): { index: number; label: string; before: string; after: string } | undefined {
+  const a = promptSegments(prev);
+  const b = promptSegments(next);
+  for (let i = 0; i < a.length; i++) {
+    if (b[i]?.text !== a[i]!.text) return { index: i, label: a[i]!.label, before: a[i]!.text, after: b[i]?.text ?? '(missing)' };
+  }
+  return undefined;
+}
+
+const clip = (s: string): string => (s.length > 120 ? `${s.slice(0, 117)}…` : s);
+
+/**
+ * Cache-stable renderings over a growing session: the requests are pushed through one
+ * subscription (one session); wherever the input N+1 extends input N, the compiled N+1 must start
+ * with the compiled N (tools, instructions and each conversation item serialized), except where
+ * `isBoundary` says a boundary was declared.
+ */
+export function cacheStablePredicate(op: OperatorUnderTest<ProviderRequest>, options: CacheStableOptions): (values: readonly ProviderRequest[]) => Promise<void> {
+  return async (values) => {
+    const deps = baseDeps(options as InvariantOptions<unknown>);
+    const { operator, dispose } = await build(op, deps);
+    try {
+      const steps = makeSteps(structuredClone(values) as ProviderRequest[], options.context);
+      const result = await runSteps(operator, steps, options.timeoutMs);
+      checkRun('cache-stable', result, steps);
+      for (let i = 1; i < steps.length; i++) {
+        if (prefixBreak(steps[i - 1]!.value, steps[i]!.value) !== undefined) continue; // the caller's own requests do not grow here
+        const prev = result.outputs[i - 1]!;
+        const next = result.outputs[i]!;
+        const broken = prefixBreak(prev.value, next.value);
+        if (broken === undefined || options.isBoundary?.(prev, next, i) === true) continue;
+        throw new InvariantViolation(
+          'cache-stable',
+          `request ${i} of ${steps.length} (${stagesOf(next)})`,
+          `the compiled request does not start with compiled request ${i - 1}: ${broken.label} was ${clip(broken.before)} and became ${clip(broken.after)}`,
+        );
+      }
+    } finally {
+      await dispose();
+      deps.probe.dispose();
+    }
+  };
+}

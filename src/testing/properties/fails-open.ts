@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import { firstDifference, sameData } from '../deep.js';
+import { faultyVault, throwingCounter, throwingSpawn, VAULT_METHODS, type VaultMethod } from '../faults.js';
+import { baseDeps, build, checkRun, InvariantViolation, isDepsAware, makeSteps, runSteps, type InvariantOptions, type KitDeps, type OperatorUnderTest } from '../harness.js';
+import { checkRecovery } from './recovers-exactly.js';
+
+/** Which dependencies fail in one run. */
+export interface FaultPlan {
+  /** Failing vault methods; 'all' = every method. */
+  readonly vault: readonly VaultMethod[] | 'all';
+  readonly counterThrows: boolean;
+  readonly spawnThrows: boolean;
+  readonly mode: 'reject' | 'throw';
+}
+
+/** Every dependency broken (weighted up: it is the strict case) or a random subset. */
+export function faultPlan(): fc.Arbitrary<FaultPlan> {
+  const all = fc.record({ vault: fc.constant('all' as const), counterThrows: fc.constant(true), spawnThrows: fc.constant(true), mode: fc.constantFrom('reject' as const, 'throw' as const) });
+  const some = fc.record({ vault: fc.subarray([...VAULT_METHODS], { minLength: 1 }), counterThrows: fc.boolean(), spawnThrows: fc.boolean(), mode: fc.constantFrom('reject' as const, 'throw' as const) });
+  return fc.oneof({ arbitrary: all, weight: 3 }, { arbitrary: some, weight: 1 });
+}
+
+const isTotal = (p: FaultPlan): boolean => p.vault === 'all' && p.counterThrows && p.spawnThrows;
+
+/**
+ * Fail-open when a dependency throws. The operator is built with a fault-injecting vault, a
+ * throwing counter and a throwing spawn. The stream must never error and must emit one Step per
+ * input. When every dependency is broken, each output value deep-equals its input and no stage
+ * reports `applied` (a `failed_open`, `skipped` or no decision is fine); when only some are broken,
+ * whatever the operator still did must recover exactly from the real vault.
+ */
+export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[], plan: FaultPlan) => Promise<void> {
+  if (!isDepsAware(op)) throw new TypeError('failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)');
+  return async (values, plan) => {
+    const base = baseDeps(options as InvariantOptions<unknown>);
+    const deps: KitDeps = {
+      vault: faultyVault(options.vault, { failOn: plan.vault, mode: plan.mode }),
+      counter: plan.counterThrows ? throwingCounter() : options.counter,
+      probe: base.probe,
+      spawn: plan.spawnThrows ? (throwingSpawn() as unknown as KitDeps['spawn']) : base.spawn,
+    };
+    let built;
+    try {
+      built = await build(op, deps);
+    } catch (error) {
+      // Building may validate options, never touch a dependency: a throw here is a defect too.
+      throw new InvariantViolation('fails-open', 'operator construction', `threw ${String((error as Error)?.name ?? error)} with broken dependencies`);
+    }
+    try {
+      const steps = makeSteps(structuredClone(values) as T[], options.context);
+      const result = await runSteps(built.operator, steps, options.timeoutMs);
+      checkRun('fails-open', result, steps);
+      for (const [i, out] of result.outputs.entries()) {
+        const input = steps[i]!;
+        const added = out.decisions.slice(input.decisions.length);
+        if (isTotal(plan)) {
+          if (!sameData(input.value, out.value)) {
+            throw new InvariantViolation('fails-open', `step ${i}`, `every dependency threw, yet the output differs from the input: ${firstDifference(input.value, out.value)}`);
+          }
+          const applied = added.filter((d) => d.kind === 'applied').map((d) => d.stage);
+          if (applied.length > 0) throw new InvariantViolation('fails-open', `step ${i}`, `every dependency threw, yet ${applied.join(', ')} reported applied`);
+        } else {
+          await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, `step ${i} with faults in ${plan.vault === 'all' ? 'every vault method' : plan.vault.join(', ')}`);
+        }
+      }
+    } finally {
+      await built.dispose();
+      base.probe.dispose();
+    }
+  };
+}

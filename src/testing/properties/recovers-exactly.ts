@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { codePoints } from '../../measure/index.js';
+import { isReceipt, parseReceipt, referencedArtifacts } from '../../receipts/index.js';
+import type { Step } from '../../step.js';
+import type { Vault } from '../../vault/types.js';
+import { provenance, stringLeaves } from '../deep.js';
+import { baseDeps, build, checkRun, describeError, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+
+const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
+
+/**
+ * Every receipt recovers exactly: each artifact id a Token Terminator marker names in an output
+ * (and not already in the inputs) is paged from the vault until `nextOffset` is null, and the
+ * text must be evidence the caller supplied. Receipts and native notes must recover the exact
+ * replaced text (receipt `chars` and digest must match); a changed tool result must name an
+ * artifact holding its exact original output.
+ */
+export function recoversExactlyPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[]) => Promise<void> {
+  return async (values) => {
+    const deps = baseDeps(options as InvariantOptions<unknown>);
+    const { operator, dispose } = await build(op, deps);
+    try {
+      const steps = makeSteps(structuredClone(values) as T[], options.context);
+      const result = await runSteps(operator, steps, options.timeoutMs);
+      checkRun('recovers-exactly', result, steps);
+      for (const [i, out] of result.outputs.entries()) {
+        await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, `step ${i} (${stagesOf(out)})`);
+      }
+    } finally {
+      await dispose();
+      deps.probe.dispose();
+    }
+  };
+}
+
+/** Read a whole artifact through `page`, as the recovery tool would. */
+export async function readArtifact(vault: Vault, artifactId: string): Promise<string> {
+  let offset = 0;
+  let text = '';
+  for (let pages = 0; pages < 100_000; pages++) {
+    const page = await vault.page(artifactId, offset);
+    text += page.content;
+    if (page.nextOffset === null) return text;
+    if (page.nextOffset <= offset) throw new Error(`page of ${artifactId} did not advance past offset ${offset}`);
+    offset = page.nextOffset;
+  }
+  throw new Error(`artifact ${artifactId} did not end`);
+}
+
+/**
+ * The recovery check for one output against the inputs seen so far (the last one is this
+ * output's input). Throws an InvariantViolation; usable from custom harnesses.
+ */
+export async function checkRecovery(vault: Vault, inputs: readonly unknown[], out: Step<unknown>, where: string): Promise<void> {
+  const input = inputs[inputs.length - 1];
+  const known = new Set(stringLeaves(inputs).flatMap((s) => referencedArtifacts(s)));
+  const leaves = stringLeaves(out.value);
+  const recovered = new Map<string, string>();
+  for (const id of new Set(leaves.flatMap((s) => referencedArtifacts(s)))) {
+    if (known.has(id)) continue;
+    let content: string;
+    try {
+      content = await readArtifact(vault, id);
+    } catch (error) {
+      throw new InvariantViolation('recovers-exactly', where, `the output names artifact ${id} but the vault cannot return it (${describeError(error)}): a receipt without a verified write`);
+    }
+    if (provenance(content, inputs) === undefined) throw new InvariantViolation('recovers-exactly', where, `artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`);
+    recovered.set(id, content);
+  }
+  const exact = (id: string, what: string): string => {
+    const content = recovered.get(id);
+    if (content === undefined) return '';
+    const kind = provenance(content, inputs);
+    if (kind !== 'exact' && kind !== 'structure') throw new InvariantViolation('recovers-exactly', where, `${what} ${id} recovers only part of the text it replaced (${codePoints(content)} chars)`);
+    return content;
+  };
+  for (const leaf of leaves) {
+    for (const line of leaf.split('\n')) {
+      if (!isReceipt(line)) continue;
+      const receipt = parseReceipt(line)!;
+      const content = exact(receipt.artifactId, 'receipt');
+      if (content === '' && !recovered.has(receipt.artifactId)) continue;
+      if (receipt.chars !== codePoints(content)) throw new InvariantViolation('recovers-exactly', where, `receipt ${receipt.artifactId} says chars=${receipt.chars} but the artifact has ${codePoints(content)}`);
+      const digest = createHash('sha256').update(content, 'utf8').digest('hex');
+      if (receipt.sha256Prefix !== undefined && !digest.startsWith(receipt.sha256Prefix)) throw new InvariantViolation('recovers-exactly', where, `receipt ${receipt.artifactId} digest does not match the artifact`);
+    }
+    for (const m of leaf.matchAll(NATIVE_NOTE)) exact(m[1]!, 'native note');
+  }
+  // A tool result whose content changed must keep its exact original recoverable.
+  if (isToolResult(input) && isToolResult(out.value) && out.value.content !== input.content) {
+    if (![...recovered.values()].includes(input.content)) {
+      throw new InvariantViolation('recovers-exactly', where, `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`);
+    }
+  }
+}
+
+function isToolResult(v: unknown): v is { content: string; callId: string } {
+  return typeof v === 'object' && v !== null && typeof (v as { content?: unknown }).content === 'string' && typeof (v as { callId?: unknown }).callId === 'string';
+}

@@ -1,0 +1,43 @@
+import { canonicalJson, serializedChars } from '../../measure/index.js';
+import type { TokenCounter } from '../../measure/types.js';
+import { firstDifference, sameData } from '../deep.js';
+import { baseDeps, build, checkRun, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+
+/**
+ * Output unchanged or strictly smaller: every output value deep-equals its input, or its
+ * serialized size (Python-compatible canonical JSON, code points) is strictly smaller and, with
+ * an exact counter, so is its token count.
+ */
+export function unchangedOrSmallerPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[]) => Promise<void> {
+  return async (values) => {
+    const deps = baseDeps(options as InvariantOptions<unknown>);
+    const { operator, dispose } = await build(op, deps);
+    try {
+      const steps = makeSteps(structuredClone(values) as T[], options.context);
+      const result = await runSteps(operator, steps, options.timeoutMs);
+      checkRun('unchanged-or-smaller', result, steps);
+      result.outputs.forEach((out, i) => checkSmaller(steps[i]!.value, out.value, `step ${i} (${stagesOf(out)})`, options.counter));
+    } finally {
+      await dispose();
+      deps.probe.dispose();
+    }
+  };
+}
+
+/** The size check on its own, for custom harnesses. Throws an InvariantViolation. */
+export function checkSmaller(input: unknown, output: unknown, where: string, counter?: TokenCounter): void {
+  if (sameData(input, output)) return;
+  const before = serializedChars(input);
+  const after = serializedChars(output);
+  const diff = firstDifference(input, output) ?? '';
+  if (after >= before) {
+    throw new InvariantViolation('unchanged-or-smaller', where, `output changed but is ${after} chars, input ${before} chars (must be unchanged or strictly smaller); first change ${diff}`);
+  }
+  if (counter?.exact === true) {
+    const tokensBefore = counter.count(canonicalJson(input, { compact: true }));
+    const tokensAfter = counter.count(canonicalJson(output, { compact: true }));
+    if (tokensAfter >= tokensBefore) {
+      throw new InvariantViolation('unchanged-or-smaller', where, `output is smaller in chars but ${tokensAfter} ${counter.name} tokens, input ${tokensBefore} (must be strictly smaller); first change ${diff}`);
+    }
+  }
+}
