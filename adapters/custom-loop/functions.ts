@@ -1,0 +1,104 @@
+/**
+ * The framework-free function API every adapter is built on: send one tool result or one provider
+ * request through the user's Terminator and get plain data back.
+ *
+ * Both functions are fail-open end to end: whatever goes wrong inside the pipeline (a closed vault,
+ * a throwing counter, a bug in a translator), the caller gets its original value back, never an
+ * exception. Only the host's own AbortSignal decides whether the run stops.
+ */
+import type { Terminator } from '../../src/runtime-types.js';
+import { errorLabel, type Decision, type ProviderRequest, type StepContext, type ToolResult } from '../../src/step.js';
+
+/** What the model should see for one tool result. */
+export interface ReducedToolResult {
+  /** The content to hand to the model (the original when nothing was accepted). */
+  readonly content: string;
+  /** True when `content` differs from the original. */
+  readonly changed: boolean;
+  /** Content-free decisions of the pipeline (plus an `adapter` failed_open entry when the call failed). */
+  readonly decisions: readonly Decision[];
+}
+
+/** A provider request after the request pipeline. */
+export interface PreparedRequest<R extends ProviderRequest = ProviderRequest> {
+  /** The request to dispatch (the caller's object itself when nothing changed). */
+  readonly request: R;
+  readonly changed: boolean;
+  readonly decisions: readonly Decision[];
+}
+
+/** The output-cap fields the three wire formats use. */
+export const OUTPUT_CAP_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+export type OutputCapField = (typeof OUTPUT_CAP_FIELDS)[number];
+
+function adapterFailure(stage: string, error: unknown): Decision {
+  return Object.freeze({ stage, kind: 'failed_open', reason: 'adapter error', error: errorLabel(error) });
+}
+
+/**
+ * Send one tool result through the tool stream (temporal delta → compress).
+ *
+ * @example
+ * const { content } = await reduceToolResult(terminator, { callId: 'c1', name: 'terminal', args: { command: 'git log' }, content: raw }, { sessionId });
+ */
+export async function reduceToolResult(
+  terminator: Terminator,
+  result: ToolResult,
+  context: StepContext,
+  signal?: AbortSignal,
+): Promise<ReducedToolResult> {
+  try {
+    const step = await terminator.reduceToolResult(result, context, signal);
+    const content = step.value.content;
+    if (typeof content !== 'string') return { content: result.content, changed: false, decisions: step.decisions };
+    return { content, changed: content !== result.content, decisions: step.decisions };
+  } catch (error) {
+    return { content: result.content, changed: false, decisions: [adapterFailure('adapter.reduceToolResult', error)] };
+  }
+}
+
+/**
+ * Send one provider request (Chat Completions, Responses or Anthropic Messages shape) through the
+ * request stream (dedupe → skill gate → compile → budget cap).
+ *
+ * @example
+ * const { request } = await prepareRequest(terminator, body, { sessionId, route: { model: body.model, contextWindow: 128_000 } });
+ */
+export async function prepareRequest<R extends ProviderRequest>(
+  terminator: Terminator,
+  request: R,
+  context: StepContext,
+  signal?: AbortSignal,
+): Promise<PreparedRequest<R>> {
+  try {
+    const step = await terminator.compileRequest(request, context, signal);
+    const value = step.value;
+    if (value === null || typeof value !== 'object') return { request, changed: false, decisions: step.decisions };
+    return { request: value as R, changed: value !== request, decisions: step.decisions };
+  } catch (error) {
+    return { request, changed: false, decisions: [adapterFailure('adapter.prepareRequest', error)] };
+  }
+}
+
+/** The smallest positive output cap a request carries in any of the three fields (undefined when none). */
+export function readOutputCap(request: ProviderRequest): number | undefined {
+  let cap: number | undefined;
+  for (const field of OUTPUT_CAP_FIELDS) {
+    const value = request[field];
+    if (typeof value === 'number' && Number.isFinite(value) && value > 0) cap = cap === undefined ? value : Math.min(cap, value);
+  }
+  return cap;
+}
+
+/** The cap field a request already uses, else the format's default. */
+export function outputCapField(request: ProviderRequest, fallback: OutputCapField): OutputCapField {
+  return OUTPUT_CAP_FIELDS.find((field) => typeof request[field] === 'number') ?? fallback;
+}
+
+/** A shallow copy with exactly one cap field set (the other aliases removed); the input is not touched. */
+export function withOutputCap<R extends ProviderRequest>(request: R, field: OutputCapField, cap: number): R {
+  const copy: Record<string, unknown> = { ...request };
+  for (const alias of OUTPUT_CAP_FIELDS) delete copy[alias];
+  copy[field] = cap;
+  return copy as R;
+}

@@ -1,0 +1,61 @@
+/**
+ * Wrap an official `openai` client (or anything shaped like it) so `chat.completions.create` and
+ * `responses.create` send their body through the request pipeline first. Everything else on the
+ * client is left untouched; the client object itself is never modified.
+ */
+import type { Terminator } from '../../src/runtime-types.js';
+import { defaultParseOutputCapError } from './output-cap.js';
+import { wrapCreate, type ClientWrapOptions, type CreateFn } from './wrap-create.js';
+
+/** The structural slice of the OpenAI client the wrapper touches. */
+export interface OpenAILike {
+  readonly chat: { readonly completions: { create: CreateFn } };
+  readonly responses?: { create: CreateFn };
+}
+
+/**
+ * A view of `client` whose `chat.completions.create` and `responses.create` compile each request
+ * (Chat Completions cap field `max_completion_tokens`, Responses `max_output_tokens` unless the
+ * body already uses another) and retry once on a provider output-cap error.
+ *
+ * @example
+ * const openai = wrapOpenAI(new OpenAI(), terminator, { sessionId: 'run-42', route: { contextWindow: 128_000 } });
+ * const completion = await openai.chat.completions.create({ model: 'gpt-4o', messages });
+ */
+export function wrapOpenAI<C extends OpenAILike>(client: C, terminator: Terminator, options: ClientWrapOptions = {}): C {
+  const chatCreate = wrapCreate(
+    client.chat.completions.create.bind(client.chat.completions) as CreateFn,
+    terminator,
+    { provider: 'openai', endpoint: '/v1/chat/completions', capField: 'max_completion_tokens' },
+    options,
+    defaultParseOutputCapError,
+  );
+  const responses = client.responses;
+  const responsesCreate =
+    responses === undefined
+      ? undefined
+      : wrapCreate(
+          responses.create.bind(responses) as CreateFn,
+          terminator,
+          { provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
+          options,
+          defaultParseOutputCapError,
+        );
+  const completions = override(client.chat.completions, 'create', chatCreate);
+  const chat = override(client.chat, 'completions', completions);
+  const withChat = override(client, 'chat', chat);
+  return responses === undefined || responsesCreate === undefined
+    ? withChat
+    : override(withChat, 'responses', override(responses, 'create', responsesCreate));
+}
+
+/** A Proxy that answers one property differently and forwards everything else to the target. */
+export function override<T extends object, K extends PropertyKey>(target: T, key: K, value: unknown): T {
+  return new Proxy(target, {
+    get(obj, prop, receiver) {
+      if (prop === key) return value;
+      const v: unknown = Reflect.get(obj, prop, receiver);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(obj) : v;
+    },
+  });
+}

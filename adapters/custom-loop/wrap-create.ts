@@ -1,0 +1,107 @@
+/**
+ * One `create(body, options)` call of a provider SDK, run through the request pipeline: compile the
+ * body, dispatch it, and on a provider output-cap error retry ONCE with the available output the
+ * error names. Typed structurally so no SDK's classes leak into another's.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Terminator } from '../../src/runtime-types.js';
+import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
+import { outputCapField, prepareRequest, readOutputCap, withOutputCap, type OutputCapField } from './functions.js';
+
+/** Options shared by the client wrappers. */
+export interface ClientWrapOptions {
+  /** The host's session id, or a function of the body. Default: one random id per wrapped client. */
+  readonly sessionId?: string | ((body: ProviderRequest) => string);
+  /** Route (context window, explicit cap) for a body. Default: `{ model: body.model }`. */
+  readonly route?: Route | ((body: ProviderRequest) => Route | undefined);
+  /** Request id for a body; an identical retry must reuse it. Default: a random UUID per call. */
+  readonly requestId?: (body: ProviderRequest) => string;
+  /** Available output tokens named by a provider error, else undefined. Default: src/budget parseOutputCapError. */
+  readonly parseOutputCapError?: (error: unknown) => number | undefined;
+  /** Content-free decisions of every call (for metrics). Default: none. */
+  readonly onDecisions?: (decisions: readonly Decision[]) => void;
+}
+
+/** The part of an SDK call's second argument the wrapper reads. */
+export interface RequestOptionsLike {
+  readonly signal?: AbortSignal | null | undefined;
+}
+
+export type CreateFn = (body: never, options?: never) => PromiseLike<unknown>;
+
+/** Wire-format facts one wrapper needs. */
+export interface CreateFormat {
+  readonly endpoint: string;
+  readonly provider: string;
+  readonly capField: OutputCapField;
+}
+
+/** The SDK's APIPromise extras, forwarded once the real call exists. */
+interface ResponseExtras {
+  asResponse(): Promise<unknown>;
+  withResponse(): Promise<unknown>;
+}
+
+/** Build the wrapped `create`. */
+export function wrapCreate<F extends CreateFn>(
+  create: F,
+  terminator: Terminator,
+  format: CreateFormat,
+  options: ClientWrapOptions,
+  defaultParse: (error: unknown) => number | undefined,
+): F {
+  const defaultSession = `custom-loop:${randomUUID()}`;
+  const parse = options.parseOutputCapError ?? defaultParse;
+  const contextFor = (body: ProviderRequest): StepContext => {
+    const sessionId = typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
+    const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
+    const model = typeof body['model'] === 'string' ? body['model'] : undefined;
+    const route: Route = { provider: format.provider, endpoint: format.endpoint, ...(model === undefined ? {} : { model }), ...baseRoute };
+    return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route };
+  };
+
+  const wrapped = (body: ProviderRequest, requestOptions?: RequestOptionsLike): Promise<unknown> & Partial<ResponseExtras> => {
+    const send = create as unknown as (body: ProviderRequest, options?: RequestOptionsLike) => PromiseLike<unknown> & Partial<ResponseExtras>;
+    let lastCall: (PromiseLike<unknown> & Partial<ResponseExtras>) | undefined;
+    const signal = requestOptions?.signal ?? undefined;
+    const run = async (): Promise<unknown> => {
+      const prepared = await prepareRequest(terminator, body, contextFor(body), signal);
+      options.onDecisions?.(prepared.decisions);
+      const compiled = prepared.request;
+      lastCall = send(compiled, requestOptions);
+      try {
+        return await lastCall;
+      } catch (error) {
+        const available = safeParse(parse, error);
+        const current = readOutputCap(compiled);
+        if (available === undefined || signal?.aborted === true || (current !== undefined && available >= current)) throw error;
+        const retryBody = withOutputCap(compiled, outputCapField(compiled, format.capField), available);
+        lastCall = send(retryBody, requestOptions);
+        return await lastCall;
+      }
+    };
+    const promise = run() as Promise<unknown> & Partial<ResponseExtras>;
+    // Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one).
+    promise.asResponse = async () => {
+      await promise.catch(() => undefined);
+      if (lastCall?.asResponse === undefined) throw new TypeError('asResponse is not available on this client');
+      return lastCall.asResponse();
+    };
+    promise.withResponse = async () => {
+      await promise.catch(() => undefined);
+      if (lastCall?.withResponse === undefined) throw new TypeError('withResponse is not available on this client');
+      return lastCall.withResponse();
+    };
+    return promise;
+  };
+  return wrapped as unknown as F;
+}
+
+function safeParse(parse: (error: unknown) => number | undefined, error: unknown): number | undefined {
+  try {
+    const n = parse(error);
+    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * LangChain chat models read `maxTokens` from their constructor fields only (per-call max tokens
+ * are ignored), so an output cap means a second model instance. Instances are cached per
+ * (model, cap) so a stable cap reuses one object run after run.
+ */
+
+/** Build a copy of `model` limited to `maxTokens`; return undefined when this model cannot be capped. */
+export type CapModelFactory = (model: object, maxTokens: number) => object | undefined;
+
+const cache = new WeakMap<object, Map<number, object>>();
+const MAX_CAPS_PER_MODEL = 32;
+
+/**
+ * The default factory: a model that has a `maxTokens` field is rebuilt through its own constructor
+ * from its serialized constructor fields (`lc_kwargs`) with `maxTokens` replaced.
+ */
+export const cloneWithMaxTokens: CapModelFactory = (model, maxTokens) => {
+  if (!('maxTokens' in model)) return undefined;
+  const kwargs = (model as { lc_kwargs?: unknown }).lc_kwargs;
+  if (kwargs === null || typeof kwargs !== 'object') return undefined;
+  const Ctor = model.constructor as new (fields: Record<string, unknown>) => object;
+  return new Ctor({ ...(kwargs as Record<string, unknown>), maxTokens });
+};
+
+/** The capped instance for `model` (cached), or `model` itself when it cannot be capped. */
+export function cappedModel<M extends object>(model: M, maxTokens: number, factory: CapModelFactory = cloneWithMaxTokens): M {
+  let byCap = cache.get(model);
+  const hit = byCap?.get(maxTokens);
+  if (hit !== undefined) return hit as M;
+  const capped = factory(model, maxTokens);
+  if (capped === undefined) return model;
+  if (byCap === undefined) {
+    byCap = new Map();
+    cache.set(model, byCap);
+  }
+  if (byCap.size >= MAX_CAPS_PER_MODEL) byCap.delete(byCap.keys().next().value as number);
+  byCap.set(maxTokens, capped);
+  return capped as M;
+}

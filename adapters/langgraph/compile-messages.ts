@@ -1,0 +1,67 @@
+/**
+ * What a LangChain model call would send, run through the request pipeline: BaseMessages →
+ * Chat Completions request → compiled → BaseMessages again, plus the output cap the pipeline set.
+ * Ephemeral by construction: the caller's messages and the graph state are never touched.
+ */
+import { randomUUID } from 'node:crypto';
+import type { BaseMessage, SystemMessage } from '@langchain/core/messages';
+import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
+import type { Terminator } from '../../src/runtime-types.js';
+import type { Decision, Route } from '../../src/step.js';
+import { prepareRequest, readOutputCap } from '../custom-loop/functions.js';
+import { fromChatRequest, toChatRequest } from './messages.js';
+import { modelMaxTokens } from './run-context.js';
+
+export interface CompiledMessages {
+  /** Messages for the model (the input array itself when nothing changed). */
+  readonly messages: BaseMessage[];
+  /** A replacement system message, when the pipeline changed it. */
+  readonly systemMessage?: SystemMessage;
+  /** The output cap the compiled request carries. */
+  readonly cap: number | undefined;
+  readonly decisions: readonly Decision[];
+}
+
+export interface CompileMessagesInput {
+  readonly messages: BaseMessage[];
+  readonly systemMessage?: BaseMessage | undefined;
+  readonly tools?: readonly unknown[] | undefined;
+  readonly model: unknown;
+  readonly sessionId: string;
+  readonly route: Route;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Tool schemas are measured as the provider would see them; a tool that cannot be converted is left out. */
+function chatTools(tools: readonly unknown[] | undefined): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const t of tools ?? []) {
+    try {
+      out.push(convertToOpenAITool(t as Record<string, unknown>) as unknown as Record<string, unknown>);
+    } catch {
+      // server tools and exotic runnables are not measured
+    }
+  }
+  return out;
+}
+
+/** Compile one model call. Fail-open: any translation error yields the input messages unchanged. */
+export async function compileMessages(terminator: Terminator, input: CompileMessagesInput): Promise<CompiledMessages> {
+  try {
+    const conversion = toChatRequest({
+      messages: input.messages,
+      systemMessage: input.systemMessage,
+      model: input.route.model,
+      tools: chatTools(input.tools),
+      maxTokens: modelMaxTokens(input.model),
+    });
+    const context = { sessionId: input.sessionId, requestId: randomUUID(), route: input.route };
+    const prepared = await prepareRequest(terminator, conversion.request, context, input.signal);
+    const cap = readOutputCap(prepared.request);
+    if (!prepared.changed) return { messages: input.messages, cap, decisions: prepared.decisions };
+    const back = fromChatRequest(prepared.request, conversion);
+    return { ...back, cap, decisions: prepared.decisions };
+  } catch {
+    return { messages: input.messages, cap: undefined, decisions: [] };
+  }
+}

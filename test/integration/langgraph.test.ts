@@ -1,0 +1,84 @@
+import { MemorySaver } from '@langchain/langgraph';
+import { createAgent, tool, ToolMessage, type BaseMessage } from 'langchain';
+import { describe, expect, it } from 'vitest';
+import { tokenTerminatorMiddleware } from '../../adapters/langgraph/index.js';
+import { isReceipt, parseReceipt } from '../../src/receipts/index.js';
+import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
+import { ScriptedChatModel, type ScriptedCall, type ScriptStep } from '../adapters/support/scripted-chat-model.js';
+
+const BIG = Array.from({ length: 400 }, (_, i) => `line ${i}: ${'evidence '.repeat(3)}é`).join('\n');
+const bigTool = tool(async () => BIG, { name: 'search_logs', description: 'search the logs', schema: { type: 'object', properties: {} } as never });
+
+/** Find the receipt in the last tool message and ask for the exact content back. */
+const recoverFromReceipt: ScriptStep = (messages) => {
+  const last = messages.at(-1)!;
+  const receipt = parseReceipt(String(last.content));
+  return { tool_calls: [{ id: 'c2', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: receipt?.artifactId ?? 'none', limit: 20000, session_id: 'spoofed' } }] };
+};
+
+function script(): ScriptStep[] {
+  return [() => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }), recoverFromReceipt, () => ({ content: 'final answer' })];
+}
+
+const toolMessages = (messages: readonly BaseMessage[]): ToolMessage[] => messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
+
+describe('LangChain createAgent middleware', () => {
+  it('shows the model a receipt, recovers the exact content, keeps the original in state and caps the output', async () => {
+    const terminator = createFakeTerminator();
+    const log: ScriptedCall[] = [];
+    const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
+    const agent = createAgent({ model, tools: [bigTool], middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })], checkpointer: new MemorySaver() });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'find the error' }] }, { configurable: { thread_id: 'thread-1' } });
+
+    const seen = log[1]!.messages.find((m) => m.type === 'tool')!;
+    expect(isReceipt(seen.content)).toBe(true);
+    expect(log[1]!.messages.some((m) => m.content.includes('line 399'))).toBe(false);
+
+    const [original, recovered] = toolMessages(result.messages);
+    expect(original!.content).toBe(BIG);
+    const page = JSON.parse(String(recovered!.content)) as { content: string; next_offset: number | null };
+    expect(page.content).toBe(BIG);
+    expect(page.next_offset).toBeNull();
+
+    for (const call of log) expect(call.maxTokens).toBeGreaterThan(0);
+    expect(log[0]!.maxTokens).toBeLessThan(32_000);
+    expect(model.maxTokens).toBeUndefined();
+    expect(terminator.calls.every((c) => c.context.sessionId === 'thread-1')).toBe(true);
+  });
+
+  it('reduces at source through the tool stream and keeps the original in the ToolMessage artifact', async () => {
+    const terminator = createFakeTerminator({ toolStreamNames: ['search_logs'] });
+    const log: ScriptedCall[] = [];
+    const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
+    const agent = createAgent({ model, tools: [bigTool], middleware: [tokenTerminatorMiddleware(terminator)] });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    const [reduced, recovered] = toolMessages(result.messages);
+    expect(isReceipt(String(reduced!.content))).toBe(true);
+    expect((reduced!.artifact as { token_terminator: { original: string } }).token_terminator.original).toBe(BIG);
+    expect((JSON.parse(String(recovered!.content)) as { content: string }).content).toBe(BIG);
+  });
+
+  it('keeps the agent working with the original content when the pipeline fails', async () => {
+    const terminator = createFakeTerminator({ fail: true, toolStreamNames: ['search_logs'] });
+    const log: ScriptedCall[] = [];
+    const model = new ScriptedChatModel({ script: [() => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }), () => ({ content: 'ok' })], log, cursor: { i: 0 } });
+    const agent = createAgent({ model, tools: [bigTool], middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })] });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    expect(log[1]!.messages.find((m) => m.type === 'tool')!.content).toBe(BIG);
+    expect(toolMessages(result.messages)[0]!.content).toBe(BIG);
+    expect(result.messages.at(-1)!.content).toBe('ok');
+    expect(terminator.calls.length).toBeGreaterThan(0);
+  });
+
+  it('cancels the in-flight compile when the run is aborted', async () => {
+    const terminator = createFakeTerminator({ hangCompile: true });
+    const model = new ScriptedChatModel({ script: script(), log: [] });
+    const agent = createAgent({ model, tools: [bigTool], middleware: [tokenTerminatorMiddleware(terminator)] });
+    const controller = new AbortController();
+    const run = agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { signal: controller.signal });
+    await expect.poll(() => terminator.calls.length).toBeGreaterThan(0);
+    controller.abort();
+    await expect(run).rejects.toThrow();
+    expect(terminator.calls[0]!.signal?.aborted).toBe(true);
+  });
+});
