@@ -1,0 +1,82 @@
+/**
+ * Write changed slot values back into the request's own shape with structural sharing: only the
+ * objects and arrays on the path to a change are copied (shallowly); everything else, the
+ * caller's objects included, is shared and never mutated.
+ */
+import type { SlotChange, SlotPath } from './types.js';
+
+interface Node {
+  value?: unknown;
+  set: boolean;
+  readonly children: Map<string | number, Node>;
+}
+
+const newNode = (): Node => ({ set: false, children: new Map() });
+
+/**
+ * Apply changes to a request; returns the request itself when `changes` is empty.
+ * Paths that run through something that is not an object/array are ignored (unknown shapes pass).
+ *
+ * @example
+ * const view = readRequest(req);
+ * const out = writeSlots(req, [{ path: view.slots[3]!.path, value: 'receipt' }]);
+ */
+export function writeSlots<T>(request: T, changes: readonly SlotChange[]): T {
+  if (changes.length === 0) return request;
+  const root = newNode();
+  for (const change of changes) {
+    let node = root;
+    for (const key of change.path) {
+      let child = node.children.get(key);
+      if (child === undefined) {
+        child = newNode();
+        node.children.set(key, child);
+      }
+      node = child;
+    }
+    node.value = change.value;
+    node.set = true;
+  }
+  return apply(request, root) as T;
+}
+
+function apply(current: unknown, node: Node): unknown {
+  if (node.set) return node.value;
+  if (node.children.size === 0 || typeof current !== 'object' || current === null) return current;
+  if (Array.isArray(current)) {
+    let copy: unknown[] | undefined;
+    for (const [key, child] of node.children) {
+      if (typeof key !== 'number' || key < 0 || key >= current.length) continue;
+      const next = apply(current[key], child);
+      if (next === current[key]) continue;
+      copy ??= current.slice();
+      copy[key] = next;
+    }
+    return copy ?? current;
+  }
+  let copy: Record<string, unknown> | undefined;
+  const obj = current as Record<string, unknown>;
+  for (const [key, child] of node.children) {
+    if (typeof key !== 'string') continue;
+    const next = apply(obj[key], child);
+    if (next === obj[key] && (key in obj || next === undefined)) continue;
+    copy ??= { ...obj };
+    copy[key] = next;
+  }
+  return copy ?? current;
+}
+
+/** The value at a path (undefined when the path does not exist). */
+export function valueAt(root: unknown, path: SlotPath): unknown {
+  let cur = root;
+  for (const key of path) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Record<string | number, unknown>)[key];
+  }
+  return cur;
+}
+
+/** A copy of the request with its conversation list replaced (the new list is used as given). */
+export function withItems<T>(request: T, listKey: 'messages' | 'input', items: readonly unknown[]): T {
+  return { ...(request as Record<string, unknown>), [listKey]: items } as T;
+}
