@@ -13,8 +13,8 @@ export interface GenCall {
   readonly output: string;
 }
 export interface GenStep {
-  readonly user?: string;
-  readonly image?: boolean;
+  readonly user: string | undefined;
+  readonly image: boolean;
   readonly assistant: string;
   readonly calls: readonly GenCall[];
 }
