@@ -1,0 +1,12 @@
+import type { Command } from 'commander';
+import { registerArtifact } from './artifact.js';
+import { registerStatus } from './status.js';
+
+/** Adds one command (and its subcommands) to the program. */
+export type CommandRegistrar = (program: Command) => void;
+
+/** Every command of `token-terminator`, in help order. Add a command: one file, one line here. */
+export const commands: CommandRegistrar[] = [
+  registerStatus,
+  registerArtifact,
+];

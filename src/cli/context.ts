@@ -1,0 +1,115 @@
+/**
+ * Shared plumbing for CLI commands: options every command takes, opening the vault from the config,
+ * output helpers and the exit-code convention (2 = usage, validation or unknown artifact; 1 = unexpected).
+ * Command files (status, artifact, and later replay/bench/stats/compare) build on these.
+ */
+import { existsSync } from 'node:fs';
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../config/index.js';
+import type { Config } from '../config/types.js';
+import { TokenTerminatorError } from '../errors.js';
+import { canonicalJson } from '../measure/index.js';
+import { createRecoveryTool, recoveryError, type RecoveryResult, type RecoveryToolHandle } from '../recovery/index.js';
+import { createVault } from '../vault/index.js';
+import type { Vault } from '../vault/types.js';
+
+/** The session id the CLI uses as "host" for recovery calls. */
+export const CLI_SESSION = 'cli';
+
+/** An error with a chosen exit code; its message is printed to stderr as is. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = 2,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** Options every command accepts. */
+export interface CommonOptions {
+  db?: string;
+  json?: boolean;
+}
+
+/** Add `--db <path>` and `--json` to a command. */
+export function withCommonOptions(command: Command): Command {
+  return command
+    .option('--db <path>', 'vault database file (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)')
+    .option('--json', 'print machine-readable JSON');
+}
+
+/** Commander argument parser for an integer ≥ min. */
+export function integerAtLeast(min: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d+$/.test(value.trim()) || Number(value) < min) throw new InvalidArgumentError(`must be an integer ≥ ${min}`);
+    return Number(value);
+  };
+}
+
+/** The config for a command: environment plus `--db`. A bad variable is a ConfigError (exit 2). */
+export function cliConfig(options: CommonOptions): Config {
+  return loadConfig({ env: process.env, overrides: options.db === undefined ? {} : { dbPath: options.db } });
+}
+
+export function openConfiguredVault(config: Config): Promise<Vault> {
+  return createVault({
+    path: config.dbPath,
+    maxArtifactChars: config.maxArtifactChars,
+    maxBytes: config.vaultMaxBytes,
+    highWaterPct: config.vaultHighWaterPct,
+    lowWaterPct: config.vaultLowWaterPct,
+    maxPageChars: config.maxPageChars,
+    maxSearchResults: config.maxSearchResults,
+  });
+}
+
+export function vaultExists(config: Config): boolean {
+  return config.dbPath === ':memory:' || existsSync(config.dbPath);
+}
+
+/**
+ * Run `fn` with the recovery tool over the configured vault, closing the vault afterwards.
+ * Reading commands never create a vault: a missing file is a usage error.
+ */
+export async function withRecovery<T>(options: CommonOptions, fn: (tool: RecoveryToolHandle, config: Config) => Promise<T>): Promise<T> {
+  const config = cliConfig(options);
+  if (!vaultExists(config)) throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH)`);
+  const vault = await openConfiguredVault(config);
+  try {
+    return await fn(createRecoveryTool({ vault, config, status: async () => ({ db_path: config.dbPath }) }), config);
+  } finally {
+    await vault.close();
+  }
+}
+
+/** Call the recovery tool; an error result becomes a CliError (exit 2 for the caller's mistakes, 1 otherwise). */
+export async function recover(tool: RecoveryToolHandle, args: Record<string, unknown>): Promise<RecoveryResult> {
+  const result = await tool.call(args, { sessionId: CLI_SESSION });
+  const error = recoveryError(result);
+  if (error !== undefined) {
+    const mine = error.code === 'E_INVALID_ARGUMENTS' || error.code === 'E_ARTIFACT_NOT_FOUND';
+    throw new CliError(`${error.message} [${error.code}]`, mine ? 2 : 1);
+  }
+  return result;
+}
+
+/** Write to stdout, waiting for the pipe to drain so large artifacts do not pile up in memory. */
+export async function writeOut(text: string): Promise<void> {
+  if (text === '') return;
+  if (!process.stdout.write(text)) {
+    await new Promise<void>((resolve) => process.stdout.once('drain', resolve));
+  }
+}
+
+/** One result as sorted, compact JSON plus a newline. */
+export function writeJson(value: unknown): Promise<void> {
+  return writeOut(`${canonicalJson(value, { compact: true })}\n`);
+}
+
+/** Exit code for anything a command throws. */
+export function exitCodeFor(error: unknown): number {
+  if (error instanceof CliError) return error.exitCode;
+  return error instanceof TokenTerminatorError ? 2 : 1;
+}

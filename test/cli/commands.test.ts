@@ -1,0 +1,128 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { run } from '../../src/cli/program.js';
+import { createVault } from '../../src/vault/index.js';
+
+// In-process runs of the same program the child-process tests start: output formats and exit codes.
+let dir: string;
+let db: string;
+let logId: string;
+let jsonId: string;
+const LOG = `build started\n${'step ok\n'.repeat(200)}ERROR: link failed 𝄞\nwarning: retrying\ndone`;
+const JSON_CONTENT = JSON.stringify({ status: 'failed', errors: ['Timeout in step 3'], count: 2 });
+
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const capture = (sink: string[]) => (chunk: string | Uint8Array) => {
+    sink.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+    return true;
+  };
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation(capture(out) as typeof process.stdout.write);
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation(capture(err) as typeof process.stderr.write);
+  try {
+    const code = await run(args);
+    return { code, out: out.join(''), err: err.join('') };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-cli-inproc-'));
+  db = join(dir, 'vault.sqlite3');
+  vi.stubEnv('HOME', dir);
+  for (const name of Object.keys(process.env)) if (name.startsWith('TOKEN_TERMINATOR_')) vi.stubEnv(name, undefined);
+  const vault = await createVault({ path: db });
+  logId = (await vault.put({ content: LOG, toolName: 'terminal' })).artifactId;
+  jsonId = (await vault.put({ content: JSON_CONTENT, toolName: 'process' })).artifactId;
+  await vault.close();
+});
+
+afterAll(() => {
+  vi.unstubAllEnvs();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('artifact commands', () => {
+  it('get writes the exact content and nothing else', async () => {
+    const r = await cli(['artifact', 'get', logId, '--db', db]);
+    expect(r).toEqual({ code: 0, out: LOG, err: '' });
+  });
+
+  it('peek prints a lossy synopsis, or its JSON', async () => {
+    const text = await cli(['artifact', 'peek', logId, '--db', db]);
+    expect(text.code).toBe(0);
+    expect(text.out).toContain(`${logId}  tool=terminal  chars=${[...LOG].length}`);
+    expect(text.out).toContain('signals:\n  ERROR: link failed 𝄞\n  warning: retrying');
+    expect(text.out).toContain('tail:\n');
+    expect(text.out).toContain(`exact content: token-terminator artifact get ${logId}`);
+    const json = await cli(['artifact', 'peek', jsonId, '--db', db, '--json']);
+    expect(JSON.parse(json.out)).toMatchObject({ artifact_id: jsonId, lossy: true, structure: { type: 'object', key_count: 3 } });
+  });
+
+  it('find prints grep-style line:text, or its JSON', async () => {
+    const text = await cli(['artifact', 'find', logId, 'error', '--db', db]);
+    expect(text).toEqual({ code: 0, out: '202:ERROR: link failed 𝄞\n', err: '' });
+    const json = await cli(['artifact', 'find', logId, 'step', '--db', db, '--json', '--limit', '5']);
+    expect(JSON.parse(json.out)).toMatchObject({ total_matches: 200, truncated: true });
+    expect(JSON.parse(json.out).matches).toHaveLength(5);
+    const shown = await cli(['artifact', 'find', logId, 'step', '--db', db, '--limit', '2']);
+    expect(shown.err).toBe('(2 of 200 matches shown)\n');
+  });
+
+  it('search prints one row per artifact, or its JSON', async () => {
+    const text = await cli(['artifact', 'search', 'timeout', '--db', db]);
+    expect(text.out).toMatch(new RegExp(`^${jsonId}\\t${JSON_CONTENT.length} chars\\tprocess\\t\\S+\\n$`));
+    const json = await cli(['artifact', 'search', 'terminal', '--db', db, '--json']);
+    expect(JSON.parse(json.out).results.map((r: { artifact_id: string }) => r.artifact_id)).toEqual([logId]);
+    const none = await cli(['artifact', 'search', 'nothing-like-this', '--db', db]);
+    expect(none).toEqual({ code: 0, out: '', err: 'no artifacts match\n' });
+  });
+
+  it('get --json returns one page as the tool does', async () => {
+    const r = await cli(['artifact', 'get', logId, '--db', db, '--json', '--offset', '6', '--limit', '7']);
+    expect(JSON.parse(r.out)).toMatchObject({ content: 'started', offset: 6, next_offset: 13 });
+  });
+});
+
+describe('status', () => {
+  it('prints flattened key: value lines', async () => {
+    const r = await cli(['status', '--db', db]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('mode: balanced\n');
+    expect(r.out).toContain('vault.artifacts: 2\n');
+    expect(r.out).toContain(`db_path: ${db}\n`);
+  });
+});
+
+describe('exit codes', () => {
+  it.each([
+    [['artifact', 'get', 'a_1', '--db', 'DB', '--limit', '0'], '--limit'],
+    [['artifact', 'get', 'a_1', '--db', 'DB', '--offset', 'x'], '--offset'],
+    [['artifact', 'find', 'a_1', '--db', 'DB'], 'missing required argument'],
+    [['artifact', 'find', 'ID', '  ', '--db', 'DB'], 'query must not be empty'],
+    [['artifact', 'peek', 'a_nope', '--db', 'DB'], 'unknown artifact a_nope'],
+    [['artifact', 'get', 'a_1', '--db', 'ABSENT'], 'no vault at'],
+    [['frobnicate'], "unknown command 'frobnicate'"],
+  ])('exits 2 for %j', async (args, message) => {
+    const resolved = args.map((a) => (a === 'DB' ? db : a === 'ABSENT' ? join(dir, 'absent.sqlite3') : a === 'ID' ? logId : a));
+    const r = await cli(resolved);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toContain(message);
+  });
+
+  it('exits 0 for --help and --version', async () => {
+    expect((await cli(['--version'])).code).toBe(0);
+    expect((await cli(['artifact', 'get', '--help'])).code).toBe(0);
+  });
+
+  it('does not create a vault for reading commands', async () => {
+    await cli(['artifact', 'get', 'a_1', '--db', join(dir, 'absent.sqlite3')]);
+    expect(existsSync(join(dir, 'absent.sqlite3'))).toBe(false);
+  });
+});
