@@ -18,3 +18,5 @@ export type { TerminatorArtifact } from './tool-message.js';
 export { toChatRequest, fromChatRequest } from './messages.js';
 export type { ChatConversion } from './messages.js';
 export type { LangGraphRunOptions } from './run-context.js';
+export { createReactAgentHooks, TerminatorToolNode } from './legacy.js';
+export type { ReactAgentHookOptions } from './legacy.js';

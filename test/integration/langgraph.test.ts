@@ -1,7 +1,8 @@
 import { MemorySaver } from '@langchain/langgraph';
+import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { createAgent, tool, ToolMessage, type BaseMessage } from 'langchain';
 import { describe, expect, it } from 'vitest';
-import { tokenTerminatorMiddleware } from '../../adapters/langgraph/index.js';
+import { createReactAgentHooks, tokenTerminatorMiddleware } from '../../adapters/langgraph/index.js';
 import { isReceipt, parseReceipt } from '../../src/receipts/index.js';
 import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
 import { ScriptedChatModel, type ScriptedCall, type ScriptStep } from '../adapters/support/scripted-chat-model.js';
@@ -80,5 +81,38 @@ describe('LangChain createAgent middleware', () => {
     controller.abort();
     await expect(run).rejects.toThrow();
     expect(terminator.calls[0]!.signal?.aborted).toBe(true);
+  });
+});
+
+describe('LangGraph createReactAgent (legacy) hooks', () => {
+  it('feeds the model compiled llmInputMessages, keeps state messages original and caps the model', async () => {
+    const terminator = createFakeTerminator();
+    const log: ScriptedCall[] = [];
+    const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
+    const tt = createReactAgentHooks(terminator, { model, route: { contextWindow: 32_000 } });
+    const tools = [bigTool, tt.recoveryTool];
+    const agent = createReactAgent({ llm: tt.llm(model, tools), tools: tt.toolNode(tools), preModelHook: tt.preModelHook, checkpointer: new MemorySaver() });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: 'legacy-1' } });
+
+    expect(isReceipt(log[1]!.messages.find((m) => m.type === 'tool')!.content)).toBe(true);
+    const [original, recovered] = toolMessages(result.messages);
+    expect(original!.content).toBe(BIG);
+    expect((JSON.parse(String(recovered!.content)) as { content: string }).content).toBe(BIG);
+    expect(log[1]!.maxTokens).toBeGreaterThan(0);
+    expect(log[1]!.maxTokens).toBeLessThan(32_000);
+    expect(terminator.calls.every((c) => c.context.sessionId === 'legacy-1')).toBe(true);
+  });
+
+  it('reduces tool results in the ToolNode subclass and keeps the original in the artifact', async () => {
+    const terminator = createFakeTerminator({ toolStreamNames: ['search_logs'] });
+    const model = new ScriptedChatModel({ script: script(), log: [], cursor: { i: 0 } });
+    const tt = createReactAgentHooks(terminator, { model });
+    const tools = [bigTool, tt.recoveryTool];
+    const agent = createReactAgent({ llm: model, tools: tt.toolNode(tools), preModelHook: tt.preModelHook });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    const [reduced, recovered] = toolMessages(result.messages);
+    expect(isReceipt(String(reduced!.content))).toBe(true);
+    expect((reduced!.artifact as { token_terminator: { original: string } }).token_terminator.original).toBe(BIG);
+    expect((JSON.parse(String(recovered!.content)) as { content: string }).content).toBe(BIG);
   });
 });
