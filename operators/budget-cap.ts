@@ -1,0 +1,69 @@
+/**
+ * `capOutputBudget`: the last stage of the request stream. Inserts an output cap that fits the
+ * context left after the prompt (incontext's rule), or leaves the request unchanged when the
+ * remaining space is below the required output.
+ */
+import { defer, finalize, type OperatorFunction } from 'rxjs';
+import { stepOperator } from '../src/operator-kit.js';
+import type { ProviderRequest, Step, StepContext } from '../src/step.js';
+import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/planner.js';
+
+/**
+ * Options of {@link capOutputBudget}; every field is optional and documents its default:
+ * `config` (incontext settings; none), `route` (the primary route; each Step's route),
+ * `minOutputTokens` R (4096), `fallbackMarginTokens` F (1024), `compressionWindowTokens` W
+ * override (unset), `counter` (registry backend), `backend` INCONTEXT_BACKEND (`tiktoken`),
+ * `registry` (process-wide), `backendSettings` (none), `fallback` (chars / 4), `dialect`
+ * (`vllm` for the vllm backend, else `openai`), `onMeasure` (none). See OutputBudgetOptions.
+ */
+export type CapOutputBudgetOptions = OutputBudgetOptions;
+
+const STAGE = 'capOutputBudget';
+
+/**
+ * Cap the output budget of each provider request against the budgeting window W:
+ * required = min(R, B) or R; remaining = W − P; cap = min(remaining, B) or remaining, inserted
+ * only when remaining ≥ required. Exactly one cap field is emitted (Chat Completions
+ * `max_completion_tokens` — or `max_tokens` when the caller used it —, Responses
+ * `max_output_tokens`, Anthropic and vLLM `max_tokens`) and the aliases are removed, also from
+ * `extra_body`. Requests for another model, provider or endpoint pass unchanged. When exact
+ * counting fails the rough estimate + F is used; when that fails too the request passes unchanged.
+ * Throws ConfigError at build time for bad settings (unknown backend, F + R ≥ W, …).
+ *
+ * @example
+ * requests$.pipe(capOutputBudget({ route: { model: 'gpt-5', contextWindow: 400_000 } }));
+ */
+export function capOutputBudget(options: CapOutputBudgetOptions = {}): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+  const budget = createOutputBudget(STAGE, options);
+  return (source) =>
+    defer(() => {
+      // One budget (and, for registry backends, one counter with its HTTP agent and cache) per subscription.
+      const run = budget.open();
+      return source.pipe(
+        stepOperator<ProviderRequest>(STAGE, () => (step, signal) => run.apply(step, signal)),
+        finalize(() => void run.close().catch(() => undefined)),
+      );
+    });
+}
+
+/** Preflight pressure function with its resources. */
+export interface Pressure {
+  (request: ProviderRequest, context?: StepContext, signal?: AbortSignal): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * Preflight pressure P + R − 1 for hosts that trigger compression themselves: it reaches W exactly
+ * when W − P < R. Uses the same counting (and fallback + F) as the operator built from the same
+ * options.
+ *
+ * @example
+ * const pressure = createPressure({ route });
+ * if ((await pressure(request)) >= W) host.compress();
+ */
+export function createPressure(options: CapOutputBudgetOptions = {}): Pressure {
+  const run = createOutputBudget('createPressure', options).open();
+  const fn = ((request: ProviderRequest, context?: StepContext, signal?: AbortSignal) => run.pressure(request, context, signal)) as Pressure;
+  fn.close = () => run.close();
+  return fn;
+}

@@ -1,0 +1,107 @@
+/**
+ * Counting a whole provider request for the output budget. `TokenCounter.count` is synchronous
+ * text counting; budget backends may be remote (vLLM /tokenize), so they implement the async
+ * `BudgetCounter`, and any TokenCounter adapts to it.
+ */
+import { TokenTerminatorError } from '../errors.js';
+import { canonicalJson, createCountMemo, roughTokens } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import type { ProviderRequest } from '../step.js';
+import { CAP_FIELDS } from './request-caps.js';
+
+/** What a counting call knows about the route. */
+export interface CountContext {
+  /** The configured context length (vLLM's max_model_len must equal it). */
+  readonly contextLength?: number | undefined;
+}
+
+/** An async, cancellable prompt counter for the output budget. */
+export interface BudgetCounter {
+  /** Non-sensitive label for decisions and metrics (`vllm`, `tiktoken:o200k_base` …). */
+  readonly name: string;
+  /** False when the count is an estimate: the budget then adds the fallback margin F. */
+  readonly exact: boolean;
+  /** Prompt tokens of the provider-visible request. Rejects with BudgetCounterError when it cannot count. */
+  countRequest(request: ProviderRequest, signal: AbortSignal, context?: CountContext): Promise<number>;
+  /** Drop cached counts (e.g. after the server's tokenizer changed). */
+  clearCache?(): void;
+  /** Release held resources (HTTP agents). */
+  close?(): Promise<void>;
+}
+
+/** Why exact counting failed; the error's `code` is `E_COUNTER_<KIND>`. Messages carry no content or URLs. */
+export type CounterFailure = 'http_status' | 'timeout' | 'connection' | 'bad_body' | 'context_mismatch' | 'unsupported' | 'no_context_length' | 'internal';
+
+export class BudgetCounterError extends TokenTerminatorError {
+  readonly kind: CounterFailure;
+  constructor(kind: CounterFailure, message: string, options?: ErrorOptions) {
+    super(`E_COUNTER_${kind.toUpperCase()}`, message, options);
+    this.kind = kind;
+  }
+}
+
+// Fields that are not prompt content: never counted.
+const SKIP = new Set<string>(CAP_FIELDS);
+
+/**
+ * The parts of a request counted as prompt, with arrays (messages, input, tools) split into
+ * elements so a memo can count each element once across requests. Keeps the count conservative:
+ * every non-cap field is counted as its compact canonical JSON (a few tokens of framing more than
+ * the provider's chat template).
+ */
+export function promptParts(request: ProviderRequest): string[] {
+  const parts: string[] = [];
+  for (const key of Object.keys(request)) {
+    if (SKIP.has(key)) continue;
+    const value = request[key];
+    if (value === undefined) continue;
+    if (key === 'extra_body' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      const rest = Object.fromEntries(Object.entries(value).filter(([k]) => !SKIP.has(k)));
+      parts.push(...promptParts(rest));
+      continue;
+    }
+    parts.push(key);
+    if (Array.isArray(value)) for (const item of value) parts.push(canonicalJson(item, { compact: true }));
+    else parts.push(canonicalJson(value, { compact: true }));
+  }
+  return parts;
+}
+
+export interface TokenCounterAdapterOptions {
+  /** Remembered element counts (LRU). Default 4096. */
+  readonly memoEntries?: number;
+}
+
+/**
+ * Adapt a synchronous TokenCounter: P = Σ tokens of the prompt parts, each part counted once
+ * (memo keyed by content). Exactness follows the counter.
+ */
+export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAdapterOptions = {}): BudgetCounter {
+  const memo = createCountMemo(counter, { maxEntries: options.memoEntries ?? 4096 });
+  return {
+    name: counter.name,
+    exact: counter.exact,
+    countRequest(request: ProviderRequest, signal: AbortSignal): Promise<number> {
+      if (signal.aborted) return Promise.reject(signal.reason);
+      let total = 0;
+      for (const part of promptParts(request)) total += memo.count(part);
+      return Promise.resolve(total);
+    },
+    clearCache: () => memo.clear(),
+  };
+}
+
+/**
+ * The fallback estimate: ceil(chars / 4) over the request without its cap fields, like Hermes'
+ * rough estimator (`floor((chars + 3) / 4)`). The caller adds F.
+ */
+export function roughRequestTokens(request: ProviderRequest): number {
+  let tokens = 0;
+  for (const part of promptParts(request)) tokens += roughTokens(part);
+  return tokens;
+}
+
+/** True when `v` looks like a BudgetCounter rather than a TokenCounter. */
+export function isBudgetCounter(v: TokenCounter | BudgetCounter): v is BudgetCounter {
+  return typeof (v as Partial<BudgetCounter>).countRequest === 'function';
+}

@@ -1,0 +1,197 @@
+/**
+ * The output budget as one object shared by the `capOutputBudget` operator and the preflight
+ * `pressure` function, so both use the same counter, reserve and window.
+ */
+import type { Config } from '../config/types.js';
+import { normalizeModelName } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import { advance, errorLabel, note, type ProviderRequest, type Route, type Step, type StepContext } from '../step.js';
+import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
+import { BudgetCounterError, budgetCounterFrom, isBudgetCounter, roughRequestTokens, type BudgetCounter } from './counter.js';
+import { defaultCounterRegistry, type BackendSettings, type CounterRegistry } from './registry.js';
+import { capFieldFor, CAP_FIELDS, detectRequestFormat, extraBody, readCallerCap, withOutputCap, type CapDialect } from './request-caps.js';
+
+/** Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. */
+export interface OutputBudgetOptions {
+  /** Source of the incontext settings and tokenizer choice below. Default: none (built-in defaults). */
+  readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'>;
+  /**
+   * The configured primary route (model, provider, endpoint, contextWindow, compressionThreshold,
+   * outputCap). Requests for another model, provider or endpoint pass unchanged. Default: each
+   * Step's own `context.route` (then only the request's `model` is compared with it).
+   */
+  readonly route?: Route;
+  /** R, INCONTEXT_MIN_OUTPUT_TOKENS. Default: config, else 4096. */
+  readonly minOutputTokens?: number;
+  /** F, INCONTEXT_FALLBACK_MARGIN_TOKENS. Default: config, else 1024. */
+  readonly fallbackMarginTokens?: number;
+  /** W override, INCONTEXT_COMPRESSION_WINDOW_TOKENS. Default: config, else the route's compressionThreshold, else contextWindow. */
+  readonly compressionWindowTokens?: number;
+  /** The exact counter (the caller owns it). Default: the registry backend named by `backend`. */
+  readonly counter?: BudgetCounter | TokenCounter;
+  /** INCONTEXT_BACKEND. Default: config, else `tiktoken`. */
+  readonly backend?: string;
+  /** Where `backend` is looked up. Default: the process-wide registry (`registerCounter`). */
+  readonly registry?: CounterRegistry;
+  /** Settings for the backend factory, over those derived from `config` and `route`. Default: none. */
+  readonly backendSettings?: BackendSettings;
+  /** Fallback estimate when exact counting fails (F is added). Default: ceil(chars / 4) of the prompt parts. */
+  readonly fallback?: (request: ProviderRequest) => number;
+  /** Server dialect for the cap field. Default: `vllm` when the backend or route provider is vLLM, else `openai`. */
+  readonly dialect?: CapDialect;
+  /** Metrics sink: counts, labels and error codes only, never content. Default: none. */
+  readonly onMeasure?: (measurement: BudgetMeasurement) => void;
+}
+
+/** One budgeting outcome, content-free. */
+export interface BudgetMeasurement {
+  readonly outcome: 'capped' | 'unchanged' | 'insufficient_room' | 'counting_failed';
+  readonly window: number;
+  readonly reserve: number;
+  readonly prompt?: number;
+  readonly callerCap?: number;
+  readonly cap?: number;
+  readonly counter: string;
+  /** Error label of the exact counter's failure when the fallback estimate was used. */
+  readonly fallback?: string;
+}
+
+/** A per-subscription budget: its own counter instance when built from the registry. */
+export interface BudgetRun {
+  apply(step: Step<ProviderRequest>, signal: AbortSignal): Promise<Step<ProviderRequest>>;
+  pressure(request: ProviderRequest, context?: StepContext, signal?: AbortSignal): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface OutputBudget {
+  open(): BudgetRun;
+}
+
+interface Measured {
+  readonly prompt: number;
+  readonly fallback?: string;
+}
+
+const sameModel = (a: string, b: string): boolean => normalizeModelName(a) === normalizeModelName(b);
+const sameEndpoint = (a: string, b: string): boolean => a.trim().replace(/\/+$/, '').toLowerCase() === b.trim().replace(/\/+$/, '').toLowerCase();
+
+/** The route rule: only requests for the configured primary route are budgeted. */
+export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefined, own: Route | undefined): boolean {
+  const model = typeof request['model'] === 'string' ? request['model'] : own?.model;
+  if (primary?.model !== undefined && model !== undefined && !sameModel(model, primary.model)) return false;
+  if (primary !== undefined && primary !== own && own !== undefined) {
+    if (primary.provider !== undefined && own.provider !== undefined && primary.provider.toLowerCase() !== own.provider.toLowerCase()) return false;
+    if (primary.endpoint !== undefined && own.endpoint !== undefined && !sameEndpoint(primary.endpoint, own.endpoint)) return false;
+  }
+  return true;
+}
+
+/**
+ * Validate the options (ConfigError naming the variable) and return a factory of per-run budgets.
+ */
+export function createOutputBudget(who: string, options: OutputBudgetOptions = {}): OutputBudget {
+  const inc = options.config?.incontext;
+  const reserve = options.minOutputTokens ?? inc?.minOutputTokens ?? 4096;
+  const margin = options.fallbackMarginTokens ?? inc?.fallbackMarginTokens ?? 1024;
+  const override = options.compressionWindowTokens ?? inc?.compressionWindowTokens;
+  const route = options.route;
+  const staticWindow = override ?? route?.compressionThreshold ?? route?.contextWindow;
+  checkBudgetSettings(who, { window: staticWindow, contextWindow: route?.contextWindow, reserve, fallbackMargin: margin });
+  const backend = options.backend ?? inc?.backend ?? 'tiktoken';
+  const settings: BackendSettings = {
+    ...(inc !== undefined && { tokenizerUrl: inc.tokenizerUrl, tokenizerTimeoutSeconds: inc.tokenizerTimeoutSeconds, tokenizerUserAgent: inc.tokenizerUserAgent }),
+    ...(options.config?.tokenizerJson !== undefined && { tokenizerJson: options.config.tokenizerJson }),
+    ...(options.config?.tiktokenEncoding !== undefined && { tiktokenEncoding: options.config.tiktokenEncoding }),
+    ...(route?.contextWindow !== undefined && { contextLength: route.contextWindow }),
+    ...(route?.model !== undefined && { model: route.model }),
+    ...options.backendSettings,
+  };
+  const given = options.counter;
+  const factory = given === undefined ? (options.registry ?? defaultCounterRegistry).factory(backend) : undefined;
+  // Validate the backend's settings now (startup error), then discard: factories open nothing.
+  if (factory !== undefined) void factory(settings).close?.();
+  const fallback = options.fallback ?? roughRequestTokens;
+  const onMeasure = options.onMeasure;
+
+  return {
+    open(): BudgetRun {
+      const owned = factory?.(settings);
+      const counter: BudgetCounter = owned ?? (given !== undefined && !isBudgetCounter(given) ? budgetCounterFrom(given) : (given as BudgetCounter));
+      const dialect = options.dialect ?? (backend === 'vllm' || counter.name === 'vllm' ? 'vllm' : undefined);
+
+      const measure = async (request: ProviderRequest, signal: AbortSignal, contextLength: number | undefined): Promise<Measured | undefined> => {
+        let failure: unknown;
+        try {
+          const p = await counter.countRequest(request, signal, { contextLength });
+          if (!Number.isSafeInteger(p) || p < 0) throw new BudgetCounterError('internal', 'counter returned an invalid count');
+          if (counter.exact) return { prompt: p };
+          return { prompt: p + margin, fallback: 'inexact' };
+        } catch (error) {
+          if (signal.aborted) throw error;
+          failure = error;
+        }
+        try {
+          return { prompt: fallback(request) + margin, fallback: errorLabel(failure) };
+        } catch {
+          return undefined;
+        }
+      };
+
+      const windowOf = (r: Route | undefined): number | undefined => override ?? r?.compressionThreshold ?? r?.contextWindow;
+
+      return {
+        async apply(step, signal) {
+          const stage = who;
+          const request = step.value;
+          const own = step.context.route;
+          const primary = route ?? own;
+          if (!isPrimaryRoute(request, primary, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
+          const format = detectRequestFormat(request, primary?.provider);
+          const field = capFieldFor(format, request, dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'));
+          if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
+          const window = windowOf(primary);
+          if (window === undefined) return note(step, { stage, kind: 'skipped', reason: 'no budgeting window' });
+          if (margin + reserve >= window) return note(step, { stage, kind: 'skipped', reason: 'window below reserve + margin' });
+          const r = effectiveReserve(reserve, primary?.outputCap);
+          const b = readCallerCap(request);
+          const base = { window, reserve: r, counter: counter.name, ...(b !== undefined && { callerCap: b }) };
+          const measured = await measure(request, signal, primary?.contextWindow);
+          if (measured === undefined) {
+            onMeasure?.({ ...base, outcome: 'counting_failed' });
+            return note(step, { stage, kind: 'failed_open', reason: 'counting failed', error: 'BudgetCounterError:E_COUNTER_BOTH' });
+          }
+          const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap: b });
+          const extra = { prompt: measured.prompt, ...(measured.fallback !== undefined && { fallback: measured.fallback }) };
+          const error = measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
+          if (plan.cap === undefined) {
+            onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
+            return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });
+          }
+          if (hasOnlyCap(request, field, plan.cap)) {
+            onMeasure?.({ ...base, ...extra, cap: plan.cap, outcome: 'unchanged' });
+            return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });
+          }
+          onMeasure?.({ ...base, ...extra, cap: plan.cap, outcome: 'capped' });
+          const reason = measured.fallback === undefined ? 'capped' : 'capped (fallback count)';
+          return advance(step, withOutputCap(request, field, plan.cap), { stage, kind: 'applied', reason, ...error });
+        },
+        async pressure(request, context, signal) {
+          const primary = route ?? context?.route;
+          const r = effectiveReserve(reserve, primary?.outputCap);
+          const measured = await measure(request, signal ?? new AbortController().signal, primary?.contextWindow);
+          // Both estimators failed: report no pressure rather than throwing at the host.
+          return preflightPressure(measured?.prompt ?? 0, r);
+        },
+        close: async () => {
+          await owned?.close?.();
+        },
+      };
+    },
+  };
+}
+
+function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boolean {
+  if (request[field] !== cap) return false;
+  const extra = extraBody(request);
+  return CAP_FIELDS.every((f) => (f === field || request[f] === undefined) && (extra === undefined || !(f in extra)));
+}

@@ -1,0 +1,123 @@
+/**
+ * Output-cap errors from providers → how much output would fit, so a custom loop can retry once
+ * with a correct cap instead of compressing history in a loop (hermes-agent#38652 and its kin).
+ * Wordings are the real ones collected in test/fixtures/provider-errors.
+ */
+
+/** What a provider said about the output budget. */
+export interface OutputCapInfo {
+  /** The largest output cap the provider would accept for this request (> 0). */
+  readonly availableOutputTokens: number;
+  /** The context length the provider reported, when it did. */
+  readonly contextLength?: number;
+  /**
+   * `remaining`: context − input, this request only. `model_limit`: the model's own output ceiling.
+   * `upper_bound`: only the whole window is known (vLLM max_model_len); the input still has to fit.
+   */
+  readonly kind: 'remaining' | 'model_limit' | 'upper_bound';
+}
+
+const NUM = String.raw`(\d[\d,_]*)`;
+const num = (s: string | undefined): number => Number((s ?? '').replace(/[,_]/g, ''));
+const CAP = String.raw`max_(?:completion_|output_|new_)?tokens`;
+
+type Rule = (text: string) => OutputCapInfo | undefined;
+
+const remaining = (context: number, input: number): OutputCapInfo => ({ availableOutputTokens: context - input, contextLength: context, kind: 'remaining' });
+
+const rules: readonly Rule[] = [
+  // OpenAI / OpenRouter / Nous: "maximum context length is N tokens … (X of text input, Y of tool input, Z in the output)"
+  (t) => {
+    const ctx = new RegExp(String.raw`maximum context length is ${NUM} tokens`, 'i').exec(t);
+    const group = /\(([^()]*?\bin the output)\)/i.exec(t);
+    if (ctx === null || group === null) return undefined;
+    let input = 0;
+    for (const m of (group[1] ?? '').matchAll(new RegExp(String.raw`${NUM} of [a-z ]*?input`, 'gi'))) input += num(m[1]);
+    return remaining(num(ctx[1]), input);
+  },
+  // vLLM (older): "maximum context length is N tokens. However, you requested T tokens (X in the messages, Y in the completion)"
+  (t) => {
+    const m = new RegExp(String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`, 'i').exec(t);
+    return m === null ? undefined : remaining(num(m[1]), num(m[2]));
+  },
+  // vLLM (newer): "maximum context length is N tokens. However, you requested X output tokens and your prompt contains at least Y input tokens"
+  (t) => {
+    const m = new RegExp(String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`, 'i').exec(t);
+    return m === null ? undefined : remaining(num(m[1]), num(m[2]));
+  },
+  // Anthropic-style: "max_tokens: X > context_window: C - input_tokens: I = available_tokens: N" (also "available_tokens=N")
+  (t) => {
+    const m = new RegExp(String.raw`available_tokens\s*[:=]\s*${NUM}`, 'i').exec(t);
+    if (m === null) return undefined;
+    const ctx = new RegExp(String.raw`context_window\s*[:=]\s*${NUM}`, 'i').exec(t);
+    const out = { availableOutputTokens: num(m[1]), kind: 'remaining' as const };
+    return ctx === null ? out : { ...out, contextLength: num(ctx[1]) };
+  },
+  // Anthropic: "input length and `max_tokens` exceed context limit: I + X > C"
+  (t) => {
+    const m = new RegExp(String.raw`exceed context limit:\s*${NUM}\s*\+\s*${NUM}\s*>\s*${NUM}`, 'i').exec(t);
+    return m === null ? undefined : remaining(num(m[3]), num(m[1]));
+  },
+  // vLLM: "max_tokens=X cannot be greater than max_model_len=max_total_tokens=N"
+  (t) => {
+    const m = new RegExp(String.raw`${CAP}\s*=\s*${NUM} cannot be greater than max_model_len\s*=\s*(?:[a-z_]+\s*=\s*)*${NUM}`, 'i').exec(t);
+    return m === null ? undefined : { availableOutputTokens: num(m[2]), contextLength: num(m[2]), kind: 'upper_bound' };
+  },
+  // Model output ceilings: DashScope "Range of max_tokens should be [1, N]", DeepSeek "valid range of
+  // max_tokens is [1, N]", "exceeds model's maximum output tokens (N)", Anthropic "X > N, which is
+  // the maximum allowed number of output tokens", Volcengine "max_tokens … expected a value <= N".
+  (t) => {
+    const patterns = [
+      new RegExp(String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`, 'i'),
+      new RegExp(String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`, 'i'),
+      new RegExp(String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`, 'i'),
+      new RegExp(String.raw`${CAP}[^\n]{0,120}?expected a value <= ${NUM}`, 'i'),
+    ];
+    for (const p of patterns) {
+      const m = p.exec(t);
+      if (m !== null) return { availableOutputTokens: num(m[1]), kind: 'model_limit' };
+    }
+    return undefined;
+  },
+];
+
+const MAX_TEXT = 64 * 1024;
+
+/** The strings worth reading in an error: message, body, nested provider error objects, causes. */
+function textsOf(input: unknown, depth = 0, out: string[] = [], seen = new Set<object>()): string[] {
+  if (out.length > 32 || depth > 5) return out;
+  if (typeof input === 'string') {
+    out.push(input.length > MAX_TEXT ? input.slice(0, MAX_TEXT) : input);
+    return out;
+  }
+  if (input === null || typeof input !== 'object' || seen.has(input)) return out;
+  seen.add(input);
+  if (input instanceof Error) {
+    textsOf(input.message, depth + 1, out, seen);
+    for (const key of ['error', 'body', 'response', 'data', 'cause'] as const) textsOf((input as unknown as Record<string, unknown>)[key], depth + 1, out, seen);
+    return out;
+  }
+  for (const value of Object.values(input)) textsOf(value, depth + 1, out, seen);
+  return out;
+}
+
+/**
+ * Parse a provider's output-cap error (text, Error, or the SDK's error object) into the output that
+ * would fit. Returns undefined for anything else — including input overflows with no room left
+ * (available ≤ 0) and wordings that give the prompt in characters, not tokens.
+ *
+ * @example
+ * parseOutputCapError("maximum context length is 256000 tokens. However, you requested about 281093 tokens (5683 of text input, 13410 of tool input, 262000 in the output).");
+ * // → { availableOutputTokens: 236907, contextLength: 256000, kind: 'remaining' }
+ */
+export function parseOutputCapError(error: unknown): OutputCapInfo | undefined {
+  for (const text of textsOf(error)) {
+    for (const rule of rules) {
+      const info = rule(text);
+      if (info === undefined) continue;
+      if (!(info.availableOutputTokens > 0) || !Number.isSafeInteger(info.availableOutputTokens)) return undefined;
+      return info;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,107 @@
+/**
+ * Reading and writing output-cap fields of provider requests, without touching the caller's objects.
+ */
+import type { ProviderRequest, RequestFormat } from '../step.js';
+
+/** The three output-cap aliases providers accept. */
+export const CAP_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+export type CapField = (typeof CAP_FIELDS)[number];
+
+/** Which server dialect receives the request (vLLM takes `max_tokens` on Chat Completions). */
+export type CapDialect = 'openai' | 'vllm';
+
+type Obj = Readonly<Record<string, unknown>>;
+
+function isObject(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function positiveInt(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
+}
+
+/** The request's `extra_body` when it is an object. */
+export function extraBody(request: ProviderRequest): Obj | undefined {
+  const extra = request['extra_body'];
+  return isObject(extra) ? extra : undefined;
+}
+
+/** B: the smallest positive integer among the cap fields, top level and `extra_body`. */
+export function readCallerCap(request: ProviderRequest): number | undefined {
+  let best: number | undefined;
+  for (const source of [request, extraBody(request)]) {
+    if (source === undefined) continue;
+    for (const field of CAP_FIELDS) {
+      const v = positiveInt(source[field]);
+      if (v !== undefined && (best === undefined || v < best)) best = v;
+    }
+  }
+  return best;
+}
+
+function usedField(request: ProviderRequest, field: CapField): boolean {
+  return positiveInt(request[field]) !== undefined || positiveInt(extraBody(request)?.[field]) !== undefined;
+}
+
+const ANTHROPIC_BLOCKS = new Set(['tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'server_tool_use', 'document']);
+
+/**
+ * A small format detector (the request model in src/model is the full reader): `input` without
+ * `messages` → Responses; `messages` with a top-level `system`, Anthropic-only fields or blocks, or a
+ * provider hint of `anthropic` → Anthropic; other `messages` → Chat Completions.
+ */
+export function detectRequestFormat(request: ProviderRequest, providerHint?: string): RequestFormat {
+  const messages = request['messages'];
+  if (!Array.isArray(messages)) {
+    const input = request['input'];
+    return typeof input === 'string' || Array.isArray(input) ? 'responses' : 'unknown';
+  }
+  if (providerHint?.toLowerCase() === 'anthropic') return 'anthropic';
+  if (request['system'] !== undefined || request['anthropic_version'] !== undefined || request['stop_sequences'] !== undefined) return 'anthropic';
+  for (const m of messages) {
+    if (!isObject(m)) continue;
+    if (m['role'] === 'system' || m['role'] === 'developer' || m['role'] === 'tool' || m['tool_calls'] !== undefined) return 'chat';
+    const content = m['content'];
+    if (Array.isArray(content) && content.some((b) => isObject(b) && typeof b['type'] === 'string' && ANTHROPIC_BLOCKS.has(b['type']))) return 'anthropic';
+  }
+  return 'chat';
+}
+
+/**
+ * The one field to emit: Responses `max_output_tokens`, Anthropic `max_tokens`; Chat Completions
+ * `max_completion_tokens`, or `max_tokens` when that is the field the caller used; for vLLM
+ * `max_tokens` unless the caller used only `max_completion_tokens` (vLLM accepts both).
+ */
+export function capFieldFor(format: RequestFormat, request: ProviderRequest, dialect: CapDialect = 'openai'): CapField | undefined {
+  switch (format) {
+    case 'responses':
+      return 'max_output_tokens';
+    case 'anthropic':
+      return 'max_tokens';
+    case 'chat': {
+      const usedMax = usedField(request, 'max_tokens');
+      const usedCompletion = usedField(request, 'max_completion_tokens');
+      if (dialect === 'vllm') return usedCompletion && !usedMax ? 'max_completion_tokens' : 'max_tokens';
+      return usedMax && !usedCompletion ? 'max_tokens' : 'max_completion_tokens';
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * A new request with every cap alias removed (top level and `extra_body`) and `field: cap` set at
+ * the top level. Shallow copies only: unchanged members (messages, tools) are shared.
+ */
+export function withOutputCap(request: ProviderRequest, field: CapField, cap: number): ProviderRequest {
+  const out: Record<string, unknown> = { ...request };
+  for (const f of CAP_FIELDS) delete out[f];
+  const extra = extraBody(request);
+  if (extra !== undefined && CAP_FIELDS.some((f) => f in extra)) {
+    const copy: Record<string, unknown> = { ...extra };
+    for (const f of CAP_FIELDS) delete copy[f];
+    out['extra_body'] = copy;
+  }
+  out[field] = cap;
+  return out;
+}
