@@ -26,6 +26,7 @@ import type { WorkingStateStore } from './working-state.js';
 
 export * from './schema.js';
 export type { WorkingStateStore } from './working-state.js';
+export { createWorkingStateStore, WorkingStateError, type ClosableWorkingStateStore, type WorkingStateStoreOptions } from './working-state-store.js';
 
 /** Error codes of error results (beside the codes of src/errors.ts passed through from the vault). */
 export const RECOVERY_ERRORS = Object.freeze({
@@ -271,7 +272,7 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
         if (args.action === 'working_state_apply') {
           return { ...(await store.apply(sessionId, need(args.operations, 'operations', args.action))) };
         }
-        return { ...(await store.get({ includeRetired: args.include_retired ?? false, limit: clamp(args.limit ?? 500, 0, 500) })) };
+        return { ...(await store.get(sessionId, { includeRetired: args.include_retired ?? false, limit: clamp(args.limit ?? 500, 0, 500) })) };
       }
     }
   }

@@ -9,6 +9,6 @@ export interface WorkingStateStore {
    * Returns the result object (`{accepted, event_ids, counts}`); throws a TokenTerminatorError for a bad batch.
    */
   apply(sessionId: string, operations: readonly Readonly<Record<string, unknown>>[]): Promise<Readonly<Record<string, unknown>>>;
-  /** Current state (`{nodes: {id: node}, edges: {id: edge}}`), at most `limit` nodes. */
-  get(options: { readonly includeRetired: boolean; readonly limit: number }): Promise<Readonly<Record<string, unknown>>>;
+  /** Current state of the session (`{nodes: {id: node}, edges: {id: edge}}`), at most `limit` nodes. */
+  get(sessionId: string, options: { readonly includeRetired: boolean; readonly limit: number }): Promise<Readonly<Record<string, unknown>>>;
 }
