@@ -44,6 +44,8 @@ export interface MessagesMeter {
   tokens(messages: readonly unknown[]): number;
   /** Tokens of canonicalJson(message) alone. */
   aloneTokens(message: unknown): number;
+  /** Tokens of the message as a middle element (` json,`): its share of an array, reused by attribution. */
+  midTokens(message: unknown): number;
 }
 
 /**
@@ -96,6 +98,10 @@ export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
     aloneTokens(message) {
       const e = entry(message);
       return (e.alone ??= counter.count(e.json));
+    },
+    midTokens(message) {
+      const e = entry(message);
+      return (e.mid ??= counter.count(` ${e.json},`));
     },
   };
 }

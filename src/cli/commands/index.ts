@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerArtifact } from './artifact.js';
 import { registerStatus } from './status.js';
+import { registerReplay } from './replay.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -9,4 +10,5 @@ export type CommandRegistrar = (program: Command) => void;
 export const commands: CommandRegistrar[] = [
   registerStatus,
   registerArtifact,
+  registerReplay,
 ];

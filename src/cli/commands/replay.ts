@@ -1,0 +1,63 @@
+import { existsSync } from 'node:fs';
+import cliProgress from 'cli-progress';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { MODES } from '../../config/index.js';
+import type { Mode } from '../../config/types.js';
+import { readSessions, renderFiguresTable, replaySessions, requestCount } from '../../replay/index.js';
+import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
+
+interface ReplayCliOptions {
+  mode?: Mode;
+  limit?: number;
+  json?: boolean;
+  dump?: string;
+  cacheReadPrice: number;
+  db?: string;
+  ledger?: string;
+}
+
+function priceArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number within [0, 1]');
+  return n;
+}
+
+async function replay(file: string, options: ReplayCliOptions): Promise<void> {
+  if (!existsSync(file)) throw new CliError(`no sessions file at ${file}`);
+  const sessions = await readSessions(file, options.limit ?? Infinity);
+  if (sessions.length === 0) throw new CliError(`${file} holds no sessions`);
+  const tty = process.stderr.isTTY === true && options.json !== true;
+  const bar = tty ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} requests | {eta_formatted} left', hideCursor: true, clearOnComplete: true, stream: process.stderr }, cliProgress.Presets.shades_classic) : undefined;
+  bar?.start(sessions.reduce((n, s) => n + requestCount(s), 0), 0);
+  let figures;
+  try {
+    figures = await replaySessions(sessions, {
+      cacheReadPrice: options.cacheReadPrice,
+      ...(options.mode === undefined ? {} : { mode: options.mode }),
+      ...(options.db === undefined ? {} : { db: options.db }),
+      ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
+      ...(options.dump === undefined ? {} : { dump: options.dump }),
+      ...(bar === undefined ? {} : { onProgress: (done: number) => bar.update(done) }),
+    });
+  } finally {
+    bar?.stop();
+  }
+  if (options.json === true) return writeJson(figures);
+  await writeOut(`${renderFiguresTable(figures)}\n`);
+}
+
+/** `token-terminator replay <sessions.jsonl>`: recorded sessions through the whole pipeline, with figures. */
+export function registerReplay(program: Command): void {
+  program
+    .command('replay')
+    .description('replay recorded sessions (JSONL, one {id, model?, tools?, messages} per line) through the pipeline and print the figures')
+    .argument('<sessions>', 'sessions file (.jsonl)')
+    .addOption(new Option('--mode <mode>', 'mode to replay under (default: TOKEN_TERMINATOR_MODE or balanced)').choices(MODES as string[]))
+    .option('--limit <n>', 'replay only the first n sessions', integerAtLeast(1))
+    .option('--json', 'print the figures as JSON')
+    .option('--dump <file>', 'write one JSON line {session, index, final} per request')
+    .option('--cache-read-price <price>', 'price of a cached char relative to an uncached one', priceArg, 0.1)
+    .option('--db <path>', 'vault file to use and keep (default: a fresh vault in a temp dir)')
+    .option('--ledger <path>', 'experiment ledger file (default: experiments.sqlite3 beside the vault)')
+    .action((file: string, options: ReplayCliOptions) => replay(file, options));
+}

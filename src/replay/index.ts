@@ -1,0 +1,15 @@
+/** Replay of recorded sessions through the whole pipeline, with the figures of issue 5. */
+export { replaySessions, requestCount, REPLAY_TOOL_NAMES, type ReplayOptions } from './replay.js';
+export { readSessions, parseSessionLine, SessionFormatError, type RecordedSession } from './sessions.js';
+export {
+  FigureAccumulator,
+  commonPrefixChars,
+  commonPrefixOfStrings,
+  percentile,
+  type ReplayFigures,
+  type ReplayTotals,
+  type SessionFigures,
+  type RequestSample,
+} from './figures.js';
+export { ReceiptVerifier, recoverExact } from './verify.js';
+export { renderFiguresTable } from './table.js';

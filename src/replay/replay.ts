@@ -1,0 +1,265 @@
+/**
+ * `replay`: run recorded sessions through the whole pipeline as a host would, and measure.
+ *
+ * Per session (its own session id): walk the messages in order. A `tool` message goes through the
+ * tool-result stream under its canonical tool name (from the matching assistant tool call; corpus
+ * `bash` → `terminal`, plus the config's TOKEN_TERMINATOR_TOOL_NAMES), and the reduced result is
+ * what the transcript keeps. At each `assistant` message the model received a request: the raw
+ * one is `{model, messages: every earlier original message}`, the final one is the request
+ * stream's output on `{model, messages: every earlier reduced message}` (plus `tools` when the
+ * session records them). Recorded tool calls are not sent through the tool-call stream: their
+ * commands already ran, and a rewrite cannot change a recorded output.
+ *
+ * Timing covers the pipeline only (tool stream + request stream); sizes, tokens, receipts
+ * verification, metrics rows and the ledger are computed outside the timed sections.
+ */
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { ConfigOverrides } from '../config/index.js';
+import type { Mode } from '../config/types.js';
+import { createTiktokenCounter } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import { createTerminator } from '../runtime.js';
+import type { ProviderRequest, StepContext } from '../step.js';
+import { attributeRequest } from '../telemetry/attribution.js';
+import { openLedger, type Ledger } from '../telemetry/ledger.js';
+import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
+import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
+import type { Vault } from '../vault/types.js';
+import { commonPrefixChars, FigureAccumulator, round, type ReplayFigures } from './figures.js';
+import type { RecordedSession } from './sessions.js';
+import { ReceiptVerifier } from './verify.js';
+
+/** Corpus tool names that differ from the canonical ones (config `toolNames` wins). */
+export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
+
+export interface ReplayOptions {
+  /** Mode to replay under. Default: the config's (balanced). */
+  readonly mode?: Mode;
+  /** Price of a cache-read char relative to an uncached one. Default 0.1. */
+  readonly cacheReadPrice?: number;
+  /** Vault file to use (kept). Default: a fresh vault in a temp dir, removed afterwards. */
+  readonly db?: string;
+  /** Experiment ledger file. Default: `experiments.sqlite3` beside the vault; `false` disables it. */
+  readonly ledger?: string | false;
+  /** Write one JSON line `{session, index, final}` per request here. Default: none. */
+  readonly dump?: string;
+  /** Environment for the config. Default: `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Config overrides (mode, db path and ledger path are set by replay). Default: none. */
+  readonly overrides?: ConfigOverrides;
+  /** Counter for the figures. Default: tiktoken o200k_base. */
+  readonly counter?: TokenCounter;
+  /** Called after every request with (done, total). Default: none. */
+  readonly onProgress?: (done: number, total: number) => void;
+  /** Clock in ms (tests). Default: `performance.now`. */
+  readonly now?: () => number;
+}
+
+/** Replay sessions and return the figures of issue 5. */
+export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
+  const price = options.cacheReadPrice ?? 0.1;
+  if (!(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');
+  const now = options.now ?? (() => performance.now());
+  const tempDir = options.db === undefined ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-')) : undefined;
+  const dbPath = options.db ?? join(tempDir!, 'artifacts.sqlite3');
+  const ledgerPath = options.ledger === false ? undefined : (options.ledger ?? join(dirname(dbPath), 'experiments.sqlite3'));
+  const overrides: ConfigOverrides = { ...options.overrides, dbPath, ...(options.mode === undefined ? {} : { mode: options.mode }) };
+  const counter = options.counter ?? createTiktokenCounter('o200k_base');
+  const meter = createMessagesMeter(counter);
+  const tt = await createTerminator(options.env === undefined ? { overrides } : { env: options.env, overrides });
+  const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
+  const dump = options.dump === undefined ? undefined : createWriteStream(options.dump, { encoding: 'utf8' });
+  const total = sessions.reduce((n, s) => n + requestCount(s), 0);
+  const all = new FigureAccumulator(price);
+  const perSession: ReplayFigures['sessions'] = [];
+  let done = 0;
+  try {
+    for (const session of sessions) {
+      const acc = new FigureAccumulator(price);
+      await replayOne(session, {
+        tt,
+        meter,
+        ledger,
+        dump,
+        now,
+        onRequest: (sample) => {
+          acc.add(sample);
+          all.add(sample);
+          options.onProgress?.(++done, total);
+        },
+        onExtraTime: (ms) => {
+          acc.addTime(ms);
+          all.addTime(ms);
+        },
+      });
+      perSession.push({ id: session.id, ...acc.figures() });
+    }
+  } finally {
+    if (dump !== undefined) await new Promise<void>((resolve) => dump.end(resolve));
+    ledger?.close();
+    await tt.close();
+    if (options.counter === undefined) counter.dispose?.();
+    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
+  }
+  return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
+}
+
+/** Number of requests a session produces (assistant messages with at least one earlier message). */
+export function requestCount(session: RecordedSession): number {
+  return session.messages.reduce((n, m, i) => n + (m['role'] === 'assistant' && i > 0 ? 1 : 0), 0);
+}
+
+interface Sample {
+  rawChars: number;
+  finalChars: number;
+  rawTokens: number;
+  finalTokens: number;
+  rawPrefix: number;
+  finalPrefix: number;
+  receipts: number;
+  recovered: number;
+  ms: number;
+}
+
+interface Deps {
+  readonly tt: Awaited<ReturnType<typeof createTerminator>>;
+  readonly meter: MessagesMeter;
+  readonly ledger: Ledger | undefined;
+  readonly dump: WriteStream | undefined;
+  readonly now: () => number;
+  onRequest(sample: Sample): void;
+  onExtraTime(ms: number): void;
+}
+
+async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
+  const { tt, meter, now } = d;
+  const sessionId = session.id;
+  const mode = tt.config.mode;
+  const toolNames = tt.config.toolNames;
+  const verifier = new ReceiptVerifier(tt.vault);
+  const original = session.messages;
+  const reduced: Readonly<Record<string, unknown>>[] = [];
+  const calls = new Map<string, { name: string; args: Readonly<Record<string, unknown>> }>();
+  const toolSavings = new WeakMap<object, Record<string, number>>();
+  let prevRaw: readonly unknown[] | undefined;
+  let prevFinal: readonly unknown[] | undefined;
+  let pendingMs = 0;
+  let index = 0;
+  let turn = 0;
+  d.ledger?.ensureSession(session.model === undefined ? { sessionId, mode } : { sessionId, mode, model: session.model });
+  const finishTurn = (): void => {
+    if (turn > 0) d.ledger?.finishTurn({ sessionId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
+  };
+  let turnTokens = 0;
+
+  for (let i = 0; i < original.length; i++) {
+    const msg = original[i]!;
+    const role = msg['role'];
+    if (role === 'user' && d.ledger !== undefined) {
+      finishTurn();
+      turn++;
+      turnTokens = 0;
+      const content = msg['content'];
+      const base = { sessionId, turnId: `t${turn}`, mode, prompt: typeof content === 'string' ? content : '' };
+      d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
+    }
+    if (role === 'assistant' && i > 0) {
+      const rawMessages = original.slice(0, i);
+      const request: ProviderRequest = {
+        ...(session.model === undefined ? {} : { model: session.model }),
+        messages: reduced.slice(0, i),
+        ...(session.tools === undefined ? {} : { tools: session.tools }),
+      };
+      const context: StepContext = { sessionId, requestId: `${sessionId}#${index}`, ...(session.model === undefined ? {} : { route: { model: session.model } }) };
+      const t0 = now();
+      const out = await tt.compileRequest(request, context);
+      const ms = now() - t0 + pendingMs;
+      pendingMs = 0;
+      const finalRequest = out.value;
+      const finalMessages = Array.isArray(finalRequest['messages']) ? (finalRequest['messages'] as unknown[]) : (request['messages'] as unknown[]);
+      const ids = verifier.referenced(finalMessages);
+      const recovered = await verifier.verify(ids);
+      const sample: Sample = {
+        rawChars: meter.chars(rawMessages),
+        finalChars: meter.chars(finalMessages),
+        rawTokens: meter.tokens(rawMessages),
+        finalTokens: meter.tokens(finalMessages),
+        rawPrefix: commonPrefixChars(prevRaw, rawMessages, meter),
+        finalPrefix: commonPrefixChars(prevFinal, finalMessages, meter),
+        receipts: ids.length,
+        recovered,
+        ms,
+      };
+      prevRaw = rawMessages;
+      prevFinal = finalMessages;
+      const saved: Record<string, number> = {};
+      for (const m of reduced.slice(0, i)) for (const [stage, chars] of Object.entries(toolSavings.get(m) ?? {})) saved[stage] = (saved[stage] ?? 0) + chars;
+      savedByStage(out.decisions, saved);
+      const rawRequest = { ...request, messages: rawMessages };
+      await tt.vault.recordRequestMetric(
+        requestMetric({
+          sessionId,
+          requestId: context.requestId!,
+          mode,
+          ...(session.model === undefined ? {} : { model: session.model }),
+          raw: attributeRequest(rawRequest, meter),
+          final: attributeRequest(finalRequest, meter),
+          rawTokens: sample.rawTokens,
+          finalTokens: sample.finalTokens,
+          tokenizer: meter.counter.name,
+          receipts: ids.length,
+          failedOpen: anyFailedOpen(out.decisions),
+          savedByStage: saved,
+        }),
+      );
+      d.ledger?.recordRequest(turn > 0 ? { sessionId, turnId: `t${turn}`, rawTokens: sample.rawTokens, finalTokens: sample.finalTokens } : { sessionId, rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
+      turnTokens += sample.finalTokens;
+      d.dump?.write(`${JSON.stringify({ session: sessionId, index, final: finalRequest })}\n`);
+      d.onRequest(sample);
+      index++;
+    }
+    if (role === 'assistant') rememberCalls(msg, calls);
+    if (role === 'tool' && typeof msg['content'] === 'string') {
+      const callId = typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : '';
+      const call = calls.get(callId);
+      const hostName = call?.name ?? 'tool';
+      const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
+      const t0 = now();
+      const step = await tt.reduceToolResult({ callId, name, args: call?.args ?? {}, content: msg['content'] }, { sessionId });
+      pendingMs += now() - t0;
+      const kept = step.value.content === msg['content'] ? msg : { ...msg, content: step.value.content };
+      reduced.push(kept);
+      if (kept !== msg) toolSavings.set(kept, savedByStage(step.decisions));
+      continue;
+    }
+    reduced.push(msg);
+  }
+  if (pendingMs > 0) d.onExtraTime(pendingMs);
+  finishTurn();
+}
+
+function rememberCalls(msg: Readonly<Record<string, unknown>>, calls: Map<string, { name: string; args: Readonly<Record<string, unknown>> }>): void {
+  const toolCalls = msg['tool_calls'];
+  if (!Array.isArray(toolCalls)) return;
+  for (const c of toolCalls) {
+    if (typeof c !== 'object' || c === null) continue;
+    const call = c as Record<string, unknown>;
+    const fn = call['function'] as Record<string, unknown> | undefined;
+    if (typeof call['id'] !== 'string' || typeof fn?.['name'] !== 'string') continue;
+    calls.set(call['id'], { name: fn['name'], args: parseArgs(fn['arguments']) });
+  }
+}
+
+function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) return raw as Record<string, unknown>;
+  if (typeof raw !== 'string') return {};
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Recorded sessions: one JSON object per line, `{id, model?, tools?, messages: [...]}` with
+ * Chat Completions messages (the corpus line format). Extra keys (source, meta) are ignored.
+ */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { TokenTerminatorError } from '../errors.js';
+
+export interface RecordedSession {
+  readonly id: string;
+  readonly model?: string;
+  readonly tools?: readonly unknown[];
+  readonly messages: readonly Readonly<Record<string, unknown>>[];
+}
+
+/** A sessions file line that is not a session. Names the line number, never its content. */
+export class SessionFormatError extends TokenTerminatorError {
+  constructor(message: string) {
+    super('E_SESSION_FORMAT', message);
+  }
+}
+
+/** Parse one line (1-based `lineNo` for errors). */
+export function parseSessionLine(line: string, lineNo: number): RecordedSession {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw new SessionFormatError(`line ${lineNo}: not valid JSON`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SessionFormatError(`line ${lineNo}: not a JSON object`);
+  const o = value as Record<string, unknown>;
+  const messages = o['messages'];
+  if (!Array.isArray(messages) || !messages.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m))) {
+    throw new SessionFormatError(`line ${lineNo}: "messages" must be an array of objects`);
+  }
+  const id = typeof o['id'] === 'string' && o['id'] !== '' ? o['id'] : `session-${lineNo}`;
+  const model = typeof o['model'] === 'string' ? o['model'] : undefined;
+  const tools = Array.isArray(o['tools']) ? (o['tools'] as unknown[]) : undefined;
+  return { id, messages: messages as Record<string, unknown>[], ...(model === undefined ? {} : { model }), ...(tools === undefined ? {} : { tools }) };
+}
+
+/** Read up to `limit` sessions from a JSONL file (blank lines skipped). */
+export async function readSessions(path: string, limit = Infinity): Promise<RecordedSession[]> {
+  const out: RecordedSession[] = [];
+  const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+  let lineNo = 0;
+  try {
+    for await (const line of lines) {
+      lineNo++;
+      if (line.trim() === '') continue;
+      if (out.length >= limit) break;
+      out.push(parseSessionLine(line, lineNo));
+    }
+  } finally {
+    lines.close();
+  }
+  return out;
+}

@@ -1,0 +1,55 @@
+/** Human-readable rendering of replay figures (cli-table3; plain ASCII borders, no colours). */
+import Table from 'cli-table3';
+import type { ReplayFigures } from './figures.js';
+
+const plain = { head: [], border: [] };
+const int = (n: number): string => n.toLocaleString('en-US');
+
+/** Two tables: per-session rows (when more than one session) and the totals. */
+export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: number } = {}): string {
+  const out: string[] = [];
+  const maxSessions = options.maxSessions ?? 60;
+  if (f.sessions.length > 1) {
+    const t = new Table({
+      head: ['session', 'req', 'raw tok', 'final tok', 'red %', 'prefix raw', 'prefix final', 'cost ratio', 'receipts', 'p50 ms'],
+      style: plain,
+    });
+    for (const s of f.sessions.slice(0, maxSessions)) {
+      t.push([
+        shorten(s.id, 48),
+        s.requests,
+        int(s.raw_tokens),
+        int(s.final_tokens),
+        s.reduction_pct.toFixed(2),
+        s.cache_prefix_ratio_raw.toFixed(4),
+        s.cache_prefix_ratio_final.toFixed(4),
+        s.effective_cost_ratio.toFixed(4),
+        `${s.recovered_exact}/${s.receipts}`,
+        s.p50_ms.toFixed(3),
+      ]);
+    }
+    out.push(t.toString());
+    if (f.sessions.length > maxSessions) out.push(`… ${f.sessions.length - maxSessions} more sessions (use --json for all)`);
+  }
+  const t = new Table({ head: ['figure', 'raw', 'final', 'ratio / %'], style: plain });
+  t.push(
+    ['requests', int(f.requests), '', ''],
+    ['chars (messages)', int(f.raw_chars), int(f.final_chars), pct(f.raw_chars, f.final_chars)],
+    ['tokens (o200k_base)', int(f.raw_tokens), int(f.final_tokens), `${f.reduction_pct.toFixed(2)} % fewer`],
+    ['cache prefix ratio', f.cache_prefix_ratio_raw.toFixed(4), f.cache_prefix_ratio_final.toFixed(4), ''],
+    ['effective cost (chars)', int(Math.round(f.effective_cost_raw)), int(Math.round(f.effective_cost_final)), `ratio ${f.effective_cost_ratio.toFixed(4)}`],
+    ['receipts recovered exactly', '', `${f.recovered_exact}/${f.receipts}`, f.recovery_failures === 0 ? 'no failures' : `${f.recovery_failures} FAILED`],
+    ['pipeline ms per request', '', `p50 ${f.p50_ms.toFixed(3)}  p95 ${f.p95_ms.toFixed(3)}`, `total ${f.total_ms.toFixed(1)}`],
+    ['peak RSS (MB)', '', f.peak_rss_mb.toFixed(1), ''],
+  );
+  out.push(t.toString());
+  return out.join('\n');
+}
+
+function pct(raw: number, final: number): string {
+  return raw <= 0 ? '' : `${(((raw - final) / raw) * 100).toFixed(2)} % fewer`;
+}
+
+function shorten(s: string, max: number): string {
+  return s.length <= max ? s : `…${s.slice(s.length - max + 1)}`;
+}

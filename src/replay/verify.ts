@@ -1,0 +1,83 @@
+/**
+ * Exact-recovery check for every receipt that reached a final request: page the artifact out of
+ * the vault until `nextOffset` is null, and compare the reassembled content's SHA-256 with the
+ * stored digest and with the artifact id, and its length with the stored length.
+ */
+import { codePoints } from '../measure/index.js';
+import { referencedArtifacts } from '../receipts/index.js';
+import { sha256Hex } from '../vault/index.js';
+import type { Vault } from '../vault/types.js';
+
+/** Verifies artifact ids against one vault; each id is recovered once and its verdict remembered. */
+export class ReceiptVerifier {
+  readonly #vault: Vault;
+  readonly #verdicts = new Map<string, boolean>();
+  readonly #refs = new WeakMap<object, readonly string[]>();
+
+  constructor(vault: Vault) {
+    this.#vault = vault;
+  }
+
+  /** Artifact ids named by Token Terminator markers anywhere in these messages, once each. */
+  referenced(messages: readonly unknown[]): string[] {
+    const ids = new Set<string>();
+    for (const m of messages) for (const id of this.#idsOf(m)) ids.add(id);
+    return [...ids];
+  }
+
+  /** How many of `ids` recover exactly. */
+  async verify(ids: readonly string[]): Promise<number> {
+    let ok = 0;
+    for (const id of ids) if (await this.recovers(id)) ok++;
+    return ok;
+  }
+
+  /** True when the artifact pages out to content whose digest, id and length all match. */
+  async recovers(id: string): Promise<boolean> {
+    const known = this.#verdicts.get(id);
+    if (known !== undefined) return known;
+    const verdict = await recoverExact(this.#vault, id);
+    this.#verdicts.set(id, verdict);
+    return verdict;
+  }
+
+  #idsOf(message: unknown): readonly string[] {
+    if (typeof message !== 'object' || message === null) return typeof message === 'string' ? referencedArtifacts(message) : [];
+    const known = this.#refs.get(message);
+    if (known !== undefined) return known;
+    const ids = new Set<string>();
+    walkStrings(message, (s) => {
+      for (const id of referencedArtifacts(s)) ids.add(id);
+    });
+    const list = [...ids];
+    this.#refs.set(message, list);
+    return list;
+  }
+}
+
+/** Page an artifact out completely and check it against its digest, id and length. */
+export async function recoverExact(vault: Vault, id: string): Promise<boolean> {
+  try {
+    const parts: string[] = [];
+    let offset = 0;
+    for (;;) {
+      const page = await vault.page(id, offset);
+      parts.push(page.content);
+      if (page.nextOffset === null) {
+        const content = parts.join('');
+        const sha = sha256Hex(content);
+        return sha === page.sha256 && sha.startsWith(id.slice(2)) && codePoints(content) === page.totalChars;
+      }
+      if (page.nextOffset <= offset) return false;
+      offset = page.nextOffset;
+    }
+  } catch {
+    return false;
+  }
+}
+
+function walkStrings(value: unknown, visit: (s: string) => void): void {
+  if (typeof value === 'string') visit(value);
+  else if (Array.isArray(value)) for (const v of value) walkStrings(v, visit);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) walkStrings(v, visit);
+}

@@ -1,0 +1,181 @@
+/**
+ * Request attribution (facts §2.17): where the tokens of a provider request go. Diagnostic only,
+ * content-free: the result holds component names and numbers, never text.
+ *
+ * Buckets: `instructions` (top-level instructions/system/developer and system/developer
+ * messages, skill catalogs cut out), `skill_catalog` (the cut-out `<available_skills>` blocks),
+ * `tool_schemas` (tools/functions), `tool_results` (tool/function messages, *_output and
+ * tool_result items, or content lists carrying them), `current_user` (the latest user item that is
+ * not a tool-result carrier; a string `input`), `history` (every other conversation item),
+ * `other` (other top-level keys) and `framing` (total − Σ buckets: keys, brackets, separators).
+ * A bucket's chars are those of its values' canonical JSON joined by newlines; its tokens are the
+ * sum of its values' token counts, a conversation item counted as its segment of the array
+ * (` json,`, memoized per message object by the meter), so framing tokens are the array's edges.
+ */
+import { canonicalJson, codePoints, serializedObjectChars } from '../measure/index.js';
+import type { MessagesMeter } from './meter.js';
+
+export const COMPONENTS = Object.freeze([
+  'instructions',
+  'skill_catalog',
+  'tool_schemas',
+  'tool_results',
+  'current_user',
+  'history',
+  'other',
+  'framing',
+] as const);
+export type Component = (typeof COMPONENTS)[number];
+
+export interface ComponentSize {
+  readonly chars: number;
+  readonly tokens: number;
+}
+
+export interface Attribution {
+  /** Serialized chars of the whole request (canonical JSON, code points). */
+  readonly totalChars: number;
+  /** Tokens of the conversation array (exact) plus the other top-level values. */
+  readonly totalTokens: number;
+  readonly components: Readonly<Record<Component, ComponentSize>>;
+}
+
+const SKILLS = /<available_skills>[\s\S]*?<\/available_skills>/g;
+const TOOL_ITEM_TYPES = new Set(['function_call_output', 'tool_result', 'computer_call_output', 'mcp_call_output']);
+const INSTRUCTION_KEYS = new Set(['instructions', 'system', 'developer']);
+const SCHEMA_KEYS = new Set(['tools', 'functions']);
+
+type Acc = { chars: number; tokens: number; count: number };
+
+/** Attribute a request's size to components. Unknown shapes land in `other`. */
+export function attributeRequest(request: unknown, meter: MessagesMeter): Attribution {
+  const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<Component, Acc>;
+  const add = (bucket: Component, chars: number, tokens: number): void => {
+    const a = acc[bucket];
+    a.chars += chars + (a.count > 0 ? 1 : 0);
+    a.tokens += tokens;
+    a.count++;
+  };
+  const addValue = (bucket: Component, value: unknown): void => {
+    add(bucket, meter.entry(value).chars, meter.aloneTokens(value));
+  };
+  // A conversation item's tokens are its share of the array (` json,`), which the meter has
+  // usually counted already for the request total: no second tokenization per message.
+  const addItem = (bucket: Component, item: unknown): void => {
+    add(bucket, meter.entry(item).chars, meter.midTokens(item));
+  };
+  const addInstruction = (value: unknown, item: boolean): void => {
+    const cut = cutSkills(value);
+    if (cut === undefined) return item ? addItem('instructions', value) : addValue('instructions', value);
+    add('instructions', codePoints(cut.rest), (cut.restTokens ??= meter.counter.count(cut.rest)));
+    for (const block of cut.blocks) addValue('skill_catalog', block);
+  };
+
+  if (typeof request !== 'object' || request === null || Array.isArray(request)) {
+    const e = meter.entry(request);
+    return { totalChars: e.chars, totalTokens: meter.aloneTokens(request), components: finish(acc, e.chars, 0) };
+  }
+  const obj = request as Record<string, unknown>;
+  const sizes: [string, number][] = [];
+  let totalTokens = 0;
+  for (const [key, value] of Object.entries(obj)) {
+    if (value === undefined || typeof value === 'function' || typeof value === 'symbol') continue;
+    if ((key === 'messages' || key === 'input') && Array.isArray(value)) {
+      sizes.push([key, meter.chars(value)]);
+      totalTokens += meter.tokens(value);
+      const current = latestUser(value);
+      value.forEach((item, i) => {
+        if (isToolResult(item)) addItem('tool_results', item);
+        else if (isInstruction(item)) addInstruction(item, true);
+        else if (i === current) addItem('current_user', item);
+        else addItem('history', item);
+      });
+      continue;
+    }
+    if (key === 'input' && typeof value === 'string') {
+      sizes.push([key, meter.entry(value).chars]);
+      totalTokens += meter.aloneTokens(value);
+      addValue('current_user', value);
+      continue;
+    }
+    sizes.push([key, meter.entry(value).chars]);
+    totalTokens += meter.aloneTokens(value);
+    if (INSTRUCTION_KEYS.has(key)) addInstruction(value, false);
+    else if (SCHEMA_KEYS.has(key)) addValue('tool_schemas', value);
+    else addValue('other', value);
+  }
+  const totalChars = serializedObjectChars(sizes);
+  return { totalChars, totalTokens, components: finish(acc, totalChars, totalTokens) };
+}
+
+function finish(acc: Record<Component, Acc>, totalChars: number, totalTokens: number): Record<Component, ComponentSize> {
+  let chars = 0;
+  let tokens = 0;
+  for (const c of COMPONENTS) {
+    if (c === 'framing') continue;
+    chars += acc[c].chars;
+    tokens += acc[c].tokens;
+  }
+  acc.framing.chars = Math.max(0, totalChars - chars);
+  acc.framing.tokens = Math.max(0, totalTokens - tokens);
+  return Object.freeze(Object.fromEntries(COMPONENTS.map((c) => [c, Object.freeze({ chars: acc[c].chars, tokens: acc[c].tokens })]))) as Record<
+    Component,
+    ComponentSize
+  >;
+}
+
+function role(item: unknown): unknown {
+  return typeof item === 'object' && item !== null ? (item as Record<string, unknown>)['role'] : undefined;
+}
+
+function isInstruction(item: unknown): boolean {
+  const r = role(item);
+  return r === 'system' || r === 'developer';
+}
+
+function isToolResult(item: unknown): boolean {
+  if (typeof item !== 'object' || item === null) return false;
+  const o = item as Record<string, unknown>;
+  if (o['role'] === 'tool' || o['role'] === 'function') return true;
+  if (typeof o['type'] === 'string' && TOOL_ITEM_TYPES.has(o['type'])) return true;
+  const content = o['content'];
+  return Array.isArray(content) && content.some((p) => typeof p === 'object' && p !== null && TOOL_ITEM_TYPES.has(String((p as Record<string, unknown>)['type'])));
+}
+
+function latestUser(items: readonly unknown[]): number {
+  for (let i = items.length - 1; i >= 0; i--) if (role(items[i]) === 'user' && !isToolResult(items[i])) return i;
+  return -1;
+}
+
+interface SkillCut {
+  readonly rest: string;
+  readonly blocks: string[];
+  restTokens?: number;
+}
+
+const skillCuts = new WeakMap<object, SkillCut | null>();
+
+/** The value's canonical JSON with skill blocks removed, and the blocks; undefined when it has none. */
+function cutSkills(value: unknown): SkillCut | undefined {
+  if (typeof value === 'object' && value !== null) {
+    const known = skillCuts.get(value);
+    if (known !== undefined) return known ?? undefined;
+  }
+  const blocks: string[] = [];
+  const strip = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      if (!v.includes('<available_skills>')) return v;
+      return v.replace(SKILLS, (m) => {
+        blocks.push(m);
+        return '';
+      });
+    }
+    if (Array.isArray(v)) return v.map(strip);
+    if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, strip(x)]));
+    return v;
+  };
+  const stripped = strip(value);
+  const result: SkillCut | undefined = blocks.length === 0 ? undefined : { rest: canonicalJson(stripped), blocks };
+  if (typeof value === 'object' && value !== null) skillCuts.set(value, result ?? null);
+  return result;
+}
