@@ -1,0 +1,116 @@
+/**
+ * `rewriteTerminalCommand`: terminal tool calls rewritten through `rtk rewrite` (facts §2.1).
+ * RTK filters the command's output when it runs; this operator only swaps the command string.
+ */
+import type { OperatorFunction } from 'rxjs';
+import type { ModeFlags } from '../src/config/index.js';
+import type { Mode } from '../src/config/types.js';
+import { ConfigError } from '../src/errors.js';
+import { stepOperator } from '../src/operator-kit.js';
+import { advance, note, type Step, type ToolCall } from '../src/step.js';
+import { backendAllowed, backendOf, commandOf, cwdOf } from '../src/tools/command.js';
+import { resolveFlags } from '../src/tools/modes.js';
+import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
+import { createPytestQuietProbe, isPytestCommand, readTextFileSync, type ReadTextFile } from '../src/tools/pytest-guard.js';
+import { defaultSpawner, resolveRtkPath, runRtkRewrite, type Spawner } from '../src/tools/spawner.js';
+import { TtlLru } from '../src/tools/ttl-cache.js';
+
+const STAGE = 'rtk_rewrite';
+const MARKER = ': RTK && ';
+
+export interface RewriteTerminalCommandOptions {
+  /** Mode gate (default 'balanced'); ignored when `flags` is given. suggest measures only. */
+  readonly mode?: Mode;
+  /** Mode flags from src/config (`modeFlags(config)`); win over `mode`. */
+  readonly flags?: ModeFlags;
+  /** Pinned rtk binary; beats PATH lookup (TOKEN_TERMINATOR_RTK_PATH). Default: `rtk` on PATH. */
+  readonly rtkPath?: string;
+  /** Environment for PATH lookup and TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Deadline for one `rtk rewrite` call, ms (≥ 50). Default 500. */
+  readonly timeoutMs?: number;
+  /** Cache time-to-live, ms (≥ 1). Default 600 000. */
+  readonly cacheTtlMs?: number;
+  /** Cache entries (≥ 1). Default 512. */
+  readonly cacheSize?: number;
+  /** Command prefixes never rewritten (case-insensitive, after left-trim). Default none. */
+  readonly exclude?: readonly string[];
+  /** Terminal backends allowed (`all` allows every one). Default ['local']. */
+  readonly backends?: readonly string[];
+  /** Skip pytest commands whose project config is already quiet. Default true. */
+  readonly pytestGuard?: boolean;
+  /** Prefix rewritten commands with `: RTK && `. Default false. */
+  readonly previewMarker?: boolean;
+  /** Host tool name → canonical name. Default: terminal, bash, shell, run_terminal_cmd … → terminal. */
+  readonly toolNames?: Readonly<Record<string, string>>;
+  /** Process spawner. Default node:child_process spawn. */
+  readonly spawn?: Spawner;
+  /** Monotonic clock in ms for the cache. Default performance.now. */
+  readonly clock?: () => number;
+  /** File reader for the pytest config probe. Default fs.readFileSync (undefined on error). */
+  readonly readFile?: ReadTextFile;
+  /** Observer of spawned pids (tests check that they are reaped). */
+  readonly onSpawn?: (pid: number) => void;
+}
+
+/**
+ * @example
+ * calls$.pipe(rewriteTerminalCommand({ timeoutMs: 500 })) // `git status` → `rtk git status`
+ */
+export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = {}): OperatorFunction<Step<ToolCall>, Step<ToolCall>> {
+  const flags = resolveFlags('rewriteTerminalCommand', options);
+  const toolNames = validateToolNames('rewriteTerminalCommand', options.toolNames);
+  const timeoutMs = int('timeoutMs', options.timeoutMs ?? 500, 50);
+  const ttl = int('cacheTtlMs', options.cacheTtlMs ?? 600_000, 1);
+  const size = int('cacheSize', options.cacheSize ?? 512, 1);
+  const exclude = (options.exclude ?? []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
+  const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
+  const env = options.env ?? process.env;
+  const spawn = options.spawn ?? defaultSpawner;
+  const clock = options.clock ?? (() => performance.now());
+  const active = flags.terminal || flags.suggest;
+  return stepOperator<ToolCall>(STAGE, () => {
+    const rtkPath = active ? resolveRtkPath(options.rtkPath, env) : undefined;
+    const cache = new TtlLru<string | null>(size, ttl, clock);
+    const quiet = createPytestQuietProbe(options.readFile ?? readTextFileSync);
+    const skip = (step: Step<ToolCall>, reason: string): Step<ToolCall> => note(step, { stage: STAGE, kind: 'skipped', reason });
+    const apply = (step: Step<ToolCall>, rewritten: string | null): Step<ToolCall> => {
+      if (rewritten === null) return skip(step, 'no_rewrite');
+      if (!flags.terminal) return note(step, { stage: STAGE, kind: 'measured', reason: 'suggested' });
+      const next = options.previewMarker === true ? MARKER + rewritten : rewritten;
+      const call = step.value;
+      return advance(step, { ...call, args: { ...call.args, command: next } }, { stage: STAGE, kind: 'applied', reason: 'rewritten' });
+    };
+    const spawnRewrite = async (step: Step<ToolCall>, command: string, cwd: string, key: string, signal: AbortSignal): Promise<Step<ToolCall> | undefined> => {
+      const base = { rtkPath: rtkPath!, command, cwd, timeoutMs, signal, spawn };
+      const outcome = await runRtkRewrite(options.onSpawn === undefined ? base : { ...base, onSpawn: options.onSpawn });
+      if (outcome.kind === 'cancelled') return undefined;
+      if (outcome.kind === 'timeout' || outcome.kind === 'error') return skip(step, outcome.kind === 'timeout' ? 'timeout' : outcome.reason);
+      const rewritten = outcome.kind === 'rewrite' ? outcome.command : null;
+      cache.set(key, rewritten); // negative results are cached too; timeouts and errors are not
+      return apply(step, rewritten);
+    };
+    // Synchronous for every path that needs no child process (marble-testable, no microtask hop).
+    return (step, signal) => {
+      const call = step.value;
+      if (!active || canonicalToolName(call.name, toolNames) !== 'terminal') return undefined;
+      const command = commandOf(call.args);
+      if (command === undefined) return undefined;
+      const lead = command.trimStart();
+      if (lead.startsWith('rtk ') || lead.startsWith(MARKER)) return skip(step, 'already_rtk');
+      if (exclude.some((p) => lead.toLowerCase().startsWith(p))) return skip(step, 'excluded');
+      if (!backendAllowed(backendOf(call.args, env), backends)) return skip(step, 'backend');
+      if (rtkPath === undefined) return skip(step, 'rtk_unavailable');
+      const cwd = cwdOf(call.args, step.context.cwd ?? process.cwd());
+      if (options.pytestGuard !== false && isPytestCommand(command) && quiet(cwd)) return skip(step, 'pytest_quiet_config');
+      const key = `${cwd}\u0000${command}`;
+      const cached = cache.get(key);
+      return cached === undefined ? spawnRewrite(step, command, cwd, key, signal) : apply(step, cached);
+    };
+  });
+}
+
+function int(name: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) throw new ConfigError(`rewriteTerminalCommand: ${name} must be an integer ≥ ${min} (got ${value})`);
+  return value;
+}

@@ -1,0 +1,86 @@
+/**
+ * Two text compactors for large tool results.
+ *
+ * `compactText` reproduces the reference exactly (golden vectors in facts §2.2): ANSI stripped,
+ * identical consecutive lines collapsed, then a character-based 72/28 head/tail cut that may split
+ * a line. `compactLines` is the improved mode: it cuts only on line boundaries, factors runs of
+ * lines that differ only in numbers, and keeps every error/warning/failure line it can afford.
+ */
+import { collapseIdenticalRuns, factorRuns } from './factor.js';
+import { clipLine, codePointLength, isSignalLine, splitLines, stripAnsi } from './lines.js';
+
+export const OMITTED_MARKER = '\u2026 lines omitted \u2026';
+
+/** Reference-compatible compaction (lengths in code points, like Python). */
+export function compactText(text: string, maxChars: number): string {
+  const limit = Math.max(1, Math.trunc(maxChars));
+  const joined = collapseIdenticalRuns(splitLines(stripAnsi(text))).join('\n');
+  const points = /[\ud800-\udfff]/.test(joined) ? Array.from(joined) : undefined;
+  const length = points?.length ?? joined.length;
+  const slice = (start: number, end?: number): string =>
+    points === undefined ? joined.slice(start, end) : points.slice(start, end).join('');
+  if (length <= limit) return joined;
+  if (limit <= OMITTED_MARKER.length) return OMITTED_MARKER.slice(0, limit);
+  const budget = limit - OMITTED_MARKER.length - 2;
+  const headChars = Math.floor(budget * 0.72);
+  const tailChars = budget - headChars;
+  const head = slice(0, headChars).replace(/\n+$/, '');
+  const tail = tailChars > 0 ? slice(length - tailChars).replace(/^\n+/, '') : '';
+  const result = [head, OMITTED_MARKER, tail].filter((p) => p !== '').join('\n');
+  return codePointLength(result) <= limit ? result : Array.from(result).slice(0, limit).join('');
+}
+
+export interface CompactLinesOptions {
+  /** Target size in code points. Default 8000. */
+  readonly maxChars?: number;
+  /** Longest single line kept whole; longer lines are cut in the middle. Default min(2000, maxChars / 4). */
+  readonly maxLineChars?: number;
+  /** Extra lines that must be kept like error lines (e.g. summary lines). */
+  readonly keep?: (line: string) => boolean;
+}
+
+/** Improved line-boundary compaction: factor runs, then head + signal lines + tail within budget. */
+export function compactLines(text: string, options: CompactLinesOptions = {}): string {
+  const maxChars = Math.max(200, options.maxChars ?? 8000);
+  const maxLine = options.maxLineChars ?? Math.max(120, Math.min(2000, Math.floor(maxChars / 4)));
+  const lines = factorRuns(splitLines(stripAnsi(text)).map((l) => clipLine(l, maxLine)));
+  return selectLines(lines, maxChars, options.keep);
+}
+
+/**
+ * Keep whole lines within `maxChars`: a head, a tail, and the signal lines between them, with a
+ * `… N lines omitted …` marker for every gap. Signal lines win over head/tail lines.
+ */
+export function selectLines(lines: readonly string[], maxChars: number, keep?: (line: string) => boolean): string {
+  const total = lines.reduce((n, l) => n + l.length + 1, -1);
+  if (total <= maxChars) return lines.join('\n');
+  const important = (l: string): boolean => isSignalLine(l) || (keep?.(l) ?? false);
+  const chosen = new Set<number>();
+  let used = 0;
+  const take = (i: number, budget: number): boolean => {
+    if (chosen.has(i)) return true;
+    const cost = lines[i]!.length + 1 + 24; // a gap marker may follow each kept line
+    if (used + cost > budget) return false;
+    chosen.add(i);
+    used += cost;
+    return true;
+  };
+  const signalBudget = Math.floor(maxChars * 0.4);
+  for (let i = 0; i < lines.length; i += 1) if (important(lines[i]!)) take(i, signalBudget);
+  const headBudget = used + Math.floor((maxChars - used) * 0.6);
+  for (let i = 0; i < lines.length && take(i, headBudget); i += 1);
+  for (let i = lines.length - 1; i >= 0 && take(i, maxChars); i -= 1);
+  const out: string[] = [];
+  let gap = 0;
+  for (let i = 0; i < lines.length; i += 1) {
+    if (!chosen.has(i)) {
+      gap += 1;
+      continue;
+    }
+    if (gap > 0) out.push(`\u2026 ${gap} lines omitted \u2026`);
+    gap = 0;
+    out.push(lines[i]!);
+  }
+  if (gap > 0) out.push(`\u2026 ${gap} lines omitted \u2026`);
+  return out.join('\n');
+}

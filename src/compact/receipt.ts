@@ -1,0 +1,58 @@
+/**
+ * The acceptance steps every tool-result reduction shares: strictly smaller (code points, and
+ * tokens when a counter is given), the exact original vaulted and read back before any
+ * replacement, and a full read for recovery and for temporal baselines.
+ */
+import type { TokenCounter } from '../measure/types.js';
+import { VaultVerifyError } from '../errors.js';
+import { sha256Hex } from '../vault/index.js';
+import type { PutInput, PutResult, Vault } from '../vault/types.js';
+import { codePointLength } from './lines.js';
+
+/** The longest artifact id a put can return (prefix collision): used for pre-write size proofs. */
+export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
+
+/** Strictly fewer code points, and strictly fewer tokens when a counter is given. */
+export function strictlySmaller(raw: string, candidate: string, counter?: TokenCounter): boolean {
+  if (codePointLength(candidate) >= codePointLength(raw)) return false;
+  return counter === undefined || counter.count(candidate) < counter.count(raw);
+}
+
+/** Put the exact content, then read it back (verify re-hashes the stored row) and compare digests. */
+export async function vaultExact(vault: Vault, input: PutInput): Promise<PutResult> {
+  const put = await vault.put(input);
+  if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId))) {
+    throw new VaultVerifyError(put.artifactId);
+  }
+  return put;
+}
+
+/** The whole artifact, page by page. */
+export async function readArtifact(vault: Vault, artifactId: string): Promise<string> {
+  const parts: string[] = [];
+  let offset: number | null = 0;
+  while (offset !== null) {
+    const page = await vault.page(artifactId, offset);
+    parts.push(page.content);
+    offset = page.nextOffset;
+  }
+  return parts.join('');
+}
+
+/** A counter that remembers the last few texts it counted (one reduction counts the raw text up to three times). */
+export function memoCounter(counter: TokenCounter | undefined): TokenCounter | undefined {
+  if (counter === undefined) return undefined;
+  const seen = new Map<string, number>();
+  return {
+    name: counter.name,
+    exact: counter.exact,
+    count(text: string): number {
+      const hit = seen.get(text);
+      if (hit !== undefined) return hit;
+      const n = counter.count(text);
+      if (seen.size >= 4) seen.delete(seen.keys().next().value!);
+      seen.set(text, n);
+      return n;
+    },
+  };
+}
