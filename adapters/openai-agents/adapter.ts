@@ -1,0 +1,56 @@
+/**
+ * One object that wires a Terminator into an OpenAI Agents JS setup: the input filter (compile),
+ * the Model wrapper (cap), the tool wrapper (tool stream) and the recovery tool share one session
+ * resolver and one cap ledger.
+ */
+import type { CallModelInputFilter, FunctionTool, Model, ModelProvider } from '@openai/agents';
+import type { Terminator } from '../../src/runtime-types.js';
+import type { Decision, Route } from '../../src/step.js';
+import { CapLedger } from './cap-ledger.js';
+import { createInputFilter } from './input-filter.js';
+import { wrapModel, wrapModelProvider } from './model.js';
+import { agentsRecoveryTool } from './recovery-tool.js';
+import { agentsSessionResolver, type AgentsSessionOptions } from './session.js';
+import { wrapTool } from './tool-wrapper.js';
+
+/** Options of {@link createAgentsAdapter}. */
+export interface AgentsAdapterOptions extends AgentsSessionOptions {
+  /** Route fields for every request (contextWindow, outputCap, ...). Default: the agent's model name only. */
+  readonly route?: Route;
+  /** Content-free decisions of every compile (metrics). Default: none. */
+  readonly onDecisions?: (decisions: readonly Decision[]) => void;
+}
+
+export interface AgentsAdapter {
+  /** A filter without a run signal (for `new Runner({ callModelInputFilter })`). */
+  readonly callModelInputFilter: CallModelInputFilter;
+  /** Per-run options: spread into `run(agent, input, { ...tt.runOptions({ signal }) })`. */
+  runOptions(options?: { signal?: AbortSignal }): { callModelInputFilter: CallModelInputFilter; signal?: AbortSignal };
+  wrapModel<M extends Model>(model: M): M;
+  wrapModelProvider(provider: ModelProvider): ModelProvider;
+  wrapTool<T>(tool: T): T;
+  wrapTools<T>(tools: readonly T[]): T[];
+  readonly recoveryTool: FunctionTool<unknown, never, string>;
+}
+
+/**
+ * @example
+ * const tt = createAgentsAdapter(terminator, { route: { contextWindow: 128_000 } });
+ * const agent = new Agent({ name: 'a', model: tt.wrapModel(model), tools: [...tools, tt.recoveryTool] });
+ * const result = await run(agent, 'go', { context: { sessionId: 's1' }, ...tt.runOptions({ signal }) });
+ */
+export function createAgentsAdapter(terminator: Terminator, options: AgentsAdapterOptions = {}): AgentsAdapter {
+  const resolveSession = agentsSessionResolver(options);
+  const ledger = new CapLedger();
+  const filterFor = (signal?: AbortSignal): CallModelInputFilter =>
+    createInputFilter(terminator, { resolveSession, route: options.route, ledger, signal, onDecisions: options.onDecisions });
+  return {
+    callModelInputFilter: filterFor(),
+    runOptions: (run = {}) => (run.signal === undefined ? { callModelInputFilter: filterFor() } : { callModelInputFilter: filterFor(run.signal), signal: run.signal }),
+    wrapModel: (model) => wrapModel(model, ledger),
+    wrapModelProvider: (provider) => wrapModelProvider(provider, ledger),
+    wrapTool: (tool) => wrapTool(tool, terminator, resolveSession),
+    wrapTools: (tools) => tools.map((tool) => wrapTool(tool, terminator, resolveSession)),
+    recoveryTool: agentsRecoveryTool(terminator, resolveSession),
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * `callModelInputFilter`: the items the next model call will see, as a Responses request, through
+ * the request pipeline. Only the model's view changes: the run's history (`result.history`) keeps
+ * the original items. With a Session, the SDK persists the filtered items, so the vault (not the
+ * session) is where exact originals live.
+ */
+import { randomUUID } from 'node:crypto';
+import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } from '@openai/agents';
+import type { Terminator } from '../../src/runtime-types.js';
+import type { Decision, Route } from '../../src/step.js';
+import { prepareRequest, readOutputCap } from '../custom-loop/functions.js';
+import type { CapLedger } from './cap-ledger.js';
+import { fromResponsesInput, toResponsesInput } from './items.js';
+
+export interface InputFilterOptions {
+  /** Session id for the run context. */
+  readonly resolveSession: (context: unknown) => string;
+  /** Route fields (contextWindow, outputCap, ...). Default: the agent's model name only. */
+  readonly route?: Route | undefined;
+  /** Where the cap goes for the Model wrapper. Default: nowhere (no cap). */
+  readonly ledger?: CapLedger | undefined;
+  /** The run's AbortSignal: aborting it drops the compile in flight. Default: none. */
+  readonly signal?: AbortSignal | undefined;
+  readonly onDecisions?: ((decisions: readonly Decision[]) => void) | undefined;
+}
+
+/** Model name and requested output cap as the agent declares them. */
+function agentFacts(agent: unknown): { model?: string; maxTokens?: number } {
+  const a = (agent ?? {}) as { model?: unknown; modelSettings?: { maxTokens?: unknown } };
+  const model = typeof a.model === 'string' && a.model !== '' ? a.model : undefined;
+  const maxTokens = typeof a.modelSettings?.maxTokens === 'number' ? a.modelSettings.maxTokens : undefined;
+  return { ...(model === undefined ? {} : { model }), ...(maxTokens === undefined ? {} : { maxTokens }) };
+}
+
+export function createInputFilter(terminator: Terminator, options: InputFilterOptions): CallModelInputFilter {
+  const filter = async ({ modelData, agent, context }: CallModelInputFilterArgs): Promise<ModelInputData> => {
+    try {
+      const facts = agentFacts(agent);
+      const conversion = toResponsesInput(modelData.input);
+      const request: Record<string, unknown> = { input: conversion.input };
+      if (facts.model !== undefined) request['model'] = facts.model;
+      if (modelData.instructions !== undefined) request['instructions'] = modelData.instructions;
+      if (facts.maxTokens !== undefined) request['max_output_tokens'] = facts.maxTokens;
+      const route: Route = { provider: 'openai', endpoint: '/v1/responses', ...(facts.model === undefined ? {} : { model: facts.model }), ...options.route };
+      const prepared = await prepareRequest(terminator, request, { sessionId: options.resolveSession(context), requestId: randomUUID(), route }, options.signal);
+      options.onDecisions?.(prepared.decisions);
+      const cap = readOutputCap(prepared.request);
+      if (!prepared.changed || !Array.isArray(prepared.request['input'])) {
+        options.ledger?.record(modelData.input, cap);
+        return modelData;
+      }
+      const input = fromResponsesInput(prepared.request['input'] as unknown[], conversion);
+      options.ledger?.record(input, cap);
+      const instructions = prepared.request['instructions'];
+      return typeof instructions === 'string' ? { input, instructions } : modelData.instructions === undefined ? { input } : { input, instructions: modelData.instructions };
+    } catch {
+      return modelData;
+    }
+  };
+  // The pipeline never mutates its input, so the SDK may skip its defensive deep clone.
+  return Object.assign(filter, { preserveInputIdentity: true });
+}

@@ -1,0 +1,17 @@
+/** The `token_terminator` recovery tool as an Agents SDK function tool (session id from the run context). */
+import { tool, type FunctionTool } from '@openai/agents';
+import type { Terminator } from '../../src/runtime-types.js';
+import { handleRecoveryCall, lenientParameters } from '../custom-loop/recovery.js';
+
+export function agentsRecoveryTool(terminator: Terminator, resolveSession: (context: unknown) => string): FunctionTool<unknown, never, string> {
+  const def = terminator.recoveryTool;
+  const lenient = lenientParameters(def);
+  const parameters = { ...lenient, required: (lenient['required'] as string[] | undefined) ?? [], additionalProperties: true };
+  return tool({
+    name: def.name,
+    description: def.description,
+    parameters: parameters as never,
+    strict: false,
+    execute: async (input: unknown, runContext) => handleRecoveryCall(terminator, input, resolveSession(runContext?.context)),
+  }) as unknown as FunctionTool<unknown, never, string>;
+}

@@ -1,0 +1,22 @@
+/** Where an Agents SDK run's session id comes from: the host's run context, never the model. */
+import { randomUUID } from 'node:crypto';
+
+/** Options shared by every Agents SDK entry point. */
+export interface AgentsSessionOptions {
+  /**
+   * Session id for a run context (the `context` passed to `run()`). Default: `context.sessionId`
+   * when it is a non-empty string, else one random id per adapter instance.
+   */
+  readonly sessionId?: string | ((context: unknown) => string | undefined);
+}
+
+export function agentsSessionResolver(options: AgentsSessionOptions): (context: unknown) => string {
+  const fallback = `openai-agents:${randomUUID()}`;
+  return (context) => {
+    if (typeof options.sessionId === 'string') return options.sessionId;
+    const custom = options.sessionId?.(context);
+    if (custom !== undefined && custom !== '') return custom;
+    const own = context !== null && typeof context === 'object' ? (context as { sessionId?: unknown }).sessionId : undefined;
+    return typeof own === 'string' && own !== '' ? own : fallback;
+  };
+}
