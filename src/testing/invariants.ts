@@ -62,12 +62,12 @@ export async function assertInvariant<A extends unknown[]>(property: fc.IAsyncPr
   await fc.assert(property, { numRuns: 25, includeErrorInReport: true, ...params });
 }
 
-/** The part of `@fast-check/vitest`'s `test` that {@link testInvariants} uses. */
+/**
+ * The part of `@fast-check/vitest`'s `test` (or `it`) that {@link testInvariants} uses. Typed
+ * loosely on purpose: the kit does not import `@fast-check/vitest`, it only calls `test.prop`.
+ */
 export interface PropTestApi {
-  prop<A extends [unknown, ...unknown[]]>(
-    arbitraries: { [K in keyof A]: fc.Arbitrary<A[K]> },
-    params?: fc.Parameters<A>,
-  ): (name: string, predicate: (...args: A) => Promise<void>, timeout?: number) => void;
+  prop(arbitraries: never, params?: never): (name: string, predicate: never, timeout?: number) => void;
 }
 
 export interface TestInvariantsOptions<T> extends ReleaseOptions<T> {
@@ -93,8 +93,7 @@ export function testInvariants<T>(test: PropTestApi, op: OperatorUnderTest<T>, o
   const timeout = options.timeout ?? 60_000;
   const requestOp = op as unknown as OperatorUnderTest<ProviderRequest>;
   const requestOptions = options as unknown as CacheStableOptions;
-  const register = <A extends [unknown, ...unknown[]]>(name: string, [arbs, predicate]: PropTuple<A>): void =>
-    test.prop<A>(arbs as { [K in keyof A]: fc.Arbitrary<A[K]> }, params as unknown as fc.Parameters<A>)(name, predicate, timeout);
+  const register = <A extends unknown[]>(name: string, [arbs, predicate]: PropTuple<A>): void => test.prop(arbs as never, params as never)(name, predicate as never, timeout);
   for (const name of names) {
     if (name === 'unchanged-or-smaller') register('output is unchanged or strictly smaller', propertyTests.unchangedOrSmaller(op, options));
     if (name === 'never-mutates') register('never mutates caller objects', propertyTests.neverMutates(op, options));

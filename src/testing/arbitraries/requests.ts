@@ -210,7 +210,12 @@ function summarize(format: WireFormat, request: ProviderRequest): string {
   const list = (format === 'responses' ? request['input'] : request['messages']) as readonly Record<string, unknown>[];
   const parts = list.map((m) => {
     const label = typeof m['role'] === 'string' ? (m['role'] as string) : String(m['type']);
+    if (Array.isArray(m['tool_calls'])) return `${label}(${m['tool_calls'].length} calls)`;
     const body = m['content'] ?? m['output'];
+    if (Array.isArray(body)) {
+      const kinds = body.map((b: { type?: unknown; content?: unknown; text?: unknown }) => (b.type === 'tool_result' ? `tool_result ${describeValue(typeof b.content === 'string' ? b.content : JSON.stringify(b.content))}` : String(b.type)));
+      return `${label}[${kinds.join(', ')}]`;
+    }
     return `${label}(${describeValue(body)})`;
   });
   return `${format} request: ${parts.join(' ')}`;
