@@ -7,7 +7,7 @@
  * lines that differ only in numbers, and keeps every error/warning/failure line it can afford.
  */
 import { collapseIdenticalRuns, factorRuns } from './factor.js';
-import { clipLine, codePointLength, isSignalLine, splitLines, stripAnsi } from './lines.js';
+import { clipLine, codePointLength, isErrorLine, isSignalLine, splitLines, stripAnsi } from './lines.js';
 
 export const OMITTED_MARKER = '\u2026 lines omitted \u2026';
 
@@ -43,7 +43,8 @@ export interface CompactLinesOptions {
 export function compactLines(text: string, options: CompactLinesOptions = {}): string {
   const maxChars = Math.max(200, options.maxChars ?? 8000);
   const maxLine = options.maxLineChars ?? Math.max(120, Math.min(2000, Math.floor(maxChars / 4)));
-  const lines = factorRuns(splitLines(stripAnsi(text)).map((l) => clipLine(l, maxLine)));
+  // Error lines get a longer allowance: they are what the reader needs most.
+  const lines = factorRuns(splitLines(stripAnsi(text)).map((l) => clipLine(l, isSignalLine(l) ? Math.max(maxLine, 1000) : maxLine)));
   return selectLines(lines, maxChars, options.keep);
 }
 
@@ -65,7 +66,9 @@ export function selectLines(lines: readonly string[], maxChars: number, keep?: (
     used += cost;
     return true;
   };
-  const signalBudget = Math.floor(maxChars * 0.4);
+  const signalBudget = Math.floor(maxChars * 0.7);
+  // Errors and failures first, then warnings and caller-marked lines, while the budget lasts.
+  for (let i = 0; i < lines.length; i += 1) if (isErrorLine(lines[i]!)) take(i, signalBudget);
   for (let i = 0; i < lines.length; i += 1) if (important(lines[i]!)) take(i, signalBudget);
   const headBudget = used + Math.floor((maxChars - used) * 0.6);
   for (let i = 0; i < lines.length && take(i, headBudget); i += 1);

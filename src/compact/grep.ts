@@ -60,7 +60,7 @@ function renderGrep(text: string, options: GrepOptions = {}): string | undefined
     listed += 1;
     out.push(`${file} (${entries.length}):`);
     for (const entry of entries.slice(0, perFile)) out.push(`  ${clipLine(entry, 160)}`);
-    if (entries.length > perFile) out.push(`  \u2026 +${entries.length - perFile} more`);
+    if (entries.length > perFile && perFile > 0) out.push(`  \u2026 +${entries.length - perFile} more`);
   }
   if (rest.length > 0) out.push(`\u2026 ${rest.length} more files: ${rest.join(', ')}`);
   for (const line of other.slice(0, 40)) out.push(clipLine(line, 300));

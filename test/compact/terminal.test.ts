@@ -1,0 +1,236 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { compactTerminal, readTerminalContent } from '../../src/compact/index.js';
+import { codePointLength, splitLines } from '../../src/compact/lines.js';
+import { commandWords, detectFamily, familyOfCommand } from '../../src/tools/family.js';
+
+const dir = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/terminal');
+const fixture = (name: string): string => readFileSync(join(dir, name), 'utf8');
+const render = (name: string, command: string, exitCode?: number) => {
+  const output = fixture(name);
+  const r = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode });
+  expect(codePointLength(r.text)).toBeLessThan(codePointLength(output));
+  return { ...r, output, lines: splitLines(r.text) };
+};
+
+describe('built-in terminal compactors on real captured outputs', () => {
+  it('git status: hints dropped, every path kept, grouped by section and directory', () => {
+    const r = render('git-status.txt', 'git status');
+    expect(r.family).toBe('git-status');
+    expect(r.text).not.toContain('(use "git');
+    expect(r.text).toContain('On branch main');
+    expect(r.text).toContain('Changes not staged for commit: modified (28):');
+    expect(r.text).toContain('Changes to be committed: deleted (1):');
+    for (const m of r.output.matchAll(/^\t(?:[a-z ]+:\s+)?(\S+)$/gm)) {
+      expect(r.text).toContain(m[1]!.split('/').pop()!);
+    }
+  });
+
+  it('git diff: every file and hunk header kept in order, changed runs factored', () => {
+    const r = render('git-diff.txt', 'git diff --no-color', 0);
+    expect(r.family).toBe('git-diff');
+    expect(r.lines[0]).toBe('[exit code: 0]');
+    expect(r.lines[1]).toBe('[diff: 28 files, +55 -55]');
+    const headers = (lines: readonly string[]) => lines.filter((l) => /^(diff --git|index |--- a|\+\+\+ b|@@ )/.test(l));
+    expect(headers(r.lines)).toEqual(headers(splitLines(r.output)));
+    expect(r.text).toContain('\u2026 \u00d78 more lines of the form "-line {11..18}" \u2026');
+  });
+
+  it('git log: one line per commit with short hash and subject', () => {
+    const r = render('git-log.txt', 'git log');
+    expect(r.family).toBe('git-log');
+    const hashes = [...r.output.matchAll(/^commit ([0-9a-f]{40})/gm)].map((m) => m[1]!);
+    expect(hashes).toHaveLength(46);
+    expect(r.lines).toHaveLength(46);
+    hashes.forEach((h, i) => expect(r.lines[i]!.startsWith(h.slice(0, 9))).toBe(true));
+    expect(r.text).toContain('Tester: Tweak module 6 for issue #145');
+    expect(r.text).not.toContain('Author:');
+  });
+
+  it('vitest: passing lines dropped, failures, assertion excerpts and summary kept', () => {
+    const r = render('vitest-fail.txt', 'npx vitest run', 1);
+    expect(r.family).toBe('vitest');
+    expect(r.text).not.toMatch(/^ ✓ /m);
+    expect(r.text).toContain('[vitest: 192 passing/progress lines dropped]');
+    for (const n of [4, 8, 12]) {
+      expect(r.text).toContain(` FAIL  test/m${n}.test.js > module ${n} > handles edge ${n}`);
+      expect(r.text).toContain(`AssertionError: expected { a: ${n}, b: [ 1, 2 ] } to deeply equal { a: ${n}, b: [ 1, 3 ] }`);
+    }
+    expect(r.text).toContain('      Tests  3 failed | 192 passed (195)');
+    expect(r.text).toContain(' Test Files  3 failed | 9 passed (12)');
+    expect(r.lines[0]).toBe('[exit code: 1]');
+  });
+
+  it('pytest: PASSED lines dropped, tracebacks, E lines and summaries kept', () => {
+    const r = render('pytest-fail.txt', 'python3 -m pytest -v tests');
+    expect(r.family).toBe('pytest');
+    expect(r.text).not.toContain(' PASSED ');
+    for (const line of splitLines(r.output).filter((l) => /^(FAILED |E\s|=+ \d+ failed)/.test(l) || l.endsWith(' FAILED'))) {
+      expect(r.text).toContain(line);
+    }
+    expect(r.text).toContain('======================== 4 failed, 172 passed in 1.05s =========================');
+  });
+
+  it('cargo test: ok lines and Compiling dropped; panics, failures and test result kept', () => {
+    const r = render('cargo-test-fail.txt', 'cargo test');
+    expect(r.family).toBe('cargo-test');
+    expect(r.text).not.toMatch(/ \.\.\. ok$/m);
+    expect(r.text).not.toContain('Compiling adder');
+    for (const name of ['panics_here', 'wrong_31', 'wrong_32']) expect(r.text).toContain(`test tests::${name} ... FAILED`);
+    expect(r.text).toContain("thread 'tests::panics_here' (7986) panicked at src/lib.rs:16:70:");
+    expect(r.text).toContain('index out of bounds: the len is 0 but the index is 3');
+    expect(r.text).toContain('test result: FAILED. 30 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.26s');
+  });
+
+  it('tsc: grouped by code and by file, every (file, code, position) kept', () => {
+    const r = render('tsc-errors.txt', 'npx tsc -p . --pretty false');
+    expect(r.family).toBe('diagnostics');
+    expect(r.lines[0]).toBe('[diagnostics: 56 errors, 0 other in 14 files]');
+    expect(r.text).toContain("TS2304 \u00d714: Cannot find name 'undefinedThing{1..14}'. \u00d714");
+    for (const m of r.output.matchAll(/^(\S+)\((\d+),(\d+)\): error (TS\d+)/gm)) {
+      const line = r.lines.find((l) => l.startsWith(`  ${m[1]}: `));
+      expect(line).toBeDefined();
+      expect(line).toContain(m[4]!);
+      expect(line).toContain(`${m[2]}:${m[3]}`);
+    }
+  });
+
+  it('javac: grouped by message kind and file, the error count kept', () => {
+    const r = render('javac-errors.txt', 'javac -d out src/app/*.java', 1);
+    expect(r.family).toBe('diagnostics');
+    expect(r.text).toContain('[diagnostics: 50 errors, 0 other in 10 files]');
+    expect(r.text).toContain('cannot find symbol (class Undefined{1..10}) \u00d720');
+    expect(r.text).toContain('incompatible types: String cannot be converted to int');
+    expect(r.lines.at(-1)).toBe('50 errors');
+    for (let i = 1; i <= 10; i += 1) expect(r.text).toContain(`src/app/C${i}.java: `);
+  });
+
+  it('mvn: every [ERROR] line and the build result kept', () => {
+    const output = fixture('mvn-offline-fail.txt');
+    const r = compactTerminal({ command: 'mvn -o -B compile', output, exitCode: 1 }, { maxChars: 2000 });
+    expect(['maven', 'generic']).toContain(r.family); // nothing is maven noise here: the generic fallback takes it
+    expect(codePointLength(r.text)).toBeLessThan(codePointLength(output));
+    expect(r.text).toContain('[INFO] BUILD FAILURE');
+    for (const l of splitLines(output).filter((x) => x.startsWith('[ERROR] ') && x.length > 9)) expect(r.text).toContain(l);
+  });
+
+  it('grep: grouped by file with exact counts', () => {
+    const r = render('grep-rn.txt', 'grep -rn subscriber src/internal/operators');
+    expect(r.family).toBe('grep');
+    const counts = new Map<string, number>();
+    for (const l of splitLines(r.output)) {
+      const file = l.slice(0, l.indexOf(':'));
+      counts.set(file, (counts.get(file) ?? 0) + 1);
+    }
+    expect(r.lines[0]).toBe(`[matches: 334 in ${counts.size} files]`);
+    for (const [file, n] of counts) expect(r.text).toContain(`${file} (${n})`);
+  });
+
+  it('find / ls -R / ls -la: grouped by directory, counts add up', () => {
+    const find = render('find.txt', 'find src -type f');
+    expect(find.family).toBe('listing');
+    const total = find.lines.reduce((n, l) => n + Number(/ \((\d+)\): /.exec(l)?.[1] ?? 1), 0);
+    expect(total).toBe(splitLines(find.output).length);
+    const lsr = render('ls-r.txt', 'ls -R');
+    expect(lsr.text).toContain('./internal/operators/ (');
+    const lsl = render('ls-la.txt', 'ls -la');
+    expect(lsl.text).toMatch(/^dirs \(\d+\): \.bin\/ /m);
+    expect(lsl.text).toContain('total 624');
+  });
+
+  it('npm install: fetch chatter dropped, summary and errors kept', () => {
+    const ok = render('npm-install.txt', 'npm install commander zod');
+    expect(ok.family).toBe('install');
+    expect(ok.text).toContain('added 16 packages in 5s');
+    expect(ok.text).not.toContain('npm http');
+    const fail = render('npm-install-fail.txt', 'npm install vitest', 1);
+    expect(fail.text).toContain('npm error code ENOTCACHED');
+    expect(fail.lines[0]).toBe('[exit code: 1]');
+  });
+
+  it('generic fallback: head, tail and numbers-only runs; error lines kept', () => {
+    const r = render('python-importtime.txt', 'python3 -X importtime -c "import asyncio"');
+    expect(r.family).toBe('generic');
+    const src = splitLines(r.output);
+    expect(r.lines[0]).toBe(src[0]);
+    expect(r.lines.at(-1)).toBe(src.at(-1));
+    const ls = render('npm-ls.txt', 'npm ls --all');
+    expect(ls.text).toMatch(/… \d+ lines omitted …/);
+  });
+});
+
+describe('hand-written samples for tools not installed here (go, gradle, tree, eslint)', () => {
+  it('go test keeps FAIL blocks and package results', () => {
+    const lines = ['=== RUN   TestA', '--- PASS: TestA (0.00s)'];
+    for (let i = 0; i < 60; i += 1) lines.push(`=== RUN   TestCase${i}`, `--- PASS: TestCase${i} (0.00s)`);
+    lines.push('=== RUN   TestBroken', '    broken_test.go:12: got 2, want 3', '--- FAIL: TestBroken (0.00s)', 'FAIL', 'FAIL\texample.com/pkg\t0.004s', 'ok  \texample.com/other\t0.002s');
+    const r = compactTerminal({ command: 'go test ./...', output: lines.join('\n') });
+    expect(r.family).toBe('go-test');
+    expect(r.text).not.toContain('--- PASS');
+    for (const keep of ['broken_test.go:12: got 2, want 3', '--- FAIL: TestBroken (0.00s)', 'FAIL\texample.com/pkg\t0.004s', 'ok  \texample.com/other\t0.002s']) expect(r.text).toContain(keep);
+  });
+
+  it('gradle drops up-to-date tasks and keeps failures', () => {
+    const lines = Array.from({ length: 40 }, (_, i) => `> Task :module${i}:compileJava UP-TO-DATE`);
+    lines.push('', 'AppTest > adds() FAILED', '    org.opentest4j.AssertionFailedError: expected: <3> but was: <2>', '', 'BUILD FAILED in 3s');
+    const r = compactTerminal({ command: './gradlew test', output: lines.join('\n') });
+    expect(r.family).toBe('gradle');
+    expect(r.text).toContain('AppTest > adds() FAILED');
+    expect(r.text).toContain('BUILD FAILED in 3s');
+    expect(r.text).not.toContain('UP-TO-DATE');
+  });
+
+  it('tree output is regrouped by directory', () => {
+    const tree = ['.', '├── src', '│   ├── a.ts', '│   └── b.ts', '└── test', '    └── a.test.ts', '', '2 directories, 3 files'].join('\n');
+    const r = compactTerminal({ command: 'tree', output: tree });
+    expect(r.text).toContain('src/ (2): a.ts b.ts');
+    expect(r.text).toContain('test/a.test.ts');
+    expect(r.text).toContain('2 directories, 3 files');
+  });
+
+  it('eslint stylish output is grouped by rule and file', () => {
+    const rows = ['/repo/src/a.js'];
+    for (let i = 1; i <= 6; i += 1) rows.push(`  ${i}:5  error  'x${i}' is defined but never used  no-unused-vars`);
+    rows.push('', '/repo/src/b.js', '  3:1  warning  Unexpected console statement  no-console', '', '✖ 7 problems (6 errors, 1 warning)');
+    const r = compactTerminal({ command: 'npx eslint src', output: rows.join('\n') });
+    expect(r.family).toBe('diagnostics');
+    expect(r.text).toContain("no-unused-vars \u00d76: 'x{1..6}' is defined but never used \u00d76");
+    expect(r.text).toContain('/repo/src/b.js: no-console 3:1');
+    expect(r.text).toContain('✖ 7 problems (6 errors, 1 warning)');
+  });
+});
+
+describe('family detection', () => {
+  it.each([
+    ['git -C repo --no-pager diff HEAD~1', 'git-diff'],
+    ['cd app && git status -s', 'git-status'],
+    ['rtk git log -5', 'git-log'],
+    ['FOO=1 npx vitest run', 'vitest'],
+    ['uv run python -m pytest -q', 'pytest'],
+    ['python3 -m pytest', 'pytest'],
+    ['cargo test --workspace', 'cargo-test'],
+    ['/usr/bin/grep -rn x .', 'grep'],
+    ['rg foo | head -50', 'grep'],
+    ['pnpm install', 'install'],
+    ['pip install -r requirements.txt', 'install'],
+    ['npx tsc --noEmit', 'diagnostics'],
+    ['./mvnw -B test', 'maven'],
+    ['make all', 'generic'],
+  ])('%s → %s', (command, family) => {
+    expect(familyOfCommand(command)).toBe(family);
+  });
+
+  it('falls back to the output shape when the command is unknown', () => {
+    expect(detectFamily('npm test', fixture('vitest-fail.txt'))).toBe('vitest');
+    expect(detectFamily('make check', fixture('pytest-fail.txt'))).toBe('pytest');
+    expect(detectFamily(undefined, fixture('git-diff.txt'))).toBe('git-diff');
+    expect(commandWords('env A=1 sudo /bin/ls -la')).toEqual(['ls', '-la']);
+  });
+
+  it('reads host JSON terminal results (output + exit_code)', () => {
+    expect(readTerminalContent(JSON.stringify({ output: 'x\ny', exit_code: 2, error: null }))).toEqual({ output: 'x\ny', exitCode: 2 });
+    expect(readTerminalContent('{not json}', 1)).toEqual({ output: '{not json}', exitCode: 1 });
+  });
+});
