@@ -25,7 +25,7 @@ export class InvariantViolation extends Error {
   constructor(
     readonly invariant: InvariantName,
     readonly where: string,
-    detail: string,
+    readonly detail: string,
   ) {
     super(`invariant "${invariant}" broken at ${where}: ${detail}`);
     this.name = 'InvariantViolation';

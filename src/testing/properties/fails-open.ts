@@ -60,7 +60,10 @@ export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: Invaria
           const applied = added.filter((d) => d.kind === 'applied').map((d) => d.stage);
           if (applied.length > 0) throw new InvariantViolation('fails-open', `step ${i}`, `every dependency threw, yet ${applied.join(', ')} reported applied`);
         } else {
-          await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, `step ${i} with faults in ${plan.vault === 'all' ? 'every vault method' : plan.vault.join(', ')}`);
+          const where = `step ${i} with faults in ${plan.vault === 'all' ? 'every vault method' : plan.vault.join(', ')}`;
+          await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, where).catch((error: unknown) => {
+            throw error instanceof InvariantViolation ? new InvariantViolation('fails-open', where, `what the operator still did does not recover: ${error.detail}`) : error;
+          });
         }
       }
     } finally {
