@@ -4,7 +4,7 @@
  * `BudgetCounter`, and any TokenCounter adapts to it.
  */
 import { TokenTerminatorError } from '../errors.js';
-import { canonicalJson, createCountMemo, roughTokens } from '../measure/index.js';
+import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { ProviderRequest } from '../step.js';
 import { CAP_FIELDS } from './request-caps.js';
@@ -44,32 +44,46 @@ export class BudgetCounterError extends TokenTerminatorError {
 const SKIP = new Set<string>(CAP_FIELDS);
 
 /**
- * The parts of a request counted as prompt, with arrays (messages, input, tools) split into
- * elements so a memo can count each element once across requests. Keeps the count conservative:
- * every non-cap field is counted as its compact canonical JSON (a few tokens of framing more than
- * the provider's chat template).
+ * Visit the parts of a request counted as prompt: each top-level key name (`onKey`) and value
+ * (`onPart`), with arrays (messages, input, tools) split into elements so a memo can count each
+ * element once across requests, and `extra_body` flattened. Cap fields are skipped. The count is
+ * conservative: every other field counts as its compact canonical JSON (a few tokens of framing
+ * more than a chat template adds).
  */
-export function promptParts(request: ProviderRequest): string[] {
-  const parts: string[] = [];
+function forEachKeyAndPart(request: ProviderRequest, onKey: (key: string) => void, onPart: (part: unknown) => void): void {
   for (const key of Object.keys(request)) {
     if (SKIP.has(key)) continue;
     const value = request[key];
     if (value === undefined) continue;
     if (key === 'extra_body' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      const rest = Object.fromEntries(Object.entries(value).filter(([k]) => !SKIP.has(k)));
-      parts.push(...promptParts(rest));
+      forEachKeyAndPart(value as ProviderRequest, onKey, onPart);
       continue;
     }
-    parts.push(key);
-    if (Array.isArray(value)) for (const item of value) parts.push(canonicalJson(item, { compact: true }));
-    else parts.push(canonicalJson(value, { compact: true }));
+    onKey(key);
+    if (Array.isArray(value)) for (const item of value) onPart(item);
+    else onPart(value);
   }
+}
+
+/** The prompt parts of a request: key names as they are, values as compact canonical JSON. */
+export function promptParts(request: ProviderRequest): string[] {
+  const parts: string[] = [];
+  forEachKeyAndPart(
+    request,
+    (key) => parts.push(key),
+    (part) => parts.push(canonicalJson(part, { compact: true })),
+  );
   return parts;
 }
 
 export interface TokenCounterAdapterOptions {
-  /** Remembered element counts (LRU). Default 4096. */
+  /** Remembered element counts (LRU, keyed by content). Default 4096. */
   readonly memoEntries?: number;
+  /**
+   * Also remember counts per element object (WeakMap). Only for hosts whose message objects are
+   * never mutated after they were first sent: it skips re-serializing unchanged history. Default false.
+   */
+  readonly identityCache?: boolean;
 }
 
 /**
@@ -78,16 +92,29 @@ export interface TokenCounterAdapterOptions {
  */
 export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAdapterOptions = {}): BudgetCounter {
   const memo = createCountMemo(counter, { maxEntries: options.memoEntries ?? 4096 });
+  let byObject = new WeakMap<object, number>();
+  const identity = options.identityCache === true;
+  const countPart = (part: unknown): number => {
+    if (!identity || part === null || typeof part !== 'object') return memo.count(canonicalJson(part, { compact: true }));
+    const known = byObject.get(part);
+    if (known !== undefined) return known;
+    const n = memo.count(canonicalJson(part, { compact: true }));
+    byObject.set(part, n);
+    return n;
+  };
   return {
     name: counter.name,
     exact: counter.exact,
     countRequest(request: ProviderRequest, signal: AbortSignal): Promise<number> {
       if (signal.aborted) return Promise.reject(signal.reason);
       let total = 0;
-      for (const part of promptParts(request)) total += memo.count(part);
+      forEachKeyAndPart(request, (key) => (total += memo.count(key)), (part) => (total += countPart(part)));
       return Promise.resolve(total);
     },
-    clearCache: () => memo.clear(),
+    clearCache: () => {
+      memo.clear();
+      byObject = new WeakMap();
+    },
   };
 }
 
@@ -97,7 +124,11 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
  */
 export function roughRequestTokens(request: ProviderRequest): number {
   let tokens = 0;
-  for (const part of promptParts(request)) tokens += roughTokens(part);
+  forEachKeyAndPart(
+    request,
+    (key) => (tokens += roughTokens(key)),
+    (part) => (tokens += Math.ceil(serializedChars(part, { compact: true }) / 4)),
+  );
   return tokens;
 }
 

@@ -119,6 +119,14 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
     throw new ConfigError('INCONTEXT_TOKENIZER_URL must be an absolute http(s) URL of the /tokenize endpoint (required by INCONTEXT_BACKEND=vllm)');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('INCONTEXT_TOKENIZER_URL must use http or https');
+  // undici ignores user:password in a URL; send them as Basic auth and keep them out of the URL.
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (url.username !== '' || url.password !== '') {
+    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    headers['authorization'] = `Basic ${Buffer.from(credentials, 'utf8').toString('base64')}`;
+    url.username = '';
+    url.password = '';
+  }
   const timeoutSeconds = options.timeoutSeconds ?? 30;
   if (!(timeoutSeconds > 0) || !Number.isFinite(timeoutSeconds)) throw new ConfigError('INCONTEXT_TOKENIZER_TIMEOUT_SECONDS must be a positive number');
   const timeoutMs = Math.ceil(timeoutSeconds * 1000);
@@ -135,7 +143,7 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
       const res = await undiciRequest(url, {
         method: 'POST',
         dispatcher: agent,
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': userAgent },
+        headers: { ...headers, 'user-agent': userAgent },
         body,
         signal: combined,
       });

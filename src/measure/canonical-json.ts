@@ -25,6 +25,7 @@ export interface CanonicalJsonOptions {
 // Characters that force the slow path of string handling: escapes and surrogates.
 const NEEDS_SCAN = /["\\\u0000-\u001f\ud800-\udfff]/;
 const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+const SURROGATE = /[\ud800-\udfff]/;
 const SHORT_ESCAPES: Readonly<Record<number, string>> = { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };
 
 /** Number of Unicode code points in `s` (a lone surrogate counts as one, as in Python). */
@@ -119,6 +120,9 @@ function numberText(x: number): string {
 
 function escapeString(s: string): string {
   if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
+  // Without surrogates JSON.stringify escapes exactly like Python (short forms, lowercase \u00xx,
+  // DEL and U+2028 raw) and is native; only lone surrogates differ, so they take the loop below.
+  if (!SURROGATE.test(s)) return JSON.stringify(s);
   let out = '"';
   let start = 0;
   for (let i = 0; i < s.length; i++) {

@@ -108,6 +108,13 @@ describe('vllm counter against a real /tokenize server on loopback', () => {
     expect(server.received).toHaveLength(2);
   });
 
+  it('sends URL credentials as Basic auth, not in the request line', async () => {
+    const counter = make({ url: url.replace('http://', 'http://us%40er:p%3Ass@') });
+    await counter.countRequest(chat, signal());
+    expect(server.received[0]?.headers['authorization']).toBe(`Basic ${Buffer.from('us@er:p:ss').toString('base64')}`);
+    expect(server.received[0]?.path).toBe('/tokenize');
+  });
+
   it('keys the cache by context length too', async () => {
     const counter = make();
     await counter.countRequest(chat, signal(), { contextLength: 32_768 });

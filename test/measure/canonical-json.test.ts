@@ -138,19 +138,24 @@ describe('canonicalJson (properties)', () => {
     );
   });
 
-  it('agrees with JSON.stringify of key-sorted data on integer-only JSON', () => {
-    const sortDeep = (v: unknown): unknown =>
+  it('agrees with a JSON.stringify-based reference on integer-only JSON', () => {
+    // Reference: JSON.stringify for leaves, keys sorted by hand (Object.fromEntries would put
+    // integer-like keys first, so a sorted object cannot be handed to JSON.stringify whole).
+    const reference = (v: unknown): string =>
       Array.isArray(v)
-        ? v.map(sortDeep)
+        ? `[${v.map(reference).join(',')}]`
         : v !== null && typeof v === 'object'
-          ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortDeep((v as Record<string, unknown>)[k])]))
-          : v;
+          ? `{${Object.keys(v)
+              .sort()
+              .map((k) => `${JSON.stringify(k)}:${reference((v as Record<string, unknown>)[k])}`)
+              .join(',')}}`
+          : JSON.stringify(v);
     const intJson = fc.letrec((tie) => ({
       v: fc.oneof({ depthSize: 'small' }, fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 4 })),
     })).v;
     fc.assert(
       fc.property(intJson, (value) => {
-        expect(canonicalJson(value, { compact: true })).toBe(JSON.stringify(sortDeep(value)));
+        expect(canonicalJson(value, { compact: true })).toBe(reference(value));
       }),
       { numRuns: 300 },
     );

@@ -231,6 +231,23 @@ describe('capOutputBudget with the vllm backend against a real /tokenize server'
     expect(out.decisions.at(-1)?.error).toBe('BudgetCounterError:E_COUNTER_CONNECTION');
   });
 
+  it('keeps prompts, URL credentials and raw errors out of decisions and metrics', async () => {
+    const secretPrompt = { model: 'qwen3', messages: [{ role: 'user', content: 'PROMPT-SECRET-1234' }] };
+    const measurements: BudgetMeasurement[] = [];
+    const withCreds = url.replace('http://', 'http://user:URL-SECRET@');
+    const leaks: string[] = [];
+    for (const mode of ['ok', 'status500', 'garbage'] as const) {
+      server.mode = mode;
+      const options = vllm({ onMeasure: (m) => measurements.push(m) });
+      const out = await run({ ...options, config: { ...options.config!, incontext: { ...options.config!.incontext, tokenizerUrl: withCreds } } }, secretPrompt);
+      leaks.push(JSON.stringify(out.decisions));
+    }
+    const text = leaks.join('\n') + JSON.stringify(measurements);
+    expect(measurements.map((m) => m.outcome)).toEqual(['capped', 'capped', 'capped']);
+    expect(measurements.map((m) => m.fallback)).toEqual([undefined, 'BudgetCounterError:E_COUNTER_HTTP_STATUS', 'BudgetCounterError:E_COUNTER_BAD_BODY']);
+    expect(text).not.toMatch(/PROMPT-SECRET|URL-SECRET|127\.0\.0\.1|boom/);
+  });
+
   it('unsubscribing aborts the in-flight /tokenize request: the server sees the socket close', async () => {
     server.mode = 'hang';
     const input = new Subject<Step<ProviderRequest>>();
