@@ -1,9 +1,12 @@
 /**
- * The default reader of provider output-cap errors used by the client wrappers.
- *
- * TEMPORARY: src/budget (parseOutputCapError) has not landed yet; until it does, the default
- * recognises nothing and the wrappers retry only when the caller passes `parseOutputCapError`.
+ * The default reader of provider output-cap errors used by the client wrappers: src/budget's
+ * parser, reduced to the number a retry can use. An `upper_bound` answer (only the whole window is
+ * known, the input still has to fit) is not a usable cap, so it does not trigger a retry.
  */
-export function defaultParseOutputCapError(_error: unknown): number | undefined {
-  return undefined;
+import { parseOutputCapError } from '../../src/budget/index.js';
+
+export function defaultParseOutputCapError(error: unknown): number | undefined {
+  const info = parseOutputCapError(error);
+  if (info === undefined || info.kind === 'upper_bound') return undefined;
+  return info.availableOutputTokens;
 }
