@@ -10,6 +10,7 @@
  * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
  */
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
+import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
 import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import type { Config } from './config/types.js';
 import { canonicalJson, counterForModel } from './measure/index.js';
@@ -83,6 +84,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   }
   const gates = modeGates(config);
   const deps: PipelineDeps = { config, vault, counter, gates };
+  let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool({ vault, config });
   const maxSessions = options.maxSessions ?? 256;
   const lanes = new LaneCache(maxSessions);
@@ -96,6 +98,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (closed) return;
     closed = true;
     lanes.closeAll();
+    await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
     if (ownsVault) await vault.close();
   };
@@ -112,14 +115,24 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       lanes.get('tool_result', context.sessionId, toolResults).run(createStep(result, context, signal)),
     compileRequest: (request, context, signal) =>
       lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal)),
-    pressure: (request, context) => Promise.resolve(preflightPressure(config, counter, request, context)),
+    pressure: async (request, context) => {
+      try {
+        pressureFn ??= createPressure({ config, counter });
+        return await pressureFn(request, context);
+      } catch {
+        return preflightPressure(config, counter, request, context);
+      }
+    },
     recoveryTool,
     close,
     [Symbol.asyncDispose]: close,
   };
 }
 
-/** Preflight pressure P + R − 1 (incontext): P = tokens of the request, R = min(reserve, route cap). */
+/**
+ * Preflight pressure P + R − 1 (incontext) on the compact canonical JSON of the whole request:
+ * the facade's fallback when the budget planner cannot count (its own counting is provider-aware).
+ */
 export function preflightPressure(config: Config, counter: TokenCounter, request: ProviderRequest, context: StepContext): number {
   const p = counter.count(canonicalJson(request, { compact: true }));
   const reserve = config.incontext.minOutputTokens;
@@ -163,7 +176,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
     d.gates.compiler ? placeholder<ProviderRequest>() : identity,
     d.gates.compiler ? placeholder<ProviderRequest>() : identity,
     d.gates.compiler ? placeholder<ProviderRequest>() : identity,
-    d.gates.budget ? placeholder<ProviderRequest>() : identity,
+    d.gates.budget ? capOutputBudget({ config: d.config, counter: d.counter }) : identity,
   ]);
 }
 

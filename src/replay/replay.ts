@@ -21,7 +21,7 @@ import type { ConfigOverrides } from '../config/index.js';
 import type { Mode } from '../config/types.js';
 import { createTiktokenCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import { createTerminator } from '../runtime.js';
+import { createTerminator, type Terminator } from '../runtime.js';
 import type { ProviderRequest, StepContext } from '../step.js';
 import { attributeRequest } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
@@ -56,6 +56,11 @@ export interface ReplayOptions {
   readonly onProgress?: (done: number, total: number) => void;
   /** Clock in ms (tests). Default: `performance.now`. */
   readonly now?: () => number;
+  /**
+   * Replay through this Terminator instead of building one (the caller keeps ownership; `db`,
+   * `mode`, `env` and `overrides` are then ignored). Default: `createTerminator` over the options.
+   */
+  readonly terminator?: Terminator;
 }
 
 /** Replay sessions and return the figures of issue 5. */
@@ -63,13 +68,14 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const price = options.cacheReadPrice ?? 0.1;
   if (!(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');
   const now = options.now ?? (() => performance.now());
-  const tempDir = options.db === undefined ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-')) : undefined;
-  const dbPath = options.db ?? join(tempDir!, 'artifacts.sqlite3');
-  const ledgerPath = options.ledger === false ? undefined : (options.ledger ?? join(dirname(dbPath), 'experiments.sqlite3'));
+  const tempDir = options.db === undefined && options.terminator === undefined ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-')) : undefined;
+  const dbPath = options.terminator?.vault.path ?? options.db ?? join(tempDir!, 'artifacts.sqlite3');
+  const ledgerPath =
+    options.ledger === false ? undefined : (options.ledger ?? (dbPath === ':memory:' ? ':memory:' : join(dirname(dbPath), 'experiments.sqlite3')));
   const overrides: ConfigOverrides = { ...options.overrides, dbPath, ...(options.mode === undefined ? {} : { mode: options.mode }) };
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
-  const tt = await createTerminator(options.env === undefined ? { overrides } : { env: options.env, overrides });
+  const tt = options.terminator ?? (await createTerminator(options.env === undefined ? { overrides } : { env: options.env, overrides }));
   const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
   const dump = options.dump === undefined ? undefined : createWriteStream(options.dump, { encoding: 'utf8' });
   const total = sessions.reduce((n, s) => n + requestCount(s), 0);
@@ -100,7 +106,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   } finally {
     if (dump !== undefined) await new Promise<void>((resolve) => dump.end(resolve));
     ledger?.close();
-    await tt.close();
+    if (options.terminator === undefined) await tt.close();
     if (options.counter === undefined) counter.dispose?.();
     if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
   }
@@ -125,7 +131,7 @@ interface Sample {
 }
 
 interface Deps {
-  readonly tt: Awaited<ReturnType<typeof createTerminator>>;
+  readonly tt: Terminator;
   readonly meter: MessagesMeter;
   readonly ledger: Ledger | undefined;
   readonly dump: WriteStream | undefined;
