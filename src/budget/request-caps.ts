@@ -1,6 +1,7 @@
 /**
  * Reading and writing output-cap fields of provider requests, without touching the caller's objects.
  */
+import { detectFormat } from '../model/index.js';
 import type { ProviderRequest, RequestFormat } from '../step.js';
 
 /** The three output-cap aliases providers accept. */
@@ -43,28 +44,13 @@ function usedField(request: ProviderRequest, field: CapField): boolean {
   return positiveInt(request[field]) !== undefined || positiveInt(extraBody(request)?.[field]) !== undefined;
 }
 
-const ANTHROPIC_BLOCKS = new Set(['tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'server_tool_use', 'document']);
-
 /**
- * A small format detector (the request model in src/model is the full reader): `input` without
- * `messages` → Responses; `messages` with a top-level `system`, Anthropic-only fields or blocks, or a
- * provider hint of `anthropic` → Anthropic; other `messages` → Chat Completions.
+ * The request's wire format: src/model's detector, plus the route's provider as a hint (an
+ * Anthropic route's plain `messages` request is Anthropic Messages even without a `system`).
  */
 export function detectRequestFormat(request: ProviderRequest, providerHint?: string): RequestFormat {
-  const messages = request['messages'];
-  if (!Array.isArray(messages)) {
-    const input = request['input'];
-    return typeof input === 'string' || Array.isArray(input) ? 'responses' : 'unknown';
-  }
-  if (providerHint?.toLowerCase() === 'anthropic') return 'anthropic';
-  if (request['system'] !== undefined || request['anthropic_version'] !== undefined || request['stop_sequences'] !== undefined) return 'anthropic';
-  for (const m of messages) {
-    if (!isObject(m)) continue;
-    if (m['role'] === 'system' || m['role'] === 'developer' || m['role'] === 'tool' || m['tool_calls'] !== undefined) return 'chat';
-    const content = m['content'];
-    if (Array.isArray(content) && content.some((b) => isObject(b) && typeof b['type'] === 'string' && ANTHROPIC_BLOCKS.has(b['type']))) return 'anthropic';
-  }
-  return 'chat';
+  if (providerHint?.toLowerCase() === 'anthropic' && Array.isArray(request['messages'])) return 'anthropic';
+  return detectFormat(request);
 }
 
 /**
