@@ -10,6 +10,7 @@ import { collapseIdenticalRuns, factorRuns } from './factor.js';
 import { clipLine, codePointLength, isErrorLine, isSignalLine, splitLines, stripAnsi } from './lines.js';
 
 export const OMITTED_MARKER = '\u2026 lines omitted \u2026';
+const GAP_MARKER_COST = 26; // `… 123456 lines omitted …` plus its newline
 
 /** Reference-compatible compaction (lengths in code points, like Python). */
 export function compactText(text: string, maxChars: number): string {
@@ -57,10 +58,12 @@ export function selectLines(lines: readonly string[], maxChars: number, keep?: (
   if (total <= maxChars) return lines.join('\n');
   const important = (l: string): boolean => isSignalLine(l) || (keep?.(l) ?? false);
   const chosen = new Set<number>();
-  let used = 0;
-  const take = (i: number, budget: number): boolean => {
+  // Head and tail are contiguous: two gap markers at most, reserved up front. Every signal line
+  // taken from the middle may open one more gap, so it pays for a marker.
+  let used = 2 * GAP_MARKER_COST;
+  const take = (i: number, budget: number, gapCost: number): boolean => {
     if (chosen.has(i)) return true;
-    const cost = lines[i]!.length + 1 + 24; // a gap marker may follow each kept line
+    const cost = lines[i]!.length + 1 + gapCost;
     if (used + cost > budget) return false;
     chosen.add(i);
     used += cost;
@@ -68,11 +71,11 @@ export function selectLines(lines: readonly string[], maxChars: number, keep?: (
   };
   const signalBudget = Math.floor(maxChars * 0.7);
   // Errors and failures first, then warnings and caller-marked lines, while the budget lasts.
-  for (let i = 0; i < lines.length; i += 1) if (isErrorLine(lines[i]!)) take(i, signalBudget);
-  for (let i = 0; i < lines.length; i += 1) if (important(lines[i]!)) take(i, signalBudget);
+  for (let i = 0; i < lines.length; i += 1) if (isErrorLine(lines[i]!)) take(i, signalBudget, GAP_MARKER_COST);
+  for (let i = 0; i < lines.length; i += 1) if (important(lines[i]!)) take(i, signalBudget, GAP_MARKER_COST);
   const headBudget = used + Math.floor((maxChars - used) * 0.6);
-  for (let i = 0; i < lines.length && take(i, headBudget); i += 1);
-  for (let i = lines.length - 1; i >= 0 && take(i, maxChars); i -= 1);
+  for (let i = 0; i < lines.length && take(i, headBudget, 0); i += 1);
+  for (let i = lines.length - 1; i >= 0 && take(i, maxChars, 0); i -= 1);
   const out: string[] = [];
   let gap = 0;
   for (let i = 0; i < lines.length; i += 1) {

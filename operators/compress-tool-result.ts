@@ -1,0 +1,118 @@
+/**
+ * `compressToolResult`: large search_files / process results (and read_file in aggressive mode)
+ * compacted natively, terminal results through the built-in per-family compactors. The exact
+ * original is vaulted and read back before the compact text + recovery note replaces it.
+ */
+import type { OperatorFunction } from 'rxjs';
+import { compactLines, compactTerminal, compactText, readTerminalContent } from '../src/compact/index.js';
+import { codePointLength } from '../src/compact/lines.js';
+import { LONGEST_ARTIFACT_ID, memoCounter, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
+import type { ModeFlags } from '../src/config/index.js';
+import type { Mode } from '../src/config/types.js';
+import { ConfigError } from '../src/errors.js';
+import type { TokenCounter } from '../src/measure/types.js';
+import { stepOperator } from '../src/operator-kit.js';
+import { renderNativeNote } from '../src/receipts/index.js';
+import { advance, note, type Step, type ToolResult } from '../src/step.js';
+import { backendAllowed, backendOf, commandOf } from '../src/tools/command.js';
+import { resolveFlags } from '../src/tools/modes.js';
+import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
+import type { Vault } from '../src/vault/types.js';
+
+const STAGE = 'compress_tool_result';
+
+export interface CompressToolResultOptions {
+  /** Where exact originals go (required). */
+  readonly vault: Vault;
+  /** Exact token counter: a replacement must also use fewer tokens. Default none (chars only). */
+  readonly counter?: TokenCounter;
+  /** Mode gate (default 'balanced'); ignored when `flags` is given. */
+  readonly mode?: Mode;
+  /** Mode flags from src/config: `native` gates everything, `nativeReadFile` adds read_file. */
+  readonly flags?: ModeFlags;
+  /** search_files/process/read_file results shorter than this are untouched (≥ 1000). Default 12000. */
+  readonly nativeMinChars?: number;
+  /** Target size of native compact text (≥ 1000). Default 8000. */
+  readonly nativeMaxChars?: number;
+  /** Terminal results shorter than this are untouched (≥ 1). Default 2000. */
+  readonly terminalMinChars?: number;
+  /** Target size of line-budgeted terminal renderings (≥ 200). Default 4000. */
+  readonly terminalMaxChars?: number;
+  /** 'auto' keeps the smaller of the reference and line modes; or force one. Default 'auto'. */
+  readonly nativeStrategy?: 'auto' | 'reference' | 'lines';
+  /** Terminal backends allowed (`all` allows every one). Default ['local']. */
+  readonly backends?: readonly string[];
+  /** Host tool name → canonical name (search_files, process, read_file, terminal). */
+  readonly toolNames?: Readonly<Record<string, string>>;
+  /** Environment for TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** @example results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() })) */
+export function compressToolResult(options: CompressToolResultOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+  const name = 'compressToolResult';
+  if (typeof options?.vault?.put !== 'function') throw new ConfigError(`${name}: a vault is required`);
+  const flags = resolveFlags(name, options);
+  const toolNames = validateToolNames(name, options.toolNames);
+  const min = atLeast(name, 'nativeMinChars', options.nativeMinChars ?? 12000, 1000);
+  const max = atLeast(name, 'nativeMaxChars', options.nativeMaxChars ?? 8000, 1000);
+  const terminalMin = atLeast(name, 'terminalMinChars', options.terminalMinChars ?? 2000, 1);
+  const terminalMax = atLeast(name, 'terminalMaxChars', options.terminalMaxChars ?? 4000, 200);
+  const strategy = options.nativeStrategy ?? 'auto';
+  if (!['auto', 'reference', 'lines'].includes(strategy)) throw new ConfigError(`${name}: nativeStrategy must be auto, reference or lines`);
+  const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
+  const { vault } = options;
+  const env = options.env ?? process.env;
+
+  const render = (result: ToolResult): string | undefined => {
+    const tool = canonicalToolName(result.name, toolNames);
+    const size = codePointLength(result.content);
+    if (tool === 'terminal') {
+      if (size < terminalMin) return undefined;
+      const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
+      const command = commandOf(result.args);
+      const input = { output, ...(command === undefined ? {} : { command }), ...(exitCode === undefined ? {} : { exitCode }) };
+      return compactTerminal(input, { maxChars: terminalMax }).text;
+    }
+    const eligible = tool === 'search_files' || tool === 'process' || (tool === 'read_file' && flags.nativeReadFile);
+    if (!eligible || size < min) return undefined;
+    const reference = strategy === 'lines' ? undefined : compactText(result.content, max);
+    const lines = strategy === 'reference' ? undefined : compactLines(result.content, { maxChars: max });
+    if (reference === undefined || lines === undefined) return reference ?? lines;
+    return codePointLength(lines) < codePointLength(reference) ? lines : reference;
+  };
+
+  return stepOperator<ToolResult>(STAGE, () => async (step) => {
+    const result = step.value;
+    const counter = memoCounter(options.counter);
+    if (!flags.native || result.content.startsWith('[Token Terminator')) return undefined;
+    if (step.decisions.some((d) => d.stage === 'temporal_delta' && d.kind === 'applied')) return undefined;
+    if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
+    const compact = render(result)?.trimEnd();
+    if (compact === undefined || compact === '') return undefined;
+    const raw = result.content;
+    const rawChars = codePointLength(raw);
+    const compactChars = codePointLength(compact);
+    // Size proof with the longest possible id before anything touches the vault.
+    if (!strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)) {
+      return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    }
+    const put = await vaultExact(vault, { content: raw, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId });
+    const output = `${compact}\n\n${renderNativeNote(rawChars, compactChars, put.artifactId)}`;
+    if (!strictlySmaller(raw, output, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    const savedTokens = counter === undefined ? {} : { savedTokens: counter.count(raw) - counter.count(output) };
+    return advance(step, { ...result, content: output }, {
+      stage: STAGE,
+      kind: 'applied',
+      reason: canonicalToolName(result.name, toolNames) === 'terminal' ? 'terminal_compacted' : 'native_compacted',
+      savedChars: rawChars - codePointLength(output),
+      ...savedTokens,
+      artifacts: [put.artifactId],
+    });
+  });
+}
+
+function atLeast(name: string, field: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name}: ${field} must be an integer ≥ ${min} (got ${value})`);
+  return value;
+}

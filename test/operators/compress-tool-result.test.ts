@@ -1,0 +1,183 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
+import { codePointLength } from '../../src/compact/lines.js';
+import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
+import type { TokenCounter } from '../../src/measure/types.js';
+import { deepFreeze } from '../../src/testing/deep.js';
+import { faultyVault } from '../../src/testing/faults.js';
+import { toolOutput } from '../../src/testing/arbitraries/text.js';
+import { createVault } from '../../src/vault/index.js';
+import type { Vault } from '../../src/vault/types.js';
+import { CASE1_COMMAND, case1GitDiff, expectRecovers, fixture, nativeSearchFixture, result, runOp } from './tool-helpers.js';
+
+let dir: string;
+let vault: Vault;
+let counter: TokenCounter;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-compress-'));
+  vault = await createVault({ path: join(dir, 'vault.sqlite3') });
+  counter = createTiktokenCounter('o200k_base');
+});
+afterAll(async () => {
+  await vault.close();
+  counter.dispose?.();
+  rmSync(dir, { recursive: true, force: true });
+});
+const op = (options: Partial<CompressToolResultOptions> = {}) => compressToolResult({ vault, counter, ...options });
+const bench = { nativeMinChars: 1000, nativeMaxChars: 4000 };
+
+describe('compressToolResult: native search/process', () => {
+  it('facts §4 case 2: reference mode reproduces 4,145 chars / 1,213 tokens and the reference artifact id', async () => {
+    const raw = nativeSearchFixture();
+    const [out] = await runOp(op({ ...bench, nativeStrategy: 'reference' }), [result('search_files', raw, { pattern: 'payload' })], { sessionId: 'benchmark' });
+    expect(out!.value.content).toHaveLength(4145);
+    expect(counter.count(out!.value.content)).toBe(1213);
+    expect(out!.value.content.endsWith('[Token Terminator: 99.4% fewer characters; full artifact=a_62f66fb1a6d11156293950a7e0add39a; recover with token_terminator action=artifact_get]')).toBe(true);
+    await expectRecovers(vault, out!.value.content, raw);
+  });
+
+  it('facts §4 case 2: auto mode is at most 1,213 tokens and recovers the exact raw', async () => {
+    const raw = nativeSearchFixture();
+    const [out] = await runOp(op(bench), [result('search_files', raw, { pattern: 'payload' })]);
+    const tokens = counter.count(out!.value.content);
+    expect(tokens).toBeLessThanOrEqual(1213);
+    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: 'native_compacted', savedTokens: 190999 - tokens });
+    await expectRecovers(vault, out!.value.content, raw);
+  });
+
+  it('keeps error lines of a large process log and cuts on line boundaries', async () => {
+    const lines = Array.from({ length: 3000 }, (_, i) => `worker ${i % 7} tick ${'#'.repeat(i % 17)} ${String.fromCharCode(65 + (i % 26))}`);
+    lines[1500] = 'Traceback (most recent call last): ValueError: bad frame';
+    const raw = lines.join('\n');
+    const [out] = await runOp(op(), [result('process', raw)]);
+    expect(out!.value.content).toContain('Traceback (most recent call last): ValueError: bad frame');
+    await expectRecovers(vault, out!.value.content, raw);
+  });
+
+  it('leaves small results, other tools and read_file (outside aggressive mode) untouched', async () => {
+    const big = nativeSearchFixture();
+    const outs = await runOp(op(), [result('search_files', 'x'.repeat(500)), result('web_search', big), result('read_file', big, { path: 'a.txt' })]);
+    outs.forEach((o) => expect(o.value.content).toBe(o.original.content));
+    const [aggr] = await runOp(op({ mode: 'aggressive' }), [result('read_file', big, { path: 'a.txt' })]);
+    expect(codePointLength(aggr!.value.content)).toBeLessThan(big.length);
+  });
+
+  it('follows the modes table: native compresses, terminal/suggest/off do not', async () => {
+    const raw = nativeSearchFixture();
+    for (const [mode, changed] of [['native', true], ['terminal', false], ['suggest', false], ['off', false]] as const) {
+      const [out] = await runOp(op({ mode }), [result('search_files', raw), result('terminal', fixture('pytest-fail.txt'), { command: 'pytest -v' })]);
+      expect(out!.value.content !== raw).toBe(changed);
+    }
+  });
+
+  it('maps host tool names and skips non-local backends', async () => {
+    const raw = nativeSearchFixture();
+    const [mapped, ssh] = await runOp(op({ toolNames: { Grep: 'search_files' } }), [result('Grep', raw), result('search_files', raw, { env_type: 'ssh' })]);
+    expect(mapped!.value.content.length).toBeLessThan(raw.length);
+    expect(ssh!.value.content).toBe(raw);
+  });
+
+  it('proves the size with the longest id before touching the vault', async () => {
+    const own = await createVault({ path: ':memory:' });
+    const raw = Array.from({ length: 46 }, (_, i) => `distinct line ${i} ${'abcdefghij'.slice(i % 10)}`).join('\n');
+    expect(raw.length).toBeGreaterThan(1000);
+    const [out] = await runOp(compressToolResult({ vault: own, nativeMinChars: 1000, nativeMaxChars: 1000 }), [result('search_files', raw)]);
+    expect(out!.value.content).toBe(raw);
+    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'not_smaller' });
+    expect((await own.usage()).artifacts).toBe(0);
+    await own.close();
+  });
+
+  it('fails open when the vault fails: the original passes with a failed_open decision', async () => {
+    const broken = faultyVault(vault, { failOn: ['put'] });
+    const raw = nativeSearchFixture();
+    const [out] = await runOp(compressToolResult({ vault: broken }), [result('search_files', raw)]);
+    expect(out!.value.content).toBe(raw);
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open' });
+  });
+
+  it('rejects bad options at build time, naming the operator', () => {
+    expect(() => compressToolResult({} as never)).toThrow(/compressToolResult: a vault is required/);
+    expect(() => op({ nativeMinChars: 10 })).toThrow(/compressToolResult: nativeMinChars/);
+    expect(() => op({ nativeStrategy: 'zip' as never })).toThrow(/compressToolResult: nativeStrategy/);
+    expect(() => op({ toolNames: { a: 'b' } })).toThrow(/compressToolResult: toolNames/);
+  });
+});
+
+describe('compressToolResult: terminal results through the built-in compactors', () => {
+  const cases: [string, string, number | undefined, string[]][] = [
+    ['vitest-fail.txt', 'npx vitest run', 1, ['Tests  3 failed | 192 passed (195)', 'FAIL  test/m4.test.js']],
+    ['pytest-fail.txt', 'python3 -m pytest -v tests', 1, ['4 failed, 172 passed', "E       KeyError: 'b'"]],
+    ['cargo-test-fail.txt', 'cargo test', 101, ['test result: FAILED. 30 passed; 3 failed']],
+    ['tsc-errors.txt', 'npx tsc -p .', 2, ['TS2322']],
+    ['javac-errors.txt', 'javac -d out src/app/*.java', 1, ['50 errors']],
+    ['grep-rn.txt', 'grep -rn subscriber src/internal/operators', 0, ['[matches: 334 in 71 files]']],
+    ['git-log.txt', 'git log', 0, ['Tweak module 6 for issue #145']],
+    ['git-diff.txt', 'git diff --no-color', 0, ['diff --git a/src/mod9.ts b/src/mod9.ts']],
+    ['npm-install-fail.txt', 'npm install vitest', 1, ['npm error code ENOTCACHED']],
+    ['find.txt', 'find src -type f', 0, ['src/internal/operators/ (']],
+    ['python-importtime.txt', 'python3 -X importtime -c "import asyncio"', 0, ['import time: self [us]']],
+  ];
+  it.each(cases)('%s: smaller in chars and tokens, exit code and key lines kept, exact raw recoverable', async (name, command, exitCode, keep) => {
+    const raw = fixture(name);
+    const [out] = await runOp(op(), [result('terminal', raw, { command }, exitCode)]);
+    const text = out!.value.content;
+    expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
+    expect(counter.count(text)).toBeLessThan(counter.count(raw));
+    expect(text.startsWith(`[exit code: ${exitCode}]\n`)).toBe(true);
+    for (const k of keep) expect(text).toContain(k);
+    await expectRecovers(vault, text, raw);
+  });
+
+  it('reads host JSON results and keeps their exit code', async () => {
+    const raw = JSON.stringify({ output: fixture('pytest-fail.txt'), exit_code: 1, error: null });
+    const [out] = await runOp(op(), [result('bash', raw, { command: 'pytest -v' })]);
+    expect(out!.value.content.startsWith('[exit code: 1]\n[pytest:')).toBe(true);
+    await expectRecovers(vault, out!.value.content, raw);
+  });
+
+  it('facts §4 case 1: the 8,000-line git diff is at most 911 tokens as {command, result}, raw exactly recoverable', async () => {
+    const { cwd, diff } = case1GitDiff(mkdtempSync(join(dir, 'case1-')));
+    expect(diff).toHaveLength(600894);
+    const rawText = canonicalJson({ command: CASE1_COMMAND, result: diff });
+    expect(codePointLength(rawText)).toBe(616972);
+    expect(counter.count(rawText)).toBe(152074);
+    const [out] = await runOp(op(), [result('terminal', diff, { command: CASE1_COMMAND, cwd }, 0)]);
+    const outText = canonicalJson({ command: CASE1_COMMAND, result: out!.value.content });
+    expect(counter.count(outText)).toBeLessThanOrEqual(911);
+    expect(out!.value.content).toContain('@@ -1,8000 +1,8000 @@');
+    expect(out!.value.content).toContain('diff --git a/benchmark_fixture.txt b/benchmark_fixture.txt');
+    await expectRecovers(vault, out!.value.content, diff);
+  });
+});
+
+describe('compressToolResult: properties', () => {
+  const tools = fc.constantFrom('search_files', 'process', 'terminal', 'read_file', 'other');
+  it('output is unchanged, or strictly smaller in chars and o200k tokens with an artifact that recovers the input exactly; callers never mutated', async () => {
+    const operator = op({ nativeMinChars: 1000, nativeMaxChars: 1000, terminalMinChars: 200, terminalMaxChars: 600, mode: 'aggressive' });
+    let changed = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(tools, toolOutput({ sizes: ['tiny', 'medium'] }), fc.constantFrom('git status', 'pytest', 'ls -R', 'make', undefined)), { minLength: 1, maxLength: 3 }), async (items) => {
+        const inputs = items.map(([name, content, command]) => deepFreeze(result(name, content, command === undefined ? {} : { command })));
+        const snapshot = structuredClone(inputs);
+        const outs = await runOp(operator, inputs);
+        expect(inputs).toEqual(snapshot);
+        for (const [i, out] of outs.entries()) {
+          const raw = inputs[i]!.content;
+          expect(out.original).toBe(inputs[i]);
+          if (out.value.content === raw) continue;
+          changed += 1;
+          expect(codePointLength(out.value.content)).toBeLessThan(codePointLength(raw));
+          expect(counter.count(out.value.content)).toBeLessThan(counter.count(raw));
+          await expectRecovers(vault, out.value.content, raw);
+        }
+      }),
+      { numRuns: 40 },
+    );
+    expect(changed).toBeGreaterThan(0); // the property saw real reductions, not only pass-throughs
+  });
+});
