@@ -84,6 +84,7 @@ export async function main(argv: string[]): Promise<void> {
     const baseline = await time(iterations, () => canonicalJson(request));
     const stringify = await time(iterations, () => JSON.stringify(request));
 
+    const floor = await time(Math.min(iterations, 3), () => tiktoken.count(canonicalJson(request, { compact: true })));
     const uncached = await time(iterations, async () => {
       const run = createOutputBudget('bench', { route, counter: budgetCounterFrom(tiktoken) }).open();
       await run.apply(step(request), signal);
@@ -105,6 +106,7 @@ export async function main(argv: string[]): Promise<void> {
     const row = (label: string, ms: number): string => `${label.padEnd(44)} ${ms.toFixed(2).padStart(9)} ms   ${(ms / baseline).toFixed(2).padStart(7)}× baseline`;
     console.log(row('baseline: canonicalJson(request) once', baseline));
     console.log(row('JSON.stringify(request) once', stringify));
+    console.log(row('tiktoken count of the whole request once', floor));
     console.log(row('cap, uncached (empty memo, tiktoken)', uncached));
     console.log(row('cap, cached (memo warm, new objects)', cached));
     console.log(row('cap, history cached + 1 new 2 KB message', incremental));
