@@ -1,0 +1,102 @@
+/**
+ * `deltaRepeatedOutput`: a repeated terminal observation (same scope, cwd, backend and command)
+ * becomes a unified diff against the previous output (facts §2.15). The new exact output is
+ * vaulted first and the baseline always advances; the diff is shown only when it is strictly
+ * smaller than both the raw output and the current compact rendering.
+ */
+import { createHash } from 'node:crypto';
+import type { OperatorFunction } from 'rxjs';
+import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
+import { unifiedLineDiff } from '../src/compact/delta.js';
+import { codePointLength } from '../src/compact/lines.js';
+import { memoCounter, readArtifact, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
+import type { ModeFlags } from '../src/config/index.js';
+import type { Mode } from '../src/config/types.js';
+import { ConfigError } from '../src/errors.js';
+import type { TokenCounter } from '../src/measure/types.js';
+import { stepOperator } from '../src/operator-kit.js';
+import { renderNativeNote } from '../src/receipts/index.js';
+import { advance, note, type Step, type ToolResult } from '../src/step.js';
+import { backendOf, commandOf, cwdOf, normalizeCommand } from '../src/tools/command.js';
+import { resolveFlags } from '../src/tools/modes.js';
+import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
+import type { Vault } from '../src/vault/types.js';
+
+const STAGE = 'temporal_delta';
+
+export interface DeltaRepeatedOutputOptions {
+  /** Where exact outputs and baselines live (required). */
+  readonly vault: Vault;
+  /** Exact token counter: a delta must also use fewer tokens. Default none (chars only). */
+  readonly counter?: TokenCounter;
+  /** Mode gate (default 'balanced': on in balanced and aggressive); ignored when `flags` is given. */
+  readonly mode?: Mode;
+  /** Mode flags from src/config; `flags.temporal` gates this operator. */
+  readonly flags?: ModeFlags;
+  /** Baselines per session (`session`) or shared across sessions (`workspace`). Default 'session'. */
+  readonly scope?: 'session' | 'workspace';
+  /** Smaller outputs are left alone (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS, ≥ 1). Default 2000. */
+  readonly minChars?: number;
+  /** Size target of the compact rendering a delta must beat. Default 4000. */
+  readonly compactMaxChars?: number;
+  /** Host tool name → canonical name. */
+  readonly toolNames?: Readonly<Record<string, string>>;
+  /** Environment for TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** @example results$.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault })) */
+export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+  const name = 'deltaRepeatedOutput';
+  if (typeof options?.vault?.put !== 'function') throw new ConfigError(`${name}: a vault is required`);
+  const flags = resolveFlags(name, options);
+  const toolNames = validateToolNames(name, options.toolNames);
+  const scope = options.scope ?? 'session';
+  if (scope !== 'session' && scope !== 'workspace') throw new ConfigError(`${name}: scope must be session or workspace`);
+  const minChars = options.minChars ?? 2000;
+  if (!Number.isInteger(minChars) || minChars < 1) throw new ConfigError(`${name}: minChars must be an integer ≥ 1`);
+  const { vault } = options;
+  const env = options.env ?? process.env;
+  return stepOperator<ToolResult>(STAGE, () => async (step) => {
+    const result = step.value;
+    const counter = memoCounter(options.counter);
+    if (!flags.temporal || canonicalToolName(result.name, toolNames) !== 'terminal') return undefined;
+    const command = commandOf(result.args);
+    if (command === undefined || result.content.length < minChars || result.content.startsWith('[Token Terminator')) return undefined;
+    const stateKey = createHash('sha256')
+      .update(JSON.stringify({ backend: backendOf(result.args, env), command: normalizeCommand(command), cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()), session: scope === 'session' ? step.context.sessionId : '' }))
+      .digest('hex');
+    const current = await vaultExact(vault, { content: result.content, toolName: 'terminal', args: result.args, sessionId: step.context.sessionId, callId: result.callId });
+    const previous = await vault.getBaseline(stateKey);
+    await vault.setBaseline(stateKey, current.artifactId); // the baseline advances even when the delta is rejected
+    if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
+    const prevId = previous.artifactId;
+    // The delta must beat the compact rendering the next stage would show, not just the raw text.
+    const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
+    const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, { maxChars: options.compactMaxChars ?? 4000 }).text;
+    const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), current.artifactId)}`;
+    const bar = strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
+    const exit = result.exitCode === undefined ? '' : `\n[exit code: ${result.exitCode}]`;
+    let candidate: string;
+    if (prevId === current.artifactId) {
+      candidate = `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prevId} | recover exact current output with token_terminator action=artifact_get]${exit}`;
+    } else {
+      const before = await readArtifact(vault, prevId).catch(() => undefined);
+      if (before === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline_missing' });
+      const label = command.replace(/[\r\n]+/g, ' ').slice(0, 80) || 'terminal';
+      const header = `[Token Terminator temporal delta | current=${current.artifactId} | previous=${prevId} | exact current output: token_terminator action=artifact_get]${exit}`;
+      const diff = unifiedLineDiff(before, result.content, `${label} :: ${prevId}`, `${label} :: ${current.artifactId}`, codePointLength(bar) - header.length);
+      if (diff === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+      candidate = header + diff;
+    }
+    if (!strictlySmaller(bar, candidate, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    await vault.pin([prevId, current.artifactId]);
+    return advance(step, { ...result, content: candidate }, {
+      stage: STAGE,
+      kind: 'applied',
+      reason: prevId === current.artifactId ? 'unchanged' : 'changed',
+      savedChars: codePointLength(result.content) - codePointLength(candidate),
+      artifacts: [current.artifactId, prevId],
+    });
+  });
+}
