@@ -96,6 +96,11 @@ export interface ComponentMetricsTable {
   final_tokens: number;
 }
 
+/** Artifacts stored but not yet in the trigram index (indexing is deferred off the put path). */
+export interface FtsPendingTable {
+  seq: number;
+}
+
 export interface MetaTable {
   key: string;
   value: number;
@@ -112,6 +117,7 @@ export interface VaultDatabase {
   request_metrics: RequestMetricsTable;
   request_component_metrics: ComponentMetricsTable;
   vault_meta: MetaTable;
+  fts_pending: FtsPendingTable;
 }
 
 /** Counter keys in `vault_meta` (O(1) usage without scanning artifacts). */
@@ -247,6 +253,10 @@ const initial: Migration = {
 
     // Trigram index over case-folded content (folded in JS, so case_sensitive 1 keeps SQLite from
     // folding a second, different way). Contentless: the content lives once, in `artifacts`.
+    await db.schema
+      .createTable('fts_pending')
+      .addColumn('seq', 'integer', (c) => c.primaryKey().references('artifacts.seq').onDelete('cascade'))
+      .execute();
     await sql`CREATE VIRTUAL TABLE artifact_fts USING fts5(body, tokenize = 'trigram case_sensitive 1', content = '', contentless_delete = 1)`.execute(
       db,
     );

@@ -24,7 +24,7 @@ import {
 import { openVaultDatabase, privateSideFiles } from './open.js';
 import { makeRoom, retentionStatements, watermarks } from './retention.js';
 import { META, type VaultDatabase } from './schema.js';
-import { createSearch } from './search.js';
+import { createSearchIndex } from './search.js';
 import {
   COMPACT_CLIP,
   COMPACT_LINES,
@@ -67,6 +67,13 @@ export interface VaultOptions {
   readonly maxSearchResults?: number;
   /** How long a write waits for another process's lock, in ms. Default 10,000. */
   readonly busyTimeoutMs?: number;
+  /** Wall clock in ms for created/observed times (retention order). Default `Date.now`. */
+  readonly clock?: () => number;
+  /**
+   * Index new artifacts for search in small batches while the process is idle (search always
+   * finishes the queue first, so results are complete either way). Default true.
+   */
+  readonly indexInBackground?: boolean;
 }
 
 const DEFAULTS = {
@@ -79,6 +86,9 @@ const DEFAULTS = {
   busyTimeoutMs: 10_000,
 } as const;
 
+/** Content bytes indexed per idle step (keeps each step to tens of milliseconds). */
+const INDEX_STEP_BYTES = 256 * 1024;
+const INDEX_IDLE_MS = 25;
 const DEFAULT_PEEK_CHARS = 8_000;
 const MIN_PEEK_CHARS = 200;
 const DEFAULT_FIND_MATCHES = 50;
@@ -116,10 +126,6 @@ function resolveOptions(options: VaultOptions): Resolved {
   return out;
 }
 
-function nowIso(): string {
-  return new Date().toISOString();
-}
-
 /** Canonical compact JSON of tool arguments; provenance must never make a put fail. */
 function argsJson(args: unknown): string {
   if (args === undefined) return '{}';
@@ -148,7 +154,7 @@ function statements(raw: Database.Database) {
       `INSERT INTO artifacts (artifact_id, sha256, char_count, byte_count, tool_name, created_at, last_observed_at, content)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    insertFts: raw.prepare('INSERT INTO artifact_fts (rowid, body) VALUES (?, ?)'),
+    queueForIndex: raw.prepare('INSERT INTO fts_pending (seq) VALUES (?)'),
     insertObservation: raw.prepare(
       `INSERT OR IGNORE INTO artifact_observations
        (artifact_id, session_id, tool_call_id, tool_name, args_json, args_sha256, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -206,12 +212,18 @@ function statements(raw: Database.Database) {
  */
 export async function createVault(options: VaultOptions): Promise<Vault> {
   const opts = resolveOptions(options);
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== 'function') throw new ConfigError('createVault: `clock` must be a function returning ms');
+  if (options.indexInBackground !== undefined && typeof options.indexInBackground !== 'boolean') {
+    throw new ConfigError('createVault: `indexInBackground` must be a boolean');
+  }
+  const nowIso = (): string => new Date(clock()).toISOString();
   const marks = watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct);
   const { raw, db, path } = await openVaultDatabase(options.path, opts.busyTimeoutMs);
   raw.function('tt_fold', { deterministic: true }, (s: unknown) => foldCase(String(s ?? '')));
   const st = statements(raw);
   const rt = retentionStatements(raw);
-  const search = createSearch(raw);
+  const searchIndex = createSearchIndex(raw);
   /** sha → row seq of content this process has read back and verified. */
   const verified = new Map<string, number>();
   let closed = false;
@@ -238,7 +250,7 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
       artifactId = st.shaOfId.get(short) === undefined ? short : longIdForSha(sha);
       makeRoom(rt, marks, bytes);
       seq = Number(st.insertArtifact.run(artifactId, sha, chars, bytes, toolName, now, now, input.content).lastInsertRowid);
-      st.insertFts.run(seq, foldCase(input.content));
+      st.queueForIndex.run(seq);
       st.addMeta.run(bytes, META.bytes);
       st.addMeta.run(1, META.count);
     } else {
@@ -251,6 +263,26 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
     if (toolName !== '') st.insertTool.run(artifactId, toolName, foldCase(toolName));
     return { artifactId, created: found === undefined, seq };
   });
+
+  let indexTimer: NodeJS.Timeout | undefined;
+  /** Schedule one idle indexing step; it reschedules itself while the queue has rows. */
+  const scheduleIndexing = (): void => {
+    if (indexTimer !== undefined || closed || options.indexInBackground === false) return;
+    indexTimer = setTimeout(() => {
+      indexTimer = undefined;
+      if (closed) return;
+      // Never wait for another process's lock here: this is optional work on the event loop.
+      raw.pragma('busy_timeout = 0');
+      try {
+        if (searchIndex.indexPending(INDEX_STEP_BYTES)) scheduleIndexing();
+      } catch {
+        // Busy or failing: leave the queue; the next put reschedules, and search drains it anyway.
+      } finally {
+        raw.pragma(`busy_timeout = ${opts.busyTimeoutMs}`);
+      }
+    }, INDEX_IDLE_MS);
+    indexTimer.unref();
+  };
 
   const claimTx = raw.transaction((sessionId: string, artifactId: string, requestId: string, limit: number) => {
     if (st.exists.get(artifactId) === undefined) throw new ArtifactNotFoundError(artifactId);
@@ -337,6 +369,7 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
       }
       const sha = sha256Hex(content);
       const { artifactId, created, seq } = immediate(writeTx, input, sha, chars, bytes);
+      if (created) scheduleIndexing();
       // The row id is AUTOINCREMENT (never reused), so a row pruned and written again is verified again.
       if (verified.get(sha) !== seq) {
         const back = st.readBack.get(artifactId) as { sha256: string; content: string } | undefined;
@@ -414,7 +447,7 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
     async search(query: string, limit = opts.maxSearchResults): Promise<readonly ArtifactSummary[]> {
       open();
       const cap = Math.min(requireCount('limit', limit, 1), opts.maxSearchResults);
-      return search(typeof query === 'string' ? query : '', cap);
+      return searchIndex.search(typeof query === 'string' ? query : '', cap);
     },
 
     async exposureAvailable(sessionId, artifactId, requestId, limit) {
@@ -519,6 +552,7 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      if (indexTimer !== undefined) clearTimeout(indexTimer);
       verified.clear();
       await db.destroy();
     },
