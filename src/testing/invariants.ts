@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import type { ProviderRequest } from '../step.js';
 import type { InvariantName, InvariantOptions, OperatorUnderTest } from './harness.js';
 import { cacheStablePredicate, type CacheStableOptions } from './properties/cache-stable.js';
-import { faultPlan, failsOpenPredicate, type FaultPlan } from './properties/fails-open.js';
+import { faultPlan, failsOpenPredicate, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 import { neverMutatesPredicate } from './properties/never-mutates.js';
 import { recoversExactlyPredicate } from './properties/recovers-exactly.js';
 import { cutPlan, releasesOnUnsubscribePredicate, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
@@ -30,7 +30,7 @@ export const propertyTests = {
   unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], unchangedOrSmallerPredicate(op, o)],
   neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], neverMutatesPredicate(op, o)],
   recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], recoversExactlyPredicate(op, o)],
-  failsOpen: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>, FaultPlan]> => [[o.inputs, faultPlan()], failsOpenPredicate(op, o)],
+  failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>): PropTuple<[Inputs<T>, FaultPlan]> => [[o.inputs, faultPlan()], failsOpenPredicate(op, o)],
   releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>): PropTuple<[Inputs<T>, CutPlan]> => [[o.inputs, cutPlan()], releasesOnUnsubscribePredicate(op, o)],
   cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], cacheStablePredicate(op, o)],
   validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], validRolesPredicate(op, o)],
@@ -51,7 +51,7 @@ export const invariants = {
   unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.unchangedOrSmaller(op, o)),
   neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.neverMutates(op, o)),
   recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.recoversExactly(op, o)),
-  failsOpen: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.failsOpen(op, o)),
+  failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>) => asProperty(propertyTests.failsOpen(op, o)),
   releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>) => asProperty(propertyTests.releasesOnUnsubscribe(op, o)),
   cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions) => asProperty(propertyTests.cacheStable(op, o)),
   validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.validRoles(op, o)),
@@ -70,7 +70,7 @@ export interface PropTestApi {
   prop(arbitraries: never, params?: never): (name: string, predicate: never, timeout?: number) => void;
 }
 
-export interface TestInvariantsOptions<T> extends ReleaseOptions<T> {
+export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOptions<T> {
   /** Which invariants to register. Default: the four that apply to any stream (size, mutation, recovery, fail-open when deps-aware). */
   readonly only?: readonly InvariantName[];
   /** fast-check parameters for every property. Default: `{ numRuns: 20 }`. */

@@ -32,13 +32,17 @@ export interface ToolEventOptions {
   readonly tools?: readonly string[];
   /** Output size classes. Default: tiny, medium and large. */
   readonly sizes?: readonly SizeClass[];
+  /** Terminal commands to draw from (e.g. commands a stub understands). Default: common git/npm/pytest/ls/rg commands. */
+  readonly commands?: readonly string[];
+  /** Working directories for terminal `cwd` args (use real ones when the operator runs processes there). Default: three made-up paths. */
+  readonly cwds?: readonly string[];
 }
 
 /** Arguments for a tool of this name. */
-export function toolArgs(name: string): fc.Arbitrary<Record<string, unknown>> {
+export function toolArgs(name: string, commands: readonly string[] = COMMANDS, cwds: readonly string[] = CWDS): fc.Arbitrary<Record<string, unknown>> {
   switch (name) {
     case 'terminal':
-      return fc.record({ command: fc.constantFrom(...COMMANDS), cwd: fc.constantFrom(...CWDS) }, { requiredKeys: ['command'] });
+      return fc.record({ command: fc.constantFrom(...commands), cwd: fc.constantFrom(...cwds) }, { requiredKeys: ['command'] });
     case 'search_files':
       return fc.record({ pattern: fc.constantFrom('TODO', 'vault', 'export function', 'écrire'), path: fc.constantFrom('src', '.', 'test') });
     case 'read_file':
@@ -57,7 +61,7 @@ export function toolCall(options: ToolEventOptions = {}, index = 0): fc.Arbitrar
   const tools = options.tools ?? TOOL_NAMES;
   return fc
     .constantFrom(...tools)
-    .chain((name) => fc.record({ name: fc.constant(name), args: toolArgs(name), nonce: fc.nat(0xffff) }))
+    .chain((name) => fc.record({ name: fc.constant(name), args: toolArgs(name, options.commands, options.cwds), nonce: fc.nat(0xffff) }))
     .map(({ name, args, nonce }) => ({ id: `call_${index}_${nonce.toString(16)}`, name, args }));
 }
 
@@ -96,7 +100,8 @@ export interface ToolStreamOptions extends ToolEventOptions {
 export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<readonly ToolResult[]> {
   const min = options.minLength ?? 1;
   const max = options.maxLength ?? 6;
-  const fresh = fc.array(toolEventPair(options), { minLength: min, maxLength: max });
+  // Half the stream is fresh observations, the rest re-runs them: repeats are what deltas act on.
+  const fresh = fc.array(toolEventPair(options), { minLength: min, maxLength: Math.max(min, Math.ceil(max / 2)) });
   const edits = fc.array(fc.record({ from: fc.nat(), kind: fc.constantFrom('same', 'edit', 'new'), line: fc.nat(), text: fc.string({ maxLength: 20 }) }), {
     maxLength: max,
   });

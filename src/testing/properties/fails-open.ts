@@ -29,7 +29,16 @@ const isTotal = (p: FaultPlan): boolean => p.vault === 'all' && p.counterThrows 
  * reports `applied` (a `failed_open`, `skipped` or no decision is fine); when only some are broken,
  * whatever the operator still did must recover exactly from the real vault.
  */
-export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[], plan: FaultPlan) => Promise<void> {
+export interface FailsOpenOptions<T> extends InvariantOptions<T> {
+  /**
+   * When every dependency throws, require the output to equal the input. Set false for an
+   * operator with a documented fallback that needs no dependency (it is then held to: no stream
+   * error, one Step per input, everything recoverable). Default: true.
+   */
+  readonly expectUnchanged?: boolean;
+}
+
+export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: FailsOpenOptions<T>): (values: readonly T[], plan: FaultPlan) => Promise<void> {
   if (!isDepsAware(op)) throw new TypeError('failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)');
   return async (values, plan) => {
     const base = baseDeps(options as InvariantOptions<unknown>);
@@ -53,7 +62,7 @@ export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: Invaria
       for (const [i, out] of result.outputs.entries()) {
         const input = steps[i]!;
         const added = out.decisions.slice(input.decisions.length);
-        if (isTotal(plan)) {
+        if (isTotal(plan) && options.expectUnchanged !== false) {
           if (!sameData(input.value, out.value)) {
             throw new InvariantViolation('fails-open', `step ${i}`, `every dependency threw, yet the output differs from the input: ${firstDifference(input.value, out.value)}`);
           }
