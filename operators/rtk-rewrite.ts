@@ -63,8 +63,8 @@ export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = 
   const timeoutMs = int('timeoutMs', options.timeoutMs ?? 500, 50);
   const ttl = int('cacheTtlMs', options.cacheTtlMs ?? 600_000, 1);
   const size = int('cacheSize', options.cacheSize ?? 512, 1);
-  const exclude = (options.exclude ?? []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
-  const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
+  const exclude = strings('exclude', options.exclude ?? []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
+  const backends = strings('backends', options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
   const env = options.env ?? process.env;
   const spawn = options.spawn ?? defaultSpawner;
   const clock = options.clock ?? (() => performance.now());
@@ -112,5 +112,10 @@ export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = 
 
 function int(name: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) throw new ConfigError(`rewriteTerminalCommand: ${name} must be an integer ≥ ${min} (got ${value})`);
+  return value;
+}
+
+function strings(name: string, value: readonly string[]): readonly string[] {
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new ConfigError(`rewriteTerminalCommand: ${name} must be an array of strings`);
   return value;
 }

@@ -267,6 +267,7 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     expect(() => rewriteTerminalCommand({ cacheSize: 0 })).toThrow(/rewriteTerminalCommand: cacheSize/);
     expect(() => rewriteTerminalCommand({ mode: 'fast' as never })).toThrow(/rewriteTerminalCommand: mode/);
     expect(() => rewriteTerminalCommand({ toolNames: { bash: 'shell' } })).toThrow(/rewriteTerminalCommand: toolNames/);
+    expect(() => rewriteTerminalCommand({ exclude: 'git push' as never })).toThrow(/rewriteTerminalCommand: exclude/);
   });
 
   it('property: a command is either untouched or exactly rtk-wrapped; the caller is never mutated', async () => {
