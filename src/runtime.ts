@@ -11,6 +11,7 @@
  */
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
+import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
 import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import type { Config } from './config/types.js';
 import { canonicalJson, counterForModel } from './measure/index.js';
@@ -163,7 +164,20 @@ function chain<T>(ops: readonly Op<T>[]): Op<T> {
 }
 
 function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
-  return chain<ToolCall>([d.gates.terminal || d.gates.suggest ? placeholder<ToolCall>() : identity]);
+  if (!d.gates.terminal && !d.gates.suggest) return identity;
+  const c = d.config;
+  return rewriteTerminalCommand({
+    flags: d.gates,
+    ...(c.rtkPath === '' ? {} : { rtkPath: c.rtkPath }),
+    timeoutMs: c.timeoutMs,
+    cacheTtlMs: c.cacheTtlSeconds * 1000,
+    cacheSize: c.cacheSize,
+    exclude: c.exclude,
+    backends: c.backends,
+    pytestGuard: c.pytestGuard,
+    previewMarker: c.previewMarker,
+    toolNames: c.toolNames,
+  });
 }
 
 function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {

@@ -82,6 +82,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const all = new FigureAccumulator(price);
   const perSession: ReplayFigures['sessions'] = [];
   let done = 0;
+  const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
   try {
     for (const session of sessions) {
       const acc = new FigureAccumulator(price);
@@ -91,6 +92,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
         ledger,
         dump,
         now,
+        runId,
         onRequest: (sample) => {
           acc.add(sample);
           all.add(sample);
@@ -136,6 +138,7 @@ interface Deps {
   readonly ledger: Ledger | undefined;
   readonly dump: WriteStream | undefined;
   readonly now: () => number;
+  readonly runId: string;
   onRequest(sample: Sample): void;
   onExtraTime(ms: number): void;
 }
@@ -143,6 +146,9 @@ interface Deps {
 async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
   const { tt, meter, now } = d;
   const sessionId = session.id;
+  // Each replay run is its own ledger session (`replay:<run>:<id>`), so replays of the same
+  // recording under two modes compare instead of contaminating one another.
+  const ledgerId = `replay:${d.runId}:${session.id}`;
   const mode = tt.config.mode;
   const toolNames = tt.config.toolNames;
   const verifier = new ReceiptVerifier(tt.vault);
@@ -155,9 +161,9 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
   let pendingMs = 0;
   let index = 0;
   let turn = 0;
-  d.ledger?.ensureSession(session.model === undefined ? { sessionId, mode } : { sessionId, mode, model: session.model });
+  d.ledger?.ensureSession(session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model });
   const finishTurn = (): void => {
-    if (turn > 0) d.ledger?.finishTurn({ sessionId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
+    if (turn > 0) d.ledger?.finishTurn({ sessionId: ledgerId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
   };
   let turnTokens = 0;
 
@@ -169,7 +175,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
       turn++;
       turnTokens = 0;
       const content = msg['content'];
-      const base = { sessionId, turnId: `t${turn}`, mode, prompt: typeof content === 'string' ? content : '' };
+      const base = { sessionId: ledgerId, turnId: `t${turn}`, mode, prompt: typeof content === 'string' ? content : '' };
       d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
     }
     if (role === 'assistant' && i > 0) {
@@ -221,7 +227,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
           savedByStage: saved,
         }),
       );
-      d.ledger?.recordRequest(turn > 0 ? { sessionId, turnId: `t${turn}`, rawTokens: sample.rawTokens, finalTokens: sample.finalTokens } : { sessionId, rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
+      d.ledger?.recordRequest({ sessionId: ledgerId, ...(turn > 0 ? { turnId: `t${turn}` } : {}), rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
       turnTokens += sample.finalTokens;
       d.dump?.write(`${JSON.stringify({ session: sessionId, index, final: finalRequest })}\n`);
       d.onRequest(sample);

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import { registerArtifact } from './artifact.js';
 import { registerStatus } from './status.js';
 import { registerReplay } from './replay.js';
+import { registerStats } from './stats.js';
+import { registerCompare } from './compare.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -11,4 +13,6 @@ export const commands: CommandRegistrar[] = [
   registerStatus,
   registerArtifact,
   registerReplay,
+  registerStats,
+  registerCompare,
 ];

@@ -1,0 +1,50 @@
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { loadConfig, MODES } from '../../config/index.js';
+import { openLedger } from '../../telemetry/ledger.js';
+import { CliError, writeJson, writeOut } from '../context.js';
+
+interface CompareOptions {
+  ledger?: string;
+  experiment?: string;
+  json?: boolean;
+}
+
+const num = (x: number | null): string => (x === null ? 'n/a' : String(x));
+
+async function compare(a: string, b: string, options: CompareOptions): Promise<void> {
+  for (const m of [a, b]) if (!(MODES as readonly string[]).includes(m)) throw new CliError(`unknown mode "${m}" (accepted: ${MODES.join(', ')})`);
+  if (a === b) throw new CliError('comparison modes must differ');
+  const config = loadConfig({ env: process.env, overrides: options.ledger === undefined ? {} : { ledgerPath: options.ledger } });
+  if (!existsSync(config.ledgerPath)) throw new CliError(`no experiment ledger at ${config.ledgerPath} (set --ledger or TOKEN_TERMINATOR_LEDGER_PATH)`);
+  const ledger = openLedger({ path: config.ledgerPath });
+  try {
+    const c = ledger.compare(a, b, { experiment: options.experiment ?? config.experiment });
+    if (options.json === true) return await writeJson(c);
+    const lines = [
+      `experiment ${c.experiment}: ${a} vs ${b} (excluded contaminated sessions: ${c.excludedContaminatedSessions})`,
+      ...[c.a, c.b].map(
+        (s) => `  ${s.mode.padEnd(10)} sessions ${s.sessions}, turns ${s.turns}, total tokens mean ${num(s.meanTotalTokens)} median ${num(s.medianTotalTokens)}`,
+      ),
+      c.delta.available ? `  delta (${b} − ${a}): mean ${num(c.delta.meanTotalTokens)}, median ${num(c.delta.medianTotalTokens)}` : '  delta: not available (a mode has no eligible session)',
+      `  matched turns: ${c.matchedTurns.pairs} pairs, mean delta ${num(c.matchedTurns.meanDelta)}, median delta ${num(c.matchedTurns.medianDelta)}`,
+      ...c.notes.map((n) => `  note: ${n}`),
+    ];
+    await writeOut(`${lines.join('\n')}\n`);
+  } finally {
+    ledger.close();
+  }
+}
+
+/** `token-terminator compare <modeA> <modeB>`: the experiment ledger's mode comparison. */
+export function registerCompare(program: Command): void {
+  program
+    .command('compare')
+    .description('compare two modes on the sessions of the experiment ledger (contaminated sessions excluded)')
+    .argument('<modeA>')
+    .argument('<modeB>')
+    .option('--ledger <path>', 'ledger file (default: TOKEN_TERMINATOR_LEDGER_PATH or <data dir>/experiments.sqlite3)')
+    .option('--experiment <name>', 'experiment name (default: TOKEN_TERMINATOR_EXPERIMENT)')
+    .option('--json', 'print machine-readable JSON')
+    .action((a: string, b: string, options: CompareOptions) => compare(a, b, options));
+}

@@ -1,0 +1,32 @@
+import Table from 'cli-table3';
+import type { Command } from 'commander';
+import { readMetricsSummary } from '../../telemetry/stats.js';
+import { cliConfig, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
+
+const plain = { head: [], border: [] };
+const int = (n: number): string => n.toLocaleString('en-US');
+
+async function stats(options: CommonOptions): Promise<void> {
+  const config = cliConfig(options);
+  const s = readMetricsSummary(config.dbPath);
+  if (options.json === true) return writeJson({ db_path: config.dbPath, ...s });
+  const totals = new Table({ head: ['figure', 'raw', 'final', ''], style: plain });
+  totals.push(
+    ['requests', int(s.requests), '', `${int(s.sessions)} sessions`],
+    ['chars', int(s.raw_chars), int(s.final_chars), ''],
+    ['tokens', int(s.raw_tokens), int(s.final_tokens), `${s.reduction_pct.toFixed(2)} % fewer`],
+    ['receipts', '', int(s.receipts), `${int(s.failed_open_requests)} failed-open requests`],
+  );
+  const stages = new Table({ head: ['mechanism', 'saved chars'], style: plain });
+  for (const [stage, chars] of Object.entries(s.saved_by_stage).sort((a, b) => b[1] - a[1])) stages.push([stage, int(chars)]);
+  const parts = new Table({ head: ['component', 'raw tokens', 'final tokens', 'share of raw'], style: plain });
+  for (const [name, c] of Object.entries(s.components)) parts.push([name, int(c.raw_tokens), int(c.final_tokens), `${c.raw_pct.toFixed(2)} %`]);
+  await writeOut(`vault: ${config.dbPath}\n${totals.toString()}\n${stages.toString()}\n${parts.toString()}\n`);
+}
+
+/** `token-terminator stats`: content-free request metrics of the vault (totals, per mechanism, per component). */
+export function registerStats(program: Command): void {
+  withCommonOptions(program.command('stats').description('sums of the content-free request metrics in the vault')).action((options: CommonOptions) =>
+    stats(options),
+  );
+}
