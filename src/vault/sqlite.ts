@@ -293,6 +293,10 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
     return true;
   });
 
+  const pinTx = raw.transaction((ids: readonly string[], now: string) => {
+    for (const id of ids) st.pin.run(now, id);
+  });
+
   const metricTx = raw.transaction((m: RequestMetric) => {
     st.upsertMetric.run({
       sessionId: m.sessionId,
@@ -471,13 +475,7 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
 
     async pin(artifactIds) {
       open();
-      const now = nowIso();
-      immediate(
-        raw.transaction((ids: readonly string[]) => {
-          for (const id of ids) st.pin.run(now, id);
-        }),
-        artifactIds,
-      );
+      immediate(pinTx, artifactIds, nowIso());
     },
 
     async getBaseline(stateKey: string): Promise<TerminalBaseline | undefined> {
