@@ -4,24 +4,17 @@
  */
 import { test } from '@fast-check/vitest';
 import { firstValueFrom, of, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createStep, type ToolResult } from '../src/step.js';
 import { readArtifact, testInvariants, toolResultStream, withDeps, type TestInvariantsOptions } from '../src/testing/index.js';
 import { referencedArtifacts } from '../src/receipts/index.js';
 import { createVault } from '../src/vault/index.js';
-import type { Vault } from '../src/vault/types.js';
 import { dropNoisyOutput } from './custom-operator.js';
 
-let vault: Vault;
-beforeAll(async () => {
-  vault = await createVault({ path: ':memory:' });
-});
+const vault = await createVault({ path: ':memory:' });
 afterAll(async () => {
   await vault.close();
 });
-
-// The vault is created in beforeAll, so hand the kit a view that reads it at run time.
-const lazyVault = new Proxy({} as Vault, { get: (_, prop) => Reflect.get(vault, prop, vault) as unknown });
 
 describe('dropNoisyOutput', () => {
   it('replaces a large noisy output with a receipt that recovers it exactly', async () => {
@@ -42,7 +35,7 @@ describe('dropNoisyOutput', () => {
 
 describe('dropNoisyOutput invariants (testing kit)', () => {
   const options: TestInvariantsOptions<ToolResult> = {
-    vault: lazyVault,
+    vault,
     inputs: toolResultStream({ tools: ['noisy_probe', 'terminal'], maxLength: 4 }),
     only: ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'],
     params: { numRuns: 15 },
