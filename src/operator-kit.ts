@@ -47,6 +47,7 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
     if (!isThenable(result)) {
       // Synchronous reductions emit synchronously: no microtask hop on the hot path, and marble
       // tests in virtual time see them in the frame they arrived.
+      outer?.removeEventListener('abort', onOuterAbort);
       subscriber.next(result ?? step);
       subscriber.complete();
       return undefined;

@@ -89,3 +89,25 @@ describe('stepOperator', () => {
   });
 });
 
+
+describe('stepOperator listeners', () => {
+  it('removes its abort listener from the step signal after a synchronous reduction', async () => {
+    const controller = new AbortController();
+    let added = 0;
+    let removed = 0;
+    const signal = controller.signal;
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    signal.addEventListener = ((...args: Parameters<AbortSignal['addEventListener']>) => {
+      added++;
+      add(...args);
+    }) as AbortSignal['addEventListener'];
+    signal.removeEventListener = ((...args: Parameters<AbortSignal['removeEventListener']>) => {
+      removed++;
+      remove(...args);
+    }) as AbortSignal['removeEventListener'];
+    await firstValueFrom(of(createStep('q', ctx, signal), createStep('r', ctx, signal)).pipe(upper(), toArray()));
+    expect(added).toBe(2);
+    expect(removed).toBe(2);
+  });
+});
