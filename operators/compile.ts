@@ -1,0 +1,79 @@
+import type { OperatorFunction } from 'rxjs';
+import { readRequest } from '../src/model/index.js';
+import type { TokenCounter } from '../src/measure/types.js';
+import { stepOperator } from '../src/operator-kit.js';
+import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
+import type { Vault } from '../src/vault/types.js';
+import { gate } from '../src/compile/apply.js';
+import { planCompaction } from '../src/compile/compaction.js';
+import { createSessionPool, intOption } from '../src/compile/session.js';
+
+const STAGE = 'compileRequest';
+
+/** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
+export interface CompileRequestOptions {
+  /** Where collapsed turns and receipted outputs are vaulted. Required. */
+  readonly vault: Vault;
+  /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
+  readonly counter?: TokenCounter;
+  /** Tool outputs of old turns at least this long become receipts. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */
+  readonly minVaultChars?: number;
+  /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
+  readonly maxArtifactChars?: number;
+  /** Turns older than this collapse into vaulted blocks; 0 disables collapse. Default 6 (TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS). */
+  readonly collapseAfterTurns?: number;
+  /** The newest turns always stay verbatim. Default 5 (TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS). */
+  readonly inlineRecentTurns?: number;
+  /** Boundaries advance in blocks of this many turns (prompt-cache stability). Default 4. */
+  readonly blockTurns?: number;
+  /**
+   * Budget of a working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). Default 0. Accepted
+   * for configuration parity but currently a no-op: there is no working-state store yet.
+   */
+  readonly workingGraphChars?: number;
+}
+
+/**
+ * Context compaction with the acceptance gate. Large tool outputs of old turns become receipts;
+ * turns older than `collapseAfterTurns` collapse losslessly into vaulted blocks named by a note
+ * (merged into the first retained user message, or carried by a user message with the task
+ * text, so roles stay valid); the recent turns stay verbatim; multimodal parts are kept. Both
+ * horizons move in whole blocks of turns, and renderings are memoized, so between boundaries
+ * compiled request N+1 starts with compiled request N byte for byte.
+ *
+ * @example
+ * requests$.pipe(collapseDuplicates({ vault }), routeSkills(), compileRequest({ vault, counter }))
+ */
+export function compileRequest(options: CompileRequestOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+  if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
+  const minVaultChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, 4000, 100);
+  const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
+  const collapseAfterSteps = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 6, 0);
+  const inlineRecentSteps = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 5, 0);
+  const blockSteps = intOption(STAGE, 'blockTurns', options.blockTurns, 4, 1);
+  intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
+  const { vault, counter } = options;
+  return stepOperator(STAGE, () => {
+    const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
+    return async (step) => {
+      const view = readRequest(step.value);
+      if (view.listKey === undefined || view.items.length === 0) return undefined;
+      const sessionId = step.context.sessionId;
+      const state = sessions(sessionId);
+      const plan = await planCompaction(state, view, { sessionId, minVaultChars, maxArtifactChars, collapseAfterSteps, inlineRecentSteps, blockSteps });
+      if (plan === undefined) return undefined;
+      const measured = gate(state, step.value, view, plan.items, plan.receipts);
+      if (!measured.verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+      const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
+      await state.evidence.pin(artifacts);
+      return advance(step, measured.request, {
+        stage: STAGE,
+        kind: 'applied',
+        reason: `${plan.receiptedOutputs} old output(s) receipted, ${plan.collapsedSteps} turn(s) collapsed`,
+        savedChars: measured.savedChars,
+        ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
+        artifacts,
+      });
+    };
+  });
+}

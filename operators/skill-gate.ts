@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import type { OperatorFunction } from 'rxjs';
+import { readRequest, writeSlots, type Slot } from '../src/model/index.js';
+import { serializedChars } from '../src/measure/index.js';
+import type { TokenCounter } from '../src/measure/types.js';
+import { stepOperator } from '../src/operator-kit.js';
+import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
+import type { Vault } from '../src/vault/types.js';
+import { acceptCandidate } from '../src/compile/accept.js';
+import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
+import { intOption } from '../src/compile/session.js';
+
+const STAGE = 'routeSkills';
+
+/** Options of {@link routeSkills}. */
+export interface RouteSkillsOptions {
+  /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
+  readonly counter?: TokenCounter;
+  /** Keep every entry scoring at least this. Default 2.0. */
+  readonly minScore?: number;
+  /** Catalogs with fewer entries are left alone. Default 8. */
+  readonly minCatalogSkills?: number;
+  /** Opt-in cap on kept entries; 0 = no cap. Default 0. */
+  readonly maxSkills?: number;
+  /** Names always kept. Default none. */
+  readonly alwaysKeep?: readonly string[];
+  /** Replaces the lexical IDF scorer; a throw falls back to lexical. Default: lexical IDF. */
+  readonly scorer?: SkillScorer;
+  /** Catalog delimiters. Default `<available_skills>` … `</available_skills>`. */
+  readonly delimiters?: Delimiters;
+  /** Both must be in the request's tools, or nothing is routed. Default ['skills_list', 'skill_view']. */
+  readonly discoveryTools?: readonly [string, string];
+  /** When given, routed catalogs are remembered in the vault (sticky across restarts). Default: memory only. */
+  readonly vault?: Vault;
+}
+
+/**
+ * SkillGate: shrink a large skill catalog in trusted instruction text (top-level instructions /
+ * system / developer, or system/developer messages) to the entries relevant to the user's prompt,
+ * plus one line pointing at the discovery tools for the rest. The routing is sticky per session
+ * and catalog: the first prompt decides, later requests reuse the same text (the instructions
+ * lead every request, so re-routing would void the provider's prompt cache).
+ *
+ * @example
+ * requests$.pipe(routeSkills({ counter, minScore: 2 }))
+ */
+export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+  const minScore = options.minScore ?? 2;
+  if (typeof minScore !== 'number' || Number.isNaN(minScore)) throw new TypeError(`${STAGE}: minScore must be a number`);
+  const minCatalog = intOption(STAGE, 'minCatalogSkills', options.minCatalogSkills, 8, 1);
+  const maxSkills = intOption(STAGE, 'maxSkills', options.maxSkills, 0, 0);
+  const delimiters = options.delimiters ?? HERMES_DELIMITERS;
+  if (delimiters.open === '' || delimiters.close === '') throw new TypeError(`${STAGE}: delimiters must be non-empty`);
+  const [listTool, viewTool] = options.discoveryTools ?? ['skills_list', 'skill_view'];
+  const route = { minScore, maxSkills, alwaysKeep: options.alwaysKeep ?? [], ...(options.scorer === undefined ? {} : { scorer: options.scorer }) };
+  const counter = options.counter?.exact === true ? options.counter : undefined;
+  return stepOperator(STAGE, () => {
+    const sticky = new Map<string, string>();
+    return async (step) => {
+      const view = readRequest(step.value);
+      const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
+      const names = new Set((Array.isArray(tools) ? tools : []).map(toolName));
+      if (!names.has(listTool) || !names.has(viewTool)) return undefined;
+      const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
+      if (prompt.trim() === '') return undefined;
+      const changes: { slot: Slot; text: string }[] = [];
+      for (const slot of view.slots) {
+        if (slot.kind !== 'instructions' || slot.text === undefined) continue;
+        const blocks = findCatalogs(slot.text, delimiters).filter((b) => b.entries.length >= minCatalog);
+        if (blocks.length === 0) continue;
+        let text = slot.text;
+        for (const b of [...blocks].reverse()) {
+          const original = slot.text.slice(b.start, b.end);
+          const key = `skills:${createHash('sha256').update(original).digest('hex').slice(0, 32)}`;
+          let routed = sticky.get(key) ?? (await options.vault?.getRendering(step.context.sessionId, key));
+          if (routed === undefined) {
+            routed = renderCatalog(selectSkills(prompt, b.entries, route), b.entries.length, delimiters);
+            await options.vault?.setRendering(step.context.sessionId, key, routed);
+          }
+          sticky.set(key, routed);
+          text = text.slice(0, b.start) + routed + text.slice(b.end);
+        }
+        changes.push({ slot, text });
+      }
+      if (changes.length === 0) return undefined;
+      // Only the instruction texts differ, so comparing them decides for the complete payload.
+      const rawChars = changes.reduce((n, c) => n + serializedChars(c.slot.text), 0);
+      const candidateChars = changes.reduce((n, c) => n + serializedChars(c.text), 0);
+      const rawTokens = counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.slot.text!), 0);
+      const candidateTokens = counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.text), 0);
+      const tokens = rawTokens === undefined || candidateTokens === undefined ? {} : { rawTokens, candidateTokens };
+      const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts: [] });
+      if (!verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: verdict.reason });
+      const out = writeSlots(step.value, changes.map((c) => ({ path: c.slot.path, value: c.text })));
+      const savedTokens = rawTokens === undefined || candidateTokens === undefined ? {} : { savedTokens: rawTokens - candidateTokens };
+      return advance(step, out, { stage: STAGE, kind: 'applied', reason: 'routed skill catalog', savedChars: rawChars - candidateChars, ...savedTokens });
+    };
+  });
+}
+
+function toolName(tool: unknown): string | undefined {
+  if (typeof tool !== 'object' || tool === null) return undefined;
+  const t = tool as { name?: unknown; function?: { name?: unknown } };
+  if (typeof t.name === 'string') return t.name;
+  return typeof t.function?.name === 'string' ? t.function.name : undefined;
+}

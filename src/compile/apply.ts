@@ -1,0 +1,57 @@
+/**
+ * Shared by the request stages: write per-slot texts into the conversation items (memoized per
+ * item, so unchanged decisions give the very same objects), and measure a candidate against its
+ * input with the acceptance gate, incrementally.
+ */
+import type { RequestView, Slot } from '../model/types.js';
+import { withItems, writeSlots } from '../model/index.js';
+import { acceptCandidate, type Verdict } from './accept.js';
+import type { SessionState } from './session.js';
+
+/** Items with the given slot texts written in; undefined when nothing changes. */
+export function renderItems(state: SessionState, view: RequestView, changes: readonly { readonly slot: Slot; readonly text: string }[]): unknown[] | undefined {
+  const byItem = new Map<number, { path: readonly (string | number)[]; value: string }[]>();
+  for (const c of changes) {
+    const i = c.slot.item;
+    if (i === undefined || c.slot.value === c.text) continue;
+    let list = byItem.get(i);
+    if (list === undefined) byItem.set(i, (list = []));
+    list.push({ path: c.slot.path.slice(2), value: c.text });
+  }
+  if (byItem.size === 0) return undefined;
+  const items = view.items.slice();
+  for (const [i, list] of byItem) {
+    const item = view.items[i];
+    if (typeof item !== 'object' || item === null) continue;
+    const signature = list.map((c) => `${JSON.stringify(c.path)}=${c.value.length}:${c.value.slice(0, 200)}${c.value.slice(-200)}`).join('\u0000');
+    items[i] = state.renders.render(item, signature, () => writeSlots(item, list));
+  }
+  return items;
+}
+
+export interface Measured {
+  readonly verdict: Verdict;
+  readonly request: Readonly<Record<string, unknown>>;
+  readonly savedChars: number;
+  readonly savedTokens?: number;
+}
+
+/** Build the candidate request and run the acceptance gate on it (sizes from the per-item memo). */
+export function gate(
+  state: SessionState,
+  request: Readonly<Record<string, unknown>>,
+  view: RequestView,
+  items: readonly unknown[],
+  receipts: readonly { readonly artifactId: string; readonly verified: boolean }[],
+): Measured {
+  const listKey = view.listKey!;
+  const candidate = withItems(request, listKey, items);
+  const rawChars = state.meter.requestChars(request, listKey, view.items);
+  const candidateChars = state.meter.requestChars(candidate, listKey, items);
+  const rawTokens = candidateChars < rawChars ? state.meter.requestTokens(request, listKey, view.items) : undefined;
+  const candidateTokens = rawTokens === undefined ? undefined : state.meter.requestTokens(candidate, listKey, items);
+  const tokens = rawTokens !== undefined && candidateTokens !== undefined ? { rawTokens, candidateTokens } : {};
+  const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts });
+  const savedTokens = rawTokens !== undefined && candidateTokens !== undefined ? { savedTokens: rawTokens - candidateTokens } : {};
+  return { verdict, request: candidate, savedChars: rawChars - candidateChars, ...savedTokens };
+}

@@ -1,0 +1,80 @@
+/**
+ * Turning tool evidence into receipts through the vault, memoized per session: the same content
+ * is written (and read back) once, and every later request reuses the verified artifact id.
+ */
+import { createHash } from 'node:crypto';
+import { canonicalJson, codePoints } from '../measure/index.js';
+import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
+import type { Vault } from '../vault/types.js';
+
+/** What a receipted value became. */
+export interface Receipted {
+  readonly text: string;
+  readonly artifactId: string;
+  /** True when the vault wrote the artifact and read it back (put resolves only then). */
+  readonly verified: boolean;
+}
+
+const TEXT_TYPES = new Set(['text', 'input_text', 'output_text']);
+
+/**
+ * The exact text a tool output's content is vaulted as: a string as is, a list of text-only parts
+ * as its canonical JSON. Undefined for anything else (images and files stay inline: multimodal
+ * parts are never receipted) and for contents that already are a receipt.
+ */
+export function evidenceText(value: unknown): string | undefined {
+  if (typeof value === 'string') return isReceipt(value) ? undefined : value;
+  if (!Array.isArray(value) || value.length === 0) return undefined;
+  for (const part of value) {
+    if (typeof part !== 'object' || part === null || !TEXT_TYPES.has((part as { type?: string }).type ?? '')) return undefined;
+  }
+  return canonicalJson(value);
+}
+
+/** Length in code points of a tool output's content as vaulted (0 when it is not receiptable). */
+export function evidenceChars(value: unknown): number {
+  if (typeof value === 'string') return codePoints(value);
+  const text = evidenceText(value);
+  return text === undefined ? 0 : codePoints(text);
+}
+
+export interface EvidenceStore {
+  /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
+  receipt(text: string, meta: { readonly toolName: string; readonly args?: unknown; readonly sessionId: string; readonly callId?: string }): Promise<Receipted>;
+  /** Vault arbitrary text (collapsed steps) and return its artifact id and size. */
+  store(text: string, sessionId: string, toolName: string): Promise<{ readonly artifactId: string; readonly chars: number }>;
+  /** Pin artifacts named by delivered receipts (each id once per session). */
+  pin(ids: readonly string[]): Promise<void>;
+}
+
+/** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
+export function createEvidenceStore(vault: Vault, maxEntries = 10_000): EvidenceStore {
+  const known = new Map<string, { artifactId: string; sha256: string; chars: number }>();
+  const pinned = new Set<string>();
+  const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string }) => {
+    const key = createHash('sha256').update(text, 'utf8').digest('base64');
+    const hit = known.get(key);
+    if (hit !== undefined) return hit;
+    const result = await vault.put({ content: text, toolName: meta.toolName, args: meta.args ?? {}, sessionId: meta.sessionId, ...(meta.callId === undefined ? {} : { callId: meta.callId }) });
+    const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
+    known.set(key, entry);
+    if (known.size > maxEntries) known.delete(known.keys().next().value as string);
+    return entry;
+  };
+  return {
+    async receipt(text, meta) {
+      const e = await put(text, meta);
+      return { text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true };
+    },
+    async store(text, sessionId, toolName) {
+      const e = await put(text, { toolName, sessionId });
+      return { artifactId: e.artifactId, chars: e.chars };
+    },
+    async pin(ids) {
+      const fresh = [...new Set(ids)].filter((id) => !pinned.has(id));
+      if (fresh.length === 0) return;
+      await vault.pin(fresh);
+      for (const id of fresh) pinned.add(id);
+    },
+  };
+}

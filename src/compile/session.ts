@@ -1,0 +1,62 @@
+/**
+ * Per-session state held by a request operator's subscription: the meter, the evidence store,
+ * the render memo and the lease book. Bounded: the least recently used sessions are dropped
+ * (what must outlive them — artifacts, leases, pins — is in the vault).
+ */
+import { ConfigError } from '../errors.js';
+import type { TokenCounter } from '../measure/types.js';
+import type { Vault } from '../vault/types.js';
+import { createEvidenceStore, type EvidenceStore } from './evidence.js';
+import { createLeaseBook, type LeaseBook } from './lease.js';
+import { createMeter, type Meter } from './meter.js';
+import { createRenderMemo, type RenderMemo } from './render-memo.js';
+
+export interface SessionState {
+  readonly meter: Meter;
+  readonly evidence: EvidenceStore;
+  readonly renders: RenderMemo;
+  readonly leases: LeaseBook;
+  /** Free-form sticky memo of a stage (collapse blocks, routed catalogs). */
+  readonly sticky: Map<string, unknown>;
+  /** Per-item facts a stage derived once (evidence of an item's tool outputs). */
+  readonly itemMemo: WeakMap<object, Map<string, unknown>>;
+}
+
+export interface SessionPoolOptions {
+  readonly vault: Vault;
+  readonly counter?: TokenCounter;
+  readonly inlineLeases?: number;
+  readonly maxSessions?: number;
+}
+
+/** Session states by id; create one pool per subscription. */
+export function createSessionPool(options: SessionPoolOptions): (sessionId: string) => SessionState {
+  const pool = new Map<string, SessionState>();
+  const max = options.maxSessions ?? 64;
+  return (sessionId) => {
+    let state = pool.get(sessionId);
+    if (state !== undefined) {
+      pool.delete(sessionId);
+      pool.set(sessionId, state);
+      return state;
+    }
+    state = {
+      meter: createMeter(options.counter === undefined ? {} : { counter: options.counter }),
+      evidence: createEvidenceStore(options.vault),
+      renders: createRenderMemo(),
+      leases: createLeaseBook(options.vault, sessionId, options.inlineLeases ?? 1),
+      sticky: new Map(),
+      itemMemo: new WeakMap(),
+    };
+    pool.set(sessionId, state);
+    if (pool.size > max) pool.delete(pool.keys().next().value as string);
+    return state;
+  };
+}
+
+/** Validate an integer option at build time (the error names the operator). */
+export function intOption(operator: string, name: string, value: number | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min || v > max) throw new ConfigError(`${operator}: ${name} must be an integer in [${min}, ${max}] (got ${String(value)})`);
+  return v;
+}
