@@ -11,7 +11,9 @@
  */
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
+import { compressToolResult } from '../operators/compress-tool-result.js';
 import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
+import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
 import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import type { Config } from './config/types.js';
 import { canonicalJson, counterForModel } from './measure/index.js';
@@ -181,7 +183,23 @@ function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
 }
 
 function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
-  return chain<ToolResult>([d.gates.temporal ? placeholder<ToolResult>() : identity, d.gates.native ? placeholder<ToolResult>() : identity]);
+  const c = d.config;
+  return chain<ToolResult>([
+    d.gates.temporal
+      ? deltaRepeatedOutput({ vault: d.vault, counter: d.counter, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames })
+      : identity,
+    d.gates.native
+      ? compressToolResult({
+          vault: d.vault,
+          counter: d.counter,
+          flags: d.gates,
+          nativeMinChars: c.nativeMinChars,
+          nativeMaxChars: c.nativeMaxChars,
+          backends: c.backends,
+          toolNames: c.toolNames,
+        })
+      : identity,
+  ]);
 }
 
 function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
