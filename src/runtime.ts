@@ -11,7 +11,10 @@
  */
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
+import { compileRequest } from '../operators/compile.js';
 import { compressToolResult } from '../operators/compress-tool-result.js';
+import { collapseDuplicates } from '../operators/dedupe.js';
+import { routeSkills } from '../operators/skill-gate.js';
 import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
 import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
 import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
@@ -204,17 +207,26 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
 
 function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
+  const c = d.config;
+  const { vault, counter } = d;
   return chain<ProviderRequest>([
-    d.gates.compiler ? placeholder<ProviderRequest>() : identity,
-    d.gates.compiler ? placeholder<ProviderRequest>() : identity,
-    d.gates.compiler ? placeholder<ProviderRequest>() : identity,
-    d.gates.budget ? capOutputBudget({ config: d.config, counter: d.counter }) : identity,
+    d.gates.compiler
+      ? collapseDuplicates({ vault, counter, minArtifactChars: c.minArtifactChars, maxArtifactChars: c.maxArtifactChars, inlineLeases: c.inlineLeases })
+      : identity,
+    d.gates.compiler ? routeSkills({ counter, vault }) : identity,
+    d.gates.compiler && c.contextCompaction
+      ? compileRequest({
+          vault,
+          counter,
+          minVaultChars: c.contextMinVaultChars,
+          maxArtifactChars: c.maxArtifactChars,
+          collapseAfterTurns: c.contextCollapseAfterTurns,
+          inlineRecentTurns: c.contextInlineRecentTurns,
+          workingGraphChars: c.workingGraphChars,
+        })
+      : identity,
+    d.gates.budget ? capOutputBudget({ config: c, counter }) : identity,
   ]);
-}
-
-/** Stand-in for an operator another module has not delivered yet: passes every Step through. */
-function placeholder<T>(): Op<T> {
-  return identity;
 }
 
 // ---------------------------------------------------------------------------------------------
