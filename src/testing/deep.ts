@@ -69,7 +69,7 @@ export function stringLeaves(value: unknown, out: string[] = []): string[] {
 function* subValues(value: unknown): Generator<unknown> {
   yield value;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) for (let j = i + 2; j <= value.length; j++) yield value.slice(i, j);
+    for (let i = 0; i < value.length; i++) for (let j = i + 1; j <= value.length; j++) yield value.slice(i, j);
     for (const v of value) yield* subValues(v);
   } else if (typeof value === 'object' && value !== null) {
     for (const v of Object.values(value)) yield* subValues(v);

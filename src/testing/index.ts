@@ -47,5 +47,5 @@ export { checkSmaller } from './properties/unchanged-or-smaller.js';
 export { checkRecovery, readArtifact } from './properties/recovers-exactly.js';
 export { faultPlan, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 export { cutPlan, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
-export { prefixBreak, type CacheStableOptions } from './properties/cache-stable.js';
+export { decisionsChanged, prefixBreak, type CacheStableOptions } from './properties/cache-stable.js';
 export { assertInvariant, invariants, propertyTests, testInvariants, type PropTestApi, type PropTuple, type TestInvariantsOptions } from './invariants.js';

@@ -20,7 +20,7 @@ import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../../src/step.js';
-import { growingSession, requestStream, testInvariants, toolCallStream, toolResultStream, withDeps, type InvariantName, type KitDeps } from '../../src/testing/index.js';
+import { decisionsChanged, growingSession, requestStream, testInvariants, toolCallStream, toolResultStream, withDeps, type InvariantName, type KitDeps } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 
 const vault = await createVault({ path: ':memory:' });
@@ -101,7 +101,8 @@ describe('capOutputBudget', () => {
 });
 
 describe('createTerminator (default pipelines)', () => {
-  const terminator = async ({ vault: v, counter: c }: KitDeps) => createTerminator({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {} });
+  const terminator = async ({ vault: v, counter: c }: KitDeps, overrides: { tokenBudget?: boolean } = {}) =>
+    createTerminator({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {}, overrides });
   const toolResults = withDeps<ToolResult>(async (deps) => {
     const tt = await terminator(deps);
     return { operator: tt.toolResults(), dispose: () => tt.close() };
@@ -110,13 +111,16 @@ describe('createTerminator (default pipelines)', () => {
     const tt = await terminator(deps);
     return { operator: tt.toolCalls(), dispose: () => tt.close() };
   });
-  const requestPipeline = withDeps<ProviderRequest>(async (deps) => {
-    const tt = await terminator(deps);
-    return { operator: tt.requests(), dispose: () => tt.close() };
-  });
-  testInvariants(test, toolResults, { vault, counter, inputs: results, only: TOOL_INVARIANTS, params });
-  testInvariants(test, toolCalls, { vault, inputs: toolCallStream(), only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'], params });
+  const requestPipeline = (overrides: { tokenBudget?: boolean } = {}) =>
+    withDeps<ProviderRequest>(async (deps) => {
+      const tt = await terminator(deps, overrides);
+      return { operator: tt.requests(), dispose: () => tt.close() };
+    });
   const context = { route: { model: 'gpt-4o', contextWindow: 128_000 } };
-  testInvariants(test, requestPipeline, { vault, counter, context, inputs: requests, only: REQUEST_INVARIANTS.filter((n) => n !== 'cache-stable' && n !== 'unchanged-or-smaller'), params, expectUnchanged: false });
-  testInvariants(test, requestPipeline, { vault, counter, context, inputs: growingSession({ maxTurns: 3 }), only: ['cache-stable'], params });
+  testInvariants(test, toolResults, { vault, counter, inputs: results, only: TOOL_INVARIANTS, params });
+  testInvariants(test, toolCalls, { vault, inputs: toolCallStream({ cwds: CWDS }), only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'], params });
+  // With the output cap on, a request may gain a cap field: sizes are checked with the cap off.
+  testInvariants(test, requestPipeline(), { vault, counter, context, inputs: requests, only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'], params, expectUnchanged: false });
+  testInvariants(test, requestPipeline({ tokenBudget: false }), { vault, counter, context, inputs: requests, only: ['unchanged-or-smaller', 'fails-open'], params });
+  testInvariants(test, requestPipeline(), { vault, counter, context, inputs: growingSession({ maxTurns: 4 }), only: ['cache-stable'], params, isBoundary: decisionsChanged() });
 });

@@ -20,6 +20,22 @@ export function prefixBreak(prev: ProviderRequest, next: ProviderRequest): { ind
   return undefined;
 }
 
+/**
+ * A boundary predicate for `isBoundary`: a boundary is declared wherever the `applied` decisions
+ * of the given stages (default: all) differ between the previous and the next output, i.e.
+ * where an operator changed its plan (more turns collapsed, a lease expired). Between two such
+ * points the rendering must stay byte-stable.
+ */
+export function decisionsChanged(stages?: readonly string[]): NonNullable<CacheStableOptions['isBoundary']> {
+  const key = (step: Step<ProviderRequest>): string =>
+    JSON.stringify(
+      step.decisions
+        .filter((d) => d.kind === 'applied' && (stages === undefined || stages.includes(d.stage)))
+        .map((d) => [d.stage, d.reason, [...(d.artifacts ?? [])].sort()]),
+    );
+  return (previous, next) => key(previous) !== key(next);
+}
+
 const clip = (s: string): string => (s.length > 120 ? `${s.slice(0, 117)}…` : s);
 
 /**

@@ -1,0 +1,66 @@
+/**
+ * The request-stream built-ins (collapseDuplicates, routeSkills, compileRequest) against every
+ * invariant of the testing kit, with a real SQLite vault and the exact o200k counter. The cache
+ * boundaries these operators declare are the points where their applied decisions change (a lease
+ * expires, a block of turns collapses); between them renderings must be byte-stable.
+ */
+import { test } from '@fast-check/vitest';
+import fc from 'fast-check';
+import { firstValueFrom, from, toArray, type OperatorFunction } from 'rxjs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { compileRequest } from '../../operators/compile.js';
+import { collapseDuplicates } from '../../operators/dedupe.js';
+import { routeSkills } from '../../operators/skill-gate.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
+import { decisionsChanged, growingSession, requestStream, testInvariants, withDeps, type InvariantName } from '../../src/testing/index.js';
+import { createVault } from '../../src/vault/index.js';
+
+const vault = await createVault({ path: ':memory:' });
+const counter = createTiktokenCounter('o200k_base');
+afterAll(async () => {
+  counter.dispose?.();
+  await vault.close();
+});
+
+const params = { numRuns: 10 };
+const ALL: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+const requests = requestStream({ maxLength: 2, maxTurns: 5 });
+const sessions = growingSession({ maxTurns: 5 });
+const isBoundary = decisionsChanged();
+
+type Build = (deps: { vault: typeof vault; counter: typeof counter | undefined }) => OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>;
+const cases: [string, Build][] = [
+  ['collapseDuplicates', ({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }) })],
+  ['collapseDuplicates (low threshold, block leases)', ({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), minArtifactChars: 2_000, leaseBlockTurns: 2 })],
+  ['routeSkills', ({ vault: v, counter: c }) => routeSkills({ vault: v, ...(c === undefined ? {} : { counter: c }) })],
+  ['compileRequest', ({ vault: v, counter: c }) => compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }) })],
+  ['compileRequest (short horizons)', ({ vault: v, counter: c }) => compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 500, collapseAfterTurns: 2, inlineRecentTurns: 1, blockTurns: 1 })],
+];
+
+for (const [name, buildOp] of cases) {
+  describe(name, () => {
+    const op = withDeps<ProviderRequest>((deps) => buildOp(deps));
+    const inputs = name.startsWith('routeSkills') ? requestStream({ maxLength: 2, skills: 'always' }) : requests;
+    testInvariants(test, op, { vault, counter, inputs, only: ALL, params });
+    testInvariants(test, op, { vault, counter, inputs: sessions, only: ['cache-stable'], params, isBoundary });
+  });
+}
+
+/** Reasons of the `applied` decisions over a fixed sample: the properties above are not vacuous. */
+async function appliedReasons(op: OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>, inputs: fc.Arbitrary<readonly ProviderRequest[]>): Promise<string[]> {
+  const reasons = new Set<string>();
+  for (const [k, values] of fc.sample(inputs, { numRuns: 15, seed: 42 }).entries()) {
+    const steps = values.map((v, i) => createStep(v, { sessionId: `coverage-${k}-${Date.now()}`, requestId: `r${i}` }));
+    for (const out of await firstValueFrom(from(steps).pipe(op, toArray()))) for (const d of out.decisions) if (d.kind === 'applied') reasons.add(d.stage);
+  }
+  return [...reasons];
+}
+
+describe('the kit inputs exercise the request built-ins', () => {
+  it.each(cases)('%s applies on generated requests or sessions', async (name, buildOp) => {
+    const op = buildOp({ vault, counter });
+    const inputs = name.startsWith('routeSkills') ? requestStream({ maxLength: 2, skills: 'always' }) : sessions;
+    expect((await appliedReasons(op, inputs)).length).toBe(1);
+  });
+});
