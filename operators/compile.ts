@@ -1,5 +1,5 @@
 import type { OperatorFunction } from 'rxjs';
-import { readRequest } from '../src/model/index.js';
+import { readRequest, type RequestView } from '../src/model/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
@@ -7,6 +7,7 @@ import type { Vault } from '../src/vault/types.js';
 import { gate } from '../src/compile/apply.js';
 import { planCompaction } from '../src/compile/compaction.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
+import { horizons, segmentSteps } from '../src/compile/steps.js';
 
 const STAGE = 'compileRequest';
 
@@ -53,14 +54,19 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
   const blockSteps = intOption(STAGE, 'blockTurns', options.blockTurns, 4, 1);
   intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
   const { vault, counter } = options;
+  const policy = { collapseAfterSteps, inlineRecentSteps, blockSteps };
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
-    return async (step) => {
+    // Synchronous until some turn is old enough, so pass-through Steps emit synchronously.
+    return (step) => {
       const view = readRequest(step.value);
-      if (view.listKey === undefined || view.items.length === 0) return undefined;
+      if (view.listKey === undefined) return undefined;
+      return horizons(segmentSteps(view.itemInfo).starts.length, policy).sealed === 0 ? undefined : reduce(step, view);
+    };
+    async function reduce(step: Step<ProviderRequest>, view: RequestView): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
-      const plan = await planCompaction(state, view, { sessionId, minVaultChars, maxArtifactChars, collapseAfterSteps, inlineRecentSteps, blockSteps });
+      const plan = await planCompaction(state, view, { sessionId, minVaultChars, maxArtifactChars, ...policy });
       if (plan === undefined) return undefined;
       const measured = gate(state, step.value, view, plan.items, plan.receipts);
       if (!measured.verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
@@ -74,6 +80,6 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
         artifacts,
       });
-    };
+    }
   });
 }

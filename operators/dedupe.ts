@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
-import { readRequest } from '../src/model/index.js';
+import { readRequest, type RequestView } from '../src/model/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
@@ -57,9 +57,14 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, inlineLeases: limit, ...(counter === undefined ? {} : { counter }) });
-    return async (step) => {
+    // Synchronous until a large output is found, so pass-through Steps emit synchronously.
+    return (step) => {
       const view = readRequest(step.value);
-      if (view.listKey === undefined || view.items.length === 0) return undefined;
+      if (view.listKey === undefined) return undefined;
+      const large = view.slots.some((s) => s.kind === 'tool_output' && (Array.isArray(s.value) || (typeof s.value === 'string' && s.value.length >= minChars)));
+      return large ? reduce(step, view) : undefined;
+    };
+    async function reduce(step: Step<ProviderRequest>, view: RequestView): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
       const leaseKey = leaseBlock > 0 ? `block:${Math.floor(Math.max(0, segmentSteps(view.itemInfo).starts.length - 1) / leaseBlock)}` : (step.context.requestId ?? derivedRequestId(state.meter.measure, view.items));
@@ -92,7 +97,7 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
         ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
         artifacts: [...new Set(receipted)],
       });
-    };
+    }
   });
 }
 

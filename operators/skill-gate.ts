@@ -56,21 +56,25 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
   const counter = options.counter?.exact === true ? options.counter : undefined;
   return stepOperator(STAGE, () => {
     const sticky = new Map<string, string>();
-    return async (step) => {
+    // Synchronous until there is something to route, so pass-through Steps emit synchronously.
+    return (step) => {
       const view = readRequest(step.value);
       const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
       const names = new Set((Array.isArray(tools) ? tools : []).map(toolName));
       if (!names.has(listTool) || !names.has(viewTool)) return undefined;
       const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
       if (prompt.trim() === '') return undefined;
+      const slots = view.slots.filter((s) => s.kind === 'instructions' && s.text !== undefined && findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog));
+      return slots.length === 0 ? undefined : routeSlots(step, slots, prompt);
+    };
+    async function routeSlots(step: Step<ProviderRequest>, slots: readonly Slot[], prompt: string): Promise<Step<ProviderRequest>> {
       const changes: { slot: Slot; text: string }[] = [];
-      for (const slot of view.slots) {
-        if (slot.kind !== 'instructions' || slot.text === undefined) continue;
-        const blocks = findCatalogs(slot.text, delimiters).filter((b) => b.entries.length >= minCatalog);
-        if (blocks.length === 0) continue;
-        let text = slot.text;
+      for (const slot of slots) {
+        const source = slot.text!;
+        const blocks = findCatalogs(source, delimiters).filter((b) => b.entries.length >= minCatalog);
+        let text = source;
         for (const b of [...blocks].reverse()) {
-          const original = slot.text.slice(b.start, b.end);
+          const original = source.slice(b.start, b.end);
           const key = `skills:${createHash('sha256').update(original).digest('hex').slice(0, 32)}`;
           let routed = sticky.get(key) ?? (await options.vault?.getRendering(step.context.sessionId, key));
           if (routed === undefined) {
@@ -82,7 +86,6 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
         }
         changes.push({ slot, text });
       }
-      if (changes.length === 0) return undefined;
       // Only the instruction texts differ, so comparing them decides for the complete payload.
       const rawChars = changes.reduce((n, c) => n + serializedChars(c.slot.text), 0);
       const candidateChars = changes.reduce((n, c) => n + serializedChars(c.text), 0);
@@ -94,7 +97,7 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
       const out = writeSlots(step.value, changes.map((c) => ({ path: c.slot.path, value: c.text })));
       const savedTokens = rawTokens === undefined || candidateTokens === undefined ? {} : { savedTokens: rawTokens - candidateTokens };
       return advance(step, out, { stage: STAGE, kind: 'applied', reason: 'routed skill catalog', savedChars: rawChars - candidateChars, ...savedTokens });
-    };
+    }
   });
 }
 

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
+import { case8Request, caseArtifact, runStructuralCases, type CaseResult } from '../../src/compile/structural.js';
+import { parseReceipt, referencedArtifacts } from '../../src/receipts/index.js';
+import { createVault } from '../../src/vault/index.js';
+import type { Vault } from '../../src/vault/types.js';
+import type { TokenCounter } from '../../src/measure/types.js';
+import { allStrings, recover } from './helpers.js';
+
+// Cases 1–2 belong to the tool stream; until its bench feeds this aggregate, the reference's own
+// outputs stand in for them (ours must be at most these).
+const CASE_1 = { raw: 152_074, out: 911 };
+const CASE_2 = { raw: 190_999, out: 1_213 };
+
+describe('structural benchmark cases 3–8 (facts §4)', () => {
+  let vault: Vault;
+  let counter: TokenCounter;
+  let results: CaseResult[];
+  beforeAll(async () => {
+    vault = await createVault({ path: ':memory:' });
+    counter = createTiktokenCounter('o200k_base');
+    results = await runStructuralCases(vault, counter);
+  });
+  afterAll(async () => {
+    counter.dispose?.();
+    await vault.close();
+  });
+
+  it('measures the reference raw sizes exactly', () => {
+    expect(results.map((r) => [r.name, r.rawChars, r.rawTokens])).toEqual([
+      ['repeated_artifact_second_exposure', 359_228, 77_097],
+      ['same_request_duplicate_artifact', 718_179, 154_116],
+      ['working_state_guard_no_bloat', 74, 21],
+      ['receipt_plus_working_state_combined', 359_228, 77_097],
+      ['small_request_fail_open', 61, 17],
+      ['context_compaction_multi_turn', 299_699, 84_096],
+    ]);
+  });
+
+  it('each case is at most the reference output tokens', () => {
+    for (const r of results) expect(r.outputTokens, r.name).toBeLessThanOrEqual(r.referenceOutputTokens);
+    // The second exposure is exactly the reference's compiler receipt.
+    const second = results[0]!.output as { messages: { content?: string }[] };
+    expect(parseReceipt(second.messages[3]!.content!)).toMatchObject({ artifactId: 'a_93b2fa83ce3a3a24c7ac5b5a5b8c0711', tool: 'terminal', chars: 352_889 });
+  });
+
+  it('keeps the seven-case aggregate at or above 90 %', () => {
+    const seven = results.filter((r) => r.name !== 'context_compaction_multi_turn');
+    const raw = CASE_1.raw + CASE_2.raw + seven.reduce((n, r) => n + r.rawTokens, 0);
+    const out = CASE_1.out + CASE_2.out + seven.reduce((n, r) => n + r.outputTokens, 0);
+    expect(raw).toBe(651_421);
+    expect(1 - out / raw).toBeGreaterThanOrEqual(0.9);
+  });
+
+  it('every receipt and collapse note in every output recovers exactly', async () => {
+    const artifact = caseArtifact();
+    for (const r of results) {
+      for (const s of allStrings(r.output)) {
+        for (const id of referencedArtifacts(s)) {
+          const text = await recover(vault, id);
+          const receipt = parseReceipt(s);
+          if (receipt !== undefined && r.name !== 'context_compaction_multi_turn') expect(text).toBe(artifact);
+          else expect(text.length).toBeGreaterThan(0);
+          if (s.includes('collapsed steps')) expect(Array.isArray(JSON.parse(text))).toBe(true);
+        }
+      }
+    }
+    // Case 8's note names blocks whose JSON is exactly the collapsed input messages.
+    const out = results[5]!.output as { messages: { content?: unknown }[] };
+    const notes = allStrings(out).filter((s) => s.includes('collapsed steps'));
+    expect(notes.length).toBe(1);
+    const ids = referencedArtifacts(notes[0]!);
+    const recovered = (await Promise.all(ids.map((id) => recover(vault, id)))).flatMap((t) => JSON.parse(t) as unknown[]);
+    // Turns 0–5 (4 messages each) are exactly the input's messages 1..24.
+    expect(canonicalJson(recovered)).toBe(canonicalJson((case8Request()['messages'] as unknown[]).slice(1, 25)));
+  });
+});

@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { fc, it, test } from '@fast-check/vitest';
+import { TestScheduler } from 'rxjs/testing';
+import { collapseDuplicates } from '../../operators/dedupe.js';
+import { case3Request, case4Request } from '../../src/compile/structural.js';
+import { evidenceText } from '../../src/compile/evidence.js';
+import { serializedChars } from '../../src/measure/index.js';
+import type { TokenCounter } from '../../src/measure/types.js';
+import { readRequest } from '../../src/model/index.js';
+import { parseReceipt } from '../../src/receipts/index.js';
+import { createStep, type ProviderRequest } from '../../src/step.js';
+import { createVault } from '../../src/vault/index.js';
+import type { Vault } from '../../src/vault/types.js';
+import { FORMATS, buildRequest, conversationArb, deepFreeze, snapshot } from '../model/arbitraries.js';
+import { allStrings, recover, runAll } from '../compile/helpers.js';
+
+const ART = 'diagnostic evidence line\n'.repeat(200); // 5000 chars
+const contentAt = (r: ProviderRequest, i: number): unknown => (r['messages'] as { content?: unknown }[])[i]!.content;
+
+describe('collapseDuplicates — unit', () => {
+  let vault: Vault;
+  beforeAll(async () => {
+    vault = await createVault({ path: ':memory:' });
+  });
+  afterAll(async () => vault.close());
+  const op = (extra: object = {}) => collapseDuplicates({ vault, minArtifactChars: 1000, ...extra });
+
+  it('keeps a new large output inline once, reuses it for a retry, then receipts it', async () => {
+    const req = deepFreeze(case3Request(ART));
+    const before = snapshot(req);
+    const [first, retry, next] = await runAll(op(), [
+      [req, { sessionId: 'lease', requestId: 'r1' }],
+      [req, { sessionId: 'lease', requestId: 'r1' }],
+      [req, { sessionId: 'lease', requestId: 'r2' }],
+    ]);
+    expect(first!.value).toBe(req);
+    expect(retry!.value).toBe(req);
+    const receipt = parseReceipt(String(contentAt(next!.value, 3)));
+    expect(receipt).toMatchObject({ tool: 'terminal', chars: ART.length });
+    expect(await recover(vault, receipt!.artifactId)).toBe(ART);
+    expect(req).toEqual(before);
+    const [otherSession] = await runAll(op(), [[req, { sessionId: 'lease-2', requestId: 'r9' }]]);
+    expect(otherSession!.value).toBe(req);
+  });
+
+  it('keeps only the newest copy of a same-request duplicate inline', async () => {
+    const req = deepFreeze(case4Request(ART));
+    const [out] = await runAll(op(), [[req, { sessionId: 'dup', requestId: 'd1' }]]);
+    expect(parseReceipt(String(contentAt(out!.value, 2)))).toMatchObject({ tool: 'tool' });
+    expect(contentAt(out!.value, 4)).toBe(ART);
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'collapseDuplicates', kind: 'applied', reason: '1 duplicate(s) collapsed' });
+  });
+
+  it('receipts Responses outputs and Anthropic tool_result blocks in place', async () => {
+    const responses = deepFreeze({ input: [{ role: 'user', content: 'go' }, { type: 'function_call', call_id: 'c1', name: 'read_file', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: ART }] });
+    const anthropic = deepFreeze({ system: 's', messages: [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: ART }] }] });
+    const outs = await runAll(op({ inlineLeases: 0 }), [
+      [responses, { sessionId: 'fmt', requestId: '1' }],
+      [anthropic, { sessionId: 'fmt', requestId: '2' }],
+    ]);
+    const item = (outs[0]!.value['input'] as Record<string, unknown>[])[2]!;
+    expect(item).toMatchObject({ type: 'function_call_output', call_id: 'c1' });
+    expect(parseReceipt(String(item['output']))).toMatchObject({ tool: 'read_file' });
+    const block = ((outs[1]!.value['messages'] as { content: Record<string, unknown>[] }[])[2]!.content)[0]!;
+    expect(block).toMatchObject({ type: 'tool_result', tool_use_id: 't1' });
+    expect(parseReceipt(String(block['content']))).toMatchObject({ tool: 'bash' });
+  });
+
+  it('shows an oversized inline exposure as a bounded view plus the receipt', async () => {
+    const huge = Array.from({ length: 3000 }, (_, i) => `row ${i} payload`).join('\n');
+    const [out] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [[case3Request(huge), { sessionId: 'view', requestId: 'v1' }]]);
+    const text = String(contentAt(out!.value, 3));
+    expect(text.startsWith('row 0 payload\n')).toBe(true);
+    const last = text.split('\n').at(-1)!;
+    expect(await recover(vault, parseReceipt(last)!.artifactId)).toBe(huge);
+    expect(text.length).toBeLessThan(2500);
+  });
+
+  it('records the exposure actually delivered when its own gate keeps the input', async () => {
+    const liar: TokenCounter = { name: 'liar', exact: true, count: (t) => (t.includes('Token Terminator artifact') ? 10_000_000 : 1) };
+    const req = case4Request(ART);
+    const [out] = await runAll(op({ counter: liar }), [[req, { sessionId: 'rej', requestId: 'x1' }]]);
+    expect(out!.value).toBe(req);
+    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'not smaller in tokens' });
+    const id = parseReceipt(String(contentAt((await runAll(op(), [[req, { sessionId: 'probe', requestId: 'p' }]]))[0]!.value, 2)))!.artifactId;
+    // The rejected request delivered the artifact inline: its own id still may, a new one may not.
+    expect(await vault.exposureAvailable('rej', id, 'x1', 1)).toBe(true);
+    expect(await vault.exposureAvailable('rej', id, 'x2', 1)).toBe(false);
+  });
+
+  it('pins the artifacts its receipts name', async () => {
+    const pinned: string[] = [];
+    const spy = new Proxy(vault, { get: (t, k) => (k === 'pin' ? async (ids: readonly string[]) => { pinned.push(...ids); return t.pin(ids); } : Reflect.get(t, k, t)) });
+    const [, out] = await runAll(collapseDuplicates({ vault: spy, minArtifactChars: 1000 }), [
+      [case3Request(ART), { sessionId: 'pin', requestId: 'a' }],
+      [case3Request(ART), { sessionId: 'pin', requestId: 'b' }],
+    ]);
+    expect(pinned).toEqual([parseReceipt(String(contentAt(out!.value, 3)))!.artifactId]);
+  });
+
+  it('leaves an output inline when the vault cannot store it, and fails open on a lease error', async () => {
+    const broken = new Proxy(vault, { get: (t, k) => (k === 'put' ? async () => { throw new Error('disk'); } : Reflect.get(t, k, t)) });
+    const req = case3Request('other evidence\n'.repeat(200));
+    const [out] = await runAll(collapseDuplicates({ vault: broken, minArtifactChars: 1000, inlineLeases: 0 }), [[req, { sessionId: 'broken', requestId: '1' }]]);
+    expect(out!.value).toBe(req);
+    const noLease = new Proxy(vault, { get: (t, k) => (k === 'exposureAvailable' ? async () => { throw new Error('db'); } : Reflect.get(t, k, t)) });
+    const [failed] = await runAll(collapseDuplicates({ vault: noLease, minArtifactChars: 1000 }), [[case3Request('yet other\n'.repeat(300)), { sessionId: 'broken', requestId: '2' }]]);
+    expect(failed!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
+  });
+
+  it('validates options when built', () => {
+    expect(() => collapseDuplicates({ vault, inlineLeases: 101 })).toThrow(/collapseDuplicates: inlineLeases/);
+    expect(() => collapseDuplicates({ vault, minArtifactChars: 0 })).toThrow(/collapseDuplicates/);
+  });
+
+  it('passes requests without large outputs through in order (marbles)', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ cold, expectObservable }) => {
+      const a = createStep<ProviderRequest>({ messages: [{ role: 'user', content: 'hi' }] }, { sessionId: 'm' });
+      const b = createStep<ProviderRequest>({ prompt: 'legacy' }, { sessionId: 'm' });
+      expectObservable(cold('a-b-a|', { a, b }).pipe(op())).toBe('a-b-a|', { a, b });
+    });
+  });
+});
+
+describe('collapseDuplicates — properties', () => {
+  let vault: Vault;
+  beforeAll(async () => {
+    vault = await createVault({ path: ':memory:' });
+  });
+  afterAll(async () => vault.close());
+  let run = 0;
+
+  test.prop([fc.constantFrom(...FORMATS), conversationArb(6, 600), fc.integer({ min: 0, max: 2 })], { numRuns: 40 })(
+    'output unchanged or strictly smaller; caller untouched; receipts recover exactly; retries give the same output',
+    async (format, convo, leases) => {
+      const req = deepFreeze(buildRequest(format, convo));
+      const before = snapshot(req);
+      const sessionId = `prop-${run++}`;
+      const op = collapseDuplicates({ vault, minArtifactChars: 200, inlineLeases: leases, maxInlineChars: 400, inlineViewChars: 200 });
+      const [a, b, c] = await runAll(op, [
+        [req, { sessionId, requestId: 'r1' }],
+        [req, { sessionId, requestId: 'r1' }],
+        [req, { sessionId, requestId: 'r2' }],
+      ]);
+      expect(req).toEqual(before);
+      expect(b!.value).toEqual(a!.value);
+      const originals = new Set(readRequest(req).slots.filter((s) => s.kind === 'tool_output').map((s) => evidenceText(s.value)));
+      for (const out of [a!, c!]) {
+        if (out.value !== req) expect(serializedChars(out.value)).toBeLessThan(serializedChars(req));
+        for (const s of allStrings(out.value)) {
+          const line = s.split('\n').at(-1)!;
+          const receipt = parseReceipt(line);
+          if (receipt !== undefined) expect(originals.has(await recover(vault, receipt.artifactId))).toBe(true);
+        }
+      }
+    },
+  );
+});
+
+describe('collapseDuplicates — two processes', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tt-dedupe-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('lets exactly one of two racing processes keep the same artifact inline', async () => {
+    const db = join(dir, 'vault.sqlite3');
+    const init = await createVault({ path: db });
+    await init.close();
+    const go = join(dir, 'go');
+    const worker = join(import.meta.dirname, '../compile/dedupe-worker.ts');
+    const start = (id: string) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', worker, db, 'race', id, go], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      const ready = new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => { out += d.toString(); if (out.includes('ready')) resolve(); }));
+      const done = new Promise<string>((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(out.replace('ready\n', '').trim()) : reject(new Error(`worker exit ${code}`)))));
+      return { ready, done };
+    };
+    const workers = [start('p1'), start('p2')];
+    await Promise.all(workers.map((w) => w.ready));
+    writeFileSync(go, 'go');
+    const results = await Promise.all(workers.map((w) => w.done));
+    expect(results.sort()).toEqual(['inline', 'receipt']);
+  }, 60_000);
+});
