@@ -1,0 +1,440 @@
+/**
+ * The fault matrix (issue 8, items 1 and 2): each cell injects one real fault under the assembled
+ * pipeline (`createTerminator`), drives the reliability workload through every facade, and checks
+ * that nothing threw, every output is its input or a valid smaller value, the fault was recorded
+ * as a `failed_open` decision, and every receipt that reached an output recovers exactly through
+ * the recovery tool. The matrix (cell → outcome) is printed at the end.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { firstValueFrom, of } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { capOutputBudget } from '../../operators/budget-cap.js';
+import { loadConfig } from '../../src/config/index.js';
+import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createStep, type Decision, type ProviderRequest, type ToolCall } from '../../src/step.js';
+import { deepFreeze } from '../../src/testing/deep.js';
+import { throwingCounter } from '../../src/testing/faults.js';
+import { createVault } from '../../src/vault/index.js';
+import { TokenizeServer, closedPortUrl } from '../budget/helpers.js';
+import { buildWorkload } from '../fixtures/reliability/workload.js';
+import {
+  RTK_STUB,
+  canChattr,
+  canMount,
+  checkResults,
+  decisionsOf,
+  errorLabels,
+  firstLine,
+  label,
+  passedThrough,
+  recoverViaTool,
+  renderMatrix,
+  runToEnd,
+  runWorkload,
+  stagesWith,
+  startScript,
+  tempDir,
+  fixture,
+  type ItemKind,
+  type ItemResult,
+  type MatrixRow,
+} from './harness.js';
+
+const { dir, cleanup } = tempDir('tt-rel-matrix-');
+const rows: MatrixRow[] = [];
+const workload = buildWorkload();
+let cellNo = 0;
+
+const probe = (name: string): string => {
+  const d = join(dir, name);
+  mkdirSync(d);
+  return d;
+};
+const mountOk = canMount(probe('probe-mnt'));
+const chattrOk = canChattr(probe('probe-attr'));
+
+afterAll(() => {
+  console.log(`\n${renderMatrix(`Fault matrix (${rows.length} cells)`, rows)}\n`);
+  cleanup();
+});
+
+function cellDir(): string {
+  const d = join(dir, `cell-${++cellNo}`);
+  mkdirSync(d, { mode: 0o700 });
+  return d;
+}
+
+const baseOverrides = { rtkPath: RTK_STUB } as const;
+
+function open(dbPath: string, extra: Parameters<typeof createTerminator>[0] = {}): Promise<Terminator> {
+  return createTerminator({ env: {}, ...extra, overrides: { ...baseOverrides, dbPath, ...extra.overrides } });
+}
+
+interface Expect {
+  /** Streams in which at least one output must carry a failed_open decision. */
+  readonly failedOpenIn: readonly ItemKind[];
+  /** Streams whose every output must equal its input (requests: without cap fields). */
+  readonly passThrough?: readonly ItemKind[];
+}
+
+function summary(results: readonly ItemResult[], receipts: number, recovered: number): string {
+  const fo = stagesWith(results, 'failed_open');
+  const errors = errorLabels(results);
+  return `${fo === '' ? 'no failed_open' : `failed_open ${fo} (${errors})`}; passed through ${passedThrough(results)}/${results.length}; receipts ${recovered}/${receipts} recover`;
+}
+
+/** Run the workload, lift the fault, check every output and every receipt, record the row. */
+async function checkCell(cell: string, injection: string, tt: Terminator, expectation: Expect, lift?: () => void | Promise<void>, recoverFrom?: Terminator): Promise<ItemResult[]> {
+  const results = await runWorkload(tt, workload);
+  await lift?.();
+  const from = recoverFrom ?? tt;
+  const report = await checkResults(results, (id) => recoverViaTool(from.recoveryTool, workload.id, id));
+  rows.push({ cell, injection, outcome: summary(results, report.receipts.length, report.recovered) });
+  expect(report.problems).toEqual([]);
+  for (const kind of expectation.failedOpenIn) {
+    expect(decisionsOf(results, kind).some((d) => d.kind === 'failed_open'), `a failed_open decision in the ${kind} stream`).toBe(true);
+  }
+  for (const kind of expectation.passThrough ?? []) {
+    const of = results.filter((r) => r.kind === kind);
+    expect(passedThrough(of), `every ${kind} output passed through`).toBe(of.length);
+  }
+  return results;
+}
+
+/** After the fault is lifted the same terminator reduces again (a new session, receipts recover). */
+async function checkHealed(tt: Terminator): Promise<number> {
+  const w = buildWorkload({ id: `healed-${cellNo}`, variant: 100 + cellNo });
+  const results = await runWorkload(tt, w);
+  const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id));
+  expect(report.problems).toEqual([]);
+  expect(report.receipts.length).toBeGreaterThan(0);
+  return report.receipts.length;
+}
+
+describe('control: no fault', () => {
+  it('applies every stage of both pipelines and every receipt recovers exactly', async () => {
+    await using tt = await open(join(cellDir(), 'vault.sqlite3'));
+    const results = await checkCell('none (control)', '-', tt, { failedOpenIn: [] });
+    const applied = new Set(decisionsOf(results).filter((d) => d.kind === 'applied').map((d) => d.stage));
+    for (const stage of ['rtk_rewrite', 'temporal_delta', 'compress_tool_result', 'collapseDuplicates', 'routeSkills', 'compileRequest', 'capOutputBudget']) {
+      expect(applied.has(stage), stage).toBe(true);
+    }
+    expect(decisionsOf(results).filter((d) => d.kind === 'failed_open')).toEqual([]);
+    expect(results.length).toBe(46);
+  });
+});
+
+describe('vault faults', () => {
+  it('vault full: every put refused, results pass through with failed_open', async () => {
+    const db = join(cellDir(), 'vault.sqlite3');
+    await using tt = await open(db, { overrides: { vaultMaxBytes: 100_000 } });
+    // Fill the vault with pinned evidence (never pruned): no new artifact above ~1 KB fits.
+    const filler = await tt.vault.put({ content: 'pinned evidence ░\n'.repeat(4990), toolName: 'filler' });
+    await tt.vault.pin([filler.artifactId]);
+    expect((await tt.vault.usage()).bytes).toBeGreaterThan(99_000);
+    const results = await checkCell('vault full (capacity)', 'vaultMaxBytes 100 kB filled with pinned evidence', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] });
+    expect(errorLabels(results)).toContain('E_VAULT_CAPACITY');
+  });
+
+  it('vault locked by another process beyond the busy timeout: fail open, then heals', async () => {
+    const db = join(cellDir(), 'vault.sqlite3');
+    const vault = await createVault({ path: db, busyTimeoutMs: 50 });
+    await using tt = await open(db, { vault });
+    const holder = startScript('lock-holder.ts', [db]);
+    expect(await firstLine(holder)).toBe('ready');
+    const release = async (): Promise<void> => {
+      const exited = new Promise((r) => holder.once('exit', r));
+      holder.stdin?.end();
+      await exited;
+    };
+    try {
+      const results = await checkCell('vault locked (other process)', 'child holds BEGIN EXCLUSIVE; busyTimeoutMs 50', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, release);
+      expect(errorLabels(results)).toMatch(/SQLITE_BUSY/);
+      await checkHealed(tt);
+    } finally {
+      holder.kill('SIGKILL');
+      await vault.close();
+    }
+  });
+
+  it('corrupted vault file before open: createTerminator refuses with an error (no pipeline exists)', async () => {
+    const d = cellDir();
+    const garbage = join(d, 'garbage.sqlite3');
+    writeFileSync(garbage, Buffer.from('not a database, just bytes \u0000\u00ff'.repeat(400)), { mode: 0o600 });
+    const first = await open(garbage).then(
+      () => 'opened',
+      (e: unknown) => label(e),
+    );
+    // A real vault whose pages (all but the header page) are overwritten with garbage.
+    const db = join(d, 'pages.sqlite3');
+    const v = await createVault({ path: db });
+    for (let i = 0; i < 8; i++) await v.put({ content: `evidence ${i} `.repeat(2000) });
+    await v.close();
+    const size = statSync(db).size;
+    const fd = openSync(db, 'r+');
+    writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
+    closeSync(fd);
+    const second = await open(db).then(
+      () => 'opened',
+      (e: unknown) => label(e),
+    );
+    rows.push({ cell: 'corrupted file before open', injection: 'garbage bytes as the .sqlite3; garbage pages after the header', outcome: `startup refused: ${first}; ${second}` });
+    expect(first).toMatch(/SQLITE_NOTADB/);
+    expect(second).toMatch(/SQLITE_CORRUPT/);
+  });
+
+  it('corrupted vault file after open: every vault call fails, results pass through with failed_open', async () => {
+    const db = join(cellDir(), 'vault.sqlite3');
+    await using tt = await open(db);
+    for (let i = 0; i < 8; i++) await tt.vault.put({ content: `older evidence ${i} `.repeat(2000) });
+    // Another connection writes and checkpoints (our connection's page cache becomes stale),
+    // then the pages after the header are overwritten.
+    const other = new Database(db);
+    other.prepare("UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)").run();
+    other.pragma('wal_checkpoint(TRUNCATE)');
+    other.close();
+    const size = statSync(db).size;
+    const fd = openSync(db, 'r+');
+    writeSync(fd, Buffer.alloc(size - 4096, 0x5a), 0, size - 4096, 4096);
+    closeSync(fd);
+    const results = await checkCell('corrupted file after open', 'pages overwritten under an open vault', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] });
+    expect(errorLabels(results)).toMatch(/SQLITE_CORRUPT/);
+  });
+
+  it('read-only location before open: createTerminator refuses with an error', async () => {
+    const d = cellDir();
+    writeFileSync(join(d, 'a-file'), 'x');
+    const underFile = await open(join(d, 'a-file', 'vault.sqlite3')).then(
+      () => 'opened',
+      (e: unknown) => label(e),
+    );
+    let immutable = 'chattr unavailable';
+    if (chattrOk) {
+      const ro = join(d, 'immutable');
+      mkdirSync(ro, { mode: 0o700 });
+      execFileSync('chattr', ['+i', ro]);
+      try {
+        immutable = await open(join(ro, 'vault.sqlite3')).then(
+          () => 'opened',
+          (e: unknown) => label(e),
+        );
+      } finally {
+        execFileSync('chattr', ['-i', ro]);
+      }
+      expect(immutable).not.toBe('opened');
+    }
+    rows.push({ cell: 'read-only dir before open', injection: 'path under a regular file; chattr +i directory (root ignores chmod)', outcome: `startup refused: ${underFile}; ${immutable}` });
+    expect(underFile).not.toBe('opened');
+  });
+
+  it.skipIf(!chattrOk)('read-only files after open (chattr +i): writes fail, results pass through, then heals', async () => {
+    const d = cellDir();
+    const db = join(d, 'vault.sqlite3');
+    await using tt = await open(db);
+    await tt.vault.put({ content: 'warm-up evidence\n'.repeat(300) }); // creates the -wal file
+    const targets = [db, `${db}-wal`, d];
+    execFileSync('chattr', ['+i', ...targets]);
+    let lifted = false;
+    const lift = (): void => {
+      if (!lifted) execFileSync('chattr', ['-i', ...targets]);
+      lifted = true;
+    };
+    try {
+      const results = await checkCell('read-only after open', 'chattr +i on the vault file, its -wal and the directory', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, lift);
+      expect(errorLabels(results)).toMatch(/SQLITE_IOERR|SQLITE_READONLY/);
+      await checkHealed(tt);
+    } finally {
+      lift();
+    }
+  });
+
+  it.skipIf(!mountOk)('disk full (ENOSPC on a small tmpfs): results pass through with failed_open', async () => {
+    const mnt = cellDir();
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=0700', 'tmpfs', mnt]);
+    try {
+      await using tt = await open(join(mnt, 'vault', 'vault.sqlite3'));
+      // Leave a few pages free: enough for the open vault, not for any artifact.
+      const free = Number(execFileSync('df', ['--output=avail', '-B1', mnt]).toString().trim().split('\n').pop());
+      writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free - 8192)));
+      const results = await checkCell('disk full', '512 KiB tmpfs filled to 8 KiB free', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] });
+      expect(errorLabels(results)).toMatch(/SQLITE_FULL|SQLITE_IOERR/);
+    } finally {
+      execFileSync('umount', ['-l', mnt]);
+    }
+  });
+
+  it('disk write error (EFBIG: file-size limit in a child process): results pass through with failed_open', async () => {
+    const db = join(cellDir(), 'vault.sqlite3');
+    const v = await createVault({ path: db });
+    await v.close();
+    const kb = Math.ceil(statSync(db).size / 1024) + 8;
+    const out = await runToEnd('sh', ['-c', `ulimit -f ${kb} && exec "$0" --import tsx "$1" "$2" "$3"`, process.execPath, fixture('workload-worker.ts'), db, RTK_STUB]);
+    expect(out.stderr).toBe('');
+    const r = JSON.parse(out.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+    rows.push({
+      cell: 'disk write error',
+      injection: `ulimit -f ${kb} KiB on the worker process (EFBIG)`,
+      outcome: `failed_open ${String(r['failedOpen'])} (${String(r['errors'])}); passed through ${String(r['passedThrough'])}/${String(r['items'])}; receipts ${String(r['recovered'])}/${String(r['receipts'])} recover`,
+    });
+    expect(r['problems']).toEqual([]);
+    expect(String(r['failedOpen'])).toMatch(/compress_tool_result/);
+    expect(String(r['errors'])).toMatch(/SQLITE_(FULL|IOERR)/);
+  });
+});
+
+describe('counter faults', () => {
+  it('counter throws: token-gated stages fail open, the budget falls back to the rough count', async () => {
+    await using tt = await open(join(cellDir(), 'vault.sqlite3'), { counter: throwingCounter() });
+    const results = await checkCell('counter throws', 'TokenCounter.count throws on every call', tt, { failedOpenIn: ['tool_result', 'request'] });
+    const budget = decisionsOf(results, 'request').filter((d) => d.stage === 'capOutputBudget');
+    expect(budget.length).toBeGreaterThan(0);
+    expect(budget.every((d) => d.error !== undefined)).toBe(true);
+    expect(await tt.pressure({ model: workload.model, messages: workload.messages }, { sessionId: 's' })).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('/tokenize (vLLM budget backend) faults', () => {
+  const server = new TokenizeServer();
+  let url = '';
+  beforeAll(async () => {
+    url = await server.listen();
+  });
+  afterAll(() => server.close());
+
+  const route = { model: 'served-model', contextWindow: 32_768 };
+  const request = () => ({ model: 'served-model', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'count me' }] });
+
+  async function budgetCell(cell: string, injection: string, configure: () => Promise<string>): Promise<Decision[]> {
+    const tokenizerUrl = await configure();
+    await using tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { incontext: { backend: 'vllm', tokenizerUrl, tokenizerTimeoutSeconds: 0.3 } } });
+    const before = server.received.length;
+    const input = request();
+    const out = await tt.compileRequest(input, { sessionId: 'tok', requestId: `tok-${cell}`, route });
+    const budget = out.decisions.filter((d) => d.stage === 'capOutputBudget');
+    const asked = server.received.length - before;
+    rows.push({ cell, injection, outcome: `${budget.map((d) => `${d.kind} "${d.reason}"${d.error === undefined ? '' : ` (${d.error})`}`).join('; ')}; /tokenize asked ${asked}×; messages unchanged: ${JSON.stringify(out.value['messages']) === JSON.stringify(input.messages)}` });
+    expect(out.value['messages']).toEqual(input.messages);
+    expect(budget.length).toBe(1);
+    return budget;
+  }
+
+  // The runtime builds capOutputBudget with its own tiktoken counter, so INCONTEXT_BACKEND=vllm is
+  // never consulted (reported; see RELIABILITY.md). These cells show it and turn green once fixed.
+  it.fails('the runtime consults /tokenize when INCONTEXT_BACKEND=vllm (control)', async () => {
+    server.mode = 'ok';
+    server.maxModelLen = 32_768;
+    const before = server.received.length;
+    await budgetCell('/tokenize ok (control)', 'loopback server answers count 1000', async () => url);
+    expect(server.received.length).toBeGreaterThan(before);
+  });
+
+  const faults: [string, string, () => Promise<string>][] = [
+    ['/tokenize 500', 'HTTP 500', async () => ((server.mode = 'status500'), url)],
+    ['/tokenize timeout', 'server never answers; timeout 0.3 s', async () => ((server.mode = 'hang'), url)],
+    ['/tokenize garbage', 'truncated JSON body', async () => ((server.mode = 'garbage'), url)],
+    ['/tokenize wrong max_model_len', 'max_model_len 65536 vs window 32768', async () => ((server.mode = 'wrongLength'), url)],
+    ['/tokenize refused', 'nothing listens on the port', () => closedPortUrl()],
+  ];
+  for (const [cell, injection, configure] of faults) {
+    it(`${cell}: the request passes through unchanged but for a fallback cap, the fault recorded`, async () => {
+      const budget = await budgetCell(cell, injection, configure);
+      expect(['applied', 'skipped', 'failed_open']).toContain(budget[0]!.kind);
+    });
+    // The budget stage as the runtime should build it (from the config, no counter given).
+    it(`${cell}: the budget stage built from the config falls back to rough + F and records the error`, async () => {
+      const tokenizerUrl = await configure();
+      const config = loadConfig({ env: {}, overrides: { incontext: { backend: 'vllm', tokenizerUrl, tokenizerTimeoutSeconds: 0.3 } } });
+      const before = server.received.length;
+      const input = deepFreeze(request());
+      const out = await firstValueFrom(of(createStep<ProviderRequest>(input, { sessionId: 'tok-op', route })).pipe(capOutputBudget({ config })));
+      const d = out.decisions.find((x) => x.stage === 'capOutputBudget');
+      const asked = server.received.length - before;
+      rows.push({ cell: `${cell} (budget stage from config)`, injection, outcome: `${d?.kind} "${d?.reason}" (${d?.error}); /tokenize asked ${asked}×; messages unchanged: ${out.value['messages'] === input.messages}` });
+      expect(out.value['messages']).toBe(input.messages);
+      expect(d?.error).toMatch(/^BudgetCounterError/);
+      if (cell !== '/tokenize refused') expect(asked).toBeGreaterThan(0);
+    });
+    it.fails(`${cell}: the fault reaches /tokenize and is recorded as an error label`, async () => {
+      const before = server.received.length;
+      const tokenizerUrl = await configure();
+      await using tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { incontext: { backend: 'vllm', tokenizerUrl, tokenizerTimeoutSeconds: 0.3 } } });
+      const out = await tt.compileRequest(request(), { sessionId: 'tok2', route });
+      const d = out.decisions.find((x) => x.stage === 'capOutputBudget');
+      expect(d?.error).toMatch(/BudgetCounterError/);
+      if (cell !== '/tokenize refused') expect(server.received.length).toBeGreaterThan(before);
+    });
+  }
+});
+
+describe('rtk faults (tool-call stream)', () => {
+  let tt: Terminator;
+  beforeAll(async () => {
+    tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { timeoutMs: 200 } });
+  });
+  afterAll(() => tt.close());
+
+  const call = (command: string): ToolCall => ({ id: `c-${command}`, name: 'terminal', args: { command } });
+
+  async function rtkCell(cell: string, command: string): Promise<{ out: ToolCall; decision: Decision | undefined }> {
+    const input = call(command);
+    const step = await tt.reduceToolCall(input, { sessionId: 'rtk' });
+    const decision = step.decisions.find((d) => d.stage === 'rtk_rewrite');
+    const out = step.value;
+    rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
+    // The terminator keeps working after the fault: a plain command is still rewritten.
+    const next = await tt.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
+    expect(String(next.value.args['command'])).toBe(`rtk git status ${cell.length}`);
+    return { out, decision };
+  }
+
+  it('exit 0 and exit 3 (documented rewrites): the rewrite is applied', async () => {
+    for (const [cell, command] of [['rtk exit 0', 'git log stub-exit0'], ['rtk exit 3', 'git diff']] as const) {
+      const { out, decision } = await rtkCell(cell, command);
+      expect(decision?.kind).toBe('applied');
+      expect(out.args['command']).toBe(`rtk ${command}`);
+    }
+  });
+
+  it('exit 1 and exit 2 (documented: no equivalent / deny): the command passes through', async () => {
+    for (const [cell, command] of [['rtk exit 1', 'git log stub-exit1'], ['rtk exit 2', 'git log stub-exit2']] as const) {
+      const { out, decision } = await rtkCell(cell, command);
+      expect(out.args['command']).toBe(command);
+      expect(decision?.kind).toBe('skipped');
+    }
+  });
+
+  const faultCells: [string, string][] = [
+    ['rtk hangs', 'git log stub-hang'],
+    ['rtk crashes', 'git log stub-crash'],
+    ['rtk prints garbage', 'git log stub-garbage'],
+    ['rtk exits 7 (other)', 'git log stub-exit7'],
+  ];
+  for (const [cell, command] of faultCells) {
+    it(`${cell}: the original command passes through and the fault is recorded`, async () => {
+      const { out, decision } = await rtkCell(cell, command);
+      expect(out.args['command']).toBe(command);
+      expect(decision).toBeDefined();
+      expect(decision!.kind).not.toBe('applied');
+    });
+  }
+  it('rtk binary missing: the original command passes through', async () => {
+    await using broken = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { rtkPath: join(dir, 'no-such-rtk') } });
+    const input = call('git status');
+    const step = await broken.reduceToolCall(input, { sessionId: 'rtk' });
+    const d = step.decisions.find((x) => x.stage === 'rtk_rewrite');
+    rows.push({ cell: 'rtk missing', injection: 'TOKEN_TERMINATOR_RTK_PATH names no file', outcome: `${d?.kind} "${d?.reason}"; command passed through: ${step.value === input}` });
+    expect(step.value).toBe(input);
+  });
+
+  // Issue 8 asks for a failed_open decision in every fault cell; the rtk stage records `skipped`
+  // with the fault as its reason (reported). These turn green once it records failed_open.
+  for (const [cell, command] of faultCells) {
+    it.fails(`${cell}: records a failed_open decision`, async () => {
+      const step = await tt.reduceToolCall(call(`${command} strict`), { sessionId: 'rtk-strict' });
+      expect(step.decisions.find((d) => d.stage === 'rtk_rewrite')?.kind).toBe('failed_open');
+    });
+  }
+});
