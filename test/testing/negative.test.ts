@@ -10,6 +10,7 @@ import { createReceipt, renderReceipt } from '../../src/receipts/index.js';
 import { advance, type ProviderRequest, type Step, type ToolResult } from '../../src/step.js';
 import {
   assertInvariant,
+  decisionsChanged,
   growingSession,
   invariants,
   requestStream,
@@ -210,6 +211,14 @@ describe('cache-stable', () => {
       'cache-stable',
       assertInvariant(invariants.cacheStable(reorders, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) })),
       /request \d+ of \d+ \(applied by rotate\): the compiled request does not start with compiled request \d+: (messages|input)\[\d+\]/u,
+    );
+  });
+
+  it('catches a prefix rewrite that reports an unchanged decision under decisionsChanged boundaries', async () => {
+    await expectCaught(
+      'cache-stable',
+      assertInvariant(invariants.cacheStable(reorders, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }), isBoundary: decisionsChanged() })),
+      /does not start with compiled request/u,
     );
   });
 

@@ -22,16 +22,18 @@ export function prefixBreak(prev: ProviderRequest, next: ProviderRequest): { ind
 
 /**
  * A boundary predicate for `isBoundary`: a boundary is declared wherever the `applied` decisions
- * of the given stages (default: all) differ between the previous and the next output, i.e.
- * where an operator changed its plan (more turns collapsed, a lease expired). Between two such
- * points the rendering must stay byte-stable.
+ * of the given stages (default: all) differ between the previous and the next output — stage,
+ * reason, artifacts or saved chars/tokens — i.e. where an operator replaced more or other content
+ * than before (a block of turns collapsed, a lease expired). Between two such points the
+ * rendering must stay byte-stable: an operator that rewrites the prefix while reporting the same
+ * decision is caught.
  */
 export function decisionsChanged(stages?: readonly string[]): NonNullable<CacheStableOptions['isBoundary']> {
   const key = (step: Step<ProviderRequest>): string =>
     JSON.stringify(
       step.decisions
         .filter((d) => d.kind === 'applied' && (stages === undefined || stages.includes(d.stage)))
-        .map((d) => [d.stage, d.reason, [...(d.artifacts ?? [])].sort()]),
+        .map((d) => [d.stage, d.reason, [...(d.artifacts ?? [])].sort(), d.savedChars ?? null, d.savedTokens ?? null]),
     );
   return (previous, next) => key(previous) !== key(next);
 }
