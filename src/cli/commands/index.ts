@@ -4,6 +4,7 @@ import { registerStatus } from './status.js';
 import { registerReplay } from './replay.js';
 import { registerStats } from './stats.js';
 import { registerCompare } from './compare.js';
+import { registerBench } from './bench.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -15,4 +16,5 @@ export const commands: CommandRegistrar[] = [
   registerReplay,
   registerStats,
   registerCompare,
+  registerBench,
 ];

@@ -1,0 +1,133 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Table from 'cli-table3';
+import type { Command } from 'commander';
+import { firstValueFrom, of } from 'rxjs';
+import { compressToolResult } from '../../../operators/compress-tool-result.js';
+import { runStructuralCases } from '../../compile/structural.js';
+import { canonicalJson, createTiktokenCounter } from '../../measure/index.js';
+import type { TokenCounter } from '../../measure/types.js';
+import { referencedArtifacts } from '../../receipts/index.js';
+import { ReceiptVerifier, recoverExact } from '../../replay/verify.js';
+import { createStep, type ToolResult } from '../../step.js';
+import { createVault } from '../../vault/index.js';
+import type { Vault } from '../../vault/types.js';
+import { writeJson, writeOut } from '../context.js';
+
+/** One structural case: o200k_base tokens in, ours out, the reference's out (facts §4). */
+export interface BenchCase {
+  readonly name: string;
+  readonly raw_tokens: number;
+  readonly output_tokens: number;
+  readonly reference_output_tokens: number;
+}
+
+const CASE1_COMMAND = 'git diff --no-color -- benchmark_fixture.txt';
+
+/** facts §4 case 1: an 8,000-line change in a fresh git repo; returns the real `git diff`. */
+function case1Diff(root: string): string {
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
+  git('init', '-q');
+  git('config', 'user.email', 'bench@example.com');
+  git('config', 'user.name', 'Bench');
+  git('config', 'commit.gpgsign', 'false');
+  const file = join(root, 'benchmark_fixture.txt');
+  writeFileSync(file, Array.from({ length: 8000 }, (_, i) => `original value ${String(i).padStart(5, '0')}\n`).join(''));
+  git('add', 'benchmark_fixture.txt');
+  git('commit', '-qm', 'fixture');
+  writeFileSync(file, Array.from({ length: 8000 }, (_, i) => `changed value ${String(i).padStart(5, '0')}: repeated diagnostic evidence ${i % 11}\n`).join(''));
+  return git('diff', '--no-color', '--', 'benchmark_fixture.txt');
+}
+
+async function reduce(vault: Vault, counter: TokenCounter, result: ToolResult, native: { nativeMinChars: number; nativeMaxChars: number }): Promise<string> {
+  const op = compressToolResult({ vault, counter, ...native });
+  return (await firstValueFrom(of(createStep(result, { sessionId: 'benchmark' })).pipe(op))).value.content;
+}
+
+/** Run the 8 cases (plus case 1 through rtk when it is on PATH); `recovered` counts exact recoveries. */
+export async function runBenchCases(dir: string): Promise<{ cases: BenchCase[]; rtk?: BenchCase; receipts: number; recovered: number }> {
+  const vault = await createVault({ path: join(dir, 'bench.sqlite3') });
+  const counter = createTiktokenCounter('o200k_base');
+  const tok = (s: string): number => counter.count(s);
+  const ids = new Set<string>();
+  try {
+    const repo = mkdtempSync(join(dir, 'case1-'));
+    const diff = case1Diff(repo);
+    const native = { nativeMinChars: 1000, nativeMaxChars: 4000 };
+    const out1 = await reduce(vault, counter, { callId: 'rtk-1', name: 'terminal', args: { command: CASE1_COMMAND, cwd: repo }, content: diff, exitCode: 0 }, native);
+    for (const id of referencedArtifacts(out1)) ids.add(id);
+    const case1: BenchCase = {
+      name: 'rtk_terminal_rewrite',
+      raw_tokens: tok(canonicalJson({ command: CASE1_COMMAND, result: diff })),
+      output_tokens: tok(canonicalJson({ command: CASE1_COMMAND, result: out1 })),
+      reference_output_tokens: 911,
+    };
+    const rtkRun = spawnSync('rtk', ['git', 'diff', '--no-color', '--', 'benchmark_fixture.txt'], { cwd: repo, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const rtk: BenchCase | undefined =
+      rtkRun.error === undefined && rtkRun.status === 0
+        ? { ...case1, name: 'rtk_terminal_rewrite (rtk binary)', output_tokens: tok(canonicalJson({ command: `rtk ${CASE1_COMMAND}`, result: rtkRun.stdout })) }
+        : undefined;
+
+    const search = Array.from({ length: 12000 }, (_, i) => `src/module_${i % 40}.py:${i}: repeated match payload value=${i % 7}`).join('\n');
+    const out2 = await reduce(vault, counter, { callId: 'native-1', name: 'search_files', args: { pattern: 'payload' }, content: search }, native);
+    for (const id of referencedArtifacts(out2)) ids.add(id);
+    const case2: BenchCase = { name: 'native_search_result', raw_tokens: tok(search), output_tokens: tok(out2), reference_output_tokens: 1213 };
+
+    const rest = await runStructuralCases(vault, counter);
+    for (const id of new ReceiptVerifier(vault).referenced(rest.map((r) => r.output))) ids.add(id);
+    const cases = [
+      case1,
+      case2,
+      ...rest.map((r) => ({ name: r.name, raw_tokens: r.rawTokens, output_tokens: r.outputTokens, reference_output_tokens: r.referenceOutputTokens })),
+    ];
+    let recovered = 0;
+    for (const id of ids) if (await recoverExact(vault, id)) recovered++;
+    return { cases, ...(rtk === undefined ? {} : { rtk }), receipts: ids.size, recovered };
+  } finally {
+    counter.dispose?.();
+    await vault.close();
+  }
+}
+
+/** Totals over the first seven cases (case 8 is the HEAD extra, as in the reference). */
+export function benchTotals(cases: readonly BenchCase[]): { raw_tokens: number; output_tokens: number; token_reduction_pct: number } {
+  const seven = cases.slice(0, 7);
+  const raw = seven.reduce((n, c) => n + c.raw_tokens, 0);
+  const out = seven.reduce((n, c) => n + c.output_tokens, 0);
+  return { raw_tokens: raw, output_tokens: out, token_reduction_pct: raw === 0 ? 0 : Math.round((1 - out / raw) * 10_000) / 100 };
+}
+
+async function bench(options: { json?: boolean }): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'token-terminator-bench-'));
+  try {
+    const { cases, rtk, receipts, recovered } = await runBenchCases(dir);
+    const totals = benchTotals(cases);
+    if (options.json === true) return await writeJson({ cases, totals });
+    const pct = (raw: number, out: number): string => `${((1 - out / raw) * 100).toFixed(2)} %`;
+    const t = new Table({ head: ['case', 'raw tokens', 'ours', 'reference', 'ours %', 'reference %'], style: { head: [], border: [] } });
+    for (const c of rtk === undefined ? cases : [...cases.slice(0, 1), rtk, ...cases.slice(1)]) {
+      t.push([c.name, c.raw_tokens, c.output_tokens, c.reference_output_tokens, pct(c.raw_tokens, c.output_tokens), pct(c.raw_tokens, c.reference_output_tokens)]);
+    }
+    const ref = cases.slice(0, 7).reduce((n, c) => n + c.reference_output_tokens, 0);
+    t.push(['total (cases 1–7)', totals.raw_tokens, totals.output_tokens, ref, `${totals.token_reduction_pct.toFixed(2)} %`, pct(totals.raw_tokens, ref)]);
+    const notes = [
+      'case 1 runs through the built-in git-diff compactor (exact original vaulted); the reference figure is rtk output.',
+      rtk === undefined ? 'rtk is not on PATH: the rtk row is skipped.' : 'the rtk row runs the rtk binary found on PATH (lossy, no vault).',
+      `receipts and notes in the outputs: ${recovered}/${receipts} artifacts recovered exactly.`,
+    ];
+    await writeOut(`${t.toString()}\n${notes.join('\n')}\n`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `token-terminator bench`: the structural benchmark (facts §4), all 8 cases, ours beside the reference. */
+export function registerBench(program: Command): void {
+  program
+    .command('bench')
+    .description('structural benchmark: the reference fixtures (8 cases) through our operators, tokens beside the reference')
+    .option('--json', 'print {cases, totals} as JSON')
+    .action((options: { json?: boolean }) => bench(options));
+}
