@@ -123,7 +123,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal)),
     pressure: async (request, context) => {
       try {
-        pressureFn ??= createPressure({ config, counter });
+        pressureFn ??= createPressure(budgetOptions(config, counter));
         return await pressureFn(request, context);
       } catch {
         return preflightPressure(config, counter, request, context);
@@ -145,6 +145,15 @@ export function preflightPressure(config: Config, counter: TokenCounter, request
   const cap = context.route?.outputCap;
   const r = cap !== undefined && cap > 0 && cap < reserve ? cap : reserve;
   return p + r - 1;
+}
+
+/**
+ * The budget stage counts with the runtime's counter only for the tiktoken backend (same encoder,
+ * no second copy); any other INCONTEXT_BACKEND (vllm /tokenize, tokenizer-json) is built by the
+ * budget planner from the config, so the provider-aware count is the one that caps the output.
+ */
+function budgetOptions(config: Config, counter: TokenCounter): { config: Config; counter?: TokenCounter } {
+  return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
 }
 
 function defaultCounter(config: Config): TokenCounter {
@@ -225,7 +234,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           workingGraphChars: c.workingGraphChars,
         })
       : identity,
-    d.gates.budget ? capOutputBudget({ config: c, counter }) : identity,
+    d.gates.budget ? capOutputBudget(budgetOptions(c, counter)) : identity,
   ]);
 }
 
