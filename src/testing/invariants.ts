@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import type { ProviderRequest } from '../step.js';
-import type { InvariantName, InvariantOptions, OperatorUnderTest } from './harness.js';
+import { isDepsAware, type InvariantName, type InvariantOptions, type OperatorUnderTest } from './harness.js';
 import { cacheStablePredicate, type CacheStableOptions } from './properties/cache-stable.js';
 import { faultPlan, failsOpenPredicate, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 import { neverMutatesPredicate } from './properties/never-mutates.js';
@@ -71,7 +71,11 @@ export interface PropTestApi {
 }
 
 export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOptions<T> {
-  /** Which invariants to register. Default: the four that apply to any stream (size, mutation, recovery, fail-open when deps-aware). */
+  /**
+   * Which invariants to register. Default: unchanged-or-smaller, never-mutates and
+   * recovers-exactly, plus fails-open and releases-on-unsubscribe when the operator is built
+   * with {@link withDeps}. cache-stable and valid-roles (request streams) are opt-in.
+   */
   readonly only?: readonly InvariantName[];
   /** fast-check parameters for every property. Default: `{ numRuns: 20 }`. */
   readonly params?: fc.Parameters<unknown[]>;
@@ -85,10 +89,11 @@ export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOp
  *
  * @example
  * import { test } from '@fast-check/vitest';
- * testInvariants(test, withDeps(({ vault }) => dropNoisyOutput({ vault })), { vault, inputs: toolResultStream(), only: ['unchanged-or-smaller', 'recovers-exactly'] });
+ * testInvariants(test, withDeps(({ vault }) => dropNoisyOutput({ tools: ['noisy_probe'], vault })), { vault, inputs: toolResultStream() });
  */
 export function testInvariants<T>(test: PropTestApi, op: OperatorUnderTest<T>, options: TestInvariantsOptions<T>): void {
-  const names = options.only ?? (['unchanged-or-smaller', 'never-mutates', 'recovers-exactly'] as const);
+  const base: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly'];
+  const names = options.only ?? (isDepsAware(op) ? [...base, 'fails-open', 'releases-on-unsubscribe'] : base);
   const params = { numRuns: 20, ...options.params };
   const timeout = options.timeout ?? 60_000;
   const requestOp = op as unknown as OperatorUnderTest<ProviderRequest>;
