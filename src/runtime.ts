@@ -19,11 +19,15 @@ import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
 import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
 import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import type { Config } from './config/types.js';
-import { canonicalJson, counterForModel } from './measure/index.js';
+import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
 import { createRecoveryTool } from './recovery/index.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { createStep, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
+import { attributeRequest } from './telemetry/attribution.js';
+import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
+import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
+import { ReceiptVerifier } from './replay/verify.js';
 import { createVault } from './vault/index.js';
 import type { Vault } from './vault/types.js';
 
@@ -43,6 +47,11 @@ export interface TerminatorOptions {
   readonly counter?: TokenCounter;
   /** Sessions whose facade lanes stay subscribed (least recently used are dropped). Default: 256. */
   readonly maxSessions?: number;
+  /**
+   * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens,
+   * savings per stage, component attribution). Default: true.
+   */
+  readonly metrics?: boolean;
 }
 
 /** Which stages a config turns on: the modes table (facts §1.2) plus the output-budget cap. */
@@ -93,6 +102,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool({ vault, config });
   const maxSessions = options.maxSessions ?? 256;
+  const recordMetrics = options.metrics !== false;
+  // Identity memo per message object plus a content memo, for hosts that rebuild message objects
+  // on every call (framework message conversions): those re-serialize but never re-tokenize.
+  const meter = createMessagesMeter(createCountMemo(counter, { maxEntries: 8192 }));
   const lanes = new LaneCache(maxSessions);
   let closed = false;
 
@@ -119,8 +132,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     reduceToolCall: (call, context, signal) => lanes.get('tool_call', context.sessionId, toolCalls).run(createStep(call, context, signal)),
     reduceToolResult: (result, context, signal) =>
       lanes.get('tool_result', context.sessionId, toolResults).run(createStep(result, context, signal)),
-    compileRequest: (request, context, signal) =>
-      lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal)),
+    compileRequest: async (request, context, signal) => {
+      const out = await lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal));
+      if (recordMetrics && !closed) await recordRequestMetric(vault, meter, config.mode, out);
+      return out;
+    },
     pressure: async (request, context) => {
       try {
         pressureFn ??= createPressure(budgetOptions(config, counter));
@@ -154,6 +170,30 @@ export function preflightPressure(config: Config, counter: TokenCounter, request
  */
 function budgetOptions(config: Config, counter: TokenCounter): { config: Config; counter?: TokenCounter } {
   return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
+}
+
+/** One metrics row for a compiled request; telemetry never fails the call. */
+async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: string, step: Step<ProviderRequest>): Promise<void> {
+  try {
+    const model = step.original['model'];
+    const finalList = step.value['messages'] ?? step.value['input'];
+    await vault.recordRequestMetric(
+      requestMetric({
+        sessionId: step.context.sessionId,
+        requestId: step.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+        mode,
+        ...(typeof model === 'string' ? { model } : {}),
+        raw: attributeRequest(step.original, meter),
+        final: attributeRequest(step.value, meter),
+        tokenizer: meter.counter.name,
+        receipts: Array.isArray(finalList) ? new ReceiptVerifier(vault).referenced(finalList).length : 0,
+        failedOpen: anyFailedOpen(step.decisions),
+        savedByStage: savedByStage(step.decisions),
+      }),
+    );
+  } catch {
+    // Metrics are diagnostics: a full or locked vault must not turn a reduction into an error.
+  }
 }
 
 function defaultCounter(config: Config): TokenCounter {

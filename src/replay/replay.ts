@@ -75,7 +75,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const overrides: ConfigOverrides = { ...options.overrides, dbPath, ...(options.mode === undefined ? {} : { mode: options.mode }) };
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
-  const tt = options.terminator ?? (await createTerminator(options.env === undefined ? { overrides } : { env: options.env, overrides }));
+  const tt = options.terminator ?? (await createTerminator(options.env === undefined ? { overrides, metrics: false } : { env: options.env, overrides, metrics: false }));
   const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
   const dump = options.dump === undefined ? undefined : createWriteStream(options.dump, { encoding: 'utf8' });
   const total = sessions.reduce((n, s) => n + requestCount(s), 0);

@@ -9,6 +9,8 @@ import { stepOperator } from '../../src/operator-kit.js';
 import { createTerminator, Lane, modeGates, preflightPressure } from '../../src/runtime.js';
 import { advance, createStep, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
+import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { referencedArtifacts } from '../../src/receipts/index.js';
 
 let dir: string;
 beforeEach(() => {
@@ -168,5 +170,57 @@ describe('preflightPressure', () => {
     const counter = { name: 'fixed', exact: true, count: () => 1000 };
     expect(preflightPressure(config, counter, {}, ctx)).toBe(1000 + config.incontext.minOutputTokens - 1);
     expect(preflightPressure(config, counter, {}, { sessionId: 's', route: { outputCap: 100 } })).toBe(1000 + 100 - 1);
+  });
+});
+
+describe('createTerminator pipelines (balanced)', () => {
+  it('keeps request-stream state across facade calls: the second exposure of a large output is a receipt that recovers', async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const big = Array.from({ length: 2000 }, (_, i) => `diagnostic line ${i}: state`).join('\n');
+    const messages = [
+      { role: 'user', content: 'inspect' },
+      { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: big },
+    ];
+    const first = await tt.compileRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
+    const second = await tt.compileRequest({ model: 'gpt-4o', messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'next' }] }, { sessionId: 's', requestId: 'r2' });
+    const text = (step: typeof first): string => JSON.stringify(step.value['messages']);
+    expect(text(first)).toContain('diagnostic line 1999');
+    expect(text(second)).not.toContain('diagnostic line 1999');
+    const tool = (second.value['messages'] as { role: string; content: string }[]).find((m) => m.role === 'tool')!;
+    const [id] = referencedArtifacts(tool.content);
+    let content = '';
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const page = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: id, offset, limit: 20000 }, { sessionId: 's' })) as { content: string; next_offset: number | null };
+      content += page.content;
+      offset = page.next_offset;
+    }
+    expect(content).toBe(big);
+  });
+
+  it('records one content-free metrics row per compiled request', async () => {
+    const path = join(dir, 'm.sqlite3');
+    {
+      await using tt = await createTerminator({ env, overrides: { dbPath: path } });
+      await tt.compileRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
+      await tt.compileRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello again' }] }, { sessionId: 's', requestId: 'b' });
+    }
+    const summary = readMetricsSummary(path);
+    expect(summary.requests).toBe(2);
+    expect(summary.components['current_user']?.raw_tokens).toBeGreaterThan(0);
+    const off = join(dir, 'n.sqlite3');
+    {
+      await using tt = await createTerminator({ env, overrides: { dbPath: off }, metrics: false });
+      await tt.compileRequest({ messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
+    }
+    expect(readMetricsSummary(off).requests).toBe(0);
+  });
+
+  it('routes a terminal call through the rewrite stage (rtk missing: passes through with a decision)', async () => {
+    await using tt = await createTerminator({ env: { PATH: '/nonexistent' }, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
+    const step = await tt.reduceToolCall(call, ctx);
+    expect(step.value.args['command']).toBe('git status');
   });
 });
