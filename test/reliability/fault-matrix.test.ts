@@ -139,6 +139,23 @@ describe('vault faults', () => {
     expect(errorLabels(results)).toContain('E_VAULT_CAPACITY');
   });
 
+  // Retention pressure is not a fault but the place evidence gets lost: a small vault prunes
+  // unprotected artifacts, and compressToolResult never pins the artifact its delivered note names
+  // (temporal delta, dedupe and compile do). Reported; turns green once compress pins.
+  it.fails('retention pressure (small vault): every delivered receipt still recovers', async () => {
+    await using tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { vaultMaxBytes: 60_000 } });
+    const results = await runWorkload(tt, workload);
+    const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, workload.id, id));
+    const usage = await tt.vault.usage();
+    rows.push({
+      cell: 'retention pressure',
+      injection: 'vaultMaxBytes 60 kB (prunes unpinned artifacts)',
+      outcome: `${summary(results, report.receipts.length, report.recovered)}; pruned ${usage.prunedArtifacts}${report.problems.length > 0 ? ' — EVIDENCE LOST (compress_tool_result does not pin)' : ''}`,
+    });
+    expect(usage.prunedArtifacts).toBeGreaterThan(0);
+    expect(report.problems).toEqual([]);
+  });
+
   it('vault locked by another process beyond the busy timeout: fail open, then heals', async () => {
     const db = join(cellDir(), 'vault.sqlite3');
     const vault = await createVault({ path: db, busyTimeoutMs: 50 });
