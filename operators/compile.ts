@@ -25,7 +25,11 @@ export interface CompileRequestOptions {
   readonly collapseAfterTurns?: number;
   /** The newest turns always stay verbatim. Default 5 (TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS). */
   readonly inlineRecentTurns?: number;
-  /** Boundaries advance in blocks of this many turns (prompt-cache stability). Default 4. */
+  /**
+   * Boundaries advance in blocks of this many turns (prompt-cache stability). Default
+   * min(8, collapseAfterTurns), or 8 when collapse is off: visible history then stays within
+   * [collapseAfterTurns, collapseAfterTurns + blockTurns) turns.
+   */
   readonly blockTurns?: number;
   /**
    * Budget of a working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). Default 0. Accepted
@@ -51,7 +55,7 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
   const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
   const collapseAfterSteps = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 6, 0);
   const inlineRecentSteps = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 5, 0);
-  const blockSteps = intOption(STAGE, 'blockTurns', options.blockTurns, 4, 1);
+  const blockSteps = intOption(STAGE, 'blockTurns', options.blockTurns, collapseAfterSteps > 0 ? Math.min(8, collapseAfterSteps) : 8, 1);
   intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
   const { vault, counter } = options;
   const policy = { collapseAfterSteps, inlineRecentSteps, blockSteps };
