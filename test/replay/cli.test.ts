@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { benchTotals } from '../../src/cli/commands/bench.js';
+import { run } from '../../src/cli/program.js';
+
+let dir: string;
+let sessions: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-cli-replay-'));
+  sessions = join(dir, 's.jsonl');
+  const big = Array.from({ length: 900 }, (_, i) => `src/a_${i % 9}.ts:${i}: match ${i % 5}`).join('\n');
+  const line = (id: string) =>
+    JSON.stringify({
+      id,
+      model: 'gpt-4o',
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'find it' },
+        { role: 'assistant', content: 'searching', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } }] },
+        { role: 'tool', tool_call_id: 'c1', content: big },
+        { role: 'assistant', content: 'found' },
+      ],
+    });
+  writeFileSync(sessions, `${line('one')}\n\n${line('two')}\n`);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function capture(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: unknown) => ((out += String(c)), true));
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: unknown) => ((err += String(c)), true));
+  try {
+    return { code: await run(argv), out, err };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+describe('token-terminator replay / stats / compare', () => {
+  it('replay --json prints exactly the figures keys plus sessions', async () => {
+    const { code, out } = await capture(['replay', sessions, '--json', '--db', join(dir, 'v.sqlite3')]);
+    expect(code).toBe(0);
+    const f = JSON.parse(out) as Record<string, unknown> & { sessions: { id: string }[] };
+    expect(Object.keys(f).sort()).toEqual(
+      [
+        'requests', 'raw_chars', 'final_chars', 'raw_tokens', 'final_tokens', 'reduction_pct', 'receipts', 'recovered_exact', 'recovery_failures',
+        'cache_prefix_ratio_raw', 'cache_prefix_ratio_final', 'effective_cost_raw', 'effective_cost_final', 'effective_cost_ratio',
+        'p50_ms', 'p95_ms', 'total_ms', 'peak_rss_mb', 'sessions',
+      ].sort(),
+    );
+    expect(f.sessions.map((s) => s.id)).toEqual(['one', 'two']);
+    expect(f['requests']).toBe(4);
+    expect(f['recovery_failures']).toBe(0);
+  });
+
+  it('replay --limit 1 prints a readable table for one session', async () => {
+    const { code, out } = await capture(['replay', sessions, '--limit', '1']);
+    expect(code).toBe(0);
+    expect(out).toContain('tokens (o200k_base)');
+    expect(out).toContain('receipts recovered exactly');
+  });
+
+  it('stats sums the metrics rows the replay wrote', async () => {
+    const { code, out } = await capture(['stats', '--db', join(dir, 'v.sqlite3'), '--json']);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ requests: 4, sessions: 2 });
+  });
+
+  it('compare rejects identical modes and a missing ledger with exit 2', async () => {
+    expect((await capture(['compare', 'balanced', 'balanced', '--ledger', join(dir, 'experiments.sqlite3')])).code).toBe(2);
+    expect((await capture(['compare', 'off', 'balanced', '--ledger', join(dir, 'none.sqlite3')])).code).toBe(2);
+    const { code, out } = await capture(['compare', 'off', 'balanced', '--ledger', join(dir, 'experiments.sqlite3'), '--json']);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ b: { mode: 'balanced', sessions: 2 }, a: { sessions: 0 } });
+  });
+
+  it('replay of a missing file or a bad price exits 2', async () => {
+    expect((await capture(['replay', join(dir, 'missing.jsonl')])).code).toBe(2);
+    expect((await capture(['replay', sessions, '--cache-read-price', '2'])).code).toBe(2);
+  });
+});
+
+describe('benchTotals', () => {
+  it('sums the first seven cases only and rounds the reduction to 2 decimals', () => {
+    const c = (raw: number, out: number) => ({ name: 'x', raw_tokens: raw, output_tokens: out, reference_output_tokens: 0 });
+    const cases = [c(100, 1), c(100, 2), c(100, 3), c(100, 4), c(100, 5), c(100, 6), c(100, 7), c(1000, 999)];
+    expect(benchTotals(cases)).toEqual({ raw_tokens: 700, output_tokens: 28, token_reduction_pct: 96 });
+  });
+});
