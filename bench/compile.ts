@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subject, firstValueFrom, take } from 'rxjs';
+import { Subject } from 'rxjs';
 import { compileRequest } from '../operators/compile.js';
 import { collapseDuplicates } from '../operators/dedupe.js';
 import { routeSkills } from '../operators/skill-gate.js';
@@ -85,8 +85,6 @@ async function runSession(fresh: boolean): Promise<{ at20: number; at200: number
 }
 
 export async function main(_argv: string[]): Promise<void> {
-  void firstValueFrom;
-  void take;
   for (const fresh of [false, true]) {
     const r = await runSession(fresh);
     const label = fresh ? 'host rebuilds every message object (content-hash memo)' : 'host reuses its transcript objects (identity memo)';

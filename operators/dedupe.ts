@@ -84,7 +84,7 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
         measured = items === undefined ? undefined : gate(state, step.value, view, items, plan.map((p) => p.receipt));
         if (measured !== undefined && !measured.verdict.accepted) return keepInput(step, plan, state, leaseKey, measured.verdict.reason);
       }
-      for (const p of plan) if (p.render !== 'receipt' && !lost.has(p.receipt.artifactId)) state.sticky.set(`inline:${p.receipt.artifactId}`, p.slot.item);
+      for (const p of plan) if (p.render !== 'receipt' && !lost.has(p.receipt.artifactId)) state.sticky.set(`inline:${p.receipt.artifactId}`, JSON.stringify(p.slot.path));
       if (measured === undefined) return undefined;
       const receipted = plan.filter((p) => p.render !== 'inline' || lost.has(p.receipt.artifactId)).map((p) => p.receipt.artifactId);
       await state.evidence.pin(receipted);

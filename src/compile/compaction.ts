@@ -5,6 +5,7 @@
  * between two boundaries the compiled history is byte-identical from request to request.
  */
 import { canonicalJson } from '../measure/index.js';
+import { isReceipt } from '../receipts/index.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { renderItems } from './apply.js';
 import { collapseItems, collapseNoteLine } from './collapse.js';
@@ -46,7 +47,8 @@ export async function planCompaction(state: SessionState, view: RequestView, o: 
     if (slot.kind !== 'tool_output' || slot.item === undefined || slot.item < cut || slot.item >= sealedEnd) continue;
     if (typeof slot.value === 'string' && slot.value.length < o.minVaultChars) continue;
     const text = evidenceText(slot.value);
-    if (text === undefined) continue;
+    // Already reduced upstream (a bounded view ending in its receipt): leave it as it is.
+    if (text === undefined || isReceipt(text.slice(text.lastIndexOf('\n') + 1))) continue;
     const chars = evidenceChars(slot.value);
     if (chars < o.minVaultChars || chars > o.maxArtifactChars) continue;
     try {

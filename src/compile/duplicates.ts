@@ -76,7 +76,7 @@ export async function planDuplicates(state: SessionState, view: RequestView, o: 
   found.forEach((f, i) => {
     const id = f.ev.receipt.artifactId;
     const shown = state.sticky.get(`inline:${id}`);
-    if (lastIndex.has(id) && found[lastIndex.get(id)!]!.slot.item === shown) return;
+    if (lastIndex.has(id) && JSON.stringify(found[lastIndex.get(id)!]!.slot.path) === shown) return;
     lastIndex.set(id, i);
   });
   const planned: PlannedSlot[] = [];

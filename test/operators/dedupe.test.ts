@@ -135,7 +135,7 @@ describe('collapseDuplicates — properties', () => {
   afterAll(async () => vault.close());
   let run = 0;
 
-  test.prop([fc.constantFrom(...FORMATS), conversationArb(6, 600), fc.integer({ min: 0, max: 2 })], { numRuns: 40 })(
+  test.prop([fc.constantFrom(...FORMATS), conversationArb(6, 600), fc.integer({ min: 0, max: 2 })], { numRuns: 60 })(
     'output unchanged or strictly smaller; caller untouched; receipts recover exactly; retries give the same output',
     async (format, convo, leases) => {
       const req = deepFreeze(buildRequest(format, convo));
