@@ -6,6 +6,7 @@
  * `put` refuses such content (VaultContentError) because the vault promises exact recovery and a
  * replaced character would silently break it. Callers fail open and keep the content inline.
  */
+import { codePoints } from '../measure/canonical-json.js';
 import { createHash } from 'node:crypto';
 
 /** Hex SHA-256 of the UTF-8 bytes of `content` (lone surrogates encode as U+FFFD, as in Buffer). */
@@ -39,25 +40,9 @@ export function isWellFormedText(s: string): boolean {
   return wellFormed !== undefined ? wellFormed.call(s) : !LONE_SURROGATE.test(s);
 }
 
-const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 
-/** Length in Unicode code points (a surrogate pair counts once). */
-export function codePointLength(s: string): number {
-  // The native regex scan is several times faster than the loop below, and most text has no pairs.
-  if (!ANY_SURROGATE.test(s)) return s.length;
-  let n = s.length;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
-}
+/** Length in code points (Python `len`). */
+export const codePointLength = codePoints;
 
 /** UTF-16 index of code point `cp` (clamped to the string end). */
 function indexOfCodePoint(s: string, from: number, fromCp: number, cp: number): number {
