@@ -1,12 +1,12 @@
 /**
  * `compressToolResult`: large search_files / process results (and read_file in aggressive mode)
  * compacted natively, terminal results through the built-in per-family compactors. The exact
- * original is vaulted and read back before the compact text + recovery note replaces it.
+ * original is vaulted, read back and pinned before the compact text + recovery note replaces it.
  */
 import type { OperatorFunction } from 'rxjs';
 import { compactLines, compactTerminal, compactText, readTerminalContent } from '../src/compact/index.js';
 import { codePointLength } from '../src/compact/lines.js';
-import { LONGEST_ARTIFACT_ID, memoCounter, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
+import { LONGEST_ARTIFACT_ID, memoCounter, pinDelivered, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { ConfigError } from '../src/errors.js';
@@ -100,6 +100,8 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
     const put = await vaultExact(vault, { content: raw, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId });
     const output = `${compact}\n\n${renderNativeNote(rawChars, compactChars, put.artifactId)}`;
     if (!strictlySmaller(raw, output, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    // The note is about to be delivered: retention must never prune what it names.
+    await pinDelivered(vault, [put.artifactId]);
     const savedTokens = counter === undefined ? {} : { savedTokens: counter.count(raw) - counter.count(output) };
     return advance(step, { ...result, content: output }, {
       stage: STAGE,

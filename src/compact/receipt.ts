@@ -1,7 +1,8 @@
 /**
  * The acceptance steps every tool-result reduction shares: strictly smaller (code points, and
  * tokens when a counter is given), the exact original vaulted and read back before any
- * replacement, and a full read for recovery and for temporal baselines.
+ * replacement, the artifacts a delivered receipt names pinned (retention never prunes them), and a
+ * full read for recovery and for temporal baselines.
  */
 import type { TokenCounter } from '../measure/types.js';
 import { VaultVerifyError } from '../errors.js';
@@ -25,6 +26,19 @@ export async function vaultExact(vault: Vault, input: PutInput): Promise<PutResu
     throw new VaultVerifyError(put.artifactId);
   }
   return put;
+}
+
+/**
+ * Pin the artifacts a receipt or note about to reach the host names, then prove they are still
+ * there. `pin` ignores an id whose row is gone, so an artifact pruned between the put and the pin
+ * (by another process's retention) would otherwise leave a note pointing at nothing: the read-back
+ * after the pin turns that into a VaultVerifyError, and the caller fails open with the original.
+ */
+export async function pinDelivered(vault: Vault, artifactIds: readonly string[]): Promise<void> {
+  await vault.pin(artifactIds);
+  for (const id of new Set(artifactIds)) {
+    if (!(await vault.verify(id))) throw new VaultVerifyError(id);
+  }
 }
 
 /** The whole artifact, page by page. */

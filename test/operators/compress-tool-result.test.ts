@@ -100,6 +100,36 @@ describe('compressToolResult: native search/process', () => {
     expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open' });
   });
 
+  it('pins the artifact its note names: retention prunes older unpinned evidence, never it', async () => {
+    const log = Array.from({ length: 3000 }, (_, i) => `worker ${i % 7} tick ${'#'.repeat(i % 17)} ${i}`).join('\n');
+    const raws = [log, fixture('git-diff.txt')];
+    const small = await createVault({ path: join(dir, 'pinned.sqlite3'), maxBytes: 200_000 });
+    const outs = await runOp(compressToolResult({ vault: small }), [result('process', raws[0]!), result('terminal', raws[1]!, { command: 'git diff' })]);
+    expect(outs.map((o) => o.decisions.at(-1)?.kind)).toEqual(['applied', 'applied']);
+    // Unpinned filler pushes the vault past its high water again and again.
+    for (let i = 0; i < 12; i++) await small.put({ content: `filler ${i} `.repeat(3000) });
+    expect((await small.usage()).prunedArtifacts).toBeGreaterThan(0);
+    for (const [i, out] of outs.entries()) await expectRecovers(small, out.value.content, raws[i]!);
+    await small.close();
+  });
+
+  it('fails open when the artifact is gone by the time it is pinned (pruned by another process)', async () => {
+    const raw = nativeSearchFixture();
+    let pinned = false;
+    const racing: Vault = Object.assign(Object.create(vault) as Vault, {
+      pin: async (ids: readonly string[]) => {
+        pinned = true;
+        await vault.pin(ids);
+      },
+      // Before the pin the read-back succeeds; after it the row has been pruned.
+      verify: async (id: string) => !pinned && (await vault.verify(id)),
+    });
+    const [out] = await runOp(compressToolResult({ vault: racing }), [result('search_files', raw, { pattern: 'raced' })]);
+    expect(pinned).toBe(true);
+    expect(out!.value.content).toBe(raw);
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
+  });
+
   it('rejects bad options at build time, naming the operator', () => {
     expect(() => compressToolResult({} as never)).toThrow(/compressToolResult: a vault is required/);
     expect(() => op({ nativeMinChars: 10 })).toThrow(/compressToolResult: nativeMinChars/);
