@@ -1,13 +1,16 @@
 /**
  * `rewriteTerminalCommand`: terminal tool calls rewritten through `rtk rewrite` (facts §2.1).
  * RTK filters the command's output when it runs; this operator only swaps the command string.
+ * Exit 1 and 2 are rtk's documented "no rewrite" answers (skipped); a hang, crash, garbage, an
+ * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
+ * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
  */
 import type { OperatorFunction } from 'rxjs';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
-import { ConfigError } from '../src/errors.js';
+import { ConfigError, RtkFaultError } from '../src/errors.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, type Step, type ToolCall } from '../src/step.js';
+import { advance, errorLabel, note, type Step, type ToolCall } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf, cwdOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
@@ -85,7 +88,10 @@ export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = 
       const base = { rtkPath: rtkPath!, command, cwd, timeoutMs, signal, spawn };
       const outcome = await runRtkRewrite(options.onSpawn === undefined ? base : { ...base, onSpawn: options.onSpawn });
       if (outcome.kind === 'cancelled') return undefined;
-      if (outcome.kind === 'timeout' || outcome.kind === 'error') return skip(step, outcome.kind === 'timeout' ? 'timeout' : outcome.reason);
+      if (outcome.kind === 'timeout' || outcome.kind === 'error') {
+        const reason = outcome.kind === 'timeout' ? 'timeout' : outcome.reason;
+        return note(step, { stage: STAGE, kind: 'failed_open', reason, error: errorLabel(new RtkFaultError(reason)) });
+      }
       const rewritten = outcome.kind === 'rewrite' ? outcome.command : null;
       cache.set(key, rewritten); // negative results are cached too; timeouts and errors are not
       return apply(step, rewritten);

@@ -44,3 +44,19 @@ export class CounterError extends TokenTerminatorError {
     super('E_COUNTER', message, options);
   }
 }
+
+/** Stable codes of `rtk rewrite` faults (hang, crash, garbage, undocumented exit, unusable binary). */
+export const RTK_FAULT_CODES = Object.freeze({
+  timeout: 'E_RTK_TIMEOUT',
+  spawn: 'E_RTK_SPAWN',
+  signal: 'E_RTK_SIGNAL',
+  invalid_output: 'E_RTK_INVALID_OUTPUT',
+  exit_code: 'E_RTK_EXIT_CODE',
+});
+
+/** `rtk rewrite` failed: the command passes through unchanged (a `failed_open` decision). */
+export class RtkFaultError extends TokenTerminatorError {
+  constructor(reason: keyof typeof RTK_FAULT_CODES) {
+    super(RTK_FAULT_CODES[reason], `rtk rewrite failed (${reason})`);
+  }
+}

@@ -73,13 +73,28 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     ['ls stub-exit2', 'no_rewrite'],
     ['ls stub-same', 'no_rewrite'],
     ['ls stub-empty', 'no_rewrite'],
-    ['ls stub-exit7', 'exit_code'],
-    ['ls stub-garbage', 'invalid_output'],
-    ['ls stub-crash', 'signal'],
-  ])('passes %s through unchanged (%s)', async (command, reason) => {
+  ])('passes %s through unchanged as a documented no-rewrite answer (%s)', async (command, reason) => {
     const [out] = await run([call(command)]);
     expect(commandOf(out!)).toBe(command);
     expect(reasons(out!)).toEqual([`skipped:${reason}`]);
+  });
+
+  it.each([
+    ['ls stub-exit7', 'exit_code', 'E_RTK_EXIT_CODE'],
+    ['ls stub-garbage', 'invalid_output', 'E_RTK_INVALID_OUTPUT'],
+    ['ls stub-crash', 'signal', 'E_RTK_SIGNAL'],
+  ])('fails open on a fault: %s passes through unchanged (failed_open %s)', async (command, reason, code) => {
+    const [out] = await run([call(command)]);
+    expect(commandOf(out!)).toBe(command);
+    expect(out!.value).toBe(out!.original);
+    expect(out!.decisions).toEqual([{ stage: 'rtk_rewrite', kind: 'failed_open', reason, error: `RtkFaultError:${code}` }]);
+  });
+
+  it('fails open when the pinned rtk binary does not exist (spawn)', async () => {
+    const [out, next] = await run([call('git status'), call('git log')], { rtkPath: join(work, 'no-such-rtk') });
+    expect(commandOf(out!)).toBe('git status');
+    expect(out!.decisions).toEqual([{ stage: 'rtk_rewrite', kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' }]);
+    expect(reasons(next!)).toEqual(['failed_open:spawn']);
   });
 
   it('caches positive and negative results per (cwd, command), not timeouts or crashes', async () => {
@@ -120,7 +135,7 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     const pids: number[] = [];
     const [out, next] = await run([call('git diff stub-hang'), call('git status')], { timeoutMs: 150, onSpawn: (pid) => pids.push(pid) });
     expect(commandOf(out!)).toBe('git diff stub-hang');
-    expect(reasons(out!)).toEqual(['skipped:timeout']);
+    expect(out!.decisions).toEqual([{ stage: 'rtk_rewrite', kind: 'failed_open', reason: 'timeout', error: 'RtkFaultError:E_RTK_TIMEOUT' }]);
     expect(commandOf(next!)).toBe('rtk git status');
     expect(await waitGone(pids[0]!)).toBe(true);
   });

@@ -387,7 +387,7 @@ describe('rtk faults (tool-call stream)', () => {
     const step = await tt.reduceToolCall(input, { sessionId: 'rtk' });
     const decision = step.decisions.find((d) => d.stage === 'rtk_rewrite');
     const out = step.value;
-    rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
+    rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"${decision?.error === undefined ? '' : ` (${decision.error})`}; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
     // The terminator keeps working after the fault: a plain command is still rewritten.
     const next = await tt.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
     expect(String(next.value.args['command'])).toBe(`rtk git status ${cell.length}`);
@@ -410,33 +410,32 @@ describe('rtk faults (tool-call stream)', () => {
     }
   });
 
-  const faultCells: [string, string][] = [
-    ['rtk hangs', 'git log stub-hang'],
-    ['rtk crashes', 'git log stub-crash'],
-    ['rtk prints garbage', 'git log stub-garbage'],
-    ['rtk exits 7 (other)', 'git log stub-exit7'],
+  const faultCells: [string, string, string][] = [
+    ['rtk hangs', 'git log stub-hang', 'E_RTK_TIMEOUT'],
+    ['rtk crashes', 'git log stub-crash', 'E_RTK_SIGNAL'],
+    ['rtk prints garbage', 'git log stub-garbage', 'E_RTK_INVALID_OUTPUT'],
+    ['rtk exits 7 (other)', 'git log stub-exit7', 'E_RTK_EXIT_CODE'],
   ];
-  for (const [cell, command] of faultCells) {
-    it(`${cell}: the original command passes through and the fault is recorded`, async () => {
+  for (const [cell, command, code] of faultCells) {
+    it(`${cell}: the original command passes through and the fault is recorded as failed_open`, async () => {
       const { out, decision } = await rtkCell(cell, command);
       expect(out.args['command']).toBe(command);
-      expect(decision).toBeDefined();
-      expect(decision!.kind).not.toBe('applied');
+      expect(decision).toMatchObject({ kind: 'failed_open', error: `RtkFaultError:${code}` });
     });
   }
-  it('rtk binary missing: the original command passes through', async () => {
+  it('rtk binary missing: the original command passes through with failed_open', async () => {
     await using broken = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { rtkPath: join(dir, 'no-such-rtk') } });
     const input = call('git status');
     const step = await broken.reduceToolCall(input, { sessionId: 'rtk' });
     const d = step.decisions.find((x) => x.stage === 'rtk_rewrite');
-    rows.push({ cell: 'rtk missing', injection: 'TOKEN_TERMINATOR_RTK_PATH names no file', outcome: `${d?.kind} "${d?.reason}"; command passed through: ${step.value === input}` });
+    rows.push({ cell: 'rtk missing', injection: 'TOKEN_TERMINATOR_RTK_PATH names no file', outcome: `${d?.kind} "${d?.reason}" (${d?.error}); command passed through: ${step.value === input}` });
     expect(step.value).toBe(input);
+    expect(d).toMatchObject({ kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' });
   });
 
-  // Issue 8 asks for a failed_open decision in every fault cell; the rtk stage records `skipped`
-  // with the fault as its reason (reported). These turn green once it records failed_open.
+  // Issue 8 asks for a failed_open decision in every fault cell (a fresh command each: faults are never cached).
   for (const [cell, command] of faultCells) {
-    it.fails(`${cell}: records a failed_open decision`, async () => {
+    it(`${cell}: records a failed_open decision`, async () => {
       const step = await tt.reduceToolCall(call(`${command} strict`), { sessionId: 'rtk-strict' });
       expect(step.decisions.find((d) => d.stage === 'rtk_rewrite')?.kind).toBe('failed_open');
     });
