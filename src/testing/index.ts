@@ -7,7 +7,7 @@
  * import { assertInvariant, invariants, toolResultStream, withDeps } from 'token-terminator/testing';
  * await assertInvariant(invariants.recoversExactly(withDeps(({ vault }) => myOperator({ vault })), { vault, inputs: toolResultStream() }));
  */
-export { OUTPUT_SHAPES, expandOutput, outputSpec, shapeForTool, toolOutput, type OutputShape, type OutputSpec, type SizeClass, type ToolOutputOptions } from './arbitraries/text.js';
+export { OUTPUT_SHAPES, anyText, expandOutput, outputSpec, shapeForTool, toolOutput, type OutputShape, type OutputSpec, type SizeClass, type ToolOutputOptions } from './arbitraries/text.js';
 export { TOOL_NAMES, toolArgs, toolCall, toolCallStream, toolEventPair, toolResultStream, type ToolEventOptions, type ToolEventPair, type ToolStreamOptions } from './arbitraries/tools.js';
 export { SKILL_TOOLS, renderSkillCatalog, skillCatalog, skillPrompt, type SkillCatalog, type SkillCatalogOptions, type SkillEntry } from './arbitraries/skills.js';
 export {

@@ -1,7 +1,19 @@
 import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { detectFormat, readRequest, valueAt, writeSlots } from '../../src/model/index.js';
-import { FORMATS, buildRequest, conversationArb, deepFreeze, snapshot } from './arbitraries.js';
+import { TOOL_NAMES, WIRE_FORMATS, anyText, deepFreeze, formatRequest, toolOutput, type RequestOptions } from '../../src/testing/index.js';
+
+/**
+ * Requests of every format from the testing kit, with hostile texts and tool names mixed in:
+ * arbitrary code points (controls, every plane) next to realistic tool outputs.
+ */
+const REQUESTS: RequestOptions = {
+  maxTurns: 4,
+  texts: fc.oneof(anyText({ maxLength: 24 }), fc.constantFrom('Run the tests.', 'ok')),
+  tools: [...TOOL_NAMES, 'weird tool]\n'],
+  outputs: fc.oneof(toolOutput({ sizes: ['tiny', 'medium'] }), anyText({ maxLength: 40 })),
+};
+const formatAndRequest = fc.constantFrom(...WIRE_FORMATS).chain((format) => formatRequest(format, REQUESTS).map((request) => ({ format, request })));
 
 /** Every leaf path where two JSON-like values differ. */
 function diffPaths(a: unknown, b: unknown, path: (string | number)[] = [], out: string[] = []): string[] {
@@ -75,11 +87,11 @@ describe('readRequest', () => {
 });
 
 describe('writeSlots properties', () => {
-  test.prop([fc.constantFrom(...FORMATS), conversationArb(6)], { numRuns: 60 })(
+  test.prop([formatAndRequest], { numRuns: 60 })(
     'writing every slot back unchanged yields a deep-equal request without mutating the frozen input',
-    (format, convo) => {
-      const req = deepFreeze(buildRequest(format, convo));
-      const before = snapshot(req);
+    ({ format, request }) => {
+      const req = deepFreeze(structuredClone(request));
+      const before = structuredClone(req);
       const view = readRequest(req);
       expect(view.format).toBe(format);
       const out = writeSlots(req, view.slots.map((s) => ({ path: s.path, value: s.value })));
@@ -88,10 +100,10 @@ describe('writeSlots properties', () => {
     },
   );
 
-  test.prop([fc.constantFrom(...FORMATS), conversationArb(6), fc.nat(), fc.string({ minLength: 1, maxLength: 8 })], { numRuns: 80 })(
+  test.prop([formatAndRequest, fc.nat(), fc.string({ minLength: 1, maxLength: 8 })], { numRuns: 80 })(
     'a change to one slot changes exactly that place and shares everything else',
-    (format, convo, pick, marker) => {
-      const req = deepFreeze(buildRequest(format, convo));
+    ({ request }, pick, marker) => {
+      const req = deepFreeze(structuredClone(request));
       const view = readRequest(req);
       const slot = view.slots[pick % view.slots.length]!;
       const value = `changed:${marker}`;

@@ -8,14 +8,26 @@ import { TestScheduler } from 'rxjs/testing';
 import { collapseDuplicates } from '../../operators/dedupe.js';
 import { case3Request, case4Request } from '../../src/compile/structural.js';
 import { evidenceText } from '../../src/compile/evidence.js';
-import { serializedChars } from '../../src/measure/index.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { readRequest } from '../../src/model/index.js';
 import { parseReceipt } from '../../src/receipts/index.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
-import { FORMATS, buildRequest, conversationArb, deepFreeze, snapshot } from '../model/arbitraries.js';
+import {
+  TOOL_NAMES,
+  checkRecovery,
+  checkSmaller,
+  deepFreeze,
+  firstDifference,
+  providerRequest,
+  requestStream,
+  testInvariants,
+  withDeps,
+  type InvariantName,
+  type RequestOptions,
+} from '../../src/testing/index.js';
 import { allStrings, recover, runAll } from '../compile/helpers.js';
 
 const ART = 'diagnostic evidence line\n'.repeat(200); // 5000 chars
@@ -31,7 +43,7 @@ describe('collapseDuplicates — unit', () => {
 
   it('keeps a new large output inline once, reuses it for a retry, then receipts it', async () => {
     const req = deepFreeze(case3Request(ART));
-    const before = snapshot(req);
+    const before = structuredClone(req);
     const [first, retry, next] = await runAll(op(), [
       [req, { sessionId: 'lease', requestId: 'r1' }],
       [req, { sessionId: 'lease', requestId: 'r1' }],
@@ -127,34 +139,61 @@ describe('collapseDuplicates — unit', () => {
   });
 });
 
-describe('collapseDuplicates — properties', () => {
-  let vault: Vault;
-  beforeAll(async () => {
-    vault = await createVault({ path: ':memory:' });
-  });
-  afterAll(async () => vault.close());
-  let run = 0;
+// Created at load time: the kit registers its properties with the vault they run against.
+const propertyVault = await createVault({ path: ':memory:' });
 
-  test.prop([fc.constantFrom(...FORMATS), conversationArb(6, 600), fc.integer({ min: 0, max: 2 })], { numRuns: 60 })(
-    'output unchanged or strictly smaller; caller untouched; receipts recover exactly; retries give the same output',
-    async (format, convo, leases) => {
-      const req = deepFreeze(buildRequest(format, convo));
-      const before = snapshot(req);
+describe('collapseDuplicates — properties', () => {
+  const vault = propertyVault;
+  const counter = createTiktokenCounter('o200k_base');
+  afterAll(async () => {
+    counter.dispose?.();
+    await vault.close();
+  });
+  // Low thresholds so most generated outputs are large enough to receipt or show as a bounded view;
+  // a hostile tool name checks the receipt label.
+  const shapes: RequestOptions = { maxTurns: 5, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
+  const lowThresholds = { minArtifactChars: 200, maxInlineChars: 400, inlineViewChars: 200 };
+  const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+
+  describe('kit invariants (no inline lease, successive requests of one session)', () => {
+    const op = withDeps<ProviderRequest>(({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), ...lowThresholds, inlineLeases: 0 }));
+    testInvariants(test, op, { vault, counter, inputs: requestStream({ ...shapes, maxLength: 3 }), only: INVARIANTS, params: { numRuns: 20 } });
+  });
+
+  it('generated requests trigger lease receipts and duplicate collapses (the properties are not vacuous)', async () => {
+    const reasons = new Set<string>();
+    for (const [k, request] of fc.sample(providerRequest(shapes), { numRuns: 30, seed: 42 }).entries()) {
+      const outs = await runAll(collapseDuplicates({ vault, ...lowThresholds, inlineLeases: k % 3 }), [
+        [request, { sessionId: `coverage-${k}`, requestId: 'a' }],
+        [request, { sessionId: `coverage-${k}`, requestId: 'b' }],
+      ]);
+      for (const out of outs) for (const d of out.decisions) if (d.kind === 'applied') reasons.add(d.reason.replace(/^\d+/u, 'N'));
+    }
+    expect([...reasons].sort()).toEqual(['N duplicate(s) collapsed', 'lease receipts']);
+  });
+
+  let run = 0;
+  test.prop([providerRequest(shapes), fc.integer({ min: 0, max: 2 })], { numRuns: 60 })(
+    'a retry gives the same output; every output is unchanged or smaller, leaves the caller untouched and its receipts recover tool outputs exactly',
+    async (request, leases) => {
+      const req = deepFreeze(structuredClone(request));
+      const before = structuredClone(req);
       const sessionId = `prop-${run++}`;
-      const op = collapseDuplicates({ vault, minArtifactChars: 200, inlineLeases: leases, maxInlineChars: 400, inlineViewChars: 200 });
+      const op = collapseDuplicates({ vault, counter, ...lowThresholds, inlineLeases: leases });
       const [a, b, c] = await runAll(op, [
         [req, { sessionId, requestId: 'r1' }],
         [req, { sessionId, requestId: 'r1' }],
         [req, { sessionId, requestId: 'r2' }],
       ]);
-      expect(req).toEqual(before);
+      expect(firstDifference(before, req)).toBeUndefined();
       expect(b!.value).toEqual(a!.value);
       const originals = new Set(readRequest(req).slots.filter((s) => s.kind === 'tool_output').map((s) => evidenceText(s.value)));
-      for (const out of [a!, c!]) {
-        if (out.value !== req) expect(serializedChars(out.value)).toBeLessThan(serializedChars(req));
+      for (const [i, out] of [a!, c!].entries()) {
+        checkSmaller(req, out.value, `request ${i}`, counter);
+        await checkRecovery(vault, [req], out, `request ${i}`);
+        // Stronger than the kit's provenance rule: dedupe only ever receipts whole tool outputs.
         for (const s of allStrings(out.value)) {
-          const line = s.split('\n').at(-1)!;
-          const receipt = parseReceipt(line);
+          const receipt = parseReceipt(s.split('\n').at(-1)!);
           if (receipt !== undefined) expect(originals.has(await recover(vault, receipt.artifactId))).toBe(true);
         }
       }

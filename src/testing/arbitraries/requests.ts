@@ -54,18 +54,33 @@ export interface RequestOptions {
   readonly sizes?: readonly SizeClass[];
   /** Put a skill catalog in the instructions: always, never or sometimes. Default: 'sometimes'. */
   readonly skills?: 'always' | 'never' | 'sometimes';
+  /**
+   * Tool names the calls draw from; names the kit does not know get generic arguments and
+   * JSON/Unicode/repeated outputs (e.g. `'weird tool]\n'` to test receipt labels). Default: {@link TOOL_NAMES}.
+   */
+  readonly tools?: readonly string[];
+  /**
+   * Where system, user and assistant texts come from, e.g. `fc.string({ unit: 'binary' })` for
+   * control characters and every Unicode plane. Default: a fixed set of realistic prompts and
+   * replies (Unicode included); the user turn that asks about skills stays a skill prompt.
+   */
+  readonly texts?: fc.Arbitrary<string>;
+  /** Where tool outputs come from. Default: `toolOutput` of the shape that fits each tool, in `sizes`. */
+  readonly outputs?: fc.Arbitrary<string>;
 }
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const USER_TEXTS = ['Run the tests and fix what fails.', 'Find where the vault is opened.', 'Summarise the diff, please 🙏', 'Why does the build fail on 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 paths?', 'ok'];
 const REPLIES = ['Done: all tests pass.', 'The vault is opened in src/vault/sqlite.ts.', 'I changed two files.', 'Voilà — c’est réparé ✅'];
 
-function callSpec(sizes: readonly SizeClass[] | undefined): fc.Arbitrary<CallSpec> {
-  return fc.constantFrom(...TOOL_NAMES).chain((name) =>
+function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
+  const tools = options.tools ?? TOOL_NAMES;
+  if (tools.length === 0) throw new RangeError('conversation: tools must not be empty');
+  return fc.constantFrom(...tools).chain((name) =>
     fc.record({
       name: fc.constant(name),
       args: toolArgs(name),
-      output: outputSpec({ shapes: shapeForTool(name), ...(sizes === undefined ? {} : { sizes }) }).map(expandOutput),
+      output: options.outputs ?? outputSpec({ shapes: shapeForTool(name), ...(options.sizes === undefined ? {} : { sizes: options.sizes }) }).map(expandOutput),
       isError: fc.boolean().map((b) => b && name === 'terminal'),
     }),
   );
@@ -73,13 +88,14 @@ function callSpec(sizes: readonly SizeClass[] | undefined): fc.Arbitrary<CallSpe
 
 /** The format-free conversation every request arbitrary renders. */
 export function conversation(options: RequestOptions = {}): fc.Arbitrary<Conversation> {
-  const step = fc.record({ text: fc.option(fc.constantFrom('Let me look.', 'Running it now.', 'Checking… 🔍'), { nil: undefined }), calls: fc.array(callSpec(options.sizes), { minLength: 1, maxLength: 2 }) });
-  const turn = fc.record({ user: fc.constantFrom(...USER_TEXTS), image: fc.nat(4).map((n) => n === 0), steps: fc.array(step, { maxLength: 2 }), reply: fc.constantFrom(...REPLIES) });
+  const texts = (defaults: readonly string[]): fc.Arbitrary<string> => options.texts ?? fc.constantFrom(...defaults);
+  const step = fc.record({ text: fc.option(texts(['Let me look.', 'Running it now.', 'Checking… 🔍']), { nil: undefined }), calls: fc.array(callSpec(options), { minLength: 1, maxLength: 2 }) });
+  const turn = fc.record({ user: texts(USER_TEXTS), image: fc.nat(4).map((n) => n === 0), steps: fc.array(step, { maxLength: 2 }), reply: texts(REPLIES) });
   const skills = options.skills ?? 'sometimes';
   const catalog = skills === 'never' ? fc.constant(undefined) : skills === 'always' ? skillCatalog() : fc.option(skillCatalog(), { nil: undefined });
   return fc
     .record({
-      system: fc.constantFrom('You are a careful coding agent.', 'You are Hermes, an autonomous agent. Use tools when useful.'),
+      system: texts(['You are a careful coding agent.', 'You are Hermes, an autonomous agent. Use tools when useful.']),
       catalog,
       discoveryTools: fc.boolean(),
       turns: fc.array(turn, { minLength: options.minTurns ?? 1, maxLength: options.maxTurns ?? 4 }),

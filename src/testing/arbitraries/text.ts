@@ -160,3 +160,15 @@ export function shapeForTool(tool: string): readonly OutputShape[] {
       return ['json', 'unicode', 'repeated'];
   }
 }
+
+/**
+ * Text of arbitrary code points: control characters, every Unicode plane, no fixed vocabulary.
+ * For edge cases the realistic shapes do not reach; pass it as `texts` or `outputs` of the
+ * request arbitraries, or use it for tool outputs directly.
+ *
+ * @example
+ * const hostile = providerRequest({ texts: anyText({ maxLength: 24 }), outputs: anyText({ maxLength: 600 }) });
+ */
+export function anyText(options: { readonly minLength?: number; readonly maxLength?: number } = {}): fc.Arbitrary<string> {
+  return fc.string({ unit: 'binary', minLength: options.minLength ?? 0, maxLength: options.maxLength ?? 40 });
+}
