@@ -1,5 +1,6 @@
 /** Deep helpers for invariants: freezing caller objects, finding differences, walking string leaves. */
 import { isDeepStrictEqual } from 'node:util';
+import { canonicalJson } from '../measure/index.js';
 
 /** Freeze a value and everything reachable from it. Returns the same value. */
 export function deepFreeze<V>(value: V): V {
@@ -74,6 +75,51 @@ function* subValues(value: unknown): Generator<unknown> {
   } else if (typeof value === 'object' && value !== null) {
     for (const v of Object.values(value)) yield* subValues(v);
   }
+}
+
+/**
+ * Whether `value` (parsed from an artifact) is an input sub-value `sub` in which some texts were
+ * replaced by an earlier stage's marker: a string (a receipt, or a bounded view ending in one)
+ * naming an artifact in `recovered` that holds exactly the text it stands for (a string, or the
+ * canonical JSON of a content-block list). Everything else must be equal.
+ * This is how a later stage may vault what an earlier stage already reduced (a collapse of turns
+ * that hold receipts) and still be lossless: recovery takes one more hop.
+ */
+export function matchesWithMarkers(value: unknown, sub: unknown, recovered: ReadonlyMap<string, string>, ids: (text: string) => readonly string[]): boolean {
+  if (typeof value === 'string') {
+    if (typeof sub === 'string' && value === sub) return true;
+    const texts = typeof sub === 'string' ? [sub] : joinedTexts(sub);
+    if (texts.length === 0) return false;
+    return ids(value).some((id) => {
+      const content = recovered.get(id);
+      return content !== undefined && texts.includes(content);
+    });
+  }
+  if (Array.isArray(value) || Array.isArray(sub)) {
+    if (!Array.isArray(value) || !Array.isArray(sub) || value.length !== sub.length) return false;
+    return value.every((v, i) => matchesWithMarkers(v, sub[i], recovered, ids));
+  }
+  if (typeof value === 'object' && value !== null && typeof sub === 'object' && sub !== null) {
+    const a = value as Record<string, unknown>;
+    const b = sub as Record<string, unknown>;
+    const keys = Object.keys(a);
+    if (keys.length !== Object.keys(b).length || !keys.every((k) => k in b)) return false;
+    return keys.every((k) => matchesWithMarkers(a[k], b[k], recovered, ids));
+  }
+  return sameData(value, sub);
+}
+
+// The texts a structured value stands for when a stage vaults it as one string: its canonical
+// JSON (how content-block lists are vaulted), spaced or compact.
+function joinedTexts(v: unknown): string[] {
+  if (typeof v !== 'object' || v === null) return [];
+  return [canonicalJson(v), canonicalJson(v, { compact: true })];
+}
+
+/** Every input sub-value (and contiguous array slice) `value` matches modulo earlier markers. */
+export function derivedProvenance(value: unknown, inputs: readonly unknown[], recovered: ReadonlyMap<string, string>, ids: (text: string) => readonly string[]): boolean {
+  for (const input of inputs) for (const sub of subValues(input)) if (matchesWithMarkers(value, sub, recovered, ids)) return true;
+  return false;
 }
 
 /**

@@ -42,6 +42,8 @@ export interface Conversation {
   readonly tools: readonly string[];
   readonly turns: readonly TurnSpec[];
   readonly seed: number;
+  /** How Anthropic `tool_result` contents are written (see {@link RequestOptions.resultContent}). Default: 'mixed'. */
+  readonly resultContent?: 'mixed' | 'string' | 'blocks';
 }
 
 export interface RequestOptions {
@@ -67,6 +69,11 @@ export interface RequestOptions {
   readonly texts?: fc.Arbitrary<string>;
   /** Where tool outputs come from. Default: `toolOutput` of the shape that fits each tool, in `sizes`. */
   readonly outputs?: fc.Arbitrary<string>;
+  /**
+   * How Anthropic `tool_result` contents are written: a plain string, a list of one text block,
+   * or alternating between the two (both occur in the wild). Default: 'mixed'.
+   */
+  readonly resultContent?: 'mixed' | 'string' | 'blocks';
 }
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -109,7 +116,8 @@ export function conversation(options: RequestOptions = {}): fc.Arbitrary<Convers
       if (prompt !== undefined) turns = turns.map((t, i) => (i === turns.length - 1 ? { ...t, user: prompt } : t));
       turns = applyDuplicates(turns, c.duplicates);
       const tools = [...new Set(turns.flatMap((t) => t.steps.flatMap((s) => s.calls.map((x) => x.name))))];
-      return { system: c.system, catalog: c.catalog, discoveryTools: c.discoveryTools, tools: tools.length > 0 ? tools : ['terminal'], turns, seed: c.seed };
+      const conversation: Conversation = { system: c.system, catalog: c.catalog, discoveryTools: c.discoveryTools, tools: tools.length > 0 ? tools : ['terminal'], turns, seed: c.seed };
+      return options.resultContent === undefined ? conversation : { ...conversation, resultContent: options.resultContent };
     });
 }
 
@@ -191,7 +199,8 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
           role: 'user',
           content: step.calls.map((call, k) => {
             // Both content shapes occur in the wild: a plain string and a list of text blocks.
-            const body = k % 2 === 0 ? call.output : [{ type: 'text', text: call.output }];
+            const shape = c.resultContent ?? 'mixed';
+            const body = shape === 'string' || (shape === 'mixed' && k % 2 === 0) ? call.output : [{ type: 'text', text: call.output }];
             return call.isError ? { type: 'tool_result', tool_use_id: ids[k], content: body, is_error: true } : { type: 'tool_result', tool_use_id: ids[k], content: body };
           }),
         });

@@ -3,7 +3,7 @@ import { codePoints } from '../../measure/index.js';
 import { isReceipt, parseReceipt, referencedArtifacts } from '../../receipts/index.js';
 import type { Step } from '../../step.js';
 import type { Vault } from '../../vault/types.js';
-import { provenance, stringLeaves } from '../deep.js';
+import { derivedProvenance, provenance, stringLeaves } from '../deep.js';
 import { baseDeps, build, checkRun, describeError, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
 
 const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
@@ -11,7 +11,9 @@ const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
 /**
  * Every receipt recovers exactly: each artifact id a Token Terminator marker names in an output
  * (and not already in the inputs) is paged from the vault until `nextOffset` is null, and the
- * text must be evidence the caller supplied. Receipts and native notes must recover the exact
+ * text must be evidence the caller supplied — or, for a composed pipeline, the JSON of caller
+ * structure in which an earlier stage's markers stand for texts their own artifacts hold exactly
+ * (one more recovery hop, e.g. collapsed turns that contained receipts). Receipts and native notes must recover the exact
  * replaced text (receipt `chars` and digest must match); a changed tool result must name an
  * artifact holding its exact original output.
  */
@@ -64,7 +66,9 @@ export async function checkRecovery(vault: Vault, inputs: readonly unknown[], ou
     } catch (error) {
       throw new InvariantViolation('recovers-exactly', where, `the output names artifact ${id} but the vault cannot return it (${describeError(error)}): a receipt without a verified write`);
     }
-    if (provenance(content, inputs) === undefined) throw new InvariantViolation('recovers-exactly', where, `artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`);
+    if (provenance(content, inputs) === undefined && !(await derivedFromInputs(vault, content, inputs, known))) {
+      throw new InvariantViolation('recovers-exactly', where, `artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`);
+    }
     recovered.set(id, content);
   }
   const exact = (id: string, what: string): string => {
@@ -92,6 +96,32 @@ export async function checkRecovery(vault: Vault, inputs: readonly unknown[], ou
       throw new InvariantViolation('recovers-exactly', where, `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`);
     }
   }
+}
+
+/**
+ * An artifact that is the JSON of caller-supplied structure in which an earlier stage had already
+ * put markers (e.g. turns collapsed after their tool outputs became receipts): accepted when every
+ * such marker names an artifact holding exactly the caller's text it replaced. One hop only: the
+ * nested artifacts must themselves be text the caller supplied.
+ */
+async function derivedFromInputs(vault: Vault, content: string, inputs: readonly unknown[], known: ReadonlySet<string>): Promise<boolean> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(content);
+  } catch {
+    return false;
+  }
+  const nested = new Map<string, string>();
+  for (const id of new Set(stringLeaves(parsed).flatMap((s) => referencedArtifacts(s)))) {
+    if (known.has(id)) continue;
+    try {
+      const text = await readArtifact(vault, id);
+      if (provenance(text, inputs) === 'exact' || provenance(text, inputs) === 'structure') nested.set(id, text);
+    } catch {
+      // An unreadable nested artifact is simply not evidence: the match below fails.
+    }
+  }
+  return nested.size > 0 && derivedProvenance(parsed, inputs, nested, referencedArtifacts);
 }
 
 function isToolResult(v: unknown): v is { content: string; callId: string } {
