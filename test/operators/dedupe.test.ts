@@ -124,6 +124,25 @@ describe('collapseDuplicates — unit', () => {
     expect(failed!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
   });
 
+  // Known defect (operators/dedupe.ts, src/compile/duplicates.ts): an inline exposure is written
+  // back as its evidence text, so a text-block list becomes a JSON string whenever another slot of
+  // the request is receipted. Found by the testing kit's recovers-exactly over the dedupe→compile
+  // chain (the collapse vaulted the rewritten item). Flip to it() once fixed.
+  it.fails('keeps an inline text-block tool result as blocks when another slot of the request is receipted', async () => {
+    const blocks = [{ type: 'text', text: 'another output line\n'.repeat(80) }];
+    const req = deepFreeze({
+      system: 's',
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: ['t1', 't2', 't3'].map((id) => ({ type: 'tool_use', id, name: 'bash', input: {} })) },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: ART }, { type: 'tool_result', tool_use_id: 't2', content: ART }, { type: 'tool_result', tool_use_id: 't3', content: blocks }] },
+      ],
+    });
+    const [out] = await runAll(op(), [[req, { sessionId: 'blocks', requestId: 'b1' }]]);
+    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 duplicate(s) collapsed' });
+    expect(((out!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content)[2]!.content).toEqual(blocks);
+  });
+
   it('validates options when built', () => {
     expect(() => collapseDuplicates({ vault, inlineLeases: 101 })).toThrow(/collapseDuplicates: inlineLeases/);
     expect(() => collapseDuplicates({ vault, minArtifactChars: 0 })).toThrow(/collapseDuplicates/);
