@@ -237,6 +237,7 @@ const FIELDS: readonly Field[] = [
   tt('vaultMaxBytes', 'VAULT_MAX_BYTES', int(1, 100_000_000_000), 536_870_912),
   tt('vaultHighWaterPct', 'VAULT_HIGH_WATER_PCT', int(1, 100), 90),
   tt('vaultLowWaterPct', 'VAULT_LOW_WATER_PCT', int(0, 99), 80),
+  tt('busyTimeoutMs', 'BUSY_TIMEOUT_MS', int(0, 60_000), 10_000),
   tt('inlineLeases', 'INLINE_LEASES', int(0, 100), 1),
   tt('maxPageChars', 'MAX_PAGE_CHARS', int(1), 20000),
   tt('maxSearchResults', 'MAX_SEARCH_RESULTS', int(1, 500), 50),

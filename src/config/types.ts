@@ -26,6 +26,8 @@ export interface Config {
   readonly vaultMaxBytes: number; // TOKEN_TERMINATOR_VAULT_MAX_BYTES (536,870,912)
   readonly vaultHighWaterPct: number; // TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT (90)
   readonly vaultLowWaterPct: number; // TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT (80)
+  /** How long a vault write waits for another process's lock before the stage fails open. */
+  readonly busyTimeoutMs: number; // TOKEN_TERMINATOR_BUSY_TIMEOUT_MS (10000, 0…60000)
   readonly inlineLeases: number; // TOKEN_TERMINATOR_INLINE_LEASES (1)
   readonly maxPageChars: number; // TOKEN_TERMINATOR_MAX_PAGE_CHARS (20000)
   readonly maxSearchResults: number; // TOKEN_TERMINATOR_MAX_SEARCH_RESULTS (50)

@@ -39,6 +39,7 @@ describe('loadConfig defaults', () => {
       vaultMaxBytes: 536_870_912,
       vaultHighWaterPct: 90,
       vaultLowWaterPct: 80,
+      busyTimeoutMs: 10_000,
       inlineLeases: 1,
       maxPageChars: 20000,
       maxSearchResults: 50,
@@ -165,6 +166,17 @@ describe('loadConfig env parsing', () => {
       );
     }
   });
+
+  it('accepts TOKEN_TERMINATOR_BUSY_TIMEOUT_MS within 0…60000 (env and override) and rejects the rest', () => {
+    expect(load({ TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '0' }).busyTimeoutMs).toBe(0);
+    expect(load({ TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '60000' }).busyTimeoutMs).toBe(60_000);
+    expect(loadConfig({ env: {}, overrides: { busyTimeoutMs: 250 } }).busyTimeoutMs).toBe(250);
+    for (const bad of ['-1', '60001', '1.5', 'soon']) {
+      expect(errorOf(() => load({ TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: bad })).message).toBe(
+        `TOKEN_TERMINATOR_BUSY_TIMEOUT_MS must be an integer in 0…60000, got "${bad}"`,
+      );
+    }
+  });
 });
 
 /** One invalid value per variable: every one of them must fail loudly and name the variable. */
@@ -187,6 +199,7 @@ const INVALID: Record<string, string> = {
   TOKEN_TERMINATOR_VAULT_MAX_BYTES: '0',
   TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT: '101',
   TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '100',
+  TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '60001',
   TOKEN_TERMINATOR_INLINE_LEASES: '101',
   TOKEN_TERMINATOR_MAX_PAGE_CHARS: '0',
   TOKEN_TERMINATOR_MAX_SEARCH_RESULTS: '501',
