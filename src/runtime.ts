@@ -8,6 +8,10 @@
  * every call of that session through it. Lanes are kept for the most recently used sessions only
  * (LRU, `maxSessions`); an evicted session simply starts a new lane, and what must survive an
  * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
+ *
+ * A vault that cannot be opened is not configuration but an internal failure, so by default the
+ * Terminator still comes up, in pass-through mode (see `vaultErrors`): the host's agent keeps
+ * working with its original content instead of failing to start.
  */
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
@@ -19,16 +23,20 @@ import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
 import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
 import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import type { Config } from './config/types.js';
+import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
 import { createRecoveryTool } from './recovery/index.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
-import { createStep, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
+import { stepOperator } from './operator-kit.js';
+import { createStep, errorLabel, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
 import { attributeRequest } from './telemetry/attribution.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
 import { ReceiptVerifier } from './replay/verify.js';
 import { createVault } from './vault/index.js';
+import { VaultOpenError } from './vault/errors.js';
+import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
 
 export type { RecoveryTool, Terminator } from './runtime-types.js';
@@ -52,6 +60,17 @@ export interface TerminatorOptions {
    * savings per stage, component attribution). Default: true.
    */
   readonly metrics?: boolean;
+  /**
+   * What happens when the vault at `config.dbPath` cannot be opened (corrupt file, not a database,
+   * a path below a regular file, an unwritable directory, a lock held past the busy timeout, a
+   * newer schema). Ignored when `vault` is given; bad configuration always throws (ConfigError).
+   * - `'passthrough'` (default): the Terminator comes up in pass-through mode for its lifetime:
+   *   every Step passes through unchanged with a `failed_open` decision (stage `runtime`, reason
+   *   `vault_unavailable`, error `VaultOpenError:E_VAULT_OPEN`), the recovery tool's `status`
+   *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
+   * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
+   */
+  readonly vaultErrors?: 'passthrough' | 'throw';
 }
 
 /** Which stages a config turns on: the modes table (facts §1.2) plus the output-budget cap. */
@@ -68,7 +87,8 @@ export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDel
 
 /**
  * Build a Terminator: loads the config, opens the vault, picks the counter, wires the pipelines.
- * Throws only for bad configuration (ConfigError) or a vault that cannot be opened.
+ * Throws for bad configuration (ConfigError); a vault that cannot be opened yields a pass-through
+ * Terminator, or rejects with a VaultOpenError when `vaultErrors: 'throw'`.
  *
  * @example
  * await using tt = await createTerminator({ overrides: { dbPath: '/tmp/tt.sqlite3' } });
@@ -77,18 +97,33 @@ export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDel
  */
 export async function createTerminator(options: TerminatorOptions = {}): Promise<Terminator> {
   const config = options.config ?? loadConfig(options.env === undefined ? { overrides: options.overrides ?? {} } : { env: { ...options.env }, overrides: options.overrides ?? {} });
+  const vaultErrors = options.vaultErrors ?? 'passthrough';
+  if (vaultErrors !== 'passthrough' && vaultErrors !== 'throw') {
+    throw new ConfigError(`createTerminator: vaultErrors must be 'passthrough' or 'throw' (got ${String(vaultErrors)})`);
+  }
   const ownsVault = options.vault === undefined;
-  const vault =
-    options.vault ??
-    (await createVault({
-      path: config.dbPath,
-      maxArtifactChars: config.maxArtifactChars,
-      maxBytes: config.vaultMaxBytes,
-      highWaterPct: config.vaultHighWaterPct,
-      lowWaterPct: config.vaultLowWaterPct,
-      maxPageChars: config.maxPageChars,
-      maxSearchResults: config.maxSearchResults,
-    }));
+  let vault: Vault;
+  let vaultFailure: Error | undefined;
+  try {
+    vault =
+      options.vault ??
+      (await createVault({
+        path: config.dbPath,
+        maxArtifactChars: config.maxArtifactChars,
+        maxBytes: config.vaultMaxBytes,
+        highWaterPct: config.vaultHighWaterPct,
+        lowWaterPct: config.vaultLowWaterPct,
+        maxPageChars: config.maxPageChars,
+        maxSearchResults: config.maxSearchResults,
+        busyTimeoutMs: config.busyTimeoutMs,
+      }));
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(config.dbPath, error);
+    if (vaultErrors === 'throw') throw failure;
+    vaultFailure = failure;
+    vault = unavailableVault(config.dbPath, failure);
+  }
   const ownsCounter = options.counter === undefined;
   let counter: TokenCounter;
   try {
@@ -100,18 +135,20 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const gates = modeGates(config);
   const deps: PipelineDeps = { config, vault, counter, gates };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
-  const recoveryTool: RecoveryTool = createRecoveryTool({ vault, config });
+  const recoveryTool: RecoveryTool = createRecoveryTool(
+    vaultFailure === undefined ? { vault, config } : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(vaultFailure) }) },
+  );
   const maxSessions = options.maxSessions ?? 256;
-  const recordMetrics = options.metrics !== false;
+  const recordMetrics = options.metrics !== false && vaultFailure === undefined;
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
   // on every call (framework message conversions): those re-serialize but never re-tokenize.
   const meter = createMessagesMeter(createCountMemo(counter, { maxEntries: 8192 }));
   const lanes = new LaneCache(maxSessions);
   let closed = false;
 
-  const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> => toolCallPipeline(deps);
-  const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> => toolResultPipeline(deps);
-  const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> => requestPipeline(deps);
+  const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> => (vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure));
+  const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> => (vaultFailure === undefined ? toolResultPipeline(deps) : passThrough(vaultFailure));
+  const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> => (vaultFailure === undefined ? requestPipeline(deps) : passThrough(vaultFailure));
 
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -196,6 +233,11 @@ async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: str
   }
 }
 
+/** The reason code of a vault-open failure (content-free), for status. */
+function openReason(failure: Error): string {
+  return failure instanceof VaultOpenError ? (failure.reason ?? failure.code) : errorLabel(failure);
+}
+
 function defaultCounter(config: Config): TokenCounter {
   return counterForModel(undefined, { tokenizerJson: config.tokenizerJson, encoding: config.tiktokenEncoding });
 }
@@ -212,6 +254,16 @@ interface PipelineDeps {
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;
+
+/**
+ * Pass-through mode (the vault could not be opened): no stage runs at all, not even those that
+ * need no vault, so the host sees exactly its originals and one clear reason on every Step
+ * rather than a partial pipeline whose behaviour depends on which stage touches the vault.
+ */
+function passThrough<T>(failure: Error): Op<T> {
+  const decision = Object.freeze({ stage: 'runtime', kind: 'failed_open', reason: 'vault_unavailable', error: errorLabel(failure) } as const);
+  return stepOperator<T>('runtime', () => (step) => note(step, decision));
+}
 
 function chain<T>(ops: readonly Op<T>[]): Op<T> {
   return (source) => ops.reduce((acc, op) => acc.pipe(op), source);

@@ -18,9 +18,39 @@ export class VaultArgumentError extends TokenTerminatorError {
   }
 }
 
-/** The database could not be opened as a vault (e.g. WAL refused), or the vault is closed. */
+export interface VaultOpenErrorOptions extends ErrorOptions {
+  /** The vault file (a path is configuration, never content). */
+  readonly path?: string;
+  /** What failed, as a code: `SQLITE_NOTADB`, `ENOTDIR`, `SQLITE_BUSY`, `closed`, ... */
+  readonly reason?: string;
+}
+
+/**
+ * The database could not be opened as a vault (corrupt file, not a database, a path below a
+ * regular file, an unwritable directory, WAL refused, a lock held past the busy timeout), or the
+ * vault is closed. Code `E_VAULT_OPEN`; `path` and `reason` say where and what, never content.
+ */
 export class VaultOpenError extends TokenTerminatorError {
-  constructor(message: string, options?: ErrorOptions) {
-    super('E_VAULT_OPEN', message, options);
+  readonly path: string | undefined;
+  readonly reason: string | undefined;
+
+  constructor(message: string, options: VaultOpenErrorOptions = {}) {
+    const { path, reason, ...rest } = options;
+    super('E_VAULT_OPEN', message, rest);
+    this.path = path;
+    this.reason = reason;
   }
+
+  /** Wrap a raw failure (SqliteError, fs error) met while opening the vault at `path`. */
+  static wrap(path: string, cause: unknown): VaultOpenError {
+    const reason = reasonOf(cause);
+    return new VaultOpenError(`the vault at ${path} could not be opened (${reason})`, { path, reason, cause });
+  }
+}
+
+/** The cause's code (SqliteError and fs errors carry one), else its class name; never its message. */
+function reasonOf(cause: unknown): string {
+  const code = (cause as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[A-Za-z0-9_]{1,64}$/.test(code)) return code;
+  return cause instanceof Error ? cause.name : typeof cause;
 }

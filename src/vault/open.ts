@@ -1,13 +1,16 @@
 /**
  * Opening a vault file: private permissions, pragmas, WAL negotiation with retries, schema migration.
+ * Every failure on the way is a VaultOpenError (code E_VAULT_OPEN, the path and a reason code),
+ * except a newer schema (VaultSchemaError); `unavailableVault` stands in for a vault that failed.
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
-import { VaultSchemaError } from '../errors.js';
+import { TokenTerminatorError, VaultSchemaError } from '../errors.js';
 import { VaultOpenError } from './errors.js';
 import { META, SCHEMA_VERSION, migrationProvider, type VaultDatabase } from './schema.js';
+import type { Vault } from './types.js';
 
 export const MEMORY_PATH = ':memory:';
 
@@ -74,29 +77,72 @@ export interface OpenedDatabase {
   readonly path: string;
 }
 
-/** Open (creating if needed) and migrate. Throws VaultSchemaError for a newer schema. */
+/**
+ * Open (creating if needed) and migrate. Throws VaultSchemaError for a newer schema and
+ * VaultOpenError for anything else (raw SqliteError / fs errors are wrapped, their code kept as
+ * `reason`), so callers can tell "the vault is unusable" from a bug.
+ */
 export async function openVaultDatabase(path: string, busyTimeoutMs: number): Promise<OpenedDatabase> {
   const file = path === MEMORY_PATH ? MEMORY_PATH : resolve(path);
-  if (file !== MEMORY_PATH) preparePath(file);
-  const raw = new Database(file, { timeout: busyTimeoutMs });
-  const db = new Kysely<VaultDatabase>({ dialect: new SqliteDialect({ database: raw }) });
+  let raw: Database.Database | undefined;
+  let db: Kysely<VaultDatabase> | undefined;
   try {
-    raw.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    if (file !== MEMORY_PATH) preparePath(file);
+    raw = new Database(file, { timeout: busyTimeoutMs });
+    const conn = raw;
+    db = new Kysely<VaultDatabase>({ dialect: new SqliteDialect({ database: conn }) });
+    conn.pragma(`busy_timeout = ${busyTimeoutMs}`);
     if (file !== MEMORY_PATH) {
-      const mode = retryTransient(() => raw.pragma('journal_mode = WAL', { simple: true }), busyTimeoutMs);
+      const mode = retryTransient(() => conn.pragma('journal_mode = WAL', { simple: true }), busyTimeoutMs);
       if (String(mode).toLowerCase() !== 'wal') {
-        throw new VaultOpenError(`vault ${file}: journal_mode=WAL was refused (got ${String(mode)})`);
+        throw new VaultOpenError(`vault ${file}: journal_mode=WAL was refused (got ${String(mode)})`, { path: file, reason: 'wal_refused' });
       }
     }
-    raw.pragma('synchronous = NORMAL');
-    raw.pragma('foreign_keys = ON');
-    await migrate(raw, db, file, busyTimeoutMs);
+    conn.pragma('synchronous = NORMAL');
+    conn.pragma('foreign_keys = ON');
+    await migrate(conn, db, file, busyTimeoutMs);
     privateSideFiles(file);
-    return { raw, db, path: file };
+    return { raw: conn, db, path: file };
   } catch (error) {
-    await db.destroy();
-    throw error;
+    // kysely closes the connection only if it ever used it: close it ourselves otherwise.
+    await db?.destroy().catch(() => undefined);
+    if (raw?.open === true) raw.close();
+    throw error instanceof TokenTerminatorError ? error : VaultOpenError.wrap(file, error);
   }
+}
+
+/**
+ * A stand-in for a vault that could not be opened: every operation rejects with `error` (so the
+ * recovery tool answers it as a clear `{code, message}` and status reports the vault unavailable),
+ * and closing it is a no-op.
+ */
+export function unavailableVault(path: string, error: Error): Vault {
+  const fail = async (): Promise<never> => {
+    throw error;
+  };
+  const close = async (): Promise<void> => undefined;
+  return Object.freeze({
+    path,
+    put: fail,
+    verify: fail,
+    summary: fail,
+    page: fail,
+    peek: fail,
+    find: fail,
+    search: fail,
+    exposureAvailable: fail,
+    claimExposure: fail,
+    recordExposure: fail,
+    pin: fail,
+    getBaseline: fail,
+    setBaseline: fail,
+    getRendering: fail,
+    setRendering: fail,
+    recordRequestMetric: fail,
+    usage: fail,
+    close,
+    [Symbol.asyncDispose]: close,
+  });
 }
 
 async function migrate(raw: Database.Database, db: Kysely<VaultDatabase>, file: string, busyTimeoutMs: number) {

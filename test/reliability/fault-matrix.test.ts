@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
 import type { Decision, ToolCall } from '../../src/step.js';
 import { throwingCounter } from '../../src/testing/faults.js';
+import { VaultOpenError } from '../../src/vault/errors.js';
 import { createVault } from '../../src/vault/index.js';
 import { TokenizeServer, closedPortUrl } from '../budget/helpers.js';
 import { buildWorkload } from '../fixtures/reliability/workload.js';
@@ -110,6 +111,41 @@ async function checkHealed(tt: Terminator): Promise<number> {
   return report.receipts.length;
 }
 
+/**
+ * A vault that cannot be opened, for each path: `vaultErrors: 'throw'` rejects with a
+ * VaultOpenError (its reason code is returned); the default comes up in pass-through mode, where
+ * the whole workload passes through unchanged with a failed_open decision on every output, status
+ * reports the vault unavailable and the recovery tool answers E_VAULT_OPEN.
+ */
+async function startupCell(cell: string, injection: string, paths: readonly string[], overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {}): Promise<string[]> {
+  const reasons: string[] = [];
+  const outcomes: string[] = [];
+  for (const [i, path] of paths.entries()) {
+    const thrown = await open(path, { vaultErrors: 'throw', overrides }).then(
+      async (tt) => (await tt.close(), undefined),
+      (e: unknown) => e,
+    );
+    expect(thrown).toBeInstanceOf(VaultOpenError);
+    const error = thrown as VaultOpenError;
+    expect(error).toMatchObject({ code: 'E_VAULT_OPEN', path });
+    reasons.push(error.reason ?? '?');
+    await using tt = await open(path, { overrides });
+    const w = buildWorkload({ id: `startup-${cellNo}-${i}`, variant: 200 + cellNo });
+    const results = await runWorkload(tt, w);
+    const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id));
+    expect(report.problems).toEqual([]);
+    expect(passedThrough(results), 'every output passed through').toBe(results.length);
+    expect(results.every((r) => r.output?.decisions.some((d) => d.kind === 'failed_open' && d.error === 'VaultOpenError:E_VAULT_OPEN')), 'a failed_open decision on every output').toBe(true);
+    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: w.id })) as Record<string, unknown>;
+    expect(status).toMatchObject({ vault_available: false, passthrough: true, vault_open_reason: error.reason });
+    const get = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: `a_${'0'.repeat(32)}` }, { sessionId: w.id })) as { error?: { code: string } };
+    expect(get.error?.code).toBe('E_VAULT_OPEN');
+    outcomes.push(`${label(error)} (${error.reason}) → ${summary(results, report.receipts.length, report.recovered)}; status vault_available=false; artifact_get → ${get.error?.code}`);
+  }
+  rows.push({ cell, injection, outcome: `throw: rejects; passthrough (default): ${outcomes.join(' | ')}` });
+  return reasons;
+}
+
 describe('control: no fault', () => {
   it('applies every stage of both pipelines and every receipt recovers exactly', async () => {
     await using tt = await open(join(cellDir(), 'vault.sqlite3'));
@@ -165,8 +201,7 @@ describe('vault faults', () => {
 
   it('vault locked by another process beyond the busy timeout: fail open, then heals', async () => {
     const db = join(cellDir(), 'vault.sqlite3');
-    const vault = await createVault({ path: db, busyTimeoutMs: 50 });
-    await using tt = await open(db, { vault });
+    await using tt = await open(db, { overrides: { busyTimeoutMs: 50 } });
     const holder = startScript('lock-holder.ts', [db]);
     expect(await firstLine(holder)).toBe('ready');
     const release = async (): Promise<void> => {
@@ -175,23 +210,18 @@ describe('vault faults', () => {
       await exited;
     };
     try {
-      const results = await checkCell('vault locked (other process)', 'child holds BEGIN EXCLUSIVE; busyTimeoutMs 50', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, release);
+      const results = await checkCell('vault locked (other process)', 'child holds BEGIN EXCLUSIVE; TOKEN_TERMINATOR_BUSY_TIMEOUT_MS 50', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, release);
       expect(errorLabels(results)).toMatch(/SQLITE_BUSY/);
       await checkHealed(tt);
     } finally {
       holder.kill('SIGKILL');
-      await vault.close();
     }
   });
 
-  it('corrupted vault file before open: createTerminator refuses with an error (no pipeline exists)', async () => {
+  it('corrupted vault file before open: passes everything through (default), or rejects with VaultOpenError', async () => {
     const d = cellDir();
     const garbage = join(d, 'garbage.sqlite3');
     writeFileSync(garbage, Buffer.from('not a database, just bytes \u0000\u00ff'.repeat(400)), { mode: 0o600 });
-    const first = await open(garbage).then(
-      () => 'opened',
-      (e: unknown) => label(e),
-    );
     // A real vault whose pages (all but the header page) are overwritten with garbage.
     const db = join(d, 'pages.sqlite3');
     const v = await createVault({ path: db });
@@ -201,13 +231,22 @@ describe('vault faults', () => {
     const fd = openSync(db, 'r+');
     writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
     closeSync(fd);
-    const second = await open(db).then(
-      () => 'opened',
-      (e: unknown) => label(e),
-    );
-    rows.push({ cell: 'corrupted file before open', injection: 'garbage bytes as the .sqlite3; garbage pages after the header', outcome: `startup refused: ${first}; ${second}` });
-    expect(first).toMatch(/SQLITE_NOTADB/);
-    expect(second).toMatch(/SQLITE_CORRUPT/);
+    const reasons = await startupCell('corrupted file before open', 'garbage bytes as the .sqlite3; garbage pages after the header', [garbage, db]);
+    expect(reasons[0]).toBe('SQLITE_NOTADB');
+    expect(reasons[1]).toMatch(/^SQLITE_CORRUPT/);
+  });
+
+  it('vault locked by another process at open: passes everything through (default), or rejects with VaultOpenError', async () => {
+    const db = join(cellDir(), 'vault.sqlite3');
+    await (await createVault({ path: db })).close();
+    const holder = startScript('lock-holder.ts', [db]);
+    try {
+      expect(await firstLine(holder)).toBe('ready');
+      const [reason] = await startupCell('vault locked at open', 'child holds BEGIN EXCLUSIVE before createTerminator; TOKEN_TERMINATOR_BUSY_TIMEOUT_MS 50', [db], { busyTimeoutMs: 50 });
+      expect(reason).toMatch(/^SQLITE_BUSY/);
+    } finally {
+      holder.kill('SIGKILL');
+    }
   });
 
   it('corrupted vault file after open: every vault call fails, results pass through with failed_open', async () => {
@@ -228,30 +267,23 @@ describe('vault faults', () => {
     expect(errorLabels(results)).toMatch(/SQLITE_CORRUPT/);
   });
 
-  it('read-only location before open: createTerminator refuses with an error', async () => {
+  it('read-only location before open: passes everything through (default), or rejects with VaultOpenError', async () => {
     const d = cellDir();
     writeFileSync(join(d, 'a-file'), 'x');
-    const underFile = await open(join(d, 'a-file', 'vault.sqlite3')).then(
-      () => 'opened',
-      (e: unknown) => label(e),
-    );
-    let immutable = 'chattr unavailable';
+    const paths = [join(d, 'a-file', 'vault.sqlite3')];
+    const ro = join(d, 'immutable');
     if (chattrOk) {
-      const ro = join(d, 'immutable');
       mkdirSync(ro, { mode: 0o700 });
       execFileSync('chattr', ['+i', ro]);
-      try {
-        immutable = await open(join(ro, 'vault.sqlite3')).then(
-          () => 'opened',
-          (e: unknown) => label(e),
-        );
-      } finally {
-        execFileSync('chattr', ['-i', ro]);
-      }
-      expect(immutable).not.toBe('opened');
+      paths.push(join(ro, 'vault.sqlite3'));
     }
-    rows.push({ cell: 'read-only dir before open', injection: 'path under a regular file; chattr +i directory (root ignores chmod)', outcome: `startup refused: ${underFile}; ${immutable}` });
-    expect(underFile).not.toBe('opened');
+    try {
+      const reasons = await startupCell('read-only dir before open', `path under a regular file${chattrOk ? '; chattr +i directory (root ignores chmod)' : ''}`, paths);
+      expect(reasons[0]).toBe('ENOTDIR');
+      if (chattrOk) expect(reasons[1]).toBe('EPERM');
+    } finally {
+      if (chattrOk) execFileSync('chattr', ['-i', ro]);
+    }
   });
 
   it.skipIf(!chattrOk)('read-only files after open (chattr +i): writes fail, results pass through, then heals', async () => {

@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Observable } from 'rxjs';
+import { Observable, firstValueFrom, from, toArray } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
@@ -9,6 +10,8 @@ import { stepOperator } from '../../src/operator-kit.js';
 import { createTerminator, Lane, modeGates, preflightPressure } from '../../src/runtime.js';
 import { advance, createStep, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
+import { VaultOpenError } from '../../src/vault/errors.js';
+import { ConfigError } from '../../src/errors.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 
@@ -222,5 +225,104 @@ describe('createTerminator pipelines (balanced)', () => {
     const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
     const step = await tt.reduceToolCall(call, ctx);
     expect(step.value.args['command']).toBe('git status');
+  });
+});
+
+describe('createTerminator when the vault cannot be opened', () => {
+  const garbage = (): string => {
+    const path = join(dir, 'garbage.sqlite3');
+    writeFileSync(path, Buffer.from('not a database at all \u0000\u00ff'.repeat(300)));
+    return path;
+  };
+  const bigResult = { callId: 'c1', name: 'search_files', args: {}, content: Array.from({ length: 4000 }, (_, i) => `match ${i} payload line`).join('\n') };
+  const bigRequest = { model: 'gpt-4o', messages: [{ role: 'user', content: 'x '.repeat(30_000) }, { role: 'assistant', content: 'ok' }] };
+
+  it("'throw' rejects with a VaultOpenError naming the path and the reason code, no content", async () => {
+    const path = garbage();
+    const error = await createTerminator({ env, overrides: { dbPath: path }, vaultErrors: 'throw' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(VaultOpenError);
+    expect(error).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: 'SQLITE_NOTADB' });
+    expect((error as Error).message).toBe(`the vault at ${path} could not be opened (SQLITE_NOTADB)`);
+    const underFile = await createTerminator({ env, overrides: { dbPath: join(path, 'v.sqlite3') }, vaultErrors: 'throw' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(underFile).toMatchObject({ name: 'VaultOpenError', code: 'E_VAULT_OPEN', path: join(path, 'v.sqlite3'), reason: 'ENOTDIR' });
+  });
+
+  it("'passthrough' (default) comes up: every step passes through unchanged with a failed_open decision", async () => {
+    const path = garbage();
+    const before = readFileSync(path);
+    await using tt = await createTerminator({ env: { PATH: '' }, overrides: { dbPath: path, rtkPath: '/bin/true' } });
+    const failed = { stage: 'runtime', kind: 'failed_open', reason: 'vault_unavailable', error: 'VaultOpenError:E_VAULT_OPEN' };
+    const result = await tt.reduceToolResult(bigResult, ctx);
+    expect(result.value).toBe(bigResult);
+    expect(result.decisions).toEqual([failed]);
+    const request = await tt.compileRequest(bigRequest, { sessionId: 's1', route: { model: 'gpt-4o', contextWindow: 128_000 } });
+    expect(request.value).toBe(bigRequest);
+    expect(request.decisions).toEqual([failed]);
+    const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
+    const rewritten = await tt.reduceToolCall(call, ctx);
+    expect(rewritten.value).toBe(call);
+    expect(rewritten.decisions).toEqual([failed]);
+    // The Observable pipelines too.
+    const out = await firstValueFrom(from([createStep(bigResult, ctx)]).pipe(tt.toolResults(), toArray()));
+    expect(out.map((s) => [s.value, s.decisions])).toEqual([[bigResult, [failed]]]);
+    expect(await tt.pressure(bigRequest, ctx)).toBeGreaterThan(0);
+    expect(readFileSync(path)).toEqual(before); // the broken file is left as it was
+  });
+
+  it('passthrough: status reports the vault unavailable and the recovery tool answers a clear error', async () => {
+    const path = garbage();
+    await using tt = await createTerminator({ env, overrides: { dbPath: path } });
+    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, ctx)) as Record<string, unknown>;
+    expect(status).toMatchObject({ vault_available: false, vault_error: 'VaultOpenError:E_VAULT_OPEN', passthrough: true, vault_open_reason: 'SQLITE_NOTADB' });
+    const get = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: `a_${'1'.repeat(32)}` }, ctx)) as Record<string, unknown>;
+    expect(get).toEqual({ error: { code: 'E_VAULT_OPEN', message: `the vault at ${path} could not be opened (SQLITE_NOTADB)` } });
+    const search = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_search', query: 'x' }, ctx)) as { error: { code: string } };
+    expect(search.error.code).toBe('E_VAULT_OPEN');
+    await expect(tt.vault.usage()).rejects.toBeInstanceOf(VaultOpenError);
+    expect(tt.vault.path).toBe(path);
+  });
+
+  it('a healthy vault is not in pass-through: status reports it available', async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'ok.sqlite3') } });
+    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, ctx)) as Record<string, unknown>;
+    expect(status['vault_available']).toBe(true);
+    expect(status['passthrough']).toBeUndefined();
+  });
+
+  it('bad configuration still throws, whatever vaultErrors says', async () => {
+    const path = garbage();
+    await expect(createTerminator({ env, overrides: { dbPath: path, vaultMaxBytes: 0 } })).rejects.toBeInstanceOf(ConfigError);
+    await expect(createTerminator({ env, overrides: { dbPath: path }, vaultErrors: 'ignore' as never })).rejects.toThrow(/createTerminator: vaultErrors/);
+  });
+
+  it('opens the vault with TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: a lock held 1.5 s beats 50 ms, not the 10 s default', async () => {
+    const path = join(dir, 'locked.sqlite3');
+    await (await createVault({ path })).close();
+    // Another process holds the write lock for 1.5 s (opening the vault blocks this event loop).
+    const holdLock = async (): Promise<ChildProcess> => {
+      const script = "const D=require('better-sqlite3');const d=new D(process.argv[1]);d.exec('BEGIN EXCLUSIVE');process.stdout.write('ready\\n');setTimeout(()=>{d.exec('ROLLBACK');d.close();},1500);";
+      const child = spawn(process.execPath, ['-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+      return child;
+    };
+    const exited = (c: ChildProcess): Promise<unknown> => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve());
+    let holder = await holdLock();
+    const short = await createTerminator({ env: { TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '50' }, overrides: { dbPath: path }, vaultErrors: 'throw' }).then(
+      async (tt) => (await tt.close(), undefined),
+      (e: unknown) => e,
+    );
+    expect(short).toMatchObject({ code: 'E_VAULT_OPEN', reason: expect.stringMatching(/^SQLITE_BUSY/) });
+    await exited(holder);
+    holder = await holdLock();
+    await using tt = await createTerminator({ env, overrides: { dbPath: path }, vaultErrors: 'throw' });
+    expect(tt.config.busyTimeoutMs).toBe(10_000);
+    expect((await tt.vault.usage()).artifacts).toBe(0);
+    await exited(holder);
   });
 });

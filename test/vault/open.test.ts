@@ -1,0 +1,76 @@
+import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TokenTerminatorError } from '../../src/errors.js';
+import { VaultOpenError } from '../../src/vault/errors.js';
+import { createVault } from '../../src/vault/index.js';
+import { unavailableVault } from '../../src/vault/open.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-vault-open-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const failureOf = (path: string): Promise<unknown> =>
+  createVault({ path }).then(
+    async (v) => (await v.close(), undefined),
+    (e: unknown) => e,
+  );
+/** Paths this process has open (Linux). */
+const openFiles = (): string[] =>
+  readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      return [readlinkSync(join('/proc/self/fd', fd))];
+    } catch {
+      return [];
+    }
+  });
+
+describe('opening a vault that cannot be opened', () => {
+  it('wraps a file that is not a database: VaultOpenError, E_VAULT_OPEN, path and SQLITE_NOTADB, the file closed again', async () => {
+    const path = join(dir, 'garbage.sqlite3');
+    writeFileSync(path, Buffer.from('secret tool output, not a database \u0000'.repeat(200)));
+    const error = await failureOf(path);
+    expect(error).toBeInstanceOf(VaultOpenError);
+    expect(error).toBeInstanceOf(TokenTerminatorError);
+    expect(error).toMatchObject({ name: 'VaultOpenError', code: 'E_VAULT_OPEN', path, reason: 'SQLITE_NOTADB' });
+    expect((error as Error).message).not.toContain('secret');
+    expect(openFiles().filter((f) => f.startsWith(path))).toEqual([]);
+  });
+
+  it('wraps corrupt pages after a valid header (SQLITE_CORRUPT)', async () => {
+    const path = join(dir, 'pages.sqlite3');
+    const v = await createVault({ path });
+    for (let i = 0; i < 6; i++) await v.put({ content: `evidence ${i} `.repeat(2000) });
+    await v.close();
+    const size = statSync(path).size;
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
+    closeSync(fd);
+    expect(await failureOf(path)).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: expect.stringMatching(/^SQLITE_CORRUPT/) });
+  });
+
+  it('wraps a path below a regular file (ENOTDIR)', async () => {
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const path = join(dir, 'a-file', 'vault.sqlite3');
+    expect(await failureOf(path)).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: 'ENOTDIR' });
+  });
+});
+
+describe('unavailableVault', () => {
+  it('rejects every operation with its error, keeps the path, and closes without error', async () => {
+    const error = VaultOpenError.wrap('/x/v.sqlite3', Object.assign(new Error('boom'), { code: 'SQLITE_NOTADB' }));
+    const vault = unavailableVault('/x/v.sqlite3', error);
+    expect(vault.path).toBe('/x/v.sqlite3');
+    await expect(vault.put({ content: 'x' })).rejects.toBe(error);
+    await expect(vault.page('a_1')).rejects.toBe(error);
+    await expect(vault.pin(['a_1'])).rejects.toBe(error);
+    await expect(vault.usage()).rejects.toBe(error);
+    await vault.close();
+    await vault[Symbol.asyncDispose]();
+  });
+});
