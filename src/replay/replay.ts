@@ -13,7 +13,7 @@
  * Timing covers the pipeline only (tool stream + request stream); sizes, tokens, receipts
  * verification, metrics rows and the ledger are computed outside the timed sections.
  */
-import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { closeSync, createWriteStream, fchmodSync, mkdtempSync, openSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -44,7 +44,7 @@ export interface ReplayOptions {
   readonly db?: string;
   /** Experiment ledger file. Default: `experiments.sqlite3` beside the vault; `false` disables it. */
   readonly ledger?: string | false;
-  /** Write one JSON line `{session, index, final}` per request here. Default: none. */
+  /** Write one JSON line `{session, index, final}` per request here (created or truncated, mode 0600). Default: none. */
   readonly dump?: string;
   /** Environment for the config. Default: `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
@@ -75,9 +75,16 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const overrides: ConfigOverrides = { ...options.overrides, dbPath, ...(options.mode === undefined ? {} : { mode: options.mode }) };
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
-  const tt = options.terminator ?? (await createTerminator(options.env === undefined ? { overrides, metrics: false } : { env: options.env, overrides, metrics: false }));
+  // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
+  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, vaultErrors: 'throw' }));
+  let dump: WriteStream | undefined;
+  try {
+    dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
+  } catch (error) {
+    if (options.terminator === undefined) await tt.close();
+    throw error;
+  }
   const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
-  const dump = options.dump === undefined ? undefined : createWriteStream(options.dump, { encoding: 'utf8' });
   const total = sessions.reduce((n, s) => n + requestCount(s), 0);
   const all = new FigureAccumulator(price);
   const perSession: ReplayFigures['sessions'] = [];
@@ -106,13 +113,29 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
       perSession.push({ id: session.id, ...acc.figures() });
     }
   } finally {
-    if (dump !== undefined) await new Promise<void>((resolve) => dump.end(resolve));
+    const open = dump;
+    if (open !== undefined) await new Promise<void>((resolve) => open.end(resolve));
     ledger?.close();
     if (options.terminator === undefined) await tt.close();
     if (options.counter === undefined) counter.dispose?.();
     if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
   }
   return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
+}
+
+/**
+ * The dump holds complete prompts and tool output: create it 0600 (an existing file is truncated
+ * and narrowed to 0600 too, whatever the umask), the same as the vault it mirrors.
+ */
+function openPrivateStream(path: string): WriteStream {
+  const fd = openSync(path, 'w', 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  return createWriteStream('', { fd, encoding: 'utf8' });
 }
 
 /** Number of requests a session produces (assistant messages with at least one earlier message). */

@@ -43,13 +43,15 @@ describe('vault permissions', () => {
     }
   });
 
-  it('a replay with --db in a new directory leaves 0700 / 0600 files (vault and experiment ledger)', async () => {
+  it('a replay with --db in a new directory leaves 0700 / 0600 files (vault, experiment ledger and --dump)', async () => {
     const home = join(dir, 'perm-replay', 'home');
     const sessions = join(dir, 'perm-sessions.jsonl');
     writeSessions(sessions, [buildWorkload({ id: 'perm-replay', fillerTurns: 1 })]);
-    const out = await runToEnd('sh', ['-c', 'umask 0 && exec "$0" "$@"', process.execPath, CLI, 'replay', sessions, '--db', join(home, 'v.sqlite3'), '--json']);
+    const out = await runToEnd('sh', ['-c', 'umask 0 && exec "$0" "$@"', process.execPath, CLI, 'replay', sessions, '--db', join(home, 'v.sqlite3'), '--dump', join(home, 'dump.jsonl'), '--json']);
     expect(out.code).toBe(0);
     expect(mode(home).toString(8)).toBe('700');
+    // The dump holds complete prompts and tool output.
+    expect(mode(join(home, 'dump.jsonl')).toString(8)).toBe('600');
     for (const f of ['v.sqlite3', 'experiments.sqlite3', 'v.sqlite3-wal', 'v.sqlite3-shm', 'experiments.sqlite3-wal', 'experiments.sqlite3-shm']) {
       if (existsSync(join(home, f))) expect(mode(join(home, f)).toString(8), f).toBe('600');
     }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -178,5 +178,31 @@ describe('replay with the real pipeline', () => {
       ['fixture#0', 1, 4, 'gpt-4o'],
       ['fixture#0', 2, 6, 'gpt-4o'],
     ]);
+  });
+
+  it('fails loudly on a vault that cannot be opened (a replay must not measure a pass-through), creating no dump', async () => {
+    const db = join(dir, 'not-a-vault.sqlite3');
+    writeFileSync(db, 'garbage, not a database\n'.repeat(100));
+    const dump = join(dir, 'unopened-dump.jsonl');
+    await expect(replaySessions([session], { mode: 'balanced', env: {}, counter, ledger: false, db, dump })).rejects.toMatchObject({ code: 'E_VAULT_OPEN', reason: 'SQLITE_NOTADB' });
+    expect(existsSync(dump)).toBe(false);
+  });
+
+  it('creates the dump 0600 even under umask 0, and narrows an existing 0644 file to 0600', async () => {
+    const fresh = join(dir, 'private-dump.jsonl');
+    const existing = join(dir, 'existing-dump.jsonl');
+    writeFileSync(existing, 'stale line\n', { mode: 0o644 });
+    expect(statSync(existing).mode & 0o777).toBe(0o644);
+    const old = process.umask(0);
+    try {
+      await replaySessions([session], { mode: 'off', env: {}, counter, ledger: false, dump: fresh });
+      await replaySessions([session], { mode: 'off', env: {}, counter, ledger: false, dump: existing });
+    } finally {
+      process.umask(old);
+    }
+    expect((statSync(fresh).mode & 0o777).toString(8)).toBe('600');
+    expect((statSync(existing).mode & 0o777).toString(8)).toBe('600');
+    expect(readFileSync(existing, 'utf8')).not.toContain('stale line');
+    expect(readFileSync(existing, 'utf8').trim().split('\n')).toHaveLength(3);
   });
 });
