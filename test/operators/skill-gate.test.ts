@@ -1,4 +1,4 @@
-import { describe, expect } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
 import { routeSkills } from '../../operators/skill-gate.js';
@@ -6,7 +6,8 @@ import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { findCatalogs } from '../../src/compile/skill-catalog.js';
-import { deepFreeze, snapshot } from '../model/arbitraries.js';
+import { checkSmaller, deepFreeze, firstDifference, requestStream, testInvariants, withDeps, type InvariantName } from '../../src/testing/index.js';
+import { createVault } from '../../src/vault/index.js';
 import { runAll } from '../compile/helpers.js';
 import { DISCOVERY_TOOLS, SKILL_PROMPT, skillCatalogText } from './skill-fixture.js';
 
@@ -18,7 +19,7 @@ const systemOf = (r: ProviderRequest): string => (r['messages'] as { content: st
 describe('routeSkills — unit', () => {
   it('keeps the relevant entries, points at discovery for the rest, and leaves the caller untouched', async () => {
     const req = chat();
-    const before = snapshot(req);
+    const before = structuredClone(req);
     const [out] = await runAll(routeSkills(), [[req, ctx]]);
     expect(req).toEqual(before);
     const entries = findCatalogs(systemOf(out!.value))[0]!.entries.map((e) => e.name);
@@ -90,19 +91,41 @@ describe('routeSkills — unit', () => {
   });
 });
 
+// Created at load time: the kit registers its properties with the vault they run against.
+const propertyVault = await createVault({ path: ':memory:' });
+
 describe('routeSkills — properties', () => {
   const counter = createTiktokenCounter('o200k_base');
-  test.prop([fc.string({ maxLength: 60 }), fc.subarray(['development', 'data', 'media'])], { numRuns: 40 })(
-    'output is unchanged or strictly smaller in chars and tokens, caller never mutated',
-    async (prompt, _cats) => {
-      const req = chat(`${prompt} release`);
-      const before = snapshot(req);
-      const [out] = await runAll(routeSkills({ counter }), [[req, { sessionId: `p-${prompt}` }]]);
-      expect(req).toEqual(before);
-      if (out!.value !== req) {
-        expect(serializedChars(out!.value)).toBeLessThan(serializedChars(req));
-        expect(counter.count(systemOf(out!.value))).toBeLessThan(counter.count(systemOf(req)));
+  afterAll(async () => {
+    counter.dispose?.();
+    await propertyVault.close();
+  });
+
+  describe('kit invariants (generated catalogs, prompts and discovery tools in three formats)', () => {
+    const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+    const op = withDeps<ProviderRequest>(({ counter: c }) => routeSkills(c === undefined ? {} : { counter: c }));
+    const inputs = requestStream({ maxLength: 2, skills: 'always', sizes: ['tiny'] });
+    testInvariants(test, op, { vault: propertyVault, counter, inputs, only: INVARIANTS, params: { numRuns: 20 } });
+
+    it('routes some of the generated catalogs (the properties are not vacuous)', async () => {
+      let applied = 0;
+      for (const [k, requests] of fc.sample(inputs, { numRuns: 20, seed: 42 }).entries()) {
+        const outs = await runAll(routeSkills({ counter }), requests.map((r) => [r, { sessionId: `coverage-${k}` }] as const));
+        applied += outs.filter((o) => o.decisions.some((d) => d.kind === 'applied')).length;
       }
+      expect(applied).toBeGreaterThan(0);
+    });
+  });
+
+  test.prop([fc.string({ maxLength: 60 })], { numRuns: 40 })(
+    'any prompt leaves the output unchanged or strictly smaller in chars and tokens, caller never mutated',
+    async (prompt) => {
+      const req = chat(`${prompt} release`);
+      const before = structuredClone(req);
+      const [out] = await runAll(routeSkills({ counter }), [[req, { sessionId: `p-${prompt}` }]]);
+      expect(firstDifference(before, req)).toBeUndefined();
+      checkSmaller(req, out!.value, 'request', counter);
+      if (out!.value !== req) expect(counter.count(systemOf(out!.value))).toBeLessThan(counter.count(systemOf(req)));
     },
   );
 });
