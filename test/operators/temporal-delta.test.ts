@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { test } from '@fast-check/vitest';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
@@ -9,8 +10,8 @@ import { codePointLength } from '../../src/compact/lines.js';
 import { readArtifact } from '../../src/compact/receipt.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
-import { deepFreeze } from '../../src/testing/deep.js';
-import { faultyVault } from '../../src/testing/faults.js';
+import type { ToolResult } from '../../src/step.js';
+import { deepFreeze, faultyVault, testInvariants, withDeps, type InvariantName } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import { result, runOp } from './tool-helpers.js';
@@ -143,40 +144,51 @@ describe('deltaRepeatedOutput', () => {
     expect(() => deltaRepeatedOutput({ vault, scope: 'global' as never })).toThrow(/deltaRepeatedOutput: scope/);
     expect(() => deltaRepeatedOutput({ vault, minChars: 0 })).toThrow(/deltaRepeatedOutput: minChars/);
   });
+});
 
-  it('property: unchanged or strictly smaller (chars and o200k tokens), the current id recovers the input exactly', async () => {
-    const vault = await freshVault();
-    const base = listing().split('\n');
-    const edit = fc.tuple(fc.integer({ min: 0, max: 299 }), fc.constantFrom('', 'inserted line', 'ERROR: disk full', '\u00e9t\u00e9 \ud83d\ude00'), fc.constantFrom('replace', 'insert', 'delete'));
-    let run = 0;
+// Created at load time: the kit registers its properties with the vault they run against.
+const propertyVault = await createVault({ path: ':memory:' });
+
+describe('deltaRepeatedOutput — properties', () => {
+  const propertyCounter = createTiktokenCounter('o200k_base');
+  afterAll(async () => {
+    propertyCounter.dispose?.();
+    await propertyVault.close();
+  });
+  // Re-runs of one command whose 300-line listing does not factor, with a few lines replaced,
+  // inserted or deleted between runs: every run after the first is a delta candidate.
+  const base = listing().split('\n');
+  const edit = fc.tuple(fc.integer({ min: 0, max: 299 }), fc.constantFrom('', 'inserted line', 'ERROR: disk full', '\u00e9t\u00e9 \ud83d\ude00'), fc.constantFrom('replace', 'insert', 'delete'));
+  const reruns: fc.Arbitrary<readonly ToolResult[]> = fc.array(fc.array(edit, { maxLength: 6 }), { minLength: 2, maxLength: 3 }).map((versions) =>
+    versions.map((edits) => {
+      const lines = [...base];
+      for (const [at, text, kind] of edits) {
+        if (kind === 'replace') lines[at] = text;
+        else if (kind === 'insert') lines.splice(at, 0, text);
+        else lines.splice(at, 1);
+      }
+      return result('terminal', lines.join('\n'), { command: 'ls -l /srv/data', cwd: '/srv' });
+    }),
+  );
+  const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'];
+  const op = withDeps<ToolResult>(({ vault, counter: c }) => deltaRepeatedOutput({ vault, ...(c === undefined ? {} : { counter: c }) }));
+  // unchanged-or-smaller with the exact counter compares o200k tokens too; recovers-exactly requires
+  // the exact original of every changed result to be named.
+  testInvariants(test, op, { vault: propertyVault, counter: propertyCounter, inputs: reruns, only: INVARIANTS, params: { numRuns: 25 } });
+
+  it('shows deltas on the generated re-runs, smaller in code points and o200k tokens, with a current id that recovers the input exactly', async () => {
     let changed = 0;
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(edit, { maxLength: 6 }), { minLength: 2, maxLength: 3 }), async (versions) => {
-        run += 1;
-        const op = deltaRepeatedOutput({ vault, counter });
-        const inputs = versions.map((edits) => {
-          const lines = [...base];
-          for (const [at, text, kind] of edits) {
-            if (kind === 'replace') lines[at] = text;
-            else if (kind === 'insert') lines.splice(at, 0, text);
-            else lines.splice(at, 1);
-          }
-          return ls(lines.join('\n'), { command: `ls -l run${run}` });
-        });
-        const outs = await runOp(op, inputs);
-        for (const [i, out] of outs.entries()) {
-          const raw = inputs[i]!.content;
-          expect(out.original).toBe(inputs[i]);
-          if (out.value.content === raw) continue;
-          changed += 1;
-          expect(codePointLength(out.value.content)).toBeLessThan(codePointLength(raw));
-          expect(counter.count(out.value.content)).toBeLessThan(counter.count(raw));
-          expect(await readArtifact(vault, idsOf(out.value.content).current!)).toBe(raw);
-        }
-      }),
-      { numRuns: 25 },
-    );
-    expect(changed).toBeGreaterThan(0);
-    await vault.close();
+    for (const [k, inputs] of fc.sample(reruns, { numRuns: 25, seed: 42 }).entries()) {
+      const outs = await runOp(deltaRepeatedOutput({ vault: propertyVault, counter: propertyCounter }), inputs, { sessionId: `coverage-${k}` });
+      for (const [i, out] of outs.entries()) {
+        const raw = inputs[i]!.content;
+        if (out.value.content === raw) continue;
+        changed += 1;
+        expect(codePointLength(out.value.content)).toBeLessThan(codePointLength(raw));
+        expect(propertyCounter.count(out.value.content)).toBeLessThan(propertyCounter.count(raw));
+        expect(await readArtifact(propertyVault, idsOf(out.value.content).current!)).toBe(raw);
+      }
+    }
+    expect(changed).toBeGreaterThan(10);
   });
 });
