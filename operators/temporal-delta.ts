@@ -9,7 +9,7 @@ import type { OperatorFunction } from 'rxjs';
 import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
 import { unifiedLineDiff } from '../src/compact/delta.js';
 import { codePointLength } from '../src/compact/lines.js';
-import { memoCounter, readArtifact, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
+import { memoCounter, pinDelivered, readArtifact, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { ConfigError } from '../src/errors.js';
@@ -90,7 +90,8 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
       candidate = header + diff;
     }
     if (!strictlySmaller(bar, candidate, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
-    await vault.pin([prevId, current.artifactId]);
+    // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
+    await pinDelivered(vault, [prevId, current.artifactId]);
     return advance(step, { ...result, content: candidate }, {
       stage: STAGE,
       kind: 'applied',

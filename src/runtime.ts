@@ -312,7 +312,15 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   const { vault, counter } = d;
   return chain<ProviderRequest>([
     d.gates.compiler
-      ? collapseDuplicates({ vault, counter, minArtifactChars: c.minArtifactChars, maxArtifactChars: c.maxArtifactChars, inlineLeases: c.inlineLeases })
+      ? collapseDuplicates({
+          vault,
+          counter,
+          minArtifactChars: c.minArtifactChars,
+          maxArtifactChars: c.maxArtifactChars,
+          inlineLeases: c.inlineLeases,
+          leaseBlockTurns: c.leaseBlockTurns,
+          maxInlineChars: c.maxInlineChars,
+        })
       : identity,
     d.gates.compiler ? routeSkills({ counter, vault }) : identity,
     d.gates.compiler && c.contextCompaction
@@ -323,6 +331,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           maxArtifactChars: c.maxArtifactChars,
           collapseAfterTurns: c.contextCollapseAfterTurns,
           inlineRecentTurns: c.contextInlineRecentTurns,
+          ...(c.contextBlockTurns > 0 ? { blockTurns: c.contextBlockTurns } : {}),
           workingGraphChars: c.workingGraphChars,
         })
       : identity,

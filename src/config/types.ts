@@ -39,6 +39,12 @@ export interface Config {
   readonly contextMinVaultChars: number; // TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (4000)
   readonly contextCollapseAfterTurns: number; // TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS (6)
   readonly contextInlineRecentTurns: number; // TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS (5)
+  /** Compaction boundaries advance in blocks of this many turns; 0 = automatic, min(8, collapse window). */
+  readonly contextBlockTurns: number; // TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS (0)
+  /** What one lease exposure is: 0 = one request id; n = a block of n turns. */
+  readonly leaseBlockTurns: number; // TOKEN_TERMINATOR_LEASE_BLOCK_TURNS (0)
+  /** A first exposure longer than this shows a bounded view plus its receipt; 0 = never. */
+  readonly maxInlineChars: number; // TOKEN_TERMINATOR_MAX_INLINE_CHARS (32000)
   readonly previewMarker: boolean; // TOKEN_TERMINATOR_PREVIEW_MARKER (false)
   readonly contextLimitTokens: number; // TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (0)
   readonly outputReserveTokens: number; // TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (4096)

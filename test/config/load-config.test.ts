@@ -167,6 +167,14 @@ describe('loadConfig env parsing', () => {
     }
   });
 
+  it('reads the block, lease-block and inline-view settings', () => {
+    expect(load({}).contextBlockTurns).toBe(0);
+    expect(load({}).leaseBlockTurns).toBe(0);
+    expect(load({}).maxInlineChars).toBe(32_000);
+    const c = load({ TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS: '12', TOKEN_TERMINATOR_LEASE_BLOCK_TURNS: '4', TOKEN_TERMINATOR_MAX_INLINE_CHARS: '0' });
+    expect([c.contextBlockTurns, c.leaseBlockTurns, c.maxInlineChars]).toEqual([12, 4, 0]);
+  });
+
   it('accepts TOKEN_TERMINATOR_BUSY_TIMEOUT_MS within 0…60000 (env and override) and rejects the rest', () => {
     expect(load({ TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '0' }).busyTimeoutMs).toBe(0);
     expect(load({ TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '60000' }).busyTimeoutMs).toBe(60_000);
@@ -200,6 +208,9 @@ const INVALID: Record<string, string> = {
   TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT: '101',
   TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '100',
   TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '60001',
+  TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS: '1001',
+  TOKEN_TERMINATOR_LEASE_BLOCK_TURNS: '-1',
+  TOKEN_TERMINATOR_MAX_INLINE_CHARS: 'many',
   TOKEN_TERMINATOR_INLINE_LEASES: '101',
   TOKEN_TERMINATOR_MAX_PAGE_CHARS: '0',
   TOKEN_TERMINATOR_MAX_SEARCH_RESULTS: '501',
