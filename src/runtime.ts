@@ -34,7 +34,7 @@ import { attributeRequest } from './telemetry/attribution.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
 import { ReceiptVerifier } from './replay/verify.js';
-import { createVault } from './vault/index.js';
+import { createVault, vaultOptionsFromConfig } from './vault/index.js';
 import { VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
@@ -107,16 +107,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   try {
     vault =
       options.vault ??
-      (await createVault({
-        path: config.dbPath,
-        maxArtifactChars: config.maxArtifactChars,
-        maxBytes: config.vaultMaxBytes,
-        highWaterPct: config.vaultHighWaterPct,
-        lowWaterPct: config.vaultLowWaterPct,
-        maxPageChars: config.maxPageChars,
-        maxSearchResults: config.maxSearchResults,
-        busyTimeoutMs: config.busyTimeoutMs,
-      }));
+      (await createVault(vaultOptionsFromConfig(config)));
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(config.dbPath, error);

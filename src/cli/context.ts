@@ -10,7 +10,7 @@ import type { Config } from '../config/types.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import { createRecoveryTool, recoveryError, type RecoveryResult, type RecoveryToolHandle } from '../recovery/index.js';
-import { createVault } from '../vault/index.js';
+import { createVault, vaultOptionsFromConfig } from '../vault/index.js';
 import type { Vault } from '../vault/types.js';
 
 /** The session id the CLI uses as "host" for recovery calls. */
@@ -54,15 +54,7 @@ export function cliConfig(options: CommonOptions): Config {
 }
 
 export function openConfiguredVault(config: Config): Promise<Vault> {
-  return createVault({
-    path: config.dbPath,
-    maxArtifactChars: config.maxArtifactChars,
-    maxBytes: config.vaultMaxBytes,
-    highWaterPct: config.vaultHighWaterPct,
-    lowWaterPct: config.vaultLowWaterPct,
-    maxPageChars: config.maxPageChars,
-    maxSearchResults: config.maxSearchResults,
-  });
+  return createVault(vaultOptionsFromConfig(config));
 }
 
 export function vaultExists(config: Config): boolean {

@@ -4,3 +4,4 @@ export { createVault, type VaultOptions } from './sqlite.js';
 export { artifactIdFor, sha256Hex } from './identity.js';
 export { VaultArgumentError, VaultContentError, VaultOpenError } from './errors.js';
 export { SCHEMA_VERSION } from './schema.js';
+export { vaultOptionsFromConfig } from './configured.js';
