@@ -6,7 +6,7 @@ import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
 import type { Vault } from '../src/vault/types.js';
 import { gate, renderItems } from '../src/compile/apply.js';
-import { planDuplicates, type PlannedSlot } from '../src/compile/duplicates.js';
+import { planChanges, planDuplicates, type PlannedSlot } from '../src/compile/duplicates.js';
 import { createSessionPool, intOption, type SessionState } from '../src/compile/session.js';
 import { segmentSteps } from '../src/compile/steps.js';
 
@@ -71,8 +71,7 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       const plan = await planDuplicates(state, view, { sessionId, leaseKey, minChars, maxChars, maxInlineChars, viewChars });
       if (plan.length === 0) return undefined;
       const inlineIds = plan.filter((p) => p.render !== 'receipt').map((p) => p.receipt.artifactId);
-      const changes = plan.map((p) => ({ slot: p.slot, text: p.text }));
-      let items = renderItems(state, view, changes);
+      let items = renderItems(state, view, planChanges(plan));
       let measured = items === undefined ? undefined : gate(state, step.value, view, items, plan.filter((p) => p.render !== 'inline').map((p) => p.receipt));
       if (measured !== undefined && !measured.verdict.accepted) return keepInput(step, plan, state, leaseKey, measured.verdict.reason);
       // Claim only once the candidate proved smaller (or nothing needs replacing); a lost race can
@@ -80,7 +79,7 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       const lost = new Set<string>();
       for (const id of new Set(inlineIds)) if (!(await state.leases.claim(id, leaseKey))) lost.add(id);
       if (lost.size > 0) {
-        items = renderItems(state, view, plan.map((p) => ({ slot: p.slot, text: lost.has(p.receipt.artifactId) ? p.receipt.text : p.text })));
+        items = renderItems(state, view, planChanges(plan, lost));
         measured = items === undefined ? undefined : gate(state, step.value, view, items, plan.map((p) => p.receipt));
         if (measured !== undefined && !measured.verdict.accepted) return keepInput(step, plan, state, leaseKey, measured.verdict.reason);
       }

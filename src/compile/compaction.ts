@@ -32,6 +32,12 @@ interface Block {
   readonly artifactId: string;
 }
 
+/** True when the readable text of a tool output (a string, or its last text part) ends in a receipt line. */
+function endsInReceipt(value: unknown): boolean {
+  const last = Array.isArray(value) ? (value.at(-1) as { text?: unknown } | undefined)?.text : value;
+  return typeof last === 'string' && isReceipt(last.slice(last.lastIndexOf('\n') + 1));
+}
+
 /** Plan the compacted conversation; undefined when no step is old enough. */
 export async function planCompaction(state: SessionState, view: RequestView, o: CompactionOptions): Promise<CompactionPlan | undefined> {
   const steps = segmentSteps(view.itemInfo);
@@ -47,8 +53,9 @@ export async function planCompaction(state: SessionState, view: RequestView, o: 
     if (slot.kind !== 'tool_output' || slot.item === undefined || slot.item < cut || slot.item >= sealedEnd) continue;
     if (typeof slot.value === 'string' && slot.value.length < o.minVaultChars) continue;
     const text = evidenceText(slot.value);
-    // Already reduced upstream (a bounded view ending in its receipt): leave it as it is.
-    if (text === undefined || isReceipt(text.slice(text.lastIndexOf('\n') + 1))) continue;
+    // Already reduced upstream (a bounded view ending in its receipt, possibly handed back by the
+    // host inside a text block): leave it exactly as it is.
+    if (text === undefined || endsInReceipt(slot.value)) continue;
     const chars = evidenceChars(slot.value);
     if (chars < o.minVaultChars || chars > o.maxArtifactChars) continue;
     try {

@@ -19,19 +19,44 @@ export interface DuplicateOptions {
   readonly viewChars: number;
 }
 
-export interface PlannedSlot {
+interface PlannedBase {
   readonly slot: Slot;
   readonly receipt: Receipted;
-  /** 'receipt' (duplicate or spent lease), 'inline' (lease pending claim), 'view' (lease pending, bounded). */
-  readonly render: 'receipt' | 'inline' | 'view';
   readonly duplicate: boolean;
-  readonly text: string;
+}
+
+/**
+ * One managed output. 'receipt' (duplicate or spent lease) and 'view' (lease pending, bounded)
+ * carry the text that replaces the slot's value; 'inline' (lease pending claim) carries none: the
+ * caller's value stays exactly as it is (same object, same shape — a text-block list stays a list).
+ */
+export type PlannedSlot = PlannedBase & ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
+
+/**
+ * The slot replacements a plan writes back. Inline outputs contribute none (unless their lease
+ * was lost to another process, in which case they become receipts), so writing the plan never
+ * re-renders an inline value from its vaulted text.
+ */
+export function planChanges(plan: readonly PlannedSlot[], lost: ReadonlySet<string> = new Set()): { readonly slot: Slot; readonly text: string }[] {
+  const changes: { slot: Slot; text: string }[] = [];
+  for (const p of plan) {
+    if (lost.has(p.receipt.artifactId)) changes.push({ slot: p.slot, text: p.receipt.text });
+    else if (p.render !== 'inline') changes.push({ slot: p.slot, text: p.text });
+  }
+  return changes;
 }
 
 interface Evidence {
   readonly chars: number;
   readonly receipt: Receipted;
-  readonly text: string;
+  /** What a bounded view shows: the text itself, or a text-block list's texts (never its JSON). */
+  readonly display: string;
+}
+
+/** The readable text of a receiptable output: a string as is, a text-part list's texts one after another. */
+function displayText(value: unknown, evidence: string): string {
+  if (!Array.isArray(value)) return evidence;
+  return value.map((part) => String((part as { text?: unknown }).text ?? '')).join('\n');
 }
 
 async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o: DuplicateOptions): Promise<Evidence | null> {
@@ -48,7 +73,7 @@ async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o:
     if (text !== undefined && chars >= o.minChars && chars <= o.maxChars) {
       try {
         const meta = { toolName: slot.toolName ?? 'tool', args: slot.callArgs ?? {}, sessionId: o.sessionId, ...(slot.callId ? { callId: slot.callId } : {}) };
-        found = { chars, receipt: await state.evidence.receipt(text, meta), text };
+        found = { chars, receipt: await state.evidence.receipt(text, meta), display: displayText(raw, text) };
       } catch {
         found = null; // this slot stays inline; the others still reduce
       }
@@ -90,8 +115,8 @@ export async function planDuplicates(state: SessionState, view: RequestView, o: 
     const inline = await state.leases.available(id, o.leaseKey);
     if (!inline) planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: false, text: ev.receipt.text });
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
-      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: `${boundedView(ev.text, o.viewChars)}\n\n${ev.receipt.text}` });
-    } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false, text: ev.text });
+      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: `${boundedView(ev.display, o.viewChars)}\n\n${ev.receipt.text}` });
+    } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
   }
   return planned;
 }

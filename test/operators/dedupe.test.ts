@@ -124,13 +124,12 @@ describe('collapseDuplicates — unit', () => {
     expect(failed!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
   });
 
-  // Known defect (operators/dedupe.ts, src/compile/duplicates.ts): an inline exposure is written
-  // back as its evidence text, so a text-block list becomes a JSON string whenever another slot of
-  // the request is receipted. Found by the testing kit's recovers-exactly over the dedupe→compile
-  // chain (the collapse vaulted the rewritten item). Flip to it() once fixed.
-  it.fails('keeps an inline text-block tool result as blocks when another slot of the request is receipted', async () => {
+  // Regression (found by the testing kit's recovers-exactly over the dedupe→compile chain): an
+  // inline exposure used to be written back as its evidence text, so a text-block list became a
+  // JSON string whenever another slot of the same request was receipted.
+  it('keeps an inline text-block tool result as the very same list when another slot of the request is receipted', async () => {
     const blocks = [{ type: 'text', text: 'another output line\n'.repeat(80) }];
-    const req = deepFreeze({
+    const anthropic = deepFreeze({
       system: 's',
       messages: [
         { role: 'user', content: 'go' },
@@ -138,9 +137,44 @@ describe('collapseDuplicates — unit', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: ART }, { type: 'tool_result', tool_use_id: 't2', content: ART }, { type: 'tool_result', tool_use_id: 't3', content: blocks }] },
       ],
     });
-    const [out] = await runAll(op(), [[req, { sessionId: 'blocks', requestId: 'b1' }]]);
-    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 duplicate(s) collapsed' });
-    expect(((out!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content)[2]!.content).toEqual(blocks);
+    const parts = [{ type: 'text', text: 'chat part one\n'.repeat(60) }, { type: 'text', text: 'chat part two\n'.repeat(60) }];
+    const chat = deepFreeze({
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', tool_calls: ['c1', 'c2', 'c3'].map((id) => ({ id, type: 'function', function: { name: 'bash', arguments: '{}' } })) },
+        { role: 'tool', tool_call_id: 'c1', content: ART },
+        { role: 'tool', tool_call_id: 'c2', content: ART },
+        { role: 'tool', tool_call_id: 'c3', content: parts },
+      ],
+    });
+    // Separate sessions: the same ART in one session would have spent its lease on the first request.
+    const [a, c] = await runAll(op(), [
+      [anthropic, { sessionId: 'blocks', requestId: 'b1' }],
+      [chat, { sessionId: 'blocks-chat', requestId: 'b2' }],
+    ]);
+    for (const out of [a!, c!]) expect(out.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 duplicate(s) collapsed' });
+    const results = (a!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content;
+    expect(parseReceipt(String(results[0]!.content))).toBeDefined();
+    expect(results[1]!.content).toBe(ART);
+    expect(results[2]!.content).toBe(blocks);
+    expect(parseReceipt(String(contentAt(c!.value, 2)))).toBeDefined();
+    expect(contentAt(c!.value, 3)).toBe(ART);
+    expect(contentAt(c!.value, 4)).toBe(parts);
+    // Untouched items are shared with the caller, not copies.
+    expect((c!.value['messages'] as unknown[])[4]).toBe((chat['messages'] as unknown[])[4]);
+  });
+
+  it('shows a bounded view of a text-block list as its text (not its JSON); the receipt recovers the exact list', async () => {
+    const blocks = [{ type: 'text', text: Array.from({ length: 1500 }, (_, i) => `row ${i} "quoted" payload`).join('\n') }, { type: 'text', text: 'second block' }];
+    const req = deepFreeze({ system: 's', messages: [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: blocks }] }] });
+    const [out] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [[req, { sessionId: 'block-view', requestId: 'v1' }]]);
+    const text = String(((out!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content)[0]!.content);
+    expect(text.startsWith('row 0 "quoted" payload\nrow 1 "quoted" payload\n')).toBe(true);
+    expect(text).not.toContain('\\n');
+    expect(text).not.toContain('\\"');
+    expect(text.split('\n').at(-3)).toBe('second block');
+    expect(await recover(vault, parseReceipt(text.split('\n').at(-1)!)!.artifactId)).toBe(evidenceText(blocks));
+    expect(text.length).toBeLessThan(2500);
   });
 
   it('validates options when built', () => {
@@ -215,6 +249,13 @@ describe('collapseDuplicates — properties', () => {
           const receipt = parseReceipt(s.split('\n').at(-1)!);
           if (receipt !== undefined) expect(originals.has(await recover(vault, receipt.artifactId))).toBe(true);
         }
+        // Every tool output is the caller's own value (same object, same shape) or ends in a receipt.
+        const outputs = (r: ProviderRequest) => readRequest(r).slots.filter((s) => s.kind === 'tool_output').map((s) => s.value);
+        const [inputs, results] = [outputs(req), outputs(out.value)];
+        expect(results).toHaveLength(inputs.length);
+        results.forEach((v, k) => {
+          if (v !== inputs[k]) expect(typeof v === 'string' && parseReceipt(v.split('\n').at(-1)!) !== undefined, `output ${k}`).toBe(true);
+        });
       }
     },
   );
