@@ -34,7 +34,7 @@ describe('loadConfig defaults', () => {
       temporalScope: 'session',
       nativeMinChars: 12000,
       nativeMaxChars: 8000,
-      minArtifactChars: 8000,
+      minArtifactChars: 4000,
       maxArtifactChars: 2_000_000,
       vaultMaxBytes: 536_870_912,
       vaultHighWaterPct: 90,
@@ -168,7 +168,7 @@ describe('loadConfig env parsing', () => {
   });
 
   it('reads the block, lease-block and inline-view settings', () => {
-    expect(load({}).contextBlockTurns).toBe(0);
+    expect(load({}).contextBlockTurns).toBe(12);
     expect(load({}).leaseBlockTurns).toBe(0);
     expect(load({}).maxInlineChars).toBe(32_000);
     const c = load({ TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS: '12', TOKEN_TERMINATOR_LEASE_BLOCK_TURNS: '4', TOKEN_TERMINATOR_MAX_INLINE_CHARS: '0' });

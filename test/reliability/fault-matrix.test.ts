@@ -64,7 +64,9 @@ function cellDir(): string {
   return d;
 }
 
-const baseOverrides = { rtkPath: RTK_STUB } as const;
+// The workload is sized so that every stage applies under these thresholds (automatic compaction
+// blocks, 8000-char leases); pin them so the matrix does not drift with the product defaults.
+const baseOverrides = { rtkPath: RTK_STUB, contextBlockTurns: 0, minArtifactChars: 8000 } as const;
 
 function open(dbPath: string, extra: Parameters<typeof createTerminator>[0] = {}): Promise<Terminator> {
   return createTerminator({ env: {}, ...extra, overrides: { ...baseOverrides, dbPath, ...extra.overrides } });
