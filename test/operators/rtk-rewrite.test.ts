@@ -9,7 +9,8 @@ import { TestScheduler } from 'rxjs/testing';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { rewriteTerminalCommand, type RewriteTerminalCommandOptions } from '../../operators/rtk-rewrite.js';
 import { createStep, type Step, type ToolCall } from '../../src/step.js';
-import { deepFreeze } from '../../src/testing/deep.js';
+import { assertInvariant, deepFreeze, invariants, toolCallStream } from '../../src/testing/index.js';
+import { createVault } from '../../src/vault/index.js';
 import { resolveRtkPath } from '../../src/tools/spawner.js';
 
 const STUB = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/rtk/rtk');
@@ -285,22 +286,35 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     expect(() => rewriteTerminalCommand({ exclude: 'git push' as never })).toThrow(/rewriteTerminalCommand: exclude/);
   });
 
-  it('property: a command is either untouched or exactly rtk-wrapped; the caller is never mutated', async () => {
-    const word = fc.constantFrom('git', 'status', 'ls', 'stub-exit1', 'stub-exit2', 'stub-garbage', 'stub-same', 'echo', 'rtk', 'pytest', '-la', '"a b"');
+  // Commands made of words the stub reacts to (and ones it does not), drawn into the kit's terminal
+  // calls; a no-rewrite answer, garbage and an exact echo all have to leave the command alone.
+  const word = fc.constantFrom('git', 'status', 'ls', 'stub-exit1', 'stub-exit2', 'stub-garbage', 'stub-same', 'echo', 'rtk', 'pytest', '-la', '"a b"');
+  const commandSet = fc.uniqueArray(fc.array(word, { minLength: 1, maxLength: 4 }).map((w) => w.join(' ')), { minLength: 1, maxLength: 6 });
+  const terminalCalls = commandSet.chain((commands) => toolCallStream({ tools: ['terminal'], commands, cwds: [work], minLength: 1, maxLength: 4 }));
+
+  it('leaves a command untouched or wraps it exactly in rtk, keeping every other arg and the original', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(word, { minLength: 1, maxLength: 4 }).map((w) => w.join(' ')), { minLength: 1, maxLength: 4 }), async (commands) => {
-        const input = commands.map((c) => call(c));
+      fc.asyncProperty(terminalCalls, async (generated) => {
+        const input = generated.map((c) => deepFreeze(structuredClone(c)));
         const out = await run(input, { exclude: ['git push'] });
+        expect(out).toHaveLength(input.length);
         out.forEach((s, i) => {
-          const before = commands[i]!;
+          const before = String(input[i]!.args['command']);
           const after = commandOf(s);
           expect(after === before || after === `rtk ${before.trim()}`).toBe(true);
-          expect(input[i]!.args['command']).toBe(before);
+          expect({ ...s.value.args, command: before }).toEqual(input[i]!.args);
           expect(s.original).toBe(input[i]);
+          expect(s.decisions.some((d) => d.kind === 'failed_open' && (d.error ?? '').startsWith('TypeError'))).toBe(false);
         });
       }),
       { numRuns: 15 },
     );
+  });
+
+  it('never mutates caller objects (the kit invariant, plain and deep-frozen calls)', async () => {
+    await using vault = await createVault({ path: ':memory:' });
+    const op = rewriteTerminalCommand({ rtkPath: STUB, env: { PATH: '' }, timeoutMs: 5000, exclude: ['git push'] });
+    await assertInvariant(invariants.neverMutates(op, { vault, inputs: terminalCalls, context: { cwd: work } }), { numRuns: 15 });
   });
 });
 

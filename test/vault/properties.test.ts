@@ -3,6 +3,7 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { VaultContentError, createVault, sha256Hex, type Vault } from '../../src/vault/index.js';
 import { isWellFormedText } from '../../src/vault/identity.js';
+import { anyText } from '../../src/testing/index.js';
 import { tempDir } from './helpers.js';
 
 const { dir, cleanup } = tempDir();
@@ -30,7 +31,7 @@ async function readPaged(id: string, sizes: readonly number[]): Promise<string> 
 }
 
 describe('vault properties', () => {
-  test.prop([fc.string({ unit: 'binary', maxLength: 400 }), fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 5 })], {
+  test.prop([anyText({ maxLength: 400 }), fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 5 })], {
     numRuns: 100,
   })('put then paging concatenates to the exact original', async (content, sizes) => {
     const put = await vault.put({ content, toolName: 'prop' });
@@ -40,7 +41,7 @@ describe('vault properties', () => {
     expect(await vault.verify(put.artifactId)).toBe(true);
   });
 
-  test.prop([fc.string({ unit: 'binary', maxLength: 200 })], { numRuns: 50 })(
+  test.prop([anyText({ maxLength: 200 })], { numRuns: 50 })(
     'the same content twice gives the same id and one stored row',
     async (content) => {
       const before = (await vault.usage()).artifacts;
@@ -53,7 +54,8 @@ describe('vault properties', () => {
     },
   );
 
-  // UTF-16 code units, so lone surrogates (high or low, anywhere) are common.
+  // UTF-16 code units, so lone surrogates (high or low, anywhere) are common: the kit's anyText
+  // draws whole code points and never produces one, so this generator stays here.
   const units = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 40 });
   test.prop([units], { numRuns: 100 })('lone surrogates are refused, everything else round-trips', async (content) => {
     if (isWellFormedText(content)) {
@@ -67,7 +69,7 @@ describe('vault properties', () => {
   });
 
   test.prop(
-    [fc.string({ unit: 'binary', minLength: 1, maxLength: 120 }), fc.nat(), fc.integer({ min: 1, max: 30 })],
+    [anyText({ minLength: 1, maxLength: 120 }), fc.nat(), fc.integer({ min: 1, max: 30 })],
     { numRuns: 60 },
   )('search finds an artifact by any substring of its content', async (content, start, length) => {
     const cps = [...content];
@@ -81,7 +83,7 @@ describe('vault properties', () => {
     else expect(ids).toContain(artifactId);
   });
 
-  test.prop([fc.string({ unit: 'binary', maxLength: 30 })], { numRuns: 100 })(
+  test.prop([anyText({ maxLength: 30 })], { numRuns: 100 })(
     'search accepts any query without throwing',
     async (query) => {
       const hits = await vault.search(query);
