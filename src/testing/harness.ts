@@ -172,3 +172,28 @@ export function checkRun<T>(invariant: InvariantName, result: RunResult<T>, step
     if (out.original !== steps[i]!.original) throw new InvariantViolation(invariant, `step ${i}`, 'output is not the Step of input ' + i + ' (order changed or original replaced)');
   });
 }
+
+/**
+ * The run every stream invariant starts with: build the operator with fresh dependencies, run a
+ * structured clone of the values through it, apply the common run checks, hand the Steps and the
+ * result to `check`, and release everything whatever happens.
+ */
+export async function checkedRun<T>(
+  invariant: InvariantName,
+  op: OperatorUnderTest<T>,
+  options: InvariantOptions<T>,
+  values: readonly T[],
+  check: (steps: Step<T>[], result: RunResult<T>) => Promise<void> | void,
+): Promise<void> {
+  const deps = baseDeps(options as InvariantOptions<unknown>);
+  const { operator, dispose } = await build(op, deps);
+  try {
+    const steps = makeSteps(structuredClone(values) as T[], options.context);
+    const result = await runSteps(operator, steps, options.timeoutMs);
+    checkRun(invariant, result, steps);
+    await check(steps, result);
+  } finally {
+    await dispose();
+    deps.probe.dispose();
+  }
+}

@@ -1,6 +1,6 @@
 import type { ProviderRequest, Step } from '../../step.js';
 import { promptSegments } from '../format.js';
-import { baseDeps, build, checkRun, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+import { checkedRun, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
 
 export interface CacheStableOptions extends InvariantOptions<ProviderRequest> {
   /**
@@ -47,13 +47,8 @@ const clip = (s: string): string => (s.length > 120 ? `${s.slice(0, 117)}…` : 
  * `isBoundary` says a boundary was declared.
  */
 export function cacheStablePredicate(op: OperatorUnderTest<ProviderRequest>, options: CacheStableOptions): (values: readonly ProviderRequest[]) => Promise<void> {
-  return async (values) => {
-    const deps = baseDeps(options as InvariantOptions<unknown>);
-    const { operator, dispose } = await build(op, deps);
-    try {
-      const steps = makeSteps(structuredClone(values) as ProviderRequest[], options.context);
-      const result = await runSteps(operator, steps, options.timeoutMs);
-      checkRun('cache-stable', result, steps);
+  return (values) =>
+    checkedRun('cache-stable', op, options, values, (steps, result) => {
       for (let i = 1; i < steps.length; i++) {
         if (prefixBreak(steps[i - 1]!.value, steps[i]!.value) !== undefined) continue; // the caller's own requests do not grow here
         const prev = result.outputs[i - 1]!;
@@ -66,9 +61,5 @@ export function cacheStablePredicate(op: OperatorUnderTest<ProviderRequest>, opt
           `the compiled request does not start with compiled request ${i - 1}: ${broken.label} was ${clip(broken.before)} and became ${clip(broken.after)}`,
         );
       }
-    } finally {
-      await dispose();
-      deps.probe.dispose();
-    }
-  };
+    });
 }

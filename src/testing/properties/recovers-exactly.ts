@@ -4,7 +4,7 @@ import { isReceipt, parseReceipt, referencedArtifacts } from '../../receipts/ind
 import type { Step } from '../../step.js';
 import type { Vault } from '../../vault/types.js';
 import { derivedProvenance, provenance, stringLeaves } from '../deep.js';
-import { baseDeps, build, checkRun, describeError, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+import { checkedRun, describeError, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
 
 const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
 
@@ -18,21 +18,12 @@ const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
  * artifact holding its exact original output.
  */
 export function recoversExactlyPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[]) => Promise<void> {
-  return async (values) => {
-    const deps = baseDeps(options as InvariantOptions<unknown>);
-    const { operator, dispose } = await build(op, deps);
-    try {
-      const steps = makeSteps(structuredClone(values) as T[], options.context);
-      const result = await runSteps(operator, steps, options.timeoutMs);
-      checkRun('recovers-exactly', result, steps);
+  return (values) =>
+    checkedRun('recovers-exactly', op, options, values, async (steps, result) => {
       for (const [i, out] of result.outputs.entries()) {
         await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, `step ${i} (${stagesOf(out)})`);
       }
-    } finally {
-      await dispose();
-      deps.probe.dispose();
-    }
-  };
+    });
 }
 
 /** Read a whole artifact through `page`, as the recovery tool would. */

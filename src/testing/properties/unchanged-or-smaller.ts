@@ -1,7 +1,7 @@
 import { canonicalJson, serializedChars } from '../../measure/index.js';
 import type { TokenCounter } from '../../measure/types.js';
 import { firstDifference, sameData } from '../deep.js';
-import { baseDeps, build, checkRun, InvariantViolation, makeSteps, runSteps, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+import { checkedRun, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
 
 /**
  * Output unchanged or strictly smaller: every output value deep-equals its input, or its
@@ -9,19 +9,10 @@ import { baseDeps, build, checkRun, InvariantViolation, makeSteps, runSteps, sta
  * an exact counter, so is its token count.
  */
 export function unchangedOrSmallerPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[]) => Promise<void> {
-  return async (values) => {
-    const deps = baseDeps(options as InvariantOptions<unknown>);
-    const { operator, dispose } = await build(op, deps);
-    try {
-      const steps = makeSteps(structuredClone(values) as T[], options.context);
-      const result = await runSteps(operator, steps, options.timeoutMs);
-      checkRun('unchanged-or-smaller', result, steps);
+  return (values) =>
+    checkedRun('unchanged-or-smaller', op, options, values, (steps, result) => {
       result.outputs.forEach((out, i) => checkSmaller(steps[i]!.value, out.value, `step ${i} (${stagesOf(out)})`, options.counter));
-    } finally {
-      await dispose();
-      deps.probe.dispose();
-    }
-  };
+    });
 }
 
 /** The size check on its own, for custom harnesses. Throws an InvariantViolation. */
