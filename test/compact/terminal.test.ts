@@ -159,19 +159,81 @@ describe('built-in terminal compactors on real captured outputs', () => {
     const ls = render('npm-ls.txt', 'npm ls --all');
     expect(ls.text).toMatch(/… \d+ lines omitted …/);
   });
-});
-
-describe('hand-written samples for tools not installed here (go, gradle, tree, eslint)', () => {
-  it('go test keeps FAIL blocks and package results', () => {
-    const lines = ['=== RUN   TestA', '--- PASS: TestA (0.00s)'];
-    for (let i = 0; i < 60; i += 1) lines.push(`=== RUN   TestCase${i}`, `--- PASS: TestCase${i} (0.00s)`);
-    lines.push('=== RUN   TestBroken', '    broken_test.go:12: got 2, want 3', '--- FAIL: TestBroken (0.00s)', 'FAIL', 'FAIL\texample.com/pkg\t0.004s', 'ok  \texample.com/other\t0.002s');
-    const r = compactTerminal({ command: 'go test ./...', output: lines.join('\n') });
-    expect(r.family).toBe('go-test');
-    expect(r.text).not.toContain('--- PASS');
-    for (const keep of ['broken_test.go:12: got 2, want 3', '--- FAIL: TestBroken (0.00s)', 'FAIL\texample.com/pkg\t0.004s', 'ok  \texample.com/other\t0.002s']) expect(r.text).toContain(keep);
+  it('eslint (stylish): grouped by rule and by file, every (file, rule, position) and the summary kept', () => {
+    const r = render('eslint-fail.txt', 'npx eslint .', 1);
+    expect(r.family).toBe('diagnostics');
+    expect(r.lines[0]).toBe('[exit code: 1]');
+    expect(r.lines[1]).toBe('[diagnostics: 72 errors, 8 other in 8 files]');
+    expect(r.text).toContain("no-undef \u00d716: 'totl' is not defined \u00d78 | 'missing{1..8}' is not defined \u00d78");
+    expect(r.text).toContain('\u2716 80 problems (72 errors, 8 warnings)');
+    let file = '';
+    let rows = 0;
+    for (const l of splitLines(r.output)) {
+      if (l.startsWith('/')) file = l;
+      const m = /^\s+(\d+:\d+)\s+(?:error|warning)\s+.*?\s{2,}(\S+)$/.exec(l);
+      if (m === null) continue;
+      rows += 1;
+      const line = r.lines.find((x) => x.startsWith(`  ${file}: `));
+      expect(line).toBeDefined();
+      expect(line).toMatch(new RegExp(`${m[2]!} [\\d:,]*\\b${m[1]!}\\b`));
+    }
+    expect(rows).toBe(80);
   });
 
+  it('go test -v: RUN/PASS lines dropped; failures, panic, t.Errorf lines and package results kept', () => {
+    const r = render('go-test-fail.txt', 'go test -v ./...', 1);
+    expect(r.family).toBe('go-test');
+    expect(r.lines[0]).toBe('[exit code: 1]');
+    expect(r.text).toContain('[go: 104 passing/progress lines dropped]');
+    expect(r.text).not.toMatch(/^(=== RUN|--- PASS)/m);
+    const kept = splitLines(r.output).filter((l) => /^(--- FAIL: |panic: |\s+\w+_test\.go:\d+: |ok  \t|FAIL\t)/.test(l));
+    expect(kept).toHaveLength(9);
+    for (const l of kept) expect(r.lines).toContain(l);
+    expect(r.text).toContain('    calc_test.go:133: Mul(3, 2) = 7, want 6');
+    expect(r.text).toContain('FAIL\texample.com/capdemo/strs\t0.005s');
+  });
+
+  it('tree -L 3: regrouped by directory, every leaf counted, the summary kept', () => {
+    const r = render('tree.txt', 'tree -L 3 src', 0);
+    expect(r.family).toBe('listing');
+    expect(r.text).toContain('16 directories, 256 files');
+    expect(r.text).toContain('internal/scheduled/ (7): scheduleArray.ts ');
+    const entries = splitLines(r.output).flatMap((l) => {
+      const m = /^((?:\u2502\u00a0\u00a0 |\u2502   |    )*)[\u251c\u2514]\u2500\u2500 (.+)$/u.exec(l);
+      return m === null ? [] : [{ depth: m[1]!.length / 4, name: m[2]! }];
+    });
+    const leaves = entries.filter((e, i) => (entries[i + 1]?.depth ?? -1) <= e.depth);
+    expect(leaves.length).toBeGreaterThan(250);
+    const counted = r.lines.reduce((n, l) => {
+      if (l.startsWith('[') || l === 'src' || /^\d+ directories/.test(l)) return n;
+      return n + Number(/ \((\d+)\): /.exec(l)?.[1] ?? 1);
+    }, 0);
+    expect(counted).toBe(leaves.length);
+    const tokens = new Set(r.text.split(/[\s/]+/));
+    const missing = leaves.filter((e) => !tokens.has(e.name)).length;
+    const truncated = [...r.text.matchAll(/\u2026\(\+(\d+) more\)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(missing).toBeLessThanOrEqual(truncated);
+  });
+
+  it('rg -n: grouped by file with exact counts; the first match of each listed file kept when the budget allows', () => {
+    const r = render('rg-n.txt', 'rg -n "OperatorFunction<" src', 0);
+    expect(r.family).toBe('grep');
+    const byFile = new Map<string, string[]>();
+    for (const l of splitLines(r.output)) {
+      const m = /^([^:]+):(\d+):(.*)$/.exec(l)!;
+      byFile.set(m[1]!, [...(byFile.get(m[1]!) ?? []), `${m[2]}: ${m[3]!.trim()}`]);
+    }
+    expect(r.lines[1]).toBe(`[matches: 319 in ${byFile.size} files]`);
+    for (const [file, list] of byFile) expect(r.text).toContain(`${file} (${list.length})`);
+    const wide = compactTerminal({ command: 'rg -n "OperatorFunction<" src', output: r.output, exitCode: 0 }, { maxChars: 20000 });
+    expect(codePointLength(wide.text)).toBeLessThan(codePointLength(r.output));
+    const shown = splitLines(wide.text).filter((l) => l.endsWith('):')).map((l) => l.slice(0, l.lastIndexOf(' (')));
+    expect(shown.length).toBeGreaterThan(50);
+    for (const file of shown) expect(wide.text).toContain(`  ${byFile.get(file)![0]!.slice(0, 100)}`);
+  });
+});
+
+describe('hand-written sample for a tool not installed here (gradle)', () => {
   it('gradle drops up-to-date tasks and keeps failures', () => {
     const lines = Array.from({ length: 40 }, (_, i) => `> Task :module${i}:compileJava UP-TO-DATE`);
     lines.push('', 'AppTest > adds() FAILED', '    org.opentest4j.AssertionFailedError: expected: <3> but was: <2>', '', 'BUILD FAILED in 3s');
@@ -182,24 +244,6 @@ describe('hand-written samples for tools not installed here (go, gradle, tree, e
     expect(r.text).not.toContain('UP-TO-DATE');
   });
 
-  it('tree output is regrouped by directory', () => {
-    const tree = ['.', '├── src', '│   ├── a.ts', '│   └── b.ts', '└── test', '    └── a.test.ts', '', '2 directories, 3 files'].join('\n');
-    const r = compactTerminal({ command: 'tree', output: tree });
-    expect(r.text).toContain('src/ (2): a.ts b.ts');
-    expect(r.text).toContain('test/a.test.ts');
-    expect(r.text).toContain('2 directories, 3 files');
-  });
-
-  it('eslint stylish output is grouped by rule and file', () => {
-    const rows = ['/repo/src/a.js'];
-    for (let i = 1; i <= 6; i += 1) rows.push(`  ${i}:5  error  'x${i}' is defined but never used  no-unused-vars`);
-    rows.push('', '/repo/src/b.js', '  3:1  warning  Unexpected console statement  no-console', '', '✖ 7 problems (6 errors, 1 warning)');
-    const r = compactTerminal({ command: 'npx eslint src', output: rows.join('\n') });
-    expect(r.family).toBe('diagnostics');
-    expect(r.text).toContain("no-unused-vars \u00d76: 'x{1..6}' is defined but never used \u00d76");
-    expect(r.text).toContain('/repo/src/b.js: no-console 3:1');
-    expect(r.text).toContain('✖ 7 problems (6 errors, 1 warning)');
-  });
 });
 
 describe('family detection', () => {
