@@ -1,5 +1,8 @@
 import type { OperatorFunction } from 'rxjs';
-import { readRequest, type RequestView } from '../src/model/index.js';
+import { readRequest, writeSlots, type RequestView } from '../src/model/index.js';
+import { canonicalJson, serializedChars } from '../src/measure/index.js';
+import type { WorkingStateStore } from '../src/recovery/working-state.js';
+import { workingStateBlock } from '../src/compile/working-state.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
@@ -32,10 +35,13 @@ export interface CompileRequestOptions {
    */
   readonly blockTurns?: number;
   /**
-   * Budget of a working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). Default 0. Accepted
-   * for configuration parity but currently a no-op: there is no working-state store yet.
+   * Budget of the working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). Default 0 (off). With a
+   * budget and a `workingState` store, the session's block is appended to the last user text of a
+   * request this stage already reduced, and kept only if the whole request stays strictly smaller.
    */
   readonly workingGraphChars?: number;
+  /** Where the working state lives (the store behind working_state_apply / _get). Default: none. */
+  readonly workingState?: WorkingStateStore;
 }
 
 /**
@@ -56,7 +62,7 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
   const collapseAfterSteps = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 6, 0);
   const inlineRecentSteps = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 5, 0);
   const blockSteps = intOption(STAGE, 'blockTurns', options.blockTurns, collapseAfterSteps > 0 ? Math.min(8, collapseAfterSteps) : 8, 1);
-  intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
+  const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
   const { vault, counter } = options;
   const policy = { collapseAfterSteps, inlineRecentSteps, blockSteps };
   return stepOperator(STAGE, () => {
@@ -76,7 +82,8 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       if (!measured.verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
       const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
       await state.evidence.pin(artifacts);
-      return advance(step, measured.request, {
+      const request = await withWorkingState(step.value, measured.request, sessionId);
+      return advance(step, request, {
         stage: STAGE,
         kind: 'applied',
         reason: `${plan.receiptedOutputs} old output(s) receipted, ${plan.collapsedSteps} turn(s) collapsed`,
@@ -84,6 +91,24 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
         artifacts,
       });
+    }
+    /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
+    async function withWorkingState(raw: ProviderRequest, compiled: ProviderRequest, sessionId: string): Promise<ProviderRequest> {
+      if (workingGraphChars === 0 || options.workingState === undefined) return compiled;
+      const block = await workingStateBlock(options.workingState, sessionId, workingGraphChars);
+      if (block === '') return compiled;
+      const view = readRequest(compiled);
+      const slot = view.slots.filter((s) => s.kind === 'user').at(-1);
+      const content = (slot?.value as { content?: unknown } | undefined)?.content;
+      if (slot === undefined) return compiled;
+      let change: { path: readonly (string | number)[]; value: unknown };
+      if (typeof content === 'string') change = { path: [...slot.path, 'content'], value: content === '' ? block : `${content}\n\n${block}` };
+      else if (Array.isArray(content)) change = { path: [...slot.path, 'content'], value: [...content, { type: view.format === 'responses' ? 'input_text' : 'text', text: block }] };
+      else return compiled;
+      const candidate = writeSlots(compiled, [change]);
+      if (serializedChars(candidate) >= serializedChars(raw)) return compiled;
+      if (counter?.exact === true && counter.count(canonicalJson(candidate, { compact: true })) >= counter.count(canonicalJson(raw, { compact: true }))) return compiled;
+      return candidate;
     }
   });
 }

@@ -26,7 +26,8 @@ import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
-import { createRecoveryTool } from './recovery/index.js';
+import { createRecoveryTool, createWorkingStateStore, type ClosableWorkingStateStore } from './recovery/index.js';
+import type { WorkingStateStore } from './recovery/working-state.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
 import { createStep, errorLabel, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
@@ -124,10 +125,13 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     throw error;
   }
   const gates = modeGates(config);
-  const deps: PipelineDeps = { config, vault, counter, gates };
+  const workingState = openWorkingState(config, vault, vaultFailure === undefined);
+  const deps: PipelineDeps = { config, vault, counter, gates, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
-    vaultFailure === undefined ? { vault, config } : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(vaultFailure) }) },
+    vaultFailure === undefined
+      ? { vault, config, ...(workingState === undefined ? {} : { workingState }) }
+      : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(vaultFailure) }) },
   );
   const maxSessions = options.maxSessions ?? 256;
   const recordMetrics = options.metrics !== false && vaultFailure === undefined;
@@ -147,6 +151,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     lanes.closeAll();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
+    workingState?.close();
     if (ownsVault) await vault.close();
   };
 
@@ -242,6 +247,17 @@ interface PipelineDeps {
   readonly vault: Vault;
   readonly counter: TokenCounter;
   readonly gates: ModeGates;
+  readonly workingState?: WorkingStateStore;
+}
+
+/** The working-state store on the vault file, only when its budget is on; unavailable means "no state". */
+function openWorkingState(config: Config, vault: Vault, healthy: boolean): ClosableWorkingStateStore | undefined {
+  if (config.workingGraphChars === 0 || !healthy || vault.path === ':memory:') return undefined;
+  try {
+    return createWorkingStateStore({ path: vault.path });
+  } catch {
+    return undefined;
+  }
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;
@@ -324,6 +340,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           inlineRecentTurns: c.contextInlineRecentTurns,
           ...(c.contextBlockTurns > 0 ? { blockTurns: c.contextBlockTurns } : {}),
           workingGraphChars: c.workingGraphChars,
+          ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })
       : identity,
     d.gates.budget ? capOutputBudget(budgetOptions(c, counter)) : identity,
