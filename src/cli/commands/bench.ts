@@ -1,5 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { firstValueFrom, of } from 'rxjs';
 import { compressToolResult } from '../../../operators/compress-tool-result.js';
 import { runStructuralCases } from '../../compile/structural.js';
+import { CASE1_COMMAND, case1Diff, nativeSearchFixture } from '../../compact/structural-fixtures.js';
 import { canonicalJson, createTiktokenCounter } from '../../measure/index.js';
 import type { TokenCounter } from '../../measure/types.js';
 import { referencedArtifacts } from '../../receipts/index.js';
@@ -22,23 +23,6 @@ export interface BenchCase {
   readonly raw_tokens: number;
   readonly output_tokens: number;
   readonly reference_output_tokens: number;
-}
-
-const CASE1_COMMAND = 'git diff --no-color -- benchmark_fixture.txt';
-
-/** facts §4 case 1: an 8,000-line change in a fresh git repo; returns the real `git diff`. */
-function case1Diff(root: string): string {
-  const git = (...args: string[]): string => execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
-  git('init', '-q');
-  git('config', 'user.email', 'bench@example.com');
-  git('config', 'user.name', 'Bench');
-  git('config', 'commit.gpgsign', 'false');
-  const file = join(root, 'benchmark_fixture.txt');
-  writeFileSync(file, Array.from({ length: 8000 }, (_, i) => `original value ${String(i).padStart(5, '0')}\n`).join(''));
-  git('add', 'benchmark_fixture.txt');
-  git('commit', '-qm', 'fixture');
-  writeFileSync(file, Array.from({ length: 8000 }, (_, i) => `changed value ${String(i).padStart(5, '0')}: repeated diagnostic evidence ${i % 11}\n`).join(''));
-  return git('diff', '--no-color', '--', 'benchmark_fixture.txt');
 }
 
 async function reduce(vault: Vault, counter: TokenCounter, result: ToolResult, native: { nativeMinChars: number; nativeMaxChars: number }): Promise<string> {
@@ -70,7 +54,7 @@ export async function runBenchCases(dir: string): Promise<{ cases: BenchCase[]; 
         ? { ...case1, name: 'rtk_terminal_rewrite (rtk binary)', output_tokens: tok(canonicalJson({ command: `rtk ${CASE1_COMMAND}`, result: rtkRun.stdout })) }
         : undefined;
 
-    const search = Array.from({ length: 12000 }, (_, i) => `src/module_${i % 40}.py:${i}: repeated match payload value=${i % 7}`).join('\n');
+    const search = nativeSearchFixture();
     const out2 = await reduce(vault, counter, { callId: 'native-1', name: 'search_files', args: { pattern: 'payload' }, content: search }, native);
     for (const id of referencedArtifacts(out2)) ids.add(id);
     const case2: BenchCase = { name: 'native_search_result', raw_tokens: tok(search), output_tokens: tok(out2), reference_output_tokens: 1213 };
