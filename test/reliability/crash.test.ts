@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { prng } from '../../src/testing/arbitraries/text.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import { buildWorkload, writeSessions } from '../fixtures/reliability/workload.js';
@@ -21,18 +22,6 @@ afterAll(cleanup);
 const KILLS = 20;
 /** Replays killed at the same time (on the same vault file). */
 const PARALLEL = 2;
-
-/** Deterministic kill points: mulberry32. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function completeLines(path: string): string[] {
   if (!existsSync(path)) return [];
