@@ -25,6 +25,12 @@ export interface Route {
 export interface StepContext {
   /** Stable session id from the host. Never taken from the model. */
   readonly sessionId: string;
+  /**
+   * Who owns the session's evidence: a profile name or a digest of the API key (never the key
+   * itself), supplied by the host or the proxy. Reads and searches are scoped to it. Default: the
+   * single local tenant `''`.
+   */
+  readonly tenant?: string;
   /** Stable request id; an identical retry must reuse it. */
   readonly requestId?: string;
   readonly route?: Route;
