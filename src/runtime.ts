@@ -325,7 +325,6 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           minArtifactChars: c.minArtifactChars,
           maxArtifactChars: c.maxArtifactChars,
           inlineLeases: c.inlineLeases,
-          leaseBlockTurns: c.leaseBlockTurns,
           maxInlineChars: c.maxInlineChars,
         })
       : identity,

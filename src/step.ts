@@ -6,6 +6,8 @@
  * they share unchanged sub-objects and copy only what they change.
  */
 
+import type { PricingProfile } from './config/pricing.js';
+
 /** Which provider wire format a request uses. */
 export type RequestFormat = 'chat' | 'responses' | 'anthropic' | 'unknown';
 
@@ -20,6 +22,11 @@ export interface Route {
   readonly compressionThreshold?: number;
   /** An explicit output cap configured for the route (becomes R when smaller than the reserve). */
   readonly outputCap?: number;
+  /**
+   * The route's prompt-cache pricing: a built-in profile name or a complete profile. Default: the
+   * configured profile (TOKEN_TERMINATOR_PRICING_PROFILE, `auto` picks by provider/model/format).
+   */
+  readonly pricing?: 'openai' | 'anthropic' | PricingProfile;
 }
 
 export interface StepContext {

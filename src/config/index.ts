@@ -16,10 +16,14 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
+import { PRICING_PROFILE_NAMES } from './pricing.js';
 import type { Config, Mode } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
 export type { Config, Mode } from './types.js';
+export { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
+export { PRICING_PROFILES, PRICING_PROFILE_NAMES, applyOverrides, pricingFor, requestCost, routeProfileName, validateProfile, type PricingProfile, type PricingProfileName, type PricingSettings } from './pricing.js';
 
 export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off']);
 /** Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES). */
@@ -182,6 +186,24 @@ const backendName: Kind = {
   fromEnv: (raw) => raw.toLowerCase(),
 };
 
+/** A number within [0, 1]. */
+const fraction: Kind = { ...num(0), expects: 'a number within 0…1', schema: z.number().refine((n) => Number.isFinite(n) && n >= 0 && n <= 1) };
+
+/** A JavaScript regular expression source (compiled once here, so a bad pattern fails at startup), or `none`. */
+const regex: Kind = {
+  expects: 'a JavaScript regular expression (or none)',
+  schema: z.string().max(2000).refine((s) => {
+    if (s === 'none') return true;
+    try {
+      new RegExp(s, 'u');
+      return true;
+    } catch {
+      return false;
+    }
+  }),
+  fromEnv: (raw) => raw,
+};
+
 /** A file path; `~` is expanded at load time and relative paths resolved against the working directory. */
 const path: Kind = {
   expects: 'a file path without control characters',
@@ -250,7 +272,14 @@ const FIELDS: readonly Field[] = [
   tt('contextCollapseAfterTurns', 'CONTEXT_COLLAPSE_AFTER_TURNS', int(0), 6),
   tt('contextInlineRecentTurns', 'CONTEXT_INLINE_RECENT_TURNS', int(0), 5),
   tt('contextBlockTurns', 'CONTEXT_BLOCK_TURNS', int(0, 1000), 12),
-  tt('leaseBlockTurns', 'LEASE_BLOCK_TURNS', int(0, 1000), 0),
+  tt('rewriteHorizonRequests', 'REWRITE_HORIZON_REQUESTS', int(0, 100_000), 0),
+  tt('digestDiagnosticChars', 'DIGEST_DIAGNOSTIC_CHARS', int(0, 20_000), 400),
+  tt('reasoningReduction', 'REASONING_REDUCTION', bool, false),
+  tt('observationPattern', 'OBSERVATION_PATTERN', regex, DEFAULT_OBSERVATION_PATTERN),
+  tt('pricingProfile', 'PRICING_PROFILE', oneOf(['auto', ...PRICING_PROFILE_NAMES]), 'auto'),
+  tt('cacheReadMultiplier', 'CACHE_READ_MULTIPLIER', fraction, undefined),
+  tt('cacheWriteMultiplier', 'CACHE_WRITE_MULTIPLIER', num(1), undefined),
+  tt('minCachePrefixTokens', 'MIN_CACHE_PREFIX_TOKENS', int(0, 1_000_000), undefined),
   tt('maxInlineChars', 'MAX_INLINE_CHARS', int(0, 50_000_000), 32_000),
   tt('previewMarker', 'PREVIEW_MARKER', bool, false, { legacy: true }),
   tt('contextLimitTokens', 'CONTEXT_LIMIT_TOKENS', int(0), 0),

@@ -37,12 +37,31 @@ export interface Config {
   readonly tiktokenEncoding: string; // TOKEN_TERMINATOR_TIKTOKEN_ENCODING ('')
   readonly contextCompaction: boolean; // TOKEN_TERMINATOR_CONTEXT_COMPACTION (true)
   readonly contextMinVaultChars: number; // TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (4000)
-  readonly contextCollapseAfterTurns: number; // TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS (6)
-  readonly contextInlineRecentTurns: number; // TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS (5)
-  /** Compaction boundaries advance in blocks of this many turns; 0 = automatic, min(8, collapse window). */
-  readonly contextBlockTurns: number; // TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS (12)
-  /** What one lease exposure is: 0 = one request id; n = a block of n turns. */
-  readonly leaseBlockTurns: number; // TOKEN_TERMINATOR_LEASE_BLOCK_TURNS (0)
+  /** Opt-in turn collapse: turns older than this lose their outputs' digests and their reasoning (0 = off). */
+  readonly contextCollapseAfterTurns: number; // TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS (0)
+  /** Tool outputs of the newest turns are never digested. */
+  readonly contextInlineRecentTurns: number; // TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS (1)
+  /** 0 = history rewrites follow the cache-economic rule; n = rewrite only when the turn count crosses a multiple of n. */
+  readonly contextBlockTurns: number; // TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS (0)
+  /** Requests the cache-economic rule expects after this one; 0 = as many as the conversation has had so far. */
+  readonly rewriteHorizonRequests: number; // TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS (0)
+  /** Budget of the diagnostic lines an old output's digest keeps (code points). */
+  readonly digestDiagnosticChars: number; // TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS (400)
+  /** Old assistant reasoning (text outside action blocks) becomes a receipt in history rewrites. */
+  readonly reasoningReduction: boolean; // TOKEN_TERMINATOR_REASONING_REDUCTION (false)
+  /**
+   * Which user-role messages are command output of a text-protocol agent (a JavaScript regular
+   * expression tested against the message text; `none` = no user message is ever treated as output).
+   */
+  readonly observationPattern: string; // TOKEN_TERMINATOR_OBSERVATION_PATTERN (see src/compile/observations.ts)
+  /** Prompt-cache pricing profile: `auto` (by route), `openai` or `anthropic`. */
+  readonly pricingProfile: 'auto' | 'openai' | 'anthropic'; // TOKEN_TERMINATOR_PRICING_PROFILE (auto)
+  /** Overrides the profile's cache-read multiplier (0…1). */
+  readonly cacheReadMultiplier: number | undefined; // TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER (unset)
+  /** Overrides the profile's cache-write multiplier (≥ 1). */
+  readonly cacheWriteMultiplier: number | undefined; // TOKEN_TERMINATOR_CACHE_WRITE_MULTIPLIER (unset)
+  /** Overrides the profile's minimum cacheable prefix in tokens. */
+  readonly minCachePrefixTokens: number | undefined; // TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS (unset)
   /** A first exposure longer than this shows a bounded view plus its receipt; 0 = never. */
   readonly maxInlineChars: number; // TOKEN_TERMINATOR_MAX_INLINE_CHARS (32000)
   readonly previewMarker: boolean; // TOKEN_TERMINATOR_PREVIEW_MARKER (false)

@@ -4,13 +4,24 @@
  *   summed over all requests; `reduction_pct` = (raw − final) / raw × 100 from tokens;
  * - cache prefix: for consecutive requests of a session, the common prefix (chars) of the
  *   serialized messages arrays; the first request of a session counts 0; ratio = Σ prefix / Σ size;
- * - effective cost per request = (size − prefix) + cache_read_price × prefix, summed; ratio final/raw;
+ * - effective cost per request under a pricing profile (src/config/pricing.ts, `requestCost`):
+ *   cache_read × prefix + cache_write × (size − prefix), with the prefix counted only when it
+ *   reaches the profile's minimum cacheable prefix (tokens estimated from the request's own
+ *   tokens-per-char) and a request below the minimum billed at 1 × throughout; summed; ratio
+ *   final/raw. `effective_cost_*` use the route's profile (`pricing_profile`); the ratio under
+ *   each built-in profile is reported as well (`effective_cost_ratio_openai`, `_anthropic`);
+ * - prefix reuse: over consecutive requests of a session, the common prefix of final n and final
+ *   n+1 over the size of final n, both over the concatenated serialized messages (no array
+ *   brackets, so raw sessions score exactly 1), Σ prefix / Σ size;
+ * - fidelity (task, actions, diagnostics, grounding): src/replay/fidelity.ts;
  * - timing: wall time of the pipeline per request (tool stream included), p50/p95 by linear
  *   interpolation between closest ranks (numpy's default), total = Σ.
  * Rounding (output only; sums are exact): percentages 2 decimals, ratios 4, costs and ms 3, RSS 1.
  */
+import { PRICING_PROFILES, requestCost, type PricingProfile } from '../config/pricing.js';
 import { codePoints } from '../measure/index.js';
 import type { MessagesMeter } from '../telemetry/meter.js';
+import { addCounts, emptyCounts, pct, type FidelityCounts } from './fidelity.js';
 
 /** Figures shared by the whole replay and by each session. */
 export interface ReplayTotals {
@@ -31,6 +42,24 @@ export interface ReplayTotals {
   p50_ms: number;
   p95_ms: number;
   total_ms: number;
+  /** Requests whose final request shows every instruction-prefix message verbatim. */
+  task_visible_pct: number;
+  /** Earlier assistant actions present verbatim, over requests × actions. */
+  actions_visible_pct: number;
+  /** Diagnostic lines of large outputs present in the first final request after them. */
+  diagnostics_visible_pct: number;
+  /** Strings the agent's next actions learned from an output, present in the first final request after it. */
+  grounding_pct: number;
+  /** Σ common prefix of final n and final n+1 / Σ size of final n (raw sessions: 1). */
+  prefix_reuse: number;
+  /** The route's pricing profile behind `effective_cost_*` (`per-route` when sessions differ). */
+  pricing_profile: string;
+  /** Effective cost ratio under the built-in OpenAI-style profile (reads 0.1, writes 1.0). */
+  effective_cost_ratio_openai: number;
+  /** Effective cost ratio under the built-in Anthropic-style profile (reads 0.1, writes 1.25). */
+  effective_cost_ratio_anthropic: number;
+  /** The counts behind the fidelity percentages. */
+  fidelity: FidelityCounts;
 }
 
 export interface SessionFigures extends ReplayTotals {
@@ -54,11 +83,19 @@ export interface RequestSample {
   readonly receipts: number;
   readonly recovered: number;
   readonly ms: number;
+  /** Common prefix of the previous final request and this one (item serialization; 0 for the first). */
+  readonly reusePrefix: number;
+  /** Size of the previous final request (item serialization; 0 for the first). */
+  readonly reuseBase: number;
+}
+
+interface CostPair {
+  raw: number;
+  final: number;
 }
 
 /** Sums requests; `figures()` applies the definitions above. */
 export class FigureAccumulator {
-  readonly #price: number;
   #n = 0;
   #rawChars = 0;
   #finalChars = 0;
@@ -66,18 +103,19 @@ export class FigureAccumulator {
   #finalTokens = 0;
   #rawPrefix = 0;
   #finalPrefix = 0;
-  #rawCost = 0;
-  #finalCost = 0;
+  #reusePrefix = 0;
+  #reuseBase = 0;
+  readonly #route: CostPair = { raw: 0, final: 0 };
+  readonly #builtins = { openai: { raw: 0, final: 0 }, anthropic: { raw: 0, final: 0 } };
+  readonly #profiles = new Set<string>();
+  readonly #fidelity = emptyCounts();
   #receipts = 0;
   #recovered = 0;
   #extraMs = 0;
   readonly #ms: number[] = [];
 
-  constructor(cacheReadPrice: number) {
-    this.#price = cacheReadPrice;
-  }
-
-  add(r: RequestSample): void {
+  /** One request, costed under the route's profile and under every built-in one. */
+  add(r: RequestSample, route: PricingProfile = PRICING_PROFILES.openai): void {
     this.#n++;
     this.#rawChars += r.rawChars;
     this.#finalChars += r.finalChars;
@@ -85,11 +123,26 @@ export class FigureAccumulator {
     this.#finalTokens += r.finalTokens;
     this.#rawPrefix += r.rawPrefix;
     this.#finalPrefix += r.finalPrefix;
-    this.#rawCost += r.rawChars - r.rawPrefix + this.#price * r.rawPrefix;
-    this.#finalCost += r.finalChars - r.finalPrefix + this.#price * r.finalPrefix;
+    const rawTpc = r.rawChars === 0 ? 0 : r.rawTokens / r.rawChars;
+    const finalTpc = r.finalChars === 0 ? 0 : r.finalTokens / r.finalChars;
+    const cost = (p: PricingProfile, into: CostPair): void => {
+      into.raw += requestCost(p, r.rawChars, r.rawPrefix, rawTpc);
+      into.final += requestCost(p, r.finalChars, r.finalPrefix, finalTpc);
+    };
+    cost(route, this.#route);
+    cost(PRICING_PROFILES.openai, this.#builtins.openai);
+    cost(PRICING_PROFILES.anthropic, this.#builtins.anthropic);
+    this.#profiles.add(route.name);
+    this.#reusePrefix += r.reusePrefix;
+    this.#reuseBase += r.reuseBase;
     this.#receipts += r.receipts;
     this.#recovered += r.recovered;
     this.#ms.push(r.ms);
+  }
+
+  /** The fidelity counts of a session (added once, when the session is done). */
+  addFidelity(counts: FidelityCounts): void {
+    addCounts(this.#fidelity, counts);
   }
 
   /** Pipeline time not attributable to a request (tool results after the last request). */
@@ -100,6 +153,7 @@ export class FigureAccumulator {
   figures(): ReplayTotals {
     const sorted = [...this.#ms].sort((a, b) => a - b);
     const total = this.#ms.reduce((a, b) => a + b, 0) + this.#extraMs;
+    const f = this.#fidelity;
     return {
       requests: this.#n,
       raw_chars: this.#rawChars,
@@ -112,12 +166,21 @@ export class FigureAccumulator {
       recovery_failures: this.#receipts - this.#recovered,
       cache_prefix_ratio_raw: ratio(this.#rawPrefix, this.#rawChars),
       cache_prefix_ratio_final: ratio(this.#finalPrefix, this.#finalChars),
-      effective_cost_raw: round(this.#rawCost, 3),
-      effective_cost_final: round(this.#finalCost, 3),
-      effective_cost_ratio: ratio(this.#finalCost, this.#rawCost),
+      effective_cost_raw: round(this.#route.raw, 3),
+      effective_cost_final: round(this.#route.final, 3),
+      effective_cost_ratio: ratio(this.#route.final, this.#route.raw),
       p50_ms: round(percentile(sorted, 50), 3),
       p95_ms: round(percentile(sorted, 95), 3),
       total_ms: round(total, 3),
+      task_visible_pct: pct(f.tasks_visible, f.requests),
+      actions_visible_pct: pct(f.actions_visible, f.actions_checked),
+      diagnostics_visible_pct: pct(f.diagnostic_lines_visible, f.diagnostic_lines),
+      grounding_pct: pct(f.grounding_strings_visible, f.grounding_strings),
+      prefix_reuse: this.#reuseBase === 0 ? 1 : round(this.#reusePrefix / this.#reuseBase, 4),
+      pricing_profile: this.#profiles.size === 1 ? [...this.#profiles][0]! : this.#profiles.size === 0 ? PRICING_PROFILES.openai.name : 'per-route',
+      effective_cost_ratio_openai: ratio(this.#builtins.openai.final, this.#builtins.openai.raw),
+      effective_cost_ratio_anthropic: ratio(this.#builtins.anthropic.final, this.#builtins.anthropic.raw),
+      fidelity: { ...f },
     };
   }
 }
@@ -177,4 +240,26 @@ export function commonPrefixOfStrings(a: string, b: string): number {
     if (prev >= 0xd800 && prev <= 0xdbff) k--;
   }
   return codePoints(a.slice(0, k));
+}
+
+/**
+ * Common prefix of two messages lists over the concatenation of their serialized items (code
+ * points), and the size of the first: `[common, size(prev)]`. Whole items that serialize
+ * identically are skipped by size; the first differing pair is compared char by char.
+ */
+export function itemPrefix(prev: readonly unknown[], cur: readonly unknown[], meter: MessagesMeter): [number, number] {
+  let size = 0;
+  for (const m of prev) size += meter.entry(m).chars;
+  let p = 0;
+  const n = Math.min(prev.length, cur.length);
+  for (let j = 0; j < n; j++) {
+    const a = meter.entry(prev[j]);
+    const b = prev[j] === cur[j] ? a : meter.entry(cur[j]);
+    if (a === b || a.json === b.json) {
+      p += a.chars;
+      continue;
+    }
+    return [p + commonPrefixOfStrings(a.json, b.json), size];
+  }
+  return [p, size];
 }

@@ -17,7 +17,9 @@ import { closeSync, createWriteStream, fchmodSync, mkdtempSync, openSync, rmSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { ConfigOverrides } from '../config/index.js';
+import { applyOverrides, pricingFor, type ConfigOverrides, type PricingProfile } from '../config/index.js';
+import { fencedBlocks } from '../compile/actions.js';
+import { observationTest } from '../compile/observations.js';
 import type { Mode } from '../config/types.js';
 import { createTiktokenCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
@@ -28,7 +30,8 @@ import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
 import type { Vault } from '../vault/types.js';
-import { commonPrefixChars, FigureAccumulator, round, type ReplayFigures } from './figures.js';
+import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
+import { FidelityTracker, type FidelityCounts } from './fidelity.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from './verify.js';
 
@@ -38,8 +41,13 @@ export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze
 export interface ReplayOptions {
   /** Mode to replay under. Default: the config's (balanced). */
   readonly mode?: Mode;
-  /** Price of a cache-read char relative to an uncached one. Default 0.1. */
+  /**
+   * Price of a cache-read char relative to an uncached one, applied to the route's pricing profile
+   * (the built-in profiles' own figures stay as they are). Default: the profile's (0.1).
+   */
   readonly cacheReadPrice?: number;
+  /** The pricing profile `effective_cost_*` use for every session. Default: each session's route profile (by model). */
+  readonly pricing?: PricingProfile;
   /** Vault file to use (kept). Default: a fresh vault in a temp dir, removed afterwards. */
   readonly db?: string;
   /** Experiment ledger file. Default: `experiments.sqlite3` beside the vault; `false` disables it. */
@@ -65,8 +73,8 @@ export interface ReplayOptions {
 
 /** Replay sessions and return the figures of issue 5. */
 export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
-  const price = options.cacheReadPrice ?? 0.1;
-  if (!(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');
+  const price = options.cacheReadPrice;
+  if (price !== undefined && !(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');
   const now = options.now ?? (() => performance.now());
   const tempDir = options.db === undefined && options.terminator === undefined ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-')) : undefined;
   const dbPath = options.terminator?.vault.path ?? options.db ?? join(tempDir!, 'artifacts.sqlite3');
@@ -86,14 +94,16 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   }
   const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
   const total = sessions.reduce((n, s) => n + requestCount(s), 0);
-  const all = new FigureAccumulator(price);
+  const all = new FigureAccumulator();
   const perSession: ReplayFigures['sessions'] = [];
   let done = 0;
   const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
   try {
     for (const session of sessions) {
-      const acc = new FigureAccumulator(price);
-      await replayOne(session, {
+      const acc = new FigureAccumulator();
+      const base = options.pricing ?? pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
+      const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
+      const fidelity = await replayOne(session, {
         tt,
         meter,
         ledger,
@@ -101,8 +111,8 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
         now,
         runId,
         onRequest: (sample) => {
-          acc.add(sample);
-          all.add(sample);
+          acc.add(sample, profile);
+          all.add(sample, profile);
           options.onProgress?.(++done, total);
         },
         onExtraTime: (ms) => {
@@ -110,6 +120,8 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
           all.addTime(ms);
         },
       });
+      acc.addFidelity(fidelity);
+      all.addFidelity(fidelity);
       perSession.push({ id: session.id, ...acc.figures() });
     }
   } finally {
@@ -153,6 +165,8 @@ interface Sample {
   receipts: number;
   recovered: number;
   ms: number;
+  reusePrefix: number;
+  reuseBase: number;
 }
 
 interface Deps {
@@ -166,7 +180,7 @@ interface Deps {
   onExtraTime(ms: number): void;
 }
 
-async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
+async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCounts> {
   const { tt, meter, now } = d;
   const sessionId = session.id;
   // Each replay run is its own ledger session (`replay:<run>:<id>`), so replays of the same
@@ -176,6 +190,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
   const toolNames = tt.config.toolNames;
   const verifier = new ReceiptVerifier(tt.vault);
   const original = session.messages;
+  const fidelity = new FidelityTracker(original, observationTest('replay', tt.config.observationPattern));
   const reduced: Readonly<Record<string, unknown>>[] = [];
   const calls = new Map<string, { name: string; args: Readonly<Record<string, unknown>> }>();
   const toolSavings = new WeakMap<object, Record<string, number>>();
@@ -217,6 +232,8 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
       const finalMessages = Array.isArray(finalRequest['messages']) ? (finalRequest['messages'] as unknown[]) : (request['messages'] as unknown[]);
       const ids = verifier.referenced(finalMessages);
       const recovered = await verifier.verify(ids);
+      fidelity.request(i, finalMessages);
+      const [reusePrefix, reuseBase] = prevFinal === undefined ? [0, 0] : itemPrefix(prevFinal, finalMessages, meter);
       const sample: Sample = {
         rawChars: meter.chars(rawMessages),
         finalChars: meter.chars(finalMessages),
@@ -227,6 +244,8 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
         receipts: ids.length,
         recovered,
         ms,
+        reusePrefix,
+        reuseBase,
       };
       prevRaw = rawMessages;
       prevFinal = finalMessages;
@@ -257,9 +276,13 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
       index++;
     }
     if (role === 'assistant') rememberCalls(msg, calls);
-    if (role === 'tool' && typeof msg['content'] === 'string') {
-      const callId = typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : '';
-      const call = calls.get(callId);
+    // A recognised text-protocol observation is the output of the command block before it: it goes
+    // through the tool stream as a terminal result, as a host integrating the agent would send it.
+    const observation = role === 'user' && fidelity.isOutput(i) && typeof msg['content'] === 'string';
+    if ((role === 'tool' || observation) && typeof msg['content'] === 'string') {
+      const callId = typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : observation ? `observation-${i}` : '';
+      const command = observation ? lastCommand(original, i) : undefined;
+      const call = observation ? { name: 'terminal', args: command === undefined ? {} : { command } } : calls.get(callId);
       const hostName = call?.name ?? 'tool';
       const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
       const t0 = now();
@@ -274,6 +297,18 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
   }
   if (pendingMs > 0) d.onExtraTime(pendingMs);
   finishTurn();
+  return fidelity.counts;
+}
+
+/** The last fenced command block of the assistant message before message `i`, if any. */
+function lastCommand(messages: readonly Readonly<Record<string, unknown>>[], i: number): string | undefined {
+  for (let k = i - 1; k >= 0; k--) {
+    const m = messages[k]!;
+    if (m['role'] !== 'assistant') continue;
+    const content = m['content'];
+    return typeof content === 'string' ? fencedBlocks(content).at(-1)?.trim() : undefined;
+  }
+  return undefined;
 }
 
 function rememberCalls(msg: Readonly<Record<string, unknown>>, calls: Map<string, { name: string; args: Readonly<Record<string, unknown>> }>): void {

@@ -11,7 +11,7 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
   const maxSessions = options.maxSessions ?? 60;
   if (f.sessions.length > 1) {
     const t = new Table({
-      head: ['session', 'req', 'raw tok', 'final tok', 'red %', 'prefix raw', 'prefix final', 'cost ratio', 'receipts', 'p50 ms'],
+      head: ['session', 'req', 'raw tok', 'final tok', 'red %', 'reuse', 'cost ratio', 'task %', 'actions %', 'diag %', 'ground %', 'receipts', 'p50 ms'],
       style: plain,
     });
     for (const s of f.sessions.slice(0, maxSessions)) {
@@ -21,9 +21,12 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
         int(s.raw_tokens),
         int(s.final_tokens),
         s.reduction_pct.toFixed(2),
-        s.cache_prefix_ratio_raw.toFixed(4),
-        s.cache_prefix_ratio_final.toFixed(4),
+        s.prefix_reuse.toFixed(4),
         s.effective_cost_ratio.toFixed(4),
+        s.task_visible_pct.toFixed(2),
+        s.actions_visible_pct.toFixed(2),
+        s.diagnostics_visible_pct.toFixed(2),
+        s.grounding_pct.toFixed(2),
         `${s.recovered_exact}/${s.receipts}`,
         s.p50_ms.toFixed(3),
       ]);
@@ -37,7 +40,13 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
     ['chars (messages)', int(f.raw_chars), int(f.final_chars), pct(f.raw_chars, f.final_chars)],
     ['tokens (o200k_base)', int(f.raw_tokens), int(f.final_tokens), `${f.reduction_pct.toFixed(2)} % fewer`],
     ['cache prefix ratio', f.cache_prefix_ratio_raw.toFixed(4), f.cache_prefix_ratio_final.toFixed(4), ''],
-    ['effective cost (chars)', int(Math.round(f.effective_cost_raw)), int(Math.round(f.effective_cost_final)), `ratio ${f.effective_cost_ratio.toFixed(4)}`],
+    ['effective cost (chars)', int(Math.round(f.effective_cost_raw)), int(Math.round(f.effective_cost_final)), `ratio ${f.effective_cost_ratio.toFixed(4)} (${f.pricing_profile})`],
+    ['effective cost ratio, openai / anthropic', '', '', `${f.effective_cost_ratio_openai.toFixed(4)} / ${f.effective_cost_ratio_anthropic.toFixed(4)}`],
+    ['prefix reuse (final n → n+1)', '1.0000', f.prefix_reuse.toFixed(4), ''],
+    ['task visible', '', `${f.fidelity.tasks_visible}/${f.fidelity.requests}`, `${f.task_visible_pct.toFixed(2)} %`],
+    ['actions visible', '', `${f.fidelity.actions_visible}/${f.fidelity.actions_checked}`, `${f.actions_visible_pct.toFixed(2)} %`],
+    ['diagnostic lines visible', '', `${f.fidelity.diagnostic_lines_visible}/${f.fidelity.diagnostic_lines}`, `${f.diagnostics_visible_pct.toFixed(2)} %`],
+    ['grounding strings visible', '', `${f.fidelity.grounding_strings_visible}/${f.fidelity.grounding_strings}`, `${f.grounding_pct.toFixed(2)} %`],
     ['receipts recovered exactly', '', `${f.recovered_exact}/${f.receipts}`, f.recovery_failures === 0 ? 'no failures' : `${f.recovery_failures} FAILED`],
     ['pipeline ms per request', '', `p50 ${f.p50_ms.toFixed(3)}  p95 ${f.p95_ms.toFixed(3)}`, `total ${f.total_ms.toFixed(1)}`],
     ['peak RSS (MB)', '', f.peak_rss_mb.toFixed(1), ''],

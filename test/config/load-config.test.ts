@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, loadConfig, modeFlags, MODES } from '../../src/config/index.js';
+import { CONFIG_VARIABLES, DEFAULT_OBSERVATION_PATTERN, loadConfig, modeFlags, MODES } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 
 const HOME = '/home/tester';
@@ -51,6 +51,14 @@ describe('loadConfig defaults', () => {
       contextMinVaultChars: 4000,
       contextCollapseAfterTurns: 6,
       contextInlineRecentTurns: 5,
+      contextBlockTurns: 12,
+      rewriteHorizonRequests: 0,
+      digestDiagnosticChars: 400,
+      reasoningReduction: false,
+      pricingProfile: 'auto',
+      cacheReadMultiplier: undefined,
+      cacheWriteMultiplier: undefined,
+      minCachePrefixTokens: undefined,
       previewMarker: false,
       contextLimitTokens: 0,
       outputReserveTokens: 4096,
@@ -167,12 +175,20 @@ describe('loadConfig env parsing', () => {
     }
   });
 
-  it('reads the block, lease-block and inline-view settings', () => {
-    expect(load({}).contextBlockTurns).toBe(12);
-    expect(load({}).leaseBlockTurns).toBe(0);
+  it('reads the block, inline-view, pricing and observation settings', () => {
     expect(load({}).maxInlineChars).toBe(32_000);
-    const c = load({ TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS: '12', TOKEN_TERMINATOR_LEASE_BLOCK_TURNS: '4', TOKEN_TERMINATOR_MAX_INLINE_CHARS: '0' });
-    expect([c.contextBlockTurns, c.leaseBlockTurns, c.maxInlineChars]).toEqual([12, 4, 0]);
+    expect(load({}).observationPattern).toBe(DEFAULT_OBSERVATION_PATTERN);
+    const c = load({
+      TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS: '12',
+      TOKEN_TERMINATOR_MAX_INLINE_CHARS: '0',
+      TOKEN_TERMINATOR_PRICING_PROFILE: 'anthropic',
+      TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER: '0.25',
+      TOKEN_TERMINATOR_CACHE_WRITE_MULTIPLIER: '2',
+      TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS: '4096',
+      TOKEN_TERMINATOR_OBSERVATION_PATTERN: 'none',
+      TOKEN_TERMINATOR_REASONING_REDUCTION: 'on',
+    });
+    expect([c.contextBlockTurns, c.maxInlineChars, c.pricingProfile, c.cacheReadMultiplier, c.cacheWriteMultiplier, c.minCachePrefixTokens, c.observationPattern, c.reasoningReduction]).toEqual([12, 0, 'anthropic', 0.25, 2, 4096, 'none', true]);
   });
 
   it('accepts TOKEN_TERMINATOR_BUSY_TIMEOUT_MS within 0…60000 (env and override) and rejects the rest', () => {
@@ -209,7 +225,14 @@ const INVALID: Record<string, string> = {
   TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '100',
   TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '60001',
   TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS: '1001',
-  TOKEN_TERMINATOR_LEASE_BLOCK_TURNS: '-1',
+  TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS: '-1',
+  TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS: '20001',
+  TOKEN_TERMINATOR_REASONING_REDUCTION: 'sometimes',
+  TOKEN_TERMINATOR_OBSERVATION_PATTERN: '(unclosed',
+  TOKEN_TERMINATOR_PRICING_PROFILE: 'gemini',
+  TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER: '1.5',
+  TOKEN_TERMINATOR_CACHE_WRITE_MULTIPLIER: '0.5',
+  TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS: 'many',
   TOKEN_TERMINATOR_MAX_INLINE_CHARS: 'many',
   TOKEN_TERMINATOR_INLINE_LEASES: '101',
   TOKEN_TERMINATOR_MAX_PAGE_CHARS: '0',
@@ -283,7 +306,7 @@ describe('loadConfig invalid values', () => {
   });
 
   it('checks collapse-after (non-zero) ≥ inline-recent', () => {
-    expect(() => load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '2' })).toThrow(/COLLAPSE_AFTER_TURNS \(2\) must be 0 \(off\) or ≥/);
+    expect(() => load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '2', TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS: '5' })).toThrow(/COLLAPSE_AFTER_TURNS \(2\) must be 0 \(off\) or ≥/);
     expect(load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '0' }).contextCollapseAfterTurns).toBe(0);
     expect(load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '5' }).contextCollapseAfterTurns).toBe(5);
   });

@@ -50,8 +50,11 @@ describe('token-terminator replay / stats / compare', () => {
         'requests', 'raw_chars', 'final_chars', 'raw_tokens', 'final_tokens', 'reduction_pct', 'receipts', 'recovered_exact', 'recovery_failures',
         'cache_prefix_ratio_raw', 'cache_prefix_ratio_final', 'effective_cost_raw', 'effective_cost_final', 'effective_cost_ratio',
         'p50_ms', 'p95_ms', 'total_ms', 'peak_rss_mb', 'sessions',
+        'task_visible_pct', 'actions_visible_pct', 'diagnostics_visible_pct', 'grounding_pct', 'prefix_reuse',
+        'pricing_profile', 'effective_cost_ratio_openai', 'effective_cost_ratio_anthropic', 'fidelity',
       ].sort(),
     );
+    expect(f['pricing_profile']).toBe('openai');
     expect(f.sessions.map((s) => s.id)).toEqual(['one', 'two']);
     expect(f['requests']).toBe(4);
     expect(f['recovery_failures']).toBe(0);
@@ -62,6 +65,8 @@ describe('token-terminator replay / stats / compare', () => {
     expect(code).toBe(0);
     expect(out).toContain('tokens (o200k_base)');
     expect(out).toContain('receipts recovered exactly');
+    expect(out).toContain('task visible');
+    expect(out).toContain('grounding strings visible');
   });
 
   it('stats sums the metrics rows the replay wrote', async () => {

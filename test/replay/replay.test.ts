@@ -76,7 +76,9 @@ beforeAll(async () => {
     },
   };
   let t = 0;
-  figures = await replaySessions([session], { terminator: tt, counter, ledger: join(dir, 'ledger.sqlite3'), now: () => t++ });
+  // The cost formula without a minimum prefix (these requests are far below the built-ins' 1,024 tokens).
+  const pricing = { name: 'custom', cacheRead: 0.1, cacheWrite: 1, minCachePrefixTokens: 0 };
+  figures = await replaySessions([session], { terminator: tt, counter, ledger: join(dir, 'ledger.sqlite3'), now: () => t++, pricing });
   await real.close();
 });
 
@@ -127,6 +129,19 @@ describe('replay figures (computed by hand)', () => {
       p50_ms: 1,
       p95_ms: 1.9,
       total_ms: 4,
+      // Fidelity: the fake stages keep the prefix (m0, m1) and m2's arguments (checked in
+      // requests 2 and 3); no output reaches 1,000 chars, so nothing to check for diagnostics or grounding.
+      task_visible_pct: 100,
+      actions_visible_pct: 100,
+      diagnostics_visible_pct: 100,
+      grounding_pct: 100,
+      // Item serialization: request 1 → 2 keeps all of [m0, m1]; 2 → 3 breaks inside m3.
+      prefix_reuse: r4((cp(m0) + cp(m1) + cp(m0) + cp(m1) + cp(m2) + lcp(m3final, m3r2)) / (cp(m0) + cp(m1) + cp(m0) + cp(m1) + cp(m2) + cp(m3final))),
+      pricing_profile: 'custom',
+      // Below the built-ins' minimum nothing is cached: cost = size.
+      effective_cost_ratio_openai: r4(finalChars / rawChars),
+      effective_cost_ratio_anthropic: r4(finalChars / rawChars),
+      fidelity: { requests: 3, tasks_visible: 3, actions_checked: 2, actions_visible: 2, diagnostic_lines: 0, diagnostic_lines_visible: 0, grounding_strings: 0, grounding_strings_visible: 0 },
     };
     const { peak_rss_mb, sessions, ...top } = figures;
     expect(top).toEqual(expected);

@@ -1,0 +1,53 @@
+/**
+ * Assistant actions, as the fidelity contract names them: every tool call (name and arguments) and,
+ * for agents that speak a text protocol (SWE-agent, mini-swe-agent), every fenced command block in
+ * the assistant's text. The request stages never change them; `replay` and the testing kit check
+ * that they reach the model verbatim.
+ */
+
+/** The bodies of the fenced code blocks of a text (```lang … ```), untrimmed, in order. Unclosed fences are not blocks. */
+export function fencedBlocks(text: string): string[] {
+  const out: string[] = [];
+  const re = /^[ \t]*```[^\n`]*\n([\s\S]*?)^[ \t]*```[ \t]*$/gm;
+  for (const m of text.matchAll(re)) out.push(m[1]!.replace(/\n$/, ''));
+  return out;
+}
+
+/** Spans [start, end) of the fenced blocks of a text, fences included. */
+export function fencedSpans(text: string): [number, number][] {
+  const out: [number, number][] = [];
+  const re = /^[ \t]*```[^\n`]*\n[\s\S]*?^[ \t]*```[ \t]*$/gm;
+  for (const m of text.matchAll(re)) out.push([m.index, m.index + m[0].length]);
+  return out;
+}
+
+type Obj = Readonly<Record<string, unknown>>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The readable text of a message content: the string, or its text parts joined by newlines. */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .filter((p): p is Obj => isObj(p) && (p['type'] === 'text' || p['type'] === 'output_text') && typeof p['text'] === 'string')
+    .map((p) => p['text'] as string)
+    .join('\n');
+}
+
+/**
+ * The action strings of one Chat Completions assistant message, as `replay` measures them: each
+ * tool call's arguments string; for a message without tool calls, each fenced block's body, trimmed.
+ */
+export function chatActions(message: Obj): string[] {
+  const calls = message['tool_calls'];
+  if (Array.isArray(calls) && calls.length > 0) {
+    return calls.flatMap((c) => {
+      const fn = isObj(c) ? c['function'] : undefined;
+      const args = isObj(fn) ? fn['arguments'] : undefined;
+      return typeof args === 'string' ? [args] : [];
+    });
+  }
+  return fencedBlocks(textOf(message['content']))
+    .map((b) => b.trim())
+    .filter((b) => b !== '');
+}

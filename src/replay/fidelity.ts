@@ -1,0 +1,195 @@
+/**
+ * The fidelity figures of `replay` (docs/fidelity.md), measured on each replayed request against
+ * the final request as the model gets it. "Present" means: the string occurs verbatim in one of the
+ * final request's strings (message contents, text parts, tool-call arguments).
+ *
+ * - task: the request's final request contains the content of every instruction-prefix message
+ *   (every message before the first assistant message) verbatim;
+ * - actions: over requests × earlier assistant actions (each tool call's arguments string; for an
+ *   assistant message without tool calls, each fenced block's body, trimmed), the share present;
+ * - diagnostics: for every tool output of at least 4,000 chars, its diagnostic lines
+ *   (src/replay/diagnostics.ts, at most 20 per output) present in the first final request after it;
+ * - grounding: for every tool output of at least 1,000 chars, the strings of the agent's next three
+ *   actions (identifiers and paths of ≥ 4 chars, numbers of ≥ 2 digits) that occur in the output
+ *   and nowhere earlier in the conversation were learned from it; the share of them present in the
+ *   first final request after the output.
+ *
+ * Tool outputs are `tool` messages and, for text-protocol sessions, user messages after the first
+ * assistant message that the observation pattern recognises.
+ */
+import { chatActions } from '../compile/actions.js';
+import type { ObservationTest } from '../compile/observations.js';
+import { diagnosticLines } from './diagnostics.js';
+
+type Obj = Readonly<Record<string, unknown>>;
+
+/** Tool outputs at least this long have their diagnostic lines checked. */
+export const DIAGNOSTIC_MIN_CHARS = 4000;
+/** Tool outputs at least this long have their grounding strings checked. */
+export const GROUNDING_MIN_CHARS = 1000;
+/** How many of the agent's next actions a tool output grounds. */
+export const GROUNDING_ACTIONS = 3;
+
+/** Counts behind the percentages (per session and in total). */
+export interface FidelityCounts {
+  requests: number;
+  tasks_visible: number;
+  actions_checked: number;
+  actions_visible: number;
+  diagnostic_lines: number;
+  diagnostic_lines_visible: number;
+  grounding_strings: number;
+  grounding_strings_visible: number;
+}
+
+export const emptyCounts = (): FidelityCounts => ({
+  requests: 0,
+  tasks_visible: 0,
+  actions_checked: 0,
+  actions_visible: 0,
+  diagnostic_lines: 0,
+  diagnostic_lines_visible: 0,
+  grounding_strings: 0,
+  grounding_strings_visible: 0,
+});
+
+export function addCounts(into: FidelityCounts, more: FidelityCounts): void {
+  for (const k of Object.keys(into) as (keyof FidelityCounts)[]) into[k] += more[k];
+}
+
+/** Identifiers and paths of ≥ 4 chars (with a letter) and numbers of ≥ 2 digits, in order, distinct. */
+export function groundingStrings(action: string): string[] {
+  const values: string[] = [];
+  const collect = (v: unknown): void => {
+    if (typeof v === 'string') values.push(v);
+    else if (typeof v === 'number') values.push(String(v));
+    else if (Array.isArray(v)) v.forEach(collect);
+    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
+  };
+  // A JSON arguments string contributes its values, not its keys (the keys are the tool's schema).
+  try {
+    const parsed: unknown = JSON.parse(action);
+    if (typeof parsed === 'object' && parsed !== null) collect(parsed);
+    else values.push(action);
+  } catch {
+    values.push(action);
+  }
+  const out = new Set<string>();
+  for (const v of values) {
+    for (const piece of v.match(/[\p{L}\p{N}_./-]+/gu) ?? []) {
+      const s = piece.replace(/^[./-]+|[./-]+$/g, '');
+      if (/^\d+$/.test(s)) {
+        if (s.length >= 2) out.add(s);
+      } else if (/\p{L}/u.test(s) && [...s].length >= 4) out.add(s);
+    }
+  }
+  return [...out];
+}
+
+/** Every string inside a value (contents, parts, arguments), for containment checks. */
+export function stringsOf(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) stringsOf(v, out);
+  return out;
+}
+
+const SEP = '\u0000';
+
+function contentTexts(content: unknown): string[] {
+  if (typeof content === 'string') return [content];
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((p) => (typeof p === 'object' && p !== null && typeof (p as Obj)['text'] === 'string' ? [(p as Obj)['text'] as string] : []));
+}
+
+/** One session's fidelity, fed request by request in order. */
+export class FidelityTracker {
+  readonly #messages: readonly Obj[];
+  readonly #prefixEnd: number;
+  readonly #outputs: ReadonlySet<number>;
+  /** Earlier-conversation text up to (excluding) message j, grown lazily. */
+  #earlier = '';
+  #earlierUpTo = 0;
+  #previousEnd = 0;
+  readonly counts: FidelityCounts = emptyCounts();
+
+  constructor(messages: readonly Obj[], isObservation: ObservationTest) {
+    this.#messages = messages;
+    const first = messages.findIndex((m) => m['role'] === 'assistant');
+    this.#prefixEnd = first === -1 ? messages.length : first;
+    const outputs = new Set<number>();
+    messages.forEach((m, j) => {
+      if (m['role'] === 'tool') outputs.add(j);
+      else if (m['role'] === 'user' && j > this.#prefixEnd && isObservation(contentTexts(m['content']).join('\n'), m, j)) outputs.add(j);
+    });
+    this.#outputs = outputs;
+  }
+
+  /** Whether message `j` is a tool output (a `tool` message or a recognised observation). */
+  isOutput(j: number): boolean {
+    return this.#outputs.has(j);
+  }
+
+  /** Measure the request made at message `end` (raw messages [0, end)) against its final messages. */
+  request(end: number, finalMessages: readonly unknown[]): void {
+    const c = this.counts;
+    const final = stringsOf(finalMessages).join(SEP);
+    const has = (s: string): boolean => final.includes(s);
+    c.requests++;
+    const prefixEnd = Math.min(this.#prefixEnd, end);
+    let task = true;
+    for (let j = 0; j < prefixEnd && task; j++) for (const t of contentTexts(this.#messages[j]!['content'])) if (!has(t)) task = false;
+    if (task) c.tasks_visible++;
+    for (let j = 0; j < end; j++) {
+      const m = this.#messages[j]!;
+      if (m['role'] !== 'assistant') continue;
+      for (const a of chatActions(m)) {
+        c.actions_checked++;
+        if (has(a)) c.actions_visible++;
+      }
+    }
+    for (let j = this.#previousEnd; j < end; j++) {
+      if (!this.#outputs.has(j)) continue;
+      const text = contentTexts(this.#messages[j]!['content']).join('\n');
+      if (text.length >= DIAGNOSTIC_MIN_CHARS) {
+        for (const line of diagnosticLines(text)) {
+          c.diagnostic_lines++;
+          if (has(line)) c.diagnostic_lines_visible++;
+        }
+      }
+      if (text.length >= GROUNDING_MIN_CHARS) {
+        const earlier = this.#earlierText(j);
+        for (const s of this.#nextActions(j).flatMap(groundingStrings)) {
+          if (!text.includes(s) || earlier.includes(s)) continue;
+          c.grounding_strings++;
+          if (has(s)) c.grounding_strings_visible++;
+        }
+      }
+    }
+    this.#previousEnd = end;
+  }
+
+  /** The first GROUNDING_ACTIONS action strings after message j. */
+  #nextActions(j: number): string[] {
+    const out: string[] = [];
+    for (let k = j + 1; k < this.#messages.length && out.length < GROUNDING_ACTIONS; k++) {
+      const m = this.#messages[k]!;
+      if (m['role'] === 'assistant') out.push(...chatActions(m));
+    }
+    return out.slice(0, GROUNDING_ACTIONS);
+  }
+
+  #earlierText(j: number): string {
+    while (this.#earlierUpTo < j) {
+      this.#earlier += SEP + stringsOf(this.#messages[this.#earlierUpTo]).join(SEP);
+      this.#earlierUpTo++;
+    }
+    // Messages are consumed in order, so j never moves backwards within a session.
+    return this.#earlier;
+  }
+}
+
+/** Percentage with 2 decimals; 100 when nothing was checked (nothing could be missing). */
+export function pct(part: number, whole: number): number {
+  return whole === 0 ? 100 : Math.round((part / whole) * 10000) / 100;
+}

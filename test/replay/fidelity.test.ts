@@ -1,0 +1,192 @@
+/**
+ * The fidelity figures of replay on a small hand-built session, every definition checked against
+ * counts worked out by hand (see the comments). The pipeline is a deterministic stand-in that hides
+ * one thing per request, so each figure has something to miss.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
+import type { TokenCounter } from '../../src/measure/types.js';
+import { diagnosticLines, isDiagnosticLine } from '../../src/replay/diagnostics.js';
+import { groundingStrings } from '../../src/replay/fidelity.js';
+import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
+import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { advance, type ProviderRequest } from '../../src/step.js';
+
+type Msg = Record<string, unknown>;
+
+const filler = Array.from({ length: 130 }, (_, i) => `tests/test_util.py::test_ok_${String.fromCharCode(97 + (i % 26))} PASSED`).join('\n');
+// m4: a 4,000+ char pytest run with four diagnostic lines and one path the next actions use.
+const DIAG = ["E       assert parse_config('x') == 3", 'FAILED tests/test_config.py::test_parse - AssertionError', 'src/app/loader_impl.py:88: ValueError', "ValueError: bad alias 'x'"];
+const m4 = `${filler}\n${DIAG.join('\n')}\n${filler.slice(0, 600)}`;
+// m6: a text-protocol observation (a user message the default pattern recognises), 1,000+ chars.
+const code = Array.from({ length: 45 }, (_, i) => `    # comment line ${String.fromCharCode(97 + (i % 26))}`).join('\n');
+const m6 = `<returncode>0</returncode>\n<output>\n    def load(key):\n${code}\n        return resolve_alias(name)\n    def resolve_alias(name):\n        pass\n</output>`;
+
+const session: RecordedSession = {
+  id: 'fidelity#0',
+  model: 'gpt-4o',
+  messages: [
+    { role: 'system', content: 'SYS' },
+    { role: 'user', content: 'DEMO of the interface' },
+    { role: 'user', content: 'TASK: fix parse_config in src/app/config.py' },
+    { role: 'assistant', content: "I'll run the tests.\n```bash\npytest -q tests\n```", tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command": "pytest -q tests"}' } }] },
+    { role: 'tool', tool_call_id: 'c1', content: m4 },
+    { role: 'assistant', content: 'Open the loader.\n```bash\nsed -n 80,95p src/app/loader_impl.py\n```' },
+    { role: 'user', content: m6 },
+    { role: 'assistant', content: 'Fix it.', tool_calls: [{ id: 'c2', type: 'function', function: { name: 'edit', arguments: '{"path": "src/app/loader_impl.py", "line": 91, "text": "return resolve_alias(name)"}' } }] },
+    { role: 'tool', tool_call_id: 'c2', content: 'ok' },
+    { role: 'assistant', content: 'Done.' },
+  ],
+};
+
+/** What the stand-in pipeline does to request k (raw messages → final messages). */
+function hide(k: number, messages: Msg[]): Msg[] {
+  return messages.map((m, j) => {
+    if (k === 1 && j === 4) return { ...m, content: String(m['content']).replace(`${DIAG[1]}\n`, '') }; // one diagnostic line
+    if (k === 2 && j === 2) return { ...m, content: 'TASK (in the vault)' }; // the task
+    if (k === 2 && j === 6) return { ...m, content: String(m['content']).replaceAll('resolve_alias', 'XXX') }; // one grounding string
+    if (k === 3 && j === 3) return { ...m, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }] }; // one action
+    return m;
+  });
+}
+
+let dir: string;
+let counter: TokenCounter;
+let figures: ReplayFigures;
+let toolNames: string[];
+let finals: Msg[][];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-fidelity-'));
+  counter = createTiktokenCounter();
+  const real = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+  toolNames = [];
+  finals = [];
+  let k = 0;
+  const tt: Terminator = {
+    ...real,
+    reduceToolResult: async (result, context) => {
+      toolNames.push(`${result.name}:${JSON.stringify(result.args)}`);
+      return { value: result, original: result, context, decisions: [] };
+    },
+    compileRequest: async (request: ProviderRequest, context) => {
+      const step = { value: request, original: request, context, decisions: [] };
+      const messages = hide(k++, request['messages'] as Msg[]);
+      finals.push(messages);
+      return advance(step, { ...request, messages }, { stage: 'fake_request', kind: 'applied', reason: 'test' });
+    },
+  };
+  const pricing = { name: 'custom', cacheRead: 0.1, cacheWrite: 1.25, minCachePrefixTokens: 0 };
+  figures = await replaySessions([session], { terminator: tt, counter, ledger: false, pricing });
+  await real.close();
+});
+
+afterAll(() => {
+  counter.dispose?.();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('replay fidelity figures (computed by hand)', () => {
+  it('sends the recognised observation through the tool stream as the output of the command block before it', () => {
+    expect(toolNames).toEqual(['terminal:{"command":"pytest -q tests"}', 'terminal:{"command":"sed -n 80,95p src/app/loader_impl.py"}', 'edit:{"path":"src/app/loader_impl.py","line":91,"text":"return resolve_alias(name)"}']);
+  });
+
+  it('task: 3 of 4 requests show every instruction-prefix message (request 2 lost the task)', () => {
+    expect(figures.fidelity).toMatchObject({ requests: 4, tasks_visible: 3 });
+    expect(figures.task_visible_pct).toBe(75);
+  });
+
+  it('actions: 0 + 1 + 2 + 3 earlier actions checked, the tool-call arguments of message 3 missing in request 3', () => {
+    // Request 1: m3's arguments (its fenced block does not count: it has tool calls). Request 2:
+    // m3 and m5's fenced block body. Request 3: m3 (hidden), m5, m7.
+    expect(figures.fidelity).toMatchObject({ actions_checked: 6, actions_visible: 5 });
+    expect(figures.actions_visible_pct).toBe(83.33);
+  });
+
+  it('diagnostics: the four diagnostic lines of the 4,000+ char output, one hidden in the first request after it', () => {
+    expect(m4.length).toBeGreaterThanOrEqual(4000);
+    expect(diagnosticLines(m4)).toEqual(DIAG);
+    expect(figures.fidelity).toMatchObject({ diagnostic_lines: 4, diagnostic_lines_visible: 3 });
+    expect(figures.diagnostics_visible_pct).toBe(75);
+  });
+
+  it('grounding: 1 string learned from m4 (the path), 4 from the observation (91, return, resolve_alias, name), resolve_alias hidden', () => {
+    expect(groundingStrings('sed -n 80,95p src/app/loader_impl.py')).toEqual(['sed', '80', 'src/app/loader_impl.py'].filter((s) => s !== 'sed'));
+    expect(groundingStrings('{"path": "src/app/loader_impl.py", "line": 91, "text": "return resolve_alias(name)"}')).toEqual(['src/app/loader_impl.py', '91', 'return', 'resolve_alias', 'name']);
+    expect(figures.fidelity).toMatchObject({ grounding_strings: 5, grounding_strings_visible: 4 });
+    expect(figures.grounding_pct).toBe(80);
+  });
+
+  it('prefix reuse: Σ common prefix of final n and n+1 over Σ size of final n, over the serialized messages', () => {
+    const items = (ms: Msg[]): string[] => ms.map((m) => canonicalJson(m));
+    const cp = (s: string): number => [...s].length;
+    const lcp = (a: string, b: string): number => {
+      const [x, y] = [[...a], [...b]];
+      let n = 0;
+      while (n < x.length && n < y.length && x[n] === y[n]) n++;
+      return n;
+    };
+    let common = 0;
+    let base = 0;
+    for (let n = 0; n + 1 < finals.length; n++) {
+      const [a, b] = [items(finals[n]!), items(finals[n + 1]!)];
+      base += a.reduce((s, x) => s + cp(x), 0);
+      let j = 0;
+      while (j < a.length && a[j] === b[j]) common += cp(a[j++]!);
+      if (j < a.length) common += lcp(a[j]!, b[j]!);
+    }
+    // Requests 1→2 and 2→3 break inside message 2 (the task hidden, then shown again).
+    expect(common).toBeLessThan(base);
+    expect(figures.prefix_reuse).toBe(Math.round((common / base) * 1e4) / 1e4);
+  });
+
+  it('effective cost: the given profile (0.1 / 1.25, no minimum) for effective_cost_*, the built-ins beside it', () => {
+    const arr = (ms: Msg[]): string => canonicalJson(ms);
+    const cp = (s: string): number => [...s].length;
+    const lcp = (a: string, b: string): number => {
+      const [x, y] = [[...a], [...b]];
+      let n = 0;
+      while (n < x.length && n < y.length && x[n] === y[n]) n++;
+      return n;
+    };
+    const raws = [3, 5, 7, 9].map((end) => session.messages.slice(0, end) as Msg[]);
+    const cost = (reqs: Msg[][], read: number, write: number, min: number): number =>
+      reqs.reduce((sum, r, n) => {
+        const size = cp(arr(r));
+        const prefix = n === 0 ? 0 : lcp(arr(reqs[n - 1]!), arr(r));
+        const perChar = counter.count(arr(r)) / size;
+        if (size * perChar < min) return sum + size; // below the minimum nothing is cached or written
+        const hit = prefix * perChar >= min ? prefix : 0;
+        return sum + read * hit + write * (size - hit);
+      }, 0);
+    const r4 = (x: number): number => Math.round(x * 1e4) / 1e4;
+    expect(figures.pricing_profile).toBe('custom');
+    expect(figures.effective_cost_ratio).toBe(r4(cost(finals, 0.1, 1.25, 0) / cost(raws, 0.1, 1.25, 0)));
+    // The built-ins have a 1,024-token minimum: request 0 is below it (billed at 1 ×, uncached).
+    expect(counter.count(arr(raws[0]!))).toBeLessThan(1024);
+    expect(figures.effective_cost_ratio_openai).toBe(r4(cost(finals, 0.1, 1, 1024) / cost(raws, 0.1, 1, 1024)));
+    expect(figures.effective_cost_ratio_anthropic).toBe(r4(cost(finals, 0.1, 1.25, 1024) / cost(raws, 0.1, 1.25, 1024)));
+    expect(figures.effective_cost_ratio_anthropic).not.toBe(figures.effective_cost_ratio_openai);
+  });
+
+  it('the same figures per session', () => {
+    const { id, ...one } = figures.sessions[0]!;
+    expect(id).toBe('fidelity#0');
+    const { peak_rss_mb: _rss, sessions: _s, ...top } = figures;
+    expect(one).toEqual(top);
+  });
+});
+
+describe('the diagnostic-line pattern', () => {
+  it('counts failure lines and leaves passing output, source code and file names alone', () => {
+    for (const line of ['E       KeyError: \'b\'', 'FAILED tests/t.py::test_a - KeyError', 'Traceback (most recent call last):', 'java.lang.IllegalStateException: boom', 'Caused by: java.io.IOException: x', 'src/a.ts(2,14): error TS2322: Type', 'Foo.java:12: error: cannot find symbol', '[ERROR] Failed to execute goal', 'npm error code ENOTCACHED', 'panic: runtime error: index out of range', '--- FAIL: TestMul (0.00s)', 'error: could not compile `x`', 'bash: foo: command not found', 'Process exited with code 2', 'tests/test_x.py:12: AssertionError']) {
+      expect(isDiagnosticLine(line), line).toBe(true);
+    }
+    for (const line of ['tests/test_a.py::test_ok PASSED', '1196:    public static Type[] getReturnTypes(Method method) {', 'JsonMappingException.html', 'src/main/java/FooException.java', '5 passed in 0.2s', 'exit code 0', '123:        throw new IllegalArgumentException("x");']) {
+      expect(isDiagnosticLine(line), line).toBe(false);
+    }
+  });
+});
