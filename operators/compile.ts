@@ -1,5 +1,6 @@
 import type { OperatorFunction } from 'rxjs';
-import { readRequest, writeSlots, type RequestView } from '../src/model/index.js';
+import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../src/config/pricing.js';
+import { readRequest, withItems, writeSlots, type RequestView } from '../src/model/index.js';
 import { canonicalJson, serializedChars } from '../src/measure/index.js';
 import type { WorkingStateStore } from '../src/recovery/working-state.js';
 import { workingStateBlock } from '../src/compile/working-state.js';
@@ -8,32 +9,53 @@ import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
 import type { Vault } from '../src/vault/types.js';
 import { gate } from '../src/compile/apply.js';
-import { planCompaction } from '../src/compile/compaction.js';
+import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
+import { planHistory } from '../src/compile/history.js';
+import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
+import { resolveDanglingDeltas } from '../src/compile/references.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
-import { horizons, segmentSteps } from '../src/compile/steps.js';
 
 const STAGE = 'compileRequest';
 
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
 export interface CompileRequestOptions {
-  /** Where collapsed turns and receipted outputs are vaulted. Required. */
+  /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
   readonly vault: Vault;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
-  /** Tool outputs of old turns at least this long become receipts. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */
+  /** Old tool outputs at least this long become a digest plus a receipt. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */
   readonly minVaultChars?: number;
   /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
   readonly maxArtifactChars?: number;
-  /** Turns older than this collapse into vaulted blocks; 0 disables collapse. Default 6 (TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS). */
-  readonly collapseAfterTurns?: number;
-  /** The newest turns always stay verbatim. Default 5 (TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS). */
+  /** Outputs of the newest turns are never rewritten (≥ 1). Default 1 (TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS). */
   readonly inlineRecentTurns?: number;
+  /** Requests that must have shown an output inline before a rewrite may replace it (≥ 1). Default 1 (TOKEN_TERMINATOR_INLINE_LEASES). */
+  readonly inlineLeases?: number;
   /**
-   * Boundaries advance in blocks of this many turns (prompt-cache stability). Default
-   * min(8, collapseAfterTurns), or 8 when collapse is off: visible history then stays within
-   * [collapseAfterTurns, collapseAfterTurns + blockTurns) turns.
+   * 0 (default): history is rewritten when the cache-economic rule says the batch pays for the
+   * cache it breaks. n ≥ 1: the fixed-block policy, everything old enough is rewritten whenever
+   * the turn count crosses a multiple of n (TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS).
    */
   readonly blockTurns?: number;
+  /** Requests the rule expects after this one; 0 (default) = as many as the conversation has had (TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS). */
+  readonly requestsAhead?: number;
+  /** The route's prompt-cache pricing. Default: by route (`route.pricing`, else Anthropic-style for Claude/Anthropic routes, OpenAI-style otherwise). */
+  readonly pricing?: PricingProfile | ((step: Step<ProviderRequest>) => PricingProfile);
+  /** Budget of the failure lines a digest keeps (code points). Default 400 (TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS). */
+  readonly digestDiagnosticChars?: number;
+  /** Opt-in: old assistant prose outside fenced command blocks becomes a receipt. Default false (TOKEN_TERMINATOR_REASONING_REDUCTION). */
+  readonly reasoning?: boolean;
+  /**
+   * Opt-in turn collapse: outputs of turns older than this become bare receipts and their
+   * reasoning is reduced; the instruction prefix, user messages and actions stay. Default 0 (off;
+   * TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS).
+   */
+  readonly collapseAfterTurns?: number;
+  /**
+   * Which user messages of a text-protocol agent are command output: a pattern, a predicate (the
+   * host's own mapping) or `'none'`. Default: TOKEN_TERMINATOR_OBSERVATION_PATTERN's default.
+   */
+  readonly observations?: ObservationSetting;
   /**
    * Budget of the working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). Default 0 (off). With a
    * budget and a `workingState` store, the session's block is appended to the last user text of a
@@ -45,48 +67,97 @@ export interface CompileRequestOptions {
 }
 
 /**
- * Context compaction with the acceptance gate. Large tool outputs of old turns become receipts;
- * turns older than `collapseAfterTurns` collapse losslessly into vaulted blocks named by a note
- * (merged into the first retained user message, or carried by a user message with the task
- * text, so roles stay valid); the recent turns stay verbatim; multimodal parts are kept. Both
- * horizons move in whole blocks of turns, and renderings are memoized, so between boundaries
- * compiled request N+1 starts with compiled request N byte for byte.
+ * History that keeps the trajectory. Old tool outputs become a digest (exit status, size, first
+ * line, failure lines) plus a receipt, in batches the cache-economic rule approves; the
+ * instruction prefix, every user message and every assistant action are never touched, and an
+ * output is never replaced before this conversation saw it. Between rewrites compiled request N+1
+ * starts with compiled request N byte for byte. A delta whose base the rewrite hid is replaced by
+ * the output it stands for.
  *
  * @example
- * requests$.pipe(collapseDuplicates({ vault }), routeSkills(), compileRequest({ vault, counter }))
+ * requests$.pipe(collapseDuplicates({ vault }), compileRequest({ vault, counter }))
  */
 export function compileRequest(options: CompileRequestOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
-  const minVaultChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, 4000, 100);
+  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, 4000, 100);
   const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
-  const collapseAfterSteps = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 6, 0);
-  const inlineRecentSteps = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 5, 0);
-  const blockSteps = intOption(STAGE, 'blockTurns', options.blockTurns, collapseAfterSteps > 0 ? Math.min(8, collapseAfterSteps) : 8, 1);
+  const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 1, 1);
+  const inlineLeases = intOption(STAGE, 'inlineLeases', options.inlineLeases, 1, 1, 100);
+  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, 0, 0);
+  const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, 0, 0);
+  const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, 400, 0);
+  const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 0, 0);
+  if (collapseAfterTurns > 0 && collapseAfterTurns < inlineRecentTurns) throw new TypeError(`${STAGE}: collapseAfterTurns must be 0 or ≥ inlineRecentTurns`);
   const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
+  const isObservation = observationTest(STAGE, options.observations);
+  const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: pricing`, options.pricing) : undefined;
   const { vault, counter } = options;
-  const policy = { collapseAfterSteps, inlineRecentSteps, blockSteps };
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
-    // Synchronous until some turn is old enough, so pass-through Steps emit synchronously.
+    const memos = new Map<string, ConversationMemo>();
+    const memoOf = (sessionId: string): ConversationMemo => {
+      let memo = memos.get(sessionId);
+      if (memo === undefined) {
+        memos.set(sessionId, (memo = createConversationMemo(vault, sessionId, inlineLeases)));
+        if (memos.size > 256) memos.delete(memos.keys().next().value as string);
+      }
+      return memo;
+    };
+    // Synchronous until there is a history, so pass-through Steps emit synchronously.
     return (step) => {
       const view = readRequest(step.value);
-      if (view.listKey === undefined) return undefined;
-      return horizons(segmentSteps(view.itemInfo).starts.length, policy).sealed === 0 ? undefined : reduce(step, view);
+      if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
+      return reduce(step, view);
     };
     async function reduce(step: Step<ProviderRequest>, view: RequestView): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
-      const plan = await planCompaction(state, view, { sessionId, minVaultChars, maxArtifactChars, ...policy });
+      const memo = memoOf(sessionId);
+      const outputs = [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
+      const pricing = fixedPricing ?? (typeof options.pricing === 'function' ? options.pricing(step) : pricingFor({ pricingProfile: 'auto', cacheReadMultiplier: undefined, cacheWriteMultiplier: undefined, minCachePrefixTokens: undefined }, step.context.route, view.format));
+      const plan = await planHistory(state, memo, view, outputs, {
+        sessionId,
+        minChars,
+        maxArtifactChars,
+        inlineRecentTurns,
+        inlineLeases,
+        blockTurns,
+        requestsAhead,
+        digestDiagnosticChars,
+        collapseAfterTurns,
+        reasoning: options.reasoning === true,
+        pricing: pricing ?? PRICING_PROFILES.openai,
+      });
       if (plan === undefined) return undefined;
-      const measured = gate(state, step.value, view, plan.items, plan.receipts);
-      if (!measured.verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+      const markShown = async (): Promise<void> => {
+        for (const key of plan.shown) await memo.markShown(key, plan.requestKey);
+      };
+      const vaultNote = { stage: STAGE, kind: 'failed_open' as const, reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`, error: plan.failure ?? 'Error' };
+      if (plan.items === view.items) {
+        await markShown();
+        return plan.failed > 0 ? note(step, vaultNote) : undefined;
+      }
+      // A rewrite must not leave a delta pointing at an output it just hid.
+      let items = plan.items;
+      const rewritten = readRequest(withItems(step.value, view.listKey!, items));
+      const { resolved } = await resolveDanglingDeltas(vault, rewritten, [...rewritten.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(rewritten, isObservation)]);
+      if (resolved.length > 0) items = (writeSlots(withItems(step.value, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
+      const measured = gate(state, step.value, view, items, plan.receipts);
+      if (!measured.verdict.accepted) {
+        await markShown();
+        return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+      }
       const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
       await state.evidence.pin(artifacts);
+      for (const d of plan.decided) await memo.markRewritten(d.key, d.kind);
+      await markShown();
       const request = await withWorkingState(step.value, measured.request, sessionId);
+      if (plan.failed > 0) step = note(step, vaultNote);
+      const what = [`${plan.rewrittenOutputs} old output(s) digested`, ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []), ...(plan.batch ? ['new batch'] : [])];
       return advance(step, request, {
         stage: STAGE,
         kind: 'applied',
-        reason: `${plan.receiptedOutputs} old output(s) receipted, ${plan.collapsedSteps} turn(s) collapsed`,
+        reason: what.join(', '),
         savedChars: measured.savedChars,
         ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
         artifacts,

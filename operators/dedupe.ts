@@ -1,20 +1,22 @@
-import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
-import { readRequest, type RequestView } from '../src/model/index.js';
+import { readRequest, writeSlots, type RequestView } from '../src/model/index.js';
+import type { Slot } from '../src/model/types.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
 import type { Vault } from '../src/vault/types.js';
 import { gate, renderItems } from '../src/compile/apply.js';
-import { planChanges, planDuplicates, type PlannedSlot } from '../src/compile/duplicates.js';
-import { createSessionPool, intOption, type SessionState } from '../src/compile/session.js';
-import { segmentSteps } from '../src/compile/steps.js';
+import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
+import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
+import { parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
+import { createSessionPool, intOption } from '../src/compile/session.js';
+import type { SessionState } from '../src/compile/session.js';
 
 const STAGE = 'collapseDuplicates';
 
 /** Options of {@link collapseDuplicates}. */
 export interface CollapseDuplicatesOptions {
-  /** Where evidence is vaulted and leases are claimed. Required. */
+  /** Where evidence is vaulted. Required. */
   readonly vault: Vault;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
@@ -22,93 +24,106 @@ export interface CollapseDuplicatesOptions {
   readonly minArtifactChars?: number;
   /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
   readonly maxArtifactChars?: number;
-  /** Inline exposures per (session, artifact). Default 1 (TOKEN_TERMINATOR_INLINE_LEASES). */
-  readonly inlineLeases?: number;
-  /**
-   * What one exposure is. 0 (default): one request id, as in the reference — a lease expires at the
-   * next request, which rewrites only the tail of the previous request. n ≥ 1: a block of n turns —
-   * every request inside the block shares the exposure and expiry happens at block boundaries.
-   */
-  readonly leaseBlockTurns?: number;
-  /** Inline exposures longer than this show a bounded view plus the receipt (0 = never). Default 32,000. */
+  /** Inline outputs longer than this show a bounded faithful view plus the receipt (0 = never). Default 32,000. */
   readonly maxInlineChars?: number;
   /** Size of that bounded view in code points. Default 8000. */
   readonly inlineViewChars?: number;
+  /** Which user messages of a text-protocol agent are command output (see compileRequest). Default: the default pattern. */
+  readonly observations?: ObservationSetting;
+}
+
+/** Chain hash of every item the session's requests had → the request (its last chain hash) that first had it. */
+function seenItems(state: SessionState): Map<string, string> {
+  let seen = state.sticky.get('dedupe:seen') as Map<string, string> | undefined;
+  if (seen === undefined) state.sticky.set('dedupe:seen', (seen = new Map()));
+  return seen;
+}
+
+/** Chain hashes of the items the session's requests rendered as a duplicate's receipt. */
+function duplicateItems(state: SessionState): Set<string> {
+  let set = state.sticky.get('dedupe:duplicates') as Set<string> | undefined;
+  if (set === undefined) state.sticky.set('dedupe:duplicates', (set = new Set()));
+  return set;
 }
 
 /**
- * Same-request duplicates and cross-request evidence leases. Within one request, identical large
- * tool outputs keep only the newest copy inline and earlier copies become receipts; across the
- * requests of a session a large output is inline for a bounded number of exposures, then a
- * receipt. Claims go through the vault (one winner across processes); when the candidate is
- * rejected, the exposures actually delivered are recorded instead.
+ * The first request stage: what the model sees of outputs as they arrive. A temporal delta whose
+ * base output is not shown in the request becomes the output it stands for (nothing refers to
+ * what the request does not show); an output too large to show whole becomes a bounded faithful
+ * view (head, failure lines, tail) plus its receipt; an output that arrived twice with this
+ * request is shown once, inline, at its newest copy. Older outputs are left to compileRequest.
  *
  * @example
- * requests$.pipe(collapseDuplicates({ vault, minArtifactChars: 8000 }))
+ * requests$.pipe(collapseDuplicates({ vault, minArtifactChars: 4000 }))
  */
 export function collapseDuplicates(options: CollapseDuplicatesOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
   const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, 8000, 1);
   const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, minChars);
-  const limit = intOption(STAGE, 'inlineLeases', options.inlineLeases, 1, 0, 100);
-  const leaseBlock = intOption(STAGE, 'leaseBlockTurns', options.leaseBlockTurns, 0, 0);
   const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, 32_000, 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
+  const isObservation = observationTest(STAGE, options.observations);
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
-    const sessions = createSessionPool({ vault, inlineLeases: limit, ...(counter === undefined ? {} : { counter }) });
-    // Synchronous until a large output is found, so pass-through Steps emit synchronously.
+    const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
+    const outputsOf = (view: RequestView): Slot[] => [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
+    // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
     return (step) => {
       const view = readRequest(step.value);
       if (view.listKey === undefined) return undefined;
-      const large = view.slots.some((s) => s.kind === 'tool_output' && (Array.isArray(s.value) || (typeof s.value === 'string' && s.value.length >= minChars)));
-      return large ? reduce(step, view) : undefined;
+      const outputs = outputsOf(view);
+      const relevant = outputs.some((s) => Array.isArray(s.value) || (typeof s.value === 'string' && (s.value.length >= minChars || s.value.startsWith('[Token Terminator temporal delta'))));
+      return relevant ? reduce(step, view, outputs) : undefined;
     };
-    async function reduce(step: Step<ProviderRequest>, view: RequestView): Promise<Step<ProviderRequest> | undefined> {
+    async function reduce(step: Step<ProviderRequest>, input: RequestView, inputOutputs: readonly Slot[]): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
-      const leaseKey = leaseBlock > 0 ? `block:${Math.floor(Math.max(0, segmentSteps(view.itemInfo).starts.length - 1) / leaseBlock)}` : (step.context.requestId ?? derivedRequestId(state.meter.measure, view.items));
-      const plan = await planDuplicates(state, view, { sessionId, leaseKey, minChars, maxChars, maxInlineChars, viewChars });
-      if (plan.length === 0) return undefined;
-      const inlineIds = plan.filter((p) => p.render !== 'receipt').map((p) => p.receipt.artifactId);
-      let items = renderItems(state, view, planChanges(plan));
-      let measured = items === undefined ? undefined : gate(state, step.value, view, items, plan.filter((p) => p.render !== 'inline').map((p) => p.receipt));
-      if (measured !== undefined && !measured.verdict.accepted) return keepInput(step, plan, state, leaseKey, measured.verdict.reason);
-      // Claim only once the candidate proved smaller (or nothing needs replacing); a lost race can
-      // only turn an inline copy into a receipt, never the reverse.
-      const lost = new Set<string>();
-      for (const id of new Set(inlineIds)) if (!(await state.leases.claim(id, leaseKey))) lost.add(id);
-      if (lost.size > 0) {
-        items = renderItems(state, view, planChanges(plan, lost));
-        measured = items === undefined ? undefined : gate(state, step.value, view, items, plan.map((p) => p.receipt));
-        if (measured !== undefined && !measured.verdict.accepted) return keepInput(step, plan, state, leaseKey, measured.verdict.reason);
+      // Fidelity first: the baseline is the request with every dangling delta resolved.
+      let base = step.value;
+      let view = input;
+      let outputs = inputOutputs;
+      const hasDelta = outputs.some((s) => parseDelta(slotText(s.value) ?? '') !== undefined);
+      const { resolved, unresolved } = hasDelta ? await resolveDanglingDeltas(vault, view, outputs) : { resolved: [], unresolved: 0 };
+      if (resolved.length > 0) {
+        base = writeSlots(step.value, resolved.map((r) => ({ path: r.slot.path, value: r.text })));
+        view = readRequest(base);
+        outputs = outputsOf(view);
       }
-      for (const p of plan) if (p.render !== 'receipt' && !lost.has(p.receipt.artifactId)) state.sticky.set(`inline:${p.receipt.artifactId}`, JSON.stringify(p.slot.path));
-      if (measured === undefined) return undefined;
-      const receipted = plan.filter((p) => p.render !== 'inline' || lost.has(p.receipt.artifactId)).map((p) => p.receipt.artifactId);
+      // Items an earlier request of this conversation had (by chain hash) are not new here.
+      const chain = state.chain.hashes(input.items, (it) => state.meter.measure(it).hash);
+      const seen = seenItems(state);
+      const requestKey = chain.at(-1) ?? '';
+      const isNew = (i: number): boolean => (seen.get(chain[i]!) ?? requestKey) === requestKey; // a retry sees its own items as new again
+      const duplicates = duplicateItems(state);
+      const plan = await planDuplicates(state, view, outputs, { sessionId, minChars, maxChars, maxInlineChars, viewChars, isNew, wasDuplicate: (i) => duplicates.has(chain[i]!) });
+      for (const h of chain) if (!seen.has(h)) seen.set(h, requestKey);
+      if (seen.size > 50_000) for (const h of [...seen.keys()].slice(0, 25_000)) seen.delete(h);
+      const expanded = resolved.length > 0 ? [{ stage: STAGE, kind: 'applied' as const, reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`, artifacts: [] }] : [];
+      const unresolvedNote = unresolved > 0 ? [{ stage: STAGE, kind: 'failed_open' as const, reason: `${unresolved} dangling delta(s) left: the vault could not return the output`, error: 'ArtifactUnavailable' }] : [];
+      const withBase = (): Step<ProviderRequest> => {
+        let out = base === step.value ? step : advance(step, base, expanded[0]!);
+        for (const d of unresolvedNote) out = note(out, d);
+        return out;
+      };
+      const items = renderItems(state, view, planChanges(plan));
+      if (items === undefined) return base === step.value && unresolved === 0 ? undefined : withBase();
+      const measured = gate(state, base, view, items, plan.filter((p) => p.render !== 'inline').map((p) => p.receipt));
+      if (!measured.verdict.accepted) return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+      const receipted = plan.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId);
       await state.evidence.pin(receipted);
-      const duplicates = plan.filter((p) => p.duplicate).length;
-      return advance(step, measured.request, {
+      // Sticky: a copy rendered as a duplicate's receipt stays one in every later request.
+      for (const p of plan) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
+      const duplicateCount = plan.filter((p) => p.duplicate).length;
+      const views = plan.filter((p) => p.render === 'view').length;
+      const reason = [...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []), ...(views > 0 ? [`${views} bounded view(s)`] : [])].join(', ');
+      return advance(withBase(), measured.request, {
         stage: STAGE,
         kind: 'applied',
-        reason: duplicates > 0 ? `${duplicates} duplicate(s) collapsed` : 'lease receipts',
+        reason,
         savedChars: measured.savedChars,
         ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
         artifacts: [...new Set(receipted)],
       });
     }
   });
-}
-
-/** The input goes out after all: record every managed output in it as delivered inline. */
-async function keepInput(step: Step<ProviderRequest>, plan: readonly PlannedSlot[], state: SessionState, leaseKey: string, reason: string): Promise<Step<ProviderRequest>> {
-  for (const id of new Set(plan.map((p) => p.receipt.artifactId))) await state.leases.delivered(id, leaseKey);
-  return note(step, { stage: STAGE, kind: 'skipped', reason });
-}
-
-/** An identical retry maps to the same id: a hash of the items' content hashes (memoized). */
-function derivedRequestId(measure: (item: unknown) => { readonly hash: string }, items: readonly unknown[]): string {
-  const h = createHash('sha256');
-  for (const it of items) h.update(measure(it).hash);
-  return `req_${h.digest('hex').slice(0, 32)}`;
 }

@@ -21,7 +21,8 @@ import { collapseDuplicates } from '../operators/dedupe.js';
 import { routeSkills } from '../operators/skill-gate.js';
 import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
 import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
-import { loadConfig, modeFlags, type ConfigOverrides, type ModeFlags } from './config/index.js';
+import { loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
+import { detectFormat } from './model/read.js';
 import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
@@ -317,6 +318,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
   const { vault, counter } = d;
+  const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler
       ? collapseDuplicates({
@@ -324,20 +326,27 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           counter,
           minArtifactChars: c.minArtifactChars,
           maxArtifactChars: c.maxArtifactChars,
-          inlineLeases: c.inlineLeases,
           maxInlineChars: c.maxInlineChars,
+          observations,
         })
       : identity,
-    d.gates.compiler ? routeSkills({ counter, vault }) : identity,
+    // Routing rewrites the instruction prefix: only as the explicit opt-in (docs/fidelity.md).
+    d.gates.compiler && c.skillRouting ? routeSkills({ counter, vault }) : identity,
     d.gates.compiler && c.contextCompaction
       ? compileRequest({
           vault,
           counter,
           minVaultChars: c.contextMinVaultChars,
           maxArtifactChars: c.maxArtifactChars,
-          collapseAfterTurns: c.contextCollapseAfterTurns,
           inlineRecentTurns: c.contextInlineRecentTurns,
-          ...(c.contextBlockTurns > 0 ? { blockTurns: c.contextBlockTurns } : {}),
+          inlineLeases: Math.max(1, c.inlineLeases),
+          blockTurns: c.contextBlockTurns,
+          requestsAhead: c.rewriteHorizonRequests,
+          pricing: (step) => pricingFor(c, step.context.route, detectFormat(step.value)),
+          digestDiagnosticChars: c.digestDiagnosticChars,
+          reasoning: c.reasoningReduction,
+          collapseAfterTurns: c.contextCollapseAfterTurns,
+          observations,
           workingGraphChars: c.workingGraphChars,
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })

@@ -1,22 +1,25 @@
 /**
- * Planning for `collapseDuplicates`: which large tool outputs of a request stay inline, which
- * become receipts (earlier same-request copies, spent leases) and which inline exposures are
- * rendered as a bounded view plus a receipt because they are too large to show whole.
+ * Planning for `collapseDuplicates`: which large tool outputs of a request are shown as a bounded
+ * faithful view (too large to show whole) and which newly arrived copies of an output are receipts
+ * because the newest copy is shown inline in the same request.
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { codePoints } from '../measure/index.js';
+import { isFailureLine } from './digest.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
 
 export interface DuplicateOptions {
   readonly sessionId: string;
-  /** Exposure key of this request (request id, or lease block). */
-  readonly leaseKey: string;
   readonly minChars: number;
   readonly maxChars: number;
-  /** Inline exposures larger than this show a bounded view + receipt (0 = never). */
+  /** Inline outputs larger than this show a bounded view + receipt (0 = never). */
   readonly maxInlineChars: number;
   readonly viewChars: number;
+  /** Whether the item at an index arrived with this request (no earlier request of the conversation had it). */
+  readonly isNew: (item: number) => boolean;
+  /** Whether an earlier request already rendered the item at an index as a duplicate's receipt (it stays one). */
+  readonly wasDuplicate: (item: number) => boolean;
 }
 
 interface PlannedBase {
@@ -26,23 +29,16 @@ interface PlannedBase {
 }
 
 /**
- * One managed output. 'receipt' (duplicate or spent lease) and 'view' (lease pending, bounded)
- * carry the text that replaces the slot's value; 'inline' (lease pending claim) carries none: the
- * caller's value stays exactly as it is (same object, same shape — a text-block list stays a list).
+ * One managed output. 'receipt' (an earlier copy of an output shown inline later in the same
+ * request) and 'view' (bounded) carry the text that replaces the slot's value; 'inline' carries
+ * none: the caller's value stays exactly as it is (same object, same shape).
  */
 export type PlannedSlot = PlannedBase & ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
 
-/**
- * The slot replacements a plan writes back. Inline outputs contribute none (unless their lease
- * was lost to another process, in which case they become receipts), so writing the plan never
- * re-renders an inline value from its vaulted text.
- */
-export function planChanges(plan: readonly PlannedSlot[], lost: ReadonlySet<string> = new Set()): { readonly slot: Slot; readonly text: string }[] {
+/** The slot replacements a plan writes back (inline outputs contribute none). */
+export function planChanges(plan: readonly PlannedSlot[]): { readonly slot: Slot; readonly text: string }[] {
   const changes: { slot: Slot; text: string }[] = [];
-  for (const p of plan) {
-    if (lost.has(p.receipt.artifactId)) changes.push({ slot: p.slot, text: p.receipt.text });
-    else if (p.render !== 'inline') changes.push({ slot: p.slot, text: p.text });
-  }
+  for (const p of plan) if (p.render !== 'inline') changes.push({ slot: p.slot, text: p.text });
   return changes;
 }
 
@@ -87,33 +83,24 @@ async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o:
   return found;
 }
 
-/** Decide every large tool output of a request (leases are only preflighted here, never claimed). */
-export async function planDuplicates(state: SessionState, view: RequestView, o: DuplicateOptions): Promise<PlannedSlot[]> {
+/** Decide every large tool output of a request. */
+export async function planDuplicates(state: SessionState, view: RequestView, outputs: readonly Slot[], o: DuplicateOptions): Promise<PlannedSlot[]> {
   const found: { slot: Slot; ev: Evidence }[] = [];
-  for (const slot of view.slots) {
-    if (slot.kind !== 'tool_output' || slot.item === undefined) continue;
+  for (const slot of outputs) {
+    if (slot.item === undefined) continue;
     const ev = await evidenceOf(state, view, slot, o);
     if (ev !== null) found.push({ slot, ev });
   }
-  // The inline copy of an artifact is the newest one, unless an earlier request already showed an
-  // older copy inline: then that copy stays (it renders as before) and the new copies are receipts.
-  const lastIndex = new Map<string, number>();
-  found.forEach((f, i) => {
-    const id = f.ev.receipt.artifactId;
-    const shown = state.sticky.get(`inline:${id}`);
-    if (lastIndex.has(id) && JSON.stringify(found[lastIndex.get(id)!]!.slot.path) === shown) return;
-    lastIndex.set(id, i);
-  });
+  // The newest copy of an artifact stays inline; copies that arrived with this request before it
+  // become receipts (the content is visible further down). Copies the conversation already had
+  // are left to the history rewrites: replacing them here would break the prompt cache.
+  const newest = new Map<string, number>();
+  found.forEach((f, i) => newest.set(f.ev.receipt.artifactId, i));
   const planned: PlannedSlot[] = [];
   for (let i = 0; i < found.length; i++) {
     const { slot, ev } = found[i]!;
     const id = ev.receipt.artifactId;
-    if (lastIndex.get(id) !== i) {
-      planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
-      continue;
-    }
-    const inline = await state.leases.available(id, o.leaseKey);
-    if (!inline) planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: false, text: ev.receipt.text });
+    if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!))) planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
       planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: `${boundedView(ev.display, o.viewChars)}\n\n${ev.receipt.text}` });
     } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
@@ -122,15 +109,18 @@ export async function planDuplicates(state: SessionState, view: RequestView, o: 
 }
 
 /**
- * A bounded view of a long text on whole lines: the first lines (about 70 % of the budget), a
- * marker naming how many lines were left out, then the last lines. Lines longer than the budget
- * are cut. Deterministic, so the same evidence always renders the same view.
+ * A bounded view of a long text on whole lines: the first lines, the failure lines of the part
+ * left out (verbatim, up to about 30 % of the budget: a failing run's diagnostics survive the
+ * cut), then the last lines, with a marker naming each gap. Lines longer than the budget are cut.
+ * Deterministic, so the same evidence always renders the same view.
  */
 export function boundedView(text: string, maxChars: number): string {
   const lines = text.split('\n');
   const clip = (l: string, n: number): string => (l.length <= n ? l : `${l.slice(0, Math.max(0, n - 1))}\u2026`);
-  let headBudget = Math.floor(maxChars * 0.7);
-  let tailBudget = maxChars - headBudget;
+  const failures = lines.some((l) => isFailureLine(l));
+  let failBudget = failures ? Math.floor(maxChars * 0.3) : 0;
+  let headBudget = Math.floor((maxChars - failBudget) * 0.7);
+  let tailBudget = maxChars - failBudget - headBudget;
   const head: string[] = [];
   const tail: string[] = [];
   let i = 0;
@@ -147,6 +137,15 @@ export function boundedView(text: string, maxChars: number): string {
     tail.unshift(l);
     j--;
   }
-  const omitted = j - i + 1;
-  return omitted > 0 ? [...head, `\u2026 ${omitted} lines omitted (exact output: see the receipt below) \u2026`, ...tail].join('\n') : [...head, ...tail].join('\n');
+  const gap = (n: number): string[] => (n > 0 ? [`\u2026 ${n} lines omitted (exact output: see the receipt below) \u2026`] : []);
+  const middle: string[] = [];
+  let last = i - 1;
+  for (let k = i; k <= j && failBudget > 0; k++) {
+    const line = lines[k]!;
+    if (!isFailureLine(line) || line.length + 1 > failBudget) continue;
+    middle.push(...gap(k - last - 1), line);
+    failBudget -= line.length + 1;
+    last = k;
+  }
+  return [...head, ...middle, ...gap(j - last), ...tail].join('\n');
 }

@@ -38,6 +38,18 @@ export function evidenceChars(value: unknown): number {
   return text === undefined ? 0 : codePoints(text);
 }
 
+/** The whole artifact, page by page (exact). Throws what the vault throws. */
+export async function readWhole(vault: Vault, artifactId: string): Promise<string> {
+  const parts: string[] = [];
+  for (let offset: number | null = 0; offset !== null; ) {
+    const page = await vault.page(artifactId, offset);
+    parts.push(page.content);
+    if (page.nextOffset !== null && page.nextOffset <= offset) throw new RangeError('vault page did not advance');
+    offset = page.nextOffset;
+  }
+  return parts.join('');
+}
+
 export interface EvidenceStore {
   /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
   receipt(text: string, meta: { readonly toolName: string; readonly args?: unknown; readonly sessionId: string; readonly callId?: string }): Promise<Receipted>;

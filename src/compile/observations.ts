@@ -7,6 +7,8 @@
  */
 import { DEFAULT_OBSERVATION_PATTERN } from '../config/observation-pattern.js';
 import { ConfigError } from '../errors.js';
+import type { RequestView, Slot } from '../model/types.js';
+import { fencedBlocks } from './actions.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
 export type ObservationTest = (text: string, item: unknown, index: number) => boolean;
@@ -34,4 +36,35 @@ export function observationTest(api: string, setting: ObservationSetting | undef
     re.lastIndex = 0;
     return re.test(text);
   };
+}
+
+/** Index of the first assistant item: everything before it is the instruction prefix. -1 when none. */
+export function prefixEnd(view: RequestView): number {
+  return view.itemInfo.findIndex((i) => i.role === 'assistant');
+}
+
+/**
+ * Tool-output slots for the recognised observations of a request: user messages after the
+ * instruction prefix whose text the test accepts (string contents, or text-only part lists). The
+ * slot's call args carry the command: the last fenced block of the assistant message before it.
+ */
+export function observationSlots(view: RequestView, test: ObservationTest): Slot[] {
+  const start = prefixEnd(view);
+  if (start === -1) return [];
+  const out: Slot[] = [];
+  let command: string | undefined;
+  for (const slot of view.slots) {
+    if (slot.item === undefined || slot.item <= start) continue;
+    if (slot.kind === 'assistant') {
+      const block = slot.text === undefined ? undefined : fencedBlocks(slot.text).at(-1)?.trim();
+      command = block;
+      continue;
+    }
+    if (slot.kind !== 'user' || slot.text === undefined) continue;
+    const content = (slot.value as { content?: unknown }).content;
+    const textOnly = typeof content === 'string' || (Array.isArray(content) && content.every((p) => typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string'));
+    if (!textOnly || !test(slot.text, slot.value, slot.item)) continue;
+    out.push({ kind: 'tool_output', path: [...slot.path, 'content'], value: content, item: slot.item, callId: `observation-${slot.item}`, toolName: 'terminal', callArgs: command === undefined ? {} : { command } });
+  }
+  return out;
 }

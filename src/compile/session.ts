@@ -1,13 +1,13 @@
 /**
  * Per-session state held by a request operator's subscription: the meter, the evidence store,
- * the render memo and the lease book. Bounded: the least recently used sessions are dropped
+ * the render memo and the conversation's chain hashes. Bounded: the least recently used sessions are dropped
  * (what must outlive them — artifacts, leases, pins — is in the vault).
  */
 import { ConfigError } from '../errors.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { Vault } from '../vault/types.js';
+import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore } from './evidence.js';
-import { createLeaseBook, type LeaseBook } from './lease.js';
 import { createMeter, type Meter } from './meter.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 
@@ -15,7 +15,10 @@ export interface SessionState {
   readonly meter: Meter;
   readonly evidence: EvidenceStore;
   readonly renders: RenderMemo;
-  readonly leases: LeaseBook;
+  /** Chain hashes of the conversation's items (which conversation an item belongs to). */
+  readonly chain: ChainMemo;
+  /** The vault the session's evidence lives in. */
+  readonly vault: Vault;
   /** Free-form sticky memo of a stage (collapse blocks, routed catalogs). */
   readonly sticky: Map<string, unknown>;
   /** Per-item facts a stage derived once (evidence of an item's tool outputs). */
@@ -25,7 +28,6 @@ export interface SessionState {
 export interface SessionPoolOptions {
   readonly vault: Vault;
   readonly counter?: TokenCounter;
-  readonly inlineLeases?: number;
   readonly maxSessions?: number;
 }
 
@@ -44,7 +46,8 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
       meter: createMeter(options.counter === undefined ? {} : { counter: options.counter }),
       evidence: createEvidenceStore(options.vault),
       renders: createRenderMemo(),
-      leases: createLeaseBook(options.vault, sessionId, options.inlineLeases ?? 1),
+      chain: createChainMemo(),
+      vault: options.vault,
       sticky: new Map(),
       itemMemo: new WeakMap(),
     };

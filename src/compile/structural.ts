@@ -95,8 +95,14 @@ export async function runStructuralCases(vault: Vault, counter: TokenCounter): P
   ]);
   const r7: ProviderRequest = { messages: [{ role: 'user', content: 'short question' }] };
   const [small] = await run(pipeline(), [[r7, 'small-benchmark', 'small-1']]);
+  // Case 8 as the conversation reaches it: the request one turn earlier first, so the turns of the
+  // measured request were shown before (an output is never rewritten before the model saw it).
   const r8 = case8Request();
-  const [compacted] = await run(compileRequest({ vault, counter, minVaultChars: 1000, collapseAfterTurns: 4, inlineRecentTurns: 2 }), [[r8, 'conv-benchmark', 'conv-1']]);
+  const earlier = { ...r8, messages: (r8['messages'] as unknown[]).slice(0, -4) };
+  const [, compacted] = await run(pipeline(), [
+    [earlier, 'conv-benchmark', 'conv-0'],
+    [r8, 'conv-benchmark', 'conv-1'],
+  ]);
   return [
     result('repeated_artifact_second_exposure', r3, second!, 164),
     result('same_request_duplicate_artifact', r4, dup!, 77_183),

@@ -36,7 +36,8 @@ export interface Config {
   readonly tokenizerJson: string; // TOKEN_TERMINATOR_TOKENIZER_JSON ('')
   readonly tiktokenEncoding: string; // TOKEN_TERMINATOR_TIKTOKEN_ENCODING ('')
   readonly contextCompaction: boolean; // TOKEN_TERMINATOR_CONTEXT_COMPACTION (true)
-  readonly contextMinVaultChars: number; // TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (4000)
+  /** Old tool outputs at least this long become a digest plus a receipt in history rewrites. */
+  readonly contextMinVaultChars: number; // TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (600)
   /** Opt-in turn collapse: turns older than this lose their outputs' digests and their reasoning (0 = off). */
   readonly contextCollapseAfterTurns: number; // TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS (0)
   /** Tool outputs of the newest turns are never digested. */
@@ -54,6 +55,8 @@ export interface Config {
    * expression tested against the message text; `none` = no user message is ever treated as output).
    */
   readonly observationPattern: string; // TOKEN_TERMINATOR_OBSERVATION_PATTERN (see src/compile/observations.ts)
+  /** Opt-in: large skill catalogs in the instructions are routed to the current turn (rewrites the instruction prefix). */
+  readonly skillRouting: boolean; // TOKEN_TERMINATOR_SKILL_ROUTING (false)
   /** Prompt-cache pricing profile: `auto` (by route), `openai` or `anthropic`. */
   readonly pricingProfile: 'auto' | 'openai' | 'anthropic'; // TOKEN_TERMINATOR_PRICING_PROFILE (auto)
   /** Overrides the profile's cache-read multiplier (0…1). */

@@ -17,7 +17,10 @@ export type InvariantName =
   | 'fails-open'
   | 'releases-on-unsubscribe'
   | 'cache-stable'
-  | 'valid-roles';
+  | 'valid-roles'
+  | 'prefix-kept'
+  | 'actions-kept'
+  | 'no-dangling-reference';
 
 /** Thrown by an invariant's predicate; fast-check's report carries its message. */
 export class InvariantViolation extends Error {

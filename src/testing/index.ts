@@ -48,4 +48,5 @@ export { checkRecovery, readArtifact } from './properties/recovers-exactly.js';
 export { faultPlan, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 export { cutPlan, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
 export { decisionsChanged, prefixBreak, type CacheStableOptions } from './properties/cache-stable.js';
+export { actionsOf, danglingReferences, missingAction, prefixChange, shownArtifacts } from './properties/fidelity.js';
 export { assertInvariant, invariants, propertyTests, testInvariants, type PropTestApi, type PropTuple, type TestInvariantsOptions } from './invariants.js';

@@ -13,6 +13,7 @@ import { recoversExactlyPredicate } from './properties/recovers-exactly.js';
 import { cutPlan, releasesOnUnsubscribePredicate, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
 import { unchangedOrSmallerPredicate } from './properties/unchanged-or-smaller.js';
 import { validRolesPredicate } from './properties/valid-roles.js';
+import { actionsKeptPredicate, noDanglingReferencePredicate, prefixKeptPredicate } from './properties/fidelity.js';
 
 /** Arbitraries and predicate in the shape `test.prop(arbitraries)(name, predicate)` takes. */
 export type PropTuple<A extends unknown[]> = readonly [arbitraries: { [K in keyof A]: fc.Arbitrary<A[K]> }, predicate: (...args: A) => Promise<void>];
@@ -34,6 +35,9 @@ export const propertyTests = {
   releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>): PropTuple<[Inputs<T>, CutPlan]> => [[o.inputs, cutPlan()], releasesOnUnsubscribePredicate(op, o)],
   cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], cacheStablePredicate(op, o)],
   validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], validRolesPredicate(op, o)],
+  prefixKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], prefixKeptPredicate(op, o)],
+  actionsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], actionsKeptPredicate(op, o)],
+  noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], noDanglingReferencePredicate(op, o)],
 };
 
 function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>): fc.IAsyncProperty<A> {
@@ -55,6 +59,12 @@ export const invariants = {
   releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>) => asProperty(propertyTests.releasesOnUnsubscribe(op, o)),
   cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions) => asProperty(propertyTests.cacheStable(op, o)),
   validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.validRoles(op, o)),
+  /** The instruction prefix reaches the output unchanged and in place (docs/fidelity.md). */
+  prefixKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.prefixKept(op, o)),
+  /** Every assistant action of the input is present verbatim in the output. */
+  actionsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.actionsKept(op, o)),
+  /** No delta, receipt or digest refers to what the conversation was not shown. */
+  noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.noDanglingReference(op, o)),
 };
 
 /** `fc.assert` with the violation in the report and modest defaults (25 runs). */
@@ -74,7 +84,8 @@ export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOp
   /**
    * Which invariants to register. Default: unchanged-or-smaller, never-mutates and
    * recovers-exactly, plus fails-open and releases-on-unsubscribe when the operator is built
-   * with {@link withDeps}. cache-stable and valid-roles (request streams) are opt-in.
+   * with {@link withDeps}. cache-stable, valid-roles and the fidelity invariants prefix-kept,
+   * actions-kept and no-dangling-reference (request streams) are opt-in.
    */
   readonly only?: readonly InvariantName[];
   /** fast-check parameters for every property. Default: `{ numRuns: 20 }`. */
@@ -107,5 +118,8 @@ export function testInvariants<T>(test: PropTestApi, op: OperatorUnderTest<T>, o
     if (name === 'releases-on-unsubscribe') register('releases resources on unsubscribe', propertyTests.releasesOnUnsubscribe(op, options));
     if (name === 'cache-stable') register('renders cache-stably over a growing session', propertyTests.cacheStable(requestOp, requestOptions));
     if (name === 'valid-roles') register('keeps roles valid for the format', propertyTests.validRoles(requestOp, requestOptions));
+    if (name === 'prefix-kept') register('keeps the instruction prefix unchanged and in place', propertyTests.prefixKept(requestOp, requestOptions));
+    if (name === 'actions-kept') register('keeps every assistant action verbatim', propertyTests.actionsKept(requestOp, requestOptions));
+    if (name === 'no-dangling-reference') register('refers only to what the conversation was shown', propertyTests.noDanglingReference(requestOp, requestOptions));
   }
 }

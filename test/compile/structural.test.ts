@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
 import { case8Request, caseArtifact, runStructuralCases, type CaseResult } from '../../src/compile/structural.js';
 import { parseReceipt, referencedArtifacts } from '../../src/receipts/index.js';
 import { createVault } from '../../src/vault/index.js';
@@ -37,11 +37,17 @@ describe('structural benchmark cases 3–8 (facts §4)', () => {
     ]);
   });
 
-  it('each case is at most the reference output tokens', () => {
-    for (const r of results) expect(r.outputTokens, r.name).toBeLessThanOrEqual(r.referenceOutputTokens);
-    // The second exposure is exactly the reference's compiler receipt.
+  it('each case is at most the reference output tokens, except where the reference hides the newest output', () => {
+    // Cases 3 and 6 send the same request twice: the output is still the newest one, so it is
+    // shown again (as the bounded faithful view: head, tail, receipt), where the reference sends
+    // only its receipt (a model that never saw the output cannot act on a receipt).
+    const hidesNewest = new Set(['repeated_artifact_second_exposure', 'receipt_plus_working_state_combined']);
+    for (const r of results) if (!hidesNewest.has(r.name)) expect(r.outputTokens, r.name).toBeLessThanOrEqual(r.referenceOutputTokens);
     const second = results[0]!.output as { messages: { content?: string }[] };
-    expect(parseReceipt(second.messages[3]!.content!)).toMatchObject({ artifactId: 'a_93b2fa83ce3a3a24c7ac5b5a5b8c0711', tool: 'terminal', chars: 352_889 });
+    const view = second.messages[3]!.content!;
+    expect(view.startsWith('diagnostic line 0: detailed state and repeated evidence\n')).toBe(true);
+    expect(parseReceipt(view.split('\n').at(-1)!)).toMatchObject({ artifactId: 'a_93b2fa83ce3a3a24c7ac5b5a5b8c0711', tool: 'terminal', chars: 352_889 });
+    expect(results[0]!.outputTokens).toBeLessThan(2500);
   });
 
   it('keeps the seven-case aggregate at or above 90 %', () => {
@@ -52,26 +58,30 @@ describe('structural benchmark cases 3–8 (facts §4)', () => {
     expect(1 - out / raw).toBeGreaterThanOrEqual(0.9);
   });
 
-  it('every receipt and collapse note in every output recovers exactly', async () => {
+  it('every receipt and digest in every output recovers exactly', async () => {
     const artifact = caseArtifact();
     for (const r of results) {
       for (const s of allStrings(r.output)) {
         for (const id of referencedArtifacts(s)) {
           const text = await recover(vault, id);
-          const receipt = parseReceipt(s);
-          if (receipt !== undefined && r.name !== 'context_compaction_multi_turn') expect(text).toBe(artifact);
+          if (r.name !== 'context_compaction_multi_turn') expect(text).toBe(artifact);
           else expect(text.length).toBeGreaterThan(0);
-          if (s.includes('collapsed steps')) expect(Array.isArray(JSON.parse(text))).toBe(true);
         }
       }
     }
-    // Case 8's note names blocks whose JSON is exactly the collapsed input messages.
-    const out = results[5]!.output as { messages: { content?: unknown }[] };
-    const notes = allStrings(out).filter((s) => s.includes('collapsed steps'));
-    expect(notes.length).toBe(1);
-    const ids = referencedArtifacts(notes[0]!);
-    const recovered = (await Promise.all(ids.map((id) => recover(vault, id)))).flatMap((t) => JSON.parse(t) as unknown[]);
-    // Turns 0–5 (4 messages each) are exactly the input's messages 1..24.
-    expect(canonicalJson(recovered)).toBe(canonicalJson((case8Request()['messages'] as unknown[]).slice(1, 25)));
+    // Case 8: every old output is a digest whose receipt recovers exactly that output; the user
+    // questions and the assistant messages are the input's own.
+    const input = case8Request()['messages'] as { role: string; content: string }[];
+    const out = results[5]!.output as { messages: { role: string; content: string }[] };
+    expect(out.messages).toHaveLength(input.length);
+    let digests = 0;
+    for (const [i, m] of out.messages.entries()) {
+      if (m.role !== 'tool') expect(m).toEqual(input[i]);
+      else if (m.content.startsWith('[Token Terminator digest')) {
+        digests++;
+        expect(await recover(vault, parseReceipt(m.content.split('\n').at(-1)!)!.artifactId)).toBe(input[i]!.content);
+      }
+    }
+    expect(digests).toBe(7);
   });
 });

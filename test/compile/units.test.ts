@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { acceptCandidate } from '../../src/compile/accept.js';
-import { collapseItems, collapseNoteLine, prefixNote } from '../../src/compile/collapse.js';
+import { createChainMemo } from '../../src/compile/conversation.js';
+import { exitStatusOf, isFailureLine, renderDigest } from '../../src/compile/digest.js';
+import { chooseBatch } from '../../src/compile/economics.js';
+import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { boundedView } from '../../src/compile/duplicates.js';
 import { evidenceText } from '../../src/compile/evidence.js';
 import { createMeter } from '../../src/compile/meter.js';
 import { horizons, segmentSteps } from '../../src/compile/steps.js';
 import { canonicalJson, serializedChars } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
-import { referencedArtifacts } from '../../src/receipts/index.js';
 
 describe('acceptCandidate', () => {
   const ok = [{ artifactId: 'a_1', verified: true }];
@@ -48,29 +50,65 @@ describe('segmentSteps and horizons', () => {
   });
 });
 
-describe('collapse notes', () => {
-  it('names the artifact with Token Terminator on the same line', () => {
-    const line = collapseNoteLine(0, 3, 9, 'a_0123456789abcdef0123456789abcdef', 1234);
-    expect(line).not.toContain('\n');
-    expect(referencedArtifacts(line)).toEqual(['a_0123456789abcdef0123456789abcdef']);
+describe('the cache-economic rewrite rule', () => {
+  const openai = PRICING_PROFILES.openai;
+  const anthropic = PRICING_PROFILES.anthropic;
+  it('replaces a large output at the tail of the previous request: the rewrite already pays in this request', () => {
+    const answer = chooseBatch({ size: 60_000, cachedEnd: 55_000, requestsAhead: 1, pricing: openai, candidates: [{ position: 50_000, saved: 4_800 }] });
+    expect(answer).toMatchObject({ from: 0 });
+    // Reading 5,000 cached chars at 0.1 costs more than writing a 200-char rendering at 1.0.
+    expect(answer!.now).toBeLessThan(0);
   });
-  it('merges into the first retained user message, keeping image parts', () => {
-    const user = { role: 'user', content: [{ type: 'text', text: 'q' }, { type: 'image_url', image_url: { url: 'x' } }] };
-    expect(prefixNote('chat', user, 'NOTE')).toEqual({ role: 'user', content: [{ type: 'text', text: 'NOTE' }, ...user.content] });
-    expect(prefixNote('responses', { role: 'user', content: 'q' }, 'NOTE')).toEqual({ role: 'user', content: 'NOTE\n\nq' });
+  it('leaves a small saving far back in the history alone, and takes it once enough requests remain to repay the lost cache', () => {
+    const question = { size: 100_000, cachedEnd: 95_000, pricing: openai, candidates: [{ position: 30_000, saved: 3_000 }] };
+    // Rewriting from 30k loses the cache on 65k chars: 0.9 × 62k ≈ 55.8k now, 0.1 × 3k = 300 per request later.
+    expect(chooseBatch({ ...question, requestsAhead: 100 })).toBeUndefined();
+    expect(chooseBatch({ ...question, requestsAhead: 200 })).toMatchObject({ from: 0 });
   });
-  it('carries the latest collapsed task text when the retained part starts with an assistant item', () => {
-    const view = readRequest({
-      messages: [
-        { role: 'system', content: 's' },
-        { role: 'user', content: 'task' },
-        { role: 'assistant', content: 'a', tool_calls: [{ id: '1', type: 'function', function: { name: 'bash', arguments: '{}' } }] },
-        { role: 'tool', tool_call_id: '1', content: 'out' },
-        { role: 'assistant', content: 'b' },
-      ],
-    });
-    const out = collapseItems({ format: 'chat', items: view.items, info: view.itemInfo, headEnd: 1, cut: 4, note: 'NOTE' });
-    expect(out).toEqual([view.items[0], { role: 'user', content: 'NOTE\n\ntask' }, view.items[4]]);
+  it('takes the batch with the best net saving: the tail alone when an older candidate does not pay for its cache loss', () => {
+    const answer = chooseBatch({ size: 100_000, cachedEnd: 95_000, requestsAhead: 10, pricing: openai, candidates: [{ position: 30_000, saved: 1_000 }, { position: 90_000, saved: 4_800 }] });
+    expect(answer).toMatchObject({ from: 1 });
+    // With many requests ahead the older one joins the batch.
+    expect(chooseBatch({ size: 100_000, cachedEnd: 95_000, requestsAhead: 5000, pricing: openai, candidates: [{ position: 30_000, saved: 1_000 }, { position: 90_000, saved: 4_800 }] })).toMatchObject({ from: 0 });
+  });
+  it('prices cache writes: a rewrite that pays under OpenAI-style pricing can fail to under Anthropic-style', () => {
+    const question = { size: 100_000, cachedEnd: 95_000, candidates: [{ position: 60_000, saved: 4_000 }] };
+    // Now: OpenAI 0.1 × 60k + 36k − 14.5k = 27.5k, Anthropic 0.1 × 60k + 1.25 × 36k − 15.75k = 35.25k; later 400 per request.
+    expect(chooseBatch({ ...question, requestsAhead: 75, pricing: openai })).toBeDefined();
+    expect(chooseBatch({ ...question, requestsAhead: 75, pricing: anthropic })).toBeUndefined();
+  });
+  it('below the minimum cacheable prefix there is no cache to lose: any saving pays', () => {
+    const tiny = chooseBatch({ size: 3_000, cachedEnd: 2_800, requestsAhead: 1, pricing: openai, candidates: [{ position: 1_000, saved: 1_200 }] });
+    expect(tiny).toMatchObject({ from: 0 });
+    expect(chooseBatch({ size: 3_000, cachedEnd: 2_800, requestsAhead: 1, pricing: openai, candidates: [] })).toBeUndefined();
+  });
+});
+
+describe('digests', () => {
+  it('keep the first line, the exit status, the failure lines within the budget and end in the receipt', () => {
+    const text = ['collected 12 items', ...Array.from({ length: 40 }, (_, i) => `tests/test_a.py::test_${i} PASSED`), 'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2', 'E       assert 1 == 2', '[exit code: 1]'].join('\n');
+    const digest = renderDigest(text, 'RECEIPT', { diagnosticChars: 400 });
+    expect(digest.split('\n')).toEqual(['[Token Terminator digest | 44 lines | exit 1]', 'collected 12 items', 'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2', 'E       assert 1 == 2', 'RECEIPT']);
+    expect(renderDigest(text, 'RECEIPT', { diagnosticChars: 0 }).split('\n')).toHaveLength(3);
+    expect(exitStatusOf('<returncode>2</returncode>\n<output>x</output>')).toBe(2);
+    expect(exitStatusOf('all good')).toBeUndefined();
+  });
+  it('never take numbered source lines of an editor view for failure lines', () => {
+    expect(isFailureLine('123:        throw new IllegalStateException("boom");')).toBe(false);
+    expect(isFailureLine('java.lang.IllegalStateException: boom')).toBe(true);
+  });
+});
+
+describe('conversation keys', () => {
+  it('give an item the same key exactly when the history up to it is the same', () => {
+    const memo = createChainMemo();
+    const hash = (it: unknown): string => canonicalJson(it);
+    const a = memo.hashes(['s', 'task A', 'x', 'y'], hash);
+    const b = memo.hashes(['s', 'task B', 'x', 'y'], hash);
+    const c = createChainMemo().hashes(['s', 'task A', 'x', 'y', 'z'], hash);
+    expect(b[0]).toBe(a[0]);
+    expect(b[2]).not.toBe(a[2]);
+    expect(c.slice(0, 4)).toEqual(a);
   });
 });
 

@@ -42,7 +42,7 @@ describe('working state in compiled requests', () => {
     dirs.push(dir);
     return createTerminator({
       env: {},
-      overrides: { dbPath: join(dir, 'vault.sqlite3'), workingGraphChars, contextBlockTurns: 2, contextCollapseAfterTurns: 2, contextInlineRecentTurns: 1, contextMinVaultChars: 500 },
+      overrides: { dbPath: join(dir, 'vault.sqlite3'), workingGraphChars, contextMinVaultChars: 500 },
     });
   }
 
@@ -64,6 +64,8 @@ describe('working state in compiled requests', () => {
       ),
     ) as { accepted?: number; error?: unknown };
     expect(applied.error).toBeUndefined();
+    // The turn before first (its outputs are then shown), so this request is reduced.
+    await tt.compileRequest(session(7), { sessionId: 's', requestId: 'r0' });
     const raw = session(8);
     const out = await tt.compileRequest(raw, { sessionId: 's', requestId: 'r1' });
     const users = (out.value['messages'] as { role: string; content: unknown }[]).filter((m) => m.role === 'user');
@@ -79,7 +81,9 @@ describe('working state in compiled requests', () => {
 
   it('adds nothing when the budget is 0 (the default)', async () => {
     await using tt = await terminator(0);
+    await tt.compileRequest(session(7), { sessionId: 's', requestId: 'r0' });
     const out = await tt.compileRequest(session(8), { sessionId: 's', requestId: 'r1' });
+    expect(out.decisions.some((d) => d.stage === 'compileRequest' && d.kind === 'applied')).toBe(true);
     expect(JSON.stringify(out.value)).not.toContain('<working_state>');
   });
 });

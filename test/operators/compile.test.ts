@@ -3,12 +3,11 @@ import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
 import { compileRequest } from '../../operators/compile.js';
 import { collapseDuplicates } from '../../operators/dedupe.js';
-import { evidenceText } from '../../src/compile/evidence.js';
-import { horizons, segmentSteps, type CompactionPolicy } from '../../src/compile/steps.js';
+import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { canonicalJson, createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { parseReceipt, referencedArtifacts } from '../../src/receipts/index.js';
-import { createStep, type ProviderRequest } from '../../src/step.js';
+import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import type { Vault } from '../../src/vault/types.js';
@@ -19,6 +18,8 @@ import {
   deepFreeze,
   firstDifference,
   growingSession,
+  missingAction,
+  prefixChange,
   providerRequest,
   requestStream,
   roleProblems,
@@ -27,24 +28,32 @@ import {
   type InvariantName,
   type RequestOptions,
 } from '../../src/testing/index.js';
-import { allKeys, allStrings, recover, runAll, type RequestOp } from '../compile/helpers.js';
+import { allStrings, recover, runAll, type RequestOp } from '../compile/helpers.js';
 
-const contentAt = (r: ProviderRequest, i: number): unknown => (r['messages'] as { content?: unknown }[])[i]!.content;
+type Msg = Record<string, unknown>;
+const messagesOf = (r: ProviderRequest): Msg[] => r['messages'] as Msg[];
 const big = (t: number): string => Array.from({ length: 60 }, (_, i) => `step ${t} evidence line ${i}`).join('\n');
 
-/** An agent-loop session: system, demo, task, then assistant/tool rounds. */
-function agentSession(rounds: number, image = false): ProviderRequest {
+// A system prompt above the providers' 1,024-token minimum cacheable prefix, as real ones are.
+const SYSTEM = `You are a coding agent. ${'Follow the repository conventions and explain each step. '.repeat(90)}`;
+
+/** The requests a host sends in an agent loop of `rounds` tool calls: system, demo, task, then rounds. */
+function agentLoop(rounds: number, output: (t: number) => string = big, task = 'Fix the bug.'): ProviderRequest[] {
   const messages: unknown[] = [
-    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'system', content: SYSTEM },
     { role: 'user', content: 'demonstration of the interface' },
-    { role: 'user', content: image ? [{ type: 'text', text: 'Fix the bug.' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] : 'Fix the bug.' },
+    { role: 'user', content: task },
   ];
+  const requests: ProviderRequest[] = [];
   for (let t = 0; t < rounds; t++) {
-    messages.push({ role: 'assistant', content: `thinking ${t}`, tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"step ${t}"}` } }] });
-    messages.push({ role: 'tool', tool_call_id: `c${t}`, content: big(t) });
+    messages.push({ role: 'assistant', content: `thinking ${t}\n\`\`\`\nrun step ${t}\n\`\`\``, tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"step ${t}"}` } }] });
+    messages.push({ role: 'tool', tool_call_id: `c${t}`, content: output(t) });
+    requests.push(deepFreeze({ model: 'gpt-4o', messages: [...messages] }));
   }
-  return deepFreeze({ model: 'gpt-4o', messages });
+  return requests;
 }
+
+const contexts = (rs: readonly ProviderRequest[], sessionId: string) => rs.map((r, i) => [r, { sessionId, requestId: `${sessionId}-${i}` }] as const);
 
 describe('compileRequest — unit', () => {
   let vault: Vault;
@@ -52,140 +61,189 @@ describe('compileRequest — unit', () => {
     vault = await createVault({ path: ':memory:' });
   });
   afterAll(async () => vault.close());
-  const op = (): RequestOp => compileRequest({ vault, minVaultChars: 500, collapseAfterTurns: 6, inlineRecentTurns: 3, blockTurns: 2 });
+  const op = (extra: object = {}): RequestOp => compileRequest({ vault, minVaultChars: 500, ...extra });
 
-  it('collapses old turns losslessly, receipts old outputs, keeps recent turns verbatim', async () => {
-    const req = agentSession(12);
-    const before = structuredClone(req);
-    const [out] = await runAll(op(), [[req, { sessionId: 'u1' }]]);
-    expect(req).toEqual(before);
-    const inMsgs = req['messages'] as Record<string, unknown>[];
-    const outMsgs = out!.value['messages'] as Record<string, unknown>[];
-    // 13 steps (demo; task + round 0; rounds 1–11): steps 0–5 collapse, 6–9 are sealed, 10–12 verbatim.
-    expect(outMsgs[0]).toBe(inMsgs[0]);
-    const note = String(outMsgs[1]!['content']);
-    expect(note.split('\n')[0]).toMatch(/^\[Token Terminator collapsed steps 0-1 .*artifact=a_[0-9a-f]{32}/);
-    expect(note.endsWith('\n\nFix the bug.')).toBe(true); // the task stays visible
-    const recovered = (await Promise.all(referencedArtifacts(note).map((id) => recover(vault, id)))).flatMap((t) => JSON.parse(t) as unknown[]);
-    const cut = inMsgs.length - outMsgs.length + 2;
-    expect(canonicalJson(recovered)).toBe(canonicalJson(inMsgs.slice(1, cut)));
-    outMsgs.slice(-6).forEach((m, i) => expect(m).toBe(inMsgs[inMsgs.length - 6 + i]));
-    const receipts = outMsgs.filter((m) => m['role'] === 'tool' && parseReceipt(String(m['content'])) !== undefined);
-    expect(receipts).toHaveLength(4);
-    for (const m of receipts) expect(await recover(vault, parseReceipt(String(m['content']))!.artifactId)).toBe(inMsgs.find((x) => x['tool_call_id'] === m['tool_call_id'])!['content']);
-    expect(roleProblems(out!.value, 'chat')).toEqual([]);
-    expect([...allKeys(out!.value)].filter((k) => !allKeys(req).has(k))).toEqual([]);
-    expect(serializedChars(out!.value)).toBeLessThan(serializedChars(req));
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compileRequest', kind: 'applied' });
-  });
-
-  it('keeps multimodal parts of the user message the note rides in', async () => {
-    const [out] = await runAll(op(), [[agentSession(12, true), { sessionId: 'u2' }]]);
-    const content = (out!.value['messages'] as Record<string, unknown>[])[1]!['content'] as Record<string, unknown>[];
-    expect(content[0]!['text']).toMatch(/^\[Token Terminator collapsed steps/);
-    expect(content.slice(1)).toEqual([{ type: 'text', text: 'Fix the bug.' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }]);
-  });
-
-  it('keeps Anthropic alternation and tool_use/tool_result pairing after a collapse', async () => {
-    const messages: unknown[] = [{ role: 'user', content: 'task' }];
-    for (let t = 0; t < 12; t++) {
-      messages.push({ role: 'assistant', content: [{ type: 'text', text: `t${t}` }, { type: 'tool_use', id: `u${t}`, name: 'bash', input: {} }] });
-      messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `u${t}`, content: big(t) }] });
+  it('digests old outputs once the conversation saw them, and never touches the prefix, user messages or actions', async () => {
+    const session = agentLoop(6);
+    const outs = await runAll(op(), contexts(session, 'u1'));
+    const last = session.at(-1)!;
+    const out = outs.at(-1)!.value;
+    expect(firstDifference(structuredClone(last), last)).toBeUndefined();
+    expect(prefixChange(last, out)).toBeUndefined();
+    expect(missingAction(last, out)).toBeUndefined();
+    const [inMsgs, outMsgs] = [messagesOf(last), messagesOf(out)];
+    expect(outMsgs).toHaveLength(inMsgs.length);
+    // Every assistant item is the caller's own object; the newest output is verbatim.
+    inMsgs.forEach((m, i) => m['role'] === 'assistant' && expect(outMsgs[i]).toBe(m));
+    expect(outMsgs.at(-1)).toBe(inMsgs.at(-1));
+    // Earlier outputs are digests: header, first line, receipt recovering the exact output.
+    for (let t = 0; t < 5; t++) {
+      const lines = String(outMsgs[4 + 2 * t]!['content']).split('\n');
+      expect(lines[0]).toBe('[Token Terminator digest | 60 lines]');
+      expect(lines[1]).toBe(`step ${t} evidence line 0`);
+      expect(await recover(vault, parseReceipt(lines.at(-1)!)!.artifactId)).toBe(big(t));
     }
-    const req = deepFreeze({ system: 'sys', max_tokens: 100, messages });
-    const [out] = await runAll(op(), [[req, { sessionId: 'u3' }]]);
-    expect(out!.value).not.toBe(req);
-    expect(roleProblems(out!.value, 'anthropic')).toEqual([]);
+    expect(roleProblems(out, 'chat')).toEqual(roleProblems(last, 'chat'));
+    expect(serializedChars(out)).toBeLessThan(serializedChars(last));
+    expect(outs.at(-1)!.decisions.at(-1)).toMatchObject({ stage: 'compileRequest', kind: 'applied' });
   });
 
-  it('compiles a retry to the same output and leaves short conversations alone', async () => {
-    const req = agentSession(12);
-    const small = agentSession(2);
-    const [a, b, c] = await runAll(op(), [[req, { sessionId: 'u4', requestId: 'x' }], [req, { sessionId: 'u4', requestId: 'x' }], [small, { sessionId: 'u4' }]]);
-    expect(canonicalJson(b!.value)).toBe(canonicalJson(a!.value));
-    expect(c!.value).toBe(small);
+  it('between rewrites, compiled request N+1 starts with compiled request N byte for byte', async () => {
+    const outs = await runAll(op(), contexts(agentLoop(8), 'u2'));
+    for (let n = 0; n + 1 < outs.length; n++) {
+      const [a, b] = [messagesOf(outs[n]!.value), messagesOf(outs[n + 1]!.value)];
+      // Only the output that was the newest of request N may change (its digest); everything before it is the same.
+      a.slice(0, -1).forEach((m, i) => expect(canonicalJson(b[i]), `request ${n + 1} item ${i}`).toBe(canonicalJson(m)));
+    }
+  });
+
+  it('never replaces an output the conversation has not seen: a first request with a long history goes out as it is', async () => {
+    const long = agentLoop(6).at(-1)!;
+    const [first, second] = await runAll(op(), [
+      [long, { sessionId: 'u3', requestId: 'first' }],
+      [long, { sessionId: 'u3', requestId: 'first' }],
+    ]);
+    expect(first!.value).toBe(long);
+    expect(second!.value).toBe(long); // a retry of the same request is not a second showing
+  });
+
+  it('gives a new conversation under a reused session id its outputs in full', async () => {
+    const a = agentLoop(4, big, 'Task A');
+    const b = agentLoop(4, big, 'Task B'); // same outputs, another task
+    const outs = await runAll(op(), [...contexts(a, 'reuse'), [b.at(-1)!, { sessionId: 'reuse', requestId: 'b-first' }]]);
+    expect(outs.at(-1)!.value).toBe(b.at(-1));
+    expect(messagesOf(outs[3]!.value).some((m) => String(m['content']).startsWith('[Token Terminator digest'))).toBe(true);
+  });
+
+  it('renders the history exactly as before in a new process over the same vault (decisions live in the vault)', async () => {
+    const session = agentLoop(6);
+    const outs = await runAll(op(), contexts(session, 'restart'));
+    const next = agentLoop(7).at(-1)!;
+    const [continued] = await runAll(op(), [[next, { sessionId: 'restart', requestId: 'after-restart' }]]);
+    const before = messagesOf(outs.at(-1)!.value);
+    before.slice(0, -1).forEach((m, i) => expect(canonicalJson(messagesOf(continued!.value)[i])).toBe(canonicalJson(m)));
+  });
+
+  it('does not rewrite when the batch would cost more cache than it saves', async () => {
+    // Small outputs: replacing a 600-char output by a ~250-char digest cannot repay writing the
+    // digest with one request ahead (no minimum prefix here: these requests are small).
+    const pricing = { ...PRICING_PROFILES.openai, minCachePrefixTokens: 0 };
+    const outs = await runAll(op({ requestsAhead: 1, pricing }), contexts(agentLoop(4, (t) => `out ${t} `.repeat(100)), 'cheap'));
+    expect(outs.map((o) => o.value)).toEqual(agentLoop(4, (t) => `out ${t} `.repeat(100)));
+    const many = await runAll(op({ requestsAhead: 50, pricing }), contexts(agentLoop(4, (t) => `out ${t} `.repeat(100)), 'cheap-2'));
+    expect(String(messagesOf(many.at(-1)!.value)[4]!['content'])).toMatch(/^\[Token Terminator digest/);
+  });
+
+  it('rewrites only at block boundaries under the fixed-block policy', async () => {
+    const outs = await runAll(op({ blockTurns: 3 }), contexts(agentLoop(8), 'blocks'));
+    const digests = outs.map((o) => messagesOf(o.value).filter((m) => String(m['content']).startsWith('[Token Terminator digest')).length);
+    // Steps: demo, task+round 0, rounds 1…: the sealed horizon moves by 3 steps at a time.
+    expect(new Set(digests.slice(0, 3)).size).toBeLessThanOrEqual(2);
+    expect(digests.at(-1)).toBeGreaterThan(0);
+    for (let n = 1; n < digests.length; n++) expect(digests[n]! - digests[n - 1]!).not.toBe(1);
+  });
+
+  it('resolves a delta whose base it digested into the output the delta stands for', async () => {
+    const base = big(0);
+    const current = await vault.put({ content: base, toolName: 'terminal' });
+    const previous = await vault.put({ content: base, toolName: 'terminal' });
+    const delta = `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${previous.artifactId} | recover exact current output with token_terminator action=artifact_get]`;
+    const session = agentLoop(2, (t) => (t === 0 ? base : delta));
+    const [, second] = await runAll(op(), contexts(session, 'delta'));
+    const msgs = messagesOf(second!.value);
+    // Request 2 digests the base (request 1 showed it): the newest output can no longer be a delta.
+    expect(String(msgs[4]!['content'])).toMatch(/^\[Token Terminator digest/);
+    expect(msgs[6]!['content']).toBe(base);
+  });
+
+  it('treats recognised text-protocol observations as outputs and leaves user-authored messages alone', async () => {
+    const messages: Msg[] = [
+      { role: 'system', content: 'You are mini-swe-agent.' },
+      { role: 'user', content: '<returncode>0</returncode> is how observations look; the task: fix it.' },
+    ];
+    const requests: ProviderRequest[] = [];
+    for (let t = 0; t < 4; t++) {
+      messages.push({ role: 'assistant', content: `THOUGHT ${t}\n\`\`\`bash\nls step${t}\n\`\`\`` });
+      messages.push({ role: 'user', content: t === 2 ? `Please also keep the old API working. ${big(t)}` : `<returncode>${t % 2}</returncode>\n<output>\n${big(t)}\n</output>` });
+      requests.push(deepFreeze({ model: 'gpt-4o', messages: [...messages] }));
+    }
+    const outs = await runAll(op(), contexts(requests, 'text-protocol'));
+    const msgs = messagesOf(outs.at(-1)!.value);
+    expect(msgs[1]).toBe(messages[1]); // matches the pattern, but it is the instruction prefix
+    expect(String(msgs[3]!['content'])).toMatch(/^\[Token Terminator digest \| 63 lines \| exit 0\]\n<returncode>0<\/returncode>/);
+    expect(String(msgs[5]!['content'])).toMatch(/^\[Token Terminator digest \| 63 lines \| exit 1\]/);
+    expect(msgs[7]).toBe(messages[7]); // not recognised: a user-authored message, never replaced
+    expect(msgs[9]).toBe(messages[9]); // the newest observation
+    expect(missingAction(requests.at(-1)!, outs.at(-1)!.value)).toBeUndefined();
+    expect(roleProblems(outs.at(-1)!.value, 'chat')).toEqual([]);
+  });
+
+  it('reduces old reasoning only when asked, keeping every fenced command block verbatim', async () => {
+    const prose = 'I think the failure comes from the parser. '.repeat(12);
+    const session = agentLoop(5).map((r) => deepFreeze({ ...r, messages: messagesOf(r).map((m) => (m['role'] === 'assistant' ? { ...m, content: `${prose}\n${String(m['content'])}` } : m)) }));
+    // Reasoning rewrites go through the same cache-economic rule: with many requests ahead they pay.
+    const [plain, reduced] = await Promise.all([runAll(op({ requestsAhead: 50 }), contexts(session, 'no-reasoning')), runAll(op({ reasoning: true, requestsAhead: 50 }), contexts(session, 'reasoning'))]);
+    expect(messagesOf(plain.at(-1)!.value).filter((m) => m['role'] === 'assistant').every((m) => String(m['content']).startsWith(prose))).toBe(true);
+    const texts = messagesOf(reduced.at(-1)!.value).filter((m) => m['role'] === 'assistant').map((m) => String(m['content']));
+    expect(texts.filter((t) => t.startsWith('[Token Terminator reasoning')).length).toBeGreaterThan(0);
+    expect(texts.at(-1)!.startsWith(prose)).toBe(true); // the newest turn keeps its reasoning
+    expect(missingAction(session.at(-1)!, reduced.at(-1)!.value)).toBeUndefined();
+    for (const t of texts.filter((x) => x.startsWith('[Token Terminator reasoning'))) {
+      const id = referencedArtifacts(t)[0]!;
+      expect((await recover(vault, id)).startsWith(prose)).toBe(true);
+    }
+  });
+
+  it('opt-in turn collapse: outputs of old turns become bare receipts; the prefix and actions stay', async () => {
+    const session = agentLoop(8);
+    // Upgrading an old digest to a receipt breaks the cache from that item on: it pays only with many requests ahead.
+    const outs = await runAll(op({ collapseAfterTurns: 3, requestsAhead: 5000 }), contexts(session, 'collapse'));
+    const out = outs.at(-1)!.value;
+    const msgs = messagesOf(out);
+    expect(parseReceipt(String(msgs[4]!['content']))).toBeDefined(); // a bare receipt
+    expect(String(msgs.at(-3)!['content'])).toMatch(/^\[Token Terminator digest/); // a recent turn keeps its digest
+    expect(prefixChange(session.at(-1)!, out)).toBeUndefined();
+    expect(missingAction(session.at(-1)!, out)).toBeUndefined();
+  });
+
+  it('keeps Anthropic alternation and tool_use/tool_result pairing, and Responses call/output pairs', async () => {
+    const anthropic: ProviderRequest[] = [];
+    const responses: ProviderRequest[] = [];
+    const am: unknown[] = [{ role: 'user', content: 'task' }];
+    const rm: unknown[] = [{ role: 'user', content: 'task' }];
+    for (let t = 0; t < 5; t++) {
+      am.push({ role: 'assistant', content: [{ type: 'text', text: `t${t}` }, { type: 'tool_use', id: `u${t}`, name: 'bash', input: { command: `c${t}` } }] });
+      am.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `u${t}`, content: t % 2 === 0 ? big(t) : [{ type: 'text', text: big(t) }] }] });
+      anthropic.push(deepFreeze({ system: 'sys', max_tokens: 100, messages: [...am] }));
+      rm.push({ type: 'function_call', call_id: `f${t}`, name: 'bash', arguments: `{"command":"c${t}"}` }, { type: 'function_call_output', call_id: `f${t}`, output: big(t) });
+      responses.push(deepFreeze({ model: 'gpt-5', instructions: 'sys', input: [...rm] }));
+    }
+    for (const [format, session] of [['anthropic', anthropic], ['responses', responses]] as const) {
+      const outs = await runAll(op(), contexts(session, `fmt-${format}`));
+      const out = outs.at(-1)!.value;
+      expect(out).not.toBe(session.at(-1));
+      expect(roleProblems(out, format)).toEqual([]);
+      expect(missingAction(session.at(-1)!, out)).toBeUndefined();
+      expect(prefixChange(session.at(-1)!, out)).toBeUndefined();
+    }
   });
 
   it('leaves outputs inline when the vault fails, and validates options when built', async () => {
     const broken = new Proxy(vault, { get: (t, k) => (k === 'put' ? async () => { throw new Error('disk'); } : Reflect.get(t, k, t)) });
-    const req = agentSession(12);
-    const [out] = await runAll(compileRequest({ vault: broken, minVaultChars: 500, collapseAfterTurns: 0, inlineRecentTurns: 3, blockTurns: 2 }), [[req, { sessionId: 'u5' }]]);
-    expect(out!.value).toBe(req);
-    expect(() => compileRequest({ vault, blockTurns: 0 })).toThrow(/compileRequest: blockTurns/);
+    const session = agentLoop(4);
+    const outs = await runAll(compileRequest({ vault: broken, minVaultChars: 500 }), contexts(session, 'broken'));
+    outs.forEach((o, i) => expect(o.value).toBe(session[i]));
+    expect(outs.at(-1)!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
+    expect(() => compileRequest({ vault, inlineRecentTurns: 0 })).toThrow(/compileRequest: inlineRecentTurns/);
     expect(() => compileRequest({ vault, minVaultChars: 10 })).toThrow(/compileRequest/);
+    expect(() => compileRequest({ vault, pricing: { name: 'x', cacheRead: 2, cacheWrite: 1, minCachePrefixTokens: 0 } })).toThrow(/compileRequest: pricing/);
+    expect(() => compileRequest({ vault, observations: '(' })).toThrow(/compileRequest: observations/);
   });
 
-  // Write-back over text-block lists (the class of the collapseDuplicates inline bug): a receipted
-  // old output becomes its receipt, every other output keeps its very own value (same object).
-  const blockSession = (format: 'chat' | 'responses' | 'anthropic', outputs: (t: number) => [unknown, unknown]): ProviderRequest => {
-    const items: unknown[] = [{ role: 'user', content: 'Fix the bug.' }];
-    for (let t = 0; t < 12; t++) {
-      const [large, small] = outputs(t);
-      if (format === 'chat') {
-        items.push({ role: 'assistant', tool_calls: ['a', 'b'].map((k) => ({ id: `c${t}${k}`, type: 'function', function: { name: 'bash', arguments: '{}' } })) });
-        items.push({ role: 'tool', tool_call_id: `c${t}a`, content: large }, { role: 'tool', tool_call_id: `c${t}b`, content: small });
-      } else if (format === 'responses') {
-        items.push(...['a', 'b'].map((k) => ({ type: 'function_call', call_id: `c${t}${k}`, name: 'bash', arguments: '{}' })));
-        items.push({ type: 'function_call_output', call_id: `c${t}a`, output: large }, { type: 'function_call_output', call_id: `c${t}b`, output: small });
-      } else {
-        items.push({ role: 'assistant', content: ['a', 'b'].map((k) => ({ type: 'tool_use', id: `c${t}${k}`, name: 'bash', input: {} })) });
-        items.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `c${t}a`, content: large }, { type: 'tool_result', tool_use_id: `c${t}b`, content: small }] });
-      }
-    }
-    return deepFreeze(format === 'chat' ? { model: 'gpt-4o', messages: items } : format === 'responses' ? { model: 'gpt-5', input: items } : { model: 'claude', max_tokens: 100, system: 's', messages: items });
-  };
-  /** Every tool output of a request by call id, with the holder it sits in. */
-  const outputsById = (request: ProviderRequest): Map<string, unknown> => {
-    const view = readRequest(request);
-    return new Map(view.slots.filter((sl) => sl.kind === 'tool_output').map((sl) => [sl.callId!, sl.value]));
-  };
-
-  for (const format of ['chat', 'responses', 'anthropic'] as const) {
-    it(`receipts old text-block outputs and leaves every other output value the very same object (${format})`, async () => {
-      const part = format === 'responses' ? 'input_text' : 'text';
-      const req = blockSession(format, (t) => [[{ type: part, text: big(t) }, { type: part, text: `tail ${t}` }], [{ type: part, text: `ok ${t}` }]]);
-      const [out] = await runAll(compileRequest({ vault, minVaultChars: 500, collapseAfterTurns: 0, inlineRecentTurns: 3, blockTurns: 2 }), [[req, { sessionId: `wb-${format}` }]]);
-      const before = outputsById(req);
-      const after = outputsById(out!.value);
-      let receipted = 0;
-      for (const [id, value] of after) {
-        const original = before.get(id);
-        const receipt = typeof value === 'string' ? parseReceipt(value) : undefined;
-        if (receipt === undefined) {
-          expect(value, id).toBe(original);
-          continue;
-        }
-        receipted++;
-        expect(id.endsWith('a'), id).toBe(true);
-        expect(await recover(vault, receipt.artifactId)).toBe(evidenceText(original));
-      }
-      expect(after.size).toBe(before.size);
-      expect(receipted).toBeGreaterThan(0);
-      expect(roleProblems(out!.value, format)).toEqual([]);
-      // Items without a receipted output are the caller's own objects.
-      const list = (r: ProviderRequest): unknown[] => (r['messages'] ?? r['input']) as unknown[];
-      list(out!.value).forEach((item, i) => {
-        if (!allStrings(item).some((x) => parseReceipt(x) !== undefined)) expect(item).toBe(list(req)[i]);
-      });
-    });
-  }
-
-  it('leaves an upstream bounded view of a text-block list alone, as a string or handed back inside a text block', async () => {
-    const blocks = (t: number) => [{ type: 'text', text: Array.from({ length: 400 }, (_, i) => `turn ${t} row ${i} "quoted"`).join('\n') }];
-    const single = deepFreeze({ messages: [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'v', name: 'bash', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'v', content: blocks(0) }] }] });
-    const [viewed] = await runAll(collapseDuplicates({ vault, minArtifactChars: 1000, maxInlineChars: 2000, inlineViewChars: 600 }), [[single, { sessionId: 'views', requestId: 'v' }]]);
-    const view = (contentAt(viewed!.value, 2) as { content: unknown }[])[0]!.content as string;
-    expect(parseReceipt(view.split('\n').at(-1)!)).toBeDefined();
-    expect(view.startsWith('turn 0 row 0 "quoted"\n')).toBe(true); // the blocks' text, not their JSON
-    const req = blockSession('anthropic', (t) => [t % 2 === 0 ? view : [{ type: 'text', text: view }], [{ type: 'text', text: `ok ${t}` }]]);
-    const [out] = await runAll(compileRequest({ vault, minVaultChars: 500, collapseAfterTurns: 0, inlineRecentTurns: 3, blockTurns: 2 }), [[req, { sessionId: 'views' }]]);
-    expect(out!.value).toBe(req);
-  });
-
-  it('passes short requests through in order (marbles)', () => {
+  it('passes requests without history through in order (marbles)', () => {
     const scheduler = new TestScheduler((x, y) => expect(x).toEqual(y));
     scheduler.run(({ cold, expectObservable }) => {
-      const a = createStep<ProviderRequest>(agentSession(1), { sessionId: 'm' });
+      const a = createStep<ProviderRequest>({ messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'q' }] }, { sessionId: 'm' });
       const b = createStep<ProviderRequest>({ prompt: 'x' }, { sessionId: 'm' });
       expectObservable(cold('ab-a|', { a, b }).pipe(op())).toBe('ab-a|', { a, b });
     });
@@ -203,96 +261,69 @@ describe('request chain — properties (all three formats)', () => {
     await vault.close();
   });
   let run = 0;
-  const policy: CompactionPolicy = { blockSteps: 2, inlineRecentSteps: 2, collapseAfterSteps: 3 };
-  // The stages get the exact counter the properties check tokens with (the acceptance gate's token
-  // half): without it a 150-char output may become a slightly shorter receipt of more tokens.
-  const build = (v: Vault, leaseBlockTurns: number, c: TokenCounter | undefined = counter): RequestOp => (src) =>
+  // The stages get the exact counter the properties check tokens with (the acceptance gate's token half).
+  const build = (v: Vault, c: TokenCounter | undefined = counter, pricing = PRICING_PROFILES.openai): RequestOp => (src) =>
     src.pipe(
-      collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250, leaseBlockTurns }),
-      compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 150, blockTurns: policy.blockSteps, inlineRecentTurns: policy.inlineRecentSteps, collapseAfterTurns: policy.collapseAfterSteps }),
+      collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
+      compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 150, pricing }),
     );
-  const chain = (leaseBlockTurns: number): RequestOp => build(vault, leaseBlockTurns);
-  // Up to 6 turns (≈ 18 steps) so collapses and sealed blocks happen; outputs up to 6,000 chars.
-  // Anthropic tool results in both shapes (the kit's default 'mixed': strings and text-block lists).
+  // Up to 6 turns so digests happen; outputs up to 6,000 chars; Anthropic tool results in both shapes.
   const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
-  const stepCount = (request: ProviderRequest): number => segmentSteps(readRequest(request).itemInfo).starts.length;
   const listOf = (r: ProviderRequest): unknown[] => (r['messages'] ?? r['input']) as unknown[];
-  const leaseBlock = (s: number): number => Math.floor(Math.max(0, s - 1) / policy.blockSteps);
-  const sameHorizons = (a: number, b: number): boolean => canonicalJson(horizons(a, policy)) === canonicalJson(horizons(b, policy));
+  const newBatch = (s: Step<ProviderRequest>): boolean => s.decisions.some((d) => d.stage === 'compileRequest' && d.reason.includes('new batch'));
 
   describe('kit invariants', () => {
     const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
-    testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, 0, c)), { vault, counter, inputs: requestStream({ ...shapes, maxLength: 2 }), only: INVARIANTS, params: { numRuns: 20 } });
-    // Renderings move only at block boundaries: where the lease block or the horizons of the
-    // caller's request change (computed from the input, not from what the chain reports).
-    const isBoundary = (prev: { original: ProviderRequest }, next: { original: ProviderRequest }): boolean => {
-      const [sa, sb] = [stepCount(prev.original), stepCount(next.original)];
-      return leaseBlock(sa) !== leaseBlock(sb) || !sameHorizons(sa, sb);
-    };
-    testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, policy.blockSteps, c)), {
-      vault,
-      inputs: growingSession(shapes),
-      only: ['cache-stable'],
-      isBoundary,
-      params: { numRuns: 20 },
-    });
-  });
-
-  it('generated sessions collapse turns and receipt outputs (the properties are not vacuous)', async () => {
-    const reasons = new Set<string>();
-    for (const [k, session] of fc.sample(growingSession(shapes), { numRuns: 15, seed: 42 }).entries()) {
-      const outs = await runAll(chain(policy.blockSteps), session.map((r, i) => [r, { sessionId: `coverage-${k}`, requestId: `r${i}` }] as const));
-      for (const out of outs) for (const d of out.decisions) if (d.kind === 'applied') reasons.add(d.stage);
+    testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)), { vault, counter, inputs: requestStream({ ...shapes, maxLength: 2 }), only: INVARIANTS, params: { numRuns: 20 } });
+    // Renderings change only where a new batch was taken (the newest output of the previous request
+    // becoming a digest is such a batch).
+    for (const pricing of [PRICING_PROFILES.openai, PRICING_PROFILES.anthropic]) {
+      testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c, pricing)), {
+        vault,
+        inputs: growingSession(shapes),
+        only: ['cache-stable', 'prefix-kept', 'actions-kept', 'no-dangling-reference'],
+        isBoundary: (_prev, next) => newBatch(next),
+        params: { numRuns: 15 },
+      });
     }
-    expect([...reasons].sort()).toEqual(['collapseDuplicates', 'compileRequest']);
   });
 
-  test.prop([providerRequest(shapes)], { numRuns: 30 })(
-    'a retry compiles to the same output; the chain adds no keys, stays smaller, and its receipts recover tool outputs, its notes turns',
-    async (request) => {
-      const req = deepFreeze(structuredClone(request));
-      const before = structuredClone(req);
-      const sessionId = `chain-${run++}`;
-      const [a, b] = await runAll(chain(0), [[req, { sessionId, requestId: 'r' }], [req, { sessionId, requestId: 'r' }]]);
-      expect(firstDifference(before, req)).toBeUndefined();
-      expect(canonicalJson(b!.value)).toBe(canonicalJson(a!.value));
-      const out = a!.value;
-      checkSmaller(req, out, 'request', counter);
-      await checkRecovery(vault, [req], a!, 'request');
-      expect(roleProblems(out)).toEqual(roleProblems(req));
-      expect([...allKeys(out)].filter((k) => !allKeys(req).has(k) && k !== 'role' && k !== 'content')).toEqual([]);
-      // Stronger than the kit's provenance rule: receipts name whole tool outputs, notes name turn lists.
-      const originals = new Set(readRequest(req).slots.filter((s) => s.kind === 'tool_output').map((s) => evidenceText(s.value)));
-      for (const s of allStrings(out)) {
-        for (const line of s.split('\n')) {
-          const receipt = parseReceipt(line);
-          if (receipt !== undefined) expect(originals.has(await recover(vault, receipt.artifactId))).toBe(true);
-          else for (const id of referencedArtifacts(line)) expect(Array.isArray(JSON.parse(await recover(vault, id)))).toBe(true);
-        }
-      }
-    },
-  );
+  it('generated sessions get digests (the properties are not vacuous)', async () => {
+    let digests = 0;
+    for (const [k, session] of fc.sample(growingSession(shapes), { numRuns: 15, seed: 42 }).entries()) {
+      const outs = await runAll(build(vault), session.map((r, i) => [r, { sessionId: `coverage-${k}`, requestId: `r${i}` }] as const));
+      for (const out of outs) for (const s of allStrings(out.value)) if (s.startsWith('[Token Terminator digest')) digests++;
+    }
+    expect(digests).toBeGreaterThan(0);
+  });
 
-  test.prop([growingSession(shapes)], { numRuns: 20 })(
-    'per-request leases: between compaction boundaries only an item whose lease just expired may change',
-    async (session) => {
-      const sessionId = `lease-${run++}`;
-      const requests = session.map((r) => deepFreeze(structuredClone(r)));
-      const outs = await runAll(chain(0), requests.map((r, i) => [r, { sessionId, requestId: `r${i}` }] as const));
-      for (let i = 0; i + 1 < requests.length; i++) {
-        const rawA = listOf(requests[i]!);
-        if (canonicalJson(listOf(requests[i + 1]!).slice(0, rawA.length)) !== canonicalJson(rawA)) continue;
-        if (!sameHorizons(stepCount(requests[i]!), stepCount(requests[i + 1]!))) continue;
-        const a = listOf(outs[i]!.value);
-        const b = listOf(outs[i + 1]!.value);
-        const view = readRequest(outs[i]!.value);
-        a.forEach((item, j) => {
-          if (canonicalJson(item) === canonicalJson(b[j])) return;
-          // The only allowed change: an output that was inline (or a bounded view) in N becomes a receipt.
-          const inlineOutput = view.slots.some((sl) => sl.item === j && sl.kind === 'tool_output' && (evidenceText(sl.value)?.length ?? 0) >= 300);
-          expect(inlineOutput, `item ${j} of request ${i + 1}`).toBe(true);
-        });
-      }
-    },
-  );
+  test.prop([providerRequest(shapes)], { numRuns: 30 })('a retry compiles to the same output; the chain stays smaller and its receipts recover', async (request) => {
+    const req = deepFreeze(structuredClone(request));
+    const before = structuredClone(req);
+    const sessionId = `chain-${run++}`;
+    const [a, b] = await runAll(build(vault), [[req, { sessionId, requestId: 'r' }], [req, { sessionId, requestId: 'r' }]]);
+    expect(firstDifference(before, req)).toBeUndefined();
+    expect(canonicalJson(b!.value)).toBe(canonicalJson(a!.value));
+    checkSmaller(req, a!.value, 'request', counter);
+    await checkRecovery(vault, [req], a!, 'request');
+    expect(roleProblems(a!.value)).toEqual(roleProblems(req));
+  });
+
+  test.prop([growingSession(shapes)], { numRuns: 20 })('between batches only the newest output of the previous request may change, into its digest', async (session) => {
+    const sessionId = `stable-${run++}`;
+    const requests = session.map((r) => deepFreeze(structuredClone(r)));
+    const outs = await runAll(build(vault), requests.map((r, i) => [r, { sessionId, requestId: `r${i}` }] as const));
+    for (let i = 0; i + 1 < requests.length; i++) {
+      const a = listOf(outs[i]!.value);
+      const b = listOf(outs[i + 1]!.value);
+      if (canonicalJson(listOf(requests[i + 1]!).slice(0, a.length)) !== canonicalJson(listOf(requests[i]!))) continue;
+      const view = readRequest(outs[i + 1]!.value);
+      a.forEach((item, j) => {
+        if (canonicalJson(item) === canonicalJson(b[j])) return;
+        expect(newBatch(outs[i + 1]!), `item ${j} of request ${i + 1} changed without a batch`).toBe(true);
+        // What a batch changes is a tool output (now a digest or receipt), never anything else.
+        expect(view.slots.some((sl) => sl.item === j && sl.kind === 'tool_output'), `item ${j} of request ${i + 1}`).toBe(true);
+      });
+    }
+  });
 });

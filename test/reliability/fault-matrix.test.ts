@@ -64,9 +64,10 @@ function cellDir(): string {
   return d;
 }
 
-// The workload is sized so that every stage applies under these thresholds (automatic compaction
-// blocks, 8000-char leases); pin them so the matrix does not drift with the product defaults.
-const baseOverrides = { rtkPath: RTK_STUB, contextBlockTurns: 0, minArtifactChars: 8000 } as const;
+// The workload is sized so that every stage applies under these thresholds (cache-economic history
+// rewrites, 8000-char managed outputs, the skill-routing opt-in so that its stage runs too); pin
+// them so the matrix does not drift with the product defaults.
+const baseOverrides = { rtkPath: RTK_STUB, contextBlockTurns: 0, minArtifactChars: 8000, skillRouting: true } as const;
 
 function open(dbPath: string, extra: Parameters<typeof createTerminator>[0] = {}): Promise<Terminator> {
   return createTerminator({ env: {}, ...extra, overrides: { ...baseOverrides, dbPath, ...extra.overrides } });

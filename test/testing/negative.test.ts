@@ -253,3 +253,83 @@ describe('valid-roles', () => {
     await assertInvariant(invariants.validRoles(identity<ProviderRequest>(), { vault, inputs: requestStream({ sizes: ['tiny'] }) }), { numRuns: 15 });
   });
 });
+
+describe('prefix-kept', () => {
+  // Folds the first user message into a note: the task leaves the prefix (turn collapse did this).
+  const foldsTask = stepOperator<ProviderRequest>('fold', () => (s) => {
+    const key = Array.isArray(s.value['input']) ? 'input' : 'messages';
+    const list = s.value[key] as Record<string, unknown>[];
+    const i = list.findIndex((m) => m['role'] === 'user');
+    if (i === -1) return undefined;
+    const copy = list.slice();
+    copy[i] = { ...list[i], content: '[collapsed: see the vault]' };
+    return advance(s, { ...s.value, [key]: copy }, applied('fold'));
+  });
+
+  it('catches an operator that replaces a message of the instruction prefix', async () => {
+    await expectCaught('prefix-kept', assertInvariant(invariants.prefixKept(foldsTask, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) })), /the instruction prefix changed: conversation item \d+ of the prefix/u);
+  });
+
+  it('passes the identity operator', async () => {
+    await assertInvariant(invariants.prefixKept(identity<ProviderRequest>(), { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) }), { numRuns: 10 });
+  });
+});
+
+describe('actions-kept', () => {
+  // Empties every tool call's arguments (the model can no longer see what it tried).
+  const dropsArguments = stepOperator<ProviderRequest>('forget', () => (s) => {
+    const key = Array.isArray(s.value['input']) ? 'input' : 'messages';
+    const list = (s.value[key] as Record<string, unknown>[]).map((m) => {
+      if (Array.isArray(m['tool_calls'])) return { ...m, tool_calls: (m['tool_calls'] as Record<string, unknown>[]).map((c) => ({ ...c, function: { ...(c['function'] as object), arguments: '{}' } })) };
+      if (m['type'] === 'function_call') return { ...m, arguments: '{}' };
+      if (Array.isArray(m['content'])) return { ...m, content: (m['content'] as Record<string, unknown>[]).map((b) => (b['type'] === 'tool_use' ? { ...b, input: {} } : b)) };
+      return m;
+    });
+    return advance(s, { ...s.value, [key]: list }, applied('forget'));
+  });
+
+  it('catches an operator that changes tool-call arguments', async () => {
+    await expectCaught('actions-kept', assertInvariant(invariants.actionsKept(dropsArguments, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) })), /an assistant action of the input is missing: tool call/u);
+  });
+
+  it('passes the identity operator', async () => {
+    await assertInvariant(invariants.actionsKept(identity<ProviderRequest>(), { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) }), { numRuns: 10 });
+  });
+});
+
+describe('no-dangling-reference', () => {
+  // Replaces the newest tool output with a delta against an output the request never showed.
+  const danglingDelta = stepOperator<ProviderRequest>('delta', () => (s) => {
+    const key = Array.isArray(s.value['input']) ? 'input' : 'messages';
+    const list = s.value[key] as Record<string, unknown>[];
+    const i = list.findLastIndex((m) => m['role'] === 'tool' || m['type'] === 'function_call_output');
+    if (i === -1) return undefined;
+    const note = `[Token Terminator temporal delta: no output changes since the previous execution | current=a_${'1'.repeat(32)} | previous=a_${'2'.repeat(32)} | recover exact current output with token_terminator action=artifact_get]`;
+    const copy = list.slice();
+    copy[i] = list[i]!['role'] === 'tool' ? { ...list[i], content: note } : { ...list[i], output: note };
+    return advance(s, { ...s.value, [key]: copy }, applied('delta'));
+  });
+  // Replaces every output by a receipt the conversation never saw the content of.
+  const leasesUnseen = stepOperator<ProviderRequest>('lease', () => (s) => {
+    const key = Array.isArray(s.value['input']) ? 'input' : 'messages';
+    const list = (s.value[key] as Record<string, unknown>[]).map((m) => {
+      if (m['role'] !== 'tool' || typeof m['content'] !== 'string') return m;
+      const content = m['content'] as string;
+      return { ...m, content: renderReceipt(createReceipt(artifactIdFor(content), 'tool', codePoints(content), sha256Hex(content))) };
+    });
+    return advance(s, { ...s.value, [key]: list }, applied('lease'));
+  });
+  const chatSessions = growingSession({ sizes: ['tiny'], maxTurns: 3, formats: ['chat', 'responses'] });
+
+  it('catches a delta against an output the request does not show', async () => {
+    await expectCaught('no-dangling-reference', assertInvariant(invariants.noDanglingReference(danglingDelta, { vault, inputs: chatSessions })), /is a delta against a_2{32}, which this request does not show/u);
+  });
+
+  it('catches a receipt for content the conversation was never shown', async () => {
+    await expectCaught('no-dangling-reference', assertInvariant(invariants.noDanglingReference(leasesUnseen, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3, formats: ['chat'] }) })), /which this conversation was never shown/u);
+  });
+
+  it('passes the identity operator', async () => {
+    await assertInvariant(invariants.noDanglingReference(identity<ProviderRequest>(), { vault, inputs: chatSessions }), { numRuns: 10 });
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * Which conversation an item belongs to. A session id may be reused by a new conversation (a
+ * restarted task, a second chat under the same key), so decisions about an item are keyed by its
+ * position in *this* conversation: the chain hash of every item up to and including it. Two
+ * requests agree on an item's key exactly when they agree on the whole history up to that item.
+ *
+ * The memo remembers, per key, how many earlier requests showed the item inline and whether a
+ * history rewrite replaced it; both are mirrored in the vault (`setRendering`), so a new process
+ * (or an evicted session lane) renders the history as the previous one did.
+ */
+import { createHash } from 'node:crypto';
+import type { Vault } from '../vault/types.js';
+
+/** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
+export interface ChainMemo {
+  hashes(items: readonly unknown[], itemHash: (item: unknown) => string): readonly string[];
+}
+
+export function createChainMemo(): ChainMemo {
+  let lastItems: readonly unknown[] = [];
+  let lastHashes: string[] = [];
+  return {
+    hashes(items, itemHash) {
+      const out: string[] = [];
+      let i = 0;
+      while (i < items.length && i < lastItems.length && items[i] === lastItems[i]) out.push(lastHashes[i++]!);
+      let prev = i > 0 ? out[i - 1]! : '';
+      for (; i < items.length; i++) {
+        prev = createHash('sha256').update(prev).update('\u0000').update(itemHash(items[i])).digest('base64url').slice(0, 32);
+        out.push(prev);
+      }
+      lastItems = items;
+      lastHashes = out;
+      return out;
+    },
+  };
+}
+
+const SHOWN = 'tt:shown:';
+const REWRITTEN = 'tt:rewritten:';
+
+/** Per-session decisions about items, by chain key. */
+export interface ConversationMemo {
+  /** Distinct requests other than `requestKey` that showed the item inline (capped at the lease count). */
+  shownBefore(key: string, requestKey: string): Promise<number>;
+  /** Record that the request `requestKey` showed the item inline. */
+  markShown(key: string, requestKey: string): Promise<void>;
+  /** The rendering a history rewrite gave the item (its kind), if any. */
+  rewritten(key: string): Promise<string | undefined>;
+  markRewritten(key: string, kind: string): Promise<void>;
+}
+
+/** `cap`: stop counting (and writing) once an item was shown this many times. */
+export function createConversationMemo(vault: Vault, sessionId: string, cap: number): ConversationMemo {
+  const shown = new Map<string, { count: number; last: string }>();
+  const rewritten = new Map<string, string | null>();
+  const loadShown = async (key: string): Promise<{ count: number; last: string }> => {
+    let entry = shown.get(key);
+    if (entry === undefined) {
+      const stored = await vault.getRendering(sessionId, SHOWN + key).catch(() => undefined);
+      const [count, last] = stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
+      entry = { count, last };
+      shown.set(key, entry);
+    }
+    return entry;
+  };
+  return {
+    async shownBefore(key, requestKey) {
+      const entry = await loadShown(key);
+      return entry.count - (entry.last === requestKey ? 1 : 0);
+    },
+    async markShown(key, requestKey) {
+      const entry = await loadShown(key);
+      if (entry.count >= cap || entry.last === requestKey) return;
+      entry.count++;
+      entry.last = requestKey;
+      // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
+      await vault.setRendering(sessionId, SHOWN + key, `${entry.count} ${requestKey}`).catch(() => undefined);
+    },
+    async rewritten(key) {
+      let kind = rewritten.get(key);
+      if (kind === undefined) {
+        kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
+        rewritten.set(key, kind);
+      }
+      return kind ?? undefined;
+    },
+    async markRewritten(key, kind) {
+      rewritten.set(key, kind);
+      await vault.setRendering(sessionId, REWRITTEN + key, kind).catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * The cache-economic rewrite rule (docs/cache-policy.md). A history rewrite replaces old items by
+ * smaller renderings; from the first changed item on, the provider can no longer serve the request
+ * from its prompt cache, so the rewrite costs the cache-write price on everything after that item
+ * once, and saves the cache-read price on every removed char in every later request. The rule takes
+ * the batch (the candidates from some item to the newest) with the largest expected net saving, and
+ * rewrites only when that saving is positive. Pure arithmetic on sizes: the same request always
+ * yields the same decision.
+ */
+import { requestCost, type PricingProfile } from '../config/pricing.js';
+
+/** One old item that could be re-rendered smaller. */
+export interface RewriteCandidate {
+  /** Offset of the item in the request as it would be sent unchanged (chars). */
+  readonly position: number;
+  /** Chars the new rendering removes. */
+  readonly saved: number;
+}
+
+export interface RewriteQuestion {
+  /** Size of the request as it would be sent unchanged (chars). */
+  readonly size: number;
+  /** How much of it the previous request already sent, byte for byte (its cacheable prefix). */
+  readonly cachedEnd: number;
+  /** Requests expected after this one in the conversation. */
+  readonly requestsAhead: number;
+  readonly pricing: PricingProfile;
+  /** Chars per token, to compare sizes with the profile's minimum cacheable prefix. Default 4. */
+  readonly charsPerToken?: number;
+  /** Sorted by position. */
+  readonly candidates: readonly RewriteCandidate[];
+}
+
+export interface RewriteAnswer {
+  /** Index of the first candidate of the batch (the batch is every candidate from it on). */
+  readonly from: number;
+  /** Expected saving net of the lost cache, in uncached-char units. */
+  readonly net: number;
+  /** The extra cost of this request (negative when the rewrite already pays now). */
+  readonly now: number;
+}
+
+/**
+ * The best batch, or undefined when no batch pays for the cache it breaks.
+ *
+ * @example
+ * chooseBatch({ size: 60_000, cachedEnd: 55_000, requestsAhead: 10, pricing: PRICING_PROFILES.openai, candidates: [{ position: 50_000, saved: 4_500 }] });
+ * // → { from: 0, … } (a 5k-char output at the tail is worth replacing)
+ */
+export function chooseBatch(q: RewriteQuestion): RewriteAnswer | undefined {
+  const perToken = 1 / (q.charsPerToken ?? 4);
+  const cost = (size: number, cached: number): number => requestCost(q.pricing, size, Math.min(cached, size), perToken);
+  const keepNow = cost(q.size, q.cachedEnd);
+  let best: RewriteAnswer | undefined;
+  let removed = 0;
+  for (let i = q.candidates.length - 1; i >= 0; i--) {
+    const c = q.candidates[i]!;
+    removed += c.saved;
+    const size = q.size - removed;
+    const now = cost(size, Math.min(c.position, q.cachedEnd)) - keepNow;
+    // Every later request reads the shorter history from cache (later requests are larger, so a
+    // minimum the request is near now does not bound them).
+    const perRequest = q.pricing.cacheRead * removed;
+    const net = q.requestsAhead * perRequest - now;
+    if (net > 0 && (best === undefined || net > best.net)) best = { from: i, net, now };
+  }
+  return best;
+}

@@ -1,0 +1,304 @@
+/**
+ * History rewrites for `compileRequest` (docs/cache-policy.md, docs/fidelity.md). Old tool outputs
+ * become a digest plus a receipt; the instruction prefix, every user-authored message and every
+ * assistant action stay exactly as they are. A rewrite happens only when the cache-economic rule
+ * (src/compile/economics.ts) says the batch pays for the prompt cache it breaks; between rewrites
+ * every earlier item renders byte-identically, so compiled request N+1 starts with compiled N.
+ *
+ * What may be rewritten, and when:
+ * - a tool output (or a recognised text-protocol observation) outside the newest
+ *   `inlineRecentTurns` turns, at least `minChars` long, that this conversation already saw inline
+ *   in `inlineLeases` earlier requests (so nothing is ever replaced before the model saw it);
+ * - opt-in (`reasoning`): an old assistant message's prose outside its fenced command blocks;
+ * - opt-in (`collapseAfterTurns`): outputs of older turns become bare receipts (no digest) and their
+ *   reasoning is reduced, still without touching the prefix, user messages or actions.
+ */
+import { createHash } from 'node:crypto';
+import type { PricingProfile } from '../config/pricing.js';
+import { codePoints } from '../measure/index.js';
+import { errorLabel } from '../step.js';
+import type { RequestView, Slot } from '../model/types.js';
+import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
+import { fencedSpans } from './actions.js';
+import { renderItems } from './apply.js';
+import type { ConversationMemo } from './conversation.js';
+import { renderDigest } from './digest.js';
+import { chooseBatch, type RewriteCandidate } from './economics.js';
+import { evidenceText, readWhole } from './evidence.js';
+import { parseDelta, slotText } from './references.js';
+import type { SessionState } from './session.js';
+import { horizons, segmentSteps } from './steps.js';
+
+export interface HistoryOptions {
+  readonly sessionId: string;
+  /** Tool outputs at least this long (code points) may be digested. */
+  readonly minChars: number;
+  readonly maxArtifactChars: number;
+  /** Outputs of the newest turns are never rewritten (≥ 1: the newest output is always shown). */
+  readonly inlineRecentTurns: number;
+  /** Requests that must have shown an output inline before it may be rewritten (≥ 1). */
+  readonly inlineLeases: number;
+  /** 0: the cache-economic rule; n: rewrite everything old enough whenever the turn count crosses a multiple of n. */
+  readonly blockTurns: number;
+  /** Requests expected after this one; 0 = as many as the conversation has had. */
+  readonly requestsAhead: number;
+  readonly digestDiagnosticChars: number;
+  /** Opt-in turn collapse horizon (0 = off). */
+  readonly collapseAfterTurns: number;
+  /** Opt-in reduction of old assistant reasoning. */
+  readonly reasoning: boolean;
+  readonly pricing: PricingProfile;
+}
+
+export type RewriteKind = 'digest' | 'receipt' | 'reasoning';
+
+interface Target {
+  readonly key: string;
+  readonly kind: RewriteKind;
+  /** The slot whose value is replaced (for reasoning: the content path of the assistant item). */
+  readonly slot: Slot;
+  /** Exact text vaulted for the receipt; undefined when the rendering reuses a receipt the output already ends in. */
+  readonly evidence: string | undefined;
+  /** The artifact the rendering names. */
+  readonly artifactId: string;
+  readonly toolName: string;
+  /** The replacement text. */
+  readonly text: string;
+}
+
+export interface HistoryPlan {
+  readonly items: readonly unknown[];
+  readonly receipts: readonly { readonly artifactId: string; readonly verified: boolean }[];
+  /** Rewrites decided by this request (persist them once the request is accepted). */
+  readonly decided: readonly { readonly key: string; readonly kind: RewriteKind }[];
+  /** Keys of the outputs this request shows inline (mark them shown once it goes out). */
+  readonly shown: readonly string[];
+  readonly requestKey: string;
+  readonly rewrittenOutputs: number;
+  readonly reducedReasoning: number;
+  readonly batch: boolean;
+  /** Renderings dropped because the vault could not store (or no longer has) their artifact. */
+  readonly failed: number;
+  /** Content-free label of the first such error. */
+  readonly failure?: string;
+}
+
+const REASONING_MIN_CHARS = 300;
+const artifactOf = (text: string): { id: string } => ({ id: `a_${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32)}` });
+
+/** The receipt line of `text` (content-addressed: the id is its SHA-256 prefix, so no digest field). */
+function localReceipt(text: string, toolName: string): string {
+  return renderReceipt(createReceipt(artifactOf(text).id, toolName, codePoints(text)));
+}
+
+/** Prose of an assistant text outside its fenced blocks, and the text with the prose replaced by `note`. */
+function splitReasoning(text: string, note: string): { prose: number; rendered: string } {
+  const spans = fencedSpans(text);
+  const blocks = spans.map(([a, b]) => text.slice(a, b));
+  const prose = codePoints(text) - blocks.reduce((n, b) => n + codePoints(b), 0);
+  return { prose, rendered: [note, ...blocks].join('\n') };
+}
+
+/** The assistant text slot(s) a reasoning rewrite replaces: a string content, or text blocks. */
+function reasoningSlots(slot: Slot): { slot: Slot; text: string }[] {
+  const content = (slot.value as { content?: unknown }).content;
+  if (typeof content === 'string') return [{ slot: { ...slot, path: [...slot.path, 'content'], value: content }, text: content }];
+  if (!Array.isArray(content)) return [];
+  const out: { slot: Slot; text: string }[] = [];
+  content.forEach((part, j) => {
+    const p = part as { type?: unknown; text?: unknown };
+    if ((p.type === 'text' || p.type === 'output_text') && typeof p.text === 'string') out.push({ slot: { ...slot, path: [...slot.path, 'content', j, 'text'], value: p.text }, text: p.text });
+  });
+  return out;
+}
+
+/** Plan the history of one request. Undefined when the request has no history to speak of. */
+export async function planHistory(state: SessionState, memo: ConversationMemo, view: RequestView, outputs: readonly Slot[], o: HistoryOptions): Promise<HistoryPlan | undefined> {
+  const info = view.itemInfo;
+  const start = info.findIndex((i) => i.role === 'assistant');
+  if (start === -1 || view.listKey === undefined) return undefined;
+  const steps = segmentSteps(info);
+  const count = steps.starts.length;
+  const protectedFrom = steps.starts[Math.max(0, count - o.inlineRecentTurns)] ?? view.items.length;
+  const collapseBefore = o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
+  const sealedBefore = o.blockTurns > 0 ? sealedItem(steps.starts, horizons(count, { blockSteps: o.blockTurns, inlineRecentSteps: o.inlineRecentTurns, collapseAfterSteps: 0 }).sealed, view.items.length) : view.items.length;
+  const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
+  const requestKey = chain.at(-1) ?? '';
+
+  const applied: Target[] = [];
+  const candidates: Target[] = [];
+  const shown: string[] = [];
+  for (const slot of outputs) {
+    const i = slot.item;
+    if (i === undefined || i <= start) continue;
+    const key = `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`;
+    // The newest outputs are never rewritten, whatever another process decided for this key.
+    const kind = i < protectedFrom ? ((await memo.rewritten(key)) as RewriteKind | undefined) : undefined;
+    const want: RewriteKind = i < collapseBefore ? 'receipt' : 'digest';
+    if (kind !== undefined) {
+      const target = await outputTarget(state, slot, key, kind, o);
+      if (target === undefined) continue; // cannot be rendered any more: it stays inline
+      applied.push(target);
+      // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
+      if (kind === 'digest' && want === 'receipt' && i < sealedBefore) {
+        const upgrade = await outputTarget(state, slot, key, 'receipt', o);
+        if (upgrade !== undefined) candidates.push(upgrade);
+      }
+      continue;
+    }
+    shown.push(key);
+    if (i >= protectedFrom || i >= sealedBefore) continue;
+    const text = slotText(slot.value);
+    if (text === undefined || codePoints(text) < o.minChars || (await memo.shownBefore(key, requestKey)) < o.inlineLeases) continue;
+    const target = await outputTarget(state, slot, key, want, o);
+    if (target !== undefined) candidates.push(target);
+  }
+  if (o.reasoning || o.collapseAfterTurns > 0) {
+    for (const slot of view.slots) {
+      const i = slot.item;
+      if (slot.kind !== 'assistant' || i === undefined || i < start) continue;
+      for (const part of reasoningSlots(slot)) {
+        const key = `${chain[i]!}|${JSON.stringify(part.slot.path.slice(2))}|reasoning`;
+        const target = reasoningTarget(part, key);
+        if (target === undefined) continue;
+        if ((await memo.rewritten(key)) !== undefined) {
+          applied.push(target);
+          continue;
+        }
+        shown.push(key);
+        const eligible = (o.reasoning || i < collapseBefore) && i < protectedFrom && i < sealedBefore;
+        if (eligible && (await memo.shownBefore(key, requestKey)) >= 1) candidates.push(target);
+      }
+    }
+  }
+
+  // The history as it would be sent without a new rewrite: earlier rewrites applied.
+  const keepItems = renderItems(state, view, applied.map((t) => ({ slot: t.slot, text: t.text }))) ?? view.items;
+  let chosen: Target[] = [];
+  if (candidates.length > 0) {
+    if (o.blockTurns > 0) chosen = candidates;
+    else {
+      const sizes = keepItems.map((it) => state.meter.measure(it).chars + 2);
+      const position: number[] = [];
+      sizes.reduce((at, n, i) => ((position[i] = at), at + n), 1);
+      const byItem = new Map<number, Target[]>();
+      for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
+      const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
+      const withChanges = (i: number): unknown[] | undefined => renderItems(state, { ...view, items: keepItems }, byItem.get(i)!.map((t) => ({ slot: t.slot, text: t.text })));
+      const list: RewriteCandidate[] = itemsInOrder.map((i) => ({ position: position[i]!, saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)![i]).chars }));
+      let runStart = info.length - 1;
+      while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
+      while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
+      const size = sizes.reduce((a, b) => a + b, 1);
+      const turnsSoFar = countAssistantRuns(info, start);
+      const answer = chooseBatch({
+        size,
+        cachedEnd: position[runStart] ?? size,
+        requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
+        pricing: o.pricing,
+        candidates: list,
+      });
+      if (answer !== undefined) chosen = itemsInOrder.slice(answer.from).flatMap((i) => byItem.get(i)!);
+    }
+  }
+
+  const receipts: { artifactId: string; verified: boolean }[] = [];
+  const final: Target[] = [];
+  let failed = 0;
+  let failure: string | undefined;
+  for (const t of [...applied.filter((x) => !chosen.some((c) => c.key === x.key)), ...chosen]) {
+    try {
+      if (t.evidence === undefined) {
+        if (!(await verifiedOnce(state, t.artifactId))) throw new Error('artifact gone');
+        receipts.push({ artifactId: t.artifactId, verified: true });
+      } else {
+        const r = await state.evidence.receipt(t.evidence, { toolName: t.toolName, sessionId: o.sessionId, ...(t.slot.callId ? { callId: t.slot.callId } : {}) });
+        // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
+        if (r.artifactId !== t.artifactId) throw new Error('artifact id differs from the rendered one (prefix collision)');
+        receipts.push(r);
+      }
+      final.push(t);
+    } catch (error) {
+      failed++; // this item stays inline (and undecided); the others still go ahead
+      failure ??= errorLabel(error);
+      chosen = chosen.filter((c) => c.key !== t.key);
+    }
+  }
+  if (final.length === 0) return { items: view.items, receipts, decided: [], shown, requestKey, rewrittenOutputs: 0, reducedReasoning: 0, batch: false, failed, ...(failure === undefined ? {} : { failure }) };
+  const items = renderItems(state, view, final.map((t) => ({ slot: t.slot, text: t.text }))) ?? view.items;
+  return {
+    items,
+    receipts,
+    decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
+    shown: shown.filter((k) => !chosen.some((c) => c.key === k)),
+    requestKey,
+    rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
+    reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
+    batch: chosen.length > 0,
+    failed,
+    ...(failure === undefined ? {} : { failure }),
+  };
+}
+
+/** Item index where the sealed steps end. */
+function sealedItem(starts: readonly number[], sealed: number, length: number): number {
+  return sealed < starts.length ? starts[sealed]! : length;
+}
+
+/** Requests so far in the conversation: runs of assistant items after the prefix. */
+function countAssistantRuns(info: RequestView['itemInfo'], start: number): number {
+  let runs = 0;
+  for (let i = start; i < info.length; i++) if (info[i]!.role === 'assistant' && (i === start || info[i - 1]!.role !== 'assistant')) runs++;
+  return runs;
+}
+
+/** The rendering of an old output (memoized per key): its digest, or its bare receipt. */
+async function outputTarget(state: SessionState, slot: Slot, key: string, kind: RewriteKind, o: HistoryOptions): Promise<Target | undefined> {
+  const memoKey = `history:${kind}:${key}`;
+  const known = state.sticky.get(memoKey) as Target | null | undefined;
+  if (known !== undefined) return known === null ? undefined : { ...known, slot };
+  let target: Target | undefined;
+  const shownText = slotText(slot.value);
+  const raw = typeof slot.value === 'string' ? slot.value : evidenceText(slot.value);
+  if (shownText !== undefined && raw !== undefined && !isReceipt(raw) && codePoints(raw) <= o.maxArtifactChars) {
+    const toolName = slot.toolName ?? 'tool';
+    const lines = shownText.trimEnd().split('\n');
+    const last = lines.at(-1)!;
+    const named = referencedArtifacts(last);
+    const delta = parseDelta(shownText);
+    if (delta === undefined && lines.length > 1 && named.length === 1 && (isReceipt(last) || last.startsWith('[Token Terminator:'))) {
+      // Already a reduced view ending in the receipt of the full output: the digest keeps that
+      // receipt (recovery returns the full output, not the view).
+      const body = lines.slice(0, -1).join('\n');
+      const text = kind === 'receipt' ? last : renderDigest(body, last, { diagnosticChars: o.digestDiagnosticChars, view: true });
+      target = { key, kind, slot, evidence: undefined, artifactId: named[0]!, toolName, text };
+    } else {
+      // A delta digests as the output it stands for: the digest must not point at an earlier output.
+      const evidence = delta === undefined ? raw : await readWhole(state.vault, delta.current).catch(() => undefined);
+      if (evidence !== undefined) {
+        const receipt = localReceipt(evidence, toolName);
+        const text = kind === 'receipt' ? receipt : renderDigest(delta === undefined ? shownText : evidence, receipt, { diagnosticChars: o.digestDiagnosticChars });
+        target = { key, kind, slot, evidence, artifactId: artifactOf(evidence).id, toolName, text };
+      }
+    }
+  }
+  state.sticky.set(memoKey, target ?? null);
+  return target;
+}
+
+/** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
+async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
+  const memoKey = `verified:${id}`;
+  if (state.sticky.get(memoKey) === true) return true;
+  const ok = await state.vault.verify(id).catch(() => false);
+  if (ok) state.sticky.set(memoKey, true);
+  return ok;
+}
+
+function reasoningTarget(part: { slot: Slot; text: string }, key: string): Target | undefined {
+  const { prose } = splitReasoning(part.text, '');
+  if (prose < REASONING_MIN_CHARS || part.text.startsWith('[Token Terminator')) return undefined;
+  const receipt = localReceipt(part.text, 'assistant_reasoning');
+  const note = `[Token Terminator reasoning of an earlier turn (${prose} chars) | ${receipt.slice(1, -1)}]`;
+  return { key, kind: 'reasoning', slot: part.slot, evidence: part.text, artifactId: artifactOf(part.text).id, toolName: 'assistant_reasoning', text: splitReasoning(part.text, note).rendered };
+}

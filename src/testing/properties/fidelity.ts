@@ -1,0 +1,141 @@
+/**
+ * The fidelity invariants (docs/fidelity.md) for request operators:
+ * - prefix-kept: the instruction prefix (top-level system / instructions, and every conversation
+ *   item before the first assistant item) reaches the output unchanged and in place;
+ * - actions-kept: every assistant action of the input (each tool call, and each fenced command
+ *   block of an assistant text) is present verbatim in the output;
+ * - no-dangling-reference: nothing in an output refers to what the conversation was not shown — a
+ *   temporal delta only against an output shown inline in the same request; a receipt or digest
+ *   only for content this request or an earlier request of the same conversation showed (inline,
+ *   or as a bounded view ending in that receipt). A request whose input does not extend the
+ *   previous input starts a new conversation, even under the same session id.
+ */
+import { fencedBlocks } from '../../compile/actions.js';
+import { parseDelta, slotText } from '../../compile/references.js';
+import { canonicalJson } from '../../measure/index.js';
+import { readRequest } from '../../model/index.js';
+import type { Slot } from '../../model/types.js';
+import { referencedArtifacts } from '../../receipts/index.js';
+import type { ProviderRequest } from '../../step.js';
+import { artifactIdFor } from '../../vault/index.js';
+import { firstDifference } from '../deep.js';
+import { conversationItems } from '../format.js';
+import { checkedRun, InvariantViolation, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+import { prefixBreak } from './cache-stable.js';
+
+const clip = (s: string): string => (s.length > 100 ? `${s.slice(0, 97)}…` : s);
+
+/** Index of the first assistant item (the end of the instruction prefix); the list length when none. */
+function prefixLength(request: ProviderRequest): number {
+  const info = readRequest(request).itemInfo;
+  const i = info.findIndex((x) => x.role === 'assistant');
+  return i === -1 ? info.length : i;
+}
+
+/** Where the output's instruction prefix differs from the input's; undefined when it is kept. */
+export function prefixChange(input: ProviderRequest, output: ProviderRequest): string | undefined {
+  for (const key of ['system', 'instructions'] as const) {
+    const d = firstDifference(input[key], output[key]);
+    if (d !== undefined) return `${key}: ${d}`;
+  }
+  const a = conversationItems(input);
+  const b = conversationItems(output);
+  const n = prefixLength(input);
+  for (let i = 0; i < n; i++) {
+    const d = firstDifference(a[i], b[i]);
+    if (d !== undefined) return `conversation item ${i} of the prefix: ${d}`;
+  }
+  return undefined;
+}
+
+/** The actions of a request: tool calls (as their slot values) and fenced blocks of assistant texts. */
+export function actionsOf(request: ProviderRequest): { calls: unknown[]; blocks: string[] } {
+  const view = readRequest(request);
+  const calls = view.slots.filter((s) => s.kind === 'tool_call').map((s) => s.value);
+  const blocks = view.slots.filter((s) => s.kind === 'assistant' && s.text !== undefined).flatMap((s) => fencedBlocks(s.text!));
+  return { calls, blocks };
+}
+
+/** The first action of the input missing from the output; undefined when all are kept. */
+export function missingAction(input: ProviderRequest, output: ProviderRequest): string | undefined {
+  const a = actionsOf(input);
+  const b = actionsOf(output);
+  for (const call of a.calls) if (!b.calls.some((c) => firstDifference(call, c) === undefined)) return `tool call ${clip(JSON.stringify(call))}`;
+  const texts = readRequest(output).slots.filter((s) => s.kind === 'assistant' && s.text !== undefined).map((s) => s.text!);
+  for (const block of a.blocks) if (!texts.some((t) => t.includes(block))) return `command block ${clip(JSON.stringify(block))}`;
+  return undefined;
+}
+
+/** The artifacts an output request shows: inline outputs (by content id), and the receipts of bounded views. */
+export function shownArtifacts(request: ProviderRequest): Set<string> {
+  const view = readRequest(request);
+  const shown = new Set<string>();
+  for (const slot of view.slots) {
+    const text = slot.kind === 'tool_output' ? slotText(slot.value) : slot.kind === 'user' || slot.kind === 'assistant' ? slot.text : undefined;
+    if (text === undefined) continue;
+    if (!text.startsWith('[Token Terminator')) {
+      shown.add(artifactIdFor(text));
+      if (slot.kind === 'tool_output' && typeof slot.value !== 'string') shown.add(artifactIdFor(canonicalJson(slot.value)));
+      // A view above its receipt shows the output it names.
+      const lines = text.trimEnd().split('\n');
+      if (lines.length > 1) for (const id of referencedArtifacts(lines.at(-1)!)) shown.add(id);
+    }
+  }
+  return shown;
+}
+
+/** Reference problems of one output request, given what its conversation showed before it. */
+export function danglingReferences(request: ProviderRequest, shownBefore: ReadonlySet<string>): string[] {
+  const view = readRequest(request);
+  const here = shownArtifacts(request);
+  const outputs: Slot[] = view.slots.filter((s) => s.kind === 'tool_output');
+  const problems: string[] = [];
+  for (const slot of outputs) {
+    const text = slotText(slot.value);
+    if (text === undefined) continue;
+    const delta = parseDelta(text);
+    if (delta !== undefined) {
+      if (!here.has(delta.previous)) problems.push(`tool output ${slot.callId ?? '?'} is a delta against ${delta.previous}, which this request does not show`);
+      continue;
+    }
+    if (!text.startsWith('[Token Terminator')) continue;
+    for (const id of referencedArtifacts(text)) {
+      if (!here.has(id) && !shownBefore.has(id)) problems.push(`tool output ${slot.callId ?? '?'} names ${id}, which this conversation was never shown`);
+    }
+  }
+  return problems;
+}
+
+export function prefixKeptPredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
+  return (values) =>
+    checkedRun('prefix-kept', op, options, values, (steps, result) => {
+      result.outputs.forEach((out, i) => {
+        const change = prefixChange(steps[i]!.value, out.value);
+        if (change !== undefined) throw new InvariantViolation('prefix-kept', `request ${i} (${stagesOf(out)})`, `the instruction prefix changed: ${change}`);
+      });
+    });
+}
+
+export function actionsKeptPredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
+  return (values) =>
+    checkedRun('actions-kept', op, options, values, (steps, result) => {
+      result.outputs.forEach((out, i) => {
+        const missing = missingAction(steps[i]!.value, out.value);
+        if (missing !== undefined) throw new InvariantViolation('actions-kept', `request ${i} (${stagesOf(out)})`, `an assistant action of the input is missing: ${missing}`);
+      });
+    });
+}
+
+export function noDanglingReferencePredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
+  return (values) =>
+    checkedRun('no-dangling-reference', op, options, values, (steps, result) => {
+      let shown = new Set<string>();
+      result.outputs.forEach((out, i) => {
+        // A request that does not extend the previous one is another conversation.
+        if (i > 0 && prefixBreak(steps[i - 1]!.value, steps[i]!.value) !== undefined) shown = new Set();
+        const problems = danglingReferences(out.value, shown);
+        if (problems.length > 0) throw new InvariantViolation('no-dangling-reference', `request ${i} (${stagesOf(out)})`, problems.join('; '));
+        for (const id of shownArtifacts(out.value)) shown.add(id);
+      });
+    });
+}
