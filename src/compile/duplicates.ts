@@ -110,41 +110,58 @@ export async function planDuplicates(state: SessionState, view: RequestView, out
 
 /**
  * A bounded view of a long text on whole lines: the first lines, the failure lines of the part
- * left out (verbatim, up to about 30 % of the budget: a failing run's diagnostics survive the
- * cut), then the last lines, with a marker naming each gap. Lines longer than the budget are cut.
+ * left out (verbatim, up to about 45 % of the budget: a failing run's diagnostics survive the
+ * cut), then the last lines, with a marker naming each gap. Only a line longer than its part's
+ * budget is cut.
  * Deterministic, so the same evidence always renders the same view.
  */
 export function boundedView(text: string, maxChars: number): string {
   const lines = text.split('\n');
   const clip = (l: string, n: number): string => (l.length <= n ? l : `${l.slice(0, Math.max(0, n - 1))}\u2026`);
   const failures = lines.some((l) => isFailureLine(l));
-  let failBudget = failures ? Math.floor(maxChars * 0.3) : 0;
+  let failBudget = failures ? Math.floor(maxChars * 0.45) : 0;
   let headBudget = Math.floor((maxChars - failBudget) * 0.7);
   let tailBudget = maxChars - failBudget - headBudget;
   const head: string[] = [];
   const tail: string[] = [];
   let i = 0;
   let j = lines.length - 1;
+  // Whole lines only; a line is cut only when it alone is longer than its part's budget.
   while (i <= j && headBudget > 0) {
+    if (lines[i]!.length >= headBudget && head.length > 0) break;
     const l = clip(lines[i]!, headBudget - 1);
     headBudget -= l.length + 1;
     head.push(l);
     i++;
   }
   while (j >= i && tailBudget > 0) {
+    if (lines[j]!.length >= tailBudget && tail.length > 0) break;
     const l = clip(lines[j]!, tailBudget - 1);
     tailBudget -= l.length + 1;
     tail.unshift(l);
     j--;
   }
-  const gap = (n: number): string[] => (n > 0 ? [`\u2026 ${n} lines omitted (exact output: see the receipt below) \u2026`] : []);
+  // The first marker says where the rest is; later ones only count (they share the failure budget).
+  let marked = false;
+  const gap = (n: number): string[] => {
+    if (n <= 0) return [];
+    const line = marked ? `\u2026 ${n} lines \u2026` : `\u2026 ${n} lines omitted (exact output: see the receipt below) \u2026`;
+    marked = true;
+    return [line];
+  };
   const middle: string[] = [];
   let last = i - 1;
   for (let k = i; k <= j && failBudget > 0; k++) {
     const line = lines[k]!;
-    if (!isFailureLine(line) || line.length + 1 > failBudget) continue;
-    middle.push(...gap(k - last - 1), line);
-    failBudget -= line.length + 1;
+    if (!isFailureLine(line)) continue;
+    const before = gap(k - last - 1);
+    const cost = line.length + 1 + before.reduce((n, l) => n + l.length + 1, 0);
+    if (cost > failBudget) {
+      if (before.length > 0 && middle.length === 0) marked = false; // nothing kept: the closing marker carries the hint
+      break;
+    }
+    middle.push(...before, line);
+    failBudget -= cost;
     last = k;
   }
   return [...head, ...middle, ...gap(j - last), ...tail].join('\n');

@@ -285,10 +285,14 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
       const call = observation ? { name: 'terminal', args: command === undefined ? {} : { command } } : calls.get(callId);
       const hostName = call?.name ?? 'tool';
       const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
+      // A host integrating the agent reduces the command's own output, then wraps it in its template.
+      const wrapped = observation ? unwrapObservation(msg['content']) : undefined;
+      const result = wrapped === undefined ? { content: msg['content'] } : { content: wrapped.output, ...(wrapped.exitCode === undefined ? {} : { exitCode: wrapped.exitCode }) };
       const t0 = now();
-      const step = await tt.reduceToolResult({ callId, name, args: call?.args ?? {}, content: msg['content'] }, { sessionId });
+      const step = await tt.reduceToolResult({ callId, name, args: call?.args ?? {}, ...result }, { sessionId });
       pendingMs += now() - t0;
-      const kept = step.value.content === msg['content'] ? msg : { ...msg, content: step.value.content };
+      const content = wrapped === undefined || step.value.content === wrapped.output ? step.value.content : wrapped.wrap(step.value.content);
+      const kept = content === msg['content'] || (wrapped !== undefined && step.value.content === wrapped.output) ? msg : { ...msg, content };
       reduced.push(kept);
       if (kept !== msg) toolSavings.set(kept, savedByStage(step.decisions));
       continue;
@@ -298,6 +302,18 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
   if (pendingMs > 0) d.onExtraTime(pendingMs);
   finishTurn();
   return fidelity.counts;
+}
+
+/**
+ * mini-swe-agent's observation template (`<returncode>N</returncode>` then the output inside
+ * `<output>…</output>`): the command's own output and exit code, and how to put a reduced output
+ * back into the same template. Undefined for any other shape (it goes through as it is).
+ */
+export function unwrapObservation(text: string): { output: string; exitCode?: number; wrap(output: string): string } | undefined {
+  const m = /^(\s*<returncode>(-?\d+)<\/returncode>\s*<output>\n?)([\s\S]*?)(\n?<\/output>\s*)$/.exec(text);
+  if (m === null) return undefined;
+  const [, head, code, output, tail] = m;
+  return { output: output!, exitCode: Number(code), wrap: (reduced) => `${head!}${reduced}${tail!}` };
 }
 
 /** The last fenced command block of the assistant message before message `i`, if any. */

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
@@ -7,6 +9,7 @@ import { evidenceText } from '../../src/compile/evidence.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { parseReceipt } from '../../src/receipts/index.js';
+import { diagnosticLines } from '../../src/replay/diagnostics.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
@@ -91,6 +94,23 @@ describe('collapseDuplicates — unit', () => {
     expect(text.length).toBeLessThan(2500);
     expect(out!.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 bounded view(s)' });
   });
+
+  // Real captured failing runs, buried in a long passing log (before or after it): the view keeps
+  // every diagnostic line replay counts (its own, independent pattern; the first 20 per output).
+  for (const fixture of ['pytest-fail.txt', 'vitest-fail.txt', 'go-test-fail.txt', 'cargo-test-fail.txt', 'mvn-offline-fail.txt', 'npm-install-fail.txt', 'tsc-errors.txt', 'javac-errors.txt', 'eslint-fail.txt']) {
+    it(`keeps every diagnostic line of a large failing output in its bounded view (${fixture})`, async () => {
+      const failing = readFileSync(join(import.meta.dirname, '../fixtures/terminal', fixture), 'utf8');
+      const passing = Array.from({ length: 3000 }, (_, i) => `tests/test_ok_${i}.py::test_case PASSED`).join('\n');
+      for (const [k, text] of [`${passing}\n${failing}`, `${failing}\n${passing}`].entries()) {
+        const [out] = await runAll(op(), [[case3Request(text), { sessionId: `faithful-${fixture}-${k}`, requestId: 'f' }]]);
+        const view = String(contentAt(out!.value, 3));
+        expect(view.length).toBeLessThan(8400);
+        const lines = diagnosticLines(text);
+        expect(lines.length).toBeGreaterThan(0);
+        expect(lines.filter((l) => !view.includes(l))).toEqual([]);
+      }
+    });
+  }
 
   it('shows bounded views of Responses outputs and Anthropic tool_result blocks in place', async () => {
     const huge = 'evidence row\n'.repeat(4000);

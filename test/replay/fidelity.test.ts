@@ -12,6 +12,7 @@ import type { TokenCounter } from '../../src/measure/types.js';
 import { diagnosticLines, isDiagnosticLine } from '../../src/replay/diagnostics.js';
 import { groundingStrings } from '../../src/replay/fidelity.js';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
+import { unwrapObservation } from '../../src/replay/replay.js';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
 import { advance, type ProviderRequest } from '../../src/step.js';
 
@@ -57,6 +58,7 @@ let dir: string;
 let counter: TokenCounter;
 let figures: ReplayFigures;
 let toolNames: string[];
+let toolContents: { content: string; exitCode: number | undefined }[];
 let finals: Msg[][];
 
 beforeAll(async () => {
@@ -64,12 +66,14 @@ beforeAll(async () => {
   counter = createTiktokenCounter();
   const real = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'v.sqlite3') } });
   toolNames = [];
+  toolContents = [];
   finals = [];
   let k = 0;
   const tt: Terminator = {
     ...real,
     reduceToolResult: async (result, context) => {
       toolNames.push(`${result.name}:${JSON.stringify(result.args)}`);
+      toolContents.push({ content: result.content, exitCode: result.exitCode });
       return { value: result, original: result, context, decisions: [] };
     },
     compileRequest: async (request: ProviderRequest, context) => {
@@ -92,6 +96,13 @@ afterAll(() => {
 describe('replay fidelity figures (computed by hand)', () => {
   it('sends the recognised observation through the tool stream as the output of the command block before it', () => {
     expect(toolNames).toEqual(['terminal:{"command":"pytest -q tests"}', 'terminal:{"command":"sed -n 80,95p src/app/loader_impl.py"}', 'edit:{"path":"src/app/loader_impl.py","line":91,"text":"return resolve_alias(name)"}']);
+  });
+
+  it("unwraps mini-swe-agent's observation template: the tool stream gets the command's own output and exit code", () => {
+    const inner = m6.slice('<returncode>0</returncode>\n<output>\n'.length, -'\n</output>'.length);
+    expect(toolContents[1]).toEqual({ content: inner, exitCode: 0 });
+    expect(unwrapObservation('<returncode>2</returncode>\n<output>\nboom\n</output>')!.wrap('b')).toBe('<returncode>2</returncode>\n<output>\nb\n</output>');
+    expect(unwrapObservation('OBSERVATION:\nplain')).toBeUndefined();
   });
 
   it('task: 3 of 4 requests show every instruction-prefix message (request 2 lost the task)', () => {
