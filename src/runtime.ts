@@ -127,7 +127,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   }
   const gates = modeGates(config);
   const workingState = openWorkingState(config, vault, vaultFailure === undefined);
-  const deps: PipelineDeps = { config, vault, counter, gates, ...(workingState === undefined ? {} : { workingState }) };
+  const stageCounter = counter.exact ? createCountMemo(counter, { maxEntries: 8192 }) : counter;
+  const deps: PipelineDeps = { config, vault, counter, gates, stageCounter, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
     vaultFailure === undefined
@@ -249,6 +250,12 @@ interface PipelineDeps {
   readonly counter: TokenCounter;
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
+  /**
+   * The request stages' counter: one count memo shared by every session's lane, so what one stage
+   * or session counted (an instruction prefix, a demonstration every session carries) the next
+   * looks up instead of tokenizing it again.
+   */
+  readonly stageCounter: TokenCounter;
 }
 
 /** The working-state store on the vault file, only when its budget is on; unavailable means "no state". */
@@ -317,7 +324,8 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
 function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
-  const { vault, counter } = d;
+  const { vault } = d;
+  const counter = d.stageCounter;
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler
@@ -351,7 +359,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })
       : identity,
-    d.gates.budget ? capOutputBudget(budgetOptions(c, counter)) : identity,
+    d.gates.budget ? capOutputBudget(budgetOptions(c, d.counter)) : identity,
   ]);
 }
 

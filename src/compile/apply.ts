@@ -48,8 +48,28 @@ export function gate(
   const candidate = withItems(request, listKey, items);
   const rawChars = state.meter.requestChars(request, listKey, view.items);
   const candidateChars = state.meter.requestChars(candidate, listKey, items);
-  const rawTokens = candidateChars < rawChars ? state.meter.requestTokens(request, listKey, view.items) : undefined;
-  const candidateTokens = rawTokens === undefined ? undefined : state.meter.requestTokens(candidate, listKey, items);
+  // Tokens of the items that differ only: the rest of the request counts the same on both sides,
+  // so the comparison (and the saving) is the same as over the whole request, and the newest
+  // output (never changed here) is not tokenized just to be compared with itself.
+  let rawTokens: number | undefined;
+  let candidateTokens: number | undefined;
+  if (candidateChars < rawChars) {
+    if (items.length === view.items.length) {
+      let a: number | undefined = 0;
+      let b: number | undefined = 0;
+      for (let i = 0; i < items.length && a !== undefined && b !== undefined; i++) {
+        if (items[i] === view.items[i]) continue;
+        const ta = state.meter.tokens(view.items[i]);
+        const tb = state.meter.tokens(items[i]);
+        a = ta === undefined ? undefined : a + ta;
+        b = tb === undefined ? undefined : b + tb;
+      }
+      [rawTokens, candidateTokens] = [a, b];
+    } else {
+      rawTokens = state.meter.requestTokens(request, listKey, view.items);
+      candidateTokens = rawTokens === undefined ? undefined : state.meter.requestTokens(candidate, listKey, items);
+    }
+  }
   const tokens = rawTokens !== undefined && candidateTokens !== undefined ? { rawTokens, candidateTokens } : {};
   const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts });
   const savedTokens = rawTokens !== undefined && candidateTokens !== undefined ? { savedTokens: rawTokens - candidateTokens } : {};
