@@ -5,6 +5,7 @@ import { registerReplay } from './replay.js';
 import { registerStats } from './stats.js';
 import { registerCompare } from './compare.js';
 import { registerBench } from './bench.js';
+import { registerReport } from './report.js';
 import { registerEval } from './eval.js';
 
 /** Adds one command (and its subcommands) to the program. */
@@ -18,5 +19,6 @@ export const commands: CommandRegistrar[] = [
   registerStats,
   registerCompare,
   registerBench,
+  registerReport,
   registerEval,
 ];
