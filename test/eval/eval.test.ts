@@ -1,6 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseHTML } from 'linkedom';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/program.js';
 import { armOrder, EvalAbortedError, makeTasks, planEval, runEval, type EvalResults } from '../../src/eval/index.js';
@@ -78,6 +79,19 @@ describe('eval against an honest model (same answers in both arms)', () => {
     expect(out.out).toContain('Decision rule (fixed before the first request)');
     expect(out.out.indexOf('VERDICT')).toBeLessThan(out.out.indexOf('Savings (secondary'));
     expect(results.protocol.rule).toContain('exact one-sided McNemar');
+  });
+
+  it('feeds the report\'s answer-quality section: the verdict and the recovery calls shown are the results\'', async () => {
+    const figures = join(dir, 'figures.json');
+    writeFileSync(figures, JSON.stringify({ requests: 1, raw_tokens: 10, final_tokens: 5, sessions: [] }));
+    const r = await capture(['report', '--from', figures, '--eval', join(dir, 'honest.json'), '--out', join(dir, 'report.html')]);
+    expect(r.code).toBe(0);
+    const { document } = parseHTML(readFileSync(join(dir, 'report.html'), 'utf8'));
+    const shown = (key: string) => document.querySelector(`[data-key="${key}"]`)?.textContent?.replace(/,/g, '');
+    expect(shown('quality.verdict')).toBe('non-inferior');
+    expect(Number(shown('quality.savings.balanced.recovery_calls'))).toBe(results.savings.balanced.recovery_calls);
+    expect(Number(shown('quality.b'))).toBe(0);
+    expect(document.querySelectorAll('#quality svg[role=img]')).toHaveLength(2);
   });
 
   it('sends each pair in the arm order the seed drew', () => {

@@ -16,6 +16,8 @@ export interface ScriptedModelOptions {
   readonly pairs: number;
   /** From this many answered requests on, report another system fingerprint. Default: never. */
   readonly driftAfter?: number;
+  /** Answer without `usage` (the harness then counts o200k itself). Default: false. */
+  readonly omitUsage?: boolean;
 }
 
 interface Message {
@@ -102,7 +104,7 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
           model: 'scripted-reader-1',
           system_fingerprint: drifted ? 'fp_after' : 'fp_before',
           choices: [{ index: 0, message: reply(body.messages, task, options.policy), finish_reason: 'stop' }],
-          usage: { prompt_tokens: Math.ceil(JSON.stringify(body.messages).length / 4), completion_tokens: 12, total_tokens: 0 },
+          ...(options.omitUsage === true ? {} : { usage: { prompt_tokens: Math.ceil(JSON.stringify(body.messages).length / 4), completion_tokens: 12, total_tokens: 0 } }),
         }),
       );
     });
