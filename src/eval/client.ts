@@ -49,16 +49,25 @@ export interface ClientOptions {
 /** One chat completion. */
 export async function chatCompletion(body: Readonly<Record<string, unknown>>, options: ClientOptions): Promise<ChatResult> {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(options.timeoutMs ?? 120_000),
-    });
-  } catch (error) {
-    throw new EvalProviderError(`cannot reach ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
+  // A connection the server closed while idle (keep-alive) fails before any answer: retried, as
+  // the SDKs do. An HTTP error or a timeout is never retried.
+  let res: Response | undefined;
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3 && res === undefined; attempt++) {
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(options.timeoutMs ?? 120_000),
+      });
+    } catch (error) {
+      lastError = error;
+      if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) break;
+    }
+  }
+  if (res === undefined) {
+    throw new EvalProviderError(`cannot reach ${redact(url)}: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
   }
   const text = await res.text();
   if (!res.ok) throw new EvalProviderError(`HTTP ${res.status} from ${redact(url)}: ${errorMessage(text)}`);
@@ -83,6 +92,11 @@ export async function chatCompletion(body: Readonly<Record<string, unknown>>, op
 /** Remembers the first response's identity and rejects any later one that differs. */
 export class DriftGuard {
   #first: Identity | undefined;
+
+  /** `expected`: the identity a resumed run recorded; the first response must match it too. */
+  constructor(expected?: Identity) {
+    this.#first = expected;
+  }
 
   get identity(): Identity | undefined {
     return this.#first;

@@ -48,6 +48,11 @@ export interface EvalOptions {
   readonly timeoutMs?: number;
   /** Environment for both Terminators' config (mode and vault path are set here). Default: process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Continue a run: the checkpoint's (or an aborted run's) results. Its seed and margin are used,
+   * its pairs are kept, and the serving identity it recorded must still answer. Default: none.
+   */
+  readonly resume?: EvalResults;
   /** Called once, before the first request, with the precommitted protocol. */
   readonly onProtocol?: (protocol: EvalProtocol) => void;
   /** Called after each pair. */
@@ -68,6 +73,8 @@ export interface EvalProtocol {
   readonly temperature: number | null;
   /** sha256 of the tasks (questions, evidence, answers): the same seed gives the same hash. */
   readonly tasks_sha256: string;
+  /** The same over the first 36 tasks only: a checkpoint and its final share it. */
+  readonly checkpoint_tasks_sha256: string;
   /** Arm order of every planned pair, drawn from the seed before the first request. */
   readonly arm_order: readonly (readonly [Arm, Arm])[];
 }
@@ -134,9 +141,17 @@ export class EvalAbortedError extends TokenTerminatorError {
 export function planEval(options: EvalOptions): { protocol: EvalProtocol; tasks: EvalTask[] } {
   const pairs = options.pairs ?? FINAL_PAIRS;
   if (pairs !== CHECKPOINT_PAIRS && pairs !== FINAL_PAIRS) throw new ConfigError(`eval: pairs must be ${CHECKPOINT_PAIRS} (checkpoint) or ${FINAL_PAIRS} (final) (got ${pairs})`);
-  const margin = options.margin ?? DEFAULT_MARGIN;
+  const margin = options.margin ?? options.resume?.protocol.margin ?? DEFAULT_MARGIN;
   if (!(margin > 0 && margin < 0.5)) throw new ConfigError(`eval: margin must be within (0, 0.5) (got ${margin})`);
-  const seed = options.seed ?? randomInt(2 ** 31);
+  const resumed = options.resume?.protocol;
+  if (resumed !== undefined) {
+    if (options.seed !== undefined && options.seed !== resumed.seed) throw new ConfigError(`eval: --seed ${options.seed} differs from the resumed run's seed ${resumed.seed}`);
+    if (options.margin !== undefined && options.margin !== resumed.margin) throw new ConfigError(`eval: margin ${options.margin} differs from the resumed run's precommitted margin ${resumed.margin}`);
+    if (options.model !== resumed.model) throw new ConfigError(`eval: model "${options.model}" differs from the resumed run's "${resumed.model}"`);
+    if (options.resume!.verdict === 'inferior') throw new ConfigError('eval: the resumed run already found harm; its verdict "inferior" is final');
+    if (options.resume!.pairs.length > pairs) throw new ConfigError(`eval: the resumed run already has ${options.resume!.pairs.length} pairs (more than ${pairs})`);
+  }
+  const seed = options.seed ?? resumed?.seed ?? randomInt(2 ** 31);
   if (!Number.isSafeInteger(seed) || seed < 0 || seed > 0xffffffff) throw new ConfigError(`eval: seed must be an integer within [0, 4294967295] (got ${seed})`);
   if (options.maxRounds !== undefined && !(Number.isInteger(options.maxRounds) && options.maxRounds >= 1)) throw new ConfigError(`eval: maxRounds must be an integer ≥ 1 (got ${options.maxRounds})`);
   if (options.model.trim() === '') throw new ConfigError('eval: model must not be empty');
@@ -144,7 +159,12 @@ export function planEval(options: EvalOptions): { protocol: EvalProtocol; tasks:
   const tasks = makeTasks(seed, pairs);
   const order = armOrder(seed, pairs);
   const hash = createHash('sha256');
-  for (const t of tasks) hash.update(canonicalJson([t.question, t.command, t.evidence, t.expected], { compact: true }));
+  const checkpointHash = createHash('sha256');
+  for (const t of tasks) {
+    const bytes = canonicalJson([t.question, t.command, t.evidence, t.expected], { compact: true });
+    hash.update(bytes);
+    if (t.index < CHECKPOINT_PAIRS) checkpointHash.update(bytes);
+  }
   return {
     tasks,
     protocol: {
@@ -160,6 +180,7 @@ export function planEval(options: EvalOptions): { protocol: EvalProtocol; tasks:
       base_url: redact(options.baseUrl),
       temperature: options.temperature === undefined ? 0 : options.temperature,
       tasks_sha256: hash.digest('hex'),
+      checkpoint_tasks_sha256: checkpointHash.digest('hex'),
       arm_order: order,
     },
   };
@@ -174,20 +195,24 @@ export function armOrder(seed: number, pairs: number): [Arm, Arm][] {
 /** Run the harness. Throws ConfigError for bad options, EvalAbortedError on drift or a provider error. */
 export async function runEval(options: EvalOptions): Promise<EvalResults> {
   const { protocol, tasks } = planEval(options);
+  const resume = options.resume;
+  if (resume !== undefined && resume.protocol.checkpoint_tasks_sha256 !== protocol.checkpoint_tasks_sha256) {
+    throw new ConfigError('eval: the resumed run was made with other tasks (another version of the harness); start a new run');
+  }
   options.onProtocol?.(protocol);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-'));
   const env = options.env ?? process.env;
   const open = (mode: Arm): Promise<Terminator> =>
     createTerminator({ env, overrides: { mode, dbPath: join(dir, `${mode}.sqlite3`) }, metrics: false, vaultErrors: 'throw' });
   const terminators: Partial<Record<Arm, Terminator>> = {};
-  const pairs: PairResult[] = [];
-  const guard = new DriftGuard();
+  const pairs: PairResult[] = [...(resume?.pairs ?? [])];
+  const guard = new DriftGuard(resume?.identity ?? undefined);
   const runTag = `${protocol.seed}-${Date.now().toString(36)}`;
   const results = (status: EvalResults['status'], extra: { abort_reason?: string } = {}): EvalResults => finish(protocol, guard.identity ?? null, pairs, status, extra);
   try {
     terminators.off = await open('off');
     terminators.balanced = await open('balanced');
-    for (const task of tasks) {
+    for (const task of tasks.slice(pairs.length)) {
       const order = protocol.arm_order[task.index]!;
       const arms: Partial<Record<Arm, ArmResult>> = {};
       for (const arm of order) {

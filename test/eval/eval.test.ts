@@ -174,6 +174,48 @@ describe('eval aborts on provider drift', () => {
   }, SLOW);
 });
 
+describe('eval checkpoint, then the final', () => {
+  it('resumes the 36-pair checkpoint into the 72-pair final, sending only the new pairs', async () => {
+    const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72 });
+    try {
+      const checkpoint = join(dir, 'checkpoint.json');
+      const first = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '36', '--seed', String(SEED + 1), '--out', checkpoint]);
+      expect(first.code).toBe(0);
+      expect(first.out).toMatch(/^VERDICT: withheld/);
+      const sentBefore = model.bodies.length;
+      const final = join(dir, 'final.json');
+      const second = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--resume', checkpoint, '--out', final]);
+      if (second.code !== 0) throw new Error(`resume exited ${second.code}: ${second.err.slice(-600)}`);
+      const a = JSON.parse(readFileSync(checkpoint, 'utf8')) as EvalResults;
+      const b = JSON.parse(readFileSync(final, 'utf8')) as EvalResults;
+      expect(b.protocol.seed).toBe(SEED + 1);
+      expect(b.pairs.slice(0, 36)).toEqual(a.pairs);
+      expect(b.pairs).toHaveLength(72);
+      expect(b.verdict).toBe('non-inferior');
+      expect(Math.min(...model.taskOf.slice(sentBefore))).toBe(36);
+    } finally {
+      await model.close();
+    }
+  }, SLOW);
+
+  it('refuses to resume with another model or seed, or against a changed fingerprint', async () => {
+    const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72, driftAfter: 0 });
+    try {
+      const checkpoint = join(dir, 'checkpoint.json');
+      const other = await capture(['eval', '--base-url', model.url, '--model', 'other', '--pairs', '72', '--resume', checkpoint]);
+      expect([other.code, other.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
+      const seed = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--seed', '5', '--resume', checkpoint]);
+      expect([seed.code, seed.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
+      const drift = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--resume', checkpoint]);
+      expect(drift.code).toBe(1);
+      expect(drift.err).toContain('system_fingerprint changed from "fp_before" to "fp_after"');
+      expect(model.bodies).toHaveLength(1);
+    } finally {
+      await model.close();
+    }
+  }, SLOW);
+});
+
 describe('eval protocol', () => {
   it('reproduces tasks and arm order from the seed, and another seed draws another order', () => {
     const a = planEval({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', pairs: 72, seed: 7 });

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { CHECKPOINT_PAIRS, DEFAULT_MARGIN, EvalAbortedError, estimateEval, FINAL_PAIRS, runEval, type Analysis, type EvalOptions, type EvalResults } from '../../eval/index.js';
@@ -9,7 +9,7 @@ interface EvalCliOptions {
   model: string;
   pairs: string;
   seed?: number;
-  margin: number;
+  margin?: number;
   out?: string;
   apiKeyEnv: string;
   temperature: number | null;
@@ -17,6 +17,20 @@ interface EvalCliOptions {
   timeout?: number;
   dryRun?: boolean;
   json?: boolean;
+  resume?: string;
+}
+
+function readResume(path: string): EvalResults {
+  if (!existsSync(path)) throw new CliError(`no eval results at ${path}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    throw new CliError(`${path} is not JSON (expected eval --out results)`);
+  }
+  const r = value as Partial<EvalResults>;
+  if (r.harness !== 'token-terminator eval' || !Array.isArray(r.pairs) || typeof r.protocol?.seed !== 'number') throw new CliError(`${path} is not eval --out results`);
+  return value as EvalResults;
 }
 
 function marginArg(value: string): number {
@@ -76,7 +90,8 @@ async function evaluate(options: EvalCliOptions): Promise<void> {
     baseUrl: options.baseUrl,
     model: options.model,
     pairs,
-    margin: options.margin,
+    ...(options.margin === undefined ? {} : { margin: options.margin }),
+    ...(options.resume === undefined ? {} : { resume: readResume(options.resume) }),
     temperature: options.temperature,
     ...(options.seed === undefined ? {} : { seed: options.seed }),
     ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
@@ -126,7 +141,8 @@ export function registerEval(program: Command): void {
     .requiredOption('--model <name>', 'model name to request')
     .addOption(new Option('--pairs <n>', `matched pairs: the ${CHECKPOINT_PAIRS}-pair checkpoint or the precommitted ${FINAL_PAIRS}-pair final`).choices([String(CHECKPOINT_PAIRS), String(FINAL_PAIRS)]).default(String(FINAL_PAIRS)))
     .option('--seed <n>', 'seed of the tasks and the arm order (default: random, recorded in the results)', seedArg)
-    .option('--margin <x>', 'non-inferiority margin on accuracy (0.1 = 10 points)', marginArg, DEFAULT_MARGIN)
+    .option('--margin <x>', `non-inferiority margin on accuracy (default ${DEFAULT_MARGIN} = 10 points)`, marginArg)
+    .option('--resume <results.json>', 'continue a run (the 36-pair checkpoint into the 72-pair final, or an aborted run): its seed, margin and pairs are kept')
     .option('--out <results.json>', 'write the results (also the completed pairs of an aborted run)')
     .option('--api-key-env <name>', 'environment variable holding the bearer token', 'OPENAI_API_KEY')
     .option('--temperature <t>', 'temperature to send, or "none"', temperatureArg, 0)
