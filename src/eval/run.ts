@@ -30,6 +30,13 @@ export type Arm = 'off' | 'balanced';
 export interface EvalOptions {
   /** OpenAI-compatible base URL (`<base>/chat/completions` is called), e.g. http://127.0.0.1:8000/v1. */
   readonly baseUrl: string;
+  /**
+   * Send the balanced arm, unreduced, to this endpoint instead — a `token-terminator proxy` in
+   * balanced mode in front of the same provider — so the gateway is what is tested. Both arms then
+   * offer only the task's tool (the proxy adds and answers its recovery tool itself, so recovery
+   * calls are not observable here). Default: none (the balanced arm runs the library in-process).
+   */
+  readonly balancedBaseUrl?: string;
   /** Model name sent in every request. */
   readonly model: string;
   /** Pairs to run: the 36-pair checkpoint or the precommitted 72-pair final. Default: 72. */
@@ -70,6 +77,8 @@ export interface EvalProtocol {
   readonly rule: string;
   readonly model: string;
   readonly base_url: string;
+  /** How the balanced arm is reduced: in-process (`library`) or by a gateway (`proxy at <url>`). */
+  readonly balanced_via: string;
   readonly temperature: number | null;
   /** sha256 of the tasks (questions, evidence, answers): the same seed gives the same hash. */
   readonly tasks_sha256: string;
@@ -155,6 +164,7 @@ export function planEval(options: EvalOptions): { protocol: EvalProtocol; tasks:
   if (!Number.isSafeInteger(seed) || seed < 0 || seed > 0xffffffff) throw new ConfigError(`eval: seed must be an integer within [0, 4294967295] (got ${seed})`);
   if (options.maxRounds !== undefined && !(Number.isInteger(options.maxRounds) && options.maxRounds >= 1)) throw new ConfigError(`eval: maxRounds must be an integer ≥ 1 (got ${options.maxRounds})`);
   if (options.model.trim() === '') throw new ConfigError('eval: model must not be empty');
+  if (options.balancedBaseUrl !== undefined && !/^https?:\/\//.test(options.balancedBaseUrl)) throw new ConfigError(`eval: balanced base URL must start with http:// or https:// (got ${redact(options.balancedBaseUrl)})`);
   if (!/^https?:\/\//.test(options.baseUrl)) throw new ConfigError(`eval: base URL must start with http:// or https:// (got ${redact(options.baseUrl)})`);
   const tasks = makeTasks(seed, pairs);
   const order = armOrder(seed, pairs);
@@ -178,6 +188,7 @@ export function planEval(options: EvalOptions): { protocol: EvalProtocol; tasks:
       rule: decisionRule(margin),
       model: options.model,
       base_url: redact(options.baseUrl),
+      balanced_via: options.balancedBaseUrl === undefined ? 'library' : `proxy at ${redact(options.balancedBaseUrl)}`,
       temperature: options.temperature === undefined ? 0 : options.temperature,
       tasks_sha256: hash.digest('hex'),
       checkpoint_tasks_sha256: checkpointHash.digest('hex'),
@@ -199,11 +210,16 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   if (resume !== undefined && resume.protocol.checkpoint_tasks_sha256 !== protocol.checkpoint_tasks_sha256) {
     throw new ConfigError('eval: the resumed run was made with other tasks (another version of the harness); start a new run');
   }
+  if (resume !== undefined && resume.protocol.balanced_via !== protocol.balanced_via) {
+    throw new ConfigError(`eval: the resumed run reduced the balanced arm via ${resume.protocol.balanced_via}, this one via ${protocol.balanced_via}`);
+  }
   options.onProtocol?.(protocol);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-'));
   const env = options.env ?? process.env;
+  // Through a proxy the gateway reduces the balanced arm: the harness itself passes both through.
+  const viaProxy = options.balancedBaseUrl !== undefined;
   const open = (mode: Arm): Promise<Terminator> =>
-    createTerminator({ env, overrides: { mode, dbPath: join(dir, `${mode}.sqlite3`) }, metrics: false, vaultErrors: 'throw' });
+    createTerminator({ env, overrides: { mode: viaProxy ? 'off' : mode, dbPath: join(dir, `${mode}.sqlite3`) }, metrics: false, vaultErrors: 'throw' });
   const terminators: Partial<Record<Arm, Terminator>> = {};
   const pairs: PairResult[] = [...(resume?.pairs ?? [])];
   const guard = new DriftGuard(resume?.identity ?? undefined);
@@ -291,7 +307,9 @@ export function evalTools(tt: Terminator): Record<string, unknown>[] {
 
 async function runArm(task: EvalTask, arm: Arm, tt: Terminator, guard: DriftGuard, options: EvalOptions, protocol: EvalProtocol, sessionId: string): Promise<ArmResult> {
   const maxRounds = options.maxRounds ?? 8;
-  const tools = evalTools(tt);
+  const viaProxy = options.balancedBaseUrl !== undefined;
+  const tools = viaProxy ? [TERMINAL_TOOL] : evalTools(tt);
+  const baseUrl = arm === 'balanced' && viaProxy ? options.balancedBaseUrl! : options.baseUrl;
   const transcript: ChatMessage[] = openingMessages(task);
   const toolOutput = async (callId: string): Promise<string> => {
     const step = await tt.reduceToolResult({ callId, name: 'terminal', args: { command: task.command }, content: task.evidence }, { sessionId });
@@ -308,7 +326,7 @@ async function runArm(task: EvalTask, arm: Arm, tt: Terminator, guard: DriftGuar
     const body: Record<string, unknown> = { model: options.model, messages: transcript, tools, ...(protocol.temperature === null ? {} : { temperature: protocol.temperature }) };
     const step = await tt.compileRequest(body, { sessionId, requestId: `${sessionId}#${round}`, route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' } });
     const sent = step.value;
-    const reply = await chatCompletion(sent, { baseUrl: options.baseUrl, ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }), ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
+    const reply = await chatCompletion(sent, { baseUrl, ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }), ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
     guard.check(reply.identity, `pair ${task.index + 1} (${arm} arm, request ${round})`);
     if (reply.promptTokens === undefined) providerUsage = false;
     prompt += reply.promptTokens ?? tt.counter.count(canonicalJson(sent['messages'] ?? [], { compact: true }));

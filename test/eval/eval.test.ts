@@ -216,6 +216,42 @@ describe('eval checkpoint, then the final', () => {
   }, SLOW);
 });
 
+describe('eval through a gateway (--balanced-base-url)', () => {
+  it('sends the off arm to the provider and the balanced arm, unreduced, to the gateway, with the same tools', async () => {
+    const provider = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
+    const gateway = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
+    try {
+      const r = await runEval({ baseUrl: provider.url, balancedBaseUrl: gateway.url, model: 'scripted', pairs: 36, seed: SEED });
+      expect(r.protocol.balanced_via).toBe(`proxy at ${gateway.url}`);
+      expect([r.status, r.verdict, r.pairs.length]).toEqual(['complete', 'withheld', 36]);
+      const tasks = makeTasks(SEED, 36);
+      for (const m of [provider, gateway]) {
+        expect([...new Set(m.taskOf)].sort((a, b) => a - b)).toEqual(tasks.map((t) => t.index));
+        for (const [i, b] of m.bodies.entries()) {
+          expect((b['tools'] as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['terminal']);
+          expect((b['messages'] as { role: string; content?: string }[]).find((x) => x.role === 'tool')!.content).toBe(tasks[m.taskOf[i]!]!.evidence);
+        }
+      }
+    } finally {
+      await provider.close();
+      await gateway.close();
+    }
+  }, SLOW);
+
+  it('rejects a gateway that serves another model identity than the provider', async () => {
+    const provider = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
+    const gateway = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 0 });
+    try {
+      const error = await runEval({ baseUrl: provider.url, balancedBaseUrl: gateway.url, model: 'scripted', pairs: 36, seed: SEED }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EvalAbortedError);
+      expect((error as Error).message).toContain('(balanced arm, request 1): system_fingerprint changed');
+    } finally {
+      await provider.close();
+      await gateway.close();
+    }
+  }, SLOW);
+});
+
 describe('eval protocol', () => {
   it('reproduces tasks and arm order from the seed, and another seed draws another order', () => {
     const a = planEval({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', pairs: 72, seed: 7 });

@@ -6,6 +6,7 @@ import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
 
 interface EvalCliOptions {
   baseUrl: string;
+  balancedBaseUrl?: string;
   model: string;
   pairs: string;
   seed?: number;
@@ -88,6 +89,7 @@ async function evaluate(options: EvalCliOptions): Promise<void> {
   const apiKey = process.env[options.apiKeyEnv];
   const run: EvalOptions = {
     baseUrl: options.baseUrl,
+    ...(options.balancedBaseUrl === undefined ? {} : { balancedBaseUrl: options.balancedBaseUrl }),
     model: options.model,
     pairs,
     ...(options.margin === undefined ? {} : { margin: options.margin }),
@@ -117,7 +119,7 @@ async function evaluate(options: EvalCliOptions): Promise<void> {
   try {
     results = await runEval({
       ...run,
-      onProtocol: (p) => progress(`${p.rule}\nseed ${p.seed}, ${p.planned_pairs} pairs, model ${p.model} at ${p.base_url}\n`),
+      onProtocol: (p) => progress(`${p.rule}\nseed ${p.seed}, ${p.planned_pairs} pairs, model ${p.model} at ${p.base_url}, balanced arm via ${p.balanced_via}\n`),
       onPair: (p, done, planned) => progress(`pair ${done}/${planned} (${p.family}, ${p.order.join(' then ')}): off ${p.off.outcome}, balanced ${p.balanced.outcome}\n`),
     });
   } catch (error) {
@@ -138,6 +140,7 @@ export function registerEval(program: Command): void {
     .command('eval')
     .description('paired non-inferiority A/B of answer quality: the same synthetic tasks in fresh off and balanced sessions against one model')
     .requiredOption('--base-url <url>', 'OpenAI-compatible base URL; <url>/chat/completions is called (e.g. http://127.0.0.1:8000/v1)')
+    .option('--balanced-base-url <url>', 'send the balanced arm unreduced to this endpoint (a token-terminator proxy in balanced mode) instead of reducing in-process')
     .requiredOption('--model <name>', 'model name to request')
     .addOption(new Option('--pairs <n>', `matched pairs: the ${CHECKPOINT_PAIRS}-pair checkpoint or the precommitted ${FINAL_PAIRS}-pair final`).choices([String(CHECKPOINT_PAIRS), String(FINAL_PAIRS)]).default(String(FINAL_PAIRS)))
     .option('--seed <n>', 'seed of the tasks and the arm order (default: random, recorded in the results)', seedArg)
