@@ -50,8 +50,17 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
     } finally {
       out.mockRestore();
     }
+  }, SLOW);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('finds and starts a Chromium, and opens the report in it', async () => {
+    expect(executable, MISSING).toBeDefined();
     browser = await chromium.launch({
-      executablePath: executable,
+      executablePath: executable!,
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
@@ -63,15 +72,6 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
     await page.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : (errors.push(`network: ${route.request().url()}`), route.abort())));
     await page.goto(pathToFileURL(join(dir, 'report.html')).href);
   }, SLOW);
-
-  afterAll(async () => {
-    await browser?.close();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('finds a Chromium to drive', () => {
-    expect(executable, MISSING).toBeDefined();
-  });
 
   needsBrowser('draws every chart as a non-empty SVG with visible marks', async () => {
     const charts = await page.$$eval('figure.chart svg[role=img]', (svgs) =>
