@@ -29,6 +29,7 @@ import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
 import type { Vault } from '../vault/types.js';
 import { commonPrefixChars, FigureAccumulator, round, type ReplayFigures } from './figures.js';
+import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from './verify.js';
 
@@ -52,6 +53,8 @@ export interface ReplayOptions {
   readonly overrides?: ConfigOverrides;
   /** Counter for the figures. Default: tiktoken o200k_base. */
   readonly counter?: TokenCounter;
+  /** Add each session's per-request series (`per_request`) to the figures. Default: false. */
+  readonly series?: boolean;
   /** Called after every request with (done, total). Default: none. */
   readonly onProgress?: (done: number, total: number) => void;
   /** Clock in ms (tests). Default: `performance.now`. */
@@ -93,6 +96,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   try {
     for (const session of sessions) {
       const acc = new FigureAccumulator(price);
+      const points: RequestPoint[] = [];
       await replayOne(session, {
         tt,
         meter,
@@ -103,6 +107,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
         onRequest: (sample) => {
           acc.add(sample);
           all.add(sample);
+          if (options.series === true) points.push(requestPoint(sample));
           options.onProgress?.(++done, total);
         },
         onExtraTime: (ms) => {
@@ -110,7 +115,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
           all.addTime(ms);
         },
       });
-      perSession.push({ id: session.id, ...acc.figures() });
+      perSession.push({ id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) });
     }
   } finally {
     const open = dump;
@@ -143,7 +148,12 @@ export function requestCount(session: RecordedSession): number {
   return session.messages.reduce((n, m, i) => n + (m['role'] === 'assistant' && i > 0 ? 1 : 0), 0);
 }
 
+function requestPoint(s: Sample): RequestPoint {
+  return { raw_tokens: s.rawTokens, final_tokens: s.finalTokens, raw_chars: s.rawChars, final_chars: s.finalChars, receipts: s.receipts, saved_by_stage: s.saved };
+}
+
 interface Sample {
+  saved: Readonly<Record<string, number>>;
   rawChars: number;
   finalChars: number;
   rawTokens: number;
@@ -227,12 +237,14 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
         receipts: ids.length,
         recovered,
         ms,
+        saved: {},
       };
       prevRaw = rawMessages;
       prevFinal = finalMessages;
       const saved: Record<string, number> = {};
       for (const m of reduced.slice(0, i)) for (const [stage, chars] of Object.entries(toolSavings.get(m) ?? {})) saved[stage] = (saved[stage] ?? 0) + chars;
       savedByStage(out.decisions, saved);
+      sample.saved = saved;
       const rawRequest = { ...request, messages: rawMessages };
       await tt.vault.recordRequestMetric(
         requestMetric({

@@ -5,6 +5,8 @@ import { registerReplay } from './replay.js';
 import { registerStats } from './stats.js';
 import { registerCompare } from './compare.js';
 import { registerBench } from './bench.js';
+import { registerReport } from './report.js';
+import { registerEval } from './eval.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -17,4 +19,6 @@ export const commands: CommandRegistrar[] = [
   registerStats,
   registerCompare,
   registerBench,
+  registerReport,
+  registerEval,
 ];

@@ -10,6 +10,7 @@ interface ReplayCliOptions {
   mode?: Mode;
   limit?: number;
   json?: boolean;
+  series?: boolean;
   dump?: string;
   cacheReadPrice: number;
   db?: string;
@@ -37,6 +38,7 @@ async function replay(file: string, options: ReplayCliOptions): Promise<void> {
       ...(options.db === undefined ? {} : { db: options.db }),
       ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
       ...(options.dump === undefined ? {} : { dump: options.dump }),
+      ...(options.series === true ? { series: true } : {}),
       ...(bar === undefined ? {} : { onProgress: (done: number) => bar.update(done) }),
     });
   } finally {
@@ -55,6 +57,7 @@ export function registerReplay(program: Command): void {
     .addOption(new Option('--mode <mode>', 'mode to replay under (default: TOKEN_TERMINATOR_MODE or balanced)').choices(MODES as string[]))
     .option('--limit <n>', 'replay only the first n sessions', integerAtLeast(1))
     .option('--json', 'print the figures as JSON')
+    .option('--series', 'with --json: add each session\'s per-request series (per_request), the input of `report`')
     .option('--dump <file>', 'write one JSON line {session, index, final} per request')
     .option('--cache-read-price <price>', 'price of a cached char relative to an uncached one', priceArg, 0.1)
     .option('--db <path>', 'vault file to use and keep (default: a fresh vault in a temp dir)')
