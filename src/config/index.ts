@@ -162,6 +162,15 @@ const toolNames: Kind = {
   },
 };
 
+const modelLimits: Kind = {
+  expects: 'a JSON object mapping model ids to { "contextWindow"?: integer ≥ 1, "maxOutputTokens"?: integer ≥ 1 }',
+  schema: z.record(
+    z.string().trim().min(1),
+    z.strictObject({ contextWindow: z.number().int().min(1).optional(), maxOutputTokens: z.number().int().min(1).optional() }),
+  ),
+  fromEnv: toolNames.fromEnv,
+};
+
 const httpUrl: Kind = {
   expects: 'an http(s) URL or empty',
   schema: z.string().refine((s) => {
@@ -243,6 +252,8 @@ const FIELDS: readonly Field[] = [
   tt('maxSearchResults', 'MAX_SEARCH_RESULTS', int(1, 500), 50),
   tt('workingGraphChars', 'WORKING_GRAPH_CHARS', int(0), 0),
   tt('tokenBudget', 'TOKEN_BUDGET', bool, true),
+  tt('outputCap', 'OUTPUT_CAP', bool, true),
+  tt('modelLimits', 'MODEL_LIMITS', modelLimits, {}),
   tt('tokenizerJson', 'TOKENIZER_JSON', path, '', { isPath: true }),
   tt('tiktokenEncoding', 'TIKTOKEN_ENCODING', oneOf(['', ...TIKTOKEN_ENCODINGS]), ''),
   tt('contextCompaction', 'CONTEXT_COMPACTION', bool, true),
