@@ -76,14 +76,25 @@ export interface TerminatorOptions {
 
 /** Which stages a config turns on: the modes table (facts §1.2) plus the output-budget cap. */
 export interface ModeGates extends ModeFlags {
-  /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_TOKEN_BUDGET is on). */
+  /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_OUTPUT_CAP is on). */
   readonly budget: boolean;
+  /** Exact-token half of the acceptance gate (TOKEN_TERMINATOR_TOKEN_BUDGET); chars only when off. */
+  readonly tokenGate: boolean;
 }
 
 /** The stage gates for a config: pure, so replay and status can report them. */
-export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget'>): ModeGates {
+export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>): ModeGates {
   const flags = modeFlags(config);
-  return Object.freeze({ ...flags, budget: flags.compiler && config.tokenBudget });
+  return Object.freeze({ ...flags, budget: flags.compiler && config.outputCap, tokenGate: config.tokenBudget });
+}
+
+/**
+ * The counter the reduction stages' acceptance gates see: the real one, or none with
+ * TOKEN_TERMINATOR_TOKEN_BUDGET off, so every gate decides on characters alone. Telemetry and the
+ * output cap keep the real counter.
+ */
+function gateCounter(counter: TokenCounter, gates: ModeGates): { readonly counter?: TokenCounter } {
+  return gates.tokenGate ? { counter } : {};
 }
 
 /**
@@ -126,7 +137,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   }
   const gates = modeGates(config);
   const workingState = openWorkingState(config, vault, vaultFailure === undefined);
-  const deps: PipelineDeps = { config, vault, counter, gates, ...(workingState === undefined ? {} : { workingState }) };
+  const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
     vaultFailure === undefined
@@ -245,7 +256,10 @@ function defaultCounter(config: Config): TokenCounter {
 interface PipelineDeps {
   readonly config: Config;
   readonly vault: Vault;
+  /** The real counter: the output cap counts the prompt with it. */
   readonly counter: TokenCounter;
+  /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
+  readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
 }
@@ -297,12 +311,12 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
   return chain<ToolResult>([
     d.gates.temporal
-      ? deltaRepeatedOutput({ vault: d.vault, counter: d.counter, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames })
+      ? deltaRepeatedOutput({ vault: d.vault, ...d.gate, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames })
       : identity,
     d.gates.native
       ? compressToolResult({
           vault: d.vault,
-          counter: d.counter,
+          ...d.gate,
           flags: d.gates,
           nativeMinChars: c.nativeMinChars,
           nativeMaxChars: c.nativeMaxChars,
@@ -316,12 +330,12 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
 function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
-  const { vault, counter } = d;
+  const { vault, counter, gate } = d;
   return chain<ProviderRequest>([
     d.gates.compiler
       ? collapseDuplicates({
           vault,
-          counter,
+          ...gate,
           minArtifactChars: c.minArtifactChars,
           maxArtifactChars: c.maxArtifactChars,
           inlineLeases: c.inlineLeases,
@@ -329,11 +343,11 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           maxInlineChars: c.maxInlineChars,
         })
       : identity,
-    d.gates.compiler ? routeSkills({ counter, vault }) : identity,
+    d.gates.compiler ? routeSkills({ ...gate, vault }) : identity,
     d.gates.compiler && c.contextCompaction
       ? compileRequest({
           vault,
-          counter,
+          ...gate,
           minVaultChars: c.contextMinVaultChars,
           maxArtifactChars: c.maxArtifactChars,
           collapseAfterTurns: c.contextCollapseAfterTurns,

@@ -192,6 +192,7 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
         request_compiler: flags.compiler,
         temporal_delta: flags.temporal,
         token_budget: config.tokenBudget,
+        output_cap: config.outputCap,
         context_compaction: config.contextCompaction,
         working_state: config.workingGraphChars > 0,
       },

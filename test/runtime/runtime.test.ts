@@ -112,13 +112,16 @@ describe('Lane', () => {
 describe('modeGates', () => {
   it('follows the modes table', () => {
     const g = (mode: 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest' | 'off') =>
-      modeGates({ enabled: true, mode, temporalDelta: true, tokenBudget: true });
+      modeGates({ enabled: true, mode, temporalDelta: true, tokenBudget: true, outputCap: true });
     expect(g('balanced')).toMatchObject({ terminal: true, native: true, compiler: true, temporal: true, budget: true });
     expect(g('native')).toMatchObject({ terminal: false, native: true, compiler: false, budget: false });
     expect(g('terminal')).toMatchObject({ terminal: true, native: false, compiler: false });
     expect(g('suggest')).toMatchObject({ terminal: false, suggest: true, native: false });
     expect(g('off')).toMatchObject({ terminal: false, native: false, compiler: false, budget: false });
-    expect(modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true }).compiler).toBe(false);
+    expect(modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: true }).compiler).toBe(false);
+    // TOKEN_BUDGET is the token half of acceptance, OUTPUT_CAP the cap stage: independent switches.
+    expect(modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: false, outputCap: true })).toMatchObject({ budget: true, tokenGate: false });
+    expect(modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: false })).toMatchObject({ budget: false, tokenGate: true });
   });
 });
 
