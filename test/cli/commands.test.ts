@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -107,6 +107,7 @@ describe('exit codes', () => {
     [['artifact', 'find', 'ID', '  ', '--db', 'DB'], 'query must not be empty'],
     [['artifact', 'peek', 'a_nope', '--db', 'DB'], 'unknown artifact a_nope'],
     [['artifact', 'get', 'a_1', '--db', 'ABSENT'], 'no vault at'],
+    [['stats', '--db', 'ABSENT'], 'no vault at'],
     [['frobnicate'], "unknown command 'frobnicate'"],
   ])('exits 2 for %j', async (args, message) => {
     const resolved = args.map((a) => (a === 'DB' ? db : a === 'ABSENT' ? join(dir, 'absent.sqlite3') : a === 'ID' ? logId : a));
@@ -123,6 +124,37 @@ describe('exit codes', () => {
 
   it('does not create a vault for reading commands', async () => {
     await cli(['artifact', 'get', 'a_1', '--db', join(dir, 'absent.sqlite3')]);
+    await cli(['stats', '--db', join(dir, 'absent.sqlite3')]);
     expect(existsSync(join(dir, 'absent.sqlite3'))).toBe(false);
+  });
+});
+
+describe('replay input checks', () => {
+  const write = (name: string, sessions: unknown[]): string => {
+    const path = join(dir, name);
+    writeFileSync(path, sessions.map((s) => JSON.stringify(s)).join('\n'));
+    return path;
+  };
+  const user = { role: 'user', content: 'fix the test' };
+  const assistant = { role: 'assistant', content: 'done' };
+
+  it('rejects an unknown role, naming the line and message, exit 2', async () => {
+    const r = await cli(['replay', write('roles.jsonl', [{ id: 'a', messages: [user, assistant] }, { id: 'b', messages: [user, { role: 'robot', content: 'x' }] }])]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('line 2: message 2 has unknown role "robot"');
+  });
+
+  it('rejects a file whose sessions have no assistant turn, exit 2', async () => {
+    const r = await cli(['replay', write('silent.jsonl', [{ id: 'a', messages: [user] }])]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('no session has an assistant turn');
+  });
+
+  it('warns about each session without an assistant turn and replays the others', async () => {
+    const r = await cli(['replay', '--json', write('mixed.jsonl', [{ id: 'quiet', messages: [user] }, { id: 'talks', messages: [user, assistant] }])]);
+    expect(r.code).toBe(0);
+    expect(r.err).toContain('warning: session "quiet" has no assistant turn');
+    expect(r.err).not.toContain('"talks"');
+    expect(JSON.parse(r.out)).toMatchObject({ requests: 1 });
   });
 });
