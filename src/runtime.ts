@@ -69,6 +69,7 @@ export interface TerminatorOptions {
    *   every Step passes through unchanged with a `failed_open` decision (stage `runtime`, reason
    *   `vault_unavailable`, error `VaultOpenError:E_VAULT_OPEN`), the recovery tool's `status`
    *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
+   *   One line on stderr says so, once per vault path and process (path and reason code only).
    * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
    */
   readonly vaultErrors?: 'passthrough' | 'throw';
@@ -126,6 +127,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (vaultErrors === 'throw') throw failure;
     vaultFailure = failure;
     vault = unavailableVault(config.dbPath, failure);
+    warnOnce(config.dbPath, `token-terminator: the vault at ${config.dbPath} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`);
   }
   const ownsCounter = options.counter === undefined;
   let counter: TokenCounter;
@@ -237,6 +239,22 @@ async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: str
     );
   } catch {
     // Metrics are diagnostics: a full or locked vault must not turn a reduction into an error.
+  }
+}
+
+const warned = new Set<string>();
+
+/**
+ * One stderr line per vault path and process: a host that silently stopped saving tokens is the
+ * failure a user cannot see otherwise. Path and reason code only, never content.
+ */
+function warnOnce(path: string, message: string): void {
+  if (warned.has(path)) return;
+  warned.add(path);
+  try {
+    process.stderr.write(`${message}\n`);
+  } catch {
+    // a closed stderr must not stop the host
   }
 }
 
