@@ -1,6 +1,6 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/program.js';
 import { createVault } from '../../src/vault/index.js';
@@ -157,4 +157,29 @@ describe('replay input checks', () => {
     expect(r.err).not.toContain('"talks"');
     expect(JSON.parse(r.out)).toMatchObject({ requests: 1 });
   });
+});
+
+describe('bench', () => {
+  it('without rtk prints no rtk row, only the note that it is left out; with one, the rtk row', async () => {
+    const empty = mkdtempSync(join(dir, 'no-rtk-'));
+    // git is needed for case 1; any rtk this machine may have is not.
+    const withoutRtk = (process.env['PATH'] ?? '').split(delimiter).filter((d) => d !== '' && !existsSync(join(d, 'rtk')));
+    vi.stubEnv('PATH', [empty, ...withoutRtk].join(delimiter));
+    try {
+      const r = await cli(['bench']);
+      expect(r.code).toBe(0);
+      const named = r.out.split('\n').filter((l) => /rtk/i.test(l));
+      expect(named).toEqual(['no rtk binary (TOKEN_TERMINATOR_RTK_PATH or PATH): the rtk-binary row is left out.', expect.stringContaining("case 1 (the reference's rtk_terminal_rewrite)")].sort());
+      expect(r.out).toContain('terminal git diff (built-in compactor)');
+
+      const fakeRtk = join(empty, 'rtk');
+      writeFileSync(fakeRtk, '#!/bin/sh\necho "M benchmark_fixture.txt +1 -1"\n');
+      chmodSync(fakeRtk, 0o755);
+      const withRtk = await cli(['bench']);
+      expect(withRtk.out).toContain('rtk_terminal_rewrite (rtk binary)');
+      expect(withRtk.out).toContain('the rtk-binary row runs the rtk found');
+    } finally {
+      vi.stubEnv('PATH', process.env['PATH']);
+    }
+  }, 120_000);
 });
