@@ -13,7 +13,7 @@
  * XDG base-directory convention instead.
  */
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import type { Config, Mode } from './types.js';
@@ -452,4 +452,15 @@ function crossCheck(c: Config): void {
   if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {
     throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
   }
+}
+
+/**
+ * Where the experiment ledger is: TOKEN_TERMINATOR_LEDGER_PATH when it was set, else
+ * `experiments.sqlite3` beside the vault (so a vault moved with TOKEN_TERMINATOR_DB_PATH or `--db`
+ * keeps its ledger next to it, as `replay` does).
+ */
+export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {
+  const dataDirDefault = join(config.dataDir, 'experiments.sqlite3');
+  if (config.ledgerPath !== dataDirDefault || config.dbPath === '' || config.dbPath === ':memory:') return config.ledgerPath;
+  return join(dirname(config.dbPath), 'experiments.sqlite3');
 }

@@ -76,7 +76,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
   // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
-  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, vaultErrors: 'throw' }));
+  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, ledger: false, vaultErrors: 'throw' }));
   let dump: WriteStream | undefined;
   try {
     dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
