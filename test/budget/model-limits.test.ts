@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { firstValueFrom, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -78,6 +79,15 @@ describe('model limits table (unit)', () => {
     const config = loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: '{"my-model":{"contextWindow":32768,"maxOutputTokens":1024}}' } });
     expect(config.modelLimits).toEqual({ 'my-model': { contextWindow: 32_768, maxOutputTokens: 1024 } });
     expect(loadConfig({ env: {} }).modelLimits).toEqual({});
+  });
+});
+
+describe('docs/model-limits.md', () => {
+  it('lists every built-in entry with its numbers, and nothing else', () => {
+    const doc = readFileSync(new URL('../../docs/model-limits.md', import.meta.url), 'utf8');
+    const rows = [...doc.matchAll(/^\| `([^`]+)` \| ([\d,]+) \| ([\d,]+|— \(window only\)) \|$/gm)];
+    const listed = Object.fromEntries(rows.map((m) => [m[1], { contextWindow: Number(m[2]!.replace(/,/g, '')), ...(m[3]!.startsWith('—') ? {} : { maxOutputTokens: Number(m[3]!.replace(/,/g, '')) }) }]));
+    expect(listed).toEqual(BUILT_IN_MODEL_LIMITS);
   });
 });
 
