@@ -13,9 +13,8 @@ import { BaseChatModel, type BaseChatModelParams } from '@langchain/core/languag
 import type { ChatResult } from '@langchain/core/outputs';
 import { MemorySaver } from '@langchain/langgraph';
 import { AIMessage, createAgent, tool, ToolMessage, type BaseMessage } from 'langchain';
-import { tokenTerminatorMiddleware } from '../adapters/langgraph/index.js';
-import { referencedArtifacts } from '../src/receipts/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { tokenTerminatorMiddleware } from 'token-terminator/adapters/langgraph';
+import { referencedArtifacts, createTerminator } from 'token-terminator';
 
 const OUTPUT = Array.from({ length: 1500 }, (_, i) => `src/module_${i % 40}.ts:${i + 1}: const value${i} = compute(${i}); // TODO check overflow`).join('\n');
 const text = (m: BaseMessage): string => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content));

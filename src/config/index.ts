@@ -13,7 +13,7 @@
  * XDG base-directory convention instead.
  */
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import type { Config, Mode } from './types.js';
@@ -162,6 +162,15 @@ const toolNames: Kind = {
   },
 };
 
+const modelLimits: Kind = {
+  expects: 'a JSON object mapping model ids to { "contextWindow"?: integer ≥ 1, "maxOutputTokens"?: integer ≥ 1 }',
+  schema: z.record(
+    z.string().trim().min(1),
+    z.strictObject({ contextWindow: z.number().int().min(1).optional(), maxOutputTokens: z.number().int().min(1).optional() }),
+  ),
+  fromEnv: toolNames.fromEnv,
+};
+
 const httpUrl: Kind = {
   expects: 'an http(s) URL or empty',
   schema: z.string().refine((s) => {
@@ -243,6 +252,8 @@ const FIELDS: readonly Field[] = [
   tt('maxSearchResults', 'MAX_SEARCH_RESULTS', int(1, 500), 50),
   tt('workingGraphChars', 'WORKING_GRAPH_CHARS', int(0), 0),
   tt('tokenBudget', 'TOKEN_BUDGET', bool, true),
+  tt('outputCap', 'OUTPUT_CAP', bool, true),
+  tt('modelLimits', 'MODEL_LIMITS', modelLimits, {}),
   tt('tokenizerJson', 'TOKENIZER_JSON', path, '', { isPath: true }),
   tt('tiktokenEncoding', 'TIKTOKEN_ENCODING', oneOf(['', ...TIKTOKEN_ENCODINGS]), ''),
   tt('contextCompaction', 'CONTEXT_COMPACTION', bool, true),
@@ -441,4 +452,15 @@ function crossCheck(c: Config): void {
   if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {
     throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
   }
+}
+
+/**
+ * Where the experiment ledger is: TOKEN_TERMINATOR_LEDGER_PATH when it was set, else
+ * `experiments.sqlite3` beside the vault (so a vault moved with TOKEN_TERMINATOR_DB_PATH or `--db`
+ * keeps its ledger next to it, as `replay` does).
+ */
+export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {
+  const dataDirDefault = join(config.dataDir, 'experiments.sqlite3');
+  if (config.ledgerPath !== dataDirDefault || config.dbPath === '' || config.dbPath === ':memory:') return config.ledgerPath;
+  return join(dirname(config.dbPath), 'experiments.sqlite3');
 }

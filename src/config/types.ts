@@ -32,7 +32,12 @@ export interface Config {
   readonly maxPageChars: number; // TOKEN_TERMINATOR_MAX_PAGE_CHARS (20000)
   readonly maxSearchResults: number; // TOKEN_TERMINATOR_MAX_SEARCH_RESULTS (50)
   readonly workingGraphChars: number; // TOKEN_TERMINATOR_WORKING_GRAPH_CHARS (0)
+  /** Exact-token half of the acceptance gate (chars only when false; the output cap is OUTPUT_CAP). */
   readonly tokenBudget: boolean; // TOKEN_TERMINATOR_TOKEN_BUDGET (true)
+  /** The output-cap stage (incontext's arithmetic) on compiled requests. */
+  readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
+  /** Model id → { contextWindow?, maxOutputTokens? } over the built-in model table. */
+  readonly modelLimits: Readonly<Record<string, { readonly contextWindow?: number; readonly maxOutputTokens?: number }>>; // TOKEN_TERMINATOR_MODEL_LIMITS (JSON object)
   readonly tokenizerJson: string; // TOKEN_TERMINATOR_TOKENIZER_JSON ('')
   readonly tiktokenEncoding: string; // TOKEN_TERMINATOR_TIKTOKEN_ENCODING ('')
   readonly contextCompaction: boolean; // TOKEN_TERMINATOR_CONTEXT_COMPACTION (true)

@@ -13,7 +13,7 @@
  * Timing covers the pipeline only (tool stream + request stream); sizes, tokens, receipts
  * verification, metrics rows and the ledger are computed outside the timed sections.
  */
-import { closeSync, createWriteStream, fchmodSync, mkdtempSync, openSync, rmSync, type WriteStream } from 'node:fs';
+import { closeSync, fchmodSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -79,8 +79,8 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
   // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
-  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, vaultErrors: 'throw' }));
-  let dump: WriteStream | undefined;
+  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, ledger: false, vaultErrors: 'throw' }));
+  let dump: DumpWriter | undefined;
   try {
     dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
   } catch (error) {
@@ -119,7 +119,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
     }
   } finally {
     const open = dump;
-    if (open !== undefined) await new Promise<void>((resolve) => open.end(resolve));
+    open?.close();
     ledger?.close();
     if (options.terminator === undefined) await tt.close();
     if (options.counter === undefined) counter.dispose?.();
@@ -128,11 +128,19 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
 }
 
+/** The `--dump` file: one line per delivered request. */
+interface DumpWriter {
+  write(line: string): void;
+  close(): void;
+}
+
 /**
  * The dump holds complete prompts and tool output: create it 0600 (an existing file is truncated
- * and narrowed to 0600 too, whatever the umask), the same as the vault it mirrors.
+ * and narrowed to 0600 too, whatever the umask), the same as the vault it mirrors. Lines are
+ * written synchronously, so at any moment — a crash included — the file holds exactly the requests
+ * delivered so far (a stream would hold them in memory and flush in bursts).
  */
-function openPrivateStream(path: string): WriteStream {
+function openPrivateStream(path: string): DumpWriter {
   const fd = openSync(path, 'w', 0o600);
   try {
     fchmodSync(fd, 0o600);
@@ -140,7 +148,7 @@ function openPrivateStream(path: string): WriteStream {
     closeSync(fd);
     throw error;
   }
-  return createWriteStream('', { fd, encoding: 'utf8' });
+  return { write: (line) => void writeSync(fd, line), close: () => closeSync(fd) };
 }
 
 /** Number of requests a session produces (assistant messages with at least one earlier message). */
@@ -169,7 +177,7 @@ interface Deps {
   readonly tt: Terminator;
   readonly meter: MessagesMeter;
   readonly ledger: Ledger | undefined;
-  readonly dump: WriteStream | undefined;
+  readonly dump: DumpWriter | undefined;
   readonly now: () => number;
   readonly runId: string;
   onRequest(sample: Sample): void;

@@ -409,21 +409,28 @@ describe('/tokenize (vLLM budget backend) faults', () => {
 
 describe('rtk faults (tool-call stream)', () => {
   let tt: Terminator;
+  // Only the hang cell needs a short deadline; every other stub must be allowed to start, exit or
+  // kill itself on a loaded machine without its fault turning into a timeout.
+  let patient: Terminator;
   beforeAll(async () => {
     tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { timeoutMs: 200 } });
+    patient = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { timeoutMs: 30_000 } });
   });
-  afterAll(() => tt.close());
+  afterAll(async () => {
+    await tt.close();
+    await patient.close();
+  });
 
   const call = (command: string): ToolCall => ({ id: `c-${command}`, name: 'terminal', args: { command } });
 
   async function rtkCell(cell: string, command: string): Promise<{ out: ToolCall; decision: Decision | undefined }> {
     const input = call(command);
-    const step = await tt.reduceToolCall(input, { sessionId: 'rtk' });
+    const step = await (cell === 'rtk hangs' ? tt : patient).reduceToolCall(input, { sessionId: 'rtk' });
     const decision = step.decisions.find((d) => d.stage === 'rtk_rewrite');
     const out = step.value;
     rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"${decision?.error === undefined ? '' : ` (${decision.error})`}; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
     // The terminator keeps working after the fault: a plain command is still rewritten.
-    const next = await tt.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
+    const next = await patient.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
     expect(String(next.value.args['command'])).toBe(`rtk git status ${cell.length}`);
     return { out, decision };
   }

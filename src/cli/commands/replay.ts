@@ -27,6 +27,10 @@ async function replay(file: string, options: ReplayCliOptions): Promise<void> {
   if (!existsSync(file)) throw new CliError(`no sessions file at ${file}`);
   const sessions = await readSessions(file, options.limit ?? Infinity);
   if (sessions.length === 0) throw new CliError(`${file} holds no sessions`);
+  // A request is replayed at each assistant turn: a session without one measures nothing.
+  const silent = sessions.filter((s) => requestCount(s) === 0);
+  if (silent.length === sessions.length) throw new CliError(`${file}: no session has an assistant turn, so there is no request to replay`);
+  for (const s of silent) process.stderr.write(`warning: session ${JSON.stringify(s.id.slice(0, 80))} has no assistant turn and produces no request\n`);
   const tty = process.stderr.isTTY === true && options.json !== true;
   const bar = tty ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} requests | {eta_formatted} left', hideCursor: true, clearOnComplete: true, stream: process.stderr }, cliProgress.Presets.shades_classic) : undefined;
   bar?.start(sessions.reduce((n, s) => n + requestCount(s), 0), 0);

@@ -1,13 +1,15 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { readMetricsSummary } from '../../telemetry/stats.js';
-import { cliConfig, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
+import { CliError, cliConfig, vaultExists, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
 
 async function stats(options: CommonOptions): Promise<void> {
   const config = cliConfig(options);
+  // Zeros for a vault that is not there would read as "nothing was saved": say it is missing.
+  if (!vaultExists(config)) throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH)`);
   const s = readMetricsSummary(config.dbPath);
   if (options.json === true) return writeJson({ db_path: config.dbPath, ...s });
   const totals = new Table({ head: ['figure', 'raw', 'final', ''], style: plain });
