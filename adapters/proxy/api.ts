@@ -169,9 +169,29 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
   const sentBody = prepared.changed ? Buffer.from(JSON.stringify(prepared.request)) : raw;
   const continuations: ProviderRequest[] = [];
   const account = (): void => ctx.account({ format, client, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
-  res.once('finish', account);
-  if (!prepared.intercept) return forward(sentBody, prepared.changed);
+  try {
+    if (!prepared.intercept) await forward(sentBody, prepared.changed);
+    else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });
+  } finally {
+    // Synchronously after the last write: accounting is queued before the client can read the end.
+    account();
+  }
+}
 
+interface Delivery {
+  readonly ctx: ProxyContext;
+  readonly res: ServerResponse;
+  readonly format: RecoveryWireFormat;
+  readonly client: Obj;
+  readonly prepared: Prepared;
+  readonly sentBody: Buffer;
+  readonly continuations: ProviderRequest[];
+  send(body: Buffer | Readable, changed: boolean, identity?: boolean): Promise<Dispatcher.ResponseData>;
+}
+
+/** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */
+async function deliverWithRecovery(d: Delivery): Promise<void> {
+  const { ctx, res, format, client, prepared, sentBody, continuations, send } = d;
   const sessionId = prepared.context.sessionId;
   const answer = async (call: RecoveryCall): Promise<string> => {
     const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, sessionId);

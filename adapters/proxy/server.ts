@@ -57,6 +57,8 @@ export interface Proxy extends AsyncDisposable {
   readonly metrics: ProxyMetrics;
   /** Listen on the configured host and port; resolves with the base URL (`http://host:port`). */
   listen(): Promise<string>;
+  /** Resolves once the accounting of every answered request (metrics, the vault's metric rows) is done. */
+  settled(): Promise<void>;
   /** Add a local route (exact path, any method): the hook for pages such as `/dashboard`. */
   route(path: string, handler: RouteHandler): void;
   /** Stop listening, close connections, then the Terminator (when the proxy built it) and the upstream pool. */
@@ -105,7 +107,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
   const log = options.log ?? (() => undefined);
 
-  const measure = (input: AccountInput): void => {
+  const pending = new Set<Promise<void>>();
+  const measure = async (input: AccountInput): Promise<void> => {
     try {
       const raw = attributeRequest(input.client, meter);
       const sent = attributeRequest(input.sent, meter);
@@ -135,7 +138,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
         failedOpen: false,
         savedByStage: input.saved,
       });
-      void terminator.vault.recordRequestMetric({ ...row, finalChars: row.finalChars + extraChars }).catch(() => undefined);
+      await terminator.vault.recordRequestMetric({ ...row, finalChars: row.finalChars + extraChars }).catch(() => undefined);
     } catch (error) {
       log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
     }
@@ -157,7 +160,9 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
       for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
       // Token counting runs after the answer went out, never in front of it.
-      setImmediate(() => measure(input));
+      const job = new Promise<void>((resolve) => setImmediate(resolve)).then(() => measure(input));
+      pending.add(job);
+      void job.finally(() => pending.delete(job));
     },
   };
 
@@ -223,6 +228,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       server.close(() => resolve());
       server.closeAllConnections();
     });
+    while (pending.size > 0) await Promise.all([...pending]);
     if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
     if (ownsTerminator) await terminator.close();
   };
@@ -242,6 +248,9 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
           resolve(`http://${host}:${address.port}`);
         });
       }),
+    settled: async () => {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
     route: (path, handler) => {
       routes.set(path, handler);
     },
