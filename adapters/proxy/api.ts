@@ -84,7 +84,7 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
   };
   const state = await loadRecoveryState(tt.vault, sessionId);
   const shown = applyExchanges(client, format, state);
-  const outputs = await renderToolOutputs(tt, shown, format, context, ctx.renderings);
+  const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
   const step = await tt.compileRequest(outputs.request, context);
   let request = step.value;
   const saved: Record<string, number> = { ...outputs.saved };
@@ -99,7 +99,8 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
       await saveRecoveryState(tt.vault, sessionId, nextState);
     }
   }
-  return { request, changed: request !== client, intercept: offer, context, state: nextState, saved };
+  const changed = shown !== client || outputs.changed || step.value !== outputs.request || offer;
+  return { request: changed ? request : client, changed, intercept: offer, context, state: nextState, saved };
 }
 
 /** Handle one POST to a handled API path. Never throws. */

@@ -5,7 +5,7 @@ import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { ProviderRequest, StepContext } from '../../src/step.js';
 import type { ProxyMetrics } from './metrics.js';
-import type { RenderingCache } from './tool-outputs.js';
+import type { ItemMemo, RenderingCache } from './tool-outputs.js';
 
 /**
  * One log record. Content-free: event names, API labels, status codes, durations, error class
@@ -35,6 +35,7 @@ export interface ProxyContext {
   readonly dispatcher: Dispatcher;
   readonly metrics: ProxyMetrics;
   readonly renderings: RenderingCache;
+  readonly items: ItemMemo;
   readonly recoveryRounds: number;
   log(record: ProxyLogRecord): void;
   account(input: AccountInput): void;

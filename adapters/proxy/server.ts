@@ -24,7 +24,7 @@ import { requestMetric } from '../../src/telemetry/metrics.js';
 import { handleApi } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
-import { RenderingCache } from './tool-outputs.js';
+import { ItemMemo, RenderingCache } from './tool-outputs.js';
 import { answerUpstreamFailure, createUpstreamAgent, relayResponse, requestHeaders, sendUpstream, TOKEN_HEADER } from './upstream.js';
 
 /** A local route: answer the request yourself (e.g. a dashboard page). */
@@ -150,6 +150,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     dispatcher,
     metrics,
     renderings: new RenderingCache(),
+    items: new ItemMemo(),
     recoveryRounds: config.recoveryRounds,
     log,
     account(input) {
@@ -219,6 +220,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   // Streams may run for minutes; the upstream timeout is the one that applies.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // Longer than the idle timeout of common client pools, so a reused connection is not closed under a request.
+  server.keepAliveTimeout = 65_000;
 
   let closed = false;
   const close = async (): Promise<void> => {

@@ -43,6 +43,8 @@ export class RenderingCache {
 
 export interface ToolOutputResult {
   readonly request: ProviderRequest;
+  /** True when any output is shown differently from how the client sent it. */
+  readonly changed: boolean;
   /** Outputs reduced for the first time in this request. */
   readonly firstSeen: number;
   /** Saved chars per stage for the outputs reduced in this request. */
@@ -63,24 +65,30 @@ function textOf(value: unknown): Text | undefined {
   return undefined;
 }
 
-/**
- * Reduce the tool outputs a request shows for the first time and replay remembered renderings of
- * the others. Store failures propagate (the caller fails open on the whole request).
- */
-export async function renderToolOutputs(
+interface SlotResult {
+  readonly request: ProviderRequest;
+  readonly firstSeen: number;
+  readonly saved: Record<string, number>;
+  /** Items with an output whose stage failed open (not remembered, tried again next time). */
+  readonly retry: ReadonlySet<number>;
+}
+
+async function renderSlots(
   terminator: Terminator,
   request: ProviderRequest,
   format: RecoveryWireFormat,
   context: StepContext,
   cache: RenderingCache,
-): Promise<ToolOutputResult> {
+  only: ReadonlySet<number> | undefined,
+): Promise<SlotResult> {
   const view = readRequest(request, { format });
+  const retry = new Set<number>();
   const toolNames = terminator.config.toolNames;
   const changes: SlotChange[] = [];
   const saved: Record<string, number> = {};
   let firstSeen = 0;
   for (const slot of view.slots) {
-    if (slot.kind !== 'tool_output') continue;
+    if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item)))) continue;
     const hostName = slot.toolName ?? 'tool';
     if (hostName === RECOVERY_TOOL_NAME) continue;
     const text = textOf(slot.value);
@@ -95,7 +103,10 @@ export async function renderToolOutputs(
       const failed = step.decisions.some((d) => d.kind === 'failed_open');
       const rendering = typeof content === 'string' && content !== text.text ? `${CHANGED}${content}` : UNCHANGED;
       // A stage that failed open is not remembered: the next request tries again.
-      if (failed && rendering === UNCHANGED) continue;
+      if (failed && rendering === UNCHANGED) {
+        if (slot.item !== undefined) retry.add(slot.item);
+        continue;
+      }
       // Another replica may have rendered it first: its rendering is the one the model saw.
       stored = (await terminator.vault.getRendering(context.sessionId, key)) ?? rendering;
       if (stored === rendering) {
@@ -107,5 +118,123 @@ export async function renderToolOutputs(
     cache.set(cacheKey, stored);
     if (stored.startsWith(CHANGED)) changes.push({ path: slot.path, value: text.write(stored.slice(1)) });
   }
-  return { request: writeSlots(request, changes), firstSeen, saved };
+  return { request: writeSlots(request, changes), firstSeen, saved, retry };
+}
+
+type Entry = { readonly item: unknown; readonly changed: boolean };
+
+interface SessionItems {
+  /** The previous request's items as the client sent them, and what each was shown as. */
+  last: readonly unknown[];
+  lastEntries: readonly (Entry | undefined)[];
+  /** Digest of an item as the client sent it → what it was shown as (for items that moved). */
+  readonly byDigest: Map<string, Entry>;
+}
+
+/** Structural equality of two JSON values (key order included, as bytes would compare). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i] || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+/**
+ * Per session: each conversation item as the client sent it → the item as the pipeline is shown
+ * it, the same object every time. The request stages memoize per item object, so a re-sent
+ * history (parsed anew from every body) costs them lookups, not recomputation. A history that
+ * grows by appending (the common case) is matched position by position against the previous
+ * request, by structural comparison; items that moved are found by digest.
+ */
+export class ItemMemo {
+  readonly #sessions = new Map<string, SessionItems>();
+  readonly #maxSessions: number;
+  readonly #maxItems: number;
+
+  constructor(maxSessions = 256, maxItems = 4096) {
+    this.#maxSessions = maxSessions;
+    this.#maxItems = maxItems;
+  }
+
+  session(id: string): SessionItems {
+    let memo = this.#sessions.get(id);
+    if (memo !== undefined) {
+      this.#sessions.delete(id);
+      this.#sessions.set(id, memo);
+      return memo;
+    }
+    memo = { last: [], lastEntries: [], byDigest: new Map() };
+    this.#sessions.set(id, memo);
+    if (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
+    return memo;
+  }
+
+  remember(memo: SessionItems, digest: string, entry: Entry): void {
+    memo.byDigest.set(digest, entry);
+    if (memo.byDigest.size > this.#maxItems) memo.byDigest.delete(memo.byDigest.keys().next().value as string);
+  }
+}
+
+const digestOf = (item: unknown): string => createHash('sha256').update(JSON.stringify(item) ?? 'undefined').digest('base64');
+
+/**
+ * Reduce the tool outputs a request shows for the first time and replay remembered renderings of
+ * the others; items seen before in the session come back as the very objects shown last time.
+ * Store failures propagate (the caller fails open on the whole request).
+ */
+export async function renderToolOutputs(
+  terminator: Terminator,
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  context: StepContext,
+  caches: { readonly renderings: RenderingCache; readonly items: ItemMemo },
+): Promise<ToolOutputResult> {
+  const key = format === 'responses' ? 'input' : 'messages';
+  const list = request[key];
+  if (!Array.isArray(list)) {
+    const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined);
+    return { request: out.request, changed: out.request !== request, firstSeen: out.firstSeen, saved: out.saved };
+  }
+  const memo = caches.items.session(context.sessionId);
+  const found: (Entry | undefined)[] = list.map((item, i) => (i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i]) ? memo.lastEntries[i] : undefined));
+  const digests = new Map<number, string>();
+  const misses = new Set<number>();
+  found.forEach((entry, i) => {
+    if (entry !== undefined) return;
+    const digest = digestOf(list[i]);
+    digests.set(i, digest);
+    const hit = memo.byDigest.get(digest);
+    if (hit !== undefined) found[i] = hit;
+    else misses.add(i);
+  });
+  const out = misses.size === 0 ? undefined : await renderSlots(terminator, request, format, context, caches.renderings, misses);
+  const rendered = (out?.request[key] as unknown[] | undefined) ?? list;
+  let changed = false;
+  const entries = rendered.map((item, i): Entry | undefined => {
+    const hit = found[i];
+    if (hit !== undefined) return hit;
+    const entry = { item, changed: item !== list[i] };
+    if (out?.retry.has(i)) return undefined;
+    caches.items.remember(memo, digests.get(i) ?? digestOf(list[i]), entry);
+    return entry;
+  });
+  const items = entries.map((entry, i) => {
+    changed ||= entry?.changed ?? rendered[i] !== list[i];
+    return entry?.item ?? rendered[i];
+  });
+  memo.last = list;
+  memo.lastEntries = entries;
+  return { request: { ...(out?.request ?? request), [key]: items }, changed, firstSeen: out?.firstSeen ?? 0, saved: out?.saved ?? {} };
 }
