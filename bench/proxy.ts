@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -78,6 +78,16 @@ async function startProxy(upstream: string, db: string): Promise<{ url: string; 
   return { url, child };
 }
 
+/** CPU time (user + system, ms) the proxy process has used so far: load-independent cost. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
@@ -122,7 +132,8 @@ export async function main(argv: string[]): Promise<void> {
   const pools = { direct: new Pool(upstreamUrl, { connections: 64 }), proxy: new Pool(proxy.url, { connections: 64 }) };
   try {
     console.log(`requests: ${bodies.length} distinct bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes (examples/sessions/sample.jsonl)`);
-    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms');
+    console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores (latencies include waiting for a core; CPU per request does not)`);
+    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request');
     const rows: { clients: number; added50: number; added99: number }[] = [];
     for (const clients of LEVELS) {
       const perClient = Math.max(2, Math.ceil(total / clients));
@@ -134,14 +145,17 @@ export async function main(argv: string[]): Promise<void> {
       // Alternate direct and proxy in halves so both see the same machine load.
       const direct: number[] = [];
       const through: number[] = [];
+      let cpu = 0;
       for (let half = 0; half < 2; half++) {
         direct.push(...(await load(pools.direct, bodies, clients, Math.ceil(perClient / 2), 'direct')));
+        const before = cpuMs(proxy.child.pid);
         through.push(...(await load(pools.proxy, bodies, clients, Math.ceil(perClient / 2), `c${clients}`)));
+        cpu += cpuMs(proxy.child.pid) - before;
       }
       const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99) };
       rows.push(row);
       console.log(
-        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)}`,
+        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)}`,
       );
     }
     const streamBody = JSON.stringify({ ...(JSON.parse(bodies[0]!) as object), stream: true });

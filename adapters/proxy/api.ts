@@ -56,6 +56,8 @@ interface Prepared {
   readonly context: StepContext;
   readonly state: RecoveryState;
   readonly saved: Record<string, number>;
+  /** The client's request with stable objects, for measuring. */
+  readonly measured: ProviderRequest;
 }
 
 function carriesReceipt(value: unknown): boolean {
@@ -100,7 +102,7 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
     }
   }
   const changed = shown !== client || outputs.changed || step.value !== outputs.request || offer;
-  return { request: changed ? request : client, changed, intercept: offer, context, state: nextState, saved };
+  return { request: changed ? request : client, changed, intercept: offer, context, state: nextState, saved, measured: shown === client ? outputs.measured : client };
 }
 
 /** Handle one POST to a handled API path. Never throws. */
@@ -169,7 +171,7 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   const sentBody = prepared.changed ? Buffer.from(JSON.stringify(prepared.request)) : raw;
   const continuations: ProviderRequest[] = [];
-  const account = (): void => ctx.account({ format, client, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
+  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
   try {
     if (!prepared.intercept) await forward(sentBody, prepared.changed);
     else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });

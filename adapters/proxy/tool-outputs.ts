@@ -45,6 +45,8 @@ export interface ToolOutputResult {
   readonly request: ProviderRequest;
   /** True when any output is shown differently from how the client sent it. */
   readonly changed: boolean;
+  /** The request as the client sent it, built from stable objects (same content), for cheap measuring. */
+  readonly measured: ProviderRequest;
   /** Outputs reduced for the first time in this request. */
   readonly firstSeen: number;
   /** Saved chars per stage for the outputs reduced in this request. */
@@ -121,7 +123,8 @@ async function renderSlots(
   return { request: writeSlots(request, changes), firstSeen, saved, retry };
 }
 
-type Entry = { readonly item: unknown; readonly changed: boolean };
+/** What one client item was shown as; `original` is the first copy of the client's item (a stable object for measuring). */
+type Entry = { readonly item: unknown; readonly original: unknown; readonly changed: boolean };
 
 interface SessionItems {
   /** The previous request's items as the client sent them, and what each was shown as. */
@@ -205,7 +208,7 @@ export async function renderToolOutputs(
   const list = request[key];
   if (!Array.isArray(list)) {
     const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined);
-    return { request: out.request, changed: out.request !== request, firstSeen: out.firstSeen, saved: out.saved };
+    return { request: out.request, changed: out.request !== request, measured: request, firstSeen: out.firstSeen, saved: out.saved };
   }
   const memo = caches.items.session(context.sessionId);
   const found: (Entry | undefined)[] = list.map((item, i) => (i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i]) ? memo.lastEntries[i] : undefined));
@@ -225,7 +228,7 @@ export async function renderToolOutputs(
   const entries = rendered.map((item, i): Entry | undefined => {
     const hit = found[i];
     if (hit !== undefined) return hit;
-    const entry = { item, changed: item !== list[i] };
+    const entry = { item, original: list[i], changed: item !== list[i] };
     if (out?.retry.has(i)) return undefined;
     caches.items.remember(memo, digests.get(i) ?? digestOf(list[i]), entry);
     return entry;
@@ -236,5 +239,6 @@ export async function renderToolOutputs(
   });
   memo.last = list;
   memo.lastEntries = entries;
-  return { request: { ...(out?.request ?? request), [key]: items }, changed, firstSeen: out?.firstSeen ?? 0, saved: out?.saved ?? {} };
+  const measured = { ...request, [key]: entries.map((entry, i) => entry?.original ?? list[i]) };
+  return { request: { ...(out?.request ?? request), [key]: items }, changed, measured, firstSeen: out?.firstSeen ?? 0, saved: out?.saved ?? {} };
 }
