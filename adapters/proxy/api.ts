@@ -12,9 +12,8 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { referencedArtifacts } from '../../src/receipts/index.js';
 import { applyExchanges, loadRecoveryState, recordExchange, saveRecoveryState, type RecoveryState } from '../../src/recovery/exchanges.js';
-import { offersRecoveryTool, withRecoveryTool, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { ProxyContext } from './context.js';
@@ -60,13 +59,6 @@ interface Prepared {
   readonly measured: ProviderRequest;
 }
 
-function carriesReceipt(value: unknown): boolean {
-  if (typeof value === 'string') return referencedArtifacts(value).length > 0;
-  if (Array.isArray(value)) return value.some(carriesReceipt);
-  if (isObj(value)) return Object.values(value).some(carriesReceipt);
-  return false;
-}
-
 const PROVIDER: Record<RecoveryWireFormat, { provider: string; endpoint: string }> = {
   chat: { provider: 'openai', endpoint: '/v1/chat/completions' },
   responses: { provider: 'openai', endpoint: '/v1/responses' },
@@ -92,7 +84,7 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
   const saved: Record<string, number> = { ...outputs.saved };
   for (const d of step.decisions) if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
-  const offer = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request[format === 'responses' ? 'input' : 'messages']));
+  const offer = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request, format));
   let nextState = state;
   if (offer) {
     request = withRecoveryTool(request, format, tt.recoveryTool);

@@ -4,6 +4,7 @@
  * answered round (the "exchange"). Shared by the custom-loop wrappers and the proxy; no SDK
  * import, no I/O.
  */
+import { referencedArtifacts } from '../receipts/index.js';
 import type { RecoveryTool } from '../runtime-types.js';
 import type { ProviderRequest } from '../step.js';
 import { RECOVERY_TOOL_NAME } from './schema.js';
@@ -206,4 +207,16 @@ export function continueRequest(request: ProviderRequest, format: RecoveryWireFo
       : { ...request, input: outputs };
   }
   return { ...request, [listKey(format)]: [...conversationItems(request, format), ...exchange] };
+}
+
+function anyReceipt(value: unknown): boolean {
+  if (typeof value === 'string') return referencedArtifacts(value).length > 0;
+  if (Array.isArray(value)) return value.some(anyReceipt);
+  if (isObj(value)) return Object.values(value).some(anyReceipt);
+  return false;
+}
+
+/** True when the request's conversation (or its instructions) names a Token Terminator artifact. */
+export function carriesReceipt(request: ProviderRequest, format: RecoveryWireFormat): boolean {
+  return anyReceipt(request[listKey(format)]) || anyReceipt(request['system']) || anyReceipt(request['instructions']);
 }
