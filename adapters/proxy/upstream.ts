@@ -45,7 +45,7 @@ export function responseHeaders(headers: Record<string, string | string[] | unde
   const named = connectionTokens(headers);
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || (HOP_BY_HOP.has(name) && name !== 'host') || named.has(name)) continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (options.bodyChanged && (name === 'content-length' || name === 'content-encoding')) continue;
     out[name] = value;
   }

@@ -96,6 +96,31 @@ describe('proxy recovery: Chat Completions', () => {
   });
 });
 
+describe('proxy recovery: a turn that also calls the client tools', () => {
+  it('gives the client its own calls only, and shows the answered recovery before that turn next time', async () => {
+    h = await startHarness((r, i) =>
+      i === 0
+        ? chat.calls([
+            { id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } },
+            { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } },
+          ])
+        : chat.text('ok'),
+    );
+    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const history = chatHistory();
+    const first = await client.chat.completions.create({ model: 'gpt-4o', messages: history, tools: chatTools });
+    const message = first.choices[0]!.message;
+    expect(message.tool_calls?.map((c) => c.id)).toEqual(['run-2']);
+    expect(first.choices[0]!.finish_reason).toBe('tool_calls');
+    history.push(message as OpenAI.Chat.ChatCompletionMessageParam, { role: 'tool', tool_call_id: 'run-2', content: 'bail: ok' });
+    await client.chat.completions.create({ model: 'gpt-4o', messages: history, tools: chatTools });
+    expect(h.upstream.requests).toHaveLength(2);
+    const messages = h.upstream.requests[1]!.json!['messages'] as { role: string; tool_call_id?: string; tool_calls?: { id: string }[] }[];
+    expect(messages.map((m) => m.tool_call_id ?? m.tool_calls?.map((c) => c.id).join(',') ?? m.role)).toEqual(['system', 'user', 'run-1', 'run-1', 'tt-1', 'tt-1', 'run-2', 'run-2']);
+    expect(recoveredChat(h.upstream.requests[1]!)).toBe(BIG);
+  });
+});
+
 describe('proxy recovery: Responses', () => {
   const input = (): OpenAI.Responses.ResponseInput => [
     { role: 'user', content: 'Run the tests.' },
