@@ -7,6 +7,7 @@ import { registerCompare } from './compare.js';
 import { registerBench } from './bench.js';
 import { registerReport } from './report.js';
 import { registerEval } from './eval.js';
+import { registerProxy } from './proxy.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -21,4 +22,5 @@ export const commands: CommandRegistrar[] = [
   registerBench,
   registerReport,
   registerEval,
+  registerProxy,
 ];
