@@ -26,7 +26,7 @@ import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
-import { createRecoveryTool, createWorkingStateStore, type ClosableWorkingStateStore } from './recovery/index.js';
+import { createRecoveryTool } from './recovery/index.js';
 import type { WorkingStateStore } from './recovery/working-state.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
@@ -36,6 +36,7 @@ import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
 import { ReceiptVerifier } from './replay/verify.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
+import { vaultLocation } from './vault/configured.js';
 import { VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
@@ -111,10 +112,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       (await createVault(vaultOptionsFromConfig(config)));
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(config.dbPath, error);
+    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
     vaultFailure = failure;
-    vault = unavailableVault(config.dbPath, failure);
+    vault = unavailableVault(vaultLocation(config), failure);
   }
   const ownsCounter = options.counter === undefined;
   let counter: TokenCounter;
@@ -125,7 +126,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     throw error;
   }
   const gates = modeGates(config);
-  const workingState = openWorkingState(config, vault, vaultFailure === undefined);
+  // The working-state graph lives in the vault (same connection), only when its budget is on.
+  const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
   const deps: PipelineDeps = { config, vault, counter, gates, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
@@ -151,7 +153,6 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     lanes.closeAll();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
-    workingState?.close();
     if (ownsVault) await vault.close();
   };
 
@@ -248,16 +249,6 @@ interface PipelineDeps {
   readonly counter: TokenCounter;
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
-}
-
-/** The working-state store on the vault file, only when its budget is on; unavailable means "no state". */
-function openWorkingState(config: Config, vault: Vault, healthy: boolean): ClosableWorkingStateStore | undefined {
-  if (config.workingGraphChars === 0 || !healthy || vault.path === ':memory:') return undefined;
-  try {
-    return createWorkingStateStore({ path: vault.path });
-  } catch {
-    return undefined;
-  }
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;

@@ -1,15 +1,26 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { readMetricsSummary } from '../../telemetry/stats.js';
-import { cliConfig, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
+import { emptyMetricsSummary } from '../../vault/metrics.js';
+import { vaultLocation } from '../../vault/configured.js';
+import { cliConfig, openConfiguredVault, vaultExists, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
 
 async function stats(options: CommonOptions): Promise<void> {
   const config = cliConfig(options);
-  const s = readMetricsSummary(config.dbPath);
-  if (options.json === true) return writeJson({ db_path: config.dbPath, ...s });
+  // A vault file that does not exist yet has no metrics: report zeros instead of creating it.
+  let s = emptyMetricsSummary();
+  if (vaultExists(config)) {
+    const vault = await openConfiguredVault(config);
+    try {
+      s = await vault.metricsSummary();
+    } finally {
+      await vault.close();
+    }
+  }
+  const where = vaultLocation(config);
+  if (options.json === true) return writeJson({ db_path: where, ...s });
   const totals = new Table({ head: ['figure', 'raw', 'final', ''], style: plain });
   totals.push(
     ['requests', int(s.requests), '', `${int(s.sessions)} sessions`],
@@ -21,7 +32,7 @@ async function stats(options: CommonOptions): Promise<void> {
   for (const [stage, chars] of Object.entries(s.saved_by_stage).sort((a, b) => b[1] - a[1])) stages.push([stage, int(chars)]);
   const parts = new Table({ head: ['component', 'raw tokens', 'final tokens', 'share of raw'], style: plain });
   for (const [name, c] of Object.entries(s.components)) parts.push([name, int(c.raw_tokens), int(c.final_tokens), `${c.raw_pct.toFixed(2)} %`]);
-  await writeOut(`vault: ${config.dbPath}\n${totals.toString()}\n${stages.toString()}\n${parts.toString()}\n`);
+  await writeOut(`vault: ${where}\n${totals.toString()}\n${stages.toString()}\n${parts.toString()}\n`);
 }
 
 /** `token-terminator stats`: content-free request metrics of the vault (totals, per mechanism, per component). */
