@@ -105,7 +105,22 @@ export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresS
 }
 
 async function migrate(spec: SchemaSpec, db: Kysely<unknown>, schema: string, location: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  // One connection and one transaction for all of it (kysely's Migrator pins a connection itself,
+  // which a kysely Transaction refuses, so the transaction is opened by hand on that connection).
+  await db.connection().execute(async (trx) => {
+    await sql`BEGIN`.execute(trx);
+    try {
+      await migrateIn(spec, trx, schema, location);
+      await sql`COMMIT`.execute(trx);
+    } catch (error) {
+      await sql`ROLLBACK`.execute(trx).catch(() => undefined);
+      throw error;
+    }
+  });
+}
+
+async function migrateIn(spec: SchemaSpec, trx: Kysely<unknown>, schema: string, location: string): Promise<void> {
+  {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${`token-terminator:${schema}`}))`.execute(trx);
     await trx.schema
       .createTable('tt_schema_version')
@@ -142,5 +157,5 @@ async function migrate(spec: SchemaSpec, db: Kysely<unknown>, schema: string, lo
         .execute();
     }
     await spec.afterMigrate?.(trx, (query) => query.forUpdate());
-  });
+  }
 }
