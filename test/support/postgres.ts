@@ -96,7 +96,6 @@ export async function startCluster(dir: string): Promise<Cluster> {
     `unix_socket_directories = '${dir}'`,
     'max_connections = 300',
     'fsync = off',
-    'synchronous_commit = off',
     'full_page_writes = off',
     'ssl = on',
     `ssl_cert_file = '${certFile}'`,

@@ -5,6 +5,7 @@ import { registerReplay } from './replay.js';
 import { registerStats } from './stats.js';
 import { registerCompare } from './compare.js';
 import { registerBench } from './bench.js';
+import { registerVault } from './vault.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -17,4 +18,5 @@ export const commands: CommandRegistrar[] = [
   registerStats,
   registerCompare,
   registerBench,
+  registerVault,
 ];

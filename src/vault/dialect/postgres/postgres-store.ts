@@ -67,9 +67,17 @@ export function createPool(options: PostgresStoreOptions): pg.Pool {
     ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
     types,
   });
-  // An idle connection the server closed (restart, reset, admin termination): the pool drops it
-  // and the next query reconnects. Without a listener the error would crash the host.
+  // A connection the server closed or the network cut (restart, reset, admin termination): an idle
+  // one is dropped by the pool, a checked-out one fails its query (the stage fails open), and the
+  // next query reconnects. Without these listeners the 'error' event would crash the host.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    // A receipt is delivered only after its artifact's commit returned: make that commit durable
+    // (WAL flushed) even where the server defaults to synchronous_commit = off. pg runs queries
+    // on a connection in order, so this precedes every statement of the store.
+    client.query('SET synchronous_commit = on').catch(() => undefined);
+  });
   return pool;
 }
 
