@@ -6,7 +6,7 @@ import { workingStateBlock } from '../src/compile/working-state.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore } from '../src/vault/ports.js';
 import { gate } from '../src/compile/apply.js';
 import { planCompaction } from '../src/compile/compaction.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
@@ -17,7 +17,7 @@ const STAGE = 'compileRequest';
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
 export interface CompileRequestOptions {
   /** Where collapsed turns and receipted outputs are vaulted. Required. */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
   /** Tool outputs of old turns at least this long become receipts. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */

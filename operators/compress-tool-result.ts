@@ -17,13 +17,13 @@ import { advance, note, type Step, type ToolResult } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore } from '../src/vault/ports.js';
 
 const STAGE = 'compress_tool_result';
 
 export interface CompressToolResultOptions {
   /** Where exact originals go (required). */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore;
   /** Exact token counter: a replacement must also use fewer tokens. Default none (chars only). */
   readonly counter?: TokenCounter;
   /** Mode gate (default 'balanced'); ignored when `flags` is given. */

@@ -20,13 +20,13 @@ import { advance, note, type Step, type ToolResult } from '../src/step.js';
 import { backendOf, commandOf, cwdOf, normalizeCommand } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 
 const STAGE = 'temporal_delta';
 
 export interface DeltaRepeatedOutputOptions {
   /** Where exact outputs and baselines live (required). */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore & Pick<SessionStore, 'getBaseline' | 'setBaseline'>;
   /** Exact token counter: a delta must also use fewer tokens. Default none (chars only). */
   readonly counter?: TokenCounter;
   /** Mode gate (default 'balanced': on in balanced and aggressive); ignored when `flags` is given. */

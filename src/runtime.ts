@@ -27,7 +27,7 @@ import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
-import { createRecoveryTool, createWorkingStateStore, type ClosableWorkingStateStore } from './recovery/index.js';
+import { createRecoveryTool } from './recovery/index.js';
 import type { WorkingStateStore } from './recovery/working-state.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
@@ -38,6 +38,7 @@ import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
 import { ReceiptVerifier } from './replay/verify.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
+import { vaultLocation } from './vault/configured.js';
 import { VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
@@ -134,11 +135,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       (await createVault(vaultOptionsFromConfig(config)));
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(config.dbPath, error);
+    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
     vaultFailure = failure;
-    vault = unavailableVault(config.dbPath, failure);
-    warnOnce(config.dbPath, `token-terminator: the vault at ${config.dbPath} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`);
+    vault = unavailableVault(vaultLocation(config), failure);
+    warnOnce(vaultLocation(config), `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`);
   }
   const ownsCounter = options.counter === undefined;
   let counter: TokenCounter;
@@ -149,7 +150,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     throw error;
   }
   const gates = modeGates(config);
-  const workingState = openWorkingState(config, vault, vaultFailure === undefined);
+  // The working-state graph lives in the vault (same connection), only when its budget is on.
+  const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
   const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
@@ -174,10 +176,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (closed) return;
     closed = true;
     lanes.closeAll();
-    ledger?.close();
+    await ledger?.close();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
-    workingState?.close();
     if (ownsVault) await vault.close();
   };
 
@@ -196,7 +197,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       if ((recordMetrics || ledger !== undefined) && !closed) {
         const sizes = measureBoth(out, meter);
         if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
-        if (sizes !== undefined) ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
+        if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
       }
       return out;
     },
@@ -286,38 +287,41 @@ function warnOnce(path: string, message: string): void {
 
 /** The experiment ledger as the facade writes it: one finished turn per compiled request. */
 interface LiveLedger {
-  record(step: Step<ProviderRequest>, rawTokens: number, finalTokens: number): void;
-  close(): void;
+  record(step: Step<ProviderRequest>, rawTokens: number, finalTokens: number): Promise<void>;
+  close(): Promise<void>;
 }
 
 function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
   if (!on) return undefined;
-  let ledger: Ledger | undefined;
+  let ledger: Promise<Ledger> | undefined;
   let broken = false;
+  // With a PostgreSQL vault the ledger lives in the same database; on SQLite it is its own file.
+  const open = (): Promise<Ledger> => openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
   return {
-    record(step, rawTokens, finalTokens) {
+    async record(step, rawTokens, finalTokens) {
       if (broken) return;
       try {
-        ledger ??= openLedger({ path: effectiveLedgerPath(config) });
+        ledger ??= open();
+        const l = await ledger;
         const { sessionId, requestId } = step.context;
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();
-        ledger.ensureSession({ sessionId, mode: config.mode, experiment: config.experiment, ...model });
-        ledger.startTurn({ sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model });
-        ledger.recordRequest({ sessionId, turnId, rawTokens, finalTokens });
+        await l.ensureSession({ sessionId, mode: config.mode, experiment: config.experiment, ...model });
+        await l.startTurn({ sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model });
+        await l.recordRequest({ sessionId, turnId, rawTokens, finalTokens });
         // The tokens this request sends are the turn's input: what the mode changes.
-        ledger.finishTurn({ sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' });
+        await l.finishTurn({ sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' });
       } catch {
         // The ledger is an experiment record: an unwritable file must not touch the host's request.
         broken = true;
       }
     },
-    close() {
+    async close() {
       try {
-        ledger?.close();
+        await (await ledger)?.close();
       } catch {
-        // already closed
+        // never opened, or already closed
       }
     },
   };
@@ -362,16 +366,6 @@ interface PipelineDeps {
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
-}
-
-/** The working-state store on the vault file, only when its budget is on; unavailable means "no state". */
-function openWorkingState(config: Config, vault: Vault, healthy: boolean): ClosableWorkingStateStore | undefined {
-  if (config.workingGraphChars === 0 || !healthy || vault.path === ':memory:') return undefined;
-  try {
-    return createWorkingStateStore({ path: vault.path });
-  } catch {
-    return undefined;
-  }
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;

@@ -3,7 +3,7 @@
  * artifact inline. The vault's lease ledger is the authority (shared by processes); this memo
  * only saves repeated queries, so a request costs vault calls for new decisions only.
  */
-import type { Vault } from '../vault/types.js';
+import type { LeaseStore } from '../vault/ports.js';
 
 export interface LeaseBook {
   /** Preflight: may `key` carry the artifact inline? (read only) */
@@ -14,7 +14,7 @@ export interface LeaseBook {
   delivered(artifactId: string, key: string): Promise<void>;
 }
 
-export function createLeaseBook(vault: Vault, sessionId: string, limit: number): LeaseBook {
+export function createLeaseBook(vault: LeaseStore, sessionId: string, limit: number): LeaseBook {
   const granted = new Map<string, Set<string>>();
   const exhausted = new Set<string>();
   const grant = (id: string, key: string): void => {

@@ -5,7 +5,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { TokenCounter } from '../measure/types.js';
-import type { Vault } from '../vault/types.js';
+import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
 import { createEvidenceStore, type EvidenceStore } from './evidence.js';
 import { createLeaseBook, type LeaseBook } from './lease.js';
 import { createMeter, type Meter } from './meter.js';
@@ -23,7 +23,7 @@ export interface SessionState {
 }
 
 export interface SessionPoolOptions {
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore;
   readonly counter?: TokenCounter;
   readonly inlineLeases?: number;
   readonly maxSessions?: number;

@@ -185,6 +185,21 @@ const httpUrl: Kind = {
   fromEnv: (raw) => raw,
 };
 
+/** A PostgreSQL connection string (postgres:// or postgresql://), or empty for the SQLite file. */
+const postgresUrl: Kind = {
+  expects: 'a postgres:// or postgresql:// connection string, or empty',
+  schema: z.string().refine((s) => {
+    if (s === '') return true;
+    try {
+      return /^postgres(ql)?:$/.test(new URL(s).protocol);
+    } catch {
+      return false;
+    }
+  }),
+  fromEnv: (raw) => raw,
+  prepare: (v) => (typeof v === 'string' ? v.trim() : v),
+};
+
 const backendName: Kind = {
   expects: 'a backend name (lower-case letters, digits, ".", "_", "-")',
   schema: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/),
@@ -211,6 +226,8 @@ interface Field {
   readonly legacy?: readonly string[];
   /** Expand `~` and resolve relative paths. */
   readonly isPath?: boolean;
+  /** Never echo the value in an error (it may hold a password). */
+  readonly secret?: boolean;
 }
 
 const TT = 'TOKEN_TERMINATOR_';
@@ -247,6 +264,9 @@ const FIELDS: readonly Field[] = [
   tt('vaultHighWaterPct', 'VAULT_HIGH_WATER_PCT', int(1, 100), 90),
   tt('vaultLowWaterPct', 'VAULT_LOW_WATER_PCT', int(0, 99), 80),
   tt('busyTimeoutMs', 'BUSY_TIMEOUT_MS', int(0, 60_000), 10_000),
+  { ...tt('dbUrl', 'DB_URL', postgresUrl, ''), secret: true },
+  tt('dbPoolSize', 'DB_POOL_SIZE', int(1, 1000), 10),
+  tt('dbStatementTimeoutMs', 'DB_STATEMENT_TIMEOUT_MS', int(0, 3_600_000), 30_000),
   tt('inlineLeases', 'INLINE_LEASES', int(0, 100), 1),
   tt('maxPageChars', 'MAX_PAGE_CHARS', int(1), 20000),
   tt('maxSearchResults', 'MAX_SEARCH_RESULTS', int(1, 500), 50),
@@ -405,7 +425,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     }
     const prepared = field.kind.prepare ? field.kind.prepare(candidate) : candidate;
     const parsed = field.kind.schema.safeParse(prepared);
-    if (!parsed.success) throw new ConfigError(`${label} must be ${field.kind.expects}, got ${show(shown)}`);
+    if (!parsed.success) throw new ConfigError(`${label} must be ${field.kind.expects}, got ${field.secret ? '(value not shown: it may hold a password)' : show(shown)}`);
     const value = field.isPath && typeof parsed.data === 'string' ? expandPath(parsed.data, home) : parsed.data;
     flat.set(field.key, value);
   }

@@ -13,7 +13,8 @@ import { canonicalJson } from '../measure/index.js';
 import type { RecoveryTool } from '../runtime-types.js';
 import { errorLabel } from '../step.js';
 import { rtkAvailable } from '../tools/spawner.js';
-import type { ArtifactSummary, Vault } from '../vault/types.js';
+import type { ArtifactStore } from '../vault/ports.js';
+import type { ArtifactSummary } from '../vault/types.js';
 import {
   DEFAULT_PAGE_CHARS,
   RECOVERY_DESCRIPTION,
@@ -42,7 +43,7 @@ export const EXACT_RECOVERY = 'token_terminator action=artifact_get';
 
 export interface RecoveryToolOptions {
   /** The vault to read (required). */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore;
   /** Page ceiling, search ceiling, mode and working-state budget come from here (required). */
   readonly config: Config;
   /** Extra fields merged into the `status` result, e.g. process metrics (default: none). Must be content-free. */

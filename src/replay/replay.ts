@@ -87,7 +87,15 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
     if (options.terminator === undefined) await tt.close();
     throw error;
   }
-  const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
+  // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
+  const ledgerAt = tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
+  let ledger: Ledger | undefined;
+  try {
+    ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
+  } catch (error) {
+    if (options.terminator === undefined) await tt.close();
+    throw error;
+  }
   const total = sessions.reduce((n, s) => n + requestCount(s), 0);
   const all = new FigureAccumulator(price);
   const perSession: ReplayFigures['sessions'] = [];
@@ -120,7 +128,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   } finally {
     const open = dump;
     open?.close();
-    ledger?.close();
+    await ledger?.close();
     if (options.terminator === undefined) await tt.close();
     if (options.counter === undefined) counter.dispose?.();
     if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
@@ -202,9 +210,9 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
   let pendingMs = 0;
   let index = 0;
   let turn = 0;
-  d.ledger?.ensureSession(session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model });
-  const finishTurn = (): void => {
-    if (turn > 0) d.ledger?.finishTurn({ sessionId: ledgerId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
+  await d.ledger?.ensureSession(session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model });
+  const finishTurn = async (): Promise<void> => {
+    if (turn > 0) await d.ledger?.finishTurn({ sessionId: ledgerId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
   };
   let turnTokens = 0;
 
@@ -212,12 +220,12 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
     const msg = original[i]!;
     const role = msg['role'];
     if (role === 'user' && d.ledger !== undefined) {
-      finishTurn();
+      await finishTurn();
       turn++;
       turnTokens = 0;
       const content = msg['content'];
       const base = { sessionId: ledgerId, turnId: `t${turn}`, mode, prompt: typeof content === 'string' ? content : '' };
-      d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
+      await d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
     }
     if (role === 'assistant' && i > 0) {
       const rawMessages = original.slice(0, i);
@@ -270,7 +278,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
           savedByStage: saved,
         }),
       );
-      d.ledger?.recordRequest({ sessionId: ledgerId, ...(turn > 0 ? { turnId: `t${turn}` } : {}), rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
+      await d.ledger?.recordRequest({ sessionId: ledgerId, ...(turn > 0 ? { turnId: `t${turn}` } : {}), rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
       turnTokens += sample.finalTokens;
       d.dump?.write(`${JSON.stringify({ session: sessionId, index, final: finalRequest })}\n`);
       d.onRequest(sample);
@@ -293,7 +301,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<void> {
     reduced.push(msg);
   }
   if (pendingMs > 0) d.onExtraTime(pendingMs);
-  finishTurn();
+  await finishTurn();
 }
 
 function rememberCalls(msg: Readonly<Record<string, unknown>>, calls: Map<string, { name: string; args: Readonly<Record<string, unknown>> }>): void {

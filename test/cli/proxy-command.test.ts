@@ -32,13 +32,10 @@ describe('token-terminator proxy', () => {
     expect(both.code).not.toBe(0);
   });
 
-  // This build has no PostgreSQL store (no `dbUrl` config field). When it lands, these two cases
-  // become "the URL reaches the config" and this test changes with it.
-  it('says that a PostgreSQL URL is not supported in this build, from the flag and from the variable', () => {
-    expect(() => proxyTerminatorConfig({ dbUrl: 'postgres://localhost/tt' }, { HOME: dir })).toThrow(
-      new ConfigError('--db-url: PostgreSQL storage is not supported in this build (use --db <path> for a SQLite vault)'),
-    );
-    expect(() => proxyTerminatorConfig({}, { HOME: dir, TOKEN_TERMINATOR_DB_URL: 'postgres://localhost/tt' })).toThrow(/^TOKEN_TERMINATOR_DB_URL: PostgreSQL storage is not supported/);
+  it('takes the PostgreSQL URL from the flag or the variable, and the SQLite file from --db', () => {
+    expect(proxyTerminatorConfig({ dbUrl: 'postgres://localhost/tt' }, { HOME: dir }).dbUrl).toBe('postgres://localhost/tt');
+    expect(proxyTerminatorConfig({}, { HOME: dir, TOKEN_TERMINATOR_DB_URL: 'postgres://localhost/tt' }).dbUrl).toBe('postgres://localhost/tt');
+    expect(() => proxyTerminatorConfig({ dbUrl: 'mysql://localhost/tt' }, { HOME: dir })).toThrow(ConfigError);
     expect(proxyTerminatorConfig({ db: join(dir, 'x.sqlite3') }, { HOME: dir }).dbPath).toBe(join(dir, 'x.sqlite3'));
   });
 

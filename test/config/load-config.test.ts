@@ -191,6 +191,9 @@ describe('loadConfig env parsing', () => {
 const INVALID: Record<string, string> = {
   TOKEN_TERMINATOR_ENABLED: 'maybe',
   TOKEN_TERMINATOR_MODE: 'turbo',
+  TOKEN_TERMINATOR_DB_URL: 'mysql://db/x',
+  TOKEN_TERMINATOR_DB_POOL_SIZE: '0',
+  TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS: '-5',
   TOKEN_TERMINATOR_TIMEOUT_MS: 'abc',
   TOKEN_TERMINATOR_BACKENDS: 'local,\u0007',
   TOKEN_TERMINATOR_RTK_PATH: '/usr/bin/\u0001rtk',

@@ -52,14 +52,14 @@ describe('live experiment ledger', () => {
     await loop('balanced', 'live-balanced');
     const ledgerPath = join(dir, 'experiments.sqlite3');
     expect(existsSync(ledgerPath)).toBe(true);
-    const ledger = openLedger({ path: ledgerPath });
+    const ledger = await openLedger({ path: ledgerPath });
     try {
-      expect(ledger.session('live-off')).toMatchObject({ mode: 'off', initialModel: 'gpt-4o', turnCount: 3, requests: 3, contaminated: false });
-      const balanced = ledger.session('live-balanced');
+      expect(await ledger.session('live-off')).toMatchObject({ mode: 'off', initialModel: 'gpt-4o', turnCount: 3, requests: 3, contaminated: false });
+      const balanced = await ledger.session('live-balanced');
       expect(balanced).toMatchObject({ mode: 'balanced', turnCount: 3, requests: 3 });
       expect(balanced!.finalTokens).toBeLessThan(balanced!.rawTokens);
     } finally {
-      ledger.close();
+      await ledger.close();
     }
     const out: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write);
@@ -91,12 +91,12 @@ describe('live experiment ledger', () => {
     const runner = new Runner({ modelProvider: adapter.wrapModelProvider(new OpenAIProvider({ openAIClient: openai() })) });
     await runner.run(new Agent({ name: 'a', model: 'gpt-4o' }), 'hello', { context: { sessionId: 'agents-session' }, ...adapter.runOptions() });
     await tt.close();
-    const ledger = openLedger({ path: join(dir, 'experiments.sqlite3') });
+    const ledger = await openLedger({ path: join(dir, 'experiments.sqlite3') });
     try {
-      expect(ledger.session('lg-thread')).toMatchObject({ mode: 'balanced', initialModel: 'gpt-4.1', turnCount: 1 });
-      expect(ledger.session('agents-session')).toMatchObject({ mode: 'balanced', initialModel: 'gpt-4o', turnCount: 1 });
+      expect(await ledger.session('lg-thread')).toMatchObject({ mode: 'balanced', initialModel: 'gpt-4.1', turnCount: 1 });
+      expect(await ledger.session('agents-session')).toMatchObject({ mode: 'balanced', initialModel: 'gpt-4o', turnCount: 1 });
     } finally {
-      ledger.close();
+      await ledger.close();
     }
   });
 

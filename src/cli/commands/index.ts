@@ -8,6 +8,7 @@ import { registerBench } from './bench.js';
 import { registerReport } from './report.js';
 import { registerEval } from './eval.js';
 import { registerProxy } from './proxy.js';
+import { registerVault } from './vault.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -23,4 +24,5 @@ export const commands: CommandRegistrar[] = [
   registerReport,
   registerEval,
   registerProxy,
+  registerVault,
 ];

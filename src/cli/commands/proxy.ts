@@ -3,6 +3,7 @@ import { loadConfig, type ConfigOverrides } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
 import type { ProxyFlags } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
+import { vaultLocation } from '../../vault/configured.js';
 
 interface ProxyCliOptions {
   port?: string;
@@ -18,27 +19,14 @@ interface ProxyCliOptions {
   quiet?: boolean;
 }
 
-/**
- * The Terminator config for the proxy: environment plus `--db` / `--db-url`. A PostgreSQL URL
- * needs the `dbUrl` config field; a build without it says so instead of silently using SQLite.
- */
+/** The Terminator config for the proxy: environment plus `--db` (SQLite file) or `--db-url` (PostgreSQL). */
 export function proxyTerminatorConfig(options: Pick<ProxyCliOptions, 'db' | 'dbUrl'>, env: Readonly<Record<string, string | undefined>> = process.env): Config {
-  const overrides: Record<string, unknown> = {};
-  if (options.db !== undefined) overrides['dbPath'] = options.db;
-  const url = options.dbUrl ?? env['TOKEN_TERMINATOR_DB_URL'];
-  const label = options.dbUrl !== undefined ? '--db-url' : 'TOKEN_TERMINATOR_DB_URL';
-  if (url !== undefined && url.trim() !== '') {
-    if (options.db !== undefined) throw new ConfigError('--db and --db-url are mutually exclusive: pick the SQLite file or the PostgreSQL URL');
-    overrides['dbUrl'] = url;
-  }
-  try {
-    return loadConfig({ env, overrides: overrides as ConfigOverrides });
-  } catch (error) {
-    if (error instanceof ConfigError && /unknown configuration option "dbUrl"/.test(error.message)) {
-      throw new ConfigError(`${label}: PostgreSQL storage is not supported in this build (use --db <path> for a SQLite vault)`);
-    }
-    throw error;
-  }
+  const overrides: ConfigOverrides = {
+    ...(options.db === undefined ? {} : { dbPath: options.db }),
+    ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
+  };
+  if (options.db !== undefined && options.dbUrl !== undefined) throw new ConfigError('--db and --db-url are mutually exclusive: pick the SQLite file or the PostgreSQL URL');
+  return loadConfig({ env, overrides });
 }
 
 async function proxy(options: ProxyCliOptions): Promise<void> {
@@ -59,7 +47,7 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   const server = await createProxy({ config: settings, terminatorOptions: { config }, ...(log === undefined ? {} : { log }) });
   const url = await server.listen();
   process.stderr.write(
-    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${config.dbPath}, mode: ${config.mode})\n` +
+    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode})\n` +
       `  OPENAI_BASE_URL=${url}/v1   ANTHROPIC_BASE_URL=${url}\n`,
   );
   await new Promise<void>((resolve) => {
