@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^token-terminator$/, replacement: here('./src/index.ts') },
       { find: /^token-terminator\/operators$/, replacement: here('./operators/index.ts') },
       { find: /^token-terminator\/testing$/, replacement: here('./src/testing/index.ts') },
+      { find: /^token-terminator\/report$/, replacement: here('./src/report/index.ts') },
       { find: /^token-terminator\/adapters\/([a-z-]+)$/, replacement: `${here('./adapters')}/$1/index.ts` },
     ],
   },

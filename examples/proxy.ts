@@ -14,9 +14,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { createProxy, loadProxyConfig } from '../adapters/proxy/index.js';
-import { referencedArtifacts } from '../src/receipts/index.js';
-import { readSessions } from '../src/replay/index.js';
+import { createProxy, loadProxyConfig } from 'token-terminator/adapters/proxy';
+import { readSessions, referencedArtifacts } from 'token-terminator';
 
 const [session] = await readSessions(new URL('./sessions/sample.jsonl', import.meta.url).pathname, 1);
 assert.ok(session !== undefined, 'no session in examples/sessions/sample.jsonl');
