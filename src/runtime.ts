@@ -297,7 +297,7 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
   return chain<ToolResult>([
     d.gates.temporal
-      ? deltaRepeatedOutput({ vault: d.vault, counter: d.counter, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames })
+      ? deltaRepeatedOutput({ vault: d.vault, counter: d.counter, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames, maxArtifactChars: c.maxArtifactChars })
       : identity,
     d.gates.native
       ? compressToolResult({
@@ -306,6 +306,7 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
           flags: d.gates,
           nativeMinChars: c.nativeMinChars,
           nativeMaxChars: c.nativeMaxChars,
+          maxArtifactChars: c.maxArtifactChars,
           backends: c.backends,
           toolNames: c.toolNames,
         })
