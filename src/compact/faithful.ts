@@ -57,6 +57,10 @@ export interface FaithfulOptions {
   readonly maxLineChars?: number;
 }
 
+// Stack frames of JVM, Node and Rust traces (`at …`, `N: …`, `... N more`): the ones that are not
+// diagnostic lines (library frames) are elided in runs, so they never crowd the view.
+const FRAME = /^\s+(?:at \S|\d+: \S|\.\.\. \d+ more$)/;
+
 /** The faithful view of `lines`, where `flagged` are the diagnostic lines' indices. */
 export function renderFaithful(lines: readonly string[], flagged: readonly number[], options: FaithfulOptions): string {
   const pinned = choosePinned(lines, flagged, options.diagnosticChars);
@@ -64,7 +68,13 @@ export function renderFaithful(lines: readonly string[], flagged: readonly numbe
   const out: string[] = [];
   const must: boolean[] = [];
   let run: string[] = [];
+  let frames = 0;
+  const flushFrames = (): void => {
+    if (frames > 0) run.push(`\u2026 ${frames} stack frame line${frames === 1 ? '' : 's'} omitted \u2026`);
+    frames = 0;
+  };
   const flush = (): void => {
+    flushFrames();
     for (const line of factorRuns(run)) {
       out.push(line);
       must.push(false);
@@ -77,7 +87,10 @@ export function renderFaithful(lines: readonly string[], flagged: readonly numbe
       flush();
       out.push(line);
       must.push(true);
+    } else if (FRAME.test(line)) {
+      frames += 1;
     } else {
+      flushFrames();
       run.push(clipLine(line, isSignalLine(line) ? Math.max(maxLine, 1000) : maxLine));
     }
   }

@@ -146,6 +146,15 @@ describe('faithful on red: every diagnostic line of a real failing output is in 
     expect(shrunk.length).toBeGreaterThanOrEqual(Object.keys(DIAGNOSTICS).length - 4);
   });
 
+  it('elides library frames of a stack in runs, keeping its project frames', async () => {
+    const { raw, out } = await view('cargo-test-fail.txt');
+    const shown = splitLines(out);
+    expect(lines(raw).filter((l) => l.includes(' at /rustc/')).length).toBeGreaterThan(10);
+    expect(shown.some((l) => l.includes(' at /rustc/'))).toBe(false);
+    expect(shown).toContain('             at ./src/lib.rs:16:70');
+    expect(shown.some((l) => /^… \d+ stack frame lines omitted …$/.test(l))).toBe(true);
+  });
+
   it('a non-zero exit status is the first line of the view', async () => {
     const { out } = await view('python-traceback.txt');
     expect(splitLines(out)[0]).toBe('[exit code: 1]');
