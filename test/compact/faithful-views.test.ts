@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { compactTerminal } from '../../src/compact/index.js';
@@ -191,6 +192,43 @@ describe('faithful on red: every diagnostic line of a real failing output is in 
     const r = compactTerminal({ command: 'python3 -m pytest -v tests', output: green, exitCode: 0 });
     expect(codePointLength(r.text)).toBeLessThan(codePointLength(green) / 5);
     expect(r.text).toContain('112 passed in 4.52s');
+  });
+});
+
+describe('faithful on red, as a property', () => {
+  // Failure lines taken from the real fixtures by the rules above (one family each), and noise
+  // lines shaped like the passing output around them.
+  const failures = [
+    ...DIAGNOSTICS['pytest-assert-fail.txt']!(fixture('pytest-assert-fail.txt')).filter((l) => l.startsWith('E ') || l.startsWith('FAILED ')),
+    ...matching(fixture('java-exception.txt'), /^(Exception in thread |Caused by: )/),
+    ...DIAGNOSTICS['tsc-errors.txt']!(fixture('tsc-errors.txt')).slice(0, 10),
+    ...DIAGNOSTICS['npm-install-fail.txt']!(fixture('npm-install-fail.txt')),
+    ...matching(fixture('go-panic.txt'), /^panic: /),
+    ...matching(fixture('cargo-test-fail.txt'), /panicked at /),
+  ];
+  const noise = fc.oneof(
+    fc.nat(999).map((i) => `tests/test_m${i % 9}.py::test_case_${i} PASSED${' '.repeat(20)}[ ${i % 100}%]`),
+    fc.nat(99_999).map((i) => `2026-12-01 09:03:28,${String(i % 1000).padStart(3, '0')} INFO worker: job ${i} done: value=${i * 3}`),
+    fc.nat(999).map((i) => `[INFO] Tests run: 5, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.0${i % 10} s -- in com.acme.M${i}Test`),
+  );
+
+  it('every inserted failure line within the budget is in the view, whatever the noise and the command', () => {
+    fc.assert(
+      fc.property(
+        fc.array(noise, { minLength: 50, maxLength: 400 }),
+        fc.uniqueArray(fc.constantFrom(...failures), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
+        fc.constantFrom(undefined, 'make check', 'python3 -m pytest -v', 'mvn -B test', 'npm test'),
+        (base, inserted, at, command) => {
+          const out = [...base];
+          inserted.forEach((line, k) => out.splice(at[k]! % (out.length + 1), 0, line));
+          const r = compactTerminal({ output: out.join('\n'), exitCode: 1, ...(command === undefined ? {} : { command }) });
+          const shown = new Set(splitLines(r.text));
+          for (const line of inserted) expect(shown, line).toContain(line);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
 
