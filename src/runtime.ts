@@ -405,7 +405,7 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
   return chain<ToolResult>([
     d.gates.temporal
-      ? deltaRepeatedOutput({ vault: d.vault, ...d.gate, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames })
+      ? deltaRepeatedOutput({ vault: d.vault, ...d.gate, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames, maxArtifactChars: c.maxArtifactChars })
       : identity,
     d.gates.native
       ? compressToolResult({
@@ -414,6 +414,7 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
           flags: d.gates,
           nativeMinChars: c.nativeMinChars,
           nativeMaxChars: c.nativeMaxChars,
+          maxArtifactChars: c.maxArtifactChars,
           backends: c.backends,
           toolNames: c.toolNames,
         })

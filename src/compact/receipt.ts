@@ -54,13 +54,22 @@ export async function readArtifact(vault: ArtifactStore, artifactId: string): Pr
   return parts.join('');
 }
 
+/** A counter that can be told a count it would otherwise compute (a count made in slices). */
+export interface MemoCounter extends TokenCounter {
+  prime(text: string, tokens: number): void;
+}
+
 /** A counter that remembers the last few texts it counted (one reduction counts the raw text up to three times). */
-export function memoCounter(counter: TokenCounter | undefined): TokenCounter | undefined {
+export function memoCounter(counter: TokenCounter | undefined): MemoCounter | undefined {
   if (counter === undefined) return undefined;
   const seen = new Map<string, number>();
   return {
     name: counter.name,
     exact: counter.exact,
+    prime(text: string, tokens: number): void {
+      if (seen.size >= 4) seen.delete(seen.keys().next().value!);
+      seen.set(text, tokens);
+    },
     count(text: string): number {
       const hit = seen.get(text);
       if (hit !== undefined) return hit;
