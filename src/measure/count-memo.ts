@@ -7,7 +7,6 @@ export const DEFAULT_HASH_ABOVE = 256;
 // Memos stack (a per-consumer memo over a counter that has the process-wide one), and each layer
 // needs the same key for the same text: remember the last one so a long string is hashed once.
 let lastText: string | undefined;
-let lastHashAbove = -1;
 let lastKey = '';
 
 /**
@@ -16,10 +15,9 @@ let lastKey = '';
  */
 export function contentKey(text: string, hashAbove: number = DEFAULT_HASH_ABOVE): string {
   if (text.length <= hashAbove) return `s${text}`;
-  if (text === lastText && hashAbove === lastHashAbove) return lastKey;
+  if (text === lastText) return lastKey;
   const key = `h${text.length}:${createHash('sha256').update(text, 'utf8').digest('base64')}`;
   lastText = text;
-  lastHashAbove = hashAbove;
   lastKey = key;
   return key;
 }

@@ -6,6 +6,7 @@ import { getEncoding } from 'js-tiktoken';
 import { get_encoding } from 'tiktoken';
 import {
   counterForModel,
+  contentKey,
   createCountMemo,
   createRoughCounter,
   createTiktokenCounter,
@@ -242,5 +243,16 @@ describe('createCountMemo', () => {
     const memo = createCountMemo({ name: 'd', exact: true, count: () => 1, dispose: () => (disposed = true) });
     memo.dispose?.();
     expect(disposed).toBe(true);
+  });
+});
+
+describe('contentKey', () => {
+  it('keys short text by itself and long text by length and SHA-256, whatever the threshold', () => {
+    expect(contentKey('abc', 4)).toBe('sabc');
+    const long = 'y'.repeat(300);
+    expect(contentKey(long, 4)).toMatch(/^h300:[A-Za-z0-9+/]{43}=$/);
+    expect(contentKey(long, 64)).toBe(contentKey(long, 4));
+    expect(contentKey(`${long}z`, 64)).not.toBe(contentKey(long, 64));
+    expect(contentKey(long, 300)).toBe(`s${long}`);
   });
 });
