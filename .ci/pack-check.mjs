@@ -12,7 +12,7 @@
  * Usage: node .ci/pack-check.mjs [--no-build] [--no-run]   (exit 1 on the first failure)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -100,6 +100,8 @@ blocks.forEach((code, i) => writeFileSync(join(work, `readme-${i + 1}.ts`), `${c
 mkdirSync(join(work, 'examples'));
 const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.ts'));
 for (const f of examples) copyFileSync(join(root, 'examples', f), join(work, 'examples', f));
+// the examples read their recorded sessions beside them, as they do in a user's clone
+cpSync(join(root, 'examples', 'sessions'), join(work, 'examples', 'sessions'), { recursive: true });
 try {
   run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(work, 'tsconfig.json')], { cwd: work, stdio: ['ignore', 'inherit', 'inherit'] });
   console.log(`${blocks.length} README blocks and ${examples.length} example files compile under tsc --strict against ${packed.filename}`);
