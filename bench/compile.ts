@@ -19,13 +19,13 @@ import { createVault } from '../src/vault/index.js';
 
 const TURNS = 200;
 
-function output(t: number): string {
+export function output(t: number): string {
   const lines = t % 7 === 3 ? 500 : 40 + (t % 5) * 10;
   return Array.from({ length: lines }, (_, i) => `src/module_${t % 13}/file_${i}.ts:${i + t}: const value_${i} = compute(${t}, ${i}); // turn ${t}`).join('\n');
 }
 
 /** The transcript a host keeps: the same message objects are reused request after request. */
-function transcript(): unknown[] {
+export function transcript(): unknown[] {
   const messages: unknown[] = [{ role: 'system', content: 'You are a careful coding agent. Use the tools.' }, { role: 'user', content: 'Fix the failing build and explain the cause.' }];
   for (let t = 0; t < TURNS; t++) {
     messages.push({ role: 'assistant', content: `Step ${t}: looking at module ${t % 13}.`, tool_calls: [{ id: `call_${t}`, type: 'function', function: { name: t % 2 === 0 ? 'search_files' : 'read_file', arguments: `{"path":"src/module_${t % 13}"}` } }] });

@@ -1,13 +1,37 @@
 /**
- * `npm run bench -- replay [sessions.jsonl] [--mode m] [--limit n] [--json]`: replays recorded
- * sessions with the default mode (balanced) and prints every figure, next to a baseline replay in
- * mode `off` measured in the same run (same sizes; its timing is the harness's own cost) and to
- * the Python reference's figures on corpus A.
+ * `npm run bench -- replay [sessions.jsonl] [--mode m] [--limit n] [--json] [--compare-counting]`:
+ * replays recorded sessions with the default mode (balanced) and prints every figure, next to a
+ * baseline replay in mode `off` measured in the same run (same sizes; its timing is the harness's
+ * own cost) and to the Python reference's figures on corpus A.
+ *
+ * Beside p50/p95 it prints, per request, the same-run time of tokenizing that request's new
+ * content once with tiktoken (WASM, no memo): the raw tool outputs that arrived since the
+ * previous request plus the compact JSON of the other new messages, timed outside the pipeline's
+ * timed sections. The pipeline's own time is each request's time minus that; its p95 is printed.
+ * `--compare-counting` replays again under the older counting set-ups (tiktoken WASM without the
+ * process-wide memo; the JS engine without it) and prints their p50/p95 beside the default's.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MODES } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
+import {
+  acquireEncoder,
+  canonicalJson,
+  clearSharedCountMemo,
+  countGuarded,
+  createTiktokenCounter,
+  DEFAULT_SHARED_MEMO_ENTRIES,
+  setSharedCountMemoLimit,
+  sharedCountMemoStats,
+  type EncoderEngine,
+} from '../src/measure/index.js';
+import { percentile } from '../src/replay/figures.js';
 import { readSessions, renderFiguresTable, replaySessions, type ReplayFigures } from '../src/replay/index.js';
+import type { RecordedSession } from '../src/replay/sessions.js';
+import { createTerminator, type Terminator } from '../src/runtime.js';
 
 /** The Python reference on the 40 sessions of corpus A (chars), and our targets. */
 const REFERENCE = { reduction_pct_chars: 24.06, cache_prefix_ratio_raw: 0.928, cache_prefix_ratio_final: 0.912, effective_cost_ratio: 0.827, p50_ms: 4.32 };
@@ -29,7 +53,8 @@ export async function main(argv: string[]): Promise<void> {
   const t0 = performance.now();
   const baseline = await replaySessions(sessions, { mode: 'off', ledger: false });
   const t1 = performance.now();
-  const ours = await replaySessions(sessions, { mode });
+  const timed = await timedReplay(sessions, mode, { engine: 'js', memo: true });
+  const ours = timed.figures;
   const t2 = performance.now();
 
   if (argv.includes('--json')) {
@@ -50,6 +75,35 @@ export async function main(argv: string[]): Promise<void> {
   ];
   console.log('\nfigure                      ours         reference   target');
   for (const [name, a, b, c] of rows) console.log(`${name.padEnd(27)} ${a.padEnd(12)} ${b.padEnd(11)} ${c}`);
+  printTiming('default counting (engine js, process-wide memo)', timed);
+  const memo = timed.memo;
+  console.log(
+    `  process-wide count memo at the end: ${memo.entries} entries (bound ${memo.maxEntries} per table), ${memo.keyChars} key chars (≈ ${((memo.keyChars * 2 + memo.entries * 90) / 1048576).toFixed(1)} MiB), hits ${memo.hits}, misses ${memo.misses}`,
+  );
+  if (argv.includes('--compare-counting')) {
+    // Same order twice, reversed the second time, so machine load and warm caches favour no one.
+    const setups: [string, CountingSetup][] = [
+      ['tiktoken WASM, no process-wide memo (before)', { engine: 'wasm', memo: false }],
+      ['engine js, no process-wide memo', { engine: 'js', memo: false }],
+      ['engine js + process-wide memo (default)', { engine: 'js', memo: true }],
+    ];
+    const runs = new Map<string, Timed[]>();
+    for (const order of [setups, [...setups].reverse()]) {
+      for (const [label, setup] of order) {
+        const r = await timedReplay(sessions, mode, setup);
+        runs.set(label, [...(runs.get(label) ?? []), r]);
+      }
+    }
+    console.log('\ncounting set-ups, same run (mean of 2 replays each, in alternating order):');
+    console.log(`${'set-up'.padEnd(46)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'own p95'.padStart(8)} ${'total s'.padStart(8)}`);
+    for (const [label] of setups) {
+      const rs = runs.get(label)!;
+      const mean = (f: (t: Timed) => number): number => rs.reduce((n, r) => n + f(r), 0) / rs.length;
+      console.log(
+        `${label.padEnd(46)} ${mean((r) => r.figures.p50_ms).toFixed(2).padStart(8)} ${mean((r) => r.figures.p95_ms).toFixed(2).padStart(8)} ${mean((r) => r.ownP95).toFixed(2).padStart(8)} ${(mean((r) => r.figures.total_ms) / 1000).toFixed(1).padStart(8)}`,
+      );
+    }
+  }
   console.log(
     `\nbaseline (mode off, same run): p50 ${baseline.p50_ms.toFixed(3)} ms, total ${baseline.total_ms.toFixed(1)} ms; ours/baseline pipeline time ×${(ours.total_ms / Math.max(baseline.total_ms, 1e-9)).toFixed(1)}; wall ${((t2 - t1) / 1000).toFixed(1)} s vs ${((t1 - t0) / 1000).toFixed(1)} s`,
   );
@@ -57,4 +111,102 @@ export async function main(argv: string[]): Promise<void> {
 
 function strip(f: ReplayFigures): Omit<ReplayFigures, 'sessions'> & { sessions: number } {
   return { ...f, sessions: f.sessions.length };
+}
+
+/** Which counter the replayed Terminator uses. */
+interface CountingSetup {
+  readonly engine: EncoderEngine;
+  /** The process-wide count memo on (its default bound) or off. */
+  readonly memo: boolean;
+}
+
+interface Timed {
+  readonly figures: ReplayFigures;
+  /** Per request: pipeline ms (as replay counts it) and tiktoken ms for its new content. */
+  readonly ms: number[];
+  readonly tokenizeMs: number[];
+  readonly ownP95: number;
+  readonly memo: ReturnType<typeof sharedCountMemoStats>;
+}
+
+/**
+ * Replay through a Terminator wrapped to time each request the way replay does (tool results
+ * since the previous request + the request) and to remember that request's new content, which is
+ * tokenized with tiktoken in `onProgress`, after replay's timed section.
+ */
+async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, setup: CountingSetup): Promise<Timed> {
+  clearSharedCountMemo();
+  setSharedCountMemoLimit(setup.memo ? DEFAULT_SHARED_MEMO_ENTRIES : 0);
+  const dir = mkdtempSync(join(tmpdir(), 'tt-bench-replay-'));
+  const counter = createTiktokenCounter('o200k_base', { engine: setup.engine });
+  const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+  const reference = acquireEncoder('o200k_base', 'wasm');
+  const tt = await createTerminator({ overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode }, counter, metrics: false, vaultErrors: 'throw' });
+  const ms: number[] = [];
+  const tokenizeMs: number[] = [];
+  const pendingMs = new Map<string, number>();
+  const pendingText = new Map<string, string[]>();
+  const seen = new Map<string, number>();
+  let newContent: string[] = [];
+  const add = (session: string, text: string): void => void pendingText.set(session, [...(pendingText.get(session) ?? []), text]);
+  const wrapped: Terminator = {
+    ...tt,
+    reduceToolResult: async (result, context, signal) => {
+      const t0 = performance.now();
+      const out = await tt.reduceToolResult(result, context, signal);
+      pendingMs.set(context.sessionId, (pendingMs.get(context.sessionId) ?? 0) + performance.now() - t0);
+      add(context.sessionId, result.content);
+      return out;
+    },
+    compileRequest: async (request, context, signal) => {
+      const t0 = performance.now();
+      const out = await tt.compileRequest(request, context, signal);
+      ms.push(performance.now() - t0 + (pendingMs.get(context.sessionId) ?? 0));
+      pendingMs.delete(context.sessionId);
+      const messages = Array.isArray(request['messages']) ? (request['messages'] as unknown[]) : [];
+      for (const m of messages.slice(seen.get(context.sessionId) ?? 0)) {
+        if ((m as { role?: unknown }).role !== 'tool') add(context.sessionId, canonicalJson(m, { compact: true }));
+      }
+      seen.set(context.sessionId, messages.length);
+      newContent = pendingText.get(context.sessionId) ?? [];
+      pendingText.delete(context.sessionId);
+      return out;
+    },
+  };
+  try {
+    const figures = await replaySessions(sessions, {
+      terminator: wrapped,
+      counter: figuresCounter,
+      ledger: false,
+      onProgress: () => {
+        const t0 = performance.now();
+        for (const text of newContent) countGuarded(text, reference.count);
+        tokenizeMs.push(performance.now() - t0);
+        newContent = [];
+      },
+    });
+    const own = ms.map((m, i) => m - (tokenizeMs[i] ?? 0)).sort((a, b) => a - b);
+    return { figures, ms, tokenizeMs, ownP95: percentile(own, 95), memo: sharedCountMemoStats() };
+  } finally {
+    await tt.close();
+    counter.dispose?.();
+    figuresCounter.dispose?.();
+    reference.release();
+    setSharedCountMemoLimit(DEFAULT_SHARED_MEMO_ENTRIES);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function printTiming(label: string, t: Timed): void {
+  const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
+  const whole = sorted(t.ms);
+  const tok = sorted(t.tokenizeMs);
+  const own = sorted(t.ms.map((m, i) => m - (t.tokenizeMs[i] ?? 0)));
+  console.log(`\nper request, ${label} (${t.ms.length} requests):`);
+  console.log(`  ${''.padEnd(52)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`);
+  const row = (name: string, xs: number[]): void => console.log(`  ${name.padEnd(52)} ${percentile(xs, 50).toFixed(3).padStart(8)} ${percentile(xs, 95).toFixed(3).padStart(8)}`);
+  row('pipeline (tool results since the last request + request)', whole);
+  row("tiktoken WASM on the request's new content, once", tok);
+  row("pipeline's own time (pipeline − that tokenization)", own);
+  console.log(`  pipeline's own time p95 ${percentile(own, 95).toFixed(3)} ms (target ≤ 5 ms)`);
 }

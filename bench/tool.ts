@@ -13,15 +13,8 @@ import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { createStep, type Step, type ToolResult } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
+import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';
 import { CASE1_COMMAND, case1GitDiff, FIXTURES, nativeSearchFixture } from '../test/operators/tool-helpers.js';
-
-const COMMANDS: Record<string, string> = {
-  'cargo-test-fail.txt': 'cargo test', 'find.txt': 'find src -type f', 'git-diff.txt': 'git diff --no-color', 'git-log.txt': 'git log',
-  'git-status.txt': 'git status', 'grep-rn.txt': 'grep -rn subscriber src', 'javac-errors.txt': 'javac -d out src/app/*.java',
-  'ls-la.txt': 'ls -la', 'ls-r.txt': 'ls -R', 'mvn-offline-fail.txt': 'mvn -o -B compile', 'npm-install-fail.txt': 'npm install vitest',
-  'npm-install.txt': 'npm install commander', 'npm-ls.txt': 'npm ls --all', 'pytest-fail.txt': 'python3 -m pytest -v tests',
-  'python-importtime.txt': 'python3 -X importtime -c "import asyncio"', 'tsc-errors.txt': 'npx tsc -p .', 'vitest-fail.txt': 'npx vitest run',
-};
 
 type Op = OperatorFunction<Step<ToolResult>, Step<ToolResult>>;
 
@@ -64,7 +57,9 @@ export async function main(argv: string[]): Promise<void> {
 
     for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.txt')).sort()) {
       const content = readFileSync(join(FIXTURES, file), 'utf8');
-      const r = await timed(terminal, { callId: file, name: 'terminal', args: { command: COMMANDS[file] ?? file }, content }, runs);
+      const spec = FIXTURE_COMMANDS[file];
+      const exit = spec?.exitCode === undefined ? {} : { exitCode: spec.exitCode };
+      const r = await timed(terminal, { callId: file, name: 'terminal', args: { command: spec?.command ?? file }, content, ...exit }, runs);
       row(`terminal ${file}`, content, r.out.content, 'RTK: lossy, n/a', r.ms);
     }
 

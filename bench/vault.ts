@@ -4,6 +4,9 @@
  * Vault throughput against a raw better-sqlite3 INSERT of the same bytes (same file settings: WAL,
  * synchronous=NORMAL, one autocommit insert per artifact), measured in the same run; a second
  * reference adds the trigram FTS insert the vault also does, so the ratio can be read honestly.
+ * Then the two dialects side by side in the same run (SQLite file vs PostgreSQL): put + verify and
+ * get throughput, and lease-claim latency. PostgreSQL: TOKEN_TERMINATOR_BENCH_PG_URL (or
+ * TOKEN_TERMINATOR_TEST_PG_URL) when set, else a throw-away local cluster started and stopped here.
  * Then token-counting throughput of the counters in src/measure, against tiktoken o200k_base.
  */
 import { createHash } from 'node:crypto';
@@ -18,8 +21,9 @@ import {
   createTokenizerJsonCounter,
   type TokenCounter,
 } from '../src/measure/index.js';
-import { createVault } from '../src/vault/index.js';
+import { createVault, type Vault } from '../src/vault/index.js';
 import { foldCase } from '../src/vault/identity.js';
+import { freshSchema, startCluster, stopCluster } from '../test/support/postgres.js';
 
 const require = createRequire(import.meta.url);
 
@@ -190,7 +194,67 @@ function benchCounters(argv: readonly string[]): void {
   }
 }
 
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((s.length * p) / 100))] ?? 0;
+}
+
+/** One dialect: put + verify every item, read every item back page by page, then lease claims. */
+async function dialectFigures(vault: Vault, items: readonly string[], claims: number): Promise<{ put: number; get: number; claimP50: number; claimP95: number }> {
+  const ids: string[] = [];
+  const put = await timeIt(async () => {
+    for (const content of items) ids.push((await vault.put({ content, toolName: 'terminal', sessionId: 'bench' })).artifactId);
+  });
+  const get = await timeIt(async () => {
+    for (const id of ids) for (let offset: number | null = 0; offset !== null; ) offset = (await vault.page(id, offset)).nextOffset;
+  });
+  const latencies: number[] = [];
+  for (let i = 0; i < claims; i++) {
+    const t0 = process.hrtime.bigint();
+    await vault.claimExposure(`session-${i % 50}`, ids[i % ids.length]!, `request-${i}`, 1);
+    latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  return { put, get, claimP50: percentile(latencies, 50), claimP95: percentile(latencies, 95) };
+}
+
+async function benchDialects(argv: readonly string[]): Promise<void> {
+  const mb = flag(argv, '--dialect-mb', 4);
+  const claims = flag(argv, '--claims', 500);
+  const items = corpus(mb * 1024 * 1024);
+  const bytes = items.reduce((n, s) => n + Buffer.byteLength(s, 'utf8'), 0);
+  const mbs = (seconds: number) => bytes / 1024 / 1024 / seconds;
+  let url = process.env['TOKEN_TERMINATOR_BENCH_PG_URL'] || process.env['TOKEN_TERMINATOR_TEST_PG_URL'] || '';
+  let clusterDir: string | undefined;
+  if (url === '') {
+    clusterDir = mkdtempSync(join(tmpdir(), 'tt-bench-pg-'));
+    url = (await startCluster(clusterDir)).url;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tt-bench-dialects-'));
+  try {
+    console.log(`\ndialects: ${items.length} artifacts, ${(bytes / 1024 / 1024).toFixed(1)} MiB, ${claims} lease claims (one process, one connection / pool each)`);
+    console.log(`${'dialect'.padEnd(12)} ${'put+verify MB/s'.padStart(16)} ${'puts/s'.padStart(8)} ${'get MB/s'.padStart(9)} ${'claim p50 ms'.padStart(13)} ${'claim p95 ms'.padStart(13)}`);
+    const schema = await freshSchema(url, 'bench');
+    try {
+      for (const [name, options] of [['sqlite', { path: join(dir, 'vault.sqlite3') }], ['postgres', { url: schema.url }]] as const) {
+        const vault = await createVault(options);
+        try {
+          const f = await dialectFigures(vault, items, claims);
+          console.log(`${name.padEnd(12)} ${mbs(f.put).toFixed(1).padStart(16)} ${(items.length / f.put).toFixed(0).padStart(8)} ${mbs(f.get).toFixed(1).padStart(9)} ${f.claimP50.toFixed(2).padStart(13)} ${f.claimP95.toFixed(2).padStart(13)}`);
+        } finally {
+          await vault.close();
+        }
+      }
+    } finally {
+      await schema.drop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    if (clusterDir !== undefined) stopCluster(clusterDir);
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   await benchVault(argv);
+  await benchDialects(argv);
   benchCounters(argv);
 }

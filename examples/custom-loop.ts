@@ -13,9 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { handleRecoveryCall, recoveryToolDefinition, reduceToolResult, wrapOpenAI } from '../adapters/custom-loop/index.js';
-import { referencedArtifacts } from '../src/receipts/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { handleRecoveryCall, recoveryToolDefinition, reduceToolResult, wrapOpenAI } from 'token-terminator/adapters/custom-loop';
+import { referencedArtifacts, createTerminator } from 'token-terminator';
 
 const OUTPUT = Array.from({ length: 1500 }, (_, i) => `test/case_${i}.spec.ts: PASS (${i % 97}ms)`).join('\n');
 type Msg = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] };

@@ -5,10 +5,8 @@
 import { test } from '@fast-check/vitest';
 import { firstValueFrom, of, toArray } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createStep, type ToolResult } from '../src/step.js';
-import { readArtifact, testInvariants, toolResultStream, withDeps, type TestInvariantsOptions } from '../src/testing/index.js';
-import { referencedArtifacts } from '../src/receipts/index.js';
-import { createVault } from '../src/vault/index.js';
+import { createStep, type ToolResult, referencedArtifacts, createVault } from 'token-terminator';
+import { readArtifact, testInvariants, toolResultStream, withDeps, type TestInvariantsOptions } from 'token-terminator/testing';
 import { dropNoisyOutput } from './custom-operator.js';
 
 const vault = await createVault({ path: ':memory:' });

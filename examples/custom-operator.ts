@@ -10,14 +10,10 @@
  * - per-subscription state: the memo of already-vaulted outputs lives inside `init`, so two
  *   subscriptions never share it.
  *
- * In your project import from 'token-terminator' instead of '../src/...'.
+ * It imports the package by name, as your project would.
  */
 import type { OperatorFunction } from 'rxjs';
-import { codePoints } from '../src/measure/index.js';
-import { stepOperator } from '../src/operator-kit.js';
-import { createReceipt, isReceipt, renderReceipt } from '../src/receipts/index.js';
-import { advance, type Step, type ToolResult } from '../src/step.js';
-import type { Vault } from '../src/vault/types.js';
+import { codePoints, stepOperator, createReceipt, isReceipt, renderReceipt, advance, type Step, type ToolResult, type Vault } from 'token-terminator';
 
 /** Timer functions, injectable so tests can track them. */
 export interface Timers {

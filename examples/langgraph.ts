@@ -13,9 +13,8 @@ import { BaseChatModel, type BaseChatModelParams } from '@langchain/core/languag
 import type { ChatResult } from '@langchain/core/outputs';
 import { MemorySaver } from '@langchain/langgraph';
 import { AIMessage, createAgent, tool, ToolMessage, type BaseMessage } from 'langchain';
-import { tokenTerminatorMiddleware } from '../adapters/langgraph/index.js';
-import { referencedArtifacts } from '../src/receipts/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { tokenTerminatorMiddleware } from 'token-terminator/adapters/langgraph';
+import { referencedArtifacts, createTerminator } from 'token-terminator';
 
 const OUTPUT = Array.from({ length: 1500 }, (_, i) => `src/module_${i % 40}.ts:${i + 1}: const value${i} = compute(${i}); // TODO check overflow`).join('\n');
 const text = (m: BaseMessage): string => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content));
@@ -43,7 +42,10 @@ class ScriptedModel extends BaseChatModel {
     if (last.getType() === 'human') {
       message = new AIMessage({ content: '', tool_calls: [{ id: 'search-1', name: 'search_files', args: { pattern: 'TODO' }, type: 'tool_call' }] });
     } else if ((last as ToolMessage).name === 'search_files' || JSON.parse(text(last)).next_offset != null) {
-      const id = referencedArtifacts(toolTexts[0]!)[0] ?? 'missing';
+      // Page on with the id of its own previous call; the first id comes from the view it was shown
+      // (later requests may show that view as a receipt of its own).
+      const previous = messages.findLast((m): m is AIMessage => AIMessage.isInstance(m) && m.tool_calls?.[0]?.name === 'token_terminator');
+      const id = (previous?.tool_calls?.[0]?.args['artifact_id'] as string | undefined) ?? referencedArtifacts(toolTexts[0]!)[0] ?? 'missing';
       const offset = (last as ToolMessage).name === 'search_files' ? 0 : (JSON.parse(text(last)).next_offset as number);
       message = new AIMessage({ content: '', tool_calls: [{ id: `get-${offset}`, name: 'token_terminator', args: { action: 'artifact_get', artifact_id: id, offset, limit: 20000 }, type: 'tool_call' }] });
     } else {

@@ -11,9 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, run, setTracingDisabled, tool, Usage, type AgentInputItem, type Model, type ModelRequest, type ModelResponse, type StreamEvent } from '@openai/agents';
-import { createAgentsAdapter } from '../adapters/openai-agents/index.js';
-import { referencedArtifacts } from '../src/receipts/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { createAgentsAdapter } from 'token-terminator/adapters/openai-agents';
+import { referencedArtifacts, createTerminator } from 'token-terminator';
 
 setTracingDisabled(true);
 const OUTPUT = Array.from({ length: 1500 }, (_, i) => `logs/app.log:${i + 1}: WARN request ${i} took ${(i * 7) % 900}ms`).join('\n');

@@ -7,7 +7,7 @@ import { workingStateBlock } from '../src/compile/working-state.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { gate } from '../src/compile/apply.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
 import { planHistory } from '../src/compile/history.js';
@@ -20,7 +20,7 @@ const STAGE = 'compileRequest';
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
 export interface CompileRequestOptions {
   /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
   /** Old tool outputs at least this long become a digest plus a receipt. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */

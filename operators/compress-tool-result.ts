@@ -4,9 +4,12 @@
  * original is vaulted, read back and pinned before the compact text + recovery note replaces it.
  */
 import type { OperatorFunction } from 'rxjs';
-import { compactLines, compactTerminal, compactText, readTerminalContent } from '../src/compact/index.js';
+import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from '../src/compact/index.js';
+import { excerptLargeOutput } from '../src/compact/large-output.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { LONGEST_ARTIFACT_ID, memoCounter, pinDelivered, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
+import { COUNT_SLICE_CHARS, countInSlices } from '../src/compact/slices.js';
+import { renderToolView, renderToolViewInSlices, type ViewInput } from '../src/compact/tool-view.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { ConfigError } from '../src/errors.js';
@@ -17,13 +20,13 @@ import { advance, note, type Step, type ToolResult } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore } from '../src/vault/ports.js';
 
 const STAGE = 'compress_tool_result';
 
 export interface CompressToolResultOptions {
   /** Where exact originals go (required). */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore;
   /** Exact token counter: a replacement must also use fewer tokens. Default none (chars only). */
   readonly counter?: TokenCounter;
   /** Mode gate (default 'balanced'); ignored when `flags` is given. */
@@ -38,8 +41,21 @@ export interface CompressToolResultOptions {
   readonly terminalMinChars?: number;
   /** Target size of line-budgeted terminal renderings (≥ 200). Default 4000. */
   readonly terminalMaxChars?: number;
-  /** 'auto' keeps the smaller of the reference and line modes; or force one. Default 'auto'. */
+  /**
+   * 'auto' keeps the smaller of the reference and line modes (the line mode when the reference
+   * cut would drop a diagnostic line); or force one. Default 'auto'.
+   */
   readonly nativeStrategy?: 'auto' | 'reference' | 'lines';
+  /**
+   * Budget, in code points, for the diagnostic lines of a failing output (and the match lines of
+   * a search), kept verbatim on top of the size targets (≥ 0; 0 turns the guarantee off). Default 8000.
+   */
+  readonly diagnosticChars?: number;
+  /**
+   * Longer results cannot be vaulted (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS): they get a bounded
+   * view with a note saying so, built without compacting or tokenizing the whole. Default 2,000,000.
+   */
+  readonly maxArtifactChars?: number;
   /** Terminal backends allowed (`all` allows every one). Default ['local']. */
   readonly backends?: readonly string[];
   /** Host tool name → canonical name (search_files, process, read_file, terminal). */
@@ -58,45 +74,50 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
   const max = atLeast(name, 'nativeMaxChars', options.nativeMaxChars ?? 8000, 1000);
   const terminalMin = atLeast(name, 'terminalMinChars', options.terminalMinChars ?? 2000, 1);
   const terminalMax = atLeast(name, 'terminalMaxChars', options.terminalMaxChars ?? 4000, 200);
+  const diagnosticChars = atLeast(name, 'diagnosticChars', options.diagnosticChars ?? DEFAULT_DIAGNOSTIC_CHARS, 0);
+  const maxArtifactChars = atLeast(name, 'maxArtifactChars', options.maxArtifactChars ?? 2_000_000, 1);
   const strategy = options.nativeStrategy ?? 'auto';
   if (!['auto', 'reference', 'lines'].includes(strategy)) throw new ConfigError(`${name}: nativeStrategy must be auto, reference or lines`);
   const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
   const { vault } = options;
   const env = options.env ?? process.env;
 
-  const render = (result: ToolResult): string | undefined => {
-    const tool = canonicalToolName(result.name, toolNames);
-    const size = codePointLength(result.content);
+  /** What to compact, or undefined when the result is not eligible. */
+  const inputOf = (result: ToolResult, tool: string, size: number): ViewInput | undefined => {
     if (tool === 'terminal') {
       if (size < terminalMin) return undefined;
       const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
       const command = commandOf(result.args);
-      const input = { output, ...(command === undefined ? {} : { command }), ...(exitCode === undefined ? {} : { exitCode }) };
-      return compactTerminal(input, { maxChars: terminalMax }).text;
+      return { output, ...(command === undefined ? {} : { command }), ...(exitCode === undefined ? {} : { exitCode }) };
     }
     const eligible = tool === 'search_files' || tool === 'process' || (tool === 'read_file' && flags.nativeReadFile);
     if (!eligible || size < min) return undefined;
-    const reference = strategy === 'lines' ? undefined : compactText(result.content, max);
-    const lines = strategy === 'reference' ? undefined : compactLines(result.content, { maxChars: max });
-    if (reference === undefined || lines === undefined) return reference ?? lines;
-    return codePointLength(lines) < codePointLength(reference) ? lines : reference;
+    return result.exitCode === undefined ? { output: result.content } : { output: result.content, exitCode: result.exitCode };
   };
+  const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
 
-  return stepOperator<ToolResult>(STAGE, () => async (step) => {
+  return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
     const result = step.value;
-    const counter = memoCounter(options.counter);
     if (!flags.native || result.content.startsWith('[Token Terminator')) return undefined;
     if (step.decisions.some((d) => d.stage === 'temporal_delta' && d.kind === 'applied')) return undefined;
     if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
-    const compact = render(result)?.trimEnd();
-    if (compact === undefined || compact === '') return undefined;
+    const tool = canonicalToolName(result.name, toolNames) ?? '';
     const raw = result.content;
     const rawChars = codePointLength(raw);
+    const input = inputOf(result, tool, rawChars);
+    if (input === undefined) return undefined;
+    // Size checks first: nothing beyond the ceiling is compacted whole, tokenized or stored.
+    if (rawChars > maxArtifactChars) return overCeiling(step, input, tool, rawChars, signal);
+    const compact = (await renderToolViewInSlices(input, { ...view, tool }, signal)).trimEnd();
+    if (compact === '') return undefined;
+    const counter = memoCounter(options.counter);
+    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(options.counter!, raw, signal));
     const compactChars = codePointLength(compact);
     // Size proof with the longest possible id before anything touches the vault.
     if (!strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)) {
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     }
+    signal.throwIfAborted(); // nothing is written after an abort
     const put = await vaultExact(vault, { content: raw, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId });
     const output = `${compact}\n\n${renderNativeNote(rawChars, compactChars, put.artifactId)}`;
     if (!strictlySmaller(raw, output, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
@@ -106,13 +127,28 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
     return advance(step, { ...result, content: output }, {
       stage: STAGE,
       kind: 'applied',
-      reason: canonicalToolName(result.name, toolNames) === 'terminal' ? 'terminal_compacted' : 'native_compacted',
+      reason: tool === 'terminal' ? 'terminal_compacted' : 'native_compacted',
       savedChars: rawChars - codePointLength(output),
       ...savedTokens,
       artifacts: [put.artifactId],
     });
   });
+
+  /** A bounded view of an output that cannot be stored, saying so; read in slices, never counted whole. */
+  async function overCeiling(step: Step<ToolResult>, input: ViewInput, tool: string, rawChars: number, signal: AbortSignal): Promise<Step<ToolResult>> {
+    // Beyond 4× the ceiling only the head and tail are read: the work stays bounded.
+    const excerpt = await excerptLargeOutput(input.output, { signal, scanMiddle: rawChars <= 4 * maxArtifactChars });
+    const what = excerpt.middleScanned ? 'its first and last lines and the diagnostic lines between them' : 'its first and last lines';
+    const head =
+      `[Token Terminator: this output is ${fmt(rawChars)} chars, over the ${fmt(maxArtifactChars)}-char artifact ceiling ` +
+      `(TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS): it was not stored and cannot be recovered. Shown: a compact view of ${what}. ` +
+      'Counts in it cover the shown parts only. Re-run the command with narrower output (grep, head, tail) to see the rest.]';
+    const output = `${head}\n${renderToolView({ ...input, output: excerpt.text }, { ...view, tool }).trimEnd()}`;
+    return advance(step, { ...step.value, content: output }, { stage: STAGE, kind: 'applied', reason: 'over_ceiling', savedChars: rawChars - codePointLength(output) });
+  }
 }
+
+const fmt = (n: number): string => n.toLocaleString('en-US');
 
 function atLeast(name: string, field: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name}: ${field} must be an integer ≥ ${min} (got ${value})`);

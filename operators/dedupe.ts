@@ -4,7 +4,7 @@ import type { Slot } from '../src/model/types.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
@@ -16,8 +16,8 @@ const STAGE = 'collapseDuplicates';
 
 /** Options of {@link collapseDuplicates}. */
 export interface CollapseDuplicatesOptions {
-  /** Where evidence is vaulted. Required. */
-  readonly vault: Vault;
+  /** Where evidence is vaulted and leases are claimed. Required. */
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
   /** Tool outputs at least this long (code points) are managed. Default 8000 (TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS). */

@@ -5,7 +5,7 @@ import { serializedChars } from '../src/measure/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
-import type { Vault } from '../src/vault/types.js';
+import type { SessionStore } from '../src/vault/ports.js';
 import { acceptCandidate } from '../src/compile/accept.js';
 import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
 import { intOption } from '../src/compile/session.js';
@@ -31,7 +31,7 @@ export interface RouteSkillsOptions {
   /** Both must be in the request's tools, or nothing is routed. Default ['skills_list', 'skill_view']. */
   readonly discoveryTools?: readonly [string, string];
   /** When given, routed catalogs are remembered in the vault (sticky across restarts). Default: memory only. */
-  readonly vault?: Vault;
+  readonly vault?: Pick<SessionStore, 'getRendering' | 'setRendering'>;
 }
 
 /**

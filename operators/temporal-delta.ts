@@ -10,6 +10,7 @@ import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
 import { unifiedLineDiff } from '../src/compact/delta.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { memoCounter, pinDelivered, readArtifact, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
+import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { ConfigError } from '../src/errors.js';
@@ -20,13 +21,13 @@ import { advance, note, type Step, type ToolResult } from '../src/step.js';
 import { backendOf, commandOf, cwdOf, normalizeCommand } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
-import type { Vault } from '../src/vault/types.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 
 const STAGE = 'temporal_delta';
 
 export interface DeltaRepeatedOutputOptions {
   /** Where exact outputs and baselines live (required). */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore & Pick<SessionStore, 'getBaseline' | 'setBaseline'>;
   /** Exact token counter: a delta must also use fewer tokens. Default none (chars only). */
   readonly counter?: TokenCounter;
   /** Mode gate (default 'balanced': on in balanced and aggressive); ignored when `flags` is given. */
@@ -41,6 +42,8 @@ export interface DeltaRepeatedOutputOptions {
   readonly compactMaxChars?: number;
   /** Host tool name → canonical name. */
   readonly toolNames?: Readonly<Record<string, string>>;
+  /** Longer outputs cannot be vaulted and are left to compressToolResult's bounded view (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). Default 2,000,000. */
+  readonly maxArtifactChars?: number;
   /** Environment for TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
@@ -55,14 +58,19 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
   if (scope !== 'session' && scope !== 'workspace') throw new ConfigError(`${name}: scope must be session or workspace`);
   const minChars = options.minChars ?? 2000;
   if (!Number.isInteger(minChars) || minChars < 1) throw new ConfigError(`${name}: minChars must be an integer ≥ 1`);
+  const maxArtifactChars = options.maxArtifactChars ?? 2_000_000;
+  if (!Number.isInteger(maxArtifactChars) || maxArtifactChars < 1) throw new ConfigError(`${name}: maxArtifactChars must be an integer ≥ 1`);
   const { vault } = options;
   const env = options.env ?? process.env;
-  return stepOperator<ToolResult>(STAGE, () => async (step) => {
+  return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
     const result = step.value;
     const counter = memoCounter(options.counter);
     if (!flags.temporal || canonicalToolName(result.name, toolNames) !== 'terminal') return undefined;
     const command = commandOf(result.args);
     if (command === undefined || result.content.length < minChars || result.content.startsWith('[Token Terminator')) return undefined;
+    // Size check first: what cannot be vaulted is never hashed, diffed or written.
+    if (codePointLength(result.content) > maxArtifactChars) return note(step, { stage: STAGE, kind: 'skipped', reason: 'over_ceiling' });
+    if (result.content.length > SLICE_CHARS) await yieldSlice(signal); // an abort stops it before the first write
     const stateKey = createHash('sha256')
       .update(JSON.stringify({ backend: backendOf(result.args, env), command: normalizeCommand(command), cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()), session: scope === 'session' ? step.context.sessionId : '' }))
       .digest('hex');
@@ -70,6 +78,7 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
     const previous = await vault.getBaseline(stateKey);
     await vault.setBaseline(stateKey, current.artifactId); // the baseline advances even when the delta is rejected
     if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
+    if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS) counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
     const prevId = previous.artifactId;
     // The delta must beat the compact rendering the next stage would show, not just the raw text.
     const { output, exitCode } = readTerminalContent(result.content, result.exitCode);

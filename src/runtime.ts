@@ -13,6 +13,7 @@
  * Terminator still comes up, in pass-through mode (see `vaultErrors`): the host's agent keeps
  * working with its original content instead of failing to start.
  */
+import { randomUUID } from 'node:crypto';
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
 import { compileRequest } from '../operators/compile.js';
@@ -21,22 +22,24 @@ import { collapseDuplicates } from '../operators/dedupe.js';
 import { routeSkills } from '../operators/skill-gate.js';
 import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
 import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
-import { loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
+import { effectiveLedgerPath, loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import { detectFormat } from './model/read.js';
 import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
-import { createRecoveryTool, createWorkingStateStore, type ClosableWorkingStateStore } from './recovery/index.js';
+import { createRecoveryTool } from './recovery/index.js';
 import type { WorkingStateStore } from './recovery/working-state.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
 import { createStep, errorLabel, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
-import { attributeRequest } from './telemetry/attribution.js';
+import { attributeRequest, type Attribution } from './telemetry/attribution.js';
+import { openLedger, type Ledger } from './telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
 import { ReceiptVerifier } from './replay/verify.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
+import { vaultLocation } from './vault/configured.js';
 import { VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
@@ -70,21 +73,42 @@ export interface TerminatorOptions {
    *   every Step passes through unchanged with a `failed_open` decision (stage `runtime`, reason
    *   `vault_unavailable`, error `VaultOpenError:E_VAULT_OPEN`), the recovery tool's `status`
    *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
+   *   One line on stderr says so, once per vault path and process (path and reason code only).
    * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
    */
   readonly vaultErrors?: 'passthrough' | 'throw';
+  /**
+   * Write the content-free experiment ledger (`token-terminator compare`) for every compiled
+   * request: the session tagged with its mode and model, one turn per request with the tokens
+   * sent (raw and final, counted with the runtime's counter) and the user text's salted
+   * fingerprint. The file is TOKEN_TERMINATOR_LEDGER_PATH, else `experiments.sqlite3` beside the
+   * vault. Default: TOKEN_TERMINATOR_LEDGER (true) when this Terminator opened its own vault file;
+   * off for a vault passed in, an in-memory vault, or pass-through mode.
+   */
+  readonly ledger?: boolean;
 }
 
 /** Which stages a config turns on: the modes table (facts §1.2) plus the output-budget cap. */
 export interface ModeGates extends ModeFlags {
-  /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_TOKEN_BUDGET is on). */
+  /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_OUTPUT_CAP is on). */
   readonly budget: boolean;
+  /** Exact-token half of the acceptance gate (TOKEN_TERMINATOR_TOKEN_BUDGET); chars only when off. */
+  readonly tokenGate: boolean;
 }
 
 /** The stage gates for a config: pure, so replay and status can report them. */
-export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget'>): ModeGates {
+export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>): ModeGates {
   const flags = modeFlags(config);
-  return Object.freeze({ ...flags, budget: flags.compiler && config.tokenBudget });
+  return Object.freeze({ ...flags, budget: flags.compiler && config.outputCap, tokenGate: config.tokenBudget });
+}
+
+/**
+ * The counter the reduction stages' acceptance gates see: the real one, or none with
+ * TOKEN_TERMINATOR_TOKEN_BUDGET off, so every gate decides on characters alone. Telemetry and the
+ * output cap keep the real counter.
+ */
+function gateCounter(counter: TokenCounter, gates: ModeGates): { readonly counter?: TokenCounter } {
+  return gates.tokenGate ? { counter } : {};
 }
 
 /**
@@ -112,10 +136,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       (await createVault(vaultOptionsFromConfig(config)));
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(config.dbPath, error);
+    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
     vaultFailure = failure;
-    vault = unavailableVault(config.dbPath, failure);
+    vault = unavailableVault(vaultLocation(config), failure);
+    warnOnce(vaultLocation(config), `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`);
   }
   const ownsCounter = options.counter === undefined;
   let counter: TokenCounter;
@@ -126,9 +151,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     throw error;
   }
   const gates = modeGates(config);
-  const workingState = openWorkingState(config, vault, vaultFailure === undefined);
-  const stageCounter = counter.exact ? createCountMemo(counter, { maxEntries: 8192 }) : counter;
-  const deps: PipelineDeps = { config, vault, counter, gates, stageCounter, ...(workingState === undefined ? {} : { workingState }) };
+  // The working-state graph lives in the vault (same connection), only when its budget is on.
+  const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
+  const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
     vaultFailure === undefined
@@ -137,6 +162,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   );
   const maxSessions = options.maxSessions ?? 256;
   const recordMetrics = options.metrics !== false && vaultFailure === undefined;
+  const ledger = openLiveLedger(config, (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:');
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
   // on every call (framework message conversions): those re-serialize but never re-tokenize.
   const meter = createMessagesMeter(createCountMemo(counter, { maxEntries: 8192 }));
@@ -151,9 +177,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (closed) return;
     closed = true;
     lanes.closeAll();
+    await ledger?.close();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
-    workingState?.close();
     if (ownsVault) await vault.close();
   };
 
@@ -169,7 +195,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       lanes.get('tool_result', context.sessionId, toolResults).run(createStep(result, context, signal)),
     compileRequest: async (request, context, signal) => {
       const out = await lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal));
-      if (recordMetrics && !closed) await recordRequestMetric(vault, meter, config.mode, out);
+      if ((recordMetrics || ledger !== undefined) && !closed) {
+        const sizes = measureBoth(out, meter);
+        if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
+        if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
+      }
       return out;
     },
     pressure: async (request, context) => {
@@ -207,8 +237,17 @@ function budgetOptions(config: Config, counter: TokenCounter): { config: Config;
   return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
 }
 
+/** Raw and final sizes of a compiled request, for metrics and the ledger; undefined if measuring fails. */
+function measureBoth(step: Step<ProviderRequest>, meter: MessagesMeter): { raw: Attribution; final: Attribution } | undefined {
+  try {
+    return { raw: attributeRequest(step.original, meter), final: attributeRequest(step.value, meter) };
+  } catch {
+    return undefined;
+  }
+}
+
 /** One metrics row for a compiled request; telemetry never fails the call. */
-async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: string, step: Step<ProviderRequest>): Promise<void> {
+async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: string, step: Step<ProviderRequest>, raw: Attribution, final: Attribution): Promise<void> {
   try {
     const model = step.original['model'];
     const finalList = step.value['messages'] ?? step.value['input'];
@@ -218,8 +257,8 @@ async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: str
         requestId: step.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
         mode,
         ...(typeof model === 'string' ? { model } : {}),
-        raw: attributeRequest(step.original, meter),
-        final: attributeRequest(step.value, meter),
+        raw,
+        final,
         tokenizer: meter.counter.name,
         receipts: Array.isArray(finalList) ? new ReceiptVerifier(vault).referenced(finalList).length : 0,
         failedOpen: anyFailedOpen(step.decisions),
@@ -229,6 +268,81 @@ async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: str
   } catch {
     // Metrics are diagnostics: a full or locked vault must not turn a reduction into an error.
   }
+}
+
+const warned = new Set<string>();
+
+/**
+ * One stderr line per vault path and process: a host that silently stopped saving tokens is the
+ * failure a user cannot see otherwise. Path and reason code only, never content.
+ */
+function warnOnce(path: string, message: string): void {
+  if (warned.has(path)) return;
+  warned.add(path);
+  try {
+    process.stderr.write(`${message}\n`);
+  } catch {
+    // a closed stderr must not stop the host
+  }
+}
+
+/** The experiment ledger as the facade writes it: one finished turn per compiled request. */
+interface LiveLedger {
+  record(step: Step<ProviderRequest>, rawTokens: number, finalTokens: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
+  if (!on) return undefined;
+  let ledger: Promise<Ledger> | undefined;
+  let broken = false;
+  // With a PostgreSQL vault the ledger lives in the same database; on SQLite it is its own file.
+  const open = (): Promise<Ledger> => openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
+  return {
+    async record(step, rawTokens, finalTokens) {
+      if (broken) return;
+      try {
+        ledger ??= open();
+        const l = await ledger;
+        const { sessionId, requestId } = step.context;
+        const m = step.original['model'] ?? step.context.route?.model;
+        const model = typeof m === 'string' && m !== '' ? { model: m } : {};
+        const turnId = requestId ?? randomUUID();
+        await l.ensureSession({ sessionId, mode: config.mode, experiment: config.experiment, ...model });
+        await l.startTurn({ sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model });
+        await l.recordRequest({ sessionId, turnId, rawTokens, finalTokens });
+        // The tokens this request sends are the turn's input: what the mode changes.
+        await l.finishTurn({ sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' });
+      } catch {
+        // The ledger is an experiment record: an unwritable file must not touch the host's request.
+        broken = true;
+      }
+    },
+    async close() {
+      try {
+        await (await ledger)?.close();
+      } catch {
+        // never opened, or already closed
+      }
+    },
+  };
+}
+
+/** The text of the request's last user message (Chat, Responses or Anthropic shape); fingerprinted, never stored. */
+function lastUserText(request: ProviderRequest): string {
+  const list = request['messages'] ?? request['input'];
+  if (typeof list === 'string') return list;
+  if (!Array.isArray(list)) return '';
+  for (let i = list.length - 1; i >= 0; i--) {
+    const item = list[i] as { role?: unknown; content?: unknown } | null;
+    if (item === null || typeof item !== 'object' || item.role !== 'user') continue;
+    if (typeof item.content === 'string') return item.content;
+    if (Array.isArray(item.content)) {
+      return item.content.map((part: unknown) => (part !== null && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '')).join('\n');
+    }
+    return '';
+  }
+  return '';
 }
 
 /** The reason code of a vault-open failure (content-free), for status. */
@@ -247,25 +361,12 @@ function defaultCounter(config: Config): TokenCounter {
 interface PipelineDeps {
   readonly config: Config;
   readonly vault: Vault;
+  /** The real counter: the output cap counts the prompt with it. */
   readonly counter: TokenCounter;
+  /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
+  readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
-  /**
-   * The request stages' counter: one count memo shared by every session's lane, so what one stage
-   * or session counted (an instruction prefix, a demonstration every session carries) the next
-   * looks up instead of tokenizing it again.
-   */
-  readonly stageCounter: TokenCounter;
-}
-
-/** The working-state store on the vault file, only when its budget is on; unavailable means "no state". */
-function openWorkingState(config: Config, vault: Vault, healthy: boolean): ClosableWorkingStateStore | undefined {
-  if (config.workingGraphChars === 0 || !healthy || vault.path === ':memory:') return undefined;
-  try {
-    return createWorkingStateStore({ path: vault.path });
-  } catch {
-    return undefined;
-  }
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;
@@ -305,15 +406,16 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
   return chain<ToolResult>([
     d.gates.temporal
-      ? deltaRepeatedOutput({ vault: d.vault, counter: d.counter, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames })
+      ? deltaRepeatedOutput({ vault: d.vault, ...d.gate, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames, maxArtifactChars: c.maxArtifactChars })
       : identity,
     d.gates.native
       ? compressToolResult({
           vault: d.vault,
-          counter: d.counter,
+          ...d.gate,
           flags: d.gates,
           nativeMinChars: c.nativeMinChars,
           nativeMaxChars: c.nativeMaxChars,
+          maxArtifactChars: c.maxArtifactChars,
           backends: c.backends,
           toolNames: c.toolNames,
         })
@@ -324,14 +426,13 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
 function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
-  const { vault } = d;
-  const counter = d.stageCounter;
+  const { vault, gate } = d;
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler
       ? collapseDuplicates({
           vault,
-          counter,
+          ...gate,
           minArtifactChars: c.minArtifactChars,
           maxArtifactChars: c.maxArtifactChars,
           maxInlineChars: c.maxInlineChars,
@@ -339,11 +440,11 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
         })
       : identity,
     // Routing rewrites the instruction prefix: only as the explicit opt-in (docs/fidelity.md).
-    d.gates.compiler && c.skillRouting ? routeSkills({ counter, vault }) : identity,
+    d.gates.compiler && c.skillRouting ? routeSkills({ ...gate, vault }) : identity,
     d.gates.compiler && c.contextCompaction
       ? compileRequest({
           vault,
-          counter,
+          ...gate,
           minVaultChars: c.contextMinVaultChars,
           maxArtifactChars: c.maxArtifactChars,
           inlineRecentTurns: c.contextInlineRecentTurns,

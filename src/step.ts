@@ -16,17 +16,19 @@ export interface Route {
   readonly model?: string;
   readonly provider?: string;
   readonly endpoint?: string;
-  /** Context window in tokens. */
+  /** Context window in tokens. Default: the built-in model table, else none. */
   readonly contextWindow?: number;
   /** The host's compression threshold in tokens, when it has one (the budgeting boundary W). */
   readonly compressionThreshold?: number;
-  /** An explicit output cap configured for the route (becomes R when smaller than the reserve). */
+  /** An explicit output cap configured for the route: no cap sent is above it, and it becomes R when smaller than the reserve. */
   readonly outputCap?: number;
   /**
    * The route's prompt-cache pricing: a built-in profile name or a complete profile. Default: the
    * configured profile (TOKEN_TERMINATOR_PRICING_PROFILE, `auto` picks by provider/model/format).
    */
   readonly pricing?: 'openai' | 'anthropic' | PricingProfile;
+  /** The model's own ceiling on one response. Default: the built-in model table (src/budget/model-limits.ts), else none. */
+  readonly maxOutputTokens?: number;
 }
 
 export interface StepContext {

@@ -25,7 +25,7 @@ export function wrapAnthropic<C extends AnthropicLike>(client: C, terminator: Te
   const create = wrapCreate(
     client.messages.create.bind(client.messages) as CreateFn,
     terminator,
-    { provider: 'anthropic', endpoint: '/v1/messages', capField: 'max_tokens' },
+    { wire: 'anthropic', provider: 'anthropic', endpoint: '/v1/messages', capField: 'max_tokens' },
     options,
     defaultParseOutputCapError,
   );

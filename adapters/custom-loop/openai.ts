@@ -26,7 +26,7 @@ export function wrapOpenAI<C extends OpenAILike>(client: C, terminator: Terminat
   const chatCreate = wrapCreate(
     client.chat.completions.create.bind(client.chat.completions) as CreateFn,
     terminator,
-    { provider: 'openai', endpoint: '/v1/chat/completions', capField: 'max_completion_tokens' },
+    { wire: 'chat', provider: 'openai', endpoint: '/v1/chat/completions', capField: 'max_completion_tokens' },
     options,
     defaultParseOutputCapError,
   );
@@ -37,7 +37,7 @@ export function wrapOpenAI<C extends OpenAILike>(client: C, terminator: Terminat
       : wrapCreate(
           responses.create.bind(responses) as CreateFn,
           terminator,
-          { provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
+          { wire: 'responses', provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
           options,
           defaultParseOutputCapError,
         );

@@ -1,9 +1,16 @@
 /**
  * One `create(body, options)` call of a provider SDK, run through the request pipeline: compile the
- * body, dispatch it, and on a provider output-cap error retry ONCE with the available output the
- * error names. Typed structurally so no SDK's classes leak into another's.
+ * body, offer the recovery tool when the compiled body carries a receipt (then for the rest of the
+ * session, as the last tool), dispatch it, and on a provider output-cap error retry ONCE with the
+ * available output the error names. With `handleRecovery`, the model's recovery calls are answered
+ * here (src/recovery's loop, the one the proxy runs) and the caller gets the final answer; the
+ * answered rounds are shown again at their place in the session's later requests. Typed
+ * structurally so no SDK's classes leak into another's.
  */
 import { randomUUID } from 'node:crypto';
+import { applyExchanges, loadRecoveryState, recordExchange, saveRecoveryState } from '../../src/recovery/exchanges.js';
+import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
 import { outputCapField, prepareRequest, readOutputCap, withOutputCap, type OutputCapField } from './functions.js';
@@ -20,6 +27,15 @@ export interface ClientWrapOptions {
   readonly parseOutputCapError?: (error: unknown) => number | undefined;
   /** Content-free decisions of every call (for metrics). Default: none. */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
+  /**
+   * Answer the model's `token_terminator` calls here and return only the final answer (non-streamed
+   * calls; a streamed call still gets the tool and the caller answers it). Default: false.
+   */
+  readonly handleRecovery?: boolean;
+  /** Recovery rounds per call with `handleRecovery`. Default: 3. */
+  readonly recoveryRounds?: number;
+  /** Offer the recovery tool when a sent request carries a receipt. Default: true. */
+  readonly offerRecoveryTool?: boolean;
 }
 
 /** The part of an SDK call's second argument the wrapper reads. */
@@ -31,6 +47,7 @@ export type CreateFn = (body: never, options?: never) => PromiseLike<unknown>;
 
 /** Wire-format facts one wrapper needs. */
 export interface CreateFormat {
+  readonly wire: RecoveryWireFormat;
   readonly endpoint: string;
   readonly provider: string;
   readonly capField: OutputCapField;
@@ -60,14 +77,14 @@ export function wrapCreate<F extends CreateFn>(
     return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route };
   };
 
+  // Sessions that have been offered the tool keep it (same place, every request): the prefix stays cached.
+  const offered = new Set<string>();
+  const offerTool = options.offerRecoveryTool !== false;
   const wrapped = (body: ProviderRequest, requestOptions?: RequestOptionsLike): Promise<unknown> & Partial<ResponseExtras> => {
     const send = create as unknown as (body: ProviderRequest, options?: RequestOptionsLike) => PromiseLike<unknown> & Partial<ResponseExtras>;
     let lastCall: (PromiseLike<unknown> & Partial<ResponseExtras>) | undefined;
     const signal = requestOptions?.signal ?? undefined;
-    const run = async (): Promise<unknown> => {
-      const prepared = await prepareRequest(terminator, body, contextFor(body), signal);
-      options.onDecisions?.(prepared.decisions);
-      const compiled = prepared.request;
+    const dispatch = async (compiled: ProviderRequest): Promise<unknown> => {
       lastCall = send(compiled, requestOptions);
       try {
         return await lastCall;
@@ -79,6 +96,33 @@ export function wrapCreate<F extends CreateFn>(
         lastCall = send(retryBody, requestOptions);
         return await lastCall;
       }
+    };
+    const run = async (): Promise<unknown> => {
+      const context = contextFor(body);
+      const handle = options.handleRecovery === true && body['stream'] !== true;
+      const state = handle ? await loadRecoveryState(terminator.vault, context.sessionId).catch(() => undefined) : undefined;
+      const shown = state === undefined ? body : applyExchanges(body, format.wire, state);
+      const prepared = await prepareRequest(terminator, shown, context, signal);
+      options.onDecisions?.(prepared.decisions);
+      let compiled = prepared.request;
+      if (offerTool && !offersRecoveryTool(compiled) && (offered.has(context.sessionId) || carriesReceipt(compiled, format.wire))) {
+        compiled = withRecoveryTool(compiled, format.wire, terminator.recoveryTool);
+        offered.add(context.sessionId);
+        if (offered.size > 4096) offered.delete(offered.values().next().value as string);
+      }
+      if (!handle || !offersRecoveryTool(compiled)) return dispatch(compiled);
+      const out = await runRecoveryLoop({
+        format: format.wire,
+        request: compiled,
+        send: (request) => dispatch(request),
+        bodyOf: (response) => response,
+        answer: (call) => answerRecoveryCall(terminator.recoveryTool, call.arguments, context.sessionId),
+        ...(options.recoveryRounds === undefined ? {} : { maxRounds: options.recoveryRounds }),
+      });
+      if (out.exchange.length > 0 && state !== undefined && !out.serverSide) {
+        await saveRecoveryState(terminator.vault, context.sessionId, recordExchange(state, body, format.wire, out.exchange, undefined)).catch(() => undefined);
+      }
+      return out.strippedBody ?? out.response;
     };
     const promise = run() as Promise<unknown> & Partial<ResponseExtras>;
     // Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one).

@@ -36,8 +36,7 @@ interface ModelLike {
 /**
  * @example
  * const tt = createReactAgentHooks(terminator, { model: llm });
- * const tools = [...myTools, tt.recoveryTool];
- * const agent = createReactAgent({ llm: tt.llm(llm, tools), tools: tt.toolNode(tools), preModelHook: tt.preModelHook });
+ * const agent = createReactAgent({ llm: tt.llm(llm, myTools), tools: tt.toolNode(myTools), preModelHook: tt.preModelHook });
  */
 export function createReactAgentHooks(terminator: Terminator, options: ReactAgentHookOptions = {}) {
   const resolveSession = sessionResolver(options);
@@ -59,15 +58,22 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
     return { llmInputMessages: compiled.messages };
   };
 
+  const recoveryTool = langchainRecoveryTool(terminator, options, resolveSession);
+  // Receipts can reach the model from any turn on, so the recovery tool is bound from the start, as
+  // the last tool: the tool list (the front of the cached prompt prefix) never changes mid-session.
+  const withRecovery = <T>(tools: readonly T[]): T[] =>
+    tools.some((t) => (t as { name?: unknown }).name === recoveryTool.name) ? [...tools] : [...tools, recoveryTool as unknown as T];
   const hooks = {
     preModelHook,
-    recoveryTool: langchainRecoveryTool(terminator, options, resolveSession),
-    /** A ToolNode whose results go through the tool stream. */
+    recoveryTool,
+    /** A ToolNode whose results go through the tool stream (and that runs the recovery tool). */
     toolNode(tools: ToolNodeTools, toolNodeOptions?: ToolNodeOptions): ToolNode {
-      return new TerminatorToolNode(tools, terminator, resolveSession, keepOriginal, toolNodeOptions);
+      const list = Array.isArray(tools) ? (withRecovery(tools as unknown[]) as unknown as ToolNodeTools) : tools;
+      return new TerminatorToolNode(list, terminator, resolveSession, keepOriginal, toolNodeOptions);
     },
-    /** A dynamic `llm` for createReactAgent: the model (capped when the hook set a cap) with `tools` bound. */
+    /** A dynamic `llm` for createReactAgent: the model (capped when the hook set a cap) with `tools` and the recovery tool bound. */
     llm(model: object, tools: unknown[]) {
+      const bound = withRecovery(tools);
       return async (_state: unknown, config?: LangGraphRunnableConfig): Promise<never> => {
         const cap = caps.get(resolveSession(config?.configurable));
         let chosen = model as ModelLike;
@@ -78,7 +84,7 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
             chosen = model as ModelLike;
           }
         }
-        return (chosen.bindTools === undefined ? chosen : chosen.bindTools(tools)) as never;
+        return (chosen.bindTools === undefined ? chosen : chosen.bindTools(bound)) as never;
       };
     },
   };

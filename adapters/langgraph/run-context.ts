@@ -35,22 +35,29 @@ export function modelMaxTokens(model: unknown): number | undefined {
   return typeof value === 'number' && value > 0 ? value : undefined;
 }
 
-/** Model name and context window from the instance (`model.profile.maxInputTokens`), then the options. */
+/**
+ * Model name, context window and output ceiling from the instance (`model.profile.maxInputTokens`,
+ * `maxOutputTokens`), then the options; what neither gives comes from the built-in model table.
+ */
 export function routeForModel(model: unknown, options: LangGraphRunOptions): Route {
-  const m = (model ?? {}) as { model?: unknown; modelName?: unknown; profile?: { maxInputTokens?: unknown } };
+  const m = (model ?? {}) as { model?: unknown; modelName?: unknown; profile?: { maxInputTokens?: unknown; maxOutputTokens?: unknown } };
   let name: unknown;
   let window: unknown;
+  let ceiling: unknown;
   try {
     name = m.model ?? m.modelName;
     window = m.profile?.maxInputTokens;
+    ceiling = m.profile?.maxOutputTokens;
   } catch {
     // a model whose profile getter throws simply has no known window
   }
+  const positive = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
   const route: Route = {
     provider: 'langchain',
     endpoint: '/v1/chat/completions',
     ...(typeof name === 'string' ? { model: name } : {}),
-    ...(typeof window === 'number' && window > 0 ? { contextWindow: window } : {}),
+    ...(positive(window) ? { contextWindow: window } : {}),
+    ...(positive(ceiling) ? { maxOutputTokens: ceiling } : {}),
   };
   return { ...route, ...options.route };
 }

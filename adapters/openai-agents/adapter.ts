@@ -19,6 +19,13 @@ export interface AgentsAdapterOptions extends AgentsSessionOptions {
   readonly route?: Route;
   /** Content-free decisions of every compile (metrics). Default: none. */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
+  /**
+   * When a request carries a receipt and the agent lacks `token_terminator`, the wrapped model
+   * offers it and answers the model's calls itself. Default: true.
+   */
+  readonly offerRecoveryTool?: boolean;
+  /** Recovery rounds the wrapped model answers per call. Default: 3. */
+  readonly recoveryRounds?: number;
 }
 
 export interface AgentsAdapter {
@@ -42,13 +49,14 @@ export interface AgentsAdapter {
 export function createAgentsAdapter(terminator: Terminator, options: AgentsAdapterOptions = {}): AgentsAdapter {
   const resolveSession = agentsSessionResolver(options);
   const ledger = new CapLedger();
+  const recovery = options.offerRecoveryTool === false ? undefined : { terminator, ...(options.recoveryRounds === undefined ? {} : { rounds: options.recoveryRounds }) };
   const filterFor = (signal?: AbortSignal): CallModelInputFilter =>
     createInputFilter(terminator, { resolveSession, route: options.route, ledger, signal, onDecisions: options.onDecisions });
   return {
     callModelInputFilter: filterFor(),
     runOptions: (run = {}) => (run.signal === undefined ? { callModelInputFilter: filterFor() } : { callModelInputFilter: filterFor(run.signal), signal: run.signal }),
-    wrapModel: (model) => wrapModel(model, ledger),
-    wrapModelProvider: (provider) => wrapModelProvider(provider, ledger),
+    wrapModel: (model) => wrapModel(model, ledger, recovery),
+    wrapModelProvider: (provider) => wrapModelProvider(provider, ledger, recovery),
     wrapTool: (tool) => wrapTool(tool, terminator, resolveSession),
     wrapTools: (tools) => tools.map((tool) => wrapTool(tool, terminator, resolveSession)),
     recoveryTool: agentsRecoveryTool(terminator, resolveSession),

@@ -5,27 +5,33 @@
  */
 const MAX_ENTRIES = 64;
 
-export class CapLedger {
-  readonly #caps = new Map<string, number>();
+export interface LedgerEntry {
+  readonly cap: number | undefined;
+  /** The run's session, for answering recovery calls in the Model wrapper. */
+  readonly sessionId: string | undefined;
+}
 
-  /** Remember the cap for the item list the filter returned. */
-  record(items: readonly unknown[], cap: number | undefined): void {
+export class CapLedger {
+  readonly #entries = new Map<string, LedgerEntry>();
+
+  /** Remember the cap (and the session) for the item list the filter returned. */
+  record(items: readonly unknown[], cap: number | undefined, sessionId?: string): void {
     const key = fingerprint(items);
     if (key === undefined) return;
-    this.#caps.delete(key);
-    if (cap === undefined) return;
-    this.#caps.set(key, cap);
-    if (this.#caps.size > MAX_ENTRIES) this.#caps.delete(this.#caps.keys().next().value as string);
+    this.#entries.delete(key);
+    if (cap === undefined && sessionId === undefined) return;
+    this.#entries.set(key, { cap, sessionId });
+    if (this.#entries.size > MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value as string);
   }
 
-  /** The cap recorded for this (cloned) item list, consumed on read. */
-  take(items: unknown): number | undefined {
+  /** What was recorded for this (cloned) item list, consumed on read. */
+  take(items: unknown): LedgerEntry | undefined {
     if (!Array.isArray(items)) return undefined;
     const key = fingerprint(items);
     if (key === undefined) return undefined;
-    const cap = this.#caps.get(key);
-    this.#caps.delete(key);
-    return cap;
+    const entry = this.#entries.get(key);
+    this.#entries.delete(key);
+    return entry;
   }
 }
 

@@ -1,15 +1,30 @@
 /**
  * A Model (or ModelProvider) wrapper that applies the pipeline's output cap as
- * `modelSettings.maxTokens` (Responses → `max_output_tokens`, Chat → `max_tokens`). A smaller cap
- * the caller already set always wins.
+ * `modelSettings.maxTokens` (Responses → `max_output_tokens`, Chat → `max_tokens`; a smaller cap
+ * the caller already set always wins) and, when a request carries a receipt while the agent does
+ * not offer `token_terminator`, offers it (as the last tool) and answers the model's calls to it
+ * itself: the runner never sees a call to a tool the agent does not have. Streamed responses keep
+ * streaming; a recovery round's closing event is replaced by the next round's events.
  */
-import type { Model, ModelProvider, ModelRequest } from '@openai/agents';
+import type { AgentInputItem, Model, ModelProvider, ModelRequest, ModelResponse, StreamEvent } from '@openai/agents';
+import { carriesReceipt, lenientParameters } from '../../src/recovery/formats.js';
+import { answerRecoveryCall } from '../../src/recovery/loop.js';
+import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
+import type { Terminator } from '../../src/runtime-types.js';
 import { override } from '../custom-loop/openai.js';
 import type { CapLedger } from './cap-ledger.js';
 
-function capRequest(request: ModelRequest, ledger: CapLedger): ModelRequest {
+/** What the wrapper needs to offer and answer the recovery tool. */
+export interface ModelRecovery {
+  readonly terminator: Terminator;
+  /** Rounds answered per model call. Default: 3. */
+  readonly rounds?: number;
+}
+
+type Item = Record<string, unknown>;
+
+function capRequest(request: ModelRequest, cap: number | undefined): ModelRequest {
   try {
-    const cap = ledger.take(request.input);
     if (cap === undefined) return request;
     const current = request.modelSettings.maxTokens;
     const maxTokens = typeof current === 'number' && current > 0 ? Math.min(current, cap) : cap;
@@ -19,16 +34,77 @@ function capRequest(request: ModelRequest, ledger: CapLedger): ModelRequest {
   }
 }
 
+/** The request with the recovery tool offered, or undefined when it is not needed (or already there). */
+function offerRecovery(request: ModelRequest, terminator: Terminator): ModelRequest | undefined {
+  if (request.tools.some((t) => (t as { name?: string }).name === RECOVERY_TOOL_NAME)) return undefined;
+  if (!carriesReceipt({ input: request.input, instructions: request.systemInstructions }, 'responses')) return undefined;
+  const lenient = lenientParameters(terminator.recoveryTool);
+  const parameters = { ...lenient, required: (lenient['required'] as string[] | undefined) ?? [], additionalProperties: true };
+  const tool = { type: 'function', name: RECOVERY_TOOL_NAME, description: terminator.recoveryTool.description, parameters, strict: false };
+  return { ...request, tools: [...request.tools, tool as unknown as ModelRequest['tools'][number]] };
+}
+
+const isRecoveryCall = (item: unknown): boolean => (item as Item)?.['type'] === 'function_call' && (item as Item)['name'] === RECOVERY_TOOL_NAME;
+const isCall = (item: unknown): boolean => (item as Item)?.['type'] === 'function_call' || (item as Item)?.['type'] === 'hosted_tool_call';
+
+/** One round: the items to continue with, or undefined when the output holds no recovery-only turn. */
+async function answerRound(output: readonly unknown[], request: ModelRequest, recovery: ModelRecovery, sessionId: string): Promise<ModelRequest | undefined> {
+  const calls = output.filter(isRecoveryCall) as Item[];
+  if (calls.length === 0 || output.some((o) => isCall(o) && !isRecoveryCall(o))) return undefined;
+  const results: Item[] = [];
+  for (const call of calls) {
+    const text = await answerRecoveryCall(recovery.terminator.recoveryTool, call['arguments'], sessionId);
+    results.push({ type: 'function_call_result', name: RECOVERY_TOOL_NAME, callId: call['callId'], status: 'completed', output: { type: 'text', text } });
+  }
+  const input: AgentInputItem[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
+  return { ...request, input: [...input, ...(output as AgentInputItem[]), ...(results as unknown as AgentInputItem[])] };
+}
+
+const withoutRecovery = (response: ModelResponse): ModelResponse => ({ ...response, output: response.output.filter((o) => !isRecoveryCall(o)) });
+
 /** Wrap a Model; every other member of the model is forwarded unchanged. */
-export function wrapModel<M extends Model>(model: M, ledger: CapLedger): M {
-  const getResponse = (request: ModelRequest) => model.getResponse(capRequest(request, ledger));
-  const getStreamedResponse = (request: ModelRequest) => model.getStreamedResponse(capRequest(request, ledger));
+export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery?: ModelRecovery): M {
+  const prepare = (request: ModelRequest): { request: ModelRequest; offered: boolean; sessionId: string } => {
+    const taken = ledger.take(request.input);
+    const capped = capRequest(request, taken?.cap);
+    const offered = recovery === undefined ? undefined : offerRecovery(capped, recovery.terminator);
+    return { request: offered ?? capped, offered: offered !== undefined, sessionId: taken?.sessionId ?? 'openai-agents:model' };
+  };
+  const getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
+    const p = prepare(request);
+    let current = p.request;
+    for (let round = 0; ; round++) {
+      const response = await model.getResponse(current);
+      if (!p.offered || recovery === undefined) return response;
+      const next = round < (recovery.rounds ?? 3) ? await answerRound(response.output, current, recovery, p.sessionId) : undefined;
+      if (next === undefined) return withoutRecovery(response);
+      current = next;
+    }
+  };
+  async function* getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
+    const p = prepare(request);
+    let current = p.request;
+    for (let round = 0; ; round++) {
+      let next: ModelRequest | undefined;
+      for await (const event of model.getStreamedResponse(current)) {
+        if (!p.offered || recovery === undefined || event.type !== 'response_done') {
+          yield event;
+          continue;
+        }
+        const response = event.response as unknown as ModelResponse;
+        next = round < (recovery.rounds ?? 3) ? await answerRound(response.output, current, recovery, p.sessionId) : undefined;
+        if (next === undefined) yield { ...event, response: { ...event.response, output: event.response.output.filter((o) => !isRecoveryCall(o)) } };
+      }
+      if (next === undefined) return;
+      current = next;
+    }
+  }
   return override(override(model, 'getResponse', getResponse), 'getStreamedResponse', getStreamedResponse);
 }
 
 /** Wrap a ModelProvider so every model it returns is wrapped. */
-export function wrapModelProvider(provider: ModelProvider, ledger: CapLedger): ModelProvider {
+export function wrapModelProvider(provider: ModelProvider, ledger: CapLedger, recovery?: ModelRecovery): ModelProvider {
   return {
-    getModel: async (name?: string) => wrapModel(await provider.getModel(name), ledger),
+    getModel: async (name?: string) => wrapModel(await provider.getModel(name), ledger, recovery),
   };
 }

@@ -31,4 +31,14 @@ export {
   type CounterRegistry,
 } from './registry.js';
 export { parseOutputCapError, type OutputCapInfo } from './provider-errors.js';
+export {
+  BUILT_IN_MODEL_LIMITS,
+  canonicalModelId,
+  checkModelLimits,
+  createModelLimits,
+  lookupModelLimits,
+  type ModelLimits,
+  type ModelLimitsLookup,
+  type ModelLimitsTable,
+} from './model-limits.js';
 export { createOutputBudget, isPrimaryRoute, type OutputBudgetOptions, type BudgetMeasurement, type BudgetRun, type OutputBudget } from './planner.js';

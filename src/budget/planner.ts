@@ -9,12 +9,13 @@ import { advance, errorLabel, note, type ProviderRequest, type Route, type Step,
 import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
 import { BudgetCounterError, budgetCounterFrom, isBudgetCounter, roughRequestTokens, type BudgetCounter } from './counter.js';
 import { defaultCounterRegistry, type BackendSettings, type CounterRegistry } from './registry.js';
+import { checkModelLimits, createModelLimits, type ModelLimitsTable } from './model-limits.js';
 import { capFieldFor, CAP_FIELDS, detectRequestFormat, extraBody, readCallerCap, withOutputCap, type CapDialect } from './request-caps.js';
 
 /** Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. */
 export interface OutputBudgetOptions {
   /** Source of the incontext settings and tokenizer choice below. Default: none (built-in defaults). */
-  readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'>;
+  readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> & Partial<Pick<Config, 'modelLimits'>>;
   /**
    * The configured primary route (model, provider, endpoint, contextWindow, compressionThreshold,
    * outputCap). Requests for another model, provider or endpoint pass unchanged. Default: each
@@ -37,6 +38,11 @@ export interface OutputBudgetOptions {
   readonly backendSettings?: BackendSettings;
   /** Fallback estimate when exact counting fails (F is added). Default: ceil(chars / 4) of the prompt parts. */
   readonly fallback?: (request: ProviderRequest) => number;
+  /**
+   * Context window and output ceiling per model id, over the built-in table (src/budget/model-limits.ts).
+   * The route's own `contextWindow` / `maxOutputTokens` win over both. Default: config `modelLimits`, else none.
+   */
+  readonly modelLimits?: ModelLimitsTable;
   /** Server dialect for the cap field. Default: `vllm` when the backend or route provider is vLLM, else `openai`. */
   readonly dialect?: CapDialect;
   /** Metrics sink: counts, labels and error codes only, never content. Default: none. */
@@ -50,6 +56,8 @@ export interface BudgetMeasurement {
   readonly reserve: number;
   readonly prompt?: number;
   readonly callerCap?: number;
+  /** The tightest wire-level output limit (the model's ceiling, `route.outputCap`), when one applies. */
+  readonly outputLimit?: number;
   readonly cap?: number;
   readonly counter: string;
   /** Error label of the exact counter's failure when the fallback estimate was used. */
@@ -111,6 +119,9 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   // Validate the backend's settings now (startup error), then discard: factories open nothing.
   if (factory !== undefined) void factory(settings).close?.();
   const fallback = options.fallback ?? roughRequestTokens;
+  const table: ModelLimitsTable = { ...options.config?.modelLimits, ...options.modelLimits };
+  checkModelLimits(`${who}: modelLimits (TOKEN_TERMINATOR_MODEL_LIMITS)`, table);
+  const limitsOf = createModelLimits(table);
   const onMeasure = options.onMeasure;
 
   return {
@@ -137,6 +148,17 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
         }
       };
 
+      /** The route with the model table filled in: its own fields win, then config overrides, then the built-in entry. */
+      const resolve = (r: Route | undefined, request: ProviderRequest): Route | undefined => {
+        const model = typeof request['model'] === 'string' ? request['model'] : r?.model;
+        const known = limitsOf(model);
+        if (known === undefined) return r;
+        return {
+          ...(known.contextWindow === undefined ? {} : { contextWindow: known.contextWindow }),
+          ...(known.maxOutputTokens === undefined ? {} : { maxOutputTokens: known.maxOutputTokens }),
+          ...r,
+        };
+      };
       const windowOf = (r: Route | undefined): number | undefined => override ?? r?.compressionThreshold ?? r?.contextWindow;
 
       return {
@@ -144,8 +166,8 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
           const stage = who;
           const request = step.value;
           const own = step.context.route;
-          const primary = route ?? own;
-          if (!isPrimaryRoute(request, primary, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
+          if (!isPrimaryRoute(request, route ?? own, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
+          const primary = resolve(route ?? own, request);
           const format = detectRequestFormat(request, primary?.provider);
           const field = capFieldFor(format, request, dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'));
           if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
@@ -155,25 +177,36 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
           const r = effectiveReserve(reserve, primary?.outputCap);
           const b = readCallerCap(request);
           const base = { window, reserve: r, counter: counter.name, ...(b !== undefined && { callerCap: b }) };
-          const measured = await measure(request, signal, primary?.contextWindow);
+          const measured = await measure(request, signal, (route ?? own)?.contextWindow);
           if (measured === undefined) {
             onMeasure?.({ ...base, outcome: 'counting_failed' });
             return note(step, { stage, kind: 'failed_open', reason: 'counting failed', error: 'BudgetCounterError:E_COUNTER_BOTH' });
           }
           const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap: b });
-          const extra = { prompt: measured.prompt, ...(measured.fallback !== undefined && { fallback: measured.fallback }) };
+          const limit = tightest(primary?.maxOutputTokens, primary?.outputCap);
+          const extra = {
+            prompt: measured.prompt,
+            ...(measured.fallback !== undefined && { fallback: measured.fallback }),
+            ...(limit !== undefined && { outputLimit: limit }),
+          };
           const error = measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
           if (plan.cap === undefined) {
             onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
             return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });
           }
-          if (hasOnlyCap(request, field, plan.cap)) {
-            onMeasure?.({ ...base, ...extra, cap: plan.cap, outcome: 'unchanged' });
+          // incontext: any further wire-level output limit must also leave at least required_output.
+          if (limit !== undefined && limit < plan.required) {
+            onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
+            return note(step, { stage, kind: 'skipped', reason: 'output limit below required output', ...error });
+          }
+          const cap = limit === undefined ? plan.cap : Math.min(plan.cap, limit);
+          if (hasOnlyCap(request, field, cap)) {
+            onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
             return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });
           }
-          onMeasure?.({ ...base, ...extra, cap: plan.cap, outcome: 'capped' });
+          onMeasure?.({ ...base, ...extra, cap, outcome: 'capped' });
           const reason = measured.fallback === undefined ? 'capped' : 'capped (fallback count)';
-          return advance(step, withOutputCap(request, field, plan.cap), { stage, kind: 'applied', reason, ...error });
+          return advance(step, withOutputCap(request, field, cap), { stage, kind: 'applied', reason, ...error });
         },
         async pressure(request, context, signal) {
           const primary = route ?? context?.route;
@@ -194,4 +227,11 @@ function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boole
   if (request[field] !== cap) return false;
   const extra = extraBody(request);
   return CAP_FIELDS.every((f) => (f === field || request[f] === undefined) && (extra === undefined || !(f in extra)));
+}
+
+/** The smallest positive of the given limits, or undefined when none is set. */
+function tightest(...limits: readonly (number | undefined)[]): number | undefined {
+  let best: number | undefined;
+  for (const l of limits) if (l !== undefined && l > 0 && (best === undefined || l < best)) best = l;
+  return best;
 }

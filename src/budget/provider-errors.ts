@@ -45,6 +45,11 @@ const rules: readonly Rule[] = [
     const m = new RegExp(String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`, 'i').exec(t);
     return m === null ? undefined : remaining(num(m[1]), num(m[2]));
   },
+  // vLLM (recent): "'max_tokens' or 'max_completion_tokens' is too large: X. This model's maximum context length is C tokens and your request has I input tokens (X > C - I)"
+  (t) => {
+    const m = new RegExp(String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`, 'i').exec(t);
+    return m === null ? undefined : remaining(num(m[1]), num(m[2]));
+  },
   // Anthropic-style: "max_tokens: X > context_window: C - input_tokens: I = available_tokens: N" (also "available_tokens=N")
   (t) => {
     const m = new RegExp(String.raw`available_tokens\s*[:=]\s*${NUM}`, 'i').exec(t);
@@ -63,11 +68,20 @@ const rules: readonly Rule[] = [
     const m = new RegExp(String.raw`${CAP}\s*=\s*${NUM} cannot be greater than max_model_len\s*=\s*(?:[a-z_]+\s*=\s*)*${NUM}`, 'i').exec(t);
     return m === null ? undefined : { availableOutputTokens: num(m[2]), contextLength: num(m[2]), kind: 'upper_bound' };
   },
-  // Model output ceilings: DashScope "Range of max_tokens should be [1, N]", DeepSeek "valid range of
+  // Gemini on Vertex AI: "maxOutputTokens value of X but the supported range is from 1 (inclusive) to N (exclusive)"
+  (t) => {
+    const m = new RegExp(String.raw`maxOutputTokens value of ${NUM} but the supported range is from 1 \(inclusive\) to ${NUM} \(exclusive\)`, 'i').exec(t);
+    return m === null ? undefined : { availableOutputTokens: num(m[2]) - 1, kind: 'model_limit' };
+  },
+  // Model output ceilings: OpenAI "max_tokens is too large: X. This model supports at most N
+  // completion tokens", DashScope "Range of max_tokens should be [1, N]", DeepSeek "valid range of
   // max_tokens is [1, N]", "exceeds model's maximum output tokens (N)", Anthropic "X > N, which is
-  // the maximum allowed number of output tokens", Volcengine "max_tokens … expected a value <= N".
+  // the maximum allowed number of output tokens", Volcengine / OpenAI "… expected a value <= N",
+  // Groq "max_tokens [for `model`] must be less than or equal to `N`".
   (t) => {
     const patterns = [
+      new RegExp(String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`, 'i'),
+      new RegExp(String.raw`${CAP}\`?(?: for \`[^\`\n]{1,120}\`)? must be less than or equal to \`?${NUM}`, 'i'),
       new RegExp(String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`, 'i'),
       new RegExp(String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`, 'i'),
       new RegExp(String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`, 'i'),

@@ -11,6 +11,7 @@ import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import { createRecoveryTool, recoveryError, type RecoveryResult, type RecoveryToolHandle } from '../recovery/index.js';
 import { createVault, vaultOptionsFromConfig } from '../vault/index.js';
+import { vaultLocation } from '../vault/configured.js';
 import type { Vault } from '../vault/types.js';
 
 /** The session id the CLI uses as "host" for recovery calls. */
@@ -30,6 +31,7 @@ export class CliError extends Error {
 /** Options every command accepts. */
 export interface CommonOptions {
   db?: string;
+  dbUrl?: string;
   json?: boolean;
 }
 
@@ -37,6 +39,7 @@ export interface CommonOptions {
 export function withCommonOptions(command: Command): Command {
   return command
     .option('--db <path>', 'vault database file (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)')
+    .option('--db-url <url>', 'shared vault in PostgreSQL, postgres://… (default: TOKEN_TERMINATOR_DB_URL; wins over --db)')
     .option('--json', 'print machine-readable JSON');
 }
 
@@ -48,17 +51,21 @@ export function integerAtLeast(min: number): (value: string) => number {
   };
 }
 
-/** The config for a command: environment plus `--db`. A bad variable is a ConfigError (exit 2). */
+/** The config for a command: environment plus `--db` / `--db-url`. A bad variable is a ConfigError (exit 2). */
 export function cliConfig(options: CommonOptions): Config {
-  return loadConfig({ env: process.env, overrides: options.db === undefined ? {} : { dbPath: options.db } });
+  return loadConfig({
+    env: process.env,
+    overrides: { ...(options.db === undefined ? {} : { dbPath: options.db }), ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }) },
+  });
 }
 
 export function openConfiguredVault(config: Config): Promise<Vault> {
   return createVault(vaultOptionsFromConfig(config));
 }
 
+/** A database server always "exists" (connecting tells); a file vault only once created. */
 export function vaultExists(config: Config): boolean {
-  return config.dbPath === ':memory:' || existsSync(config.dbPath);
+  return config.dbUrl !== '' || config.dbPath === ':memory:' || existsSync(config.dbPath);
 }
 
 /**
@@ -67,10 +74,10 @@ export function vaultExists(config: Config): boolean {
  */
 export async function withRecovery<T>(options: CommonOptions, fn: (tool: RecoveryToolHandle, config: Config) => Promise<T>): Promise<T> {
   const config = cliConfig(options);
-  if (!vaultExists(config)) throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH)`);
+  if (!vaultExists(config)) throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH, or --db-url)`);
   const vault = await openConfiguredVault(config);
   try {
-    return await fn(createRecoveryTool({ vault, config, status: async () => ({ db_path: config.dbPath }) }), config);
+    return await fn(createRecoveryTool({ vault, config, status: async () => ({ db_path: vaultLocation(config), db_engine: vault.engine }) }), config);
   } finally {
     await vault.close();
   }

@@ -6,7 +6,9 @@
  * a line. `compactLines` is the improved mode: it cuts only on line boundaries, factors runs of
  * lines that differ only in numbers, and keeps every error/warning/failure line it can afford.
  */
+import { scanDiagnostics } from './diagnostic-lines.js';
 import { collapseIdenticalRuns, factorRuns } from './factor.js';
+import { DEFAULT_DIAGNOSTIC_CHARS, renderFaithful } from './faithful.js';
 import { clipLine, codePointLength, isErrorLine, isSignalLine, splitLines, stripAnsi } from './lines.js';
 
 export const OMITTED_MARKER = '\u2026 lines omitted \u2026';
@@ -38,26 +40,48 @@ export interface CompactLinesOptions {
   readonly maxLineChars?: number;
   /** Extra lines that must be kept like error lines (e.g. summary lines). */
   readonly keep?: (line: string) => boolean;
+  /**
+   * When the text shows a failure, its diagnostic lines are kept verbatim within this budget, on
+   * top of `maxChars` (0: no such guarantee). Default 8000.
+   */
+  readonly diagnosticChars?: number;
+  /** Exit status when known: non-zero makes the text a failure. */
+  readonly exitCode?: number;
 }
 
-/** Improved line-boundary compaction: factor runs, then head + signal lines + tail within budget. */
+/**
+ * Improved line-boundary compaction: factor runs, then head + signal lines + tail within budget.
+ * A failing output keeps every diagnostic line verbatim first (up to `diagnosticChars`).
+ */
 export function compactLines(text: string, options: CompactLinesOptions = {}): string {
   const maxChars = Math.max(200, options.maxChars ?? 8000);
   const maxLine = options.maxLineChars ?? Math.max(120, Math.min(2000, Math.floor(maxChars / 4)));
+  const raw = splitLines(stripAnsi(text));
+  const diagnosticChars = options.diagnosticChars ?? DEFAULT_DIAGNOSTIC_CHARS;
+  if (diagnosticChars > 0) {
+    const scan = scanDiagnostics(raw, options.exitCode === undefined ? {} : { exitCode: options.exitCode });
+    if (scan.failing && scan.lines.length > 0) {
+      return renderFaithful(raw, scan.lines, { maxChars, diagnosticChars, maxLineChars: maxLine, ...(options.keep === undefined ? {} : { keep: options.keep }) });
+    }
+  }
   // Error lines get a longer allowance: they are what the reader needs most.
-  const lines = factorRuns(splitLines(stripAnsi(text)).map((l) => clipLine(l, isSignalLine(l) ? Math.max(maxLine, 1000) : maxLine)));
+  const lines = factorRuns(raw.map((l) => clipLine(l, isSignalLine(l) ? Math.max(maxLine, 1000) : maxLine)));
   return selectLines(lines, maxChars, options.keep);
 }
 
 /**
  * Keep whole lines within `maxChars`: a head, a tail, and the signal lines between them, with a
- * `… N lines omitted …` marker for every gap. Signal lines win over head/tail lines.
+ * `… N lines omitted …` marker for every gap. Signal lines win over head/tail lines. Lines flagged
+ * in `must` are always kept and are paid from their own budget, not from `maxChars`.
  */
-export function selectLines(lines: readonly string[], maxChars: number, keep?: (line: string) => boolean): string {
+export function selectLines(lines: readonly string[], maxChars: number, keep?: (line: string) => boolean, must?: readonly boolean[]): string {
+  let mustChars = 0;
+  if (must !== undefined) for (let i = 0; i < lines.length; i += 1) if (must[i] === true) mustChars += lines[i]!.length + 1 + GAP_MARKER_COST;
   const total = lines.reduce((n, l) => n + l.length + 1, -1);
-  if (total <= maxChars) return lines.join('\n');
+  if (total <= maxChars + mustChars) return lines.join('\n');
   const important = (l: string): boolean => isSignalLine(l) || (keep?.(l) ?? false);
   const chosen = new Set<number>();
+  if (must !== undefined) for (let i = 0; i < lines.length; i += 1) if (must[i] === true) chosen.add(i);
   // Head and tail are contiguous: two gap markers at most, reserved up front. Every signal line
   // taken from the middle may open one more gap, so it pays for a marker.
   let used = 2 * GAP_MARKER_COST;

@@ -4,9 +4,13 @@
  * positions. Unparsed lines (summaries such as "Found 56 errors") are kept.
  */
 import { rangeTemplate } from './factor.js';
+import { renderFaithful } from './faithful.js';
 import { clipLine, lineShape, splitLines, stripAnsi } from './lines.js';
+import type { FailureView } from './test-runners.js';
 
 interface Diagnostic {
+  /** The raw line it was read from. */
+  readonly line: string;
   readonly file: string;
   readonly pos: string;
   readonly severity: string;
@@ -22,8 +26,12 @@ const RUFF = /^(.+?):(\d+):(\d+): ([A-Z]{1,4}\d{2,5}) (.*)$/;
 const ESLINT_ROW = /^\s+(\d+):(\d+)\s+(error|warning)\s+(.+?)\s{2,}(\S+)$/;
 const ESLINT_FILE = /^(\/|\.{0,2}\/?[\w@.-]+\/)\S*\.\w+$/;
 
-/** Parse and group; undefined when fewer than 3 diagnostics are found. */
-export function compactDiagnostics(text: string, variantsPerCode = 3): string | undefined {
+/**
+ * Parse and group; undefined when fewer than 3 diagnostics are found. With `failure`, the
+ * diagnostic lines come first, verbatim, within their budget (around a head and tail of at most
+ * `maxChars`), and only the ones that did not fit are grouped.
+ */
+export function compactDiagnostics(text: string, variantsPerCode = 3, failure?: FailureView, maxChars = 4000): string | undefined {
   const lines = splitLines(stripAnsi(text));
   const diags: Diagnostic[] = [];
   const other: string[] = [];
@@ -32,15 +40,15 @@ export function compactDiagnostics(text: string, variantsPerCode = 3): string | 
   for (const line of lines) {
     let m: RegExpExecArray | null;
     if ((m = TSC.exec(line) ?? TSC_PRETTY.exec(line)) !== null) {
-      last = { file: m[1]!, pos: `${m[2]}:${m[3]}`, severity: m[4]!, code: m[5]!, message: m[6]! };
+      last = { line, file: m[1]!, pos: `${m[2]}:${m[3]}`, severity: m[4]!, code: m[5]!, message: m[6]! };
     } else if ((m = JAVAC.exec(line)) !== null) {
-      last = { file: m[1]!, pos: m[2]!, severity: m[3]!, code: '', message: m[4]! };
+      last = { line, file: m[1]!, pos: m[2]!, severity: m[3]!, code: '', message: m[4]! };
     } else if ((m = MYPY.exec(line)) !== null) {
-      last = { file: m[1]!, pos: m[3] === undefined ? m[2]! : `${m[2]}:${m[3]}`, severity: m[4]!, code: m[6] ?? '', message: m[5]! };
+      last = { line, file: m[1]!, pos: m[3] === undefined ? m[2]! : `${m[2]}:${m[3]}`, severity: m[4]!, code: m[6] ?? '', message: m[5]! };
     } else if ((m = RUFF.exec(line)) !== null) {
-      last = { file: m[1]!, pos: `${m[2]}:${m[3]}`, severity: 'error', code: m[4]!, message: m[5]! };
+      last = { line, file: m[1]!, pos: `${m[2]}:${m[3]}`, severity: 'error', code: m[4]!, message: m[5]! };
     } else if (eslintFile !== undefined && (m = ESLINT_ROW.exec(line)) !== null) {
-      last = { file: eslintFile, pos: `${m[1]}:${m[2]}`, severity: m[3]!, code: m[5]!, message: m[4]! };
+      last = { line, file: eslintFile, pos: `${m[1]}:${m[2]}`, severity: m[3]!, code: m[5]!, message: m[4]! };
     } else {
       if (ESLINT_FILE.test(line)) eslintFile = line;
       else if (line.trim() === '') eslintFile = undefined;
@@ -53,10 +61,17 @@ export function compactDiagnostics(text: string, variantsPerCode = 3): string | 
     diags.push(last);
   }
   if (diags.length < 3) return undefined;
-  return render(diags, other, variantsPerCode);
+  if (failure === undefined || failure.flagged.length === 0) return render(diags, other, variantsPerCode);
+  const body = renderFaithful(lines, failure.flagged, { maxChars, diagnosticChars: failure.diagnosticChars });
+  const shown = new Set(splitLines(body));
+  const rest = diags.filter((d) => !shown.has(d.line));
+  const errors = diags.filter((d) => d.severity === 'error').length;
+  const head = `[diagnostics: ${errors} errors, ${diags.length - errors} other in ${new Set(diags.map((d) => d.file)).size} files]`;
+  if (rest.length === 0) return `${head}\n${body}`;
+  return `${head}\n${body}\n${render(rest, [], variantsPerCode, 'not shown above')}`;
 }
 
-function render(diags: readonly Diagnostic[], other: readonly string[], variantsPerCode: number): string {
+function render(diags: readonly Diagnostic[], other: readonly string[], variantsPerCode: number, label = 'diagnostics'): string {
   const codeOf = (d: Diagnostic): string => d.code || lineShape(d.message.replace(/ \(.*\)$/, ''));
   const byCode = new Map<string, Map<string, string[]>>();
   const byFile = new Map<string, Map<string, string[]>>();
@@ -74,7 +89,7 @@ function render(diags: readonly Diagnostic[], other: readonly string[], variants
     perFile.set(label, [...(perFile.get(label) ?? []), d.pos]);
   }
   const errors = diags.filter((d) => d.severity === 'error').length;
-  const out = [`[diagnostics: ${errors} errors, ${diags.length - errors} other in ${files.size} files]`, 'codes:'];
+  const out = [`[${label}: ${errors} errors, ${diags.length - errors} other in ${files.size} files]`, 'codes:'];
   let index = 0;
   for (const [code, variants] of byCode) {
     index += 1;

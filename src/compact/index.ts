@@ -5,22 +5,27 @@
  */
 import { detectFamily, type CommandFamily } from '../tools/family.js';
 import { compactLines } from './compact-text.js';
+import { scanDiagnostics } from './diagnostic-lines.js';
 import { compactDiagnostics } from './diagnostics.js';
+import { choosePinned, DEFAULT_DIAGNOSTIC_CHARS, renderFaithful } from './faithful.js';
 import { compactGitDiff, compactGitLog, compactGitStatus } from './git.js';
-import { compactGrep } from './grep.js';
+import { compactGrep, grepTerm } from './grep.js';
 import { compactInstall } from './install.js';
+import { splitLines, stripAnsi } from './lines.js';
 import { compactListing } from './listing.js';
-import { compactTestOutput } from './test-runners.js';
+import { compactTestOutput, type FailureView } from './test-runners.js';
 
 export { compactText, compactLines, selectLines, OMITTED_MARKER } from './compact-text.js';
 export { factorRuns, collapseIdenticalRuns } from './factor.js';
 export { stripAnsi, splitLines, codePointLength, isSignalLine, lineShape } from './lines.js';
 export { compactGitDiff, compactGitLog, compactGitStatus } from './git.js';
-export { compactGrep } from './grep.js';
+export { compactGrep, grepTerm } from './grep.js';
 export { compactListing } from './listing.js';
 export { compactInstall } from './install.js';
 export { compactDiagnostics } from './diagnostics.js';
-export { compactTestOutput, type TestRunner } from './test-runners.js';
+export { compactTestOutput, type FailureView, type TestRunner } from './test-runners.js';
+export { scanDiagnostics, type DiagnosticScan, type ScanOptions } from './diagnostic-lines.js';
+export { choosePinned, renderFaithful, DEFAULT_DIAGNOSTIC_CHARS, MAX_DIAGNOSTIC_LINE, type FaithfulOptions } from './faithful.js';
 
 export interface TerminalOutput {
   /** The command that ran (used to pick the family); the output's shape decides when absent. */
@@ -38,19 +43,53 @@ export interface TerminalRendering {
 export interface CompactTerminalOptions {
   /** Target size in code points for line-budgeted renderings. Default 4000. */
   readonly maxChars?: number;
+  /**
+   * Budget, in code points, for the diagnostic lines of a failing output: they are kept verbatim
+   * on top of `maxChars` (0 turns the guarantee off). Default 8000.
+   */
+  readonly diagnosticChars?: number;
 }
 
-/** The compact rendering of one terminal output (may be larger than the input: callers check). */
+/**
+ * Families whose outputs are evidence, not a run's outcome: their lines are never read as
+ * diagnostics, and their views (exact counts, every path) are always made from the whole text.
+ */
+export const EVIDENCE_FAMILIES: ReadonlySet<CommandFamily> = new Set(['git-diff', 'git-log', 'git-status', 'grep', 'listing']);
+
+/**
+ * The compact rendering of one terminal output (may be larger than the input: callers check).
+ * Aggressive on green, faithful on red: when the output shows a failure, every diagnostic line
+ * that fits `diagnosticChars` is in the rendering verbatim, whichever family rendered it.
+ */
 export function compactTerminal(input: TerminalOutput, options: CompactTerminalOptions = {}): TerminalRendering {
   const maxChars = options.maxChars ?? 4000;
+  const diagnosticChars = options.diagnosticChars ?? DEFAULT_DIAGNOSTIC_CHARS;
   const family = detectFamily(input.command, input.output);
-  const specific = renderFamily(family, input.output, maxChars);
-  const text = specific ?? compactLines(input.output, { maxChars });
   const exit = input.exitCode === undefined ? '' : `[exit code: ${input.exitCode}]\n`;
+  let failure: FailureView | undefined;
+  let lines: string[] | undefined;
+  if (diagnosticChars > 0 && !EVIDENCE_FAMILIES.has(family)) {
+    lines = splitLines(stripAnsi(input.output));
+    const scan = scanDiagnostics(lines, { ...(input.exitCode === undefined ? {} : { exitCode: input.exitCode }), compiler: family === 'diagnostics' });
+    if (scan.failing && scan.lines.length > 0) failure = { flagged: scan.lines, diagnosticChars };
+  }
+  const specific = renderFamily(family, input, maxChars, diagnosticChars, failure);
+  if (failure !== undefined && lines !== undefined && (specific === undefined || !keepsPinned(specific, lines, failure))) {
+    return { family: 'generic', text: exit + renderFaithful(lines, failure.flagged, { maxChars, diagnosticChars }) };
+  }
+  const text = specific ?? compactLines(input.output, { maxChars, diagnosticChars: 0 });
   return { family: specific === undefined ? 'generic' : family, text: exit + text };
 }
 
-function renderFamily(family: CommandFamily, output: string, maxChars: number): string | undefined {
+/** Every diagnostic line that fits the budget is a line of `text`. */
+function keepsPinned(text: string, lines: readonly string[], failure: FailureView): boolean {
+  const shown = new Set(splitLines(text));
+  for (const i of choosePinned(lines, failure.flagged, failure.diagnosticChars).chosen) if (!shown.has(lines[i]!)) return false;
+  return true;
+}
+
+function renderFamily(family: CommandFamily, input: TerminalOutput, maxChars: number, diagnosticChars: number, failure?: FailureView): string | undefined {
+  const output = input.output;
   switch (family) {
     case 'git-status':
       return compactGitStatus(output);
@@ -63,19 +102,22 @@ function renderFamily(family: CommandFamily, output: string, maxChars: number): 
     case 'pytest':
     case 'maven':
     case 'gradle':
-      return compactTestOutput(output, family, maxChars);
+      return compactTestOutput(output, family, maxChars, failure);
     case 'cargo-test':
-      return compactTestOutput(output, 'cargo', maxChars);
+      return compactTestOutput(output, 'cargo', maxChars, failure);
     case 'go-test':
-      return compactTestOutput(output, 'go', maxChars);
-    case 'grep':
-      return compactGrep(output, { maxChars });
+      return compactTestOutput(output, 'go', maxChars, failure);
+    case 'grep': {
+      // Match lines are a search's evidence: they get the diagnostic budget when it is larger.
+      const term = input.command === undefined ? undefined : grepTerm(input.command);
+      return compactGrep(output, { maxChars: Math.max(maxChars, diagnosticChars), ...(term === undefined ? {} : { term }) });
+    }
     case 'listing':
       return compactListing(output);
     case 'install':
-      return compactInstall(output, maxChars);
+      return compactInstall(output, maxChars, failure);
     case 'diagnostics':
-      return compactDiagnostics(output);
+      return compactDiagnostics(output, 3, failure, maxChars);
     case 'generic':
       return undefined;
   }

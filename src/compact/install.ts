@@ -4,7 +4,9 @@
  */
 import { selectLines } from './compact-text.js';
 import { factorRuns } from './factor.js';
+import { renderFaithful } from './faithful.js';
 import { clipLine, splitLines, stripAnsi } from './lines.js';
+import type { FailureView } from './test-runners.js';
 
 const NOISE: readonly RegExp[] = [
   /^npm (http|timing|verb|verbose|info|sill|silly|notice)\b/,
@@ -18,16 +20,26 @@ const NOISE: readonly RegExp[] = [
 
 const SUMMARY = /^(added|removed|changed|up to date|audited|found \d+|\d+ packages? are looking for funding|Successfully installed|Installed \d+|Done in|Packages:|dependencies:|devDependencies:)/i;
 
-/** Drop install chatter; undefined when nothing is chatter (not an install log). */
-export function compactInstall(text: string, maxChars = 8000): string | undefined {
+/** Drop install chatter; undefined when nothing is chatter (not an install log). With `failure`, its diagnostic lines stay verbatim. */
+export function compactInstall(text: string, maxChars = 8000, failure?: FailureView): string | undefined {
   const lines = splitLines(stripAnsi(text));
+  const flagged = new Set(failure?.flagged);
   const kept: string[] = [];
+  const keptFlagged: number[] = [];
   let dropped = 0;
-  for (const line of lines) {
-    if (NOISE.some((re) => re.test(line))) dropped += 1;
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = lines[i]!;
+    if (flagged.has(i)) {
+      keptFlagged.push(kept.length);
+      kept.push(line);
+    } else if (NOISE.some((re) => re.test(line))) dropped += 1;
     else kept.push(clipLine(line, 500));
   }
   if (dropped === 0) return undefined;
-  const body = selectLines(factorRuns(kept), maxChars, (l) => SUMMARY.test(l));
+  const keep = (l: string): boolean => SUMMARY.test(l);
+  const body =
+    failure === undefined
+      ? selectLines(factorRuns(kept), maxChars, keep)
+      : renderFaithful(kept, keptFlagged, { maxChars, diagnosticChars: failure.diagnosticChars, keep });
   return `[install: ${dropped} fetch/progress lines dropped]${body === '' ? '' : `\n${body}`}`;
 }

@@ -7,7 +7,8 @@
 import type { TokenCounter } from '../measure/types.js';
 import { VaultVerifyError } from '../errors.js';
 import { sha256Hex } from '../vault/index.js';
-import type { PutInput, PutResult, Vault } from '../vault/types.js';
+import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
+import type { PutInput, PutResult } from '../vault/types.js';
 import { codePointLength } from './lines.js';
 
 /** The longest artifact id a put can return (prefix collision): used for pre-write size proofs. */
@@ -20,7 +21,7 @@ export function strictlySmaller(raw: string, candidate: string, counter?: TokenC
 }
 
 /** Put the exact content, then read it back (verify re-hashes the stored row) and compare digests. */
-export async function vaultExact(vault: Vault, input: PutInput): Promise<PutResult> {
+export async function vaultExact(vault: ArtifactStore, input: PutInput): Promise<PutResult> {
   const put = await vault.put(input);
   if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId))) {
     throw new VaultVerifyError(put.artifactId);
@@ -34,7 +35,7 @@ export async function vaultExact(vault: Vault, input: PutInput): Promise<PutResu
  * (by another process's retention) would otherwise leave a note pointing at nothing: the read-back
  * after the pin turns that into a VaultVerifyError, and the caller fails open with the original.
  */
-export async function pinDelivered(vault: Vault, artifactIds: readonly string[]): Promise<void> {
+export async function pinDelivered(vault: ArtifactStore & LeaseStore, artifactIds: readonly string[]): Promise<void> {
   await vault.pin(artifactIds);
   for (const id of new Set(artifactIds)) {
     if (!(await vault.verify(id))) throw new VaultVerifyError(id);
@@ -42,7 +43,7 @@ export async function pinDelivered(vault: Vault, artifactIds: readonly string[])
 }
 
 /** The whole artifact, page by page. */
-export async function readArtifact(vault: Vault, artifactId: string): Promise<string> {
+export async function readArtifact(vault: ArtifactStore, artifactId: string): Promise<string> {
   const parts: string[] = [];
   let offset: number | null = 0;
   while (offset !== null) {
@@ -53,13 +54,22 @@ export async function readArtifact(vault: Vault, artifactId: string): Promise<st
   return parts.join('');
 }
 
+/** A counter that can be told a count it would otherwise compute (a count made in slices). */
+export interface MemoCounter extends TokenCounter {
+  prime(text: string, tokens: number): void;
+}
+
 /** A counter that remembers the last few texts it counted (one reduction counts the raw text up to three times). */
-export function memoCounter(counter: TokenCounter | undefined): TokenCounter | undefined {
+export function memoCounter(counter: TokenCounter | undefined): MemoCounter | undefined {
   if (counter === undefined) return undefined;
   const seen = new Map<string, number>();
   return {
     name: counter.name,
     exact: counter.exact,
+    prime(text: string, tokens: number): void {
+      if (seen.size >= 4) seen.delete(seen.keys().next().value!);
+      seen.set(text, tokens);
+    },
     count(text: string): number {
       const hit = seen.get(text);
       if (hit !== undefined) return hit;

@@ -5,6 +5,7 @@
  */
 import { selectLines } from './compact-text.js';
 import { factorRuns } from './factor.js';
+import { renderFaithful } from './faithful.js';
 import { clipLine, splitLines, stripAnsi } from './lines.js';
 
 export type TestRunner = 'vitest' | 'jest' | 'pytest' | 'cargo' | 'go' | 'maven' | 'gradle';
@@ -59,11 +60,23 @@ const RULES: Record<TestRunner, RunnerRules> = {
 /** Lines kept from one failure block before it is cut. */
 const BLOCK_LINES = 30;
 
-/** Compact one runner's output; undefined when nothing would be dropped (not this runner's shape). */
-export function compactTestOutput(text: string, runner: TestRunner, maxChars = 8000): string | undefined {
+/** What a failing output must keep: its diagnostic lines (indices into its lines) and their budget. */
+export interface FailureView {
+  readonly flagged: readonly number[];
+  readonly diagnosticChars: number;
+}
+
+/**
+ * Compact one runner's output; undefined when nothing would be dropped (not this runner's shape).
+ * With `failure`, the diagnostic lines are never dropped as noise nor cut from a failure block,
+ * and they are kept verbatim within their budget.
+ */
+export function compactTestOutput(text: string, runner: TestRunner, maxChars = 8000, failure?: FailureView): string | undefined {
   const rules = RULES[runner];
   const lines = splitLines(stripAnsi(text));
+  const flagged = new Set(failure?.flagged);
   const kept: string[] = [];
+  const keptFlagged: number[] = [];
   let dropped = 0;
   let blockLines = -1;
   let blockCut = 0;
@@ -71,7 +84,16 @@ export function compactTestOutput(text: string, runner: TestRunner, maxChars = 8
     if (blockCut > 0) kept.push(`\u2026 ${blockCut} more lines of this failure \u2026`);
     blockCut = 0;
   };
-  for (const raw of lines) {
+  for (let i = 0; i < lines.length; i += 1) {
+    const raw = lines[i]!;
+    if (flagged.has(i)) {
+      closeBlock();
+      if (rules.block.test(raw)) blockLines = 0;
+      else if (rules.summary.test(raw)) blockLines = -1;
+      keptFlagged.push(kept.length);
+      kept.push(raw);
+      continue;
+    }
     const line = clipLine(raw, 500);
     if (rules.noise.some((re) => re.test(line))) {
       dropped += 1;
@@ -91,6 +113,10 @@ export function compactTestOutput(text: string, runner: TestRunner, maxChars = 8
   }
   closeBlock();
   if (dropped === 0 && kept.length === lines.length) return undefined;
-  const body = selectLines(factorRuns(kept), maxChars, (l) => rules.summary.test(l) || rules.block.test(l));
+  const keep = (l: string): boolean => rules.summary.test(l) || rules.block.test(l);
+  const body =
+    failure === undefined
+      ? selectLines(factorRuns(kept), maxChars, keep)
+      : renderFaithful(kept, keptFlagged, { maxChars, diagnosticChars: failure.diagnosticChars, keep });
   return `[${runner}: ${dropped} passing/progress lines dropped]\n${body}`;
 }

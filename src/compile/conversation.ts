@@ -9,7 +9,7 @@
  * (or an evicted session lane) renders the history as the previous one did.
  */
 import { createHash } from 'node:crypto';
-import type { Vault } from '../vault/types.js';
+import type { SessionStore } from '../vault/ports.js';
 
 /** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
 export interface ChainMemo {
@@ -51,7 +51,7 @@ export interface ConversationMemo {
 }
 
 /** `cap`: stop counting (and writing) once an item was shown this many times. */
-export function createConversationMemo(vault: Vault, sessionId: string, cap: number): ConversationMemo {
+export function createConversationMemo(vault: SessionStore, sessionId: string, cap: number): ConversationMemo {
   const shown = new Map<string, { count: number; last: string }>();
   const rewritten = new Map<string, string | null>();
   const loadShown = async (key: string): Promise<{ count: number; last: string }> => {

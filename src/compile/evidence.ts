@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
-import type { Vault } from '../vault/types.js';
+import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
 
 /** What a receipted value became. */
 export interface Receipted {
@@ -39,7 +39,7 @@ export function evidenceChars(value: unknown): number {
 }
 
 /** The whole artifact, page by page (exact). Throws what the vault throws. */
-export async function readWhole(vault: Vault, artifactId: string): Promise<string> {
+export async function readWhole(vault: ArtifactStore, artifactId: string): Promise<string> {
   const parts: string[] = [];
   for (let offset: number | null = 0; offset !== null; ) {
     const page = await vault.page(artifactId, offset);
@@ -60,7 +60,7 @@ export interface EvidenceStore {
 }
 
 /** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
-export function createEvidenceStore(vault: Vault, maxEntries = 10_000): EvidenceStore {
+export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntries = 10_000): EvidenceStore {
   const known = new Map<string, { artifactId: string; sha256: string; chars: number }>();
   const pinned = new Set<string>();
   const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string }) => {

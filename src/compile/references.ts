@@ -8,7 +8,7 @@
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { artifactIdFor } from '../vault/index.js';
-import type { Vault } from '../vault/types.js';
+import type { ArtifactStore } from '../vault/ports.js';
 import { evidenceText, readWhole } from './evidence.js';
 
 const DELTA = /^\[Token Terminator temporal delta(?:: [^|\]]*)? \| current=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| previous=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \|/;
@@ -66,7 +66,7 @@ export function danglingDeltas(view: RequestView, outputs: readonly Slot[] = vie
  * The replacements that resolve dangling deltas: each becomes the exact current output. An artifact
  * the vault cannot return leaves its delta as it is (fail-open; the decision records it).
  */
-export async function resolveDanglingDeltas(vault: Vault, view: RequestView, outputs?: readonly Slot[]): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
+export async function resolveDanglingDeltas(vault: ArtifactStore, view: RequestView, outputs?: readonly Slot[]): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
   const resolved: { slot: Slot; text: string }[] = [];
   let unresolved = 0;
   for (const d of danglingDeltas(view, outputs)) {

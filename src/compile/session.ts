@@ -5,7 +5,7 @@
  */
 import { ConfigError } from '../errors.js';
 import type { TokenCounter } from '../measure/types.js';
-import type { Vault } from '../vault/types.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore } from './evidence.js';
 import { createMeter, type Meter } from './meter.js';
@@ -18,7 +18,7 @@ export interface SessionState {
   /** Chain hashes of the conversation's items (which conversation an item belongs to). */
   readonly chain: ChainMemo;
   /** The vault the session's evidence lives in. */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Free-form sticky memo of a stage (collapse blocks, routed catalogs). */
   readonly sticky: Map<string, unknown>;
   /** Per-item facts a stage derived once (evidence of an item's tool outputs). */
@@ -26,7 +26,7 @@ export interface SessionState {
 }
 
 export interface SessionPoolOptions {
-  readonly vault: Vault;
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
   readonly counter?: TokenCounter;
   readonly maxSessions?: number;
 }

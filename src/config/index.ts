@@ -13,7 +13,7 @@
  * XDG base-directory convention instead.
  */
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
@@ -166,6 +166,15 @@ const toolNames: Kind = {
   },
 };
 
+const modelLimits: Kind = {
+  expects: 'a JSON object mapping model ids to { "contextWindow"?: integer ≥ 1, "maxOutputTokens"?: integer ≥ 1 }',
+  schema: z.record(
+    z.string().trim().min(1),
+    z.strictObject({ contextWindow: z.number().int().min(1).optional(), maxOutputTokens: z.number().int().min(1).optional() }),
+  ),
+  fromEnv: toolNames.fromEnv,
+};
+
 const httpUrl: Kind = {
   expects: 'an http(s) URL or empty',
   schema: z.string().refine((s) => {
@@ -178,6 +187,21 @@ const httpUrl: Kind = {
     }
   }),
   fromEnv: (raw) => raw,
+};
+
+/** A PostgreSQL connection string (postgres:// or postgresql://), or empty for the SQLite file. */
+const postgresUrl: Kind = {
+  expects: 'a postgres:// or postgresql:// connection string, or empty',
+  schema: z.string().refine((s) => {
+    if (s === '') return true;
+    try {
+      return /^postgres(ql)?:$/.test(new URL(s).protocol);
+    } catch {
+      return false;
+    }
+  }),
+  fromEnv: (raw) => raw,
+  prepare: (v) => (typeof v === 'string' ? v.trim() : v),
 };
 
 const backendName: Kind = {
@@ -224,6 +248,8 @@ interface Field {
   readonly legacy?: readonly string[];
   /** Expand `~` and resolve relative paths. */
   readonly isPath?: boolean;
+  /** Never echo the value in an error (it may hold a password). */
+  readonly secret?: boolean;
 }
 
 const TT = 'TOKEN_TERMINATOR_';
@@ -260,11 +286,16 @@ const FIELDS: readonly Field[] = [
   tt('vaultHighWaterPct', 'VAULT_HIGH_WATER_PCT', int(1, 100), 90),
   tt('vaultLowWaterPct', 'VAULT_LOW_WATER_PCT', int(0, 99), 80),
   tt('busyTimeoutMs', 'BUSY_TIMEOUT_MS', int(0, 60_000), 10_000),
+  { ...tt('dbUrl', 'DB_URL', postgresUrl, ''), secret: true },
+  tt('dbPoolSize', 'DB_POOL_SIZE', int(1, 1000), 10),
+  tt('dbStatementTimeoutMs', 'DB_STATEMENT_TIMEOUT_MS', int(0, 3_600_000), 30_000),
   tt('inlineLeases', 'INLINE_LEASES', int(0, 100), 1),
   tt('maxPageChars', 'MAX_PAGE_CHARS', int(1), 20000),
   tt('maxSearchResults', 'MAX_SEARCH_RESULTS', int(1, 500), 50),
   tt('workingGraphChars', 'WORKING_GRAPH_CHARS', int(0), 0),
   tt('tokenBudget', 'TOKEN_BUDGET', bool, true),
+  tt('outputCap', 'OUTPUT_CAP', bool, true),
+  tt('modelLimits', 'MODEL_LIMITS', modelLimits, {}),
   tt('tokenizerJson', 'TOKENIZER_JSON', path, '', { isPath: true }),
   tt('tiktokenEncoding', 'TIKTOKEN_ENCODING', oneOf(['', ...TIKTOKEN_ENCODINGS]), ''),
   tt('contextCompaction', 'CONTEXT_COMPACTION', bool, true),
@@ -424,7 +455,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     }
     const prepared = field.kind.prepare ? field.kind.prepare(candidate) : candidate;
     const parsed = field.kind.schema.safeParse(prepared);
-    if (!parsed.success) throw new ConfigError(`${label} must be ${field.kind.expects}, got ${show(shown)}`);
+    if (!parsed.success) throw new ConfigError(`${label} must be ${field.kind.expects}, got ${field.secret ? '(value not shown: it may hold a password)' : show(shown)}`);
     const value = field.isPath && typeof parsed.data === 'string' ? expandPath(parsed.data, home) : parsed.data;
     flat.set(field.key, value);
   }
@@ -471,4 +502,15 @@ function crossCheck(c: Config): void {
   if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {
     throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
   }
+}
+
+/**
+ * Where the experiment ledger is: TOKEN_TERMINATOR_LEDGER_PATH when it was set, else
+ * `experiments.sqlite3` beside the vault (so a vault moved with TOKEN_TERMINATOR_DB_PATH or `--db`
+ * keeps its ledger next to it, as `replay` does).
+ */
+export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {
+  const dataDirDefault = join(config.dataDir, 'experiments.sqlite3');
+  if (config.ledgerPath !== dataDirDefault || config.dbPath === '' || config.dbPath === ':memory:') return config.ledgerPath;
+  return join(dirname(config.dbPath), 'experiments.sqlite3');
 }

@@ -28,11 +28,20 @@ export interface Config {
   readonly vaultLowWaterPct: number; // TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT (80)
   /** How long a vault write waits for another process's lock before the stage fails open. */
   readonly busyTimeoutMs: number; // TOKEN_TERMINATOR_BUSY_TIMEOUT_MS (10000, 0…60000)
+  /** A shared vault (and ledger) in PostgreSQL instead of the SQLite files; wins over dbPath and ledgerPath. */
+  readonly dbUrl: string; // TOKEN_TERMINATOR_DB_URL ('' = SQLite; postgres://…)
+  readonly dbPoolSize: number; // TOKEN_TERMINATOR_DB_POOL_SIZE (10, 1…1000; PostgreSQL connections per process)
+  readonly dbStatementTimeoutMs: number; // TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS (30000, 0 = none; PostgreSQL)
   readonly inlineLeases: number; // TOKEN_TERMINATOR_INLINE_LEASES (1)
   readonly maxPageChars: number; // TOKEN_TERMINATOR_MAX_PAGE_CHARS (20000)
   readonly maxSearchResults: number; // TOKEN_TERMINATOR_MAX_SEARCH_RESULTS (50)
   readonly workingGraphChars: number; // TOKEN_TERMINATOR_WORKING_GRAPH_CHARS (0)
+  /** Exact-token half of the acceptance gate (chars only when false; the output cap is OUTPUT_CAP). */
   readonly tokenBudget: boolean; // TOKEN_TERMINATOR_TOKEN_BUDGET (true)
+  /** The output-cap stage (incontext's arithmetic) on compiled requests. */
+  readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
+  /** Model id → { contextWindow?, maxOutputTokens? } over the built-in model table. */
+  readonly modelLimits: Readonly<Record<string, { readonly contextWindow?: number; readonly maxOutputTokens?: number }>>; // TOKEN_TERMINATOR_MODEL_LIMITS (JSON object)
   readonly tokenizerJson: string; // TOKEN_TERMINATOR_TOKENIZER_JSON ('')
   readonly tiktokenEncoding: string; // TOKEN_TERMINATOR_TIKTOKEN_ENCODING ('')
   readonly contextCompaction: boolean; // TOKEN_TERMINATOR_CONTEXT_COMPACTION (true)

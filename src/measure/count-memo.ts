@@ -1,6 +1,27 @@
 import { createHash } from 'node:crypto';
 import type { TokenCounter } from './types.js';
 
+/** Strings longer than this are keyed by SHA-256 instead of by themselves (both memo kinds). */
+export const DEFAULT_HASH_ABOVE = 256;
+
+// Memos stack (a per-consumer memo over a counter that has the process-wide one), and each layer
+// needs the same key for the same text: remember the last one so a long string is hashed once.
+let lastText: string | undefined;
+let lastKey = '';
+
+/**
+ * The memo key of `text`: the text itself when at most `hashAbove` code units, else its length
+ * and SHA-256 (hashing runs at ~1 GB/s, BPE at a few MB/s), so no long content is retained.
+ */
+export function contentKey(text: string, hashAbove: number = DEFAULT_HASH_ABOVE): string {
+  if (text.length <= hashAbove) return `s${text}`;
+  if (text === lastText) return lastKey;
+  const key = `h${text.length}:${createHash('sha256').update(text, 'utf8').digest('base64')}`;
+  lastText = text;
+  lastKey = key;
+  return key;
+}
+
 export interface CountMemoOptions {
   /** Most remembered contents (least recently used dropped first). Default 4096. */
   readonly maxEntries?: number;
@@ -14,10 +35,64 @@ export interface CountMemo extends TokenCounter {
   clear(): void;
 }
 
+/** A bounded LRU of content key → count. */
+class CountTable {
+  readonly #entries = new Map<string, number>();
+  #keyChars = 0;
+  hits = 0;
+  misses = 0;
+
+  constructor(public maxEntries: number) {}
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Sum of key lengths (the table's only variable-size content). */
+  get keyChars(): number {
+    return this.#keyChars;
+  }
+
+  get(key: string): number | undefined {
+    const known = this.#entries.get(key);
+    if (known === undefined) {
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
+    this.#entries.delete(key);
+    this.#entries.set(key, known);
+    return known;
+  }
+
+  set(key: string, n: number): void {
+    if (this.maxEntries === 0) return;
+    if (!this.#entries.has(key)) this.#keyChars += key.length;
+    this.#entries.set(key, n);
+    this.trim();
+  }
+
+  trim(): void {
+    while (this.#entries.size > this.maxEntries) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done === true) break;
+      this.#entries.delete(oldest.value);
+      this.#keyChars -= oldest.value.length;
+    }
+  }
+
+  clear(): void {
+    this.#entries.clear();
+    this.#keyChars = 0;
+    this.hits = 0;
+    this.misses = 0;
+  }
+}
+
 /**
  * Wrap a counter so the same content is never counted twice. Keys are the text itself when short,
- * else its SHA-256 and length (hashing runs at ~1 GB/s, BPE at a few MB/s). The memo is bounded
- * (LRU) and keeps no content longer than `hashAbove` chars.
+ * else its SHA-256 and length (see {@link contentKey}). The memo is bounded (LRU) and keeps no
+ * content longer than `hashAbove` chars.
  *
  * @example
  * const memo = createCountMemo(createTiktokenCounter(), { maxEntries: 1000 });
@@ -25,48 +100,114 @@ export interface CountMemo extends TokenCounter {
  */
 export function createCountMemo(counter: TokenCounter, options: CountMemoOptions = {}): CountMemo {
   const maxEntries = options.maxEntries ?? 4096;
-  const hashAbove = options.hashAbove ?? 256;
+  const hashAbove = options.hashAbove ?? DEFAULT_HASH_ABOVE;
   if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new TypeError('createCountMemo: maxEntries must be an integer ≥ 1');
   if (!Number.isInteger(hashAbove) || hashAbove < 0) throw new TypeError('createCountMemo: hashAbove must be an integer ≥ 0');
-  const entries = new Map<string, number>();
-  let hits = 0;
-  let misses = 0;
-  const keyOf = (text: string): string =>
-    text.length <= hashAbove ? `s${text}` : `h${text.length}:${createHash('sha256').update(text, 'utf8').digest('base64')}`;
+  const table = new CountTable(maxEntries);
   const memo: CountMemo = {
     name: counter.name,
     exact: counter.exact,
     get stats() {
-      return { hits, misses, size: entries.size };
+      return { hits: table.hits, misses: table.misses, size: table.size };
     },
     count(text: string): number {
-      const key = keyOf(text);
-      const known = entries.get(key);
-      if (known !== undefined) {
-        hits++;
-        entries.delete(key);
-        entries.set(key, known);
-        return known;
-      }
-      misses++;
+      const key = contentKey(text, hashAbove);
+      const known = table.get(key);
+      if (known !== undefined) return known;
       const n = counter.count(text);
-      entries.set(key, n);
-      if (entries.size > maxEntries) {
-        const oldest = entries.keys().next();
-        if (oldest.done !== true) entries.delete(oldest.value);
-      }
+      table.set(key, n);
       return n;
     },
     clear(): void {
-      entries.clear();
+      table.clear();
     },
   };
   if (counter.dispose !== undefined) {
     const dispose = counter.dispose.bind(counter);
     memo.dispose = (): void => {
-      entries.clear();
+      table.clear();
       dispose();
     };
   }
   return memo;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The process-wide memo: one table per counting function (an encoding and its long-run cut),
+// shared by every counter built for it, so a string is tokenized at most once per process
+// whichever stage, session or Terminator asks.
+
+/** Default bound of each process-wide table (entries; least recently used dropped first). */
+export const DEFAULT_SHARED_MEMO_ENTRIES = 65_536;
+
+/** Strings up to this length are keyed by themselves in the process-wide tables. */
+const SHARED_HASH_ABOVE = 64;
+
+const tables = new Map<string, CountTable>();
+let sharedMaxEntries = DEFAULT_SHARED_MEMO_ENTRIES;
+
+/**
+ * Count `text` through the process-wide table `id` (e.g. `o200k_base/1024`), calling `count`
+ * only on a miss. `count` must be a pure function of the text for that id.
+ */
+export function countShared(id: string, text: string, count: (text: string) => number): number {
+  if (sharedMaxEntries === 0) return count(text);
+  let table = tables.get(id);
+  if (table === undefined) {
+    table = new CountTable(sharedMaxEntries);
+    tables.set(id, table);
+  }
+  const key = contentKey(text, SHARED_HASH_ABOVE);
+  const known = table.get(key);
+  if (known !== undefined) return known;
+  const n = count(text);
+  table.set(key, n);
+  return n;
+}
+
+/** What the process-wide tables hold. */
+export interface SharedCountMemoStats {
+  /** Tables (one per encoding and long-run cut in use). */
+  readonly tables: number;
+  readonly entries: number;
+  readonly hits: number;
+  readonly misses: number;
+  /** Sum of key lengths in UTF-16 code units: keys are ≤ 65 chars, or `h<len>:<sha256>`. */
+  readonly keyChars: number;
+  /** The per-table entry bound in force. */
+  readonly maxEntries: number;
+}
+
+/** Statistics of the process-wide memo (for benches, status and tests). */
+export function sharedCountMemoStats(): SharedCountMemoStats {
+  let entries = 0;
+  let hits = 0;
+  let misses = 0;
+  let keyChars = 0;
+  for (const t of tables.values()) {
+    entries += t.size;
+    hits += t.hits;
+    misses += t.misses;
+    keyChars += t.keyChars;
+  }
+  return { tables: tables.size, entries, hits, misses, keyChars, maxEntries: sharedMaxEntries };
+}
+
+/**
+ * Bound every process-wide table to `maxEntries` (0 turns the process-wide memo off; existing
+ * entries past the bound are dropped at once). Default {@link DEFAULT_SHARED_MEMO_ENTRIES}.
+ */
+export function setSharedCountMemoLimit(maxEntries: number): void {
+  if (!Number.isInteger(maxEntries) || maxEntries < 0) throw new TypeError('setSharedCountMemoLimit: maxEntries must be an integer ≥ 0');
+  sharedMaxEntries = maxEntries;
+  for (const t of tables.values()) {
+    t.maxEntries = maxEntries;
+    t.trim();
+  }
+}
+
+/** Empty the process-wide tables and their statistics. */
+export function clearSharedCountMemo(): void {
+  for (const t of tables.values()) t.clear();
+  tables.clear();
 }

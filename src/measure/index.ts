@@ -11,14 +11,29 @@ export {
   type CanonicalJsonOptions,
 } from './canonical-json.js';
 export { splitLongRuns, countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
+export { createTiktokenCounter, DEFAULT_ENGINES, type TiktokenCounterOptions } from './tiktoken-counter.js';
 export {
-  createTiktokenCounter,
+  acquireEncoder,
+  ENCODER_ENGINES,
   isTiktokenEncoding,
+  loadedEncoders,
   TIKTOKEN_ENCODINGS,
+  type EncoderEngine,
+  type EncoderLease,
   type TiktokenEncodingName,
-  type TiktokenCounterOptions,
-} from './tiktoken-counter.js';
+} from './encoders.js';
 export { createTokenizerJsonCounter, type TokenizerJsonObjects, type TokenizerJsonCounterOptions } from './tokenizer-json-counter.js';
 export { createRoughCounter, roughTokens } from './rough-counter.js';
 export { counterForModel, encodingForModel, normalizeModelName, type CounterForModelOptions, type ModelEncoding } from './model-counter.js';
-export { createCountMemo, type CountMemo, type CountMemoOptions } from './count-memo.js';
+export {
+  clearSharedCountMemo,
+  contentKey,
+  countShared,
+  createCountMemo,
+  DEFAULT_SHARED_MEMO_ENTRIES,
+  setSharedCountMemoLimit,
+  sharedCountMemoStats,
+  type CountMemo,
+  type CountMemoOptions,
+  type SharedCountMemoStats,
+} from './count-memo.js';

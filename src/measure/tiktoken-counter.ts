@@ -1,51 +1,36 @@
-import { get_encoding, type Tiktoken } from 'tiktoken';
 import type { TokenCounter } from './types.js';
+import { countShared } from './count-memo.js';
+import { acquireEncoder, ENCODER_ENGINES, isTiktokenEncoding, TIKTOKEN_ENCODINGS, type EncoderEngine, type TiktokenEncodingName } from './encoders.js';
 import { countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
 
-/** Encodings this library counts with (the two current OpenAI chat encodings). */
-export type TiktokenEncodingName = 'o200k_base' | 'cl100k_base';
+export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './encoders.js';
 
-export const TIKTOKEN_ENCODINGS: readonly TiktokenEncodingName[] = ['o200k_base', 'cl100k_base'];
+/**
+ * The engine each encoding counts with by default: the pure-JS one wherever the identity test
+ * (test/measure/encoder-identity.test.ts) and the corpus check of `npm run bench -- counters`
+ * found it identical to tiktoken's WASM, which stays available as `engine: 'wasm'`.
+ */
+export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngine>> = Object.freeze({ o200k_base: 'js', cl100k_base: 'js' });
 
 export interface TiktokenCounterOptions {
   /** Whether counts are exact for the route this counter serves. Default true. */
   readonly exact?: boolean;
   /** Longest same-class run encoded in one piece (pathological-input guard). Default 1024. */
   readonly maxRun?: number;
-}
-
-// One WASM encoder per encoding for the whole process: `get_encoding` costs ~0.2 s and several
-// MB, so counters share it and the last dispose() frees it.
-const shared = new Map<TiktokenEncodingName, { encoder: Tiktoken; refs: number }>();
-
-function acquire(encoding: TiktokenEncodingName): Tiktoken {
-  let entry = shared.get(encoding);
-  if (entry === undefined) {
-    entry = { encoder: get_encoding(encoding), refs: 0 };
-    shared.set(encoding, entry);
-  }
-  entry.refs++;
-  return entry.encoder;
-}
-
-function release(encoding: TiktokenEncodingName): void {
-  const entry = shared.get(encoding);
-  if (entry === undefined) return;
-  entry.refs--;
-  if (entry.refs <= 0) {
-    shared.delete(encoding);
-    entry.encoder.free();
-  }
-}
-
-/** True when `name` is an encoding this module can load. */
-export function isTiktokenEncoding(name: string): name is TiktokenEncodingName {
-  return (TIKTOKEN_ENCODINGS as readonly string[]).includes(name);
+  /** `js` (gpt-tokenizer's core) or `wasm` (tiktoken). Default: {@link DEFAULT_ENGINES}. */
+  readonly engine?: EncoderEngine;
+  /**
+   * Go through the process-wide memo, so each string is tokenized at most once per process
+   * whichever counter asks (see `sharedCountMemoStats`). Default true; reference checks turn
+   * it off to make every call tokenize.
+   */
+  readonly memo?: boolean;
 }
 
 /**
- * A counter over a tiktoken (WASM) encoding. Special-token strings such as `<|endoftext|>` are
- * counted as plain text (`encode_ordinary`), and long single-class runs are split before encoding.
+ * A counter over a tiktoken encoding. Special-token strings such as `<|endoftext|>` are counted
+ * as plain text (`encode_ordinary`), long single-class runs are split before encoding, and
+ * every counter of one encoding shares one engine and one memo for the whole process.
  *
  * @example
  * const counter = createTiktokenCounter();
@@ -58,21 +43,25 @@ export function createTiktokenCounter(encoding: TiktokenEncodingName = 'o200k_ba
   }
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;
   if (!Number.isInteger(maxRun) || maxRun < 16) throw new TypeError('createTiktokenCounter: maxRun must be an integer ≥ 16');
-  let encoder: Tiktoken | undefined = acquire(encoding);
-  const encodeLength = (piece: string): number => {
-    if (encoder === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
-    return encoder.encode_ordinary(piece).length;
-  };
+  const engine = options.engine ?? DEFAULT_ENGINES[encoding];
+  if (!(ENCODER_ENGINES as readonly string[]).includes(engine)) {
+    throw new TypeError(`createTiktokenCounter: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
+  }
+  const memoId = options.memo === false ? undefined : `${encoding}/${maxRun}`;
+  let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);
+  const countPiece = lease.count;
+  const countText = (text: string): number => countGuarded(text, countPiece, maxRun);
   return {
     name: options.exact === false ? `tiktoken:${encoding}~approx` : `tiktoken:${encoding}`,
     exact: options.exact !== false,
     count(text: string): number {
-      return text.length === 0 ? 0 : countGuarded(text, encodeLength, maxRun);
+      if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
+      if (text.length === 0) return 0;
+      return memoId === undefined ? countText(text) : countShared(memoId, text, countText);
     },
     dispose(): void {
-      if (encoder === undefined) return;
-      encoder = undefined;
-      release(encoding);
+      lease?.release();
+      lease = undefined;
     },
   };
 }

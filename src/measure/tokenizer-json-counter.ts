@@ -1,7 +1,8 @@
-import { readFileSync, existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { TokenCounter } from './types.js';
+import { countShared } from './count-memo.js';
 import { countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
 
 /**
@@ -68,11 +69,21 @@ export function createTokenizerJsonCounter(source: string | TokenizerJsonObjects
     if (!Array.isArray(ids)) throw new TypeError('tokenizer-json: encode() returned no ids');
     return ids.length;
   };
+  const countText = (text: string): number => countGuarded(text, encodeLength, maxRun);
+  // A file is one counting function per (path, version): counters built from it share the
+  // process-wide memo. Parsed objects have no cheap identity, so they count unshared.
+  const memoId = typeof source === 'string' ? fileIdentity(source, maxRun) : undefined;
   return {
     name: 'tokenizer-json',
     exact: options.exact !== false,
     count(text: string): number {
-      return text.length === 0 ? 0 : countGuarded(text, encodeLength, maxRun);
+      if (text.length === 0) return 0;
+      return memoId === undefined ? countText(text) : countShared(memoId, text, countText);
     },
   };
+}
+
+function fileIdentity(path: string, maxRun: number): string {
+  const st = statSync(path);
+  return `tokenizer-json:${resolve(path)}:${st.size}:${st.mtimeMs}/${maxRun}`;
 }

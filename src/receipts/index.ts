@@ -22,9 +22,21 @@ export interface Receipt {
   readonly sha256Prefix?: string;
 }
 
-/** Neutralize a tool name for a receipt: whitespace runs → `_`, anything outside `[\p{L}\p{N}._:/-]` → `_`. */
+/**
+ * Python's `str.split()` whitespace (what the reference splits tool names on): JS `\s` differs by
+ * U+FEFF (not whitespace in Python) and U+001C–U+001F, U+0085 (whitespace in Python).
+ */
+const PY_SPACE = '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+const EDGE_SPACE = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, 'gu');
+const SPACE_RUN = new RegExp(`[${PY_SPACE}]+`, 'gu');
+
+/**
+ * Neutralize a tool name for a receipt, as the reference does: split on whitespace and join with
+ * `_` (so leading and trailing whitespace vanish), map anything outside `[\p{L}\p{N}._:/-]` to `_`,
+ * cut to 80 code points; empty → `tool`. `" terminal"` → `terminal`, `"   "` → `tool`.
+ */
 export function toolLabel(name: string): string {
-  const label = Array.from(name.replace(/\s+/gu, '_'))
+  const label = Array.from(name.replace(EDGE_SPACE, '').replace(SPACE_RUN, '_'))
     .map((ch) => (/^[\p{L}\p{N}._:/-]$/u.test(ch) ? ch : '_'))
     .slice(0, MAX_LABEL)
     .join('');
@@ -43,15 +55,17 @@ export function renderReceipt(receipt: Receipt): string {
   return `[Token Terminator artifact ${receipt.artifactId} | tool=${toolLabel(receipt.tool)} | chars=${receipt.chars}${digest} | ${RECOVERY_HINT}]`;
 }
 
+// `tool=` may be empty: the reference's compactor receipts carry no empty-name fallback.
 const RECEIPT_RE =
-  /^\[Token Terminator artifact (a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| tool=([\p{L}\p{N}._:/-]{1,80}) \| chars=(\d+)(?: \| sha256=([0-9a-f]{16})\u2026)? \| recover with token_terminator action=artifact_get\]$/u;
+  /^\[Token Terminator artifact (a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| tool=([\p{L}\p{N}._:/-]{0,80}) \| chars=(\d+)(?: \| sha256=([0-9a-f]{16})\u2026)? \| recover with token_terminator action=artifact_get\]$/u;
 
 /** Parse a rendered receipt; undefined for anything else. */
 export function parseReceipt(text: string): Receipt | undefined {
   const m = RECEIPT_RE.exec(text);
   if (m === null) return undefined;
   const [, artifactId, tool, chars, sha] = m;
-  return createReceipt(artifactId!, tool!, Number(chars), sha);
+  const base = { artifactId: artifactId!, tool: tool!, chars: Number(chars) };
+  return Object.freeze(sha === undefined ? base : { ...base, sha256Prefix: sha });
 }
 
 /** True when a text is exactly one receipt (used for idempotence: never receipt a receipt). */
@@ -81,9 +95,23 @@ export function renderNativeNote(rawChars: number, compactChars: number, artifac
   return `[Token Terminator: ${pythonPercent(rawChars, compactChars)}% fewer characters; full artifact=${artifactId}; ${RECOVERY_HINT}]`;
 }
 
-/** Python's `round((raw - compact) / raw * 100, 1)` printed as a Python float (`96.0`, `100.0`). */
+/**
+ * Python's `round((raw - compact) / raw * 100, 1)` printed as a Python float (`96.0`, `100.0`).
+ * Python rounds the exact binary value half to even (raw 20000, compact 7950: 60.25 → `60.2`);
+ * `Math.round` would round half up. `toFixed(100)` gives the double's exact decimal expansion.
+ */
 export function pythonPercent(raw: number, compact: number): string {
   if (raw <= 0) return '0.0';
-  const value = Math.round(((raw - compact) / raw) * 1000) / 10;
-  return Number.isInteger(value) ? `${value}.0` : String(value);
+  return pythonRound1(((raw - compact) / raw) * 100);
+}
+
+function pythonRound1(value: number): string {
+  const negative = value < 0;
+  const [whole = '0', fraction = ''] = Math.abs(value).toFixed(100).split('.');
+  const first = fraction.charAt(0) || '0';
+  const rest = fraction.slice(1).replace(/0+$/, '');
+  const up = rest === '' ? false : rest.charAt(0) > '5' || (rest.charAt(0) === '5' && (rest.length > 1 || Number(first) % 2 === 1));
+  const tenths = BigInt(`${whole}${first}`) + (up ? 1n : 0n);
+  const text = `${tenths / 10n}.${tenths % 10n}`;
+  return negative && tenths !== 0n ? `-${text}` : text;
 }

@@ -12,7 +12,9 @@ import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import type { RecoveryTool } from '../runtime-types.js';
 import { errorLabel } from '../step.js';
-import type { ArtifactSummary, Vault } from '../vault/types.js';
+import { rtkAvailable } from '../tools/spawner.js';
+import type { ArtifactStore } from '../vault/ports.js';
+import type { ArtifactSummary } from '../vault/types.js';
 import {
   DEFAULT_PAGE_CHARS,
   RECOVERY_DESCRIPTION,
@@ -41,7 +43,7 @@ export const EXACT_RECOVERY = 'token_terminator action=artifact_get';
 
 export interface RecoveryToolOptions {
   /** The vault to read (required). */
-  readonly vault: Vault;
+  readonly vault: ArtifactStore;
   /** Page ceiling, search ceiling, mode and working-state budget come from here (required). */
   readonly config: Config;
   /** Extra fields merged into the `status` result, e.g. process metrics (default: none). Must be content-free. */
@@ -186,12 +188,14 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
         vault_max_bytes: config.vaultMaxBytes,
       },
       profile: {
-        terminal_rewrite: flags.terminal,
+        // The mode allows it, and an rtk binary is really there to run (status must not promise rewrites).
+        terminal_rewrite: flags.terminal && rtkAvailable(config.rtkPath, process.env),
         native_compression: flags.native,
         native_read_file: flags.nativeReadFile,
         request_compiler: flags.compiler,
         temporal_delta: flags.temporal,
         token_budget: config.tokenBudget,
+        output_cap: config.outputCap,
         context_compaction: config.contextCompaction,
         working_state: config.workingGraphChars > 0,
       },

@@ -1,23 +1,12 @@
 /**
- * A small, bounded, per-session working-state graph (facts §2.10) kept in the vault's SQLite file,
- * in its own `working_state_*` tables (a second connection; WAL lets it share the file).
- *
- * Differences from the reference, on purpose: the graph is per session (the reference keeps one global
- * graph and records the session only on events), so one session cannot read or overwrite another's
- * state; caps apply per session. Rendering into requests and event replay are not implemented here.
+ * The earlier stand-alone working-state store, kept for existing callers: it now opens a vault on
+ * the file and hands out its `workingState` port (same tables, same behaviour). New code uses
+ * `vault.workingState` of the vault it already has — one connection per process per store.
+ * @deprecated use `Vault.workingState`.
  */
-import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
-import { TokenTerminatorError } from '../errors.js';
-import { canonicalJson } from '../measure/index.js';
-import type { WorkingStateStore } from './working-state.js';
-
-/** A batch that cannot be applied; nothing of it was written. */
-export class WorkingStateError extends TokenTerminatorError {
-  constructor(message: string) {
-    super('E_WORKING_STATE_INVALID', message);
-  }
-}
+import { createVault } from '../vault/create.js';
+import type { WorkingStateStore } from '../vault/ports.js';
+export { WorkingStateError } from '../vault/working-state.js';
 
 export interface WorkingStateStoreOptions {
   /** SQLite file (normally the vault's, `config.dbPath`), or ':memory:' (required). */
@@ -36,201 +25,18 @@ export interface ClosableWorkingStateStore extends WorkingStateStore {
   close(): void;
 }
 
-type Entity = Record<string, unknown> & { status: 'active' | 'retired'; created_seq: number; updated_seq: number };
-type Kind = 'node' | 'edge';
-
-const NODE_FIELDS = ['kind', 'label', 'content', 'confidence', 'priority', 'uncertainty', 'activation', 'metadata'] as const;
-const EDGE_FIELDS = ['kind', 'source', 'target', 'confidence', 'metadata'] as const;
-const SCORES = new Set(['confidence', 'priority', 'uncertainty', 'activation']);
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS working_state_entities (
-  session_id TEXT NOT NULL, entity TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,
-  active INTEGER NOT NULL, created_seq INTEGER NOT NULL, updated_seq INTEGER NOT NULL,
-  PRIMARY KEY (session_id, entity, id));
-CREATE TABLE IF NOT EXISTS working_state_events (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,
-  payload TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS working_state_events_session ON working_state_events (session_id);`;
-
-function identifier(value: unknown, where: string): string {
-  if (typeof value !== 'string') throw new WorkingStateError(`${where} must be a string`);
-  const s = value.trim();
-  if (s === '' || s.length > 256 || CONTROL.test(s)) {
-    throw new WorkingStateError(`${where} must be 1–256 characters without control characters`);
-  }
-  return s;
-}
-
-function field(name: string, value: unknown, where: string): unknown {
-  if (SCORES.has(name)) {
-    if (value === null) return null;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
-      throw new WorkingStateError(`${where}.${name} must be a number in [0, 1] or null`);
-    }
-    return value;
-  }
-  if (name === 'label' || name === 'content') {
-    const max = name === 'label' ? 2000 : 20000;
-    if (typeof value !== 'string' || value.length > max) throw new WorkingStateError(`${where}.${name} must be a string of at most ${max} characters`);
-    return value;
-  }
-  if (name === 'metadata') {
-    if (value === null || typeof value !== 'object' || Array.isArray(value) || canonicalJson(value).length > 20000) {
-      throw new WorkingStateError(`${where}.metadata must be an object of at most 20000 serialized characters`);
-    }
-    return JSON.parse(JSON.stringify(value)) as unknown;
-  }
-  return identifier(value, `${where}.${name}`);
-}
-
-/**
- * Open the store (creates its tables when missing).
- *
- * @example
- * const store = createWorkingStateStore({ path: config.dbPath });
- * const tool = createRecoveryTool({ vault, config, workingState: store });
- */
+/** @deprecated use `Vault.workingState`. */
 export function createWorkingStateStore(options: WorkingStateStoreOptions): ClosableWorkingStateStore {
-  const maxNodes = options.maxNodes ?? 1000;
-  const maxEdges = options.maxEdges ?? 2000;
-  const maxEvents = options.maxEvents ?? 100_000;
-  const db = new Database(options.path);
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
-  if (options.path !== ':memory:') db.pragma('journal_mode = WAL');
-  db.exec(SCHEMA);
-  const load = db.prepare('SELECT entity, id, body, active, created_seq, updated_seq FROM working_state_entities WHERE session_id = ?');
-  const countEvents = db.prepare('SELECT COUNT(*) AS n FROM working_state_events WHERE session_id = ?');
-  const hasEvent = db.prepare('SELECT 1 FROM working_state_events WHERE event_id = ?');
-  const insertEvent = db.prepare('INSERT INTO working_state_events (event_id, session_id, payload, created_at) VALUES (?, ?, ?, ?)');
-  const upsert = db.prepare(
-    `INSERT INTO working_state_entities (session_id, entity, id, body, active, created_seq, updated_seq) VALUES (?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (session_id, entity, id) DO UPDATE SET body = excluded.body, active = excluded.active, updated_seq = excluded.updated_seq`,
-  );
-
-  function loadState(sessionId: string): Map<string, Entity> {
-    const state = new Map<string, Entity>();
-    for (const row of load.all(sessionId) as { entity: Kind; id: string; body: string; active: number; created_seq: number; updated_seq: number }[]) {
-      const body = JSON.parse(row.body) as Record<string, unknown>;
-      state.set(`${row.entity}:${row.id}`, { ...body, status: row.active ? 'active' : 'retired', created_seq: row.created_seq, updated_seq: row.updated_seq });
-    }
-    return state;
-  }
-
-  const apply = db.transaction((sessionId: string, operations: readonly Readonly<Record<string, unknown>>[]) => {
-    const state = loadState(sessionId);
-    const touched = new Map<string, Entity>();
-    const events: { id: string; payload: string }[] = [];
-    const count = (kind: Kind) => [...state.keys()].filter((k) => k.startsWith(`${kind}:`)).length;
-    const activeNode = (id: unknown, where: string) => {
-      const node = state.get(`node:${String(id)}`);
-      if (node?.status !== 'active') throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
-    };
-    const put = (key: string, entity: Entity) => {
-      state.set(key, entity);
-      touched.set(key, entity);
-    };
-    let seq = Number((db.prepare('SELECT COALESCE(MAX(seq), 0) AS s FROM working_state_events').get() as { s: number }).s);
-    operations.forEach((raw, index) => {
-      const where = `operations[${index}]`;
-      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new WorkingStateError(`${where} must be an object`);
-      if (canonicalJson(raw).length > 50_000) throw new WorkingStateError(`${where} is larger than 50000 serialized characters`);
-      let op = typeof raw['op'] === 'string' ? raw['op'].trim().toUpperCase() : '';
-      const input: Record<string, unknown> = { ...raw };
-      if (op === 'PROPOSITION_CREATE') {
-        op = 'NODE_CREATE';
-        input['kind'] ??= 'proposition';
-      }
-      const entity: Kind | undefined = op.startsWith('NODE_') ? 'node' : op.startsWith('EDGE_') ? 'edge' : undefined;
-      const verb = op.slice(5);
-      if (entity === undefined || !['CREATE', 'UPDATE', 'RETIRE'].includes(verb)) {
-        throw new WorkingStateError(`${where}.op must be one of NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE`);
-      }
-      const idField = `${entity}_id`;
-      const allowed = new Set(['op', 'event_id', idField, ...(verb === 'RETIRE' ? [] : entity === 'node' ? NODE_FIELDS : EDGE_FIELDS)]);
-      for (const key of Object.keys(input)) if (!allowed.has(key)) throw new WorkingStateError(`${where}: unknown field ${key} for ${op}`);
-      const eventId = input['event_id'] === undefined ? `evt_${randomUUID().replace(/-/g, '')}` : identifier(input['event_id'], `${where}.event_id`);
-      if (hasEvent.get(eventId) !== undefined || events.some((e) => e.id === eventId)) throw new WorkingStateError(`${where}: duplicate event_id ${eventId}`);
-      const id = identifier(input[idField], `${where}.${idField}`);
-      const key = `${entity}:${id}`;
-      const current = state.get(key);
-      const fields: Record<string, unknown> = {};
-      for (const name of entity === 'node' ? NODE_FIELDS : EDGE_FIELDS) {
-        if (input[name] !== undefined) fields[name] = field(name, input[name], where);
-      }
-      seq += 1;
-      if (verb === 'CREATE') {
-        if (current !== undefined) throw new WorkingStateError(`${where}: ${entity} ${id} already exists`);
-        if (fields['kind'] === undefined) throw new WorkingStateError(`${where}.kind is required for ${op}`);
-        if (entity === 'edge') {
-          if (fields['source'] === undefined || fields['target'] === undefined) throw new WorkingStateError(`${where}: source and target are required`);
-          activeNode(fields['source'], where);
-          activeNode(fields['target'], where);
-        }
-        if (count(entity) >= (entity === 'node' ? maxNodes : maxEdges)) throw new WorkingStateError(`${where}: more than ${entity === 'node' ? maxNodes : maxEdges} ${entity}s`);
-        put(key, { [idField]: id, ...fields, status: 'active', created_seq: seq, updated_seq: seq });
-      } else {
-        if (current?.status !== 'active') throw new WorkingStateError(`${where}: ${entity} ${id} is not active`);
-        if (verb === 'UPDATE') {
-          if (Object.keys(fields).length === 0) throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
-          const next: Entity = { ...current, ...fields, updated_seq: seq };
-          if (entity === 'edge') {
-            activeNode(next['source'], where);
-            activeNode(next['target'], where);
-          }
-          put(key, next);
-        } else {
-          put(key, { ...current, status: 'retired', updated_seq: seq });
-          if (entity === 'node') {
-            for (const [k, e] of state) {
-              if (k.startsWith('edge:') && e.status === 'active' && (e['source'] === id || e['target'] === id)) put(k, { ...e, status: 'retired', updated_seq: seq });
-            }
-          }
-        }
-      }
-      events.push({ id: eventId, payload: canonicalJson({ ...input, op, event_id: eventId, [idField]: id, ...fields }, { compact: true }) });
-    });
-    const existingEvents = (countEvents.get(sessionId) as { n: number }).n;
-    if (existingEvents + events.length > maxEvents) throw new WorkingStateError(`more than ${maxEvents} working-state events in this session`);
-    const now = new Date().toISOString();
-    for (const e of events) insertEvent.run(e.id, sessionId, e.payload, now);
-    for (const [key, e] of touched) {
-      const { status, created_seq, updated_seq, ...body } = e;
-      upsert.run(sessionId, key.slice(0, 4), key.slice(5), canonicalJson(body, { compact: true }), status === 'active' ? 1 : 0, created_seq, updated_seq);
-    }
-    const all = [...state.entries()];
-    return {
-      accepted: events.length,
-      event_ids: events.map((e) => e.id),
-      counts: {
-        nodes: all.filter(([k]) => k.startsWith('node:')).length,
-        edges: all.filter(([k]) => k.startsWith('edge:')).length,
-        active_nodes: all.filter(([k, e]) => k.startsWith('node:') && e.status === 'active').length,
-        active_edges: all.filter(([k, e]) => k.startsWith('edge:') && e.status === 'active').length,
-        events: existingEvents + events.length,
-      },
-    };
-  });
-
-  function get(sessionId: string, includeRetired: boolean, limit: number): Readonly<Record<string, unknown>> {
-    const byRecency = (a: Entity, b: Entity, ka: string, kb: string) => b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
-    const state = [...loadState(sessionId).entries()].filter(([, e]) => includeRetired || e.status === 'active');
-    const nodes = state.filter(([k]) => k.startsWith('node:')).sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb)).slice(0, limit);
-    const visible = new Set(nodes.map(([k]) => k.slice(5)));
-    const edges = state
-      .filter(([k, e]) => k.startsWith('edge:') && visible.has(String(e['source'])) && visible.has(String(e['target'])))
-      .sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb))
-      .slice(0, limit);
-    return {
-      nodes: Object.fromEntries(nodes.map(([k, e]) => [k.slice(5), e])),
-      edges: Object.fromEntries(edges.map(([k, e]) => [k.slice(5), e])),
-    };
-  }
-
+  const limits = {
+    ...(options.maxNodes === undefined ? {} : { maxNodes: options.maxNodes }),
+    ...(options.maxEdges === undefined ? {} : { maxEdges: options.maxEdges }),
+    ...(options.maxEvents === undefined ? {} : { maxEvents: options.maxEvents }),
+  };
+  const vault = createVault({ path: options.path, busyTimeoutMs: options.busyTimeoutMs ?? 10_000, workingState: limits });
+  vault.catch(() => undefined);
   return {
-    apply: async (sessionId, operations) => apply.immediate(sessionId, operations),
-    get: async (sessionId, { includeRetired, limit }) => get(sessionId, includeRetired, limit),
-    close: () => db.close(),
+    apply: async (sessionId, operations) => (await vault).workingState.apply(sessionId, operations),
+    get: async (sessionId, opts) => (await vault).workingState.get(sessionId, opts),
+    close: () => void vault.then((v) => v.close()).catch(() => undefined),
   };
 }

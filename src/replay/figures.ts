@@ -22,6 +22,7 @@ import { PRICING_PROFILES, requestCost, type PricingProfile } from '../config/pr
 import { codePoints } from '../measure/index.js';
 import type { MessagesMeter } from '../telemetry/meter.js';
 import { addCounts, emptyCounts, pct, type FidelityCounts } from './fidelity.js';
+import type { RequestPoint } from './series.js';
 
 /** Figures shared by the whole replay and by each session. */
 export interface ReplayTotals {
@@ -64,6 +65,8 @@ export interface ReplayTotals {
 
 export interface SessionFigures extends ReplayTotals {
   id: string;
+  /** One point per request, in order; only with the `series` option (`replay --series`). */
+  per_request?: RequestPoint[];
 }
 
 /** Exactly the keys of issue 5 at the top level, plus `sessions`. */

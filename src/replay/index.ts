@@ -13,3 +13,4 @@ export {
 } from './figures.js';
 export { ReceiptVerifier, recoverExact } from './verify.js';
 export { renderFiguresTable } from './table.js';
+export type { RequestPoint } from './series.js';

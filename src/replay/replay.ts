@@ -13,7 +13,7 @@
  * Timing covers the pipeline only (tool stream + request stream); sizes, tokens, receipts
  * verification, metrics rows and the ledger are computed outside the timed sections.
  */
-import { closeSync, createWriteStream, fchmodSync, mkdtempSync, openSync, rmSync, type WriteStream } from 'node:fs';
+import { closeSync, fchmodSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -32,6 +32,7 @@ import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics
 import type { Vault } from '../vault/types.js';
 import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
+import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from './verify.js';
 
@@ -60,6 +61,8 @@ export interface ReplayOptions {
   readonly overrides?: ConfigOverrides;
   /** Counter for the figures. Default: tiktoken o200k_base. */
   readonly counter?: TokenCounter;
+  /** Add each session's per-request series (`per_request`) to the figures. Default: false. */
+  readonly series?: boolean;
   /** Called after every request with (done, total). Default: none. */
   readonly onProgress?: (done: number, total: number) => void;
   /** Clock in ms (tests). Default: `performance.now`. */
@@ -84,15 +87,23 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
   // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
-  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, vaultErrors: 'throw' }));
-  let dump: WriteStream | undefined;
+  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, ledger: false, vaultErrors: 'throw' }));
+  let dump: DumpWriter | undefined;
   try {
     dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
   } catch (error) {
     if (options.terminator === undefined) await tt.close();
     throw error;
   }
-  const ledger = ledgerPath === undefined ? undefined : openLedger({ path: ledgerPath });
+  // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
+  const ledgerAt = tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
+  let ledger: Ledger | undefined;
+  try {
+    ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
+  } catch (error) {
+    if (options.terminator === undefined) await tt.close();
+    throw error;
+  }
   const total = sessions.reduce((n, s) => n + requestCount(s), 0);
   const all = new FigureAccumulator();
   const perSession: ReplayFigures['sessions'] = [];
@@ -103,6 +114,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
       const acc = new FigureAccumulator();
       const base = options.pricing ?? pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
       const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
+      const points: RequestPoint[] = [];
       const fidelity = await replayOne(session, {
         tt,
         meter,
@@ -113,6 +125,7 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
         onRequest: (sample) => {
           acc.add(sample, profile);
           all.add(sample, profile);
+          if (options.series === true) points.push(requestPoint(sample));
           options.onProgress?.(++done, total);
         },
         onExtraTime: (ms) => {
@@ -122,12 +135,12 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
       });
       acc.addFidelity(fidelity);
       all.addFidelity(fidelity);
-      perSession.push({ id: session.id, ...acc.figures() });
+      perSession.push({ id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) });
     }
   } finally {
     const open = dump;
-    if (open !== undefined) await new Promise<void>((resolve) => open.end(resolve));
-    ledger?.close();
+    open?.close();
+    await ledger?.close();
     if (options.terminator === undefined) await tt.close();
     if (options.counter === undefined) counter.dispose?.();
     if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
@@ -135,11 +148,19 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
 }
 
+/** The `--dump` file: one line per delivered request. */
+interface DumpWriter {
+  write(line: string): void;
+  close(): void;
+}
+
 /**
  * The dump holds complete prompts and tool output: create it 0600 (an existing file is truncated
- * and narrowed to 0600 too, whatever the umask), the same as the vault it mirrors.
+ * and narrowed to 0600 too, whatever the umask), the same as the vault it mirrors. Lines are
+ * written synchronously, so at any moment — a crash included — the file holds exactly the requests
+ * delivered so far (a stream would hold them in memory and flush in bursts).
  */
-function openPrivateStream(path: string): WriteStream {
+function openPrivateStream(path: string): DumpWriter {
   const fd = openSync(path, 'w', 0o600);
   try {
     fchmodSync(fd, 0o600);
@@ -147,7 +168,7 @@ function openPrivateStream(path: string): WriteStream {
     closeSync(fd);
     throw error;
   }
-  return createWriteStream('', { fd, encoding: 'utf8' });
+  return { write: (line) => void writeSync(fd, line), close: () => closeSync(fd) };
 }
 
 /** Number of requests a session produces (assistant messages with at least one earlier message). */
@@ -155,7 +176,12 @@ export function requestCount(session: RecordedSession): number {
   return session.messages.reduce((n, m, i) => n + (m['role'] === 'assistant' && i > 0 ? 1 : 0), 0);
 }
 
+function requestPoint(s: Sample): RequestPoint {
+  return { raw_tokens: s.rawTokens, final_tokens: s.finalTokens, raw_chars: s.rawChars, final_chars: s.finalChars, receipts: s.receipts, saved_by_stage: s.saved };
+}
+
 interface Sample {
+  saved: Readonly<Record<string, number>>;
   rawChars: number;
   finalChars: number;
   rawTokens: number;
@@ -173,7 +199,7 @@ interface Deps {
   readonly tt: Terminator;
   readonly meter: MessagesMeter;
   readonly ledger: Ledger | undefined;
-  readonly dump: WriteStream | undefined;
+  readonly dump: DumpWriter | undefined;
   readonly now: () => number;
   readonly runId: string;
   onRequest(sample: Sample): void;
@@ -199,9 +225,9 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
   let pendingMs = 0;
   let index = 0;
   let turn = 0;
-  d.ledger?.ensureSession(session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model });
-  const finishTurn = (): void => {
-    if (turn > 0) d.ledger?.finishTurn({ sessionId: ledgerId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
+  await d.ledger?.ensureSession(session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model });
+  const finishTurn = async (): Promise<void> => {
+    if (turn > 0) await d.ledger?.finishTurn({ sessionId: ledgerId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
   };
   let turnTokens = 0;
 
@@ -209,12 +235,12 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
     const msg = original[i]!;
     const role = msg['role'];
     if (role === 'user' && d.ledger !== undefined) {
-      finishTurn();
+      await finishTurn();
       turn++;
       turnTokens = 0;
       const content = msg['content'];
       const base = { sessionId: ledgerId, turnId: `t${turn}`, mode, prompt: typeof content === 'string' ? content : '' };
-      d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
+      await d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
     }
     if (role === 'assistant' && i > 0) {
       const rawMessages = original.slice(0, i);
@@ -246,12 +272,14 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
         ms,
         reusePrefix,
         reuseBase,
+        saved: {},
       };
       prevRaw = rawMessages;
       prevFinal = finalMessages;
       const saved: Record<string, number> = {};
       for (const m of reduced.slice(0, i)) for (const [stage, chars] of Object.entries(toolSavings.get(m) ?? {})) saved[stage] = (saved[stage] ?? 0) + chars;
       savedByStage(out.decisions, saved);
+      sample.saved = saved;
       const rawRequest = { ...request, messages: rawMessages };
       await tt.vault.recordRequestMetric(
         requestMetric({
@@ -269,7 +297,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
           savedByStage: saved,
         }),
       );
-      d.ledger?.recordRequest({ sessionId: ledgerId, ...(turn > 0 ? { turnId: `t${turn}` } : {}), rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
+      await d.ledger?.recordRequest({ sessionId: ledgerId, ...(turn > 0 ? { turnId: `t${turn}` } : {}), rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
       turnTokens += sample.finalTokens;
       d.dump?.write(`${JSON.stringify({ session: sessionId, index, final: finalRequest })}\n`);
       d.onRequest(sample);
@@ -300,7 +328,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
     reduced.push(msg);
   }
   if (pendingMs > 0) d.onExtraTime(pendingMs);
-  finishTurn();
+  await finishTurn();
   return fidelity.counts;
 }
 

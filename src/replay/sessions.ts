@@ -20,7 +20,10 @@ export class SessionFormatError extends TokenTerminatorError {
   }
 }
 
-/** Parse one line (1-based `lineNo` for errors). */
+/** The Chat Completions roles a recorded session may use. */
+const ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+
+/** Parse one line (1-based `lineNo` for errors); an unknown role is a format error, not silently replayed. */
 export function parseSessionLine(line: string, lineNo: number): RecordedSession {
   let value: unknown;
   try {
@@ -34,6 +37,13 @@ export function parseSessionLine(line: string, lineNo: number): RecordedSession 
   if (!Array.isArray(messages) || !messages.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m))) {
     throw new SessionFormatError(`line ${lineNo}: "messages" must be an array of objects`);
   }
+  messages.forEach((m, i) => {
+    const role = (m as Record<string, unknown>)['role'];
+    if (typeof role !== 'string' || !ROLES.has(role)) {
+      const shown = typeof role === 'string' ? JSON.stringify(role.slice(0, 32)) : typeof role;
+      throw new SessionFormatError(`line ${lineNo}: message ${i + 1} has unknown role ${shown} (expected ${[...ROLES].join(', ')})`);
+    }
+  });
   const id = typeof o['id'] === 'string' && o['id'] !== '' ? o['id'] : `session-${lineNo}`;
   const model = typeof o['model'] === 'string' ? o['model'] : undefined;
   const tools = Array.isArray(o['tools']) ? (o['tools'] as unknown[]) : undefined;

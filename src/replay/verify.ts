@@ -6,15 +6,15 @@
 import { codePoints } from '../measure/index.js';
 import { referencedArtifacts } from '../receipts/index.js';
 import { sha256Hex } from '../vault/index.js';
-import type { Vault } from '../vault/types.js';
+import type { ArtifactStore } from '../vault/ports.js';
 
 /** Verifies artifact ids against one vault; each id is recovered once and its verdict remembered. */
 export class ReceiptVerifier {
-  readonly #vault: Vault;
+  readonly #vault: ArtifactStore;
   readonly #verdicts = new Map<string, boolean>();
   readonly #refs = new WeakMap<object, readonly string[]>();
 
-  constructor(vault: Vault) {
+  constructor(vault: ArtifactStore) {
     this.#vault = vault;
   }
 
@@ -56,7 +56,7 @@ export class ReceiptVerifier {
 }
 
 /** Page an artifact out completely and check it against its digest, id and length. */
-export async function recoverExact(vault: Vault, id: string): Promise<boolean> {
+export async function recoverExact(vault: ArtifactStore, id: string): Promise<boolean> {
   try {
     const parts: string[] = [];
     let offset = 0;

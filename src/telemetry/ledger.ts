@@ -1,20 +1,24 @@
 /**
- * The experiment ledger (facts §2.13): a separate, content-free SQLite file that tags every
- * session with the mode and model it ran under and sums its token accounting, so two modes can be
- * compared on real sessions. A session whose mode or model changes midway is contaminated and
- * excluded from comparisons. Prompts never enter the file: a turn keeps only a salted SHA-256
- * fingerprint of its user text (the salt is random per ledger file), used to pair the same task
- * across modes.
+ * The experiment ledger (facts §2.13): content-free rows that tag every session with the mode and
+ * model it ran under and sum its token accounting, so two modes can be compared on real sessions.
+ * A session whose mode or model changes midway is contaminated and excluded from comparisons.
+ * Prompts never enter it: a turn keeps only a salted SHA-256 fingerprint of its user text (the
+ * salt is random per ledger), used to pair the same task across modes.
  *
- * A separate file (not the vault) so the ledger can be kept, copied or shared without the
- * evidence, and so resetting the vault never loses experiment history. Plain better-sqlite3
- * (synchronous, prepared statements): the ledger is two small tables written once per turn.
+ * Storage: the same kysely stores and migration path as the vault (ledger-schema.ts). On SQLite it
+ * stays a separate file (TOKEN_TERMINATOR_LEDGER_PATH), so the ledger can be kept, copied or shared
+ * without the evidence, and resetting or deleting the vault (the usual fix for a full or damaged
+ * one) never loses experiment history. On PostgreSQL (TOKEN_TERMINATOR_DB_URL) it lives in the
+ * vault's database, in its own tables with its own migration table: one database to run, and the
+ * vault's retention never touches it.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import { chmodSync, mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
-import { TokenTerminatorError } from '../errors.js';
+import type { Kysely } from 'kysely';
+import { ConfigError, TokenTerminatorError } from '../errors.js';
+import type { StoreConnection } from '../vault/dialect.js';
+import { openPostgresStore } from '../vault/dialect/postgres/postgres-store.js';
+import { openSqliteStore } from '../vault/dialect/sqlite/sqlite-store.js';
+import { LEDGER_SCHEMA, type LedgerDatabase, type SessionRow } from './ledger-schema.js';
 
 /** Token accounting of one turn (the host's, or replay's synthesized input tokens). */
 export interface Usage {
@@ -65,20 +69,21 @@ export interface Comparison {
   readonly notes: readonly string[];
 }
 
-export interface Ledger {
+export interface Ledger extends AsyncDisposable {
+  /** The file, or the database URL without its password. */
   readonly path: string;
   /** Tag a session (first mode and model win); a different mode or model contaminates it. */
-  ensureSession(input: { sessionId: string; mode: string; model?: string; experiment?: string }): LedgerSession;
+  ensureSession(input: { sessionId: string; mode: string; model?: string; experiment?: string }): Promise<LedgerSession>;
   /** Open a turn; `prompt` is fingerprinted (salted hash) and never stored. */
-  startTurn(input: { sessionId: string; turnId: string; mode: string; model?: string; prompt?: string }): void;
+  startTurn(input: { sessionId: string; turnId: string; mode: string; model?: string; prompt?: string }): Promise<void>;
   /** Close a turn with its accounting; the first finish counts the turn. */
-  finishTurn(input: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome }): void;
+  finishTurn(input: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome }): Promise<void>;
   /** Add one request's raw/final token counts (measured by us) to the session and turn. */
-  recordRequest(input: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number }): void;
-  session(sessionId: string): LedgerSession | undefined;
-  sessions(experiment?: string): LedgerSession[];
-  compare(a: string, b: string, options?: { experiment?: string }): Comparison;
-  close(): void;
+  recordRequest(input: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number }): Promise<void>;
+  session(sessionId: string): Promise<LedgerSession | undefined>;
+  sessions(experiment?: string): Promise<LedgerSession[]>;
+  compare(a: string, b: string, options?: { experiment?: string }): Promise<Comparison>;
+  close(): Promise<void>;
 }
 
 /** The ledger was asked something it cannot answer (identical modes). */
@@ -88,130 +93,102 @@ export class LedgerError extends TokenTerminatorError {
   }
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-  session_id TEXT PRIMARY KEY, experiment TEXT NOT NULL, mode TEXT NOT NULL,
-  initial_model TEXT, last_model TEXT, contaminated INTEGER NOT NULL DEFAULT 0, contamination_reason TEXT,
-  tagged_at TEXT NOT NULL, last_seen_at TEXT NOT NULL,
-  turn_count INTEGER NOT NULL DEFAULT 0, completed_turns INTEGER NOT NULL DEFAULT 0,
-  failed_turns INTEGER NOT NULL DEFAULT 0, interrupted_turns INTEGER NOT NULL DEFAULT 0,
-  input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
-  cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-  reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-  requests INTEGER NOT NULL DEFAULT 0, raw_tokens INTEGER NOT NULL DEFAULT 0, final_tokens INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS turns (
-  session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, turn_id TEXT NOT NULL,
-  seq INTEGER NOT NULL, mode TEXT NOT NULL, model TEXT, prompt_fingerprint TEXT,
-  started_at TEXT NOT NULL, ended_at TEXT, outcome TEXT,
-  input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
-  cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-  reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-  requests INTEGER NOT NULL DEFAULT 0, raw_tokens INTEGER NOT NULL DEFAULT 0, final_tokens INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (session_id, turn_id));
-CREATE INDEX IF NOT EXISTS sessions_by_mode ON sessions (experiment, mode, contaminated);
-CREATE INDEX IF NOT EXISTS turns_by_fingerprint ON turns (prompt_fingerprint, mode, model);
-`;
-
 const LABEL_MAX = 200;
 const label = (s: string | undefined): string | null => (s === undefined ? null : s.slice(0, LABEL_MAX));
 const count = (n: number | undefined): number => (n !== undefined && Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
 const now = (): string => new Date().toISOString();
 
+export interface LedgerOptions {
+  /** SQLite file (created 0600 in a 0700 directory), or ':memory:'. */
+  readonly path?: string;
+  /** PostgreSQL connection string: the ledger goes into that database (wins over `path`). */
+  readonly url?: string;
+  /** Lock wait in ms. Default 5000. */
+  readonly busyTimeoutMs?: number;
+}
+
 /**
- * Open (or create) a ledger file. `':memory:'` is allowed (tests).
+ * Open (or create) a ledger.
  *
  * @example
- * const ledger = openLedger({ path: config.ledgerPath });
- * ledger.ensureSession({ sessionId, mode: config.mode, model });
+ * const ledger = await openLedger({ path: config.ledgerPath });
+ * await ledger.ensureSession({ sessionId, mode: config.mode, model });
  */
-export function openLedger(options: { path: string }): Ledger {
-  const path = options.path;
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const db = new Database(path);
-  if (path !== ':memory:') {
-    db.pragma('journal_mode = WAL');
-    chmodSync(path, 0o600);
+export async function openLedger(options: LedgerOptions): Promise<Ledger> {
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  let store: StoreConnection<LedgerDatabase>;
+  if (options.url !== undefined && options.url !== '') {
+    store = await openPostgresStore<LedgerDatabase>(LEDGER_SCHEMA, { url: options.url, busyTimeoutMs, poolSize: 2, statementTimeoutMs: 30_000 });
+  } else if (typeof options.path === 'string' && options.path !== '') {
+    store = await openSqliteStore<LedgerDatabase>(LEDGER_SCHEMA, { path: options.path, busyTimeoutMs });
+  } else {
+    throw new ConfigError('openLedger: `path` (a file) or `url` (postgres://…) is required');
   }
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  db.exec(SCHEMA);
-  let salt = (db.prepare("SELECT value FROM meta WHERE key = 'fingerprint_salt'").get() as { value: string } | undefined)?.value;
-  if (salt === undefined) {
-    salt = randomBytes(32).toString('hex');
-    db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('fingerprint_salt', ?)").run(salt);
-    salt = (db.prepare("SELECT value FROM meta WHERE key = 'fingerprint_salt'").get() as { value: string }).value;
-  }
-  const fingerprint = (text: string): string =>
-    createHash('sha256').update(`${salt}\0${text.normalize('NFKC').replace(/\s+/gu, ' ').trim()}`, 'utf8').digest('hex');
+  return ledgerOn(store);
+}
 
-  const st = {
-    getSession: db.prepare('SELECT * FROM sessions WHERE session_id = ?'),
-    insertSession: db.prepare(
-      'INSERT OR IGNORE INTO sessions (session_id, experiment, mode, initial_model, last_model, tagged_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ),
-    touch: db.prepare('UPDATE sessions SET last_seen_at = ?, last_model = COALESCE(?, last_model) WHERE session_id = ?'),
-    contaminate: db.prepare('UPDATE sessions SET contaminated = 1, contamination_reason = COALESCE(contamination_reason, ?) WHERE session_id = ?'),
-    nextSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM turns WHERE session_id = ?'),
-    insertTurn: db.prepare(
-      'INSERT OR IGNORE INTO turns (session_id, turn_id, seq, mode, model, prompt_fingerprint, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ),
-    getTurn: db.prepare('SELECT ended_at FROM turns WHERE session_id = ? AND turn_id = ?'),
-    finishTurn: db.prepare(
-      `UPDATE turns SET ended_at = ?, outcome = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
-       reasoning_tokens = ? WHERE session_id = ? AND turn_id = ?`,
-    ),
-    addSessionUsage: db.prepare(
-      `UPDATE sessions SET turn_count = turn_count + 1, completed_turns = completed_turns + ?, failed_turns = failed_turns + ?,
-       interrupted_turns = interrupted_turns + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-       cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, reasoning_tokens = reasoning_tokens + ?
-       WHERE session_id = ?`,
-    ),
-    addSessionRequest: db.prepare(
-      'UPDATE sessions SET requests = requests + 1, raw_tokens = raw_tokens + ?, final_tokens = final_tokens + ? WHERE session_id = ?',
-    ),
-    addTurnRequest: db.prepare(
-      'UPDATE turns SET requests = requests + 1, raw_tokens = raw_tokens + ?, final_tokens = final_tokens + ? WHERE session_id = ? AND turn_id = ?',
-    ),
-    listSessions: db.prepare('SELECT * FROM sessions WHERE (? IS NULL OR experiment = ?) ORDER BY tagged_at, session_id'),
-    matchedTurns: db.prepare(
-      `SELECT t.prompt_fingerprint AS fp, t.model AS model, t.mode AS mode,
-         t.input_tokens + t.output_tokens + t.cache_read_tokens + t.cache_write_tokens AS total
-       FROM turns t JOIN sessions s ON s.session_id = t.session_id
-       WHERE s.experiment = ? AND s.contaminated = 0 AND t.outcome = 'completed' AND t.prompt_fingerprint IS NOT NULL AND t.mode IN (?, ?)
-       ORDER BY t.started_at, t.session_id, t.seq`,
-    ),
+function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
+  const db = store.db;
+  let saltValue: string | undefined;
+  const salt = async (): Promise<string> => {
+    if (saltValue !== undefined) return saltValue;
+    await db.insertInto('meta').values({ key: 'fingerprint_salt', value: randomBytes(32).toString('hex') }).onConflict((oc) => oc.doNothing()).execute();
+    saltValue = (await db.selectFrom('meta').select('value').where('key', '=', 'fingerprint_salt').executeTakeFirstOrThrow()).value;
+    return saltValue;
   };
+  const fingerprint = async (text: string): Promise<string> =>
+    createHash('sha256').update(`${await salt()}\0${text.normalize('NFKC').replace(/\s+/gu, ' ').trim()}`, 'utf8').digest('hex');
 
-  const toSession = (row: Record<string, unknown>): LedgerSession => ({
-    sessionId: String(row['session_id']),
-    experiment: String(row['experiment']),
-    mode: String(row['mode']),
-    initialModel: (row['initial_model'] as string | null) ?? null,
-    lastModel: (row['last_model'] as string | null) ?? null,
-    contaminated: row['contaminated'] === 1,
-    contaminationReason: (row['contamination_reason'] as string | null) ?? null,
-    turnCount: Number(row['turn_count']),
-    totalTokens: Number(row['input_tokens']) + Number(row['output_tokens']) + Number(row['cache_read_tokens']) + Number(row['cache_write_tokens']),
-    rawTokens: Number(row['raw_tokens']),
-    finalTokens: Number(row['final_tokens']),
-    requests: Number(row['requests']),
+  const toSession = (row: SessionRow): LedgerSession => ({
+    sessionId: String(row.session_id),
+    experiment: String(row.experiment),
+    mode: String(row.mode),
+    initialModel: row.initial_model ?? null,
+    lastModel: row.last_model ?? null,
+    contaminated: Number(row.contaminated) === 1,
+    contaminationReason: row.contamination_reason ?? null,
+    turnCount: Number(row.turn_count),
+    totalTokens: Number(row.input_tokens) + Number(row.output_tokens) + Number(row.cache_read_tokens) + Number(row.cache_write_tokens),
+    rawTokens: Number(row.raw_tokens),
+    finalTokens: Number(row.final_tokens),
+    requests: Number(row.requests),
   });
 
-  const checkTag = (sessionId: string, mode: string, model: string | undefined): void => {
-    const row = st.getSession.get(sessionId) as Record<string, unknown> | undefined;
-    if (row === undefined) return;
-    if (row['mode'] !== mode) st.contaminate.run(`runtime mode changed from ${String(row['mode'])} to ${label(mode)}`, sessionId);
-    const initial = row['initial_model'] as string | null;
-    if (model !== undefined && initial !== null && initial !== label(model)) st.contaminate.run('model changed within session', sessionId);
-    st.touch.run(now(), label(model), sessionId);
-  };
+  const getSession = (trx: Kysely<LedgerDatabase>, sessionId: string) => trx.selectFrom('sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
+  const contaminate = (trx: Kysely<LedgerDatabase>, sessionId: string, reason: string) =>
+    trx
+      .updateTable('sessions')
+      .set((eb) => ({ contaminated: 1, contamination_reason: eb.fn.coalesce('contamination_reason', eb.val(reason)) }))
+      .where('session_id', '=', sessionId)
+      .execute();
 
-  const ensureSession: Ledger['ensureSession'] = ({ sessionId, mode, model, experiment }) => {
+  const ensureIn = async (trx: Kysely<LedgerDatabase>, { sessionId, mode, model, experiment }: { sessionId: string; mode: string; model?: string; experiment?: string }): Promise<LedgerSession> => {
     const t = now();
-    st.insertSession.run(sessionId, (experiment ?? 'default').slice(0, 80), label(mode), label(model), label(model), t, t);
-    checkTag(sessionId, mode, model);
-    return toSession(st.getSession.get(sessionId) as Record<string, unknown>);
+    await trx
+      .insertInto('sessions')
+      .values({
+        session_id: sessionId,
+        experiment: (experiment ?? 'default').slice(0, 80),
+        mode: label(mode) ?? '',
+        initial_model: label(model),
+        last_model: label(model),
+        tagged_at: t,
+        last_seen_at: t,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    const row = await getSession(trx, sessionId);
+    if (row !== undefined) {
+      if (row.mode !== mode) await contaminate(trx, sessionId, `runtime mode changed from ${String(row.mode)} to ${label(mode)}`);
+      const initial = row.initial_model;
+      if (model !== undefined && initial !== null && initial !== label(model)) await contaminate(trx, sessionId, 'model changed within session');
+      await trx
+        .updateTable('sessions')
+        .set((eb) => ({ last_seen_at: now(), last_model: eb.fn.coalesce(eb.val(label(model)), eb.ref('last_model')) }))
+        .where('session_id', '=', sessionId)
+        .execute();
+    }
+    return toSession((await getSession(trx, sessionId)) as SessionRow);
   };
 
   const summarize = (mode: string, rows: LedgerSession[], turns: number): ModeSummary => {
@@ -227,40 +204,95 @@ export function openLedger(options: { path: string }): Ledger {
     };
   };
 
+  const listSessions = async (experiment: string | undefined): Promise<LedgerSession[]> => {
+    let q = db.selectFrom('sessions').selectAll().orderBy('tagged_at').orderBy('session_id');
+    if (experiment !== undefined) q = q.where('experiment', '=', experiment);
+    return (await q.execute()).map(toSession);
+  };
+
+  const close = async (): Promise<void> => store.destroy();
   return {
-    path,
-    ensureSession,
-    startTurn({ sessionId, turnId, mode, model, prompt }) {
-      ensureSession(model === undefined ? { sessionId, mode } : { sessionId, mode, model });
-      const seq = (st.nextSeq.get(sessionId) as { seq: number }).seq;
-      st.insertTurn.run(sessionId, turnId, seq, label(mode), label(model), prompt === undefined || prompt.trim() === '' ? null : fingerprint(prompt), now());
+    path: store.location,
+    ensureSession: (input) => store.write((trx) => ensureIn(trx, input)),
+    async startTurn({ sessionId, turnId, mode, model, prompt }) {
+      const fp = prompt === undefined || prompt.trim() === '' ? null : await fingerprint(prompt);
+      await store.write(async (trx) => {
+        await ensureIn(trx, model === undefined ? { sessionId, mode } : { sessionId, mode, model });
+        const next = await trx
+          .selectFrom('turns')
+          .select((eb) => eb.fn.coalesce(eb.fn.max('seq'), eb.lit(0)).as('seq'))
+          .where('session_id', '=', sessionId)
+          .executeTakeFirstOrThrow();
+        await trx
+          .insertInto('turns')
+          .values({ session_id: sessionId, turn_id: turnId, seq: Number(next.seq) + 1, mode: label(mode) ?? '', model: label(model), prompt_fingerprint: fp, started_at: now() })
+          .onConflict((oc) => oc.doNothing())
+          .execute();
+      });
     },
-    finishTurn({ sessionId, turnId, usage = {}, outcome }) {
-      const turn = st.getTurn.get(sessionId, turnId) as { ended_at: string | null } | undefined;
-      if (turn === undefined || turn.ended_at !== null) return;
-      const u = [count(usage.inputTokens), count(usage.outputTokens), count(usage.cacheReadTokens), count(usage.cacheWriteTokens), count(usage.reasoningTokens)] as const;
-      db.transaction(() => {
-        st.finishTurn.run(now(), outcome, ...u, sessionId, turnId);
-        st.addSessionUsage.run(outcome === 'completed' ? 1 : 0, outcome === 'failed' ? 1 : 0, outcome === 'interrupted' ? 1 : 0, ...u, sessionId);
-      }).immediate();
+    async finishTurn({ sessionId, turnId, usage = {}, outcome }) {
+      const u = {
+        input_tokens: count(usage.inputTokens),
+        output_tokens: count(usage.outputTokens),
+        cache_read_tokens: count(usage.cacheReadTokens),
+        cache_write_tokens: count(usage.cacheWriteTokens),
+        reasoning_tokens: count(usage.reasoningTokens),
+      };
+      await store.write(async (trx) => {
+        // Only the first finish counts: the update matches a turn that has not ended yet.
+        const ended = await trx
+          .updateTable('turns')
+          .set({ ended_at: now(), outcome, ...u })
+          .where('session_id', '=', sessionId)
+          .where('turn_id', '=', turnId)
+          .where('ended_at', 'is', null)
+          .executeTakeFirst();
+        if (Number(ended.numUpdatedRows) === 0) return;
+        await trx
+          .updateTable('sessions')
+          .set((eb) => ({
+            turn_count: eb('turn_count', '+', 1),
+            completed_turns: eb('completed_turns', '+', outcome === 'completed' ? 1 : 0),
+            failed_turns: eb('failed_turns', '+', outcome === 'failed' ? 1 : 0),
+            interrupted_turns: eb('interrupted_turns', '+', outcome === 'interrupted' ? 1 : 0),
+            input_tokens: eb('input_tokens', '+', u.input_tokens),
+            output_tokens: eb('output_tokens', '+', u.output_tokens),
+            cache_read_tokens: eb('cache_read_tokens', '+', u.cache_read_tokens),
+            cache_write_tokens: eb('cache_write_tokens', '+', u.cache_write_tokens),
+            reasoning_tokens: eb('reasoning_tokens', '+', u.reasoning_tokens),
+          }))
+          .where('session_id', '=', sessionId)
+          .execute();
+      });
     },
-    recordRequest({ sessionId, turnId, rawTokens, finalTokens }) {
-      db.transaction(() => {
-        st.addSessionRequest.run(count(rawTokens), count(finalTokens), sessionId);
-        if (turnId !== undefined) st.addTurnRequest.run(count(rawTokens), count(finalTokens), sessionId, turnId);
-      }).immediate();
+    async recordRequest({ sessionId, turnId, rawTokens, finalTokens }) {
+      const raw = count(rawTokens);
+      const fin = count(finalTokens);
+      await store.write(async (trx) => {
+        await trx
+          .updateTable('sessions')
+          .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
+          .where('session_id', '=', sessionId)
+          .execute();
+        if (turnId !== undefined) {
+          await trx
+            .updateTable('turns')
+            .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
+            .where('session_id', '=', sessionId)
+            .where('turn_id', '=', turnId)
+            .execute();
+        }
+      });
     },
-    session(sessionId) {
-      const row = st.getSession.get(sessionId) as Record<string, unknown> | undefined;
+    async session(sessionId) {
+      const row = await getSession(db, sessionId);
       return row === undefined ? undefined : toSession(row);
     },
-    sessions(experiment) {
-      return (st.listSessions.all(experiment ?? null, experiment ?? null) as Record<string, unknown>[]).map(toSession);
-    },
-    compare(a, b, options = {}) {
+    sessions: (experiment) => listSessions(experiment),
+    async compare(a, b, options = {}) {
       if (a === b) throw new LedgerError(`comparison modes must differ (got ${a} twice)`);
       const experiment = options.experiment ?? 'default';
-      const all = (st.listSessions.all(experiment, experiment) as Record<string, unknown>[]).map(toSession);
+      const all = await listSessions(experiment);
       const inMode = (m: string) => all.filter((s) => s.mode === m);
       const excluded = all.filter((s) => (s.mode === a || s.mode === b) && s.contaminated).length;
       const eligible = (m: string) => inMode(m).filter((s) => !s.contaminated && s.turnCount > 0);
@@ -269,11 +301,29 @@ export function openLedger(options: { path: string }): Ledger {
       const sa = summarize(a, ea, ea.reduce((x, s) => x + s.turnCount, 0));
       const sb = summarize(b, eb, eb.reduce((x, s) => x + s.turnCount, 0));
       const available = sa.sessions > 0 && sb.sessions > 0;
+      const turns = await db
+        .selectFrom('turns as t')
+        .innerJoin('sessions as s', 's.session_id', 't.session_id')
+        .select((e) => [
+          't.prompt_fingerprint as fp',
+          't.model as model',
+          't.mode as mode',
+          e(e(e('t.input_tokens', '+', e.ref('t.output_tokens')), '+', e.ref('t.cache_read_tokens')), '+', e.ref('t.cache_write_tokens')).as('total'),
+        ])
+        .where('s.experiment', '=', experiment)
+        .where('s.contaminated', '=', 0)
+        .where('t.outcome', '=', 'completed')
+        .where('t.prompt_fingerprint', 'is not', null)
+        .where('t.mode', 'in', [a, b])
+        .orderBy('t.started_at')
+        .orderBy('t.session_id')
+        .orderBy('t.seq')
+        .execute();
       const groups = new Map<string, { a: number[]; b: number[] }>();
-      for (const row of st.matchedTurns.all(experiment, a, b) as { fp: string; model: string | null; mode: string; total: number }[]) {
-        const key = `${row.fp}\0${row.model ?? ''}`;
+      for (const row of turns) {
+        const key = `${row.fp ?? ''}\0${row.model ?? ''}`;
         const g = groups.get(key) ?? { a: [], b: [] };
-        (row.mode === a ? g.a : g.b).push(row.total);
+        (row.mode === a ? g.a : g.b).push(Number(row.total));
         groups.set(key, g);
       }
       const deltas: number[] = [];
@@ -300,9 +350,8 @@ export function openLedger(options: { path: string }): Ledger {
         ],
       };
     },
-    close() {
-      if (db.open) db.close();
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 

@@ -16,7 +16,7 @@ export class InjectedFault extends Error {
 }
 
 /** Vault methods a fault can be injected into. */
-export type VaultMethod = Exclude<keyof Vault, 'path' | typeof Symbol.asyncDispose>;
+export type VaultMethod = Exclude<keyof Vault, 'path' | 'engine' | 'workingState' | typeof Symbol.asyncDispose>;
 
 export const VAULT_METHODS: readonly VaultMethod[] = [
   'put',
@@ -35,6 +35,7 @@ export const VAULT_METHODS: readonly VaultMethod[] = [
   'getRendering',
   'setRendering',
   'recordRequestMetric',
+  'metricsSummary',
   'usage',
 ];
 

@@ -3,7 +3,7 @@
  * cancellation. The spawn function is injected so tests can count and inspect children.
  */
 import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 
 /** The subset of `child_process.spawn` the operators use. */
@@ -108,4 +108,16 @@ export function resolveRtkPath(pinned: string | undefined, env: Readonly<Record<
     }
   }
   return undefined;
+}
+
+/** Whether an `rtk` that can be run exists: the pinned path (when set) or one on PATH, executable. */
+export function rtkAvailable(pinned: string | undefined, env: Readonly<Record<string, string | undefined>>): boolean {
+  const path = resolveRtkPath(pinned, env);
+  if (path === undefined) return false;
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }

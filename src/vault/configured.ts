@@ -1,10 +1,13 @@
 import type { Config } from '../config/types.js';
-import type { VaultOptions } from './sqlite.js';
+import type { VaultOptions } from './create.js';
 
-/** The vault options a Config implies: one mapping for the runtime, the CLI and the replay. */
+/**
+ * The vault options a Config implies: one mapping for the runtime, the CLI and the replay.
+ * TOKEN_TERMINATOR_DB_URL (PostgreSQL) wins over TOKEN_TERMINATOR_DB_PATH (SQLite).
+ */
 export function vaultOptionsFromConfig(config: Config): VaultOptions {
   return {
-    path: config.dbPath,
+    ...(config.dbUrl !== '' ? { url: config.dbUrl, poolSize: config.dbPoolSize, statementTimeoutMs: config.dbStatementTimeoutMs } : { path: config.dbPath }),
     maxArtifactChars: config.maxArtifactChars,
     maxBytes: config.vaultMaxBytes,
     highWaterPct: config.vaultHighWaterPct,
@@ -13,4 +16,16 @@ export function vaultOptionsFromConfig(config: Config): VaultOptions {
     maxSearchResults: config.maxSearchResults,
     busyTimeoutMs: config.busyTimeoutMs,
   };
+}
+
+/** Where the configured vault is, for messages and status (the URL without its password). */
+export function vaultLocation(config: Config): string {
+  if (config.dbUrl === '') return config.dbPath;
+  try {
+    const u = new URL(config.dbUrl);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparseable url)';
+  }
 }

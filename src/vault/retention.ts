@@ -1,10 +1,17 @@
 /**
- * High/low-water retention. Runs inside the write transaction that inserts a new artifact, so a
- * refusal (still over capacity after pruning) rolls the pruning back too: nothing is written.
+ * High/low-water retention. Runs inside the write transaction that inserts a new artifact, after
+ * that transaction locked the byte counter, so a refusal (still over capacity after pruning) rolls
+ * the pruning back too: nothing is written.
+ *
+ * Candidates are never pinned (named by a delivered receipt), leased or a terminal baseline. On
+ * PostgreSQL they are locked `FOR UPDATE SKIP LOCKED` (a row another host is claiming, pinning or
+ * referencing is skipped rather than waited for), and the DELETE re-checks the protections, so a
+ * pin committed after the candidate query started still saves its artifact.
  */
-import type Database from 'better-sqlite3';
+import type { Kysely } from 'kysely';
 import { VaultCapacityError } from '../errors.js';
-import { META } from './schema.js';
+import type { VaultConnection } from './dialect.js';
+import { META, type VaultDatabase } from './schema.js';
 
 export interface Watermarks {
   readonly capacityBytes: number;
@@ -24,59 +31,71 @@ export function watermarks(capacityBytes: number, highPct: number, lowPct: numbe
 
 const BATCH = 64;
 
-export interface RetentionStatements {
-  readonly meta: Database.Statement;
-  readonly addMeta: Database.Statement;
-  readonly candidates: Database.Statement;
-  readonly deleteFts: Database.Statement;
-  readonly deleteArtifact: Database.Statement;
-}
-
-/** Prepared statements for retention, bound to one connection. */
-export function retentionStatements(raw: Database.Database): RetentionStatements {
-  return {
-    meta: raw.prepare('SELECT value FROM vault_meta WHERE key = ?').pluck(),
-    addMeta: raw.prepare('UPDATE vault_meta SET value = value + ? WHERE key = ?'),
-    // Never a candidate: pinned (named by a delivered receipt), leased, or a terminal baseline.
-    candidates: raw.prepare(
-      `SELECT seq, artifact_id AS artifactId, byte_count AS bytes FROM artifacts a
-       WHERE NOT EXISTS (SELECT 1 FROM artifact_pins p WHERE p.artifact_id = a.artifact_id)
-         AND NOT EXISTS (SELECT 1 FROM artifact_exposures e WHERE e.artifact_id = a.artifact_id)
-         AND NOT EXISTS (SELECT 1 FROM terminal_baselines b WHERE b.artifact_id = a.artifact_id)
-       ORDER BY last_observed_at, seq LIMIT ${BATCH}`,
-    ),
-    deleteFts: raw.prepare('DELETE FROM artifact_fts WHERE rowid = ?'),
-    deleteArtifact: raw.prepare('DELETE FROM artifacts WHERE seq = ?'),
-  };
+/** Add `delta` to a counter row (inside a write transaction). */
+export async function addCounter(trx: Kysely<VaultDatabase>, key: string, delta: number): Promise<void> {
+  if (delta === 0) return;
+  await trx
+    .updateTable('vault_meta')
+    .set((eb) => ({ value: eb('value', '+', delta) }))
+    .where('key', '=', key)
+    .execute();
 }
 
 /**
- * Make room for `incoming` bytes. Returns the ids it pruned (for diagnostics and tests). Throws VaultCapacityError (the caller's
- * transaction then rolls back) when the artifact still does not fit under the capacity.
+ * Make room for `incoming` bytes when `current` (the locked byte counter) plus it passes the high
+ * water. Returns the ids it pruned (for diagnostics and tests). Throws VaultCapacityError (the
+ * caller's transaction then rolls back) when the artifact still does not fit under the capacity.
  */
-export function makeRoom(st: RetentionStatements, marks: Watermarks, incoming: number): string[] {
-  let current = Number(st.meta.get(META.bytes) ?? 0);
+export async function makeRoom(trx: Kysely<VaultDatabase>, conn: VaultConnection, marks: Watermarks, current: number, incoming: number): Promise<string[]> {
   const pruned: string[] = [];
   if (current + incoming > marks.highWaterBytes) {
     const target = Math.max(0, marks.lowWaterBytes - incoming);
     let prunedBytes = 0;
     while (current > target) {
-      const batch = st.candidates.all() as { seq: number; artifactId: string; bytes: number }[];
+      const batch = await conn
+        .lock(
+          trx
+            .selectFrom('artifacts as a')
+            .select(['a.seq as seq', 'a.byte_count as bytes'])
+            .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_pins as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'a.artifact_id'))))
+            .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'a.artifact_id'))))
+            .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'a.artifact_id'))))
+            .orderBy('a.last_observed_at')
+            .orderBy('a.seq')
+            .limit(BATCH),
+          'delete',
+          true,
+        )
+        .execute();
       if (batch.length === 0) break;
+      const chosen: number[] = [];
+      let left = current;
       for (const row of batch) {
-        st.deleteFts.run(row.seq);
-        st.deleteArtifact.run(row.seq);
-        current -= row.bytes;
-        prunedBytes += row.bytes;
+        chosen.push(row.seq);
+        left -= Number(row.bytes);
+        if (left <= target) break;
+      }
+      const deleted = await trx
+        .deleteFrom('artifacts')
+        .where('seq', 'in', chosen)
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_pins as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'artifacts.artifact_id'))))
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'artifacts.artifact_id'))))
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'artifacts.artifact_id'))))
+        .returning(['seq', 'artifact_id as artifactId', 'byte_count as bytes'])
+        .execute();
+      if (deleted.length === 0) break;
+      await conn.search.removing(trx, deleted.map((d) => d.seq));
+      for (const row of deleted) {
+        current -= Number(row.bytes);
+        prunedBytes += Number(row.bytes);
         pruned.push(row.artifactId);
-        if (current <= target) break;
       }
     }
     if (pruned.length > 0) {
-      st.addMeta.run(-prunedBytes, META.bytes);
-      st.addMeta.run(-pruned.length, META.count);
-      st.addMeta.run(pruned.length, META.prunedArtifacts);
-      st.addMeta.run(prunedBytes, META.prunedBytes);
+      await addCounter(trx, META.bytes, -prunedBytes);
+      await addCounter(trx, META.count, -pruned.length);
+      await addCounter(trx, META.prunedArtifacts, pruned.length);
+      await addCounter(trx, META.prunedBytes, prunedBytes);
     }
   }
   if (current + incoming > marks.capacityBytes) {

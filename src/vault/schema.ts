@@ -1,19 +1,53 @@
 /**
- * The vault's kysely schema and migrations (inline provider).
- *
- * `PRAGMA user_version` records the schema version next to kysely's migration table, so a database
- * written by a newer release is refused before the Migrator (which would only see unknown names) runs.
- * The caller runs the whole migration inside one `BEGIN IMMEDIATE`, so several processes opening a new
- * file at once serialize on it and exactly one of them creates the tables.
+ * The vault's kysely schema and its one migration path (kysely's Migrator, inline provider), for
+ * both dialects. Column types that differ (an auto-incrementing key, the content column, 64-bit
+ * counters) and the search index come from the dialect's {@link SchemaFlavor}; everything else is
+ * the same DDL. The dialect records the schema version beside kysely's migration table (SQLite:
+ * `PRAGMA user_version`; PostgreSQL: a `tt_schema_version` row) and refuses a database written by a
+ * newer release before the Migrator runs; it runs the whole migration under its writer lock, so
+ * several processes or hosts opening a new store at once serialize and exactly one creates it.
  */
-import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { ColumnDefinitionBuilder, CreateTableBuilder, Generated, Kysely, Migration } from 'kysely';
+import type { Lockable } from './dialect.js';
+import type { StoreEngine } from './ports.js';
 
-/** Schema version this release writes and understands. A larger `user_version` is refused. */
-export const SCHEMA_VERSION = 1;
+/** Schema version this release writes and understands. A larger recorded version is refused. */
+export const SCHEMA_VERSION = 2;
+
+/** A column type as kysely's schema builder takes it. */
+type DataTypeExpression = Parameters<CreateTableBuilder<string, string>['addColumn']>[1];
+
+/** What differs between dialects in the DDL. */
+export interface SchemaFlavor {
+  readonly engine: StoreEngine;
+  /** Add an auto-incrementing integer primary key column (never reused). */
+  serialKey<T extends string, C extends string>(table: CreateTableBuilder<T, C>, column: string): CreateTableBuilder<T, C>;
+  /** Type of the artifact content column (text on SQLite; bytea on PostgreSQL, whose text cannot hold NUL). */
+  readonly contentType: DataTypeExpression;
+  /** Type of counters that may pass 2^31 (bytes). */
+  readonly bigint: DataTypeExpression;
+  /** Create the dialect's search index over artifact content. */
+  createSearchIndex(db: Kysely<unknown>): Promise<void>;
+}
+
+/** A schema one store holds (the vault, or the ledger): its version, migrations and migration table. */
+export interface SchemaSpec {
+  /** For messages and the version row: 'vault' or 'ledger'. */
+  readonly name: string;
+  readonly version: number;
+  /** kysely's migration table for this schema (two schemas may share one PostgreSQL database). */
+  readonly migrationTable: string;
+  migrations(flavor: SchemaFlavor): Readonly<Record<string, Migration>>;
+  /**
+   * Runs after migrating, in the same transaction, on every open (e.g. recount counters). `lock`
+   * adds the dialect's row lock to a select (concurrent writers on PostgreSQL).
+   */
+  afterMigrate?(db: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void>;
+}
 
 export interface ArtifactsTable {
-  /** INTEGER PRIMARY KEY AUTOINCREMENT: stable across VACUUM, never reused, and the FTS rowid. */
-  seq: number;
+  /** Auto-incrementing, never reused: stable across VACUUM, and the search index key. */
+  seq: Generated<number>;
   artifact_id: string;
   sha256: string;
   char_count: number;
@@ -22,12 +56,12 @@ export interface ArtifactsTable {
   created_at: string;
   /** Latest observation (ISO-8601 UTC): retention prunes the least recently observed first. */
   last_observed_at: string;
-  /** Last column so scans of the small columns above do not touch overflow pages. */
-  content: string;
+  /** Last column so scans of the small columns above do not touch overflow pages. Text or UTF-8 bytes (dialect). */
+  content: string | Uint8Array;
 }
 
 export interface ObservationsTable {
-  id: number;
+  id: Generated<number>;
   artifact_id: string;
   session_id: string;
   tool_call_id: string;
@@ -106,6 +140,32 @@ export interface MetaTable {
   value: number;
 }
 
+/** PostgreSQL only: the case-folded copy of each artifact that the trigram index covers. */
+export interface ArtifactSearchTable {
+  seq: number;
+  body: string;
+}
+
+export interface WorkingStateEntitiesTable {
+  session_id: string;
+  /** 'node' or 'edge'. */
+  entity: string;
+  id: string;
+  /** Canonical JSON of the entity's fields. */
+  body: string;
+  active: number;
+  created_seq: number;
+  updated_seq: number;
+}
+
+export interface WorkingStateEventsTable {
+  seq: Generated<number>;
+  event_id: string;
+  session_id: string;
+  payload: string;
+  created_at: string;
+}
+
 export interface VaultDatabase {
   artifacts: ArtifactsTable;
   artifact_observations: ObservationsTable;
@@ -118,6 +178,9 @@ export interface VaultDatabase {
   request_component_metrics: ComponentMetricsTable;
   vault_meta: MetaTable;
   fts_pending: FtsPendingTable;
+  artifact_search: ArtifactSearchTable;
+  working_state_entities: WorkingStateEntitiesTable;
+  working_state_events: WorkingStateEventsTable;
 }
 
 /** Counter keys in `vault_meta` (O(1) usage without scanning artifacts). */
@@ -128,26 +191,27 @@ export const META = {
   prunedBytes: 'pruned_bytes',
 } as const;
 
-const initial: Migration = {
+const notNull = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull();
+
+/** 0001: artifacts, provenance, leases, pins, baselines, renderings, metrics, counters, search. */
+const initial = (f: SchemaFlavor): Migration => ({
   async up(db: Kysely<unknown>): Promise<void> {
-    await db.schema
-      .createTable('artifacts')
-      .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+    await f
+      .serialKey(db.schema.createTable('artifacts'), 'seq')
       .addColumn('artifact_id', 'text', (c) => c.notNull().unique())
       .addColumn('sha256', 'text', (c) => c.notNull().unique())
-      .addColumn('char_count', 'integer', (c) => c.notNull())
-      .addColumn('byte_count', 'integer', (c) => c.notNull())
+      .addColumn('char_count', 'integer', notNull)
+      .addColumn('byte_count', 'integer', notNull)
       .addColumn('tool_name', 'text', (c) => c.notNull().defaultTo(''))
-      .addColumn('created_at', 'text', (c) => c.notNull())
-      .addColumn('last_observed_at', 'text', (c) => c.notNull())
-      .addColumn('content', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', notNull)
+      .addColumn('last_observed_at', 'text', notNull)
+      .addColumn('content', f.contentType, notNull)
       .execute();
     await db.schema.createIndex('artifacts_lru').on('artifacts').columns(['last_observed_at', 'seq']).execute();
     await db.schema.createIndex('artifacts_recent').on('artifacts').columns(['created_at', 'seq']).execute();
 
-    await db.schema
-      .createTable('artifact_observations')
-      .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+    await f
+      .serialKey(db.schema.createTable('artifact_observations'), 'id')
       .addColumn('artifact_id', 'text', (c) => c.notNull().references('artifacts.artifact_id').onDelete('cascade'))
       .addColumn('session_id', 'text', (c) => c.notNull().defaultTo(''))
       .addColumn('tool_call_id', 'text', (c) => c.notNull().defaultTo(''))
@@ -248,23 +312,68 @@ const initial: Migration = {
     await db.schema
       .createTable('vault_meta')
       .addColumn('key', 'text', (c) => c.primaryKey())
-      .addColumn('value', 'integer', (c) => c.notNull())
+      .addColumn('value', f.bigint, notNull)
       .execute();
 
-    // Trigram index over case-folded content (folded in JS, so case_sensitive 1 keeps SQLite from
-    // folding a second, different way). Contentless: the content lives once, in `artifacts`.
-    await db.schema
-      .createTable('fts_pending')
-      .addColumn('seq', 'integer', (c) => c.primaryKey().references('artifacts.seq').onDelete('cascade'))
-      .execute();
-    await sql`CREATE VIRTUAL TABLE artifact_fts USING fts5(body, tokenize = 'trigram case_sensitive 1', content = '', contentless_delete = 1)`.execute(
-      db,
-    );
-    await sql.raw(`PRAGMA user_version = ${SCHEMA_VERSION}`).execute(db);
+    await f.createSearchIndex(db);
   },
-};
+});
 
-/** Inline provider: migrations ship with the code, never read from disk. */
-export const migrationProvider: MigrationProvider = {
-  getMigrations: () => Promise.resolve({ '0001_initial': initial }),
-};
+/**
+ * 0002: the working-state graph, which earlier releases created outside the migrations on the
+ * same file (hence IF NOT EXISTS: such a file adopts its tables as they are).
+ */
+const sessionState = (f: SchemaFlavor): Migration => ({
+  async up(db: Kysely<unknown>): Promise<void> {
+    await db.schema
+      .createTable('working_state_entities')
+      .ifNotExists()
+      .addColumn('session_id', 'text', notNull)
+      .addColumn('entity', 'text', notNull)
+      .addColumn('id', 'text', notNull)
+      .addColumn('body', 'text', notNull)
+      .addColumn('active', 'integer', notNull)
+      .addColumn('created_seq', 'integer', notNull)
+      .addColumn('updated_seq', 'integer', notNull)
+      .addPrimaryKeyConstraint('working_state_entities_pk', ['session_id', 'entity', 'id'])
+      .execute();
+    await f
+      .serialKey(db.schema.createTable('working_state_events').ifNotExists(), 'seq')
+      .addColumn('event_id', 'text', (c) => c.notNull().unique())
+      .addColumn('session_id', 'text', notNull)
+      .addColumn('payload', 'text', notNull)
+      .addColumn('created_at', 'text', notNull)
+      .execute();
+    await db.schema.createIndex('working_state_events_session').ifNotExists().on('working_state_events').column('session_id').execute();
+  },
+});
+
+/** The vault's schema: every table the vault holds, on either dialect. */
+export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
+  name: 'vault',
+  version: SCHEMA_VERSION,
+  migrationTable: 'kysely_migration',
+  migrations: (f: SchemaFlavor) => ({ '0001_initial': initial(f), '0002_session_state': sessionState(f) }),
+  // Recount once per open so the O(1) counters can never drift from the rows.
+  async afterMigrate(raw: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void> {
+    const db = raw as Kysely<VaultDatabase>;
+    // Writers on other hosts update the counters as they commit: hold them while recounting.
+    await lock(db.selectFrom('vault_meta').select('key').where('key', 'in', [META.bytes, META.count])).execute();
+    const totals = await db
+      .selectFrom('artifacts')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes')])
+      .executeTakeFirstOrThrow();
+    for (const [key, value] of [[META.bytes, Number(totals.bytes)], [META.count, Number(totals.n)]] as const) {
+      await db
+        .insertInto('vault_meta')
+        .values({ key, value })
+        .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+        .execute();
+    }
+    await db
+      .insertInto('vault_meta')
+      .values([{ key: META.prunedArtifacts, value: 0 }, { key: META.prunedBytes, value: 0 }])
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+  },
+});

@@ -1,8 +1,6 @@
 /**
- * The Vault contract: a private, content-addressed store of exact tool evidence.
- *
- * Everything above the vault depends on this interface only; `createVault` (sqlite.ts) is the one
- * concrete implementation. Offsets and lengths are in Unicode code points, never UTF-16 units.
+ * The data the storage ports exchange (ports.ts has the contracts). Offsets and lengths are in
+ * Unicode code points, never UTF-16 units.
  */
 
 export interface PutInput {
@@ -105,39 +103,31 @@ export interface RequestMetric {
   readonly components?: Readonly<Record<string, { readonly raw: number; readonly final: number }>>;
 }
 
-export interface Vault {
-  /** Store content (deduplicated by SHA-256); resolves only after the row is read back and verified. */
-  put(input: PutInput): Promise<PutResult>;
-  /** True when the artifact exists and its content hashes to its id. */
-  verify(artifactId: string): Promise<boolean>;
-  summary(artifactId: string): Promise<ArtifactSummary | undefined>;
-  /** Exact page; throws ArtifactNotFoundError for an unknown id. Limit is clamped to the page ceiling. */
-  page(artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage>;
-  peek(artifactId: string, limit?: number): Promise<ArtifactPeek>;
-  find(artifactId: string, query: string, limit?: number): Promise<ArtifactFind>;
-  /** FTS over content and tool names, Unicode case-insensitive; the query is plain text, never FTS syntax. */
-  search(query: string, limit?: number): Promise<readonly ArtifactSummary[]>;
-
-  /** Lease preflight (read only). */
-  exposureAvailable(sessionId: string, artifactId: string, requestId: string, limit: number): Promise<boolean>;
-  /** Authoritative, transactional claim: at most `limit` distinct request ids per (session, artifact) inline. */
-  claimExposure(sessionId: string, artifactId: string, requestId: string, limit: number): Promise<boolean>;
-  /** Record what was actually delivered (inline becomes max(old, new)). */
-  recordExposure(sessionId: string, artifactId: string, requestId: string, inline: boolean): Promise<void>;
-  /** Mark artifacts as named by a delivered receipt: retention never deletes them. */
-  pin(artifactIds: readonly string[]): Promise<void>;
-
-  getBaseline(stateKey: string): Promise<TerminalBaseline | undefined>;
-  setBaseline(stateKey: string, artifactId: string): Promise<void>;
-
-  /** Sticky per-session renderings for prompt-cache stability (key → rendered value). */
-  getRendering(sessionId: string, key: string): Promise<string | undefined>;
-  setRendering(sessionId: string, key: string, value: string): Promise<void>;
-
-  recordRequestMetric(metric: RequestMetric): Promise<void>;
-  usage(): Promise<VaultUsage>;
-  /** Where the file is (for status); ':memory:' for an in-memory database. */
-  readonly path: string;
-  close(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
+/** Sums of the content-free request metrics (the `stats` command). */
+export interface MetricsSummary {
+  readonly requests: number;
+  readonly sessions: number;
+  readonly raw_chars: number;
+  readonly final_chars: number;
+  readonly raw_tokens: number;
+  readonly final_tokens: number;
+  readonly reduction_pct: number;
+  readonly receipts: number;
+  readonly failed_open_requests: number;
+  /** Saved chars per mechanism (stage name → chars). */
+  readonly saved_by_stage: Readonly<Record<string, number>>;
+  /** Raw/final tokens per component with each one's share of the raw total (percent). */
+  readonly components: Readonly<Record<string, { readonly raw_tokens: number; readonly final_tokens: number; readonly raw_pct: number }>>;
+  readonly by_mode: Readonly<Record<string, { readonly requests: number; readonly raw_tokens: number; readonly final_tokens: number }>>;
 }
+
+export type {
+  ArtifactStore,
+  LeaseStore,
+  MetricsStore,
+  SessionStore,
+  StoreEngine,
+  StoreScope,
+  Vault,
+  WorkingStateStore,
+} from './ports.js';

@@ -1,6 +1,6 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/program.js';
 import { createVault } from '../../src/vault/index.js';
@@ -107,6 +107,7 @@ describe('exit codes', () => {
     [['artifact', 'find', 'ID', '  ', '--db', 'DB'], 'query must not be empty'],
     [['artifact', 'peek', 'a_nope', '--db', 'DB'], 'unknown artifact a_nope'],
     [['artifact', 'get', 'a_1', '--db', 'ABSENT'], 'no vault at'],
+    [['stats', '--db', 'ABSENT'], 'no vault at'],
     [['frobnicate'], "unknown command 'frobnicate'"],
   ])('exits 2 for %j', async (args, message) => {
     const resolved = args.map((a) => (a === 'DB' ? db : a === 'ABSENT' ? join(dir, 'absent.sqlite3') : a === 'ID' ? logId : a));
@@ -123,6 +124,62 @@ describe('exit codes', () => {
 
   it('does not create a vault for reading commands', async () => {
     await cli(['artifact', 'get', 'a_1', '--db', join(dir, 'absent.sqlite3')]);
+    await cli(['stats', '--db', join(dir, 'absent.sqlite3')]);
     expect(existsSync(join(dir, 'absent.sqlite3'))).toBe(false);
   });
+});
+
+describe('replay input checks', () => {
+  const write = (name: string, sessions: unknown[]): string => {
+    const path = join(dir, name);
+    writeFileSync(path, sessions.map((s) => JSON.stringify(s)).join('\n'));
+    return path;
+  };
+  const user = { role: 'user', content: 'fix the test' };
+  const assistant = { role: 'assistant', content: 'done' };
+
+  it('rejects an unknown role, naming the line and message, exit 2', async () => {
+    const r = await cli(['replay', write('roles.jsonl', [{ id: 'a', messages: [user, assistant] }, { id: 'b', messages: [user, { role: 'robot', content: 'x' }] }])]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('line 2: message 2 has unknown role "robot"');
+  });
+
+  it('rejects a file whose sessions have no assistant turn, exit 2', async () => {
+    const r = await cli(['replay', write('silent.jsonl', [{ id: 'a', messages: [user] }])]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('no session has an assistant turn');
+  });
+
+  it('warns about each session without an assistant turn and replays the others', async () => {
+    const r = await cli(['replay', '--json', write('mixed.jsonl', [{ id: 'quiet', messages: [user] }, { id: 'talks', messages: [user, assistant] }])]);
+    expect(r.code).toBe(0);
+    expect(r.err).toContain('warning: session "quiet" has no assistant turn');
+    expect(r.err).not.toContain('"talks"');
+    expect(JSON.parse(r.out)).toMatchObject({ requests: 1 });
+  });
+});
+
+describe('bench', () => {
+  it('without rtk prints no rtk row, only the note that it is left out; with one, the rtk row', async () => {
+    const empty = mkdtempSync(join(dir, 'no-rtk-'));
+    // git is needed for case 1; any rtk this machine may have is not.
+    const withoutRtk = (process.env['PATH'] ?? '').split(delimiter).filter((d) => d !== '' && !existsSync(join(d, 'rtk')));
+    vi.stubEnv('PATH', [empty, ...withoutRtk].join(delimiter));
+    try {
+      const r = await cli(['bench']);
+      expect(r.code).toBe(0);
+      const named = r.out.split('\n').filter((l) => /rtk/i.test(l));
+      expect(named).toEqual(['no rtk binary (TOKEN_TERMINATOR_RTK_PATH or PATH): the rtk-binary row is left out.', expect.stringContaining("case 1 (the reference's rtk_terminal_rewrite)")].sort());
+      expect(r.out).toContain('terminal git diff (built-in compactor)');
+
+      const fakeRtk = join(empty, 'rtk');
+      writeFileSync(fakeRtk, '#!/bin/sh\necho "M benchmark_fixture.txt +1 -1"\n');
+      chmodSync(fakeRtk, 0o755);
+      const withRtk = await cli(['bench']);
+      expect(withRtk.out).toContain('rtk_terminal_rewrite (rtk binary)');
+      expect(withRtk.out).toContain('the rtk-binary row runs the rtk found');
+    } finally {
+      vi.stubEnv('PATH', process.env['PATH']);
+    }
+  }, 120_000);
 });

@@ -43,6 +43,8 @@ describe('LangChain createAgent middleware', () => {
 
     for (const call of log) expect(call.maxTokens).toBeGreaterThan(0);
     expect(log[0]!.maxTokens).toBeLessThan(32_000);
+    // Every model call that sees a receipt is offered the recovery tool.
+    for (const call of log) if (call.messages.some((m) => m.content.includes('Token Terminator'))) expect(call.tools).toContain('token_terminator');
     expect(model.maxTokens).toBeUndefined();
     expect(terminator.calls.every((c) => c.context.sessionId === 'thread-1')).toBe(true);
   });
@@ -101,6 +103,23 @@ describe('LangGraph createReactAgent (legacy) hooks', () => {
     expect(log[1]!.maxTokens).toBeGreaterThan(0);
     expect(log[1]!.maxTokens).toBeLessThan(32_000);
     expect(terminator.calls.every((c) => c.context.sessionId === 'legacy-1')).toBe(true);
+  });
+
+  it('binds the recovery tool (last) and runs it even when the caller did not list it', async () => {
+    const terminator = createFakeTerminator();
+    const log: ScriptedCall[] = [];
+    const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
+    const tt = createReactAgentHooks(terminator, { model });
+    const agent = createReactAgent({ llm: tt.llm(model, [bigTool]), tools: tt.toolNode([bigTool]), preModelHook: tt.preModelHook });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: 'legacy-2' } });
+    expect(log.map((c) => c.tools)).toEqual([
+      ['search_logs', 'token_terminator'],
+      ['search_logs', 'token_terminator'],
+      ['search_logs', 'token_terminator'],
+    ]);
+    const [, recovered] = toolMessages(result.messages);
+    expect((JSON.parse(String(recovered!.content)) as { content: string }).content).toBe(BIG);
+    expect(result.messages.at(-1)!.content).toBe('final answer');
   });
 
   it('reduces tool results in the ToolNode subclass and keeps the original in the artifact', async () => {

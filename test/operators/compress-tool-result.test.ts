@@ -139,7 +139,6 @@ describe('compressToolResult: terminal results through the built-in compactors',
     ['vitest-fail.txt', 'npx vitest run', 1, ['Tests  3 failed | 192 passed (195)', 'FAIL  test/m4.test.js']],
     ['pytest-fail.txt', 'python3 -m pytest -v tests', 1, ['4 failed, 172 passed', "E       KeyError: 'b'"]],
     ['cargo-test-fail.txt', 'cargo test', 101, ['test result: FAILED. 30 passed; 3 failed']],
-    ['tsc-errors.txt', 'npx tsc -p .', 2, ['TS2322']],
     ['javac-errors.txt', 'javac -d out src/app/*.java', 1, ['50 errors']],
     ['grep-rn.txt', 'grep -rn subscriber src/internal/operators', 0, ['[matches: 334 in 71 files]']],
     ['git-log.txt', 'git log', 0, ['Tweak module 6 for issue #145']],
@@ -157,6 +156,13 @@ describe('compressToolResult: terminal results through the built-in compactors',
     expect(text.startsWith(`[exit code: ${exitCode}]\n`)).toBe(true);
     for (const k of keep) expect(text).toContain(k);
     await expectRecovers(vault, text, raw);
+  });
+
+  it('tsc errors are all diagnostics: their faithful view is not smaller, so the output passes through unchanged', async () => {
+    const raw = fixture('tsc-errors.txt');
+    const [out] = await runOp(op(), [result('terminal', raw, { command: 'npx tsc -p .' }, 2)]);
+    expect(out!.value.content).toBe(raw);
+    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'not_smaller' });
   });
 
   it('reads host JSON results and keeps their exit code', async () => {

@@ -1,4 +1,5 @@
 import { fc, test } from '@fast-check/vitest';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   createReceipt,
@@ -10,6 +11,12 @@ import {
   renderReceipt,
   toolLabel,
 } from '../../src/receipts/index.js';
+
+interface PythonVectors {
+  readonly percent: readonly { readonly raw: number; readonly compact: number; readonly python: string }[];
+  readonly labels: readonly { readonly name: string; readonly python: string }[];
+}
+const vectors = JSON.parse(readFileSync(new URL('../fixtures/receipts/python-vectors.json', import.meta.url), 'utf8')) as PythonVectors;
 
 const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n });
 const artifactId = fc.oneof(hex(32), hex(64)).map((h) => `a_${h}`);
@@ -45,6 +52,30 @@ describe('receipts', () => {
   it('rejects text that is not exactly a receipt', () => {
     expect(parseReceipt('[Token Terminator artifact a_zz | tool=x | chars=1 | recover with token_terminator action=artifact_get]')).toBeUndefined();
     expect(isReceipt('hello')).toBe(false);
+  });
+
+  it('labels tool names as the reference does: whitespace split and joined, edges dropped, empty → tool', () => {
+    expect(toolLabel(' terminal')).toBe('terminal');
+    expect(toolLabel('   ')).toBe('tool');
+    for (const v of vectors.labels) expect(toolLabel(v.name), JSON.stringify(v.name)).toBe(v.python);
+  });
+
+  it('an empty tool name still gives a receipt the parser accepts, and the reference compactor form (tool=) parses', () => {
+    const id = `a_${'1'.repeat(32)}`;
+    for (const name of ['', '   ', '\u3000']) {
+      const text = renderReceipt(createReceipt(id, name, 12));
+      expect(text).toContain('| tool=tool |');
+      expect(parseReceipt(text)).toMatchObject({ artifactId: id, tool: 'tool', chars: 12 });
+    }
+    const compactor = `[Token Terminator artifact ${id} | tool= | chars=36289 | recover with token_terminator action=artifact_get]`;
+    expect(parseReceipt(compactor)).toEqual({ artifactId: id, tool: '', chars: 36_289 });
+    expect(isReceipt(compactor)).toBe(true);
+  });
+
+  it('rounds the native-note percentage half to even on the exact binary value, as Python does', () => {
+    expect(pythonPercent(20_000, 7950)).toBe('60.2');
+    expect(vectors.percent.length).toBeGreaterThan(500);
+    for (const v of vectors.percent) expect(pythonPercent(v.raw, v.compact), `${v.raw}/${v.compact}`).toBe(v.python);
   });
 
   it('prints the native note percentage like Python floats', () => {

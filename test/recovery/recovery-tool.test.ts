@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fc, test } from '@fast-check/vitest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
 import { createRecoveryTool, RECOVERY_ACTIONS, type RecoveryToolHandle, type WorkingStateStore } from '../../src/recovery/index.js';
@@ -230,6 +230,26 @@ describe('recovery tool: other actions', () => {
       limits: { max_page_chars: 20000, max_search_results: 50 },
     });
     expect(status.vault.artifacts).toBeGreaterThan(0);
+  });
+
+  it('reports terminal_rewrite only when an rtk binary is really there', async () => {
+    const fakeRtk = join(dir, 'rtk');
+    writeFileSync(fakeRtk, '#!/bin/sh\nexit 0\n');
+    chmodSync(fakeRtk, 0o755);
+    const emptyBin = mkdtempSync(join(dir, 'bin-'));
+    vi.stubEnv('PATH', emptyBin);
+    try {
+      const statusWith = async (rtkPath: string) => (await call({ action: 'status' }, createRecoveryTool({ vault, config: configFor({ overrides: { rtkPath } }) }))).profile;
+      expect(await statusWith('')).toMatchObject({ terminal_rewrite: false });
+      expect(await statusWith(join(dir, 'no-such-rtk'))).toMatchObject({ terminal_rewrite: false });
+      expect(await statusWith(fakeRtk)).toMatchObject({ terminal_rewrite: true });
+      vi.stubEnv('PATH', dir);
+      expect(await statusWith('')).toMatchObject({ terminal_rewrite: true });
+      const native = createRecoveryTool({ vault, config: configFor({ overrides: { rtkPath: fakeRtk, mode: 'native' } }) });
+      expect((await call({ action: 'status' }, native)).profile).toMatchObject({ terminal_rewrite: false });
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it('says working state is disabled by default', async () => {

@@ -4,6 +4,12 @@
  * kill" can be observed as: the complete lines of the dump, each the final request the host would
  * have sent. After every kill `PRAGMA integrity_check` is ok and every receipt in those lines
  * recovers exactly; at the end all of them still do and a full replay on the same file succeeds.
+ *
+ * No timer decides when to kill (issue 14, item 8): the kill is sent the moment the replay's own
+ * progress marker — `delivered <n>` on its stdout, written synchronously per request — reaches a
+ * seeded count in the first third of the workload, so two thirds of the work is still ahead and the kill lands somewhere inside
+ * the next request, wherever it happens to be. A replay that finishes first fails the test with a
+ * message saying so.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,7 +20,7 @@ import { prng } from '../../src/testing/arbitraries/text.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import { buildWorkload, writeSessions } from '../fixtures/reliability/workload.js';
-import { CLI, idMatches, receiptIds, repoRoot, runToEnd, tempDir } from './harness.js';
+import { CLI, fixture, idMatches, receiptIds, repoRoot, runToEnd, tempDir } from './harness.js';
 
 const { dir, cleanup } = tempDir('tt-rel-crash-');
 afterAll(cleanup);
@@ -38,24 +44,41 @@ interface Killed {
   readonly stderr: string;
 }
 
-/** Start a replay; SIGKILL it `delayMs` after its dump first holds `afterLines` complete lines. */
-function replayAndKill(db: string, sessions: string, dump: string, afterLines: number, delayMs: number): Promise<Killed> {
-  const child = spawn(process.execPath, [CLI, 'replay', sessions, '--db', db, '--json', '--dump', dump], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Start a replay (test/fixtures/reliability/replay-worker.ts: the replay of `token-terminator
+ * replay --db --dump`, printing `delivered <n>` synchronously after each request) and SIGKILL it
+ * the moment it reports `afterRequests` delivered requests.
+ */
+function replayAndKill(db: string, sessions: string, dump: string, afterRequests: number): Promise<Killed & { readonly deliveredAtKill: number; readonly lastDelivered: number; readonly finished: boolean }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture('replay-worker.ts'), sessions, db, dump], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
+  let buffer = '';
+  let deliveredAtKill = -1;
+  let lastDelivered = 0;
+  let finished = false;
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  let delay: NodeJS.Timeout | undefined;
-  const poll = setInterval(() => {
-    if (delay === undefined && completeLines(dump).length >= afterLines) delay = setTimeout(() => void child.kill('SIGKILL'), delayMs);
-  }, 5);
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    buffer += chunk;
+    const lines = buffer.split('\n');
+    buffer = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line === 'finished') finished = true;
+      const n = /^delivered (\d+)$/.exec(line);
+      if (n !== null) lastDelivered = Number(n[1]);
+      if (n !== null && deliveredAtKill < 0 && Number(n[1]) >= afterRequests) {
+        deliveredAtKill = Number(n[1]);
+        child.kill('SIGKILL');
+      }
+    }
+  });
   return new Promise((resolvePromise, reject) => {
     child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearInterval(poll);
-      clearTimeout(delay);
-      resolvePromise({ lines: completeLines(dump), signal, code, stderr });
-    });
+    child.on('close', (code, signal) => resolvePromise({ lines: completeLines(dump), signal, code, stderr, deliveredAtKill, lastDelivered, finished }));
   });
 }
+
+/** Requests a recorded session produces (one per assistant turn after the first message). */
+const requestsOf = (messages: readonly Readonly<Record<string, unknown>>[]): number => messages.filter((m, i) => i > 0 && m['role'] === 'assistant').length;
 
 async function recoversExactly(vault: Vault, id: string): Promise<boolean> {
   const parts: string[] = [];
@@ -82,18 +105,25 @@ describe('replay killed with SIGKILL at random points', () => {
       const runs = Array.from({ length: PARALLEL }, (_, j) => {
         const n = round * PARALLEL + j;
         const sessions = join(dir, `sessions-${n}.jsonl`);
-        writeSessions(sessions, [buildWorkload({ id: `crash-${n}a`, variant: n % 5, fillerTurns: 3 }), buildWorkload({ id: `crash-${n}b`, variant: (n + 1) % 5, fillerTurns: 3 })]);
-        // Kill points: after 1–14 of 24 delivered requests plus 0–60 ms, i.e. anywhere inside the
-        // next request or two (vault writes, leases, pins, metrics, dump write).
-        const afterLines = 1 + Math.floor(random() * 14);
-        const delayMs = Math.floor(random() * 60);
-        points.push(`${afterLines}+${delayMs}ms`);
-        return replayAndKill(db, sessions, join(dir, `dump-${n}.jsonl`), afterLines, delayMs);
+        const workload = [buildWorkload({ id: `crash-${n}a`, variant: n % 5, fillerTurns: 8 }), buildWorkload({ id: `crash-${n}b`, variant: (n + 1) % 5, fillerTurns: 8 })];
+        writeSessions(sessions, workload);
+        const total = workload.reduce((t, w) => t + requestsOf(w.messages), 0);
+        // Kill points: after 1 … total/3 delivered requests, then wherever the next request is
+        // (vault writes, leases, pins, metrics, dump write): two thirds of the work is left.
+        const after = 1 + Math.floor(random() * Math.floor(total / 3));
+        points.push(`${after}/${total}`);
+        return replayAndKill(db, sessions, join(dir, `dump-${n}.jsonl`), after).then((r) => ({ ...r, after, total }));
       });
       const results = await Promise.all(runs);
       for (const r of results) {
         expect(r.stderr).toBe('');
-        expect(r.signal).toBe('SIGKILL');
+        const finishedFirst =
+          r.deliveredAtKill < 0
+            ? `the replay ended on its own (exit code ${String(r.code)}) before delivering the ${r.after} requests that trigger the kill`
+            : `the replay had delivered ${r.lastDelivered} of ${r.total} requests${r.finished ? ' and finished' : ''} before the kill sent at marker ${r.after} took effect: the kill must come while work is left`;
+        expect(r.signal, finishedFirst).toBe('SIGKILL');
+        expect(r.finished, finishedFirst).toBe(false);
+        expect(r.lastDelivered, finishedFirst).toBeLessThan(r.total);
         killed++;
       }
       if (existsSync(db)) {
@@ -122,5 +152,5 @@ describe('replay killed with SIGKILL at random points', () => {
     const figures = JSON.parse(final.stdout) as { receipts: number; recovery_failures: number };
     expect(figures.recovery_failures).toBe(0);
     console.log(`crashes: ${killed} SIGKILLs (${points.join(', ')}), ${seen.size} receipts written before a kill, all recovered; final replay ${figures.receipts} receipts`);
-  }, 240_000);
+  }, 600_000);
 });

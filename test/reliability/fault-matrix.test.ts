@@ -16,6 +16,11 @@ import { throwingCounter } from '../../src/testing/faults.js';
 import { VaultOpenError } from '../../src/vault/errors.js';
 import { createVault } from '../../src/vault/index.js';
 import { TokenizeServer, closedPortUrl } from '../budget/helpers.js';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import pg from 'pg';
+import { pgCtl, startCluster, stopCluster, type Cluster } from '../support/postgres.js';
 import { buildWorkload } from '../fixtures/reliability/workload.js';
 import {
   RTK_STUB,
@@ -344,6 +349,173 @@ describe('vault faults', () => {
   });
 });
 
+describe('PostgreSQL vault faults (a private server the cells stop, lock and break)', () => {
+  // Its own cluster, so stopping it cannot disturb the other test files' server.
+  const clusterDir = mkdtempSync(join(tmpdir(), 'tt-rel-pg-'));
+  let cluster: Cluster;
+  let dbNo = 0;
+  beforeAll(async () => {
+    cluster = await startCluster(clusterDir);
+  }, 120_000);
+  afterAll(() => stopCluster(clusterDir));
+
+  const admin = async <T>(fn: (c: pg.Client) => Promise<T>, database = 'postgres'): Promise<T> => {
+    const u = new URL(cluster.url);
+    u.pathname = `/${database}`;
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    try {
+      return await fn(c);
+    } finally {
+      await c.end();
+    }
+  };
+  /** A fresh database for one cell; returns its name and URL. */
+  const database = async (): Promise<{ name: string; url: string }> => {
+    const name = `cell_${++dbNo}`;
+    await admin((c) => c.query(`CREATE DATABASE ${name}`));
+    const u = new URL(cluster.url);
+    u.pathname = `/${name}`;
+    return { name, url: u.toString() };
+  };
+  const openPg = (url: string, overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {}): Promise<Terminator> =>
+    createTerminator({ env: {}, overrides: { ...baseOverrides, dbUrl: url, ...overrides } });
+  /** The same Terminator, running `inject` once just before its `at`-th facade call. */
+  const injectAt = (tt: Terminator, at: number, inject: () => void | Promise<void>): Terminator => {
+    let calls = 0;
+    const before = async (): Promise<void> => {
+      if (++calls === at) await inject();
+    };
+    return new Proxy(tt, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (prop !== 'reduceToolCall' && prop !== 'reduceToolResult' && prop !== 'compileRequest') return value;
+        return async (...args: unknown[]) => {
+          await before();
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  };
+  const terminate = (name: string) => admin((c) => c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]));
+
+  it('server stopped mid-session: the rest passes through with failed_open, receipts delivered before recover after the restart, then heals', async () => {
+    const db = await database();
+    const tt = await openPg(db.url);
+    try {
+      const results = await checkCell(
+        'PostgreSQL stopped mid-session',
+        'pg_ctl stop -m immediate before the 20th of 46 facade calls; started again after the workload',
+        injectAt(tt, 20, () => pgCtl(clusterDir, 'stop', 'immediate')),
+        { failedOpenIn: ['tool_result', 'request'] },
+        () => pgCtl(clusterDir, 'start'),
+        tt,
+      );
+      expect(results.slice(0, 19).flatMap((r) => r.output?.decisions ?? []).filter((d) => d.kind === 'failed_open')).toEqual([]);
+      expect(errorLabels(results)).toMatch(/ECONNREFUSED|57P01|Connection terminated/);
+      await checkHealed(tt);
+    } finally {
+      await tt.close();
+    }
+  });
+
+  it('connection reset (every socket cut mid-session): fails open or retries on a new connection, nothing delivered is lost, then heals', async () => {
+    const db = await database();
+    const target = new URL(db.url);
+    const sockets = new Set<Socket>();
+    let cut = 0;
+    const proxy: Server = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const viaProxy = new URL(db.url);
+    viaProxy.port = String((proxy.address() as { port: number }).port);
+    const tt = await openPg(viaProxy.toString());
+    try {
+      const reset = (): void => {
+        for (const s of sockets) {
+          s.resetAndDestroy();
+          cut++;
+        }
+      };
+      const results = await checkCell('PostgreSQL connection reset', 'a TCP proxy resets every pooled connection before the 12th and the 30th facade call', injectAt(injectAt(tt, 12, reset), 30, reset), { failedOpenIn: [] }, undefined, tt);
+      expect(cut).toBeGreaterThan(0);
+      expect(results.length).toBe(46);
+      await checkHealed(tt);
+    } finally {
+      await tt.close();
+      proxy.close();
+    }
+  });
+
+  it('statement timeout (writes block on a held table lock): fail open, then heals', async () => {
+    const db = await database();
+    const tt = await openPg(db.url, { busyTimeoutMs: 60_000, dbStatementTimeoutMs: 300 });
+    const u = new URL(cluster.url);
+    u.pathname = `/${db.name}`;
+    const holder = new pg.Client({ connectionString: u.toString() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE vault_meta IN EXCLUSIVE MODE');
+      const results = await checkCell('PostgreSQL statement timeout', 'another session holds LOCK TABLE vault_meta IN EXCLUSIVE MODE; TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS 300', tt, { failedOpenIn: ['tool_result', 'request'] }, async () => {
+        await holder.query('ROLLBACK');
+      });
+      expect(errorLabels(results)).toMatch(/57014/);
+      await checkHealed(tt);
+    } finally {
+      await holder.end().catch(() => undefined);
+      await tt.close();
+    }
+  });
+
+  it('read-only transactions (default_transaction_read_only): writes fail open, reads keep serving, then heals', async () => {
+    const db = await database();
+    const tt = await openPg(db.url);
+    try {
+      const seed = await tt.vault.put({ content: 'evidence written before the database turned read-only\n'.repeat(40), toolName: 'terminal' });
+      await admin((c) => c.query(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`));
+      await terminate(db.name); // pooled connections pick the setting up when they reconnect
+      const results = await checkCell('PostgreSQL read-only', 'ALTER DATABASE … SET default_transaction_read_only = on, pooled connections terminated', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, async () => {
+        expect((await recoverViaTool(tt.recoveryTool, 'ro', seed.artifactId)).content).toContain('read-only');
+        await admin((c) => c.query(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`));
+        await terminate(db.name);
+      });
+      expect(errorLabels(results)).toMatch(/25006/);
+      await checkHealed(tt);
+    } finally {
+      await tt.close();
+    }
+  });
+
+  it('disk full (a trigger raising disk_full on every insert): fail open, then heals', async () => {
+    const db = await database();
+    const tt = await openPg(db.url);
+    const tables = ['artifacts', 'artifact_observations', 'artifact_exposures', 'artifact_pins'];
+    try {
+      await admin(async (c) => {
+        await c.query(`CREATE FUNCTION tt_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`);
+        for (const t of tables) await c.query(`CREATE TRIGGER tt_disk_full BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION tt_disk_full()`);
+      }, db.name);
+      const results = await checkCell('PostgreSQL disk full', 'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, pins', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, () =>
+        admin(async (c) => {
+          for (const t of tables) await c.query(`DROP TRIGGER tt_disk_full ON ${t}`);
+        }, db.name),
+      );
+      expect(errorLabels(results)).toMatch(/53100/);
+      await checkHealed(tt);
+    } finally {
+      await tt.close();
+    }
+  });
+});
+
 describe('counter faults', () => {
   it('counter throws: token-gated stages fail open, the budget falls back to the rough count', async () => {
     await using tt = await open(join(cellDir(), 'vault.sqlite3'), { counter: throwingCounter() });
@@ -410,21 +582,28 @@ describe('/tokenize (vLLM budget backend) faults', () => {
 
 describe('rtk faults (tool-call stream)', () => {
   let tt: Terminator;
+  // Only the hang cell needs a short deadline; every other stub must be allowed to start, exit or
+  // kill itself on a loaded machine without its fault turning into a timeout.
+  let patient: Terminator;
   beforeAll(async () => {
     tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { timeoutMs: 200 } });
+    patient = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { timeoutMs: 30_000 } });
   });
-  afterAll(() => tt.close());
+  afterAll(async () => {
+    await tt.close();
+    await patient.close();
+  });
 
   const call = (command: string): ToolCall => ({ id: `c-${command}`, name: 'terminal', args: { command } });
 
   async function rtkCell(cell: string, command: string): Promise<{ out: ToolCall; decision: Decision | undefined }> {
     const input = call(command);
-    const step = await tt.reduceToolCall(input, { sessionId: 'rtk' });
+    const step = await (cell === 'rtk hangs' ? tt : patient).reduceToolCall(input, { sessionId: 'rtk' });
     const decision = step.decisions.find((d) => d.stage === 'rtk_rewrite');
     const out = step.value;
     rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"${decision?.error === undefined ? '' : ` (${decision.error})`}; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
     // The terminator keeps working after the fault: a plain command is still rewritten.
-    const next = await tt.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
+    const next = await patient.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
     expect(String(next.value.args['command'])).toBe(`rtk git status ${cell.length}`);
     return { out, decision };
   }

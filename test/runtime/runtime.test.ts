@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Observable, firstValueFrom, from, toArray } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { stepOperator } from '../../src/operator-kit.js';
@@ -112,13 +112,16 @@ describe('Lane', () => {
 describe('modeGates', () => {
   it('follows the modes table', () => {
     const g = (mode: 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest' | 'off') =>
-      modeGates({ enabled: true, mode, temporalDelta: true, tokenBudget: true });
+      modeGates({ enabled: true, mode, temporalDelta: true, tokenBudget: true, outputCap: true });
     expect(g('balanced')).toMatchObject({ terminal: true, native: true, compiler: true, temporal: true, budget: true });
     expect(g('native')).toMatchObject({ terminal: false, native: true, compiler: false, budget: false });
     expect(g('terminal')).toMatchObject({ terminal: true, native: false, compiler: false });
     expect(g('suggest')).toMatchObject({ terminal: false, suggest: true, native: false });
     expect(g('off')).toMatchObject({ terminal: false, native: false, compiler: false, budget: false });
-    expect(modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true }).compiler).toBe(false);
+    expect(modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: true }).compiler).toBe(false);
+    // TOKEN_BUDGET is the token half of acceptance, OUTPUT_CAP the cap stage: independent switches.
+    expect(modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: false, outputCap: true })).toMatchObject({ budget: true, tokenGate: false });
+    expect(modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: false })).toMatchObject({ budget: false, tokenGate: true });
   });
 });
 
@@ -273,6 +276,25 @@ describe('createTerminator when the vault cannot be opened', () => {
     expect(out.map((s) => [s.value, s.decisions])).toEqual([[bigResult, [failed]]]);
     expect(await tt.pressure(bigRequest, ctx)).toBeGreaterThan(0);
     expect(readFileSync(path)).toEqual(before); // the broken file is left as it was
+  });
+
+  it('passthrough says so once on stderr: path and reason code, no content', async () => {
+    const path = garbage();
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation(((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write);
+    try {
+      for (let i = 0; i < 2; i++) {
+        await using tt = await createTerminator({ env, overrides: { dbPath: path } });
+        await tt.compileRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'SECRET-PROMPT-TEXT' }] }, ctx);
+        await tt.reduceToolResult({ ...bigResult, content: `SECRET-TOOL-TEXT ${bigResult.content}` }, ctx);
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toEqual([`token-terminator: the vault at ${path} could not be opened (SQLITE_NOTADB); running in pass-through mode, nothing is reduced\n`]);
   });
 
   it('passthrough: status reports the vault unavailable and the recovery tool answers a clear error', async () => {

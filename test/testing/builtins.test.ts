@@ -101,7 +101,7 @@ describe('capOutputBudget', () => {
 });
 
 describe('createTerminator (default pipelines)', () => {
-  const terminator = async ({ vault: v, counter: c }: KitDeps, overrides: { tokenBudget?: boolean } = {}) =>
+  const terminator = async ({ vault: v, counter: c }: KitDeps, overrides: { outputCap?: boolean } = {}) =>
     createTerminator({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {}, overrides });
   const toolResults = withDeps<ToolResult>(async (deps) => {
     const tt = await terminator(deps);
@@ -111,7 +111,7 @@ describe('createTerminator (default pipelines)', () => {
     const tt = await terminator(deps);
     return { operator: tt.toolCalls(), dispose: () => tt.close() };
   });
-  const requestPipeline = (overrides: { tokenBudget?: boolean } = {}) =>
+  const requestPipeline = (overrides: { outputCap?: boolean } = {}) =>
     withDeps<ProviderRequest>(async (deps) => {
       const tt = await terminator(deps, overrides);
       return { operator: tt.requests(), dispose: () => tt.close() };
@@ -121,6 +121,6 @@ describe('createTerminator (default pipelines)', () => {
   testInvariants(test, toolCalls, { vault, inputs: toolCallStream({ cwds: CWDS }), only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'], params });
   // With the output cap on, a request may gain a cap field: sizes are checked with the cap off.
   testInvariants(test, requestPipeline(), { vault, counter, context, inputs: requests, only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'], params, expectUnchanged: false });
-  testInvariants(test, requestPipeline({ tokenBudget: false }), { vault, counter, context, inputs: requests, only: ['unchanged-or-smaller', 'fails-open'], params });
+  testInvariants(test, requestPipeline({ outputCap: false }), { vault, counter, context, inputs: requests, only: ['unchanged-or-smaller', 'fails-open'], params });
   testInvariants(test, requestPipeline(), { vault, counter, context, inputs: growingSession({ maxTurns: 4 }), only: ['cache-stable'], params, isBoundary: decisionsChanged() });
 });

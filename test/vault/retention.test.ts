@@ -1,26 +1,14 @@
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+/** Retention (high/low water, protections, LRU order, refusal), once per dialect. */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactNotFoundError, VaultCapacityError } from '../../src/errors.js';
-import { createVault, type Vault } from '../../src/vault/index.js';
+import { META } from '../../src/vault/schema.js';
+import type { Vault } from '../../src/vault/index.js';
 import { watermarks } from '../../src/vault/retention.js';
-import { tempDir } from './helpers.js';
-
-let dir: string;
-let cleanup: () => void;
-let vault: Vault;
+import { DIALECTS, freshStore, type FreshStore } from './dialects.js';
 
 /** ASCII content of exactly `bytes` bytes, distinct per tag. */
 const blob = (tag: string, bytes: number): string => `${tag}:`.padEnd(bytes, tag);
-
-beforeEach(async () => {
-  ({ dir, cleanup } = tempDir());
-  vault = await createVault({ path: join(dir, 'r.sqlite3'), maxBytes: 500, highWaterPct: 80, lowWaterPct: 50 });
-});
-afterEach(async () => {
-  await vault.close();
-  cleanup();
-});
+const LIMITS = { maxBytes: 500, highWaterPct: 80, lowWaterPct: 50 } as const;
 
 describe('watermarks', () => {
   it('computes high/low marks and keeps low below high', () => {
@@ -30,7 +18,18 @@ describe('watermarks', () => {
   });
 });
 
-describe('retention', () => {
+for (const dialect of DIALECTS) {
+describe(`retention on ${dialect}`, () => {
+  let store: FreshStore;
+  let vault: Vault;
+  beforeEach(async () => {
+    store = await freshStore(dialect, 'r.sqlite3');
+    vault = await store.open(LIMITS);
+  });
+  afterEach(async () => {
+    await store.cleanup();
+  });
+
   it('prunes only the unprotected artifact (reference vector)', async () => {
     const a = await vault.put({ content: blob('a', 180) });
     await vault.setBaseline('terminal|git status', a.artifactId);
@@ -72,9 +71,10 @@ describe('retention', () => {
 
   it('prunes the least recently observed first, not the oldest created', async () => {
     await vault.close();
+    const lru = await freshStore(dialect, 'lru.sqlite3');
     let now = Date.parse('2026-01-01T00:00:00Z');
     const clock = () => (now += 1000);
-    vault = await createVault({ path: join(dir, 'lru.sqlite3'), maxBytes: 500, highWaterPct: 80, lowWaterPct: 50, clock });
+    vault = await lru.open({ ...LIMITS, clock });
     const x = await vault.put({ content: blob('x', 100) });
     const y = await vault.put({ content: blob('y', 100) });
     const w = await vault.put({ content: blob('w', 150) });
@@ -84,6 +84,7 @@ describe('retention', () => {
     expect(await vault.summary(y.artifactId)).toBeUndefined();
     expect(await vault.summary(w.artifactId)).toBeUndefined();
     expect((await vault.usage()).bytes).toBe(160);
+    await lru.cleanup();
   });
 
   it('refuses without writing (and without pruning) when protected artifacts leave no room', async () => {
@@ -96,10 +97,11 @@ describe('retention', () => {
     );
     expect(await vault.usage()).toEqual(before);
     expect(await vault.summary(loose.artifactId)).toBeDefined();
-    const db = new Database(join(dir, 'r.sqlite3'));
-    expect(db.prepare("SELECT COUNT(*) FROM artifact_observations WHERE session_id = 's'").pluck().get()).toBe(0);
-    expect(db.prepare('SELECT COUNT(*) FROM artifacts').pluck().get()).toBe(2);
-    db.close();
+    const db = store.raw();
+    const count = async (q: ReturnType<typeof db.selectFrom<'artifacts' | 'artifact_observations'>>) =>
+      Number((await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    expect(await count(db.selectFrom('artifact_observations').where('session_id', '=', 's'))).toBe(0);
+    expect(await count(db.selectFrom('artifacts'))).toBe(2);
   });
 
   it('refuses an artifact larger than the whole vault', async () => {
@@ -117,10 +119,9 @@ describe('retention', () => {
   it('recounts the byte counter from the rows when reopened', async () => {
     await vault.put({ content: blob('a', 120) });
     await vault.close();
-    const db = new Database(join(dir, 'r.sqlite3'));
-    db.prepare("UPDATE vault_meta SET value = 999 WHERE key = 'artifact_bytes'").run();
-    db.close();
-    vault = await createVault({ path: join(dir, 'r.sqlite3'), maxBytes: 500, highWaterPct: 80, lowWaterPct: 50 });
+    await store.raw().updateTable('vault_meta').set({ value: 999 }).where('key', '=', META.bytes).execute();
+    vault = await store.open(LIMITS);
     expect((await vault.usage()).bytes).toBe(120);
   });
 });
+}

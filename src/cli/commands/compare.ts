@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { loadConfig, MODES } from '../../config/index.js';
+import { effectiveLedgerPath, loadConfig, MODES } from '../../config/index.js';
 import { openLedger } from '../../telemetry/ledger.js';
 import { CliError, writeJson, writeOut } from '../context.js';
 
@@ -16,10 +16,13 @@ async function compare(a: string, b: string, options: CompareOptions): Promise<v
   for (const m of [a, b]) if (!(MODES as readonly string[]).includes(m)) throw new CliError(`unknown mode "${m}" (accepted: ${MODES.join(', ')})`);
   if (a === b) throw new CliError('comparison modes must differ');
   const config = loadConfig({ env: process.env, overrides: options.ledger === undefined ? {} : { ledgerPath: options.ledger } });
-  if (!existsSync(config.ledgerPath)) throw new CliError(`no experiment ledger at ${config.ledgerPath} (set --ledger or TOKEN_TERMINATOR_LEDGER_PATH)`);
-  const ledger = openLedger({ path: config.ledgerPath });
+  // With TOKEN_TERMINATOR_DB_URL the ledger is in that database, unless --ledger names a file.
+  const url = options.ledger === undefined ? config.dbUrl : '';
+  const path = effectiveLedgerPath(config);
+  if (url === '' && !existsSync(path)) throw new CliError(`no experiment ledger at ${path} (set --ledger or TOKEN_TERMINATOR_LEDGER_PATH)`);
+  const ledger = await openLedger(url !== '' ? { url } : { path });
   try {
-    const c = ledger.compare(a, b, { experiment: options.experiment ?? config.experiment });
+    const c = await ledger.compare(a, b, { experiment: options.experiment ?? config.experiment });
     if (options.json === true) return await writeJson(c);
     const lines = [
       `experiment ${c.experiment}: ${a} vs ${b} (excluded contaminated sessions: ${c.excludedContaminatedSessions})`,
@@ -32,7 +35,7 @@ async function compare(a: string, b: string, options: CompareOptions): Promise<v
     ];
     await writeOut(`${lines.join('\n')}\n`);
   } finally {
-    ledger.close();
+    await ledger.close();
   }
 }
 

@@ -5,6 +5,10 @@ import { registerReplay } from './replay.js';
 import { registerStats } from './stats.js';
 import { registerCompare } from './compare.js';
 import { registerBench } from './bench.js';
+import { registerReport } from './report.js';
+import { registerEval } from './eval.js';
+import { registerProxy } from './proxy.js';
+import { registerVault } from './vault.js';
 
 /** Adds one command (and its subcommands) to the program. */
 export type CommandRegistrar = (program: Command) => void;
@@ -17,4 +21,8 @@ export const commands: CommandRegistrar[] = [
   registerStats,
   registerCompare,
   registerBench,
+  registerReport,
+  registerEval,
+  registerProxy,
+  registerVault,
 ];

@@ -10,6 +10,7 @@ interface ReplayCliOptions {
   mode?: Mode;
   limit?: number;
   json?: boolean;
+  series?: boolean;
   dump?: string;
   cacheReadPrice: number;
   db?: string;
@@ -26,6 +27,10 @@ async function replay(file: string, options: ReplayCliOptions): Promise<void> {
   if (!existsSync(file)) throw new CliError(`no sessions file at ${file}`);
   const sessions = await readSessions(file, options.limit ?? Infinity);
   if (sessions.length === 0) throw new CliError(`${file} holds no sessions`);
+  // A request is replayed at each assistant turn: a session without one measures nothing.
+  const silent = sessions.filter((s) => requestCount(s) === 0);
+  if (silent.length === sessions.length) throw new CliError(`${file}: no session has an assistant turn, so there is no request to replay`);
+  for (const s of silent) process.stderr.write(`warning: session ${JSON.stringify(s.id.slice(0, 80))} has no assistant turn and produces no request\n`);
   const tty = process.stderr.isTTY === true && options.json !== true;
   const bar = tty ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} requests | {eta_formatted} left', hideCursor: true, clearOnComplete: true, stream: process.stderr }, cliProgress.Presets.shades_classic) : undefined;
   bar?.start(sessions.reduce((n, s) => n + requestCount(s), 0), 0);
@@ -37,6 +42,7 @@ async function replay(file: string, options: ReplayCliOptions): Promise<void> {
       ...(options.db === undefined ? {} : { db: options.db }),
       ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
       ...(options.dump === undefined ? {} : { dump: options.dump }),
+      ...(options.series === true ? { series: true } : {}),
       ...(bar === undefined ? {} : { onProgress: (done: number) => bar.update(done) }),
     });
   } finally {
@@ -55,6 +61,7 @@ export function registerReplay(program: Command): void {
     .addOption(new Option('--mode <mode>', 'mode to replay under (default: TOKEN_TERMINATOR_MODE or balanced)').choices(MODES as string[]))
     .option('--limit <n>', 'replay only the first n sessions', integerAtLeast(1))
     .option('--json', 'print the figures as JSON')
+    .option('--series', 'with --json: add each session\'s per-request series (per_request), the input of `report`')
     .option('--dump <file>', 'write one JSON line {session, index, final} per request')
     .option('--cache-read-price <price>', 'price of a cached char relative to an uncached one', priceArg, 0.1)
     .option('--db <path>', 'vault file to use and keep (default: a fresh vault in a temp dir)')

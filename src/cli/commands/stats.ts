@@ -1,15 +1,24 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { readMetricsSummary } from '../../telemetry/stats.js';
-import { cliConfig, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
+import { vaultLocation } from '../../vault/configured.js';
+import { CliError, cliConfig, openConfiguredVault, vaultExists, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
 
 async function stats(options: CommonOptions): Promise<void> {
   const config = cliConfig(options);
-  const s = readMetricsSummary(config.dbPath);
-  if (options.json === true) return writeJson({ db_path: config.dbPath, ...s });
+  // Zeros for a vault that is not there would read as "nothing was saved": say it is missing.
+  const where = vaultLocation(config);
+  if (!vaultExists(config)) throw new CliError(`no vault at ${where} (set --db or TOKEN_TERMINATOR_DB_PATH)`);
+  const vault = await openConfiguredVault(config);
+  let s: Awaited<ReturnType<typeof vault.metricsSummary>>;
+  try {
+    s = await vault.metricsSummary();
+  } finally {
+    await vault.close();
+  }
+  if (options.json === true) return writeJson({ db_path: where, ...s });
   const totals = new Table({ head: ['figure', 'raw', 'final', ''], style: plain });
   totals.push(
     ['requests', int(s.requests), '', `${int(s.sessions)} sessions`],
@@ -21,7 +30,7 @@ async function stats(options: CommonOptions): Promise<void> {
   for (const [stage, chars] of Object.entries(s.saved_by_stage).sort((a, b) => b[1] - a[1])) stages.push([stage, int(chars)]);
   const parts = new Table({ head: ['component', 'raw tokens', 'final tokens', 'share of raw'], style: plain });
   for (const [name, c] of Object.entries(s.components)) parts.push([name, int(c.raw_tokens), int(c.final_tokens), `${c.raw_pct.toFixed(2)} %`]);
-  await writeOut(`vault: ${config.dbPath}\n${totals.toString()}\n${stages.toString()}\n${parts.toString()}\n`);
+  await writeOut(`vault: ${where}\n${totals.toString()}\n${stages.toString()}\n${parts.toString()}\n`);
 }
 
 /** `token-terminator stats`: content-free request metrics of the vault (totals, per mechanism, per component). */

@@ -3,6 +3,7 @@ import type { Config } from '../../config/types.js';
 import { TokenTerminatorError } from '../../errors.js';
 import { createRecoveryTool } from '../../recovery/index.js';
 import type { Vault } from '../../vault/types.js';
+import { vaultLocation } from '../../vault/configured.js';
 import { cliConfig, openConfiguredVault, recover, vaultExists, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
 
 /** A stand-in for a vault file that does not exist yet: `status` reports it instead of creating one. */
@@ -26,7 +27,7 @@ async function status(options: CommonOptions): Promise<void> {
   const exists = vaultExists(config);
   const vault = exists ? await openConfiguredVault(config) : missingVault(config.dbPath);
   try {
-    const tool = createRecoveryTool({ vault, config, status: async () => ({ db_path: config.dbPath, vault_exists: exists }) });
+    const tool = createRecoveryTool({ vault, config, status: async () => ({ db_path: vaultLocation(config), db_engine: config.dbUrl === '' ? 'sqlite' : 'postgres', vault_exists: exists }) });
     const result = await recover(tool, { action: 'status' });
     if (options.json) return await writeJson(result);
     const lines: string[] = [];

@@ -45,16 +45,8 @@ const WORDS = ['alpha', 'build', 'cache', 'delta', 'error', 'fetch', 'graph', 'i
 const PATHS = ['src/index.ts', 'src/vault/sqlite.ts', 'operators/compile.ts', 'test/app.test.ts', 'README.md', 'lib/utils/strings.py', 'cmd/main.go'];
 
 /** Deterministic PRNG (mulberry32) so one seed always expands to the same text. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from '../../prng.js';
+import { prng } from '../../prng.js';
 
 /** Expand a spec into text. Pure: the same spec always gives the same string. */
 export function expandOutput(spec: OutputSpec): string {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { codePoints } from '../../measure/index.js';
 import { isReceipt, parseReceipt, referencedArtifacts } from '../../receipts/index.js';
 import type { Step } from '../../step.js';
-import type { Vault } from '../../vault/types.js';
+import type { ArtifactStore } from '../../vault/ports.js';
 import { derivedProvenance, provenance, stringLeaves } from '../deep.js';
 import { checkedRun, describeError, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
 
@@ -27,7 +27,7 @@ export function recoversExactlyPredicate<T>(op: OperatorUnderTest<T>, options: I
 }
 
 /** Read a whole artifact through `page`, as the recovery tool would. */
-export async function readArtifact(vault: Vault, artifactId: string): Promise<string> {
+export async function readArtifact(vault: ArtifactStore, artifactId: string): Promise<string> {
   let offset = 0;
   let text = '';
   for (let pages = 0; pages < 100_000; pages++) {
@@ -44,7 +44,7 @@ export async function readArtifact(vault: Vault, artifactId: string): Promise<st
  * The recovery check for one output against the inputs seen so far (the last one is this
  * output's input). Throws an InvariantViolation; usable from custom harnesses.
  */
-export async function checkRecovery(vault: Vault, inputs: readonly unknown[], out: Step<unknown>, where: string): Promise<void> {
+export async function checkRecovery(vault: ArtifactStore, inputs: readonly unknown[], out: Step<unknown>, where: string): Promise<void> {
   const input = inputs[inputs.length - 1];
   const known = new Set(stringLeaves(inputs).flatMap((s) => referencedArtifacts(s)));
   const leaves = stringLeaves(out.value);
@@ -95,7 +95,7 @@ export async function checkRecovery(vault: Vault, inputs: readonly unknown[], ou
  * such marker names an artifact holding exactly the caller's text it replaced. One hop only: the
  * nested artifacts must themselves be text the caller supplied.
  */
-async function derivedFromInputs(vault: Vault, content: string, inputs: readonly unknown[], known: ReadonlySet<string>): Promise<boolean> {
+async function derivedFromInputs(vault: ArtifactStore, content: string, inputs: readonly unknown[], known: ReadonlySet<string>): Promise<boolean> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(content);

@@ -45,7 +45,7 @@ describe('CapLedger', () => {
     const ledger = new CapLedger();
     const items = [{ type: 'message', role: 'user', content: 'hi' }];
     ledger.record(items, 123);
-    expect(ledger.take(structuredClone(items))).toBe(123);
+    expect(ledger.take(structuredClone(items))?.cap).toBe(123);
     expect(ledger.take(structuredClone(items))).toBeUndefined();
   });
 

@@ -7,6 +7,8 @@ import { Usage, type AgentInputItem, type Model, type ModelRequest, type ModelRe
 export interface AgentsCall {
   readonly input: readonly AgentInputItem[];
   readonly maxTokens: number | undefined;
+  /** Names of the tools the request offered. */
+  readonly tools: readonly string[];
 }
 
 export type AgentsStep = (input: readonly AgentInputItem[], signal: AbortSignal | undefined) => unknown[] | Promise<unknown[]>;
@@ -24,7 +26,7 @@ export class ScriptedAgentsModel implements Model {
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     request.signal?.throwIfAborted();
     const input = typeof request.input === 'string' ? [] : request.input;
-    this.log.push({ input, maxTokens: request.modelSettings.maxTokens });
+    this.log.push({ input, maxTokens: request.modelSettings.maxTokens, tools: request.tools.map((t) => (t as { name?: string }).name ?? '') });
     const step = this.script[this.#i++] ?? (() => say('done'));
     return { usage: new Usage(), output: (await step(input, request.signal)) as ModelResponse['output'] };
   }

@@ -10,6 +10,8 @@ import type { ChatResult } from '@langchain/core/outputs';
 export interface ScriptedCall {
   readonly messages: readonly { readonly type: string; readonly content: string }[];
   readonly maxTokens: number | undefined;
+  /** Names of the tools bound when the call ran. */
+  readonly tools: readonly string[];
 }
 
 export type ScriptStep = (messages: readonly BaseMessage[]) => { content?: string; tool_calls?: { id: string; name: string; args: Record<string, unknown> }[] };
@@ -41,13 +43,16 @@ export class ScriptedChatModel extends BaseChatModel {
     return 'scripted';
   }
 
-  override bindTools(): this {
+  boundTools: readonly string[] = [];
+
+  override bindTools(tools: readonly unknown[]): this {
+    this.boundTools = tools.map((t) => String((t as { name?: unknown }).name ?? ''));
     return this;
   }
 
   async _generate(messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
     options.signal?.throwIfAborted();
-    this.log.push({ messages: messages.map((m) => ({ type: m.getType(), content: text(m) })), maxTokens: this.maxTokens });
+    this.log.push({ messages: messages.map((m) => ({ type: m.getType(), content: text(m) })), maxTokens: this.maxTokens, tools: this.boundTools });
     const step: ScriptStep = this.script[this.cursor.i++] ?? (() => ({ content: 'done' }));
     const out = step(messages);
     const message = new AIMessage({ content: out.content ?? '', tool_calls: (out.tool_calls ?? []).map((c) => ({ ...c, type: 'tool_call' as const })) });

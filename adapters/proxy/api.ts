@@ -1,0 +1,280 @@
+/**
+ * One handled API request (Chat Completions, Responses, Anthropic Messages): HTTP body → our
+ * request type → the pipeline → upstream → the client, with the recovery loop when the proxy
+ * offered the recovery tool. All reduction happens in the runtime's pipelines; this file only
+ * translates and decides what to forward.
+ *
+ * Fail-open ladder: a body over the size limit streams through unread; a body that is not a JSON
+ * object goes as the client sent it (the upstream answers it); any failure while preparing goes
+ * as the client sent it; a request the pipeline left unchanged goes as the client's own bytes.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { applyExchanges, loadRecoveryState, recordExchange, saveRecoveryState, type RecoveryState } from '../../src/recovery/exchanges.js';
+import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
+import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
+import type { ProxyContext } from './context.js';
+import { sessionOf, tenantOf } from './session.js';
+import { relayRecoveryStream } from './stream-relay.js';
+import { renderToolOutputs } from './tool-outputs.js';
+import { answerUpstreamFailure, readAll, relayResponse, requestHeaders, responseHeaders, sendUpstream } from './upstream.js';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+type Body = { readonly kind: 'full'; readonly buf: Buffer } | { readonly kind: 'over'; readonly stream: Readable };
+
+/** Read the body up to `limit` bytes; past it, the read part and the rest continue as one stream. */
+async function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return { kind: 'over', stream: req };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = chunk as Buffer;
+    chunks.push(buf);
+    size += buf.length;
+    if (size > limit) {
+      const rest = new PassThrough();
+      for (const c of chunks) rest.write(c);
+      req.pipe(rest);
+      return { kind: 'over', stream: rest };
+    }
+  }
+  return { kind: 'full', buf: Buffer.concat(chunks) };
+}
+
+/** What the pipeline made of a request. */
+interface Prepared {
+  readonly request: ProviderRequest;
+  readonly changed: boolean;
+  readonly intercept: boolean;
+  readonly context: StepContext;
+  readonly state: RecoveryState;
+  readonly saved: Record<string, number>;
+  /** The client's request with stable objects, for measuring. */
+  readonly measured: ProviderRequest;
+}
+
+const PROVIDER: Record<RecoveryWireFormat, { provider: string; endpoint: string }> = {
+  chat: { provider: 'openai', endpoint: '/v1/chat/completions' },
+  responses: { provider: 'openai', endpoint: '/v1/responses' },
+  anthropic: { provider: 'anthropic', endpoint: '/v1/messages' },
+};
+
+async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: RecoveryWireFormat, req: IncomingMessage): Promise<Prepared> {
+  const tt = ctx.terminator;
+  const tenant = tenantOf(req.headers);
+  const sessionId = sessionOf(req.headers, client, format, tenant);
+  const model = typeof client['model'] === 'string' ? client['model'] : undefined;
+  const context: StepContext = {
+    sessionId,
+    tenant,
+    requestId: `p_${createHash('sha256').update(sessionId).update(raw).digest('hex').slice(0, 32)}`,
+    route: { ...PROVIDER[format], ...(model === undefined ? {} : { model }) },
+  };
+  const state = await loadRecoveryState(tt.vault, sessionId);
+  const shown = applyExchanges(client, format, state);
+  const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
+  const step = await tt.compileRequest(outputs.request, context);
+  let request = step.value;
+  const saved: Record<string, number> = { ...outputs.saved };
+  for (const d of step.decisions) if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
+  const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
+  const offer = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request, format));
+  let nextState = state;
+  if (offer) {
+    request = withRecoveryTool(request, format, tt.recoveryTool);
+    if (!state.tool) {
+      nextState = { ...state, tool: true };
+      await saveRecoveryState(tt.vault, sessionId, nextState);
+    }
+  }
+  const changed = shown !== client || outputs.changed || step.value !== outputs.request || offer;
+  return { request: changed ? request : client, changed, intercept: offer, context, state: nextState, saved, measured: shown === client ? outputs.measured : client };
+}
+
+/** Handle one POST to a handled API path. Never throws. */
+export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, format: RecoveryWireFormat, pathAndQuery: string): Promise<void> {
+  const base = format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
+  const abort = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  const send = (body: Buffer | Readable, changed: boolean, identity = false): Promise<Dispatcher.ResponseData> => {
+    const started = performance.now();
+    return sendUpstream(ctx.dispatcher, {
+      base,
+      pathAndQuery,
+      method: 'POST',
+      headers: requestHeaders(req.headers, { bodyChanged: changed, identity }),
+      body,
+      signal: abort.signal,
+    }).then((r) => {
+      ctx.metrics.upstreamSeconds.observe({ api: format }, (performance.now() - started) / 1000);
+      return r;
+    });
+  };
+  const forward = async (body: Buffer | Readable, changed: boolean): Promise<void> => {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await send(body, changed);
+    } catch (error) {
+      answerUpstreamFailure(error, res);
+      return;
+    }
+    await relayResponse(response, res);
+  };
+
+  let body: Body;
+  try {
+    body = await readBody(req, ctx.config.maxBodyBytes);
+  } catch {
+    res.destroy();
+    return;
+  }
+  if (body.kind === 'over') {
+    ctx.metrics.requests.inc({ api: format, outcome: 'too_large' });
+    return forward(body.stream, false);
+  }
+  const raw = body.buf;
+  let client: unknown;
+  try {
+    client = JSON.parse(raw.toString('utf8'));
+  } catch {
+    client = undefined;
+  }
+  if (!isObj(client)) {
+    ctx.metrics.requests.inc({ api: format, outcome: 'malformed' });
+    return forward(raw, false);
+  }
+  let prepared: Prepared;
+  try {
+    prepared = await prepare(ctx, client, raw, format, req);
+  } catch (error) {
+    ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
+    ctx.metrics.failOpen.inc({ reason: 'prepare' });
+    ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'prepare', error: errorLabel(error) });
+    return forward(raw, false);
+  }
+  ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
+  const sentBody = prepared.changed ? Buffer.from(JSON.stringify(prepared.request)) : raw;
+  const continuations: ProviderRequest[] = [];
+  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
+  try {
+    if (!prepared.intercept) await forward(sentBody, prepared.changed);
+    else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });
+  } finally {
+    // Synchronously after the last write: accounting is queued before the client can read the end.
+    account();
+  }
+}
+
+interface Delivery {
+  readonly ctx: ProxyContext;
+  readonly res: ServerResponse;
+  readonly format: RecoveryWireFormat;
+  readonly client: Obj;
+  readonly prepared: Prepared;
+  readonly sentBody: Buffer;
+  readonly continuations: ProviderRequest[];
+  send(body: Buffer | Readable, changed: boolean, identity?: boolean): Promise<Dispatcher.ResponseData>;
+}
+
+/** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */
+async function deliverWithRecovery(d: Delivery): Promise<void> {
+  const { ctx, res, format, client, prepared, sentBody, continuations, send } = d;
+  const sessionId = prepared.context.sessionId;
+  const answer = async (call: RecoveryCall): Promise<string> => {
+    const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, sessionId);
+    ctx.metrics.recoveryCalls.inc({ api: format });
+    ctx.metrics.recoveredChars.inc({ api: format }, text.length);
+    return text;
+  };
+  const remember = async (exchange: readonly unknown[], responseId: unknown, serverSide: boolean): Promise<void> => {
+    if (exchange.length === 0) return;
+    try {
+      const pendingItems = exchange.filter((i) => isObj(i) && i['type'] === 'function_call_output');
+      const next = recordExchange(prepared.state, client as Obj, format, exchange, serverSide ? { ...(typeof responseId === 'string' ? { responseId } : {}), pendingItems } : undefined);
+      if (next !== prepared.state) await saveRecoveryState(ctx.terminator.vault, sessionId, next);
+    } catch (error) {
+      ctx.metrics.failOpen.inc({ reason: 'recovery_state' });
+      ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'recovery_state', error: errorLabel(error) });
+    }
+  };
+  const serverSide = format === 'responses' && (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
+
+  if (client['stream'] === true) {
+    let first: Dispatcher.ResponseData;
+    try {
+      first = await send(sentBody, true, true);
+    } catch (error) {
+      answerUpstreamFailure(error, res);
+      return;
+    }
+    const type = String(first.headers['content-type'] ?? '');
+    if (first.statusCode < 200 || first.statusCode >= 300 || !type.includes('text/event-stream')) return relayResponse(first, res);
+    res.writeHead(first.statusCode, responseHeaders(first.headers, { bodyChanged: true }));
+    res.flushHeaders();
+    try {
+      const out = await relayRecoveryStream({
+        format,
+        first,
+        request: prepared.request,
+        res,
+        maxRounds: ctx.recoveryRounds,
+        send: (b) => {
+          continuations.push(JSON.parse(b.toString('utf8')) as ProviderRequest);
+          return send(b, true, true);
+        },
+        answer,
+        onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
+      });
+      await remember(out.exchange, isObj(out.lastBody) ? out.lastBody['id'] : undefined, serverSide && out.stopped !== undefined);
+      res.end();
+    } catch (error) {
+      ctx.metrics.failOpen.inc({ reason: 'stream' });
+      ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'stream', error: errorLabel(error) });
+      res.destroy();
+    }
+    return;
+  }
+
+  type Buffered = { response: Dispatcher.ResponseData; buf: Buffer };
+  try {
+    const out = await runRecoveryLoop<Buffered>({
+      format,
+      request: prepared.request,
+      maxRounds: ctx.recoveryRounds,
+      send: async (request, round) => {
+        const b = round === 0 ? sentBody : Buffer.from(JSON.stringify(request));
+        if (round > 0) continuations.push(request);
+        const response = await send(b, true, true);
+        return { response, buf: await readAll(response) };
+      },
+      bodyOf: ({ response, buf }) => {
+        if (response.statusCode < 200 || response.statusCode >= 300) return undefined;
+        try {
+          return JSON.parse(buf.toString('utf8')) as unknown;
+        } catch {
+          return undefined;
+        }
+      },
+      answer,
+      onRound: () => undefined,
+    });
+    for (let i = 0; i < out.rounds; i++) ctx.metrics.recoveryRounds.inc({ api: format, end: 'continued' });
+    if (out.stopped !== undefined) ctx.metrics.recoveryRounds.inc({ api: format, end: out.stopped });
+    const final = out.strippedBody;
+    await remember(out.exchange, isObj(final) ? final['id'] : undefined, serverSide && out.stopped !== undefined);
+    const { response, buf } = out.response;
+    const payload = final === undefined ? buf : Buffer.from(JSON.stringify(final));
+    res.writeHead(response.statusCode, { ...responseHeaders(response.headers, { bodyChanged: final !== undefined }), ...(final === undefined ? {} : { 'content-length': payload.length }) });
+    res.end(payload);
+  } catch (error) {
+    answerUpstreamFailure(error, res);
+  }
+}

@@ -1,0 +1,42 @@
+/** What every request handler of one proxy shares. */
+import type { Dispatcher } from 'undici';
+import type { ProxyConfig } from '../../src/config/proxy.js';
+import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
+import type { Terminator } from '../../src/runtime-types.js';
+import type { ProviderRequest, StepContext } from '../../src/step.js';
+import type { ProxyMetrics } from './metrics.js';
+import type { ItemMemo, RenderingCache } from './tool-outputs.js';
+
+/**
+ * One log record. Content-free: event names, API labels, status codes, durations, error class
+ * labels and session digests; never a header value, a body or a key.
+ */
+export interface ProxyLogRecord {
+  readonly level: 'info' | 'warn';
+  readonly event: string;
+  readonly [field: string]: string | number | boolean | undefined;
+}
+
+/** One handled request, for the deferred accounting (metrics and the vault's metric row). */
+export interface AccountInput {
+  readonly format: RecoveryWireFormat;
+  readonly client: ProviderRequest;
+  readonly rawBytes: number;
+  readonly sent: ProviderRequest;
+  readonly sentBytes: number;
+  readonly continuations: readonly ProviderRequest[];
+  readonly context: StepContext;
+  readonly saved: Readonly<Record<string, number>>;
+}
+
+export interface ProxyContext {
+  readonly config: ProxyConfig;
+  readonly terminator: Terminator;
+  readonly dispatcher: Dispatcher;
+  readonly metrics: ProxyMetrics;
+  readonly renderings: RenderingCache;
+  readonly items: ItemMemo;
+  readonly recoveryRounds: number;
+  log(record: ProxyLogRecord): void;
+  account(input: AccountInput): void;
+}

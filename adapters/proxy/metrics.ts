@@ -1,0 +1,67 @@
+/**
+ * The proxy's Prometheus metrics (prom-client, one registry per proxy so two proxies in one
+ * process never mix). Content-free by construction: every label value comes from a fixed set in
+ * this file or from stage names of our own operators; no path, header, model text or key.
+ */
+import { Counter, Histogram, Registry } from 'prom-client';
+
+/** Which API a request was for; everything not handled is `relay`. */
+export type ApiLabel = 'chat' | 'responses' | 'anthropic' | 'relay';
+/** What the proxy did with a handled request. */
+export type Outcome = 'reduced' | 'unchanged' | 'too_large' | 'malformed' | 'fail_open';
+
+export interface ProxyMetrics {
+  readonly registry: Registry;
+  readonly requests: Counter<'api' | 'outcome'>;
+  readonly bytes: Counter<'api' | 'direction'>;
+  readonly tokens: Counter<'api' | 'direction'>;
+  readonly saved: Counter<'mechanism'>;
+  readonly recoveryCalls: Counter<'api'>;
+  readonly recoveryRounds: Counter<'api' | 'end'>;
+  readonly recoveredChars: Counter<'api'>;
+  readonly upstreamSeconds: Histogram<'api'>;
+  readonly failOpen: Counter<'reason'>;
+}
+
+export function createProxyMetrics(): ProxyMetrics {
+  const registry = new Registry();
+  const p = 'token_terminator_proxy_';
+  return {
+    registry,
+    requests: new Counter({ name: `${p}requests_total`, help: 'Requests received, by API and by what the proxy did with them.', labelNames: ['api', 'outcome'], registers: [registry] }),
+    bytes: new Counter({
+      name: `${p}request_bytes_total`,
+      help: 'Request body bytes: raw (as the client sent them), sent (the first upstream request) and recovery (continuation requests after a recovery round).',
+      labelNames: ['api', 'direction'],
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: `${p}request_tokens_total`,
+      help: 'Request tokens (o200k or the configured counter): raw, sent and recovery, as for bytes.',
+      labelNames: ['api', 'direction'],
+      registers: [registry],
+    }),
+    saved: new Counter({ name: `${p}saved_chars_total`, help: 'Characters saved, by mechanism (pipeline stage).', labelNames: ['mechanism'], registers: [registry] }),
+    recoveryCalls: new Counter({ name: `${p}recovery_calls_total`, help: 'token_terminator calls answered by the proxy.', labelNames: ['api'], registers: [registry] }),
+    recoveryRounds: new Counter({
+      name: `${p}recovery_rounds_total`,
+      help: 'Recovery rounds: continued (the model was asked again), mixed (the turn also called client tools), rounds (the round budget was spent).',
+      labelNames: ['api', 'end'],
+      registers: [registry],
+    }),
+    recoveredChars: new Counter({ name: `${p}recovered_chars_total`, help: 'Characters of recovery results sent to the model.', labelNames: ['api'], registers: [registry] }),
+    upstreamSeconds: new Histogram({
+      name: `${p}upstream_seconds`,
+      help: 'Time from sending a request upstream to its response headers.',
+      labelNames: ['api'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+    failOpen: new Counter({
+      name: `${p}fail_open_total`,
+      help: 'Requests forwarded as the client sent them because something inside the proxy failed.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+  };
+}

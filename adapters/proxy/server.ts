@@ -1,0 +1,263 @@
+/**
+ * `createProxy`: the HTTP gateway. node:http on our side (the proxy needs raw bytes for byte-for-
+ * byte relays, per-chunk flushing for streams and nothing else a framework would bring), undici
+ * to the upstream (keep-alive pool, streamed bodies, abort signals).
+ *
+ * Routes: POST chat/completions, responses and messages (with or without the `/v1` prefix) go
+ * through the pipeline; GET /healthz and GET /metrics answer locally; routes added with
+ * `proxy.route(path, handler)` (or the `routes` option) answer locally too; everything else is
+ * relayed to the upstream untouched.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Dispatcher } from 'undici';
+import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
+import { createCountMemo } from '../../src/measure/index.js';
+import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { createTerminator, type TerminatorOptions } from '../../src/runtime.js';
+import type { Terminator } from '../../src/runtime-types.js';
+import { errorLabel } from '../../src/step.js';
+import { attributeRequest } from '../../src/telemetry/attribution.js';
+import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { requestMetric } from '../../src/telemetry/metrics.js';
+import { handleApi } from './api.js';
+import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
+import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
+import { ItemMemo, RenderingCache } from './tool-outputs.js';
+import { answerUpstreamFailure, createUpstreamAgent, relayResponse, requestHeaders, sendUpstream, TOKEN_HEADER } from './upstream.js';
+
+/** A local route: answer the request yourself (e.g. a dashboard page). */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+/** Options of {@link createProxy}; every field is optional. */
+export interface ProxyOptions {
+  /** Resolved settings. Default: `loadProxyConfig({ env, flags })`. */
+  readonly config?: ProxyConfig;
+  /** Flags over the environment when `config` is absent. Default: none. */
+  readonly flags?: ProxyFlags;
+  /** Environment for the proxy settings and, without `terminator`, the Terminator's config. Default: `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The Terminator to run requests through (the caller keeps ownership). Default: one built from `terminatorOptions`. */
+  readonly terminator?: Terminator;
+  /** Options for the Terminator the proxy builds (its own metric rows replace the runtime's). Default: `{}`. */
+  readonly terminatorOptions?: TerminatorOptions;
+  /** Upstream dispatcher. Default: a keep-alive undici Agent with the configured timeout. */
+  readonly dispatcher?: Dispatcher;
+  /** Content-free log records. Default: none. */
+  readonly log?: (record: ProxyLogRecord) => void;
+  /** Extra local routes by exact path (any method). Default: none. */
+  readonly routes?: Readonly<Record<string, RouteHandler>>;
+}
+
+export interface Proxy extends AsyncDisposable {
+  readonly server: Server;
+  readonly config: ProxyConfig;
+  readonly terminator: Terminator;
+  readonly metrics: ProxyMetrics;
+  /** Listen on the configured host and port; resolves with the base URL (`http://host:port`). */
+  listen(): Promise<string>;
+  /** Resolves once the accounting of every answered request (metrics, the vault's metric rows) is done. */
+  settled(): Promise<void>;
+  /** Add a local route (exact path, any method): the hook for pages such as `/dashboard`. */
+  route(path: string, handler: RouteHandler): void;
+  /** Stop listening, close connections, then the Terminator (when the proxy built it) and the upstream pool. */
+  close(): Promise<void>;
+}
+
+const API_PATHS: Readonly<Record<string, RecoveryWireFormat>> = Object.freeze({
+  '/v1/chat/completions': 'chat',
+  '/chat/completions': 'chat',
+  '/v1/responses': 'responses',
+  '/responses': 'responses',
+  '/v1/messages': 'anthropic',
+  '/messages': 'anthropic',
+});
+
+function tokenMatches(expected: string, given: string | string[] | undefined): boolean {
+  const value = Array.isArray(given) ? given[0] : given;
+  if (value === undefined) return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(value);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * Build a proxy (not yet listening).
+ *
+ * @example
+ * const proxy = await createProxy({ flags: { port: 8787, upstream: 'https://api.openai.com' } });
+ * console.log(`listening on ${await proxy.listen()}`);
+ */
+export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
+  const config = options.config ?? loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
+  const ownsTerminator = options.terminator === undefined;
+  const terminator =
+    options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), ...options.terminatorOptions, metrics: false }));
+  const ownsDispatcher = options.dispatcher === undefined;
+  const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
+  const metrics = createProxyMetrics();
+  const meter = createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
+  const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
+  const log = options.log ?? (() => undefined);
+
+  const pending = new Set<Promise<void>>();
+  const measure = async (input: AccountInput): Promise<void> => {
+    try {
+      const raw = attributeRequest(input.client, meter);
+      const sent = attributeRequest(input.sent, meter);
+      let extraTokens = 0;
+      let extraChars = 0;
+      for (const c of input.continuations) {
+        const a = attributeRequest(c, meter);
+        extraTokens += a.totalTokens;
+        extraChars += a.totalChars;
+      }
+      metrics.tokens.inc({ api: input.format, direction: 'raw' }, raw.totalTokens);
+      metrics.tokens.inc({ api: input.format, direction: 'sent' }, sent.totalTokens);
+      if (extraTokens > 0) metrics.tokens.inc({ api: input.format, direction: 'recovery' }, extraTokens);
+      const model = input.client['model'];
+      const row = requestMetric({
+        sessionId: input.context.sessionId,
+        requestId: input.context.requestId ?? 'proxy',
+        mode: terminator.config.mode,
+        ...(typeof model === 'string' ? { model } : {}),
+        raw,
+        final: sent,
+        rawTokens: raw.totalTokens,
+        // Net of recovery: continuation requests are part of what this request cost.
+        finalTokens: sent.totalTokens + extraTokens,
+        tokenizer: meter.counter.name,
+        receipts: 0,
+        failedOpen: false,
+        savedByStage: input.saved,
+      });
+      await terminator.vault.recordRequestMetric({ ...row, finalChars: row.finalChars + extraChars }).catch(() => undefined);
+    } catch (error) {
+      log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
+    }
+  };
+
+  const ctx: ProxyContext = {
+    config,
+    terminator,
+    dispatcher,
+    metrics,
+    renderings: new RenderingCache(),
+    items: new ItemMemo(),
+    recoveryRounds: config.recoveryRounds,
+    log,
+    account(input) {
+      metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
+      metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
+      let extra = 0;
+      for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
+      if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
+      for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
+      // Token counting runs after the answer went out, never in front of it.
+      const job = new Promise<void>((resolve) => setImmediate(resolve)).then(() => measure(input));
+      pending.add(job);
+      void job.finally(() => pending.delete(job));
+    },
+  };
+
+  const relay = async (req: IncomingMessage, res: ServerResponse, pathAndQuery: string): Promise<void> => {
+    metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
+    const anthropic = pathAndQuery.startsWith('/v1/messages') || req.headers['anthropic-version'] !== undefined;
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    try {
+      const started = performance.now();
+      const response = await sendUpstream(dispatcher, {
+        base: anthropic ? config.anthropicUpstream : config.upstream,
+        pathAndQuery,
+        method: req.method ?? 'GET',
+        headers: requestHeaders(req.headers, { bodyChanged: false }),
+        body: hasBody ? req : null,
+        signal: abort.signal,
+      });
+      metrics.upstreamSeconds.observe({ api: 'relay' }, (performance.now() - started) / 1000);
+      await relayResponse(response, res);
+    } catch (error) {
+      answerUpstreamFailure(error, res);
+    }
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const started = performance.now();
+    const pathAndQuery = req.url ?? '/';
+    const path = pathAndQuery.split('?')[0] ?? '/';
+    const method = req.method ?? 'GET';
+    const api = method === 'POST' ? API_PATHS[path] : undefined;
+    res.once('finish', () => log({ level: 'info', event: 'request', api: api ?? (routes.has(path) ? 'local' : 'relay'), status: res.statusCode, ms: Math.round(performance.now() - started) }));
+    if (method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
+    if (config.token !== undefined && !tokenMatches(config.token, req.headers[TOKEN_HEADER])) {
+      return json(res, 401, { error: { type: 'authentication_error', message: `token-terminator proxy: missing or wrong ${TOKEN_HEADER} header` } });
+    }
+    if (method === 'GET' && path === '/metrics') return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
+    const local = routes.get(path);
+    if (local !== undefined) return local(req, res);
+    if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery);
+    return relay(req, res, pathAndQuery);
+  };
+
+  const server = createServer({ noDelay: true, keepAlive: true }, (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      log({ level: 'warn', event: 'handler_failed', error: errorLabel(error) });
+      if (!res.headersSent) res.destroy();
+      else res.end();
+    });
+  });
+  // Streams may run for minutes; the upstream timeout is the one that applies.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  // Longer than the idle timeout of common client pools, so a reused connection is not closed under a request.
+  server.keepAliveTimeout = 65_000;
+
+  let closed = false;
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    while (pending.size > 0) await Promise.all([...pending]);
+    if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
+    if (ownsTerminator) await terminator.close();
+  };
+
+  return {
+    server,
+    config,
+    terminator,
+    metrics,
+    listen: () =>
+      new Promise<string>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port, config.host, () => {
+          server.off('error', reject);
+          const address = server.address() as AddressInfo;
+          const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+          resolve(`http://${host}:${address.port}`);
+        });
+      }),
+    settled: async () => {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+    route: (path, handler) => {
+      routes.set(path, handler);
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * Drives src/recovery/stream.ts over real responses: every round's events go to the client as
+ * they arrive; a round that ends in recovery calls only is answered and the next round streams
+ * into the same client response.
+ */
+import type { ServerResponse } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
+import type { Dispatcher } from 'undici';
+import { continueRequest, exchangeItems, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { closingEvents, createStreamRound, createStreamState, SseParser } from '../../src/recovery/stream.js';
+import type { ProviderRequest } from '../../src/step.js';
+
+export interface StreamRelayOptions {
+  readonly format: RecoveryWireFormat;
+  readonly first: Dispatcher.ResponseData;
+  readonly request: ProviderRequest;
+  readonly res: ServerResponse;
+  readonly maxRounds: number;
+  /** Send one continuation body upstream. */
+  send(body: Buffer): Promise<Dispatcher.ResponseData>;
+  answer(call: RecoveryCall): Promise<string>;
+  onRound?(calls: number, end: 'continued' | 'mixed' | 'rounds'): void;
+}
+
+export interface StreamRelayResult {
+  readonly exchange: readonly unknown[];
+  readonly stopped?: 'mixed' | 'rounds';
+  /** The last round's rebuilt response (its id chains Responses requests). */
+  readonly lastBody: unknown;
+  /** Continuation request bodies sent (for accounting). */
+  readonly continuations: readonly Buffer[];
+}
+
+async function write(res: ServerResponse, text: string): Promise<void> {
+  if (text === '' || res.destroyed) return;
+  if (!res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+}
+
+const isEventStream = (r: Dispatcher.ResponseData): boolean => {
+  const type = r.headers['content-type'];
+  return r.statusCode >= 200 && r.statusCode < 300 && String(Array.isArray(type) ? type[0] : (type ?? '')).includes('text/event-stream');
+};
+
+/** Relay a streamed answer with recovery rounds spliced out. The caller has written the headers. */
+export async function relayRecoveryStream(o: StreamRelayOptions): Promise<StreamRelayResult> {
+  const state = createStreamState();
+  const exchange: unknown[] = [];
+  const continuations: Buffer[] = [];
+  let request = o.request;
+  let response = o.first;
+  let lastBody: unknown;
+  for (;;) {
+    const round = createStreamRound(o.format, state, state.round < o.maxRounds);
+    const parser = new SseParser();
+    const decoder = new StringDecoder('utf8');
+    for await (const chunk of response.body) {
+      for (const event of parser.feed(decoder.write(chunk as Buffer))) await write(o.res, round.push(event));
+      if (o.res.destroyed) {
+        response.body.destroy();
+        return { exchange, lastBody, continuations };
+      }
+    }
+    for (const event of parser.feed(decoder.end())) await write(o.res, round.push(event));
+    for (const event of parser.end()) await write(o.res, round.push(event));
+    const end = round.finish();
+    lastBody = end.body;
+    if (end.recovery.length === 0) return { exchange, lastBody, continuations };
+    const answers = new Map<string, string>();
+    for (const call of end.recovery) answers.set(call.id, await o.answer(call));
+    const items = exchangeItems(end.body, o.format, answers);
+    exchange.push(...items);
+    if (!end.holding) {
+      const stopped = end.others > 0 ? 'mixed' : 'rounds';
+      o.onRound?.(end.recovery.length, stopped);
+      return { exchange, stopped, lastBody, continuations };
+    }
+    o.onRound?.(end.recovery.length, 'continued');
+    request = continueRequest(request, o.format, end.body, items);
+    state.round++;
+    let next: Dispatcher.ResponseData | undefined;
+    try {
+      const body = Buffer.from(JSON.stringify(request));
+      continuations.push(body);
+      next = await o.send(body);
+    } catch {
+      next = undefined;
+    }
+    if (next === undefined || !isEventStream(next)) {
+      // The continuation failed: end the client's stream as a finished turn; the round is kept.
+      await next?.body.dump().catch(() => undefined);
+      await write(o.res, closingEvents(o.format, state));
+      return { exchange, stopped: 'rounds', lastBody, continuations };
+    }
+    response = next;
+  }
+}

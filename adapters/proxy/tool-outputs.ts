@@ -1,0 +1,244 @@
+/**
+ * Tool outputs inside a request, seen by the proxy for the first time, go through the tool-result
+ * stream exactly as a host would send them at source; the rendering is remembered in the store
+ * (the vault's session renderings) so every later request, from this process, a restarted one or
+ * another replica on the same store, shows that output byte-identically. An in-process map in
+ * front of the store keeps the common case (an output seen before) off the database.
+ *
+ * Only string outputs and outputs of exactly one text part are touched; other shapes pass as they
+ * are and the request stages still see them.
+ */
+import { createHash } from 'node:crypto';
+import type { Terminator } from '../../src/runtime-types.js';
+import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
+import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
+import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { REPLAY_TOOL_NAMES } from '../../src/replay/replay.js';
+import { savedByStage } from '../../src/telemetry/metrics.js';
+import type { ProviderRequest, StepContext } from '../../src/step.js';
+
+const KEY_PREFIX = 'proxy.tool.v1:';
+const UNCHANGED = '=';
+const CHANGED = '>';
+
+/** A bounded map of renderings already read or written (session + key → stored value). */
+export class RenderingCache {
+  readonly #max: number;
+  readonly #map = new Map<string, string>();
+
+  constructor(max = 50_000) {
+    this.#max = max;
+  }
+
+  get(key: string): string | undefined {
+    return this.#map.get(key);
+  }
+
+  set(key: string, value: string): void {
+    this.#map.delete(key);
+    this.#map.set(key, value);
+    if (this.#map.size > this.#max) this.#map.delete(this.#map.keys().next().value as string);
+  }
+}
+
+export interface ToolOutputResult {
+  readonly request: ProviderRequest;
+  /** True when any output is shown differently from how the client sent it. */
+  readonly changed: boolean;
+  /** The request as the client sent it, built from stable objects (same content), for cheap measuring. */
+  readonly measured: ProviderRequest;
+  /** Outputs reduced for the first time in this request. */
+  readonly firstSeen: number;
+  /** Saved chars per stage for the outputs reduced in this request. */
+  readonly saved: Readonly<Record<string, number>>;
+}
+
+type Text = { readonly text: string; readonly write: (text: string) => unknown };
+
+/** The text of an output slot, and how to write a new text back into the same shape. */
+function textOf(value: unknown): Text | undefined {
+  if (typeof value === 'string') return { text: value, write: (text) => text };
+  if (Array.isArray(value) && value.length === 1) {
+    const part = value[0] as Record<string, unknown> | null;
+    if (part !== null && typeof part === 'object' && typeof part['text'] === 'string' && (part['type'] === 'text' || part['type'] === 'input_text')) {
+      return { text: part['text'], write: (text) => [{ ...part, text }] };
+    }
+  }
+  return undefined;
+}
+
+interface SlotResult {
+  readonly request: ProviderRequest;
+  readonly firstSeen: number;
+  readonly saved: Record<string, number>;
+  /** Items with an output whose stage failed open (not remembered, tried again next time). */
+  readonly retry: ReadonlySet<number>;
+}
+
+async function renderSlots(
+  terminator: Terminator,
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  context: StepContext,
+  cache: RenderingCache,
+  only: ReadonlySet<number> | undefined,
+): Promise<SlotResult> {
+  const view = readRequest(request, { format });
+  const retry = new Set<number>();
+  const toolNames = terminator.config.toolNames;
+  const changes: SlotChange[] = [];
+  const saved: Record<string, number> = {};
+  let firstSeen = 0;
+  for (const slot of view.slots) {
+    if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item)))) continue;
+    const hostName = slot.toolName ?? 'tool';
+    if (hostName === RECOVERY_TOOL_NAME) continue;
+    const text = textOf(slot.value);
+    if (text === undefined || text.text === '') continue;
+    const key = `${KEY_PREFIX}${createHash('sha256').update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`).digest('hex').slice(0, 40)}`;
+    const cacheKey = `${context.sessionId}\u0000${key}`;
+    let stored = cache.get(cacheKey) ?? (await terminator.vault.getRendering(context.sessionId, key));
+    if (stored === undefined) {
+      const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
+      const step = await terminator.reduceToolResult({ callId: slot.callId ?? '', name, args: slot.callArgs ?? {}, content: text.text }, context);
+      const content = step.value.content;
+      const failed = step.decisions.some((d) => d.kind === 'failed_open');
+      const rendering = typeof content === 'string' && content !== text.text ? `${CHANGED}${content}` : UNCHANGED;
+      // A stage that failed open is not remembered: the next request tries again.
+      if (failed && rendering === UNCHANGED) {
+        if (slot.item !== undefined) retry.add(slot.item);
+        continue;
+      }
+      // Another replica may have rendered it first: its rendering is the one the model saw.
+      stored = (await terminator.vault.getRendering(context.sessionId, key)) ?? rendering;
+      if (stored === rendering) {
+        await terminator.vault.setRendering(context.sessionId, key, rendering);
+        savedByStage(step.decisions, saved);
+      }
+      firstSeen++;
+    }
+    cache.set(cacheKey, stored);
+    if (stored.startsWith(CHANGED)) changes.push({ path: slot.path, value: text.write(stored.slice(1)) });
+  }
+  return { request: writeSlots(request, changes), firstSeen, saved, retry };
+}
+
+/** What one client item was shown as; `original` is the first copy of the client's item (a stable object for measuring). */
+type Entry = { readonly item: unknown; readonly original: unknown; readonly changed: boolean };
+
+interface SessionItems {
+  /** The previous request's items as the client sent them, and what each was shown as. */
+  last: readonly unknown[];
+  lastEntries: readonly (Entry | undefined)[];
+  /** Digest of an item as the client sent it → what it was shown as (for items that moved). */
+  readonly byDigest: Map<string, Entry>;
+}
+
+/** Structural equality of two JSON values (key order included, as bytes would compare). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i] || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+/**
+ * Per session: each conversation item as the client sent it → the item as the pipeline is shown
+ * it, the same object every time. The request stages memoize per item object, so a re-sent
+ * history (parsed anew from every body) costs them lookups, not recomputation. A history that
+ * grows by appending (the common case) is matched position by position against the previous
+ * request, by structural comparison; items that moved are found by digest.
+ */
+export class ItemMemo {
+  readonly #sessions = new Map<string, SessionItems>();
+  readonly #maxSessions: number;
+  readonly #maxItems: number;
+
+  constructor(maxSessions = 256, maxItems = 4096) {
+    this.#maxSessions = maxSessions;
+    this.#maxItems = maxItems;
+  }
+
+  session(id: string): SessionItems {
+    let memo = this.#sessions.get(id);
+    if (memo !== undefined) {
+      this.#sessions.delete(id);
+      this.#sessions.set(id, memo);
+      return memo;
+    }
+    memo = { last: [], lastEntries: [], byDigest: new Map() };
+    this.#sessions.set(id, memo);
+    if (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
+    return memo;
+  }
+
+  remember(memo: SessionItems, digest: string, entry: Entry): void {
+    memo.byDigest.set(digest, entry);
+    if (memo.byDigest.size > this.#maxItems) memo.byDigest.delete(memo.byDigest.keys().next().value as string);
+  }
+}
+
+const digestOf = (item: unknown): string => createHash('sha256').update(JSON.stringify(item) ?? 'undefined').digest('base64');
+
+/**
+ * Reduce the tool outputs a request shows for the first time and replay remembered renderings of
+ * the others; items seen before in the session come back as the very objects shown last time.
+ * Store failures propagate (the caller fails open on the whole request).
+ */
+export async function renderToolOutputs(
+  terminator: Terminator,
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  context: StepContext,
+  caches: { readonly renderings: RenderingCache; readonly items: ItemMemo },
+): Promise<ToolOutputResult> {
+  const key = format === 'responses' ? 'input' : 'messages';
+  const list = request[key];
+  if (!Array.isArray(list)) {
+    const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined);
+    return { request: out.request, changed: out.request !== request, measured: request, firstSeen: out.firstSeen, saved: out.saved };
+  }
+  const memo = caches.items.session(context.sessionId);
+  const found: (Entry | undefined)[] = list.map((item, i) => (i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i]) ? memo.lastEntries[i] : undefined));
+  const digests = new Map<number, string>();
+  const misses = new Set<number>();
+  found.forEach((entry, i) => {
+    if (entry !== undefined) return;
+    const digest = digestOf(list[i]);
+    digests.set(i, digest);
+    const hit = memo.byDigest.get(digest);
+    if (hit !== undefined) found[i] = hit;
+    else misses.add(i);
+  });
+  const out = misses.size === 0 ? undefined : await renderSlots(terminator, request, format, context, caches.renderings, misses);
+  const rendered = (out?.request[key] as unknown[] | undefined) ?? list;
+  let changed = false;
+  const entries = rendered.map((item, i): Entry | undefined => {
+    const hit = found[i];
+    if (hit !== undefined) return hit;
+    const entry = { item, original: list[i], changed: item !== list[i] };
+    if (out?.retry.has(i)) return undefined;
+    caches.items.remember(memo, digests.get(i) ?? digestOf(list[i]), entry);
+    return entry;
+  });
+  const items = entries.map((entry, i) => {
+    changed ||= entry?.changed ?? rendered[i] !== list[i];
+    return entry?.item ?? rendered[i];
+  });
+  memo.last = list;
+  memo.lastEntries = entries;
+  const measured = { ...request, [key]: entries.map((entry, i) => entry?.original ?? list[i]) };
+  return { request: { ...(out?.request ?? request), [key]: items }, changed, measured, firstSeen: out?.firstSeen ?? 0, saved: out?.saved ?? {} };
+}

@@ -1,0 +1,121 @@
+/**
+ * The upstream side: undici over one keep-alive Agent per proxy. Header rules: hop-by-hop headers
+ * are dropped both ways (RFC 9110 §7.6.1), the proxy's own headers never leave it, credentials and
+ * every other header go upstream untouched, and responses come back with their status, headers
+ * and body as the upstream sent them.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
+import { SESSION_HEADER } from './session.js';
+
+export const TOKEN_HEADER = 'x-token-terminator-token';
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
+
+/** Where a path goes: the base URL's origin, its path prefix once (a base ending in `/v1` takes `/v1/...` paths as they are). */
+export function upstreamTarget(base: string, pathAndQuery: string): { origin: string; path: string } {
+  const u = new URL(base);
+  const prefix = u.pathname.replace(/\/+$/, '');
+  const rel = prefix !== '' && (pathAndQuery === prefix || pathAndQuery.startsWith(`${prefix}/`) || pathAndQuery.startsWith(`${prefix}?`)) ? pathAndQuery.slice(prefix.length) : pathAndQuery;
+  return { origin: u.origin, path: `${prefix}${rel.startsWith('/') ? rel : `/${rel}`}` };
+}
+
+function connectionTokens(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Set<string> {
+  const c = headers['connection'];
+  const list = Array.isArray(c) ? c.join(',') : (c ?? '');
+  return new Set(list.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== ''));
+}
+
+/** Request headers for upstream. `bodyChanged`: the body is ours (its length is set by undici). */
+export function requestHeaders(headers: IncomingHttpHeaders, options: { bodyChanged: boolean; identity?: boolean }): Record<string, string | string[]> {
+  const named = connectionTokens(headers);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || name === SESSION_HEADER || name === TOKEN_HEADER) continue;
+    if (options.bodyChanged && name === 'content-length') continue;
+    out[name] = value;
+  }
+  if (options.identity === true) out['accept-encoding'] = 'identity';
+  return out;
+}
+
+/** Response headers for the client. `bodyChanged`: the body is ours (length recomputed, no encoding). */
+export function responseHeaders(headers: Record<string, string | string[] | undefined>, options: { bodyChanged: boolean }): OutgoingHttpHeaders {
+  const named = connectionTokens(headers);
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
+    if (options.bodyChanged && (name === 'content-length' || name === 'content-encoding')) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+export interface UpstreamRequest {
+  readonly base: string;
+  readonly pathAndQuery: string;
+  readonly method: string;
+  readonly headers: Record<string, string | string[]>;
+  readonly body?: Buffer | Readable | null;
+  readonly signal: AbortSignal;
+}
+
+export function createUpstreamAgent(timeoutMs: number): Agent {
+  return new Agent({ keepAliveTimeout: 30_000, connections: 256, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, pipelining: 1 });
+}
+
+export function sendUpstream(dispatcher: Dispatcher, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+  const target = upstreamTarget(request.base, request.pathAndQuery);
+  return dispatcher.request({
+    origin: target.origin,
+    path: target.path,
+    method: request.method as Dispatcher.HttpMethod,
+    headers: request.headers,
+    body: request.body ?? null,
+    signal: request.signal,
+  });
+}
+
+/** Pipe an upstream response to the client as it arrives; an upstream failure mid-body resets the client connection. */
+export async function relayResponse(response: Dispatcher.ResponseData, res: ServerResponse): Promise<void> {
+  res.writeHead(response.statusCode, responseHeaders(response.headers, { bodyChanged: false }));
+  res.flushHeaders();
+  try {
+    for await (const chunk of response.body) {
+      if (!res.write(chunk as Buffer)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+      if (res.destroyed) break;
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
+}
+
+/** Read a whole upstream body (for answers the proxy must look into). */
+export async function readAll(response: Dispatcher.ResponseData): Promise<Buffer> {
+  return Buffer.from(await response.body.arrayBuffer());
+}
+
+/**
+ * Answer a failed upstream call the way the failure looked: a reset or a dropped connection resets
+ * the client's connection too; an unreachable upstream is a 502 and an upstream that never sent
+ * headers a 504, each with a provider-shaped JSON error naming only the failure's code.
+ */
+export function answerUpstreamFailure(error: unknown, res: ServerResponse): void {
+  const code = (error as { code?: unknown })?.code;
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const unreachable = code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'EHOSTUNREACH';
+  const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+  if (!unreachable && !timeout) {
+    res.destroy();
+    return;
+  }
+  const status = unreachable ? 502 : 504;
+  const body = JSON.stringify({ error: { type: 'upstream_error', code: String(code), message: unreachable ? 'token-terminator proxy: upstream unreachable' : 'token-terminator proxy: upstream timed out' } });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}

@@ -1,0 +1,99 @@
+/**
+ * `npx tsx bench/_profile-compile.ts [--from 150] [--turns 200] [--reuse]`: the compile bench's
+ * session (rebuilt message objects unless --reuse), CPU-profiled over turns from..turns only, and
+ * the top functions by self time (and by file) printed. Writes the .cpuprofile to the temp dir.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Subject } from 'rxjs';
+import { compileRequest } from '../operators/compile.js';
+import { collapseDuplicates } from '../operators/dedupe.js';
+import { routeSkills } from '../operators/skill-gate.js';
+import { createTiktokenCounter } from '../src/measure/index.js';
+import { createStep, type ProviderRequest, type Step } from '../src/step.js';
+import { createVault } from '../src/vault/index.js';
+import { transcript } from './compile.js';
+
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+const argv = process.argv.slice(2);
+const num = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
+const from = num('--from', 150);
+const turns = num('--turns', 200);
+const fresh = !argv.includes('--reuse');
+
+const dir = mkdtempSync(join(tmpdir(), 'tt-profile-compile-'));
+const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
+const counter = createTiktokenCounter('o200k_base');
+const input = new Subject<Step<ProviderRequest>>();
+const outputs: Step<ProviderRequest>[] = [];
+const sub = input.pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter })).subscribe((s) => outputs.push(s));
+const messages = transcript();
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 200 });
+let wall = 0;
+// The host's own rebuilding (JSON round trip) happens before profiling starts.
+const build = (t: number): ProviderRequest => {
+  const upTo = messages.slice(0, 2 + 2 * t);
+  return { model: 'gpt-4o', messages: fresh ? (JSON.parse(JSON.stringify(upTo)) as unknown[]) : upTo };
+};
+const prebuilt = new Map<number, ProviderRequest>();
+for (let t = 1; t <= turns; t++) {
+  if (t === from) {
+    for (let k = from; k <= turns; k++) prebuilt.set(k, build(k));
+    await session.post('Profiler.start');
+  }
+  const request = prebuilt.get(t) ?? build(t);
+  prebuilt.delete(t);
+  const n = outputs.length;
+  const t0 = performance.now();
+  input.next(createStep(request, { sessionId: 'profile', requestId: `r${t}` }));
+  while (outputs.length === n) await new Promise((r) => setImmediate(r));
+  if (t >= from) wall += performance.now() - t0;
+}
+const { profile } = (await session.post('Profiler.stop')) as { profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] } };
+sub.unsubscribe();
+counter.dispose?.();
+await vault.close();
+const out = join(tmpdir(), `compile-turns-${from}-${turns}${fresh ? '-fresh' : ''}.cpuprofile`);
+writeFileSync(out, JSON.stringify(profile));
+rmSync(dir, { recursive: true, force: true });
+
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const self = new Map<number, number>();
+profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+const total = [...self.values()].reduce((a, b) => a + b, 0);
+const fn = new Map<string, number>();
+const file = new Map<string, number>();
+const parent = new Map<number, number>();
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const label = (id: number): string => {
+  const f = byId.get(id)!.callFrame;
+  const where = f.url.replace(/^.*\/wt-[^/]+\//, '').replace(/^file:\/\//, '') || '(native)';
+  return `${f.functionName || '(anonymous)'}  ${where}:${f.lineNumber + 1}`;
+};
+for (const [id, us] of self) {
+  const f = byId.get(id)!.callFrame;
+  const where = f.url.replace(/^.*\/wt-[^/]+\//, '').replace(/^file:\/\//, '') || '(native)';
+  // Native frames say little alone: name their JS caller.
+  const up = parent.get(id);
+  const key = where === '(native)' && up !== undefined ? `${label(id)} ← ${label(up)}` : label(id);
+  fn.set(key, (fn.get(key) ?? 0) + us);
+  file.set(where, (file.get(where) ?? 0) + us);
+}
+const top = (m: Map<string, number>, k: number): void => {
+  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k)) console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
+};
+console.log(`turns ${from}–${turns}, ${fresh ? 'rebuilt' : 'reused'} message objects: ${(wall / (turns - from + 1)).toFixed(1)} ms per request; profile ${out}`);
+console.log('top functions by self time:');
+top(fn, 25);
+console.log('by file:');
+top(file, 15);

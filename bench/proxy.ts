@@ -1,0 +1,180 @@
+/**
+ * `npm run bench -- proxy [requests-per-level]`: what the gateway adds to a call.
+ *
+ * The proxy runs as the real CLI in a child process (as it would be deployed); a loopback
+ * upstream and the load generator share this process. Every measurement is taken twice in the
+ * same run, against the upstream directly and through the proxy, with the same bodies:
+ * - added latency, p50 and p99 of (request sent → whole answer read), at 1, 16 and 64 concurrent
+ *   clients, with the sample session's requests of 50–200 kB. Each client is its own session and
+ *   warms its requests once first, so the measured requests hit cached reductions;
+ * - time to first byte of a streamed answer, direct vs through the proxy.
+ * Targets (issue #18): added p50 ≤ 2 ms on cached reductions, first byte ≤ 5 ms later than direct.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const LEVELS = [1, 16, 64];
+
+function sampleBodies(): string[] {
+  const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as { model?: string; messages: { role: string }[] };
+  const out: string[] = [];
+  session.messages.forEach((m, i) => {
+    if (m.role !== 'assistant' || i === 0) return;
+    const body = JSON.stringify({ model: session.model ?? 'gpt-4o', messages: session.messages.slice(0, i) });
+    if (body.length >= 50_000 && body.length <= 200_000) out.push(body);
+  });
+  return out;
+}
+
+function startUpstream(): Promise<Server> {
+  const answer = JSON.stringify({ id: 'c', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
+  const chunk = (delta: object, finish: string | null = null): string =>
+    `data: ${JSON.stringify({ id: 's', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const server = createServer({ noDelay: true }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const streamed = Buffer.concat(chunks).includes('"stream":true');
+      if (!streamed) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(answer);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk({ role: 'assistant', content: 'first' }));
+      setTimeout(() => {
+        res.write(chunk({ content: ' rest' }));
+        res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+      }, 5);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
+}
+
+async function startProxy(upstream: string, db: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream, '--db', db, ...(process.env['TT_BENCH_DEBUG'] !== undefined ? [] : ['--quiet'])], {
+    cwd: ROOT,
+    env: { PATH: process.env['PATH'] ?? '', HOME: dirname(db) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const url = await new Promise<string>((ok, fail) => {
+    let err = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      if (process.env['TT_BENCH_DEBUG'] !== undefined) process.stderr.write(c);
+      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(err);
+      if (m !== null) ok(m[1]!);
+    });
+    child.once('exit', (code) => fail(new Error(`proxy exited ${code}: ${err}`)));
+  });
+  return { url, child };
+}
+
+/** CPU time (user + system, ms) the proxy process has used so far: load-independent cost. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+
+async function call(pool: Pool, body: string, session: string): Promise<number> {
+  const started = performance.now();
+  const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench', 'x-token-terminator-session': session }, body });
+  await res.body.arrayBuffer();
+  if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+  return performance.now() - started;
+}
+
+async function firstByte(pool: Pool, body: string, session: string): Promise<number> {
+  const started = performance.now();
+  const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench', 'x-token-terminator-session': session }, body });
+  let first = Number.NaN;
+  for await (const _chunk of res.body) {
+    if (Number.isNaN(first)) first = performance.now() - started;
+  }
+  return first;
+}
+
+/** `clients` concurrent loops, each sending `perClient` requests; returns every latency. */
+async function load(pool: Pool, bodies: string[], clients: number, perClient: number, tag: string): Promise<number[]> {
+  const times: number[] = [];
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      for (let i = 0; i < perClient; i++) times.push(await call(pool, bodies[(c + i) % bodies.length]!, `${tag}-${c}`));
+    }),
+  );
+  return times;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const total = Number(argv[0] ?? 384);
+  const bodies = sampleBodies();
+  const dir = mkdtempSync(join(tmpdir(), 'tt-bench-proxy-'));
+  const upstream = await startUpstream();
+  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const proxy = await startProxy(upstreamUrl, join(dir, 'vault.sqlite3'));
+  const pools = { direct: new Pool(upstreamUrl, { connections: 64 }), proxy: new Pool(proxy.url, { connections: 64 }) };
+  try {
+    console.log(`requests: ${bodies.length} distinct bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes (examples/sessions/sample.jsonl)`);
+    console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores (latencies include waiting for a core; CPU per request does not)`);
+    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request');
+    const rows: { clients: number; added50: number; added99: number }[] = [];
+    for (const clients of LEVELS) {
+      const perClient = Math.max(2, Math.ceil(total / clients));
+      // Warm: every client session sees each of its bodies once (first sight: reductions computed and stored).
+      await Promise.all(Array.from({ length: clients }, async (_, c) => {
+        for (let i = 0; i < Math.min(perClient, bodies.length); i++) await call(pools.proxy, bodies[(c + i) % bodies.length]!, `c${clients}-${c}`);
+      }));
+      await load(pools.direct, bodies, clients, 2, 'warm');
+      // Alternate direct and proxy in halves so both see the same machine load.
+      const direct: number[] = [];
+      const through: number[] = [];
+      let cpu = 0;
+      for (let half = 0; half < 2; half++) {
+        direct.push(...(await load(pools.direct, bodies, clients, Math.ceil(perClient / 2), 'direct')));
+        const before = cpuMs(proxy.child.pid);
+        through.push(...(await load(pools.proxy, bodies, clients, Math.ceil(perClient / 2), `c${clients}`)));
+        cpu += cpuMs(proxy.child.pid) - before;
+      }
+      const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99) };
+      rows.push(row);
+      console.log(
+        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)}`,
+      );
+    }
+    const streamBody = JSON.stringify({ ...(JSON.parse(bodies[0]!) as object), stream: true });
+    await firstByte(pools.proxy, streamBody, 'ttfb');
+    const ttfb = { direct: [] as number[], proxy: [] as number[] };
+    for (let i = 0; i < 40; i++) {
+      ttfb.direct.push(await firstByte(pools.direct, streamBody, 'ttfb'));
+      ttfb.proxy.push(await firstByte(pools.proxy, streamBody, 'ttfb'));
+    }
+    const later = pct(ttfb.proxy, 50) - pct(ttfb.direct, 50);
+    console.log(`streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5)`);
+    const single = rows[0]!;
+    console.log(`added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions)`);
+  } finally {
+    await pools.direct.close();
+    await pools.proxy.close();
+    proxy.child.kill('SIGTERM');
+    await new Promise((ok) => proxy.child.once('exit', ok));
+    upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

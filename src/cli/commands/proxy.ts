@@ -1,0 +1,81 @@
+import { Option, type Command } from 'commander';
+import { loadConfig, type ConfigOverrides } from '../../config/index.js';
+import type { Config } from '../../config/types.js';
+import type { ProxyFlags } from '../../config/proxy.js';
+import { ConfigError } from '../../errors.js';
+import { vaultLocation } from '../../vault/configured.js';
+
+interface ProxyCliOptions {
+  port?: string;
+  host?: string;
+  upstream?: string;
+  anthropicUpstream?: string;
+  token?: string;
+  maxBodyBytes?: string;
+  recoveryRounds?: string;
+  upstreamTimeoutMs?: string;
+  db?: string;
+  dbUrl?: string;
+  quiet?: boolean;
+}
+
+/** The Terminator config for the proxy: environment plus `--db` (SQLite file) or `--db-url` (PostgreSQL). */
+export function proxyTerminatorConfig(options: Pick<ProxyCliOptions, 'db' | 'dbUrl'>, env: Readonly<Record<string, string | undefined>> = process.env): Config {
+  const overrides: ConfigOverrides = {
+    ...(options.db === undefined ? {} : { dbPath: options.db }),
+    ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
+  };
+  if (options.db !== undefined && options.dbUrl !== undefined) throw new ConfigError('--db and --db-url are mutually exclusive: pick the SQLite file or the PostgreSQL URL');
+  return loadConfig({ env, overrides });
+}
+
+async function proxy(options: ProxyCliOptions): Promise<void> {
+  const { createProxy, loadProxyConfig } = await import('../../../adapters/proxy/index.js');
+  const flags: ProxyFlags = {
+    ...(options.port === undefined ? {} : { port: options.port }),
+    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+    ...(options.anthropicUpstream === undefined ? {} : { anthropicUpstream: options.anthropicUpstream }),
+    ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.recoveryRounds === undefined ? {} : { recoveryRounds: options.recoveryRounds }),
+    ...(options.upstreamTimeoutMs === undefined ? {} : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
+  };
+  const settings = loadProxyConfig({ env: process.env, flags });
+  const config = proxyTerminatorConfig(options);
+  const log = options.quiet === true ? undefined : (record: object) => process.stderr.write(`${JSON.stringify(record)}\n`);
+  const server = await createProxy({ config: settings, terminatorOptions: { config }, ...(log === undefined ? {} : { log }) });
+  const url = await server.listen();
+  process.stderr.write(
+    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode})\n` +
+      `  OPENAI_BASE_URL=${url}/v1   ANTHROPIC_BASE_URL=${url}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      void server.close().then(resolve, resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** `token-terminator proxy`: the OpenAI- and Anthropic-compatible gateway. */
+export function registerProxy(program: Command): void {
+  program
+    .command('proxy')
+    .description('serve the OpenAI (Chat Completions, Responses) and Anthropic (Messages) APIs through the pipeline and forward to the real provider')
+    .option('--port <port>', 'port to listen on (TOKEN_TERMINATOR_PROXY_PORT, default 8787; 0 = any free port)')
+    .option('--host <host>', 'address to bind (TOKEN_TERMINATOR_PROXY_HOST, default 127.0.0.1; any other needs --token)')
+    .option('--upstream <url>', 'OpenAI-compatible upstream (TOKEN_TERMINATOR_PROXY_UPSTREAM, default https://api.openai.com)')
+    .option('--anthropic-upstream <url>', 'Anthropic upstream (TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM, default https://api.anthropic.com)')
+    .option('--token <secret>', 'proxy token clients send as x-token-terminator-token (TOKEN_TERMINATOR_PROXY_TOKEN)')
+    .option('--max-body-bytes <n>', 'larger request bodies pass through unreduced (TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES, default 33554432)')
+    .option('--recovery-rounds <n>', 'recovery rounds answered per request (TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS, default 3; 0 = never)')
+    .option('--upstream-timeout-ms <ms>', 'upstream headers/body timeout (TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS, default 600000)')
+    .addOption(new Option('--db <path>', 'SQLite vault file (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)').conflicts('dbUrl'))
+    .addOption(new Option('--db-url <url>', 'PostgreSQL store URL (TOKEN_TERMINATOR_DB_URL)').conflicts('db'))
+    .option('--quiet', 'no per-request log lines on stderr')
+    .action((options: ProxyCliOptions) => proxy(options));
+}

@@ -1,0 +1,56 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { cliConfig, CliError, writeOut } from '../context.js';
+
+interface ReportCliOptions {
+  db?: string;
+  from?: string;
+  eval?: string;
+  out: string;
+  title?: string;
+}
+
+function readJson(path: string, what: string): unknown {
+  if (!existsSync(path)) throw new CliError(`no ${what} at ${path}`);
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as unknown;
+  } catch {
+    throw new CliError(`${path} is not JSON (expected ${what})`);
+  }
+}
+
+async function report(options: ReportCliOptions): Promise<void> {
+  if (options.db !== undefined && options.from !== undefined) throw new CliError('report: give --db or --from, not both');
+  // The chart library loads only for this command, so the other commands start as fast as before.
+  const { parseQualityResults, parseReportInput, readVaultFigures, renderReport } = await import('../../report/index.js');
+  let figures;
+  let source: string;
+  if (options.from !== undefined) {
+    figures = parseReportInput(readJson(options.from, 'replay figures (replay --json)'));
+    source = 'replay figures';
+  } else {
+    const config = cliConfig(options.db === undefined ? {} : { db: options.db });
+    if (config.dbPath === ':memory:' || !existsSync(config.dbPath)) throw new CliError(`no vault at ${config.dbPath} (set --db, TOKEN_TERMINATOR_DB_PATH, or use --from replay.json)`);
+    figures = readVaultFigures(config.dbPath);
+    source = 'the vault\u2019s metrics rows';
+  }
+  const quality = options.eval === undefined ? undefined : parseQualityResults(readJson(options.eval, 'eval results (eval --out)'));
+  const html = renderReport(figures, { source, ...(options.title === undefined ? {} : { title: options.title }), ...(quality === undefined ? {} : { quality }) });
+  const out = resolve(options.out);
+  writeFileSync(out, html, { mode: 0o644 });
+  await writeOut(`report: ${figures.requests} requests in ${figures.sessions.length} sessions → ${out}\n`);
+}
+
+/** `token-terminator report`: one self-contained HTML page of what the pipeline saved and kept. */
+export function registerReport(program: Command): void {
+  program
+    .command('report')
+    .description('write one self-contained HTML report (charts, fidelity, recovery, per-session table) from replay figures or the vault')
+    .option('--db <path>', 'vault whose metrics rows to chart (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)')
+    .option('--from <replay.json>', 'figures printed by `replay --json --series` instead of the vault')
+    .option('--eval <results.json>', 'add the answer-quality section from `eval --out`')
+    .option('--out <file>', 'the HTML file to write', 'report.html')
+    .option('--title <text>', 'page title')
+    .action((options: ReportCliOptions) => report(options));
+}

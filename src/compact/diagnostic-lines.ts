@@ -1,0 +1,228 @@
+/**
+ * The diagnostic lines of an output: what a reader needs to act on a failure. Found by the lines'
+ * shape, so an output whose command is unknown (`make check`, `npm test`, a script) is read the
+ * same way as one whose command named the tool.
+ *
+ * Two grades. A failure line on its own shows that the run failed: pytest `E` lines and
+ * `FAILED`/`ERROR` summaries, exception lines and `Caused by:` chains, compiler errors with
+ * file:line, `[ERROR]`, `npm ERR!`, `panic:`, `--- FAIL:`, `test result: FAILED`, a non-zero exit
+ * status. A context line is kept with them but proves nothing alone: the frames of a Python
+ * traceback (with the source lines of the last ones), the first project frames of a Java, Node, Go or Rust stack, the `-->` location of a
+ * rustc error, the `>` line pytest points at, a failing test's header.
+ */
+
+export interface DiagnosticScan {
+  /** The output shows a failure: a failure line, or a non-zero exit status. */
+  readonly failing: boolean;
+  /** Ascending indices of every diagnostic line (failure and context lines). */
+  readonly lines: readonly number[];
+}
+
+export interface ScanOptions {
+  /** Exit status when known; non-zero means failing. */
+  readonly exitCode?: number;
+  /**
+   * The command named a compiler or linter (tsc, go vet, …): every `file:line:col: message` line
+   * is then a failure line, with or without a severity word.
+   */
+  readonly compiler?: boolean;
+}
+
+// Anchored alternatives share one `^` so the engine tries each line once, not at every column;
+// the few patterns that may sit anywhere in a line are a separate, short alternation.
+const FAILURE_START = new RegExp(
+  '^(?:' +
+    [
+      String.raw`E(?:\s|$)`, // pytest assertion rewriting / exception lines
+      String.raw`(?:FAILED|ERROR) \S`, // pytest short summary
+      String.raw`=+ [^=]*\b\d+ (?:failed|errors?)\b.*=$`, // pytest final summary
+      String.raw`Traceback \(most recent call last\):`,
+      String.raw`(?:During handling of the above exception|The above exception was the direct cause)`,
+      String.raw`(?:Exception in thread |\s*Caused by: |\s*Suppressed: )`,
+      String.raw`\s*(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Failure|Exit|Interrupt)(?:: .*)?$`, // exception line
+      String.raw`\s*(?:\w*Error|[\w.]+Exception)\b(?:: .*)?$`,
+      String.raw`\[ERROR\]`,
+      String.raw`FAILURE: Build failed`,
+      String.raw`\S[^>]* > .*FAILED$`, // gradle test
+      String.raw`\* What went wrong:`,
+      String.raw`e: \S`, // kotlin compiler
+      String.raw`\S[^(]*\(\d+,\d+\): error TS\d+:|\S[^ ]*:\d+:\d+ - error TS\d+:|Found \d+ errors?\b`, // tsc
+      String.raw`\S+\.java:\d+: error: |\d+ errors?$`, // javac
+      String.raw`[^\s:][^:]*:\d+(?::\d+)?:\s*(?:fatal error|error|Error)\b`, // gcc, clang, mypy, go build
+      String.raw`[^\s:]+\.(?:go|rs|c|h|cc|cpp|hpp|m|swift|kt|java|scala|cs|ts|tsx|js|jsx|mjs|py|rb|php):\d+:\d+: \S`, // file:line:col: message
+      String.raw`error(?:\[E?\d+\])?: `, // rustc, cargo, git
+      String.raw`\s+\d+:\d+\s+error\s`, // eslint stylish row
+      String.raw`npm (?:ERR!|error)\b|(?:yarn )?error \S|\s*ELIFECYCLE\b`,
+      String.raw`\s*panic: |fatal error: |\s*--- FAIL: |\s+\S+_test\.go:\d+: |FAIL(?:\s|$)|exit status [1-9]`,
+      String.raw`thread '[^']*'(?: \(\d+\))? panicked at |test .+ \.\.\. FAILED$|test result: FAILED`,
+      String.raw`\s*(?:FAIL|×|✗|✕)\s|\s*●\s|\s*Tests?\s+\d+ failed|\s*Test (?:Files|Suites):?\s+\d+ failed`,
+      String.raw`\[exit code: [1-9]\d*\]`,
+      String.raw`make(?:\[\d+\])?: \*\*\* |Killed$`,
+      String.raw`(?:fatal|FATAL|ERROR|Error)(?:\[[\w-]+\])?: `,
+    ].join('|') +
+    ')',
+);
+const FAILURE_ANY =
+  /<<< (?:FAILURE|ERROR)!|\bBUILD (?:FAILURE|FAILED)\b|ERR_PNPM_|Segmentation fault|core dumped|: command not found$|\b(?:exited|returned|failed) with (?:exit )?(?:code|status) [1-9]|non-zero exit status/;
+
+const CONTEXT = new RegExp(
+  '^(?:' +
+    [
+      String.raw`_{3,} .+ _{3}$`, // pytest failing test header
+      String.raw`>\s{3}`, // the line pytest points at (not gradle's `> Task`)
+      String.raw`[^\s:]+\.py:\d+:(?: |$)`, // pytest location line
+      String.raw`\s+\[Previous line repeated \d+ more times\]$`,
+      String.raw`\s+--> \S+:\d+(?::\d+)?$`, // rustc location
+      String.raw`goroutine \d+ \[[^\]]+\]:$`,
+      String.raw`---- .+ stdout ----$|failures:$`,
+      String.raw`\s+(?:left|right): `,
+      String.raw`\s*→ |\s*❯ \S+:\d+:\d+`, // vitest failure message and location
+      String.raw`\s+\d+:\d+\s+warning\s`,
+    ].join('|') +
+    ')',
+);
+
+const isFailureLine = (line: string): boolean => FAILURE_START.test(line) || FAILURE_ANY.test(line);
+
+const PY_FRAME = /^\s+File ".*", line \d+/;
+const JVM_FRAME = /^\s+at [\w$.<>/-]+\(.*\)$/;
+const NODE_FRAME = /^\s+at (?:.+ \()?(?:file:\/\/)?[^\s()]+:\d+:\d+\)?$/;
+const JVM_LIBRARY = /^\s+at (?:[\w.-]+\/)?(?:java|javax|jdk|sun|com\.sun|org\.junit|junit|org\.opentest4j|org\.apache\.maven|org\.gradle|worker\.org\.gradle|org\.testng|kotlin|kotlinx|scala|groovy|org\.codehaus\.groovy|org\.springframework\.test|org\.mockito|net\.bytebuddy)\./;
+const NODE_LIBRARY = /\(?node:|node_modules\/|\(<anonymous>\)$/;
+const GO_FILE = /^\t\S+\.go:\d+/;
+const RUST_FRAME = /^\s+\d+: \S/;
+const RUST_AT = /^\s+at \S+:\d+:\d+$/;
+const ESLINT_FILE = /^(?:\/|\.{0,2}\/?[\w@.-]+\/)\S*\.\w+$/;
+
+/** Frames kept per stack: the first one, then project frames up to this many. */
+const PROJECT_FRAMES = 3;
+/** Python frames kept from the end of each traceback. */
+const LAST_PY_FRAMES = 3;
+
+/** Scan lines (ANSI already stripped) for diagnostic lines. */
+export function scanDiagnostics(lines: readonly string[], options: ScanOptions = {}): DiagnosticScan {
+  const marked = new Uint8Array(lines.length);
+  let failures = 0;
+  const mark = (i: number): void => {
+    marked[i] = 1;
+  };
+  let pyFrames: number[] | undefined; // frames of the traceback being read
+  let stack: 'jvm' | 'node' | 'go' | 'rust' | undefined;
+  let stackFrames = 0;
+  let stackProject = 0;
+  let panicMessage = 0; // rust: lines after "panicked at" that carry the message
+  let eslintFile = -1;
+  let pyRepeats: number[] = [];
+  const closeTraceback = (): void => {
+    // Every frame's location (the call path is cheap); the source lines of the last frames only.
+    for (const f of pyFrames ?? []) mark(f);
+    const kept = (pyFrames ?? []).slice(-LAST_PY_FRAMES);
+    for (const r of pyRepeats) if (kept.some((f) => f < r && f + 4 > r)) mark(r);
+    pyRepeats = [];
+    for (const f of kept) {
+      mark(f);
+      // The source line under a frame (not pytest's or CPython's caret underline).
+      const code = lines[f + 1];
+      if (code !== undefined && /^\s{4,}\S/.test(code) && !/^\s*[~^]+\s*$/.test(code)) mark(f + 1);
+    }
+    pyFrames = undefined;
+  };
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = lines[i]!;
+    if (line.length > 4000) continue; // never a diagnostic we could keep verbatim
+    if (pyFrames !== undefined) {
+      if (PY_FRAME.test(line)) {
+        pyFrames.push(i);
+        continue;
+      }
+      if (/^\s+\[Previous line repeated \d+ more times\]$/.test(line)) pyRepeats.push(i);
+      if (/^\s/.test(line) || line === '') continue;
+      closeTraceback();
+      // The first unindented line after the frames is the exception, whatever its class is called.
+      mark(i);
+      failures += 1;
+      continue;
+    }
+    if (panicMessage > 0) {
+      if (line.trim() === '' || /^(?:note|stack backtrace):/.test(line)) panicMessage = 0;
+      else {
+        mark(i);
+        panicMessage -= 1;
+        continue;
+      }
+    }
+    if (stack !== undefined && stack !== 'go' && line !== '' && !/^\s/.test(line) && line !== 'stack backtrace:') stack = undefined;
+    if (isFailureLine(line) || (options.compiler === true && /^[^\s:][^:]*:\d+(?::\d+)?: \S/.test(line))) {
+      mark(i);
+      failures += 1;
+      if (line.startsWith('Traceback (most recent call last):')) pyFrames = [];
+      else if (/^\s*panic: |^fatal error: /.test(line)) stack = 'go';
+      else if (line.startsWith('thread ')) {
+        panicMessage = 6;
+        stack = 'rust';
+      } else if (!/^\s+at /.test(line)) {
+        stack = /Exception|Error|Caused by|Suppressed|Throwable/.test(line) ? 'jvm' : stack;
+      }
+      if (stack === 'jvm' || stack === 'rust') [stackFrames, stackProject] = [0, 0];
+      if (/^\s+\d+:\d+\s+(?:error|warning)\s/.test(line) && eslintFile >= 0) mark(eslintFile);
+      continue;
+    }
+    if (line.indexOf(' ') < 0 && ESLINT_FILE.test(line)) eslintFile = i;
+    else if (line.trim() === '') eslintFile = -1;
+    if (CONTEXT.test(line) || (options.compiler === true && /^# \S+$/.test(line))) {
+      mark(i);
+      if (line.startsWith('goroutine ')) [stack, stackFrames, stackProject] = ['go', 0, 0];
+      continue;
+    }
+    const indented = line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9;
+    if (!indented && stack !== 'go') continue;
+    if (stack === 'jvm' || stack === undefined) {
+      const jvm = JVM_FRAME.test(line);
+      const node = !jvm && NODE_FRAME.test(line);
+      if (jvm || node) {
+        stack = 'jvm';
+        const project = jvm ? !JVM_LIBRARY.test(line) : !NODE_LIBRARY.test(line);
+        if (stackFrames === 0 || (project && stackProject < PROJECT_FRAMES)) mark(i);
+        if (project) stackProject += 1;
+        stackFrames += 1;
+      }
+      continue;
+    }
+    if (stack === 'go') {
+      // Frames come in pairs: the function, then `\t/path/file.go:NN +0x…`.
+      const next = lines[i + 1];
+      if (next !== undefined && GO_FILE.test(next) && !GO_FILE.test(line)) {
+        // Project code: package main, or a module path whose first element is a domain.
+        const fn = line.replace(/^created by /, '').replace(/\(.*$/, '');
+        const project = fn.startsWith('main.') || (fn.includes('/') && fn.split('/')[0]!.includes('.'));
+        if (project && stackProject < PROJECT_FRAMES) {
+          mark(i);
+          mark(i + 1);
+          stackProject += 1;
+        }
+        i += 1;
+      } else if (line.trim() === '') {
+        continue;
+      } else if (!/^\s/.test(line)) {
+        stack = undefined;
+      }
+      continue;
+    }
+    if (stack === 'rust' && RUST_AT.test(line)) continue;
+    if (stack === 'rust' && RUST_FRAME.test(line)) {
+      const at = lines[i + 1];
+      const project = at !== undefined && RUST_AT.test(at) && !/ at \/rustc\/|\/\.cargo\/registry\//.test(at);
+      if (project && stackProject < PROJECT_FRAMES) {
+        mark(i);
+        mark(i + 1);
+        stackProject += 1;
+      }
+      continue;
+    }
+  }
+  if (pyFrames !== undefined) closeTraceback();
+  const failing = failures > 0 || (options.exitCode !== undefined && options.exitCode !== 0);
+  const out: number[] = [];
+  for (let i = 0; i < marked.length; i += 1) if (marked[i] === 1) out.push(i);
+  return { failing, lines: out };
+}

@@ -1,0 +1,91 @@
+/**
+ * The view `compressToolResult` shows for one tool result: terminal outputs through the
+ * per-family compactors, native results (search_files, process, read_file) through the grep view,
+ * the reference-compatible head/tail cut or the line mode. Every path is faithful on red: when
+ * the text shows a failure, the diagnostic lines that fit their budget are in the view verbatim.
+ */
+import { detectFamily } from '../tools/family.js';
+import { compactLines, compactText } from './compact-text.js';
+import { scanDiagnostics } from './diagnostic-lines.js';
+import { choosePinned } from './faithful.js';
+import { compactGrep } from './grep.js';
+import { compactTerminal, EVIDENCE_FAMILIES } from './index.js';
+import { excerptLargeOutput, LARGE_OUTPUT_CHARS, WINDOW_CHARS } from './large-output.js';
+import { codePointLength, splitLines, stripAnsi } from './lines.js';
+import { yieldSlice } from './slices.js';
+
+export interface ViewInput {
+  readonly output: string;
+  readonly command?: string;
+  readonly exitCode?: number;
+}
+
+export interface ViewOptions {
+  /** Canonical tool name: `terminal`, `search_files`, `process` or `read_file`. */
+  readonly tool: string;
+  readonly terminalMaxChars: number;
+  readonly nativeMaxChars: number;
+  readonly diagnosticChars: number;
+  readonly strategy: 'auto' | 'reference' | 'lines';
+}
+
+/** The compact view of `input` (may not be smaller: the caller checks). */
+export function renderToolView(input: ViewInput, o: ViewOptions): string {
+  if (o.tool === 'terminal') {
+    return compactTerminal(input, { maxChars: o.terminalMaxChars, diagnosticChars: o.diagnosticChars }).text;
+  }
+  const text = input.output;
+  if (o.tool === 'search_files' && o.strategy !== 'reference') {
+    const grep = compactGrep(text, { maxChars: o.nativeMaxChars });
+    if (grep !== undefined) return grep;
+  }
+  const exit = input.exitCode === undefined ? {} : { exitCode: input.exitCode };
+  const lines = o.strategy === 'reference' ? undefined : compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit });
+  if (o.strategy === 'lines') return lines!;
+  const reference = compactText(text, o.nativeMaxChars);
+  const missing = o.diagnosticChars > 0 ? missingDiagnostics(text, reference, o.diagnosticChars, input.exitCode) : [];
+  if (o.strategy === 'reference') {
+    // The reference cut stays byte-identical; what it dropped of a failure follows it.
+    return missing.length === 0 ? reference : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
+  }
+  if (missing.length > 0) return lines!;
+  return codePointLength(lines!) < codePointLength(reference) ? lines! : reference;
+}
+
+/**
+ * {@link renderToolView} for outputs of any size, in slices. Beyond {@link LARGE_OUTPUT_CHARS} the
+ * evidence views (grep, git, listings: one pass, exact counts) and the reference cut still read
+ * the whole text; the views of runs (test runners, builds, logs) are made from the bounded
+ * excerpt of src/compact/large-output.ts and say so in their first line.
+ */
+export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, signal?: AbortSignal): Promise<string> {
+  const text = input.output;
+  if (text.length <= LARGE_OUTPUT_CHARS) return renderToolView(input, o);
+  await yieldSlice(signal);
+  if (o.tool === 'terminal' && EVIDENCE_FAMILIES.has(detectFamily(input.command, text))) return renderToolView(input, o);
+  if (o.tool === 'search_files' && o.strategy !== 'reference') {
+    const grep = compactGrep(text, { maxChars: o.nativeMaxChars });
+    if (grep !== undefined) return grep;
+    await yieldSlice(signal);
+  }
+  const excerpt = await excerptLargeOutput(text, signal === undefined ? {} : { signal });
+  if (o.tool !== 'terminal' && o.strategy === 'reference') {
+    const reference = compactText(text, o.nativeMaxChars);
+    const missing = o.diagnosticChars > 0 ? missingDiagnostics(excerpt.text, reference, o.diagnosticChars, input.exitCode) : [];
+    return missing.length === 0 ? reference : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
+  }
+  const head = `[Token Terminator: view of a ${codePointLength(text).toLocaleString('en-US')}-char output made from its first and last ${WINDOW_CHARS.toLocaleString('en-US')} chars and the diagnostic lines between them; counts below cover those parts]`;
+  return `${head}\n${renderToolView({ ...input, output: excerpt.text }, o)}`;
+}
+
+/** The diagnostic lines (within budget) of a failing `text` that are not lines of `view`. */
+function missingDiagnostics(text: string, view: string, budget: number, exitCode?: number): string[] {
+  const lines = splitLines(stripAnsi(text));
+  const scan = scanDiagnostics(lines, exitCode === undefined ? {} : { exitCode });
+  if (!scan.failing || scan.lines.length === 0) return [];
+  const shown = new Set(splitLines(view));
+  return [...choosePinned(lines, scan.lines, budget).chosen]
+    .sort((a, b) => a - b)
+    .map((i) => lines[i]!)
+    .filter((l) => !shown.has(l));
+}

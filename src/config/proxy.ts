@@ -1,0 +1,134 @@
+/**
+ * Settings of `token-terminator proxy`: flags beat `TOKEN_TERMINATOR_PROXY_*` variables, which
+ * beat the defaults. Like the rest of the configuration, an invalid value is a ConfigError naming
+ * the flag or variable, the accepted range and the value received; nothing is clamped.
+ *
+ * | setting | flag | variable | default |
+ * |---|---|---|---|
+ * | host | --host | TOKEN_TERMINATOR_PROXY_HOST | 127.0.0.1 |
+ * | port | --port | TOKEN_TERMINATOR_PROXY_PORT | 8787 (0 = any free port) |
+ * | upstream | --upstream | TOKEN_TERMINATOR_PROXY_UPSTREAM | https://api.openai.com |
+ * | anthropicUpstream | --anthropic-upstream | TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM | https://api.anthropic.com |
+ * | token | --token | TOKEN_TERMINATOR_PROXY_TOKEN | none (required when host is not loopback) |
+ * | maxBodyBytes | --max-body-bytes | TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES | 33554432 (larger bodies pass unreduced) |
+ * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
+ * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
+ */
+import { isIP } from 'node:net';
+import { ConfigError } from '../errors.js';
+
+export interface ProxyConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly upstream: string;
+  readonly anthropicUpstream: string;
+  /** Shared secret clients send as `x-token-terminator-token` (undefined: none required). */
+  readonly token: string | undefined;
+  readonly maxBodyBytes: number;
+  readonly recoveryRounds: number;
+  readonly upstreamTimeoutMs: number;
+}
+
+export type ProxyFlags = { readonly [K in keyof ProxyConfig]?: string | number | undefined };
+
+interface Setting {
+  readonly key: keyof ProxyConfig;
+  readonly flag: string;
+  readonly env: string;
+  readonly fallback: string | number | undefined;
+  readonly parse: (raw: string | number) => string | number | undefined;
+  readonly expects: string;
+}
+
+const integer =
+  (min: number, max: number) =>
+  (raw: string | number): number | undefined => {
+    const n = typeof raw === 'number' ? raw : /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+    return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
+  };
+
+function url(raw: string | number): string | undefined {
+  if (typeof raw !== 'string') return undefined;
+  try {
+    const u = new URL(raw.trim());
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return undefined;
+    return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function host(raw: string | number): string | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const h = raw.trim();
+  return h === 'localhost' || isIP(h) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(h) ? h : undefined;
+}
+
+function secret(raw: string | number): string | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const t = raw.trim();
+  return t.length >= 16 && t.length <= 512 && /^[\x21-\x7e]+$/.test(t) ? t : undefined;
+}
+
+const P = 'TOKEN_TERMINATOR_PROXY_';
+const SETTINGS: readonly Setting[] = [
+  { key: 'host', flag: '--host', env: `${P}HOST`, fallback: '127.0.0.1', parse: host, expects: 'a host name or IP address' },
+  { key: 'port', flag: '--port', env: `${P}PORT`, fallback: 8787, parse: integer(0, 65_535), expects: 'an integer in 0…65535' },
+  { key: 'upstream', flag: '--upstream', env: `${P}UPSTREAM`, fallback: 'https://api.openai.com', parse: url, expects: 'an http(s) URL without query, fragment or credentials' },
+  {
+    key: 'anthropicUpstream',
+    flag: '--anthropic-upstream',
+    env: `${P}ANTHROPIC_UPSTREAM`,
+    fallback: 'https://api.anthropic.com',
+    parse: url,
+    expects: 'an http(s) URL without query, fragment or credentials',
+  },
+  { key: 'token', flag: '--token', env: `${P}TOKEN`, fallback: undefined, parse: secret, expects: 'a printable secret of 16…512 characters without spaces' },
+  { key: 'maxBodyBytes', flag: '--max-body-bytes', env: `${P}MAX_BODY_BYTES`, fallback: 33_554_432, parse: integer(1024, 2 ** 31), expects: 'an integer in 1024…2147483648' },
+  { key: 'recoveryRounds', flag: '--recovery-rounds', env: `${P}RECOVERY_ROUNDS`, fallback: 3, parse: integer(0, 20), expects: 'an integer in 0…20' },
+  { key: 'upstreamTimeoutMs', flag: '--upstream-timeout-ms', env: `${P}UPSTREAM_TIMEOUT_MS`, fallback: 600_000, parse: integer(1000, 3_600_000), expects: 'an integer in 1000…3600000' },
+];
+
+/** Every variable the proxy settings read. */
+export const PROXY_VARIABLES: readonly string[] = Object.freeze(SETTINGS.map((s) => s.env));
+
+/** True for addresses only this machine can reach. */
+export function isLoopbackHost(h: string): boolean {
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * Resolve the proxy settings.
+ *
+ * @throws ConfigError naming the flag or variable.
+ * @example
+ * const settings = loadProxyConfig({ env: process.env, flags: { port: '9000' } });
+ */
+export function loadProxyConfig(options: { env?: Readonly<Record<string, string | undefined>>; flags?: ProxyFlags } = {}): ProxyConfig {
+  const env = options.env ?? process.env;
+  const flags = options.flags ?? {};
+  const out: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const flag = flags[s.key];
+    const fromEnv = env[s.env];
+    const [raw, label] =
+      flag !== undefined ? [flag, s.flag] : fromEnv !== undefined && fromEnv.trim() !== '' ? [fromEnv, s.env] : [undefined, undefined];
+    if (raw === undefined || label === undefined) {
+      out[s.key] = s.fallback;
+      continue;
+    }
+    const value = s.parse(raw);
+    if (value === undefined) {
+      const shown = s.key === 'token' ? '(hidden)' : JSON.stringify(raw);
+      throw new ConfigError(`${label} must be ${s.expects}, got ${shown}`);
+    }
+    out[s.key] = value;
+  }
+  const config = Object.freeze(out) as unknown as ProxyConfig;
+  if (!isLoopbackHost(config.host) && config.token === undefined) {
+    throw new ConfigError(
+      `--host ${config.host} (${P}HOST) is not a loopback address: set a proxy token with --token or ${P}TOKEN, which clients send as x-token-terminator-token`,
+    );
+  }
+  return config;
+}

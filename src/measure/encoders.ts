@@ -1,0 +1,218 @@
+/**
+ * The BPE engines behind the tiktoken-encoding counters, one shared instance per (encoding,
+ * engine) for the whole process, reference-counted so the last release frees it.
+ *
+ * - `wasm`: tiktoken's WASM `encode_ordinary`, the reference every other engine is tested against.
+ * - `js`: gpt-tokenizer's byte-pair core (pure JS, the same vocabularies) driven by a pre-tokenizer
+ *   pattern rewritten to match the reference's Rust regex semantics, which differ from
+ *   JavaScript's in two places: `\s` (Rust: Unicode White_Space, so U+0085 is a space and U+FEFF
+ *   is not; JavaScript: the reverse) and case-insensitive contractions (Rust folds `'ſ` to `'s`).
+ *   Lone surrogates reach the reference as U+FFFD (wasm-bindgen encodes strings as UTF-8), so
+ *   they are replaced the same way first. `bench/counters.ts` measures the speed-up and
+ *   `test/measure/encoder-identity.test.ts` proves the counts identical.
+ *
+ * The vocabularies are large (o200k_base: 200k ranks), so both engines load them on first
+ * acquire, never at import: importing tiktoken alone instantiates its WASM (~14 MiB).
+ */
+import { createRequire } from 'node:module';
+import type { Tiktoken } from 'tiktoken';
+
+/** Encodings this library counts with (the two current OpenAI chat encodings). */
+export type TiktokenEncodingName = 'o200k_base' | 'cl100k_base';
+
+export const TIKTOKEN_ENCODINGS: readonly TiktokenEncodingName[] = ['o200k_base', 'cl100k_base'];
+
+/** Which implementation counts: `js` (fast, proven identical) or `wasm` (tiktoken, the reference). */
+export type EncoderEngine = 'js' | 'wasm';
+
+export const ENCODER_ENGINES: readonly EncoderEngine[] = ['js', 'wasm'];
+
+/** True when `name` is an encoding this module can load. */
+export function isTiktokenEncoding(name: string): name is TiktokenEncodingName {
+  return (TIKTOKEN_ENCODINGS as readonly string[]).includes(name);
+}
+
+/** Counts the tokens of one pre-split piece, special-token strings as ordinary text. */
+export type PieceCounter = (piece: string) => number;
+
+/** A held reference to a shared engine. */
+export interface EncoderLease {
+  readonly encoding: TiktokenEncodingName;
+  readonly engine: EncoderEngine;
+  readonly count: PieceCounter;
+  /** Drop this reference; the engine is freed when the last one goes. Idempotent. */
+  release(): void;
+}
+
+interface Loaded {
+  readonly count: PieceCounter;
+  readonly free: () => void;
+}
+
+interface Shared {
+  readonly loaded: Loaded;
+  refs: number;
+}
+
+const shared = new Map<string, Shared>();
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Take a reference to the process-wide engine for `encoding`, loading it on first use. Call
+ * `release()` when done (counters do it in `dispose()`).
+ */
+export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEngine): EncoderLease {
+  if (!isTiktokenEncoding(encoding)) throw new TypeError(`acquireEncoder: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`);
+  if (!(ENCODER_ENGINES as readonly string[]).includes(engine)) throw new TypeError(`acquireEncoder: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
+  const key = `${engine}:${encoding}`;
+  let entry = shared.get(key);
+  if (entry === undefined) {
+    entry = { loaded: engine === 'wasm' ? loadWasm(encoding) : loadJs(encoding), refs: 0 };
+    shared.set(key, entry);
+  }
+  entry.refs++;
+  const held = entry;
+  let released = false;
+  return {
+    encoding,
+    engine,
+    count: held.loaded.count,
+    release(): void {
+      if (released) return;
+      released = true;
+      held.refs--;
+      if (held.refs <= 0 && shared.get(key) === held) {
+        shared.delete(key);
+        held.loaded.free();
+      }
+    },
+  };
+}
+
+/** Engines currently loaded, with their reference counts (for tests and memory benches). */
+export function loadedEncoders(): { key: string; refs: number }[] {
+  return [...shared].map(([key, e]) => ({ key, refs: e.refs }));
+}
+
+function loadWasm(encoding: TiktokenEncodingName): Loaded {
+  const { get_encoding } = require('tiktoken') as typeof import('tiktoken');
+  let encoder: Tiktoken | undefined = get_encoding(encoding);
+  return {
+    count: (piece) => {
+      if (encoder === undefined) throw new TypeError(`tiktoken:${encoding} used after it was freed`);
+      return encoder.encode_ordinary(piece).length;
+    },
+    free: () => {
+      encoder?.free();
+      encoder = undefined;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The JS engine.
+
+/** The part of gpt-tokenizer's byte-pair core we use (its own types are not exported stably). */
+interface BytePairCore {
+  countNative(text: string): number;
+  setMergeCacheSize(size: number): void;
+  clearMergeCache(): void;
+  /** Rank of a byte sequence (a TypeScript-private method, replaced per instance below). */
+  getBpeRankFromBytes(key: Uint8Array): number | undefined;
+}
+
+type BytePairCoreConstructor = new (config: { bytePairRankDecoder: readonly (string | readonly number[])[]; tokenSplitRegex: RegExp; mergeCacheSize?: number }) => BytePairCore;
+
+/**
+ * Pieces whose merges the JS core remembers (LRU). Its default, 100,000, holds tens of MB;
+ * most of the speed comes from the few thousand most frequent pieces (bench/counters.ts).
+ */
+export const JS_MERGE_CACHE_ENTRIES = 20_000;
+
+// Unicode White_Space, which is what `\s` means in the reference's Rust regex.
+const WS = String.raw`\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000`;
+const S = `[${WS}]`;
+const NOT_S = `[^${WS}]`;
+const OTHER = `[^${WS}\\p{L}\\p{N}]`;
+const CONTRACTION = String.raw`'(?:[sSſ]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])`;
+const UPPERISH = String.raw`[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`;
+const LOWERISH = String.raw`[\p{Ll}\p{Lm}\p{Lo}\p{M}]`;
+
+/** The reference's pre-tokenizer patterns with Rust's `\s` and case folding spelled out. */
+export const SPLIT_PATTERNS: Readonly<Record<TiktokenEncodingName, string>> = Object.freeze({
+  o200k_base: [
+    String.raw`[^\r\n\p{L}\p{N}]?${UPPERISH}*${LOWERISH}+(?:${CONTRACTION})?`,
+    String.raw`[^\r\n\p{L}\p{N}]?${UPPERISH}+${LOWERISH}*(?:${CONTRACTION})?`,
+    String.raw`\p{N}{1,3}`,
+    String.raw` ?${OTHER}+[\r\n/]*`,
+    String.raw`${S}*[\r\n]+`,
+    String.raw`${S}+(?!${NOT_S})`,
+    String.raw`${S}+`,
+  ].join('|'),
+  cl100k_base: [
+    CONTRACTION,
+    String.raw`[^\r\n\p{L}\p{N}]?\p{L}+`,
+    String.raw`\p{N}{1,3}`,
+    String.raw` ?${OTHER}+[\r\n]*`,
+    String.raw`${S}*[\r\n]+`,
+    String.raw`${S}+(?!${NOT_S})`,
+    String.raw`${S}+`,
+  ].join('|'),
+});
+
+// ES2024 string methods (Node 20 has them; the project's lib is ES2023).
+interface WellFormedString {
+  isWellFormed(): boolean;
+  toWellFormed(): string;
+}
+
+/** Lone surrogates as U+FFFD, which is what the WASM reference receives for them. */
+function wellFormed(text: string): string {
+  const s = text as unknown as WellFormedString;
+  return s.isWellFormed() ? text : s.toWellFormed();
+}
+
+/**
+ * gpt-tokenizer 4.0.0 turns a byte sequence into a string with a default TextDecoder before
+ * looking its rank up, and a default TextDecoder drops a leading U+FEFF: the 9 o200k (8 cl100k)
+ * tokens that start with the bytes EF BB BF are never found, so a byte-order mark costs one
+ * token more than in tiktoken. Sequences that start with those bytes are looked up here, by
+ * their bytes, among exactly those tokens.
+ */
+function fixByteOrderMarkLookups(core: BytePairCore, ranks: readonly (string | readonly number[])[]): void {
+  if (typeof core.getBpeRankFromBytes !== 'function') throw new TypeError('gpt-tokenizer: byte-pair core without getBpeRankFromBytes (unsupported version)');
+  const bomRanks = new Map<string, number>();
+  ranks.forEach((value, rank) => {
+    if (typeof value !== 'string' && value[0] === 0xef && value[1] === 0xbb && value[2] === 0xbf) bomRanks.set(value.join(','), rank);
+  });
+  const lookup = core.getBpeRankFromBytes.bind(core);
+  core.getBpeRankFromBytes = (key) => (key[0] === 0xef && key[1] === 0xbb && key[2] === 0xbf ? bomRanks.get(key.join(',')) : lookup(key));
+}
+
+function loadJs(encoding: TiktokenEncodingName): Loaded {
+  const ranksPath = require.resolve(`gpt-tokenizer/cjs/bpeRanks/${encoding}`);
+  const { BytePairEncodingCore } = require('gpt-tokenizer/cjs/BytePairEncodingCore') as { BytePairEncodingCore: BytePairCoreConstructor };
+  const ranks = (require(ranksPath) as { default: readonly (string | readonly number[])[] }).default;
+  // The core holds the rank array itself. Out of the module cache and emptied of its exports
+  // (the requiring module's `children` list still points at it), it goes with the core.
+  const ranksModule = require.cache[ranksPath];
+  if (ranksModule !== undefined) ranksModule.exports = {};
+  delete require.cache[ranksPath];
+  let core: BytePairCore | undefined = new BytePairEncodingCore({
+    bytePairRankDecoder: ranks,
+    tokenSplitRegex: new RegExp(SPLIT_PATTERNS[encoding], 'gu'),
+    mergeCacheSize: JS_MERGE_CACHE_ENTRIES,
+  });
+  fixByteOrderMarkLookups(core, ranks);
+  return {
+    count: (piece) => {
+      if (core === undefined) throw new TypeError(`gpt-tokenizer:${encoding} used after it was freed`);
+      return core.countNative(wellFormed(piece));
+    },
+    free: () => {
+      core?.clearMergeCache();
+      core = undefined;
+    },
+  };
+}

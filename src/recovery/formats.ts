@@ -1,0 +1,222 @@
+/**
+ * The recovery tool on the three wire formats, as plain JSON: its definition, whether a request
+ * offers it, the model's calls to it in a response, and the conversation items that record one
+ * answered round (the "exchange"). Shared by the custom-loop wrappers and the proxy; no SDK
+ * import, no I/O.
+ */
+import { referencedArtifacts } from '../receipts/index.js';
+import type { RecoveryTool } from '../runtime-types.js';
+import type { ProviderRequest } from '../step.js';
+import { RECOVERY_TOOL_NAME } from './schema.js';
+
+export type RecoveryWireFormat = 'chat' | 'responses' | 'anthropic';
+
+/** One call of the model to the recovery tool. */
+export interface RecoveryCall {
+  /** The call id the answer must name (chat `tool_call_id`, Responses `call_id`, Anthropic `tool_use_id`). */
+  readonly id: string;
+  /** The arguments as the model sent them (a JSON string, or an object on Anthropic). */
+  readonly arguments: unknown;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The argument schema without `additionalProperties: false`, so a spoofed key is dropped rather than rejected. */
+export function lenientParameters(tool: Pick<RecoveryTool, 'parameters'>): Record<string, unknown> {
+  const { additionalProperties: _ignored, ...rest } = tool.parameters as Record<string, unknown>;
+  return rest;
+}
+
+/** The tool definition for one wire format (plain JSON). */
+export function recoveryToolJson(tool: Pick<RecoveryTool, 'name' | 'description' | 'parameters'>, format: RecoveryWireFormat): Obj {
+  const parameters = lenientParameters(tool);
+  switch (format) {
+    case 'chat':
+      return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
+    case 'responses':
+      return { type: 'function', name: tool.name, description: tool.description, parameters, strict: false };
+    case 'anthropic':
+      return { name: tool.name, description: tool.description, input_schema: parameters };
+  }
+}
+
+/** The name of one entry of a request's `tools` array, in any of the three shapes. */
+function toolName(entry: unknown): string | undefined {
+  if (!isObj(entry)) return undefined;
+  if (isObj(entry['function']) && typeof entry['function']['name'] === 'string') return entry['function']['name'];
+  return typeof entry['name'] === 'string' ? entry['name'] : undefined;
+}
+
+/** True when the request's tools already offer a tool with the recovery tool's name. */
+export function offersRecoveryTool(request: ProviderRequest): boolean {
+  const tools = request['tools'];
+  return Array.isArray(tools) && tools.some((t) => toolName(t) === RECOVERY_TOOL_NAME);
+}
+
+/**
+ * The request with the recovery tool appended as the LAST tool (a stable position: the caller's
+ * tools keep their order and bytes, so the cached prefix up to them survives). Returns the request
+ * itself when it already offers the tool.
+ */
+export function withRecoveryTool(request: ProviderRequest, format: RecoveryWireFormat, tool: Pick<RecoveryTool, 'name' | 'description' | 'parameters'>): ProviderRequest {
+  if (offersRecoveryTool(request)) return request;
+  const tools = Array.isArray(request['tools']) ? (request['tools'] as unknown[]) : [];
+  return { ...request, tools: [...tools, recoveryToolJson(tool, format)] };
+}
+
+interface CallSplit {
+  readonly recovery: RecoveryCall[];
+  /** Calls to any other tool (the client's own). */
+  readonly others: number;
+}
+
+/** The first choice's message of a Chat Completions response. */
+function chatMessage(response: unknown): Obj | undefined {
+  if (!isObj(response) || !Array.isArray(response['choices'])) return undefined;
+  const choice = response['choices'][0];
+  return isObj(choice) && isObj(choice['message']) ? choice['message'] : undefined;
+}
+
+const isRecoveryName = (name: unknown): boolean => name === RECOVERY_TOOL_NAME;
+
+/** Split a complete (non-streamed) response's tool calls into recovery calls and others. */
+export function splitCalls(response: unknown, format: RecoveryWireFormat): CallSplit {
+  const recovery: RecoveryCall[] = [];
+  let others = 0;
+  if (format === 'chat') {
+    const calls = chatMessage(response)?.['tool_calls'];
+    for (const c of Array.isArray(calls) ? calls : []) {
+      const fn = isObj(c) && isObj(c['function']) ? c['function'] : undefined;
+      if (isObj(c) && fn !== undefined && isRecoveryName(fn['name']) && typeof c['id'] === 'string') recovery.push({ id: c['id'], arguments: fn['arguments'] });
+      else others++;
+    }
+  } else if (format === 'responses') {
+    const output = isObj(response) ? response['output'] : undefined;
+    for (const item of Array.isArray(output) ? output : []) {
+      if (!isObj(item) || (item['type'] !== 'function_call' && item['type'] !== 'custom_tool_call')) continue;
+      if (item['type'] === 'function_call' && isRecoveryName(item['name']) && typeof item['call_id'] === 'string') recovery.push({ id: item['call_id'], arguments: item['arguments'] });
+      else others++;
+    }
+  } else {
+    const content = isObj(response) ? response['content'] : undefined;
+    for (const block of Array.isArray(content) ? content : []) {
+      if (!isObj(block) || block['type'] !== 'tool_use') continue;
+      if (isRecoveryName(block['name']) && typeof block['id'] === 'string') recovery.push({ id: block['id'], arguments: block['input'] });
+      else others++;
+    }
+  }
+  return { recovery, others };
+}
+
+/**
+ * The response without its recovery calls (what the client may see). When nothing else is left
+ * that asks for a tool, the stop reason says the turn ended (`stop`, `end_turn`).
+ */
+export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat): unknown {
+  if (!isObj(response)) return response;
+  const { others } = splitCalls(response, format);
+  if (format === 'chat') {
+    const choices = Array.isArray(response['choices']) ? response['choices'] : [];
+    const first = choices[0];
+    if (!isObj(first) || !isObj(first['message'])) return response;
+    const message = first['message'];
+    const kept = (Array.isArray(message['tool_calls']) ? message['tool_calls'] : []).filter(
+      (c) => !(isObj(c) && isObj(c['function']) && isRecoveryName(c['function']['name'])),
+    );
+    const { tool_calls: _dropped, ...rest } = message;
+    const nextMessage = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
+    const finish = others > 0 ? first['finish_reason'] : first['finish_reason'] === 'tool_calls' ? 'stop' : first['finish_reason'];
+    return { ...response, choices: [{ ...first, message: nextMessage, finish_reason: finish }, ...choices.slice(1)] };
+  }
+  if (format === 'responses') {
+    const output = Array.isArray(response['output']) ? response['output'] : [];
+    return { ...response, output: output.filter((item) => !(isObj(item) && item['type'] === 'function_call' && isRecoveryName(item['name']))) };
+  }
+  const content = Array.isArray(response['content']) ? response['content'] : [];
+  const kept = content.filter((b) => !(isObj(b) && b['type'] === 'tool_use' && isRecoveryName(b['name'])));
+  const stop = others === 0 && response['stop_reason'] === 'tool_use' ? 'end_turn' : response['stop_reason'];
+  return { ...response, content: kept, stop_reason: stop };
+}
+
+/**
+ * The conversation items that record one answered round: the model's turn reduced to what it
+ * said plus its recovery calls (calls to the client's own tools are left out: the client never
+ * ran them in this round), then one result per recovery call.
+ */
+export function exchangeItems(response: unknown, format: RecoveryWireFormat, answers: ReadonlyMap<string, string>): unknown[] {
+  if (!isObj(response)) return [];
+  if (format === 'chat') {
+    const message = chatMessage(response);
+    if (message === undefined) return [];
+    const calls = (Array.isArray(message['tool_calls']) ? message['tool_calls'] : []).filter(
+      (c) => isObj(c) && isObj(c['function']) && isRecoveryName(c['function']['name']) && answers.has(String(c['id'])),
+    );
+    const { tool_calls: _all, ...rest } = message;
+    const assistant = { ...rest, role: 'assistant', content: message['content'] ?? null, tool_calls: calls };
+    return [assistant, ...calls.map((c) => ({ role: 'tool', tool_call_id: (c as Obj)['id'], content: answers.get(String((c as Obj)['id'])) }))];
+  }
+  if (format === 'responses') {
+    const output = Array.isArray(response['output']) ? response['output'] : [];
+    const isCall = (item: Obj): boolean => item['type'] === 'function_call' || item['type'] === 'custom_tool_call';
+    const kept = output.filter((item): item is Obj => isObj(item) && (!isCall(item) || (isRecoveryName(item['name']) && answers.has(String(item['call_id'])))));
+    const results = kept
+      .filter((item) => item['type'] === 'function_call')
+      .map((item) => ({ type: 'function_call_output', call_id: item['call_id'], output: answers.get(String(item['call_id'])) }));
+    return [...kept, ...results];
+  }
+  const content = Array.isArray(response['content']) ? response['content'] : [];
+  const blocks = content.filter((b): b is Obj => isObj(b) && (b['type'] !== 'tool_use' || (isRecoveryName(b['name']) && answers.has(String(b['id'])))));
+  const results = blocks
+    .filter((b) => b['type'] === 'tool_use')
+    .map((b) => ({ type: 'tool_result', tool_use_id: b['id'], content: answers.get(String(b['id'])) }));
+  return [
+    { role: 'assistant', content: blocks },
+    { role: 'user', content: results },
+  ];
+}
+
+/** The key of a request's conversation list for a format. */
+export function listKey(format: RecoveryWireFormat): 'messages' | 'input' {
+  return format === 'responses' ? 'input' : 'messages';
+}
+
+/** The conversation items of a request (a Responses string input reads as one user message). */
+export function conversationItems(request: ProviderRequest, format: RecoveryWireFormat): readonly unknown[] {
+  const list = request[listKey(format)];
+  if (Array.isArray(list)) return list;
+  if (format === 'responses' && typeof list === 'string') return [{ role: 'user', content: list }];
+  return [];
+}
+
+/** True when the upstream keeps the conversation (Responses `previous_response_id` / `conversation`). */
+export function serverSideState(request: ProviderRequest, format: RecoveryWireFormat): boolean {
+  return format === 'responses' && (typeof request['previous_response_id'] === 'string' || request['conversation'] !== undefined);
+}
+
+/**
+ * The request that continues after one answered round: the exchange appended to the conversation,
+ * or, when the upstream keeps the conversation, only the results chained to the round's response.
+ */
+export function continueRequest(request: ProviderRequest, format: RecoveryWireFormat, response: unknown, exchange: readonly unknown[]): ProviderRequest {
+  if (serverSideState(request, format)) {
+    const outputs = exchange.filter((item) => isObj(item) && item['type'] === 'function_call_output');
+    const id = isObj(response) ? response['id'] : undefined;
+    return typeof request['previous_response_id'] === 'string' && typeof id === 'string'
+      ? { ...request, previous_response_id: id, input: outputs }
+      : { ...request, input: outputs };
+  }
+  return { ...request, [listKey(format)]: [...conversationItems(request, format), ...exchange] };
+}
+
+function anyReceipt(value: unknown): boolean {
+  if (typeof value === 'string') return referencedArtifacts(value).length > 0;
+  if (Array.isArray(value)) return value.some(anyReceipt);
+  if (isObj(value)) return Object.values(value).some(anyReceipt);
+  return false;
+}
+
+/** True when the request's conversation (or its instructions) names a Token Terminator artifact. */
+export function carriesReceipt(request: ProviderRequest, format: RecoveryWireFormat): boolean {
+  return anyReceipt(request[listKey(format)]) || anyReceipt(request['system']) || anyReceipt(request['instructions']);
+}

@@ -1,0 +1,116 @@
+/**
+ * The recovery loop: when the model calls `token_terminator`, answer the call from the vault and
+ * ask the model again, so the caller only ever sees the model's final answer. One framework-free
+ * implementation per wire format, shared by the custom-loop wrappers (`handleRecovery: true`) and
+ * the proxy (which also drives it over streams, see stream.ts).
+ *
+ * A turn that mixes recovery calls with calls to the caller's own tools is not continued: the
+ * caller gets the turn without the recovery calls (its own calls intact), and the answered round
+ * comes back as an exchange the caller's store shows again before that turn on the next request.
+ * The same holds when the round budget is spent.
+ */
+import type { RecoveryTool } from '../runtime-types.js';
+import { errorLabel, type ProviderRequest } from '../step.js';
+import { continueRequest, exchangeItems, serverSideState, splitCalls, stripRecoveryCalls, type RecoveryCall, type RecoveryWireFormat } from './formats.js';
+
+/** Parse (when a JSON string) and keep only the keys the schema declares; a model-sent session id is dropped. */
+export function recoveryArgs(tool: Pick<RecoveryTool, 'parameters'>, args: unknown): Record<string, unknown> {
+  let value = args;
+  if (typeof value === 'string') {
+    try {
+      value = value.trim() === '' ? {} : (JSON.parse(value) as unknown);
+    } catch {
+      return {};
+    }
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return {};
+  const properties = (tool.parameters as { properties?: Record<string, unknown> }).properties;
+  const allowed = properties === undefined ? undefined : new Set(Object.keys(properties));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (key === 'session_id' || key === 'sessionId') continue;
+    if (allowed === undefined || allowed.has(key)) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Answer one recovery call for a host session. Never throws: an internal failure becomes a JSON
+ * error result the model can read (class label only, no content).
+ */
+export async function answerRecoveryCall(tool: RecoveryTool, args: unknown, sessionId: string): Promise<string> {
+  try {
+    return await tool.handle(recoveryArgs(tool, args), { sessionId });
+  } catch (error) {
+    return JSON.stringify({ error: 'recovery failed', error_type: errorLabel(error) });
+  }
+}
+
+/** Options of {@link runRecoveryLoop}. */
+export interface RecoveryLoopOptions<R> {
+  readonly format: RecoveryWireFormat;
+  /** The first request (already compiled, offering the recovery tool). */
+  readonly request: ProviderRequest;
+  /** Dispatch one request upstream. */
+  send(request: ProviderRequest, round: number): Promise<R>;
+  /** The JSON body of a response to inspect, or undefined when it is not a successful answer (errors end the loop as they are). */
+  bodyOf(response: R): unknown;
+  /** Answer one call (exact content from the vault). */
+  answer(call: RecoveryCall): Promise<string>;
+  /** Recovery rounds allowed before the caller gets the turn as it is. Default: 3. */
+  readonly maxRounds?: number;
+  /** Called after each answered round with the number of calls in it. Default: none. */
+  readonly onRound?: (calls: number, round: number) => void;
+}
+
+/** What the loop ended with. */
+export interface RecoveryLoopResult<R> {
+  /** The last upstream response. */
+  readonly response: R;
+  /** Its body without recovery calls, when it had any (else undefined: relay `response` as it is). */
+  readonly strippedBody?: unknown;
+  /** Every answered round as conversation items, in order (empty when the model never called the tool). */
+  readonly exchange: readonly unknown[];
+  /** Rounds answered and continued upstream. */
+  readonly rounds: number;
+  /** Recovery calls answered. */
+  readonly calls: number;
+  /** Why the last answered round was not continued: a mixed turn, or the round budget. */
+  readonly stopped?: 'mixed' | 'rounds';
+  /** True when the upstream keeps the conversation (the exchange is already there; do not show it again). */
+  readonly serverSide: boolean;
+}
+
+/**
+ * Send `request`; while the model answers with recovery calls only, answer them and continue.
+ *
+ * @example
+ * const out = await runRecoveryLoop({ format: 'chat', request, send: (r) => client.chat.completions.create(r), bodyOf: (r) => r,
+ *   answer: (call) => answerRecoveryCall(terminator.recoveryTool, call.arguments, sessionId) });
+ */
+export async function runRecoveryLoop<R>(options: RecoveryLoopOptions<R>): Promise<RecoveryLoopResult<R>> {
+  const { format } = options;
+  const maxRounds = options.maxRounds ?? 3;
+  const serverSide = serverSideState(options.request, format);
+  const exchange: unknown[] = [];
+  let request = options.request;
+  let rounds = 0;
+  let calls = 0;
+  for (;;) {
+    const response = await options.send(request, rounds);
+    const body = options.bodyOf(response);
+    const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, format);
+    if (split.recovery.length === 0) return { response, exchange, rounds, calls, serverSide };
+    const answers = new Map<string, string>();
+    for (const call of split.recovery) answers.set(call.id, await options.answer(call));
+    calls += split.recovery.length;
+    const items = exchangeItems(body, format, answers);
+    exchange.push(...items);
+    options.onRound?.(split.recovery.length, rounds);
+    if (split.others > 0 || rounds >= maxRounds) {
+      return { response, strippedBody: stripRecoveryCalls(body, format), exchange, rounds, calls, stopped: split.others > 0 ? 'mixed' : 'rounds', serverSide };
+    }
+    rounds++;
+    request = continueRequest(request, format, body, items);
+  }
+}

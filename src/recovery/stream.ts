@@ -1,0 +1,380 @@
+/**
+ * The recovery loop over server-sent events, one round at a time: events are passed on as they
+ * arrive, except those of a `token_terminator` call, which the client never sees. When a round
+ * ends with recovery calls only and rounds are left, its closing events are held back; the driver
+ * answers the calls and streams the next round into the same client stream. Indices the client
+ * uses to assemble its answer (Chat tool-call `index`, Responses `output_index` and
+ * `sequence_number`, Anthropic content-block `index`) are renumbered so the spliced stream reads
+ * as one answer; Responses' closing event carries every item the client saw.
+ *
+ * Pure data in, text out: no I/O, so every format is tested with recorded event sequences.
+ */
+import { splitCalls, stripRecoveryCalls, type RecoveryCall, type RecoveryWireFormat } from './formats.js';
+import { RECOVERY_TOOL_NAME } from './schema.js';
+
+/** One parsed event; `raw` is its text without the blank line that ended it. */
+export interface SseEvent {
+  readonly raw: string;
+  readonly event?: string;
+  readonly data: string;
+}
+
+/** Incremental SSE parser: feed text, get complete events. */
+export class SseParser {
+  #buffer = '';
+
+  feed(text: string): SseEvent[] {
+    this.#buffer += text;
+    const out: SseEvent[] = [];
+    for (;;) {
+      const m = /\r\n\r\n|\n\n|\r\r/.exec(this.#buffer);
+      if (m === null) break;
+      const raw = this.#buffer.slice(0, m.index);
+      this.#buffer = this.#buffer.slice(m.index + m[0].length);
+      if (raw !== '') out.push(parseBlock(raw));
+    }
+    return out;
+  }
+
+  /** What is left when the stream ends (an event without its closing blank line). */
+  end(): SseEvent[] {
+    const rest = this.#buffer;
+    this.#buffer = '';
+    return rest.trim() === '' ? [] : [parseBlock(rest)];
+  }
+}
+
+function parseBlock(raw: string): SseEvent {
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const line of raw.split(/\r\n|\n|\r/)) {
+    if (line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') event = value;
+    else if (field === 'data') data.push(value);
+  }
+  return event === undefined ? { raw, data: data.join('\n') } : { raw, event, data: data.join('\n') };
+}
+
+/** State that spans the rounds of one client stream. */
+export interface StreamState {
+  round: number;
+  /** Next index the client sees (Responses output items, Anthropic content blocks). */
+  nextVisible: number;
+  /** Next Responses sequence number the client sees. */
+  sequence: number;
+  /** Responses: output items the client saw in earlier rounds. */
+  readonly visibleItems: unknown[];
+}
+
+export function createStreamState(): StreamState {
+  return { round: 0, nextVisible: 0, sequence: 0, visibleItems: [] };
+}
+
+/** How a round ended. */
+export interface RoundEnd {
+  /** The round's response rebuilt from its events (for the exchange), when it completed. */
+  readonly body: unknown;
+  readonly recovery: readonly RecoveryCall[];
+  readonly others: number;
+  /** True when the round held its closing events back to continue with another round. */
+  readonly holding: boolean;
+  /** The held closing events (send them if the next round cannot start after all). */
+  readonly held: string;
+}
+
+export interface StreamRound {
+  /** Text to send to the client now for this event ('' when nothing). */
+  push(event: SseEvent): string;
+  finish(): RoundEnd;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const block = (raw: string): string => `${raw}\n\n`;
+
+function parseJson(data: string): Obj | undefined {
+  try {
+    const v: unknown = JSON.parse(data);
+    return isObj(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One round of a client stream. `canContinue` says whether a recovery-only round may hold its end
+ * for another round; when not, the end is passed on with the stop reason of a finished turn.
+ */
+export function createStreamRound(format: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
+  if (format === 'chat') return chatRound(canContinue);
+  if (format === 'responses') return responsesRound(state, canContinue);
+  return anthropicRound(state, canContinue);
+}
+
+/** Events that end a client stream cleanly when a held round cannot be continued. */
+export function closingEvents(format: RecoveryWireFormat, state: StreamState): string {
+  if (format === 'chat') return block(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`) + block('data: [DONE]');
+  if (format === 'responses') {
+    const response = { object: 'response', status: 'completed', output: state.visibleItems };
+    return block(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: state.sequence++, response })}`);
+  }
+  return (
+    block(`event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } })}`) +
+    block(`event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop' })}`)
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface ChatCall {
+  id: string;
+  name: string;
+  args: string;
+  readonly recovery: boolean;
+  readonly visible: number;
+}
+
+function chatRound(canContinue: boolean): StreamRound {
+  const calls = new Map<number, ChatCall>();
+  let content = '';
+  let finish: unknown = null;
+  let holding = false;
+  let held = '';
+  let nextVisible = 0;
+  let last: Obj | undefined;
+  const counts = (): { recovery: number; others: number } => {
+    let recovery = 0;
+    for (const c of calls.values()) if (c.recovery) recovery++;
+    return { recovery, others: calls.size - recovery };
+  };
+  return {
+    push(event) {
+      if (holding) {
+        held += block(event.raw);
+        return '';
+      }
+      if (event.data === '[DONE]') return block(event.raw);
+      const json = parseJson(event.data);
+      const choices = json?.['choices'];
+      if (json === undefined || !Array.isArray(choices) || !isObj(choices[0])) return block(event.raw);
+      last = json;
+      const choice = choices[0];
+      let changed = false;
+      let delta = isObj(choice['delta']) ? choice['delta'] : {};
+      if (typeof delta['content'] === 'string') content += delta['content'];
+      if (Array.isArray(delta['tool_calls'])) {
+        const kept: unknown[] = [];
+        for (const tc of delta['tool_calls']) {
+          if (!isObj(tc) || typeof tc['index'] !== 'number') {
+            kept.push(tc);
+            continue;
+          }
+          const fn = isObj(tc['function']) ? tc['function'] : {};
+          let call = calls.get(tc['index']);
+          if (call === undefined) {
+            const recovery = fn['name'] === RECOVERY_TOOL_NAME;
+            call = { id: String(tc['id'] ?? ''), name: String(fn['name'] ?? ''), args: '', recovery, visible: recovery ? -1 : nextVisible++ };
+            calls.set(tc['index'], call);
+          }
+          if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
+          if (call.recovery) {
+            changed = true;
+          } else if (call.visible !== tc['index']) {
+            changed = true;
+            kept.push({ ...tc, index: call.visible });
+          } else kept.push(tc);
+        }
+        if (changed) {
+          const { tool_calls: _all, ...rest } = delta;
+          delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
+        }
+      }
+      let finishReason = choice['finish_reason'];
+      if (finishReason !== null && finishReason !== undefined) {
+        finish = finishReason;
+        const { recovery, others } = counts();
+        if (recovery > 0 && others === 0) {
+          if (canContinue) {
+            holding = true;
+            held += block(event.raw);
+            return '';
+          }
+          finishReason = 'stop';
+          changed = true;
+        }
+      }
+      if (!changed) return block(event.raw);
+      const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
+      if (empty && json['usage'] === undefined) return '';
+      const out = { ...json, choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)] };
+      return block(`data: ${JSON.stringify(out)}`);
+    },
+    finish() {
+      const toolCalls = [...calls.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
+      const message: Obj = { role: 'assistant', content: content === '' ? null : content };
+      if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
+      const body = { ...(last === undefined ? {} : { id: last['id'], model: last['model'] }), choices: [{ index: 0, message, finish_reason: finish }] };
+      const split = splitCalls(body, 'chat');
+      return { body, recovery: split.recovery, others: split.others, holding, held };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function responsesRound(state: StreamState, canContinue: boolean): StreamRound {
+  const map = new Map<number, number>();
+  const roundVisible: unknown[] = [];
+  let holding = false;
+  let held = '';
+  let body: unknown;
+  const emit = (type: string, json: Obj): string => block(`event: ${type}\ndata: ${JSON.stringify(json)}`);
+  return {
+    push(event) {
+      if (holding) {
+        held += block(event.raw);
+        return '';
+      }
+      const json = parseJson(event.data);
+      if (json === undefined) return block(event.raw);
+      const type = String(json['type'] ?? event.event ?? '');
+      if ((type === 'response.created' || type === 'response.in_progress') && state.round > 0) return '';
+      let out: Obj = json;
+      if (typeof json['output_index'] === 'number') {
+        const index = json['output_index'];
+        if (type === 'response.output_item.added') {
+          const item = json['item'];
+          const recovery = isObj(item) && item['type'] === 'function_call' && item['name'] === RECOVERY_TOOL_NAME;
+          map.set(index, recovery ? -1 : state.nextVisible++);
+        }
+        const visible = map.get(index) ?? index;
+        if (visible === -1) return '';
+        if (type === 'response.output_item.done') roundVisible.push(json['item']);
+        if (visible !== index) out = { ...out, output_index: visible };
+      }
+      if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+        const response = isObj(json['response']) ? json['response'] : {};
+        body = response;
+        const split = splitCalls(response, 'responses');
+        if (type === 'response.completed' && split.recovery.length > 0 && split.others === 0 && canContinue) {
+          holding = true;
+          held += block(event.raw);
+          return '';
+        }
+        const own = stripRecoveryCalls(response, 'responses') as Obj;
+        const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
+        if (state.visibleItems.length > 0 || split.recovery.length > 0) out = { ...out, response: { ...own, output } };
+      }
+      if (typeof out['sequence_number'] === 'number') {
+        const sequence = state.sequence++;
+        if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
+      }
+      return out === json ? block(event.raw) : emit(type, out);
+    },
+    finish() {
+      const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, 'responses');
+      if (holding) state.visibleItems.push(...roundVisible);
+      return { body, recovery: split.recovery, others: split.others, holding, held };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface AnthropicBlock {
+  readonly block: Obj;
+  readonly recovery: boolean;
+  readonly visible: number;
+  json: string;
+}
+
+function anthropicRound(state: StreamState, canContinue: boolean): StreamRound {
+  const blocks = new Map<number, AnthropicBlock>();
+  let stop: unknown = null;
+  let message: Obj = {};
+  let holding = false;
+  let held = '';
+  const emit = (type: string, json: Obj): string => block(`event: ${type}\ndata: ${JSON.stringify(json)}`);
+  const content = (): Obj[] => [...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b.block);
+  return {
+    push(event) {
+      if (holding) {
+        held += block(event.raw);
+        return '';
+      }
+      const json = parseJson(event.data);
+      if (json === undefined) return block(event.raw);
+      const type = String(json['type'] ?? event.event ?? '');
+      if (type === 'message_start') {
+        if (isObj(json['message'])) message = json['message'];
+        return state.round > 0 ? '' : block(event.raw);
+      }
+      if (type === 'content_block_start' || type === 'content_block_delta' || type === 'content_block_stop') {
+        const index = typeof json['index'] === 'number' ? json['index'] : -1;
+        let entry = blocks.get(index);
+        if (type === 'content_block_start') {
+          const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
+          const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
+          entry = { block: start, recovery, visible: recovery ? -1 : state.nextVisible++, json: '' };
+          blocks.set(index, entry);
+        }
+        if (entry === undefined) return block(event.raw);
+        if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
+        if (type === 'content_block_stop' && (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') && entry.json !== '') {
+          try {
+            entry.block['input'] = JSON.parse(entry.json) as unknown;
+          } catch {
+            entry.block['input'] = {};
+          }
+        }
+        if (entry.recovery) return '';
+        return entry.visible === index ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+      }
+      if (type === 'message_delta') {
+        const delta = isObj(json['delta']) ? json['delta'] : {};
+        stop = delta['stop_reason'] ?? stop;
+        const split = splitCalls({ content: content() }, 'anthropic');
+        if (split.recovery.length > 0 && split.others === 0) {
+          if (canContinue) {
+            holding = true;
+            held += block(event.raw);
+            return '';
+          }
+          return emit(type, { ...json, delta: { ...delta, stop_reason: 'end_turn' } });
+        }
+      }
+      return block(event.raw);
+    },
+    finish() {
+      const body = { ...message, content: content(), stop_reason: stop };
+      const split = splitCalls(body, 'anthropic');
+      return { body, recovery: split.recovery, others: split.others, holding, held };
+    },
+  };
+}
+
+function accumulate(entry: AnthropicBlock, delta: Obj): void {
+  const b = entry.block;
+  switch (delta['type']) {
+    case 'text_delta':
+      b['text'] = `${typeof b['text'] === 'string' ? b['text'] : ''}${String(delta['text'] ?? '')}`;
+      break;
+    case 'thinking_delta':
+      b['thinking'] = `${typeof b['thinking'] === 'string' ? b['thinking'] : ''}${String(delta['thinking'] ?? '')}`;
+      break;
+    case 'signature_delta':
+      b['signature'] = delta['signature'];
+      break;
+    case 'input_json_delta':
+      entry.json += String(delta['partial_json'] ?? '');
+      break;
+    default:
+      break;
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * The report's charts, drawn with Observable Plot into SVG at render time (a linkedom document
+ * stands in for the browser's), so the page carries finished SVG: no script, no library and no
+ * network are needed to view it. Each chart names its axes, carries an aria-label and a
+ * description, and gives every mark a <title> (the browser's tooltip).
+ */
+import * as Plot from '@observablehq/plot';
+import { parseHTML } from 'linkedom';
+
+/** Series colours: blue and orange keep their contrast for the common colour-vision deficiencies; raw is also dashed. */
+export const COLORS = Object.freeze({ raw: '#6b6b6b', sent: '#1f5fbf', accent: '#d9730d' });
+const STAGE_COLORS = ['#1f5fbf', '#d9730d', '#2a9d5c', '#8e44ad', '#c0392b', '#7f8c8d', '#b7950b', '#16a085'];
+
+const WIDTH = 680;
+const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 });
+
+/** A fresh document per render: Plot writes into it and nothing is shared between calls. */
+type PlotDocument = NonNullable<Plot.PlotOptions['document']>;
+interface Rendered {
+  setAttribute(name: string, value: string): void;
+  readonly outerHTML: string;
+}
+
+function newDocument(): PlotDocument {
+  return parseHTML('<!doctype html><html><body></body></html>').document as unknown as PlotDocument;
+}
+
+function svgOf(node: Rendered, label: string, description: string): string {
+  node.setAttribute('role', 'img');
+  node.setAttribute('aria-label', label);
+  node.setAttribute('aria-description', description);
+  return node.outerHTML;
+}
+
+/** Raw and sent tokens of each request of one session, in order. */
+export function tokensPerRequestChart(points: readonly { raw_tokens: number; final_tokens: number }[], sessionId: string): string {
+  const data = points.flatMap((p, i) => [
+    { request: i + 1, series: 'raw', tokens: p.raw_tokens },
+    { request: i + 1, series: 'sent', tokens: p.final_tokens },
+  ]);
+  const node: Rendered = Plot.plot({
+    document: newDocument(),
+    width: WIDTH,
+    height: 300,
+    marginLeft: 64,
+    x: { label: 'request in the session →', ...(points.length < 12 ? { ticks: points.length } : {}) },
+    y: { label: '↑ tokens per request', grid: true, tickFormat: 's' },
+    color: { domain: ['raw', 'sent'], range: [COLORS.raw, COLORS.sent] },
+    marks: [
+      Plot.ruleY([0]),
+      Plot.lineY(data.filter((d) => d.series === 'raw'), { x: 'request', y: 'tokens', stroke: 'series', strokeWidth: 2, strokeDasharray: '5,3' }),
+      Plot.lineY(data.filter((d) => d.series === 'sent'), { x: 'request', y: 'tokens', stroke: 'series', strokeWidth: 2 }),
+      Plot.dot(data, { x: 'request', y: 'tokens', fill: 'series', r: points.length > 80 ? 1.5 : 3, title: (d: { request: number; series: string; tokens: number }) => `request ${d.request}: ${fmt.format(d.tokens)} tokens ${d.series}` }),
+    ],
+  });
+  return svgOf(node, `Tokens per request in session ${sessionId}, raw and sent`, `${points.length} requests; the dashed grey line is what the agent would have sent, the blue line what was sent.`);
+}
+
+/** Cumulative chars saved by each mechanism over all requests in order, stacked. */
+export function cumulativeSavingsChart(points: readonly { saved_by_stage?: Readonly<Record<string, number>> | undefined }[], stages: readonly string[]): string {
+  const running: Record<string, number> = Object.fromEntries(stages.map((s) => [s, 0]));
+  const data: { request: number; stage: string; chars: number }[] = [];
+  points.forEach((p, i) => {
+    for (const s of stages) {
+      running[s]! += p.saved_by_stage?.[s] ?? 0;
+      data.push({ request: i + 1, stage: s, chars: running[s]! });
+    }
+  });
+  const node: Rendered = Plot.plot({
+    document: newDocument(),
+    width: WIDTH,
+    height: 300,
+    marginLeft: 64,
+    x: { label: 'request (all sessions, in order) →' },
+    y: { label: '↑ chars saved so far', grid: true, tickFormat: 's' },
+    color: { domain: [...stages], range: STAGE_COLORS },
+    marks: [
+      Plot.areaY(data, { x: 'request', y: 'chars', fill: 'stage', fillOpacity: 0.85, title: 'stage' }),
+      Plot.ruleY([0]),
+    ],
+  });
+  return svgOf(node, 'Cumulative chars saved by mechanism', `Stacked areas, one per mechanism (${stages.join(', ')}), over ${points.length} requests.`);
+}
+
+/** Chars saved per mechanism (totals only, when no per-request series exists). */
+export function savingsByStageChart(saved: Readonly<Record<string, number>>): string {
+  const data = Object.entries(saved)
+    .sort((a, b) => b[1] - a[1])
+    .map(([stage, chars]) => ({ stage, chars }));
+  const node: Rendered = Plot.plot({
+    document: newDocument(),
+    width: WIDTH,
+    height: 60 + 34 * data.length,
+    marginLeft: 150,
+    x: { label: 'chars saved →', grid: true, tickFormat: 's' },
+    y: { label: null, domain: data.map((d) => d.stage) },
+    marks: [
+      Plot.barX(data, { x: 'chars', y: 'stage', fill: COLORS.sent, title: (d: { stage: string; chars: number }) => `${d.stage}: ${fmt.format(d.chars)} chars` }),
+      Plot.ruleX([0]),
+    ],
+  });
+  return svgOf(node, 'Chars saved by mechanism', `${data.length} mechanisms, largest first.`);
+}
+
+/** Effective cost as a fraction of raw under each pricing profile (raw = 1). */
+export function costChart(profiles: readonly { name: string; ratio: number }[]): string {
+  const node: Rendered = Plot.plot({
+    document: newDocument(),
+    width: WIDTH,
+    height: 80 + 40 * profiles.length,
+    marginLeft: 150,
+    marginRight: 60,
+    x: { label: 'effective cost, raw = 1 →', domain: [0, Math.max(1, ...profiles.map((p) => p.ratio))], grid: true },
+    y: { label: null, domain: profiles.map((p) => p.name) },
+    marks: [
+      Plot.barX(profiles, { x: 'ratio', y: 'name', fill: COLORS.sent, title: (d: { name: string; ratio: number }) => `${d.name}: ${fmt.format(d.ratio)} of raw` }),
+      Plot.text(profiles, { x: 'ratio', y: 'name', text: (d: { ratio: number }) => fmt.format(d.ratio), dx: 6, textAnchor: 'start' }),
+      Plot.ruleX([1], { stroke: COLORS.raw, strokeDasharray: '5,3' }),
+      Plot.ruleX([0]),
+    ],
+  });
+  return svgOf(node, 'Effective cost with prompt caching, by pricing profile', 'Bars: the final requests\u2019 effective cost as a fraction of the raw requests\u2019; the dashed line at 1 is raw.');
+}
+
+/** Horizontal bars of percentages (0–100), one per named figure. */
+export function percentBarsChart(rows: readonly { label: string; pct: number }[], label: string, description: string): string {
+  const node: Rendered = Plot.plot({
+    document: newDocument(),
+    width: WIDTH,
+    height: 80 + 36 * rows.length,
+    marginLeft: 190,
+    marginRight: 60,
+    x: { label: 'percent →', domain: [0, 100], grid: true },
+    y: { label: null, domain: rows.map((r) => r.label) },
+    marks: [
+      Plot.barX(rows, { x: 'pct', y: 'label', fill: COLORS.sent, title: (d: { label: string; pct: number }) => `${d.label}: ${fmt.format(d.pct)} %` }),
+      Plot.text(rows, { x: 'pct', y: 'label', text: (d: { pct: number }) => `${fmt.format(d.pct)} %`, dx: 6, textAnchor: 'start' }),
+      Plot.ruleX([0]),
+    ],
+  });
+  return svgOf(node, label, description);
+}
+
+/** Horizontal bars of counts, one per named figure. */
+export function countBarsChart(rows: readonly { label: string; value: number }[], label: string, description: string, unit: string): string {
+  const node: Rendered = Plot.plot({
+    document: newDocument(),
+    width: WIDTH,
+    height: 80 + 36 * rows.length,
+    marginLeft: 190,
+    marginRight: 80,
+    x: { label: `${unit} →`, grid: true, domain: [0, Math.max(1, ...rows.map((r) => r.value))] },
+    y: { label: null, domain: rows.map((r) => r.label) },
+    marks: [
+      Plot.barX(rows, { x: 'value', y: 'label', fill: (d: { label: string }) => (/fail|wrong/.test(d.label) ? COLORS.accent : COLORS.sent), title: (d: { label: string; value: number }) => `${d.label}: ${fmt.format(d.value)}` }),
+      Plot.text(rows, { x: 'value', y: 'label', text: (d: { value: number }) => fmt.format(d.value), dx: 6, textAnchor: 'start' }),
+      Plot.ruleX([0]),
+    ],
+  });
+  return svgOf(node, label, description);
+}

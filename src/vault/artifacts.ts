@@ -1,0 +1,245 @@
+/**
+ * The artifact port over kysely: content-addressed puts (dedup, collision-safe ids, retention,
+ * provenance, read-back verification), exact pages, lossy views and search. The same queries run
+ * on both dialects; the dialect supplies the writer lock, row locks, the content codec and the index.
+ */
+import type { Kysely } from 'kysely';
+import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
+import { argsJson, label, requireCount, type StoreContext } from './context.js';
+import { VaultArgumentError, VaultContentError } from './errors.js';
+import { codePointLength, foldCase, idMatchesSha, isWellFormedText, longIdForSha, sha256Hex, shortIdForSha, sliceCodePoints } from './identity.js';
+import type { ArtifactStore } from './ports.js';
+import { selectSummaries, toSummary } from './queries.js';
+import { addCounter, makeRoom } from './retention.js';
+import { META, type VaultDatabase } from './schema.js';
+import { COMPACT_CLIP, COMPACT_LINES, HEAD_LINES, LINE_CLIP, MAX_SIGNALS, findLines, splitLines, structureOf, synopsisOf } from './synopsis.js';
+import type { ArtifactFind, ArtifactPage, ArtifactPeek, ArtifactSummary, PutInput, PutResult, VaultUsage } from './types.js';
+
+const DEFAULT_PEEK_CHARS = 8_000;
+const MIN_PEEK_CHARS = 200;
+const DEFAULT_FIND_MATCHES = 50;
+const MAX_FIND_MATCHES = 100;
+/** Verified sha → row key entries kept per process (a repeat put of known content skips the read-back). */
+const VERIFIED_CACHE = 65_536;
+const EXACT_RECOVERY = 'token_terminator action=artifact_get';
+
+export interface ArtifactStoreHandle extends ArtifactStore {
+  /** Drop process-local caches (on close). */
+  clear(): void;
+}
+
+export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
+  const { conn, limits, marks } = ctx;
+  const db = conn.db;
+  /** sha → row key of content this process has read back and verified. */
+  const verified = new Map<string, number>();
+  const remember = (sha: string, seq: number): void => {
+    if (verified.size >= VERIFIED_CACHE) verified.delete(verified.keys().next().value as string);
+    verified.set(sha, seq);
+  };
+
+  /** Move the artifact's last observation forward (never back); finds and row-locks it in one statement. */
+  const touch = (trx: Kysely<VaultDatabase>, sha: string, now: string) =>
+    trx
+      .updateTable('artifacts')
+      .set((eb) => ({ last_observed_at: eb.case().when('last_observed_at', '<', now).then(now).else(eb.ref('last_observed_at')).end() }))
+      .where('sha256', '=', sha)
+      .returning(['seq', 'artifact_id as artifactId'])
+      .executeTakeFirst();
+
+  /** One write transaction: dedup, collision-safe id, retention, insert, provenance. */
+  const write = (input: PutInput, content: string, sha: string, chars: number, bytes: number) =>
+    conn.write(async (trx) => {
+      const now = ctx.nowIso();
+      const toolName = label(ctx, input.toolName);
+      let found = await touch(trx, sha, now);
+      let created = false;
+      if (found === undefined) {
+        // New content: lock the byte counter (serializes new artifacts across hosts), then look
+        // again, since another writer may have stored the same content while we waited.
+        const counter = await conn.lock(trx.selectFrom('vault_meta').select('value').where('key', '=', META.bytes), 'counter').executeTakeFirst();
+        found = await touch(trx, sha, now);
+        if (found === undefined) {
+          const short = shortIdForSha(sha);
+          const taken = await trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', short).executeTakeFirst();
+          // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
+          const artifactId = taken === undefined ? short : longIdForSha(sha);
+          await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes);
+          const row = await trx
+            .insertInto('artifacts')
+            .values({
+              artifact_id: artifactId,
+              sha256: sha,
+              char_count: chars,
+              byte_count: bytes,
+              tool_name: toolName,
+              created_at: now,
+              last_observed_at: now,
+              content: conn.encodeContent(content),
+            })
+            .returning('seq')
+            .executeTakeFirstOrThrow();
+          await conn.search.added(trx, Number(row.seq), content);
+          await addCounter(trx, META.bytes, bytes);
+          await addCounter(trx, META.count, 1);
+          found = { seq: row.seq, artifactId };
+          created = true;
+        }
+      }
+      const args = argsJson(input.args);
+      await trx
+        .insertInto('artifact_observations')
+        .values({
+          artifact_id: found.artifactId,
+          session_id: label(ctx, input.sessionId),
+          tool_call_id: label(ctx, input.callId),
+          tool_name: toolName,
+          args_json: args,
+          args_sha256: sha256Hex(args),
+          observed_at: now,
+        })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+      if (toolName !== '') {
+        await trx
+          .insertInto('artifact_tools')
+          .values({ artifact_id: found.artifactId, tool_name: toolName, tool_fold: foldCase(toolName) })
+          .onConflict((oc) => oc.doNothing())
+          .execute();
+      }
+      return { artifactId: found.artifactId, seq: Number(found.seq), created };
+    });
+
+  const readBack = (artifactId: string) =>
+    db.selectFrom('artifacts').select(['sha256', 'content']).where('artifact_id', '=', artifactId).executeTakeFirst();
+
+  const loadContent = async (artifactId: string) => {
+    const row = await db
+      .selectFrom('artifacts')
+      .select(['sha256', 'tool_name as toolName', 'char_count as chars', 'byte_count as bytes', 'content'])
+      .where('artifact_id', '=', artifactId)
+      .executeTakeFirst();
+    if (row === undefined) throw new ArtifactNotFoundError(artifactId);
+    return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content: conn.decodeContent(row.content) };
+  };
+
+  const store: ArtifactStoreHandle = {
+    async put(input: PutInput): Promise<PutResult> {
+      ctx.assertOpen();
+      const content = input?.content;
+      if (typeof content !== 'string') throw new VaultArgumentError('put: content must be a string');
+      if (!isWellFormedText(content)) {
+        throw new VaultContentError('put: content contains a lone surrogate and cannot be stored exactly as UTF-8');
+      }
+      const chars = codePointLength(content);
+      if (chars > limits.maxArtifactChars) {
+        throw new VaultCapacityError(`artifact of ${chars} chars exceeds the per-artifact limit of ${limits.maxArtifactChars}`);
+      }
+      const bytes = Buffer.byteLength(content, 'utf8');
+      if (bytes > limits.maxBytes) {
+        throw new VaultCapacityError(`artifact of ${bytes} bytes exceeds the vault capacity of ${limits.maxBytes}`);
+      }
+      const sha = sha256Hex(content);
+      const { artifactId, created, seq } = await write(input, content, sha, chars, bytes);
+      if (created) conn.search.afterPut();
+      // Row keys are never reused, so a row pruned and written again is verified again.
+      if (verified.get(sha) !== seq) {
+        const back = await readBack(artifactId);
+        if (back === undefined || back.sha256 !== sha || conn.decodeContent(back.content) !== content) throw new VaultVerifyError(artifactId);
+        remember(sha, seq);
+      }
+      return Object.freeze({ artifactId, sha256: sha, created, chars, bytes });
+    },
+
+    async verify(artifactId: string): Promise<boolean> {
+      ctx.assertOpen();
+      const row = await readBack(artifactId);
+      return row !== undefined && sha256Hex(conn.decodeContent(row.content)) === row.sha256 && idMatchesSha(artifactId, row.sha256);
+    },
+
+    async summary(artifactId: string): Promise<ArtifactSummary | undefined> {
+      ctx.assertOpen();
+      const row = await selectSummaries(db).where('a.artifact_id', '=', artifactId).executeTakeFirst();
+      return row === undefined ? undefined : toSummary(row);
+    },
+
+    async page(artifactId: string, offset = 0, limit = limits.maxPageChars): Promise<ArtifactPage> {
+      ctx.assertOpen();
+      const from = requireCount('offset', offset);
+      const size = Math.min(requireCount('limit', limit, 1), limits.maxPageChars);
+      const row = await loadContent(artifactId);
+      const text = from >= row.chars ? '' : sliceCodePoints(row.content, from, size, row.chars);
+      const end = Math.min(row.chars, from + size);
+      return Object.freeze({
+        artifactId,
+        content: text,
+        offset: from,
+        nextOffset: end < row.chars ? end : null,
+        totalChars: row.chars,
+        sha256: row.sha256,
+        toolName: row.toolName,
+      });
+    },
+
+    async peek(artifactId: string, limit = DEFAULT_PEEK_CHARS): Promise<ArtifactPeek> {
+      ctx.assertOpen();
+      const budget = Math.min(Math.max(requireCount('limit', limit, 1), MIN_PEEK_CHARS), limits.maxPageChars);
+      const row = await loadContent(artifactId);
+      const summary = await store.summary(artifactId);
+      if (summary === undefined) throw new ArtifactNotFoundError(artifactId);
+      const lines = splitLines(row.content);
+      const base = {
+        artifactId,
+        sha256: row.sha256,
+        toolName: row.toolName,
+        totalChars: row.chars,
+        totalBytes: summary.bytes,
+        lineCount: lines.length,
+        observationCount: summary.observationCount,
+        createdAt: summary.createdAt,
+        structure: structureOf(row.content, row.chars),
+        lossy: true as const,
+        exactRecovery: EXACT_RECOVERY,
+      };
+      let synopsis = synopsisOf(lines, HEAD_LINES, LINE_CLIP, MAX_SIGNALS);
+      if (JSON.stringify({ ...base, synopsis }).length > budget) {
+        synopsis = synopsisOf(lines, COMPACT_LINES, COMPACT_CLIP, COMPACT_LINES);
+      }
+      return Object.freeze({ ...base, synopsis });
+    },
+
+    async find(artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES): Promise<ArtifactFind> {
+      ctx.assertOpen();
+      if (typeof query !== 'string' || query.trim() === '') throw new VaultArgumentError('find: query must be non-empty');
+      const cap = Math.min(requireCount('limit', limit, 1), MAX_FIND_MATCHES);
+      const { matches, totalMatches } = findLines((await loadContent(artifactId)).content, query, cap);
+      return Object.freeze({ artifactId, query, matches, totalMatches, truncated: totalMatches > matches.length, lossy: true });
+    },
+
+    async search(query: string, limit = limits.maxSearchResults): Promise<readonly ArtifactSummary[]> {
+      ctx.assertOpen();
+      const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
+      const needle = foldCase((typeof query === 'string' ? query : '').trim());
+      if (needle === '') return Object.freeze([]);
+      return conn.search.search(needle, cap);
+    },
+
+    async usage(): Promise<VaultUsage> {
+      ctx.assertOpen();
+      const meta = await db.selectFrom('vault_meta').select(['key', 'value']).execute();
+      const get = (key: string) => Number(meta.find((m) => m.key === key)?.value ?? 0);
+      return Object.freeze({
+        artifacts: get(META.count),
+        bytes: get(META.bytes),
+        capacityBytes: marks.capacityBytes,
+        highWaterBytes: marks.highWaterBytes,
+        lowWaterBytes: marks.lowWaterBytes,
+        prunedArtifacts: get(META.prunedArtifacts),
+        prunedBytes: get(META.prunedBytes),
+      });
+    },
+
+    clear: () => verified.clear(),
+  };
+  return store;
+}

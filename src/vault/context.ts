@@ -1,0 +1,46 @@
+/** What every port implementation of one open vault shares: the connection, limits, clock, lifetime. */
+import { canonicalJson } from '../measure/canonical-json.js';
+import type { VaultConnection } from './dialect.js';
+import { VaultArgumentError } from './errors.js';
+import type { Watermarks } from './retention.js';
+
+/** Resolved limits (create.ts validates them). */
+export interface VaultLimits {
+  readonly maxArtifactChars: number;
+  readonly maxBytes: number;
+  readonly maxPageChars: number;
+  readonly maxSearchResults: number;
+}
+
+export interface StoreContext {
+  readonly conn: VaultConnection;
+  readonly limits: VaultLimits;
+  readonly marks: Watermarks;
+  /** ISO-8601 UTC from the configured clock. */
+  nowIso(): string;
+  /** Throws VaultOpenError once the vault is closed. */
+  assertOpen(): void;
+}
+
+const LABEL_MAX = 200;
+
+/** A short label column value (tool, session, call, mode): clipped, and made storable by the dialect. */
+export function label(ctx: StoreContext, value: string | undefined): string {
+  return ctx.conn.label((value ?? '').slice(0, LABEL_MAX));
+}
+
+export function requireCount(name: string, value: number | undefined, min = 0): number {
+  const v = value ?? min;
+  if (!Number.isInteger(v) || v < min) throw new VaultArgumentError(`${name} must be an integer ≥ ${min} (got ${String(value)})`);
+  return v;
+}
+
+/** Canonical compact JSON of tool arguments; provenance must never make a put fail. */
+export function argsJson(args: unknown): string {
+  if (args === undefined) return '{}';
+  try {
+    return canonicalJson(args, { compact: true });
+  } catch {
+    return '"[unserializable arguments]"';
+  }
+}

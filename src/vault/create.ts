@@ -1,0 +1,198 @@
+/**
+ * `createVault(options)`: open the vault on the dialect its options name — a SQLite file (`path`,
+ * the embedded default) or a PostgreSQL database (`url`) — and compose the ports over it. Nothing
+ * above this function knows which dialect it got.
+ */
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { ConfigError } from '../errors.js';
+import { createArtifactStore } from './artifacts.js';
+import type { StoreContext, VaultLimits } from './context.js';
+import type { VaultConnection } from './dialect.js';
+import { openPostgresVault } from './dialect/postgres/postgres-vault.js';
+import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
+import { VaultOpenError } from './errors.js';
+import { createLeaseStore } from './leases.js';
+import { createMetricsStore } from './metrics.js';
+import type { Vault } from './ports.js';
+import { watermarks } from './retention.js';
+import { createSessionStore } from './session-state.js';
+import type { WorkingStateLimits } from './working-state.js';
+
+/** Options for {@link createVault}. Exactly one of `path` and `url`; every other field has a default. */
+export interface VaultOptions {
+  /** SQLite file (its directory is created 0700, the file 0600), or `':memory:'`. */
+  readonly path?: string;
+  /** PostgreSQL connection string (`postgres://user:pass@host:5432/db?sslmode=verify-full&sslrootcert=...`). */
+  readonly url?: string;
+  /** Largest artifact in code points; larger content is refused. Default 2,000,000. */
+  readonly maxArtifactChars?: number;
+  /** Capacity in UTF-8 bytes of artifact content (the search index comes on top). Default 512 MiB. */
+  readonly maxBytes?: number;
+  /** Inserting past this % of capacity prunes unprotected artifacts. Default 90. */
+  readonly highWaterPct?: number;
+  /** Pruning stops at this % (clamped to highWaterPct − 1). Default 80. */
+  readonly lowWaterPct?: number;
+  /** Page ceiling for `page` and `peek` in code points. Default 20,000. */
+  readonly maxPageChars?: number;
+  /** Most results `search` returns. Default 50. */
+  readonly maxSearchResults?: number;
+  /** How long a write waits for another process's (or host's) lock, in ms. Default 10,000. */
+  readonly busyTimeoutMs?: number;
+  /** PostgreSQL: connections in this process's pool. Default 10. */
+  readonly poolSize?: number;
+  /** PostgreSQL: a statement running longer is cancelled (the stage fails open), in ms. Default 30,000. */
+  readonly statementTimeoutMs?: number;
+  /** PostgreSQL: TLS options passed to `pg` as they are (beside any `sslmode` in the URL). Default: from the URL. */
+  readonly ssl?: boolean | TlsOptions;
+  /** Wall clock in ms for created/observed times (retention order). Default `Date.now`. */
+  readonly clock?: () => number;
+  /**
+   * SQLite: index new artifacts for search in small batches while the process is idle (search
+   * always finishes the queue first, so results are complete either way). Default true.
+   */
+  readonly indexInBackground?: boolean;
+  /** Caps of the working-state graph per session. Default: 1000 nodes, 2000 edges, 100,000 events. */
+  readonly workingState?: WorkingStateLimits;
+}
+
+const DEFAULTS = {
+  maxArtifactChars: 2_000_000,
+  maxBytes: 512 * 1024 * 1024,
+  highWaterPct: 90,
+  lowWaterPct: 80,
+  maxPageChars: 20_000,
+  maxSearchResults: 50,
+  busyTimeoutMs: 10_000,
+  poolSize: 10,
+  statementTimeoutMs: 30_000,
+} as const;
+
+type Resolved = { -readonly [K in keyof typeof DEFAULTS]: number };
+
+const RANGES: Record<keyof Resolved, [number, number]> = {
+  maxArtifactChars: [1, Number.MAX_SAFE_INTEGER],
+  maxBytes: [1, Number.MAX_SAFE_INTEGER],
+  highWaterPct: [2, 100],
+  lowWaterPct: [0, 99],
+  maxPageChars: [1, 10_000_000],
+  maxSearchResults: [1, 500],
+  busyTimeoutMs: [0, 3_600_000],
+  poolSize: [1, 1000],
+  statementTimeoutMs: [0, 3_600_000],
+};
+
+/** postgres:// or postgresql:// */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value);
+}
+
+function resolveOptions(options: VaultOptions): Resolved {
+  if (options === null || typeof options !== 'object') throw new ConfigError('createVault: options must be an object');
+  const { path, url } = options;
+  if (url !== undefined) {
+    if (typeof url !== 'string' || !isPostgresUrl(url)) throw new ConfigError('createVault: `url` must be a postgres:// or postgresql:// connection string');
+    if (path !== undefined) throw new ConfigError('createVault: give `path` (SQLite) or `url` (PostgreSQL), not both');
+  } else if (typeof path !== 'string' || path === '') {
+    throw new ConfigError('createVault: `path` must be a non-empty string (a file path or ":memory:"), or `url` a postgres:// connection string');
+  }
+  const out = { ...DEFAULTS } as Resolved;
+  for (const key of Object.keys(RANGES) as (keyof Resolved)[]) {
+    const value = options[key];
+    if (value === undefined) continue;
+    const [min, max] = RANGES[key];
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(`createVault: \`${key}\` must be an integer in ${min}…${max} (got ${String(value)})`);
+    }
+    out[key] = value;
+  }
+  if (options.clock !== undefined && typeof options.clock !== 'function') throw new ConfigError('createVault: `clock` must be a function returning ms');
+  if (options.indexInBackground !== undefined && typeof options.indexInBackground !== 'boolean') {
+    throw new ConfigError('createVault: `indexInBackground` must be a boolean');
+  }
+  if (options.ssl !== undefined && typeof options.ssl !== 'boolean' && (options.ssl === null || typeof options.ssl !== 'object')) {
+    throw new ConfigError('createVault: `ssl` must be a boolean or a TLS options object');
+  }
+  return out;
+}
+
+/**
+ * Open (or create) a vault.
+ *
+ * @example
+ * ```ts
+ * await using vault = await createVault({ path: '/tmp/tt/vault.sqlite3' });   // or { url: 'postgres://…' }
+ * const { artifactId } = await vault.put({ content: 'evidence αβγ\n', toolName: 'terminal' });
+ * (await vault.page(artifactId)).content; // 'evidence αβγ\n'
+ * ```
+ * @throws ConfigError for bad options, VaultSchemaError for a store of a newer schema, VaultOpenError when it cannot be opened.
+ */
+export async function createVault(options: VaultOptions): Promise<Vault> {
+  const opts = resolveOptions(options);
+  const clock = options.clock ?? Date.now;
+  const conn: VaultConnection =
+    options.url !== undefined
+      ? await openPostgresVault({
+          url: options.url,
+          busyTimeoutMs: opts.busyTimeoutMs,
+          poolSize: opts.poolSize,
+          statementTimeoutMs: opts.statementTimeoutMs,
+          ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
+        })
+      : await openSqliteVault({ path: options.path as string, busyTimeoutMs: opts.busyTimeoutMs, indexInBackground: options.indexInBackground !== false });
+  return composeVault(conn, opts, clock, options.workingState ?? {});
+}
+
+function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number, workingState: WorkingStateLimits): Vault {
+  let closed = false;
+  const limits: VaultLimits = Object.freeze({
+    maxArtifactChars: opts.maxArtifactChars,
+    maxBytes: opts.maxBytes,
+    maxPageChars: opts.maxPageChars,
+    maxSearchResults: opts.maxSearchResults,
+  });
+  const ctx: StoreContext = {
+    conn,
+    limits,
+    marks: watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct),
+    nowIso: () => new Date(clock()).toISOString(),
+    assertOpen: () => {
+      if (closed) throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
+    },
+  };
+  const artifacts = createArtifactStore(ctx);
+  const leases = createLeaseStore(ctx);
+  const session = createSessionStore(ctx, workingState);
+  const metrics = createMetricsStore(ctx);
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    artifacts.clear();
+    await conn.destroy();
+  };
+  // Not frozen: tests and hosts wrap or replace single methods (fault injection, instrumentation).
+  return {
+    path: conn.location,
+    engine: conn.engine,
+    put: artifacts.put,
+    verify: artifacts.verify,
+    summary: artifacts.summary,
+    page: artifacts.page,
+    peek: artifacts.peek,
+    find: artifacts.find,
+    search: artifacts.search,
+    usage: artifacts.usage,
+    exposureAvailable: leases.exposureAvailable,
+    claimExposure: leases.claimExposure,
+    recordExposure: leases.recordExposure,
+    pin: leases.pin,
+    getBaseline: session.getBaseline,
+    setBaseline: session.setBaseline,
+    getRendering: session.getRendering,
+    setRendering: session.setRendering,
+    workingState: session.workingState,
+    recordRequestMetric: metrics.recordRequestMetric,
+    metricsSummary: metrics.metricsSummary,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Search on PostgreSQL, with the SQLite search's semantics: the needle (plain text, trimmed and
+ * Unicode-folded in JS by the caller) is matched as a SUBSTRING of the folded content or of a
+ * folded tool name. The folded copy lives in `artifact_search.body`; the needle becomes a LIKE
+ * pattern with `\`, `%` and `_` escaped (backslash is PostgreSQL's default LIKE escape), bound as a
+ * parameter, so it is never SQL or pattern syntax. The pg_trgm GIN index answers patterns of three
+ * or more characters; shorter ones scan, still exact. Rows are indexed in the put transaction.
+ *
+ * PostgreSQL text cannot hold NUL: it is stored as U+FFFD in the folded copy. A needle with NUL or
+ * U+FFFD therefore matches a superset in SQL, and the candidates are re-checked against the exact
+ * content in JS before they count.
+ */
+import type { SearchIndex } from '../../dialect.js';
+import { foldCase } from '../../identity.js';
+import { selectSummaries, toSummary } from '../../queries.js';
+import type { VaultDatabase } from '../../schema.js';
+import type { PostgresStore } from './postgres-store.js';
+import { decodeContent, pgText } from './postgres-text.js';
+
+const RECHECK_BATCH = 200;
+
+/** A LIKE pattern matching `needle` as a substring. */
+export function likePattern(needle: string): string {
+  return `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+export function createPostgresSearch(store: PostgresStore<VaultDatabase>): SearchIndex {
+  const db = store.db;
+  const matching = (stored: string) => {
+    const pattern = likePattern(stored);
+    return selectSummaries(db)
+      .where((eb) =>
+        eb.or([
+          eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
+          eb('a.artifact_id', 'in', eb.selectFrom('artifact_tools as t').select('t.artifact_id').where('t.tool_fold', 'like', pattern)),
+        ]),
+      )
+      .orderBy('a.created_at', 'desc')
+      .orderBy('a.seq', 'desc');
+  };
+  /** Tool names are labels (stored with U+FFFD for NUL), so only the content can prove a NUL needle. */
+  const exactMatch = async (artifactId: string, needle: string): Promise<boolean> => {
+    const row = await db.selectFrom('artifacts').select('content').where('artifact_id', '=', artifactId).executeTakeFirst();
+    if (row !== undefined && foldCase(decodeContent(row.content)).includes(needle)) return true;
+    const tools = await db.selectFrom('artifact_tools').select('tool_fold').where('artifact_id', '=', artifactId).execute();
+    return tools.some((t) => t.tool_fold.includes(needle));
+  };
+  return {
+    async added(trx, seq, content) {
+      await trx.insertInto('artifact_search').values({ seq, body: pgText(foldCase(content)) }).execute();
+    },
+    // artifact_search rows go with their artifact (ON DELETE CASCADE).
+    async removing() {},
+    async search(needle, limit) {
+      const stored = pgText(needle);
+      if (stored === needle && !needle.includes('\ufffd')) {
+        return Object.freeze((await matching(stored).limit(limit).execute()).map(toSummary));
+      }
+      const out = [];
+      for (let offset = 0; out.length < limit; offset += RECHECK_BATCH) {
+        const rows = await matching(stored).limit(RECHECK_BATCH).offset(offset).execute();
+        for (const row of rows) {
+          if (await exactMatch(row.artifactId, needle)) out.push(toSummary(row));
+          if (out.length >= limit) break;
+        }
+        if (rows.length < RECHECK_BATCH) break;
+      }
+      return Object.freeze(out);
+    },
+    afterPut() {},
+    close() {},
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * Opening a PostgreSQL store (the vault, or the ledger) through kysely's PostgresDialect over one
+ * `pg` pool per store and process. The schema version lives in `tt_schema_version` (one row per
+ * schema) beside kysely's migration table; the version check, the Migrator and the bookkeeping run
+ * in one transaction under an advisory lock, so hosts starting at once serialize and one migrates.
+ *
+ * Connection loss: the pool's `error` event (an idle connection the server closed) is handled, so a
+ * restart or a reset never crashes the host; queries in flight reject (the stage fails open) and
+ * the next query opens a new connection. Timeouts: `lock_timeout` is the busy timeout,
+ * `statement_timeout` bounds any statement, `connectionTimeoutMillis` bounds connecting and waiting
+ * for a pooled connection. TLS: `sslmode`, `sslrootcert`, … in the URL, or the `ssl` option, go
+ * to `pg` as they are.
+ */
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
+import type { StoreConnection } from '../../dialect.js';
+import { VaultOpenError } from '../../errors.js';
+import type { SchemaSpec } from '../../schema.js';
+import { POSTGRES_FLAVOR } from './postgres-flavor.js';
+
+export interface PostgresStoreOptions {
+  readonly url: string;
+  readonly busyTimeoutMs: number;
+  readonly poolSize: number;
+  /** 0 = no limit. */
+  readonly statementTimeoutMs: number;
+  readonly ssl?: boolean | TlsOptions;
+}
+
+export interface PostgresStore<DB> extends StoreConnection<DB> {
+  readonly pool: pg.Pool;
+  /** The schema the store's tables are in (the first of the search path). */
+  readonly schema: string;
+}
+
+/** The URL without its password, for status and messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparseable url)';
+  }
+}
+
+const INT8 = 20;
+const NUMERIC = 1700;
+
+/** Counts and sums come back as numbers (the store's values stay far below 2^53). */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8 || oid === NUMERIC ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+};
+
+export function createPool(options: PostgresStoreOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    application_name: 'token-terminator',
+    lock_timeout: options.busyTimeoutMs,
+    ...(options.statementTimeoutMs > 0 ? { statement_timeout: options.statementTimeoutMs } : {}),
+    connectionTimeoutMillis: Math.max(1000, options.busyTimeoutMs),
+    idleTimeoutMillis: 30_000,
+    ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
+    types,
+  });
+  // A connection the server closed or the network cut (restart, reset, admin termination): an idle
+  // one is dropped by the pool, a checked-out one fails its query (the stage fails open), and the
+  // next query reconnects. Without these listeners the 'error' event would crash the host.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    // A receipt is delivered only after its artifact's commit returned: make that commit durable
+    // (WAL flushed) even where the server defaults to synchronous_commit = off. pg runs queries
+    // on a connection in order, so this precedes every statement of the store.
+    client.query('SET synchronous_commit = on').catch(() => undefined);
+  });
+  return pool;
+}
+
+/** Open (creating the tables if needed) and migrate the store for `spec`. */
+export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresStoreOptions): Promise<PostgresStore<DB>> {
+  const location = redactUrl(options.url);
+  const pool = createPool(options);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  try {
+    const { rows } = await sql<{ schema: string | null }>`SELECT current_schema() AS schema`.execute(db);
+    const schema = rows[0]?.schema;
+    if (schema === null || schema === undefined) {
+      throw new VaultOpenError(`${spec.name} ${location}: no schema on the search path to create the tables in`, { path: location, reason: 'no_schema' });
+    }
+    await migrate(spec, db as Kysely<unknown>, schema, location);
+    return {
+      engine: 'postgres',
+      db,
+      pool,
+      schema,
+      location,
+      write: (fn) => db.transaction().execute(fn),
+      lock: (query, strength, skipLocked = false) => {
+        const locked = strength === 'claim' ? query.forNoKeyUpdate() : query.forUpdate();
+        return skipLocked ? locked.skipLocked() : locked;
+      },
+      destroy: () => db.destroy(),
+    };
+  } catch (error) {
+    await db.destroy().catch(() => undefined);
+    throw error instanceof TokenTerminatorError ? error : VaultOpenError.wrap(location, error);
+  }
+}
+
+async function migrate(spec: SchemaSpec, db: Kysely<unknown>, schema: string, location: string): Promise<void> {
+  // One connection and one transaction for all of it (kysely's Migrator pins a connection itself,
+  // which a kysely Transaction refuses, so the transaction is opened by hand on that connection).
+  await db.connection().execute(async (trx) => {
+    await sql`BEGIN`.execute(trx);
+    try {
+      await migrateIn(spec, trx, schema, location);
+      await sql`COMMIT`.execute(trx);
+    } catch (error) {
+      await sql`ROLLBACK`.execute(trx).catch(() => undefined);
+      throw error;
+    }
+  });
+}
+
+async function migrateIn(spec: SchemaSpec, trx: Kysely<unknown>, schema: string, location: string): Promise<void> {
+  {
+    await sql`SELECT pg_advisory_xact_lock(hashtext(${`token-terminator:${schema}`}))`.execute(trx);
+    await trx.schema
+      .createTable('tt_schema_version')
+      .ifNotExists()
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('version', 'integer', (c) => c.notNull())
+      .execute();
+    const versions = trx as unknown as Kysely<{ tt_schema_version: { name: string; version: number } }>;
+    const row = await versions.selectFrom('tt_schema_version').select('version').where('name', '=', spec.name).executeTakeFirst();
+    const version = row?.version ?? 0;
+    if (version > spec.version) {
+      throw new VaultSchemaError(
+        `${spec.name} ${location} has schema version ${version}, newer than the supported ${spec.version}; ` +
+          'upgrade token-terminator or point it at another database',
+      );
+    }
+    if (version < spec.version) {
+      const migrator = new Migrator({
+        db: trx,
+        disableTransactions: true,
+        migrationTableName: spec.migrationTable,
+        migrationLockTableName: `${spec.migrationTable}_lock`,
+        migrationTableSchema: schema,
+        provider: { getMigrations: () => Promise.resolve({ ...spec.migrations(POSTGRES_FLAVOR) }) },
+      });
+      const result = await migrator.migrateToLatest();
+      if (result.error !== undefined) {
+        throw new VaultSchemaError(`${spec.name} ${location}: migration failed: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
+      }
+      await versions
+        .insertInto('tt_schema_version')
+        .values({ name: spec.name, version: spec.version })
+        .onConflict((oc) => oc.column('name').doUpdateSet({ version: spec.version }))
+        .execute();
+    }
+    await spec.afterMigrate?.(trx, (query) => query.forUpdate());
+  }
+}

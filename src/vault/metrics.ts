@@ -1,0 +1,154 @@
+/**
+ * The metrics port: one content-free row per (session, request) with its per-component token
+ * counts, and the sums the `stats` command prints.
+ */
+import { canonicalJson } from '../measure/canonical-json.js';
+import { label, requireCount, type StoreContext } from './context.js';
+import { VaultArgumentError } from './errors.js';
+import type { MetricsStore } from './ports.js';
+import type { MetricsSummary, RequestMetric } from './types.js';
+
+/** (raw − final) / raw × 100, rounded to 2 decimals; 0 when raw is 0. */
+export function reductionPct(raw: number, final: number): number {
+  return raw <= 0 ? 0 : Math.round(((raw - final) / raw) * 10_000) / 100;
+}
+
+function pct(part: number, whole: number): number {
+  return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
+}
+
+export function emptyMetricsSummary(): MetricsSummary {
+  return {
+    requests: 0,
+    sessions: 0,
+    raw_chars: 0,
+    final_chars: 0,
+    raw_tokens: 0,
+    final_tokens: 0,
+    reduction_pct: 0,
+    receipts: 0,
+    failed_open_requests: 0,
+    saved_by_stage: {},
+    components: {},
+    by_mode: {},
+  };
+}
+
+export function createMetricsStore(ctx: StoreContext): MetricsStore {
+  const { conn } = ctx;
+  const db = conn.db;
+  return {
+    async recordRequestMetric(m: RequestMetric): Promise<void> {
+      ctx.assertOpen();
+      if (typeof m?.sessionId !== 'string' || typeof m.requestId !== 'string') {
+        throw new VaultArgumentError('recordRequestMetric: sessionId and requestId must be strings');
+      }
+      const now = ctx.nowIso();
+      const row = {
+        session_id: m.sessionId,
+        request_id: m.requestId,
+        mode: label(ctx, m.mode),
+        model: m.model === undefined ? null : label(ctx, m.model),
+        raw_chars: requireCount('rawChars', m.rawChars),
+        final_chars: requireCount('finalChars', m.finalChars),
+        raw_tokens: m.rawTokens === undefined ? null : requireCount('rawTokens', m.rawTokens),
+        final_tokens: m.finalTokens === undefined ? null : requireCount('finalTokens', m.finalTokens),
+        tokenizer: m.tokenizer === undefined ? null : label(ctx, m.tokenizer),
+        receipts: requireCount('receipts', m.receipts),
+        failed_open: m.failedOpen ? 1 : 0,
+        saved_by_stage_json: canonicalJson(m.savedByStage ?? {}, { compact: true }),
+        created_at: now,
+        updated_at: now,
+      };
+      const components = Object.entries(m.components ?? {}).map(([component, v]) => ({
+        session_id: m.sessionId,
+        request_id: m.requestId,
+        component: label(ctx, component),
+        raw_tokens: requireCount('raw', v.raw),
+        final_tokens: requireCount('final', v.final),
+      }));
+      await conn.write(async (trx) => {
+        await trx
+          .insertInto('request_metrics')
+          .values(row)
+          .onConflict((oc) =>
+            oc.columns(['session_id', 'request_id']).doUpdateSet((eb) => ({
+              mode: eb.ref('excluded.mode'),
+              model: eb.ref('excluded.model'),
+              raw_chars: eb.ref('excluded.raw_chars'),
+              final_chars: eb.ref('excluded.final_chars'),
+              raw_tokens: eb.ref('excluded.raw_tokens'),
+              final_tokens: eb.ref('excluded.final_tokens'),
+              tokenizer: eb.ref('excluded.tokenizer'),
+              receipts: eb.ref('excluded.receipts'),
+              failed_open: eb.ref('excluded.failed_open'),
+              saved_by_stage_json: eb.ref('excluded.saved_by_stage_json'),
+              updated_at: eb.ref('excluded.updated_at'),
+            })),
+          )
+          .execute();
+        await trx.deleteFrom('request_component_metrics').where('session_id', '=', m.sessionId).where('request_id', '=', m.requestId).execute();
+        if (components.length > 0) await trx.insertInto('request_component_metrics').values(components).execute();
+      });
+    },
+
+    async metricsSummary(): Promise<MetricsSummary> {
+      ctx.assertOpen();
+      const t = await db
+        .selectFrom('request_metrics')
+        .select((eb) => [
+          eb.fn.countAll<number>().as('requests'),
+          eb.fn.count<number>('session_id').distinct().as('sessions'),
+          eb.fn.coalesce(eb.fn.sum<number>('raw_chars'), eb.lit(0)).as('raw_chars'),
+          eb.fn.coalesce(eb.fn.sum<number>('final_chars'), eb.lit(0)).as('final_chars'),
+          eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw_tokens'),
+          eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final_tokens'),
+          eb.fn.coalesce(eb.fn.sum<number>('receipts'), eb.lit(0)).as('receipts'),
+          eb.fn.coalesce(eb.fn.sum<number>('failed_open'), eb.lit(0)).as('failed_open'),
+        ])
+        .executeTakeFirstOrThrow();
+      const saved: Record<string, number> = {};
+      for (const row of await db.selectFrom('request_metrics').select('saved_by_stage_json as j').execute()) {
+        const parsed = JSON.parse(row.j) as Record<string, unknown>;
+        for (const [stage, chars] of Object.entries(parsed)) if (typeof chars === 'number') saved[stage] = (saved[stage] ?? 0) + chars;
+      }
+      const rows = await db
+        .selectFrom('request_component_metrics')
+        .select((eb) => ['component', eb.fn.sum<number>('raw_tokens').as('raw'), eb.fn.sum<number>('final_tokens').as('final')])
+        .groupBy('component')
+        .orderBy('component')
+        .execute();
+      const rawSum = rows.reduce((x, r) => x + Number(r.raw), 0);
+      const components: Record<string, { raw_tokens: number; final_tokens: number; raw_pct: number }> = {};
+      for (const r of rows) components[r.component] = { raw_tokens: Number(r.raw), final_tokens: Number(r.final), raw_pct: pct(Number(r.raw), rawSum) };
+      const byMode: Record<string, { requests: number; raw_tokens: number; final_tokens: number }> = {};
+      const modes = await db
+        .selectFrom('request_metrics')
+        .select((eb) => [
+          'mode',
+          eb.fn.countAll<number>().as('n'),
+          eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw'),
+          eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final'),
+        ])
+        .groupBy('mode')
+        .orderBy('mode')
+        .execute();
+      for (const r of modes) byMode[r.mode] = { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) };
+      const n = (v: unknown): number => Number(v ?? 0);
+      return {
+        requests: n(t.requests),
+        sessions: n(t.sessions),
+        raw_chars: n(t.raw_chars),
+        final_chars: n(t.final_chars),
+        raw_tokens: n(t.raw_tokens),
+        final_tokens: n(t.final_tokens),
+        reduction_pct: reductionPct(n(t.raw_tokens), n(t.final_tokens)),
+        receipts: n(t.receipts),
+        failed_open_requests: n(t.failed_open),
+        saved_by_stage: saved,
+        components,
+        by_mode: byMode,
+      };
+    },
+  };
+}

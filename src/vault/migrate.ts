@@ -1,0 +1,165 @@
+/**
+ * Copy a whole vault from one store to another (a SQLite file into PostgreSQL, typically), then
+ * verify every artifact by hash on the target. Rows go through both dialects' kysely connections
+ * table by table; artifacts get new row keys on the target (and their search index entries), every
+ * other table refers to artifacts by id. Re-running is safe: rows the target already has are kept.
+ * The target is opened without capacity limits for the copy, so nothing is pruned while copying.
+ */
+import type { Kysely } from 'kysely';
+import type { VaultConnection } from './dialect.js';
+import { openPostgresVault } from './dialect/postgres/postgres-vault.js';
+import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
+import { isPostgresUrl } from './create.js';
+import { idMatchesSha, sha256Hex } from './identity.js';
+import type { VaultDatabase } from './schema.js';
+
+export interface CopyReport {
+  readonly artifacts: number;
+  /** Artifacts the target already held (same content). */
+  readonly alreadyThere: number;
+  readonly bytes: number;
+  /** Every artifact of the source found on the target with content hashing to its id and digest. */
+  readonly verified: number;
+  /** Ids that failed verification (empty on success). */
+  readonly mismatches: readonly string[];
+  /** Rows copied per table (beside artifacts). */
+  readonly rows: Readonly<Record<string, number>>;
+}
+
+export interface CopyOptions {
+  /** Lock wait on either side, ms. Default 10,000. */
+  readonly busyTimeoutMs?: number;
+  /** Called after each batch of artifacts with (copied so far, total). */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+const BATCH = 100;
+
+/** Open a store by location (a path or a postgres:// URL) as a vault connection. */
+async function openLocation(location: string, busyTimeoutMs: number): Promise<VaultConnection> {
+  return isPostgresUrl(location)
+    ? openPostgresVault({ url: location, busyTimeoutMs, poolSize: 4, statementTimeoutMs: 0 })
+    : openSqliteVault({ path: location, busyTimeoutMs, indexInBackground: false });
+}
+
+/**
+ * Copy every row of the vault at `from` into the vault at `to` and verify every artifact.
+ *
+ * @example
+ * const report = await copyVault('~/.local/share/token-terminator/artifacts.sqlite3', 'postgres://tt@db/tt');
+ * report.mismatches.length === 0;
+ */
+export async function copyVault(from: string, to: string, options: CopyOptions = {}): Promise<CopyReport> {
+  const busyTimeoutMs = options.busyTimeoutMs ?? 10_000;
+  const source = await openLocation(from, busyTimeoutMs);
+  let target: VaultConnection | undefined;
+  try {
+    target = await openLocation(to, busyTimeoutMs);
+    return await copyRows(source, target, options);
+  } finally {
+    await target?.destroy();
+    await source.destroy();
+  }
+}
+
+async function copyRows(source: VaultConnection, target: VaultConnection, options: CopyOptions): Promise<CopyReport> {
+  const src = source.db;
+  const total = Number((await src.selectFrom('artifacts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  let copied = 0;
+  let alreadyThere = 0;
+  let bytes = 0;
+  let lastSeq = 0;
+  for (;;) {
+    const rows = await src.selectFrom('artifacts').selectAll().where('seq', '>', lastSeq).orderBy('seq').limit(BATCH).execute();
+    if (rows.length === 0) break;
+    await target.write(async (trx) => {
+      for (const row of rows) {
+        const content = source.decodeContent(row.content);
+        const inserted = await trx
+          .insertInto('artifacts')
+          .values({
+            artifact_id: row.artifact_id,
+            sha256: row.sha256,
+            char_count: row.char_count,
+            byte_count: row.byte_count,
+            tool_name: target.label(row.tool_name),
+            created_at: row.created_at,
+            last_observed_at: row.last_observed_at,
+            content: target.encodeContent(content),
+          })
+          .onConflict((oc) => oc.doNothing())
+          .returning('seq')
+          .executeTakeFirst();
+        if (inserted === undefined) alreadyThere++;
+        else await target.search.added(trx, Number(inserted.seq), content);
+        bytes += Number(row.byte_count);
+      }
+    });
+    lastSeq = Number(rows[rows.length - 1]!.seq);
+    copied += rows.length;
+    options.onProgress?.(copied, total);
+  }
+
+  const rowCounts: Record<string, number> = {};
+  const copyTable = async <T extends Record<string, unknown>>(name: string, read: (db: Kysely<VaultDatabase>) => Promise<T[]>, write: (trx: Kysely<VaultDatabase>, batch: T[]) => Promise<void>) => {
+    const all = await read(src);
+    for (let i = 0; i < all.length; i += BATCH) {
+      const batch = all.slice(i, i + BATCH);
+      await target.write((trx) => write(trx, batch));
+    }
+    rowCounts[name] = all.length;
+  };
+  const label = (s: string) => target.label(s);
+  await copyTable(
+    'artifact_observations',
+    (db) => db.selectFrom('artifact_observations').select(['artifact_id', 'session_id', 'tool_call_id', 'tool_name', 'args_json', 'args_sha256', 'observed_at']).orderBy('id').execute(),
+    (trx, b) => trx.insertInto('artifact_observations').values(b.map((r) => ({ ...r, session_id: label(r.session_id), tool_call_id: label(r.tool_call_id), tool_name: label(r.tool_name) }))).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+  );
+  await copyTable(
+    'artifact_tools',
+    (db) => db.selectFrom('artifact_tools').selectAll().execute(),
+    (trx, b) => trx.insertInto('artifact_tools').values(b.map((r) => ({ ...r, tool_name: label(r.tool_name), tool_fold: label(r.tool_fold) }))).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+  );
+  for (const table of ['artifact_pins', 'artifact_exposures', 'terminal_baselines', 'session_renderings', 'request_metrics', 'request_component_metrics', 'working_state_entities'] as const) {
+    await copyTable(
+      table,
+      (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>,
+      (trx, b) => trx.insertInto(table).values(b as never).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+    );
+  }
+  await copyTable(
+    'working_state_events',
+    (db) => db.selectFrom('working_state_events').select(['event_id', 'session_id', 'payload', 'created_at']).orderBy('seq').execute(),
+    (trx, b) => trx.insertInto('working_state_events').values(b).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+  );
+  await recount(target);
+
+  // Verify every source artifact on the target: same digest, content hashing to it and to the id.
+  const mismatches: string[] = [];
+  let verified = 0;
+  lastSeq = 0;
+  for (;;) {
+    const rows = await src.selectFrom('artifacts').select(['seq', 'artifact_id', 'sha256']).where('seq', '>', lastSeq).orderBy('seq').limit(BATCH).execute();
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      const there = await target.db.selectFrom('artifacts').select(['sha256', 'content']).where('artifact_id', '=', row.artifact_id).executeTakeFirst();
+      const ok = there !== undefined && there.sha256 === row.sha256 && sha256Hex(target.decodeContent(there.content)) === row.sha256 && idMatchesSha(row.artifact_id, row.sha256);
+      if (ok) verified++;
+      else mismatches.push(row.artifact_id);
+    }
+    lastSeq = Number(rows[rows.length - 1]!.seq);
+  }
+  return Object.freeze({ artifacts: copied, alreadyThere, bytes, verified, mismatches: Object.freeze(mismatches), rows: Object.freeze(rowCounts) });
+}
+
+/** Set the target's O(1) counters from its rows (and keep the source's pruning history out of it). */
+async function recount(target: VaultConnection): Promise<void> {
+  await target.write(async (trx) => {
+    const totals = await trx
+      .selectFrom('artifacts')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes')])
+      .executeTakeFirstOrThrow();
+    await trx.updateTable('vault_meta').set({ value: Number(totals.bytes) }).where('key', '=', 'artifact_bytes').execute();
+    await trx.updateTable('vault_meta').set({ value: Number(totals.n) }).where('key', '=', 'artifact_count').execute();
+  });
+}

@@ -1,0 +1,69 @@
+/**
+ * The session-state port: terminal baselines, sticky renderings and the working-state graph,
+ * so that any process (or host) can continue a session another one started.
+ */
+import { ArtifactNotFoundError } from '../errors.js';
+import type { StoreContext } from './context.js';
+import type { SessionStore } from './ports.js';
+import type { TerminalBaseline } from './types.js';
+import { createWorkingState, type WorkingStateLimits } from './working-state.js';
+
+export function createSessionStore(ctx: StoreContext, workingStateLimits: WorkingStateLimits): SessionStore {
+  const { conn } = ctx;
+  const db = conn.db;
+  return {
+    async getBaseline(stateKey: string): Promise<TerminalBaseline | undefined> {
+      ctx.assertOpen();
+      const row = await db
+        .selectFrom('terminal_baselines')
+        .select(['state_key as stateKey', 'artifact_id as artifactId', 'updated_at as updatedAt'])
+        .where('state_key', '=', stateKey)
+        .executeTakeFirst();
+      return row === undefined ? undefined : Object.freeze(row);
+    },
+
+    async setBaseline(stateKey: string, artifactId: string): Promise<void> {
+      ctx.assertOpen();
+      if ((await db.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId).executeTakeFirst()) === undefined) {
+        throw new ArtifactNotFoundError(artifactId);
+      }
+      await db
+        .insertInto('terminal_baselines')
+        .values({ state_key: stateKey, artifact_id: artifactId, updated_at: ctx.nowIso() })
+        .onConflict((oc) =>
+          oc.column('state_key').doUpdateSet((eb) => ({
+            artifact_id: eb.ref('excluded.artifact_id'),
+            updated_at: eb.ref('excluded.updated_at'),
+          })),
+        )
+        .execute();
+    },
+
+    async getRendering(sessionId: string, key: string): Promise<string | undefined> {
+      ctx.assertOpen();
+      const row = await db
+        .selectFrom('session_renderings')
+        .select('value')
+        .where('session_id', '=', sessionId)
+        .where('render_key', '=', key)
+        .executeTakeFirst();
+      return row?.value;
+    },
+
+    async setRendering(sessionId: string, key: string, value: string): Promise<void> {
+      ctx.assertOpen();
+      await db
+        .insertInto('session_renderings')
+        .values({ session_id: sessionId, render_key: key, value, updated_at: ctx.nowIso() })
+        .onConflict((oc) =>
+          oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
+            value: eb.ref('excluded.value'),
+            updated_at: eb.ref('excluded.updated_at'),
+          })),
+        )
+        .execute();
+    },
+
+    workingState: createWorkingState(ctx, workingStateLimits),
+  };
+}

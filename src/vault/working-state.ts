@@ -1,0 +1,236 @@
+/**
+ * A small, bounded, per-session working-state graph (facts §2.10) in the vault's own tables
+ * (`working_state_*`, migration 0002), written through the vault's connection.
+ *
+ * Differences from the reference, on purpose: the graph is per session (the reference keeps one global
+ * graph and records the session only on events), so one session cannot read or overwrite another's
+ * state; caps apply per session. Rendering into requests and event replay are not implemented here.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { TokenTerminatorError } from '../errors.js';
+import { canonicalJson } from '../measure/canonical-json.js';
+import type { StoreContext } from './context.js';
+import type { WorkingStateStore } from './ports.js';
+import type { VaultDatabase } from './schema.js';
+
+/** A batch that cannot be applied; nothing of it was written. */
+export class WorkingStateError extends TokenTerminatorError {
+  constructor(message: string) {
+    super('E_WORKING_STATE_INVALID', message);
+  }
+}
+
+/** Per-session caps. */
+export interface WorkingStateLimits {
+  /** Most nodes per session, retired ones included. Default 1000. */
+  readonly maxNodes?: number;
+  /** Most edges per session, retired ones included. Default 2000. */
+  readonly maxEdges?: number;
+  /** Most events per session. Default 100,000. */
+  readonly maxEvents?: number;
+}
+
+type Entity = Record<string, unknown> & { status: 'active' | 'retired'; created_seq: number; updated_seq: number };
+type Kind = 'node' | 'edge';
+
+const NODE_FIELDS = ['kind', 'label', 'content', 'confidence', 'priority', 'uncertainty', 'activation', 'metadata'] as const;
+const EDGE_FIELDS = ['kind', 'source', 'target', 'confidence', 'metadata'] as const;
+const SCORES = new Set(['confidence', 'priority', 'uncertainty', 'activation']);
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function identifier(value: unknown, where: string): string {
+  if (typeof value !== 'string') throw new WorkingStateError(`${where} must be a string`);
+  const s = value.trim();
+  if (s === '' || s.length > 256 || CONTROL.test(s)) {
+    throw new WorkingStateError(`${where} must be 1–256 characters without control characters`);
+  }
+  return s;
+}
+
+function field(name: string, value: unknown, where: string): unknown {
+  if (SCORES.has(name)) {
+    if (value === null) return null;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
+      throw new WorkingStateError(`${where}.${name} must be a number in [0, 1] or null`);
+    }
+    return value;
+  }
+  if (name === 'label' || name === 'content') {
+    const max = name === 'label' ? 2000 : 20000;
+    if (typeof value !== 'string' || value.length > max) throw new WorkingStateError(`${where}.${name} must be a string of at most ${max} characters`);
+    return value;
+  }
+  if (name === 'metadata') {
+    if (value === null || typeof value !== 'object' || Array.isArray(value) || canonicalJson(value).length > 20000) {
+      throw new WorkingStateError(`${where}.metadata must be an object of at most 20000 serialized characters`);
+    }
+    return JSON.parse(JSON.stringify(value)) as unknown;
+  }
+  return identifier(value, `${where}.${name}`);
+}
+
+async function loadState(db: Kysely<VaultDatabase>, sessionId: string): Promise<Map<string, Entity>> {
+  const state = new Map<string, Entity>();
+  const rows = await db
+    .selectFrom('working_state_entities')
+    .select(['entity', 'id', 'body', 'active', 'created_seq', 'updated_seq'])
+    .where('session_id', '=', sessionId)
+    .execute();
+  for (const row of rows) {
+    const body = JSON.parse(row.body) as Record<string, unknown>;
+    state.set(`${row.entity}:${row.id}`, { ...body, status: Number(row.active) ? 'active' : 'retired', created_seq: Number(row.created_seq), updated_seq: Number(row.updated_seq) });
+  }
+  return state;
+}
+
+export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits = {}): WorkingStateStore {
+  const maxNodes = limits.maxNodes ?? 1000;
+  const maxEdges = limits.maxEdges ?? 2000;
+  const maxEvents = limits.maxEvents ?? 100_000;
+  const { conn } = ctx;
+
+  const apply = (sessionId: string, operations: readonly Readonly<Record<string, unknown>>[]) =>
+    conn.write(async (trx) => {
+      const state = await loadState(trx, sessionId);
+      const touched = new Map<string, Entity>();
+      const events: { id: string; payload: string }[] = [];
+      const count = (kind: Kind) => [...state.keys()].filter((k) => k.startsWith(`${kind}:`)).length;
+      const activeNode = (id: unknown, where: string) => {
+        const node = state.get(`node:${String(id)}`);
+        if (node?.status !== 'active') throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
+      };
+      const put = (key: string, entity: Entity) => {
+        state.set(key, entity);
+        touched.set(key, entity);
+      };
+      const last = await trx.selectFrom('working_state_events').select((eb) => eb.fn.max('seq').as('s')).executeTakeFirst();
+      let seq = Number(last?.s ?? 0);
+      for (const [index, raw] of operations.entries()) {
+        const where = `operations[${index}]`;
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new WorkingStateError(`${where} must be an object`);
+        if (canonicalJson(raw).length > 50_000) throw new WorkingStateError(`${where} is larger than 50000 serialized characters`);
+        let op = typeof raw['op'] === 'string' ? raw['op'].trim().toUpperCase() : '';
+        const input: Record<string, unknown> = { ...raw };
+        if (op === 'PROPOSITION_CREATE') {
+          op = 'NODE_CREATE';
+          input['kind'] ??= 'proposition';
+        }
+        const entity: Kind | undefined = op.startsWith('NODE_') ? 'node' : op.startsWith('EDGE_') ? 'edge' : undefined;
+        const verb = op.slice(5);
+        if (entity === undefined || !['CREATE', 'UPDATE', 'RETIRE'].includes(verb)) {
+          throw new WorkingStateError(`${where}.op must be one of NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE`);
+        }
+        const idField = `${entity}_id`;
+        const allowed = new Set(['op', 'event_id', idField, ...(verb === 'RETIRE' ? [] : entity === 'node' ? NODE_FIELDS : EDGE_FIELDS)]);
+        for (const key of Object.keys(input)) if (!allowed.has(key)) throw new WorkingStateError(`${where}: unknown field ${key} for ${op}`);
+        const eventId = input['event_id'] === undefined ? `evt_${randomUUID().replace(/-/g, '')}` : identifier(input['event_id'], `${where}.event_id`);
+        const taken = await trx.selectFrom('working_state_events').select('seq').where('event_id', '=', eventId).executeTakeFirst();
+        if (taken !== undefined || events.some((e) => e.id === eventId)) throw new WorkingStateError(`${where}: duplicate event_id ${eventId}`);
+        const id = identifier(input[idField], `${where}.${idField}`);
+        const key = `${entity}:${id}`;
+        const current = state.get(key);
+        const fields: Record<string, unknown> = {};
+        for (const name of entity === 'node' ? NODE_FIELDS : EDGE_FIELDS) {
+          if (input[name] !== undefined) fields[name] = field(name, input[name], where);
+        }
+        seq += 1;
+        if (verb === 'CREATE') {
+          if (current !== undefined) throw new WorkingStateError(`${where}: ${entity} ${id} already exists`);
+          if (fields['kind'] === undefined) throw new WorkingStateError(`${where}.kind is required for ${op}`);
+          if (entity === 'edge') {
+            if (fields['source'] === undefined || fields['target'] === undefined) throw new WorkingStateError(`${where}: source and target are required`);
+            activeNode(fields['source'], where);
+            activeNode(fields['target'], where);
+          }
+          if (count(entity) >= (entity === 'node' ? maxNodes : maxEdges)) throw new WorkingStateError(`${where}: more than ${entity === 'node' ? maxNodes : maxEdges} ${entity}s`);
+          put(key, { [idField]: id, ...fields, status: 'active', created_seq: seq, updated_seq: seq });
+        } else {
+          if (current?.status !== 'active') throw new WorkingStateError(`${where}: ${entity} ${id} is not active`);
+          if (verb === 'UPDATE') {
+            if (Object.keys(fields).length === 0) throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
+            const next: Entity = { ...current, ...fields, updated_seq: seq };
+            if (entity === 'edge') {
+              activeNode(next['source'], where);
+              activeNode(next['target'], where);
+            }
+            put(key, next);
+          } else {
+            put(key, { ...current, status: 'retired', updated_seq: seq });
+            if (entity === 'node') {
+              for (const [k, e] of state) {
+                if (k.startsWith('edge:') && e.status === 'active' && (e['source'] === id || e['target'] === id)) put(k, { ...e, status: 'retired', updated_seq: seq });
+              }
+            }
+          }
+        }
+        events.push({ id: eventId, payload: canonicalJson({ ...input, op, event_id: eventId, [idField]: id, ...fields }, { compact: true }) });
+      }
+      const existing = await trx
+        .selectFrom('working_state_events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('session_id', '=', sessionId)
+        .executeTakeFirstOrThrow();
+      const existingEvents = Number(existing.n);
+      if (existingEvents + events.length > maxEvents) throw new WorkingStateError(`more than ${maxEvents} working-state events in this session`);
+      const now = ctx.nowIso();
+      if (events.length > 0) {
+        await trx
+          .insertInto('working_state_events')
+          .values(events.map((e) => ({ event_id: e.id, session_id: sessionId, payload: e.payload, created_at: now })))
+          .execute();
+      }
+      for (const [key, e] of touched) {
+        const { status, created_seq, updated_seq, ...body } = e;
+        await trx
+          .insertInto('working_state_entities')
+          .values({ session_id: sessionId, entity: key.slice(0, 4), id: key.slice(5), body: canonicalJson(body, { compact: true }), active: status === 'active' ? 1 : 0, created_seq, updated_seq })
+          .onConflict((oc) =>
+            oc.columns(['session_id', 'entity', 'id']).doUpdateSet((eb) => ({
+              body: eb.ref('excluded.body'),
+              active: eb.ref('excluded.active'),
+              updated_seq: eb.ref('excluded.updated_seq'),
+            })),
+          )
+          .execute();
+      }
+      const all = [...state.entries()];
+      return {
+        accepted: events.length,
+        event_ids: events.map((e) => e.id),
+        counts: {
+          nodes: all.filter(([k]) => k.startsWith('node:')).length,
+          edges: all.filter(([k]) => k.startsWith('edge:')).length,
+          active_nodes: all.filter(([k, e]) => k.startsWith('node:') && e.status === 'active').length,
+          active_edges: all.filter(([k, e]) => k.startsWith('edge:') && e.status === 'active').length,
+          events: existingEvents + events.length,
+        },
+      };
+    });
+
+  async function get(sessionId: string, includeRetired: boolean, limit: number): Promise<Readonly<Record<string, unknown>>> {
+    const byRecency = (a: Entity, b: Entity, ka: string, kb: string) => b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
+    const state = [...(await loadState(conn.db, sessionId)).entries()].filter(([, e]) => includeRetired || e.status === 'active');
+    const nodes = state.filter(([k]) => k.startsWith('node:')).sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb)).slice(0, limit);
+    const visible = new Set(nodes.map(([k]) => k.slice(5)));
+    const edges = state
+      .filter(([k, e]) => k.startsWith('edge:') && visible.has(String(e['source'])) && visible.has(String(e['target'])))
+      .sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb))
+      .slice(0, limit);
+    return {
+      nodes: Object.fromEntries(nodes.map(([k, e]) => [k.slice(5), e])),
+      edges: Object.fromEntries(edges.map(([k, e]) => [k.slice(5), e])),
+    };
+  }
+
+  return {
+    async apply(sessionId, operations) {
+      ctx.assertOpen();
+      return apply(sessionId, operations);
+    },
+    async get(sessionId, { includeRetired, limit }) {
+      ctx.assertOpen();
+      return get(sessionId, includeRetired, limit);
+    },
+  };
+}

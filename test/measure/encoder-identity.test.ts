@@ -1,0 +1,175 @@
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { get_encoding } from 'tiktoken';
+import {
+  acquireEncoder,
+  clearSharedCountMemo,
+  createTiktokenCounter,
+  DEFAULT_ENGINES,
+  loadedEncoders,
+  setSharedCountMemoLimit,
+  sharedCountMemoStats,
+  splitLongRuns,
+  TIKTOKEN_ENCODINGS,
+  type EncoderLease,
+} from '../../src/measure/index.js';
+import { longRun, tokenizerText } from './tokenizer-text.js';
+
+/** Cases per encoding and property; `npm run bench -- counters` runs more of the same arbitrary. */
+const RUNS = 300;
+
+const leases: EncoderLease[] = [];
+const lease = (encoding: (typeof TIKTOKEN_ENCODINGS)[number], engine: 'js' | 'wasm'): EncoderLease => {
+  const l = acquireEncoder(encoding, engine);
+  leases.push(l);
+  return l;
+};
+afterAll(() => {
+  for (const l of leases) l.release();
+});
+
+describe.each(TIKTOKEN_ENCODINGS)('the JS engine counts exactly like tiktoken WASM (%s)', (encoding) => {
+  const js = lease(encoding, 'js');
+  const wasm = lease(encoding, 'wasm');
+
+  it('on generated text: astral characters, code, logs, mixed scripts, whitespace runs, special-token strings', () => {
+    fc.assert(
+      fc.property(tokenizerText, (text) => {
+        expect(js.count(text)).toBe(wasm.count(text));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('through the long-run guard: guarded counts are identical to the reference guarded counts', () => {
+    const fast = createTiktokenCounter(encoding, { engine: 'js', memo: false });
+    const reference = createTiktokenCounter(encoding, { engine: 'wasm', memo: false });
+    try {
+      fc.assert(
+        fc.property(fc.tuple(tokenizerText, longRun, tokenizerText), ([a, run, b]) => {
+          const text = `${a}${run}${b}`;
+          expect(fast.count(text)).toBe(reference.count(text));
+        }),
+        { numRuns: RUNS / 3 },
+      );
+      // A run far past the cut: still one count per piece, identical on both engines.
+      const long = `x = "${'ab'.repeat(4000)}"; ${' '.repeat(5000)}${'😀'.repeat(3000)}`;
+      expect(splitLongRuns(long).length).toBeGreaterThan(5);
+      expect(fast.count(long)).toBe(reference.count(long));
+    } finally {
+      fast.dispose?.();
+      reference.dispose?.();
+    }
+  });
+
+  it('where JavaScript and Rust regexes disagree: U+FEFF, U+0085, the long s, lone surrogates', () => {
+    const cases = ['a\ufeffb', ' \ufeff\ufeff x', 'x\u0085\u0085y', '  \u0085 a', "it'ſ", "IT'ſ x'Ss", 'a\ud800b', '\udfff\ud800 ', '😀\ud83d', '\ufffd\ufffd'];
+    for (const text of cases) expect(js.count(text), JSON.stringify(text)).toBe(wasm.count(text));
+  });
+
+  it('counts special-token strings as ordinary text (encode_ordinary)', () => {
+    const raw = get_encoding(encoding);
+    try {
+      for (const text of ['<|endoftext|>', 'a<|im_start|>user<|im_end|>', '<|endofprompt|><|fim_prefix|>']) {
+        expect(js.count(text)).toBe(raw.encode_ordinary(text).length);
+        expect(js.count(text)).toBeGreaterThan(1);
+      }
+    } finally {
+      raw.free();
+    }
+  });
+});
+
+describe('engines and disposal', () => {
+  it('counts with the JS engine by default for both encodings', () => {
+    expect(DEFAULT_ENGINES).toEqual({ o200k_base: 'js', cl100k_base: 'js' });
+  });
+
+  it('shares one engine per encoding and frees it with the last reference', () => {
+    const before = loadedEncoders().find((e) => e.key === 'js:cl100k_base')?.refs ?? 0;
+    const a = createTiktokenCounter('cl100k_base');
+    const b = createTiktokenCounter('cl100k_base');
+    expect(loadedEncoders().find((e) => e.key === 'js:cl100k_base')?.refs).toBe(before + 2);
+    a.dispose?.();
+    a.dispose?.();
+    expect(b.count('hello world')).toBe(2);
+    expect(() => a.count('hello world')).toThrow(/after dispose/);
+    b.dispose?.();
+    expect(loadedEncoders().find((e) => e.key === 'js:cl100k_base')?.refs ?? 0).toBe(before);
+  });
+
+  it('loads again after the last release', () => {
+    const l = acquireEncoder('o200k_base', 'wasm');
+    const n = l.count('hello world');
+    l.release();
+    l.release();
+    const again = acquireEncoder('o200k_base', 'wasm');
+    expect(again.count('hello world')).toBe(n);
+    again.release();
+  });
+
+  it('rejects an unknown engine naming the API', () => {
+    expect(() => createTiktokenCounter('o200k_base', { engine: 'rust' as 'js' })).toThrow(/createTiktokenCounter: unknown engine/);
+    expect(() => acquireEncoder('o200k_base', 'rust' as 'js')).toThrow(/acquireEncoder/);
+  });
+});
+
+describe('the process-wide memo', () => {
+  it('tokenizes a string once whichever counter of the encoding asks', () => {
+    clearSharedCountMemo();
+    const a = createTiktokenCounter('o200k_base');
+    const b = createTiktokenCounter('o200k_base', { exact: false });
+    try {
+      const text = `unique ${'log line with words and 123 numbers\n'.repeat(200)}`;
+      const n = a.count(text);
+      expect(sharedCountMemoStats()).toMatchObject({ tables: 1, entries: 1, hits: 0, misses: 1 });
+      expect(b.count(text)).toBe(n);
+      expect(sharedCountMemoStats()).toMatchObject({ entries: 1, hits: 1, misses: 1 });
+      // Long content is kept as a hash, never as itself.
+      expect(sharedCountMemoStats().keyChars).toBeLessThan(80);
+    } finally {
+      a.dispose?.();
+      b.dispose?.();
+    }
+  });
+
+  it('keeps other encodings and long-run cuts apart', () => {
+    clearSharedCountMemo();
+    const o = createTiktokenCounter('o200k_base');
+    const cl = createTiktokenCounter('cl100k_base');
+    const cut = createTiktokenCounter('o200k_base', { maxRun: 16 });
+    try {
+      const text = `${'='.repeat(40)} 中文字符 ${'z'.repeat(40)}`;
+      o.count(text);
+      cut.count(text);
+      cl.count(text);
+      expect(sharedCountMemoStats()).toMatchObject({ tables: 3, entries: 3, hits: 0 });
+    } finally {
+      for (const c of [o, cl, cut]) c.dispose?.();
+    }
+  });
+
+  it('is bypassed with memo: false and bounded by setSharedCountMemoLimit', () => {
+    clearSharedCountMemo();
+    const direct = createTiktokenCounter('o200k_base', { memo: false });
+    const memo = createTiktokenCounter('o200k_base');
+    try {
+      direct.count('not remembered at all');
+      expect(sharedCountMemoStats().entries).toBe(0);
+      setSharedCountMemoLimit(3);
+      for (let i = 0; i < 10; i++) memo.count(`line ${i}`);
+      expect(sharedCountMemoStats().entries).toBe(3);
+      memo.count('line 9');
+      expect(sharedCountMemoStats().hits).toBe(1);
+      setSharedCountMemoLimit(0);
+      expect(sharedCountMemoStats().entries).toBe(0);
+      expect(memo.count('line 9')).toBe(direct.count('line 9'));
+      expect(sharedCountMemoStats().entries).toBe(0);
+      expect(() => setSharedCountMemoLimit(-1)).toThrow(/setSharedCountMemoLimit/);
+    } finally {
+      setSharedCountMemoLimit(65_536);
+      direct.dispose?.();
+      memo.dispose?.();
+    }
+  });
+});

@@ -1,0 +1,122 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import { applyExchanges, EMPTY_RECOVERY_STATE, recordExchange } from '../../src/recovery/exchanges.js';
+import { exchangeItems, splitCalls, stripRecoveryCalls } from '../../src/recovery/formats.js';
+import { runRecoveryLoop } from '../../src/recovery/loop.js';
+import { createStreamRound, createStreamState, SseParser, type SseEvent } from '../../src/recovery/stream.js';
+import { chat, anthropic } from '../proxy/support/upstream.js';
+
+const sse = (reply: unknown): string => `${(reply as { sse: string[] }).sse.join('\n\n')}\n\n`;
+const json = (reply: unknown): Record<string, unknown> => (reply as { json: Record<string, unknown> }).json;
+
+describe('SseParser', () => {
+  test.prop([fc.array(fc.nat({ max: 4000 }), { maxLength: 12 })])('yields the same events however the bytes are split', (cuts) => {
+    const text = sse(chat.streamCalls([{ id: 'a', name: 'token_terminator', args: { action: 'status' } }], 'hi ünï 😀'));
+    const whole = new SseParser().feed(text);
+    const parser = new SseParser();
+    const points = [...new Set(cuts.map((c) => c % text.length))].sort((a, b) => a - b);
+    const pieces: SseEvent[] = [];
+    let from = 0;
+    for (const p of [...points, text.length]) {
+      pieces.push(...parser.feed(text.slice(from, p)));
+      from = p;
+    }
+    pieces.push(...parser.end());
+    expect(pieces).toEqual(whole);
+    expect(whole.at(-1)!.data).toBe('[DONE]');
+  });
+});
+
+function play(format: 'chat' | 'anthropic', text: string, canContinue: boolean) {
+  const round = createStreamRound(format, createStreamState(), canContinue);
+  const out = new SseParser()
+    .feed(text)
+    .map((e) => round.push(e))
+    .join('');
+  return { out, end: round.finish() };
+}
+
+describe('stream rounds', () => {
+  it('holds the end of a recovery-only chat round and never shows the call', () => {
+    const { out, end } = play('chat', sse(chat.streamCalls([{ id: 'r1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } }], 'Let me look.')), true);
+    expect(out).not.toContain('token_terminator');
+    expect(out).toContain('Let me look.');
+    expect(out).not.toContain('[DONE]');
+    expect(end.holding).toBe(true);
+    expect(end.recovery).toEqual([{ id: 'r1', arguments: '{"action":"artifact_get","artifact_id":"a_1"}' }]);
+    expect(end.held).toContain('[DONE]');
+  });
+
+  it('passes a mixed chat round on with the client call renumbered to index 0 and the recovery call removed', () => {
+    const { out, end } = play(
+      'chat',
+      sse(chat.streamCalls([{ id: 'r1', name: 'token_terminator', args: { action: 'status' } }, { id: 'c1', name: 'terminal', args: { command: 'ls' } }])),
+      true,
+    );
+    const chunks = new SseParser().feed(out).filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data) as { choices: { delta: { tool_calls?: { index: number; id?: string }[] }; finish_reason: string | null }[] });
+    const calls = chunks.flatMap((c) => c.choices[0]!.delta.tool_calls ?? []);
+    expect(calls.every((c) => c.index === 0)).toBe(true);
+    expect(calls.find((c) => c.id !== undefined)?.id).toBe('c1');
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(end.holding).toBe(false);
+    expect(end.others).toBe(1);
+  });
+
+  it('ends a recovery-only round as a finished turn when no round is left', () => {
+    const { out, end } = play('anthropic', sse(anthropic.stream([{ id: 'r1', name: 'token_terminator', args: { action: 'status' } }])), false);
+    expect(out).not.toContain('token_terminator');
+    expect(out).toContain('"stop_reason":"end_turn"');
+    expect(out).toContain('message_stop');
+    expect(end.holding).toBe(false);
+  });
+});
+
+describe('the whole-answer loop', () => {
+  it('continues recovery-only turns, stops at the round budget, and strips what the client must not see', async () => {
+    const sent: unknown[] = [];
+    const call = json(chat.calls([{ id: 'r', name: 'token_terminator', args: { action: 'status' } }]));
+    const out = await runRecoveryLoop({
+      format: 'chat',
+      request: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+      maxRounds: 2,
+      send: (request) => {
+        sent.push(request);
+        return Promise.resolve(call);
+      },
+      bodyOf: (r) => r,
+      answer: () => Promise.resolve('{"ok":true}'),
+    });
+    expect(sent).toHaveLength(3);
+    expect(out.rounds).toBe(2);
+    expect(out.stopped).toBe('rounds');
+    expect(splitCalls(out.strippedBody, 'chat').recovery).toHaveLength(0);
+    expect((out.strippedBody as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe('stop');
+    expect(out.exchange).toHaveLength(6);
+  });
+
+  it('keeps a mixed turn for the client and records the round', () => {
+    const body = json(anthropic.calls([{ id: 'r', name: 'token_terminator', args: { action: 'status' } }, { id: 'c', name: 'terminal', args: {} }], 'thinking aloud'));
+    const stripped = stripRecoveryCalls(body, 'anthropic') as { content: { type: string; id?: string }[]; stop_reason: string };
+    expect(stripped.content.map((b) => b.id ?? b.type)).toEqual(['text', 'c']);
+    expect(stripped.stop_reason).toBe('tool_use');
+    const items = exchangeItems(body, 'anthropic', new Map([['r', 'answer']])) as { role: string; content: { type: string; id?: string; tool_use_id?: string }[] }[];
+    expect(items.map((i) => i.role)).toEqual(['assistant', 'user']);
+    expect(items[0]!.content.map((b) => b.id ?? b.type)).toEqual(['text', 'r']);
+    expect(items[1]!.content).toEqual([{ type: 'tool_result', tool_use_id: 'r', content: 'answer' }]);
+  });
+});
+
+describe('exchanges', () => {
+  it('shows a recorded exchange again after the item it followed, and nowhere when that item changed', () => {
+    const request = { model: 'm', messages: [{ role: 'user', content: 'a' }, { role: 'tool', tool_call_id: 't', content: 'out' }] };
+    const exchange = [{ role: 'assistant', content: null, tool_calls: [{ id: 'r', type: 'function', function: { name: 'token_terminator', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'r', content: 'x' }];
+    const state = recordExchange(EMPTY_RECOVERY_STATE, request, 'chat', exchange, undefined);
+    const later = { ...request, messages: [...request.messages, { role: 'assistant', content: 'done' }, { role: 'user', content: 'next' }] };
+    const shown = applyExchanges(later, 'chat', state) as { messages: unknown[] };
+    expect(shown.messages).toEqual([...request.messages, ...exchange, ...later.messages.slice(2)]);
+    const edited = { ...later, messages: [later.messages[0]!, { role: 'tool', tool_call_id: 't', content: 'different' }, ...later.messages.slice(2)] };
+    expect(applyExchanges(edited, 'chat', state)).toBe(edited);
+    const other = applyExchanges({ model: 'm', messages: [{ role: 'user', content: 'b' }] }, 'chat', state);
+    expect((other as { messages: unknown[] }).messages).toHaveLength(1);
+  });
+});

@@ -1,0 +1,123 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseHTML } from 'linkedom';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { run } from '../../src/cli/program.js';
+import { costProfiles, parseReportInput, readVaultFigures, renderReport, ReportInputError } from '../../src/report/index.js';
+import { replaySessions } from '../../src/replay/index.js';
+import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { CANARY } from './fixture.js';
+
+async function capture(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: unknown) => ((out += String(c)), true));
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: unknown) => ((err += String(c)), true));
+  try {
+    return { code: await run(argv), out, err };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+const minimal = { requests: 2, raw_tokens: 300, final_tokens: 100, sessions: [{ id: 's<1>', requests: 2, raw_tokens: 300, final_tokens: 100 }] };
+const doc = (html: string) => parseHTML(html).document;
+
+let dir: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-report-'));
+  const big = Array.from({ length: 600 }, (_, i) => `src/q_${i % 9}.ts:${i}: ${CANARY} ${i % 5}`).join('\n');
+  const session = (id: string) => ({
+    id,
+    model: 'gpt-4o',
+    messages: [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'find it' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "x"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: big },
+      { role: 'assistant', content: 'one more look' },
+      { role: 'assistant', content: 'found' },
+    ],
+  });
+  await replaySessions([session('a'), session('b')], { db: join(dir, 'v.sqlite3'), ledger: false });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('renderReport', () => {
+  it('says "not measured" for every figure the input lacks, and draws no chart for it', () => {
+    const d = doc(renderReport(parseReportInput(minimal)));
+    for (const id of ['tokens', 'savings', 'cost', 'fidelity']) {
+      expect(d.querySelector(`#${id}`)!.textContent).toContain('not measured');
+      expect(d.querySelector(`#${id} svg`)).toBeNull();
+    }
+    expect(d.querySelectorAll('#fidelity tbody .na')).toHaveLength(5);
+  });
+
+  it('escapes session ids and titles', () => {
+    const html = renderReport(parseReportInput({ ...minimal, sessions: [{ ...minimal.sessions[0], id: '<script>alert(1)</script>' }] }), { title: '<b>x</b>' });
+    expect(html).not.toContain('<script>alert(1)');
+    expect(doc(html).querySelectorAll('script')).toHaveLength(1);
+    expect(html).toContain('&lt;b&gt;x&lt;/b&gt;');
+  });
+
+  it('is a pure function of its input', () => {
+    const f = parseReportInput(minimal);
+    expect(renderReport(f)).toBe(renderReport(f));
+  });
+
+  it('reads pricing profiles however a replay names them', () => {
+    expect(costProfiles({ effective_cost_ratio: 0.5, effective_cost_ratio_openai: 0.52, effective_cost_ratios: { anthropic: 0.56 }, effective_cost_raw: 9 })).toEqual([
+      { name: 'replay cache-read price', ratio: 0.5, key: 'effective_cost_ratio' },
+      { name: 'openai', ratio: 0.52, key: 'effective_cost_ratio_openai' },
+      { name: 'anthropic', ratio: 0.56, key: 'effective_cost_ratios.anthropic' },
+    ]);
+  });
+
+  it('rejects input that is not replay figures, naming the key', () => {
+    expect(() => parseReportInput({ requests: 1, sessions: [] })).toThrow(ReportInputError);
+    expect(() => parseReportInput({ ...minimal, sessions: [{ id: 's', requests: -1, raw_tokens: 1, final_tokens: 1 }] })).toThrow(/sessions\.0\.requests/);
+  });
+});
+
+describe('report from the vault', () => {
+  it('reads one point per metrics row, summing to what stats reports', () => {
+    const f = readVaultFigures(join(dir, 'v.sqlite3'));
+    const s = readMetricsSummary(join(dir, 'v.sqlite3'));
+    expect([f.requests, f.raw_tokens, f.final_tokens, f.sessions.length]).toEqual([s.requests, s.raw_tokens, s.final_tokens, s.sessions]);
+    expect(f.sessions.map((x) => x.per_request!.length)).toEqual([3, 3]);
+    expect(f.sessions[0]!.per_request![0]!.raw_tokens).toBeLessThan(f.sessions[0]!.per_request![1]!.raw_tokens);
+  });
+
+  it('writes a page with the vault\u2019s charts and none of the evidence it holds', async () => {
+    const out = join(dir, 'r.html');
+    const r = await capture(['report', '--db', join(dir, 'v.sqlite3'), '--out', out]);
+    expect(r.code).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    expect(html).not.toContain(CANARY);
+    const d = doc(html);
+    expect(d.querySelector('#tokens svg[role=img]')).not.toBeNull();
+    expect(d.querySelector('#savings svg[role=img]')).not.toBeNull();
+    expect(d.querySelector('#cost')!.textContent).toContain('not measured');
+  });
+});
+
+describe('report CLI errors', () => {
+  it.each([
+    [['--db', 'a', '--from', 'b'], /not both/],
+    [['--from', '/nonexistent/replay.json'], /no replay figures .*at \/nonexistent/],
+    [['--db', '/nonexistent/v.sqlite3'], /no vault at/],
+  ])('%j exits 2 with a clear message', async (argv, message) => {
+    const r = await capture(['report', ...argv, '--out', join(dir, 'x.html')]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(message);
+  });
+
+  it('a JSON file that is not replay figures exits 2 naming the key', async () => {
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ requests: 'many' }));
+    const r = await capture(['report', '--from', join(dir, 'bad.json'), '--out', join(dir, 'x.html')]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/not replay figures .*requests/);
+  });
+});
