@@ -6,7 +6,7 @@ import type { WorkingStateStore } from '../src/recovery/working-state.js';
 import { workingStateBlock } from '../src/compile/working-state.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
+import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { gate } from '../src/compile/apply.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
@@ -113,55 +113,66 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
       const memo = memoOf(sessionId);
+      const scope = storeScope(step.context);
+      state.evidence.begin(scope);
       const outputs = [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
       const pricing = fixedPricing ?? (typeof options.pricing === 'function' ? options.pricing(step) : pricingFor({ pricingProfile: 'auto', cacheReadMultiplier: undefined, cacheWriteMultiplier: undefined, minCachePrefixTokens: undefined }, step.context.route, view.format));
-      const plan = await planHistory(state, memo, view, outputs, {
-        sessionId,
-        minChars,
-        maxArtifactChars,
-        inlineRecentTurns,
-        inlineLeases,
-        blockTurns,
-        requestsAhead,
-        digestDiagnosticChars,
-        collapseAfterTurns,
-        reasoning: options.reasoning === true,
-        pricing: pricing ?? PRICING_PROFILES.openai,
-      });
-      if (plan === undefined) return undefined;
-      const markShown = async (): Promise<void> => {
-        for (const key of plan.shown) await memo.markShown(key, plan.requestKey);
-      };
-      const vaultNote = { stage: STAGE, kind: 'failed_open' as const, reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`, error: plan.failure ?? 'Error' };
-      if (plan.items === view.items) {
+      // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
+      // the memo forgets it and the history is planned once more (its content is vaulted again
+      // from the request); if that still cannot be delivered, the request passes through.
+      for (let attempt = 0; ; attempt++) {
+        const plan = await planHistory(state, memo, view, outputs, {
+          sessionId,
+          minChars,
+          maxArtifactChars,
+          inlineRecentTurns,
+          inlineLeases,
+          blockTurns,
+          requestsAhead,
+          digestDiagnosticChars,
+          collapseAfterTurns,
+          reasoning: options.reasoning === true,
+          pricing: pricing ?? PRICING_PROFILES.openai,
+        });
+        if (plan === undefined) return undefined;
+        const markShown = async (): Promise<void> => {
+          for (const key of plan.shown) await memo.markShown(key, plan.requestKey, scope);
+        };
+        const vaultNote = { stage: STAGE, kind: 'failed_open' as const, reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`, error: plan.failure ?? 'Error' };
+        if (plan.items === view.items) {
+          await markShown();
+          return plan.failed > 0 ? note(step, vaultNote) : undefined;
+        }
+        // A rewrite must not leave a delta pointing at an output it just hid.
+        let items = plan.items;
+        const rewritten = readRequest(withItems(step.value, view.listKey!, items));
+        const { resolved } = await resolveDanglingDeltas(vault, rewritten, [...rewritten.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(rewritten, isObservation)]);
+        if (resolved.length > 0) items = (writeSlots(withItems(step.value, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
+        const measured = gate(state, step.value, view, items, plan.receipts);
+        if (!measured.verdict.accepted) {
+          await markShown();
+          return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+        }
+        const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
+        const gone = await state.evidence.deliver(artifacts, scope);
+        if (gone.length > 0) {
+          if (attempt === 0) continue;
+          return note(step, { stage: STAGE, kind: 'failed_open', reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`, error: 'ArtifactGone' });
+        }
+        for (const d of plan.decided) await memo.markRewritten(d.key, d.kind, scope);
         await markShown();
-        return plan.failed > 0 ? note(step, vaultNote) : undefined;
+        const request = await withWorkingState(step.value, measured.request, sessionId);
+        if (plan.failed > 0) step = note(step, vaultNote);
+        const what = [`${plan.rewrittenOutputs} old output(s) digested`, ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []), ...(plan.batch ? ['new batch'] : [])];
+        return advance(step, request, {
+          stage: STAGE,
+          kind: 'applied',
+          reason: what.join(', '),
+          savedChars: measured.savedChars,
+          ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
+          artifacts,
+        });
       }
-      // A rewrite must not leave a delta pointing at an output it just hid.
-      let items = plan.items;
-      const rewritten = readRequest(withItems(step.value, view.listKey!, items));
-      const { resolved } = await resolveDanglingDeltas(vault, rewritten, [...rewritten.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(rewritten, isObservation)]);
-      if (resolved.length > 0) items = (writeSlots(withItems(step.value, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
-      const measured = gate(state, step.value, view, items, plan.receipts);
-      if (!measured.verdict.accepted) {
-        await markShown();
-        return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
-      }
-      const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
-      await state.evidence.pin(artifacts);
-      for (const d of plan.decided) await memo.markRewritten(d.key, d.kind);
-      await markShown();
-      const request = await withWorkingState(step.value, measured.request, sessionId);
-      if (plan.failed > 0) step = note(step, vaultNote);
-      const what = [`${plan.rewrittenOutputs} old output(s) digested`, ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []), ...(plan.batch ? ['new batch'] : [])];
-      return advance(step, request, {
-        stage: STAGE,
-        kind: 'applied',
-        reason: what.join(', '),
-        savedChars: measured.savedChars,
-        ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
-        artifacts,
-      });
     }
     /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
     async function withWorkingState(raw: ProviderRequest, compiled: ProviderRequest, sessionId: string): Promise<ProviderRequest> {

@@ -16,7 +16,7 @@ import { ConfigError } from '../src/errors.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
-import { advance, note, type Step, type ToolResult } from '../src/step.js';
+import { advance, note, storeScope, type Step, type ToolResult } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
@@ -118,11 +118,13 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     }
     signal.throwIfAborted(); // nothing is written after an abort
-    const put = await vaultExact(vault, { content: raw, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId });
+    const scope = storeScope(step.context);
+    const put = await vaultExact(vault, { content: raw, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId }, scope);
     const output = `${compact}\n\n${renderNativeNote(rawChars, compactChars, put.artifactId)}`;
     if (!strictlySmaller(raw, output, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     // The note is about to be delivered: retention must never prune what it names.
-    await pinDelivered(vault, [put.artifactId]);
+    signal.throwIfAborted();
+    await pinDelivered(vault, [put.artifactId], scope);
     const savedTokens = counter === undefined ? {} : { savedTokens: counter.count(raw) - counter.count(output) };
     return advance(step, { ...result, content: output }, {
       stage: STAGE,

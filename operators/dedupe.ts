@@ -3,7 +3,7 @@ import { readRequest, writeSlots, type RequestView } from '../src/model/index.js
 import type { Slot } from '../src/model/types.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
+import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
@@ -78,6 +78,8 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
     async function reduce(step: Step<ProviderRequest>, input: RequestView, inputOutputs: readonly Slot[]): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
+      const scope = storeScope(step.context);
+      state.evidence.begin(scope);
       // Fidelity first: the baseline is the request with every dangling delta resolved.
       let base = step.value;
       let view = input;
@@ -105,16 +107,24 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
         for (const d of unresolvedNote) out = note(out, d);
         return out;
       };
-      const items = renderItems(state, view, planChanges(plan));
-      if (items === undefined) return base === step.value && unresolved === 0 ? undefined : withBase();
-      const measured = gate(state, base, view, items, plan.filter((p) => p.render !== 'inline').map((p) => p.receipt));
-      if (!measured.verdict.accepted) return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
-      const receipted = plan.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId);
-      await state.evidence.pin(receipted);
+      // Delivery is the commit point: a receipt whose artifact is gone by then leaves its slot
+      // inline (the request still has the content), and the rest is measured again.
+      let kept = plan;
+      let measured: ReturnType<typeof gate> | undefined;
+      for (;;) {
+        const items = renderItems(state, view, planChanges(kept));
+        if (items === undefined) return base === step.value && unresolved === 0 ? undefined : withBase();
+        measured = gate(state, base, view, items, kept.filter((p) => p.render !== 'inline').map((p) => p.receipt));
+        if (!measured.verdict.accepted) return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+        const gone = await state.evidence.deliver(kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId), scope);
+        if (gone.length === 0) break;
+        kept = kept.map((p) => (p.render !== 'inline' && gone.includes(p.receipt.artifactId) ? { slot: p.slot, receipt: p.receipt, duplicate: false, render: 'inline' as const } : p));
+      }
+      const receipted = kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId);
       // Sticky: a copy rendered as a duplicate's receipt stays one in every later request.
-      for (const p of plan) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
-      const duplicateCount = plan.filter((p) => p.duplicate).length;
-      const views = plan.filter((p) => p.render === 'view').length;
+      for (const p of kept) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
+      const duplicateCount = kept.filter((p) => p.duplicate).length;
+      const views = kept.filter((p) => p.render === 'view').length;
       const reason = [...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []), ...(views > 0 ? [`${views} bounded view(s)`] : [])].join(', ');
       return advance(withBase(), measured.request, {
         stage: STAGE,

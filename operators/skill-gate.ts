@@ -4,7 +4,7 @@ import { readRequest, writeSlots, type Slot } from '../src/model/index.js';
 import { serializedChars } from '../src/measure/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, type ProviderRequest, type Step } from '../src/step.js';
+import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { SessionStore } from '../src/vault/ports.js';
 import { acceptCandidate } from '../src/compile/accept.js';
 import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
@@ -79,7 +79,7 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
           let routed = sticky.get(key) ?? (await options.vault?.getRendering(step.context.sessionId, key));
           if (routed === undefined) {
             routed = renderCatalog(selectSkills(prompt, b.entries, route), b.entries.length, delimiters);
-            await options.vault?.setRendering(step.context.sessionId, key, routed);
+            await options.vault?.setRendering(step.context.sessionId, key, routed, storeScope(step.context));
           }
           sticky.set(key, routed);
           text = text.slice(0, b.start) + routed + text.slice(b.end);

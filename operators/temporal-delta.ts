@@ -17,7 +17,7 @@ import { ConfigError } from '../src/errors.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
-import { advance, note, type Step, type ToolResult } from '../src/step.js';
+import { advance, note, storeScope, type Step, type ToolResult } from '../src/step.js';
 import { backendOf, commandOf, cwdOf, normalizeCommand } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
@@ -72,11 +72,12 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
     if (codePointLength(result.content) > maxArtifactChars) return note(step, { stage: STAGE, kind: 'skipped', reason: 'over_ceiling' });
     if (result.content.length > SLICE_CHARS) await yieldSlice(signal); // an abort stops it before the first write
     const stateKey = createHash('sha256')
-      .update(JSON.stringify({ backend: backendOf(result.args, env), command: normalizeCommand(command), cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()), session: scope === 'session' ? step.context.sessionId : '' }))
+      .update(JSON.stringify({ backend: backendOf(result.args, env), command: normalizeCommand(command), cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()), session: scope === 'session' ? step.context.sessionId : '', ...(step.context.tenant ? { tenant: step.context.tenant } : {}) }))
       .digest('hex');
-    const current = await vaultExact(vault, { content: result.content, toolName: 'terminal', args: result.args, sessionId: step.context.sessionId, callId: result.callId });
+    const store = storeScope(step.context);
+    const current = await vaultExact(vault, { content: result.content, toolName: 'terminal', args: result.args, sessionId: step.context.sessionId, callId: result.callId }, store);
     const previous = await vault.getBaseline(stateKey);
-    await vault.setBaseline(stateKey, current.artifactId); // the baseline advances even when the delta is rejected
+    await vault.setBaseline(stateKey, current.artifactId, store); // the baseline advances even when the delta is rejected
     if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
     if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS) counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
     const prevId = previous.artifactId;
@@ -100,7 +101,7 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
     }
     if (!strictlySmaller(bar, candidate, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
-    await pinDelivered(vault, [prevId, current.artifactId]);
+    await pinDelivered(vault, [prevId, current.artifactId], store);
     return advance(step, { ...result, content: candidate }, {
       stage: STAGE,
       kind: 'applied',

@@ -4,14 +4,25 @@ import type { TokenCounter } from './measure/types.js';
 import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from './step.js';
 import type { Vault } from './vault/types.js';
 
+/** Who is calling the recovery tool: always the host's ids, never the model's. */
+export interface RecoveryHost {
+  readonly sessionId: string;
+  /** Default `''`: the single local tenant. */
+  readonly tenant?: string;
+}
+
 /** The recovery tool as a framework-neutral definition. */
 export interface RecoveryTool {
   readonly name: 'token_terminator';
   readonly description: string;
   /** JSON Schema of the arguments (no session id: the host supplies it). */
   readonly parameters: Readonly<Record<string, unknown>>;
-  /** Run one call. Never throws for bad arguments or unknown artifacts: returns a JSON error result. */
-  handle(args: unknown, host: { readonly sessionId: string }): Promise<string>;
+  /**
+   * Run one call for the host's session (and tenant: reads and searches see only what that
+   * session of that tenant observed or was delivered). Never throws for bad arguments or unknown
+   * artifacts: returns a JSON error result.
+   */
+  handle(args: unknown, host: RecoveryHost): Promise<string>;
 }
 
 /** What `createTerminator(config)` returns: the two pipelines, Promise facades and the recovery tool. */
@@ -32,6 +43,13 @@ export interface Terminator extends AsyncDisposable {
   compileRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;
+  /**
+   * The host ended a session: its lanes are dropped and its pins, leases and renderings become
+   * releasable (retention frees them when it needs room). A later call with the same session id
+   * starts it again. Without this, a session's pins age out after TOKEN_TERMINATOR_SESSION_TTL_SECONDS
+   * of inactivity. Never rejects.
+   */
+  endSession(context: StepContext): Promise<void>;
   readonly recoveryTool: RecoveryTool;
   close(): Promise<void>;
 }

@@ -32,7 +32,7 @@ import { createRecoveryTool } from './recovery/index.js';
 import type { WorkingStateStore } from './recovery/working-state.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
-import { createStep, errorLabel, failOpen, note, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
+import { createStep, errorLabel, failOpen, note, storeScope, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
 import { attributeRequest, type Attribution } from './telemetry/attribution.js';
 import { openLedger, type Ledger } from './telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
@@ -40,7 +40,7 @@ import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.
 import { ReceiptVerifier } from './replay/verify.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
 import { vaultLocation } from './vault/configured.js';
-import { VaultOpenError } from './vault/errors.js';
+import { VaultHealthError, VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
 
@@ -130,6 +130,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const ownsVault = options.vault === undefined;
   let vault: Vault;
   let vaultFailure: Error | undefined;
+  let readOnlyVault = false;
   try {
     vault =
       options.vault ??
@@ -150,15 +151,24 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (ownsVault) await vault.close();
     throw error;
   }
+  // A vault that can only be read (read-only file, damaged file): nothing is reduced, recovery is served.
+  if (vaultFailure === undefined && vault.readOnly) {
+    const health = vault.health();
+    vaultFailure = new VaultHealthError(health.state === 'corrupt' ? 'E_VAULT_CORRUPT' : 'E_VAULT_READ_ONLY', health.state, `the vault at ${vault.path} is open read-only (${health.detail ?? health.state})`);
+    readOnlyVault = true;
+  }
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
   const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
+  const failure = vaultFailure;
   const recoveryTool: RecoveryTool = createRecoveryTool(
-    vaultFailure === undefined
-      ? { vault, config, ...(workingState === undefined ? {} : { workingState }) }
-      : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(vaultFailure) }) },
+    failure === undefined
+      ? { vault, config, health: () => vault.health(), ...(workingState === undefined ? {} : { workingState }) }
+      : readOnlyVault
+        ? { vault, config, health: () => vault.health(), status: async () => ({ passthrough: true, read_only: true }) }
+        : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(failure) }) },
   );
   const maxSessions = options.maxSessions ?? 256;
   const recordMetrics = options.metrics !== false && vaultFailure === undefined;
@@ -172,6 +182,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> => (vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure));
   const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> => (vaultFailure === undefined ? toolResultPipeline(deps) : passThrough(vaultFailure));
   const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> => (vaultFailure === undefined ? requestPipeline(deps) : passThrough(vaultFailure));
+
+  /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
+  const withBudget = (context: StepContext): StepContext =>
+    context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
+  const laneOf = (context: StepContext): string => (context.tenant === undefined || context.tenant === '' ? context.sessionId : `${context.sessionId}\u0000${context.tenant}`);
 
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -190,11 +205,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     toolCalls,
     toolResults,
     requests,
-    reduceToolCall: (call, context, signal) => lanes.get('tool_call', context.sessionId, toolCalls).run(createStep(call, context, signal)),
+    reduceToolCall: (call, context, signal) => lanes.get('tool_call', laneOf(context), toolCalls).run(createStep(call, context, signal)),
     reduceToolResult: (result, context, signal) =>
-      lanes.get('tool_result', context.sessionId, toolResults).run(createStep(result, context, signal)),
+      lanes.get('tool_result', laneOf(context), toolResults).run(createStep(result, withBudget(context), signal)),
     compileRequest: async (request, context, signal) => {
-      const out = await lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal));
+      const out = await lanes.get('request', laneOf(context), requests).run(createStep(request, withBudget(context), signal));
       if ((recordMetrics || ledger !== undefined) && !closed) {
         const sizes = measureBoth(out, meter);
         if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
@@ -208,6 +223,15 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
         return await pressureFn(request, context);
       } catch {
         return preflightPressure(config, counter, request, context);
+      }
+    },
+    endSession: async (context) => {
+      lanes.end(laneOf(context));
+      if (failure !== undefined) return;
+      try {
+        await vault.closeSession(storeScope(withBudget(context)));
+      } catch {
+        // The pins then age out with the session TTL instead.
       }
     },
     recoveryTool,
@@ -264,6 +288,7 @@ async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: str
         failedOpen: anyFailedOpen(step.decisions),
         savedByStage: savedByStage(step.decisions),
       }),
+      storeScope(step.context),
     );
   } catch {
     // Metrics are diagnostics: a full or locked vault must not turn a reduction into an error.
@@ -493,6 +518,15 @@ class LaneCache {
       this.#lanes.delete(oldest);
     }
     return lane;
+  }
+
+  /** Drop every lane of a session (its host ended it). */
+  end(sessionId: string): void {
+    for (const kind of ['tool_call', 'tool_result', 'request'] as const) {
+      const key = `${kind}\u0000${sessionId}`;
+      this.#lanes.get(key)?.drain();
+      this.#lanes.delete(key);
+    }
   }
 
   closeAll(): void {

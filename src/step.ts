@@ -7,6 +7,7 @@
  */
 
 import type { PricingProfile } from './config/pricing.js';
+import type { LockBudget, StoreScope } from './vault/ports.js';
 
 /** Which provider wire format a request uses. */
 export type RequestFormat = 'chat' | 'responses' | 'anthropic' | 'unknown';
@@ -45,6 +46,21 @@ export interface StepContext {
   readonly route?: Route;
   /** Working directory of the host's terminal, for rewrite caching and temporal scope. */
   readonly cwd?: string;
+  /**
+   * How long this call's vault writes may wait for locks, in total. The runtime's facades give
+   * every call one busy timeout (TOKEN_TERMINATOR_BUSY_TIMEOUT_MS) shared by all its stages;
+   * hosts driving the operators themselves may set one. Default: a busy timeout per write.
+   */
+  readonly lockBudget?: LockBudget;
+}
+
+/** The vault scope of a Step: its tenant and session, and the call's lock budget. */
+export function storeScope(context: StepContext): StoreScope {
+  return {
+    tenant: context.tenant ?? '',
+    sessionId: context.sessionId,
+    ...(context.lockBudget === undefined ? {} : { budget: context.lockBudget }),
+  };
 }
 
 export type DecisionKind = 'applied' | 'skipped' | 'failed_open' | 'measured';

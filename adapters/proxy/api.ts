@@ -189,7 +189,7 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
   const { ctx, res, format, client, prepared, sentBody, continuations, send } = d;
   const sessionId = prepared.context.sessionId;
   const answer = async (call: RecoveryCall): Promise<string> => {
-    const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, sessionId);
+    const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, { sessionId, tenant: prepared.context.tenant ?? '' });
     ctx.metrics.recoveryCalls.inc({ api: format });
     ctx.metrics.recoveredChars.inc({ api: format }, text.length);
     return text;

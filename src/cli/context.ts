@@ -77,7 +77,8 @@ export async function withRecovery<T>(options: CommonOptions, fn: (tool: Recover
   if (!vaultExists(config)) throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH, or --db-url)`);
   const vault = await openConfiguredVault(config);
   try {
-    return await fn(createRecoveryTool({ vault, config, status: async () => ({ db_path: vaultLocation(config), db_engine: vault.engine }) }), config);
+    // The CLI runs as whoever owns the vault file: it reads the whole store, not one session.
+    return await fn(createRecoveryTool({ vault, config, scope: 'store', health: () => vault.health(), status: async () => ({ db_path: vaultLocation(config), db_engine: vault.engine }) }), config);
   } finally {
     await vault.close();
   }

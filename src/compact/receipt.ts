@@ -7,7 +7,7 @@
 import type { TokenCounter } from '../measure/types.js';
 import { VaultVerifyError } from '../errors.js';
 import { sha256Hex } from '../vault/index.js';
-import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
+import type { ArtifactStore, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { PutInput, PutResult } from '../vault/types.js';
 import { codePointLength } from './lines.js';
 
@@ -21,8 +21,8 @@ export function strictlySmaller(raw: string, candidate: string, counter?: TokenC
 }
 
 /** Put the exact content, then read it back (verify re-hashes the stored row) and compare digests. */
-export async function vaultExact(vault: ArtifactStore, input: PutInput): Promise<PutResult> {
-  const put = await vault.put(input);
+export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: StoreScope): Promise<PutResult> {
+  const put = await vault.put(input, scope);
   if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId))) {
     throw new VaultVerifyError(put.artifactId);
   }
@@ -30,16 +30,14 @@ export async function vaultExact(vault: ArtifactStore, input: PutInput): Promise
 }
 
 /**
- * Pin the artifacts a receipt or note about to reach the host names, then prove they are still
- * there. `pin` ignores an id whose row is gone, so an artifact pruned between the put and the pin
- * (by another process's retention) would otherwise leave a note pointing at nothing: the read-back
- * after the pin turns that into a VaultVerifyError, and the caller fails open with the original.
+ * Deliver the artifacts a receipt or note about to reach the host names: pinned for the scope's
+ * session and read back in one transaction, under the lock retention takes. An artifact pruned
+ * between the put and this call (by another process's retention) comes back missing, which is a
+ * VaultVerifyError here, and the caller fails open with the original.
  */
-export async function pinDelivered(vault: ArtifactStore & LeaseStore, artifactIds: readonly string[]): Promise<void> {
-  await vault.pin(artifactIds);
-  for (const id of new Set(artifactIds)) {
-    if (!(await vault.verify(id))) throw new VaultVerifyError(id);
-  }
+export async function pinDelivered(vault: ArtifactStore & LeaseStore, artifactIds: readonly string[], scope?: StoreScope): Promise<void> {
+  const { missing } = await vault.deliver(artifactIds, scope);
+  if (missing.length > 0) throw new VaultVerifyError(missing[0]!);
 }
 
 /** The whole artifact, page by page. */

@@ -9,7 +9,7 @@
  * (or an evicted session lane) renders the history as the previous one did.
  */
 import { createHash } from 'node:crypto';
-import type { SessionStore } from '../vault/ports.js';
+import type { SessionStore, StoreScope } from '../vault/ports.js';
 
 /** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
 export interface ChainMemo {
@@ -43,11 +43,11 @@ const REWRITTEN = 'tt:rewritten:';
 export interface ConversationMemo {
   /** Distinct requests other than `requestKey` that showed the item inline (capped at the lease count). */
   shownBefore(key: string, requestKey: string): Promise<number>;
-  /** Record that the request `requestKey` showed the item inline. */
-  markShown(key: string, requestKey: string): Promise<void>;
+  /** Record that the request `requestKey` showed the item inline (`scope`: the request's tenant and lock budget). */
+  markShown(key: string, requestKey: string, scope?: StoreScope): Promise<void>;
   /** The rendering a history rewrite gave the item (its kind), if any. */
   rewritten(key: string): Promise<string | undefined>;
-  markRewritten(key: string, kind: string): Promise<void>;
+  markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
 }
 
 /** `cap`: stop counting (and writing) once an item was shown this many times. */
@@ -69,13 +69,13 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       const entry = await loadShown(key);
       return entry.count - (entry.last === requestKey ? 1 : 0);
     },
-    async markShown(key, requestKey) {
+    async markShown(key, requestKey, scope) {
       const entry = await loadShown(key);
       if (entry.count >= cap || entry.last === requestKey) return;
       entry.count++;
       entry.last = requestKey;
       // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
-      await vault.setRendering(sessionId, SHOWN + key, `${entry.count} ${requestKey}`).catch(() => undefined);
+      await vault.setRendering(sessionId, SHOWN + key, `${entry.count} ${requestKey}`, scope).catch(() => undefined);
     },
     async rewritten(key) {
       let kind = rewritten.get(key);
@@ -85,9 +85,9 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       }
       return kind ?? undefined;
     },
-    async markRewritten(key, kind) {
+    async markRewritten(key, kind, scope) {
       rewritten.set(key, kind);
-      await vault.setRendering(sessionId, REWRITTEN + key, kind).catch(() => undefined);
+      await vault.setRendering(sessionId, REWRITTEN + key, kind, scope).catch(() => undefined);
     },
   };
 }

@@ -60,7 +60,8 @@ async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o:
   const key = JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}`;
   const holder = typeof item === 'object' && item !== null ? item : undefined;
   const cached = holder === undefined ? undefined : state.itemMemo.get(holder)?.get(key) as Evidence | null | undefined;
-  if (cached !== undefined) return cached;
+  // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
+  if (cached !== undefined && (cached === null || !state.evidence.isGone(cached.receipt.artifactId))) return cached;
   let found: Evidence | null = null;
   const raw = slot.value;
   if (!(typeof raw === 'string' && raw.length < o.minChars)) {

@@ -1,11 +1,19 @@
 /**
  * Turning tool evidence into receipts through the vault, memoized per session: the same content
  * is written (and read back) once, and every later request reuses the verified artifact id.
+ *
+ * Delivery is the commit point. A receipt leaves a request stage only after {@link
+ * EvidenceStore.deliver} pinned its artifact for the session and read it back in the vault's
+ * write transaction (under the lock retention takes); an id that comes back missing is forgotten
+ * by the memo and the stage falls back to the inline content it still has. A memoized delivery is
+ * reused only while the session's pin epoch is unchanged (one small row read per request): once
+ * retention released the session's pins (closed, or idle past the TTL), or the vault cannot even
+ * be read, every id is delivered again before it is named.
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
-import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
+import type { ArtifactStore, LeaseStore, StoreScope } from '../vault/ports.js';
 
 /** What a receipted value became. */
 export interface Receipted {
@@ -52,26 +60,91 @@ export async function readWhole(vault: ArtifactStore, artifactId: string): Promi
 
 export interface EvidenceStore {
   /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
-  receipt(text: string, meta: { readonly toolName: string; readonly args?: unknown; readonly sessionId: string; readonly callId?: string }): Promise<Receipted>;
+  receipt(text: string, meta: { readonly toolName: string; readonly args?: unknown; readonly sessionId: string; readonly callId?: string; readonly scope?: StoreScope }): Promise<Receipted>;
   /** Vault arbitrary text (collapsed steps) and return its artifact id and size. */
   store(text: string, sessionId: string, toolName: string): Promise<{ readonly artifactId: string; readonly chars: number }>;
-  /** Pin artifacts named by delivered receipts (each id once per session). */
+  /**
+   * Deliver the artifacts the receipts of a request about to leave name: pinned for the scope's
+   * session and read back under the vault's lock (see the module comment). Resolves with the ids
+   * that are gone: no receipt may name them, and the memo forgets them. Throws what the vault throws.
+   */
+  deliver(ids: readonly string[], scope: StoreScope): Promise<readonly string[]>;
+  /** {@link deliver} for the scope the store was last delivered with; throws when an id is gone. */
   pin(ids: readonly string[]): Promise<void>;
+  /** True when a delivery found this artifact gone and no put has stored it again since. */
+  isGone(artifactId: string): boolean;
+  /** The scope of the request being reduced (its tenant, session and lock budget): every put and delivery of it uses it. */
+  begin(scope: StoreScope): void;
 }
+
+/** How long a session reusing memoized deliveries goes without touching its vault row (keeps it from looking idle). */
+const TOUCH_EVERY_MS = 30_000;
 
 /** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
 export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntries = 10_000): EvidenceStore {
   const known = new Map<string, { artifactId: string; sha256: string; chars: number }>();
-  const pinned = new Set<string>();
-  const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string }) => {
+  /** Artifact id → memo key, to forget an id that turned out gone. */
+  const keyOf = new Map<string, string>();
+  /** Ids delivered under `epoch` (the session's pins as this store last saw them). */
+  const delivered = new Set<string>();
+  const gone = new Set<string>();
+  let epoch: string | undefined;
+  let touchedAt = 0;
+  let lastScope: StoreScope | undefined;
+  const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope }) => {
     const key = createHash('sha256').update(text, 'utf8').digest('base64');
     const hit = known.get(key);
     if (hit !== undefined) return hit;
-    const result = await vault.put({ content: text, toolName: meta.toolName, args: meta.args ?? {}, sessionId: meta.sessionId, ...(meta.callId === undefined ? {} : { callId: meta.callId }) });
+    const result = await vault.put({ content: text, toolName: meta.toolName, args: meta.args ?? {}, sessionId: meta.sessionId, ...(meta.callId === undefined ? {} : { callId: meta.callId }) }, meta.scope ?? lastScope);
     const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
     known.set(key, entry);
-    if (known.size > maxEntries) known.delete(known.keys().next().value as string);
+    keyOf.set(entry.artifactId, key);
+    gone.delete(entry.artifactId);
+    if (known.size > maxEntries) {
+      const oldest = known.keys().next().value as string;
+      const id = known.get(oldest)?.artifactId;
+      known.delete(oldest);
+      if (id !== undefined && keyOf.get(id) === oldest) keyOf.delete(id);
+    }
     return entry;
+  };
+  const forget = (id: string): void => {
+    delivered.delete(id);
+    gone.add(id);
+    const key = keyOf.get(id);
+    if (key !== undefined) known.delete(key);
+    keyOf.delete(id);
+  };
+  const deliver = async (ids: readonly string[], scope: StoreScope): Promise<readonly string[]> => {
+    lastScope = scope;
+    const want = [...new Set(ids)];
+    let fresh = want.filter((id) => !delivered.has(id));
+    if (fresh.length === 0) {
+      // Everything was delivered before: valid while the session still holds those pins.
+      if (epoch !== undefined && Date.now() - touchedAt < TOUCH_EVERY_MS) {
+        const pins = await vault.sessionPins(scope);
+        if (pins !== undefined && pins.epoch === epoch && !pins.closed) return [];
+      }
+      fresh = want;
+    }
+    let result = await vault.deliver(fresh, scope);
+    const missing = new Set(result.missing);
+    if (epoch !== undefined && result.epoch !== epoch) {
+      // The session's earlier pins were released: whatever this request names is delivered again.
+      delivered.clear();
+      const rest = want.filter((id) => !fresh.includes(id));
+      if (rest.length > 0) {
+        result = await vault.deliver(rest, scope);
+        for (const id of result.missing) missing.add(id);
+      }
+    }
+    epoch = result.epoch;
+    touchedAt = Date.now();
+    for (const id of want) {
+      if (missing.has(id)) forget(id);
+      else delivered.add(id);
+    }
+    return [...missing];
   };
   return {
     async receipt(text, meta) {
@@ -82,11 +155,14 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       const e = await put(text, { toolName, sessionId });
       return { artifactId: e.artifactId, chars: e.chars };
     },
+    deliver,
     async pin(ids) {
-      const fresh = [...new Set(ids)].filter((id) => !pinned.has(id));
-      if (fresh.length === 0) return;
-      await vault.pin(fresh);
-      for (const id of fresh) pinned.add(id);
+      const missing = await deliver(ids, lastScope ?? {});
+      if (missing.length > 0) throw new Error(`artifact ${missing[0]} is gone`);
+    },
+    isGone: (id) => gone.has(id),
+    begin(scope) {
+      lastScope = scope;
     },
   };
 }

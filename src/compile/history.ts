@@ -289,7 +289,7 @@ async function outputTarget(state: SessionState, slot: Slot, key: string, kind: 
 /** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
   const memoKey = `verified:${id}`;
-  if (state.sticky.get(memoKey) === true) return true;
+  if (state.sticky.get(memoKey) === true && !state.evidence.isGone(id)) return true;
   const ok = await state.vault.verify(id).catch(() => false);
   if (ok) state.sticky.set(memoKey, true);
   return ok;

@@ -286,6 +286,8 @@ const FIELDS: readonly Field[] = [
   tt('vaultHighWaterPct', 'VAULT_HIGH_WATER_PCT', int(1, 100), 90),
   tt('vaultLowWaterPct', 'VAULT_LOW_WATER_PCT', int(0, 99), 80),
   tt('busyTimeoutMs', 'BUSY_TIMEOUT_MS', int(0, 60_000), 10_000),
+  tt('sessionTtlSeconds', 'SESSION_TTL_SECONDS', int(60, 31_536_000), 21_600),
+  tt('searchDeadlineMs', 'SEARCH_DEADLINE_MS', int(10, 60_000), 2000),
   { ...tt('dbUrl', 'DB_URL', postgresUrl, ''), secret: true },
   tt('dbPoolSize', 'DB_POOL_SIZE', int(1, 1000), 10),
   tt('dbStatementTimeoutMs', 'DB_STATEMENT_TIMEOUT_MS', int(0, 3_600_000), 30_000),

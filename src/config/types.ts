@@ -28,6 +28,10 @@ export interface Config {
   readonly vaultLowWaterPct: number; // TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT (80)
   /** How long a vault write waits for another process's lock before the stage fails open. */
   readonly busyTimeoutMs: number; // TOKEN_TERMINATOR_BUSY_TIMEOUT_MS (10000, 0…60000)
+  /** A session idle this long (no delivery, lease or rendering) has its pins released when retention needs room. */
+  readonly sessionTtlSeconds: number; // TOKEN_TERMINATOR_SESSION_TTL_SECONDS (21600, 60…31,536,000)
+  /** A recovery search returns what it found after this long, flagged partial. */
+  readonly searchDeadlineMs: number; // TOKEN_TERMINATOR_SEARCH_DEADLINE_MS (2000, 10…60000)
   /** A shared vault (and ledger) in PostgreSQL instead of the SQLite files; wins over dbPath and ledgerPath. */
   readonly dbUrl: string; // TOKEN_TERMINATOR_DB_URL ('' = SQLite; postgres://…)
   readonly dbPoolSize: number; // TOKEN_TERMINATOR_DB_POOL_SIZE (10, 1…1000; PostgreSQL connections per process)

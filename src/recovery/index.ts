@@ -10,10 +10,10 @@ import { modeFlags } from '../config/index.js';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
-import type { RecoveryTool } from '../runtime-types.js';
+import type { RecoveryHost, RecoveryTool } from '../runtime-types.js';
 import { errorLabel } from '../step.js';
 import { rtkAvailable } from '../tools/spawner.js';
-import type { ArtifactStore } from '../vault/ports.js';
+import type { ArtifactStore, StoreScope, VaultHealth } from '../vault/ports.js';
 import type { ArtifactSummary } from '../vault/types.js';
 import {
   DEFAULT_PAGE_CHARS,
@@ -52,6 +52,14 @@ export interface RecoveryToolOptions {
   readonly workingState?: WorkingStateStore;
   /** Called once per call with the action and whether it succeeded; content-free (default: none). */
   readonly onCall?: (action: RecoveryAction | 'invalid', ok: boolean) => void;
+  /** The vault's health for `status` (default: not reported). */
+  readonly health?: () => VaultHealth;
+  /**
+   * What a call may read: `'session'` (default) only the artifacts the host's session of the
+   * host's tenant observed or was delivered — what the model was shown; `'store'` the whole vault
+   * (the CLI, run by whoever owns the vault file; never for a model).
+   */
+  readonly scope?: 'session' | 'store';
 }
 
 /** A result object before serialization; `error` is present exactly when the call failed. */
@@ -65,7 +73,7 @@ export interface RecoveryErrorBody {
 
 /** The tool plus `call`, which returns the result object instead of its JSON (for the CLI and tests). */
 export interface RecoveryToolHandle extends RecoveryTool {
-  call(args: unknown, host: { readonly sessionId: string }): Promise<RecoveryResult>;
+  call(args: unknown, host: RecoveryHost): Promise<RecoveryResult>;
 }
 
 /** True when a result is an error result; narrows to its error body. */
@@ -153,6 +161,8 @@ function needQuery(args: RecoveryArgs): string {
  */
 export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHandle {
   const { vault, config } = options;
+  const scopeMode = options.scope ?? 'session';
+  if (scopeMode !== 'session' && scopeMode !== 'store') throw new TypeError(`createRecoveryTool: scope must be 'session' or 'store'`);
   const parameters = Object.freeze(recoveryJsonSchema());
 
   async function status(): Promise<RecoveryResult> {
@@ -173,7 +183,14 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
     } catch (error) {
       vaultError = errorLabel(error);
     }
+    let health: VaultHealth | undefined;
+    try {
+      health = options.health?.();
+    } catch {
+      health = undefined;
+    }
     const core: RecoveryResult = {
+      ...(health === undefined ? {} : { vault_health: health.detail === undefined ? { state: health.state } : { state: health.state, detail: health.detail } }),
       plugin: 'token-terminator',
       version: PACKAGE_VERSION,
       enabled: config.enabled,
@@ -208,14 +225,16 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
     }
   }
 
-  async function run(args: RecoveryArgs, sessionId: string): Promise<RecoveryResult> {
+  async function run(args: RecoveryArgs, sessionId: string, tenant: string): Promise<RecoveryResult> {
+    // The model only ever reads what its own session was shown: ids and searches outside it are unknown.
+    const scope: StoreScope | undefined = scopeMode === 'store' ? undefined : { tenant, sessionId };
     switch (args.action) {
       case 'status':
         return status();
       case 'artifact_get': {
         const id = need(args.artifact_id, 'artifact_id', args.action);
         const limit = clamp(args.limit ?? DEFAULT_PAGE_CHARS, 1, config.maxPageChars);
-        const page = await vault.page(id, args.offset ?? 0, limit);
+        const page = await vault.page(id, args.offset ?? 0, limit, scope);
         return {
           artifact_id: page.artifactId,
           content: page.content,
@@ -228,7 +247,7 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
       }
       case 'artifact_peek': {
         const id = need(args.artifact_id, 'artifact_id', args.action);
-        const p = await vault.peek(id, clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)));
+        const p = await vault.peek(id, clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)), scope);
         return {
           artifact_id: p.artifactId,
           sha256: p.sha256,
@@ -246,7 +265,7 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
       }
       case 'artifact_find': {
         const id = need(args.artifact_id, 'artifact_id', args.action);
-        const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100));
+        const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100), scope);
         return {
           artifact_id: f.artifactId,
           query: f.query,
@@ -258,8 +277,9 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
         };
       }
       case 'artifact_search': {
-        const found = await vault.search(needQuery(args), clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults));
-        return { results: found.map(summaryJson) };
+        const found = await vault.search(needQuery(args), clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults), scope);
+        // Cut short by the search deadline: say so, so the model can narrow the query.
+        return found.partial === true ? { results: found.map(summaryJson), partial: true } : { results: found.map(summaryJson) };
       }
       case 'working_state_apply':
       case 'working_state_get': {
@@ -281,13 +301,13 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
     }
   }
 
-  async function call(rawArgs: unknown, host: { readonly sessionId: string }): Promise<RecoveryResult> {
+  async function call(rawArgs: unknown, host: RecoveryHost): Promise<RecoveryResult> {
     let action: RecoveryAction | 'invalid' = 'invalid';
     let result: RecoveryResult;
     try {
       const args = parseArgs(rawArgs);
       action = args.action;
-      result = await run(args, String(host?.sessionId ?? ''));
+      result = await run(args, String(host?.sessionId ?? ''), typeof host?.tenant === 'string' ? host.tenant : '');
     } catch (error) {
       if (error instanceof ArgumentProblem) {
         result = failure(RECOVERY_ERRORS.invalidArguments, error.message, error.field);
@@ -309,6 +329,6 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
     description: RECOVERY_DESCRIPTION,
     parameters,
     call,
-    handle: async (args: unknown, host: { readonly sessionId: string }) => canonicalJson(await call(args, host), { compact: true }),
+    handle: async (args: unknown, host: RecoveryHost) => canonicalJson(await call(args, host), { compact: true }),
   });
 }

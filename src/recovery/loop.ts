@@ -9,7 +9,7 @@
  * comes back as an exchange the caller's store shows again before that turn on the next request.
  * The same holds when the round budget is spent.
  */
-import type { RecoveryTool } from '../runtime-types.js';
+import type { RecoveryHost, RecoveryTool } from '../runtime-types.js';
 import { errorLabel, type ProviderRequest } from '../step.js';
 import { continueRequest, exchangeItems, serverSideState, splitCalls, stripRecoveryCalls, type RecoveryCall, type RecoveryWireFormat } from './formats.js';
 
@@ -36,11 +36,12 @@ export function recoveryArgs(tool: Pick<RecoveryTool, 'parameters'>, args: unkno
 
 /**
  * Answer one recovery call for a host session. Never throws: an internal failure becomes a JSON
- * error result the model can read (class label only, no content).
+ * error result the model can read (class label only, no content). `host`: the session id, or the
+ * session and tenant (the proxy's API-key digest) the call is scoped to.
  */
-export async function answerRecoveryCall(tool: RecoveryTool, args: unknown, sessionId: string): Promise<string> {
+export async function answerRecoveryCall(tool: RecoveryTool, args: unknown, host: string | RecoveryHost): Promise<string> {
   try {
-    return await tool.handle(recoveryArgs(tool, args), { sessionId });
+    return await tool.handle(recoveryArgs(tool, args), typeof host === 'string' ? { sessionId: host } : host);
   } catch (error) {
     return JSON.stringify({ error: 'recovery failed', error_type: errorLabel(error) });
   }

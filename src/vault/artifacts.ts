@@ -5,11 +5,11 @@
  */
 import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
-import { argsJson, label, requireCount, type StoreContext } from './context.js';
+import { argsJson, label, requireCount, scopeKey, storedScope, type StoreContext } from './context.js';
 import { VaultArgumentError, VaultContentError } from './errors.js';
 import { codePointLength, foldCase, idMatchesSha, isWellFormedText, longIdForSha, sha256Hex, shortIdForSha, sliceCodePoints } from './identity.js';
-import type { ArtifactStore } from './ports.js';
-import { selectSummaries, toSummary } from './queries.js';
+import type { ArtifactStore, SearchResults, StoreScope } from './ports.js';
+import { accessibleIds, selectSummaries, toSummary } from './queries.js';
 import { addCounter, makeRoom } from './retention.js';
 import { META, type VaultDatabase } from './schema.js';
 import { COMPACT_CLIP, COMPACT_LINES, HEAD_LINES, LINE_CLIP, MAX_SIGNALS, findLines, splitLines, structureOf, synopsisOf } from './synopsis.js';
@@ -21,7 +21,18 @@ const DEFAULT_FIND_MATCHES = 50;
 const MAX_FIND_MATCHES = 100;
 /** Verified sha → row key entries kept per process (a repeat put of known content skips the read-back). */
 const VERIFIED_CACHE = 65_536;
+/** Row keys whose content this process read back and found hashing to their digest (reads verify once). */
+const READ_CACHE = 65_536;
+
+/** Results with the `partial` flag (non-enumerable: the value stays a plain frozen array for equality and JSON). */
+export function searchResults(rows: readonly ArtifactSummary[], partial: boolean): SearchResults {
+  const out = [...rows];
+  Object.defineProperty(out, 'partial', { value: partial, enumerable: false });
+  return Object.freeze(out) as unknown as SearchResults;
+}
 const EXACT_RECOVERY = 'token_terminator action=artifact_get';
+/** Longest search or find query (code points, after trimming): longer ones are refused, never half-run. */
+export const MAX_QUERY_CHARS = 2000;
 
 export interface ArtifactStoreHandle extends ArtifactStore {
   /** Drop process-local caches (on close). */
@@ -47,8 +58,11 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       .returning(['seq', 'artifact_id as artifactId'])
       .executeTakeFirst();
 
+  /** Row keys read back and verified by hash in this process. */
+  const readVerified = new Set<number>();
+
   /** One write transaction: dedup, collision-safe id, retention, insert, provenance. */
-  const write = (input: PutInput, content: string, sha: string, chars: number, bytes: number) =>
+  const write = (input: PutInput, content: string, sha: string, chars: number, bytes: number, scope: StoreScope | undefined) =>
     conn.write(async (trx) => {
       const now = ctx.nowIso();
       const toolName = label(ctx, input.toolName);
@@ -64,7 +78,7 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
           const taken = await trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', short).executeTakeFirst();
           // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
           const artifactId = taken === undefined ? short : longIdForSha(sha);
-          await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes);
+          await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes, { idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString() });
           const row = await trx
             .insertInto('artifacts')
             .values({
@@ -87,11 +101,19 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
         }
       }
       const args = argsJson(input.args);
+      const owner = scopeKey(ctx, { ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope?.sessionId ?? input.sessionId ?? '' });
+      if (owner.tenant !== '' || owner.sessionId !== '') {
+        await trx
+          .insertInto('artifact_access')
+          .values({ tenant: owner.tenant, session_id: owner.sessionId!, artifact_id: found.artifactId, pinned: 0, updated_at: now })
+          .onConflict((oc) => oc.doNothing())
+          .execute();
+      }
       await trx
         .insertInto('artifact_observations')
         .values({
           artifact_id: found.artifactId,
-          session_id: label(ctx, input.sessionId),
+          session_id: label(ctx, scope?.sessionId ?? input.sessionId),
           tool_call_id: label(ctx, input.callId),
           tool_name: toolName,
           args_json: args,
@@ -108,23 +130,38 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
           .execute();
       }
       return { artifactId: found.artifactId, seq: Number(found.seq), created };
-    });
+    }, scope?.budget);
 
-  const readBack = (artifactId: string) =>
-    db.selectFrom('artifacts').select(['sha256', 'content']).where('artifact_id', '=', artifactId).executeTakeFirst();
+  /** `artifacts as a`, narrowed to what the scope may read (everything without a scope). */
+  const visible = (scope: StoreScope | undefined) => {
+    const q = db.selectFrom('artifacts as a');
+    const stored = storedScope(ctx, scope);
+    return stored === undefined ? q : q.where('a.artifact_id', 'in', accessibleIds(db, stored));
+  };
 
-  const loadContent = async (artifactId: string) => {
-    const row = await db
-      .selectFrom('artifacts')
-      .select(['sha256', 'tool_name as toolName', 'char_count as chars', 'byte_count as bytes', 'content'])
-      .where('artifact_id', '=', artifactId)
+  const readBack = (artifactId: string, scope?: StoreScope) =>
+    visible(scope).select(['a.sha256 as sha256', 'a.content as content']).where('a.artifact_id', '=', artifactId).executeTakeFirst();
+
+  /** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
+  const loadContent = async (artifactId: string, scope: StoreScope | undefined) => {
+    const row = await visible(scope)
+      .select(['a.seq as seq', 'a.sha256 as sha256', 'a.tool_name as toolName', 'a.char_count as chars', 'a.byte_count as bytes', 'a.content as content'])
+      .where('a.artifact_id', '=', artifactId)
       .executeTakeFirst();
     if (row === undefined) throw new ArtifactNotFoundError(artifactId);
-    return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content: conn.decodeContent(row.content) };
+    const content = conn.decodeContent(row.content);
+    const seq = Number(row.seq);
+    if (!readVerified.has(seq)) {
+      // A damaged page can return other bytes without an error: never serve them as the artifact.
+      if (sha256Hex(content) !== row.sha256 || !idMatchesSha(artifactId, row.sha256)) throw new VaultVerifyError(artifactId);
+      if (readVerified.size >= READ_CACHE) readVerified.delete(readVerified.values().next().value as number);
+      readVerified.add(seq);
+    }
+    return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content };
   };
 
   const store: ArtifactStoreHandle = {
-    async put(input: PutInput): Promise<PutResult> {
+    async put(input: PutInput, scope?: StoreScope): Promise<PutResult> {
       ctx.assertOpen();
       const content = input?.content;
       if (typeof content !== 'string') throw new VaultArgumentError('put: content must be a string');
@@ -140,7 +177,7 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
         throw new VaultCapacityError(`artifact of ${bytes} bytes exceeds the vault capacity of ${limits.maxBytes}`);
       }
       const sha = sha256Hex(content);
-      const { artifactId, created, seq } = await write(input, content, sha, chars, bytes);
+      const { artifactId, created, seq } = await write(input, content, sha, chars, bytes, scope);
       if (created) conn.search.afterPut();
       // Row keys are never reused, so a row pruned and written again is verified again.
       if (verified.get(sha) !== seq) {
@@ -151,23 +188,26 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       return Object.freeze({ artifactId, sha256: sha, created, chars, bytes });
     },
 
-    async verify(artifactId: string): Promise<boolean> {
+    async verify(artifactId: string, scope?: StoreScope): Promise<boolean> {
       ctx.assertOpen();
-      const row = await readBack(artifactId);
+      const row = await readBack(artifactId, scope);
       return row !== undefined && sha256Hex(conn.decodeContent(row.content)) === row.sha256 && idMatchesSha(artifactId, row.sha256);
     },
 
-    async summary(artifactId: string): Promise<ArtifactSummary | undefined> {
+    async summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined> {
       ctx.assertOpen();
-      const row = await selectSummaries(db).where('a.artifact_id', '=', artifactId).executeTakeFirst();
+      const stored = storedScope(ctx, scope);
+      let q = selectSummaries(db).where('a.artifact_id', '=', artifactId);
+      if (stored !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, stored));
+      const row = await q.executeTakeFirst();
       return row === undefined ? undefined : toSummary(row);
     },
 
-    async page(artifactId: string, offset = 0, limit = limits.maxPageChars): Promise<ArtifactPage> {
+    async page(artifactId: string, offset = 0, limit = limits.maxPageChars, scope?: StoreScope): Promise<ArtifactPage> {
       ctx.assertOpen();
       const from = requireCount('offset', offset);
       const size = Math.min(requireCount('limit', limit, 1), limits.maxPageChars);
-      const row = await loadContent(artifactId);
+      const row = await loadContent(artifactId, scope);
       const text = from >= row.chars ? '' : sliceCodePoints(row.content, from, size, row.chars);
       const end = Math.min(row.chars, from + size);
       return Object.freeze({
@@ -181,11 +221,11 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       });
     },
 
-    async peek(artifactId: string, limit = DEFAULT_PEEK_CHARS): Promise<ArtifactPeek> {
+    async peek(artifactId: string, limit = DEFAULT_PEEK_CHARS, scope?: StoreScope): Promise<ArtifactPeek> {
       ctx.assertOpen();
       const budget = Math.min(Math.max(requireCount('limit', limit, 1), MIN_PEEK_CHARS), limits.maxPageChars);
-      const row = await loadContent(artifactId);
-      const summary = await store.summary(artifactId);
+      const row = await loadContent(artifactId, scope);
+      const summary = await store.summary(artifactId, scope);
       if (summary === undefined) throw new ArtifactNotFoundError(artifactId);
       const lines = splitLines(row.content);
       const base = {
@@ -208,20 +248,22 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       return Object.freeze({ ...base, synopsis });
     },
 
-    async find(artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES): Promise<ArtifactFind> {
+    async find(artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES, scope?: StoreScope): Promise<ArtifactFind> {
       ctx.assertOpen();
       if (typeof query !== 'string' || query.trim() === '') throw new VaultArgumentError('find: query must be non-empty');
       const cap = Math.min(requireCount('limit', limit, 1), MAX_FIND_MATCHES);
-      const { matches, totalMatches } = findLines((await loadContent(artifactId)).content, query, cap);
+      const { matches, totalMatches } = findLines((await loadContent(artifactId, scope)).content, query, cap);
       return Object.freeze({ artifactId, query, matches, totalMatches, truncated: totalMatches > matches.length, lossy: true });
     },
 
-    async search(query: string, limit = limits.maxSearchResults): Promise<readonly ArtifactSummary[]> {
+    async search(query: string, limit = limits.maxSearchResults, scope?: StoreScope): Promise<SearchResults> {
       ctx.assertOpen();
       const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
       const needle = foldCase((typeof query === 'string' ? query : '').trim());
-      if (needle === '') return Object.freeze([]);
-      return conn.search.search(needle, cap);
+      if (needle === '') return searchResults([], false);
+      if (codePointLength(needle) > MAX_QUERY_CHARS) throw new VaultArgumentError(`search: query must be at most ${MAX_QUERY_CHARS} characters`);
+      const found = await conn.search.search(needle, cap, { scope: storedScope(ctx, scope), deadline: ctx.clock() + limits.searchDeadlineMs, clock: ctx.clock });
+      return searchResults(found.rows, found.partial);
     },
 
     async usage(): Promise<VaultUsage> {

@@ -15,6 +15,8 @@ export function vaultOptionsFromConfig(config: Config): VaultOptions {
     maxPageChars: config.maxPageChars,
     maxSearchResults: config.maxSearchResults,
     busyTimeoutMs: config.busyTimeoutMs,
+    sessionTtlMs: config.sessionTtlSeconds * 1000,
+    searchDeadlineMs: config.searchDeadlineMs,
   };
 }
 

@@ -2,6 +2,7 @@
 import { canonicalJson } from '../measure/canonical-json.js';
 import type { VaultConnection } from './dialect.js';
 import { VaultArgumentError } from './errors.js';
+import type { StoreScope } from './ports.js';
 import type { Watermarks } from './retention.js';
 
 /** Resolved limits (create.ts validates them). */
@@ -10,6 +11,10 @@ export interface VaultLimits {
   readonly maxBytes: number;
   readonly maxPageChars: number;
   readonly maxSearchResults: number;
+  /** A session idle this long (ms) may have its pins and leases released by retention. */
+  readonly sessionTtlMs: number;
+  /** A search returns what it found after this long (ms), flagged partial. */
+  readonly searchDeadlineMs: number;
 }
 
 export interface StoreContext {
@@ -18,6 +23,8 @@ export interface StoreContext {
   readonly marks: Watermarks;
   /** ISO-8601 UTC from the configured clock. */
   nowIso(): string;
+  /** The configured clock (ms). */
+  clock(): number;
   /** Throws VaultOpenError once the vault is closed. */
   assertOpen(): void;
 }
@@ -43,4 +50,16 @@ export function argsJson(args: unknown): string {
   } catch {
     return '"[unserializable arguments]"';
   }
+}
+
+/** The tenant and session a scope names, as stored (labels); `sessionId` undefined = every session of the tenant. */
+export function scopeKey(ctx: StoreContext, scope: StoreScope): { readonly tenant: string; readonly sessionId: string | undefined } {
+  return { tenant: label(ctx, scope.tenant), sessionId: scope.sessionId === undefined ? undefined : label(ctx, scope.sessionId) };
+}
+
+/** The scope with its names stored as labels (for the dialect's search), or undefined for an unscoped call. */
+export function storedScope(ctx: StoreContext, scope: StoreScope | undefined): StoreScope | undefined {
+  if (scope === undefined) return undefined;
+  const key = scopeKey(ctx, scope);
+  return key.sessionId === undefined ? { tenant: key.tenant } : { tenant: key.tenant, sessionId: key.sessionId };
 }

@@ -53,6 +53,20 @@ export interface VaultOptions {
   readonly indexInBackground?: boolean;
   /** Caps of the working-state graph per session. Default: 1000 nodes, 2000 edges, 100,000 events. */
   readonly workingState?: WorkingStateLimits;
+  /**
+   * A session not seen for this long (ms) — no delivery, lease or rendering — may have its pins,
+   * leases and renderings released by retention when it needs room (a closed session at once).
+   * Default 21,600,000 (6 h).
+   */
+  readonly sessionTtlMs?: number;
+  /** A search returns what it found after this long (ms), with `partial: true`. Default 2,000. */
+  readonly searchDeadlineMs?: number;
+  /**
+   * SQLite: when the file exists but cannot be opened for writing (read-only file, directory or
+   * mount) or is damaged, open it read-only (recovery served, every write refused) instead of
+   * failing. Default true.
+   */
+  readonly readOnlyFallback?: boolean;
 }
 
 const DEFAULTS = {
@@ -65,6 +79,8 @@ const DEFAULTS = {
   busyTimeoutMs: 10_000,
   poolSize: 10,
   statementTimeoutMs: 30_000,
+  sessionTtlMs: 6 * 3600 * 1000,
+  searchDeadlineMs: 2_000,
 } as const;
 
 type Resolved = { -readonly [K in keyof typeof DEFAULTS]: number };
@@ -79,6 +95,8 @@ const RANGES: Record<keyof Resolved, [number, number]> = {
   busyTimeoutMs: [0, 3_600_000],
   poolSize: [1, 1000],
   statementTimeoutMs: [0, 3_600_000],
+  sessionTtlMs: [0, Number.MAX_SAFE_INTEGER],
+  searchDeadlineMs: [1, 3_600_000],
 };
 
 /** postgres:// or postgresql:// */
@@ -109,6 +127,9 @@ function resolveOptions(options: VaultOptions): Resolved {
   if (options.indexInBackground !== undefined && typeof options.indexInBackground !== 'boolean') {
     throw new ConfigError('createVault: `indexInBackground` must be a boolean');
   }
+  if (options.readOnlyFallback !== undefined && typeof options.readOnlyFallback !== 'boolean') {
+    throw new ConfigError('createVault: `readOnlyFallback` must be a boolean');
+  }
   if (options.ssl !== undefined && typeof options.ssl !== 'boolean' && (options.ssl === null || typeof options.ssl !== 'object')) {
     throw new ConfigError('createVault: `ssl` must be a boolean or a TLS options object');
   }
@@ -138,22 +159,48 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
           statementTimeoutMs: opts.statementTimeoutMs,
           ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
         })
-      : await openSqliteVault({ path: options.path as string, busyTimeoutMs: opts.busyTimeoutMs, indexInBackground: options.indexInBackground !== false });
+      : await openSqliteVault({
+          path: options.path as string,
+          busyTimeoutMs: opts.busyTimeoutMs,
+          indexInBackground: options.indexInBackground !== false,
+          readOnlyFallback: options.readOnlyFallback !== false,
+        });
   return composeVault(conn, opts, clock, options.workingState ?? {});
 }
 
-function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number, workingState: WorkingStateLimits): Vault {
+/** Methods whose failures the health monitor looks at (a corruption code runs the integrity check). */
+const OBSERVED = [
+  'put', 'verify', 'summary', 'page', 'peek', 'find', 'search', 'usage', 'exposureAvailable', 'claimExposure', 'recordExposure',
+  'deliver', 'pin', 'sessionPins', 'closeSession', 'getBaseline', 'setBaseline', 'getRendering', 'setRendering', 'recordRequestMetric', 'metricsSummary',
+] as const;
+
+function composeVault(raw: VaultConnection, opts: Resolved, clock: () => number, workingState: WorkingStateLimits): Vault {
   let closed = false;
   const limits: VaultLimits = Object.freeze({
     maxArtifactChars: opts.maxArtifactChars,
     maxBytes: opts.maxBytes,
     maxPageChars: opts.maxPageChars,
     maxSearchResults: opts.maxSearchResults,
+    sessionTtlMs: opts.sessionTtlMs,
+    searchDeadlineMs: opts.searchDeadlineMs,
   });
+  // Every write first asks the health monitor (a deleted, replaced, damaged or read-only store refuses).
+  const conn: VaultConnection = {
+    ...raw,
+    write: (fn, budget) => {
+      try {
+        raw.health.assertWritable();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return raw.write(fn, budget);
+    },
+  };
   const ctx: StoreContext = {
     conn,
     limits,
     marks: watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct),
+    clock,
     nowIso: () => new Date(clock()).toISOString(),
     assertOpen: () => {
       if (closed) throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
@@ -169,10 +216,21 @@ function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number
     artifacts.clear();
     await conn.destroy();
   };
+  const observe = <F extends (...args: never[]) => Promise<unknown>>(fn: F): F =>
+    (async (...args: Parameters<F>) => {
+      try {
+        return await fn(...args);
+      } catch (error) {
+        raw.health.observe(error);
+        throw error;
+      }
+    }) as F;
   // Not frozen: tests and hosts wrap or replace single methods (fault injection, instrumentation).
-  return {
+  const vault: Vault = {
     path: conn.location,
     engine: conn.engine,
+    readOnly: raw.readOnly,
+    health: () => raw.health.current(),
     put: artifacts.put,
     verify: artifacts.verify,
     summary: artifacts.summary,
@@ -184,7 +242,10 @@ function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number
     exposureAvailable: leases.exposureAvailable,
     claimExposure: leases.claimExposure,
     recordExposure: leases.recordExposure,
+    deliver: leases.deliver,
     pin: leases.pin,
+    sessionPins: leases.sessionPins,
+    closeSession: leases.closeSession,
     getBaseline: session.getBaseline,
     setBaseline: session.setBaseline,
     getRendering: session.getRendering,
@@ -195,4 +256,6 @@ function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number
     close,
     [Symbol.asyncDispose]: close,
   };
+  for (const name of OBSERVED) (vault as unknown as Record<string, unknown>)[name] = observe(vault[name] as never);
+  return vault;
 }

@@ -54,3 +54,16 @@ function reasonOf(cause: unknown): string {
   if (typeof code === 'string' && /^[A-Za-z0-9_]{1,64}$/.test(code)) return code;
   return cause instanceof Error ? cause.name : typeof cause;
 }
+
+/**
+ * The vault refuses to write because of its health: the file it opened was deleted or replaced
+ * (code `E_VAULT_GONE`), it is damaged (`E_VAULT_CORRUPT`) or opened read-only (`E_VAULT_READ_ONLY`).
+ * Stages fail open; recovery reads are still served where they can be.
+ */
+export class VaultHealthError extends TokenTerminatorError {
+  readonly state: string;
+  constructor(code: 'E_VAULT_GONE' | 'E_VAULT_CORRUPT' | 'E_VAULT_READ_ONLY', state: string, message: string) {
+    super(code, message);
+    this.state = state;
+  }
+}

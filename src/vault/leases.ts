@@ -1,12 +1,51 @@
 /**
- * The lease port: inline exposures per (session, artifact, request) and pins. A claim is one
- * write transaction that row-locks the artifact first (FOR NO KEY UPDATE on PostgreSQL; the file
- * lock on SQLite), so of many processes or hosts racing for the last inline slot exactly one wins,
- * and retention (which skips locked rows) cannot prune the artifact mid-claim.
+ * The lease port: inline exposures per (session, artifact, request), the delivery of receipts
+ * (pins) and the sessions that hold them. A claim and a delivery are each one write transaction
+ * that row-locks the artifacts first (FOR NO KEY UPDATE on PostgreSQL; the file lock on SQLite),
+ * so of many processes or hosts racing for the last inline slot exactly one wins, and retention
+ * (which skips locked rows and re-checks pins in its DELETE) cannot prune an artifact while it is
+ * being delivered: the delivery either pins a row it read back intact or reports it missing.
+ *
+ * Every write here also keeps the session alive (`vault_sessions.last_seen_at`); a session closed
+ * by its host, or idle beyond the vault's session TTL, may have its pins and leases released by
+ * retention. Its row is then deleted, and the next delivery creates a new one with a new epoch:
+ * that is how a process that memoized deliveries learns they must be made again.
  */
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError } from '../errors.js';
-import { requireCount, type StoreContext } from './context.js';
-import type { LeaseStore } from './ports.js';
+import { requireCount, scopeKey, type StoreContext } from './context.js';
+import { idMatchesSha, sha256Hex } from './identity.js';
+import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
+import type { VaultDatabase } from './schema.js';
+
+/** Ids per locking select of a delivery. */
+const DELIVER_BATCH = 200;
+
+/**
+ * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
+ * is missing): returns its epoch. Row-locked on PostgreSQL, so a concurrent release waits or skips.
+ */
+export async function touchSession(ctx: StoreContext, trx: Kysely<VaultDatabase>, scope: StoreScope | undefined, sessionId?: string): Promise<string> {
+  const key = scopeKey(ctx, { ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope?.sessionId ?? sessionId ?? '' });
+  const now = ctx.nowIso();
+  const row = await ctx.conn
+    .lock(trx.selectFrom('vault_sessions').select('epoch').where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!), 'claim')
+    .executeTakeFirst();
+  if (row !== undefined) {
+    await trx.updateTable('vault_sessions').set({ last_seen_at: now, closed: 0 }).where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!).execute();
+    return row.epoch;
+  }
+  const epoch = randomUUID();
+  // Another host may create it at the same moment: the first one's epoch is the session's.
+  await trx
+    .insertInto('vault_sessions')
+    .values({ tenant: key.tenant, session_id: key.sessionId!, epoch, last_seen_at: now, closed: 0 })
+    .onConflict((oc) => oc.columns(['tenant', 'session_id']).doUpdateSet({ last_seen_at: now, closed: 0 }))
+    .execute();
+  const stored = await trx.selectFrom('vault_sessions').select('epoch').where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!).executeTakeFirstOrThrow();
+  return stored.epoch;
+}
 
 export function createLeaseStore(ctx: StoreContext): LeaseStore {
   const { conn } = ctx;
@@ -26,8 +65,34 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       .where('session_id', '=', sessionId)
       .where('artifact_id', '=', artifactId)
       .where('inline', '=', 1);
-  const exists = async (artifactId: string): Promise<boolean> =>
-    (await db.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId).executeTakeFirst()) !== undefined;
+
+  const deliver = async (artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery> => {
+    ctx.assertOpen();
+    const ids = [...new Set(artifactIds)];
+    const key = scopeKey(ctx, { ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope?.sessionId ?? '' });
+    return conn.write(async (trx) => {
+      const epoch = await touchSession(ctx, trx, scope);
+      const now = ctx.nowIso();
+      const intact = new Set<string>();
+      for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
+        const batch = ids.slice(i, i + DELIVER_BATCH);
+        // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
+        const rows = await conn.lock(trx.selectFrom('artifacts').select(['artifact_id as artifactId', 'sha256', 'content']).where('artifact_id', 'in', batch), 'claim').execute();
+        for (const row of rows) {
+          if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256) intact.add(row.artifactId);
+        }
+      }
+      const pinned = [...intact];
+      for (let i = 0; i < pinned.length; i += DELIVER_BATCH) {
+        await trx
+          .insertInto('artifact_access')
+          .values(pinned.slice(i, i + DELIVER_BATCH).map((artifactId) => ({ tenant: key.tenant, session_id: key.sessionId!, artifact_id: artifactId, pinned: 1, updated_at: now })))
+          .onConflict((oc) => oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }))
+          .execute();
+      }
+      return Object.freeze({ missing: Object.freeze(ids.filter((id) => !intact.has(id))), epoch });
+    }, scope?.budget);
+  };
 
   return {
     async exposureAvailable(sessionId, artifactId, requestId, limit) {
@@ -38,12 +103,13 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       return Number((await inlineCount(sessionId, artifactId).executeTakeFirstOrThrow()).n) < max;
     },
 
-    async claimExposure(sessionId, artifactId, requestId, limit) {
+    async claimExposure(sessionId, artifactId, requestId, limit, scope) {
       ctx.assertOpen();
       const max = requireCount('limit', limit);
       return conn.write(async (trx) => {
         const row = await conn.lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim').executeTakeFirst();
         if (row === undefined) throw new ArtifactNotFoundError(artifactId);
+        await touchSession(ctx, trx, scope, sessionId);
         const existing = await trx
           .selectFrom('artifact_exposures')
           .select('inline')
@@ -65,37 +131,53 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
           .values({ session_id: sessionId, artifact_id: artifactId, request_id: requestId, inline: 1, exposed_at: ctx.nowIso() })
           .execute();
         return true;
-      });
+      }, scope?.budget);
     },
 
-    async recordExposure(sessionId, artifactId, requestId, inline) {
+    async recordExposure(sessionId, artifactId, requestId, inline, scope) {
       ctx.assertOpen();
-      if (!(await exists(artifactId))) throw new ArtifactNotFoundError(artifactId);
-      await db
-        .insertInto('artifact_exposures')
-        .values({ session_id: sessionId, artifact_id: artifactId, request_id: requestId, inline: inline ? 1 : 0, exposed_at: ctx.nowIso() })
-        .onConflict((oc) =>
-          oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
-            inline: eb.case().when('excluded.inline', '>', eb.ref('artifact_exposures.inline')).then(eb.ref('excluded.inline')).else(eb.ref('artifact_exposures.inline')).end(),
-            exposed_at: eb.ref('excluded.exposed_at'),
-          })),
-        )
-        .execute();
+      await conn.write(async (trx) => {
+        const row = await conn.lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim').executeTakeFirst();
+        if (row === undefined) throw new ArtifactNotFoundError(artifactId);
+        await touchSession(ctx, trx, scope, sessionId);
+        await trx
+          .insertInto('artifact_exposures')
+          .values({ session_id: sessionId, artifact_id: artifactId, request_id: requestId, inline: inline ? 1 : 0, exposed_at: ctx.nowIso() })
+          .onConflict((oc) =>
+            oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
+              inline: eb.case().when('excluded.inline', '>', eb.ref('artifact_exposures.inline')).then(eb.ref('excluded.inline')).else(eb.ref('artifact_exposures.inline')).end(),
+              exposed_at: eb.ref('excluded.exposed_at'),
+            })),
+          )
+          .execute();
+      }, scope?.budget);
     },
 
-    async pin(artifactIds) {
+    deliver,
+
+    async pin(artifactIds, scope) {
+      if ([...artifactIds].length === 0) return;
+      await deliver(artifactIds, scope);
+    },
+
+    async sessionPins(scope): Promise<SessionPins | undefined> {
       ctx.assertOpen();
-      const ids = [...new Set(artifactIds)];
-      if (ids.length === 0) return;
-      const now = ctx.nowIso();
-      // Only ids that exist are pinned (a pruned one is silently skipped: callers verify after pinning).
-      await conn.write((trx) =>
-        trx
-          .insertInto('artifact_pins')
-          .columns(['artifact_id', 'pinned_at'])
-          .expression((eb) => eb.selectFrom('artifacts').select((s) => ['artifact_id', s.cast<string>(s.val(now), 'text').as('pinned_at')]).where('artifact_id', 'in', ids))
-          .onConflict((oc) => oc.doNothing())
-          .execute(),
+      const key = scopeKey(ctx, { ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope.sessionId ?? '' });
+      const row = await db
+        .selectFrom('vault_sessions')
+        .select(['epoch', 'last_seen_at as lastSeen', 'closed'])
+        .where('tenant', '=', key.tenant)
+        .where('session_id', '=', key.sessionId!)
+        .executeTakeFirst();
+      return row === undefined ? undefined : Object.freeze({ epoch: row.epoch, lastSeenMs: Date.parse(row.lastSeen), closed: Number(row.closed) === 1 });
+    },
+
+    async closeSession(scope) {
+      ctx.assertOpen();
+      const key = scopeKey(ctx, { ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope.sessionId ?? '' });
+      await conn.write(
+        (trx) => trx.updateTable('vault_sessions').set({ closed: 1 }).where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!).execute(),
+        scope.budget,
       );
     },
   };

@@ -5,7 +5,7 @@
 import { canonicalJson } from '../measure/canonical-json.js';
 import { label, requireCount, type StoreContext } from './context.js';
 import { VaultArgumentError } from './errors.js';
-import type { MetricsStore } from './ports.js';
+import type { MetricsStore, StoreScope } from './ports.js';
 import type { MetricsSummary, RequestMetric } from './types.js';
 
 /** (raw − final) / raw × 100, rounded to 2 decimals; 0 when raw is 0. */
@@ -38,7 +38,7 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
   const { conn } = ctx;
   const db = conn.db;
   return {
-    async recordRequestMetric(m: RequestMetric): Promise<void> {
+    async recordRequestMetric(m: RequestMetric, scope?: StoreScope): Promise<void> {
       ctx.assertOpen();
       if (typeof m?.sessionId !== 'string' || typeof m.requestId !== 'string') {
         throw new VaultArgumentError('recordRequestMetric: sessionId and requestId must be strings');
@@ -89,7 +89,7 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
           .execute();
         await trx.deleteFrom('request_component_metrics').where('session_id', '=', m.sessionId).where('request_id', '=', m.requestId).execute();
         if (components.length > 0) await trx.insertInto('request_component_metrics').values(components).execute();
-      });
+      }, scope?.budget);
     },
 
     async metricsSummary(): Promise<MetricsSummary> {

@@ -120,7 +120,7 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
     (db) => db.selectFrom('artifact_tools').selectAll().execute(),
     (trx, b) => trx.insertInto('artifact_tools').values(b.map((r) => ({ ...r, tool_name: label(r.tool_name), tool_fold: label(r.tool_fold) }))).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
   );
-  for (const table of ['artifact_pins', 'artifact_exposures', 'terminal_baselines', 'session_renderings', 'request_metrics', 'request_component_metrics', 'working_state_entities'] as const) {
+  for (const table of ['artifact_access', 'vault_sessions', 'artifact_exposures', 'terminal_baselines', 'session_renderings', 'request_metrics', 'request_component_metrics', 'working_state_entities'] as const) {
     await copyTable(
       table,
       (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>,

@@ -4,8 +4,10 @@
  * the ports they use only; `Vault` is the composite a runtime holds, so call sites stay simple.
  *
  * Scope: every method that reads or writes evidence takes an optional trailing {@link StoreScope}.
- * Today it is accepted and ignored (the whole store is one tenant); tenant/session scoping of
- * reads and searches (issue 14) fills it in without changing a signature.
+ * Reads and searches given a scope see only the artifacts its tenant and session observed or were
+ * delivered (observation provenance, `artifact_access`); without a scope they see the whole store
+ * (the runtime's own stages, the CLI, migrations: trusted callers only, never the model). Writes
+ * record the scope's tenant and session as provenance and take their lock-wait budget from it.
  */
 import type {
   ArtifactFind,
@@ -20,10 +22,57 @@ import type {
   VaultUsage,
 } from './types.js';
 
+/**
+ * How long the vault calls of one host call may wait for locks, in total (ms). Every vault call
+ * given the same budget draws from it, so a held lock stalls a whole `reduceToolResult` or
+ * `compileRequest` for at most one busy timeout, not one per statement. Mutable by design.
+ */
+export interface LockBudget {
+  remainingMs: number;
+}
+
 /** Whose evidence a call touches: the tenant (profile / API-key digest) and the session. */
 export interface StoreScope {
+  /** Default `''`: the single local tenant. */
   readonly tenant?: string;
+  /** Reads: absent = every session of the tenant. Writes: the session recorded as provenance. */
   readonly sessionId?: string;
+  /** Lock-wait budget shared by the vault calls of one host call. Default: a busy timeout per vault call. */
+  readonly budget?: LockBudget;
+}
+
+/** Results of a search; `partial` is true when its deadline or work limit cut it short (more may match). */
+export type SearchResults = readonly ArtifactSummary[] & { readonly partial: boolean };
+
+/** What {@link LeaseStore.deliver} committed. */
+export interface Delivery {
+  /** Ids that are gone (or whose content no longer hashes to them): no receipt may name them. */
+  readonly missing: readonly string[];
+  /** The session's pin epoch after the delivery (see {@link SessionPins}). */
+  readonly epoch: string;
+}
+
+/** A session's pin record: while `epoch` is unchanged, nothing it pinned was released. */
+export interface SessionPins {
+  readonly epoch: string;
+  /** ms since the epoch (vault clock). */
+  readonly lastSeenMs: number;
+  readonly closed: boolean;
+}
+
+/** The vault's own view of its health (status reports it; a failing state makes writes refuse). */
+export interface VaultHealth {
+  /**
+   * - `ok`;
+   * - `deleted` / `replaced`: the file this process opened is no longer the one at its path
+   *   (new evidence would be lost at restart, so writes refuse);
+   * - `corrupt`: a statement met a damaged page and the integrity check failed (reads of intact
+   *   artifacts are still served, each verified by hash);
+   * - `read_only`: the file could only be opened for reading (recovery is served, nothing is written).
+   */
+  readonly state: 'ok' | 'deleted' | 'replaced' | 'corrupt' | 'read_only';
+  /** Content-free detail: an error code, or the integrity check's first finding. */
+  readonly detail?: string;
 }
 
 /** Exact, content-addressed evidence: write once (verified), read by id, search. */
@@ -37,22 +86,41 @@ export interface ArtifactStore {
   page(artifactId: string, offset?: number, limit?: number, scope?: StoreScope): Promise<ArtifactPage>;
   peek(artifactId: string, limit?: number, scope?: StoreScope): Promise<ArtifactPeek>;
   find(artifactId: string, query: string, limit?: number, scope?: StoreScope): Promise<ArtifactFind>;
-  /** Substring search over content and tool names, Unicode case-insensitive; the query is plain text. */
-  search(query: string, limit?: number, scope?: StoreScope): Promise<readonly ArtifactSummary[]>;
+  /**
+   * Substring search over content and tool names, Unicode case-insensitive; the query is plain
+   * text. Bounded: it yields to the event loop between slices of work and stops at the search
+   * deadline with `partial: true`.
+   */
+  search(query: string, limit?: number, scope?: StoreScope): Promise<SearchResults>;
   /** Counters and capacity (O(1)). */
   usage(): Promise<VaultUsage>;
 }
 
-/** What a session was shown: inline leases per request, and the pins retention must honour. */
+/**
+ * What a session was shown: inline leases per request, and the pins retention must honour. Pins
+ * and leases live as long as their session: once it is closed, or idle beyond the vault's session
+ * TTL, retention may release them (oldest first) and then prune what they protected.
+ */
 export interface LeaseStore {
   /** Lease preflight (read only). */
   exposureAvailable(sessionId: string, artifactId: string, requestId: string, limit: number): Promise<boolean>;
   /** Authoritative, transactional claim: at most `limit` distinct request ids per (session, artifact) inline, across every process and host. */
-  claimExposure(sessionId: string, artifactId: string, requestId: string, limit: number): Promise<boolean>;
+  claimExposure(sessionId: string, artifactId: string, requestId: string, limit: number, scope?: StoreScope): Promise<boolean>;
   /** Record what was actually delivered (inline becomes max(old, new)). */
-  recordExposure(sessionId: string, artifactId: string, requestId: string, inline: boolean): Promise<void>;
-  /** Mark artifacts as named by a delivered receipt: retention never deletes them. */
+  recordExposure(sessionId: string, artifactId: string, requestId: string, inline: boolean, scope?: StoreScope): Promise<void>;
+  /**
+   * The commit point of a receipt: in one write transaction — under the lock retention takes —
+   * pin the artifacts for the scope's session (keeping it alive), read each back and check that
+   * its content still hashes to its id. Resolves with the ids that failed: a receipt naming one
+   * of them must not be delivered.
+   */
+  deliver(artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery>;
+  /** {@link deliver} without the answer (kept for callers that verify on their own). */
   pin(artifactIds: readonly string[], scope?: StoreScope): Promise<void>;
+  /** The session's pin record, or undefined when it holds none (never delivered, or released). */
+  sessionPins(scope: StoreScope): Promise<SessionPins | undefined>;
+  /** The host ended the session: retention may release its pins and leases from now on. */
+  closeSession(scope: StoreScope): Promise<void>;
 }
 
 /** The working-state graph behind `working_state_apply` / `working_state_get` (facts §2.10). */
@@ -69,17 +137,18 @@ export interface WorkingStateStore {
 /** State that lets any process continue a session: terminal baselines, sticky renderings, working state. */
 export interface SessionStore {
   getBaseline(stateKey: string): Promise<TerminalBaseline | undefined>;
-  setBaseline(stateKey: string, artifactId: string): Promise<void>;
-  /** Sticky per-session renderings for prompt-cache stability (key → rendered value). */
+  /** Baselines protect their artifact until unused for the session TTL. */
+  setBaseline(stateKey: string, artifactId: string, scope?: StoreScope): Promise<void>;
+  /** Sticky per-session renderings for prompt-cache stability (key → rendered value); released with the session's pins. */
   getRendering(sessionId: string, key: string): Promise<string | undefined>;
-  setRendering(sessionId: string, key: string, value: string): Promise<void>;
+  setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void>;
   readonly workingState: WorkingStateStore;
 }
 
 /** Content-free request metrics. */
 export interface MetricsStore {
   /** One row per (session, request), upserted. */
-  recordRequestMetric(metric: RequestMetric): Promise<void>;
+  recordRequestMetric(metric: RequestMetric, scope?: StoreScope): Promise<void>;
   /** Sums over every row (the `stats` command). */
   metricsSummary(): Promise<MetricsSummary>;
 }
@@ -92,5 +161,9 @@ export interface Vault extends ArtifactStore, LeaseStore, SessionStore, MetricsS
   /** Where it is, for status: the file path, ':memory:', or the database URL without its password. */
   readonly path: string;
   readonly engine: StoreEngine;
+  /** True when the store could only be opened for reading: recovery works, every write refuses. */
+  readonly readOnly: boolean;
+  /** What the vault noticed about itself (deleted or replaced file, corruption, read-only). */
+  health(): VaultHealth;
   close(): Promise<void>;
 }

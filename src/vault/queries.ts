@@ -1,5 +1,6 @@
 /** Queries more than one store file needs (the artifact summary, shared by reads and both searches). */
 import type { Kysely } from 'kysely';
+import type { StoreScope } from './ports.js';
 import type { VaultDatabase } from './schema.js';
 import type { ArtifactSummary } from './types.js';
 
@@ -33,4 +34,15 @@ export function toSummary(row: SummaryRow): ArtifactSummary {
     createdAt: row.createdAt,
     observationCount: Number(row.observationCount ?? 0),
   });
+}
+
+/**
+ * The ids of the artifacts a scope may read (a subquery): those its tenant's session observed or
+ * was delivered (`artifact_access`); every session of the tenant when the scope names none. The
+ * scope's names are already stored labels (see `storedScope`).
+ */
+export function accessibleIds(db: Kysely<VaultDatabase>, scope: StoreScope) {
+  let q = db.selectFrom('artifact_access as x').select('x.artifact_id').where('x.tenant', '=', scope.tenant ?? '');
+  if (scope.sessionId !== undefined) q = q.where('x.session_id', '=', scope.sessionId);
+  return q;
 }

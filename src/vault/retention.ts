@@ -3,10 +3,17 @@
  * that transaction locked the byte counter, so a refusal (still over capacity after pruning) rolls
  * the pruning back too: nothing is written.
  *
- * Candidates are never pinned (named by a delivered receipt), leased or a terminal baseline. On
- * PostgreSQL they are locked `FOR UPDATE SKIP LOCKED` (a row another host is claiming, pinning or
- * referencing is skipped rather than waited for), and the DELETE re-checks the protections, so a
- * pin committed after the candidate query started still saves its artifact.
+ * Candidates are never pinned (named by a receipt delivered to a session that still holds its
+ * pins), leased or a terminal baseline. When pruning the unprotected artifacts does not reach the
+ * low water, retention releases what ended sessions held, oldest first — the pins and leases of
+ * sessions closed by their host or idle beyond the session TTL, and baselines unused for as long —
+ * and prunes again. Nothing a live session was delivered is ever released, and a bounded vault
+ * reaches a steady state instead of filling up with protections for good.
+ *
+ * On PostgreSQL candidates and released sessions are locked `FOR UPDATE SKIP LOCKED` (a row another
+ * host is claiming, delivering or referencing is skipped rather than waited for), and the DELETE
+ * re-checks the protections, so a pin committed after the candidate query started still saves its
+ * artifact.
  */
 import type { Kysely } from 'kysely';
 import { VaultCapacityError } from '../errors.js';
@@ -30,6 +37,8 @@ export function watermarks(capacityBytes: number, highPct: number, lowPct: numbe
 }
 
 const BATCH = 64;
+/** Sessions released per round before pruning again (oldest first). */
+const RELEASE_BATCH = 16;
 
 /** Add `delta` to a counter row (inside a write transaction). */
 export async function addCounter(trx: Kysely<VaultDatabase>, key: string, delta: number): Promise<void> {
@@ -41,68 +50,125 @@ export async function addCounter(trx: Kysely<VaultDatabase>, key: string, delta:
     .execute();
 }
 
+/** When protections may be released: sessions last seen (and baselines last set) before `idleBefore`, or closed. */
+export interface ReleasePolicy {
+  /** ISO-8601 UTC. */
+  readonly idleBefore: string;
+}
+
+/** Delete up to enough unprotected artifacts, least recently observed first, to bring `current` to `target`. */
+async function pruneUnprotected(trx: Kysely<VaultDatabase>, conn: VaultConnection, current: number, target: number, pruned: { ids: string[]; bytes: number }): Promise<number> {
+  while (current > target) {
+    const batch = await conn
+      .lock(
+        trx
+          .selectFrom('artifacts as a')
+          .select(['a.seq as seq', 'a.byte_count as bytes'])
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_access as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'a.artifact_id').where('p.pinned', '=', 1))))
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'a.artifact_id'))))
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'a.artifact_id'))))
+          .orderBy('a.last_observed_at')
+          .orderBy('a.seq')
+          .limit(BATCH),
+        'delete',
+        true,
+      )
+      .execute();
+    if (batch.length === 0) break;
+    const chosen: number[] = [];
+    let left = current;
+    for (const row of batch) {
+      chosen.push(row.seq);
+      left -= Number(row.bytes);
+      if (left <= target) break;
+    }
+    const deleted = await trx
+      .deleteFrom('artifacts')
+      .where('seq', 'in', chosen)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_access as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'artifacts.artifact_id').where('p.pinned', '=', 1))))
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'artifacts.artifact_id'))))
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'artifacts.artifact_id'))))
+      .returning(['seq', 'artifact_id as artifactId', 'byte_count as bytes'])
+      .execute();
+    if (deleted.length === 0) break;
+    await conn.search.removing(trx, deleted.map((d) => d.seq));
+    for (const row of deleted) {
+      current -= Number(row.bytes);
+      pruned.bytes += Number(row.bytes);
+      pruned.ids.push(row.artifactId);
+    }
+  }
+  return current;
+}
+
+/**
+ * Release what the oldest ended sessions hold: their pins (the access rows stay, so what is left
+ * remains readable by them), their leases and sticky renderings (unless a live session of another
+ * tenant uses the same id), and baselines unused since `idleBefore`. Returns how many protections
+ * went (0: nothing left to release).
+ */
+export async function releaseEnded(trx: Kysely<VaultDatabase>, conn: VaultConnection, policy: ReleasePolicy): Promise<number> {
+  const ended = await conn
+    .lock(
+      trx
+        .selectFrom('vault_sessions')
+        .select(['tenant', 'session_id as sessionId'])
+        .where((eb) => eb.or([eb('closed', '=', 1), eb('last_seen_at', '<', policy.idleBefore)]))
+        .orderBy('last_seen_at')
+        .limit(RELEASE_BATCH),
+      'delete',
+      true,
+    )
+    .execute();
+  for (const s of ended) {
+    await trx.updateTable('artifact_access').set({ pinned: 0 }).where('tenant', '=', s.tenant).where('session_id', '=', s.sessionId).where('pinned', '=', 1).execute();
+    await trx.deleteFrom('vault_sessions').where('tenant', '=', s.tenant).where('session_id', '=', s.sessionId).execute();
+    const shared = await trx.selectFrom('vault_sessions').select('tenant').where('session_id', '=', s.sessionId).limit(1).executeTakeFirst();
+    if (shared === undefined) {
+      await trx.deleteFrom('artifact_exposures').where('session_id', '=', s.sessionId).execute();
+      await trx.deleteFrom('session_renderings').where('session_id', '=', s.sessionId).execute();
+    }
+  }
+  if (ended.length > 0) await addCounter(trx, META.releasedSessions, ended.length);
+  const stale = await conn
+    .lock(trx.selectFrom('terminal_baselines').select('state_key').where('updated_at', '<', policy.idleBefore).orderBy('updated_at').limit(BATCH), 'delete', true)
+    .execute();
+  if (stale.length > 0) await trx.deleteFrom('terminal_baselines').where('state_key', 'in', stale.map((b) => b.state_key)).execute();
+  return ended.length + stale.length;
+}
+
 /**
  * Make room for `incoming` bytes when `current` (the locked byte counter) plus it passes the high
  * water. Returns the ids it pruned (for diagnostics and tests). Throws VaultCapacityError (the
  * caller's transaction then rolls back) when the artifact still does not fit under the capacity.
  */
-export async function makeRoom(trx: Kysely<VaultDatabase>, conn: VaultConnection, marks: Watermarks, current: number, incoming: number): Promise<string[]> {
-  const pruned: string[] = [];
+export async function makeRoom(
+  trx: Kysely<VaultDatabase>,
+  conn: VaultConnection,
+  marks: Watermarks,
+  current: number,
+  incoming: number,
+  policy: ReleasePolicy,
+): Promise<string[]> {
+  const pruned = { ids: [] as string[], bytes: 0 };
   if (current + incoming > marks.highWaterBytes) {
     const target = Math.max(0, marks.lowWaterBytes - incoming);
-    let prunedBytes = 0;
-    while (current > target) {
-      const batch = await conn
-        .lock(
-          trx
-            .selectFrom('artifacts as a')
-            .select(['a.seq as seq', 'a.byte_count as bytes'])
-            .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_pins as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'a.artifact_id'))))
-            .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'a.artifact_id'))))
-            .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'a.artifact_id'))))
-            .orderBy('a.last_observed_at')
-            .orderBy('a.seq')
-            .limit(BATCH),
-          'delete',
-          true,
-        )
-        .execute();
-      if (batch.length === 0) break;
-      const chosen: number[] = [];
-      let left = current;
-      for (const row of batch) {
-        chosen.push(row.seq);
-        left -= Number(row.bytes);
-        if (left <= target) break;
-      }
-      const deleted = await trx
-        .deleteFrom('artifacts')
-        .where('seq', 'in', chosen)
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_pins as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'artifacts.artifact_id'))))
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'artifacts.artifact_id'))))
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'artifacts.artifact_id'))))
-        .returning(['seq', 'artifact_id as artifactId', 'byte_count as bytes'])
-        .execute();
-      if (deleted.length === 0) break;
-      await conn.search.removing(trx, deleted.map((d) => d.seq));
-      for (const row of deleted) {
-        current -= Number(row.bytes);
-        prunedBytes += Number(row.bytes);
-        pruned.push(row.artifactId);
-      }
+    current = await pruneUnprotected(trx, conn, current, target, pruned);
+    while (current > target && (await releaseEnded(trx, conn, policy)) > 0) {
+      current = await pruneUnprotected(trx, conn, current, target, pruned);
     }
-    if (pruned.length > 0) {
-      await addCounter(trx, META.bytes, -prunedBytes);
-      await addCounter(trx, META.count, -pruned.length);
-      await addCounter(trx, META.prunedArtifacts, pruned.length);
-      await addCounter(trx, META.prunedBytes, prunedBytes);
+    if (pruned.ids.length > 0) {
+      await addCounter(trx, META.bytes, -pruned.bytes);
+      await addCounter(trx, META.count, -pruned.ids.length);
+      await addCounter(trx, META.prunedArtifacts, pruned.ids.length);
+      await addCounter(trx, META.prunedBytes, pruned.bytes);
     }
   }
   if (current + incoming > marks.capacityBytes) {
     throw new VaultCapacityError(
       `vault full: ${incoming} more bytes do not fit (${current} of ${marks.capacityBytes} bytes used by ` +
-        'pinned, leased or baseline artifacts)',
+        'artifacts pinned or leased by live sessions, or baselines in use)',
     );
   }
-  return pruned;
+  return pruned.ids;
 }

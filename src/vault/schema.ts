@@ -12,7 +12,7 @@ import type { Lockable } from './dialect.js';
 import type { StoreEngine } from './ports.js';
 
 /** Schema version this release writes and understands. A larger recorded version is refused. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** A column type as kysely's schema builder takes it. */
 type DataTypeExpression = Parameters<CreateTableBuilder<string, string>['addColumn']>[1];
@@ -79,9 +79,32 @@ export interface ArtifactToolsTable {
   tool_fold: string;
 }
 
-export interface PinsTable {
+/**
+ * Who may read an artifact, and who pinned it (schema 3). One row per (tenant, session, artifact):
+ * written when the session observed the content (put) or was delivered a receipt naming it.
+ * Reads and searches with a scope see only artifacts with a row for their tenant and session.
+ * `pinned` = 1 while a receipt delivered to the session names it: retention never deletes such
+ * an artifact, until the session's pins are released (closed, or idle beyond the TTL).
+ */
+export interface AccessTable {
+  tenant: string;
+  session_id: string;
   artifact_id: string;
-  pinned_at: string;
+  pinned: number;
+  updated_at: string;
+}
+
+/**
+ * Sessions holding pins (schema 3). `epoch` changes whenever the row is created anew, i.e. after
+ * retention released the session's pins: a process that memoized deliveries under an older epoch
+ * delivers them again before reusing them.
+ */
+export interface SessionsTable {
+  tenant: string;
+  session_id: string;
+  epoch: string;
+  last_seen_at: string;
+  closed: number;
 }
 
 export interface ExposuresTable {
@@ -170,7 +193,8 @@ export interface VaultDatabase {
   artifacts: ArtifactsTable;
   artifact_observations: ObservationsTable;
   artifact_tools: ArtifactToolsTable;
-  artifact_pins: PinsTable;
+  artifact_access: AccessTable;
+  vault_sessions: SessionsTable;
   artifact_exposures: ExposuresTable;
   terminal_baselines: BaselinesTable;
   session_renderings: RenderingsTable;
@@ -189,6 +213,8 @@ export const META = {
   count: 'artifact_count',
   prunedArtifacts: 'pruned_artifacts',
   prunedBytes: 'pruned_bytes',
+  /** Sessions whose pins retention released (closed or idle beyond the TTL). */
+  releasedSessions: 'released_sessions',
 } as const;
 
 const notNull = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull();
@@ -348,12 +374,68 @@ const sessionState = (f: SchemaFlavor): Migration => ({
   },
 });
 
+/**
+ * 0003: per-(tenant, session) access and pins, and the sessions that hold pins. Provenance moves
+ * from the observations (tenant '') into `artifact_access`; the global pins of earlier releases
+ * become pins of one legacy session ('', '') that ages out like any other.
+ */
+const scopedPins = (_f: SchemaFlavor): Migration => ({
+  async up(raw: Kysely<unknown>): Promise<void> {
+    await raw.schema
+      .createTable('artifact_access')
+      .addColumn('tenant', 'text', notNull)
+      .addColumn('session_id', 'text', notNull)
+      .addColumn('artifact_id', 'text', (c) => c.notNull().references('artifacts.artifact_id').onDelete('cascade'))
+      .addColumn('pinned', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('updated_at', 'text', notNull)
+      .addPrimaryKeyConstraint('artifact_access_pk', ['tenant', 'session_id', 'artifact_id'])
+      .execute();
+    await raw.schema.createIndex('access_by_artifact').on('artifact_access').columns(['artifact_id', 'pinned']).execute();
+    await raw.schema
+      .createTable('vault_sessions')
+      .addColumn('tenant', 'text', notNull)
+      .addColumn('session_id', 'text', notNull)
+      .addColumn('epoch', 'text', notNull)
+      .addColumn('last_seen_at', 'text', notNull)
+      .addColumn('closed', 'integer', (c) => c.notNull().defaultTo(0))
+      .addPrimaryKeyConstraint('vault_sessions_pk', ['tenant', 'session_id'])
+      .execute();
+    await raw.schema.createIndex('sessions_by_seen').on('vault_sessions').columns(['last_seen_at']).execute();
+    await raw.schema.createIndex('exposures_by_session').on('artifact_exposures').column('session_id').execute();
+    const db = raw as Kysely<VaultDatabase & { artifact_pins: { artifact_id: string; pinned_at: string } }>;
+    const now = new Date().toISOString();
+    await db
+      .insertInto('artifact_access')
+      .columns(['tenant', 'session_id', 'artifact_id', 'pinned', 'updated_at'])
+      .expression((eb) =>
+        eb
+          .selectFrom('artifact_observations')
+          .select((s) => [s.cast<string>(s.val(''), 'text').as('tenant'), 'session_id', 'artifact_id', s.lit(0).as('pinned'), s.fn.max('observed_at').as('updated_at')])
+          .where('session_id', '<>', '')
+          .groupBy(['session_id', 'artifact_id']),
+      )
+      .execute();
+    const legacy = await db.selectFrom('artifact_pins').select('artifact_id').execute();
+    if (legacy.length > 0) {
+      await db.insertInto('vault_sessions').values({ tenant: '', session_id: '', epoch: 'legacy', last_seen_at: now, closed: 0 }).execute();
+      for (let i = 0; i < legacy.length; i += 200) {
+        await db
+          .insertInto('artifact_access')
+          .values(legacy.slice(i, i + 200).map((p) => ({ tenant: '', session_id: '', artifact_id: p.artifact_id, pinned: 1, updated_at: now })))
+          .onConflict((oc) => oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1 }))
+          .execute();
+      }
+    }
+    await raw.schema.dropTable('artifact_pins').execute();
+  },
+});
+
 /** The vault's schema: every table the vault holds, on either dialect. */
 export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
   name: 'vault',
   version: SCHEMA_VERSION,
   migrationTable: 'kysely_migration',
-  migrations: (f: SchemaFlavor) => ({ '0001_initial': initial(f), '0002_session_state': sessionState(f) }),
+  migrations: (f: SchemaFlavor) => ({ '0001_initial': initial(f), '0002_session_state': sessionState(f), '0003_scoped_pins': scopedPins(f) }),
   // Recount once per open so the O(1) counters can never drift from the rows.
   async afterMigrate(raw: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void> {
     const db = raw as Kysely<VaultDatabase>;
@@ -372,7 +454,7 @@ export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
     }
     await db
       .insertInto('vault_meta')
-      .values([{ key: META.prunedArtifacts, value: 0 }, { key: META.prunedBytes, value: 0 }])
+      .values([{ key: META.prunedArtifacts, value: 0 }, { key: META.prunedBytes, value: 0 }, { key: META.releasedSessions, value: 0 }])
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
   },

@@ -4,7 +4,8 @@
  */
 import { ArtifactNotFoundError } from '../errors.js';
 import type { StoreContext } from './context.js';
-import type { SessionStore } from './ports.js';
+import { touchSession } from './leases.js';
+import type { SessionStore, StoreScope } from './ports.js';
 import type { TerminalBaseline } from './types.js';
 import { createWorkingState, type WorkingStateLimits } from './working-state.js';
 
@@ -22,21 +23,24 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       return row === undefined ? undefined : Object.freeze(row);
     },
 
-    async setBaseline(stateKey: string, artifactId: string): Promise<void> {
+    async setBaseline(stateKey: string, artifactId: string, scope?: StoreScope): Promise<void> {
       ctx.assertOpen();
-      if ((await db.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId).executeTakeFirst()) === undefined) {
-        throw new ArtifactNotFoundError(artifactId);
-      }
-      await db
-        .insertInto('terminal_baselines')
-        .values({ state_key: stateKey, artifact_id: artifactId, updated_at: ctx.nowIso() })
-        .onConflict((oc) =>
-          oc.column('state_key').doUpdateSet((eb) => ({
-            artifact_id: eb.ref('excluded.artifact_id'),
-            updated_at: eb.ref('excluded.updated_at'),
-          })),
-        )
-        .execute();
+      await conn.write(async (trx) => {
+        // Locked like a claim: retention cannot prune the artifact between this check and the insert.
+        if ((await conn.lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim').executeTakeFirst()) === undefined) {
+          throw new ArtifactNotFoundError(artifactId);
+        }
+        await trx
+          .insertInto('terminal_baselines')
+          .values({ state_key: stateKey, artifact_id: artifactId, updated_at: ctx.nowIso() })
+          .onConflict((oc) =>
+            oc.column('state_key').doUpdateSet((eb) => ({
+              artifact_id: eb.ref('excluded.artifact_id'),
+              updated_at: eb.ref('excluded.updated_at'),
+            })),
+          )
+          .execute();
+      }, scope?.budget);
     },
 
     async getRendering(sessionId: string, key: string): Promise<string | undefined> {
@@ -50,18 +54,22 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       return row?.value;
     },
 
-    async setRendering(sessionId: string, key: string, value: string): Promise<void> {
+    async setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void> {
       ctx.assertOpen();
-      await db
-        .insertInto('session_renderings')
-        .values({ session_id: sessionId, render_key: key, value, updated_at: ctx.nowIso() })
-        .onConflict((oc) =>
-          oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
-            value: eb.ref('excluded.value'),
-            updated_at: eb.ref('excluded.updated_at'),
-          })),
-        )
-        .execute();
+      await conn.write(async (trx) => {
+        // Renderings live as long as their session: the row makes retention release them with it.
+        await touchSession(ctx, trx, scope, sessionId);
+        await trx
+          .insertInto('session_renderings')
+          .values({ session_id: sessionId, render_key: key, value, updated_at: ctx.nowIso() })
+          .onConflict((oc) =>
+            oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
+              value: eb.ref('excluded.value'),
+              updated_at: eb.ref('excluded.updated_at'),
+            })),
+          )
+          .execute();
+      }, scope?.budget);
     },
 
     workingState: createWorkingState(ctx, workingStateLimits),

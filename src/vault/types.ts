@@ -123,7 +123,12 @@ export interface MetricsSummary {
 
 export type {
   ArtifactStore,
+  Delivery,
   LeaseStore,
+  LockBudget,
+  SearchResults,
+  SessionPins,
+  VaultHealth,
   MetricsStore,
   SessionStore,
   StoreEngine,

@@ -49,7 +49,7 @@ describe('vault migrate', () => {
       expect(run.code).toBe(0);
       const report = JSON.parse(run.stdout) as { ok: boolean; artifacts: number; verified: number; mismatches: string[]; rows: Record<string, number>; to: string };
       expect(report).toMatchObject({ ok: true, artifacts: CONTENTS.length, verified: CONTENTS.length, mismatches: [] });
-      expect(report.rows).toMatchObject({ artifact_observations: 5, artifact_pins: 1, artifact_exposures: 1, terminal_baselines: 1, session_renderings: 1, request_metrics: 1, working_state_entities: 1, working_state_events: 1 });
+      expect(report.rows).toMatchObject({ artifact_observations: 5, artifact_access: CONTENTS.length + 2, vault_sessions: 2, artifact_exposures: 1, terminal_baselines: 1, session_renderings: 1, request_metrics: 1, working_state_entities: 1, working_state_events: 1 });
 
       await using pgVault = await createVault({ url: target.url });
       for (const [i, id] of ids.entries()) {

@@ -109,19 +109,18 @@ describe('compressToolResult: native search/process', () => {
     await small.close();
   });
 
-  it('fails open when the artifact is gone by the time it is pinned (pruned by another process)', async () => {
+  it('fails open when the artifact is gone by the time it is delivered (pruned by another process)', async () => {
     const raw = nativeSearchFixture();
-    let pinned = false;
+    let delivered = false;
+    // The delivery transaction finds the row gone (another process's retention pruned it after the put).
     const racing: Vault = Object.assign(Object.create(vault) as Vault, {
-      pin: async (ids: readonly string[]) => {
-        pinned = true;
-        await vault.pin(ids);
+      deliver: async (ids: readonly string[]) => {
+        delivered = true;
+        return { missing: [...ids], epoch: 'e' };
       },
-      // Before the pin the read-back succeeds; after it the row has been pruned.
-      verify: async (id: string) => !pinned && (await vault.verify(id)),
     });
     const [out] = await runOp(compressToolResult({ vault: racing }), [result('search_files', raw, { pattern: 'raced' })]);
-    expect(pinned).toBe(true);
+    expect(delivered).toBe(true);
     expect(out!.value.content).toBe(raw);
     expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
   });

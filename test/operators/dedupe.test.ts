@@ -12,7 +12,7 @@ import { parseReceipt } from '../../src/receipts/index.js';
 import { diagnosticLines } from '../../src/replay/diagnostics.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
-import type { Vault } from '../../src/vault/types.js';
+import type { StoreScope, Vault } from '../../src/vault/types.js';
 import {
   TOOL_NAMES,
   checkRecovery,
@@ -149,9 +149,9 @@ describe('collapseDuplicates — unit', () => {
     expect(failed!.decisions.at(-1)).toMatchObject({ kind: 'failed_open', reason: expect.stringMatching(/dangling delta/u) });
   });
 
-  it('pins the artifacts its receipts name', async () => {
+  it('delivers (pins for its session) the artifacts its receipts name', async () => {
     const pinned: string[] = [];
-    const spy = new Proxy(vault, { get: (t, k) => (k === 'pin' ? async (ids: readonly string[]) => { pinned.push(...ids); return t.pin(ids); } : Reflect.get(t, k, t)) });
+    const spy = new Proxy(vault, { get: (t, k) => (k === 'deliver' ? async (ids: readonly string[], scope?: StoreScope) => { pinned.push(...ids); return t.deliver(ids, scope); } : Reflect.get(t, k, t)) });
     const [out] = await runAll(collapseDuplicates({ vault: spy, minArtifactChars: 1000 }), [[case4Request(ART), { sessionId: 'pin', requestId: 'a' }]]);
     expect(pinned).toEqual([parseReceipt(String(contentAt(out!.value, 2)))!.artifactId]);
   });

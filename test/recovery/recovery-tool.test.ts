@@ -57,7 +57,7 @@ describe('recovery tool: exact paging (real vault)', () => {
   test.prop([anyText({ minLength: 1, maxLength: 300 }), fc.integer({ min: 1, max: 64 })], { numRuns: 60 })(
     'reassembles any Unicode string exactly from artifact_get pages',
     async (content, limit) => {
-      const { artifactId, chars } = await vault.put({ content, toolName: 'terminal' });
+      const { artifactId, chars } = await vault.put({ sessionId: HOST.sessionId, content, toolName: 'terminal' });
       const { content: back, pages } = await reassemble(artifactId, limit);
       expect(back).toBe(content);
       expect(pages).toBe(Math.max(1, Math.ceil(chars / limit)));
@@ -66,7 +66,7 @@ describe('recovery tool: exact paging (real vault)', () => {
 
   it('pages a 46,000-char artifact with astral characters in 20,000-char pages', async () => {
     const content = `${'𝄞a😀'.repeat(15_000)}end\n${'z'.repeat(996)}`;
-    const { artifactId, chars } = await vault.put({ content, toolName: 'read_file' });
+    const { artifactId, chars } = await vault.put({ sessionId: HOST.sessionId, content, toolName: 'read_file' });
     expect(chars).toBe(46_000);
     const { content: back, pages } = await reassemble(artifactId, 50_000);
     expect(pages).toBe(3);
@@ -74,7 +74,7 @@ describe('recovery tool: exact paging (real vault)', () => {
   });
 
   it('returns the documented snake_case keys, sorted', async () => {
-    const { artifactId, sha256 } = await vault.put({ content: 'abc\ndef', toolName: 'search_files' });
+    const { artifactId, sha256 } = await vault.put({ sessionId: HOST.sessionId, content: 'abc\ndef', toolName: 'search_files' });
     const text = await tool.handle({ action: 'artifact_get', artifact_id: artifactId }, HOST);
     const page = JSON.parse(text) as Record<string, unknown>;
     expect(page).toEqual({
@@ -93,7 +93,7 @@ describe('recovery tool: exact paging (real vault)', () => {
 
 describe('recovery tool: session and schema', () => {
   it('drops a model-supplied session_id and keeps working', async () => {
-    const { artifactId } = await vault.put({ content: 'spoof check', toolName: 'terminal' });
+    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: 'spoof check', toolName: 'terminal' });
     const page = await call({ action: 'artifact_get', artifact_id: artifactId, session_id: 'model-spoofed' });
     expect(page.content).toBe('spoof check');
   });
@@ -162,14 +162,14 @@ describe('recovery tool: session and schema', () => {
   });
 
   it('accepts arguments given as a JSON string', async () => {
-    const { artifactId } = await vault.put({ content: 'as a string', toolName: 'terminal' });
+    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: 'as a string', toolName: 'terminal' });
     const page = await call(JSON.stringify({ action: 'artifact_get', artifact_id: artifactId }));
     expect(page.content).toBe('as a string');
   });
 
   it('clamps a large limit to the page ceiling', async () => {
     const small = createRecoveryTool({ vault, config: configFor({ overrides: { maxPageChars: 10 } }) });
-    const { artifactId } = await vault.put({ content: '0123456789abcdef', toolName: 'terminal' });
+    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: '0123456789abcdef', toolName: 'terminal' });
     const page = await call({ action: 'artifact_get', artifact_id: artifactId, limit: 1000 }, small);
     expect(page.content).toBe('0123456789');
     expect(page.next_offset).toBe(10);
@@ -187,7 +187,7 @@ describe('recovery tool: other actions', () => {
 
   it('peeks with a lossy synopsis in snake_case', async () => {
     const content = JSON.stringify({ alpha: 1, betaGamma: [1, 2], error: 'none' });
-    const { artifactId } = await vault.put({ content, toolName: 'process' });
+    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content, toolName: 'process' });
     const peek = await call({ action: 'artifact_peek', artifact_id: artifactId });
     expect(peek).toMatchObject({
       artifact_id: artifactId,
@@ -201,7 +201,7 @@ describe('recovery tool: other actions', () => {
   });
 
   it('finds matching lines inside one artifact', async () => {
-    const { artifactId } = await vault.put({ content: 'ok\nFATAL: disk full\nok\nfatal again', toolName: 'terminal' });
+    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: 'ok\nFATAL: disk full\nok\nfatal again', toolName: 'terminal' });
     const found = await call({ action: 'artifact_find', artifact_id: artifactId, query: 'fatal' });
     expect(found.matches).toEqual([
       { line: 2, text: 'FATAL: disk full' },
@@ -211,7 +211,7 @@ describe('recovery tool: other actions', () => {
   });
 
   it('searches by content and returns summaries without content', async () => {
-    const { artifactId } = await vault.put({ content: 'the quick zebrafish jumps', toolName: 'search_files' });
+    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: 'the quick zebrafish jumps', toolName: 'search_files' });
     const found = await call({ action: 'artifact_search', query: 'zebrafish' });
     expect(found.results.map((r: { artifact_id: string }) => r.artifact_id)).toContain(artifactId);
     expect(JSON.stringify(found)).not.toContain('quick');

@@ -15,8 +15,8 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const failureOf = (path: string): Promise<unknown> =>
-  createVault({ path }).then(
+const failureOf = (path: string, options: { readOnlyFallback?: boolean } = {}): Promise<unknown> =>
+  createVault({ path, ...options }).then(
     async (v) => (await v.close(), undefined),
     (e: unknown) => e,
   );
@@ -51,7 +51,13 @@ describe('opening a vault that cannot be opened', () => {
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
     closeSync(fd);
-    expect(await failureOf(path)).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: expect.stringMatching(/^SQLITE_CORRUPT/) });
+    expect(await failureOf(path, { readOnlyFallback: false })).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: expect.stringMatching(/^SQLITE_CORRUPT/) });
+    // By default such a file is served read-only (what is intact still recovers), and says so.
+    const salvaged = await createVault({ path });
+    expect(salvaged.readOnly).toBe(true);
+    expect(salvaged.health()).toMatchObject({ state: 'corrupt', detail: expect.stringMatching(/^SQLITE_CORRUPT/) });
+    await expect(salvaged.put({ content: 'new' })).rejects.toMatchObject({ code: 'E_VAULT_CORRUPT' });
+    await salvaged.close();
   });
 
   it('wraps a path below a regular file (ENOTDIR)', async () => {

@@ -40,7 +40,7 @@ describe('opening a SQLite file', () => {
     const db = rawDb();
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-    expect(db.prepare("SELECT name FROM kysely_migration").pluck().all()).toEqual(['0001_initial', '0002_session_state']);
+    expect(db.prepare("SELECT name FROM kysely_migration").pluck().all()).toEqual(['0001_initial', '0002_session_state', '0003_scoped_pins']);
     db.close();
   });
 

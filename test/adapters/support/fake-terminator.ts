@@ -149,6 +149,7 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
       return Promise.resolve({ ...step, value: compile(request, context) });
     },
     pressure: () => Promise.resolve(0),
+    endSession: () => Promise.resolve(),
     recoveryTool,
     close: () => Promise.resolve(),
     [Symbol.asyncDispose]: () => Promise.resolve(),

@@ -9,10 +9,16 @@
  * PostgreSQL text cannot hold NUL: it is stored as U+FFFD in the folded copy. A needle with NUL or
  * U+FFFD therefore matches a superset in SQL, and the candidates are re-checked against the exact
  * content in JS before they count.
+ *
+ * Bounded: the statements run on the server (the event loop only waits for them), each under a
+ * `statement_timeout` of the time left before the search deadline; a cancelled statement ends the
+ * search with what it found and `partial`.
  */
+import { sql, type Kysely } from 'kysely';
 import type { SearchIndex } from '../../dialect.js';
 import { foldCase } from '../../identity.js';
-import { selectSummaries, toSummary } from '../../queries.js';
+import type { StoreScope } from '../../ports.js';
+import { accessibleIds, selectSummaries, toSummary } from '../../queries.js';
 import type { VaultDatabase } from '../../schema.js';
 import type { PostgresStore } from './postgres-store.js';
 import { decodeContent, pgText } from './postgres-text.js';
@@ -24,19 +30,23 @@ export function likePattern(needle: string): string {
   return `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** A statement cancelled by statement_timeout. */
+const isCancelled = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '57014';
+
 export function createPostgresSearch(store: PostgresStore<VaultDatabase>): SearchIndex {
   const db = store.db;
-  const matching = (stored: string) => {
+  const matching = (trx: Kysely<VaultDatabase>, stored: string, scope: StoreScope | undefined) => {
     const pattern = likePattern(stored);
-    return selectSummaries(db)
-      .where((eb) =>
-        eb.or([
-          eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
-          eb('a.artifact_id', 'in', eb.selectFrom('artifact_tools as t').select('t.artifact_id').where('t.tool_fold', 'like', pattern)),
-        ]),
-      )
-      .orderBy('a.created_at', 'desc')
-      .orderBy('a.seq', 'desc');
+    let q = selectSummaries(trx).where((eb) =>
+      eb.or([
+        eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
+        eb('a.artifact_id', 'in', eb.selectFrom('artifact_tools as t').select('t.artifact_id').where('t.tool_fold', 'like', pattern)),
+      ]),
+    );
+    if (scope !== undefined) {
+      q = q.where('a.artifact_id', 'in', accessibleIds(trx, scope));
+    }
+    return q.orderBy('a.created_at', 'desc').orderBy('a.seq', 'desc');
   };
   /** Tool names are labels (stored with U+FFFD for NUL), so only the content can prove a NUL needle. */
   const exactMatch = async (artifactId: string, needle: string): Promise<boolean> => {
@@ -51,21 +61,37 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
     },
     // artifact_search rows go with their artifact (ON DELETE CASCADE).
     async removing() {},
-    async search(needle, limit) {
+    async search(needle, limit, bounds) {
       const stored = pgText(needle);
+      const out: ReturnType<typeof toSummary>[] = [];
+      /** Run one statement under the time left; undefined when the deadline cancelled it (or had passed). */
+      const bounded = async <T>(run: (trx: Kysely<VaultDatabase>) => Promise<T>): Promise<T | undefined> => {
+        const left = Math.floor(bounds.deadline - bounds.clock());
+        if (left <= 0) return undefined;
+        try {
+          return await db.transaction().execute(async (trx) => {
+            await sql`SELECT set_config('statement_timeout', ${String(left)}, true)`.execute(trx);
+            return run(trx);
+          });
+        } catch (error) {
+          if (isCancelled(error)) return undefined;
+          throw error;
+        }
+      };
       if (stored === needle && !needle.includes('\ufffd')) {
-        return Object.freeze((await matching(stored).limit(limit).execute()).map(toSummary));
+        const rows = await bounded((trx) => matching(trx, stored, bounds.scope).limit(limit).execute());
+        return { rows: (rows ?? []).map(toSummary), partial: rows === undefined };
       }
-      const out = [];
       for (let offset = 0; out.length < limit; offset += RECHECK_BATCH) {
-        const rows = await matching(stored).limit(RECHECK_BATCH).offset(offset).execute();
+        const rows = await bounded((trx) => matching(trx, stored, bounds.scope).limit(RECHECK_BATCH).offset(offset).execute());
+        if (rows === undefined) return { rows: out, partial: true };
         for (const row of rows) {
           if (await exactMatch(row.artifactId, needle)) out.push(toSummary(row));
           if (out.length >= limit) break;
         }
         if (rows.length < RECHECK_BATCH) break;
       }
-      return Object.freeze(out);
+      return { rows: out, partial: false };
     },
     afterPut() {},
     close() {},

@@ -99,7 +99,22 @@ export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresS
       pool,
       schema,
       location,
-      write: (fn) => db.transaction().execute(fn),
+      // Lock waits draw from the call's budget: once less than 90 % of a busy timeout is left, the
+      // transaction's lock_timeout is what is left (so one call waits about one busy timeout in
+      // all, not one per statement); every transaction's time is taken from the budget.
+      write: async (fn, budget) => {
+        const started = Date.now();
+        try {
+          return await db.transaction().execute(async (trx) => {
+            if (budget !== undefined && budget.remainingMs < options.busyTimeoutMs * 0.9) {
+              await sql`SELECT set_config('lock_timeout', ${String(Math.max(1, Math.floor(budget.remainingMs)))}, true)`.execute(trx);
+            }
+            return fn(trx);
+          });
+        } finally {
+          if (budget !== undefined) budget.remainingMs = Math.max(0, budget.remainingMs - (Date.now() - started));
+        }
+      },
       lock: (query, strength, skipLocked = false) => {
         const locked = strength === 'claim' ? query.forNoKeyUpdate() : query.forUpdate();
         return skipLocked ? locked.skipLocked() : locked;

@@ -1,5 +1,6 @@
 /** A vault in a PostgreSQL database: the store, the pg_trgm search index, content stored as bytea. */
 import type { VaultConnection } from '../../dialect.js';
+import { steadyHealth } from '../../health.js';
 import { VAULT_SCHEMA, type VaultDatabase } from '../../schema.js';
 import { createPostgresSearch } from './postgres-search.js';
 import { openPostgresStore, type PostgresStoreOptions } from './postgres-store.js';
@@ -9,6 +10,8 @@ export async function openPostgresVault(options: PostgresStoreOptions): Promise<
   const store = await openPostgresStore<VaultDatabase>(VAULT_SCHEMA, options);
   return {
     ...store,
+    readOnly: false,
+    health: steadyHealth(),
     encodeContent,
     decodeContent,
     label: pgText,

@@ -7,12 +7,13 @@
  * Every failure on the way is a VaultOpenError (code E_VAULT_OPEN, the path and a reason code),
  * except a newer schema (VaultSchemaError).
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect, sql } from 'kysely';
 import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
+import type { LockBudget } from '../../ports.js';
 import { VaultOpenError } from '../../errors.js';
 import type { SchemaSpec } from '../../schema.js';
 import { SQLITE_FLAVOR } from './sqlite-flavor.js';
@@ -80,11 +81,39 @@ export interface SqliteStoreOptions {
   /** The file (its directory is created 0700, the file 0600), or ':memory:'. */
   readonly path: string;
   readonly busyTimeoutMs: number;
+  /**
+   * When the file exists but cannot be opened for writing (read-only file, directory or mount) or
+   * is damaged, open it read-only instead of failing (the store then refuses every write).
+   * Default false.
+   */
+  readonly readOnlyFallback?: boolean;
 }
 
 export interface SqliteStore<DB> extends StoreConnection<DB> {
   readonly raw: Database.Database;
+  /** Set when opened read-only: why (the code of the failure that made it so). */
+  readonly readOnlyReason?: string;
 }
+
+/** Longest a statement outside a write transaction waits for a lock, synchronously (WAL readers practically never wait). */
+const READ_BUSY_MS = 100;
+/** Backoff between write-lock attempts: doubling from 2 ms up to 50 ms, never longer than the budget left. */
+const FIRST_WAIT_MS = 2;
+const MAX_WAIT_MS = 50;
+/** Largest file copied into memory to serve a read-only vault whose WAL index cannot be created. */
+const READ_ONLY_COPY_MAX_BYTES = 1024 * 1024 * 1024;
+
+/** Failures after which an existing file may still be readable. */
+const READ_ONLY_REASONS = /^(EACCES|EPERM|EROFS|SQLITE_READONLY|SQLITE_CANTOPEN|SQLITE_CORRUPT|SQLITE_IOERR)/;
+
+/** BEGIN IMMEDIATE could not take the write lock: retry later (the connection is released meanwhile). */
+class WriteLockBusy extends Error {
+  constructor(readonly lockError: unknown) {
+    super('write lock busy');
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Open (creating if needed) and migrate a store file for `spec`. */
 export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStoreOptions): Promise<SqliteStore<DB>> {
@@ -93,7 +122,7 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
   let db: Kysely<DB> | undefined;
   try {
     if (file !== MEMORY_PATH) preparePath(file);
-    raw = new Database(file, { timeout: options.busyTimeoutMs });
+    raw = new Database(file, { timeout: Math.min(options.busyTimeoutMs, READ_BUSY_MS) });
     const conn = raw;
     db = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }) });
     conn.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
@@ -105,44 +134,122 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     }
     conn.pragma('synchronous = NORMAL');
     conn.pragma('foreign_keys = ON');
-    const store = sqliteStore(conn, db, file);
+    const store = sqliteStore(conn, db, file, options.busyTimeoutMs);
     await migrate(spec, store, file, options.busyTimeoutMs);
+    conn.pragma(`busy_timeout = ${Math.min(options.busyTimeoutMs, READ_BUSY_MS)}`);
     privateSideFiles(file);
     return store;
   } catch (error) {
     // kysely closes the connection only if it ever used it: close it ourselves otherwise.
     await db?.destroy().catch(() => undefined);
     if (raw?.open === true) raw.close();
-    throw error instanceof TokenTerminatorError ? error : VaultOpenError.wrap(file, error);
+    const failure = error instanceof TokenTerminatorError ? error : VaultOpenError.wrap(file, error);
+    if (options.readOnlyFallback === true && file !== MEMORY_PATH && failure instanceof VaultOpenError && READ_ONLY_REASONS.test(failure.reason ?? '')) {
+      const readOnly = openReadOnly<DB>(spec, file, failure.reason!);
+      if (readOnly !== undefined) return readOnly;
+    }
+    throw failure;
   }
 }
 
-function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string): SqliteStore<DB> {
+/**
+ * The file opened for reading only, or undefined when it cannot be (no such file, not a vault of
+ * this schema version). A WAL-mode file whose `-shm` cannot be created (read-only directory) is
+ * read from an in-memory copy (its header set to rollback mode, which a copy needs).
+ */
+function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): SqliteStore<DB> | undefined {
+  let raw: Database.Database | undefined;
+  const usable = (conn: Database.Database): boolean => Number(conn.pragma('user_version', { simple: true })) === spec.version;
+  try {
+    if (!existsSync(file) || statSync(file).size === 0) return undefined;
+    try {
+      raw = new Database(file, { readonly: true, fileMustExist: true, timeout: READ_BUSY_MS });
+      if (!usable(raw)) throw new Error('schema');
+    } catch {
+      if (raw?.open === true) raw.close();
+      raw = undefined;
+      if (statSync(file).size > READ_ONLY_COPY_MAX_BYTES) return undefined;
+      const image = readFileSync(file);
+      if (image.length > 19) {
+        image[18] = 1;
+        image[19] = 1;
+      }
+      raw = new Database(image, { readonly: true });
+      if (!usable(raw)) {
+        raw.close();
+        return undefined;
+      }
+    }
+    const conn = raw;
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }) });
+    return {
+      engine: 'sqlite',
+      db,
+      raw: conn,
+      location: file,
+      readOnlyReason: reason,
+      write: () => Promise.reject(new VaultOpenError(`the vault at ${file} is open read-only (${reason})`, { path: file, reason: 'read_only' })),
+      lock: (query) => query,
+      destroy: () => db.destroy(),
+    };
+  } catch {
+    if (raw?.open === true) raw.close();
+    return undefined;
+  }
+}
+
+function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string, busyTimeoutMs: number): SqliteStore<DB> {
   let sideFilesPrivate = false;
+  const readBusy = Math.min(busyTimeoutMs, READ_BUSY_MS);
+  /** One attempt: the connection is held for the whole transaction (kysely's driver mutex). */
+  const attempt = <T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> =>
+    db.connection().execute(async (conn) => {
+      // Never wait for the write lock synchronously (better-sqlite3 would block the event loop):
+      // a busy BEGIN fails at once and the caller retries after a timer.
+      raw.pragma('busy_timeout = 0');
+      try {
+        await sql`begin immediate`.execute(conn);
+      } catch (error) {
+        throw isTransientLock(error) ? new WriteLockBusy(error) : error;
+      } finally {
+        raw.pragma(`busy_timeout = ${readBusy}`);
+      }
+      try {
+        const result = await fn(conn);
+        await sql`commit`.execute(conn);
+        if (!sideFilesPrivate) {
+          privateSideFiles(file);
+          sideFilesPrivate = true;
+        }
+        return result;
+      } catch (error) {
+        // SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): only roll back an open transaction.
+        if (raw.inTransaction) await sql`rollback`.execute(conn).catch(() => undefined);
+        throw error;
+      }
+    });
   return {
     engine: 'sqlite',
     db,
     raw,
     location: file,
-    // One connection, held for the whole transaction (kysely's driver mutex): BEGIN IMMEDIATE takes
-    // the file's write lock up front, so a transaction never fails half-way on a lock upgrade.
-    write: (fn) =>
-      db.connection().execute(async (conn) => {
-        await sql`begin immediate`.execute(conn);
+    // BEGIN IMMEDIATE takes the file's write lock up front, so a transaction never fails half-way
+    // on a lock upgrade. While another process holds it, the attempt is repeated after a timer
+    // (the event loop keeps running) until the budget of lock waiting is spent.
+    write: async (fn, budget) => {
+      const left: LockBudget = budget ?? { remainingMs: busyTimeoutMs };
+      for (let wait = FIRST_WAIT_MS; ; wait = Math.min(MAX_WAIT_MS, wait * 2)) {
         try {
-          const result = await fn(conn);
-          await sql`commit`.execute(conn);
-          if (!sideFilesPrivate) {
-            privateSideFiles(file);
-            sideFilesPrivate = true;
-          }
-          return result;
+          return await attempt(fn);
         } catch (error) {
-          // SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): only roll back an open transaction.
-          if (raw.inTransaction) await sql`rollback`.execute(conn).catch(() => undefined);
-          throw error;
+          if (!(error instanceof WriteLockBusy)) throw error;
+          if (left.remainingMs <= 0) throw error.lockError;
+          const ms = Math.min(wait, left.remainingMs);
+          left.remainingMs -= ms;
+          await sleep(ms);
         }
-      }),
+      }
+    },
     // The write transaction locks the whole file: no row locks needed.
     lock: (query) => query,
     destroy: () => db.destroy(),

@@ -1,20 +1,44 @@
-/** A vault on a SQLite file: the store, the FTS5 search index, content stored as TEXT. */
+/** A vault on a SQLite file: the store, the FTS5 search index, content stored as TEXT, its health. */
 import type { VaultConnection } from '../../dialect.js';
+import { createHealthMonitor, fileIdentity } from '../../health.js';
+import type { VaultHealth } from '../../ports.js';
 import { VAULT_SCHEMA, type VaultDatabase } from '../../schema.js';
 import { createSqliteSearch } from './sqlite-search.js';
-import { openSqliteStore } from './sqlite-store.js';
+import { MEMORY_PATH, openSqliteStore } from './sqlite-store.js';
 
 export interface SqliteVaultOptions {
   readonly path: string;
   readonly busyTimeoutMs: number;
   readonly indexInBackground: boolean;
+  /** Serve an existing file read-only when it cannot be opened for writing or is damaged. Default false. */
+  readonly readOnlyFallback?: boolean;
 }
 
 export async function openSqliteVault(options: SqliteVaultOptions): Promise<VaultConnection> {
   const store = await openSqliteStore<VaultDatabase>(VAULT_SCHEMA, options);
-  const search = createSqliteSearch(store, { background: options.indexInBackground, busyTimeoutMs: options.busyTimeoutMs });
+  const readOnly = store.readOnlyReason !== undefined;
+  const search = createSqliteSearch(store, { background: options.indexInBackground && !readOnly });
+  const initial: VaultHealth = !readOnly
+    ? { state: 'ok' }
+    : /^SQLITE_(CORRUPT|NOTADB)/.test(store.readOnlyReason!)
+      ? { state: 'corrupt', detail: store.readOnlyReason! }
+      : { state: 'read_only', detail: store.readOnlyReason! };
+  const health = createHealthMonitor(
+    store.location,
+    {
+      ...(store.location === MEMORY_PATH || readOnly ? {} : { fileState: fileIdentity(store.location) }),
+      integrity: () => {
+        const rows = store.raw.pragma('quick_check(1)') as { quick_check?: string }[];
+        const first = rows[0]?.quick_check ?? 'ok';
+        return first === 'ok' ? undefined : 'quick_check failed';
+      },
+    },
+    initial,
+  );
   return {
     ...store,
+    readOnly,
+    health,
     encodeContent: (content) => content,
     decodeContent: (value) => (typeof value === 'string' ? value : Buffer.from(value).toString('utf8')),
     label: (value) => value,
