@@ -154,7 +154,12 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // A vault that can only be read (read-only file, damaged file): nothing is reduced, recovery is served.
   if (vaultFailure === undefined && vault.readOnly) {
     const health = vault.health();
-    vaultFailure = new VaultHealthError(health.state === 'corrupt' ? 'E_VAULT_CORRUPT' : 'E_VAULT_READ_ONLY', health.state, `the vault at ${vault.path} is open read-only (${health.detail ?? health.state})`);
+    const failure = new VaultHealthError(health.state === 'corrupt' ? 'E_VAULT_CORRUPT' : 'E_VAULT_READ_ONLY', health.state, `the vault at ${vault.path} is open read-only (${health.detail ?? health.state})`);
+    if (vaultErrors === 'throw' && ownsVault) {
+      await vault.close();
+      throw failure;
+    }
+    vaultFailure = failure;
     readOnlyVault = true;
   }
   const gates = modeGates(config);

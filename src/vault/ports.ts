@@ -29,6 +29,8 @@ import type {
  */
 export interface LockBudget {
   remainingMs: number;
+  /** Lock waiting done so far on this budget (ms), added up by the vault. */
+  waitedMs?: number;
 }
 
 /** Whose evidence a call touches: the tenant (profile / API-key digest) and the session. */

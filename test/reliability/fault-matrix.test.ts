@@ -239,9 +239,26 @@ describe('vault faults', () => {
     const fd = openSync(db, 'r+');
     writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
     closeSync(fd);
-    const reasons = await startupCell('corrupted file before open', 'garbage bytes as the .sqlite3; garbage pages after the header', [garbage, db]);
+    const reasons = await startupCell('corrupted file before open', 'garbage bytes as the .sqlite3', [garbage]);
     expect(reasons[0]).toBe('SQLITE_NOTADB');
-    expect(reasons[1]).toMatch(/^SQLITE_CORRUPT/);
+    // A vault file with damaged pages is opened read-only (issue 14 item 7): nothing is reduced,
+    // recovery serves what is intact (here nothing is: every page after the header is garbage).
+    const thrown = await open(db, { vaultErrors: 'throw' }).then(async (tt) => (await tt.close(), undefined), (e: unknown) => e);
+    expect(thrown).toMatchObject({ name: 'VaultHealthError', code: 'E_VAULT_CORRUPT' });
+    await using tt = await open(db);
+    const w = buildWorkload({ id: `startup-${cellNo}-pages`, variant: 200 + cellNo });
+    const results = await runWorkload(tt, w);
+    const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id));
+    expect(report.problems).toEqual([]);
+    expect(passedThrough(results)).toBe(results.length);
+    expect(results.every((r) => r.output?.decisions.some((d) => d.kind === 'failed_open' && d.error === 'VaultHealthError:E_VAULT_CORRUPT'))).toBe(true);
+    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: w.id })) as Record<string, unknown>;
+    expect(status).toMatchObject({ passthrough: true, read_only: true, vault_health: { state: 'corrupt' } });
+    rows.push({
+      cell: 'corrupted pages before open',
+      injection: 'garbage pages after the header',
+      outcome: `opened read-only (health corrupt, ${(status['vault_health'] as { detail?: string }).detail}); 'throw': rejects VaultHealthError:E_VAULT_CORRUPT; default: ${summary(results, report.receipts.length, report.recovered)}; intact artifacts recover (test/reliability/health.test.ts)`,
+    });
   });
 
   it('vault locked by another process at open: passes everything through (default), or rejects with VaultOpenError', async () => {
@@ -479,7 +496,7 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     const db = await database();
     const tt = await openPg(db.url);
     try {
-      const seed = await tt.vault.put({ content: 'evidence written before the database turned read-only\n'.repeat(40), toolName: 'terminal' });
+      const seed = await tt.vault.put({ content: 'evidence written before the database turned read-only\n'.repeat(40), toolName: 'terminal', sessionId: 'ro' });
       await admin((c) => c.query(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`));
       await terminate(db.name); // pooled connections pick the setting up when they reconnect
       const results = await checkCell('PostgreSQL read-only', 'ALTER DATABASE … SET default_transaction_read_only = on, pooled connections terminated', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, async () => {
@@ -497,13 +514,13 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
   it('disk full (a trigger raising disk_full on every insert): fail open, then heals', async () => {
     const db = await database();
     const tt = await openPg(db.url);
-    const tables = ['artifacts', 'artifact_observations', 'artifact_exposures', 'artifact_pins'];
+    const tables = ['artifacts', 'artifact_observations', 'artifact_exposures', 'artifact_access'];
     try {
       await admin(async (c) => {
         await c.query(`CREATE FUNCTION tt_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`);
         for (const t of tables) await c.query(`CREATE TRIGGER tt_disk_full BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION tt_disk_full()`);
       }, db.name);
-      const results = await checkCell('PostgreSQL disk full', 'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, pins', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, () =>
+      const results = await checkCell('PostgreSQL disk full', 'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, access/pins', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, () =>
         admin(async (c) => {
           for (const t of tables) await c.query(`DROP TRIGGER tt_disk_full ON ${t}`);
         }, db.name),

@@ -66,7 +66,7 @@ describe('the recovery tool (of a running Terminator)', () => {
 
   it('rejects arguments outside the schema with E_INVALID_ARGUMENTS naming the field', async () => {
     tt = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'rec', 'v.sqlite3'), rtkPath: RTK_STUB } });
-    artifactId = (await tt.vault.put({ content: 'alpha beta evidence\nsecond line', toolName: 'terminal' })).artifactId;
+    artifactId = (await tt.vault.put({ content: 'alpha beta evidence\nsecond line', toolName: 'terminal', sessionId: host.sessionId })).artifactId;
     const cases: [unknown, string][] = [
       [null, 'arguments'],
       [[], 'arguments'],
@@ -105,6 +105,10 @@ describe('the recovery tool (of a running Terminator)', () => {
   it('ignores a model-supplied session: unknown keys never reach the handler', async () => {
     const page = await call({ action: 'artifact_get', artifact_id: artifactId, session_id: 'victim', sessionId: 'victim' });
     expect(page['content']).toBe('alpha beta evidence\nsecond line');
+    // Naming another session gets the model nothing of that session's evidence.
+    const theirs = (await tt.vault.put({ content: 'the victim session evidence', toolName: 'terminal', sessionId: 'victim' })).artifactId;
+    const spoofed = await call({ action: 'artifact_get', artifact_id: theirs, session_id: 'victim', sessionId: 'victim' });
+    expect(spoofed['error']?.code).toBe('E_ARTIFACT_NOT_FOUND');
     expect(JSON.stringify(tt.recoveryTool.parameters)).not.toMatch(/session/i);
   });
 
@@ -127,7 +131,7 @@ describe('the recovery tool (of a running Terminator)', () => {
 
   it('search input cannot inject FTS5 or SQL syntax: it is matched as a literal substring', async () => {
     const contents = ['alpha beta evidence', 'gamma delta', 'quote " inside', "o'brien -- said NEAR(x y)", 'col:umn * star ^caret'];
-    for (const c of contents) await tt.vault.put({ content: c, toolName: 'terminal' });
+    for (const c of contents) await tt.vault.put({ content: c, toolName: 'terminal', sessionId: host.sessionId });
     const count = (): unknown => new Database(tt.vault.path, { readonly: true }).prepare('SELECT COUNT(*) FROM artifacts').pluck().get();
     const before = count();
     const search = async (query: string): Promise<string[]> => {

@@ -112,7 +112,11 @@ export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresS
             return fn(trx);
           });
         } finally {
-          if (budget !== undefined) budget.remainingMs = Math.max(0, budget.remainingMs - (Date.now() - started));
+          if (budget !== undefined) {
+            const spent = Date.now() - started;
+            budget.remainingMs = Math.max(0, budget.remainingMs - spent);
+            budget.waitedMs = (budget.waitedMs ?? 0) + spent;
+          }
         }
       },
       lock: (query, strength, skipLocked = false) => {

@@ -236,16 +236,20 @@ function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string, b
     // BEGIN IMMEDIATE takes the file's write lock up front, so a transaction never fails half-way
     // on a lock upgrade. While another process holds it, the attempt is repeated after a timer
     // (the event loop keeps running) until the budget of lock waiting is spent.
+    // Each write waits at most the busy timeout, and all writes given one budget at most that budget.
     write: async (fn, budget) => {
       const left: LockBudget = budget ?? { remainingMs: busyTimeoutMs };
+      let mine = busyTimeoutMs;
       for (let wait = FIRST_WAIT_MS; ; wait = Math.min(MAX_WAIT_MS, wait * 2)) {
         try {
           return await attempt(fn);
         } catch (error) {
           if (!(error instanceof WriteLockBusy)) throw error;
-          if (left.remainingMs <= 0) throw error.lockError;
-          const ms = Math.min(wait, left.remainingMs);
+          const ms = Math.min(wait, left.remainingMs, mine);
+          if (ms <= 0) throw error.lockError;
           left.remainingMs -= ms;
+          left.waitedMs = (left.waitedMs ?? 0) + ms;
+          mine -= ms;
           await sleep(ms);
         }
       }
