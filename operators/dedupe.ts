@@ -13,6 +13,8 @@ import { createSessionPool, intOption } from '../src/compile/session.js';
 import type { SessionState } from '../src/compile/session.js';
 
 const STAGE = 'collapseDuplicates';
+/** Chain hashes remembered per session (the oldest half is dropped past this). */
+const SEEN_MAX = 10_000;
 
 /** Options of {@link collapseDuplicates}. */
 export interface CollapseDuplicatesOptions {
@@ -99,7 +101,9 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       const duplicates = duplicateItems(state);
       const plan = await planDuplicates(state, view, outputs, { sessionId, minChars, maxChars, maxInlineChars, viewChars, isNew, wasDuplicate: (i) => duplicates.has(chain[i]!) });
       for (const h of chain) if (!seen.has(h)) seen.set(h, requestKey);
-      if (seen.size > 50_000) for (const h of [...seen.keys()].slice(0, 25_000)) seen.delete(h);
+      // Bounded: a host keeping a sliding window re-keys every item per request; an evicted hash only
+      // makes an old item look new, which this stage then leaves as it is unless it is a duplicate.
+      if (seen.size > SEEN_MAX) for (const h of [...seen.keys()].slice(0, SEEN_MAX / 2)) seen.delete(h);
       const expanded = resolved.length > 0 ? [{ stage: STAGE, kind: 'applied' as const, reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`, artifacts: [] }] : [];
       const unresolvedNote = unresolved > 0 ? [{ stage: STAGE, kind: 'failed_open' as const, reason: `${unresolved} dangling delta(s) left: the vault could not return the output`, error: 'ArtifactUnavailable' }] : [];
       const withBase = (): Step<ProviderRequest> => {

@@ -50,6 +50,18 @@ export interface ConversationMemo {
   markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
 }
 
+/**
+ * Keys kept in memory per session (least recently added dropped; the vault mirror still answers
+ * for them). A host that keeps a sliding window re-keys every item on every request (the chain
+ * changes at its start), so without a bound a long session would hold every key it ever saw.
+ */
+const MEMO_KEYS = 4096;
+
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.set(key, value);
+  if (map.size > MEMO_KEYS) map.delete(map.keys().next().value as string);
+}
+
 /** `cap`: stop counting (and writing) once an item was shown this many times. */
 export function createConversationMemo(vault: SessionStore, sessionId: string, cap: number): ConversationMemo {
   const shown = new Map<string, { count: number; last: string }>();
@@ -60,7 +72,7 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       const stored = await vault.getRendering(sessionId, SHOWN + key).catch(() => undefined);
       const [count, last] = stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
       entry = { count, last };
-      shown.set(key, entry);
+      remember(shown, key, entry);
     }
     return entry;
   };
@@ -81,12 +93,12 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       let kind = rewritten.get(key);
       if (kind === undefined) {
         kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
-        rewritten.set(key, kind);
+        remember(rewritten, key, kind);
       }
       return kind ?? undefined;
     },
     async markRewritten(key, kind, scope) {
-      rewritten.set(key, kind);
+      remember(rewritten, key, kind);
       await vault.setRendering(sessionId, REWRITTEN + key, kind, scope).catch(() => undefined);
     },
   };

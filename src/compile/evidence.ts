@@ -144,6 +144,8 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       if (missing.has(id)) forget(id);
       else delivered.add(id);
     }
+    // Bounded like the content memo: an id dropped here is simply delivered again when named.
+    while (delivered.size > maxEntries) delivered.delete(delivered.values().next().value as string);
     return [...missing];
   };
   return {

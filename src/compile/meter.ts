@@ -17,8 +17,10 @@ export interface ItemMeasure {
 
 interface Entry extends ItemMeasure {
   tokens?: number;
-  compact?: string;
 }
+
+/** Serializations kept for items measured but not yet tokenized (the current request's items). */
+const COMPACT_KEPT = 64;
 
 export interface Meter {
   /** Size and content hash of one item (memoized). */
@@ -46,6 +48,9 @@ export function createMeter(options: MeterOptions = {}): Meter {
   const maxEntries = options.maxEntries ?? 20_000;
   const byRef = new WeakMap<object, Entry>();
   const byHash = new Map<string, Entry>();
+  // Not on the entries: an item measured but never tokenized would keep its whole JSON for as long
+  // as the entry lives (20,000 entries of a long session's old outputs).
+  const compactOf = new Map<Entry, string>();
 
   const entryOf = (item: unknown): Entry => {
     const isRef = typeof item === 'object' && item !== null;
@@ -57,7 +62,11 @@ export function createMeter(options: MeterOptions = {}): Meter {
     const hash = createHash('sha256').update(compact, 'utf8').digest('base64');
     let entry = byHash.get(hash);
     if (entry === undefined) {
-      entry = counter === undefined ? { chars: serializedChars(item), hash } : { chars: serializedChars(item), hash, compact };
+      entry = { chars: serializedChars(item), hash };
+      if (counter !== undefined) {
+        compactOf.set(entry, compact);
+        if (compactOf.size > COMPACT_KEPT) compactOf.delete(compactOf.keys().next().value as Entry);
+      }
       byHash.set(hash, entry);
       if (byHash.size > maxEntries) {
         const oldest = byHash.keys().next();
@@ -72,8 +81,8 @@ export function createMeter(options: MeterOptions = {}): Meter {
     if (counter === undefined) return undefined;
     const entry = entryOf(item);
     if (entry.tokens === undefined) {
-      entry.tokens = counter.count(entry.compact ?? canonicalJson(item, { compact: true }));
-      delete entry.compact;
+      entry.tokens = counter.count(compactOf.get(entry) ?? canonicalJson(item, { compact: true }));
+      compactOf.delete(entry);
     }
     return entry.tokens;
   };

@@ -47,6 +47,8 @@ export interface EncoderLease {
 interface Loaded {
   readonly count: PieceCounter;
   readonly free: () => void;
+  /** Empty the engine's own memo, if it has one (the JS core's merge cache). */
+  readonly clearCache?: () => void;
 }
 
 interface Shared {
@@ -88,6 +90,15 @@ export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEn
       }
     },
   };
+}
+
+/**
+ * Empty the loaded engines' bounded memos (the JS core's merge cache, at most
+ * {@link JS_MERGE_CACHE_ENTRIES} pieces). For memory benches that measure everything else, as
+ * they empty the shared count memo; counting stays exact, only slower until the memo refills.
+ */
+export function clearEncoderCaches(): void {
+  for (const e of shared.values()) e.loaded.clearCache?.();
 }
 
 /** Engines currently loaded, with their reference counts (for tests and memory benches). */
@@ -214,5 +225,6 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
       core?.clearMergeCache();
       core = undefined;
     },
+    clearCache: () => core?.clearMergeCache(),
   };
 }

@@ -98,3 +98,46 @@ describe('search index', () => {
     expect(pendingRows()).toBe(0);
   });
 });
+
+// Issue 14 item 4: better-sqlite3 runs every statement on the event loop, so a search must not be
+// one long statement. Before, it indexed the whole queue and then scanned (or phrase-matched a
+// 2,000-character query over) everything in single statements: 0 turns of the event loop until
+// it returned. Now it works in slices and yields between them (counted; nothing is timed).
+describe('bounded search (the event loop turns while it works)', () => {
+  const turnsDuring = async <T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> => {
+    let turns = 0;
+    let running = true;
+    const tick = (): void => {
+      if (!running) return;
+      turns++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const value = await work();
+    running = false;
+    return { value, turns };
+  };
+  const big = (tag: string): string => Array.from({ length: 20_000 }, (_, i) => `${tag} line ${i} ab ${'ab'.repeat(20)}`).join('\n');
+
+  it('indexes a large queue in steps and scans in slices, yielding between them', async () => {
+    const v = await vaultAt({ indexInBackground: false });
+    for (const tag of ['one', 'two', 'three', 'four']) await v.put({ content: big(tag) }); // ≈ 1.2 MB each, queued
+    const indexed = await turnsDuring(() => v.search('three line 19999'));
+    expect(indexed.value).toHaveLength(1);
+    expect(indexed.turns).toBeGreaterThanOrEqual(3); // one step per queued artifact at least
+    const scanned = await turnsDuring(() => v.search('zq')); // too short for the index: a scan of ≈ 5 MB
+    expect(scanned.value).toEqual([]);
+    expect(scanned.turns).toBeGreaterThanOrEqual(3);
+  });
+
+  it('a 2,000-character query over a 2M-character artifact asks the index for a short phrase and checks candidates', async () => {
+    const v = await vaultAt({ indexInBackground: false });
+    const content = 'ab'.repeat(995_000);
+    const { artifactId } = await v.put({ content });
+    await v.search('warm'); // indexed
+    const miss = await turnsDuring(() => v.search(`${'ab'.repeat(999)}c`));
+    expect(miss.value).toEqual([]);
+    const hit = await v.search('ab'.repeat(1000));
+    expect(hit.map((r) => r.artifactId)).toEqual([artifactId]);
+  });
+});
