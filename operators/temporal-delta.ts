@@ -76,6 +76,9 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
       .digest('hex');
     const current = await vaultExact(vault, { content: result.content, toolName: 'terminal', args: result.args, sessionId: step.context.sessionId, callId: result.callId });
     const previous = await vault.getBaseline(stateKey);
+    // A step its subscriber left is never delivered: recording it as the baseline would make the next
+    // run render a delta against an output the model was never shown.
+    if (signal.aborted) return undefined;
     await vault.setBaseline(stateKey, current.artifactId); // the baseline advances even when the delta is rejected
     if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
     if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS) counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
