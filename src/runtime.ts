@@ -37,7 +37,7 @@ import { attributeRequest, type Attribution } from './telemetry/attribution.js';
 import { openLedger, type Ledger } from './telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
-import { ReceiptVerifier } from './replay/verify.js';
+import { ReceiptVerifier } from './receipts/verify.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
 import { vaultLocation } from './vault/configured.js';
 import { VaultOpenError } from './vault/errors.js';

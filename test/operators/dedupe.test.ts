@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
 import { collapseDuplicates } from '../../operators/dedupe.js';
-import { case3Request, case4Request } from '../../src/compile/structural.js';
+import { case3Request, case4Request } from '../../src/cli/bench/request-cases.js';
 import { evidenceText } from '../../src/compile/evidence.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';

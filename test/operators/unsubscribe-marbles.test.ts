@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { from, lastValueFrom, map, toArray, type OperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { capOutputBudget, collapseDuplicates, compileRequest, compressToolResult, deltaRepeatedOutput, routeSkills } from '../../operators/index.js';
-import { case4Request } from '../../src/compile/structural.js';
+import { case4Request } from '../../src/cli/bench/request-cases.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createStep, type ProviderRequest, type Step, type StepContext, type ToolResult } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
