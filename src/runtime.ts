@@ -15,13 +15,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
-import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
-import { compileRequest } from '../operators/compile.js';
+import { capOutputBudget, createPressure } from '../operators/cap-output-budget.js';
+import { compileRequest } from '../operators/compile-request.js';
 import { compressToolResult } from '../operators/compress-tool-result.js';
-import { collapseDuplicates } from '../operators/dedupe.js';
-import { routeSkills } from '../operators/skill-gate.js';
-import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
-import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
+import { collapseDuplicates } from '../operators/collapse-duplicates.js';
+import { routeSkills } from '../operators/route-skills.js';
+import { rewriteTerminalCommand } from '../operators/rewrite-terminal-command.js';
+import { deltaRepeatedOutput } from '../operators/delta-repeated-output.js';
 import { effectiveLedgerPath, loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
 import { detectFormat } from './model/read.js';
 import type { Config } from './config/types.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { firstValueFrom, of } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { codePointLength, splitLines } from '../../src/compact/lines.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';

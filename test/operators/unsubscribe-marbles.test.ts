@@ -7,7 +7,7 @@
  *
  * Every operator here reduces asynchronously (vault, counting), and virtual time flushes before any
  * promise settles, so each reduction is provably in flight at the unsubscription frame whatever the
- * machine's speed. (rewriteTerminalCommand's child-process case is in rtk-rewrite.test.ts.)
+ * machine's speed. (rewriteTerminalCommand's child-process case is in rewrite-terminal-command.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import { from, lastValueFrom, map, toArray, type OperatorFunction } from 'rxjs';

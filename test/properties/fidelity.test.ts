@@ -8,9 +8,9 @@
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
-import { compileRequest } from '../../operators/compile.js';
-import { collapseDuplicates } from '../../operators/dedupe.js';
-import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
+import { compileRequest } from '../../operators/compile-request.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import type { Mode } from '../../src/config/types.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest, writeSlots } from '../../src/model/index.js';

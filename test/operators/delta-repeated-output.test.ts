@@ -5,7 +5,7 @@ import { test } from '@fast-check/vitest';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { deltaRepeatedOutput, type DeltaRepeatedOutputOptions } from '../../operators/temporal-delta.js';
+import { deltaRepeatedOutput, type DeltaRepeatedOutputOptions } from '../../operators/delta-repeated-output.js';
 import { codePointLength } from '../../src/compact/lines.js';
 import { readArtifact } from '../../src/compact/receipt.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
-import { collapseDuplicates } from '../../operators/dedupe.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { case3Request, case4Request } from '../../src/cli/bench/request-cases.js';
 import { evidenceText } from '../../src/compile/evidence.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';

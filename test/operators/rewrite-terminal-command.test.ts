@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { firstValueFrom, from, map, Subject, toArray, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { rewriteTerminalCommand, type RewriteTerminalCommandOptions } from '../../operators/rtk-rewrite.js';
+import { rewriteTerminalCommand, type RewriteTerminalCommandOptions } from '../../operators/rewrite-terminal-command.js';
 import { createStep, type Step, type ToolCall } from '../../src/step.js';
 import { assertInvariant, deepFreeze, invariants, toolCallStream } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
