@@ -1,3 +1,4 @@
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { readRequest, writeSlots, type RequestView } from '../src/model/index.js';
 import type { Slot } from '../src/model/types.js';
@@ -12,7 +13,7 @@ import { parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/refe
 import { createSessionPool, intOption } from '../src/compile/session.js';
 import type { SessionState } from '../src/compile/session.js';
 
-const STAGE = 'collapseDuplicates';
+const STAGE = STAGES.collapseDuplicates;
 
 /** Options of {@link collapseDuplicates}. */
 export interface CollapseDuplicatesOptions {

@@ -1,3 +1,4 @@
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../src/config/pricing.js';
 import { readRequest, withItems, writeSlots, type RequestView } from '../src/model/index.js';
@@ -15,7 +16,7 @@ import { observationSlots, observationTest, type ObservationSetting } from '../s
 import { resolveDanglingDeltas } from '../src/compile/references.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
 
-const STAGE = 'compileRequest';
+const STAGE = STAGES.compileRequest;
 
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
 export interface CompileRequestOptions {

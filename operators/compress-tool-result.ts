@@ -3,6 +3,7 @@
  * compacted natively, terminal results through the built-in per-family compactors. The exact
  * original is vaulted, read back and pinned before the compact text + recovery note replaces it.
  */
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from '../src/compact/index.js';
 import { excerptLargeOutput } from '../src/compact/large-output.js';
@@ -22,7 +23,7 @@ import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
 import type { ArtifactStore, LeaseStore } from '../src/vault/ports.js';
 
-const STAGE = 'compress_tool_result';
+const STAGE = STAGES.compressToolResult;
 
 export interface CompressToolResultOptions {
   /** Where exact originals go (required). */
@@ -99,7 +100,7 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
   return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
     const result = step.value;
     if (!flags.native || result.content.startsWith('[Token Terminator')) return undefined;
-    if (step.decisions.some((d) => d.stage === 'temporal_delta' && d.kind === 'applied')) return undefined;
+    if (step.decisions.some((d) => d.stage === STAGES.deltaRepeatedOutput && d.kind === 'applied')) return undefined;
     if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
     const tool = canonicalToolName(result.name, toolNames) ?? '';
     const raw = result.content;

@@ -4,6 +4,7 @@
  * vaulted first and the baseline always advances; the diff is shown only when it is strictly
  * smaller than both the raw output and the current compact rendering.
  */
+import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
 import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
@@ -23,7 +24,7 @@ import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 
-const STAGE = 'temporal_delta';
+const STAGE = STAGES.deltaRepeatedOutput;
 
 export interface DeltaRepeatedOutputOptions {
   /** Where exact outputs and baselines live (required). */

@@ -1,3 +1,4 @@
+import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
 import { readRequest, writeSlots, type Slot } from '../src/model/index.js';
@@ -10,7 +11,7 @@ import { acceptCandidate } from '../src/compile/accept.js';
 import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
 import { intOption } from '../src/compile/session.js';
 
-const STAGE = 'routeSkills';
+const STAGE = STAGES.routeSkills;
 
 /** Options of {@link routeSkills}. */
 export interface RouteSkillsOptions {

@@ -2,6 +2,7 @@
  * The metrics port: one content-free row per (session, request) with its per-component token
  * counts, and the sums the `stats` command prints.
  */
+import { stageId } from '../stages.js';
 import { canonicalJson } from '../measure/canonical-json.js';
 import { label, requireCount, type StoreContext } from './context.js';
 import { VaultArgumentError } from './errors.js';
@@ -110,7 +111,10 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
       const saved: Record<string, number> = {};
       for (const row of await db.selectFrom('request_metrics').select('saved_by_stage_json as j').execute()) {
         const parsed = JSON.parse(row.j) as Record<string, unknown>;
-        for (const [stage, chars] of Object.entries(parsed)) if (typeof chars === 'number') saved[stage] = (saved[stage] ?? 0) + chars;
+        for (const [stored, chars] of Object.entries(parsed)) {
+          const stage = stageId(stored);
+          if (typeof chars === 'number') saved[stage] = (saved[stage] ?? 0) + chars;
+        }
       }
       const rows = await db
         .selectFrom('request_component_metrics')

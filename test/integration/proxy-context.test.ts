@@ -51,6 +51,6 @@ describe('proxy context and figures', () => {
     // Net of recovery: the row's final size covers the first request and the continuation.
     expect(summary.final_chars).toBeGreaterThan(continuation!.body.length);
     expect(summary.final_chars).toBeGreaterThan(first!.body.length);
-    expect(summary.saved_by_stage['compress_tool_result']).toBeGreaterThan(0);
+    expect(summary.saved_by_stage['compressToolResult']).toBeGreaterThan(0);
   });
 });

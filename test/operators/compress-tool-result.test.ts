@@ -93,7 +93,7 @@ describe('compressToolResult: native search/process', () => {
     const raw = nativeSearchFixture();
     const [out] = await runOp(compressToolResult({ vault: broken }), [result('search_files', raw)]);
     expect(out!.value.content).toBe(raw);
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open' });
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'failed_open' });
   });
 
   it('pins the artifact its note names: retention prunes older unpinned evidence, never it', async () => {
@@ -123,7 +123,7 @@ describe('compressToolResult: native search/process', () => {
     const [out] = await runOp(compressToolResult({ vault: racing }), [result('search_files', raw, { pattern: 'raced' })]);
     expect(pinned).toBe(true);
     expect(out!.value.content).toBe(raw);
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
   });
 
   it('rejects bad options at build time, naming the operator', () => {

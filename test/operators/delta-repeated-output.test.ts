@@ -126,7 +126,7 @@ describe('deltaRepeatedOutput', () => {
     const outs = await runOp((s) => s.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault, terminalMinChars: 1000 })), [ls(text), ls(text)]);
     expect(outs[0]!.value.content).toContain('[Token Terminator: '); // first: compacted normally
     expect(outs[1]!.value.content.startsWith('[Token Terminator temporal delta: no output changes')).toBe(true);
-    expect(outs[1]!.decisions.map((d) => d.stage)).toEqual(['temporal_delta']);
+    expect(outs[1]!.decisions.map((d) => d.stage)).toEqual(['deltaRepeatedOutput']);
     await vault.close();
   });
 
@@ -134,7 +134,7 @@ describe('deltaRepeatedOutput', () => {
     const vault = await freshVault();
     const [out] = await runOp(deltaRepeatedOutput({ vault: faultyVault(vault, { failOn: ['getBaseline'] }) }), [ls(listing())]);
     expect(out!.value.content).toBe(listing());
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'temporal_delta', kind: 'failed_open' });
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'deltaRepeatedOutput', kind: 'failed_open' });
     await vault.close();
   });
 

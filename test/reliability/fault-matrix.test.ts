@@ -159,7 +159,7 @@ describe('control: no fault', () => {
     await using tt = await open(join(cellDir(), 'vault.sqlite3'));
     const results = await checkCell('none (control)', '-', tt, { failedOpenIn: [] });
     const applied = new Set(decisionsOf(results).filter((d) => d.kind === 'applied').map((d) => d.stage));
-    for (const stage of ['rtk_rewrite', 'temporal_delta', 'compress_tool_result', 'collapseDuplicates', 'routeSkills', 'compileRequest', 'capOutputBudget']) {
+    for (const stage of ['rewriteTerminalCommand', 'deltaRepeatedOutput', 'compressToolResult', 'collapseDuplicates', 'routeSkills', 'compileRequest', 'capOutputBudget']) {
       expect(applied.has(stage), stage).toBe(true);
     }
     expect(decisionsOf(results).filter((d) => d.kind === 'failed_open')).toEqual([]);
@@ -344,7 +344,7 @@ describe('vault faults', () => {
       outcome: `failed_open ${String(r['failedOpen'])} (${String(r['errors'])}); passed through ${String(r['passedThrough'])}/${String(r['items'])}; receipts ${String(r['recovered'])}/${String(r['receipts'])} recover`,
     });
     expect(r['problems']).toEqual([]);
-    expect(String(r['failedOpen'])).toMatch(/compress_tool_result/);
+    expect(String(r['failedOpen'])).toMatch(/compressToolResult/);
     expect(String(r['errors'])).toMatch(/SQLITE_(FULL|IOERR)/);
   });
 });
@@ -602,7 +602,7 @@ describe('rtk faults (tool-call stream)', () => {
   async function rtkCell(cell: string, command: string): Promise<{ out: ToolCall; decision: Decision | undefined }> {
     const input = call(command);
     const step = await (cell === 'rtk hangs' ? tt : patient).reduceToolCall(input, { sessionId: 'rtk' });
-    const decision = step.decisions.find((d) => d.stage === 'rtk_rewrite');
+    const decision = step.decisions.find((d) => d.stage === 'rewriteTerminalCommand');
     const out = step.value;
     rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"${decision?.error === undefined ? '' : ` (${decision.error})`}; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
     // The terminator keeps working after the fault: a plain command is still rewritten.
@@ -644,7 +644,7 @@ describe('rtk faults (tool-call stream)', () => {
     await using broken = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { rtkPath: join(dir, 'no-such-rtk') } });
     const input = call('git status');
     const step = await broken.reduceToolCall(input, { sessionId: 'rtk' });
-    const d = step.decisions.find((x) => x.stage === 'rtk_rewrite');
+    const d = step.decisions.find((x) => x.stage === 'rewriteTerminalCommand');
     rows.push({ cell: 'rtk missing', injection: 'TOKEN_TERMINATOR_RTK_PATH names no file', outcome: `${d?.kind} "${d?.reason}" (${d?.error}); command passed through: ${step.value === input}` });
     expect(step.value).toBe(input);
     expect(d).toMatchObject({ kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' });
@@ -654,7 +654,7 @@ describe('rtk faults (tool-call stream)', () => {
   for (const [cell, command] of faultCells) {
     it(`${cell}: records a failed_open decision`, async () => {
       const step = await tt.reduceToolCall(call(`${command} strict`), { sessionId: 'rtk-strict' });
-      expect(step.decisions.find((d) => d.stage === 'rtk_rewrite')?.kind).toBe('failed_open');
+      expect(step.decisions.find((d) => d.stage === 'rewriteTerminalCommand')?.kind).toBe('failed_open');
     });
   }
 });

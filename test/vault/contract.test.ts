@@ -353,6 +353,14 @@ describe(`vault contract on ${dialect}`, () => {
       expect(components).toEqual([{ component: 'tool_results', raw_tokens: 50, final_tokens: 8 }]);
       await expect(v.recordRequestMetric({ ...base, rawChars: -1 })).rejects.toBeInstanceOf(VaultArgumentError);
     });
+
+    it('reads the stage ids of rows written before they were unified as today\'s ids', async () => {
+      const v = await vaultAt();
+      const base = { mode: 'balanced', rawChars: 100, finalChars: 60, receipts: 0, failedOpen: false };
+      await v.recordRequestMetric({ ...base, sessionId: 'old', requestId: 'r1', savedByStage: { temporal_delta: 30, compress_tool_result: 10, rtk_rewrite: 1 } });
+      await v.recordRequestMetric({ ...base, sessionId: 'new', requestId: 'r1', savedByStage: { deltaRepeatedOutput: 5, compressToolResult: 2 } });
+      expect((await v.metricsSummary()).saved_by_stage).toEqual({ deltaRepeatedOutput: 35, compressToolResult: 12, rewriteTerminalCommand: 1 });
+    });
   });
 
   describe('capacity', () => {
