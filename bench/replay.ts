@@ -160,7 +160,7 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
     },
     compileRequest: async (request, context, signal) => {
       const t0 = performance.now();
-      const out = await tt.compileRequest(request, context, signal);
+      const out = await tt.reduceRequest(request, context, signal);
       ms.push(performance.now() - t0 + (pendingMs.get(context.sessionId) ?? 0));
       pendingMs.delete(context.sessionId);
       const messages = Array.isArray(request['messages']) ? (request['messages'] as unknown[]) : [];

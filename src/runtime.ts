@@ -183,6 +183,16 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (ownsVault) await vault.close();
   };
 
+  const reduceRequest = async (request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>> => {
+    const out = await lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal));
+    if ((recordMetrics || ledger !== undefined) && !closed) {
+      const sizes = measureBoth(out, meter);
+      if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
+      if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
+    }
+    return out;
+  };
+
   return {
     config,
     vault,
@@ -193,15 +203,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     reduceToolCall: (call, context, signal) => lanes.get('tool_call', context.sessionId, toolCalls).run(createStep(call, context, signal)),
     reduceToolResult: (result, context, signal) =>
       lanes.get('tool_result', context.sessionId, toolResults).run(createStep(result, context, signal)),
-    compileRequest: async (request, context, signal) => {
-      const out = await lanes.get('request', context.sessionId, requests).run(createStep(request, context, signal));
-      if ((recordMetrics || ledger !== undefined) && !closed) {
-        const sizes = measureBoth(out, meter);
-        if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
-        if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
-      }
-      return out;
-    },
+    reduceRequest,
+    compileRequest: reduceRequest,
     pressure: async (request, context) => {
       try {
         pressureFn ??= createPressure(budgetOptions(config, counter));

@@ -72,7 +72,7 @@ export async function prepareRequest<R extends ProviderRequest>(
   signal?: AbortSignal,
 ): Promise<PreparedRequest<R>> {
   try {
-    const step = await terminator.compileRequest(request, context, signal);
+    const step = await terminator.reduceRequest(request, context, signal);
     const value = step.value;
     if (value === null || typeof value !== 'object') return { request, changed: false, decisions: step.decisions };
     return { request: value as R, changed: value !== request, decisions: step.decisions };

@@ -79,7 +79,7 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
   const state = await loadRecoveryState(tt.vault, sessionId);
   const shown = applyExchanges(client, format, state);
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
-  const step = await tt.compileRequest(outputs.request, context);
+  const step = await tt.reduceRequest(outputs.request, context);
   let request = step.value;
   const saved: Record<string, number> = { ...outputs.saved };
   for (const d of step.decisions) if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);

@@ -251,7 +251,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
       };
       const context: StepContext = { sessionId, requestId: `${sessionId}#${index}`, ...(session.model === undefined ? {} : { route: { model: session.model } }) };
       const t0 = now();
-      const out = await tt.compileRequest(request, context);
+      const out = await tt.reduceRequest(request, context);
       const ms = now() - t0 + pendingMs;
       pendingMs = 0;
       const finalRequest = out.value;

@@ -28,8 +28,8 @@ describe('proxy context and figures', () => {
   it('passes the API key digest as the tenant and the request model as the route, never the key', async () => {
     h = await startHarness(() => chat.text('ok'));
     const seen: StepContext[] = [];
-    const compile = h.proxy.terminator.compileRequest.bind(h.proxy.terminator);
-    (h.proxy.terminator as { compileRequest: typeof compile }).compileRequest = (request, context, signal) => {
+    const compile = h.proxy.terminator.reduceRequest.bind(h.proxy.terminator);
+    (h.proxy.terminator as { reduceRequest: typeof compile }).reduceRequest = (request, context, signal) => {
       seen.push(context);
       return compile(request, context, signal);
     };

@@ -546,7 +546,7 @@ describe('/tokenize (vLLM budget backend) faults', () => {
     await using tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { incontext: { backend: 'vllm', tokenizerUrl, tokenizerTimeoutSeconds: 0.3 } } });
     const before = server.received.length;
     const input = request();
-    const out = await tt.compileRequest(input, { sessionId: 'tok', requestId: `tok-${cell}`, route });
+    const out = await tt.reduceRequest(input, { sessionId: 'tok', requestId: `tok-${cell}`, route });
     const budget = out.decisions.filter((d) => d.stage === 'capOutputBudget');
     const asked = server.received.length - before;
     rows.push({ cell, injection, outcome: `${budget.map((d) => `${d.kind} "${d.reason}"${d.error === undefined ? '' : ` (${d.error})`}`).join('; ')}; /tokenize asked ${asked}×; messages unchanged: ${JSON.stringify(out.value['messages']) === JSON.stringify(input.messages)}` });

@@ -117,7 +117,7 @@ async function facadeCall(kind: ItemResult['kind'], input: unknown, sessionId: s
   try {
     const out =
       kind === 'request'
-        ? await tt.compileRequest(input as ProviderRequest, ctx)
+        ? await tt.reduceRequest(input as ProviderRequest, ctx)
         : kind === 'tool_result'
           ? await tt.reduceToolResult(input as ToolResult, { sessionId })
           : await tt.reduceToolCall(input as ToolCall, { sessionId });

@@ -71,7 +71,7 @@ export async function runWorkload(tt: Terminator, w: Workload, options: RunOptio
     const msg = w.messages[i]!;
     if (msg['role'] === 'assistant' && i > 0) {
       const request: ProviderRequest = { model: w.model, messages: reduced.slice(), tools: w.tools };
-      await call('request', request, () => tt.compileRequest(request, { sessionId: w.id, requestId: `${w.id}#${index++}`, route }));
+      await call('request', request, () => tt.reduceRequest(request, { sessionId: w.id, requestId: `${w.id}#${index++}`, route }));
     }
     if (msg['role'] === 'assistant') {
       for (const c of (msg['tool_calls'] as { id: string; function: { name: string; arguments: string } }[] | undefined) ?? []) {
