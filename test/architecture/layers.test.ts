@@ -64,6 +64,20 @@ describe('layering', () => {
     expect(violations).toEqual([]);
   });
 
+  it('an adapter imports its own folder, adapters/shared and the layers below, never a sibling adapter', () => {
+    const adapterOf = (path: string): string | undefined => /^adapters\/([^/]+)\//.exec(path)?.[1];
+    const violations: string[] = [];
+    for (const file of files) {
+      const own = adapterOf(file);
+      if (own === undefined) continue;
+      for (const target of importsOf(file)) {
+        const other = adapterOf(target);
+        if (other !== undefined && other !== own && other !== 'shared') violations.push(`${file} → ${target}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
   it('would catch an upward import', () => {
     expect(LAYERS.indexOf(layerOf('src/compile/history.ts')!)).toBeLessThan(LAYERS.indexOf(layerOf('operators/compile-request.ts')!));
     expect(layerOf('src/cli/bench/request-cases.ts')).toBe('hosts');

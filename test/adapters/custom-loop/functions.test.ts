@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { outputCapField, prepareRequest, readOutputCap, reduceToolResult, withOutputCap } from '../../../adapters/custom-loop/functions.js';
-import { handleRecoveryCall, recoveryArgs, recoveryToolDefinition } from '../../../adapters/custom-loop/recovery.js';
+import { outputCapField, prepareRequest, readOutputCap, reduceToolResult, withOutputCap } from '../../../adapters/shared/functions.js';
+import { handleRecoveryCall, recoveryArgs, recoveryToolDefinition } from '../../../adapters/shared/recovery.js';
 import { createFakeTerminator } from '../support/fake-terminator.js';
 
 const capValue = fc.option(fc.integer({ min: -5, max: 100_000 }), { nil: undefined });
