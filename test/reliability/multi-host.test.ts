@@ -5,9 +5,9 @@
  * every host replays (racing for its leases) and one of its own. Then every host recovers the
  * receipts ANOTHER host delivered. 0 errors, 0 lost artifacts, exactly one winner per lease.
  *
- * Not covered here (needs the gateway, being built separately): a proxy replica serving a session
- * another replica started. The storage half of it — any process continues any session from the
- * store alone — is what this test shows.
+ * A proxy replica serving a session another replica started is proxy-replicas.test.ts (two
+ * gateway processes on one PostgreSQL store); this test shows the storage half of it: any process
+ * continues any session from the store alone.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
