@@ -17,6 +17,7 @@ import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryCall
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { ProxyContext } from './context.js';
+import { serializeRequest } from './serialize.js';
 import { sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
 import { renderToolOutputs } from './tool-outputs.js';
@@ -161,7 +162,7 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
     return forward(raw, false);
   }
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
-  const sentBody = prepared.changed ? Buffer.from(JSON.stringify(prepared.request)) : raw;
+  const sentBody = prepared.changed ? Buffer.from(serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)) : raw;
   const continuations: ProviderRequest[] = [];
   const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
   try {

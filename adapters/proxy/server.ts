@@ -16,7 +16,7 @@ import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
 import { createCountMemo } from '../../src/measure/index.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { createTerminator, type TerminatorOptions } from '../../src/runtime.js';
+import { createTerminator, openLiveLedger, type TerminatorOptions } from '../../src/runtime.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import { errorLabel } from '../../src/step.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
@@ -109,8 +109,10 @@ function json(res: ServerResponse, status: number, body: unknown, type = 'applic
 export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const config = options.config ?? loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
   const ownsTerminator = options.terminator === undefined;
+  // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
   const terminator =
-    options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), ...options.terminatorOptions, metrics: false }));
+    options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), ...options.terminatorOptions, metrics: false, ledger: false }));
+  const ledger = ownsTerminator ? openLiveLedger(terminator.config, (options.terminatorOptions?.ledger ?? (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) && terminator.vault.path !== ':memory:') : undefined;
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
   const metrics = createProxyMetrics();
@@ -151,6 +153,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
         savedByStage: input.saved,
       });
       await terminator.vault.recordRequestMetric({ ...row, finalChars: row.finalChars + extraChars }).catch(() => undefined);
+      await ledger?.record({ context: input.context, original: input.client }, raw.totalTokens, sent.totalTokens + extraTokens);
     } catch (error) {
       log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
     }
@@ -163,6 +166,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     renderings: new RenderingCache(),
     items: new ItemMemo(),
+    itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
     log,
     account(input) {
@@ -244,6 +248,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       server.closeAllConnections();
     });
     while (pending.size > 0) await Promise.all([...pending]);
+    await ledger?.close();
     if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
     if (ownsTerminator) await terminator.close();
   };
