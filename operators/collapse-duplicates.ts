@@ -11,6 +11,7 @@ import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import { parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
+import { isRecoveryResult } from '../src/recovery/results.js';
 import type { SessionState } from '../src/compile/session.js';
 
 const STAGE = STAGES.collapseDuplicates;
@@ -67,7 +68,8 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
-    const outputsOf = (view: RequestView): Slot[] => [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
+    // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
+    const outputsOf = (view: RequestView): Slot[] => [...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)), ...observationSlots(view, isObservation)];
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
     return (step) => {
       const view = readRequest(step.value);

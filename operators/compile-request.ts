@@ -15,6 +15,7 @@ import { planHistory } from '../src/compile/history.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import { resolveDanglingDeltas } from '../src/compile/references.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
+import { isRecoveryResult } from '../src/recovery/results.js';
 
 const STAGE = STAGES.compileRequest;
 
@@ -114,7 +115,8 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       const sessionId = step.context.sessionId;
       const state = sessions(sessionId);
       const memo = memoOf(sessionId);
-      const outputs = [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
+      // The recovery tool's results are what the model asked for: never rewritten or receipted.
+      const outputs = [...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)), ...observationSlots(view, isObservation)];
       const pricing = fixedPricing ?? (typeof options.pricing === 'function' ? options.pricing(step) : pricingFor({ pricingProfile: 'auto', cacheReadMultiplier: undefined, cacheWriteMultiplier: undefined, minCachePrefixTokens: undefined }, step.context.route, view.format));
       const plan = await planHistory(state, memo, view, outputs, {
         sessionId,

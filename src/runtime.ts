@@ -290,12 +290,18 @@ function warnOnce(path: string, message: string): void {
 }
 
 /** The experiment ledger as the facade writes it: one finished turn per compiled request. */
-interface LiveLedger {
-  record(step: Step<ProviderRequest>, rawTokens: number, finalTokens: number): Promise<void>;
+export interface LiveLedger {
+  /** Record one request (its context and the caller's original); never throws, a broken ledger stops recording. */
+  record(step: Pick<Step<ProviderRequest>, 'context' | 'original'>, rawTokens: number, finalTokens: number): Promise<void>;
   close(): Promise<void>;
 }
 
-function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
+/**
+ * The live ledger of `config` (opened on first record), or undefined when `on` is false. For hosts
+ * that measure requests themselves, off the request path (the gateway does it after the answer
+ * went out), with `createTerminator({ ledger: false })`.
+ */
+export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
   if (!on) return undefined;
   let ledger: Promise<Ledger> | undefined;
   let broken = false;
@@ -311,11 +317,8 @@ function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();
-        await l.ensureSession({ sessionId, mode: config.mode, experiment: config.experiment, ...model });
-        await l.startTurn({ sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model });
-        await l.recordRequest({ sessionId, turnId, rawTokens, finalTokens });
         // The tokens this request sends are the turn's input: what the mode changes.
-        await l.finishTurn({ sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' });
+        await l.recordTurn({ sessionId, turnId, mode: config.mode, experiment: config.experiment, prompt: lastUserText(step.original), ...model, rawTokens, finalTokens, usage: { inputTokens: finalTokens }, outcome: 'completed' });
       } catch {
         // The ledger is an experiment record: an unwritable file must not touch the host's request.
         broken = true;

@@ -192,6 +192,7 @@ function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number
     workingState: session.workingState,
     recordRequestMetric: metrics.recordRequestMetric,
     metricsSummary: metrics.metricsSummary,
+    requestMetricRows: metrics.requestMetricRows,
     close,
     [Symbol.asyncDispose]: close,
   };

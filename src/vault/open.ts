@@ -32,6 +32,7 @@ export function unavailableVault(path: string, error: Error): Vault {
     workingState: Object.freeze({ apply: fail, get: fail }),
     recordRequestMetric: fail,
     metricsSummary: fail,
+    requestMetricRows: fail,
     close,
     [Symbol.asyncDispose]: close,
   });
