@@ -97,7 +97,7 @@ describe('collapseDuplicates — unit', () => {
 
   // Real captured failing runs, buried in a long passing log (before or after it): the view keeps
   // every diagnostic line replay counts (its own, independent pattern; the first 20 per output).
-  for (const fixture of ['pytest-fail.txt', 'vitest-fail.txt', 'go-test-fail.txt', 'cargo-test-fail.txt', 'mvn-offline-fail.txt', 'npm-install-fail.txt', 'tsc-errors.txt', 'javac-errors.txt', 'eslint-fail.txt']) {
+  for (const fixture of ['pytest-fail.txt', 'vitest-fail.txt', 'go-test-fail.txt', 'cargo-test-fail.txt', 'mvn-offline-fail.txt', 'npm-install-fail.txt', 'tsc-errors.txt', 'javac-errors.txt', 'eslint-fail.txt', 'go-vet.txt', 'python-traceback.txt']) {
     it(`keeps every diagnostic line of a large failing output in its bounded view (${fixture})`, async () => {
       const failing = readFileSync(join(import.meta.dirname, '../fixtures/terminal', fixture), 'utf8');
       const passing = Array.from({ length: 3000 }, (_, i) => `tests/test_ok_${i}.py::test_case PASSED`).join('\n');
