@@ -150,7 +150,7 @@ describe('text-protocol sessions', () => {
     const formats = new Set<string>();
     for (const session of sample(growingSession({ protocol: 'text' }), 40)) {
       const last = session.at(-1)!;
-      formats.add(requestFormat(last));
+      formats.add(String(requestFormat(last)));
       expect(last['tools']).toBeUndefined();
       expect(roleProblems(last)).toEqual([]);
       const items = conversationItems(last) as Msg[];
