@@ -23,7 +23,8 @@ import { routeSkills } from '../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../operators/delta-repeated-output.js';
 import { effectiveLedgerPath, loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
-import { detectFormat } from './model/read.js';
+import { conversationTerms } from './compile/focus.js';
+import { detectFormat, readRequest } from './model/read.js';
 import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
@@ -153,14 +154,14 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
-  const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, ...(workingState === undefined ? {} : { workingState }) };
+  const maxSessions = options.maxSessions ?? 256;
+  const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, focus: new FocusBoard(maxSessions * 3), ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
     vaultFailure === undefined
       ? { vault, config, ...(workingState === undefined ? {} : { workingState }) }
       : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(vaultFailure) }) },
   );
-  const maxSessions = options.maxSessions ?? 256;
   const recordMetrics = options.metrics !== false && vaultFailure === undefined;
   const ledger = openLiveLedger(config, (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:');
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
@@ -373,6 +374,36 @@ interface PipelineDeps {
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
+  /** The focus terms of each session's latest request, for the tool stage's views (src/compile/focus.ts). */
+  readonly focus: FocusBoard;
+}
+
+/**
+ * The names each session's latest request is about (its task, the agent's messages and
+ * commands), written by the request pipeline and read by the tool stage, whose views keep the
+ * lines of a large output that mention them. In memory, for the most recent sessions: a process
+ * that never saw a session's request simply makes views without focus lines.
+ */
+class FocusBoard {
+  readonly #terms = new Map<string, readonly string[]>();
+  constructor(readonly max: number) {}
+  get(sessionId: string): readonly string[] {
+    return this.#terms.get(sessionId) ?? [];
+  }
+  set(sessionId: string, terms: readonly string[]): void {
+    this.#terms.delete(sessionId);
+    this.#terms.set(sessionId, terms);
+    if (this.#terms.size > this.max) this.#terms.delete(this.#terms.keys().next().value as string);
+  }
+}
+
+/** Records the request's focus terms for its session; never changes the request. */
+function recordFocus(board: FocusBoard): Op<ProviderRequest> {
+  return stepOperator<ProviderRequest>('focus', () => (step) => {
+    const view = readRequest(step.value);
+    if (view.items.length > 0) board.set(step.context.sessionId, conversationTerms(view));
+    return undefined;
+  });
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;
@@ -424,6 +455,7 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
           maxArtifactChars: c.maxArtifactChars,
           backends: c.backends,
           toolNames: c.toolNames,
+          focus: (step) => d.focus.get(step.context.sessionId),
         })
       : identity,
   ]);
@@ -435,6 +467,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   const { vault, gate } = d;
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
+    d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,
     d.gates.compiler
       ? collapseDuplicates({
           vault,

@@ -1,11 +1,13 @@
 /**
  * Planning for `collapseDuplicates`: which large tool outputs of a request are shown as a bounded
- * faithful view (too large to show whole) and which newly arrived copies of an output are receipts
+ * faithful view (too large to show whole; with the focus lines of the conversation before it) and which newly arrived copies of an output are receipts
  * because the newest copy is shown inline in the same request.
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { codePoints } from '../measure/index.js';
+import { withFocusLines } from '../compact/focus.js';
 import { isFailureLine } from './digest.js';
+import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
 
@@ -102,7 +104,9 @@ export async function planDuplicates(state: SessionState, view: RequestView, out
     const id = ev.receipt.artifactId;
     if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!))) planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
-      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: `${boundedView(ev.display, o.viewChars)}\n\n${ev.receipt.text}` });
+      // The names of the conversation before this output (fixed once it arrived): the same view every request.
+      const bounded = withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!));
+      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: `${bounded}\n\n${ev.receipt.text}` });
     } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
   }
   return planned;

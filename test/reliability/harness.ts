@@ -157,7 +157,8 @@ export interface CheckReport {
 /**
  * The per-output guarantees: resolved (no throw), the output belongs to its input, the value is
  * identical or a valid smaller one (tool result: fewer code points and the exact original
- * vaulted; request: fewer serialized chars without cap fields and valid roles; tool call: an rtk
+ * vaulted; request: fewer serialized chars without cap fields — or larger only where a delta whose
+ * base the request does not show was replaced by its output — and valid roles; tool call: an rtk
  * rewrite), and every receipt in any output recovers exactly through `recover`.
  */
 export async function checkResults(results: readonly ItemResult[], recover: (id: string) => Promise<{ content?: string; error?: string }>): Promise<CheckReport> {

@@ -2,7 +2,7 @@
  * Multi-host simulation on PostgreSQL (issue 16): six processes, each its own runtime and pool,
  * stand in for hosts sharing one vault. A fixed amount of work (not wall time; the long soak is a
  * benchmark): per round, unpinned filler for retention pressure, a direct lease race, a session
- * every host replays (racing for its leases) and one of its own. Then every host recovers the
+ * every host replays (sharing its history decisions through the store) and one of its own. Then every host recovers the
  * receipts ANOTHER host delivered. 0 errors, 0 lost artifacts, exactly one winner per lease.
  *
  * A proxy replica serving a session another replica started is proxy-replicas.test.ts (two
@@ -110,6 +110,9 @@ describe('six hosts on one PostgreSQL vault', () => {
         // conversation may not show); the direct race is what claims them: one inline exposure per race, in the store too.
         const raced = await sql<{ session_id: string; n: number }>`SELECT session_id, COUNT(*)::int AS n FROM artifact_exposures WHERE session_id LIKE 'race-%' AND inline = 1 GROUP BY session_id ORDER BY session_id`.execute(raw);
         expect(raced.rows).toEqual(Array.from({ length: ROUNDS }, (_, round) => ({ session_id: `race-${round}`, n: 1 })));
+        // The sessions every host replayed had their history decisions shared through the store.
+        const shared = await sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM session_renderings WHERE session_id LIKE 'shared-%'`.execute(raw);
+        expect(shared.rows[0]?.n).toBeGreaterThan(0);
         const total = reports.reduce((n, r) => n + r.receipts, 0);
         console.log(`multi-host: ${HOSTS} hosts × ${ROUNDS} rounds, ${reports.reduce((n, r) => n + r.items, 0)} facade calls, ${total} receipts (each recovered by another host), ${usage.prunedArtifacts} artifacts pruned, ${raced.rows.length} lease races with one winner each`);
       } finally {

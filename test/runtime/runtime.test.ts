@@ -210,6 +210,25 @@ describe('createTerminator pipelines (balanced)', () => {
     expect(content).toBe(big);
   });
 
+  it("the tool stage's views keep the lines naming what the session's latest request is about (its task, the agent's words)", async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const raw = readFileSync(join(import.meta.dirname, '../fixtures/terminal/find.txt'), 'utf8');
+    const wanted = 'src/internal/operators/mergeMap.ts';
+    const call = { callId: 'c1', name: 'terminal', args: { command: 'find src -type f' }, content: raw };
+    // No request of this session yet: nothing to focus on.
+    expect((await tt.reduceToolResult(call, { sessionId: 'other' })).value.content).not.toContain(wanted);
+    const messages = [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'The `mergeMap` operator drops inner errors; fix it.' },
+      { role: 'assistant', content: 'Let me list the sources.', tool_calls: [{ id: 'c0', type: 'function', function: { name: 'terminal', arguments: '{"command":"ls"}' } }] },
+      { role: 'tool', tool_call_id: 'c0', content: 'src' },
+    ];
+    await tt.compileRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
+    const reduced = await tt.reduceToolResult(call, { sessionId: 's' });
+    expect(reduced.value.content).toContain(`\n${wanted}\n`);
+    expect(reduced.value.content.length).toBeLessThan(raw.length);
+  });
+
   it('records one content-free metrics row per compiled request', async () => {
     const path = join(dir, 'm.sqlite3');
     {
