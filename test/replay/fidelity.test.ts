@@ -77,7 +77,7 @@ beforeAll(async () => {
       toolContents.push({ content: result.content, exitCode: result.exitCode });
       return { value: result, original: result, context, decisions: [] };
     },
-    compileRequest: async (request: ProviderRequest, context) => {
+    reduceRequest: async (request: ProviderRequest, context) => {
       const step = { value: request, original: request, context, decisions: [] };
       const messages = hide(k++, request['messages'] as Msg[]);
       finals.push(messages);
