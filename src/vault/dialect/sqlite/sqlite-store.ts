@@ -95,7 +95,7 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     if (file !== MEMORY_PATH) preparePath(file);
     raw = new Database(file, { timeout: options.busyTimeoutMs });
     const conn = raw;
-    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }) });
+    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn) }) });
     conn.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
     if (file !== MEMORY_PATH) {
       const mode = retryTransient(() => conn.pragma('journal_mode = WAL', { simple: true }), options.busyTimeoutMs);
@@ -115,6 +115,31 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     if (raw?.open === true) raw.close();
     throw error instanceof TokenTerminatorError ? error : VaultOpenError.wrap(file, error);
   }
+}
+
+/**
+ * The connection as kysely sees it, with its prepared statements kept (kysely prepares every
+ * query it runs; the vault runs a few dozen distinct SQL texts over and over, and preparing was a
+ * good part of each call). Kysely runs one query at a time on this connection and never streams
+ * here, so a cached statement is never busy when it is reused. Bounded: the oldest are dropped.
+ */
+function cachingStatements(conn: Database.Database): { close(): void; prepare(sql: string): Database.Statement } {
+  const statements = new Map<string, Database.Statement>();
+  return {
+    close: () => {
+      statements.clear();
+      conn.close();
+    },
+    prepare(sql) {
+      let stmt = statements.get(sql);
+      if (stmt === undefined || stmt.busy) {
+        stmt = conn.prepare(sql);
+        statements.set(sql, stmt);
+        if (statements.size > 512) statements.delete(statements.keys().next().value as string);
+      }
+      return stmt;
+    },
+  };
 }
 
 function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string): SqliteStore<DB> {
