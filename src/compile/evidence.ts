@@ -82,6 +82,7 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
     }
   };
   const pinned = new Set<string>();
+  const rendered = new WeakMap<Entry, Map<string, Receipted>>();
   const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string }) => {
     const same = byText.get(text);
     if (same !== undefined) return same;
@@ -101,7 +102,11 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
   return {
     async receipt(text, meta) {
       const e = await put(text, meta);
-      return { text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true };
+      // The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request).
+      const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
+      let r = shown.get(meta.toolName);
+      if (r === undefined) shown.set(meta.toolName, (r = Object.freeze({ text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true as const })));
+      return r;
     },
     async store(text, sessionId, toolName) {
       const e = await put(text, { toolName, sessionId });
