@@ -147,18 +147,20 @@ export function createRequestMemo(): RequestMemo {
       let shared = 0;
       let list: readonly unknown[] = [];
       if (listKey !== undefined) {
+        // Always a private copy: a host may grow its own array in place between two requests, and
+        // the previous list (and view) must stay what that request was.
         const given = caller[listKey] as readonly unknown[];
-        let copy: unknown[] | undefined;
+        const copy = given.slice();
         let leading = true;
-        for (let i = 0; i < given.length; i++) {
-          const value = given[i];
+        for (let i = 0; i < copy.length; i++) {
+          const value = copy[i];
           const known = i < items.length ? intern(value, items[i]) : value;
-          if (known !== value) (copy ??= given.slice())[i] = known;
+          if (known !== value) copy[i] = known;
           if (leading && i < items.length && known === items[i]) shared++;
           else leading = false;
         }
-        list = copy ?? given;
-        if (copy !== undefined) (request ??= { ...caller })[listKey] = copy;
+        list = copy;
+        (request ??= { ...caller })[listKey] = copy;
       }
       const seen = request ?? caller;
       const grown = view !== undefined && view.listKey === listKey && shared === view.items.length ? extendView(view, seen) : undefined;

@@ -145,6 +145,21 @@ describe('recognition', () => {
   });
 });
 
+describe('a host that grows its own array in place', () => {
+  it('has every request read whole: the previous list is a copy, not the caller array', () => {
+    const memo = createRequestMemo();
+    const messages: unknown[] = [{ role: 'user', content: 'go' }];
+    const request = { model: 'm', messages };
+    memo.recognise(request);
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'grep', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c', content: 'out' });
+    const seen = memo.recognise(request);
+    expect(seen.shared).toBe(1);
+    expect(seen.view).toEqual({ ...readRequest(request), items: seen.view.items });
+    expect(seen.view.items).toEqual(messages);
+    expect(seen.restore(seen.request)).toBe(request);
+  });
+});
+
 describe('fast path = full path', () => {
   let runs = 0;
   const chain = (vault: Parameters<typeof collapseDuplicates>[0]['vault']): RequestOp => (src) =>
