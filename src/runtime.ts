@@ -312,11 +312,14 @@ function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();
-        await l.ensureSession({ sessionId, mode: config.mode, experiment: config.experiment, ...model });
-        await l.startTurn({ sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model });
-        await l.recordRequest({ sessionId, turnId, rawTokens, finalTokens });
+        // One transaction: the session tagged, the turn opened, this request counted, the turn closed.
         // The tokens this request sends are the turn's input: what the mode changes.
-        await l.finishTurn({ sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' });
+        await l.recordTurn({
+          session: { sessionId, mode: config.mode, experiment: config.experiment, ...model },
+          turn: { sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model },
+          request: { sessionId, turnId, rawTokens, finalTokens },
+          finish: { sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' },
+        });
       } catch {
         // The ledger is an experiment record: an unwritable file must not touch the host's request.
         broken = true;

@@ -49,6 +49,28 @@ describe('experiment ledger', async () => {
     expect(c.delta.available).toBe(false);
   });
 
+  it('recordTurn writes what ensureSession, startTurn, recordRequest and finishTurn write, in one transaction', async () => {
+    const other = await openLedger({ path: join(dir, 'four-calls.sqlite3') });
+    try {
+      for (const [sessionId, k] of [['x', 1], ['x', 2], ['y', 3]] as const) {
+        const tag = { sessionId, mode: 'balanced', model: 'gpt-4o', experiment: 'e' };
+        const turn = { sessionId, turnId: `t${k}`, mode: 'balanced', model: 'gpt-4o', prompt: `prompt ${k % 2}` };
+        const request = { sessionId, turnId: `t${k}`, rawTokens: 100 * k, finalTokens: 40 * k };
+        const finish = { sessionId, turnId: `t${k}`, usage: { inputTokens: 40 * k }, outcome: 'completed' as const };
+        await ledger.recordTurn({ session: tag, turn, request, finish });
+        await other.ensureSession(tag);
+        await other.startTurn(turn);
+        await other.recordRequest(request);
+        await other.finishTurn(finish);
+      }
+      const strip = (rows: readonly object[]): unknown[] => rows.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !/At$/.test(k))));
+      expect(strip(await ledger.sessions('e'))).toEqual(strip(await other.sessions('e')));
+      expect((await ledger.session('x'))).toMatchObject({ requests: 2, rawTokens: 300, finalTokens: 120 });
+    } finally {
+      await other.close();
+    }
+  });
+
   it('rejects identical modes', async () => {
     await expect(ledger.compare('balanced', 'balanced')).rejects.toThrow(LedgerError);
   });
