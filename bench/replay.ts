@@ -12,8 +12,14 @@
  * timed sections. The pipeline's own time is each request's time minus that; its p95 is printed.
  * `--compare-counting` replays again under the older counting set-ups (tiktoken WASM without the
  * process-wide memo; the JS engine without it) and prints their p50/p95 beside the default's.
+ *
+ * `--against <commit>` measures an earlier commit in the same run: its tree (`git archive`) in a
+ * temp directory sharing this checkout's node_modules, its own replay bench run with `--json` in a
+ * child process before this one's replay (and again after it with `--against-rounds 2`). Printed:
+ * both p50/p95, the ratio of the p95s, and whether every non-timing figure is identical.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,12 +62,73 @@ export async function main(argv: string[]): Promise<void> {
   const sessions = await readSessions(path, limit);
   console.log(`replay bench: ${sessions.length} sessions from ${path}, mode ${mode}`);
 
-  const t0 = performance.now();
-  const baseline = await replaySessions(sessions, { mode: 'off', ledger: false });
-  const t1 = performance.now();
-  const timed = await timedReplay(sessions, mode, { engine: 'js', memo: true });
+  const against = flag(argv, '--against');
+  const rounds = Number(flag(argv, '--against-rounds') ?? 1);
+  const earlier: Earlier[] = [];
+  const checkout = against === undefined ? undefined : materialize(against);
+  try {
+    if (checkout !== undefined) earlier.push(runEarlier(checkout, path, mode, limit));
+    const t0 = performance.now();
+    const baseline = await replaySessions(sessions, { mode: 'off', ledger: false });
+    const t1 = performance.now();
+    const timed = await timedReplay(sessions, mode, { engine: 'js', memo: true });
+    const t2 = performance.now();
+    if (checkout !== undefined && rounds > 1) earlier.push(runEarlier(checkout, path, mode, limit));
+    await report(argv, mode, sessions, baseline, timed, [t0, t1, t2]);
+    if (checkout !== undefined) printAgainst(against!, earlier, timed);
+  } finally {
+    if (checkout !== undefined) rmSync(checkout, { recursive: true, force: true });
+  }
+}
+
+interface Earlier {
+  readonly figures: Omit<ReplayFigures, 'sessions'> & { sessions: number };
+  readonly wallMs: number;
+}
+
+/** The tree of `commit` in a temp directory, with this checkout's node_modules linked in. */
+function materialize(commit: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tt-bench-against-'));
+  const tar = execFileSync('git', ['archive', '--format=tar', commit], { maxBuffer: 1 << 30 });
+  const untar = spawnSync('tar', ['-x', '-C', dir], { input: tar });
+  if (untar.status !== 0) throw new Error(`bench replay: could not unpack ${commit}: ${untar.stderr.toString()}`);
+  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(process.cwd(), 'node_modules'), join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+/** The earlier commit's own replay bench (same sessions, mode and counting set-up), in a child process. */
+function runEarlier(dir: string, path: string, mode: Mode, limit: number): Earlier {
+  const args = ['tsx', 'bench/run.ts', 'replay', join(process.cwd(), path), '--mode', mode, '--json', ...(Number.isFinite(limit) ? ['--limit', String(limit)] : [])];
+  const out = spawnSync('npx', args, { cwd: dir, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const line = out.stdout.split('\n').find((l) => l.startsWith('{'));
+  if (out.status !== 0 || line === undefined) throw new Error(`bench replay: the earlier commit's bench failed: ${out.stderr.slice(-2000)}`);
+  const parsed = JSON.parse(line) as { figures: Earlier['figures']; wall_ms: { ours: number } };
+  return { figures: parsed.figures, wallMs: parsed.wall_ms.ours };
+}
+
+/** Figures that are not timings (they must not change with speed work). */
+function behaviour(f: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(f).filter(([k]) => !/(_ms$|^ms|rss|^sessions$)/.test(k)));
+}
+
+function printAgainst(commit: string, earlier: readonly Earlier[], timed: Timed): void {
+  const mean = (g: (e: Earlier) => number): number => earlier.reduce((n, e) => n + g(e), 0) / earlier.length;
+  const p50 = mean((e) => e.figures.p50_ms);
+  const p95 = mean((e) => e.figures.p95_ms);
   const ours = timed.figures;
-  const t2 = performance.now();
+  console.log(`\nagainst ${commit} (its own replay bench in a child process, same run, ${earlier.length} run(s)):`);
+  console.log(`  ${''.padEnd(20)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`);
+  console.log(`  ${commit.padEnd(20)} ${p50.toFixed(3).padStart(8)} ${p95.toFixed(3).padStart(8)}`);
+  console.log(`  ${'this tree'.padEnd(20)} ${ours.p50_ms.toFixed(3).padStart(8)} ${ours.p95_ms.toFixed(3).padStart(8)}`);
+  console.log(`  p95 ratio this / ${commit}: ${(ours.p95_ms / p95).toFixed(3)} (target ≤ 0.5); p50 ratio ${(ours.p50_ms / p50).toFixed(3)}`);
+  const a = behaviour(earlier[0]!.figures);
+  const b = behaviour(ours);
+  const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
+  console.log(changed.length === 0 ? `  every other figure identical (${Object.keys(b).length} figures: reduction, cost ratios, prefix reuse, fidelity counts, receipts…)` : `  figures that differ: ${changed.map((k) => `${k} ${JSON.stringify(a[k])} → ${JSON.stringify(b[k])}`).join('; ')}`);
+}
+
+async function report(argv: readonly string[], mode: Mode, sessions: readonly RecordedSession[], baseline: ReplayFigures, timed: Timed, [t0, t1, t2]: readonly [number, number, number]): Promise<void> {
+  const ours = timed.figures;
 
   const probe = await diagnosticProbe(mode);
   if (argv.includes('--json')) {

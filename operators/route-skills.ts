@@ -59,10 +59,15 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
     const sticky = new Map<string, string>();
     // Synchronous until there is something to route, so pass-through Steps emit synchronously.
     return (step) => {
+      // The discovery tools are read first (the request's tool list, as readRequest finds it): most
+      // requests stop here without reading the conversation.
+      const request = step.value;
+      const listed = typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
+      const names = new Set((Array.isArray(listed) ? listed : []).map(toolName));
+      if (!names.has(listTool) || !names.has(viewTool)) return undefined;
       const view = readRequest(step.value);
       const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
-      const names = new Set((Array.isArray(tools) ? tools : []).map(toolName));
-      if (!names.has(listTool) || !names.has(viewTool)) return undefined;
+      if (tools !== listed) return undefined;
       const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
       if (prompt.trim() === '') return undefined;
       const slots = view.slots.filter((s) => s.kind === 'instructions' && s.text !== undefined && findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog));

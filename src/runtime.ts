@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/cap-output-budget.js';
 import { compileRequest } from '../operators/compile-request.js';
+import { budgetCounterFrom, type BudgetCounter } from './budget/counter.js';
 import { compressToolResult } from '../operators/compress-tool-result.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
@@ -155,7 +156,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
   const maxSessions = options.maxSessions ?? 256;
-  const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, focus: new FocusBoard(maxSessions * 3), ...(workingState === undefined ? {} : { workingState }) };
+  // One prompt counter for every session's output cap: counts per message object, like the
+  // request stages' memos (a rebuilt copy they recognised counts as the earlier object).
+  const budgetCounter = budgetCounterFrom(counter, { identityCache: true });
+  const deps: PipelineDeps = { config, vault, counter, budgetCounter, gate: gateCounter(counter, gates), gates, focus: new FocusBoard(maxSessions * 3), ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const recoveryTool: RecoveryTool = createRecoveryTool(
     vaultFailure === undefined
@@ -208,7 +212,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     compileRequest: reduceRequest,
     pressure: async (request, context) => {
       try {
-        pressureFn ??= createPressure(budgetOptions(config, counter));
+        pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
         return await pressureFn(request, context);
       } catch {
         return preflightPressure(config, counter, request, context);
@@ -237,7 +241,7 @@ export function preflightPressure(config: Config, counter: TokenCounter, request
  * no second copy); any other INCONTEXT_BACKEND (vllm /tokenize, tokenizer-json) is built by the
  * budget planner from the config, so the provider-aware count is the one that caps the output.
  */
-function budgetOptions(config: Config, counter: TokenCounter): { config: Config; counter?: TokenCounter } {
+function budgetOptions(config: Config, counter: BudgetCounter): { config: Config; counter?: BudgetCounter } {
   return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
 }
 
@@ -370,6 +374,8 @@ interface PipelineDeps {
   readonly vault: Vault;
   /** The real counter: the output cap counts the prompt with it. */
   readonly counter: TokenCounter;
+  /** The output cap's counter over `counter` (shared by every session). */
+  readonly budgetCounter: BudgetCounter;
   /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
@@ -499,7 +505,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })
       : identity,
-    d.gates.budget ? capOutputBudget(budgetOptions(c, d.counter)) : identity,
+    d.gates.budget ? capOutputBudget(budgetOptions(c, d.budgetCounter)) : identity,
   ]);
 }
 

@@ -59,24 +59,54 @@ export interface EvidenceStore {
   pin(ids: readonly string[]): Promise<void>;
 }
 
+/** Chars of evidence texts a store keeps as lookup keys (per session). */
+const MAX_TEXT_CHARS = 32 * 1024 * 1024;
+
 /** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
 export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntries = 10_000): EvidenceStore {
-  const known = new Map<string, { artifactId: string; sha256: string; chars: number }>();
+  type Entry = { artifactId: string; sha256: string; chars: number };
+  const known = new Map<string, Entry>();
+  // The texts themselves, for the requests that hand the same string over again (a rewrite's
+  // evidence is vaulted once but named by every later request): a lookup instead of a SHA-256.
+  // They are the strings the session's history and renderings hold anyway; bounded in count and chars.
+  const byText = new Map<string, Entry>();
+  let textChars = 0;
+  const remember = (text: string, entry: Entry): void => {
+    if (byText.has(text)) return;
+    byText.set(text, entry);
+    textChars += text.length;
+    while (byText.size > maxEntries || textChars > MAX_TEXT_CHARS) {
+      const oldest = byText.keys().next().value as string;
+      byText.delete(oldest);
+      textChars -= oldest.length;
+    }
+  };
   const pinned = new Set<string>();
+  const rendered = new WeakMap<Entry, Map<string, Receipted>>();
   const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string }) => {
+    const same = byText.get(text);
+    if (same !== undefined) return same;
     const key = createHash('sha256').update(text, 'utf8').digest('base64');
     const hit = known.get(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      remember(text, hit);
+      return hit;
+    }
     const result = await vault.put({ content: text, toolName: meta.toolName, args: meta.args ?? {}, sessionId: meta.sessionId, ...(meta.callId === undefined ? {} : { callId: meta.callId }) });
     const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
     known.set(key, entry);
     if (known.size > maxEntries) known.delete(known.keys().next().value as string);
+    remember(text, entry);
     return entry;
   };
   return {
     async receipt(text, meta) {
       const e = await put(text, meta);
-      return { text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true };
+      // The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request).
+      const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
+      let r = shown.get(meta.toolName);
+      if (r === undefined) shown.set(meta.toolName, (r = Object.freeze({ text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true as const })));
+      return r;
     },
     async store(text, sessionId, toolName) {
       const e = await put(text, { toolName, sessionId });

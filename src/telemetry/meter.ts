@@ -12,6 +12,7 @@
  * ` mn]`, and each segment is memoized per message (test/telemetry/meter.test.ts checks the
  * equality against counting the whole string).
  */
+import { canonicalOf } from '../compile/prefix.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 
@@ -60,11 +61,13 @@ export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
   const memo = new WeakMap<object, MessageEntry>();
   const entry = (message: unknown): MessageEntry => {
     if (typeof message === 'object' && message !== null) {
-      const found = memo.get(message);
+      // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
+      const key = canonicalOf(message);
+      const found = memo.get(key);
       if (found !== undefined) return found;
       const json = canonicalJson(message);
       const made: MessageEntry = { json, chars: codePoints(json) };
-      memo.set(message, made);
+      memo.set(key, made);
       return made;
     }
     const json = canonicalJson(message);
