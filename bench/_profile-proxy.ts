@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/_profile-proxy.ts [--requests 300]`: where the proxy's time goes on requests whose
+ * `npx tsx bench/_profile-proxy.ts [--requests 300] [--mode off]`: where the proxy's time goes on requests whose
  * reduction is cached. One in-process proxy (SQLite vault in a temp dir) in front of a loopback
  * upstream; each of the sample session's 50–200 kB bodies is sent once to warm its session, then
  * `--requests` more are sent one at a time under the CPU profiler. Prints the per-request wall time
@@ -26,6 +26,7 @@ interface Node {
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
 const requests = argv.includes('--requests') ? Number(argv[argv.indexOf('--requests') + 1]) : 300;
+const mode = argv.includes('--mode') ? argv[argv.indexOf('--mode') + 1] : undefined;
 
 const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as { model?: string; messages: { role: string }[] };
 const bodies: string[] = [];
@@ -47,7 +48,7 @@ await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-proxy-'));
 const proxy = await createProxy({
   config: loadProxyConfig({ env: {}, flags: { port: 0, upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` } }),
-  terminatorOptions: { env: { HOME: dir }, overrides: { dbPath: join(dir, 'vault.sqlite3') } },
+  terminatorOptions: { env: { HOME: dir, ...(mode === undefined ? {} : { TOKEN_TERMINATOR_MODE: mode }) }, overrides: { dbPath: join(dir, 'vault.sqlite3') } },
 });
 const pool = new Pool(await proxy.listen(), { connections: 1 });
 const send = async (body: string): Promise<void> => {

@@ -184,7 +184,9 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   const sentBody = prepared.changed ? Buffer.from(serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)) : raw;
   const continuations: ProviderRequest[] = [];
-  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
+  // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
+  const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
+  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: sentMeasured, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
   try {
     if (!prepared.intercept) await forward(sentBody, prepared.changed);
     else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });
