@@ -389,7 +389,7 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     return new Proxy(tt, {
       get(target, prop, receiver) {
         const value: unknown = Reflect.get(target, prop, receiver);
-        if (prop !== 'reduceToolCall' && prop !== 'reduceToolResult' && prop !== 'compileRequest') return value;
+        if (prop !== 'reduceToolCall' && prop !== 'reduceToolResult' && prop !== 'reduceRequest' && prop !== 'compileRequest') return value;
         return async (...args: unknown[]) => {
           await before();
           return (value as (...a: unknown[]) => unknown).apply(target, args);
