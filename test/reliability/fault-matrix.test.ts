@@ -70,9 +70,10 @@ function cellDir(): string {
 }
 
 // The workload is sized so that every stage applies under these thresholds (cache-economic history
-// rewrites, 8000-char managed outputs, the skill-routing opt-in so that its stage runs too); pin
-// them so the matrix does not drift with the product defaults.
-const baseOverrides = { rtkPath: RTK_STUB, contextBlockTurns: 0, minArtifactChars: 8000, skillRouting: true } as const;
+// rewrites, 8000-char managed outputs, the 23,910-char file read shown as a bounded view from
+// 16,000 chars — read_file and `cat` are shown whole by the tool stage —, the skill-routing opt-in so
+// that its stage runs too); pin them so the matrix does not drift with the product defaults.
+const baseOverrides = { rtkPath: RTK_STUB, contextBlockTurns: 0, minArtifactChars: 8000, maxInlineChars: 16_000, skillRouting: true } as const;
 
 function open(dbPath: string, extra: Parameters<typeof createTerminator>[0] = {}): Promise<Terminator> {
   return createTerminator({ env: {}, ...extra, overrides: { ...baseOverrides, dbPath, ...extra.overrides } });
