@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { Subject } from 'rxjs';
 import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
@@ -54,9 +55,10 @@ function flag(argv: readonly string[], name: string, fallback: number): number {
 }
 
 interface Timing {
-  /** Per request (index = turn − 1): wall ms and process CPU ms. */
+  /** Per request (index = turn − 1): wall ms, process CPU ms, and ms of GC pauses inside the request. */
   readonly wall: number[];
   readonly cpu: number[];
+  readonly gc: number[];
   /** SHA-256 of the request's serialized history, ms (median of 5), at the turns asked for. */
   readonly sha: Map<number, number>;
   /** Whole-request serialize + tokenize, ms, at the turns asked for. */
@@ -87,6 +89,12 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
   const texts = fresh ? messages.map((m) => JSON.stringify(m)) : [];
   const wall: number[] = [];
   const cpu: number[] = [];
+  const windows: [number, number][] = [];
+  const pauses: { start: number; ms: number }[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push({ start: e.startTime, ms: e.duration });
+  });
+  observer.observe({ entryTypes: ['gc'] });
   const sha = new Map<number, number>();
   const tokenize = new Map<number, number>();
   const historyChars = new Map<number, number>();
@@ -104,7 +112,9 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
       const w0 = performance.now();
       input.next(createStep(request, { sessionId: fresh ? 'fresh' : 'shared', requestId: `r${t}` }));
       await done;
-      wall.push(performance.now() - w0);
+      const w1 = performance.now();
+      wall.push(w1 - w0);
+      windows.push([w0, w1]);
       const c1 = process.cpuUsage(c0);
       cpu.push((c1.user + c1.system) / 1000);
       if (probes.includes(t)) {
@@ -122,8 +132,11 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
         tokenize.set(t, performance.now() - b0);
       }
     }
-    return { wall, cpu, sha, tokenize, historyChars, finalChars: canonicalJson(last!.value).length };
+    await new Promise((r) => setImmediate(r)); // the last GC entries
+    const gc = windows.map(([a, b]) => pauses.reduce((n, p) => n + (p.start >= a && p.start < b ? p.ms : 0), 0));
+    return { wall, cpu, gc, sha, tokenize, historyChars, finalChars: canonicalJson(last!.value).length };
   } finally {
+    observer.disconnect();
     sub.unsubscribe();
     counter.dispose?.();
     await vault.close();
@@ -165,10 +178,14 @@ export async function main(argv: string[]): Promise<void> {
     const c50 = window(r.cpu, 50);
     const cEnd = window(r.cpu, longTurns - 25);
     const all = [...r.wall].sort((a, b) => a - b);
+    const noGc = r.wall.map((w, i) => w - r.gc[i]!);
+    const g50 = window(noGc, 50);
+    const gEnd = window(noGc, longTurns - 25);
     console.log(`\n${longTurns}-request session, host rebuilds every message object (windows of 50 requests)`);
     console.log(`  turns 26–75:             p50 ${percentile(at50, 50).toFixed(2)} ms, p95 ${percentile(at50, 95).toFixed(2)} ms wall; p50 ${percentile(c50, 50).toFixed(2)} ms CPU`);
     console.log(`  turns ${longTurns - 49}–${longTurns}:       p50 ${percentile(atEnd, 50).toFixed(2)} ms, p95 ${percentile(atEnd, 95).toFixed(2)} ms wall; p50 ${percentile(cEnd, 50).toFixed(2)} ms CPU`);
     console.log(`  p50 ratio last / turn 50: ${(percentile(atEnd, 50) / percentile(at50, 50)).toFixed(2)} wall, ${(percentile(cEnd, 50) / percentile(c50, 50)).toFixed(2)} CPU (target ≤ 1.5)`);
+    console.log(`  without the GC pauses inside each request (the host's parsed garbage is collected there too): p50 ${percentile(g50, 50).toFixed(2)} → ${percentile(gEnd, 50).toFixed(2)} ms, ratio ${(percentile(gEnd, 50) / percentile(g50, 50)).toFixed(2)}; GC in the last window: p50 ${percentile([...r.gc.slice(longTurns - 50)].sort((a, b) => a - b), 50).toFixed(2)} ms`);
     console.log(`  whole session: p50 ${percentile(all, 50).toFixed(2)} ms, p95 ${percentile(all, 95).toFixed(2)} ms, max ${all[all.length - 1]!.toFixed(2)} ms`);
     console.log(`  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`);
   }

@@ -60,7 +60,9 @@ const DUPLICATES = 'tt:dedupe:duplicates';
  */
 async function restoreSession(state: SessionState, sessionId: string, chain: readonly string[], requestKey: string): Promise<void> {
   state.sticky.set('dedupe:restored', true);
-  const [last, listed] = await Promise.all([state.vault.getRendering(sessionId, LAST_REQUEST).catch(() => undefined), state.vault.getRendering(sessionId, DUPLICATES).catch(() => undefined)]);
+  // One read after the other: the stage holds one vault connection at a time.
+  const last = await state.vault.getRendering(sessionId, LAST_REQUEST).catch(() => undefined);
+  const listed = await state.vault.getRendering(sessionId, DUPLICATES).catch(() => undefined);
   const [length, firstNew, key] = (last ?? '').split(' ');
   const n = Number(length);
   if (key !== undefined && Number.isInteger(n) && n > 0 && n <= chain.length && chain[n - 1] === key) {
