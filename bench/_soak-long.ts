@@ -58,7 +58,7 @@ for (let t = 0; t < turns; t++) {
   recent.push([assistant, { role: 'tool', tool_call_id: callId, content: reduced.value.content }]);
   if (recent.length > windowTurns) recent.shift();
   const request: ProviderRequest = { model: 'gpt-4o', messages: JSON.parse(JSON.stringify([...prefix, ...recent.flat()])) as unknown[] };
-  await tt.compileRequest(request, { sessionId: 'long', requestId: `long#${t}` });
+  await tt.reduceRequest(request, { sessionId: 'long', requestId: `long#${t}` });
   if (t + 1 === warm) ({ total: warmHeap, caches: warmCaches } = heap());
   if ((t + 1) % 250 === 0 && t + 1 < turns) {
     const h = heap();

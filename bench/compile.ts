@@ -1,19 +1,32 @@
 /**
- * `npm run bench -- compile`: a 200-turn synthetic agent session through the request chain
- * (collapseDuplicates → routeSkills → compileRequest, exact o200k_base gate, SQLite vault on a
- * temp file), one request per turn as a host sends them. Prints the time per request around
- * turn 20 and turn 200 and their ratio (incremental cost: the target is ≤ 2), next to a baseline
- * measured in the same run: what one whole-request serialization + tokenization costs at the same
- * turns (the reference's per-call work, which grows with history).
+ * `npm run bench -- compile [--turns 200] [--long-turns 1500] [--full-path]`: a synthetic agent
+ * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
+ * o200k_base gate, SQLite vault on a temp file), one request per turn as a host sends them, in
+ * both host modes: the host reuses its message objects, or rebuilds every one of them from JSON on
+ * every call (what every request that arrives over HTTP is).
+ *
+ * Printed per mode, next to baselines measured in the same run:
+ * - time per request (wall and process CPU) around turn 20 and turn 200, and their ratio
+ *   (incremental cost: target ≤ 1.3);
+ * - the time to SHA-256 that request's serialized history once (compact JSON, serialized outside
+ *   the timing), and the ratio of the request time at turn 200 to it (target ≤ 3);
+ * - the old baseline: one whole-request serialization + tokenization (the reference's per-call work).
+ * Then a `--long-turns` session with rebuilt objects: p50 and p95 per request around turn 50 and
+ * around the last turn (target: p50 ratio ≤ 1.5), and p95 over the whole session.
+ * `--full-path` switches prefix recognition off (src/compile/prefix.ts) to see the cost without it.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { Subject } from 'rxjs';
-import { compileRequest } from '../operators/compile.js';
-import { collapseDuplicates } from '../operators/dedupe.js';
-import { routeSkills } from '../operators/skill-gate.js';
+import { compileRequest } from '../operators/compile-request.js';
+import { collapseDuplicates } from '../operators/collapse-duplicates.js';
+import { routeSkills } from '../operators/route-skills.js';
+import { setPrefixRecognition } from '../src/compile/prefix.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
+import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
 
@@ -25,59 +38,105 @@ export function output(t: number): string {
 }
 
 /** The transcript a host keeps: the same message objects are reused request after request. */
-export function transcript(): unknown[] {
+export function transcript(turns = TURNS): unknown[] {
   const messages: unknown[] = [{ role: 'system', content: 'You are a careful coding agent. Use the tools.' }, { role: 'user', content: 'Fix the failing build and explain the cause.' }];
-  for (let t = 0; t < TURNS; t++) {
+  for (let t = 0; t < turns; t++) {
     messages.push({ role: 'assistant', content: `Step ${t}: looking at module ${t % 13}.`, tool_calls: [{ id: `call_${t}`, type: 'function', function: { name: t % 2 === 0 ? 'search_files' : 'read_file', arguments: `{"path":"src/module_${t % 13}"}` } }] });
     messages.push({ role: 'tool', tool_call_id: `call_${t}`, content: output(t) });
   }
   return messages;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: readonly number[]): number => percentile([...xs].sort((a, b) => a - b), 50);
 
-async function runSession(fresh: boolean): Promise<{ at20: number; at200: number; base20: number; base200: number; finalChars: number; rawChars: number }> {
+function flag(argv: readonly string[], name: string, fallback: number): number {
+  const i = argv.indexOf(name);
+  return i >= 0 ? Number(argv[i + 1]) : fallback;
+}
+
+interface Timing {
+  /** Per request (index = turn − 1): wall ms, process CPU ms, and ms of GC pauses inside the request. */
+  readonly wall: number[];
+  readonly cpu: number[];
+  readonly gc: number[];
+  /** SHA-256 of the request's serialized history, ms (median of 5), at the turns asked for. */
+  readonly sha: Map<number, number>;
+  /** Whole-request serialize + tokenize, ms, at the turns asked for. */
+  readonly tokenize: Map<number, number>;
+  readonly historyChars: Map<number, number>;
+  readonly finalChars: number;
+}
+
+/**
+ * One session of `turns` requests through the chain. `fresh`: every request is rebuilt from JSON
+ * (new objects and new strings), outside the timing. Baselines are measured at `probes`.
+ */
+async function runSession(fresh: boolean, turns: number, probes: readonly number[]): Promise<Timing> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
   const input = new Subject<Step<ProviderRequest>>();
-  const outputs: Step<ProviderRequest>[] = [];
-  const sub = input.pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter })).subscribe((s) => outputs.push(s));
-  const messages = transcript();
-  const times: number[] = [];
-  const base: number[] = [];
+  // Only the latest output is kept: a host does not hold every request it ever sent (holding all
+  // of them made the heap, and so every major GC, grow with the session).
+  let emitted = 0;
   let last: Step<ProviderRequest> | undefined;
+  const sub = input.pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter })).subscribe((s) => {
+    emitted++;
+    last = s;
+  });
+  const messages = transcript(turns);
+  // The JSON text of each message once, so a rebuilt request is one JSON.parse of its history.
+  const texts = fresh ? messages.map((m) => JSON.stringify(m)) : [];
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  const windows: [number, number][] = [];
+  const pauses: { start: number; ms: number }[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push({ start: e.startTime, ms: e.duration });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const sha = new Map<number, number>();
+  const tokenize = new Map<number, number>();
+  const historyChars = new Map<number, number>();
   try {
-    for (let t = 1; t <= TURNS; t++) {
-      const upTo = messages.slice(0, 2 + 2 * t);
-      const request: ProviderRequest = { model: 'gpt-4o', messages: fresh ? (JSON.parse(JSON.stringify(upTo)) as unknown[]) : upTo };
-      const n = outputs.length;
-      const started = performance.now();
+    for (let t = 1; t <= turns; t++) {
+      const n = 2 + 2 * t;
+      const list = fresh ? (JSON.parse(`[${texts.slice(0, n).join(',')}]`) as unknown[]) : messages.slice(0, n);
+      const request: ProviderRequest = { model: 'gpt-4o', messages: list };
+      const before = emitted;
       const done = new Promise<void>((resolve) => {
-        const poll = (): void => (outputs.length > n ? resolve() : void setImmediate(poll));
+        const poll = (): void => (emitted > before ? resolve() : void setImmediate(poll));
         poll();
       });
+      const c0 = process.cpuUsage();
+      const w0 = performance.now();
       input.next(createStep(request, { sessionId: fresh ? 'fresh' : 'shared', requestId: `r${t}` }));
       await done;
-      times.push(performance.now() - started);
-      last = outputs[n];
-      if (t === 20 || t === TURNS) {
+      const w1 = performance.now();
+      wall.push(w1 - w0);
+      windows.push([w0, w1]);
+      const c1 = process.cpuUsage(c0);
+      cpu.push((c1.user + c1.system) / 1000);
+      if (probes.includes(t)) {
+        const serialized = canonicalJson(request, { compact: true });
+        historyChars.set(t, serialized.length);
+        const runs: number[] = [];
+        for (let k = 0; k < 5; k++) {
+          const h0 = performance.now();
+          createHash('sha256').update(serialized, 'utf8').digest('base64');
+          runs.push(performance.now() - h0);
+        }
+        sha.set(t, median(runs));
         const b0 = performance.now();
-        for (let k = 0; k < 3; k++) counter.count(canonicalJson(request, { compact: true }));
-        base[t === 20 ? 0 : 1] = (performance.now() - b0) / 3;
+        counter.count(canonicalJson(request, { compact: true }));
+        tokenize.set(t, performance.now() - b0);
       }
     }
-    // Ten requests per window: a median of five was dominated by background vault indexing and GC.
-    const window = (t: number): number => median(times.slice(t - 10, t));
-    return {
-      at20: window(20),
-      at200: window(TURNS),
-      base20: base[0]!,
-      base200: base[1]!,
-      finalChars: canonicalJson(last!.value).length,
-      rawChars: canonicalJson({ model: 'gpt-4o', messages }).length,
-    };
+    await new Promise((r) => setImmediate(r)); // the last GC entries
+    const gc = windows.map(([a, b]) => pauses.reduce((n, p) => n + (p.start >= a && p.start < b ? p.ms : 0), 0));
+    return { wall, cpu, gc, sha, tokenize, historyChars, finalChars: canonicalJson(last!.value).length };
   } finally {
+    observer.disconnect();
     sub.unsubscribe();
     counter.dispose?.();
     await vault.close();
@@ -85,15 +144,49 @@ async function runSession(fresh: boolean): Promise<{ at20: number; at200: number
   }
 }
 
-export async function main(_argv: string[]): Promise<void> {
+/** Median of the ten requests ending at `turn` (one request's time is dominated by GC or vault checkpoints now and then). */
+const around = (xs: readonly number[], turn: number): number => median(xs.slice(Math.max(0, turn - 10), turn));
+
+export async function main(argv: string[]): Promise<void> {
+  const turns = flag(argv, '--turns', TURNS);
+  const longTurns = flag(argv, '--long-turns', 1500);
+  if (argv.includes('--full-path')) setPrefixRecognition(false);
+  const early = Math.min(20, turns);
+  console.log(`compile bench: ${turns} turns${argv.includes('--full-path') ? ', prefix recognition OFF (full path)' : ''}`);
   for (const fresh of [false, true]) {
-    const r = await runSession(fresh);
-    const label = fresh ? 'host rebuilds every message object (content-hash memo)' : 'host reuses its transcript objects (identity memo)';
+    const r = await runSession(fresh, turns, [early, turns]);
+    const label = fresh ? 'host rebuilds every message object (JSON, new objects and strings)' : 'host reuses its transcript objects';
+    const w20 = around(r.wall, early);
+    const w200 = around(r.wall, turns);
+    const c20 = around(r.cpu, early);
+    const c200 = around(r.cpu, turns);
+    const sha = r.sha.get(turns)!;
     console.log(`\n${label}`);
-    console.log(`  per request, median of turns 11–20:   ${r.at20.toFixed(2)} ms`);
-    console.log(`  per request, median of turns 191–200: ${r.at200.toFixed(2)} ms`);
-    console.log(`  ratio turn 200 / turn 20: ${(r.at200 / r.at20).toFixed(2)} (target ≤ 2)`);
-    console.log(`  baseline, one whole-request serialize + tokenize: ${r.base20.toFixed(2)} ms at turn 20, ${r.base200.toFixed(2)} ms at turn 200 (ratio ${(r.base200 / r.base20).toFixed(2)})`);
-    console.log(`  final request at turn 200: ${r.finalChars} chars (raw ${r.rawChars})`);
+    console.log(`  per request, median of turns ${early - 9}–${early}:   ${w20.toFixed(2)} ms wall, ${c20.toFixed(2)} ms CPU`);
+    console.log(`  per request, median of turns ${turns - 9}–${turns}: ${w200.toFixed(2)} ms wall, ${c200.toFixed(2)} ms CPU`);
+    console.log(`  ratio turn ${turns} / turn ${early}: ${(w200 / w20).toFixed(2)} wall, ${(c200 / c20).toFixed(2)} CPU (target ≤ 1.3)`);
+    console.log(`  SHA-256 of the serialized history once: ${r.sha.get(early)!.toFixed(2)} ms at turn ${early} (${r.historyChars.get(early)} chars), ${sha.toFixed(2)} ms at turn ${turns} (${r.historyChars.get(turns)} chars)`);
+    console.log(`  request at turn ${turns} / that SHA-256: ${(w200 / sha).toFixed(2)} wall, ${(c200 / sha).toFixed(2)} CPU (target ≤ 3)`);
+    console.log(`  old baseline, one whole-request serialize + tokenize: ${r.tokenize.get(early)!.toFixed(2)} ms at turn ${early}, ${r.tokenize.get(turns)!.toFixed(2)} ms at turn ${turns}`);
+    console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
+  }
+  if (longTurns > 50) {
+    const r = await runSession(true, longTurns, [50, longTurns]);
+    const window = (xs: readonly number[], turn: number): number[] => [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b);
+    const at50 = window(r.wall, 50);
+    const atEnd = window(r.wall, longTurns - 25);
+    const c50 = window(r.cpu, 50);
+    const cEnd = window(r.cpu, longTurns - 25);
+    const all = [...r.wall].sort((a, b) => a - b);
+    const noGc = r.wall.map((w, i) => w - r.gc[i]!);
+    const g50 = window(noGc, 50);
+    const gEnd = window(noGc, longTurns - 25);
+    console.log(`\n${longTurns}-request session, host rebuilds every message object (windows of 50 requests)`);
+    console.log(`  turns 26–75:             p50 ${percentile(at50, 50).toFixed(2)} ms, p95 ${percentile(at50, 95).toFixed(2)} ms wall; p50 ${percentile(c50, 50).toFixed(2)} ms CPU`);
+    console.log(`  turns ${longTurns - 49}–${longTurns}:       p50 ${percentile(atEnd, 50).toFixed(2)} ms, p95 ${percentile(atEnd, 95).toFixed(2)} ms wall; p50 ${percentile(cEnd, 50).toFixed(2)} ms CPU`);
+    console.log(`  p50 ratio last / turn 50: ${(percentile(atEnd, 50) / percentile(at50, 50)).toFixed(2)} wall, ${(percentile(cEnd, 50) / percentile(c50, 50)).toFixed(2)} CPU (target ≤ 1.5)`);
+    console.log(`  without the GC pauses inside each request (the host's parsed garbage is collected there too): p50 ${percentile(g50, 50).toFixed(2)} → ${percentile(gEnd, 50).toFixed(2)} ms, ratio ${(percentile(gEnd, 50) / percentile(g50, 50)).toFixed(2)}; GC in the last window: p50 ${percentile([...r.gc.slice(longTurns - 50)].sort((a, b) => a - b), 50).toFixed(2)} ms`);
+    console.log(`  whole session: p50 ${percentile(all, 50).toFixed(2)} ms, p95 ${percentile(all, 95).toFixed(2)} ms, max ${all[all.length - 1]!.toFixed(2)} ms`);
+    console.log(`  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`);
   }
 }

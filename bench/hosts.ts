@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- hosts [--seconds N] [--hosts N]`: the multi-host soak. N processes (default 6),
+ * `npm run bench -- hosts [--seconds N] [--hosts N] [--capacity BYTES]`: the multi-host soak. N processes (default 6),
  * each its own runtime and pool on one PostgreSQL vault, replay sessions for a wall-clock time
  * (default 60 s) with lease races, retention pressure and cross-host recovery (the same worker as
  * test/reliability/multi-host.test.ts, which does a fixed amount of work instead). Prints calls/s,
@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freshSchema, startCluster, stopCluster } from '../test/support/postgres.js';
@@ -24,6 +24,8 @@ function flag(argv: readonly string[], name: string, fallback: number): number {
 export async function main(argv: string[]): Promise<void> {
   const seconds = flag(argv, '--seconds', 60);
   const hosts = flag(argv, '--hosts', 6);
+  // Small enough that unpinned filler is pruned again and again (retention pressure), as in the test.
+  const capacity = flag(argv, '--capacity', 3_000_000);
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-hosts-'));
   let clusterDir: string | undefined;
   let url = process.env['TOKEN_TERMINATOR_BENCH_PG_URL'] ?? '';
@@ -42,7 +44,7 @@ export async function main(argv: string[]): Promise<void> {
       const child = spawn(
         process.execPath,
         ['--import', 'tsx', join(root, 'test/fixtures/reliability/host-worker.ts'), schema.url, String(host), '0', join(dir, `host-${host}`), join(dir, `host-${(host + 1) % hosts}`), go1, go2],
-        { cwd: root, env: { ...process.env, TT_SIM_SECONDS: String(seconds), TT_SIM_CAPACITY: '16000000' }, stdio: ['ignore', 'pipe', 'pipe'] },
+        { cwd: root, env: { ...process.env, TT_SIM_SECONDS: String(seconds), TT_SIM_CAPACITY: String(capacity) }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let out = '';
       let err = '';
@@ -61,9 +63,12 @@ export async function main(argv: string[]): Promise<void> {
     const lost = reports.reduce((n, r) => n + (r.peerReceipts - r.peerRecovered), 0);
     const races = Object.keys(reports[0]?.leaseWins ?? {});
     const badRaces = races.filter((k) => reports.filter((r) => r.leaseWins[k] === true).length !== 1).length;
-    console.log(`soak: ${hosts} hosts × ${seconds} s on PostgreSQL (16 MB vault); wall ${wall.toFixed(0)} s`);
+    console.log(`soak: ${hosts} hosts × ${seconds} s on PostgreSQL (vault capacity ${(capacity / 1e6).toFixed(1)} MB); wall ${wall.toFixed(0)} s; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     console.log(`facade calls ${items} (${(items / seconds).toFixed(1)}/s), rounds ${reports.map((r) => r.rounds).join('/')}`);
     console.log(`receipts ${reports.reduce((n, r) => n + r.receipts, 0)}, recovered on another host ${reports.reduce((n, r) => n + r.peerRecovered, 0)}, lost ${lost}`);
+    const problems = reports.flatMap((r, host) => r.problems.map((p) => `host ${host}: ${p}`));
+    for (const p of problems.slice(0, 8)) console.log(`  problem: ${p.slice(0, 300)}`);
+    for (const r of results) if (r.err !== '') console.log(`  stderr: ${r.err.slice(0, 300)}`);
     console.log(`lease races ${races.length}, with other than one winner ${badRaces}; failed_open sessions ${reports.reduce((n, r) => n + r.failedOpen.length, 0)}; problems ${reports.reduce((n, r) => n + r.problems.length, 0)}; pruned ${Math.max(...reports.map((r) => r.pruned))}; stderr ${results.filter((r) => r.err !== '').length} hosts`);
   } finally {
     await schema.drop();

@@ -73,7 +73,7 @@ class Session {
     const reduced = await tt.reduceToolResult({ callId, name: 'read_file', args, content: output(this.index, t) }, { sessionId: this.id });
     this.#messages.push({ role: 'tool', tool_call_id: callId, content: reduced.value.content });
     const request: ProviderRequest = { model: 'gpt-4o', messages: JSON.parse(JSON.stringify(this.#messages)) as unknown[] };
-    await tt.compileRequest(request, { sessionId: this.id, requestId: `${this.id}#${t}` });
+    await tt.reduceRequest(request, { sessionId: this.id, requestId: `${this.id}#${t}` });
   }
 }
 

@@ -8,6 +8,8 @@
  *   clients, with the sample session's requests of 50–200 kB. Each client is its own session and
  *   warms its requests once first, so the measured requests hit cached reductions;
  * - time to first byte of a streamed answer, direct vs through the proxy.
+ * A second proxy in mode `off` (every stage passes through) runs in the same loop: what the gateway
+ * itself adds (body parsing, session, forwarding) apart from the request stages' own time.
  * Targets (issue #18): added p50 ≤ 2 ms on cached reductions, first byte ≤ 5 ms later than direct.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -59,10 +61,10 @@ function startUpstream(): Promise<Server> {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
 }
 
-async function startProxy(upstream: string, db: string): Promise<{ url: string; child: ChildProcess }> {
+async function startProxy(upstream: string, db: string, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream, '--db', db, ...(process.env['TT_BENCH_DEBUG'] !== undefined ? [] : ['--quiet'])], {
     cwd: ROOT,
-    env: { PATH: process.env['PATH'] ?? '', HOME: dirname(db) },
+    env: { PATH: process.env['PATH'] ?? '', HOME: dirname(db), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((ok, fail) => {
@@ -129,51 +131,64 @@ export async function main(argv: string[]): Promise<void> {
   const upstream = await startUpstream();
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const proxy = await startProxy(upstreamUrl, join(dir, 'vault.sqlite3'));
-  const pools = { direct: new Pool(upstreamUrl, { connections: 64 }), proxy: new Pool(proxy.url, { connections: 64 }) };
+  const off = await startProxy(upstreamUrl, join(dir, 'off', 'vault.sqlite3'), { TOKEN_TERMINATOR_MODE: 'off' });
+  const pools = { direct: new Pool(upstreamUrl, { connections: 64 }), proxy: new Pool(proxy.url, { connections: 64 }), off: new Pool(off.url, { connections: 64 }) };
   try {
     console.log(`requests: ${bodies.length} distinct bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes (examples/sessions/sample.jsonl)`);
     console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores (latencies include waiting for a core; CPU per request does not)`);
-    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request');
-    const rows: { clients: number; added50: number; added99: number }[] = [];
+    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request | mode off: added p50 / p99 ms, CPU ms/request');
+    const rows: { clients: number; added50: number; added99: number; off50: number }[] = [];
     for (const clients of LEVELS) {
       const perClient = Math.max(2, Math.ceil(total / clients));
       // Warm: every client session sees each of its bodies once (first sight: reductions computed and stored).
-      await Promise.all(Array.from({ length: clients }, async (_, c) => {
-        for (let i = 0; i < Math.min(perClient, bodies.length); i++) await call(pools.proxy, bodies[(c + i) % bodies.length]!, `c${clients}-${c}`);
-      }));
+      for (const [pool, tag] of [[pools.proxy, 'c'], [pools.off, 'o']] as const) {
+        await Promise.all(Array.from({ length: clients }, async (_, c) => {
+          for (let i = 0; i < Math.min(perClient, bodies.length); i++) await call(pool, bodies[(c + i) % bodies.length]!, `${tag}${clients}-${c}`);
+        }));
+      }
       await load(pools.direct, bodies, clients, 2, 'warm');
-      // Alternate direct and proxy in halves so both see the same machine load.
+      // Alternate direct, proxy and mode off in halves so all three see the same machine load.
       const direct: number[] = [];
       const through: number[] = [];
+      const bare: number[] = [];
       let cpu = 0;
+      let cpuOff = 0;
       for (let half = 0; half < 2; half++) {
         direct.push(...(await load(pools.direct, bodies, clients, Math.ceil(perClient / 2), 'direct')));
-        const before = cpuMs(proxy.child.pid);
+        let before = cpuMs(proxy.child.pid);
         through.push(...(await load(pools.proxy, bodies, clients, Math.ceil(perClient / 2), `c${clients}`)));
         cpu += cpuMs(proxy.child.pid) - before;
+        before = cpuMs(off.child.pid);
+        bare.push(...(await load(pools.off, bodies, clients, Math.ceil(perClient / 2), `o${clients}`)));
+        cpuOff += cpuMs(off.child.pid) - before;
       }
-      const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99) };
+      const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99), off50: pct(bare, 50) - pct(direct, 50) };
       rows.push(row);
       console.log(
-        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)}`,
+        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)} | ${row.off50.toFixed(2)} / ${(pct(bare, 99) - pct(direct, 99)).toFixed(2)}, ${(cpuOff / bare.length).toFixed(2)}`,
       );
     }
     const streamBody = JSON.stringify({ ...(JSON.parse(bodies[0]!) as object), stream: true });
     await firstByte(pools.proxy, streamBody, 'ttfb');
-    const ttfb = { direct: [] as number[], proxy: [] as number[] };
+    await firstByte(pools.off, streamBody, 'ttfb');
+    const ttfb = { direct: [] as number[], proxy: [] as number[], off: [] as number[] };
     for (let i = 0; i < 40; i++) {
       ttfb.direct.push(await firstByte(pools.direct, streamBody, 'ttfb'));
       ttfb.proxy.push(await firstByte(pools.proxy, streamBody, 'ttfb'));
+      ttfb.off.push(await firstByte(pools.off, streamBody, 'ttfb'));
     }
     const later = pct(ttfb.proxy, 50) - pct(ttfb.direct, 50);
-    console.log(`streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5)`);
+    console.log(`streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5); mode off ${pct(ttfb.off, 50).toFixed(2)} ms, later by ${(pct(ttfb.off, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms`);
     const single = rows[0]!;
-    console.log(`added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions)`);
+    console.log(`added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions); mode off ${single.off50.toFixed(2)} ms`);
   } finally {
     await pools.direct.close();
     await pools.proxy.close();
-    proxy.child.kill('SIGTERM');
-    await new Promise((ok) => proxy.child.once('exit', ok));
+    await pools.off.close();
+    for (const p of [proxy, off]) {
+      p.child.kill('SIGTERM');
+      await new Promise((ok) => p.child.once('exit', ok));
+    }
     upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -4,7 +4,7 @@
  * aggregate (cases 1–2 are the tool stream's; their reference outputs stand in here).
  */
 import { createTiktokenCounter } from '../src/measure/index.js';
-import { runStructuralCases } from '../src/compile/structural.js';
+import { runStructuralCases } from '../src/cli/bench/request-cases.js';
 import { createVault } from '../src/vault/index.js';
 
 export async function main(_argv: string[]): Promise<void> {

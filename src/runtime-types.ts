@@ -40,6 +40,12 @@ export interface Terminator extends AsyncDisposable {
   /** Promise facades: never reject because of a reduction; an aborted signal passes the input through. */
   reduceToolCall(call: ToolCall, context: StepContext, signal?: AbortSignal): Promise<Step<ToolCall>>;
   reduceToolResult(result: ToolResult, context: StepContext, signal?: AbortSignal): Promise<Step<ToolResult>>;
+  /** One provider request through the whole request stream (dedupe → skill gate → compile → budget cap). */
+  reduceRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
+  /**
+   * The same function as {@link Terminator.reduceRequest}, under its former name.
+   * @deprecated Use `reduceRequest`: `compileRequest` is also the name of one of the four request operators.
+   */
   compileRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;

@@ -15,15 +15,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
-import { capOutputBudget, createPressure } from '../operators/budget-cap.js';
-import { compileRequest } from '../operators/compile.js';
+import { capOutputBudget, createPressure } from '../operators/cap-output-budget.js';
+import { compileRequest } from '../operators/compile-request.js';
+import { budgetCounterFrom, type BudgetCounter } from './budget/counter.js';
 import { compressToolResult } from '../operators/compress-tool-result.js';
-import { collapseDuplicates } from '../operators/dedupe.js';
-import { routeSkills } from '../operators/skill-gate.js';
-import { rewriteTerminalCommand } from '../operators/rtk-rewrite.js';
-import { deltaRepeatedOutput } from '../operators/temporal-delta.js';
+import { collapseDuplicates } from '../operators/collapse-duplicates.js';
+import { routeSkills } from '../operators/route-skills.js';
+import { rewriteTerminalCommand } from '../operators/rewrite-terminal-command.js';
+import { deltaRepeatedOutput } from '../operators/delta-repeated-output.js';
 import { effectiveLedgerPath, loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
-import { detectFormat } from './model/read.js';
+import { conversationTerms } from './compile/focus.js';
+import { detectFormat, readRequest } from './model/read.js';
 import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
@@ -37,7 +39,7 @@ import { attributeRequest, type Attribution } from './telemetry/attribution.js';
 import { openLedger, type Ledger } from './telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
-import { ReceiptVerifier } from './replay/verify.js';
+import { ReceiptVerifier } from './receipts/verify.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
 import { vaultLocation } from './vault/configured.js';
 import { VaultHealthError, VaultOpenError } from './vault/errors.js';
@@ -165,7 +167,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
-  const deps: PipelineDeps = { config, vault, counter, gate: gateCounter(counter, gates), gates, ...(workingState === undefined ? {} : { workingState }) };
+  const maxSessions = options.maxSessions ?? 256;
+  // One prompt counter for every session's output cap: counts per message object, like the
+  // request stages' memos (a rebuilt copy they recognised counts as the earlier object).
+  const budgetCounter = budgetCounterFrom(counter, { identityCache: true });
+  const deps: PipelineDeps = { config, vault, counter, budgetCounter, gate: gateCounter(counter, gates), gates, focus: new FocusBoard(maxSessions * 3), ...(workingState === undefined ? {} : { workingState }) };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const failure = vaultFailure;
   const recoveryTool: RecoveryTool = createRecoveryTool(
@@ -175,7 +181,6 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
         ? { vault, config, health: () => vault.health(), status: async () => ({ passthrough: true, read_only: true }) }
         : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(failure) }) },
   );
-  const maxSessions = options.maxSessions ?? 256;
   const recordMetrics = options.metrics !== false && vaultFailure === undefined;
   const ledger = openLiveLedger(config, (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:');
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
@@ -203,6 +208,16 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (ownsVault) await vault.close();
   };
 
+  const reduceRequest = async (request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>> => {
+    const out = await lanes.get('request', laneOf(context), requests).run(createStep(request, withBudget(context), signal));
+    if ((recordMetrics || ledger !== undefined) && !closed) {
+      const sizes = measureBoth(out, meter);
+      if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
+      if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
+    }
+    return out;
+  };
+
   return {
     config,
     vault,
@@ -213,18 +228,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     reduceToolCall: (call, context, signal) => lanes.get('tool_call', laneOf(context), toolCalls).run(createStep(call, context, signal)),
     reduceToolResult: (result, context, signal) =>
       lanes.get('tool_result', laneOf(context), toolResults).run(createStep(result, withBudget(context), signal)),
-    compileRequest: async (request, context, signal) => {
-      const out = await lanes.get('request', laneOf(context), requests).run(createStep(request, withBudget(context), signal));
-      if ((recordMetrics || ledger !== undefined) && !closed) {
-        const sizes = measureBoth(out, meter);
-        if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
-        if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
-      }
-      return out;
-    },
+    reduceRequest,
+    compileRequest: reduceRequest,
     pressure: async (request, context) => {
       try {
-        pressureFn ??= createPressure(budgetOptions(config, counter));
+        pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
         return await pressureFn(request, context);
       } catch {
         return preflightPressure(config, counter, request, context);
@@ -262,7 +270,7 @@ export function preflightPressure(config: Config, counter: TokenCounter, request
  * no second copy); any other INCONTEXT_BACKEND (vllm /tokenize, tokenizer-json) is built by the
  * budget planner from the config, so the provider-aware count is the one that caps the output.
  */
-function budgetOptions(config: Config, counter: TokenCounter): { config: Config; counter?: TokenCounter } {
+function budgetOptions(config: Config, counter: BudgetCounter): { config: Config; counter?: BudgetCounter } {
   return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
 }
 
@@ -317,12 +325,18 @@ function warnOnce(path: string, message: string): void {
 }
 
 /** The experiment ledger as the facade writes it: one finished turn per compiled request. */
-interface LiveLedger {
-  record(step: Step<ProviderRequest>, rawTokens: number, finalTokens: number): Promise<void>;
+export interface LiveLedger {
+  /** Record one request (its context and the caller's original); never throws, a broken ledger stops recording. */
+  record(step: Pick<Step<ProviderRequest>, 'context' | 'original'>, rawTokens: number, finalTokens: number): Promise<void>;
   close(): Promise<void>;
 }
 
-function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
+/**
+ * The live ledger of `config` (opened on first record), or undefined when `on` is false. For hosts
+ * that measure requests themselves, off the request path (the gateway does it after the answer
+ * went out), with `createTerminator({ ledger: false })`.
+ */
+export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
   if (!on) return undefined;
   let ledger: Promise<Ledger> | undefined;
   let broken = false;
@@ -338,11 +352,8 @@ function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();
-        await l.ensureSession({ sessionId, mode: config.mode, experiment: config.experiment, ...model });
-        await l.startTurn({ sessionId, turnId, mode: config.mode, prompt: lastUserText(step.original), ...model });
-        await l.recordRequest({ sessionId, turnId, rawTokens, finalTokens });
         // The tokens this request sends are the turn's input: what the mode changes.
-        await l.finishTurn({ sessionId, turnId, usage: { inputTokens: finalTokens }, outcome: 'completed' });
+        await l.recordTurn({ sessionId, turnId, mode: config.mode, experiment: config.experiment, prompt: lastUserText(step.original), ...model, rawTokens, finalTokens, usage: { inputTokens: finalTokens }, outcome: 'completed' });
       } catch {
         // The ledger is an experiment record: an unwritable file must not touch the host's request.
         broken = true;
@@ -393,10 +404,42 @@ interface PipelineDeps {
   readonly vault: Vault;
   /** The real counter: the output cap counts the prompt with it. */
   readonly counter: TokenCounter;
+  /** The output cap's counter over `counter` (shared by every session). */
+  readonly budgetCounter: BudgetCounter;
   /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
+  /** The focus terms of each session's latest request, for the tool stage's views (src/compile/focus.ts). */
+  readonly focus: FocusBoard;
+}
+
+/**
+ * The names each session's latest request is about (its task, the agent's messages and
+ * commands), written by the request pipeline and read by the tool stage, whose views keep the
+ * lines of a large output that mention them. In memory, for the most recent sessions: a process
+ * that never saw a session's request simply makes views without focus lines.
+ */
+class FocusBoard {
+  readonly #terms = new Map<string, readonly string[]>();
+  constructor(readonly max: number) {}
+  get(sessionId: string): readonly string[] {
+    return this.#terms.get(sessionId) ?? [];
+  }
+  set(sessionId: string, terms: readonly string[]): void {
+    this.#terms.delete(sessionId);
+    this.#terms.set(sessionId, terms);
+    if (this.#terms.size > this.max) this.#terms.delete(this.#terms.keys().next().value as string);
+  }
+}
+
+/** Records the request's focus terms for its session; never changes the request. */
+function recordFocus(board: FocusBoard): Op<ProviderRequest> {
+  return stepOperator<ProviderRequest>('focus', () => (step) => {
+    const view = readRequest(step.value);
+    if (view.items.length > 0) board.set(step.context.sessionId, conversationTerms(view));
+    return undefined;
+  });
 }
 
 type Op<T> = OperatorFunction<Step<T>, Step<T>>;
@@ -448,6 +491,7 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
           maxArtifactChars: c.maxArtifactChars,
           backends: c.backends,
           toolNames: c.toolNames,
+          focus: (step) => d.focus.get(step.context.sessionId),
         })
       : identity,
   ]);
@@ -459,6 +503,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   const { vault, gate } = d;
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
+    d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,
     d.gates.compiler
       ? collapseDuplicates({
           vault,
@@ -490,7 +535,7 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })
       : identity,
-    d.gates.budget ? capOutputBudget(budgetOptions(c, d.counter)) : identity,
+    d.gates.budget ? capOutputBudget(budgetOptions(c, d.budgetCounter)) : identity,
   ]);
 }
 

@@ -6,6 +6,7 @@
 import type { Terminator } from '../../src/runtime-types.js';
 import { defaultParseOutputCapError } from './output-cap.js';
 import { wrapCreate, type ClientWrapOptions, type CreateFn } from './wrap-create.js';
+import { override } from '../shared/override.js';
 
 /** The structural slice of the OpenAI client the wrapper touches. */
 export interface OpenAILike {
@@ -49,13 +50,3 @@ export function wrapOpenAI<C extends OpenAILike>(client: C, terminator: Terminat
     : override(withChat, 'responses', override(responses, 'create', responsesCreate));
 }
 
-/** A Proxy that answers one property differently and forwards everything else to the target. */
-export function override<T extends object, K extends PropertyKey>(target: T, key: K, value: unknown): T {
-  return new Proxy(target, {
-    get(obj, prop, receiver) {
-      if (prop === key) return value;
-      const v: unknown = Reflect.get(obj, prop, receiver);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(obj) : v;
-    },
-  });
-}

@@ -13,7 +13,7 @@ import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryWire
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
-import { outputCapField, prepareRequest, readOutputCap, withOutputCap, type OutputCapField } from './functions.js';
+import { outputCapField, prepareRequest, readOutputCap, withOutputCap, type OutputCapField } from '../shared/functions.js';
 
 /** Options shared by the client wrappers. */
 export interface ClientWrapOptions {

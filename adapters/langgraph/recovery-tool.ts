@@ -4,7 +4,7 @@
  */
 import { tool, type StructuredToolInterface } from '@langchain/core/tools';
 import type { Terminator } from '../../src/runtime-types.js';
-import { handleRecoveryCall, lenientParameters } from '../custom-loop/recovery.js';
+import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 import { sessionResolver, type LangGraphRunOptions } from './run-context.js';
 
 /**

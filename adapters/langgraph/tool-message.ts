@@ -5,8 +5,8 @@
 import { ToolMessage } from '@langchain/core/messages';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { StepContext } from '../../src/step.js';
-import { reduceToolResult } from '../custom-loop/functions.js';
-import { RECOVERY_TOOL_NAME } from '../custom-loop/recovery.js';
+import { reduceToolResult } from '../shared/functions.js';
+import { RECOVERY_TOOL_NAME } from '../shared/recovery.js';
 
 /** The artifact shape written when the tool produced none of its own. */
 export interface TerminatorArtifact {

@@ -11,7 +11,7 @@ import { carriesReceipt, lenientParameters } from '../../src/recovery/formats.js
 import { answerRecoveryCall } from '../../src/recovery/loop.js';
 import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
 import type { Terminator } from '../../src/runtime-types.js';
-import { override } from '../custom-loop/openai.js';
+import { override } from '../shared/override.js';
 import type { CapLedger } from './cap-ledger.js';
 
 /** What the wrapper needs to offer and answer the recovery tool. */

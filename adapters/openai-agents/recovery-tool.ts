@@ -1,7 +1,7 @@
 /** The `token_terminator` recovery tool as an Agents SDK function tool (session id from the run context). */
 import { tool, type FunctionTool } from '@openai/agents';
 import type { Terminator } from '../../src/runtime-types.js';
-import { handleRecoveryCall, lenientParameters } from '../custom-loop/recovery.js';
+import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 
 export function agentsRecoveryTool(terminator: Terminator, resolveSession: (context: unknown) => string): FunctionTool<unknown, never, string> {
   const def = terminator.recoveryTool;

@@ -5,8 +5,8 @@
  */
 import type { FunctionTool } from '@openai/agents';
 import type { Terminator } from '../../src/runtime-types.js';
-import { reduceToolResult } from '../custom-loop/functions.js';
-import { RECOVERY_TOOL_NAME } from '../custom-loop/recovery.js';
+import { reduceToolResult } from '../shared/functions.js';
+import { RECOVERY_TOOL_NAME } from '../shared/recovery.js';
 
 function parseArgs(input: string): Record<string, unknown> {
   try {

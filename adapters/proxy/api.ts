@@ -17,6 +17,7 @@ import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryCall
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { ProxyContext } from './context.js';
+import { serializeRequest } from './serialize.js';
 import { sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
 import { renderToolOutputs } from './tool-outputs.js';
@@ -27,24 +28,44 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 type Body = { readonly kind: 'full'; readonly buf: Buffer } | { readonly kind: 'over'; readonly stream: Readable };
 
-/** Read the body up to `limit` bytes; past it, the read part and the rest continue as one stream. */
-async function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+/**
+ * Read the body up to `limit` bytes; past it, the read part and the rest continue as one stream.
+ * Event listeners, not an async iterator: leaving a `for await` early would destroy the request.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Body> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return { kind: 'over', stream: req };
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buf = chunk as Buffer;
-    chunks.push(buf);
-    size += buf.length;
-    if (size > limit) {
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ kind: 'over', stream: req });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size <= limit) return;
+      stop();
+      req.pause();
       const rest = new PassThrough();
       for (const c of chunks) rest.write(c);
       req.pipe(rest);
-      return { kind: 'over', stream: rest };
-    }
-  }
-  return { kind: 'full', buf: Buffer.concat(chunks) };
+      resolve({ kind: 'over', stream: rest });
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve({ kind: 'full', buf: Buffer.concat(chunks, size) });
+    };
+    const onError = (error: Error): void => {
+      stop();
+      reject(error);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
 }
 
 /** What the pipeline made of a request. */
@@ -79,7 +100,7 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
   const state = await loadRecoveryState(tt.vault, sessionId);
   const shown = applyExchanges(client, format, state);
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
-  const step = await tt.compileRequest(outputs.request, context);
+  const step = await tt.reduceRequest(outputs.request, context);
   let request = step.value;
   const saved: Record<string, number> = { ...outputs.saved };
   for (const d of step.decisions) if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
@@ -161,9 +182,11 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
     return forward(raw, false);
   }
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
-  const sentBody = prepared.changed ? Buffer.from(JSON.stringify(prepared.request)) : raw;
+  const sentBody = prepared.changed ? Buffer.from(serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)) : raw;
   const continuations: ProviderRequest[] = [];
-  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: prepared.request, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
+  // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
+  const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
+  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: sentMeasured, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
   try {
     if (!prepared.intercept) await forward(sentBody, prepared.changed);
     else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });

@@ -5,6 +5,7 @@ import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { ProviderRequest, StepContext } from '../../src/step.js';
 import type { ProxyMetrics } from './metrics.js';
+import type { ItemJsonCache } from './serialize.js';
 import type { ItemMemo, RenderingCache } from './tool-outputs.js';
 
 /**
@@ -36,6 +37,8 @@ export interface ProxyContext {
   readonly metrics: ProxyMetrics;
   readonly renderings: RenderingCache;
   readonly items: ItemMemo;
+  /** JSON text of conversation items already serialized (see serialize.ts). */
+  readonly itemJson: ItemJsonCache;
   readonly recoveryRounds: number;
   log(record: ProxyLogRecord): void;
   account(input: AccountInput): void;

@@ -4,7 +4,8 @@
  * to the upstream (keep-alive pool, streamed bodies, abort signals).
  *
  * Routes: POST chat/completions, responses and messages (with or without the `/v1` prefix) go
- * through the pipeline; GET /healthz and GET /metrics answer locally; routes added with
+ * through the pipeline; GET /healthz, GET /metrics and GET /dashboard (the report page, live from
+ * the store) answer locally; routes added with
  * `proxy.route(path, handler)` (or the `routes` option) answer locally too; everything else is
  * relayed to the upstream untouched.
  */
@@ -15,13 +16,15 @@ import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
 import { createCountMemo } from '../../src/measure/index.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { createTerminator, type TerminatorOptions } from '../../src/runtime.js';
+import { createTerminator, openLiveLedger, type TerminatorOptions } from '../../src/runtime.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import { errorLabel } from '../../src/step.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
 import { requestMetric } from '../../src/telemetry/metrics.js';
+import { ReceiptVerifier } from '../../src/receipts/verify.js';
 import { handleApi } from './api.js';
+import { dashboardRoute } from './dashboard.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { ItemMemo, RenderingCache } from './tool-outputs.js';
@@ -46,8 +49,10 @@ export interface ProxyOptions {
   readonly dispatcher?: Dispatcher;
   /** Content-free log records. Default: none. */
   readonly log?: (record: ProxyLogRecord) => void;
-  /** Extra local routes by exact path (any method). Default: none. */
+  /** Extra local routes by exact path (any method); one named `/dashboard` replaces the built-in page. Default: none. */
   readonly routes?: Readonly<Record<string, RouteHandler>>;
+  /** Serve the report page at `GET /dashboard` (behind the proxy token when one is set). Default: true. */
+  readonly dashboard?: boolean;
 }
 
 export interface Proxy extends AsyncDisposable {
@@ -82,6 +87,12 @@ function tokenMatches(expected: string, given: string | string[] | undefined): b
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/** Receipts the sent request shows (the conversation's items; memoized per item object). */
+function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: ReceiptVerifier): number {
+  const list = request['messages'] ?? request['input'];
+  return Array.isArray(list) ? verifier.referenced(list).length : 0;
+}
+
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
@@ -98,13 +109,16 @@ function json(res: ServerResponse, status: number, body: unknown, type = 'applic
 export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const config = options.config ?? loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
   const ownsTerminator = options.terminator === undefined;
+  // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
   const terminator =
-    options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), ...options.terminatorOptions, metrics: false }));
+    options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), ...options.terminatorOptions, metrics: false, ledger: false }));
+  const ledger = ownsTerminator ? openLiveLedger(terminator.config, (options.terminatorOptions?.ledger ?? (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) && terminator.vault.path !== ':memory:') : undefined;
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
   const metrics = createProxyMetrics();
   const meter = createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
-  const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
+  const routes = new Map<string, RouteHandler>([...(options.dashboard === false ? [] : [['/dashboard', dashboardRoute(terminator, metrics)] as const]), ...Object.entries(options.routes ?? {})]);
+  const receipts = new ReceiptVerifier(terminator.vault);
   const log = options.log ?? (() => undefined);
 
   const pending = new Set<Promise<void>>();
@@ -134,11 +148,12 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
         // Net of recovery: continuation requests are part of what this request cost.
         finalTokens: sent.totalTokens + extraTokens,
         tokenizer: meter.counter.name,
-        receipts: 0,
+        receipts: receiptsIn(input.sent, receipts),
         failedOpen: false,
         savedByStage: input.saved,
       });
       await terminator.vault.recordRequestMetric({ ...row, finalChars: row.finalChars + extraChars }).catch(() => undefined);
+      await ledger?.record({ context: input.context, original: input.client }, raw.totalTokens, sent.totalTokens + extraTokens);
     } catch (error) {
       log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
     }
@@ -151,6 +166,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     renderings: new RenderingCache(),
     items: new ItemMemo(),
+    itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
     log,
     account(input) {
@@ -232,6 +248,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       server.closeAllConnections();
     });
     while (pending.size > 0) await Promise.all([...pending]);
+    await ledger?.close();
     if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
     if (ownsTerminator) await terminator.close();
   };

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Terminator } from '../../src/runtime-types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
-import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
+import { isRecoveryResult } from '../../src/recovery/results.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { REPLAY_TOOL_NAMES } from '../../src/replay/replay.js';
 import { savedByStage } from '../../src/telemetry/metrics.js';
@@ -92,7 +92,7 @@ async function renderSlots(
   for (const slot of view.slots) {
     if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item)))) continue;
     const hostName = slot.toolName ?? 'tool';
-    if (hostName === RECOVERY_TOOL_NAME) continue;
+    if (isRecoveryResult(slot)) continue;
     const text = textOf(slot.value);
     if (text === undefined || text.text === '') continue;
     const key = `${KEY_PREFIX}${createHash('sha256').update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`).digest('hex').slice(0, 40)}`;

@@ -3,6 +3,7 @@
  * text counting; budget backends may be remote (vLLM /tokenize), so they implement the async
  * `BudgetCounter`, and any TokenCounter adapts to it.
  */
+import { canonicalOf } from '../compile/prefix.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
@@ -96,10 +97,12 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
   const identity = options.identityCache === true;
   const countPart = (part: unknown): number => {
     if (!identity || part === null || typeof part !== 'object') return memo.count(canonicalJson(part, { compact: true }));
-    const known = byObject.get(part);
+    // A rebuilt copy the request stages recognised as an earlier object counts as that object.
+    const key = canonicalOf(part);
+    const known = byObject.get(key);
     if (known !== undefined) return known;
     const n = memo.count(canonicalJson(part, { compact: true }));
-    byObject.set(part, n);
+    byObject.set(key, n);
     return n;
   };
   return {

@@ -1,10 +1,34 @@
 /**
- * ls / ls -R / ls -l / find / tree output: entries grouped by directory with exact counts.
+ * ls / ls -R / ls -l / find / tree output: entries grouped by directory with exact counts. Every
+ * directory keeps its line; the names listed per directory are capped so the view fits
+ * LISTING_MAX_CHARS (the largest cap that fits, at least 3), and a directory over the cap says how
+ * many more it has. The names the conversation is about survive as focus lines (src/compact/focus.ts).
  */
 import { splitLines, stripAnsi } from './lines.js';
 import { groupByDirectory } from './paths.js';
 
+/** Per-directory names listed when the whole listing fits anyway. */
 const PER_DIR = 40;
+/** Size the view of a large listing is fitted to. */
+export const LISTING_MAX_CHARS = 12_000;
+
+/** The rendering with the largest per-directory cap (≤ PER_DIR, ≥ 3) that fits LISTING_MAX_CHARS. */
+function fitted(render: (cap: number) => string): string {
+  let lo = 3;
+  let hi = PER_DIR;
+  let best = render(hi);
+  if (best.length <= LISTING_MAX_CHARS) return best;
+  best = render(lo);
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    const text = render(mid);
+    if (text.length <= LISTING_MAX_CHARS) {
+      best = text;
+      lo = mid;
+    } else hi = mid - 1;
+  }
+  return best;
+}
 const LONG_ENTRY = /^([dlcbps-])[rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+([\d.,]+[KMGT]?)\s+(\w{3}\s+\d+\s+[\d:]+|\d{4}-\d\d-\d\d(?: [\d:.]+)?(?: [+-]\d{4})?)\s+(.+)$/;
 const TREE_ENTRY = /^((?:[│|`]\s{3}|\s{4})*)(?:[├└|`][─-]{2}\s)(.+)$/u;
 
@@ -12,34 +36,39 @@ const TREE_ENTRY = /^((?:[│|`]\s{3}|\s{4})*)(?:[├└|`][─-]{2}\s)(.+)$/u;
 export function compactListing(text: string): string | undefined {
   const lines = splitLines(stripAnsi(text)).filter((l) => l.trim() !== '');
   if (lines.length === 0) return undefined;
-  if (lines.some((l) => /^\S.*:$/.test(l)) && !lines.some((l) => LONG_ENTRY.test(l))) return compactRecursive(lines);
+  if (lines.some((l) => /^\S.*:$/.test(l)) && !lines.some((l) => LONG_ENTRY.test(l))) return fitted((cap) => compactRecursive(lines, cap));
   if (lines.filter((l) => LONG_ENTRY.test(l)).length >= lines.length * 0.6) return compactLong(lines);
-  if (lines.filter((l) => TREE_ENTRY.test(l)).length >= lines.length * 0.6) return compactTree(lines);
-  if (lines.every((l) => !/\s{2,}|\t/.test(l))) return groupByDirectory(lines, PER_DIR).join('\n');
+  if (lines.filter((l) => TREE_ENTRY.test(l)).length >= lines.length * 0.6) return fitted((cap) => compactTree(lines, cap));
+  if (lines.every((l) => !/\s{2,}|\t/.test(l))) return fitted((cap) => groupByDirectory(lines, cap).join('\n'));
   return undefined;
 }
 
-/** `ls -R`: `dir:` headers followed by entries (one per line, or several per line on a tty). */
-function compactRecursive(lines: readonly string[]): string {
-  const out: string[] = [];
-  let dir = '.';
-  let entries: string[] = [];
-  const flush = (): void => {
-    if (entries.length === 0) return;
-    const shown = entries.slice(0, PER_DIR).join(' ');
-    const more = entries.length > PER_DIR ? ` \u2026(+${entries.length - PER_DIR} more)` : '';
-    out.push(`${dir}/ (${entries.length}): ${shown}${more}`);
-    entries = [];
-  };
+/**
+ * `ls -R`: `dir:` headers followed by entries (one per line, or several per line on a tty). An
+ * entry that is itself a listed directory is left out of its parent's line (its own line follows).
+ */
+function compactRecursive(lines: readonly string[], cap: number): string {
+  const blocks: { dir: string; entries: string[] }[] = [];
+  let current: { dir: string; entries: string[] } = { dir: '.', entries: [] };
+  blocks.push(current);
   for (const line of lines) {
-    if (/^\S.*:$/.test(line)) {
-      flush();
-      dir = line.slice(0, -1);
-    } else {
-      entries.push(...line.trim().split(/\s{2,}|\t/));
-    }
+    if (/^\S.*:$/.test(line)) blocks.push((current = { dir: line.slice(0, -1), entries: [] }));
+    else current.entries.push(...line.trim().split(/\s{2,}|\t/));
   }
-  flush();
+  const headers = new Set(blocks.map((b) => b.dir.replace(/\/+$/, '')));
+  const out: string[] = [];
+  for (const { dir, entries } of blocks) {
+    const base = dir.replace(/\/+$/, '');
+    const files = entries.filter((e) => !headers.has(base === '.' ? e : `${base}/${e}`) && !headers.has(`./${e}`));
+    if (files.length === 0) {
+      if (entries.length === 0 && dir !== '.') out.push(`${dir}/ (empty)`);
+      continue;
+    }
+    const shown = files.slice(0, cap).join(' ');
+    const more = files.length > cap ? ` \u2026(+${files.length - cap} more)` : '';
+    const subdirs = entries.length - files.length;
+    out.push(`${dir}/ (${files.length}${subdirs > 0 ? ` + ${subdirs} dir${subdirs === 1 ? '' : 's'}` : ''}): ${shown}${more}`);
+  }
   return out.join('\n');
 }
 
@@ -67,7 +96,7 @@ function compactLong(lines: readonly string[]): string {
 }
 
 /** `tree`: rebuild the paths from the indentation, then group by directory. */
-function compactTree(lines: readonly string[]): string {
+function compactTree(lines: readonly string[], cap: number): string {
   const stack: string[] = [];
   const paths: string[] = [];
   const other: string[] = [];
@@ -84,5 +113,5 @@ function compactTree(lines: readonly string[]): string {
   }
   const isDir = new Set(paths.map((p) => p.slice(0, p.lastIndexOf('/'))).filter((p) => p !== ''));
   const leaves = paths.filter((p) => !isDir.has(p));
-  return [...other.slice(0, 1), ...groupByDirectory(leaves, PER_DIR), ...other.slice(1)].join('\n');
+  return [...other.slice(0, 1), ...groupByDirectory(leaves, cap), ...other.slice(1)].join('\n');
 }

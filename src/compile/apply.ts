@@ -23,8 +23,7 @@ export function renderItems(state: SessionState, view: RequestView, changes: rea
   for (const [i, list] of byItem) {
     const item = view.items[i];
     if (typeof item !== 'object' || item === null) continue;
-    const signature = list.map((c) => `${JSON.stringify(c.path)}=${c.value.length}:${c.value.slice(0, 200)}${c.value.slice(-200)}`).join('\u0000');
-    items[i] = state.renders.render(item, signature, () => writeSlots(item, list));
+    items[i] = state.renders.render(item, list, () => writeSlots(item, list));
   }
   return items;
 }

@@ -39,14 +39,20 @@ export function createChainMemo(): ChainMemo {
 const SHOWN = 'tt:shown:';
 const REWRITTEN = 'tt:rewritten:';
 
-/** Per-session decisions about items, by chain key. */
+/**
+ * Per-session decisions about items, by chain key. What is known already is answered without a
+ * promise (a request names every item of its history: no microtask per item); `await` takes both.
+ */
 export interface ConversationMemo {
   /** Distinct requests other than `requestKey` that showed the item inline (capped at the lease count). */
-  shownBefore(key: string, requestKey: string): Promise<number>;
-  /** Record that the request `requestKey` showed the item inline (`scope`: the request's tenant and lock budget). */
-  markShown(key: string, requestKey: string, scope?: StoreScope): Promise<void>;
+  shownBefore(key: string, requestKey: string): number | Promise<number>;
+  /**
+   * Record that the request `requestKey` showed the item inline (`scope`: the request's tenant and
+   * lock budget); undefined when there was nothing to record.
+   */
+  markShown(key: string, requestKey: string, scope?: StoreScope): Promise<void> | undefined;
   /** The rendering a history rewrite gave the item (its kind), if any. */
-  rewritten(key: string): Promise<string | undefined>;
+  rewritten(key: string): string | undefined | Promise<string | undefined>;
   markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
 }
 
@@ -76,26 +82,31 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     }
     return entry;
   };
+  const before = (entry: { count: number; last: string }, requestKey: string): number => entry.count - (entry.last === requestKey ? 1 : 0);
+  const mark = (entry: { count: number; last: string }, key: string, requestKey: string, scope: StoreScope | undefined): Promise<void> | undefined => {
+    if (entry.count >= cap || entry.last === requestKey) return undefined;
+    entry.count++;
+    entry.last = requestKey;
+    // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
+    return vault.setRendering(sessionId, SHOWN + key, `${entry.count} ${requestKey}`, scope).catch(() => undefined);
+  };
+  const loadRewritten = async (key: string): Promise<string | undefined> => {
+    const kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
+    remember(rewritten, key, kind);
+    return kind ?? undefined;
+  };
   return {
-    async shownBefore(key, requestKey) {
-      const entry = await loadShown(key);
-      return entry.count - (entry.last === requestKey ? 1 : 0);
+    shownBefore(key, requestKey) {
+      const entry = shown.get(key);
+      return entry !== undefined ? before(entry, requestKey) : loadShown(key).then((e) => before(e, requestKey));
     },
-    async markShown(key, requestKey, scope) {
-      const entry = await loadShown(key);
-      if (entry.count >= cap || entry.last === requestKey) return;
-      entry.count++;
-      entry.last = requestKey;
-      // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
-      await vault.setRendering(sessionId, SHOWN + key, `${entry.count} ${requestKey}`, scope).catch(() => undefined);
+    markShown(key, requestKey, scope) {
+      const entry = shown.get(key);
+      return entry !== undefined ? mark(entry, key, requestKey, scope) : loadShown(key).then((e) => mark(e, key, requestKey, scope));
     },
-    async rewritten(key) {
-      let kind = rewritten.get(key);
-      if (kind === undefined) {
-        kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
-        remember(rewritten, key, kind);
-      }
-      return kind ?? undefined;
+    rewritten(key) {
+      const kind = rewritten.get(key);
+      return kind === undefined ? loadRewritten(key) : (kind ?? undefined);
     },
     async markRewritten(key, kind, scope) {
       remember(rewritten, key, kind);

@@ -25,10 +25,15 @@ const FAILURE =
 /** Numbered source lines of an editor view (`123:    code`) are never failure lines. */
 const SOURCE_LINE = /^\s*\d+[:|]/;
 
+/** ESLint's stylish format (`  12:5  error  'x' is not defined  no-undef`) and Go's `file.go:12:2: msg`. */
+const LINT_LINE = /^\s*\d+:\d+\s+error\s+\S|^\S+\.go:\d+:\d+: \S/;
+
 /** True when a line reads as a failure (the digest's own classifier). */
 export function isFailureLine(line: string): boolean {
   const t = line.trim();
-  return t !== '' && t.length <= 4000 && !SOURCE_LINE.test(line) && FAILURE.test(t);
+  if (t === '' || t.length > 4000) return false;
+  if (LINT_LINE.test(line)) return true;
+  return !SOURCE_LINE.test(line) && FAILURE.test(t);
 }
 
 const EXIT = [/<returncode>(-?\d+)<\/returncode>/, /^\[exit code: (-?\d+)\]/m, /\bexit(?:ed with)? (?:code|status)[ :=]+(-?\d+)/i, /\bReturn code: (-?\d+)/i];

@@ -1,11 +1,13 @@
 /**
  * Planning for `collapseDuplicates`: which large tool outputs of a request are shown as a bounded
- * faithful view (too large to show whole) and which newly arrived copies of an output are receipts
+ * faithful view (too large to show whole; with the focus lines of the conversation before it) and which newly arrived copies of an output are receipts
  * because the newest copy is shown inline in the same request.
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { codePoints } from '../measure/index.js';
+import { withFocusLines } from '../compact/focus.js';
 import { isFailureLine } from './digest.js';
+import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
 
@@ -47,6 +49,8 @@ interface Evidence {
   readonly receipt: Receipted;
   /** What a bounded view shows: the text itself, or a text-block list's texts (never its JSON). */
   readonly display: string;
+  /** The bounded view's text, built on first use (the view size is fixed per stage). */
+  view?: string;
 }
 
 /** The readable text of a receiptable output: a string as is, a text-part list's texts one after another. */
@@ -55,9 +59,19 @@ function displayText(value: unknown, evidence: string): string {
   return value.map((part) => String((part as { text?: unknown }).text ?? '')).join('\n');
 }
 
+/** The memo key of a slot's evidence in its item. */
+const evidenceKey = (slot: Slot, o: DuplicateOptions): string => JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}|${slot.toolName ?? ''}`;
+
+/** The evidence an earlier request found for this slot of the same item, if any (no await). */
+function knownEvidence(state: SessionState, view: RequestView, slot: Slot, o: DuplicateOptions): Evidence | null | undefined {
+  const item = view.items[slot.item ?? -1];
+  if (typeof item !== 'object' || item === null) return undefined;
+  return state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
+}
+
 async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o: DuplicateOptions): Promise<Evidence | null> {
   const item = view.items[slot.item ?? -1];
-  const key = JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}`;
+  const key = evidenceKey(slot, o);
   const holder = typeof item === 'object' && item !== null ? item : undefined;
   const cached = holder === undefined ? undefined : state.itemMemo.get(holder)?.get(key) as Evidence | null | undefined;
   // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
@@ -89,7 +103,8 @@ export async function planDuplicates(state: SessionState, view: RequestView, out
   const found: { slot: Slot; ev: Evidence }[] = [];
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
-    const ev = await evidenceOf(state, view, slot, o);
+    const known = knownEvidence(state, view, slot, o);
+    const ev = known !== undefined ? known : await evidenceOf(state, view, slot, o);
     if (ev !== null) found.push({ slot, ev });
   }
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
@@ -103,7 +118,8 @@ export async function planDuplicates(state: SessionState, view: RequestView, out
     const id = ev.receipt.artifactId;
     if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!))) planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
-      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: `${boundedView(ev.display, o.viewChars)}\n\n${ev.receipt.text}` });
+      // The names of the conversation before this output (fixed once it arrived): the same view every request.
+      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: (ev.view ??= `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!))}\n\n${ev.receipt.text}`) });
     } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
   }
   return planned;

@@ -80,11 +80,31 @@ export interface EvidenceStore {
 /** How long a session reusing memoized deliveries goes without touching its vault row (keeps it from looking idle). */
 const TOUCH_EVERY_MS = 30_000;
 
+/** Chars of evidence texts a store keeps as lookup keys (per session). */
+const MAX_TEXT_CHARS = 32 * 1024 * 1024;
+
 /** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
 export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntries = 10_000): EvidenceStore {
-  const known = new Map<string, { artifactId: string; sha256: string; chars: number }>();
+  type Entry = { artifactId: string; sha256: string; chars: number };
+  const known = new Map<string, Entry>();
   /** Artifact id → memo key, to forget an id that turned out gone. */
   const keyOf = new Map<string, string>();
+  // The texts themselves, for the requests that hand the same string over again (a rewrite's
+  // evidence is vaulted once but named by every later request): a lookup instead of a SHA-256.
+  // They are the strings the session's history and renderings hold anyway; bounded in count and chars.
+  const byText = new Map<string, Entry>();
+  let textChars = 0;
+  const remember = (text: string, entry: Entry): void => {
+    if (byText.has(text)) return;
+    byText.set(text, entry);
+    textChars += text.length;
+    while (byText.size > maxEntries || textChars > MAX_TEXT_CHARS) {
+      const oldest = byText.keys().next().value as string;
+      byText.delete(oldest);
+      textChars -= oldest.length;
+    }
+  };
+  const rendered = new WeakMap<Entry, Map<string, Receipted>>();
   /** Ids delivered under `epoch` (the session's pins as this store last saw them). */
   const delivered = new Set<string>();
   const gone = new Set<string>();
@@ -92,9 +112,14 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
   let touchedAt = 0;
   let lastScope: StoreScope | undefined;
   const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope }) => {
+    const same = byText.get(text);
+    if (same !== undefined) return same;
     const key = createHash('sha256').update(text, 'utf8').digest('base64');
     const hit = known.get(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      remember(text, hit);
+      return hit;
+    }
     const result = await vault.put({ content: text, toolName: meta.toolName, args: meta.args ?? {}, sessionId: meta.sessionId, ...(meta.callId === undefined ? {} : { callId: meta.callId }) }, meta.scope ?? lastScope);
     const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
     known.set(key, entry);
@@ -106,6 +131,7 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       known.delete(oldest);
       if (id !== undefined && keyOf.get(id) === oldest) keyOf.delete(id);
     }
+    remember(text, entry);
     return entry;
   };
   const forget = (id: string): void => {
@@ -114,6 +140,12 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
     const key = keyOf.get(id);
     if (key !== undefined) known.delete(key);
     keyOf.delete(id);
+    // Rare (the artifact was pruned or damaged): the next put of the text stores it again.
+    for (const [text, entry] of byText) {
+      if (entry.artifactId !== id) continue;
+      byText.delete(text);
+      textChars -= text.length;
+    }
   };
   const deliver = async (ids: readonly string[], scope: StoreScope): Promise<readonly string[]> => {
     lastScope = scope;
@@ -151,7 +183,11 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
   return {
     async receipt(text, meta) {
       const e = await put(text, meta);
-      return { text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true };
+      // The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request).
+      const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
+      let r = shown.get(meta.toolName);
+      if (r === undefined) shown.set(meta.toolName, (r = Object.freeze({ text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true as const })));
+      return r;
     },
     async store(text, sessionId, toolName) {
       const e = await put(text, { toolName, sessionId });

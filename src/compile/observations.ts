@@ -32,10 +32,34 @@ export function observationTest(api: string, setting: ObservationSetting | undef
   } catch {
     throw new ConfigError(`${api}: observations must be a valid regular expression, a predicate or 'none'`);
   }
-  return (text) => {
+  const test: ObservationTest = (text) => {
     re.lastIndex = 0;
     return re.test(text);
   };
+  byText.add(test);
+  return test;
+}
+
+/** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
+const byText = new WeakSet<ObservationTest>();
+const answers = new WeakMap<ObservationTest, WeakMap<object, boolean>>();
+/** The last fenced block of an assistant message (trimmed), per message object. */
+const commands = new WeakMap<object, string | null>();
+
+function commandOf(slot: Slot): string | undefined {
+  const holder = slot.value as object;
+  let known = commands.get(holder);
+  if (known === undefined) commands.set(holder, (known = (slot.text === undefined ? undefined : fencedBlocks(slot.text).at(-1)?.trim()) ?? null));
+  return known ?? undefined;
+}
+
+function accepts(test: ObservationTest, text: string, item: unknown, index: number): boolean {
+  if (!byText.has(test) || typeof item !== 'object' || item === null) return test(text, item, index);
+  let memo = answers.get(test);
+  if (memo === undefined) answers.set(test, (memo = new WeakMap()));
+  let answer = memo.get(item);
+  if (answer === undefined) memo.set(item, (answer = test(text, item, index)));
+  return answer;
 }
 
 /** Index of the first assistant item: everything before it is the instruction prefix. -1 when none. */
@@ -56,14 +80,13 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   for (const slot of view.slots) {
     if (slot.item === undefined || slot.item <= start) continue;
     if (slot.kind === 'assistant') {
-      const block = slot.text === undefined ? undefined : fencedBlocks(slot.text).at(-1)?.trim();
-      command = block;
+      command = commandOf(slot);
       continue;
     }
     if (slot.kind !== 'user' || slot.text === undefined) continue;
     const content = (slot.value as { content?: unknown }).content;
     const textOnly = typeof content === 'string' || (Array.isArray(content) && content.every((p) => typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string'));
-    if (!textOnly || !test(slot.text, slot.value, slot.item)) continue;
+    if (!textOnly || !accepts(test, slot.text, slot.value, slot.item)) continue;
     out.push({ kind: 'tool_output', path: [...slot.path, 'content'], value: content, item: slot.item, callId: `observation-${slot.item}`, toolName: 'terminal', callArgs: command === undefined ? {} : { command } });
   }
   return out;

@@ -11,14 +11,36 @@ import { artifactIdFor } from '../vault/index.js';
 import type { ArtifactStore } from '../vault/ports.js';
 import { evidenceText, readWhole } from './evidence.js';
 
+const DELTA_PREFIX = '[Token Terminator temporal delta';
 const DELTA = /^\[Token Terminator temporal delta(?:: [^|\]]*)? \| current=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| previous=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \|/;
 
 /** The artifacts a temporal-delta rendering names; undefined for any other text. */
 export function parseDelta(text: string): { readonly current: string; readonly previous: string } | undefined {
-  if (!text.startsWith('[Token Terminator temporal delta')) return undefined;
+  if (!text.startsWith(DELTA_PREFIX)) return undefined;
   const m = DELTA.exec(text);
   return m === null ? undefined : { current: m[1]!, previous: m[2]! };
 }
+
+
+/**
+ * Whether a tool output's text (as {@link slotText} reads it) starts with `prefix`; undefined when
+ * the value has no text. Joins no parts, so a request's outputs are checked without copying them.
+ */
+export function textStartsWith(value: unknown, prefix: string): boolean | undefined {
+  if (typeof value === 'string') return value.startsWith(prefix);
+  if (!Array.isArray(value)) return undefined;
+  let head = '';
+  for (let i = 0; i < value.length; i++) {
+    const p: unknown = value[i];
+    const t = typeof p === 'object' && p !== null ? (p as { text?: unknown }).text : undefined;
+    if (typeof t !== 'string') return undefined;
+    if (head.length < prefix.length) head += (i === 0 ? '' : '\n') + t.slice(0, prefix.length);
+  }
+  return head.startsWith(prefix);
+}
+
+/** Whether `parseDelta(slotText(value) ?? '')` can be defined (a prefix test, see {@link textStartsWith}). */
+export const mayBeDelta = (value: unknown): boolean => textStartsWith(value, DELTA_PREFIX) === true;
 
 /** The readable text of a tool output slot (a string, or its text parts' texts). */
 export function slotText(value: unknown): string | undefined {
@@ -29,24 +51,31 @@ export function slotText(value: unknown): string | undefined {
 }
 
 const ids = new WeakMap<object, string>();
+/** Ids of string outputs, per conversation item and path below it (a string cannot key a WeakMap). */
+const stringIds = new WeakMap<object, Map<string, string>>();
 
-/** The artifact id an output shown inline would have (content-addressed, as the vault names it). */
-function inlineId(slot: Slot): string | undefined {
+/** The artifact id an output shown inline would have (content-addressed, as the vault names it), remembered per value or per item and path. */
+function inlineId(slot: Slot, holder: unknown): string | undefined {
   const value = slot.value;
-  if (typeof value === 'object' && value !== null) {
-    const known = ids.get(value);
-    if (known !== undefined) return known;
-  }
+  const byPath = typeof value === 'string' && typeof holder === 'object' && holder !== null ? stringIds.get(holder) : undefined;
+  const known = typeof value === 'object' && value !== null ? ids.get(value) : byPath?.get(JSON.stringify(slot.path.slice(2)));
+  if (known !== undefined) return known;
   const text = typeof value === 'string' ? value : evidenceText(value);
   if (text === undefined) return undefined;
   const id = artifactIdFor(text);
   if (typeof value === 'object' && value !== null) ids.set(value, id);
+  else if (typeof holder === 'object' && holder !== null) {
+    let map = stringIds.get(holder);
+    if (map === undefined) stringIds.set(holder, (map = new Map()));
+    map.set(JSON.stringify(slot.path.slice(2)), id);
+  }
   return id;
 }
 
 /** Every tool output of the request that is a delta whose base output is not shown inline in it. */
 export function danglingDeltas(view: RequestView, outputs: readonly Slot[] = view.slots.filter((s) => s.kind === 'tool_output')): { slot: Slot; current: string }[] {
   const deltas = outputs.flatMap((slot) => {
+    if (!mayBeDelta(slot.value)) return [];
     const text = slotText(slot.value);
     const d = text === undefined ? undefined : parseDelta(text);
     return d === undefined ? [] : [{ slot, ...d }];
@@ -54,9 +83,8 @@ export function danglingDeltas(view: RequestView, outputs: readonly Slot[] = vie
   if (deltas.length === 0) return [];
   const visible = new Set<string>();
   for (const slot of outputs) {
-    const text = slotText(slot.value);
-    if (text === undefined || text.startsWith('[Token Terminator')) continue;
-    const id = inlineId(slot);
+    if (textStartsWith(slot.value, '[Token Terminator') !== false) continue;
+    const id = inlineId(slot, view.items[slot.item ?? -1]);
     if (id !== undefined) visible.add(id);
   }
   return deltas.filter((d) => !visible.has(d.previous)).map((d) => ({ slot: d.slot, current: d.current }));

@@ -1,6 +1,6 @@
 /**
  * Per-session state held by a request operator's subscription: the meter, the evidence store,
- * the render memo and the conversation's chain hashes. Bounded: the least recently used sessions are dropped
+ * the render memo, the conversation's chain hashes and the previous request (src/compile/prefix.ts). Bounded: the least recently used sessions are dropped
  * (what must outlive them — artifacts, leases, pins — is in the vault).
  */
 import { ConfigError } from '../errors.js';
@@ -9,6 +9,7 @@ import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js'
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore } from './evidence.js';
 import { createMeter, type Meter } from './meter.js';
+import { createRequestMemo, type RequestMemo } from './prefix.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 
 export interface SessionState {
@@ -23,6 +24,8 @@ export interface SessionState {
   readonly sticky: Map<string, unknown>;
   /** Per-item facts a stage derived once (evidence of an item's tool outputs). */
   readonly itemMemo: WeakMap<object, Map<string, unknown>>;
+  /** The previous request's items and view: what recognises the unchanged history of the next one. */
+  readonly requests: RequestMemo;
 }
 
 export interface SessionPoolOptions {
@@ -50,6 +53,7 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
       vault: options.vault,
       sticky: new Map(),
       itemMemo: new WeakMap(),
+      requests: createRequestMemo(),
     };
     pool.set(sessionId, state);
     if (pool.size > max) pool.delete(pool.keys().next().value as string);

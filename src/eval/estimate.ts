@@ -39,7 +39,7 @@ export async function estimateEval(options: EvalOptions): Promise<EvalEstimate> 
         const step = await tt.reduceToolResult({ callId: 'call_1', name: 'terminal', args: { command: task.command }, content: task.evidence }, { sessionId });
         const messages = [...openingMessages(task), { role: 'tool', tool_call_id: 'call_1', content: step.value.content }];
         const body = { model: options.model, messages, tools: evalTools(tt) };
-        const sent = (await tt.compileRequest(body, { sessionId, requestId: `${sessionId}#1` })).value;
+        const sent = (await tt.reduceRequest(body, { sessionId, requestId: `${sessionId}#1` })).value;
         add(tt.counter.count(canonicalJson({ messages: sent['messages'], tools: sent['tools'] }, { compact: true })));
       }
       evidence += off.counter.count(task.evidence);

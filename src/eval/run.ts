@@ -324,7 +324,7 @@ async function runArm(task: EvalTask, arm: Arm, tt: Terminator, guard: DriftGuar
   let recoveryTokens = 0;
   for (let round = 1; round <= maxRounds; round++) {
     const body: Record<string, unknown> = { model: options.model, messages: transcript, tools, ...(protocol.temperature === null ? {} : { temperature: protocol.temperature }) };
-    const step = await tt.compileRequest(body, { sessionId, requestId: `${sessionId}#${round}`, route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' } });
+    const step = await tt.reduceRequest(body, { sessionId, requestId: `${sessionId}#${round}`, route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' } });
     const sent = step.value;
     const reply = await chatCompletion(sent, { baseUrl, ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }), ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
     guard.check(reply.identity, `pair ${task.index + 1} (${arm} arm, request ${round})`);

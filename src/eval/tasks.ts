@@ -5,7 +5,9 @@
  * function of (seed, index): the same seed always gives the same prompts and evidence.
  *
  * The evidence is built to look like what agents really read (a test runner's output, `cat -n`,
- * `npm ls`, a service log) and to be large enough that the balanced mode vaults it.
+ * `npm ls`, a service log) and to be large enough that the balanced mode vaults it — except the
+ * `cat -n` file read, which balanced mode shows whole (a file the agent asked to read:
+ * docs/fidelity.md), so in that family both arms see the same evidence.
  */
 import { prng } from '../prng.js';
 

@@ -104,16 +104,28 @@ interface CallInfo {
   readonly args: Readonly<Record<string, unknown>>;
 }
 
-function outputSlot(path: SlotPath, value: unknown, item: number, callId: string, calls: ReadonlyMap<string, CallInfo>, fallbackName?: string): Slot {
-  const call = calls.get(callId);
+/** What reading a list learnt beyond its slots, kept so a longer list can be read from where it ended. */
+interface ListState {
+  readonly calls: Map<string, CallInfo>;
+  /** Call ids outputs named without a matching call. */
+  readonly unresolved: Set<string>;
+  /** Slots before the first item's (tool schemas, top-level instructions). */
+  readonly head: number;
+  /** The view that may extend the maps (they are shared along one chain of extensions). */
+  owner: RequestView | undefined;
+}
+
+const listStates = new WeakMap<RequestView, ListState>();
+
+function outputSlot(path: SlotPath, value: unknown, item: number, callId: string, state: ListState, fallbackName?: string): Slot {
+  const call = state.calls.get(callId);
+  if (call === undefined) state.unresolved.add(callId);
   return { kind: 'tool_output', path, value, item, callId, toolName: call?.name ?? fallbackName ?? 'tool', callArgs: call?.args ?? {} };
 }
 
-function readChat(request: Obj, slots: Slot[]): RequestView {
-  const items = request['messages'] as readonly unknown[];
-  const info: ItemInfo[] = [];
-  const calls = new Map<string, CallInfo>();
-  for (const m of items) {
+function chatCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
+  for (let i = from; i < items.length; i++) {
+    const m = items[i];
     if (!isObj(m)) continue;
     for (const c of Array.isArray(m['tool_calls']) ? m['tool_calls'] : []) {
       const fn = isObj(c) ? c['function'] : undefined;
@@ -121,12 +133,16 @@ function readChat(request: Obj, slots: Slot[]): RequestView {
       else if (isObj(c) && typeof c['id'] === 'string' && typeof c['name'] === 'string') calls.set(c['id'], { name: c['name'], args: parseArgs(c['input']) });
     }
   }
-  items.forEach((m, i) => {
+}
+
+function chatItems(items: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]): void {
+  for (let i = from; i < items.length; i++) {
+    const m = items[i];
     const role = isObj(m) ? m['role'] : undefined;
     const path: SlotPath = ['messages', i];
     if (!isObj(m)) {
       info.push({ role: 'other', userText: false });
-      return;
+      continue;
     }
     if (role === 'system' || role === 'developer') {
       info.push({ role: 'system', userText: false });
@@ -148,32 +164,36 @@ function readChat(request: Obj, slots: Slot[]): RequestView {
       }
     } else if (role === 'tool' || role === 'function') {
       info.push({ role: 'tool', userText: false });
-      if ('content' in m) slots.push(outputSlot([...path, 'content'], m['content'], i, str(m['tool_call_id']) ?? '', calls, str(m['name'])));
+      if ('content' in m) slots.push(outputSlot([...path, 'content'], m['content'], i, str(m['tool_call_id']) ?? '', state, str(m['name'])));
     } else {
       info.push({ role: 'other', userText: false });
     }
-  });
-  return { format: 'chat', listKey: 'messages', items, itemInfo: info, slots };
+  }
 }
 
-function readResponses(request: Obj, slots: Slot[]): RequestView {
-  if ('instructions' in request) pushInstructions(slots, request['instructions'], ['instructions'], undefined);
-  const input = request['input'];
-  if (typeof input === 'string') {
-    slots.push({ kind: 'user', path: ['input'], value: input, text: input });
-    return { format: 'responses', items: [], itemInfo: [], slots };
-  }
-  if (!Array.isArray(input)) return { format: 'responses', items: [], itemInfo: [], slots };
-  const calls = new Map<string, CallInfo>();
-  for (const it of input) {
+function readChat(request: Obj, slots: Slot[]): RequestView {
+  const items = request['messages'] as readonly unknown[];
+  const state = newState(slots.length);
+  chatCalls(items, 0, state.calls);
+  const info: ItemInfo[] = [];
+  chatItems(items, 0, state, slots, info);
+  return own({ format: 'chat', listKey: 'messages', items, itemInfo: info, slots }, state);
+}
+
+function responsesCalls(input: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
+  for (let i = from; i < input.length; i++) {
+    const it = input[i];
     if (isObj(it) && it['type'] === 'function_call' && typeof it['call_id'] === 'string') calls.set(it['call_id'], { name: str(it['name']) ?? 'tool', args: parseArgs(it['arguments']) });
   }
-  const info: ItemInfo[] = [];
-  input.forEach((it, i) => {
+}
+
+function responsesItems(input: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]): void {
+  for (let i = from; i < input.length; i++) {
+    const it = input[i];
     const path: SlotPath = ['input', i];
     if (!isObj(it)) {
       info.push({ role: 'other', userText: false });
-      return;
+      continue;
     }
     const type = it['type'];
     const role = it['role'];
@@ -193,33 +213,52 @@ function readResponses(request: Obj, slots: Slot[]): RequestView {
       slots.push({ kind: 'tool_call', path, value: it, item: i, callId: str(it['call_id']) ?? '', toolName: str(it['name']) ?? 'tool', args: parseArgs(it['arguments']) });
     } else if (type === 'function_call_output') {
       info.push({ role: 'tool', userText: false });
-      if ('output' in it) slots.push(outputSlot([...path, 'output'], it['output'], i, str(it['call_id']) ?? '', calls));
+      if ('output' in it) slots.push(outputSlot([...path, 'output'], it['output'], i, str(it['call_id']) ?? '', state));
     } else if (type === 'reasoning') {
       info.push({ role: 'assistant', userText: false });
     } else {
       info.push({ role: 'other', userText: false });
     }
-  });
-  return { format: 'responses', listKey: 'input', items: input, itemInfo: info, slots };
+  }
 }
 
-function readAnthropic(request: Obj, slots: Slot[]): RequestView {
-  if ('system' in request) pushInstructions(slots, request['system'], ['system'], undefined);
-  const items = request['messages'] as readonly unknown[];
-  const calls = new Map<string, CallInfo>();
-  for (const m of items) {
+function responsesHead(request: Obj, slots: Slot[]): void {
+  if ('instructions' in request) pushInstructions(slots, request['instructions'], ['instructions'], undefined);
+}
+
+function readResponses(request: Obj, slots: Slot[]): RequestView {
+  responsesHead(request, slots);
+  const input = request['input'];
+  if (typeof input === 'string') {
+    slots.push({ kind: 'user', path: ['input'], value: input, text: input });
+    return { format: 'responses', items: [], itemInfo: [], slots };
+  }
+  if (!Array.isArray(input)) return { format: 'responses', items: [], itemInfo: [], slots };
+  const state = newState(slots.length);
+  responsesCalls(input, 0, state.calls);
+  const info: ItemInfo[] = [];
+  responsesItems(input, 0, state, slots, info);
+  return own({ format: 'responses', listKey: 'input', items: input, itemInfo: info, slots }, state);
+}
+
+function anthropicCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
+  for (let i = from; i < items.length; i++) {
+    const m = items[i];
     const content = isObj(m) ? m['content'] : undefined;
     if (!Array.isArray(content)) continue;
     for (const b of content) {
       if (isObj(b) && b['type'] === 'tool_use' && typeof b['id'] === 'string') calls.set(b['id'], { name: str(b['name']) ?? 'tool', args: parseArgs(b['input']) });
     }
   }
-  const info: ItemInfo[] = [];
-  items.forEach((m, i) => {
+}
+
+function anthropicItems(items: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]): void {
+  for (let i = from; i < items.length; i++) {
+    const m = items[i];
     const path: SlotPath = ['messages', i];
     if (!isObj(m)) {
       info.push({ role: 'other', userText: false });
-      return;
+      continue;
     }
     const role = m['role'];
     const content = m['content'];
@@ -241,7 +280,7 @@ function readAnthropic(request: Obj, slots: Slot[]): RequestView {
         content.forEach((b, j) => {
           if (isObj(b) && b['type'] === 'tool_result') {
             results++;
-            slots.push(outputSlot([...path, 'content', j, 'content'], b['content'], i, str(b['tool_use_id']) ?? '', calls));
+            slots.push(outputSlot([...path, 'content', j, 'content'], b['content'], i, str(b['tool_use_id']) ?? '', state));
           }
         });
       }
@@ -250,7 +289,68 @@ function readAnthropic(request: Obj, slots: Slot[]): RequestView {
     } else {
       info.push({ role: 'other', userText: false });
     }
-  });
-  return { format: 'anthropic', listKey: 'messages', items, itemInfo: info, slots };
+  }
 }
 
+function anthropicHead(request: Obj, slots: Slot[]): void {
+  if ('system' in request) pushInstructions(slots, request['system'], ['system'], undefined);
+}
+
+function readAnthropic(request: Obj, slots: Slot[]): RequestView {
+  anthropicHead(request, slots);
+  const items = request['messages'] as readonly unknown[];
+  const state = newState(slots.length);
+  anthropicCalls(items, 0, state.calls);
+  const info: ItemInfo[] = [];
+  anthropicItems(items, 0, state, slots, info);
+  return own({ format: 'anthropic', listKey: 'messages', items, itemInfo: info, slots }, state);
+}
+
+function newState(head: number): ListState {
+  return { calls: new Map(), unresolved: new Set(), head, owner: undefined };
+}
+
+function own(view: RequestView, state: ListState): RequestView {
+  state.owner = view;
+  listStates.set(view, state);
+  return view;
+}
+
+const READERS = {
+  chat: { head: (_request: Obj, _slots: Slot[]): void => undefined, calls: chatCalls, items: chatItems },
+  responses: { head: responsesHead, calls: responsesCalls, items: responsesItems },
+  anthropic: { head: anthropicHead, calls: anthropicCalls, items: anthropicItems },
+} as const;
+
+/**
+ * `readRequest(request)` from the view of an earlier request whose conversation list is a leading
+ * run (the very same item objects) of this one's: the earlier items' slots are reused and only the
+ * new items are read. Undefined when that would not give exactly what `readRequest` gives (another
+ * format, a shorter or different list, a new item defining a call id the earlier items already
+ * define or name, a view that was already extended): then read the whole request.
+ */
+export function extendView(previous: RequestView, request: unknown): RequestView | undefined {
+  const state = listStates.get(previous);
+  if (state === undefined || state.owner !== previous || previous.listKey === undefined || !isObj(request)) return undefined;
+  const format = detectFormat(request);
+  if (format !== previous.format || format === 'unknown') return undefined;
+  const items = request[previous.listKey];
+  const from = previous.items.length;
+  if (!Array.isArray(items) || items.length < from) return undefined;
+  for (let i = 0; i < from; i++) if (items[i] !== previous.items[i]) return undefined;
+  const reader = READERS[format];
+  // Calls the new items define must be new ids: a later definition would re-resolve an earlier output.
+  const added = new Map<string, CallInfo>();
+  reader.calls(items, from, added);
+  for (const id of added.keys()) if (state.calls.has(id) || state.unresolved.has(id)) return undefined;
+  const slots: Slot[] = [];
+  const tools = request['tools'] ?? request['functions'];
+  if (Array.isArray(tools)) slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
+  reader.head(request, slots);
+  if (slots.length !== state.head) return undefined;
+  for (const [id, call] of added) state.calls.set(id, call);
+  for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
+  const info = previous.itemInfo.slice();
+  reader.items(items, from, state, slots, info);
+  return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state);
+}

@@ -29,6 +29,7 @@ import type { WorkingStateStore } from './working-state.js';
 export * from './schema.js';
 export type { WorkingStateStore } from './working-state.js';
 export { createWorkingStateStore, WorkingStateError, type ClosableWorkingStateStore, type WorkingStateStoreOptions } from './working-state-store.js';
+export { isRecoveryResult } from './results.js';
 
 /** Error codes of error results (beside the codes of src/errors.ts passed through from the vault). */
 export const RECOVERY_ERRORS = Object.freeze({

@@ -11,6 +11,6 @@ export {
   type SessionFigures,
   type RequestSample,
 } from './figures.js';
-export { ReceiptVerifier, recoverExact } from './verify.js';
+export { ReceiptVerifier, recoverExact } from '../receipts/verify.js';
 export { renderFiguresTable } from './table.js';
 export type { RequestPoint } from './series.js';

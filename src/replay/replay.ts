@@ -34,7 +34,7 @@ import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFig
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
 import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
-import { ReceiptVerifier } from './verify.js';
+import { ReceiptVerifier } from '../receipts/verify.js';
 
 /** Corpus tool names that differ from the canonical ones (config `toolNames` wins). */
 export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
@@ -251,7 +251,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
       };
       const context: StepContext = { sessionId, requestId: `${sessionId}#${index}`, ...(session.model === undefined ? {} : { route: { model: session.model } }) };
       const t0 = now();
-      const out = await tt.compileRequest(request, context);
+      const out = await tt.reduceRequest(request, context);
       const ms = now() - t0 + pendingMs;
       pendingMs = 0;
       const finalRequest = out.value;

@@ -45,7 +45,8 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
     ['prefix reuse (final n → n+1)', '1.0000', f.prefix_reuse.toFixed(4), ''],
     ['task visible', '', `${f.fidelity.tasks_visible}/${f.fidelity.requests}`, `${f.task_visible_pct.toFixed(2)} %`],
     ['actions visible', '', `${f.fidelity.actions_visible}/${f.fidelity.actions_checked}`, `${f.actions_visible_pct.toFixed(2)} %`],
-    ['diagnostic lines visible', '', `${f.fidelity.diagnostic_lines_visible}/${f.fidelity.diagnostic_lines}`, `${f.diagnostics_visible_pct.toFixed(2)} %`],
+    // 0/0 is reported as 100 % in the JSON (nothing could be missing); the table says there was nothing to check.
+    ['diagnostic lines visible', '', `${f.fidelity.diagnostic_lines_visible}/${f.fidelity.diagnostic_lines}`, f.fidelity.diagnostic_lines === 0 ? 'none to check' : `${f.diagnostics_visible_pct.toFixed(2)} %`],
     ['grounding strings visible', '', `${f.fidelity.grounding_strings_visible}/${f.fidelity.grounding_strings}`, `${f.grounding_pct.toFixed(2)} %`],
     ['receipts recovered exactly', '', `${f.recovered_exact}/${f.receipts}`, f.recovery_failures === 0 ? 'no failures' : `${f.recovery_failures} FAILED`],
     ['pipeline ms per request', '', `p50 ${f.p50_ms.toFixed(3)}  p95 ${f.p95_ms.toFixed(3)}`, `total ${f.total_ms.toFixed(1)}`],

@@ -2,10 +2,16 @@
  * Report figures from a vault's content-free metrics rows (what `stats` sums), one point per
  * recorded request in the order they were written. The vault holds no cache-prefix or fidelity
  * measurements, so those figures stay absent ("not measured"); `replay --json --series` has them.
+ *
+ * Two ways in: {@link readVaultFigures} reads a SQLite file read-only (the `report --db` command:
+ * it never creates or migrates a file), {@link readStoreFigures} reads any open store through
+ * the metrics port (SQLite or PostgreSQL: a gateway's live `/dashboard`).
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { reductionPct } from '../telemetry/stats.js';
+import type { MetricsStore } from '../vault/ports.js';
+import type { RequestMetricRow } from '../vault/types.js';
 import type { ReportInput, ReportSessionInput, RequestPointInput } from './figures.js';
 
 interface Row {
@@ -20,13 +26,13 @@ interface Row {
 
 /** Read the figures of every request the vault at `path` recorded; an absent file or table yields none. */
 export function readVaultFigures(path: string): ReportInput {
-  const sessions = new Map<string, RequestPointInput[]>();
+  const rows: RequestMetricRow[] = [];
   if (path !== ':memory:' && existsSync(path)) {
     const db = new Database(path, { readonly: true, fileMustExist: true });
     try {
       db.pragma('busy_timeout = 5000');
       const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'request_metrics'").get() !== undefined;
-      const rows = hasTable
+      const found = hasTable
         ? (db
             .prepare(
               `SELECT session_id, raw_chars, final_chars, raw_tokens, final_tokens, receipts, saved_by_stage_json AS saved
@@ -34,21 +40,52 @@ export function readVaultFigures(path: string): ReportInput {
             )
             .iterate() as Iterable<Row>)
         : [];
-      for (const r of rows) {
-        const points = sessions.get(r.session_id) ?? [];
-        sessions.set(r.session_id, points);
-        points.push({
-          raw_tokens: r.raw_tokens ?? 0,
-          final_tokens: r.final_tokens ?? 0,
-          raw_chars: r.raw_chars,
-          final_chars: r.final_chars,
+      for (const r of found) {
+        rows.push({
+          sessionId: r.session_id,
+          requestId: '',
+          mode: '',
+          rawChars: r.raw_chars,
+          finalChars: r.final_chars,
+          ...(r.raw_tokens === null ? {} : { rawTokens: r.raw_tokens }),
+          ...(r.final_tokens === null ? {} : { finalTokens: r.final_tokens }),
           receipts: r.receipts,
-          saved_by_stage: numbers(r.saved),
+          failedOpen: false,
+          savedByStage: numbers(r.saved),
         });
       }
     } finally {
       db.close();
     }
+  }
+  return figuresFromRows(rows);
+}
+
+/**
+ * The figures of the newest `limit` requests a store recorded (default 10,000), through its
+ * metrics port.
+ *
+ * @example
+ * const html = renderReport(await readStoreFigures(terminator.vault), { source: 'live vault' });
+ */
+export async function readStoreFigures(store: Pick<MetricsStore, 'requestMetricRows'>, limit?: number): Promise<ReportInput> {
+  return figuresFromRows(await store.requestMetricRows(limit));
+}
+
+/** Group metric rows (oldest first) into the report's per-session series and sums. */
+export function figuresFromRows(rows: readonly RequestMetricRow[]): ReportInput {
+  const sessions = new Map<string, RequestPointInput[]>();
+  for (const r of rows) {
+    const points = sessions.get(r.sessionId) ?? [];
+    sessions.set(r.sessionId, points);
+    points.push({
+      raw_tokens: r.rawTokens ?? 0,
+      final_tokens: r.finalTokens ?? 0,
+      raw_chars: r.rawChars,
+      final_chars: r.finalChars,
+      receipts: r.receipts,
+      saved_by_stage: { ...r.savedByStage },
+    });
   }
   const perSession: ReportSessionInput[] = [...sessions].map(([id, points]) => ({ id, ...sums(points), per_request: points }));
   return { ...sums(perSession.flatMap((s) => s.per_request ?? [])), sessions: perSession };

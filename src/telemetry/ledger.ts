@@ -80,6 +80,22 @@ export interface Ledger extends AsyncDisposable {
   finishTurn(input: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome }): Promise<void>;
   /** Add one request's raw/final token counts (measured by us) to the session and turn. */
   recordRequest(input: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number }): Promise<void>;
+  /**
+   * ensureSession + startTurn + recordRequest + finishTurn of one turn that is one request, in one
+   * transaction (a live host's turn: what the facade and the gateway record per request).
+   */
+  recordTurn(input: {
+    sessionId: string;
+    turnId: string;
+    mode: string;
+    model?: string;
+    experiment?: string;
+    prompt?: string;
+    rawTokens: number;
+    finalTokens: number;
+    usage?: Usage;
+    outcome: TurnOutcome;
+  }): Promise<void>;
   session(sessionId: string): Promise<LedgerSession | undefined>;
   sessions(experiment?: string): Promise<LedgerSession[]>;
   compare(a: string, b: string, options?: { experiment?: string }): Promise<Comparison>;
@@ -191,6 +207,74 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     return toSession((await getSession(trx, sessionId)) as SessionRow);
   };
 
+  const fingerprintOf = async (prompt: string | undefined): Promise<string | null> => (prompt === undefined || prompt.trim() === '' ? null : fingerprint(prompt));
+
+  const startIn = async (trx: Kysely<LedgerDatabase>, { sessionId, turnId, mode, model }: { sessionId: string; turnId: string; mode: string; model?: string }, fp: string | null, ensure = true): Promise<void> => {
+    if (ensure) await ensureIn(trx, model === undefined ? { sessionId, mode } : { sessionId, mode, model });
+    const next = await trx
+      .selectFrom('turns')
+      .select((eb) => eb.fn.coalesce(eb.fn.max('seq'), eb.lit(0)).as('seq'))
+      .where('session_id', '=', sessionId)
+      .executeTakeFirstOrThrow();
+    await trx
+      .insertInto('turns')
+      .values({ session_id: sessionId, turn_id: turnId, seq: Number(next.seq) + 1, mode: label(mode) ?? '', model: label(model), prompt_fingerprint: fp, started_at: now() })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  };
+
+  const finishIn = async (trx: Kysely<LedgerDatabase>, { sessionId, turnId, usage = {}, outcome }: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome }): Promise<void> => {
+    const u = {
+      input_tokens: count(usage.inputTokens),
+      output_tokens: count(usage.outputTokens),
+      cache_read_tokens: count(usage.cacheReadTokens),
+      cache_write_tokens: count(usage.cacheWriteTokens),
+      reasoning_tokens: count(usage.reasoningTokens),
+    };
+    // Only the first finish counts: the update matches a turn that has not ended yet.
+    const ended = await trx
+      .updateTable('turns')
+      .set({ ended_at: now(), outcome, ...u })
+      .where('session_id', '=', sessionId)
+      .where('turn_id', '=', turnId)
+      .where('ended_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(ended.numUpdatedRows) === 0) return;
+    await trx
+      .updateTable('sessions')
+      .set((eb) => ({
+        turn_count: eb('turn_count', '+', 1),
+        completed_turns: eb('completed_turns', '+', outcome === 'completed' ? 1 : 0),
+        failed_turns: eb('failed_turns', '+', outcome === 'failed' ? 1 : 0),
+        interrupted_turns: eb('interrupted_turns', '+', outcome === 'interrupted' ? 1 : 0),
+        input_tokens: eb('input_tokens', '+', u.input_tokens),
+        output_tokens: eb('output_tokens', '+', u.output_tokens),
+        cache_read_tokens: eb('cache_read_tokens', '+', u.cache_read_tokens),
+        cache_write_tokens: eb('cache_write_tokens', '+', u.cache_write_tokens),
+        reasoning_tokens: eb('reasoning_tokens', '+', u.reasoning_tokens),
+      }))
+      .where('session_id', '=', sessionId)
+      .execute();
+  };
+
+  const recordIn = async (trx: Kysely<LedgerDatabase>, { sessionId, turnId, rawTokens, finalTokens }: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number }): Promise<void> => {
+    const raw = count(rawTokens);
+    const fin = count(finalTokens);
+    await trx
+      .updateTable('sessions')
+      .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
+      .where('session_id', '=', sessionId)
+      .execute();
+    if (turnId !== undefined) {
+      await trx
+        .updateTable('turns')
+        .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
+        .where('session_id', '=', sessionId)
+        .where('turn_id', '=', turnId)
+        .execute();
+    }
+  };
+
   const summarize = (mode: string, rows: LedgerSession[], turns: number): ModeSummary => {
     const totals = rows.map((r) => r.totalTokens);
     return {
@@ -214,74 +298,20 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
   return {
     path: store.location,
     ensureSession: (input) => store.write((trx) => ensureIn(trx, input)),
-    async startTurn({ sessionId, turnId, mode, model, prompt }) {
-      const fp = prompt === undefined || prompt.trim() === '' ? null : await fingerprint(prompt);
-      await store.write(async (trx) => {
-        await ensureIn(trx, model === undefined ? { sessionId, mode } : { sessionId, mode, model });
-        const next = await trx
-          .selectFrom('turns')
-          .select((eb) => eb.fn.coalesce(eb.fn.max('seq'), eb.lit(0)).as('seq'))
-          .where('session_id', '=', sessionId)
-          .executeTakeFirstOrThrow();
-        await trx
-          .insertInto('turns')
-          .values({ session_id: sessionId, turn_id: turnId, seq: Number(next.seq) + 1, mode: label(mode) ?? '', model: label(model), prompt_fingerprint: fp, started_at: now() })
-          .onConflict((oc) => oc.doNothing())
-          .execute();
-      });
+    async startTurn(input) {
+      const fp = await fingerprintOf(input.prompt);
+      await store.write((trx) => startIn(trx, input, fp));
     },
-    async finishTurn({ sessionId, turnId, usage = {}, outcome }) {
-      const u = {
-        input_tokens: count(usage.inputTokens),
-        output_tokens: count(usage.outputTokens),
-        cache_read_tokens: count(usage.cacheReadTokens),
-        cache_write_tokens: count(usage.cacheWriteTokens),
-        reasoning_tokens: count(usage.reasoningTokens),
-      };
+    finishTurn: (input) => store.write((trx) => finishIn(trx, input)),
+    recordRequest: (input) => store.write((trx) => recordIn(trx, input)),
+    async recordTurn({ sessionId, turnId, mode, model, experiment, prompt, rawTokens, finalTokens, usage, outcome }) {
+      const fp = await fingerprintOf(prompt);
+      const m = model === undefined ? {} : { model };
       await store.write(async (trx) => {
-        // Only the first finish counts: the update matches a turn that has not ended yet.
-        const ended = await trx
-          .updateTable('turns')
-          .set({ ended_at: now(), outcome, ...u })
-          .where('session_id', '=', sessionId)
-          .where('turn_id', '=', turnId)
-          .where('ended_at', 'is', null)
-          .executeTakeFirst();
-        if (Number(ended.numUpdatedRows) === 0) return;
-        await trx
-          .updateTable('sessions')
-          .set((eb) => ({
-            turn_count: eb('turn_count', '+', 1),
-            completed_turns: eb('completed_turns', '+', outcome === 'completed' ? 1 : 0),
-            failed_turns: eb('failed_turns', '+', outcome === 'failed' ? 1 : 0),
-            interrupted_turns: eb('interrupted_turns', '+', outcome === 'interrupted' ? 1 : 0),
-            input_tokens: eb('input_tokens', '+', u.input_tokens),
-            output_tokens: eb('output_tokens', '+', u.output_tokens),
-            cache_read_tokens: eb('cache_read_tokens', '+', u.cache_read_tokens),
-            cache_write_tokens: eb('cache_write_tokens', '+', u.cache_write_tokens),
-            reasoning_tokens: eb('reasoning_tokens', '+', u.reasoning_tokens),
-          }))
-          .where('session_id', '=', sessionId)
-          .execute();
-      });
-    },
-    async recordRequest({ sessionId, turnId, rawTokens, finalTokens }) {
-      const raw = count(rawTokens);
-      const fin = count(finalTokens);
-      await store.write(async (trx) => {
-        await trx
-          .updateTable('sessions')
-          .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
-          .where('session_id', '=', sessionId)
-          .execute();
-        if (turnId !== undefined) {
-          await trx
-            .updateTable('turns')
-            .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
-            .where('session_id', '=', sessionId)
-            .where('turn_id', '=', turnId)
-            .execute();
-        }
+        await ensureIn(trx, { sessionId, mode, ...m, ...(experiment === undefined ? {} : { experiment }) });
+        await startIn(trx, { sessionId, turnId, mode, ...m }, fp, false);
+        await recordIn(trx, { sessionId, turnId, rawTokens, finalTokens });
+        await finishIn(trx, { sessionId, turnId, ...(usage === undefined ? {} : { usage }), outcome });
       });
     },
     async session(sessionId) {

@@ -12,6 +12,7 @@
  * ` mn]`, and each segment is memoized per message (test/telemetry/meter.test.ts checks the
  * equality against counting the whole string).
  */
+import { canonicalOf } from '../compile/prefix.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 
@@ -31,6 +32,37 @@ export interface MessageEntry {
   only?: number;
   /** Tokens of `json` alone (attribution buckets). */
   alone?: number;
+}
+
+/**
+ * A memo entry. Its JSON text is kept only until the message's middle-segment count is known (the
+ * count every later request reuses): a long conversation's entries then hold numbers, not a
+ * second copy of the conversation. Asked for again (a first/last segment, a prefix comparison),
+ * the text is serialized again from the message the entry belongs to.
+ */
+class Entry implements MessageEntry {
+  #json: string | undefined;
+  readonly chars: number;
+  mid?: number;
+  first?: number;
+  last?: number;
+  only?: number;
+  alone?: number;
+  readonly #source: unknown;
+
+  constructor(source: unknown, json: string) {
+    this.#source = source;
+    this.#json = json;
+    this.chars = codePoints(json);
+  }
+
+  get json(): string {
+    return this.#json ?? canonicalJson(this.#source);
+  }
+
+  release(): void {
+    this.#json = undefined;
+  }
 }
 
 /** Incremental chars/tokens for messages arrays (see the module comment). */
@@ -57,18 +89,18 @@ export interface MessagesMeter {
  * meter.tokens(request.messages) === counter.count(canonicalJson(request.messages)); // true
  */
 export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
-  const memo = new WeakMap<object, MessageEntry>();
-  const entry = (message: unknown): MessageEntry => {
+  const memo = new WeakMap<object, Entry>();
+  const entry = (message: unknown): Entry => {
     if (typeof message === 'object' && message !== null) {
-      const found = memo.get(message);
+      // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
+      const key = canonicalOf(message);
+      const found = memo.get(key);
       if (found !== undefined) return found;
-      const json = canonicalJson(message);
-      const made: MessageEntry = { json, chars: codePoints(json) };
-      memo.set(message, made);
+      const made = new Entry(key, canonicalJson(message));
+      memo.set(key, made);
       return made;
     }
-    const json = canonicalJson(message);
-    return { json, chars: codePoints(json) };
+    return new Entry(message, canonicalJson(message));
   };
   return {
     counter,
@@ -91,7 +123,13 @@ export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
         const e = entry(messages[i]);
         if (i === 0) total += e.first ??= counter.count(`[${e.json},`);
         else if (i === n - 1) total += e.last ??= counter.count(` ${e.json}]`);
-        else total += e.mid ??= counter.count(` ${e.json},`);
+        else {
+          if (e.mid === undefined) {
+            e.mid = counter.count(` ${e.json},`);
+            e.release();
+          }
+          total += e.mid;
+        }
       }
       return total;
     },
@@ -101,7 +139,11 @@ export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
     },
     midTokens(message) {
       const e = entry(message);
-      return (e.mid ??= counter.count(` ${e.json},`));
+      if (e.mid === undefined) {
+        e.mid = counter.count(` ${e.json},`);
+        e.release();
+      }
+      return e.mid;
     },
   };
 }

@@ -36,6 +36,7 @@ export const VAULT_METHODS: readonly VaultMethod[] = [
   'setRendering',
   'recordRequestMetric',
   'metricsSummary',
+  'requestMetricRows',
   'usage',
 ];
 

@@ -100,3 +100,20 @@ export function detectFamily(command: string | undefined, output: string): Comma
   if (/^commit [0-9a-f]{40}/.test(head)) return 'git-log';
   return 'generic';
 }
+
+const FILE_READERS = new Set(['cat', 'head', 'tail', 'nl', 'bat', 'batcat', 'less', 'more']);
+
+/**
+ * True when the command reads files for the agent to look at (`cat f`, `head -n 50 f`,
+ * `sed -n 10,40p f`, `nl f`): its output is the file's text, which the agent asked to see, as a
+ * read_file result is. A pipeline whose last stage filters (`cat f | grep x`) is not a plain read.
+ */
+export function isFileRead(command: string | undefined): boolean {
+  if (command === undefined) return false;
+  const segments = command.trim().split(/&&|\|\||;|\n/).map((s) => s.trim()).filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
+  const last = segments.at(-1) ?? '';
+  if (last === '' || /\|(?!\|)/.test(last) || /[<>]/.test(last.replace(/\d?>&\d|2>\/dev\/null/g, ''))) return false;
+  const [tool = '', ...rest] = commandWords(last);
+  if (FILE_READERS.has(tool)) return rest.some((w) => !w.startsWith('-'));
+  return tool === 'sed' && rest.includes('-n') && rest.some((w) => /^['"]?\d+(,\d+)?p['"]?$/.test(w));
+}

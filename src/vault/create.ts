@@ -253,6 +253,7 @@ function composeVault(raw: VaultConnection, opts: Resolved, clock: () => number,
     workingState: session.workingState,
     recordRequestMetric: metrics.recordRequestMetric,
     metricsSummary: metrics.metricsSummary,
+    requestMetricRows: metrics.requestMetricRows,
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -2,11 +2,12 @@
  * The metrics port: one content-free row per (session, request) with its per-component token
  * counts, and the sums the `stats` command prints.
  */
+import { stageId } from '../stages.js';
 import { canonicalJson } from '../measure/canonical-json.js';
 import { label, requireCount, type StoreContext } from './context.js';
 import { VaultArgumentError } from './errors.js';
 import type { MetricsStore, StoreScope } from './ports.js';
-import type { MetricsSummary, RequestMetric } from './types.js';
+import type { MetricsSummary, RequestMetric, RequestMetricRow } from './types.js';
 
 /** (raw − final) / raw × 100, rounded to 2 decimals; 0 when raw is 0. */
 export function reductionPct(raw: number, final: number): number {
@@ -109,8 +110,7 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
         .executeTakeFirstOrThrow();
       const saved: Record<string, number> = {};
       for (const row of await db.selectFrom('request_metrics').select('saved_by_stage_json as j').execute()) {
-        const parsed = JSON.parse(row.j) as Record<string, unknown>;
-        for (const [stage, chars] of Object.entries(parsed)) if (typeof chars === 'number') saved[stage] = (saved[stage] ?? 0) + chars;
+        for (const [stage, chars] of Object.entries(stageNumbers(row.j))) saved[stage] = (saved[stage] ?? 0) + chars;
       }
       const rows = await db
         .selectFrom('request_component_metrics')
@@ -150,5 +150,44 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
         by_mode: byMode,
       };
     },
+
+    async requestMetricRows(limit = 10_000): Promise<readonly RequestMetricRow[]> {
+      ctx.assertOpen();
+      const n = requireCount('limit', limit, 1);
+      const rows = await db
+        .selectFrom('request_metrics')
+        .select(['session_id', 'request_id', 'mode', 'raw_chars', 'final_chars', 'raw_tokens', 'final_tokens', 'receipts', 'failed_open', 'saved_by_stage_json', 'created_at'])
+        .orderBy('created_at', 'desc')
+        .orderBy('session_id', 'desc')
+        .orderBy('request_id', 'desc')
+        .limit(n)
+        .execute();
+      return rows.reverse().map((r) => ({
+        sessionId: r.session_id,
+        requestId: r.request_id,
+        mode: r.mode,
+        rawChars: Number(r.raw_chars),
+        finalChars: Number(r.final_chars),
+        ...(r.raw_tokens === null ? {} : { rawTokens: Number(r.raw_tokens) }),
+        ...(r.final_tokens === null ? {} : { finalTokens: Number(r.final_tokens) }),
+        receipts: Number(r.receipts),
+        failedOpen: Number(r.failed_open) !== 0,
+        savedByStage: stageNumbers(r.saved_by_stage_json),
+      }));
+    },
   };
+}
+
+/** Saved chars per stage from a row's JSON; a row another writer left malformed contributes none. */
+function stageNumbers(json: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    for (const [k, v] of Object.entries(JSON.parse(json) as Record<string, unknown>)) {
+      const stage = stageId(k); // rows written before the ids were unified
+      if (typeof v === 'number') out[stage] = (out[stage] ?? 0) + v;
+    }
+  } catch {
+    // nothing to add
+  }
+  return out;
 }

@@ -37,6 +37,7 @@ export function unavailableVault(path: string, error: Error): Vault {
     workingState: Object.freeze({ apply: fail, get: fail }),
     recordRequestMetric: fail,
     metricsSummary: fail,
+    requestMetricRows: fail,
     close,
     [Symbol.asyncDispose]: close,
   });

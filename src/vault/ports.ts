@@ -18,6 +18,7 @@ import type {
   PutInput,
   PutResult,
   RequestMetric,
+  RequestMetricRow,
   TerminalBaseline,
   VaultUsage,
 } from './types.js';
@@ -153,6 +154,11 @@ export interface MetricsStore {
   recordRequestMetric(metric: RequestMetric, scope?: StoreScope): Promise<void>;
   /** Sums over every row (the `stats` command). */
   metricsSummary(): Promise<MetricsSummary>;
+  /**
+   * The newest `limit` rows (default 10,000), oldest first, in the order they were first written
+   * (ties broken by session and request id): the series a live report draws.
+   */
+  requestMetricRows(limit?: number): Promise<readonly RequestMetricRow[]>;
 }
 
 /** Which engine a store runs on. Only status, docs and tests look at it; no port behaves differently. */

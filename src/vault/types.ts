@@ -103,6 +103,21 @@ export interface RequestMetric {
   readonly components?: Readonly<Record<string, { readonly raw: number; readonly final: number }>>;
 }
 
+/** One stored metric row as read back (`requestMetricRows`): numbers, labels and ids only. */
+export interface RequestMetricRow {
+  readonly sessionId: string;
+  readonly requestId: string;
+  readonly mode: string;
+  readonly rawChars: number;
+  readonly finalChars: number;
+  /** Absent when the writer had no token counter. */
+  readonly rawTokens?: number;
+  readonly finalTokens?: number;
+  readonly receipts: number;
+  readonly failedOpen: boolean;
+  readonly savedByStage: Readonly<Record<string, number>>;
+}
+
 /** Sums of the content-free request metrics (the `stats` command). */
 export interface MetricsSummary {
   readonly requests: number;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { firstValueFrom, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { capOutputBudget, type CapOutputBudgetOptions } from '../../operators/budget-cap.js';
+import { capOutputBudget, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
 import { BUILT_IN_MODEL_LIMITS, canonicalModelId, createModelLimits, lookupModelLimits, type BudgetCounter } from '../../src/budget/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';

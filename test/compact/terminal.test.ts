@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { compactTerminal, readTerminalContent, type CompactTerminalOptions } from '../../src/compact/index.js';
 import { codePointLength, splitLines } from '../../src/compact/lines.js';
-import { commandWords, detectFamily, familyOfCommand } from '../../src/tools/family.js';
+import { LISTING_MAX_CHARS } from '../../src/compact/listing.js';
+import { commandWords, detectFamily, familyOfCommand, isFileRead } from '../../src/tools/family.js';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/terminal');
 const fixture = (name: string): string => readFileSync(join(dir, name), 'utf8');
@@ -147,6 +148,26 @@ describe('built-in terminal compactors on real captured outputs', () => {
     const lsl = render('ls-la.txt', 'ls -la');
     expect(lsl.text).toMatch(/^dirs \(\d+\): \.bin\/ /m);
     expect(lsl.text).toContain('total 624');
+  });
+
+  it('ls -R: a subdirectory is named once (by its own line), every file counted', () => {
+    const output = ['.:', 'README.md', 'src', '', './src:', 'a.ts', 'b.ts', 'lib', '', './src/lib:', 'c.ts', ''].join('\n');
+    const text = compactTerminal({ command: 'ls -R', output }).text;
+    expect(text.split('\n')).toEqual(['./ (1 + 1 dir): README.md', './src/ (2 + 1 dir): a.ts b.ts', './src/lib/ (1): c.ts']);
+  });
+
+  it('a large listing is fitted to LISTING_MAX_CHARS: every directory keeps its line and its exact count', () => {
+    const paths = Array.from({ length: 3000 }, (_, i) => `src/test/java/com/acme/module${i % 60}/SomeRatherLongTestClassName${i}Test.java`);
+    const text = compactTerminal({ command: 'find src -name "*.java"', output: paths.join('\n') }).text;
+    expect(codePointLength(text)).toBeLessThanOrEqual(LISTING_MAX_CHARS);
+    const lines = text.split('\n');
+    expect(lines).toHaveLength(60);
+    for (const l of lines) expect(l).toMatch(/^src\/test\/java\/com\/acme\/module\d+\/ \(50\): (\S+\.java ){3,}…\(\+\d+ more\)$/);
+  });
+
+  it('isFileRead: plain reads of files, not filters, writes or bare commands', () => {
+    for (const c of ['cat a.py', 'cat -n src/a.py b.py', 'head -n 50 log.txt', 'tail -100 out.log', "sed -n '10,40p' a.py", 'sed -n 5p a.py', 'nl -ba a.py', 'cd /repo && cat a.py', 'cat a.py 2>/dev/null']) expect(isFileRead(c), c).toBe(true);
+    for (const c of ['cat a.py | grep x', 'cat > a.py', 'cat <<EOF > a.py', 'sed -i s/a/b/ a.py', 'tail -f', 'cat', 'grep -n x a.py', 'python a.py']) expect(isFileRead(c), c).toBe(false);
   });
 
   it('npm install: fetch chatter dropped, summary and errors kept', () => {

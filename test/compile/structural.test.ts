@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTiktokenCounter } from '../../src/measure/index.js';
-import { case8Request, caseArtifact, runStructuralCases, type CaseResult } from '../../src/compile/structural.js';
+import { case8Request, caseArtifact, runStructuralCases, type CaseResult } from '../../src/cli/bench/request-cases.js';
 import { parseReceipt, referencedArtifacts } from '../../src/receipts/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';

@@ -65,9 +65,9 @@ describe('working state in compiled requests', () => {
     ) as { accepted?: number; error?: unknown };
     expect(applied.error).toBeUndefined();
     // The turn before first (its outputs are then shown), so this request is reduced.
-    await tt.compileRequest(session(7), { sessionId: 's', requestId: 'r0' });
+    await tt.reduceRequest(session(7), { sessionId: 's', requestId: 'r0' });
     const raw = session(8);
-    const out = await tt.compileRequest(raw, { sessionId: 's', requestId: 'r1' });
+    const out = await tt.reduceRequest(raw, { sessionId: 's', requestId: 'r1' });
     const users = (out.value['messages'] as { role: string; content: unknown }[]).filter((m) => m.role === 'user');
     const last = users.at(-1)!.content as string;
     expect(last).toContain('<working_state>');
@@ -75,14 +75,14 @@ describe('working state in compiled requests', () => {
     expect(serializedChars(out.value)).toBeLessThan(serializedChars(raw));
 
     const small: ProviderRequest = { messages: [{ role: 'user', content: 'What is the next safe step?' }] };
-    const kept = await tt.compileRequest(small, { sessionId: 's', requestId: 'r2' });
+    const kept = await tt.reduceRequest(small, { sessionId: 's', requestId: 'r2' });
     expect(kept.value).toBe(small);
   });
 
   it('adds nothing when the budget is 0 (the default)', async () => {
     await using tt = await terminator(0);
-    await tt.compileRequest(session(7), { sessionId: 's', requestId: 'r0' });
-    const out = await tt.compileRequest(session(8), { sessionId: 's', requestId: 'r1' });
+    await tt.reduceRequest(session(7), { sessionId: 's', requestId: 'r0' });
+    const out = await tt.reduceRequest(session(8), { sessionId: 's', requestId: 'r1' });
     expect(out.decisions.some((d) => d.stage === 'compileRequest' && d.kind === 'applied')).toBe(true);
     expect(JSON.stringify(out.value)).not.toContain('<working_state>');
   });

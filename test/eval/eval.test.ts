@@ -24,19 +24,24 @@ async function capture(argv: string[]): Promise<{ code: number; out: string; err
   }
 }
 
-/** Which arm went first in each pair, read off what the model received: the off arm's tool output is the raw evidence. */
-function observedOrder(model: ScriptedModel, seed: number, pairs: number): string[] {
+/**
+ * Which arm went first in each pair, read off what the model received: the off arm's tool output is
+ * the raw evidence. A pair whose balanced arm also shows the raw evidence (a plain file read such as
+ * `cat -n f` is shown whole: docs/fidelity.md) has no observable order: `undefined` there.
+ */
+function observedOrder(model: ScriptedModel, seed: number, pairs: number): (string | undefined)[] {
   const tasks = makeTasks(seed, pairs);
   const firstOf = new Map<number, Record<string, unknown>>();
+  const reduced = new Set<number>();
   model.bodies.forEach((b, i) => {
     const t = model.taskOf[i]!;
     if (!firstOf.has(t)) firstOf.set(t, b);
+    if (toolContent(b) !== tasks[t]!.evidence) reduced.add(t);
   });
-  return tasks.slice(0, firstOf.size).map((t) => {
-    const messages = firstOf.get(t.index)!['messages'] as { role: string; content?: string }[];
-    return messages.find((m) => m.role === 'tool')!.content === t.evidence ? 'off' : 'balanced';
-  });
+  return tasks.slice(0, firstOf.size).map((t) => (!reduced.has(t.index) ? undefined : toolContent(firstOf.get(t.index)!) === t.evidence ? 'off' : 'balanced'));
 }
+
+const toolContent = (b: Record<string, unknown>): string | undefined => (b['messages'] as { role: string; content?: string }[]).find((m) => m.role === 'tool')!.content;
 
 let dir: string;
 beforeAll(() => {
@@ -95,7 +100,10 @@ describe('eval against an honest model (same answers in both arms)', () => {
   });
 
   it('sends each pair in the arm order the seed drew', () => {
-    expect(observedOrder(model, SEED, 72)).toEqual(results.protocol.arm_order.map((o) => o[0]));
+    const observed = observedOrder(model, SEED, 72);
+    // Every family but the file reads is reduced in the balanced arm, so most orders are observable.
+    expect(observed.filter((o) => o !== undefined).length).toBeGreaterThanOrEqual(48);
+    expect(observed.map((o, i) => o ?? results.protocol.arm_order[i]![0])).toEqual(results.protocol.arm_order.map((o) => o[0]));
     expect(results.pairs.map((p) => p.order)).toEqual(armOrder(SEED, 72));
   });
 
@@ -109,7 +117,10 @@ describe('eval against an honest model (same answers in both arms)', () => {
       if (!firsts.has(key) && messages.length === 4) firsts.set(key, b);
     });
     const strip = (b: Record<string, unknown>) => ({ tools: b['tools'], model: b['model'], head: (b['messages'] as unknown[]).slice(0, 3) });
-    for (const t of tasks.slice(0, 8)) expect(strip(firsts.get(`${t.index}:balanced`)!)).toEqual(strip(firsts.get(`${t.index}:off`)!));
+    // A file read is shown whole in both arms (no balanced body differs): nothing to compare there.
+    const compared = tasks.slice(0, 8).filter((t) => firsts.has(`${t.index}:balanced`));
+    expect(compared.length).toBeGreaterThanOrEqual(6);
+    for (const t of compared) expect(strip(firsts.get(`${t.index}:balanced`)!)).toEqual(strip(firsts.get(`${t.index}:off`)!));
   });
 });
 

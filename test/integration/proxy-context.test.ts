@@ -3,10 +3,13 @@
  * and what it records for the replay-style figures (one metric row per client request, net of
  * recovery).
  */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tenantOf } from '../../adapters/proxy/index.js';
 import type { StepContext } from '../../src/step.js';
+import { openLedger } from '../../src/telemetry/ledger.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
 import { firstArtifact, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
 import { chat } from '../proxy/support/upstream.js';
@@ -28,8 +31,8 @@ describe('proxy context and figures', () => {
   it('passes the API key digest as the tenant and the request model as the route, never the key', async () => {
     h = await startHarness(() => chat.text('ok'));
     const seen: StepContext[] = [];
-    const compile = h.proxy.terminator.compileRequest.bind(h.proxy.terminator);
-    (h.proxy.terminator as { compileRequest: typeof compile }).compileRequest = (request, context, signal) => {
+    const compile = h.proxy.terminator.reduceRequest.bind(h.proxy.terminator);
+    (h.proxy.terminator as { reduceRequest: typeof compile }).reduceRequest = (request, context, signal) => {
       seen.push(context);
       return compile(request, context, signal);
     };
@@ -51,6 +54,29 @@ describe('proxy context and figures', () => {
     // Net of recovery: the row's final size covers the first request and the continuation.
     expect(summary.final_chars).toBeGreaterThan(continuation!.body.length);
     expect(summary.final_chars).toBeGreaterThan(first!.body.length);
-    expect(summary.saved_by_stage['compress_tool_result']).toBeGreaterThan(0);
+    expect(summary.saved_by_stage['compressToolResult']).toBeGreaterThan(0);
+  });
+
+  it('writes the experiment ledger after the answer, one turn per client request, tokens net of recovery, and keeps the key out of it', async () => {
+    h = await startHarness((r, i) => (i === 0 ? chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : chat.text('ok')));
+    const client = new OpenAI({ apiKey: 'sk-ledger-key', baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-token-terminator-session': 'ledger-run' } });
+    const messages = history();
+    const done = await client.chat.completions.create({ model: 'gpt-4o', messages });
+    await client.chat.completions.create({ model: 'gpt-4o', messages: [...messages, done.choices[0]!.message as OpenAI.Chat.ChatCompletionMessageParam, { role: 'user', content: 'Thanks.' }] });
+    await h.proxy.settled();
+    const rows = await h.proxy.terminator.vault.requestMetricRows();
+    expect(rows).toHaveLength(2);
+    const ledgerPath = join(dirname(h.dbPath), 'experiments.sqlite3');
+    const ledger = await openLedger({ path: ledgerPath });
+    try {
+      const session = await ledger.session(rows[0]!.sessionId);
+      expect(session).toMatchObject({ mode: h.proxy.terminator.config.mode, initialModel: 'gpt-4o', turnCount: 2, requests: 2, contaminated: false });
+      // The same token figures as the metric rows: raw as the client sent it, final including the recovery round.
+      expect(session!.rawTokens).toBe(rows.reduce((n, r) => n + (r.rawTokens ?? 0), 0));
+      expect(session!.finalTokens).toBe(rows.reduce((n, r) => n + (r.finalTokens ?? 0), 0));
+    } finally {
+      await ledger.close();
+    }
+    expect(readFileSync(ledgerPath).includes(Buffer.from('sk-ledger-key'))).toBe(false);
   });
 });

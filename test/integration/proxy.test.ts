@@ -240,7 +240,7 @@ describe('local routes', () => {
     expect(sent).toBeLessThan(rawBytes);
     expect(value('token_terminator_proxy_request_bytes_total{api="chat",direction="recovery"}')).toBeGreaterThan(BIG.length);
     expect(value('token_terminator_proxy_upstream_seconds_count{api="chat"}')).toBe(2);
-    expect(metrics).toMatch(/token_terminator_proxy_saved_chars_total\{mechanism="compress_tool_result"\} \d+/);
+    expect(metrics).toMatch(/token_terminator_proxy_saved_chars_total\{mechanism="compressToolResult"\} \d+/);
     expect(h.upstream.requests).toHaveLength(2);
   });
 });

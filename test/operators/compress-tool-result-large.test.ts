@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { firstValueFrom, of } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { codePointLength, splitLines } from '../../src/compact/lines.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
@@ -67,7 +67,7 @@ describe('outputs beyond the artifact ceiling', () => {
     expect(out.value.content).toMatch(/not stored/);
     // Faithful on red still holds for what the view shows: the run's final summary is in it.
     expect(splitLines(out.value.content)).toContain('======================== 5 failed, 112 passed in 4.52s =========================');
-    expect(out.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'applied', reason: 'over_ceiling' });
+    expect(out.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'applied', reason: 'over_ceiling' });
     expect((await vault.usage()).artifacts).toBe(0);
   });
 
@@ -94,7 +94,7 @@ describe('outputs beyond the artifact ceiling', () => {
     const vault = await freshVault(ceiling);
     const raw = pytestLog(ceiling + 1);
     const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'big', cwd: dir })).pipe(deltaRepeatedOutput({ vault, maxArtifactChars: ceiling })));
-    expect(out.decisions.at(-1)).toMatchObject({ stage: 'temporal_delta', kind: 'skipped', reason: 'over_ceiling' });
+    expect(out.decisions.at(-1)).toMatchObject({ stage: 'deltaRepeatedOutput', kind: 'skipped', reason: 'over_ceiling' });
     expect((await vault.usage()).artifacts).toBe(0);
   });
 });

@@ -93,7 +93,7 @@ describe('compressToolResult: native search/process', () => {
     const raw = nativeSearchFixture();
     const [out] = await runOp(compressToolResult({ vault: broken }), [result('search_files', raw)]);
     expect(out!.value.content).toBe(raw);
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open' });
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'failed_open' });
   });
 
   it('pins the artifact its note names: retention prunes older unpinned evidence, never it', async () => {
@@ -122,7 +122,7 @@ describe('compressToolResult: native search/process', () => {
     const [out] = await runOp(compressToolResult({ vault: racing }), [result('search_files', raw, { pattern: 'raced' })]);
     expect(delivered).toBe(true);
     expect(out!.value.content).toBe(raw);
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compress_tool_result', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
   });
 
   it('rejects bad options at build time, naming the operator', () => {
@@ -155,6 +155,34 @@ describe('compressToolResult: terminal results through the built-in compactors',
     expect(text.startsWith(`[exit code: ${exitCode}]\n`)).toBe(true);
     for (const k of keep) expect(text).toContain(k);
     await expectRecovers(vault, text, raw);
+  });
+
+  it('a file the agent asked to read (cat, head, sed -n, nl) is shown whole outside aggressive mode, as read_file is', async () => {
+    const raw = fixture('python-importtime.txt');
+    for (const command of ['cat src/app.py', 'head -n 400 src/app.py', "sed -n '1,400p' src/app.py", 'cd /repo && nl -ba src/app.py']) {
+      const [kept] = await runOp(op(), [result('terminal', raw, { command })]);
+      expect(kept!.value.content, command).toBe(raw);
+      const [reduced] = await runOp(op({ mode: 'aggressive' }), [result('terminal', raw, { command })]);
+      expect(codePointLength(reduced!.value.content), command).toBeLessThan(codePointLength(raw));
+    }
+    // A filter at the end of the pipeline is not a plain read: compacted as before.
+    const [filtered] = await runOp(op(), [result('terminal', raw, { command: 'cat log.txt | grep -v DEBUG' })]);
+    expect(codePointLength(filtered!.value.content)).toBeLessThan(codePointLength(raw));
+  });
+
+  it('keeps the lines that mention the names the conversation is about (focus), still smaller, raw recoverable', async () => {
+    const raw = fixture('find.txt');
+    const wanted = 'src/internal/operators/mergeMap.ts';
+    const [plain] = await runOp(op(), [result('terminal', raw, { command: 'find src -type f' })]);
+    expect(plain!.value.content).not.toContain(wanted);
+    const [focused] = await runOp(op({ focus: () => ['mergeMap'] }), [result('terminal', raw, { command: 'find src -type f' })]);
+    const text = focused!.value.content;
+    expect(text).toContain(`[lines of the full output that mention names from this conversation, left out above]\n${wanted}\n`);
+    expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
+    await expectRecovers(vault, text, raw);
+    // The call's own arguments count as focus too.
+    const [byArgs] = await runOp(op(), [result('terminal', raw, { command: 'find src -type f  # looking for mergeMap' })]);
+    expect(byArgs!.value.content).toContain(wanted);
   });
 
   it('tsc errors are all diagnostics: their faithful view is not smaller, so the output passes through unchanged', async () => {

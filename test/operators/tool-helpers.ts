@@ -7,7 +7,7 @@ import { firstValueFrom, from, toArray, type OperatorFunction } from 'rxjs';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { createStep, type Step, type StepContext, type ToolResult } from '../../src/step.js';
 import { readArtifact } from '../../src/compact/receipt.js';
-import { CASE1_COMMAND, case1Diff, nativeSearchFixture } from '../../src/compact/structural-fixtures.js';
+import { CASE1_COMMAND, case1Diff, nativeSearchFixture } from '../../src/cli/bench/tool-cases.js';
 import type { Vault } from '../../src/vault/types.js';
 
 export const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '../fixtures/terminal');

@@ -8,9 +8,9 @@
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
-import { compileRequest } from '../../operators/compile.js';
-import { collapseDuplicates } from '../../operators/dedupe.js';
-import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
+import { compileRequest } from '../../operators/compile-request.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import type { Mode } from '../../src/config/types.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest, writeSlots } from '../../src/model/index.js';
@@ -19,6 +19,7 @@ import { createStep, type ProviderRequest, type ToolResult } from '../../src/ste
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import {
+  actionsOf,
   conversation,
   danglingReferences,
   growingSession,
@@ -38,7 +39,8 @@ afterAll(async () => {
   await vault.close();
 });
 
-const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'] };
+// Function-calling and text-protocol agents (fenced ```bash blocks, observations in user messages).
+const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], protocol: 'both' };
 const overrides = { minArtifactChars: 300, maxInlineChars: 700, contextMinVaultChars: 150, temporalMinChars: 200 } as const;
 
 describe('the fidelity invariants hold for the request pipeline of every mode that is not an opt-in', () => {
@@ -61,6 +63,27 @@ describe('the fidelity invariants hold for the request pipeline of every mode th
     }
     expect([...seen].some((r) => r.startsWith('compileRequest:n old output(s) digested'))).toBe(true);
     expect([...seen].some((r) => r.includes('bounded view'))).toBe(true);
+  });
+
+  it('text-protocol sessions of every format get their observations digested and their command blocks checked', async () => {
+    await using tt = await createTerminator({ vault, counter, env: {}, overrides, metrics: false });
+    const formats = new Set<string>();
+    let digestedObservations = 0;
+    let blocks = 0;
+    for (const [k, session] of fc.sample(growingSession({ ...shapes, protocol: 'text' }), { numRuns: 20, seed: 11 }).entries()) {
+      const outs = await lastValueFrom(from(session.map((r, i) => createStep(r, { sessionId: `text-${k}`, requestId: `r${i}` }))).pipe(tt.requests(), toArray()));
+      const last = outs.at(-1)!.value;
+      formats.add('messages' in last ? ('system' in last ? 'anthropic' : 'chat') : 'responses');
+      blocks += actionsOf(session.at(-1)!).blocks.length;
+      expect(actionsOf(session.at(-1)!).calls).toEqual([]);
+      for (const o of outs) {
+        const items = (o.value['messages'] ?? o.value['input']) as { role?: string; content?: unknown }[];
+        digestedObservations += items.filter((m) => m.role === 'user' && JSON.stringify(m.content).includes('[Token Terminator digest')).length;
+      }
+    }
+    expect([...formats].sort()).toEqual(['anthropic', 'chat', 'responses']);
+    expect(blocks).toBeGreaterThan(0);
+    expect(digestedObservations).toBeGreaterThan(0);
   });
 });
 
@@ -87,7 +110,7 @@ describe('a session id reused by a new conversation', () => {
   const requestChain = (v: Vault) => (src: Parameters<ReturnType<typeof compileRequest>>[0]) =>
     src.pipe(collapseDuplicates({ vault: v, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }), compileRequest({ vault: v, counter, minVaultChars: 150 }));
   // Terminal-only conversations, so repeated commands exist to become deltas.
-  const terminalOnly = conversation({ ...shapes, tools: ['terminal'], minTurns: 2 });
+  const terminalOnly = conversation({ ...shapes, protocol: 'tools', tools: ['terminal'], minTurns: 2 });
   let run = 0;
 
   test.prop([terminalOnly, fc.constantFrom<WireFormat>('chat', 'responses', 'anthropic')], { numRuns: 25 })(

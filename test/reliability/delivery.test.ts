@@ -141,7 +141,7 @@ describe('delivery is the commit point (two processes on one vault)', () => {
       let introduced = 0;
       for (const r of first.filter((x) => x.kind === 'request')) {
         const input = r.input as ProviderRequest;
-        const out = await tt.compileRequest(input, { sessionId: w.id, requestId: `again-${introduced}` });
+        const out = await tt.reduceRequest(input, { sessionId: w.id, requestId: `again-${introduced}` });
         const before = new Set(receiptIds(input));
         for (const id of receiptIds(out.value).filter((x) => !before.has(x))) {
           introduced++;
@@ -176,7 +176,7 @@ describe('delivery is the commit point (two processes on one vault)', () => {
       ],
     });
     try {
-      const first = await tt.compileRequest(request(0), { sessionId: 'dup', requestId: 'r0' });
+      const first = await tt.reduceRequest(request(0), { sessionId: 'dup', requestId: 'r0' });
       expect(receiptIds(first.value).length).toBeGreaterThan(0); // the earlier copy became a receipt
       // Damage the file as another process would: write and checkpoint through a second connection
       // (the open connection's page cache is then stale), then overwrite every page after the header.
@@ -190,7 +190,7 @@ describe('delivery is the commit point (two processes on one vault)', () => {
       closeSync(fd);
       let receipts = 0;
       for (let t = 1; t <= 10; t++) {
-        const out = await tt.compileRequest(request(t), { sessionId: 'dup', requestId: `r${t}` });
+        const out = await tt.reduceRequest(request(t), { sessionId: 'dup', requestId: `r${t}` });
         receipts += receiptIds(out.value).length;
       }
       expect(receipts).toBe(0);

@@ -8,13 +8,13 @@
 import fc from 'fast-check';
 import type { OperatorFunction } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capOutputBudget } from '../../operators/budget-cap.js';
-import { compileRequest } from '../../operators/compile.js';
+import { capOutputBudget } from '../../operators/cap-output-budget.js';
+import { compileRequest } from '../../operators/compile-request.js';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { collapseDuplicates } from '../../operators/dedupe.js';
-import { rewriteTerminalCommand } from '../../operators/rtk-rewrite.js';
-import { routeSkills } from '../../operators/skill-gate.js';
-import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
+import { routeSkills } from '../../operators/route-skills.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { serializedChars } from '../../src/measure/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
@@ -117,7 +117,7 @@ async function facadeCall(kind: ItemResult['kind'], input: unknown, sessionId: s
   try {
     const out =
       kind === 'request'
-        ? await tt.compileRequest(input as ProviderRequest, ctx)
+        ? await tt.reduceRequest(input as ProviderRequest, ctx)
         : kind === 'tool_result'
           ? await tt.reduceToolResult(input as ToolResult, { sessionId })
           : await tt.reduceToolCall(input as ToolCall, { sessionId });

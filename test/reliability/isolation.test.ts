@@ -86,7 +86,7 @@ describe('the recovery tool reads only what the calling session was shown', () =
         { role: 'tool', tool_call_id: 'x2', content },
       ],
     };
-    const out = await tt.compileRequest(request, second);
+    const out = await tt.reduceRequest(request, second);
     expect(receiptIds(out.value)).toContain(id);
     const page = await tool({ action: 'artifact_get', artifact_id: id, limit: 20_000 }, second);
     expect(page.error).toBeUndefined();

@@ -79,7 +79,7 @@ describe('one lock budget per call (a second process holds the write lock)', () 
         ],
       };
       const requestBudget: LockBudget = { remainingMs: BUDGET_MS, waitedMs: 0 };
-      const compiled = await turnsDuring(tt.compileRequest(request, { sessionId: 's', lockBudget: requestBudget }), requestBudget);
+      const compiled = await turnsDuring(tt.reduceRequest(request, { sessionId: 's', lockBudget: requestBudget }), requestBudget);
       // Nothing could be vaulted, so nothing was reduced; the budget was spent once for the call.
       expect(withoutCaps(compiled.value.value)).toEqual(request);
       expect(requestBudget.waitedMs).toBe(BUDGET_MS);

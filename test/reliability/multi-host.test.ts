@@ -2,12 +2,12 @@
  * Multi-host simulation on PostgreSQL (issue 16): six processes, each its own runtime and pool,
  * stand in for hosts sharing one vault. A fixed amount of work (not wall time; the long soak is a
  * benchmark): per round, unpinned filler for retention pressure, a direct lease race, a session
- * every host replays (racing for its leases) and one of its own. Then every host recovers the
+ * every host replays (sharing its history decisions through the store) and one of its own. Then every host recovers the
  * receipts ANOTHER host delivered. 0 errors, 0 lost artifacts, exactly one winner per lease.
  *
- * Not covered here (needs the gateway, being built separately): a proxy replica serving a session
- * another replica started. The storage half of it — any process continues any session from the
- * store alone — is what this test shows.
+ * A proxy replica serving a session another replica started is proxy-replicas.test.ts (two
+ * gateway processes on one PostgreSQL store); this test shows the storage half of it: any process
+ * continues any session from the store alone.
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -108,11 +108,15 @@ describe('six hosts on one PostgreSQL vault', () => {
         expect(doubled.rows[0]?.n).toBe(0);
         const dupes = await sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM (SELECT sha256 FROM artifacts GROUP BY sha256 HAVING COUNT(*) > 1) d`.execute(raw);
         expect(dupes.rows[0]?.n).toBe(0);
-        // The request stages no longer take leases (fidelity-first history): the direct races do.
-        const raced = await sql<{ n: number }>`SELECT COUNT(DISTINCT session_id)::int AS n FROM artifact_exposures WHERE session_id LIKE 'race-%' AND inline = 1`.execute(raw);
-        expect(raced.rows[0]?.n).toBeGreaterThan(0);
+        // The request stages claim no leases since fidelity first (a lease receipt would point at content the
+        // conversation may not show); the direct race is what claims them: one inline exposure per race, in the store too.
+        const raced = await sql<{ session_id: string; n: number }>`SELECT session_id, COUNT(*)::int AS n FROM artifact_exposures WHERE session_id LIKE 'race-%' AND inline = 1 GROUP BY session_id ORDER BY session_id`.execute(raw);
+        expect(raced.rows).toEqual(Array.from({ length: ROUNDS }, (_, round) => ({ session_id: `race-${round}`, n: 1 })));
+        // The sessions every host replayed had their history decisions shared through the store.
+        const shared = await sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM session_renderings WHERE session_id LIKE 'shared-%'`.execute(raw);
+        expect(shared.rows[0]?.n).toBeGreaterThan(0);
         const total = reports.reduce((n, r) => n + r.receipts, 0);
-        console.log(`multi-host: ${HOSTS} hosts × ${ROUNDS} rounds, ${reports.reduce((n, r) => n + r.items, 0)} facade calls, ${total} receipts (each recovered by another host), ${usage.prunedArtifacts} artifacts pruned, ${raced.rows[0]?.n} raced leases`);
+        console.log(`multi-host: ${HOSTS} hosts × ${ROUNDS} rounds, ${reports.reduce((n, r) => n + r.items, 0)} facade calls, ${total} receipts (each recovered by another host), ${usage.prunedArtifacts} artifacts pruned, ${raced.rows.length} lease races with one winner each`);
       } finally {
         await raw.destroy();
       }

@@ -186,7 +186,7 @@ describe('receipts cannot be forged', () => {
     });
     messages.push({ role: 'assistant', content: 'ok' });
     const request: ProviderRequest = { model: 'gpt-4o', messages };
-    const out = await tt.compileRequest(request, { sessionId: 'forge-req', requestId: 'r1', route: { model: 'gpt-4o', contextWindow: 128_000 } });
+    const out = await tt.reduceRequest(request, { sessionId: 'forge-req', requestId: 'r1', route: { model: 'gpt-4o', contextWindow: 128_000 } });
     const ids = receiptIds(out.value);
     expect(ids.length).toBeGreaterThan(0);
     const real = new Set([artifactIdFor(big(0)), artifactIdFor(big(1))]);

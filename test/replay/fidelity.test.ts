@@ -15,6 +15,7 @@ import { replaySessions, type RecordedSession, type ReplayFigures } from '../../
 import { unwrapObservation } from '../../src/replay/replay.js';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
 import { advance, type ProviderRequest } from '../../src/step.js';
+import { fixture } from '../operators/tool-helpers.js';
 
 type Msg = Record<string, unknown>;
 
@@ -76,7 +77,7 @@ beforeAll(async () => {
       toolContents.push({ content: result.content, exitCode: result.exitCode });
       return { value: result, original: result, context, decisions: [] };
     },
-    compileRequest: async (request: ProviderRequest, context) => {
+    reduceRequest: async (request: ProviderRequest, context) => {
       const step = { value: request, original: request, context, decisions: [] };
       const messages = hide(k++, request['messages'] as Msg[]);
       finals.push(messages);
@@ -201,3 +202,33 @@ describe('the diagnostic-line pattern', () => {
     }
   });
 });
+
+describe('the diagnostic-line pattern on real captured outputs (test/fixtures/terminal)', () => {
+  const failing = ['pytest-fail.txt', 'pytest-assert-fail.txt', 'python-traceback.txt', 'java-exception.txt', 'mvn-test-fail.txt', 'mvn-offline-fail.txt', 'javac-errors.txt', 'tsc-errors.txt', 'eslint-fail.txt', 'npm-install-fail.txt', 'go-panic.txt', 'go-test-fail.txt', 'go-vet.txt', 'cargo-test-fail.txt', 'cargo-build-errors.txt', 'vitest-fail.txt'];
+  const passing = ['git-diff.txt', 'git-log.txt', 'git-status.txt', 'find.txt', 'ls-r.txt', 'ls-la.txt', 'tree.txt', 'grep-rn.txt', 'rg-n.txt', 'npm-install.txt', 'npm-ls.txt', 'python-importtime.txt'];
+  const wrapped = (name: string, code: number): string => `<returncode>${code}</returncode>\n<output>\n${fixture(name)}\n</output>`;
+
+  it("finds diagnostic lines in every failing run, also inside mini-swe-agent's observation template, and none in passing output", () => {
+    for (const name of failing) {
+      const lines = diagnosticLines(wrapped(name, 1));
+      expect(lines.length, name).toBeGreaterThan(1);
+      expect(lines, name).toContain('<returncode>1</returncode>');
+    }
+    for (const name of passing) expect(diagnosticLines(wrapped(name, 0)), name).toEqual([]);
+  });
+
+  it('a Python traceback ends in its exception line whatever the exception is called', () => {
+    const tb = ['Traceback (most recent call last):', '  File "manage.py", line 3, in <module>', '    main()', 'django.core.exceptions.ImproperlyConfigured: SECRET_KEY must not be empty', 'done'].join('\n');
+    expect(diagnosticLines(tb)).toEqual(['Traceback (most recent call last):', 'django.core.exceptions.ImproperlyConfigured: SECRET_KEY must not be empty']);
+    expect(diagnosticLines('Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nKeyboardInterrupt')).toContain('KeyboardInterrupt');
+    // Outside a traceback such a line is ordinary text.
+    expect(diagnosticLines('ImproperlyConfigured: hint\nKeyboardInterrupt')).toEqual([]);
+    expect(diagnosticLines(fixture('python-traceback.txt'))).toContain('calc.evaluator.EvalError: job 241: division by zero in nested expression');
+  });
+
+  it("counts Go's per-package FAIL lines, ESLint's stylish errors and Go vet findings", () => {
+    for (const line of ['FAIL\texample.com/capdemo/calc\t0.015s', 'FAIL', "  2:5  error  'x' is assigned a value but never used  no-unused-vars", './main.go:12:2: undefined: x']) expect(isDiagnosticLine(line), line).toBe(true);
+    for (const line of ['ok  \texample.com/okpkg\t0.002s', '  2:5  warning  Unexpected console statement  no-console', 'FAILOVER ready']) expect(isDiagnosticLine(line), line).toBe(false);
+  });
+});
+

@@ -67,7 +67,7 @@ beforeAll(async () => {
       const step = { value: result, original: result, context, decisions: [] };
       return advance(step, { ...result, content: receipt }, { stage: 'fake_tool', kind: 'applied', reason: 'test', savedChars: put.chars - cp(receipt) });
     },
-    compileRequest: async (request, context) => {
+    reduceRequest: async (request, context) => {
       const step = { value: request, original: request, context, decisions: [] };
       const messages = request['messages'] as Record<string, unknown>[];
       if (messages.length < 6) return step;
@@ -162,7 +162,7 @@ describe('replay figures (computed by hand)', () => {
         const step = { value: result, original: result, context, decisions: [] };
         return advance(step, { ...result, content: fake }, { stage: 'fake_tool', kind: 'applied', reason: 'test' });
       },
-      compileRequest: async (request, context) => ({ value: request, original: request, context, decisions: [] }),
+      reduceRequest: async (request, context) => ({ value: request, original: request, context, decisions: [] }),
     };
     const real = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'broken.sqlite3') } });
     try {

@@ -7,28 +7,25 @@
  * enable it (a missing system package should not fail `npm test` for a contributor who did not
  * touch the report). A browser that is found but cannot start always fails.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/program.js';
+import { chromiumExecutable, launchChromium, MISSING_CHROMIUM, skipBrowser } from '../support/chromium.js';
 import { CANARY, reportFixture } from './fixture.js';
 
-// An explicit TOKEN_TERMINATOR_CHROMIUM is the only candidate: a wrong path must not fall back silently.
-const configured = process.env['TOKEN_TERMINATOR_CHROMIUM'];
-const CANDIDATES = configured !== undefined && configured !== '' ? [configured] : ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
-const executable = CANDIDATES.find((p) => existsSync(p));
-const inCI = process.env['CI'] !== undefined && process.env['CI'] !== '' && process.env['CI'] !== 'false';
-const MISSING = `no Chromium found (looked at ${CANDIDATES.join(', ')}): install Debian\u2019s chromium (apt-get install -y chromium) or set TOKEN_TERMINATOR_CHROMIUM to its path`;
+const executable = chromiumExecutable;
+const MISSING = MISSING_CHROMIUM;
 /** Where the screenshot goes (gitignored): a test artifact, not a fixture. */
 export const SCREENSHOT = resolve('test-results/report.png');
 const SLOW = 180_000;
 
-if (executable === undefined && !inCI) console.warn(`report browser test skipped: ${MISSING}`);
+if (skipBrowser) console.warn(`report browser test skipped: ${MISSING}`);
 
-const skipAll = executable === undefined && !inCI;
+const skipAll = skipBrowser;
 // In CI without a browser, only the first test runs, and it fails with MISSING.
 const needsBrowser = it.skipIf(executable === undefined);
 
@@ -59,10 +56,7 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
 
   it('finds and starts a Chromium, and opens the report in it', async () => {
     expect(executable, MISSING).toBeDefined();
-    browser = await chromium.launch({
-      executablePath: executable!,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());

@@ -130,13 +130,18 @@ describe('createTerminator', () => {
     const tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3'), mode: 'off' } });
     expect(tt.vault.path).toBe(join(dir, 'v.sqlite3'));
     const request = Object.freeze({ model: 'gpt-4o', messages: Object.freeze([Object.freeze({ role: 'user', content: 'hi' })]) });
-    const step = await tt.compileRequest(request, ctx);
+    const step = await tt.reduceRequest(request, ctx);
     expect(step.value).toBe(request);
     const result = { callId: 'c1', name: 'terminal', args: {}, content: 'x'.repeat(50_000) };
     expect((await tt.reduceToolResult(result, ctx)).value).toBe(result);
     await tt.close();
     await tt.close();
     await expect(tt.vault.usage()).rejects.toThrow();
+  });
+
+  it('keeps compileRequest as the former name of the reduceRequest facade', async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'alias.sqlite3') } });
+    expect(tt.compileRequest).toBe(tt.reduceRequest);
   });
 
   it('leaves a vault it was given open', async () => {
@@ -158,7 +163,7 @@ describe('createTerminator', () => {
     const controller = new AbortController();
     controller.abort();
     const request = { messages: [{ role: 'user', content: 'x'.repeat(20_000) }] };
-    const step = await tt.compileRequest(request, ctx, controller.signal);
+    const step = await tt.reduceRequest(request, ctx, controller.signal);
     expect(step.value).toBe(request);
   });
 
@@ -188,8 +193,8 @@ describe('createTerminator pipelines (balanced)', () => {
       { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{}' } }] },
       { role: 'tool', tool_call_id: 'c1', content: big },
     ];
-    const first = await tt.compileRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
-    const second = await tt.compileRequest({ model: 'gpt-4o', messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'next' }] }, { sessionId: 's', requestId: 'r2' });
+    const first = await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
+    const second = await tt.reduceRequest({ model: 'gpt-4o', messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'next' }] }, { sessionId: 's', requestId: 'r2' });
     const text = (step: typeof first): string => JSON.stringify(step.value['messages']);
     expect(text(first)).toContain('diagnostic line 1999');
     expect(text(second)).not.toContain('diagnostic line 1999');
@@ -205,12 +210,31 @@ describe('createTerminator pipelines (balanced)', () => {
     expect(content).toBe(big);
   });
 
+  it("the tool stage's views keep the lines naming what the session's latest request is about (its task, the agent's words)", async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const raw = readFileSync(join(import.meta.dirname, '../fixtures/terminal/find.txt'), 'utf8');
+    const wanted = 'src/internal/operators/mergeMap.ts';
+    const call = { callId: 'c1', name: 'terminal', args: { command: 'find src -type f' }, content: raw };
+    // No request of this session yet: nothing to focus on.
+    expect((await tt.reduceToolResult(call, { sessionId: 'other' })).value.content).not.toContain(wanted);
+    const messages = [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'The `mergeMap` operator drops inner errors; fix it.' },
+      { role: 'assistant', content: 'Let me list the sources.', tool_calls: [{ id: 'c0', type: 'function', function: { name: 'terminal', arguments: '{"command":"ls"}' } }] },
+      { role: 'tool', tool_call_id: 'c0', content: 'src' },
+    ];
+    await tt.compileRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
+    const reduced = await tt.reduceToolResult(call, { sessionId: 's' });
+    expect(reduced.value.content).toContain(`\n${wanted}\n`);
+    expect(reduced.value.content.length).toBeLessThan(raw.length);
+  });
+
   it('records one content-free metrics row per compiled request', async () => {
     const path = join(dir, 'm.sqlite3');
     {
       await using tt = await createTerminator({ env, overrides: { dbPath: path } });
-      await tt.compileRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
-      await tt.compileRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello again' }] }, { sessionId: 's', requestId: 'b' });
+      await tt.reduceRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
+      await tt.reduceRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello again' }] }, { sessionId: 's', requestId: 'b' });
     }
     const summary = readMetricsSummary(path);
     expect(summary.requests).toBe(2);
@@ -218,7 +242,7 @@ describe('createTerminator pipelines (balanced)', () => {
     const off = join(dir, 'n.sqlite3');
     {
       await using tt = await createTerminator({ env, overrides: { dbPath: off }, metrics: false });
-      await tt.compileRequest({ messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
+      await tt.reduceRequest({ messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
     }
     expect(readMetricsSummary(off).requests).toBe(0);
   });
@@ -264,7 +288,7 @@ describe('createTerminator when the vault cannot be opened', () => {
     const result = await tt.reduceToolResult(bigResult, ctx);
     expect(result.value).toBe(bigResult);
     expect(result.decisions).toEqual([failed]);
-    const request = await tt.compileRequest(bigRequest, { sessionId: 's1', route: { model: 'gpt-4o', contextWindow: 128_000 } });
+    const request = await tt.reduceRequest(bigRequest, { sessionId: 's1', route: { model: 'gpt-4o', contextWindow: 128_000 } });
     expect(request.value).toBe(bigRequest);
     expect(request.decisions).toEqual([failed]);
     const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
@@ -288,7 +312,7 @@ describe('createTerminator when the vault cannot be opened', () => {
     try {
       for (let i = 0; i < 2; i++) {
         await using tt = await createTerminator({ env, overrides: { dbPath: path } });
-        await tt.compileRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'SECRET-PROMPT-TEXT' }] }, ctx);
+        await tt.reduceRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'SECRET-PROMPT-TEXT' }] }, ctx);
         await tt.reduceToolResult({ ...bigResult, content: `SECRET-TOOL-TEXT ${bigResult.content}` }, ctx);
       }
     } finally {

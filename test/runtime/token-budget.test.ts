@@ -47,7 +47,7 @@ describe('TOKEN_TERMINATOR_TOKEN_BUDGET (the exact-token half of acceptance)', (
     const tool = await tt.reduceToolResult(searchResult, { sessionId: 's' });
     expect(tool.value.content).toBe(big);
     const request = duplicateRequest();
-    const out = await tt.compileRequest(request, { sessionId: 's', requestId: 'r1' });
+    const out = await tt.reduceRequest(request, { sessionId: 's', requestId: 'r1' });
     expect(receipts(out.value)).toBe(0);
   });
 
@@ -56,7 +56,7 @@ describe('TOKEN_TERMINATOR_TOKEN_BUDGET (the exact-token half of acceptance)', (
     const tool = await tt.reduceToolResult(searchResult, { sessionId: 's' });
     expect(tool.value.content.length).toBeLessThan(big.length);
     expect(tool.value.content).toContain('[Token Terminator');
-    const out = await tt.compileRequest(duplicateRequest(), { sessionId: 's', requestId: 'r1' });
+    const out = await tt.reduceRequest(duplicateRequest(), { sessionId: 's', requestId: 'r1' });
     expect(receipts(out.value)).toBeGreaterThan(0);
   });
 
@@ -64,12 +64,12 @@ describe('TOKEN_TERMINATOR_TOKEN_BUDGET (the exact-token half of acceptance)', (
     const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
     {
       await using tt = await createTerminator({ env: { TOKEN_TERMINATOR_TOKEN_BUDGET: 'false' }, overrides: { dbPath: join(dir, 'a.sqlite3') } });
-      const out = await tt.compileRequest(request, { sessionId: 's' });
+      const out = await tt.reduceRequest(request, { sessionId: 's' });
       expect(out.value['max_completion_tokens']).toBe(16_384);
     }
     {
       await using tt = await createTerminator({ env: { TOKEN_TERMINATOR_OUTPUT_CAP: 'false' }, overrides: { dbPath: join(dir, 'b.sqlite3') } });
-      const out = await tt.compileRequest(request, { sessionId: 's' });
+      const out = await tt.reduceRequest(request, { sessionId: 's' });
       expect(out.value).toBe(request);
     }
   });

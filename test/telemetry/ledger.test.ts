@@ -49,6 +49,24 @@ describe('experiment ledger', async () => {
     expect(c.delta.available).toBe(false);
   });
 
+  it('records a one-request turn in one call exactly as the four calls do', async () => {
+    const input = { mode: 'balanced', model: 'gpt-4o', experiment: 'e1', prompt: 'Fix the failing test.', rawTokens: 900, finalTokens: 300, usage: { inputTokens: 300 }, outcome: 'completed' as const };
+    for (const t of ['t1', 't2']) {
+      await ledger.ensureSession({ sessionId: 'four', mode: input.mode, model: input.model, experiment: input.experiment });
+      await ledger.startTurn({ sessionId: 'four', turnId: t, mode: input.mode, model: input.model, prompt: input.prompt });
+      await ledger.recordRequest({ sessionId: 'four', turnId: t, rawTokens: input.rawTokens, finalTokens: input.finalTokens });
+      await ledger.finishTurn({ sessionId: 'four', turnId: t, usage: input.usage, outcome: input.outcome });
+      await ledger.recordTurn({ sessionId: 'one', turnId: t, ...input });
+    }
+    const { sessionId: _a, ...four } = (await ledger.session('four'))!;
+    const { sessionId: _b, ...one } = (await ledger.session('one'))!;
+    expect(one).toEqual(four);
+    expect(one).toMatchObject({ experiment: 'e1', turnCount: 2, requests: 2, rawTokens: 1800, finalTokens: 600, totalTokens: 600, contaminated: false });
+    // Same prompt fingerprint and model: the turns pair across the two sessions like any others.
+    await ledger.recordTurn({ sessionId: 'other', turnId: 't1', ...input, mode: 'native', experiment: 'e1' });
+    expect((await ledger.compare('native', 'balanced', { experiment: 'e1' })).matchedTurns.pairs).toBe(1);
+  });
+
   it('rejects identical modes', async () => {
     await expect(ledger.compare('balanced', 'balanced')).rejects.toThrow(LedgerError);
   });

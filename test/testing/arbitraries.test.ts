@@ -145,6 +145,31 @@ describe('growing sessions', () => {
   });
 });
 
+describe('text-protocol sessions', () => {
+  it('one fenced bash block per assistant step, its output in the next user message in the observation template, no tools, valid roles', () => {
+    const formats = new Set<string>();
+    for (const session of sample(growingSession({ protocol: 'text' }), 40)) {
+      const last = session.at(-1)!;
+      formats.add(String(requestFormat(last)));
+      expect(last['tools']).toBeUndefined();
+      expect(roleProblems(last)).toEqual([]);
+      const items = conversationItems(last) as Msg[];
+      const text = (m: Msg): string => (typeof m['content'] === 'string' ? m['content'] : blocks(m).map((b) => String(b['text'])).join(''));
+      items.forEach((m, i) => {
+        if (m['role'] !== 'user' || !text(m).startsWith('<returncode>')) return;
+        expect(text(m)).toMatch(/^<returncode>[01]<\/returncode>\n<output>\n[\s\S]*\n<\/output>$/);
+        expect(items[i - 1]!['role']).toBe('assistant');
+        expect(text(items[i - 1]!)).toMatch(/\n```bash\n[^\n][\s\S]*\n```$/);
+      });
+      expect(session.every((r) => !JSON.stringify(r).includes('tool_call'))).toBe(true);
+    }
+    expect([...formats].sort()).toEqual(['anthropic', 'chat', 'responses']);
+    // 'both' draws either protocol.
+    const kinds = new Set(sample(growingSession({ protocol: 'both' }), 40).map((s) => (s.at(-1)!['tools'] === undefined ? 'text' : 'tools')));
+    expect([...kinds].sort()).toEqual(['text', 'tools']);
+  });
+});
+
 describe('skill catalogs', () => {
   it('renders categories and "- name: description" lines inside <available_skills>', () => {
     for (const { block, entries } of sample(skillCatalog({ minSkills: 8 }), 20)) {

@@ -13,10 +13,10 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { firstValueFrom, from, toArray, type OperatorFunction } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { capOutputBudget } from '../../operators/budget-cap.js';
+import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { rewriteTerminalCommand } from '../../operators/rtk-rewrite.js';
-import { deltaRepeatedOutput } from '../../operators/temporal-delta.js';
+import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../../src/step.js';
@@ -53,15 +53,15 @@ async function appliedReasons<T>(op: OperatorFunction<Step<T>, Step<T>>, inputs:
 describe('the kit inputs exercise the built-ins', () => {
   it('compressToolResult compacts native and terminal results', async () => {
     const reasons = await appliedReasons(compressToolResult({ vault, env: {} }), results);
-    expect([...reasons].sort()).toEqual(['compress_tool_result:native_compacted', 'compress_tool_result:terminal_compacted']);
+    expect([...reasons].sort()).toEqual(['compressToolResult:native_compacted', 'compressToolResult:terminal_compacted']);
   });
   it('deltaRepeatedOutput shows unchanged and changed repeats', async () => {
     const reasons = await appliedReasons(deltaRepeatedOutput({ vault, env: {} }), terminalResults, 25);
-    expect([...reasons].sort()).toEqual(['temporal_delta:changed', 'temporal_delta:unchanged']);
+    expect([...reasons].sort()).toEqual(['deltaRepeatedOutput:changed', 'deltaRepeatedOutput:unchanged']);
   });
   it('rewriteTerminalCommand rewrites through the stub', async () => {
     const reasons = await appliedReasons(rewriteTerminalCommand({ rtkPath: RTK, env: {} }), rtkCalls);
-    expect([...reasons]).toEqual(['rtk_rewrite:rewritten']);
+    expect([...reasons]).toEqual(['rewriteTerminalCommand:rewritten']);
   });
 });
 const requests = requestStream({ maxLength: 2 });

@@ -355,6 +355,31 @@ describe(`vault contract on ${dialect}`, () => {
       expect(components).toEqual([{ component: 'tool_results', raw_tokens: 50, final_tokens: 8 }]);
       await expect(v.recordRequestMetric({ ...base, rawChars: -1 })).rejects.toBeInstanceOf(VaultArgumentError);
     });
+
+    it('reads the stage ids of rows written before they were unified as today\'s ids', async () => {
+      const v = await vaultAt();
+      const base = { mode: 'balanced', rawChars: 100, finalChars: 60, receipts: 0, failedOpen: false };
+      await v.recordRequestMetric({ ...base, sessionId: 'old', requestId: 'r1', savedByStage: { temporal_delta: 30, compress_tool_result: 10, rtk_rewrite: 1 } });
+      await v.recordRequestMetric({ ...base, sessionId: 'new', requestId: 'r1', savedByStage: { deltaRepeatedOutput: 5, compressToolResult: 2 } });
+      expect((await v.metricsSummary()).saved_by_stage).toEqual({ deltaRepeatedOutput: 35, compressToolResult: 12, rewriteTerminalCommand: 1 });
+    });
+
+    it('reads the newest metric rows back oldest first, an upsert keeping its place', async () => {
+      let now = Date.parse('2030-01-01T00:00:00.000Z');
+      const v = await vaultAt({ clock: () => (now += 1000) });
+      const row = (sessionId: string, requestId: string, rawChars: number) => ({ sessionId, requestId, mode: 'balanced', rawChars, finalChars: 10, receipts: 1, failedOpen: false });
+      await v.recordRequestMetric({ ...row('s1', 'r1', 100), rawTokens: 30, finalTokens: 12, savedByStage: { compressToolResult: 90 } });
+      await v.recordRequestMetric(row('s2', 'r1', 200));
+      await v.recordRequestMetric({ ...row('s1', 'r2', 300), failedOpen: true });
+      await v.recordRequestMetric({ ...row('s1', 'r1', 150), rawTokens: 40, finalTokens: 12, savedByStage: { compress_tool_result: 140 } }); // an older id reads as today's
+      expect(await v.requestMetricRows()).toEqual([
+        { sessionId: 's1', requestId: 'r1', mode: 'balanced', rawChars: 150, finalChars: 10, rawTokens: 40, finalTokens: 12, receipts: 1, failedOpen: false, savedByStage: { compressToolResult: 140 } },
+        { sessionId: 's2', requestId: 'r1', mode: 'balanced', rawChars: 200, finalChars: 10, receipts: 1, failedOpen: false, savedByStage: {} },
+        { sessionId: 's1', requestId: 'r2', mode: 'balanced', rawChars: 300, finalChars: 10, receipts: 1, failedOpen: true, savedByStage: {} },
+      ]);
+      expect((await v.requestMetricRows(2)).map((r) => `${r.sessionId}/${r.requestId}`)).toEqual(['s2/r1', 's1/r2']);
+      await expect(v.requestMetricRows(0)).rejects.toBeInstanceOf(VaultArgumentError);
+    });
   });
 
   describe('capacity', () => {

@@ -44,6 +44,8 @@ export interface Conversation {
   readonly seed: number;
   /** How Anthropic `tool_result` contents are written (see {@link RequestOptions.resultContent}). Default: 'mixed'. */
   readonly resultContent?: 'mixed' | 'string' | 'blocks';
+  /** How the agent acts (see {@link RequestOptions.protocol}). Default: 'tools'. */
+  readonly protocol?: 'tools' | 'text';
 }
 
 export interface RequestOptions {
@@ -74,6 +76,13 @@ export interface RequestOptions {
    * or alternating between the two (both occur in the wild). Default: 'mixed'.
    */
   readonly resultContent?: 'mixed' | 'string' | 'blocks';
+  /**
+   * How the agent acts: 'tools' (function calling), 'text' (a text protocol, as SWE-agent and
+   * mini-swe-agent speak it: one fenced ```bash block per assistant message, the output back in a
+   * user message in mini-swe-agent's `<returncode>N</returncode>` + `<output>` template, no tool
+   * definitions), or 'both' (either, per conversation). Default: 'tools'.
+   */
+  readonly protocol?: 'tools' | 'text' | 'both';
 }
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -108,6 +117,7 @@ export function conversation(options: RequestOptions = {}): fc.Arbitrary<Convers
       turns: fc.array(turn, { minLength: options.minTurns ?? 1, maxLength: options.maxTurns ?? 4 }),
       duplicates: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 2 }),
       seed: fc.nat(),
+      text: options.protocol === 'text' ? fc.constant(true) : options.protocol === 'both' ? fc.boolean() : fc.constant(false),
     })
     .chain((c) => (c.catalog === undefined ? fc.constant(undefined) : skillPrompt(c.catalog)).map((prompt: string | undefined) => ({ c, prompt })))
     .map(({ c, prompt }): Conversation => {
@@ -116,7 +126,8 @@ export function conversation(options: RequestOptions = {}): fc.Arbitrary<Convers
       if (prompt !== undefined) turns = turns.map((t, i) => (i === turns.length - 1 ? { ...t, user: prompt } : t));
       turns = applyDuplicates(turns, c.duplicates);
       const tools = [...new Set(turns.flatMap((t) => t.steps.flatMap((s) => s.calls.map((x) => x.name))))];
-      const conversation: Conversation = { system: c.system, catalog: c.catalog, discoveryTools: c.discoveryTools, tools: tools.length > 0 ? tools : ['terminal'], turns, seed: c.seed };
+      const base: Conversation = { system: c.system, catalog: c.catalog, discoveryTools: c.discoveryTools, tools: tools.length > 0 ? tools : ['terminal'], turns, seed: c.seed };
+      const conversation: Conversation = c.text ? { ...base, protocol: 'text' } : base;
       return options.resultContent === undefined ? conversation : { ...conversation, resultContent: options.resultContent };
     });
 }
@@ -181,6 +192,16 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
     cuts.push(items.length);
     turn.steps.forEach((step, s) => {
       const ids = step.calls.map((_, k) => callId(format, c.seed, t, s, k));
+      if (c.protocol === 'text') {
+        // One command per assistant message, its output in the next user message.
+        step.calls.forEach((call, k) => {
+          const said = `${k === 0 ? (step.text ?? 'Next.') : 'Then:'}\n\n\`\`\`bash\n${commandLine(call)}\n\`\`\``;
+          items.push(textItem(format, 'assistant', said));
+          items.push(textItem(format, 'user', `<returncode>${call.isError ? 1 : 0}</returncode>\n<output>\n${call.output}\n</output>`));
+          cuts.push(items.length);
+        });
+        return;
+      }
       if (format === 'chat') {
         items.push({
           role: 'assistant',
@@ -214,16 +235,30 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
   return { items, cuts };
 }
 
+/** The command a text-protocol agent writes for a call: its `command` argument, else the tool and its arguments. */
+function commandLine(call: CallSpec): string {
+  const command = call.args['command'];
+  return typeof command === 'string' && command.trim() !== '' && !command.includes('```') ? command : `${call.name} ${JSON.stringify(call.args)}`;
+}
+
+/** A plain text message of one format. */
+function textItem(format: WireFormat, role: 'user' | 'assistant', text: string): unknown {
+  if (format === 'responses') return { type: 'message', role, content: [{ type: role === 'user' ? 'input_text' : 'output_text', text }] };
+  if (format === 'anthropic') return role === 'user' ? { role, content: text } : { role, content: [{ type: 'text', text }] };
+  return { role, content: text };
+}
+
 /** Render a conversation (or its prefix up to `cut` items) as a request of one format. */
 export function renderRequest(c: Conversation, format: WireFormat, cut?: number): ProviderRequest {
   const { items, cuts } = renderItems(c, format);
   const end = cut ?? cuts[cuts.length - 1] ?? items.length;
   const list = items.slice(0, end);
-  const tools = toolDefs(c, format);
-  if (format === 'chat') return { model: 'gpt-4o', messages: list, tools, max_completion_tokens: 4096 };
-  if (format === 'responses') return { model: 'gpt-5', instructions: systemText(c), input: list, tools, max_output_tokens: 8192 };
+  // A text-protocol agent is offered no tools: its commands are in its text.
+  const tools = c.protocol === 'text' ? {} : { tools: toolDefs(c, format) };
+  if (format === 'chat') return { model: 'gpt-4o', messages: list, ...tools, max_completion_tokens: 4096 };
+  if (format === 'responses') return { model: 'gpt-5', instructions: systemText(c), input: list, ...tools, max_output_tokens: 8192 };
   const system = c.seed % 2 === 0 ? systemText(c) : [{ type: 'text', text: systemText(c) }];
-  return { model: 'claude-sonnet-4-5', max_tokens: 8192, system, messages: list, tools };
+  return { model: 'claude-sonnet-4-5', max_tokens: 8192, system, messages: list, ...tools };
 }
 
 /** Every request a host would send over this conversation, in order (each extends the previous). */

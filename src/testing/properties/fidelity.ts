@@ -76,6 +76,9 @@ export function shownArtifacts(request: ProviderRequest): Set<string> {
     if (!text.startsWith('[Token Terminator')) {
       shown.add(artifactIdFor(text));
       if (slot.kind === 'tool_output' && typeof slot.value !== 'string') shown.add(artifactIdFor(canonicalJson(slot.value)));
+      // A text-part list (an observation in Responses / Anthropic shape) is vaulted as its canonical JSON.
+      const content = slot.kind === 'user' ? (slot.value as { content?: unknown }).content : undefined;
+      if (Array.isArray(content)) shown.add(artifactIdFor(canonicalJson(content)));
       // A view above its receipt shows the output it names.
       const lines = text.trimEnd().split('\n');
       if (lines.length > 1) for (const id of referencedArtifacts(lines.at(-1)!)) shown.add(id);
@@ -88,19 +91,21 @@ export function shownArtifacts(request: ProviderRequest): Set<string> {
 export function danglingReferences(request: ProviderRequest, shownBefore: ReadonlySet<string>): string[] {
   const view = readRequest(request);
   const here = shownArtifacts(request);
-  const outputs: Slot[] = view.slots.filter((s) => s.kind === 'tool_output');
+  // Tool outputs, and the user messages after the prefix (a text-protocol agent's observations).
+  const start = view.itemInfo.findIndex((x) => x.role === 'assistant');
+  const outputs: Slot[] = view.slots.filter((s) => s.kind === 'tool_output' || (s.kind === 'user' && start !== -1 && s.item !== undefined && s.item > start));
   const problems: string[] = [];
   for (const slot of outputs) {
-    const text = slotText(slot.value);
+    const text = slot.kind === 'user' ? slot.text : slotText(slot.value);
     if (text === undefined) continue;
     const delta = parseDelta(text);
     if (delta !== undefined) {
-      if (!here.has(delta.previous)) problems.push(`tool output ${slot.callId ?? '?'} is a delta against ${delta.previous}, which this request does not show`);
+      if (!here.has(delta.previous)) problems.push(`${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} is a delta against ${delta.previous}, which this request does not show`);
       continue;
     }
     if (!text.startsWith('[Token Terminator')) continue;
     for (const id of referencedArtifacts(text)) {
-      if (!here.has(id) && !shownBefore.has(id)) problems.push(`tool output ${slot.callId ?? '?'} names ${id}, which this conversation was never shown`);
+      if (!here.has(id) && !shownBefore.has(id)) problems.push(`${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} names ${id}, which this conversation was never shown`);
     }
   }
   return problems;

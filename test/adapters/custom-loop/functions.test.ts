@@ -1,17 +1,31 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { outputCapField, prepareRequest, readOutputCap, reduceToolResult, withOutputCap } from '../../../adapters/custom-loop/functions.js';
-import { handleRecoveryCall, recoveryArgs, recoveryToolDefinition } from '../../../adapters/custom-loop/recovery.js';
+import { outputCapField, prepareRequest, readOutputCap, reduceToolResult, withOutputCap } from '../../../adapters/shared/functions.js';
+import { handleRecoveryCall, recoveryArgs, recoveryToolDefinition } from '../../../adapters/shared/recovery.js';
 import { createFakeTerminator } from '../support/fake-terminator.js';
 
 const capValue = fc.option(fc.integer({ min: -5, max: 100_000 }), { nil: undefined });
 
 describe('output cap helpers', () => {
-  test.prop([capValue, capValue, capValue], { numRuns: 100 })('reads the smallest positive cap of the three aliases', (a, b, c) => {
-    const request = { ...(a === undefined ? {} : { max_tokens: a }), ...(b === undefined ? {} : { max_completion_tokens: b }), ...(c === undefined ? {} : { max_output_tokens: c }) };
-    const positives = [a, b, c].filter((v): v is number => v !== undefined && v > 0);
+  test.prop([capValue, capValue, capValue, capValue, capValue], { numRuns: 200 })('reads the smallest positive cap of the three aliases, top level and in extra_body', (a, b, c, xa, xc) => {
+    const extra = { ...(xa === undefined ? {} : { max_tokens: xa }), ...(xc === undefined ? {} : { max_output_tokens: xc }) };
+    const request = { ...(a === undefined ? {} : { max_tokens: a }), ...(b === undefined ? {} : { max_completion_tokens: b }), ...(c === undefined ? {} : { max_output_tokens: c }), ...(Object.keys(extra).length > 0 ? { extra_body: extra } : {}) };
+    const positives = [a, b, c, xa, xc].filter((v): v is number => v !== undefined && v > 0);
     expect(readOutputCap(request)).toBe(positives.length === 0 ? undefined : Math.min(...positives));
   });
+
+  test.prop([fc.dictionary(fc.constantFrom('max_tokens', 'max_completion_tokens', 'max_output_tokens', 'top_k'), fc.nat()), fc.integer({ min: 1, max: 1e6 })], { numRuns: 100 })(
+    'a cap written over a request with extra_body aliases leaves no alias behind and keeps the other extra_body members',
+    (extra, cap) => {
+      const request = Object.freeze({ model: 'm', extra_body: Object.freeze({ ...extra }) });
+      const out = withOutputCap(request, outputCapField(request, 'max_completion_tokens'), cap);
+      expect(readOutputCap(out)).toBe(cap);
+      const outExtra = (out['extra_body'] ?? {}) as Record<string, unknown>;
+      expect(['max_tokens', 'max_completion_tokens', 'max_output_tokens'].filter((f) => f in outExtra)).toEqual([]);
+      if ('top_k' in extra) expect(outExtra['top_k']).toBe(extra['top_k']);
+      expect(request.extra_body).toEqual(extra);
+    },
+  );
 
   test.prop([fc.dictionary(fc.constantFrom('max_tokens', 'max_completion_tokens', 'max_output_tokens', 'model'), fc.nat()), fc.integer({ min: 1, max: 1e6 })], { numRuns: 100 })(
     'writes exactly one cap field and never mutates the input',

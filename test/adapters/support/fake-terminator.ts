@@ -19,7 +19,7 @@ export interface FakeTerminatorOptions {
   readonly toolStreamNames?: readonly string[];
   /** Make the facades reject (a broken pipeline the runtime failed to contain). */
   readonly fail?: boolean;
-  /** Make compileRequest wait until its signal aborts. */
+  /** Make reduceRequest wait until its signal aborts. */
   readonly hangCompile?: boolean;
 }
 
@@ -135,7 +135,7 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
       const content = shrink(result.content, result.name) as string;
       return Promise.resolve(content === result.content ? step : { ...step, value: { ...result, content } });
     },
-    compileRequest(request, context, signal): Promise<Step<ProviderRequest>> {
+    reduceRequest(request, context, signal): Promise<Step<ProviderRequest>> {
       calls.push({ kind: 'request', context, signal, request });
       if (fake.fail) return Promise.reject(new Error('injected compile failure'));
       const step = createStep(request, context, signal);
@@ -147,6 +147,9 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
         });
       }
       return Promise.resolve({ ...step, value: compile(request, context) });
+    },
+    compileRequest(request, context, signal): Promise<Step<ProviderRequest>> {
+      return fake.reduceRequest(request, context, signal);
     },
     pressure: () => Promise.resolve(0),
     endSession: () => Promise.resolve(),

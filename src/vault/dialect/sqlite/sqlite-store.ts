@@ -10,7 +10,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import type { LockBudget } from '../../ports.js';
@@ -124,7 +124,7 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     if (file !== MEMORY_PATH) preparePath(file);
     raw = new Database(file, { timeout: Math.min(options.busyTimeoutMs, READ_BUSY_MS) });
     const conn = raw;
-    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }) });
+    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn) }) });
     conn.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
     if (file !== MEMORY_PATH) {
       const mode = retryTransient(() => conn.pragma('journal_mode = WAL', { simple: true }), options.busyTimeoutMs);
@@ -150,6 +150,35 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     }
     throw failure;
   }
+}
+
+/** Most prepared statements kept per connection (query shapes are few; IN lists of many lengths are not). */
+const STATEMENT_CACHE = 256;
+
+/**
+ * The connection as kysely's SqliteDialect sees it, with prepared statements reused by SQL text:
+ * kysely prepares every query anew, and compiling the statement was the largest single cost of a
+ * small write (a metric row, a ledger turn). Safe because the driver runs one query at a time per
+ * connection (its mutex) and nothing here streams; SQLite re-prepares a statement itself after a
+ * schema change.
+ */
+function cachingStatements(conn: Database.Database): SqliteDatabase {
+  const cache = new Map<string, Database.Statement>();
+  return {
+    close: () => conn.close(),
+    prepare: (text) => {
+      let statement = cache.get(text);
+      if (statement !== undefined) {
+        cache.delete(text);
+        cache.set(text, statement);
+        return statement;
+      }
+      statement = conn.prepare(text);
+      cache.set(text, statement);
+      if (cache.size > STATEMENT_CACHE) cache.delete(cache.keys().next().value as string);
+      return statement;
+    },
+  };
 }
 
 /**
@@ -181,7 +210,7 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
       }
     }
     const conn = raw;
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: conn }) });
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn) }) });
     return {
       engine: 'sqlite',
       db,

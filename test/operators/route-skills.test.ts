@@ -1,7 +1,7 @@
 import { afterAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
-import { routeSkills } from '../../operators/skill-gate.js';
+import { routeSkills } from '../../operators/route-skills.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';

@@ -4,7 +4,7 @@
  * stored digest and with the artifact id, and its length with the stored length.
  */
 import { codePoints } from '../measure/index.js';
-import { referencedArtifacts } from '../receipts/index.js';
+import { referencedArtifacts } from './index.js';
 import { sha256Hex } from '../vault/index.js';
 import type { ArtifactStore } from '../vault/ports.js';
 

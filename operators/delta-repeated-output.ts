@@ -4,6 +4,7 @@
  * vaulted first and the baseline always advances; the diff is shown only when it is strictly
  * smaller than both the raw output and the current compact rendering.
  */
+import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
 import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
@@ -23,7 +24,7 @@ import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 
-const STAGE = 'temporal_delta';
+const STAGE = STAGES.deltaRepeatedOutput;
 
 export interface DeltaRepeatedOutputOptions {
   /** Where exact outputs and baselines live (required). */
@@ -77,6 +78,9 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
     const store = storeScope(step.context);
     const current = await vaultExact(vault, { content: result.content, toolName: 'terminal', args: result.args, sessionId: step.context.sessionId, callId: result.callId }, store);
     const previous = await vault.getBaseline(stateKey);
+    // A step its subscriber left is never delivered: recording it as the baseline would make the next
+    // run render a delta against an output the model was never shown.
+    if (signal.aborted) return undefined;
     await vault.setBaseline(stateKey, current.artifactId, store); // the baseline advances even when the delta is rejected
     if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
     if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS) counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { firstValueFrom, from, lastValueFrom, Subject, toArray } from 'rxjs';
-import { capOutputBudget, createPressure, type CapOutputBudgetOptions } from '../../operators/budget-cap.js';
+import { capOutputBudget, createPressure, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
 import { BudgetCounterError, CAP_FIELDS, createCounterRegistry, type BudgetCounter, type BudgetMeasurement } from '../../src/budget/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';

@@ -5,7 +5,7 @@ import { test } from '@fast-check/vitest';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { deltaRepeatedOutput, type DeltaRepeatedOutputOptions } from '../../operators/temporal-delta.js';
+import { deltaRepeatedOutput, type DeltaRepeatedOutputOptions } from '../../operators/delta-repeated-output.js';
 import { codePointLength } from '../../src/compact/lines.js';
 import { readArtifact } from '../../src/compact/receipt.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
@@ -126,7 +126,7 @@ describe('deltaRepeatedOutput', () => {
     const outs = await runOp((s) => s.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault, terminalMinChars: 1000 })), [ls(text), ls(text)]);
     expect(outs[0]!.value.content).toContain('[Token Terminator: '); // first: compacted normally
     expect(outs[1]!.value.content.startsWith('[Token Terminator temporal delta: no output changes')).toBe(true);
-    expect(outs[1]!.decisions.map((d) => d.stage)).toEqual(['temporal_delta']);
+    expect(outs[1]!.decisions.map((d) => d.stage)).toEqual(['deltaRepeatedOutput']);
     await vault.close();
   });
 
@@ -134,7 +134,7 @@ describe('deltaRepeatedOutput', () => {
     const vault = await freshVault();
     const [out] = await runOp(deltaRepeatedOutput({ vault: faultyVault(vault, { failOn: ['getBaseline'] }) }), [ls(listing())]);
     expect(out!.value.content).toBe(listing());
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'temporal_delta', kind: 'failed_open' });
+    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'deltaRepeatedOutput', kind: 'failed_open' });
     await vault.close();
   });
 

@@ -1,3 +1,4 @@
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { readRequest, writeSlots, type RequestView } from '../src/model/index.js';
 import type { Slot } from '../src/model/types.js';
@@ -8,11 +9,13 @@ import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports
 import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
-import { parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
+import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
 import { createSessionPool, intOption } from '../src/compile/session.js';
+import { isRecoveryResult } from '../src/recovery/results.js';
 import type { SessionState } from '../src/compile/session.js';
+import type { Recognised } from '../src/compile/prefix.js';
 
-const STAGE = 'collapseDuplicates';
+const STAGE = STAGES.collapseDuplicates;
 /** Chain hashes remembered per session (the oldest half is dropped past this). */
 const SEEN_MAX = 10_000;
 
@@ -48,6 +51,36 @@ function duplicateItems(state: SessionState): Set<string> {
   return set;
 }
 
+const LAST_REQUEST = 'tt:dedupe:last';
+const DUPLICATES = 'tt:dedupe:duplicates';
+
+/**
+ * A new state for a session (its lane was evicted, or another process served it before) starts
+ * from the vault's mirror: the items the last request through this stage shared with earlier ones
+ * are not new, and copies rendered as a duplicate's receipt stay receipts, so the session renders
+ * as it would have without the eviction. A mirror that cannot be read leaves the state empty.
+ */
+async function restoreSession(state: SessionState, sessionId: string, chain: readonly string[], requestKey: string): Promise<void> {
+  state.sticky.set('dedupe:restored', true);
+  // One read after the other: the stage holds one vault connection at a time.
+  const last = await state.vault.getRendering(sessionId, LAST_REQUEST).catch(() => undefined);
+  const listed = await state.vault.getRendering(sessionId, DUPLICATES).catch(() => undefined);
+  const [length, firstNew, key] = (last ?? '').split(' ');
+  const n = Number(length);
+  if (key !== undefined && Number.isInteger(n) && n > 0 && n <= chain.length && chain[n - 1] === key) {
+    // Seen by that request (a retry of it: by the requests before it), not by this one.
+    const upTo = key === requestKey ? Math.min(n, Number(firstNew) || 0) : n;
+    const seen = seenItems(state);
+    for (let i = 0; i < upTo; i++) if (!seen.has(chain[i]!)) seen.set(chain[i]!, key === requestKey ? '' : key);
+  }
+  try {
+    const hashes: unknown = listed === undefined ? [] : JSON.parse(listed);
+    if (Array.isArray(hashes)) for (const h of hashes) if (typeof h === 'string') duplicateItems(state).add(h);
+  } catch {
+    // an unreadable mirror: start without it
+  }
+}
+
 /**
  * The first request stage: what the model sees of outputs as they arrive. A temporal delta whose
  * base output is not shown in the request becomes the output it stands for (nothing refers to
@@ -68,28 +101,32 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
-    const outputsOf = (view: RequestView): Slot[] => [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
+    // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
+    const outputsOf = (view: RequestView): Slot[] => [...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)), ...observationSlots(view, isObservation)];
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
     return (step) => {
-      const view = readRequest(step.value);
+      // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
+      const state = sessions(step.context.sessionId);
+      const seen = state.requests.recognise(step.value);
+      const view = seen.view;
       if (view.listKey === undefined) return undefined;
       const outputs = outputsOf(view);
       const relevant = outputs.some((s) => Array.isArray(s.value) || (typeof s.value === 'string' && (s.value.length >= minChars || s.value.startsWith('[Token Terminator temporal delta'))));
-      return relevant ? reduce(step, view, outputs) : undefined;
+      return relevant ? reduce(step, state, seen, outputs) : undefined;
     };
-    async function reduce(step: Step<ProviderRequest>, input: RequestView, inputOutputs: readonly Slot[]): Promise<Step<ProviderRequest> | undefined> {
+    async function reduce(step: Step<ProviderRequest>, state: SessionState, recognised: Recognised, inputOutputs: readonly Slot[]): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
-      const state = sessions(sessionId);
+      const input = recognised.view;
       const scope = storeScope(step.context);
       state.evidence.begin(scope);
       // Fidelity first: the baseline is the request with every dangling delta resolved.
-      let base = step.value;
+      let base: ProviderRequest = recognised.request;
       let view = input;
       let outputs = inputOutputs;
-      const hasDelta = outputs.some((s) => parseDelta(slotText(s.value) ?? '') !== undefined);
+      const hasDelta = outputs.some((s) => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined);
       const { resolved, unresolved } = hasDelta ? await resolveDanglingDeltas(vault, view, outputs) : { resolved: [], unresolved: 0 };
       if (resolved.length > 0) {
-        base = writeSlots(step.value, resolved.map((r) => ({ path: r.slot.path, value: r.text })));
+        base = writeSlots(base, resolved.map((r) => ({ path: r.slot.path, value: r.text })));
         view = readRequest(base);
         outputs = outputsOf(view);
       }
@@ -97,17 +134,31 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       const chain = state.chain.hashes(input.items, (it) => state.meter.measure(it).hash);
       const seen = seenItems(state);
       const requestKey = chain.at(-1) ?? '';
-      const isNew = (i: number): boolean => (seen.get(chain[i]!) ?? requestKey) === requestKey; // a retry sees its own items as new again
       const duplicates = duplicateItems(state);
+      if (state.sticky.get('dedupe:restored') !== true) await restoreSession(state, sessionId, chain, requestKey);
+      const isNew = (i: number): boolean => (seen.get(chain[i]!) ?? requestKey) === requestKey; // a retry sees its own items as new again
       const plan = await planDuplicates(state, view, outputs, { sessionId, minChars, maxChars, maxInlineChars, viewChars, isNew, wasDuplicate: (i) => duplicates.has(chain[i]!) });
-      for (const h of chain) if (!seen.has(h)) seen.set(h, requestKey);
+      // The leading run of chain hashes the last request through here added is in `seen` already.
+      const last = state.sticky.get('dedupe:added') as readonly string[] | undefined;
+      let from = 0;
+      if (last !== undefined) while (from < chain.length && from < last.length && chain[from] === last[from]) from++;
+      for (let i = from; i < chain.length; i++) if (!seen.has(chain[i]!)) seen.set(chain[i]!, requestKey);
+      state.sticky.set('dedupe:added', chain);
       // Bounded: a host keeping a sliding window re-keys every item per request; an evicted hash only
       // makes an old item look new, which this stage then leaves as it is unless it is a duplicate.
-      if (seen.size > SEEN_MAX) for (const h of [...seen.keys()].slice(0, SEEN_MAX / 2)) seen.delete(h);
+      if (seen.size > SEEN_MAX) {
+        for (const h of [...seen.keys()].slice(0, SEEN_MAX / 2)) seen.delete(h);
+        state.sticky.delete('dedupe:added');
+      }
+      // Mirrored for a re-created session state (eviction, another process): which leading items
+      // this request shares with earlier ones. Items new here are a suffix (chain hashes are prefix hashes).
+      let firstNew = chain.length;
+      while (firstNew > 0 && seen.get(chain[firstNew - 1]!) === requestKey) firstNew--;
+      await vault.setRendering(sessionId, LAST_REQUEST, `${chain.length} ${firstNew} ${requestKey}`, scope).catch(() => undefined);
       const expanded = resolved.length > 0 ? [{ stage: STAGE, kind: 'applied' as const, reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`, artifacts: [] }] : [];
       const unresolvedNote = unresolved > 0 ? [{ stage: STAGE, kind: 'failed_open' as const, reason: `${unresolved} dangling delta(s) left: the vault could not return the output`, error: 'ArtifactUnavailable' }] : [];
       const withBase = (): Step<ProviderRequest> => {
-        let out = base === step.value ? step : advance(step, base, expanded[0]!);
+        let out = base === recognised.request ? step : advance(step, recognised.restore(base), expanded[0]!);
         for (const d of unresolvedNote) out = note(out, d);
         return out;
       };
@@ -117,7 +168,7 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       let measured: ReturnType<typeof gate> | undefined;
       for (;;) {
         const items = renderItems(state, view, planChanges(kept));
-        if (items === undefined) return base === step.value && unresolved === 0 ? undefined : withBase();
+        if (items === undefined) return base === recognised.request && unresolved === 0 ? undefined : withBase();
         measured = gate(state, base, view, items, kept.filter((p) => p.render !== 'inline').map((p) => p.receipt));
         if (!measured.verdict.accepted) return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
         const gone = await state.evidence.deliver(kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId), scope);
@@ -126,11 +177,13 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       }
       const receipted = kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId);
       // Sticky: a copy rendered as a duplicate's receipt stays one in every later request.
+      const known = duplicates.size;
       for (const p of kept) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
+      if (duplicates.size > known) await vault.setRendering(sessionId, DUPLICATES, JSON.stringify([...duplicates]), scope).catch(() => undefined);
       const duplicateCount = kept.filter((p) => p.duplicate).length;
       const views = kept.filter((p) => p.render === 'view').length;
       const reason = [...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []), ...(views > 0 ? [`${views} bounded view(s)`] : [])].join(', ');
-      return advance(withBase(), measured.request, {
+      return advance(withBase(), recognised.restore(measured.request), {
         stage: STAGE,
         kind: 'applied',
         reason,

@@ -1,3 +1,4 @@
+import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
 import { readRequest, writeSlots, type Slot } from '../src/model/index.js';
@@ -10,7 +11,7 @@ import { acceptCandidate } from '../src/compile/accept.js';
 import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
 import { intOption } from '../src/compile/session.js';
 
-const STAGE = 'routeSkills';
+const STAGE = STAGES.routeSkills;
 
 /** Options of {@link routeSkills}. */
 export interface RouteSkillsOptions {
@@ -58,10 +59,15 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
     const sticky = new Map<string, string>();
     // Synchronous until there is something to route, so pass-through Steps emit synchronously.
     return (step) => {
+      // The discovery tools are read first (the request's tool list, as readRequest finds it): most
+      // requests stop here without reading the conversation.
+      const request = step.value;
+      const listed = typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
+      const names = new Set((Array.isArray(listed) ? listed : []).map(toolName));
+      if (!names.has(listTool) || !names.has(viewTool)) return undefined;
       const view = readRequest(step.value);
       const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
-      const names = new Set((Array.isArray(tools) ? tools : []).map(toolName));
-      if (!names.has(listTool) || !names.has(viewTool)) return undefined;
+      if (tools !== listed) return undefined;
       const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
       if (prompt.trim() === '') return undefined;
       const slots = view.slots.filter((s) => s.kind === 'instructions' && s.text !== undefined && findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog));

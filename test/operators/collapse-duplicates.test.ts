@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
-import { collapseDuplicates } from '../../operators/dedupe.js';
-import { case3Request, case4Request } from '../../src/compile/structural.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { case3Request, case4Request } from '../../src/cli/bench/request-cases.js';
 import { evidenceText } from '../../src/compile/evidence.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
@@ -78,6 +78,29 @@ describe('collapseDuplicates — unit', () => {
     expect(out!.value).toBe(second);
   });
 
+  it("a bounded view keeps the lines naming what the conversation before the output is about, the same in every request", async () => {
+    const rows = Array.from({ length: 3000 }, (_, i) => `src/pkg${i % 30}/Module${i}.java`);
+    rows[2100] = 'src/pkg0/OrderParser.java';
+    const huge = rows.join('\n');
+    const ask = (task: string): ProviderRequest => {
+      const r = case3Request(huge);
+      const messages = r['messages'] as Record<string, unknown>[];
+      return { ...r, messages: [messages[0], { role: 'user', content: task }, ...messages.slice(2)] };
+    };
+    const [focused, plain] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [
+      [ask('Fix the `OrderParser` rounding.'), { sessionId: 'focus-a', requestId: '1' }],
+      [ask('Fix the rounding.'), { sessionId: 'focus-b', requestId: '1' }],
+    ]);
+    const text = String(contentAt(focused!.value, 3));
+    expect(text).toContain('\n[lines of the full output that mention names from this conversation, left out above]\nsrc/pkg0/OrderParser.java\n');
+    expect(String(contentAt(plain!.value, 3))).not.toContain('OrderParser');
+    // A later request of the same conversation (one more turn) renders the view byte for byte.
+    const next = ask('Fix the `OrderParser` rounding.');
+    const grown = { ...next, messages: [...(next['messages'] as unknown[]), { role: 'assistant', content: 'Looking at `OtherThing`.' }, { role: 'user', content: 'go on' }] };
+    const [again] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [[grown, { sessionId: 'focus-a', requestId: '2' }]]);
+    expect(String(contentAt(again!.value, 3))).toBe(text);
+  });
+
   it('shows an oversized output as a bounded view that keeps the failure lines of the part it leaves out', async () => {
     const rows = Array.from({ length: 3000 }, (_, i) => `row ${i} payload`);
     rows[1500] = 'FAILED tests/test_core.py::test_merge - AssertionError: 3 != 4';
@@ -97,7 +120,7 @@ describe('collapseDuplicates — unit', () => {
 
   // Real captured failing runs, buried in a long passing log (before or after it): the view keeps
   // every diagnostic line replay counts (its own, independent pattern; the first 20 per output).
-  for (const fixture of ['pytest-fail.txt', 'vitest-fail.txt', 'go-test-fail.txt', 'cargo-test-fail.txt', 'mvn-offline-fail.txt', 'npm-install-fail.txt', 'tsc-errors.txt', 'javac-errors.txt', 'eslint-fail.txt']) {
+  for (const fixture of ['pytest-fail.txt', 'vitest-fail.txt', 'go-test-fail.txt', 'cargo-test-fail.txt', 'mvn-offline-fail.txt', 'npm-install-fail.txt', 'tsc-errors.txt', 'javac-errors.txt', 'eslint-fail.txt', 'go-vet.txt', 'python-traceback.txt']) {
     it(`keeps every diagnostic line of a large failing output in its bounded view (${fixture})`, async () => {
       const failing = readFileSync(join(import.meta.dirname, '../fixtures/terminal', fixture), 'utf8');
       const passing = Array.from({ length: 3000 }, (_, i) => `tests/test_ok_${i}.py::test_case PASSED`).join('\n');

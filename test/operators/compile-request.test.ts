@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
-import { compileRequest } from '../../operators/compile.js';
-import { collapseDuplicates } from '../../operators/dedupe.js';
+import { compileRequest } from '../../operators/compile-request.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { canonicalJson, createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { firstValueFrom, from, map, Subject, toArray, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { rewriteTerminalCommand, type RewriteTerminalCommandOptions } from '../../operators/rtk-rewrite.js';
+import { rewriteTerminalCommand, type RewriteTerminalCommandOptions } from '../../operators/rewrite-terminal-command.js';
 import { createStep, type Step, type ToolCall } from '../../src/step.js';
 import { assertInvariant, deepFreeze, invariants, toolCallStream } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
@@ -88,13 +88,13 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     const [out] = await run([call(command)]);
     expect(commandOf(out!)).toBe(command);
     expect(out!.value).toBe(out!.original);
-    expect(out!.decisions).toEqual([{ stage: 'rtk_rewrite', kind: 'failed_open', reason, error: `RtkFaultError:${code}` }]);
+    expect(out!.decisions).toEqual([{ stage: 'rewriteTerminalCommand', kind: 'failed_open', reason, error: `RtkFaultError:${code}` }]);
   });
 
   it('fails open when the pinned rtk binary does not exist (spawn)', async () => {
     const [out, next] = await run([call('git status'), call('git log')], { rtkPath: join(work, 'no-such-rtk') });
     expect(commandOf(out!)).toBe('git status');
-    expect(out!.decisions).toEqual([{ stage: 'rtk_rewrite', kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' }]);
+    expect(out!.decisions).toEqual([{ stage: 'rewriteTerminalCommand', kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' }]);
     expect(reasons(next!)).toEqual(['failed_open:spawn']);
   });
 
@@ -136,7 +136,7 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     const pids: number[] = [];
     const [out, next] = await run([call('git diff stub-hang'), call('git status')], { timeoutMs: 150, onSpawn: (pid) => pids.push(pid) });
     expect(commandOf(out!)).toBe('git diff stub-hang');
-    expect(out!.decisions).toEqual([{ stage: 'rtk_rewrite', kind: 'failed_open', reason: 'timeout', error: 'RtkFaultError:E_RTK_TIMEOUT' }]);
+    expect(out!.decisions).toEqual([{ stage: 'rewriteTerminalCommand', kind: 'failed_open', reason: 'timeout', error: 'RtkFaultError:E_RTK_TIMEOUT' }]);
     expect(commandOf(next!)).toBe('rtk git status');
     expect(await waitGone(pids[0]!)).toBe(true);
   });

@@ -8,6 +8,7 @@
  */
 import type { Terminator } from '../../src/runtime-types.js';
 import { errorLabel, type Decision, type ProviderRequest, type StepContext, type ToolResult } from '../../src/step.js';
+import { CAP_FIELDS, extraBody, readCallerCap, withOutputCap as withCap, type CapField } from '../../src/budget/request-caps.js';
 
 /** What the model should see for one tool result. */
 export interface ReducedToolResult {
@@ -28,8 +29,8 @@ export interface PreparedRequest<R extends ProviderRequest = ProviderRequest> {
 }
 
 /** The output-cap fields the three wire formats use. */
-export const OUTPUT_CAP_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
-export type OutputCapField = (typeof OUTPUT_CAP_FIELDS)[number];
+export const OUTPUT_CAP_FIELDS = CAP_FIELDS;
+export type OutputCapField = CapField;
 
 function adapterFailure(stage: string, error: unknown): Decision {
   return Object.freeze({ stage, kind: 'failed_open', reason: 'adapter error', error: errorLabel(error) });
@@ -71,7 +72,7 @@ export async function prepareRequest<R extends ProviderRequest>(
   signal?: AbortSignal,
 ): Promise<PreparedRequest<R>> {
   try {
-    const step = await terminator.compileRequest(request, context, signal);
+    const step = await terminator.reduceRequest(request, context, signal);
     const value = step.value;
     if (value === null || typeof value !== 'object') return { request, changed: false, decisions: step.decisions };
     return { request: value as R, changed: value !== request, decisions: step.decisions };
@@ -80,25 +81,24 @@ export async function prepareRequest<R extends ProviderRequest>(
   }
 }
 
-/** The smallest positive output cap a request carries in any of the three fields (undefined when none). */
+/**
+ * The smallest positive output cap a request carries in any of the three fields, top level or in
+ * `extra_body` (undefined when none). The same reading the budget stage uses (src/budget/request-caps.ts).
+ */
 export function readOutputCap(request: ProviderRequest): number | undefined {
-  let cap: number | undefined;
-  for (const field of OUTPUT_CAP_FIELDS) {
-    const value = request[field];
-    if (typeof value === 'number' && Number.isFinite(value) && value > 0) cap = cap === undefined ? value : Math.min(cap, value);
-  }
-  return cap;
+  return readCallerCap(request);
 }
 
-/** The cap field a request already uses, else the format's default. */
+/** The cap field a request already uses (top level, then `extra_body`), else the format's default. */
 export function outputCapField(request: ProviderRequest, fallback: OutputCapField): OutputCapField {
-  return OUTPUT_CAP_FIELDS.find((field) => typeof request[field] === 'number') ?? fallback;
+  const extra = extraBody(request);
+  return OUTPUT_CAP_FIELDS.find((field) => typeof request[field] === 'number') ?? OUTPUT_CAP_FIELDS.find((field) => typeof extra?.[field] === 'number') ?? fallback;
 }
 
-/** A shallow copy with exactly one cap field set (the other aliases removed); the input is not touched. */
+/**
+ * A shallow copy with exactly one cap field set at the top level (every alias removed, `extra_body`
+ * ones included); the input is not touched.
+ */
 export function withOutputCap<R extends ProviderRequest>(request: R, field: OutputCapField, cap: number): R {
-  const copy: Record<string, unknown> = { ...request };
-  for (const alias of OUTPUT_CAP_FIELDS) delete copy[alias];
-  copy[field] = cap;
-  return copy as R;
+  return withCap(request, field, cap) as R;
 }

@@ -3,6 +3,7 @@
  * context left after the prompt (incontext's rule), or leaves the request unchanged when the
  * remaining space is below the required output.
  */
+import { STAGES } from '../src/stages.js';
 import { defer, finalize, type OperatorFunction } from 'rxjs';
 import { stepOperator } from '../src/operator-kit.js';
 import type { ProviderRequest, Step, StepContext } from '../src/step.js';
@@ -18,7 +19,7 @@ import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/plan
  */
 export type CapOutputBudgetOptions = OutputBudgetOptions;
 
-const STAGE = 'capOutputBudget';
+const STAGE = STAGES.capOutputBudget;
 
 /**
  * Cap the output budget of each provider request against the budgeting window W:

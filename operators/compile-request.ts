@@ -1,3 +1,4 @@
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../src/config/pricing.js';
 import { readRequest, withItems, writeSlots, type RequestView } from '../src/model/index.js';
@@ -12,10 +13,12 @@ import { gate } from '../src/compile/apply.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
 import { planHistory } from '../src/compile/history.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
-import { resolveDanglingDeltas } from '../src/compile/references.js';
-import { createSessionPool, intOption } from '../src/compile/session.js';
+import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js';
+import type { Recognised } from '../src/compile/prefix.js';
+import { createSessionPool, intOption, type SessionState } from '../src/compile/session.js';
+import { isRecoveryResult } from '../src/recovery/results.js';
 
-const STAGE = 'compileRequest';
+const STAGE = STAGES.compileRequest;
 
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
 export interface CompileRequestOptions {
@@ -105,17 +108,22 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
     };
     // Synchronous until there is a history, so pass-through Steps emit synchronously.
     return (step) => {
-      const view = readRequest(step.value);
+      // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
+      const state = sessions(step.context.sessionId);
+      const seen = state.requests.recognise(step.value);
+      const view = seen.view;
       if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
-      return reduce(step, view);
+      return reduce(step, state, seen);
     };
-    async function reduce(step: Step<ProviderRequest>, view: RequestView): Promise<Step<ProviderRequest> | undefined> {
+    async function reduce(step: Step<ProviderRequest>, state: SessionState, seen: Recognised): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
-      const state = sessions(sessionId);
+      const view = seen.view;
+      const raw: ProviderRequest = seen.request;
       const memo = memoOf(sessionId);
       const scope = storeScope(step.context);
       state.evidence.begin(scope);
-      const outputs = [...view.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(view, isObservation)];
+      // The recovery tool's results are what the model asked for: never rewritten or receipted.
+      const outputs = [...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)), ...observationSlots(view, isObservation)];
       const pricing = fixedPricing ?? (typeof options.pricing === 'function' ? options.pricing(step) : pricingFor({ pricingProfile: 'auto', cacheReadMultiplier: undefined, cacheWriteMultiplier: undefined, minCachePrefixTokens: undefined }, step.context.route, view.format));
       // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
       // the memo forgets it and the history is planned once more (its content is vaulted again
@@ -136,7 +144,10 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         });
         if (plan === undefined) return undefined;
         const markShown = async (): Promise<void> => {
-          for (const key of plan.shown) await memo.markShown(key, plan.requestKey, scope);
+          for (const key of plan.shown) {
+            const write = memo.markShown(key, plan.requestKey, scope);
+            if (write !== undefined) await write;
+          }
         };
         const vaultNote = { stage: STAGE, kind: 'failed_open' as const, reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`, error: plan.failure ?? 'Error' };
         if (plan.items === view.items) {
@@ -145,10 +156,11 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         }
         // A rewrite must not leave a delta pointing at an output it just hid.
         let items = plan.items;
-        const rewritten = readRequest(withItems(step.value, view.listKey!, items));
-        const { resolved } = await resolveDanglingDeltas(vault, rewritten, [...rewritten.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(rewritten, isObservation)]);
-        if (resolved.length > 0) items = (writeSlots(withItems(step.value, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
-        const measured = gate(state, step.value, view, items, plan.receipts);
+        // Renderings are digests, receipts and notes, never deltas: without a delta among the
+        // request's outputs there is none to resolve, and the rewritten request is not read again.
+        const { resolved } = outputs.some((s) => mayBeDelta(s.value)) ? await resolveRewritten(withItems(raw, view.listKey!, items)) : { resolved: [] };
+        if (resolved.length > 0) items = (writeSlots(withItems(raw, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
+        const measured = gate(state, raw, view, items, plan.receipts);
         if (!measured.verdict.accepted) {
           await markShown();
           return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
@@ -161,7 +173,7 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         }
         for (const d of plan.decided) await memo.markRewritten(d.key, d.kind, scope);
         await markShown();
-        const request = await withWorkingState(step.value, measured.request, sessionId);
+        const request = seen.restore(await withWorkingState(raw, measured.request, sessionId));
         if (plan.failed > 0) step = note(step, vaultNote);
         const what = [`${plan.rewrittenOutputs} old output(s) digested`, ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []), ...(plan.batch ? ['new batch'] : [])];
         return advance(step, request, {
@@ -173,6 +185,11 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
           artifacts,
         });
       }
+    }
+    /** Dangling deltas of the rewritten request (an output the rewrite hid was their base). */
+    function resolveRewritten(request: ProviderRequest): ReturnType<typeof resolveDanglingDeltas> {
+      const rewritten = readRequest(request);
+      return resolveDanglingDeltas(vault, rewritten, [...rewritten.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(rewritten, isObservation)]);
     }
     /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
     async function withWorkingState(raw: ProviderRequest, compiled: ProviderRequest, sessionId: string): Promise<ProviderRequest> {
@@ -194,3 +211,4 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
     }
   });
 }
+

@@ -3,12 +3,12 @@
  * run through our request stages. Shared by bench/structural.ts and its test.
  */
 import { from, lastValueFrom, toArray, type OperatorFunction } from 'rxjs';
-import { collapseDuplicates } from '../../operators/dedupe.js';
-import { compileRequest } from '../../operators/compile.js';
-import { canonicalJson } from '../measure/index.js';
-import type { TokenCounter } from '../measure/types.js';
-import { createStep, type ProviderRequest, type Step } from '../step.js';
-import type { Vault } from '../vault/types.js';
+import { collapseDuplicates } from '../../../operators/collapse-duplicates.js';
+import { compileRequest } from '../../../operators/compile-request.js';
+import { canonicalJson } from '../../measure/index.js';
+import type { TokenCounter } from '../../measure/types.js';
+import { createStep, type ProviderRequest, type Step } from '../../step.js';
+import type { Vault } from '../../vault/types.js';
 
 export interface CaseResult {
   readonly name: string;

@@ -5,6 +5,7 @@
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
  * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
  */
+import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
@@ -18,7 +19,7 @@ import { createPytestQuietProbe, isPytestCommand, readTextFileSync, type ReadTex
 import { defaultSpawner, resolveRtkPath, runRtkRewrite, type Spawner } from '../src/tools/spawner.js';
 import { TtlLru } from '../src/tools/ttl-cache.js';
 
-const STAGE = 'rtk_rewrite';
+const STAGE = STAGES.rewriteTerminalCommand;
 const MARKER = ': RTK && ';
 
 export interface RewriteTerminalCommandOptions {

@@ -1,0 +1,61 @@
+/**
+ * The names a conversation is about, for the focus lines of views (src/compact/focus.ts): the
+ * user messages of the instruction prefix (the task), then every assistant message's text and
+ * tool-call arguments, oldest first, so the agent's latest words win the term budget. Computed
+ * per item once (items are shared between the requests of a session), so a request costs the
+ * terms of its new items only.
+ */
+import { focusTerms } from '../compact/focus.js';
+import type { RequestView } from '../model/types.js';
+
+const perItem = new WeakMap<object, readonly string[]>();
+
+/**
+ * The focus terms of the conversation items before `before` (default: all of them): the last
+ * `max` distinct names, most recent last.
+ */
+export function conversationTerms(view: RequestView, before = view.items.length, max = 400): string[] {
+  const start = view.itemInfo.findIndex((i) => i.role === 'assistant');
+  const texts = new Map<number, string[]>();
+  const known = (i: number): boolean => {
+    const item = view.items[i];
+    return typeof item === 'object' && item !== null && perItem.has(item);
+  };
+  for (const slot of view.slots) {
+    const i = slot.item;
+    if (i === undefined || i >= before) continue;
+    if (known(i)) {
+      if (!texts.has(i)) texts.set(i, []);
+      continue;
+    }
+    let text: string[] | undefined;
+    if (slot.kind === 'user' && (start === -1 || i < start) && slot.text !== undefined) text = [slot.text];
+    else if (slot.kind === 'assistant' && slot.text !== undefined) text = [slot.text];
+    else if (slot.kind === 'tool_call' && slot.args !== undefined) text = argStrings(slot.args);
+    if (text !== undefined) texts.set(i, [...(texts.get(i) ?? []), ...text]);
+  }
+  const order = new Map<string, true>();
+  for (const [i, list] of [...texts].sort((a, b) => a[0] - b[0])) {
+    // Items are shared between a session's requests: each one's terms are extracted once.
+    const item = view.items[i];
+    const holder = typeof item === 'object' && item !== null ? item : undefined;
+    let terms = holder === undefined ? undefined : perItem.get(holder);
+    if (terms === undefined) {
+      terms = focusTerms(list);
+      if (holder !== undefined) perItem.set(holder, terms);
+    }
+    for (const t of terms) {
+      order.delete(t);
+      order.set(t, true);
+    }
+  }
+  return [...order.keys()].slice(-max);
+}
+
+/** Every string value inside tool-call arguments. */
+export function argStrings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const v of value) argStrings(v, out);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) argStrings(v, out);
+  return out;
+}

@@ -1,0 +1,200 @@
+/**
+ * Recognising the history a session already sent, without re-serializing or re-hashing it.
+ *
+ * A host that reuses its message objects hands over the same objects request after request; one
+ * that rebuilds them (every request that arrives over HTTP, framework conversions) hands over
+ * equal copies. The request stages' memos are keyed by object identity, so for the second kind
+ * they would serialize, hash and walk the whole history on every request. Here each request is
+ * compared, item by item, with the session's previous request: an item equal to the one at the
+ * same position (same JSON text, checked by a structural walk that stops at the first difference
+ * and compares strings natively — far cheaper than serializing or hashing them) is replaced by
+ * that earlier object, so every identity memo downstream hits, and only new or changed items take
+ * the full path. Equal top-level values (tools, instructions) are recognised the same way.
+ *
+ * The stages read, plan and measure on the recognised request and hand their output back through
+ * `restore`, which puts the caller's own objects back wherever the earlier equal ones were kept:
+ * outputs are exactly what they were before (the same bytes, the caller's objects). Recognised
+ * equalities are also recorded process-wide (weakly, by caller object), so a later stage or the
+ * telemetry meter that meets the same caller object finds the earlier one without comparing again.
+ *
+ * Like every identity memo of the request stages, this assumes the host does not mutate a message
+ * object in place after it was sent (a changed message is a new object or a different copy).
+ */
+import { extendView, readRequest } from '../model/read.js';
+import type { RequestView } from '../model/types.js';
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Caller object → the earlier object it was found equal to (its content's first-seen object). */
+const earlier = new WeakMap<object, object>();
+
+let enabled = true;
+
+/** Process-wide counts (for tests and benchmarks): items seen, found equal by comparison, views grown. */
+const counts = { requests: 0, items: 0, compared: 0, extended: 0 };
+
+/** A copy of the recognition counts so far. */
+export function recognitionStats(): Readonly<typeof counts> {
+  return { ...counts };
+}
+
+/**
+ * Switch recognition off (every request takes the full path) or on again; returns the previous
+ * setting. For tests and benchmarks that compare the two paths; on by default.
+ */
+export function setPrefixRecognition(on: boolean): boolean {
+  const was = enabled;
+  enabled = on;
+  return was;
+}
+
+/** The earlier object `value` was recognised as equal to, else `value` itself. */
+export function canonicalOf<T>(value: T): T {
+  if (!enabled || typeof value !== 'object' || value === null) return value;
+  return (earlier.get(value) as T | undefined) ?? value;
+}
+
+const plainProto = (v: object): boolean => {
+  const p: unknown = Object.getPrototypeOf(v);
+  return p === Object.prototype || p === null;
+};
+
+/**
+ * True when `a` and `b` serialize to the same JSON text (JSON.stringify and canonicalJson alike):
+ * same arrays, plain objects with the same keys in the same order, the same primitives. Anything
+ * else (class instances, functions, NaN) is equal only to itself.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return typeof a !== 'number' || a !== 0 || Object.is(a, b);
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b) || !plainProto(a) || !plainProto(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i] || !sameJson((a as Obj)[k], (b as Obj)[k])) return false;
+  }
+  return true;
+}
+
+/** `value`, or `before` when the two are equal (recorded for later lookups). */
+function intern(value: unknown, before: unknown): unknown {
+  if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null) return value;
+  if (earlier.get(value) === before) return before;
+  let equal: boolean;
+  try {
+    equal = sameJson(value, before);
+  } catch {
+    equal = false; // too deep to walk: the full path handles it
+  }
+  if (!equal) return value;
+  counts.compared++;
+  earlier.set(value, before);
+  return before;
+}
+
+/** One request as the stages see it. */
+export interface Recognised {
+  /** The request with recognised values replaced by the earlier equal objects: read, plan and measure on this. */
+  readonly request: Readonly<Obj>;
+  /** readRequest(request), built from the previous view when the list only grew. */
+  readonly view: RequestView;
+  /** Leading conversation items the previous request had (the same objects after recognition). */
+  readonly shared: number;
+  /** `out` (built from `request`) with the caller's own objects wherever `request` holds an earlier one. */
+  restore<T>(out: T): T;
+}
+
+/** Per-session recognition state: the previous request's recognised values and view. */
+export interface RequestMemo {
+  recognise(request: Readonly<Obj>): Recognised;
+  /** Conversation items held for the comparison (the previous request's). */
+  readonly heldItems: number;
+}
+
+const listKeyOf = (request: Readonly<Obj>): 'messages' | 'input' | undefined =>
+  Array.isArray(request['messages']) ? 'messages' : Array.isArray(request['input']) ? 'input' : undefined;
+
+/** One memo per session of one stage (held in its SessionState). */
+export function createRequestMemo(): RequestMemo {
+  let items: readonly unknown[] = [];
+  let top = new Map<string, unknown>();
+  let view: RequestView | undefined;
+  return {
+    get heldItems() {
+      return items.length;
+    },
+    recognise(caller) {
+      if (!enabled) return { request: caller, view: readRequest(caller), shared: 0, restore: (out) => out };
+      const listKey = listKeyOf(caller);
+      let request: Obj | undefined;
+      const nextTop = new Map<string, unknown>();
+      for (const key of Object.keys(caller)) {
+        if (key === listKey) continue;
+        const value = caller[key];
+        const known = intern(value, top.get(key));
+        nextTop.set(key, known);
+        if (known !== value) (request ??= { ...caller })[key] = known;
+      }
+      let shared = 0;
+      let list: readonly unknown[] = [];
+      if (listKey !== undefined) {
+        // Always a private copy: a host may grow its own array in place between two requests, and
+        // the previous list (and view) must stay what that request was.
+        const given = caller[listKey] as readonly unknown[];
+        const copy = given.slice();
+        let leading = true;
+        for (let i = 0; i < copy.length; i++) {
+          const value = copy[i];
+          const known = i < items.length ? intern(value, items[i]) : value;
+          if (known !== value) copy[i] = known;
+          if (leading && i < items.length && known === items[i]) shared++;
+          else leading = false;
+        }
+        list = copy;
+        (request ??= { ...caller })[listKey] = copy;
+      }
+      const seen = request ?? caller;
+      const grown = view !== undefined && view.listKey === listKey && shared === view.items.length ? extendView(view, seen) : undefined;
+      const next = grown ?? readRequest(seen);
+      counts.requests++;
+      counts.items += list.length;
+      if (grown !== undefined) counts.extended++;
+      items = list;
+      top = nextTop;
+      view = next;
+      return { request: seen, view: next, shared, restore: (out) => restoreRequest(out, seen, caller, listKey) };
+    },
+  };
+}
+
+/** Put the caller's objects back where `out` holds a value `recognised` substituted. */
+function restoreRequest<T>(out: T, recognised: Readonly<Obj>, caller: Readonly<Obj>, listKey: string | undefined): T {
+  if ((out as unknown) === recognised) return caller as T;
+  if (recognised === caller || !isObj(out)) return out;
+  let copy: Obj | undefined;
+  for (const key of Object.keys(out)) {
+    const value = out[key];
+    const substituted = recognised[key];
+    let back = value;
+    if (value === substituted && substituted !== caller[key]) back = caller[key];
+    else if (key === listKey && Array.isArray(value) && Array.isArray(substituted) && Array.isArray(caller[key])) back = restoreItems(value, substituted, caller[key] as readonly unknown[]);
+    if (back !== value) (copy ??= { ...out })[key] = back;
+  }
+  return (copy ?? out) as T;
+}
+
+function restoreItems(out: readonly unknown[], recognised: readonly unknown[], caller: readonly unknown[]): readonly unknown[] {
+  if (recognised === caller || out.length !== caller.length || recognised.length !== caller.length) return out;
+  let copy: unknown[] | undefined;
+  for (let i = 0; i < out.length; i++) if (out[i] === recognised[i] && recognised[i] !== caller[i]) (copy ??= out.slice())[i] = caller[i];
+  return copy ?? out;
+}

@@ -1,0 +1,231 @@
+/**
+ * Prefix recognition (src/compile/prefix.ts) must not change a single output byte: the request
+ * stages with recognition on are compared with the full path (recognition off) on generated
+ * growing sessions of all three formats, with the host reusing its objects and with every request
+ * deep-cloned, also when the host edits an earlier item; and `extendView` must read exactly what
+ * `readRequest` reads.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect } from 'vitest';
+import { fc, it, test } from '@fast-check/vitest';
+import { compileRequest } from '../../operators/compile-request.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { createRequestMemo, recognitionStats, sameJson, setPrefixRecognition } from '../../src/compile/prefix.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import { readRequest } from '../../src/model/index.js';
+import { extendView } from '../../src/model/read.js';
+import { createTerminator } from '../../src/runtime.js';
+import type { ProviderRequest } from '../../src/step.js';
+import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
+import { createVault } from '../../src/vault/index.js';
+import { runAll, type RequestOp } from './helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tt-prefix-'));
+const counter = createTiktokenCounter('o200k_base');
+afterAll(() => {
+  counter.dispose?.();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Obj = Record<string, unknown>;
+const listKey = (r: ProviderRequest): 'messages' | 'input' => (Array.isArray(r['input']) ? 'input' : 'messages');
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+describe('sameJson', () => {
+  it('is true exactly when the JSON texts are the same', () => {
+    expect(sameJson({ a: 1, b: [1, 'x', null, { c: true }] }, { a: 1, b: [1, 'x', null, { c: true }] })).toBe(true);
+    expect(sameJson({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(false); // key order is part of the text
+    expect(sameJson({ a: 1 }, { a: 1, b: undefined })).toBe(false);
+    expect(sameJson([1, 2], { 0: 1, 1: 2 })).toBe(false);
+    expect(sameJson({ a: 0 }, { a: -0 })).toBe(false);
+    expect(sameJson({ a: Number.NaN }, { a: Number.NaN })).toBe(false);
+    expect(sameJson({ d: new Date(0) }, { d: new Date(0) })).toBe(false); // not plain: identity only
+    expect(sameJson('x'.repeat(100_000), `${'x'.repeat(99_999)}x`)).toBe(true);
+  });
+
+  const negativeZero = (v: unknown): boolean => Object.is(v, -0) || (typeof v === 'object' && v !== null && Object.values(v).some(negativeZero));
+  test.prop([fc.jsonValue(), fc.jsonValue()])('agrees with JSON.stringify on JSON values', (a, b) => {
+    if (sameJson(a, b)) expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+    expect(sameJson(a, clone(a))).toBe(!negativeZero(a));
+  });
+});
+
+// Sessions that reach bounded views, duplicates and digests at these thresholds.
+const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
+
+/** The same session with the host reusing its objects: every request is the last one's items, sliced. */
+function reusing(session: readonly ProviderRequest[]): ProviderRequest[] {
+  const last = session[session.length - 1]!;
+  const key = listKey(last);
+  const items = last[key] as unknown[];
+  return session.map((r) => ({ ...last, [key]: items.slice(0, (r[key] as unknown[]).length) }));
+}
+
+/** `value` with the middle character of its longest string changed: same shape, same lengths, other text. */
+function retyped(value: unknown): unknown {
+  let longest: { holder: Obj | unknown[]; key: string | number; text: string } | undefined;
+  const walk = (v: unknown): void => {
+    if (typeof v !== 'object' || v === null) return;
+    for (const [k, x] of Object.entries(v)) {
+      if (typeof x === 'string' && x.length > (longest?.text.length ?? 0)) longest = { holder: v as Obj, key: Array.isArray(v) ? Number(k) : k, text: x };
+      else walk(x);
+    }
+  };
+  const copy = clone(value);
+  walk(copy);
+  if (longest !== undefined) {
+    const m = Math.floor(longest.text.length / 2);
+    const c = longest.text[m] === 'x' ? 'y' : 'x';
+    (longest.holder as Record<string | number, unknown>)[longest.key] = longest.text.slice(0, m) + c + longest.text.slice(m + 1);
+  }
+  return copy;
+}
+
+/**
+ * From request `at` on, the host sends item `item` edited (a changed history the fast path must
+ * notice): with a key added, or with one character of its longest text changed.
+ */
+function edited(session: readonly ProviderRequest[], at: number, item: number, sameShape: boolean): ProviderRequest[] {
+  const list = session[at]![listKey(session[at]!)] as Obj[];
+  if (item >= list.length) return [...session];
+  const changed = sameShape ? retyped(list[item]) : { ...list[item]!, edited_by_host: true };
+  return session.map((r, k) => {
+    if (k < at) return r;
+    const copy = (r[listKey(r)] as unknown[]).slice();
+    copy[item] = changed;
+    return { ...r, [listKey(r)]: copy };
+  });
+}
+
+describe('extendView', () => {
+  test.prop([growingSession(shapes)], { numRuns: 40 })('reads a grown request exactly as readRequest does', (session) => {
+    const requests = reusing(session);
+    let view = readRequest(requests[0]!);
+    for (const request of requests.slice(1)) {
+      const grown = extendView(view, request);
+      const whole = readRequest(request);
+      expect(grown).toBeDefined();
+      expect(grown).toEqual(whole);
+      view = grown!;
+    }
+  });
+
+  it('declines when a new item defines a call an earlier output named, or the list changed', () => {
+    const orphan = { role: 'tool', tool_call_id: 'late', content: 'out' };
+    const first = { messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'u' }, orphan] };
+    const view = readRequest(first);
+    const late = { role: 'assistant', content: null, tool_calls: [{ id: 'late', type: 'function', function: { name: 'grep', arguments: '{}' } }] };
+    expect(extendView(view, { messages: [...first.messages, late] })).toBeUndefined();
+    expect(readRequest({ messages: [...first.messages, late] }).slots.find((s) => s.kind === 'tool_output')?.toolName).toBe('grep');
+    expect(extendView(view, { messages: [first.messages[0], { role: 'user', content: 'other' }, orphan] })).toBeUndefined();
+    const grown = extendView(view, { messages: [...first.messages, { role: 'user', content: 'more' }] });
+    expect(grown).toEqual(readRequest({ messages: [...first.messages, { role: 'user', content: 'more' }] }));
+    expect(extendView(view, { messages: [...first.messages, { role: 'user', content: 'again' }] })).toBeUndefined(); // already extended
+  });
+});
+
+describe('recognition', () => {
+  it('hands the earlier equal objects to the stages and the caller objects back', () => {
+    const memo = createRequestMemo();
+    const first = { model: 'm', tools: [{ type: 'function', function: { name: 'f' } }], messages: [{ role: 'user', content: 'a' }] };
+    memo.recognise(first);
+    const second = clone({ ...first, messages: [...first.messages, { role: 'assistant', content: 'b' }] });
+    const seen = memo.recognise(second);
+    expect(seen.shared).toBe(1);
+    expect((seen.request['messages'] as unknown[])[0]).toBe(first.messages[0]);
+    expect(seen.request['tools']).toBe(first.tools);
+    expect(seen.restore(seen.request)).toBe(second);
+    const out: Obj = { ...seen.request, messages: [(seen.request['messages'] as unknown[])[0], { role: 'assistant', content: 'B' }] };
+    const back = seen.restore(out);
+    expect((back['messages'] as unknown[])[0]).toBe(second.messages[0]);
+    expect(back['tools']).toBe(second.tools);
+    expect(JSON.stringify(back)).toBe(JSON.stringify(out));
+  });
+});
+
+describe('a host that grows its own array in place', () => {
+  it('has every request read whole: the previous list is a copy, not the caller array', () => {
+    const memo = createRequestMemo();
+    const messages: unknown[] = [{ role: 'user', content: 'go' }];
+    const request = { model: 'm', messages };
+    memo.recognise(request);
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'grep', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c', content: 'out' });
+    const seen = memo.recognise(request);
+    expect(seen.shared).toBe(1);
+    expect(seen.view).toEqual({ ...readRequest(request), items: seen.view.items });
+    expect(seen.view.items).toEqual(messages);
+    expect(seen.restore(seen.request)).toBe(request);
+  });
+});
+
+describe('fast path = full path', () => {
+  let runs = 0;
+  const chain = (vault: Parameters<typeof collapseDuplicates>[0]['vault']): RequestOp => (src) =>
+    src.pipe(
+      collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
+      compileRequest({ vault, counter, minVaultChars: 150 }),
+    );
+  /** Every output (JSON text) and decision of the session through a fresh chain and SQLite file. */
+  async function outputs(requests: readonly ProviderRequest[], recognition: boolean): Promise<string[]> {
+    const was = setPrefixRecognition(recognition);
+    const vault = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
+    try {
+      const outs = await runAll(chain(vault), requests.map((r, i) => [r, { sessionId: 's', requestId: `r${i}` }] as const));
+      return outs.map((s) => JSON.stringify({ value: s.value, decisions: s.decisions }));
+    } finally {
+      setPrefixRecognition(was);
+      await vault.close();
+    }
+  }
+
+  test.prop([growingSession(shapes), fc.option(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { nil: undefined })], { numRuns: 20 })(
+    'byte-identical outputs with reused and with deep-cloned objects, also after the host edits an earlier item',
+    async (session, edit) => {
+      const reused = edit === undefined ? reusing(session) : edited(reusing(session), edit[0] % session.length, edit[1] % 12, edit[2]);
+      const expected = await outputs(reused.map(clone), false);
+      const before = recognitionStats();
+      expect(await outputs(reused.map(clone), true)).toEqual(expected);
+      // Not vacuous: the cloned history was recognised by comparison and the views grew.
+      const after = recognitionStats();
+      expect(after.compared).toBeGreaterThan(before.compared);
+      expect(after.extended).toBeGreaterThan(before.extended);
+      expect(await outputs(reused, false)).toEqual(expected);
+      expect(await outputs(reused, true)).toEqual(expected);
+    },
+  );
+});
+
+describe('eviction', () => {
+  it('a session whose lanes were evicted renders its next requests as an uninterrupted one does', async () => {
+    const [session] = fc.sample(growingSession({ ...shapes, minTurns: 5, maxTurns: 6, formats: ['chat'] }), { numRuns: 1, seed: 7 });
+    const requests = session!.map(clone);
+    const overrides = { minArtifactChars: 300, maxInlineChars: 700, contextMinVaultChars: 150 };
+    const run = async (evict: boolean): Promise<string[]> => {
+      const tt = await createTerminator({ overrides: { ...overrides, dbPath: join(dir, `tt-${evict}.sqlite3`) }, counter, maxSessions: 1, metrics: false, ledger: false });
+      try {
+        const out: string[] = [];
+        for (const [i, r] of requests.entries()) {
+          out.push(JSON.stringify((await tt.compileRequest(clone(r), { sessionId: 'kept', requestId: `r${i}` })).value));
+          // Three other sessions push the kept one's lane (and its recognition state) out of the LRU.
+          if (evict) for (const other of ['a', 'b', 'c', 'd']) await tt.compileRequest(clone(requests[0]!), { sessionId: other, requestId: `${other}${i}` });
+        }
+        return out;
+      } finally {
+        await tt.close();
+      }
+    };
+    const uninterrupted = await run(false);
+    expect(uninterrupted.some((s) => s.includes('[Token Terminator digest'))).toBe(true);
+    const evicted = await run(true);
+    const first = evicted.findIndex((s, i) => s !== uninterrupted[i]);
+    if (first >= 0) {
+      const a = uninterrupted[first]!, b = evicted[first]!;
+      let k = 0;
+      while (a[k] === b[k]) k++;
+      console.log('DIFF at request', first, 'char', k, '\nA:', a.slice(k - 200, k + 300), '\nB:', b.slice(k - 200, k + 300));
+    }
+    expect(first).toBe(-1);
+  });
+});

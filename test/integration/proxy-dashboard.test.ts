@@ -1,0 +1,158 @@
+/**
+ * GET /dashboard: the proxy serves the report page live from its store's metric rows, over
+ * loopback, content-free, behind the proxy token when one is set; one check in a real headless
+ * Chromium (Debian's package) that the live page draws its charts with no console error.
+ */
+import { request as httpRequest } from 'node:http';
+import OpenAI from 'openai';
+import type { Browser } from 'playwright-core';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { referencedArtifacts } from '../../src/receipts/index.js';
+import { launchChromium, MISSING_CHROMIUM, skipBrowser } from '../support/chromium.js';
+import { startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
+import { chat, type Recorded, type Reply } from '../proxy/support/upstream.js';
+
+const CANARY = 'CANARY-dash-9c1f-never-rendered';
+const KEY = 'sk-dashboard-key-4d2a0b';
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+type Msg = OpenAI.Chat.ChatCompletionMessageParam;
+const output = (seed: number): string =>
+  testRunOutput(700, seed)
+    .split('\n')
+    .map((line, i) => (i % 50 === 0 ? `${line} ${CANARY}` : line))
+    .join('\n');
+const opening = (name: string, seed: number): Msg[] => [
+  { role: 'system', content: 'You are a coding agent.' },
+  { role: 'user', content: `Conversation ${name}: run the tests (${CANARY}).` },
+  { role: 'assistant', content: null, tool_calls: [{ id: `run-${name}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+  { role: 'tool', tool_call_id: `run-${name}`, content: output(seed) },
+];
+
+/** Recover once in conversation A (when it sees a receipt), answer otherwise. */
+function model(r: Recorded): Reply {
+  const messages = (r.json?.['messages'] ?? []) as { role: string; content?: unknown; tool_call_id?: string }[];
+  const isA = JSON.stringify(messages[1]?.content).includes('Conversation A');
+  const recovered = messages.some((m) => m.role === 'tool' && String(m.tool_call_id).startsWith('tt-'));
+  const ids = referencedArtifacts(r.body.toString('utf8').replace(/\\n/g, '\n'));
+  if (isA && !recovered && ids.length > 0) return chat.calls([{ id: 'tt-A', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: ids[0]!, limit: 200_000 } }]);
+  return chat.text('done');
+}
+
+function get(url: string, path: string, method = 'GET', headers: Record<string, string> = {}): Promise<{ status: number; type: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}${path}`, { method, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** data-key → data-value of every tagged number in a section of the page. */
+function shown(html: string, section: string): Map<string, number> {
+  const start = html.indexOf(`<section id="${section}"`);
+  const part = html.slice(start, html.indexOf('</section>', start));
+  return new Map([...part.matchAll(/data-key="([^"]+)" data-value="([^"]+)"/g)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+async function conversations(harness: Harness): Promise<void> {
+  const client = new OpenAI({ apiKey: KEY, baseURL: `${harness.url}/v1`, maxRetries: 0 });
+  for (const [name, seed] of [['A', 1], ['B', 2]] as const) {
+    const history = opening(name, seed);
+    const first = await client.chat.completions.create({ model: 'gpt-4o', messages: history });
+    history.push(first.choices[0]!.message as Msg, { role: 'user', content: 'And now?' });
+    await client.chat.completions.create({ model: 'gpt-4o', messages: history });
+  }
+  await harness.proxy.settled();
+}
+
+describe('GET /dashboard', () => {
+  it('serves the report page drawn from the store\u2019s metric rows, with SVG charts and no request content', async () => {
+    h = await startHarness(model);
+    await conversations(h);
+    const page = await get(h.url, '/dashboard');
+    expect(page.status).toBe(200);
+    expect(page.type).toBe('text/html; charset=utf-8');
+    expect(page.body.startsWith('<!doctype html>')).toBe(true);
+    const charts = [...page.body.matchAll(/<svg\b[^>]*>/g)].filter((m) => m[0].includes('role="img"')).map((m) => /aria-label="([^"]+)"/.exec(m[0])?.[1]);
+    expect(charts).toEqual(expect.arrayContaining([expect.stringMatching(/^Tokens per request in session /), 'Cumulative chars saved by mechanism', 'Receipts and recovery counts']));
+
+    // The numbers are the store's rows: four client requests in two sessions.
+    const rows = await h.proxy.terminator.vault.requestMetricRows();
+    expect(rows).toHaveLength(4);
+    const summary = shown(page.body, 'summary');
+    expect(summary.get('requests')).toBe(4);
+    expect(summary.get('sessions')).toBe(2);
+    expect(summary.get('raw_tokens')).toBe(rows.reduce((n, r) => n + (r.rawTokens ?? 0), 0));
+    expect(summary.get('final_tokens')).toBe(rows.reduce((n, r) => n + (r.finalTokens ?? 0), 0));
+    expect(summary.get('final_tokens')).toBeLessThan(summary.get('raw_tokens')!);
+    const recovery = shown(page.body, 'recovery');
+    expect(recovery.get('receipts')).toBe(rows.reduce((n, r) => n + r.receipts, 0));
+    expect(recovery.get('receipts')).toBeGreaterThan(0);
+    expect(recovery.get('recovery_calls')).toBe(1);
+    expect(recovery.get('recovery_tokens')).toBeGreaterThan(0);
+
+    // Content-free: no tool output, user text or key, whole or in part.
+    expect(page.body).not.toContain(CANARY);
+    expect(page.body).not.toContain('case_1_');
+    expect(page.body).not.toContain(KEY);
+    expect(page.body).not.toContain(KEY.slice(3));
+    expect(page.body).not.toContain('Conversation A');
+  });
+
+  it('answers HEAD, refuses other methods, sits behind the proxy token, and is a 503 when the store cannot be read', async () => {
+    const token = 'proxy-token-dashboard-0123456789';
+    h = await startHarness(model, { flags: { token } });
+    expect((await get(h.url, '/dashboard')).status).toBe(401);
+    const auth = { 'x-token-terminator-token': token };
+    const head = await get(h.url, '/dashboard', 'HEAD', auth);
+    expect([head.status, head.type, head.body]).toEqual([200, 'text/html; charset=utf-8', '']);
+    expect((await get(h.url, '/dashboard', 'POST', auth)).status).toBe(405);
+    // No request yet: the page still renders, saying what was not measured.
+    expect((await get(h.url, '/dashboard', 'GET', auth)).body).toContain('not measured');
+    h.proxy.terminator.vault.requestMetricRows = () => Promise.reject(new Error(`store down ${CANARY}`));
+    const failed = await get(h.url, '/dashboard', 'GET', auth);
+    expect(failed.status).toBe(503);
+    expect(failed.body).not.toContain(CANARY);
+    expect(h.upstream.requests).toHaveLength(0);
+  });
+});
+
+describe.skipIf(skipBrowser)(`GET /dashboard in headless chromium${skipBrowser ? ` (skipped: ${MISSING_CHROMIUM})` : ''}`, () => {
+  let browser: Browser | undefined;
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('draws every chart of the live page as a non-empty SVG, with no console error and nothing fetched', async () => {
+    h = await startHarness(model);
+    await conversations(h);
+    browser = await launchChromium();
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const errors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    const target = `${h.url}/dashboard`;
+    await page.route('**/*', (route) => (route.request().url() === target ? route.continue() : (errors.push(`network: ${route.request().url()}`), route.abort())));
+    const response = await page.goto(target);
+    expect(response?.status()).toBe(200);
+    const charts = await page.$$eval('figure.chart svg[role=img]', (svgs) =>
+      svgs
+        .filter((s) => (s as unknown as { getBoundingClientRect(): { width: number } }).getBoundingClientRect().width > 0)
+        .map((s) => ({ label: s.getAttribute('aria-label'), marks: s.querySelectorAll('path, rect, circle, line').length })),
+    );
+    expect(charts.length).toBeGreaterThanOrEqual(3);
+    for (const c of charts) expect(c.marks, String(c.label)).toBeGreaterThan(3);
+    expect(await page.$eval('[data-key="requests"]', (e) => e.textContent)).toBe('4');
+    expect(errors).toEqual([]);
+  }, 120_000);
+});
