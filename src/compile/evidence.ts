@@ -73,7 +73,7 @@ export interface EvidenceStore {
   pin(ids: readonly string[]): Promise<void>;
   /** True when a delivery found this artifact gone and no put has stored it again since. */
   isGone(artifactId: string): boolean;
-  /** The scope of the request being reduced (its tenant, session and lock budget): every put and delivery of it uses it. */
+  /** A request is being reduced, in this scope (its tenant, session and lock budget): every put and delivery of it uses it, and the text lookup moves on a generation. */
   begin(scope: StoreScope): void;
 }
 
@@ -91,18 +91,40 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
   const keyOf = new Map<string, string>();
   // The texts themselves, for the requests that hand the same string over again (a rewrite's
   // evidence is vaulted once but named by every later request): a lookup instead of a SHA-256.
-  // They are the strings the session's history and renderings hold anyway; bounded in count and chars.
-  const byText = new Map<string, Entry>();
+  // Two generations: the texts of the request being reduced and of the one before it. A text no
+  // request named for two requests in a row is dropped, so what is held follows what the host
+  // still sends (a sliding window does not accumulate every output the session ever had); bounded
+  // in count and chars as well.
+  let byText = new Map<string, Entry>();
+  let previousTexts = new Map<string, Entry>();
   let textChars = 0;
+  let previousChars = 0;
+  const dropOldest = (): void => {
+    const from = previousTexts.size > 0 ? previousTexts : byText;
+    const oldest = from.keys().next().value as string;
+    from.delete(oldest);
+    if (from === previousTexts) previousChars -= oldest.length;
+    else textChars -= oldest.length;
+  };
   const remember = (text: string, entry: Entry): void => {
     if (byText.has(text)) return;
+    if (previousTexts.delete(text)) previousChars -= text.length;
     byText.set(text, entry);
     textChars += text.length;
-    while (byText.size > maxEntries || textChars > MAX_TEXT_CHARS) {
-      const oldest = byText.keys().next().value as string;
-      byText.delete(oldest);
-      textChars -= oldest.length;
-    }
+    while (byText.size + previousTexts.size > maxEntries || textChars + previousChars > MAX_TEXT_CHARS) dropOldest();
+  };
+  const lookup = (text: string): Entry | undefined => {
+    const same = byText.get(text) ?? previousTexts.get(text);
+    if (same !== undefined) remember(text, same);
+    return same;
+  };
+  /** A new request: the texts of the one before become the older generation. */
+  const nextRequest = (): void => {
+    if (byText.size === 0) return; // a request that named no evidence keeps both generations
+    previousTexts = byText;
+    previousChars = textChars;
+    byText = new Map();
+    textChars = 0;
   };
   const rendered = new WeakMap<Entry, Map<string, Receipted>>();
   /** Ids delivered under `epoch` (the session's pins as this store last saw them). */
@@ -112,7 +134,7 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
   let touchedAt = 0;
   let lastScope: StoreScope | undefined;
   const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope }) => {
-    const same = byText.get(text);
+    const same = lookup(text);
     if (same !== undefined) return same;
     const key = createHash('sha256').update(text, 'utf8').digest('base64');
     const hit = known.get(key);
@@ -145,6 +167,11 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       if (entry.artifactId !== id) continue;
       byText.delete(text);
       textChars -= text.length;
+    }
+    for (const [text, entry] of previousTexts) {
+      if (entry.artifactId !== id) continue;
+      previousTexts.delete(text);
+      previousChars -= text.length;
     }
   };
   const deliver = async (ids: readonly string[], scope: StoreScope): Promise<readonly string[]> => {
@@ -201,6 +228,7 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
     isGone: (id) => gone.has(id),
     begin(scope) {
       lastScope = scope;
+      nextRequest();
     },
   };
 }
