@@ -1,6 +1,6 @@
 /**
  * `deltaRepeatedOutput`: a repeated terminal observation (same scope, cwd, backend and command)
- * becomes a unified diff against the previous output (facts §2.15). The new exact output is
+ * becomes a unified diff against the previous output. The new exact output is
  * vaulted first and the baseline always advances; the diff is shown only when it is strictly
  * smaller than both the raw output and the current compact rendering.
  */

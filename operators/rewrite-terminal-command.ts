@@ -1,5 +1,5 @@
 /**
- * `rewriteTerminalCommand`: terminal tool calls rewritten through `rtk rewrite` (facts §2.1).
+ * `rewriteTerminalCommand`: terminal tool calls rewritten through `rtk rewrite`.
  * RTK filters the command's output when it runs; this operator only swaps the command string.
  * Exit 1 and 2 are rtk's documented "no rewrite" answers (skipped); a hang, crash, garbage, an
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged

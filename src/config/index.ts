@@ -43,7 +43,7 @@ export interface LoadConfigOptions {
   overrides?: ConfigOverrides;
 }
 
-/** What each mode turns on (facts §1.2), already combined with `enabled`. */
+/** What each mode turns on (the modes described in the README), already combined with `enabled`. */
 export interface ModeFlags {
   /** Terminal commands are actually rewritten through RTK (balanced, aggressive, terminal). */
   readonly terminal: boolean;

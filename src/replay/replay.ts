@@ -74,7 +74,7 @@ export interface ReplayOptions {
   readonly terminator?: Terminator;
 }
 
-/** Replay sessions and return the figures of issue 5. */
+/** Replay sessions and return the figures of ./figures.ts. */
 export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
   const price = options.cacheReadPrice;
   if (price !== undefined && !(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');

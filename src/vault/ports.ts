@@ -5,7 +5,7 @@
  *
  * Scope: every method that reads or writes evidence takes an optional trailing {@link StoreScope}.
  * Today it is accepted and ignored (the whole store is one tenant); tenant/session scoping of
- * reads and searches (issue 14) fills it in without changing a signature.
+ * reads and searches fills it in without changing a signature.
  */
 import type {
   ArtifactFind,
@@ -56,7 +56,7 @@ export interface LeaseStore {
   pin(artifactIds: readonly string[], scope?: StoreScope): Promise<void>;
 }
 
-/** The working-state graph behind `working_state_apply` / `working_state_get` (facts §2.10). */
+/** The working-state graph behind `working_state_apply` / `working_state_get`. */
 export interface WorkingStateStore {
   /**
    * Validate and persist a batch atomically; the session id is the host's, recorded on the events.
