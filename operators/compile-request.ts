@@ -1,7 +1,7 @@
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../src/config/pricing.js';
-import { readRequest, withItems, writeSlots, type RequestView } from '../src/model/index.js';
+import { readRequest, withItems, writeSlots } from '../src/model/index.js';
 import { canonicalJson, serializedChars } from '../src/measure/index.js';
 import type { WorkingStateStore } from '../src/recovery/working-state.js';
 import { workingStateBlock } from '../src/compile/working-state.js';

@@ -29,7 +29,6 @@ import { attributeRequest } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
-import type { Vault } from '../vault/types.js';
 import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
 import type { RequestPoint } from './series.js';
