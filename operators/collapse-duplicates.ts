@@ -10,7 +10,8 @@ import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
-import { createSessionPool, intOption } from '../src/compile/session.js';
+import { createSessionPool } from '../src/compile/session.js';
+import { intOption, requireVault } from '../src/options.js';
 import { isRecoveryResult } from '../src/recovery/results.js';
 import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/compile/prefix.js';
@@ -90,7 +91,7 @@ async function restoreSession(state: SessionState, sessionId: string, chain: rea
  * requests$.pipe(collapseDuplicates({ vault, minArtifactChars: 4000 }))
  */
 export function collapseDuplicates(options: CollapseDuplicatesOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
-  if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
+  requireVault(STAGE, options);
   const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, 8000, 1);
   const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, minChars);
   const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, 32_000, 0);

@@ -15,7 +15,8 @@ import { planHistory } from '../src/compile/history.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js';
 import type { Recognised } from '../src/compile/prefix.js';
-import { createSessionPool, intOption, type SessionState } from '../src/compile/session.js';
+import { createSessionPool, type SessionState } from '../src/compile/session.js';
+import { checkOptions, intOption, requireVault } from '../src/options.js';
 import { isRecoveryResult } from '../src/recovery/results.js';
 
 const STAGE = STAGES.compileRequest;
@@ -81,7 +82,7 @@ export interface CompileRequestOptions {
  * requests$.pipe(collapseDuplicates({ vault }), compileRequest({ vault, counter }))
  */
 export function compileRequest(options: CompileRequestOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
-  if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
+  requireVault(STAGE, options);
   const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, 4000, 100);
   const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
   const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 1, 1);
@@ -90,10 +91,10 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
   const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, 0, 0);
   const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, 400, 0);
   const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 0, 0);
-  if (collapseAfterTurns > 0 && collapseAfterTurns < inlineRecentTurns) throw new TypeError(`${STAGE}: collapseAfterTurns must be 0 or ≥ inlineRecentTurns`);
+  checkOptions(STAGE, collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns, 'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns');
   const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
   const isObservation = observationTest(STAGE, options.observations);
-  const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: pricing`, options.pricing) : undefined;
+  const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });

@@ -3,7 +3,7 @@
  * `mode` or the `ModeFlags` computed by src/config (flags win, so `enabled` and
  * `temporalDelta` are honoured when the runtime passes them).
  */
-import { ConfigError } from '../errors.js';
+import { oneOfOption } from '../options.js';
 import type { ModeFlags } from '../config/index.js';
 import type { Mode } from '../config/types.js';
 
@@ -27,7 +27,5 @@ export function flagsForMode(mode: Mode): ModeFlags {
 /** Resolve `{ mode, flags }` options at build time; default balanced. */
 export function resolveFlags(operator: string, options: { readonly mode?: Mode; readonly flags?: ModeFlags }): ModeFlags {
   if (options.flags !== undefined) return options.flags;
-  const mode = options.mode ?? 'balanced';
-  if (!MODES.includes(mode)) throw new ConfigError(`${operator}: mode must be one of ${MODES.join(', ')} (got ${String(mode)})`);
-  return flagsForMode(mode);
+  return flagsForMode(oneOfOption(operator, 'mode', options.mode, 'balanced', MODES));
 }

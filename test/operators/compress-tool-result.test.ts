@@ -127,10 +127,10 @@ describe('compressToolResult: native search/process', () => {
   });
 
   it('rejects bad options at build time, naming the operator', () => {
-    expect(() => compressToolResult({} as never)).toThrow(/compressToolResult: a vault is required/);
-    expect(() => op({ nativeMinChars: 10 })).toThrow(/compressToolResult: nativeMinChars/);
-    expect(() => op({ nativeStrategy: 'zip' as never })).toThrow(/compressToolResult: nativeStrategy/);
-    expect(() => op({ toolNames: { a: 'b' } })).toThrow(/compressToolResult: toolNames/);
+    expect(() => compressToolResult({} as never)).toThrow(/compressToolResult: options.vault is required/);
+    expect(() => op({ nativeMinChars: 10 })).toThrow(/compressToolResult: options\.nativeMinChars/);
+    expect(() => op({ nativeStrategy: 'zip' as never })).toThrow(/compressToolResult: options\.nativeStrategy/);
+    expect(() => op({ toolNames: { a: 'b' } })).toThrow(/compressToolResult: options\.toolNames/);
   });
 });
 
