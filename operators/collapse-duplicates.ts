@@ -12,6 +12,7 @@ import { observationSlots, observationTest, type ObservationSetting } from '../s
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
 import { createSessionPool } from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
+import { defaultInt } from '../src/config/index.js';
 import { isRecoveryResult } from '../src/recovery/results.js';
 import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/compile/prefix.js';
@@ -92,9 +93,9 @@ async function restoreSession(state: SessionState, sessionId: string, chain: rea
  */
 export function collapseDuplicates(options: CollapseDuplicatesOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   requireVault(STAGE, options);
-  const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, 8000, 1);
-  const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, minChars);
-  const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, 32_000, 0);
+  const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, defaultInt('minArtifactChars'), 1);
+  const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), minChars);
+  const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, defaultInt('maxInlineChars'), 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
   const { vault, counter } = options;

@@ -17,6 +17,7 @@ import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js'
 import type { Recognised } from '../src/compile/prefix.js';
 import { createSessionPool, type SessionState } from '../src/compile/session.js';
 import { checkOptions, intOption, requireVault } from '../src/options.js';
+import { defaultInt } from '../src/config/index.js';
 import { isRecoveryResult } from '../src/recovery/results.js';
 
 const STAGE = STAGES.compileRequest;
@@ -83,16 +84,16 @@ export interface CompileRequestOptions {
  */
 export function compileRequest(options: CompileRequestOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   requireVault(STAGE, options);
-  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, 4000, 100);
-  const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
-  const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 1, 1);
-  const inlineLeases = intOption(STAGE, 'inlineLeases', options.inlineLeases, 1, 1, 100);
-  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, 0, 0);
-  const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, 0, 0);
-  const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, 400, 0);
-  const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 0, 0);
+  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, defaultInt('contextMinVaultChars'), 100);
+  const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
+  const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, defaultInt('contextInlineRecentTurns'), 1);
+  const inlineLeases = intOption(STAGE, 'inlineLeases', options.inlineLeases, Math.max(1, defaultInt('inlineLeases')), 1, 100);
+  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, defaultInt('contextBlockTurns'), 0);
+  const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, defaultInt('rewriteHorizonRequests'), 0);
+  const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, defaultInt('digestDiagnosticChars'), 0);
+  const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, defaultInt('contextCollapseAfterTurns'), 0);
   checkOptions(STAGE, collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns, 'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns');
-  const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
+  const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, defaultInt('workingGraphChars'), 0);
   const isObservation = observationTest(STAGE, options.observations);
   const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const { vault, counter } = options;

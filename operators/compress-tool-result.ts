@@ -3,6 +3,7 @@
  * compacted natively, terminal results through the built-in per-family compactors (a plain file read such as `cat f` only in aggressive mode, as read_file). The exact
  * original is vaulted, read back and pinned before the compact text + recovery note replaces it.
  */
+import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from '../src/compact/index.js';
@@ -81,12 +82,12 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
   requireVault(name, options);
   const flags = resolveFlags(name, options);
   const toolNames = validateToolNames(name, options.toolNames);
-  const min = intOption(name, 'nativeMinChars', options.nativeMinChars, 12000, 1000);
-  const max = intOption(name, 'nativeMaxChars', options.nativeMaxChars, 8000, 1000);
+  const min = intOption(name, 'nativeMinChars', options.nativeMinChars, defaultInt('nativeMinChars'), 1000);
+  const max = intOption(name, 'nativeMaxChars', options.nativeMaxChars, defaultInt('nativeMaxChars'), 1000);
   const terminalMin = intOption(name, 'terminalMinChars', options.terminalMinChars, 2000, 1);
   const terminalMax = intOption(name, 'terminalMaxChars', options.terminalMaxChars, 4000, 200);
   const diagnosticChars = intOption(name, 'diagnosticChars', options.diagnosticChars, DEFAULT_DIAGNOSTIC_CHARS, 0);
-  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
+  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
   const strategy = oneOfOption(name, 'nativeStrategy', options.nativeStrategy, 'auto', ['auto', 'reference', 'lines']);
   const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
   const { vault } = options;

@@ -4,6 +4,7 @@
  * vaulted first and the baseline always advances; the diff is shown only when it is strictly
  * smaller than both the raw output and the current compact rendering.
  */
+import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
@@ -56,8 +57,8 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
   const flags = resolveFlags(name, options);
   const toolNames = validateToolNames(name, options.toolNames);
   const scope = oneOfOption(name, 'scope', options.scope, 'session', ['session', 'workspace']);
-  const minChars = intOption(name, 'minChars', options.minChars, 2000, 1);
-  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
+  const minChars = intOption(name, 'minChars', options.minChars, defaultInt('temporalMinChars'), 1);
+  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
   const { vault } = options;
   const env = options.env ?? process.env;
   return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {

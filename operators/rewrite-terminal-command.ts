@@ -5,6 +5,7 @@
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
  * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
  */
+import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import type { ModeFlags } from '../src/config/index.js';
@@ -65,9 +66,9 @@ export interface RewriteTerminalCommandOptions {
 export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = {}): OperatorFunction<Step<ToolCall>, Step<ToolCall>> {
   const flags = resolveFlags('rewriteTerminalCommand', options);
   const toolNames = validateToolNames('rewriteTerminalCommand', options.toolNames);
-  const timeoutMs = intOption(STAGE, 'timeoutMs', options.timeoutMs, 500, 50);
-  const ttl = intOption(STAGE, 'cacheTtlMs', options.cacheTtlMs, 600_000, 1);
-  const size = intOption(STAGE, 'cacheSize', options.cacheSize, 512, 1);
+  const timeoutMs = intOption(STAGE, 'timeoutMs', options.timeoutMs, defaultInt('timeoutMs'), 50);
+  const ttl = intOption(STAGE, 'cacheTtlMs', options.cacheTtlMs, defaultInt('cacheTtlSeconds') * 1000, 1);
+  const size = intOption(STAGE, 'cacheSize', options.cacheSize, defaultInt('cacheSize'), 1);
   const exclude = stringsOption(STAGE, 'exclude', options.exclude, []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
   const backends = stringsOption(STAGE, 'backends', options.backends, ['local']).map((b) => b.trim().toLowerCase());
   const env = options.env ?? process.env;
