@@ -25,7 +25,7 @@ export interface CollapseDuplicatesOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
-  /** Tool outputs at least this long (code points) are managed. Default 8000 (TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS). */
+  /** Tool outputs at least this long (code points) are managed. Default 4000, the config default of TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS. */
   readonly minArtifactChars?: number;
   /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
   readonly maxArtifactChars?: number;

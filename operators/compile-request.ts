@@ -28,7 +28,7 @@ export interface CompileRequestOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
-  /** Old tool outputs at least this long become a digest plus a receipt. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */
+  /** Old tool outputs at least this long become a digest plus a receipt. Default 600, the config default of TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (floor 100). */
   readonly minVaultChars?: number;
   /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
   readonly maxArtifactChars?: number;
