@@ -57,6 +57,6 @@ const startMs = performance.now() - t0;
 const loadedMem = snapshot();
 loaded.count(sample);
 loaded.release();
-loaded = undefined;
+(loaded as unknown) = undefined;
 const released = snapshot();
 console.log(JSON.stringify({ engine, encoding, startMs, before, loaded: loadedMem, released }));

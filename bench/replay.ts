@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- replay [sessions.jsonl] [--mode m] [--limit n] [--json] [--compare-counting]`:
  * replays recorded sessions with the default mode (balanced) and prints every figure against the
- * targets of issue 12, plus the diagnostic probe (the captured failing runs of
+ * targets of docs/fidelity.md, plus the diagnostic probe (the captured failing runs of
  * test/fixtures/terminal replayed the same way; corpus A has no diagnostic line in a large output),
  * next to a baseline replay in mode `off` measured in the same run (same sizes; its timing is the harness's
  * own cost) and to the Python reference's figures on corpus A.
@@ -155,7 +155,7 @@ async function report(argv: readonly string[], mode: Mode, sessions: readonly Re
     ['p95 ms per request', ours.p95_ms.toFixed(3), '—', ''],
     ['recovery failures', String(ours.recovery_failures), '—', `0  ${mark(ours.recovery_failures === 0)}`],
   ];
-  console.log('\nfigure                             ours                  reference     target (issue 12)');
+  console.log('\nfigure                             ours                  reference     target            ');
   for (const [name, a, b, c] of rows) console.log(`${name.padEnd(34)} ${a.padEnd(21)} ${b.padEnd(13)} ${c}`);
   console.log(
     `\ndiagnostic lines in the replayed sessions: ${corpus.big} tool outputs of ≥ ${DIAGNOSTIC_MIN_CHARS} chars, ${corpus.bigWithLines} with a diagnostic line; ` +

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- structural-all [--json]`: the whole structural benchmark (facts §4), all 8
+ * `npm run bench -- structural-all [--json]`: the whole structural benchmark, all 8
  * cases, as `token-terminator bench` prints it: case 1 through the built-in git-diff compactor
  * (and through rtk when it is on PATH), case 2 through native compression, cases 3–8 through the
  * request stages. The baseline is the raw input of each case, measured in the same run.

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- structural`: the reference's structural cases 3–8 (facts §4) through our
+ * `npm run bench -- structural`: the reference's structural cases 3–8 through our
  * request stages, with the reference's output tokens beside ours (o200k_base), and the 7-case
  * aggregate (cases 1–2 are the tool stream's; their reference outputs stand in here).
  */

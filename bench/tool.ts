@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- tool`: the tool-stream reductions on the facts §4 fixtures (case 1: the real
+ * `npm run bench -- tool`: the tool-stream reductions on the structural benchmark fixtures (case 1: the real
  * 8,000-line git diff; case 2: the native search result) and on every captured terminal fixture.
  * Prints tokens in/out (o200k_base), the reference figures beside them, and time per call.
  * Baselines measured in the same run: the raw input, and the reference-compatible compactText.

@@ -32,7 +32,7 @@ const server = createServer((req, res) => {
     const toolCall = (id: string, name: string, args: object) => ({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }] });
     let message: object;
     if (last === undefined) message = toolCall('run-1', 'terminal', { command: 'npm test' });
-    else if (last.tool_call_id === 'run-1' || JSON.parse(last.content ?? '{}').next_offset != null) {
+    else if (last.tool_call_id === 'run-1' || (JSON.parse(last.content ?? '{}').next_offset ?? null) !== null) {
       const offset = last.tool_call_id === 'run-1' ? 0 : (JSON.parse(last.content ?? '{}').next_offset as number);
       message = toolCall(`get-${offset}`, 'token_terminator', { action: 'artifact_get', artifact_id: referencedArtifacts(tools[0]!.content ?? '')[0] ?? 'missing', offset, limit: 20000 });
     } else message = { role: 'assistant', content: 'All 1500 tests pass.' };

@@ -83,6 +83,8 @@ export function dropNoisyOutput(options: DropNoisyOutputOptions): OperatorFuncti
 /** Race a promise against a deadline; the timer never outlives the race or the subscription. */
 function withDeadline<V>(work: Promise<V>, ms: number, signal: AbortSignal, timers: Timers): Promise<V> {
   return new Promise<V>((resolve, reject) => {
+    // Assigned once below; the cleanup closures only run after that.
+    // eslint-disable-next-line prefer-const
     let handle: NodeJS.Timeout | undefined;
     const cleanup = (): void => {
       timers.clearTimeout(handle);

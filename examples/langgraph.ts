@@ -41,7 +41,7 @@ class ScriptedModel extends BaseChatModel {
     let message: AIMessage;
     if (last.getType() === 'human') {
       message = new AIMessage({ content: '', tool_calls: [{ id: 'search-1', name: 'search_files', args: { pattern: 'TODO' }, type: 'tool_call' }] });
-    } else if ((last as ToolMessage).name === 'search_files' || JSON.parse(text(last)).next_offset != null) {
+    } else if ((last as ToolMessage).name === 'search_files' || (JSON.parse(text(last)).next_offset ?? null) !== null) {
       // Page on with the id of its own previous call; the first id comes from the view it was shown
       // (later requests may show that view as a receipt of its own).
       const previous = messages.findLast((m): m is AIMessage => AIMessage.isInstance(m) && m.tool_calls?.[0]?.name === 'token_terminator');

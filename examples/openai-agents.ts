@@ -34,7 +34,7 @@ class ScriptedModel implements Model {
     const last = results.at(-1) as Item | undefined;
     let output: ModelResponse['output'];
     if (last === undefined) output = call('search-1', 'search_files', { pattern: 'WARN' });
-    else if (last.name === 'search_files' || JSON.parse(outputOf(last as AgentInputItem)).next_offset != null) {
+    else if (last.name === 'search_files' || (JSON.parse(outputOf(last as AgentInputItem)).next_offset ?? null) !== null) {
       const id = referencedArtifacts(outputOf(results[0]!))[0] ?? 'missing';
       const offset = last.name === 'search_files' ? 0 : (JSON.parse(outputOf(last as AgentInputItem)).next_offset as number);
       output = call(`get-${offset}`, 'token_terminator', { action: 'artifact_get', artifact_id: id, offset, limit: 20000 });

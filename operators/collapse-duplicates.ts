@@ -10,7 +10,9 @@ import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
-import { createSessionPool, intOption } from '../src/compile/session.js';
+import { createSessionPool } from '../src/compile/session.js';
+import { intOption, requireVault } from '../src/options.js';
+import { defaultInt } from '../src/config/index.js';
 import { isRecoveryResult } from '../src/recovery/results.js';
 import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/compile/prefix.js';
@@ -25,7 +27,7 @@ export interface CollapseDuplicatesOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
-  /** Tool outputs at least this long (code points) are managed. Default 8000 (TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS). */
+  /** Tool outputs at least this long (code points) are managed. Default 4000, the config default of TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS. */
   readonly minArtifactChars?: number;
   /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
   readonly maxArtifactChars?: number;
@@ -92,10 +94,10 @@ async function restoreSession(state: SessionState, sessionId: string, chain: rea
  * requests$.pipe(collapseDuplicates({ vault, minArtifactChars: 4000 }))
  */
 export function collapseDuplicates(options: CollapseDuplicatesOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
-  if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
-  const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, 8000, 1);
-  const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, minChars);
-  const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, 32_000, 0);
+  requireVault(STAGE, options);
+  const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, defaultInt('minArtifactChars'), 1);
+  const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), minChars);
+  const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, defaultInt('maxInlineChars'), 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
   const { vault, counter } = options;

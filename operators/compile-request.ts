@@ -1,7 +1,7 @@
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../src/config/pricing.js';
-import { readRequest, withItems, writeSlots, type RequestView } from '../src/model/index.js';
+import { readRequest, withItems, writeSlots } from '../src/model/index.js';
 import { canonicalJson, serializedChars } from '../src/measure/index.js';
 import type { WorkingStateStore } from '../src/recovery/working-state.js';
 import { workingStateBlock } from '../src/compile/working-state.js';
@@ -15,7 +15,9 @@ import { planHistory } from '../src/compile/history.js';
 import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js';
 import type { Recognised } from '../src/compile/prefix.js';
-import { createSessionPool, intOption, type SessionState } from '../src/compile/session.js';
+import { createSessionPool, type SessionState } from '../src/compile/session.js';
+import { checkOptions, intOption, requireVault } from '../src/options.js';
+import { defaultInt } from '../src/config/index.js';
 import { isRecoveryResult } from '../src/recovery/results.js';
 
 const STAGE = STAGES.compileRequest;
@@ -26,7 +28,7 @@ export interface CompileRequestOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
   readonly counter?: TokenCounter;
-  /** Old tool outputs at least this long become a digest plus a receipt. Default 4000 (TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS; floor 100). */
+  /** Old tool outputs at least this long become a digest plus a receipt. Default 600, the config default of TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (floor 100). */
   readonly minVaultChars?: number;
   /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
   readonly maxArtifactChars?: number;
@@ -81,19 +83,19 @@ export interface CompileRequestOptions {
  * requests$.pipe(collapseDuplicates({ vault }), compileRequest({ vault, counter }))
  */
 export function compileRequest(options: CompileRequestOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
-  if (options?.vault === undefined) throw new TypeError(`${STAGE}: options.vault is required`);
-  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, 4000, 100);
-  const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, 2_000_000, 1);
-  const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, 1, 1);
-  const inlineLeases = intOption(STAGE, 'inlineLeases', options.inlineLeases, 1, 1, 100);
-  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, 0, 0);
-  const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, 0, 0);
-  const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, 400, 0);
-  const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, 0, 0);
-  if (collapseAfterTurns > 0 && collapseAfterTurns < inlineRecentTurns) throw new TypeError(`${STAGE}: collapseAfterTurns must be 0 or ≥ inlineRecentTurns`);
-  const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, 0, 0);
+  requireVault(STAGE, options);
+  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, defaultInt('contextMinVaultChars'), 100);
+  const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
+  const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, defaultInt('contextInlineRecentTurns'), 1);
+  const inlineLeases = intOption(STAGE, 'inlineLeases', options.inlineLeases, Math.max(1, defaultInt('inlineLeases')), 1, 100);
+  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, defaultInt('contextBlockTurns'), 0);
+  const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, defaultInt('rewriteHorizonRequests'), 0);
+  const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, defaultInt('digestDiagnosticChars'), 0);
+  const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, defaultInt('contextCollapseAfterTurns'), 0);
+  checkOptions(STAGE, collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns, 'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns');
+  const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, defaultInt('workingGraphChars'), 0);
   const isObservation = observationTest(STAGE, options.observations);
-  const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: pricing`, options.pricing) : undefined;
+  const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });

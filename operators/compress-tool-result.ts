@@ -3,6 +3,7 @@
  * compacted natively, terminal results through the built-in per-family compactors (a plain file read such as `cat f` only in aggressive mode, as read_file). The exact
  * original is vaulted, read back and pinned before the compact text + recovery note replaces it.
  */
+import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from '../src/compact/index.js';
@@ -15,7 +16,7 @@ import { COUNT_SLICE_CHARS, countInSlices } from '../src/compact/slices.js';
 import { renderToolView, renderToolViewInSlices, type ViewInput } from '../src/compact/tool-view.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
-import { ConfigError } from '../src/errors.js';
+import { intOption, oneOfOption, requireVault } from '../src/options.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
@@ -78,17 +79,16 @@ export interface CompressToolResultOptions {
 /** @example results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() })) */
 export function compressToolResult(options: CompressToolResultOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
   const name = 'compressToolResult';
-  if (typeof options?.vault?.put !== 'function') throw new ConfigError(`${name}: a vault is required`);
+  requireVault(name, options);
   const flags = resolveFlags(name, options);
   const toolNames = validateToolNames(name, options.toolNames);
-  const min = atLeast(name, 'nativeMinChars', options.nativeMinChars ?? 12000, 1000);
-  const max = atLeast(name, 'nativeMaxChars', options.nativeMaxChars ?? 8000, 1000);
-  const terminalMin = atLeast(name, 'terminalMinChars', options.terminalMinChars ?? 2000, 1);
-  const terminalMax = atLeast(name, 'terminalMaxChars', options.terminalMaxChars ?? 4000, 200);
-  const diagnosticChars = atLeast(name, 'diagnosticChars', options.diagnosticChars ?? DEFAULT_DIAGNOSTIC_CHARS, 0);
-  const maxArtifactChars = atLeast(name, 'maxArtifactChars', options.maxArtifactChars ?? 2_000_000, 1);
-  const strategy = options.nativeStrategy ?? 'auto';
-  if (!['auto', 'reference', 'lines'].includes(strategy)) throw new ConfigError(`${name}: nativeStrategy must be auto, reference or lines`);
+  const min = intOption(name, 'nativeMinChars', options.nativeMinChars, defaultInt('nativeMinChars'), 1000);
+  const max = intOption(name, 'nativeMaxChars', options.nativeMaxChars, defaultInt('nativeMaxChars'), 1000);
+  const terminalMin = intOption(name, 'terminalMinChars', options.terminalMinChars, 2000, 1);
+  const terminalMax = intOption(name, 'terminalMaxChars', options.terminalMaxChars, 4000, 200);
+  const diagnosticChars = intOption(name, 'diagnosticChars', options.diagnosticChars, DEFAULT_DIAGNOSTIC_CHARS, 0);
+  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
+  const strategy = oneOfOption(name, 'nativeStrategy', options.nativeStrategy, 'auto', ['auto', 'reference', 'lines']);
   const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
   const { vault } = options;
   const env = options.env ?? process.env;
@@ -167,7 +167,3 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
 
-function atLeast(name: string, field: string, value: number, min: number): number {
-  if (!Number.isInteger(value) || value < min) throw new ConfigError(`${name}: ${field} must be an integer ≥ ${min} (got ${value})`);
-  return value;
-}

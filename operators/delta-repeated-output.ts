@@ -1,9 +1,10 @@
 /**
  * `deltaRepeatedOutput`: a repeated terminal observation (same scope, cwd, backend and command)
- * becomes a unified diff against the previous output (facts §2.15). The new exact output is
+ * becomes a unified diff against the previous output. The new exact output is
  * vaulted first and the baseline always advances; the diff is shown only when it is strictly
  * smaller than both the raw output and the current compact rendering.
  */
+import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
@@ -14,7 +15,7 @@ import { memoCounter, pinDelivered, readArtifact, strictlySmaller, vaultExact } 
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
-import { ConfigError } from '../src/errors.js';
+import { intOption, oneOfOption, requireVault } from '../src/options.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
@@ -52,15 +53,12 @@ export interface DeltaRepeatedOutputOptions {
 /** @example results$.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault })) */
 export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
   const name = 'deltaRepeatedOutput';
-  if (typeof options?.vault?.put !== 'function') throw new ConfigError(`${name}: a vault is required`);
+  requireVault(name, options);
   const flags = resolveFlags(name, options);
   const toolNames = validateToolNames(name, options.toolNames);
-  const scope = options.scope ?? 'session';
-  if (scope !== 'session' && scope !== 'workspace') throw new ConfigError(`${name}: scope must be session or workspace`);
-  const minChars = options.minChars ?? 2000;
-  if (!Number.isInteger(minChars) || minChars < 1) throw new ConfigError(`${name}: minChars must be an integer ≥ 1`);
-  const maxArtifactChars = options.maxArtifactChars ?? 2_000_000;
-  if (!Number.isInteger(maxArtifactChars) || maxArtifactChars < 1) throw new ConfigError(`${name}: maxArtifactChars must be an integer ≥ 1`);
+  const scope = oneOfOption(name, 'scope', options.scope, 'session', ['session', 'workspace']);
+  const minChars = intOption(name, 'minChars', options.minChars, defaultInt('temporalMinChars'), 1);
+  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
   const { vault } = options;
   const env = options.env ?? process.env;
   return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {

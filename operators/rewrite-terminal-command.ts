@@ -1,15 +1,17 @@
 /**
- * `rewriteTerminalCommand`: terminal tool calls rewritten through `rtk rewrite` (facts §2.1).
+ * `rewriteTerminalCommand`: terminal tool calls rewritten through `rtk rewrite`.
  * RTK filters the command's output when it runs; this operator only swaps the command string.
  * Exit 1 and 2 are rtk's documented "no rewrite" answers (skipped); a hang, crash, garbage, an
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
  * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
  */
+import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
-import { ConfigError, RtkFaultError } from '../src/errors.js';
+import { RtkFaultError } from '../src/errors.js';
+import { intOption, stringsOption } from '../src/options.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, errorLabel, note, type Step, type ToolCall } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf, cwdOf } from '../src/tools/command.js';
@@ -64,11 +66,11 @@ export interface RewriteTerminalCommandOptions {
 export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = {}): OperatorFunction<Step<ToolCall>, Step<ToolCall>> {
   const flags = resolveFlags('rewriteTerminalCommand', options);
   const toolNames = validateToolNames('rewriteTerminalCommand', options.toolNames);
-  const timeoutMs = int('timeoutMs', options.timeoutMs ?? 500, 50);
-  const ttl = int('cacheTtlMs', options.cacheTtlMs ?? 600_000, 1);
-  const size = int('cacheSize', options.cacheSize ?? 512, 1);
-  const exclude = strings('exclude', options.exclude ?? []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
-  const backends = strings('backends', options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
+  const timeoutMs = intOption(STAGE, 'timeoutMs', options.timeoutMs, defaultInt('timeoutMs'), 50);
+  const ttl = intOption(STAGE, 'cacheTtlMs', options.cacheTtlMs, defaultInt('cacheTtlSeconds') * 1000, 1);
+  const size = intOption(STAGE, 'cacheSize', options.cacheSize, defaultInt('cacheSize'), 1);
+  const exclude = stringsOption(STAGE, 'exclude', options.exclude, []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
+  const backends = stringsOption(STAGE, 'backends', options.backends, ['local']).map((b) => b.trim().toLowerCase());
   const env = options.env ?? process.env;
   const spawn = options.spawn ?? defaultSpawner;
   const clock = options.clock ?? (() => performance.now());
@@ -117,12 +119,4 @@ export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = 
   });
 }
 
-function int(name: string, value: number, min: number): number {
-  if (!Number.isInteger(value) || value < min) throw new ConfigError(`rewriteTerminalCommand: ${name} must be an integer ≥ ${min} (got ${value})`);
-  return value;
-}
 
-function strings(name: string, value: readonly string[]): readonly string[] {
-  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new ConfigError(`rewriteTerminalCommand: ${name} must be an array of strings`);
-  return value;
-}

@@ -9,7 +9,7 @@ import { advance, note, storeScope, type ProviderRequest, type Step } from '../s
 import type { SessionStore } from '../src/vault/ports.js';
 import { acceptCandidate } from '../src/compile/accept.js';
 import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
-import { intOption } from '../src/compile/session.js';
+import { checkOptions, intOption, numberOption } from '../src/options.js';
 
 const STAGE = STAGES.routeSkills;
 
@@ -46,12 +46,11 @@ export interface RouteSkillsOptions {
  * requests$.pipe(routeSkills({ counter, minScore: 2 }))
  */
 export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
-  const minScore = options.minScore ?? 2;
-  if (typeof minScore !== 'number' || Number.isNaN(minScore)) throw new TypeError(`${STAGE}: minScore must be a number`);
+  const minScore = numberOption(STAGE, 'minScore', options.minScore, 2);
   const minCatalog = intOption(STAGE, 'minCatalogSkills', options.minCatalogSkills, 8, 1);
   const maxSkills = intOption(STAGE, 'maxSkills', options.maxSkills, 0, 0);
   const delimiters = options.delimiters ?? HERMES_DELIMITERS;
-  if (delimiters.open === '' || delimiters.close === '') throw new TypeError(`${STAGE}: delimiters must be non-empty`);
+  checkOptions(STAGE, delimiters.open !== '' && delimiters.close !== '', 'options.delimiters must be non-empty');
   const [listTool, viewTool] = options.discoveryTools ?? ['skills_list', 'skill_view'];
   const route = { minScore, maxSkills, alwaysKeep: options.alwaysKeep ?? [], ...(options.scorer === undefined ? {} : { scorer: options.scorer }) };
   const counter = options.counter?.exact === true ? options.counter : undefined;

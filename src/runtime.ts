@@ -1,5 +1,5 @@
 /**
- * `createTerminator(options)`: wires the operators into the two pipelines of DESIGN.md and
+ * `createTerminator(options)`: wires the operators into the two pipelines (tool results, provider requests) and
  * exposes them as Observable operators plus Promise facades for adapters and replay.
  *
  * Facade state: the operators keep per-subscription state (the request stream's memo and sticky
@@ -90,7 +90,7 @@ export interface TerminatorOptions {
   readonly ledger?: boolean;
 }
 
-/** Which stages a config turns on: the modes table (facts §1.2) plus the output-budget cap. */
+/** Which stages a config turns on: the modes table plus the output-budget cap. */
 export interface ModeGates extends ModeFlags {
   /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_OUTPUT_CAP is on). */
   readonly budget: boolean;

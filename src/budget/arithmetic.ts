@@ -1,5 +1,5 @@
 /**
- * The incontext output-budget arithmetic (seeds/incontext-README.txt), as pure functions.
+ * The incontext output-budget arithmetic (docs/model-limits.md), as pure functions.
  *
  * W  budgeting boundary (compression threshold, else context window, or the explicit override)
  * P  prompt tokens (exact count, else the rough estimate + F)

@@ -1,7 +1,7 @@
 /**
  * The `vllm` budget backend: vLLM's `POST /tokenize` (server root, not /v1) applies the served
  * model's real chat template to messages, tools and chat_template_kwargs and returns
- * `{count, max_model_len, tokens}` (facts/rtk-hermes-incontext.md §3.2).
+ * `{count, max_model_len, tokens}`.
  *
  * The endpoint sees prompt content by design and vLLM's API-key check does not cover it: keep it on
  * a trusted network path. Nothing here logs content or the URL.

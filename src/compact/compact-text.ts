@@ -1,7 +1,7 @@
 /**
  * Two text compactors for large tool results.
  *
- * `compactText` reproduces the reference exactly (golden vectors in facts §2.2): ANSI stripped,
+ * `compactText` reproduces the reference exactly (golden vectors in its tests): ANSI stripped,
  * identical consecutive lines collapsed, then a character-based 72/28 head/tail cut that may split
  * a line. `compactLines` is the improved mode: it cuts only on line boundaries, factors runs of
  * lines that differ only in numbers, and keeps every error/warning/failure line it can afford.

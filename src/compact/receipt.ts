@@ -14,10 +14,20 @@ import { codePointLength } from './lines.js';
 /** The longest artifact id a put can return (prefix collision): used for pre-write size proofs. */
 export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
 
-/** Strictly fewer code points, and strictly fewer tokens when a counter is given. */
+/**
+ * Strictly fewer code points, and strictly fewer tokens when a counter is given. A host sends the
+ * content inside a JSON string, where escapes (`\n`, `\"`, `\\`) tokenize differently from the text:
+ * near a tie (within 10 % of the raw count) the escaped forms must be strictly smaller too, so a
+ * reduction never costs tokens on the wire.
+ */
 export function strictlySmaller(raw: string, candidate: string, counter?: TokenCounter): boolean {
   if (codePointLength(candidate) >= codePointLength(raw)) return false;
-  return counter === undefined || counter.count(candidate) < counter.count(raw);
+  if (counter === undefined) return true;
+  const candidateTokens = counter.count(candidate);
+  const rawTokens = counter.count(raw);
+  if (candidateTokens >= rawTokens) return false;
+  if (candidateTokens * 10 < rawTokens * 9) return true;
+  return counter.count(JSON.stringify(candidate)) < counter.count(JSON.stringify(raw));
 }
 
 /** Put the exact content, then read it back (verify re-hashes the stored row) and compare digests. */

@@ -30,7 +30,7 @@ export function observationTest(api: string, setting: ObservationSetting | undef
   try {
     re = setting instanceof RegExp ? setting : new RegExp(setting ?? DEFAULT_OBSERVATION_PATTERN, 'u');
   } catch {
-    throw new ConfigError(`${api}: observations must be a valid regular expression, a predicate or 'none'`);
+    throw new ConfigError(`${api}: options.observations must be a valid regular expression, a predicate or 'none'`);
   }
   const test: ObservationTest = (text) => {
     re.lastIndex = 0;

@@ -3,7 +3,6 @@
  * the render memo, the conversation's chain hashes and the previous request (src/compile/prefix.ts). Bounded: the least recently used sessions are dropped
  * (what must outlive them — artifacts, leases, pins — is in the vault).
  */
-import { ConfigError } from '../errors.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
@@ -62,8 +61,3 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
 }
 
 /** Validate an integer option at build time (the error names the operator). */
-export function intOption(operator: string, name: string, value: number | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) throw new ConfigError(`${operator}: ${name} must be an integer in [${min}, ${max}] (got ${String(value)})`);
-  return v;
-}

@@ -43,7 +43,7 @@ export interface LoadConfigOptions {
   overrides?: ConfigOverrides;
 }
 
-/** What each mode turns on (facts §1.2), already combined with `enabled`. */
+/** What each mode turns on (the modes described in the README), already combined with `enabled`. */
 export interface ModeFlags {
   /** Terminal commands are actually rewritten through RTK (balanced, aggressive, terminal). */
   readonly terminal: boolean;
@@ -359,6 +359,19 @@ const FIELDS: readonly Field[] = [
   { key: 'incontext.minOutputTokens', env: 'INCONTEXT_MIN_OUTPUT_TOKENS', kind: int(1), fallback: 4096 },
   { key: 'incontext.compressionWindowTokens', env: 'INCONTEXT_COMPRESSION_WINDOW_TOKENS', kind: int(1), fallback: undefined },
 ];
+
+/**
+ * The default of every top-level config field, by key: the one table the operators' own
+ * defaults are read from, so an operator built without an option behaves as the runtime's default.
+ */
+export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(Object.fromEntries(FIELDS.filter((f) => !f.key.includes('.')).map((f) => [f.key, f.fallback])));
+
+/** The integer default of a config field (see {@link CONFIG_DEFAULTS}). */
+export function defaultInt(key: keyof Config): number {
+  const value = CONFIG_DEFAULTS[key];
+  if (typeof value !== 'number') throw new TypeError(`config field ${key} has no numeric default`);
+  return value;
+}
 
 /** Every variable this loader reads (new names first, then legacy aliases), for docs and `status`. */
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze([

@@ -1,6 +1,6 @@
 /**
  * Python-compatible canonical JSON: what `json.dumps(value, sort_keys=True, ensure_ascii=False)`
- * prints for the same data, so char counts match the reference benchmark (facts §8.1).
+ * prints for the same data, so char counts match the reference benchmark.
  *
  * Decisions where JavaScript and Python data differ:
  * - A number that is an integer (`Number.isInteger`) with |x| < 1e16 prints as a Python int (`1`,

@@ -1,5 +1,5 @@
 /**
- * Guard against BPE's quadratic cost on one long pre-token (facts/stack-check.md: 256 K of "a"
+ * Guard against BPE's quadratic cost on one long pre-token (256 K of "a" in one piece
  * takes a minute in tiktoken). The pre-tokenizers of o200k/cl100k/byte-level BPE keep a run of
  * letters, or a run of whitespace and punctuation, as one piece; we cut such runs every
  * `maxRun` code units and count the pieces separately. A cut only changes the count at the cut

@@ -1,7 +1,7 @@
 /**
  * The `token_terminator` recovery tool: exact pages, lossy views and search over the vault.
  *
- * Results are JSON strings with sorted keys and snake_case names (facts §3). The tool never throws:
+ * Results are JSON strings with sorted keys and snake_case names. The tool never throws:
  * bad arguments, unknown artifacts and vault failures all come back as `{"error": {code, message}}`
  * so a model can correct itself. The session id is taken only from the host argument.
  */

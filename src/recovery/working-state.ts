@@ -1,5 +1,5 @@
 /**
- * The store behind `working_state_apply` / `working_state_get` (facts §2.10) is a port of the
+ * The store behind `working_state_apply` / `working_state_get` is a port of the
  * vault (`Vault.workingState`, src/vault/ports.ts). The recovery tool only routes to it; it is
  * optional because the working-state graph is off by default (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS=0).
  */

@@ -1,5 +1,5 @@
 /**
- * The replay figures (issue 5), defined once here and implemented literally:
+ * The replay figures, defined once here and implemented literally:
  * - sizes: canonical JSON of the `messages` array, in code points (chars) and o200k_base tokens,
  *   summed over all requests; `reduction_pct` = (raw − final) / raw × 100 from tokens;
  * - cache prefix: for consecutive requests of a session, the common prefix (chars) of the
@@ -69,7 +69,7 @@ export interface SessionFigures extends ReplayTotals {
   per_request?: RequestPoint[];
 }
 
-/** Exactly the keys of issue 5 at the top level, plus `sessions`. */
+/** Exactly the figure keys above at the top level, plus `sessions`. */
 export interface ReplayFigures extends ReplayTotals {
   peak_rss_mb: number;
   sessions: SessionFigures[];

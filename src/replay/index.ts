@@ -1,4 +1,4 @@
-/** Replay of recorded sessions through the whole pipeline, with the figures of issue 5. */
+/** Replay of recorded sessions through the whole pipeline, with the figures defined in ./figures.ts. */
 export { replaySessions, requestCount, REPLAY_TOOL_NAMES, type ReplayOptions } from './replay.js';
 export { readSessions, parseSessionLine, SessionFormatError, type RecordedSession } from './sessions.js';
 export {

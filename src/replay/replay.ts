@@ -29,7 +29,6 @@ import { attributeRequest } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
-import type { Vault } from '../vault/types.js';
 import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
 import type { RequestPoint } from './series.js';
@@ -74,7 +73,7 @@ export interface ReplayOptions {
   readonly terminator?: Terminator;
 }
 
-/** Replay sessions and return the figures of issue 5. */
+/** Replay sessions and return the figures of ./figures.ts. */
 export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
   const price = options.cacheReadPrice;
   if (price !== undefined && !(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');

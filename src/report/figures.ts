@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { TokenTerminatorError } from '../errors.js';
 
-/** The fidelity figures of `replay` (issue 12): percentages, and prefix reuse as a ratio. */
+/** The fidelity figures of `replay` (defined in docs/fidelity.md): percentages, and prefix reuse as a ratio. */
 export const FIDELITY_KEYS = ['task_visible_pct', 'actions_visible_pct', 'diagnostics_visible_pct', 'grounding_pct', 'prefix_reuse'] as const;
 export type FidelityKey = (typeof FIDELITY_KEYS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * Request attribution (facts §2.17): where the tokens of a provider request go. Diagnostic only,
+ * Request attribution: where the tokens of a provider request go. Diagnostic only,
  * content-free: the result holds component names and numbers, never text.
  *
  * Buckets: `instructions` (top-level instructions/system/developer and system/developer

@@ -1,5 +1,5 @@
 /**
- * The experiment ledger (facts §2.13): content-free rows that tag every session with the mode and
+ * The experiment ledger: content-free rows that tag every session with the mode and
  * model it ran under and sum its token accounting, so two modes can be compared on real sessions.
  * A session whose mode or model changes midway is contaminated and excluded from comparisons.
  * Prompts never enter it: a turn keeps only a salted SHA-256 fingerprint of its user text (the

@@ -30,11 +30,11 @@ export function canonicalToolName(name: string, map: Readonly<Record<string, str
 /** Validate a user map at build time; the error names the operator. */
 export function validateToolNames(operator: string, map: unknown): Readonly<Record<string, CanonicalTool>> {
   if (map === undefined) return {};
-  if (typeof map !== 'object' || map === null || Array.isArray(map)) throw new ConfigError(`${operator}: toolNames must be an object of host name → canonical name`);
+  if (typeof map !== 'object' || map === null || Array.isArray(map)) throw new ConfigError(`${operator}: options.toolNames must be an object of host name → canonical name`);
   const out: Record<string, CanonicalTool> = {};
   for (const [host, canonical] of Object.entries(map)) {
     if (!(CANONICAL_TOOLS as readonly unknown[]).includes(canonical)) {
-      throw new ConfigError(`${operator}: toolNames["${host}"] must be one of ${CANONICAL_TOOLS.join(', ')}`);
+      throw new ConfigError(`${operator}: options.toolNames["${host}"] must be one of ${CANONICAL_TOOLS.join(', ')}`);
     }
     out[host] = canonical as CanonicalTool;
   }

@@ -1,5 +1,5 @@
 /**
- * The pytest double-quiet guard (facts §2.1 step 6): RTK's pytest wrapper adds `-q`, which
+ * The pytest double-quiet guard: RTK's pytest wrapper adds `-q`, which
  * mis-reports when the project's own config already sets a quiet flag, so such commands are not
  * rewritten. The config lookup walks up from the working directory and is cached per directory.
  */

@@ -87,7 +87,6 @@ function classify(code: number | null, signal: NodeJS.Signals | null, stdout: st
   if (code !== 0 && code !== 3) return code === 1 || code === 2 ? { kind: 'none', exitCode: code } : { kind: 'error', reason: 'exit_code' };
   const rewritten = stdout.trim();
   if (rewritten === '' || rewritten === command.trim()) return { kind: 'none', exitCode: code };
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0008\u000e-\u001f\u007f\ufffd]/.test(rewritten) || !INVOKES_RTK.test(rewritten)) {
     return { kind: 'error', reason: 'invalid_output' };
   }

@@ -126,7 +126,7 @@ export interface LeaseStore {
   closeSession(scope: StoreScope): Promise<void>;
 }
 
-/** The working-state graph behind `working_state_apply` / `working_state_get` (facts §2.10). */
+/** The working-state graph behind `working_state_apply` / `working_state_get`. */
 export interface WorkingStateStore {
   /**
    * Validate and persist a batch atomically; the session id is the host's, recorded on the events.

@@ -1,5 +1,5 @@
 /**
- * A small, bounded, per-session working-state graph (facts §2.10) in the vault's own tables
+ * A small, bounded, per-session working-state graph in the vault's own tables
  * (`working_state_*`, migration 0002), written through the vault's connection.
  *
  * Differences from the reference, on purpose: the graph is per session (the reference keeps one global

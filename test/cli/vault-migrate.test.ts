@@ -75,7 +75,7 @@ describe('vault migrate', () => {
 
   it('fails (exit 1) when an artifact does not verify on the target', async () => {
     const path = join(dir, 'source2.sqlite3');
-    let id = '';
+    let id: string;
     {
       await using v = await createVault({ path });
       id = (await v.put({ content: 'genuine evidence' })).artifactId;

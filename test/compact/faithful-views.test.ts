@@ -255,7 +255,7 @@ describe('search views keep match lines', () => {
       expect(shownMatches.length).toBeGreaterThanOrEqual(Math.min(40, files.size));
       for (const l of shownMatches) expect(raw.split('\n')).toContain(l);
       let filesWithLines = 0;
-      for (const [file, matches] of files) {
+      for (const [, matches] of files) {
         const mine = matches.filter((l) => shownSet.has(l));
         if (mine.length === 0) continue;
         filesWithLines += 1;

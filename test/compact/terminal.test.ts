@@ -216,7 +216,7 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.lines[0]).toBe('[exit code: 1]');
     expect(r.text).toContain('[go: 104 passing/progress lines dropped]');
     expect(r.text).not.toMatch(/^(=== RUN|--- PASS)/m);
-    const kept = splitLines(r.output).filter((l) => /^(--- FAIL: |panic: |\s+\w+_test\.go:\d+: |ok  \t|FAIL\t)/.test(l));
+    const kept = splitLines(r.output).filter((l) => /^(--- FAIL: |panic: |\s+\w+_test\.go:\d+: |ok {2}\t|FAIL\t)/.test(l));
     expect(kept).toHaveLength(9);
     for (const l of kept) expect(r.lines).toContain(l);
     expect(r.text).toContain('    calc_test.go:133: Mul(3, 2) = 7, want 6');
@@ -229,7 +229,7 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.text).toContain('16 directories, 256 files');
     expect(r.text).toContain('internal/scheduled/ (7): scheduleArray.ts ');
     const entries = splitLines(r.output).flatMap((l) => {
-      const m = /^((?:\u2502\u00a0\u00a0 |\u2502   |    )*)[\u251c\u2514]\u2500\u2500 (.+)$/u.exec(l);
+      const m = /^((?:\u2502\u00a0\u00a0 |\u2502 {3}| {4})*)[\u251c\u2514]\u2500\u2500 (.+)$/u.exec(l);
       return m === null ? [] : [{ depth: m[1]!.length / 4, name: m[2]! }];
     });
     const leaves = entries.filter((e, i) => (entries[i + 1]?.depth ?? -1) <= e.depth);

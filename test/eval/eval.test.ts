@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseHTML } from 'linkedom';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { run } from '../../src/cli/program.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { capture } from '../support/cli.js';
 import { armOrder, EvalAbortedError, makeTasks, planEval, runEval, type EvalResults } from '../../src/eval/index.js';
 import { startScriptedModel, type ScriptedModel } from './scripted-model.js';
 
@@ -11,18 +11,6 @@ const SEED = 20261201;
 // The harness runs the real pipeline over a real vault for 72 × 2 arms: generous, never a pass condition.
 const SLOW = 240_000;
 
-async function capture(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: unknown) => ((out += String(c)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: unknown) => ((err += String(c)), true));
-  try {
-    return { code: await run(argv), out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 /**
  * Which arm went first in each pair, read off what the model received: the off arm's tool output is

@@ -36,6 +36,8 @@ describe('canonicalJson (unit)', () => {
   it('prints floats with Python repr rules', () => {
     const value = [1e-7, 5e-324, 1.7976931348623157e308, 0.5, 2 ** 60, 123.456, -1e-4, 1e-4];
     expect(canonicalJson(value)).toBe('[1e-07, 5e-324, 1.7976931348623157e+308, 0.5, 1.152921504606847e+18, 123.456, -0.0001, 0.0001]');
+    // Literals past double precision on purpose: the canonical form must print what JS prints.
+    // eslint-disable-next-line no-loss-of-precision
     const more = [0.1, 1.5e300, -2.5e-7, 123456789012345.6, 1e22, Infinity, -Infinity, 0.0001, 1234567890123456.7, NaN];
     expect(canonicalJson(more)).toBe('[0.1, 1.5e+300, -2.5e-07, 123456789012345.6, 1e+22, Infinity, -Infinity, 0.0001, 1234567890123456.8, NaN]');
     expect(pythonFloatRepr(1)).toBe('1.0');

@@ -240,9 +240,9 @@ describe('collapseDuplicates — unit', () => {
   });
 
   it('validates options when built', () => {
-    expect(() => collapseDuplicates({ vault, inlineViewChars: 10 })).toThrow(/collapseDuplicates: inlineViewChars/);
+    expect(() => collapseDuplicates({ vault, inlineViewChars: 10 })).toThrow(/collapseDuplicates: options\.inlineViewChars/);
     expect(() => collapseDuplicates({ vault, minArtifactChars: 0 })).toThrow(/collapseDuplicates/);
-    expect(() => collapseDuplicates({ vault, observations: '(' })).toThrow(/collapseDuplicates: observations/);
+    expect(() => collapseDuplicates({ vault, observations: '(' })).toThrow(/collapseDuplicates: options\.observations/);
   });
 
   it('passes requests without large outputs through in order (marbles)', () => {

@@ -234,10 +234,10 @@ describe('compileRequest — unit', () => {
     const outs = await runAll(compileRequest({ vault: broken, minVaultChars: 500 }), contexts(session, 'broken'));
     outs.forEach((o, i) => expect(o.value).toBe(session[i]));
     expect(outs.at(-1)!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
-    expect(() => compileRequest({ vault, inlineRecentTurns: 0 })).toThrow(/compileRequest: inlineRecentTurns/);
+    expect(() => compileRequest({ vault, inlineRecentTurns: 0 })).toThrow(/compileRequest: options\.inlineRecentTurns/);
     expect(() => compileRequest({ vault, minVaultChars: 10 })).toThrow(/compileRequest/);
-    expect(() => compileRequest({ vault, pricing: { name: 'x', cacheRead: 2, cacheWrite: 1, minCachePrefixTokens: 0 } })).toThrow(/compileRequest: pricing/);
-    expect(() => compileRequest({ vault, observations: '(' })).toThrow(/compileRequest: observations/);
+    expect(() => compileRequest({ vault, pricing: { name: 'x', cacheRead: 2, cacheWrite: 1, minCachePrefixTokens: 0 } })).toThrow(/compileRequest: options\.pricing/);
+    expect(() => compileRequest({ vault, observations: '(' })).toThrow(/compileRequest: options\.observations/);
   });
 
   it('passes requests without history through in order (marbles)', () => {

@@ -139,10 +139,10 @@ describe('deltaRepeatedOutput', () => {
   });
 
   it('rejects bad options at build time, naming the operator', () => {
-    expect(() => deltaRepeatedOutput({} as DeltaRepeatedOutputOptions)).toThrow(/deltaRepeatedOutput: a vault is required/);
+    expect(() => deltaRepeatedOutput({} as DeltaRepeatedOutputOptions)).toThrow(/deltaRepeatedOutput: options.vault is required/);
     const vault = { put: () => undefined } as unknown as Vault;
-    expect(() => deltaRepeatedOutput({ vault, scope: 'global' as never })).toThrow(/deltaRepeatedOutput: scope/);
-    expect(() => deltaRepeatedOutput({ vault, minChars: 0 })).toThrow(/deltaRepeatedOutput: minChars/);
+    expect(() => deltaRepeatedOutput({ vault, scope: 'global' as never })).toThrow(/deltaRepeatedOutput: options\.scope/);
+    expect(() => deltaRepeatedOutput({ vault, minChars: 0 })).toThrow(/deltaRepeatedOutput: options\.minChars/);
   });
 });
 

@@ -279,11 +279,11 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
   });
 
   it('rejects bad options at build time, naming the operator', () => {
-    expect(() => rewriteTerminalCommand({ timeoutMs: 10 })).toThrow(/rewriteTerminalCommand: timeoutMs/);
-    expect(() => rewriteTerminalCommand({ cacheSize: 0 })).toThrow(/rewriteTerminalCommand: cacheSize/);
-    expect(() => rewriteTerminalCommand({ mode: 'fast' as never })).toThrow(/rewriteTerminalCommand: mode/);
-    expect(() => rewriteTerminalCommand({ toolNames: { bash: 'shell' } })).toThrow(/rewriteTerminalCommand: toolNames/);
-    expect(() => rewriteTerminalCommand({ exclude: 'git push' as never })).toThrow(/rewriteTerminalCommand: exclude/);
+    expect(() => rewriteTerminalCommand({ timeoutMs: 10 })).toThrow(/rewriteTerminalCommand: options\.timeoutMs/);
+    expect(() => rewriteTerminalCommand({ cacheSize: 0 })).toThrow(/rewriteTerminalCommand: options\.cacheSize/);
+    expect(() => rewriteTerminalCommand({ mode: 'fast' as never })).toThrow(/rewriteTerminalCommand: options\.mode/);
+    expect(() => rewriteTerminalCommand({ toolNames: { bash: 'shell' } })).toThrow(/rewriteTerminalCommand: options\.toolNames/);
+    expect(() => rewriteTerminalCommand({ exclude: 'git push' as never })).toThrow(/rewriteTerminalCommand: options\.exclude/);
   });
 
   // Commands made of words the stub reacts to (and ones it does not), drawn into the kit's terminal

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchTotals } from '../../src/cli/commands/bench.js';
-import { run } from '../../src/cli/program.js';
+import { capture } from '../support/cli.js';
 
 let dir: string;
 let sessions: string;
@@ -27,18 +27,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function capture(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: unknown) => ((out += String(c)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: unknown) => ((err += String(c)), true));
-  try {
-    return { code: await run(argv), out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 describe('token-terminator replay / stats / compare', () => {
   it('replay --json prints exactly the figures keys plus sessions', async () => {

@@ -2,25 +2,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseHTML } from 'linkedom';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { run } from '../../src/cli/program.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { capture } from '../support/cli.js';
 import { costProfiles, parseReportInput, readVaultFigures, renderReport, ReportInputError } from '../../src/report/index.js';
 import { replaySessions } from '../../src/replay/index.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
 import { CANARY } from './fixture.js';
 
-async function capture(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: unknown) => ((out += String(c)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: unknown) => ((err += String(c)), true));
-  try {
-    return { code: await run(argv), out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 const minimal = { requests: 2, raw_tokens: 300, final_tokens: 100, sessions: [{ id: 's<1>', requests: 2, raw_tokens: 300, final_tokens: 100 }] };
 const doc = (html: string) => parseHTML(html).document;

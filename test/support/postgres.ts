@@ -54,7 +54,7 @@ function runServerCommand(bin: string, args: readonly string[]): string {
     return execFileSync(file, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (error) {
     const e = error as { stderr?: string; stdout?: string; message: string };
-    throw new Error(`${[bin, ...args].join(' ')} failed: ${e.stderr || e.stdout || e.message}`);
+    throw new Error(`${[bin, ...args].join(' ')} failed: ${e.stderr || e.stdout || e.message}`, { cause: error });
   }
 }
 

@@ -33,7 +33,6 @@ afterAll(async () => {
 const RTK = fileURLToPath(new URL('../fixtures/rtk/rtk', import.meta.url));
 const params = { numRuns: 12 };
 const TOOL_INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'];
-const REQUEST_INVARIANTS: InvariantName[] = [...TOOL_INVARIANTS, 'cache-stable', 'valid-roles'];
 const results = toolResultStream({ maxLength: 5 });
 const CWDS = [process.cwd()];
 const terminalResults = toolResultStream({ maxLength: 6, tools: ['terminal'], sizes: ['medium', 'large'] });

@@ -1,5 +1,5 @@
 /**
- * Fixtures of the reference's structural benchmark, cases 3–8 (facts/token-terminator.md §4),
+ * Fixtures of the reference's structural benchmark, cases 3–8,
  * run through our request stages. Shared by bench/structural.ts and its test.
  */
 import { from, lastValueFrom, toArray, type OperatorFunction } from 'rxjs';

@@ -1,5 +1,5 @@
 /**
- * The tool-stream fixtures of the reference's structural benchmark (facts §4 cases 1 and 2), shared
+ * The tool-stream fixtures of the reference's structural benchmark (cases 1 and 2), shared
  * by `token-terminator bench`, `npm run bench -- tool` and the tests.
  */
 import { execFileSync } from 'node:child_process';

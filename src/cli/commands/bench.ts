@@ -18,7 +18,7 @@ import { createVault } from '../../vault/index.js';
 import type { Vault } from '../../vault/types.js';
 import { writeJson, writeOut } from '../context.js';
 
-/** One structural case: o200k_base tokens in, ours out, the reference's out (facts §4). */
+/** One structural case: o200k_base tokens in, ours out, the reference's out. */
 export interface BenchCase {
   readonly name: string;
   readonly raw_tokens: number;
@@ -112,7 +112,7 @@ async function bench(options: { json?: boolean }): Promise<void> {
   }
 }
 
-/** `token-terminator bench`: the structural benchmark (facts §4), all 8 cases, ours beside the reference. */
+/** `token-terminator bench`: the structural benchmark, all 8 cases, ours beside the reference. */
 export function registerBench(program: Command): void {
   program
     .command('bench')
