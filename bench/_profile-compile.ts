@@ -34,7 +34,7 @@ const counter = createTiktokenCounter('o200k_base');
 const input = new Subject<Step<ProviderRequest>>();
 const outputs: Step<ProviderRequest>[] = [];
 const sub = input.pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter })).subscribe((s) => outputs.push(s));
-const messages = transcript();
+const messages = transcript(turns);
 const session = new Session();
 session.connect();
 await session.post('Profiler.enable');

@@ -289,6 +289,20 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
   const seen = new Map<string, number>();
   let newContent: string[] = [];
   const add = (session: string, text: string): void => void pendingText.set(session, [...(pendingText.get(session) ?? []), text]);
+  const reduceRequest: Terminator['reduceRequest'] = async (request, context, signal) => {
+    const t0 = performance.now();
+    const out = await tt.reduceRequest(request, context, signal);
+    ms.push(performance.now() - t0 + (pendingMs.get(context.sessionId) ?? 0));
+    pendingMs.delete(context.sessionId);
+    const messages = Array.isArray(request['messages']) ? (request['messages'] as unknown[]) : [];
+    for (const m of messages.slice(seen.get(context.sessionId) ?? 0)) {
+      if ((m as { role?: unknown }).role !== 'tool') add(context.sessionId, canonicalJson(m, { compact: true }));
+    }
+    seen.set(context.sessionId, messages.length);
+    newContent = pendingText.get(context.sessionId) ?? [];
+    pendingText.delete(context.sessionId);
+    return out;
+  };
   const wrapped: Terminator = {
     ...tt,
     reduceToolResult: async (result, context, signal) => {
@@ -298,20 +312,9 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
       add(context.sessionId, result.content);
       return out;
     },
-    compileRequest: async (request, context, signal) => {
-      const t0 = performance.now();
-      const out = await tt.reduceRequest(request, context, signal);
-      ms.push(performance.now() - t0 + (pendingMs.get(context.sessionId) ?? 0));
-      pendingMs.delete(context.sessionId);
-      const messages = Array.isArray(request['messages']) ? (request['messages'] as unknown[]) : [];
-      for (const m of messages.slice(seen.get(context.sessionId) ?? 0)) {
-        if ((m as { role?: unknown }).role !== 'tool') add(context.sessionId, canonicalJson(m, { compact: true }));
-      }
-      seen.set(context.sessionId, messages.length);
-      newContent = pendingText.get(context.sessionId) ?? [];
-      pendingText.delete(context.sessionId);
-      return out;
-    },
+    // Replay calls reduceRequest; compileRequest is its deprecated former name, the same function.
+    reduceRequest,
+    compileRequest: reduceRequest,
   };
   try {
     const figures = await replaySessions(sessions, {

@@ -28,6 +28,19 @@ export function renderItems(state: SessionState, view: RequestView, changes: rea
   return items;
 }
 
+/**
+ * `items[i]` with the given slot texts written in (what `renderItems(...)[i]` is, without copying
+ * the list): for a planner that prices one candidate item at a time. Undefined when nothing changes.
+ */
+export function renderItemAt(state: SessionState, items: readonly unknown[], i: number, changes: readonly { readonly slot: Slot; readonly text: string }[]): unknown {
+  const list: { path: readonly (string | number)[]; value: string }[] = [];
+  for (const c of changes) if (c.slot.item === i && c.slot.value !== c.text) list.push({ path: c.slot.path.slice(2), value: c.text });
+  if (list.length === 0) return undefined;
+  const item = items[i];
+  if (typeof item !== 'object' || item === null) return item;
+  return state.renders.render(item, list, () => writeSlots(item, list));
+}
+
 export interface Measured {
   readonly verdict: Verdict;
   readonly request: Readonly<Record<string, unknown>>;

@@ -20,7 +20,7 @@ import { errorLabel } from '../step.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
 import { fencedSpans } from './actions.js';
-import { renderItems } from './apply.js';
+import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
@@ -133,11 +133,13 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
     if (i === undefined || i <= start) continue;
     const key = `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`;
     // The newest outputs are never rewritten, whatever another process decided for this key.
-    const kind = i < protectedFrom ? ((await memo.rewritten(key)) as RewriteKind | undefined) : undefined;
+    // Known answers are taken without a microtask (a request names every item of its history).
+    const known = i < protectedFrom ? memo.rewritten(key) : undefined;
+    const kind = (known instanceof Promise ? await known : known) as RewriteKind | undefined;
     const want: RewriteKind = i < collapseBefore ? 'receipt' : 'digest';
     if (kind !== undefined) {
-      const target = await outputTarget(state, slot, key, kind, o);
-      if (target === undefined) continue; // cannot be rendered any more: it stays inline
+      const target = knownTarget(state, slot, key, kind) ?? (await outputTarget(state, slot, key, kind, o));
+      if (target === null || target === undefined) continue; // cannot be rendered any more: it stays inline
       applied.push(target);
       // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
       if (kind === 'digest' && want === 'receipt' && i < sealedBefore) {
@@ -149,9 +151,11 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
     shown.push(key);
     if (i >= protectedFrom || i >= sealedBefore) continue;
     const text = slotText(slot.value);
-    if (text === undefined || codePoints(text) < o.minChars || (await memo.shownBefore(key, requestKey)) < o.inlineLeases) continue;
-    const target = await outputTarget(state, slot, key, want, o);
-    if (target !== undefined) candidates.push(target);
+    if (text === undefined || codePoints(text) < o.minChars) continue;
+    const before = memo.shownBefore(key, requestKey);
+    if ((before instanceof Promise ? await before : before) < o.inlineLeases) continue;
+    const target = knownTarget(state, slot, key, want) ?? (await outputTarget(state, slot, key, want, o));
+    if (target !== null && target !== undefined) candidates.push(target);
   }
   if (o.reasoning || o.collapseAfterTurns > 0) {
     for (const slot of view.slots) {
@@ -184,8 +188,13 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
       const byItem = new Map<number, Target[]>();
       for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
       const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
-      const withChanges = (i: number): unknown[] | undefined => renderItems(state, { ...view, items: keepItems }, byItem.get(i)!.map((t) => ({ slot: t.slot, text: t.text })));
-      const list: RewriteCandidate[] = itemsInOrder.map((i) => ({ position: position[i]!, saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)![i]).chars }));
+      // One item rendered at a time (copying the whole list per candidate made this quadratic).
+      const withChanges = (i: number): unknown => {
+        const rendered = renderItemAt(state, keepItems, i, byItem.get(i)!);
+        if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
+        return rendered;
+      };
+      const list: RewriteCandidate[] = itemsInOrder.map((i) => ({ position: position[i]!, saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)).chars }));
       let runStart = info.length - 1;
       while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
       while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
@@ -250,6 +259,12 @@ function countAssistantRuns(info: RequestView['itemInfo'], start: number): numbe
   let runs = 0;
   for (let i = start; i < info.length; i++) if (info[i]!.role === 'assistant' && (i === start || info[i - 1]!.role !== 'assistant')) runs++;
   return runs;
+}
+
+/** outputTarget's memoized answer without a promise: the target, null (cannot be rendered), undefined (not known yet). */
+function knownTarget(state: SessionState, slot: Slot, key: string, kind: RewriteKind): Target | null | undefined {
+  const known = state.sticky.get(`history:${kind}:${key}`) as Target | null | undefined;
+  return known === undefined || known === null ? known : { ...known, slot };
 }
 
 /** The rendering of an old output (memoized per key): its digest, or its bare receipt. */

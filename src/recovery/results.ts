@@ -32,5 +32,6 @@ function textOf(value: unknown): string | undefined {
 export function isRecoveryResult(slot: Pick<Slot, 'toolName' | 'value'>): boolean {
   if (slot.toolName === RECOVERY_TOOL_NAME) return true;
   const text = textOf(slot.value);
-  return text !== undefined && RESULT_SHAPE.test(text.slice(0, 120));
+  // The shape opens with '{': most outputs are told apart by their first character.
+  return text !== undefined && text.charCodeAt(0) === 123 && RESULT_SHAPE.test(text.slice(0, 120));
 }
