@@ -93,6 +93,62 @@ function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: Receip
   return Array.isArray(list) ? verifier.referenced(list).length : 0;
 }
 
+/** How long an answered request waits for others before its accounting runs, and most requests per batch. */
+const ACCOUNT_DELAY_MS = 100;
+const ACCOUNT_BATCH = 64;
+
+/**
+ * Answered requests waiting for their accounting (token counts, metric row, ledger turn). Run in
+ * batches a moment later rather than one by one right behind each answer: under a steady stream of
+ * requests the next request then finds the proxy free, instead of queued behind the previous
+ * request's counting and writes. One batch at a time, in arrival order; a failure is the measure
+ * function's to log, never the request's.
+ */
+class AccountingQueue {
+  readonly #run: (input: AccountInput) => Promise<void>;
+  #queue: AccountInput[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(run: (input: AccountInput) => Promise<void>) {
+    this.#run = run;
+  }
+
+  add(input: AccountInput): void {
+    this.#queue.push(input);
+    if (this.#queue.length >= ACCOUNT_BATCH) void this.#kick();
+    else this.#schedule();
+  }
+
+  /** Resolves once every request added so far is accounted. */
+  async settled(): Promise<void> {
+    while (this.#queue.length > 0 || this.#running !== undefined) await this.#kick();
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined || this.#running !== undefined) return;
+    this.#timer = setTimeout(() => void this.#kick(), ACCOUNT_DELAY_MS);
+    this.#timer.unref();
+  }
+
+  #kick(): Promise<void> {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#running ??= this.#drain().finally(() => {
+      this.#running = undefined;
+      if (this.#queue.length > 0) this.#schedule();
+    });
+    return this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, ACCOUNT_BATCH);
+      for (const input of batch) await this.#run(input);
+    }
+  }
+}
+
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
@@ -121,7 +177,6 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const receipts = new ReceiptVerifier(terminator.vault);
   const log = options.log ?? (() => undefined);
 
-  const pending = new Set<Promise<void>>();
   const measure = async (input: AccountInput): Promise<void> => {
     try {
       const raw = attributeRequest(input.client, meter);
@@ -159,6 +214,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     }
   };
 
+  const accounting = new AccountingQueue(measure);
+
   const ctx: ProxyContext = {
     config,
     terminator,
@@ -176,10 +233,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
       if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
       for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
-      // Token counting runs after the answer went out, never in front of it.
-      const job = new Promise<void>((resolve) => setImmediate(resolve)).then(() => measure(input));
-      pending.add(job);
-      void job.finally(() => pending.delete(job));
+      // Token counting and the rows run after the answer went out, in batches (see accounting).
+      accounting.add(input);
     },
   };
 
@@ -247,7 +302,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       server.close(() => resolve());
       server.closeAllConnections();
     });
-    while (pending.size > 0) await Promise.all([...pending]);
+    await accounting.settled();
     await ledger?.close();
     if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
     if (ownsTerminator) await terminator.close();
@@ -268,9 +323,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
           resolve(`http://${host}:${address.port}`);
         });
       }),
-    settled: async () => {
-      while (pending.size > 0) await Promise.all([...pending]);
-    },
+    settled: () => accounting.settled(),
     route: (path, handler) => {
       routes.set(path, handler);
     },
