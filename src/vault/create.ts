@@ -191,6 +191,7 @@ function composeVault(conn: VaultConnection, opts: Resolved, clock: () => number
     setRendering: session.setRendering,
     workingState: session.workingState,
     recordRequestMetric: metrics.recordRequestMetric,
+    recordRequestMetrics: metrics.recordRequestMetrics,
     metricsSummary: metrics.metricsSummary,
     requestMetricRows: metrics.requestMetricRows,
     close,

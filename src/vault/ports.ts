@@ -81,6 +81,8 @@ export interface SessionStore {
 export interface MetricsStore {
   /** One row per (session, request), upserted. */
   recordRequestMetric(metric: RequestMetric): Promise<void>;
+  /** Many rows in one transaction (a batch of answered requests); a (session, request) given twice keeps the later row. */
+  recordRequestMetrics(metrics: readonly RequestMetric[]): Promise<void>;
   /** Sums over every row (the `stats` command). */
   metricsSummary(): Promise<MetricsSummary>;
   /**
