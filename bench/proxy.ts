@@ -10,6 +10,10 @@
  * - time to first byte of a streamed answer, direct vs through the proxy.
  * A second proxy in mode `off` (every stage passes through) runs in the same loop: what the gateway
  * itself adds (body parsing, session, forwarding) apart from the request stages' own time.
+ * A third child, the floor (bench/_floor-proxy.ts), does only what any gateway that looks into
+ * bodies must: read, JSON.parse, JSON.stringify, forward with undici, relay. Its added latency is
+ * what this machine charges for one more process hop with a parse and a serialization, whatever
+ * the gateway does on top.
  * Targets (issue #18): added p50 ≤ 2 ms on cached reductions, first byte ≤ 5 ms later than direct.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -61,8 +65,9 @@ function startUpstream(): Promise<Server> {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
 }
 
-async function startProxy(upstream: string, db: string, env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream, '--db', db, ...(process.env['TT_BENCH_DEBUG'] !== undefined ? [] : ['--quiet'])], {
+async function startProxy(upstream: string, db: string, env: Record<string, string> = {}, floor = false): Promise<{ url: string; child: ChildProcess }> {
+  const args = floor ? ['bench/_floor-proxy.ts', upstream] : ['src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream, '--db', db, ...(process.env['TT_BENCH_DEBUG'] !== undefined ? [] : ['--quiet'])];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: dirname(db), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -132,12 +137,18 @@ export async function main(argv: string[]): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const proxy = await startProxy(upstreamUrl, join(dir, 'vault.sqlite3'));
   const off = await startProxy(upstreamUrl, join(dir, 'off', 'vault.sqlite3'), { TOKEN_TERMINATOR_MODE: 'off' });
-  const pools = { direct: new Pool(upstreamUrl, { connections: 64 }), proxy: new Pool(proxy.url, { connections: 64 }), off: new Pool(off.url, { connections: 64 }) };
+  const floor = await startProxy(upstreamUrl, '', {}, true);
+  const pools = {
+    direct: new Pool(upstreamUrl, { connections: 64 }),
+    proxy: new Pool(proxy.url, { connections: 64 }),
+    off: new Pool(off.url, { connections: 64 }),
+    floor: new Pool(floor.url, { connections: 64 }),
+  };
   try {
     console.log(`requests: ${bodies.length} distinct bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes (examples/sessions/sample.jsonl)`);
     console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores (latencies include waiting for a core; CPU per request does not)`);
-    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request | mode off: added p50 / p99 ms, CPU ms/request');
-    const rows: { clients: number; added50: number; added99: number; off50: number }[] = [];
+    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request | mode off: added p50 / p99 ms, CPU ms/request | floor: added p50 / p99 ms, CPU ms/request');
+    const rows: { clients: number; added50: number; added99: number; off50: number; floor50: number }[] = [];
     for (const clients of LEVELS) {
       const perClient = Math.max(2, Math.ceil(total / clients));
       // Warm: every client session sees each of its bodies once (first sight: reductions computed and stored).
@@ -147,12 +158,15 @@ export async function main(argv: string[]): Promise<void> {
         }));
       }
       await load(pools.direct, bodies, clients, 2, 'warm');
+      await load(pools.floor, bodies, clients, 2, 'warm');
       // Alternate direct, proxy and mode off in halves so all three see the same machine load.
       const direct: number[] = [];
       const through: number[] = [];
       const bare: number[] = [];
+      const least: number[] = [];
       let cpu = 0;
       let cpuOff = 0;
+      let cpuFloor = 0;
       for (let half = 0; half < 2; half++) {
         direct.push(...(await load(pools.direct, bodies, clients, Math.ceil(perClient / 2), 'direct')));
         let before = cpuMs(proxy.child.pid);
@@ -161,31 +175,37 @@ export async function main(argv: string[]): Promise<void> {
         before = cpuMs(off.child.pid);
         bare.push(...(await load(pools.off, bodies, clients, Math.ceil(perClient / 2), `o${clients}`)));
         cpuOff += cpuMs(off.child.pid) - before;
+        before = cpuMs(floor.child.pid);
+        least.push(...(await load(pools.floor, bodies, clients, Math.ceil(perClient / 2), 'floor')));
+        cpuFloor += cpuMs(floor.child.pid) - before;
       }
-      const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99), off50: pct(bare, 50) - pct(direct, 50) };
+      const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99), off50: pct(bare, 50) - pct(direct, 50), floor50: pct(least, 50) - pct(direct, 50) };
       rows.push(row);
       console.log(
-        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)} | ${row.off50.toFixed(2)} / ${(pct(bare, 99) - pct(direct, 99)).toFixed(2)}, ${(cpuOff / bare.length).toFixed(2)}`,
+        `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)} | ${row.off50.toFixed(2)} / ${(pct(bare, 99) - pct(direct, 99)).toFixed(2)}, ${(cpuOff / bare.length).toFixed(2)} | ${row.floor50.toFixed(2)} / ${(pct(least, 99) - pct(direct, 99)).toFixed(2)}, ${(cpuFloor / least.length).toFixed(2)}`,
       );
     }
     const streamBody = JSON.stringify({ ...(JSON.parse(bodies[0]!) as object), stream: true });
     await firstByte(pools.proxy, streamBody, 'ttfb');
     await firstByte(pools.off, streamBody, 'ttfb');
-    const ttfb = { direct: [] as number[], proxy: [] as number[], off: [] as number[] };
+    await firstByte(pools.floor, streamBody, 'ttfb');
+    const ttfb = { direct: [] as number[], proxy: [] as number[], off: [] as number[], floor: [] as number[] };
     for (let i = 0; i < 40; i++) {
       ttfb.direct.push(await firstByte(pools.direct, streamBody, 'ttfb'));
       ttfb.proxy.push(await firstByte(pools.proxy, streamBody, 'ttfb'));
       ttfb.off.push(await firstByte(pools.off, streamBody, 'ttfb'));
+      ttfb.floor.push(await firstByte(pools.floor, streamBody, 'ttfb'));
     }
     const later = pct(ttfb.proxy, 50) - pct(ttfb.direct, 50);
-    console.log(`streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5); mode off ${pct(ttfb.off, 50).toFixed(2)} ms, later by ${(pct(ttfb.off, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms`);
+    console.log(`streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5); mode off ${pct(ttfb.off, 50).toFixed(2)} ms, later by ${(pct(ttfb.off, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms; floor later by ${(pct(ttfb.floor, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms`);
     const single = rows[0]!;
-    console.log(`added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions); mode off ${single.off50.toFixed(2)} ms`);
+    console.log(`added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions); mode off ${single.off50.toFixed(2)} ms; floor (parse + stringify + one more hop) ${single.floor50.toFixed(2)} ms`);
   } finally {
     await pools.direct.close();
     await pools.proxy.close();
     await pools.off.close();
-    for (const p of [proxy, off]) {
+    await pools.floor.close();
+    for (const p of [proxy, off, floor]) {
       p.child.kill('SIGTERM');
       await new Promise((ok) => p.child.once('exit', ok));
     }

@@ -36,7 +36,7 @@ import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
 import { createStep, errorLabel, failOpen, note, storeScope, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
 import { attributeRequest, type Attribution } from './telemetry/attribution.js';
-import { openLedger, type Ledger } from './telemetry/ledger.js';
+import { openLedger, type Ledger, type TurnRecord } from './telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './telemetry/metrics.js';
 import { ReceiptVerifier } from './receipts/verify.js';
@@ -325,9 +325,18 @@ function warnOnce(path: string, message: string): void {
 }
 
 /** The experiment ledger as the facade writes it: one finished turn per compiled request. */
+/** One request for {@link LiveLedger.recordAll}. */
+export interface LiveLedgerEntry {
+  readonly step: Pick<Step<ProviderRequest>, 'context' | 'original'>;
+  readonly rawTokens: number;
+  readonly finalTokens: number;
+}
+
 export interface LiveLedger {
   /** Record one request (its context and the caller's original); never throws, a broken ledger stops recording. */
   record(step: Pick<Step<ProviderRequest>, 'context' | 'original'>, rawTokens: number, finalTokens: number): Promise<void>;
+  /** Record many requests in one transaction (in order); never throws, like `record`. */
+  recordAll(entries: readonly LiveLedgerEntry[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -342,23 +351,30 @@ export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefi
   let broken = false;
   // With a PostgreSQL vault the ledger lives in the same database; on SQLite it is its own file.
   const open = (): Promise<Ledger> => openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
-  return {
-    async record(step, rawTokens, finalTokens) {
-      if (broken) return;
-      try {
-        ledger ??= open();
-        const l = await ledger;
+  const recordAll = async (entries: readonly LiveLedgerEntry[]): Promise<void> => {
+    if (broken || entries.length === 0) return;
+    try {
+      ledger ??= open();
+      const l = await ledger;
+      const turns = entries.map(({ step, rawTokens, finalTokens }): TurnRecord => {
         const { sessionId, requestId } = step.context;
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();
         // The tokens this request sends are the turn's input: what the mode changes.
-        await l.recordTurn({ sessionId, turnId, mode: config.mode, experiment: config.experiment, prompt: lastUserText(step.original), ...model, rawTokens, finalTokens, usage: { inputTokens: finalTokens }, outcome: 'completed' });
-      } catch {
-        // The ledger is an experiment record: an unwritable file must not touch the host's request.
-        broken = true;
-      }
+        return { sessionId, turnId, mode: config.mode, experiment: config.experiment, prompt: lastUserText(step.original), ...model, rawTokens, finalTokens, usage: { inputTokens: finalTokens }, outcome: 'completed' };
+      });
+      await l.recordTurns(turns);
+    } catch {
+      // The ledger is an experiment record: an unwritable file must not touch the host's request.
+      broken = true;
+    }
+  };
+  return {
+    record(step, rawTokens, finalTokens) {
+      return recordAll([{ step, rawTokens, finalTokens }]);
     },
+    recordAll,
     async close() {
       try {
         await (await ledger)?.close();

@@ -182,7 +182,7 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
     return forward(raw, false);
   }
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
-  const sentBody = prepared.changed ? Buffer.from(serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)) : raw;
+  const sentBody = prepared.changed ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson) : raw;
   const continuations: ProviderRequest[] = [];
   // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
   const sentMeasured = prepared.changed ? prepared.request : prepared.measured;

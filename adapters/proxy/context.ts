@@ -37,7 +37,7 @@ export interface ProxyContext {
   readonly metrics: ProxyMetrics;
   readonly renderings: RenderingCache;
   readonly items: ItemMemo;
-  /** JSON text of conversation items already serialized (see serialize.ts). */
+  /** JSON bytes of conversation items already serialized (see serialize.ts). */
   readonly itemJson: ItemJsonCache;
   readonly recoveryRounds: number;
   log(record: ProxyLogRecord): void;

@@ -16,13 +16,14 @@ import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
 import { createCountMemo } from '../../src/measure/index.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { createTerminator, openLiveLedger, type TerminatorOptions } from '../../src/runtime.js';
+import { createTerminator, openLiveLedger, type LiveLedgerEntry, type TerminatorOptions } from '../../src/runtime.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import { errorLabel } from '../../src/step.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
 import { requestMetric } from '../../src/telemetry/metrics.js';
 import { ReceiptVerifier } from '../../src/receipts/verify.js';
+import type { RequestMetric } from '../../src/vault/types.js';
 import { handleApi } from './api.js';
 import { dashboardRoute } from './dashboard.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
@@ -93,6 +94,61 @@ function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: Receip
   return Array.isArray(list) ? verifier.referenced(list).length : 0;
 }
 
+/** How long an answered request waits for others before its accounting runs, and most requests per batch. */
+const ACCOUNT_DELAY_MS = 100;
+const ACCOUNT_BATCH = 64;
+
+/**
+ * Answered requests waiting for their accounting (token counts, metric row, ledger turn). Run in
+ * batches a moment later rather than one by one right behind each answer: under a steady stream of
+ * requests the next request then finds the proxy free, instead of queued behind the previous
+ * request's counting and writes, and a batch's rows go in one transaction per store. One batch at
+ * a time, in arrival order; a failure is the run function's to log, never the request's.
+ */
+class AccountingQueue {
+  readonly #run: (batch: readonly AccountInput[]) => Promise<void>;
+  #queue: AccountInput[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(run: (batch: readonly AccountInput[]) => Promise<void>) {
+    this.#run = run;
+  }
+
+  add(input: AccountInput): void {
+    this.#queue.push(input);
+    if (this.#queue.length >= ACCOUNT_BATCH) void this.#kick();
+    else this.#schedule();
+  }
+
+  /** Resolves once every request added so far is accounted. */
+  async settled(): Promise<void> {
+    while (this.#queue.length > 0 || this.#running !== undefined) await this.#kick();
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined || this.#running !== undefined) return;
+    this.#timer = setTimeout(() => void this.#kick(), ACCOUNT_DELAY_MS);
+    this.#timer.unref();
+  }
+
+  #kick(): Promise<void> {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#running ??= this.#drain().finally(() => {
+      this.#running = undefined;
+      if (this.#queue.length > 0) this.#schedule();
+    });
+    return this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      await this.#run(this.#queue.splice(0, ACCOUNT_BATCH)).catch(() => undefined);
+    }
+  }
+}
+
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
@@ -121,43 +177,60 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const receipts = new ReceiptVerifier(terminator.vault);
   const log = options.log ?? (() => undefined);
 
-  const pending = new Set<Promise<void>>();
-  const measure = async (input: AccountInput): Promise<void> => {
-    try {
-      const raw = attributeRequest(input.client, meter);
-      const sent = attributeRequest(input.sent, meter);
-      let extraTokens = 0;
-      let extraChars = 0;
-      for (const c of input.continuations) {
-        const a = attributeRequest(c, meter);
-        extraTokens += a.totalTokens;
-        extraChars += a.totalChars;
-      }
-      metrics.tokens.inc({ api: input.format, direction: 'raw' }, raw.totalTokens);
-      metrics.tokens.inc({ api: input.format, direction: 'sent' }, sent.totalTokens);
-      if (extraTokens > 0) metrics.tokens.inc({ api: input.format, direction: 'recovery' }, extraTokens);
-      const model = input.client['model'];
-      const row = requestMetric({
-        sessionId: input.context.sessionId,
-        requestId: input.context.requestId ?? 'proxy',
-        mode: terminator.config.mode,
-        ...(typeof model === 'string' ? { model } : {}),
-        raw,
-        final: sent,
-        rawTokens: raw.totalTokens,
-        // Net of recovery: continuation requests are part of what this request cost.
-        finalTokens: sent.totalTokens + extraTokens,
-        tokenizer: meter.counter.name,
-        receipts: receiptsIn(input.sent, receipts),
-        failedOpen: false,
-        savedByStage: input.saved,
-      });
-      await terminator.vault.recordRequestMetric({ ...row, finalChars: row.finalChars + extraChars }).catch(() => undefined);
-      await ledger?.record({ context: input.context, original: input.client }, raw.totalTokens, sent.totalTokens + extraTokens);
-    } catch (error) {
-      log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
+  /** One request's metric row and ledger entry (token counts from the meter's memos). */
+  const measure = (input: AccountInput): { row: RequestMetric; turn: LiveLedgerEntry } => {
+    const raw = attributeRequest(input.client, meter);
+    // An unchanged request was sent as the client's own: one count for both.
+    const sent = input.sent === input.client ? raw : attributeRequest(input.sent, meter);
+    let extraTokens = 0;
+    let extraChars = 0;
+    for (const c of input.continuations) {
+      const a = attributeRequest(c, meter);
+      extraTokens += a.totalTokens;
+      extraChars += a.totalChars;
     }
+    metrics.tokens.inc({ api: input.format, direction: 'raw' }, raw.totalTokens);
+    metrics.tokens.inc({ api: input.format, direction: 'sent' }, sent.totalTokens);
+    if (extraTokens > 0) metrics.tokens.inc({ api: input.format, direction: 'recovery' }, extraTokens);
+    const model = input.client['model'];
+    const row = requestMetric({
+      sessionId: input.context.sessionId,
+      requestId: input.context.requestId ?? 'proxy',
+      mode: terminator.config.mode,
+      ...(typeof model === 'string' ? { model } : {}),
+      raw,
+      final: sent,
+      rawTokens: raw.totalTokens,
+      // Net of recovery: continuation requests are part of what this request cost.
+      finalTokens: sent.totalTokens + extraTokens,
+      tokenizer: meter.counter.name,
+      receipts: receiptsIn(input.sent, receipts),
+      failedOpen: false,
+      savedByStage: input.saved,
+    });
+    return { row: { ...row, finalChars: row.finalChars + extraChars }, turn: { step: { context: input.context, original: input.client }, rawTokens: raw.totalTokens, finalTokens: sent.totalTokens + extraTokens } };
   };
+
+  /** A batch: each request measured in its own turn of the event loop, then all rows in one write per store. */
+  const account = async (batch: readonly AccountInput[]): Promise<void> => {
+    const rows: RequestMetric[] = [];
+    const turns: LiveLedgerEntry[] = [];
+    for (const input of batch) {
+      // Between two requests' counting, whatever arrived (a new request) goes first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      try {
+        const { row, turn } = measure(input);
+        rows.push(row);
+        turns.push(turn);
+      } catch (error) {
+        log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
+      }
+    }
+    await terminator.vault.recordRequestMetrics(rows).catch((error: unknown) => log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) }));
+    await ledger?.recordAll(turns);
+  };
+
+  const accounting = new AccountingQueue(account);
 
   const ctx: ProxyContext = {
     config,
@@ -176,10 +249,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
       if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
       for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
-      // Token counting runs after the answer went out, never in front of it.
-      const job = new Promise<void>((resolve) => setImmediate(resolve)).then(() => measure(input));
-      pending.add(job);
-      void job.finally(() => pending.delete(job));
+      // Token counting and the rows run after the answer went out, in batches (see accounting).
+      accounting.add(input);
     },
   };
 
@@ -247,7 +318,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       server.close(() => resolve());
       server.closeAllConnections();
     });
-    while (pending.size > 0) await Promise.all([...pending]);
+    await accounting.settled();
     await ledger?.close();
     if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
     if (ownsTerminator) await terminator.close();
@@ -268,9 +339,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
           resolve(`http://${host}:${address.port}`);
         });
       }),
-    settled: async () => {
-      while (pending.size > 0) await Promise.all([...pending]);
-    },
+    settled: () => accounting.settled(),
     route: (path, handler) => {
       routes.set(path, handler);
     },

@@ -69,6 +69,20 @@ export interface Comparison {
   readonly notes: readonly string[];
 }
 
+/** One turn that is one request, as {@link Ledger.recordTurn} records it. */
+export interface TurnRecord {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly mode: string;
+  readonly model?: string;
+  readonly experiment?: string;
+  readonly prompt?: string;
+  readonly rawTokens: number;
+  readonly finalTokens: number;
+  readonly usage?: Usage;
+  readonly outcome: TurnOutcome;
+}
+
 export interface Ledger extends AsyncDisposable {
   /** The file, or the database URL without its password. */
   readonly path: string;
@@ -84,18 +98,9 @@ export interface Ledger extends AsyncDisposable {
    * ensureSession + startTurn + recordRequest + finishTurn of one turn that is one request, in one
    * transaction (a live host's turn: what the facade and the gateway record per request).
    */
-  recordTurn(input: {
-    sessionId: string;
-    turnId: string;
-    mode: string;
-    model?: string;
-    experiment?: string;
-    prompt?: string;
-    rawTokens: number;
-    finalTokens: number;
-    usage?: Usage;
-    outcome: TurnOutcome;
-  }): Promise<void>;
+  recordTurn(input: TurnRecord): Promise<void>;
+  /** {@link recordTurn} of many turns, in order, in one transaction (a batch of answered requests). */
+  recordTurns(inputs: readonly TurnRecord[]): Promise<void>;
   session(sessionId: string): Promise<LedgerSession | undefined>;
   sessions(experiment?: string): Promise<LedgerSession[]>;
   compare(a: string, b: string, options?: { experiment?: string }): Promise<Comparison>;
@@ -275,6 +280,27 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     }
   };
 
+  const recordTurns = async (inputs: readonly TurnRecord[]): Promise<void> => {
+    if (inputs.length === 0) return;
+    const fps = await Promise.all(inputs.map((i) => fingerprintOf(i.prompt)));
+    await store.write(async (trx) => {
+      // Tagging a session again with the mode, model and experiment its previous turn in this
+      // transaction was tagged with changes nothing: skipped.
+      const tagged = new Map<string, string>();
+      for (const [i, { sessionId, turnId, mode, model, experiment, rawTokens, finalTokens, usage, outcome }] of inputs.entries()) {
+        const m = model === undefined ? {} : { model };
+        const tag = JSON.stringify([mode, model ?? null, experiment ?? null]);
+        if (tagged.get(sessionId) !== tag) {
+          tagged.set(sessionId, tag);
+          await ensureIn(trx, { sessionId, mode, ...m, ...(experiment === undefined ? {} : { experiment }) });
+        }
+        await startIn(trx, { sessionId, turnId, mode, ...m }, fps[i] ?? null, false);
+        await recordIn(trx, { sessionId, turnId, rawTokens, finalTokens });
+        await finishIn(trx, { sessionId, turnId, ...(usage === undefined ? {} : { usage }), outcome });
+      }
+    });
+  };
+
   const summarize = (mode: string, rows: LedgerSession[], turns: number): ModeSummary => {
     const totals = rows.map((r) => r.totalTokens);
     return {
@@ -304,16 +330,8 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     },
     finishTurn: (input) => store.write((trx) => finishIn(trx, input)),
     recordRequest: (input) => store.write((trx) => recordIn(trx, input)),
-    async recordTurn({ sessionId, turnId, mode, model, experiment, prompt, rawTokens, finalTokens, usage, outcome }) {
-      const fp = await fingerprintOf(prompt);
-      const m = model === undefined ? {} : { model };
-      await store.write(async (trx) => {
-        await ensureIn(trx, { sessionId, mode, ...m, ...(experiment === undefined ? {} : { experiment }) });
-        await startIn(trx, { sessionId, turnId, mode, ...m }, fp, false);
-        await recordIn(trx, { sessionId, turnId, rawTokens, finalTokens });
-        await finishIn(trx, { sessionId, turnId, ...(usage === undefined ? {} : { usage }), outcome });
-      });
-    },
+    recordTurn: (input) => recordTurns([input]),
+    recordTurns,
     async session(sessionId) {
       const row = await getSession(db, sessionId);
       return row === undefined ? undefined : toSession(row);

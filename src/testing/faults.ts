@@ -35,6 +35,7 @@ export const VAULT_METHODS: readonly VaultMethod[] = [
   'getRendering',
   'setRendering',
   'recordRequestMetric',
+  'recordRequestMetrics',
   'metricsSummary',
   'requestMetricRows',
   'usage',

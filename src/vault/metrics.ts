@@ -35,43 +35,58 @@ export function emptyMetricsSummary(): MetricsSummary {
   };
 }
 
+/** Rows per statement of a batch: well under every engine's bound-parameter limit. */
+const ROWS_PER_STATEMENT = 200;
+
 export function createMetricsStore(ctx: StoreContext): MetricsStore {
   const { conn } = ctx;
   const db = conn.db;
-  return {
-    async recordRequestMetric(m: RequestMetric, scope?: StoreScope): Promise<void> {
-      ctx.assertOpen();
+
+  /** Upsert many rows in one transaction; a (session, request) given twice keeps the later row, as two calls would. */
+  const recordRequestMetrics = async (metrics: readonly RequestMetric[], scope?: StoreScope): Promise<void> => {
+    ctx.assertOpen();
+    const latest = new Map<string, RequestMetric>();
+    for (const m of metrics) {
       if (typeof m?.sessionId !== 'string' || typeof m.requestId !== 'string') {
         throw new VaultArgumentError('recordRequestMetric: sessionId and requestId must be strings');
       }
-      const now = ctx.nowIso();
-      const row = {
-        session_id: m.sessionId,
-        request_id: m.requestId,
-        mode: label(ctx, m.mode),
-        model: m.model === undefined ? null : label(ctx, m.model),
-        raw_chars: requireCount('rawChars', m.rawChars),
-        final_chars: requireCount('finalChars', m.finalChars),
-        raw_tokens: m.rawTokens === undefined ? null : requireCount('rawTokens', m.rawTokens),
-        final_tokens: m.finalTokens === undefined ? null : requireCount('finalTokens', m.finalTokens),
-        tokenizer: m.tokenizer === undefined ? null : label(ctx, m.tokenizer),
-        receipts: requireCount('receipts', m.receipts),
-        failed_open: m.failedOpen ? 1 : 0,
-        saved_by_stage_json: canonicalJson(m.savedByStage ?? {}, { compact: true }),
-        created_at: now,
-        updated_at: now,
-      };
-      const components = Object.entries(m.components ?? {}).map(([component, v]) => ({
+      const key = `${m.sessionId}\u0000${m.requestId}`;
+      latest.delete(key);
+      latest.set(key, m);
+    }
+    if (latest.size === 0) return;
+    const now = ctx.nowIso();
+    const rows = [...latest.values()].map((m) => ({
+      session_id: m.sessionId,
+      request_id: m.requestId,
+      mode: label(ctx, m.mode),
+      model: m.model === undefined ? null : label(ctx, m.model),
+      raw_chars: requireCount('rawChars', m.rawChars),
+      final_chars: requireCount('finalChars', m.finalChars),
+      raw_tokens: m.rawTokens === undefined ? null : requireCount('rawTokens', m.rawTokens),
+      final_tokens: m.finalTokens === undefined ? null : requireCount('finalTokens', m.finalTokens),
+      tokenizer: m.tokenizer === undefined ? null : label(ctx, m.tokenizer),
+      receipts: requireCount('receipts', m.receipts),
+      failed_open: m.failedOpen ? 1 : 0,
+      saved_by_stage_json: canonicalJson(m.savedByStage ?? {}, { compact: true }),
+      created_at: now,
+      updated_at: now,
+    }));
+    const components = [...latest.values()].flatMap((m) =>
+      Object.entries(m.components ?? {}).map(([component, v]) => ({
         session_id: m.sessionId,
         request_id: m.requestId,
         component: label(ctx, component),
         raw_tokens: requireCount('raw', v.raw),
         final_tokens: requireCount('final', v.final),
-      }));
-      await conn.write(async (trx) => {
+      })),
+    );
+    await conn.write(async (trx) => {
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const part = rows.slice(i, i + ROWS_PER_STATEMENT);
         await trx
           .insertInto('request_metrics')
-          .values(row)
+          .values(part)
           .onConflict((oc) =>
             oc.columns(['session_id', 'request_id']).doUpdateSet((eb) => ({
               mode: eb.ref('excluded.mode'),
@@ -88,10 +103,21 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
             })),
           )
           .execute();
-        await trx.deleteFrom('request_component_metrics').where('session_id', '=', m.sessionId).where('request_id', '=', m.requestId).execute();
-        if (components.length > 0) await trx.insertInto('request_component_metrics').values(components).execute();
-      }, scope?.budget);
-    },
+        // A row's components are replaced whole: those of an earlier write of the same request go first.
+        await trx
+          .deleteFrom('request_component_metrics')
+          .where((eb) => eb.or(part.map((r) => eb.and([eb('session_id', '=', r.session_id), eb('request_id', '=', r.request_id)]))))
+          .execute();
+      }
+      for (let i = 0; i < components.length; i += ROWS_PER_STATEMENT) {
+        await trx.insertInto('request_component_metrics').values(components.slice(i, i + ROWS_PER_STATEMENT)).execute();
+      }
+    }, scope?.budget);
+  };
+
+  return {
+    recordRequestMetric: (m: RequestMetric, scope?: StoreScope): Promise<void> => recordRequestMetrics([m], scope),
+    recordRequestMetrics,
 
     async metricsSummary(): Promise<MetricsSummary> {
       ctx.assertOpen();

@@ -36,6 +36,7 @@ export function unavailableVault(path: string, error: Error): Vault {
     setRendering: fail,
     workingState: Object.freeze({ apply: fail, get: fail }),
     recordRequestMetric: fail,
+    recordRequestMetrics: fail,
     metricsSummary: fail,
     requestMetricRows: fail,
     close,

@@ -152,6 +152,8 @@ export interface SessionStore {
 export interface MetricsStore {
   /** One row per (session, request), upserted. */
   recordRequestMetric(metric: RequestMetric, scope?: StoreScope): Promise<void>;
+  /** Many rows in one transaction (a batch of answered requests); a (session, request) given twice keeps the later row. */
+  recordRequestMetrics(metrics: readonly RequestMetric[], scope?: StoreScope): Promise<void>;
   /** Sums over every row (the `stats` command). */
   metricsSummary(): Promise<MetricsSummary>;
   /**

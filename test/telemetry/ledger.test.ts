@@ -67,6 +67,27 @@ describe('experiment ledger', async () => {
     expect((await ledger.compare('native', 'balanced', { experiment: 'e1' })).matchedTurns.pairs).toBe(1);
   });
 
+  it('records a batch of turns as the same turns one call at a time do: repeats, a model change and two sessions interleaved', async () => {
+    const base = { mode: 'balanced', experiment: 'e2', rawTokens: 50, finalTokens: 20, usage: { inputTokens: 20 }, outcome: 'completed' as const };
+    const turns = [
+      { turnId: 't1', model: 'gpt-4o', prompt: 'one', s: 'a' },
+      { turnId: 't1', model: 'gpt-4o', prompt: 'one', s: 'b' },
+      { turnId: 't2', model: 'gpt-4o', prompt: 'two', s: 'a' },
+      { turnId: 't2', model: 'gpt-4o', prompt: 'two', s: 'a' }, // the same request again: one turn, two requests
+      { turnId: 't3', model: 'gpt-4o-mini', prompt: 'three', s: 'a' },
+      { turnId: 't4', model: 'gpt-4o', prompt: 'four', s: 'a' },
+    ];
+    for (const { s, ...t } of turns) await ledger.recordTurn({ ...base, ...t, sessionId: `one-${s}` });
+    await ledger.recordTurns(turns.map(({ s, ...t }) => ({ ...base, ...t, sessionId: `batch-${s}` })));
+    await ledger.recordTurns([]);
+    for (const s of ['a', 'b']) {
+      const { sessionId: _a, ...one } = (await ledger.session(`one-${s}`))!;
+      const { sessionId: _b, ...batch } = (await ledger.session(`batch-${s}`))!;
+      expect(batch).toEqual(one);
+    }
+    expect(await ledger.session('batch-a')).toMatchObject({ turnCount: 4, requests: 5, rawTokens: 250, contaminated: true, contaminationReason: 'model changed within session' });
+  });
+
   it('rejects identical modes', async () => {
     await expect(ledger.compare('balanced', 'balanced')).rejects.toThrow(LedgerError);
   });

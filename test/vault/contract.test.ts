@@ -356,6 +356,28 @@ describe(`vault contract on ${dialect}`, () => {
       await expect(v.recordRequestMetric({ ...base, rawChars: -1 })).rejects.toBeInstanceOf(VaultArgumentError);
     });
 
+    it('writes a batch of metric rows as the same rows one call at a time would, a repeated request keeping the later row', async () => {
+      const v = await vaultAt();
+      const row = (requestId: string, finalChars: number, components: Record<string, { raw: number; final: number }>) => ({ sessionId: 's', requestId, mode: 'balanced', rawChars: 100, finalChars, receipts: 0, failedOpen: false, components });
+      await v.recordRequestMetric(row('r0', 90, { history: { raw: 9, final: 9 }, tool_results: { raw: 1, final: 1 } }));
+      // More rows than one statement carries; r0 written before and r7 twice within the batch.
+      const batch = Array.from({ length: 450 }, (_, i) => row(`r${i}`, i, { tool_results: { raw: 10, final: i } }));
+      batch.push(row('r7', 77, { history: { raw: 3, final: 2 } }));
+      await v.recordRequestMetrics(batch);
+      await v.recordRequestMetrics([]);
+      const db = store.raw();
+      const metrics = await db.selectFrom('request_metrics').select(['request_id', 'final_chars']).execute();
+      const components = await db.selectFrom('request_component_metrics').select(['request_id', 'component', 'final_tokens']).execute();
+      expect(metrics).toHaveLength(450);
+      expect(metrics.find((m) => m.request_id === 'r7')?.final_chars).toBe(77);
+      expect(metrics.find((m) => m.request_id === 'r449')?.final_chars).toBe(449);
+      expect(components).toHaveLength(450);
+      expect(components.filter((c) => c.request_id === 'r0')).toEqual([{ request_id: 'r0', component: 'tool_results', final_tokens: 0 }]);
+      expect(components.filter((c) => c.request_id === 'r7')).toEqual([{ request_id: 'r7', component: 'history', final_tokens: 2 }]);
+      await expect(v.recordRequestMetrics([row('ok', 1, {}), { ...row('bad', 1, {}), rawChars: -1 }])).rejects.toBeInstanceOf(VaultArgumentError);
+      expect(await db.selectFrom('request_metrics').select('request_id').where('request_id', '=', 'ok').execute()).toEqual([]);
+    });
+
     it('reads the stage ids of rows written before they were unified as today\'s ids', async () => {
       const v = await vaultAt();
       const base = { mode: 'balanced', rawChars: 100, finalChars: 60, receipts: 0, failedOpen: false };
