@@ -187,10 +187,11 @@ describe('fast path = full path', () => {
       const expected = await outputs(reused.map(clone), false);
       const before = recognitionStats();
       expect(await outputs(reused.map(clone), true)).toEqual(expected);
-      // Not vacuous: the cloned history was recognised by comparison and the views grew.
+      // Not vacuous: the cloned history was recognised by comparison, and without an edit the views
+      // grew (an edit of the first item leaves no shared prefix to extend: the full path is right).
       const after = recognitionStats();
       expect(after.compared).toBeGreaterThan(before.compared);
-      expect(after.extended).toBeGreaterThan(before.extended);
+      if (edit === undefined) expect(after.extended).toBeGreaterThan(before.extended);
       expect(await outputs(reused, false)).toEqual(expected);
       expect(await outputs(reused, true)).toEqual(expected);
     },
