@@ -130,8 +130,10 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
       // the memo forgets it and the history is planned once more (its content is vaulted again
       // from the request); if that still cannot be delivered, the request passes through.
+      let newBatch = true;
       for (let attempt = 0; ; attempt++) {
         const plan = await planHistory(state, memo, view, outputs, {
+          newBatch,
           sessionId,
           minChars,
           maxArtifactChars,
@@ -164,6 +166,13 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         if (resolved.length > 0) items = (writeSlots(withItems(raw, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
         const measured = gate(state, raw, view, items, plan.receipts);
         if (!measured.verdict.accepted) {
+          // A new batch that does not pay for itself must not take the earlier renderings down with
+          // it (the request would pass through raw and void the provider's cached prefix): plan
+          // again with the earlier decisions only.
+          if (plan.batch && newBatch) {
+            newBatch = false;
+            continue;
+          }
           await markShown();
           return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
         }

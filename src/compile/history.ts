@@ -48,6 +48,8 @@ export interface HistoryOptions {
   /** Opt-in reduction of old assistant reasoning. */
   readonly reasoning: boolean;
   readonly pricing: PricingProfile;
+  /** false: render the earlier decisions only, choosing no new batch (the gate refused the new one). */
+  readonly newBatch?: boolean;
 }
 
 export type RewriteKind = 'digest' | 'receipt' | 'reasoning';
@@ -179,7 +181,7 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
   // The history as it would be sent without a new rewrite: earlier rewrites applied.
   const keepItems = renderItems(state, view, applied.map((t) => ({ slot: t.slot, text: t.text }))) ?? view.items;
   let chosen: Target[] = [];
-  if (candidates.length > 0) {
+  if (candidates.length > 0 && o.newBatch !== false) {
     if (o.blockTurns > 0) chosen = candidates;
     else {
       const sizes = keepItems.map((it) => state.meter.measure(it).chars + 2);

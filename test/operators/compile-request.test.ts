@@ -286,6 +286,17 @@ describe('request chain — properties (all three formats)', () => {
         params: { numRuns: 15 },
       });
     }
+    // Regression (a seed found in CI): a new batch refused by the token gate took the earlier
+    // digests down with it, so request 3 went out raw and did not start with request 2.
+    describe('a refused batch keeps the earlier renderings', () => {
+      testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)), {
+        vault,
+        inputs: growingSession(shapes),
+        only: ['cache-stable'],
+        isBoundary: (_prev, next) => newBatch(next),
+        params: { numRuns: 15, seed: 458143468 },
+      });
+    });
   });
 
   it('generated sessions get digests (the properties are not vacuous)', async () => {
