@@ -25,6 +25,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+// A blank query is refused (E_INVALID_ARGUMENTS), and an error is recognised by the tool name only.
+const valid = (query: string): string => (query.trim() === '' ? 'x' : query);
 const lines = (n: number, tag: string): string => Array.from({ length: n }, (_, i) => `${tag} evidence line ${i} value ${(i * 7) % 97}`).join('\n');
 
 describe('isRecoveryResult — unit', () => {
@@ -33,7 +35,7 @@ describe('isRecoveryResult — unit', () => {
     async (content, query) => {
       const { artifactId } = await tt.vault.put({ sessionId: 'unit', content, toolName: 'terminal' }); // the session's own output: in its scope
       const results = await Promise.all(
-        [{ action: 'artifact_get', artifact_id: artifactId }, { action: 'artifact_peek', artifact_id: artifactId }, { action: 'artifact_find', artifact_id: artifactId, query: query === '' ? 'x' : query }, { action: 'artifact_search', query: query === '' ? 'x' : query }].map((args) =>
+        [{ action: 'artifact_get', artifact_id: artifactId }, { action: 'artifact_peek', artifact_id: artifactId }, { action: 'artifact_find', artifact_id: artifactId, query: valid(query) }, { action: 'artifact_search', query: valid(query) }].map((args) =>
           tt.recoveryTool.handle(args, { sessionId: 'unit' }),
         ),
       );
