@@ -12,6 +12,7 @@ import { prepareRequest, readOutputCap } from '../shared/functions.js';
 import { fromChatRequest, toChatRequest } from './messages.js';
 import { modelMaxTokens } from './run-context.js';
 
+/** What {@link compileMessages} returns: the messages to send, a replacement system message and the cap. */
 export interface CompiledMessages {
   /** Messages for the model (the input array itself when nothing changed). */
   readonly messages: BaseMessage[];
@@ -19,9 +20,11 @@ export interface CompiledMessages {
   readonly systemMessage?: SystemMessage;
   /** The output cap the compiled request carries. */
   readonly cap: number | undefined;
+  /** Content-free decisions of every stage that ran on this call. */
   readonly decisions: readonly Decision[];
 }
 
+/** One LangChain model call as {@link compileMessages} reads it. */
 export interface CompileMessagesInput {
   readonly messages: BaseMessage[];
   readonly systemMessage?: BaseMessage | undefined;

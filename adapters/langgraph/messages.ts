@@ -20,6 +20,7 @@ export interface ChatConversion {
   readonly system: ChatMessage | undefined;
 }
 
+/** The parts of a LangChain model call {@link toChatRequest} turns into a Chat Completions request. */
 export interface ChatRequestInput {
   readonly messages: readonly BaseMessage[];
   readonly systemMessage?: BaseMessage | undefined;

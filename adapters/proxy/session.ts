@@ -17,6 +17,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson } from '../../src/measure/index.js';
 import { conversationItems, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 
+/** Request header that names the session explicitly; the proxy scopes it by tenant and never sends it upstream. */
 export const SESSION_HEADER = 'x-token-terminator-session';
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');

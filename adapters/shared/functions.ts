@@ -30,6 +30,7 @@ export interface PreparedRequest<R extends ProviderRequest = ProviderRequest> {
 
 /** The output-cap fields the three wire formats use. */
 export const OUTPUT_CAP_FIELDS = CAP_FIELDS;
+/** The name of an output-cap field: `max_completion_tokens`, `max_output_tokens` or `max_tokens`. */
 export type OutputCapField = CapField;
 
 function adapterFailure(stage: string, error: unknown): Decision {

@@ -14,6 +14,7 @@ import type { Terminator } from '../../src/runtime-types.js';
 
 export { lenientParameters, recoveryArgs, RECOVERY_TOOL_NAME };
 
+/** Wire format a recovery tool definition or answer is shaped for: `chat`, `responses` or `anthropic`. */
 export type WireFormat = RecoveryWireFormat;
 
 /** The definition type each format's SDK takes (type-only imports: the SDKs stay optional peers). */
