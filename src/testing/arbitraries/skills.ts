@@ -5,12 +5,14 @@
  */
 import fc from 'fast-check';
 
+/** One entry of a generated skill catalog. */
 export interface SkillEntry {
   readonly name: string;
   readonly category: string;
   readonly description: string;
 }
 
+/** A generated skill catalog: its entries and the text block they render to. */
 export interface SkillCatalog {
   readonly entries: readonly SkillEntry[];
   /** The rendered block, `<available_skills>` … `</available_skills>`. */
@@ -53,10 +55,19 @@ export function renderSkillCatalog(entries: readonly SkillEntry[]): string {
   return lines.join('\n');
 }
 
+/** Options of the skill catalog arbitrary; every field is optional. */
 export interface SkillCatalogOptions {
-  /** Fewest entries. Default: 3 (below the 8 a skill gate needs, so small catalogs occur too). */
+  /**
+   * Fewest entries.
+   *
+   * @defaultValue 3 (below the 8 a skill gate needs, so small catalogs occur too)
+   */
   readonly minSkills?: number;
-  /** Most entries. Default: 20. */
+  /**
+   * Most entries.
+   *
+   * @defaultValue 20
+   */
   readonly maxSkills?: number;
 }
 

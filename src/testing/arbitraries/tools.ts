@@ -27,14 +27,31 @@ const COMMANDS = [
 ];
 const CWDS = ['/work/app', '/home/dev/project', '/tmp/repo'];
 
+/** Options of the tool call and tool event arbitraries; every field is optional. */
 export interface ToolEventOptions {
-  /** Tool names to draw from. Default: {@link TOOL_NAMES}. */
+  /**
+   * Tool names to draw from.
+   *
+   * @defaultValue {@link TOOL_NAMES}
+   */
   readonly tools?: readonly string[];
-  /** Output size classes. Default: tiny, medium and large. */
+  /**
+   * Output size classes.
+   *
+   * @defaultValue tiny, medium and large
+   */
   readonly sizes?: readonly SizeClass[];
-  /** Terminal commands to draw from (e.g. commands a stub understands). Default: common git/npm/pytest/ls/rg commands. */
+  /**
+   * Terminal commands to draw from (e.g. commands a stub understands).
+   *
+   * @defaultValue common git/npm/pytest/ls/rg commands
+   */
   readonly commands?: readonly string[];
-  /** Working directories for terminal `cwd` args (use real ones when the operator runs processes there). Default: three made-up paths. */
+  /**
+   * Working directories for terminal `cwd` args (use real ones when the operator runs processes there).
+   *
+   * @defaultValue three made-up paths
+   */
   readonly cwds?: readonly string[];
 }
 
@@ -71,6 +88,12 @@ export interface ToolEventPair {
   readonly result: ToolResult;
 }
 
+/**
+ * A tool call together with the result it produced (terminal results sometimes carry an exit code).
+ *
+ * @example
+ * fc.assert(fc.property(toolEventPair({ tools: ['terminal'] }), ({ call, result }) => result.callId === call.id));
+ */
 export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arbitrary<ToolEventPair> {
   return toolCall(options, index).chain((call) =>
     fc
@@ -86,9 +109,19 @@ export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arb
   );
 }
 
+/** Options of the tool-stream arbitraries: those of {@link ToolEventOptions} plus the stream length. */
 export interface ToolStreamOptions extends ToolEventOptions {
-  /** Events per stream. Default: 1–6. */
+  /**
+   * Fewest events per stream.
+   *
+   * @defaultValue 1
+   */
   readonly minLength?: number;
+  /**
+   * Most events per stream.
+   *
+   * @defaultValue 6
+   */
   readonly maxLength?: number;
 }
 

@@ -2,10 +2,13 @@ import type { ProviderRequest, Step } from '../../step.js';
 import { promptSegments } from '../format.js';
 import { checkedRun, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
 
+/** Options of the cache-stable invariant. */
 export interface CacheStableOptions extends InvariantOptions<ProviderRequest> {
   /**
    * Where the operator may rewrite an earlier part of the prompt (a declared batching boundary).
-   * Receives the previous and the next output Step and the next one's index. Default: never.
+   * Receives the previous and the next output Step and the next one's index.
+   *
+   * @defaultValue never
    */
   readonly isBoundary?: (previous: Step<ProviderRequest>, next: Step<ProviderRequest>, index: number) => boolean;
 }

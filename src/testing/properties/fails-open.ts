@@ -31,13 +31,19 @@ const isTotal = (p: FaultPlan): boolean => p.vault === 'all' && p.counterThrows 
  */
 export interface FailsOpenOptions<T> extends InvariantOptions<T> {
   /**
-   * When every dependency throws, require the output to equal the input. Set false for an
-   * operator with a documented fallback that needs no dependency (it is then held to: no stream
-   * error, one Step per input, everything recoverable). Default: true.
+   * When every dependency throws, require the output to equal the input. Set false for an operator
+   * with a documented fallback that needs no dependency (it is then held to: no stream error, one
+   * Step per input, everything recoverable).
+   *
+   * @defaultValue true
    */
   readonly expectUnchanged?: boolean;
 }
 
+/**
+ * The fails-open check for one fault plan: run the operator with the planned dependencies failing and
+ * require that the original inputs come out (or, with `expectUnchanged: false`, a clean stream of recoverable Steps).
+ */
 export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: FailsOpenOptions<T>): (values: readonly T[], plan: FaultPlan) => Promise<void> {
   if (!isDepsAware(op)) throw new TypeError('failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)');
   return async (values, plan) => {
