@@ -17,6 +17,7 @@
 import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 
+/** The proxy's resolved settings. */
 export interface ProxyConfig {
   readonly host: string;
   readonly port: number;
@@ -29,6 +30,7 @@ export interface ProxyConfig {
   readonly upstreamTimeoutMs: number;
 }
 
+/** Proxy settings given as flags (strings or numbers, as a command line has them), over the environment. */
 export type ProxyFlags = { readonly [K in keyof ProxyConfig]?: string | number | undefined };
 
 interface Setting {
