@@ -18,7 +18,11 @@
  */
 
 export interface CanonicalJsonOptions {
-  /** Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `. Default false. */
+  /**
+   * Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `.
+   *
+   * @defaultValue false
+   */
   readonly compact?: boolean;
 }
 
