@@ -9,6 +9,7 @@
  */
 import { ConfigError } from '../errors.js';
 
+/** The numbers an output cap is computed from: window W, prompt tokens P, required output R and the caller's own cap B. */
 export interface CapInputs {
   readonly window: number;
   readonly prompt: number;
@@ -16,6 +17,7 @@ export interface CapInputs {
   readonly callerCap?: number | undefined;
 }
 
+/** The output cap computed from {@link CapInputs}. */
 export interface CapPlan {
   /** min(R, B), or R without B: the least output worth sending the request with. */
   readonly required: number;

@@ -121,6 +121,7 @@ export interface BudgetRun {
   close(): Promise<void>;
 }
 
+/** The output-cap planner built from {@link OutputBudgetOptions}; `open` starts one subscription's run. */
 export interface OutputBudget {
   open(): BudgetRun;
 }

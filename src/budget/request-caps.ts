@@ -6,6 +6,7 @@ import type { ProviderRequest, RequestFormat } from '../step.js';
 
 /** The three output-cap aliases providers accept. */
 export const CAP_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+/** One of {@link CAP_FIELDS}. */
 export type CapField = (typeof CAP_FIELDS)[number];
 
 /** Which server dialect receives the request (vLLM takes `max_tokens` on Chat Completions). */
