@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { TokenTerminatorError } from '../errors.js';
 
+/** One recorded session as a replay reads it. */
 export interface RecordedSession {
   readonly id: string;
   readonly model?: string;
