@@ -32,6 +32,7 @@ export interface Route {
   readonly maxOutputTokens?: number;
 }
 
+/** Who and what a Step belongs to: session, tenant, request, route and working directory, set by the host. */
 export interface StepContext {
   /** Stable session id from the host. Never taken from the model. */
   readonly sessionId: string;
@@ -63,6 +64,7 @@ export function storeScope(context: StepContext): StoreScope {
   };
 }
 
+/** What a stage did with a Step: changed it, left it alone, fell back to the original after a failure, or only measured. */
 export type DecisionKind = 'applied' | 'skipped' | 'failed_open' | 'measured';
 
 /** A frozen record of what one stage did. Content-free: no prompt or tool text ever goes here. */
@@ -77,6 +79,10 @@ export interface Decision {
   readonly error?: string;
 }
 
+/**
+ * The unit every operator receives and emits: the current value, the original the host passed in, the
+ * context, an optional abort signal and the decisions of the stages so far.
+ */
 export interface Step<T> {
   readonly value: T;
   readonly original: T;

@@ -12,6 +12,7 @@ export const RECOVERY_HINT = 'recover with token_terminator action=artifact_get'
 const MAX_LABEL = 80;
 const ELLIPSIS = '\u2026';
 
+/** What a receipt in the conversation records about a vaulted output: artifact id, tool label and size. */
 export interface Receipt {
   readonly artifactId: string;
   /** Sanitized tool label (≤ 80 chars, `[\p{L}\p{N}._:/-]` only). */

@@ -14,15 +14,35 @@ import { QUALITY_SECTION_ID, qualityRecovery, renderQuality, type QualitySummary
 
 /** Options of {@link renderReport}. */
 export interface RenderReportOptions {
-  /** Page title. Default: "token-terminator report". */
+  /**
+   * Page title.
+   *
+   * @defaultValue "token-terminator report"
+   */
   readonly title?: string;
-  /** Where the figures came from, shown under the title (e.g. "replay of 40 sessions"). Default: none. */
+  /**
+   * Where the figures came from, shown under the title (e.g. "replay of 40 sessions").
+   *
+   * @defaultValue none
+   */
   readonly source?: string;
-  /** Timestamp shown in the footer. Default: none (the page is then a pure function of the figures). */
+  /**
+   * Timestamp shown in the footer.
+   *
+   * @defaultValue none (the page is then a pure function of the figures)
+   */
   readonly generatedAt?: string;
-  /** Sessions offered in the per-request chart's picker, largest first. Default: 50. */
+  /**
+   * Sessions offered in the per-request chart's picker, largest first.
+   *
+   * @defaultValue 50
+   */
   readonly maxChartSessions?: number;
-  /** Answer-quality results of `token-terminator eval`, shown as their own section. Default: none. */
+  /**
+   * Answer-quality results of `token-terminator eval`, shown as their own section.
+   *
+   * @defaultValue none
+   */
   readonly quality?: QualitySummary;
 }
 
