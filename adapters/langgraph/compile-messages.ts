@@ -48,7 +48,12 @@ function chatTools(tools: readonly unknown[] | undefined): Record<string, unknow
   return out;
 }
 
-/** Compile one model call. Fail-open: any translation error yields the input messages unchanged. */
+/**
+ * Compile one model call. Fail-open: any translation error yields the input messages unchanged.
+ *
+ * @example
+ * const { messages, cap } = await compileMessages(terminator, { messages: state.messages, model: llm, sessionId: 'thread-1', route: { model: 'gpt-5' } });
+ */
 export async function compileMessages(terminator: Terminator, input: CompileMessagesInput): Promise<CompiledMessages> {
   try {
     const conversion = toChatRequest({

@@ -46,6 +46,8 @@ interface ModelLike {
 }
 
 /**
+ * Hooks that put the pipeline into a legacy `createReactAgent` graph: a capped model, a tool node that reduces results, and a pre-model hook that compiles the messages.
+ *
  * @example
  * const tt = createReactAgentHooks(terminator, { model: llm });
  * const agent = createReactAgent({ llm: tt.llm(llm, myTools), tools: tt.toolNode(myTools), preModelHook: tt.preModelHook });

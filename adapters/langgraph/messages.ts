@@ -65,7 +65,12 @@ function toChatMessage(message: BaseMessage): ChatMessage {
   }
 }
 
-/** Build a Chat Completions request from what a LangChain model call would send. */
+/**
+ * Build a Chat Completions request from what a LangChain model call would send.
+ *
+ * @example
+ * const conversion = toChatRequest({ messages, model: 'gpt-5' });
+ */
 export function toChatRequest(input: ChatRequestInput): ChatConversion {
   const sources = new Map<object, BaseMessage>();
   const messages: ChatMessage[] = [];
@@ -87,7 +92,12 @@ export function toChatRequest(input: ChatRequestInput): ChatConversion {
   return { request, sources, system };
 }
 
-/** Back to LangChain: the messages the model should see, and a replacement system message if it changed. */
+/**
+ * Back to LangChain: the messages the model should see, and a replacement system message if it changed.
+ *
+ * @example
+ * const { messages: shown } = fromChatRequest(compiled, toChatRequest({ messages }));
+ */
 export function fromChatRequest(compiled: ProviderRequest, conversion: ChatConversion): { messages: BaseMessage[]; systemMessage?: SystemMessage } {
   const list = Array.isArray(compiled['messages']) ? (compiled['messages'] as ChatMessage[]) : [];
   const byToolCall = new Map<string, BaseMessage>();

@@ -60,6 +60,8 @@ export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions {
 }
 
 /**
+ * `createAgent` middleware that reduces tool results, compiles what each model call sees, applies the output cap and registers the recovery tool.
+ *
  * @example
  * const agent = createAgent({ model, tools, middleware: [tokenTerminatorMiddleware(terminator)], checkpointer });
  * await agent.invoke({ messages }, { configurable: { thread_id: 'session-1' }, signal });

@@ -22,7 +22,12 @@ export interface ResponsesConversion {
   readonly calls: ReadonlyMap<string, AgentInputItem>;
 }
 
-/** Text of an SDK tool output: a string, `{type:'text'}` or a list of text items; undefined otherwise. */
+/**
+ * Text of an SDK tool output: a string, `{type:'text'}` or a list of text items; undefined otherwise.
+ *
+ * @example
+ * outputText({ type: 'text', text: 'done' }); // 'done'
+ */
 export function outputText(output: unknown): string | undefined {
   if (typeof output === 'string') return output;
   const one = output as { type?: unknown; text?: unknown } | null;

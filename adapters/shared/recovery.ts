@@ -27,6 +27,9 @@ export interface RecoveryToolDefinitions {
 /**
  * Run one recovery call for a host session. Never throws: an internal failure becomes a JSON error
  * result the model can read (class label only, no content).
+ *
+ * @example
+ * const output = await handleRecoveryCall(terminator, call.arguments, 'session-1');
  */
 export function handleRecoveryCall(terminator: Terminator, args: unknown, sessionId: string): Promise<string> {
   return answerRecoveryCall(terminator.recoveryTool, args, sessionId);
