@@ -43,7 +43,9 @@ export interface ClosableWorkingStateStore extends WorkingStateStore {
   close(): void;
 }
 
-/** @deprecated use `Vault.workingState`. */
+/**
+ * @deprecated use `Vault.workingState`.
+ */
 export function createWorkingStateStore(options: WorkingStateStoreOptions): ClosableWorkingStateStore {
   const limits = {
     ...(options.maxNodes === undefined ? {} : { maxNodes: options.maxNodes }),
