@@ -112,14 +112,24 @@ export interface ToolResult {
 /** A provider request in any of the supported wire formats (plain JSON data). */
 export type ProviderRequest = Readonly<Record<string, unknown>>;
 
-/** Build the first Step for a value. */
+/**
+ * Build the first Step for a value.
+ *
+ * @example
+ * const step = createStep(request, { sessionId: 's1', requestId: 'r1' });
+ */
 export function createStep<T>(value: T, context: StepContext, signal?: AbortSignal): Step<T> {
   return signal === undefined
     ? { value, original: value, context, decisions: [] }
     : { value, original: value, context, signal, decisions: [] };
 }
 
-/** A new Step with a new value and one more decision. */
+/**
+ * A new Step with a new value and one more decision.
+ *
+ * @example
+ * return advance(step, smaller, { stage: 'myStage', kind: 'applied' });
+ */
 export function advance<T>(step: Step<T>, value: T, decision: Decision): Step<T> {
   return { ...step, value, decisions: [...step.decisions, Object.freeze(decision)] };
 }
@@ -138,7 +148,12 @@ export function errorLabel(error: unknown): string {
   return typeof error;
 }
 
-/** The fail-open rule: the incoming Step unchanged plus a `failed_open` decision. */
+/**
+ * The fail-open rule: the incoming Step unchanged plus a `failed_open` decision.
+ *
+ * @example
+ * catch (error) { return failOpen(step, 'myStage', error); }
+ */
 export function failOpen<T>(step: Step<T>, stage: string, error: unknown): Step<T> {
   return note(step, { stage, kind: 'failed_open', reason: 'internal error', error: errorLabel(error) });
 }

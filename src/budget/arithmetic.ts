@@ -31,6 +31,9 @@ export interface CapPlan {
  * required = min(R, B) or R; remaining = W − P; cap = min(remaining, B) or remaining, inserted only
  * when remaining ≥ required. So an inserted cap is never above remaining, never below required,
  * and never below R unless the caller asked for less.
+ *
+ * @example
+ * const plan = planOutputCap({ window: 128_000, prompt: 100_000, reserve: 4096 }); // cap 28_000
  */
 export function planOutputCap({ window, prompt, reserve, callerCap }: CapInputs): CapPlan {
   const b = callerCap !== undefined && callerCap > 0 ? callerCap : undefined;

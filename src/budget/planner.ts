@@ -147,6 +147,9 @@ export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefi
 
 /**
  * Validate the options (ConfigError naming the variable) and return a factory of per-run budgets.
+ *
+ * @example
+ * const run = createOutputBudget('myHost', { route: { model: 'gpt-5', contextWindow: 400_000 } }).open();
  */
 export function createOutputBudget(who: string, options: OutputBudgetOptions = {}): OutputBudget {
   const inc = options.config?.incontext;

@@ -28,7 +28,12 @@ export function extraBody(request: ProviderRequest): Obj | undefined {
   return isObject(extra) ? extra : undefined;
 }
 
-/** B: the smallest positive integer among the cap fields, top level and `extra_body`. */
+/**
+ * B: the smallest positive integer among the cap fields, top level and `extra_body`.
+ *
+ * @example
+ * readCallerCap({ model: 'gpt-5', max_completion_tokens: 2000 }); // 2000
+ */
 export function readCallerCap(request: ProviderRequest): number | undefined {
   let best: number | undefined;
   for (const source of [request, extraBody(request)]) {

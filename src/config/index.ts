@@ -71,7 +71,12 @@ export interface ModeFlags {
   readonly recoveryTool: boolean;
 }
 
-/** Gating predicates of the modes table. The reference folds `suggest` into its terminal predicate; here it is its own flag. */
+/**
+ * Gating predicates of the modes table. The reference folds `suggest` into its terminal predicate; here it is its own flag.
+ *
+ * @example
+ * const flags = modeFlags(loadConfig());
+ */
 export function modeFlags(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta'>): ModeFlags {
   const on = config.enabled;
   const mode = config.mode;

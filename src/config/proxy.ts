@@ -94,7 +94,12 @@ const SETTINGS: readonly Setting[] = [
 /** Every variable the proxy settings read. */
 export const PROXY_VARIABLES: readonly string[] = Object.freeze(SETTINGS.map((s) => s.env));
 
-/** True for addresses only this machine can reach. */
+/**
+ * True for addresses only this machine can reach.
+ *
+ * @example
+ * isLoopbackHost('127.0.0.1'); // true
+ */
 export function isLoopbackHost(h: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }

@@ -122,7 +122,12 @@ export interface ReplayOptions {
   readonly terminator?: Terminator;
 }
 
-/** Replay sessions and return the figures of ./figures.ts. */
+/**
+ * Replay sessions and return the figures of ./figures.ts.
+ *
+ * @example
+ * const figures = await replaySessions(await readSessions('sessions.jsonl'), { mode: 'balanced' });
+ */
 export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
   const price = options.cacheReadPrice;
   if (price !== undefined && !(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');

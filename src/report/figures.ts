@@ -61,7 +61,12 @@ export class ReportInputError extends TokenTerminatorError {
   }
 }
 
-/** Validate parsed JSON as report figures. */
+/**
+ * Validate parsed JSON as report figures.
+ *
+ * @example
+ * const figures = parseReportInput(JSON.parse(await readFile('figures.json', 'utf8')));
+ */
 export function parseReportInput(value: unknown): ReportInput {
   const parsed = input.safeParse(value);
   if (parsed.success) return parsed.data as ReportInput;

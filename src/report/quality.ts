@@ -38,7 +38,12 @@ const results = z.looseObject({
   savings: z.looseObject({ off: totals, balanced: totals, prompt_tokens_saved_pct: z.number() }),
 });
 
-/** Validate parsed JSON as `eval --out` results. */
+/**
+ * Validate parsed JSON as `eval --out` results.
+ *
+ * @example
+ * const quality = parseQualityResults(JSON.parse(await readFile('eval.json', 'utf8')));
+ */
 export function parseQualityResults(value: unknown): QualitySummary {
   const parsed = results.safeParse(value);
   if (parsed.success) return parsed.data as unknown as QualitySummary;

@@ -57,7 +57,12 @@ const FIDELITY_LABELS: Readonly<Record<FidelityKey, string>> = Object.freeze({
 const NOT_MEASURED = '<span class="na">not measured</span>';
 const opt = (key: string, value: number | undefined, suffix = ''): string => (value === undefined ? NOT_MEASURED : num(key, value, suffix));
 
-/** Render the report page. */
+/**
+ * Render the report page.
+ *
+ * @example
+ * await writeFile('report.html', renderReport(readVaultFigures('artifacts.sqlite3')));
+ */
 export function renderReport(figures: ReportInput, options: RenderReportOptions = {}): string {
   const title = options.title ?? 'token-terminator report';
   const sections = [

@@ -156,7 +156,12 @@ const RANGES: Record<keyof Resolved, [number, number]> = {
   searchDeadlineMs: [1, 3_600_000],
 };
 
-/** postgres:// or postgresql:// */
+/**
+ * postgres:// or postgresql://
+ *
+ * @example
+ * isPostgresUrl('postgres://localhost/tt'); // true
+ */
 export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value);
 }
