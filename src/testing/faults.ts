@@ -103,7 +103,12 @@ export function faultyVault(vault: Vault, options: FaultyVaultOptions = {}): Vau
   }) as Vault & { readonly faultLog: FaultLog };
 }
 
-/** A counter that claims to be exact and throws on every count (a broken tokenizer). */
+/**
+ * A counter that claims to be exact and throws on every count (a broken tokenizer).
+ *
+ * @example
+ * const op = compressToolResult({ vault, counter: throwingCounter() }); // must still fail open
+ */
 export function throwingCounter(name = 'throwing'): TokenCounter {
   return {
     name,

@@ -67,7 +67,12 @@ export const invariants = {
   noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.noDanglingReference(op, o)),
 };
 
-/** `fc.assert` with the violation in the report and modest defaults (25 runs). */
+/**
+ * `fc.assert` with the violation in the report and modest defaults (25 runs).
+ *
+ * @example
+ * await assertInvariant(fc.asyncProperty(requestStream(), async (requests) => { … }), { numRuns: 50 });
+ */
 export async function assertInvariant<A extends unknown[]>(property: fc.IAsyncProperty<A>, params: fc.Parameters<A> = {}): Promise<void> {
   await fc.assert(property, { numRuns: 25, includeErrorInReport: true, ...params });
 }

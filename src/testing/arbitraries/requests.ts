@@ -138,7 +138,12 @@ function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
   );
 }
 
-/** The format-free conversation every request arbitrary renders. */
+/**
+ * The format-free conversation every request arbitrary renders.
+ *
+ * @example
+ * const requests = fc.sample(conversation().map((c) => renderSession(c, 'chat')), 1)[0];
+ */
 export function conversation(options: RequestOptions = {}): fc.Arbitrary<Conversation> {
   const texts = (defaults: readonly string[]): fc.Arbitrary<string> => options.texts ?? fc.constantFrom(...defaults);
   const step = fc.record({ text: fc.option(texts(['Let me look.', 'Running it now.', 'Checking… 🔍']), { nil: undefined }), calls: fc.array(callSpec(options), { minLength: 1, maxLength: 2 }) });
@@ -328,14 +333,34 @@ export function formatRequest(format: WireFormat, options: RequestOptions = {}):
   });
 }
 
-/** A Chat Completions request with tool calls and tool outputs. */
+/**
+ * A Chat Completions request with tool calls and tool outputs.
+ *
+ * @example
+ * fc.sample(chatRequest({ sizes: ['large'] }), 1);
+ */
 export const chatRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('chat', options);
-/** A Responses API request with `function_call` / `function_call_output` items. */
+/**
+ * A Responses API request with `function_call` / `function_call_output` items.
+ *
+ * @example
+ * fc.sample(responsesRequest(), 1);
+ */
 export const responsesRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('responses', options);
-/** An Anthropic Messages request with `tool_use` / `tool_result` blocks. */
+/**
+ * An Anthropic Messages request with `tool_use` / `tool_result` blocks.
+ *
+ * @example
+ * fc.sample(anthropicRequest({ skills: 'never' }), 1);
+ */
 export const anthropicRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('anthropic', options);
 
-/** A request of any of the chosen formats. */
+/**
+ * A request of any of the chosen formats.
+ *
+ * @example
+ * fc.assert(fc.property(providerRequest({ formats: ['chat'], maxTurns: 2 }), (request) => detectFormat(request) === 'chat'));
+ */
 export function providerRequest(options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> {
   const formats = options.formats ?? WIRE_FORMATS;
   if (formats.length === 0) throw new RangeError('providerRequest: formats must not be empty');
@@ -358,7 +383,12 @@ export interface StreamOptions extends RequestOptions {
   readonly maxLength?: number;
 }
 
-/** Independent requests pushed through one subscription (one session). */
+/**
+ * Independent requests pushed through one subscription (one session).
+ *
+ * @example
+ * test.prop([requestStream({ maxLength: 5 })])('never grows', async (requests) => { … });
+ */
 export function requestStream(options: StreamOptions = {}): fc.Arbitrary<readonly ProviderRequest[]> {
   return fc.array(providerRequest(options), { minLength: options.minLength ?? 1, maxLength: options.maxLength ?? 3 }).map((rs) =>
     withSummary(rs, () => `requests:\n  ${rs.map((r) => fc.stringify(r)).join('\n  ')}`),
@@ -368,6 +398,9 @@ export function requestStream(options: StreamOptions = {}): fc.Arbitrary<readonl
 /**
  * A growing multi-turn session: the successive requests a host sends for one conversation, each
  * extending the previous one (same system and tools, more items). Formats are not mixed.
+ *
+ * @example
+ * test.prop([growingSession()])('keeps the prefix', async (requests) => { … });
  */
 export function growingSession(options: RequestOptions = {}): fc.Arbitrary<readonly ProviderRequest[]> {
   const formats = options.formats ?? WIRE_FORMATS;

@@ -71,7 +71,12 @@ export interface SkillCatalogOptions {
   readonly maxSkills?: number;
 }
 
-/** A catalog drawn from a fixed pool of realistic skills (some with Unicode descriptions). */
+/**
+ * A catalog drawn from a fixed pool of realistic skills (some with Unicode descriptions).
+ *
+ * @example
+ * fc.assert(fc.property(skillCatalog({ minSkills: 8 }), (c) => c.block.startsWith('<available_skills>')));
+ */
 export function skillCatalog(options: SkillCatalogOptions = {}): fc.Arbitrary<SkillCatalog> {
   const min = options.minSkills ?? 3;
   const max = Math.min(options.maxSkills ?? SKILLS.length, SKILLS.length);
@@ -79,7 +84,12 @@ export function skillCatalog(options: SkillCatalogOptions = {}): fc.Arbitrary<Sk
   return fc.shuffledSubarray([...SKILLS], { minLength: min, maxLength: max }).map((entries) => ({ entries, block: renderSkillCatalog(entries) }));
 }
 
-/** A user prompt that mentions some of the catalog's skills (or none). */
+/**
+ * A user prompt that mentions some of the catalog's skills (or none).
+ *
+ * @example
+ * const prompt = skillCatalog().chain((catalog) => skillPrompt(catalog));
+ */
 export function skillPrompt(catalog: SkillCatalog): fc.Arbitrary<string> {
   return fc.oneof(
     fc.constant('What is the weather like today?'),

@@ -119,7 +119,12 @@ export function expandOutput(spec: OutputSpec): string {
   return lines.join('\n');
 }
 
-/** The shrinkable spec behind {@link toolOutput}. */
+/**
+ * The shrinkable spec behind {@link toolOutput}.
+ *
+ * @example
+ * const output = outputSpec({ shapes: ['terminal'] }).map(expandOutput);
+ */
 export function outputSpec(options: ToolOutputOptions = {}): fc.Arbitrary<OutputSpec> {
   const shapes = options.shapes ?? OUTPUT_SHAPES;
   const sizes = options.sizes ?? (['tiny', 'medium', 'large'] as const);

@@ -73,7 +73,12 @@ export function toolArgs(name: string, commands: readonly string[] = COMMANDS, c
   }
 }
 
-/** A tool call with realistic arguments. `id` is unique within one generated stream when `index` is given. */
+/**
+ * A tool call with realistic arguments. `id` is unique within one generated stream when `index` is given.
+ *
+ * @example
+ * fc.sample(toolCall({ tools: ['terminal'] }), 3);
+ */
 export function toolCall(options: ToolEventOptions = {}, index = 0): fc.Arbitrary<ToolCall> {
   const tools = options.tools ?? TOOL_NAMES;
   return fc
@@ -129,6 +134,9 @@ export interface ToolStreamOptions extends ToolEventOptions {
  * A stream of tool results as one session produces them. Some results repeat an earlier
  * observation exactly and some repeat it with a few lines changed (the same command run twice),
  * so temporal deltas and duplicate handling get exercised.
+ *
+ * @example
+ * test.prop([toolResultStream({ maxLength: 4 })])('fails open', async (results) => { … });
  */
 export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<readonly ToolResult[]> {
   const min = options.minLength ?? 1;
@@ -150,7 +158,12 @@ export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<
   });
 }
 
-/** A stream of tool calls (what a rewrite stage sees). */
+/**
+ * A stream of tool calls (what a rewrite stage sees).
+ *
+ * @example
+ * test.prop([toolCallStream({ tools: ['terminal'] })])('rewrites only commands', async (calls) => { … });
+ */
 export function toolCallStream(options: ToolStreamOptions = {}): fc.Arbitrary<readonly ToolCall[]> {
   const min = options.minLength ?? 1;
   const max = options.maxLength ?? 6;

@@ -30,6 +30,9 @@ export function prefixBreak(prev: ProviderRequest, next: ProviderRequest): { ind
  * than before (a block of turns collapsed, a lease expired). Between two such points the
  * rendering must stay byte-stable: an operator that rewrites the prefix while reporting the same
  * decision is caught.
+ *
+ * @example
+ * testInvariants(test, op, { vault, only: ['cache-stable'], isBoundary: decisionsChanged(['compileRequest']) });
  */
 export function decisionsChanged(stages?: readonly string[]): NonNullable<CacheStableOptions['isBoundary']> {
   const key = (step: Step<ProviderRequest>): string =>

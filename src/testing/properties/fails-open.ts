@@ -13,7 +13,12 @@ export interface FaultPlan {
   readonly mode: 'reject' | 'throw';
 }
 
-/** Every dependency broken (weighted up: it is the strict case) or a random subset. */
+/**
+ * Every dependency broken (weighted up: it is the strict case) or a random subset.
+ *
+ * @example
+ * fc.sample(faultPlan(), 1); // e.g. { vault: 'all', counterThrows: true, spawnThrows: false, mode: 'reject' }
+ */
 export function faultPlan(): fc.Arbitrary<FaultPlan> {
   const all = fc.record({ vault: fc.constant('all' as const), counterThrows: fc.constant(true), spawnThrows: fc.constant(true), mode: fc.constantFrom('reject' as const, 'throw' as const) });
   const some = fc.record({ vault: fc.subarray([...VAULT_METHODS], { minLength: 1 }), counterThrows: fc.boolean(), spawnThrows: fc.boolean(), mode: fc.constantFrom('reject' as const, 'throw' as const) });

@@ -13,7 +13,12 @@ export interface CutPlan {
   readonly hops: number;
 }
 
-/** Where to unsubscribe in one run: inputs pushed, whether to wait for a held resource, extra macrotask hops. */
+/**
+ * Where to unsubscribe in one run: inputs pushed, whether to wait for a held resource, extra macrotask hops.
+ *
+ * @example
+ * fc.sample(cutPlan(), 1); // e.g. { pushed: 3, waitForResource: true, hops: 1 }
+ */
 export function cutPlan(): fc.Arbitrary<CutPlan> {
   return fc.record({ pushed: fc.nat(8), waitForResource: fc.boolean(), hops: fc.nat(3) });
 }
