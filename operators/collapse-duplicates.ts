@@ -25,17 +25,41 @@ const SEEN_MAX = 10_000;
 export interface CollapseDuplicatesOptions {
   /** Where evidence is vaulted and leases are claimed. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
+  /**
+   * Adds the token half of the acceptance gate when exact.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
   readonly counter?: TokenCounter;
-  /** Tool outputs at least this long (code points) are managed. Default 4000, the config default of TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS. */
+  /**
+   * Tool outputs at least this long (code points) are managed (≥ 1).
+   *
+   * @defaultValue `4000` (config `minArtifactChars`, TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS)
+   */
   readonly minArtifactChars?: number;
-  /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
+  /**
+   * Longer outputs cannot be vaulted and stay inline (≥ `minArtifactChars`).
+   *
+   * @defaultValue `2_000_000` (config `maxArtifactChars`, TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS)
+   */
   readonly maxArtifactChars?: number;
-  /** Inline outputs longer than this show a bounded faithful view plus the receipt (0 = never). Default 32,000. */
+  /**
+   * Inline outputs longer than this show a bounded faithful view plus the receipt (0 = never).
+   *
+   * @defaultValue `32_000` (config `maxInlineChars`)
+   */
   readonly maxInlineChars?: number;
-  /** Size of that bounded view in code points. Default 8000. */
+  /**
+   * Size of that bounded view in code points (≥ 200).
+   *
+   * @defaultValue `8000`
+   */
   readonly inlineViewChars?: number;
-  /** Which user messages of a text-protocol agent are command output (see compileRequest). Default: the default pattern. */
+  /**
+   * Which user messages of a text-protocol agent are command output (as in compileRequest).
+   *
+   * @defaultValue the default observation pattern
+   */
   readonly observations?: ObservationSetting;
 }
 

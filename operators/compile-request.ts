@@ -26,48 +26,96 @@ const STAGE = STAGES.compileRequest;
 export interface CompileRequestOptions {
   /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
+  /**
+   * Adds the token half of the acceptance gate when exact.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
   readonly counter?: TokenCounter;
-  /** Old tool outputs at least this long become a digest plus a receipt. Default 600, the config default of TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (floor 100). */
+  /**
+   * Old tool outputs at least this long become a digest plus a receipt (≥ 100).
+   *
+   * @defaultValue `600` (config `contextMinVaultChars`, TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS)
+   */
   readonly minVaultChars?: number;
-  /** Longer outputs cannot be vaulted and stay inline. Default 2,000,000 (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). */
+  /**
+   * Longer outputs cannot be vaulted and stay inline (≥ 1).
+   *
+   * @defaultValue `2_000_000` (config `maxArtifactChars`, TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS)
+   */
   readonly maxArtifactChars?: number;
-  /** Outputs of the newest turns are never rewritten (≥ 1). Default 1 (TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS). */
+  /**
+   * Outputs of the newest turns are never rewritten (≥ 1).
+   *
+   * @defaultValue `1` (config `contextInlineRecentTurns`, TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS)
+   */
   readonly inlineRecentTurns?: number;
-  /** Requests that must have shown an output inline before a rewrite may replace it (≥ 1). Default 1 (TOKEN_TERMINATOR_INLINE_LEASES). */
+  /**
+   * Requests that must have shown an output inline before a rewrite may replace it (1 … 100).
+   *
+   * @defaultValue `1` (config `inlineLeases`, at least 1; TOKEN_TERMINATOR_INLINE_LEASES)
+   */
   readonly inlineLeases?: number;
   /**
-   * 0 (default): history is rewritten when the cache-economic rule says the batch pays for the
+   * 0: history is rewritten when the cache-economic rule says the batch pays for the
    * cache it breaks. n ≥ 1: the fixed-block policy, everything old enough is rewritten whenever
    * the turn count crosses a multiple of n (TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS).
+   *
+   * @defaultValue `0` (config `contextBlockTurns`)
    */
   readonly blockTurns?: number;
-  /** Requests the rule expects after this one; 0 (default) = as many as the conversation has had (TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS). */
+  /**
+   * Requests the rule expects after this one; 0 = as many as the conversation has had (TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS).
+   *
+   * @defaultValue `0` (config `rewriteHorizonRequests`)
+   */
   readonly requestsAhead?: number;
-  /** The route's prompt-cache pricing. Default: by route (`route.pricing`, else Anthropic-style for Claude/Anthropic routes, OpenAI-style otherwise). */
+  /**
+   * The route's prompt-cache pricing, fixed or chosen per request.
+   *
+   * @defaultValue by route: `route.pricing`, else Anthropic-style for Claude/Anthropic routes, OpenAI-style otherwise
+   */
   readonly pricing?: PricingProfile | ((step: Step<ProviderRequest>) => PricingProfile);
-  /** Budget of the failure lines a digest keeps (code points). Default 400 (TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS). */
+  /**
+   * Budget of the failure lines a digest keeps (code points, ≥ 0).
+   *
+   * @defaultValue `400` (config `digestDiagnosticChars`, TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS)
+   */
   readonly digestDiagnosticChars?: number;
-  /** Opt-in: old assistant prose outside fenced command blocks becomes a receipt. Default false (TOKEN_TERMINATOR_REASONING_REDUCTION). */
+  /**
+   * Opt-in: old assistant prose outside fenced command blocks becomes a receipt (TOKEN_TERMINATOR_REASONING_REDUCTION).
+   *
+   * @defaultValue `false`
+   */
   readonly reasoning?: boolean;
   /**
    * Opt-in turn collapse: outputs of turns older than this become bare receipts and their
-   * reasoning is reduced; the instruction prefix, user messages and actions stay. Default 0 (off;
-   * TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS).
+   * reasoning is reduced; the instruction prefix, user messages and actions stay; 0 = off
+   * (TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS).
+   *
+   * @defaultValue `0` (config `contextCollapseAfterTurns`)
    */
   readonly collapseAfterTurns?: number;
   /**
    * Which user messages of a text-protocol agent are command output: a pattern, a predicate (the
-   * host's own mapping) or `'none'`. Default: TOKEN_TERMINATOR_OBSERVATION_PATTERN's default.
+   * host's own mapping) or `'none'`.
+   *
+   * @defaultValue the default of TOKEN_TERMINATOR_OBSERVATION_PATTERN
    */
   readonly observations?: ObservationSetting;
   /**
-   * Budget of the working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). Default 0 (off). With a
+   * Budget of the working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS); 0 = off. With a
    * budget and a `workingState` store, the session's block is appended to the last user text of a
    * request this stage already reduced, and kept only if the whole request stays strictly smaller.
+   *
+   * @defaultValue `0` (config `workingGraphChars`)
    */
   readonly workingGraphChars?: number;
-  /** Where the working state lives (the store behind working_state_apply / _get). Default: none. */
+  /**
+   * Where the working state lives (the store behind working_state_apply / _get).
+   *
+   * @defaultValue none
+   */
   readonly workingState?: WorkingStateStore;
 }
 

@@ -29,54 +29,109 @@ import type { ArtifactStore, LeaseStore } from '../src/vault/ports.js';
 
 const STAGE = STAGES.compressToolResult;
 
+/** Options of {@link compressToolResult}; only `vault` is required. */
 export interface CompressToolResultOptions {
   /** Where exact originals go (required). */
   readonly vault: ArtifactStore & LeaseStore;
-  /** Exact token counter: a replacement must also use fewer tokens. Default none (chars only). */
+  /**
+   * Exact token counter: a replacement must also use fewer tokens.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
   readonly counter?: TokenCounter;
-  /** Mode gate (default 'balanced'); ignored when `flags` is given. */
+  /**
+   * Mode gate; ignored when `flags` is given.
+   *
+   * @defaultValue `'balanced'`
+   */
   readonly mode?: Mode;
-  /** Mode flags from src/config: `native` gates everything, `nativeReadFile` adds read_file. */
+  /**
+   * Mode flags computed from the config: `native` gates everything, `nativeReadFile` adds read_file.
+   *
+   * @defaultValue the flags of `mode`
+   */
   readonly flags?: ModeFlags;
-  /** search_files/process/read_file results shorter than this are untouched (≥ 1000). Default 12000. */
+  /**
+   * search_files/process/read_file results shorter than this (code points) are untouched (≥ 1000).
+   *
+   * @defaultValue `12000` (config `nativeMinChars`)
+   */
   readonly nativeMinChars?: number;
-  /** Target size of native compact text (≥ 1000). Default 8000. */
+  /**
+   * Target size of native compact text (≥ 1000).
+   *
+   * @defaultValue `8000` (config `nativeMaxChars`)
+   */
   readonly nativeMaxChars?: number;
-  /** Terminal results shorter than this are untouched (≥ 1). Default 2000. */
+  /**
+   * Terminal results shorter than this are untouched (≥ 1).
+   *
+   * @defaultValue `2000`
+   */
   readonly terminalMinChars?: number;
-  /** Target size of line-budgeted terminal renderings (≥ 200). Default 4000. */
+  /**
+   * Target size of line-budgeted terminal renderings (≥ 200).
+   *
+   * @defaultValue `4000`
+   */
   readonly terminalMaxChars?: number;
   /**
    * 'auto' keeps the smaller of the reference and line modes (the line mode when the reference
-   * cut would drop a diagnostic line); or force one. Default 'auto'.
+   * cut would drop a diagnostic line); or force one.
+   *
+   * @defaultValue `'auto'`
    */
   readonly nativeStrategy?: 'auto' | 'reference' | 'lines';
   /**
    * Budget, in code points, for the diagnostic lines of a failing output (and the match lines of
-   * a search), kept verbatim on top of the size targets (≥ 0; 0 turns the guarantee off). Default 8000.
+   * a search), kept verbatim on top of the size targets (≥ 0; 0 turns the guarantee off).
+   *
+   * @defaultValue `8000`
    */
   readonly diagnosticChars?: number;
   /**
    * Longer results cannot be vaulted (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS): they get a bounded
-   * view with a note saying so, built without compacting or tokenizing the whole. Default 2,000,000.
+   * view with a note saying so, built without compacting or tokenizing the whole.
+   *
+   * @defaultValue `2_000_000` (config `maxArtifactChars`)
    */
   readonly maxArtifactChars?: number;
-  /** Terminal backends allowed (`all` allows every one). Default ['local']. */
+  /**
+   * Terminal backends allowed, compared case-insensitively (`all` allows every one).
+   *
+   * @defaultValue `['local']`
+   */
   readonly backends?: readonly string[];
-  /** Host tool name → canonical name (search_files, process, read_file, terminal). */
+  /**
+   * Host tool name → canonical name (search_files, process, read_file, terminal).
+   *
+   * @defaultValue none (only the canonical names and their built-in aliases are recognised)
+   */
   readonly toolNames?: Readonly<Record<string, string>>;
-  /** Environment for TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
+  /**
+   * Environment read for TERMINAL_ENV/TERMINAL_BACKEND.
+   *
+   * @defaultValue `process.env`
+   */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /**
    * The names the conversation is about (its task, the agent's recent messages), for this
    * result's session: a view that leaves lines out keeps the lines of the output that mention one
    * of them or a name in the call's arguments (src/compact/focus.ts). `createTerminator` wires
-   * the terms of the session's latest request. Default: none (only the call's arguments).
+   * the terms of the session's latest request.
+   *
+   * @defaultValue none (only the call's arguments)
    */
   readonly focus?: (step: Step<ToolResult>) => readonly string[] | Promise<readonly string[]>;
 }
 
-/** @example results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() })) */
+/**
+ * Replace each large tool result with a smaller faithful view plus a recovery note, after the exact
+ * original is vaulted and read back; any other result, or any failure, passes through unchanged.
+ *
+ * @example
+ * results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() }))
+ */
 export function compressToolResult(options: CompressToolResultOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
   const name = 'compressToolResult';
   requireVault(name, options);

@@ -27,30 +27,74 @@ import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports
 
 const STAGE = STAGES.deltaRepeatedOutput;
 
+/** Options of {@link deltaRepeatedOutput}; only `vault` is required. */
 export interface DeltaRepeatedOutputOptions {
   /** Where exact outputs and baselines live (required). */
   readonly vault: ArtifactStore & LeaseStore & Pick<SessionStore, 'getBaseline' | 'setBaseline'>;
-  /** Exact token counter: a delta must also use fewer tokens. Default none (chars only). */
+  /**
+   * Exact token counter: a delta must also use fewer tokens.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
   readonly counter?: TokenCounter;
-  /** Mode gate (default 'balanced': on in balanced and aggressive); ignored when `flags` is given. */
+  /**
+   * Mode gate (on in balanced and aggressive); ignored when `flags` is given.
+   *
+   * @defaultValue `'balanced'`
+   */
   readonly mode?: Mode;
-  /** Mode flags from src/config; `flags.temporal` gates this operator. */
+  /**
+   * Mode flags computed from the config; `flags.temporal` gates this operator.
+   *
+   * @defaultValue the flags of `mode`
+   */
   readonly flags?: ModeFlags;
-  /** Baselines per session (`session`) or shared across sessions (`workspace`). Default 'session'. */
+  /**
+   * Baselines per session (`session`) or shared across sessions (`workspace`).
+   *
+   * @defaultValue `'session'`
+   */
   readonly scope?: 'session' | 'workspace';
-  /** Smaller outputs are left alone (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS, ≥ 1). Default 2000. */
+  /**
+   * Smaller outputs are left alone (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS, ≥ 1).
+   *
+   * @defaultValue `2000` (config `temporalMinChars`)
+   */
   readonly minChars?: number;
-  /** Size target of the compact rendering a delta must beat. Default 4000. */
+  /**
+   * Size target of the compact rendering a delta must beat.
+   *
+   * @defaultValue `4000`
+   */
   readonly compactMaxChars?: number;
-  /** Host tool name → canonical name. */
+  /**
+   * Host tool name → canonical name.
+   *
+   * @defaultValue none (only the canonical names and their built-in aliases are recognised)
+   */
   readonly toolNames?: Readonly<Record<string, string>>;
-  /** Longer outputs cannot be vaulted and are left to compressToolResult's bounded view (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS). Default 2,000,000. */
+  /**
+   * Longer outputs cannot be vaulted and are left to compressToolResult's bounded view (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS).
+   *
+   * @defaultValue `2_000_000` (config `maxArtifactChars`)
+   */
   readonly maxArtifactChars?: number;
-  /** Environment for TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
+  /**
+   * Environment read for TERMINAL_ENV/TERMINAL_BACKEND.
+   *
+   * @defaultValue `process.env`
+   */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** @example results$.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault })) */
+/**
+ * Turn a terminal output that repeats an earlier run of the same command into a unified diff
+ * against that run, when the diff is strictly smaller than both the raw output and its compact
+ * rendering; the exact output is vaulted first and always becomes the new baseline.
+ *
+ * @example
+ * results$.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault }))
+ */
 export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
   const name = 'deltaRepeatedOutput';
   requireVault(name, options);

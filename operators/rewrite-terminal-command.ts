@@ -24,42 +24,110 @@ import { TtlLru } from '../src/tools/ttl-cache.js';
 const STAGE = STAGES.rewriteTerminalCommand;
 const MARKER = ': RTK && ';
 
+/** Options of {@link rewriteTerminalCommand}; every field is optional. */
 export interface RewriteTerminalCommandOptions {
-  /** Mode gate (default 'balanced'); ignored when `flags` is given. suggest measures only. */
+  /**
+   * Mode gate; ignored when `flags` is given. In `suggest` the rewrite is measured only.
+   *
+   * @defaultValue `'balanced'`
+   */
   readonly mode?: Mode;
-  /** Mode flags from src/config (`modeFlags(config)`); win over `mode`. */
+  /**
+   * Mode flags computed from the config (`modeFlags(config)`); they win over `mode`.
+   *
+   * @defaultValue the flags of `mode`
+   */
   readonly flags?: ModeFlags;
-  /** Pinned rtk binary; beats PATH lookup (TOKEN_TERMINATOR_RTK_PATH). Default: `rtk` on PATH. */
+  /**
+   * Pinned rtk binary; beats PATH lookup (TOKEN_TERMINATOR_RTK_PATH).
+   *
+   * @defaultValue `rtk` looked up on PATH
+   */
   readonly rtkPath?: string;
-  /** Environment for PATH lookup and TERMINAL_ENV/TERMINAL_BACKEND. Default process.env. */
+  /**
+   * Environment for PATH lookup and TERMINAL_ENV/TERMINAL_BACKEND.
+   *
+   * @defaultValue `process.env`
+   */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Deadline for one `rtk rewrite` call, ms (≥ 50). Default 500. */
+  /**
+   * Deadline for one `rtk rewrite` call, ms (≥ 50).
+   *
+   * @defaultValue `500` (config `timeoutMs`)
+   */
   readonly timeoutMs?: number;
-  /** Cache time-to-live, ms (≥ 1). Default 600 000. */
+  /**
+   * Cache time-to-live, ms (≥ 1).
+   *
+   * @defaultValue `600_000` (config `cacheTtlSeconds` × 1000)
+   */
   readonly cacheTtlMs?: number;
-  /** Cache entries (≥ 1). Default 512. */
+  /**
+   * Cache entries (≥ 1).
+   *
+   * @defaultValue `512` (config `cacheSize`)
+   */
   readonly cacheSize?: number;
-  /** Command prefixes never rewritten (case-insensitive, after left-trim). Default none. */
+  /**
+   * Command prefixes never rewritten (case-insensitive, after left-trim).
+   *
+   * @defaultValue `[]`
+   */
   readonly exclude?: readonly string[];
-  /** Terminal backends allowed (`all` allows every one). Default ['local']. */
+  /**
+   * Terminal backends allowed (`all` allows every one).
+   *
+   * @defaultValue `['local']`
+   */
   readonly backends?: readonly string[];
-  /** Skip pytest commands whose project config is already quiet. Default true. */
+  /**
+   * Skip pytest commands whose project config is already quiet.
+   *
+   * @defaultValue `true`
+   */
   readonly pytestGuard?: boolean;
-  /** Prefix rewritten commands with `: RTK && `. Default false. */
+  /**
+   * Prefix rewritten commands with `: RTK && `.
+   *
+   * @defaultValue `false`
+   */
   readonly previewMarker?: boolean;
-  /** Host tool name → canonical name. Default: terminal, bash, shell, run_terminal_cmd … → terminal. */
+  /**
+   * Host tool name → canonical name.
+   *
+   * @defaultValue terminal, bash, shell, run_terminal_cmd … → terminal
+   */
   readonly toolNames?: Readonly<Record<string, string>>;
-  /** Process spawner. Default node:child_process spawn. */
+  /**
+   * Process spawner.
+   *
+   * @defaultValue `spawn` from node:child_process
+   */
   readonly spawn?: Spawner;
-  /** Monotonic clock in ms for the cache. Default performance.now. */
+  /**
+   * Monotonic clock in ms for the cache.
+   *
+   * @defaultValue `performance.now`
+   */
   readonly clock?: () => number;
-  /** File reader for the pytest config probe. Default fs.readFileSync (undefined on error). */
+  /**
+   * File reader for the pytest config probe; returns undefined when the file cannot be read.
+   *
+   * @defaultValue `fs.readFileSync` (undefined on error)
+   */
   readonly readFile?: ReadTextFile;
-  /** Observer of spawned pids (tests check that they are reaped). */
+  /**
+   * Observer of spawned pids (tests check that they are reaped).
+   *
+   * @defaultValue none
+   */
   readonly onSpawn?: (pid: number) => void;
 }
 
 /**
+ * Swap the command string of each allowed terminal tool call for the one `rtk rewrite` returns;
+ * a call rtk declines, or any rtk fault, passes through unchanged.
+ *
  * @example
  * calls$.pipe(rewriteTerminalCommand({ timeoutMs: 500 })) // `git status` → `rtk git status`
  */

@@ -15,23 +15,59 @@ const STAGE = STAGES.routeSkills;
 
 /** Options of {@link routeSkills}. */
 export interface RouteSkillsOptions {
-  /** Adds the token half of the acceptance gate when exact. Default: none (chars only). */
+  /**
+   * Adds the token half of the acceptance gate when exact.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
   readonly counter?: TokenCounter;
-  /** Keep every entry scoring at least this. Default 2.0. */
+  /**
+   * Keep every entry scoring at least this.
+   *
+   * @defaultValue `2`
+   */
   readonly minScore?: number;
-  /** Catalogs with fewer entries are left alone. Default 8. */
+  /**
+   * Catalogs with fewer entries are left alone (≥ 1).
+   *
+   * @defaultValue `8`
+   */
   readonly minCatalogSkills?: number;
-  /** Opt-in cap on kept entries; 0 = no cap. Default 0. */
+  /**
+   * Opt-in cap on kept entries; 0 = no cap.
+   *
+   * @defaultValue `0`
+   */
   readonly maxSkills?: number;
-  /** Names always kept. Default none. */
+  /**
+   * Names always kept.
+   *
+   * @defaultValue `[]`
+   */
   readonly alwaysKeep?: readonly string[];
-  /** Replaces the lexical IDF scorer; a throw falls back to lexical. Default: lexical IDF. */
+  /**
+   * Replaces the lexical IDF scorer; a throw falls back to lexical.
+   *
+   * @defaultValue the lexical IDF scorer
+   */
   readonly scorer?: SkillScorer;
-  /** Catalog delimiters. Default `<available_skills>` … `</available_skills>`. */
+  /**
+   * Catalog delimiters.
+   *
+   * @defaultValue `<available_skills>` … `</available_skills>`
+   */
   readonly delimiters?: Delimiters;
-  /** Both must be in the request's tools, or nothing is routed. Default ['skills_list', 'skill_view']. */
+  /**
+   * Both must be in the request's tools, or nothing is routed.
+   *
+   * @defaultValue `['skills_list', 'skill_view']`
+   */
   readonly discoveryTools?: readonly [string, string];
-  /** When given, routed catalogs are remembered in the vault (sticky across restarts). Default: memory only. */
+  /**
+   * When given, routed catalogs are remembered in the vault (sticky across restarts).
+   *
+   * @defaultValue none (remembered in memory only)
+   */
   readonly vault?: Pick<SessionStore, 'getRendering' | 'setRendering'>;
 }
 

@@ -15,30 +15,35 @@ export class ConfigError extends TokenTerminatorError {
   }
 }
 
+/** No artifact with this id is in the vault. */
 export class ArtifactNotFoundError extends TokenTerminatorError {
   constructor(artifactId: string) {
     super('E_ARTIFACT_NOT_FOUND', `unknown artifact ${artifactId}`);
   }
 }
 
+/** An artifact does not fit: longer than the per-artifact limit, or larger than the vault's capacity. */
 export class VaultCapacityError extends TokenTerminatorError {
   constructor(message: string) {
     super('E_VAULT_CAPACITY', message);
   }
 }
 
+/** An artifact read back after writing did not match what was written, so it must not be relied on. */
 export class VaultVerifyError extends TokenTerminatorError {
   constructor(artifactId: string) {
     super('E_VAULT_VERIFY', `read-back verification failed for ${artifactId}`);
   }
 }
 
+/** The vault database has a schema this version cannot use, or a migration failed. */
 export class VaultSchemaError extends TokenTerminatorError {
   constructor(message: string) {
     super('E_VAULT_SCHEMA', message);
   }
 }
 
+/** A token counter could not count (error code `E_COUNTER`). */
 export class CounterError extends TokenTerminatorError {
   constructor(message: string, options?: ErrorOptions) {
     super('E_COUNTER', message, options);

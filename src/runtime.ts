@@ -50,21 +50,43 @@ export type { RecoveryTool, Terminator } from './runtime-types.js';
 
 /** Options of {@link createTerminator}. Every field is optional. */
 export interface TerminatorOptions {
-  /** A complete, validated Config. Default: `loadConfig({ env, overrides })`. */
+  /**
+   * A complete, validated Config.
+   *
+   * @defaultValue `loadConfig({ env, overrides })`
+   */
   readonly config?: Config;
-  /** Environment to read when `config` is absent. Default: `process.env`. */
+  /**
+   * Environment to read when `config` is absent.
+   *
+   * @defaultValue `process.env`
+   */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Field overrides applied over the environment when `config` is absent. Default: none. */
+  /**
+   * Field overrides applied over the environment when `config` is absent.
+   *
+   * @defaultValue none
+   */
   readonly overrides?: ConfigOverrides;
   /** Use this vault instead of opening `config.dbPath`. The caller keeps ownership: `close()` leaves it open. */
   readonly vault?: Vault;
-  /** Token counter. Default: tokenizer.json when configured, else tiktoken (configured encoding, else o200k_base). */
+  /**
+   * Token counter.
+   *
+   * @defaultValue tokenizer.json when configured, else tiktoken (configured encoding, else o200k_base)
+   */
   readonly counter?: TokenCounter;
-  /** Sessions whose facade lanes stay subscribed (least recently used are dropped). Default: 256. */
+  /**
+   * Sessions whose facade lanes stay subscribed (least recently used are dropped).
+   *
+   * @defaultValue 256
+   */
   readonly maxSessions?: number;
   /**
-   * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens,
-   * savings per stage, component attribution). Default: true.
+   * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens, savings
+   * per stage, component attribution).
+   *
+   * @defaultValue true
    */
   readonly metrics?: boolean;
   /**
@@ -81,11 +103,12 @@ export interface TerminatorOptions {
   readonly vaultErrors?: 'passthrough' | 'throw';
   /**
    * Write the content-free experiment ledger (`token-terminator compare`) for every compiled
-   * request: the session tagged with its mode and model, one turn per request with the tokens
-   * sent (raw and final, counted with the runtime's counter) and the user text's salted
-   * fingerprint. The file is TOKEN_TERMINATOR_LEDGER_PATH, else `experiments.sqlite3` beside the
-   * vault. Default: TOKEN_TERMINATOR_LEDGER (true) when this Terminator opened its own vault file;
-   * off for a vault passed in, an in-memory vault, or pass-through mode.
+   * request: the session tagged with its mode and model, one turn per request with the tokens sent
+   * (raw and final, counted with the runtime's counter) and the user text's salted fingerprint. The
+   * file is TOKEN_TERMINATOR_LEDGER_PATH, else `experiments.sqlite3` beside the vault.
+   *
+   * @defaultValue TOKEN_TERMINATOR_LEDGER (true) when this Terminator opened its own vault file; off
+   * for a vault passed in, an in-memory vault, or pass-through mode
    */
   readonly ledger?: boolean;
 }

@@ -32,6 +32,7 @@ export interface Route {
   readonly maxOutputTokens?: number;
 }
 
+/** Who and what a Step belongs to: session, tenant, request, route and working directory, set by the host. */
 export interface StepContext {
   /** Stable session id from the host. Never taken from the model. */
   readonly sessionId: string;
@@ -63,6 +64,7 @@ export function storeScope(context: StepContext): StoreScope {
   };
 }
 
+/** What a stage did with a Step: changed it, left it alone, fell back to the original after a failure, or only measured. */
 export type DecisionKind = 'applied' | 'skipped' | 'failed_open' | 'measured';
 
 /** A frozen record of what one stage did. Content-free: no prompt or tool text ever goes here. */
@@ -77,6 +79,10 @@ export interface Decision {
   readonly error?: string;
 }
 
+/**
+ * The unit every operator receives and emits: the current value, the original the host passed in, the
+ * context, an optional abort signal and the decisions of the stages so far.
+ */
 export interface Step<T> {
   readonly value: T;
   readonly original: T;
@@ -106,14 +112,24 @@ export interface ToolResult {
 /** A provider request in any of the supported wire formats (plain JSON data). */
 export type ProviderRequest = Readonly<Record<string, unknown>>;
 
-/** Build the first Step for a value. */
+/**
+ * Build the first Step for a value.
+ *
+ * @example
+ * const step = createStep(request, { sessionId: 's1', requestId: 'r1' });
+ */
 export function createStep<T>(value: T, context: StepContext, signal?: AbortSignal): Step<T> {
   return signal === undefined
     ? { value, original: value, context, decisions: [] }
     : { value, original: value, context, signal, decisions: [] };
 }
 
-/** A new Step with a new value and one more decision. */
+/**
+ * A new Step with a new value and one more decision.
+ *
+ * @example
+ * return advance(step, smaller, { stage: 'myStage', kind: 'applied' });
+ */
 export function advance<T>(step: Step<T>, value: T, decision: Decision): Step<T> {
   return { ...step, value, decisions: [...step.decisions, Object.freeze(decision)] };
 }
@@ -132,7 +148,12 @@ export function errorLabel(error: unknown): string {
   return typeof error;
 }
 
-/** The fail-open rule: the incoming Step unchanged plus a `failed_open` decision. */
+/**
+ * The fail-open rule: the incoming Step unchanged plus a `failed_open` decision.
+ *
+ * @example
+ * catch (error) { return failOpen(step, 'myStage', error); }
+ */
 export function failOpen<T>(step: Step<T>, stage: string, error: unknown): Step<T> {
   return note(step, { stage, kind: 'failed_open', reason: 'internal error', error: errorLabel(error) });
 }

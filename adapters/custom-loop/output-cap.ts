@@ -5,6 +5,13 @@
  */
 import { parseOutputCapError } from '../../src/budget/index.js';
 
+/**
+ * The output tokens a provider's output-cap error says are available, or undefined when the error
+ * is not one or names only the whole window (no usable cap for a retry).
+ *
+ * @example
+ * const retryCap = defaultParseOutputCapError(error); // undefined: not a cap error, do not retry
+ */
 export function defaultParseOutputCapError(error: unknown): number | undefined {
   const info = parseOutputCapError(error);
   if (info === undefined || info.kind === 'upper_bound') return undefined;

@@ -17,24 +17,54 @@ import { outputCapField, prepareRequest, readOutputCap, withOutputCap, type Outp
 
 /** Options shared by the client wrappers. */
 export interface ClientWrapOptions {
-  /** The host's session id, or a function of the body. Default: one random id per wrapped client. */
+  /**
+   * The host's session id, or a function of the body.
+   *
+   * @defaultValue one random id per wrapped client
+   */
   readonly sessionId?: string | ((body: ProviderRequest) => string);
-  /** Route (context window, explicit cap) for a body. Default: `{ model: body.model }`. */
+  /**
+   * Route (context window, explicit cap) for a body.
+   *
+   * @defaultValue `{ model: body.model }`
+   */
   readonly route?: Route | ((body: ProviderRequest) => Route | undefined);
-  /** Request id for a body; an identical retry must reuse it. Default: a random UUID per call. */
+  /**
+   * Request id for a body; an identical retry must reuse it.
+   *
+   * @defaultValue a random UUID per call
+   */
   readonly requestId?: (body: ProviderRequest) => string;
-  /** Available output tokens named by a provider error, else undefined. Default: src/budget parseOutputCapError. */
+  /**
+   * Available output tokens named by a provider error, else undefined.
+   *
+   * @defaultValue `defaultParseOutputCapError` (an answer that only bounds the whole window is not a cap)
+   */
   readonly parseOutputCapError?: (error: unknown) => number | undefined;
-  /** Content-free decisions of every call (for metrics). Default: none. */
+  /**
+   * Content-free decisions of every call (for metrics).
+   *
+   * @defaultValue none
+   */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
   /**
    * Answer the model's `token_terminator` calls here and return only the final answer (non-streamed
-   * calls; a streamed call still gets the tool and the caller answers it). Default: false.
+   * calls; a streamed call still gets the tool and the caller answers it).
+   *
+   * @defaultValue false
    */
   readonly handleRecovery?: boolean;
-  /** Recovery rounds per call with `handleRecovery`. Default: 3. */
+  /**
+   * Recovery rounds per call with `handleRecovery`.
+   *
+   * @defaultValue 3
+   */
   readonly recoveryRounds?: number;
-  /** Offer the recovery tool when a sent request carries a receipt. Default: true. */
+  /**
+   * Offer the recovery tool when a sent request carries a receipt.
+   *
+   * @defaultValue true
+   */
   readonly offerRecoveryTool?: boolean;
 }
 
@@ -43,6 +73,7 @@ export interface RequestOptionsLike {
   readonly signal?: AbortSignal | null | undefined;
 }
 
+/** A client's `create` method, typed loosely so both the OpenAI and the Anthropic clients fit. */
 export type CreateFn = (body: never, options?: never) => PromiseLike<unknown>;
 
 /** Wire-format facts one wrapper needs. */

@@ -13,6 +13,9 @@ const MAX_CAPS_PER_MODEL = 32;
 /**
  * The default factory: a model that has a `maxTokens` field is rebuilt through its own constructor
  * from its serialized constructor fields (`lc_kwargs`) with `maxTokens` replaced.
+ *
+ * @example
+ * const capped = cloneWithMaxTokens(new ChatOpenAI({ model: 'gpt-5' }), 4096);
  */
 export const cloneWithMaxTokens: CapModelFactory = (model, maxTokens) => {
   if (!('maxTokens' in model)) return undefined;
@@ -22,7 +25,12 @@ export const cloneWithMaxTokens: CapModelFactory = (model, maxTokens) => {
   return new Ctor({ ...(kwargs as Record<string, unknown>), maxTokens });
 };
 
-/** The capped instance for `model` (cached), or `model` itself when it cannot be capped. */
+/**
+ * The capped instance for `model` (cached), or `model` itself when it cannot be capped.
+ *
+ * @example
+ * const model = cappedModel(llm, compiled.cap ?? 4096);
+ */
 export function cappedModel<M extends object>(model: M, maxTokens: number, factory: CapModelFactory = cloneWithMaxTokens): M {
   let byCap = cache.get(model);
   const hit = byCap?.get(maxTokens);

@@ -12,6 +12,7 @@ import { prepareRequest, readOutputCap } from '../shared/functions.js';
 import { fromChatRequest, toChatRequest } from './messages.js';
 import { modelMaxTokens } from './run-context.js';
 
+/** What {@link compileMessages} returns: the messages to send, a replacement system message and the cap. */
 export interface CompiledMessages {
   /** Messages for the model (the input array itself when nothing changed). */
   readonly messages: BaseMessage[];
@@ -19,9 +20,11 @@ export interface CompiledMessages {
   readonly systemMessage?: SystemMessage;
   /** The output cap the compiled request carries. */
   readonly cap: number | undefined;
+  /** Content-free decisions of every stage that ran on this call. */
   readonly decisions: readonly Decision[];
 }
 
+/** One LangChain model call as {@link compileMessages} reads it. */
 export interface CompileMessagesInput {
   readonly messages: BaseMessage[];
   readonly systemMessage?: BaseMessage | undefined;
@@ -45,7 +48,12 @@ function chatTools(tools: readonly unknown[] | undefined): Record<string, unknow
   return out;
 }
 
-/** Compile one model call. Fail-open: any translation error yields the input messages unchanged. */
+/**
+ * Compile one model call. Fail-open: any translation error yields the input messages unchanged.
+ *
+ * @example
+ * const { messages, cap } = await compileMessages(terminator, { messages: state.messages, model: llm, sessionId: 'thread-1', route: { model: 'gpt-5' } });
+ */
 export async function compileMessages(terminator: Terminator, input: CompileMessagesInput): Promise<CompiledMessages> {
   try {
     const conversion = toChatRequest({

@@ -21,11 +21,23 @@ type ToolCall = { name: string; args: Record<string, unknown>; id?: string };
 
 /** Options of {@link createReactAgentHooks}. */
 export interface ReactAgentHookOptions extends LangGraphRunOptions {
-  /** The chat model the agent uses (for its name, context window and cap). Default: none (no window, no cap). */
+  /**
+   * The chat model the agent uses (for its name, context window and cap).
+   *
+   * @defaultValue none (no window, no cap)
+   */
   readonly model?: object;
-  /** How to build a capped model. Default: rebuild through the model's constructor with `maxTokens`. */
+  /**
+   * How to build a capped model.
+   *
+   * @defaultValue rebuild through the model's constructor with `maxTokens`
+   */
   readonly capModel?: CapModelFactory;
-  /** Keep the original text in `ToolMessage.artifact` when a result was reduced. Default: true. */
+  /**
+   * Keep the original text in `ToolMessage.artifact` when a result was reduced.
+   *
+   * @defaultValue true
+   */
   readonly keepOriginalInArtifact?: boolean;
 }
 
@@ -34,6 +46,8 @@ interface ModelLike {
 }
 
 /**
+ * Hooks that put the pipeline into a legacy `createReactAgent` graph: a capped model, a tool node that reduces results, and a pre-model hook that compiles the messages.
+ *
  * @example
  * const tt = createReactAgentHooks(terminator, { model: llm });
  * const agent = createReactAgent({ llm: tt.llm(llm, myTools), tools: tt.toolNode(myTools), preModelHook: tt.preModelHook });

@@ -20,6 +20,7 @@ export interface ChatConversion {
   readonly system: ChatMessage | undefined;
 }
 
+/** The parts of a LangChain model call {@link toChatRequest} turns into a Chat Completions request. */
 export interface ChatRequestInput {
   readonly messages: readonly BaseMessage[];
   readonly systemMessage?: BaseMessage | undefined;
@@ -64,7 +65,12 @@ function toChatMessage(message: BaseMessage): ChatMessage {
   }
 }
 
-/** Build a Chat Completions request from what a LangChain model call would send. */
+/**
+ * Build a Chat Completions request from what a LangChain model call would send.
+ *
+ * @example
+ * const conversion = toChatRequest({ messages, model: 'gpt-5' });
+ */
 export function toChatRequest(input: ChatRequestInput): ChatConversion {
   const sources = new Map<object, BaseMessage>();
   const messages: ChatMessage[] = [];
@@ -86,7 +92,12 @@ export function toChatRequest(input: ChatRequestInput): ChatConversion {
   return { request, sources, system };
 }
 
-/** Back to LangChain: the messages the model should see, and a replacement system message if it changed. */
+/**
+ * Back to LangChain: the messages the model should see, and a replacement system message if it changed.
+ *
+ * @example
+ * const { messages: shown } = fromChatRequest(compiled, toChatRequest({ messages }));
+ */
 export function fromChatRequest(compiled: ProviderRequest, conversion: ChatConversion): { messages: BaseMessage[]; systemMessage?: SystemMessage } {
   const list = Array.isArray(compiled['messages']) ? (compiled['messages'] as ChatMessage[]) : [];
   const byToolCall = new Map<string, BaseMessage>();

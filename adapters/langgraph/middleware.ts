@@ -15,23 +15,53 @@ import { reduceToolMessage } from './tool-message.js';
 
 /** Options of {@link tokenTerminatorMiddleware}. */
 export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions {
-  /** Register the `token_terminator` recovery tool with the agent. Default: true. */
+  /**
+   * Register the `token_terminator` recovery tool with the agent.
+   *
+   * @defaultValue true
+   */
   readonly recoveryTool?: boolean;
-  /** Send tool results through the tool stream. Default: true. */
+  /**
+   * Send tool results through the tool stream.
+   *
+   * @defaultValue true
+   */
   readonly reduceToolResults?: boolean;
-  /** Compile what each model call sees. Default: true. */
+  /**
+   * Compile what each model call sees.
+   *
+   * @defaultValue true
+   */
   readonly compileRequests?: boolean;
-  /** Apply the pipeline's output cap by swapping in a capped model instance. Default: true. */
+  /**
+   * Apply the pipeline's output cap by swapping in a capped model instance.
+   *
+   * @defaultValue true
+   */
   readonly capOutput?: boolean;
-  /** How to build a capped model. Default: rebuild through the model's constructor with `maxTokens`. */
+  /**
+   * How to build a capped model.
+   *
+   * @defaultValue rebuild through the model's constructor with `maxTokens`
+   */
   readonly capModel?: CapModelFactory;
-  /** Keep the original text in `ToolMessage.artifact` when a result was reduced. Default: true. */
+  /**
+   * Keep the original text in `ToolMessage.artifact` when a result was reduced.
+   *
+   * @defaultValue true
+   */
   readonly keepOriginalInArtifact?: boolean;
-  /** Content-free decisions of every call (metrics). Default: none. */
+  /**
+   * Content-free decisions of every call (metrics).
+   *
+   * @defaultValue none
+   */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
 }
 
 /**
+ * `createAgent` middleware that reduces tool results, compiles what each model call sees, applies the output cap and registers the recovery tool.
+ *
  * @example
  * const agent = createAgent({ model, tools, middleware: [tokenTerminatorMiddleware(terminator)], checkpointer });
  * await agent.invoke({ messages }, { configurable: { thread_id: 'session-1' }, signal });

@@ -8,6 +8,8 @@ import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 import { sessionResolver, type LangGraphRunOptions } from './run-context.js';
 
 /**
+ * The `token_terminator` recovery tool as a LangChain tool, answering for the session of the run it is called in.
+ *
  * @example
  * const agent = createReactAgent({ llm, tools: [...tools, langchainRecoveryTool(terminator)] });
  */

@@ -9,10 +9,16 @@ import type { Route } from '../../src/step.js';
 export interface LangGraphRunOptions {
   /**
    * Session id when the run config has no `configurable.thread_id` (string or a function of the
-   * `configurable` object). Default: one random id per adapter instance.
+   * `configurable` object).
+   *
+   * @defaultValue one random id per adapter instance
    */
   readonly sessionId?: string | ((configurable: Readonly<Record<string, unknown>> | undefined) => string | undefined);
-  /** Route fields that win over what the model reports (contextWindow, outputCap, ...). Default: none. */
+  /**
+   * Route fields that win over what the model reports (contextWindow, outputCap, ...).
+   *
+   * @defaultValue none
+   */
   readonly route?: Route;
 }
 

@@ -13,7 +13,12 @@ export interface TerminatorArtifact {
   readonly token_terminator: { readonly original: string };
 }
 
-/** Plain text of a message content: a string, or text-only blocks joined; undefined otherwise. */
+/**
+ * Plain text of a message content: a string, or text-only blocks joined; undefined otherwise.
+ *
+ * @example
+ * textContent([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }]); // 'ab'
+ */
 export function textContent(content: unknown): string | undefined {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return undefined;
@@ -29,6 +34,9 @@ export function textContent(content: unknown): string | undefined {
 /**
  * Reduce a tool's message. Messages of the recovery tool, non-text contents and failures pass
  * through unchanged.
+ *
+ * @example
+ * const shown = await reduceToolMessage(terminator, message, call.args, context, signal, true);
  */
 export async function reduceToolMessage(
   terminator: Terminator,

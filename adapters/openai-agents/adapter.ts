@@ -15,32 +15,55 @@ import { wrapTool } from './tool-wrapper.js';
 
 /** Options of {@link createAgentsAdapter}. */
 export interface AgentsAdapterOptions extends AgentsSessionOptions {
-  /** Route fields for every request (contextWindow, outputCap, ...). Default: the agent's model name only. */
+  /**
+   * Route fields for every request (contextWindow, outputCap, ...).
+   *
+   * @defaultValue the agent's model name only
+   */
   readonly route?: Route;
-  /** Content-free decisions of every compile (metrics). Default: none. */
+  /**
+   * Content-free decisions of every compile (metrics).
+   *
+   * @defaultValue none
+   */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
   /**
    * When a request carries a receipt and the agent lacks `token_terminator`, the wrapped model
-   * offers it and answers the model's calls itself. Default: true.
+   * offers it and answers the model's calls itself.
+   *
+   * @defaultValue true
    */
   readonly offerRecoveryTool?: boolean;
-  /** Recovery rounds the wrapped model answers per call. Default: 3. */
+  /**
+   * Recovery rounds the wrapped model answers per call.
+   *
+   * @defaultValue 3
+   */
   readonly recoveryRounds?: number;
 }
 
+/** The pieces {@link createAgentsAdapter} returns: the input filter, the model and tool wrappers and the recovery tool, all sharing one cap ledger. */
 export interface AgentsAdapter {
   /** A filter without a run signal (for `new Runner({ callModelInputFilter })`). */
   readonly callModelInputFilter: CallModelInputFilter;
   /** Per-run options: spread into `run(agent, input, { ...tt.runOptions({ signal }) })`. */
   runOptions(options?: { signal?: AbortSignal }): { callModelInputFilter: CallModelInputFilter; signal?: AbortSignal };
+  /** The model with the recorded output cap applied to each call and, when offered, recovery calls answered. */
   wrapModel<M extends Model>(model: M): M;
+  /** A provider whose every model is wrapped as by `wrapModel`. */
   wrapModelProvider(provider: ModelProvider): ModelProvider;
+  /** The function tool with its string results sent through the tool stream (other tools and the recovery tool are returned as they are). */
   wrapTool<T>(tool: T): T;
+  /** Every tool wrapped as by `wrapTool`. */
   wrapTools<T>(tools: readonly T[]): T[];
+  /** The `token_terminator` recovery tool for the agent's tool list. */
   readonly recoveryTool: FunctionTool<unknown, never, string>;
 }
 
 /**
+ * Everything the OpenAI Agents SDK needs to run an agent through the pipeline: an input filter
+ * that compiles each model call, model and tool wrappers, and the recovery tool.
+ *
  * @example
  * const tt = createAgentsAdapter(terminator, { route: { contextWindow: 128_000 } });
  * const agent = new Agent({ name: 'a', model: tt.wrapModel(model), tools: [...tools, tt.recoveryTool] });

@@ -5,12 +5,22 @@
  */
 const MAX_ENTRIES = 64;
 
+/** What the input filter hands to the Model wrapper for one filtered item list. */
 export interface LedgerEntry {
+  /** The output cap the compiled request carries, when the pipeline set one. */
   readonly cap: number | undefined;
   /** The run's session, for answering recovery calls in the Model wrapper. */
   readonly sessionId: string | undefined;
 }
 
+/**
+ * A bounded map from the fingerprint of a filtered item list to its {@link LedgerEntry}: the input filter
+ * records, the Model wrapper takes. The oldest entries are dropped past 64.
+ *
+ * @example
+ * const ledger = new CapLedger();
+ * const filter = createInputFilter(terminator, { resolveSession, ledger });
+ */
 export class CapLedger {
   readonly #entries = new Map<string, LedgerEntry>();
 

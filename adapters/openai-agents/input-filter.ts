@@ -12,15 +12,33 @@ import { prepareRequest, readOutputCap } from '../shared/functions.js';
 import type { CapLedger } from './cap-ledger.js';
 import { fromResponsesInput, toResponsesInput } from './items.js';
 
+/** Options of {@link createInputFilter}; only `resolveSession` is required. */
 export interface InputFilterOptions {
-  /** Session id for the run context. */
+  /** Session id for the run context (required). */
   readonly resolveSession: (context: unknown) => string;
-  /** Route fields (contextWindow, outputCap, ...). Default: the agent's model name only. */
+  /**
+   * Route fields (contextWindow, outputCap, ...).
+   *
+   * @defaultValue the agent's model name only
+   */
   readonly route?: Route | undefined;
-  /** Where the cap goes for the Model wrapper. Default: nowhere (no cap). */
+  /**
+   * Where the cap goes for the Model wrapper.
+   *
+   * @defaultValue nowhere (no cap)
+   */
   readonly ledger?: CapLedger | undefined;
-  /** The run's AbortSignal: aborting it drops the compile in flight. Default: none. */
+  /**
+   * The run's AbortSignal: aborting it drops the compile in flight.
+   *
+   * @defaultValue none
+   */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Content-free decisions of every compile (metrics).
+   *
+   * @defaultValue none
+   */
   readonly onDecisions?: ((decisions: readonly Decision[]) => void) | undefined;
 }
 
@@ -32,6 +50,13 @@ function agentFacts(agent: unknown): { model?: string; maxTokens?: number } {
   return { ...(model === undefined ? {} : { model }), ...(maxTokens === undefined ? {} : { maxTokens }) };
 }
 
+/**
+ * A `callModelInputFilter` that runs each model call's input through the request pipeline and gives
+ * back the compiled items (the input unchanged on any failure), recording the cap in `ledger`.
+ *
+ * @example
+ * const runner = new Runner({ callModelInputFilter: createInputFilter(terminator, { resolveSession: () => 'run-1' }) });
+ */
 export function createInputFilter(terminator: Terminator, options: InputFilterOptions): CallModelInputFilter {
   const filter = async ({ modelData, agent, context }: CallModelInputFilterArgs): Promise<ModelInputData> => {
     try {

@@ -10,7 +10,9 @@ import type { AgentInputItem } from '@openai/agents';
 
 type Item = Record<string, unknown>;
 
+/** Responses API input built from Agents SDK items, plus the maps {@link fromResponsesInput} needs to map it back. */
 export interface ResponsesConversion {
+  /** The Responses API input items, in the order of the SDK items. */
   readonly input: Item[];
   /** Wire item → the SDK item it was built from. */
   readonly sources: ReadonlyMap<object, AgentInputItem>;
@@ -20,7 +22,12 @@ export interface ResponsesConversion {
   readonly calls: ReadonlyMap<string, AgentInputItem>;
 }
 
-/** Text of an SDK tool output: a string, `{type:'text'}` or a list of text items; undefined otherwise. */
+/**
+ * Text of an SDK tool output: a string, `{type:'text'}` or a list of text items; undefined otherwise.
+ *
+ * @example
+ * outputText({ type: 'text', text: 'done' }); // 'done'
+ */
 export function outputText(output: unknown): string | undefined {
   if (typeof output === 'string') return output;
   const one = output as { type?: unknown; text?: unknown } | null;
@@ -34,6 +41,12 @@ export function outputText(output: unknown): string | undefined {
   return text;
 }
 
+/**
+ * Agents SDK input items as Responses API input items (messages by reference, function calls and results renamed).
+ *
+ * @example
+ * const conversion = toResponsesInput(modelData.input);
+ */
 export function toResponsesInput(items: readonly AgentInputItem[]): ResponsesConversion {
   const sources = new Map<object, AgentInputItem>();
   const results = new Map<string, AgentInputItem>();
@@ -57,6 +70,12 @@ export function toResponsesInput(items: readonly AgentInputItem[]): ResponsesCon
   return { input, sources, results, calls };
 }
 
+/**
+ * Compiled Responses API items back as Agents SDK items: untouched ones are the original SDK items, changed ones are rebuilt from the SDK item they replace.
+ *
+ * @example
+ * const items = fromResponsesInput(compiled.input, toResponsesInput(modelData.input));
+ */
 export function fromResponsesInput(compiled: readonly unknown[], conversion: ResponsesConversion): AgentInputItem[] {
   return compiled.map((value) => {
     const wire = value as Item;

@@ -62,7 +62,12 @@ async function answerRound(output: readonly unknown[], request: ModelRequest, re
 
 const withoutRecovery = (response: ModelResponse): ModelResponse => ({ ...response, output: response.output.filter((o) => !isRecoveryCall(o)) });
 
-/** Wrap a Model; every other member of the model is forwarded unchanged. */
+/**
+ * Wrap a Model; every other member of the model is forwarded unchanged.
+ *
+ * @example
+ * const agent = new Agent({ name: 'coder', model: wrapModel(model, ledger) });
+ */
 export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery?: ModelRecovery): M {
   const prepare = (request: ModelRequest): { request: ModelRequest; offered: boolean; sessionId: string } => {
     const taken = ledger.take(request.input);
@@ -102,7 +107,12 @@ export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery
   return override(override(model, 'getResponse', getResponse), 'getStreamedResponse', getStreamedResponse);
 }
 
-/** Wrap a ModelProvider so every model it returns is wrapped. */
+/**
+ * Wrap a ModelProvider so every model it returns is wrapped.
+ *
+ * @example
+ * const runner = new Runner({ modelProvider: wrapModelProvider(new OpenAIProvider(), ledger) });
+ */
 export function wrapModelProvider(provider: ModelProvider, ledger: CapLedger, recovery?: ModelRecovery): ModelProvider {
   return {
     getModel: async (name?: string) => wrapModel(await provider.getModel(name), ledger, recovery),

@@ -3,6 +3,12 @@ import { tool, type FunctionTool } from '@openai/agents';
 import type { Terminator } from '../../src/runtime-types.js';
 import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 
+/**
+ * The `token_terminator` recovery tool as an Agents SDK function tool, answering for the session `resolveSession` gives each run context.
+ *
+ * @example
+ * const agent = new Agent({ name: 'coder', tools: [agentsRecoveryTool(terminator, () => 'run-1')] });
+ */
 export function agentsRecoveryTool(terminator: Terminator, resolveSession: (context: unknown) => string): FunctionTool<unknown, never, string> {
   const def = terminator.recoveryTool;
   const lenient = lenientParameters(def);

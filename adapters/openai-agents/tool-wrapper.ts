@@ -17,7 +17,12 @@ function parseArgs(input: string): Record<string, unknown> {
   }
 }
 
-/** Wrap one function tool (other tool kinds are returned as they are). */
+/**
+ * Wrap one function tool (other tool kinds are returned as they are).
+ *
+ * @example
+ * const agent = new Agent({ name: 'coder', tools: [wrapTool(shellTool, terminator, () => 'run-1')] });
+ */
 export function wrapTool<T>(tool: T, terminator: Terminator, resolveSession: (context: unknown) => string): T {
   const t = tool as unknown as FunctionTool<unknown, never, unknown>;
   if (t === null || typeof t !== 'object' || t.type !== 'function' || t.name === RECOVERY_TOOL_NAME) return tool;

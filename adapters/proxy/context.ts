@@ -30,6 +30,7 @@ export interface AccountInput {
   readonly saved: Readonly<Record<string, number>>;
 }
 
+/** Everything one proxy instance shares across the requests it handles: settings, Terminator, upstream pool, metrics and caches. */
 export interface ProxyContext {
   readonly config: ProxyConfig;
   readonly terminator: Terminator;

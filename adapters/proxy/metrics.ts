@@ -10,6 +10,7 @@ export type ApiLabel = 'chat' | 'responses' | 'anthropic' | 'relay';
 /** What the proxy did with a handled request. */
 export type Outcome = 'reduced' | 'unchanged' | 'too_large' | 'malformed' | 'fail_open';
 
+/** The proxy's Prometheus metrics (prom-client counters and a histogram) in their own registry. */
 export interface ProxyMetrics {
   readonly registry: Registry;
   readonly requests: Counter<'api' | 'outcome'>;
@@ -23,6 +24,13 @@ export interface ProxyMetrics {
   readonly failOpen: Counter<'reason'>;
 }
 
+/**
+ * A fresh registry holding the proxy's counters and upstream-latency histogram, all named `token_terminator_proxy_*`.
+ *
+ * @example
+ * const metrics = createProxyMetrics();
+ * const text = await metrics.registry.metrics(); // Prometheus exposition format
+ */
 export function createProxyMetrics(): ProxyMetrics {
   const registry = new Registry();
   const p = 'token_terminator_proxy_';

@@ -36,26 +36,63 @@ export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void |
 
 /** Options of {@link createProxy}; every field is optional. */
 export interface ProxyOptions {
-  /** Resolved settings. Default: `loadProxyConfig({ env, flags })`. */
+  /**
+   * Resolved settings.
+   *
+   * @defaultValue `loadProxyConfig({ env, flags })`
+   */
   readonly config?: ProxyConfig;
-  /** Flags over the environment when `config` is absent. Default: none. */
+  /**
+   * Flags over the environment when `config` is absent.
+   *
+   * @defaultValue none
+   */
   readonly flags?: ProxyFlags;
-  /** Environment for the proxy settings and, without `terminator`, the Terminator's config. Default: `process.env`. */
+  /**
+   * Environment for the proxy settings and, without `terminator`, the Terminator's config.
+   *
+   * @defaultValue `process.env`
+   */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** The Terminator to run requests through (the caller keeps ownership). Default: one built from `terminatorOptions`. */
+  /**
+   * The Terminator to run requests through (the caller keeps ownership).
+   *
+   * @defaultValue one built from `terminatorOptions`
+   */
   readonly terminator?: Terminator;
-  /** Options for the Terminator the proxy builds (its own metric rows replace the runtime's). Default: `{}`. */
+  /**
+   * Options for the Terminator the proxy builds (its own metric rows replace the runtime's).
+   *
+   * @defaultValue `{}`
+   */
   readonly terminatorOptions?: TerminatorOptions;
-  /** Upstream dispatcher. Default: a keep-alive undici Agent with the configured timeout. */
+  /**
+   * Upstream dispatcher.
+   *
+   * @defaultValue a keep-alive undici Agent with the configured timeout
+   */
   readonly dispatcher?: Dispatcher;
-  /** Content-free log records. Default: none. */
+  /**
+   * Content-free log records.
+   *
+   * @defaultValue none
+   */
   readonly log?: (record: ProxyLogRecord) => void;
-  /** Extra local routes by exact path (any method); one named `/dashboard` replaces the built-in page. Default: none. */
+  /**
+   * Extra local routes by exact path (any method); one named `/dashboard` replaces the built-in page.
+   *
+   * @defaultValue none
+   */
   readonly routes?: Readonly<Record<string, RouteHandler>>;
-  /** Serve the report page at `GET /dashboard` (behind the proxy token when one is set). Default: true. */
+  /**
+   * Serve the report page at `GET /dashboard` (behind the proxy token when one is set).
+   *
+   * @defaultValue true
+   */
   readonly dashboard?: boolean;
 }
 
+/** A running gateway built by {@link createProxy}: its HTTP server, settings, Terminator and metrics. */
 export interface Proxy extends AsyncDisposable {
   readonly server: Server;
   readonly config: ProxyConfig;

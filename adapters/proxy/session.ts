@@ -17,6 +17,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson } from '../../src/measure/index.js';
 import { conversationItems, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 
+/** Request header that names the session explicitly; the proxy scopes it by tenant and never sends it upstream. */
 export const SESSION_HEADER = 'x-token-terminator-session';
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -36,7 +37,12 @@ function apiKey(headers: IncomingHttpHeaders): string | undefined {
   return header(headers, 'x-api-key') ?? header(headers, 'api-key');
 }
 
-/** `k_` + 24 hex chars of the key's SHA-256, or `''` without a key. */
+/**
+ * `k_` + 24 hex chars of the key's SHA-256, or `''` without a key.
+ *
+ * @example
+ * tenantOf({ authorization: 'Bearer sk-test' }); // 'k_' + 24 hex chars
+ */
 export function tenantOf(headers: IncomingHttpHeaders): string {
   const key = apiKey(headers);
   return key === undefined || key === '' ? '' : `k_${sha(`token-terminator tenant\u0000${key}`).slice(0, 24)}`;

@@ -10,20 +10,31 @@ import { continueRequest, exchangeItems, type RecoveryCall, type RecoveryWireFor
 import { closingEvents, createStreamRound, createStreamState, SseParser } from '../../src/recovery/stream.js';
 import type { ProviderRequest } from '../../src/step.js';
 
+/** What {@link relayRecoveryStream} needs for one streamed answer. */
 export interface StreamRelayOptions {
+  /** Wire format of the request and its event stream. */
   readonly format: RecoveryWireFormat;
+  /** The upstream response to the request as sent (the first round). */
   readonly first: Dispatcher.ResponseData;
+  /** The request as sent upstream; continuation requests extend it. */
   readonly request: ProviderRequest;
+  /** The client response the events are written to; its headers are already written. */
   readonly res: ServerResponse;
+  /** Recovery rounds answered at most before the stream is left as the model ended it. */
   readonly maxRounds: number;
   /** Send one continuation body upstream. */
   send(body: Buffer): Promise<Dispatcher.ResponseData>;
+  /** Answer one recovery call with the text to send back as its output. */
   answer(call: RecoveryCall): Promise<string>;
+  /** Told once per round that ended in recovery calls: how many, and whether the relay continued or stopped. */
   onRound?(calls: number, end: 'continued' | 'mixed' | 'rounds'): void;
 }
 
+/** What {@link relayRecoveryStream} did. */
 export interface StreamRelayResult {
+  /** The recovery calls and their outputs, as conversation items, in round order. */
   readonly exchange: readonly unknown[];
+  /** Why recovery calls were left unanswered: mixed with other tool calls, or out of rounds; absent when none were. */
   readonly stopped?: 'mixed' | 'rounds';
   /** The last round's rebuilt response (its id chains Responses requests). */
   readonly lastBody: unknown;

@@ -41,7 +41,9 @@ export class RenderingCache {
   }
 }
 
+/** A request with its tool outputs reduced, plus what that saved. */
 export interface ToolOutputResult {
+  /** The request with every reduced output in place. */
   readonly request: ProviderRequest;
   /** True when any output is shown differently from how the client sent it. */
   readonly changed: boolean;

@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { SESSION_HEADER } from './session.js';
 
+/** Request header carrying the proxy's own access token; checked locally and never sent upstream. */
 export const TOKEN_HEADER = 'x-token-terminator-token';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
@@ -52,6 +53,7 @@ export function responseHeaders(headers: Record<string, string | string[] | unde
   return out;
 }
 
+/** One request to the upstream API. */
 export interface UpstreamRequest {
   readonly base: string;
   readonly pathAndQuery: string;
@@ -61,10 +63,12 @@ export interface UpstreamRequest {
   readonly signal: AbortSignal;
 }
 
+/** The keep-alive undici Agent the proxy sends upstream through; `timeoutMs` bounds the wait for headers and between body chunks. */
 export function createUpstreamAgent(timeoutMs: number): Agent {
   return new Agent({ keepAliveTimeout: 30_000, connections: 256, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, pipelining: 1 });
 }
 
+/** Send a request to `base` + `pathAndQuery` through `dispatcher`; resolves once the response headers arrive. */
 export function sendUpstream(dispatcher: Dispatcher, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
   const target = upstreamTarget(request.base, request.pathAndQuery);
   return dispatcher.request({

@@ -30,6 +30,7 @@ export interface PreparedRequest<R extends ProviderRequest = ProviderRequest> {
 
 /** The output-cap fields the three wire formats use. */
 export const OUTPUT_CAP_FIELDS = CAP_FIELDS;
+/** The name of an output-cap field: `max_completion_tokens`, `max_output_tokens` or `max_tokens`. */
 export type OutputCapField = CapField;
 
 function adapterFailure(stage: string, error: unknown): Decision {
@@ -84,12 +85,20 @@ export async function prepareRequest<R extends ProviderRequest>(
 /**
  * The smallest positive output cap a request carries in any of the three fields, top level or in
  * `extra_body` (undefined when none). The same reading the budget stage uses (src/budget/request-caps.ts).
+ *
+ * @example
+ * readOutputCap({ model: 'gpt-5', max_tokens: 900, extra_body: { max_completion_tokens: 500 } }); // 500
  */
 export function readOutputCap(request: ProviderRequest): number | undefined {
   return readCallerCap(request);
 }
 
-/** The cap field a request already uses (top level, then `extra_body`), else the format's default. */
+/**
+ * The cap field a request already uses (top level, then `extra_body`), else the format's default.
+ *
+ * @example
+ * outputCapField({ model: 'gpt-5', max_tokens: 900 }, 'max_completion_tokens'); // 'max_tokens'
+ */
 export function outputCapField(request: ProviderRequest, fallback: OutputCapField): OutputCapField {
   const extra = extraBody(request);
   return OUTPUT_CAP_FIELDS.find((field) => typeof request[field] === 'number') ?? OUTPUT_CAP_FIELDS.find((field) => typeof extra?.[field] === 'number') ?? fallback;
@@ -98,6 +107,9 @@ export function outputCapField(request: ProviderRequest, fallback: OutputCapFiel
 /**
  * A shallow copy with exactly one cap field set at the top level (every alias removed, `extra_body`
  * ones included); the input is not touched.
+ *
+ * @example
+ * const capped = withOutputCap(request, outputCapField(request, 'max_completion_tokens'), 4096);
  */
 export function withOutputCap<R extends ProviderRequest>(request: R, field: OutputCapField, cap: number): R {
   return withCap(request, field, cap) as R;

@@ -14,6 +14,7 @@ import type { Terminator } from '../../src/runtime-types.js';
 
 export { lenientParameters, recoveryArgs, RECOVERY_TOOL_NAME };
 
+/** Wire format a recovery tool definition or answer is shaped for: `chat`, `responses` or `anthropic`. */
 export type WireFormat = RecoveryWireFormat;
 
 /** The definition type each format's SDK takes (type-only imports: the SDKs stay optional peers). */
@@ -26,6 +27,9 @@ export interface RecoveryToolDefinitions {
 /**
  * Run one recovery call for a host session. Never throws: an internal failure becomes a JSON error
  * result the model can read (class label only, no content).
+ *
+ * @example
+ * const output = await handleRecoveryCall(terminator, call.arguments, 'session-1');
  */
 export function handleRecoveryCall(terminator: Terminator, args: unknown, sessionId: string): Promise<string> {
   return answerRecoveryCall(terminator.recoveryTool, args, sessionId);

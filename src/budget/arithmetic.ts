@@ -9,6 +9,7 @@
  */
 import { ConfigError } from '../errors.js';
 
+/** The numbers an output cap is computed from: window W, prompt tokens P, required output R and the caller's own cap B. */
 export interface CapInputs {
   readonly window: number;
   readonly prompt: number;
@@ -16,6 +17,7 @@ export interface CapInputs {
   readonly callerCap?: number | undefined;
 }
 
+/** The output cap computed from {@link CapInputs}. */
 export interface CapPlan {
   /** min(R, B), or R without B: the least output worth sending the request with. */
   readonly required: number;
@@ -29,6 +31,9 @@ export interface CapPlan {
  * required = min(R, B) or R; remaining = W − P; cap = min(remaining, B) or remaining, inserted only
  * when remaining ≥ required. So an inserted cap is never above remaining, never below required,
  * and never below R unless the caller asked for less.
+ *
+ * @example
+ * const plan = planOutputCap({ window: 128_000, prompt: 100_000, reserve: 4096 }); // cap 28_000
  */
 export function planOutputCap({ window, prompt, reserve, callerCap }: CapInputs): CapPlan {
   const b = callerCap !== undefined && callerCap > 0 ? callerCap : undefined;

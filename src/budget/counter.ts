@@ -33,6 +33,7 @@ export interface BudgetCounter {
 /** Why exact counting failed; the error's `code` is `E_COUNTER_<KIND>`. Messages carry no content or URLs. */
 export type CounterFailure = 'http_status' | 'timeout' | 'connection' | 'bad_body' | 'context_mismatch' | 'unsupported' | 'no_context_length' | 'internal';
 
+/** A budget counter failed; `kind` says how (HTTP status, timeout, bad body …) and the code is `E_COUNTER_<KIND>`. */
 export class BudgetCounterError extends TokenTerminatorError {
   readonly kind: CounterFailure;
   constructor(kind: CounterFailure, message: string, options?: ErrorOptions) {
@@ -77,12 +78,19 @@ export function promptParts(request: ProviderRequest): string[] {
   return parts;
 }
 
+/** Options of the adapter that makes a {@link TokenCounter} a budget counter; every field is optional. */
 export interface TokenCounterAdapterOptions {
-  /** Remembered element counts (LRU, keyed by content). Default 4096. */
+  /**
+   * Remembered element counts (LRU, keyed by content).
+   *
+   * @defaultValue 4096
+   */
   readonly memoEntries?: number;
   /**
    * Also remember counts per element object (WeakMap). Only for hosts whose message objects are
-   * never mutated after they were first sent: it skips re-serializing unchanged history. Default false.
+   * never mutated after they were first sent: it skips re-serializing unchanged history.
+   *
+   * @defaultValue false
    */
   readonly identityCache?: boolean;
 }

@@ -14,38 +14,88 @@ import { capFieldFor, CAP_FIELDS, detectRequestFormat, extraBody, readCallerCap,
 
 /** Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. */
 export interface OutputBudgetOptions {
-  /** Source of the incontext settings and tokenizer choice below. Default: none (built-in defaults). */
+  /**
+   * Source of the incontext settings and tokenizer choice below.
+   *
+   * @defaultValue none (built-in defaults)
+   */
   readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> & Partial<Pick<Config, 'modelLimits'>>;
   /**
    * The configured primary route (model, provider, endpoint, contextWindow, compressionThreshold,
-   * outputCap). Requests for another model, provider or endpoint pass unchanged. Default: each
-   * Step's own `context.route` (then only the request's `model` is compared with it).
+   * outputCap). Requests for another model, provider or endpoint pass unchanged.
+   *
+   * @defaultValue each Step's own `context.route` (then only the request's `model` is compared with it)
    */
   readonly route?: Route;
-  /** R, INCONTEXT_MIN_OUTPUT_TOKENS. Default: config, else 4096. */
+  /**
+   * R: the output tokens a request must have room for before a cap is inserted
+   * (INCONTEXT_MIN_OUTPUT_TOKENS).
+   *
+   * @defaultValue config, else 4096
+   */
   readonly minOutputTokens?: number;
-  /** F, INCONTEXT_FALLBACK_MARGIN_TOKENS. Default: config, else 1024. */
+  /**
+   * F: the margin added to the rough estimate when exact counting fails
+   * (INCONTEXT_FALLBACK_MARGIN_TOKENS).
+   *
+   * @defaultValue config, else 1024
+   */
   readonly fallbackMarginTokens?: number;
-  /** W override, INCONTEXT_COMPRESSION_WINDOW_TOKENS. Default: config, else the route's compressionThreshold, else contextWindow. */
+  /**
+   * W override: the budgeting window the prompt and the cap must fit in
+   * (INCONTEXT_COMPRESSION_WINDOW_TOKENS).
+   *
+   * @defaultValue config, else the route's compressionThreshold, else contextWindow
+   */
   readonly compressionWindowTokens?: number;
-  /** The exact counter (the caller owns it). Default: the registry backend named by `backend`. */
+  /**
+   * The exact counter (the caller owns it).
+   *
+   * @defaultValue the registry backend named by `backend`
+   */
   readonly counter?: BudgetCounter | TokenCounter;
-  /** INCONTEXT_BACKEND. Default: config, else `tiktoken`. */
+  /**
+   * Name of the counting backend in the registry (INCONTEXT_BACKEND).
+   *
+   * @defaultValue config, else `tiktoken`
+   */
   readonly backend?: string;
-  /** Where `backend` is looked up. Default: the process-wide registry (`registerCounter`). */
+  /**
+   * Where `backend` is looked up.
+   *
+   * @defaultValue the process-wide registry (`registerCounter`)
+   */
   readonly registry?: CounterRegistry;
-  /** Settings for the backend factory, over those derived from `config` and `route`. Default: none. */
+  /**
+   * Settings for the backend factory, over those derived from `config` and `route`.
+   *
+   * @defaultValue none
+   */
   readonly backendSettings?: BackendSettings;
-  /** Fallback estimate when exact counting fails (F is added). Default: ceil(chars / 4) of the prompt parts. */
+  /**
+   * Fallback estimate when exact counting fails (F is added).
+   *
+   * @defaultValue ceil(chars / 4) of the prompt parts
+   */
   readonly fallback?: (request: ProviderRequest) => number;
   /**
    * Context window and output ceiling per model id, over the built-in table (src/budget/model-limits.ts).
-   * The route's own `contextWindow` / `maxOutputTokens` win over both. Default: config `modelLimits`, else none.
+   * The route's own `contextWindow` / `maxOutputTokens` win over both.
+   *
+   * @defaultValue config `modelLimits`, else none
    */
   readonly modelLimits?: ModelLimitsTable;
-  /** Server dialect for the cap field. Default: `vllm` when the backend or route provider is vLLM, else `openai`. */
+  /**
+   * Server dialect for the cap field.
+   *
+   * @defaultValue `vllm` when the backend or route provider is vLLM, else `openai`
+   */
   readonly dialect?: CapDialect;
-  /** Metrics sink: counts, labels and error codes only, never content. Default: none. */
+  /**
+   * Metrics sink: counts, labels and error codes only, never content.
+   *
+   * @defaultValue none
+   */
   readonly onMeasure?: (measurement: BudgetMeasurement) => void;
 }
 
@@ -71,6 +121,7 @@ export interface BudgetRun {
   close(): Promise<void>;
 }
 
+/** The output-cap planner built from {@link OutputBudgetOptions}; `open` starts one subscription's run. */
 export interface OutputBudget {
   open(): BudgetRun;
 }
@@ -96,6 +147,9 @@ export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefi
 
 /**
  * Validate the options (ConfigError naming the variable) and return a factory of per-run budgets.
+ *
+ * @example
+ * const run = createOutputBudget('myHost', { route: { model: 'gpt-5', contextWindow: 400_000 } }).open();
  */
 export function createOutputBudget(who: string, options: OutputBudgetOptions = {}): OutputBudget {
   const inc = options.config?.incontext;

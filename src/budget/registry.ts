@@ -33,6 +33,7 @@ export interface BackendSettings {
  */
 export type BudgetCounterFactory = (settings: BackendSettings) => BudgetCounter;
 
+/** Budget counter factories by backend name (the values of INCONTEXT_BACKEND). */
 export interface CounterRegistry {
   register(name: string, factory: BudgetCounterFactory): void;
   /** The factory for `name`; ConfigError naming INCONTEXT_BACKEND when it is missing. */

@@ -6,6 +6,7 @@ import type { ProviderRequest, RequestFormat } from '../step.js';
 
 /** The three output-cap aliases providers accept. */
 export const CAP_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+/** One of {@link CAP_FIELDS}. */
 export type CapField = (typeof CAP_FIELDS)[number];
 
 /** Which server dialect receives the request (vLLM takes `max_tokens` on Chat Completions). */
@@ -27,7 +28,12 @@ export function extraBody(request: ProviderRequest): Obj | undefined {
   return isObject(extra) ? extra : undefined;
 }
 
-/** B: the smallest positive integer among the cap fields, top level and `extra_body`. */
+/**
+ * B: the smallest positive integer among the cap fields, top level and `extra_body`.
+ *
+ * @example
+ * readCallerCap({ model: 'gpt-5', max_completion_tokens: 2000 }); // 2000
+ */
 export function readCallerCap(request: ProviderRequest): number | undefined {
   let best: number | undefined;
   for (const source of [request, extraBody(request)]) {

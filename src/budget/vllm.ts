@@ -15,16 +15,33 @@ import type { ProviderRequest } from '../step.js';
 import { BudgetCounterError, type BudgetCounter, type CountContext } from './counter.js';
 import { extraBody } from './request-caps.js';
 
+/** Options of the vLLM `/tokenize` counter; only `url` is required. */
 export interface VllmCounterOptions {
   /** The /tokenize URL (INCONTEXT_TOKENIZER_URL). Required. */
   readonly url: string;
-  /** Per-request timeout in seconds (INCONTEXT_TOKENIZER_TIMEOUT_SECONDS). Default 30. */
+  /**
+   * Per-request timeout in seconds (INCONTEXT_TOKENIZER_TIMEOUT_SECONDS).
+   *
+   * @defaultValue 30
+   */
   readonly timeoutSeconds?: number;
-  /** User-Agent header (INCONTEXT_TOKENIZER_USER_AGENT). Default `token-terminator/<package version>`. */
+  /**
+   * User-Agent header (INCONTEXT_TOKENIZER_USER_AGENT).
+   *
+   * @defaultValue `token-terminator/<package version>`
+   */
   readonly userAgent?: string;
-  /** Context length used when a call passes none. Default: none (such calls fall back). */
+  /**
+   * Context length used when a call passes none.
+   *
+   * @defaultValue none (such calls fall back)
+   */
   readonly contextLength?: number;
-  /** Remembered counts, keyed by sha256(payload + context length). Default 64. */
+  /**
+   * Remembered counts, keyed by sha256(payload + context length).
+   *
+   * @defaultValue 64
+   */
   readonly cacheEntries?: number;
 }
 

@@ -25,6 +25,7 @@ export type { Config, Mode } from './types.js';
 export { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
 export { PRICING_PROFILES, PRICING_PROFILE_NAMES, applyOverrides, pricingFor, requestCost, routeProfileName, validateProfile, type PricingProfile, type PricingProfileName, type PricingSettings } from './pricing.js';
 
+/** Every reduction mode: balanced, aggressive, native, terminal, suggest (measures only) and off. */
 export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off']);
 /** Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES). */
 export const CANONICAL_TOOLS = Object.freeze(['search_files', 'process', 'read_file', 'terminal'] as const);
@@ -36,10 +37,19 @@ type Loose<T> = { [K in keyof T]?: T[K] | undefined };
 /** Typed options; each one beats its env variable. */
 export type ConfigOverrides = Loose<Omit<Config, 'incontext'>> & { incontext?: Loose<IncontextConfig> | undefined };
 
+/** Where {@link loadConfig} reads settings from. */
 export interface LoadConfigOptions {
-  /** Environment to read (default: `process.env`). */
+  /**
+   * Environment to read.
+   *
+   * @defaultValue `process.env`
+   */
   env?: Readonly<Record<string, string | undefined>>;
-  /** Typed options that beat the environment (default: none). */
+  /**
+   * Typed options that beat the environment.
+   *
+   * @defaultValue none
+   */
   overrides?: ConfigOverrides;
 }
 
@@ -61,7 +71,12 @@ export interface ModeFlags {
   readonly recoveryTool: boolean;
 }
 
-/** Gating predicates of the modes table. The reference folds `suggest` into its terminal predicate; here it is its own flag. */
+/**
+ * Gating predicates of the modes table. The reference folds `suggest` into its terminal predicate; here it is its own flag.
+ *
+ * @example
+ * const flags = modeFlags(loadConfig());
+ */
 export function modeFlags(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta'>): ModeFlags {
   const on = config.enabled;
   const mode = config.mode;

@@ -12,6 +12,7 @@
 import { ConfigError } from '../errors.js';
 import type { Route } from '../step.js';
 
+/** Prompt-cache prices relative to an uncached input token, used to decide whether a history rewrite pays for the cache it breaks. */
 export interface PricingProfile {
   /** `openai`, `anthropic`, or `custom` when the numbers were overridden. */
   readonly name: string;
@@ -23,9 +24,12 @@ export interface PricingProfile {
   readonly minCachePrefixTokens: number;
 }
 
+/** Name of a built-in pricing profile. */
 export type PricingProfileName = 'openai' | 'anthropic';
+/** The names of the built-in pricing profiles. */
 export const PRICING_PROFILE_NAMES: readonly PricingProfileName[] = Object.freeze(['openai', 'anthropic']);
 
+/** The built-in prompt-cache pricing profiles, relative to an uncached input token. */
 export const PRICING_PROFILES: Readonly<Record<PricingProfileName, PricingProfile>> = Object.freeze({
   openai: Object.freeze({ name: 'openai', cacheRead: 0.1, cacheWrite: 1.0, minCachePrefixTokens: 1024 }),
   anthropic: Object.freeze({ name: 'anthropic', cacheRead: 0.1, cacheWrite: 1.25, minCachePrefixTokens: 1024 }),

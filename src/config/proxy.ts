@@ -17,6 +17,7 @@
 import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 
+/** The proxy's resolved settings. */
 export interface ProxyConfig {
   readonly host: string;
   readonly port: number;
@@ -29,6 +30,7 @@ export interface ProxyConfig {
   readonly upstreamTimeoutMs: number;
 }
 
+/** Proxy settings given as flags (strings or numbers, as a command line has them), over the environment. */
 export type ProxyFlags = { readonly [K in keyof ProxyConfig]?: string | number | undefined };
 
 interface Setting {
@@ -92,7 +94,12 @@ const SETTINGS: readonly Setting[] = [
 /** Every variable the proxy settings read. */
 export const PROXY_VARIABLES: readonly string[] = Object.freeze(SETTINGS.map((s) => s.env));
 
-/** True for addresses only this machine can reach. */
+/**
+ * True for addresses only this machine can reach.
+ *
+ * @example
+ * isLoopbackHost('127.0.0.1'); // true
+ */
 export function isLoopbackHost(h: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }

@@ -6,25 +6,115 @@ export type Mode = 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest'
  * every `TOKEN_TERMINATOR_*` and `INCONTEXT_*` variable of the seeds, camel-cased.
  */
 export interface Config {
+  /**
+   * Master switch: false passes everything through (TOKEN_TERMINATOR_ENABLED).
+   *
+   * @defaultValue `true`
+   */
   readonly enabled: boolean; // TOKEN_TERMINATOR_ENABLED (true)
+  /**
+   * Reduction mode (TOKEN_TERMINATOR_MODE).
+   *
+   * @defaultValue `'balanced'`
+   */
   readonly mode: Mode; // TOKEN_TERMINATOR_MODE (balanced)
+  /**
+   * Deadline of one `rtk rewrite` call, ms (TOKEN_TERMINATOR_TIMEOUT_MS).
+   *
+   * @defaultValue `500`
+   */
   readonly timeoutMs: number; // TOKEN_TERMINATOR_TIMEOUT_MS (500, ≥ 50)
+  /**
+   * Terminal backends whose commands may be rewritten or compacted (TOKEN_TERMINATOR_BACKENDS).
+   *
+   * @defaultValue `['local']`
+   */
   readonly backends: readonly string[]; // TOKEN_TERMINATOR_BACKENDS (local; 'all')
+  /**
+   * Pinned rtk binary; empty means `rtk` on PATH (TOKEN_TERMINATOR_RTK_PATH).
+   *
+   * @defaultValue `''`
+   */
   readonly rtkPath: string; // TOKEN_TERMINATOR_RTK_PATH ('')
+  /**
+   * Time-to-live of the command-rewrite cache, seconds (TOKEN_TERMINATOR_CACHE_TTL).
+   *
+   * @defaultValue `600`
+   */
   readonly cacheTtlSeconds: number; // TOKEN_TERMINATOR_CACHE_TTL (600)
+  /**
+   * Entries of the command-rewrite cache (TOKEN_TERMINATOR_CACHE_SIZE).
+   *
+   * @defaultValue `512`
+   */
   readonly cacheSize: number; // TOKEN_TERMINATOR_CACHE_SIZE (512)
+  /**
+   * Turn repeated terminal outputs into diffs (TOKEN_TERMINATOR_TEMPORAL_DELTA).
+   *
+   * @defaultValue `true`
+   */
   readonly temporalDelta: boolean; // TOKEN_TERMINATOR_TEMPORAL_DELTA (true)
+  /**
+   * Shortest output a temporal delta is tried on (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS).
+   *
+   * @defaultValue `2000`
+   */
   readonly temporalMinChars: number; // TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS (2000)
+  /**
+   * Whether delta baselines are per session or shared by the workspace (TOKEN_TERMINATOR_TEMPORAL_SCOPE).
+   *
+   * @defaultValue `'session'`
+   */
   readonly temporalScope: 'session' | 'workspace'; // TOKEN_TERMINATOR_TEMPORAL_SCOPE (session)
+  /**
+   * Shortest search/process/read result compacted natively (TOKEN_TERMINATOR_NATIVE_MIN_CHARS).
+   *
+   * @defaultValue `12000`
+   */
   readonly nativeMinChars: number; // TOKEN_TERMINATOR_NATIVE_MIN_CHARS (12000)
+  /**
+   * Target size of native compact text (TOKEN_TERMINATOR_NATIVE_MAX_CHARS).
+   *
+   * @defaultValue `8000`
+   */
   readonly nativeMaxChars: number; // TOKEN_TERMINATOR_NATIVE_MAX_CHARS (8000)
   /** Where default files live: TOKEN_TERMINATOR_HOME, else $XDG_DATA_HOME/token-terminator, else ~/.local/share/token-terminator. */
   readonly dataDir: string; // TOKEN_TERMINATOR_HOME (see above)
+  /**
+   * Vault file or PostgreSQL URL (TOKEN_TERMINATOR_DB_PATH).
+   *
+   * @defaultValue unset
+   */
   readonly dbPath: string; // TOKEN_TERMINATOR_DB_PATH (<data dir>/artifacts.sqlite3)
+  /**
+   * Shortest tool output the request stages manage (TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS).
+   *
+   * @defaultValue `4000`
+   */
   readonly minArtifactChars: number; // TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS (4000; the seed's 8000 measured worse, see README)
+  /**
+   * Longest artifact the vault accepts, code points (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS).
+   *
+   * @defaultValue `2_000_000`
+   */
   readonly maxArtifactChars: number; // TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS (2,000,000)
+  /**
+   * Vault capacity in UTF-8 bytes of artifact content (TOKEN_TERMINATOR_VAULT_MAX_BYTES).
+   *
+   * @defaultValue `536_870_912` (512 MiB)
+   */
   readonly vaultMaxBytes: number; // TOKEN_TERMINATOR_VAULT_MAX_BYTES (536,870,912)
+  /**
+   * Fill level, % of capacity, past which unprotected artifacts are pruned (TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT).
+   *
+   * @defaultValue `90`
+   */
   readonly vaultHighWaterPct: number; // TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT (90)
+  /**
+   * Fill level, % of capacity, pruning stops at (TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT).
+   *
+   * @defaultValue `80`
+   */
   readonly vaultLowWaterPct: number; // TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT (80)
   /** How long a vault write waits for another process's lock before the stage fails open. */
   readonly busyTimeoutMs: number; // TOKEN_TERMINATOR_BUSY_TIMEOUT_MS (10000, 0…60000)
@@ -34,11 +124,41 @@ export interface Config {
   readonly searchDeadlineMs: number; // TOKEN_TERMINATOR_SEARCH_DEADLINE_MS (2000, 10…60000)
   /** A shared vault (and ledger) in PostgreSQL instead of the SQLite files; wins over dbPath and ledgerPath. */
   readonly dbUrl: string; // TOKEN_TERMINATOR_DB_URL ('' = SQLite; postgres://…)
+  /**
+   * PostgreSQL connections in this process's pool (TOKEN_TERMINATOR_DB_POOL_SIZE).
+   *
+   * @defaultValue `10`
+   */
   readonly dbPoolSize: number; // TOKEN_TERMINATOR_DB_POOL_SIZE (10, 1…1000; PostgreSQL connections per process)
+  /**
+   * PostgreSQL statement timeout, ms (TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS).
+   *
+   * @defaultValue `30_000`
+   */
   readonly dbStatementTimeoutMs: number; // TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS (30000, 0 = none; PostgreSQL)
+  /**
+   * Requests that must have shown an output inline before a rewrite may replace it (TOKEN_TERMINATOR_INLINE_LEASES).
+   *
+   * @defaultValue `1`
+   */
   readonly inlineLeases: number; // TOKEN_TERMINATOR_INLINE_LEASES (1)
+  /**
+   * Page ceiling of the recovery tool, code points (TOKEN_TERMINATOR_MAX_PAGE_CHARS).
+   *
+   * @defaultValue `20000`
+   */
   readonly maxPageChars: number; // TOKEN_TERMINATOR_MAX_PAGE_CHARS (20000)
+  /**
+   * Most results a recovery search returns (TOKEN_TERMINATOR_MAX_SEARCH_RESULTS).
+   *
+   * @defaultValue `50`
+   */
   readonly maxSearchResults: number; // TOKEN_TERMINATOR_MAX_SEARCH_RESULTS (50)
+  /**
+   * Budget of the working-state block; 0 = off (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS).
+   *
+   * @defaultValue `0`
+   */
   readonly workingGraphChars: number; // TOKEN_TERMINATOR_WORKING_GRAPH_CHARS (0)
   /** Exact-token half of the acceptance gate (chars only when false; the output cap is OUTPUT_CAP). */
   readonly tokenBudget: boolean; // TOKEN_TERMINATOR_TOKEN_BUDGET (true)
@@ -46,8 +166,23 @@ export interface Config {
   readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
   /** Model id → { contextWindow?, maxOutputTokens? } over the built-in model table. */
   readonly modelLimits: Readonly<Record<string, { readonly contextWindow?: number; readonly maxOutputTokens?: number }>>; // TOKEN_TERMINATOR_MODEL_LIMITS (JSON object)
+  /**
+   * tokenizer.json used for exact counts; empty = none (TOKEN_TERMINATOR_TOKENIZER_JSON).
+   *
+   * @defaultValue `''`
+   */
   readonly tokenizerJson: string; // TOKEN_TERMINATOR_TOKENIZER_JSON ('')
+  /**
+   * Explicit tiktoken encoding; empty = chosen by model (TOKEN_TERMINATOR_TIKTOKEN_ENCODING).
+   *
+   * @defaultValue `''`
+   */
   readonly tiktokenEncoding: string; // TOKEN_TERMINATOR_TIKTOKEN_ENCODING ('')
+  /**
+   * Run the history-compiling request stage (TOKEN_TERMINATOR_CONTEXT_COMPACTION).
+   *
+   * @defaultValue `true`
+   */
   readonly contextCompaction: boolean; // TOKEN_TERMINATOR_CONTEXT_COMPACTION (true)
   /** Old tool outputs at least this long become a digest plus a receipt in history rewrites. */
   readonly contextMinVaultChars: number; // TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (600)
@@ -80,20 +215,95 @@ export interface Config {
   readonly minCachePrefixTokens: number | undefined; // TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS (unset)
   /** A first exposure longer than this shows a bounded view plus its receipt; 0 = never. */
   readonly maxInlineChars: number; // TOKEN_TERMINATOR_MAX_INLINE_CHARS (32000)
+  /**
+   * Prefix rewritten commands with `: RTK && ` (TOKEN_TERMINATOR_PREVIEW_MARKER).
+   *
+   * @defaultValue `false`
+   */
   readonly previewMarker: boolean; // TOKEN_TERMINATOR_PREVIEW_MARKER (false)
+  /**
+   * TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `0`
+   */
   readonly contextLimitTokens: number; // TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (0)
+  /**
+   * TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `4096`
+   */
   readonly outputReserveTokens: number; // TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (4096)
+  /**
+   * TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `512`
+   */
   readonly tokenSafetyMargin: number; // TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN (512)
+  /**
+   * Record the A/B experiment ledger (TOKEN_TERMINATOR_LEDGER).
+   *
+   * @defaultValue `true`
+   */
   readonly ledger: boolean; // TOKEN_TERMINATOR_LEDGER (true)
+  /**
+   * Experiment ledger file (TOKEN_TERMINATOR_LEDGER_PATH).
+   *
+   * @defaultValue `experiments.sqlite3` beside the vault
+   */
   readonly ledgerPath: string; // TOKEN_TERMINATOR_LEDGER_PATH (<data dir>/experiments.sqlite3)
+  /**
+   * TOKEN_TERMINATOR_STATE_DB: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `''`
+   */
   readonly stateDb: string; // TOKEN_TERMINATOR_STATE_DB ('')
+  /**
+   * Experiment name the ledger tags sessions with (TOKEN_TERMINATOR_EXPERIMENT).
+   *
+   * @defaultValue `'default'`
+   */
   readonly experiment: string; // TOKEN_TERMINATOR_EXPERIMENT (default)
+  /**
+   * Command prefixes never rewritten (TOKEN_TERMINATOR_EXCLUDE).
+   *
+   * @defaultValue `[]`
+   */
   readonly exclude: readonly string[]; // TOKEN_TERMINATOR_EXCLUDE ('')
+  /**
+   * Skip pytest commands whose project config is already quiet (TOKEN_TERMINATOR_PYTEST_GUARD).
+   *
+   * @defaultValue `true`
+   */
   readonly pytestGuard: boolean; // TOKEN_TERMINATOR_PYTEST_GUARD (true)
+  /**
+   * TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `0`
+   */
   readonly eqInputUsdPerM: number; // TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M (0)
+  /**
+   * TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `0`
+   */
   readonly eqOutputUsdPerM: number; // TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M (0)
+  /**
+   * TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `0`
+   */
   readonly eqCacheReadUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M (0)
+  /**
+   * TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `0`
+   */
   readonly eqCacheWriteUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M (0)
+  /**
+   * TOKEN_TERMINATOR_EQ_RATE_CARD: accepted and validated for compatibility; no stage reads it in this version.
+   *
+   * @defaultValue `''`
+   */
   readonly eqRateCard: string; // TOKEN_TERMINATOR_EQ_RATE_CARD ('')
   /** Host tool name → canonical name (search_files, process, read_file, terminal). */
   readonly toolNames: Readonly<Record<string, string>>; // TOKEN_TERMINATOR_TOOL_NAMES (JSON object)

@@ -18,7 +18,11 @@
  */
 
 export interface CanonicalJsonOptions {
-  /** Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `. Default false. */
+  /**
+   * Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `.
+   *
+   * @defaultValue false
+   */
   readonly compact?: boolean;
 }
 
@@ -30,7 +34,12 @@ const SHORT_ESCAPES: Readonly<Record<number, string>> = { 8: '\\b', 9: '\\t', 10
 
 const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 
-/** Number of Unicode code points in `s` (a lone surrogate counts as one, as in Python). */
+/**
+ * Number of Unicode code points in `s` (a lone surrogate counts as one, as in Python).
+ *
+ * @example
+ * codePoints('a😀'); // 2
+ */
 export function codePoints(s: string): number {
   // The native regex scan is several times faster than the loop, and most text has no surrogates.
   if (!ANY_SURROGATE.test(s)) return s.length;
@@ -48,7 +57,12 @@ export function codePoints(s: string): number {
   return n;
 }
 
-/** Python-compatible JSON of `value` (see the module comment for every rule). */
+/**
+ * Python-compatible JSON of `value` (see the module comment for every rule).
+ *
+ * @example
+ * canonicalJson({ b: 1, a: [true] }); // '{"a": [true], "b": 1}'
+ */
 export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}): string {
   const compact = options.compact === true;
   return writeValue(value, compact ? ',' : ', ', compact ? ':' : ': ', new Set()) ?? 'null';

@@ -22,10 +22,19 @@ export function contentKey(text: string, hashAbove: number = DEFAULT_HASH_ABOVE)
   return key;
 }
 
+/** Options of the token-count memo; every field is optional. */
 export interface CountMemoOptions {
-  /** Most remembered contents (least recently used dropped first). Default 4096. */
+  /**
+   * Most remembered contents (least recently used dropped first).
+   *
+   * @defaultValue 4096
+   */
   readonly maxEntries?: number;
-  /** Strings longer than this are keyed by SHA-256 instead of by themselves. Default 256. */
+  /**
+   * Strings longer than this are keyed by SHA-256 instead of by themselves.
+   *
+   * @defaultValue 256
+   */
   readonly hashAbove?: number;
 }
 

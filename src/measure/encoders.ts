@@ -20,11 +20,13 @@ import type { Tiktoken } from 'tiktoken';
 /** Encodings this library counts with (the two current OpenAI chat encodings). */
 export type TiktokenEncodingName = 'o200k_base' | 'cl100k_base';
 
+/** The tiktoken encodings the counters can load. */
 export const TIKTOKEN_ENCODINGS: readonly TiktokenEncodingName[] = ['o200k_base', 'cl100k_base'];
 
 /** Which implementation counts: `js` (fast, proven identical) or `wasm` (tiktoken, the reference). */
 export type EncoderEngine = 'js' | 'wasm';
 
+/** Both {@link EncoderEngine} values. */
 export const ENCODER_ENGINES: readonly EncoderEngine[] = ['js', 'wasm'];
 
 /** True when `name` is an encoding this module can load. */

@@ -2,6 +2,7 @@ import type { TokenCounter } from './types.js';
 import { createTiktokenCounter, isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './tiktoken-counter.js';
 import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokenizer-json-counter.js';
 
+/** Overrides of the tokenizer a model name would pick. */
 export interface CounterForModelOptions {
   /** A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON). Wins over everything. */
   readonly tokenizerJson?: string | TokenizerJsonObjects;

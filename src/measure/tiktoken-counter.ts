@@ -12,17 +12,31 @@ export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } fro
  */
 export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngine>> = Object.freeze({ o200k_base: 'js', cl100k_base: 'js' });
 
+/** Options of the tiktoken counters; every field is optional. */
 export interface TiktokenCounterOptions {
-  /** Whether counts are exact for the route this counter serves. Default true. */
+  /**
+   * Whether counts are exact for the route this counter serves.
+   *
+   * @defaultValue true
+   */
   readonly exact?: boolean;
-  /** Longest same-class run encoded in one piece (pathological-input guard). Default 1024. */
+  /**
+   * Longest same-class run encoded in one piece (pathological-input guard).
+   *
+   * @defaultValue 1024
+   */
   readonly maxRun?: number;
-  /** `js` (gpt-tokenizer's core) or `wasm` (tiktoken). Default: {@link DEFAULT_ENGINES}. */
+  /**
+   * `js` (gpt-tokenizer's core) or `wasm` (tiktoken).
+   *
+   * @defaultValue {@link DEFAULT_ENGINES}
+   */
   readonly engine?: EncoderEngine;
   /**
-   * Go through the process-wide memo, so each string is tokenized at most once per process
-   * whichever counter asks (see `sharedCountMemoStats`). Default true; reference checks turn
-   * it off to make every call tokenize.
+   * Go through the process-wide memo, so each string is tokenized at most once per process whichever
+   * counter asks (see `sharedCountMemoStats`).
+   *
+   * @defaultValue true; reference checks turn it off to make every call tokenize
    */
   readonly memo?: boolean;
 }

@@ -21,10 +21,19 @@ export interface TokenizerJsonObjects {
   readonly config?: Record<string, unknown>;
 }
 
+/** Options of the tokenizer.json counter; every field is optional. */
 export interface TokenizerJsonCounterOptions {
-  /** Whether counts are exact for the route. Default true. */
+  /**
+   * Whether counts are exact for the route.
+   *
+   * @defaultValue true
+   */
   readonly exact?: boolean;
-  /** Longest same-class run encoded in one piece (pathological-input guard). Default 1024. */
+  /**
+   * Longest same-class run encoded in one piece (pathological-input guard).
+   *
+   * @defaultValue 1024
+   */
   readonly maxRun?: number;
 }
 

@@ -13,7 +13,11 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 
 /** Options of {@link readRequest}. */
 export interface ReadOptions {
-  /** Skip detection and read the request as this format. Default: detected. */
+  /**
+   * Skip detection and read the request as this format.
+   *
+   * @defaultValue detected
+   */
   readonly format?: RequestFormat;
 }
 
@@ -29,7 +33,12 @@ export function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
   }
 }
 
-/** Which wire format a request uses (`unknown` when it has no conversation list). */
+/**
+ * Which wire format a request uses (`unknown` when it has no conversation list).
+ *
+ * @example
+ * detectFormat({ model: 'gpt-5', input: [] }); // 'responses'
+ */
 export function detectFormat(request: unknown): RequestFormat {
   if (!isObj(request)) return 'unknown';
   const messages = request['messages'];
@@ -68,7 +77,12 @@ export function contentText(content: unknown): string | undefined {
   return texts.length > 0 ? texts.join('\n') : undefined;
 }
 
-/** Read a request as a uniform list of slots (see {@link RequestView}). */
+/**
+ * Read a request as a uniform list of slots (see {@link RequestView}).
+ *
+ * @example
+ * const view = readRequest(request); // view.slots: instructions, messages, tool outputs …
+ */
 export function readRequest(request: unknown, options: ReadOptions = {}): RequestView {
   const format = options.format ?? detectFormat(request);
   if (!isObj(request) || format === 'unknown') return { format: 'unknown', items: [], itemInfo: [], slots: [] };

@@ -19,6 +19,7 @@ export type SlotPath = readonly (string | number)[];
  */
 export type SlotKind = 'instructions' | 'tool_schemas' | 'user' | 'assistant' | 'tool_call' | 'tool_output';
 
+/** One piece of a request a stage may read or replace (instructions, a message text, a tool output …), with where it lives. */
 export interface Slot {
   readonly kind: SlotKind;
   /** Where `value` lives in the request. */
@@ -44,6 +45,7 @@ export interface Slot {
 /** Coarse role of one conversation item, shared by all formats. */
 export type ItemRole = 'system' | 'user' | 'assistant' | 'tool' | 'other';
 
+/** What one conversation item is, independent of the wire format: its role and whether it starts a step. */
 export interface ItemInfo {
   readonly role: ItemRole;
   /**

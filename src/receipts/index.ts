@@ -12,6 +12,7 @@ export const RECOVERY_HINT = 'recover with token_terminator action=artifact_get'
 const MAX_LABEL = 80;
 const ELLIPSIS = '\u2026';
 
+/** What a receipt in the conversation records about a vaulted output: artifact id, tool label and size. */
 export interface Receipt {
   readonly artifactId: string;
   /** Sanitized tool label (≤ 80 chars, `[\p{L}\p{N}._:/-]` only). */
@@ -43,13 +44,23 @@ export function toolLabel(name: string): string {
   return label === '' ? 'tool' : label;
 }
 
-/** Build a receipt with a sanitized label. */
+/**
+ * Build a receipt with a sanitized label.
+ *
+ * @example
+ * const text = renderReceipt(createReceipt(put.artifactId, 'terminal', codePoints(output)));
+ */
 export function createReceipt(artifactId: string, toolName: string, chars: number, sha256?: string): Receipt {
   const base = { artifactId, tool: toolLabel(toolName), chars };
   return Object.freeze(sha256 === undefined ? base : { ...base, sha256Prefix: sha256.slice(0, 16) });
 }
 
-/** Render a receipt as one line (never contains a newline). */
+/**
+ * Render a receipt as one line (never contains a newline).
+ *
+ * @example
+ * const text = renderReceipt(createReceipt(artifactId, 'terminal', 12_000));
+ */
 export function renderReceipt(receipt: Receipt): string {
   const digest = receipt.sha256Prefix === undefined ? '' : ` | sha256=${receipt.sha256Prefix}${ELLIPSIS}`;
   return `[Token Terminator artifact ${receipt.artifactId} | tool=${toolLabel(receipt.tool)} | chars=${receipt.chars}${digest} | ${RECOVERY_HINT}]`;
@@ -59,7 +70,12 @@ export function renderReceipt(receipt: Receipt): string {
 const RECEIPT_RE =
   /^\[Token Terminator artifact (a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| tool=([\p{L}\p{N}._:/-]{0,80}) \| chars=(\d+)(?: \| sha256=([0-9a-f]{16})\u2026)? \| recover with token_terminator action=artifact_get\]$/u;
 
-/** Parse a rendered receipt; undefined for anything else. */
+/**
+ * Parse a rendered receipt; undefined for anything else.
+ *
+ * @example
+ * const receipt = parseReceipt(content); // undefined when `content` is not a receipt
+ */
 export function parseReceipt(text: string): Receipt | undefined {
   const m = RECEIPT_RE.exec(text);
   if (m === null) return undefined;
@@ -68,7 +84,12 @@ export function parseReceipt(text: string): Receipt | undefined {
   return Object.freeze(sha === undefined ? base : { ...base, sha256Prefix: sha });
 }
 
-/** True when a text is exactly one receipt (used for idempotence: never receipt a receipt). */
+/**
+ * True when a text is exactly one receipt (used for idempotence: never receipt a receipt).
+ *
+ * @example
+ * if (isReceipt(message.content)) return step; // already vaulted
+ */
 export function isReceipt(text: string): boolean {
   return text.startsWith('[Token Terminator artifact ') && RECEIPT_RE.test(text);
 }
@@ -79,6 +100,9 @@ const MARKER = 'Token Terminator';
 /**
  * Every artifact id named by a Token Terminator marker (receipt, native note, temporal header,
  * collapse note) inside a text. Used to verify that every receipt that reached an output recovers.
+ *
+ * @example
+ * const ids = referencedArtifacts(messageText); // ['a_…', …]
  */
 export function referencedArtifacts(text: string): string[] {
   if (!text.includes(MARKER)) return [];

@@ -42,18 +42,35 @@ export const RECOVERY_ERRORS = Object.freeze({
 /** `lossy` views point here for the authoritative content. */
 export const EXACT_RECOVERY = 'token_terminator action=artifact_get';
 
+/** Options of the recovery tool; `vault` and `config` are required. */
 export interface RecoveryToolOptions {
   /** The vault to read (required). */
   readonly vault: ArtifactStore;
   /** Page ceiling, search ceiling, mode and working-state budget come from here (required). */
   readonly config: Config;
-  /** Extra fields merged into the `status` result, e.g. process metrics (default: none). Must be content-free. */
+  /**
+   * Extra fields merged into the `status` result, e.g. process metrics; they must be content-free.
+   *
+   * @defaultValue none
+   */
   readonly status?: () => Promise<object>;
-  /** Store behind working_state_apply / working_state_get (default: none → a clear error result). */
+  /**
+   * Store behind working_state_apply / working_state_get.
+   *
+   * @defaultValue none → a clear error result
+   */
   readonly workingState?: WorkingStateStore;
-  /** Called once per call with the action and whether it succeeded; content-free (default: none). */
+  /**
+   * Called once per call with the action and whether it succeeded; content-free.
+   *
+   * @defaultValue none
+   */
   readonly onCall?: (action: RecoveryAction | 'invalid', ok: boolean) => void;
-  /** The vault's health for `status` (default: not reported). */
+  /**
+   * The vault's health for `status`.
+   *
+   * @defaultValue not reported
+   */
   readonly health?: () => VaultHealth;
   /**
    * What a call may read: `'session'` (default) only the artifacts the host's session of the
@@ -66,6 +83,7 @@ export interface RecoveryToolOptions {
 /** A result object before serialization; `error` is present exactly when the call failed. */
 export type RecoveryResult = Readonly<Record<string, unknown>>;
 
+/** The error a recovery call answers with: a stable code, a message and the argument at fault when there is one. */
 export interface RecoveryErrorBody {
   readonly code: string;
   readonly message: string;

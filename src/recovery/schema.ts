@@ -5,8 +5,10 @@
  */
 import { z } from 'zod';
 
+/** Name of the recovery tool the model calls. */
 export const RECOVERY_TOOL_NAME = 'token_terminator';
 
+/** Every action the recovery tool accepts. */
 export const RECOVERY_ACTIONS = Object.freeze([
   'status',
   'artifact_get',
@@ -16,6 +18,7 @@ export const RECOVERY_ACTIONS = Object.freeze([
   'working_state_apply',
   'working_state_get',
 ] as const);
+/** One of {@link RECOVERY_ACTIONS}. */
 export type RecoveryAction = (typeof RECOVERY_ACTIONS)[number];
 
 /** Default page size of artifact_get (clamped to TOKEN_TERMINATOR_MAX_PAGE_CHARS). */
@@ -70,6 +73,7 @@ export const recoveryArgsSchema = z.object({
     .optional(),
 });
 
+/** The validated arguments of one recovery call. */
 export type RecoveryArgs = z.infer<typeof recoveryArgsSchema>;
 
 /** JSON Schema of the arguments for tool definitions (no `$schema` key: some providers reject it). */
@@ -81,6 +85,7 @@ export function recoveryJsonSchema(): Record<string, unknown> {
   return schema;
 }
 
+/** The recovery tool's description as the model reads it: the actions and how to page an artifact whole. */
 export const RECOVERY_DESCRIPTION = [
   'Recover exact tool output that Token Terminator moved out of the conversation into a private vault.',
   'Receipts and notes name an artifact id (a_…). Actions: artifact_get pages the exact content',

@@ -8,24 +8,44 @@ import { createVault } from '../vault/create.js';
 import type { WorkingStateStore } from '../vault/ports.js';
 export { WorkingStateError } from '../vault/working-state.js';
 
+/** Options of {@link createWorkingStateStore}; only `path` is required. */
 export interface WorkingStateStoreOptions {
   /** SQLite file (normally the vault's, `config.dbPath`), or ':memory:' (required). */
   readonly path: string;
-  /** Most nodes per session, retired ones included. Default 1000. */
+  /**
+   * Most nodes per session, retired ones included.
+   *
+   * @defaultValue 1000
+   */
   readonly maxNodes?: number;
-  /** Most edges per session, retired ones included. Default 2000. */
+  /**
+   * Most edges per session, retired ones included.
+   *
+   * @defaultValue 2000
+   */
   readonly maxEdges?: number;
-  /** Most events per session. Default 100,000. */
+  /**
+   * Most events per session.
+   *
+   * @defaultValue 100,000
+   */
   readonly maxEvents?: number;
-  /** Lock wait in ms. Default 10,000. */
+  /**
+   * Lock wait in ms.
+   *
+   * @defaultValue 10,000
+   */
   readonly busyTimeoutMs?: number;
 }
 
+/** A working-state store that owns its database connection. */
 export interface ClosableWorkingStateStore extends WorkingStateStore {
   close(): void;
 }
 
-/** @deprecated use `Vault.workingState`. */
+/**
+ * @deprecated use `Vault.workingState`.
+ */
 export function createWorkingStateStore(options: WorkingStateStoreOptions): ClosableWorkingStateStore {
   const limits = {
     ...(options.maxNodes === undefined ? {} : { maxNodes: options.maxNodes }),

@@ -63,6 +63,7 @@ export interface ReplayTotals {
   fidelity: FidelityCounts;
 }
 
+/** One session's replay figures: its totals, and per-request points when asked for. */
 export interface SessionFigures extends ReplayTotals {
   id: string;
   /** One point per request, in order; only with the `series` option (`replay --series`). */

@@ -38,42 +38,96 @@ import { ReceiptVerifier } from '../receipts/verify.js';
 /** Corpus tool names that differ from the canonical ones (config `toolNames` wins). */
 export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
 
+/** Options of a replay; every field is optional. */
 export interface ReplayOptions {
-  /** Mode to replay under. Default: the config's (balanced). */
+  /**
+   * Mode to replay under.
+   *
+   * @defaultValue the config's (balanced)
+   */
   readonly mode?: Mode;
   /**
    * Price of a cache-read char relative to an uncached one, applied to the route's pricing profile
-   * (the built-in profiles' own figures stay as they are). Default: the profile's (0.1).
+   * (the built-in profiles' own figures stay as they are).
+   *
+   * @defaultValue the profile's (0.1)
    */
   readonly cacheReadPrice?: number;
-  /** The pricing profile `effective_cost_*` use for every session. Default: each session's route profile (by model). */
+  /**
+   * The pricing profile `effective_cost_*` use for every session.
+   *
+   * @defaultValue each session's route profile (by model)
+   */
   readonly pricing?: PricingProfile;
-  /** Vault file to use (kept). Default: a fresh vault in a temp dir, removed afterwards. */
+  /**
+   * Vault file to use (kept).
+   *
+   * @defaultValue a fresh vault in a temp dir, removed afterwards
+   */
   readonly db?: string;
-  /** Experiment ledger file. Default: `experiments.sqlite3` beside the vault; `false` disables it. */
+  /**
+   * Experiment ledger file.
+   *
+   * @defaultValue `experiments.sqlite3` beside the vault; `false` disables it
+   */
   readonly ledger?: string | false;
-  /** Write one JSON line `{session, index, final}` per request here (created or truncated, mode 0600). Default: none. */
+  /**
+   * Write one JSON line `{session, index, final}` per request here (created or truncated, mode 0600).
+   *
+   * @defaultValue none
+   */
   readonly dump?: string;
-  /** Environment for the config. Default: `process.env`. */
+  /**
+   * Environment for the config.
+   *
+   * @defaultValue `process.env`
+   */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Config overrides (mode, db path and ledger path are set by replay). Default: none. */
+  /**
+   * Config overrides (mode, db path and ledger path are set by replay).
+   *
+   * @defaultValue none
+   */
   readonly overrides?: ConfigOverrides;
-  /** Counter for the figures. Default: tiktoken o200k_base. */
+  /**
+   * Counter for the figures.
+   *
+   * @defaultValue tiktoken o200k_base
+   */
   readonly counter?: TokenCounter;
-  /** Add each session's per-request series (`per_request`) to the figures. Default: false. */
+  /**
+   * Add each session's per-request series (`per_request`) to the figures.
+   *
+   * @defaultValue false
+   */
   readonly series?: boolean;
-  /** Called after every request with (done, total). Default: none. */
+  /**
+   * Called after every request with (done, total).
+   *
+   * @defaultValue none
+   */
   readonly onProgress?: (done: number, total: number) => void;
-  /** Clock in ms (tests). Default: `performance.now`. */
+  /**
+   * Clock in ms (tests).
+   *
+   * @defaultValue `performance.now`
+   */
   readonly now?: () => number;
   /**
    * Replay through this Terminator instead of building one (the caller keeps ownership; `db`,
-   * `mode`, `env` and `overrides` are then ignored). Default: `createTerminator` over the options.
+   * `mode`, `env` and `overrides` are then ignored).
+   *
+   * @defaultValue `createTerminator` over the options
    */
   readonly terminator?: Terminator;
 }
 
-/** Replay sessions and return the figures of ./figures.ts. */
+/**
+ * Replay sessions and return the figures of ./figures.ts.
+ *
+ * @example
+ * const figures = await replaySessions(await readSessions('sessions.jsonl'), { mode: 'balanced' });
+ */
 export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
   const price = options.cacheReadPrice;
   if (price !== undefined && !(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');

@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { TokenTerminatorError } from '../errors.js';
 
+/** One recorded session as a replay reads it. */
 export interface RecordedSession {
   readonly id: string;
   readonly model?: string;
@@ -50,7 +51,12 @@ export function parseSessionLine(line: string, lineNo: number): RecordedSession 
   return { id, messages: messages as Record<string, unknown>[], ...(model === undefined ? {} : { model }), ...(tools === undefined ? {} : { tools }) };
 }
 
-/** Read up to `limit` sessions from a JSONL file (blank lines skipped). */
+/**
+ * Read up to `limit` sessions from a JSONL file (blank lines skipped).
+ *
+ * @example
+ * const sessions = await readSessions('sessions.jsonl', 10);
+ */
 export async function readSessions(path: string, limit = Infinity): Promise<RecordedSession[]> {
   const out: RecordedSession[] = [];
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });

@@ -10,6 +10,7 @@ import { TokenTerminatorError } from '../errors.js';
 
 /** The fidelity figures of `replay` (defined in docs/fidelity.md): percentages, and prefix reuse as a ratio. */
 export const FIDELITY_KEYS = ['task_visible_pct', 'actions_visible_pct', 'diagnostics_visible_pct', 'grounding_pct', 'prefix_reuse'] as const;
+/** One of {@link FIDELITY_KEYS}. */
 export type FidelityKey = (typeof FIDELITY_KEYS)[number];
 
 const count = z.number().int().nonnegative();
@@ -46,7 +47,9 @@ const levelShape = {
 const session = z.looseObject({ id: z.string(), ...levelShape, per_request: z.array(point).optional() });
 const input = z.looseObject({ ...levelShape, sessions: z.array(session) });
 
+/** One request's point of a `--series` replay: its raw and sent token counts and what each stage saved. */
 export type RequestPointInput = z.infer<typeof point>;
+/** One session's figures in the report input, with its fidelity figures when they were measured. */
 export type ReportSessionInput = z.infer<typeof session> & Partial<Record<FidelityKey, number>>;
 /** The figures the report renders (replay JSON, or {@link readVaultFigures}). */
 export type ReportInput = z.infer<typeof input> & Partial<Record<FidelityKey, number>>;
@@ -58,7 +61,12 @@ export class ReportInputError extends TokenTerminatorError {
   }
 }
 
-/** Validate parsed JSON as report figures. */
+/**
+ * Validate parsed JSON as report figures.
+ *
+ * @example
+ * const figures = parseReportInput(JSON.parse(await readFile('figures.json', 'utf8')));
+ */
 export function parseReportInput(value: unknown): ReportInput {
   const parsed = input.safeParse(value);
   if (parsed.success) return parsed.data as ReportInput;

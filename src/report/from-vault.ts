@@ -24,7 +24,12 @@ interface Row {
   saved: string;
 }
 
-/** Read the figures of every request the vault at `path` recorded; an absent file or table yields none. */
+/**
+ * Read the figures of every request the vault at `path` recorded; an absent file or table yields none.
+ *
+ * @example
+ * const figures = readVaultFigures('artifacts.sqlite3');
+ */
 export function readVaultFigures(path: string): ReportInput {
   const rows: RequestMetricRow[] = [];
   if (path !== ':memory:' && existsSync(path)) {

@@ -9,7 +9,9 @@ import { countBarsChart, percentBarsChart } from './charts.js';
 import { ReportInputError } from './figures.js';
 import { esc, num } from './html.js';
 
+/** The results file of a `token-terminator eval` run, as the answer-quality section reads it. */
 export type QualitySummary = EvalResults;
+/** HTML id of the answer-quality section (the report's navigation links to it). */
 export const QUALITY_SECTION_ID = 'quality';
 
 const analysis = z.looseObject({
@@ -36,7 +38,12 @@ const results = z.looseObject({
   savings: z.looseObject({ off: totals, balanced: totals, prompt_tokens_saved_pct: z.number() }),
 });
 
-/** Validate parsed JSON as `eval --out` results. */
+/**
+ * Validate parsed JSON as `eval --out` results.
+ *
+ * @example
+ * const quality = parseQualityResults(JSON.parse(await readFile('eval.json', 'utf8')));
+ */
 export function parseQualityResults(value: unknown): QualitySummary {
   const parsed = results.safeParse(value);
   if (parsed.success) return parsed.data as unknown as QualitySummary;
@@ -49,6 +56,12 @@ export function qualityRecovery(q: QualitySummary): { calls: number; tokens: num
   return { calls: q.savings.balanced.recovery_calls, tokens: q.savings.balanced.recovery_tokens };
 }
 
+/**
+ * The answer-quality section as an HTML fragment: verdict, decision rule, accuracies and discordant pairs, then tokens and recovery calls.
+ *
+ * @example
+ * const html = renderQuality(parseQualityResults(JSON.parse(text)));
+ */
 export function renderQuality(q: QualitySummary): string {
   const look = q.final ?? q.checkpoint;
   const tone = q.verdict === 'non-inferior' ? 'good' : q.verdict === 'inferior' ? 'bad' : 'open';

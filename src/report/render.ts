@@ -14,15 +14,35 @@ import { QUALITY_SECTION_ID, qualityRecovery, renderQuality, type QualitySummary
 
 /** Options of {@link renderReport}. */
 export interface RenderReportOptions {
-  /** Page title. Default: "token-terminator report". */
+  /**
+   * Page title.
+   *
+   * @defaultValue "token-terminator report"
+   */
   readonly title?: string;
-  /** Where the figures came from, shown under the title (e.g. "replay of 40 sessions"). Default: none. */
+  /**
+   * Where the figures came from, shown under the title (e.g. "replay of 40 sessions").
+   *
+   * @defaultValue none
+   */
   readonly source?: string;
-  /** Timestamp shown in the footer. Default: none (the page is then a pure function of the figures). */
+  /**
+   * Timestamp shown in the footer.
+   *
+   * @defaultValue none (the page is then a pure function of the figures)
+   */
   readonly generatedAt?: string;
-  /** Sessions offered in the per-request chart's picker, largest first. Default: 50. */
+  /**
+   * Sessions offered in the per-request chart's picker, largest first.
+   *
+   * @defaultValue 50
+   */
   readonly maxChartSessions?: number;
-  /** Answer-quality results of `token-terminator eval`, shown as their own section. Default: none. */
+  /**
+   * Answer-quality results of `token-terminator eval`, shown as their own section.
+   *
+   * @defaultValue none
+   */
   readonly quality?: QualitySummary;
 }
 
@@ -37,7 +57,12 @@ const FIDELITY_LABELS: Readonly<Record<FidelityKey, string>> = Object.freeze({
 const NOT_MEASURED = '<span class="na">not measured</span>';
 const opt = (key: string, value: number | undefined, suffix = ''): string => (value === undefined ? NOT_MEASURED : num(key, value, suffix));
 
-/** Render the report page. */
+/**
+ * Render the report page.
+ *
+ * @example
+ * await writeFile('report.html', renderReport(readVaultFigures('artifacts.sqlite3')));
+ */
 export function renderReport(figures: ReportInput, options: RenderReportOptions = {}): string {
   const title = options.title ?? 'token-terminator report';
   const sections = [

@@ -15,6 +15,7 @@
 import { canonicalJson, codePoints, serializedObjectChars } from '../measure/index.js';
 import type { MessagesMeter } from './meter.js';
 
+/** The parts a request's size is attributed to. */
 export const COMPONENTS = Object.freeze([
   'instructions',
   'skill_catalog',
@@ -25,13 +26,16 @@ export const COMPONENTS = Object.freeze([
   'other',
   'framing',
 ] as const);
+/** One of {@link COMPONENTS}. */
 export type Component = (typeof COMPONENTS)[number];
 
+/** The chars and tokens of one component of a request. */
 export interface ComponentSize {
   readonly chars: number;
   readonly tokens: number;
 }
 
+/** A request's size in chars and tokens, whole and per {@link Component}. */
 export interface Attribution {
   /** Serialized chars of the whole request (canonical JSON, code points). */
   readonly totalChars: number;

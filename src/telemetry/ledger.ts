@@ -30,8 +30,10 @@ export interface Usage {
   readonly reasoningTokens?: number;
 }
 
+/** How a ledger turn ended. */
 export type TurnOutcome = 'completed' | 'failed' | 'interrupted';
 
+/** A session as the ledger records it. */
 export interface LedgerSession {
   readonly sessionId: string;
   readonly experiment: string;
@@ -47,6 +49,7 @@ export interface LedgerSession {
   readonly requests: number;
 }
 
+/** Per-mode figures of an experiment: sessions, turns and token totals. */
 export interface ModeSummary {
   readonly mode: string;
   readonly sessions: number;
@@ -57,6 +60,7 @@ export interface ModeSummary {
   readonly finalTokens: number;
 }
 
+/** Two modes of one experiment side by side, with the difference of their per-session totals. */
 export interface Comparison {
   readonly experiment: string;
   readonly a: ModeSummary;
@@ -83,6 +87,7 @@ export interface TurnRecord {
   readonly outcome: TurnOutcome;
 }
 
+/** The A/B experiment ledger: sessions tagged with a mode, their turns and token totals, and the comparison of two modes. */
 export interface Ledger extends AsyncDisposable {
   /** The file, or the database URL without its password. */
   readonly path: string;

@@ -22,6 +22,7 @@ export function anyFailedOpen(decisions: Iterable<Decision>): boolean {
   return false;
 }
 
+/** What one request's metric row records: ids, mode, model and the request's size before and after the stages (no content). */
 export interface RequestMetricInput {
   readonly sessionId: string;
   readonly requestId: string;

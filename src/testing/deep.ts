@@ -2,7 +2,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import { canonicalJson } from '../measure/index.js';
 
-/** Freeze a value and everything reachable from it. Returns the same value. */
+/**
+ * Freeze a value and everything reachable from it. Returns the same value.
+ *
+ * @example
+ * const request = deepFreeze(structuredClone(input)); // a mutation now throws
+ */
 export function deepFreeze<V>(value: V): V {
   const seen = new Set<object>();
   const walk = (v: unknown): void => {
@@ -15,7 +20,12 @@ export function deepFreeze<V>(value: V): V {
   return value;
 }
 
-/** Plain-data deep equality (own enumerable keys, prototypes ignored beyond arrays vs objects). */
+/**
+ * Plain-data deep equality (own enumerable keys, prototypes ignored beyond arrays vs objects).
+ *
+ * @example
+ * expect(sameData(step.original, input)).toBe(true);
+ */
 export function sameData(a: unknown, b: unknown): boolean {
   return isDeepStrictEqual(toPlain(a), toPlain(b));
 }

@@ -18,6 +18,7 @@ export class InjectedFault extends Error {
 /** Vault methods a fault can be injected into. */
 export type VaultMethod = Exclude<keyof Vault, 'path' | 'engine' | 'workingState' | typeof Symbol.asyncDispose>;
 
+/** Every vault method {@link faultyVault} can make fail. */
 export const VAULT_METHODS: readonly VaultMethod[] = [
   'put',
   'verify',
@@ -41,12 +42,25 @@ export const VAULT_METHODS: readonly VaultMethod[] = [
   'usage',
 ];
 
+/** Options of {@link faultyVault}; every field is optional. */
 export interface FaultyVaultOptions {
-  /** Methods that fail. Default: every method except `close`. */
+  /**
+   * Methods that fail.
+   *
+   * @defaultValue every method except `close`
+   */
   readonly failOn?: readonly VaultMethod[] | 'all';
-  /** `'reject'` returns a rejected promise (a failing query); `'throw'` throws synchronously. Default: `'reject'`. */
+  /**
+   * `'reject'` returns a rejected promise (a failing query); `'throw'` throws synchronously.
+   *
+   * @defaultValue `'reject'`
+   */
   readonly mode?: 'reject' | 'throw';
-  /** Calls of a failing method that succeed before it starts failing (e.g. 1: the first put works). Default: 0. */
+  /**
+   * Calls of a failing method that succeed before it starts failing (e.g. 1: the first put works).
+   *
+   * @defaultValue 0
+   */
   readonly after?: number;
 }
 
@@ -89,7 +103,12 @@ export function faultyVault(vault: Vault, options: FaultyVaultOptions = {}): Vau
   }) as Vault & { readonly faultLog: FaultLog };
 }
 
-/** A counter that claims to be exact and throws on every count (a broken tokenizer). */
+/**
+ * A counter that claims to be exact and throws on every count (a broken tokenizer).
+ *
+ * @example
+ * const op = compressToolResult({ vault, counter: throwingCounter() }); // must still fail open
+ */
 export function throwingCounter(name = 'throwing'): TokenCounter {
   return {
     name,

@@ -52,6 +52,7 @@ export interface BuiltOperator<T> {
   readonly dispose?: () => void | Promise<void>;
 }
 
+/** Builds an operator from the kit's dependencies (vault, counter, resource probe, spawner). */
 export type OperatorFactory<T> = (deps: KitDeps) => OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T> | Promise<OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T>>;
 
 const FACTORY = Symbol.for('token-terminator/testing.factory');
@@ -75,6 +76,7 @@ export function withDeps<T>(factory: OperatorFactory<T>): DepsAwareOperator<T> {
   return { [FACTORY]: factory };
 }
 
+/** True when the operator under test was wrapped with {@link withDeps}, so the kit builds it per run. */
 export function isDepsAware<T>(op: OperatorUnderTest<T>): op is DepsAwareOperator<T> {
   return typeof op === 'object' && op !== null && FACTORY in op;
 }
@@ -85,14 +87,27 @@ export interface InvariantOptions<T> {
   readonly vault: Vault;
   /** The generated input streams (each run pushes one array through one subscription). */
   readonly inputs: fc.Arbitrary<readonly T[]>;
-  /** An exact counter: sizes are then also compared in tokens. Default: chars only. */
+  /**
+   * An exact counter: sizes are then also compared in tokens.
+   *
+   * @defaultValue chars only
+   */
   readonly counter?: TokenCounter;
-  /** Context fields for every Step. Default: a fresh `sessionId` per run, `requestId` per Step. */
+  /**
+   * Context fields for every Step.
+   *
+   * @defaultValue a fresh `sessionId` per run, `requestId` per Step
+   */
   readonly context?: Partial<StepContext>;
-  /** Longest wait for a run's stream to complete. Default: 20,000 ms. */
+  /**
+   * Longest wait for a run's stream to complete.
+   *
+   * @defaultValue 20,000 ms
+   */
   readonly timeoutMs?: number;
 }
 
+/** The dependencies one run gets: the caller's vault and counter, and a fresh resource probe whose `spawn` is tracked. */
 export function baseDeps(options: InvariantOptions<unknown>): KitDeps {
   const probe = createResourceProbe();
   return { vault: options.vault, counter: options.counter, probe, spawn: probe.spawn };
@@ -115,6 +130,7 @@ export function makeSteps<T>(values: readonly T[], context: Partial<StepContext>
   return values.map((value, i) => createStep(value, { sessionId: `kit-${run}`, requestId: `kit-${run}-${i}`, ...(context === undefined ? {} : structuredClone(context)) }));
 }
 
+/** What one run produced: the Steps that came out, and whether the stream errored or completed. */
 export interface RunResult<T> {
   readonly outputs: Step<T>[];
   readonly error: unknown;

@@ -67,7 +67,12 @@ export const invariants = {
   noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.noDanglingReference(op, o)),
 };
 
-/** `fc.assert` with the violation in the report and modest defaults (25 runs). */
+/**
+ * `fc.assert` with the violation in the report and modest defaults (25 runs).
+ *
+ * @example
+ * await assertInvariant(fc.asyncProperty(requestStream(), async (requests) => { … }), { numRuns: 50 });
+ */
 export async function assertInvariant<A extends unknown[]>(property: fc.IAsyncProperty<A>, params: fc.Parameters<A> = {}): Promise<void> {
   await fc.assert(property, { numRuns: 25, includeErrorInReport: true, ...params });
 }
@@ -80,18 +85,33 @@ export interface PropTestApi {
   prop(arbitraries: never, params?: never): (name: string, predicate: never, timeout?: number) => void;
 }
 
+/** Options of {@link testInvariants}: those of every invariant it registers plus which ones and how hard. */
 export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOptions<T> {
   /**
-   * Which invariants to register. Default: unchanged-or-smaller, never-mutates and
-   * recovers-exactly, plus fails-open and releases-on-unsubscribe when the operator is built
-   * with {@link withDeps}. cache-stable, valid-roles and the fidelity invariants prefix-kept,
-   * actions-kept and no-dangling-reference (request streams) are opt-in.
+   * Which invariants to register. cache-stable, valid-roles and the fidelity invariants
+   * prefix-kept, actions-kept and no-dangling-reference (request streams) are opt-in.
+   *
+   * @defaultValue unchanged-or-smaller, never-mutates and recovers-exactly, plus fails-open and
+   * releases-on-unsubscribe when the operator is built with {@link withDeps}
    */
   readonly only?: readonly InvariantName[];
-  /** fast-check parameters for every property. Default: `{ numRuns: 20 }`. */
+  /**
+   * fast-check parameters for every property.
+   *
+   * @defaultValue `{ numRuns: 20 }`
+   */
   readonly params?: fc.Parameters<unknown[]>;
+  /**
+   * Where cache-stable allows an earlier part of the prompt to change (see {@link CacheStableOptions}).
+   *
+   * @defaultValue never
+   */
   readonly isBoundary?: CacheStableOptions['isBoundary'];
-  /** Vitest timeout per property. Default: 60,000 ms. */
+  /**
+   * Vitest timeout per property.
+   *
+   * @defaultValue 60,000 ms
+   */
   readonly timeout?: number;
 }
 

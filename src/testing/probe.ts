@@ -11,6 +11,7 @@ export interface LiveResource {
   readonly detail: string;
 }
 
+/** Tracked stand-ins for the resources an operator may hold (children, timers, abort controllers), so a test can see what is still live. */
 export interface ResourceProbe {
   /** `child_process.spawn`, tracked: a child is live until it has exited (been reaped). */
   readonly spawn: typeof nodeSpawn;

@@ -24,47 +24,104 @@ export interface VaultOptions {
   readonly path?: string;
   /** PostgreSQL connection string (`postgres://user:pass@host:5432/db?sslmode=verify-full&sslrootcert=...`). */
   readonly url?: string;
-  /** Largest artifact in code points; larger content is refused. Default 2,000,000. */
+  /**
+   * Largest artifact in code points; larger content is refused.
+   *
+   * @defaultValue 2,000,000
+   */
   readonly maxArtifactChars?: number;
-  /** Capacity in UTF-8 bytes of artifact content (the search index comes on top). Default 512 MiB. */
+  /**
+   * Capacity in UTF-8 bytes of artifact content (the search index comes on top).
+   *
+   * @defaultValue 512 MiB
+   */
   readonly maxBytes?: number;
-  /** Inserting past this % of capacity prunes unprotected artifacts. Default 90. */
+  /**
+   * Inserting past this % of capacity prunes unprotected artifacts.
+   *
+   * @defaultValue 90
+   */
   readonly highWaterPct?: number;
-  /** Pruning stops at this % (clamped to highWaterPct − 1). Default 80. */
+  /**
+   * Pruning stops at this % (clamped to highWaterPct − 1).
+   *
+   * @defaultValue 80
+   */
   readonly lowWaterPct?: number;
-  /** Page ceiling for `page` and `peek` in code points. Default 20,000. */
+  /**
+   * Page ceiling for `page` and `peek` in code points.
+   *
+   * @defaultValue 20,000
+   */
   readonly maxPageChars?: number;
-  /** Most results `search` returns. Default 50. */
+  /**
+   * Most results `search` returns.
+   *
+   * @defaultValue 50
+   */
   readonly maxSearchResults?: number;
-  /** How long a write waits for another process's (or host's) lock, in ms. Default 10,000. */
+  /**
+   * How long a write waits for another process's (or host's) lock, in ms.
+   *
+   * @defaultValue 10,000
+   */
   readonly busyTimeoutMs?: number;
-  /** PostgreSQL: connections in this process's pool. Default 10. */
+  /**
+   * PostgreSQL: connections in this process's pool.
+   *
+   * @defaultValue 10
+   */
   readonly poolSize?: number;
-  /** PostgreSQL: a statement running longer is cancelled (the stage fails open), in ms. Default 30,000. */
+  /**
+   * PostgreSQL: a statement running longer is cancelled (the stage fails open), in ms.
+   *
+   * @defaultValue 30,000
+   */
   readonly statementTimeoutMs?: number;
-  /** PostgreSQL: TLS options passed to `pg` as they are (beside any `sslmode` in the URL). Default: from the URL. */
+  /**
+   * PostgreSQL: TLS options passed to `pg` as they are (beside any `sslmode` in the URL).
+   *
+   * @defaultValue from the URL
+   */
   readonly ssl?: boolean | TlsOptions;
-  /** Wall clock in ms for created/observed times (retention order). Default `Date.now`. */
+  /**
+   * Wall clock in ms for created/observed times (retention order).
+   *
+   * @defaultValue `Date.now`
+   */
   readonly clock?: () => number;
   /**
-   * SQLite: index new artifacts for search in small batches while the process is idle (search
-   * always finishes the queue first, so results are complete either way). Default true.
+   * SQLite: index new artifacts for search in small batches while the process is idle (search always
+   * finishes the queue first, so results are complete either way).
+   *
+   * @defaultValue true
    */
   readonly indexInBackground?: boolean;
-  /** Caps of the working-state graph per session. Default: 1000 nodes, 2000 edges, 100,000 events. */
+  /**
+   * Caps of the working-state graph per session.
+   *
+   * @defaultValue 1000 nodes, 2000 edges, 100,000 events
+   */
   readonly workingState?: WorkingStateLimits;
   /**
    * A session not seen for this long (ms) — no delivery, lease or rendering — may have its pins,
    * leases and renderings released by retention when it needs room (a closed session at once).
-   * Default 21,600,000 (6 h).
+   *
+   * @defaultValue 21,600,000 (6 h)
    */
   readonly sessionTtlMs?: number;
-  /** A search returns what it found after this long (ms), with `partial: true`. Default 2,000. */
+  /**
+   * A search returns what it found after this long (ms), with `partial: true`.
+   *
+   * @defaultValue 2,000
+   */
   readonly searchDeadlineMs?: number;
   /**
    * SQLite: when the file exists but cannot be opened for writing (read-only file, directory or
    * mount) or is damaged, open it read-only (recovery served, every write refused) instead of
-   * failing. Default true.
+   * failing.
+   *
+   * @defaultValue true
    */
   readonly readOnlyFallback?: boolean;
 }
@@ -99,7 +156,12 @@ const RANGES: Record<keyof Resolved, [number, number]> = {
   searchDeadlineMs: [1, 3_600_000],
 };
 
-/** postgres:// or postgresql:// */
+/**
+ * postgres:// or postgresql://
+ *
+ * @example
+ * isPostgresUrl('postgres://localhost/tt'); // true
+ */
 export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value);
 }

@@ -9,12 +9,22 @@
 import { codePoints } from '../measure/canonical-json.js';
 import { createHash } from 'node:crypto';
 
-/** Hex SHA-256 of the UTF-8 bytes of `content` (lone surrogates encode as U+FFFD, as in Buffer). */
+/**
+ * Hex SHA-256 of the UTF-8 bytes of `content` (lone surrogates encode as U+FFFD, as in Buffer).
+ *
+ * @example
+ * sha256Hex('') // 'e3b0c442…b855'
+ */
 export function sha256Hex(content: string): string {
   return createHash('sha256').update(content, 'utf8').digest('hex');
 }
 
-/** Short artifact id for content: `a_` + first 32 hex chars of its SHA-256. */
+/**
+ * Short artifact id for content: `a_` + first 32 hex chars of its SHA-256.
+ *
+ * @example
+ * const id = artifactIdFor(output); // 'a_' + 32 hex chars
+ */
 export function artifactIdFor(content: string): string {
   return shortIdForSha(sha256Hex(content));
 }

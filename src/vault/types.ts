@@ -12,6 +12,7 @@ export interface PutInput {
   readonly callId?: string;
 }
 
+/** The result of storing an artifact: its id and digest, and whether it was new. */
 export interface PutResult {
   /** `a_` + first 32 hex chars of SHA-256 (full 64 on a prefix collision). */
   readonly artifactId: string;
@@ -23,6 +24,7 @@ export interface PutResult {
   readonly bytes: number;
 }
 
+/** Metadata of a stored artifact (no content). */
 export interface ArtifactSummary {
   readonly artifactId: string;
   readonly sha256: string;
@@ -33,6 +35,7 @@ export interface ArtifactSummary {
   readonly observationCount: number;
 }
 
+/** One page of an artifact's exact content, by code-point offset. */
 export interface ArtifactPage {
   readonly artifactId: string;
   readonly content: string;
@@ -44,6 +47,7 @@ export interface ArtifactPage {
   readonly toolName: string;
 }
 
+/** A lossy synopsis of an artifact: size, head and tail, error lines and structure. */
 export interface ArtifactPeek {
   readonly artifactId: string;
   readonly sha256: string;
@@ -59,6 +63,7 @@ export interface ArtifactPeek {
   readonly exactRecovery: string;
 }
 
+/** The lines of one artifact that match a query. */
 export interface ArtifactFind {
   readonly artifactId: string;
   readonly query: string;
@@ -68,6 +73,7 @@ export interface ArtifactFind {
   readonly lossy: true;
 }
 
+/** How full the vault is: artifacts and bytes stored against the capacity and its retention watermarks. */
 export interface VaultUsage {
   readonly artifacts: number;
   readonly bytes: number;
@@ -78,6 +84,7 @@ export interface VaultUsage {
   readonly prunedBytes: number;
 }
 
+/** The last output of a repeated terminal command, the base the next temporal delta is taken against. */
 export interface TerminalBaseline {
   readonly stateKey: string;
   readonly artifactId: string;

@@ -15,18 +15,22 @@ import { TOOL_NAMES, toolArgs } from './tools.js';
 
 /** The wire formats the kit generates. */
 export type WireFormat = 'chat' | 'responses' | 'anthropic';
+/** The three provider wire formats the request arbitraries can render: Chat Completions, Responses and Anthropic Messages. */
 export const WIRE_FORMATS: readonly WireFormat[] = ['chat', 'responses', 'anthropic'];
 
+/** One generated tool call: tool name, arguments, the output it returns and whether that output is an error. */
 export interface CallSpec {
   readonly name: string;
   readonly args: Readonly<Record<string, unknown>>;
   readonly output: string;
   readonly isError: boolean;
 }
+/** One assistant step: optional text and the tool calls it makes. */
 export interface StepSpec {
   readonly text: string | undefined;
   readonly calls: readonly CallSpec[];
 }
+/** One user turn: the user's message (optionally with an image), the assistant steps it causes and the final reply. */
 export interface TurnSpec {
   readonly user: string;
   readonly image: boolean;
@@ -48,15 +52,37 @@ export interface Conversation {
   readonly protocol?: 'tools' | 'text';
 }
 
+/** Options of {@link providerRequest}; every field is optional. */
 export interface RequestOptions {
-  /** Formats to draw from. Default: all three. */
+  /**
+   * Formats to draw from.
+   *
+   * @defaultValue all three
+   */
   readonly formats?: readonly WireFormat[];
-  /** Turns per conversation. Default: 1–4. */
+  /**
+   * Fewest turns per conversation.
+   *
+   * @defaultValue 1
+   */
   readonly minTurns?: number;
+  /**
+   * Most turns per conversation.
+   *
+   * @defaultValue 4
+   */
   readonly maxTurns?: number;
-  /** Tool output size classes. Default: tiny, medium and large. */
+  /**
+   * Tool output size classes.
+   *
+   * @defaultValue tiny, medium and large
+   */
   readonly sizes?: readonly SizeClass[];
-  /** Put a skill catalog in the instructions: always, never or sometimes. Default: 'sometimes'. */
+  /**
+   * Put a skill catalog in the instructions: always, never or sometimes.
+   *
+   * @defaultValue 'sometimes'
+   */
   readonly skills?: 'always' | 'never' | 'sometimes';
   /**
    * Tool names the calls draw from; names the kit does not know get generic arguments and
@@ -65,22 +91,32 @@ export interface RequestOptions {
   readonly tools?: readonly string[];
   /**
    * Where system, user and assistant texts come from, e.g. `fc.string({ unit: 'binary' })` for
-   * control characters and every Unicode plane. Default: a fixed set of realistic prompts and
-   * replies (Unicode included); the user turn that asks about skills stays a skill prompt.
+   * control characters and every Unicode plane.
+   *
+   * @defaultValue a fixed set of realistic prompts and replies (Unicode included); the user turn
+   * that asks about skills stays a skill prompt
    */
   readonly texts?: fc.Arbitrary<string>;
-  /** Where tool outputs come from. Default: `toolOutput` of the shape that fits each tool, in `sizes`. */
+  /**
+   * Where tool outputs come from.
+   *
+   * @defaultValue `toolOutput` of the shape that fits each tool, in `sizes`
+   */
   readonly outputs?: fc.Arbitrary<string>;
   /**
-   * How Anthropic `tool_result` contents are written: a plain string, a list of one text block,
-   * or alternating between the two (both occur in the wild). Default: 'mixed'.
+   * How Anthropic `tool_result` contents are written: a plain string, a list of one text block, or
+   * alternating between the two (both occur in the wild).
+   *
+   * @defaultValue 'mixed'
    */
   readonly resultContent?: 'mixed' | 'string' | 'blocks';
   /**
    * How the agent acts: 'tools' (function calling), 'text' (a text protocol, as SWE-agent and
    * mini-swe-agent speak it: one fenced ```bash block per assistant message, the output back in a
    * user message in mini-swe-agent's `<returncode>N</returncode>` + `<output>` template, no tool
-   * definitions), or 'both' (either, per conversation). Default: 'tools'.
+   * definitions), or 'both' (either, per conversation).
+   *
+   * @defaultValue 'tools'
    */
   readonly protocol?: 'tools' | 'text' | 'both';
 }
@@ -102,7 +138,12 @@ function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
   );
 }
 
-/** The format-free conversation every request arbitrary renders. */
+/**
+ * The format-free conversation every request arbitrary renders.
+ *
+ * @example
+ * const requests = fc.sample(conversation().map((c) => renderSession(c, 'chat')), 1)[0];
+ */
 export function conversation(options: RequestOptions = {}): fc.Arbitrary<Conversation> {
   const texts = (defaults: readonly string[]): fc.Arbitrary<string> => options.texts ?? fc.constantFrom(...defaults);
   const step = fc.record({ text: fc.option(texts(['Let me look.', 'Running it now.', 'Checking… 🔍']), { nil: undefined }), calls: fc.array(callSpec(options), { minLength: 1, maxLength: 2 }) });
@@ -292,27 +333,62 @@ export function formatRequest(format: WireFormat, options: RequestOptions = {}):
   });
 }
 
-/** A Chat Completions request with tool calls and tool outputs. */
+/**
+ * A Chat Completions request with tool calls and tool outputs.
+ *
+ * @example
+ * fc.sample(chatRequest({ sizes: ['large'] }), 1);
+ */
 export const chatRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('chat', options);
-/** A Responses API request with `function_call` / `function_call_output` items. */
+/**
+ * A Responses API request with `function_call` / `function_call_output` items.
+ *
+ * @example
+ * fc.sample(responsesRequest(), 1);
+ */
 export const responsesRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('responses', options);
-/** An Anthropic Messages request with `tool_use` / `tool_result` blocks. */
+/**
+ * An Anthropic Messages request with `tool_use` / `tool_result` blocks.
+ *
+ * @example
+ * fc.sample(anthropicRequest({ skills: 'never' }), 1);
+ */
 export const anthropicRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('anthropic', options);
 
-/** A request of any of the chosen formats. */
+/**
+ * A request of any of the chosen formats.
+ *
+ * @example
+ * fc.assert(fc.property(providerRequest({ formats: ['chat'], maxTurns: 2 }), (request) => detectFormat(request) === 'chat'));
+ */
 export function providerRequest(options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> {
   const formats = options.formats ?? WIRE_FORMATS;
   if (formats.length === 0) throw new RangeError('providerRequest: formats must not be empty');
   return fc.constantFrom(...formats).chain((f) => formatRequest(f, options));
 }
 
+/** Options of {@link requestStream}: those of {@link providerRequest} plus the stream length. */
 export interface StreamOptions extends RequestOptions {
-  /** Requests per stream. Default: 1–3. */
+  /**
+   * Fewest requests per stream.
+   *
+   * @defaultValue 1
+   */
   readonly minLength?: number;
+  /**
+   * Most requests per stream.
+   *
+   * @defaultValue 3
+   */
   readonly maxLength?: number;
 }
 
-/** Independent requests pushed through one subscription (one session). */
+/**
+ * Independent requests pushed through one subscription (one session).
+ *
+ * @example
+ * test.prop([requestStream({ maxLength: 5 })])('never grows', async (requests) => { … });
+ */
 export function requestStream(options: StreamOptions = {}): fc.Arbitrary<readonly ProviderRequest[]> {
   return fc.array(providerRequest(options), { minLength: options.minLength ?? 1, maxLength: options.maxLength ?? 3 }).map((rs) =>
     withSummary(rs, () => `requests:\n  ${rs.map((r) => fc.stringify(r)).join('\n  ')}`),
@@ -322,6 +398,9 @@ export function requestStream(options: StreamOptions = {}): fc.Arbitrary<readonl
 /**
  * A growing multi-turn session: the successive requests a host sends for one conversation, each
  * extending the previous one (same system and tools, more items). Formats are not mixed.
+ *
+ * @example
+ * test.prop([growingSession()])('keeps the prefix', async (requests) => { … });
  */
 export function growingSession(options: RequestOptions = {}): fc.Arbitrary<readonly ProviderRequest[]> {
   const formats = options.formats ?? WIRE_FORMATS;

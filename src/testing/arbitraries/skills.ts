@@ -5,12 +5,14 @@
  */
 import fc from 'fast-check';
 
+/** One entry of a generated skill catalog. */
 export interface SkillEntry {
   readonly name: string;
   readonly category: string;
   readonly description: string;
 }
 
+/** A generated skill catalog: its entries and the text block they render to. */
 export interface SkillCatalog {
   readonly entries: readonly SkillEntry[];
   /** The rendered block, `<available_skills>` … `</available_skills>`. */
@@ -53,14 +55,28 @@ export function renderSkillCatalog(entries: readonly SkillEntry[]): string {
   return lines.join('\n');
 }
 
+/** Options of the skill catalog arbitrary; every field is optional. */
 export interface SkillCatalogOptions {
-  /** Fewest entries. Default: 3 (below the 8 a skill gate needs, so small catalogs occur too). */
+  /**
+   * Fewest entries.
+   *
+   * @defaultValue 3 (below the 8 a skill gate needs, so small catalogs occur too)
+   */
   readonly minSkills?: number;
-  /** Most entries. Default: 20. */
+  /**
+   * Most entries.
+   *
+   * @defaultValue 20
+   */
   readonly maxSkills?: number;
 }
 
-/** A catalog drawn from a fixed pool of realistic skills (some with Unicode descriptions). */
+/**
+ * A catalog drawn from a fixed pool of realistic skills (some with Unicode descriptions).
+ *
+ * @example
+ * fc.assert(fc.property(skillCatalog({ minSkills: 8 }), (c) => c.block.startsWith('<available_skills>')));
+ */
 export function skillCatalog(options: SkillCatalogOptions = {}): fc.Arbitrary<SkillCatalog> {
   const min = options.minSkills ?? 3;
   const max = Math.min(options.maxSkills ?? SKILLS.length, SKILLS.length);
@@ -68,7 +84,12 @@ export function skillCatalog(options: SkillCatalogOptions = {}): fc.Arbitrary<Sk
   return fc.shuffledSubarray([...SKILLS], { minLength: min, maxLength: max }).map((entries) => ({ entries, block: renderSkillCatalog(entries) }));
 }
 
-/** A user prompt that mentions some of the catalog's skills (or none). */
+/**
+ * A user prompt that mentions some of the catalog's skills (or none).
+ *
+ * @example
+ * const prompt = skillCatalog().chain((catalog) => skillPrompt(catalog));
+ */
 export function skillPrompt(catalog: SkillCatalog): fc.Arbitrary<string> {
   return fc.oneof(
     fc.constant('What is the weather like today?'),

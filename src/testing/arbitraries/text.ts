@@ -12,15 +12,25 @@ import fc from 'fast-check';
 /** The kinds of tool output the kit generates. */
 export type OutputShape = 'terminal' | 'search' | 'file' | 'json' | 'repeated' | 'near-repeated' | 'unicode';
 
+/** Every shape the tool-output arbitrary can draw. */
 export const OUTPUT_SHAPES: readonly OutputShape[] = ['terminal', 'search', 'file', 'json', 'repeated', 'near-repeated', 'unicode'];
 
 /** Size classes in characters (UTF-16 length is at least this; code points may be fewer for astral text). */
 export type SizeClass = 'tiny' | 'medium' | 'large';
 
+/** Options of {@link toolOutput}; every field is optional. */
 export interface ToolOutputOptions {
-  /** Shapes to draw from. Default: all of {@link OUTPUT_SHAPES}. */
+  /**
+   * Shapes to draw from.
+   *
+   * @defaultValue all of {@link OUTPUT_SHAPES}
+   */
   readonly shapes?: readonly OutputShape[];
-  /** Size classes to draw from. Default: tiny, medium and large (large is 12,001–30,000 chars). */
+  /**
+   * Size classes to draw from.
+   *
+   * @defaultValue tiny, medium and large (large is 12,001–30,000 chars)
+   */
   readonly sizes?: readonly SizeClass[];
 }
 
@@ -109,7 +119,12 @@ export function expandOutput(spec: OutputSpec): string {
   return lines.join('\n');
 }
 
-/** The shrinkable spec behind {@link toolOutput}. */
+/**
+ * The shrinkable spec behind {@link toolOutput}.
+ *
+ * @example
+ * const output = outputSpec({ shapes: ['terminal'] }).map(expandOutput);
+ */
 export function outputSpec(options: ToolOutputOptions = {}): fc.Arbitrary<OutputSpec> {
   const shapes = options.shapes ?? OUTPUT_SHAPES;
   const sizes = options.sizes ?? (['tiny', 'medium', 'large'] as const);

@@ -27,14 +27,31 @@ const COMMANDS = [
 ];
 const CWDS = ['/work/app', '/home/dev/project', '/tmp/repo'];
 
+/** Options of the tool call and tool event arbitraries; every field is optional. */
 export interface ToolEventOptions {
-  /** Tool names to draw from. Default: {@link TOOL_NAMES}. */
+  /**
+   * Tool names to draw from.
+   *
+   * @defaultValue {@link TOOL_NAMES}
+   */
   readonly tools?: readonly string[];
-  /** Output size classes. Default: tiny, medium and large. */
+  /**
+   * Output size classes.
+   *
+   * @defaultValue tiny, medium and large
+   */
   readonly sizes?: readonly SizeClass[];
-  /** Terminal commands to draw from (e.g. commands a stub understands). Default: common git/npm/pytest/ls/rg commands. */
+  /**
+   * Terminal commands to draw from (e.g. commands a stub understands).
+   *
+   * @defaultValue common git/npm/pytest/ls/rg commands
+   */
   readonly commands?: readonly string[];
-  /** Working directories for terminal `cwd` args (use real ones when the operator runs processes there). Default: three made-up paths. */
+  /**
+   * Working directories for terminal `cwd` args (use real ones when the operator runs processes there).
+   *
+   * @defaultValue three made-up paths
+   */
   readonly cwds?: readonly string[];
 }
 
@@ -56,7 +73,12 @@ export function toolArgs(name: string, commands: readonly string[] = COMMANDS, c
   }
 }
 
-/** A tool call with realistic arguments. `id` is unique within one generated stream when `index` is given. */
+/**
+ * A tool call with realistic arguments. `id` is unique within one generated stream when `index` is given.
+ *
+ * @example
+ * fc.sample(toolCall({ tools: ['terminal'] }), 3);
+ */
 export function toolCall(options: ToolEventOptions = {}, index = 0): fc.Arbitrary<ToolCall> {
   const tools = options.tools ?? TOOL_NAMES;
   return fc
@@ -71,6 +93,12 @@ export interface ToolEventPair {
   readonly result: ToolResult;
 }
 
+/**
+ * A tool call together with the result it produced (terminal results sometimes carry an exit code).
+ *
+ * @example
+ * fc.assert(fc.property(toolEventPair({ tools: ['terminal'] }), ({ call, result }) => result.callId === call.id));
+ */
 export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arbitrary<ToolEventPair> {
   return toolCall(options, index).chain((call) =>
     fc
@@ -86,9 +114,19 @@ export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arb
   );
 }
 
+/** Options of the tool-stream arbitraries: those of {@link ToolEventOptions} plus the stream length. */
 export interface ToolStreamOptions extends ToolEventOptions {
-  /** Events per stream. Default: 1–6. */
+  /**
+   * Fewest events per stream.
+   *
+   * @defaultValue 1
+   */
   readonly minLength?: number;
+  /**
+   * Most events per stream.
+   *
+   * @defaultValue 6
+   */
   readonly maxLength?: number;
 }
 
@@ -96,6 +134,9 @@ export interface ToolStreamOptions extends ToolEventOptions {
  * A stream of tool results as one session produces them. Some results repeat an earlier
  * observation exactly and some repeat it with a few lines changed (the same command run twice),
  * so temporal deltas and duplicate handling get exercised.
+ *
+ * @example
+ * test.prop([toolResultStream({ maxLength: 4 })])('fails open', async (results) => { … });
  */
 export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<readonly ToolResult[]> {
   const min = options.minLength ?? 1;
@@ -117,7 +158,12 @@ export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<
   });
 }
 
-/** A stream of tool calls (what a rewrite stage sees). */
+/**
+ * A stream of tool calls (what a rewrite stage sees).
+ *
+ * @example
+ * test.prop([toolCallStream({ tools: ['terminal'] })])('rewrites only commands', async (calls) => { … });
+ */
 export function toolCallStream(options: ToolStreamOptions = {}): fc.Arbitrary<readonly ToolCall[]> {
   const min = options.minLength ?? 1;
   const max = options.maxLength ?? 6;

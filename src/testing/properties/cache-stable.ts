@@ -2,10 +2,13 @@ import type { ProviderRequest, Step } from '../../step.js';
 import { promptSegments } from '../format.js';
 import { checkedRun, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
 
+/** Options of the cache-stable invariant. */
 export interface CacheStableOptions extends InvariantOptions<ProviderRequest> {
   /**
    * Where the operator may rewrite an earlier part of the prompt (a declared batching boundary).
-   * Receives the previous and the next output Step and the next one's index. Default: never.
+   * Receives the previous and the next output Step and the next one's index.
+   *
+   * @defaultValue never
    */
   readonly isBoundary?: (previous: Step<ProviderRequest>, next: Step<ProviderRequest>, index: number) => boolean;
 }
@@ -27,6 +30,9 @@ export function prefixBreak(prev: ProviderRequest, next: ProviderRequest): { ind
  * than before (a block of turns collapsed, a lease expired). Between two such points the
  * rendering must stay byte-stable: an operator that rewrites the prefix while reporting the same
  * decision is caught.
+ *
+ * @example
+ * testInvariants(test, op, { vault, only: ['cache-stable'], isBoundary: decisionsChanged(['compileRequest']) });
  */
 export function decisionsChanged(stages?: readonly string[]): NonNullable<CacheStableOptions['isBoundary']> {
   const key = (step: Step<ProviderRequest>): string =>

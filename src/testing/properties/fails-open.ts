@@ -13,7 +13,12 @@ export interface FaultPlan {
   readonly mode: 'reject' | 'throw';
 }
 
-/** Every dependency broken (weighted up: it is the strict case) or a random subset. */
+/**
+ * Every dependency broken (weighted up: it is the strict case) or a random subset.
+ *
+ * @example
+ * fc.sample(faultPlan(), 1); // e.g. { vault: 'all', counterThrows: true, spawnThrows: false, mode: 'reject' }
+ */
 export function faultPlan(): fc.Arbitrary<FaultPlan> {
   const all = fc.record({ vault: fc.constant('all' as const), counterThrows: fc.constant(true), spawnThrows: fc.constant(true), mode: fc.constantFrom('reject' as const, 'throw' as const) });
   const some = fc.record({ vault: fc.subarray([...VAULT_METHODS], { minLength: 1 }), counterThrows: fc.boolean(), spawnThrows: fc.boolean(), mode: fc.constantFrom('reject' as const, 'throw' as const) });
@@ -31,13 +36,19 @@ const isTotal = (p: FaultPlan): boolean => p.vault === 'all' && p.counterThrows 
  */
 export interface FailsOpenOptions<T> extends InvariantOptions<T> {
   /**
-   * When every dependency throws, require the output to equal the input. Set false for an
-   * operator with a documented fallback that needs no dependency (it is then held to: no stream
-   * error, one Step per input, everything recoverable). Default: true.
+   * When every dependency throws, require the output to equal the input. Set false for an operator
+   * with a documented fallback that needs no dependency (it is then held to: no stream error, one
+   * Step per input, everything recoverable).
+   *
+   * @defaultValue true
    */
   readonly expectUnchanged?: boolean;
 }
 
+/**
+ * The fails-open check for one fault plan: run the operator with the planned dependencies failing and
+ * require that the original inputs come out (or, with `expectUnchanged: false`, a clean stream of recoverable Steps).
+ */
 export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: FailsOpenOptions<T>): (values: readonly T[], plan: FaultPlan) => Promise<void> {
   if (!isDepsAware(op)) throw new TypeError('failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)');
   return async (values, plan) => {

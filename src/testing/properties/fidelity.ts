@@ -111,6 +111,7 @@ export function danglingReferences(request: ProviderRequest, shownBefore: Readon
   return problems;
 }
 
+/** The prefix-kept check: no output request changes the instruction prefix of its input. */
 export function prefixKeptPredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('prefix-kept', op, options, values, (steps, result) => {
@@ -121,6 +122,7 @@ export function prefixKeptPredicate(op: OperatorUnderTest<ProviderRequest>, opti
     });
 }
 
+/** The actions-kept check: every assistant action of an input request is still in its output. */
 export function actionsKeptPredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('actions-kept', op, options, values, (steps, result) => {
@@ -131,6 +133,7 @@ export function actionsKeptPredicate(op: OperatorUnderTest<ProviderRequest>, opt
     });
 }
 
+/** The no-dangling-reference check: an output only refers to artifacts this conversation has already shown. */
 export function noDanglingReferencePredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('no-dangling-reference', op, options, values, (steps, result) => {

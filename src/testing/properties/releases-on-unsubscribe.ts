@@ -13,12 +13,23 @@ export interface CutPlan {
   readonly hops: number;
 }
 
+/**
+ * Where to unsubscribe in one run: inputs pushed, whether to wait for a held resource, extra macrotask hops.
+ *
+ * @example
+ * fc.sample(cutPlan(), 1); // e.g. { pushed: 3, waitForResource: true, hops: 1 }
+ */
 export function cutPlan(): fc.Arbitrary<CutPlan> {
   return fc.record({ pushed: fc.nat(8), waitForResource: fc.boolean(), hops: fc.nat(3) });
 }
 
+/** Options of the releases-on-unsubscribe invariant. */
 export interface ReleaseOptions<T> extends InvariantOptions<T> {
-  /** How long released resources may take to go away (a killed child must be reaped). Default: 3,000 ms. */
+  /**
+   * How long released resources may take to go away (a killed child must be reaped).
+   *
+   * @defaultValue 3,000 ms
+   */
   readonly settleMs?: number;
 }
 
