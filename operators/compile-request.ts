@@ -178,8 +178,10 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
       // the memo forgets it and the history is planned once more (its content is vaulted again
       // from the request); if that still cannot be delivered, the request passes through.
+      // At most two re-plans, each for its own reason: a refused new batch, and gone artifacts.
       let newBatch = true;
-      for (let attempt = 0; ; attempt++) {
+      let replannedForGone = false;
+      for (;;) {
         const plan = await planHistory(state, memo, view, outputs, {
           newBatch,
           sessionId,
@@ -227,7 +229,10 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
         const gone = await state.evidence.deliver(artifacts, scope);
         if (gone.length > 0) {
-          if (attempt === 0) continue;
+          if (!replannedForGone) {
+            replannedForGone = true;
+            continue;
+          }
           return note(step, { stage: STAGE, kind: 'failed_open', reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`, error: 'ArtifactGone' });
         }
         for (const d of plan.decided) await memo.markRewritten(d.key, d.kind, scope);
