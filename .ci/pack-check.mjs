@@ -12,7 +12,17 @@
  * Usage: node .ci/pack-check.mjs [--no-build] [--no-run]   (exit 1 on the first failure)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -48,9 +58,12 @@ console.log(`${packed.filename}: ${files.size} files, ${packed.size} bytes`);
 
 step('contents');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const linked = [...readme.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)].map((m) => m[1]).filter((href) => !/^[a-z]+:/i.test(href));
+const linked = [...readme.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)]
+  .map((m) => m[1])
+  .filter((href) => !/^[a-z]+:/i.test(href));
 for (const required of ['LICENSE', 'README.md', 'package.json', ...linked]) {
-  if (!files.has(normalize(required))) fail(`the tarball lacks ${required}${linked.includes(required) ? ' (linked from README.md)' : ''}`);
+  if (!files.has(normalize(required)))
+    fail(`the tarball lacks ${required}${linked.includes(required) ? ' (linked from README.md)' : ''}`);
 }
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 for (const [subpath, target] of Object.entries(pkg.exports)) {
@@ -69,7 +82,18 @@ try {
 
 step('arethetypeswrong');
 try {
-  console.log(run(bin('attw'), [tarball, '--profile', 'esm-only', '--no-definitely-typed', '--format', 'table-flipped', '--no-emoji', '--no-color']).trim());
+  console.log(
+    run(bin('attw'), [
+      tarball,
+      '--profile',
+      'esm-only',
+      '--no-definitely-typed',
+      '--format',
+      'table-flipped',
+      '--no-emoji',
+      '--no-color',
+    ]).trim(),
+  );
 } catch (error) {
   console.log(String(error.stdout ?? ''));
   fail('attw found type resolution problems');
@@ -78,7 +102,10 @@ try {
 step('README snippets and examples against the packed package');
 execFileSync('tar', ['-xzf', tarball, '-C', join(work, 'node_modules')]);
 renameSync(join(work, 'node_modules', 'package'), join(work, 'node_modules', 'token-terminator'));
-writeFileSync(join(work, 'package.json'), JSON.stringify({ name: 'pack-check', private: true, type: 'module' }, null, 2));
+writeFileSync(
+  join(work, 'package.json'),
+  JSON.stringify({ name: 'pack-check', private: true, type: 'module' }, null, 2),
+);
 const compilerOptions = {
   target: 'ES2022',
   lib: ['ES2023'],
@@ -93,7 +120,10 @@ const compilerOptions = {
   noEmit: true,
   types: ['node'],
 };
-writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['*.ts', 'examples/*.ts'] }, null, 2));
+writeFileSync(
+  join(work, 'tsconfig.json'),
+  JSON.stringify({ compilerOptions, include: ['*.ts', 'examples/*.ts'] }, null, 2),
+);
 const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
 if (blocks.length === 0) fail('README.md has no ts blocks');
 blocks.forEach((code, i) => writeFileSync(join(work, `readme-${i + 1}.ts`), `${code}export {};\n`));
@@ -103,20 +133,31 @@ for (const f of examples) copyFileSync(join(root, 'examples', f), join(work, 'ex
 // the examples read their recorded sessions beside them, as they do in a user's clone
 cpSync(join(root, 'examples', 'sessions'), join(work, 'examples', 'sessions'), { recursive: true });
 try {
-  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(work, 'tsconfig.json')], { cwd: work, stdio: ['ignore', 'inherit', 'inherit'] });
-  console.log(`${blocks.length} README blocks and ${examples.length} example files compile under tsc --strict against ${packed.filename}`);
+  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(work, 'tsconfig.json')], {
+    cwd: work,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  console.log(
+    `${blocks.length} README blocks and ${examples.length} example files compile under tsc --strict against ${packed.filename}`,
+  );
 } catch {
   fail('README snippets or examples do not compile against the packed package');
 }
 
 if (!args.has('--no-run')) {
   step('examples run against the packed package');
-  const runnable = examples.filter((f) => !f.endsWith('.test.ts') && readFileSync(join(root, 'examples', f), 'utf8').includes('example:'));
+  const runnable = examples.filter(
+    (f) => !f.endsWith('.test.ts') && readFileSync(join(root, 'examples', f), 'utf8').includes('example:'),
+  );
   const results = await Promise.all(
     runnable.map(
       (f) =>
         new Promise((done) => {
-          const child = spawn(process.execPath, ['--import', 'tsx', join('examples', f)], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+          const child = spawn(process.execPath, ['--import', 'tsx', join('examples', f)], {
+            cwd: work,
+            stdio: ['ignore', 'pipe', 'pipe'],
+            env: { ...process.env, NO_COLOR: '1' },
+          });
           let out = '';
           child.stdout.on('data', (d) => (out += d));
           child.stderr.on('data', (d) => (out += d));
@@ -128,7 +169,8 @@ if (!args.has('--no-run')) {
     if (r.code === 0) console.log(`${r.f}: ok`);
     else fail(`${r.f} exited ${r.code} against the packed package:\n${r.out}`);
   }
-  if (!existsSync(join(work, 'node_modules', 'token-terminator', 'dist', 'src', 'index.js'))) fail('the extracted package has no dist/src/index.js');
+  if (!existsSync(join(work, 'node_modules', 'token-terminator', 'dist', 'src', 'index.js')))
+    fail('the extracted package has no dist/src/index.js');
 }
 
 rmSync(work, { recursive: true, force: true });

@@ -29,7 +29,9 @@ async function load(): Promise<Loaded> {
       return { count: lease.count, release: () => lease.release() };
     }
     case 'gpt-tokenizer': {
-      const mod = (await import(`gpt-tokenizer/encoding/${encoding}`)) as { countTokens: (s: string, o: object) => number };
+      const mod = (await import(`gpt-tokenizer/encoding/${encoding}`)) as {
+        countTokens: (s: string, o: object) => number;
+      };
       const opts = { disallowedSpecial: new Set<string>() };
       return { count: (s) => mod.countTokens(s, opts), release: () => undefined };
     }

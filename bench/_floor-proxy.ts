@@ -21,7 +21,13 @@ const server = createServer({ noDelay: true, keepAlive: true }, (req, res) => {
       const body = Buffer.from(JSON.stringify(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown));
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k)) headers[k] = v;
-      const r = await agent.request({ origin: upstream, path: req.url ?? '/', method: (req.method ?? 'POST') as Dispatcher.HttpMethod, headers, body });
+      const r = await agent.request({
+        origin: upstream,
+        path: req.url ?? '/',
+        method: (req.method ?? 'POST') as Dispatcher.HttpMethod,
+        headers,
+        body,
+      });
       const out: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(r.headers)) if (v !== undefined && !HOP.has(k)) out[k] = v;
       res.writeHead(r.statusCode, out);
@@ -32,7 +38,9 @@ const server = createServer({ noDelay: true, keepAlive: true }, (req, res) => {
   });
 });
 server.keepAliveTimeout = 65_000;
-server.listen(0, '127.0.0.1', () => process.stderr.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+server.listen(0, '127.0.0.1', () =>
+  process.stderr.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`),
+);
 process.on('SIGTERM', () => {
   server.closeAllConnections();
   server.close(() => void agent.close().then(() => process.exit(0)));

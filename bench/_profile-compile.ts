@@ -33,7 +33,9 @@ const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
 const counter = createTiktokenCounter('o200k_base');
 const input = new Subject<Step<ProviderRequest>>();
 const outputs: Step<ProviderRequest>[] = [];
-const sub = input.pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter })).subscribe((s) => outputs.push(s));
+const sub = input
+  .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+  .subscribe((s) => outputs.push(s));
 const messages = transcript(turns);
 const session = new Session();
 session.connect();
@@ -59,7 +61,9 @@ for (let t = 1; t <= turns; t++) {
   while (outputs.length === n) await new Promise((r) => setImmediate(r));
   if (t >= from) wall += performance.now() - t0;
 }
-const { profile } = (await session.post('Profiler.stop')) as { profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] } };
+const { profile } = (await session.post('Profiler.stop')) as {
+  profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+};
 sub.unsubscribe();
 counter.dispose?.();
 await vault.close();
@@ -90,9 +94,12 @@ for (const [id, us] of self) {
   file.set(where, (file.get(where) ?? 0) + us);
 }
 const top = (m: Map<string, number>, k: number): void => {
-  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k)) console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
+  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k))
+    console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
 };
-console.log(`turns ${from}–${turns}, ${fresh ? 'rebuilt' : 'reused'} message objects: ${(wall / (turns - from + 1)).toFixed(1)} ms per request; profile ${out}`);
+console.log(
+  `turns ${from}–${turns}, ${fresh ? 'rebuilt' : 'reused'} message objects: ${(wall / (turns - from + 1)).toFixed(1)} ms per request; profile ${out}`,
+);
 console.log('top functions by self time:');
 top(fn, 25);
 console.log('by file:');

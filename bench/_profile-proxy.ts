@@ -28,7 +28,10 @@ const argv = process.argv.slice(2);
 const requests = argv.includes('--requests') ? Number(argv[argv.indexOf('--requests') + 1]) : 300;
 const mode = argv.includes('--mode') ? argv[argv.indexOf('--mode') + 1] : undefined;
 
-const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as { model?: string; messages: { role: string }[] };
+const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as {
+  model?: string;
+  messages: { role: string }[];
+};
 const bodies: string[] = [];
 session.messages.forEach((m, i) => {
   if (m.role !== 'assistant' || i === 0) return;
@@ -36,7 +39,13 @@ session.messages.forEach((m, i) => {
   if (body.length >= 50_000 && body.length <= 200_000) bodies.push(body);
 });
 
-const answer = JSON.stringify({ id: 'c', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
+const answer = JSON.stringify({
+  id: 'c',
+  object: 'chat.completion',
+  created: 0,
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+});
 const upstream = createServer({ noDelay: true }, (req, res) => {
   req.resume();
   req.on('end', () => {
@@ -47,12 +56,27 @@ const upstream = createServer({ noDelay: true }, (req, res) => {
 await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-proxy-'));
 const proxy = await createProxy({
-  config: loadProxyConfig({ env: {}, flags: { port: 0, upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` } }),
-  terminatorOptions: { env: { HOME: dir, ...(mode === undefined ? {} : { TOKEN_TERMINATOR_MODE: mode }) }, overrides: { dbPath: join(dir, 'vault.sqlite3') } },
+  config: loadProxyConfig({
+    env: {},
+    flags: { port: 0, upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+  }),
+  terminatorOptions: {
+    env: { HOME: dir, ...(mode === undefined ? {} : { TOKEN_TERMINATOR_MODE: mode }) },
+    overrides: { dbPath: join(dir, 'vault.sqlite3') },
+  },
 });
 const pool = new Pool(await proxy.listen(), { connections: 1 });
 const send = async (body: string): Promise<void> => {
-  const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-profile', 'x-token-terminator-session': 'profile' }, body });
+  const res = await pool.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-profile',
+      'x-token-terminator-session': 'profile',
+    },
+    body,
+  });
   await res.body.arrayBuffer();
 };
 for (const body of bodies) await send(body);
@@ -67,7 +91,9 @@ const t0 = performance.now();
 for (let i = 0; i < requests; i++) await send(bodies[i % bodies.length]!);
 const wall = performance.now() - t0;
 await proxy.settled();
-const { profile } = (await inspector.post('Profiler.stop')) as { profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] } };
+const { profile } = (await inspector.post('Profiler.stop')) as {
+  profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+};
 await pool.close();
 await proxy.close();
 upstream.close();
@@ -78,7 +104,11 @@ rmSync(dir, { recursive: true, force: true });
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-const where = (id: number): string => byId.get(id)!.callFrame.url.replace(/^.*\/wt-[^/]+\//, '').replace(/^file:\/\//, '') || '(native)';
+const where = (id: number): string =>
+  byId
+    .get(id)!
+    .callFrame.url.replace(/^.*\/wt-[^/]+\//, '')
+    .replace(/^file:\/\//, '') || '(native)';
 const label = (id: number): string => {
   const f = byId.get(id)!.callFrame;
   return `${f.functionName || '(anonymous)'}  ${where(id)}:${f.lineNumber + 1}`;
@@ -103,9 +133,14 @@ profile.samples.forEach((id, i) => {
   }
 });
 const top = (m: Map<string, number>, k: number): void => {
-  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k)) console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000 / requests).toFixed(3).padStart(7)} ms/req  ${key}`);
+  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k))
+    console.log(
+      `  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000 / requests).toFixed(3).padStart(7)} ms/req  ${key}`,
+    );
 };
-console.log(`${requests} cached requests (${bodies.length} bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes), one at a time: ${(wall / requests).toFixed(2)} ms per request (client, proxy and upstream in one process); profile ${out}`);
+console.log(
+  `${requests} cached requests (${bodies.length} bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes), one at a time: ${(wall / requests).toFixed(2)} ms per request (client, proxy and upstream in one process); profile ${out}`,
+);
 console.log('top functions by self time:');
 top(self, 30);
 console.log('top functions by inclusive time (our code):');

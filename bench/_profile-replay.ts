@@ -20,11 +20,18 @@ interface Node {
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const path = argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ?? 'examples/sessions/sample.jsonl';
+const path =
+  argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ??
+  'examples/sessions/sample.jsonl';
 const sessions = await readSessions(path, Number(flag('--limit') ?? Infinity));
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-replay-'));
 const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
-const tt = await createTerminator({ overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode: (flag('--mode') ?? 'balanced') as Mode }, counter, metrics: false, vaultErrors: 'throw' });
+const tt = await createTerminator({
+  overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode: (flag('--mode') ?? 'balanced') as Mode },
+  counter,
+  metrics: false,
+  vaultErrors: 'throw',
+});
 const session = new Session();
 session.connect();
 await session.post('Profiler.enable');
@@ -32,7 +39,9 @@ await session.post('Profiler.setSamplingInterval', { interval: 200 });
 await session.post('Profiler.start');
 const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
 const figures = await replaySessions(sessions, { terminator: tt, counter: figuresCounter, ledger: false });
-const { profile } = (await session.post('Profiler.stop')) as { profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] } };
+const { profile } = (await session.post('Profiler.stop')) as {
+  profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+};
 await tt.close();
 counter.dispose?.();
 figuresCounter.dispose?.();
@@ -46,8 +55,13 @@ for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n
 const self = new Map<number, number>();
 profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
 const total = [...self.values()].reduce((a, b) => a + b, 0);
-const where = (id: number): string => byId.get(id)!.callFrame.url.replace(/^.*\/wt-[^/]+\//, '').replace(/^file:\/\//, '') || '(native)';
-const label = (id: number): string => `${byId.get(id)!.callFrame.functionName || '(anonymous)'}  ${where(id)}:${byId.get(id)!.callFrame.lineNumber + 1}`;
+const where = (id: number): string =>
+  byId
+    .get(id)!
+    .callFrame.url.replace(/^.*\/wt-[^/]+\//, '')
+    .replace(/^file:\/\//, '') || '(native)';
+const label = (id: number): string =>
+  `${byId.get(id)!.callFrame.functionName || '(anonymous)'}  ${where(id)}:${byId.get(id)!.callFrame.lineNumber + 1}`;
 const fn = new Map<string, number>();
 const file = new Map<string, number>();
 for (const [id, us] of self) {
@@ -57,9 +71,12 @@ for (const [id, us] of self) {
   file.set(where(id), (file.get(where(id)) ?? 0) + us);
 }
 const top = (m: Map<string, number>, k: number): void => {
-  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k)) console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
+  for (const [key, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k))
+    console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
 };
-console.log(`${figures.requests} requests, p50 ${figures.p50_ms.toFixed(2)} ms, p95 ${figures.p95_ms.toFixed(2)} ms; profile ${out}`);
+console.log(
+  `${figures.requests} requests, p50 ${figures.p50_ms.toFixed(2)} ms, p95 ${figures.p95_ms.toFixed(2)} ms; profile ${out}`,
+);
 console.log('top functions by self time:');
 top(fn, 30);
 console.log('by file:');

@@ -36,10 +36,17 @@ const heap = (): { total: number; caches: number } => {
 
 const output = (t: number): string => {
   const lines = t % 9 === 4 ? 420 : 12 + ((t * 7) % 30);
-  return Array.from({ length: lines }, (_, i) => `src/pkg_${t % 17}/mod_${t % 11}.ts:${i + 1}: export const v${i} = run(${t}, ${i}); // t${t}`).join('\n');
+  return Array.from(
+    { length: lines },
+    (_, i) => `src/pkg_${t % 17}/mod_${t % 11}.ts:${i + 1}: export const v${i} = run(${t}, ${i}); // t${t}`,
+  ).join('\n');
 };
 
-const tt = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'long.sqlite3'), vaultMaxBytes: Number(capacityArg) }, ledger: false });
+const tt = await createTerminator({
+  env: {},
+  overrides: { dbPath: join(dir, 'long.sqlite3'), vaultMaxBytes: Number(capacityArg) },
+  ledger: false,
+});
 const prefix: Record<string, unknown>[] = [
   { role: 'system', content: 'You are a careful coding agent. Use the tools; keep answers short.' },
   { role: 'user', content: 'Task: make the failing build pass and explain the cause.' },
@@ -53,11 +60,21 @@ const t0 = Date.now();
 for (let t = 0; t < turns; t++) {
   const callId = `call_${t}`;
   const args = { path: `src/pkg_${t % 17}/mod_${t % 11}.ts` };
-  const assistant = { role: 'assistant', content: `Turn ${t}: reading the module.`, tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: JSON.stringify(args) } }] };
-  const reduced = await tt.reduceToolResult({ callId, name: 'read_file', args, content: output(t) }, { sessionId: 'long' });
+  const assistant = {
+    role: 'assistant',
+    content: `Turn ${t}: reading the module.`,
+    tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: JSON.stringify(args) } }],
+  };
+  const reduced = await tt.reduceToolResult(
+    { callId, name: 'read_file', args, content: output(t) },
+    { sessionId: 'long' },
+  );
   recent.push([assistant, { role: 'tool', tool_call_id: callId, content: reduced.value.content }]);
   if (recent.length > windowTurns) recent.shift();
-  const request: ProviderRequest = { model: 'gpt-4o', messages: JSON.parse(JSON.stringify([...prefix, ...recent.flat()])) as unknown[] };
+  const request: ProviderRequest = {
+    model: 'gpt-4o',
+    messages: JSON.parse(JSON.stringify([...prefix, ...recent.flat()])) as unknown[],
+  };
   await tt.reduceRequest(request, { sessionId: 'long', requestId: `long#${t}` });
   if (t + 1 === warm) ({ total: warmHeap, caches: warmCaches } = heap());
   if ((t + 1) % 250 === 0 && t + 1 < turns) {
@@ -68,4 +85,6 @@ for (let t = 0; t < turns; t++) {
 const { total: endHeap, caches: endCaches } = heap();
 const usage = await tt.vault.usage();
 await tt.close();
-process.stdout.write(`${JSON.stringify({ turns, warm, warmHeap, endHeap, ratio: endHeap / warmHeap, warmCaches, endCaches, marks, seconds: (Date.now() - t0) / 1000, vaultBytes: usage.bytes, pruned: usage.prunedArtifacts })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ turns, warm, warmHeap, endHeap, ratio: endHeap / warmHeap, warmCaches, endCaches, marks, seconds: (Date.now() - t0) / 1000, vaultBytes: usage.bytes, pruned: usage.prunedArtifacts })}\n`,
+);

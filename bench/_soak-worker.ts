@@ -15,7 +15,15 @@ import { createTerminator } from '../src/runtime.js';
 import { buildWorkload } from '../test/fixtures/reliability/workload.js';
 import { checkResults, decisionsOf, recoverViaTool, RTK_STUB, runWorkload } from '../test/reliability/harness.js';
 
-const [path = '', workerArg = '0', secondsArg = '60', capacityArg = '16000000', ttlArg = '60', warmArg = '60', lanesArg = '3'] = process.argv.slice(2);
+const [
+  path = '',
+  workerArg = '0',
+  secondsArg = '60',
+  capacityArg = '16000000',
+  ttlArg = '60',
+  warmArg = '60',
+  lanesArg = '3',
+] = process.argv.slice(2);
 const worker = Number(workerArg);
 const started = Date.now();
 const until = started + Number(secondsArg) * 1000;
@@ -57,12 +65,17 @@ async function lane(): Promise<void> {
     const w = buildWorkload({ id, variant: worker * 100_000 + n, fillerTurns: 4 });
     const results = await runWorkload(tt, w);
     // A large output of the session's own (unique content) and filler nobody is delivered.
-    const lines = Array.from({ length: 2500 }, (_, i) => `src/w${worker}/s${n}/file_${i}.ts:${i + 1}: const w${worker}_s${n}_${i} = lookup(${i}); // match`);
+    const lines = Array.from(
+      { length: 2500 },
+      (_, i) => `src/w${worker}/s${n}/file_${i}.ts:${i + 1}: const w${worker}_s${n}_${i} = lookup(${i}); // match`,
+    );
     const big = { callId: `big-${n}`, name: 'search_files', args: { pattern: 'lookup' }, content: lines.join('\n') };
     results.push({ kind: 'tool_result', input: big, output: await tt.reduceToolResult(big, { sessionId: id }) });
     for (let f = 0; f < 10; f++) {
       const text = `filler w${worker} s${n} ${f} `;
-      await tt.vault.put({ content: text.repeat(Math.ceil(20_000 / text.length)), toolName: 'filler' }).catch(() => undefined);
+      await tt.vault
+        .put({ content: text.repeat(Math.ceil(20_000 / text.length)), toolName: 'filler' })
+        .catch(() => undefined);
     }
     const after = Date.now() >= warmUntil;
     for (const d of decisionsOf(results)) {

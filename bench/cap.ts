@@ -46,7 +46,13 @@ function buildRequest(texts: readonly string[]): ProviderRequest {
   const messages: Array<Record<string, unknown>> = [{ role: 'system', content: 'You are a coding agent.' }];
   texts.forEach((text, i) => {
     const id = `call_${i}`;
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: `f${i}.ts` }) } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: `f${i}.ts` }) } },
+      ],
+    });
     messages.push({ role: 'tool', tool_call_id: id, content: text });
   });
   messages.push({ role: 'user', content: 'Summarize the changes.' });
@@ -79,7 +85,9 @@ export async function main(argv: string[]): Promise<void> {
     const route = { model: 'gpt-5', contextWindow: 400_000 };
     const signal = new AbortController().signal;
     const step = (r: ProviderRequest) => createStep(r, { sessionId: 'bench' });
-    console.log(`request: ${(request['messages'] as unknown[]).length} messages, ${chars.toLocaleString()} chars, ~${promptTokens.toLocaleString()} o200k tokens; median of ${iterations}`);
+    console.log(
+      `request: ${(request['messages'] as unknown[]).length} messages, ${chars.toLocaleString()} chars, ~${promptTokens.toLocaleString()} o200k tokens; median of ${iterations}`,
+    );
 
     const baseline = await time(iterations, () => canonicalJson(request));
     const stringify = await time(iterations, () => JSON.stringify(request));
@@ -95,15 +103,27 @@ export async function main(argv: string[]): Promise<void> {
     const cached = await time(iterations, async () => warm.apply(step(structuredClone(request)), signal));
     let grown = request;
     const incremental = await time(iterations, async (i) => {
-      grown = { ...grown, messages: [...(grown['messages'] as unknown[]), { role: 'user', content: `follow-up ${i}: ${texts[i % texts.length]?.slice(0, 2000) ?? ''}` }] };
+      grown = {
+        ...grown,
+        messages: [
+          ...(grown['messages'] as unknown[]),
+          { role: 'user', content: `follow-up ${i}: ${texts[i % texts.length]?.slice(0, 2000) ?? ''}` },
+        ],
+      };
       await warm.apply(step(grown), signal);
     });
     const cap = first.value['max_completion_tokens'];
-    const byIdentity = createOutputBudget('bench', { route, counter: budgetCounterFrom(tiktoken, { identityCache: true }) }).open();
+    const byIdentity = createOutputBudget('bench', {
+      route,
+      counter: budgetCounterFrom(tiktoken, { identityCache: true }),
+    }).open();
     await byIdentity.apply(step(request), signal);
-    const identity = await time(iterations, async () => byIdentity.apply(step({ ...request, messages: [...(request['messages'] as unknown[])] }), signal));
+    const identity = await time(iterations, async () =>
+      byIdentity.apply(step({ ...request, messages: [...(request['messages'] as unknown[])] }), signal),
+    );
 
-    const row = (label: string, ms: number): string => `${label.padEnd(44)} ${ms.toFixed(2).padStart(9)} ms   ${(ms / baseline).toFixed(2).padStart(7)}× baseline`;
+    const row = (label: string, ms: number): string =>
+      `${label.padEnd(44)} ${ms.toFixed(2).padStart(9)} ms   ${(ms / baseline).toFixed(2).padStart(7)}× baseline`;
     console.log(row('baseline: canonicalJson(request) once', baseline));
     console.log(row('JSON.stringify(request) once', stringify));
     console.log(row('tiktoken count of the whole request once', floor));

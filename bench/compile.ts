@@ -34,20 +34,40 @@ const TURNS = 200;
 
 export function output(t: number): string {
   const lines = t % 7 === 3 ? 500 : 40 + (t % 5) * 10;
-  return Array.from({ length: lines }, (_, i) => `src/module_${t % 13}/file_${i}.ts:${i + t}: const value_${i} = compute(${t}, ${i}); // turn ${t}`).join('\n');
+  return Array.from(
+    { length: lines },
+    (_, i) => `src/module_${t % 13}/file_${i}.ts:${i + t}: const value_${i} = compute(${t}, ${i}); // turn ${t}`,
+  ).join('\n');
 }
 
 /** The transcript a host keeps: the same message objects are reused request after request. */
 export function transcript(turns = TURNS): unknown[] {
-  const messages: unknown[] = [{ role: 'system', content: 'You are a careful coding agent. Use the tools.' }, { role: 'user', content: 'Fix the failing build and explain the cause.' }];
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a careful coding agent. Use the tools.' },
+    { role: 'user', content: 'Fix the failing build and explain the cause.' },
+  ];
   for (let t = 0; t < turns; t++) {
-    messages.push({ role: 'assistant', content: `Step ${t}: looking at module ${t % 13}.`, tool_calls: [{ id: `call_${t}`, type: 'function', function: { name: t % 2 === 0 ? 'search_files' : 'read_file', arguments: `{"path":"src/module_${t % 13}"}` } }] });
+    messages.push({
+      role: 'assistant',
+      content: `Step ${t}: looking at module ${t % 13}.`,
+      tool_calls: [
+        {
+          id: `call_${t}`,
+          type: 'function',
+          function: { name: t % 2 === 0 ? 'search_files' : 'read_file', arguments: `{"path":"src/module_${t % 13}"}` },
+        },
+      ],
+    });
     messages.push({ role: 'tool', tool_call_id: `call_${t}`, content: output(t) });
   }
   return messages;
 }
 
-const median = (xs: readonly number[]): number => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: readonly number[]): number =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 function flag(argv: readonly string[], name: string, fallback: number): number {
   const i = argv.indexOf(name);
@@ -80,10 +100,12 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
   // of them made the heap, and so every major GC, grow with the session).
   let emitted = 0;
   let last: Step<ProviderRequest> | undefined;
-  const sub = input.pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter })).subscribe((s) => {
-    emitted++;
-    last = s;
-  });
+  const sub = input
+    .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+    .subscribe((s) => {
+      emitted++;
+      last = s;
+    });
   const messages = transcript(turns);
   // The JSON text of each message once, so a rebuilt request is one JSON.parse of its history.
   const texts = fresh ? messages.map((m) => JSON.stringify(m)) : [];
@@ -152,27 +174,44 @@ export async function main(argv: string[]): Promise<void> {
   const longTurns = flag(argv, '--long-turns', 1500);
   if (argv.includes('--full-path')) setPrefixRecognition(false);
   const early = Math.min(20, turns);
-  console.log(`compile bench: ${turns} turns${argv.includes('--full-path') ? ', prefix recognition OFF (full path)' : ''}`);
+  console.log(
+    `compile bench: ${turns} turns${argv.includes('--full-path') ? ', prefix recognition OFF (full path)' : ''}`,
+  );
   for (const fresh of [false, true]) {
     const r = await runSession(fresh, turns, [early, turns]);
-    const label = fresh ? 'host rebuilds every message object (JSON, new objects and strings)' : 'host reuses its transcript objects';
+    const label = fresh
+      ? 'host rebuilds every message object (JSON, new objects and strings)'
+      : 'host reuses its transcript objects';
     const w20 = around(r.wall, early);
     const w200 = around(r.wall, turns);
     const c20 = around(r.cpu, early);
     const c200 = around(r.cpu, turns);
     const sha = r.sha.get(turns)!;
     console.log(`\n${label}`);
-    console.log(`  per request, median of turns ${early - 9}–${early}:   ${w20.toFixed(2)} ms wall, ${c20.toFixed(2)} ms CPU`);
-    console.log(`  per request, median of turns ${turns - 9}–${turns}: ${w200.toFixed(2)} ms wall, ${c200.toFixed(2)} ms CPU`);
-    console.log(`  ratio turn ${turns} / turn ${early}: ${(w200 / w20).toFixed(2)} wall, ${(c200 / c20).toFixed(2)} CPU (target ≤ 1.3)`);
-    console.log(`  SHA-256 of the serialized history once: ${r.sha.get(early)!.toFixed(2)} ms at turn ${early} (${r.historyChars.get(early)} chars), ${sha.toFixed(2)} ms at turn ${turns} (${r.historyChars.get(turns)} chars)`);
-    console.log(`  request at turn ${turns} / that SHA-256: ${(w200 / sha).toFixed(2)} wall, ${(c200 / sha).toFixed(2)} CPU (target ≤ 3)`);
-    console.log(`  old baseline, one whole-request serialize + tokenize: ${r.tokenize.get(early)!.toFixed(2)} ms at turn ${early}, ${r.tokenize.get(turns)!.toFixed(2)} ms at turn ${turns}`);
+    console.log(
+      `  per request, median of turns ${early - 9}–${early}:   ${w20.toFixed(2)} ms wall, ${c20.toFixed(2)} ms CPU`,
+    );
+    console.log(
+      `  per request, median of turns ${turns - 9}–${turns}: ${w200.toFixed(2)} ms wall, ${c200.toFixed(2)} ms CPU`,
+    );
+    console.log(
+      `  ratio turn ${turns} / turn ${early}: ${(w200 / w20).toFixed(2)} wall, ${(c200 / c20).toFixed(2)} CPU (target ≤ 1.3)`,
+    );
+    console.log(
+      `  SHA-256 of the serialized history once: ${r.sha.get(early)!.toFixed(2)} ms at turn ${early} (${r.historyChars.get(early)} chars), ${sha.toFixed(2)} ms at turn ${turns} (${r.historyChars.get(turns)} chars)`,
+    );
+    console.log(
+      `  request at turn ${turns} / that SHA-256: ${(w200 / sha).toFixed(2)} wall, ${(c200 / sha).toFixed(2)} CPU (target ≤ 3)`,
+    );
+    console.log(
+      `  old baseline, one whole-request serialize + tokenize: ${r.tokenize.get(early)!.toFixed(2)} ms at turn ${early}, ${r.tokenize.get(turns)!.toFixed(2)} ms at turn ${turns}`,
+    );
     console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
   }
   if (longTurns > 50) {
     const r = await runSession(true, longTurns, [50, longTurns]);
-    const window = (xs: readonly number[], turn: number): number[] => [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b);
+    const window = (xs: readonly number[], turn: number): number[] =>
+      [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b);
     const at50 = window(r.wall, 50);
     const atEnd = window(r.wall, longTurns - 25);
     const c50 = window(r.cpu, 50);
@@ -182,11 +221,26 @@ export async function main(argv: string[]): Promise<void> {
     const g50 = window(noGc, 50);
     const gEnd = window(noGc, longTurns - 25);
     console.log(`\n${longTurns}-request session, host rebuilds every message object (windows of 50 requests)`);
-    console.log(`  turns 26–75:             p50 ${percentile(at50, 50).toFixed(2)} ms, p95 ${percentile(at50, 95).toFixed(2)} ms wall; p50 ${percentile(c50, 50).toFixed(2)} ms CPU`);
-    console.log(`  turns ${longTurns - 49}–${longTurns}:       p50 ${percentile(atEnd, 50).toFixed(2)} ms, p95 ${percentile(atEnd, 95).toFixed(2)} ms wall; p50 ${percentile(cEnd, 50).toFixed(2)} ms CPU`);
-    console.log(`  p50 ratio last / turn 50: ${(percentile(atEnd, 50) / percentile(at50, 50)).toFixed(2)} wall, ${(percentile(cEnd, 50) / percentile(c50, 50)).toFixed(2)} CPU (target ≤ 1.5)`);
-    console.log(`  without the GC pauses inside each request (the host's parsed garbage is collected there too): p50 ${percentile(g50, 50).toFixed(2)} → ${percentile(gEnd, 50).toFixed(2)} ms, ratio ${(percentile(gEnd, 50) / percentile(g50, 50)).toFixed(2)}; GC in the last window: p50 ${percentile([...r.gc.slice(longTurns - 50)].sort((a, b) => a - b), 50).toFixed(2)} ms`);
-    console.log(`  whole session: p50 ${percentile(all, 50).toFixed(2)} ms, p95 ${percentile(all, 95).toFixed(2)} ms, max ${all[all.length - 1]!.toFixed(2)} ms`);
-    console.log(`  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`);
+    console.log(
+      `  turns 26–75:             p50 ${percentile(at50, 50).toFixed(2)} ms, p95 ${percentile(at50, 95).toFixed(2)} ms wall; p50 ${percentile(c50, 50).toFixed(2)} ms CPU`,
+    );
+    console.log(
+      `  turns ${longTurns - 49}–${longTurns}:       p50 ${percentile(atEnd, 50).toFixed(2)} ms, p95 ${percentile(atEnd, 95).toFixed(2)} ms wall; p50 ${percentile(cEnd, 50).toFixed(2)} ms CPU`,
+    );
+    console.log(
+      `  p50 ratio last / turn 50: ${(percentile(atEnd, 50) / percentile(at50, 50)).toFixed(2)} wall, ${(percentile(cEnd, 50) / percentile(c50, 50)).toFixed(2)} CPU (target ≤ 1.5)`,
+    );
+    console.log(
+      `  without the GC pauses inside each request (the host's parsed garbage is collected there too): p50 ${percentile(g50, 50).toFixed(2)} → ${percentile(gEnd, 50).toFixed(2)} ms, ratio ${(percentile(gEnd, 50) / percentile(g50, 50)).toFixed(2)}; GC in the last window: p50 ${percentile(
+        [...r.gc.slice(longTurns - 50)].sort((a, b) => a - b),
+        50,
+      ).toFixed(2)} ms`,
+    );
+    console.log(
+      `  whole session: p50 ${percentile(all, 50).toFixed(2)} ms, p95 ${percentile(all, 95).toFixed(2)} ms, max ${all[all.length - 1]!.toFixed(2)} ms`,
+    );
+    console.log(
+      `  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`,
+    );
   }
 }

@@ -23,7 +23,14 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { getEncoding } from 'js-tiktoken';
-import { acquireEncoder, countGuarded, createTiktokenCounter, createTokenizerJsonCounter, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from '../src/measure/index.js';
+import {
+  acquireEncoder,
+  countGuarded,
+  createTiktokenCounter,
+  createTokenizerJsonCounter,
+  TIKTOKEN_ENCODINGS,
+  type TiktokenEncodingName,
+} from '../src/measure/index.js';
 import { longRun, tokenizerText } from '../test/measure/tokenizer-text.js';
 
 const require = createRequire(import.meta.url);
@@ -45,7 +52,8 @@ function corpusStrings(path: string): string[] {
     else if (Array.isArray(v)) v.forEach(walk);
     else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
   };
-  for (const line of readFileSync(path, 'utf8').split('\n')) if (line.trim() !== '') walk((JSON.parse(line) as { messages?: unknown }).messages);
+  for (const line of readFileSync(path, 'utf8').split('\n'))
+    if (line.trim() !== '') walk((JSON.parse(line) as { messages?: unknown }).messages);
   return [...out];
 }
 
@@ -66,7 +74,10 @@ function contenders(encoding: TiktokenEncodingName): Contender[] {
     {
       label: 'gpt-tokenizer 4.0.0 countTokens as shipped',
       make: () => {
-        const mod = require(`gpt-tokenizer/cjs/encoding/${encoding}`) as { countTokens: (s: string, o: object) => number; clearMergeCache: () => void };
+        const mod = require(`gpt-tokenizer/cjs/encoding/${encoding}`) as {
+          countTokens: (s: string, o: object) => number;
+          clearMergeCache: () => void;
+        };
         mod.clearMergeCache();
         const opts = { disallowedSpecial: new Set<string>() };
         return { count: (s) => countGuarded(s, (p) => mod.countTokens(p, opts)), done: () => mod.clearMergeCache() };
@@ -109,12 +120,18 @@ function speed(encoding: TiktokenEncodingName, texts: readonly string[], bytes: 
     });
   }
   const base = bytes / 1e6 / (median(times[0]!) / 1000);
-  console.log(`\n${encoding}: ${texts.length} strings, ${(bytes / 1e6).toFixed(2)} MB, median of ${reps} interleaved runs`);
-  console.log(`${'counter'.padEnd(56)} ${'MB/s'.padStart(7)} ${'vs WASM'.padStart(8)} ${'median ms'.padStart(10)}   tokens`);
+  console.log(
+    `\n${encoding}: ${texts.length} strings, ${(bytes / 1e6).toFixed(2)} MB, median of ${reps} interleaved runs`,
+  );
+  console.log(
+    `${'counter'.padEnd(56)} ${'MB/s'.padStart(7)} ${'vs WASM'.padStart(8)} ${'median ms'.padStart(10)}   tokens`,
+  );
   list.forEach((c, i) => {
     const ms = median(times[i]!);
     const rate = bytes / 1e6 / (ms / 1000);
-    console.log(`${c.label.padEnd(56)} ${rate.toFixed(2).padStart(7)} ${`×${(rate / base).toFixed(2)}`.padStart(8)} ${ms.toFixed(0).padStart(10)}   ${tokens[i]}`);
+    console.log(
+      `${c.label.padEnd(56)} ${rate.toFixed(2).padStart(7)} ${`×${(rate / base).toFixed(2)}`.padStart(8)} ${ms.toFixed(0).padStart(10)}   ${tokens[i]}`,
+    );
   });
 }
 
@@ -131,8 +148,15 @@ function identity(encoding: TiktokenEncodingName, texts: readonly string[], case
       if (fast.count(s) !== reference.count(s)) guarded++;
     }
     let generated = 0;
-    const samples = fc.sample(fc.oneof(tokenizerText, fc.tuple(tokenizerText, longRun, tokenizerText).map(([a, run, b]) => `${a}${run}${b}`)), { numRuns: cases, seed: 17 });
-    for (const s of samples) if (fast.count(s) !== reference.count(s) || (s.length < 4096 && js.count(s) !== wasm.count(s))) generated++;
+    const samples = fc.sample(
+      fc.oneof(
+        tokenizerText,
+        fc.tuple(tokenizerText, longRun, tokenizerText).map(([a, run, b]) => `${a}${run}${b}`),
+      ),
+      { numRuns: cases, seed: 17 },
+    );
+    for (const s of samples)
+      if (fast.count(s) !== reference.count(s) || (s.length < 4096 && js.count(s) !== wasm.count(s))) generated++;
     console.log(
       `identity ${encoding}: corpus ${texts.length} strings compared, ${whole} mismatches whole, ${guarded} through the long-run guard; generated ${samples.length} cases, ${generated} mismatches`,
     );
@@ -147,11 +171,23 @@ function identity(encoding: TiktokenEncodingName, texts: readonly string[], case
 function startupAndMemory(): void {
   const child = join(here, '_counters-child.ts');
   const mb = (n: number): string => (n / 1048576).toFixed(1).padStart(7);
-  console.log('\nstart-up and memory, one fresh process each (heap/external MiB held after load, and after release + GC)');
-  console.log(`${'engine'.padEnd(28)} ${'first count ms'.padStart(14)} ${'heap'.padStart(7)} ${'extern'.padStart(7)} ${'rss'.padStart(7)} | ${'heap'.padStart(7)} ${'extern'.padStart(7)} after release`);
+  console.log(
+    '\nstart-up and memory, one fresh process each (heap/external MiB held after load, and after release + GC)',
+  );
+  console.log(
+    `${'engine'.padEnd(28)} ${'first count ms'.padStart(14)} ${'heap'.padStart(7)} ${'extern'.padStart(7)} ${'rss'.padStart(7)} | ${'heap'.padStart(7)} ${'extern'.padStart(7)} after release`,
+  );
   for (const encoding of TIKTOKEN_ENCODINGS) {
-    for (const engine of ['wasm', 'js', 'gpt-tokenizer', 'js-tiktoken', ...(encoding === 'o200k_base' ? ['tokenizer-json'] : [])]) {
-      const out = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', child, engine, encoding], { encoding: 'utf8' });
+    for (const engine of [
+      'wasm',
+      'js',
+      'gpt-tokenizer',
+      'js-tiktoken',
+      ...(encoding === 'o200k_base' ? ['tokenizer-json'] : []),
+    ]) {
+      const out = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', child, engine, encoding], {
+        encoding: 'utf8',
+      });
       const r = JSON.parse(out.trim().split('\n').pop()!) as {
         startMs: number;
         before: { heap: number; external: number; rss: number };
@@ -167,15 +203,20 @@ function startupAndMemory(): void {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const path = argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ?? (existsSync(CORPUS) ? CORPUS : join(here, '..', 'examples', 'sessions', 'sample.jsonl'));
+  const path =
+    argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ??
+    (existsSync(CORPUS) ? CORPUS : join(here, '..', 'examples', 'sessions', 'sample.jsonl'));
   const reps = flag(argv, '--reps', 5);
   const cases = flag(argv, '--cases', 2000);
   const speedMb = flag(argv, '--speed-mb', 1.5);
   const texts = corpusStrings(path);
   const bytes = texts.reduce((n, s) => n + Buffer.byteLength(s, 'utf8'), 0);
-  console.log(`counters bench: ${path}; ${texts.length} distinct message strings, ${(bytes / 1e6).toFixed(2)} MB (UTF-8)`);
+  console.log(
+    `counters bench: ${path}; ${texts.length} distinct message strings, ${(bytes / 1e6).toFixed(2)} MB (UTF-8)`,
+  );
   const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined;
-  if (only === undefined || only === 'identity') for (const encoding of TIKTOKEN_ENCODINGS) identity(encoding, texts, cases);
+  if (only === undefined || only === 'identity')
+    for (const encoding of TIKTOKEN_ENCODINGS) identity(encoding, texts, cases);
   const sample = fc.sample(fc.shuffledSubarray(texts, { minLength: texts.length }), { numRuns: 1, seed: 17 })[0]!;
   const picked: string[] = [];
   let pickedBytes = 0;
@@ -184,7 +225,8 @@ export async function main(argv: string[]): Promise<void> {
     picked.push(s);
     pickedBytes += Buffer.byteLength(s, 'utf8');
   }
-  if (only === undefined || only === 'speed') for (const encoding of TIKTOKEN_ENCODINGS) speed(encoding, picked, pickedBytes, reps);
+  if (only === undefined || only === 'speed')
+    for (const encoding of TIKTOKEN_ENCODINGS) speed(encoding, picked, pickedBytes, reps);
   if (only === undefined || only === 'startup') startupAndMemory();
   await Promise.resolve();
 }

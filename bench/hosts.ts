@@ -43,8 +43,23 @@ export async function main(argv: string[]): Promise<void> {
     const runs = Array.from({ length: hosts }, (_, host) => {
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', join(root, 'test/fixtures/reliability/host-worker.ts'), schema.url, String(host), '0', join(dir, `host-${host}`), join(dir, `host-${(host + 1) % hosts}`), go1, go2],
-        { cwd: root, env: { ...process.env, TT_SIM_SECONDS: String(seconds), TT_SIM_CAPACITY: String(capacity) }, stdio: ['ignore', 'pipe', 'pipe'] },
+        [
+          '--import',
+          'tsx',
+          join(root, 'test/fixtures/reliability/host-worker.ts'),
+          schema.url,
+          String(host),
+          '0',
+          join(dir, `host-${host}`),
+          join(dir, `host-${(host + 1) % hosts}`),
+          go1,
+          go2,
+        ],
+        {
+          cwd: root,
+          env: { ...process.env, TT_SIM_SECONDS: String(seconds), TT_SIM_CAPACITY: String(capacity) },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
       );
       let out = '';
       let err = '';
@@ -57,19 +72,42 @@ export async function main(argv: string[]): Promise<void> {
       return new Promise<{ out: string; err: string }>((r) => child.on('close', () => r({ out, err })));
     });
     const results = await Promise.all(runs);
-    const reports = results.map((r) => JSON.parse(r.out.trim().split('\n').pop() ?? '{}') as { rounds: number; items: number; receipts: number; peerReceipts: number; peerRecovered: number; problems: string[]; failedOpen: string[]; leaseWins: Record<string, boolean>; pruned: number });
+    const reports = results.map(
+      (r) =>
+        JSON.parse(r.out.trim().split('\n').pop() ?? '{}') as {
+          rounds: number;
+          items: number;
+          receipts: number;
+          peerReceipts: number;
+          peerRecovered: number;
+          problems: string[];
+          failedOpen: string[];
+          leaseWins: Record<string, boolean>;
+          pruned: number;
+        },
+    );
     const wall = (Date.now() - started) / 1000;
     const items = reports.reduce((n, r) => n + r.items, 0);
     const lost = reports.reduce((n, r) => n + (r.peerReceipts - r.peerRecovered), 0);
     const races = Object.keys(reports[0]?.leaseWins ?? {});
     const badRaces = races.filter((k) => reports.filter((r) => r.leaseWins[k] === true).length !== 1).length;
-    console.log(`soak: ${hosts} hosts × ${seconds} s on PostgreSQL (vault capacity ${(capacity / 1e6).toFixed(1)} MB); wall ${wall.toFixed(0)} s; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-    console.log(`facade calls ${items} (${(items / seconds).toFixed(1)}/s), rounds ${reports.map((r) => r.rounds).join('/')}`);
-    console.log(`receipts ${reports.reduce((n, r) => n + r.receipts, 0)}, recovered on another host ${reports.reduce((n, r) => n + r.peerRecovered, 0)}, lost ${lost}`);
+    console.log(
+      `soak: ${hosts} hosts × ${seconds} s on PostgreSQL (vault capacity ${(capacity / 1e6).toFixed(1)} MB); wall ${wall.toFixed(0)} s; load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
+    console.log(
+      `facade calls ${items} (${(items / seconds).toFixed(1)}/s), rounds ${reports.map((r) => r.rounds).join('/')}`,
+    );
+    console.log(
+      `receipts ${reports.reduce((n, r) => n + r.receipts, 0)}, recovered on another host ${reports.reduce((n, r) => n + r.peerRecovered, 0)}, lost ${lost}`,
+    );
     const problems = reports.flatMap((r, host) => r.problems.map((p) => `host ${host}: ${p}`));
     for (const p of problems.slice(0, 8)) console.log(`  problem: ${p.slice(0, 300)}`);
     for (const r of results) if (r.err !== '') console.log(`  stderr: ${r.err.slice(0, 300)}`);
-    console.log(`lease races ${races.length}, with other than one winner ${badRaces}; failed_open sessions ${reports.reduce((n, r) => n + r.failedOpen.length, 0)}; problems ${reports.reduce((n, r) => n + r.problems.length, 0)}; pruned ${Math.max(...reports.map((r) => r.pruned))}; stderr ${results.filter((r) => r.err !== '').length} hosts`);
+    console.log(
+      `lease races ${races.length}, with other than one winner ${badRaces}; failed_open sessions ${reports.reduce((n, r) => n + r.failedOpen.length, 0)}; problems ${reports.reduce((n, r) => n + r.problems.length, 0)}; pruned ${Math.max(...reports.map((r) => r.pruned))}; stderr ${results.filter((r) => r.err !== '').length} hosts`,
+    );
   } finally {
     await schema.drop();
     rmSync(dir, { recursive: true, force: true });

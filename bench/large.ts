@@ -73,7 +73,12 @@ export async function main(argv: string[]): Promise<void> {
       for (let r = 0; r < runs; r += 1) {
         // A fresh session and call id each run, so no memo or dedup shortcut is measured.
         const value: ToolResult = { callId: `c${k++}`, name: 'terminal', args: { command }, content, exitCode: 1 };
-        samples.push(await measure(async () => (await firstValueFrom(of(createStep(value, { sessionId: `large-${k}` })).pipe(op))).value.content));
+        samples.push(
+          await measure(
+            async () =>
+              (await firstValueFrom(of(createStep(value, { sessionId: `large-${k}` })).pipe(op))).value.content,
+          ),
+        );
       }
       samples.sort((a, b) => a.maxGapMs - b.maxGapMs);
       const m = samples[Math.floor(samples.length / 2)]!;
@@ -85,6 +90,9 @@ export async function main(argv: string[]): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const r of rows) console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
-  console.log(`\n(${runs} runs per case, the median by blocked time; machine load matters: compare rows of the same run)`);
+  for (const r of rows)
+    console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+  console.log(
+    `\n(${runs} runs per case, the median by blocked time; machine load matters: compare rows of the same run)`,
+  );
 }

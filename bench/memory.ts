@@ -48,7 +48,11 @@ function heap(): number {
 /** A deterministic tool output for (session, turn): mostly small, now and then large. */
 function output(session: number, t: number): string {
   const lines = t % 9 === 4 ? 420 : 12 + ((t * 7 + session) % 30);
-  return Array.from({ length: lines }, (_, i) => `src/pkg_${session % 17}/mod_${t % 11}.ts:${i + 1}: export const v${i}_${session} = run(${t}, ${i}); // s${session} t${t}`).join('\n');
+  return Array.from(
+    { length: lines },
+    (_, i) =>
+      `src/pkg_${session % 17}/mod_${t % 11}.ts:${i + 1}: export const v${i}_${session} = run(${t}, ${i}); // s${session} t${t}`,
+  ).join('\n');
 }
 
 /** One simulated agent session: its transcript, and one step (tool result + request) per turn. */
@@ -69,10 +73,20 @@ class Session {
     const t = this.#turn++;
     const callId = `call_${this.index}_${t}`;
     const args = { path: `src/pkg_${this.index % 17}/mod_${t % 11}.ts` };
-    this.#messages.push({ role: 'assistant', content: `Turn ${t}: reading the module.`, tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: JSON.stringify(args) } }] });
-    const reduced = await tt.reduceToolResult({ callId, name: 'read_file', args, content: output(this.index, t) }, { sessionId: this.id });
+    this.#messages.push({
+      role: 'assistant',
+      content: `Turn ${t}: reading the module.`,
+      tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: JSON.stringify(args) } }],
+    });
+    const reduced = await tt.reduceToolResult(
+      { callId, name: 'read_file', args, content: output(this.index, t) },
+      { sessionId: this.id },
+    );
     this.#messages.push({ role: 'tool', tool_call_id: callId, content: reduced.value.content });
-    const request: ProviderRequest = { model: 'gpt-4o', messages: JSON.parse(JSON.stringify(this.#messages)) as unknown[] };
+    const request: ProviderRequest = {
+      model: 'gpt-4o',
+      messages: JSON.parse(JSON.stringify(this.#messages)) as unknown[],
+    };
     await tt.reduceRequest(request, { sessionId: this.id, requestId: `${this.id}#${t}` });
   }
 }
@@ -87,10 +101,18 @@ const mib = (n: number): string => `${(n / 1048576).toFixed(2)} MiB`;
 
 /** Self sizes and counts per constructor name in a heap snapshot file. */
 function summarize(path: string): Map<string, { count: number; size: number }> {
-  const snap = JSON.parse(readFileSync(path, 'utf8')) as { snapshot: { meta: { node_fields: string[]; node_types: [string[]] } }; nodes: number[]; strings: string[] };
+  const snap = JSON.parse(readFileSync(path, 'utf8')) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
   const fields = snap.snapshot.meta.node_fields;
   const width = fields.length;
-  const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [number, number, number];
+  const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [
+    number,
+    number,
+    number,
+  ];
   const types = snap.snapshot.meta.node_types[0];
   const out = new Map<string, { count: number; size: number }>();
   for (let i = 0; i < snap.nodes.length; i += width) {
@@ -107,9 +129,14 @@ function summarize(path: string): Map<string, { count: number; size: number }> {
 function snapshotDiff(before: string, after: string): void {
   const a = summarize(before);
   const b = summarize(after);
-  const rows = [...b].map(([name, e]) => ({ name, count: e.count - (a.get(name)?.count ?? 0), size: e.size - (a.get(name)?.size ?? 0) })).sort((x, y) => y.size - x.size);
+  const rows = [...b]
+    .map(([name, e]) => ({ name, count: e.count - (a.get(name)?.count ?? 0), size: e.size - (a.get(name)?.size ?? 0) }))
+    .sort((x, y) => y.size - x.size);
   console.log('  heap snapshot diff (after the waves − before), top 12 by self size:');
-  for (const r of rows.slice(0, 12)) console.log(`    ${r.name.slice(0, 48).padEnd(48)} ${String(r.count).padStart(8)} objects ${kb(r.size).padStart(12)}`);
+  for (const r of rows.slice(0, 12))
+    console.log(
+      `    ${r.name.slice(0, 48).padEnd(48)} ${String(r.count).padStart(8)} objects ${kb(r.size).padStart(12)}`,
+    );
 }
 
 async function sessionsBench(argv: readonly string[], dir: string): Promise<void> {
@@ -128,7 +155,9 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     await runWave(tt, 0, count, turns);
     const memo = sharedCountMemoStats();
     const h1 = heap();
-    console.log(`\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`);
+    console.log(
+      `\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`,
+    );
     console.log(`  heap of the warmed Terminator: ${mib(h0)}; with ${count} finished-but-live sessions: ${mib(h1)}`);
     console.log(`  per live session: ${kb((h1 - h0) / count)}`);
     const snapBefore = argv.includes('--snapshot') ? writeHeapSnapshot(join(dir, 'before.heapsnapshot')) : undefined;
@@ -137,7 +166,9 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
       await runWave(tt, w * count, count, turns);
       after.push(heap());
       const total = (w + 1) * count;
-      console.log(`  after wave ${w + 1}: ${total} sessions ended, ${Math.min(total, kept)} of them still in the lane LRU: ${mib(after[after.length - 1]!)}`);
+      console.log(
+        `  after wave ${w + 1}: ${total} sessions ended, ${Math.min(total, kept)} of them still in the lane LRU: ${mib(after[after.length - 1]!)}`,
+      );
     }
     if (after.length >= 2) {
       const slope = (after[after.length - 1]! - after[0]!) / ((after.length - 1) * count);
@@ -166,8 +197,12 @@ async function longSessionBench(argv: readonly string[], dir: string): Promise<v
     }
     const hEnd = heap();
     console.log(`\none session of ${turns} turns (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
-    console.log(`  heap after warm-up (turn ${warm}): ${mib(hWarm)}; ${marks.join('; ')}${marks.length ? '; ' : ''}at the end: ${mib(hEnd)}`);
-    console.log(`  growth: ${mib(hEnd - hWarm)} over ${turns - warm} turns (${kb((hEnd - hWarm) / (turns - warm))} per turn)`);
+    console.log(
+      `  heap after warm-up (turn ${warm}): ${mib(hWarm)}; ${marks.join('; ')}${marks.length ? '; ' : ''}at the end: ${mib(hEnd)}`,
+    );
+    console.log(
+      `  growth: ${mib(hEnd - hWarm)} over ${turns - warm} turns (${kb((hEnd - hWarm) / (turns - warm))} per turn)`,
+    );
   } finally {
     await tt.close();
   }
@@ -177,13 +212,17 @@ export async function main(argv: string[]): Promise<void> {
   if ((globalThis as { gc?: unknown }).gc === undefined) {
     const self = fileURLToPath(import.meta.url);
     const run = fileURLToPath(new URL('./run.ts', import.meta.url));
-    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', run, 'memory', ...argv], { stdio: 'inherit' });
+    const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', run, 'memory', ...argv], {
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error(`bench memory: ${self} exited with ${r.status}`);
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-memory-'));
   try {
-    console.log('memory bench: JS heap after forced GC (process.memoryUsage().heapUsed); machine load makes timings, not sizes, noisy');
+    console.log(
+      'memory bench: JS heap after forced GC (process.memoryUsage().heapUsed); machine load makes timings, not sizes, noisy',
+    );
     await sessionsBench(argv, dir);
     await longSessionBench(argv, dir);
   } finally {

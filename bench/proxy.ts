@@ -29,7 +29,10 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const LEVELS = [1, 16, 64];
 
 function sampleBodies(): string[] {
-  const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as { model?: string; messages: { role: string }[] };
+  const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as {
+    model?: string;
+    messages: { role: string }[];
+  };
   const out: string[] = [];
   session.messages.forEach((m, i) => {
     if (m.role !== 'assistant' || i === 0) return;
@@ -40,7 +43,13 @@ function sampleBodies(): string[] {
 }
 
 function startUpstream(): Promise<Server> {
-  const answer = JSON.stringify({ id: 'c', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
+  const answer = JSON.stringify({
+    id: 'c',
+    object: 'chat.completion',
+    created: 0,
+    model: 'm',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+  });
   const chunk = (delta: object, finish: string | null = null): string =>
     `data: ${JSON.stringify({ id: 's', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const server = createServer({ noDelay: true }, (req, res) => {
@@ -65,8 +74,25 @@ function startUpstream(): Promise<Server> {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
 }
 
-async function startProxy(upstream: string, db: string, env: Record<string, string> = {}, floor = false): Promise<{ url: string; child: ChildProcess }> {
-  const args = floor ? ['bench/_floor-proxy.ts', upstream] : ['src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream, '--db', db, ...(process.env['TT_BENCH_DEBUG'] !== undefined ? [] : ['--quiet'])];
+async function startProxy(
+  upstream: string,
+  db: string,
+  env: Record<string, string> = {},
+  floor = false,
+): Promise<{ url: string; child: ChildProcess }> {
+  const args = floor
+    ? ['bench/_floor-proxy.ts', upstream]
+    : [
+        'src/cli/main.ts',
+        'proxy',
+        '--port',
+        '0',
+        '--upstream',
+        upstream,
+        '--db',
+        db,
+        ...(process.env['TT_BENCH_DEBUG'] !== undefined ? [] : ['--quiet']),
+      ];
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { PATH: process.env['PATH'] ?? '', HOME: dirname(db), ...env },
@@ -102,7 +128,16 @@ const pct = (xs: number[], p: number): number => {
 
 async function call(pool: Pool, body: string, session: string): Promise<number> {
   const started = performance.now();
-  const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench', 'x-token-terminator-session': session }, body });
+  const res = await pool.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-bench',
+      'x-token-terminator-session': session,
+    },
+    body,
+  });
   await res.body.arrayBuffer();
   if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
   return performance.now() - started;
@@ -110,7 +145,16 @@ async function call(pool: Pool, body: string, session: string): Promise<number> 
 
 async function firstByte(pool: Pool, body: string, session: string): Promise<number> {
   const started = performance.now();
-  const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench', 'x-token-terminator-session': session }, body });
+  const res = await pool.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer sk-bench',
+      'x-token-terminator-session': session,
+    },
+    body,
+  });
   let first = Number.NaN;
   for await (const _chunk of res.body) {
     if (Number.isNaN(first)) first = performance.now() - started;
@@ -145,17 +189,33 @@ export async function main(argv: string[]): Promise<void> {
     floor: new Pool(floor.url, { connections: 64 }),
   };
   try {
-    console.log(`requests: ${bodies.length} distinct bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes (examples/sessions/sample.jsonl)`);
-    console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores (latencies include waiting for a core; CPU per request does not)`);
-    console.log('clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request | mode off: added p50 / p99 ms, CPU ms/request | floor: added p50 / p99 ms, CPU ms/request');
+    console.log(
+      `requests: ${bodies.length} distinct bodies of ${Math.min(...bodies.map((b) => b.length))}–${Math.max(...bodies.map((b) => b.length))} bytes (examples/sessions/sample.jsonl)`,
+    );
+    console.log(
+      `load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(
+          ' ',
+        )} on ${availableParallelism()} cores (latencies include waiting for a core; CPU per request does not)`,
+    );
+    console.log(
+      'clients | direct p50 / p99 ms | proxy p50 / p99 ms | added p50 / p99 ms | proxy CPU ms/request | mode off: added p50 / p99 ms, CPU ms/request | floor: added p50 / p99 ms, CPU ms/request',
+    );
     const rows: { clients: number; added50: number; added99: number; off50: number; floor50: number }[] = [];
     for (const clients of LEVELS) {
       const perClient = Math.max(2, Math.ceil(total / clients));
       // Warm: every client session sees each of its bodies once (first sight: reductions computed and stored).
-      for (const [pool, tag] of [[pools.proxy, 'c'], [pools.off, 'o']] as const) {
-        await Promise.all(Array.from({ length: clients }, async (_, c) => {
-          for (let i = 0; i < Math.min(perClient, bodies.length); i++) await call(pool, bodies[(c + i) % bodies.length]!, `${tag}${clients}-${c}`);
-        }));
+      for (const [pool, tag] of [
+        [pools.proxy, 'c'],
+        [pools.off, 'o'],
+      ] as const) {
+        await Promise.all(
+          Array.from({ length: clients }, async (_, c) => {
+            for (let i = 0; i < Math.min(perClient, bodies.length); i++)
+              await call(pool, bodies[(c + i) % bodies.length]!, `${tag}${clients}-${c}`);
+          }),
+        );
       }
       await load(pools.direct, bodies, clients, 2, 'warm');
       await load(pools.floor, bodies, clients, 2, 'warm');
@@ -179,7 +239,13 @@ export async function main(argv: string[]): Promise<void> {
         least.push(...(await load(pools.floor, bodies, clients, Math.ceil(perClient / 2), 'floor')));
         cpuFloor += cpuMs(floor.child.pid) - before;
       }
-      const row = { clients, added50: pct(through, 50) - pct(direct, 50), added99: pct(through, 99) - pct(direct, 99), off50: pct(bare, 50) - pct(direct, 50), floor50: pct(least, 50) - pct(direct, 50) };
+      const row = {
+        clients,
+        added50: pct(through, 50) - pct(direct, 50),
+        added99: pct(through, 99) - pct(direct, 99),
+        off50: pct(bare, 50) - pct(direct, 50),
+        floor50: pct(least, 50) - pct(direct, 50),
+      };
       rows.push(row);
       console.log(
         `${String(clients).padStart(7)} | ${pct(direct, 50).toFixed(2)} / ${pct(direct, 99).toFixed(2)} | ${pct(through, 50).toFixed(2)} / ${pct(through, 99).toFixed(2)} | ${row.added50.toFixed(2)} / ${row.added99.toFixed(2)} | ${(cpu / through.length).toFixed(2)} | ${row.off50.toFixed(2)} / ${(pct(bare, 99) - pct(direct, 99)).toFixed(2)}, ${(cpuOff / bare.length).toFixed(2)} | ${row.floor50.toFixed(2)} / ${(pct(least, 99) - pct(direct, 99)).toFixed(2)}, ${(cpuFloor / least.length).toFixed(2)}`,
@@ -197,9 +263,13 @@ export async function main(argv: string[]): Promise<void> {
       ttfb.floor.push(await firstByte(pools.floor, streamBody, 'ttfb'));
     }
     const later = pct(ttfb.proxy, 50) - pct(ttfb.direct, 50);
-    console.log(`streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5); mode off ${pct(ttfb.off, 50).toFixed(2)} ms, later by ${(pct(ttfb.off, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms; floor later by ${(pct(ttfb.floor, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms`);
+    console.log(
+      `streamed first byte p50: direct ${pct(ttfb.direct, 50).toFixed(2)} ms, proxy ${pct(ttfb.proxy, 50).toFixed(2)} ms, later by ${later.toFixed(2)} ms (target ≤ 5); mode off ${pct(ttfb.off, 50).toFixed(2)} ms, later by ${(pct(ttfb.off, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms; floor later by ${(pct(ttfb.floor, 50) - pct(ttfb.direct, 50)).toFixed(2)} ms`,
+    );
     const single = rows[0]!;
-    console.log(`added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions); mode off ${single.off50.toFixed(2)} ms; floor (parse + stringify + one more hop) ${single.floor50.toFixed(2)} ms`);
+    console.log(
+      `added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions); mode off ${single.off50.toFixed(2)} ms; floor (parse + stringify + one more hop) ${single.floor50.toFixed(2)} ms`,
+    );
   } finally {
     await pools.direct.close();
     await pools.proxy.close();

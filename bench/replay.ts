@@ -46,7 +46,13 @@ import type { RecordedSession } from '../src/replay/sessions.js';
 import { createTerminator, type Terminator } from '../src/runtime.js';
 
 /** The Python reference on the 40 sessions of corpus A (chars), and our targets. */
-const REFERENCE = { reduction_pct_chars: 24.06, cache_prefix_ratio_raw: 0.928, cache_prefix_ratio_final: 0.912, effective_cost_ratio: 0.827, p50_ms: 4.32 };
+const REFERENCE = {
+  reduction_pct_chars: 24.06,
+  cache_prefix_ratio_raw: 0.928,
+  cache_prefix_ratio_final: 0.912,
+  effective_cost_ratio: 0.827,
+  p50_ms: 4.32,
+};
 
 function flag(argv: string[], name: string): string | undefined {
   const i = argv.indexOf(name);
@@ -54,7 +60,9 @@ function flag(argv: string[], name: string): string | undefined {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const path = argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ?? 'examples/sessions/sample.jsonl';
+  const path =
+    argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ??
+    'examples/sessions/sample.jsonl';
   const modeArg = flag(argv, '--mode') ?? 'balanced';
   if (!(MODES as readonly string[]).includes(modeArg)) throw new Error(`bench replay: unknown mode ${modeArg}`);
   const mode = modeArg as Mode;
@@ -92,16 +100,27 @@ function materialize(commit: string): string {
   const tar = execFileSync('git', ['archive', '--format=tar', commit], { maxBuffer: 1 << 30 });
   const untar = spawnSync('tar', ['-x', '-C', dir], { input: tar });
   if (untar.status !== 0) throw new Error(`bench replay: could not unpack ${commit}: ${untar.stderr.toString()}`);
-  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(process.cwd(), 'node_modules'), join(dir, 'node_modules'), 'dir');
+  if (!existsSync(join(dir, 'node_modules')))
+    symlinkSync(join(process.cwd(), 'node_modules'), join(dir, 'node_modules'), 'dir');
   return dir;
 }
 
 /** The earlier commit's own replay bench (same sessions, mode and counting set-up), in a child process. */
 function runEarlier(dir: string, path: string, mode: Mode, limit: number): Earlier {
-  const args = ['tsx', 'bench/run.ts', 'replay', join(process.cwd(), path), '--mode', mode, '--json', ...(Number.isFinite(limit) ? ['--limit', String(limit)] : [])];
+  const args = [
+    'tsx',
+    'bench/run.ts',
+    'replay',
+    join(process.cwd(), path),
+    '--mode',
+    mode,
+    '--json',
+    ...(Number.isFinite(limit) ? ['--limit', String(limit)] : []),
+  ];
   const out = spawnSync('npx', args, { cwd: dir, encoding: 'utf8', maxBuffer: 1 << 28 });
   const line = out.stdout.split('\n').find((l) => l.startsWith('{'));
-  if (out.status !== 0 || line === undefined) throw new Error(`bench replay: the earlier commit's bench failed: ${out.stderr.slice(-2000)}`);
+  if (out.status !== 0 || line === undefined)
+    throw new Error(`bench replay: the earlier commit's bench failed: ${out.stderr.slice(-2000)}`);
   const parsed = JSON.parse(line) as { figures: Earlier['figures']; wall_ms: { ours: number } };
   return { figures: parsed.figures, wallMs: parsed.wall_ms.ours };
 }
@@ -119,20 +138,45 @@ function printAgainst(commit: string, earlier: readonly Earlier[], timed: Timed)
   console.log(`\nagainst ${commit} (its own replay bench in a child process, same run, ${earlier.length} run(s)):`);
   console.log(`  ${''.padEnd(20)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`);
   console.log(`  ${commit.padEnd(20)} ${p50.toFixed(3).padStart(8)} ${p95.toFixed(3).padStart(8)}`);
-  console.log(`  ${'this tree'.padEnd(20)} ${ours.p50_ms.toFixed(3).padStart(8)} ${ours.p95_ms.toFixed(3).padStart(8)}`);
-  console.log(`  p95 ratio this / ${commit}: ${(ours.p95_ms / p95).toFixed(3)} (target ≤ 0.5); p50 ratio ${(ours.p50_ms / p50).toFixed(3)}`);
+  console.log(
+    `  ${'this tree'.padEnd(20)} ${ours.p50_ms.toFixed(3).padStart(8)} ${ours.p95_ms.toFixed(3).padStart(8)}`,
+  );
+  console.log(
+    `  p95 ratio this / ${commit}: ${(ours.p95_ms / p95).toFixed(3)} (target ≤ 0.5); p50 ratio ${(ours.p50_ms / p50).toFixed(3)}`,
+  );
   const a = behaviour(earlier[0]!.figures);
   const b = behaviour(ours);
-  const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
-  console.log(changed.length === 0 ? `  every other figure identical (${Object.keys(b).length} figures: reduction, cost ratios, prefix reuse, fidelity counts, receipts…)` : `  figures that differ: ${changed.map((k) => `${k} ${JSON.stringify(a[k])} → ${JSON.stringify(b[k])}`).join('; ')}`);
+  const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter(
+    (k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]),
+  );
+  console.log(
+    changed.length === 0
+      ? `  every other figure identical (${Object.keys(b).length} figures: reduction, cost ratios, prefix reuse, fidelity counts, receipts…)`
+      : `  figures that differ: ${changed.map((k) => `${k} ${JSON.stringify(a[k])} → ${JSON.stringify(b[k])}`).join('; ')}`,
+  );
 }
 
-async function report(argv: readonly string[], mode: Mode, sessions: readonly RecordedSession[], baseline: ReplayFigures, timed: Timed, [t0, t1, t2]: readonly [number, number, number]): Promise<void> {
+async function report(
+  argv: readonly string[],
+  mode: Mode,
+  sessions: readonly RecordedSession[],
+  baseline: ReplayFigures,
+  timed: Timed,
+  [t0, t1, t2]: readonly [number, number, number],
+): Promise<void> {
   const ours = timed.figures;
 
   const probe = await diagnosticProbe(mode);
   if (argv.includes('--json')) {
-    console.log(JSON.stringify({ mode, baseline: strip(baseline), figures: strip(ours), diagnostic_probe: strip(probe), wall_ms: { baseline: t1 - t0, ours: t2 - t1 } }));
+    console.log(
+      JSON.stringify({
+        mode,
+        baseline: strip(baseline),
+        figures: strip(ours),
+        diagnostic_probe: strip(probe),
+        wall_ms: { baseline: t1 - t0, ours: t2 - t1 },
+      }),
+    );
     return;
   }
   console.log(renderFiguresTable({ ...ours, sessions: [] }));
@@ -142,15 +186,50 @@ async function report(argv: readonly string[], mode: Mode, sessions: readonly Re
   const rows: [string, string, string, string][] = [
     ['reduction (tokens)', `${ours.reduction_pct.toFixed(2)} %`, '—', `≥ 40 %  ${mark(ours.reduction_pct >= 40)}`],
     ['reduction (chars)', `${charsPct.toFixed(2)} %`, `${REFERENCE.reduction_pct_chars} %`, ''],
-    ['effective cost ratio (openai)', ours.effective_cost_ratio_openai.toFixed(4), REFERENCE.effective_cost_ratio.toFixed(3), `≤ 0.55  ${mark(ours.effective_cost_ratio_openai <= 0.55)}`],
-    ['effective cost ratio (anthropic)', ours.effective_cost_ratio_anthropic.toFixed(4), '—', `≤ 0.58  ${mark(ours.effective_cost_ratio_anthropic <= 0.58)}`],
+    [
+      'effective cost ratio (openai)',
+      ours.effective_cost_ratio_openai.toFixed(4),
+      REFERENCE.effective_cost_ratio.toFixed(3),
+      `≤ 0.55  ${mark(ours.effective_cost_ratio_openai <= 0.55)}`,
+    ],
+    [
+      'effective cost ratio (anthropic)',
+      ours.effective_cost_ratio_anthropic.toFixed(4),
+      '—',
+      `≤ 0.58  ${mark(ours.effective_cost_ratio_anthropic <= 0.58)}`,
+    ],
     ['prefix reuse', ours.prefix_reuse.toFixed(4), '—', `≥ 0.97  ${mark(ours.prefix_reuse >= 0.97)}`],
     ['task visible', `${ours.task_visible_pct.toFixed(2)} %`, '100 %', `100  ${mark(ours.task_visible_pct === 100)}`],
-    ['actions visible', `${ours.actions_visible_pct.toFixed(2)} %`, '100 %', `100  ${mark(ours.actions_visible_pct === 100)}`],
-    ['diagnostics visible', `${ours.diagnostics_visible_pct.toFixed(2)} % (${ours.fidelity.diagnostic_lines_visible}/${ours.fidelity.diagnostic_lines})`, '—', `≥ 99.5  ${mark(ours.diagnostics_visible_pct >= 99.5)}`],
-    ['  same, diagnostic probe', `${probe.diagnostics_visible_pct.toFixed(2)} % (${probe.fidelity.diagnostic_lines_visible}/${probe.fidelity.diagnostic_lines})`, '—', `≥ 99.5  ${mark(probe.diagnostics_visible_pct >= 99.5 && probe.fidelity.diagnostic_lines > 0)}`],
-    ['grounding', `${ours.grounding_pct.toFixed(2)} % (${ours.fidelity.grounding_strings_visible}/${ours.fidelity.grounding_strings})`, '—', `≥ 99  ${mark(ours.grounding_pct >= 99)}`],
-    ['cache prefix ratio raw / final', `${ours.cache_prefix_ratio_raw.toFixed(4)} / ${ours.cache_prefix_ratio_final.toFixed(4)}`, `${REFERENCE.cache_prefix_ratio_raw.toFixed(3)} / ${REFERENCE.cache_prefix_ratio_final.toFixed(3)}`, ''],
+    [
+      'actions visible',
+      `${ours.actions_visible_pct.toFixed(2)} %`,
+      '100 %',
+      `100  ${mark(ours.actions_visible_pct === 100)}`,
+    ],
+    [
+      'diagnostics visible',
+      `${ours.diagnostics_visible_pct.toFixed(2)} % (${ours.fidelity.diagnostic_lines_visible}/${ours.fidelity.diagnostic_lines})`,
+      '—',
+      `≥ 99.5  ${mark(ours.diagnostics_visible_pct >= 99.5)}`,
+    ],
+    [
+      '  same, diagnostic probe',
+      `${probe.diagnostics_visible_pct.toFixed(2)} % (${probe.fidelity.diagnostic_lines_visible}/${probe.fidelity.diagnostic_lines})`,
+      '—',
+      `≥ 99.5  ${mark(probe.diagnostics_visible_pct >= 99.5 && probe.fidelity.diagnostic_lines > 0)}`,
+    ],
+    [
+      'grounding',
+      `${ours.grounding_pct.toFixed(2)} % (${ours.fidelity.grounding_strings_visible}/${ours.fidelity.grounding_strings})`,
+      '—',
+      `≥ 99  ${mark(ours.grounding_pct >= 99)}`,
+    ],
+    [
+      'cache prefix ratio raw / final',
+      `${ours.cache_prefix_ratio_raw.toFixed(4)} / ${ours.cache_prefix_ratio_final.toFixed(4)}`,
+      `${REFERENCE.cache_prefix_ratio_raw.toFixed(3)} / ${REFERENCE.cache_prefix_ratio_final.toFixed(3)}`,
+      '',
+    ],
     ['p50 ms per request', ours.p50_ms.toFixed(3), REFERENCE.p50_ms.toFixed(2), ''],
     ['p95 ms per request', ours.p95_ms.toFixed(3), '—', ''],
     ['recovery failures', String(ours.recovery_failures), '—', `0  ${mark(ours.recovery_failures === 0)}`],
@@ -184,12 +263,20 @@ async function report(argv: readonly string[], mode: Mode, sessions: readonly Re
       }
     }
     console.log('\ncounting set-ups, same run (mean of 2 replays each, in alternating order):');
-    console.log(`${'set-up'.padEnd(46)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'own p95'.padStart(8)} ${'total s'.padStart(8)}`);
+    console.log(
+      `${'set-up'.padEnd(46)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'own p95'.padStart(8)} ${'total s'.padStart(8)}`,
+    );
     for (const [label] of setups) {
       const rs = runs.get(label)!;
       const mean = (f: (t: Timed) => number): number => rs.reduce((n, r) => n + f(r), 0) / rs.length;
       console.log(
-        `${label.padEnd(46)} ${mean((r) => r.figures.p50_ms).toFixed(2).padStart(8)} ${mean((r) => r.figures.p95_ms).toFixed(2).padStart(8)} ${mean((r) => r.ownP95).toFixed(2).padStart(8)} ${(mean((r) => r.figures.total_ms) / 1000).toFixed(1).padStart(8)}`,
+        `${label.padEnd(46)} ${mean((r) => r.figures.p50_ms)
+          .toFixed(2)
+          .padStart(8)} ${mean((r) => r.figures.p95_ms)
+          .toFixed(2)
+          .padStart(8)} ${mean((r) => r.ownP95)
+          .toFixed(2)
+          .padStart(8)} ${(mean((r) => r.figures.total_ms) / 1000).toFixed(1).padStart(8)}`,
       );
     }
   }
@@ -208,15 +295,33 @@ async function report(argv: readonly string[], mode: Mode, sessions: readonly Re
 async function diagnosticProbe(mode: Mode): Promise<ReplayFigures & { outputs: number; failing: number }> {
   const dir = join(dirname(fileURLToPath(import.meta.url)), '../test/fixtures/terminal');
   const names = Object.keys(FIXTURE_COMMANDS).sort();
-  const task = { role: 'user', content: 'The build is red. Find out why and fix it; run the failing commands again when you are done.' };
-  const text: Record<string, unknown>[] = [{ role: 'system', content: 'You are a coding agent. Reply with exactly one ```bash block per turn.' }, task];
-  const calls: Record<string, unknown>[] = [{ role: 'system', content: 'You are a coding agent with a bash tool.' }, task];
+  const task = {
+    role: 'user',
+    content: 'The build is red. Find out why and fix it; run the failing commands again when you are done.',
+  };
+  const text: Record<string, unknown>[] = [
+    { role: 'system', content: 'You are a coding agent. Reply with exactly one ```bash block per turn.' },
+    task,
+  ];
+  const calls: Record<string, unknown>[] = [
+    { role: 'system', content: 'You are a coding agent with a bash tool.' },
+    task,
+  ];
   names.forEach((name, i) => {
     const { command, exitCode = 0 } = FIXTURE_COMMANDS[name]!;
     const output = readFileSync(join(dir, name), 'utf8');
-    text.push({ role: 'assistant', content: `Next: ${name}.\n\n\`\`\`bash\n${command}\n\`\`\`` }, { role: 'user', content: `<returncode>${exitCode}</returncode>\n<output>\n${output}\n</output>` });
+    text.push(
+      { role: 'assistant', content: `Next: ${name}.\n\n\`\`\`bash\n${command}\n\`\`\`` },
+      { role: 'user', content: `<returncode>${exitCode}</returncode>\n<output>\n${output}\n</output>` },
+    );
     calls.push(
-      { role: 'assistant', content: `Next: ${name}.`, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } }] },
+      {
+        role: 'assistant',
+        content: `Next: ${name}.`,
+        tool_calls: [
+          { id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } },
+        ],
+      },
       { role: 'tool', tool_call_id: `c${i}`, content: output },
     );
   });
@@ -228,11 +333,20 @@ async function diagnosticProbe(mode: Mode): Promise<ReplayFigures & { outputs: n
     ],
     { mode, ledger: false },
   );
-  return { ...figures, outputs: names.length, failing: names.filter((n) => (FIXTURE_COMMANDS[n]!.exitCode ?? 0) !== 0).length };
+  return {
+    ...figures,
+    outputs: names.length,
+    failing: names.filter((n) => (FIXTURE_COMMANDS[n]!.exitCode ?? 0) !== 0).length,
+  };
 }
 
 /** How many tool outputs of the replayed sessions have diagnostic lines at all (the measure's reach). */
-function corpusDiagnostics(sessions: readonly RecordedSession[]): { big: number; bigWithLines: number; withLines: number; largestWithLines: number } {
+function corpusDiagnostics(sessions: readonly RecordedSession[]): {
+  big: number;
+  bigWithLines: number;
+  withLines: number;
+  largestWithLines: number;
+} {
   const out = { big: 0, bigWithLines: 0, withLines: 0, largestWithLines: 0 };
   for (const s of sessions) {
     for (const m of s.messages) {
@@ -281,14 +395,20 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
   const counter = createTiktokenCounter('o200k_base', { engine: setup.engine });
   const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
   const reference = acquireEncoder('o200k_base', 'wasm');
-  const tt = await createTerminator({ overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode }, counter, metrics: false, vaultErrors: 'throw' });
+  const tt = await createTerminator({
+    overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode },
+    counter,
+    metrics: false,
+    vaultErrors: 'throw',
+  });
   const ms: number[] = [];
   const tokenizeMs: number[] = [];
   const pendingMs = new Map<string, number>();
   const pendingText = new Map<string, string[]>();
   const seen = new Map<string, number>();
   let newContent: string[] = [];
-  const add = (session: string, text: string): void => void pendingText.set(session, [...(pendingText.get(session) ?? []), text]);
+  const add = (session: string, text: string): void =>
+    void pendingText.set(session, [...(pendingText.get(session) ?? []), text]);
   const reduceRequest: Terminator['reduceRequest'] = async (request, context, signal) => {
     const t0 = performance.now();
     const out = await tt.reduceRequest(request, context, signal);
@@ -347,7 +467,10 @@ function printTiming(label: string, t: Timed): void {
   const own = sorted(t.ms.map((m, i) => m - (t.tokenizeMs[i] ?? 0)));
   console.log(`\nper request, ${label} (${t.ms.length} requests):`);
   console.log(`  ${''.padEnd(52)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`);
-  const row = (name: string, xs: number[]): void => console.log(`  ${name.padEnd(52)} ${percentile(xs, 50).toFixed(3).padStart(8)} ${percentile(xs, 95).toFixed(3).padStart(8)}`);
+  const row = (name: string, xs: number[]): void =>
+    console.log(
+      `  ${name.padEnd(52)} ${percentile(xs, 50).toFixed(3).padStart(8)} ${percentile(xs, 95).toFixed(3).padStart(8)}`,
+    );
   row('pipeline (tool results since the last request + request)', whole);
   row("tiktoken WASM on the request's new content, once", tok);
   row("pipeline's own time (pipeline − that tokenization)", own);

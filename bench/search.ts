@@ -26,7 +26,9 @@ function flag(argv: readonly string[], name: string, fallback: number): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
-async function blocking<T>(work: () => Promise<T> | T): Promise<{ value: T; wallMs: number; longestMs: number; turns: number }> {
+async function blocking<T>(
+  work: () => Promise<T> | T,
+): Promise<{ value: T; wallMs: number; longestMs: number; turns: number }> {
   let last = performance.now();
   let longest = 0;
   let turns = 0;
@@ -47,7 +49,8 @@ async function blocking<T>(work: () => Promise<T> | T): Promise<{ value: T; wall
   return { value, wallMs: end - t0, longestMs: Math.max(longest, end - last), turns };
 }
 
-const fmt = (r: { wallMs: number; longestMs: number; turns: number }): string => `wall ${r.wallMs.toFixed(0)} ms, longest event-loop block ${r.longestMs.toFixed(0)} ms, ${r.turns} turns`;
+const fmt = (r: { wallMs: number; longestMs: number; turns: number }): string =>
+  `wall ${r.wallMs.toFixed(0)} ms, longest event-loop block ${r.longestMs.toFixed(0)} ms, ${r.turns} turns`;
 
 export async function main(argv: string[]): Promise<void> {
   const mb = flag(argv, '--mb', 30);
@@ -58,25 +61,40 @@ export async function main(argv: string[]): Promise<void> {
     const pattern = 'ab'.repeat(995_000);
     const { artifactId } = await vault.put({ content: pattern });
     for (let i = 0; vault && i < Math.round(mb / 2); i++) {
-      const lines = Array.from({ length: 26_000 }, (_, k) => `artifact ${i} line ${k}: status=ok value=${(k * 7919 + i) % 100_003} path=src/mod_${k % 97}.ts`);
+      const lines = Array.from(
+        { length: 26_000 },
+        (_, k) => `artifact ${i} line ${k}: status=ok value=${(k * 7919 + i) % 100_003} path=src/mod_${k % 97}.ts`,
+      );
       await vault.put({ content: lines.join('\n'), toolName: 'terminal' });
     }
-    console.log(`search bench: SQLite vault with ${mb} MB queued for indexing plus one 2,000,000-char artifact ('abab…'); deadline ${2000} ms`);
+    console.log(
+      `search bench: SQLite vault with ${mb} MB queued for indexing plus one 2,000,000-char artifact ('abab…'); deadline ${2000} ms`,
+    );
     const first = await blocking(() => vault.search('artifact 3 line 25999'));
-    console.log(`  first search after the writes: ${first.value.length} result(s), partial ${first.value.partial}; ${fmt(first)}`);
+    console.log(
+      `  first search after the writes: ${first.value.length} result(s), partial ${first.value.partial}; ${fmt(first)}`,
+    );
     await vault.search('drain the rest'); // whatever the first one left queued
     const longQuery = `${'ab'.repeat(999)}c`;
     const long = await blocking(() => vault.search(longQuery));
-    console.log(`  2,000-char query over the 2M-char artifact: ${long.value.length} result(s), partial ${long.value.partial}; ${fmt(long)}`);
+    console.log(
+      `  2,000-char query over the 2M-char artifact: ${long.value.length} result(s), partial ${long.value.partial}; ${fmt(long)}`,
+    );
     const short = await blocking(() => vault.search('zq'));
-    console.log(`  2-char query (a scan of ${mb} MB): ${short.value.length} result(s), partial ${short.value.partial}; ${fmt(short)}`);
+    console.log(
+      `  2-char query (a scan of ${mb} MB): ${short.value.length} result(s), partial ${short.value.partial}; ${fmt(short)}`,
+    );
     await vault.close();
     // Baseline: the single statement an unbounded search would run for the long query.
     const raw = new Database(path, { readonly: true });
     const phrase = `"${longQuery.replace(/"/g, '""')}"`;
-    const base = await blocking(() => raw.prepare('SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ?').all(phrase));
+    const base = await blocking(() =>
+      raw.prepare('SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ?').all(phrase),
+    );
     raw.close();
-    console.log(`  baseline, the whole query as one FTS5 phrase in one statement: ${fmt(base)} (${(base.longestMs / Math.max(1, long.longestMs)).toFixed(0)}× the bounded search's longest block)`);
+    console.log(
+      `  baseline, the whole query as one FTS5 phrase in one statement: ${fmt(base)} (${(base.longestMs / Math.max(1, long.longestMs)).toFixed(0)}× the bounded search's longest block)`,
+    );
     void artifactId;
   } finally {
     rmSync(dir, { recursive: true, force: true });

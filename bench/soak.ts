@@ -44,8 +44,14 @@ interface WorkerReport {
   problems: string[];
 }
 
-function run(args: readonly string[], nodeFlags: readonly string[] = []): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(
+  args: readonly string[],
+  nodeFlags: readonly string[] = [],
+): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -66,24 +72,49 @@ export async function main(argv: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-soak-'));
   const path = join(dir, 'vault.sqlite3');
   try {
-    console.log(`soak: ${processes} processes × ${lanes} sessions at a time, ${seconds} s, one SQLite vault of ${mb(capacity)} (high/low water 90/80 %), session TTL ${ttl} s, warm-up ${warmup} s`);
+    console.log(
+      `soak: ${processes} processes × ${lanes} sessions at a time, ${seconds} s, one SQLite vault of ${mb(capacity)} (high/low water 90/80 %), session TTL ${ttl} s, warm-up ${warmup} s`,
+    );
     const samples: { t: number; bytes: number; artifacts: number; file: number; wal: number; released: number }[] = [];
     const started = Date.now();
     const sample = (): void => {
       if (!existsSync(path)) return;
       try {
         const db = new Database(path, { readonly: true, timeout: 1000 });
-        const meta = Object.fromEntries((db.prepare('SELECT key, value FROM vault_meta').all() as { key: string; value: number }[]).map((r) => [r.key, Number(r.value)]));
+        const meta = Object.fromEntries(
+          (db.prepare('SELECT key, value FROM vault_meta').all() as { key: string; value: number }[]).map((r) => [
+            r.key,
+            Number(r.value),
+          ]),
+        );
         db.close();
         const wal = existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0;
-        samples.push({ t: (Date.now() - started) / 1000, bytes: meta['artifact_bytes'] ?? 0, artifacts: meta['artifact_count'] ?? 0, file: statSync(path).size, wal, released: meta['released_sessions'] ?? 0 });
+        samples.push({
+          t: (Date.now() - started) / 1000,
+          bytes: meta['artifact_bytes'] ?? 0,
+          artifacts: meta['artifact_count'] ?? 0,
+          file: statSync(path).size,
+          wal,
+          released: meta['released_sessions'] ?? 0,
+        });
       } catch {
         // the vault is being created, or locked for a moment: next sample
       }
     };
     const timer = setInterval(sample, 2000);
     const results = await Promise.all(
-      Array.from({ length: processes }, (_, w) => run([join(root, 'bench/_soak-worker.ts'), path, String(w), String(seconds), String(capacity), String(ttl), String(warmup), String(lanes)])),
+      Array.from({ length: processes }, (_, w) =>
+        run([
+          join(root, 'bench/_soak-worker.ts'),
+          path,
+          String(w),
+          String(seconds),
+          String(capacity),
+          String(ttl),
+          String(warmup),
+          String(lanes),
+        ]),
+      ),
     );
     clearInterval(timer);
     sample();
@@ -98,7 +129,16 @@ export async function main(argv: string[]): Promise<void> {
       const db = new Database(path, { readonly: true });
       const ok = db.pragma('integrity_check', { simple: true });
       const count = (t: string): number => Number(db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get());
-      const tables = ['artifacts', 'artifact_access', 'vault_sessions', 'session_renderings', 'request_metrics', 'request_component_metrics', 'terminal_baselines', 'artifact_observations'];
+      const tables = [
+        'artifacts',
+        'artifact_access',
+        'vault_sessions',
+        'session_renderings',
+        'request_metrics',
+        'request_component_metrics',
+        'terminal_baselines',
+        'artifact_observations',
+      ];
       const counted = Object.fromEntries(tables.map((t) => [t, count(t)]));
       const free = Number(db.pragma('freelist_count', { simple: true }));
       const total = Number(db.pragma('page_count', { simple: true }));
@@ -110,26 +150,83 @@ export async function main(argv: string[]): Promise<void> {
     // "Bounded" is judged once the vault first reached its high water (retention working from then on).
     const fullFrom = samples.findIndex((s) => s.bytes >= 0.85 * capacity);
     const late = fullFrom < 0 ? samples : samples.slice(fullFrom);
-    console.log(`wall ${wall.toFixed(0)} s; sessions ${sum((r) => r.sessions)} (${sum((r) => r.abandoned)} abandoned, left to the TTL); facade calls ${sum((r) => r.calls)} (${(sum((r) => r.calls) / wall).toFixed(1)}/s)`);
+    console.log(
+      `wall ${wall.toFixed(0)} s; sessions ${sum((r) => r.sessions)} (${sum((r) => r.abandoned)} abandoned, left to the TTL); facade calls ${sum((r) => r.calls)} (${(sum((r) => r.calls) / wall).toFixed(1)}/s)`,
+    );
     console.log(`receipts ${sum((r) => r.receipts)}, lost ${sum((r) => r.lost)} (must be 0)`);
-    console.log(`E_VAULT_CAPACITY: ${sum((r) => r.capacityDuringWarmup)} during the warm-up, ${sum((r) => r.capacityAfterWarmup)} after it (must be 0)`);
-    console.log(`failed_open by stage and error: ${Object.keys(labels).length === 0 ? 'none' : Object.entries(labels).sort().map(([k, v]) => `${k}×${v}`).join(', ')}`);
-    console.log(`other problems: ${sum((r) => r.problems.length)}${reports.flatMap((r) => r.problems).slice(0, 5).map((p) => `\n  ${p}`).join('')}`);
-    console.log(`vault artifact bytes: max ${mb(maxBytes)} of ${mb(capacity)} (${((100 * maxBytes) / capacity).toFixed(1)} %); ${fullFrom < 0 ? 'never reached the high water' : `from the first time near the high water (${late[0]!.t.toFixed(0)} s) min ${mb(Math.min(...late.map((s) => s.bytes)))}, max ${mb(Math.max(...late.map((s) => s.bytes)))}`}; database file max ${mb(Math.max(...samples.map((s) => s.file)))} (${pages.total} pages, ${pages.free} free at the end), -wal max ${mb(Math.max(...samples.map((s) => s.wal)))}; sessions released by retention ${samples.at(-1)?.released ?? 0}; integrity ${String(integrity)}`);
-    console.log(`  rows at the end: ${Object.entries(rows).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    console.log(
+      `E_VAULT_CAPACITY: ${sum((r) => r.capacityDuringWarmup)} during the warm-up, ${sum((r) => r.capacityAfterWarmup)} after it (must be 0)`,
+    );
+    console.log(
+      `failed_open by stage and error: ${
+        Object.keys(labels).length === 0
+          ? 'none'
+          : Object.entries(labels)
+              .sort()
+              .map(([k, v]) => `${k}×${v}`)
+              .join(', ')
+      }`,
+    );
+    console.log(
+      `other problems: ${sum((r) => r.problems.length)}${reports
+        .flatMap((r) => r.problems)
+        .slice(0, 5)
+        .map((p) => `\n  ${p}`)
+        .join('')}`,
+    );
+    console.log(
+      `vault artifact bytes: max ${mb(maxBytes)} of ${mb(capacity)} (${((100 * maxBytes) / capacity).toFixed(1)} %); ${fullFrom < 0 ? 'never reached the high water' : `from the first time near the high water (${late[0]!.t.toFixed(0)} s) min ${mb(Math.min(...late.map((s) => s.bytes)))}, max ${mb(Math.max(...late.map((s) => s.bytes)))}`}; database file max ${mb(Math.max(...samples.map((s) => s.file)))} (${pages.total} pages, ${pages.free} free at the end), -wal max ${mb(Math.max(...samples.map((s) => s.wal)))}; sessions released by retention ${samples.at(-1)?.released ?? 0}; integrity ${String(integrity)}`,
+    );
+    console.log(
+      `  rows at the end: ${Object.entries(rows)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
     const every = Math.max(1, Math.round(samples.length / 12));
-    console.log(`  over time (s: artifact MB / database file MB / -wal MB): ${samples.filter((_, i) => i % every === 0 || i === samples.length - 1).map((s) => `${s.t.toFixed(0)}: ${(s.bytes / 1e6).toFixed(1)}/${(s.file / 1e6).toFixed(1)}/${(s.wal / 1e6).toFixed(1)}`).join(', ')}`);
+    console.log(
+      `  over time (s: artifact MB / database file MB / -wal MB): ${samples
+        .filter((_, i) => i % every === 0 || i === samples.length - 1)
+        .map(
+          (s) =>
+            `${s.t.toFixed(0)}: ${(s.bytes / 1e6).toFixed(1)}/${(s.file / 1e6).toFixed(1)}/${(s.wal / 1e6).toFixed(1)}`,
+        )
+        .join(', ')}`,
+    );
 
     if (longTurns > 0) {
-      const long = await run([join(root, 'bench/_soak-long.ts'), dir, String(longTurns), String(capacity), '40'], ['--expose-gc']);
+      const long = await run(
+        [join(root, 'bench/_soak-long.ts'), dir, String(longTurns), String(capacity), '40'],
+        ['--expose-gc'],
+      );
       if (long.code !== 0) throw new Error(`long session exited with ${long.code}: ${long.err.slice(0, 2000)}`);
-      const l = JSON.parse(long.out.trim().split('\n').pop() ?? '{}') as { turns: number; warm: number; warmHeap: number; endHeap: number; ratio: number; warmCaches: number; endCaches: number; marks: { turn: number; heap: number; caches: number }[]; seconds: number; vaultBytes: number; pruned: number };
+      const l = JSON.parse(long.out.trim().split('\n').pop() ?? '{}') as {
+        turns: number;
+        warm: number;
+        warmHeap: number;
+        endHeap: number;
+        ratio: number;
+        warmCaches: number;
+        endCaches: number;
+        marks: { turn: number; heap: number; caches: number }[];
+        seconds: number;
+        vaultBytes: number;
+        pruned: number;
+      };
       const mib = (n: number): string => `${(n / 1048576).toFixed(2)} MiB`;
-      console.log(`\none session of ${l.turns} turns on a ${mb(capacity)} vault (${l.seconds.toFixed(0)} s; the host keeps a 40-turn window): heap after warm-up (turn ${l.warm}) ${mib(l.warmHeap)}, at the end ${mib(l.endHeap)}: ${((l.ratio - 1) * 100).toFixed(1)} % (must be within 10 %)`);
+      console.log(
+        `\none session of ${l.turns} turns on a ${mb(capacity)} vault (${l.seconds.toFixed(0)} s; the host keeps a 40-turn window): heap after warm-up (turn ${l.warm}) ${mib(l.warmHeap)}, at the end ${mib(l.endHeap)}: ${((l.ratio - 1) * 100).toFixed(1)} % (must be within 10 %)`,
+      );
       const mid = l.marks.find((m) => m.turn === 500);
-      if (mid !== undefined) console.log(`  from turn 500 (${mib(mid.heap)}) to the end: ${((l.endHeap / mid.heap - 1) * 100).toFixed(1)} %`);
-      console.log(`  heap by turn: ${l.marks.map((m) => `${m.turn}: ${mib(m.heap)}`).join(', ')}; vault ${mb(l.vaultBytes)}, pruned ${l.pruned}`);
-      console.log(`  (before each measurement the two bounded process-wide memos were emptied: count memo + tokenizer merge cache held ${mib(l.warmCaches)} after the warm-up, ${mib(l.endCaches)} at the end)`);
+      if (mid !== undefined)
+        console.log(
+          `  from turn 500 (${mib(mid.heap)}) to the end: ${((l.endHeap / mid.heap - 1) * 100).toFixed(1)} %`,
+        );
+      console.log(
+        `  heap by turn: ${l.marks.map((m) => `${m.turn}: ${mib(m.heap)}`).join(', ')}; vault ${mb(l.vaultBytes)}, pruned ${l.pruned}`,
+      );
+      console.log(
+        `  (before each measurement the two bounded process-wide memos were emptied: count memo + tokenizer merge cache held ${mib(l.warmCaches)} after the warm-up, ${mib(l.endCaches)} at the end)`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -45,37 +45,87 @@ export async function main(argv: string[]): Promise<void> {
     // Counting is part of the acceptance gate, so it is inside the timed call.
     const terminal = compressToolResult({ vault, counter });
     const { cwd, diff } = case1GitDiff(mkdtempSync(join(dir, 'case1-')));
-    const c1 = await timed(terminal, { callId: 'c1', name: 'terminal', args: { command: CASE1_COMMAND, cwd }, content: diff, exitCode: 0 }, runs);
-    row('case 1 git diff (as {command,result})', canonicalJson({ command: CASE1_COMMAND, result: diff }), canonicalJson({ command: CASE1_COMMAND, result: c1.out.content }), 'RTK 911 from 152,074', c1.ms);
+    const c1 = await timed(
+      terminal,
+      { callId: 'c1', name: 'terminal', args: { command: CASE1_COMMAND, cwd }, content: diff, exitCode: 0 },
+      runs,
+    );
+    row(
+      'case 1 git diff (as {command,result})',
+      canonicalJson({ command: CASE1_COMMAND, result: diff }),
+      canonicalJson({ command: CASE1_COMMAND, result: c1.out.content }),
+      'RTK 911 from 152,074',
+      c1.ms,
+    );
 
     const raw2 = nativeSearchFixture();
-    const input2: ToolResult = { callId: 'native-1', name: 'search_files', args: { pattern: 'payload' }, content: raw2 };
-    const ref2 = await timed(compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 4000, nativeStrategy: 'reference' }), input2, runs);
+    const input2: ToolResult = {
+      callId: 'native-1',
+      name: 'search_files',
+      args: { pattern: 'payload' },
+      content: raw2,
+    };
+    const ref2 = await timed(
+      compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 4000, nativeStrategy: 'reference' }),
+      input2,
+      runs,
+    );
     row('case 2 native search, reference mode', raw2, ref2.out.content, 'ref 1,213 from 190,999', ref2.ms);
-    const auto2 = await timed(compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 4000 }), input2, runs);
+    const auto2 = await timed(
+      compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 4000 }),
+      input2,
+      runs,
+    );
     row('case 2 native search, auto mode', raw2, auto2.out.content, 'ref 1,213 from 190,999', auto2.ms);
 
-    for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.txt')).sort()) {
+    for (const file of readdirSync(FIXTURES)
+      .filter((f) => f.endsWith('.txt'))
+      .sort()) {
       const content = readFileSync(join(FIXTURES, file), 'utf8');
       const spec = FIXTURE_COMMANDS[file];
       const exit = spec?.exitCode === undefined ? {} : { exitCode: spec.exitCode };
-      const r = await timed(terminal, { callId: file, name: 'terminal', args: { command: spec?.command ?? file }, content, ...exit }, runs);
+      const r = await timed(
+        terminal,
+        { callId: file, name: 'terminal', args: { command: spec?.command ?? file }, content, ...exit },
+        runs,
+      );
       row(`terminal ${file}`, content, r.out.content, 'RTK: lossy, n/a', r.ms);
     }
 
-    const listing = (k: number): string => Array.from({ length: 300 }, (_, i) => `-rw-r--r-- 1 dev staff ${(i * 7919) % 100000} file_${i.toString(36)}${i === 150 ? `_v${k}` : ''}.txt`).join('\n');
+    const listing = (k: number): string =>
+      Array.from(
+        { length: 300 },
+        (_, i) =>
+          `-rw-r--r-- 1 dev staff ${(i * 7919) % 100000} file_${i.toString(36)}${i === 150 ? `_v${k}` : ''}.txt`,
+      ).join('\n');
     const temporal = deltaRepeatedOutput({ vault, counter });
-    const step = (k: number): ToolResult => ({ callId: `t${k}`, name: 'terminal', args: { command: 'ls -l', cwd: dir }, content: listing(k) });
+    const step = (k: number): ToolResult => ({
+      callId: `t${k}`,
+      name: 'terminal',
+      args: { command: 'ls -l', cwd: dir },
+      content: listing(k),
+    });
     await firstValueFrom(of(createStep(step(0), { sessionId: 'bench' })).pipe(temporal));
     const t0 = performance.now();
     const delta = (await firstValueFrom(of(createStep(step(1), { sessionId: 'bench' })).pipe(temporal))).value;
-    row('temporal delta, 300-line listing, 1 line changed', listing(1), delta.content, 'ref: n/a', performance.now() - t0);
+    row(
+      'temporal delta, 300-line listing, 1 line changed',
+      listing(1),
+      delta.content,
+      'ref: n/a',
+      performance.now() - t0,
+    );
   } finally {
     counter.dispose?.();
     await vault.close();
     rmSync(dir, { recursive: true, force: true });
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const r of rows) console.log(r.map((cell, c) => (c === 0 || c === 5 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
-  console.log(`\n(${runs} calls per case, median; o200k_base tokens; baseline = raw input; reference mode = the reference implementation's compactText)`);
+  for (const r of rows)
+    console.log(
+      r.map((cell, c) => (c === 0 || c === 5 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '),
+    );
+  console.log(
+    `\n(${runs} calls per case, median; o200k_base tokens; baseline = raw input; reference mode = the reference implementation's compactText)`,
+  );
 }

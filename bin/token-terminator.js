@@ -12,7 +12,9 @@ if (existsSync(fileURLToPath(built))) {
   try {
     ({ tsImport } = await import('tsx/esm/api'));
   } catch {
-    process.stderr.write('token-terminator: no build found (dist/) and tsx is not installed; run `npm run build` first\n');
+    process.stderr.write(
+      'token-terminator: no build found (dist/) and tsx is not installed; run `npm run build` first\n',
+    );
     process.exit(1);
   }
   await tsImport('../src/cli/main.ts', import.meta.url);

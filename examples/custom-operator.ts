@@ -13,7 +13,17 @@
  * It imports the package by name, as your project would.
  */
 import type { OperatorFunction } from 'rxjs';
-import { codePoints, stepOperator, createReceipt, isReceipt, renderReceipt, advance, type Step, type ToolResult, type Vault } from 'token-terminator';
+import {
+  codePoints,
+  stepOperator,
+  createReceipt,
+  isReceipt,
+  renderReceipt,
+  advance,
+  type Step,
+  type ToolResult,
+  type Vault,
+} from 'token-terminator';
 
 /** Timer functions, injectable so tests can track them. */
 export interface Timers {
@@ -48,10 +58,14 @@ export function dropNoisyOutput(options: DropNoisyOutputOptions): OperatorFuncti
   const timeoutMs = options.timeoutMs ?? 2_000;
   // Options are checked when the operator is built, with the operator's name in the message.
   if (options.tools.length === 0) throw new RangeError(`${STAGE}: tools must name at least one tool`);
-  if (!Number.isInteger(maxChars) || maxChars < 200) throw new RangeError(`${STAGE}: maxChars must be an integer ≥ 200, got ${maxChars}`);
+  if (!Number.isInteger(maxChars) || maxChars < 200)
+    throw new RangeError(`${STAGE}: maxChars must be an integer ≥ 200, got ${maxChars}`);
   if (!(timeoutMs > 0)) throw new RangeError(`${STAGE}: timeoutMs must be > 0, got ${timeoutMs}`);
   const tools = new Set(options.tools);
-  const timers: Timers = options.timers ?? { setTimeout: (cb, ms) => setTimeout(cb, ms), clearTimeout: (h) => clearTimeout(h) };
+  const timers: Timers = options.timers ?? {
+    setTimeout: (cb, ms) => setTimeout(cb, ms),
+    clearTimeout: (h) => clearTimeout(h),
+  };
 
   return stepOperator<ToolResult>(STAGE, () => {
     // Per-subscription state: output → artifact already written and verified in this run.
@@ -64,7 +78,13 @@ export function dropNoisyOutput(options: DropNoisyOutputOptions): OperatorFuncti
       let stored = vaulted.get(result.content);
       if (stored === undefined) {
         stored = await withDeadline(
-          options.vault.put({ content: result.content, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId }),
+          options.vault.put({
+            content: result.content,
+            toolName: result.name,
+            args: result.args,
+            sessionId: step.context.sessionId,
+            callId: result.callId,
+          }),
           timeoutMs,
           signal,
           timers,
@@ -75,7 +95,17 @@ export function dropNoisyOutput(options: DropNoisyOutputOptions): OperatorFuncti
       const receipt = renderReceipt(createReceipt(artifactId, result.name, chars, stored.sha256));
       if (codePoints(receipt) >= chars) return undefined;
       // A new value object; the caller's `result` is left as it was.
-      return advance(step, { ...result, content: receipt }, { stage: STAGE, kind: 'applied', reason: 'noisy output vaulted', savedChars: chars - codePoints(receipt), artifacts: [artifactId] });
+      return advance(
+        step,
+        { ...result, content: receipt },
+        {
+          stage: STAGE,
+          kind: 'applied',
+          reason: 'noisy output vaulted',
+          savedChars: chars - codePoints(receipt),
+          artifacts: [artifactId],
+        },
+      );
     };
   });
 }

@@ -16,7 +16,10 @@ import { AIMessage, createAgent, tool, ToolMessage, type BaseMessage } from 'lan
 import { tokenTerminatorMiddleware } from 'token-terminator/adapters/langgraph';
 import { referencedArtifacts, createTerminator } from 'token-terminator';
 
-const OUTPUT = Array.from({ length: 1500 }, (_, i) => `src/module_${i % 40}.ts:${i + 1}: const value${i} = compute(${i}); // TODO check overflow`).join('\n');
+const OUTPUT = Array.from(
+  { length: 1500 },
+  (_, i) => `src/module_${i % 40}.ts:${i + 1}: const value${i} = compute(${i}); // TODO check overflow`,
+).join('\n');
 const text = (m: BaseMessage): string => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content));
 
 /** Plays three turns: search → recover every page of what the receipt names → answer. */
@@ -40,14 +43,32 @@ class ScriptedModel extends BaseChatModel {
     const last = messages.at(-1)!;
     let message: AIMessage;
     if (last.getType() === 'human') {
-      message = new AIMessage({ content: '', tool_calls: [{ id: 'search-1', name: 'search_files', args: { pattern: 'TODO' }, type: 'tool_call' }] });
+      message = new AIMessage({
+        content: '',
+        tool_calls: [{ id: 'search-1', name: 'search_files', args: { pattern: 'TODO' }, type: 'tool_call' }],
+      });
     } else if ((last as ToolMessage).name === 'search_files' || (JSON.parse(text(last)).next_offset ?? null) !== null) {
       // Page on with the id of its own previous call; the first id comes from the view it was shown
       // (later requests may show that view as a receipt of its own).
-      const previous = messages.findLast((m): m is AIMessage => AIMessage.isInstance(m) && m.tool_calls?.[0]?.name === 'token_terminator');
-      const id = (previous?.tool_calls?.[0]?.args['artifact_id'] as string | undefined) ?? referencedArtifacts(toolTexts[0]!)[0] ?? 'missing';
+      const previous = messages.findLast(
+        (m): m is AIMessage => AIMessage.isInstance(m) && m.tool_calls?.[0]?.name === 'token_terminator',
+      );
+      const id =
+        (previous?.tool_calls?.[0]?.args['artifact_id'] as string | undefined) ??
+        referencedArtifacts(toolTexts[0]!)[0] ??
+        'missing';
       const offset = (last as ToolMessage).name === 'search_files' ? 0 : (JSON.parse(text(last)).next_offset as number);
-      message = new AIMessage({ content: '', tool_calls: [{ id: `get-${offset}`, name: 'token_terminator', args: { action: 'artifact_get', artifact_id: id, offset, limit: 20000 }, type: 'tool_call' }] });
+      message = new AIMessage({
+        content: '',
+        tool_calls: [
+          {
+            id: `get-${offset}`,
+            name: 'token_terminator',
+            args: { action: 'artifact_get', artifact_id: id, offset, limit: 20000 },
+            type: 'tool_call',
+          },
+        ],
+      });
     } else {
       message = new AIMessage({ content: 'Found 1500 TODOs.' });
     }
@@ -58,7 +79,11 @@ class ScriptedModel extends BaseChatModel {
 const dir = mkdtempSync(join(tmpdir(), 'tt-example-langgraph-'));
 const terminator = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3') } });
 try {
-  const searchFiles = tool(async () => OUTPUT, { name: 'search_files', description: 'Search files for a pattern.', schema: { type: 'object', properties: { pattern: { type: 'string' } } } as never });
+  const searchFiles = tool(async () => OUTPUT, {
+    name: 'search_files',
+    description: 'Search files for a pattern.',
+    schema: { type: 'object', properties: { pattern: { type: 'string' } } } as never,
+  });
   const seen: ScriptedModel['seen'] = [];
   const agent = createAgent({
     model: new ScriptedModel({ seen }),
@@ -66,16 +91,26 @@ try {
     middleware: [tokenTerminatorMiddleware(terminator, { route: { model: 'gpt-4o', contextWindow: 128_000 } })],
     checkpointer: new MemorySaver(),
   });
-  const result = await agent.invoke({ messages: [{ role: 'user', content: 'Find the TODOs.' }] }, { configurable: { thread_id: 'example-langgraph' } });
+  const result = await agent.invoke(
+    { messages: [{ role: 'user', content: 'Find the TODOs.' }] },
+    { configurable: { thread_id: 'example-langgraph' } },
+  );
 
   const firstView = seen[1]!.toolTexts[0]!;
   assert.ok(firstView.length < OUTPUT.length / 4, 'the model saw the large output instead of a receipt');
   assert.equal(referencedArtifacts(firstView).length, 1, 'the model saw no artifact id');
-  const pages = result.messages.filter((m) => ToolMessage.isInstance(m) && m.name === 'token_terminator').map((m) => JSON.parse(text(m)).content as string);
+  const pages = result.messages
+    .filter((m) => ToolMessage.isInstance(m) && m.name === 'token_terminator')
+    .map((m) => JSON.parse(text(m)).content as string);
   assert.equal(pages.join(''), OUTPUT, 'recovery did not return the exact output');
-  assert.ok(seen.every((s) => typeof s.maxTokens === 'number' && s.maxTokens > 0), 'the output cap did not reach the model');
+  assert.ok(
+    seen.every((s) => typeof s.maxTokens === 'number' && s.maxTokens > 0),
+    'the output cap did not reach the model',
+  );
   assert.equal(result.messages.at(-1)!.content, 'Found 1500 TODOs.');
-  console.log(`langgraph example: model saw ${firstView.length} chars instead of ${OUTPUT.length}; recovered ${pages.length} page(s) exactly; cap ${seen[0]!.maxTokens}`);
+  console.log(
+    `langgraph example: model saw ${firstView.length} chars instead of ${OUTPUT.length}; recovered ${pages.length} page(s) exactly; cap ${seen[0]!.maxTokens}`,
+  );
 } finally {
   await terminator.close();
   rmSync(dir, { recursive: true, force: true });

@@ -31,7 +31,15 @@ const upstream = createServer((req, res) => {
     received.push(Buffer.concat(chunks));
     const message = messages[turns[received.length - 1] ?? turns.at(-1)!];
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ id: `c${received.length}`, object: 'chat.completion', created: 0, model: session.model ?? 'recorded', choices: [{ index: 0, message, finish_reason: 'stop' }] }));
+    res.end(
+      JSON.stringify({
+        id: `c${received.length}`,
+        object: 'chat.completion',
+        created: 0,
+        model: session.model ?? 'recorded',
+        choices: [{ index: 0, message, finish_reason: 'stop' }],
+      }),
+    );
   });
 });
 await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -47,25 +55,43 @@ try {
   const client = new OpenAI({ apiKey: 'sk-offline-example', baseURL: `${url}/v1`, maxRetries: 0 });
   let clientBytes = 0;
   for (const i of turns) {
-    const body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming = { model: session.model ?? 'gpt-4o', messages: messages.slice(0, i), ...(session.tools === undefined ? {} : { tools: session.tools as OpenAI.Chat.ChatCompletionTool[] }) };
+    const body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming = {
+      model: session.model ?? 'gpt-4o',
+      messages: messages.slice(0, i),
+      ...(session.tools === undefined ? {} : { tools: session.tools as OpenAI.Chat.ChatCompletionTool[] }),
+    };
     clientBytes += Buffer.byteLength(JSON.stringify(body));
     const completion: OpenAI.Chat.ChatCompletion = await client.chat.completions.create(body);
-    assert.deepEqual(completion.choices[0]!.message.content, messages[i]!.content ?? null, 'the client did not get the recorded answer back');
+    assert.deepEqual(
+      completion.choices[0]!.message.content,
+      messages[i]!.content ?? null,
+      'the client did not get the recorded answer back',
+    );
   }
   await proxy.settled();
   const sentBytes = received.reduce((n, b) => n + b.length, 0);
-  const withReceipts = received.filter((b) => referencedArtifacts(b.toString('utf8').replace(/\\n/g, '\n')).length > 0).length;
+  const withReceipts = received.filter(
+    (b) => referencedArtifacts(b.toString('utf8').replace(/\\n/g, '\n')).length > 0,
+  ).length;
   const metrics = await proxy.metrics.registry.getMetricsAsJSON();
   const tokens = (direction: string): number =>
-    (metrics.find((m) => m.name === 'token_terminator_proxy_request_tokens_total')?.values ?? []).filter((v) => v.labels['direction'] === direction).reduce((n, v) => n + v.value, 0);
-  const saved = (metrics.find((m) => m.name === 'token_terminator_proxy_saved_chars_total')?.values ?? []).map((v) => `${String(v.labels['mechanism'])} ${v.value}`);
+    (metrics.find((m) => m.name === 'token_terminator_proxy_request_tokens_total')?.values ?? [])
+      .filter((v) => v.labels['direction'] === direction)
+      .reduce((n, v) => n + v.value, 0);
+  const saved = (metrics.find((m) => m.name === 'token_terminator_proxy_saved_chars_total')?.values ?? []).map(
+    (v) => `${String(v.labels['mechanism'])} ${v.value}`,
+  );
   assert.equal(received.length, turns.length, 'a request did not reach the upstream');
   assert.ok(sentBytes < clientBytes, 'the proxy saved nothing');
   const pct = (a: number, b: number): string => `${(((a - b) / a) * 100).toFixed(1)}%`;
   console.log(`proxy example: ${turns.length} requests of ${session.id} through ${url} with the real openai client`);
   console.log(`  bytes   client ${clientBytes}  upstream ${sentBytes}  saved ${pct(clientBytes, sentBytes)}`);
-  console.log(`  tokens  client ${tokens('raw')}  upstream ${tokens('sent')}  saved ${pct(tokens('raw'), tokens('sent'))}`);
-  console.log(`  ${withReceipts} of ${received.length} upstream requests carried receipts (recoverable with token_terminator); saved chars by mechanism: ${saved.join(', ')}`);
+  console.log(
+    `  tokens  client ${tokens('raw')}  upstream ${tokens('sent')}  saved ${pct(tokens('raw'), tokens('sent'))}`,
+  );
+  console.log(
+    `  ${withReceipts} of ${received.length} upstream requests carried receipts (recoverable with token_terminator); saved chars by mechanism: ${saved.join(', ')}`,
+  );
 } finally {
   await proxy.close();
   upstream.close();

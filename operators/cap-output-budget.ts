@@ -34,7 +34,9 @@ const STAGE = STAGES.capOutputBudget;
  * @example
  * requests$.pipe(capOutputBudget({ route: { model: 'gpt-5', contextWindow: 400_000 } }));
  */
-export function capOutputBudget(options: CapOutputBudgetOptions = {}): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function capOutputBudget(
+  options: CapOutputBudgetOptions = {},
+): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   const budget = createOutputBudget(STAGE, options);
   return (source) =>
     defer(() => {
@@ -64,7 +66,8 @@ export interface Pressure {
  */
 export function createPressure(options: CapOutputBudgetOptions = {}): Pressure {
   const run = createOutputBudget('createPressure', options).open();
-  const fn = ((request: ProviderRequest, context?: StepContext, signal?: AbortSignal) => run.pressure(request, context, signal)) as Pressure;
+  const fn = ((request: ProviderRequest, context?: StepContext, signal?: AbortSignal) =>
+    run.pressure(request, context, signal)) as Pressure;
   fn.close = () => run.close();
   return fn;
 }

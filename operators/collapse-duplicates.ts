@@ -86,7 +86,12 @@ const DUPLICATES = 'tt:dedupe:duplicates';
  * are not new, and copies rendered as a duplicate's receipt stay receipts, so the session renders
  * as it would have without the eviction. A mirror that cannot be read leaves the state empty.
  */
-async function restoreSession(state: SessionState, sessionId: string, chain: readonly string[], requestKey: string): Promise<void> {
+async function restoreSession(
+  state: SessionState,
+  sessionId: string,
+  chain: readonly string[],
+  requestKey: string,
+): Promise<void> {
   state.sticky.set('dedupe:restored', true);
   // One read after the other: the stage holds one vault connection at a time.
   const last = await state.vault.getRendering(sessionId, LAST_REQUEST).catch(() => undefined);
@@ -117,10 +122,18 @@ async function restoreSession(state: SessionState, sessionId: string, chain: rea
  * @example
  * requests$.pipe(collapseDuplicates({ vault, minArtifactChars: 4000 }))
  */
-export function collapseDuplicates(options: CollapseDuplicatesOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function collapseDuplicates(
+  options: CollapseDuplicatesOptions,
+): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   requireVault(STAGE, options);
   const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, defaultInt('minArtifactChars'), 1);
-  const maxChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), minChars);
+  const maxChars = intOption(
+    STAGE,
+    'maxArtifactChars',
+    options.maxArtifactChars,
+    defaultInt('maxArtifactChars'),
+    minChars,
+  );
   const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, defaultInt('maxInlineChars'), 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
@@ -128,7 +141,10 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
-    const outputsOf = (view: RequestView): Slot[] => [...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)), ...observationSlots(view, isObservation)];
+    const outputsOf = (view: RequestView): Slot[] => [
+      ...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)),
+      ...observationSlots(view, isObservation),
+    ];
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
     return (step) => {
       // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
@@ -137,10 +153,20 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       const view = seen.view;
       if (view.listKey === undefined) return undefined;
       const outputs = outputsOf(view);
-      const relevant = outputs.some((s) => Array.isArray(s.value) || (typeof s.value === 'string' && (s.value.length >= minChars || s.value.startsWith('[Token Terminator temporal delta'))));
+      const relevant = outputs.some(
+        (s) =>
+          Array.isArray(s.value) ||
+          (typeof s.value === 'string' &&
+            (s.value.length >= minChars || s.value.startsWith('[Token Terminator temporal delta'))),
+      );
       return relevant ? reduce(step, state, seen, outputs) : undefined;
     };
-    async function reduce(step: Step<ProviderRequest>, state: SessionState, recognised: Recognised, inputOutputs: readonly Slot[]): Promise<Step<ProviderRequest> | undefined> {
+    async function reduce(
+      step: Step<ProviderRequest>,
+      state: SessionState,
+      recognised: Recognised,
+      inputOutputs: readonly Slot[],
+    ): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const input = recognised.view;
       const scope = storeScope(step.context);
@@ -150,9 +176,14 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       let view = input;
       let outputs = inputOutputs;
       const hasDelta = outputs.some((s) => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined);
-      const { resolved, unresolved } = hasDelta ? await resolveDanglingDeltas(vault, view, outputs) : { resolved: [], unresolved: 0 };
+      const { resolved, unresolved } = hasDelta
+        ? await resolveDanglingDeltas(vault, view, outputs)
+        : { resolved: [], unresolved: 0 };
       if (resolved.length > 0) {
-        base = writeSlots(base, resolved.map((r) => ({ path: r.slot.path, value: r.text })));
+        base = writeSlots(
+          base,
+          resolved.map((r) => ({ path: r.slot.path, value: r.text })),
+        );
         view = readRequest(base);
         outputs = outputsOf(view);
       }
@@ -163,7 +194,15 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       const duplicates = duplicateItems(state);
       if (state.sticky.get('dedupe:restored') !== true) await restoreSession(state, sessionId, chain, requestKey);
       const isNew = (i: number): boolean => (seen.get(chain[i]!) ?? requestKey) === requestKey; // a retry sees its own items as new again
-      const plan = await planDuplicates(state, view, outputs, { sessionId, minChars, maxChars, maxInlineChars, viewChars, isNew, wasDuplicate: (i) => duplicates.has(chain[i]!) });
+      const plan = await planDuplicates(state, view, outputs, {
+        sessionId,
+        minChars,
+        maxChars,
+        maxInlineChars,
+        viewChars,
+        isNew,
+        wasDuplicate: (i) => duplicates.has(chain[i]!),
+      });
       // The leading run of chain hashes the last request through here added is in `seen` already.
       const last = state.sticky.get('dedupe:added') as readonly string[] | undefined;
       let from = 0;
@@ -180,9 +219,31 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       // this request shares with earlier ones. Items new here are a suffix (chain hashes are prefix hashes).
       let firstNew = chain.length;
       while (firstNew > 0 && seen.get(chain[firstNew - 1]!) === requestKey) firstNew--;
-      await vault.setRendering(sessionId, LAST_REQUEST, `${chain.length} ${firstNew} ${requestKey}`, scope).catch(() => undefined);
-      const expanded = resolved.length > 0 ? [{ stage: STAGE, kind: 'applied' as const, reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`, artifacts: [] }] : [];
-      const unresolvedNote = unresolved > 0 ? [{ stage: STAGE, kind: 'failed_open' as const, reason: `${unresolved} dangling delta(s) left: the vault could not return the output`, error: 'ArtifactUnavailable' }] : [];
+      await vault
+        .setRendering(sessionId, LAST_REQUEST, `${chain.length} ${firstNew} ${requestKey}`, scope)
+        .catch(() => undefined);
+      const expanded =
+        resolved.length > 0
+          ? [
+              {
+                stage: STAGE,
+                kind: 'applied' as const,
+                reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`,
+                artifacts: [],
+              },
+            ]
+          : [];
+      const unresolvedNote =
+        unresolved > 0
+          ? [
+              {
+                stage: STAGE,
+                kind: 'failed_open' as const,
+                reason: `${unresolved} dangling delta(s) left: the vault could not return the output`,
+                error: 'ArtifactUnavailable',
+              },
+            ]
+          : [];
       const withBase = (): Step<ProviderRequest> => {
         let out = base === recognised.request ? step : advance(step, recognised.restore(base), expanded[0]!);
         for (const d of unresolvedNote) out = note(out, d);
@@ -195,20 +256,38 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): Operator
       for (;;) {
         const items = renderItems(state, view, planChanges(kept));
         if (items === undefined) return base === recognised.request && unresolved === 0 ? undefined : withBase();
-        measured = gate(state, base, view, items, kept.filter((p) => p.render !== 'inline').map((p) => p.receipt));
-        if (!measured.verdict.accepted) return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
-        const gone = await state.evidence.deliver(kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId), scope);
+        measured = gate(
+          state,
+          base,
+          view,
+          items,
+          kept.filter((p) => p.render !== 'inline').map((p) => p.receipt),
+        );
+        if (!measured.verdict.accepted)
+          return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+        const gone = await state.evidence.deliver(
+          kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId),
+          scope,
+        );
         if (gone.length === 0) break;
-        kept = kept.map((p) => (p.render !== 'inline' && gone.includes(p.receipt.artifactId) ? { slot: p.slot, receipt: p.receipt, duplicate: false, render: 'inline' as const } : p));
+        kept = kept.map((p) =>
+          p.render !== 'inline' && gone.includes(p.receipt.artifactId)
+            ? { slot: p.slot, receipt: p.receipt, duplicate: false, render: 'inline' as const }
+            : p,
+        );
       }
       const receipted = kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId);
       // Sticky: a copy rendered as a duplicate's receipt stays one in every later request.
       const known = duplicates.size;
       for (const p of kept) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
-      if (duplicates.size > known) await vault.setRendering(sessionId, DUPLICATES, JSON.stringify([...duplicates]), scope).catch(() => undefined);
+      if (duplicates.size > known)
+        await vault.setRendering(sessionId, DUPLICATES, JSON.stringify([...duplicates]), scope).catch(() => undefined);
       const duplicateCount = kept.filter((p) => p.duplicate).length;
       const views = kept.filter((p) => p.render === 'view').length;
-      const reason = [...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []), ...(views > 0 ? [`${views} bounded view(s)`] : [])].join(', ');
+      const reason = [
+        ...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []),
+        ...(views > 0 ? [`${views} bounded view(s)`] : []),
+      ].join(', ');
       return advance(withBase(), recognised.restore(measured.request), {
         stage: STAGE,
         kind: 'applied',

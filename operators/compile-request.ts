@@ -130,20 +130,70 @@ export interface CompileRequestOptions {
  * @example
  * requests$.pipe(collapseDuplicates({ vault }), compileRequest({ vault, counter }))
  */
-export function compileRequest(options: CompileRequestOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function compileRequest(
+  options: CompileRequestOptions,
+): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   requireVault(STAGE, options);
   const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, defaultInt('contextMinVaultChars'), 100);
-  const maxArtifactChars = intOption(STAGE, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
-  const inlineRecentTurns = intOption(STAGE, 'inlineRecentTurns', options.inlineRecentTurns, defaultInt('contextInlineRecentTurns'), 1);
-  const inlineLeases = intOption(STAGE, 'inlineLeases', options.inlineLeases, Math.max(1, defaultInt('inlineLeases')), 1, 100);
+  const maxArtifactChars = intOption(
+    STAGE,
+    'maxArtifactChars',
+    options.maxArtifactChars,
+    defaultInt('maxArtifactChars'),
+    1,
+  );
+  const inlineRecentTurns = intOption(
+    STAGE,
+    'inlineRecentTurns',
+    options.inlineRecentTurns,
+    defaultInt('contextInlineRecentTurns'),
+    1,
+  );
+  const inlineLeases = intOption(
+    STAGE,
+    'inlineLeases',
+    options.inlineLeases,
+    Math.max(1, defaultInt('inlineLeases')),
+    1,
+    100,
+  );
   const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, defaultInt('contextBlockTurns'), 0);
-  const requestsAhead = intOption(STAGE, 'requestsAhead', options.requestsAhead, defaultInt('rewriteHorizonRequests'), 0);
-  const digestDiagnosticChars = intOption(STAGE, 'digestDiagnosticChars', options.digestDiagnosticChars, defaultInt('digestDiagnosticChars'), 0);
-  const collapseAfterTurns = intOption(STAGE, 'collapseAfterTurns', options.collapseAfterTurns, defaultInt('contextCollapseAfterTurns'), 0);
-  checkOptions(STAGE, collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns, 'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns');
-  const workingGraphChars = intOption(STAGE, 'workingGraphChars', options.workingGraphChars, defaultInt('workingGraphChars'), 0);
+  const requestsAhead = intOption(
+    STAGE,
+    'requestsAhead',
+    options.requestsAhead,
+    defaultInt('rewriteHorizonRequests'),
+    0,
+  );
+  const digestDiagnosticChars = intOption(
+    STAGE,
+    'digestDiagnosticChars',
+    options.digestDiagnosticChars,
+    defaultInt('digestDiagnosticChars'),
+    0,
+  );
+  const collapseAfterTurns = intOption(
+    STAGE,
+    'collapseAfterTurns',
+    options.collapseAfterTurns,
+    defaultInt('contextCollapseAfterTurns'),
+    0,
+  );
+  checkOptions(
+    STAGE,
+    collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns,
+    'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns',
+  );
+  const workingGraphChars = intOption(
+    STAGE,
+    'workingGraphChars',
+    options.workingGraphChars,
+    defaultInt('workingGraphChars'),
+    0,
+  );
   const isObservation = observationTest(STAGE, options.observations);
-  const fixedPricing = typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
+  const fixedPricing =
+    typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const { vault, counter } = options;
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
@@ -165,7 +215,11 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
       return reduce(step, state, seen);
     };
-    async function reduce(step: Step<ProviderRequest>, state: SessionState, seen: Recognised): Promise<Step<ProviderRequest> | undefined> {
+    async function reduce(
+      step: Step<ProviderRequest>,
+      state: SessionState,
+      seen: Recognised,
+    ): Promise<Step<ProviderRequest> | undefined> {
       const sessionId = step.context.sessionId;
       const view = seen.view;
       const raw: ProviderRequest = seen.request;
@@ -173,8 +227,24 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       const scope = storeScope(step.context);
       state.evidence.begin(scope);
       // The recovery tool's results are what the model asked for: never rewritten or receipted.
-      const outputs = [...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)), ...observationSlots(view, isObservation)];
-      const pricing = fixedPricing ?? (typeof options.pricing === 'function' ? options.pricing(step) : pricingFor({ pricingProfile: 'auto', cacheReadMultiplier: undefined, cacheWriteMultiplier: undefined, minCachePrefixTokens: undefined }, step.context.route, view.format));
+      const outputs = [
+        ...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)),
+        ...observationSlots(view, isObservation),
+      ];
+      const pricing =
+        fixedPricing ??
+        (typeof options.pricing === 'function'
+          ? options.pricing(step)
+          : pricingFor(
+              {
+                pricingProfile: 'auto',
+                cacheReadMultiplier: undefined,
+                cacheWriteMultiplier: undefined,
+                minCachePrefixTokens: undefined,
+              },
+              step.context.route,
+              view.format,
+            ));
       // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
       // the memo forgets it and the history is planned once more (its content is vaulted again
       // from the request); if that still cannot be delivered, the request passes through.
@@ -203,7 +273,12 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
             if (write !== undefined) await write;
           }
         };
-        const vaultNote = { stage: STAGE, kind: 'failed_open' as const, reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`, error: plan.failure ?? 'Error' };
+        const vaultNote = {
+          stage: STAGE,
+          kind: 'failed_open' as const,
+          reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`,
+          error: plan.failure ?? 'Error',
+        };
         if (plan.items === view.items) {
           await markShown();
           return plan.failed > 0 ? note(step, vaultNote) : undefined;
@@ -212,8 +287,14 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
         let items = plan.items;
         // Renderings are digests, receipts and notes, never deltas: without a delta among the
         // request's outputs there is none to resolve, and the rewritten request is not read again.
-        const { resolved } = outputs.some((s) => mayBeDelta(s.value)) ? await resolveRewritten(withItems(raw, view.listKey!, items)) : { resolved: [] };
-        if (resolved.length > 0) items = (writeSlots(withItems(raw, view.listKey!, items), resolved.map((r) => ({ path: r.slot.path, value: r.text })))[view.listKey!] as unknown[]);
+        const { resolved } = outputs.some((s) => mayBeDelta(s.value))
+          ? await resolveRewritten(withItems(raw, view.listKey!, items))
+          : { resolved: [] };
+        if (resolved.length > 0)
+          items = writeSlots(
+            withItems(raw, view.listKey!, items),
+            resolved.map((r) => ({ path: r.slot.path, value: r.text })),
+          )[view.listKey!] as unknown[];
         const measured = gate(state, raw, view, items, plan.receipts);
         if (!measured.verdict.accepted) {
           // A new batch that does not pay for itself must not take the earlier renderings down with
@@ -233,13 +314,22 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
             replannedForGone = true;
             continue;
           }
-          return note(step, { stage: STAGE, kind: 'failed_open', reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`, error: 'ArtifactGone' });
+          return note(step, {
+            stage: STAGE,
+            kind: 'failed_open',
+            reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`,
+            error: 'ArtifactGone',
+          });
         }
         for (const d of plan.decided) await memo.markRewritten(d.key, d.kind, scope);
         await markShown();
         const request = seen.restore(await withWorkingState(raw, measured.request, sessionId));
         if (plan.failed > 0) step = note(step, vaultNote);
-        const what = [`${plan.rewrittenOutputs} old output(s) digested`, ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []), ...(plan.batch ? ['new batch'] : [])];
+        const what = [
+          `${plan.rewrittenOutputs} old output(s) digested`,
+          ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []),
+          ...(plan.batch ? ['new batch'] : []),
+        ];
         return advance(step, request, {
           stage: STAGE,
           kind: 'applied',
@@ -253,10 +343,17 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
     /** Dangling deltas of the rewritten request (an output the rewrite hid was their base). */
     function resolveRewritten(request: ProviderRequest): ReturnType<typeof resolveDanglingDeltas> {
       const rewritten = readRequest(request);
-      return resolveDanglingDeltas(vault, rewritten, [...rewritten.slots.filter((s) => s.kind === 'tool_output'), ...observationSlots(rewritten, isObservation)]);
+      return resolveDanglingDeltas(vault, rewritten, [
+        ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
+        ...observationSlots(rewritten, isObservation),
+      ]);
     }
     /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
-    async function withWorkingState(raw: ProviderRequest, compiled: ProviderRequest, sessionId: string): Promise<ProviderRequest> {
+    async function withWorkingState(
+      raw: ProviderRequest,
+      compiled: ProviderRequest,
+      sessionId: string,
+    ): Promise<ProviderRequest> {
       if (workingGraphChars === 0 || options.workingState === undefined) return compiled;
       const block = await workingStateBlock(options.workingState, sessionId, workingGraphChars);
       if (block === '') return compiled;
@@ -265,14 +362,23 @@ export function compileRequest(options: CompileRequestOptions): OperatorFunction
       const content = (slot?.value as { content?: unknown } | undefined)?.content;
       if (slot === undefined) return compiled;
       let change: { path: readonly (string | number)[]; value: unknown };
-      if (typeof content === 'string') change = { path: [...slot.path, 'content'], value: content === '' ? block : `${content}\n\n${block}` };
-      else if (Array.isArray(content)) change = { path: [...slot.path, 'content'], value: [...content, { type: view.format === 'responses' ? 'input_text' : 'text', text: block }] };
+      if (typeof content === 'string')
+        change = { path: [...slot.path, 'content'], value: content === '' ? block : `${content}\n\n${block}` };
+      else if (Array.isArray(content))
+        change = {
+          path: [...slot.path, 'content'],
+          value: [...content, { type: view.format === 'responses' ? 'input_text' : 'text', text: block }],
+        };
       else return compiled;
       const candidate = writeSlots(compiled, [change]);
       if (serializedChars(candidate) >= serializedChars(raw)) return compiled;
-      if (counter?.exact === true && counter.count(canonicalJson(candidate, { compact: true })) >= counter.count(canonicalJson(raw, { compact: true }))) return compiled;
+      if (
+        counter?.exact === true &&
+        counter.count(canonicalJson(candidate, { compact: true })) >=
+          counter.count(canonicalJson(raw, { compact: true }))
+      )
+        return compiled;
       return candidate;
     }
   });
 }
-

@@ -132,7 +132,9 @@ export interface CompressToolResultOptions {
  * @example
  * results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() }))
  */
-export function compressToolResult(options: CompressToolResultOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function compressToolResult(
+  options: CompressToolResultOptions,
+): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
   const name = 'compressToolResult';
   requireVault(name, options);
   const flags = resolveFlags(name, options);
@@ -142,7 +144,13 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
   const terminalMin = intOption(name, 'terminalMinChars', options.terminalMinChars, 2000, 1);
   const terminalMax = intOption(name, 'terminalMaxChars', options.terminalMaxChars, 4000, 200);
   const diagnosticChars = intOption(name, 'diagnosticChars', options.diagnosticChars, DEFAULT_DIAGNOSTIC_CHARS, 0);
-  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
+  const maxArtifactChars = intOption(
+    name,
+    'maxArtifactChars',
+    options.maxArtifactChars,
+    defaultInt('maxArtifactChars'),
+    1,
+  );
   const strategy = oneOfOption(name, 'nativeStrategy', options.nativeStrategy, 'auto', ['auto', 'reference', 'lines']);
   const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
   const { vault } = options;
@@ -160,7 +168,9 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
     }
     const eligible = tool === 'search_files' || tool === 'process' || (tool === 'read_file' && flags.nativeReadFile);
     if (!eligible || size < min) return undefined;
-    return result.exitCode === undefined ? { output: result.content } : { output: result.content, exitCode: result.exitCode };
+    return result.exitCode === undefined
+      ? { output: result.content }
+      : { output: result.content, exitCode: result.exitCode };
   };
   const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
 
@@ -181,44 +191,73 @@ export function compressToolResult(options: CompressToolResultOptions): Operator
     const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(argStrings(result.args))];
     const compact = withFocusLines(made, input.output, terms);
     const counter = memoCounter(options.counter);
-    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(options.counter!, raw, signal));
+    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS)
+      counter.prime(raw, await countInSlices(options.counter!, raw, signal));
     const compactChars = codePointLength(compact);
     // Size proof with the longest possible id before anything touches the vault.
-    if (!strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)) {
+    if (
+      !strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)
+    ) {
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     }
     signal.throwIfAborted(); // nothing is written after an abort
     const scope = storeScope(step.context);
-    const put = await vaultExact(vault, { content: raw, toolName: result.name, args: result.args, sessionId: step.context.sessionId, callId: result.callId }, scope);
+    const put = await vaultExact(
+      vault,
+      {
+        content: raw,
+        toolName: result.name,
+        args: result.args,
+        sessionId: step.context.sessionId,
+        callId: result.callId,
+      },
+      scope,
+    );
     const output = `${compact}\n\n${renderNativeNote(rawChars, compactChars, put.artifactId)}`;
-    if (!strictlySmaller(raw, output, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    if (!strictlySmaller(raw, output, counter))
+      return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     // The note is about to be delivered: retention must never prune what it names.
     signal.throwIfAborted();
     await pinDelivered(vault, [put.artifactId], scope);
     const savedTokens = counter === undefined ? {} : { savedTokens: counter.count(raw) - counter.count(output) };
-    return advance(step, { ...result, content: output }, {
-      stage: STAGE,
-      kind: 'applied',
-      reason: tool === 'terminal' ? 'terminal_compacted' : 'native_compacted',
-      savedChars: rawChars - codePointLength(output),
-      ...savedTokens,
-      artifacts: [put.artifactId],
-    });
+    return advance(
+      step,
+      { ...result, content: output },
+      {
+        stage: STAGE,
+        kind: 'applied',
+        reason: tool === 'terminal' ? 'terminal_compacted' : 'native_compacted',
+        savedChars: rawChars - codePointLength(output),
+        ...savedTokens,
+        artifacts: [put.artifactId],
+      },
+    );
   });
 
   /** A bounded view of an output that cannot be stored, saying so; read in slices, never counted whole. */
-  async function overCeiling(step: Step<ToolResult>, input: ViewInput, tool: string, rawChars: number, signal: AbortSignal): Promise<Step<ToolResult>> {
+  async function overCeiling(
+    step: Step<ToolResult>,
+    input: ViewInput,
+    tool: string,
+    rawChars: number,
+    signal: AbortSignal,
+  ): Promise<Step<ToolResult>> {
     // Beyond 4× the ceiling only the head and tail are read: the work stays bounded.
     const excerpt = await excerptLargeOutput(input.output, { signal, scanMiddle: rawChars <= 4 * maxArtifactChars });
-    const what = excerpt.middleScanned ? 'its first and last lines and the diagnostic lines between them' : 'its first and last lines';
+    const what = excerpt.middleScanned
+      ? 'its first and last lines and the diagnostic lines between them'
+      : 'its first and last lines';
     const head =
       `[Token Terminator: this output is ${fmt(rawChars)} chars, over the ${fmt(maxArtifactChars)}-char artifact ceiling ` +
       `(TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS): it was not stored and cannot be recovered. Shown: a compact view of ${what}. ` +
       'Counts in it cover the shown parts only. Re-run the command with narrower output (grep, head, tail) to see the rest.]';
     const output = `${head}\n${renderToolView({ ...input, output: excerpt.text }, { ...view, tool }).trimEnd()}`;
-    return advance(step, { ...step.value, content: output }, { stage: STAGE, kind: 'applied', reason: 'over_ceiling', savedChars: rawChars - codePointLength(output) });
+    return advance(
+      step,
+      { ...step.value, content: output },
+      { stage: STAGE, kind: 'applied', reason: 'over_ceiling', savedChars: rawChars - codePointLength(output) },
+    );
   }
 }
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
-

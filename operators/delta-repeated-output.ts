@@ -95,14 +95,22 @@ export interface DeltaRepeatedOutputOptions {
  * @example
  * results$.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault }))
  */
-export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function deltaRepeatedOutput(
+  options: DeltaRepeatedOutputOptions,
+): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
   const name = 'deltaRepeatedOutput';
   requireVault(name, options);
   const flags = resolveFlags(name, options);
   const toolNames = validateToolNames(name, options.toolNames);
   const scope = oneOfOption(name, 'scope', options.scope, 'session', ['session', 'workspace']);
   const minChars = intOption(name, 'minChars', options.minChars, defaultInt('temporalMinChars'), 1);
-  const maxArtifactChars = intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1);
+  const maxArtifactChars = intOption(
+    name,
+    'maxArtifactChars',
+    options.maxArtifactChars,
+    defaultInt('maxArtifactChars'),
+    1,
+  );
   const { vault } = options;
   const env = options.env ?? process.env;
   return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
@@ -110,26 +118,49 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
     const counter = memoCounter(options.counter);
     if (!flags.temporal || canonicalToolName(result.name, toolNames) !== 'terminal') return undefined;
     const command = commandOf(result.args);
-    if (command === undefined || result.content.length < minChars || result.content.startsWith('[Token Terminator')) return undefined;
+    if (command === undefined || result.content.length < minChars || result.content.startsWith('[Token Terminator'))
+      return undefined;
     // Size check first: what cannot be vaulted is never hashed, diffed or written.
-    if (codePointLength(result.content) > maxArtifactChars) return note(step, { stage: STAGE, kind: 'skipped', reason: 'over_ceiling' });
+    if (codePointLength(result.content) > maxArtifactChars)
+      return note(step, { stage: STAGE, kind: 'skipped', reason: 'over_ceiling' });
     if (result.content.length > SLICE_CHARS) await yieldSlice(signal); // an abort stops it before the first write
     const stateKey = createHash('sha256')
-      .update(JSON.stringify({ backend: backendOf(result.args, env), command: normalizeCommand(command), cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()), session: scope === 'session' ? step.context.sessionId : '', ...(step.context.tenant ? { tenant: step.context.tenant } : {}) }))
+      .update(
+        JSON.stringify({
+          backend: backendOf(result.args, env),
+          command: normalizeCommand(command),
+          cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()),
+          session: scope === 'session' ? step.context.sessionId : '',
+          ...(step.context.tenant ? { tenant: step.context.tenant } : {}),
+        }),
+      )
       .digest('hex');
     const store = storeScope(step.context);
-    const current = await vaultExact(vault, { content: result.content, toolName: 'terminal', args: result.args, sessionId: step.context.sessionId, callId: result.callId }, store);
+    const current = await vaultExact(
+      vault,
+      {
+        content: result.content,
+        toolName: 'terminal',
+        args: result.args,
+        sessionId: step.context.sessionId,
+        callId: result.callId,
+      },
+      store,
+    );
     const previous = await vault.getBaseline(stateKey);
     // A step its subscriber left is never delivered: recording it as the baseline would make the next
     // run render a delta against an output the model was never shown.
     if (signal.aborted) return undefined;
     await vault.setBaseline(stateKey, current.artifactId, store); // the baseline advances even when the delta is rejected
     if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
-    if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS) counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
+    if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS)
+      counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
     const prevId = previous.artifactId;
     // The delta must beat the compact rendering the next stage would show, not just the raw text.
     const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
-    const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, { maxChars: options.compactMaxChars ?? 4000 }).text;
+    const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
+      maxChars: options.compactMaxChars ?? 4000,
+    }).text;
     const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), current.artifactId)}`;
     const bar = strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
     const exit = result.exitCode === undefined ? '' : `\n[exit code: ${result.exitCode}]`;
@@ -141,19 +172,30 @@ export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): Operat
       if (before === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline_missing' });
       const label = command.replace(/[\r\n]+/g, ' ').slice(0, 80) || 'terminal';
       const header = `[Token Terminator temporal delta | current=${current.artifactId} | previous=${prevId} | exact current output: token_terminator action=artifact_get]${exit}`;
-      const diff = unifiedLineDiff(before, result.content, `${label} :: ${prevId}`, `${label} :: ${current.artifactId}`, codePointLength(bar) - header.length);
+      const diff = unifiedLineDiff(
+        before,
+        result.content,
+        `${label} :: ${prevId}`,
+        `${label} :: ${current.artifactId}`,
+        codePointLength(bar) - header.length,
+      );
       if (diff === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
       candidate = header + diff;
     }
-    if (!strictlySmaller(bar, candidate, counter)) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    if (!strictlySmaller(bar, candidate, counter))
+      return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
     await pinDelivered(vault, [prevId, current.artifactId], store);
-    return advance(step, { ...result, content: candidate }, {
-      stage: STAGE,
-      kind: 'applied',
-      reason: prevId === current.artifactId ? 'unchanged' : 'changed',
-      savedChars: codePointLength(result.content) - codePointLength(candidate),
-      artifacts: [current.artifactId, prevId],
-    });
+    return advance(
+      step,
+      { ...result, content: candidate },
+      {
+        stage: STAGE,
+        kind: 'applied',
+        reason: prevId === current.artifactId ? 'unchanged' : 'changed',
+        savedChars: codePointLength(result.content) - codePointLength(candidate),
+        artifacts: [current.artifactId, prevId],
+      },
+    );
   });
 }

@@ -17,7 +17,12 @@ import { advance, errorLabel, note, type Step, type ToolCall } from '../src/step
 import { backendAllowed, backendOf, commandOf, cwdOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
-import { createPytestQuietProbe, isPytestCommand, readTextFileSync, type ReadTextFile } from '../src/tools/pytest-guard.js';
+import {
+  createPytestQuietProbe,
+  isPytestCommand,
+  readTextFileSync,
+  type ReadTextFile,
+} from '../src/tools/pytest-guard.js';
 import { defaultSpawner, resolveRtkPath, runRtkRewrite, type Spawner } from '../src/tools/spawner.js';
 import { TtlLru } from '../src/tools/ttl-cache.js';
 
@@ -131,13 +136,17 @@ export interface RewriteTerminalCommandOptions {
  * @example
  * calls$.pipe(rewriteTerminalCommand({ timeoutMs: 500 })) // `git status` → `rtk git status`
  */
-export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = {}): OperatorFunction<Step<ToolCall>, Step<ToolCall>> {
+export function rewriteTerminalCommand(
+  options: RewriteTerminalCommandOptions = {},
+): OperatorFunction<Step<ToolCall>, Step<ToolCall>> {
   const flags = resolveFlags('rewriteTerminalCommand', options);
   const toolNames = validateToolNames('rewriteTerminalCommand', options.toolNames);
   const timeoutMs = intOption(STAGE, 'timeoutMs', options.timeoutMs, defaultInt('timeoutMs'), 50);
   const ttl = intOption(STAGE, 'cacheTtlMs', options.cacheTtlMs, defaultInt('cacheTtlSeconds') * 1000, 1);
   const size = intOption(STAGE, 'cacheSize', options.cacheSize, defaultInt('cacheSize'), 1);
-  const exclude = stringsOption(STAGE, 'exclude', options.exclude, []).map((p) => p.trim().toLowerCase()).filter((p) => p !== '');
+  const exclude = stringsOption(STAGE, 'exclude', options.exclude, [])
+    .map((p) => p.trim().toLowerCase())
+    .filter((p) => p !== '');
   const backends = stringsOption(STAGE, 'backends', options.backends, ['local']).map((b) => b.trim().toLowerCase());
   const env = options.env ?? process.env;
   const spawn = options.spawn ?? defaultSpawner;
@@ -147,15 +156,26 @@ export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = 
     const rtkPath = active ? resolveRtkPath(options.rtkPath, env) : undefined;
     const cache = new TtlLru<string | null>(size, ttl, clock);
     const quiet = createPytestQuietProbe(options.readFile ?? readTextFileSync);
-    const skip = (step: Step<ToolCall>, reason: string): Step<ToolCall> => note(step, { stage: STAGE, kind: 'skipped', reason });
+    const skip = (step: Step<ToolCall>, reason: string): Step<ToolCall> =>
+      note(step, { stage: STAGE, kind: 'skipped', reason });
     const apply = (step: Step<ToolCall>, rewritten: string | null): Step<ToolCall> => {
       if (rewritten === null) return skip(step, 'no_rewrite');
       if (!flags.terminal) return note(step, { stage: STAGE, kind: 'measured', reason: 'suggested' });
       const next = options.previewMarker === true ? MARKER + rewritten : rewritten;
       const call = step.value;
-      return advance(step, { ...call, args: { ...call.args, command: next } }, { stage: STAGE, kind: 'applied', reason: 'rewritten' });
+      return advance(
+        step,
+        { ...call, args: { ...call.args, command: next } },
+        { stage: STAGE, kind: 'applied', reason: 'rewritten' },
+      );
     };
-    const spawnRewrite = async (step: Step<ToolCall>, command: string, cwd: string, key: string, signal: AbortSignal): Promise<Step<ToolCall> | undefined> => {
+    const spawnRewrite = async (
+      step: Step<ToolCall>,
+      command: string,
+      cwd: string,
+      key: string,
+      signal: AbortSignal,
+    ): Promise<Step<ToolCall> | undefined> => {
       const base = { rtkPath: rtkPath!, command, cwd, timeoutMs, signal, spawn };
       const outcome = await runRtkRewrite(options.onSpawn === undefined ? base : { ...base, onSpawn: options.onSpawn });
       if (outcome.kind === 'cancelled') return undefined;
@@ -179,12 +199,11 @@ export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = 
       if (!backendAllowed(backendOf(call.args, env), backends)) return skip(step, 'backend');
       if (rtkPath === undefined) return skip(step, 'rtk_unavailable');
       const cwd = cwdOf(call.args, step.context.cwd ?? process.cwd());
-      if (options.pytestGuard !== false && isPytestCommand(command) && quiet(cwd)) return skip(step, 'pytest_quiet_config');
+      if (options.pytestGuard !== false && isPytestCommand(command) && quiet(cwd))
+        return skip(step, 'pytest_quiet_config');
       const key = `${cwd}\u0000${command}`;
       const cached = cache.get(key);
       return cached === undefined ? spawnRewrite(step, command, cwd, key, signal) : apply(step, cached);
     };
   });
 }
-
-

@@ -8,7 +8,14 @@ import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { SessionStore } from '../src/vault/ports.js';
 import { acceptCandidate } from '../src/compile/accept.js';
-import { HERMES_DELIMITERS, findCatalogs, renderCatalog, selectSkills, type Delimiters, type SkillScorer } from '../src/compile/skill-catalog.js';
+import {
+  HERMES_DELIMITERS,
+  findCatalogs,
+  renderCatalog,
+  selectSkills,
+  type Delimiters,
+  type SkillScorer,
+} from '../src/compile/skill-catalog.js';
 import { checkOptions, intOption, numberOption } from '../src/options.js';
 
 const STAGE = STAGES.routeSkills;
@@ -81,14 +88,21 @@ export interface RouteSkillsOptions {
  * @example
  * requests$.pipe(routeSkills({ counter, minScore: 2 }))
  */
-export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function routeSkills(
+  options: RouteSkillsOptions = {},
+): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   const minScore = numberOption(STAGE, 'minScore', options.minScore, 2);
   const minCatalog = intOption(STAGE, 'minCatalogSkills', options.minCatalogSkills, 8, 1);
   const maxSkills = intOption(STAGE, 'maxSkills', options.maxSkills, 0, 0);
   const delimiters = options.delimiters ?? HERMES_DELIMITERS;
   checkOptions(STAGE, delimiters.open !== '' && delimiters.close !== '', 'options.delimiters must be non-empty');
   const [listTool, viewTool] = options.discoveryTools ?? ['skills_list', 'skill_view'];
-  const route = { minScore, maxSkills, alwaysKeep: options.alwaysKeep ?? [], ...(options.scorer === undefined ? {} : { scorer: options.scorer }) };
+  const route = {
+    minScore,
+    maxSkills,
+    alwaysKeep: options.alwaysKeep ?? [],
+    ...(options.scorer === undefined ? {} : { scorer: options.scorer }),
+  };
   const counter = options.counter?.exact === true ? options.counter : undefined;
   return stepOperator(STAGE, () => {
     const sticky = new Map<string, string>();
@@ -97,7 +111,8 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
       // The discovery tools are read first (the request's tool list, as readRequest finds it): most
       // requests stop here without reading the conversation.
       const request = step.value;
-      const listed = typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
+      const listed =
+        typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
       const names = new Set((Array.isArray(listed) ? listed : []).map(toolName));
       if (!names.has(listTool) || !names.has(viewTool)) return undefined;
       const view = readRequest(step.value);
@@ -105,10 +120,19 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
       if (tools !== listed) return undefined;
       const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
       if (prompt.trim() === '') return undefined;
-      const slots = view.slots.filter((s) => s.kind === 'instructions' && s.text !== undefined && findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog));
+      const slots = view.slots.filter(
+        (s) =>
+          s.kind === 'instructions' &&
+          s.text !== undefined &&
+          findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog),
+      );
       return slots.length === 0 ? undefined : routeSlots(step, slots, prompt);
     };
-    async function routeSlots(step: Step<ProviderRequest>, slots: readonly Slot[], prompt: string): Promise<Step<ProviderRequest>> {
+    async function routeSlots(
+      step: Step<ProviderRequest>,
+      slots: readonly Slot[],
+      prompt: string,
+    ): Promise<Step<ProviderRequest>> {
       const changes: { slot: Slot; text: string }[] = [];
       for (const slot of slots) {
         const source = slot.text!;
@@ -130,14 +154,26 @@ export function routeSkills(options: RouteSkillsOptions = {}): OperatorFunction<
       // Only the instruction texts differ, so comparing them decides for the complete payload.
       const rawChars = changes.reduce((n, c) => n + serializedChars(c.slot.text), 0);
       const candidateChars = changes.reduce((n, c) => n + serializedChars(c.text), 0);
-      const rawTokens = counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.slot.text!), 0);
-      const candidateTokens = counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.text), 0);
+      const rawTokens =
+        counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.slot.text!), 0);
+      const candidateTokens =
+        counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.text), 0);
       const tokens = rawTokens === undefined || candidateTokens === undefined ? {} : { rawTokens, candidateTokens };
       const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts: [] });
       if (!verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: verdict.reason });
-      const out = writeSlots(step.value, changes.map((c) => ({ path: c.slot.path, value: c.text })));
-      const savedTokens = rawTokens === undefined || candidateTokens === undefined ? {} : { savedTokens: rawTokens - candidateTokens };
-      return advance(step, out, { stage: STAGE, kind: 'applied', reason: 'routed skill catalog', savedChars: rawChars - candidateChars, ...savedTokens });
+      const out = writeSlots(
+        step.value,
+        changes.map((c) => ({ path: c.slot.path, value: c.text })),
+      );
+      const savedTokens =
+        rawTokens === undefined || candidateTokens === undefined ? {} : { savedTokens: rawTokens - candidateTokens };
+      return advance(step, out, {
+        stage: STAGE,
+        kind: 'applied',
+        reason: 'routed skill catalog',
+        savedChars: rawChars - candidateChars,
+        ...savedTokens,
+      });
     }
   });
 }

@@ -14,7 +14,14 @@ const show = (value: unknown): string => (typeof value === 'string' ? JSON.strin
  * @example
  * const minChars = intOption('collapseDuplicates', 'minArtifactChars', options.minArtifactChars, 8000, 1);
  */
-export function intOption(api: string, name: string, value: number | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+export function intOption(
+  api: string,
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < min || v > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `in [${min}, ${max}]`;
@@ -26,21 +33,35 @@ export function intOption(api: string, name: string, value: number | undefined, 
 /** A finite number option, or `fallback` when it is `undefined`. @throws ConfigError. */
 export function numberOption(api: string, name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new ConfigError(`${api}: options.${name} must be a finite number (got ${show(value)})`);
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw new ConfigError(`${api}: options.${name} must be a finite number (got ${show(value)})`);
   return v;
 }
 
 /** One of `allowed`, or `fallback` when it is `undefined`. @throws ConfigError listing the choices. */
-export function oneOfOption<T extends string>(api: string, name: string, value: T | undefined, fallback: T, allowed: readonly T[]): T {
+export function oneOfOption<T extends string>(
+  api: string,
+  name: string,
+  value: T | undefined,
+  fallback: T,
+  allowed: readonly T[],
+): T {
   const v = value ?? fallback;
-  if (!allowed.includes(v)) throw new ConfigError(`${api}: options.${name} must be one of ${allowed.join(', ')} (got ${show(value)})`);
+  if (!allowed.includes(v))
+    throw new ConfigError(`${api}: options.${name} must be one of ${allowed.join(', ')} (got ${show(value)})`);
   return v;
 }
 
 /** An array of strings, or `fallback` when it is `undefined`. @throws ConfigError. */
-export function stringsOption(api: string, name: string, value: readonly string[] | undefined, fallback: readonly string[]): readonly string[] {
+export function stringsOption(
+  api: string,
+  name: string,
+  value: readonly string[] | undefined,
+  fallback: readonly string[],
+): readonly string[] {
   const v = value ?? fallback;
-  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw new ConfigError(`${api}: options.${name} must be an array of strings`);
+  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
+    throw new ConfigError(`${api}: options.${name} must be an array of strings`);
   return v;
 }
 
@@ -51,7 +72,8 @@ export function stringsOption(api: string, name: string, value: readonly string[
  */
 export function requireVault<V extends { put: unknown }>(api: string, options: { vault?: V } | undefined): V {
   const vault = options?.vault;
-  if (vault === undefined || vault === null || typeof vault.put !== 'function') throw new ConfigError(`${api}: options.vault is required (a vault from createVault)`);
+  if (vault === undefined || vault === null || typeof vault.put !== 'function')
+    throw new ConfigError(`${api}: options.vault is required (a vault from createVault)`);
   return vault;
 }
 

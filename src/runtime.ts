@@ -23,7 +23,14 @@ import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../operators/delta-repeated-output.js';
-import { effectiveLedgerPath, loadConfig, modeFlags, pricingFor, type ConfigOverrides, type ModeFlags } from './config/index.js';
+import {
+  effectiveLedgerPath,
+  loadConfig,
+  modeFlags,
+  pricingFor,
+  type ConfigOverrides,
+  type ModeFlags,
+} from './config/index.js';
 import { conversationTerms } from './compile/focus.js';
 import { detectFormat, readRequest } from './model/read.js';
 import type { Config } from './config/types.js';
@@ -34,7 +41,18 @@ import { createRecoveryTool } from './recovery/index.js';
 import type { WorkingStateStore } from './recovery/working-state.js';
 import type { RecoveryTool, Terminator } from './runtime-types.js';
 import { stepOperator } from './operator-kit.js';
-import { createStep, errorLabel, failOpen, note, storeScope, type ProviderRequest, type Step, type StepContext, type ToolCall, type ToolResult } from './step.js';
+import {
+  createStep,
+  errorLabel,
+  failOpen,
+  note,
+  storeScope,
+  type ProviderRequest,
+  type Step,
+  type StepContext,
+  type ToolCall,
+  type ToolResult,
+} from './step.js';
 import { attributeRequest, type Attribution } from './telemetry/attribution.js';
 import { openLedger, type Ledger, type TurnRecord } from './telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from './telemetry/meter.js';
@@ -122,7 +140,9 @@ export interface ModeGates extends ModeFlags {
 }
 
 /** The stage gates for a config: pure, so replay and status can report them. */
-export function modeGates(config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>): ModeGates {
+export function modeGates(
+  config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>,
+): ModeGates {
   const flags = modeFlags(config);
   return Object.freeze({ ...flags, budget: flags.compiler && config.outputCap, tokenGate: config.tokenBudget });
 }
@@ -147,26 +167,38 @@ function gateCounter(counter: TokenCounter, gates: ModeGates): { readonly counte
  * host.transcript.push(step.value.content);
  */
 export async function createTerminator(options: TerminatorOptions = {}): Promise<Terminator> {
-  const config = options.config ?? loadConfig(options.env === undefined ? { overrides: options.overrides ?? {} } : { env: { ...options.env }, overrides: options.overrides ?? {} });
+  const config =
+    options.config ??
+    loadConfig(
+      options.env === undefined
+        ? { overrides: options.overrides ?? {} }
+        : { env: { ...options.env }, overrides: options.overrides ?? {} },
+    );
   const vaultErrors = options.vaultErrors ?? 'passthrough';
   if (vaultErrors !== 'passthrough' && vaultErrors !== 'throw') {
-    throw new ConfigError(`createTerminator: vaultErrors must be 'passthrough' or 'throw' (got ${String(vaultErrors)})`);
+    throw new ConfigError(
+      `createTerminator: vaultErrors must be 'passthrough' or 'throw' (got ${String(vaultErrors)})`,
+    );
   }
   const ownsVault = options.vault === undefined;
   let vault: Vault;
   let vaultFailure: Error | undefined;
   let readOnlyVault = false;
   try {
-    vault =
-      options.vault ??
-      (await createVault(vaultOptionsFromConfig(config)));
+    vault = options.vault ?? (await createVault(vaultOptionsFromConfig(config)));
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    const failure = error instanceof VaultOpenError || error instanceof VaultSchemaError ? error : VaultOpenError.wrap(vaultLocation(config), error);
+    const failure =
+      error instanceof VaultOpenError || error instanceof VaultSchemaError
+        ? error
+        : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
     vaultFailure = failure;
     vault = unavailableVault(vaultLocation(config), failure);
-    warnOnce(vaultLocation(config), `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`);
+    warnOnce(
+      vaultLocation(config),
+      `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`,
+    );
   }
   const ownsCounter = options.counter === undefined;
   let counter: TokenCounter;
@@ -179,7 +211,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // A vault that can only be read (read-only file, damaged file): nothing is reduced, recovery is served.
   if (vaultFailure === undefined && vault.readOnly) {
     const health = vault.health();
-    const failure = new VaultHealthError(health.state === 'corrupt' ? 'E_VAULT_CORRUPT' : 'E_VAULT_READ_ONLY', health.state, `the vault at ${vault.path} is open read-only (${health.detail ?? health.state})`);
+    const failure = new VaultHealthError(
+      health.state === 'corrupt' ? 'E_VAULT_CORRUPT' : 'E_VAULT_READ_ONLY',
+      health.state,
+      `the vault at ${vault.path} is open read-only (${health.detail ?? health.state})`,
+    );
     if (vaultErrors === 'throw' && ownsVault) {
       await vault.close();
       throw failure;
@@ -194,7 +230,16 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // One prompt counter for every session's output cap: counts per message object, like the
   // request stages' memos (a rebuilt copy they recognised counts as the earlier object).
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true });
-  const deps: PipelineDeps = { config, vault, counter, budgetCounter, gate: gateCounter(counter, gates), gates, focus: new FocusBoard(maxSessions * 3), ...(workingState === undefined ? {} : { workingState }) };
+  const deps: PipelineDeps = {
+    config,
+    vault,
+    counter,
+    budgetCounter,
+    gate: gateCounter(counter, gates),
+    gates,
+    focus: new FocusBoard(maxSessions * 3),
+    ...(workingState === undefined ? {} : { workingState }),
+  };
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   const failure = vaultFailure;
   const recoveryTool: RecoveryTool = createRecoveryTool(
@@ -205,21 +250,30 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
         : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(failure) }) },
   );
   const recordMetrics = options.metrics !== false && vaultFailure === undefined;
-  const ledger = openLiveLedger(config, (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:');
+  const ledger = openLiveLedger(
+    config,
+    (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:',
+  );
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
   // on every call (framework message conversions): those re-serialize but never re-tokenize.
   const meter = createMessagesMeter(createCountMemo(counter, { maxEntries: 8192 }));
   const lanes = new LaneCache(maxSessions);
   let closed = false;
 
-  const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> => (vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure));
-  const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> => (vaultFailure === undefined ? toolResultPipeline(deps) : passThrough(vaultFailure));
-  const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> => (vaultFailure === undefined ? requestPipeline(deps) : passThrough(vaultFailure));
+  const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
+    vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure);
+  const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
+    vaultFailure === undefined ? toolResultPipeline(deps) : passThrough(vaultFailure);
+  const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
+    vaultFailure === undefined ? requestPipeline(deps) : passThrough(vaultFailure);
 
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
-  const laneOf = (context: StepContext): string => (context.tenant === undefined || context.tenant === '' ? context.sessionId : `${context.sessionId}\u0000${context.tenant}`);
+  const laneOf = (context: StepContext): string =>
+    context.tenant === undefined || context.tenant === ''
+      ? context.sessionId
+      : `${context.sessionId}\u0000${context.tenant}`;
 
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -231,11 +285,18 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (ownsVault) await vault.close();
   };
 
-  const reduceRequest = async (request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>> => {
-    const out = await lanes.get('request', laneOf(context), requests).run(createStep(request, withBudget(context), signal));
+  const reduceRequest = async (
+    request: ProviderRequest,
+    context: StepContext,
+    signal?: AbortSignal,
+  ): Promise<Step<ProviderRequest>> => {
+    const out = await lanes
+      .get('request', laneOf(context), requests)
+      .run(createStep(request, withBudget(context), signal));
     if ((recordMetrics || ledger !== undefined) && !closed) {
       const sizes = measureBoth(out, meter);
-      if (sizes !== undefined && recordMetrics) await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
+      if (sizes !== undefined && recordMetrics)
+        await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
       if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
     }
     return out;
@@ -248,7 +309,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     toolCalls,
     toolResults,
     requests,
-    reduceToolCall: (call, context, signal) => lanes.get('tool_call', laneOf(context), toolCalls).run(createStep(call, context, signal)),
+    reduceToolCall: (call, context, signal) =>
+      lanes.get('tool_call', laneOf(context), toolCalls).run(createStep(call, context, signal)),
     reduceToolResult: (result, context, signal) =>
       lanes.get('tool_result', laneOf(context), toolResults).run(createStep(result, withBudget(context), signal)),
     reduceRequest,
@@ -280,7 +342,12 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
  * Preflight pressure P + R − 1 (incontext) on the compact canonical JSON of the whole request:
  * the facade's fallback when the budget planner cannot count (its own counting is provider-aware).
  */
-export function preflightPressure(config: Config, counter: TokenCounter, request: ProviderRequest, context: StepContext): number {
+export function preflightPressure(
+  config: Config,
+  counter: TokenCounter,
+  request: ProviderRequest,
+  context: StepContext,
+): number {
   const p = counter.count(canonicalJson(request, { compact: true }));
   const reserve = config.incontext.minOutputTokens;
   const cap = context.route?.outputCap;
@@ -298,7 +365,10 @@ function budgetOptions(config: Config, counter: BudgetCounter): { config: Config
 }
 
 /** Raw and final sizes of a compiled request, for metrics and the ledger; undefined if measuring fails. */
-function measureBoth(step: Step<ProviderRequest>, meter: MessagesMeter): { raw: Attribution; final: Attribution } | undefined {
+function measureBoth(
+  step: Step<ProviderRequest>,
+  meter: MessagesMeter,
+): { raw: Attribution; final: Attribution } | undefined {
   try {
     return { raw: attributeRequest(step.original, meter), final: attributeRequest(step.value, meter) };
   } catch {
@@ -307,7 +377,14 @@ function measureBoth(step: Step<ProviderRequest>, meter: MessagesMeter): { raw: 
 }
 
 /** One metrics row for a compiled request; telemetry never fails the call. */
-async function recordRequestMetric(vault: Vault, meter: MessagesMeter, mode: string, step: Step<ProviderRequest>, raw: Attribution, final: Attribution): Promise<void> {
+async function recordRequestMetric(
+  vault: Vault,
+  meter: MessagesMeter,
+  mode: string,
+  step: Step<ProviderRequest>,
+  raw: Attribution,
+  final: Attribution,
+): Promise<void> {
   try {
     const model = step.original['model'];
     const finalList = step.value['messages'] ?? step.value['input'];
@@ -357,7 +434,11 @@ export interface LiveLedgerEntry {
 
 export interface LiveLedger {
   /** Record one request (its context and the caller's original); never throws, a broken ledger stops recording. */
-  record(step: Pick<Step<ProviderRequest>, 'context' | 'original'>, rawTokens: number, finalTokens: number): Promise<void>;
+  record(
+    step: Pick<Step<ProviderRequest>, 'context' | 'original'>,
+    rawTokens: number,
+    finalTokens: number,
+  ): Promise<void>;
   /** Record many requests in one transaction (in order); never throws, like `record`. */
   recordAll(entries: readonly LiveLedgerEntry[]): Promise<void>;
   close(): Promise<void>;
@@ -373,7 +454,8 @@ export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefi
   let ledger: Promise<Ledger> | undefined;
   let broken = false;
   // With a PostgreSQL vault the ledger lives in the same database; on SQLite it is its own file.
-  const open = (): Promise<Ledger> => openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
+  const open = (): Promise<Ledger> =>
+    openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
   const recordAll = async (entries: readonly LiveLedgerEntry[]): Promise<void> => {
     if (broken || entries.length === 0) return;
     try {
@@ -385,7 +467,18 @@ export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefi
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();
         // The tokens this request sends are the turn's input: what the mode changes.
-        return { sessionId, turnId, mode: config.mode, experiment: config.experiment, prompt: lastUserText(step.original), ...model, rawTokens, finalTokens, usage: { inputTokens: finalTokens }, outcome: 'completed' };
+        return {
+          sessionId,
+          turnId,
+          mode: config.mode,
+          experiment: config.experiment,
+          prompt: lastUserText(step.original),
+          ...model,
+          rawTokens,
+          finalTokens,
+          usage: { inputTokens: finalTokens },
+          outcome: 'completed',
+        };
       });
       await l.recordTurns(turns);
     } catch {
@@ -418,7 +511,13 @@ function lastUserText(request: ProviderRequest): string {
     if (item === null || typeof item !== 'object' || item.role !== 'user') continue;
     if (typeof item.content === 'string') return item.content;
     if (Array.isArray(item.content)) {
-      return item.content.map((part: unknown) => (part !== null && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '')).join('\n');
+      return item.content
+        .map((part: unknown) =>
+          part !== null && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string'
+            ? (part as { text: string }).text
+            : '',
+        )
+        .join('\n');
     }
     return '';
   }
@@ -489,7 +588,12 @@ type Op<T> = OperatorFunction<Step<T>, Step<T>>;
  * rather than a partial pipeline whose behaviour depends on which stage touches the vault.
  */
 function passThrough<T>(failure: Error): Op<T> {
-  const decision = Object.freeze({ stage: 'runtime', kind: 'failed_open', reason: 'vault_unavailable', error: errorLabel(failure) } as const);
+  const decision = Object.freeze({
+    stage: 'runtime',
+    kind: 'failed_open',
+    reason: 'vault_unavailable',
+    error: errorLabel(failure),
+  } as const);
   return stepOperator<T>('runtime', () => (step) => note(step, decision));
 }
 
@@ -518,7 +622,15 @@ function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
   return chain<ToolResult>([
     d.gates.temporal
-      ? deltaRepeatedOutput({ vault: d.vault, ...d.gate, flags: d.gates, scope: c.temporalScope, minChars: c.temporalMinChars, toolNames: c.toolNames, maxArtifactChars: c.maxArtifactChars })
+      ? deltaRepeatedOutput({
+          vault: d.vault,
+          ...d.gate,
+          flags: d.gates,
+          scope: c.temporalScope,
+          minChars: c.temporalMinChars,
+          toolNames: c.toolNames,
+          maxArtifactChars: c.maxArtifactChars,
+        })
       : identity,
     d.gates.native
       ? compressToolResult({
@@ -652,8 +764,10 @@ export class Lane<T> {
 
   /** Run one Step; never rejects. */
   run(step: Step<T>): Promise<Step<T>> {
-    if (this.#closed || this.#draining) return Promise.resolve(note(step, { stage: this.#stage, kind: 'skipped', reason: 'runtime closed' }));
-    if (step.signal?.aborted) return Promise.resolve(note(step, { stage: this.#stage, kind: 'skipped', reason: 'aborted' }));
+    if (this.#closed || this.#draining)
+      return Promise.resolve(note(step, { stage: this.#stage, kind: 'skipped', reason: 'runtime closed' }));
+    if (step.signal?.aborted)
+      return Promise.resolve(note(step, { stage: this.#stage, kind: 'skipped', reason: 'aborted' }));
     return new Promise<Step<T>>((resolve) => {
       let settled = false;
       const signal = step.signal;
@@ -688,7 +802,8 @@ export class Lane<T> {
     this.#subscription = undefined;
     this.#subject = undefined;
     sub?.unsubscribe();
-    for (const p of this.#queue.splice(0)) p.resolve(note(p.input, { stage: this.#stage, kind: 'skipped', reason: 'runtime closed' }));
+    for (const p of this.#queue.splice(0))
+      p.resolve(note(p.input, { stage: this.#stage, kind: 'skipped', reason: 'runtime closed' }));
   }
 
   #ensure(): Subject<Step<T>> {

@@ -7,7 +7,10 @@ import { advance, createStep, type Step } from '../src/step.js';
 const ctx = { sessionId: 's' };
 const step = (v: string): Step<string> => createStep(v, ctx);
 const upper = () =>
-  stepOperator<string>('upper', () => (s) => advance(s, s.value.toUpperCase(), { stage: 'upper', kind: 'applied', reason: 'test' }));
+  stepOperator<string>(
+    'upper',
+    () => (s) => advance(s, s.value.toUpperCase(), { stage: 'upper', kind: 'applied', reason: 'test' }),
+  );
 
 describe('stepOperator', () => {
   it('keeps order even when later reductions finish first', async () => {
@@ -88,7 +91,6 @@ describe('stepOperator', () => {
     expect(out.value).toBe('q');
   });
 });
-
 
 describe('stepOperator listeners', () => {
   it('removes its abort listener from the step signal after a synchronous reduction', async () => {

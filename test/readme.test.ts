@@ -12,7 +12,11 @@ describe('README.md', () => {
   });
 
   it('documents the output-cap and model-limit switches', () => {
-    for (const name of ['TOKEN_TERMINATOR_OUTPUT_CAP', 'TOKEN_TERMINATOR_MODEL_LIMITS', 'TOKEN_TERMINATOR_TOKEN_BUDGET']) {
+    for (const name of [
+      'TOKEN_TERMINATOR_OUTPUT_CAP',
+      'TOKEN_TERMINATOR_MODEL_LIMITS',
+      'TOKEN_TERMINATOR_TOKEN_BUDGET',
+    ]) {
       expect(CONFIG_VARIABLES).toContain(name);
       expect(readme).toContain(`\`${name}\``);
     }

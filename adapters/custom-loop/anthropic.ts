@@ -21,7 +21,11 @@ export interface AnthropicLike {
  * const anthropic = wrapAnthropic(new Anthropic(), terminator, { sessionId: 'run-42', route: { contextWindow: 200_000 } });
  * const message = await anthropic.messages.create({ model, max_tokens: 4096, messages });
  */
-export function wrapAnthropic<C extends AnthropicLike>(client: C, terminator: Terminator, options: ClientWrapOptions = {}): C {
+export function wrapAnthropic<C extends AnthropicLike>(
+  client: C,
+  terminator: Terminator,
+  options: ClientWrapOptions = {},
+): C {
   const create = wrapCreate(
     client.messages.create.bind(client.messages) as CreateFn,
     terminator,

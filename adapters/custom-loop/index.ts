@@ -5,7 +5,14 @@
  * @example
  * import { wrapOpenAI, reduceToolResult, handleRecoveryCall } from 'token-terminator/adapters/custom-loop';
  */
-export { reduceToolResult, prepareRequest, readOutputCap, outputCapField, withOutputCap, OUTPUT_CAP_FIELDS } from '../shared/functions.js';
+export {
+  reduceToolResult,
+  prepareRequest,
+  readOutputCap,
+  outputCapField,
+  withOutputCap,
+  OUTPUT_CAP_FIELDS,
+} from '../shared/functions.js';
 export type { ReducedToolResult, PreparedRequest, OutputCapField } from '../shared/functions.js';
 export { handleRecoveryCall, recoveryToolDefinition, recoveryArgs, RECOVERY_TOOL_NAME } from '../shared/recovery.js';
 export type { WireFormat } from '../shared/recovery.js';

@@ -23,7 +23,11 @@ export interface OpenAILike {
  * const openai = wrapOpenAI(new OpenAI(), terminator, { sessionId: 'run-42', route: { contextWindow: 128_000 } });
  * const completion = await openai.chat.completions.create({ model: 'gpt-4o', messages });
  */
-export function wrapOpenAI<C extends OpenAILike>(client: C, terminator: Terminator, options: ClientWrapOptions = {}): C {
+export function wrapOpenAI<C extends OpenAILike>(
+  client: C,
+  terminator: Terminator,
+  options: ClientWrapOptions = {},
+): C {
   const chatCreate = wrapCreate(
     client.chat.completions.create.bind(client.chat.completions) as CreateFn,
     terminator,
@@ -49,4 +53,3 @@ export function wrapOpenAI<C extends OpenAILike>(client: C, terminator: Terminat
     ? withChat
     : override(withChat, 'responses', override(responses, 'create', responsesCreate));
 }
-

@@ -9,11 +9,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import { applyExchanges, loadRecoveryState, recordExchange, saveRecoveryState } from '../../src/recovery/exchanges.js';
-import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import {
+  carriesReceipt,
+  offersRecoveryTool,
+  withRecoveryTool,
+  type RecoveryWireFormat,
+} from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
-import { outputCapField, prepareRequest, readOutputCap, withOutputCap, type OutputCapField } from '../shared/functions.js';
+import {
+  outputCapField,
+  prepareRequest,
+  readOutputCap,
+  withOutputCap,
+  type OutputCapField,
+} from '../shared/functions.js';
 
 /** Options shared by the client wrappers. */
 export interface ClientWrapOptions {
@@ -101,18 +112,30 @@ export function wrapCreate<F extends CreateFn>(
   const defaultSession = `custom-loop:${randomUUID()}`;
   const parse = options.parseOutputCapError ?? defaultParse;
   const contextFor = (body: ProviderRequest): StepContext => {
-    const sessionId = typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
+    const sessionId =
+      typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
     const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
     const model = typeof body['model'] === 'string' ? body['model'] : undefined;
-    const route: Route = { provider: format.provider, endpoint: format.endpoint, ...(model === undefined ? {} : { model }), ...baseRoute };
+    const route: Route = {
+      provider: format.provider,
+      endpoint: format.endpoint,
+      ...(model === undefined ? {} : { model }),
+      ...baseRoute,
+    };
     return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route };
   };
 
   // Sessions that have been offered the tool keep it (same place, every request): the prefix stays cached.
   const offered = new Set<string>();
   const offerTool = options.offerRecoveryTool !== false;
-  const wrapped = (body: ProviderRequest, requestOptions?: RequestOptionsLike): Promise<unknown> & Partial<ResponseExtras> => {
-    const send = create as unknown as (body: ProviderRequest, options?: RequestOptionsLike) => PromiseLike<unknown> & Partial<ResponseExtras>;
+  const wrapped = (
+    body: ProviderRequest,
+    requestOptions?: RequestOptionsLike,
+  ): Promise<unknown> & Partial<ResponseExtras> => {
+    const send = create as unknown as (
+      body: ProviderRequest,
+      options?: RequestOptionsLike,
+    ) => PromiseLike<unknown> & Partial<ResponseExtras>;
     let lastCall: (PromiseLike<unknown> & Partial<ResponseExtras>) | undefined;
     const signal = requestOptions?.signal ?? undefined;
     const dispatch = async (compiled: ProviderRequest): Promise<unknown> => {
@@ -122,7 +145,8 @@ export function wrapCreate<F extends CreateFn>(
       } catch (error) {
         const available = safeParse(parse, error);
         const current = readOutputCap(compiled);
-        if (available === undefined || signal?.aborted === true || (current !== undefined && available >= current)) throw error;
+        if (available === undefined || signal?.aborted === true || (current !== undefined && available >= current))
+          throw error;
         const retryBody = withOutputCap(compiled, outputCapField(compiled, format.capField), available);
         lastCall = send(retryBody, requestOptions);
         return await lastCall;
@@ -131,12 +155,18 @@ export function wrapCreate<F extends CreateFn>(
     const run = async (): Promise<unknown> => {
       const context = contextFor(body);
       const handle = options.handleRecovery === true && body['stream'] !== true;
-      const state = handle ? await loadRecoveryState(terminator.vault, context.sessionId).catch(() => undefined) : undefined;
+      const state = handle
+        ? await loadRecoveryState(terminator.vault, context.sessionId).catch(() => undefined)
+        : undefined;
       const shown = state === undefined ? body : applyExchanges(body, format.wire, state);
       const prepared = await prepareRequest(terminator, shown, context, signal);
       options.onDecisions?.(prepared.decisions);
       let compiled = prepared.request;
-      if (offerTool && !offersRecoveryTool(compiled) && (offered.has(context.sessionId) || carriesReceipt(compiled, format.wire))) {
+      if (
+        offerTool &&
+        !offersRecoveryTool(compiled) &&
+        (offered.has(context.sessionId) || carriesReceipt(compiled, format.wire))
+      ) {
         compiled = withRecoveryTool(compiled, format.wire, terminator.recoveryTool);
         offered.add(context.sessionId);
         if (offered.size > 4096) offered.delete(offered.values().next().value as string);
@@ -151,7 +181,11 @@ export function wrapCreate<F extends CreateFn>(
         ...(options.recoveryRounds === undefined ? {} : { maxRounds: options.recoveryRounds }),
       });
       if (out.exchange.length > 0 && state !== undefined && !out.serverSide) {
-        await saveRecoveryState(terminator.vault, context.sessionId, recordExchange(state, body, format.wire, out.exchange, undefined)).catch(() => undefined);
+        await saveRecoveryState(
+          terminator.vault,
+          context.sessionId,
+          recordExchange(state, body, format.wire, out.exchange, undefined),
+        ).catch(() => undefined);
       }
       return out.strippedBody ?? out.response;
     };

@@ -31,7 +31,11 @@ export const cloneWithMaxTokens: CapModelFactory = (model, maxTokens) => {
  * @example
  * const model = cappedModel(llm, compiled.cap ?? 4096);
  */
-export function cappedModel<M extends object>(model: M, maxTokens: number, factory: CapModelFactory = cloneWithMaxTokens): M {
+export function cappedModel<M extends object>(
+  model: M,
+  maxTokens: number,
+  factory: CapModelFactory = cloneWithMaxTokens,
+): M {
   let byCap = cache.get(model);
   const hit = byCap?.get(maxTokens);
   if (hit !== undefined) return hit as M;

@@ -57,7 +57,10 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
   const keepOriginal = options.keepOriginalInArtifact ?? true;
   const caps = new Map<string, number>();
 
-  const preModelHook = async (state: { messages: BaseMessage[] }, config?: LangGraphRunnableConfig): Promise<{ llmInputMessages: BaseMessage[] }> => {
+  const preModelHook = async (
+    state: { messages: BaseMessage[] },
+    config?: LangGraphRunnableConfig,
+  ): Promise<{ llmInputMessages: BaseMessage[] }> => {
     const sessionId = resolveSession(config?.configurable);
     const compiled = await compileMessages(terminator, {
       messages: state.messages,
@@ -76,7 +79,9 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
   // Receipts can reach the model from any turn on, so the recovery tool is bound from the start, as
   // the last tool: the tool list (the front of the cached prompt prefix) never changes mid-session.
   const withRecovery = <T>(tools: readonly T[]): T[] =>
-    tools.some((t) => (t as { name?: unknown }).name === recoveryTool.name) ? [...tools] : [...tools, recoveryTool as unknown as T];
+    tools.some((t) => (t as { name?: unknown }).name === recoveryTool.name)
+      ? [...tools]
+      : [...tools, recoveryTool as unknown as T];
   const hooks = {
     preModelHook,
     recoveryTool,
@@ -111,16 +116,33 @@ export class TerminatorToolNode extends ToolNode {
   readonly #session: (configurable: unknown) => string;
   readonly #keepOriginal: boolean;
 
-  constructor(tools: ToolNodeTools, terminator: Terminator, session: (configurable: unknown) => string, keepOriginal = true, options?: ToolNodeOptions) {
+  constructor(
+    tools: ToolNodeTools,
+    terminator: Terminator,
+    session: (configurable: unknown) => string,
+    keepOriginal = true,
+    options?: ToolNodeOptions,
+  ) {
     super(tools, options);
     this.#terminator = terminator;
     this.#session = session;
     this.#keepOriginal = keepOriginal;
   }
 
-  protected override async runTool(call: ToolCall, config: LangGraphRunnableConfig, state: unknown): ReturnType<ToolNode['runTool']> {
+  protected override async runTool(
+    call: ToolCall,
+    config: LangGraphRunnableConfig,
+    state: unknown,
+  ): ReturnType<ToolNode['runTool']> {
     const out = await super.runTool(call as never, config, state);
     if (!ToolMessage.isInstance(out)) return out;
-    return reduceToolMessage(this.#terminator, out, call.args, { sessionId: this.#session(config.configurable) }, config.signal, this.#keepOriginal);
+    return reduceToolMessage(
+      this.#terminator,
+      out,
+      call.args,
+      { sessionId: this.#session(config.configurable) },
+      config.signal,
+      this.#keepOriginal,
+    );
   }
 }

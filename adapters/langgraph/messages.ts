@@ -53,7 +53,11 @@ function toChatMessage(message: BaseMessage): ChatMessage {
       return {
         role: 'assistant',
         content: content === '' ? null : content,
-        tool_calls: calls.map((c) => ({ id: c.id ?? '', type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) } })),
+        tool_calls: calls.map((c) => ({
+          id: c.id ?? '',
+          type: 'function',
+          function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) },
+        })),
       };
     }
     case 'tool':
@@ -98,7 +102,10 @@ export function toChatRequest(input: ChatRequestInput): ChatConversion {
  * @example
  * const { messages: shown } = fromChatRequest(compiled, toChatRequest({ messages }));
  */
-export function fromChatRequest(compiled: ProviderRequest, conversion: ChatConversion): { messages: BaseMessage[]; systemMessage?: SystemMessage } {
+export function fromChatRequest(
+  compiled: ProviderRequest,
+  conversion: ChatConversion,
+): { messages: BaseMessage[]; systemMessage?: SystemMessage } {
   const list = Array.isArray(compiled['messages']) ? (compiled['messages'] as ChatMessage[]) : [];
   const byToolCall = new Map<string, BaseMessage>();
   const byAssistantCall = new Map<string, BaseMessage>();
@@ -125,7 +132,12 @@ export function fromChatRequest(compiled: ProviderRequest, conversion: ChatConve
       return;
     }
     const calls = chat['tool_calls'] as { id: string }[] | undefined;
-    const template = role === 'tool' ? byToolCall.get(String(chat['tool_call_id'])) : calls?.[0] !== undefined ? byAssistantCall.get(calls[0].id) : undefined;
+    const template =
+      role === 'tool'
+        ? byToolCall.get(String(chat['tool_call_id']))
+        : calls?.[0] !== undefined
+          ? byAssistantCall.get(calls[0].id)
+          : undefined;
     messages.push(rebuild(chat, template));
   });
   return systemMessage === undefined ? { messages } : { messages, systemMessage };
@@ -153,11 +165,17 @@ function rebuild(chat: ChatMessage, template: BaseMessage | undefined): BaseMess
       });
     }
     case 'assistant': {
-      const calls = (chat['tool_calls'] as { id: string; function: { name: string; arguments: string } }[] | undefined) ?? [];
+      const calls =
+        (chat['tool_calls'] as { id: string; function: { name: string; arguments: string } }[] | undefined) ?? [];
       return new AIMessage({
         ...id,
         content,
-        tool_calls: calls.map((c) => ({ id: c.id, name: c.function.name, args: parseArgs(c.function.arguments), type: 'tool_call' as const })),
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          name: c.function.name,
+          args: parseArgs(c.function.arguments),
+          type: 'tool_call' as const,
+        })),
       });
     }
     case 'system':

@@ -66,7 +66,10 @@ export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions {
  * const agent = createAgent({ model, tools, middleware: [tokenTerminatorMiddleware(terminator)], checkpointer });
  * await agent.invoke({ messages }, { configurable: { thread_id: 'session-1' }, signal });
  */
-export function tokenTerminatorMiddleware(terminator: Terminator, options: TokenTerminatorMiddlewareOptions = {}): AgentMiddleware {
+export function tokenTerminatorMiddleware(
+  terminator: Terminator,
+  options: TokenTerminatorMiddlewareOptions = {},
+): AgentMiddleware {
   const resolveSession = sessionResolver(options);
   const keepOriginal = options.keepOriginalInArtifact ?? true;
   const tools = options.recoveryTool === false ? [] : [langchainRecoveryTool(terminator, options, resolveSession)];
@@ -95,11 +98,18 @@ export function tokenTerminatorMiddleware(terminator: Terminator, options: Token
       options.onDecisions?.(compiled.decisions);
       let next = request;
       if (options.compileRequests !== false && compiled.messages !== request.messages) {
-        next = { ...next, messages: compiled.messages, ...(compiled.systemMessage === undefined ? {} : { systemMessage: compiled.systemMessage }) };
+        next = {
+          ...next,
+          messages: compiled.messages,
+          ...(compiled.systemMessage === undefined ? {} : { systemMessage: compiled.systemMessage }),
+        };
       }
       if (options.capOutput !== false && compiled.cap !== undefined && compiled.cap !== modelMaxTokens(request.model)) {
         try {
-          next = { ...next, model: cappedModel(request.model as object, compiled.cap, options.capModel) as typeof request.model };
+          next = {
+            ...next,
+            model: cappedModel(request.model as object, compiled.cap, options.capModel) as typeof request.model,
+          };
         } catch {
           // a model that cannot be rebuilt keeps its own cap (fail-open)
         }

@@ -21,7 +21,8 @@ export function langchainRecoveryTool(
   const def = terminator.recoveryTool;
   const schema = lenientParameters(def);
   return tool(
-    async (input: unknown, config?: { configurable?: unknown }) => handleRecoveryCall(terminator, input, resolveSession(config?.configurable)),
+    async (input: unknown, config?: { configurable?: unknown }) =>
+      handleRecoveryCall(terminator, input, resolveSession(config?.configurable)),
     { name: def.name, description: def.description, schema: schema as never },
   ) as unknown as StructuredToolInterface;
 }

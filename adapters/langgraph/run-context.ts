@@ -26,7 +26,8 @@ export interface LangGraphRunOptions {
 export function sessionResolver(options: LangGraphRunOptions): (configurable: unknown) => string {
   const fallback = `langgraph:${randomUUID()}`;
   return (configurable) => {
-    const conf = configurable !== null && typeof configurable === 'object' ? (configurable as Record<string, unknown>) : undefined;
+    const conf =
+      configurable !== null && typeof configurable === 'object' ? (configurable as Record<string, unknown>) : undefined;
     const thread = conf?.['thread_id'];
     if (typeof thread === 'string' && thread !== '') return thread;
     if (typeof thread === 'number') return String(thread);
@@ -46,7 +47,11 @@ export function modelMaxTokens(model: unknown): number | undefined {
  * `maxOutputTokens`), then the options; what neither gives comes from the built-in model table.
  */
 export function routeForModel(model: unknown, options: LangGraphRunOptions): Route {
-  const m = (model ?? {}) as { model?: unknown; modelName?: unknown; profile?: { maxInputTokens?: unknown; maxOutputTokens?: unknown } };
+  const m = (model ?? {}) as {
+    model?: unknown;
+    modelName?: unknown;
+    profile?: { maxInputTokens?: unknown; maxOutputTokens?: unknown };
+  };
   let name: unknown;
   let window: unknown;
   let ceiling: unknown;

@@ -25,7 +25,8 @@ export function textContent(content: unknown): string | undefined {
   let text = '';
   for (const block of content as unknown[]) {
     if (typeof block === 'string') text += block;
-    else if ((block as { type?: unknown }).type === 'text' && typeof (block as { text?: unknown }).text === 'string') text += (block as { text: string }).text;
+    else if ((block as { type?: unknown }).type === 'text' && typeof (block as { text?: unknown }).text === 'string')
+      text += (block as { text: string }).text;
     else return undefined;
   }
   return text;
@@ -50,9 +51,19 @@ export async function reduceToolMessage(
   if (name === RECOVERY_TOOL_NAME) return message;
   const content = textContent(message.content);
   if (content === undefined) return message;
-  const reduced = await reduceToolResult(terminator, { callId: message.tool_call_id, name, args, content }, context, signal);
+  const reduced = await reduceToolResult(
+    terminator,
+    { callId: message.tool_call_id, name, args, content },
+    context,
+    signal,
+  );
   if (!reduced.changed) return message;
-  const artifact: unknown = message.artifact !== undefined ? message.artifact : keepOriginal ? ({ token_terminator: { original: content } } satisfies TerminatorArtifact) : undefined;
+  const artifact: unknown =
+    message.artifact !== undefined
+      ? message.artifact
+      : keepOriginal
+        ? ({ token_terminator: { original: content } } satisfies TerminatorArtifact)
+        : undefined;
   return new ToolMessage({
     content: reduced.content,
     tool_call_id: message.tool_call_id,

@@ -72,12 +72,24 @@ export interface AgentsAdapter {
 export function createAgentsAdapter(terminator: Terminator, options: AgentsAdapterOptions = {}): AgentsAdapter {
   const resolveSession = agentsSessionResolver(options);
   const ledger = new CapLedger();
-  const recovery = options.offerRecoveryTool === false ? undefined : { terminator, ...(options.recoveryRounds === undefined ? {} : { rounds: options.recoveryRounds }) };
+  const recovery =
+    options.offerRecoveryTool === false
+      ? undefined
+      : { terminator, ...(options.recoveryRounds === undefined ? {} : { rounds: options.recoveryRounds }) };
   const filterFor = (signal?: AbortSignal): CallModelInputFilter =>
-    createInputFilter(terminator, { resolveSession, route: options.route, ledger, signal, onDecisions: options.onDecisions });
+    createInputFilter(terminator, {
+      resolveSession,
+      route: options.route,
+      ledger,
+      signal,
+      onDecisions: options.onDecisions,
+    });
   return {
     callModelInputFilter: filterFor(),
-    runOptions: (run = {}) => (run.signal === undefined ? { callModelInputFilter: filterFor() } : { callModelInputFilter: filterFor(run.signal), signal: run.signal }),
+    runOptions: (run = {}) =>
+      run.signal === undefined
+        ? { callModelInputFilter: filterFor() }
+        : { callModelInputFilter: filterFor(run.signal), signal: run.signal },
     wrapModel: (model) => wrapModel(model, ledger, recovery),
     wrapModelProvider: (provider) => wrapModelProvider(provider, ledger, recovery),
     wrapTool: (tool) => wrapTool(tool, terminator, resolveSession),

@@ -66,9 +66,19 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
       if (facts.model !== undefined) request['model'] = facts.model;
       if (modelData.instructions !== undefined) request['instructions'] = modelData.instructions;
       if (facts.maxTokens !== undefined) request['max_output_tokens'] = facts.maxTokens;
-      const route: Route = { provider: 'openai', endpoint: '/v1/responses', ...(facts.model === undefined ? {} : { model: facts.model }), ...options.route };
+      const route: Route = {
+        provider: 'openai',
+        endpoint: '/v1/responses',
+        ...(facts.model === undefined ? {} : { model: facts.model }),
+        ...options.route,
+      };
       const sessionId = options.resolveSession(context);
-      const prepared = await prepareRequest(terminator, request, { sessionId, requestId: randomUUID(), route }, options.signal);
+      const prepared = await prepareRequest(
+        terminator,
+        request,
+        { sessionId, requestId: randomUUID(), route },
+        options.signal,
+      );
       options.onDecisions?.(prepared.decisions);
       const cap = readOutputCap(prepared.request);
       if (!prepared.changed || !Array.isArray(prepared.request['input'])) {
@@ -78,7 +88,11 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
       const input = fromResponsesInput(prepared.request['input'] as unknown[], conversion);
       options.ledger?.record(input, cap, sessionId);
       const instructions = prepared.request['instructions'];
-      return typeof instructions === 'string' ? { input, instructions } : modelData.instructions === undefined ? { input } : { input, instructions: modelData.instructions };
+      return typeof instructions === 'string'
+        ? { input, instructions }
+        : modelData.instructions === undefined
+          ? { input }
+          : { input, instructions: modelData.instructions };
     } catch {
       return modelData;
     }

@@ -31,7 +31,8 @@ export interface ResponsesConversion {
 export function outputText(output: unknown): string | undefined {
   if (typeof output === 'string') return output;
   const one = output as { type?: unknown; text?: unknown } | null;
-  if (one !== null && typeof one === 'object' && !Array.isArray(one)) return one.type === 'text' && typeof one.text === 'string' ? one.text : undefined;
+  if (one !== null && typeof one === 'object' && !Array.isArray(one))
+    return one.type === 'text' && typeof one.text === 'string' ? one.text : undefined;
   if (!Array.isArray(output)) return undefined;
   let text = '';
   for (const part of output as { type?: unknown; text?: unknown }[]) {
@@ -90,7 +91,10 @@ export function fromResponsesInput(compiled: readonly unknown[], conversion: Res
     }
     if (wire['type'] === 'function_call' && typeof callId === 'string') {
       const template = conversion.calls.get(callId) as unknown as Item | undefined;
-      return { ...(template ?? { type: 'function_call', callId, name: wire['name'] }), arguments: wire['arguments'] } as unknown as AgentInputItem;
+      return {
+        ...(template ?? { type: 'function_call', callId, name: wire['name'] }),
+        arguments: wire['arguments'],
+      } as unknown as AgentInputItem;
     }
     return wire as unknown as AgentInputItem;
   });

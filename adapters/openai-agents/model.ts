@@ -37,30 +37,61 @@ function capRequest(request: ModelRequest, cap: number | undefined): ModelReques
 /** The request with the recovery tool offered, or undefined when it is not needed (or already there). */
 function offerRecovery(request: ModelRequest, terminator: Terminator): ModelRequest | undefined {
   if (request.tools.some((t) => (t as { name?: string }).name === RECOVERY_TOOL_NAME)) return undefined;
-  if (!carriesReceipt({ input: request.input, instructions: request.systemInstructions }, 'responses')) return undefined;
+  if (!carriesReceipt({ input: request.input, instructions: request.systemInstructions }, 'responses'))
+    return undefined;
   const lenient = lenientParameters(terminator.recoveryTool);
-  const parameters = { ...lenient, required: (lenient['required'] as string[] | undefined) ?? [], additionalProperties: true };
-  const tool = { type: 'function', name: RECOVERY_TOOL_NAME, description: terminator.recoveryTool.description, parameters, strict: false };
+  const parameters = {
+    ...lenient,
+    required: (lenient['required'] as string[] | undefined) ?? [],
+    additionalProperties: true,
+  };
+  const tool = {
+    type: 'function',
+    name: RECOVERY_TOOL_NAME,
+    description: terminator.recoveryTool.description,
+    parameters,
+    strict: false,
+  };
   return { ...request, tools: [...request.tools, tool as unknown as ModelRequest['tools'][number]] };
 }
 
-const isRecoveryCall = (item: unknown): boolean => (item as Item)?.['type'] === 'function_call' && (item as Item)['name'] === RECOVERY_TOOL_NAME;
-const isCall = (item: unknown): boolean => (item as Item)?.['type'] === 'function_call' || (item as Item)?.['type'] === 'hosted_tool_call';
+const isRecoveryCall = (item: unknown): boolean =>
+  (item as Item)?.['type'] === 'function_call' && (item as Item)['name'] === RECOVERY_TOOL_NAME;
+const isCall = (item: unknown): boolean =>
+  (item as Item)?.['type'] === 'function_call' || (item as Item)?.['type'] === 'hosted_tool_call';
 
 /** One round: the items to continue with, or undefined when the output holds no recovery-only turn. */
-async function answerRound(output: readonly unknown[], request: ModelRequest, recovery: ModelRecovery, sessionId: string): Promise<ModelRequest | undefined> {
+async function answerRound(
+  output: readonly unknown[],
+  request: ModelRequest,
+  recovery: ModelRecovery,
+  sessionId: string,
+): Promise<ModelRequest | undefined> {
   const calls = output.filter(isRecoveryCall) as Item[];
   if (calls.length === 0 || output.some((o) => isCall(o) && !isRecoveryCall(o))) return undefined;
   const results: Item[] = [];
   for (const call of calls) {
     const text = await answerRecoveryCall(recovery.terminator.recoveryTool, call['arguments'], sessionId);
-    results.push({ type: 'function_call_result', name: RECOVERY_TOOL_NAME, callId: call['callId'], status: 'completed', output: { type: 'text', text } });
+    results.push({
+      type: 'function_call_result',
+      name: RECOVERY_TOOL_NAME,
+      callId: call['callId'],
+      status: 'completed',
+      output: { type: 'text', text },
+    });
   }
-  const input: AgentInputItem[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
-  return { ...request, input: [...input, ...(output as AgentInputItem[]), ...(results as unknown as AgentInputItem[])] };
+  const input: AgentInputItem[] =
+    typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
+  return {
+    ...request,
+    input: [...input, ...(output as AgentInputItem[]), ...(results as unknown as AgentInputItem[])],
+  };
 }
 
-const withoutRecovery = (response: ModelResponse): ModelResponse => ({ ...response, output: response.output.filter((o) => !isRecoveryCall(o)) });
+const withoutRecovery = (response: ModelResponse): ModelResponse => ({
+  ...response,
+  output: response.output.filter((o) => !isRecoveryCall(o)),
+});
 
 /**
  * Wrap a Model; every other member of the model is forwarded unchanged.
@@ -73,7 +104,11 @@ export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery
     const taken = ledger.take(request.input);
     const capped = capRequest(request, taken?.cap);
     const offered = recovery === undefined ? undefined : offerRecovery(capped, recovery.terminator);
-    return { request: offered ?? capped, offered: offered !== undefined, sessionId: taken?.sessionId ?? 'openai-agents:model' };
+    return {
+      request: offered ?? capped,
+      offered: offered !== undefined,
+      sessionId: taken?.sessionId ?? 'openai-agents:model',
+    };
   };
   const getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
     const p = prepare(request);
@@ -81,7 +116,8 @@ export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery
     for (let round = 0; ; round++) {
       const response = await model.getResponse(current);
       if (!p.offered || recovery === undefined) return response;
-      const next = round < (recovery.rounds ?? 3) ? await answerRound(response.output, current, recovery, p.sessionId) : undefined;
+      const next =
+        round < (recovery.rounds ?? 3) ? await answerRound(response.output, current, recovery, p.sessionId) : undefined;
       if (next === undefined) return withoutRecovery(response);
       current = next;
     }
@@ -97,8 +133,15 @@ export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery
           continue;
         }
         const response = event.response as unknown as ModelResponse;
-        next = round < (recovery.rounds ?? 3) ? await answerRound(response.output, current, recovery, p.sessionId) : undefined;
-        if (next === undefined) yield { ...event, response: { ...event.response, output: event.response.output.filter((o) => !isRecoveryCall(o)) } };
+        next =
+          round < (recovery.rounds ?? 3)
+            ? await answerRound(response.output, current, recovery, p.sessionId)
+            : undefined;
+        if (next === undefined)
+          yield {
+            ...event,
+            response: { ...event.response, output: event.response.output.filter((o) => !isRecoveryCall(o)) },
+          };
       }
       if (next === undefined) return;
       current = next;

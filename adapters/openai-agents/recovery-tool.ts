@@ -9,15 +9,23 @@ import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
  * @example
  * const agent = new Agent({ name: 'coder', tools: [agentsRecoveryTool(terminator, () => 'run-1')] });
  */
-export function agentsRecoveryTool(terminator: Terminator, resolveSession: (context: unknown) => string): FunctionTool<unknown, never, string> {
+export function agentsRecoveryTool(
+  terminator: Terminator,
+  resolveSession: (context: unknown) => string,
+): FunctionTool<unknown, never, string> {
   const def = terminator.recoveryTool;
   const lenient = lenientParameters(def);
-  const parameters = { ...lenient, required: (lenient['required'] as string[] | undefined) ?? [], additionalProperties: true };
+  const parameters = {
+    ...lenient,
+    required: (lenient['required'] as string[] | undefined) ?? [],
+    additionalProperties: true,
+  };
   return tool({
     name: def.name,
     description: def.description,
     parameters: parameters as never,
     strict: false,
-    execute: async (input: unknown, runContext) => handleRecoveryCall(terminator, input, resolveSession(runContext?.context)),
+    execute: async (input: unknown, runContext) =>
+      handleRecoveryCall(terminator, input, resolveSession(runContext?.context)),
   }) as unknown as FunctionTool<unknown, never, string>;
 }

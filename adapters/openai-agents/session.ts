@@ -24,7 +24,8 @@ export function agentsSessionResolver(options: AgentsSessionOptions): (context: 
     if (typeof options.sessionId === 'string') return options.sessionId;
     const custom = options.sessionId?.(context);
     if (custom !== undefined && custom !== '') return custom;
-    const own = context !== null && typeof context === 'object' ? (context as { sessionId?: unknown }).sessionId : undefined;
+    const own =
+      context !== null && typeof context === 'object' ? (context as { sessionId?: unknown }).sessionId : undefined;
     return typeof own === 'string' && own !== '' ? own : fallback;
   };
 }

@@ -12,8 +12,20 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { applyExchanges, loadRecoveryState, recordExchange, saveRecoveryState, type RecoveryState } from '../../src/recovery/exchanges.js';
-import { carriesReceipt, offersRecoveryTool, withRecoveryTool, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import {
+  applyExchanges,
+  loadRecoveryState,
+  recordExchange,
+  saveRecoveryState,
+  type RecoveryState,
+} from '../../src/recovery/exchanges.js';
+import {
+  carriesReceipt,
+  offersRecoveryTool,
+  withRecoveryTool,
+  type RecoveryCall,
+  type RecoveryWireFormat,
+} from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { ProxyContext } from './context.js';
@@ -21,7 +33,14 @@ import { serializeRequest } from './serialize.js';
 import { sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
 import { renderToolOutputs } from './tool-outputs.js';
-import { answerUpstreamFailure, readAll, relayResponse, requestHeaders, responseHeaders, sendUpstream } from './upstream.js';
+import {
+  answerUpstreamFailure,
+  readAll,
+  relayResponse,
+  requestHeaders,
+  responseHeaders,
+  sendUpstream,
+} from './upstream.js';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -86,7 +105,13 @@ const PROVIDER: Record<RecoveryWireFormat, { provider: string; endpoint: string 
   anthropic: { provider: 'anthropic', endpoint: '/v1/messages' },
 };
 
-async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: RecoveryWireFormat, req: IncomingMessage): Promise<Prepared> {
+async function prepare(
+  ctx: ProxyContext,
+  client: Obj,
+  raw: Buffer,
+  format: RecoveryWireFormat,
+  req: IncomingMessage,
+): Promise<Prepared> {
   const tt = ctx.terminator;
   const tenant = tenantOf(req.headers);
   const sessionId = sessionOf(req.headers, client, format, tenant);
@@ -103,9 +128,11 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
   const step = await tt.reduceRequest(outputs.request, context);
   let request = step.value;
   const saved: Record<string, number> = { ...outputs.saved };
-  for (const d of step.decisions) if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
+  for (const d of step.decisions)
+    if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
-  const offer = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request, format));
+  const offer =
+    ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request, format));
   let nextState = state;
   if (offer) {
     request = withRecoveryTool(request, format, tt.recoveryTool);
@@ -115,11 +142,25 @@ async function prepare(ctx: ProxyContext, client: Obj, raw: Buffer, format: Reco
     }
   }
   const changed = shown !== client || outputs.changed || step.value !== outputs.request || offer;
-  return { request: changed ? request : client, changed, intercept: offer, context, state: nextState, saved, measured: shown === client ? outputs.measured : client };
+  return {
+    request: changed ? request : client,
+    changed,
+    intercept: offer,
+    context,
+    state: nextState,
+    saved,
+    measured: shown === client ? outputs.measured : client,
+  };
 }
 
 /** Handle one POST to a handled API path. Never throws. */
-export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, format: RecoveryWireFormat, pathAndQuery: string): Promise<void> {
+export async function handleApi(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  format: RecoveryWireFormat,
+  pathAndQuery: string,
+): Promise<void> {
   const base = format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
   const abort = new AbortController();
   res.once('close', () => {
@@ -182,11 +223,23 @@ export async function handleApi(ctx: ProxyContext, req: IncomingMessage, res: Se
     return forward(raw, false);
   }
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
-  const sentBody = prepared.changed ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson) : raw;
+  const sentBody = prepared.changed
+    ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)
+    : raw;
   const continuations: ProviderRequest[] = [];
   // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
   const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
-  const account = (): void => ctx.account({ format, client: prepared.measured, rawBytes: raw.length, sent: sentMeasured, sentBytes: sentBody.length, continuations, context: prepared.context, saved: prepared.saved });
+  const account = (): void =>
+    ctx.account({
+      format,
+      client: prepared.measured,
+      rawBytes: raw.length,
+      sent: sentMeasured,
+      sentBytes: sentBody.length,
+      continuations,
+      context: prepared.context,
+      saved: prepared.saved,
+    });
   try {
     if (!prepared.intercept) await forward(sentBody, prepared.changed);
     else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });
@@ -212,7 +265,10 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
   const { ctx, res, format, client, prepared, sentBody, continuations, send } = d;
   const sessionId = prepared.context.sessionId;
   const answer = async (call: RecoveryCall): Promise<string> => {
-    const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, { sessionId, tenant: prepared.context.tenant ?? '' });
+    const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, {
+      sessionId,
+      tenant: prepared.context.tenant ?? '',
+    });
     ctx.metrics.recoveryCalls.inc({ api: format });
     ctx.metrics.recoveredChars.inc({ api: format }, text.length);
     return text;
@@ -221,14 +277,22 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
     if (exchange.length === 0) return;
     try {
       const pendingItems = exchange.filter((i) => isObj(i) && i['type'] === 'function_call_output');
-      const next = recordExchange(prepared.state, client as Obj, format, exchange, serverSide ? { ...(typeof responseId === 'string' ? { responseId } : {}), pendingItems } : undefined);
+      const next = recordExchange(
+        prepared.state,
+        client as Obj,
+        format,
+        exchange,
+        serverSide ? { ...(typeof responseId === 'string' ? { responseId } : {}), pendingItems } : undefined,
+      );
       if (next !== prepared.state) await saveRecoveryState(ctx.terminator.vault, sessionId, next);
     } catch (error) {
       ctx.metrics.failOpen.inc({ reason: 'recovery_state' });
       ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'recovery_state', error: errorLabel(error) });
     }
   };
-  const serverSide = format === 'responses' && (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
+  const serverSide =
+    format === 'responses' &&
+    (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
 
   if (client['stream'] === true) {
     let first: Dispatcher.ResponseData;
@@ -239,7 +303,8 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
       return;
     }
     const type = String(first.headers['content-type'] ?? '');
-    if (first.statusCode < 200 || first.statusCode >= 300 || !type.includes('text/event-stream')) return relayResponse(first, res);
+    if (first.statusCode < 200 || first.statusCode >= 300 || !type.includes('text/event-stream'))
+      return relayResponse(first, res);
     res.writeHead(first.statusCode, responseHeaders(first.headers, { bodyChanged: true }));
     res.flushHeaders();
     try {
@@ -256,7 +321,11 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
         answer,
         onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
       });
-      await remember(out.exchange, isObj(out.lastBody) ? out.lastBody['id'] : undefined, serverSide && out.stopped !== undefined);
+      await remember(
+        out.exchange,
+        isObj(out.lastBody) ? out.lastBody['id'] : undefined,
+        serverSide && out.stopped !== undefined,
+      );
       res.end();
     } catch (error) {
       ctx.metrics.failOpen.inc({ reason: 'stream' });
@@ -295,7 +364,10 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
     await remember(out.exchange, isObj(final) ? final['id'] : undefined, serverSide && out.stopped !== undefined);
     const { response, buf } = out.response;
     const payload = final === undefined ? buf : Buffer.from(JSON.stringify(final));
-    res.writeHead(response.statusCode, { ...responseHeaders(response.headers, { bodyChanged: final !== undefined }), ...(final === undefined ? {} : { 'content-length': payload.length }) });
+    res.writeHead(response.statusCode, {
+      ...responseHeaders(response.headers, { bodyChanged: final !== undefined }),
+      ...(final === undefined ? {} : { 'content-length': payload.length }),
+    });
     res.end(payload);
   } catch (error) {
     answerUpstreamFailure(error, res);

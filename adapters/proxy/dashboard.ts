@@ -12,13 +12,19 @@ import type { ProxyMetrics } from './metrics.js';
 /** Most metric rows one page draws (the newest ones). */
 const ROWS = 10_000;
 
-async function counterSum(counter: { get(): Promise<{ values: readonly { value: number; labels: Readonly<Record<string, unknown>> }[] }> }, where?: (labels: Readonly<Record<string, unknown>>) => boolean): Promise<number> {
+async function counterSum(
+  counter: { get(): Promise<{ values: readonly { value: number; labels: Readonly<Record<string, unknown>> }[] }> },
+  where?: (labels: Readonly<Record<string, unknown>>) => boolean,
+): Promise<number> {
   const { values } = await counter.get();
   return values.filter((v) => where === undefined || where(v.labels)).reduce((n, v) => n + v.value, 0);
 }
 
 /** The page for one request; a store that cannot be read is a 503 naming only the failure class. */
-export function dashboardRoute(terminator: Terminator, metrics: ProxyMetrics): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+export function dashboardRoute(
+  terminator: Terminator,
+  metrics: ProxyMetrics,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
@@ -45,7 +51,11 @@ export function dashboardRoute(terminator: Terminator, metrics: ProxyMetrics): (
       return;
     }
     const body = Buffer.from(html);
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': body.length, 'cache-control': 'no-store' });
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-length': body.length,
+      'cache-control': 'no-store',
+    });
     res.end(req.method === 'HEAD' ? undefined : body);
   };
 }

@@ -36,7 +36,12 @@ export function createProxyMetrics(): ProxyMetrics {
   const p = 'token_terminator_proxy_';
   return {
     registry,
-    requests: new Counter({ name: `${p}requests_total`, help: 'Requests received, by API and by what the proxy did with them.', labelNames: ['api', 'outcome'], registers: [registry] }),
+    requests: new Counter({
+      name: `${p}requests_total`,
+      help: 'Requests received, by API and by what the proxy did with them.',
+      labelNames: ['api', 'outcome'],
+      registers: [registry],
+    }),
     bytes: new Counter({
       name: `${p}request_bytes_total`,
       help: 'Request body bytes: raw (as the client sent them), sent (the first upstream request) and recovery (continuation requests after a recovery round).',
@@ -49,15 +54,30 @@ export function createProxyMetrics(): ProxyMetrics {
       labelNames: ['api', 'direction'],
       registers: [registry],
     }),
-    saved: new Counter({ name: `${p}saved_chars_total`, help: 'Characters saved, by mechanism (pipeline stage).', labelNames: ['mechanism'], registers: [registry] }),
-    recoveryCalls: new Counter({ name: `${p}recovery_calls_total`, help: 'token_terminator calls answered by the proxy.', labelNames: ['api'], registers: [registry] }),
+    saved: new Counter({
+      name: `${p}saved_chars_total`,
+      help: 'Characters saved, by mechanism (pipeline stage).',
+      labelNames: ['mechanism'],
+      registers: [registry],
+    }),
+    recoveryCalls: new Counter({
+      name: `${p}recovery_calls_total`,
+      help: 'token_terminator calls answered by the proxy.',
+      labelNames: ['api'],
+      registers: [registry],
+    }),
     recoveryRounds: new Counter({
       name: `${p}recovery_rounds_total`,
       help: 'Recovery rounds: continued (the model was asked again), mixed (the turn also called client tools), rounds (the round budget was spent).',
       labelNames: ['api', 'end'],
       registers: [registry],
     }),
-    recoveredChars: new Counter({ name: `${p}recovered_chars_total`, help: 'Characters of recovery results sent to the model.', labelNames: ['api'], registers: [registry] }),
+    recoveredChars: new Counter({
+      name: `${p}recovered_chars_total`,
+      help: 'Characters of recovery results sent to the model.',
+      labelNames: ['api'],
+      registers: [registry],
+    }),
     upstreamSeconds: new Histogram({
       name: `${p}upstream_seconds`,
       help: 'Time from sending a request upstream to its response headers.',

@@ -30,7 +30,11 @@ function itemBytes(item: unknown, cache: ItemJsonCache): Buffer {
 }
 
 /** `Buffer.from(JSON.stringify(request))`, reusing the bytes of every item of `request[listKey]` seen before. */
-export function serializeRequest(request: Readonly<Record<string, unknown>>, listKey: string, cache: ItemJsonCache): Buffer {
+export function serializeRequest(
+  request: Readonly<Record<string, unknown>>,
+  listKey: string,
+  cache: ItemJsonCache,
+): Buffer {
   const list = request[listKey];
   const whole = (): Buffer => Buffer.from(JSON.stringify(request) ?? 'null');
   if (!Array.isArray(list) || typeof (list as { toJSON?: unknown }).toJSON === 'function') return whole();

@@ -29,7 +29,14 @@ import { dashboardRoute } from './dashboard.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { ItemMemo, RenderingCache } from './tool-outputs.js';
-import { answerUpstreamFailure, createUpstreamAgent, relayResponse, requestHeaders, sendUpstream, TOKEN_HEADER } from './upstream.js';
+import {
+  answerUpstreamFailure,
+  createUpstreamAgent,
+  relayResponse,
+  requestHeaders,
+  sendUpstream,
+  TOKEN_HEADER,
+} from './upstream.js';
 
 /** A local route: answer the request yourself (e.g. a dashboard page). */
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
@@ -200,17 +207,35 @@ function json(res: ServerResponse, status: number, body: unknown, type = 'applic
  * console.log(`listening on ${await proxy.listen()}`);
  */
 export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
-  const config = options.config ?? loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
+  const config =
+    options.config ??
+    loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
   const ownsTerminator = options.terminator === undefined;
   // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
   const terminator =
-    options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), ...options.terminatorOptions, metrics: false, ledger: false }));
-  const ledger = ownsTerminator ? openLiveLedger(terminator.config, (options.terminatorOptions?.ledger ?? (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) && terminator.vault.path !== ':memory:') : undefined;
+    options.terminator ??
+    (await createTerminator({
+      ...(options.env === undefined ? {} : { env: options.env }),
+      ...options.terminatorOptions,
+      metrics: false,
+      ledger: false,
+    }));
+  const ledger = ownsTerminator
+    ? openLiveLedger(
+        terminator.config,
+        (options.terminatorOptions?.ledger ??
+          (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) &&
+          terminator.vault.path !== ':memory:',
+      )
+    : undefined;
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
   const metrics = createProxyMetrics();
   const meter = createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
-  const routes = new Map<string, RouteHandler>([...(options.dashboard === false ? [] : [['/dashboard', dashboardRoute(terminator, metrics)] as const]), ...Object.entries(options.routes ?? {})]);
+  const routes = new Map<string, RouteHandler>([
+    ...(options.dashboard === false ? [] : [['/dashboard', dashboardRoute(terminator, metrics)] as const]),
+    ...Object.entries(options.routes ?? {}),
+  ]);
   const receipts = new ReceiptVerifier(terminator.vault);
   const log = options.log ?? (() => undefined);
 
@@ -245,7 +270,14 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       failedOpen: false,
       savedByStage: input.saved,
     });
-    return { row: { ...row, finalChars: row.finalChars + extraChars }, turn: { step: { context: input.context, original: input.client }, rawTokens: raw.totalTokens, finalTokens: sent.totalTokens + extraTokens } };
+    return {
+      row: { ...row, finalChars: row.finalChars + extraChars },
+      turn: {
+        step: { context: input.context, original: input.client },
+        rawTokens: raw.totalTokens,
+        finalTokens: sent.totalTokens + extraTokens,
+      },
+    };
   };
 
   /** A batch: each request measured in its own turn of the event loop, then all rows in one write per store. */
@@ -263,7 +295,9 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
         log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
       }
     }
-    await terminator.vault.recordRequestMetrics(rows).catch((error: unknown) => log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) }));
+    await terminator.vault
+      .recordRequestMetrics(rows)
+      .catch((error: unknown) => log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) }));
     await ledger?.recordAll(turns);
   };
 
@@ -322,12 +356,26 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     const path = pathAndQuery.split('?')[0] ?? '/';
     const method = req.method ?? 'GET';
     const api = method === 'POST' ? API_PATHS[path] : undefined;
-    res.once('finish', () => log({ level: 'info', event: 'request', api: api ?? (routes.has(path) ? 'local' : 'relay'), status: res.statusCode, ms: Math.round(performance.now() - started) }));
+    res.once('finish', () =>
+      log({
+        level: 'info',
+        event: 'request',
+        api: api ?? (routes.has(path) ? 'local' : 'relay'),
+        status: res.statusCode,
+        ms: Math.round(performance.now() - started),
+      }),
+    );
     if (method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
     if (config.token !== undefined && !tokenMatches(config.token, req.headers[TOKEN_HEADER])) {
-      return json(res, 401, { error: { type: 'authentication_error', message: `token-terminator proxy: missing or wrong ${TOKEN_HEADER} header` } });
+      return json(res, 401, {
+        error: {
+          type: 'authentication_error',
+          message: `token-terminator proxy: missing or wrong ${TOKEN_HEADER} header`,
+        },
+      });
     }
-    if (method === 'GET' && path === '/metrics') return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
+    if (method === 'GET' && path === '/metrics')
+      return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
     const local = routes.get(path);
     if (local !== undefined) return local(req, res);
     if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery);

@@ -66,11 +66,18 @@ function instructionPrefix(request: Readonly<Record<string, unknown>>, format: R
  * @example
  * sessionOf(req.headers, body, 'chat', tenantOf(req.headers)); // 'p_3f…'
  */
-export function sessionOf(headers: IncomingHttpHeaders, request: Readonly<Record<string, unknown>>, format: RecoveryWireFormat, tenant: string): string {
+export function sessionOf(
+  headers: IncomingHttpHeaders,
+  request: Readonly<Record<string, unknown>>,
+  format: RecoveryWireFormat,
+  tenant: string,
+): string {
   const given = header(headers, SESSION_HEADER)?.trim();
   if (given !== undefined && given !== '' && given.length <= 200 && /^[\x20-\x7e]+$/.test(given)) {
     return tenant === '' ? `h:${given}` : `h:${given}@${tenant.slice(2, 14)}`;
   }
-  const digest = sha(`${tenant}\u0000${format}\u0000${canonicalJson(instructionPrefix(request, format), { compact: true })}`);
+  const digest = sha(
+    `${tenant}\u0000${format}\u0000${canonicalJson(instructionPrefix(request, format), { compact: true })}`,
+  );
   return `p_${digest.slice(0, 32)}`;
 }

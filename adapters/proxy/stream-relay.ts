@@ -6,7 +6,12 @@
 import type { ServerResponse } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
-import { continueRequest, exchangeItems, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import {
+  continueRequest,
+  exchangeItems,
+  type RecoveryCall,
+  type RecoveryWireFormat,
+} from '../../src/recovery/formats.js';
 import { closingEvents, createStreamRound, createStreamState, SseParser } from '../../src/recovery/stream.js';
 import type { ProviderRequest } from '../../src/step.js';
 
@@ -49,7 +54,11 @@ async function write(res: ServerResponse, text: string): Promise<void> {
 
 const isEventStream = (r: Dispatcher.ResponseData): boolean => {
   const type = r.headers['content-type'];
-  return r.statusCode >= 200 && r.statusCode < 300 && String(Array.isArray(type) ? type[0] : (type ?? '')).includes('text/event-stream');
+  return (
+    r.statusCode >= 200 &&
+    r.statusCode < 300 &&
+    String(Array.isArray(type) ? type[0] : (type ?? '')).includes('text/event-stream')
+  );
 };
 
 /** Relay a streamed answer with recovery rounds spliced out. The caller has written the headers. */

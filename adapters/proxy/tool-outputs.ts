@@ -62,7 +62,12 @@ function textOf(value: unknown): Text | undefined {
   if (typeof value === 'string') return { text: value, write: (text) => text };
   if (Array.isArray(value) && value.length === 1) {
     const part = value[0] as Record<string, unknown> | null;
-    if (part !== null && typeof part === 'object' && typeof part['text'] === 'string' && (part['type'] === 'text' || part['type'] === 'input_text')) {
+    if (
+      part !== null &&
+      typeof part === 'object' &&
+      typeof part['text'] === 'string' &&
+      (part['type'] === 'text' || part['type'] === 'input_text')
+    ) {
       return { text: part['text'], write: (text) => [{ ...part, text }] };
     }
   }
@@ -92,17 +97,24 @@ async function renderSlots(
   const saved: Record<string, number> = {};
   let firstSeen = 0;
   for (const slot of view.slots) {
-    if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item)))) continue;
+    if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item))))
+      continue;
     const hostName = slot.toolName ?? 'tool';
     if (isRecoveryResult(slot)) continue;
     const text = textOf(slot.value);
     if (text === undefined || text.text === '') continue;
-    const key = `${KEY_PREFIX}${createHash('sha256').update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`).digest('hex').slice(0, 40)}`;
+    const key = `${KEY_PREFIX}${createHash('sha256')
+      .update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`)
+      .digest('hex')
+      .slice(0, 40)}`;
     const cacheKey = `${context.sessionId}\u0000${key}`;
     let stored = cache.get(cacheKey) ?? (await terminator.vault.getRendering(context.sessionId, key));
     if (stored === undefined) {
       const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
-      const step = await terminator.reduceToolResult({ callId: slot.callId ?? '', name, args: slot.callArgs ?? {}, content: text.text }, context);
+      const step = await terminator.reduceToolResult(
+        { callId: slot.callId ?? '', name, args: slot.callArgs ?? {}, content: text.text },
+        context,
+      );
       const content = step.value.content;
       const failed = step.decisions.some((d) => d.kind === 'failed_open');
       const rendering = typeof content === 'string' && content !== text.text ? `${CHANGED}${content}` : UNCHANGED;
@@ -192,7 +204,10 @@ export class ItemMemo {
   }
 }
 
-const digestOf = (item: unknown): string => createHash('sha256').update(JSON.stringify(item) ?? 'undefined').digest('base64');
+const digestOf = (item: unknown): string =>
+  createHash('sha256')
+    .update(JSON.stringify(item) ?? 'undefined')
+    .digest('base64');
 
 /**
  * Reduce the tool outputs a request shows for the first time and replay remembered renderings of
@@ -210,10 +225,20 @@ export async function renderToolOutputs(
   const list = request[key];
   if (!Array.isArray(list)) {
     const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined);
-    return { request: out.request, changed: out.request !== request, measured: request, firstSeen: out.firstSeen, saved: out.saved };
+    return {
+      request: out.request,
+      changed: out.request !== request,
+      measured: request,
+      firstSeen: out.firstSeen,
+      saved: out.saved,
+    };
   }
   const memo = caches.items.session(context.sessionId);
-  const found: (Entry | undefined)[] = list.map((item, i) => (i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i]) ? memo.lastEntries[i] : undefined));
+  const found: (Entry | undefined)[] = list.map((item, i) =>
+    i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i])
+      ? memo.lastEntries[i]
+      : undefined,
+  );
   const digests = new Map<number, string>();
   const misses = new Set<number>();
   found.forEach((entry, i) => {
@@ -224,7 +249,8 @@ export async function renderToolOutputs(
     if (hit !== undefined) found[i] = hit;
     else misses.add(i);
   });
-  const out = misses.size === 0 ? undefined : await renderSlots(terminator, request, format, context, caches.renderings, misses);
+  const out =
+    misses.size === 0 ? undefined : await renderSlots(terminator, request, format, context, caches.renderings, misses);
   const rendered = (out?.request[key] as unknown[] | undefined) ?? list;
   let changed = false;
   const entries = rendered.map((item, i): Entry | undefined => {
@@ -242,5 +268,11 @@ export async function renderToolOutputs(
   memo.last = list;
   memo.lastEntries = entries;
   const measured = { ...request, [key]: entries.map((entry, i) => entry?.original ?? list[i]) };
-  return { request: { ...(out?.request ?? request), [key]: items }, changed, measured, firstSeen: out?.firstSeen ?? 0, saved: out?.saved ?? {} };
+  return {
+    request: { ...(out?.request ?? request), [key]: items },
+    changed,
+    measured,
+    firstSeen: out?.firstSeen ?? 0,
+    saved: out?.saved ?? {},
+  };
 }

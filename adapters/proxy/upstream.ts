@@ -12,28 +12,59 @@ import { SESSION_HEADER } from './session.js';
 /** Request header carrying the proxy's own access token; checked locally and never sent upstream. */
 export const TOKEN_HEADER = 'x-token-terminator-token';
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'host',
+]);
 
 /** Where a path goes: the base URL's origin, its path prefix once (a base ending in `/v1` takes `/v1/...` paths as they are). */
 export function upstreamTarget(base: string, pathAndQuery: string): { origin: string; path: string } {
   const u = new URL(base);
   const prefix = u.pathname.replace(/\/+$/, '');
-  const rel = prefix !== '' && (pathAndQuery === prefix || pathAndQuery.startsWith(`${prefix}/`) || pathAndQuery.startsWith(`${prefix}?`)) ? pathAndQuery.slice(prefix.length) : pathAndQuery;
+  const rel =
+    prefix !== '' &&
+    (pathAndQuery === prefix || pathAndQuery.startsWith(`${prefix}/`) || pathAndQuery.startsWith(`${prefix}?`))
+      ? pathAndQuery.slice(prefix.length)
+      : pathAndQuery;
   return { origin: u.origin, path: `${prefix}${rel.startsWith('/') ? rel : `/${rel}`}` };
 }
 
 function connectionTokens(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Set<string> {
   const c = headers['connection'];
   const list = Array.isArray(c) ? c.join(',') : (c ?? '');
-  return new Set(list.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== ''));
+  return new Set(
+    list
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter((s) => s !== ''),
+  );
 }
 
 /** Request headers for upstream. `bodyChanged`: the body is ours (its length is set by undici). */
-export function requestHeaders(headers: IncomingHttpHeaders, options: { bodyChanged: boolean; identity?: boolean }): Record<string, string | string[]> {
+export function requestHeaders(
+  headers: IncomingHttpHeaders,
+  options: { bodyChanged: boolean; identity?: boolean },
+): Record<string, string | string[]> {
   const named = connectionTokens(headers);
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || name === SESSION_HEADER || name === TOKEN_HEADER) continue;
+    if (
+      value === undefined ||
+      HOP_BY_HOP.has(name) ||
+      named.has(name) ||
+      name === SESSION_HEADER ||
+      name === TOKEN_HEADER
+    )
+      continue;
     if (options.bodyChanged && name === 'content-length') continue;
     out[name] = value;
   }
@@ -42,7 +73,10 @@ export function requestHeaders(headers: IncomingHttpHeaders, options: { bodyChan
 }
 
 /** Response headers for the client. `bodyChanged`: the body is ours (length recomputed, no encoding). */
-export function responseHeaders(headers: Record<string, string | string[] | undefined>, options: { bodyChanged: boolean }): OutgoingHttpHeaders {
+export function responseHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  options: { bodyChanged: boolean },
+): OutgoingHttpHeaders {
   const named = connectionTokens(headers);
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -65,7 +99,13 @@ export interface UpstreamRequest {
 
 /** The keep-alive undici Agent the proxy sends upstream through; `timeoutMs` bounds the wait for headers and between body chunks. */
 export function createUpstreamAgent(timeoutMs: number): Agent {
-  return new Agent({ keepAliveTimeout: 30_000, connections: 256, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, pipelining: 1 });
+  return new Agent({
+    keepAliveTimeout: 30_000,
+    connections: 256,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    pipelining: 1,
+  });
 }
 
 /** Send a request to `base` + `pathAndQuery` through `dispatcher`; resolves once the response headers arrive. */
@@ -87,7 +127,8 @@ export async function relayResponse(response: Dispatcher.ResponseData, res: Serv
   res.flushHeaders();
   try {
     for await (const chunk of response.body) {
-      if (!res.write(chunk as Buffer)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+      if (!res.write(chunk as Buffer))
+        await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
       if (res.destroyed) break;
     }
     res.end();
@@ -112,14 +153,27 @@ export function answerUpstreamFailure(error: unknown, res: ServerResponse): void
     res.destroy();
     return;
   }
-  const unreachable = code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'EHOSTUNREACH';
+  const unreachable =
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'EAI_AGAIN' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'EHOSTUNREACH';
   const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
   if (!unreachable && !timeout) {
     res.destroy();
     return;
   }
   const status = unreachable ? 502 : 504;
-  const body = JSON.stringify({ error: { type: 'upstream_error', code: String(code), message: unreachable ? 'token-terminator proxy: upstream unreachable' : 'token-terminator proxy: upstream timed out' } });
+  const body = JSON.stringify({
+    error: {
+      type: 'upstream_error',
+      code: String(code),
+      message: unreachable
+        ? 'token-terminator proxy: upstream unreachable'
+        : 'token-terminator proxy: upstream timed out',
+    },
+  });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }

@@ -8,7 +8,13 @@
  */
 import type { Terminator } from '../../src/runtime-types.js';
 import { errorLabel, type Decision, type ProviderRequest, type StepContext, type ToolResult } from '../../src/step.js';
-import { CAP_FIELDS, extraBody, readCallerCap, withOutputCap as withCap, type CapField } from '../../src/budget/request-caps.js';
+import {
+  CAP_FIELDS,
+  extraBody,
+  readCallerCap,
+  withOutputCap as withCap,
+  type CapField,
+} from '../../src/budget/request-caps.js';
 
 /** What the model should see for one tool result. */
 export interface ReducedToolResult {
@@ -101,7 +107,11 @@ export function readOutputCap(request: ProviderRequest): number | undefined {
  */
 export function outputCapField(request: ProviderRequest, fallback: OutputCapField): OutputCapField {
   const extra = extraBody(request);
-  return OUTPUT_CAP_FIELDS.find((field) => typeof request[field] === 'number') ?? OUTPUT_CAP_FIELDS.find((field) => typeof extra?.[field] === 'number') ?? fallback;
+  return (
+    OUTPUT_CAP_FIELDS.find((field) => typeof request[field] === 'number') ??
+    OUTPUT_CAP_FIELDS.find((field) => typeof extra?.[field] === 'number') ??
+    fallback
+  );
 }
 
 /**

@@ -42,6 +42,9 @@ export function handleRecoveryCall(terminator: Terminator, args: unknown, sessio
  * @example
  * const body = { model, messages, tools: [...tools, recoveryToolDefinition(terminator, 'chat')] };
  */
-export function recoveryToolDefinition<F extends WireFormat>(terminator: Terminator, format: F): RecoveryToolDefinitions[F] {
+export function recoveryToolDefinition<F extends WireFormat>(
+  terminator: Terminator,
+  format: F,
+): RecoveryToolDefinitions[F] {
   return recoveryToolJson(terminator.recoveryTool, format) as unknown as RecoveryToolDefinitions[F];
 }

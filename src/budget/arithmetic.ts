@@ -70,14 +70,17 @@ export interface BudgetSettingsCheck {
  */
 export function checkBudgetSettings(who: string, s: BudgetSettingsCheck): void {
   const int = (name: string, v: number | undefined, min: number): void => {
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < min)) throw new ConfigError(`${who}: ${name} must be an integer ≥ ${min} (got ${String(v)})`);
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
+      throw new ConfigError(`${who}: ${name} must be an integer ≥ ${min} (got ${String(v)})`);
   };
   int('INCONTEXT_MIN_OUTPUT_TOKENS (minOutputTokens)', s.reserve, 1);
   int('INCONTEXT_FALLBACK_MARGIN_TOKENS (fallbackMarginTokens)', s.fallbackMargin, 0);
   int('INCONTEXT_COMPRESSION_WINDOW_TOKENS (the budgeting window W)', s.window, 1);
   int('route.contextWindow', s.contextWindow, 1);
   if (s.window !== undefined && s.contextWindow !== undefined && s.window > s.contextWindow) {
-    throw new ConfigError(`${who}: INCONTEXT_COMPRESSION_WINDOW_TOKENS (${s.window}) exceeds the context window (${s.contextWindow})`);
+    throw new ConfigError(
+      `${who}: INCONTEXT_COMPRESSION_WINDOW_TOKENS (${s.window}) exceeds the context window (${s.contextWindow})`,
+    );
   }
   if (s.window !== undefined && s.fallbackMargin + s.reserve >= s.window) {
     throw new ConfigError(

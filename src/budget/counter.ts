@@ -31,7 +31,15 @@ export interface BudgetCounter {
 }
 
 /** Why exact counting failed; the error's `code` is `E_COUNTER_<KIND>`. Messages carry no content or URLs. */
-export type CounterFailure = 'http_status' | 'timeout' | 'connection' | 'bad_body' | 'context_mismatch' | 'unsupported' | 'no_context_length' | 'internal';
+export type CounterFailure =
+  | 'http_status'
+  | 'timeout'
+  | 'connection'
+  | 'bad_body'
+  | 'context_mismatch'
+  | 'unsupported'
+  | 'no_context_length'
+  | 'internal';
 
 /** A budget counter failed; `kind` says how (HTTP status, timeout, bad body …) and the code is `E_COUNTER_<KIND>`. */
 export class BudgetCounterError extends TokenTerminatorError {
@@ -52,7 +60,11 @@ const SKIP = new Set<string>(CAP_FIELDS);
  * conservative: every other field counts as its compact canonical JSON (a few tokens of framing
  * more than a chat template adds).
  */
-function forEachKeyAndPart(request: ProviderRequest, onKey: (key: string) => void, onPart: (part: unknown) => void): void {
+function forEachKeyAndPart(
+  request: ProviderRequest,
+  onKey: (key: string) => void,
+  onPart: (part: unknown) => void,
+): void {
   for (const key of Object.keys(request)) {
     if (SKIP.has(key)) continue;
     const value = request[key];
@@ -104,7 +116,8 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
   let byObject = new WeakMap<object, number>();
   const identity = options.identityCache === true;
   const countPart = (part: unknown): number => {
-    if (!identity || part === null || typeof part !== 'object') return memo.count(canonicalJson(part, { compact: true }));
+    if (!identity || part === null || typeof part !== 'object')
+      return memo.count(canonicalJson(part, { compact: true }));
     // A rebuilt copy the request stages recognised as an earlier object counts as that object.
     const key = canonicalOf(part);
     const known = byObject.get(key);
@@ -119,7 +132,11 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
     countRequest(request: ProviderRequest, signal: AbortSignal): Promise<number> {
       if (signal.aborted) return Promise.reject(signal.reason);
       let total = 0;
-      forEachKeyAndPart(request, (key) => (total += memo.count(key)), (part) => (total += countPart(part)));
+      forEachKeyAndPart(
+        request,
+        (key) => (total += memo.count(key)),
+        (part) => (total += countPart(part)),
+      );
       return Promise.resolve(total);
     },
     clearCache: () => {

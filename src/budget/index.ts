@@ -1,5 +1,13 @@
 /** Output budget (incontext): cap arithmetic, request cap fields, counting backends, provider errors. */
-export { planOutputCap, preflightPressure, effectiveReserve, checkBudgetSettings, type CapInputs, type CapPlan, type BudgetSettingsCheck } from './arithmetic.js';
+export {
+  planOutputCap,
+  preflightPressure,
+  effectiveReserve,
+  checkBudgetSettings,
+  type CapInputs,
+  type CapPlan,
+  type BudgetSettingsCheck,
+} from './arithmetic.js';
 export {
   CAP_FIELDS,
   readCallerCap,
@@ -41,4 +49,11 @@ export {
   type ModelLimitsLookup,
   type ModelLimitsTable,
 } from './model-limits.js';
-export { createOutputBudget, isPrimaryRoute, type OutputBudgetOptions, type BudgetMeasurement, type BudgetRun, type OutputBudget } from './planner.js';
+export {
+  createOutputBudget,
+  isPrimaryRoute,
+  type OutputBudgetOptions,
+  type BudgetMeasurement,
+  type BudgetRun,
+  type OutputBudget,
+} from './planner.js';

@@ -134,7 +134,8 @@ const PROVIDER_TAGS = new Set([
   'ollama',
 ]);
 
-const BEDROCK = /^(?:(?:us|eu|apac|global|au|jp|ca|us-gov)\.)?(?:anthropic|meta|mistral|amazon|cohere|deepseek|openai|qwen)\./;
+const BEDROCK =
+  /^(?:(?:us|eu|apac|global|au|jp|ca|us-gov)\.)?(?:anthropic|meta|mistral|amazon|cohere|deepseek|openai|qwen)\./;
 const DATE_SUFFIX = /-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest)$/;
 
 /**
@@ -149,7 +150,11 @@ export function canonicalModelId(id: string): string {
   const colon = /^([a-z][a-z0-9_.-]*):(.+)$/.exec(s);
   if (colon !== null && PROVIDER_TAGS.has(colon[1]!)) s = colon[2]!;
   s = s.slice(s.lastIndexOf('/') + 1);
-  if (BEDROCK.test(s)) s = s.replace(BEDROCK, '').replace(/-v\d+(?::\d+)?$/, '').replace(/:\d+$/, '');
+  if (BEDROCK.test(s))
+    s = s
+      .replace(BEDROCK, '')
+      .replace(/-v\d+(?::\d+)?$/, '')
+      .replace(/:\d+$/, '');
   s = s.replace(/@.*$/, '');
   if (s.startsWith('meta-llama-')) s = s.slice('meta-'.length);
   // OpenRouter variants (`:thinking`, `:free`, `:beta`); Ollama tags keep their meaning, so only known ones go.
@@ -191,7 +196,10 @@ export interface ModelLimitsLookup {
  * const limits = createModelLimits({ 'my-finetune': { contextWindow: 32_768, maxOutputTokens: 4096 } });
  * limits('openai/gpt-4o'); // { contextWindow: 128000, maxOutputTokens: 16384 }
  */
-export function createModelLimits(overrides?: ModelLimitsTable, options: { readonly builtIns?: boolean } = {}): ModelLimitsLookup {
+export function createModelLimits(
+  overrides?: ModelLimitsTable,
+  options: { readonly builtIns?: boolean } = {},
+): ModelLimitsLookup {
   if (overrides !== undefined) checkModelLimits('modelLimits', overrides);
   const raw = new Map(Object.entries(overrides ?? {}).map(([k, v]) => [k.trim().toLowerCase(), v] as const));
   const mine = normalizedTable(overrides);
@@ -215,13 +223,17 @@ export const lookupModelLimits: ModelLimitsLookup = createModelLimits();
 
 /** ConfigError naming `who` for a table entry that is not `{ contextWindow?, maxOutputTokens? }` of positive integers. */
 export function checkModelLimits(who: string, table: unknown): asserts table is ModelLimitsTable {
-  if (table === null || typeof table !== 'object' || Array.isArray(table)) throw new ConfigError(`${who} must be an object mapping model ids to { contextWindow?, maxOutputTokens? }`);
+  if (table === null || typeof table !== 'object' || Array.isArray(table))
+    throw new ConfigError(`${who} must be an object mapping model ids to { contextWindow?, maxOutputTokens? }`);
   for (const [model, limits] of Object.entries(table as Record<string, unknown>)) {
     if (model.trim() === '') throw new ConfigError(`${who}: empty model id`);
-    if (limits === null || typeof limits !== 'object' || Array.isArray(limits)) throw new ConfigError(`${who}["${model}"] must be an object`);
+    if (limits === null || typeof limits !== 'object' || Array.isArray(limits))
+      throw new ConfigError(`${who}["${model}"] must be an object`);
     for (const [field, value] of Object.entries(limits as Record<string, unknown>)) {
-      if (field !== 'contextWindow' && field !== 'maxOutputTokens') throw new ConfigError(`${who}["${model}"]: unknown field "${field}" (contextWindow, maxOutputTokens)`);
-      if (!Number.isSafeInteger(value) || (value as number) < 1) throw new ConfigError(`${who}["${model}"].${field} must be an integer ≥ 1 (got ${String(value)})`);
+      if (field !== 'contextWindow' && field !== 'maxOutputTokens')
+        throw new ConfigError(`${who}["${model}"]: unknown field "${field}" (contextWindow, maxOutputTokens)`);
+      if (!Number.isSafeInteger(value) || (value as number) < 1)
+        throw new ConfigError(`${who}["${model}"].${field} must be an integer ≥ 1 (got ${String(value)})`);
     }
   }
 }

@@ -7,10 +7,24 @@ import { normalizeModelName } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { advance, errorLabel, note, type ProviderRequest, type Route, type Step, type StepContext } from '../step.js';
 import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
-import { BudgetCounterError, budgetCounterFrom, isBudgetCounter, roughRequestTokens, type BudgetCounter } from './counter.js';
+import {
+  BudgetCounterError,
+  budgetCounterFrom,
+  isBudgetCounter,
+  roughRequestTokens,
+  type BudgetCounter,
+} from './counter.js';
 import { defaultCounterRegistry, type BackendSettings, type CounterRegistry } from './registry.js';
 import { checkModelLimits, createModelLimits, type ModelLimitsTable } from './model-limits.js';
-import { capFieldFor, CAP_FIELDS, detectRequestFormat, extraBody, readCallerCap, withOutputCap, type CapDialect } from './request-caps.js';
+import {
+  capFieldFor,
+  CAP_FIELDS,
+  detectRequestFormat,
+  extraBody,
+  readCallerCap,
+  withOutputCap,
+  type CapDialect,
+} from './request-caps.js';
 
 /** Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. */
 export interface OutputBudgetOptions {
@@ -19,7 +33,8 @@ export interface OutputBudgetOptions {
    *
    * @defaultValue none (built-in defaults)
    */
-  readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> & Partial<Pick<Config, 'modelLimits'>>;
+  readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> &
+    Partial<Pick<Config, 'modelLimits'>>;
   /**
    * The configured primary route (model, provider, endpoint, contextWindow, compressionThreshold,
    * outputCap). Requests for another model, provider or endpoint pass unchanged.
@@ -132,15 +147,22 @@ interface Measured {
 }
 
 const sameModel = (a: string, b: string): boolean => normalizeModelName(a) === normalizeModelName(b);
-const sameEndpoint = (a: string, b: string): boolean => a.trim().replace(/\/+$/, '').toLowerCase() === b.trim().replace(/\/+$/, '').toLowerCase();
+const sameEndpoint = (a: string, b: string): boolean =>
+  a.trim().replace(/\/+$/, '').toLowerCase() === b.trim().replace(/\/+$/, '').toLowerCase();
 
 /** The route rule: only requests for the configured primary route are budgeted. */
 export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefined, own: Route | undefined): boolean {
   const model = typeof request['model'] === 'string' ? request['model'] : own?.model;
   if (primary?.model !== undefined && model !== undefined && !sameModel(model, primary.model)) return false;
   if (primary !== undefined && primary !== own && own !== undefined) {
-    if (primary.provider !== undefined && own.provider !== undefined && primary.provider.toLowerCase() !== own.provider.toLowerCase()) return false;
-    if (primary.endpoint !== undefined && own.endpoint !== undefined && !sameEndpoint(primary.endpoint, own.endpoint)) return false;
+    if (
+      primary.provider !== undefined &&
+      own.provider !== undefined &&
+      primary.provider.toLowerCase() !== own.provider.toLowerCase()
+    )
+      return false;
+    if (primary.endpoint !== undefined && own.endpoint !== undefined && !sameEndpoint(primary.endpoint, own.endpoint))
+      return false;
   }
   return true;
 }
@@ -158,10 +180,19 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   const override = options.compressionWindowTokens ?? inc?.compressionWindowTokens;
   const route = options.route;
   const staticWindow = override ?? route?.compressionThreshold ?? route?.contextWindow;
-  checkBudgetSettings(who, { window: staticWindow, contextWindow: route?.contextWindow, reserve, fallbackMargin: margin });
+  checkBudgetSettings(who, {
+    window: staticWindow,
+    contextWindow: route?.contextWindow,
+    reserve,
+    fallbackMargin: margin,
+  });
   const backend = options.backend ?? inc?.backend ?? 'tiktoken';
   const settings: BackendSettings = {
-    ...(inc !== undefined && { tokenizerUrl: inc.tokenizerUrl, tokenizerTimeoutSeconds: inc.tokenizerTimeoutSeconds, tokenizerUserAgent: inc.tokenizerUserAgent }),
+    ...(inc !== undefined && {
+      tokenizerUrl: inc.tokenizerUrl,
+      tokenizerTimeoutSeconds: inc.tokenizerTimeoutSeconds,
+      tokenizerUserAgent: inc.tokenizerUserAgent,
+    }),
     ...(options.config?.tokenizerJson !== undefined && { tokenizerJson: options.config.tokenizerJson }),
     ...(options.config?.tiktokenEncoding !== undefined && { tiktokenEncoding: options.config.tiktokenEncoding }),
     ...(route?.contextWindow !== undefined && { contextLength: route.contextWindow }),
@@ -181,14 +212,20 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   return {
     open(): BudgetRun {
       const owned = factory?.(settings);
-      const counter: BudgetCounter = owned ?? (given !== undefined && !isBudgetCounter(given) ? budgetCounterFrom(given) : (given as BudgetCounter));
+      const counter: BudgetCounter =
+        owned ?? (given !== undefined && !isBudgetCounter(given) ? budgetCounterFrom(given) : (given as BudgetCounter));
       const dialect = options.dialect ?? (backend === 'vllm' || counter.name === 'vllm' ? 'vllm' : undefined);
 
-      const measure = async (request: ProviderRequest, signal: AbortSignal, contextLength: number | undefined): Promise<Measured | undefined> => {
+      const measure = async (
+        request: ProviderRequest,
+        signal: AbortSignal,
+        contextLength: number | undefined,
+      ): Promise<Measured | undefined> => {
         let failure: unknown;
         try {
           const p = await counter.countRequest(request, signal, { contextLength });
-          if (!Number.isSafeInteger(p) || p < 0) throw new BudgetCounterError('internal', 'counter returned an invalid count');
+          if (!Number.isSafeInteger(p) || p < 0)
+            throw new BudgetCounterError('internal', 'counter returned an invalid count');
           if (counter.exact) return { prompt: p };
           return { prompt: p + margin, fallback: 'inexact' };
         } catch (error) {
@@ -213,28 +250,40 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
           ...r,
         };
       };
-      const windowOf = (r: Route | undefined): number | undefined => override ?? r?.compressionThreshold ?? r?.contextWindow;
+      const windowOf = (r: Route | undefined): number | undefined =>
+        override ?? r?.compressionThreshold ?? r?.contextWindow;
 
       return {
         async apply(step, signal) {
           const stage = who;
           const request = step.value;
           const own = step.context.route;
-          if (!isPrimaryRoute(request, route ?? own, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
+          if (!isPrimaryRoute(request, route ?? own, own))
+            return note(step, { stage, kind: 'skipped', reason: 'other route' });
           const primary = resolve(route ?? own, request);
           const format = detectRequestFormat(request, primary?.provider);
-          const field = capFieldFor(format, request, dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'));
+          const field = capFieldFor(
+            format,
+            request,
+            dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'),
+          );
           if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
           const window = windowOf(primary);
           if (window === undefined) return note(step, { stage, kind: 'skipped', reason: 'no budgeting window' });
-          if (margin + reserve >= window) return note(step, { stage, kind: 'skipped', reason: 'window below reserve + margin' });
+          if (margin + reserve >= window)
+            return note(step, { stage, kind: 'skipped', reason: 'window below reserve + margin' });
           const r = effectiveReserve(reserve, primary?.outputCap);
           const b = readCallerCap(request);
           const base = { window, reserve: r, counter: counter.name, ...(b !== undefined && { callerCap: b }) };
           const measured = await measure(request, signal, (route ?? own)?.contextWindow);
           if (measured === undefined) {
             onMeasure?.({ ...base, outcome: 'counting_failed' });
-            return note(step, { stage, kind: 'failed_open', reason: 'counting failed', error: 'BudgetCounterError:E_COUNTER_BOTH' });
+            return note(step, {
+              stage,
+              kind: 'failed_open',
+              reason: 'counting failed',
+              error: 'BudgetCounterError:E_COUNTER_BOTH',
+            });
           }
           const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap: b });
           const limit = tightest(primary?.maxOutputTokens, primary?.outputCap);
@@ -243,7 +292,8 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
             ...(measured.fallback !== undefined && { fallback: measured.fallback }),
             ...(limit !== undefined && { outputLimit: limit }),
           };
-          const error = measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
+          const error =
+            measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
           if (plan.cap === undefined) {
             onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
             return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });

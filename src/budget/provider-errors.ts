@@ -23,7 +23,11 @@ const CAP = String.raw`max_(?:completion_|output_|new_)?tokens`;
 
 type Rule = (text: string) => OutputCapInfo | undefined;
 
-const remaining = (context: number, input: number): OutputCapInfo => ({ availableOutputTokens: context - input, contextLength: context, kind: 'remaining' });
+const remaining = (context: number, input: number): OutputCapInfo => ({
+  availableOutputTokens: context - input,
+  contextLength: context,
+  kind: 'remaining',
+});
 
 const rules: readonly Rule[] = [
   // OpenAI / OpenRouter / Nous: "maximum context length is N tokens … (X of text input, Y of tool input, Z in the output)"
@@ -32,22 +36,32 @@ const rules: readonly Rule[] = [
     const group = /\(([^()]*?\bin the output)\)/i.exec(t);
     if (ctx === null || group === null) return undefined;
     let input = 0;
-    for (const m of (group[1] ?? '').matchAll(new RegExp(String.raw`${NUM} of [a-z ]*?input`, 'gi'))) input += num(m[1]);
+    for (const m of (group[1] ?? '').matchAll(new RegExp(String.raw`${NUM} of [a-z ]*?input`, 'gi')))
+      input += num(m[1]);
     return remaining(num(ctx[1]), input);
   },
   // vLLM (older): "maximum context length is N tokens. However, you requested T tokens (X in the messages, Y in the completion)"
   (t) => {
-    const m = new RegExp(String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`, 'i').exec(t);
+    const m = new RegExp(
+      String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`,
+      'i',
+    ).exec(t);
     return m === null ? undefined : remaining(num(m[1]), num(m[2]));
   },
   // vLLM (newer): "maximum context length is N tokens. However, you requested X output tokens and your prompt contains at least Y input tokens"
   (t) => {
-    const m = new RegExp(String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`, 'i').exec(t);
+    const m = new RegExp(
+      String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`,
+      'i',
+    ).exec(t);
     return m === null ? undefined : remaining(num(m[1]), num(m[2]));
   },
   // vLLM (recent): "'max_tokens' or 'max_completion_tokens' is too large: X. This model's maximum context length is C tokens and your request has I input tokens (X > C - I)"
   (t) => {
-    const m = new RegExp(String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`, 'i').exec(t);
+    const m = new RegExp(
+      String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`,
+      'i',
+    ).exec(t);
     return m === null ? undefined : remaining(num(m[1]), num(m[2]));
   },
   // Anthropic-style: "max_tokens: X > context_window: C - input_tokens: I = available_tokens: N" (also "available_tokens=N")
@@ -65,12 +79,18 @@ const rules: readonly Rule[] = [
   },
   // vLLM: "max_tokens=X cannot be greater than max_model_len=max_total_tokens=N"
   (t) => {
-    const m = new RegExp(String.raw`${CAP}\s*=\s*${NUM} cannot be greater than max_model_len\s*=\s*(?:[a-z_]+\s*=\s*)*${NUM}`, 'i').exec(t);
+    const m = new RegExp(
+      String.raw`${CAP}\s*=\s*${NUM} cannot be greater than max_model_len\s*=\s*(?:[a-z_]+\s*=\s*)*${NUM}`,
+      'i',
+    ).exec(t);
     return m === null ? undefined : { availableOutputTokens: num(m[2]), contextLength: num(m[2]), kind: 'upper_bound' };
   },
   // Gemini on Vertex AI: "maxOutputTokens value of X but the supported range is from 1 (inclusive) to N (exclusive)"
   (t) => {
-    const m = new RegExp(String.raw`maxOutputTokens value of ${NUM} but the supported range is from 1 \(inclusive\) to ${NUM} \(exclusive\)`, 'i').exec(t);
+    const m = new RegExp(
+      String.raw`maxOutputTokens value of ${NUM} but the supported range is from 1 \(inclusive\) to ${NUM} \(exclusive\)`,
+      'i',
+    ).exec(t);
     return m === null ? undefined : { availableOutputTokens: num(m[2]) - 1, kind: 'model_limit' };
   },
   // Model output ceilings: OpenAI "max_tokens is too large: X. This model supports at most N
@@ -80,11 +100,17 @@ const rules: readonly Rule[] = [
   // Groq "max_tokens [for `model`] must be less than or equal to `N`".
   (t) => {
     const patterns = [
-      new RegExp(String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`, 'i'),
+      new RegExp(
+        String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`,
+        'i',
+      ),
       new RegExp(String.raw`${CAP}\`?(?: for \`[^\`\n]{1,120}\`)? must be less than or equal to \`?${NUM}`, 'i'),
       new RegExp(String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`, 'i'),
       new RegExp(String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`, 'i'),
-      new RegExp(String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`, 'i'),
+      new RegExp(
+        String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`,
+        'i',
+      ),
       new RegExp(String.raw`${CAP}[^\n]{0,120}?expected a value <= ${NUM}`, 'i'),
     ];
     for (const p of patterns) {
@@ -108,7 +134,8 @@ function textsOf(input: unknown, depth = 0, out: string[] = [], seen = new Set<o
   seen.add(input);
   if (input instanceof Error) {
     textsOf(input.message, depth + 1, out, seen);
-    for (const key of ['error', 'body', 'response', 'data', 'cause'] as const) textsOf((input as unknown as Record<string, unknown>)[key], depth + 1, out, seen);
+    for (const key of ['error', 'body', 'response', 'data', 'cause'] as const)
+      textsOf((input as unknown as Record<string, unknown>)[key], depth + 1, out, seen);
     return out;
   }
   for (const value of Object.values(input)) textsOf(value, depth + 1, out, seen);

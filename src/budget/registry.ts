@@ -46,7 +46,8 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 
 const builtins: Readonly<Record<string, BudgetCounterFactory>> = {
   vllm: (s) => {
-    if (s.tokenizerUrl === undefined || s.tokenizerUrl === '') throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
+    if (s.tokenizerUrl === undefined || s.tokenizerUrl === '')
+      throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
     return createVllmCounter({
       url: s.tokenizerUrl,
       ...(s.tokenizerTimeoutSeconds !== undefined && { timeoutSeconds: s.tokenizerTimeoutSeconds }),
@@ -54,10 +55,14 @@ const builtins: Readonly<Record<string, BudgetCounterFactory>> = {
       ...(s.contextLength !== undefined && { contextLength: s.contextLength }),
     });
   },
-  tiktoken: (s) => lazy(() => counterForModel(s.model, s.tiktokenEncoding !== undefined ? { encoding: s.tiktokenEncoding } : {})),
+  tiktoken: (s) =>
+    lazy(() => counterForModel(s.model, s.tiktokenEncoding !== undefined ? { encoding: s.tiktokenEncoding } : {})),
   'tokenizer-json': (s) => {
     const path = s.tokenizerJson;
-    if (path === undefined || path === '') throw new ConfigError('INCONTEXT_BACKEND=tokenizer-json requires TOKEN_TERMINATOR_TOKENIZER_JSON (a tokenizer.json path)');
+    if (path === undefined || path === '')
+      throw new ConfigError(
+        'INCONTEXT_BACKEND=tokenizer-json requires TOKEN_TERMINATOR_TOKENIZER_JSON (a tokenizer.json path)',
+      );
     return lazy(() => createTokenizerJsonCounter(path), 'tokenizer-json');
   },
 };
@@ -94,14 +99,22 @@ export function createCounterRegistry(options: { readonly builtins?: boolean } =
   const factories = new Map<string, BudgetCounterFactory>(options.builtins === false ? [] : Object.entries(builtins));
   const registry: CounterRegistry = {
     register(name, factory) {
-      if (!NAME.test(name)) throw new ConfigError(`INCONTEXT_BACKEND: invalid backend name "${name}" (lower-case letters, digits, ".", "_", "-")`);
-      if (factories.has(name)) throw new ConfigError(`INCONTEXT_BACKEND: backend "${name}" is registered more than once`);
-      if (typeof factory !== 'function') throw new ConfigError(`INCONTEXT_BACKEND: backend "${name}" needs a factory function`);
+      if (!NAME.test(name))
+        throw new ConfigError(
+          `INCONTEXT_BACKEND: invalid backend name "${name}" (lower-case letters, digits, ".", "_", "-")`,
+        );
+      if (factories.has(name))
+        throw new ConfigError(`INCONTEXT_BACKEND: backend "${name}" is registered more than once`);
+      if (typeof factory !== 'function')
+        throw new ConfigError(`INCONTEXT_BACKEND: backend "${name}" needs a factory function`);
       factories.set(name, factory);
     },
     factory(name) {
       const f = factories.get(name);
-      if (f === undefined) throw new ConfigError(`INCONTEXT_BACKEND: no backend named "${name}" is registered (registered: ${[...factories.keys()].sort().join(', ')})`);
+      if (f === undefined)
+        throw new ConfigError(
+          `INCONTEXT_BACKEND: no backend named "${name}" is registered (registered: ${[...factories.keys()].sort().join(', ')})`,
+        );
       return f;
     },
     create: (name, settings) => registry.factory(name)(settings),

@@ -64,7 +64,11 @@ export function detectRequestFormat(request: ProviderRequest, providerHint?: str
  * `max_completion_tokens`, or `max_tokens` when that is the field the caller used; for vLLM
  * `max_tokens` unless the caller used only `max_completion_tokens` (vLLM accepts both).
  */
-export function capFieldFor(format: RequestFormat, request: ProviderRequest, dialect: CapDialect = 'openai'): CapField | undefined {
+export function capFieldFor(
+  format: RequestFormat,
+  request: ProviderRequest,
+  dialect: CapDialect = 'openai',
+): CapField | undefined {
   switch (format) {
     case 'responses':
       return 'max_output_tokens';

@@ -48,7 +48,14 @@ export interface VllmCounterOptions {
 type Obj = Readonly<Record<string, unknown>>;
 const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-const COPIED = ['add_generation_prompt', 'continue_final_message', 'add_special_tokens', 'chat_template', 'media_io_kwargs', 'mm_processor_kwargs'] as const;
+const COPIED = [
+  'add_generation_prompt',
+  'continue_final_message',
+  'add_special_tokens',
+  'chat_template',
+  'media_io_kwargs',
+  'mm_processor_kwargs',
+] as const;
 
 /**
  * The /tokenize chat payload for a Chat Completions request (`extra_body` wins over top level):
@@ -62,9 +69,11 @@ export function buildTokenizePayload(request: ProviderRequest): Record<string, u
   const extra = extraBody(request) ?? {};
   const pick = (key: string): unknown => (extra[key] !== undefined ? extra[key] : request[key]);
   const toolChoice = pick('tool_choice');
-  if (toolChoice !== undefined && toolChoice !== null && toolChoice !== 'auto') throw new BudgetCounterError('unsupported', 'tool_choice cannot be mirrored by /tokenize');
+  if (toolChoice !== undefined && toolChoice !== null && toolChoice !== 'auto')
+    throw new BudgetCounterError('unsupported', 'tool_choice cannot be mirrored by /tokenize');
   const responseFormat = pick('response_format');
-  if (responseFormat !== undefined && responseFormat !== null) throw new BudgetCounterError('unsupported', 'response_format cannot be mirrored by /tokenize');
+  if (responseFormat !== undefined && responseFormat !== null)
+    throw new BudgetCounterError('unsupported', 'response_format cannot be mirrored by /tokenize');
   const messages = pick('messages');
   if (!Array.isArray(messages)) throw new BudgetCounterError('unsupported', 'not a chat request');
   const payload: Record<string, unknown> = {};
@@ -105,7 +114,12 @@ function truncation(request: ProviderRequest, payload: Obj): number | undefined 
   const t = extraBody(request)?.['truncate_prompt_tokens'] ?? request['truncate_prompt_tokens'];
   if (typeof t !== 'number' || !Number.isSafeInteger(t) || t <= 0) return undefined;
   const messages = payload['messages'];
-  const textOnly = Array.isArray(messages) && messages.every((m: unknown) => isObject(m) && (typeof m['content'] === 'string' || m['content'] === null || m['content'] === undefined));
+  const textOnly =
+    Array.isArray(messages) &&
+    messages.every(
+      (m: unknown) =>
+        isObject(m) && (typeof m['content'] === 'string' || m['content'] === null || m['content'] === undefined),
+    );
   return textOnly ? t : undefined;
 }
 
@@ -133,9 +147,12 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
   try {
     url = new URL(options.url);
   } catch {
-    throw new ConfigError('INCONTEXT_TOKENIZER_URL must be an absolute http(s) URL of the /tokenize endpoint (required by INCONTEXT_BACKEND=vllm)');
+    throw new ConfigError(
+      'INCONTEXT_TOKENIZER_URL must be an absolute http(s) URL of the /tokenize endpoint (required by INCONTEXT_BACKEND=vllm)',
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('INCONTEXT_TOKENIZER_URL must use http or https');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError('INCONTEXT_TOKENIZER_URL must use http or https');
   // undici ignores user:password in a URL; send them as Basic auth and keep them out of the URL.
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (url.username !== '' || url.password !== '') {
@@ -145,15 +162,24 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
     url.password = '';
   }
   const timeoutSeconds = options.timeoutSeconds ?? 30;
-  if (!(timeoutSeconds > 0) || !Number.isFinite(timeoutSeconds)) throw new ConfigError('INCONTEXT_TOKENIZER_TIMEOUT_SECONDS must be a positive number');
+  if (!(timeoutSeconds > 0) || !Number.isFinite(timeoutSeconds))
+    throw new ConfigError('INCONTEXT_TOKENIZER_TIMEOUT_SECONDS must be a positive number');
   const timeoutMs = Math.ceil(timeoutSeconds * 1000);
-  const userAgent = options.userAgent !== undefined && options.userAgent !== '' ? options.userAgent : `token-terminator/${PACKAGE_VERSION}`;
+  const userAgent =
+    options.userAgent !== undefined && options.userAgent !== ''
+      ? options.userAgent
+      : `token-terminator/${PACKAGE_VERSION}`;
   const maxEntries = options.cacheEntries ?? 64;
   const cache = new Map<string, number>();
   let agent: Agent | undefined;
 
   const post = async (body: string, signal: AbortSignal): Promise<unknown> => {
-    agent ??= new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs, keepAliveTimeout: 4000 });
+    agent ??= new Agent({
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      connectTimeout: timeoutMs,
+      keepAliveTimeout: 4000,
+    });
     const timer = AbortSignal.timeout(timeoutMs);
     const combined = AbortSignal.any([signal, timer]);
     try {
@@ -187,7 +213,11 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
       const known = knownPromptLength(request);
       if (known !== undefined) return known;
       const contextLength = context?.contextLength ?? options.contextLength;
-      if (contextLength === undefined) throw new BudgetCounterError('no_context_length', 'no configured context length to check max_model_len against');
+      if (contextLength === undefined)
+        throw new BudgetCounterError(
+          'no_context_length',
+          'no configured context length to check max_model_len against',
+        );
       const payload = buildTokenizePayload(request);
       const body = canonicalJson(payload, { compact: true });
       const key = createHash('sha256').update(`${body}\u0000${contextLength}`, 'utf8').digest('hex');
@@ -201,10 +231,21 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
         const answer = await post(body, signal);
         const c = isObject(answer) ? answer['count'] : undefined;
         const len = isObject(answer) ? answer['max_model_len'] : undefined;
-        if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0 || typeof len !== 'number' || !Number.isSafeInteger(len) || len <= 0) {
+        if (
+          typeof c !== 'number' ||
+          !Number.isSafeInteger(c) ||
+          c < 0 ||
+          typeof len !== 'number' ||
+          !Number.isSafeInteger(len) ||
+          len <= 0
+        ) {
           throw new BudgetCounterError('bad_body', '/tokenize answered without a valid count and max_model_len');
         }
-        if (len !== contextLength) throw new BudgetCounterError('context_mismatch', `/tokenize max_model_len ${len} differs from the configured context length ${contextLength}`);
+        if (len !== contextLength)
+          throw new BudgetCounterError(
+            'context_mismatch',
+            `/tokenize max_model_len ${len} differs from the configured context length ${contextLength}`,
+          );
         count = c;
         cache.set(key, count);
         if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);

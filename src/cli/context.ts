@@ -39,14 +39,18 @@ export interface CommonOptions {
 export function withCommonOptions(command: Command): Command {
   return command
     .option('--db <path>', 'vault database file (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)')
-    .option('--db-url <url>', 'shared vault in PostgreSQL, postgres://… (default: TOKEN_TERMINATOR_DB_URL; wins over --db)')
+    .option(
+      '--db-url <url>',
+      'shared vault in PostgreSQL, postgres://… (default: TOKEN_TERMINATOR_DB_URL; wins over --db)',
+    )
     .option('--json', 'print machine-readable JSON');
 }
 
 /** Commander argument parser for an integer ≥ min. */
 export function integerAtLeast(min: number): (value: string) => number {
   return (value) => {
-    if (!/^\d+$/.test(value.trim()) || Number(value) < min) throw new InvalidArgumentError(`must be an integer ≥ ${min}`);
+    if (!/^\d+$/.test(value.trim()) || Number(value) < min)
+      throw new InvalidArgumentError(`must be an integer ≥ ${min}`);
     return Number(value);
   };
 }
@@ -55,7 +59,10 @@ export function integerAtLeast(min: number): (value: string) => number {
 export function cliConfig(options: CommonOptions): Config {
   return loadConfig({
     env: process.env,
-    overrides: { ...(options.db === undefined ? {} : { dbPath: options.db }), ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }) },
+    overrides: {
+      ...(options.db === undefined ? {} : { dbPath: options.db }),
+      ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
+    },
   });
 }
 
@@ -72,13 +79,26 @@ export function vaultExists(config: Config): boolean {
  * Run `fn` with the recovery tool over the configured vault, closing the vault afterwards.
  * Reading commands never create a vault: a missing file is a usage error.
  */
-export async function withRecovery<T>(options: CommonOptions, fn: (tool: RecoveryToolHandle, config: Config) => Promise<T>): Promise<T> {
+export async function withRecovery<T>(
+  options: CommonOptions,
+  fn: (tool: RecoveryToolHandle, config: Config) => Promise<T>,
+): Promise<T> {
   const config = cliConfig(options);
-  if (!vaultExists(config)) throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH, or --db-url)`);
+  if (!vaultExists(config))
+    throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH, or --db-url)`);
   const vault = await openConfiguredVault(config);
   try {
     // The CLI runs as whoever owns the vault file: it reads the whole store, not one session.
-    return await fn(createRecoveryTool({ vault, config, scope: 'store', health: () => vault.health(), status: async () => ({ db_path: vaultLocation(config), db_engine: vault.engine }) }), config);
+    return await fn(
+      createRecoveryTool({
+        vault,
+        config,
+        scope: 'store',
+        health: () => vault.health(),
+        status: async () => ({ db_path: vaultLocation(config), db_engine: vault.engine }),
+      }),
+      config,
+    );
   } finally {
     await vault.close();
   }

@@ -61,7 +61,12 @@ export function compactLines(text: string, options: CompactLinesOptions = {}): s
   if (diagnosticChars > 0) {
     const scan = scanDiagnostics(raw, options.exitCode === undefined ? {} : { exitCode: options.exitCode });
     if (scan.failing && scan.lines.length > 0) {
-      return renderFaithful(raw, scan.lines, { maxChars, diagnosticChars, maxLineChars: maxLine, ...(options.keep === undefined ? {} : { keep: options.keep }) });
+      return renderFaithful(raw, scan.lines, {
+        maxChars,
+        diagnosticChars,
+        maxLineChars: maxLine,
+        ...(options.keep === undefined ? {} : { keep: options.keep }),
+      });
     }
   }
   // Error lines get a longer allowance: they are what the reader needs most.
@@ -74,9 +79,15 @@ export function compactLines(text: string, options: CompactLinesOptions = {}): s
  * `… N lines omitted …` marker for every gap. Signal lines win over head/tail lines. Lines flagged
  * in `must` are always kept and are paid from their own budget, not from `maxChars`.
  */
-export function selectLines(lines: readonly string[], maxChars: number, keep?: (line: string) => boolean, must?: readonly boolean[]): string {
+export function selectLines(
+  lines: readonly string[],
+  maxChars: number,
+  keep?: (line: string) => boolean,
+  must?: readonly boolean[],
+): string {
   let mustChars = 0;
-  if (must !== undefined) for (let i = 0; i < lines.length; i += 1) if (must[i] === true) mustChars += lines[i]!.length + 1 + GAP_MARKER_COST;
+  if (must !== undefined)
+    for (let i = 0; i < lines.length; i += 1) if (must[i] === true) mustChars += lines[i]!.length + 1 + GAP_MARKER_COST;
   const total = lines.reduce((n, l) => n + l.length + 1, -1);
   if (total <= maxChars + mustChars) return lines.join('\n');
   const important = (l: string): boolean => isSignalLine(l) || (keep?.(l) ?? false);

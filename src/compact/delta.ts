@@ -11,7 +11,13 @@ import { splitLines } from './lines.js';
  * starting with `\n`; '' when no line differs; undefined when it cannot be shorter than
  * `limitChars` or is too expensive to compute.
  */
-export function unifiedLineDiff(before: string, after: string, oldLabel: string, newLabel: string, limitChars: number): string | undefined {
+export function unifiedLineDiff(
+  before: string,
+  after: string,
+  oldLabel: string,
+  newLabel: string,
+  limitChars: number,
+): string | undefined {
   const a = splitLines(before);
   const b = splitLines(after);
   const available = new Map<string, number>();
@@ -23,16 +29,27 @@ export function unifiedLineDiff(before: string, after: string, oldLabel: string,
     else floor += line.length + 2;
     if (floor >= limitChars) return undefined;
   }
-  const patch = structuredPatch(oldLabel, newLabel, a.map((l) => `${l}\n`).join(''), b.map((l) => `${l}\n`).join(''), '', '', {
-    context: 3,
-    maxEditLength: 4000,
-    timeout: 250,
-  });
+  const patch = structuredPatch(
+    oldLabel,
+    newLabel,
+    a.map((l) => `${l}\n`).join(''),
+    b.map((l) => `${l}\n`).join(''),
+    '',
+    '',
+    {
+      context: 3,
+      maxEditLength: 4000,
+      timeout: 250,
+    },
+  );
   if (patch === undefined) return undefined;
   if (patch.hunks.length === 0) return '';
   const lines = [`--- ${oldLabel}`, `+++ ${newLabel}`];
   for (const h of patch.hunks) {
-    lines.push(`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, ...h.lines.map((l) => l.replace(/\n$/, '')));
+    lines.push(
+      `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`,
+      ...h.lines.map((l) => l.replace(/\n$/, '')),
+    );
   }
   return `\n${lines.join('\n')}`;
 }

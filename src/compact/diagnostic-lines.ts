@@ -87,7 +87,8 @@ const isFailureLine = (line: string): boolean => FAILURE_START.test(line) || FAI
 const PY_FRAME = /^\s+File ".*", line \d+/;
 const JVM_FRAME = /^\s+at [\w$.<>/-]+\(.*\)$/;
 const NODE_FRAME = /^\s+at (?:.+ \()?(?:file:\/\/)?[^\s()]+:\d+:\d+\)?$/;
-const JVM_LIBRARY = /^\s+at (?:[\w.-]+\/)?(?:java|javax|jdk|sun|com\.sun|org\.junit|junit|org\.opentest4j|org\.apache\.maven|org\.gradle|worker\.org\.gradle|org\.testng|kotlin|kotlinx|scala|groovy|org\.codehaus\.groovy|org\.springframework\.test|org\.mockito|net\.bytebuddy)\./;
+const JVM_LIBRARY =
+  /^\s+at (?:[\w.-]+\/)?(?:java|javax|jdk|sun|com\.sun|org\.junit|junit|org\.opentest4j|org\.apache\.maven|org\.gradle|worker\.org\.gradle|org\.testng|kotlin|kotlinx|scala|groovy|org\.codehaus\.groovy|org\.springframework\.test|org\.mockito|net\.bytebuddy)\./;
 const NODE_LIBRARY = /\(?node:|node_modules\/|\(<anonymous>\)$/;
 const GO_FILE = /^\t\S+\.go:\d+/;
 const RUST_FRAME = /^\s+\d+: \S/;
@@ -151,7 +152,8 @@ export function scanDiagnostics(lines: readonly string[], options: ScanOptions =
         continue;
       }
     }
-    if (stack !== undefined && stack !== 'go' && line !== '' && !/^\s/.test(line) && line !== 'stack backtrace:') stack = undefined;
+    if (stack !== undefined && stack !== 'go' && line !== '' && !/^\s/.test(line) && line !== 'stack backtrace:')
+      stack = undefined;
     if (isFailureLine(line) || (options.compiler === true && /^[^\s:][^:]*:\d+(?::\d+)?: \S/.test(line))) {
       mark(i);
       failures += 1;

@@ -31,7 +31,12 @@ const ESLINT_FILE = /^(\/|\.{0,2}\/?[\w@.-]+\/)\S*\.\w+$/;
  * diagnostic lines come first, verbatim, within their budget (around a head and tail of at most
  * `maxChars`), and only the ones that did not fit are grouped.
  */
-export function compactDiagnostics(text: string, variantsPerCode = 3, failure?: FailureView, maxChars = 4000): string | undefined {
+export function compactDiagnostics(
+  text: string,
+  variantsPerCode = 3,
+  failure?: FailureView,
+  maxChars = 4000,
+): string | undefined {
   const lines = splitLines(stripAnsi(text));
   const diags: Diagnostic[] = [];
   const other: string[] = [];
@@ -44,7 +49,14 @@ export function compactDiagnostics(text: string, variantsPerCode = 3, failure?: 
     } else if ((m = JAVAC.exec(line)) !== null) {
       last = { line, file: m[1]!, pos: m[2]!, severity: m[3]!, code: '', message: m[4]! };
     } else if ((m = MYPY.exec(line)) !== null) {
-      last = { line, file: m[1]!, pos: m[3] === undefined ? m[2]! : `${m[2]}:${m[3]}`, severity: m[4]!, code: m[6] ?? '', message: m[5]! };
+      last = {
+        line,
+        file: m[1]!,
+        pos: m[3] === undefined ? m[2]! : `${m[2]}:${m[3]}`,
+        severity: m[4]!,
+        code: m[6] ?? '',
+        message: m[5]!,
+      };
     } else if ((m = RUFF.exec(line)) !== null) {
       last = { line, file: m[1]!, pos: `${m[2]}:${m[3]}`, severity: 'error', code: m[4]!, message: m[5]! };
     } else if (eslintFile !== undefined && (m = ESLINT_ROW.exec(line)) !== null) {
@@ -55,7 +67,8 @@ export function compactDiagnostics(text: string, variantsPerCode = 3, failure?: 
       // javac explains a diagnostic on the following lines: keep the symbol, drop source and caret.
       const symbol = /^\s+symbol:\s+(.*)$/.exec(line);
       if (last !== undefined && last.code === '' && symbol !== null) last.message += ` (${symbol[1]!.trim()})`;
-      else if (last === undefined || !/^\s/.test(line)) if (!ESLINT_FILE.test(line) && line.trim() !== '') other.push(line);
+      else if (last === undefined || !/^\s/.test(line))
+        if (!ESLINT_FILE.test(line) && line.trim() !== '') other.push(line);
       continue;
     }
     diags.push(last);
@@ -71,7 +84,12 @@ export function compactDiagnostics(text: string, variantsPerCode = 3, failure?: 
   return `${head}\n${body}\n${render(rest, [], variantsPerCode, 'not shown above')}`;
 }
 
-function render(diags: readonly Diagnostic[], other: readonly string[], variantsPerCode: number, label = 'diagnostics'): string {
+function render(
+  diags: readonly Diagnostic[],
+  other: readonly string[],
+  variantsPerCode: number,
+  label = 'diagnostics',
+): string {
   const codeOf = (d: Diagnostic): string => d.code || lineShape(d.message.replace(/ \(.*\)$/, ''));
   const byCode = new Map<string, Map<string, string[]>>();
   const byFile = new Map<string, Map<string, string[]>>();

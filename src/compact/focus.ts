@@ -40,7 +40,8 @@ function namesIn(token: string): string[] {
   for (const part of parts) {
     const humps = part.match(HUMPS) ?? [];
     if (humps.length < 3 || !/[a-z][A-Z]|[A-Z][a-z]+[A-Z]/.test(part)) continue;
-    for (let a = 0; a < humps.length; a++) for (let b = a + 2; b <= humps.length; b++) if (b - a < humps.length) out.push(humps.slice(a, b).join(''));
+    for (let a = 0; a < humps.length; a++)
+      for (let b = a + 2; b <= humps.length; b++) if (b - a < humps.length) out.push(humps.slice(a, b).join(''));
   }
   return out;
 }
@@ -92,7 +93,11 @@ export function focusLines(output: string, view: string, terms: readonly string[
   const chosen = new Set<number>();
   for (const term of new Set(terms)) {
     const found: number[] = [];
-    for (let at = output.indexOf(term); at !== -1 && found.length <= limit; at = output.indexOf(term, at + term.length)) {
+    for (
+      let at = output.indexOf(term);
+      at !== -1 && found.length <= limit;
+      at = output.indexOf(term, at + term.length)
+    ) {
       const line = lineOf(at);
       if (found.at(-1) !== line) found.push(line);
       at = (starts[line + 1] ?? output.length) - term.length; // next line

@@ -6,7 +6,8 @@ import { factorRuns } from './factor.js';
 import { clipLine, splitLines, stripAnsi } from './lines.js';
 import { groupByDirectory } from './paths.js';
 
-const FILE_HEADER = /^(?:diff --git |index |--- |\+\+\+ |new file mode|deleted file mode|old mode|new mode|similarity index|dissimilarity index|rename from|rename to|copy from|copy to|Binary files )/;
+const FILE_HEADER =
+  /^(?:diff --git |index |--- |\+\+\+ |new file mode|deleted file mode|old mode|new mode|similarity index|dissimilarity index|rename from|rename to|copy from|copy to|Binary files )/;
 
 /** Longest run of same-prefix hunk lines kept whole after factoring. */
 const MAX_RUN = 16;
@@ -68,8 +69,10 @@ function compactRun(run: readonly string[]): string[] {
   return [...factored.slice(0, 10), `\u2026 ${factored.length - 14} more ${label} lines \u2026`, ...factored.slice(-4)];
 }
 
-const STATUS_SECTION = /^(Changes to be committed|Changes not staged for commit|Untracked files|Unmerged paths|Ignored files):$/;
-const STATUS_ENTRY = /^\t(?:(new file|modified|deleted|renamed|copied|typechange|both modified|both added|both deleted|added by us|added by them|deleted by us|deleted by them):\s+)?(.+)$/;
+const STATUS_SECTION =
+  /^(Changes to be committed|Changes not staged for commit|Untracked files|Unmerged paths|Ignored files):$/;
+const STATUS_ENTRY =
+  /^\t(?:(new file|modified|deleted|renamed|copied|typechange|both modified|both added|both deleted|added by us|added by them|deleted by us|deleted by them):\s+)?(.+)$/;
 const PORCELAIN = /^([ MTADRCU?!]{2}) (.+)$/;
 
 /** git status (long or short/porcelain format): hints dropped, paths grouped by section, kind and directory. */
@@ -127,11 +130,20 @@ export function compactGitLog(text: string): string | undefined {
     const commit = COMMIT.exec(line);
     if (commit !== null) {
       flush();
-      current = { head: `${commit[1]!.slice(0, 9)}${commit[2]!.trimEnd()}`, author: '', date: '', subject: '', body: 0 };
+      current = {
+        head: `${commit[1]!.slice(0, 9)}${commit[2]!.trimEnd()}`,
+        author: '',
+        date: '',
+        subject: '',
+        body: 0,
+      };
     } else if (current === undefined) {
       out.push(line);
     } else if (line.startsWith('Author: ')) {
-      current.author = line.slice(8).replace(/\s*<[^>]*>\s*$/, '').trim();
+      current.author = line
+        .slice(8)
+        .replace(/\s*<[^>]*>\s*$/, '')
+        .trim();
     } else if (line.startsWith('Date: ')) {
       current.date = shortDate(line.slice(6).trim());
     } else if (line.startsWith('Merge: ')) {

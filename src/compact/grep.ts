@@ -69,7 +69,10 @@ export function compactGrep(text: string, options: GrepOptions = {}): string | u
   // (as many names as the budget allows; the exact output has the others).
   const shownCost = files.map((f) => f.lines[0]!.length + 1 + (f.lines.length > 1 ? moreLine(f, 1).length + 1 : 0));
   const nameCost = files.map((f) => f.file.length + String(f.lines.length).length + 5);
-  const reserve = Math.min(nameCost.reduce((n, c) => n + c, 0), Math.floor(maxChars / 4));
+  const reserve = Math.min(
+    nameCost.reduce((n, c) => n + c, 0),
+    Math.floor(maxChars / 4),
+  );
   let used = fixed + 80;
   let shown = 0;
   while (shown < files.length && used + shownCost[shown]! <= maxChars - reserve) used += shownCost[shown++]!;
@@ -97,7 +100,9 @@ function renderFiles(files: readonly FileMatches[], perFile: number, shown: numb
     chars += name.length + 2;
   }
   const unnamed = rest.length - names.length;
-  out.push(`\u2026 ${rest.length} more files, match counts only: ${names.join(', ')}${unnamed > 0 ? `${names.length > 0 ? ', ' : ''}\u2026 (+${unnamed} files)` : ''}`);
+  out.push(
+    `\u2026 ${rest.length} more files, match counts only: ${names.join(', ')}${unnamed > 0 ? `${names.length > 0 ? ', ' : ''}\u2026 (+${unnamed} files)` : ''}`,
+  );
   return out;
 }
 

@@ -25,7 +25,13 @@ export { compactInstall } from './install.js';
 export { compactDiagnostics } from './diagnostics.js';
 export { compactTestOutput, type FailureView, type TestRunner } from './test-runners.js';
 export { scanDiagnostics, type DiagnosticScan, type ScanOptions } from './diagnostic-lines.js';
-export { choosePinned, renderFaithful, DEFAULT_DIAGNOSTIC_CHARS, MAX_DIAGNOSTIC_LINE, type FaithfulOptions } from './faithful.js';
+export {
+  choosePinned,
+  renderFaithful,
+  DEFAULT_DIAGNOSTIC_CHARS,
+  MAX_DIAGNOSTIC_LINE,
+  type FaithfulOptions,
+} from './faithful.js';
 
 export interface TerminalOutput {
   /** The command that ran (used to pick the family); the output's shape decides when absent. */
@@ -54,7 +60,13 @@ export interface CompactTerminalOptions {
  * Families whose outputs are evidence, not a run's outcome: their lines are never read as
  * diagnostics, and their views (exact counts, every path) are always made from the whole text.
  */
-export const EVIDENCE_FAMILIES: ReadonlySet<CommandFamily> = new Set(['git-diff', 'git-log', 'git-status', 'grep', 'listing']);
+export const EVIDENCE_FAMILIES: ReadonlySet<CommandFamily> = new Set([
+  'git-diff',
+  'git-log',
+  'git-status',
+  'grep',
+  'listing',
+]);
 
 /**
  * The compact rendering of one terminal output (may be larger than the input: callers check).
@@ -70,11 +82,18 @@ export function compactTerminal(input: TerminalOutput, options: CompactTerminalO
   let lines: string[] | undefined;
   if (diagnosticChars > 0 && !EVIDENCE_FAMILIES.has(family)) {
     lines = splitLines(stripAnsi(input.output));
-    const scan = scanDiagnostics(lines, { ...(input.exitCode === undefined ? {} : { exitCode: input.exitCode }), compiler: family === 'diagnostics' });
+    const scan = scanDiagnostics(lines, {
+      ...(input.exitCode === undefined ? {} : { exitCode: input.exitCode }),
+      compiler: family === 'diagnostics',
+    });
     if (scan.failing && scan.lines.length > 0) failure = { flagged: scan.lines, diagnosticChars };
   }
   const specific = renderFamily(family, input, maxChars, diagnosticChars, failure);
-  if (failure !== undefined && lines !== undefined && (specific === undefined || !keepsPinned(specific, lines, failure))) {
+  if (
+    failure !== undefined &&
+    lines !== undefined &&
+    (specific === undefined || !keepsPinned(specific, lines, failure))
+  ) {
     return { family: 'generic', text: exit + renderFaithful(lines, failure.flagged, { maxChars, diagnosticChars }) };
   }
   const text = specific ?? compactLines(input.output, { maxChars, diagnosticChars: 0 });
@@ -84,11 +103,18 @@ export function compactTerminal(input: TerminalOutput, options: CompactTerminalO
 /** Every diagnostic line that fits the budget is a line of `text`. */
 function keepsPinned(text: string, lines: readonly string[], failure: FailureView): boolean {
   const shown = new Set(splitLines(text));
-  for (const i of choosePinned(lines, failure.flagged, failure.diagnosticChars).chosen) if (!shown.has(lines[i]!)) return false;
+  for (const i of choosePinned(lines, failure.flagged, failure.diagnosticChars).chosen)
+    if (!shown.has(lines[i]!)) return false;
   return true;
 }
 
-function renderFamily(family: CommandFamily, input: TerminalOutput, maxChars: number, diagnosticChars: number, failure?: FailureView): string | undefined {
+function renderFamily(
+  family: CommandFamily,
+  input: TerminalOutput,
+  maxChars: number,
+  diagnosticChars: number,
+  failure?: FailureView,
+): string | undefined {
   const output = input.output;
   switch (family) {
     case 'git-status':
@@ -110,7 +136,10 @@ function renderFamily(family: CommandFamily, input: TerminalOutput, maxChars: nu
     case 'grep': {
       // Match lines are a search's evidence: they get the diagnostic budget when it is larger.
       const term = input.command === undefined ? undefined : grepTerm(input.command);
-      return compactGrep(output, { maxChars: Math.max(maxChars, diagnosticChars), ...(term === undefined ? {} : { term }) });
+      return compactGrep(output, {
+        maxChars: Math.max(maxChars, diagnosticChars),
+        ...(term === undefined ? {} : { term }),
+      });
     }
     case 'listing':
       return compactListing(output);
@@ -134,7 +163,8 @@ export function readTerminalContent(content: string, exitCode?: number): { outpu
       const output = parsed['output'] ?? parsed['stdout'];
       const code = parsed['exit_code'] ?? parsed['exitCode'] ?? parsed['returncode'];
       if (typeof output === 'string') {
-        const error = typeof parsed['error'] === 'string' && parsed['error'] !== '' ? `\n[error] ${parsed['error']}` : '';
+        const error =
+          typeof parsed['error'] === 'string' && parsed['error'] !== '' ? `\n[error] ${parsed['error']}` : '';
         return typeof code === 'number' ? { output: output + error, exitCode: code } : { output: output + error };
       }
     } catch {

@@ -18,7 +18,8 @@ const NOISE: readonly RegExp[] = [
   /^Fetching gem metadata|^Using \S+ [\d.]+$/,
 ];
 
-const SUMMARY = /^(added|removed|changed|up to date|audited|found \d+|\d+ packages? are looking for funding|Successfully installed|Installed \d+|Done in|Packages:|dependencies:|devDependencies:)/i;
+const SUMMARY =
+  /^(added|removed|changed|up to date|audited|found \d+|\d+ packages? are looking for funding|Successfully installed|Installed \d+|Done in|Packages:|dependencies:|devDependencies:)/i;
 
 /** Drop install chatter; undefined when nothing is chatter (not an install log). With `failure`, its diagnostic lines stay verbatim. */
 export function compactInstall(text: string, maxChars = 8000, failure?: FailureView): string | undefined {

@@ -55,7 +55,7 @@ export async function excerptLargeOutput(text: string, options: ExcerptOptions =
     omitted = 0;
   };
   if (options.scanMiddle ?? true) {
-    for (let from = headEnd; from < tailStart; ) {
+    for (let from = headEnd; from < tailStart;) {
       const to = Math.min(tailStart, boundaryAfter(text, from + SLICE_CHARS));
       const lines = splitLines(stripAnsi(text.slice(from, to)));
       const flagged = new Set(scanDiagnostics(lines).lines);

@@ -35,7 +35,8 @@ export function isSignalLine(line: string): boolean {
   return SIGNAL_LINE.test(line);
 }
 
-const ERROR_LINE = /\b(?:error|errors|err!|fail|failed|failure|failures|fatal|panic|panicked|exception|traceback|segmentation fault|aborted|assert(?:ion)?error)\b|^E\s{2,}|✗|✖/i;
+const ERROR_LINE =
+  /\b(?:error|errors|err!|fail|failed|failure|failures|fatal|panic|panicked|exception|traceback|segmentation fault|aborted|assert(?:ion)?error)\b|^E\s{2,}|✗|✖/i;
 
 /** The most important signal lines: errors and failures (not warnings). */
 export function isErrorLine(line: string): boolean {

@@ -29,16 +29,19 @@ function fitted(render: (cap: number) => string): string {
   }
   return best;
 }
-const LONG_ENTRY = /^([dlcbps-])[rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+([\d.,]+[KMGT]?)\s+(\w{3}\s+\d+\s+[\d:]+|\d{4}-\d\d-\d\d(?: [\d:.]+)?(?: [+-]\d{4})?)\s+(.+)$/;
+const LONG_ENTRY =
+  /^([dlcbps-])[rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+([\d.,]+[KMGT]?)\s+(\w{3}\s+\d+\s+[\d:]+|\d{4}-\d\d-\d\d(?: [\d:.]+)?(?: [+-]\d{4})?)\s+(.+)$/;
 const TREE_ENTRY = /^((?:[│|`]\s{3}|\s{4})*)(?:[├└|`][─-]{2}\s)(.+)$/u;
 
 /** Pick the listing shape and render it; undefined when the text is not a listing. */
 export function compactListing(text: string): string | undefined {
   const lines = splitLines(stripAnsi(text)).filter((l) => l.trim() !== '');
   if (lines.length === 0) return undefined;
-  if (lines.some((l) => /^\S.*:$/.test(l)) && !lines.some((l) => LONG_ENTRY.test(l))) return fitted((cap) => compactRecursive(lines, cap));
+  if (lines.some((l) => /^\S.*:$/.test(l)) && !lines.some((l) => LONG_ENTRY.test(l)))
+    return fitted((cap) => compactRecursive(lines, cap));
   if (lines.filter((l) => LONG_ENTRY.test(l)).length >= lines.length * 0.6) return compactLong(lines);
-  if (lines.filter((l) => TREE_ENTRY.test(l)).length >= lines.length * 0.6) return fitted((cap) => compactTree(lines, cap));
+  if (lines.filter((l) => TREE_ENTRY.test(l)).length >= lines.length * 0.6)
+    return fitted((cap) => compactTree(lines, cap));
   if (lines.every((l) => !/\s{2,}|\t/.test(l))) return fitted((cap) => groupByDirectory(lines, cap).join('\n'));
   return undefined;
 }
@@ -67,7 +70,9 @@ function compactRecursive(lines: readonly string[], cap: number): string {
     const shown = files.slice(0, cap).join(' ');
     const more = files.length > cap ? ` \u2026(+${files.length - cap} more)` : '';
     const subdirs = entries.length - files.length;
-    out.push(`${dir}/ (${files.length}${subdirs > 0 ? ` + ${subdirs} dir${subdirs === 1 ? '' : 's'}` : ''}): ${shown}${more}`);
+    out.push(
+      `${dir}/ (${files.length}${subdirs > 0 ? ` + ${subdirs} dir${subdirs === 1 ? '' : 's'}` : ''}): ${shown}${more}`,
+    );
   }
   return out.join('\n');
 }

@@ -5,7 +5,9 @@ export function splitPath(path: string): { dir: string; base: string } {
   const trimmed = path.endsWith('/') ? path.slice(0, -1) : path;
   const cut = trimmed.lastIndexOf('/');
   const suffix = path.endsWith('/') ? '/' : '';
-  return cut < 0 ? { dir: './', base: trimmed + suffix } : { dir: trimmed.slice(0, cut + 1), base: trimmed.slice(cut + 1) + suffix };
+  return cut < 0
+    ? { dir: './', base: trimmed + suffix }
+    : { dir: trimmed.slice(0, cut + 1), base: trimmed.slice(cut + 1) + suffix };
 }
 
 /**

@@ -45,7 +45,11 @@ export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: 
  * between the put and this call (by another process's retention) comes back missing, which is a
  * VaultVerifyError here, and the caller fails open with the original.
  */
-export async function pinDelivered(vault: ArtifactStore & LeaseStore, artifactIds: readonly string[], scope?: StoreScope): Promise<void> {
+export async function pinDelivered(
+  vault: ArtifactStore & LeaseStore,
+  artifactIds: readonly string[],
+  scope?: StoreScope,
+): Promise<void> {
   const { missing } = await vault.deliver(artifactIds, scope);
   if (missing.length > 0) throw new VaultVerifyError(missing[0]!);
 }

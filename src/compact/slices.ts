@@ -60,7 +60,12 @@ export function sliceBoundaries(text: string, sliceChars = SLICE_CHARS): number[
 }
 
 /** Count `text` piece by piece with a turn of the event loop between pieces. */
-export async function countInSlices(counter: TokenCounter, text: string, signal?: AbortSignal, sliceChars = COUNT_SLICE_CHARS): Promise<number> {
+export async function countInSlices(
+  counter: TokenCounter,
+  text: string,
+  signal?: AbortSignal,
+  sliceChars = COUNT_SLICE_CHARS,
+): Promise<number> {
   if (text.length <= sliceChars) return counter.count(text);
   let total = 0;
   let from = 0;

@@ -31,12 +31,19 @@ const RULES: Record<TestRunner, RunnerRules> = {
     summary: /^\s*(Test Suites|Tests|Snapshots|Time|Ran all test suites)\b/,
   },
   pytest: {
-    noise: [/\sPASSED\s*(?:\[\s*\d+%\])?$/, /^\S+\.py\s+[.sx]+\s*(?:\[\s*\d+%\])?$/, /^(platform|cachedir|rootdir|configfile|plugins|collecting)\b/],
+    noise: [
+      /\sPASSED\s*(?:\[\s*\d+%\])?$/,
+      /^\S+\.py\s+[.sx]+\s*(?:\[\s*\d+%\])?$/,
+      /^(platform|cachedir|rootdir|configfile|plugins|collecting)\b/,
+    ],
     block: /^_{3,} .+ _{3,}$/,
     summary: /^=+ .*(passed|failed|error|skipped|deselected|xfailed|no tests ran).* =+$|^(FAILED|ERROR) /,
   },
   cargo: {
-    noise: [/^test .+ \.\.\. ok$/, /^\s*(Compiling|Downloading|Downloaded|Finished|Fresh|Checking|Locking|Updating|Blocking)\s/],
+    noise: [
+      /^test .+ \.\.\. ok$/,
+      /^\s*(Compiling|Downloading|Downloaded|Finished|Fresh|Checking|Locking|Updating|Blocking)\s/,
+    ],
     block: /^---- .+ stdout ----$/,
     summary: /^test result:|^error: test failed|^\s*Running\s/,
   },
@@ -46,7 +53,11 @@ const RULES: Record<TestRunner, RunnerRules> = {
     summary: /^(ok|FAIL|---)\s|^(PASS|FAIL)$|^panic:/,
   },
   maven: {
-    noise: [/^\[INFO\] (Download(ing|ed) from|Progress)/, /^(Download(ing|ed)|Progress \()/, /^\[INFO\] Tests run: .*, Failures: 0, Errors: 0, Skipped: \d+, Time elapsed/],
+    noise: [
+      /^\[INFO\] (Download(ing|ed) from|Progress)/,
+      /^(Download(ing|ed)|Progress \()/,
+      /^\[INFO\] Tests run: .*, Failures: 0, Errors: 0, Skipped: \d+, Time elapsed/,
+    ],
     block: /<<< (FAILURE|ERROR)!/,
     summary: /^\[(INFO|ERROR|WARNING)\] (BUILD|Tests run:|Total time|Finished at)|^Tests run:/,
   },
@@ -71,7 +82,12 @@ export interface FailureView {
  * With `failure`, the diagnostic lines are never dropped as noise nor cut from a failure block,
  * and they are kept verbatim within their budget.
  */
-export function compactTestOutput(text: string, runner: TestRunner, maxChars = 8000, failure?: FailureView): string | undefined {
+export function compactTestOutput(
+  text: string,
+  runner: TestRunner,
+  maxChars = 8000,
+  failure?: FailureView,
+): string | undefined {
   const rules = RULES[runner];
   const lines = splitLines(stripAnsi(text));
   const flagged = new Set(failure?.flagged);

@@ -40,13 +40,18 @@ export function renderToolView(input: ViewInput, o: ViewOptions): string {
     if (grep !== undefined) return grep;
   }
   const exit = input.exitCode === undefined ? {} : { exitCode: input.exitCode };
-  const lines = o.strategy === 'reference' ? undefined : compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit });
+  const lines =
+    o.strategy === 'reference'
+      ? undefined
+      : compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit });
   if (o.strategy === 'lines') return lines!;
   const reference = compactText(text, o.nativeMaxChars);
   const missing = o.diagnosticChars > 0 ? missingDiagnostics(text, reference, o.diagnosticChars, input.exitCode) : [];
   if (o.strategy === 'reference') {
     // The reference cut stays byte-identical; what it dropped of a failure follows it.
-    return missing.length === 0 ? reference : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
+    return missing.length === 0
+      ? reference
+      : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
   }
   if (missing.length > 0) return lines!;
   return codePointLength(lines!) < codePointLength(reference) ? lines! : reference;
@@ -62,7 +67,8 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
   const text = input.output;
   if (text.length <= LARGE_OUTPUT_CHARS) return renderToolView(input, o);
   await yieldSlice(signal);
-  if (o.tool === 'terminal' && EVIDENCE_FAMILIES.has(detectFamily(input.command, text))) return renderToolView(input, o);
+  if (o.tool === 'terminal' && EVIDENCE_FAMILIES.has(detectFamily(input.command, text)))
+    return renderToolView(input, o);
   if (o.tool === 'search_files' && o.strategy !== 'reference') {
     const grep = compactGrep(text, { maxChars: o.nativeMaxChars });
     if (grep !== undefined) return grep;
@@ -71,8 +77,11 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
   const excerpt = await excerptLargeOutput(text, signal === undefined ? {} : { signal });
   if (o.tool !== 'terminal' && o.strategy === 'reference') {
     const reference = compactText(text, o.nativeMaxChars);
-    const missing = o.diagnosticChars > 0 ? missingDiagnostics(excerpt.text, reference, o.diagnosticChars, input.exitCode) : [];
-    return missing.length === 0 ? reference : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
+    const missing =
+      o.diagnosticChars > 0 ? missingDiagnostics(excerpt.text, reference, o.diagnosticChars, input.exitCode) : [];
+    return missing.length === 0
+      ? reference
+      : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
   }
   const head = `[Token Terminator: view of a ${codePointLength(text).toLocaleString('en-US')}-char output made from its first and last ${WINDOW_CHARS.toLocaleString('en-US')} chars and the diagnostic lines between them; counts below cover those parts]`;
   return `${head}\n${renderToolView({ ...input, output: excerpt.text }, o)}`;

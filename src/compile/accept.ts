@@ -18,7 +18,10 @@ export interface Candidate {
 
 export type Verdict =
   | { readonly accepted: true }
-  | { readonly accepted: false; readonly reason: 'not smaller in chars' | 'not smaller in tokens' | 'unverified receipt' };
+  | {
+      readonly accepted: false;
+      readonly reason: 'not smaller in chars' | 'not smaller in tokens' | 'unverified receipt';
+    };
 
 const ACCEPTED: Verdict = Object.freeze({ accepted: true });
 

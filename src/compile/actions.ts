@@ -29,7 +29,10 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .filter((p): p is Obj => isObj(p) && (p['type'] === 'text' || p['type'] === 'output_text') && typeof p['text'] === 'string')
+    .filter(
+      (p): p is Obj =>
+        isObj(p) && (p['type'] === 'text' || p['type'] === 'output_text') && typeof p['text'] === 'string',
+    )
     .map((p) => p['text'] as string)
     .join('\n');
 }

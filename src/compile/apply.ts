@@ -9,7 +9,11 @@ import { acceptCandidate, type Verdict } from './accept.js';
 import type { SessionState } from './session.js';
 
 /** Items with the given slot texts written in; undefined when nothing changes. */
-export function renderItems(state: SessionState, view: RequestView, changes: readonly { readonly slot: Slot; readonly text: string }[]): unknown[] | undefined {
+export function renderItems(
+  state: SessionState,
+  view: RequestView,
+  changes: readonly { readonly slot: Slot; readonly text: string }[],
+): unknown[] | undefined {
   const byItem = new Map<number, { path: readonly (string | number)[]; value: string }[]>();
   for (const c of changes) {
     const i = c.slot.item;
@@ -32,9 +36,15 @@ export function renderItems(state: SessionState, view: RequestView, changes: rea
  * `items[i]` with the given slot texts written in (what `renderItems(...)[i]` is, without copying
  * the list): for a planner that prices one candidate item at a time. Undefined when nothing changes.
  */
-export function renderItemAt(state: SessionState, items: readonly unknown[], i: number, changes: readonly { readonly slot: Slot; readonly text: string }[]): unknown {
+export function renderItemAt(
+  state: SessionState,
+  items: readonly unknown[],
+  i: number,
+  changes: readonly { readonly slot: Slot; readonly text: string }[],
+): unknown {
   const list: { path: readonly (string | number)[]; value: string }[] = [];
-  for (const c of changes) if (c.slot.item === i && c.slot.value !== c.text) list.push({ path: c.slot.path.slice(2), value: c.text });
+  for (const c of changes)
+    if (c.slot.item === i && c.slot.value !== c.text) list.push({ path: c.slot.path.slice(2), value: c.text });
   if (list.length === 0) return undefined;
   const item = items[i];
   if (typeof item !== 'object' || item === null) return item;
@@ -84,6 +94,7 @@ export function gate(
   }
   const tokens = rawTokens !== undefined && candidateTokens !== undefined ? { rawTokens, candidateTokens } : {};
   const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts });
-  const savedTokens = rawTokens !== undefined && candidateTokens !== undefined ? { savedTokens: rawTokens - candidateTokens } : {};
+  const savedTokens =
+    rawTokens !== undefined && candidateTokens !== undefined ? { savedTokens: rawTokens - candidateTokens } : {};
   return { verdict, request: candidate, savedChars: rawChars - candidateChars, ...savedTokens };
 }

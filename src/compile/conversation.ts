@@ -26,7 +26,12 @@ export function createChainMemo(): ChainMemo {
       while (i < items.length && i < lastItems.length && items[i] === lastItems[i]) out.push(lastHashes[i++]!);
       let prev = i > 0 ? out[i - 1]! : '';
       for (; i < items.length; i++) {
-        prev = createHash('sha256').update(prev).update('\u0000').update(itemHash(items[i])).digest('base64url').slice(0, 32);
+        prev = createHash('sha256')
+          .update(prev)
+          .update('\u0000')
+          .update(itemHash(items[i]))
+          .digest('base64url')
+          .slice(0, 32);
         out.push(prev);
       }
       lastItems = items;
@@ -76,14 +81,21 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     let entry = shown.get(key);
     if (entry === undefined) {
       const stored = await vault.getRendering(sessionId, SHOWN + key).catch(() => undefined);
-      const [count, last] = stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
+      const [count, last] =
+        stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
       entry = { count, last };
       remember(shown, key, entry);
     }
     return entry;
   };
-  const before = (entry: { count: number; last: string }, requestKey: string): number => entry.count - (entry.last === requestKey ? 1 : 0);
-  const mark = (entry: { count: number; last: string }, key: string, requestKey: string, scope: StoreScope | undefined): Promise<void> | undefined => {
+  const before = (entry: { count: number; last: string }, requestKey: string): number =>
+    entry.count - (entry.last === requestKey ? 1 : 0);
+  const mark = (
+    entry: { count: number; last: string },
+    key: string,
+    requestKey: string,
+    scope: StoreScope | undefined,
+  ): Promise<void> | undefined => {
     if (entry.count >= cap || entry.last === requestKey) return undefined;
     entry.count++;
     entry.last = requestKey;
@@ -102,7 +114,9 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     },
     markShown(key, requestKey, scope) {
       const entry = shown.get(key);
-      return entry !== undefined ? mark(entry, key, requestKey, scope) : loadShown(key).then((e) => mark(e, key, requestKey, scope));
+      return entry !== undefined
+        ? mark(entry, key, requestKey, scope)
+        : loadShown(key).then((e) => mark(e, key, requestKey, scope));
     },
     rewritten(key) {
       const kind = rewritten.get(key);

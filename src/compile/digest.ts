@@ -36,7 +36,12 @@ export function isFailureLine(line: string): boolean {
   return !SOURCE_LINE.test(line) && FAILURE.test(t);
 }
 
-const EXIT = [/<returncode>(-?\d+)<\/returncode>/, /^\[exit code: (-?\d+)\]/m, /\bexit(?:ed with)? (?:code|status)[ :=]+(-?\d+)/i, /\bReturn code: (-?\d+)/i];
+const EXIT = [
+  /<returncode>(-?\d+)<\/returncode>/,
+  /^\[exit code: (-?\d+)\]/m,
+  /\bexit(?:ed with)? (?:code|status)[ :=]+(-?\d+)/i,
+  /\bReturn code: (-?\d+)/i,
+];
 
 /** The exit status an output reports about itself, if it does. */
 export function exitStatusOf(text: string): number | undefined {
@@ -64,7 +69,10 @@ export function renderDigest(text: string, receipt: string, options: DigestOptio
   const lines = text.split('\n');
   const exit = exitStatusOf(text);
   const first = lines.find((l) => l.trim() !== '') ?? '';
-  const facts = [...(options.view === true ? [] : [`${lines.length} lines`]), ...(exit === undefined ? [] : [`exit ${exit}`])];
+  const facts = [
+    ...(options.view === true ? [] : [`${lines.length} lines`]),
+    ...(exit === undefined ? [] : [`exit ${exit}`]),
+  ];
   const header = `[Token Terminator digest${facts.map((f) => ` | ${f}`).join('')}]`;
   const out = [header];
   if (first !== '') out.push(clip(first.trimEnd()));

@@ -35,7 +35,8 @@ interface PlannedBase {
  * request) and 'view' (bounded) carry the text that replaces the slot's value; 'inline' carries
  * none: the caller's value stays exactly as it is (same object, same shape).
  */
-export type PlannedSlot = PlannedBase & ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
+export type PlannedSlot = PlannedBase &
+  ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
 
 /** The slot replacements a plan writes back (inline outputs contribute none). */
 export function planChanges(plan: readonly PlannedSlot[]): { readonly slot: Slot; readonly text: string }[] {
@@ -60,20 +61,32 @@ function displayText(value: unknown, evidence: string): string {
 }
 
 /** The memo key of a slot's evidence in its item. */
-const evidenceKey = (slot: Slot, o: DuplicateOptions): string => JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}|${slot.toolName ?? ''}`;
+const evidenceKey = (slot: Slot, o: DuplicateOptions): string =>
+  JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}|${slot.toolName ?? ''}`;
 
 /** The evidence an earlier request found for this slot of the same item, if any (no await). */
-function knownEvidence(state: SessionState, view: RequestView, slot: Slot, o: DuplicateOptions): Evidence | null | undefined {
+function knownEvidence(
+  state: SessionState,
+  view: RequestView,
+  slot: Slot,
+  o: DuplicateOptions,
+): Evidence | null | undefined {
   const item = view.items[slot.item ?? -1];
   if (typeof item !== 'object' || item === null) return undefined;
   return state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
 }
 
-async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o: DuplicateOptions): Promise<Evidence | null> {
+async function evidenceOf(
+  state: SessionState,
+  view: RequestView,
+  slot: Slot,
+  o: DuplicateOptions,
+): Promise<Evidence | null> {
   const item = view.items[slot.item ?? -1];
   const key = evidenceKey(slot, o);
   const holder = typeof item === 'object' && item !== null ? item : undefined;
-  const cached = holder === undefined ? undefined : state.itemMemo.get(holder)?.get(key) as Evidence | null | undefined;
+  const cached =
+    holder === undefined ? undefined : (state.itemMemo.get(holder)?.get(key) as Evidence | null | undefined);
   // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
   if (cached !== undefined && (cached === null || !state.evidence.isGone(cached.receipt.artifactId))) return cached;
   let found: Evidence | null = null;
@@ -83,7 +96,12 @@ async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o:
     const chars = text === undefined ? 0 : codePoints(text);
     if (text !== undefined && chars >= o.minChars && chars <= o.maxChars) {
       try {
-        const meta = { toolName: slot.toolName ?? 'tool', args: slot.callArgs ?? {}, sessionId: o.sessionId, ...(slot.callId ? { callId: slot.callId } : {}) };
+        const meta = {
+          toolName: slot.toolName ?? 'tool',
+          args: slot.callArgs ?? {},
+          sessionId: o.sessionId,
+          ...(slot.callId ? { callId: slot.callId } : {}),
+        };
         found = { chars, receipt: await state.evidence.receipt(text, meta), display: displayText(raw, text) };
       } catch {
         found = null; // this slot stays inline; the others still reduce
@@ -99,7 +117,12 @@ async function evidenceOf(state: SessionState, view: RequestView, slot: Slot, o:
 }
 
 /** Decide every large tool output of a request. */
-export async function planDuplicates(state: SessionState, view: RequestView, outputs: readonly Slot[], o: DuplicateOptions): Promise<PlannedSlot[]> {
+export async function planDuplicates(
+  state: SessionState,
+  view: RequestView,
+  outputs: readonly Slot[],
+  o: DuplicateOptions,
+): Promise<PlannedSlot[]> {
   const found: { slot: Slot; ev: Evidence }[] = [];
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
@@ -116,10 +139,17 @@ export async function planDuplicates(state: SessionState, view: RequestView, out
   for (let i = 0; i < found.length; i++) {
     const { slot, ev } = found[i]!;
     const id = ev.receipt.artifactId;
-    if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!))) planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
+    if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!)))
+      planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
       // The names of the conversation before this output (fixed once it arrived): the same view every request.
-      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: (ev.view ??= `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!))}\n\n${ev.receipt.text}`) });
+      planned.push({
+        slot,
+        receipt: ev.receipt,
+        render: 'view',
+        duplicate: false,
+        text: (ev.view ??= `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!))}\n\n${ev.receipt.text}`),
+      });
     } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
   }
   return planned;
@@ -162,7 +192,9 @@ export function boundedView(text: string, maxChars: number): string {
   let marked = false;
   const gap = (n: number): string[] => {
     if (n <= 0) return [];
-    const line = marked ? `\u2026 ${n} lines \u2026` : `\u2026 ${n} lines omitted (exact output: see the receipt below) \u2026`;
+    const line = marked
+      ? `\u2026 ${n} lines \u2026`
+      : `\u2026 ${n} lines omitted (exact output: see the receipt below) \u2026`;
     marked = true;
     return [line];
   };

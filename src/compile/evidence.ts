@@ -34,7 +34,8 @@ export function evidenceText(value: unknown): string | undefined {
   if (typeof value === 'string') return isReceipt(value) ? undefined : value;
   if (!Array.isArray(value) || value.length === 0) return undefined;
   for (const part of value) {
-    if (typeof part !== 'object' || part === null || !TEXT_TYPES.has((part as { type?: string }).type ?? '')) return undefined;
+    if (typeof part !== 'object' || part === null || !TEXT_TYPES.has((part as { type?: string }).type ?? ''))
+      return undefined;
   }
   return canonicalJson(value);
 }
@@ -49,7 +50,7 @@ export function evidenceChars(value: unknown): number {
 /** The whole artifact, page by page (exact). Throws what the vault throws. */
 export async function readWhole(vault: ArtifactStore, artifactId: string): Promise<string> {
   const parts: string[] = [];
-  for (let offset: number | null = 0; offset !== null; ) {
+  for (let offset: number | null = 0; offset !== null;) {
     const page = await vault.page(artifactId, offset);
     parts.push(page.content);
     if (page.nextOffset !== null && page.nextOffset <= offset) throw new RangeError('vault page did not advance');
@@ -60,9 +61,22 @@ export async function readWhole(vault: ArtifactStore, artifactId: string): Promi
 
 export interface EvidenceStore {
   /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
-  receipt(text: string, meta: { readonly toolName: string; readonly args?: unknown; readonly sessionId: string; readonly callId?: string; readonly scope?: StoreScope }): Promise<Receipted>;
+  receipt(
+    text: string,
+    meta: {
+      readonly toolName: string;
+      readonly args?: unknown;
+      readonly sessionId: string;
+      readonly callId?: string;
+      readonly scope?: StoreScope;
+    },
+  ): Promise<Receipted>;
   /** Vault arbitrary text (collapsed steps) and return its artifact id and size. */
-  store(text: string, sessionId: string, toolName: string): Promise<{ readonly artifactId: string; readonly chars: number }>;
+  store(
+    text: string,
+    sessionId: string,
+    toolName: string,
+  ): Promise<{ readonly artifactId: string; readonly chars: number }>;
   /**
    * Deliver the artifacts the receipts of a request about to leave name: pinned for the scope's
    * session and read back under the vault's lock (see the module comment). Resolves with the ids
@@ -133,7 +147,10 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
   let epoch: string | undefined;
   let touchedAt = 0;
   let lastScope: StoreScope | undefined;
-  const put = async (text: string, meta: { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope }) => {
+  const put = async (
+    text: string,
+    meta: { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope },
+  ) => {
     const same = lookup(text);
     if (same !== undefined) return same;
     const key = createHash('sha256').update(text, 'utf8').digest('base64');
@@ -142,7 +159,16 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       remember(text, hit);
       return hit;
     }
-    const result = await vault.put({ content: text, toolName: meta.toolName, args: meta.args ?? {}, sessionId: meta.sessionId, ...(meta.callId === undefined ? {} : { callId: meta.callId }) }, meta.scope ?? lastScope);
+    const result = await vault.put(
+      {
+        content: text,
+        toolName: meta.toolName,
+        args: meta.args ?? {},
+        sessionId: meta.sessionId,
+        ...(meta.callId === undefined ? {} : { callId: meta.callId }),
+      },
+      meta.scope ?? lastScope,
+    );
     const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
     known.set(key, entry);
     keyOf.set(entry.artifactId, key);
@@ -213,7 +239,15 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       // The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request).
       const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
       let r = shown.get(meta.toolName);
-      if (r === undefined) shown.set(meta.toolName, (r = Object.freeze({ text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)), artifactId: e.artifactId, verified: true as const })));
+      if (r === undefined)
+        shown.set(
+          meta.toolName,
+          (r = Object.freeze({
+            text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)),
+            artifactId: e.artifactId,
+            verified: true as const,
+          })),
+        );
       return r;
     },
     async store(text, sessionId, toolName) {

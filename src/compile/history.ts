@@ -86,7 +86,9 @@ export interface HistoryPlan {
 }
 
 const REASONING_MIN_CHARS = 300;
-const artifactOf = (text: string): { id: string } => ({ id: `a_${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32)}` });
+const artifactOf = (text: string): { id: string } => ({
+  id: `a_${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32)}`,
+});
 
 /** The receipt line of `text` (content-addressed: the id is its SHA-256 prefix, so no digest field). */
 function localReceipt(text: string, toolName: string): string {
@@ -104,26 +106,43 @@ function splitReasoning(text: string, note: string): { prose: number; rendered: 
 /** The assistant text slot(s) a reasoning rewrite replaces: a string content, or text blocks. */
 function reasoningSlots(slot: Slot): { slot: Slot; text: string }[] {
   const content = (slot.value as { content?: unknown }).content;
-  if (typeof content === 'string') return [{ slot: { ...slot, path: [...slot.path, 'content'], value: content }, text: content }];
+  if (typeof content === 'string')
+    return [{ slot: { ...slot, path: [...slot.path, 'content'], value: content }, text: content }];
   if (!Array.isArray(content)) return [];
   const out: { slot: Slot; text: string }[] = [];
   content.forEach((part, j) => {
     const p = part as { type?: unknown; text?: unknown };
-    if ((p.type === 'text' || p.type === 'output_text') && typeof p.text === 'string') out.push({ slot: { ...slot, path: [...slot.path, 'content', j, 'text'], value: p.text }, text: p.text });
+    if ((p.type === 'text' || p.type === 'output_text') && typeof p.text === 'string')
+      out.push({ slot: { ...slot, path: [...slot.path, 'content', j, 'text'], value: p.text }, text: p.text });
   });
   return out;
 }
 
 /** Plan the history of one request. Undefined when the request has no history to speak of. */
-export async function planHistory(state: SessionState, memo: ConversationMemo, view: RequestView, outputs: readonly Slot[], o: HistoryOptions): Promise<HistoryPlan | undefined> {
+export async function planHistory(
+  state: SessionState,
+  memo: ConversationMemo,
+  view: RequestView,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+): Promise<HistoryPlan | undefined> {
   const info = view.itemInfo;
   const start = info.findIndex((i) => i.role === 'assistant');
   if (start === -1 || view.listKey === undefined) return undefined;
   const steps = segmentSteps(info);
   const count = steps.starts.length;
   const protectedFrom = steps.starts[Math.max(0, count - o.inlineRecentTurns)] ?? view.items.length;
-  const collapseBefore = o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
-  const sealedBefore = o.blockTurns > 0 ? sealedItem(steps.starts, horizons(count, { blockSteps: o.blockTurns, inlineRecentSteps: o.inlineRecentTurns, collapseAfterSteps: 0 }).sealed, view.items.length) : view.items.length;
+  const collapseBefore =
+    o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
+  const sealedBefore =
+    o.blockTurns > 0
+      ? sealedItem(
+          steps.starts,
+          horizons(count, { blockSteps: o.blockTurns, inlineRecentSteps: o.inlineRecentTurns, collapseAfterSteps: 0 })
+            .sealed,
+          view.items.length,
+        )
+      : view.items.length;
   const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
   const requestKey = chain.at(-1) ?? '';
 
@@ -179,7 +198,12 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
   }
 
   // The history as it would be sent without a new rewrite: earlier rewrites applied.
-  const keepItems = renderItems(state, view, applied.map((t) => ({ slot: t.slot, text: t.text }))) ?? view.items;
+  const keepItems =
+    renderItems(
+      state,
+      view,
+      applied.map((t) => ({ slot: t.slot, text: t.text })),
+    ) ?? view.items;
   let chosen: Target[] = [];
   if (candidates.length > 0 && o.newBatch !== false) {
     if (o.blockTurns > 0) chosen = candidates;
@@ -196,7 +220,10 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
         if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
         return rendered;
       };
-      const list: RewriteCandidate[] = itemsInOrder.map((i) => ({ position: position[i]!, saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)).chars }));
+      const list: RewriteCandidate[] = itemsInOrder.map((i) => ({
+        position: position[i]!,
+        saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)).chars,
+      }));
       let runStart = info.length - 1;
       while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
       while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
@@ -223,9 +250,14 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
         if (!(await verifiedOnce(state, t.artifactId))) throw new Error('artifact gone');
         receipts.push({ artifactId: t.artifactId, verified: true });
       } else {
-        const r = await state.evidence.receipt(t.evidence, { toolName: t.toolName, sessionId: o.sessionId, ...(t.slot.callId ? { callId: t.slot.callId } : {}) });
+        const r = await state.evidence.receipt(t.evidence, {
+          toolName: t.toolName,
+          sessionId: o.sessionId,
+          ...(t.slot.callId ? { callId: t.slot.callId } : {}),
+        });
         // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
-        if (r.artifactId !== t.artifactId) throw new Error('artifact id differs from the rendered one (prefix collision)');
+        if (r.artifactId !== t.artifactId)
+          throw new Error('artifact id differs from the rendered one (prefix collision)');
         receipts.push(r);
       }
       final.push(t);
@@ -235,8 +267,25 @@ export async function planHistory(state: SessionState, memo: ConversationMemo, v
       chosen = chosen.filter((c) => c.key !== t.key);
     }
   }
-  if (final.length === 0) return { items: view.items, receipts, decided: [], shown, requestKey, rewrittenOutputs: 0, reducedReasoning: 0, batch: false, failed, ...(failure === undefined ? {} : { failure }) };
-  const items = renderItems(state, view, final.map((t) => ({ slot: t.slot, text: t.text }))) ?? view.items;
+  if (final.length === 0)
+    return {
+      items: view.items,
+      receipts,
+      decided: [],
+      shown,
+      requestKey,
+      rewrittenOutputs: 0,
+      reducedReasoning: 0,
+      batch: false,
+      failed,
+      ...(failure === undefined ? {} : { failure }),
+    };
+  const items =
+    renderItems(
+      state,
+      view,
+      final.map((t) => ({ slot: t.slot, text: t.text })),
+    ) ?? view.items;
   return {
     items,
     receipts,
@@ -259,7 +308,8 @@ function sealedItem(starts: readonly number[], sealed: number, length: number): 
 /** Requests so far in the conversation: runs of assistant items after the prefix. */
 function countAssistantRuns(info: RequestView['itemInfo'], start: number): number {
   let runs = 0;
-  for (let i = start; i < info.length; i++) if (info[i]!.role === 'assistant' && (i === start || info[i - 1]!.role !== 'assistant')) runs++;
+  for (let i = start; i < info.length; i++)
+    if (info[i]!.role === 'assistant' && (i === start || info[i - 1]!.role !== 'assistant')) runs++;
   return runs;
 }
 
@@ -270,7 +320,13 @@ function knownTarget(state: SessionState, slot: Slot, key: string, kind: Rewrite
 }
 
 /** The rendering of an old output (memoized per key): its digest, or its bare receipt. */
-async function outputTarget(state: SessionState, slot: Slot, key: string, kind: RewriteKind, o: HistoryOptions): Promise<Target | undefined> {
+async function outputTarget(
+  state: SessionState,
+  slot: Slot,
+  key: string,
+  kind: RewriteKind,
+  o: HistoryOptions,
+): Promise<Target | undefined> {
   const memoKey = `history:${kind}:${key}`;
   const known = state.sticky.get(memoKey) as Target | null | undefined;
   if (known !== undefined) return known === null ? undefined : { ...known, slot };
@@ -283,18 +339,29 @@ async function outputTarget(state: SessionState, slot: Slot, key: string, kind: 
     const last = lines.at(-1)!;
     const named = referencedArtifacts(last);
     const delta = parseDelta(shownText);
-    if (delta === undefined && lines.length > 1 && named.length === 1 && (isReceipt(last) || last.startsWith('[Token Terminator:'))) {
+    if (
+      delta === undefined &&
+      lines.length > 1 &&
+      named.length === 1 &&
+      (isReceipt(last) || last.startsWith('[Token Terminator:'))
+    ) {
       // Already a reduced view ending in the receipt of the full output: the digest keeps that
       // receipt (recovery returns the full output, not the view).
       const body = lines.slice(0, -1).join('\n');
-      const text = kind === 'receipt' ? last : renderDigest(body, last, { diagnosticChars: o.digestDiagnosticChars, view: true });
+      const text =
+        kind === 'receipt' ? last : renderDigest(body, last, { diagnosticChars: o.digestDiagnosticChars, view: true });
       target = { key, kind, slot, evidence: undefined, artifactId: named[0]!, toolName, text };
     } else {
       // A delta digests as the output it stands for: the digest must not point at an earlier output.
       const evidence = delta === undefined ? raw : await readWhole(state.vault, delta.current).catch(() => undefined);
       if (evidence !== undefined) {
         const receipt = localReceipt(evidence, toolName);
-        const text = kind === 'receipt' ? receipt : renderDigest(delta === undefined ? shownText : evidence, receipt, { diagnosticChars: o.digestDiagnosticChars });
+        const text =
+          kind === 'receipt'
+            ? receipt
+            : renderDigest(delta === undefined ? shownText : evidence, receipt, {
+                diagnosticChars: o.digestDiagnosticChars,
+              });
         target = { key, kind, slot, evidence, artifactId: artifactOf(evidence).id, toolName, text };
       }
     }
@@ -317,5 +384,13 @@ function reasoningTarget(part: { slot: Slot; text: string }, key: string): Targe
   if (prose < REASONING_MIN_CHARS || part.text.startsWith('[Token Terminator')) return undefined;
   const receipt = localReceipt(part.text, 'assistant_reasoning');
   const note = `[Token Terminator reasoning of an earlier turn (${prose} chars) | ${receipt.slice(1, -1)}]`;
-  return { key, kind: 'reasoning', slot: part.slot, evidence: part.text, artifactId: artifactOf(part.text).id, toolName: 'assistant_reasoning', text: splitReasoning(part.text, note).rendered };
+  return {
+    key,
+    kind: 'reasoning',
+    slot: part.slot,
+    evidence: part.text,
+    artifactId: artifactOf(part.text).id,
+    toolName: 'assistant_reasoning',
+    text: splitReasoning(part.text, note).rendered,
+  };
 }

@@ -5,7 +5,13 @@
  * sum of its items' sizes plus framing, so a request with k new items costs about those k.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJson, codePoints, serializedArrayChars, serializedChars, serializedObjectChars } from '../measure/index.js';
+import {
+  canonicalJson,
+  codePoints,
+  serializedArrayChars,
+  serializedChars,
+  serializedObjectChars,
+} from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 
 export interface ItemMeasure {
@@ -28,9 +34,17 @@ export interface Meter {
   /** Tokens of one item's compact canonical JSON (memoized by content); undefined without a counter. */
   tokens(item: unknown): number | undefined;
   /** serializedChars of a whole request whose conversation list is `items` under `listKey`. */
-  requestChars(request: Readonly<Record<string, unknown>>, listKey: string | undefined, items: readonly unknown[]): number;
+  requestChars(
+    request: Readonly<Record<string, unknown>>,
+    listKey: string | undefined,
+    items: readonly unknown[],
+  ): number;
   /** Token estimate of a whole request: Σ item tokens + other top-level values (exact counter only). */
-  requestTokens(request: Readonly<Record<string, unknown>>, listKey: string | undefined, items: readonly unknown[]): number | undefined;
+  requestTokens(
+    request: Readonly<Record<string, unknown>>,
+    listKey: string | undefined,
+    items: readonly unknown[],
+  ): number | undefined;
   /** Content-hash memo entries currently held (for tests and stats). */
   readonly size: number;
 }
@@ -88,13 +102,18 @@ export function createMeter(options: MeterOptions = {}): Meter {
   };
 
   const otherValues = (request: Readonly<Record<string, unknown>>, listKey: string | undefined): [string, unknown][] =>
-    Object.entries(request).filter(([k, v]) => k !== listKey && v !== undefined && typeof v !== 'function' && typeof v !== 'symbol');
+    Object.entries(request).filter(
+      ([k, v]) => k !== listKey && v !== undefined && typeof v !== 'function' && typeof v !== 'symbol',
+    );
 
   return {
     measure: entryOf,
     tokens: tokensOf,
     requestChars(request, listKey, items) {
-      const entries: [string, number][] = otherValues(request, listKey).map(([k, v]) => [k, typeof v === 'object' && v !== null ? entryOf(v).chars : serializedChars(v)]);
+      const entries: [string, number][] = otherValues(request, listKey).map(([k, v]) => [
+        k,
+        typeof v === 'object' && v !== null ? entryOf(v).chars : serializedChars(v),
+      ]);
       if (listKey !== undefined) entries.push([listKey, serializedArrayChars(items.map((it) => entryOf(it).chars))]);
       return serializedObjectChars(entries);
     },

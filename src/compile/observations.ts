@@ -49,7 +49,11 @@ const commands = new WeakMap<object, string | null>();
 function commandOf(slot: Slot): string | undefined {
   const holder = slot.value as object;
   let known = commands.get(holder);
-  if (known === undefined) commands.set(holder, (known = (slot.text === undefined ? undefined : fencedBlocks(slot.text).at(-1)?.trim()) ?? null));
+  if (known === undefined)
+    commands.set(
+      holder,
+      (known = (slot.text === undefined ? undefined : fencedBlocks(slot.text).at(-1)?.trim()) ?? null),
+    );
   return known ?? undefined;
 }
 
@@ -85,9 +89,22 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
     }
     if (slot.kind !== 'user' || slot.text === undefined) continue;
     const content = (slot.value as { content?: unknown }).content;
-    const textOnly = typeof content === 'string' || (Array.isArray(content) && content.every((p) => typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string'));
+    const textOnly =
+      typeof content === 'string' ||
+      (Array.isArray(content) &&
+        content.every(
+          (p) => typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string',
+        ));
     if (!textOnly || !accepts(test, slot.text, slot.value, slot.item)) continue;
-    out.push({ kind: 'tool_output', path: [...slot.path, 'content'], value: content, item: slot.item, callId: `observation-${slot.item}`, toolName: 'terminal', callArgs: command === undefined ? {} : { command } });
+    out.push({
+      kind: 'tool_output',
+      path: [...slot.path, 'content'],
+      value: content,
+      item: slot.item,
+      callId: `observation-${slot.item}`,
+      toolName: 'terminal',
+      callArgs: command === undefined ? {} : { command },
+    });
   }
   return out;
 }

@@ -87,7 +87,8 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 /** `value`, or `before` when the two are equal (recorded for later lookups). */
 function intern(value: unknown, before: unknown): unknown {
-  if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null) return value;
+  if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null)
+    return value;
   if (earlier.get(value) === before) return before;
   let equal: boolean;
   try {
@@ -163,7 +164,10 @@ export function createRequestMemo(): RequestMemo {
         (request ??= { ...caller })[listKey] = copy;
       }
       const seen = request ?? caller;
-      const grown = view !== undefined && view.listKey === listKey && shared === view.items.length ? extendView(view, seen) : undefined;
+      const grown =
+        view !== undefined && view.listKey === listKey && shared === view.items.length
+          ? extendView(view, seen)
+          : undefined;
       const next = grown ?? readRequest(seen);
       counts.requests++;
       counts.items += list.length;
@@ -186,15 +190,21 @@ function restoreRequest<T>(out: T, recognised: Readonly<Obj>, caller: Readonly<O
     const substituted = recognised[key];
     let back = value;
     if (value === substituted && substituted !== caller[key]) back = caller[key];
-    else if (key === listKey && Array.isArray(value) && Array.isArray(substituted) && Array.isArray(caller[key])) back = restoreItems(value, substituted, caller[key] as readonly unknown[]);
+    else if (key === listKey && Array.isArray(value) && Array.isArray(substituted) && Array.isArray(caller[key]))
+      back = restoreItems(value, substituted, caller[key] as readonly unknown[]);
     if (back !== value) (copy ??= { ...out })[key] = back;
   }
   return (copy ?? out) as T;
 }
 
-function restoreItems(out: readonly unknown[], recognised: readonly unknown[], caller: readonly unknown[]): readonly unknown[] {
+function restoreItems(
+  out: readonly unknown[],
+  recognised: readonly unknown[],
+  caller: readonly unknown[],
+): readonly unknown[] {
   if (recognised === caller || out.length !== caller.length || recognised.length !== caller.length) return out;
   let copy: unknown[] | undefined;
-  for (let i = 0; i < out.length; i++) if (out[i] === recognised[i] && recognised[i] !== caller[i]) (copy ??= out.slice())[i] = caller[i];
+  for (let i = 0; i < out.length; i++)
+    if (out[i] === recognised[i] && recognised[i] !== caller[i]) (copy ??= out.slice())[i] = caller[i];
   return copy ?? out;
 }

@@ -12,7 +12,8 @@ import type { ArtifactStore } from '../vault/ports.js';
 import { evidenceText, readWhole } from './evidence.js';
 
 const DELTA_PREFIX = '[Token Terminator temporal delta';
-const DELTA = /^\[Token Terminator temporal delta(?:: [^|\]]*)? \| current=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| previous=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \|/;
+const DELTA =
+  /^\[Token Terminator temporal delta(?:: [^|\]]*)? \| current=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \| previous=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?) \|/;
 
 /** The artifacts a temporal-delta rendering names; undefined for any other text. */
 export function parseDelta(text: string): { readonly current: string; readonly previous: string } | undefined {
@@ -20,7 +21,6 @@ export function parseDelta(text: string): { readonly current: string; readonly p
   const m = DELTA.exec(text);
   return m === null ? undefined : { current: m[1]!, previous: m[2]! };
 }
-
 
 /**
  * Whether a tool output's text (as {@link slotText} reads it) starts with `prefix`; undefined when
@@ -57,8 +57,10 @@ const stringIds = new WeakMap<object, Map<string, string>>();
 /** The artifact id an output shown inline would have (content-addressed, as the vault names it), remembered per value or per item and path. */
 function inlineId(slot: Slot, holder: unknown): string | undefined {
   const value = slot.value;
-  const byPath = typeof value === 'string' && typeof holder === 'object' && holder !== null ? stringIds.get(holder) : undefined;
-  const known = typeof value === 'object' && value !== null ? ids.get(value) : byPath?.get(JSON.stringify(slot.path.slice(2)));
+  const byPath =
+    typeof value === 'string' && typeof holder === 'object' && holder !== null ? stringIds.get(holder) : undefined;
+  const known =
+    typeof value === 'object' && value !== null ? ids.get(value) : byPath?.get(JSON.stringify(slot.path.slice(2)));
   if (known !== undefined) return known;
   const text = typeof value === 'string' ? value : evidenceText(value);
   if (text === undefined) return undefined;
@@ -73,7 +75,10 @@ function inlineId(slot: Slot, holder: unknown): string | undefined {
 }
 
 /** Every tool output of the request that is a delta whose base output is not shown inline in it. */
-export function danglingDeltas(view: RequestView, outputs: readonly Slot[] = view.slots.filter((s) => s.kind === 'tool_output')): { slot: Slot; current: string }[] {
+export function danglingDeltas(
+  view: RequestView,
+  outputs: readonly Slot[] = view.slots.filter((s) => s.kind === 'tool_output'),
+): { slot: Slot; current: string }[] {
   const deltas = outputs.flatMap((slot) => {
     if (!mayBeDelta(slot.value)) return [];
     const text = slotText(slot.value);
@@ -94,7 +99,11 @@ export function danglingDeltas(view: RequestView, outputs: readonly Slot[] = vie
  * The replacements that resolve dangling deltas: each becomes the exact current output. An artifact
  * the vault cannot return leaves its delta as it is (fail-open; the decision records it).
  */
-export async function resolveDanglingDeltas(vault: ArtifactStore, view: RequestView, outputs?: readonly Slot[]): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
+export async function resolveDanglingDeltas(
+  vault: ArtifactStore,
+  view: RequestView,
+  outputs?: readonly Slot[],
+): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
   const resolved: { slot: Slot; text: string }[] = [];
   let unresolved = 0;
   for (const d of danglingDeltas(view, outputs)) {

@@ -25,7 +25,10 @@ export interface Delimiters {
   readonly close: string;
 }
 
-export const HERMES_DELIMITERS: Delimiters = Object.freeze({ open: '<available_skills>', close: '</available_skills>' });
+export const HERMES_DELIMITERS: Delimiters = Object.freeze({
+  open: '<available_skills>',
+  close: '</available_skills>',
+});
 
 /** Every catalog block in a text. */
 export function findCatalogs(text: string, d: Delimiters = HERMES_DELIMITERS): CatalogBlock[] {
@@ -61,13 +64,18 @@ export function parseEntries(body: string): SkillEntry[] {
 }
 
 const STOPWORDS = new Set(
-  'a an and are as at be but by do for from how i if in is it me my of on or so that the this to use we what when with you your'.split(' '),
+  'a an and are as at be but by do for from how i if in is it me my of on or so that the this to use we what when with you your'.split(
+    ' ',
+  ),
 );
 
 /** Case-folded word-ish tokens (length ≥ 2, stopwords dropped). */
 export function lexicalTokens(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.toLowerCase().replace(/ß/g, 'ss').matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_.+#/-]*/gu)) {
+  for (const m of text
+    .toLowerCase()
+    .replace(/ß/g, 'ss')
+    .matchAll(/[\p{L}\p{N}_][\p{L}\p{N}_.+#/-]*/gu)) {
     const t = m[0].replace(/^[-_/.]+|[-_/.]+$/g, '');
     if (t.length >= 2 && !STOPWORDS.has(t)) out.push(t);
   }
@@ -80,7 +88,8 @@ export type SkillScorer = (prompt: string, entry: SkillEntry) => number;
 /** The default lexical IDF scorer over a catalog (IDF computed over its entries). */
 export function lexicalIdfScorer(entries: readonly SkillEntry[]): SkillScorer {
   const df = new Map<string, number>();
-  for (const e of entries) for (const t of new Set(lexicalTokens(`${e.name} ${e.category} ${e.description}`))) df.set(t, (df.get(t) ?? 0) + 1);
+  for (const e of entries)
+    for (const t of new Set(lexicalTokens(`${e.name} ${e.category} ${e.description}`))) df.set(t, (df.get(t) ?? 0) + 1);
   const n = entries.length;
   const idf = (t: string): number => (df.has(t) ? Math.log((n + 1) / (df.get(t)! + 1)) + 1 : 1);
   return (prompt, entry) => {
@@ -118,7 +127,9 @@ export function selectSkills(prompt: string, entries: readonly SkillEntry[], o: 
     }
     return { entry, score };
   });
-  const kept = scored.filter((s) => s.score >= o.minScore).sort((a, b) => b.score - a.score || (a.entry.name < b.entry.name ? -1 : a.entry.name > b.entry.name ? 1 : 0));
+  const kept = scored
+    .filter((s) => s.score >= o.minScore)
+    .sort((a, b) => b.score - a.score || (a.entry.name < b.entry.name ? -1 : a.entry.name > b.entry.name ? 1 : 0));
   return (o.maxSkills > 0 ? kept.slice(0, o.maxSkills) : kept).map((s) => s.entry);
 }
 
@@ -127,7 +138,10 @@ export function renderCatalog(kept: readonly SkillEntry[], total: number, d: Del
   if (kept.length === 0) {
     return `${d.open}\n[No listed skill matched this request directly; find one with skills_list(query=...) and load it with skill_view(name).]\n${d.close}`;
   }
-  const lines = [d.open, `[${kept.length}/${total} skills shown as likely relevant; the other ${total - kept.length} stay available through skills_list(query=...) and skill_view(name).]`];
+  const lines = [
+    d.open,
+    `[${kept.length}/${total} skills shown as likely relevant; the other ${total - kept.length} stay available through skills_list(query=...) and skill_view(name).]`,
+  ];
   const order: string[] = [];
   const byCategory = new Map<string, SkillEntry[]>();
   for (const e of kept) {
@@ -139,7 +153,8 @@ export function renderCatalog(kept: readonly SkillEntry[], total: number, d: Del
   }
   for (const c of order) {
     lines.push(`${c}:`);
-    for (const e of byCategory.get(c)!) lines.push(e.description === '' ? `    - ${e.name}` : `    - ${e.name}: ${e.description}`);
+    for (const e of byCategory.get(c)!)
+      lines.push(e.description === '' ? `    - ${e.name}` : `    - ${e.name}: ${e.description}`);
   }
   lines.push(d.close);
   return lines.join('\n');

@@ -29,7 +29,8 @@ const score = (e: Entity, key: string): number => (typeof e[key] === 'number' ? 
 function nodeLine(id: string, node: Entity): string {
   const parts = [clean(id), clean(node['kind'] ?? 'node')];
   if (typeof node['label'] === 'string' && node['label'] !== '') parts.push(clean(node['label']));
-  for (const key of ['confidence', 'priority']) if (typeof node[key] === 'number') parts.push(`${key}=${(node[key] as number).toFixed(2)}`);
+  for (const key of ['confidence', 'priority'])
+    if (typeof node[key] === 'number') parts.push(`${key}=${(node[key] as number).toFixed(2)}`);
   return `- ${parts.join(' | ')}`;
 }
 
@@ -38,15 +39,27 @@ function nodeLine(id: string, node: Entity): string {
  * line is added only if the closed block still fits; the first node that does not fit stops the
  * nodes and drops every edge. "" when there is nothing active or not even the frame fits.
  */
-export function renderWorkingState(state: { readonly nodes?: unknown; readonly edges?: unknown }, maxChars: number): string {
-  const nodes = Object.entries((state.nodes ?? {}) as Record<string, Entity>).filter(([, n]) => n['status'] === undefined || n['status'] === 'active');
-  const edges = Object.entries((state.edges ?? {}) as Record<string, Entity>).filter(([, e]) => e['status'] === undefined || e['status'] === 'active');
+export function renderWorkingState(
+  state: { readonly nodes?: unknown; readonly edges?: unknown },
+  maxChars: number,
+): string {
+  const nodes = Object.entries((state.nodes ?? {}) as Record<string, Entity>).filter(
+    ([, n]) => n['status'] === undefined || n['status'] === 'active',
+  );
+  const edges = Object.entries((state.edges ?? {}) as Record<string, Entity>).filter(
+    ([, e]) => e['status'] === undefined || e['status'] === 'active',
+  );
   if (maxChars <= 0 || (nodes.length === 0 && edges.length === 0)) return '';
   const lines = [OPEN, DISCLAIMER];
   let size = OPEN.length + 1 + DISCLAIMER.length + 1 + CLOSE.length;
   if (size > maxChars) return '';
   const fits = (line: string): boolean => size + line.length + 1 <= maxChars;
-  nodes.sort(([ia, a], [ib, b]) => score(b, 'priority') - score(a, 'priority') || score(b, 'activation') - score(a, 'activation') || (ia < ib ? -1 : ia > ib ? 1 : 0));
+  nodes.sort(
+    ([ia, a], [ib, b]) =>
+      score(b, 'priority') - score(a, 'priority') ||
+      score(b, 'activation') - score(a, 'activation') ||
+      (ia < ib ? -1 : ia > ib ? 1 : 0),
+  );
   let allNodes = true;
   for (const [id, node] of nodes) {
     const line = nodeLine(id, node);
@@ -70,7 +83,11 @@ export function renderWorkingState(state: { readonly nodes?: unknown; readonly e
 }
 
 /** The block for a session, or "" (store errors count as "no block": the state is optional). */
-export async function workingStateBlock(store: WorkingStateStore, sessionId: string, maxChars: number): Promise<string> {
+export async function workingStateBlock(
+  store: WorkingStateStore,
+  sessionId: string,
+  maxChars: number,
+): Promise<string> {
   try {
     return renderWorkingState(await store.get(sessionId, { includeRetired: false, limit: 500 }), maxChars);
   } catch {

@@ -23,7 +23,18 @@ import { PACKAGE_VERSION } from './version.js';
 
 export type { Config, Mode } from './types.js';
 export { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
-export { PRICING_PROFILES, PRICING_PROFILE_NAMES, applyOverrides, pricingFor, requestCost, routeProfileName, validateProfile, type PricingProfile, type PricingProfileName, type PricingSettings } from './pricing.js';
+export {
+  PRICING_PROFILES,
+  PRICING_PROFILE_NAMES,
+  applyOverrides,
+  pricingFor,
+  requestCost,
+  routeProfileName,
+  validateProfile,
+  type PricingProfile,
+  type PricingProfileName,
+  type PricingSettings,
+} from './pricing.js';
 
 /** Every reduction mode: balanced, aggressive, native, terminal, suggest (measures only) and off. */
 export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off']);
@@ -148,9 +159,17 @@ function oneOf(values: readonly string[]): Kind {
 function text(maxChars: number, fallback?: string): Kind {
   return {
     expects: `a string of at most ${maxChars} characters without control characters`,
-    schema: z.string().max(maxChars).refine((s) => !CONTROL.test(s)),
+    schema: z
+      .string()
+      .max(maxChars)
+      .refine((s) => !CONTROL.test(s)),
     fromEnv: (raw) => raw,
-    prepare: (v) => (typeof v === 'string' && fallback !== undefined && v.trim() === '' ? fallback : typeof v === 'string' ? v.trim() : v),
+    prepare: (v) =>
+      typeof v === 'string' && fallback !== undefined && v.trim() === ''
+        ? fallback
+        : typeof v === 'string'
+          ? v.trim()
+          : v,
   };
 }
 
@@ -185,7 +204,10 @@ const modelLimits: Kind = {
   expects: 'a JSON object mapping model ids to { "contextWindow"?: integer ≥ 1, "maxOutputTokens"?: integer ≥ 1 }',
   schema: z.record(
     z.string().trim().min(1),
-    z.strictObject({ contextWindow: z.number().int().min(1).optional(), maxOutputTokens: z.number().int().min(1).optional() }),
+    z.strictObject({
+      contextWindow: z.number().int().min(1).optional(),
+      maxOutputTokens: z.number().int().min(1).optional(),
+    }),
   ),
   fromEnv: toolNames.fromEnv,
 };
@@ -226,20 +248,27 @@ const backendName: Kind = {
 };
 
 /** A number within [0, 1]. */
-const fraction: Kind = { ...num(0), expects: 'a number within 0…1', schema: z.number().refine((n) => Number.isFinite(n) && n >= 0 && n <= 1) };
+const fraction: Kind = {
+  ...num(0),
+  expects: 'a number within 0…1',
+  schema: z.number().refine((n) => Number.isFinite(n) && n >= 0 && n <= 1),
+};
 
 /** A JavaScript regular expression source (compiled once here, so a bad pattern fails at startup), or `none`. */
 const regex: Kind = {
   expects: 'a JavaScript regular expression (or none)',
-  schema: z.string().max(2000).refine((s) => {
-    if (s === 'none') return true;
-    try {
-      new RegExp(s, 'u');
-      return true;
-    } catch {
-      return false;
-    }
-  }),
+  schema: z
+    .string()
+    .max(2000)
+    .refine((s) => {
+      if (s === 'none') return true;
+      try {
+        new RegExp(s, 'u');
+        return true;
+      } catch {
+        return false;
+      }
+    }),
   fromEnv: (raw) => raw,
 };
 
@@ -270,7 +299,13 @@ interface Field {
 const TT = 'TOKEN_TERMINATOR_';
 const OLD = 'RTK_HERMES_PLUS_';
 
-function tt(key: string, suffix: string, kind: Kind, fallback: unknown, extra: { legacy?: true; isPath?: true } = {}): Field {
+function tt(
+  key: string,
+  suffix: string,
+  kind: Kind,
+  fallback: unknown,
+  extra: { legacy?: true; isPath?: true } = {},
+): Field {
   return {
     key,
     env: TT + suffix,
@@ -347,7 +382,13 @@ const FIELDS: readonly Field[] = [
   tt('eqRateCard', 'EQ_RATE_CARD', text(120), '', { legacy: true }),
   tt('toolNames', 'TOOL_NAMES', toolNames, {}),
   { key: 'dataDir', env: 'TOKEN_TERMINATOR_HOME', kind: path, fallback: undefined, isPath: true },
-  { key: 'incontext.tokenizerUrl', env: 'INCONTEXT_TOKENIZER_URL', kind: httpUrl, fallback: '', legacy: ['HERMES_VLLM_TOKENIZER_URL'] },
+  {
+    key: 'incontext.tokenizerUrl',
+    env: 'INCONTEXT_TOKENIZER_URL',
+    kind: httpUrl,
+    fallback: '',
+    legacy: ['HERMES_VLLM_TOKENIZER_URL'],
+  },
   // Backend comes after the URL: its default depends on whether a URL is set.
   { key: 'incontext.backend', env: 'INCONTEXT_BACKEND', kind: backendName, fallback: undefined },
   {
@@ -372,14 +413,21 @@ const FIELDS: readonly Field[] = [
     legacy: ['HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS'],
   },
   { key: 'incontext.minOutputTokens', env: 'INCONTEXT_MIN_OUTPUT_TOKENS', kind: int(1), fallback: 4096 },
-  { key: 'incontext.compressionWindowTokens', env: 'INCONTEXT_COMPRESSION_WINDOW_TOKENS', kind: int(1), fallback: undefined },
+  {
+    key: 'incontext.compressionWindowTokens',
+    env: 'INCONTEXT_COMPRESSION_WINDOW_TOKENS',
+    kind: int(1),
+    fallback: undefined,
+  },
 ];
 
 /**
  * The default of every top-level config field, by key: the one table the operators' own
  * defaults are read from, so an operator built without an option behaves as the runtime's default.
  */
-export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(Object.fromEntries(FIELDS.filter((f) => !f.key.includes('.')).map((f) => [f.key, f.fallback])));
+export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(
+  Object.fromEntries(FIELDS.filter((f) => !f.key.includes('.')).map((f) => [f.key, f.fallback])),
+);
 
 /** The integer default of a config field (see {@link CONFIG_DEFAULTS}). */
 export function defaultInt(key: keyof Config): number {
@@ -407,7 +455,8 @@ function show(value: unknown): string {
 }
 
 function readOverride(overrides: ConfigOverrides, key: string): unknown {
-  if (key.startsWith('incontext.')) return (overrides.incontext as Record<string, unknown> | undefined)?.[key.slice(10)];
+  if (key.startsWith('incontext.'))
+    return (overrides.incontext as Record<string, unknown> | undefined)?.[key.slice(10)];
   return (overrides as Record<string, unknown>)[key];
 }
 
@@ -485,7 +534,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     }
     const prepared = field.kind.prepare ? field.kind.prepare(candidate) : candidate;
     const parsed = field.kind.schema.safeParse(prepared);
-    if (!parsed.success) throw new ConfigError(`${label} must be ${field.kind.expects}, got ${field.secret ? '(value not shown: it may hold a password)' : show(shown)}`);
+    if (!parsed.success)
+      throw new ConfigError(
+        `${label} must be ${field.kind.expects}, got ${field.secret ? '(value not shown: it may hold a password)' : show(shown)}`,
+      );
     const value = field.isPath && typeof parsed.data === 'string' ? expandPath(parsed.data, home) : parsed.data;
     flat.set(field.key, value);
   }
@@ -497,7 +549,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     backend: get<string | undefined>('incontext.backend') ?? (tokenizerUrl !== '' ? 'vllm' : 'tiktoken'),
     tokenizerUrl,
     tokenizerTimeoutSeconds: get<number>('incontext.tokenizerTimeoutSeconds'),
-    tokenizerUserAgent: get<string | undefined>('incontext.tokenizerUserAgent') || `token-terminator/${PACKAGE_VERSION}`,
+    tokenizerUserAgent:
+      get<string | undefined>('incontext.tokenizerUserAgent') || `token-terminator/${PACKAGE_VERSION}`,
     fallbackMarginTokens: get<number>('incontext.fallbackMarginTokens'),
     minOutputTokens: get<number>('incontext.minOutputTokens'),
     compressionWindowTokens: get<number | undefined>('incontext.compressionWindowTokens'),
@@ -541,6 +594,7 @@ function crossCheck(c: Config): void {
  */
 export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {
   const dataDirDefault = join(config.dataDir, 'experiments.sqlite3');
-  if (config.ledgerPath !== dataDirDefault || config.dbPath === '' || config.dbPath === ':memory:') return config.ledgerPath;
+  if (config.ledgerPath !== dataDirDefault || config.dbPath === '' || config.dbPath === ':memory:')
+    return config.ledgerPath;
   return join(dirname(config.dbPath), 'experiments.sqlite3');
 }

@@ -52,7 +52,13 @@ export function routeProfileName(route: Route | undefined, format?: string): Pri
   if (route?.pricing !== undefined) return typeof route.pricing === 'string' ? route.pricing : 'openai';
   const provider = route?.provider?.toLowerCase() ?? '';
   const model = route?.model?.toLowerCase() ?? '';
-  if (provider.includes('anthropic') || provider.includes('bedrock') || model.includes('claude') || format === 'anthropic') return 'anthropic';
+  if (
+    provider.includes('anthropic') ||
+    provider.includes('bedrock') ||
+    model.includes('claude') ||
+    format === 'anthropic'
+  )
+    return 'anthropic';
   return 'openai';
 }
 
@@ -61,8 +67,14 @@ export function applyOverrides(base: PricingProfile, overrides: Partial<Omit<Pri
   const cacheRead = overrides.cacheRead ?? base.cacheRead;
   const cacheWrite = overrides.cacheWrite ?? base.cacheWrite;
   const minCachePrefixTokens = overrides.minCachePrefixTokens ?? base.minCachePrefixTokens;
-  const same = cacheRead === base.cacheRead && cacheWrite === base.cacheWrite && minCachePrefixTokens === base.minCachePrefixTokens;
-  return validateProfile('pricing', Object.freeze({ name: same ? base.name : 'custom', cacheRead, cacheWrite, minCachePrefixTokens }));
+  const same =
+    cacheRead === base.cacheRead &&
+    cacheWrite === base.cacheWrite &&
+    minCachePrefixTokens === base.minCachePrefixTokens;
+  return validateProfile(
+    'pricing',
+    Object.freeze({ name: same ? base.name : 'custom', cacheRead, cacheWrite, minCachePrefixTokens }),
+  );
 }
 
 /**
@@ -73,8 +85,12 @@ export function applyOverrides(base: PricingProfile, overrides: Partial<Omit<Pri
  * pricingFor(config, { model: 'claude-sonnet-4-5' }).cacheWrite; // 1.25
  */
 export function pricingFor(settings: PricingSettings, route?: Route, format?: string): PricingProfile {
-  if (route?.pricing !== undefined && typeof route.pricing === 'object') return validateProfile('route.pricing', route.pricing);
-  const name = settings.pricingProfile === 'auto' || route?.pricing !== undefined ? routeProfileName(route, format) : settings.pricingProfile;
+  if (route?.pricing !== undefined && typeof route.pricing === 'object')
+    return validateProfile('route.pricing', route.pricing);
+  const name =
+    settings.pricingProfile === 'auto' || route?.pricing !== undefined
+      ? routeProfileName(route, format)
+      : settings.pricingProfile;
   return applyOverrides(PRICING_PROFILES[name], {
     ...(settings.cacheReadMultiplier === undefined ? {} : { cacheRead: settings.cacheReadMultiplier }),
     ...(settings.cacheWriteMultiplier === undefined ? {} : { cacheWrite: settings.cacheWriteMultiplier }),
@@ -85,8 +101,17 @@ export function pricingFor(settings: PricingSettings, route?: Route, format?: st
 /** Reject profiles no provider could bill (reads dearer than writes, negative prices). */
 export function validateProfile(api: string, p: PricingProfile): PricingProfile {
   const ok =
-    Number.isFinite(p.cacheRead) && Number.isFinite(p.cacheWrite) && p.cacheRead >= 0 && p.cacheRead <= 1 && p.cacheWrite >= p.cacheRead && Number.isInteger(p.minCachePrefixTokens) && p.minCachePrefixTokens >= 0;
-  if (!ok) throw new ConfigError(`${api}: a pricing profile needs 0 ≤ cacheRead ≤ 1, cacheWrite ≥ cacheRead and an integer minCachePrefixTokens ≥ 0`);
+    Number.isFinite(p.cacheRead) &&
+    Number.isFinite(p.cacheWrite) &&
+    p.cacheRead >= 0 &&
+    p.cacheRead <= 1 &&
+    p.cacheWrite >= p.cacheRead &&
+    Number.isInteger(p.minCachePrefixTokens) &&
+    p.minCachePrefixTokens >= 0;
+  if (!ok)
+    throw new ConfigError(
+      `${api}: a pricing profile needs 0 ≤ cacheRead ≤ 1, cacheWrite ≥ cacheRead and an integer minCachePrefixTokens ≥ 0`,
+    );
   return p;
 }
 

@@ -53,7 +53,14 @@ function url(raw: string | number): string | undefined {
   if (typeof raw !== 'string') return undefined;
   try {
     const u = new URL(raw.trim());
-    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') return undefined;
+    if (
+      (u.protocol !== 'http:' && u.protocol !== 'https:') ||
+      u.search !== '' ||
+      u.hash !== '' ||
+      u.username !== '' ||
+      u.password !== ''
+    )
+      return undefined;
     return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
   } catch {
     return undefined;
@@ -63,7 +70,9 @@ function url(raw: string | number): string | undefined {
 function host(raw: string | number): string | undefined {
   if (typeof raw !== 'string') return undefined;
   const h = raw.trim();
-  return h === 'localhost' || isIP(h) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(h) ? h : undefined;
+  return h === 'localhost' || isIP(h) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(h)
+    ? h
+    : undefined;
 }
 
 function secret(raw: string | number): string | undefined {
@@ -74,9 +83,30 @@ function secret(raw: string | number): string | undefined {
 
 const P = 'TOKEN_TERMINATOR_PROXY_';
 const SETTINGS: readonly Setting[] = [
-  { key: 'host', flag: '--host', env: `${P}HOST`, fallback: '127.0.0.1', parse: host, expects: 'a host name or IP address' },
-  { key: 'port', flag: '--port', env: `${P}PORT`, fallback: 8787, parse: integer(0, 65_535), expects: 'an integer in 0…65535' },
-  { key: 'upstream', flag: '--upstream', env: `${P}UPSTREAM`, fallback: 'https://api.openai.com', parse: url, expects: 'an http(s) URL without query, fragment or credentials' },
+  {
+    key: 'host',
+    flag: '--host',
+    env: `${P}HOST`,
+    fallback: '127.0.0.1',
+    parse: host,
+    expects: 'a host name or IP address',
+  },
+  {
+    key: 'port',
+    flag: '--port',
+    env: `${P}PORT`,
+    fallback: 8787,
+    parse: integer(0, 65_535),
+    expects: 'an integer in 0…65535',
+  },
+  {
+    key: 'upstream',
+    flag: '--upstream',
+    env: `${P}UPSTREAM`,
+    fallback: 'https://api.openai.com',
+    parse: url,
+    expects: 'an http(s) URL without query, fragment or credentials',
+  },
   {
     key: 'anthropicUpstream',
     flag: '--anthropic-upstream',
@@ -85,10 +115,38 @@ const SETTINGS: readonly Setting[] = [
     parse: url,
     expects: 'an http(s) URL without query, fragment or credentials',
   },
-  { key: 'token', flag: '--token', env: `${P}TOKEN`, fallback: undefined, parse: secret, expects: 'a printable secret of 16…512 characters without spaces' },
-  { key: 'maxBodyBytes', flag: '--max-body-bytes', env: `${P}MAX_BODY_BYTES`, fallback: 33_554_432, parse: integer(1024, 2 ** 31), expects: 'an integer in 1024…2147483648' },
-  { key: 'recoveryRounds', flag: '--recovery-rounds', env: `${P}RECOVERY_ROUNDS`, fallback: 3, parse: integer(0, 20), expects: 'an integer in 0…20' },
-  { key: 'upstreamTimeoutMs', flag: '--upstream-timeout-ms', env: `${P}UPSTREAM_TIMEOUT_MS`, fallback: 600_000, parse: integer(1000, 3_600_000), expects: 'an integer in 1000…3600000' },
+  {
+    key: 'token',
+    flag: '--token',
+    env: `${P}TOKEN`,
+    fallback: undefined,
+    parse: secret,
+    expects: 'a printable secret of 16…512 characters without spaces',
+  },
+  {
+    key: 'maxBodyBytes',
+    flag: '--max-body-bytes',
+    env: `${P}MAX_BODY_BYTES`,
+    fallback: 33_554_432,
+    parse: integer(1024, 2 ** 31),
+    expects: 'an integer in 1024…2147483648',
+  },
+  {
+    key: 'recoveryRounds',
+    flag: '--recovery-rounds',
+    env: `${P}RECOVERY_ROUNDS`,
+    fallback: 3,
+    parse: integer(0, 20),
+    expects: 'an integer in 0…20',
+  },
+  {
+    key: 'upstreamTimeoutMs',
+    flag: '--upstream-timeout-ms',
+    env: `${P}UPSTREAM_TIMEOUT_MS`,
+    fallback: 600_000,
+    parse: integer(1000, 3_600_000),
+    expects: 'an integer in 1000…3600000',
+  },
 ];
 
 /** Every variable the proxy settings read. */
@@ -111,7 +169,9 @@ export function isLoopbackHost(h: string): boolean {
  * @example
  * const settings = loadProxyConfig({ env: process.env, flags: { port: '9000' } });
  */
-export function loadProxyConfig(options: { env?: Readonly<Record<string, string | undefined>>; flags?: ProxyFlags } = {}): ProxyConfig {
+export function loadProxyConfig(
+  options: { env?: Readonly<Record<string, string | undefined>>; flags?: ProxyFlags } = {},
+): ProxyConfig {
   const env = options.env ?? process.env;
   const flags = options.flags ?? {};
   const out: Record<string, unknown> = {};
@@ -119,7 +179,11 @@ export function loadProxyConfig(options: { env?: Readonly<Record<string, string 
     const flag = flags[s.key];
     const fromEnv = env[s.env];
     const [raw, label] =
-      flag !== undefined ? [flag, s.flag] : fromEnv !== undefined && fromEnv.trim() !== '' ? [fromEnv, s.env] : [undefined, undefined];
+      flag !== undefined
+        ? [flag, s.flag]
+        : fromEnv !== undefined && fromEnv.trim() !== ''
+          ? [fromEnv, s.env]
+          : [undefined, undefined];
     if (raw === undefined || label === undefined) {
       out[s.key] = s.fallback;
       continue;

@@ -165,7 +165,9 @@ export interface Config {
   /** The output-cap stage (incontext's arithmetic) on compiled requests. */
   readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
   /** Model id → { contextWindow?, maxOutputTokens? } over the built-in model table. */
-  readonly modelLimits: Readonly<Record<string, { readonly contextWindow?: number; readonly maxOutputTokens?: number }>>; // TOKEN_TERMINATOR_MODEL_LIMITS (JSON object)
+  readonly modelLimits: Readonly<
+    Record<string, { readonly contextWindow?: number; readonly maxOutputTokens?: number }>
+  >; // TOKEN_TERMINATOR_MODEL_LIMITS (JSON object)
   /**
    * tokenizer.json used for exact counts; empty = none (TOKEN_TERMINATOR_TOKENIZER_JSON).
    *

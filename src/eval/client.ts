@@ -47,7 +47,10 @@ export interface ClientOptions {
 }
 
 /** One chat completion. */
-export async function chatCompletion(body: Readonly<Record<string, unknown>>, options: ClientOptions): Promise<ChatResult> {
+export async function chatCompletion(
+  body: Readonly<Record<string, unknown>>,
+  options: ClientOptions,
+): Promise<ChatResult> {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   // A connection the server closed while idle (keep-alive) fails before any answer: retried, as
   // the SDKs do. An HTTP error or a timeout is never retried.
@@ -57,7 +60,10 @@ export async function chatCompletion(body: Readonly<Record<string, unknown>>, op
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+        headers: {
+          'content-type': 'application/json',
+          ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }),
+        },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(options.timeoutMs ?? 120_000),
       });
@@ -67,7 +73,9 @@ export async function chatCompletion(body: Readonly<Record<string, unknown>>, op
     }
   }
   if (res === undefined) {
-    throw new EvalProviderError(`cannot reach ${redact(url)}: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+    throw new EvalProviderError(
+      `cannot reach ${redact(url)}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+    );
   }
   const text = await res.text();
   if (!res.ok) throw new EvalProviderError(`HTTP ${res.status} from ${redact(url)}: ${errorMessage(text)}`);
@@ -77,9 +85,12 @@ export async function chatCompletion(body: Readonly<Record<string, unknown>>, op
   } catch {
     throw new EvalProviderError(`${redact(url)} did not answer JSON`);
   }
-  const choice = Array.isArray(json['choices']) ? (json['choices'][0] as Record<string, unknown> | undefined) : undefined;
+  const choice = Array.isArray(json['choices'])
+    ? (json['choices'][0] as Record<string, unknown> | undefined)
+    : undefined;
   const message = choice?.['message'];
-  if (typeof message !== 'object' || message === null) throw new EvalProviderError(`${redact(url)} answered without choices[0].message`);
+  if (typeof message !== 'object' || message === null)
+    throw new EvalProviderError(`${redact(url)} answered without choices[0].message`);
   const usage = (json['usage'] ?? {}) as Record<string, unknown>;
   return {
     message: message as ChatMessage,

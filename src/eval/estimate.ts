@@ -26,7 +26,12 @@ export async function estimateEval(options: EvalOptions): Promise<EvalEstimate> 
   const { protocol, tasks } = planEval(options);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-estimate-'));
   const open = (mode: 'off' | 'balanced'): Promise<Terminator> =>
-    createTerminator({ env: options.env ?? process.env, overrides: { mode, dbPath: join(dir, `${mode}.sqlite3`) }, metrics: false, vaultErrors: 'throw' });
+    createTerminator({
+      env: options.env ?? process.env,
+      overrides: { mode, dbPath: join(dir, `${mode}.sqlite3`) },
+      metrics: false,
+      vaultErrors: 'throw',
+    });
   const off = await open('off');
   const balanced = await open('balanced');
   try {
@@ -34,10 +39,19 @@ export async function estimateEval(options: EvalOptions): Promise<EvalEstimate> 
     let balSum = 0;
     let evidence = 0;
     for (const task of tasks) {
-      for (const [tt, add] of [[off, (n: number) => (offSum += n)], [balanced, (n: number) => (balSum += n)]] as const) {
+      for (const [tt, add] of [
+        [off, (n: number) => (offSum += n)],
+        [balanced, (n: number) => (balSum += n)],
+      ] as const) {
         const sessionId = `estimate:${task.index}:${tt.config.mode}`;
-        const step = await tt.reduceToolResult({ callId: 'call_1', name: 'terminal', args: { command: task.command }, content: task.evidence }, { sessionId });
-        const messages = [...openingMessages(task), { role: 'tool', tool_call_id: 'call_1', content: step.value.content }];
+        const step = await tt.reduceToolResult(
+          { callId: 'call_1', name: 'terminal', args: { command: task.command }, content: task.evidence },
+          { sessionId },
+        );
+        const messages = [
+          ...openingMessages(task),
+          { role: 'tool', tool_call_id: 'call_1', content: step.value.content },
+        ];
         const body = { model: options.model, messages, tools: evalTools(tt) };
         const sent = (await tt.reduceRequest(body, { sessionId, requestId: `${sessionId}#1` })).value;
         add(tt.counter.count(canonicalJson({ messages: sent['messages'], tools: sent['tools'] }, { compact: true })));

@@ -21,7 +21,11 @@ export function extractAnswer(text: string): string | undefined {
 
 function normalize(s: string): string {
   let v = s.trim().replace(/\s+/g, ' ');
-  for (let i = 0; i < 3; i++) v = v.replace(/^[`"'*_]+|[`"'*_]+$/g, '').replace(/\.$/, '').trim();
+  for (let i = 0; i < 3; i++)
+    v = v
+      .replace(/^[`"'*_]+|[`"'*_]+$/g, '')
+      .replace(/\.$/, '')
+      .trim();
   return v.toLowerCase();
 }
 

@@ -51,7 +51,11 @@ export interface Analysis {
 }
 
 /** Analyse `outcomes` (off correct, balanced correct) per pair at a look of `planned` pairs. */
-export function analyse(outcomes: readonly (readonly [boolean, boolean])[], margin: number, finalLook: boolean): Analysis {
+export function analyse(
+  outcomes: readonly (readonly [boolean, boolean])[],
+  margin: number,
+  finalLook: boolean,
+): Analysis {
   const n = outcomes.length;
   let b = 0;
   let c = 0;
@@ -65,7 +69,8 @@ export function analyse(outcomes: readonly (readonly [boolean, boolean])[], marg
   }
   const harm = mcnemarHarmP(b, c);
   const ni = n === 0 ? 1 : exactNonInferiorityP(b, c, n, margin);
-  const verdict: Verdict = harm <= ALPHA_HARM ? 'inferior' : !finalLook ? 'withheld' : ni <= ALPHA ? 'non-inferior' : 'inconclusive';
+  const verdict: Verdict =
+    harm <= ALPHA_HARM ? 'inferior' : !finalLook ? 'withheld' : ni <= ALPHA ? 'non-inferior' : 'inconclusive';
   const r4 = (x: number): number => Math.round(x * 1e4) / 1e4;
   return {
     pairs: n,

@@ -22,7 +22,17 @@ import { referencedArtifacts } from '../receipts/index.js';
 import { createTerminator, type Terminator } from '../runtime.js';
 import { chatCompletion, DriftGuard, redact, type ChatMessage, type Identity } from './client.js';
 import { grade, SYSTEM_PROMPT } from './grade.js';
-import { analyse, ALPHA, ALPHA_HARM, CHECKPOINT_PAIRS, decisionRule, DEFAULT_MARGIN, FINAL_PAIRS, type Analysis, type Verdict } from './protocol.js';
+import {
+  analyse,
+  ALPHA,
+  ALPHA_HARM,
+  CHECKPOINT_PAIRS,
+  decisionRule,
+  DEFAULT_MARGIN,
+  FINAL_PAIRS,
+  type Analysis,
+  type Verdict,
+} from './protocol.js';
 import { makeTasks, type EvalTask, type TaskFamily } from './tasks.js';
 
 export type Arm = 'off' | 'balanced';
@@ -149,23 +159,41 @@ export class EvalAbortedError extends TokenTerminatorError {
 /** Validate options and fix the protocol (tasks, arm order), without any request. */
 export function planEval(options: EvalOptions): { protocol: EvalProtocol; tasks: EvalTask[] } {
   const pairs = options.pairs ?? FINAL_PAIRS;
-  if (pairs !== CHECKPOINT_PAIRS && pairs !== FINAL_PAIRS) throw new ConfigError(`eval: pairs must be ${CHECKPOINT_PAIRS} (checkpoint) or ${FINAL_PAIRS} (final) (got ${pairs})`);
+  if (pairs !== CHECKPOINT_PAIRS && pairs !== FINAL_PAIRS)
+    throw new ConfigError(
+      `eval: pairs must be ${CHECKPOINT_PAIRS} (checkpoint) or ${FINAL_PAIRS} (final) (got ${pairs})`,
+    );
   const margin = options.margin ?? options.resume?.protocol.margin ?? DEFAULT_MARGIN;
   if (!(margin > 0 && margin < 0.5)) throw new ConfigError(`eval: margin must be within (0, 0.5) (got ${margin})`);
   const resumed = options.resume?.protocol;
   if (resumed !== undefined) {
-    if (options.seed !== undefined && options.seed !== resumed.seed) throw new ConfigError(`eval: --seed ${options.seed} differs from the resumed run's seed ${resumed.seed}`);
-    if (options.margin !== undefined && options.margin !== resumed.margin) throw new ConfigError(`eval: margin ${options.margin} differs from the resumed run's precommitted margin ${resumed.margin}`);
-    if (options.model !== resumed.model) throw new ConfigError(`eval: model "${options.model}" differs from the resumed run's "${resumed.model}"`);
-    if (options.resume!.verdict === 'inferior') throw new ConfigError('eval: the resumed run already found harm; its verdict "inferior" is final');
-    if (options.resume!.pairs.length > pairs) throw new ConfigError(`eval: the resumed run already has ${options.resume!.pairs.length} pairs (more than ${pairs})`);
+    if (options.seed !== undefined && options.seed !== resumed.seed)
+      throw new ConfigError(`eval: --seed ${options.seed} differs from the resumed run's seed ${resumed.seed}`);
+    if (options.margin !== undefined && options.margin !== resumed.margin)
+      throw new ConfigError(
+        `eval: margin ${options.margin} differs from the resumed run's precommitted margin ${resumed.margin}`,
+      );
+    if (options.model !== resumed.model)
+      throw new ConfigError(`eval: model "${options.model}" differs from the resumed run's "${resumed.model}"`);
+    if (options.resume!.verdict === 'inferior')
+      throw new ConfigError('eval: the resumed run already found harm; its verdict "inferior" is final');
+    if (options.resume!.pairs.length > pairs)
+      throw new ConfigError(
+        `eval: the resumed run already has ${options.resume!.pairs.length} pairs (more than ${pairs})`,
+      );
   }
   const seed = options.seed ?? resumed?.seed ?? randomInt(2 ** 31);
-  if (!Number.isSafeInteger(seed) || seed < 0 || seed > 0xffffffff) throw new ConfigError(`eval: seed must be an integer within [0, 4294967295] (got ${seed})`);
-  if (options.maxRounds !== undefined && !(Number.isInteger(options.maxRounds) && options.maxRounds >= 1)) throw new ConfigError(`eval: maxRounds must be an integer ≥ 1 (got ${options.maxRounds})`);
+  if (!Number.isSafeInteger(seed) || seed < 0 || seed > 0xffffffff)
+    throw new ConfigError(`eval: seed must be an integer within [0, 4294967295] (got ${seed})`);
+  if (options.maxRounds !== undefined && !(Number.isInteger(options.maxRounds) && options.maxRounds >= 1))
+    throw new ConfigError(`eval: maxRounds must be an integer ≥ 1 (got ${options.maxRounds})`);
   if (options.model.trim() === '') throw new ConfigError('eval: model must not be empty');
-  if (options.balancedBaseUrl !== undefined && !/^https?:\/\//.test(options.balancedBaseUrl)) throw new ConfigError(`eval: balanced base URL must start with http:// or https:// (got ${redact(options.balancedBaseUrl)})`);
-  if (!/^https?:\/\//.test(options.baseUrl)) throw new ConfigError(`eval: base URL must start with http:// or https:// (got ${redact(options.baseUrl)})`);
+  if (options.balancedBaseUrl !== undefined && !/^https?:\/\//.test(options.balancedBaseUrl))
+    throw new ConfigError(
+      `eval: balanced base URL must start with http:// or https:// (got ${redact(options.balancedBaseUrl)})`,
+    );
+  if (!/^https?:\/\//.test(options.baseUrl))
+    throw new ConfigError(`eval: base URL must start with http:// or https:// (got ${redact(options.baseUrl)})`);
   const tasks = makeTasks(seed, pairs);
   const order = armOrder(seed, pairs);
   const hash = createHash('sha256');
@@ -208,10 +236,14 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   const { protocol, tasks } = planEval(options);
   const resume = options.resume;
   if (resume !== undefined && resume.protocol.checkpoint_tasks_sha256 !== protocol.checkpoint_tasks_sha256) {
-    throw new ConfigError('eval: the resumed run was made with other tasks (another version of the harness); start a new run');
+    throw new ConfigError(
+      'eval: the resumed run was made with other tasks (another version of the harness); start a new run',
+    );
   }
   if (resume !== undefined && resume.protocol.balanced_via !== protocol.balanced_via) {
-    throw new ConfigError(`eval: the resumed run reduced the balanced arm via ${resume.protocol.balanced_via}, this one via ${protocol.balanced_via}`);
+    throw new ConfigError(
+      `eval: the resumed run reduced the balanced arm via ${resume.protocol.balanced_via}, this one via ${protocol.balanced_via}`,
+    );
   }
   options.onProtocol?.(protocol);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-'));
@@ -219,12 +251,18 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   // Through a proxy the gateway reduces the balanced arm: the harness itself passes both through.
   const viaProxy = options.balancedBaseUrl !== undefined;
   const open = (mode: Arm): Promise<Terminator> =>
-    createTerminator({ env, overrides: { mode: viaProxy ? 'off' : mode, dbPath: join(dir, `${mode}.sqlite3`) }, metrics: false, vaultErrors: 'throw' });
+    createTerminator({
+      env,
+      overrides: { mode: viaProxy ? 'off' : mode, dbPath: join(dir, `${mode}.sqlite3`) },
+      metrics: false,
+      vaultErrors: 'throw',
+    });
   const terminators: Partial<Record<Arm, Terminator>> = {};
   const pairs: PairResult[] = [...(resume?.pairs ?? [])];
   const guard = new DriftGuard(resume?.identity ?? undefined);
   const runTag = `${protocol.seed}-${Date.now().toString(36)}`;
-  const results = (status: EvalResults['status'], extra: { abort_reason?: string } = {}): EvalResults => finish(protocol, guard.identity ?? null, pairs, status, extra);
+  const results = (status: EvalResults['status'], extra: { abort_reason?: string } = {}): EvalResults =>
+    finish(protocol, guard.identity ?? null, pairs, status, extra);
   try {
     terminators.off = await open('off');
     terminators.balanced = await open('balanced');
@@ -232,16 +270,36 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
       const order = protocol.arm_order[task.index]!;
       const arms: Partial<Record<Arm, ArmResult>> = {};
       for (const arm of order) {
-        arms[arm] = await runArm(task, arm, terminators[arm]!, guard, options, protocol, `eval:${runTag}:${task.index}:${arm}`);
+        arms[arm] = await runArm(
+          task,
+          arm,
+          terminators[arm]!,
+          guard,
+          options,
+          protocol,
+          `eval:${runTag}:${task.index}:${arm}`,
+        );
       }
-      const pair: PairResult = { index: task.index, family: task.family, order, off: arms.off!, balanced: arms.balanced! };
+      const pair: PairResult = {
+        index: task.index,
+        family: task.family,
+        order,
+        off: arms.off!,
+        balanced: arms.balanced!,
+      };
       pairs.push(pair);
       options.onPair?.(pair, pairs.length, protocol.planned_pairs);
-      if (pairs.length === CHECKPOINT_PAIRS && protocol.planned_pairs > CHECKPOINT_PAIRS && checkpointHarm(pairs, protocol.margin)) return results('stopped for harm');
+      if (
+        pairs.length === CHECKPOINT_PAIRS &&
+        protocol.planned_pairs > CHECKPOINT_PAIRS &&
+        checkpointHarm(pairs, protocol.margin)
+      )
+        return results('stopped for harm');
     }
     return results('complete');
   } catch (error) {
-    if (error instanceof TokenTerminatorError && !(error instanceof ConfigError)) throw new EvalAbortedError(error, results('aborted', { abort_reason: error.message }));
+    if (error instanceof TokenTerminatorError && !(error instanceof ConfigError))
+      throw new EvalAbortedError(error, results('aborted', { abort_reason: error.message }));
     throw error;
   } finally {
     await terminators.off?.close();
@@ -258,15 +316,35 @@ function outcomes(pairs: readonly PairResult[]): [boolean, boolean][] {
   return pairs.map((p) => [p.off.correct, p.balanced.correct]);
 }
 
-function finish(protocol: EvalProtocol, identity: Identity | null, pairs: readonly PairResult[], status: EvalResults['status'], extra: { abort_reason?: string }): EvalResults {
-  const atCheckpoint = pairs.length >= CHECKPOINT_PAIRS ? analyse(outcomes(pairs.slice(0, CHECKPOINT_PAIRS)), protocol.margin, false) : undefined;
-  const atFinal = pairs.length >= FINAL_PAIRS ? analyse(outcomes(pairs.slice(0, FINAL_PAIRS)), protocol.margin, true) : undefined;
+function finish(
+  protocol: EvalProtocol,
+  identity: Identity | null,
+  pairs: readonly PairResult[],
+  status: EvalResults['status'],
+  extra: { abort_reason?: string },
+): EvalResults {
+  const atCheckpoint =
+    pairs.length >= CHECKPOINT_PAIRS
+      ? analyse(outcomes(pairs.slice(0, CHECKPOINT_PAIRS)), protocol.margin, false)
+      : undefined;
+  const atFinal =
+    pairs.length >= FINAL_PAIRS ? analyse(outcomes(pairs.slice(0, FINAL_PAIRS)), protocol.margin, true) : undefined;
   const verdict: Verdict =
-    status === 'aborted' ? 'withheld' : atCheckpoint?.verdict === 'inferior' ? 'inferior' : (atFinal?.verdict ?? atCheckpoint?.verdict ?? 'withheld');
+    status === 'aborted'
+      ? 'withheld'
+      : atCheckpoint?.verdict === 'inferior'
+        ? 'inferior'
+        : (atFinal?.verdict ?? atCheckpoint?.verdict ?? 'withheld');
   const totals = (arm: Arm): ArmTotals => {
     const rs = pairs.map((p) => p[arm]);
     const sum = (f: (r: ArmResult) => number): number => rs.reduce((n, r) => n + f(r), 0);
-    return { prompt_tokens: sum((r) => r.prompt_tokens), completion_tokens: sum((r) => r.completion_tokens), requests: sum((r) => r.requests), recovery_calls: sum((r) => r.recovery_calls), recovery_tokens: sum((r) => r.recovery_tokens) };
+    return {
+      prompt_tokens: sum((r) => r.prompt_tokens),
+      completion_tokens: sum((r) => r.completion_tokens),
+      requests: sum((r) => r.requests),
+      recovery_calls: sum((r) => r.recovery_calls),
+      recovery_tokens: sum((r) => r.recovery_tokens),
+    };
   };
   const off = totals('off');
   const balanced = totals('balanced');
@@ -281,13 +359,24 @@ function finish(protocol: EvalProtocol, identity: Identity | null, pairs: readon
     ...(atCheckpoint === undefined ? {} : { checkpoint: atCheckpoint }),
     ...(atFinal === undefined ? {} : { final: atFinal }),
     pairs,
-    savings: { off, balanced, prompt_tokens_saved_pct: off.prompt_tokens === 0 ? 0 : Math.round(((off.prompt_tokens - balanced.prompt_tokens) / off.prompt_tokens) * 1e4) / 1e2 },
+    savings: {
+      off,
+      balanced,
+      prompt_tokens_saved_pct:
+        off.prompt_tokens === 0
+          ? 0
+          : Math.round(((off.prompt_tokens - balanced.prompt_tokens) / off.prompt_tokens) * 1e4) / 1e2,
+    },
   };
 }
 
 const TERMINAL_TOOL = {
   type: 'function',
-  function: { name: 'terminal', description: 'Run a shell command and return its output.', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
+  function: {
+    name: 'terminal',
+    description: 'Run a shell command and return its output.',
+    parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+  },
 };
 
 /** The first request's messages of a task (before any reduction), shared by both arms. */
@@ -295,24 +384,48 @@ export function openingMessages(task: EvalTask): ChatMessage[] {
   return [
     { role: 'system', content: SYSTEM_PROMPT },
     { role: 'user', content: task.question },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'terminal', arguments: JSON.stringify({ command: task.command }) } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'terminal', arguments: JSON.stringify({ command: task.command }) },
+        },
+      ],
+    },
   ];
 }
 
 /** The tool list both arms send. */
 export function evalTools(tt: Terminator): Record<string, unknown>[] {
   const r = tt.recoveryTool;
-  return [TERMINAL_TOOL, { type: 'function', function: { name: r.name, description: r.description, parameters: r.parameters } }];
+  return [
+    TERMINAL_TOOL,
+    { type: 'function', function: { name: r.name, description: r.description, parameters: r.parameters } },
+  ];
 }
 
-async function runArm(task: EvalTask, arm: Arm, tt: Terminator, guard: DriftGuard, options: EvalOptions, protocol: EvalProtocol, sessionId: string): Promise<ArmResult> {
+async function runArm(
+  task: EvalTask,
+  arm: Arm,
+  tt: Terminator,
+  guard: DriftGuard,
+  options: EvalOptions,
+  protocol: EvalProtocol,
+  sessionId: string,
+): Promise<ArmResult> {
   const maxRounds = options.maxRounds ?? 8;
   const viaProxy = options.balancedBaseUrl !== undefined;
   const tools = viaProxy ? [TERMINAL_TOOL] : evalTools(tt);
   const baseUrl = arm === 'balanced' && viaProxy ? options.balancedBaseUrl! : options.baseUrl;
   const transcript: ChatMessage[] = openingMessages(task);
   const toolOutput = async (callId: string): Promise<string> => {
-    const step = await tt.reduceToolResult({ callId, name: 'terminal', args: { command: task.command }, content: task.evidence }, { sessionId });
+    const step = await tt.reduceToolResult(
+      { callId, name: 'terminal', args: { command: task.command }, content: task.evidence },
+      { sessionId },
+    );
     return typeof step.value.content === 'string' ? step.value.content : task.evidence;
   };
   const first = await toolOutput('call_1');
@@ -323,15 +436,32 @@ async function runArm(task: EvalTask, arm: Arm, tt: Terminator, guard: DriftGuar
   let recoveryCalls = 0;
   let recoveryTokens = 0;
   for (let round = 1; round <= maxRounds; round++) {
-    const body: Record<string, unknown> = { model: options.model, messages: transcript, tools, ...(protocol.temperature === null ? {} : { temperature: protocol.temperature }) };
-    const step = await tt.reduceRequest(body, { sessionId, requestId: `${sessionId}#${round}`, route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' } });
+    const body: Record<string, unknown> = {
+      model: options.model,
+      messages: transcript,
+      tools,
+      ...(protocol.temperature === null ? {} : { temperature: protocol.temperature }),
+    };
+    const step = await tt.reduceRequest(body, {
+      sessionId,
+      requestId: `${sessionId}#${round}`,
+      route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' },
+    });
     const sent = step.value;
-    const reply = await chatCompletion(sent, { baseUrl, ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }), ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
+    const reply = await chatCompletion(sent, {
+      baseUrl,
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    });
     guard.check(reply.identity, `pair ${task.index + 1} (${arm} arm, request ${round})`);
     if (reply.promptTokens === undefined) providerUsage = false;
     prompt += reply.promptTokens ?? tt.counter.count(canonicalJson(sent['messages'] ?? [], { compact: true }));
     completion += reply.completionTokens ?? tt.counter.count(reply.message.content ?? '');
-    const message: ChatMessage = { role: 'assistant', content: reply.message.content ?? null, ...(reply.message.tool_calls?.length ? { tool_calls: reply.message.tool_calls } : {}) };
+    const message: ChatMessage = {
+      role: 'assistant',
+      content: reply.message.content ?? null,
+      ...(reply.message.tool_calls?.length ? { tool_calls: reply.message.tool_calls } : {}),
+    };
     transcript.push(message);
     const calls = message.tool_calls ?? [];
     const result = (outcome: ArmOutcome): ArmResult => ({

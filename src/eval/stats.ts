@@ -52,7 +52,8 @@ export function exactNonInferiorityP(b: number, c: number, n: number, delta: num
   const observed = tangoZ(b, c, n, delta) + 1e-12;
   const lf = logFactorials(n);
   const region: [number, number][] = [];
-  for (let x = 0; x <= n; x++) for (let y = 0; x + y <= n; y++) if (tangoZ(x, y, n, delta) <= observed) region.push([x, y]);
+  for (let x = 0; x <= n; x++)
+    for (let y = 0; x + y <= n; y++) if (tangoZ(x, y, n, delta) <= observed) region.push([x, y]);
   const prob = (q: number): number => {
     const p10 = q + delta;
     const rest = 1 - p10 - q;
@@ -60,7 +61,15 @@ export function exactNonInferiorityP(b: number, c: number, n: number, delta: num
     for (const [x, y] of region) {
       const r = n - x - y;
       if ((y > 0 && q <= 0) || (r > 0 && rest <= 0)) continue;
-      s += Math.exp(lf[n]! - lf[x]! - lf[y]! - lf[r]! + x * Math.log(p10) + (y === 0 ? 0 : y * Math.log(q)) + (r === 0 ? 0 : r * Math.log(rest)));
+      s += Math.exp(
+        lf[n]! -
+          lf[x]! -
+          lf[y]! -
+          lf[r]! +
+          x * Math.log(p10) +
+          (y === 0 ? 0 : y * Math.log(q)) +
+          (r === 0 ? 0 : r * Math.log(rest)),
+      );
     }
     return s;
   };

@@ -28,10 +28,53 @@ export interface EvalTask {
   readonly needs: readonly string[];
 }
 
-const WORDS = ['lease', 'vault', 'token', 'cache', 'route', 'merge', 'queue', 'parse', 'index', 'shard', 'batch', 'delta', 'frame', 'stream', 'prefix', 'budget', 'ledger', 'replay', 'tenant', 'cursor'];
-const VERBS = ['rejects', 'keeps', 'drops', 'retries', 'rotates', 'flushes', 'pins', 'splits', 'counts', 'renders', 'verifies', 'expires'];
+const WORDS = [
+  'lease',
+  'vault',
+  'token',
+  'cache',
+  'route',
+  'merge',
+  'queue',
+  'parse',
+  'index',
+  'shard',
+  'batch',
+  'delta',
+  'frame',
+  'stream',
+  'prefix',
+  'budget',
+  'ledger',
+  'replay',
+  'tenant',
+  'cursor',
+];
+const VERBS = [
+  'rejects',
+  'keeps',
+  'drops',
+  'retries',
+  'rotates',
+  'flushes',
+  'pins',
+  'splits',
+  'counts',
+  'renders',
+  'verifies',
+  'expires',
+];
 const AREAS = ['vault', 'compile', 'budget', 'recovery', 'proxy', 'measure', 'receipts', 'telemetry'];
-const COMPONENTS = ['payment-gateway', 'auth-service', 'search-indexer', 'mail-relay', 'billing-worker', 'image-resizer', 'feed-builder', 'quota-keeper'];
+const COMPONENTS = [
+  'payment-gateway',
+  'auth-service',
+  'search-indexer',
+  'mail-relay',
+  'billing-worker',
+  'image-resizer',
+  'feed-builder',
+  'quota-keeper',
+];
 
 type Rnd = () => number;
 const pick = <T>(r: Rnd, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -81,7 +124,10 @@ function failingTest(r: Rnd, index: number, tag: string): EvalTask {
   const evidence = [
     ...lines,
     '',
-    ` FAIL  ${failLine.trim().replace(/^× /, '').replace(/ \d+ms$/, '')}`,
+    ` FAIL  ${failLine
+      .trim()
+      .replace(/^× /, '')
+      .replace(/ \d+ms$/, '')}`,
     `AssertionError: expected ${int(r, 2, 9)} to be ${int(r, 10, 19)} // Object.is equality`,
     '',
     ` Test Files  1 failed | ${int(r, 30, 60)} passed`,
@@ -143,7 +189,9 @@ function version(r: Rnd, index: number, tag: string): EvalTask {
       needed = `${prefix}${pkg}@${ver}`;
       lines.push(needed);
     } else {
-      lines.push(`${prefix}${pick(r, WORDS)}-${pick(r, WORDS)}-${i}@${int(r, 0, 12)}.${int(r, 0, 30)}.${int(r, 0, 40)}${i % 13 === 0 ? ' deduped' : ''}`);
+      lines.push(
+        `${prefix}${pick(r, WORDS)}-${pick(r, WORDS)}-${i}@${int(r, 0, 12)}.${int(r, 0, 30)}.${int(r, 0, 40)}${i % 13 === 0 ? ' deduped' : ''}`,
+      );
     }
   }
   return {
@@ -174,7 +222,9 @@ function countErrors(r: Rnd, index: number, tag: string): EvalTask {
     } else if (i % 97 === 13) {
       lines.push(`${ts} WARN  [${component}] slow response ${int(r, 900, 4000)}ms`);
     } else {
-      lines.push(`${ts} ${i % 3 === 0 ? 'DEBUG' : 'INFO '} [${pick(r, COMPONENTS)}] ${pick(r, VERBS)} ${pick(r, WORDS)} id=${int(r, 1000, 9999)}`);
+      lines.push(
+        `${ts} ${i % 3 === 0 ? 'DEBUG' : 'INFO '} [${pick(r, COMPONENTS)}] ${pick(r, VERBS)} ${pick(r, WORDS)} id=${int(r, 1000, 9999)}`,
+      );
     }
   }
   return {

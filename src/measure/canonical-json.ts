@@ -30,7 +30,15 @@ export interface CanonicalJsonOptions {
 const NEEDS_SCAN = /["\\\u0000-\u001f\ud800-\udfff]/;
 const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
 const SURROGATE = /[\ud800-\udfff]/;
-const SHORT_ESCAPES: Readonly<Record<number, string>> = { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };
+const SHORT_ESCAPES: Readonly<Record<number, string>> = {
+  8: '\\b',
+  9: '\\t',
+  10: '\\n',
+  12: '\\f',
+  13: '\\r',
+  34: '\\"',
+  92: '\\\\',
+};
 
 const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 
@@ -93,7 +101,10 @@ export function serializedArrayChars(elementSizes: Iterable<number>, options: Ca
  * Size of a JSON object from its entries' serialized value sizes (keys are sized here; the order
  * of entries does not change the size, so callers need not sort).
  */
-export function serializedObjectChars(entries: Iterable<readonly [key: string, valueSize: number]>, options: CanonicalJsonOptions = {}): number {
+export function serializedObjectChars(
+  entries: Iterable<readonly [key: string, valueSize: number]>,
+  options: CanonicalJsonOptions = {},
+): number {
   const sep = options.compact === true ? 1 : 2;
   let total = 2;
   let count = 0;

@@ -110,8 +110,10 @@ class CountTable {
 export function createCountMemo(counter: TokenCounter, options: CountMemoOptions = {}): CountMemo {
   const maxEntries = options.maxEntries ?? 4096;
   const hashAbove = options.hashAbove ?? DEFAULT_HASH_ABOVE;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new TypeError('createCountMemo: maxEntries must be an integer ≥ 1');
-  if (!Number.isInteger(hashAbove) || hashAbove < 0) throw new TypeError('createCountMemo: hashAbove must be an integer ≥ 0');
+  if (!Number.isInteger(maxEntries) || maxEntries < 1)
+    throw new TypeError('createCountMemo: maxEntries must be an integer ≥ 1');
+  if (!Number.isInteger(hashAbove) || hashAbove < 0)
+    throw new TypeError('createCountMemo: hashAbove must be an integer ≥ 0');
   const table = new CountTable(maxEntries);
   const memo: CountMemo = {
     name: counter.name,
@@ -207,7 +209,8 @@ export function sharedCountMemoStats(): SharedCountMemoStats {
  * entries past the bound are dropped at once). Default {@link DEFAULT_SHARED_MEMO_ENTRIES}.
  */
 export function setSharedCountMemoLimit(maxEntries: number): void {
-  if (!Number.isInteger(maxEntries) || maxEntries < 0) throw new TypeError('setSharedCountMemoLimit: maxEntries must be an integer ≥ 0');
+  if (!Number.isInteger(maxEntries) || maxEntries < 0)
+    throw new TypeError('setSharedCountMemoLimit: maxEntries must be an integer ≥ 0');
   sharedMaxEntries = maxEntries;
   for (const t of tables.values()) {
     t.maxEntries = maxEntries;

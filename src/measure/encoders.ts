@@ -67,8 +67,12 @@ const require = createRequire(import.meta.url);
  * `release()` when done (counters do it in `dispose()`).
  */
 export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEngine): EncoderLease {
-  if (!isTiktokenEncoding(encoding)) throw new TypeError(`acquireEncoder: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`);
-  if (!(ENCODER_ENGINES as readonly string[]).includes(engine)) throw new TypeError(`acquireEncoder: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
+  if (!isTiktokenEncoding(encoding))
+    throw new TypeError(
+      `acquireEncoder: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
+    );
+  if (!(ENCODER_ENGINES as readonly string[]).includes(engine))
+    throw new TypeError(`acquireEncoder: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
   const key = `${engine}:${encoding}`;
   let entry = shared.get(key);
   if (entry === undefined) {
@@ -135,7 +139,11 @@ interface BytePairCore {
   getBpeRankFromBytes(key: Uint8Array): number | undefined;
 }
 
-type BytePairCoreConstructor = new (config: { bytePairRankDecoder: readonly (string | readonly number[])[]; tokenSplitRegex: RegExp; mergeCacheSize?: number }) => BytePairCore;
+type BytePairCoreConstructor = new (config: {
+  bytePairRankDecoder: readonly (string | readonly number[])[];
+  tokenSplitRegex: RegExp;
+  mergeCacheSize?: number;
+}) => BytePairCore;
 
 /**
  * Pieces whose merges the JS core remembers (LRU). Its default, 100,000, holds tens of MB;
@@ -194,18 +202,23 @@ function wellFormed(text: string): string {
  * their bytes, among exactly those tokens.
  */
 function fixByteOrderMarkLookups(core: BytePairCore, ranks: readonly (string | readonly number[])[]): void {
-  if (typeof core.getBpeRankFromBytes !== 'function') throw new TypeError('gpt-tokenizer: byte-pair core without getBpeRankFromBytes (unsupported version)');
+  if (typeof core.getBpeRankFromBytes !== 'function')
+    throw new TypeError('gpt-tokenizer: byte-pair core without getBpeRankFromBytes (unsupported version)');
   const bomRanks = new Map<string, number>();
   ranks.forEach((value, rank) => {
-    if (typeof value !== 'string' && value[0] === 0xef && value[1] === 0xbb && value[2] === 0xbf) bomRanks.set(value.join(','), rank);
+    if (typeof value !== 'string' && value[0] === 0xef && value[1] === 0xbb && value[2] === 0xbf)
+      bomRanks.set(value.join(','), rank);
   });
   const lookup = core.getBpeRankFromBytes.bind(core);
-  core.getBpeRankFromBytes = (key) => (key[0] === 0xef && key[1] === 0xbb && key[2] === 0xbf ? bomRanks.get(key.join(',')) : lookup(key));
+  core.getBpeRankFromBytes = (key) =>
+    key[0] === 0xef && key[1] === 0xbb && key[2] === 0xbf ? bomRanks.get(key.join(',')) : lookup(key);
 }
 
 function loadJs(encoding: TiktokenEncodingName): Loaded {
   const ranksPath = require.resolve(`gpt-tokenizer/cjs/bpeRanks/${encoding}`);
-  const { BytePairEncodingCore } = require('gpt-tokenizer/cjs/BytePairEncodingCore') as { BytePairEncodingCore: BytePairCoreConstructor };
+  const { BytePairEncodingCore } = require('gpt-tokenizer/cjs/BytePairEncodingCore') as {
+    BytePairEncodingCore: BytePairCoreConstructor;
+  };
   const ranks = (require(ranksPath) as { default: readonly (string | readonly number[])[] }).default;
   // The core holds the rank array itself. Out of the module cache and emptied of its exports
   // (the requiring module's `children` list still points at it), it goes with the core.

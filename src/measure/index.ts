@@ -22,9 +22,19 @@ export {
   type EncoderLease,
   type TiktokenEncodingName,
 } from './encoders.js';
-export { createTokenizerJsonCounter, type TokenizerJsonObjects, type TokenizerJsonCounterOptions } from './tokenizer-json-counter.js';
+export {
+  createTokenizerJsonCounter,
+  type TokenizerJsonObjects,
+  type TokenizerJsonCounterOptions,
+} from './tokenizer-json-counter.js';
 export { createRoughCounter, roughTokens } from './rough-counter.js';
-export { counterForModel, encodingForModel, normalizeModelName, type CounterForModelOptions, type ModelEncoding } from './model-counter.js';
+export {
+  counterForModel,
+  encodingForModel,
+  normalizeModelName,
+  type CounterForModelOptions,
+  type ModelEncoding,
+} from './model-counter.js';
 export {
   clearSharedCountMemo,
   contentKey,

@@ -24,7 +24,8 @@ function kindOfUnit(c: number): Kind {
   const cached = table[c];
   if (cached !== undefined && cached !== 0) return (cached - 1) as Kind;
   let kind: Kind;
-  if (c >= 0xd800 && c <= 0xdfff) kind = Kind.Word; // astral: resolved by the caller
+  if (c >= 0xd800 && c <= 0xdfff)
+    kind = Kind.Word; // astral: resolved by the caller
   else {
     const ch = String.fromCharCode(c);
     kind = LETTER.test(ch) ? Kind.Word : NUMBER.test(ch) ? Kind.Number : Kind.Gap;
@@ -87,7 +88,11 @@ function isLowSurrogate(c: number): boolean {
  * Count with `encodeLength` piece by piece. Identical pieces (a run of one repeated character
  * yields many) are counted once per call.
  */
-export function countGuarded(text: string, encodeLength: (piece: string) => number, maxRun: number = DEFAULT_MAX_RUN): number {
+export function countGuarded(
+  text: string,
+  encodeLength: (piece: string) => number,
+  maxRun: number = DEFAULT_MAX_RUN,
+): number {
   const pieces = splitLongRuns(text, maxRun);
   if (pieces.length === 1) return encodeLength(text);
   const seen = new Map<string, number>();

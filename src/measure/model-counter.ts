@@ -1,5 +1,10 @@
 import type { TokenCounter } from './types.js';
-import { createTiktokenCounter, isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './tiktoken-counter.js';
+import {
+  createTiktokenCounter,
+  isTiktokenEncoding,
+  TIKTOKEN_ENCODINGS,
+  type TiktokenEncodingName,
+} from './tiktoken-counter.js';
 import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokenizer-json-counter.js';
 
 /** Overrides of the tokenizer a model name would pick. */
@@ -57,10 +62,13 @@ export function encodingForModel(model: string | undefined): ModelEncoding {
  * counterForModel('claude-sonnet-4').exact; // false
  */
 export function counterForModel(model?: string, options: CounterForModelOptions = {}): TokenCounter {
-  if (options.tokenizerJson !== undefined && options.tokenizerJson !== '') return createTokenizerJsonCounter(options.tokenizerJson);
+  if (options.tokenizerJson !== undefined && options.tokenizerJson !== '')
+    return createTokenizerJsonCounter(options.tokenizerJson);
   if (options.encoding !== undefined && options.encoding !== '') {
     if (!isTiktokenEncoding(options.encoding)) {
-      throw new TypeError(`counterForModel: unknown encoding "${options.encoding}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`);
+      throw new TypeError(
+        `counterForModel: unknown encoding "${options.encoding}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
+      );
     }
     return createTiktokenCounter(options.encoding);
   }

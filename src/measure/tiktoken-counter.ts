@@ -1,6 +1,13 @@
 import type { TokenCounter } from './types.js';
 import { countShared } from './count-memo.js';
-import { acquireEncoder, ENCODER_ENGINES, isTiktokenEncoding, TIKTOKEN_ENCODINGS, type EncoderEngine, type TiktokenEncodingName } from './encoders.js';
+import {
+  acquireEncoder,
+  ENCODER_ENGINES,
+  isTiktokenEncoding,
+  TIKTOKEN_ENCODINGS,
+  type EncoderEngine,
+  type TiktokenEncodingName,
+} from './encoders.js';
 import { countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
 
 export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './encoders.js';
@@ -10,7 +17,10 @@ export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } fro
  * (test/measure/encoder-identity.test.ts) and the corpus check of `npm run bench -- counters`
  * found it identical to tiktoken's WASM, which stays available as `engine: 'wasm'`.
  */
-export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngine>> = Object.freeze({ o200k_base: 'js', cl100k_base: 'js' });
+export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngine>> = Object.freeze({
+  o200k_base: 'js',
+  cl100k_base: 'js',
+});
 
 /** Options of the tiktoken counters; every field is optional. */
 export interface TiktokenCounterOptions {
@@ -51,15 +61,23 @@ export interface TiktokenCounterOptions {
  * counter.count('hello world'); // 2
  * counter.dispose?.();
  */
-export function createTiktokenCounter(encoding: TiktokenEncodingName = 'o200k_base', options: TiktokenCounterOptions = {}): TokenCounter {
+export function createTiktokenCounter(
+  encoding: TiktokenEncodingName = 'o200k_base',
+  options: TiktokenCounterOptions = {},
+): TokenCounter {
   if (!isTiktokenEncoding(encoding)) {
-    throw new TypeError(`createTiktokenCounter: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`);
+    throw new TypeError(
+      `createTiktokenCounter: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
+    );
   }
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;
-  if (!Number.isInteger(maxRun) || maxRun < 16) throw new TypeError('createTiktokenCounter: maxRun must be an integer ≥ 16');
+  if (!Number.isInteger(maxRun) || maxRun < 16)
+    throw new TypeError('createTiktokenCounter: maxRun must be an integer ≥ 16');
   const engine = options.engine ?? DEFAULT_ENGINES[encoding];
   if (!(ENCODER_ENGINES as readonly string[]).includes(engine)) {
-    throw new TypeError(`createTiktokenCounter: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
+    throw new TypeError(
+      `createTiktokenCounter: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`,
+    );
   }
   const memoId = options.memo === false ? undefined : `${encoding}/${maxRun}`;
   let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);

@@ -44,7 +44,9 @@ export interface TokenizerJsonCounterOptions {
 function withoutSpecialTokens(tokenizer: Record<string, unknown>): Record<string, unknown> {
   const added = tokenizer['added_tokens'];
   if (!Array.isArray(added)) return tokenizer;
-  const kept = added.filter((t: unknown) => !(t !== null && typeof t === 'object' && (t as { special?: unknown }).special === true));
+  const kept = added.filter(
+    (t: unknown) => !(t !== null && typeof t === 'object' && (t as { special?: unknown }).special === true),
+  );
   return kept.length === added.length ? tokenizer : { ...tokenizer, added_tokens: kept };
 }
 
@@ -52,7 +54,9 @@ function loadObjects(source: string | TokenizerJsonObjects): TokenizerJsonObject
   if (typeof source !== 'string') return source;
   const tokenizer = JSON.parse(readFileSync(source, 'utf8')) as Record<string, unknown>;
   const configPath = join(dirname(source), 'tokenizer_config.json');
-  const config = existsSync(configPath) ? (JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>) : {};
+  const config = existsSync(configPath)
+    ? (JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>)
+    : {};
   return { tokenizer, config };
 }
 
@@ -65,9 +69,16 @@ function loadObjects(source: string | TokenizerJsonObjects): TokenizerJsonObject
  * const counter = createTokenizerJsonCounter('/models/llama/tokenizer.json');
  * counter.count('hello'); // tokens under that model's tokenizer
  */
-export function createTokenizerJsonCounter(source: string | TokenizerJsonObjects, options: TokenizerJsonCounterOptions = {}): TokenCounter {
+export function createTokenizerJsonCounter(
+  source: string | TokenizerJsonObjects,
+  options: TokenizerJsonCounterOptions = {},
+): TokenCounter {
   const objects = loadObjects(source);
-  if (objects.tokenizer === null || typeof objects.tokenizer !== 'object' || typeof objects.tokenizer['model'] !== 'object') {
+  if (
+    objects.tokenizer === null ||
+    typeof objects.tokenizer !== 'object' ||
+    typeof objects.tokenizer['model'] !== 'object'
+  ) {
     throw new TypeError('createTokenizerJsonCounter: not a tokenizer.json (no "model" object)');
   }
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;

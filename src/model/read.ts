@@ -46,7 +46,8 @@ export function detectFormat(request: unknown): RequestFormat {
     for (const m of messages) {
       if (!isObj(m)) continue;
       const role = m['role'];
-      if (role === 'tool' || role === 'system' || role === 'developer' || role === 'function' || 'tool_calls' in m) return 'chat';
+      if (role === 'tool' || role === 'system' || role === 'developer' || role === 'function' || 'tool_calls' in m)
+        return 'chat';
     }
     if ('system' in request) return 'anthropic';
     for (const m of messages) {
@@ -54,7 +55,8 @@ export function detectFormat(request: unknown): RequestFormat {
       if (!Array.isArray(content)) continue;
       for (const b of content) {
         const t = isObj(b) ? b['type'] : undefined;
-        if (t === 'tool_use' || t === 'tool_result' || t === 'thinking' || (t === 'image' && isObj(b) && 'source' in b)) return 'anthropic';
+        if (t === 'tool_use' || t === 'tool_result' || t === 'thinking' || (t === 'image' && isObj(b) && 'source' in b))
+          return 'anthropic';
         if (t === 'image_url' || t === 'input_audio') return 'chat';
       }
     }
@@ -72,7 +74,8 @@ export function contentText(content: unknown): string | undefined {
   if (!Array.isArray(content)) return undefined;
   const texts: string[] = [];
   for (const part of content) {
-    if (isObj(part) && TEXT_PART.has(part['type'] as string) && typeof part['text'] === 'string') texts.push(part['text']);
+    if (isObj(part) && TEXT_PART.has(part['type'] as string) && typeof part['text'] === 'string')
+      texts.push(part['text']);
   }
   return texts.length > 0 ? texts.join('\n') : undefined;
 }
@@ -88,7 +91,8 @@ export function readRequest(request: unknown, options: ReadOptions = {}): Reques
   if (!isObj(request) || format === 'unknown') return { format: 'unknown', items: [], itemInfo: [], slots: [] };
   const slots: Slot[] = [];
   const tools = request['tools'] ?? request['functions'];
-  if (Array.isArray(tools)) slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
+  if (Array.isArray(tools))
+    slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
   if (format === 'responses') return readResponses(request, slots);
   if (format === 'anthropic') return readAnthropic(request, slots);
   return readChat(request, slots);
@@ -102,8 +106,18 @@ function pushInstructions(slots: Slot[], value: unknown, path: SlotPath, item: n
   }
   if (!Array.isArray(value)) return;
   value.forEach((part, j) => {
-    if (isObj(part) && typeof part['text'] === 'string' && (part['type'] === undefined || TEXT_PART.has(part['type'] as string))) {
-      slots.push({ kind: 'instructions', path: [...path, j, 'text'], value: part['text'], text: part['text'], ...base });
+    if (
+      isObj(part) &&
+      typeof part['text'] === 'string' &&
+      (part['type'] === undefined || TEXT_PART.has(part['type'] as string))
+    ) {
+      slots.push({
+        kind: 'instructions',
+        path: [...path, j, 'text'],
+        value: part['text'],
+        text: part['text'],
+        ...base,
+      });
     }
   });
 }
@@ -131,10 +145,25 @@ interface ListState {
 
 const listStates = new WeakMap<RequestView, ListState>();
 
-function outputSlot(path: SlotPath, value: unknown, item: number, callId: string, state: ListState, fallbackName?: string): Slot {
+function outputSlot(
+  path: SlotPath,
+  value: unknown,
+  item: number,
+  callId: string,
+  state: ListState,
+  fallbackName?: string,
+): Slot {
   const call = state.calls.get(callId);
   if (call === undefined) state.unresolved.add(callId);
-  return { kind: 'tool_output', path, value, item, callId, toolName: call?.name ?? fallbackName ?? 'tool', callArgs: call?.args ?? {} };
+  return {
+    kind: 'tool_output',
+    path,
+    value,
+    item,
+    callId,
+    toolName: call?.name ?? fallbackName ?? 'tool',
+    callArgs: call?.args ?? {},
+  };
 }
 
 function chatCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
@@ -143,8 +172,10 @@ function chatCalls(items: readonly unknown[], from: number, calls: Map<string, C
     if (!isObj(m)) continue;
     for (const c of Array.isArray(m['tool_calls']) ? m['tool_calls'] : []) {
       const fn = isObj(c) ? c['function'] : undefined;
-      if (isObj(c) && isObj(fn) && typeof c['id'] === 'string') calls.set(c['id'], { name: str(fn['name']) ?? 'tool', args: parseArgs(fn['arguments']) });
-      else if (isObj(c) && typeof c['id'] === 'string' && typeof c['name'] === 'string') calls.set(c['id'], { name: c['name'], args: parseArgs(c['input']) });
+      if (isObj(c) && isObj(fn) && typeof c['id'] === 'string')
+        calls.set(c['id'], { name: str(fn['name']) ?? 'tool', args: parseArgs(fn['arguments']) });
+      else if (isObj(c) && typeof c['id'] === 'string' && typeof c['name'] === 'string')
+        calls.set(c['id'], { name: c['name'], args: parseArgs(c['input']) });
     }
   }
 }
@@ -173,12 +204,23 @@ function chatItems(items: readonly unknown[], from: number, state: ListState, sl
           if (!isObj(c)) return;
           const fn = isObj(c['function']) ? c['function'] : undefined;
           const name = str(fn?.['name']) ?? str(c['name']) ?? 'tool';
-          slots.push({ kind: 'tool_call', path: [...path, 'tool_calls', j], value: c, item: i, callId: str(c['id']) ?? '', toolName: name, args: parseArgs(fn?.['arguments'] ?? c['input']) });
+          slots.push({
+            kind: 'tool_call',
+            path: [...path, 'tool_calls', j],
+            value: c,
+            item: i,
+            callId: str(c['id']) ?? '',
+            toolName: name,
+            args: parseArgs(fn?.['arguments'] ?? c['input']),
+          });
         });
       }
     } else if (role === 'tool' || role === 'function') {
       info.push({ role: 'tool', userText: false });
-      if ('content' in m) slots.push(outputSlot([...path, 'content'], m['content'], i, str(m['tool_call_id']) ?? '', state, str(m['name'])));
+      if ('content' in m)
+        slots.push(
+          outputSlot([...path, 'content'], m['content'], i, str(m['tool_call_id']) ?? '', state, str(m['name'])),
+        );
     } else {
       info.push({ role: 'other', userText: false });
     }
@@ -197,11 +239,18 @@ function readChat(request: Obj, slots: Slot[]): RequestView {
 function responsesCalls(input: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
   for (let i = from; i < input.length; i++) {
     const it = input[i];
-    if (isObj(it) && it['type'] === 'function_call' && typeof it['call_id'] === 'string') calls.set(it['call_id'], { name: str(it['name']) ?? 'tool', args: parseArgs(it['arguments']) });
+    if (isObj(it) && it['type'] === 'function_call' && typeof it['call_id'] === 'string')
+      calls.set(it['call_id'], { name: str(it['name']) ?? 'tool', args: parseArgs(it['arguments']) });
   }
 }
 
-function responsesItems(input: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]): void {
+function responsesItems(
+  input: readonly unknown[],
+  from: number,
+  state: ListState,
+  slots: Slot[],
+  info: ItemInfo[],
+): void {
   for (let i = from; i < input.length; i++) {
     const it = input[i];
     const path: SlotPath = ['input', i];
@@ -224,7 +273,15 @@ function responsesItems(input: readonly unknown[], from: number, state: ListStat
       } else info.push({ role: 'other', userText: false });
     } else if (type === 'function_call') {
       info.push({ role: 'assistant', userText: false });
-      slots.push({ kind: 'tool_call', path, value: it, item: i, callId: str(it['call_id']) ?? '', toolName: str(it['name']) ?? 'tool', args: parseArgs(it['arguments']) });
+      slots.push({
+        kind: 'tool_call',
+        path,
+        value: it,
+        item: i,
+        callId: str(it['call_id']) ?? '',
+        toolName: str(it['name']) ?? 'tool',
+        args: parseArgs(it['arguments']),
+      });
     } else if (type === 'function_call_output') {
       info.push({ role: 'tool', userText: false });
       if ('output' in it) slots.push(outputSlot([...path, 'output'], it['output'], i, str(it['call_id']) ?? '', state));
@@ -261,12 +318,19 @@ function anthropicCalls(items: readonly unknown[], from: number, calls: Map<stri
     const content = isObj(m) ? m['content'] : undefined;
     if (!Array.isArray(content)) continue;
     for (const b of content) {
-      if (isObj(b) && b['type'] === 'tool_use' && typeof b['id'] === 'string') calls.set(b['id'], { name: str(b['name']) ?? 'tool', args: parseArgs(b['input']) });
+      if (isObj(b) && b['type'] === 'tool_use' && typeof b['id'] === 'string')
+        calls.set(b['id'], { name: str(b['name']) ?? 'tool', args: parseArgs(b['input']) });
     }
   }
 }
 
-function anthropicItems(items: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]): void {
+function anthropicItems(
+  items: readonly unknown[],
+  from: number,
+  state: ListState,
+  slots: Slot[],
+  info: ItemInfo[],
+): void {
   for (let i = from; i < items.length; i++) {
     const m = items[i];
     const path: SlotPath = ['messages', i];
@@ -282,7 +346,15 @@ function anthropicItems(items: readonly unknown[], from: number, state: ListStat
       if (Array.isArray(content)) {
         content.forEach((b, j) => {
           if (isObj(b) && b['type'] === 'tool_use') {
-            slots.push({ kind: 'tool_call', path: [...path, 'content', j], value: b, item: i, callId: str(b['id']) ?? '', toolName: str(b['name']) ?? 'tool', args: parseArgs(b['input']) });
+            slots.push({
+              kind: 'tool_call',
+              path: [...path, 'content', j],
+              value: b,
+              item: i,
+              callId: str(b['id']) ?? '',
+              toolName: str(b['name']) ?? 'tool',
+              args: parseArgs(b['input']),
+            });
           }
         });
       }
@@ -294,7 +366,9 @@ function anthropicItems(items: readonly unknown[], from: number, state: ListStat
         content.forEach((b, j) => {
           if (isObj(b) && b['type'] === 'tool_result') {
             results++;
-            slots.push(outputSlot([...path, 'content', j, 'content'], b['content'], i, str(b['tool_use_id']) ?? '', state));
+            slots.push(
+              outputSlot([...path, 'content', j, 'content'], b['content'], i, str(b['tool_use_id']) ?? '', state),
+            );
           }
         });
       }
@@ -345,7 +419,8 @@ const READERS = {
  */
 export function extendView(previous: RequestView, request: unknown): RequestView | undefined {
   const state = listStates.get(previous);
-  if (state === undefined || state.owner !== previous || previous.listKey === undefined || !isObj(request)) return undefined;
+  if (state === undefined || state.owner !== previous || previous.listKey === undefined || !isObj(request))
+    return undefined;
   const format = detectFormat(request);
   if (format !== previous.format || format === 'unknown') return undefined;
   const items = request[previous.listKey];
@@ -359,7 +434,8 @@ export function extendView(previous: RequestView, request: unknown): RequestView
   for (const id of added.keys()) if (state.calls.has(id) || state.unresolved.has(id)) return undefined;
   const slots: Slot[] = [];
   const tools = request['tools'] ?? request['functions'];
-  if (Array.isArray(tools)) slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
+  if (Array.isArray(tools))
+    slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
   reader.head(request, slots);
   if (slots.length !== state.head) return undefined;
   for (const [id, call] of added) state.calls.set(id, call);

@@ -42,7 +42,8 @@ export class ReceiptVerifier {
   }
 
   #idsOf(message: unknown): readonly string[] {
-    if (typeof message !== 'object' || message === null) return typeof message === 'string' ? referencedArtifacts(message) : [];
+    if (typeof message !== 'object' || message === null)
+      return typeof message === 'string' ? referencedArtifacts(message) : [];
     const known = this.#refs.get(message);
     if (known !== undefined) return known;
     const ids = new Set<string>();

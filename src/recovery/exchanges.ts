@@ -45,7 +45,11 @@ export interface RecoveryState {
   readonly pending: readonly PendingResults[];
 }
 
-export const EMPTY_RECOVERY_STATE: RecoveryState = Object.freeze({ tool: false, exchanges: Object.freeze([]), pending: Object.freeze([]) });
+export const EMPTY_RECOVERY_STATE: RecoveryState = Object.freeze({
+  tool: false,
+  exchanges: Object.freeze([]),
+  pending: Object.freeze([]),
+});
 
 const KEY = 'recovery.state.v1';
 /** Most exchanges kept per session (the oldest anchors go first). */
@@ -54,7 +58,10 @@ const MAX_PENDING = 8;
 
 /** Digest of one conversation item (canonical JSON, so key order does not matter). */
 export function itemDigest(item: unknown): string {
-  return createHash('sha256').update(canonicalJson(item, { compact: true })).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(canonicalJson(item, { compact: true }))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** Read a session's state; an unreadable or absent value is the empty state. */
@@ -74,7 +81,11 @@ export async function loadRecoveryState(store: ExchangeStore, sessionId: string)
 }
 
 export async function saveRecoveryState(store: ExchangeStore, sessionId: string, state: RecoveryState): Promise<void> {
-  const bounded: RecoveryState = { tool: state.tool, exchanges: state.exchanges.slice(-MAX_EXCHANGES), pending: state.pending.slice(-MAX_PENDING) };
+  const bounded: RecoveryState = {
+    tool: state.tool,
+    exchanges: state.exchanges.slice(-MAX_EXCHANGES),
+    pending: state.pending.slice(-MAX_PENDING),
+  };
   await store.setRendering(sessionId, KEY, JSON.stringify(bounded));
 }
 
@@ -105,7 +116,11 @@ export function recordExchange(
  * The caller's request with every matching exchange inserted at its place (the request itself
  * when none matches), plus pending results for a request that chains to their response.
  */
-export function applyExchanges(request: ProviderRequest, format: RecoveryWireFormat, state: RecoveryState): ProviderRequest {
+export function applyExchanges(
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  state: RecoveryState,
+): ProviderRequest {
   if (format === 'responses' && typeof request['previous_response_id'] === 'string') {
     const pending = state.pending.filter((p) => p.responseId === request['previous_response_id']);
     if (pending.length === 0) return request;

@@ -29,7 +29,10 @@ export function lenientParameters(tool: Pick<RecoveryTool, 'parameters'>): Recor
 }
 
 /** The tool definition for one wire format (plain JSON). */
-export function recoveryToolJson(tool: Pick<RecoveryTool, 'name' | 'description' | 'parameters'>, format: RecoveryWireFormat): Obj {
+export function recoveryToolJson(
+  tool: Pick<RecoveryTool, 'name' | 'description' | 'parameters'>,
+  format: RecoveryWireFormat,
+): Obj {
   const parameters = lenientParameters(tool);
   switch (format) {
     case 'chat':
@@ -59,7 +62,11 @@ export function offersRecoveryTool(request: ProviderRequest): boolean {
  * tools keep their order and bytes, so the cached prefix up to them survives). Returns the request
  * itself when it already offers the tool.
  */
-export function withRecoveryTool(request: ProviderRequest, format: RecoveryWireFormat, tool: Pick<RecoveryTool, 'name' | 'description' | 'parameters'>): ProviderRequest {
+export function withRecoveryTool(
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  tool: Pick<RecoveryTool, 'name' | 'description' | 'parameters'>,
+): ProviderRequest {
   if (offersRecoveryTool(request)) return request;
   const tools = Array.isArray(request['tools']) ? (request['tools'] as unknown[]) : [];
   return { ...request, tools: [...tools, recoveryToolJson(tool, format)] };
@@ -88,21 +95,24 @@ export function splitCalls(response: unknown, format: RecoveryWireFormat): CallS
     const calls = chatMessage(response)?.['tool_calls'];
     for (const c of Array.isArray(calls) ? calls : []) {
       const fn = isObj(c) && isObj(c['function']) ? c['function'] : undefined;
-      if (isObj(c) && fn !== undefined && isRecoveryName(fn['name']) && typeof c['id'] === 'string') recovery.push({ id: c['id'], arguments: fn['arguments'] });
+      if (isObj(c) && fn !== undefined && isRecoveryName(fn['name']) && typeof c['id'] === 'string')
+        recovery.push({ id: c['id'], arguments: fn['arguments'] });
       else others++;
     }
   } else if (format === 'responses') {
     const output = isObj(response) ? response['output'] : undefined;
     for (const item of Array.isArray(output) ? output : []) {
       if (!isObj(item) || (item['type'] !== 'function_call' && item['type'] !== 'custom_tool_call')) continue;
-      if (item['type'] === 'function_call' && isRecoveryName(item['name']) && typeof item['call_id'] === 'string') recovery.push({ id: item['call_id'], arguments: item['arguments'] });
+      if (item['type'] === 'function_call' && isRecoveryName(item['name']) && typeof item['call_id'] === 'string')
+        recovery.push({ id: item['call_id'], arguments: item['arguments'] });
       else others++;
     }
   } else {
     const content = isObj(response) ? response['content'] : undefined;
     for (const block of Array.isArray(content) ? content : []) {
       if (!isObj(block) || block['type'] !== 'tool_use') continue;
-      if (isRecoveryName(block['name']) && typeof block['id'] === 'string') recovery.push({ id: block['id'], arguments: block['input'] });
+      if (isRecoveryName(block['name']) && typeof block['id'] === 'string')
+        recovery.push({ id: block['id'], arguments: block['input'] });
       else others++;
     }
   }
@@ -126,12 +136,18 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
     );
     const { tool_calls: _dropped, ...rest } = message;
     const nextMessage = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
-    const finish = others > 0 ? first['finish_reason'] : first['finish_reason'] === 'tool_calls' ? 'stop' : first['finish_reason'];
+    const finish =
+      others > 0 ? first['finish_reason'] : first['finish_reason'] === 'tool_calls' ? 'stop' : first['finish_reason'];
     return { ...response, choices: [{ ...first, message: nextMessage, finish_reason: finish }, ...choices.slice(1)] };
   }
   if (format === 'responses') {
     const output = Array.isArray(response['output']) ? response['output'] : [];
-    return { ...response, output: output.filter((item) => !(isObj(item) && item['type'] === 'function_call' && isRecoveryName(item['name']))) };
+    return {
+      ...response,
+      output: output.filter(
+        (item) => !(isObj(item) && item['type'] === 'function_call' && isRecoveryName(item['name'])),
+      ),
+    };
   }
   const content = Array.isArray(response['content']) ? response['content'] : [];
   const kept = content.filter((b) => !(isObj(b) && b['type'] === 'tool_use' && isRecoveryName(b['name'])));
@@ -144,7 +160,11 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
  * said plus its recovery calls (calls to the client's own tools are left out: the client never
  * ran them in this round), then one result per recovery call.
  */
-export function exchangeItems(response: unknown, format: RecoveryWireFormat, answers: ReadonlyMap<string, string>): unknown[] {
+export function exchangeItems(
+  response: unknown,
+  format: RecoveryWireFormat,
+  answers: ReadonlyMap<string, string>,
+): unknown[] {
   if (!isObj(response)) return [];
   if (format === 'chat') {
     const message = chatMessage(response);
@@ -154,19 +174,36 @@ export function exchangeItems(response: unknown, format: RecoveryWireFormat, ans
     );
     const { tool_calls: _all, ...rest } = message;
     const assistant = { ...rest, role: 'assistant', content: message['content'] ?? null, tool_calls: calls };
-    return [assistant, ...calls.map((c) => ({ role: 'tool', tool_call_id: (c as Obj)['id'], content: answers.get(String((c as Obj)['id'])) }))];
+    return [
+      assistant,
+      ...calls.map((c) => ({
+        role: 'tool',
+        tool_call_id: (c as Obj)['id'],
+        content: answers.get(String((c as Obj)['id'])),
+      })),
+    ];
   }
   if (format === 'responses') {
     const output = Array.isArray(response['output']) ? response['output'] : [];
     const isCall = (item: Obj): boolean => item['type'] === 'function_call' || item['type'] === 'custom_tool_call';
-    const kept = output.filter((item): item is Obj => isObj(item) && (!isCall(item) || (isRecoveryName(item['name']) && answers.has(String(item['call_id'])))));
+    const kept = output.filter(
+      (item): item is Obj =>
+        isObj(item) && (!isCall(item) || (isRecoveryName(item['name']) && answers.has(String(item['call_id'])))),
+    );
     const results = kept
       .filter((item) => item['type'] === 'function_call')
-      .map((item) => ({ type: 'function_call_output', call_id: item['call_id'], output: answers.get(String(item['call_id'])) }));
+      .map((item) => ({
+        type: 'function_call_output',
+        call_id: item['call_id'],
+        output: answers.get(String(item['call_id'])),
+      }));
     return [...kept, ...results];
   }
   const content = Array.isArray(response['content']) ? response['content'] : [];
-  const blocks = content.filter((b): b is Obj => isObj(b) && (b['type'] !== 'tool_use' || (isRecoveryName(b['name']) && answers.has(String(b['id'])))));
+  const blocks = content.filter(
+    (b): b is Obj =>
+      isObj(b) && (b['type'] !== 'tool_use' || (isRecoveryName(b['name']) && answers.has(String(b['id'])))),
+  );
   const results = blocks
     .filter((b) => b['type'] === 'tool_use')
     .map((b) => ({ type: 'tool_result', tool_use_id: b['id'], content: answers.get(String(b['id'])) }));
@@ -191,14 +228,22 @@ export function conversationItems(request: ProviderRequest, format: RecoveryWire
 
 /** True when the upstream keeps the conversation (Responses `previous_response_id` / `conversation`). */
 export function serverSideState(request: ProviderRequest, format: RecoveryWireFormat): boolean {
-  return format === 'responses' && (typeof request['previous_response_id'] === 'string' || request['conversation'] !== undefined);
+  return (
+    format === 'responses' &&
+    (typeof request['previous_response_id'] === 'string' || request['conversation'] !== undefined)
+  );
 }
 
 /**
  * The request that continues after one answered round: the exchange appended to the conversation,
  * or, when the upstream keeps the conversation, only the results chained to the round's response.
  */
-export function continueRequest(request: ProviderRequest, format: RecoveryWireFormat, response: unknown, exchange: readonly unknown[]): ProviderRequest {
+export function continueRequest(
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  response: unknown,
+  exchange: readonly unknown[],
+): ProviderRequest {
   if (serverSideState(request, format)) {
     const outputs = exchange.filter((item) => isObj(item) && item['type'] === 'function_call_output');
     const id = isObj(response) ? response['id'] : undefined;

@@ -28,7 +28,12 @@ import type { WorkingStateStore } from './working-state.js';
 
 export * from './schema.js';
 export type { WorkingStateStore } from './working-state.js';
-export { createWorkingStateStore, WorkingStateError, type ClosableWorkingStateStore, type WorkingStateStoreOptions } from './working-state-store.js';
+export {
+  createWorkingStateStore,
+  WorkingStateError,
+  type ClosableWorkingStateStore,
+  type WorkingStateStoreOptions,
+} from './working-state-store.js';
 export { isRecoveryResult } from './results.js';
 
 /** Error codes of error results (beside the codes of src/errors.ts passed through from the vault). */
@@ -181,7 +186,8 @@ function needQuery(args: RecoveryArgs): string {
 export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHandle {
   const { vault, config } = options;
   const scopeMode = options.scope ?? 'session';
-  if (scopeMode !== 'session' && scopeMode !== 'store') throw new TypeError(`createRecoveryTool: scope must be 'session' or 'store'`);
+  if (scopeMode !== 'session' && scopeMode !== 'store')
+    throw new TypeError(`createRecoveryTool: scope must be 'session' or 'store'`);
   const parameters = Object.freeze(recoveryJsonSchema());
 
   async function status(): Promise<RecoveryResult> {
@@ -209,7 +215,12 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
       health = undefined;
     }
     const core: RecoveryResult = {
-      ...(health === undefined ? {} : { vault_health: health.detail === undefined ? { state: health.state } : { state: health.state, detail: health.detail } }),
+      ...(health === undefined
+        ? {}
+        : {
+            vault_health:
+              health.detail === undefined ? { state: health.state } : { state: health.state, detail: health.detail },
+          }),
       plugin: 'token-terminator',
       version: PACKAGE_VERSION,
       enabled: config.enabled,
@@ -266,7 +277,11 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
       }
       case 'artifact_peek': {
         const id = need(args.artifact_id, 'artifact_id', args.action);
-        const p = await vault.peek(id, clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)), scope);
+        const p = await vault.peek(
+          id,
+          clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)),
+          scope,
+        );
         return {
           artifact_id: p.artifactId,
           sha256: p.sha256,
@@ -296,9 +311,15 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
         };
       }
       case 'artifact_search': {
-        const found = await vault.search(needQuery(args), clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults), scope);
+        const found = await vault.search(
+          needQuery(args),
+          clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults),
+          scope,
+        );
         // Cut short by the search deadline: say so, so the model can narrow the query.
-        return found.partial === true ? { results: found.map(summaryJson), partial: true } : { results: found.map(summaryJson) };
+        return found.partial === true
+          ? { results: found.map(summaryJson), partial: true }
+          : { results: found.map(summaryJson) };
       }
       case 'working_state_apply':
       case 'working_state_get': {
@@ -315,7 +336,12 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
         if (args.action === 'working_state_apply') {
           return { ...(await store.apply(sessionId, need(args.operations, 'operations', args.action))) };
         }
-        return { ...(await store.get(sessionId, { includeRetired: args.include_retired ?? false, limit: clamp(args.limit ?? 500, 0, 500) })) };
+        return {
+          ...(await store.get(sessionId, {
+            includeRetired: args.include_retired ?? false,
+            limit: clamp(args.limit ?? 500, 0, 500),
+          })),
+        };
       }
     }
   }

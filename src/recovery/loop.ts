@@ -11,7 +11,15 @@
  */
 import type { RecoveryHost, RecoveryTool } from '../runtime-types.js';
 import { errorLabel, type ProviderRequest } from '../step.js';
-import { continueRequest, exchangeItems, serverSideState, splitCalls, stripRecoveryCalls, type RecoveryCall, type RecoveryWireFormat } from './formats.js';
+import {
+  continueRequest,
+  exchangeItems,
+  serverSideState,
+  splitCalls,
+  stripRecoveryCalls,
+  type RecoveryCall,
+  type RecoveryWireFormat,
+} from './formats.js';
 
 /** Parse (when a JSON string) and keep only the keys the schema declares; a model-sent session id is dropped. */
 export function recoveryArgs(tool: Pick<RecoveryTool, 'parameters'>, args: unknown): Record<string, unknown> {
@@ -39,7 +47,11 @@ export function recoveryArgs(tool: Pick<RecoveryTool, 'parameters'>, args: unkno
  * error result the model can read (class label only, no content). `host`: the session id, or the
  * session and tenant (the proxy's API-key digest) the call is scoped to.
  */
-export async function answerRecoveryCall(tool: RecoveryTool, args: unknown, host: string | RecoveryHost): Promise<string> {
+export async function answerRecoveryCall(
+  tool: RecoveryTool,
+  args: unknown,
+  host: string | RecoveryHost,
+): Promise<string> {
   try {
     return await tool.handle(recoveryArgs(tool, args), typeof host === 'string' ? { sessionId: host } : host);
   } catch (error) {
@@ -109,7 +121,15 @@ export async function runRecoveryLoop<R>(options: RecoveryLoopOptions<R>): Promi
     exchange.push(...items);
     options.onRound?.(split.recovery.length, rounds);
     if (split.others > 0 || rounds >= maxRounds) {
-      return { response, strippedBody: stripRecoveryCalls(body, format), exchange, rounds, calls, stopped: split.others > 0 ? 'mixed' : 'rounds', serverSide };
+      return {
+        response,
+        strippedBody: stripRecoveryCalls(body, format),
+        exchange,
+        rounds,
+        calls,
+        stopped: split.others > 0 ? 'mixed' : 'rounds',
+        serverSide,
+      };
     }
     rounds++;
     request = continueRequest(request, format, body, items);

@@ -58,14 +58,18 @@ export const recoveryArgsSchema = z.object({
   query: z
     .string({ error: 'query must be a string' })
     .max(2000, { error: 'query must be at most 2000 characters' })
-    .describe('artifact_find: text to find in the lines of one artifact; artifact_search: text or tool name to look for.')
+    .describe(
+      'artifact_find: text to find in the lines of one artifact; artifact_search: text or tool name to look for.',
+    )
     .optional(),
   operations: z
     .array(z.record(z.string(), z.unknown(), { error: 'each operation must be an object' }), {
       error: 'operations must be an array of objects',
     })
     .max(MAX_OPERATIONS, { error: `operations must have at most ${MAX_OPERATIONS} items` })
-    .describe('working_state_apply: batch of operations (NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE).')
+    .describe(
+      'working_state_apply: batch of operations (NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE).',
+    )
     .optional(),
   include_retired: z
     .boolean({ error: 'include_retired must be a boolean' })
@@ -78,10 +82,9 @@ export type RecoveryArgs = z.infer<typeof recoveryArgsSchema>;
 
 /** JSON Schema of the arguments for tool definitions (no `$schema` key: some providers reject it). */
 export function recoveryJsonSchema(): Record<string, unknown> {
-  const { $schema: _ignored, ...schema } = z.toJSONSchema(z.strictObject(recoveryArgsSchema.shape), { io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(z.strictObject(recoveryArgsSchema.shape), {
+    io: 'input',
+  }) as Record<string, unknown>;
   return schema;
 }
 

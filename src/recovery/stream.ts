@@ -117,14 +117,22 @@ export function createStreamRound(format: RecoveryWireFormat, state: StreamState
 
 /** Events that end a client stream cleanly when a held round cannot be continued. */
 export function closingEvents(format: RecoveryWireFormat, state: StreamState): string {
-  if (format === 'chat') return block(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`) + block('data: [DONE]');
+  if (format === 'chat')
+    return (
+      block(
+        `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`,
+      ) + block('data: [DONE]')
+    );
   if (format === 'responses') {
     const response = { object: 'response', status: 'completed', output: state.visibleItems };
-    return block(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: state.sequence++, response })}`);
+    return block(
+      `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: state.sequence++, response })}`,
+    );
   }
   return (
-    block(`event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } })}`) +
-    block(`event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop' })}`)
+    block(
+      `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } })}`,
+    ) + block(`event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop' })}`)
   );
 }
 
@@ -177,7 +185,13 @@ function chatRound(canContinue: boolean): StreamRound {
           let call = calls.get(tc['index']);
           if (call === undefined) {
             const recovery = fn['name'] === RECOVERY_TOOL_NAME;
-            call = { id: String(tc['id'] ?? ''), name: String(fn['name'] ?? ''), args: '', recovery, visible: recovery ? -1 : nextVisible++ };
+            call = {
+              id: String(tc['id'] ?? ''),
+              name: String(fn['name'] ?? ''),
+              args: '',
+              recovery,
+              visible: recovery ? -1 : nextVisible++,
+            };
             calls.set(tc['index'], call);
           }
           if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
@@ -210,7 +224,10 @@ function chatRound(canContinue: boolean): StreamRound {
       if (!changed) return block(event.raw);
       const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
       if (empty && json['usage'] === undefined) return '';
-      const out = { ...json, choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)] };
+      const out = {
+        ...json,
+        choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
+      };
       return block(`data: ${JSON.stringify(out)}`);
     },
     finish() {
@@ -219,7 +236,10 @@ function chatRound(canContinue: boolean): StreamRound {
         .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
       const message: Obj = { role: 'assistant', content: content === '' ? null : content };
       if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
-      const body = { ...(last === undefined ? {} : { id: last['id'], model: last['model'] }), choices: [{ index: 0, message, finish_reason: finish }] };
+      const body = {
+        ...(last === undefined ? {} : { id: last['id'], model: last['model'] }),
+        choices: [{ index: 0, message, finish_reason: finish }],
+      };
       const split = splitCalls(body, 'chat');
       return { body, recovery: split.recovery, others: split.others, holding, held };
     },
@@ -326,7 +346,11 @@ function anthropicRound(state: StreamState, canContinue: boolean): StreamRound {
         }
         if (entry === undefined) return block(event.raw);
         if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
-        if (type === 'content_block_stop' && (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') && entry.json !== '') {
+        if (
+          type === 'content_block_stop' &&
+          (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') &&
+          entry.json !== ''
+        ) {
           try {
             entry.block['input'] = JSON.parse(entry.json) as unknown;
           } catch {

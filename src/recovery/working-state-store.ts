@@ -52,7 +52,11 @@ export function createWorkingStateStore(options: WorkingStateStoreOptions): Clos
     ...(options.maxEdges === undefined ? {} : { maxEdges: options.maxEdges }),
     ...(options.maxEvents === undefined ? {} : { maxEvents: options.maxEvents }),
   };
-  const vault = createVault({ path: options.path, busyTimeoutMs: options.busyTimeoutMs ?? 10_000, workingState: limits });
+  const vault = createVault({
+    path: options.path,
+    busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
+    workingState: limits,
+  });
   vault.catch(() => undefined);
   return {
     apply: async (sessionId, operations) => (await vault).workingState.apply(sessionId, operations),

@@ -16,23 +16,56 @@
 /** The patterns, each with what it is for (the docs table is generated from the same list). */
 export const DIAGNOSTIC_PATTERNS: readonly { readonly what: string; readonly re: RegExp }[] = Object.freeze([
   { what: 'pytest failure detail (`E   …`)', re: /^E {2,}\S/ },
-  { what: 'test summary failures (`FAILED x`, `ERROR x`, `FAIL x`, a bare `FAIL`, Go\'s `FAIL<tab>package`)', re: /^(?:FAILED|ERROR|FAIL)(?:[ :\t]|$)/ },
+  {
+    what: "test summary failures (`FAILED x`, `ERROR x`, `FAIL x`, a bare `FAIL`, Go's `FAIL<tab>package`)",
+    re: /^(?:FAILED|ERROR|FAIL)(?:[ :\t]|$)/,
+  },
   { what: 'Python traceback header', re: /^Traceback \(most recent call last\):/ },
-  { what: 'exception / error line (`ValueError: …`, `java.lang.IllegalStateException: …`)', re: /^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception|Failure|Fault)\b(?::|$)/ },
+  {
+    what: 'exception / error line (`ValueError: …`, `java.lang.IllegalStateException: …`)',
+    re: /^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception|Failure|Fault)\b(?::|$)/,
+  },
   { what: 'Java cause chain', re: /^Caused by: \S/ },
-  { what: 'pytest failure location (`tests/test_x.py:12: AssertionError`)', re: /^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b/ },
+  {
+    what: 'pytest failure location (`tests/test_x.py:12: AssertionError`)',
+    re: /^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b/,
+  },
   { what: 'uncaught exception in a thread', re: /^Exception in thread "/ },
-  { what: 'compiler/linter error with file:line (`x.ts(3,4): error TS2322`, `Foo.java:12: error:`, flake8 `a.py:3:1: F401`)', re: /^\S+?(?::\d+|\(\d+,\d+\))(?::\d+)?:? (?:-\s)?(?:error|fatal error)\b|^\S+:\d+:\d+: [EF]\d{3,4}\b/i },
-  { what: 'ESLint (stylish) error lines under a file header (`12:5  error  …  no-undef`)', re: /^\d+:\d+\s+error\s+\S/ },
+  {
+    what: 'compiler/linter error with file:line (`x.ts(3,4): error TS2322`, `Foo.java:12: error:`, flake8 `a.py:3:1: F401`)',
+    re: /^\S+?(?::\d+|\(\d+,\d+\))(?::\d+)?:? (?:-\s)?(?:error|fatal error)\b|^\S+:\d+:\d+: [EF]\d{3,4}\b/i,
+  },
+  {
+    what: 'ESLint (stylish) error lines under a file header (`12:5  error  …  no-undef`)',
+    re: /^\d+:\d+\s+error\s+\S/,
+  },
   { what: 'Go compiler and vet findings (`./main.go:12:2: undefined: x`)', re: /^\S+\.go:\d+:\d+: \S/ },
   { what: 'TypeScript error code', re: /\berror TS\d{3,5}\b/ },
-  { what: 'Maven/Gradle error and failure lines', re: /^\[ERROR\]|^BUILD FAILURE\b|^FAILURE: Build failed|^> Task \S+ FAILED/ },
-  { what: 'test counts with failures (`Tests run: 5, Failures: 1`, `1 failed`)', re: /\bFailures: [1-9]|\bErrors: [1-9]|\b[1-9]\d* (?:failed|errors?)\b/ },
-  { what: 'npm / yarn / pnpm errors', re: /^npm ERR!|^npm error\b|^error (?:An unexpected error|Command failed)|^ERR_PNPM_/ },
-  { what: 'Go and Rust panics, Go test failures', re: /^panic: |^thread '.*' panicked at|^--- FAIL: |^error\[E\d{4}\]/ },
+  {
+    what: 'Maven/Gradle error and failure lines',
+    re: /^\[ERROR\]|^BUILD FAILURE\b|^FAILURE: Build failed|^> Task \S+ FAILED/,
+  },
+  {
+    what: 'test counts with failures (`Tests run: 5, Failures: 1`, `1 failed`)',
+    re: /\bFailures: [1-9]|\bErrors: [1-9]|\b[1-9]\d* (?:failed|errors?)\b/,
+  },
+  {
+    what: 'npm / yarn / pnpm errors',
+    re: /^npm ERR!|^npm error\b|^error (?:An unexpected error|Command failed)|^ERR_PNPM_/,
+  },
+  {
+    what: 'Go and Rust panics, Go test failures',
+    re: /^panic: |^thread '.*' panicked at|^--- FAIL: |^error\[E\d{4}\]/,
+  },
   { what: 'generic `error:` / `fatal:` lines', re: /^(?:error|fatal|Error|ERROR|FATAL)(?:\[[^\]]*\])?: \S/ },
-  { what: 'shell failures', re: /: command not found$|: No such file or directory$|^Segmentation fault|^Killed$|\bPermission denied$/ },
-  { what: 'non-zero exit status', re: /\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]\d*\b|<returncode>[1-9]\d*<\/returncode>/i },
+  {
+    what: 'shell failures',
+    re: /: command not found$|: No such file or directory$|^Segmentation fault|^Killed$|\bPermission denied$/,
+  },
+  {
+    what: 'non-zero exit status',
+    re: /\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]\d*\b|<returncode>[1-9]\d*<\/returncode>/i,
+  },
   { what: 'assertion messages', re: /^AssertionError\b|^Expected: .+|^but (?:was|got):? .+/ },
 ]);
 

@@ -99,7 +99,9 @@ const SEP = '\u0000';
 function contentTexts(content: unknown): string[] {
   if (typeof content === 'string') return [content];
   if (!Array.isArray(content)) return [];
-  return content.flatMap((p) => (typeof p === 'object' && p !== null && typeof (p as Obj)['text'] === 'string' ? [(p as Obj)['text'] as string] : []));
+  return content.flatMap((p) =>
+    typeof p === 'object' && p !== null && typeof (p as Obj)['text'] === 'string' ? [(p as Obj)['text'] as string] : [],
+  );
 }
 
 /** One session's fidelity, fed request by request in order. */
@@ -120,7 +122,12 @@ export class FidelityTracker {
     const outputs = new Set<number>();
     messages.forEach((m, j) => {
       if (m['role'] === 'tool') outputs.add(j);
-      else if (m['role'] === 'user' && j > this.#prefixEnd && isObservation(contentTexts(m['content']).join('\n'), m, j)) outputs.add(j);
+      else if (
+        m['role'] === 'user' &&
+        j > this.#prefixEnd &&
+        isObservation(contentTexts(m['content']).join('\n'), m, j)
+      )
+        outputs.add(j);
     });
     this.#outputs = outputs;
   }
@@ -138,7 +145,8 @@ export class FidelityTracker {
     c.requests++;
     const prefixEnd = Math.min(this.#prefixEnd, end);
     let task = true;
-    for (let j = 0; j < prefixEnd && task; j++) for (const t of contentTexts(this.#messages[j]!['content'])) if (!has(t)) task = false;
+    for (let j = 0; j < prefixEnd && task; j++)
+      for (const t of contentTexts(this.#messages[j]!['content'])) if (!has(t)) task = false;
     if (task) c.tasks_visible++;
     for (let j = 0; j < end; j++) {
       const m = this.#messages[j]!;

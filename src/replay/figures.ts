@@ -164,7 +164,8 @@ export class FigureAccumulator {
       final_chars: this.#finalChars,
       raw_tokens: this.#rawTokens,
       final_tokens: this.#finalTokens,
-      reduction_pct: this.#rawTokens === 0 ? 0 : round(((this.#rawTokens - this.#finalTokens) / this.#rawTokens) * 100, 2),
+      reduction_pct:
+        this.#rawTokens === 0 ? 0 : round(((this.#rawTokens - this.#finalTokens) / this.#rawTokens) * 100, 2),
       receipts: this.#receipts,
       recovered_exact: this.#recovered,
       recovery_failures: this.#receipts - this.#recovered,
@@ -181,7 +182,12 @@ export class FigureAccumulator {
       diagnostics_visible_pct: pct(f.diagnostic_lines_visible, f.diagnostic_lines),
       grounding_pct: pct(f.grounding_strings_visible, f.grounding_strings),
       prefix_reuse: this.#reuseBase === 0 ? 1 : round(this.#reusePrefix / this.#reuseBase, 4),
-      pricing_profile: this.#profiles.size === 1 ? [...this.#profiles][0]! : this.#profiles.size === 0 ? PRICING_PROFILES.openai.name : 'per-route',
+      pricing_profile:
+        this.#profiles.size === 1
+          ? [...this.#profiles][0]!
+          : this.#profiles.size === 0
+            ? PRICING_PROFILES.openai.name
+            : 'per-route',
       effective_cost_ratio_openai: ratio(this.#builtins.openai.final, this.#builtins.openai.raw),
       effective_cost_ratio_anthropic: ratio(this.#builtins.anthropic.final, this.#builtins.anthropic.raw),
       fidelity: { ...f },
@@ -215,7 +221,11 @@ function ratio(part: number, whole: number): number {
  * serialize identically are skipped by size, the first differing pair is compared char by char.
  * `prev` undefined (first request of a session) → 0.
  */
-export function commonPrefixChars(prev: readonly unknown[] | undefined, cur: readonly unknown[], meter: MessagesMeter): number {
+export function commonPrefixChars(
+  prev: readonly unknown[] | undefined,
+  cur: readonly unknown[],
+  meter: MessagesMeter,
+): number {
   if (prev === undefined) return 0;
   const n = Math.min(prev.length, cur.length);
   let p = 1; // '['

@@ -128,19 +128,40 @@ export interface ReplayOptions {
  * @example
  * const figures = await replaySessions(await readSessions('sessions.jsonl'), { mode: 'balanced' });
  */
-export async function replaySessions(sessions: readonly RecordedSession[], options: ReplayOptions = {}): Promise<ReplayFigures> {
+export async function replaySessions(
+  sessions: readonly RecordedSession[],
+  options: ReplayOptions = {},
+): Promise<ReplayFigures> {
   const price = options.cacheReadPrice;
-  if (price !== undefined && !(price >= 0 && price <= 1)) throw new RangeError('replay: cacheReadPrice must be within [0, 1]');
+  if (price !== undefined && !(price >= 0 && price <= 1))
+    throw new RangeError('replay: cacheReadPrice must be within [0, 1]');
   const now = options.now ?? (() => performance.now());
-  const tempDir = options.db === undefined && options.terminator === undefined ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-')) : undefined;
+  const tempDir =
+    options.db === undefined && options.terminator === undefined
+      ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-'))
+      : undefined;
   const dbPath = options.terminator?.vault.path ?? options.db ?? join(tempDir!, 'artifacts.sqlite3');
   const ledgerPath =
-    options.ledger === false ? undefined : (options.ledger ?? (dbPath === ':memory:' ? ':memory:' : join(dirname(dbPath), 'experiments.sqlite3')));
-  const overrides: ConfigOverrides = { ...options.overrides, dbPath, ...(options.mode === undefined ? {} : { mode: options.mode }) };
+    options.ledger === false
+      ? undefined
+      : (options.ledger ?? (dbPath === ':memory:' ? ':memory:' : join(dirname(dbPath), 'experiments.sqlite3')));
+  const overrides: ConfigOverrides = {
+    ...options.overrides,
+    dbPath,
+    ...(options.mode === undefined ? {} : { mode: options.mode }),
+  };
   const counter = options.counter ?? createTiktokenCounter('o200k_base');
   const meter = createMessagesMeter(counter);
   // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
-  const tt = options.terminator ?? (await createTerminator({ ...(options.env === undefined ? {} : { env: options.env }), overrides, metrics: false, ledger: false, vaultErrors: 'throw' }));
+  const tt =
+    options.terminator ??
+    (await createTerminator({
+      ...(options.env === undefined ? {} : { env: options.env }),
+      overrides,
+      metrics: false,
+      ledger: false,
+      vaultErrors: 'throw',
+    }));
   let dump: DumpWriter | undefined;
   try {
     dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
@@ -149,7 +170,8 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
     throw error;
   }
   // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
-  const ledgerAt = tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
+  const ledgerAt =
+    tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
   let ledger: Ledger | undefined;
   try {
     ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
@@ -165,7 +187,9 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
   try {
     for (const session of sessions) {
       const acc = new FigureAccumulator();
-      const base = options.pricing ?? pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
+      const base =
+        options.pricing ??
+        pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
       const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
       const points: RequestPoint[] = [];
       const fidelity = await replayOne(session, {
@@ -188,7 +212,11 @@ export async function replaySessions(sessions: readonly RecordedSession[], optio
       });
       acc.addFidelity(fidelity);
       all.addFidelity(fidelity);
-      perSession.push({ id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) });
+      perSession.push({
+        id: session.id,
+        ...acc.figures(),
+        ...(options.series === true ? { per_request: points } : {}),
+      });
     }
   } finally {
     const open = dump;
@@ -230,7 +258,14 @@ export function requestCount(session: RecordedSession): number {
 }
 
 function requestPoint(s: Sample): RequestPoint {
-  return { raw_tokens: s.rawTokens, final_tokens: s.finalTokens, raw_chars: s.rawChars, final_chars: s.finalChars, receipts: s.receipts, saved_by_stage: s.saved };
+  return {
+    raw_tokens: s.rawTokens,
+    final_tokens: s.finalTokens,
+    raw_chars: s.rawChars,
+    final_chars: s.finalChars,
+    receipts: s.receipts,
+    saved_by_stage: s.saved,
+  };
 }
 
 interface Sample {
@@ -278,9 +313,17 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
   let pendingMs = 0;
   let index = 0;
   let turn = 0;
-  await d.ledger?.ensureSession(session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model });
+  await d.ledger?.ensureSession(
+    session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model },
+  );
   const finishTurn = async (): Promise<void> => {
-    if (turn > 0) await d.ledger?.finishTurn({ sessionId: ledgerId, turnId: `t${turn}`, usage: { inputTokens: turnTokens }, outcome: 'completed' });
+    if (turn > 0)
+      await d.ledger?.finishTurn({
+        sessionId: ledgerId,
+        turnId: `t${turn}`,
+        usage: { inputTokens: turnTokens },
+        outcome: 'completed',
+      });
   };
   let turnTokens = 0;
 
@@ -292,7 +335,12 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
       turn++;
       turnTokens = 0;
       const content = msg['content'];
-      const base = { sessionId: ledgerId, turnId: `t${turn}`, mode, prompt: typeof content === 'string' ? content : '' };
+      const base = {
+        sessionId: ledgerId,
+        turnId: `t${turn}`,
+        mode,
+        prompt: typeof content === 'string' ? content : '',
+      };
       await d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
     }
     if (role === 'assistant' && i > 0) {
@@ -302,13 +350,19 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
         messages: reduced.slice(0, i),
         ...(session.tools === undefined ? {} : { tools: session.tools }),
       };
-      const context: StepContext = { sessionId, requestId: `${sessionId}#${index}`, ...(session.model === undefined ? {} : { route: { model: session.model } }) };
+      const context: StepContext = {
+        sessionId,
+        requestId: `${sessionId}#${index}`,
+        ...(session.model === undefined ? {} : { route: { model: session.model } }),
+      };
       const t0 = now();
       const out = await tt.reduceRequest(request, context);
       const ms = now() - t0 + pendingMs;
       pendingMs = 0;
       const finalRequest = out.value;
-      const finalMessages = Array.isArray(finalRequest['messages']) ? (finalRequest['messages'] as unknown[]) : (request['messages'] as unknown[]);
+      const finalMessages = Array.isArray(finalRequest['messages'])
+        ? (finalRequest['messages'] as unknown[])
+        : (request['messages'] as unknown[]);
       const ids = verifier.referenced(finalMessages);
       const recovered = await verifier.verify(ids);
       fidelity.request(i, finalMessages);
@@ -330,7 +384,9 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
       prevRaw = rawMessages;
       prevFinal = finalMessages;
       const saved: Record<string, number> = {};
-      for (const m of reduced.slice(0, i)) for (const [stage, chars] of Object.entries(toolSavings.get(m) ?? {})) saved[stage] = (saved[stage] ?? 0) + chars;
+      for (const m of reduced.slice(0, i))
+        for (const [stage, chars] of Object.entries(toolSavings.get(m) ?? {}))
+          saved[stage] = (saved[stage] ?? 0) + chars;
       savedByStage(out.decisions, saved);
       sample.saved = saved;
       const rawRequest = { ...request, messages: rawMessages };
@@ -350,7 +406,12 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
           savedByStage: saved,
         }),
       );
-      await d.ledger?.recordRequest({ sessionId: ledgerId, ...(turn > 0 ? { turnId: `t${turn}` } : {}), rawTokens: sample.rawTokens, finalTokens: sample.finalTokens });
+      await d.ledger?.recordRequest({
+        sessionId: ledgerId,
+        ...(turn > 0 ? { turnId: `t${turn}` } : {}),
+        rawTokens: sample.rawTokens,
+        finalTokens: sample.finalTokens,
+      });
       turnTokens += sample.finalTokens;
       d.dump?.write(`${JSON.stringify({ session: sessionId, index, final: finalRequest })}\n`);
       d.onRequest(sample);
@@ -361,19 +422,31 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
     // through the tool stream as a terminal result, as a host integrating the agent would send it.
     const observation = role === 'user' && fidelity.isOutput(i) && typeof msg['content'] === 'string';
     if ((role === 'tool' || observation) && typeof msg['content'] === 'string') {
-      const callId = typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : observation ? `observation-${i}` : '';
+      const callId =
+        typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : observation ? `observation-${i}` : '';
       const command = observation ? lastCommand(original, i) : undefined;
-      const call = observation ? { name: 'terminal', args: command === undefined ? {} : { command } } : calls.get(callId);
+      const call = observation
+        ? { name: 'terminal', args: command === undefined ? {} : { command } }
+        : calls.get(callId);
       const hostName = call?.name ?? 'tool';
       const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
       // A host integrating the agent reduces the command's own output, then wraps it in its template.
       const wrapped = observation ? unwrapObservation(msg['content']) : undefined;
-      const result = wrapped === undefined ? { content: msg['content'] } : { content: wrapped.output, ...(wrapped.exitCode === undefined ? {} : { exitCode: wrapped.exitCode }) };
+      const result =
+        wrapped === undefined
+          ? { content: msg['content'] }
+          : { content: wrapped.output, ...(wrapped.exitCode === undefined ? {} : { exitCode: wrapped.exitCode }) };
       const t0 = now();
       const step = await tt.reduceToolResult({ callId, name, args: call?.args ?? {}, ...result }, { sessionId });
       pendingMs += now() - t0;
-      const content = wrapped === undefined || step.value.content === wrapped.output ? step.value.content : wrapped.wrap(step.value.content);
-      const kept = content === msg['content'] || (wrapped !== undefined && step.value.content === wrapped.output) ? msg : { ...msg, content };
+      const content =
+        wrapped === undefined || step.value.content === wrapped.output
+          ? step.value.content
+          : wrapped.wrap(step.value.content);
+      const kept =
+        content === msg['content'] || (wrapped !== undefined && step.value.content === wrapped.output)
+          ? msg
+          : { ...msg, content };
       reduced.push(kept);
       if (kept !== msg) toolSavings.set(kept, savedByStage(step.decisions));
       continue;
@@ -390,7 +463,9 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
  * `<output>…</output>`): the command's own output and exit code, and how to put a reduced output
  * back into the same template. Undefined for any other shape (it goes through as it is).
  */
-export function unwrapObservation(text: string): { output: string; exitCode?: number; wrap(output: string): string } | undefined {
+export function unwrapObservation(
+  text: string,
+): { output: string; exitCode?: number; wrap(output: string): string } | undefined {
   const m = /^(\s*<returncode>(-?\d+)<\/returncode>\s*<output>\n?)([\s\S]*?)(\n?<\/output>\s*)$/.exec(text);
   if (m === null) return undefined;
   const [, head, code, output, tail] = m;
@@ -408,7 +483,10 @@ function lastCommand(messages: readonly Readonly<Record<string, unknown>>[], i: 
   return undefined;
 }
 
-function rememberCalls(msg: Readonly<Record<string, unknown>>, calls: Map<string, { name: string; args: Readonly<Record<string, unknown>> }>): void {
+function rememberCalls(
+  msg: Readonly<Record<string, unknown>>,
+  calls: Map<string, { name: string; args: Readonly<Record<string, unknown>> }>,
+): void {
   const toolCalls = msg['tool_calls'];
   if (!Array.isArray(toolCalls)) return;
   for (const c of toolCalls) {
@@ -425,7 +503,9 @@ function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
   if (typeof raw !== 'string') return {};
   try {
     const parsed = JSON.parse(raw) as unknown;
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {};
   } catch {
     return {};
   }

@@ -32,7 +32,8 @@ export function parseSessionLine(line: string, lineNo: number): RecordedSession 
   } catch {
     throw new SessionFormatError(`line ${lineNo}: not valid JSON`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SessionFormatError(`line ${lineNo}: not a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new SessionFormatError(`line ${lineNo}: not a JSON object`);
   const o = value as Record<string, unknown>;
   const messages = o['messages'];
   if (!Array.isArray(messages) || !messages.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m))) {
@@ -42,13 +43,20 @@ export function parseSessionLine(line: string, lineNo: number): RecordedSession 
     const role = (m as Record<string, unknown>)['role'];
     if (typeof role !== 'string' || !ROLES.has(role)) {
       const shown = typeof role === 'string' ? JSON.stringify(role.slice(0, 32)) : typeof role;
-      throw new SessionFormatError(`line ${lineNo}: message ${i + 1} has unknown role ${shown} (expected ${[...ROLES].join(', ')})`);
+      throw new SessionFormatError(
+        `line ${lineNo}: message ${i + 1} has unknown role ${shown} (expected ${[...ROLES].join(', ')})`,
+      );
     }
   });
   const id = typeof o['id'] === 'string' && o['id'] !== '' ? o['id'] : `session-${lineNo}`;
   const model = typeof o['model'] === 'string' ? o['model'] : undefined;
   const tools = Array.isArray(o['tools']) ? (o['tools'] as unknown[]) : undefined;
-  return { id, messages: messages as Record<string, unknown>[], ...(model === undefined ? {} : { model }), ...(tools === undefined ? {} : { tools }) };
+  return {
+    id,
+    messages: messages as Record<string, unknown>[],
+    ...(model === undefined ? {} : { model }),
+    ...(tools === undefined ? {} : { tools }),
+  };
 }
 
 /**

@@ -11,7 +11,21 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
   const maxSessions = options.maxSessions ?? 60;
   if (f.sessions.length > 1) {
     const t = new Table({
-      head: ['session', 'req', 'raw tok', 'final tok', 'red %', 'reuse', 'cost ratio', 'task %', 'actions %', 'diag %', 'ground %', 'receipts', 'p50 ms'],
+      head: [
+        'session',
+        'req',
+        'raw tok',
+        'final tok',
+        'red %',
+        'reuse',
+        'cost ratio',
+        'task %',
+        'actions %',
+        'diag %',
+        'ground %',
+        'receipts',
+        'p50 ms',
+      ],
       style: plain,
     });
     for (const s of f.sessions.slice(0, maxSessions)) {
@@ -32,7 +46,8 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
       ]);
     }
     out.push(t.toString());
-    if (f.sessions.length > maxSessions) out.push(`… ${f.sessions.length - maxSessions} more sessions (use --json for all)`);
+    if (f.sessions.length > maxSessions)
+      out.push(`… ${f.sessions.length - maxSessions} more sessions (use --json for all)`);
   }
   const t = new Table({ head: ['figure', 'raw', 'final', 'ratio / %'], style: plain });
   t.push(
@@ -40,16 +55,51 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
     ['chars (messages)', int(f.raw_chars), int(f.final_chars), pct(f.raw_chars, f.final_chars)],
     ['tokens (o200k_base)', int(f.raw_tokens), int(f.final_tokens), `${f.reduction_pct.toFixed(2)} % fewer`],
     ['cache prefix ratio', f.cache_prefix_ratio_raw.toFixed(4), f.cache_prefix_ratio_final.toFixed(4), ''],
-    ['effective cost (chars)', int(Math.round(f.effective_cost_raw)), int(Math.round(f.effective_cost_final)), `ratio ${f.effective_cost_ratio.toFixed(4)} (${f.pricing_profile})`],
-    ['effective cost ratio, openai / anthropic', '', '', `${f.effective_cost_ratio_openai.toFixed(4)} / ${f.effective_cost_ratio_anthropic.toFixed(4)}`],
+    [
+      'effective cost (chars)',
+      int(Math.round(f.effective_cost_raw)),
+      int(Math.round(f.effective_cost_final)),
+      `ratio ${f.effective_cost_ratio.toFixed(4)} (${f.pricing_profile})`,
+    ],
+    [
+      'effective cost ratio, openai / anthropic',
+      '',
+      '',
+      `${f.effective_cost_ratio_openai.toFixed(4)} / ${f.effective_cost_ratio_anthropic.toFixed(4)}`,
+    ],
     ['prefix reuse (final n → n+1)', '1.0000', f.prefix_reuse.toFixed(4), ''],
     ['task visible', '', `${f.fidelity.tasks_visible}/${f.fidelity.requests}`, `${f.task_visible_pct.toFixed(2)} %`],
-    ['actions visible', '', `${f.fidelity.actions_visible}/${f.fidelity.actions_checked}`, `${f.actions_visible_pct.toFixed(2)} %`],
+    [
+      'actions visible',
+      '',
+      `${f.fidelity.actions_visible}/${f.fidelity.actions_checked}`,
+      `${f.actions_visible_pct.toFixed(2)} %`,
+    ],
     // 0/0 is reported as 100 % in the JSON (nothing could be missing); the table says there was nothing to check.
-    ['diagnostic lines visible', '', `${f.fidelity.diagnostic_lines_visible}/${f.fidelity.diagnostic_lines}`, f.fidelity.diagnostic_lines === 0 ? 'none to check' : `${f.diagnostics_visible_pct.toFixed(2)} %`],
-    ['grounding strings visible', '', `${f.fidelity.grounding_strings_visible}/${f.fidelity.grounding_strings}`, `${f.grounding_pct.toFixed(2)} %`],
-    ['receipts recovered exactly', '', `${f.recovered_exact}/${f.receipts}`, f.recovery_failures === 0 ? 'no failures' : `${f.recovery_failures} FAILED`],
-    ['pipeline ms per request', '', `p50 ${f.p50_ms.toFixed(3)}  p95 ${f.p95_ms.toFixed(3)}`, `total ${f.total_ms.toFixed(1)}`],
+    [
+      'diagnostic lines visible',
+      '',
+      `${f.fidelity.diagnostic_lines_visible}/${f.fidelity.diagnostic_lines}`,
+      f.fidelity.diagnostic_lines === 0 ? 'none to check' : `${f.diagnostics_visible_pct.toFixed(2)} %`,
+    ],
+    [
+      'grounding strings visible',
+      '',
+      `${f.fidelity.grounding_strings_visible}/${f.fidelity.grounding_strings}`,
+      `${f.grounding_pct.toFixed(2)} %`,
+    ],
+    [
+      'receipts recovered exactly',
+      '',
+      `${f.recovered_exact}/${f.receipts}`,
+      f.recovery_failures === 0 ? 'no failures' : `${f.recovery_failures} FAILED`,
+    ],
+    [
+      'pipeline ms per request',
+      '',
+      `p50 ${f.p50_ms.toFixed(3)}  p95 ${f.p95_ms.toFixed(3)}`,
+      `total ${f.total_ms.toFixed(1)}`,
+    ],
     ['peak RSS (MB)', '', f.peak_rss_mb.toFixed(1), ''],
   );
   out.push(t.toString());

@@ -33,7 +33,10 @@ function svgOf(node: Rendered, label: string, description: string): string {
 }
 
 /** Raw and sent tokens of each request of one session, in order. */
-export function tokensPerRequestChart(points: readonly { raw_tokens: number; final_tokens: number }[], sessionId: string): string {
+export function tokensPerRequestChart(
+  points: readonly { raw_tokens: number; final_tokens: number }[],
+  sessionId: string,
+): string {
   const data = points.flatMap((p, i) => [
     { request: i + 1, series: 'raw', tokens: p.raw_tokens },
     { request: i + 1, series: 'sent', tokens: p.final_tokens },
@@ -48,16 +51,36 @@ export function tokensPerRequestChart(points: readonly { raw_tokens: number; fin
     color: { domain: ['raw', 'sent'], range: [COLORS.raw, COLORS.sent] },
     marks: [
       Plot.ruleY([0]),
-      Plot.lineY(data.filter((d) => d.series === 'raw'), { x: 'request', y: 'tokens', stroke: 'series', strokeWidth: 2, strokeDasharray: '5,3' }),
-      Plot.lineY(data.filter((d) => d.series === 'sent'), { x: 'request', y: 'tokens', stroke: 'series', strokeWidth: 2 }),
-      Plot.dot(data, { x: 'request', y: 'tokens', fill: 'series', r: points.length > 80 ? 1.5 : 3, title: (d: { request: number; series: string; tokens: number }) => `request ${d.request}: ${fmt.format(d.tokens)} tokens ${d.series}` }),
+      Plot.lineY(
+        data.filter((d) => d.series === 'raw'),
+        { x: 'request', y: 'tokens', stroke: 'series', strokeWidth: 2, strokeDasharray: '5,3' },
+      ),
+      Plot.lineY(
+        data.filter((d) => d.series === 'sent'),
+        { x: 'request', y: 'tokens', stroke: 'series', strokeWidth: 2 },
+      ),
+      Plot.dot(data, {
+        x: 'request',
+        y: 'tokens',
+        fill: 'series',
+        r: points.length > 80 ? 1.5 : 3,
+        title: (d: { request: number; series: string; tokens: number }) =>
+          `request ${d.request}: ${fmt.format(d.tokens)} tokens ${d.series}`,
+      }),
     ],
   });
-  return svgOf(node, `Tokens per request in session ${sessionId}, raw and sent`, `${points.length} requests; the dashed grey line is what the agent would have sent, the blue line what was sent.`);
+  return svgOf(
+    node,
+    `Tokens per request in session ${sessionId}, raw and sent`,
+    `${points.length} requests; the dashed grey line is what the agent would have sent, the blue line what was sent.`,
+  );
 }
 
 /** Cumulative chars saved by each mechanism over all requests in order, stacked. */
-export function cumulativeSavingsChart(points: readonly { saved_by_stage?: Readonly<Record<string, number>> | undefined }[], stages: readonly string[]): string {
+export function cumulativeSavingsChart(
+  points: readonly { saved_by_stage?: Readonly<Record<string, number>> | undefined }[],
+  stages: readonly string[],
+): string {
   const running: Record<string, number> = Object.fromEntries(stages.map((s) => [s, 0]));
   const data: { request: number; stage: string; chars: number }[] = [];
   points.forEach((p, i) => {
@@ -79,7 +102,11 @@ export function cumulativeSavingsChart(points: readonly { saved_by_stage?: Reado
       Plot.ruleY([0]),
     ],
   });
-  return svgOf(node, 'Cumulative chars saved by mechanism', `Stacked areas, one per mechanism (${stages.join(', ')}), over ${points.length} requests.`);
+  return svgOf(
+    node,
+    'Cumulative chars saved by mechanism',
+    `Stacked areas, one per mechanism (${stages.join(', ')}), over ${points.length} requests.`,
+  );
 }
 
 /** Chars saved per mechanism (totals only, when no per-request series exists). */
@@ -95,7 +122,12 @@ export function savingsByStageChart(saved: Readonly<Record<string, number>>): st
     x: { label: 'chars saved →', grid: true, tickFormat: 's' },
     y: { label: null, domain: data.map((d) => d.stage) },
     marks: [
-      Plot.barX(data, { x: 'chars', y: 'stage', fill: COLORS.sent, title: (d: { stage: string; chars: number }) => `${d.stage}: ${fmt.format(d.chars)} chars` }),
+      Plot.barX(data, {
+        x: 'chars',
+        y: 'stage',
+        fill: COLORS.sent,
+        title: (d: { stage: string; chars: number }) => `${d.stage}: ${fmt.format(d.chars)} chars`,
+      }),
       Plot.ruleX([0]),
     ],
   });
@@ -113,17 +145,36 @@ export function costChart(profiles: readonly { name: string; ratio: number }[]):
     x: { label: 'effective cost, raw = 1 →', domain: [0, Math.max(1, ...profiles.map((p) => p.ratio))], grid: true },
     y: { label: null, domain: profiles.map((p) => p.name) },
     marks: [
-      Plot.barX(profiles, { x: 'ratio', y: 'name', fill: COLORS.sent, title: (d: { name: string; ratio: number }) => `${d.name}: ${fmt.format(d.ratio)} of raw` }),
-      Plot.text(profiles, { x: 'ratio', y: 'name', text: (d: { ratio: number }) => fmt.format(d.ratio), dx: 6, textAnchor: 'start' }),
+      Plot.barX(profiles, {
+        x: 'ratio',
+        y: 'name',
+        fill: COLORS.sent,
+        title: (d: { name: string; ratio: number }) => `${d.name}: ${fmt.format(d.ratio)} of raw`,
+      }),
+      Plot.text(profiles, {
+        x: 'ratio',
+        y: 'name',
+        text: (d: { ratio: number }) => fmt.format(d.ratio),
+        dx: 6,
+        textAnchor: 'start',
+      }),
       Plot.ruleX([1], { stroke: COLORS.raw, strokeDasharray: '5,3' }),
       Plot.ruleX([0]),
     ],
   });
-  return svgOf(node, 'Effective cost with prompt caching, by pricing profile', 'Bars: the final requests\u2019 effective cost as a fraction of the raw requests\u2019; the dashed line at 1 is raw.');
+  return svgOf(
+    node,
+    'Effective cost with prompt caching, by pricing profile',
+    'Bars: the final requests\u2019 effective cost as a fraction of the raw requests\u2019; the dashed line at 1 is raw.',
+  );
 }
 
 /** Horizontal bars of percentages (0–100), one per named figure. */
-export function percentBarsChart(rows: readonly { label: string; pct: number }[], label: string, description: string): string {
+export function percentBarsChart(
+  rows: readonly { label: string; pct: number }[],
+  label: string,
+  description: string,
+): string {
   const node: Rendered = Plot.plot({
     document: newDocument(),
     width: WIDTH,
@@ -133,8 +184,19 @@ export function percentBarsChart(rows: readonly { label: string; pct: number }[]
     x: { label: 'percent →', domain: [0, 100], grid: true },
     y: { label: null, domain: rows.map((r) => r.label) },
     marks: [
-      Plot.barX(rows, { x: 'pct', y: 'label', fill: COLORS.sent, title: (d: { label: string; pct: number }) => `${d.label}: ${fmt.format(d.pct)} %` }),
-      Plot.text(rows, { x: 'pct', y: 'label', text: (d: { pct: number }) => `${fmt.format(d.pct)} %`, dx: 6, textAnchor: 'start' }),
+      Plot.barX(rows, {
+        x: 'pct',
+        y: 'label',
+        fill: COLORS.sent,
+        title: (d: { label: string; pct: number }) => `${d.label}: ${fmt.format(d.pct)} %`,
+      }),
+      Plot.text(rows, {
+        x: 'pct',
+        y: 'label',
+        text: (d: { pct: number }) => `${fmt.format(d.pct)} %`,
+        dx: 6,
+        textAnchor: 'start',
+      }),
       Plot.ruleX([0]),
     ],
   });
@@ -142,7 +204,12 @@ export function percentBarsChart(rows: readonly { label: string; pct: number }[]
 }
 
 /** Horizontal bars of counts, one per named figure. */
-export function countBarsChart(rows: readonly { label: string; value: number }[], label: string, description: string, unit: string): string {
+export function countBarsChart(
+  rows: readonly { label: string; value: number }[],
+  label: string,
+  description: string,
+  unit: string,
+): string {
   const node: Rendered = Plot.plot({
     document: newDocument(),
     width: WIDTH,
@@ -152,8 +219,19 @@ export function countBarsChart(rows: readonly { label: string; value: number }[]
     x: { label: `${unit} →`, grid: true, domain: [0, Math.max(1, ...rows.map((r) => r.value))] },
     y: { label: null, domain: rows.map((r) => r.label) },
     marks: [
-      Plot.barX(rows, { x: 'value', y: 'label', fill: (d: { label: string }) => (/fail|wrong/.test(d.label) ? COLORS.accent : COLORS.sent), title: (d: { label: string; value: number }) => `${d.label}: ${fmt.format(d.value)}` }),
-      Plot.text(rows, { x: 'value', y: 'label', text: (d: { value: number }) => fmt.format(d.value), dx: 6, textAnchor: 'start' }),
+      Plot.barX(rows, {
+        x: 'value',
+        y: 'label',
+        fill: (d: { label: string }) => (/fail|wrong/.test(d.label) ? COLORS.accent : COLORS.sent),
+        title: (d: { label: string; value: number }) => `${d.label}: ${fmt.format(d.value)}`,
+      }),
+      Plot.text(rows, {
+        x: 'value',
+        y: 'label',
+        text: (d: { value: number }) => fmt.format(d.value),
+        dx: 6,
+        textAnchor: 'start',
+      }),
       Plot.ruleX([0]),
     ],
   });

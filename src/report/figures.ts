@@ -9,7 +9,13 @@ import { z } from 'zod';
 import { TokenTerminatorError } from '../errors.js';
 
 /** The fidelity figures of `replay` (defined in docs/fidelity.md): percentages, and prefix reuse as a ratio. */
-export const FIDELITY_KEYS = ['task_visible_pct', 'actions_visible_pct', 'diagnostics_visible_pct', 'grounding_pct', 'prefix_reuse'] as const;
+export const FIDELITY_KEYS = [
+  'task_visible_pct',
+  'actions_visible_pct',
+  'diagnostics_visible_pct',
+  'grounding_pct',
+  'prefix_reuse',
+] as const;
 /** One of {@link FIDELITY_KEYS}. */
 export type FidelityKey = (typeof FIDELITY_KEYS)[number];
 
@@ -107,7 +113,13 @@ export function costProfiles(level: Readonly<Record<string, unknown>>): CostProf
 }
 
 /** Saved chars per mechanism for a level: its own `saved_by_stage`, else the sum over its series. */
-export function savedByStage(level: { readonly saved_by_stage?: Readonly<Record<string, number>> | undefined; readonly sessions?: readonly ReportSessionInput[] }, points?: readonly RequestPointInput[]): Record<string, number> | undefined {
+export function savedByStage(
+  level: {
+    readonly saved_by_stage?: Readonly<Record<string, number>> | undefined;
+    readonly sessions?: readonly ReportSessionInput[];
+  },
+  points?: readonly RequestPointInput[],
+): Record<string, number> | undefined {
   if (level.saved_by_stage !== undefined) return { ...level.saved_by_stage };
   const all = points ?? level.sessions?.flatMap((s) => s.per_request ?? []) ?? [];
   if (all.length === 0 || all.every((p) => p.saved_by_stage === undefined)) return undefined;

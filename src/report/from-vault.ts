@@ -36,7 +36,8 @@ export function readVaultFigures(path: string): ReportInput {
     const db = new Database(path, { readonly: true, fileMustExist: true });
     try {
       db.pragma('busy_timeout = 5000');
-      const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'request_metrics'").get() !== undefined;
+      const hasTable =
+        db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'request_metrics'").get() !== undefined;
       const found = hasTable
         ? (db
             .prepare(
@@ -73,7 +74,10 @@ export function readVaultFigures(path: string): ReportInput {
  * @example
  * const html = renderReport(await readStoreFigures(terminator.vault), { source: 'live vault' });
  */
-export async function readStoreFigures(store: Pick<MetricsStore, 'requestMetricRows'>, limit?: number): Promise<ReportInput> {
+export async function readStoreFigures(
+  store: Pick<MetricsStore, 'requestMetricRows'>,
+  limit?: number,
+): Promise<ReportInput> {
   return figuresFromRows(await store.requestMetricRows(limit));
 }
 
@@ -92,7 +96,11 @@ export function figuresFromRows(rows: readonly RequestMetricRow[]): ReportInput 
       saved_by_stage: { ...r.savedByStage },
     });
   }
-  const perSession: ReportSessionInput[] = [...sessions].map(([id, points]) => ({ id, ...sums(points), per_request: points }));
+  const perSession: ReportSessionInput[] = [...sessions].map(([id, points]) => ({
+    id,
+    ...sums(points),
+    per_request: points,
+  }));
   return { ...sums(perSession.flatMap((s) => s.per_request ?? [])), sessions: perSession };
 }
 
@@ -124,7 +132,8 @@ function sums(points: readonly RequestPointInput[]): Sums {
 function numbers(json: string): Record<string, number> {
   const out: Record<string, number> = {};
   try {
-    for (const [k, v] of Object.entries(JSON.parse(json) as Record<string, unknown>)) if (typeof v === 'number') out[k] = v;
+    for (const [k, v] of Object.entries(JSON.parse(json) as Record<string, unknown>))
+      if (typeof v === 'number') out[k] = v;
   } catch {
     // A row another writer left malformed contributes no per-stage savings.
   }

@@ -7,6 +7,16 @@
  * res.setHeader('content-type', 'text/html; charset=utf-8').end(renderReport(await readStoreFigures(terminator.vault), { source: 'live vault' }));
  */
 export { renderReport, type RenderReportOptions } from './render.js';
-export { parseReportInput, costProfiles, FIDELITY_KEYS, ReportInputError, type ReportInput, type ReportSessionInput, type RequestPointInput, type CostProfile, type FidelityKey } from './figures.js';
+export {
+  parseReportInput,
+  costProfiles,
+  FIDELITY_KEYS,
+  ReportInputError,
+  type ReportInput,
+  type ReportSessionInput,
+  type RequestPointInput,
+  type CostProfile,
+  type FidelityKey,
+} from './figures.js';
 export { figuresFromRows, readStoreFigures, readVaultFigures } from './from-vault.js';
 export { parseQualityResults, type QualitySummary } from './quality.js';

@@ -26,10 +26,22 @@ const analysis = z.looseObject({
   noninferiority_p: z.number(),
   verdict: z.string(),
 });
-const totals = z.looseObject({ prompt_tokens: z.number(), completion_tokens: z.number(), requests: z.number(), recovery_calls: z.number(), recovery_tokens: z.number() });
+const totals = z.looseObject({
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  requests: z.number(),
+  recovery_calls: z.number(),
+  recovery_tokens: z.number(),
+});
 const results = z.looseObject({
   harness: z.literal('token-terminator eval'),
-  protocol: z.looseObject({ seed: z.number(), planned_pairs: z.number(), margin: z.number(), rule: z.string(), model: z.string() }),
+  protocol: z.looseObject({
+    seed: z.number(),
+    planned_pairs: z.number(),
+    margin: z.number(),
+    rule: z.string(),
+    model: z.string(),
+  }),
   status: z.string(),
   verdict: z.string(),
   checkpoint: analysis.optional(),
@@ -48,7 +60,9 @@ export function parseQualityResults(value: unknown): QualitySummary {
   const parsed = results.safeParse(value);
   if (parsed.success) return parsed.data as unknown as QualitySummary;
   const issue = parsed.error.issues[0]!;
-  throw new ReportInputError(`not eval results (token-terminator eval --out): ${issue.path.length === 0 ? 'the top level' : issue.path.join('.')}: ${issue.message}`);
+  throw new ReportInputError(
+    `not eval results (token-terminator eval --out): ${issue.path.length === 0 ? 'the top level' : issue.path.join('.')}: ${issue.message}`,
+  );
 }
 
 /** Recovery calls and their tokens in the balanced arm of an eval run. */
@@ -68,7 +82,8 @@ export function renderQuality(q: QualitySummary): string {
   const head = `<section id="${QUALITY_SECTION_ID}" aria-labelledby="quality-h"><h2 id="quality-h">Answer quality (paired A/B: off vs balanced)</h2>`;
   const verdict = `<p class="verdict ${tone}" data-key="quality.verdict">${esc(q.verdict)}</p><p>${q.pairs.length} of ${q.protocol.planned_pairs} planned pairs, model ${esc(q.protocol.model)}, seed ${num('quality.protocol.seed', q.protocol.seed)}, status ${esc(q.status)}.</p>`;
   const rule = `<details><summary>The decision rule, fixed before the first request</summary><pre class="rule">${esc(q.protocol.rule)}</pre></details>`;
-  if (look === undefined) return `${head}${verdict}<p>Fewer pairs than the ${36}-pair checkpoint: no analysis yet.</p>${rule}</section>`;
+  if (look === undefined)
+    return `${head}${verdict}<p>Fewer pairs than the ${36}-pair checkpoint: no analysis yet.</p>${rule}</section>`;
   const acc = [
     { label: 'off: correct answers', pct: look.off_accuracy * 100 },
     { label: 'balanced: correct answers', pct: look.balanced_accuracy * 100 },

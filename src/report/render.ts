@@ -7,8 +7,23 @@
  * Every number shown is the figure's own value (integers grouped, at most 4 decimals) and carries
  * `data-key` (its JSON key) and `data-value`, so tests and scripts can check it against the input.
  */
-import { countBarsChart, costChart, cumulativeSavingsChart, percentBarsChart, savingsByStageChart, tokensPerRequestChart, COLORS } from './charts.js';
-import { costProfiles, FIDELITY_KEYS, savedByStage, type FidelityKey, type ReportInput, type ReportSessionInput } from './figures.js';
+import {
+  countBarsChart,
+  costChart,
+  cumulativeSavingsChart,
+  percentBarsChart,
+  savingsByStageChart,
+  tokensPerRequestChart,
+  COLORS,
+} from './charts.js';
+import {
+  costProfiles,
+  FIDELITY_KEYS,
+  savedByStage,
+  type FidelityKey,
+  type ReportInput,
+  type ReportSessionInput,
+} from './figures.js';
 import { esc, num } from './html.js';
 import { QUALITY_SECTION_ID, qualityRecovery, renderQuality, type QualitySummary } from './quality.js';
 
@@ -55,7 +70,8 @@ const FIDELITY_LABELS: Readonly<Record<FidelityKey, string>> = Object.freeze({
 });
 
 const NOT_MEASURED = '<span class="na">not measured</span>';
-const opt = (key: string, value: number | undefined, suffix = ''): string => (value === undefined ? NOT_MEASURED : num(key, value, suffix));
+const opt = (key: string, value: number | undefined, suffix = ''): string =>
+  value === undefined ? NOT_MEASURED : num(key, value, suffix);
 
 /**
  * Render the report page.
@@ -118,10 +134,23 @@ function summarySection(f: ReportInput): string {
   const profiles = costProfiles(f);
   const tiles = [
     ['tokens sent', `${num('final_tokens', f.final_tokens)} <small>of ${num('raw_tokens', f.raw_tokens)} raw</small>`],
-    ['tokens saved', `${num('saved_tokens', saved)}${f.reduction_pct === undefined ? '' : ` <small>${num('reduction_pct', f.reduction_pct, ' %')} fewer</small>`}`],
+    [
+      'tokens saved',
+      `${num('saved_tokens', saved)}${f.reduction_pct === undefined ? '' : ` <small>${num('reduction_pct', f.reduction_pct, ' %')} fewer</small>`}`,
+    ],
     ['requests', `${num('requests', f.requests)} <small>in ${num('sessions', f.sessions.length)} sessions</small>`],
-    ['effective cost', profiles.length === 0 ? NOT_MEASURED : profiles.map((p) => `${num(p.key, p.ratio)} <small>${esc(p.name)}</small>`).join('<br>')],
-    ['receipts recovered exactly', f.receipts === undefined ? NOT_MEASURED : `${opt('recovered_exact', f.recovered_exact)} <small>of ${num('receipts', f.receipts)}</small>`],
+    [
+      'effective cost',
+      profiles.length === 0
+        ? NOT_MEASURED
+        : profiles.map((p) => `${num(p.key, p.ratio)} <small>${esc(p.name)}</small>`).join('<br>'),
+    ],
+    [
+      'receipts recovered exactly',
+      f.receipts === undefined
+        ? NOT_MEASURED
+        : `${opt('recovered_exact', f.recovered_exact)} <small>of ${num('receipts', f.receipts)}</small>`,
+    ],
     ['task visible', opt('task_visible_pct', f.task_visible_pct, ' %')],
   ];
   return `<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary</h2>
@@ -129,7 +158,9 @@ function summarySection(f: ReportInput): string {
 }
 
 function tokensSection(f: ReportInput, maxSessions: number): string {
-  const withSeries = f.sessions.filter((s) => (s.per_request?.length ?? 0) > 0).sort((a, b) => b.requests - a.requests || (a.id < b.id ? -1 : 1));
+  const withSeries = f.sessions
+    .filter((s) => (s.per_request?.length ?? 0) > 0)
+    .sort((a, b) => b.requests - a.requests || (a.id < b.id ? -1 : 1));
   const head = `<section id="tokens" aria-labelledby="tokens-h"><h2 id="tokens-h">Tokens per request across a session</h2>`;
   if (withSeries.length === 0) {
     return `${head}<p>${NOT_MEASURED}: these figures have no per-request series (run <code>replay --json --series</code>, or report from the vault with <code>--db</code>).</p></section>`;
@@ -140,10 +171,17 @@ function tokensSection(f: ReportInput, maxSessions: number): string {
       ? ''
       : `<p><label for="session-pick">Session</label> <select id="session-pick">${shown
           .map((s, i) => `<option value="${i}">${esc(s.id)} (${s.requests} requests)</option>`)
-          .join('')}</select>${withSeries.length > shown.length ? ` <small>${withSeries.length - shown.length} smaller sessions are in the table below only.</small>` : ''}</p>`;
+          .join(
+            '',
+          )}</select>${withSeries.length > shown.length ? ` <small>${withSeries.length - shown.length} smaller sessions are in the table below only.</small>` : ''}</p>`;
   const panels = shown.map((s, i) => {
     const points = s.per_request!;
-    const rows = points.map((p, j) => [String(j + 1), num('raw_tokens', p.raw_tokens), num('final_tokens', p.final_tokens), num('saved_tokens', p.raw_tokens - p.final_tokens)]);
+    const rows = points.map((p, j) => [
+      String(j + 1),
+      num('raw_tokens', p.raw_tokens),
+      num('final_tokens', p.final_tokens),
+      num('saved_tokens', p.raw_tokens - p.final_tokens),
+    ]);
     return `<div class="session-panel" data-session="${esc(s.id)}"${i === 0 ? '' : ' hidden'}>${figure(
       `tokens-${i}`,
       `Session ${s.id}`,
@@ -158,7 +196,8 @@ function tokensSection(f: ReportInput, maxSessions: number): string {
 function savingsSection(f: ReportInput): string {
   const head = `<section id="savings" aria-labelledby="savings-h"><h2 id="savings-h">Savings by mechanism</h2>`;
   const saved = savedByStage(f);
-  if (saved === undefined || Object.keys(saved).length === 0) return `${head}<p>${NOT_MEASURED}: no per-mechanism savings in these figures.</p></section>`;
+  if (saved === undefined || Object.keys(saved).length === 0)
+    return `${head}<p>${NOT_MEASURED}: no per-mechanism savings in these figures.</p></section>`;
   const stages = Object.entries(saved)
     .sort((a, b) => b[1] - a[1])
     .map(([s]) => s);
@@ -168,7 +207,9 @@ function savingsSection(f: ReportInput): string {
   return `${head}${figure(
     'savings',
     'Chars saved, by mechanism',
-    points.length > 0 ? ': cumulative over every request in order, stacked; the top edge is the total saved so far.' : ': totals over all requests.',
+    points.length > 0
+      ? ': cumulative over every request in order, stacked; the top edge is the total saved so far.'
+      : ': totals over all requests.',
     chart,
     table('Chars saved per mechanism (all requests)', ['mechanism', 'chars saved'], rows),
   )}<p class="legend">${stages.map((s, i) => `<span class="swatch" style="border-color:${STAGE_SWATCHES[i % STAGE_SWATCHES.length]}"></span> ${esc(s)}`).join(' ')}</p></section>`;
@@ -179,7 +220,8 @@ const STAGE_SWATCHES = ['#1f5fbf', '#d9730d', '#2a9d5c', '#8e44ad', '#c0392b', '
 function costSection(f: ReportInput): string {
   const head = `<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Effective cost with prompt caching</h2>`;
   const profiles = costProfiles(f);
-  if (profiles.length === 0) return `${head}<p>${NOT_MEASURED}: these figures carry no cache-prefix measurement (the vault does not; <code>replay</code> does).</p></section>`;
+  if (profiles.length === 0)
+    return `${head}<p>${NOT_MEASURED}: these figures carry no cache-prefix measurement (the vault does not; <code>replay</code> does).</p></section>`;
   const rows = profiles.map((p) => [esc(p.name), num(p.key, p.ratio)]);
   return `${head}${figure(
     'cost',
@@ -195,8 +237,12 @@ function fidelitySection(f: ReportInput): string {
   const measured = FIDELITY_KEYS.filter((k) => f[k] !== undefined);
   const rows = FIDELITY_KEYS.map((k) => [esc(FIDELITY_LABELS[k]), opt(k, f[k], k === 'prefix_reuse' ? '' : ' %')]);
   const listTable = table('Fidelity figures (all requests)', ['figure', 'value'], rows);
-  if (measured.length === 0) return `${head}<p>${NOT_MEASURED}: these figures carry none of ${FIDELITY_KEYS.join(', ')}.</p>${listTable}</section>`;
-  const bars = measured.map((k) => ({ label: FIDELITY_LABELS[k] + (k === 'prefix_reuse' ? ' (× 100)' : ''), pct: k === 'prefix_reuse' ? f[k]! * 100 : f[k]! }));
+  if (measured.length === 0)
+    return `${head}<p>${NOT_MEASURED}: these figures carry none of ${FIDELITY_KEYS.join(', ')}.</p>${listTable}</section>`;
+  const bars = measured.map((k) => ({
+    label: FIDELITY_LABELS[k] + (k === 'prefix_reuse' ? ' (× 100)' : ''),
+    pct: k === 'prefix_reuse' ? f[k]! * 100 : f[k]!,
+  }));
   return `${head}${figure(
     'fidelity',
     'Fidelity figures',
@@ -242,21 +288,36 @@ function recoverySection(f: ReportInput, quality: QualitySummary | undefined): s
 }
 
 function sessionsSection(f: ReportInput): string {
-  const cols: { key: string; label: string; value: (s: ReportSessionInput) => number | undefined; suffix?: string }[] = [
-    { key: 'requests', label: 'requests', value: (s) => s.requests },
-    { key: 'raw_tokens', label: 'raw tokens', value: (s) => s.raw_tokens },
-    { key: 'final_tokens', label: 'sent tokens', value: (s) => s.final_tokens },
-    { key: 'saved_tokens', label: 'saved tokens', value: (s) => s.raw_tokens - s.final_tokens },
-    { key: 'reduction_pct', label: 'saved %', value: (s) => s.reduction_pct, suffix: ' %' },
-    { key: 'effective_cost_ratio', label: 'cost ratio', value: (s) => (typeof s['effective_cost_ratio'] === 'number' ? s['effective_cost_ratio'] : undefined) },
-    { key: 'receipts', label: 'receipts', value: (s) => s.receipts },
-    { key: 'recovery_failures', label: 'recovery failures', value: (s) => s.recovery_failures },
-    ...FIDELITY_KEYS.map((k) => ({ key: k, label: FIDELITY_LABELS[k], value: (s: ReportSessionInput) => s[k], ...(k === 'prefix_reuse' ? {} : { suffix: ' %' }) })),
-  ];
+  const cols: { key: string; label: string; value: (s: ReportSessionInput) => number | undefined; suffix?: string }[] =
+    [
+      { key: 'requests', label: 'requests', value: (s) => s.requests },
+      { key: 'raw_tokens', label: 'raw tokens', value: (s) => s.raw_tokens },
+      { key: 'final_tokens', label: 'sent tokens', value: (s) => s.final_tokens },
+      { key: 'saved_tokens', label: 'saved tokens', value: (s) => s.raw_tokens - s.final_tokens },
+      { key: 'reduction_pct', label: 'saved %', value: (s) => s.reduction_pct, suffix: ' %' },
+      {
+        key: 'effective_cost_ratio',
+        label: 'cost ratio',
+        value: (s) => (typeof s['effective_cost_ratio'] === 'number' ? s['effective_cost_ratio'] : undefined),
+      },
+      { key: 'receipts', label: 'receipts', value: (s) => s.receipts },
+      { key: 'recovery_failures', label: 'recovery failures', value: (s) => s.recovery_failures },
+      ...FIDELITY_KEYS.map((k) => ({
+        key: k,
+        label: FIDELITY_LABELS[k],
+        value: (s: ReportSessionInput) => s[k],
+        ...(k === 'prefix_reuse' ? {} : { suffix: ' %' }),
+      })),
+    ];
   const used = cols.filter((c) => f.sessions.some((s) => c.value(s) !== undefined) || c.key === 'saved_tokens');
-  const sorted = [...f.sessions].sort((a, b) => b.raw_tokens - b.final_tokens - (a.raw_tokens - a.final_tokens) || (a.id < b.id ? -1 : 1));
+  const sorted = [...f.sessions].sort(
+    (a, b) => b.raw_tokens - b.final_tokens - (a.raw_tokens - a.final_tokens) || (a.id < b.id ? -1 : 1),
+  );
   const headCells = used
-    .map((c) => `<th scope="col"${c.key === 'saved_tokens' ? ' aria-sort="descending"' : ''}><button type="button" data-sort="${c.key}">${esc(c.label)}</button></th>`)
+    .map(
+      (c) =>
+        `<th scope="col"${c.key === 'saved_tokens' ? ' aria-sort="descending"' : ''}><button type="button" data-sort="${c.key}">${esc(c.label)}</button></th>`,
+    )
     .join('');
   const body = sorted
     .map(
@@ -264,7 +325,9 @@ function sessionsSection(f: ReportInput): string {
         `<tr data-session="${esc(s.id)}"><th scope="row">${esc(s.id)}</th>${used
           .map((c) => {
             const v = c.value(s);
-            return v === undefined ? `<td data-sort-value="">${NOT_MEASURED}</td>` : `<td data-sort-value="${v}">${num(c.key, v, c.suffix ?? '')}</td>`;
+            return v === undefined
+              ? `<td data-sort-value="">${NOT_MEASURED}</td>`
+              : `<td data-sort-value="${v}">${num(c.key, v, c.suffix ?? '')}</td>`;
           })
           .join('')}</tr>`,
     )

@@ -53,7 +53,10 @@ type Acc = { chars: number; tokens: number; count: number };
 
 /** Attribute a request's size to components. Unknown shapes land in `other`. */
 export function attributeRequest(request: unknown, meter: MessagesMeter): Attribution {
-  const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<Component, Acc>;
+  const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<
+    Component,
+    Acc
+  >;
   const add = (bucket: Component, chars: number, tokens: number): void => {
     const a = acc[bucket];
     a.chars += chars + (a.count > 0 ? 1 : 0);
@@ -112,7 +115,11 @@ export function attributeRequest(request: unknown, meter: MessagesMeter): Attrib
   return { totalChars, totalTokens, components: finish(acc, totalChars, totalTokens) };
 }
 
-function finish(acc: Record<Component, Acc>, totalChars: number, totalTokens: number): Record<Component, ComponentSize> {
+function finish(
+  acc: Record<Component, Acc>,
+  totalChars: number,
+  totalTokens: number,
+): Record<Component, ComponentSize> {
   let chars = 0;
   let tokens = 0;
   for (const c of COMPONENTS) {
@@ -122,10 +129,9 @@ function finish(acc: Record<Component, Acc>, totalChars: number, totalTokens: nu
   }
   acc.framing.chars = Math.max(0, totalChars - chars);
   acc.framing.tokens = Math.max(0, totalTokens - tokens);
-  return Object.freeze(Object.fromEntries(COMPONENTS.map((c) => [c, Object.freeze({ chars: acc[c].chars, tokens: acc[c].tokens })]))) as Record<
-    Component,
-    ComponentSize
-  >;
+  return Object.freeze(
+    Object.fromEntries(COMPONENTS.map((c) => [c, Object.freeze({ chars: acc[c].chars, tokens: acc[c].tokens })])),
+  ) as Record<Component, ComponentSize>;
 }
 
 function role(item: unknown): unknown {
@@ -143,7 +149,12 @@ function isToolResult(item: unknown): boolean {
   if (o['role'] === 'tool' || o['role'] === 'function') return true;
   if (typeof o['type'] === 'string' && TOOL_ITEM_TYPES.has(o['type'])) return true;
   const content = o['content'];
-  return Array.isArray(content) && content.some((p) => typeof p === 'object' && p !== null && TOOL_ITEM_TYPES.has(String((p as Record<string, unknown>)['type'])));
+  return (
+    Array.isArray(content) &&
+    content.some(
+      (p) => typeof p === 'object' && p !== null && TOOL_ITEM_TYPES.has(String((p as Record<string, unknown>)['type'])),
+    )
+  );
 }
 
 function latestUser(items: readonly unknown[]): number {
@@ -175,7 +186,8 @@ function cutSkills(value: unknown): SkillCut | undefined {
       });
     }
     if (Array.isArray(v)) return v.map(strip);
-    if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, strip(x)]));
+    if (typeof v === 'object' && v !== null)
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, strip(x)]));
     return v;
   };
   const stripped = strip(value);

@@ -62,11 +62,25 @@ export type SessionRow = Selectable<LedgerSessionsTable>;
 
 const notNull = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull();
 const zero = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull().defaultTo(0);
-const COUNTS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'requests', 'raw_tokens', 'final_tokens'] as const;
+const COUNTS = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'requests',
+  'raw_tokens',
+  'final_tokens',
+] as const;
 
 const initial: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
-    await db.schema.createTable('meta').ifNotExists().addColumn('key', 'text', (c) => c.primaryKey()).addColumn('value', 'text', notNull).execute();
+    await db.schema
+      .createTable('meta')
+      .ifNotExists()
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('value', 'text', notNull)
+      .execute();
     let sessions = db.schema
       .createTable('sessions')
       .ifNotExists()
@@ -99,8 +113,18 @@ const initial: Migration = {
       .addColumn('outcome', 'text');
     for (const c of COUNTS) turns = turns.addColumn(c, 'bigint', zero);
     await turns.addPrimaryKeyConstraint('turns_pk', ['session_id', 'turn_id']).execute();
-    await db.schema.createIndex('sessions_by_mode').ifNotExists().on('sessions').columns(['experiment', 'mode', 'contaminated']).execute();
-    await db.schema.createIndex('turns_by_fingerprint').ifNotExists().on('turns').columns(['prompt_fingerprint', 'mode', 'model']).execute();
+    await db.schema
+      .createIndex('sessions_by_mode')
+      .ifNotExists()
+      .on('sessions')
+      .columns(['experiment', 'mode', 'contaminated'])
+      .execute();
+    await db.schema
+      .createIndex('turns_by_fingerprint')
+      .ifNotExists()
+      .on('turns')
+      .columns(['prompt_fingerprint', 'mode', 'model'])
+      .execute();
   },
 };
 

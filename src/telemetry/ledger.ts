@@ -67,9 +67,17 @@ export interface Comparison {
   readonly b: ModeSummary;
   readonly excludedContaminatedSessions: number;
   /** b − a of the per-session totals; `available` false when either side has no sessions. */
-  readonly delta: { readonly available: boolean; readonly meanTotalTokens: number | null; readonly medianTotalTokens: number | null };
+  readonly delta: {
+    readonly available: boolean;
+    readonly meanTotalTokens: number | null;
+    readonly medianTotalTokens: number | null;
+  };
   /** Completed turns with the same prompt fingerprint and model, paired in start order. */
-  readonly matchedTurns: { readonly pairs: number; readonly meanDelta: number | null; readonly medianDelta: number | null };
+  readonly matchedTurns: {
+    readonly pairs: number;
+    readonly meanDelta: number | null;
+    readonly medianDelta: number | null;
+  };
   readonly notes: readonly string[];
 }
 
@@ -92,7 +100,12 @@ export interface Ledger extends AsyncDisposable {
   /** The file, or the database URL without its password. */
   readonly path: string;
   /** Tag a session (first mode and model win); a different mode or model contaminates it. */
-  ensureSession(input: { sessionId: string; mode: string; model?: string; experiment?: string }): Promise<LedgerSession>;
+  ensureSession(input: {
+    sessionId: string;
+    mode: string;
+    model?: string;
+    experiment?: string;
+  }): Promise<LedgerSession>;
   /** Open a turn; `prompt` is fingerprinted (salted hash) and never stored. */
   startTurn(input: { sessionId: string; turnId: string; mode: string; model?: string; prompt?: string }): Promise<void>;
   /** Close a turn with its accounting; the first finish counts the turn. */
@@ -144,7 +157,12 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   let store: StoreConnection<LedgerDatabase>;
   if (options.url !== undefined && options.url !== '') {
-    store = await openPostgresStore<LedgerDatabase>(LEDGER_SCHEMA, { url: options.url, busyTimeoutMs, poolSize: 2, statementTimeoutMs: 30_000 });
+    store = await openPostgresStore<LedgerDatabase>(LEDGER_SCHEMA, {
+      url: options.url,
+      busyTimeoutMs,
+      poolSize: 2,
+      statementTimeoutMs: 30_000,
+    });
   } else if (typeof options.path === 'string' && options.path !== '') {
     store = await openSqliteStore<LedgerDatabase>(LEDGER_SCHEMA, { path: options.path, busyTimeoutMs });
   } else {
@@ -158,12 +176,20 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
   let saltValue: string | undefined;
   const salt = async (): Promise<string> => {
     if (saltValue !== undefined) return saltValue;
-    await db.insertInto('meta').values({ key: 'fingerprint_salt', value: randomBytes(32).toString('hex') }).onConflict((oc) => oc.doNothing()).execute();
-    saltValue = (await db.selectFrom('meta').select('value').where('key', '=', 'fingerprint_salt').executeTakeFirstOrThrow()).value;
+    await db
+      .insertInto('meta')
+      .values({ key: 'fingerprint_salt', value: randomBytes(32).toString('hex') })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    saltValue = (
+      await db.selectFrom('meta').select('value').where('key', '=', 'fingerprint_salt').executeTakeFirstOrThrow()
+    ).value;
     return saltValue;
   };
   const fingerprint = async (text: string): Promise<string> =>
-    createHash('sha256').update(`${await salt()}\0${text.normalize('NFKC').replace(/\s+/gu, ' ').trim()}`, 'utf8').digest('hex');
+    createHash('sha256')
+      .update(`${await salt()}\0${text.normalize('NFKC').replace(/\s+/gu, ' ').trim()}`, 'utf8')
+      .digest('hex');
 
   const toSession = (row: SessionRow): LedgerSession => ({
     sessionId: String(row.session_id),
@@ -174,13 +200,18 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     contaminated: Number(row.contaminated) === 1,
     contaminationReason: row.contamination_reason ?? null,
     turnCount: Number(row.turn_count),
-    totalTokens: Number(row.input_tokens) + Number(row.output_tokens) + Number(row.cache_read_tokens) + Number(row.cache_write_tokens),
+    totalTokens:
+      Number(row.input_tokens) +
+      Number(row.output_tokens) +
+      Number(row.cache_read_tokens) +
+      Number(row.cache_write_tokens),
     rawTokens: Number(row.raw_tokens),
     finalTokens: Number(row.final_tokens),
     requests: Number(row.requests),
   });
 
-  const getSession = (trx: Kysely<LedgerDatabase>, sessionId: string) => trx.selectFrom('sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
+  const getSession = (trx: Kysely<LedgerDatabase>, sessionId: string) =>
+    trx.selectFrom('sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
   const contaminate = (trx: Kysely<LedgerDatabase>, sessionId: string, reason: string) =>
     trx
       .updateTable('sessions')
@@ -188,7 +219,10 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       .where('session_id', '=', sessionId)
       .execute();
 
-  const ensureIn = async (trx: Kysely<LedgerDatabase>, { sessionId, mode, model, experiment }: { sessionId: string; mode: string; model?: string; experiment?: string }): Promise<LedgerSession> => {
+  const ensureIn = async (
+    trx: Kysely<LedgerDatabase>,
+    { sessionId, mode, model, experiment }: { sessionId: string; mode: string; model?: string; experiment?: string },
+  ): Promise<LedgerSession> => {
     const t = now();
     await trx
       .insertInto('sessions')
@@ -205,9 +239,11 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       .execute();
     const row = await getSession(trx, sessionId);
     if (row !== undefined) {
-      if (row.mode !== mode) await contaminate(trx, sessionId, `runtime mode changed from ${String(row.mode)} to ${label(mode)}`);
+      if (row.mode !== mode)
+        await contaminate(trx, sessionId, `runtime mode changed from ${String(row.mode)} to ${label(mode)}`);
       const initial = row.initial_model;
-      if (model !== undefined && initial !== null && initial !== label(model)) await contaminate(trx, sessionId, 'model changed within session');
+      if (model !== undefined && initial !== null && initial !== label(model))
+        await contaminate(trx, sessionId, 'model changed within session');
       await trx
         .updateTable('sessions')
         .set((eb) => ({ last_seen_at: now(), last_model: eb.fn.coalesce(eb.val(label(model)), eb.ref('last_model')) }))
@@ -217,9 +253,15 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     return toSession((await getSession(trx, sessionId)) as SessionRow);
   };
 
-  const fingerprintOf = async (prompt: string | undefined): Promise<string | null> => (prompt === undefined || prompt.trim() === '' ? null : fingerprint(prompt));
+  const fingerprintOf = async (prompt: string | undefined): Promise<string | null> =>
+    prompt === undefined || prompt.trim() === '' ? null : fingerprint(prompt);
 
-  const startIn = async (trx: Kysely<LedgerDatabase>, { sessionId, turnId, mode, model }: { sessionId: string; turnId: string; mode: string; model?: string }, fp: string | null, ensure = true): Promise<void> => {
+  const startIn = async (
+    trx: Kysely<LedgerDatabase>,
+    { sessionId, turnId, mode, model }: { sessionId: string; turnId: string; mode: string; model?: string },
+    fp: string | null,
+    ensure = true,
+  ): Promise<void> => {
     if (ensure) await ensureIn(trx, model === undefined ? { sessionId, mode } : { sessionId, mode, model });
     const next = await trx
       .selectFrom('turns')
@@ -228,12 +270,28 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       .executeTakeFirstOrThrow();
     await trx
       .insertInto('turns')
-      .values({ session_id: sessionId, turn_id: turnId, seq: Number(next.seq) + 1, mode: label(mode) ?? '', model: label(model), prompt_fingerprint: fp, started_at: now() })
+      .values({
+        session_id: sessionId,
+        turn_id: turnId,
+        seq: Number(next.seq) + 1,
+        mode: label(mode) ?? '',
+        model: label(model),
+        prompt_fingerprint: fp,
+        started_at: now(),
+      })
       .onConflict((oc) => oc.doNothing())
       .execute();
   };
 
-  const finishIn = async (trx: Kysely<LedgerDatabase>, { sessionId, turnId, usage = {}, outcome }: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome }): Promise<void> => {
+  const finishIn = async (
+    trx: Kysely<LedgerDatabase>,
+    {
+      sessionId,
+      turnId,
+      usage = {},
+      outcome,
+    }: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome },
+  ): Promise<void> => {
     const u = {
       input_tokens: count(usage.inputTokens),
       output_tokens: count(usage.outputTokens),
@@ -267,18 +325,34 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       .execute();
   };
 
-  const recordIn = async (trx: Kysely<LedgerDatabase>, { sessionId, turnId, rawTokens, finalTokens }: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number }): Promise<void> => {
+  const recordIn = async (
+    trx: Kysely<LedgerDatabase>,
+    {
+      sessionId,
+      turnId,
+      rawTokens,
+      finalTokens,
+    }: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number },
+  ): Promise<void> => {
     const raw = count(rawTokens);
     const fin = count(finalTokens);
     await trx
       .updateTable('sessions')
-      .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
+      .set((eb) => ({
+        requests: eb('requests', '+', 1),
+        raw_tokens: eb('raw_tokens', '+', raw),
+        final_tokens: eb('final_tokens', '+', fin),
+      }))
       .where('session_id', '=', sessionId)
       .execute();
     if (turnId !== undefined) {
       await trx
         .updateTable('turns')
-        .set((eb) => ({ requests: eb('requests', '+', 1), raw_tokens: eb('raw_tokens', '+', raw), final_tokens: eb('final_tokens', '+', fin) }))
+        .set((eb) => ({
+          requests: eb('requests', '+', 1),
+          raw_tokens: eb('raw_tokens', '+', raw),
+          final_tokens: eb('final_tokens', '+', fin),
+        }))
         .where('session_id', '=', sessionId)
         .where('turn_id', '=', turnId)
         .execute();
@@ -292,7 +366,10 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       // Tagging a session again with the mode, model and experiment its previous turn in this
       // transaction was tagged with changes nothing: skipped.
       const tagged = new Map<string, string>();
-      for (const [i, { sessionId, turnId, mode, model, experiment, rawTokens, finalTokens, usage, outcome }] of inputs.entries()) {
+      for (const [
+        i,
+        { sessionId, turnId, mode, model, experiment, rawTokens, finalTokens, usage, outcome },
+      ] of inputs.entries()) {
         const m = model === undefined ? {} : { model };
         const tag = JSON.stringify([mode, model ?? null, experiment ?? null]);
         if (tagged.get(sessionId) !== tag) {
@@ -351,8 +428,16 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       const eligible = (m: string) => inMode(m).filter((s) => !s.contaminated && s.turnCount > 0);
       const ea = eligible(a);
       const eb = eligible(b);
-      const sa = summarize(a, ea, ea.reduce((x, s) => x + s.turnCount, 0));
-      const sb = summarize(b, eb, eb.reduce((x, s) => x + s.turnCount, 0));
+      const sa = summarize(
+        a,
+        ea,
+        ea.reduce((x, s) => x + s.turnCount, 0),
+      );
+      const sb = summarize(
+        b,
+        eb,
+        eb.reduce((x, s) => x + s.turnCount, 0),
+      );
       const available = sa.sessions > 0 && sb.sessions > 0;
       const turns = await db
         .selectFrom('turns as t')
@@ -361,7 +446,11 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
           't.prompt_fingerprint as fp',
           't.model as model',
           't.mode as mode',
-          e(e(e('t.input_tokens', '+', e.ref('t.output_tokens')), '+', e.ref('t.cache_read_tokens')), '+', e.ref('t.cache_write_tokens')).as('total'),
+          e(
+            e(e('t.input_tokens', '+', e.ref('t.output_tokens')), '+', e.ref('t.cache_read_tokens')),
+            '+',
+            e.ref('t.cache_write_tokens'),
+          ).as('total'),
         ])
         .where('s.experiment', '=', experiment)
         .where('s.contaminated', '=', 0)
@@ -380,7 +469,8 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
         groups.set(key, g);
       }
       const deltas: number[] = [];
-      for (const g of groups.values()) for (let i = 0; i < Math.min(g.a.length, g.b.length); i++) deltas.push(g.b[i]! - g.a[i]!);
+      for (const g of groups.values())
+        for (let i = 0; i < Math.min(g.a.length, g.b.length); i++) deltas.push(g.b[i]! - g.a[i]!);
       return {
         experiment,
         a: sa,

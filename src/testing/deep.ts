@@ -32,14 +32,21 @@ export function sameData(a: unknown, b: unknown): boolean {
 
 function toPlain(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(toPlain);
-  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.keys(v).map((k) => [k, toPlain((v as Record<string, unknown>)[k])]));
+  if (typeof v === 'object' && v !== null)
+    return Object.fromEntries(Object.keys(v).map((k) => [k, toPlain((v as Record<string, unknown>)[k])]));
   return v;
 }
 
 /** Where two values first differ, as a path plus a content-free description, or undefined when equal. */
 export function firstDifference(a: unknown, b: unknown, path = '$'): string | undefined {
   if (Object.is(a, b)) return undefined;
-  if (typeof a !== typeof b || Array.isArray(a) !== Array.isArray(b) || a === null || b === null || typeof a !== 'object') {
+  if (
+    typeof a !== typeof b ||
+    Array.isArray(a) !== Array.isArray(b) ||
+    a === null ||
+    b === null ||
+    typeof a !== 'object'
+  ) {
     return `${path}: ${shape(a)} became ${shape(b)}`;
   }
   if (Array.isArray(a) && Array.isArray(b)) {
@@ -61,7 +68,8 @@ export function firstDifference(a: unknown, b: unknown, path = '$'): string | un
 }
 
 function shape(v: unknown): string {
-  if (typeof v === 'string') return `a string of ${[...v].length} code points (${JSON.stringify(v.slice(0, 40))}${v.length > 40 ? '…' : ''})`;
+  if (typeof v === 'string')
+    return `a string of ${[...v].length} code points (${JSON.stringify(v.slice(0, 40))}${v.length > 40 ? '…' : ''})`;
   if (Array.isArray(v)) return `an array of ${v.length}`;
   if (v === null) return 'null';
   if (typeof v === 'object') return 'an object';
@@ -95,7 +103,12 @@ function* subValues(value: unknown): Generator<unknown> {
  * This is how a later stage may vault what an earlier stage already reduced (a collapse of turns
  * that hold receipts) and still be lossless: recovery takes one more hop.
  */
-export function matchesWithMarkers(value: unknown, sub: unknown, recovered: ReadonlyMap<string, string>, ids: (text: string) => readonly string[]): boolean {
+export function matchesWithMarkers(
+  value: unknown,
+  sub: unknown,
+  recovered: ReadonlyMap<string, string>,
+  ids: (text: string) => readonly string[],
+): boolean {
   if (typeof value === 'string') {
     if (typeof sub === 'string' && value === sub) return true;
     const texts = typeof sub === 'string' ? [sub] : joinedTexts(sub);
@@ -127,8 +140,14 @@ function joinedTexts(v: unknown): string[] {
 }
 
 /** Every input sub-value (and contiguous array slice) `value` matches modulo earlier markers. */
-export function derivedProvenance(value: unknown, inputs: readonly unknown[], recovered: ReadonlyMap<string, string>, ids: (text: string) => readonly string[]): boolean {
-  for (const input of inputs) for (const sub of subValues(input)) if (matchesWithMarkers(value, sub, recovered, ids)) return true;
+export function derivedProvenance(
+  value: unknown,
+  inputs: readonly unknown[],
+  recovered: ReadonlyMap<string, string>,
+  ids: (text: string) => readonly string[],
+): boolean {
+  for (const input of inputs)
+    for (const sub of subValues(input)) if (matchesWithMarkers(value, sub, recovered, ids)) return true;
   return false;
 }
 
@@ -138,7 +157,10 @@ export function derivedProvenance(value: unknown, inputs: readonly unknown[], re
  * a run of consecutive items, e.g. collapsed turns), else undefined (the artifact is not evidence
  * the caller supplied).
  */
-export function provenance(content: string, inputs: readonly unknown[]): 'exact' | 'substring' | 'structure' | undefined {
+export function provenance(
+  content: string,
+  inputs: readonly unknown[],
+): 'exact' | 'substring' | 'structure' | undefined {
   const leaves = inputs.flatMap((v) => stringLeaves(v));
   if (leaves.includes(content)) return 'exact';
   if (leaves.some((s) => s.includes(content))) return 'substring';

@@ -78,7 +78,9 @@ export interface FaultLog {
  * const op = compressToolResult({ vault: broken });   // must pass results through unchanged
  */
 export function faultyVault(vault: Vault, options: FaultyVaultOptions = {}): Vault & { readonly faultLog: FaultLog } {
-  const failing = new Set<string>(options.failOn === undefined || options.failOn === 'all' ? VAULT_METHODS : options.failOn);
+  const failing = new Set<string>(
+    options.failOn === undefined || options.failOn === 'all' ? VAULT_METHODS : options.failOn,
+  );
   const mode = options.mode ?? 'reject';
   const after = options.after ?? 0;
   const calls: Record<string, number> = {};

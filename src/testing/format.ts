@@ -17,10 +17,18 @@ export function requestFormat(request: ProviderRequest): WireFormat | undefined 
   const messages = request['messages'];
   if (!Array.isArray(messages)) return undefined;
   const items = messages.filter(isObject);
-  const chatSignals = items.some((m) => m['role'] === 'system' || m['role'] === 'developer' || m['role'] === 'tool' || Array.isArray(m['tool_calls']));
+  const chatSignals = items.some(
+    (m) =>
+      m['role'] === 'system' || m['role'] === 'developer' || m['role'] === 'tool' || Array.isArray(m['tool_calls']),
+  );
   if (chatSignals) return 'chat';
   const anthropicSignals =
-    request['system'] !== undefined || items.some((m) => blocks(m['content']).some((b) => b['type'] === 'tool_use' || b['type'] === 'tool_result' || b['type'] === 'image'));
+    request['system'] !== undefined ||
+    items.some((m) =>
+      blocks(m['content']).some(
+        (b) => b['type'] === 'tool_use' || b['type'] === 'tool_result' || b['type'] === 'image',
+      ),
+    );
   if (anthropicSignals) return 'anthropic';
   return request['max_tokens'] !== undefined && request['max_completion_tokens'] === undefined ? 'anthropic' : 'chat';
 }
@@ -52,7 +60,10 @@ export function promptSegments(request: ProviderRequest): { readonly label: stri
  * Role problems of a request for its format: an empty list means a provider would accept the
  * shape. Each problem names the item index so counterexamples point at the broken message.
  */
-export function roleProblems(request: ProviderRequest, format: WireFormat | undefined = requestFormat(request)): string[] {
+export function roleProblems(
+  request: ProviderRequest,
+  format: WireFormat | undefined = requestFormat(request),
+): string[] {
   if (format === 'chat') return chatProblems(conversationItems(request));
   if (format === 'responses') return responsesProblems(conversationItems(request));
   if (format === 'anthropic') return anthropicProblems(request);
@@ -71,7 +82,8 @@ function chatProblems(list: readonly unknown[]): string[] {
     const role = m['role'];
     if (role === 'tool') {
       const id = m['tool_call_id'];
-      if (typeof id !== 'string' || !open.has(id)) problems.push(`messages[${i}] (tool) answers no pending tool call of the preceding assistant message`);
+      if (typeof id !== 'string' || !open.has(id))
+        problems.push(`messages[${i}] (tool) answers no pending tool call of the preceding assistant message`);
       else open.delete(id);
       return;
     }
@@ -98,7 +110,8 @@ function responsesProblems(list: readonly unknown[]): string[] {
       return;
     }
     const type = item['type'] ?? 'message';
-    if (type === 'message' && (typeof item['role'] !== 'string' || !roles.has(item['role']))) problems.push(`input[${i}] has no valid message role`);
+    if (type === 'message' && (typeof item['role'] !== 'string' || !roles.has(item['role'])))
+      problems.push(`input[${i}] has no valid message role`);
     if (type === 'function_call' && typeof item['call_id'] === 'string') calls.add(item['call_id']);
     if (type === 'function_call_output' && (typeof item['call_id'] !== 'string' || !calls.has(item['call_id']))) {
       problems.push(`input[${i}] (function_call_output) answers no earlier function_call`);
@@ -123,12 +136,17 @@ function anthropicProblems(request: ProviderRequest): string[] {
     const results = content.filter((b) => b['type'] === 'tool_result').map((b) => String(b['tool_use_id']));
     if (pending.length > 0) {
       const missing = pending.filter((id) => !results.includes(id));
-      if (role !== 'user' || missing.length > 0) problems.push(`messages[${i}] does not answer tool_use ${missing.join(', ') || pending.join(', ')} of messages[${i - 1}]`);
+      if (role !== 'user' || missing.length > 0)
+        problems.push(
+          `messages[${i}] does not answer tool_use ${missing.join(', ') || pending.join(', ')} of messages[${i - 1}]`,
+        );
       const firstOther = content.findIndex((b) => b['type'] !== 'tool_result');
-      if (firstOther !== -1 && content.slice(firstOther).some((b) => b['type'] === 'tool_result')) problems.push(`messages[${i}] puts text before a tool_result block`);
+      if (firstOther !== -1 && content.slice(firstOther).some((b) => b['type'] === 'tool_result'))
+        problems.push(`messages[${i}] puts text before a tool_result block`);
     }
     const stray = results.filter((id) => !pending.includes(id));
-    if (stray.length > 0) problems.push(`messages[${i}] has tool_result ${stray.join(', ')} with no tool_use in the previous message`);
+    if (stray.length > 0)
+      problems.push(`messages[${i}] has tool_result ${stray.join(', ')} with no tool_use in the previous message`);
     pending = role === 'assistant' ? content.filter((b) => b['type'] === 'tool_use').map((b) => String(b['id'])) : [];
   });
   return problems;

@@ -53,7 +53,12 @@ export interface BuiltOperator<T> {
 }
 
 /** Builds an operator from the kit's dependencies (vault, counter, resource probe, spawner). */
-export type OperatorFactory<T> = (deps: KitDeps) => OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T> | Promise<OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T>>;
+export type OperatorFactory<T> = (
+  deps: KitDeps,
+) =>
+  | OperatorFunction<Step<T>, Step<T>>
+  | BuiltOperator<T>
+  | Promise<OperatorFunction<Step<T>, Step<T>> | BuiltOperator<T>>;
 
 const FACTORY = Symbol.for('token-terminator/testing.factory');
 
@@ -127,7 +132,13 @@ let runCounter = 0;
 export function makeSteps<T>(values: readonly T[], context: Partial<StepContext> | undefined): Step<T>[] {
   runCounter += 1;
   const run = `${process.pid.toString(36)}${Date.now().toString(36)}${runCounter}`;
-  return values.map((value, i) => createStep(value, { sessionId: `kit-${run}`, requestId: `kit-${run}-${i}`, ...(context === undefined ? {} : structuredClone(context)) }));
+  return values.map((value, i) =>
+    createStep(value, {
+      sessionId: `kit-${run}`,
+      requestId: `kit-${run}-${i}`,
+      ...(context === undefined ? {} : structuredClone(context)),
+    }),
+  );
 }
 
 /** What one run produced: the Steps that came out, and whether the stream errored or completed. */
@@ -139,7 +150,11 @@ export interface RunResult<T> {
 }
 
 /** Push Steps through one subscription and collect what comes out, bounded by a deadline. */
-export function runSteps<T>(operator: OperatorFunction<Step<T>, Step<T>>, steps: readonly Step<T>[], timeoutMs = 20_000): Promise<RunResult<T>> {
+export function runSteps<T>(
+  operator: OperatorFunction<Step<T>, Step<T>>,
+  steps: readonly Step<T>[],
+  timeoutMs = 20_000,
+): Promise<RunResult<T>> {
   return new Promise((resolve) => {
     const outputs: Step<T>[] = [];
     let settled = false;
@@ -184,11 +199,31 @@ export function stagesOf(step: Step<unknown> | undefined): string {
  * order (each output carries its input's `original`, as Steps built with `advance`/`note` do).
  */
 export function checkRun<T>(invariant: InvariantName, result: RunResult<T>, steps: readonly Step<T>[]): void {
-  if (result.errored) throw new InvariantViolation(invariant, 'the stream', `errored with ${describeError(result.error)}; an operator must fail open, never error the stream`);
-  if (!result.completed) throw new InvariantViolation(invariant, 'the stream', `did not complete within the deadline (${result.outputs.length} of ${steps.length} Steps emitted)`);
-  if (result.outputs.length !== steps.length) throw new InvariantViolation(invariant, 'the stream', `emitted ${result.outputs.length} Steps for ${steps.length} inputs`);
+  if (result.errored)
+    throw new InvariantViolation(
+      invariant,
+      'the stream',
+      `errored with ${describeError(result.error)}; an operator must fail open, never error the stream`,
+    );
+  if (!result.completed)
+    throw new InvariantViolation(
+      invariant,
+      'the stream',
+      `did not complete within the deadline (${result.outputs.length} of ${steps.length} Steps emitted)`,
+    );
+  if (result.outputs.length !== steps.length)
+    throw new InvariantViolation(
+      invariant,
+      'the stream',
+      `emitted ${result.outputs.length} Steps for ${steps.length} inputs`,
+    );
   result.outputs.forEach((out, i) => {
-    if (out.original !== steps[i]!.original) throw new InvariantViolation(invariant, `step ${i}`, 'output is not the Step of input ' + i + ' (order changed or original replaced)');
+    if (out.original !== steps[i]!.original)
+      throw new InvariantViolation(
+        invariant,
+        `step ${i}`,
+        'output is not the Step of input ' + i + ' (order changed or original replaced)',
+      );
   });
 }
 

@@ -7,9 +7,38 @@
  * import { assertInvariant, invariants, toolResultStream, withDeps } from 'token-terminator/testing';
  * await assertInvariant(invariants.recoversExactly(withDeps(({ vault }) => myOperator({ vault })), { vault, inputs: toolResultStream() }));
  */
-export { OUTPUT_SHAPES, anyText, expandOutput, outputSpec, shapeForTool, toolOutput, type OutputShape, type OutputSpec, type SizeClass, type ToolOutputOptions } from './arbitraries/text.js';
-export { TOOL_NAMES, toolArgs, toolCall, toolCallStream, toolEventPair, toolResultStream, type ToolEventOptions, type ToolEventPair, type ToolStreamOptions } from './arbitraries/tools.js';
-export { SKILL_TOOLS, renderSkillCatalog, skillCatalog, skillPrompt, type SkillCatalog, type SkillCatalogOptions, type SkillEntry } from './arbitraries/skills.js';
+export {
+  OUTPUT_SHAPES,
+  anyText,
+  expandOutput,
+  outputSpec,
+  shapeForTool,
+  toolOutput,
+  type OutputShape,
+  type OutputSpec,
+  type SizeClass,
+  type ToolOutputOptions,
+} from './arbitraries/text.js';
+export {
+  TOOL_NAMES,
+  toolArgs,
+  toolCall,
+  toolCallStream,
+  toolEventPair,
+  toolResultStream,
+  type ToolEventOptions,
+  type ToolEventPair,
+  type ToolStreamOptions,
+} from './arbitraries/tools.js';
+export {
+  SKILL_TOOLS,
+  renderSkillCatalog,
+  skillCatalog,
+  skillPrompt,
+  type SkillCatalog,
+  type SkillCatalogOptions,
+  type SkillEntry,
+} from './arbitraries/skills.js';
 export {
   WIRE_FORMATS,
   anthropicRequest,
@@ -30,7 +59,16 @@ export {
 export { withSummary } from './arbitraries/summary.js';
 export { conversationItems, promptSegments, requestFormat, roleProblems } from './format.js';
 export { deepFreeze, firstDifference, sameData } from './deep.js';
-export { InjectedFault, VAULT_METHODS, faultyVault, throwingCounter, throwingSpawn, type FaultLog, type FaultyVaultOptions, type VaultMethod } from './faults.js';
+export {
+  InjectedFault,
+  VAULT_METHODS,
+  faultyVault,
+  throwingCounter,
+  throwingSpawn,
+  type FaultLog,
+  type FaultyVaultOptions,
+  type VaultMethod,
+} from './faults.js';
 export { createResourceProbe, type LiveResource, type ResourceProbe } from './probe.js';
 export {
   InvariantViolation,
@@ -49,4 +87,12 @@ export { faultPlan, type FailsOpenOptions, type FaultPlan } from './properties/f
 export { cutPlan, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
 export { decisionsChanged, prefixBreak, type CacheStableOptions } from './properties/cache-stable.js';
 export { actionsOf, danglingReferences, missingAction, prefixChange, shownArtifacts } from './properties/fidelity.js';
-export { assertInvariant, invariants, propertyTests, testInvariants, type PropTestApi, type PropTuple, type TestInvariantsOptions } from './invariants.js';
+export {
+  assertInvariant,
+  invariants,
+  propertyTests,
+  testInvariants,
+  type PropTestApi,
+  type PropTuple,
+  type TestInvariantsOptions,
+} from './invariants.js';

@@ -10,13 +10,21 @@ import { cacheStablePredicate, type CacheStableOptions } from './properties/cach
 import { faultPlan, failsOpenPredicate, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 import { neverMutatesPredicate } from './properties/never-mutates.js';
 import { recoversExactlyPredicate } from './properties/recovers-exactly.js';
-import { cutPlan, releasesOnUnsubscribePredicate, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
+import {
+  cutPlan,
+  releasesOnUnsubscribePredicate,
+  type CutPlan,
+  type ReleaseOptions,
+} from './properties/releases-on-unsubscribe.js';
 import { unchangedOrSmallerPredicate } from './properties/unchanged-or-smaller.js';
 import { validRolesPredicate } from './properties/valid-roles.js';
 import { actionsKeptPredicate, noDanglingReferencePredicate, prefixKeptPredicate } from './properties/fidelity.js';
 
 /** Arbitraries and predicate in the shape `test.prop(arbitraries)(name, predicate)` takes. */
-export type PropTuple<A extends unknown[]> = readonly [arbitraries: { [K in keyof A]: fc.Arbitrary<A[K]> }, predicate: (...args: A) => Promise<void>];
+export type PropTuple<A extends unknown[]> = readonly [
+  arbitraries: { [K in keyof A]: fc.Arbitrary<A[K]> },
+  predicate: (...args: A) => Promise<void>,
+];
 
 type Inputs<T> = readonly T[];
 
@@ -28,20 +36,53 @@ type Inputs<T> = readonly T[];
  * test.prop(arbs, { numRuns: 25 })('is unchanged or strictly smaller', check);
  */
 export const propertyTests = {
-  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], unchangedOrSmallerPredicate(op, o)],
-  neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], neverMutatesPredicate(op, o)],
-  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], recoversExactlyPredicate(op, o)],
-  failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>): PropTuple<[Inputs<T>, FaultPlan]> => [[o.inputs, faultPlan()], failsOpenPredicate(op, o)],
-  releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>): PropTuple<[Inputs<T>, CutPlan]> => [[o.inputs, cutPlan()], releasesOnUnsubscribePredicate(op, o)],
-  cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], cacheStablePredicate(op, o)],
-  validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], validRolesPredicate(op, o)],
-  prefixKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], prefixKeptPredicate(op, o)],
-  actionsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], actionsKeptPredicate(op, o)],
-  noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], noDanglingReferencePredicate(op, o)],
+  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [
+    [o.inputs],
+    unchangedOrSmallerPredicate(op, o),
+  ],
+  neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [
+    [o.inputs],
+    neverMutatesPredicate(op, o),
+  ],
+  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [
+    [o.inputs],
+    recoversExactlyPredicate(op, o),
+  ],
+  failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>): PropTuple<[Inputs<T>, FaultPlan]> => [
+    [o.inputs, faultPlan()],
+    failsOpenPredicate(op, o),
+  ],
+  releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>): PropTuple<[Inputs<T>, CutPlan]> => [
+    [o.inputs, cutPlan()],
+    releasesOnUnsubscribePredicate(op, o),
+  ],
+  cacheStable: (
+    op: OperatorUnderTest<ProviderRequest>,
+    o: CacheStableOptions,
+  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], cacheStablePredicate(op, o)],
+  validRoles: (
+    op: OperatorUnderTest<ProviderRequest>,
+    o: InvariantOptions<ProviderRequest>,
+  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], validRolesPredicate(op, o)],
+  prefixKept: (
+    op: OperatorUnderTest<ProviderRequest>,
+    o: InvariantOptions<ProviderRequest>,
+  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], prefixKeptPredicate(op, o)],
+  actionsKept: (
+    op: OperatorUnderTest<ProviderRequest>,
+    o: InvariantOptions<ProviderRequest>,
+  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], actionsKeptPredicate(op, o)],
+  noDanglingReference: (
+    op: OperatorUnderTest<ProviderRequest>,
+    o: InvariantOptions<ProviderRequest>,
+  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], noDanglingReferencePredicate(op, o)],
 };
 
 function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>): fc.IAsyncProperty<A> {
-  return fc.asyncProperty(...(arbitraries as unknown as [fc.Arbitrary<unknown>]), predicate as (...a: unknown[]) => Promise<void>) as unknown as fc.IAsyncProperty<A>;
+  return fc.asyncProperty(
+    ...(arbitraries as unknown as [fc.Arbitrary<unknown>]),
+    predicate as (...a: unknown[]) => Promise<void>,
+  ) as unknown as fc.IAsyncProperty<A>;
 }
 
 /**
@@ -52,19 +93,27 @@ function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>)
  * await fc.assert(invariants.recoversExactly(op, { vault, inputs: requestStream() }), { numRuns: 20, includeErrorInReport: true });
  */
 export const invariants = {
-  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.unchangedOrSmaller(op, o)),
+  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) =>
+    asProperty(propertyTests.unchangedOrSmaller(op, o)),
   neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.neverMutates(op, o)),
-  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => asProperty(propertyTests.recoversExactly(op, o)),
+  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) =>
+    asProperty(propertyTests.recoversExactly(op, o)),
   failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>) => asProperty(propertyTests.failsOpen(op, o)),
-  releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>) => asProperty(propertyTests.releasesOnUnsubscribe(op, o)),
-  cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions) => asProperty(propertyTests.cacheStable(op, o)),
-  validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.validRoles(op, o)),
+  releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>) =>
+    asProperty(propertyTests.releasesOnUnsubscribe(op, o)),
+  cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions) =>
+    asProperty(propertyTests.cacheStable(op, o)),
+  validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
+    asProperty(propertyTests.validRoles(op, o)),
   /** The instruction prefix reaches the output unchanged and in place (docs/fidelity.md). */
-  prefixKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.prefixKept(op, o)),
+  prefixKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
+    asProperty(propertyTests.prefixKept(op, o)),
   /** Every assistant action of the input is present verbatim in the output. */
-  actionsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.actionsKept(op, o)),
+  actionsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
+    asProperty(propertyTests.actionsKept(op, o)),
   /** No delta, receipt or digest refers to what the conversation was not shown. */
-  noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) => asProperty(propertyTests.noDanglingReference(op, o)),
+  noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
+    asProperty(propertyTests.noDanglingReference(op, o)),
 };
 
 /**
@@ -73,7 +122,10 @@ export const invariants = {
  * @example
  * await assertInvariant(fc.asyncProperty(requestStream(), async (requests) => { … }), { numRuns: 50 });
  */
-export async function assertInvariant<A extends unknown[]>(property: fc.IAsyncProperty<A>, params: fc.Parameters<A> = {}): Promise<void> {
+export async function assertInvariant<A extends unknown[]>(
+  property: fc.IAsyncProperty<A>,
+  params: fc.Parameters<A> = {},
+): Promise<void> {
   await fc.assert(property, { numRuns: 25, includeErrorInReport: true, ...params });
 }
 
@@ -122,24 +174,43 @@ export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOp
  * import { test } from '@fast-check/vitest';
  * testInvariants(test, withDeps(({ vault }) => dropNoisyOutput({ tools: ['noisy_probe'], vault })), { vault, inputs: toolResultStream() });
  */
-export function testInvariants<T>(test: PropTestApi, op: OperatorUnderTest<T>, options: TestInvariantsOptions<T>): void {
+export function testInvariants<T>(
+  test: PropTestApi,
+  op: OperatorUnderTest<T>,
+  options: TestInvariantsOptions<T>,
+): void {
   const base: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly'];
   const names = options.only ?? (isDepsAware(op) ? [...base, 'fails-open', 'releases-on-unsubscribe'] : base);
   const params = { numRuns: 20, ...options.params };
   const timeout = options.timeout ?? 60_000;
   const requestOp = op as unknown as OperatorUnderTest<ProviderRequest>;
   const requestOptions = options as unknown as CacheStableOptions;
-  const register = <A extends unknown[]>(name: string, [arbs, predicate]: PropTuple<A>): void => test.prop(arbs as never, params as never)(name, predicate as never, timeout);
+  const register = <A extends unknown[]>(name: string, [arbs, predicate]: PropTuple<A>): void =>
+    test.prop(arbs as never, params as never)(name, predicate as never, timeout);
   for (const name of names) {
-    if (name === 'unchanged-or-smaller') register('output is unchanged or strictly smaller', propertyTests.unchangedOrSmaller(op, options));
+    if (name === 'unchanged-or-smaller')
+      register('output is unchanged or strictly smaller', propertyTests.unchangedOrSmaller(op, options));
     if (name === 'never-mutates') register('never mutates caller objects', propertyTests.neverMutates(op, options));
-    if (name === 'recovers-exactly') register('every receipt recovers exactly', propertyTests.recoversExactly(op, options));
+    if (name === 'recovers-exactly')
+      register('every receipt recovers exactly', propertyTests.recoversExactly(op, options));
     if (name === 'fails-open') register('fails open when a dependency throws', propertyTests.failsOpen(op, options));
-    if (name === 'releases-on-unsubscribe') register('releases resources on unsubscribe', propertyTests.releasesOnUnsubscribe(op, options));
-    if (name === 'cache-stable') register('renders cache-stably over a growing session', propertyTests.cacheStable(requestOp, requestOptions));
-    if (name === 'valid-roles') register('keeps roles valid for the format', propertyTests.validRoles(requestOp, requestOptions));
-    if (name === 'prefix-kept') register('keeps the instruction prefix unchanged and in place', propertyTests.prefixKept(requestOp, requestOptions));
-    if (name === 'actions-kept') register('keeps every assistant action verbatim', propertyTests.actionsKept(requestOp, requestOptions));
-    if (name === 'no-dangling-reference') register('refers only to what the conversation was shown', propertyTests.noDanglingReference(requestOp, requestOptions));
+    if (name === 'releases-on-unsubscribe')
+      register('releases resources on unsubscribe', propertyTests.releasesOnUnsubscribe(op, options));
+    if (name === 'cache-stable')
+      register('renders cache-stably over a growing session', propertyTests.cacheStable(requestOp, requestOptions));
+    if (name === 'valid-roles')
+      register('keeps roles valid for the format', propertyTests.validRoles(requestOp, requestOptions));
+    if (name === 'prefix-kept')
+      register(
+        'keeps the instruction prefix unchanged and in place',
+        propertyTests.prefixKept(requestOp, requestOptions),
+      );
+    if (name === 'actions-kept')
+      register('keeps every assistant action verbatim', propertyTests.actionsKept(requestOp, requestOptions));
+    if (name === 'no-dangling-reference')
+      register(
+        'refers only to what the conversation was shown',
+        propertyTests.noDanglingReference(requestOp, requestOptions),
+      );
   }
 }

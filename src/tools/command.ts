@@ -17,7 +17,10 @@ export function cwdOf(args: Readonly<Record<string, unknown>>, fallback: string)
 }
 
 /** `args.env_type` / `args.backend`, else TERMINAL_ENV / TERMINAL_BACKEND, else `local` (lower-cased). */
-export function backendOf(args: Readonly<Record<string, unknown>>, env: Readonly<Record<string, string | undefined>>): string {
+export function backendOf(
+  args: Readonly<Record<string, unknown>>,
+  env: Readonly<Record<string, string | undefined>>,
+): string {
   for (const value of [args['env_type'], args['backend'], env['TERMINAL_ENV'], env['TERMINAL_BACKEND']]) {
     if (typeof value === 'string' && value.trim() !== '') return value.trim().toLowerCase();
   }

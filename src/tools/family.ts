@@ -26,7 +26,10 @@ const WRAPPERS = new Set(['sudo', 'env', 'time', 'nice', 'command', 'exec', 'npx
 /** The words of the command that produced the output (last `&&`/`;`/`||` segment, first pipe stage). */
 export function commandWords(command: string): string[] {
   const trimmed = command.trim().replace(/^: RTK && /, '');
-  const segments = trimmed.split(/&&|\|\||;|\n/).map((s) => s.trim()).filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
+  const segments = trimmed
+    .split(/&&|\|\||;|\n/)
+    .map((s) => s.trim())
+    .filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
   const producer = (segments[segments.length - 1] ?? '').split(/\|(?!\|)/)[0]!.trim();
   const words = producer.split(/\s+/).filter((w) => w !== '');
   let i = 0;
@@ -34,9 +37,11 @@ export function commandWords(command: string): string[] {
     const w = words[i];
     if (w === undefined) return false;
     if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || WRAPPERS.has(w)) return true;
-    if ((w === 'uv' || w === 'poetry' || w === 'pipenv' || w === 'bundle') && /^(run|exec)$/.test(words[i + 1] ?? '')) return (i += 1), true;
-    if ((w === 'pnpm' || w === 'npm' || w === 'yarn') && /^(exec|dlx|x)$/.test(words[i + 1] ?? '')) return (i += 1), true;
-    if (/^python(\d(\.\d+)?)?$/.test(w) && words[i + 1] === '-m') return (i += 1), true;
+    if ((w === 'uv' || w === 'poetry' || w === 'pipenv' || w === 'bundle') && /^(run|exec)$/.test(words[i + 1] ?? ''))
+      return ((i += 1), true);
+    if ((w === 'pnpm' || w === 'npm' || w === 'yarn') && /^(exec|dlx|x)$/.test(words[i + 1] ?? ''))
+      return ((i += 1), true);
+    if (/^python(\d(\.\d+)?)?$/.test(w) && words[i + 1] === '-m') return ((i += 1), true);
     return false;
   };
   while (skip()) i += 1;
@@ -110,7 +115,11 @@ const FILE_READERS = new Set(['cat', 'head', 'tail', 'nl', 'bat', 'batcat', 'les
  */
 export function isFileRead(command: string | undefined): boolean {
   if (command === undefined) return false;
-  const segments = command.trim().split(/&&|\|\||;|\n/).map((s) => s.trim()).filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
+  const segments = command
+    .trim()
+    .split(/&&|\|\||;|\n/)
+    .map((s) => s.trim())
+    .filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
   const last = segments.at(-1) ?? '';
   if (last === '' || /\|(?!\|)/.test(last) || /[<>]/.test(last.replace(/\d?>&\d|2>\/dev\/null/g, ''))) return false;
   const [tool = '', ...rest] = commandWords(last);

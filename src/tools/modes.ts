@@ -15,7 +15,10 @@ export function flagsForMode(mode: Mode): ModeFlags {
 }
 
 /** Resolve `{ mode, flags }` options at build time; default balanced. */
-export function resolveFlags(operator: string, options: { readonly mode?: Mode; readonly flags?: ModeFlags }): ModeFlags {
+export function resolveFlags(
+  operator: string,
+  options: { readonly mode?: Mode; readonly flags?: ModeFlags },
+): ModeFlags {
   if (options.flags !== undefined) return options.flags;
   return flagsForMode(oneOfOption(operator, 'mode', options.mode, 'balanced', MODES));
 }

@@ -23,14 +23,18 @@ export const DEFAULT_TOOL_NAMES: Readonly<Record<string, CanonicalTool>> = Objec
 
 /** Host name → canonical name, or undefined for tools the reduction paths ignore. */
 export function canonicalToolName(name: string, map: Readonly<Record<string, string>> = {}): CanonicalTool | undefined {
-  const found = map[name] ?? map[name.toLowerCase()] ?? DEFAULT_TOOL_NAMES[name] ?? DEFAULT_TOOL_NAMES[name.toLowerCase()];
-  return found !== undefined && (CANONICAL_TOOLS as readonly string[]).includes(found) ? (found as CanonicalTool) : undefined;
+  const found =
+    map[name] ?? map[name.toLowerCase()] ?? DEFAULT_TOOL_NAMES[name] ?? DEFAULT_TOOL_NAMES[name.toLowerCase()];
+  return found !== undefined && (CANONICAL_TOOLS as readonly string[]).includes(found)
+    ? (found as CanonicalTool)
+    : undefined;
 }
 
 /** Validate a user map at build time; the error names the operator. */
 export function validateToolNames(operator: string, map: unknown): Readonly<Record<string, CanonicalTool>> {
   if (map === undefined) return {};
-  if (typeof map !== 'object' || map === null || Array.isArray(map)) throw new ConfigError(`${operator}: options.toolNames must be an object of host name → canonical name`);
+  if (typeof map !== 'object' || map === null || Array.isArray(map))
+    throw new ConfigError(`${operator}: options.toolNames must be an object of host name → canonical name`);
   const out: Record<string, CanonicalTool> = {};
   for (const [host, canonical] of Object.entries(map)) {
     if (!(CANONICAL_TOOLS as readonly unknown[]).includes(canonical)) {

@@ -76,7 +76,10 @@ function sectionBody(text: string, name: string): string | undefined {
  * first config file with a pytest section wins (as pytest picks its rootdir config); the walk
  * stops at a directory containing `.git` or after 8 directories. Parse errors count as not quiet.
  */
-export function createPytestQuietProbe(read: ReadTextFile = readTextFileSync, exists: (path: string) => boolean = existsSync): (dir: string) => boolean {
+export function createPytestQuietProbe(
+  read: ReadTextFile = readTextFileSync,
+  exists: (path: string) => boolean = existsSync,
+): (dir: string) => boolean {
   const cache = new Map<string, boolean>();
   return (start) => {
     const cached = cache.get(start);
@@ -102,7 +105,11 @@ function configAddopts(dir: string, read: ReadTextFile): string | undefined {
     const pyproject = read(join(dir, 'pyproject.toml'));
     const fromPyproject = pyproject === undefined ? undefined : pyprojectAddopts(pyproject);
     if (fromPyproject !== undefined) return fromPyproject;
-    for (const [file, section] of [['pytest.ini', 'pytest'], ['tox.ini', 'pytest'], ['setup.cfg', 'tool:pytest']] as const) {
+    for (const [file, section] of [
+      ['pytest.ini', 'pytest'],
+      ['tox.ini', 'pytest'],
+      ['setup.cfg', 'tool:pytest'],
+    ] as const) {
       const text = read(join(dir, file));
       const found = text === undefined ? undefined : iniAddopts(text, section);
       if (found !== undefined) return found;

@@ -84,7 +84,8 @@ export function runRtkRewrite(options: RunRewriteOptions): Promise<RewriteOutcom
 
 function classify(code: number | null, signal: NodeJS.Signals | null, stdout: string, command: string): RewriteOutcome {
   if (code === null || signal !== null) return { kind: 'error', reason: 'signal' };
-  if (code !== 0 && code !== 3) return code === 1 || code === 2 ? { kind: 'none', exitCode: code } : { kind: 'error', reason: 'exit_code' };
+  if (code !== 0 && code !== 3)
+    return code === 1 || code === 2 ? { kind: 'none', exitCode: code } : { kind: 'error', reason: 'exit_code' };
   const rewritten = stdout.trim();
   if (rewritten === '' || rewritten === command.trim()) return { kind: 'none', exitCode: code };
   if (/[\u0000-\u0008\u000e-\u001f\u007f\ufffd]/.test(rewritten) || !INVOKES_RTK.test(rewritten)) {
@@ -94,7 +95,10 @@ function classify(code: number | null, signal: NodeJS.Signals | null, stdout: st
 }
 
 /** A pinned path wins; otherwise the first executable `rtk` on PATH; undefined when none. */
-export function resolveRtkPath(pinned: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
+export function resolveRtkPath(
+  pinned: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): string | undefined {
   if (pinned !== undefined && pinned.trim() !== '') return pinned;
   for (const dir of (env['PATH'] ?? '').split(delimiter)) {
     if (dir === '' || !isAbsolute(dir)) continue; // a relative PATH entry is a hijack risk

@@ -7,13 +7,40 @@ import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
 import { argsJson, label, requireCount, scopeKey, storedScope, type StoreContext } from './context.js';
 import { VaultArgumentError, VaultContentError } from './errors.js';
-import { codePointLength, foldCase, idMatchesSha, isWellFormedText, longIdForSha, sha256Hex, shortIdForSha, sliceCodePoints } from './identity.js';
+import {
+  codePointLength,
+  foldCase,
+  idMatchesSha,
+  isWellFormedText,
+  longIdForSha,
+  sha256Hex,
+  shortIdForSha,
+  sliceCodePoints,
+} from './identity.js';
 import type { ArtifactStore, SearchResults, StoreScope } from './ports.js';
 import { accessibleIds, selectSummaries, toSummary } from './queries.js';
 import { addCounter, makeRoom } from './retention.js';
 import { META, type VaultDatabase } from './schema.js';
-import { COMPACT_CLIP, COMPACT_LINES, HEAD_LINES, LINE_CLIP, MAX_SIGNALS, findLines, splitLines, structureOf, synopsisOf } from './synopsis.js';
-import type { ArtifactFind, ArtifactPage, ArtifactPeek, ArtifactSummary, PutInput, PutResult, VaultUsage } from './types.js';
+import {
+  COMPACT_CLIP,
+  COMPACT_LINES,
+  HEAD_LINES,
+  LINE_CLIP,
+  MAX_SIGNALS,
+  findLines,
+  splitLines,
+  structureOf,
+  synopsisOf,
+} from './synopsis.js';
+import type {
+  ArtifactFind,
+  ArtifactPage,
+  ArtifactPeek,
+  ArtifactSummary,
+  PutInput,
+  PutResult,
+  VaultUsage,
+} from './types.js';
 
 const DEFAULT_PEEK_CHARS = 8_000;
 const MIN_PEEK_CHARS = 200;
@@ -53,7 +80,9 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
   const touch = (trx: Kysely<VaultDatabase>, sha: string, now: string) =>
     trx
       .updateTable('artifacts')
-      .set((eb) => ({ last_observed_at: eb.case().when('last_observed_at', '<', now).then(now).else(eb.ref('last_observed_at')).end() }))
+      .set((eb) => ({
+        last_observed_at: eb.case().when('last_observed_at', '<', now).then(now).else(eb.ref('last_observed_at')).end(),
+      }))
       .where('sha256', '=', sha)
       .returning(['seq', 'artifact_id as artifactId'])
       .executeTakeFirst();
@@ -62,7 +91,14 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
   const readVerified = new Set<number>();
 
   /** One write transaction: dedup, collision-safe id, retention, insert, provenance. */
-  const write = (input: PutInput, content: string, sha: string, chars: number, bytes: number, scope: StoreScope | undefined) =>
+  const write = (
+    input: PutInput,
+    content: string,
+    sha: string,
+    chars: number,
+    bytes: number,
+    scope: StoreScope | undefined,
+  ) =>
     conn.write(async (trx) => {
       const now = ctx.nowIso();
       const toolName = label(ctx, input.toolName);
@@ -71,14 +107,22 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       if (found === undefined) {
         // New content: lock the byte counter (serializes new artifacts across hosts), then look
         // again, since another writer may have stored the same content while we waited.
-        const counter = await conn.lock(trx.selectFrom('vault_meta').select('value').where('key', '=', META.bytes), 'counter').executeTakeFirst();
+        const counter = await conn
+          .lock(trx.selectFrom('vault_meta').select('value').where('key', '=', META.bytes), 'counter')
+          .executeTakeFirst();
         found = await touch(trx, sha, now);
         if (found === undefined) {
           const short = shortIdForSha(sha);
-          const taken = await trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', short).executeTakeFirst();
+          const taken = await trx
+            .selectFrom('artifacts')
+            .select('seq')
+            .where('artifact_id', '=', short)
+            .executeTakeFirst();
           // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
           const artifactId = taken === undefined ? short : longIdForSha(sha);
-          await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes, { idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString() });
+          await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes, {
+            idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString(),
+          });
           const row = await trx
             .insertInto('artifacts')
             .values({
@@ -101,11 +145,20 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
         }
       }
       const args = argsJson(input.args);
-      const owner = scopeKey(ctx, { ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope?.sessionId ?? input.sessionId ?? '' });
+      const owner = scopeKey(ctx, {
+        ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
+        sessionId: scope?.sessionId ?? input.sessionId ?? '',
+      });
       if (owner.tenant !== '' || owner.sessionId !== '') {
         await trx
           .insertInto('artifact_access')
-          .values({ tenant: owner.tenant, session_id: owner.sessionId!, artifact_id: found.artifactId, pinned: 0, updated_at: now })
+          .values({
+            tenant: owner.tenant,
+            session_id: owner.sessionId!,
+            artifact_id: found.artifactId,
+            pinned: 0,
+            updated_at: now,
+          })
           .onConflict((oc) => oc.doNothing())
           .execute();
       }
@@ -140,12 +193,22 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
   };
 
   const readBack = (artifactId: string, scope?: StoreScope) =>
-    visible(scope).select(['a.sha256 as sha256', 'a.content as content']).where('a.artifact_id', '=', artifactId).executeTakeFirst();
+    visible(scope)
+      .select(['a.sha256 as sha256', 'a.content as content'])
+      .where('a.artifact_id', '=', artifactId)
+      .executeTakeFirst();
 
   /** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
   const loadContent = async (artifactId: string, scope: StoreScope | undefined) => {
     const row = await visible(scope)
-      .select(['a.seq as seq', 'a.sha256 as sha256', 'a.tool_name as toolName', 'a.char_count as chars', 'a.byte_count as bytes', 'a.content as content'])
+      .select([
+        'a.seq as seq',
+        'a.sha256 as sha256',
+        'a.tool_name as toolName',
+        'a.char_count as chars',
+        'a.byte_count as bytes',
+        'a.content as content',
+      ])
       .where('a.artifact_id', '=', artifactId)
       .executeTakeFirst();
     if (row === undefined) throw new ArtifactNotFoundError(artifactId);
@@ -153,7 +216,8 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
     const seq = Number(row.seq);
     if (!readVerified.has(seq)) {
       // A damaged page can return other bytes without an error: never serve them as the artifact.
-      if (sha256Hex(content) !== row.sha256 || !idMatchesSha(artifactId, row.sha256)) throw new VaultVerifyError(artifactId);
+      if (sha256Hex(content) !== row.sha256 || !idMatchesSha(artifactId, row.sha256))
+        throw new VaultVerifyError(artifactId);
       if (readVerified.size >= READ_CACHE) readVerified.delete(readVerified.values().next().value as number);
       readVerified.add(seq);
     }
@@ -170,7 +234,9 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       }
       const chars = codePointLength(content);
       if (chars > limits.maxArtifactChars) {
-        throw new VaultCapacityError(`artifact of ${chars} chars exceeds the per-artifact limit of ${limits.maxArtifactChars}`);
+        throw new VaultCapacityError(
+          `artifact of ${chars} chars exceeds the per-artifact limit of ${limits.maxArtifactChars}`,
+        );
       }
       const bytes = Buffer.byteLength(content, 'utf8');
       if (bytes > limits.maxBytes) {
@@ -182,7 +248,8 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       // Row keys are never reused, so a row pruned and written again is verified again.
       if (verified.get(sha) !== seq) {
         const back = await readBack(artifactId);
-        if (back === undefined || back.sha256 !== sha || conn.decodeContent(back.content) !== content) throw new VaultVerifyError(artifactId);
+        if (back === undefined || back.sha256 !== sha || conn.decodeContent(back.content) !== content)
+          throw new VaultVerifyError(artifactId);
         remember(sha, seq);
       }
       return Object.freeze({ artifactId, sha256: sha, created, chars, bytes });
@@ -191,7 +258,11 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
     async verify(artifactId: string, scope?: StoreScope): Promise<boolean> {
       ctx.assertOpen();
       const row = await readBack(artifactId, scope);
-      return row !== undefined && sha256Hex(conn.decodeContent(row.content)) === row.sha256 && idMatchesSha(artifactId, row.sha256);
+      return (
+        row !== undefined &&
+        sha256Hex(conn.decodeContent(row.content)) === row.sha256 &&
+        idMatchesSha(artifactId, row.sha256)
+      );
     },
 
     async summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined> {
@@ -248,12 +319,25 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       return Object.freeze({ ...base, synopsis });
     },
 
-    async find(artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES, scope?: StoreScope): Promise<ArtifactFind> {
+    async find(
+      artifactId: string,
+      query: string,
+      limit = DEFAULT_FIND_MATCHES,
+      scope?: StoreScope,
+    ): Promise<ArtifactFind> {
       ctx.assertOpen();
-      if (typeof query !== 'string' || query.trim() === '') throw new VaultArgumentError('find: query must be non-empty');
+      if (typeof query !== 'string' || query.trim() === '')
+        throw new VaultArgumentError('find: query must be non-empty');
       const cap = Math.min(requireCount('limit', limit, 1), MAX_FIND_MATCHES);
       const { matches, totalMatches } = findLines((await loadContent(artifactId, scope)).content, query, cap);
-      return Object.freeze({ artifactId, query, matches, totalMatches, truncated: totalMatches > matches.length, lossy: true });
+      return Object.freeze({
+        artifactId,
+        query,
+        matches,
+        totalMatches,
+        truncated: totalMatches > matches.length,
+        lossy: true,
+      });
     },
 
     async search(query: string, limit = limits.maxSearchResults, scope?: StoreScope): Promise<SearchResults> {
@@ -261,8 +345,13 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
       const needle = foldCase((typeof query === 'string' ? query : '').trim());
       if (needle === '') return searchResults([], false);
-      if (codePointLength(needle) > MAX_QUERY_CHARS) throw new VaultArgumentError(`search: query must be at most ${MAX_QUERY_CHARS} characters`);
-      const found = await conn.search.search(needle, cap, { scope: storedScope(ctx, scope), deadline: ctx.clock() + limits.searchDeadlineMs, clock: ctx.clock });
+      if (codePointLength(needle) > MAX_QUERY_CHARS)
+        throw new VaultArgumentError(`search: query must be at most ${MAX_QUERY_CHARS} characters`);
+      const found = await conn.search.search(needle, cap, {
+        scope: storedScope(ctx, scope),
+        deadline: ctx.clock() + limits.searchDeadlineMs,
+        clock: ctx.clock,
+      });
       return searchResults(found.rows, found.partial);
     },
 

@@ -7,7 +7,9 @@ import type { VaultOptions } from './create.js';
  */
 export function vaultOptionsFromConfig(config: Config): VaultOptions {
   return {
-    ...(config.dbUrl !== '' ? { url: config.dbUrl, poolSize: config.dbPoolSize, statementTimeoutMs: config.dbStatementTimeoutMs } : { path: config.dbPath }),
+    ...(config.dbUrl !== ''
+      ? { url: config.dbUrl, poolSize: config.dbPoolSize, statementTimeoutMs: config.dbStatementTimeoutMs }
+      : { path: config.dbPath }),
     maxArtifactChars: config.maxArtifactChars,
     maxBytes: config.vaultMaxBytes,
     highWaterPct: config.vaultHighWaterPct,

@@ -38,7 +38,8 @@ export function label(ctx: StoreContext, value: string | undefined): string {
 
 export function requireCount(name: string, value: number | undefined, min = 0): number {
   const v = value ?? min;
-  if (!Number.isInteger(v) || v < min) throw new VaultArgumentError(`${name} must be an integer ≥ ${min} (got ${String(value)})`);
+  if (!Number.isInteger(v) || v < min)
+    throw new VaultArgumentError(`${name} must be an integer ≥ ${min} (got ${String(value)})`);
   return v;
 }
 
@@ -53,8 +54,14 @@ export function argsJson(args: unknown): string {
 }
 
 /** The tenant and session a scope names, as stored (labels); `sessionId` undefined = every session of the tenant. */
-export function scopeKey(ctx: StoreContext, scope: StoreScope): { readonly tenant: string; readonly sessionId: string | undefined } {
-  return { tenant: label(ctx, scope.tenant), sessionId: scope.sessionId === undefined ? undefined : label(ctx, scope.sessionId) };
+export function scopeKey(
+  ctx: StoreContext,
+  scope: StoreScope,
+): { readonly tenant: string; readonly sessionId: string | undefined } {
+  return {
+    tenant: label(ctx, scope.tenant),
+    sessionId: scope.sessionId === undefined ? undefined : label(ctx, scope.sessionId),
+  };
 }
 
 /** The scope with its names stored as labels (for the dialect's search), or undefined for an unscoped call. */

@@ -170,10 +170,13 @@ function resolveOptions(options: VaultOptions): Resolved {
   if (options === null || typeof options !== 'object') throw new ConfigError('createVault: options must be an object');
   const { path, url } = options;
   if (url !== undefined) {
-    if (typeof url !== 'string' || !isPostgresUrl(url)) throw new ConfigError('createVault: `url` must be a postgres:// or postgresql:// connection string');
+    if (typeof url !== 'string' || !isPostgresUrl(url))
+      throw new ConfigError('createVault: `url` must be a postgres:// or postgresql:// connection string');
     if (path !== undefined) throw new ConfigError('createVault: give `path` (SQLite) or `url` (PostgreSQL), not both');
   } else if (typeof path !== 'string' || path === '') {
-    throw new ConfigError('createVault: `path` must be a non-empty string (a file path or ":memory:"), or `url` a postgres:// connection string');
+    throw new ConfigError(
+      'createVault: `path` must be a non-empty string (a file path or ":memory:"), or `url` a postgres:// connection string',
+    );
   }
   const out = { ...DEFAULTS } as Resolved;
   for (const key of Object.keys(RANGES) as (keyof Resolved)[]) {
@@ -185,14 +188,19 @@ function resolveOptions(options: VaultOptions): Resolved {
     }
     out[key] = value;
   }
-  if (options.clock !== undefined && typeof options.clock !== 'function') throw new ConfigError('createVault: `clock` must be a function returning ms');
+  if (options.clock !== undefined && typeof options.clock !== 'function')
+    throw new ConfigError('createVault: `clock` must be a function returning ms');
   if (options.indexInBackground !== undefined && typeof options.indexInBackground !== 'boolean') {
     throw new ConfigError('createVault: `indexInBackground` must be a boolean');
   }
   if (options.readOnlyFallback !== undefined && typeof options.readOnlyFallback !== 'boolean') {
     throw new ConfigError('createVault: `readOnlyFallback` must be a boolean');
   }
-  if (options.ssl !== undefined && typeof options.ssl !== 'boolean' && (options.ssl === null || typeof options.ssl !== 'object')) {
+  if (
+    options.ssl !== undefined &&
+    typeof options.ssl !== 'boolean' &&
+    (options.ssl === null || typeof options.ssl !== 'object')
+  ) {
     throw new ConfigError('createVault: `ssl` must be a boolean or a TLS options object');
   }
   return out;
@@ -232,11 +240,35 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
 
 /** Methods whose failures the health monitor looks at (a corruption code runs the integrity check). */
 const OBSERVED = [
-  'put', 'verify', 'summary', 'page', 'peek', 'find', 'search', 'usage', 'exposureAvailable', 'claimExposure', 'recordExposure',
-  'deliver', 'pin', 'sessionPins', 'closeSession', 'getBaseline', 'setBaseline', 'getRendering', 'setRendering', 'recordRequestMetric', 'metricsSummary',
+  'put',
+  'verify',
+  'summary',
+  'page',
+  'peek',
+  'find',
+  'search',
+  'usage',
+  'exposureAvailable',
+  'claimExposure',
+  'recordExposure',
+  'deliver',
+  'pin',
+  'sessionPins',
+  'closeSession',
+  'getBaseline',
+  'setBaseline',
+  'getRendering',
+  'setRendering',
+  'recordRequestMetric',
+  'metricsSummary',
 ] as const;
 
-function composeVault(raw: VaultConnection, opts: Resolved, clock: () => number, workingState: WorkingStateLimits): Vault {
+function composeVault(
+  raw: VaultConnection,
+  opts: Resolved,
+  clock: () => number,
+  workingState: WorkingStateLimits,
+): Vault {
   let closed = false;
   const limits: VaultLimits = Object.freeze({
     maxArtifactChars: opts.maxArtifactChars,
@@ -265,7 +297,8 @@ function composeVault(raw: VaultConnection, opts: Resolved, clock: () => number,
     clock,
     nowIso: () => new Date(clock()).toISOString(),
     assertOpen: () => {
-      if (closed) throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
+      if (closed)
+        throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
     },
   };
   const artifacts = createArtifactStore(ctx);

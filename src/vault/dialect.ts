@@ -52,7 +52,11 @@ export interface SearchIndex {
    * Artifacts whose content or a tool name contains `needle` (already trimmed and case-folded),
    * newest first, visible to `bounds.scope`; stops at `bounds.deadline` with `partial: true`.
    */
-  search(needle: string, limit: number, bounds: SearchBounds): Promise<{ readonly rows: readonly ArtifactSummary[]; readonly partial: boolean }>;
+  search(
+    needle: string,
+    limit: number,
+    bounds: SearchBounds,
+  ): Promise<{ readonly rows: readonly ArtifactSummary[]; readonly partial: boolean }>;
   /** Called after a put that created an artifact (SQLite indexes in the background). */
   afterPut(): void;
   close(): void;

@@ -24,9 +24,12 @@ const CORRUPTION = /^SQLITE_(CORRUPT|NOTADB)/;
 const warned = new Set<string>();
 
 const MESSAGES: Record<Exclude<VaultHealth['state'], 'ok'>, string> = {
-  deleted: 'was deleted while open: new evidence would be lost at restart, so nothing more is stored or reduced; recovery of what this process stored still works until it exits',
-  replaced: 'was replaced by another file while open: nothing more is stored or reduced by this process; restart it to use the new file',
-  corrupt: 'is damaged (integrity check failed): nothing more is stored or reduced; intact artifacts are still recovered, each verified by its hash',
+  deleted:
+    'was deleted while open: new evidence would be lost at restart, so nothing more is stored or reduced; recovery of what this process stored still works until it exits',
+  replaced:
+    'was replaced by another file while open: nothing more is stored or reduced by this process; restart it to use the new file',
+  corrupt:
+    'is damaged (integrity check failed): nothing more is stored or reduced; intact artifacts are still recovered, each verified by its hash',
   read_only: 'could only be opened read-only: nothing is stored or reduced; existing receipts are still recovered',
 };
 const CODES: Record<Exclude<VaultHealth['state'], 'ok'>, 'E_VAULT_GONE' | 'E_VAULT_CORRUPT' | 'E_VAULT_READ_ONLY'> = {
@@ -43,14 +46,20 @@ function warnOnce(location: string, health: VaultHealth): void {
   if (warned.has(key)) return;
   warned.add(key);
   try {
-    process.stderr.write(`token-terminator: the vault at ${location} ${MESSAGES[health.state]}${health.detail === undefined ? '' : ` (${health.detail})`}\n`);
+    process.stderr.write(
+      `token-terminator: the vault at ${location} ${MESSAGES[health.state]}${health.detail === undefined ? '' : ` (${health.detail})`}\n`,
+    );
   } catch {
     // a closed stderr must not stop the host
   }
 }
 
 /** A monitor over `probe`; `initial` is the state the store was opened in (read-only, corrupt). */
-export function createHealthMonitor(location: string, probe: HealthProbe, initial: VaultHealth = { state: 'ok' }): HealthMonitor {
+export function createHealthMonitor(
+  location: string,
+  probe: HealthProbe,
+  initial: VaultHealth = { state: 'ok' },
+): HealthMonitor {
   let health: VaultHealth = Object.freeze({ ...initial });
   let checked = initial.state === 'corrupt';
   warnOnce(location, health);
@@ -69,7 +78,8 @@ export function createHealthMonitor(location: string, probe: HealthProbe, initia
     current,
     assertWritable() {
       const h = current();
-      if (h.state !== 'ok') throw new VaultHealthError(CODES[h.state], h.state, `the vault at ${location} ${MESSAGES[h.state]}`);
+      if (h.state !== 'ok')
+        throw new VaultHealthError(CODES[h.state], h.state, `the vault at ${location} ${MESSAGES[h.state]}`);
     },
     observe(error) {
       const code = (error as { code?: unknown } | null)?.code;
@@ -79,9 +89,13 @@ export function createHealthMonitor(location: string, probe: HealthProbe, initia
       try {
         finding = probe.integrity?.();
       } catch (e) {
-        finding = (e as { code?: unknown } | null)?.code === undefined ? 'integrity check failed' : String((e as { code: unknown }).code);
+        finding =
+          (e as { code?: unknown } | null)?.code === undefined
+            ? 'integrity check failed'
+            : String((e as { code: unknown }).code);
       }
-      if (finding !== undefined && health.state !== 'deleted' && health.state !== 'replaced') set({ state: 'corrupt', detail: finding });
+      if (finding !== undefined && health.state !== 'deleted' && health.state !== 'replaced')
+        set({ state: 'corrupt', detail: finding });
     },
   };
 }

@@ -50,7 +50,6 @@ export function isWellFormedText(s: string): boolean {
   return wellFormed !== undefined ? wellFormed.call(s) : !LONE_SURROGATE.test(s);
 }
 
-
 /** Length in code points (Python `len`). */
 export const codePointLength = codePoints;
 

@@ -26,14 +26,34 @@ const DELIVER_BATCH = 200;
  * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
  * is missing): returns its epoch. Row-locked on PostgreSQL, so a concurrent release waits or skips.
  */
-export async function touchSession(ctx: StoreContext, trx: Kysely<VaultDatabase>, scope: StoreScope | undefined, sessionId?: string): Promise<string> {
-  const key = scopeKey(ctx, { ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope?.sessionId ?? sessionId ?? '' });
+export async function touchSession(
+  ctx: StoreContext,
+  trx: Kysely<VaultDatabase>,
+  scope: StoreScope | undefined,
+  sessionId?: string,
+): Promise<string> {
+  const key = scopeKey(ctx, {
+    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
+    sessionId: scope?.sessionId ?? sessionId ?? '',
+  });
   const now = ctx.nowIso();
   const row = await ctx.conn
-    .lock(trx.selectFrom('vault_sessions').select('epoch').where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!), 'claim')
+    .lock(
+      trx
+        .selectFrom('vault_sessions')
+        .select('epoch')
+        .where('tenant', '=', key.tenant)
+        .where('session_id', '=', key.sessionId!),
+      'claim',
+    )
     .executeTakeFirst();
   if (row !== undefined) {
-    await trx.updateTable('vault_sessions').set({ last_seen_at: now, closed: 0 }).where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!).execute();
+    await trx
+      .updateTable('vault_sessions')
+      .set({ last_seen_at: now, closed: 0 })
+      .where('tenant', '=', key.tenant)
+      .where('session_id', '=', key.sessionId!)
+      .execute();
     return row.epoch;
   }
   const epoch = randomUUID();
@@ -43,7 +63,12 @@ export async function touchSession(ctx: StoreContext, trx: Kysely<VaultDatabase>
     .values({ tenant: key.tenant, session_id: key.sessionId!, epoch, last_seen_at: now, closed: 0 })
     .onConflict((oc) => oc.columns(['tenant', 'session_id']).doUpdateSet({ last_seen_at: now, closed: 0 }))
     .execute();
-  const stored = await trx.selectFrom('vault_sessions').select('epoch').where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!).executeTakeFirstOrThrow();
+  const stored = await trx
+    .selectFrom('vault_sessions')
+    .select('epoch')
+    .where('tenant', '=', key.tenant)
+    .where('session_id', '=', key.sessionId!)
+    .executeTakeFirstOrThrow();
   return stored.epoch;
 }
 
@@ -69,7 +94,10 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
   const deliver = async (artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery> => {
     ctx.assertOpen();
     const ids = [...new Set(artifactIds)];
-    const key = scopeKey(ctx, { ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope?.sessionId ?? '' });
+    const key = scopeKey(ctx, {
+      ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
+      sessionId: scope?.sessionId ?? '',
+    });
     return conn.write(async (trx) => {
       const epoch = await touchSession(ctx, trx, scope);
       const now = ctx.nowIso();
@@ -77,17 +105,38 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
         const batch = ids.slice(i, i + DELIVER_BATCH);
         // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
-        const rows = await conn.lock(trx.selectFrom('artifacts').select(['artifact_id as artifactId', 'sha256', 'content']).where('artifact_id', 'in', batch), 'claim').execute();
+        const rows = await conn
+          .lock(
+            trx
+              .selectFrom('artifacts')
+              .select(['artifact_id as artifactId', 'sha256', 'content'])
+              .where('artifact_id', 'in', batch),
+            'claim',
+          )
+          .execute();
         for (const row of rows) {
-          if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256) intact.add(row.artifactId);
+          if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256)
+            intact.add(row.artifactId);
         }
       }
       const pinned = [...intact];
       for (let i = 0; i < pinned.length; i += DELIVER_BATCH) {
         await trx
           .insertInto('artifact_access')
-          .values(pinned.slice(i, i + DELIVER_BATCH).map((artifactId) => ({ tenant: key.tenant, session_id: key.sessionId!, artifact_id: artifactId, pinned: 1, updated_at: now })))
-          .onConflict((oc) => oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }))
+          .values(
+            pinned
+              .slice(i, i + DELIVER_BATCH)
+              .map((artifactId) => ({
+                tenant: key.tenant,
+                session_id: key.sessionId!,
+                artifact_id: artifactId,
+                pinned: 1,
+                updated_at: now,
+              })),
+          )
+          .onConflict((oc) =>
+            oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }),
+          )
           .execute();
       }
       return Object.freeze({ missing: Object.freeze(ids.filter((id) => !intact.has(id))), epoch });
@@ -107,7 +156,9 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       ctx.assertOpen();
       const max = requireCount('limit', limit);
       return conn.write(async (trx) => {
-        const row = await conn.lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim').executeTakeFirst();
+        const row = await conn
+          .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
+          .executeTakeFirst();
         if (row === undefined) throw new ArtifactNotFoundError(artifactId);
         await touchSession(ctx, trx, scope, sessionId);
         const existing = await trx
@@ -128,7 +179,13 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
         if (Number(count.n) >= max) return false;
         await trx
           .insertInto('artifact_exposures')
-          .values({ session_id: sessionId, artifact_id: artifactId, request_id: requestId, inline: 1, exposed_at: ctx.nowIso() })
+          .values({
+            session_id: sessionId,
+            artifact_id: artifactId,
+            request_id: requestId,
+            inline: 1,
+            exposed_at: ctx.nowIso(),
+          })
           .execute();
         return true;
       }, scope?.budget);
@@ -137,15 +194,28 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
     async recordExposure(sessionId, artifactId, requestId, inline, scope) {
       ctx.assertOpen();
       await conn.write(async (trx) => {
-        const row = await conn.lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim').executeTakeFirst();
+        const row = await conn
+          .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
+          .executeTakeFirst();
         if (row === undefined) throw new ArtifactNotFoundError(artifactId);
         await touchSession(ctx, trx, scope, sessionId);
         await trx
           .insertInto('artifact_exposures')
-          .values({ session_id: sessionId, artifact_id: artifactId, request_id: requestId, inline: inline ? 1 : 0, exposed_at: ctx.nowIso() })
+          .values({
+            session_id: sessionId,
+            artifact_id: artifactId,
+            request_id: requestId,
+            inline: inline ? 1 : 0,
+            exposed_at: ctx.nowIso(),
+          })
           .onConflict((oc) =>
             oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
-              inline: eb.case().when('excluded.inline', '>', eb.ref('artifact_exposures.inline')).then(eb.ref('excluded.inline')).else(eb.ref('artifact_exposures.inline')).end(),
+              inline: eb
+                .case()
+                .when('excluded.inline', '>', eb.ref('artifact_exposures.inline'))
+                .then(eb.ref('excluded.inline'))
+                .else(eb.ref('artifact_exposures.inline'))
+                .end(),
               exposed_at: eb.ref('excluded.exposed_at'),
             })),
           )
@@ -162,21 +232,35 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
 
     async sessionPins(scope): Promise<SessionPins | undefined> {
       ctx.assertOpen();
-      const key = scopeKey(ctx, { ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope.sessionId ?? '' });
+      const key = scopeKey(ctx, {
+        ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
+        sessionId: scope.sessionId ?? '',
+      });
       const row = await db
         .selectFrom('vault_sessions')
         .select(['epoch', 'last_seen_at as lastSeen', 'closed'])
         .where('tenant', '=', key.tenant)
         .where('session_id', '=', key.sessionId!)
         .executeTakeFirst();
-      return row === undefined ? undefined : Object.freeze({ epoch: row.epoch, lastSeenMs: Date.parse(row.lastSeen), closed: Number(row.closed) === 1 });
+      return row === undefined
+        ? undefined
+        : Object.freeze({ epoch: row.epoch, lastSeenMs: Date.parse(row.lastSeen), closed: Number(row.closed) === 1 });
     },
 
     async closeSession(scope) {
       ctx.assertOpen();
-      const key = scopeKey(ctx, { ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }), sessionId: scope.sessionId ?? '' });
+      const key = scopeKey(ctx, {
+        ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
+        sessionId: scope.sessionId ?? '',
+      });
       await conn.write(
-        (trx) => trx.updateTable('vault_sessions').set({ closed: 1 }).where('tenant', '=', key.tenant).where('session_id', '=', key.sessionId!).execute(),
+        (trx) =>
+          trx
+            .updateTable('vault_sessions')
+            .set({ closed: 1 })
+            .where('tenant', '=', key.tenant)
+            .where('session_id', '=', key.sessionId!)
+            .execute(),
         scope.budget,
       );
     },

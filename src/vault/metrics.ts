@@ -106,11 +106,16 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
         // A row's components are replaced whole: those of an earlier write of the same request go first.
         await trx
           .deleteFrom('request_component_metrics')
-          .where((eb) => eb.or(part.map((r) => eb.and([eb('session_id', '=', r.session_id), eb('request_id', '=', r.request_id)]))))
+          .where((eb) =>
+            eb.or(part.map((r) => eb.and([eb('session_id', '=', r.session_id), eb('request_id', '=', r.request_id)]))),
+          )
           .execute();
       }
       for (let i = 0; i < components.length; i += ROWS_PER_STATEMENT) {
-        await trx.insertInto('request_component_metrics').values(components.slice(i, i + ROWS_PER_STATEMENT)).execute();
+        await trx
+          .insertInto('request_component_metrics')
+          .values(components.slice(i, i + ROWS_PER_STATEMENT))
+          .execute();
       }
     }, scope?.budget);
   };
@@ -140,13 +145,22 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
       }
       const rows = await db
         .selectFrom('request_component_metrics')
-        .select((eb) => ['component', eb.fn.sum<number>('raw_tokens').as('raw'), eb.fn.sum<number>('final_tokens').as('final')])
+        .select((eb) => [
+          'component',
+          eb.fn.sum<number>('raw_tokens').as('raw'),
+          eb.fn.sum<number>('final_tokens').as('final'),
+        ])
         .groupBy('component')
         .orderBy('component')
         .execute();
       const rawSum = rows.reduce((x, r) => x + Number(r.raw), 0);
       const components: Record<string, { raw_tokens: number; final_tokens: number; raw_pct: number }> = {};
-      for (const r of rows) components[r.component] = { raw_tokens: Number(r.raw), final_tokens: Number(r.final), raw_pct: pct(Number(r.raw), rawSum) };
+      for (const r of rows)
+        components[r.component] = {
+          raw_tokens: Number(r.raw),
+          final_tokens: Number(r.final),
+          raw_pct: pct(Number(r.raw), rawSum),
+        };
       const byMode: Record<string, { requests: number; raw_tokens: number; final_tokens: number }> = {};
       const modes = await db
         .selectFrom('request_metrics')
@@ -159,7 +173,8 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
         .groupBy('mode')
         .orderBy('mode')
         .execute();
-      for (const r of modes) byMode[r.mode] = { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) };
+      for (const r of modes)
+        byMode[r.mode] = { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) };
       const n = (v: unknown): number => Number(v ?? 0);
       return {
         requests: n(t.requests),
@@ -182,7 +197,19 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
       const n = requireCount('limit', limit, 1);
       const rows = await db
         .selectFrom('request_metrics')
-        .select(['session_id', 'request_id', 'mode', 'raw_chars', 'final_chars', 'raw_tokens', 'final_tokens', 'receipts', 'failed_open', 'saved_by_stage_json', 'created_at'])
+        .select([
+          'session_id',
+          'request_id',
+          'mode',
+          'raw_chars',
+          'final_chars',
+          'raw_tokens',
+          'final_tokens',
+          'receipts',
+          'failed_open',
+          'saved_by_stage_json',
+          'created_at',
+        ])
         .orderBy('created_at', 'desc')
         .orderBy('session_id', 'desc')
         .orderBy('request_id', 'desc')

@@ -64,13 +64,26 @@ export async function copyVault(from: string, to: string, options: CopyOptions =
 
 async function copyRows(source: VaultConnection, target: VaultConnection, options: CopyOptions): Promise<CopyReport> {
   const src = source.db;
-  const total = Number((await src.selectFrom('artifacts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const total = Number(
+    (
+      await src
+        .selectFrom('artifacts')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   let copied = 0;
   let alreadyThere = 0;
   let bytes = 0;
   let lastSeq = 0;
   for (;;) {
-    const rows = await src.selectFrom('artifacts').selectAll().where('seq', '>', lastSeq).orderBy('seq').limit(BATCH).execute();
+    const rows = await src
+      .selectFrom('artifacts')
+      .selectAll()
+      .where('seq', '>', lastSeq)
+      .orderBy('seq')
+      .limit(BATCH)
+      .execute();
     if (rows.length === 0) break;
     await target.write(async (trx) => {
       for (const row of rows) {
@@ -101,7 +114,11 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
   }
 
   const rowCounts: Record<string, number> = {};
-  const copyTable = async <T extends Record<string, unknown>>(name: string, read: (db: Kysely<VaultDatabase>) => Promise<T[]>, write: (trx: Kysely<VaultDatabase>, batch: T[]) => Promise<void>) => {
+  const copyTable = async <T extends Record<string, unknown>>(
+    name: string,
+    read: (db: Kysely<VaultDatabase>) => Promise<T[]>,
+    write: (trx: Kysely<VaultDatabase>, batch: T[]) => Promise<void>,
+  ) => {
     const all = await read(src);
     for (let i = 0; i < all.length; i += BATCH) {
       const batch = all.slice(i, i + BATCH);
@@ -112,25 +129,75 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
   const label = (s: string) => target.label(s);
   await copyTable(
     'artifact_observations',
-    (db) => db.selectFrom('artifact_observations').select(['artifact_id', 'session_id', 'tool_call_id', 'tool_name', 'args_json', 'args_sha256', 'observed_at']).orderBy('id').execute(),
-    (trx, b) => trx.insertInto('artifact_observations').values(b.map((r) => ({ ...r, session_id: label(r.session_id), tool_call_id: label(r.tool_call_id), tool_name: label(r.tool_name) }))).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+    (db) =>
+      db
+        .selectFrom('artifact_observations')
+        .select(['artifact_id', 'session_id', 'tool_call_id', 'tool_name', 'args_json', 'args_sha256', 'observed_at'])
+        .orderBy('id')
+        .execute(),
+    (trx, b) =>
+      trx
+        .insertInto('artifact_observations')
+        .values(
+          b.map((r) => ({
+            ...r,
+            session_id: label(r.session_id),
+            tool_call_id: label(r.tool_call_id),
+            tool_name: label(r.tool_name),
+          })),
+        )
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+        .then(() => undefined),
   );
   await copyTable(
     'artifact_tools',
     (db) => db.selectFrom('artifact_tools').selectAll().execute(),
-    (trx, b) => trx.insertInto('artifact_tools').values(b.map((r) => ({ ...r, tool_name: label(r.tool_name), tool_fold: label(r.tool_fold) }))).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+    (trx, b) =>
+      trx
+        .insertInto('artifact_tools')
+        .values(b.map((r) => ({ ...r, tool_name: label(r.tool_name), tool_fold: label(r.tool_fold) })))
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+        .then(() => undefined),
   );
-  for (const table of ['artifact_access', 'vault_sessions', 'artifact_exposures', 'terminal_baselines', 'session_renderings', 'request_metrics', 'request_component_metrics', 'working_state_entities'] as const) {
+  for (const table of [
+    'artifact_access',
+    'vault_sessions',
+    'artifact_exposures',
+    'terminal_baselines',
+    'session_renderings',
+    'request_metrics',
+    'request_component_metrics',
+    'working_state_entities',
+  ] as const) {
     await copyTable(
       table,
       (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>,
-      (trx, b) => trx.insertInto(table).values(b as never).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+      (trx, b) =>
+        trx
+          .insertInto(table)
+          .values(b as never)
+          .onConflict((oc) => oc.doNothing())
+          .execute()
+          .then(() => undefined),
     );
   }
   await copyTable(
     'working_state_events',
-    (db) => db.selectFrom('working_state_events').select(['event_id', 'session_id', 'payload', 'created_at']).orderBy('seq').execute(),
-    (trx, b) => trx.insertInto('working_state_events').values(b).onConflict((oc) => oc.doNothing()).execute().then(() => undefined),
+    (db) =>
+      db
+        .selectFrom('working_state_events')
+        .select(['event_id', 'session_id', 'payload', 'created_at'])
+        .orderBy('seq')
+        .execute(),
+    (trx, b) =>
+      trx
+        .insertInto('working_state_events')
+        .values(b)
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+        .then(() => undefined),
   );
   await recount(target);
 
@@ -139,17 +206,38 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
   let verified = 0;
   lastSeq = 0;
   for (;;) {
-    const rows = await src.selectFrom('artifacts').select(['seq', 'artifact_id', 'sha256']).where('seq', '>', lastSeq).orderBy('seq').limit(BATCH).execute();
+    const rows = await src
+      .selectFrom('artifacts')
+      .select(['seq', 'artifact_id', 'sha256'])
+      .where('seq', '>', lastSeq)
+      .orderBy('seq')
+      .limit(BATCH)
+      .execute();
     if (rows.length === 0) break;
     for (const row of rows) {
-      const there = await target.db.selectFrom('artifacts').select(['sha256', 'content']).where('artifact_id', '=', row.artifact_id).executeTakeFirst();
-      const ok = there !== undefined && there.sha256 === row.sha256 && sha256Hex(target.decodeContent(there.content)) === row.sha256 && idMatchesSha(row.artifact_id, row.sha256);
+      const there = await target.db
+        .selectFrom('artifacts')
+        .select(['sha256', 'content'])
+        .where('artifact_id', '=', row.artifact_id)
+        .executeTakeFirst();
+      const ok =
+        there !== undefined &&
+        there.sha256 === row.sha256 &&
+        sha256Hex(target.decodeContent(there.content)) === row.sha256 &&
+        idMatchesSha(row.artifact_id, row.sha256);
       if (ok) verified++;
       else mismatches.push(row.artifact_id);
     }
     lastSeq = Number(rows[rows.length - 1]!.seq);
   }
-  return Object.freeze({ artifacts: copied, alreadyThere, bytes, verified, mismatches: Object.freeze(mismatches), rows: Object.freeze(rowCounts) });
+  return Object.freeze({
+    artifacts: copied,
+    alreadyThere,
+    bytes,
+    verified,
+    mismatches: Object.freeze(mismatches),
+    rows: Object.freeze(rowCounts),
+  });
 }
 
 /** Set the target's O(1) counters from its rows (and keep the source's pruning history out of it). */
@@ -157,9 +245,20 @@ async function recount(target: VaultConnection): Promise<void> {
   await target.write(async (trx) => {
     const totals = await trx
       .selectFrom('artifacts')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes')])
+      .select((eb) => [
+        eb.fn.countAll<number>().as('n'),
+        eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
+      ])
       .executeTakeFirstOrThrow();
-    await trx.updateTable('vault_meta').set({ value: Number(totals.bytes) }).where('key', '=', 'artifact_bytes').execute();
-    await trx.updateTable('vault_meta').set({ value: Number(totals.n) }).where('key', '=', 'artifact_count').execute();
+    await trx
+      .updateTable('vault_meta')
+      .set({ value: Number(totals.bytes) })
+      .where('key', '=', 'artifact_bytes')
+      .execute();
+    await trx
+      .updateTable('vault_meta')
+      .set({ value: Number(totals.n) })
+      .where('key', '=', 'artifact_count')
+      .execute();
   });
 }

@@ -108,9 +108,21 @@ export interface LeaseStore {
   /** Lease preflight (read only). */
   exposureAvailable(sessionId: string, artifactId: string, requestId: string, limit: number): Promise<boolean>;
   /** Authoritative, transactional claim: at most `limit` distinct request ids per (session, artifact) inline, across every process and host. */
-  claimExposure(sessionId: string, artifactId: string, requestId: string, limit: number, scope?: StoreScope): Promise<boolean>;
+  claimExposure(
+    sessionId: string,
+    artifactId: string,
+    requestId: string,
+    limit: number,
+    scope?: StoreScope,
+  ): Promise<boolean>;
   /** Record what was actually delivered (inline becomes max(old, new)). */
-  recordExposure(sessionId: string, artifactId: string, requestId: string, inline: boolean, scope?: StoreScope): Promise<void>;
+  recordExposure(
+    sessionId: string,
+    artifactId: string,
+    requestId: string,
+    inline: boolean,
+    scope?: StoreScope,
+  ): Promise<void>;
   /**
    * The commit point of a receipt: in one write transaction — under the lock retention takes —
    * pin the artifacts for the scope's session (keeping it alive), read each back and check that
@@ -132,9 +144,15 @@ export interface WorkingStateStore {
    * Validate and persist a batch atomically; the session id is the host's, recorded on the events.
    * Returns the result object (`{accepted, event_ids, counts}`); throws a TokenTerminatorError for a bad batch.
    */
-  apply(sessionId: string, operations: readonly Readonly<Record<string, unknown>>[]): Promise<Readonly<Record<string, unknown>>>;
+  apply(
+    sessionId: string,
+    operations: readonly Readonly<Record<string, unknown>>[],
+  ): Promise<Readonly<Record<string, unknown>>>;
   /** Current state of the session (`{nodes: {id: node}, edges: {id: edge}}`), at most `limit` nodes. */
-  get(sessionId: string, options: { readonly includeRetired: boolean; readonly limit: number }): Promise<Readonly<Record<string, unknown>>>;
+  get(
+    sessionId: string,
+    options: { readonly includeRetired: boolean; readonly limit: number },
+  ): Promise<Readonly<Record<string, unknown>>>;
 }
 
 /** State that lets any process continue a session: terminal baselines, sticky renderings, working state. */

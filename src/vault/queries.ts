@@ -21,7 +21,15 @@ export function selectSummaries(db: Kysely<VaultDatabase>) {
   ]);
 }
 
-type SummaryRow = { artifactId: string; sha256: string; chars: number; bytes: number; toolName: string; createdAt: string; observationCount: number | string | bigint | null };
+type SummaryRow = {
+  artifactId: string;
+  sha256: string;
+  chars: number;
+  bytes: number;
+  toolName: string;
+  createdAt: string;
+  observationCount: number | string | bigint | null;
+};
 
 /** A frozen summary with plain numbers (drivers may return counts as bigint or string). */
 export function toSummary(row: SummaryRow): ArtifactSummary {
@@ -42,7 +50,10 @@ export function toSummary(row: SummaryRow): ArtifactSummary {
  * scope's names are already stored labels (see `storedScope`).
  */
 export function accessibleIds(db: Kysely<VaultDatabase>, scope: StoreScope) {
-  let q = db.selectFrom('artifact_access as x').select('x.artifact_id').where('x.tenant', '=', scope.tenant ?? '');
+  let q = db
+    .selectFrom('artifact_access as x')
+    .select('x.artifact_id')
+    .where('x.tenant', '=', scope.tenant ?? '');
   if (scope.sessionId !== undefined) q = q.where('x.session_id', '=', scope.sessionId);
   return q;
 }

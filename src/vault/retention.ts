@@ -57,16 +57,50 @@ export interface ReleasePolicy {
 }
 
 /** Delete up to enough unprotected artifacts, least recently observed first, to bring `current` to `target`. */
-async function pruneUnprotected(trx: Kysely<VaultDatabase>, conn: VaultConnection, current: number, target: number, pruned: { ids: string[]; bytes: number }): Promise<number> {
+async function pruneUnprotected(
+  trx: Kysely<VaultDatabase>,
+  conn: VaultConnection,
+  current: number,
+  target: number,
+  pruned: { ids: string[]; bytes: number },
+): Promise<number> {
   while (current > target) {
     const batch = await conn
       .lock(
         trx
           .selectFrom('artifacts as a')
           .select(['a.seq as seq', 'a.byte_count as bytes'])
-          .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_access as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'a.artifact_id').where('p.pinned', '=', 1))))
-          .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'a.artifact_id'))))
-          .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'a.artifact_id'))))
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('artifact_access as p')
+                  .select('p.artifact_id')
+                  .whereRef('p.artifact_id', '=', 'a.artifact_id')
+                  .where('p.pinned', '=', 1),
+              ),
+            ),
+          )
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('artifact_exposures as e')
+                  .select('e.artifact_id')
+                  .whereRef('e.artifact_id', '=', 'a.artifact_id'),
+              ),
+            ),
+          )
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('terminal_baselines as b')
+                  .select('b.artifact_id')
+                  .whereRef('b.artifact_id', '=', 'a.artifact_id'),
+              ),
+            ),
+          )
           .orderBy('a.last_observed_at')
           .orderBy('a.seq')
           .limit(BATCH),
@@ -85,13 +119,44 @@ async function pruneUnprotected(trx: Kysely<VaultDatabase>, conn: VaultConnectio
     const deleted = await trx
       .deleteFrom('artifacts')
       .where('seq', 'in', chosen)
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_access as p').select('p.artifact_id').whereRef('p.artifact_id', '=', 'artifacts.artifact_id').where('p.pinned', '=', 1))))
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('artifact_exposures as e').select('e.artifact_id').whereRef('e.artifact_id', '=', 'artifacts.artifact_id'))))
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('terminal_baselines as b').select('b.artifact_id').whereRef('b.artifact_id', '=', 'artifacts.artifact_id'))))
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('artifact_access as p')
+              .select('p.artifact_id')
+              .whereRef('p.artifact_id', '=', 'artifacts.artifact_id')
+              .where('p.pinned', '=', 1),
+          ),
+        ),
+      )
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('artifact_exposures as e')
+              .select('e.artifact_id')
+              .whereRef('e.artifact_id', '=', 'artifacts.artifact_id'),
+          ),
+        ),
+      )
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('terminal_baselines as b')
+              .select('b.artifact_id')
+              .whereRef('b.artifact_id', '=', 'artifacts.artifact_id'),
+          ),
+        ),
+      )
       .returning(['seq', 'artifact_id as artifactId', 'byte_count as bytes'])
       .execute();
     if (deleted.length === 0) break;
-    await conn.search.removing(trx, deleted.map((d) => d.seq));
+    await conn.search.removing(
+      trx,
+      deleted.map((d) => d.seq),
+    );
     for (const row of deleted) {
       current -= Number(row.bytes);
       pruned.bytes += Number(row.bytes);
@@ -107,7 +172,11 @@ async function pruneUnprotected(trx: Kysely<VaultDatabase>, conn: VaultConnectio
  * tenant uses the same id), and baselines unused since `idleBefore`. Returns how many protections
  * went (0: nothing left to release).
  */
-export async function releaseEnded(trx: Kysely<VaultDatabase>, conn: VaultConnection, policy: ReleasePolicy): Promise<number> {
+export async function releaseEnded(
+  trx: Kysely<VaultDatabase>,
+  conn: VaultConnection,
+  policy: ReleasePolicy,
+): Promise<number> {
   const ended = await conn
     .lock(
       trx
@@ -121,9 +190,24 @@ export async function releaseEnded(trx: Kysely<VaultDatabase>, conn: VaultConnec
     )
     .execute();
   for (const s of ended) {
-    await trx.updateTable('artifact_access').set({ pinned: 0 }).where('tenant', '=', s.tenant).where('session_id', '=', s.sessionId).where('pinned', '=', 1).execute();
-    await trx.deleteFrom('vault_sessions').where('tenant', '=', s.tenant).where('session_id', '=', s.sessionId).execute();
-    const shared = await trx.selectFrom('vault_sessions').select('tenant').where('session_id', '=', s.sessionId).limit(1).executeTakeFirst();
+    await trx
+      .updateTable('artifact_access')
+      .set({ pinned: 0 })
+      .where('tenant', '=', s.tenant)
+      .where('session_id', '=', s.sessionId)
+      .where('pinned', '=', 1)
+      .execute();
+    await trx
+      .deleteFrom('vault_sessions')
+      .where('tenant', '=', s.tenant)
+      .where('session_id', '=', s.sessionId)
+      .execute();
+    const shared = await trx
+      .selectFrom('vault_sessions')
+      .select('tenant')
+      .where('session_id', '=', s.sessionId)
+      .limit(1)
+      .executeTakeFirst();
     if (shared === undefined) {
       await trx.deleteFrom('artifact_exposures').where('session_id', '=', s.sessionId).execute();
       await trx.deleteFrom('session_renderings').where('session_id', '=', s.sessionId).execute();
@@ -131,9 +215,26 @@ export async function releaseEnded(trx: Kysely<VaultDatabase>, conn: VaultConnec
   }
   if (ended.length > 0) await addCounter(trx, META.releasedSessions, ended.length);
   const stale = await conn
-    .lock(trx.selectFrom('terminal_baselines').select('state_key').where('updated_at', '<', policy.idleBefore).orderBy('updated_at').limit(BATCH), 'delete', true)
+    .lock(
+      trx
+        .selectFrom('terminal_baselines')
+        .select('state_key')
+        .where('updated_at', '<', policy.idleBefore)
+        .orderBy('updated_at')
+        .limit(BATCH),
+      'delete',
+      true,
+    )
     .execute();
-  if (stale.length > 0) await trx.deleteFrom('terminal_baselines').where('state_key', 'in', stale.map((b) => b.state_key)).execute();
+  if (stale.length > 0)
+    await trx
+      .deleteFrom('terminal_baselines')
+      .where(
+        'state_key',
+        'in',
+        stale.map((b) => b.state_key),
+      )
+      .execute();
   return ended.length + stale.length;
 }
 

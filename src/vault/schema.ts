@@ -21,7 +21,10 @@ type DataTypeExpression = Parameters<CreateTableBuilder<string, string>['addColu
 export interface SchemaFlavor {
   readonly engine: StoreEngine;
   /** Add an auto-incrementing integer primary key column (never reused). */
-  serialKey<T extends string, C extends string>(table: CreateTableBuilder<T, C>, column: string): CreateTableBuilder<T, C>;
+  serialKey<T extends string, C extends string>(
+    table: CreateTableBuilder<T, C>,
+    column: string,
+  ): CreateTableBuilder<T, C>;
   /** Type of the artifact content column (text on SQLite; bytea on PostgreSQL, whose text cannot hold NUL). */
   readonly contentType: DataTypeExpression;
   /** Type of counters that may pass 2^31 (bytes). */
@@ -264,9 +267,7 @@ const initial = (f: SchemaFlavor): Migration => ({
 
     await db.schema
       .createTable('artifact_pins')
-      .addColumn('artifact_id', 'text', (c) =>
-        c.primaryKey().references('artifacts.artifact_id').onDelete('cascade'),
-      )
+      .addColumn('artifact_id', 'text', (c) => c.primaryKey().references('artifacts.artifact_id').onDelete('cascade'))
       .addColumn('pinned_at', 'text', (c) => c.notNull())
       .execute();
 
@@ -370,7 +371,12 @@ const sessionState = (f: SchemaFlavor): Migration => ({
       .addColumn('payload', 'text', notNull)
       .addColumn('created_at', 'text', notNull)
       .execute();
-    await db.schema.createIndex('working_state_events_session').ifNotExists().on('working_state_events').column('session_id').execute();
+    await db.schema
+      .createIndex('working_state_events_session')
+      .ifNotExists()
+      .on('working_state_events')
+      .column('session_id')
+      .execute();
   },
 });
 
@@ -390,7 +396,11 @@ const scopedPins = (_f: SchemaFlavor): Migration => ({
       .addColumn('updated_at', 'text', notNull)
       .addPrimaryKeyConstraint('artifact_access_pk', ['tenant', 'session_id', 'artifact_id'])
       .execute();
-    await raw.schema.createIndex('access_by_artifact').on('artifact_access').columns(['artifact_id', 'pinned']).execute();
+    await raw.schema
+      .createIndex('access_by_artifact')
+      .on('artifact_access')
+      .columns(['artifact_id', 'pinned'])
+      .execute();
     await raw.schema
       .createTable('vault_sessions')
       .addColumn('tenant', 'text', notNull)
@@ -410,18 +420,31 @@ const scopedPins = (_f: SchemaFlavor): Migration => ({
       .expression((eb) =>
         eb
           .selectFrom('artifact_observations')
-          .select((s) => [s.cast<string>(s.val(''), 'text').as('tenant'), 'session_id', 'artifact_id', s.lit(0).as('pinned'), s.fn.max('observed_at').as('updated_at')])
+          .select((s) => [
+            s.cast<string>(s.val(''), 'text').as('tenant'),
+            'session_id',
+            'artifact_id',
+            s.lit(0).as('pinned'),
+            s.fn.max('observed_at').as('updated_at'),
+          ])
           .where('session_id', '<>', '')
           .groupBy(['session_id', 'artifact_id']),
       )
       .execute();
     const legacy = await db.selectFrom('artifact_pins').select('artifact_id').execute();
     if (legacy.length > 0) {
-      await db.insertInto('vault_sessions').values({ tenant: '', session_id: '', epoch: 'legacy', last_seen_at: now, closed: 0 }).execute();
+      await db
+        .insertInto('vault_sessions')
+        .values({ tenant: '', session_id: '', epoch: 'legacy', last_seen_at: now, closed: 0 })
+        .execute();
       for (let i = 0; i < legacy.length; i += 200) {
         await db
           .insertInto('artifact_access')
-          .values(legacy.slice(i, i + 200).map((p) => ({ tenant: '', session_id: '', artifact_id: p.artifact_id, pinned: 1, updated_at: now })))
+          .values(
+            legacy
+              .slice(i, i + 200)
+              .map((p) => ({ tenant: '', session_id: '', artifact_id: p.artifact_id, pinned: 1, updated_at: now })),
+          )
           .onConflict((oc) => oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1 }))
           .execute();
       }
@@ -435,7 +458,11 @@ export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
   name: 'vault',
   version: SCHEMA_VERSION,
   migrationTable: 'kysely_migration',
-  migrations: (f: SchemaFlavor) => ({ '0001_initial': initial(f), '0002_session_state': sessionState(f), '0003_scoped_pins': scopedPins(f) }),
+  migrations: (f: SchemaFlavor) => ({
+    '0001_initial': initial(f),
+    '0002_session_state': sessionState(f),
+    '0003_scoped_pins': scopedPins(f),
+  }),
   // Recount once per open so the O(1) counters can never drift from the rows.
   async afterMigrate(raw: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void> {
     const db = raw as Kysely<VaultDatabase>;
@@ -443,9 +470,15 @@ export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
     await lock(db.selectFrom('vault_meta').select('key').where('key', 'in', [META.bytes, META.count])).execute();
     const totals = await db
       .selectFrom('artifacts')
-      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes')])
+      .select((eb) => [
+        eb.fn.countAll<number>().as('n'),
+        eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
+      ])
       .executeTakeFirstOrThrow();
-    for (const [key, value] of [[META.bytes, Number(totals.bytes)], [META.count, Number(totals.n)]] as const) {
+    for (const [key, value] of [
+      [META.bytes, Number(totals.bytes)],
+      [META.count, Number(totals.n)],
+    ] as const) {
       await db
         .insertInto('vault_meta')
         .values({ key, value })
@@ -454,7 +487,11 @@ export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
     }
     await db
       .insertInto('vault_meta')
-      .values([{ key: META.prunedArtifacts, value: 0 }, { key: META.prunedBytes, value: 0 }, { key: META.releasedSessions, value: 0 }])
+      .values([
+        { key: META.prunedArtifacts, value: 0 },
+        { key: META.prunedBytes, value: 0 },
+        { key: META.releasedSessions, value: 0 },
+      ])
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
   },

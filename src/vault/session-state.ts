@@ -27,7 +27,11 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       ctx.assertOpen();
       await conn.write(async (trx) => {
         // Locked like a claim: retention cannot prune the artifact between this check and the insert.
-        if ((await conn.lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim').executeTakeFirst()) === undefined) {
+        if (
+          (await conn
+            .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
+            .executeTakeFirst()) === undefined
+        ) {
           throw new ArtifactNotFoundError(artifactId);
         }
         await trx

@@ -58,7 +58,11 @@ export interface ArtifactPeek {
   readonly observationCount: number;
   readonly createdAt: string;
   readonly structure: unknown;
-  readonly synopsis: { readonly head: readonly string[]; readonly tail: readonly string[]; readonly signals: readonly string[] };
+  readonly synopsis: {
+    readonly head: readonly string[];
+    readonly tail: readonly string[];
+    readonly signals: readonly string[];
+  };
   readonly lossy: true;
   readonly exactRecovery: string;
 }
@@ -139,8 +143,12 @@ export interface MetricsSummary {
   /** Saved chars per mechanism (stage name → chars). */
   readonly saved_by_stage: Readonly<Record<string, number>>;
   /** Raw/final tokens per component with each one's share of the raw total (percent). */
-  readonly components: Readonly<Record<string, { readonly raw_tokens: number; readonly final_tokens: number; readonly raw_pct: number }>>;
-  readonly by_mode: Readonly<Record<string, { readonly requests: number; readonly raw_tokens: number; readonly final_tokens: number }>>;
+  readonly components: Readonly<
+    Record<string, { readonly raw_tokens: number; readonly final_tokens: number; readonly raw_pct: number }>
+  >;
+  readonly by_mode: Readonly<
+    Record<string, { readonly requests: number; readonly raw_tokens: number; readonly final_tokens: number }>
+  >;
 }
 
 export type {

@@ -34,7 +34,16 @@ export interface WorkingStateLimits {
 type Entity = Record<string, unknown> & { status: 'active' | 'retired'; created_seq: number; updated_seq: number };
 type Kind = 'node' | 'edge';
 
-const NODE_FIELDS = ['kind', 'label', 'content', 'confidence', 'priority', 'uncertainty', 'activation', 'metadata'] as const;
+const NODE_FIELDS = [
+  'kind',
+  'label',
+  'content',
+  'confidence',
+  'priority',
+  'uncertainty',
+  'activation',
+  'metadata',
+] as const;
 const EDGE_FIELDS = ['kind', 'source', 'target', 'confidence', 'metadata'] as const;
 const SCORES = new Set(['confidence', 'priority', 'uncertainty', 'activation']);
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -58,7 +67,8 @@ function field(name: string, value: unknown, where: string): unknown {
   }
   if (name === 'label' || name === 'content') {
     const max = name === 'label' ? 2000 : 20000;
-    if (typeof value !== 'string' || value.length > max) throw new WorkingStateError(`${where}.${name} must be a string of at most ${max} characters`);
+    if (typeof value !== 'string' || value.length > max)
+      throw new WorkingStateError(`${where}.${name} must be a string of at most ${max} characters`);
     return value;
   }
   if (name === 'metadata') {
@@ -79,7 +89,12 @@ async function loadState(db: Kysely<VaultDatabase>, sessionId: string): Promise<
     .execute();
   for (const row of rows) {
     const body = JSON.parse(row.body) as Record<string, unknown>;
-    state.set(`${row.entity}:${row.id}`, { ...body, status: Number(row.active) ? 'active' : 'retired', created_seq: Number(row.created_seq), updated_seq: Number(row.updated_seq) });
+    state.set(`${row.entity}:${row.id}`, {
+      ...body,
+      status: Number(row.active) ? 'active' : 'retired',
+      created_seq: Number(row.created_seq),
+      updated_seq: Number(row.updated_seq),
+    });
   }
   return state;
 }
@@ -98,18 +113,24 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
       const count = (kind: Kind) => [...state.keys()].filter((k) => k.startsWith(`${kind}:`)).length;
       const activeNode = (id: unknown, where: string) => {
         const node = state.get(`node:${String(id)}`);
-        if (node?.status !== 'active') throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
+        if (node?.status !== 'active')
+          throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
       };
       const put = (key: string, entity: Entity) => {
         state.set(key, entity);
         touched.set(key, entity);
       };
-      const last = await trx.selectFrom('working_state_events').select((eb) => eb.fn.max('seq').as('s')).executeTakeFirst();
+      const last = await trx
+        .selectFrom('working_state_events')
+        .select((eb) => eb.fn.max('seq').as('s'))
+        .executeTakeFirst();
       let seq = Number(last?.s ?? 0);
       for (const [index, raw] of operations.entries()) {
         const where = `operations[${index}]`;
-        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new WorkingStateError(`${where} must be an object`);
-        if (canonicalJson(raw).length > 50_000) throw new WorkingStateError(`${where} is larger than 50000 serialized characters`);
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+          throw new WorkingStateError(`${where} must be an object`);
+        if (canonicalJson(raw).length > 50_000)
+          throw new WorkingStateError(`${where} is larger than 50000 serialized characters`);
         let op = typeof raw['op'] === 'string' ? raw['op'].trim().toUpperCase() : '';
         const input: Record<string, unknown> = { ...raw };
         if (op === 'PROPOSITION_CREATE') {
@@ -119,14 +140,30 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
         const entity: Kind | undefined = op.startsWith('NODE_') ? 'node' : op.startsWith('EDGE_') ? 'edge' : undefined;
         const verb = op.slice(5);
         if (entity === undefined || !['CREATE', 'UPDATE', 'RETIRE'].includes(verb)) {
-          throw new WorkingStateError(`${where}.op must be one of NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE`);
+          throw new WorkingStateError(
+            `${where}.op must be one of NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE`,
+          );
         }
         const idField = `${entity}_id`;
-        const allowed = new Set(['op', 'event_id', idField, ...(verb === 'RETIRE' ? [] : entity === 'node' ? NODE_FIELDS : EDGE_FIELDS)]);
-        for (const key of Object.keys(input)) if (!allowed.has(key)) throw new WorkingStateError(`${where}: unknown field ${key} for ${op}`);
-        const eventId = input['event_id'] === undefined ? `evt_${randomUUID().replace(/-/g, '')}` : identifier(input['event_id'], `${where}.event_id`);
-        const taken = await trx.selectFrom('working_state_events').select('seq').where('event_id', '=', eventId).executeTakeFirst();
-        if (taken !== undefined || events.some((e) => e.id === eventId)) throw new WorkingStateError(`${where}: duplicate event_id ${eventId}`);
+        const allowed = new Set([
+          'op',
+          'event_id',
+          idField,
+          ...(verb === 'RETIRE' ? [] : entity === 'node' ? NODE_FIELDS : EDGE_FIELDS),
+        ]);
+        for (const key of Object.keys(input))
+          if (!allowed.has(key)) throw new WorkingStateError(`${where}: unknown field ${key} for ${op}`);
+        const eventId =
+          input['event_id'] === undefined
+            ? `evt_${randomUUID().replace(/-/g, '')}`
+            : identifier(input['event_id'], `${where}.event_id`);
+        const taken = await trx
+          .selectFrom('working_state_events')
+          .select('seq')
+          .where('event_id', '=', eventId)
+          .executeTakeFirst();
+        if (taken !== undefined || events.some((e) => e.id === eventId))
+          throw new WorkingStateError(`${where}: duplicate event_id ${eventId}`);
         const id = identifier(input[idField], `${where}.${idField}`);
         const key = `${entity}:${id}`;
         const current = state.get(key);
@@ -139,16 +176,19 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
           if (current !== undefined) throw new WorkingStateError(`${where}: ${entity} ${id} already exists`);
           if (fields['kind'] === undefined) throw new WorkingStateError(`${where}.kind is required for ${op}`);
           if (entity === 'edge') {
-            if (fields['source'] === undefined || fields['target'] === undefined) throw new WorkingStateError(`${where}: source and target are required`);
+            if (fields['source'] === undefined || fields['target'] === undefined)
+              throw new WorkingStateError(`${where}: source and target are required`);
             activeNode(fields['source'], where);
             activeNode(fields['target'], where);
           }
-          if (count(entity) >= (entity === 'node' ? maxNodes : maxEdges)) throw new WorkingStateError(`${where}: more than ${entity === 'node' ? maxNodes : maxEdges} ${entity}s`);
+          if (count(entity) >= (entity === 'node' ? maxNodes : maxEdges))
+            throw new WorkingStateError(`${where}: more than ${entity === 'node' ? maxNodes : maxEdges} ${entity}s`);
           put(key, { [idField]: id, ...fields, status: 'active', created_seq: seq, updated_seq: seq });
         } else {
           if (current?.status !== 'active') throw new WorkingStateError(`${where}: ${entity} ${id} is not active`);
           if (verb === 'UPDATE') {
-            if (Object.keys(fields).length === 0) throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
+            if (Object.keys(fields).length === 0)
+              throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
             const next: Entity = { ...current, ...fields, updated_seq: seq };
             if (entity === 'edge') {
               activeNode(next['source'], where);
@@ -159,12 +199,16 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
             put(key, { ...current, status: 'retired', updated_seq: seq });
             if (entity === 'node') {
               for (const [k, e] of state) {
-                if (k.startsWith('edge:') && e.status === 'active' && (e['source'] === id || e['target'] === id)) put(k, { ...e, status: 'retired', updated_seq: seq });
+                if (k.startsWith('edge:') && e.status === 'active' && (e['source'] === id || e['target'] === id))
+                  put(k, { ...e, status: 'retired', updated_seq: seq });
               }
             }
           }
         }
-        events.push({ id: eventId, payload: canonicalJson({ ...input, op, event_id: eventId, [idField]: id, ...fields }, { compact: true }) });
+        events.push({
+          id: eventId,
+          payload: canonicalJson({ ...input, op, event_id: eventId, [idField]: id, ...fields }, { compact: true }),
+        });
       }
       const existing = await trx
         .selectFrom('working_state_events')
@@ -172,7 +216,8 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
         .where('session_id', '=', sessionId)
         .executeTakeFirstOrThrow();
       const existingEvents = Number(existing.n);
-      if (existingEvents + events.length > maxEvents) throw new WorkingStateError(`more than ${maxEvents} working-state events in this session`);
+      if (existingEvents + events.length > maxEvents)
+        throw new WorkingStateError(`more than ${maxEvents} working-state events in this session`);
       const now = ctx.nowIso();
       if (events.length > 0) {
         await trx
@@ -184,7 +229,15 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
         const { status, created_seq, updated_seq, ...body } = e;
         await trx
           .insertInto('working_state_entities')
-          .values({ session_id: sessionId, entity: key.slice(0, 4), id: key.slice(5), body: canonicalJson(body, { compact: true }), active: status === 'active' ? 1 : 0, created_seq, updated_seq })
+          .values({
+            session_id: sessionId,
+            entity: key.slice(0, 4),
+            id: key.slice(5),
+            body: canonicalJson(body, { compact: true }),
+            active: status === 'active' ? 1 : 0,
+            created_seq,
+            updated_seq,
+          })
           .onConflict((oc) =>
             oc.columns(['session_id', 'entity', 'id']).doUpdateSet((eb) => ({
               body: eb.ref('excluded.body'),
@@ -208,10 +261,20 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
       };
     });
 
-  async function get(sessionId: string, includeRetired: boolean, limit: number): Promise<Readonly<Record<string, unknown>>> {
-    const byRecency = (a: Entity, b: Entity, ka: string, kb: string) => b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
-    const state = [...(await loadState(conn.db, sessionId)).entries()].filter(([, e]) => includeRetired || e.status === 'active');
-    const nodes = state.filter(([k]) => k.startsWith('node:')).sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb)).slice(0, limit);
+  async function get(
+    sessionId: string,
+    includeRetired: boolean,
+    limit: number,
+  ): Promise<Readonly<Record<string, unknown>>> {
+    const byRecency = (a: Entity, b: Entity, ka: string, kb: string) =>
+      b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
+    const state = [...(await loadState(conn.db, sessionId)).entries()].filter(
+      ([, e]) => includeRetired || e.status === 'active',
+    );
+    const nodes = state
+      .filter(([k]) => k.startsWith('node:'))
+      .sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb))
+      .slice(0, limit);
     const visible = new Set(nodes.map(([k]) => k.slice(5)));
     const edges = state
       .filter(([k, e]) => k.startsWith('edge:') && visible.has(String(e['source'])) && visible.has(String(e['target'])))

@@ -20,7 +20,8 @@ type Layer = (typeof LAYERS)[number];
 export function layerOf(path: string): Layer | undefined {
   if (path.startsWith('operators/')) return 'operators';
   if (path === 'src/runtime.ts') return 'runtime';
-  if (path === 'src/index.ts' || /^src\/(cli|replay|eval|report)\//.test(path) || path.startsWith('adapters/')) return 'hosts';
+  if (path === 'src/index.ts' || /^src\/(cli|replay|eval|report)\//.test(path) || path.startsWith('adapters/'))
+    return 'hosts';
   if (path.startsWith('src/')) return 'core';
   return undefined;
 }
@@ -41,7 +42,12 @@ function importsOf(path: string): string[] {
   return info.importedFiles
     .map((f) => f.fileName)
     .filter((spec) => spec.startsWith('.'))
-    .map((spec) => relative(ROOT, resolve(ROOT, dirname(path), spec)).split(sep).join('/').replace(/\.js$/, '.ts'));
+    .map((spec) =>
+      relative(ROOT, resolve(ROOT, dirname(path), spec))
+        .split(sep)
+        .join('/')
+        .replace(/\.js$/, '.ts'),
+    );
 }
 
 describe('layering', () => {
@@ -58,7 +64,8 @@ describe('layering', () => {
       const from = LAYERS.indexOf(layerOf(file)!);
       for (const target of importsOf(file)) {
         const layer = layerOf(target);
-        if (layer !== undefined && LAYERS.indexOf(layer) > from) violations.push(`${file} (${layerOf(file)}) → ${target} (${layer})`);
+        if (layer !== undefined && LAYERS.indexOf(layer) > from)
+          violations.push(`${file} (${layerOf(file)}) → ${target} (${layer})`);
       }
     }
     expect(violations).toEqual([]);
@@ -79,7 +86,9 @@ describe('layering', () => {
   });
 
   it('would catch an upward import', () => {
-    expect(LAYERS.indexOf(layerOf('src/compile/history.ts')!)).toBeLessThan(LAYERS.indexOf(layerOf('operators/compile-request.ts')!));
+    expect(LAYERS.indexOf(layerOf('src/compile/history.ts')!)).toBeLessThan(
+      LAYERS.indexOf(layerOf('operators/compile-request.ts')!),
+    );
     expect(layerOf('src/cli/bench/request-cases.ts')).toBe('hosts');
     expect(layerOf('adapters/proxy/server.ts')).toBe('hosts');
   });

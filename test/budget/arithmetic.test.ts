@@ -5,11 +5,19 @@ import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure
 
 describe('planOutputCap (unit)', () => {
   it('caps at the remaining space without a caller cap', () => {
-    expect(planOutputCap({ window: 100_000, prompt: 60_000, reserve: 4096 })).toEqual({ required: 4096, remaining: 40_000, cap: 40_000 });
+    expect(planOutputCap({ window: 100_000, prompt: 60_000, reserve: 4096 })).toEqual({
+      required: 4096,
+      remaining: 40_000,
+      cap: 40_000,
+    });
   });
 
   it('keeps a smaller caller cap and requires only that much', () => {
-    expect(planOutputCap({ window: 10_000, prompt: 9_000, reserve: 4096, callerCap: 500 })).toEqual({ required: 500, remaining: 1000, cap: 500 });
+    expect(planOutputCap({ window: 10_000, prompt: 9_000, reserve: 4096, callerCap: 500 })).toEqual({
+      required: 500,
+      remaining: 1000,
+      cap: 500,
+    });
   });
 
   it('leaves the request unchanged when remaining is below required (never max_tokens = 1)', () => {
@@ -31,11 +39,17 @@ describe('planOutputCap (unit)', () => {
 
   it('rejects F + R ≥ W and W above the context window at startup, naming the variables', () => {
     expect(() => checkBudgetSettings('t', { window: 5000, reserve: 4096, fallbackMargin: 1024 })).toThrow(ConfigError);
-    expect(() => checkBudgetSettings('t', { window: 5000, reserve: 4096, fallbackMargin: 1024 })).toThrow(/INCONTEXT_FALLBACK_MARGIN_TOKENS \+ INCONTEXT_MIN_OUTPUT_TOKENS/);
+    expect(() => checkBudgetSettings('t', { window: 5000, reserve: 4096, fallbackMargin: 1024 })).toThrow(
+      /INCONTEXT_FALLBACK_MARGIN_TOKENS \+ INCONTEXT_MIN_OUTPUT_TOKENS/,
+    );
     expect(() => checkBudgetSettings('t', { window: 5121, reserve: 4096, fallbackMargin: 1024 })).not.toThrow();
-    expect(() => checkBudgetSettings('t', { window: 300_000, contextWindow: 200_000, reserve: 4096, fallbackMargin: 1024 })).toThrow(/exceeds the context window/);
+    expect(() =>
+      checkBudgetSettings('t', { window: 300_000, contextWindow: 200_000, reserve: 4096, fallbackMargin: 1024 }),
+    ).toThrow(/exceeds the context window/);
     expect(() => checkBudgetSettings('t', { reserve: 0, fallbackMargin: 1024 })).toThrow(/INCONTEXT_MIN_OUTPUT_TOKENS/);
-    expect(() => checkBudgetSettings('t', { reserve: 10, fallbackMargin: -1 })).toThrow(/INCONTEXT_FALLBACK_MARGIN_TOKENS/);
+    expect(() => checkBudgetSettings('t', { reserve: 10, fallbackMargin: -1 })).toThrow(
+      /INCONTEXT_FALLBACK_MARGIN_TOKENS/,
+    );
   });
 });
 

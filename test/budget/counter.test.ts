@@ -44,6 +44,8 @@ describe('budgetCounterFrom', () => {
   });
 
   it('estimates roughly a quarter of the serialized prompt chars', () => {
-    expect(roughRequestTokens({ messages: [{ role: 'user', content: 'x'.repeat(400) }], max_tokens: 9 })).toBe(2 + Math.ceil(('{"content":"' + 'x'.repeat(400) + '","role":"user"}').length / 4));
+    expect(roughRequestTokens({ messages: [{ role: 'user', content: 'x'.repeat(400) }], max_tokens: 9 })).toBe(
+      2 + Math.ceil(('{"content":"' + 'x'.repeat(400) + '","role":"user"}').length / 4),
+    );
   });
 });

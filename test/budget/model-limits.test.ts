@@ -3,15 +3,29 @@ import fc from 'fast-check';
 import { firstValueFrom, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { capOutputBudget, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
-import { BUILT_IN_MODEL_LIMITS, canonicalModelId, createModelLimits, lookupModelLimits, type BudgetCounter } from '../../src/budget/index.js';
+import {
+  BUILT_IN_MODEL_LIMITS,
+  canonicalModelId,
+  createModelLimits,
+  lookupModelLimits,
+  type BudgetCounter,
+} from '../../src/budget/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';
 import { deepFreeze } from '../../src/testing/index.js';
 
-const exactCounter = (p: number): BudgetCounter => ({ name: 'fake', exact: true, countRequest: () => Promise.resolve(p) });
+const exactCounter = (p: number): BudgetCounter => ({
+  name: 'fake',
+  exact: true,
+  countRequest: () => Promise.resolve(p),
+});
 
-async function run(options: CapOutputBudgetOptions, request: ProviderRequest, route?: Route): Promise<Step<ProviderRequest>> {
+async function run(
+  options: CapOutputBudgetOptions,
+  request: ProviderRequest,
+  route?: Route,
+): Promise<Step<ProviderRequest>> {
   const step = createStep(request, { sessionId: 's', ...(route !== undefined && { route }) });
   return firstValueFrom(from([step]).pipe(capOutputBudget(options)));
 }
@@ -19,7 +33,16 @@ async function run(options: CapOutputBudgetOptions, request: ProviderRequest, ro
 describe('model limits table (unit)', () => {
   it('finds provider-qualified ids, dated snapshots and platform spellings', () => {
     const gpt4o = { contextWindow: 128_000, maxOutputTokens: 16_384 };
-    for (const id of ['gpt-4o', 'openai/gpt-4o', 'openai:gpt-4o', 'GPT-4o', 'gpt-4o-2024-08-06', 'gpt-4o-2024-11-20', 'azure_openai:gpt-4o', 'openrouter/openai/gpt-4o']) {
+    for (const id of [
+      'gpt-4o',
+      'openai/gpt-4o',
+      'openai:gpt-4o',
+      'GPT-4o',
+      'gpt-4o-2024-08-06',
+      'gpt-4o-2024-11-20',
+      'azure_openai:gpt-4o',
+      'openrouter/openai/gpt-4o',
+    ]) {
       expect(lookupModelLimits(id), id).toEqual(gpt4o);
     }
     expect(lookupModelLimits('gpt-4o-2024-05-13')?.maxOutputTokens).toBe(4096);
@@ -64,7 +87,10 @@ describe('model limits table (unit)', () => {
   });
 
   it('overrides win field by field and may add new models', () => {
-    const limits = createModelLimits({ 'gpt-4o': { maxOutputTokens: 4096 }, 'my-finetune': { contextWindow: 32_768, maxOutputTokens: 2048 } });
+    const limits = createModelLimits({
+      'gpt-4o': { maxOutputTokens: 4096 },
+      'my-finetune': { contextWindow: 32_768, maxOutputTokens: 2048 },
+    });
     expect(limits('openai/gpt-4o')).toEqual({ contextWindow: 128_000, maxOutputTokens: 4096 });
     expect(limits('my-finetune')).toEqual({ contextWindow: 32_768, maxOutputTokens: 2048 });
     expect(createModelLimits({}, { builtIns: false })('gpt-4o')).toBeUndefined();
@@ -73,10 +99,18 @@ describe('model limits table (unit)', () => {
   it('rejects bad tables with a ConfigError naming the option or variable', () => {
     expect(() => createModelLimits({ x: { maxOutputTokens: 0 } })).toThrow(ConfigError);
     expect(() => createModelLimits({ x: { maxTokens: 10 } as never })).toThrow(/unknown field "maxTokens"/);
-    expect(() => capOutputBudget({ modelLimits: { x: { contextWindow: -1 } } })).toThrow(/capOutputBudget: modelLimits/);
-    expect(() => loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: '{"x":{"contextWindow":"big"}}' } })).toThrow(/TOKEN_TERMINATOR_MODEL_LIMITS/);
-    expect(() => loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: 'not json' } })).toThrow(/TOKEN_TERMINATOR_MODEL_LIMITS/);
-    const config = loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: '{"my-model":{"contextWindow":32768,"maxOutputTokens":1024}}' } });
+    expect(() => capOutputBudget({ modelLimits: { x: { contextWindow: -1 } } })).toThrow(
+      /capOutputBudget: modelLimits/,
+    );
+    expect(() => loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: '{"x":{"contextWindow":"big"}}' } })).toThrow(
+      /TOKEN_TERMINATOR_MODEL_LIMITS/,
+    );
+    expect(() => loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: 'not json' } })).toThrow(
+      /TOKEN_TERMINATOR_MODEL_LIMITS/,
+    );
+    const config = loadConfig({
+      env: { TOKEN_TERMINATOR_MODEL_LIMITS: '{"my-model":{"contextWindow":32768,"maxOutputTokens":1024}}' },
+    });
     expect(config.modelLimits).toEqual({ 'my-model': { contextWindow: 32_768, maxOutputTokens: 1024 } });
     expect(loadConfig({ env: {} }).modelLimits).toEqual({});
   });
@@ -86,19 +120,35 @@ describe('docs/model-limits.md', () => {
   it('lists every built-in entry with its numbers, and nothing else', () => {
     const doc = readFileSync(new URL('../../docs/model-limits.md', import.meta.url), 'utf8');
     const rows = [...doc.matchAll(/^\| `([^`]+)` \| ([\d,]+) \| ([\d,]+|— \(window only\)) \|$/gm)];
-    const listed = Object.fromEntries(rows.map((m) => [m[1], { contextWindow: Number(m[2]!.replace(/,/g, '')), ...(m[3]!.startsWith('—') ? {} : { maxOutputTokens: Number(m[3]!.replace(/,/g, '')) }) }]));
+    const listed = Object.fromEntries(
+      rows.map((m) => [
+        m[1],
+        {
+          contextWindow: Number(m[2]!.replace(/,/g, '')),
+          ...(m[3]!.startsWith('—') ? {} : { maxOutputTokens: Number(m[3]!.replace(/,/g, '')) }),
+        },
+      ]),
+    );
     expect(listed).toEqual(BUILT_IN_MODEL_LIMITS);
   });
 });
 
 describe('capOutputBudget with model limits (unit)', () => {
   it('never sends more than the model accepts: the issue #13 case, gpt-4o in a 128k window', async () => {
-    const out = await run({ counter: exactCounter(600) }, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { model: 'gpt-4o', contextWindow: 128_000 });
+    const out = await run(
+      { counter: exactCounter(600) },
+      { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] },
+      { model: 'gpt-4o', contextWindow: 128_000 },
+    );
     expect(out.value['max_completion_tokens']).toBe(16_384);
   });
 
   it('fills the window from the table when the route names only the model', async () => {
-    const out = await run({ counter: exactCounter(195_000) }, { model: 'claude-sonnet-4-5', max_tokens: 64_000, system: 's', messages: [{ role: 'user', content: 'u' }] }, { provider: 'anthropic' });
+    const out = await run(
+      { counter: exactCounter(195_000) },
+      { model: 'claude-sonnet-4-5', max_tokens: 64_000, system: 's', messages: [{ role: 'user', content: 'u' }] },
+      { provider: 'anthropic' },
+    );
     expect(out.value['max_tokens']).toBe(5000);
   });
 
@@ -109,9 +159,17 @@ describe('capOutputBudget with model limits (unit)', () => {
 
   it('route.outputCap bounds the cap; route.maxOutputTokens and config override the table', async () => {
     const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
-    expect((await run({ counter: exactCounter(10) }, request, { outputCap: 8000 })).value['max_completion_tokens']).toBe(8000);
-    expect((await run({ counter: exactCounter(10) }, request, { maxOutputTokens: 12_000 })).value['max_completion_tokens']).toBe(12_000);
-    expect((await run({ counter: exactCounter(10), modelLimits: { 'gpt-4o': { maxOutputTokens: 9000 } } }, request)).value['max_completion_tokens']).toBe(9000);
+    expect(
+      (await run({ counter: exactCounter(10) }, request, { outputCap: 8000 })).value['max_completion_tokens'],
+    ).toBe(8000);
+    expect(
+      (await run({ counter: exactCounter(10) }, request, { maxOutputTokens: 12_000 })).value['max_completion_tokens'],
+    ).toBe(12_000);
+    expect(
+      (await run({ counter: exactCounter(10), modelLimits: { 'gpt-4o': { maxOutputTokens: 9000 } } }, request)).value[
+        'max_completion_tokens'
+      ],
+    ).toBe(9000);
     const config = loadConfig({ env: { TOKEN_TERMINATOR_MODEL_LIMITS: '{"gpt-4o":{"contextWindow":20000}}' } });
     expect((await run({ config, counter: exactCounter(10_000) }, request)).value['max_completion_tokens']).toBe(10_000);
   });
@@ -142,10 +200,21 @@ describe('capOutputBudget with model limits (properties)', () => {
           callerCap: fc.option(fc.integer({ min: 1, max: 500_000 }), { nil: undefined }),
         }),
         async (s) => {
-          const request = deepFreeze({ model: 'm-under-test', messages: [{ role: 'user', content: 'u' }], ...(s.callerCap === undefined ? {} : { max_completion_tokens: s.callerCap }) });
-          const route: Route = { contextWindow: s.window, ...(s.routeCap === undefined ? {} : { outputCap: s.routeCap }) };
+          const request = deepFreeze({
+            model: 'm-under-test',
+            messages: [{ role: 'user', content: 'u' }],
+            ...(s.callerCap === undefined ? {} : { max_completion_tokens: s.callerCap }),
+          });
+          const route: Route = {
+            contextWindow: s.window,
+            ...(s.routeCap === undefined ? {} : { outputCap: s.routeCap }),
+          };
           const modelLimits = s.ceiling === undefined ? {} : { 'm-under-test': { maxOutputTokens: s.ceiling } };
-          const out = await run({ counter: exactCounter(s.prompt), minOutputTokens: s.reserve, fallbackMarginTokens: 0, modelLimits }, request, route);
+          const out = await run(
+            { counter: exactCounter(s.prompt), minOutputTokens: s.reserve, fallbackMarginTokens: 0, modelLimits },
+            request,
+            route,
+          );
           const r = s.routeCap !== undefined && s.routeCap < s.reserve ? s.routeCap : s.reserve;
           const required = s.callerCap === undefined ? r : Math.min(r, s.callerCap);
           const remaining = s.window - s.prompt;
@@ -156,7 +225,11 @@ describe('capOutputBudget with model limits (properties)', () => {
             expect(out.value).toBe(request);
             return;
           }
-          const expected = Math.min(remaining, ...(s.callerCap === undefined ? [] : [s.callerCap]), ...(limit === undefined ? [] : [limit]));
+          const expected = Math.min(
+            remaining,
+            ...(s.callerCap === undefined ? [] : [s.callerCap]),
+            ...(limit === undefined ? [] : [limit]),
+          );
           expect(cap).toBe(expected);
           if (s.ceiling !== undefined) expect(cap).toBeLessThanOrEqual(s.ceiling);
           if (s.routeCap !== undefined) expect(cap).toBeLessThanOrEqual(s.routeCap);

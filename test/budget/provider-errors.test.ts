@@ -9,7 +9,9 @@ interface Case {
   readonly expected: OutputCapInfo | null;
 }
 
-const cases = JSON.parse(readFileSync(new URL('../fixtures/provider-errors/cases.json', import.meta.url), 'utf8')) as Case[];
+const cases = JSON.parse(
+  readFileSync(new URL('../fixtures/provider-errors/cases.json', import.meta.url), 'utf8'),
+) as Case[];
 
 describe('parseOutputCapError on real error texts from public issue reports', () => {
   it('has fixtures for every wording family', () => {
@@ -29,7 +31,10 @@ describe('parseOutputCapError inputs', () => {
   it('reads Error messages, SDK error objects, nested bodies and causes', () => {
     const expected = { availableOutputTokens: 236_907, contextLength: 256_000, kind: 'remaining' };
     expect(parseOutputCapError(new Error(text))).toEqual(expected);
-    const sdkLike = Object.assign(new Error('400 status code (no body)'), { status: 400, error: { message: text, type: 'invalid_request_error' } });
+    const sdkLike = Object.assign(new Error('400 status code (no body)'), {
+      status: 400,
+      error: { message: text, type: 'invalid_request_error' },
+    });
     expect(parseOutputCapError(sdkLike)).toEqual(expected);
     expect(parseOutputCapError({ error: { metadata: { raw: text } } })).toEqual(expected);
     expect(parseOutputCapError(new Error('wrapped', { cause: new Error(text) }))).toEqual(expected);
@@ -39,13 +44,18 @@ describe('parseOutputCapError inputs', () => {
     expect(parseOutputCapError('some unrelated 400 error')).toBeUndefined();
     expect(parseOutputCapError(undefined)).toBeUndefined();
     expect(parseOutputCapError(42)).toBeUndefined();
-    expect(parseOutputCapError('max_tokens: 8192 > context_window: 2000 - input_tokens: 2000 = available_tokens: 0')).toBeUndefined();
+    expect(
+      parseOutputCapError('max_tokens: 8192 > context_window: 2000 - input_tokens: 2000 = available_tokens: 0'),
+    ).toBeUndefined();
     const cyclic: Record<string, unknown> = {};
     cyclic['self'] = cyclic;
     expect(parseOutputCapError(cyclic)).toBeUndefined();
   });
 
   it('accepts thousands separators', () => {
-    expect(parseOutputCapError('maximum context length is 128,000 tokens. (1,000 of text input, 200,000 in the output)')?.availableOutputTokens).toBe(127_000);
+    expect(
+      parseOutputCapError('maximum context length is 128,000 tokens. (1,000 of text input, 200,000 in the output)')
+        ?.availableOutputTokens,
+    ).toBe(127_000);
   });
 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../../src/errors.js';
-import { createCounterRegistry, defaultCounterRegistry, registerCounter, type BudgetCounter } from '../../src/budget/index.js';
+import {
+  createCounterRegistry,
+  defaultCounterRegistry,
+  registerCounter,
+  type BudgetCounter,
+} from '../../src/budget/index.js';
 
 const signal = new AbortController().signal;
 const fake = (name: string): BudgetCounter => ({ name, exact: true, countRequest: () => Promise.resolve(1) });
@@ -16,7 +21,9 @@ describe('counter registry', () => {
     const registry = createCounterRegistry();
     registry.register('acme', () => fake('acme'));
     expect(() => registry.register('acme', () => fake('acme'))).toThrow(ConfigError);
-    expect(() => registry.register('vllm', () => fake('x'))).toThrow(/INCONTEXT_BACKEND: backend "vllm" is registered more than once/);
+    expect(() => registry.register('vllm', () => fake('x'))).toThrow(
+      /INCONTEXT_BACKEND: backend "vllm" is registered more than once/,
+    );
     expect(() => registry.factory('nope')).toThrow(/INCONTEXT_BACKEND: no backend named "nope"/);
     expect(() => registry.register('Bad Name', () => fake('x'))).toThrow(ConfigError);
     expect(registry.create('acme', {}).name).toBe('acme');

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PACKAGE_VERSION } from '../../src/config/version.js';
 import { ConfigError } from '../../src/errors.js';
-import { BudgetCounterError, buildTokenizePayload, createVllmCounter, type BudgetCounter } from '../../src/budget/index.js';
+import {
+  BudgetCounterError,
+  buildTokenizePayload,
+  createVllmCounter,
+  type BudgetCounter,
+} from '../../src/budget/index.js';
 import { closedPortUrl, deepFreeze, TokenizeServer } from './helpers.js';
 
 const chat = deepFreeze({
@@ -46,7 +51,12 @@ describe('buildTokenizePayload (unit)', () => {
       model: 'a',
       messages: [],
       reasoning_effort: 'none',
-      extra_body: { model: 'b', chat_template_kwargs: { enable_thinking: true }, documents: [{ t: 1 }], add_generation_prompt: false },
+      extra_body: {
+        model: 'b',
+        chat_template_kwargs: { enable_thinking: true },
+        documents: [{ t: 1 }],
+        add_generation_prompt: false,
+      },
     });
     expect(payload).toEqual({
       model: 'b',
@@ -58,8 +68,12 @@ describe('buildTokenizePayload (unit)', () => {
 
   it('refuses what /tokenize cannot mirror', () => {
     expect(() => buildTokenizePayload({ messages: [], tool_choice: 'required' })).toThrow(BudgetCounterError);
-    expect(() => buildTokenizePayload({ messages: [], tool_choice: { type: 'function', function: { name: 'f' } } })).toThrow(/tool_choice/);
-    expect(() => buildTokenizePayload({ messages: [], response_format: { type: 'json_object' } })).toThrow(/response_format/);
+    expect(() =>
+      buildTokenizePayload({ messages: [], tool_choice: { type: 'function', function: { name: 'f' } } }),
+    ).toThrow(/tool_choice/);
+    expect(() => buildTokenizePayload({ messages: [], response_format: { type: 'json_object' } })).toThrow(
+      /response_format/,
+    );
     expect(() => buildTokenizePayload({ input: 'responses request' })).toThrow(/not a chat request/);
     expect(() => buildTokenizePayload({ messages: [], tool_choice: 'auto' })).not.toThrow();
   });
@@ -67,7 +81,9 @@ describe('buildTokenizePayload (unit)', () => {
   it('rejects bad configuration with ConfigError naming the variable', () => {
     expect(() => createVllmCounter({ url: 'not a url' })).toThrow(ConfigError);
     expect(() => createVllmCounter({ url: 'ftp://h/tokenize' })).toThrow(/INCONTEXT_TOKENIZER_URL/);
-    expect(() => createVllmCounter({ url: 'http://h/tokenize', timeoutSeconds: 0 })).toThrow(/INCONTEXT_TOKENIZER_TIMEOUT_SECONDS/);
+    expect(() => createVllmCounter({ url: 'http://h/tokenize', timeoutSeconds: 0 })).toThrow(
+      /INCONTEXT_TOKENIZER_TIMEOUT_SECONDS/,
+    );
   });
 });
 
@@ -152,7 +168,9 @@ describe('vllm counter against a real /tokenize server on loopback', () => {
 
   it('refuses tool_choice / response_format without calling the server', async () => {
     expect(await failureKind(make().countRequest({ ...chat, tool_choice: 'required' }, signal()))).toBe('unsupported');
-    expect(await failureKind(make().countRequest({ ...chat, response_format: { type: 'json_object' } }, signal()))).toBe('unsupported');
+    expect(
+      await failureKind(make().countRequest({ ...chat, response_format: { type: 'json_object' } }, signal())),
+    ).toBe('unsupported');
     expect(server.received).toHaveLength(0);
   });
 
@@ -163,8 +181,17 @@ describe('vllm counter against a real /tokenize server on loopback', () => {
   });
 
   it('uses kv_transfer_params.prompt_token_ids directly and clamps to truncate_prompt_tokens', async () => {
-    expect(await make().countRequest({ ...chat, extra_body: { kv_transfer_params: { prompt_token_ids: [1, 2, 3] } } }, signal())).toBe(3);
-    const textOnly = { model: 'q', messages: [{ role: 'user', content: 'x' }], extra_body: { truncate_prompt_tokens: 10 } };
+    expect(
+      await make().countRequest(
+        { ...chat, extra_body: { kv_transfer_params: { prompt_token_ids: [1, 2, 3] } } },
+        signal(),
+      ),
+    ).toBe(3);
+    const textOnly = {
+      model: 'q',
+      messages: [{ role: 'user', content: 'x' }],
+      extra_body: { truncate_prompt_tokens: 10 },
+    };
     expect(await make().countRequest(textOnly, signal())).toBe(10);
   });
 

@@ -22,13 +22,22 @@ interface Run {
 }
 
 /** The real CLI in a child process, with a clean environment (no TOKEN_TERMINATOR_* from the parent). */
-function cli(args: string[], extraEnv: Record<string, string> = {}, entry = ['--import', 'tsx', 'src/cli/main.ts']): Promise<Run> {
+function cli(
+  args: string[],
+  extraEnv: Record<string, string> = {},
+  entry = ['--import', 'tsx', 'src/cli/main.ts'],
+): Promise<Run> {
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: dir, ...extraEnv };
   return new Promise((done) => {
-    execFile(process.execPath, [...entry, ...args], { cwd: ROOT, env, encoding: 'buffer', maxBuffer: 64 << 20 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      done({ code, stdout, stderr: stderr.toString('utf8') });
-    });
+    execFile(
+      process.execPath,
+      [...entry, ...args],
+      { cwd: ROOT, env, encoding: 'buffer', maxBuffer: 64 << 20 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        done({ code, stdout, stderr: stderr.toString('utf8') });
+      },
+    );
   });
 }
 
@@ -68,8 +77,16 @@ describe('token-terminator CLI (child process)', () => {
     ]);
     expect(get.code).toBe(0);
     expect(status.code).toBe(0);
-    expect(JSON.parse(get.stdout.toString())).toMatchObject({ artifact_id: jsonId, content: JSON_CONTENT, next_offset: null });
-    expect(JSON.parse(status.stdout.toString())).toMatchObject({ plugin: 'token-terminator', vault: { artifacts: 2 }, db_path: db });
+    expect(JSON.parse(get.stdout.toString())).toMatchObject({
+      artifact_id: jsonId,
+      content: JSON_CONTENT,
+      next_offset: null,
+    });
+    expect(JSON.parse(status.stdout.toString())).toMatchObject({
+      plugin: 'token-terminator',
+      vault: { artifacts: 2 },
+      db_path: db,
+    });
   });
 
   it('exits 2 with a clear message for an unknown artifact or a bad variable', async () => {
@@ -90,7 +107,11 @@ describe('token-terminator CLI (child process)', () => {
     const missing = join(dir, 'fresh', 'never.sqlite3');
     const run = await cli(['status', '--json'], { TOKEN_TERMINATOR_DB_PATH: missing });
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout.toString())).toMatchObject({ vault_available: false, vault_exists: false, db_path: missing });
+    expect(JSON.parse(run.stdout.toString())).toMatchObject({
+      vault_available: false,
+      vault_exists: false,
+      db_path: missing,
+    });
     expect(existsSync(missing)).toBe(false);
   });
 

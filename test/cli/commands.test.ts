@@ -61,7 +61,11 @@ describe('artifact commands', () => {
     expect(text.out).toContain('tail:\n');
     expect(text.out).toContain(`exact content: token-terminator artifact get ${logId}`);
     const json = await cli(['artifact', 'peek', jsonId, '--db', db, '--json']);
-    expect(JSON.parse(json.out)).toMatchObject({ artifact_id: jsonId, lossy: true, structure: { type: 'object', key_count: 3 } });
+    expect(JSON.parse(json.out)).toMatchObject({
+      artifact_id: jsonId,
+      lossy: true,
+      structure: { type: 'object', key_count: 3 },
+    });
   });
 
   it('find prints grep-style line:text, or its JSON', async () => {
@@ -110,7 +114,9 @@ describe('exit codes', () => {
     [['stats', '--db', 'ABSENT'], 'no vault at'],
     [['frobnicate'], "unknown command 'frobnicate'"],
   ])('exits 2 for %j', async (args, message) => {
-    const resolved = args.map((a) => (a === 'DB' ? db : a === 'ABSENT' ? join(dir, 'absent.sqlite3') : a === 'ID' ? logId : a));
+    const resolved = args.map((a) =>
+      a === 'DB' ? db : a === 'ABSENT' ? join(dir, 'absent.sqlite3') : a === 'ID' ? logId : a,
+    );
     const r = await cli(resolved);
     expect(r.code).toBe(2);
     expect(r.out).toBe('');
@@ -139,7 +145,13 @@ describe('replay input checks', () => {
   const assistant = { role: 'assistant', content: 'done' };
 
   it('rejects an unknown role, naming the line and message, exit 2', async () => {
-    const r = await cli(['replay', write('roles.jsonl', [{ id: 'a', messages: [user, assistant] }, { id: 'b', messages: [user, { role: 'robot', content: 'x' }] }])]);
+    const r = await cli([
+      'replay',
+      write('roles.jsonl', [
+        { id: 'a', messages: [user, assistant] },
+        { id: 'b', messages: [user, { role: 'robot', content: 'x' }] },
+      ]),
+    ]);
     expect(r.code).toBe(2);
     expect(r.err).toContain('line 2: message 2 has unknown role "robot"');
   });
@@ -151,7 +163,14 @@ describe('replay input checks', () => {
   });
 
   it('warns about each session without an assistant turn and replays the others', async () => {
-    const r = await cli(['replay', '--json', write('mixed.jsonl', [{ id: 'quiet', messages: [user] }, { id: 'talks', messages: [user, assistant] }])]);
+    const r = await cli([
+      'replay',
+      '--json',
+      write('mixed.jsonl', [
+        { id: 'quiet', messages: [user] },
+        { id: 'talks', messages: [user, assistant] },
+      ]),
+    ]);
     expect(r.code).toBe(0);
     expect(r.err).toContain('warning: session "quiet" has no assistant turn');
     expect(r.err).not.toContain('"talks"');
@@ -163,13 +182,20 @@ describe('bench', () => {
   it('without rtk prints no rtk row, only the note that it is left out; with one, the rtk row', async () => {
     const empty = mkdtempSync(join(dir, 'no-rtk-'));
     // git is needed for case 1; any rtk this machine may have is not.
-    const withoutRtk = (process.env['PATH'] ?? '').split(delimiter).filter((d) => d !== '' && !existsSync(join(d, 'rtk')));
+    const withoutRtk = (process.env['PATH'] ?? '')
+      .split(delimiter)
+      .filter((d) => d !== '' && !existsSync(join(d, 'rtk')));
     vi.stubEnv('PATH', [empty, ...withoutRtk].join(delimiter));
     try {
       const r = await cli(['bench']);
       expect(r.code).toBe(0);
       const named = r.out.split('\n').filter((l) => /rtk/i.test(l));
-      expect(named).toEqual(['no rtk binary (TOKEN_TERMINATOR_RTK_PATH or PATH): the rtk-binary row is left out.', expect.stringContaining("case 1 (the reference's rtk_terminal_rewrite)")].sort());
+      expect(named).toEqual(
+        [
+          'no rtk binary (TOKEN_TERMINATOR_RTK_PATH or PATH): the rtk-binary row is left out.',
+          expect.stringContaining("case 1 (the reference's rtk_terminal_rewrite)"),
+        ].sort(),
+      );
       expect(r.out).toContain('terminal git diff (built-in compactor)');
 
       const fakeRtk = join(empty, 'rtk');

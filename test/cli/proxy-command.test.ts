@@ -10,13 +10,22 @@ import { chat, startUpstream } from '../proxy/support/upstream.js';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const env = (extra: Record<string, string> = {}): Record<string, string> => ({ PATH: process.env['PATH'] ?? '', HOME: dir, ...extra });
+const env = (extra: Record<string, string> = {}): Record<string, string> => ({
+  PATH: process.env['PATH'] ?? '',
+  HOME: dir,
+  ...extra,
+});
 
 function cli(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env: env(extra) }, (error, _stdout, stderr) => {
-      done({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      { cwd: ROOT, env: env(extra) },
+      (error, _stdout, stderr) => {
+        done({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr: String(stderr) });
+      },
+    );
   });
 }
 
@@ -33,19 +42,38 @@ describe('token-terminator proxy', () => {
   });
 
   it('takes the PostgreSQL URL from the flag or the variable, and the SQLite file from --db', () => {
-    expect(proxyTerminatorConfig({ dbUrl: 'postgres://localhost/tt' }, { HOME: dir }).dbUrl).toBe('postgres://localhost/tt');
-    expect(proxyTerminatorConfig({}, { HOME: dir, TOKEN_TERMINATOR_DB_URL: 'postgres://localhost/tt' }).dbUrl).toBe('postgres://localhost/tt');
+    expect(proxyTerminatorConfig({ dbUrl: 'postgres://localhost/tt' }, { HOME: dir }).dbUrl).toBe(
+      'postgres://localhost/tt',
+    );
+    expect(proxyTerminatorConfig({}, { HOME: dir, TOKEN_TERMINATOR_DB_URL: 'postgres://localhost/tt' }).dbUrl).toBe(
+      'postgres://localhost/tt',
+    );
     expect(() => proxyTerminatorConfig({ dbUrl: 'mysql://localhost/tt' }, { HOME: dir })).toThrow(ConfigError);
     expect(proxyTerminatorConfig({ db: join(dir, 'x.sqlite3') }, { HOME: dir }).dbPath).toBe(join(dir, 'x.sqlite3'));
   });
 
   it('serves until SIGTERM: health, a proxied request, a clean exit', async () => {
     const upstream = await startUpstream(() => chat.text('pong'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream.url, '--db', join(dir, 'vault.sqlite3')], {
-      cwd: ROOT,
-      env: env(),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'proxy',
+        '--port',
+        '0',
+        '--upstream',
+        upstream.url,
+        '--db',
+        join(dir, 'vault.sqlite3'),
+      ],
+      {
+        cwd: ROOT,
+        env: env(),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     try {
       let stderr = '';
       const url = await new Promise<string>((resolveUrl, reject) => {
@@ -57,8 +85,14 @@ describe('token-terminator proxy', () => {
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
       });
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
-      const reply = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-cli' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'ping' }] }) });
-      expect(((await reply.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('pong');
+      const reply = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-cli' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'ping' }] }),
+      });
+      expect(
+        ((await reply.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
+      ).toBe('pong');
       const exit = new Promise<number | null>((r) => child.once('exit', r));
       child.kill('SIGTERM');
       expect(await exit).toBe(0);

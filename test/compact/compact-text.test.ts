@@ -7,7 +7,9 @@ import { groupByDirectory } from '../../src/compact/paths.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 
 const nativeFixture = (): string =>
-  Array.from({ length: 12000 }, (_, i) => `src/module_${i % 40}.py:${i}: repeated match payload value=${i % 7}`).join('\n');
+  Array.from({ length: 12000 }, (_, i) => `src/module_${i % 40}.py:${i}: repeated match payload value=${i % 7}`).join(
+    '\n',
+  );
 
 describe('compactText (reference parity, facts §2.2 golden vectors)', () => {
   it('collapses identical runs with the reference marker', () => {
@@ -53,14 +55,21 @@ describe('compactText (reference parity, facts §2.2 golden vectors)', () => {
 describe('factorRuns and compactLines (improved line mode)', () => {
   it('factors lines that differ only in numbers into a template with ranges and a count', () => {
     const lines = Array.from({ length: 100 }, (_, i) => `-original value ${String(i).padStart(5, '0')}`);
-    expect(factorRuns(lines)).toEqual(['-original value 00000', '\u2026 \u00d798 more lines of the form "-original value {00001..00098}" \u2026', '-original value 00099']);
+    expect(factorRuns(lines)).toEqual([
+      '-original value 00000',
+      '\u2026 \u00d798 more lines of the form "-original value {00001..00098}" \u2026',
+      '-original value 00099',
+    ]);
     expect(rangeTemplate(['a 1 b 7', 'a 3 b 7', 'a 2 b 7'])).toBe('a {1..3} b 7');
     expect(factorRuns(['x', 'x', 'x', 'y'])).toEqual(['x  [repeated \u00d73]', 'y']);
     expect(factorRuns(['v1', 'v2', 'v3', 'v4'])).toEqual(['v1', 'v2', 'v3', 'v4']);
   });
 
   it('cuts only on line boundaries and keeps error lines from the middle', () => {
-    const lines = Array.from({ length: 2000 }, (_, i) => `step ${i} ok ${'·'.repeat(i % 13)} ${String.fromCharCode(97 + (i % 26))}`);
+    const lines = Array.from(
+      { length: 2000 },
+      (_, i) => `step ${i} ok ${'·'.repeat(i % 13)} ${String.fromCharCode(97 + (i % 26))}`,
+    );
     lines[1234] = 'ERROR: disk quota exceeded on /var/data';
     lines[777] = 'warning: deprecated flag --foo';
     const text = lines.join('\n');
@@ -87,21 +96,36 @@ describe('factorRuns and compactLines (improved line mode)', () => {
   });
 
   it('groups paths by directory with exact counts', () => {
-    expect(groupByDirectory(['a/x.ts', 'a/y.ts', 'b/z.ts', 'lib/'], 1)).toEqual(['a/ (2): x.ts \u2026(+1 more)', 'b/z.ts', 'lib/']);
+    expect(groupByDirectory(['a/x.ts', 'a/y.ts', 'b/z.ts', 'lib/'], 1)).toEqual([
+      'a/ (2): x.ts \u2026(+1 more)',
+      'b/z.ts',
+      'lib/',
+    ]);
   });
 
   it('property: line mode never invents a line and stays within budget for bounded lines', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.constantFrom('ok', 'ok', 'error: boom', 'FAILED x'), fc.string({ maxLength: 60 }).map((s) => s.replace(/[\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]/g, ''))), { maxLength: 400 }), (lines) => {
-        const text = lines.join('\n');
-        const out = compactLines(text, { maxChars: 1000 });
-        expect(codePointLength(out)).toBeLessThanOrEqual(Math.max(1000, codePointLength(text)));
-        const source = new Set(splitLines(text));
-        for (const line of splitLines(out)) {
-          if (line.startsWith('\u2026 ') || line.includes('  [repeated \u00d7')) continue;
-          expect(source.has(line)).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.constantFrom('ok', 'ok', 'error: boom', 'FAILED x'),
+            fc
+              .string({ maxLength: 60 })
+              .map((s) => s.replace(/[\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]/g, '')),
+          ),
+          { maxLength: 400 },
+        ),
+        (lines) => {
+          const text = lines.join('\n');
+          const out = compactLines(text, { maxChars: 1000 });
+          expect(codePointLength(out)).toBeLessThanOrEqual(Math.max(1000, codePointLength(text)));
+          const source = new Set(splitLines(text));
+          for (const line of splitLines(out)) {
+            if (line.startsWith('\u2026 ') || line.includes('  [repeated \u00d7')) continue;
+            expect(source.has(line)).toBe(true);
+          }
+        },
+      ),
       { numRuns: 100 },
     );
   });

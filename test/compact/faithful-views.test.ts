@@ -82,9 +82,14 @@ const goPanics = (raw: string, module: RegExp): string[] => {
 
 // Per fixture: the diagnostic lines, by this file's own rules.
 const DIAGNOSTICS: Record<string, (raw: string) => string[]> = {
-  'pytest-assert-fail.txt': (raw) => matching(raw, /^E(\s|$)/, /^(FAILED|ERROR) /, /^\S+\.py:\d+: \w*(Error|Exception)$/, /^=+ \d+ failed/),
-  'pytest-fail.txt': (raw) => matching(raw, /^E(\s|$)/, /^(FAILED|ERROR) /, /^\S+\.py:\d+: \w*(Error|Exception)$/, /^=+ \d+ failed/),
-  'python-traceback.txt': (raw) => [...pythonTracebacks(raw), ...matching(raw, /^(During handling of the above exception|The above exception was the direct cause)/)],
+  'pytest-assert-fail.txt': (raw) =>
+    matching(raw, /^E(\s|$)/, /^(FAILED|ERROR) /, /^\S+\.py:\d+: \w*(Error|Exception)$/, /^=+ \d+ failed/),
+  'pytest-fail.txt': (raw) =>
+    matching(raw, /^E(\s|$)/, /^(FAILED|ERROR) /, /^\S+\.py:\d+: \w*(Error|Exception)$/, /^=+ \d+ failed/),
+  'python-traceback.txt': (raw) => [
+    ...pythonTracebacks(raw),
+    ...matching(raw, /^(During handling of the above exception|The above exception was the direct cause)/),
+  ],
   'java-exception.txt': (raw) => [
     ...matching(raw, /^Exception in thread /, /^Caused by: /),
     ...firstProjectFrames(raw, /^(Exception in thread |Caused by: )/, /^\tat com\.acme\./),
@@ -109,18 +114,35 @@ const DIAGNOSTICS: Record<string, (raw: string) => string[]> = {
   'cargo-build-errors.txt': (raw) => matching(raw, /^error(\[E\d+\])?: /, /^\s+--> /),
   'npm-install-fail.txt': (raw) => matching(raw, /^npm (ERR!|error) /),
   'go-panic.txt': (raw) => [...goPanics(raw, /^(main\.|example\.com\/)/), ...matching(raw, /^exit status \d+$/)],
-  'go-test-fail.txt': (raw) => [...goPanics(raw, /^example\.com\//), ...matching(raw, /^--- FAIL: /, /^\s+\w+_test\.go:\d+: /, /^FAIL\b/)],
+  'go-test-fail.txt': (raw) => [
+    ...goPanics(raw, /^example\.com\//),
+    ...matching(raw, /^--- FAIL: /, /^\s+\w+_test\.go:\d+: /, /^FAIL\b/),
+  ],
   'cargo-test-fail.txt': (raw) => [
     ...matching(raw, /panicked at /, /^test .* \.\.\. FAILED$/, /^test result: FAILED/, /^\s*(left|right): /),
     ...after(raw, /panicked at /),
   ],
-  'vitest-fail.txt': (raw) => matching(raw, /^\s*×\s/, /^\s*→ /, /^\s*FAIL\s/, /^AssertionError/, /^\s*❯ test\/\S+:\d+:\d+/, /^\s*Tests\s+\d+ failed/, /^\s*Test Files\s+\d+ failed/),
+  'vitest-fail.txt': (raw) =>
+    matching(
+      raw,
+      /^\s*×\s/,
+      /^\s*→ /,
+      /^\s*FAIL\s/,
+      /^AssertionError/,
+      /^\s*❯ test\/\S+:\d+:\d+/,
+      /^\s*Tests\s+\d+ failed/,
+      /^\s*Test Files\s+\d+ failed/,
+    ),
 };
 
 async function view(name: string): Promise<{ raw: string; out: string }> {
   const raw = fixture(name);
   const spec = FIXTURE_COMMANDS[name]!;
-  const [step] = await runOp(compressToolResult({ vault, counter }), [result('terminal', raw, { command: spec.command }, spec.exitCode)], { sessionId: `faithful-${name}` });
+  const [step] = await runOp(
+    compressToolResult({ vault, counter }),
+    [result('terminal', raw, { command: spec.command }, spec.exitCode)],
+    { sessionId: `faithful-${name}` },
+  );
   return { raw, out: step!.value.content };
 }
 
@@ -167,15 +189,24 @@ describe('faithful on red: every diagnostic line of a real failing output is in 
       const r = compactTerminal({ output: raw });
       const shown = new Set(splitLines(r.text));
       for (const line of DIAGNOSTICS[name]!(raw)) expect(shown, `${name}: ${line}`).toContain(line);
-      const [native] = await runOp(compressToolResult({ vault, counter, nativeMinChars: 1000 }), [result('process', raw)], { sessionId: 'process' });
+      const [native] = await runOp(
+        compressToolResult({ vault, counter, nativeMinChars: 1000 }),
+        [result('process', raw)],
+        { sessionId: 'process' },
+      );
       const nativeShown = new Set(splitLines(native!.value.content));
-      if (native!.value.content !== raw) for (const line of DIAGNOSTICS[name]!(raw)) expect(nativeShown, `process ${name}: ${line}`).toContain(line);
+      if (native!.value.content !== raw)
+        for (const line of DIAGNOSTICS[name]!(raw)) expect(nativeShown, `process ${name}: ${line}`).toContain(line);
     }
   });
 
   it('the reference-compatible mode keeps the diagnostic lines its head/tail cut would drop', async () => {
     const raw = fixture('pytest-assert-fail.txt');
-    const [out] = await runOp(compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 2000, nativeStrategy: 'reference' }), [result('process', raw)], { sessionId: 'ref' });
+    const [out] = await runOp(
+      compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 2000, nativeStrategy: 'reference' }),
+      [result('process', raw)],
+      { sessionId: 'ref' },
+    );
     expect(out!.value.content).not.toBe(raw);
     const shown = new Set(splitLines(out!.value.content));
     for (const line of DIAGNOSTICS['pytest-assert-fail.txt']!(raw)) expect(shown, line).toContain(line);
@@ -199,7 +230,9 @@ describe('faithful on red, as a property', () => {
   // Failure lines taken from the real fixtures by the rules above (one family each), and noise
   // lines shaped like the passing output around them.
   const failures = [
-    ...DIAGNOSTICS['pytest-assert-fail.txt']!(fixture('pytest-assert-fail.txt')).filter((l) => l.startsWith('E ') || l.startsWith('FAILED ')),
+    ...DIAGNOSTICS['pytest-assert-fail.txt']!(fixture('pytest-assert-fail.txt')).filter(
+      (l) => l.startsWith('E ') || l.startsWith('FAILED '),
+    ),
     ...matching(fixture('java-exception.txt'), /^(Exception in thread |Caused by: )/),
     ...DIAGNOSTICS['tsc-errors.txt']!(fixture('tsc-errors.txt')).slice(0, 10),
     ...DIAGNOSTICS['npm-install-fail.txt']!(fixture('npm-install-fail.txt')),
@@ -208,8 +241,17 @@ describe('faithful on red, as a property', () => {
   ];
   const noise = fc.oneof(
     fc.nat(999).map((i) => `tests/test_m${i % 9}.py::test_case_${i} PASSED${' '.repeat(20)}[ ${i % 100}%]`),
-    fc.nat(99_999).map((i) => `2026-12-01 09:03:28,${String(i % 1000).padStart(3, '0')} INFO worker: job ${i} done: value=${i * 3}`),
-    fc.nat(999).map((i) => `[INFO] Tests run: 5, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.0${i % 10} s -- in com.acme.M${i}Test`),
+    fc
+      .nat(99_999)
+      .map(
+        (i) => `2026-12-01 09:03:28,${String(i % 1000).padStart(3, '0')} INFO worker: job ${i} done: value=${i * 3}`,
+      ),
+    fc
+      .nat(999)
+      .map(
+        (i) =>
+          `[INFO] Tests run: 5, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.0${i % 10} s -- in com.acme.M${i}Test`,
+      ),
   );
 
   it('every inserted failure line within the budget is in the view, whatever the noise and the command', () => {
@@ -222,7 +264,11 @@ describe('faithful on red, as a property', () => {
         (base, inserted, at, command) => {
           const out = [...base];
           inserted.forEach((line, k) => out.splice(at[k]! % (out.length + 1), 0, line));
-          const r = compactTerminal({ output: out.join('\n'), exitCode: 1, ...(command === undefined ? {} : { command }) });
+          const r = compactTerminal({
+            output: out.join('\n'),
+            exitCode: 1,
+            ...(command === undefined ? {} : { command }),
+          });
           const shown = new Set(splitLines(r.text));
           for (const line of inserted) expect(shown, line).toContain(line);
         },
@@ -262,7 +308,8 @@ describe('search views keep match lines', () => {
         // The first matches of a file, in order, and its exact count.
         expect(mine).toEqual(matches.slice(0, mine.length));
         const more = shown[shown.indexOf(mine.at(-1)!) + 1] ?? '';
-        if (mine.length < matches.length) expect(more).toBe(`  \u2026 +${matches.length - mine.length} more in this file`);
+        if (mine.length < matches.length)
+          expect(more).toBe(`  \u2026 +${matches.length - mine.length} more in this file`);
       }
       expect(filesWithLines).toBeGreaterThanOrEqual(Math.min(40, files.size));
       const term = /"([^"]+)"/.exec(FIXTURE_COMMANDS[name]!.command)![1]!;

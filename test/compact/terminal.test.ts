@@ -34,7 +34,8 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.family).toBe('git-diff');
     expect(r.lines[0]).toBe('[exit code: 0]');
     expect(r.lines[1]).toBe('[diff: 28 files, +55 -55]');
-    const headers = (lines: readonly string[]) => lines.filter((l) => /^(diff --git|index |--- a|\+\+\+ b|@@ )/.test(l));
+    const headers = (lines: readonly string[]) =>
+      lines.filter((l) => /^(diff --git|index |--- a|\+\+\+ b|@@ )/.test(l));
     expect(headers(r.lines)).toEqual(headers(splitLines(r.output)));
     expect(r.text).toContain('\u2026 \u00d78 more lines of the form "-line {11..18}" \u2026');
   });
@@ -57,7 +58,9 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.text).toContain('[vitest: 192 passing/progress lines dropped]');
     for (const n of [4, 8, 12]) {
       expect(r.text).toContain(` FAIL  test/m${n}.test.js > module ${n} > handles edge ${n}`);
-      expect(r.text).toContain(`AssertionError: expected { a: ${n}, b: [ 1, 2 ] } to deeply equal { a: ${n}, b: [ 1, 3 ] }`);
+      expect(r.text).toContain(
+        `AssertionError: expected { a: ${n}, b: [ 1, 2 ] } to deeply equal { a: ${n}, b: [ 1, 3 ] }`,
+      );
     }
     expect(r.text).toContain('      Tests  3 failed | 192 passed (195)');
     expect(r.text).toContain(' Test Files  3 failed | 9 passed (12)');
@@ -68,7 +71,9 @@ describe('built-in terminal compactors on real captured outputs', () => {
     const r = render('pytest-fail.txt', 'python3 -m pytest -v tests');
     expect(r.family).toBe('pytest');
     expect(r.text).not.toContain(' PASSED ');
-    for (const line of splitLines(r.output).filter((l) => /^(FAILED |E\s|=+ \d+ failed)/.test(l) || l.endsWith(' FAILED'))) {
+    for (const line of splitLines(r.output).filter(
+      (l) => /^(FAILED |E\s|=+ \d+ failed)/.test(l) || l.endsWith(' FAILED'),
+    )) {
       expect(r.text).toContain(line);
     }
     expect(r.text).toContain('======================== 4 failed, 172 passed in 1.05s =========================');
@@ -79,10 +84,13 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.family).toBe('cargo-test');
     expect(r.text).not.toMatch(/ \.\.\. ok$/m);
     expect(r.text).not.toContain('Compiling adder');
-    for (const name of ['panics_here', 'wrong_31', 'wrong_32']) expect(r.text).toContain(`test tests::${name} ... FAILED`);
+    for (const name of ['panics_here', 'wrong_31', 'wrong_32'])
+      expect(r.text).toContain(`test tests::${name} ... FAILED`);
     expect(r.text).toContain("thread 'tests::panics_here' (7986) panicked at src/lib.rs:16:70:");
     expect(r.text).toContain('index out of bounds: the len is 0 but the index is 3');
-    expect(r.text).toContain('test result: FAILED. 30 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.26s');
+    expect(r.text).toContain(
+      'test result: FAILED. 30 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.26s',
+    );
   });
 
   // With the diagnostic budget off (diagnosticChars: 0), compiler output is grouped; the faithful
@@ -116,7 +124,8 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(['maven', 'generic']).toContain(r.family); // nothing is maven noise here: the generic fallback takes it
     expect(codePointLength(r.text)).toBeLessThan(codePointLength(output));
     expect(r.text).toContain('[INFO] BUILD FAILURE');
-    for (const l of splitLines(output).filter((x) => x.startsWith('[ERROR] ') && x.length > 9)) expect(r.text).toContain(l);
+    for (const l of splitLines(output).filter((x) => x.startsWith('[ERROR] ') && x.length > 9))
+      expect(r.text).toContain(l);
   });
 
   it('grep: match lines verbatim, the first ones of every file, exact counts', () => {
@@ -151,23 +160,54 @@ describe('built-in terminal compactors on real captured outputs', () => {
   });
 
   it('ls -R: a subdirectory is named once (by its own line), every file counted', () => {
-    const output = ['.:', 'README.md', 'src', '', './src:', 'a.ts', 'b.ts', 'lib', '', './src/lib:', 'c.ts', ''].join('\n');
+    const output = ['.:', 'README.md', 'src', '', './src:', 'a.ts', 'b.ts', 'lib', '', './src/lib:', 'c.ts', ''].join(
+      '\n',
+    );
     const text = compactTerminal({ command: 'ls -R', output }).text;
-    expect(text.split('\n')).toEqual(['./ (1 + 1 dir): README.md', './src/ (2 + 1 dir): a.ts b.ts', './src/lib/ (1): c.ts']);
+    expect(text.split('\n')).toEqual([
+      './ (1 + 1 dir): README.md',
+      './src/ (2 + 1 dir): a.ts b.ts',
+      './src/lib/ (1): c.ts',
+    ]);
   });
 
   it('a large listing is fitted to LISTING_MAX_CHARS: every directory keeps its line and its exact count', () => {
-    const paths = Array.from({ length: 3000 }, (_, i) => `src/test/java/com/acme/module${i % 60}/SomeRatherLongTestClassName${i}Test.java`);
+    const paths = Array.from(
+      { length: 3000 },
+      (_, i) => `src/test/java/com/acme/module${i % 60}/SomeRatherLongTestClassName${i}Test.java`,
+    );
     const text = compactTerminal({ command: 'find src -name "*.java"', output: paths.join('\n') }).text;
     expect(codePointLength(text)).toBeLessThanOrEqual(LISTING_MAX_CHARS);
     const lines = text.split('\n');
     expect(lines).toHaveLength(60);
-    for (const l of lines) expect(l).toMatch(/^src\/test\/java\/com\/acme\/module\d+\/ \(50\): (\S+\.java ){3,}…\(\+\d+ more\)$/);
+    for (const l of lines)
+      expect(l).toMatch(/^src\/test\/java\/com\/acme\/module\d+\/ \(50\): (\S+\.java ){3,}…\(\+\d+ more\)$/);
   });
 
   it('isFileRead: plain reads of files, not filters, writes or bare commands', () => {
-    for (const c of ['cat a.py', 'cat -n src/a.py b.py', 'head -n 50 log.txt', 'tail -100 out.log', "sed -n '10,40p' a.py", 'sed -n 5p a.py', 'nl -ba a.py', 'cd /repo && cat a.py', 'cat a.py 2>/dev/null']) expect(isFileRead(c), c).toBe(true);
-    for (const c of ['cat a.py | grep x', 'cat > a.py', 'cat <<EOF > a.py', 'sed -i s/a/b/ a.py', 'tail -f', 'cat', 'grep -n x a.py', 'python a.py']) expect(isFileRead(c), c).toBe(false);
+    for (const c of [
+      'cat a.py',
+      'cat -n src/a.py b.py',
+      'head -n 50 log.txt',
+      'tail -100 out.log',
+      "sed -n '10,40p' a.py",
+      'sed -n 5p a.py',
+      'nl -ba a.py',
+      'cd /repo && cat a.py',
+      'cat a.py 2>/dev/null',
+    ])
+      expect(isFileRead(c), c).toBe(true);
+    for (const c of [
+      'cat a.py | grep x',
+      'cat > a.py',
+      'cat <<EOF > a.py',
+      'sed -i s/a/b/ a.py',
+      'tail -f',
+      'cat',
+      'grep -n x a.py',
+      'python a.py',
+    ])
+      expect(isFileRead(c), c).toBe(false);
   });
 
   it('npm install: fetch chatter dropped, summary and errors kept', () => {
@@ -194,7 +234,9 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.family).toBe('diagnostics');
     expect(r.lines[0]).toBe('[exit code: 1]');
     expect(r.lines[1]).toBe('[diagnostics: 72 errors, 8 other in 8 files]');
-    expect(r.text).toContain("no-undef \u00d716: 'totl' is not defined \u00d78 | 'missing{1..8}' is not defined \u00d78");
+    expect(r.text).toContain(
+      "no-undef \u00d716: 'totl' is not defined \u00d78 | 'missing{1..8}' is not defined \u00d78",
+    );
     expect(r.text).toContain('\u2716 80 problems (72 errors, 8 warnings)');
     let file = '';
     let rows = 0;
@@ -216,7 +258,9 @@ describe('built-in terminal compactors on real captured outputs', () => {
     expect(r.lines[0]).toBe('[exit code: 1]');
     expect(r.text).toContain('[go: 104 passing/progress lines dropped]');
     expect(r.text).not.toMatch(/^(=== RUN|--- PASS)/m);
-    const kept = splitLines(r.output).filter((l) => /^(--- FAIL: |panic: |\s+\w+_test\.go:\d+: |ok {2}\t|FAIL\t)/.test(l));
+    const kept = splitLines(r.output).filter((l) =>
+      /^(--- FAIL: |panic: |\s+\w+_test\.go:\d+: |ok {2}\t|FAIL\t)/.test(l),
+    );
     expect(kept).toHaveLength(9);
     for (const l of kept) expect(r.lines).toContain(l);
     expect(r.text).toContain('    calc_test.go:133: Mul(3, 2) = 7, want 6');
@@ -254,7 +298,10 @@ describe('built-in terminal compactors on real captured outputs', () => {
       byFile.set(m[1]!, [...(byFile.get(m[1]!) ?? []), l]);
     }
     expect(r.lines[1]).toBe(`[matches: 319 in ${byFile.size} files]`);
-    const wide = compactTerminal({ command: 'rg -n "OperatorFunction<" src', output: r.output, exitCode: 0 }, { maxChars: 20000 });
+    const wide = compactTerminal(
+      { command: 'rg -n "OperatorFunction<" src', output: r.output, exitCode: 0 },
+      { maxChars: 20000 },
+    );
     expect(codePointLength(wide.text)).toBeLessThan(codePointLength(r.output));
     const lines = new Set(splitLines(wide.text));
     for (const list of byFile.values()) expect(lines).toContain(list[0]!);
@@ -264,14 +311,19 @@ describe('built-in terminal compactors on real captured outputs', () => {
 describe('hand-written sample for a tool not installed here (gradle)', () => {
   it('gradle drops up-to-date tasks and keeps failures', () => {
     const lines = Array.from({ length: 40 }, (_, i) => `> Task :module${i}:compileJava UP-TO-DATE`);
-    lines.push('', 'AppTest > adds() FAILED', '    org.opentest4j.AssertionFailedError: expected: <3> but was: <2>', '', 'BUILD FAILED in 3s');
+    lines.push(
+      '',
+      'AppTest > adds() FAILED',
+      '    org.opentest4j.AssertionFailedError: expected: <3> but was: <2>',
+      '',
+      'BUILD FAILED in 3s',
+    );
     const r = compactTerminal({ command: './gradlew test', output: lines.join('\n') });
     expect(r.family).toBe('gradle');
     expect(r.text).toContain('AppTest > adds() FAILED');
     expect(r.text).toContain('BUILD FAILED in 3s');
     expect(r.text).not.toContain('UP-TO-DATE');
   });
-
 });
 
 describe('family detection', () => {
@@ -302,7 +354,10 @@ describe('family detection', () => {
   });
 
   it('reads host JSON terminal results (output + exit_code)', () => {
-    expect(readTerminalContent(JSON.stringify({ output: 'x\ny', exit_code: 2, error: null }))).toEqual({ output: 'x\ny', exitCode: 2 });
+    expect(readTerminalContent(JSON.stringify({ output: 'x\ny', exit_code: 2, error: null }))).toEqual({
+      output: 'x\ny',
+      exitCode: 2,
+    });
     expect(readTerminalContent('{not json}', 1)).toEqual({ output: '{not json}', exitCode: 1 });
   });
 });

@@ -6,7 +6,10 @@ import type { Vault } from '../../src/vault/types.js';
 export type RequestOp = OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>;
 
 /** Run requests in order through ONE subscription of `op`. */
-export async function runAll(op: RequestOp, requests: readonly (readonly [ProviderRequest, StepContext])[]): Promise<Step<ProviderRequest>[]> {
+export async function runAll(
+  op: RequestOp,
+  requests: readonly (readonly [ProviderRequest, StepContext])[],
+): Promise<Step<ProviderRequest>[]> {
   return lastValueFrom(from(requests.map(([r, c]) => createStep(r, c))).pipe(op, toArray()));
 }
 

@@ -45,7 +45,8 @@ describe('sameJson', () => {
     expect(sameJson('x'.repeat(100_000), `${'x'.repeat(99_999)}x`)).toBe(true);
   });
 
-  const negativeZero = (v: unknown): boolean => Object.is(v, -0) || (typeof v === 'object' && v !== null && Object.values(v).some(negativeZero));
+  const negativeZero = (v: unknown): boolean =>
+    Object.is(v, -0) || (typeof v === 'object' && v !== null && Object.values(v).some(negativeZero));
   test.prop([fc.jsonValue(), fc.jsonValue()])('agrees with JSON.stringify on JSON values', (a, b) => {
     if (sameJson(a, b)) expect(JSON.stringify(a)).toBe(JSON.stringify(b));
     expect(sameJson(a, clone(a))).toBe(!negativeZero(a));
@@ -69,7 +70,8 @@ function retyped(value: unknown): unknown {
   const walk = (v: unknown): void => {
     if (typeof v !== 'object' || v === null) return;
     for (const [k, x] of Object.entries(v)) {
-      if (typeof x === 'string' && x.length > (longest?.text.length ?? 0)) longest = { holder: v as Obj, key: Array.isArray(v) ? Number(k) : k, text: x };
+      if (typeof x === 'string' && x.length > (longest?.text.length ?? 0))
+        longest = { holder: v as Obj, key: Array.isArray(v) ? Number(k) : k, text: x };
       else walk(x);
     }
   };
@@ -78,7 +80,8 @@ function retyped(value: unknown): unknown {
   if (longest !== undefined) {
     const m = Math.floor(longest.text.length / 2);
     const c = longest.text[m] === 'x' ? 'y' : 'x';
-    (longest.holder as Record<string | number, unknown>)[longest.key] = longest.text.slice(0, m) + c + longest.text.slice(m + 1);
+    (longest.holder as Record<string | number, unknown>)[longest.key] =
+      longest.text.slice(0, m) + c + longest.text.slice(m + 1);
   }
   return copy;
 }
@@ -100,26 +103,37 @@ function edited(session: readonly ProviderRequest[], at: number, item: number, s
 }
 
 describe('extendView', () => {
-  test.prop([growingSession(shapes)], { numRuns: 40 })('reads a grown request exactly as readRequest does', (session) => {
-    const requests = reusing(session);
-    let view = readRequest(requests[0]!);
-    for (const request of requests.slice(1)) {
-      const grown = extendView(view, request);
-      const whole = readRequest(request);
-      expect(grown).toBeDefined();
-      expect(grown).toEqual(whole);
-      view = grown!;
-    }
-  });
+  test.prop([growingSession(shapes)], { numRuns: 40 })(
+    'reads a grown request exactly as readRequest does',
+    (session) => {
+      const requests = reusing(session);
+      let view = readRequest(requests[0]!);
+      for (const request of requests.slice(1)) {
+        const grown = extendView(view, request);
+        const whole = readRequest(request);
+        expect(grown).toBeDefined();
+        expect(grown).toEqual(whole);
+        view = grown!;
+      }
+    },
+  );
 
   it('declines when a new item defines a call an earlier output named, or the list changed', () => {
     const orphan = { role: 'tool', tool_call_id: 'late', content: 'out' };
     const first = { messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'u' }, orphan] };
     const view = readRequest(first);
-    const late = { role: 'assistant', content: null, tool_calls: [{ id: 'late', type: 'function', function: { name: 'grep', arguments: '{}' } }] };
+    const late = {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'late', type: 'function', function: { name: 'grep', arguments: '{}' } }],
+    };
     expect(extendView(view, { messages: [...first.messages, late] })).toBeUndefined();
-    expect(readRequest({ messages: [...first.messages, late] }).slots.find((s) => s.kind === 'tool_output')?.toolName).toBe('grep');
-    expect(extendView(view, { messages: [first.messages[0], { role: 'user', content: 'other' }, orphan] })).toBeUndefined();
+    expect(
+      readRequest({ messages: [...first.messages, late] }).slots.find((s) => s.kind === 'tool_output')?.toolName,
+    ).toBe('grep');
+    expect(
+      extendView(view, { messages: [first.messages[0], { role: 'user', content: 'other' }, orphan] }),
+    ).toBeUndefined();
     const grown = extendView(view, { messages: [...first.messages, { role: 'user', content: 'more' }] });
     expect(grown).toEqual(readRequest({ messages: [...first.messages, { role: 'user', content: 'more' }] }));
     expect(extendView(view, { messages: [...first.messages, { role: 'user', content: 'again' }] })).toBeUndefined(); // already extended
@@ -129,7 +143,11 @@ describe('extendView', () => {
 describe('recognition', () => {
   it('hands the earlier equal objects to the stages and the caller objects back', () => {
     const memo = createRequestMemo();
-    const first = { model: 'm', tools: [{ type: 'function', function: { name: 'f' } }], messages: [{ role: 'user', content: 'a' }] };
+    const first = {
+      model: 'm',
+      tools: [{ type: 'function', function: { name: 'f' } }],
+      messages: [{ role: 'user', content: 'a' }],
+    };
     memo.recognise(first);
     const second = clone({ ...first, messages: [...first.messages, { role: 'assistant', content: 'b' }] });
     const seen = memo.recognise(second);
@@ -137,7 +155,10 @@ describe('recognition', () => {
     expect((seen.request['messages'] as unknown[])[0]).toBe(first.messages[0]);
     expect(seen.request['tools']).toBe(first.tools);
     expect(seen.restore(seen.request)).toBe(second);
-    const out: Obj = { ...seen.request, messages: [(seen.request['messages'] as unknown[])[0], { role: 'assistant', content: 'B' }] };
+    const out: Obj = {
+      ...seen.request,
+      messages: [(seen.request['messages'] as unknown[])[0], { role: 'assistant', content: 'B' }],
+    };
     const back = seen.restore(out);
     expect((back['messages'] as unknown[])[0]).toBe(second.messages[0]);
     expect(back['tools']).toBe(second.tools);
@@ -151,7 +172,14 @@ describe('a host that grows its own array in place', () => {
     const messages: unknown[] = [{ role: 'user', content: 'go' }];
     const request = { model: 'm', messages };
     memo.recognise(request);
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'grep', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c', content: 'out' });
+    messages.push(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'grep', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c', content: 'out' },
+    );
     const seen = memo.recognise(request);
     expect(seen.shared).toBe(1);
     expect(seen.view).toEqual({ ...readRequest(request), items: seen.view.items });
@@ -162,17 +190,22 @@ describe('a host that grows its own array in place', () => {
 
 describe('fast path = full path', () => {
   let runs = 0;
-  const chain = (vault: Parameters<typeof collapseDuplicates>[0]['vault']): RequestOp => (src) =>
-    src.pipe(
-      collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
-      compileRequest({ vault, counter, minVaultChars: 150 }),
-    );
+  const chain =
+    (vault: Parameters<typeof collapseDuplicates>[0]['vault']): RequestOp =>
+    (src) =>
+      src.pipe(
+        collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
+        compileRequest({ vault, counter, minVaultChars: 150 }),
+      );
   /** Every output (JSON text) and decision of the session through a fresh chain and SQLite file. */
   async function outputs(requests: readonly ProviderRequest[], recognition: boolean): Promise<string[]> {
     const was = setPrefixRecognition(recognition);
     const vault = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
     try {
-      const outs = await runAll(chain(vault), requests.map((r, i) => [r, { sessionId: 's', requestId: `r${i}` }] as const));
+      const outs = await runAll(
+        chain(vault),
+        requests.map((r, i) => [r, { sessionId: 's', requestId: `r${i}` }] as const),
+      );
       return outs.map((s) => JSON.stringify({ value: s.value, decisions: s.decisions }));
     } finally {
       setPrefixRecognition(was);
@@ -180,10 +213,15 @@ describe('fast path = full path', () => {
     }
   }
 
-  test.prop([growingSession(shapes), fc.option(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { nil: undefined })], { numRuns: 20 })(
+  test.prop([growingSession(shapes), fc.option(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { nil: undefined })], {
+    numRuns: 20,
+  })(
     'byte-identical outputs with reused and with deep-cloned objects, also after the host edits an earlier item',
     async (session, edit) => {
-      const reused = edit === undefined ? reusing(session) : edited(reusing(session), edit[0] % session.length, edit[1] % 12, edit[2]);
+      const reused =
+        edit === undefined
+          ? reusing(session)
+          : edited(reusing(session), edit[0] % session.length, edit[1] % 12, edit[2]);
       const expected = await outputs(reused.map(clone), false);
       const before = recognitionStats();
       expect(await outputs(reused.map(clone), true)).toEqual(expected);
@@ -200,17 +238,30 @@ describe('fast path = full path', () => {
 
 describe('eviction', () => {
   it('a session whose lanes were evicted renders its next requests as an uninterrupted one does', async () => {
-    const [session] = fc.sample(growingSession({ ...shapes, minTurns: 5, maxTurns: 6, formats: ['chat'] }), { numRuns: 1, seed: 7 });
+    const [session] = fc.sample(growingSession({ ...shapes, minTurns: 5, maxTurns: 6, formats: ['chat'] }), {
+      numRuns: 1,
+      seed: 7,
+    });
     const requests = session!.map(clone);
     const overrides = { minArtifactChars: 300, maxInlineChars: 700, contextMinVaultChars: 150 };
     const run = async (evict: boolean): Promise<string[]> => {
-      const tt = await createTerminator({ overrides: { ...overrides, dbPath: join(dir, `tt-${evict}.sqlite3`) }, counter, maxSessions: 1, metrics: false, ledger: false });
+      const tt = await createTerminator({
+        overrides: { ...overrides, dbPath: join(dir, `tt-${evict}.sqlite3`) },
+        counter,
+        maxSessions: 1,
+        metrics: false,
+        ledger: false,
+      });
       try {
         const out: string[] = [];
         for (const [i, r] of requests.entries()) {
-          out.push(JSON.stringify((await tt.compileRequest(clone(r), { sessionId: 'kept', requestId: `r${i}` })).value));
+          out.push(
+            JSON.stringify((await tt.compileRequest(clone(r), { sessionId: 'kept', requestId: `r${i}` })).value),
+          );
           // Three other sessions push the kept one's lane (and its recognition state) out of the LRU.
-          if (evict) for (const other of ['a', 'b', 'c', 'd']) await tt.compileRequest(clone(requests[0]!), { sessionId: other, requestId: `${other}${i}` });
+          if (evict)
+            for (const other of ['a', 'b', 'c', 'd'])
+              await tt.compileRequest(clone(requests[0]!), { sessionId: other, requestId: `${other}${i}` });
         }
         return out;
       } finally {
@@ -222,10 +273,20 @@ describe('eviction', () => {
     const evicted = await run(true);
     const first = evicted.findIndex((s, i) => s !== uninterrupted[i]);
     if (first >= 0) {
-      const a = uninterrupted[first]!, b = evicted[first]!;
+      const a = uninterrupted[first]!,
+        b = evicted[first]!;
       let k = 0;
       while (a[k] === b[k]) k++;
-      console.log('DIFF at request', first, 'char', k, '\nA:', a.slice(k - 200, k + 300), '\nB:', b.slice(k - 200, k + 300));
+      console.log(
+        'DIFF at request',
+        first,
+        'char',
+        k,
+        '\nA:',
+        a.slice(k - 200, k + 300),
+        '\nB:',
+        b.slice(k - 200, k + 300),
+      );
     }
     expect(first).toBe(-1);
   });

@@ -42,11 +42,16 @@ describe('structural benchmark cases 3–8 (facts §4)', () => {
     // shown again (as the bounded faithful view: head, tail, receipt), where the reference sends
     // only its receipt (a model that never saw the output cannot act on a receipt).
     const hidesNewest = new Set(['repeated_artifact_second_exposure', 'receipt_plus_working_state_combined']);
-    for (const r of results) if (!hidesNewest.has(r.name)) expect(r.outputTokens, r.name).toBeLessThanOrEqual(r.referenceOutputTokens);
+    for (const r of results)
+      if (!hidesNewest.has(r.name)) expect(r.outputTokens, r.name).toBeLessThanOrEqual(r.referenceOutputTokens);
     const second = results[0]!.output as { messages: { content?: string }[] };
     const view = second.messages[3]!.content!;
     expect(view.startsWith('diagnostic line 0: detailed state and repeated evidence\n')).toBe(true);
-    expect(parseReceipt(view.split('\n').at(-1)!)).toMatchObject({ artifactId: 'a_93b2fa83ce3a3a24c7ac5b5a5b8c0711', tool: 'terminal', chars: 352_889 });
+    expect(parseReceipt(view.split('\n').at(-1)!)).toMatchObject({
+      artifactId: 'a_93b2fa83ce3a3a24c7ac5b5a5b8c0711',
+      tool: 'terminal',
+      chars: 352_889,
+    });
     expect(results[0]!.outputTokens).toBeLessThan(2500);
   });
 

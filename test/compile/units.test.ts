@@ -15,14 +15,23 @@ describe('acceptCandidate', () => {
   const ok = [{ artifactId: 'a_1', verified: true }];
   it('accepts only a strictly smaller payload', () => {
     expect(acceptCandidate({ rawChars: 10, candidateChars: 9, receipts: ok })).toEqual({ accepted: true });
-    expect(acceptCandidate({ rawChars: 10, candidateChars: 10, receipts: ok })).toMatchObject({ accepted: false, reason: 'not smaller in chars' });
+    expect(acceptCandidate({ rawChars: 10, candidateChars: 10, receipts: ok })).toMatchObject({
+      accepted: false,
+      reason: 'not smaller in chars',
+    });
   });
   it('rejects a char-only win when exact tokens grew or stayed', () => {
-    expect(acceptCandidate({ rawChars: 10, candidateChars: 5, rawTokens: 3, candidateTokens: 3, receipts: ok })).toMatchObject({ reason: 'not smaller in tokens' });
-    expect(acceptCandidate({ rawChars: 10, candidateChars: 5, rawTokens: 3, candidateTokens: 2, receipts: ok })).toEqual({ accepted: true });
+    expect(
+      acceptCandidate({ rawChars: 10, candidateChars: 5, rawTokens: 3, candidateTokens: 3, receipts: ok }),
+    ).toMatchObject({ reason: 'not smaller in tokens' });
+    expect(
+      acceptCandidate({ rawChars: 10, candidateChars: 5, rawTokens: 3, candidateTokens: 2, receipts: ok }),
+    ).toEqual({ accepted: true });
   });
   it('rejects a receipt whose artifact was not read back', () => {
-    expect(acceptCandidate({ rawChars: 10, candidateChars: 5, receipts: [{ artifactId: 'a_1', verified: false }] })).toMatchObject({ reason: 'unverified receipt' });
+    expect(
+      acceptCandidate({ rawChars: 10, candidateChars: 5, receipts: [{ artifactId: 'a_1', verified: false }] }),
+    ).toMatchObject({ reason: 'unverified receipt' });
   });
 });
 
@@ -33,7 +42,11 @@ describe('segmentSteps and horizons', () => {
         { role: 'system', content: 's' },
         { role: 'user', content: 'demo' },
         { role: 'user', content: 'task' },
-        { role: 'assistant', content: 'a', tool_calls: [{ id: '1', type: 'function', function: { name: 'bash', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: 'a',
+          tool_calls: [{ id: '1', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: '1', content: 'out' },
         { role: 'assistant', content: 'b' },
         { role: 'assistant', content: 'c' },
@@ -54,22 +67,53 @@ describe('the cache-economic rewrite rule', () => {
   const openai = PRICING_PROFILES.openai;
   const anthropic = PRICING_PROFILES.anthropic;
   it('replaces a large output at the tail of the previous request: the rewrite already pays in this request', () => {
-    const answer = chooseBatch({ size: 60_000, cachedEnd: 55_000, requestsAhead: 1, pricing: openai, candidates: [{ position: 50_000, saved: 4_800 }] });
+    const answer = chooseBatch({
+      size: 60_000,
+      cachedEnd: 55_000,
+      requestsAhead: 1,
+      pricing: openai,
+      candidates: [{ position: 50_000, saved: 4_800 }],
+    });
     expect(answer).toMatchObject({ from: 0 });
     // Reading 5,000 cached chars at 0.1 costs more than writing a 200-char rendering at 1.0.
     expect(answer!.now).toBeLessThan(0);
   });
   it('leaves a small saving far back in the history alone, and takes it once enough requests remain to repay the lost cache', () => {
-    const question = { size: 100_000, cachedEnd: 95_000, pricing: openai, candidates: [{ position: 30_000, saved: 3_000 }] };
+    const question = {
+      size: 100_000,
+      cachedEnd: 95_000,
+      pricing: openai,
+      candidates: [{ position: 30_000, saved: 3_000 }],
+    };
     // Rewriting from 30k loses the cache on 65k chars: 0.9 × 62k ≈ 55.8k now, 0.1 × 3k = 300 per request later.
     expect(chooseBatch({ ...question, requestsAhead: 100 })).toBeUndefined();
     expect(chooseBatch({ ...question, requestsAhead: 200 })).toMatchObject({ from: 0 });
   });
   it('takes the batch with the best net saving: the tail alone when an older candidate does not pay for its cache loss', () => {
-    const answer = chooseBatch({ size: 100_000, cachedEnd: 95_000, requestsAhead: 10, pricing: openai, candidates: [{ position: 30_000, saved: 1_000 }, { position: 90_000, saved: 4_800 }] });
+    const answer = chooseBatch({
+      size: 100_000,
+      cachedEnd: 95_000,
+      requestsAhead: 10,
+      pricing: openai,
+      candidates: [
+        { position: 30_000, saved: 1_000 },
+        { position: 90_000, saved: 4_800 },
+      ],
+    });
     expect(answer).toMatchObject({ from: 1 });
     // With many requests ahead the older one joins the batch.
-    expect(chooseBatch({ size: 100_000, cachedEnd: 95_000, requestsAhead: 5000, pricing: openai, candidates: [{ position: 30_000, saved: 1_000 }, { position: 90_000, saved: 4_800 }] })).toMatchObject({ from: 0 });
+    expect(
+      chooseBatch({
+        size: 100_000,
+        cachedEnd: 95_000,
+        requestsAhead: 5000,
+        pricing: openai,
+        candidates: [
+          { position: 30_000, saved: 1_000 },
+          { position: 90_000, saved: 4_800 },
+        ],
+      }),
+    ).toMatchObject({ from: 0 });
   });
   it('prices cache writes: a rewrite that pays under OpenAI-style pricing can fail to under Anthropic-style', () => {
     const question = { size: 100_000, cachedEnd: 95_000, candidates: [{ position: 60_000, saved: 4_000 }] };
@@ -78,17 +122,37 @@ describe('the cache-economic rewrite rule', () => {
     expect(chooseBatch({ ...question, requestsAhead: 75, pricing: anthropic })).toBeUndefined();
   });
   it('below the minimum cacheable prefix there is no cache to lose: any saving pays', () => {
-    const tiny = chooseBatch({ size: 3_000, cachedEnd: 2_800, requestsAhead: 1, pricing: openai, candidates: [{ position: 1_000, saved: 1_200 }] });
+    const tiny = chooseBatch({
+      size: 3_000,
+      cachedEnd: 2_800,
+      requestsAhead: 1,
+      pricing: openai,
+      candidates: [{ position: 1_000, saved: 1_200 }],
+    });
     expect(tiny).toMatchObject({ from: 0 });
-    expect(chooseBatch({ size: 3_000, cachedEnd: 2_800, requestsAhead: 1, pricing: openai, candidates: [] })).toBeUndefined();
+    expect(
+      chooseBatch({ size: 3_000, cachedEnd: 2_800, requestsAhead: 1, pricing: openai, candidates: [] }),
+    ).toBeUndefined();
   });
 });
 
 describe('digests', () => {
   it('keep the first line, the exit status, the failure lines within the budget and end in the receipt', () => {
-    const text = ['collected 12 items', ...Array.from({ length: 40 }, (_, i) => `tests/test_a.py::test_${i} PASSED`), 'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2', 'E       assert 1 == 2', '[exit code: 1]'].join('\n');
+    const text = [
+      'collected 12 items',
+      ...Array.from({ length: 40 }, (_, i) => `tests/test_a.py::test_${i} PASSED`),
+      'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2',
+      'E       assert 1 == 2',
+      '[exit code: 1]',
+    ].join('\n');
     const digest = renderDigest(text, 'RECEIPT', { diagnosticChars: 400 });
-    expect(digest.split('\n')).toEqual(['[Token Terminator digest | 44 lines | exit 1]', 'collected 12 items', 'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2', 'E       assert 1 == 2', 'RECEIPT']);
+    expect(digest.split('\n')).toEqual([
+      '[Token Terminator digest | 44 lines | exit 1]',
+      'collected 12 items',
+      'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2',
+      'E       assert 1 == 2',
+      'RECEIPT',
+    ]);
     expect(renderDigest(text, 'RECEIPT', { diagnosticChars: 0 }).split('\n')).toHaveLength(3);
     expect(exitStatusOf('<returncode>2</returncode>\n<output>x</output>')).toBe(2);
     expect(exitStatusOf('all good')).toBeUndefined();
@@ -117,7 +181,11 @@ describe('evidence and views', () => {
     expect(evidenceText('abc')).toBe('abc');
     expect(evidenceText([{ type: 'text', text: 'x' }])).toBe(canonicalJson([{ type: 'text', text: 'x' }]));
     expect(evidenceText([{ type: 'image', source: {} }])).toBeUndefined();
-    expect(evidenceText('[Token Terminator artifact a_0123456789abcdef0123456789abcdef | tool=x | chars=3 | recover with token_terminator action=artifact_get]')).toBeUndefined();
+    expect(
+      evidenceText(
+        '[Token Terminator artifact a_0123456789abcdef0123456789abcdef | tool=x | chars=3 | recover with token_terminator action=artifact_get]',
+      ),
+    ).toBeUndefined();
   });
   it('keeps whole head and tail lines within the budget and says how many were left out', () => {
     const text = Array.from({ length: 1000 }, (_, i) => `line ${i}`).join('\n');
@@ -132,7 +200,14 @@ describe('evidence and views', () => {
 
 describe('meter', () => {
   it('sums per-item sizes into the exact request size and memoizes by identity', () => {
-    const req = { model: 'm', messages: [{ role: 'user', content: 'héllo 😀' }, { role: 'assistant', content: 'x' }], temperature: 0.5 };
+    const req = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'héllo 😀' },
+        { role: 'assistant', content: 'x' },
+      ],
+      temperature: 0.5,
+    };
     const meter = createMeter();
     expect(meter.requestChars(req, 'messages', req.messages)).toBe(serializedChars(req));
     const first = meter.measure(req.messages[0]);

@@ -7,7 +7,13 @@ import { serializedChars } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import type { ProviderRequest } from '../../src/step.js';
 
-const node = (label: string, priority = 0.5) => ({ kind: 'observation', label, confidence: 1, priority, status: 'active' });
+const node = (label: string, priority = 0.5) => ({
+  kind: 'observation',
+  label,
+  confidence: 1,
+  priority,
+  status: 'active',
+});
 
 describe('renderWorkingState', () => {
   it('escapes markup and newlines so stored text cannot close the block or add lines', () => {
@@ -47,10 +53,21 @@ describe('working state in compiled requests', () => {
   }
 
   function session(turns: number): ProviderRequest {
-    const messages: unknown[] = [{ role: 'system', content: 'Be careful.' }, { role: 'user', content: 'Fix the build.' }];
+    const messages: unknown[] = [
+      { role: 'system', content: 'Be careful.' },
+      { role: 'user', content: 'Fix the build.' },
+    ];
     for (let t = 0; t < turns; t++) {
-      messages.push({ role: 'assistant', content: `step ${t}`, tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'read_file', arguments: '{}' } }] });
-      messages.push({ role: 'tool', tool_call_id: `c${t}`, content: Array.from({ length: 120 }, (_, i) => `line ${i} of file ${t}: value=${i * t}`).join('\n') });
+      messages.push({
+        role: 'assistant',
+        content: `step ${t}`,
+        tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'read_file', arguments: '{}' } }],
+      });
+      messages.push({
+        role: 'tool',
+        tool_call_id: `c${t}`,
+        content: Array.from({ length: 120 }, (_, i) => `line ${i} of file ${t}: value=${i * t}`).join('\n'),
+      });
     }
     return { model: 'gpt-4o', messages };
   }
@@ -59,7 +76,19 @@ describe('working state in compiled requests', () => {
     await using tt = await terminator(1200);
     const applied = JSON.parse(
       await tt.recoveryTool.handle(
-        { action: 'working_state_apply', operations: [{ op: 'NODE_CREATE', node_id: 'B1', kind: 'constraint', label: 'Never enlarge the final request.', confidence: 1, priority: 1 }] },
+        {
+          action: 'working_state_apply',
+          operations: [
+            {
+              op: 'NODE_CREATE',
+              node_id: 'B1',
+              kind: 'constraint',
+              label: 'Never enlarge the final request.',
+              confidence: 1,
+              priority: 1,
+            },
+          ],
+        },
         { sessionId: 's' },
       ),
     ) as { accepted?: number; error?: unknown };

@@ -168,15 +168,18 @@ describe('loadConfig env parsing', () => {
     expect(c.incontext.tokenizerTimeoutSeconds).toBe(2.5);
   });
 
-  test.prop([fc.integer({ min: -1000, max: 100_000 })], { numRuns: 100 })('accepts TIMEOUT_MS exactly when it is an integer ≥ 50', (n) => {
-    if (n >= 50) {
-      expect(load({ TOKEN_TERMINATOR_TIMEOUT_MS: String(n) }).timeoutMs).toBe(n);
-    } else {
-      expect(errorOf(() => load({ TOKEN_TERMINATOR_TIMEOUT_MS: String(n) })).message).toBe(
-        `TOKEN_TERMINATOR_TIMEOUT_MS must be an integer ≥ 50, got "${n}"`,
-      );
-    }
-  });
+  test.prop([fc.integer({ min: -1000, max: 100_000 })], { numRuns: 100 })(
+    'accepts TIMEOUT_MS exactly when it is an integer ≥ 50',
+    (n) => {
+      if (n >= 50) {
+        expect(load({ TOKEN_TERMINATOR_TIMEOUT_MS: String(n) }).timeoutMs).toBe(n);
+      } else {
+        expect(errorOf(() => load({ TOKEN_TERMINATOR_TIMEOUT_MS: String(n) })).message).toBe(
+          `TOKEN_TERMINATOR_TIMEOUT_MS must be an integer ≥ 50, got "${n}"`,
+        );
+      }
+    },
+  );
 
   it('reads the block, inline-view, pricing and observation settings', () => {
     expect(load({}).maxInlineChars).toBe(32_000);
@@ -191,7 +194,16 @@ describe('loadConfig env parsing', () => {
       TOKEN_TERMINATOR_OBSERVATION_PATTERN: 'none',
       TOKEN_TERMINATOR_REASONING_REDUCTION: 'on',
     });
-    expect([c.contextBlockTurns, c.maxInlineChars, c.pricingProfile, c.cacheReadMultiplier, c.cacheWriteMultiplier, c.minCachePrefixTokens, c.observationPattern, c.reasoningReduction]).toEqual([12, 0, 'anthropic', 0.25, 2, 4096, 'none', true]);
+    expect([
+      c.contextBlockTurns,
+      c.maxInlineChars,
+      c.pricingProfile,
+      c.cacheReadMultiplier,
+      c.cacheWriteMultiplier,
+      c.minCachePrefixTokens,
+      c.observationPattern,
+      c.reasoningReduction,
+    ]).toEqual([12, 0, 'anthropic', 0.25, 2, 4096, 'none', true]);
   });
 
   it('accepts TOKEN_TERMINATOR_BUSY_TIMEOUT_MS within 0…60000 (env and override) and rejects the rest', () => {
@@ -297,16 +309,24 @@ describe('loadConfig invalid values', () => {
 
   it('names the option and the variable for a bad override', () => {
     const error = errorOf(() => loadConfig({ env: base, overrides: { maxSearchResults: 0 } }));
-    expect(error.message).toBe('option maxSearchResults (TOKEN_TERMINATOR_MAX_SEARCH_RESULTS) must be an integer in 1…500, got 0');
-    expect(() => loadConfig({ env: base, overrides: { mode: 'fast' as never } })).toThrow(/option mode .* must be one of balanced/);
+    expect(error.message).toBe(
+      'option maxSearchResults (TOKEN_TERMINATOR_MAX_SEARCH_RESULTS) must be an integer in 1…500, got 0',
+    );
+    expect(() => loadConfig({ env: base, overrides: { mode: 'fast' as never } })).toThrow(
+      /option mode .* must be one of balanced/,
+    );
     expect(() => loadConfig({ env: base, overrides: { incontext: { minOutputTokens: -1 } } })).toThrow(
       /option incontext\.minOutputTokens \(INCONTEXT_MIN_OUTPUT_TOKENS\)/,
     );
   });
 
   it('rejects unknown override keys', () => {
-    expect(() => loadConfig({ env: base, overrides: { timeout: 5 } as never })).toThrow(/unknown configuration option "timeout"/);
-    expect(() => loadConfig({ env: base, overrides: { incontext: { url: 'x' } } as never })).toThrow(/"incontext\.url"/);
+    expect(() => loadConfig({ env: base, overrides: { timeout: 5 } as never })).toThrow(
+      /unknown configuration option "timeout"/,
+    );
+    expect(() => loadConfig({ env: base, overrides: { incontext: { url: 'x' } } as never })).toThrow(
+      /"incontext\.url"/,
+    );
   });
 
   it('checks min artifact ≤ max artifact', () => {
@@ -317,14 +337,21 @@ describe('loadConfig invalid values', () => {
   });
 
   it('checks collapse-after (non-zero) ≥ inline-recent', () => {
-    expect(() => load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '2', TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS: '5' })).toThrow(/COLLAPSE_AFTER_TURNS \(2\) must be 0 \(off\) or ≥/);
+    expect(() =>
+      load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '2', TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS: '5' }),
+    ).toThrow(/COLLAPSE_AFTER_TURNS \(2\) must be 0 \(off\) or ≥/);
     expect(load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '0' }).contextCollapseAfterTurns).toBe(0);
     expect(load({ TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS: '5' }).contextCollapseAfterTurns).toBe(5);
   });
 
   it('checks low water < high water', () => {
-    expect(() => load({ TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '90' })).toThrow(/LOW_WATER_PCT \(90\) must be < .*HIGH_WATER_PCT \(90\)/);
-    expect(load({ TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT: '95', TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '94' }).vaultLowWaterPct).toBe(94);
+    expect(() => load({ TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '90' })).toThrow(
+      /LOW_WATER_PCT \(90\) must be < .*HIGH_WATER_PCT \(90\)/,
+    );
+    expect(
+      load({ TOKEN_TERMINATOR_VAULT_HIGH_WATER_PCT: '95', TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT: '94' })
+        .vaultLowWaterPct,
+    ).toBe(94);
   });
 
   it('requires a tokenizer URL for the vllm incontext backend', () => {
@@ -335,7 +362,12 @@ describe('loadConfig invalid values', () => {
 describe('loadConfig precedence and legacy aliases', () => {
   it('lets typed overrides beat env', () => {
     const c = loadConfig({
-      env: { ...base, TOKEN_TERMINATOR_MODE: 'native', TOKEN_TERMINATOR_TIMEOUT_MS: '900', INCONTEXT_MIN_OUTPUT_TOKENS: '100' },
+      env: {
+        ...base,
+        TOKEN_TERMINATOR_MODE: 'native',
+        TOKEN_TERMINATOR_TIMEOUT_MS: '900',
+        INCONTEXT_MIN_OUTPUT_TOKENS: '100',
+      },
       overrides: { mode: 'terminal', backends: ['Local', 'SSH'], incontext: { minOutputTokens: 2048 } },
     });
     expect(c.mode).toBe('terminal');
@@ -345,7 +377,9 @@ describe('loadConfig precedence and legacy aliases', () => {
   });
 
   it('treats an undefined override as unset', () => {
-    expect(loadConfig({ env: { ...base, TOKEN_TERMINATOR_MODE: 'native' }, overrides: { mode: undefined } }).mode).toBe('native');
+    expect(loadConfig({ env: { ...base, TOKEN_TERMINATOR_MODE: 'native' }, overrides: { mode: undefined } }).mode).toBe(
+      'native',
+    );
   });
 
   it('reads RTK_HERMES_PLUS_* only when the new name is unset', () => {
@@ -361,7 +395,9 @@ describe('loadConfig precedence and legacy aliases', () => {
   });
 
   it('names the legacy variable when its value is invalid', () => {
-    expect(() => load({ RTK_HERMES_PLUS_TIMEOUT_MS: 'soon' })).toThrow(/^RTK_HERMES_PLUS_TIMEOUT_MS must be an integer ≥ 50/);
+    expect(() => load({ RTK_HERMES_PLUS_TIMEOUT_MS: 'soon' })).toThrow(
+      /^RTK_HERMES_PLUS_TIMEOUT_MS must be an integer ≥ 50/,
+    );
   });
 
   it('reads the former HERMES_* names for incontext, INCONTEXT_* first', () => {
@@ -409,12 +445,60 @@ describe('loadConfig result', () => {
 
 describe('modeFlags', () => {
   const table = {
-    balanced: { terminal: true, native: true, nativeReadFile: false, compiler: true, temporal: true, suggest: false, recoveryTool: true },
-    aggressive: { terminal: true, native: true, nativeReadFile: true, compiler: true, temporal: true, suggest: false, recoveryTool: true },
-    native: { terminal: false, native: true, nativeReadFile: false, compiler: false, temporal: false, suggest: false, recoveryTool: true },
-    terminal: { terminal: true, native: false, nativeReadFile: false, compiler: false, temporal: false, suggest: false, recoveryTool: false },
-    suggest: { terminal: false, native: false, nativeReadFile: false, compiler: false, temporal: false, suggest: true, recoveryTool: false },
-    off: { terminal: false, native: false, nativeReadFile: false, compiler: false, temporal: false, suggest: false, recoveryTool: false },
+    balanced: {
+      terminal: true,
+      native: true,
+      nativeReadFile: false,
+      compiler: true,
+      temporal: true,
+      suggest: false,
+      recoveryTool: true,
+    },
+    aggressive: {
+      terminal: true,
+      native: true,
+      nativeReadFile: true,
+      compiler: true,
+      temporal: true,
+      suggest: false,
+      recoveryTool: true,
+    },
+    native: {
+      terminal: false,
+      native: true,
+      nativeReadFile: false,
+      compiler: false,
+      temporal: false,
+      suggest: false,
+      recoveryTool: true,
+    },
+    terminal: {
+      terminal: true,
+      native: false,
+      nativeReadFile: false,
+      compiler: false,
+      temporal: false,
+      suggest: false,
+      recoveryTool: false,
+    },
+    suggest: {
+      terminal: false,
+      native: false,
+      nativeReadFile: false,
+      compiler: false,
+      temporal: false,
+      suggest: true,
+      recoveryTool: false,
+    },
+    off: {
+      terminal: false,
+      native: false,
+      nativeReadFile: false,
+      compiler: false,
+      temporal: false,
+      suggest: false,
+      recoveryTool: false,
+    },
   } as const;
 
   it.each(MODES)('follows the modes table for %s', (mode) => {

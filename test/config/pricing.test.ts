@@ -13,17 +13,31 @@ describe('pricing profiles', () => {
     expect(routeProfileName(undefined)).toBe('openai');
     expect(routeProfileName({ model: 'claude-3', pricing: 'openai' })).toBe('openai');
     expect(pricingFor(config(), { model: 'claude-opus' })).toEqual(PRICING_PROFILES.anthropic);
-    expect(pricingFor(config(), { model: 'gpt-5' })).toEqual({ name: 'openai', cacheRead: 0.1, cacheWrite: 1, minCachePrefixTokens: 1024 });
+    expect(pricingFor(config(), { model: 'gpt-5' })).toEqual({
+      name: 'openai',
+      cacheRead: 0.1,
+      cacheWrite: 1,
+      minCachePrefixTokens: 1024,
+    });
   });
 
   it('applies the configured profile and multipliers (env), and a route-carried profile beats them', () => {
-    expect(pricingFor(config({ TOKEN_TERMINATOR_PRICING_PROFILE: 'anthropic' }), { model: 'gpt-5' }).name).toBe('anthropic');
-    const custom = pricingFor(config({ TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER: '0.25', TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS: '2048' }), { model: 'gpt-4.1' });
+    expect(pricingFor(config({ TOKEN_TERMINATOR_PRICING_PROFILE: 'anthropic' }), { model: 'gpt-5' }).name).toBe(
+      'anthropic',
+    );
+    const custom = pricingFor(
+      config({ TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER: '0.25', TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS: '2048' }),
+      { model: 'gpt-4.1' },
+    );
     expect(custom).toEqual({ name: 'custom', cacheRead: 0.25, cacheWrite: 1, minCachePrefixTokens: 2048 });
     const carried = { name: 'mine', cacheRead: 0.5, cacheWrite: 1, minCachePrefixTokens: 0 };
     expect(pricingFor(config({ TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER: '0.25' }), { pricing: carried })).toBe(carried);
-    expect(() => pricingFor(config(), { pricing: { name: 'bad', cacheRead: 0.5, cacheWrite: 0.2, minCachePrefixTokens: 0 } })).toThrow(ConfigError);
-    expect(() => pricingFor(config(), { pricing: { name: 'bad', cacheRead: 0.5, cacheWrite: 0.2, minCachePrefixTokens: 0 } })).toThrow(/route\.pricing/);
+    expect(() =>
+      pricingFor(config(), { pricing: { name: 'bad', cacheRead: 0.5, cacheWrite: 0.2, minCachePrefixTokens: 0 } }),
+    ).toThrow(ConfigError);
+    expect(() =>
+      pricingFor(config(), { pricing: { name: 'bad', cacheRead: 0.5, cacheWrite: 0.2, minCachePrefixTokens: 0 } }),
+    ).toThrow(/route\.pricing/);
   });
 
   it('costs a request: cached prefix at the read price, the rest at the write price, nothing cached below the minimum', () => {

@@ -11,7 +11,9 @@ afterEach(async () => {
 });
 
 /** A loopback server answering request n with `answers[n]`: a status and body, or 'reset' (drop the socket unanswered). */
-async function serve(answers: ({ status: number; body: unknown } | 'reset')[]): Promise<{ url: string; count: () => number }> {
+async function serve(
+  answers: ({ status: number; body: unknown } | 'reset')[],
+): Promise<{ url: string; count: () => number }> {
   let n = 0;
   server = createServer((req, res) => {
     req.resume();
@@ -26,13 +28,26 @@ async function serve(answers: ({ status: number; body: unknown } | 'reset')[]): 
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, count: () => n };
 }
 
-const ok = { status: 200, body: { model: 'm-1', system_fingerprint: 'fp', choices: [{ message: { role: 'assistant', content: 'ANSWER: 1' } }], usage: { prompt_tokens: 7, completion_tokens: 2 } } };
+const ok = {
+  status: 200,
+  body: {
+    model: 'm-1',
+    system_fingerprint: 'fp',
+    choices: [{ message: { role: 'assistant', content: 'ANSWER: 1' } }],
+    usage: { prompt_tokens: 7, completion_tokens: 2 },
+  },
+};
 
 describe('eval client', () => {
   it('reads the message, usage and serving identity', async () => {
     const s = await serve([ok]);
     const r = await chatCompletion({ model: 'm' }, { baseUrl: s.url });
-    expect(r).toEqual({ message: { role: 'assistant', content: 'ANSWER: 1' }, identity: { model: 'm-1', system_fingerprint: 'fp' }, promptTokens: 7, completionTokens: 2 });
+    expect(r).toEqual({
+      message: { role: 'assistant', content: 'ANSWER: 1' },
+      identity: { model: 'm-1', system_fingerprint: 'fp' },
+      promptTokens: 7,
+      completionTokens: 2,
+    });
   });
 
   it('retries a connection dropped before any answer, but never an HTTP error', async () => {
@@ -41,7 +56,9 @@ describe('eval client', () => {
     expect(s.count()).toBe(2);
     await new Promise<void>((resolve) => (server!.closeAllConnections(), server!.close(() => resolve())));
     const e = await serve([{ status: 429, body: { error: { message: 'slow down' } } }, ok]);
-    await expect(chatCompletion({}, { baseUrl: e.url })).rejects.toThrow(new EvalProviderError(`HTTP 429 from ${e.url}/chat/completions: slow down`));
+    await expect(chatCompletion({}, { baseUrl: e.url })).rejects.toThrow(
+      new EvalProviderError(`HTTP 429 from ${e.url}/chat/completions: slow down`),
+    );
     expect(e.count()).toBe(1);
   });
 
@@ -54,7 +71,11 @@ describe('eval client', () => {
     const g = new DriftGuard();
     g.check({ model: 'a', system_fingerprint: null }, 'x');
     g.check({ model: 'a', system_fingerprint: null }, 'y');
-    expect(() => g.check({ model: 'b', system_fingerprint: null }, 'pair 3 (off arm, request 1)')).toThrow(EvalDriftError);
-    expect(() => g.check({ model: 'b', system_fingerprint: null }, 'pair 3 (off arm, request 1)')).toThrow('provider drift at pair 3 (off arm, request 1): model changed from "a" to "b"');
+    expect(() => g.check({ model: 'b', system_fingerprint: null }, 'pair 3 (off arm, request 1)')).toThrow(
+      EvalDriftError,
+    );
+    expect(() => g.check({ model: 'b', system_fingerprint: null }, 'pair 3 (off arm, request 1)')).toThrow(
+      'provider drift at pair 3 (off arm, request 1): model changed from "a" to "b"',
+    );
   });
 });

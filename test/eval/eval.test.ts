@@ -11,7 +11,6 @@ const SEED = 20261201;
 // The harness runs the real pipeline over a real vault for 72 × 2 arms: generous, never a pass condition.
 const SLOW = 240_000;
 
-
 /**
  * Which arm went first in each pair, read off what the model received: the off arm's tool output is
  * the raw evidence. A pair whose balanced arm also shows the raw evidence (a plain file read such as
@@ -26,10 +25,15 @@ function observedOrder(model: ScriptedModel, seed: number, pairs: number): (stri
     if (!firstOf.has(t)) firstOf.set(t, b);
     if (toolContent(b) !== tasks[t]!.evidence) reduced.add(t);
   });
-  return tasks.slice(0, firstOf.size).map((t) => (!reduced.has(t.index) ? undefined : toolContent(firstOf.get(t.index)!) === t.evidence ? 'off' : 'balanced'));
+  return tasks
+    .slice(0, firstOf.size)
+    .map((t) =>
+      !reduced.has(t.index) ? undefined : toolContent(firstOf.get(t.index)!) === t.evidence ? 'off' : 'balanced',
+    );
 }
 
-const toolContent = (b: Record<string, unknown>): string | undefined => (b['messages'] as { role: string; content?: string }[]).find((m) => m.role === 'tool')!.content;
+const toolContent = (b: Record<string, unknown>): string | undefined =>
+  (b['messages'] as { role: string; content?: string }[]).find((m) => m.role === 'tool')!.content;
 
 let dir: string;
 beforeAll(() => {
@@ -43,7 +47,19 @@ describe('eval against an honest model (same answers in both arms)', () => {
   let out: { code: number; out: string; err: string };
   beforeAll(async () => {
     model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 72 });
-    out = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--seed', String(SEED), '--out', join(dir, 'honest.json')]);
+    out = await capture([
+      'eval',
+      '--base-url',
+      model.url,
+      '--model',
+      'scripted',
+      '--pairs',
+      '72',
+      '--seed',
+      String(SEED),
+      '--out',
+      join(dir, 'honest.json'),
+    ]);
     results = JSON.parse(readFileSync(join(dir, 'honest.json'), 'utf8')) as EvalResults;
   }, SLOW);
   afterAll(() => model.close());
@@ -52,7 +68,14 @@ describe('eval against an honest model (same answers in both arms)', () => {
     expect(out.code).toBe(0);
     expect(results.status).toBe('complete');
     expect(results.pairs).toHaveLength(72);
-    expect(results.final).toMatchObject({ pairs: 72, off_correct: 72, balanced_correct: 72, b: 0, c: 0, verdict: 'non-inferior' });
+    expect(results.final).toMatchObject({
+      pairs: 72,
+      off_correct: 72,
+      balanced_correct: 72,
+      b: 0,
+      c: 0,
+      verdict: 'non-inferior',
+    });
     expect(results.checkpoint?.verdict).toBe('withheld');
     expect(results.verdict).toBe('non-inferior');
     expect(out.out).toMatch(/^VERDICT: non-inferior/);
@@ -61,7 +84,9 @@ describe('eval against an honest model (same answers in both arms)', () => {
   it('answers recovery calls with the recovery tool and counts them', () => {
     const recovered = results.pairs.filter((p) => p.balanced.recovery_calls > 0);
     expect(recovered.length).toBeGreaterThan(0);
-    expect(results.savings.balanced.recovery_calls).toBe(results.pairs.reduce((n, p) => n + p.balanced.recovery_calls, 0));
+    expect(results.savings.balanced.recovery_calls).toBe(
+      results.pairs.reduce((n, p) => n + p.balanced.recovery_calls, 0),
+    );
     expect(results.savings.balanced.recovery_tokens).toBeGreaterThan(0);
     expect(results.pairs.every((p) => p.off.recovery_calls === 0 && p.off.receipts_shown === 0)).toBe(true);
     expect(recovered.every((p) => p.balanced.receipts_shown > 0 && p.balanced.requests > 1)).toBe(true);
@@ -74,10 +99,18 @@ describe('eval against an honest model (same answers in both arms)', () => {
     expect(results.protocol.rule).toContain('exact one-sided McNemar');
   });
 
-  it('feeds the report\'s answer-quality section: the verdict and the recovery calls shown are the results\'', async () => {
+  it("feeds the report's answer-quality section: the verdict and the recovery calls shown are the results'", async () => {
     const figures = join(dir, 'figures.json');
     writeFileSync(figures, JSON.stringify({ requests: 1, raw_tokens: 10, final_tokens: 5, sessions: [] }));
-    const r = await capture(['report', '--from', figures, '--eval', join(dir, 'honest.json'), '--out', join(dir, 'report.html')]);
+    const r = await capture([
+      'report',
+      '--from',
+      figures,
+      '--eval',
+      join(dir, 'honest.json'),
+      '--out',
+      join(dir, 'report.html'),
+    ]);
     expect(r.code).toBe(0);
     const { document } = parseHTML(readFileSync(join(dir, 'report.html'), 'utf8'));
     const shown = (key: string) => document.querySelector(`[data-key="${key}"]`)?.textContent?.replace(/,/g, '');
@@ -91,7 +124,9 @@ describe('eval against an honest model (same answers in both arms)', () => {
     const observed = observedOrder(model, SEED, 72);
     // Every family but the file reads is reduced in the balanced arm, so most orders are observable.
     expect(observed.filter((o) => o !== undefined).length).toBeGreaterThanOrEqual(48);
-    expect(observed.map((o, i) => o ?? results.protocol.arm_order[i]![0])).toEqual(results.protocol.arm_order.map((o) => o[0]));
+    expect(observed.map((o, i) => o ?? results.protocol.arm_order[i]![0])).toEqual(
+      results.protocol.arm_order.map((o) => o[0]),
+    );
     expect(results.pairs.map((p) => p.order)).toEqual(armOrder(SEED, 72));
   });
 
@@ -100,15 +135,21 @@ describe('eval against an honest model (same answers in both arms)', () => {
     const firsts = new Map<string, Record<string, unknown>>();
     model.bodies.forEach((b, i) => {
       const messages = b['messages'] as { role: string; content?: string }[];
-      const arm = messages.find((m) => m.role === 'tool')!.content === tasks[model.taskOf[i]!]!.evidence ? 'off' : 'balanced';
+      const arm =
+        messages.find((m) => m.role === 'tool')!.content === tasks[model.taskOf[i]!]!.evidence ? 'off' : 'balanced';
       const key = `${model.taskOf[i]}:${arm}`;
       if (!firsts.has(key) && messages.length === 4) firsts.set(key, b);
     });
-    const strip = (b: Record<string, unknown>) => ({ tools: b['tools'], model: b['model'], head: (b['messages'] as unknown[]).slice(0, 3) });
+    const strip = (b: Record<string, unknown>) => ({
+      tools: b['tools'],
+      model: b['model'],
+      head: (b['messages'] as unknown[]).slice(0, 3),
+    });
     // A file read is shown whole in both arms (no balanced body differs): nothing to compare there.
     const compared = tasks.slice(0, 8).filter((t) => firsts.has(`${t.index}:balanced`));
     expect(compared.length).toBeGreaterThanOrEqual(6);
-    for (const t of compared) expect(strip(firsts.get(`${t.index}:balanced`)!)).toEqual(strip(firsts.get(`${t.index}:off`)!));
+    for (const t of compared)
+      expect(strip(firsts.get(`${t.index}:balanced`)!)).toEqual(strip(firsts.get(`${t.index}:off`)!));
   });
 });
 
@@ -141,114 +182,224 @@ describe('eval against a model that does not recover receipted evidence', () => 
 });
 
 describe('eval aborts on provider drift', () => {
-  it('rejects a changed system fingerprint mid-run with a clear error and keeps the completed pairs', async () => {
-    const model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 7 });
-    try {
-      const error = await runEval({ baseUrl: model.url, model: 'scripted', pairs: 36, seed: SEED }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(EvalAbortedError);
-      const aborted = error as EvalAbortedError;
-      expect(aborted.code).toBe('E_EVAL_DRIFT');
-      expect(aborted.message).toMatch(/provider drift at pair \d+ \((off|balanced) arm, request \d+\): system_fingerprint changed from "fp_before" to "fp_after"/);
-      expect(aborted.results.status).toBe('aborted');
-      expect(aborted.results.verdict).toBe('withheld');
-      expect(aborted.results.pairs.length).toBeGreaterThan(0);
-      expect(aborted.results.pairs.length).toBeLessThan(36);
-      expect(model.bodies.length).toBe(8);
-    } finally {
-      await model.close();
-    }
-  }, SLOW);
+  it(
+    'rejects a changed system fingerprint mid-run with a clear error and keeps the completed pairs',
+    async () => {
+      const model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 7 });
+      try {
+        const error = await runEval({ baseUrl: model.url, model: 'scripted', pairs: 36, seed: SEED }).catch(
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(EvalAbortedError);
+        const aborted = error as EvalAbortedError;
+        expect(aborted.code).toBe('E_EVAL_DRIFT');
+        expect(aborted.message).toMatch(
+          /provider drift at pair \d+ \((off|balanced) arm, request \d+\): system_fingerprint changed from "fp_before" to "fp_after"/,
+        );
+        expect(aborted.results.status).toBe('aborted');
+        expect(aborted.results.verdict).toBe('withheld');
+        expect(aborted.results.pairs.length).toBeGreaterThan(0);
+        expect(aborted.results.pairs.length).toBeLessThan(36);
+        expect(model.bodies.length).toBe(8);
+      } finally {
+        await model.close();
+      }
+    },
+    SLOW,
+  );
 
-  it('exits non-zero from the CLI and writes the completed pairs', async () => {
-    const model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 3 });
-    try {
-      const file = join(dir, 'drift.json');
-      const r = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '36', '--seed', String(SEED), '--out', file]);
-      expect(r.code).toBe(1);
-      expect(r.err).toContain('eval aborted: provider drift');
-      expect((JSON.parse(readFileSync(file, 'utf8')) as EvalResults).status).toBe('aborted');
-    } finally {
-      await model.close();
-    }
-  }, SLOW);
+  it(
+    'exits non-zero from the CLI and writes the completed pairs',
+    async () => {
+      const model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 3 });
+      try {
+        const file = join(dir, 'drift.json');
+        const r = await capture([
+          'eval',
+          '--base-url',
+          model.url,
+          '--model',
+          'scripted',
+          '--pairs',
+          '36',
+          '--seed',
+          String(SEED),
+          '--out',
+          file,
+        ]);
+        expect(r.code).toBe(1);
+        expect(r.err).toContain('eval aborted: provider drift');
+        expect((JSON.parse(readFileSync(file, 'utf8')) as EvalResults).status).toBe('aborted');
+      } finally {
+        await model.close();
+      }
+    },
+    SLOW,
+  );
 });
 
 describe('eval checkpoint, then the final', () => {
-  it('resumes the 36-pair checkpoint into the 72-pair final, sending only the new pairs', async () => {
-    const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72 });
-    try {
-      const checkpoint = join(dir, 'checkpoint.json');
-      const first = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '36', '--seed', String(SEED + 1), '--out', checkpoint]);
-      expect(first.code).toBe(0);
-      expect(first.out).toMatch(/^VERDICT: withheld/);
-      const sentBefore = model.bodies.length;
-      const final = join(dir, 'final.json');
-      const second = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--resume', checkpoint, '--out', final]);
-      if (second.code !== 0) throw new Error(`resume exited ${second.code}: ${second.err.slice(-600)}`);
-      const a = JSON.parse(readFileSync(checkpoint, 'utf8')) as EvalResults;
-      const b = JSON.parse(readFileSync(final, 'utf8')) as EvalResults;
-      expect(b.protocol.seed).toBe(SEED + 1);
-      expect(b.pairs.slice(0, 36)).toEqual(a.pairs);
-      expect(b.pairs).toHaveLength(72);
-      expect(b.verdict).toBe('non-inferior');
-      expect(Math.min(...model.taskOf.slice(sentBefore))).toBe(36);
-    } finally {
-      await model.close();
-    }
-  }, SLOW);
+  it(
+    'resumes the 36-pair checkpoint into the 72-pair final, sending only the new pairs',
+    async () => {
+      const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72 });
+      try {
+        const checkpoint = join(dir, 'checkpoint.json');
+        const first = await capture([
+          'eval',
+          '--base-url',
+          model.url,
+          '--model',
+          'scripted',
+          '--pairs',
+          '36',
+          '--seed',
+          String(SEED + 1),
+          '--out',
+          checkpoint,
+        ]);
+        expect(first.code).toBe(0);
+        expect(first.out).toMatch(/^VERDICT: withheld/);
+        const sentBefore = model.bodies.length;
+        const final = join(dir, 'final.json');
+        const second = await capture([
+          'eval',
+          '--base-url',
+          model.url,
+          '--model',
+          'scripted',
+          '--pairs',
+          '72',
+          '--resume',
+          checkpoint,
+          '--out',
+          final,
+        ]);
+        if (second.code !== 0) throw new Error(`resume exited ${second.code}: ${second.err.slice(-600)}`);
+        const a = JSON.parse(readFileSync(checkpoint, 'utf8')) as EvalResults;
+        const b = JSON.parse(readFileSync(final, 'utf8')) as EvalResults;
+        expect(b.protocol.seed).toBe(SEED + 1);
+        expect(b.pairs.slice(0, 36)).toEqual(a.pairs);
+        expect(b.pairs).toHaveLength(72);
+        expect(b.verdict).toBe('non-inferior');
+        expect(Math.min(...model.taskOf.slice(sentBefore))).toBe(36);
+      } finally {
+        await model.close();
+      }
+    },
+    SLOW,
+  );
 
-  it('refuses to resume with another model or seed, or against a changed fingerprint', async () => {
-    const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72, driftAfter: 0 });
-    try {
-      const checkpoint = join(dir, 'checkpoint.json');
-      const other = await capture(['eval', '--base-url', model.url, '--model', 'other', '--pairs', '72', '--resume', checkpoint]);
-      expect([other.code, other.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
-      const seed = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--seed', '5', '--resume', checkpoint]);
-      expect([seed.code, seed.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
-      const drift = await capture(['eval', '--base-url', model.url, '--model', 'scripted', '--pairs', '72', '--resume', checkpoint]);
-      expect(drift.code).toBe(1);
-      expect(drift.err).toContain('system_fingerprint changed from "fp_before" to "fp_after"');
-      expect(model.bodies).toHaveLength(1);
-    } finally {
-      await model.close();
-    }
-  }, SLOW);
+  it(
+    'refuses to resume with another model or seed, or against a changed fingerprint',
+    async () => {
+      const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72, driftAfter: 0 });
+      try {
+        const checkpoint = join(dir, 'checkpoint.json');
+        const other = await capture([
+          'eval',
+          '--base-url',
+          model.url,
+          '--model',
+          'other',
+          '--pairs',
+          '72',
+          '--resume',
+          checkpoint,
+        ]);
+        expect([other.code, other.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
+        const seed = await capture([
+          'eval',
+          '--base-url',
+          model.url,
+          '--model',
+          'scripted',
+          '--pairs',
+          '72',
+          '--seed',
+          '5',
+          '--resume',
+          checkpoint,
+        ]);
+        expect([seed.code, seed.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
+        const drift = await capture([
+          'eval',
+          '--base-url',
+          model.url,
+          '--model',
+          'scripted',
+          '--pairs',
+          '72',
+          '--resume',
+          checkpoint,
+        ]);
+        expect(drift.code).toBe(1);
+        expect(drift.err).toContain('system_fingerprint changed from "fp_before" to "fp_after"');
+        expect(model.bodies).toHaveLength(1);
+      } finally {
+        await model.close();
+      }
+    },
+    SLOW,
+  );
 });
 
 describe('eval through a gateway (--balanced-base-url)', () => {
-  it('sends the off arm to the provider and the balanced arm, unreduced, to the gateway, with the same tools', async () => {
-    const provider = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
-    const gateway = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
-    try {
-      const r = await runEval({ baseUrl: provider.url, balancedBaseUrl: gateway.url, model: 'scripted', pairs: 36, seed: SEED });
-      expect(r.protocol.balanced_via).toBe(`proxy at ${gateway.url}`);
-      expect([r.status, r.verdict, r.pairs.length]).toEqual(['complete', 'withheld', 36]);
-      const tasks = makeTasks(SEED, 36);
-      for (const m of [provider, gateway]) {
-        expect([...new Set(m.taskOf)].sort((a, b) => a - b)).toEqual(tasks.map((t) => t.index));
-        for (const [i, b] of m.bodies.entries()) {
-          expect((b['tools'] as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['terminal']);
-          expect((b['messages'] as { role: string; content?: string }[]).find((x) => x.role === 'tool')!.content).toBe(tasks[m.taskOf[i]!]!.evidence);
+  it(
+    'sends the off arm to the provider and the balanced arm, unreduced, to the gateway, with the same tools',
+    async () => {
+      const provider = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
+      const gateway = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
+      try {
+        const r = await runEval({
+          baseUrl: provider.url,
+          balancedBaseUrl: gateway.url,
+          model: 'scripted',
+          pairs: 36,
+          seed: SEED,
+        });
+        expect(r.protocol.balanced_via).toBe(`proxy at ${gateway.url}`);
+        expect([r.status, r.verdict, r.pairs.length]).toEqual(['complete', 'withheld', 36]);
+        const tasks = makeTasks(SEED, 36);
+        for (const m of [provider, gateway]) {
+          expect([...new Set(m.taskOf)].sort((a, b) => a - b)).toEqual(tasks.map((t) => t.index));
+          for (const [i, b] of m.bodies.entries()) {
+            expect((b['tools'] as { function: { name: string } }[]).map((t) => t.function.name)).toEqual(['terminal']);
+            expect(
+              (b['messages'] as { role: string; content?: string }[]).find((x) => x.role === 'tool')!.content,
+            ).toBe(tasks[m.taskOf[i]!]!.evidence);
+          }
         }
+      } finally {
+        await provider.close();
+        await gateway.close();
       }
-    } finally {
-      await provider.close();
-      await gateway.close();
-    }
-  }, SLOW);
+    },
+    SLOW,
+  );
 
-  it('rejects a gateway that serves another model identity than the provider', async () => {
-    const provider = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
-    const gateway = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 0 });
-    try {
-      const error = await runEval({ baseUrl: provider.url, balancedBaseUrl: gateway.url, model: 'scripted', pairs: 36, seed: SEED }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(EvalAbortedError);
-      expect((error as Error).message).toContain('(balanced arm, request 1): system_fingerprint changed');
-    } finally {
-      await provider.close();
-      await gateway.close();
-    }
-  }, SLOW);
+  it(
+    'rejects a gateway that serves another model identity than the provider',
+    async () => {
+      const provider = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36 });
+      const gateway = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 0 });
+      try {
+        const error = await runEval({
+          baseUrl: provider.url,
+          balancedBaseUrl: gateway.url,
+          model: 'scripted',
+          pairs: 36,
+          seed: SEED,
+        }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(EvalAbortedError);
+        expect((error as Error).message).toContain('(balanced arm, request 1): system_fingerprint changed');
+      } finally {
+        await provider.close();
+        await gateway.close();
+      }
+    },
+    SLOW,
+  );
 });
 
 describe('eval protocol', () => {
@@ -275,7 +426,9 @@ describe('eval protocol', () => {
   it('records the seed it drew when none is given', () => {
     const p = planEval({ baseUrl: 'http://x/v1', model: 'm', pairs: 36 }).protocol;
     expect(Number.isInteger(p.seed)).toBe(true);
-    expect(planEval({ baseUrl: 'http://x/v1', model: 'm', pairs: 36, seed: p.seed }).protocol.arm_order).toEqual(p.arm_order);
+    expect(planEval({ baseUrl: 'http://x/v1', model: 'm', pairs: 36, seed: p.seed }).protocol.arm_order).toEqual(
+      p.arm_order,
+    );
   });
 
   it.each([
@@ -290,12 +443,33 @@ describe('eval protocol', () => {
     expect(r.err).toMatch(message);
   });
 
-  it('--dry-run prints the rule and the tokens a run sends, without a request', async () => {
-    const r = await capture(['eval', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'm', '--pairs', '36', '--seed', '3', '--dry-run', '--json']);
-    expect(r.code).toBe(0);
-    const e = JSON.parse(r.out) as { off_first_request_tokens: number; balanced_first_request_tokens: number; min_input_tokens: number; protocol: { planned_pairs: number } };
-    expect(e.protocol.planned_pairs).toBe(36);
-    expect(e.balanced_first_request_tokens).toBeLessThan(e.off_first_request_tokens);
-    expect(e.min_input_tokens).toBeGreaterThan(36 * e.off_first_request_tokens);
-  }, SLOW);
+  it(
+    '--dry-run prints the rule and the tokens a run sends, without a request',
+    async () => {
+      const r = await capture([
+        'eval',
+        '--base-url',
+        'http://127.0.0.1:9/v1',
+        '--model',
+        'm',
+        '--pairs',
+        '36',
+        '--seed',
+        '3',
+        '--dry-run',
+        '--json',
+      ]);
+      expect(r.code).toBe(0);
+      const e = JSON.parse(r.out) as {
+        off_first_request_tokens: number;
+        balanced_first_request_tokens: number;
+        min_input_tokens: number;
+        protocol: { planned_pairs: number };
+      };
+      expect(e.protocol.planned_pairs).toBe(36);
+      expect(e.balanced_first_request_tokens).toBeLessThan(e.off_first_request_tokens);
+      expect(e.min_input_tokens).toBeGreaterThan(36 * e.off_first_request_tokens);
+    },
+    SLOW,
+  );
 });

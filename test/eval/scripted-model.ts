@@ -60,17 +60,37 @@ function lastPage(messages: readonly Message[]): { artifact_id?: string; next_of
   }
 }
 
-function reply(messages: readonly Message[], task: EvalTask, policy: ScriptedModelOptions['policy']): Record<string, unknown> {
+function reply(
+  messages: readonly Message[],
+  task: EvalTask,
+  policy: ScriptedModelOptions['policy'],
+): Record<string, unknown> {
   const texts = visibleTexts(messages);
   // Pages of one artifact are read together, as a model concatenates them.
   const seen = texts.join('');
-  if (task.needs.every((n) => seen.includes(n) || texts.some((t) => t.includes(n)))) return { role: 'assistant', content: `The evidence shows it.\nANSWER: ${task.expected}` };
+  if (task.needs.every((n) => seen.includes(n) || texts.some((t) => t.includes(n))))
+    return { role: 'assistant', content: `The evidence shows it.\nANSWER: ${task.expected}` };
   const page = lastPage(messages);
-  const receipt = referencedArtifacts(messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '').join('\n'))[0];
+  const receipt = referencedArtifacts(
+    messages
+      .filter((m) => m.role === 'tool')
+      .map((m) => m.content ?? '')
+      .join('\n'),
+  )[0];
   if (policy === 'honest' && receipt !== undefined && !(page !== undefined && page.next_offset === null)) {
     const offset = page?.next_offset ?? 0;
     const args = { action: 'artifact_get', artifact_id: page?.artifact_id ?? receipt, offset, limit: 20000 };
-    return { role: 'assistant', content: null, tool_calls: [{ id: `rec-${offset}`, type: 'function', function: { name: 'token_terminator', arguments: JSON.stringify(args) } }] };
+    return {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: `rec-${offset}`,
+          type: 'function',
+          function: { name: 'token_terminator', arguments: JSON.stringify(args) },
+        },
+      ],
+    };
   }
   return { role: 'assistant', content: 'I cannot see it in the output, so my best guess is:\nANSWER: 0' };
 }
@@ -104,7 +124,15 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
           model: 'scripted-reader-1',
           system_fingerprint: drifted ? 'fp_after' : 'fp_before',
           choices: [{ index: 0, message: reply(body.messages, task, options.policy), finish_reason: 'stop' }],
-          ...(options.omitUsage === true ? {} : { usage: { prompt_tokens: Math.ceil(JSON.stringify(body.messages).length / 4), completion_tokens: 12, total_tokens: 0 } }),
+          ...(options.omitUsage === true
+            ? {}
+            : {
+                usage: {
+                  prompt_tokens: Math.ceil(JSON.stringify(body.messages).length / 4),
+                  completion_tokens: 12,
+                  total_tokens: 0,
+                },
+              }),
         }),
       );
     });

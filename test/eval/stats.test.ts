@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { analyse, exactNonInferiorityP, extractAnswer, grade, makeTask, makeTasks, mcnemarHarmP, tangoZ, TASK_FAMILIES } from '../../src/eval/index.js';
+import {
+  analyse,
+  exactNonInferiorityP,
+  extractAnswer,
+  grade,
+  makeTask,
+  makeTasks,
+  mcnemarHarmP,
+  tangoZ,
+  TASK_FAMILIES,
+} from '../../src/eval/index.js';
 
 const pairs = (bothRight: number, onlyOff: number, onlyBalanced: number, bothWrong = 0): [boolean, boolean][] => [
   ...Array.from({ length: bothRight }, () => [true, true] as [boolean, boolean]),
@@ -16,7 +26,7 @@ describe('eval statistics', () => {
   });
 
   it('Tango z with no discordant pairs is −sqrt(nδ / (1 − δ))', () => {
-    expect(tangoZ(0, 0, 72, 0.1)).toBeCloseTo(-Math.sqrt(72 * 0.1 / 0.9), 12);
+    expect(tangoZ(0, 0, 72, 0.1)).toBeCloseTo(-Math.sqrt((72 * 0.1) / 0.9), 12);
     expect(tangoZ(10, 0, 72, 0.1)).toBeGreaterThan(0);
   });
 

@@ -1,7 +1,13 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { handleRecoveryCall, recoveryToolDefinition, reduceToolResult, wrapAnthropic, wrapOpenAI } from '../../adapters/custom-loop/index.js';
+import {
+  handleRecoveryCall,
+  recoveryToolDefinition,
+  reduceToolResult,
+  wrapAnthropic,
+  wrapOpenAI,
+} from '../../adapters/custom-loop/index.js';
 import { isReceipt, parseReceipt } from '../../src/receipts/index.js';
 import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
 import {
@@ -30,8 +36,14 @@ async function openaiFor(script: ServerStep[]): Promise<OpenAI> {
   return new OpenAI({ apiKey: 'test', baseURL: `${server.url}/v1`, maxRetries: 0 });
 }
 
-type ChatMessage = { role: string; content?: unknown; tool_call_id?: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[] };
-const toolMessage = (body: Record<string, unknown>): ChatMessage | undefined => (body['messages'] as ChatMessage[]).find((m) => m.role === 'tool');
+type ChatMessage = {
+  role: string;
+  content?: unknown;
+  tool_call_id?: string;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+};
+const toolMessage = (body: Record<string, unknown>): ChatMessage | undefined =>
+  (body['messages'] as ChatMessage[]).find((m) => m.role === 'tool');
 
 describe('custom loop: openai chat.completions', () => {
   it('runs a tool loop: receipt on the wire, exact recovery, host transcript untouched, cap in the body', async () => {
@@ -41,7 +53,12 @@ describe('custom loop: openai chat.completions', () => {
         () => chatToolCall('c1', 'search_files', { pattern: 'x' }),
         (body) => {
           const receipt = parseReceipt(String(toolMessage(body)?.content));
-          return chatToolCall('c2', 'token_terminator', { action: 'artifact_get', artifact_id: receipt?.artifactId ?? 'none', limit: 20000, session_id: 'spoofed' });
+          return chatToolCall('c2', 'token_terminator', {
+            action: 'artifact_get',
+            artifact_id: receipt?.artifactId ?? 'none',
+            limit: 20000,
+            session_id: 'spoofed',
+          });
         },
         () => chatReply({ content: 'final' }),
       ]),
@@ -49,10 +66,17 @@ describe('custom loop: openai chat.completions', () => {
       { sessionId: 'loop-1', route: { contextWindow: 32_000 } },
     );
     const messages: ChatMessage[] = [{ role: 'user', content: 'find it' }];
-    const tools = [{ type: 'function', function: { name: 'search_files', parameters: { type: 'object', properties: {} } } }, recoveryToolDefinition(terminator, 'chat')];
+    const tools = [
+      { type: 'function', function: { name: 'search_files', parameters: { type: 'object', properties: {} } } },
+      recoveryToolDefinition(terminator, 'chat'),
+    ];
     let recovered = '';
     for (let turn = 0; turn < 5; turn += 1) {
-      const completion = await openai.chat.completions.create({ model: 'gpt-4o', messages: messages as never, tools: tools as never });
+      const completion = await openai.chat.completions.create({
+        model: 'gpt-4o',
+        messages: messages as never,
+        tools: tools as never,
+      });
       const message = completion.choices[0]!.message;
       messages.push(message as ChatMessage);
       if (message.tool_calls === undefined || message.tool_calls.length === 0) break;
@@ -61,7 +85,13 @@ describe('custom loop: openai chat.completions', () => {
         const content =
           call.function.name === 'token_terminator'
             ? (recovered = await handleRecoveryCall(terminator, call.function.arguments, 'loop-1'))
-            : (await reduceToolResult(terminator, { callId: call.id, name: call.function.name, args: {}, content: BIG }, { sessionId: 'loop-1' })).content;
+            : (
+                await reduceToolResult(
+                  terminator,
+                  { callId: call.id, name: call.function.name, args: {}, content: BIG },
+                  { sessionId: 'loop-1' },
+                )
+              ).content;
         messages.push({ role: 'tool', tool_call_id: call.id, content });
       }
     }
@@ -80,28 +110,62 @@ describe('custom loop: openai chat.completions', () => {
 
   it('retries once with the available output a cap error names', async () => {
     const terminator = createFakeTerminator();
-    const openai = wrapOpenAI(await openaiFor([() => errorReply(400, CAP_ERROR), () => chatReply({ content: 'ok' })]), terminator);
-    const completion = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8192 });
+    const openai = wrapOpenAI(
+      await openaiFor([() => errorReply(400, CAP_ERROR), () => chatReply({ content: 'ok' })]),
+      terminator,
+    );
+    const completion = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 8192,
+    });
     expect(completion.choices[0]!.message.content).toBe('ok');
     expect(server!.requests.map((r) => r.body['max_tokens'])).toEqual([8192, 5828]);
   });
 
   it('retries at most once and surfaces the provider error', async () => {
-    const openai = wrapOpenAI(await openaiFor([() => errorReply(400, CAP_ERROR), () => errorReply(400, CAP_ERROR), () => chatReply({ content: 'x' })]), createFakeTerminator());
-    await expect(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8192 })).rejects.toThrow(/maximum context length/);
+    const openai = wrapOpenAI(
+      await openaiFor([
+        () => errorReply(400, CAP_ERROR),
+        () => errorReply(400, CAP_ERROR),
+        () => chatReply({ content: 'x' }),
+      ]),
+      createFakeTerminator(),
+    );
+    await expect(
+      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8192 }),
+    ).rejects.toThrow(/maximum context length/);
     expect(server!.requests).toHaveLength(2);
   });
 
   it('does not retry an error that is not about the output cap', async () => {
-    const openai = wrapOpenAI(await openaiFor([() => errorReply(400, 'invalid model'), () => chatReply({ content: 'x' })]), createFakeTerminator());
-    await expect(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8192 })).rejects.toThrow(/invalid model/);
+    const openai = wrapOpenAI(
+      await openaiFor([() => errorReply(400, 'invalid model'), () => chatReply({ content: 'x' })]),
+      createFakeTerminator(),
+    );
+    await expect(
+      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8192 }),
+    ).rejects.toThrow(/invalid model/);
     expect(server!.requests).toHaveLength(1);
   });
 
   it('sends the original request when the pipeline fails', async () => {
     const terminator = createFakeTerminator({ fail: true });
-    const openai = wrapOpenAI(await openaiFor([() => chatReply({ content: 'ok' })]), terminator, { route: { contextWindow: 32_000 } });
-    const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 't', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c1', content: BIG }] };
+    const openai = wrapOpenAI(await openaiFor([() => chatReply({ content: 'ok' })]), terminator, {
+      route: { contextWindow: 32_000 },
+    });
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 't', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: BIG },
+      ],
+    };
     await openai.chat.completions.create(body as never);
     expect(server!.requests[0]!.body).toEqual(body);
   });
@@ -109,7 +173,10 @@ describe('custom loop: openai chat.completions', () => {
   it('aborting cancels the HTTP request in flight', async () => {
     const openai = wrapOpenAI(await openaiFor([() => 'hang']), createFakeTerminator());
     const controller = new AbortController();
-    const pending = openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
+    const pending = openai.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+      { signal: controller.signal },
+    );
     await expect.poll(() => server!.requests.length).toBe(1);
     controller.abort();
     await expect(pending).rejects.toThrow(/abort/i);
@@ -120,7 +187,10 @@ describe('custom loop: openai chat.completions', () => {
     const terminator = createFakeTerminator({ hangCompile: true });
     const openai = wrapOpenAI(await openaiFor([() => chatReply({ content: 'x' })]), terminator);
     const controller = new AbortController();
-    const pending = openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
+    const pending = openai.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+      { signal: controller.signal },
+    );
     await expect.poll(() => terminator.calls.length).toBe(1);
     controller.abort();
     await expect(pending).rejects.toThrow(/abort/i);
@@ -130,7 +200,9 @@ describe('custom loop: openai chat.completions', () => {
 
   it('keeps withResponse() usable', async () => {
     const openai = wrapOpenAI(await openaiFor([() => chatReply({ content: 'ok' })]), createFakeTerminator());
-    const { data, response } = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(data.choices[0]!.message.content).toBe('ok');
     expect(response.status).toBe(200);
   });
@@ -139,9 +211,24 @@ describe('custom loop: openai chat.completions', () => {
 describe('custom loop: openai responses', () => {
   it('receipts a large function_call_output and sets max_output_tokens', async () => {
     const terminator = createFakeTerminator();
-    const openai = wrapOpenAI(await openaiFor([() => responsesReply([{ type: 'message', id: 'm1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok', annotations: [] }] }])]), terminator, {
-      route: { contextWindow: 32_000 },
-    });
+    const openai = wrapOpenAI(
+      await openaiFor([
+        () =>
+          responsesReply([
+            {
+              type: 'message',
+              id: 'm1',
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: 'ok', annotations: [] }],
+            },
+          ]),
+      ]),
+      terminator,
+      {
+        route: { contextWindow: 32_000 },
+      },
+    );
     const input = [
       { role: 'user', content: 'go' },
       { type: 'function_call', call_id: 'c1', name: 'search_files', arguments: '{}' },
@@ -150,7 +237,9 @@ describe('custom loop: openai responses', () => {
     const response = await openai.responses.create({ model: 'gpt-4o', input: input as never });
     expect(response.output_text).toBe('ok');
     const sent = server!.requests[0]!.body;
-    const output = (sent['input'] as { type?: string; output?: string }[]).find((i) => i.type === 'function_call_output')!.output!;
+    const output = (sent['input'] as { type?: string; output?: string }[]).find(
+      (i) => i.type === 'function_call_output',
+    )!.output!;
     expect(isReceipt(output)).toBe(true);
     expect(sent['max_output_tokens']).toBeGreaterThan(0);
     expect(input[2]!.output).toBe(BIG);
@@ -161,7 +250,9 @@ describe('custom loop: anthropic messages', () => {
   it('receipts a large tool_result and lowers max_tokens to what fits', async () => {
     const terminator = createFakeTerminator();
     server = await startScriptedServer([() => anthropicReply([{ type: 'text', text: 'ok' }])]);
-    const anthropic = wrapAnthropic(new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0 }), terminator, { route: { contextWindow: 3000 } });
+    const anthropic = wrapAnthropic(new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0 }), terminator, {
+      route: { contextWindow: 3000 },
+    });
     const message = await anthropic.messages.create({
       model: 'claude-x',
       max_tokens: 4096,
@@ -181,9 +272,19 @@ describe('custom loop: anthropic messages', () => {
   });
 
   it('retries once on an output-cap error', async () => {
-    server = await startScriptedServer([() => errorReply(400, CAP_ERROR), () => anthropicReply([{ type: 'text', text: 'ok' }])]);
-    const anthropic = wrapAnthropic(new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0 }), createFakeTerminator());
-    await anthropic.messages.create({ model: 'claude-x', max_tokens: 8192, messages: [{ role: 'user', content: 'hi' }] });
+    server = await startScriptedServer([
+      () => errorReply(400, CAP_ERROR),
+      () => anthropicReply([{ type: 'text', text: 'ok' }]),
+    ]);
+    const anthropic = wrapAnthropic(
+      new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0 }),
+      createFakeTerminator(),
+    );
+    await anthropic.messages.create({
+      model: 'claude-x',
+      max_tokens: 8192,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(server.requests.map((r) => r.body['max_tokens'])).toEqual([8192, 5828]);
   });
 });

@@ -8,28 +8,58 @@ import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
 import { ScriptedChatModel, type ScriptedCall, type ScriptStep } from '../adapters/support/scripted-chat-model.js';
 
 const BIG = Array.from({ length: 400 }, (_, i) => `line ${i}: ${'evidence '.repeat(3)}é`).join('\n');
-const bigTool = tool(async () => BIG, { name: 'search_logs', description: 'search the logs', schema: { type: 'object', properties: {} } as never });
+const bigTool = tool(async () => BIG, {
+  name: 'search_logs',
+  description: 'search the logs',
+  schema: { type: 'object', properties: {} } as never,
+});
 
 /** Find the receipt in the last tool message and ask for the exact content back. */
 const recoverFromReceipt: ScriptStep = (messages) => {
   const last = messages.at(-1)!;
   const receipt = parseReceipt(String(last.content));
-  return { tool_calls: [{ id: 'c2', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: receipt?.artifactId ?? 'none', limit: 20000, session_id: 'spoofed' } }] };
+  return {
+    tool_calls: [
+      {
+        id: 'c2',
+        name: 'token_terminator',
+        args: {
+          action: 'artifact_get',
+          artifact_id: receipt?.artifactId ?? 'none',
+          limit: 20000,
+          session_id: 'spoofed',
+        },
+      },
+    ],
+  };
 };
 
 function script(): ScriptStep[] {
-  return [() => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }), recoverFromReceipt, () => ({ content: 'final answer' })];
+  return [
+    () => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }),
+    recoverFromReceipt,
+    () => ({ content: 'final answer' }),
+  ];
 }
 
-const toolMessages = (messages: readonly BaseMessage[]): ToolMessage[] => messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
+const toolMessages = (messages: readonly BaseMessage[]): ToolMessage[] =>
+  messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
 
 describe('LangChain createAgent middleware', () => {
   it('shows the model a receipt, recovers the exact content, keeps the original in state and caps the output', async () => {
     const terminator = createFakeTerminator();
     const log: ScriptedCall[] = [];
     const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
-    const agent = createAgent({ model, tools: [bigTool], middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })], checkpointer: new MemorySaver() });
-    const result = await agent.invoke({ messages: [{ role: 'user', content: 'find the error' }] }, { configurable: { thread_id: 'thread-1' } });
+    const agent = createAgent({
+      model,
+      tools: [bigTool],
+      middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })],
+      checkpointer: new MemorySaver(),
+    });
+    const result = await agent.invoke(
+      { messages: [{ role: 'user', content: 'find the error' }] },
+      { configurable: { thread_id: 'thread-1' } },
+    );
 
     const seen = log[1]!.messages.find((m) => m.type === 'tool')!;
     expect(isReceipt(seen.content)).toBe(true);
@@ -44,7 +74,9 @@ describe('LangChain createAgent middleware', () => {
     for (const call of log) expect(call.maxTokens).toBeGreaterThan(0);
     expect(log[0]!.maxTokens).toBeLessThan(32_000);
     // Every model call that sees a receipt is offered the recovery tool.
-    for (const call of log) if (call.messages.some((m) => m.content.includes('Token Terminator'))) expect(call.tools).toContain('token_terminator');
+    for (const call of log)
+      if (call.messages.some((m) => m.content.includes('Token Terminator')))
+        expect(call.tools).toContain('token_terminator');
     expect(model.maxTokens).toBeUndefined();
     expect(terminator.calls.every((c) => c.context.sessionId === 'thread-1')).toBe(true);
   });
@@ -64,8 +96,16 @@ describe('LangChain createAgent middleware', () => {
   it('keeps the agent working with the original content when the pipeline fails', async () => {
     const terminator = createFakeTerminator({ fail: true, toolStreamNames: ['search_logs'] });
     const log: ScriptedCall[] = [];
-    const model = new ScriptedChatModel({ script: [() => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }), () => ({ content: 'ok' })], log, cursor: { i: 0 } });
-    const agent = createAgent({ model, tools: [bigTool], middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })] });
+    const model = new ScriptedChatModel({
+      script: [() => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }), () => ({ content: 'ok' })],
+      log,
+      cursor: { i: 0 },
+    });
+    const agent = createAgent({
+      model,
+      tools: [bigTool],
+      middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })],
+    });
     const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
     expect(log[1]!.messages.find((m) => m.type === 'tool')!.content).toBe(BIG);
     expect(toolMessages(result.messages)[0]!.content).toBe(BIG);
@@ -93,8 +133,16 @@ describe('LangGraph createReactAgent (legacy) hooks', () => {
     const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
     const tt = createReactAgentHooks(terminator, { model, route: { contextWindow: 32_000 } });
     const tools = [bigTool, tt.recoveryTool];
-    const agent = createReactAgent({ llm: tt.llm(model, tools), tools: tt.toolNode(tools), preModelHook: tt.preModelHook, checkpointer: new MemorySaver() });
-    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: 'legacy-1' } });
+    const agent = createReactAgent({
+      llm: tt.llm(model, tools),
+      tools: tt.toolNode(tools),
+      preModelHook: tt.preModelHook,
+      checkpointer: new MemorySaver(),
+    });
+    const result = await agent.invoke(
+      { messages: [{ role: 'user', content: 'go' }] },
+      { configurable: { thread_id: 'legacy-1' } },
+    );
 
     expect(isReceipt(log[1]!.messages.find((m) => m.type === 'tool')!.content)).toBe(true);
     const [original, recovered] = toolMessages(result.messages);
@@ -110,8 +158,15 @@ describe('LangGraph createReactAgent (legacy) hooks', () => {
     const log: ScriptedCall[] = [];
     const model = new ScriptedChatModel({ script: script(), log, cursor: { i: 0 } });
     const tt = createReactAgentHooks(terminator, { model });
-    const agent = createReactAgent({ llm: tt.llm(model, [bigTool]), tools: tt.toolNode([bigTool]), preModelHook: tt.preModelHook });
-    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: 'legacy-2' } });
+    const agent = createReactAgent({
+      llm: tt.llm(model, [bigTool]),
+      tools: tt.toolNode([bigTool]),
+      preModelHook: tt.preModelHook,
+    });
+    const result = await agent.invoke(
+      { messages: [{ role: 'user', content: 'go' }] },
+      { configurable: { thread_id: 'legacy-2' } },
+    );
     expect(log.map((c) => c.tools)).toEqual([
       ['search_logs', 'token_terminator'],
       ['search_logs', 'token_terminator'],

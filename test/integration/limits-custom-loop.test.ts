@@ -21,7 +21,10 @@ let terminator: Terminator;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-limits-loop-'));
   server = await startLimitsServer();
-  terminator = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') } });
+  terminator = await createTerminator({
+    env: {},
+    overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') },
+  });
 });
 afterAll(async () => {
   await terminator.close();
@@ -30,7 +33,8 @@ afterAll(async () => {
 });
 
 const openaiClient = (): OpenAI => new OpenAI({ apiKey: 'test', baseURL: `${server.url}/v1`, maxRetries: 0 });
-const anthropicClient = (timeout?: number): Anthropic => new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0, ...(timeout === undefined ? {} : { timeout }) });
+const anthropicClient = (timeout?: number): Anthropic =>
+  new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0, ...(timeout === undefined ? {} : { timeout }) });
 
 /** The requests this call produced (the server is shared by the file). */
 async function sent<T>(call: () => Promise<T>): Promise<{ result: T; requests: LimitsServer['requests'] }> {
@@ -42,36 +46,60 @@ async function sent<T>(call: () => Promise<T>): Promise<{ result: T; requests: L
 describe('the loopback provider enforces the real limits', () => {
   it("answers the issue's gpt-4o request with OpenAI's wording, and the retry parser reads it", async () => {
     const error = await openaiClient()
-      .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 127_412 })
-      .then(() => undefined, (e: unknown) => e);
-    expect(String((error as Error).message)).toContain('max_tokens is too large: 127412. This model supports at most 16384 completion tokens, whereas you provided 127412.');
+      .chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_completion_tokens: 127_412,
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(String((error as Error).message)).toContain(
+      'max_tokens is too large: 127412. This model supports at most 16384 completion tokens, whereas you provided 127412.',
+    );
     expect(parseOutputCapError(error)).toEqual({ availableOutputTokens: 16_384, kind: 'model_limit' });
   });
 });
 
 describe('README: wrapOpenAI chat.completions', () => {
-  it.each(['gpt-4o', 'gpt-4.1', 'o3', 'deepseek-chat'])('%s succeeds on the first request with a cap within the model limit', async (model) => {
-    const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: `readme-chat-${model}` });
-    const { result, requests } = await sent(() => openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Summarise the failing tests' }] }));
-    expect(result.choices[0]?.message.content).toBe('done');
-    expect(requests.map((r) => r.status)).toEqual([200]);
-    const cap = sentCap(requests[0]!.body);
-    expect(cap).toBe(SERVED_MODELS[model]!.maxOutput);
-    expect(requests[0]!.body['max_tokens']).toBeUndefined();
-  });
+  it.each(['gpt-4o', 'gpt-4.1', 'o3', 'deepseek-chat'])(
+    '%s succeeds on the first request with a cap within the model limit',
+    async (model) => {
+      const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: `readme-chat-${model}` });
+      const { result, requests } = await sent(() =>
+        openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Summarise the failing tests' }] }),
+      );
+      expect(result.choices[0]?.message.content).toBe('done');
+      expect(requests.map((r) => r.status)).toEqual([200]);
+      const cap = sentCap(requests[0]!.body);
+      expect(cap).toBe(SERVED_MODELS[model]!.maxOutput);
+      expect(requests[0]!.body['max_tokens']).toBeUndefined();
+    },
+  );
 });
 
 describe("the issue's configuration", () => {
   it("route { model: 'gpt-4o', contextWindow: 128_000 } no longer sends ≈127k: the first request succeeds", async () => {
-    const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: 'issue-13', route: { model: 'gpt-4o', contextWindow: 128_000 } });
-    const { requests } = await sent(() => openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }));
+    const openai = wrapOpenAI(openaiClient(), terminator, {
+      sessionId: 'issue-13',
+      route: { model: 'gpt-4o', contextWindow: 128_000 },
+    });
+    const { requests } = await sent(() =>
+      openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(requests.map((r) => r.status)).toEqual([200]);
     expect(sentCap(requests[0]!.body)).toBe(16_384);
   });
 
   it('route.outputCap bounds what is sent', async () => {
-    const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: 'issue-13-cap', route: { contextWindow: 128_000, outputCap: 8000 } });
-    const { requests } = await sent(() => openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }));
+    const openai = wrapOpenAI(openaiClient(), terminator, {
+      sessionId: 'issue-13-cap',
+      route: { contextWindow: 128_000, outputCap: 8000 },
+    });
+    const { requests } = await sent(() =>
+      openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(sentCap(requests[0]!.body)).toBe(8000);
   });
 });
@@ -79,7 +107,9 @@ describe("the issue's configuration", () => {
 describe('README: wrapOpenAI responses', () => {
   it.each(['gpt-4o', 'gpt-4.1', 'o4-mini'])('%s succeeds on the first request', async (model) => {
     const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: `readme-responses-${model}` });
-    const { result, requests } = await sent(() => openai.responses.create({ model, input: 'Summarise the failing tests' }));
+    const { result, requests } = await sent(() =>
+      openai.responses.create({ model, input: 'Summarise the failing tests' }),
+    );
     expect(result.output_text).toBe('done');
     expect(requests.map((r) => r.status)).toEqual([200]);
     expect(requests[0]!.body['max_output_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
@@ -87,50 +117,86 @@ describe('README: wrapOpenAI responses', () => {
 });
 
 describe('README: wrapAnthropic messages', () => {
-  it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])('%s succeeds on the first request', async (model) => {
-    const anthropic = wrapAnthropic(anthropicClient(), terminator, { sessionId: `readme-anthropic-${model}` });
-    const { result, requests } = await sent(() => anthropic.messages.create({ model, max_tokens: 16_384, messages: [{ role: 'user', content: 'Summarise the failing tests' }] }));
-    expect(result.content[0]).toMatchObject({ type: 'text', text: 'done' });
-    expect(requests.map((r) => r.status)).toEqual([200]);
-    expect(requests[0]!.body['max_tokens']).toBe(16_384);
-  });
+  it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])(
+    '%s succeeds on the first request',
+    async (model) => {
+      const anthropic = wrapAnthropic(anthropicClient(), terminator, { sessionId: `readme-anthropic-${model}` });
+      const { result, requests } = await sent(() =>
+        anthropic.messages.create({
+          model,
+          max_tokens: 16_384,
+          messages: [{ role: 'user', content: 'Summarise the failing tests' }],
+        }),
+      );
+      expect(result.content[0]).toMatchObject({ type: 'text', text: 'done' });
+      expect(requests.map((r) => r.status)).toEqual([200]);
+      expect(requests[0]!.body['max_tokens']).toBe(16_384);
+    },
+  );
 
-  it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])('%s: a max_tokens above the model ceiling is lowered to it', async (model) => {
-    // An explicit timeout is how the SDK allows a long non-streaming request.
-    const client = anthropicClient(600_000);
-    const anthropic = wrapAnthropic(client, terminator, { sessionId: `ceiling-${model}` });
-    const { requests } = await sent(() => anthropic.messages.create({ model, max_tokens: 100_000, messages: [{ role: 'user', content: 'hi' }] }));
-    expect(requests.map((r) => r.status)).toEqual([200]);
-    expect(requests[0]!.body['max_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
-  });
+  it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])(
+    '%s: a max_tokens above the model ceiling is lowered to it',
+    async (model) => {
+      // An explicit timeout is how the SDK allows a long non-streaming request.
+      const client = anthropicClient(600_000);
+      const anthropic = wrapAnthropic(client, terminator, { sessionId: `ceiling-${model}` });
+      const { requests } = await sent(() =>
+        anthropic.messages.create({ model, max_tokens: 100_000, messages: [{ role: 'user', content: 'hi' }] }),
+      );
+      expect(requests.map((r) => r.status)).toEqual([200]);
+      expect(requests[0]!.body['max_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
+    },
+  );
 });
 
 describe('the retry path', () => {
   it('retries once with the limit the provider names when the configured limits are wrong', async () => {
     await using wrong = await createTerminator({
       env: {},
-      overrides: { dbPath: join(dir, 'wrong.sqlite3'), ledger: false, modelLimits: { 'gpt-4o': { maxOutputTokens: 50_000 } } },
+      overrides: {
+        dbPath: join(dir, 'wrong.sqlite3'),
+        ledger: false,
+        modelLimits: { 'gpt-4o': { maxOutputTokens: 50_000 } },
+      },
     });
     const openai = wrapOpenAI(openaiClient(), wrong, { sessionId: 'retry' });
-    const { result, requests } = await sent(() => openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }));
+    const { result, requests } = await sent(() =>
+      openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(result.choices[0]?.message.content).toBe('done');
     expect(requests.map((r) => r.status)).toEqual([400, 200]);
     expect(requests[0]!.error).toContain('This model supports at most 16384 completion tokens');
     expect(sentCap(requests[1]!.body)).toBe(16_384);
   });
 
-  it.each(['claude-opus-4-1', 'deepseek-chat'])('%s: the provider wording of its ceiling is recognised too', async (model) => {
-    await using wrong = await createTerminator({
-      env: {},
-      overrides: { dbPath: join(dir, `wrong-${model}.sqlite3`), ledger: false, modelLimits: { [model]: { maxOutputTokens: 90_000 } } },
-    });
-    const limit = SERVED_MODELS[model]!.maxOutput;
-    const call: () => Promise<unknown> =
-      model === 'deepseek-chat'
-        ? () => wrapOpenAI(openaiClient(), wrong, { sessionId: 'r' }).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] })
-        : () => wrapAnthropic(anthropicClient(600_000), wrong, { sessionId: 'r' }).messages.create({ model, max_tokens: 90_000, messages: [{ role: 'user', content: 'hi' }] });
-    const { requests } = await sent(call);
-    expect(requests.map((r) => r.status)).toEqual([400, 200]);
-    expect(sentCap(requests[1]!.body)).toBe(limit);
-  });
+  it.each(['claude-opus-4-1', 'deepseek-chat'])(
+    '%s: the provider wording of its ceiling is recognised too',
+    async (model) => {
+      await using wrong = await createTerminator({
+        env: {},
+        overrides: {
+          dbPath: join(dir, `wrong-${model}.sqlite3`),
+          ledger: false,
+          modelLimits: { [model]: { maxOutputTokens: 90_000 } },
+        },
+      });
+      const limit = SERVED_MODELS[model]!.maxOutput;
+      const call: () => Promise<unknown> =
+        model === 'deepseek-chat'
+          ? () =>
+              wrapOpenAI(openaiClient(), wrong, { sessionId: 'r' }).chat.completions.create({
+                model,
+                messages: [{ role: 'user', content: 'hi' }],
+              })
+          : () =>
+              wrapAnthropic(anthropicClient(600_000), wrong, { sessionId: 'r' }).messages.create({
+                model,
+                max_tokens: 90_000,
+                messages: [{ role: 'user', content: 'hi' }],
+              });
+      const { requests } = await sent(call);
+      expect(requests.map((r) => r.status)).toEqual([400, 200]);
+      expect(sentCap(requests[1]!.body)).toBe(limit);
+    },
+  );
 });

@@ -22,7 +22,10 @@ let terminator: Terminator;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-limits-lg-'));
   server = await startLimitsServer();
-  terminator = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') } });
+  terminator = await createTerminator({
+    env: {},
+    overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') },
+  });
 });
 afterAll(async () => {
   await terminator.close();
@@ -30,16 +33,27 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function invoke(model: ChatOpenAI | ChatAnthropic, thread: string): Promise<{ answer: unknown; requests: LimitsServer['requests'] }> {
+async function invoke(
+  model: ChatOpenAI | ChatAnthropic,
+  thread: string,
+): Promise<{ answer: unknown; requests: LimitsServer['requests'] }> {
   const before = server.requests.length;
   const agent = createAgent({ model, tools: [], middleware: [tokenTerminatorMiddleware(terminator)] });
-  const state = await agent.invoke({ messages: [{ role: 'user', content: 'Summarise the failing tests' }] }, { configurable: { thread_id: thread } });
+  const state = await agent.invoke(
+    { messages: [{ role: 'user', content: 'Summarise the failing tests' }] },
+    { configurable: { thread_id: thread } },
+  );
   return { answer: state.messages.at(-1)?.content, requests: server.requests.slice(before) };
 }
 
 describe('README: LangChain createAgent + tokenTerminatorMiddleware', () => {
   it.each(['gpt-4o', 'gpt-4.1', 'o3', 'deepseek-chat'])('ChatOpenAI %s succeeds on the first request', async (name) => {
-    const model = new ChatOpenAI({ model: name, apiKey: 'test', maxRetries: 0, configuration: { baseURL: `${server.url}/v1` } });
+    const model = new ChatOpenAI({
+      model: name,
+      apiKey: 'test',
+      maxRetries: 0,
+      configuration: { baseURL: `${server.url}/v1` },
+    });
     const { answer, requests } = await invoke(model, `lg-${name}`);
     expect(answer).toBe('done');
     expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
@@ -48,16 +62,26 @@ describe('README: LangChain createAgent + tokenTerminatorMiddleware', () => {
     expect(cap).toBeLessThanOrEqual(SERVED_MODELS[name]!.maxOutput);
   });
 
-  it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])('ChatAnthropic %s succeeds on the first request', async (name) => {
-    const model = new ChatAnthropic({ model: name, apiKey: 'test', maxRetries: 0, anthropicApiUrl: server.url });
-    const { answer, requests } = await invoke(model, `lg-${name}`);
-    expect(answer).toBe('done');
-    expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
-    expect(sentCap(requests[0]!.body)).toBeLessThanOrEqual(SERVED_MODELS[name]!.maxOutput);
-  });
+  it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])(
+    'ChatAnthropic %s succeeds on the first request',
+    async (name) => {
+      const model = new ChatAnthropic({ model: name, apiKey: 'test', maxRetries: 0, anthropicApiUrl: server.url });
+      const { answer, requests } = await invoke(model, `lg-${name}`);
+      expect(answer).toBe('done');
+      expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
+      expect(sentCap(requests[0]!.body)).toBeLessThanOrEqual(SERVED_MODELS[name]!.maxOutput);
+    },
+  );
 
   it('ChatAnthropic with a maxTokens above the model ceiling gets the ceiling', async () => {
-    const model = new ChatAnthropic({ model: 'claude-opus-4-1', apiKey: 'test', maxRetries: 0, anthropicApiUrl: server.url, maxTokens: 64_000, clientOptions: { timeout: 600_000 } });
+    const model = new ChatAnthropic({
+      model: 'claude-opus-4-1',
+      apiKey: 'test',
+      maxRetries: 0,
+      anthropicApiUrl: server.url,
+      maxTokens: 64_000,
+      clientOptions: { timeout: 600_000 },
+    });
     const { requests } = await invoke(model, 'lg-opus-ceiling');
     expect(requests.map((r) => r.status)).toEqual([200]);
     expect(sentCap(requests[0]!.body)).toBe(32_000);

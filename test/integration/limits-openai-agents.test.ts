@@ -22,7 +22,10 @@ beforeAll(async () => {
   setTracingDisabled(true);
   dir = mkdtempSync(join(tmpdir(), 'tt-limits-agents-'));
   server = await startLimitsServer();
-  terminator = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') } });
+  terminator = await createTerminator({
+    env: {},
+    overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') },
+  });
 });
 afterAll(async () => {
   await terminator.close();
@@ -30,24 +33,41 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function runOnce(model: string, useResponses: boolean, maxTokens?: number): Promise<{ output: unknown; requests: LimitsServer['requests'] }> {
+async function runOnce(
+  model: string,
+  useResponses: boolean,
+  maxTokens?: number,
+): Promise<{ output: unknown; requests: LimitsServer['requests'] }> {
   const before = server.requests.length;
   const tt = createAgentsAdapter(terminator);
   const openAIClient = new OpenAI({ apiKey: 'test', baseURL: `${server.url}/v1`, maxRetries: 0 });
-  const runner = new Runner({ modelProvider: tt.wrapModelProvider(new OpenAIProvider({ openAIClient, useResponses })) });
-  const agent = new Agent({ name: 'assistant', model, tools: [tt.recoveryTool], ...(maxTokens === undefined ? {} : { modelSettings: { maxTokens } }) });
-  const result = await runner.run(agent, 'Summarise the failing tests', { context: { sessionId: `agents-${model}` }, ...tt.runOptions() });
+  const runner = new Runner({
+    modelProvider: tt.wrapModelProvider(new OpenAIProvider({ openAIClient, useResponses })),
+  });
+  const agent = new Agent({
+    name: 'assistant',
+    model,
+    tools: [tt.recoveryTool],
+    ...(maxTokens === undefined ? {} : { modelSettings: { maxTokens } }),
+  });
+  const result = await runner.run(agent, 'Summarise the failing tests', {
+    context: { sessionId: `agents-${model}` },
+    ...tt.runOptions(),
+  });
   return { output: result.finalOutput, requests: server.requests.slice(before) };
 }
 
 describe('README: OpenAI Agents JS Runner + createAgentsAdapter', () => {
-  it.each(['gpt-4o', 'gpt-4.1', 'o3'])('Responses %s succeeds on the first request with a cap within the model limit', async (model) => {
-    const { output, requests } = await runOnce(model, true);
-    expect(output).toBe('done');
-    expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
-    expect(requests[0]!.path).toBe('/v1/responses');
-    expect(requests[0]!.body['max_output_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
-  });
+  it.each(['gpt-4o', 'gpt-4.1', 'o3'])(
+    'Responses %s succeeds on the first request with a cap within the model limit',
+    async (model) => {
+      const { output, requests } = await runOnce(model, true);
+      expect(output).toBe('done');
+      expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
+      expect(requests[0]!.path).toBe('/v1/responses');
+      expect(requests[0]!.body['max_output_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
+    },
+  );
 
   it('Chat Completions deepseek-chat (open-weight) succeeds on the first request', async () => {
     const { output, requests } = await runOnce('deepseek-chat', false);

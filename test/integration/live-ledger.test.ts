@@ -35,13 +35,24 @@ const openai = (): OpenAI => new OpenAI({ apiKey: 'test', baseURL: `${server.url
 const BIG = Array.from({ length: 3000 }, (_, i) => `src/file${i % 30}.ts:${i}: match payload ${i}`).join('\n');
 
 /** A three-request tool loop whose second and third requests carry a large tool output. */
-async function loop(mode: 'native' | 'balanced' | 'off', sessionId: string, env: Record<string, string> = {}): Promise<void> {
-  await using tt = await createTerminator({ env: { TOKEN_TERMINATOR_MODE: mode, ...env }, overrides: { dbPath: join(dir, 'vault.sqlite3') } });
+async function loop(
+  mode: 'native' | 'balanced' | 'off',
+  sessionId: string,
+  env: Record<string, string> = {},
+): Promise<void> {
+  await using tt = await createTerminator({
+    env: { TOKEN_TERMINATOR_MODE: mode, ...env },
+    overrides: { dbPath: join(dir, 'vault.sqlite3') },
+  });
   const client = wrapOpenAI(openai(), tt, { sessionId });
   const messages: Record<string, unknown>[] = [{ role: 'user', content: 'find the failing call sites' }];
   for (let i = 0; i < 3; i++) {
     await client.chat.completions.create({ model: 'gpt-4o', messages: messages as never });
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search_files', arguments: '{}' } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'search_files', arguments: '{}' } }],
+    });
     messages.push({ role: 'tool', tool_call_id: `c${i}`, content: `${BIG}\n#${i}` });
   }
 }
@@ -54,7 +65,13 @@ describe('live experiment ledger', () => {
     expect(existsSync(ledgerPath)).toBe(true);
     const ledger = await openLedger({ path: ledgerPath });
     try {
-      expect(await ledger.session('live-off')).toMatchObject({ mode: 'off', initialModel: 'gpt-4o', turnCount: 3, requests: 3, contaminated: false });
+      expect(await ledger.session('live-off')).toMatchObject({
+        mode: 'off',
+        initialModel: 'gpt-4o',
+        turnCount: 3,
+        requests: 3,
+        contaminated: false,
+      });
       const balanced = await ledger.session('live-balanced');
       expect(balanced).toMatchObject({ mode: 'balanced', turnCount: 3, requests: 3 });
       expect(balanced!.finalTokens).toBeLessThan(balanced!.rawTokens);
@@ -62,7 +79,9 @@ describe('live experiment ledger', () => {
       await ledger.close();
     }
     const out: string[] = [];
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write);
+    const spy = vi
+      .spyOn(process.stdout, 'write')
+      .mockImplementation(((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write);
     let code: number;
     try {
       code = await runCli(['compare', 'off', 'balanced', '--ledger', ledgerPath, '--json']);
@@ -70,7 +89,12 @@ describe('live experiment ledger', () => {
       spy.mockRestore();
     }
     expect(code).toBe(0);
-    const comparison = JSON.parse(out.join('')) as { a: { sessions: number }; b: { sessions: number }; delta: { available: boolean; meanTotalTokens: number }; matchedTurns: { pairs: number } };
+    const comparison = JSON.parse(out.join('')) as {
+      a: { sessions: number };
+      b: { sessions: number };
+      delta: { available: boolean; meanTotalTokens: number };
+      matchedTurns: { pairs: number };
+    };
     expect(comparison.a.sessions).toBe(1);
     expect(comparison.b.sessions).toBe(1);
     expect(comparison.delta.available).toBe(true);
@@ -84,17 +108,35 @@ describe('live experiment ledger', () => {
 
   it('the LangChain middleware and the Agents adapter write it too', async () => {
     await using tt = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'frameworks.sqlite3') } });
-    const model = new ChatOpenAI({ model: 'gpt-4.1', apiKey: 'test', maxRetries: 0, configuration: { baseURL: `${server.url}/v1` } });
+    const model = new ChatOpenAI({
+      model: 'gpt-4.1',
+      apiKey: 'test',
+      maxRetries: 0,
+      configuration: { baseURL: `${server.url}/v1` },
+    });
     const agent = createAgent({ model, tools: [], middleware: [tokenTerminatorMiddleware(tt)] });
     await agent.invoke({ messages: [{ role: 'user', content: 'hi' }] }, { configurable: { thread_id: 'lg-thread' } });
     const adapter = createAgentsAdapter(tt);
-    const runner = new Runner({ modelProvider: adapter.wrapModelProvider(new OpenAIProvider({ openAIClient: openai() })) });
-    await runner.run(new Agent({ name: 'a', model: 'gpt-4o' }), 'hello', { context: { sessionId: 'agents-session' }, ...adapter.runOptions() });
+    const runner = new Runner({
+      modelProvider: adapter.wrapModelProvider(new OpenAIProvider({ openAIClient: openai() })),
+    });
+    await runner.run(new Agent({ name: 'a', model: 'gpt-4o' }), 'hello', {
+      context: { sessionId: 'agents-session' },
+      ...adapter.runOptions(),
+    });
     await tt.close();
     const ledger = await openLedger({ path: join(dir, 'experiments.sqlite3') });
     try {
-      expect(await ledger.session('lg-thread')).toMatchObject({ mode: 'balanced', initialModel: 'gpt-4.1', turnCount: 1 });
-      expect(await ledger.session('agents-session')).toMatchObject({ mode: 'balanced', initialModel: 'gpt-4o', turnCount: 1 });
+      expect(await ledger.session('lg-thread')).toMatchObject({
+        mode: 'balanced',
+        initialModel: 'gpt-4.1',
+        turnCount: 1,
+      });
+      expect(await ledger.session('agents-session')).toMatchObject({
+        mode: 'balanced',
+        initialModel: 'gpt-4o',
+        turnCount: 1,
+      });
     } finally {
       await ledger.close();
     }
@@ -103,12 +145,25 @@ describe('live experiment ledger', () => {
   it('TOKEN_TERMINATOR_LEDGER=false (or ledger: false) writes nothing', async () => {
     const own = mkdtempSync(join(dir, 'optout-'));
     {
-      await using tt = await createTerminator({ env: { TOKEN_TERMINATOR_LEDGER: 'false' }, overrides: { dbPath: join(own, 'v.sqlite3') } });
-      await wrapOpenAI(openai(), tt, { sessionId: 'x' }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+      await using tt = await createTerminator({
+        env: { TOKEN_TERMINATOR_LEDGER: 'false' },
+        overrides: { dbPath: join(own, 'v.sqlite3') },
+      });
+      await wrapOpenAI(openai(), tt, { sessionId: 'x' }).chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
     }
     {
-      await using tt = await createTerminator({ env: {}, overrides: { dbPath: join(own, 'w.sqlite3') }, ledger: false });
-      await wrapOpenAI(openai(), tt, { sessionId: 'y' }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+      await using tt = await createTerminator({
+        env: {},
+        overrides: { dbPath: join(own, 'w.sqlite3') },
+        ledger: false,
+      });
+      await wrapOpenAI(openai(), tt, { sessionId: 'y' }).chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
     }
     expect(existsSync(join(own, 'experiments.sqlite3'))).toBe(false);
   });

@@ -3,7 +3,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createAgentsAdapter } from '../../adapters/openai-agents/index.js';
 import { isReceipt, parseReceipt } from '../../src/receipts/index.js';
 import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
-import { callTool, say, ScriptedAgentsModel, untilAborted, type AgentsStep } from '../adapters/support/scripted-agents-model.js';
+import {
+  callTool,
+  say,
+  ScriptedAgentsModel,
+  untilAborted,
+  type AgentsStep,
+} from '../adapters/support/scripted-agents-model.js';
 
 const BIG = Array.from({ length: 400 }, (_, i) => `row ${i}\t${'payload '.repeat(3)}ü`).join('\n');
 const bigTool = tool({
@@ -19,11 +25,17 @@ const resultText = (item: AgentInputItem | undefined): string => {
   const out = (item as Result | undefined)?.output;
   return typeof out === 'string' ? out : String((out as { text?: unknown } | undefined)?.text);
 };
-const results = (items: readonly AgentInputItem[]): AgentInputItem[] => items.filter((i) => (i as Result).type === 'function_call_result');
+const results = (items: readonly AgentInputItem[]): AgentInputItem[] =>
+  items.filter((i) => (i as Result).type === 'function_call_result');
 
 const recover: AgentsStep = (input) => {
   const receipt = parseReceipt(resultText(results(input).at(-1)));
-  return callTool('c2', 'token_terminator', { action: 'artifact_get', artifact_id: receipt?.artifactId ?? 'none', limit: 20000, session_id: 'spoofed' });
+  return callTool('c2', 'token_terminator', {
+    action: 'artifact_get',
+    artifact_id: receipt?.artifactId ?? 'none',
+    limit: 20000,
+    session_id: 'spoofed',
+  });
 };
 const script = (): AgentsStep[] => [() => callTool('c1', 'search_files', {}), recover, () => say('final')];
 
@@ -34,7 +46,12 @@ describe('OpenAI Agents JS adapter', () => {
     const terminator = createFakeTerminator();
     const tt = createAgentsAdapter(terminator, { route: { contextWindow: 32_000 } });
     const model = new ScriptedAgentsModel(script());
-    const agent = new Agent({ name: 'a', instructions: 'be brief', model: tt.wrapModel(model), tools: [bigTool, tt.recoveryTool] });
+    const agent = new Agent({
+      name: 'a',
+      instructions: 'be brief',
+      model: tt.wrapModel(model),
+      tools: [bigTool, tt.recoveryTool],
+    });
     const result = await run(agent, 'find it', { context: { sessionId: 'sess-9' }, ...tt.runOptions() });
 
     expect(isReceipt(resultText(results(model.log[1]!.input)[0]))).toBe(true);
@@ -58,7 +75,11 @@ describe('OpenAI Agents JS adapter', () => {
     const result = await run(agent, 'find it', { context: { sessionId: 'sess-r' }, ...tt.runOptions() });
 
     expect(result.finalOutput).toBe('final');
-    expect(model.log.map((c) => c.tools)).toEqual([['search_files'], ['search_files', 'token_terminator'], ['search_files', 'token_terminator']]);
+    expect(model.log.map((c) => c.tools)).toEqual([
+      ['search_files'],
+      ['search_files', 'token_terminator'],
+      ['search_files', 'token_terminator'],
+    ]);
     for (const call of model.log) {
       if (JSON.stringify(call.input).includes('Token Terminator')) expect(call.tools).toContain('token_terminator');
     }

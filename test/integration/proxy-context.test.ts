@@ -23,7 +23,13 @@ afterEach(async () => {
 const BIG = testRunOutput(500);
 const history = (): OpenAI.Chat.ChatCompletionMessageParam[] => [
   { role: 'user', content: 'Run the tests.' },
-  { role: 'assistant', content: null, tool_calls: [{ id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+    ],
+  },
   { role: 'tool', tool_call_id: 'run-1', content: BIG },
 ];
 
@@ -36,7 +42,10 @@ describe('proxy context and figures', () => {
       seen.push(context);
       return compile(request, context, signal);
     };
-    await new OpenAI({ apiKey: 'sk-tenant-1', baseURL: `${h.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: history() });
+    await new OpenAI({ apiKey: 'sk-tenant-1', baseURL: `${h.url}/v1`, maxRetries: 0 }).chat.completions.create({
+      model: 'gpt-4o',
+      messages: history(),
+    });
     expect(seen).toHaveLength(1);
     expect(seen[0]!.tenant).toBe(tenantOf({ authorization: 'Bearer sk-tenant-1' }));
     expect(JSON.stringify(seen[0])).not.toContain('sk-tenant-1');
@@ -45,8 +54,21 @@ describe('proxy context and figures', () => {
   });
 
   it('records one metric row per client request whose sent size includes the recovery round', async () => {
-    h = await startHarness((r, i) => (i === 0 ? chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : chat.text('ok')));
-    await new OpenAI({ apiKey: 'sk-figures', baseURL: `${h.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: history() });
+    h = await startHarness((r, i) =>
+      i === 0
+        ? chat.calls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : chat.text('ok'),
+    );
+    await new OpenAI({ apiKey: 'sk-figures', baseURL: `${h.url}/v1`, maxRetries: 0 }).chat.completions.create({
+      model: 'gpt-4o',
+      messages: history(),
+    });
     await h.proxy.settled();
     const summary = readMetricsSummary(h.dbPath);
     expect(summary.requests).toBe(1);
@@ -58,11 +80,33 @@ describe('proxy context and figures', () => {
   });
 
   it('writes the experiment ledger after the answer, one turn per client request, tokens net of recovery, and keeps the key out of it', async () => {
-    h = await startHarness((r, i) => (i === 0 ? chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : chat.text('ok')));
-    const client = new OpenAI({ apiKey: 'sk-ledger-key', baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-token-terminator-session': 'ledger-run' } });
+    h = await startHarness((r, i) =>
+      i === 0
+        ? chat.calls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : chat.text('ok'),
+    );
+    const client = new OpenAI({
+      apiKey: 'sk-ledger-key',
+      baseURL: `${h.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-token-terminator-session': 'ledger-run' },
+    });
     const messages = history();
     const done = await client.chat.completions.create({ model: 'gpt-4o', messages });
-    await client.chat.completions.create({ model: 'gpt-4o', messages: [...messages, done.choices[0]!.message as OpenAI.Chat.ChatCompletionMessageParam, { role: 'user', content: 'Thanks.' }] });
+    await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: [
+        ...messages,
+        done.choices[0]!.message as OpenAI.Chat.ChatCompletionMessageParam,
+        { role: 'user', content: 'Thanks.' },
+      ],
+    });
     await h.proxy.settled();
     const rows = await h.proxy.terminator.vault.requestMetricRows();
     expect(rows).toHaveLength(2);
@@ -70,7 +114,13 @@ describe('proxy context and figures', () => {
     const ledger = await openLedger({ path: ledgerPath });
     try {
       const session = await ledger.session(rows[0]!.sessionId);
-      expect(session).toMatchObject({ mode: h.proxy.terminator.config.mode, initialModel: 'gpt-4o', turnCount: 2, requests: 2, contaminated: false });
+      expect(session).toMatchObject({
+        mode: h.proxy.terminator.config.mode,
+        initialModel: 'gpt-4o',
+        turnCount: 2,
+        requests: 2,
+        contaminated: false,
+      });
       // The same token figures as the metric rows: raw as the client sent it, final including the recovery round.
       expect(session!.rawTokens).toBe(rows.reduce((n, r) => n + (r.rawTokens ?? 0), 0));
       expect(session!.finalTokens).toBe(rows.reduce((n, r) => n + (r.finalTokens ?? 0), 0));

@@ -29,7 +29,13 @@ const output = (seed: number): string =>
 const opening = (name: string, seed: number): Msg[] => [
   { role: 'system', content: 'You are a coding agent.' },
   { role: 'user', content: `Conversation ${name}: run the tests (${CANARY}).` },
-  { role: 'assistant', content: null, tool_calls: [{ id: `run-${name}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id: `run-${name}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+    ],
+  },
   { role: 'tool', tool_call_id: `run-${name}`, content: output(seed) },
 ];
 
@@ -39,16 +45,26 @@ function model(r: Recorded): Reply {
   const isA = JSON.stringify(messages[1]?.content).includes('Conversation A');
   const recovered = messages.some((m) => m.role === 'tool' && String(m.tool_call_id).startsWith('tt-'));
   const ids = referencedArtifacts(r.body.toString('utf8').replace(/\\n/g, '\n'));
-  if (isA && !recovered && ids.length > 0) return chat.calls([{ id: 'tt-A', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: ids[0]!, limit: 200_000 } }]);
+  if (isA && !recovered && ids.length > 0)
+    return chat.calls([
+      { id: 'tt-A', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: ids[0]!, limit: 200_000 } },
+    ]);
   return chat.text('done');
 }
 
-function get(url: string, path: string, method = 'GET', headers: Record<string, string> = {}): Promise<{ status: number; type: string; body: string }> {
+function get(
+  url: string,
+  path: string,
+  method = 'GET',
+  headers: Record<string, string> = {},
+): Promise<{ status: number; type: string; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${url}${path}`, { method, headers }, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), body }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), body }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -64,7 +80,10 @@ function shown(html: string, section: string): Map<string, number> {
 
 async function conversations(harness: Harness): Promise<void> {
   const client = new OpenAI({ apiKey: KEY, baseURL: `${harness.url}/v1`, maxRetries: 0 });
-  for (const [name, seed] of [['A', 1], ['B', 2]] as const) {
+  for (const [name, seed] of [
+    ['A', 1],
+    ['B', 2],
+  ] as const) {
     const history = opening(name, seed);
     const first = await client.chat.completions.create({ model: 'gpt-4o', messages: history });
     history.push(first.choices[0]!.message as Msg, { role: 'user', content: 'And now?' });
@@ -81,8 +100,16 @@ describe('GET /dashboard', () => {
     expect(page.status).toBe(200);
     expect(page.type).toBe('text/html; charset=utf-8');
     expect(page.body.startsWith('<!doctype html>')).toBe(true);
-    const charts = [...page.body.matchAll(/<svg\b[^>]*>/g)].filter((m) => m[0].includes('role="img"')).map((m) => /aria-label="([^"]+)"/.exec(m[0])?.[1]);
-    expect(charts).toEqual(expect.arrayContaining([expect.stringMatching(/^Tokens per request in session /), 'Cumulative chars saved by mechanism', 'Receipts and recovery counts']));
+    const charts = [...page.body.matchAll(/<svg\b[^>]*>/g)]
+      .filter((m) => m[0].includes('role="img"'))
+      .map((m) => /aria-label="([^"]+)"/.exec(m[0])?.[1]);
+    expect(charts).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Tokens per request in session /),
+        'Cumulative chars saved by mechanism',
+        'Receipts and recovery counts',
+      ]),
+    );
 
     // The numbers are the store's rows: four client requests in two sessions.
     const rows = await h.proxy.terminator.vault.requestMetricRows();
@@ -125,34 +152,46 @@ describe('GET /dashboard', () => {
   });
 });
 
-describe.skipIf(skipBrowser)(`GET /dashboard in headless chromium${skipBrowser ? ` (skipped: ${MISSING_CHROMIUM})` : ''}`, () => {
-  let browser: Browser | undefined;
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  it('draws every chart of the live page as a non-empty SVG, with no console error and nothing fetched', async () => {
-    h = await startHarness(model);
-    await conversations(h);
-    browser = await launchChromium();
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    const errors: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
+describe.skipIf(skipBrowser)(
+  `GET /dashboard in headless chromium${skipBrowser ? ` (skipped: ${MISSING_CHROMIUM})` : ''}`,
+  () => {
+    let browser: Browser | undefined;
+    afterAll(async () => {
+      await browser?.close();
     });
-    page.on('pageerror', (e) => errors.push(String(e)));
-    const target = `${h.url}/dashboard`;
-    await page.route('**/*', (route) => (route.request().url() === target ? route.continue() : (errors.push(`network: ${route.request().url()}`), route.abort())));
-    const response = await page.goto(target);
-    expect(response?.status()).toBe(200);
-    const charts = await page.$$eval('figure.chart svg[role=img]', (svgs) =>
-      svgs
-        .filter((s) => (s as unknown as { getBoundingClientRect(): { width: number } }).getBoundingClientRect().width > 0)
-        .map((s) => ({ label: s.getAttribute('aria-label'), marks: s.querySelectorAll('path, rect, circle, line').length })),
-    );
-    expect(charts.length).toBeGreaterThanOrEqual(3);
-    for (const c of charts) expect(c.marks, String(c.label)).toBeGreaterThan(3);
-    expect(await page.$eval('[data-key="requests"]', (e) => e.textContent)).toBe('4');
-    expect(errors).toEqual([]);
-  }, 120_000);
-});
+
+    it('draws every chart of the live page as a non-empty SVG, with no console error and nothing fetched', async () => {
+      h = await startHarness(model);
+      await conversations(h);
+      browser = await launchChromium();
+      const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+      const errors: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(m.text());
+      });
+      page.on('pageerror', (e) => errors.push(String(e)));
+      const target = `${h.url}/dashboard`;
+      await page.route('**/*', (route) =>
+        route.request().url() === target
+          ? route.continue()
+          : (errors.push(`network: ${route.request().url()}`), route.abort()),
+      );
+      const response = await page.goto(target);
+      expect(response?.status()).toBe(200);
+      const charts = await page.$$eval('figure.chart svg[role=img]', (svgs) =>
+        svgs
+          .filter(
+            (s) => (s as unknown as { getBoundingClientRect(): { width: number } }).getBoundingClientRect().width > 0,
+          )
+          .map((s) => ({
+            label: s.getAttribute('aria-label'),
+            marks: s.querySelectorAll('path, rect, circle, line').length,
+          })),
+      );
+      expect(charts.length).toBeGreaterThanOrEqual(3);
+      for (const c of charts) expect(c.marks, String(c.label)).toBeGreaterThan(3);
+      expect(await page.$eval('[data-key="requests"]', (e) => e.textContent)).toBe('4');
+      expect(errors).toEqual([]);
+    }, 120_000);
+  },
+);

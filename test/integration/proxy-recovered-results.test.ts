@@ -11,7 +11,12 @@ import { chat, responses, type Recorded } from '../proxy/support/upstream.js';
 
 // Over TOKEN_TERMINATOR_MAX_INLINE_CHARS (32,000): a request stage would show a bounded view of it.
 const HUGE = testRunOutput(1200, 5);
-const tools: OpenAI.Chat.ChatCompletionTool[] = [{ type: 'function', function: { name: 'terminal', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const tools: OpenAI.Chat.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: { name: 'terminal', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
+  },
+];
 type Msg = OpenAI.Chat.ChatCompletionMessageParam;
 type Wire = { role: string; tool_call_id?: string; content?: string };
 
@@ -22,7 +27,8 @@ afterEach(async () => {
 });
 
 const wire = (r: Recorded): Wire[] => r.json!['messages'] as Wire[];
-const resultOf = (r: Recorded, callId: string): string | undefined => wire(r).find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content;
+const resultOf = (r: Recorded, callId: string): string | undefined =>
+  wire(r).find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content;
 
 describe('recovered results in later requests', () => {
   it('shows every recovered result again byte for byte: a large one whole, a repeated one twice', async () => {
@@ -30,14 +36,27 @@ describe('recovered results in later requests', () => {
     // 0: recover the output's receipt (tt-1) · 1: answer · 2: recover the same receipt again (tt-2) · 3: answer · 4: answer
     h = await startHarness((r, i) => {
       if (i === 0) receipt = referencedArtifacts(r.body.toString('utf8').replace(/\\n/g, '\n'))[0] ?? 'none';
-      if (i === 0 || i === 2) return chat.calls([{ id: `tt-${i / 2 + 1}`, name: 'token_terminator', args: { action: 'artifact_get', artifact_id: receipt, limit: 200_000 } }]);
+      if (i === 0 || i === 2)
+        return chat.calls([
+          {
+            id: `tt-${i / 2 + 1}`,
+            name: 'token_terminator',
+            args: { action: 'artifact_get', artifact_id: receipt, limit: 200_000 },
+          },
+        ]);
       return chat.text(`answer ${i}`);
     });
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const history: Msg[] = [
       { role: 'system', content: 'You are a coding agent.' },
       { role: 'user', content: 'Run the tests.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'run-1', content: HUGE },
     ];
     for (const next of ['Which one was slowest?', 'Check again.', 'Thanks.']) {
@@ -53,11 +72,20 @@ describe('recovered results in later requests', () => {
     for (const later of r.slice(2)) expect(resultOf(later, 'tt-1'), 'tt-1 shown again as received').toBe(first);
     const second = resultOf(r[3]!, 'tt-2')!;
     expect(second).toBe(first);
-    for (const later of r.slice(4)) expect(resultOf(later, 'tt-2'), 'tt-2, a repeat of tt-1, shown as received').toBe(second);
+    for (const later of r.slice(4))
+      expect(resultOf(later, 'tt-2'), 'tt-2, a repeat of tt-1, shown as received').toBe(second);
     // And whole prefixes: each request starts with the one before it.
-    for (const [earlier, later] of [[r[1]!, r[2]!], [r[3]!, r[4]!], [r[4]!, r[5]!]] as const) {
+    for (const [earlier, later] of [
+      [r[1]!, r[2]!],
+      [r[3]!, r[4]!],
+      [r[4]!, r[5]!],
+    ] as const) {
       const e = wire(earlier).map((m) => JSON.stringify(m));
-      expect(wire(later).slice(0, e.length).map((m) => JSON.stringify(m))).toEqual(e);
+      expect(
+        wire(later)
+          .slice(0, e.length)
+          .map((m) => JSON.stringify(m)),
+      ).toEqual(e);
     }
   });
 
@@ -67,16 +95,41 @@ describe('recovered results in later requests', () => {
       if (i === 0) {
         receipt = referencedArtifacts(r.body.toString('utf8').replace(/\\n/g, '\n'))[0] ?? 'none';
         // Recovery and a client tool in one turn: the client gets its own call, the answered recovery waits for the next request.
-        return responses.reply([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: receipt, limit: 200_000 } }, { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } }], 'resp-1');
+        return responses.reply(
+          [
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: receipt, limit: 200_000 },
+            },
+            { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } },
+          ],
+          'resp-1',
+        );
       }
       return responses.reply([{ text: 'done' }], `resp-${i + 1}`);
     });
     // A chained request carries no instruction prefix to derive the session from: the header names it.
-    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-token-terminator-session': 'chained' } });
+    const client = new OpenAI({
+      apiKey: 'sk-test',
+      baseURL: `${h.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-token-terminator-session': 'chained' },
+    });
     const fnTools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'terminal', parameters: {}, strict: false }];
-    const first = await client.responses.create({ model: 'gpt-4.1', previous_response_id: 'resp-0', input: [{ type: 'function_call_output', call_id: 'run-1', output: HUGE }], tools: fnTools });
+    const first = await client.responses.create({
+      model: 'gpt-4.1',
+      previous_response_id: 'resp-0',
+      input: [{ type: 'function_call_output', call_id: 'run-1', output: HUGE }],
+      tools: fnTools,
+    });
     expect(first.output.map((o) => (o.type === 'function_call' ? o.call_id : o.type))).toEqual(['run-2']);
-    await client.responses.create({ model: 'gpt-4.1', previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'run-2', output: 'bail: ok' }], tools: fnTools });
+    await client.responses.create({
+      model: 'gpt-4.1',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: 'run-2', output: 'bail: ok' }],
+      tools: fnTools,
+    });
     const r = h.upstream.requests;
     expect(r).toHaveLength(2);
     expect(r[0]!.body.length).toBeLessThan(HUGE.length / 4);

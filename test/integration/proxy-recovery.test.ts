@@ -14,7 +14,9 @@ import { anthropic, chat, responses, type Recorded } from '../proxy/support/upst
 const BIG = testRunOutput(500);
 const SYSTEM = 'You are a coding agent. Use the tools.';
 const toolNames = (r: Recorded): string[] =>
-  ((r.json?.['tools'] as { name?: string; function?: { name: string } }[] | undefined) ?? []).map((t) => t.function?.name ?? t.name ?? '');
+  ((r.json?.['tools'] as { name?: string; function?: { name: string } }[] | undefined) ?? []).map(
+    (t) => t.function?.name ?? t.name ?? '',
+  );
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -25,10 +27,25 @@ afterEach(async () => {
 const chatHistory = (): OpenAI.Chat.ChatCompletionMessageParam[] => [
   { role: 'system', content: SYSTEM },
   { role: 'user', content: 'Run the tests and tell me how many pass.' },
-  { role: 'assistant', content: null, tool_calls: [{ id: 'run-1', type: 'function', function: { name: 'terminal', arguments: JSON.stringify({ command: 'npm test' }) } }] },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      {
+        id: 'run-1',
+        type: 'function',
+        function: { name: 'terminal', arguments: JSON.stringify({ command: 'npm test' }) },
+      },
+    ],
+  },
   { role: 'tool', tool_call_id: 'run-1', content: BIG },
 ];
-const chatTools: OpenAI.Chat.ChatCompletionTool[] = [{ type: 'function', function: { name: 'terminal', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const chatTools: OpenAI.Chat.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: { name: 'terminal', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
+  },
+];
 
 /** The recovery result the proxy sent upstream in its continuation request (chat). */
 function recoveredChat(r: Recorded): string {
@@ -39,16 +56,32 @@ function recoveredChat(r: Recorded): string {
 
 describe('proxy recovery: Chat Completions', () => {
   it('sends a receipt and the recovery tool upstream, answers the call from the vault, and returns only the final answer', async () => {
-    h = await startHarness((r, i) => (i === 0 ? chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : chat.text('1500 tests pass.')));
+    h = await startHarness((r, i) =>
+      i === 0
+        ? chat.calls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : chat.text('1500 tests pass.'),
+    );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'gpt-4o', messages: chatHistory(), tools: chatTools });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: chatHistory(),
+      tools: chatTools,
+    });
 
     expect(completion.choices[0]!.message.content).toBe('1500 tests pass.');
     expect(completion.choices[0]!.message.tool_calls).toBeUndefined();
     const [first, second] = h.upstream.requests;
     expect(h.upstream.requests).toHaveLength(2);
     expect(first!.body.length).toBeLessThan(BIG.length / 4);
-    const toolContent = (first!.json!['messages'] as { role: string; content: string }[]).find((m) => m.role === 'tool')!.content;
+    const toolContent = (first!.json!['messages'] as { role: string; content: string }[]).find(
+      (m) => m.role === 'tool',
+    )!.content;
     expect(toolContent).toContain('Token Terminator');
     expect(toolNames(first!)).toEqual(['terminal', 'token_terminator']);
     expect(recoveredChat(second!)).toBe(BIG);
@@ -56,10 +89,23 @@ describe('proxy recovery: Chat Completions', () => {
 
   it('streams the final answer around the recovery round and never shows the recovery call', async () => {
     h = await startHarness((r, i) =>
-      i === 0 ? chat.streamCalls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : chat.streamText(['1500 ', 'tests ', 'pass.']),
+      i === 0
+        ? chat.streamCalls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : chat.streamText(['1500 ', 'tests ', 'pass.']),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o', messages: chatHistory(), tools: chatTools, stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: chatHistory(),
+      tools: chatTools,
+      stream: true,
+    });
     let text = '';
     const finishes: unknown[] = [];
     let sawToolCall = false;
@@ -79,11 +125,24 @@ describe('proxy recovery: Chat Completions', () => {
   });
 
   it('shows the recovered exchange again at the same place in the next request of the conversation', async () => {
-    h = await startHarness((r, i) => (i === 0 ? chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : chat.text(i === 1 ? 'done' : 'again')));
+    h = await startHarness((r, i) =>
+      i === 0
+        ? chat.calls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : chat.text(i === 1 ? 'done' : 'again'),
+    );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const history = chatHistory();
     const first = await client.chat.completions.create({ model: 'gpt-4o', messages: history, tools: chatTools });
-    history.push(first.choices[0]!.message as OpenAI.Chat.ChatCompletionMessageParam, { role: 'user', content: 'Thanks. Anything else?' });
+    history.push(first.choices[0]!.message as OpenAI.Chat.ChatCompletionMessageParam, {
+      role: 'user',
+      content: 'Thanks. Anything else?',
+    });
     await client.chat.completions.create({ model: 'gpt-4o', messages: history, tools: chatTools });
 
     const [, continuation, next] = h.upstream.requests;
@@ -101,7 +160,11 @@ describe('proxy recovery: a turn that also calls the client tools', () => {
     h = await startHarness((r, i) =>
       i === 0
         ? chat.calls([
-            { id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } },
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
             { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } },
           ])
         : chat.text('ok'),
@@ -112,11 +175,28 @@ describe('proxy recovery: a turn that also calls the client tools', () => {
     const message = first.choices[0]!.message;
     expect(message.tool_calls?.map((c) => c.id)).toEqual(['run-2']);
     expect(first.choices[0]!.finish_reason).toBe('tool_calls');
-    history.push(message as OpenAI.Chat.ChatCompletionMessageParam, { role: 'tool', tool_call_id: 'run-2', content: 'bail: ok' });
+    history.push(message as OpenAI.Chat.ChatCompletionMessageParam, {
+      role: 'tool',
+      tool_call_id: 'run-2',
+      content: 'bail: ok',
+    });
     await client.chat.completions.create({ model: 'gpt-4o', messages: history, tools: chatTools });
     expect(h.upstream.requests).toHaveLength(2);
-    const messages = h.upstream.requests[1]!.json!['messages'] as { role: string; tool_call_id?: string; tool_calls?: { id: string }[] }[];
-    expect(messages.map((m) => m.tool_call_id ?? m.tool_calls?.map((c) => c.id).join(',') ?? m.role)).toEqual(['system', 'user', 'run-1', 'run-1', 'tt-1', 'tt-1', 'run-2', 'run-2']);
+    const messages = h.upstream.requests[1]!.json!['messages'] as {
+      role: string;
+      tool_call_id?: string;
+      tool_calls?: { id: string }[];
+    }[];
+    expect(messages.map((m) => m.tool_call_id ?? m.tool_calls?.map((c) => c.id).join(',') ?? m.role)).toEqual([
+      'system',
+      'user',
+      'run-1',
+      'run-1',
+      'tt-1',
+      'tt-1',
+      'run-2',
+      'run-2',
+    ]);
     expect(recoveredChat(h.upstream.requests[1]!)).toBe(BIG);
   });
 });
@@ -129,15 +209,34 @@ describe('proxy recovery: Responses', () => {
   ];
   const recovered = (r: Recorded): string => {
     const items = r.json?.['input'] as { type?: string; call_id?: string; output?: string }[];
-    return (JSON.parse(items.find((x) => x.type === 'function_call_output' && x.call_id === 'tt-1')?.output ?? '{}') as { content?: string }).content ?? '';
+    return (
+      (
+        JSON.parse(items.find((x) => x.type === 'function_call_output' && x.call_id === 'tt-1')?.output ?? '{}') as {
+          content?: string;
+        }
+      ).content ?? ''
+    );
   };
 
   it('answers the recovery call and returns the final response', async () => {
     h = await startHarness((r, i) =>
-      i === 0 ? responses.reply([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : responses.reply([{ text: 'All pass.' }], 'resp-final'),
+      i === 0
+        ? responses.reply([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : responses.reply([{ text: 'All pass.' }], 'resp-final'),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
-    const response = await client.responses.create({ model: 'gpt-4.1', instructions: SYSTEM, input: input(), tools: [{ type: 'function', name: 'terminal', parameters: {}, strict: false }] });
+    const response = await client.responses.create({
+      model: 'gpt-4.1',
+      instructions: SYSTEM,
+      input: input(),
+      tools: [{ type: 'function', name: 'terminal', parameters: {}, strict: false }],
+    });
     expect(response.output_text).toBe('All pass.');
     expect(response.output.some((o) => o.type === 'function_call')).toBe(false);
     expect(toolNames(h.upstream.requests[0]!)).toEqual(['terminal', 'token_terminator']);
@@ -146,7 +245,16 @@ describe('proxy recovery: Responses', () => {
 
   it('streams the final answer with one response.created and renumbered events', async () => {
     h = await startHarness((r, i) =>
-      i === 0 ? responses.stream([{ text: 'Checking. ' }, { id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : responses.stream([{ text: 'All pass.' }], 'resp-final'),
+      i === 0
+        ? responses.stream([
+            { text: 'Checking. ' },
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : responses.stream([{ text: 'All pass.' }], 'resp-final'),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const stream = await client.responses.create({ model: 'gpt-4.1', input: input(), stream: true });
@@ -173,7 +281,10 @@ describe('proxy recovery: Responses', () => {
 describe('proxy recovery: Anthropic Messages', () => {
   const messages = (): Anthropic.MessageParam[] => [
     { role: 'user', content: 'Run the tests.' },
-    { role: 'assistant', content: [{ type: 'tool_use', id: 'run-1', name: 'terminal', input: { command: 'npm test' } }] },
+    {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: 'run-1', name: 'terminal', input: { command: 'npm test' } }],
+    },
     { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'run-1', content: BIG }] },
   ];
   const recovered = (r: Recorded): string => {
@@ -181,29 +292,65 @@ describe('proxy recovery: Anthropic Messages', () => {
     for (const m of list) {
       if (!Array.isArray(m.content)) continue;
       for (const b of m.content as { type: string; tool_use_id?: string; content?: string }[]) {
-        if (b.type === 'tool_result' && b.tool_use_id === 'tt-1') return (JSON.parse(b.content ?? '{}') as { content?: string }).content ?? '';
+        if (b.type === 'tool_result' && b.tool_use_id === 'tt-1')
+          return (JSON.parse(b.content ?? '{}') as { content?: string }).content ?? '';
       }
     }
     return '';
   };
 
   it('answers the recovery call and returns the final message', async () => {
-    h = await startHarness((r, i) => (i === 0 ? anthropic.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : anthropic.text('All pass.')));
+    h = await startHarness((r, i) =>
+      i === 0
+        ? anthropic.calls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : anthropic.text('All pass.'),
+    );
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: h.url, maxRetries: 0 });
-    const message = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 1024, system: SYSTEM, messages: messages(), tools: [{ name: 'terminal', input_schema: { type: 'object' } }] });
+    const message = await client.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 1024,
+      system: SYSTEM,
+      messages: messages(),
+      tools: [{ name: 'terminal', input_schema: { type: 'object' } }],
+    });
     expect(message.content).toEqual([{ type: 'text', text: 'All pass.' }]);
     expect(toolNames(h.upstream.requests[0]!)).toEqual(['terminal', 'token_terminator']);
-    expect(String(((h.upstream.requests[0]!.json!['messages'] as { content: { content?: string }[] }[])[2]!.content[0]!).content)).toContain('Token Terminator');
+    expect(
+      String(
+        (h.upstream.requests[0]!.json!['messages'] as { content: { content?: string }[] }[])[2]!.content[0]!.content,
+      ),
+    ).toContain('Token Terminator');
     expect(h.upstream.requests[0]!.body.length).toBeLessThan(BIG.length / 4);
     expect(recovered(h.upstream.requests[1]!)).toBe(BIG);
   });
 
   it('streams the final message with consistent block indices', async () => {
     h = await startHarness((r, i) =>
-      i === 0 ? anthropic.stream([{ text: 'Checking. ' }, { id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 } }]) : anthropic.stream([{ text: 'All pass.' }]),
+      i === 0
+        ? anthropic.stream([
+            { text: 'Checking. ' },
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+            },
+          ])
+        : anthropic.stream([{ text: 'All pass.' }]),
     );
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: h.url, maxRetries: 0 });
-    const stream = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 1024, system: SYSTEM, messages: messages(), tools: [{ name: 'terminal', input_schema: { type: 'object' } }] });
+    const stream = client.messages.stream({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 1024,
+      system: SYSTEM,
+      messages: messages(),
+      tools: [{ name: 'terminal', input_schema: { type: 'object' } }],
+    });
     const final = await stream.finalMessage();
     expect(final.content).toEqual([
       { type: 'text', text: 'Checking. ' },

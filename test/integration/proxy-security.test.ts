@@ -28,7 +28,14 @@ interface Raw {
 }
 
 /** One HTTP exchange; `chunks` are written one by one (chunked, no content-length) unless `body` is given. */
-function send(url: string, method: string, path: string, headers: Record<string, string>, body?: Buffer | string, chunks?: readonly Buffer[]): Promise<Raw> {
+function send(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+  chunks?: readonly Buffer[],
+): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${url}${path}`, { method, headers }, (res) => {
       const parts: Buffer[] = [];
@@ -47,14 +54,22 @@ const conversation = (output: string) => ({
   model: 'gpt-4o',
   messages: [
     { role: 'user', content: 'Run the tests.' },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: 'run-1', content: output },
   ],
 });
 
 describe('a non-loopback bind', () => {
   it('listens only with a proxy token, and answers every route but /healthz only to requests that carry it', async () => {
-    expect(() => loadProxyConfig({ env: {}, flags: { host: '0.0.0.0' } })).toThrow(/--token|TOKEN_TERMINATOR_PROXY_TOKEN/);
+    expect(() => loadProxyConfig({ env: {}, flags: { host: '0.0.0.0' } })).toThrow(
+      /--token|TOKEN_TERMINATOR_PROXY_TOKEN/,
+    );
     expect(loadProxyConfig({ env: {}, flags: { host: '::1' } }).token).toBeUndefined();
     const token = 'proxy-token-bind-all-0123456789';
     h = await startHarness(() => chat.text('ok'), { flags: { host: '0.0.0.0', token } });
@@ -64,8 +79,17 @@ describe('a non-loopback bind', () => {
     const json = { 'content-type': 'application/json', authorization: 'Bearer sk-bind' };
     const body = JSON.stringify({ model: 'unlisted-local-model', messages: [{ role: 'user', content: 'hi' }] });
     const wrong = token.replace(/.$/, (c) => (c === 'x' ? 'y' : 'x'));
-    for (const headers of [json, { ...json, 'x-token-terminator-token': wrong }, { ...json, 'x-token-terminator-token': `${token}-longer` }]) {
-      for (const [method, path] of [['POST', '/v1/chat/completions'], ['GET', '/v1/models'], ['GET', '/metrics'], ['GET', '/dashboard']] as const) {
+    for (const headers of [
+      json,
+      { ...json, 'x-token-terminator-token': wrong },
+      { ...json, 'x-token-terminator-token': `${token}-longer` },
+    ]) {
+      for (const [method, path] of [
+        ['POST', '/v1/chat/completions'],
+        ['GET', '/v1/models'],
+        ['GET', '/metrics'],
+        ['GET', '/dashboard'],
+      ] as const) {
         const res = await send(base, method, path, headers, method === 'POST' ? body : undefined);
         expect([path, res.status]).toEqual([path, 401]);
         expect(res.body.toString()).not.toContain(token);
@@ -84,7 +108,10 @@ describe('a non-loopback bind', () => {
 
 describe('credentials', () => {
   it('sends an x-api-key or api-key upstream untouched and never logs, counts, stores or shows it', async () => {
-    const keys = { anthropic: `sk-ant-canary-${Date.now().toString(36)}`, azure: `azure-canary-${Math.random().toString(36).slice(2)}` };
+    const keys = {
+      anthropic: `sk-ant-canary-${Date.now().toString(36)}`,
+      azure: `azure-canary-${Math.random().toString(36).slice(2)}`,
+    };
     h = await startHarness((r) => (r.path.startsWith('/v1/messages') ? anthropic.text('ok') : chat.text('ok')));
     // Raw HTTP: the Anthropic SDK sends its key as a bearer token; Claude Code and curl users send x-api-key.
     const messagesBody = {
@@ -92,12 +119,27 @@ describe('credentials', () => {
       max_tokens: 512,
       messages: [
         { role: 'user', content: 'Run the tests.' },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'tu-1', name: 'terminal', input: { command: 'npm test' } }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'tu-1', name: 'terminal', input: { command: 'npm test' } }],
+        },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu-1', content: testRunOutput(500, 4) }] },
       ],
     };
-    await send(h.url, 'POST', '/v1/messages', { 'content-type': 'application/json', 'x-api-key': keys.anthropic, 'anthropic-version': '2023-06-01' }, JSON.stringify(messagesBody));
-    await send(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', 'api-key': keys.azure }, JSON.stringify(conversation(testRunOutput(500, 5))));
+    await send(
+      h.url,
+      'POST',
+      '/v1/messages',
+      { 'content-type': 'application/json', 'x-api-key': keys.anthropic, 'anthropic-version': '2023-06-01' },
+      JSON.stringify(messagesBody),
+    );
+    await send(
+      h.url,
+      'POST',
+      '/v1/chat/completions',
+      { 'content-type': 'application/json', 'api-key': keys.azure },
+      JSON.stringify(conversation(testRunOutput(500, 5))),
+    );
     await send(h.url, 'GET', '/v1/models', { 'api-key': keys.azure });
     await h.proxy.settled();
     const [messages, chatRequest, models] = h.upstream.requests;
@@ -107,10 +149,16 @@ describe('credentials', () => {
     // Both reduced (so their sessions, tenants and renderings are in the store).
     expect(messages!.body.length).toBeLessThan(testRunOutput(500, 4).length / 2);
     expect(chatRequest!.body.length).toBeLessThan(testRunOutput(500, 5).length / 2);
-    const seen = [JSON.stringify(h.logs), await h.proxy.metrics.registry.metrics(), (await send(h.url, 'GET', '/dashboard', {})).body.toString()];
-    for (const file of readdirSync(dirname(h.dbPath))) seen.push(readFileSync(join(dirname(h.dbPath), file)).toString('latin1'));
+    const seen = [
+      JSON.stringify(h.logs),
+      await h.proxy.metrics.registry.metrics(),
+      (await send(h.url, 'GET', '/dashboard', {})).body.toString(),
+    ];
+    for (const file of readdirSync(dirname(h.dbPath)))
+      seen.push(readFileSync(join(dirname(h.dbPath), file)).toString('latin1'));
     expect(seen.length).toBeGreaterThan(4);
-    for (const key of Object.values(keys)) for (const text of seen) expect(text.includes(key) || text.includes(key.slice(4))).toBe(false);
+    for (const key of Object.values(keys))
+      for (const text of seen) expect(text.includes(key) || text.includes(key.slice(4))).toBe(false);
   });
 });
 
@@ -118,24 +166,49 @@ describe('bodies the proxy does not reduce', () => {
   it('streams a body over the size limit through unreduced when its length is declared only by the chunks', async () => {
     h = await startHarness(() => chat.text('ok'), { flags: { maxBodyBytes: 8192 } });
     const body = Buffer.from(JSON.stringify(conversation(testRunOutput(800))));
-    const chunks = Array.from({ length: Math.ceil(body.length / 3000) }, (_, i) => body.subarray(i * 3000, (i + 1) * 3000));
-    const res = await send(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, undefined, chunks);
+    const chunks = Array.from({ length: Math.ceil(body.length / 3000) }, (_, i) =>
+      body.subarray(i * 3000, (i + 1) * 3000),
+    );
+    const res = await send(
+      h.url,
+      'POST',
+      '/v1/chat/completions',
+      { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      undefined,
+      chunks,
+    );
     expect(res.status).toBe(200);
     expect(h.upstream.requests[0]!.headers['content-length']).toBeUndefined();
     expect(h.upstream.requests[0]!.body.equals(body)).toBe(true);
-    expect(await h.proxy.metrics.registry.getSingleMetricAsString('token_terminator_proxy_requests_total')).toContain('outcome="too_large"} 1');
+    expect(await h.proxy.metrics.registry.getSingleMetricAsString('token_terminator_proxy_requests_total')).toContain(
+      'outcome="too_large"} 1',
+    );
   });
 
   it('forwards every malformed body as it is and gives the client the upstream\u2019s answer, never a 500 of its own', async () => {
-    const upstreamError = (r: Recorded): Reply => ({ status: 400, headers: { 'x-upstream': 'yes' }, json: { error: { message: `bad body of ${r.body.length} bytes`, type: 'invalid_request_error' } } });
+    const upstreamError = (r: Recorded): Reply => ({
+      status: 400,
+      headers: { 'x-upstream': 'yes' },
+      json: { error: { message: `bad body of ${r.body.length} bytes`, type: 'invalid_request_error' } },
+    });
     h = await startHarness(upstreamError);
-    const bodies = ['{"model": "gpt-4o", "messages": [ oops', '[1, 2, 3]', '"a string"', 'null', '', '{"model":"unlisted-local-model","messages":[{"role":"user","content":"\\ud800"}]}', '\u0000\u00ff binary'];
+    const bodies = [
+      '{"model": "gpt-4o", "messages": [ oops',
+      '[1, 2, 3]',
+      '"a string"',
+      'null',
+      '',
+      '{"model":"unlisted-local-model","messages":[{"role":"user","content":"\\ud800"}]}',
+      '\u0000\u00ff binary',
+    ];
     for (const [i, text] of bodies.entries()) {
       for (const path of ['/v1/chat/completions', '/v1/responses', '/v1/messages']) {
         const body = Buffer.from(text, 'utf8');
         const res = await send(h.url, 'POST', path, { 'content-type': 'application/json' }, body);
         expect([i, path, res.status]).toEqual([i, path, 400]);
-        expect(JSON.parse(res.body.toString())).toEqual({ error: { message: `bad body of ${body.length} bytes`, type: 'invalid_request_error' } });
+        expect(JSON.parse(res.body.toString())).toEqual({
+          error: { message: `bad body of ${body.length} bytes`, type: 'invalid_request_error' },
+        });
         expect(h.upstream.requests.at(-1)!.body.equals(body)).toBe(true);
       }
     }
@@ -158,7 +231,20 @@ describe('the README\u2019s gateway section', () => {
     expect(section).toContain(`${defaults.host}:${defaults.port}`);
     expect(section).toContain(`${defaults.maxBodyBytes / 2 ** 20} MiB`);
     expect(section).toContain(`default ${defaults.recoveryRounds}`);
-    for (const text of ['`POST /v1/chat/completions`', '`/v1/responses`', '`/v1/messages`', '`GET /healthz`', '`GET /metrics`', '`GET /dashboard`', '`x-token-terminator-session`', '`x-token-terminator-token`', '`--token`', '`--max-body-bytes`', '`--recovery-rounds`', '`TOKEN_TERMINATOR_PROXY_*`']) {
+    for (const text of [
+      '`POST /v1/chat/completions`',
+      '`/v1/responses`',
+      '`/v1/messages`',
+      '`GET /healthz`',
+      '`GET /metrics`',
+      '`GET /dashboard`',
+      '`x-token-terminator-session`',
+      '`x-token-terminator-token`',
+      '`--token`',
+      '`--max-body-bytes`',
+      '`--recovery-rounds`',
+      '`TOKEN_TERMINATOR_PROXY_*`',
+    ]) {
       expect(section, text).toContain(text);
     }
   });
@@ -170,18 +256,30 @@ describe('the README\u2019s gateway section', () => {
     // The other clients in the table and Hermes Agent's config point at the same OpenAI base URL.
     expect(section).toContain(`--openai-api-base ${openaiUrl}`);
     expect(section).toContain(`base_url: ${openaiUrl}`);
-    h = await startHarness((r) => (r.path.startsWith('/v1/messages') ? anthropic.text('via messages') : chat.text('via chat')));
+    h = await startHarness((r) =>
+      r.path.startsWith('/v1/messages') ? anthropic.text('via messages') : chat.text('via chat'),
+    );
     const port = new URL(h.url).port;
     const saved = { openai: process.env['OPENAI_BASE_URL'], anthropic: process.env['ANTHROPIC_BASE_URL'] };
     process.env['OPENAI_BASE_URL'] = openaiUrl!.replace(':8787', `:${port}`);
     process.env['ANTHROPIC_BASE_URL'] = anthropicUrl!.replace(':8787', `:${port}`);
     try {
-      const o = await new OpenAI({ apiKey: 'sk-readme', maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
-      const a = await new Anthropic({ apiKey: 'sk-ant-readme', maxRetries: 0 }).messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+      const o = await new OpenAI({ apiKey: 'sk-readme', maxRetries: 0 }).chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      const a = await new Anthropic({ apiKey: 'sk-ant-readme', maxRetries: 0 }).messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(o.choices[0]!.message.content).toBe('via chat');
       expect(a.content[0]).toMatchObject({ type: 'text', text: 'via messages' });
     } finally {
-      for (const [name, value] of [['OPENAI_BASE_URL', saved.openai], ['ANTHROPIC_BASE_URL', saved.anthropic]] as const) {
+      for (const [name, value] of [
+        ['OPENAI_BASE_URL', saved.openai],
+        ['ANTHROPIC_BASE_URL', saved.anthropic],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

@@ -24,7 +24,13 @@ type Msg = OpenAI.Chat.ChatCompletionMessageParam;
 const opening = (name: string, output: string): Msg[] => [
   { role: 'system', content: 'You are a coding agent.' },
   { role: 'user', content: `Conversation ${name}: run the tests.` },
-  { role: 'assistant', content: null, tool_calls: [{ id: `run-${name}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id: `run-${name}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+    ],
+  },
   { role: 'tool', tool_call_id: `run-${name}`, content: output },
 ];
 
@@ -34,7 +40,14 @@ function model(r: Recorded): Reply {
   const name = /Conversation (\w+)/.exec(JSON.stringify(messages[1]?.content))?.[1] ?? '?';
   const recovered = messages.some((m) => m.role === 'tool' && String(m.tool_call_id).startsWith('tt-'));
   const ids = referencedArtifacts(r.body.toString('utf8').replace(/\\n/g, '\n'));
-  if (!recovered && ids.length > 0) return chat.calls([{ id: `tt-${name}`, name: 'token_terminator', args: { action: 'artifact_get', artifact_id: ids[0]!, limit: 200_000 } }]);
+  if (!recovered && ids.length > 0)
+    return chat.calls([
+      {
+        id: `tt-${name}`,
+        name: 'token_terminator',
+        args: { action: 'artifact_get', artifact_id: ids[0]!, limit: 200_000 },
+      },
+    ]);
   return chat.text(`answer for ${name}`);
 }
 
@@ -53,7 +66,8 @@ describe('sessions', () => {
         }),
       );
     }
-    const byConversation = (name: string) => h!.upstream.requests.filter((r) => JSON.stringify(r.json?.['messages']).includes(`Conversation ${name}`));
+    const byConversation = (name: string) =>
+      h!.upstream.requests.filter((r) => JSON.stringify(r.json?.['messages']).includes(`Conversation ${name}`));
     for (const name of ['A', 'B'] as const) {
       const other = name === 'A' ? 'B' : 'A';
       const requests = byConversation(name);
@@ -65,7 +79,12 @@ describe('sessions', () => {
       }
       // The exchange sits at the same place (right after the tool output it followed) in every later request.
       for (const r of requests.slice(1)) {
-        const messages = r.json!['messages'] as { role: string; tool_call_id?: string; tool_calls?: { id: string }[]; content?: string }[];
+        const messages = r.json!['messages'] as {
+          role: string;
+          tool_call_id?: string;
+          tool_calls?: { id: string }[];
+          content?: string;
+        }[];
         expect(messages[4]!.tool_calls?.[0]?.id).toBe(`tt-${name}`);
         expect(messages[5]!.tool_call_id).toBe(`tt-${name}`);
       }
@@ -75,13 +94,31 @@ describe('sessions', () => {
         expect((JSON.parse(tool.content ?? '{}') as { content?: string }).content).toBe(outputs[name]);
       }
     }
-    const sessions = new Set(h.upstream.requests.map((r) => sessionOf({ authorization: 'Bearer sk-shared' }, r.json!, 'chat', tenantOf({ authorization: 'Bearer sk-shared' }))));
+    const sessions = new Set(
+      h.upstream.requests.map((r) =>
+        sessionOf(
+          { authorization: 'Bearer sk-shared' },
+          r.json!,
+          'chat',
+          tenantOf({ authorization: 'Bearer sk-shared' }),
+        ),
+      ),
+    );
     expect(sessions.size).toBe(2);
   });
 
   it('derives one session per conversation from the instruction prefix and the key digest, or takes the header', () => {
-    const first = { model: 'm', messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'u' }] };
-    const later = { model: 'm', messages: [...first.messages, { role: 'assistant', content: 'a' }, { role: 'user', content: 'next' }] };
+    const first = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 's' },
+        { role: 'user', content: 'u' },
+      ],
+    };
+    const later = {
+      model: 'm',
+      messages: [...first.messages, { role: 'assistant', content: 'a' }, { role: 'user', content: 'next' }],
+    };
     const keyA = { authorization: 'Bearer sk-a' };
     const keyB = { 'x-api-key': 'sk-b' };
     expect(sessionOf(keyA, later, 'chat', tenantOf(keyA))).toBe(sessionOf(keyA, first, 'chat', tenantOf(keyA)));
@@ -100,7 +137,12 @@ describe('security', () => {
   it('never puts the client key in a log record, a metric or the vault, and sends it upstream untouched', async () => {
     const canary = `sk-canary-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
     h = await startHarness(model);
-    const client = new OpenAI({ apiKey: canary, baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-token-terminator-session': 'canary-run' } });
+    const client = new OpenAI({
+      apiKey: canary,
+      baseURL: `${h.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-token-terminator-session': 'canary-run' },
+    });
     const history = opening('C', testRunOutput(500, 3));
     const done = await client.chat.completions.create({ model: 'gpt-4o', messages: history });
     history.push(done.choices[0]!.message as Msg, { role: 'user', content: 'again' });
@@ -132,15 +174,28 @@ describe('security', () => {
 
   it('requires a proxy token for a non-loopback bind and checks it on every request', async () => {
     expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_HOST: '0.0.0.0' } })).toThrow(ConfigError);
-    expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_HOST: '0.0.0.0' } })).toThrow(/TOKEN_TERMINATOR_PROXY_TOKEN/);
-    expect(() => loadProxyConfig({ env: {}, flags: { port: '99999' } })).toThrow(/--port must be an integer in 0…65535, got "99999"/);
-    expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_UPSTREAM: 'ftp://x' } })).toThrow(/TOKEN_TERMINATOR_PROXY_UPSTREAM must be an http\(s\) URL/);
+    expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_HOST: '0.0.0.0' } })).toThrow(
+      /TOKEN_TERMINATOR_PROXY_TOKEN/,
+    );
+    expect(() => loadProxyConfig({ env: {}, flags: { port: '99999' } })).toThrow(
+      /--port must be an integer in 0…65535, got "99999"/,
+    );
+    expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_UPSTREAM: 'ftp://x' } })).toThrow(
+      /TOKEN_TERMINATOR_PROXY_UPSTREAM must be an http\(s\) URL/,
+    );
     expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_TOKEN: 'short' } })).toThrow(/got \(hidden\)/);
     const token = 'proxy-token-0123456789abcdef';
     h = await startHarness(() => chat.text('ok'), { flags: { token } });
     const denied = new OpenAI({ apiKey: 'sk-x', baseURL: `${h.url}/v1`, maxRetries: 0 });
-    await expect(denied.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const allowed = new OpenAI({ apiKey: 'sk-x', baseURL: `${h.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-token-terminator-token': token } });
+    await expect(
+      denied.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    const allowed = new OpenAI({
+      apiKey: 'sk-x',
+      baseURL: `${h.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-token-terminator-token': token },
+    });
     const ok = await allowed.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(ok.choices[0]!.message.content).toBe('ok');
     expect(h.upstream.requests).toHaveLength(1);

@@ -27,7 +27,13 @@ interface RawResponse {
 }
 
 /** One plain HTTP exchange (no client library in between). */
-function raw(url: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<RawResponse> {
+function raw(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: Buffer | string,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${url}${path}`, { method, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -50,7 +56,13 @@ const conversation = (output: string, opening = 'Run the tests.') => ({
   messages: [
     { role: 'system', content: 'You are a coding agent.' },
     { role: 'user', content: opening },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: 'run-1', content: output },
   ],
 });
@@ -60,8 +72,20 @@ describe('relay', () => {
     const binary = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 31) % 256));
     const script = (r: Recorded): Reply =>
       r.path.startsWith('/v1/models')
-        ? { status: 203, headers: { 'x-request-id': 'req-7', 'set-cookie': ['a=1', 'b=2'], 'content-type': 'application/json; charset=utf-8' }, raw: '{"data":[{"id":"gpt-4o"}] }' }
-        : { status: 418, headers: { 'content-type': 'application/octet-stream', 'x-echo-length': String(r.body.length) }, raw: Buffer.concat([r.body, binary]) };
+        ? {
+            status: 203,
+            headers: {
+              'x-request-id': 'req-7',
+              'set-cookie': ['a=1', 'b=2'],
+              'content-type': 'application/json; charset=utf-8',
+            },
+            raw: '{"data":[{"id":"gpt-4o"}] }',
+          }
+        : {
+            status: 418,
+            headers: { 'content-type': 'application/octet-stream', 'x-echo-length': String(r.body.length) },
+            raw: Buffer.concat([r.body, binary]),
+          };
     h = await startHarness(script);
     direct = await startUpstream(script);
     for (const [method, path, body] of [
@@ -69,7 +93,11 @@ describe('relay', () => {
       ['POST', '/v1/embeddings', binary],
       ['DELETE', '/v1/files/file-abc', undefined],
     ] as const) {
-      const headers = { authorization: 'Bearer sk-relay', 'x-custom': 'kept', ...(body === undefined ? {} : { 'content-type': 'application/octet-stream' }) };
+      const headers = {
+        authorization: 'Bearer sk-relay',
+        'x-custom': 'kept',
+        ...(body === undefined ? {} : { 'content-type': 'application/octet-stream' }),
+      };
       const viaProxy = await raw(h.url, method, path, headers, body);
       const viaDirect = await raw(direct.url, method, path, headers, body);
       expect(viaProxy.status).toBe(viaDirect.status);
@@ -87,7 +115,9 @@ describe('relay', () => {
   it('forwards a request the pipeline leaves unchanged as the client bytes, and a malformed body as it is', async () => {
     h = await startHarness(() => chat.text('ok'));
     // A model the limits table does not know: no output cap is added, so the pipeline changes nothing.
-    const small = Buffer.from(JSON.stringify({ model: 'unlisted-local-model', messages: [{ role: 'user', content: 'hi' }] }, null, 2));
+    const small = Buffer.from(
+      JSON.stringify({ model: 'unlisted-local-model', messages: [{ role: 'user', content: 'hi' }] }, null, 2),
+    );
     await raw(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, small);
     const broken = Buffer.from('{"model": "gpt-4o", "messages": [ oops');
     await raw(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, broken);
@@ -101,7 +131,9 @@ describe('relay', () => {
     const res = await raw(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, body);
     expect(res.status).toBe(200);
     expect(h.upstream.requests[0]!.body.equals(body)).toBe(true);
-    expect(await h.proxy.metrics.registry.getSingleMetricAsString('token_terminator_proxy_requests_total')).toContain('outcome="too_large"} 1');
+    expect(await h.proxy.metrics.registry.getSingleMetricAsString('token_terminator_proxy_requests_total')).toContain(
+      'outcome="too_large"} 1',
+    );
   });
 });
 
@@ -139,7 +171,9 @@ describe('reduction', () => {
       const res = await raw(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, body);
       expect(res.status).toBe(200);
       expect(h.upstream.requests[0]!.body.equals(body)).toBe(true);
-      expect(await h.proxy.metrics.registry.getSingleMetricAsString('token_terminator_proxy_fail_open_total')).toContain('reason="prepare"} 1');
+      expect(
+        await h.proxy.metrics.registry.getSingleMetricAsString('token_terminator_proxy_fail_open_total'),
+      ).toContain('reason="prepare"} 1');
     } finally {
       vault.getRendering = original;
     }
@@ -147,30 +181,56 @@ describe('reduction', () => {
 });
 
 describe('upstream failures reach the client as the upstream sent them', () => {
-  const clients = (url: string) => new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0, timeout: 2000 });
+  const clients = (url: string) =>
+    new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0, timeout: 2000 });
 
   it('4xx and 5xx answers: same status, same body', async () => {
     const script = (_r: Recorded, i: number): Reply =>
-      i % 2 === 0 ? { status: 400, headers: { 'x-request-id': 'bad-1' }, json: { error: { message: 'max_tokens is too large', type: 'invalid_request_error' } } } : { status: 503, json: { error: { message: 'overloaded', type: 'server_error' } } };
+      i % 2 === 0
+        ? {
+            status: 400,
+            headers: { 'x-request-id': 'bad-1' },
+            json: { error: { message: 'max_tokens is too large', type: 'invalid_request_error' } },
+          }
+        : { status: 503, json: { error: { message: 'overloaded', type: 'server_error' } } };
     h = await startHarness(script);
     direct = await startUpstream(script);
     for (const body of [conversation(BIG), { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }]) {
       for (let k = 0; k < 2; k++) {
-        const viaProxy = await raw(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, JSON.stringify(body));
-        const viaDirect = await raw(direct.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, JSON.stringify(body));
+        const viaProxy = await raw(
+          h.url,
+          'POST',
+          '/v1/chat/completions',
+          { 'content-type': 'application/json' },
+          JSON.stringify(body),
+        );
+        const viaDirect = await raw(
+          direct.url,
+          'POST',
+          '/v1/chat/completions',
+          { 'content-type': 'application/json' },
+          JSON.stringify(body),
+        );
         expect(viaProxy.status).toBe(viaDirect.status);
         expect(viaProxy.body.equals(viaDirect.body)).toBe(true);
         expect(viaProxy.headers['x-request-id']).toBe(viaDirect.headers['x-request-id']);
       }
     }
-    const err = await clients(h.url).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    const err = await clients(h.url)
+      .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toContain('max_tokens is too large');
   });
 
   it('an upstream that never answers: the client times out as it would directly, and the proxy lets go of the upstream', async () => {
     h = await startHarness(() => 'hang');
-    const err = await new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0, timeout: 300 }).chat.completions
+    const err = await new OpenAI({
+      apiKey: 'sk-test',
+      baseURL: `${h.url}/v1`,
+      maxRetries: 0,
+      timeout: 300,
+    }).chat.completions
       .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
@@ -183,14 +243,22 @@ describe('upstream failures reach the client as the upstream sent them', () => {
       direct = await startUpstream(() => failure);
       try {
         const through = await clients(viaProxy.url)
-          .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }], stream: failure === 'reset-mid' })
+          .chat.completions.create({
+            model: 'gpt-4o',
+            messages: [{ role: 'user', content: 'x' }],
+            stream: failure === 'reset-mid',
+          })
           .then(async (s) => {
             if (failure === 'reset-mid') for await (const _ of s as AsyncIterable<unknown>) void _;
             return 'no error';
           })
           .catch((e: unknown) => e);
         const straight = await clients(direct.url)
-          .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }], stream: failure === 'reset-mid' })
+          .chat.completions.create({
+            model: 'gpt-4o',
+            messages: [{ role: 'user', content: 'x' }],
+            stream: failure === 'reset-mid',
+          })
           .then(async (s) => {
             if (failure === 'reset-mid') for await (const _ of s as AsyncIterable<unknown>) void _;
             return 'no error';
@@ -211,7 +279,13 @@ describe('upstream failures reach the client as the upstream sent them', () => {
     const url = gone.url;
     await gone.close();
     h = await startHarness(() => chat.text('unused'), { flags: { upstream: url } });
-    const res = await raw(h.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json' }, JSON.stringify({ model: 'm', messages: [] }));
+    const res = await raw(
+      h.url,
+      'POST',
+      '/v1/chat/completions',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ model: 'm', messages: [] }),
+    );
     expect(res.status).toBe(502);
     expect(JSON.parse(res.body.toString('utf8'))).toMatchObject({ error: { code: 'ECONNREFUSED' } });
   });
@@ -220,7 +294,19 @@ describe('upstream failures reach the client as the upstream sent them', () => {
 describe('local routes', () => {
   it('answers /healthz and /metrics itself, and takes extra routes through the hook', async () => {
     h = await startHarness((r, i) =>
-      i === 0 ? chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: referencedArtifacts(r.body.toString('utf8'))[0] ?? 'x', limit: 200_000 } }]) : chat.text('done'),
+      i === 0
+        ? chat.calls([
+            {
+              id: 'tt-1',
+              name: 'token_terminator',
+              args: {
+                action: 'artifact_get',
+                artifact_id: referencedArtifacts(r.body.toString('utf8'))[0] ?? 'x',
+                limit: 200_000,
+              },
+            },
+          ])
+        : chat.text('done'),
     );
     h.proxy.route('/dashboard', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -228,17 +314,26 @@ describe('local routes', () => {
     });
     expect((await raw(h.url, 'GET', '/healthz')).body.toString()).toBe('{"status":"ok"}');
     expect((await raw(h.url, 'GET', '/dashboard')).body.toString()).toBe('<h1>dashboard</h1>');
-    await raw(h.url, 'POST', '/v1/chat/completions', { authorization: 'Bearer sk-m' }, JSON.stringify(conversation(BIG)));
+    await raw(
+      h.url,
+      'POST',
+      '/v1/chat/completions',
+      { authorization: 'Bearer sk-m' },
+      JSON.stringify(conversation(BIG)),
+    );
     await h.proxy.settled();
     const metrics = (await raw(h.url, 'GET', '/metrics')).body.toString();
-    const value = (line: string): number => Number(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+    const value = (line: string): number =>
+      Number(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)`, 'm').exec(metrics)?.[1] ?? Number.NaN);
     expect(value('token_terminator_proxy_requests_total{api="chat",outcome="reduced"}')).toBe(1);
     expect(value('token_terminator_proxy_recovery_calls_total{api="chat"}')).toBe(1);
     expect(value('token_terminator_proxy_recovery_rounds_total{api="chat",end="continued"}')).toBe(1);
     const rawBytes = value('token_terminator_proxy_request_bytes_total{api="chat",direction="raw"}');
     const sent = value('token_terminator_proxy_request_bytes_total{api="chat",direction="sent"}');
     expect(sent).toBeLessThan(rawBytes);
-    expect(value('token_terminator_proxy_request_bytes_total{api="chat",direction="recovery"}')).toBeGreaterThan(BIG.length);
+    expect(value('token_terminator_proxy_request_bytes_total{api="chat",direction="recovery"}')).toBeGreaterThan(
+      BIG.length,
+    );
     expect(value('token_terminator_proxy_upstream_seconds_count{api="chat"}')).toBe(2);
     expect(metrics).toMatch(/token_terminator_proxy_saved_chars_total\{mechanism="compressToolResult"\} \d+/);
     expect(h.upstream.requests).toHaveLength(2);

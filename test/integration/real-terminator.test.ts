@@ -23,7 +23,13 @@ import { chatReply, startScriptedServer, type ScriptedServer } from '../adapters
 
 const BIG = Array.from({ length: 400 }, (_, i) => `match ${i}: ${'token '.repeat(5)}`).join('\n');
 const WINDOW = 64_000;
-const throwingCounter: TokenCounter = { name: 'broken', exact: true, count: () => { throw new Error('counter exploded'); } };
+const throwingCounter: TokenCounter = {
+  name: 'broken',
+  exact: true,
+  count: () => {
+    throw new Error('counter exploded');
+  },
+};
 
 let dir: string;
 // One tiktoken encoder for the file (building one per test dominates the run time).
@@ -45,13 +51,20 @@ afterEach(async () => {
 
 async function real(fault?: 'vault-closed' | 'counter-throws'): Promise<Terminator> {
   dir = mkdtempSync(join(tmpdir(), 'tt-adapters-'));
-  const t = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3') }, counter: fault === 'counter-throws' ? throwingCounter : sharedCounter });
+  const t = await createTerminator({
+    overrides: { dbPath: join(dir, 'vault.sqlite3') },
+    counter: fault === 'counter-throws' ? throwingCounter : sharedCounter,
+  });
   if (fault === 'vault-closed') await t.vault.close();
   terminator = t;
   return t;
 }
 
-const lcTool = tool(async () => BIG, { name: 'search_files', description: 'search', schema: { type: 'object', properties: {} } as never });
+const lcTool = tool(async () => BIG, {
+  name: 'search_files',
+  description: 'search',
+  schema: { type: 'object', properties: {} } as never,
+});
 
 describe('LangChain middleware with createTerminator', () => {
   it('caps the model and recovers exact vaulted content through the recovery tool', async () => {
@@ -59,12 +72,30 @@ describe('LangChain middleware with createTerminator', () => {
     const { artifactId } = await t.vault.put({ content: BIG, toolName: 'search_files', sessionId: 'real-1' });
     const log: ScriptedCall[] = [];
     const model = new ScriptedChatModel({
-      script: [() => ({ tool_calls: [{ id: 'r1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: artifactId, limit: 20000 } }] }), () => ({ content: 'ok' })],
+      script: [
+        () => ({
+          tool_calls: [
+            {
+              id: 'r1',
+              name: 'token_terminator',
+              args: { action: 'artifact_get', artifact_id: artifactId, limit: 20000 },
+            },
+          ],
+        }),
+        () => ({ content: 'ok' }),
+      ],
       log,
       cursor: { i: 0 },
     });
-    const agent = createAgent({ model, tools: [lcTool], middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })] });
-    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: 'real-1' } });
+    const agent = createAgent({
+      model,
+      tools: [lcTool],
+      middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })],
+    });
+    const result = await agent.invoke(
+      { messages: [{ role: 'user', content: 'go' }] },
+      { configurable: { thread_id: 'real-1' } },
+    );
     const recovered = result.messages.find((m) => ToolMessage.isInstance(m))!;
     expect((JSON.parse(String(recovered.content)) as { content: string }).content).toBe(BIG);
     for (const call of log) {
@@ -73,54 +104,93 @@ describe('LangChain middleware with createTerminator', () => {
     }
   });
 
-  it.each(['vault-closed', 'counter-throws'] as const)('keeps the run working with the original content when %s', async (fault) => {
-    const t = await real(fault);
-    const log: ScriptedCall[] = [];
-    const model = new ScriptedChatModel({ script: [() => ({ tool_calls: [{ id: 'c1', name: 'search_files', args: {} }] }), () => ({ content: 'ok' })], log, cursor: { i: 0 } });
-    const agent = createAgent({ model, tools: [lcTool], middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })] });
-    const result = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: 'broken' } });
-    expect(log[1]!.messages.find((m) => m.type === 'tool')!.content).toBe(BIG);
-    expect(result.messages.at(-1)!.content).toBe('ok');
-  });
+  it.each(['vault-closed', 'counter-throws'] as const)(
+    'keeps the run working with the original content when %s',
+    async (fault) => {
+      const t = await real(fault);
+      const log: ScriptedCall[] = [];
+      const model = new ScriptedChatModel({
+        script: [() => ({ tool_calls: [{ id: 'c1', name: 'search_files', args: {} }] }), () => ({ content: 'ok' })],
+        log,
+        cursor: { i: 0 },
+      });
+      const agent = createAgent({
+        model,
+        tools: [lcTool],
+        middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })],
+      });
+      const result = await agent.invoke(
+        { messages: [{ role: 'user', content: 'go' }] },
+        { configurable: { thread_id: 'broken' } },
+      );
+      expect(log[1]!.messages.find((m) => m.type === 'tool')!.content).toBe(BIG);
+      expect(result.messages.at(-1)!.content).toBe('ok');
+    },
+  );
 });
 
 describe('OpenAI Agents adapter with createTerminator', () => {
-  const bigTool = agentsTool({ name: 'search_files', description: 's', parameters: { type: 'object', properties: {}, required: [], additionalProperties: true }, strict: false, execute: async () => BIG });
+  const bigTool = agentsTool({
+    name: 'search_files',
+    description: 's',
+    parameters: { type: 'object', properties: {}, required: [], additionalProperties: true },
+    strict: false,
+    execute: async () => BIG,
+  });
 
   it('caps the model through modelSettings.maxTokens', async () => {
     const t = await real();
     const tt = createAgentsAdapter(t, { route: { contextWindow: WINDOW } });
     const model = new ScriptedAgentsModel([() => say('hi')]);
-    await run(new Agent({ name: 'a', model: tt.wrapModel(model) }), 'hello', { context: { sessionId: 'real-2' }, ...tt.runOptions() });
+    await run(new Agent({ name: 'a', model: tt.wrapModel(model) }), 'hello', {
+      context: { sessionId: 'real-2' },
+      ...tt.runOptions(),
+    });
     expect(model.log[0]!.maxTokens).toBeGreaterThan(0);
     expect(model.log[0]!.maxTokens).toBeLessThan(WINDOW);
   });
 
-  it.each(['vault-closed', 'counter-throws'] as const)('keeps the run working with the original content when %s', async (fault) => {
-    const t = await real(fault);
-    const tt = createAgentsAdapter(t, { route: { contextWindow: WINDOW } });
-    const model = new ScriptedAgentsModel([() => callTool('c1', 'search_files', {}), () => say('ok')]);
-    const agent = new Agent({ name: 'a', model: tt.wrapModel(model), tools: [tt.wrapTool(bigTool), tt.recoveryTool] });
-    const result = await run(agent, 'go', tt.runOptions());
-    expect(JSON.stringify(model.log[1]!.input)).toContain('match 399');
-    expect(result.finalOutput).toBe('ok');
-  });
+  it.each(['vault-closed', 'counter-throws'] as const)(
+    'keeps the run working with the original content when %s',
+    async (fault) => {
+      const t = await real(fault);
+      const tt = createAgentsAdapter(t, { route: { contextWindow: WINDOW } });
+      const model = new ScriptedAgentsModel([() => callTool('c1', 'search_files', {}), () => say('ok')]);
+      const agent = new Agent({
+        name: 'a',
+        model: tt.wrapModel(model),
+        tools: [tt.wrapTool(bigTool), tt.recoveryTool],
+      });
+      const result = await run(agent, 'go', tt.runOptions());
+      expect(JSON.stringify(model.log[1]!.input)).toContain('match 399');
+      expect(result.finalOutput).toBe('ok');
+    },
+  );
 });
 
 describe('custom loop with createTerminator', () => {
-  it.each([undefined, 'vault-closed', 'counter-throws'] as const)('dispatches a working request (fault: %s)', async (fault) => {
-    const t = await real(fault);
-    server = await startScriptedServer([() => chatReply({ content: 'ok' })]);
-    const openai = wrapOpenAI(new OpenAI({ apiKey: 'x', baseURL: `${server.url}/v1`, maxRetries: 0 }), t, { route: { contextWindow: WINDOW } });
-    const messages = [
-      { role: 'user', content: 'go' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{}' } }] },
-      { role: 'tool', tool_call_id: 'c1', content: BIG },
-    ];
-    const completion = await openai.chat.completions.create({ model: 'gpt-4o', messages: messages as never });
-    expect(completion.choices[0]!.message.content).toBe('ok');
-    const sent = server.requests[0]!.body;
-    expect(JSON.stringify(sent)).toContain('match 399');
-    if (fault === undefined) expect(sent['max_completion_tokens']).toBeGreaterThan(0);
-  });
+  it.each([undefined, 'vault-closed', 'counter-throws'] as const)(
+    'dispatches a working request (fault: %s)',
+    async (fault) => {
+      const t = await real(fault);
+      server = await startScriptedServer([() => chatReply({ content: 'ok' })]);
+      const openai = wrapOpenAI(new OpenAI({ apiKey: 'x', baseURL: `${server.url}/v1`, maxRetries: 0 }), t, {
+        route: { contextWindow: WINDOW },
+      });
+      const messages = [
+        { role: 'user', content: 'go' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: BIG },
+      ];
+      const completion = await openai.chat.completions.create({ model: 'gpt-4o', messages: messages as never });
+      expect(completion.choices[0]!.message.content).toBe('ok');
+      const sent = server.requests[0]!.body;
+      expect(JSON.stringify(sent)).toContain('match 399');
+      if (fault === undefined) expect(sent['max_completion_tokens']).toBeGreaterThan(0);
+    },
+  );
 });

@@ -35,11 +35,15 @@ describe('canonicalJson (unit)', () => {
 
   it('prints floats with Python repr rules', () => {
     const value = [1e-7, 5e-324, 1.7976931348623157e308, 0.5, 2 ** 60, 123.456, -1e-4, 1e-4];
-    expect(canonicalJson(value)).toBe('[1e-07, 5e-324, 1.7976931348623157e+308, 0.5, 1.152921504606847e+18, 123.456, -0.0001, 0.0001]');
+    expect(canonicalJson(value)).toBe(
+      '[1e-07, 5e-324, 1.7976931348623157e+308, 0.5, 1.152921504606847e+18, 123.456, -0.0001, 0.0001]',
+    );
     // Literals past double precision on purpose: the canonical form must print what JS prints.
     // eslint-disable-next-line no-loss-of-precision
     const more = [0.1, 1.5e300, -2.5e-7, 123456789012345.6, 1e22, Infinity, -Infinity, 0.0001, 1234567890123456.7, NaN];
-    expect(canonicalJson(more)).toBe('[0.1, 1.5e+300, -2.5e-07, 123456789012345.6, 1e+22, Infinity, -Infinity, 0.0001, 1234567890123456.8, NaN]');
+    expect(canonicalJson(more)).toBe(
+      '[0.1, 1.5e+300, -2.5e-07, 123456789012345.6, 1e+22, Infinity, -Infinity, 0.0001, 1234567890123456.8, NaN]',
+    );
     expect(pythonFloatRepr(1)).toBe('1.0');
     expect(pythonFloatRepr(-0)).toBe('-0.0');
     expect(pythonFloatRepr(1e16)).toBe('1e+16');
@@ -131,7 +135,12 @@ describe('canonicalJson (properties)', () => {
     fc.assert(
       fc.property(fc.array(anyValue, { maxLength: 8 }), fc.boolean(), (items, compact) => {
         const defined = items.map((v) => (v === undefined ? null : v));
-        expect(serializedArrayChars(defined.map((v) => serializedChars(v, { compact })), { compact })).toBe(serializedChars(defined, { compact }));
+        expect(
+          serializedArrayChars(
+            defined.map((v) => serializedChars(v, { compact })),
+            { compact },
+          ),
+        ).toBe(serializedChars(defined, { compact }));
         const obj = Object.fromEntries(defined.map((v, i) => [`k${i}\n😀`, v]));
         const entries = Object.entries(obj).map(([k, v]) => [k, serializedChars(v, { compact })] as const);
         expect(serializedObjectChars(entries, { compact })).toBe(serializedChars(obj, { compact }));
@@ -153,7 +162,15 @@ describe('canonicalJson (properties)', () => {
               .join(',')}}`
           : JSON.stringify(v);
     const intJson = fc.letrec((tie) => ({
-      v: fc.oneof({ depthSize: 'small' }, fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 4 })),
+      v: fc.oneof(
+        { depthSize: 'small' },
+        fc.string(),
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('v'), { maxLength: 4 }),
+        fc.dictionary(fc.string(), tie('v'), { maxKeys: 4 }),
+      ),
     })).v;
     fc.assert(
       fc.property(intJson, (value) => {

@@ -98,7 +98,15 @@ describe('pathological inputs (guarded runs)', () => {
     const counter = track(createTiktokenCounter());
     const raw = get_encoding('o200k_base');
     try {
-      const inputs = ['a'.repeat(3000), ' '.repeat(3000), '\n'.repeat(2500), '-'.repeat(3000), '/\n'.repeat(1500), 'ab'.repeat(1600), 'x'.repeat(2000) + ' y'.repeat(300)];
+      const inputs = [
+        'a'.repeat(3000),
+        ' '.repeat(3000),
+        '\n'.repeat(2500),
+        '-'.repeat(3000),
+        '/\n'.repeat(1500),
+        'ab'.repeat(1600),
+        'x'.repeat(2000) + ' y'.repeat(300),
+      ];
       for (const text of inputs) {
         const exact = raw.encode_ordinary(text).length;
         const guarded = counter.count(text);
@@ -115,7 +123,13 @@ describe('pathological inputs (guarded runs)', () => {
     const tik = track(createTiktokenCounter());
     const hf = claude();
     const mb = 1 << 20;
-    for (const text of ['a'.repeat(mb), ' '.repeat(mb), '\n'.repeat(mb / 4), '😀'.repeat(mb / 8), '/\n'.repeat(mb / 8)]) {
+    for (const text of [
+      'a'.repeat(mb),
+      ' '.repeat(mb),
+      '\n'.repeat(mb / 4),
+      '😀'.repeat(mb / 8),
+      '/\n'.repeat(mb / 8),
+    ]) {
       expect(tik.count(text)).toBeGreaterThan(0);
       expect(hf.count(text)).toBeGreaterThan(0);
     }
@@ -171,7 +185,18 @@ describe('counterForModel and the rough counter', () => {
     expect(normalizeModelName('openai/gpt-5')).toBe('gpt-5');
     expect(normalizeModelName('openai:gpt-4o')).toBe('gpt-4o');
     expect(normalizeModelName('openrouter/openai/GPT-4.1-mini')).toBe('gpt-4.1-mini');
-    for (const m of ['gpt-4o', 'gpt-4o-mini', 'openai/gpt-5', 'openai:gpt-4o', 'gpt-4.1', 'o1', 'o3-mini', 'o4-mini', 'ft:gpt-4o-mini:org::abc', 'gpt-oss-120b']) {
+    for (const m of [
+      'gpt-4o',
+      'gpt-4o-mini',
+      'openai/gpt-5',
+      'openai:gpt-4o',
+      'gpt-4.1',
+      'o1',
+      'o3-mini',
+      'o4-mini',
+      'ft:gpt-4o-mini:org::abc',
+      'gpt-oss-120b',
+    ]) {
       expect(encodingForModel(m), m).toEqual({ encoding: 'o200k_base', exact: true });
     }
     for (const m of ['gpt-4', 'gpt-4-turbo', 'gpt-3.5-turbo', 'azure/gpt-35-turbo', 'text-embedding-3-small']) {

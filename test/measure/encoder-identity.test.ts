@@ -63,7 +63,18 @@ describe.each(TIKTOKEN_ENCODINGS)('the JS engine counts exactly like tiktoken WA
   });
 
   it('where JavaScript and Rust regexes disagree: U+FEFF, U+0085, the long s, lone surrogates', () => {
-    const cases = ['a\ufeffb', ' \ufeff\ufeff x', 'x\u0085\u0085y', '  \u0085 a', "it'ſ", "IT'ſ x'Ss", 'a\ud800b', '\udfff\ud800 ', '😀\ud83d', '\ufffd\ufffd'];
+    const cases = [
+      'a\ufeffb',
+      ' \ufeff\ufeff x',
+      'x\u0085\u0085y',
+      '  \u0085 a',
+      "it'ſ",
+      "IT'ſ x'Ss",
+      'a\ud800b',
+      '\udfff\ud800 ',
+      '😀\ud83d',
+      '\ufffd\ufffd',
+    ];
     for (const text of cases) expect(js.count(text), JSON.stringify(text)).toBe(wasm.count(text));
   });
 
@@ -109,7 +120,9 @@ describe('engines and disposal', () => {
   });
 
   it('rejects an unknown engine naming the API', () => {
-    expect(() => createTiktokenCounter('o200k_base', { engine: 'rust' as 'js' })).toThrow(/createTiktokenCounter: unknown engine/);
+    expect(() => createTiktokenCounter('o200k_base', { engine: 'rust' as 'js' })).toThrow(
+      /createTiktokenCounter: unknown engine/,
+    );
     expect(() => acquireEncoder('o200k_base', 'rust' as 'js')).toThrow(/acquireEncoder/);
   });
 });

@@ -8,9 +8,80 @@ import fc from 'fast-check';
 
 // Unicode White_Space plus the characters where JavaScript's `\s` and Rust's `\s` disagree
 // (U+FEFF is JS-only, U+0085 is Rust-only) and look-alikes that are not whitespace at all.
-const SPACES = ['\t', '\n', '\v', '\f', '\r', ' ', '\u0085', '\u00a0', '\u1680', '\u2000', '\u2007', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u200b', '\u180e', '\r\n'];
-const SPECIALS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<|im_sep|>', '<|fim_prefix|>', '<|fim_middle|>', '<|fim_suffix|>', '<|endofprompt|>', '<|start|>', '<|message|>', '<|', '|>', '<EOT>', '<s>', '</s>'];
-const WORDS = ['the', 'The', 'THE', "don't", "I'M", "we'LL", 'naïve', 'Straße', 'ǅemal', 'İstanbul', 'данные', 'ΑΒΓαβγ', '中文字符', '日本語のテキスト', '한국어', 'עברית', 'العربية', 'हिन्दी', 'ภาษาไทย', 'e\u0301', 'ﬁle', 'Ⅻ', '½', '١٢٣', '੧੨', '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', '𠜎𠜱', '😀', '👍🏽', '🏳️‍🌈', '🇫🇷', '\u{1F9D1}\u200d\u{1F4BB}'];
+const SPACES = [
+  '\t',
+  '\n',
+  '\v',
+  '\f',
+  '\r',
+  ' ',
+  '\u0085',
+  '\u00a0',
+  '\u1680',
+  '\u2000',
+  '\u2007',
+  '\u200a',
+  '\u2028',
+  '\u2029',
+  '\u202f',
+  '\u205f',
+  '\u3000',
+  '\ufeff',
+  '\u200b',
+  '\u180e',
+  '\r\n',
+];
+const SPECIALS = [
+  '<|endoftext|>',
+  '<|im_start|>',
+  '<|im_end|>',
+  '<|im_sep|>',
+  '<|fim_prefix|>',
+  '<|fim_middle|>',
+  '<|fim_suffix|>',
+  '<|endofprompt|>',
+  '<|start|>',
+  '<|message|>',
+  '<|',
+  '|>',
+  '<EOT>',
+  '<s>',
+  '</s>',
+];
+const WORDS = [
+  'the',
+  'The',
+  'THE',
+  "don't",
+  "I'M",
+  "we'LL",
+  'naïve',
+  'Straße',
+  'ǅemal',
+  'İstanbul',
+  'данные',
+  'ΑΒΓαβγ',
+  '中文字符',
+  '日本語のテキスト',
+  '한국어',
+  'עברית',
+  'العربية',
+  'हिन्दी',
+  'ภาษาไทย',
+  'e\u0301',
+  'ﬁle',
+  'Ⅻ',
+  '½',
+  '١٢٣',
+  '੧੨',
+  '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+  '𠜎𠜱',
+  '😀',
+  '👍🏽',
+  '🏳️‍🌈',
+  '🇫🇷',
+  '\u{1F9D1}\u200d\u{1F4BB}',
+];
 const CODE = [
   'function f(a, b) {\n  return a + b;\n}\n',
   'const x = { "k": [1, 2.5e-3, null, true] };',
@@ -50,12 +121,45 @@ const fragment: fc.Arbitrary<string> = fc.oneof(
 
 /** A run of one repeated unit: short (inside one piece) to past the 1,024-unit guard cut. */
 export const longRun: fc.Arbitrary<string> = fc
-  .tuple(fc.constantFrom('a', 'Z', ' ', '\n', '\t', '-', '=', '/', '.', '0', '7', '😀', 'é', '中', '\u00a0', 'ab', '/\n', '- ', '\u3000'), fc.integer({ min: 1, max: 3000 }))
+  .tuple(
+    fc.constantFrom(
+      'a',
+      'Z',
+      ' ',
+      '\n',
+      '\t',
+      '-',
+      '=',
+      '/',
+      '.',
+      '0',
+      '7',
+      '😀',
+      'é',
+      '中',
+      '\u00a0',
+      'ab',
+      '/\n',
+      '- ',
+      '\u3000',
+    ),
+    fc.integer({ min: 1, max: 3000 }),
+  )
   .map(([unit, n]) => unit.repeat(n));
 
 /** Mixed text: fragments joined with nothing, a space or a newline, sometimes around a long run. */
 export const tokenizerText: fc.Arbitrary<string> = fc.oneof(
-  { weight: 4, arbitrary: fc.array(fragment, { maxLength: 24 }).chain((parts) => fc.constantFrom('', ' ', '\n').map((sep) => parts.join(sep))) },
-  { weight: 1, arbitrary: fc.tuple(fc.array(fragment, { maxLength: 4 }), longRun, fc.array(fragment, { maxLength: 4 })).map(([a, run, b]) => `${a.join('')}${run}${b.join('')}`) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .array(fragment, { maxLength: 24 })
+      .chain((parts) => fc.constantFrom('', ' ', '\n').map((sep) => parts.join(sep))),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.array(fragment, { maxLength: 4 }), longRun, fc.array(fragment, { maxLength: 4 }))
+      .map(([a, run, b]) => `${a.join('')}${run}${b.join('')}`),
+  },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
 );

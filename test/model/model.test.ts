@@ -1,7 +1,15 @@
 import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { detectFormat, readRequest, valueAt, writeSlots } from '../../src/model/index.js';
-import { TOOL_NAMES, WIRE_FORMATS, anyText, deepFreeze, formatRequest, toolOutput, type RequestOptions } from '../../src/testing/index.js';
+import {
+  TOOL_NAMES,
+  WIRE_FORMATS,
+  anyText,
+  deepFreeze,
+  formatRequest,
+  toolOutput,
+  type RequestOptions,
+} from '../../src/testing/index.js';
 
 /**
  * Requests of every format from the testing kit, with hostile texts and tool names mixed in:
@@ -13,17 +21,31 @@ const REQUESTS: RequestOptions = {
   tools: [...TOOL_NAMES, 'weird tool]\n'],
   outputs: fc.oneof(toolOutput({ sizes: ['tiny', 'medium'] }), anyText({ maxLength: 40 })),
 };
-const formatAndRequest = fc.constantFrom(...WIRE_FORMATS).chain((format) => formatRequest(format, REQUESTS).map((request) => ({ format, request })));
+const formatAndRequest = fc
+  .constantFrom(...WIRE_FORMATS)
+  .chain((format) => formatRequest(format, REQUESTS).map((request) => ({ format, request })));
 
 /** Every leaf path where two JSON-like values differ. */
 function diffPaths(a: unknown, b: unknown, path: (string | number)[] = [], out: string[] = []): string[] {
   if (a === b) return out;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) {
+  if (
+    typeof a !== 'object' ||
+    typeof b !== 'object' ||
+    a === null ||
+    b === null ||
+    Array.isArray(a) !== Array.isArray(b)
+  ) {
     out.push(JSON.stringify(path));
     return out;
   }
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  for (const k of keys) diffPaths((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], [...path, Array.isArray(a) ? Number(k) : k], out);
+  for (const k of keys)
+    diffPaths(
+      (a as Record<string, unknown>)[k],
+      (b as Record<string, unknown>)[k],
+      [...path, Array.isArray(a) ? Number(k) : k],
+      out,
+    );
   return out;
 }
 
@@ -31,7 +53,11 @@ describe('readRequest', () => {
   it('detects each format', () => {
     expect(detectFormat({ messages: [{ role: 'system', content: 'x' }] })).toBe('chat');
     expect(detectFormat({ system: 'x', messages: [{ role: 'user', content: 'hi' }] })).toBe('anthropic');
-    expect(detectFormat({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'r' }] }] })).toBe('anthropic');
+    expect(
+      detectFormat({
+        messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'r' }] }],
+      }),
+    ).toBe('anthropic');
     expect(detectFormat({ input: 'hello' })).toBe('responses');
     expect(detectFormat({ prompt: 'legacy' })).toBe('unknown');
     expect(detectFormat(null)).toBe('unknown');
@@ -42,7 +68,11 @@ describe('readRequest', () => {
       messages: [
         { role: 'system', content: 'sys' },
         { role: 'user', content: 'go' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'grep', arguments: '{"pattern":"x"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'grep', arguments: '{"pattern":"x"}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'out' },
         { role: 'tool', tool_call_id: 'nope', content: 'orphan' },
       ],
@@ -70,11 +100,22 @@ describe('readRequest', () => {
       messages: [
         { role: 'user', content: 'hi' },
         { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: { command: 'ls' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'a\nb' }, { type: 'text', text: 'and?' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'a\nb' },
+            { type: 'text', text: 'and?' },
+          ],
+        },
       ],
     });
     const out = view.slots.find((s) => s.kind === 'tool_output');
-    expect(out).toMatchObject({ toolName: 'bash', callArgs: { command: 'ls' }, path: ['messages', 2, 'content', 0, 'content'], value: 'a\nb' });
+    expect(out).toMatchObject({
+      toolName: 'bash',
+      callArgs: { command: 'ls' },
+      path: ['messages', 2, 'content', 0, 'content'],
+      value: 'a\nb',
+    });
     expect(view.itemInfo.map((i) => i.role)).toEqual(['user', 'assistant', 'tool']);
     expect(view.slots[0]).toMatchObject({ kind: 'instructions', path: ['system', 0, 'text'] });
   });
@@ -94,7 +135,10 @@ describe('writeSlots properties', () => {
       const before = structuredClone(req);
       const view = readRequest(req);
       expect(view.format).toBe(format);
-      const out = writeSlots(req, view.slots.map((s) => ({ path: s.path, value: s.value })));
+      const out = writeSlots(
+        req,
+        view.slots.map((s) => ({ path: s.path, value: s.value })),
+      );
       expect(out).toEqual(before);
       expect(req).toEqual(before);
     },

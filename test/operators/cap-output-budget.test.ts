@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { firstValueFrom, from, lastValueFrom, Subject, toArray } from 'rxjs';
 import { capOutputBudget, createPressure, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
-import { BudgetCounterError, CAP_FIELDS, createCounterRegistry, type BudgetCounter, type BudgetMeasurement } from '../../src/budget/index.js';
+import {
+  BudgetCounterError,
+  CAP_FIELDS,
+  createCounterRegistry,
+  type BudgetCounter,
+  type BudgetMeasurement,
+} from '../../src/budget/index.js';
 import { ConfigError } from '../../src/errors.js';
 import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';
 import { deepFreeze, firstDifference } from '../../src/testing/index.js';
@@ -11,15 +17,33 @@ import { closedPortUrl, TokenizeServer } from '../budget/helpers.js';
 type Format = 'chat' | 'responses' | 'anthropic';
 
 const bases: Record<Format, ProviderRequest> = {
-  chat: { model: 'm', messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'u' }] },
+  chat: {
+    model: 'm',
+    messages: [
+      { role: 'system', content: 's' },
+      { role: 'user', content: 'u' },
+    ],
+  },
   responses: { model: 'm', input: 'hi' },
   anthropic: { model: 'm', system: 's', messages: [{ role: 'user', content: 'u' }] },
 };
 
-const exactCounter = (p: number): BudgetCounter => ({ name: 'fake', exact: true, countRequest: () => Promise.resolve(p) });
-const failingCounter: BudgetCounter = { name: 'fake', exact: true, countRequest: () => Promise.reject(new BudgetCounterError('timeout', 'x')) };
+const exactCounter = (p: number): BudgetCounter => ({
+  name: 'fake',
+  exact: true,
+  countRequest: () => Promise.resolve(p),
+});
+const failingCounter: BudgetCounter = {
+  name: 'fake',
+  exact: true,
+  countRequest: () => Promise.reject(new BudgetCounterError('timeout', 'x')),
+};
 
-async function run(options: CapOutputBudgetOptions, request: ProviderRequest, route?: Route): Promise<Step<ProviderRequest>> {
+async function run(
+  options: CapOutputBudgetOptions,
+  request: ProviderRequest,
+  route?: Route,
+): Promise<Step<ProviderRequest>> {
   const step = createStep(request, { sessionId: 's', ...(route !== undefined && { route }) });
   return firstValueFrom(from([step]).pipe(capOutputBudget(options)));
 }
@@ -43,7 +67,9 @@ describe('capOutputBudget (properties)', () => {
       promptFraction: fc.double({ min: 0, max: 1.6, noNaN: true }),
       exact: fc.boolean(),
       format: fc.constantFrom<Format>('chat', 'responses', 'anthropic'),
-      caps: fc.array(fc.tuple(fc.constantFrom(...CAP_FIELDS), fc.boolean(), fc.integer({ min: -3, max: 500_000 })), { maxLength: 4 }),
+      caps: fc.array(fc.tuple(fc.constantFrom(...CAP_FIELDS), fc.boolean(), fc.integer({ min: -3, max: 500_000 })), {
+        maxLength: 4,
+      }),
     })
     .map((s) => {
       const reserve = Math.max(1, Math.floor(s.window * s.reserveFraction));
@@ -86,7 +112,12 @@ describe('capOutputBudget (properties)', () => {
           expect(fields).toHaveLength(1);
           const [name, cap] = fields[0] ?? ['', 0];
           const usedMaxOnly = used('max_tokens') && !used('max_completion_tokens');
-          const expectedField = s.format === 'responses' ? 'max_output_tokens' : s.format === 'anthropic' || usedMaxOnly ? 'max_tokens' : 'max_completion_tokens';
+          const expectedField =
+            s.format === 'responses'
+              ? 'max_output_tokens'
+              : s.format === 'anthropic' || usedMaxOnly
+                ? 'max_tokens'
+                : 'max_completion_tokens';
           expect(name).toBe(expectedField);
           expect(typeof cap).toBe('number');
           const c = cap as number;
@@ -105,7 +136,12 @@ describe('capOutputBudget (properties)', () => {
 });
 
 describe('capOutputBudget (unit)', () => {
-  const route: Route = { model: 'openai/gpt-5', provider: 'openai', endpoint: 'https://api.example/v1', contextWindow: 100_000 };
+  const route: Route = {
+    model: 'openai/gpt-5',
+    provider: 'openai',
+    endpoint: 'https://api.example/v1',
+    contextWindow: 100_000,
+  };
   const base: CapOutputBudgetOptions = { route, counter: exactCounter(60_000) };
 
   it('caps a chat request at W − P and records the decision', async () => {
@@ -117,18 +153,30 @@ describe('capOutputBudget (unit)', () => {
 
   it('prefers the compression threshold, and the explicit window override over both', async () => {
     const withThreshold = { ...route, compressionThreshold: 75_000 };
-    expect((await run({ ...base, route: withThreshold }, { model: 'gpt-5', input: 'x' }))).toMatchObject({ value: { max_output_tokens: 15_000 } });
-    expect((await run({ ...base, route: withThreshold, compressionWindowTokens: 90_000 }, { model: 'gpt-5', input: 'x' }))).toMatchObject({ value: { max_output_tokens: 30_000 } });
+    expect(await run({ ...base, route: withThreshold }, { model: 'gpt-5', input: 'x' })).toMatchObject({
+      value: { max_output_tokens: 15_000 },
+    });
+    expect(
+      await run({ ...base, route: withThreshold, compressionWindowTokens: 90_000 }, { model: 'gpt-5', input: 'x' }),
+    ).toMatchObject({ value: { max_output_tokens: 30_000 } });
   });
 
   it('uses a smaller explicit route cap as R', async () => {
     const tight = { ...base, counter: exactCounter(99_000) };
     expect((await run(tight, { model: 'gpt-5', input: 'x' })).value).not.toHaveProperty('max_output_tokens');
-    expect((await run({ ...tight, route: { ...route, outputCap: 1000 } }, { model: 'gpt-5', input: 'x' })).value['max_output_tokens']).toBe(1000);
+    expect(
+      (await run({ ...tight, route: { ...route, outputCap: 1000 } }, { model: 'gpt-5', input: 'x' })).value[
+        'max_output_tokens'
+      ],
+    ).toBe(1000);
   });
 
   it('passes requests for another model, provider or endpoint unchanged', async () => {
-    const request = deepFreeze({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'title?' }], max_tokens: 30 });
+    const request = deepFreeze({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'title?' }],
+      max_tokens: 30,
+    });
     const other = await run(base, request, { ...route, model: 'gpt-4o-mini' });
     expect(other.value).toBe(request);
     expect(other.decisions.at(-1)?.reason).toBe('other route');
@@ -136,21 +184,37 @@ describe('capOutputBudget (unit)', () => {
     expect((await run(base, sameModel, { ...route, provider: 'openrouter' })).value).toBe(sameModel);
     expect((await run(base, sameModel, { ...route, endpoint: 'http://localhost:8000/v1' })).value).toBe(sameModel);
     expect((await run(base, sameModel, { ...route, endpoint: 'https://api.example/v1/' })).value).not.toBe(sameModel);
-    expect((await run(base, { ...sameModel, model: 'openai:gpt-5' }, route)).value['max_completion_tokens']).toBe(40_000);
+    expect((await run(base, { ...sameModel, model: 'openai:gpt-5' }, route)).value['max_completion_tokens']).toBe(
+      40_000,
+    );
   });
 
   it('emits max_tokens for the vLLM dialect and strips aliases from extra_body', async () => {
-    const out = await run({ ...base, dialect: 'vllm' }, { model: 'gpt-5', messages: [], max_output_tokens: 50_000, extra_body: { max_tokens: 45_000, top_k: 1 } });
+    const out = await run(
+      { ...base, dialect: 'vllm' },
+      { model: 'gpt-5', messages: [], max_output_tokens: 50_000, extra_body: { max_tokens: 45_000, top_k: 1 } },
+    );
     expect(out.value).toEqual({ model: 'gpt-5', messages: [], max_tokens: 40_000, extra_body: { top_k: 1 } });
-    expect((await run({ ...base, dialect: 'vllm' }, { model: 'gpt-5', messages: [] })).value).toEqual({ model: 'gpt-5', messages: [], max_tokens: 40_000 });
+    expect((await run({ ...base, dialect: 'vllm' }, { model: 'gpt-5', messages: [] })).value).toEqual({
+      model: 'gpt-5',
+      messages: [],
+      max_tokens: 40_000,
+    });
     // vLLM accepts both chat fields: a caller that used only max_completion_tokens keeps it (incontext's rule).
-    const kept = await run({ ...base, dialect: 'vllm' }, { model: 'gpt-5', messages: [], extra_body: { max_completion_tokens: 45_000 } });
+    const kept = await run(
+      { ...base, dialect: 'vllm' },
+      { model: 'gpt-5', messages: [], extra_body: { max_completion_tokens: 45_000 } },
+    );
     expect(kept.value).toEqual({ model: 'gpt-5', messages: [], max_completion_tokens: 40_000, extra_body: {} });
   });
 
   it('skips without a window, for unknown formats, and when already capped', async () => {
-    expect((await run({ counter: exactCounter(1) }, { model: 'x', input: 'y' })).decisions.at(-1)?.reason).toBe('no budgeting window');
-    expect((await run(base, { model: 'gpt-5', prompt: 'legacy' })).decisions.at(-1)?.reason).toBe('unknown request format');
+    expect((await run({ counter: exactCounter(1) }, { model: 'x', input: 'y' })).decisions.at(-1)?.reason).toBe(
+      'no budgeting window',
+    );
+    expect((await run(base, { model: 'gpt-5', prompt: 'legacy' })).decisions.at(-1)?.reason).toBe(
+      'unknown request format',
+    );
     const capped = { model: 'gpt-5', input: 'y', max_output_tokens: 40_000 };
     const out = await run(base, capped);
     expect(out.value).toBe(capped);
@@ -159,28 +223,75 @@ describe('capOutputBudget (unit)', () => {
 
   it('falls back to the rough estimate + F when exact counting fails, and passes unchanged when both fail', async () => {
     const measured: BudgetMeasurement[] = [];
-    const out = await run({ ...base, counter: failingCounter, fallback: () => 10_000, fallbackMarginTokens: 1024, onMeasure: (m) => measured.push(m) }, { model: 'gpt-5', input: 'x' });
+    const out = await run(
+      {
+        ...base,
+        counter: failingCounter,
+        fallback: () => 10_000,
+        fallbackMarginTokens: 1024,
+        onMeasure: (m) => measured.push(m),
+      },
+      { model: 'gpt-5', input: 'x' },
+    );
     expect(out.value['max_output_tokens']).toBe(100_000 - 10_000 - 1024);
-    expect(out.decisions.at(-1)).toEqual({ stage: 'capOutputBudget', kind: 'applied', reason: 'capped (fallback count)', error: 'BudgetCounterError:E_COUNTER_TIMEOUT' });
-    expect(measured).toEqual([{ outcome: 'capped', window: 100_000, reserve: 4096, counter: 'fake', prompt: 11_024, cap: 88_976, outputLimit: 128_000, fallback: 'BudgetCounterError:E_COUNTER_TIMEOUT' }]);
+    expect(out.decisions.at(-1)).toEqual({
+      stage: 'capOutputBudget',
+      kind: 'applied',
+      reason: 'capped (fallback count)',
+      error: 'BudgetCounterError:E_COUNTER_TIMEOUT',
+    });
+    expect(measured).toEqual([
+      {
+        outcome: 'capped',
+        window: 100_000,
+        reserve: 4096,
+        counter: 'fake',
+        prompt: 11_024,
+        cap: 88_976,
+        outputLimit: 128_000,
+        fallback: 'BudgetCounterError:E_COUNTER_TIMEOUT',
+      },
+    ]);
     const request = deepFreeze({ model: 'gpt-5', input: 'x' });
-    const both = await run({ ...base, counter: failingCounter, fallback: () => { throw new Error('nope'); } }, request);
+    const both = await run(
+      {
+        ...base,
+        counter: failingCounter,
+        fallback: () => {
+          throw new Error('nope');
+        },
+      },
+      request,
+    );
     expect(both.value).toBe(request);
     expect(both.decisions.at(-1)).toMatchObject({ kind: 'failed_open', reason: 'counting failed' });
   });
 
   it('adds F to an inexact counter and keeps output order', async () => {
-    const inexact: BudgetCounter = { name: 'est', exact: false, countRequest: (r) => new Promise((res) => setTimeout(() => res(Number(r['input'])), 30 - Number(r['input']) / 1000)) };
-    const steps = [20_000, 1_000, 10_000].map((n) => createStep({ model: 'gpt-5', input: String(n) } as ProviderRequest, { sessionId: 's' }));
-    const out = await lastValueFrom(from(steps).pipe(capOutputBudget({ ...base, counter: inexact, fallbackMarginTokens: 500 }), toArray()));
+    const inexact: BudgetCounter = {
+      name: 'est',
+      exact: false,
+      countRequest: (r) =>
+        new Promise((res) => setTimeout(() => res(Number(r['input'])), 30 - Number(r['input']) / 1000)),
+    };
+    const steps = [20_000, 1_000, 10_000].map((n) =>
+      createStep({ model: 'gpt-5', input: String(n) } as ProviderRequest, { sessionId: 's' }),
+    );
+    const out = await lastValueFrom(
+      from(steps).pipe(capOutputBudget({ ...base, counter: inexact, fallbackMarginTokens: 500 }), toArray()),
+    );
     expect(out.map((s) => s.value['max_output_tokens'])).toEqual([79_500, 98_500, 89_500]);
   });
 
   it('rejects bad configuration when built, naming the variable', () => {
-    expect(() => capOutputBudget({ route, backend: 'nope', registry: createCounterRegistry() })).toThrow(/INCONTEXT_BACKEND/);
+    expect(() => capOutputBudget({ route, backend: 'nope', registry: createCounterRegistry() })).toThrow(
+      /INCONTEXT_BACKEND/,
+    );
     expect(() => capOutputBudget({ route: { contextWindow: 5000 }, counter: exactCounter(1) })).toThrow(ConfigError);
     expect(() => capOutputBudget({ route, backend: 'vllm' })).toThrow(/INCONTEXT_TOKENIZER_URL/);
-    expect(() => capOutputBudget({ compressionWindowTokens: 200_000, route, counter: exactCounter(1) })).toThrow(/exceeds the context window/);
+    expect(() => capOutputBudget({ compressionWindowTokens: 200_000, route, counter: exactCounter(1) })).toThrow(
+      /exceeds the context window/,
+    );
   });
 });
 
@@ -192,7 +303,19 @@ describe('capOutputBudget with the vllm backend against a real /tokenize server'
   const vllm = (extra: Partial<CapOutputBudgetOptions> = {}, timeoutSeconds = 5): CapOutputBudgetOptions => ({
     route,
     backend: 'vllm',
-    config: { incontext: { backend: 'vllm', tokenizerUrl: url, tokenizerTimeoutSeconds: timeoutSeconds, tokenizerUserAgent: '', fallbackMarginTokens: 1024, minOutputTokens: 4096, compressionWindowTokens: undefined }, tokenizerJson: '', tiktokenEncoding: '' },
+    config: {
+      incontext: {
+        backend: 'vllm',
+        tokenizerUrl: url,
+        tokenizerTimeoutSeconds: timeoutSeconds,
+        tokenizerUserAgent: '',
+        fallbackMarginTokens: 1024,
+        minOutputTokens: 4096,
+        compressionWindowTokens: undefined,
+      },
+      tokenizerJson: '',
+      tiktokenEncoding: '',
+    },
     fallback: () => 2000,
     ...extra,
   });
@@ -221,12 +344,18 @@ describe('capOutputBudget with the vllm backend against a real /tokenize server'
     server.mode = mode;
     const out = await run(vllm({}, 0.3), request);
     expect(out.value['max_tokens']).toBe(32_768 - 2000 - 1024);
-    expect(out.decisions.at(-1)).toMatchObject({ reason: 'capped (fallback count)', error: `BudgetCounterError:${code}` });
+    expect(out.decisions.at(-1)).toMatchObject({
+      reason: 'capped (fallback count)',
+      error: `BudgetCounterError:${code}`,
+    });
   });
 
   it('connection refused → rough estimate + F', async () => {
     const options = vllm();
-    const refused = { ...options, config: { ...options.config!, incontext: { ...options.config!.incontext, tokenizerUrl: await closedPortUrl() } } };
+    const refused = {
+      ...options,
+      config: { ...options.config!, incontext: { ...options.config!.incontext, tokenizerUrl: await closedPortUrl() } },
+    };
     const out = await run(refused, request);
     expect(out.value['max_tokens']).toBe(32_768 - 2000 - 1024);
     expect(out.decisions.at(-1)?.error).toBe('BudgetCounterError:E_COUNTER_CONNECTION');
@@ -240,12 +369,22 @@ describe('capOutputBudget with the vllm backend against a real /tokenize server'
     for (const mode of ['ok', 'status500', 'garbage'] as const) {
       server.mode = mode;
       const options = vllm({ onMeasure: (m) => measurements.push(m) });
-      const out = await run({ ...options, config: { ...options.config!, incontext: { ...options.config!.incontext, tokenizerUrl: withCreds } } }, secretPrompt);
+      const out = await run(
+        {
+          ...options,
+          config: { ...options.config!, incontext: { ...options.config!.incontext, tokenizerUrl: withCreds } },
+        },
+        secretPrompt,
+      );
       leaks.push(JSON.stringify(out.decisions));
     }
     const text = leaks.join('\n') + JSON.stringify(measurements);
     expect(measurements.map((m) => m.outcome)).toEqual(['capped', 'capped', 'capped']);
-    expect(measurements.map((m) => m.fallback)).toEqual([undefined, 'BudgetCounterError:E_COUNTER_HTTP_STATUS', 'BudgetCounterError:E_COUNTER_BAD_BODY']);
+    expect(measurements.map((m) => m.fallback)).toEqual([
+      undefined,
+      'BudgetCounterError:E_COUNTER_HTTP_STATUS',
+      'BudgetCounterError:E_COUNTER_BAD_BODY',
+    ]);
     expect(text).not.toMatch(/PROMPT-SECRET|URL-SECRET|127\.0\.0\.1|boom/);
   });
 

@@ -63,13 +63,24 @@ describe('collapseDuplicates — unit', () => {
     expect(receipt).toMatchObject({ tool: 'tool', chars: ART.length });
     expect(await recover(vault, receipt!.artifactId)).toBe(ART);
     expect(contentAt(out!.value, 4)).toBe(ART);
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'collapseDuplicates', kind: 'applied', reason: '1 duplicate(s) collapsed' });
+    expect(out!.decisions.at(-1)).toMatchObject({
+      stage: 'collapseDuplicates',
+      kind: 'applied',
+      reason: '1 duplicate(s) collapsed',
+    });
     expect(retry!.value).toEqual(out!.value);
   });
 
   it('leaves an earlier copy the conversation already had alone when the output comes back (history rewrites own it)', async () => {
     const first = deepFreeze(case3Request(ART));
-    const messages = [...(first['messages'] as unknown[]), { role: 'assistant', tool_calls: [{ id: 'call-2', type: 'function', function: { name: 'terminal', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'call-2', content: ART }];
+    const messages = [
+      ...(first['messages'] as unknown[]),
+      {
+        role: 'assistant',
+        tool_calls: [{ id: 'call-2', type: 'function', function: { name: 'terminal', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'call-2', content: ART },
+    ];
     const second = deepFreeze({ ...first, messages });
     const [, out] = await runAll(op(), [
       [first, { sessionId: 'again', requestId: 'a1' }],
@@ -78,7 +89,7 @@ describe('collapseDuplicates — unit', () => {
     expect(out!.value).toBe(second);
   });
 
-  it("a bounded view keeps the lines naming what the conversation before the output is about, the same in every request", async () => {
+  it('a bounded view keeps the lines naming what the conversation before the output is about, the same in every request', async () => {
     const rows = Array.from({ length: 3000 }, (_, i) => `src/pkg${i % 30}/Module${i}.java`);
     rows[2100] = 'src/pkg0/OrderParser.java';
     const huge = rows.join('\n');
@@ -92,21 +103,34 @@ describe('collapseDuplicates — unit', () => {
       [ask('Fix the rounding.'), { sessionId: 'focus-b', requestId: '1' }],
     ]);
     const text = String(contentAt(focused!.value, 3));
-    expect(text).toContain('\n[lines of the full output that mention names from this conversation, left out above]\nsrc/pkg0/OrderParser.java\n');
+    expect(text).toContain(
+      '\n[lines of the full output that mention names from this conversation, left out above]\nsrc/pkg0/OrderParser.java\n',
+    );
     expect(String(contentAt(plain!.value, 3))).not.toContain('OrderParser');
     // A later request of the same conversation (one more turn) renders the view byte for byte.
     const next = ask('Fix the `OrderParser` rounding.');
-    const grown = { ...next, messages: [...(next['messages'] as unknown[]), { role: 'assistant', content: 'Looking at `OtherThing`.' }, { role: 'user', content: 'go on' }] };
-    const [again] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [[grown, { sessionId: 'focus-a', requestId: '2' }]]);
+    const grown = {
+      ...next,
+      messages: [
+        ...(next['messages'] as unknown[]),
+        { role: 'assistant', content: 'Looking at `OtherThing`.' },
+        { role: 'user', content: 'go on' },
+      ],
+    };
+    const [again] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [
+      [grown, { sessionId: 'focus-a', requestId: '2' }],
+    ]);
     expect(String(contentAt(again!.value, 3))).toBe(text);
   });
 
   it('shows an oversized output as a bounded view that keeps the failure lines of the part it leaves out', async () => {
     const rows = Array.from({ length: 3000 }, (_, i) => `row ${i} payload`);
     rows[1500] = 'FAILED tests/test_core.py::test_merge - AssertionError: 3 != 4';
-    rows[1501] = "E       assert merge(a, b) == 4";
+    rows[1501] = 'E       assert merge(a, b) == 4';
     const huge = rows.join('\n');
-    const [out] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [[case3Request(huge), { sessionId: 'view', requestId: 'v1' }]]);
+    const [out] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [
+      [case3Request(huge), { sessionId: 'view', requestId: 'v1' }],
+    ]);
     const text = String(contentAt(out!.value, 3));
     expect(text.startsWith('row 0 payload\n')).toBe(true);
     expect(text).toContain(`\n${rows[1500]}\n`);
@@ -120,12 +144,26 @@ describe('collapseDuplicates — unit', () => {
 
   // Real captured failing runs, buried in a long passing log (before or after it): the view keeps
   // every diagnostic line replay counts (its own, independent pattern; the first 20 per output).
-  for (const fixture of ['pytest-fail.txt', 'vitest-fail.txt', 'go-test-fail.txt', 'cargo-test-fail.txt', 'mvn-offline-fail.txt', 'npm-install-fail.txt', 'tsc-errors.txt', 'javac-errors.txt', 'eslint-fail.txt', 'go-vet.txt', 'python-traceback.txt']) {
+  for (const fixture of [
+    'pytest-fail.txt',
+    'vitest-fail.txt',
+    'go-test-fail.txt',
+    'cargo-test-fail.txt',
+    'mvn-offline-fail.txt',
+    'npm-install-fail.txt',
+    'tsc-errors.txt',
+    'javac-errors.txt',
+    'eslint-fail.txt',
+    'go-vet.txt',
+    'python-traceback.txt',
+  ]) {
     it(`keeps every diagnostic line of a large failing output in its bounded view (${fixture})`, async () => {
       const failing = readFileSync(join(import.meta.dirname, '../fixtures/terminal', fixture), 'utf8');
       const passing = Array.from({ length: 3000 }, (_, i) => `tests/test_ok_${i}.py::test_case PASSED`).join('\n');
       for (const [k, text] of [`${passing}\n${failing}`, `${failing}\n${passing}`].entries()) {
-        const [out] = await runAll(op(), [[case3Request(text), { sessionId: `faithful-${fixture}-${k}`, requestId: 'f' }]]);
+        const [out] = await runAll(op(), [
+          [case3Request(text), { sessionId: `faithful-${fixture}-${k}`, requestId: 'f' }],
+        ]);
         const view = String(contentAt(out!.value, 3));
         expect(view.length).toBeLessThan(8400);
         const lines = diagnosticLines(text);
@@ -137,8 +175,21 @@ describe('collapseDuplicates — unit', () => {
 
   it('shows bounded views of Responses outputs and Anthropic tool_result blocks in place', async () => {
     const huge = 'evidence row\n'.repeat(4000);
-    const responses = deepFreeze({ input: [{ role: 'user', content: 'go' }, { type: 'function_call', call_id: 'c1', name: 'read_file', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: huge }] });
-    const anthropic = deepFreeze({ system: 's', messages: [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: huge }] }] });
+    const responses = deepFreeze({
+      input: [
+        { role: 'user', content: 'go' },
+        { type: 'function_call', call_id: 'c1', name: 'read_file', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: huge },
+      ],
+    });
+    const anthropic = deepFreeze({
+      system: 's',
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: huge }] },
+      ],
+    });
     const outs = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [
       [responses, { sessionId: 'fmt', requestId: '1' }],
       [anthropic, { sessionId: 'fmt', requestId: '2' }],
@@ -146,7 +197,7 @@ describe('collapseDuplicates — unit', () => {
     const item = (outs[0]!.value['input'] as Record<string, unknown>[])[2]!;
     expect(item).toMatchObject({ type: 'function_call_output', call_id: 'c1' });
     expect(parseReceipt(String(item['output']).split('\n').at(-1)!)).toMatchObject({ tool: 'read_file' });
-    const block = ((outs[1]!.value['messages'] as { content: Record<string, unknown>[] }[])[2]!.content)[0]!;
+    const block = (outs[1]!.value['messages'] as { content: Record<string, unknown>[] }[])[2]!.content[0]!;
     expect(block).toMatchObject({ type: 'tool_result', tool_use_id: 't1' });
     expect(parseReceipt(String(block['content']).split('\n').at(-1)!)).toMatchObject({ tool: 'bash' });
   });
@@ -154,35 +205,78 @@ describe('collapseDuplicates — unit', () => {
   it('replaces a delta against an output the request does not show by the output it stands for, and keeps one whose base is shown', async () => {
     const current = await vault.put({ content: ART, toolName: 'terminal' });
     const previous = await vault.put({ content: 'older output\n'.repeat(300), toolName: 'terminal' });
-    const delta = (prev: string) => `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prev} | recover exact current output with token_terminator action=artifact_get]`;
+    const delta = (prev: string) =>
+      `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prev} | recover exact current output with token_terminator action=artifact_get]`;
     // A new conversation under a reused session id: the tool stage answered with a delta against an output it never showed.
     const unseen = deepFreeze(case3Request(delta(previous.artifactId)));
     const [resolved] = await runAll(op(), [[unseen, { sessionId: 'reused', requestId: 'u1' }]]);
     expect(contentAt(resolved!.value, 3)).toBe(ART);
-    expect(resolved!.decisions.at(-1)).toMatchObject({ stage: 'collapseDuplicates', kind: 'applied', reason: expect.stringMatching(/^1 delta\(s\) against an output the request does not show/u) });
+    expect(resolved!.decisions.at(-1)).toMatchObject({
+      stage: 'collapseDuplicates',
+      kind: 'applied',
+      reason: expect.stringMatching(/^1 delta\(s\) against an output the request does not show/u),
+    });
     // The same delta right after its base, shown inline: it stays.
     const base = 'older output\n'.repeat(300);
-    const shown = deepFreeze({ messages: [{ role: 'user', content: 'go' }, { role: 'assistant', tool_calls: [{ id: 'p', type: 'function', function: { name: 'terminal', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'p', content: base }, { role: 'assistant', tool_calls: [{ id: 'q', type: 'function', function: { name: 'terminal', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'q', content: delta(previous.artifactId) }] });
+    const shown = deepFreeze({
+      messages: [
+        { role: 'user', content: 'go' },
+        {
+          role: 'assistant',
+          tool_calls: [{ id: 'p', type: 'function', function: { name: 'terminal', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'p', content: base },
+        {
+          role: 'assistant',
+          tool_calls: [{ id: 'q', type: 'function', function: { name: 'terminal', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'q', content: delta(previous.artifactId) },
+      ],
+    });
     const [kept] = await runAll(op(), [[shown, { sessionId: 'base-shown', requestId: 's1' }]]);
     expect(kept!.value).toBe(shown);
     // The vault cannot return the output: the delta stays, and the decision says so.
-    const gone = deepFreeze(case3Request(delta(previous.artifactId).replace(current.artifactId, `a_${'9'.repeat(32)}`)));
+    const gone = deepFreeze(
+      case3Request(delta(previous.artifactId).replace(current.artifactId, `a_${'9'.repeat(32)}`)),
+    );
     const [failed] = await runAll(op(), [[gone, { sessionId: 'gone', requestId: 'g1' }]]);
     expect(failed!.value).toBe(gone);
-    expect(failed!.decisions.at(-1)).toMatchObject({ kind: 'failed_open', reason: expect.stringMatching(/dangling delta/u) });
+    expect(failed!.decisions.at(-1)).toMatchObject({
+      kind: 'failed_open',
+      reason: expect.stringMatching(/dangling delta/u),
+    });
   });
 
   it('delivers (pins for its session) the artifacts its receipts name', async () => {
     const pinned: string[] = [];
-    const spy = new Proxy(vault, { get: (t, k) => (k === 'deliver' ? async (ids: readonly string[], scope?: StoreScope) => { pinned.push(...ids); return t.deliver(ids, scope); } : Reflect.get(t, k, t)) });
-    const [out] = await runAll(collapseDuplicates({ vault: spy, minArtifactChars: 1000 }), [[case4Request(ART), { sessionId: 'pin', requestId: 'a' }]]);
+    const spy = new Proxy(vault, {
+      get: (t, k) =>
+        k === 'deliver'
+          ? async (ids: readonly string[], scope?: StoreScope) => {
+              pinned.push(...ids);
+              return t.deliver(ids, scope);
+            }
+          : Reflect.get(t, k, t),
+    });
+    const [out] = await runAll(collapseDuplicates({ vault: spy, minArtifactChars: 1000 }), [
+      [case4Request(ART), { sessionId: 'pin', requestId: 'a' }],
+    ]);
     expect(pinned).toEqual([parseReceipt(String(contentAt(out!.value, 2)))!.artifactId]);
   });
 
   it('leaves an output inline when the vault cannot store it', async () => {
-    const broken = new Proxy(vault, { get: (t, k) => (k === 'put' ? async () => { throw new Error('disk'); } : Reflect.get(t, k, t)) });
+    const broken = new Proxy(vault, {
+      get: (t, k) =>
+        k === 'put'
+          ? async () => {
+              throw new Error('disk');
+            }
+          : Reflect.get(t, k, t),
+    });
     const req = case4Request('other evidence\n'.repeat(200));
-    const [out] = await runAll(collapseDuplicates({ vault: broken, minArtifactChars: 1000 }), [[req, { sessionId: 'broken', requestId: '1' }]]);
+    const [out] = await runAll(collapseDuplicates({ vault: broken, minArtifactChars: 1000 }), [
+      [req, { sessionId: 'broken', requestId: '1' }],
+    ]);
     expect(out!.value).toBe(req);
   });
 
@@ -195,15 +289,35 @@ describe('collapseDuplicates — unit', () => {
       system: 's',
       messages: [
         { role: 'user', content: 'go' },
-        { role: 'assistant', content: ['t1', 't2', 't3'].map((id) => ({ type: 'tool_use', id, name: 'bash', input: {} })) },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: ART }, { type: 'tool_result', tool_use_id: 't2', content: ART }, { type: 'tool_result', tool_use_id: 't3', content: blocks }] },
+        {
+          role: 'assistant',
+          content: ['t1', 't2', 't3'].map((id) => ({ type: 'tool_use', id, name: 'bash', input: {} })),
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: ART },
+            { type: 'tool_result', tool_use_id: 't2', content: ART },
+            { type: 'tool_result', tool_use_id: 't3', content: blocks },
+          ],
+        },
       ],
     });
-    const parts = [{ type: 'text', text: 'chat part one\n'.repeat(60) }, { type: 'text', text: 'chat part two\n'.repeat(60) }];
+    const parts = [
+      { type: 'text', text: 'chat part one\n'.repeat(60) },
+      { type: 'text', text: 'chat part two\n'.repeat(60) },
+    ];
     const chat = deepFreeze({
       messages: [
         { role: 'user', content: 'go' },
-        { role: 'assistant', tool_calls: ['c1', 'c2', 'c3'].map((id) => ({ id, type: 'function', function: { name: 'bash', arguments: '{}' } })) },
+        {
+          role: 'assistant',
+          tool_calls: ['c1', 'c2', 'c3'].map((id) => ({
+            id,
+            type: 'function',
+            function: { name: 'bash', arguments: '{}' },
+          })),
+        },
         { role: 'tool', tool_call_id: 'c1', content: ART },
         { role: 'tool', tool_call_id: 'c2', content: ART },
         { role: 'tool', tool_call_id: 'c3', content: parts },
@@ -214,7 +328,8 @@ describe('collapseDuplicates — unit', () => {
       [anthropic, { sessionId: 'blocks', requestId: 'b1' }],
       [chat, { sessionId: 'blocks-chat', requestId: 'b2' }],
     ]);
-    for (const out of [a!, c!]) expect(out.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 duplicate(s) collapsed' });
+    for (const out of [a!, c!])
+      expect(out.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 duplicate(s) collapsed' });
     const results = (a!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content;
     expect(parseReceipt(String(results[0]!.content))).toBeDefined();
     expect(results[1]!.content).toBe(ART);
@@ -227,10 +342,22 @@ describe('collapseDuplicates — unit', () => {
   });
 
   it('shows a bounded view of a text-block list as its text (not its JSON); the receipt recovers the exact list', async () => {
-    const blocks = [{ type: 'text', text: Array.from({ length: 1500 }, (_, i) => `row ${i} "quoted" payload`).join('\n') }, { type: 'text', text: 'second block' }];
-    const req = deepFreeze({ system: 's', messages: [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: blocks }] }] });
-    const [out] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [[req, { sessionId: 'block-view', requestId: 'v1' }]]);
-    const text = String(((out!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content)[0]!.content);
+    const blocks = [
+      { type: 'text', text: Array.from({ length: 1500 }, (_, i) => `row ${i} "quoted" payload`).join('\n') },
+      { type: 'text', text: 'second block' },
+    ];
+    const req = deepFreeze({
+      system: 's',
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'bash', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: blocks }] },
+      ],
+    });
+    const [out] = await runAll(op({ maxInlineChars: 10_000, inlineViewChars: 2000 }), [
+      [req, { sessionId: 'block-view', requestId: 'v1' }],
+    ]);
+    const text = String((out!.value['messages'] as { content: { content: unknown }[] }[])[2]!.content[0]!.content);
     expect(text.startsWith('row 0 "quoted" payload\nrow 1 "quoted" payload\n')).toBe(true);
     expect(text).not.toContain('\\n');
     expect(text).not.toContain('\\"');
@@ -240,7 +367,9 @@ describe('collapseDuplicates — unit', () => {
   });
 
   it('validates options when built', () => {
-    expect(() => collapseDuplicates({ vault, inlineViewChars: 10 })).toThrow(/collapseDuplicates: options\.inlineViewChars/);
+    expect(() => collapseDuplicates({ vault, inlineViewChars: 10 })).toThrow(
+      /collapseDuplicates: options\.inlineViewChars/,
+    );
     expect(() => collapseDuplicates({ vault, minArtifactChars: 0 })).toThrow(/collapseDuplicates/);
     expect(() => collapseDuplicates({ vault, observations: '(' })).toThrow(/collapseDuplicates: options\.observations/);
   });
@@ -269,18 +398,37 @@ describe('collapseDuplicates — properties', () => {
   // a hostile tool name checks the receipt label.
   const shapes: RequestOptions = { maxTurns: 5, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
   const lowThresholds = { minArtifactChars: 200, maxInlineChars: 400, inlineViewChars: 200 };
-  const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+  const INVARIANTS: InvariantName[] = [
+    'unchanged-or-smaller',
+    'never-mutates',
+    'recovers-exactly',
+    'fails-open',
+    'releases-on-unsubscribe',
+    'valid-roles',
+  ];
 
   describe('kit invariants (successive requests of one session)', () => {
-    const op = withDeps<ProviderRequest>(({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), ...lowThresholds }));
-    testInvariants(test, op, { vault, counter, inputs: requestStream({ ...shapes, maxLength: 3 }), only: [...INVARIANTS, 'prefix-kept', 'actions-kept', 'no-dangling-reference'], params: { numRuns: 20 } });
+    const op = withDeps<ProviderRequest>(({ vault: v, counter: c }) =>
+      collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), ...lowThresholds }),
+    );
+    testInvariants(test, op, {
+      vault,
+      counter,
+      inputs: requestStream({ ...shapes, maxLength: 3 }),
+      only: [...INVARIANTS, 'prefix-kept', 'actions-kept', 'no-dangling-reference'],
+      params: { numRuns: 20 },
+    });
   });
 
   it('generated requests trigger bounded views and duplicate collapses (the properties are not vacuous)', async () => {
     const reasons = new Set<string>();
     for (const [k, request] of fc.sample(providerRequest(shapes), { numRuns: 30, seed: 42 }).entries()) {
-      const outs = await runAll(collapseDuplicates({ vault, ...lowThresholds }), [[request, { sessionId: `coverage-${k}`, requestId: 'a' }]]);
-      for (const out of outs) for (const d of out.decisions) if (d.kind === 'applied') for (const r of d.reason.split(', ')) reasons.add(r.replace(/^\d+/u, 'N'));
+      const outs = await runAll(collapseDuplicates({ vault, ...lowThresholds }), [
+        [request, { sessionId: `coverage-${k}`, requestId: 'a' }],
+      ]);
+      for (const out of outs)
+        for (const d of out.decisions)
+          if (d.kind === 'applied') for (const r of d.reason.split(', ')) reasons.add(r.replace(/^\d+/u, 'N'));
     }
     expect([...reasons].sort()).toEqual(['N bounded view(s)', 'N duplicate(s) collapsed']);
   });
@@ -301,7 +449,11 @@ describe('collapseDuplicates — properties', () => {
       expect(firstDifference(before, req)).toBeUndefined();
       expect(b!.value).toEqual(a!.value);
       expect(c!.value).toEqual(a!.value);
-      const originals = new Set(readRequest(req).slots.filter((s) => s.kind === 'tool_output').map((s) => evidenceText(s.value)));
+      const originals = new Set(
+        readRequest(req)
+          .slots.filter((s) => s.kind === 'tool_output')
+          .map((s) => evidenceText(s.value)),
+      );
       for (const [i, out] of [a!, c!].entries()) {
         checkSmaller(req, out.value, `request ${i}`, counter);
         await checkRecovery(vault, [req], out, `request ${i}`);
@@ -311,11 +463,17 @@ describe('collapseDuplicates — properties', () => {
           if (receipt !== undefined) expect(originals.has(await recover(vault, receipt.artifactId))).toBe(true);
         }
         // Every tool output is the caller's own value (same object, same shape) or ends in a receipt.
-        const outputs = (r: ProviderRequest) => readRequest(r).slots.filter((s) => s.kind === 'tool_output').map((s) => s.value);
+        const outputs = (r: ProviderRequest) =>
+          readRequest(r)
+            .slots.filter((s) => s.kind === 'tool_output')
+            .map((s) => s.value);
         const [inputs, results] = [outputs(req), outputs(out.value)];
         expect(results).toHaveLength(inputs.length);
         results.forEach((v, k) => {
-          if (v !== inputs[k]) expect(typeof v === 'string' && parseReceipt(v.split('\n').at(-1)!) !== undefined, `output ${k}`).toBe(true);
+          if (v !== inputs[k])
+            expect(typeof v === 'string' && parseReceipt(v.split('\n').at(-1)!) !== undefined, `output ${k}`).toBe(
+              true,
+            );
         });
       }
     },

@@ -46,14 +46,19 @@ function agentLoop(rounds: number, output: (t: number) => string = big, task = '
   ];
   const requests: ProviderRequest[] = [];
   for (let t = 0; t < rounds; t++) {
-    messages.push({ role: 'assistant', content: `thinking ${t}\n\`\`\`\nrun step ${t}\n\`\`\``, tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"step ${t}"}` } }] });
+    messages.push({
+      role: 'assistant',
+      content: `thinking ${t}\n\`\`\`\nrun step ${t}\n\`\`\``,
+      tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"step ${t}"}` } }],
+    });
     messages.push({ role: 'tool', tool_call_id: `c${t}`, content: output(t) });
     requests.push(deepFreeze({ model: 'gpt-4o', messages: [...messages] }));
   }
   return requests;
 }
 
-const contexts = (rs: readonly ProviderRequest[], sessionId: string) => rs.map((r, i) => [r, { sessionId, requestId: `${sessionId}-${i}` }] as const);
+const contexts = (rs: readonly ProviderRequest[], sessionId: string) =>
+  rs.map((r, i) => [r, { sessionId, requestId: `${sessionId}-${i}` }] as const);
 
 describe('compileRequest — unit', () => {
   let vault: Vault;
@@ -93,7 +98,9 @@ describe('compileRequest — unit', () => {
     for (let n = 0; n + 1 < outs.length; n++) {
       const [a, b] = [messagesOf(outs[n]!.value), messagesOf(outs[n + 1]!.value)];
       // Only the output that was the newest of request N may change (its digest); everything before it is the same.
-      a.slice(0, -1).forEach((m, i) => expect(canonicalJson(b[i]), `request ${n + 1} item ${i}`).toBe(canonicalJson(m)));
+      a.slice(0, -1).forEach((m, i) =>
+        expect(canonicalJson(b[i]), `request ${n + 1} item ${i}`).toBe(canonicalJson(m)),
+      );
     }
   });
 
@@ -110,9 +117,14 @@ describe('compileRequest — unit', () => {
   it('gives a new conversation under a reused session id its outputs in full', async () => {
     const a = agentLoop(4, big, 'Task A');
     const b = agentLoop(4, big, 'Task B'); // same outputs, another task
-    const outs = await runAll(op(), [...contexts(a, 'reuse'), [b.at(-1)!, { sessionId: 'reuse', requestId: 'b-first' }]]);
+    const outs = await runAll(op(), [
+      ...contexts(a, 'reuse'),
+      [b.at(-1)!, { sessionId: 'reuse', requestId: 'b-first' }],
+    ]);
     expect(outs.at(-1)!.value).toBe(b.at(-1));
-    expect(messagesOf(outs[3]!.value).some((m) => String(m['content']).startsWith('[Token Terminator digest'))).toBe(true);
+    expect(messagesOf(outs[3]!.value).some((m) => String(m['content']).startsWith('[Token Terminator digest'))).toBe(
+      true,
+    );
   });
 
   it('renders the history exactly as before in a new process over the same vault (decisions live in the vault)', async () => {
@@ -121,22 +133,38 @@ describe('compileRequest — unit', () => {
     const next = agentLoop(7).at(-1)!;
     const [continued] = await runAll(op(), [[next, { sessionId: 'restart', requestId: 'after-restart' }]]);
     const before = messagesOf(outs.at(-1)!.value);
-    before.slice(0, -1).forEach((m, i) => expect(canonicalJson(messagesOf(continued!.value)[i])).toBe(canonicalJson(m)));
+    before
+      .slice(0, -1)
+      .forEach((m, i) => expect(canonicalJson(messagesOf(continued!.value)[i])).toBe(canonicalJson(m)));
   });
 
   it('does not rewrite when the batch would cost more cache than it saves', async () => {
     // Small outputs: replacing a 600-char output by a ~250-char digest cannot repay writing the
     // digest with one request ahead (no minimum prefix here: these requests are small).
     const pricing = { ...PRICING_PROFILES.openai, minCachePrefixTokens: 0 };
-    const outs = await runAll(op({ requestsAhead: 1, pricing }), contexts(agentLoop(4, (t) => `out ${t} `.repeat(100)), 'cheap'));
+    const outs = await runAll(
+      op({ requestsAhead: 1, pricing }),
+      contexts(
+        agentLoop(4, (t) => `out ${t} `.repeat(100)),
+        'cheap',
+      ),
+    );
     expect(outs.map((o) => o.value)).toEqual(agentLoop(4, (t) => `out ${t} `.repeat(100)));
-    const many = await runAll(op({ requestsAhead: 50, pricing }), contexts(agentLoop(4, (t) => `out ${t} `.repeat(100)), 'cheap-2'));
+    const many = await runAll(
+      op({ requestsAhead: 50, pricing }),
+      contexts(
+        agentLoop(4, (t) => `out ${t} `.repeat(100)),
+        'cheap-2',
+      ),
+    );
     expect(String(messagesOf(many.at(-1)!.value)[4]!['content'])).toMatch(/^\[Token Terminator digest/);
   });
 
   it('rewrites only at block boundaries under the fixed-block policy', async () => {
     const outs = await runAll(op({ blockTurns: 3 }), contexts(agentLoop(8), 'blocks'));
-    const digests = outs.map((o) => messagesOf(o.value).filter((m) => String(m['content']).startsWith('[Token Terminator digest')).length);
+    const digests = outs.map(
+      (o) => messagesOf(o.value).filter((m) => String(m['content']).startsWith('[Token Terminator digest')).length,
+    );
     // Steps: demo, task+round 0, rounds 1…: the sealed horizon moves by 3 steps at a time.
     expect(new Set(digests.slice(0, 3)).size).toBeLessThanOrEqual(2);
     expect(digests.at(-1)).toBeGreaterThan(0);
@@ -164,13 +192,21 @@ describe('compileRequest — unit', () => {
     const requests: ProviderRequest[] = [];
     for (let t = 0; t < 4; t++) {
       messages.push({ role: 'assistant', content: `THOUGHT ${t}\n\`\`\`bash\nls step${t}\n\`\`\`` });
-      messages.push({ role: 'user', content: t === 2 ? `Please also keep the old API working. ${big(t)}` : `<returncode>${t % 2}</returncode>\n<output>\n${big(t)}\n</output>` });
+      messages.push({
+        role: 'user',
+        content:
+          t === 2
+            ? `Please also keep the old API working. ${big(t)}`
+            : `<returncode>${t % 2}</returncode>\n<output>\n${big(t)}\n</output>`,
+      });
       requests.push(deepFreeze({ model: 'gpt-4o', messages: [...messages] }));
     }
     const outs = await runAll(op(), contexts(requests, 'text-protocol'));
     const msgs = messagesOf(outs.at(-1)!.value);
     expect(msgs[1]).toBe(messages[1]); // matches the pattern, but it is the instruction prefix
-    expect(String(msgs[3]!['content'])).toMatch(/^\[Token Terminator digest \| 63 lines \| exit 0\]\n<returncode>0<\/returncode>/);
+    expect(String(msgs[3]!['content'])).toMatch(
+      /^\[Token Terminator digest \| 63 lines \| exit 0\]\n<returncode>0<\/returncode>/,
+    );
     expect(String(msgs[5]!['content'])).toMatch(/^\[Token Terminator digest \| 63 lines \| exit 1\]/);
     expect(msgs[7]).toBe(messages[7]); // not recognised: a user-authored message, never replaced
     expect(msgs[9]).toBe(messages[9]); // the newest observation
@@ -180,11 +216,27 @@ describe('compileRequest — unit', () => {
 
   it('reduces old reasoning only when asked, keeping every fenced command block verbatim', async () => {
     const prose = 'I think the failure comes from the parser. '.repeat(12);
-    const session = agentLoop(5).map((r) => deepFreeze({ ...r, messages: messagesOf(r).map((m) => (m['role'] === 'assistant' ? { ...m, content: `${prose}\n${String(m['content'])}` } : m)) }));
+    const session = agentLoop(5).map((r) =>
+      deepFreeze({
+        ...r,
+        messages: messagesOf(r).map((m) =>
+          m['role'] === 'assistant' ? { ...m, content: `${prose}\n${String(m['content'])}` } : m,
+        ),
+      }),
+    );
     // Reasoning rewrites go through the same cache-economic rule: with many requests ahead they pay.
-    const [plain, reduced] = await Promise.all([runAll(op({ requestsAhead: 50 }), contexts(session, 'no-reasoning')), runAll(op({ reasoning: true, requestsAhead: 50 }), contexts(session, 'reasoning'))]);
-    expect(messagesOf(plain.at(-1)!.value).filter((m) => m['role'] === 'assistant').every((m) => String(m['content']).startsWith(prose))).toBe(true);
-    const texts = messagesOf(reduced.at(-1)!.value).filter((m) => m['role'] === 'assistant').map((m) => String(m['content']));
+    const [plain, reduced] = await Promise.all([
+      runAll(op({ requestsAhead: 50 }), contexts(session, 'no-reasoning')),
+      runAll(op({ reasoning: true, requestsAhead: 50 }), contexts(session, 'reasoning')),
+    ]);
+    expect(
+      messagesOf(plain.at(-1)!.value)
+        .filter((m) => m['role'] === 'assistant')
+        .every((m) => String(m['content']).startsWith(prose)),
+    ).toBe(true);
+    const texts = messagesOf(reduced.at(-1)!.value)
+      .filter((m) => m['role'] === 'assistant')
+      .map((m) => String(m['content']));
     expect(texts.filter((t) => t.startsWith('[Token Terminator reasoning')).length).toBeGreaterThan(0);
     expect(texts.at(-1)!.startsWith(prose)).toBe(true); // the newest turn keeps its reasoning
     expect(missingAction(session.at(-1)!, reduced.at(-1)!.value)).toBeUndefined();
@@ -212,13 +264,34 @@ describe('compileRequest — unit', () => {
     const am: unknown[] = [{ role: 'user', content: 'task' }];
     const rm: unknown[] = [{ role: 'user', content: 'task' }];
     for (let t = 0; t < 5; t++) {
-      am.push({ role: 'assistant', content: [{ type: 'text', text: `t${t}` }, { type: 'tool_use', id: `u${t}`, name: 'bash', input: { command: `c${t}` } }] });
-      am.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `u${t}`, content: t % 2 === 0 ? big(t) : [{ type: 'text', text: big(t) }] }] });
+      am.push({
+        role: 'assistant',
+        content: [
+          { type: 'text', text: `t${t}` },
+          { type: 'tool_use', id: `u${t}`, name: 'bash', input: { command: `c${t}` } },
+        ],
+      });
+      am.push({
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: `u${t}`,
+            content: t % 2 === 0 ? big(t) : [{ type: 'text', text: big(t) }],
+          },
+        ],
+      });
       anthropic.push(deepFreeze({ system: 'sys', max_tokens: 100, messages: [...am] }));
-      rm.push({ type: 'function_call', call_id: `f${t}`, name: 'bash', arguments: `{"command":"c${t}"}` }, { type: 'function_call_output', call_id: `f${t}`, output: big(t) });
+      rm.push(
+        { type: 'function_call', call_id: `f${t}`, name: 'bash', arguments: `{"command":"c${t}"}` },
+        { type: 'function_call_output', call_id: `f${t}`, output: big(t) },
+      );
       responses.push(deepFreeze({ model: 'gpt-5', instructions: 'sys', input: [...rm] }));
     }
-    for (const [format, session] of [['anthropic', anthropic], ['responses', responses]] as const) {
+    for (const [format, session] of [
+      ['anthropic', anthropic],
+      ['responses', responses],
+    ] as const) {
       const outs = await runAll(op(), contexts(session, `fmt-${format}`));
       const out = outs.at(-1)!.value;
       expect(out).not.toBe(session.at(-1));
@@ -229,21 +302,38 @@ describe('compileRequest — unit', () => {
   });
 
   it('leaves outputs inline when the vault fails, and validates options when built', async () => {
-    const broken = new Proxy(vault, { get: (t, k) => (k === 'put' ? async () => { throw new Error('disk'); } : Reflect.get(t, k, t)) });
+    const broken = new Proxy(vault, {
+      get: (t, k) =>
+        k === 'put'
+          ? async () => {
+              throw new Error('disk');
+            }
+          : Reflect.get(t, k, t),
+    });
     const session = agentLoop(4);
     const outs = await runAll(compileRequest({ vault: broken, minVaultChars: 500 }), contexts(session, 'broken'));
     outs.forEach((o, i) => expect(o.value).toBe(session[i]));
     expect(outs.at(-1)!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
     expect(() => compileRequest({ vault, inlineRecentTurns: 0 })).toThrow(/compileRequest: options\.inlineRecentTurns/);
     expect(() => compileRequest({ vault, minVaultChars: 10 })).toThrow(/compileRequest/);
-    expect(() => compileRequest({ vault, pricing: { name: 'x', cacheRead: 2, cacheWrite: 1, minCachePrefixTokens: 0 } })).toThrow(/compileRequest: options\.pricing/);
+    expect(() =>
+      compileRequest({ vault, pricing: { name: 'x', cacheRead: 2, cacheWrite: 1, minCachePrefixTokens: 0 } }),
+    ).toThrow(/compileRequest: options\.pricing/);
     expect(() => compileRequest({ vault, observations: '(' })).toThrow(/compileRequest: options\.observations/);
   });
 
   it('passes requests without history through in order (marbles)', () => {
     const scheduler = new TestScheduler((x, y) => expect(x).toEqual(y));
     scheduler.run(({ cold, expectObservable }) => {
-      const a = createStep<ProviderRequest>({ messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'q' }] }, { sessionId: 'm' });
+      const a = createStep<ProviderRequest>(
+        {
+          messages: [
+            { role: 'system', content: 's' },
+            { role: 'user', content: 'q' },
+          ],
+        },
+        { sessionId: 'm' },
+      );
       const b = createStep<ProviderRequest>({ prompt: 'x' }, { sessionId: 'm' });
       expectObservable(cold('ab-a|', { a, b }).pipe(op())).toBe('ab-a|', { a, b });
     });
@@ -262,79 +352,127 @@ describe('request chain — properties (all three formats)', () => {
   });
   let run = 0;
   // The stages get the exact counter the properties check tokens with (the acceptance gate's token half).
-  const build = (v: Vault, c: TokenCounter | undefined = counter, pricing = PRICING_PROFILES.openai): RequestOp => (src) =>
-    src.pipe(
-      collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
-      compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 150, pricing }),
-    );
+  const build =
+    (v: Vault, c: TokenCounter | undefined = counter, pricing = PRICING_PROFILES.openai): RequestOp =>
+    (src) =>
+      src.pipe(
+        collapseDuplicates({
+          vault: v,
+          ...(c === undefined ? {} : { counter: c }),
+          minArtifactChars: 300,
+          maxInlineChars: 700,
+          inlineViewChars: 250,
+        }),
+        compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 150, pricing }),
+      );
   // Up to 6 turns so digests happen; outputs up to 6,000 chars; Anthropic tool results in both shapes.
   const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
   const listOf = (r: ProviderRequest): unknown[] => (r['messages'] ?? r['input']) as unknown[];
-  const newBatch = (s: Step<ProviderRequest>): boolean => s.decisions.some((d) => d.stage === 'compileRequest' && d.reason.includes('new batch'));
+  const newBatch = (s: Step<ProviderRequest>): boolean =>
+    s.decisions.some((d) => d.stage === 'compileRequest' && d.reason.includes('new batch'));
 
   describe('kit invariants', () => {
-    const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
-    testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)), { vault, counter, inputs: requestStream({ ...shapes, maxLength: 2 }), only: INVARIANTS, params: { numRuns: 20 } });
+    const INVARIANTS: InvariantName[] = [
+      'unchanged-or-smaller',
+      'never-mutates',
+      'recovers-exactly',
+      'fails-open',
+      'releases-on-unsubscribe',
+      'valid-roles',
+    ];
+    testInvariants(
+      test,
+      withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)),
+      { vault, counter, inputs: requestStream({ ...shapes, maxLength: 2 }), only: INVARIANTS, params: { numRuns: 20 } },
+    );
     // Renderings change only where a new batch was taken (the newest output of the previous request
     // becoming a digest is such a batch).
     for (const pricing of [PRICING_PROFILES.openai, PRICING_PROFILES.anthropic]) {
-      testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c, pricing)), {
-        vault,
-        inputs: growingSession(shapes),
-        only: ['cache-stable', 'prefix-kept', 'actions-kept', 'no-dangling-reference'],
-        isBoundary: (_prev, next) => newBatch(next),
-        params: { numRuns: 15 },
-      });
+      testInvariants(
+        test,
+        withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c, pricing)),
+        {
+          vault,
+          inputs: growingSession(shapes),
+          only: ['cache-stable', 'prefix-kept', 'actions-kept', 'no-dangling-reference'],
+          isBoundary: (_prev, next) => newBatch(next),
+          params: { numRuns: 15 },
+        },
+      );
     }
     // Regression (a seed found in CI): a new batch refused by the token gate took the earlier
     // digests down with it, so request 3 went out raw and did not start with request 2.
     describe('a refused batch keeps the earlier renderings', () => {
-      testInvariants(test, withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)), {
-        vault,
-        inputs: growingSession(shapes),
-        only: ['cache-stable'],
-        isBoundary: (_prev, next) => newBatch(next),
-        params: { numRuns: 15, seed: 458143468 },
-      });
+      testInvariants(
+        test,
+        withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)),
+        {
+          vault,
+          inputs: growingSession(shapes),
+          only: ['cache-stable'],
+          isBoundary: (_prev, next) => newBatch(next),
+          params: { numRuns: 15, seed: 458143468 },
+        },
+      );
     });
   });
 
   it('generated sessions get digests (the properties are not vacuous)', async () => {
     let digests = 0;
     for (const [k, session] of fc.sample(growingSession(shapes), { numRuns: 15, seed: 42 }).entries()) {
-      const outs = await runAll(build(vault), session.map((r, i) => [r, { sessionId: `coverage-${k}`, requestId: `r${i}` }] as const));
-      for (const out of outs) for (const s of allStrings(out.value)) if (s.startsWith('[Token Terminator digest')) digests++;
+      const outs = await runAll(
+        build(vault),
+        session.map((r, i) => [r, { sessionId: `coverage-${k}`, requestId: `r${i}` }] as const),
+      );
+      for (const out of outs)
+        for (const s of allStrings(out.value)) if (s.startsWith('[Token Terminator digest')) digests++;
     }
     expect(digests).toBeGreaterThan(0);
   });
 
-  test.prop([providerRequest(shapes)], { numRuns: 30 })('a retry compiles to the same output; the chain stays smaller and its receipts recover', async (request) => {
-    const req = deepFreeze(structuredClone(request));
-    const before = structuredClone(req);
-    const sessionId = `chain-${run++}`;
-    const [a, b] = await runAll(build(vault), [[req, { sessionId, requestId: 'r' }], [req, { sessionId, requestId: 'r' }]]);
-    expect(firstDifference(before, req)).toBeUndefined();
-    expect(canonicalJson(b!.value)).toBe(canonicalJson(a!.value));
-    checkSmaller(req, a!.value, 'request', counter);
-    await checkRecovery(vault, [req], a!, 'request');
-    expect(roleProblems(a!.value)).toEqual(roleProblems(req));
-  });
+  test.prop([providerRequest(shapes)], { numRuns: 30 })(
+    'a retry compiles to the same output; the chain stays smaller and its receipts recover',
+    async (request) => {
+      const req = deepFreeze(structuredClone(request));
+      const before = structuredClone(req);
+      const sessionId = `chain-${run++}`;
+      const [a, b] = await runAll(build(vault), [
+        [req, { sessionId, requestId: 'r' }],
+        [req, { sessionId, requestId: 'r' }],
+      ]);
+      expect(firstDifference(before, req)).toBeUndefined();
+      expect(canonicalJson(b!.value)).toBe(canonicalJson(a!.value));
+      checkSmaller(req, a!.value, 'request', counter);
+      await checkRecovery(vault, [req], a!, 'request');
+      expect(roleProblems(a!.value)).toEqual(roleProblems(req));
+    },
+  );
 
-  test.prop([growingSession(shapes)], { numRuns: 20 })('between batches only the newest output of the previous request may change, into its digest', async (session) => {
-    const sessionId = `stable-${run++}`;
-    const requests = session.map((r) => deepFreeze(structuredClone(r)));
-    const outs = await runAll(build(vault), requests.map((r, i) => [r, { sessionId, requestId: `r${i}` }] as const));
-    for (let i = 0; i + 1 < requests.length; i++) {
-      const a = listOf(outs[i]!.value);
-      const b = listOf(outs[i + 1]!.value);
-      if (canonicalJson(listOf(requests[i + 1]!).slice(0, a.length)) !== canonicalJson(listOf(requests[i]!))) continue;
-      const view = readRequest(outs[i + 1]!.value);
-      a.forEach((item, j) => {
-        if (canonicalJson(item) === canonicalJson(b[j])) return;
-        expect(newBatch(outs[i + 1]!), `item ${j} of request ${i + 1} changed without a batch`).toBe(true);
-        // What a batch changes is a tool output (now a digest or receipt), never anything else.
-        expect(view.slots.some((sl) => sl.item === j && sl.kind === 'tool_output'), `item ${j} of request ${i + 1}`).toBe(true);
-      });
-    }
-  });
+  test.prop([growingSession(shapes)], { numRuns: 20 })(
+    'between batches only the newest output of the previous request may change, into its digest',
+    async (session) => {
+      const sessionId = `stable-${run++}`;
+      const requests = session.map((r) => deepFreeze(structuredClone(r)));
+      const outs = await runAll(
+        build(vault),
+        requests.map((r, i) => [r, { sessionId, requestId: `r${i}` }] as const),
+      );
+      for (let i = 0; i + 1 < requests.length; i++) {
+        const a = listOf(outs[i]!.value);
+        const b = listOf(outs[i + 1]!.value);
+        if (canonicalJson(listOf(requests[i + 1]!).slice(0, a.length)) !== canonicalJson(listOf(requests[i]!)))
+          continue;
+        const view = readRequest(outs[i + 1]!.value);
+        a.forEach((item, j) => {
+          if (canonicalJson(item) === canonicalJson(b[j])) return;
+          expect(newBatch(outs[i + 1]!), `item ${j} of request ${i + 1} changed without a batch`).toBe(true);
+          // What a batch changes is a tool output (now a digest or receipt), never anything else.
+          expect(
+            view.slots.some((sl) => sl.item === j && sl.kind === 'tool_output'),
+            `item ${j} of request ${i + 1}`,
+          ).toBe(true);
+        });
+      }
+    },
+  );
 });

@@ -54,20 +54,36 @@ function spyCounter(inner: TokenCounter): TokenCounter & { readonly longest: () 
   };
 }
 
-const terminal = (content: string, command = 'python3 -m pytest -v tests'): ToolResult => ({ callId: 'c1', name: 'terminal', args: { command }, content, exitCode: 1 });
+const terminal = (content: string, command = 'python3 -m pytest -v tests'): ToolResult => ({
+  callId: 'c1',
+  name: 'terminal',
+  args: { command },
+  content,
+  exitCode: 1,
+});
 
 describe('outputs beyond the artifact ceiling', () => {
   it('one character past the ceiling gets a bounded view with a note instead of passing through', async () => {
     const ceiling = 200_000;
     const vault = await freshVault(ceiling);
     const raw = pytestLog(ceiling + 1);
-    const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'big' })).pipe(compressToolResult({ vault, counter, maxArtifactChars: ceiling })));
+    const out = await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'big' })).pipe(
+        compressToolResult({ vault, counter, maxArtifactChars: ceiling }),
+      ),
+    );
     expect(codePointLength(out.value.content)).toBeLessThan(40_000);
     expect(out.value.content).toMatch(/over the 200,000-char artifact ceiling/);
     expect(out.value.content).toMatch(/not stored/);
     // Faithful on red still holds for what the view shows: the run's final summary is in it.
-    expect(splitLines(out.value.content)).toContain('======================== 5 failed, 112 passed in 4.52s =========================');
-    expect(out.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'applied', reason: 'over_ceiling' });
+    expect(splitLines(out.value.content)).toContain(
+      '======================== 5 failed, 112 passed in 4.52s =========================',
+    );
+    expect(out.decisions.at(-1)).toMatchObject({
+      stage: 'compressToolResult',
+      kind: 'applied',
+      reason: 'over_ceiling',
+    });
     expect((await vault.usage()).artifacts).toBe(0);
   });
 
@@ -76,7 +92,11 @@ describe('outputs beyond the artifact ceiling', () => {
     const vault = await freshVault(ceiling);
     const spy = spyCounter(counter);
     const raw = pytestLog(ceiling + 1);
-    await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'big' })).pipe(compressToolResult({ vault, counter: spy, maxArtifactChars: ceiling })));
+    await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'big' })).pipe(
+        compressToolResult({ vault, counter: spy, maxArtifactChars: ceiling }),
+      ),
+    );
     expect(spy.longest()).toBeLessThan(ceiling / 2);
   });
 
@@ -84,7 +104,11 @@ describe('outputs beyond the artifact ceiling', () => {
     const ceiling = 200_000;
     const vault = await freshVault(ceiling);
     const raw = pytestLog(ceiling);
-    const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'big' })).pipe(compressToolResult({ vault, counter, maxArtifactChars: ceiling })));
+    const out = await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'big' })).pipe(
+        compressToolResult({ vault, counter, maxArtifactChars: ceiling }),
+      ),
+    );
     expect(out.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: 'terminal_compacted' });
     await expectRecovers(vault, out.value.content, raw);
   });
@@ -93,8 +117,16 @@ describe('outputs beyond the artifact ceiling', () => {
     const ceiling = 100_000;
     const vault = await freshVault(ceiling);
     const raw = pytestLog(ceiling + 1);
-    const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'big', cwd: dir })).pipe(deltaRepeatedOutput({ vault, maxArtifactChars: ceiling })));
-    expect(out.decisions.at(-1)).toMatchObject({ stage: 'deltaRepeatedOutput', kind: 'skipped', reason: 'over_ceiling' });
+    const out = await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'big', cwd: dir })).pipe(
+        deltaRepeatedOutput({ vault, maxArtifactChars: ceiling }),
+      ),
+    );
+    expect(out.decisions.at(-1)).toMatchObject({
+      stage: 'deltaRepeatedOutput',
+      kind: 'skipped',
+      reason: 'over_ceiling',
+    });
     expect((await vault.usage()).artifacts).toBe(0);
   });
 });
@@ -110,7 +142,9 @@ describe('long reductions are sliced and abortable', () => {
       if (running) setImmediate(tick);
     };
     setImmediate(tick);
-    const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'slices' })).pipe(compressToolResult({ vault, counter })));
+    const out = await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'slices' })).pipe(compressToolResult({ vault, counter })),
+    );
     running = false;
     expect(out.decisions.at(-1)).toMatchObject({ kind: 'applied' });
     // One turn is the vault's own I/O at most; slices give many.
@@ -122,7 +156,11 @@ describe('long reductions are sliced and abortable', () => {
     const raw = pytestLog(600_000);
     const controller = new AbortController();
     setImmediate(() => controller.abort());
-    const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'abort' }, controller.signal)).pipe(compressToolResult({ vault, counter })));
+    const out = await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'abort' }, controller.signal)).pipe(
+        compressToolResult({ vault, counter }),
+      ),
+    );
     expect(out.value.content).toBe(raw);
     expect(out.decisions.some((d) => d.kind === 'applied')).toBe(false);
     expect((await vault.usage()).artifacts).toBe(0);
@@ -134,7 +172,9 @@ describe('long reductions are sliced and abortable', () => {
     const controller = new AbortController();
     setImmediate(() => controller.abort());
     const ops = deltaRepeatedOutput({ vault });
-    const out = await firstValueFrom(of(createStep(terminal(raw), { sessionId: 'abort', cwd: dir }, controller.signal)).pipe(ops));
+    const out = await firstValueFrom(
+      of(createStep(terminal(raw), { sessionId: 'abort', cwd: dir }, controller.signal)).pipe(ops),
+    );
     expect(out.value.content).toBe(raw);
     expect((await vault.usage()).artifacts).toBe(0);
   });

@@ -12,7 +12,15 @@ import type { ToolResult } from '../../src/step.js';
 import { deepFreeze, faultyVault, testInvariants, toolResultStream, withDeps } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
-import { CASE1_COMMAND, case1GitDiff, expectRecovers, fixture, nativeSearchFixture, result, runOp } from './tool-helpers.js';
+import {
+  CASE1_COMMAND,
+  case1GitDiff,
+  expectRecovers,
+  fixture,
+  nativeSearchFixture,
+  result,
+  runOp,
+} from './tool-helpers.js';
 
 // Top-level so the kit's properties, registered while the file is collected, get them too.
 const dir = mkdtempSync(join(tmpdir(), 'tt-compress-'));
@@ -29,10 +37,18 @@ const bench = { nativeMinChars: 1000, nativeMaxChars: 4000 };
 describe('compressToolResult: native search/process', () => {
   it('facts §4 case 2: reference mode reproduces 4,145 chars / 1,213 tokens and the reference artifact id', async () => {
     const raw = nativeSearchFixture();
-    const [out] = await runOp(op({ ...bench, nativeStrategy: 'reference' }), [result('search_files', raw, { pattern: 'payload' })], { sessionId: 'benchmark' });
+    const [out] = await runOp(
+      op({ ...bench, nativeStrategy: 'reference' }),
+      [result('search_files', raw, { pattern: 'payload' })],
+      { sessionId: 'benchmark' },
+    );
     expect(out!.value.content).toHaveLength(4145);
     expect(counter.count(out!.value.content)).toBe(1213);
-    expect(out!.value.content.endsWith('[Token Terminator: 99.4% fewer characters; full artifact=a_62f66fb1a6d11156293950a7e0add39a; recover with token_terminator action=artifact_get]')).toBe(true);
+    expect(
+      out!.value.content.endsWith(
+        '[Token Terminator: 99.4% fewer characters; full artifact=a_62f66fb1a6d11156293950a7e0add39a; recover with token_terminator action=artifact_get]',
+      ),
+    ).toBe(true);
     await expectRecovers(vault, out!.value.content, raw);
   });
 
@@ -41,12 +57,19 @@ describe('compressToolResult: native search/process', () => {
     const [out] = await runOp(op(bench), [result('search_files', raw, { pattern: 'payload' })]);
     const tokens = counter.count(out!.value.content);
     expect(tokens).toBeLessThanOrEqual(1213);
-    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: 'native_compacted', savedTokens: 190999 - tokens });
+    expect(out!.decisions.at(-1)).toMatchObject({
+      kind: 'applied',
+      reason: 'native_compacted',
+      savedTokens: 190999 - tokens,
+    });
     await expectRecovers(vault, out!.value.content, raw);
   });
 
   it('keeps error lines of a large process log and cuts on line boundaries', async () => {
-    const lines = Array.from({ length: 3000 }, (_, i) => `worker ${i % 7} tick ${'#'.repeat(i % 17)} ${String.fromCharCode(65 + (i % 26))}`);
+    const lines = Array.from(
+      { length: 3000 },
+      (_, i) => `worker ${i % 7} tick ${'#'.repeat(i % 17)} ${String.fromCharCode(65 + (i % 26))}`,
+    );
     lines[1500] = 'Traceback (most recent call last): ValueError: bad frame';
     const raw = lines.join('\n');
     const [out] = await runOp(op(), [result('process', raw)]);
@@ -56,7 +79,11 @@ describe('compressToolResult: native search/process', () => {
 
   it('leaves small results, other tools and read_file (outside aggressive mode) untouched', async () => {
     const big = nativeSearchFixture();
-    const outs = await runOp(op(), [result('search_files', 'x'.repeat(500)), result('web_search', big), result('read_file', big, { path: 'a.txt' })]);
+    const outs = await runOp(op(), [
+      result('search_files', 'x'.repeat(500)),
+      result('web_search', big),
+      result('read_file', big, { path: 'a.txt' }),
+    ]);
     outs.forEach((o) => expect(o.value.content).toBe(o.original.content));
     const [aggr] = await runOp(op({ mode: 'aggressive' }), [result('read_file', big, { path: 'a.txt' })]);
     expect(codePointLength(aggr!.value.content)).toBeLessThan(big.length);
@@ -64,15 +91,26 @@ describe('compressToolResult: native search/process', () => {
 
   it('follows the modes table: native compresses, terminal/suggest/off do not', async () => {
     const raw = nativeSearchFixture();
-    for (const [mode, changed] of [['native', true], ['terminal', false], ['suggest', false], ['off', false]] as const) {
-      const [out] = await runOp(op({ mode }), [result('search_files', raw), result('terminal', fixture('pytest-fail.txt'), { command: 'pytest -v' })]);
+    for (const [mode, changed] of [
+      ['native', true],
+      ['terminal', false],
+      ['suggest', false],
+      ['off', false],
+    ] as const) {
+      const [out] = await runOp(op({ mode }), [
+        result('search_files', raw),
+        result('terminal', fixture('pytest-fail.txt'), { command: 'pytest -v' }),
+      ]);
       expect(out!.value.content !== raw).toBe(changed);
     }
   });
 
   it('maps host tool names and skips non-local backends', async () => {
     const raw = nativeSearchFixture();
-    const [mapped, ssh] = await runOp(op({ toolNames: { Grep: 'search_files' } }), [result('Grep', raw), result('search_files', raw, { env_type: 'ssh' })]);
+    const [mapped, ssh] = await runOp(op({ toolNames: { Grep: 'search_files' } }), [
+      result('Grep', raw),
+      result('search_files', raw, { env_type: 'ssh' }),
+    ]);
     expect(mapped!.value.content.length).toBeLessThan(raw.length);
     expect(ssh!.value.content).toBe(raw);
   });
@@ -81,7 +119,9 @@ describe('compressToolResult: native search/process', () => {
     const own = await createVault({ path: ':memory:' });
     const raw = Array.from({ length: 46 }, (_, i) => `distinct line ${i} ${'abcdefghij'.slice(i % 10)}`).join('\n');
     expect(raw.length).toBeGreaterThan(1000);
-    const [out] = await runOp(compressToolResult({ vault: own, nativeMinChars: 1000, nativeMaxChars: 1000 }), [result('search_files', raw)]);
+    const [out] = await runOp(compressToolResult({ vault: own, nativeMinChars: 1000, nativeMaxChars: 1000 }), [
+      result('search_files', raw),
+    ]);
     expect(out!.value.content).toBe(raw);
     expect(out!.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'not_smaller' });
     expect((await own.usage()).artifacts).toBe(0);
@@ -100,7 +140,10 @@ describe('compressToolResult: native search/process', () => {
     const log = Array.from({ length: 3000 }, (_, i) => `worker ${i % 7} tick ${'#'.repeat(i % 17)} ${i}`).join('\n');
     const raws = [log, fixture('git-diff.txt')];
     const small = await createVault({ path: join(dir, 'pinned.sqlite3'), maxBytes: 200_000 });
-    const outs = await runOp(compressToolResult({ vault: small }), [result('process', raws[0]!), result('terminal', raws[1]!, { command: 'git diff' })]);
+    const outs = await runOp(compressToolResult({ vault: small }), [
+      result('process', raws[0]!),
+      result('terminal', raws[1]!, { command: 'git diff' }),
+    ]);
     expect(outs.map((o) => o.decisions.at(-1)?.kind)).toEqual(['applied', 'applied']);
     // Unpinned filler pushes the vault past its high water again and again.
     for (let i = 0; i < 12; i++) await small.put({ content: `filler ${i} `.repeat(3000) });
@@ -119,10 +162,16 @@ describe('compressToolResult: native search/process', () => {
         return { missing: [...ids], epoch: 'e' };
       },
     });
-    const [out] = await runOp(compressToolResult({ vault: racing }), [result('search_files', raw, { pattern: 'raced' })]);
+    const [out] = await runOp(compressToolResult({ vault: racing }), [
+      result('search_files', raw, { pattern: 'raced' }),
+    ]);
     expect(delivered).toBe(true);
     expect(out!.value.content).toBe(raw);
-    expect(out!.decisions.at(-1)).toMatchObject({ stage: 'compressToolResult', kind: 'failed_open', error: 'VaultVerifyError:E_VAULT_VERIFY' });
+    expect(out!.decisions.at(-1)).toMatchObject({
+      stage: 'compressToolResult',
+      kind: 'failed_open',
+      error: 'VaultVerifyError:E_VAULT_VERIFY',
+    });
   });
 
   it('rejects bad options at build time, naming the operator', () => {
@@ -146,20 +195,28 @@ describe('compressToolResult: terminal results through the built-in compactors',
     ['find.txt', 'find src -type f', 0, ['src/internal/operators/ (']],
     ['python-importtime.txt', 'python3 -X importtime -c "import asyncio"', 0, ['import time: self [us]']],
   ];
-  it.each(cases)('%s: smaller in chars and tokens, exit code and key lines kept, exact raw recoverable', async (name, command, exitCode, keep) => {
-    const raw = fixture(name);
-    const [out] = await runOp(op(), [result('terminal', raw, { command }, exitCode)]);
-    const text = out!.value.content;
-    expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
-    expect(counter.count(text)).toBeLessThan(counter.count(raw));
-    expect(text.startsWith(`[exit code: ${exitCode}]\n`)).toBe(true);
-    for (const k of keep) expect(text).toContain(k);
-    await expectRecovers(vault, text, raw);
-  });
+  it.each(cases)(
+    '%s: smaller in chars and tokens, exit code and key lines kept, exact raw recoverable',
+    async (name, command, exitCode, keep) => {
+      const raw = fixture(name);
+      const [out] = await runOp(op(), [result('terminal', raw, { command }, exitCode)]);
+      const text = out!.value.content;
+      expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
+      expect(counter.count(text)).toBeLessThan(counter.count(raw));
+      expect(text.startsWith(`[exit code: ${exitCode}]\n`)).toBe(true);
+      for (const k of keep) expect(text).toContain(k);
+      await expectRecovers(vault, text, raw);
+    },
+  );
 
   it('a file the agent asked to read (cat, head, sed -n, nl) is shown whole outside aggressive mode, as read_file is', async () => {
     const raw = fixture('python-importtime.txt');
-    for (const command of ['cat src/app.py', 'head -n 400 src/app.py', "sed -n '1,400p' src/app.py", 'cd /repo && nl -ba src/app.py']) {
+    for (const command of [
+      'cat src/app.py',
+      'head -n 400 src/app.py',
+      "sed -n '1,400p' src/app.py",
+      'cd /repo && nl -ba src/app.py',
+    ]) {
       const [kept] = await runOp(op(), [result('terminal', raw, { command })]);
       expect(kept!.value.content, command).toBe(raw);
       const [reduced] = await runOp(op({ mode: 'aggressive' }), [result('terminal', raw, { command })]);
@@ -175,13 +232,19 @@ describe('compressToolResult: terminal results through the built-in compactors',
     const wanted = 'src/internal/operators/mergeMap.ts';
     const [plain] = await runOp(op(), [result('terminal', raw, { command: 'find src -type f' })]);
     expect(plain!.value.content).not.toContain(wanted);
-    const [focused] = await runOp(op({ focus: () => ['mergeMap'] }), [result('terminal', raw, { command: 'find src -type f' })]);
+    const [focused] = await runOp(op({ focus: () => ['mergeMap'] }), [
+      result('terminal', raw, { command: 'find src -type f' }),
+    ]);
     const text = focused!.value.content;
-    expect(text).toContain(`[lines of the full output that mention names from this conversation, left out above]\n${wanted}\n`);
+    expect(text).toContain(
+      `[lines of the full output that mention names from this conversation, left out above]\n${wanted}\n`,
+    );
     expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
     await expectRecovers(vault, text, raw);
     // The call's own arguments count as focus too.
-    const [byArgs] = await runOp(op(), [result('terminal', raw, { command: 'find src -type f  # looking for mergeMap' })]);
+    const [byArgs] = await runOp(op(), [
+      result('terminal', raw, { command: 'find src -type f  # looking for mergeMap' }),
+    ]);
     expect(byArgs!.value.content).toContain(wanted);
   });
 
@@ -216,16 +279,34 @@ describe('compressToolResult: terminal results through the built-in compactors',
 
 describe('compressToolResult: properties', () => {
   // Low thresholds and aggressive mode so tiny and medium outputs of every tool kind get reduced.
-  const lowThresholds = { nativeMinChars: 1000, nativeMaxChars: 1000, terminalMinChars: 200, terminalMaxChars: 600, mode: 'aggressive' } as const;
+  const lowThresholds = {
+    nativeMinChars: 1000,
+    nativeMaxChars: 1000,
+    terminalMinChars: 200,
+    terminalMaxChars: 600,
+    mode: 'aggressive',
+  } as const;
   // noisy_probe stands for any tool the operator has no compactor for.
-  const inputs = toolResultStream({ tools: ['search_files', 'process', 'terminal', 'read_file', 'noisy_probe'], sizes: ['tiny', 'medium'], maxLength: 3 });
+  const inputs = toolResultStream({
+    tools: ['search_files', 'process', 'terminal', 'read_file', 'noisy_probe'],
+    sizes: ['tiny', 'medium'],
+    maxLength: 3,
+  });
   // Built per run from the kit's dependencies, so fails-open gets a faulty vault and a throwing counter.
-  const underTest = withDeps<ToolResult>(({ vault: v, counter: c }) => compressToolResult({ vault: v, ...(c === undefined ? {} : { counter: c }), ...lowThresholds }));
+  const underTest = withDeps<ToolResult>(({ vault: v, counter: c }) =>
+    compressToolResult({ vault: v, ...(c === undefined ? {} : { counter: c }), ...lowThresholds }),
+  );
   testInvariants(test, underTest, { vault, counter, inputs, params: { numRuns: 40 } });
   // Regression (seed found in CI): a terminal output whose compact form had fewer tokens as text
   // but more once JSON-escaped (253 → 256 o200k tokens in the serialized result).
   describe('near a tie, the escaped form decides', () => {
-    testInvariants(test, underTest, { vault, counter, inputs, only: ['unchanged-or-smaller'], params: { numRuns: 10, seed: 1544825315 } });
+    testInvariants(test, underTest, {
+      vault,
+      counter,
+      inputs,
+      only: ['unchanged-or-smaller'],
+      params: { numRuns: 10, seed: 1544825315 },
+    });
   });
 
   // The kit sizes the whole serialized result; what the model reads is the content, so it is also
@@ -235,7 +316,10 @@ describe('compressToolResult: properties', () => {
     let changed = 0;
     await fc.assert(
       fc.asyncProperty(inputs, async (values) => {
-        const outs = await runOp(operator, values.map((v) => deepFreeze(structuredClone(v))));
+        const outs = await runOp(
+          operator,
+          values.map((v) => deepFreeze(structuredClone(v))),
+        );
         for (const [i, out] of outs.entries()) {
           const raw = values[i]!.content;
           if (out.value.content === raw) continue;

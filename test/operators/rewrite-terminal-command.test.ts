@@ -7,7 +7,10 @@ import fc from 'fast-check';
 import { firstValueFrom, from, map, Subject, toArray, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { rewriteTerminalCommand, type RewriteTerminalCommandOptions } from '../../operators/rewrite-terminal-command.js';
+import {
+  rewriteTerminalCommand,
+  type RewriteTerminalCommandOptions,
+} from '../../operators/rewrite-terminal-command.js';
 import { createStep, type Step, type ToolCall } from '../../src/step.js';
 import { assertInvariant, deepFreeze, invariants, toolCallStream } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
@@ -22,7 +25,13 @@ let n = 0;
 beforeEach(() => {
   log = join(work, `log-${(n += 1)}.txt`);
 });
-const calls = (): string[] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter((l) => l !== '') : []);
+const calls = (): string[] =>
+  existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .filter((l) => l !== '')
+    : [];
 
 const call = (command: string, extra: Record<string, unknown> = {}, name = 'terminal'): ToolCall =>
   deepFreeze({ id: `c-${command}`, name, args: { command, cwd: work, ...extra } });
@@ -88,13 +97,17 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     const [out] = await run([call(command)]);
     expect(commandOf(out!)).toBe(command);
     expect(out!.value).toBe(out!.original);
-    expect(out!.decisions).toEqual([{ stage: 'rewriteTerminalCommand', kind: 'failed_open', reason, error: `RtkFaultError:${code}` }]);
+    expect(out!.decisions).toEqual([
+      { stage: 'rewriteTerminalCommand', kind: 'failed_open', reason, error: `RtkFaultError:${code}` },
+    ]);
   });
 
   it('fails open when the pinned rtk binary does not exist (spawn)', async () => {
     const [out, next] = await run([call('git status'), call('git log')], { rtkPath: join(work, 'no-such-rtk') });
     expect(commandOf(out!)).toBe('git status');
-    expect(out!.decisions).toEqual([{ stage: 'rewriteTerminalCommand', kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' }]);
+    expect(out!.decisions).toEqual([
+      { stage: 'rewriteTerminalCommand', kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' },
+    ]);
     expect(reasons(next!)).toEqual(['failed_open:spawn']);
   });
 
@@ -102,16 +115,37 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     await withLog(async () => {
       const other = join(work, 'sub');
       mkdirSync(other, { recursive: true });
-      const out = await run([call('git status'), call('git status'), call('ls stub-exit1'), call('ls stub-exit1'), call('git status', { cwd: other }), call('ls stub-crash'), call('ls stub-crash')]);
+      const out = await run([
+        call('git status'),
+        call('git status'),
+        call('ls stub-exit1'),
+        call('ls stub-exit1'),
+        call('git status', { cwd: other }),
+        call('ls stub-crash'),
+        call('ls stub-crash'),
+      ]);
       expect(out.map(commandOf).slice(0, 2)).toEqual(['rtk git status', 'rtk git status']);
-      expect(calls().map((l) => l.split(' ').slice(2).join(' '))).toEqual(['git status', 'ls stub-exit1', 'git status', 'ls stub-crash', 'ls stub-crash']);
+      expect(calls().map((l) => l.split(' ').slice(2).join(' '))).toEqual([
+        'git status',
+        'ls stub-exit1',
+        'git status',
+        'ls stub-crash',
+        'ls stub-crash',
+      ]);
     });
   });
 
   it('expires cache entries after the TTL and evicts the least recently used', async () => {
     await withLog(async () => {
       let now = 0;
-      const op = rewriteTerminalCommand({ rtkPath: STUB, env: { PATH: '' }, timeoutMs: 5000, cacheTtlMs: 10_000, cacheSize: 2, clock: () => now });
+      const op = rewriteTerminalCommand({
+        rtkPath: STUB,
+        env: { PATH: '' },
+        timeoutMs: 5000,
+        cacheTtlMs: 10_000,
+        cacheSize: 2,
+        clock: () => now,
+      });
       const input = new Subject<Step<ToolCall>>();
       const outputs: Step<ToolCall>[] = [];
       input.pipe(op).subscribe((s) => outputs.push(s));
@@ -127,25 +161,43 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
       await push('git b');
       await push('git c'); // evicts git a
       await push('git a'); // spawn again
-      expect(calls().map((l) => l.split(' ').slice(2).join(' '))).toEqual(['git a', 'git a', 'git b', 'git c', 'git a']);
+      expect(calls().map((l) => l.split(' ').slice(2).join(' '))).toEqual([
+        'git a',
+        'git a',
+        'git b',
+        'git c',
+        'git a',
+      ]);
       input.complete();
     });
   });
 
   it('lets a hung rtk hit the deadline: the original passes and the child is reaped', async () => {
     const pids: number[] = [];
-    const [out, next] = await run([call('git diff stub-hang'), call('git status')], { timeoutMs: 150, onSpawn: (pid) => pids.push(pid) });
+    const [out, next] = await run([call('git diff stub-hang'), call('git status')], {
+      timeoutMs: 150,
+      onSpawn: (pid) => pids.push(pid),
+    });
     expect(commandOf(out!)).toBe('git diff stub-hang');
-    expect(out!.decisions).toEqual([{ stage: 'rewriteTerminalCommand', kind: 'failed_open', reason: 'timeout', error: 'RtkFaultError:E_RTK_TIMEOUT' }]);
+    expect(out!.decisions).toEqual([
+      { stage: 'rewriteTerminalCommand', kind: 'failed_open', reason: 'timeout', error: 'RtkFaultError:E_RTK_TIMEOUT' },
+    ]);
     expect(commandOf(next!)).toBe('rtk git status');
     expect(await waitGone(pids[0]!)).toBe(true);
   });
 
   it('kills and reaps the child when the subscriber unsubscribes mid-rewrite', async () => {
     let pid: number | undefined;
-    const op = rewriteTerminalCommand({ rtkPath: STUB, env: { PATH: '' }, timeoutMs: 60_000, onSpawn: (p) => (pid = p) });
+    const op = rewriteTerminalCommand({
+      rtkPath: STUB,
+      env: { PATH: '' },
+      timeoutMs: 60_000,
+      onSpawn: (p) => (pid = p),
+    });
     const seen: Step<ToolCall>[] = [];
-    const sub: Subscription = from([stepOf(call('git diff stub-hang'))]).pipe(op).subscribe((s) => seen.push(s));
+    const sub: Subscription = from([stepOf(call('git diff stub-hang'))])
+      .pipe(op)
+      .subscribe((s) => seen.push(s));
     for (let i = 0; i < 500 && pid === undefined; i += 1) await new Promise((r) => setTimeout(r, 10));
     expect(pid).toBeDefined();
     expect(gone(pid!)).toBe(false);
@@ -156,18 +208,39 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
 
   it('keeps order when an early rewrite is slower than later ones', async () => {
     const commands = ['git diff stub-hang', 'git status', 'echo hi', 'cargo test'];
-    const out = await run(commands.map((c) => call(c)), { timeoutMs: 200 });
+    const out = await run(
+      commands.map((c) => call(c)),
+      { timeoutMs: 200 },
+    );
     expect(out.map(commandOf)).toEqual(['git diff stub-hang', 'rtk git status', 'echo hi', 'rtk cargo test']);
   });
 
   it('skips already-rtk commands, excluded prefixes, disallowed backends', async () => {
     await withLog(async () => {
       const out = await run(
-        [call('rtk git status'), call(': RTK && rtk ls'), call('  GIT push origin'), call('git status', { env_type: 'docker' }), call('docker exec x ls')],
+        [
+          call('rtk git status'),
+          call(': RTK && rtk ls'),
+          call('  GIT push origin'),
+          call('git status', { env_type: 'docker' }),
+          call('docker exec x ls'),
+        ],
         { exclude: ['git push', 'Docker exec'] },
       );
-      expect(out.map(commandOf)).toEqual(['rtk git status', ': RTK && rtk ls', '  GIT push origin', 'git status', 'docker exec x ls']);
-      expect(out.map((s) => reasons(s)[0])).toEqual(['skipped:already_rtk', 'skipped:already_rtk', 'skipped:excluded', 'skipped:backend', 'skipped:excluded']);
+      expect(out.map(commandOf)).toEqual([
+        'rtk git status',
+        ': RTK && rtk ls',
+        '  GIT push origin',
+        'git status',
+        'docker exec x ls',
+      ]);
+      expect(out.map((s) => reasons(s)[0])).toEqual([
+        'skipped:already_rtk',
+        'skipped:already_rtk',
+        'skipped:excluded',
+        'skipped:backend',
+        'skipped:excluded',
+      ]);
       expect(calls()).toEqual([]);
       const [ssh] = await run([call('git status', { backend: 'ssh' })], { backends: ['all'] });
       expect(commandOf(ssh!)).toBe('rtk git status');
@@ -185,7 +258,10 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
   });
 
   it('maps host tool names; other tools are untouched', async () => {
-    const out = await run([call('git status', {}, 'bash'), call('git status', {}, 'Shell_Exec'), call('git status', {}, 'read_file')], { toolNames: { Shell_Exec: 'terminal' } });
+    const out = await run(
+      [call('git status', {}, 'bash'), call('git status', {}, 'Shell_Exec'), call('git status', {}, 'read_file')],
+      { toolNames: { Shell_Exec: 'terminal' } },
+    );
     expect(out.map(commandOf)).toEqual(['rtk git status', 'rtk git status', 'git status']);
   });
 
@@ -239,7 +315,11 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
       ['setup.cfg', '[metadata]\nname = x\n', false],
     ])('%s with %j → skipped=%s (detected from a child directory)', async (file, text, skipped) => {
       const dir = project({ [file]: text });
-      const out = await run(['pytest', 'python3 -m pytest tests', 'uv run pytest -x', 'cd x && python3.12 -m pytest'].map((c) => call(c, { cwd: join(dir, 'tests') })));
+      const out = await run(
+        ['pytest', 'python3 -m pytest tests', 'uv run pytest -x', 'cd x && python3.12 -m pytest'].map((c) =>
+          call(c, { cwd: join(dir, 'tests') }),
+        ),
+      );
       for (const s of out) expect(reasons(s)[0] === 'skipped:pytest_quiet_config').toBe(skipped);
     });
 
@@ -254,7 +334,9 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
           return undefined;
         }
       };
-      await run([call('pytest', { cwd: dir }), call('pytest -k a', { cwd: dir }), call('pytest tests', { cwd: dir })], { readFile });
+      await run([call('pytest', { cwd: dir }), call('pytest -k a', { cwd: dir }), call('pytest tests', { cwd: dir })], {
+        readFile,
+      });
       expect(reads.filter((p) => p.endsWith('pyproject.toml'))).toHaveLength(1);
     });
 
@@ -268,9 +350,18 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
   it('emits skipped steps synchronously in marble order', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ cold, expectObservable }) => {
-      const steps = { a: stepOf(call('git status', {}, 'read_file')), b: stepOf(call('rtk ls')), c: stepOf(call('git push', {})) };
+      const steps = {
+        a: stepOf(call('git status', {}, 'read_file')),
+        b: stepOf(call('rtk ls')),
+        c: stepOf(call('git push', {})),
+      };
       const op = rewriteTerminalCommand({ rtkPath: STUB, env: { PATH: '' }, exclude: ['git push'] });
-      expectObservable(cold('a-b-c|', steps).pipe(op, map((s) => `${String(commandOf(s))}|${reasons(s).join(',')}`))).toBe('a-b-c|', {
+      expectObservable(
+        cold('a-b-c|', steps).pipe(
+          op,
+          map((s) => `${String(commandOf(s))}|${reasons(s).join(',')}`),
+        ),
+      ).toBe('a-b-c|', {
         a: 'git status|',
         b: 'rtk ls|skipped:already_rtk',
         c: 'git push|skipped:excluded',
@@ -282,15 +373,37 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     expect(() => rewriteTerminalCommand({ timeoutMs: 10 })).toThrow(/rewriteTerminalCommand: options\.timeoutMs/);
     expect(() => rewriteTerminalCommand({ cacheSize: 0 })).toThrow(/rewriteTerminalCommand: options\.cacheSize/);
     expect(() => rewriteTerminalCommand({ mode: 'fast' as never })).toThrow(/rewriteTerminalCommand: options\.mode/);
-    expect(() => rewriteTerminalCommand({ toolNames: { bash: 'shell' } })).toThrow(/rewriteTerminalCommand: options\.toolNames/);
-    expect(() => rewriteTerminalCommand({ exclude: 'git push' as never })).toThrow(/rewriteTerminalCommand: options\.exclude/);
+    expect(() => rewriteTerminalCommand({ toolNames: { bash: 'shell' } })).toThrow(
+      /rewriteTerminalCommand: options\.toolNames/,
+    );
+    expect(() => rewriteTerminalCommand({ exclude: 'git push' as never })).toThrow(
+      /rewriteTerminalCommand: options\.exclude/,
+    );
   });
 
   // Commands made of words the stub reacts to (and ones it does not), drawn into the kit's terminal
   // calls; a no-rewrite answer, garbage and an exact echo all have to leave the command alone.
-  const word = fc.constantFrom('git', 'status', 'ls', 'stub-exit1', 'stub-exit2', 'stub-garbage', 'stub-same', 'echo', 'rtk', 'pytest', '-la', '"a b"');
-  const commandSet = fc.uniqueArray(fc.array(word, { minLength: 1, maxLength: 4 }).map((w) => w.join(' ')), { minLength: 1, maxLength: 6 });
-  const terminalCalls = commandSet.chain((commands) => toolCallStream({ tools: ['terminal'], commands, cwds: [work], minLength: 1, maxLength: 4 }));
+  const word = fc.constantFrom(
+    'git',
+    'status',
+    'ls',
+    'stub-exit1',
+    'stub-exit2',
+    'stub-garbage',
+    'stub-same',
+    'echo',
+    'rtk',
+    'pytest',
+    '-la',
+    '"a b"',
+  );
+  const commandSet = fc.uniqueArray(
+    fc.array(word, { minLength: 1, maxLength: 4 }).map((w) => w.join(' ')),
+    { minLength: 1, maxLength: 6 },
+  );
+  const terminalCalls = commandSet.chain((commands) =>
+    toolCallStream({ tools: ['terminal'], commands, cwds: [work], minLength: 1, maxLength: 4 }),
+  );
 
   it('leaves a command untouched or wraps it exactly in rtk, keeping every other arg and the original', async () => {
     await fc.assert(
@@ -304,7 +417,9 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
           expect(after === before || after === `rtk ${before.trim()}`).toBe(true);
           expect({ ...s.value.args, command: before }).toEqual(input[i]!.args);
           expect(s.original).toBe(input[i]);
-          expect(s.decisions.some((d) => d.kind === 'failed_open' && (d.error ?? '').startsWith('TypeError'))).toBe(false);
+          expect(s.decisions.some((d) => d.kind === 'failed_open' && (d.error ?? '').startsWith('TypeError'))).toBe(
+            false,
+          );
         });
       }),
       { numRuns: 15 },
@@ -314,7 +429,9 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
   it('never mutates caller objects (the kit invariant, plain and deep-frozen calls)', async () => {
     await using vault = await createVault({ path: ':memory:' });
     const op = rewriteTerminalCommand({ rtkPath: STUB, env: { PATH: '' }, timeoutMs: 5000, exclude: ['git push'] });
-    await assertInvariant(invariants.neverMutates(op, { vault, inputs: terminalCalls, context: { cwd: work } }), { numRuns: 15 });
+    await assertInvariant(invariants.neverMutates(op, { vault, inputs: terminalCalls, context: { cwd: work } }), {
+      numRuns: 15,
+    });
   });
 });
 
@@ -322,7 +439,14 @@ const realRtk = (() => {
   try {
     const path = resolveRtkPath(undefined, process.env);
     if (path === undefined) return undefined;
-    return /rtk/.test(execFileSync(path, ['--version'], { encoding: 'utf8', timeout: 2000 })) && execFileSync(path, ['gain', '--help'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }) !== undefined ? path : undefined;
+    return /rtk/.test(execFileSync(path, ['--version'], { encoding: 'utf8', timeout: 2000 })) &&
+      execFileSync(path, ['gain', '--help'], {
+        encoding: 'utf8',
+        timeout: 2000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }) !== undefined
+      ? path
+      : undefined;
   } catch {
     return undefined;
   }

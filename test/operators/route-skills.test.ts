@@ -6,14 +6,33 @@ import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { findCatalogs } from '../../src/compile/skill-catalog.js';
-import { checkSmaller, deepFreeze, firstDifference, requestStream, testInvariants, withDeps, type InvariantName } from '../../src/testing/index.js';
+import {
+  checkSmaller,
+  deepFreeze,
+  firstDifference,
+  requestStream,
+  testInvariants,
+  withDeps,
+  type InvariantName,
+} from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import { runAll } from '../compile/helpers.js';
 import { DISCOVERY_TOOLS, SKILL_PROMPT, skillCatalogText } from './skill-fixture.js';
 
 const ctx = { sessionId: 's' };
-const chat = (prompt = SKILL_PROMPT, system = skillCatalogText(), tools: unknown[] = DISCOVERY_TOOLS): ProviderRequest =>
-  deepFreeze({ model: 'gpt-4o', tools, messages: [{ role: 'system', content: system }, { role: 'user', content: prompt }] });
+const chat = (
+  prompt = SKILL_PROMPT,
+  system = skillCatalogText(),
+  tools: unknown[] = DISCOVERY_TOOLS,
+): ProviderRequest =>
+  deepFreeze({
+    model: 'gpt-4o',
+    tools,
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: prompt },
+    ],
+  });
 const systemOf = (r: ProviderRequest): string => (r['messages'] as { content: string }[])[0]!.content;
 
 describe('routeSkills — unit', () => {
@@ -33,9 +52,27 @@ describe('routeSkills — unit', () => {
   });
 
   it('routes Responses instructions (string input) and Anthropic system blocks', async () => {
-    const responses = deepFreeze({ instructions: skillCatalogText(), input: SKILL_PROMPT, tools: [{ type: 'function', name: 'skills_list' }, { type: 'function', name: 'skill_view' }] });
-    const anthropic = deepFreeze({ system: [{ type: 'text', text: skillCatalogText() }], max_tokens: 10, tools: [{ name: 'skills_list', input_schema: {} }, { name: 'skill_view', input_schema: {} }], messages: [{ role: 'user', content: SKILL_PROMPT }] });
-    const [a, b] = await runAll(routeSkills(), [[responses, ctx], [anthropic, ctx]]);
+    const responses = deepFreeze({
+      instructions: skillCatalogText(),
+      input: SKILL_PROMPT,
+      tools: [
+        { type: 'function', name: 'skills_list' },
+        { type: 'function', name: 'skill_view' },
+      ],
+    });
+    const anthropic = deepFreeze({
+      system: [{ type: 'text', text: skillCatalogText() }],
+      max_tokens: 10,
+      tools: [
+        { name: 'skills_list', input_schema: {} },
+        { name: 'skill_view', input_schema: {} },
+      ],
+      messages: [{ role: 'user', content: SKILL_PROMPT }],
+    });
+    const [a, b] = await runAll(routeSkills(), [
+      [responses, ctx],
+      [anthropic, ctx],
+    ]);
     expect(String(a!.value['instructions'])).not.toContain('calendar');
     expect(JSON.stringify(b!.value['system'])).not.toContain('calendar');
   });
@@ -44,27 +81,50 @@ describe('routeSkills — unit', () => {
     const oneTool = chat(SKILL_PROMPT, skillCatalogText(), [DISCOVERY_TOOLS[0]]);
     const small = chat();
     const blank = chat('   ');
-    const [a, b, c] = await runAll(routeSkills({ minCatalogSkills: 9 }), [[oneTool, ctx], [small, ctx], [blank, ctx]]);
+    const [a, b, c] = await runAll(routeSkills({ minCatalogSkills: 9 }), [
+      [oneTool, ctx],
+      [small, ctx],
+      [blank, ctx],
+    ]);
     expect(a!.value).toBe(oneTool);
     expect(b!.value).toBe(small);
     expect(c!.value).toBe(blank);
   });
 
   it('never rewrites a catalog quoted in user text', async () => {
-    const req = deepFreeze({ tools: DISCOVERY_TOOLS, messages: [{ role: 'system', content: 'plain' }, { role: 'user', content: `${skillCatalogText()}\n${SKILL_PROMPT}` }] });
+    const req = deepFreeze({
+      tools: DISCOVERY_TOOLS,
+      messages: [
+        { role: 'system', content: 'plain' },
+        { role: 'user', content: `${skillCatalogText()}\n${SKILL_PROMPT}` },
+      ],
+    });
     const [out] = await runAll(routeSkills(), [[req, ctx]]);
     expect(out!.value).toBe(req);
   });
 
   it('uses a pluggable scorer and falls back to lexical when it throws', async () => {
-    const [onlyEmail] = await runAll(routeSkills({ scorer: (_p, e) => (e.name === 'email' ? 10 : 0) }), [[chat(), ctx]]);
+    const [onlyEmail] = await runAll(routeSkills({ scorer: (_p, e) => (e.name === 'email' ? 10 : 0) }), [
+      [chat(), ctx],
+    ]);
     expect(findCatalogs(systemOf(onlyEmail!.value))[0]!.entries.map((e) => e.name)).toEqual(['email']);
-    const [fallback] = await runAll(routeSkills({ scorer: () => { throw new Error('x'); } }), [[chat(), ctx]]);
+    const [fallback] = await runAll(
+      routeSkills({
+        scorer: () => {
+          throw new Error('x');
+        },
+      }),
+      [[chat(), ctx]],
+    );
     expect(findCatalogs(systemOf(fallback!.value))[0]!.entries.map((e) => e.name)).toContain('github-release');
   });
 
   it('rejects a char-only win when the exact token count does not shrink', async () => {
-    const liar: TokenCounter = { name: 'liar', exact: true, count: (t) => (t.includes('<available_skills>\n[') ? 1_000_000 : 1) };
+    const liar: TokenCounter = {
+      name: 'liar',
+      exact: true,
+      count: (t) => (t.includes('<available_skills>\n[') ? 1_000_000 : 1),
+    };
     const req = chat();
     const [out] = await runAll(routeSkills({ counter: liar }), [[req, ctx]]);
     expect(out!.value).toBe(req);
@@ -72,7 +132,10 @@ describe('routeSkills — unit', () => {
   });
 
   it('is sticky per session: a later prompt reuses the first routing byte for byte', async () => {
-    const [first, second] = await runAll(routeSkills(), [[chat(), ctx], [chat('Send an email to the team about the calendar'), ctx]]);
+    const [first, second] = await runAll(routeSkills(), [
+      [chat(), ctx],
+      [chat('Send an email to the team about the calendar'), ctx],
+    ]);
     expect(systemOf(second!.value)).toBe(systemOf(first!.value));
   });
 
@@ -102,7 +165,14 @@ describe('routeSkills — properties', () => {
   });
 
   describe('kit invariants (generated catalogs, prompts and discovery tools in three formats)', () => {
-    const INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+    const INVARIANTS: InvariantName[] = [
+      'unchanged-or-smaller',
+      'never-mutates',
+      'recovers-exactly',
+      'fails-open',
+      'releases-on-unsubscribe',
+      'valid-roles',
+    ];
     const op = withDeps<ProviderRequest>(({ counter: c }) => routeSkills(c === undefined ? {} : { counter: c }));
     const inputs = requestStream({ maxLength: 2, skills: 'always', sizes: ['tiny'] });
     testInvariants(test, op, { vault: propertyVault, counter, inputs, only: INVARIANTS, params: { numRuns: 20 } });
@@ -110,7 +180,10 @@ describe('routeSkills — properties', () => {
     it('routes some of the generated catalogs (the properties are not vacuous)', async () => {
       let applied = 0;
       for (const [k, requests] of fc.sample(inputs, { numRuns: 20, seed: 42 }).entries()) {
-        const outs = await runAll(routeSkills({ counter }), requests.map((r) => [r, { sessionId: `coverage-${k}` }] as const));
+        const outs = await runAll(
+          routeSkills({ counter }),
+          requests.map((r) => [r, { sessionId: `coverage-${k}` }] as const),
+        );
         applied += outs.filter((o) => o.decisions.some((d) => d.kind === 'applied')).length;
       }
       expect(applied).toBeGreaterThan(0);

@@ -20,10 +20,21 @@ export function case1GitDiff(root = mkdtempSync(join(tmpdir(), 'tt-case1-'))): {
   return { cwd: root, diff: case1Diff(root) };
 }
 
-export const result = (name: string, content: string, args: Record<string, unknown> = {}, exitCode?: number): ToolResult =>
-  exitCode === undefined ? { callId: `call-${name}`, name, args, content } : { callId: `call-${name}`, name, args, content, exitCode };
+export const result = (
+  name: string,
+  content: string,
+  args: Record<string, unknown> = {},
+  exitCode?: number,
+): ToolResult =>
+  exitCode === undefined
+    ? { callId: `call-${name}`, name, args, content }
+    : { callId: `call-${name}`, name, args, content, exitCode };
 
-export function runOp(op: OperatorFunction<Step<ToolResult>, Step<ToolResult>>, results: readonly ToolResult[], context: StepContext = { sessionId: 's1' }): Promise<Step<ToolResult>[]> {
+export function runOp(
+  op: OperatorFunction<Step<ToolResult>, Step<ToolResult>>,
+  results: readonly ToolResult[],
+  context: StepContext = { sessionId: 's1' },
+): Promise<Step<ToolResult>[]> {
   return firstValueFrom(from(results.map((r) => createStep(r, context))).pipe(op, toArray()));
 }
 

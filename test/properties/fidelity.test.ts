@@ -41,16 +41,33 @@ afterAll(async () => {
 
 // Function-calling and text-protocol agents (fenced ```bash blocks, observations in user messages).
 const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], protocol: 'both' };
-const overrides = { minArtifactChars: 300, maxInlineChars: 700, contextMinVaultChars: 150, temporalMinChars: 200 } as const;
+const overrides = {
+  minArtifactChars: 300,
+  maxInlineChars: 700,
+  contextMinVaultChars: 150,
+  temporalMinChars: 200,
+} as const;
 
 describe('the fidelity invariants hold for the request pipeline of every mode that is not an opt-in', () => {
   for (const mode of ['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off'] as Mode[]) {
     describe(`mode ${mode}`, () => {
       const pipeline = withDeps<ProviderRequest>(async ({ vault: v, counter: c }) => {
-        const tt = await createTerminator({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {}, overrides: { ...overrides, mode }, metrics: false });
+        const tt = await createTerminator({
+          vault: v,
+          ...(c === undefined ? {} : { counter: c }),
+          env: {},
+          overrides: { ...overrides, mode },
+          metrics: false,
+        });
         return { operator: tt.requests(), dispose: () => tt.close() };
       });
-      testInvariants(test, pipeline, { vault, counter, inputs: growingSession(shapes), only: ['prefix-kept', 'actions-kept', 'no-dangling-reference'], params: { numRuns: mode === 'balanced' ? 25 : 8 } });
+      testInvariants(test, pipeline, {
+        vault,
+        counter,
+        inputs: growingSession(shapes),
+        only: ['prefix-kept', 'actions-kept', 'no-dangling-reference'],
+        params: { numRuns: mode === 'balanced' ? 25 : 8 },
+      });
     });
   }
 
@@ -58,8 +75,14 @@ describe('the fidelity invariants hold for the request pipeline of every mode th
     await using tt = await createTerminator({ vault, counter, env: {}, overrides, metrics: false });
     const seen = new Set<string>();
     for (const [k, session] of fc.sample(growingSession(shapes), { numRuns: 15, seed: 7 }).entries()) {
-      const outs = await lastValueFrom(from(session.map((r, i) => createStep(r, { sessionId: `cover-${k}`, requestId: `r${i}` }))).pipe(tt.requests(), toArray()));
-      for (const o of outs) for (const d of o.decisions) if (d.kind === 'applied') seen.add(`${d.stage}:${d.reason.replace(/\d+/g, 'n')}`);
+      const outs = await lastValueFrom(
+        from(session.map((r, i) => createStep(r, { sessionId: `cover-${k}`, requestId: `r${i}` }))).pipe(
+          tt.requests(),
+          toArray(),
+        ),
+      );
+      for (const o of outs)
+        for (const d of o.decisions) if (d.kind === 'applied') seen.add(`${d.stage}:${d.reason.replace(/\d+/g, 'n')}`);
     }
     expect([...seen].some((r) => r.startsWith('compileRequest:n old output(s) digested'))).toBe(true);
     expect([...seen].some((r) => r.includes('bounded view'))).toBe(true);
@@ -70,15 +93,24 @@ describe('the fidelity invariants hold for the request pipeline of every mode th
     const formats = new Set<string>();
     let digestedObservations = 0;
     let blocks = 0;
-    for (const [k, session] of fc.sample(growingSession({ ...shapes, protocol: 'text' }), { numRuns: 20, seed: 11 }).entries()) {
-      const outs = await lastValueFrom(from(session.map((r, i) => createStep(r, { sessionId: `text-${k}`, requestId: `r${i}` }))).pipe(tt.requests(), toArray()));
+    for (const [k, session] of fc
+      .sample(growingSession({ ...shapes, protocol: 'text' }), { numRuns: 20, seed: 11 })
+      .entries()) {
+      const outs = await lastValueFrom(
+        from(session.map((r, i) => createStep(r, { sessionId: `text-${k}`, requestId: `r${i}` }))).pipe(
+          tt.requests(),
+          toArray(),
+        ),
+      );
       const last = outs.at(-1)!.value;
       formats.add('messages' in last ? ('system' in last ? 'anthropic' : 'chat') : 'responses');
       blocks += actionsOf(session.at(-1)!).blocks.length;
       expect(actionsOf(session.at(-1)!).calls).toEqual([]);
       for (const o of outs) {
         const items = (o.value['messages'] ?? o.value['input']) as { role?: string; content?: unknown }[];
-        digestedObservations += items.filter((m) => m.role === 'user' && JSON.stringify(m.content).includes('[Token Terminator digest')).length;
+        digestedObservations += items.filter(
+          (m) => m.role === 'user' && JSON.stringify(m.content).includes('[Token Terminator digest'),
+        ).length;
       }
     }
     expect([...formats].sort()).toEqual(['anthropic', 'chat', 'responses']);
@@ -92,23 +124,43 @@ describe('the fidelity invariants hold for the request pipeline of every mode th
  * deltaRepeatedOutput in call order (terminal outputs repeated in the session become deltas), and
  * the requests carry what the host's transcript keeps.
  */
-async function hostSession(c: Conversation, format: WireFormat, sessionId: string, toolStage: ReturnType<typeof deltaRepeatedOutput>): Promise<ProviderRequest[]> {
+async function hostSession(
+  c: Conversation,
+  format: WireFormat,
+  sessionId: string,
+  toolStage: ReturnType<typeof deltaRepeatedOutput>,
+): Promise<ProviderRequest[]> {
   const requests = renderSession(c, format);
   const last = readRequest(requests.at(-1)!);
   const results: ToolResult[] = last.slots
     .filter((s) => s.kind === 'tool_output')
-    .map((s) => ({ callId: s.callId ?? '', name: s.toolName ?? 'tool', args: s.callArgs ?? {}, content: typeof s.value === 'string' ? s.value : JSON.stringify(s.value) }));
-  const reduced = await lastValueFrom(from(results.map((r) => createStep(r, { sessionId, cwd: '/work/app' }))).pipe(toolStage, toArray()));
+    .map((s) => ({
+      callId: s.callId ?? '',
+      name: s.toolName ?? 'tool',
+      args: s.callArgs ?? {},
+      content: typeof s.value === 'string' ? s.value : JSON.stringify(s.value),
+    }));
+  const reduced = await lastValueFrom(
+    from(results.map((r) => createStep(r, { sessionId, cwd: '/work/app' }))).pipe(toolStage, toArray()),
+  );
   const byId = new Map(reduced.map((s) => [s.value.callId, s.value.content]));
   return requests.map((r) => {
     const view = readRequest(r);
-    return writeSlots(r, view.slots.filter((s) => s.kind === 'tool_output' && byId.get(s.callId ?? '') !== undefined).map((s) => ({ path: s.path, value: byId.get(s.callId!)! })));
+    return writeSlots(
+      r,
+      view.slots
+        .filter((s) => s.kind === 'tool_output' && byId.get(s.callId ?? '') !== undefined)
+        .map((s) => ({ path: s.path, value: byId.get(s.callId!)! })),
+    );
   });
 }
 
 describe('a session id reused by a new conversation', () => {
   const requestChain = (v: Vault) => (src: Parameters<ReturnType<typeof compileRequest>>[0]) =>
-    src.pipe(collapseDuplicates({ vault: v, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }), compileRequest({ vault: v, counter, minVaultChars: 150 }));
+    src.pipe(
+      collapseDuplicates({ vault: v, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
+      compileRequest({ vault: v, counter, minVaultChars: 150 }),
+    );
   // Terminal-only conversations, so repeated commands exist to become deltas.
   const terminalOnly = conversation({ ...shapes, protocol: 'tools', tools: ['terminal'], minTurns: 2 });
   let run = 0;
@@ -120,10 +172,18 @@ describe('a session id reused by a new conversation', () => {
       const toolStage = deltaRepeatedOutput({ vault, counter, minChars: 200, scope: 'session' });
       // The second conversation runs the same commands with the same outputs under the same session
       // id: the tool stage, which cannot see requests, answers with deltas against the first one's.
-      const second: Conversation = { ...first, turns: first.turns.map((t, i) => (i === 0 ? { ...t, user: `${t.user} (a new task)` } : t)) };
+      const second: Conversation = {
+        ...first,
+        turns: first.turns.map((t, i) => (i === 0 ? { ...t, user: `${t.user} (a new task)` } : t)),
+      };
       const a = await hostSession(first, format, sessionId, toolStage);
       const b = await hostSession(second, format, sessionId, toolStage);
-      const outs = await lastValueFrom(from([...a, ...b].map((r, i) => createStep(r, { sessionId, requestId: `r${i}` }))).pipe(requestChain(vault), toArray()));
+      const outs = await lastValueFrom(
+        from([...a, ...b].map((r, i) => createStep(r, { sessionId, requestId: `r${i}` }))).pipe(
+          requestChain(vault),
+          toArray(),
+        ),
+      );
       let shown = new Set<string>();
       outs.forEach((out, i) => {
         if (i === a.length) shown = new Set(); // the new conversation was shown nothing yet
@@ -140,10 +200,25 @@ describe('a session id reused by a new conversation', () => {
       const sessionId = `reuse-cover-${k}`;
       const toolStage = deltaRepeatedOutput({ vault, counter, minChars: 200, scope: 'session' });
       await hostSession(c, 'chat', sessionId, toolStage);
-      const b = await hostSession({ ...c, turns: c.turns.map((t, i) => (i === 0 ? { ...t, user: `${t.user}!` } : t)) }, 'chat', sessionId, toolStage);
-      deltas += b.at(-1)!['messages'] instanceof Array ? (b.at(-1)!['messages'] as { content?: unknown }[]).filter((m) => String(m.content).startsWith('[Token Terminator temporal delta')).length : 0;
-      const outs = await lastValueFrom(from(b.map((r, i) => createStep(r, { sessionId, requestId: `b${i}` }))).pipe(requestChain(vault), toArray()));
-      for (const o of outs) for (const d of o.decisions) if (d.kind === 'applied' && d.reason.includes('delta(s) against an output the request does not show')) resolved++;
+      const b = await hostSession(
+        { ...c, turns: c.turns.map((t, i) => (i === 0 ? { ...t, user: `${t.user}!` } : t)) },
+        'chat',
+        sessionId,
+        toolStage,
+      );
+      deltas +=
+        b.at(-1)!['messages'] instanceof Array
+          ? (b.at(-1)!['messages'] as { content?: unknown }[]).filter((m) =>
+              String(m.content).startsWith('[Token Terminator temporal delta'),
+            ).length
+          : 0;
+      const outs = await lastValueFrom(
+        from(b.map((r, i) => createStep(r, { sessionId, requestId: `b${i}` }))).pipe(requestChain(vault), toArray()),
+      );
+      for (const o of outs)
+        for (const d of o.decisions)
+          if (d.kind === 'applied' && d.reason.includes('delta(s) against an output the request does not show'))
+            resolved++;
     }
     expect(deltas).toBeGreaterThan(0);
     expect(resolved).toBeGreaterThan(0);

@@ -16,14 +16,21 @@ interface PythonVectors {
   readonly percent: readonly { readonly raw: number; readonly compact: number; readonly python: string }[];
   readonly labels: readonly { readonly name: string; readonly python: string }[];
 }
-const vectors = JSON.parse(readFileSync(new URL('../fixtures/receipts/python-vectors.json', import.meta.url), 'utf8')) as PythonVectors;
+const vectors = JSON.parse(
+  readFileSync(new URL('../fixtures/receipts/python-vectors.json', import.meta.url), 'utf8'),
+) as PythonVectors;
 
 const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n });
 const artifactId = fc.oneof(hex(32), hex(64)).map((h) => `a_${h}`);
 
 describe('receipts', () => {
   it('renders the reference golden compiler receipt', () => {
-    const receipt = createReceipt('a_80eeb7e263105329814b1c2bbc602587', 'grep', 400, '80eeb7e263105329814b1c2bbc602587aa');
+    const receipt = createReceipt(
+      'a_80eeb7e263105329814b1c2bbc602587',
+      'grep',
+      400,
+      '80eeb7e263105329814b1c2bbc602587aa',
+    );
     expect(renderReceipt(receipt)).toBe(
       '[Token Terminator artifact a_80eeb7e263105329814b1c2bbc602587 | tool=grep | chars=400 | sha256=80eeb7e263105329… | recover with token_terminator action=artifact_get]',
     );
@@ -37,20 +44,26 @@ describe('receipts', () => {
     expect(parseReceipt(forged)?.artifactId).toBe('a_' + '1'.repeat(32));
   });
 
-  test.prop([artifactId, fc.string({ unit: 'binary', maxLength: 120 }), fc.nat(), fc.option(hex(64), { nil: undefined })])(
-    'parse(render(x)) gives x back and never contains a newline',
-    (id, tool, chars, sha) => {
-      const receipt = createReceipt(id, tool, chars, sha);
-      const text = renderReceipt(receipt);
-      expect(text).not.toMatch(/[\n\r\u2028\u2029]/u);
-      expect(parseReceipt(text)).toEqual(receipt);
-      expect(isReceipt(text)).toBe(true);
-      expect(referencedArtifacts(text)).toEqual([id]);
-    },
-  );
+  test.prop([
+    artifactId,
+    fc.string({ unit: 'binary', maxLength: 120 }),
+    fc.nat(),
+    fc.option(hex(64), { nil: undefined }),
+  ])('parse(render(x)) gives x back and never contains a newline', (id, tool, chars, sha) => {
+    const receipt = createReceipt(id, tool, chars, sha);
+    const text = renderReceipt(receipt);
+    expect(text).not.toMatch(/[\n\r\u2028\u2029]/u);
+    expect(parseReceipt(text)).toEqual(receipt);
+    expect(isReceipt(text)).toBe(true);
+    expect(referencedArtifacts(text)).toEqual([id]);
+  });
 
   it('rejects text that is not exactly a receipt', () => {
-    expect(parseReceipt('[Token Terminator artifact a_zz | tool=x | chars=1 | recover with token_terminator action=artifact_get]')).toBeUndefined();
+    expect(
+      parseReceipt(
+        '[Token Terminator artifact a_zz | tool=x | chars=1 | recover with token_terminator action=artifact_get]',
+      ),
+    ).toBeUndefined();
     expect(isReceipt('hello')).toBe(false);
   });
 
@@ -92,6 +105,8 @@ describe('receipts', () => {
   it('finds artifact ids only on Token Terminator lines', () => {
     const id = 'a_' + 'ab'.repeat(16);
     expect(referencedArtifacts(`plain ${id}`)).toEqual([]);
-    expect(referencedArtifacts(`x\n[Token Terminator temporal delta | current=${id} | previous=${id}]\n`)).toEqual([id]);
+    expect(referencedArtifacts(`x\n[Token Terminator temporal delta | current=${id} | previous=${id}]\n`)).toEqual([
+      id,
+    ]);
   });
 });

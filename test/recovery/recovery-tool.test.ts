@@ -5,7 +5,12 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import type { Config } from '../../src/config/types.js';
-import { createRecoveryTool, RECOVERY_ACTIONS, type RecoveryToolHandle, type WorkingStateStore } from '../../src/recovery/index.js';
+import {
+  createRecoveryTool,
+  RECOVERY_ACTIONS,
+  type RecoveryToolHandle,
+  type WorkingStateStore,
+} from '../../src/recovery/index.js';
 import { anyText } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
@@ -17,7 +22,10 @@ let config: Config;
 let tool: RecoveryToolHandle;
 
 const configFor = (overrides: Parameters<typeof loadConfig>[0] = {}): Config =>
-  loadConfig({ env: { HOME: dir, ...overrides.env }, overrides: { dbPath: join(dir, 'vault.sqlite3'), ...overrides.overrides } });
+  loadConfig({
+    env: { HOME: dir, ...overrides.env },
+    overrides: { dbPath: join(dir, 'vault.sqlite3'), ...overrides.overrides },
+  });
 
 async function call(args: unknown, t: RecoveryToolHandle = tool): Promise<Record<string, any>> {
   const text = await t.handle(args, HOST);
@@ -44,7 +52,11 @@ async function reassemble(id: string, limit: number): Promise<{ content: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-recovery-'));
   config = configFor();
-  vault = await createVault({ path: config.dbPath, maxPageChars: config.maxPageChars, maxSearchResults: config.maxSearchResults });
+  vault = await createVault({
+    path: config.dbPath,
+    maxPageChars: config.maxPageChars,
+    maxSearchResults: config.maxSearchResults,
+  });
   tool = createRecoveryTool({ vault, config });
 });
 
@@ -74,7 +86,11 @@ describe('recovery tool: exact paging (real vault)', () => {
   });
 
   it('returns the documented snake_case keys, sorted', async () => {
-    const { artifactId, sha256 } = await vault.put({ sessionId: HOST.sessionId, content: 'abc\ndef', toolName: 'search_files' });
+    const { artifactId, sha256 } = await vault.put({
+      sessionId: HOST.sessionId,
+      content: 'abc\ndef',
+      toolName: 'search_files',
+    });
     const text = await tool.handle({ action: 'artifact_get', artifact_id: artifactId }, HOST);
     const page = JSON.parse(text) as Record<string, unknown>;
     expect(page).toEqual({
@@ -107,9 +123,17 @@ describe('recovery tool: session and schema', () => {
       },
       get: async () => ({ nodes: {}, edges: {} }),
     };
-    const enabled = createRecoveryTool({ vault, config: configFor({ overrides: { workingGraphChars: 500 } }), workingState: store });
+    const enabled = createRecoveryTool({
+      vault,
+      config: configFor({ overrides: { workingGraphChars: 500 } }),
+      workingState: store,
+    });
     const result = await call(
-      { action: 'working_state_apply', operations: [{ op: 'NODE_CREATE', node_id: 'n1' }], session_id: 'model-spoofed' },
+      {
+        action: 'working_state_apply',
+        operations: [{ op: 'NODE_CREATE', node_id: 'n1' }],
+        session_id: 'model-spoofed',
+      },
       enabled,
     );
     expect(result).toEqual({ accepted: 1 });
@@ -169,7 +193,11 @@ describe('recovery tool: session and schema', () => {
 
   it('clamps a large limit to the page ceiling', async () => {
     const small = createRecoveryTool({ vault, config: configFor({ overrides: { maxPageChars: 10 } }) });
-    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: '0123456789abcdef', toolName: 'terminal' });
+    const { artifactId } = await vault.put({
+      sessionId: HOST.sessionId,
+      content: '0123456789abcdef',
+      toolName: 'terminal',
+    });
     const page = await call({ action: 'artifact_get', artifact_id: artifactId, limit: 1000 }, small);
     expect(page.content).toBe('0123456789');
     expect(page.next_offset).toBe(10);
@@ -201,7 +229,11 @@ describe('recovery tool: other actions', () => {
   });
 
   it('finds matching lines inside one artifact', async () => {
-    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: 'ok\nFATAL: disk full\nok\nfatal again', toolName: 'terminal' });
+    const { artifactId } = await vault.put({
+      sessionId: HOST.sessionId,
+      content: 'ok\nFATAL: disk full\nok\nfatal again',
+      toolName: 'terminal',
+    });
     const found = await call({ action: 'artifact_find', artifact_id: artifactId, query: 'fatal' });
     expect(found.matches).toEqual([
       { line: 2, text: 'FATAL: disk full' },
@@ -211,7 +243,11 @@ describe('recovery tool: other actions', () => {
   });
 
   it('searches by content and returns summaries without content', async () => {
-    const { artifactId } = await vault.put({ sessionId: HOST.sessionId, content: 'the quick zebrafish jumps', toolName: 'search_files' });
+    const { artifactId } = await vault.put({
+      sessionId: HOST.sessionId,
+      content: 'the quick zebrafish jumps',
+      toolName: 'search_files',
+    });
     const found = await call({ action: 'artifact_search', query: 'zebrafish' });
     expect(found.results.map((r: { artifact_id: string }) => r.artifact_id)).toContain(artifactId);
     expect(JSON.stringify(found)).not.toContain('quick');
@@ -239,13 +275,18 @@ describe('recovery tool: other actions', () => {
     const emptyBin = mkdtempSync(join(dir, 'bin-'));
     vi.stubEnv('PATH', emptyBin);
     try {
-      const statusWith = async (rtkPath: string) => (await call({ action: 'status' }, createRecoveryTool({ vault, config: configFor({ overrides: { rtkPath } }) }))).profile;
+      const statusWith = async (rtkPath: string) =>
+        (await call({ action: 'status' }, createRecoveryTool({ vault, config: configFor({ overrides: { rtkPath } }) })))
+          .profile;
       expect(await statusWith('')).toMatchObject({ terminal_rewrite: false });
       expect(await statusWith(join(dir, 'no-such-rtk'))).toMatchObject({ terminal_rewrite: false });
       expect(await statusWith(fakeRtk)).toMatchObject({ terminal_rewrite: true });
       vi.stubEnv('PATH', dir);
       expect(await statusWith('')).toMatchObject({ terminal_rewrite: true });
-      const native = createRecoveryTool({ vault, config: configFor({ overrides: { rtkPath: fakeRtk, mode: 'native' } }) });
+      const native = createRecoveryTool({
+        vault,
+        config: configFor({ overrides: { rtkPath: fakeRtk, mode: 'native' } }),
+      });
       expect((await call({ action: 'status' }, native)).profile).toMatchObject({ terminal_rewrite: false });
     } finally {
       vi.unstubAllEnvs();

@@ -27,7 +27,8 @@ afterAll(async () => {
 
 // A blank query is refused (E_INVALID_ARGUMENTS), and an error is recognised by the tool name only.
 const valid = (query: string): string => (query.trim() === '' ? 'x' : query);
-const lines = (n: number, tag: string): string => Array.from({ length: n }, (_, i) => `${tag} evidence line ${i} value ${(i * 7) % 97}`).join('\n');
+const lines = (n: number, tag: string): string =>
+  Array.from({ length: n }, (_, i) => `${tag} evidence line ${i} value ${(i * 7) % 97}`).join('\n');
 
 describe('isRecoveryResult — unit', () => {
   test.prop([fc.string({ minLength: 1, maxLength: 3000 }), fc.string({ maxLength: 20 })], { numRuns: 25 })(
@@ -35,9 +36,12 @@ describe('isRecoveryResult — unit', () => {
     async (content, query) => {
       const { artifactId } = await tt.vault.put({ sessionId: 'unit', content, toolName: 'terminal' }); // the session's own output: in its scope
       const results = await Promise.all(
-        [{ action: 'artifact_get', artifact_id: artifactId }, { action: 'artifact_peek', artifact_id: artifactId }, { action: 'artifact_find', artifact_id: artifactId, query: valid(query) }, { action: 'artifact_search', query: valid(query) }].map((args) =>
-          tt.recoveryTool.handle(args, { sessionId: 'unit' }),
-        ),
+        [
+          { action: 'artifact_get', artifact_id: artifactId },
+          { action: 'artifact_peek', artifact_id: artifactId },
+          { action: 'artifact_find', artifact_id: artifactId, query: valid(query) },
+          { action: 'artifact_search', query: valid(query) },
+        ].map((args) => tt.recoveryTool.handle(args, { sessionId: 'unit' })),
       );
       for (const text of results) {
         expect(isRecoveryResult({ toolName: 'tool', value: text }), text.slice(0, 80)).toBe(true);
@@ -46,15 +50,33 @@ describe('isRecoveryResult — unit', () => {
     },
   );
 
-  test.prop([fc.jsonValue(), fc.string()], { numRuns: 200 })('does not take a host tool\u2019s JSON or text output for one', (json, text) => {
-    expect(isRecoveryResult({ toolName: 'terminal', value: JSON.stringify(json) })).toBe(false);
-    expect(isRecoveryResult({ toolName: 'tool', value: text })).toBe(false);
-  });
+  test.prop([fc.jsonValue(), fc.string()], { numRuns: 200 })(
+    'does not take a host tool\u2019s JSON or text output for one',
+    (json, text) => {
+      expect(isRecoveryResult({ toolName: 'terminal', value: JSON.stringify(json) })).toBe(false);
+      expect(isRecoveryResult({ toolName: 'tool', value: text })).toBe(false);
+    },
+  );
 
   it('recognises the tool by the name the call resolves to, whatever the result says', () => {
-    expect(isRecoveryResult({ toolName: 'token_terminator', value: '{"error":{"code":"E_INVALID_ARGUMENTS"}}' })).toBe(true);
-    expect(isRecoveryResult({ toolName: 'terminal', value: '[Token Terminator artifact a_0123456789abcdef0123456789abcdef | tool=terminal]' })).toBe(false);
-    expect(isRecoveryResult({ toolName: 'tool', value: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] })).toBe(false);
+    expect(isRecoveryResult({ toolName: 'token_terminator', value: '{"error":{"code":"E_INVALID_ARGUMENTS"}}' })).toBe(
+      true,
+    );
+    expect(
+      isRecoveryResult({
+        toolName: 'terminal',
+        value: '[Token Terminator artifact a_0123456789abcdef0123456789abcdef | tool=terminal]',
+      }),
+    ).toBe(false);
+    expect(
+      isRecoveryResult({
+        toolName: 'tool',
+        value: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      }),
+    ).toBe(false);
   });
 });
 
@@ -64,8 +86,14 @@ describe('the request stages leave recovered results alone — integration (real
     const huge = await tt.vault.put({ sessionId: 's', content: lines(1200, 'huge'), toolName: 'terminal' });
     const mid = await tt.vault.put({ sessionId: 's', content: lines(300, 'mid'), toolName: 'terminal' });
     const results = {
-      huge: await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: huge.artifactId, limit: 200_000 }, { sessionId: 's' }),
-      mid: await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: mid.artifactId, limit: 200_000 }, { sessionId: 's' }),
+      huge: await tt.recoveryTool.handle(
+        { action: 'artifact_get', artifact_id: huge.artifactId, limit: 200_000 },
+        { sessionId: 's' },
+      ),
+      mid: await tt.recoveryTool.handle(
+        { action: 'artifact_get', artifact_id: mid.artifactId, limit: 200_000 },
+        { sessionId: 's' },
+      ),
     };
     expect(results.huge.length).toBeGreaterThan(tt.config.maxInlineChars);
     expect(results.mid.length).toBeLessThan(tt.config.maxInlineChars);
@@ -75,14 +103,26 @@ describe('the request stages leave recovered results alone — integration (real
     ];
     const recovered = new Map<string, string>();
     const recover = (id: string, which: 'huge' | 'mid'): void => {
-      messages.push({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'token_terminator', arguments: '{"action":"artifact_get"}' } }] });
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id, type: 'function', function: { name: 'token_terminator', arguments: '{"action":"artifact_get"}' } },
+        ],
+      });
       messages.push({ role: 'tool', tool_call_id: id, content: results[which] });
       recovered.set(id, results[which]);
     };
     const stages = new Set<string>();
     let hostRewrites = 0;
     for (let t = 0; t < 24; t++) {
-      messages.push({ role: 'assistant', content: `thinking ${t}`, tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"step ${t}"}` } }] });
+      messages.push({
+        role: 'assistant',
+        content: `thinking ${t}`,
+        tool_calls: [
+          { id: `c${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"step ${t}"}` } },
+        ],
+      });
       messages.push({ role: 'tool', tool_call_id: `c${t}`, content: lines(400, `step ${t}`) });
       if (t === 1) recover('tt-huge-1', 'huge');
       if (t === 2) recover('tt-mid-1', 'mid');
@@ -96,9 +136,14 @@ describe('the request stages leave recovered results alone — integration (real
         if (slot.kind !== 'tool_output') continue;
         const expected = recovered.get(slot.callId ?? '');
         if (expected !== undefined) expect(slot.value, `${slot.callId} in request ${t}`).toBe(expected);
-        else if (slot.value !== (messages.find((m) => m['tool_call_id'] === slot.callId)?.['content'] as string)) hostRewrites++;
+        else if (slot.value !== (messages.find((m) => m['tool_call_id'] === slot.callId)?.['content'] as string))
+          hostRewrites++;
       }
-      expect(request.messages.filter((m) => typeof m['tool_call_id'] === 'string' && recovered.has(m['tool_call_id'] as string))).toHaveLength(recovered.size);
+      expect(
+        request.messages.filter(
+          (m) => typeof m['tool_call_id'] === 'string' && recovered.has(m['tool_call_id'] as string),
+        ),
+      ).toHaveLength(recovered.size);
     }
     // The stages were at work on everything else.
     expect(stages).toContain('compileRequest');

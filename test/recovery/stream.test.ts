@@ -10,21 +10,26 @@ const sse = (reply: unknown): string => `${(reply as { sse: string[] }).sse.join
 const json = (reply: unknown): Record<string, unknown> => (reply as { json: Record<string, unknown> }).json;
 
 describe('SseParser', () => {
-  test.prop([fc.array(fc.nat({ max: 4000 }), { maxLength: 12 })])('yields the same events however the bytes are split', (cuts) => {
-    const text = sse(chat.streamCalls([{ id: 'a', name: 'token_terminator', args: { action: 'status' } }], 'hi ünï 😀'));
-    const whole = new SseParser().feed(text);
-    const parser = new SseParser();
-    const points = [...new Set(cuts.map((c) => c % text.length))].sort((a, b) => a - b);
-    const pieces: SseEvent[] = [];
-    let from = 0;
-    for (const p of [...points, text.length]) {
-      pieces.push(...parser.feed(text.slice(from, p)));
-      from = p;
-    }
-    pieces.push(...parser.end());
-    expect(pieces).toEqual(whole);
-    expect(whole.at(-1)!.data).toBe('[DONE]');
-  });
+  test.prop([fc.array(fc.nat({ max: 4000 }), { maxLength: 12 })])(
+    'yields the same events however the bytes are split',
+    (cuts) => {
+      const text = sse(
+        chat.streamCalls([{ id: 'a', name: 'token_terminator', args: { action: 'status' } }], 'hi ünï 😀'),
+      );
+      const whole = new SseParser().feed(text);
+      const parser = new SseParser();
+      const points = [...new Set(cuts.map((c) => c % text.length))].sort((a, b) => a - b);
+      const pieces: SseEvent[] = [];
+      let from = 0;
+      for (const p of [...points, text.length]) {
+        pieces.push(...parser.feed(text.slice(from, p)));
+        from = p;
+      }
+      pieces.push(...parser.end());
+      expect(pieces).toEqual(whole);
+      expect(whole.at(-1)!.data).toBe('[DONE]');
+    },
+  );
 });
 
 function play(format: 'chat' | 'anthropic', text: string, canContinue: boolean) {
@@ -38,7 +43,16 @@ function play(format: 'chat' | 'anthropic', text: string, canContinue: boolean) 
 
 describe('stream rounds', () => {
   it('holds the end of a recovery-only chat round and never shows the call', () => {
-    const { out, end } = play('chat', sse(chat.streamCalls([{ id: 'r1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } }], 'Let me look.')), true);
+    const { out, end } = play(
+      'chat',
+      sse(
+        chat.streamCalls(
+          [{ id: 'r1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } }],
+          'Let me look.',
+        ),
+      ),
+      true,
+    );
     expect(out).not.toContain('token_terminator');
     expect(out).toContain('Let me look.');
     expect(out).not.toContain('[DONE]');
@@ -50,10 +64,23 @@ describe('stream rounds', () => {
   it('passes a mixed chat round on with the client call renumbered to index 0 and the recovery call removed', () => {
     const { out, end } = play(
       'chat',
-      sse(chat.streamCalls([{ id: 'r1', name: 'token_terminator', args: { action: 'status' } }, { id: 'c1', name: 'terminal', args: { command: 'ls' } }])),
+      sse(
+        chat.streamCalls([
+          { id: 'r1', name: 'token_terminator', args: { action: 'status' } },
+          { id: 'c1', name: 'terminal', args: { command: 'ls' } },
+        ]),
+      ),
       true,
     );
-    const chunks = new SseParser().feed(out).filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data) as { choices: { delta: { tool_calls?: { index: number; id?: string }[] }; finish_reason: string | null }[] });
+    const chunks = new SseParser()
+      .feed(out)
+      .filter((e) => e.data !== '[DONE]')
+      .map(
+        (e) =>
+          JSON.parse(e.data) as {
+            choices: { delta: { tool_calls?: { index: number; id?: string }[] }; finish_reason: string | null }[];
+          },
+      );
     const calls = chunks.flatMap((c) => c.choices[0]!.delta.tool_calls ?? []);
     expect(calls.every((c) => c.index === 0)).toBe(true);
     expect(calls.find((c) => c.id !== undefined)?.id).toBe('c1');
@@ -63,7 +90,11 @@ describe('stream rounds', () => {
   });
 
   it('ends a recovery-only round as a finished turn when no round is left', () => {
-    const { out, end } = play('anthropic', sse(anthropic.stream([{ id: 'r1', name: 'token_terminator', args: { action: 'status' } }])), false);
+    const { out, end } = play(
+      'anthropic',
+      sse(anthropic.stream([{ id: 'r1', name: 'token_terminator', args: { action: 'status' } }])),
+      false,
+    );
     expect(out).not.toContain('token_terminator');
     expect(out).toContain('"stop_reason":"end_turn"');
     expect(out).toContain('message_stop');
@@ -95,11 +126,25 @@ describe('the whole-answer loop', () => {
   });
 
   it('keeps a mixed turn for the client and records the round', () => {
-    const body = json(anthropic.calls([{ id: 'r', name: 'token_terminator', args: { action: 'status' } }, { id: 'c', name: 'terminal', args: {} }], 'thinking aloud'));
-    const stripped = stripRecoveryCalls(body, 'anthropic') as { content: { type: string; id?: string }[]; stop_reason: string };
+    const body = json(
+      anthropic.calls(
+        [
+          { id: 'r', name: 'token_terminator', args: { action: 'status' } },
+          { id: 'c', name: 'terminal', args: {} },
+        ],
+        'thinking aloud',
+      ),
+    );
+    const stripped = stripRecoveryCalls(body, 'anthropic') as {
+      content: { type: string; id?: string }[];
+      stop_reason: string;
+    };
     expect(stripped.content.map((b) => b.id ?? b.type)).toEqual(['text', 'c']);
     expect(stripped.stop_reason).toBe('tool_use');
-    const items = exchangeItems(body, 'anthropic', new Map([['r', 'answer']])) as { role: string; content: { type: string; id?: string; tool_use_id?: string }[] }[];
+    const items = exchangeItems(body, 'anthropic', new Map([['r', 'answer']])) as {
+      role: string;
+      content: { type: string; id?: string; tool_use_id?: string }[];
+    }[];
     expect(items.map((i) => i.role)).toEqual(['assistant', 'user']);
     expect(items[0]!.content.map((b) => b.id ?? b.type)).toEqual(['text', 'r']);
     expect(items[1]!.content).toEqual([{ type: 'tool_result', tool_use_id: 'r', content: 'answer' }]);
@@ -108,13 +153,36 @@ describe('the whole-answer loop', () => {
 
 describe('exchanges', () => {
   it('shows a recorded exchange again after the item it followed, and nowhere when that item changed', () => {
-    const request = { model: 'm', messages: [{ role: 'user', content: 'a' }, { role: 'tool', tool_call_id: 't', content: 'out' }] };
-    const exchange = [{ role: 'assistant', content: null, tool_calls: [{ id: 'r', type: 'function', function: { name: 'token_terminator', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'r', content: 'x' }];
+    const request = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'tool', tool_call_id: 't', content: 'out' },
+      ],
+    };
+    const exchange = [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'r', type: 'function', function: { name: 'token_terminator', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'r', content: 'x' },
+    ];
     const state = recordExchange(EMPTY_RECOVERY_STATE, request, 'chat', exchange, undefined);
-    const later = { ...request, messages: [...request.messages, { role: 'assistant', content: 'done' }, { role: 'user', content: 'next' }] };
+    const later = {
+      ...request,
+      messages: [...request.messages, { role: 'assistant', content: 'done' }, { role: 'user', content: 'next' }],
+    };
     const shown = applyExchanges(later, 'chat', state) as { messages: unknown[] };
     expect(shown.messages).toEqual([...request.messages, ...exchange, ...later.messages.slice(2)]);
-    const edited = { ...later, messages: [later.messages[0]!, { role: 'tool', tool_call_id: 't', content: 'different' }, ...later.messages.slice(2)] };
+    const edited = {
+      ...later,
+      messages: [
+        later.messages[0]!,
+        { role: 'tool', tool_call_id: 't', content: 'different' },
+        ...later.messages.slice(2),
+      ],
+    };
     expect(applyExchanges(edited, 'chat', state)).toBe(edited);
     const other = applyExchanges({ model: 'm', messages: [{ role: 'user', content: 'b' }] }, 'chat', state);
     expect((other as { messages: unknown[] }).messages).toHaveLength(1);

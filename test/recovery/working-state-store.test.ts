@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { createRecoveryTool, createWorkingStateStore, type ClosableWorkingStateStore, type RecoveryToolHandle } from '../../src/recovery/index.js';
+import {
+  createRecoveryTool,
+  createWorkingStateStore,
+  type ClosableWorkingStateStore,
+  type RecoveryToolHandle,
+} from '../../src/recovery/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 
@@ -17,7 +22,12 @@ async function call(sessionId: string, args: Record<string, unknown>): Promise<R
   return JSON.parse(await tool.handle(args, { sessionId })) as Record<string, any>;
 }
 
-const node = (node_id: string, extra: Record<string, unknown> = {}) => ({ op: 'node_create', node_id, kind: 'fact', ...extra });
+const node = (node_id: string, extra: Record<string, unknown> = {}) => ({
+  op: 'node_create',
+  node_id,
+  kind: 'fact',
+  ...extra,
+});
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-wstate-'));
@@ -44,7 +54,10 @@ describe('working-state store on the vault file', () => {
         { op: 'EDGE_CREATE', edge_id: 'e1', kind: 'explains', source: 'n2', target: 'n1', event_id: 'evt_custom' },
       ],
     });
-    expect(applied).toMatchObject({ accepted: 3, counts: { nodes: 2, edges: 1, active_nodes: 2, active_edges: 1, events: 3 } });
+    expect(applied).toMatchObject({
+      accepted: 3,
+      counts: { nodes: 2, edges: 1, active_nodes: 2, active_edges: 1, events: 3 },
+    });
     expect(applied.event_ids).toHaveLength(3);
     expect(applied.event_ids[2]).toBe('evt_custom');
     const state = await call('s1', { action: 'working_state_get' });
@@ -89,7 +102,10 @@ describe('working-state store on the vault file', () => {
       action: 'working_state_apply',
       operations: [node('a'), node('b'), { op: 'EDGE_CREATE', edge_id: 'ab', kind: 'k', source: 'a', target: 'b' }],
     });
-    const retired = await call('s5', { action: 'working_state_apply', operations: [{ op: 'NODE_RETIRE', node_id: 'b' }] });
+    const retired = await call('s5', {
+      action: 'working_state_apply',
+      operations: [{ op: 'NODE_RETIRE', node_id: 'b' }],
+    });
     expect(retired.counts).toMatchObject({ active_nodes: 1, active_edges: 0 });
     expect(await call('s5', { action: 'working_state_get' })).toMatchObject({ nodes: { a: {} }, edges: {} });
     const all = await call('s5', { action: 'working_state_get', include_retired: true });
@@ -100,16 +116,26 @@ describe('working-state store on the vault file', () => {
   it('limits nodes by recency and never returns a dangling edge', async () => {
     await call('s6', {
       action: 'working_state_apply',
-      operations: [node('old'), node('new'), { op: 'EDGE_CREATE', edge_id: 'e', kind: 'k', source: 'old', target: 'new' }],
+      operations: [
+        node('old'),
+        node('new'),
+        { op: 'EDGE_CREATE', edge_id: 'e', kind: 'k', source: 'old', target: 'new' },
+      ],
     });
-    await call('s6', { action: 'working_state_apply', operations: [{ op: 'NODE_UPDATE', node_id: 'old', label: 'touched' }] });
+    await call('s6', {
+      action: 'working_state_apply',
+      operations: [{ op: 'NODE_UPDATE', node_id: 'old', label: 'touched' }],
+    });
     const limited = await call('s6', { action: 'working_state_get', limit: 1 });
     expect(Object.keys(limited.nodes)).toEqual(['old']);
     expect(limited.edges).toEqual({});
   });
 
   it('caps nodes per session', async () => {
-    const result = await call('s7', { action: 'working_state_apply', operations: ['a', 'b', 'c', 'd', 'e', 'f'].map((id) => node(id)) });
+    const result = await call('s7', {
+      action: 'working_state_apply',
+      operations: ['a', 'b', 'c', 'd', 'e', 'f'].map((id) => node(id)),
+    });
     expect(result.error.message).toContain('more than 5 nodes');
   });
 

@@ -22,12 +22,19 @@ const output = (tag: string): ToolResult => ({
   callId: `c-${tag}`,
   name: 'search_files',
   args: { pattern: tag },
-  content: Array.from({ length: 600 }, (_, i) => `src/${tag}/file_${i}.ts:${i + 1}: const ${tag}_${i} = lookup(${i});`).join('\n'),
+  content: Array.from(
+    { length: 600 },
+    (_, i) => `src/${tag}/file_${i}.ts:${i + 1}: const ${tag}_${i} = lookup(${i});`,
+  ).join('\n'),
 });
 
 describe('a bounded vault that fills with delivered evidence', () => {
   it('keeps reducing session after session once ended sessions release their pins; a live session keeps its receipts', async () => {
-    const tt = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'vault.sqlite3'), vaultMaxBytes: CAPACITY, minArtifactChars: 4000 }, ledger: false });
+    const tt = await createTerminator({
+      env: {},
+      overrides: { dbPath: join(dir, 'vault.sqlite3'), vaultMaxBytes: CAPACITY, minArtifactChars: 4000 },
+      ledger: false,
+    });
     try {
       const kept = await tt.reduceToolResult(output('kept'), { sessionId: 'live' });
       const [keptId] = receiptIds(kept.value.content);
@@ -41,7 +48,9 @@ describe('a bounded vault that fills with delivered evidence', () => {
         if (failed.length > 0) refused.push(`${sessionId}: ${failed.map((d) => d.error).join(', ')}`);
         for (const id of receiptIds(out.value.content)) {
           const got = await recoverViaTool(tt.recoveryTool, sessionId, id);
-          expect(got.content !== undefined && idMatches(id, got.content), `${sessionId}: its receipt recovers`).toBe(true);
+          expect(got.content !== undefined && idMatches(id, got.content), `${sessionId}: its receipt recovers`).toBe(
+            true,
+          );
         }
         await tt.endSession?.({ sessionId });
       }
@@ -50,7 +59,10 @@ describe('a bounded vault that fills with delivered evidence', () => {
       expect(usage.bytes).toBeLessThanOrEqual(CAPACITY);
       expect(usage.prunedArtifacts).toBeGreaterThan(0);
       const got = await recoverViaTool(tt.recoveryTool, 'live', keptId!);
-      expect(got.content !== undefined && idMatches(keptId!, got.content), 'the live session still recovers its first receipt').toBe(true);
+      expect(
+        got.content !== undefined && idMatches(keptId!, got.content),
+        'the live session still recovers its first receipt',
+      ).toBe(true);
     } finally {
       await tt.close();
     }

@@ -49,8 +49,16 @@ interface Killed {
  * replay --db --dump`, printing `delivered <n>` synchronously after each request) and SIGKILL it
  * the moment it reports `afterRequests` delivered requests.
  */
-function replayAndKill(db: string, sessions: string, dump: string, afterRequests: number): Promise<Killed & { readonly deliveredAtKill: number; readonly lastDelivered: number; readonly finished: boolean }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture('replay-worker.ts'), sessions, db, dump], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+function replayAndKill(
+  db: string,
+  sessions: string,
+  dump: string,
+  afterRequests: number,
+): Promise<Killed & { readonly deliveredAtKill: number; readonly lastDelivered: number; readonly finished: boolean }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture('replay-worker.ts'), sessions, db, dump], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   let buffer = '';
   let deliveredAtKill = -1;
@@ -73,17 +81,20 @@ function replayAndKill(db: string, sessions: string, dump: string, afterRequests
   });
   return new Promise((resolvePromise, reject) => {
     child.on('error', reject);
-    child.on('close', (code, signal) => resolvePromise({ lines: completeLines(dump), signal, code, stderr, deliveredAtKill, lastDelivered, finished }));
+    child.on('close', (code, signal) =>
+      resolvePromise({ lines: completeLines(dump), signal, code, stderr, deliveredAtKill, lastDelivered, finished }),
+    );
   });
 }
 
 /** Requests a recorded session produces (one per assistant turn after the first message). */
-const requestsOf = (messages: readonly Readonly<Record<string, unknown>>[]): number => messages.filter((m, i) => i > 0 && m['role'] === 'assistant').length;
+const requestsOf = (messages: readonly Readonly<Record<string, unknown>>[]): number =>
+  messages.filter((m, i) => i > 0 && m['role'] === 'assistant').length;
 
 async function recoversExactly(vault: Vault, id: string): Promise<boolean> {
   const parts: string[] = [];
   try {
-    for (let offset: number | null = 0; offset !== null; ) {
+    for (let offset: number | null = 0; offset !== null;) {
       const page = await vault.page(id, offset);
       parts.push(page.content);
       offset = page.nextOffset;
@@ -105,7 +116,10 @@ describe('replay killed with SIGKILL at random points', () => {
       const runs = Array.from({ length: PARALLEL }, (_, j) => {
         const n = round * PARALLEL + j;
         const sessions = join(dir, `sessions-${n}.jsonl`);
-        const workload = [buildWorkload({ id: `crash-${n}a`, variant: n % 5, fillerTurns: 8 }), buildWorkload({ id: `crash-${n}b`, variant: (n + 1) % 5, fillerTurns: 8 })];
+        const workload = [
+          buildWorkload({ id: `crash-${n}a`, variant: n % 5, fillerTurns: 8 }),
+          buildWorkload({ id: `crash-${n}b`, variant: (n + 1) % 5, fillerTurns: 8 }),
+        ];
         writeSessions(sessions, workload);
         const total = workload.reduce((t, w) => t + requestsOf(w.messages), 0);
         // Kill points: after 1 … total/3 delivered requests, then wherever the next request is
@@ -151,6 +165,8 @@ describe('replay killed with SIGKILL at random points', () => {
     expect(final.code).toBe(0);
     const figures = JSON.parse(final.stdout) as { receipts: number; recovery_failures: number };
     expect(figures.recovery_failures).toBe(0);
-    console.log(`crashes: ${killed} SIGKILLs (${points.join(', ')}), ${seen.size} receipts written before a kill, all recovered; final replay ${figures.receipts} receipts`);
+    console.log(
+      `crashes: ${killed} SIGKILLs (${points.join(', ')}), ${seen.size} receipts written before a kill, all recovered; final replay ${figures.receipts} receipts`,
+    );
   }, 600_000);
 });

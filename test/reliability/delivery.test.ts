@@ -19,7 +19,16 @@ import type { ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { PutInput, StoreScope, Vault } from '../../src/vault/types.js';
 import { buildWorkload } from '../fixtures/reliability/workload.js';
-import { checkResults, firstLine, receiptIds, recoverViaTool, RTK_STUB, runWorkload, startScript, tempDir } from './harness.js';
+import {
+  checkResults,
+  firstLine,
+  receiptIds,
+  recoverViaTool,
+  RTK_STUB,
+  runWorkload,
+  startScript,
+  tempDir,
+} from './harness.js';
 
 const { dir, cleanup } = tempDir('tt-delivery-');
 afterAll(cleanup);
@@ -86,7 +95,13 @@ function racing(vault: Vault, ask: (line: string) => Promise<string>, counts: { 
   });
 }
 
-const overrides = (path: string) => ({ dbPath: path, rtkPath: RTK_STUB, vaultMaxBytes: CAPACITY, minArtifactChars: 4000, contextBlockTurns: 0 });
+const overrides = (path: string) => ({
+  dbPath: path,
+  rtkPath: RTK_STUB,
+  vaultMaxBytes: CAPACITY,
+  minArtifactChars: 4000,
+  contextBlockTurns: 0,
+});
 
 describe('delivery is the commit point (two processes on one vault)', () => {
   it('no receipt reaches the host for an artifact another process pruned before its delivery', async () => {
@@ -94,19 +109,30 @@ describe('delivery is the commit point (two processes on one vault)', () => {
     const vault = await createVault({ path, maxBytes: CAPACITY, highWaterPct: 90, lowWaterPct: 80 });
     const pruner = await startPruner(path);
     const counts = { pruned: 0 };
-    const tt = await createTerminator({ env: {}, overrides: overrides(path), vault: racing(vault, pruner.ask, counts), ledger: false });
+    const tt = await createTerminator({
+      env: {},
+      overrides: overrides(path),
+      vault: racing(vault, pruner.ask, counts),
+      ledger: false,
+    });
     try {
       const reports = [];
       for (let v = 0; v < 2; v++) {
         const w = buildWorkload({ id: `race-${v}`, variant: 40 + v });
         const results = await runWorkload(tt, w);
-        reports.push({ w, results, report: await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id)) });
+        reports.push({
+          w,
+          results,
+          report: await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id)),
+        });
         await tt.endSession?.({ sessionId: w.id });
       }
       expect(counts.pruned).toBeGreaterThanOrEqual(4); // the race really happened
       for (const { w, report } of reports) expect(report.problems, w.id).toEqual([]);
       // The request stages still reduced: a vaulted-again artifact was delivered on the second try.
-      const requestReceipts = reports.flatMap(({ results }) => results.filter((r) => r.kind === 'request').flatMap((r) => receiptIds(r.output?.value)));
+      const requestReceipts = reports.flatMap(({ results }) =>
+        results.filter((r) => r.kind === 'request').flatMap((r) => receiptIds(r.output?.value)),
+      );
       expect(requestReceipts.length).toBeGreaterThan(0);
     } finally {
       await tt.close();
@@ -159,14 +185,25 @@ describe('delivery is the commit point (two processes on one vault)', () => {
 
   it('after the vault file is damaged under an open vault, the duplicate collapse hands out no receipt', async () => {
     const path = join(dir, 'damaged.sqlite3');
-    const tt: Terminator = await createTerminator({ env: {}, overrides: { ...overrides(path), vaultMaxBytes: 64 * 1024 * 1024 }, ledger: false });
+    const tt: Terminator = await createTerminator({
+      env: {},
+      overrides: { ...overrides(path), vaultMaxBytes: 64 * 1024 * 1024 },
+      ledger: false,
+    });
     const big = `${'duplicate evidence line, the same in both copies\n'.repeat(300)}`;
     const request = (turn: number): ProviderRequest => ({
       model: 'gpt-4o',
       messages: [
         { role: 'system', content: 'You are a coding agent.' },
         { role: 'user', content: 'read the file twice' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }, { id: 'c2', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+            { id: 'c2', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'c1', content: big },
         { role: 'tool', tool_call_id: 'c2', content: big },
         ...Array.from({ length: turn }, (_, i) => [
@@ -181,7 +218,7 @@ describe('delivery is the commit point (two processes on one vault)', () => {
       // Damage the file as another process would: write and checkpoint through a second connection
       // (the open connection's page cache is then stale), then overwrite every page after the header.
       const other = new Database(path);
-      other.prepare("UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)").run();
+      other.prepare('UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)').run();
       other.pragma('wal_checkpoint(TRUNCATE)');
       other.close();
       const size = statSync(path).size;

@@ -73,7 +73,13 @@ function cellDir(): string {
 // rewrites, 8000-char managed outputs, the 23,910-char file read shown as a bounded view from
 // 16,000 chars — read_file and `cat` are shown whole by the tool stage —, the skill-routing opt-in so
 // that its stage runs too); pin them so the matrix does not drift with the product defaults.
-const baseOverrides = { rtkPath: RTK_STUB, contextBlockTurns: 0, minArtifactChars: 8000, maxInlineChars: 16_000, skillRouting: true } as const;
+const baseOverrides = {
+  rtkPath: RTK_STUB,
+  contextBlockTurns: 0,
+  minArtifactChars: 8000,
+  maxInlineChars: 16_000,
+  skillRouting: true,
+} as const;
 
 function open(dbPath: string, extra: Parameters<typeof createTerminator>[0] = {}): Promise<Terminator> {
   return createTerminator({ env: {}, ...extra, overrides: { ...baseOverrides, dbPath, ...extra.overrides } });
@@ -93,7 +99,14 @@ function summary(results: readonly ItemResult[], receipts: number, recovered: nu
 }
 
 /** Run the workload, lift the fault, check every output and every receipt, record the row. */
-async function checkCell(cell: string, injection: string, tt: Terminator, expectation: Expect, lift?: () => void | Promise<void>, recoverFrom?: Terminator): Promise<ItemResult[]> {
+async function checkCell(
+  cell: string,
+  injection: string,
+  tt: Terminator,
+  expectation: Expect,
+  lift?: () => void | Promise<void>,
+  recoverFrom?: Terminator,
+): Promise<ItemResult[]> {
   const results = await runWorkload(tt, workload);
   await lift?.();
   const from = recoverFrom ?? tt;
@@ -101,7 +114,10 @@ async function checkCell(cell: string, injection: string, tt: Terminator, expect
   rows.push({ cell, injection, outcome: summary(results, report.receipts.length, report.recovered) });
   expect(report.problems).toEqual([]);
   for (const kind of expectation.failedOpenIn) {
-    expect(decisionsOf(results, kind).some((d) => d.kind === 'failed_open'), `a failed_open decision in the ${kind} stream`).toBe(true);
+    expect(
+      decisionsOf(results, kind).some((d) => d.kind === 'failed_open'),
+      `a failed_open decision in the ${kind} stream`,
+    ).toBe(true);
   }
   for (const kind of expectation.passThrough ?? []) {
     const of = results.filter((r) => r.kind === kind);
@@ -126,7 +142,12 @@ async function checkHealed(tt: Terminator): Promise<number> {
  * the whole workload passes through unchanged with a failed_open decision on every output, status
  * reports the vault unavailable and the recovery tool answers E_VAULT_OPEN.
  */
-async function startupCell(cell: string, injection: string, paths: readonly string[], overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {}): Promise<string[]> {
+async function startupCell(
+  cell: string,
+  injection: string,
+  paths: readonly string[],
+  overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {},
+): Promise<string[]> {
   const reasons: string[] = [];
   const outcomes: string[] = [];
   for (const [i, path] of paths.entries()) {
@@ -144,12 +165,24 @@ async function startupCell(cell: string, injection: string, paths: readonly stri
     const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id));
     expect(report.problems).toEqual([]);
     expect(passedThrough(results), 'every output passed through').toBe(results.length);
-    expect(results.every((r) => r.output?.decisions.some((d) => d.kind === 'failed_open' && d.error === 'VaultOpenError:E_VAULT_OPEN')), 'a failed_open decision on every output').toBe(true);
-    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: w.id })) as Record<string, unknown>;
+    expect(
+      results.every((r) =>
+        r.output?.decisions.some((d) => d.kind === 'failed_open' && d.error === 'VaultOpenError:E_VAULT_OPEN'),
+      ),
+      'a failed_open decision on every output',
+    ).toBe(true);
+    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: w.id })) as Record<
+      string,
+      unknown
+    >;
     expect(status).toMatchObject({ vault_available: false, passthrough: true, vault_open_reason: error.reason });
-    const get = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: `a_${'0'.repeat(32)}` }, { sessionId: w.id })) as { error?: { code: string } };
+    const get = JSON.parse(
+      await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: `a_${'0'.repeat(32)}` }, { sessionId: w.id }),
+    ) as { error?: { code: string } };
     expect(get.error?.code).toBe('E_VAULT_OPEN');
-    outcomes.push(`${label(error)} (${error.reason}) → ${summary(results, report.receipts.length, report.recovered)}; status vault_available=false; artifact_get → ${get.error?.code}`);
+    outcomes.push(
+      `${label(error)} (${error.reason}) → ${summary(results, report.receipts.length, report.recovered)}; status vault_available=false; artifact_get → ${get.error?.code}`,
+    );
   }
   rows.push({ cell, injection, outcome: `throw: rejects; passthrough (default): ${outcomes.join(' | ')}` });
   return reasons;
@@ -159,8 +192,20 @@ describe('control: no fault', () => {
   it('applies every stage of both pipelines and every receipt recovers exactly', async () => {
     await using tt = await open(join(cellDir(), 'vault.sqlite3'));
     const results = await checkCell('none (control)', '-', tt, { failedOpenIn: [] });
-    const applied = new Set(decisionsOf(results).filter((d) => d.kind === 'applied').map((d) => d.stage));
-    for (const stage of ['rewriteTerminalCommand', 'deltaRepeatedOutput', 'compressToolResult', 'collapseDuplicates', 'routeSkills', 'compileRequest', 'capOutputBudget']) {
+    const applied = new Set(
+      decisionsOf(results)
+        .filter((d) => d.kind === 'applied')
+        .map((d) => d.stage),
+    );
+    for (const stage of [
+      'rewriteTerminalCommand',
+      'deltaRepeatedOutput',
+      'compressToolResult',
+      'collapseDuplicates',
+      'routeSkills',
+      'compileRequest',
+      'capOutputBudget',
+    ]) {
       expect(applied.has(stage), stage).toBe(true);
     }
     expect(decisionsOf(results).filter((d) => d.kind === 'failed_open')).toEqual([]);
@@ -176,7 +221,10 @@ describe('vault faults', () => {
     const filler = await tt.vault.put({ content: 'pinned evidence ░\n'.repeat(4990), toolName: 'filler' });
     await tt.vault.pin([filler.artifactId]);
     expect((await tt.vault.usage()).bytes).toBeGreaterThan(99_000);
-    const results = await checkCell('vault full (capacity)', 'vaultMaxBytes 100 kB filled with pinned evidence', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] });
+    const results = await checkCell('vault full (capacity)', 'vaultMaxBytes 100 kB filled with pinned evidence', tt, {
+      failedOpenIn: ['tool_result', 'request'],
+      passThrough: ['tool_result'],
+    });
     expect(errorLabels(results)).toContain('E_VAULT_CAPACITY');
   });
 
@@ -192,7 +240,11 @@ describe('vault faults', () => {
     await probe.close();
     const cap = Math.floor(evidence / 0.94);
     await using tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { vaultMaxBytes: cap } });
-    for (let i = 0; i < 4; i++) await tt.vault.put({ content: `older unpinned evidence ${i}\n`.repeat(Math.floor(cap / 12 / 27)), toolName: 'filler' });
+    for (let i = 0; i < 4; i++)
+      await tt.vault.put({
+        content: `older unpinned evidence ${i}\n`.repeat(Math.floor(cap / 12 / 27)),
+        toolName: 'filler',
+      });
     const results = await runWorkload(tt, workload);
     const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, workload.id, id));
     const usage = await tt.vault.usage();
@@ -219,7 +271,13 @@ describe('vault faults', () => {
       await exited;
     };
     try {
-      const results = await checkCell('vault locked (other process)', 'child holds BEGIN EXCLUSIVE; TOKEN_TERMINATOR_BUSY_TIMEOUT_MS 50', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, release);
+      const results = await checkCell(
+        'vault locked (other process)',
+        'child holds BEGIN EXCLUSIVE; TOKEN_TERMINATOR_BUSY_TIMEOUT_MS 50',
+        tt,
+        { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
+        release,
+      );
       expect(errorLabels(results)).toMatch(/SQLITE_BUSY/);
       await checkHealed(tt);
     } finally {
@@ -244,7 +302,10 @@ describe('vault faults', () => {
     expect(reasons[0]).toBe('SQLITE_NOTADB');
     // A vault file with damaged pages is opened read-only (issue 14 item 7): nothing is reduced,
     // recovery serves what is intact (here nothing is: every page after the header is garbage).
-    const thrown = await open(db, { vaultErrors: 'throw' }).then(async (tt) => (await tt.close(), undefined), (e: unknown) => e);
+    const thrown = await open(db, { vaultErrors: 'throw' }).then(
+      async (tt) => (await tt.close(), undefined),
+      (e: unknown) => e,
+    );
     expect(thrown).toMatchObject({ name: 'VaultHealthError', code: 'E_VAULT_CORRUPT' });
     await using tt = await open(db);
     const w = buildWorkload({ id: `startup-${cellNo}-pages`, variant: 200 + cellNo });
@@ -252,8 +313,15 @@ describe('vault faults', () => {
     const report = await checkResults(results, (id) => recoverViaTool(tt.recoveryTool, w.id, id));
     expect(report.problems).toEqual([]);
     expect(passedThrough(results)).toBe(results.length);
-    expect(results.every((r) => r.output?.decisions.some((d) => d.kind === 'failed_open' && d.error === 'VaultHealthError:E_VAULT_CORRUPT'))).toBe(true);
-    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: w.id })) as Record<string, unknown>;
+    expect(
+      results.every((r) =>
+        r.output?.decisions.some((d) => d.kind === 'failed_open' && d.error === 'VaultHealthError:E_VAULT_CORRUPT'),
+      ),
+    ).toBe(true);
+    const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: w.id })) as Record<
+      string,
+      unknown
+    >;
     expect(status).toMatchObject({ passthrough: true, read_only: true, vault_health: { state: 'corrupt' } });
     rows.push({
       cell: 'corrupted pages before open',
@@ -268,7 +336,12 @@ describe('vault faults', () => {
     const holder = startScript('lock-holder.ts', [db]);
     try {
       expect(await firstLine(holder)).toBe('ready');
-      const [reason] = await startupCell('vault locked at open', 'child holds BEGIN EXCLUSIVE before createTerminator; TOKEN_TERMINATOR_BUSY_TIMEOUT_MS 50', [db], { busyTimeoutMs: 50 });
+      const [reason] = await startupCell(
+        'vault locked at open',
+        'child holds BEGIN EXCLUSIVE before createTerminator; TOKEN_TERMINATOR_BUSY_TIMEOUT_MS 50',
+        [db],
+        { busyTimeoutMs: 50 },
+      );
       expect(reason).toMatch(/^SQLITE_BUSY/);
     } finally {
       holder.kill('SIGKILL');
@@ -282,14 +355,17 @@ describe('vault faults', () => {
     // Another connection writes and checkpoints (our connection's page cache becomes stale),
     // then the pages after the header are overwritten.
     const other = new Database(db);
-    other.prepare("UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)").run();
+    other.prepare('UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)').run();
     other.pragma('wal_checkpoint(TRUNCATE)');
     other.close();
     const size = statSync(db).size;
     const fd = openSync(db, 'r+');
     writeSync(fd, Buffer.alloc(size - 4096, 0x5a), 0, size - 4096, 4096);
     closeSync(fd);
-    const results = await checkCell('corrupted file after open', 'pages overwritten under an open vault', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] });
+    const results = await checkCell('corrupted file after open', 'pages overwritten under an open vault', tt, {
+      failedOpenIn: ['tool_result', 'request'],
+      passThrough: ['tool_result'],
+    });
     expect(errorLabels(results)).toMatch(/SQLITE_CORRUPT/);
   });
 
@@ -304,7 +380,11 @@ describe('vault faults', () => {
       paths.push(join(ro, 'vault.sqlite3'));
     }
     try {
-      const reasons = await startupCell('read-only dir before open', `path under a regular file${chattrOk ? '; chattr +i directory (root ignores chmod)' : ''}`, paths);
+      const reasons = await startupCell(
+        'read-only dir before open',
+        `path under a regular file${chattrOk ? '; chattr +i directory (root ignores chmod)' : ''}`,
+        paths,
+      );
       expect(reasons[0]).toBe('ENOTDIR');
       if (chattrOk) expect(reasons[1]).toBe('EPERM');
     } finally {
@@ -312,26 +392,35 @@ describe('vault faults', () => {
     }
   });
 
-  it.skipIf(!chattrOk)('read-only files after open (chattr +i): writes fail, results pass through, then heals', async () => {
-    const d = cellDir();
-    const db = join(d, 'vault.sqlite3');
-    await using tt = await open(db);
-    await tt.vault.put({ content: 'warm-up evidence\n'.repeat(300) }); // creates the -wal file
-    const targets = [db, `${db}-wal`, d];
-    execFileSync('chattr', ['+i', ...targets]);
-    let lifted = false;
-    const lift = (): void => {
-      if (!lifted) execFileSync('chattr', ['-i', ...targets]);
-      lifted = true;
-    };
-    try {
-      const results = await checkCell('read-only after open', 'chattr +i on the vault file, its -wal and the directory', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, lift);
-      expect(errorLabels(results)).toMatch(/SQLITE_IOERR|SQLITE_READONLY/);
-      await checkHealed(tt);
-    } finally {
-      lift();
-    }
-  });
+  it.skipIf(!chattrOk)(
+    'read-only files after open (chattr +i): writes fail, results pass through, then heals',
+    async () => {
+      const d = cellDir();
+      const db = join(d, 'vault.sqlite3');
+      await using tt = await open(db);
+      await tt.vault.put({ content: 'warm-up evidence\n'.repeat(300) }); // creates the -wal file
+      const targets = [db, `${db}-wal`, d];
+      execFileSync('chattr', ['+i', ...targets]);
+      let lifted = false;
+      const lift = (): void => {
+        if (!lifted) execFileSync('chattr', ['-i', ...targets]);
+        lifted = true;
+      };
+      try {
+        const results = await checkCell(
+          'read-only after open',
+          'chattr +i on the vault file, its -wal and the directory',
+          tt,
+          { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
+          lift,
+        );
+        expect(errorLabels(results)).toMatch(/SQLITE_IOERR|SQLITE_READONLY/);
+        await checkHealed(tt);
+      } finally {
+        lift();
+      }
+    },
+  );
 
   it.skipIf(!mountOk)('disk full (ENOSPC on a small tmpfs): results pass through with failed_open', async () => {
     const mnt = cellDir();
@@ -341,7 +430,10 @@ describe('vault faults', () => {
       // Leave a few pages free: enough for the open vault, not for any artifact.
       const free = Number(execFileSync('df', ['--output=avail', '-B1', mnt]).toString().trim().split('\n').pop());
       writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free - 8192)));
-      const results = await checkCell('disk full', '512 KiB tmpfs filled to 8 KiB free', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] });
+      const results = await checkCell('disk full', '512 KiB tmpfs filled to 8 KiB free', tt, {
+        failedOpenIn: ['tool_result', 'request'],
+        passThrough: ['tool_result'],
+      });
       expect(errorLabels(results)).toMatch(/SQLITE_FULL|SQLITE_IOERR/);
     } finally {
       execFileSync('umount', ['-l', mnt]);
@@ -353,7 +445,14 @@ describe('vault faults', () => {
     const v = await createVault({ path: db });
     await v.close();
     const kb = Math.ceil(statSync(db).size / 1024) + 8;
-    const out = await runToEnd('sh', ['-c', `ulimit -f ${kb} && exec "$0" --import tsx "$1" "$2" "$3"`, process.execPath, fixture('workload-worker.ts'), db, RTK_STUB]);
+    const out = await runToEnd('sh', [
+      '-c',
+      `ulimit -f ${kb} && exec "$0" --import tsx "$1" "$2" "$3"`,
+      process.execPath,
+      fixture('workload-worker.ts'),
+      db,
+      RTK_STUB,
+    ]);
     expect(out.stderr).toBe('');
     const r = JSON.parse(out.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
     rows.push({
@@ -396,8 +495,10 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     u.pathname = `/${name}`;
     return { name, url: u.toString() };
   };
-  const openPg = (url: string, overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {}): Promise<Terminator> =>
-    createTerminator({ env: {}, overrides: { ...baseOverrides, dbUrl: url, ...overrides } });
+  const openPg = (
+    url: string,
+    overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {},
+  ): Promise<Terminator> => createTerminator({ env: {}, overrides: { ...baseOverrides, dbUrl: url, ...overrides } });
   /** The same Terminator, running `inject` once just before its `at`-th facade call. */
   const injectAt = (tt: Terminator, at: number, inject: () => void | Promise<void>): Terminator => {
     let calls = 0;
@@ -407,7 +508,13 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     return new Proxy(tt, {
       get(target, prop, receiver) {
         const value: unknown = Reflect.get(target, prop, receiver);
-        if (prop !== 'reduceToolCall' && prop !== 'reduceToolResult' && prop !== 'reduceRequest' && prop !== 'compileRequest') return value;
+        if (
+          prop !== 'reduceToolCall' &&
+          prop !== 'reduceToolResult' &&
+          prop !== 'reduceRequest' &&
+          prop !== 'compileRequest'
+        )
+          return value;
         return async (...args: unknown[]) => {
           await before();
           return (value as (...a: unknown[]) => unknown).apply(target, args);
@@ -415,7 +522,12 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
       },
     });
   };
-  const terminate = (name: string) => admin((c) => c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]));
+  const terminate = (name: string) =>
+    admin((c) =>
+      c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+        name,
+      ]),
+    );
 
   it('server stopped mid-session: the rest passes through with failed_open, receipts delivered before recover after the restart, then heals', async () => {
     const db = await database();
@@ -429,7 +541,12 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
         () => pgCtl(clusterDir, 'start'),
         tt,
       );
-      expect(results.slice(0, 19).flatMap((r) => r.output?.decisions ?? []).filter((d) => d.kind === 'failed_open')).toEqual([]);
+      expect(
+        results
+          .slice(0, 19)
+          .flatMap((r) => r.output?.decisions ?? [])
+          .filter((d) => d.kind === 'failed_open'),
+      ).toEqual([]);
       expect(errorLabels(results)).toMatch(/ECONNREFUSED|57P01|Connection terminated/);
       await checkHealed(tt);
     } finally {
@@ -462,7 +579,14 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
           cut++;
         }
       };
-      const results = await checkCell('PostgreSQL connection reset', 'a TCP proxy resets every pooled connection before the 12th and the 30th facade call', injectAt(injectAt(tt, 12, reset), 30, reset), { failedOpenIn: [] }, undefined, tt);
+      const results = await checkCell(
+        'PostgreSQL connection reset',
+        'a TCP proxy resets every pooled connection before the 12th and the 30th facade call',
+        injectAt(injectAt(tt, 12, reset), 30, reset),
+        { failedOpenIn: [] },
+        undefined,
+        tt,
+      );
       expect(cut).toBeGreaterThan(0);
       expect(results.length).toBe(46);
       await checkHealed(tt);
@@ -482,9 +606,15 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE vault_meta IN EXCLUSIVE MODE');
-      const results = await checkCell('PostgreSQL statement timeout', 'another session holds LOCK TABLE vault_meta IN EXCLUSIVE MODE; TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS 300', tt, { failedOpenIn: ['tool_result', 'request'] }, async () => {
-        await holder.query('ROLLBACK');
-      });
+      const results = await checkCell(
+        'PostgreSQL statement timeout',
+        'another session holds LOCK TABLE vault_meta IN EXCLUSIVE MODE; TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS 300',
+        tt,
+        { failedOpenIn: ['tool_result', 'request'] },
+        async () => {
+          await holder.query('ROLLBACK');
+        },
+      );
       expect(errorLabels(results)).toMatch(/57014/);
       await checkHealed(tt);
     } finally {
@@ -497,14 +627,24 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     const db = await database();
     const tt = await openPg(db.url);
     try {
-      const seed = await tt.vault.put({ content: 'evidence written before the database turned read-only\n'.repeat(40), toolName: 'terminal', sessionId: 'ro' });
+      const seed = await tt.vault.put({
+        content: 'evidence written before the database turned read-only\n'.repeat(40),
+        toolName: 'terminal',
+        sessionId: 'ro',
+      });
       await admin((c) => c.query(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`));
       await terminate(db.name); // pooled connections pick the setting up when they reconnect
-      const results = await checkCell('PostgreSQL read-only', 'ALTER DATABASE … SET default_transaction_read_only = on, pooled connections terminated', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, async () => {
-        expect((await recoverViaTool(tt.recoveryTool, 'ro', seed.artifactId)).content).toContain('read-only');
-        await admin((c) => c.query(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`));
-        await terminate(db.name);
-      });
+      const results = await checkCell(
+        'PostgreSQL read-only',
+        'ALTER DATABASE … SET default_transaction_read_only = on, pooled connections terminated',
+        tt,
+        { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
+        async () => {
+          expect((await recoverViaTool(tt.recoveryTool, 'ro', seed.artifactId)).content).toContain('read-only');
+          await admin((c) => c.query(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`));
+          await terminate(db.name);
+        },
+      );
       expect(errorLabels(results)).toMatch(/25006/);
       await checkHealed(tt);
     } finally {
@@ -518,13 +658,23 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
     const tables = ['artifacts', 'artifact_observations', 'artifact_exposures', 'artifact_access'];
     try {
       await admin(async (c) => {
-        await c.query(`CREATE FUNCTION tt_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`);
-        for (const t of tables) await c.query(`CREATE TRIGGER tt_disk_full BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION tt_disk_full()`);
+        await c.query(
+          `CREATE FUNCTION tt_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
+        );
+        for (const t of tables)
+          await c.query(
+            `CREATE TRIGGER tt_disk_full BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION tt_disk_full()`,
+          );
       }, db.name);
-      const results = await checkCell('PostgreSQL disk full', 'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, access/pins', tt, { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] }, () =>
-        admin(async (c) => {
-          for (const t of tables) await c.query(`DROP TRIGGER tt_disk_full ON ${t}`);
-        }, db.name),
+      const results = await checkCell(
+        'PostgreSQL disk full',
+        'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, access/pins',
+        tt,
+        { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
+        () =>
+          admin(async (c) => {
+            for (const t of tables) await c.query(`DROP TRIGGER tt_disk_full ON ${t}`);
+          }, db.name),
       );
       expect(errorLabels(results)).toMatch(/53100/);
       await checkHealed(tt);
@@ -537,7 +687,9 @@ describe('PostgreSQL vault faults (a private server the cells stop, lock and bre
 describe('counter faults', () => {
   it('counter throws: token-gated stages fail open, the budget falls back to the rough count', async () => {
     await using tt = await open(join(cellDir(), 'vault.sqlite3'), { counter: throwingCounter() });
-    const results = await checkCell('counter throws', 'TokenCounter.count throws on every call', tt, { failedOpenIn: ['tool_result', 'request'] });
+    const results = await checkCell('counter throws', 'TokenCounter.count throws on every call', tt, {
+      failedOpenIn: ['tool_result', 'request'],
+    });
     const budget = decisionsOf(results, 'request').filter((d) => d.stage === 'capOutputBudget');
     expect(budget.length).toBeGreaterThan(0);
     expect(budget.every((d) => d.error !== undefined)).toBe(true);
@@ -557,17 +709,29 @@ describe('/tokenize (vLLM budget backend) faults', () => {
   afterAll(() => server.close());
 
   const route = { model: 'served-model', contextWindow: 32_768 };
-  const request = () => ({ model: 'served-model', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'count me' }] });
+  const request = () => ({
+    model: 'served-model',
+    messages: [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'count me' },
+    ],
+  });
 
   async function budgetCell(cell: string, injection: string, configure: () => Promise<string>): Promise<Decision[]> {
     const tokenizerUrl = await configure();
-    await using tt = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { incontext: { backend: 'vllm', tokenizerUrl, tokenizerTimeoutSeconds: 0.3 } } });
+    await using tt = await open(join(cellDir(), 'vault.sqlite3'), {
+      overrides: { incontext: { backend: 'vllm', tokenizerUrl, tokenizerTimeoutSeconds: 0.3 } },
+    });
     const before = server.received.length;
     const input = request();
     const out = await tt.reduceRequest(input, { sessionId: 'tok', requestId: `tok-${cell}`, route });
     const budget = out.decisions.filter((d) => d.stage === 'capOutputBudget');
     const asked = server.received.length - before;
-    rows.push({ cell, injection, outcome: `${budget.map((d) => `${d.kind} "${d.reason}"${d.error === undefined ? '' : ` (${d.error})`}`).join('; ')}; /tokenize asked ${asked}×; messages unchanged: ${JSON.stringify(out.value['messages']) === JSON.stringify(input.messages)}` });
+    rows.push({
+      cell,
+      injection,
+      outcome: `${budget.map((d) => `${d.kind} "${d.reason}"${d.error === undefined ? '' : ` (${d.error})`}`).join('; ')}; /tokenize asked ${asked}×; messages unchanged: ${JSON.stringify(out.value['messages']) === JSON.stringify(input.messages)}`,
+    });
     expect(out.value['messages']).toEqual(input.messages);
     expect(budget.length).toBe(1);
     return budget;
@@ -585,7 +749,11 @@ describe('/tokenize (vLLM budget backend) faults', () => {
     ['/tokenize 500', 'HTTP 500', async () => ((server.mode = 'status500'), url)],
     ['/tokenize timeout', 'server never answers; timeout 0.3 s', async () => ((server.mode = 'hang'), url)],
     ['/tokenize garbage', 'truncated JSON body', async () => ((server.mode = 'garbage'), url)],
-    ['/tokenize wrong max_model_len', 'max_model_len 65536 vs window 32768', async () => ((server.mode = 'wrongLength'), url)],
+    [
+      '/tokenize wrong max_model_len',
+      'max_model_len 65536 vs window 32768',
+      async () => ((server.mode = 'wrongLength'), url),
+    ],
     ['/tokenize refused', 'nothing listens on the port', () => closedPortUrl()],
   ];
   for (const [cell, injection, configure] of faults) {
@@ -622,7 +790,11 @@ describe('rtk faults (tool-call stream)', () => {
     const step = await (cell === 'rtk hangs' ? tt : patient).reduceToolCall(input, { sessionId: 'rtk' });
     const decision = step.decisions.find((d) => d.stage === 'rewriteTerminalCommand');
     const out = step.value;
-    rows.push({ cell, injection: `stub rtk: \`${command}\``, outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"${decision?.error === undefined ? '' : ` (${decision.error})`}; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}` });
+    rows.push({
+      cell,
+      injection: `stub rtk: \`${command}\``,
+      outcome: `${decision?.kind ?? 'no decision'} "${decision?.reason ?? ''}"${decision?.error === undefined ? '' : ` (${decision.error})`}; command ${out.args['command'] === command ? 'passed through' : `→ \`${String(out.args['command'])}\``}`,
+    });
     // The terminator keeps working after the fault: a plain command is still rewritten.
     const next = await patient.reduceToolCall(call(`git status ${cell.length}`), { sessionId: 'rtk' });
     expect(String(next.value.args['command'])).toBe(`rtk git status ${cell.length}`);
@@ -630,7 +802,10 @@ describe('rtk faults (tool-call stream)', () => {
   }
 
   it('exit 0 and exit 3 (documented rewrites): the rewrite is applied', async () => {
-    for (const [cell, command] of [['rtk exit 0', 'git log stub-exit0'], ['rtk exit 3', 'git diff']] as const) {
+    for (const [cell, command] of [
+      ['rtk exit 0', 'git log stub-exit0'],
+      ['rtk exit 3', 'git diff'],
+    ] as const) {
       const { out, decision } = await rtkCell(cell, command);
       expect(decision?.kind).toBe('applied');
       expect(out.args['command']).toBe(`rtk ${command}`);
@@ -638,7 +813,10 @@ describe('rtk faults (tool-call stream)', () => {
   });
 
   it('exit 1 and exit 2 (documented: no equivalent / deny): the command passes through', async () => {
-    for (const [cell, command] of [['rtk exit 1', 'git log stub-exit1'], ['rtk exit 2', 'git log stub-exit2']] as const) {
+    for (const [cell, command] of [
+      ['rtk exit 1', 'git log stub-exit1'],
+      ['rtk exit 2', 'git log stub-exit2'],
+    ] as const) {
       const { out, decision } = await rtkCell(cell, command);
       expect(out.args['command']).toBe(command);
       expect(decision?.kind).toBe('skipped');
@@ -659,11 +837,17 @@ describe('rtk faults (tool-call stream)', () => {
     });
   }
   it('rtk binary missing: the original command passes through with failed_open', async () => {
-    await using broken = await open(join(cellDir(), 'vault.sqlite3'), { overrides: { rtkPath: join(dir, 'no-such-rtk') } });
+    await using broken = await open(join(cellDir(), 'vault.sqlite3'), {
+      overrides: { rtkPath: join(dir, 'no-such-rtk') },
+    });
     const input = call('git status');
     const step = await broken.reduceToolCall(input, { sessionId: 'rtk' });
     const d = step.decisions.find((x) => x.stage === 'rewriteTerminalCommand');
-    rows.push({ cell: 'rtk missing', injection: 'TOKEN_TERMINATOR_RTK_PATH names no file', outcome: `${d?.kind} "${d?.reason}" (${d?.error}); command passed through: ${step.value === input}` });
+    rows.push({
+      cell: 'rtk missing',
+      injection: 'TOKEN_TERMINATOR_RTK_PATH names no file',
+      outcome: `${d?.kind} "${d?.reason}" (${d?.error}); command passed through: ${step.value === input}`,
+    });
     expect(step.value).toBe(input);
     expect(d).toMatchObject({ kind: 'failed_open', reason: 'spawn', error: 'RtkFaultError:E_RTK_SPAWN' });
   });

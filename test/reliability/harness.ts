@@ -58,7 +58,11 @@ export async function runWorkload(tt: Terminator, w: Workload, options: RunOptio
   const reduced: Readonly<Record<string, unknown>>[] = [];
   const calls = new Map<string, { name: string; args: Record<string, unknown> }>();
   let index = 0;
-  const call = async (kind: ItemKind, input: ItemResult['input'], run: () => Promise<Step<unknown>>): Promise<Step<unknown> | undefined> => {
+  const call = async (
+    kind: ItemKind,
+    input: ItemResult['input'],
+    run: () => Promise<Step<unknown>>,
+  ): Promise<Step<unknown> | undefined> => {
     try {
       const output = await run();
       results.push({ kind, input, output });
@@ -72,10 +76,13 @@ export async function runWorkload(tt: Terminator, w: Workload, options: RunOptio
     const msg = w.messages[i]!;
     if (msg['role'] === 'assistant' && i > 0) {
       const request: ProviderRequest = { model: w.model, messages: reduced.slice(), tools: w.tools };
-      await call('request', request, () => tt.reduceRequest(request, { sessionId: w.id, requestId: `${w.id}#${index++}`, route }));
+      await call('request', request, () =>
+        tt.reduceRequest(request, { sessionId: w.id, requestId: `${w.id}#${index++}`, route }),
+      );
     }
     if (msg['role'] === 'assistant') {
-      for (const c of (msg['tool_calls'] as { id: string; function: { name: string; arguments: string } }[] | undefined) ?? []) {
+      for (const c of (msg['tool_calls'] as
+        { id: string; function: { name: string; arguments: string } }[] | undefined) ?? []) {
         const args = JSON.parse(c.function.arguments) as Record<string, unknown>;
         calls.set(c.id, { name: c.function.name, args });
         if (options.toolCalls !== false && c.function.name === 'terminal') {
@@ -124,11 +131,17 @@ export function receiptIds(value: unknown): string[] {
  * Recover an artifact completely through the recovery tool (artifact_get pages until next_offset
  * is null). Returns the content, or an error label.
  */
-export async function recoverViaTool(tool: RecoveryTool, sessionId: string, id: string): Promise<{ content?: string; error?: string }> {
+export async function recoverViaTool(
+  tool: RecoveryTool,
+  sessionId: string,
+  id: string,
+): Promise<{ content?: string; error?: string }> {
   const parts: string[] = [];
   let offset = 0;
   for (let guard = 0; guard < 10_000; guard++) {
-    const r = JSON.parse(await tool.handle({ action: 'artifact_get', artifact_id: id, offset, limit: 20_000 }, { sessionId })) as Record<string, unknown>;
+    const r = JSON.parse(
+      await tool.handle({ action: 'artifact_get', artifact_id: id, offset, limit: 20_000 }, { sessionId }),
+    ) as Record<string, unknown>;
     const err = r['error'] as { code?: string } | undefined;
     if (err !== undefined) return { error: err.code ?? 'error' };
     parts.push(String(r['content']));
@@ -161,7 +174,10 @@ export interface CheckReport {
  * base the request does not show was replaced by its output — and valid roles; tool call: an rtk
  * rewrite), and every receipt in any output recovers exactly through `recover`.
  */
-export async function checkResults(results: readonly ItemResult[], recover: (id: string) => Promise<{ content?: string; error?: string }>): Promise<CheckReport> {
+export async function checkResults(
+  results: readonly ItemResult[],
+  recover: (id: string) => Promise<{ content?: string; error?: string }>,
+): Promise<CheckReport> {
   const problems: string[] = [];
   const ids = new Set<string>();
   results.forEach((r, i) => {
@@ -175,19 +191,22 @@ export async function checkResults(results: readonly ItemResult[], recover: (id:
       const out = value as ToolResult;
       if (out.content === inp.content) return;
       if (!(codePoints(out.content) < codePoints(inp.content))) problems.push(`${where}: changed but not smaller`);
-      if (!receiptIds(out.content).includes(artifactIdFor(inp.content))) problems.push(`${where}: reduced without naming the vaulted original`);
+      if (!receiptIds(out.content).includes(artifactIdFor(inp.content)))
+        problems.push(`${where}: reduced without naming the vaulted original`);
     } else if (r.kind === 'request') {
       const inp = r.input as ProviderRequest;
       const out = withoutCaps(value as ProviderRequest);
       if (JSON.stringify(out) === JSON.stringify(withoutCaps(inp))) return;
-      if (!(serializedChars(out) < serializedChars(withoutCaps(inp))) && !expandsDanglingDeltas(inp, out)) problems.push(`${where}: changed but not smaller`);
+      if (!(serializedChars(out) < serializedChars(withoutCaps(inp))) && !expandsDanglingDeltas(inp, out))
+        problems.push(`${where}: changed but not smaller`);
       const roles = roleProblems(out);
       if (roles.length > 0) problems.push(`${where}: invalid roles (${roles[0]})`);
     } else {
       const inp = r.input as ToolCall;
       const out = value as ToolCall;
       if (out.args['command'] === inp.args['command']) return;
-      if (!String(out.args['command']).startsWith('rtk ')) problems.push(`${where}: command changed into something other than an rtk rewrite`);
+      if (!String(out.args['command']).startsWith('rtk '))
+        problems.push(`${where}: command changed into something other than an rtk rewrite`);
     }
   });
   let recovered = 0;
@@ -207,7 +226,11 @@ export async function checkResults(results: readonly ItemResult[], recover: (id:
  * every tool output that grew was such a delta.
  */
 function expandsDanglingDeltas(input: ProviderRequest, output: ProviderRequest): boolean {
-  const before = new Map(readRequest(input).slots.filter((s) => s.kind === 'tool_output').map((s) => [JSON.stringify(s.path), s.value]));
+  const before = new Map(
+    readRequest(input)
+      .slots.filter((s) => s.kind === 'tool_output')
+      .map((s) => [JSON.stringify(s.path), s.value]),
+  );
   let expanded = 0;
   for (const slot of readRequest(output).slots) {
     if (slot.kind !== 'tool_output') continue;
@@ -229,19 +252,32 @@ export function label(error: unknown): string {
 
 /** All decisions of the outputs of one kind (or all kinds). */
 export function decisionsOf(results: readonly ItemResult[], kind?: ItemKind): Decision[] {
-  return results.filter((r) => kind === undefined || r.kind === kind).flatMap((r) => (r.output?.decisions ?? []) as Decision[]);
+  return results
+    .filter((r) => kind === undefined || r.kind === kind)
+    .flatMap((r) => (r.output?.decisions ?? []) as Decision[]);
 }
 
 /** `stage×n` for each stage with a decision of this kind, sorted. */
 export function stagesWith(results: readonly ItemResult[], kind: Decision['kind']): string {
   const counts = new Map<string, number>();
   for (const d of decisionsOf(results)) if (d.kind === kind) counts.set(d.stage, (counts.get(d.stage) ?? 0) + 1);
-  return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([s, n]) => `${s}×${n}`).join(', ');
+  return [...counts]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([s, n]) => `${s}×${n}`)
+    .join(', ');
 }
 
 /** Error labels seen in failed_open decisions. */
 export function errorLabels(results: readonly ItemResult[]): string {
-  return [...new Set(decisionsOf(results).filter((d) => d.kind === 'failed_open').map((d) => d.error ?? '?'))].sort().join(', ');
+  return [
+    ...new Set(
+      decisionsOf(results)
+        .filter((d) => d.kind === 'failed_open')
+        .map((d) => d.error ?? '?'),
+    ),
+  ]
+    .sort()
+    .join(', ');
 }
 
 /** How many outputs equal their input (requests compared without cap fields). */
@@ -249,7 +285,10 @@ export function passedThrough(results: readonly ItemResult[]): number {
   return results.filter((r) => {
     const v = r.output?.value;
     if (v === undefined) return false;
-    if (r.kind === 'request') return JSON.stringify(withoutCaps(v as ProviderRequest)) === JSON.stringify(withoutCaps(r.input as ProviderRequest));
+    if (r.kind === 'request')
+      return (
+        JSON.stringify(withoutCaps(v as ProviderRequest)) === JSON.stringify(withoutCaps(r.input as ProviderRequest))
+      );
     return JSON.stringify(v) === JSON.stringify(r.input);
   }).length;
 }
@@ -296,8 +335,16 @@ export function canChattr(dir: string): boolean {
 }
 
 /** Start a TypeScript fixture script under `node --import tsx`. */
-export function startScript(script: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', fixture(script), ...args], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'], env });
+export function startScript(
+  script: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', fixture(script), ...args], {
+    cwd: repoRoot,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env,
+  });
 }
 
 /** Resolve with the first stdout line of a child (e.g. its `ready`). */
@@ -315,7 +362,9 @@ export function firstLine(child: ChildProcess): Promise<string> {
       }
     };
     child.stdout?.setEncoding('utf8').on('data', onData);
-    child.once('exit', (code) => reject(new Error(`child exited (${String(code)}) before its first line: ${err.slice(0, 500)}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`child exited (${String(code)}) before its first line: ${err.slice(0, 500)}`)),
+    );
   });
 }
 
@@ -327,7 +376,11 @@ export interface Finished {
 }
 
 /** Run a command to completion, collecting its output. */
-export function runToEnd(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<Finished> {
+export function runToEnd(
+  file: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Finished> {
   const child = spawn(file, [...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -26,10 +26,14 @@ const search = (tag: string, lines = 400): ToolResult => ({
   callId: `c-${tag}`,
   name: 'search_files',
   args: { pattern: tag },
-  content: Array.from({ length: lines }, (_, i) => `src/${tag}/file_${i}.ts:${i + 1}: const ${tag}_${i} = lookup(${i});`).join('\n'),
+  content: Array.from(
+    { length: lines },
+    (_, i) => `src/${tag}/file_${i}.ts:${i + 1}: const ${tag}_${i} = lookup(${i});`,
+  ).join('\n'),
 });
 
-const open = (path: string): Promise<Terminator> => createTerminator({ env: {}, overrides: { dbPath: path }, ledger: false });
+const open = (path: string): Promise<Terminator> =>
+  createTerminator({ env: {}, overrides: { dbPath: path }, ledger: false });
 
 async function status(tt: Terminator): Promise<Record<string, any>> {
   return JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, { sessionId: 'ops' })) as Record<string, any>;
@@ -38,7 +42,9 @@ async function status(tt: Terminator): Promise<Record<string, any>> {
 /** Capture stderr lines (the one-line health notices). */
 function stderrLines(): string[] {
   const lines: string[] = [];
-  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown) => (lines.push(String(chunk)), true));
+  const spy = vi
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk: unknown) => (lines.push(String(chunk)), true));
   restore.push(() => spy.mockRestore());
   return lines;
 }
@@ -96,7 +102,16 @@ describe('a damaged vault file at restart', () => {
     const tt = await open(path);
     const ids: string[] = [];
     // Small artifacts, stored inline in the table's leaf pages (about ten per page).
-    for (let i = 0; i < 60; i++) ids.push((await tt.vault.put({ content: `artifact ${i} MARK${String(i).padStart(3, '0')} ${'x'.repeat(250)}`, toolName: 'terminal', sessionId: 's' })).artifactId);
+    for (let i = 0; i < 60; i++)
+      ids.push(
+        (
+          await tt.vault.put({
+            content: `artifact ${i} MARK${String(i).padStart(3, '0')} ${'x'.repeat(250)}`,
+            toolName: 'terminal',
+            sessionId: 's',
+          })
+        ).artifactId,
+      );
     await tt.close();
     // Damage the page that holds artifact 40 (as a bad sector would): everything else stays intact.
     const bytes = readFileSync(path);
@@ -106,7 +121,8 @@ describe('a damaged vault file at restart', () => {
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.alloc(4096, 0x5a), 0, 4096, page);
     closeSync(fd);
-    const onPage = (i: number): boolean => Math.floor(bytes.indexOf(Buffer.from(`MARK${String(i).padStart(3, '0')}`)) / 4096) * 4096 === page;
+    const onPage = (i: number): boolean =>
+      Math.floor(bytes.indexOf(Buffer.from(`MARK${String(i).padStart(3, '0')}`)) / 4096) * 4096 === page;
 
     const lines = stderrLines();
     const again = await open(path);
@@ -118,7 +134,9 @@ describe('a damaged vault file at restart', () => {
         if (onPage(i)) {
           expect(got.content, `artifact ${i} on the damaged page`).toBeUndefined();
         } else {
-          expect(got.content, `artifact ${i}`).toBe(`artifact ${i} MARK${String(i).padStart(3, '0')} ${'x'.repeat(250)}`);
+          expect(got.content, `artifact ${i}`).toBe(
+            `artifact ${i} MARK${String(i).padStart(3, '0')} ${'x'.repeat(250)}`,
+          );
           intact++;
         }
       }
@@ -137,30 +155,43 @@ describe('a damaged vault file at restart', () => {
 
 describe('a read-only vault at restart', () => {
   const chattrOk = canChattr(dir);
-  it.skipIf(!chattrOk)('serves existing receipts read-only and passes the rest through (chattr +i on the file and its directory)', async () => {
-    const vaultDir = join(dir, 'readonly');
-    const path = join(vaultDir, 'v.sqlite3');
-    const tt = await open(path);
-    const [id] = receiptIds((await tt.reduceToolResult(search('kept'), { sessionId: 's' })).value.content);
-    expect(id).toBeDefined();
-    await tt.close();
-    execFileSync('chattr', ['+i', path, vaultDir]);
-    restore.push(() => execFileSync('chattr', ['-i', path, vaultDir]));
-    stderrLines();
-    const ro = await open(path);
-    try {
-      expect(await status(ro)).toMatchObject({ vault_available: true, passthrough: true, read_only: true, vault_health: { state: 'read_only' } });
-      const got = await recoverViaTool(ro.recoveryTool, 's', id!);
-      expect(got.content !== undefined && idMatches(id!, got.content)).toBe(true);
-      const search2 = JSON.parse(await ro.recoveryTool.handle({ action: 'artifact_search', query: 'kept_7 ' }, { sessionId: 's' })) as { results: { artifact_id: string }[] };
-      expect(search2.results.map((r) => r.artifact_id)).toEqual([id]);
-      const out = await ro.reduceToolResult(search('later'), { sessionId: 's' });
-      expect(out.value.content).toBe(search('later').content);
-      expect(out.decisions.at(-1)).toMatchObject({ kind: 'failed_open', error: 'VaultHealthError:E_VAULT_READ_ONLY' });
-    } finally {
-      await ro.close();
-    }
-  });
+  it.skipIf(!chattrOk)(
+    'serves existing receipts read-only and passes the rest through (chattr +i on the file and its directory)',
+    async () => {
+      const vaultDir = join(dir, 'readonly');
+      const path = join(vaultDir, 'v.sqlite3');
+      const tt = await open(path);
+      const [id] = receiptIds((await tt.reduceToolResult(search('kept'), { sessionId: 's' })).value.content);
+      expect(id).toBeDefined();
+      await tt.close();
+      execFileSync('chattr', ['+i', path, vaultDir]);
+      restore.push(() => execFileSync('chattr', ['-i', path, vaultDir]));
+      stderrLines();
+      const ro = await open(path);
+      try {
+        expect(await status(ro)).toMatchObject({
+          vault_available: true,
+          passthrough: true,
+          read_only: true,
+          vault_health: { state: 'read_only' },
+        });
+        const got = await recoverViaTool(ro.recoveryTool, 's', id!);
+        expect(got.content !== undefined && idMatches(id!, got.content)).toBe(true);
+        const search2 = JSON.parse(
+          await ro.recoveryTool.handle({ action: 'artifact_search', query: 'kept_7 ' }, { sessionId: 's' }),
+        ) as { results: { artifact_id: string }[] };
+        expect(search2.results.map((r) => r.artifact_id)).toEqual([id]);
+        const out = await ro.reduceToolResult(search('later'), { sessionId: 's' });
+        expect(out.value.content).toBe(search('later').content);
+        expect(out.decisions.at(-1)).toMatchObject({
+          kind: 'failed_open',
+          error: 'VaultHealthError:E_VAULT_READ_ONLY',
+        });
+      } finally {
+        await ro.close();
+      }
+    },
+  );
 });
 
 describe('an abort while the vault write of a reduction runs', () => {

@@ -24,15 +24,27 @@ afterAll(async () => {
 
 const SECRET = 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 const searchOutput = (tag: string): string =>
-  Array.from({ length: 400 }, (_, i) => (i === 217 ? `config/${tag}.env:3:${SECRET}` : `src/${tag}/module_${i}.ts:${i + 1}: const value_${i} = compute(${i});`)).join('\n');
+  Array.from({ length: 400 }, (_, i) =>
+    i === 217
+      ? `config/${tag}.env:3:${SECRET}`
+      : `src/${tag}/module_${i}.ts:${i + 1}: const value_${i} = compute(${i});`,
+  ).join('\n');
 
-async function tool(args: Record<string, unknown>, host: { sessionId: string; tenant?: string }): Promise<Record<string, any>> {
+async function tool(
+  args: Record<string, unknown>,
+  host: { sessionId: string; tenant?: string },
+): Promise<Record<string, any>> {
   return JSON.parse(await tt.recoveryTool.handle(args, host)) as Record<string, any>;
 }
 
 /** Session A's search output with the secret goes through the tool stream and comes back as a receipt. */
 async function vaultFor(host: { sessionId: string; tenant?: string }, tag: string): Promise<string> {
-  const result: ToolResult = { callId: `c-${tag}`, name: 'search_files', args: { pattern: 'value' }, content: searchOutput(tag) };
+  const result: ToolResult = {
+    callId: `c-${tag}`,
+    name: 'search_files',
+    args: { pattern: 'value' },
+    content: searchOutput(tag),
+  };
   const out = await tt.reduceToolResult(result, host);
   const [id] = receiptIds(out.value.content);
   expect(id, 'the output was vaulted').toBeDefined();
@@ -52,8 +64,14 @@ describe('the recovery tool reads only what the calling session was shown', () =
     expect(JSON.stringify(find)).not.toContain('wJalr');
     // The session it was delivered to reads it.
     const alice = { sessionId: 'alice' };
-    expect((await tool({ action: 'artifact_search', query: 'AWS_SECRET' }, alice)).results.map((r: { artifact_id: string }) => r.artifact_id)).toEqual([id]);
-    expect((await tool({ action: 'artifact_find', artifact_id: id, query: 'AWS_SECRET' }, alice)).matches[0].text).toContain(SECRET);
+    expect(
+      (await tool({ action: 'artifact_search', query: 'AWS_SECRET' }, alice)).results.map(
+        (r: { artifact_id: string }) => r.artifact_id,
+      ),
+    ).toEqual([id]);
+    expect(
+      (await tool({ action: 'artifact_find', artifact_id: id, query: 'AWS_SECRET' }, alice)).matches[0].text,
+    ).toContain(SECRET);
   });
 
   it('the same session id under another tenant (another API key) is another session', async () => {
@@ -61,13 +79,23 @@ describe('the recovery tool reads only what the calling session was shown', () =
     const theirs = { sessionId: 'shared-id', tenant: 'k_bbbbbbbbbbbb' };
     const id = await vaultFor(mine, 'tenant-a');
     // As the proxy answers its intercepted calls: scoped by the API-key digest it put in the context.
-    const other = JSON.parse(await answerRecoveryCall(tt.recoveryTool, { action: 'artifact_get', artifact_id: id }, theirs)) as Record<string, any>;
+    const other = JSON.parse(
+      await answerRecoveryCall(tt.recoveryTool, { action: 'artifact_get', artifact_id: id }, theirs),
+    ) as Record<string, any>;
     expect(other.error?.code).toBe('E_ARTIFACT_NOT_FOUND');
-    expect(JSON.parse(await answerRecoveryCall(tt.recoveryTool, { action: 'artifact_search', query: 'wJalrXUtnFEMI' }, theirs)).results).toEqual([]);
-    const own = JSON.parse(await answerRecoveryCall(tt.recoveryTool, { action: 'artifact_get', artifact_id: id, limit: 20_000 }, mine)) as Record<string, any>;
+    expect(
+      JSON.parse(
+        await answerRecoveryCall(tt.recoveryTool, { action: 'artifact_search', query: 'wJalrXUtnFEMI' }, theirs),
+      ).results,
+    ).toEqual([]);
+    const own = JSON.parse(
+      await answerRecoveryCall(tt.recoveryTool, { action: 'artifact_get', artifact_id: id, limit: 20_000 }, mine),
+    ) as Record<string, any>;
     expect(own.content).toContain(SECRET);
     // A host without tenants (the default '') is yet another tenant.
-    expect((await tool({ action: 'artifact_get', artifact_id: id }, { sessionId: 'shared-id' })).error?.code).toBe('E_ARTIFACT_NOT_FOUND');
+    expect((await tool({ action: 'artifact_get', artifact_id: id }, { sessionId: 'shared-id' })).error?.code).toBe(
+      'E_ARTIFACT_NOT_FOUND',
+    );
   });
 
   it('a session that was delivered the same evidence (its own copy of the output) reads it', async () => {
@@ -81,7 +109,15 @@ describe('the recovery tool reads only what the calling session was shown', () =
       model: 'gpt-4o',
       messages: [
         { role: 'user', content: 'search twice' },
-        { role: 'assistant', content: null, tool_calls: ['x1', 'x2'].map((cid) => ({ id: cid, type: 'function', function: { name: 'search_files', arguments: '{"pattern":"value"}' } })) },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: ['x1', 'x2'].map((cid) => ({
+            id: cid,
+            type: 'function',
+            function: { name: 'search_files', arguments: '{"pattern":"value"}' },
+          })),
+        },
         { role: 'tool', tool_call_id: 'x1', content },
         { role: 'tool', tool_call_id: 'x2', content },
       ],

@@ -24,7 +24,10 @@ const BUDGET_MS = 600;
  * settles, and the distinct amounts of lock waiting the budget showed at those turns. A turn that
  * sees the wait half-way is a turn the host got while the call was waiting for the lock.
  */
-async function turnsDuring<T>(work: Promise<T>, budget: LockBudget): Promise<{ value: T; turns: number; waitsSeen: number }> {
+async function turnsDuring<T>(
+  work: Promise<T>,
+  budget: LockBudget,
+): Promise<{ value: T; turns: number; waitsSeen: number }> {
   let turns = 0;
   let running = true;
   const seen = new Set<number>();
@@ -46,16 +49,30 @@ async function turnsDuring<T>(work: Promise<T>, budget: LockBudget): Promise<{ v
 describe('one lock budget per call (a second process holds the write lock)', () => {
   it('every write of a call draws from one budget, and the host keeps running while it waits', async () => {
     const db = join(dir, 'vault.sqlite3');
-    const tt = await createTerminator({ env: {}, overrides: { dbPath: db, rtkPath: RTK_STUB, busyTimeoutMs: BUDGET_MS }, ledger: false });
-    const log = Array.from({ length: 600 }, (_, i) => (i % 50 === 7 ? `FAILED tests/test_mod.py::test_${i} - AssertionError: expected ${i}` : `tests/test_mod.py::test_${i} PASSED`)).join('\n');
+    const tt = await createTerminator({
+      env: {},
+      overrides: { dbPath: db, rtkPath: RTK_STUB, busyTimeoutMs: BUDGET_MS },
+      ledger: false,
+    });
+    const log = Array.from({ length: 600 }, (_, i) =>
+      i % 50 === 7
+        ? `FAILED tests/test_mod.py::test_${i} - AssertionError: expected ${i}`
+        : `tests/test_mod.py::test_${i} PASSED`,
+    ).join('\n');
     const result: ToolResult = { callId: 'c1', name: 'terminal', args: { command: 'pytest -q' }, content: log };
     // Warm up first (encoder, statements, JIT): the turns counted below are those of the waiting.
-    await tt.reduceToolResult({ ...result, callId: 'warm', args: { command: 'pytest -q tests/warm' }, content: `${log}\nwarm-up` }, { sessionId: 'warm' });
+    await tt.reduceToolResult(
+      { ...result, callId: 'warm', args: { command: 'pytest -q tests/warm' }, content: `${log}\nwarm-up` },
+      { sessionId: 'warm' },
+    );
     const holder = startScript('lock-holder.ts', [db]);
     try {
       expect(await firstLine(holder)).toBe('ready');
       const budget: LockBudget = { remainingMs: BUDGET_MS, waitedMs: 0 };
-      const { value: step, waitsSeen } = await turnsDuring(tt.reduceToolResult(result, { sessionId: 's', lockBudget: budget }), budget);
+      const { value: step, waitsSeen } = await turnsDuring(
+        tt.reduceToolResult(result, { sessionId: 's', lockBudget: budget }),
+        budget,
+      );
       expect(step.value).toBe(result); // failed open: the original passes through
       const failed = step.decisions.filter((d) => d.kind === 'failed_open');
       expect(failed.length).toBeGreaterThanOrEqual(2); // temporal delta and compress both needed a write
@@ -73,13 +90,24 @@ describe('one lock budget per call (a second process holds the write lock)', () 
         model: 'gpt-4o',
         messages: [
           { role: 'user', content: 'read it twice' },
-          { role: 'assistant', content: null, tool_calls: ['r1', 'r2'].map((id) => ({ id, type: 'function', function: { name: 'read_file', arguments: '{"path":"f"}' } })) },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: ['r1', 'r2'].map((id) => ({
+              id,
+              type: 'function',
+              function: { name: 'read_file', arguments: '{"path":"f"}' },
+            })),
+          },
           { role: 'tool', tool_call_id: 'r1', content: big },
           { role: 'tool', tool_call_id: 'r2', content: big },
         ],
       };
       const requestBudget: LockBudget = { remainingMs: BUDGET_MS, waitedMs: 0 };
-      const compiled = await turnsDuring(tt.reduceRequest(request, { sessionId: 's', lockBudget: requestBudget }), requestBudget);
+      const compiled = await turnsDuring(
+        tt.reduceRequest(request, { sessionId: 's', lockBudget: requestBudget }),
+        requestBudget,
+      );
       // Nothing could be vaulted, so nothing was reduced; the budget was spent once for the call.
       expect(withoutCaps(compiled.value.value)).toEqual(request);
       expect(requestBudget.waitedMs).toBe(BUDGET_MS);

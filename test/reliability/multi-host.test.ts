@@ -35,14 +35,25 @@ interface HostReport {
   pruned: number;
 }
 
-function startHost(url: string, host: number, capacity: number, go1: string, go2: string, onLine: (line: string) => void) {
+function startHost(
+  url: string,
+  host: number,
+  capacity: number,
+  go1: string,
+  go2: string,
+  onLine: (line: string) => void,
+) {
   const out = join(dir, `host-${host}`);
   const peer = join(dir, `host-${(host + 1) % HOSTS}`);
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture('host-worker.ts'), url, String(host), String(ROUNDS), out, peer, go1, go2], {
-    cwd: repoRoot,
-    env: { ...process.env, TT_SIM_CAPACITY: String(capacity) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fixture('host-worker.ts'), url, String(host), String(ROUNDS), out, peer, go1, go2],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, TT_SIM_CAPACITY: String(capacity) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   let buffer = '';
@@ -87,11 +98,17 @@ describe('six hosts on one PostgreSQL vault', () => {
         expect(r.problems, `host ${r.host}`).toEqual([]);
         expect(r.failedOpen, `host ${r.host}: no stage failed open`).toEqual([]);
         expect(r.receipts, `host ${r.host} delivered receipts`).toBeGreaterThan(0);
-        expect(r.peerRecovered, `host ${r.host} recovered every receipt of host ${(r.host + 1) % HOSTS} in its session`).toBe(r.peerReceipts);
+        expect(
+          r.peerRecovered,
+          `host ${r.host} recovered every receipt of host ${(r.host + 1) % HOSTS} in its session`,
+        ).toBe(r.peerReceipts);
         expect(r.peerIsolated, `no other session on host ${r.host} could read them`).toBe(r.peerReceipts);
       }
       for (let round = 0; round < ROUNDS; round++) {
-        expect(reports.filter((r) => r.leaseWins[`race-${round}`] === true), `lease race ${round}`).toHaveLength(1);
+        expect(
+          reports.filter((r) => r.leaseWins[`race-${round}`] === true),
+          `lease race ${round}`,
+        ).toHaveLength(1);
       }
 
       await using vault = await createVault({ url: schema.url });
@@ -102,21 +119,42 @@ describe('six hosts on one PostgreSQL vault', () => {
       // The store itself: no (session, artifact) with two inline leases, no content stored twice.
       const { Kysely, PostgresDialect, sql } = await import('kysely');
       const pg = (await import('pg')).default;
-      const raw = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: schema.url, max: 1 }) }) });
+      const raw = new Kysely<unknown>({
+        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: schema.url, max: 1 }) }),
+      });
       try {
-        const doubled = await sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM (SELECT 1 FROM artifact_exposures WHERE inline = 1 GROUP BY session_id, artifact_id HAVING COUNT(*) > 1) d`.execute(raw);
+        const doubled = await sql<{
+          n: number;
+        }>`SELECT COUNT(*)::int AS n FROM (SELECT 1 FROM artifact_exposures WHERE inline = 1 GROUP BY session_id, artifact_id HAVING COUNT(*) > 1) d`.execute(
+          raw,
+        );
         expect(doubled.rows[0]?.n).toBe(0);
-        const dupes = await sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM (SELECT sha256 FROM artifacts GROUP BY sha256 HAVING COUNT(*) > 1) d`.execute(raw);
+        const dupes = await sql<{
+          n: number;
+        }>`SELECT COUNT(*)::int AS n FROM (SELECT sha256 FROM artifacts GROUP BY sha256 HAVING COUNT(*) > 1) d`.execute(
+          raw,
+        );
         expect(dupes.rows[0]?.n).toBe(0);
         // The request stages claim no leases since fidelity first (a lease receipt would point at content the
         // conversation may not show); the direct race is what claims them: one inline exposure per race, in the store too.
-        const raced = await sql<{ session_id: string; n: number }>`SELECT session_id, COUNT(*)::int AS n FROM artifact_exposures WHERE session_id LIKE 'race-%' AND inline = 1 GROUP BY session_id ORDER BY session_id`.execute(raw);
-        expect(raced.rows).toEqual(Array.from({ length: ROUNDS }, (_, round) => ({ session_id: `race-${round}`, n: 1 })));
+        const raced = await sql<{
+          session_id: string;
+          n: number;
+        }>`SELECT session_id, COUNT(*)::int AS n FROM artifact_exposures WHERE session_id LIKE 'race-%' AND inline = 1 GROUP BY session_id ORDER BY session_id`.execute(
+          raw,
+        );
+        expect(raced.rows).toEqual(
+          Array.from({ length: ROUNDS }, (_, round) => ({ session_id: `race-${round}`, n: 1 })),
+        );
         // The sessions every host replayed had their history decisions shared through the store.
-        const shared = await sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM session_renderings WHERE session_id LIKE 'shared-%'`.execute(raw);
+        const shared = await sql<{
+          n: number;
+        }>`SELECT COUNT(*)::int AS n FROM session_renderings WHERE session_id LIKE 'shared-%'`.execute(raw);
         expect(shared.rows[0]?.n).toBeGreaterThan(0);
         const total = reports.reduce((n, r) => n + r.receipts, 0);
-        console.log(`multi-host: ${HOSTS} hosts × ${ROUNDS} rounds, ${reports.reduce((n, r) => n + r.items, 0)} facade calls, ${total} receipts (each recovered by another host), ${usage.prunedArtifacts} artifacts pruned, ${raced.rows.length} lease races with one winner each`);
+        console.log(
+          `multi-host: ${HOSTS} hosts × ${ROUNDS} rounds, ${reports.reduce((n, r) => n + r.items, 0)} facade calls, ${total} receipts (each recovered by another host), ${usage.prunedArtifacts} artifacts pruned, ${raced.rows.length} lease races with one winner each`,
+        );
       } finally {
         await raw.destroy();
       }

@@ -22,12 +22,32 @@ const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-replicas-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** One replica: the real CLI in its own process. */
-async function startReplica(upstream: string, dbUrl: string, name: string): Promise<{ url: string; child: ChildProcess; stderr: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', '--upstream', upstream, '--db-url', dbUrl, '--quiet'], {
-    cwd: ROOT,
-    env: { PATH: process.env['PATH'] ?? '', HOME: join(dir, name), TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+async function startReplica(
+  upstream: string,
+  dbUrl: string,
+  name: string,
+): Promise<{ url: string; child: ChildProcess; stderr: () => string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'proxy',
+      '--port',
+      '0',
+      '--upstream',
+      upstream,
+      '--db-url',
+      dbUrl,
+      '--quiet',
+    ],
+    {
+      cwd: ROOT,
+      env: { PATH: process.env['PATH'] ?? '', HOME: join(dir, name), TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   const url = await new Promise<string>((ok, fail) => {
     child.stderr!.on('data', (c: Buffer) => {
@@ -50,13 +70,21 @@ async function stop(child: ChildProcess): Promise<number | null> {
 type Msg = OpenAI.Chat.ChatCompletionMessageParam;
 const OUT1 = testRunOutput(600, 1);
 const OUT2 = testRunOutput(600, 2);
-const tools: OpenAI.Chat.ChatCompletionTool[] = [{ type: 'function', function: { name: 'terminal', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const tools: OpenAI.Chat.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: { name: 'terminal', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
+  },
+];
 const ids = (r: Recorded): string[] => referencedArtifacts(r.body.toString('utf8').replace(/\\n/g, '\n'));
 const messagesOf = (r: Recorded): unknown[] => r.json!['messages'] as unknown[];
-const toolNames = (r: Recorded): string[] => ((r.json!['tools'] ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
+const toolNames = (r: Recorded): string[] =>
+  ((r.json!['tools'] ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
 /** The `content` a recovery result carried in a continuation request. */
 function recovered(r: Recorded, callId: string): string {
-  const m = (messagesOf(r) as { role: string; tool_call_id?: string; content?: string }[]).find((x) => x.role === 'tool' && x.tool_call_id === callId);
+  const m = (messagesOf(r) as { role: string; tool_call_id?: string; content?: string }[]).find(
+    (x) => x.role === 'tool' && x.tool_call_id === callId,
+  );
   return (JSON.parse(m?.content ?? '{}') as { content?: string }).content ?? '';
 }
 
@@ -71,19 +99,42 @@ describe('two proxy replicas on one PostgreSQL store', () => {
       if (i === 0) receipt1 = ids(r)[0] ?? 'none';
       if (i === 1) {
         receipt2 = ids(r).find((id) => id !== receipt1) ?? 'none';
-        return chat.calls([{ id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: receipt1, limit: 200_000 } }]);
+        return chat.calls([
+          {
+            id: 'tt-1',
+            name: 'token_terminator',
+            args: { action: 'artifact_get', artifact_id: receipt1, limit: 200_000 },
+          },
+        ]);
       }
-      if (i === 3) return chat.calls([{ id: 'tt-2', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: receipt2, limit: 200_000 } }]);
+      if (i === 3)
+        return chat.calls([
+          {
+            id: 'tt-2',
+            name: 'token_terminator',
+            args: { action: 'artifact_get', artifact_id: receipt2, limit: 200_000 },
+          },
+        ]);
       return chat.text(`answer ${i}`);
     };
     const upstream = await startUpstream(script);
-    const [a, b] = await Promise.all([startReplica(upstream.url, schema.url, 'a'), startReplica(upstream.url, schema.url, 'b')]);
+    const [a, b] = await Promise.all([
+      startReplica(upstream.url, schema.url, 'a'),
+      startReplica(upstream.url, schema.url, 'b'),
+    ]);
     try {
-      const via = (replica: { url: string }) => new OpenAI({ apiKey: 'sk-replicas', baseURL: `${replica.url}/v1`, maxRetries: 0 });
+      const via = (replica: { url: string }) =>
+        new OpenAI({ apiKey: 'sk-replicas', baseURL: `${replica.url}/v1`, maxRetries: 0 });
       const history: Msg[] = [
         { role: 'system', content: 'You are a coding agent.' },
         { role: 'user', content: 'Run the tests, then the lint.' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'run-1', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm test"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'run-1', content: OUT1 },
       ];
       const turn = async (replica: { url: string }): Promise<string> => {
@@ -97,7 +148,13 @@ describe('two proxy replicas on one PostgreSQL store', () => {
       expect(await turn(a)).toBe('answer 0');
       history.push(
         { role: 'user', content: 'Now the lint.' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'run-2', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm run lint"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'run-2', type: 'function', function: { name: 'terminal', arguments: '{"command":"npm run lint"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'run-2', content: OUT2 },
       );
       expect(await turn(b)).toBe('answer 2');

@@ -33,9 +33,20 @@ describe('four replay processes on one vault file', () => {
     const runs = Array.from({ length: PROCESSES }, (_, k) => {
       const file = join(dir, `sessions-${k}.jsonl`);
       // Every process: the common session first (they race on its history decisions), then its own ones.
-      writeSessions(file, [shared, buildWorkload({ id: `own-${k}`, variant: k }), ...(k < 2 ? [sampleSession(`sample-${k}`)] : [])]);
+      writeSessions(file, [
+        shared,
+        buildWorkload({ id: `own-${k}`, variant: k }),
+        ...(k < 2 ? [sampleSession(`sample-${k}`)] : []),
+      ]);
       const dump = join(dir, `dump-${k}.jsonl`);
-      return { file, dump, done: runToEnd(process.execPath, [CLI, 'replay', file, '--db', db, '--json', '--dump', dump], { ...process.env, TOKEN_TERMINATOR_RTK_PATH: '' }) };
+      return {
+        file,
+        dump,
+        done: runToEnd(process.execPath, [CLI, 'replay', file, '--db', db, '--json', '--dump', dump], {
+          ...process.env,
+          TOKEN_TERMINATOR_RTK_PATH: '',
+        }),
+      };
     });
     const finished = await Promise.all(runs.map((r) => r.done));
 
@@ -43,7 +54,12 @@ describe('four replay processes on one vault file', () => {
     for (const [k, out] of finished.entries()) {
       expect(out.stderr, `process ${k} stderr`).toBe('');
       expect(out.code, `process ${k} exit code`).toBe(0);
-      const figures = JSON.parse(out.stdout) as { receipts: number; recovered_exact: number; recovery_failures: number; requests: number };
+      const figures = JSON.parse(out.stdout) as {
+        receipts: number;
+        recovered_exact: number;
+        recovery_failures: number;
+        requests: number;
+      };
       expect(figures.recovery_failures).toBe(0);
       expect(figures.recovered_exact).toBe(figures.receipts);
       expect(figures.receipts).toBeGreaterThan(0);
@@ -54,17 +70,32 @@ describe('four replay processes on one vault file', () => {
     try {
       expect(raw.pragma('integrity_check', { simple: true })).toBe('ok');
       // Content-addressed: no content stored twice.
-      expect(raw.prepare('SELECT COUNT(*) FROM (SELECT sha256 FROM artifacts GROUP BY sha256 HAVING COUNT(*) > 1)').pluck().get()).toBe(0);
+      expect(
+        raw
+          .prepare('SELECT COUNT(*) FROM (SELECT sha256 FROM artifacts GROUP BY sha256 HAVING COUNT(*) > 1)')
+          .pluck()
+          .get(),
+      ).toBe(0);
       // The search output every variant shares was stored once and observed by every session that saw it.
-      const search = shared.messages.find((m) => m['role'] === 'tool' && String(m['content']).startsWith('src/parser/module_0.ts'))!;
+      const search = shared.messages.find(
+        (m) => m['role'] === 'tool' && String(m['content']).startsWith('src/parser/module_0.ts'),
+      )!;
       const searchId = artifactIdFor(String(search['content']));
       expect(raw.prepare('SELECT COUNT(*) FROM artifacts WHERE artifact_id = ?').pluck().get(searchId)).toBe(1);
-      const sessions = raw.prepare('SELECT COUNT(DISTINCT session_id) FROM artifact_observations WHERE artifact_id = ?').pluck().get(searchId) as number;
+      const sessions = raw
+        .prepare('SELECT COUNT(DISTINCT session_id) FROM artifact_observations WHERE artifact_id = ?')
+        .pluck()
+        .get(searchId) as number;
       expect(sessions).toBe(PROCESSES + 1);
       // The raced session's history decisions were shared through the vault.
-      const raced = raw.prepare("SELECT COUNT(*) FROM session_renderings WHERE session_id = 'shared-session'").pluck().get() as number;
+      const raced = raw
+        .prepare("SELECT COUNT(*) FROM session_renderings WHERE session_id = 'shared-session'")
+        .pluck()
+        .get() as number;
       expect(raced).toBeGreaterThan(0);
-      console.log(`shared vault: ${PROCESSES} processes, ${receipts} receipts recovered, ${String(raw.prepare('SELECT COUNT(*) FROM artifacts').pluck().get())} artifacts, ${raced} shared history decisions, search output observed by ${sessions} sessions`);
+      console.log(
+        `shared vault: ${PROCESSES} processes, ${receipts} receipts recovered, ${String(raw.prepare('SELECT COUNT(*) FROM artifacts').pluck().get())} artifacts, ${raced} shared history decisions, search output observed by ${sessions} sessions`,
+      );
     } finally {
       raw.close();
     }
@@ -73,7 +104,11 @@ describe('four replay processes on one vault file', () => {
     for (const r of runs) {
       const shown = new Map<string, Set<string>>();
       for (const line of readFileSync(r.dump, 'utf8').split('\n').filter(Boolean)) {
-        const { session, index, final } = JSON.parse(line) as { session: string; index: number; final: ProviderRequest };
+        const { session, index, final } = JSON.parse(line) as {
+          session: string;
+          index: number;
+          final: ProviderRequest;
+        };
         const seen = shown.get(session) ?? new Set<string>();
         shown.set(session, seen);
         expect(danglingReferences(final, seen), `${r.dump} ${session} #${index}`).toEqual([]);
@@ -84,11 +119,13 @@ describe('four replay processes on one vault file', () => {
     // Every receipt in every dumped request recovers exactly from the shared file.
     await using vault = await createVault({ path: db });
     const ids = new Set<string>();
-    for (const r of runs) for (const line of readFileSync(r.dump, 'utf8').split('\n').filter(Boolean)) for (const id of receiptIds(JSON.parse(line))) ids.add(id);
+    for (const r of runs)
+      for (const line of readFileSync(r.dump, 'utf8').split('\n').filter(Boolean))
+        for (const id of receiptIds(JSON.parse(line))) ids.add(id);
     expect(ids.size).toBeGreaterThan(0);
     for (const id of ids) {
       const parts: string[] = [];
-      for (let offset: number | null = 0; offset !== null; ) {
+      for (let offset: number | null = 0; offset !== null;) {
         const page = await vault.page(id, offset);
         parts.push(page.content);
         offset = page.nextOffset;

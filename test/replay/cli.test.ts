@@ -18,7 +18,13 @@ beforeAll(() => {
       messages: [
         { role: 'system', content: 'sys' },
         { role: 'user', content: 'find it' },
-        { role: 'assistant', content: 'searching', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } }] },
+        {
+          role: 'assistant',
+          content: 'searching',
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'c1', content: big },
         { role: 'assistant', content: 'found' },
       ],
@@ -27,7 +33,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-
 describe('token-terminator replay / stats / compare', () => {
   it('replay --json prints exactly the figures keys plus sessions', async () => {
     const { code, out } = await capture(['replay', sessions, '--json', '--db', join(dir, 'v.sqlite3')]);
@@ -35,11 +40,34 @@ describe('token-terminator replay / stats / compare', () => {
     const f = JSON.parse(out) as Record<string, unknown> & { sessions: { id: string }[] };
     expect(Object.keys(f).sort()).toEqual(
       [
-        'requests', 'raw_chars', 'final_chars', 'raw_tokens', 'final_tokens', 'reduction_pct', 'receipts', 'recovered_exact', 'recovery_failures',
-        'cache_prefix_ratio_raw', 'cache_prefix_ratio_final', 'effective_cost_raw', 'effective_cost_final', 'effective_cost_ratio',
-        'p50_ms', 'p95_ms', 'total_ms', 'peak_rss_mb', 'sessions',
-        'task_visible_pct', 'actions_visible_pct', 'diagnostics_visible_pct', 'grounding_pct', 'prefix_reuse',
-        'pricing_profile', 'effective_cost_ratio_openai', 'effective_cost_ratio_anthropic', 'fidelity',
+        'requests',
+        'raw_chars',
+        'final_chars',
+        'raw_tokens',
+        'final_tokens',
+        'reduction_pct',
+        'receipts',
+        'recovered_exact',
+        'recovery_failures',
+        'cache_prefix_ratio_raw',
+        'cache_prefix_ratio_final',
+        'effective_cost_raw',
+        'effective_cost_final',
+        'effective_cost_ratio',
+        'p50_ms',
+        'p95_ms',
+        'total_ms',
+        'peak_rss_mb',
+        'sessions',
+        'task_visible_pct',
+        'actions_visible_pct',
+        'diagnostics_visible_pct',
+        'grounding_pct',
+        'prefix_reuse',
+        'pricing_profile',
+        'effective_cost_ratio_openai',
+        'effective_cost_ratio_anthropic',
+        'fidelity',
       ].sort(),
     );
     expect(f['pricing_profile']).toBe('openai');
@@ -64,9 +92,18 @@ describe('token-terminator replay / stats / compare', () => {
   });
 
   it('compare rejects identical modes and a missing ledger with exit 2', async () => {
-    expect((await capture(['compare', 'balanced', 'balanced', '--ledger', join(dir, 'experiments.sqlite3')])).code).toBe(2);
+    expect(
+      (await capture(['compare', 'balanced', 'balanced', '--ledger', join(dir, 'experiments.sqlite3')])).code,
+    ).toBe(2);
     expect((await capture(['compare', 'off', 'balanced', '--ledger', join(dir, 'none.sqlite3')])).code).toBe(2);
-    const { code, out } = await capture(['compare', 'off', 'balanced', '--ledger', join(dir, 'experiments.sqlite3'), '--json']);
+    const { code, out } = await capture([
+      'compare',
+      'off',
+      'balanced',
+      '--ledger',
+      join(dir, 'experiments.sqlite3'),
+      '--json',
+    ]);
     expect(code).toBe(0);
     expect(JSON.parse(out)).toMatchObject({ b: { mode: 'balanced', sessions: 2 }, a: { sessions: 0 } });
   });
@@ -79,7 +116,12 @@ describe('token-terminator replay / stats / compare', () => {
 
 describe('benchTotals', () => {
   it('sums the first seven cases only and rounds the reduction to 2 decimals', () => {
-    const c = (raw: number, out: number) => ({ name: 'x', raw_tokens: raw, output_tokens: out, reference_output_tokens: 0 });
+    const c = (raw: number, out: number) => ({
+      name: 'x',
+      raw_tokens: raw,
+      output_tokens: out,
+      reference_output_tokens: 0,
+    });
     const cases = [c(100, 1), c(100, 2), c(100, 3), c(100, 4), c(100, 5), c(100, 6), c(100, 7), c(1000, 999)];
     expect(benchTotals(cases)).toEqual({ raw_tokens: 700, output_tokens: 28, token_reduction_pct: 96 });
   });

@@ -19,12 +19,22 @@ import { fixture } from '../operators/tool-helpers.js';
 
 type Msg = Record<string, unknown>;
 
-const filler = Array.from({ length: 130 }, (_, i) => `tests/test_util.py::test_ok_${String.fromCharCode(97 + (i % 26))} PASSED`).join('\n');
+const filler = Array.from(
+  { length: 130 },
+  (_, i) => `tests/test_util.py::test_ok_${String.fromCharCode(97 + (i % 26))} PASSED`,
+).join('\n');
 // m4: a 4,000+ char pytest run with four diagnostic lines and one path the next actions use.
-const DIAG = ["E       assert parse_config('x') == 3", 'FAILED tests/test_config.py::test_parse - AssertionError', 'src/app/loader_impl.py:88: ValueError', "ValueError: bad alias 'x'"];
+const DIAG = [
+  "E       assert parse_config('x') == 3",
+  'FAILED tests/test_config.py::test_parse - AssertionError',
+  'src/app/loader_impl.py:88: ValueError',
+  "ValueError: bad alias 'x'",
+];
 const m4 = `${filler}\n${DIAG.join('\n')}\n${filler.slice(0, 600)}`;
 // m6: a text-protocol observation (a user message the default pattern recognises), 1,000+ chars.
-const code = Array.from({ length: 45 }, (_, i) => `    # comment line ${String.fromCharCode(97 + (i % 26))}`).join('\n');
+const code = Array.from({ length: 45 }, (_, i) => `    # comment line ${String.fromCharCode(97 + (i % 26))}`).join(
+  '\n',
+);
 const m6 = `<returncode>0</returncode>\n<output>\n    def load(key):\n${code}\n        return resolve_alias(name)\n    def resolve_alias(name):\n        pass\n</output>`;
 
 const session: RecordedSession = {
@@ -34,11 +44,30 @@ const session: RecordedSession = {
     { role: 'system', content: 'SYS' },
     { role: 'user', content: 'DEMO of the interface' },
     { role: 'user', content: 'TASK: fix parse_config in src/app/config.py' },
-    { role: 'assistant', content: "I'll run the tests.\n```bash\npytest -q tests\n```", tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command": "pytest -q tests"}' } }] },
+    {
+      role: 'assistant',
+      content: "I'll run the tests.\n```bash\npytest -q tests\n```",
+      tool_calls: [
+        { id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command": "pytest -q tests"}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: 'c1', content: m4 },
     { role: 'assistant', content: 'Open the loader.\n```bash\nsed -n 80,95p src/app/loader_impl.py\n```' },
     { role: 'user', content: m6 },
-    { role: 'assistant', content: 'Fix it.', tool_calls: [{ id: 'c2', type: 'function', function: { name: 'edit', arguments: '{"path": "src/app/loader_impl.py", "line": 91, "text": "return resolve_alias(name)"}' } }] },
+    {
+      role: 'assistant',
+      content: 'Fix it.',
+      tool_calls: [
+        {
+          id: 'c2',
+          type: 'function',
+          function: {
+            name: 'edit',
+            arguments: '{"path": "src/app/loader_impl.py", "line": 91, "text": "return resolve_alias(name)"}',
+          },
+        },
+      ],
+    },
     { role: 'tool', tool_call_id: 'c2', content: 'ok' },
     { role: 'assistant', content: 'Done.' },
   ],
@@ -50,7 +79,8 @@ function hide(k: number, messages: Msg[]): Msg[] {
     if (k === 1 && j === 4) return { ...m, content: String(m['content']).replace(`${DIAG[1]}\n`, '') }; // one diagnostic line
     if (k === 2 && j === 2) return { ...m, content: 'TASK (in the vault)' }; // the task
     if (k === 2 && j === 6) return { ...m, content: String(m['content']).replaceAll('resolve_alias', 'XXX') }; // one grounding string
-    if (k === 3 && j === 3) return { ...m, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }] }; // one action
+    if (k === 3 && j === 3)
+      return { ...m, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }] }; // one action
     return m;
   });
 }
@@ -96,13 +126,19 @@ afterAll(() => {
 
 describe('replay fidelity figures (computed by hand)', () => {
   it('sends the recognised observation through the tool stream as the output of the command block before it', () => {
-    expect(toolNames).toEqual(['terminal:{"command":"pytest -q tests"}', 'terminal:{"command":"sed -n 80,95p src/app/loader_impl.py"}', 'edit:{"path":"src/app/loader_impl.py","line":91,"text":"return resolve_alias(name)"}']);
+    expect(toolNames).toEqual([
+      'terminal:{"command":"pytest -q tests"}',
+      'terminal:{"command":"sed -n 80,95p src/app/loader_impl.py"}',
+      'edit:{"path":"src/app/loader_impl.py","line":91,"text":"return resolve_alias(name)"}',
+    ]);
   });
 
   it("unwraps mini-swe-agent's observation template: the tool stream gets the command's own output and exit code", () => {
     const inner = m6.slice('<returncode>0</returncode>\n<output>\n'.length, -'\n</output>'.length);
     expect(toolContents[1]).toEqual({ content: inner, exitCode: 0 });
-    expect(unwrapObservation('<returncode>2</returncode>\n<output>\nboom\n</output>')!.wrap('b')).toBe('<returncode>2</returncode>\n<output>\nb\n</output>');
+    expect(unwrapObservation('<returncode>2</returncode>\n<output>\nboom\n</output>')!.wrap('b')).toBe(
+      '<returncode>2</returncode>\n<output>\nb\n</output>',
+    );
     expect(unwrapObservation('OBSERVATION:\nplain')).toBeUndefined();
   });
 
@@ -126,8 +162,12 @@ describe('replay fidelity figures (computed by hand)', () => {
   });
 
   it('grounding: 1 string learned from m4 (the path), 4 from the observation (91, return, resolve_alias, name), resolve_alias hidden', () => {
-    expect(groundingStrings('sed -n 80,95p src/app/loader_impl.py')).toEqual(['sed', '80', 'src/app/loader_impl.py'].filter((s) => s !== 'sed'));
-    expect(groundingStrings('{"path": "src/app/loader_impl.py", "line": 91, "text": "return resolve_alias(name)"}')).toEqual(['src/app/loader_impl.py', '91', 'return', 'resolve_alias', 'name']);
+    expect(groundingStrings('sed -n 80,95p src/app/loader_impl.py')).toEqual(
+      ['sed', '80', 'src/app/loader_impl.py'].filter((s) => s !== 'sed'),
+    );
+    expect(
+      groundingStrings('{"path": "src/app/loader_impl.py", "line": 91, "text": "return resolve_alias(name)"}'),
+    ).toEqual(['src/app/loader_impl.py', '91', 'return', 'resolve_alias', 'name']);
     expect(figures.fidelity).toMatchObject({ grounding_strings: 5, grounding_strings_visible: 4 });
     expect(figures.grounding_pct).toBe(80);
   });
@@ -180,7 +220,9 @@ describe('replay fidelity figures (computed by hand)', () => {
     // The built-ins have a 1,024-token minimum: request 0 is below it (billed at 1 ×, uncached).
     expect(counter.count(arr(raws[0]!))).toBeLessThan(1024);
     expect(figures.effective_cost_ratio_openai).toBe(r4(cost(finals, 0.1, 1, 1024) / cost(raws, 0.1, 1, 1024)));
-    expect(figures.effective_cost_ratio_anthropic).toBe(r4(cost(finals, 0.1, 1.25, 1024) / cost(raws, 0.1, 1.25, 1024)));
+    expect(figures.effective_cost_ratio_anthropic).toBe(
+      r4(cost(finals, 0.1, 1.25, 1024) / cost(raws, 0.1, 1.25, 1024)),
+    );
     expect(figures.effective_cost_ratio_anthropic).not.toBe(figures.effective_cost_ratio_openai);
   });
 
@@ -194,19 +236,74 @@ describe('replay fidelity figures (computed by hand)', () => {
 
 describe('the diagnostic-line pattern', () => {
   it('counts failure lines and leaves passing output, source code and file names alone', () => {
-    for (const line of ['E       KeyError: \'b\'', 'FAILED tests/t.py::test_a - KeyError', 'Traceback (most recent call last):', 'java.lang.IllegalStateException: boom', 'Caused by: java.io.IOException: x', 'src/a.ts(2,14): error TS2322: Type', 'Foo.java:12: error: cannot find symbol', '[ERROR] Failed to execute goal', 'npm error code ENOTCACHED', 'panic: runtime error: index out of range', '--- FAIL: TestMul (0.00s)', 'error: could not compile `x`', 'bash: foo: command not found', 'Process exited with code 2', 'tests/test_x.py:12: AssertionError']) {
+    for (const line of [
+      "E       KeyError: 'b'",
+      'FAILED tests/t.py::test_a - KeyError',
+      'Traceback (most recent call last):',
+      'java.lang.IllegalStateException: boom',
+      'Caused by: java.io.IOException: x',
+      'src/a.ts(2,14): error TS2322: Type',
+      'Foo.java:12: error: cannot find symbol',
+      '[ERROR] Failed to execute goal',
+      'npm error code ENOTCACHED',
+      'panic: runtime error: index out of range',
+      '--- FAIL: TestMul (0.00s)',
+      'error: could not compile `x`',
+      'bash: foo: command not found',
+      'Process exited with code 2',
+      'tests/test_x.py:12: AssertionError',
+    ]) {
       expect(isDiagnosticLine(line), line).toBe(true);
     }
-    for (const line of ['tests/test_a.py::test_ok PASSED', '1196:    public static Type[] getReturnTypes(Method method) {', 'JsonMappingException.html', 'src/main/java/FooException.java', '5 passed in 0.2s', 'exit code 0', '123:        throw new IllegalArgumentException("x");']) {
+    for (const line of [
+      'tests/test_a.py::test_ok PASSED',
+      '1196:    public static Type[] getReturnTypes(Method method) {',
+      'JsonMappingException.html',
+      'src/main/java/FooException.java',
+      '5 passed in 0.2s',
+      'exit code 0',
+      '123:        throw new IllegalArgumentException("x");',
+    ]) {
       expect(isDiagnosticLine(line), line).toBe(false);
     }
   });
 });
 
 describe('the diagnostic-line pattern on real captured outputs (test/fixtures/terminal)', () => {
-  const failing = ['pytest-fail.txt', 'pytest-assert-fail.txt', 'python-traceback.txt', 'java-exception.txt', 'mvn-test-fail.txt', 'mvn-offline-fail.txt', 'javac-errors.txt', 'tsc-errors.txt', 'eslint-fail.txt', 'npm-install-fail.txt', 'go-panic.txt', 'go-test-fail.txt', 'go-vet.txt', 'cargo-test-fail.txt', 'cargo-build-errors.txt', 'vitest-fail.txt'];
-  const passing = ['git-diff.txt', 'git-log.txt', 'git-status.txt', 'find.txt', 'ls-r.txt', 'ls-la.txt', 'tree.txt', 'grep-rn.txt', 'rg-n.txt', 'npm-install.txt', 'npm-ls.txt', 'python-importtime.txt'];
-  const wrapped = (name: string, code: number): string => `<returncode>${code}</returncode>\n<output>\n${fixture(name)}\n</output>`;
+  const failing = [
+    'pytest-fail.txt',
+    'pytest-assert-fail.txt',
+    'python-traceback.txt',
+    'java-exception.txt',
+    'mvn-test-fail.txt',
+    'mvn-offline-fail.txt',
+    'javac-errors.txt',
+    'tsc-errors.txt',
+    'eslint-fail.txt',
+    'npm-install-fail.txt',
+    'go-panic.txt',
+    'go-test-fail.txt',
+    'go-vet.txt',
+    'cargo-test-fail.txt',
+    'cargo-build-errors.txt',
+    'vitest-fail.txt',
+  ];
+  const passing = [
+    'git-diff.txt',
+    'git-log.txt',
+    'git-status.txt',
+    'find.txt',
+    'ls-r.txt',
+    'ls-la.txt',
+    'tree.txt',
+    'grep-rn.txt',
+    'rg-n.txt',
+    'npm-install.txt',
+    'npm-ls.txt',
+    'python-importtime.txt',
+  ];
+  const wrapped = (name: string, code: number): string =>
+    `<returncode>${code}</returncode>\n<output>\n${fixture(name)}\n</output>`;
 
   it("finds diagnostic lines in every failing run, also inside mini-swe-agent's observation template, and none in passing output", () => {
     for (const name of failing) {
@@ -218,17 +315,40 @@ describe('the diagnostic-line pattern on real captured outputs (test/fixtures/te
   });
 
   it('a Python traceback ends in its exception line whatever the exception is called', () => {
-    const tb = ['Traceback (most recent call last):', '  File "manage.py", line 3, in <module>', '    main()', 'django.core.exceptions.ImproperlyConfigured: SECRET_KEY must not be empty', 'done'].join('\n');
-    expect(diagnosticLines(tb)).toEqual(['Traceback (most recent call last):', 'django.core.exceptions.ImproperlyConfigured: SECRET_KEY must not be empty']);
-    expect(diagnosticLines('Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nKeyboardInterrupt')).toContain('KeyboardInterrupt');
+    const tb = [
+      'Traceback (most recent call last):',
+      '  File "manage.py", line 3, in <module>',
+      '    main()',
+      'django.core.exceptions.ImproperlyConfigured: SECRET_KEY must not be empty',
+      'done',
+    ].join('\n');
+    expect(diagnosticLines(tb)).toEqual([
+      'Traceback (most recent call last):',
+      'django.core.exceptions.ImproperlyConfigured: SECRET_KEY must not be empty',
+    ]);
+    expect(
+      diagnosticLines('Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nKeyboardInterrupt'),
+    ).toContain('KeyboardInterrupt');
     // Outside a traceback such a line is ordinary text.
     expect(diagnosticLines('ImproperlyConfigured: hint\nKeyboardInterrupt')).toEqual([]);
-    expect(diagnosticLines(fixture('python-traceback.txt'))).toContain('calc.evaluator.EvalError: job 241: division by zero in nested expression');
+    expect(diagnosticLines(fixture('python-traceback.txt'))).toContain(
+      'calc.evaluator.EvalError: job 241: division by zero in nested expression',
+    );
   });
 
   it("counts Go's per-package FAIL lines, ESLint's stylish errors and Go vet findings", () => {
-    for (const line of ['FAIL\texample.com/capdemo/calc\t0.015s', 'FAIL', "  2:5  error  'x' is assigned a value but never used  no-unused-vars", './main.go:12:2: undefined: x']) expect(isDiagnosticLine(line), line).toBe(true);
-    for (const line of ['ok  \texample.com/okpkg\t0.002s', '  2:5  warning  Unexpected console statement  no-console', 'FAILOVER ready']) expect(isDiagnosticLine(line), line).toBe(false);
+    for (const line of [
+      'FAIL\texample.com/capdemo/calc\t0.015s',
+      'FAIL',
+      "  2:5  error  'x' is assigned a value but never used  no-unused-vars",
+      './main.go:12:2: undefined: x',
+    ])
+      expect(isDiagnosticLine(line), line).toBe(true);
+    for (const line of [
+      'ok  \texample.com/okpkg\t0.002s',
+      '  2:5  warning  Unexpected console statement  no-console',
+      'FAILOVER ready',
+    ])
+      expect(isDiagnosticLine(line), line).toBe(false);
   });
 });
-

@@ -17,7 +17,11 @@ const session: RecordedSession = {
   messages: [
     { role: 'system', content: 'Be brief.' },
     { role: 'user', content: 'List files.' },
-    { role: 'assistant', content: 'A1', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command": "ls"}' } }] },
+    {
+      role: 'assistant',
+      content: 'A1',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command": "ls"}' } }],
+    },
     { role: 'tool', tool_call_id: 'c1', content: big },
     { role: 'assistant', content: 'Done.' },
     { role: 'user', content: 'More?' },
@@ -62,23 +66,41 @@ beforeAll(async () => {
     ...real,
     reduceToolResult: async (result, context) => {
       seenTools.push({ name: result.name, args: result.args });
-      const put = await real.vault.put({ content: result.content, toolName: result.name, sessionId: context.sessionId });
+      const put = await real.vault.put({
+        content: result.content,
+        toolName: result.name,
+        sessionId: context.sessionId,
+      });
       receipt = renderReceipt(createReceipt(put.artifactId, result.name, put.chars, put.sha256));
       const step = { value: result, original: result, context, decisions: [] };
-      return advance(step, { ...result, content: receipt }, { stage: 'fake_tool', kind: 'applied', reason: 'test', savedChars: put.chars - cp(receipt) });
+      return advance(
+        step,
+        { ...result, content: receipt },
+        { stage: 'fake_tool', kind: 'applied', reason: 'test', savedChars: put.chars - cp(receipt) },
+      );
     },
     reduceRequest: async (request, context) => {
       const step = { value: request, original: request, context, decisions: [] };
       const messages = request['messages'] as Record<string, unknown>[];
       if (messages.length < 6) return step;
       const changed = messages.map((m) => (m['role'] === 'tool' ? { ...m, content: 'R2' } : m));
-      return advance(step, { ...request, messages: changed }, { stage: 'fake_request', kind: 'applied', reason: 'test', savedChars: 1 });
+      return advance(
+        step,
+        { ...request, messages: changed },
+        { stage: 'fake_request', kind: 'applied', reason: 'test', savedChars: 1 },
+      );
     },
   };
   let t = 0;
   // The cost formula without a minimum prefix (these requests are far below the built-ins' 1,024 tokens).
   const pricing = { name: 'custom', cacheRead: 0.1, cacheWrite: 1, minCachePrefixTokens: 0 };
-  figures = await replaySessions([session], { terminator: tt, counter, ledger: join(dir, 'ledger.sqlite3'), now: () => t++, pricing });
+  figures = await replaySessions([session], {
+    terminator: tt,
+    counter,
+    ledger: join(dir, 'ledger.sqlite3'),
+    now: () => t++,
+    pricing,
+  });
   await real.close();
 });
 
@@ -104,7 +126,8 @@ describe('replay figures (computed by hand)', () => {
     const finalChars = sum(fin.map(cp));
     const rawTokens = sum(raw.map((s) => counter.count(s)));
     const finalTokens = sum(fin.map((s) => counter.count(s)));
-    const cost = (sizes: number[], prefixes: number[]): number => sum(sizes.map((n, i) => n - prefixes[i]! + 0.1 * prefixes[i]!));
+    const cost = (sizes: number[], prefixes: number[]): number =>
+      sum(sizes.map((n, i) => n - prefixes[i]! + 0.1 * prefixes[i]!));
     const costRaw = cost(raw.map(cp), rawPrefix);
     const costFinal = cost(fin.map(cp), finPrefix);
     const r4 = (x: number): number => Math.round(x * 1e4) / 1e4;
@@ -136,12 +159,24 @@ describe('replay figures (computed by hand)', () => {
       diagnostics_visible_pct: 100,
       grounding_pct: 100,
       // Item serialization: request 1 → 2 keeps all of [m0, m1]; 2 → 3 breaks inside m3.
-      prefix_reuse: r4((cp(m0) + cp(m1) + cp(m0) + cp(m1) + cp(m2) + lcp(m3final, m3r2)) / (cp(m0) + cp(m1) + cp(m0) + cp(m1) + cp(m2) + cp(m3final))),
+      prefix_reuse: r4(
+        (cp(m0) + cp(m1) + cp(m0) + cp(m1) + cp(m2) + lcp(m3final, m3r2)) /
+          (cp(m0) + cp(m1) + cp(m0) + cp(m1) + cp(m2) + cp(m3final)),
+      ),
       pricing_profile: 'custom',
       // Below the built-ins' minimum nothing is cached: cost = size.
       effective_cost_ratio_openai: r4(finalChars / rawChars),
       effective_cost_ratio_anthropic: r4(finalChars / rawChars),
-      fidelity: { requests: 3, tasks_visible: 3, actions_checked: 2, actions_visible: 2, diagnostic_lines: 0, diagnostic_lines_visible: 0, grounding_strings: 0, grounding_strings_visible: 0 },
+      fidelity: {
+        requests: 3,
+        tasks_visible: 3,
+        actions_checked: 2,
+        actions_visible: 2,
+        diagnostic_lines: 0,
+        diagnostic_lines_visible: 0,
+        grounding_strings: 0,
+        grounding_strings_visible: 0,
+      },
     };
     const { peak_rss_mb, sessions, ...top } = figures;
     expect(top).toEqual(expected);
@@ -166,7 +201,11 @@ describe('replay figures (computed by hand)', () => {
     };
     const real = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'broken.sqlite3') } });
     try {
-      const f = await replaySessions([session], { terminator: { ...broken, vault: real.vault }, counter, ledger: false });
+      const f = await replaySessions([session], {
+        terminator: { ...broken, vault: real.vault },
+        counter,
+        ledger: false,
+      });
       expect(f).toMatchObject({ receipts: 2, recovered_exact: 0, recovery_failures: 2 });
     } finally {
       await real.close();
@@ -187,7 +226,10 @@ describe('replay with the real pipeline', () => {
   it('writes one dump line per request with the complete final request', async () => {
     const dump = join(dir, 'dump.jsonl');
     await replaySessions([session], { mode: 'off', env: {}, counter, ledger: false, dump });
-    const lines = readFileSync(dump, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { session: string; index: number; final: { messages: unknown[]; model: string } });
+    const lines = readFileSync(dump, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { session: string; index: number; final: { messages: unknown[]; model: string } });
     expect(lines.map((l) => [l.session, l.index, l.final.messages.length, l.final.model])).toEqual([
       ['fixture#0', 0, 2, 'gpt-4o'],
       ['fixture#0', 1, 4, 'gpt-4o'],
@@ -199,7 +241,9 @@ describe('replay with the real pipeline', () => {
     const db = join(dir, 'not-a-vault.sqlite3');
     writeFileSync(db, 'garbage, not a database\n'.repeat(100));
     const dump = join(dir, 'unopened-dump.jsonl');
-    await expect(replaySessions([session], { mode: 'balanced', env: {}, counter, ledger: false, db, dump })).rejects.toMatchObject({ code: 'E_VAULT_OPEN', reason: 'SQLITE_NOTADB' });
+    await expect(
+      replaySessions([session], { mode: 'balanced', env: {}, counter, ledger: false, db, dump }),
+    ).rejects.toMatchObject({ code: 'E_VAULT_OPEN', reason: 'SQLITE_NOTADB' });
     expect(existsSync(dump)).toBe(false);
   });
 

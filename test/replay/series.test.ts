@@ -12,7 +12,13 @@ const session = (id: string): RecordedSession => ({
   messages: [
     { role: 'system', content: 'sys' },
     { role: 'user', content: 'find it' },
-    { role: 'assistant', content: 'searching', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } }] },
+    {
+      role: 'assistant',
+      content: 'searching',
+      tool_calls: [
+        { id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: 'c1', content: big },
     { role: 'assistant', content: 'looking closer' },
     { role: 'user', content: 'and?' },
@@ -25,7 +31,11 @@ let withSeries: ReplayFigures;
 let without: ReplayFigures;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-replay-series-'));
-  withSeries = await replaySessions([session('one'), session('two')], { series: true, db: join(dir, 'v.sqlite3'), ledger: false });
+  withSeries = await replaySessions([session('one'), session('two')], {
+    series: true,
+    db: join(dir, 'v.sqlite3'),
+    ledger: false,
+  });
   without = await replaySessions([session('one')], { ledger: false });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,7 +54,9 @@ describe('replay series', () => {
 
   it('reports the chars each mechanism saved per request, as the metrics rows do', () => {
     const fromPoints: Record<string, number> = {};
-    for (const s of withSeries.sessions) for (const p of s.per_request!) for (const [k, v] of Object.entries(p.saved_by_stage)) fromPoints[k] = (fromPoints[k] ?? 0) + v;
+    for (const s of withSeries.sessions)
+      for (const p of s.per_request!)
+        for (const [k, v] of Object.entries(p.saved_by_stage)) fromPoints[k] = (fromPoints[k] ?? 0) + v;
     expect(Object.keys(fromPoints).length).toBeGreaterThan(0);
     expect(fromPoints).toEqual(readMetricsSummary(join(dir, 'v.sqlite3')).saved_by_stage);
   });

@@ -54,18 +54,26 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('finds and starts a Chromium, and opens the report in it', async () => {
-    expect(executable, MISSING).toBeDefined();
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    page.on('pageerror', (e) => errors.push(String(e)));
-    // Nothing may be fetched: the page is self-contained.
-    await page.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : (errors.push(`network: ${route.request().url()}`), route.abort())));
-    await page.goto(pathToFileURL(join(dir, 'report.html')).href);
-  }, SLOW);
+  it(
+    'finds and starts a Chromium, and opens the report in it',
+    async () => {
+      expect(executable, MISSING).toBeDefined();
+      browser = await launchChromium();
+      page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(m.text());
+      });
+      page.on('pageerror', (e) => errors.push(String(e)));
+      // Nothing may be fetched: the page is self-contained.
+      await page.route('**/*', (route) =>
+        route.request().url().startsWith('file:')
+          ? route.continue()
+          : (errors.push(`network: ${route.request().url()}`), route.abort()),
+      );
+      await page.goto(pathToFileURL(join(dir, 'report.html')).href);
+    },
+    SLOW,
+  );
 
   needsBrowser('draws every chart as a non-empty SVG with visible marks', async () => {
     const charts = await page.$$eval('figure.chart svg[role=img]', (svgs) =>
@@ -77,7 +85,13 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
             const b = (m as unknown as { getBBox(): { width: number; height: number } }).getBBox();
             return b.width > 0 || b.height > 0;
           });
-          return { label: s.getAttribute('aria-label'), width: box.width, height: box.height, marks: marks.length, texts: s.querySelectorAll('text').length };
+          return {
+            label: s.getAttribute('aria-label'),
+            width: box.width,
+            height: box.height,
+            marks: marks.length,
+            texts: s.querySelectorAll('text').length,
+          };
         }),
     );
     expect(charts.map((c) => c.label)).toEqual([
@@ -96,15 +110,32 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
   });
 
   needsBrowser('shows the replay JSON\u2019s numbers: totals, profiles, fidelity, recovery', async () => {
-    const shown = await page.$$eval('#summary [data-key], #cost [data-key], #fidelity [data-key], #recovery [data-key]', (els) =>
-      els.map((e) => ({ key: e.getAttribute('data-key')!, text: e.textContent! })),
+    const shown = await page.$$eval(
+      '#summary [data-key], #cost [data-key], #fidelity [data-key], #recovery [data-key]',
+      (els) => els.map((e) => ({ key: e.getAttribute('data-key')!, text: e.textContent! })),
     );
     const expected = (key: string): unknown =>
-      key === 'saved_tokens' ? (figures['raw_tokens'] as number) - (figures['final_tokens'] as number) : key === 'sessions' ? figures.sessions.length : figures[key];
+      key === 'saved_tokens'
+        ? (figures['raw_tokens'] as number) - (figures['final_tokens'] as number)
+        : key === 'sessions'
+          ? figures.sessions.length
+          : figures[key];
     expect(shown.length).toBeGreaterThan(20);
     for (const { key, text } of shown) expect([key, parse(text)]).toEqual([key, expected(key)]);
     const keys = new Set(shown.map((s) => s.key));
-    for (const k of ['task_visible_pct', 'actions_visible_pct', 'diagnostics_visible_pct', 'grounding_pct', 'prefix_reuse', 'effective_cost_ratio', 'effective_cost_ratio_openai', 'effective_cost_ratio_anthropic', 'receipts', 'recovered_exact', 'recovery_failures']) {
+    for (const k of [
+      'task_visible_pct',
+      'actions_visible_pct',
+      'diagnostics_visible_pct',
+      'grounding_pct',
+      'prefix_reuse',
+      'effective_cost_ratio',
+      'effective_cost_ratio_openai',
+      'effective_cost_ratio_anthropic',
+      'receipts',
+      'recovered_exact',
+      'recovery_failures',
+    ]) {
       expect(keys).toContain(k);
     }
   });
@@ -112,7 +143,13 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
   needsBrowser('shows every session\u2019s figures in the table, sorted by saving, and sorts on a click', async () => {
     const rows = () =>
       page.$$eval('#session-table tbody tr', (trs) =>
-        trs.map((tr) => ({ id: tr.getAttribute('data-session')!, cells: [...tr.querySelectorAll('[data-key]')].map((c) => ({ key: c.getAttribute('data-key')!, text: c.textContent! })) })),
+        trs.map((tr) => ({
+          id: tr.getAttribute('data-session')!,
+          cells: [...tr.querySelectorAll('[data-key]')].map((c) => ({
+            key: c.getAttribute('data-key')!,
+            text: c.textContent!,
+          })),
+        })),
       );
     const initial = await rows();
     expect(initial.map((r) => r.id).sort()).toEqual(figures.sessions.map((s) => s['id'] as string).sort());
@@ -123,40 +160,62 @@ describe.skipIf(skipAll)(`report in headless chromium${skipAll ? ` (skipped: ${M
     expect(initial.map((r) => saved(r.id))).toEqual(initial.map((r) => saved(r.id)).sort((a, b) => b - a));
     for (const r of initial) {
       const s = figures.sessions.find((x) => x['id'] === r.id)!;
-      for (const c of r.cells) expect([r.id, c.key, parse(c.text)]).toEqual([r.id, c.key, c.key === 'saved_tokens' ? saved(r.id) : s[c.key]]);
+      for (const c of r.cells)
+        expect([r.id, c.key, parse(c.text)]).toEqual([r.id, c.key, c.key === 'saved_tokens' ? saved(r.id) : s[c.key]]);
     }
     await page.click('#session-table button[data-sort="reduction_pct"]');
     const byPct = (await rows()).map((r) => figures.sessions.find((x) => x['id'] === r.id)!['reduction_pct'] as number);
     expect(byPct).toEqual([...byPct].sort((a, b) => b - a));
     await page.click('#session-table button[data-sort="reduction_pct"]');
-    const ascending = (await rows()).map((r) => figures.sessions.find((x) => x['id'] === r.id)!['reduction_pct'] as number);
+    const ascending = (await rows()).map(
+      (r) => figures.sessions.find((x) => x['id'] === r.id)!['reduction_pct'] as number,
+    );
     expect(ascending).toEqual([...ascending].sort((a, b) => a - b));
   });
 
   needsBrowser('plots each session\u2019s requests, and the picker switches sessions', async () => {
     const visible = async () =>
-      page.$$eval('.session-panel', (ps) => ps.filter((p) => !(p as unknown as { hidden: boolean }).hidden).map((p) => ({ id: p.getAttribute('data-session')!, rows: [...p.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('[data-key]')].map((c) => c.textContent!)) })));
+      page.$$eval('.session-panel', (ps) =>
+        ps
+          .filter((p) => !(p as unknown as { hidden: boolean }).hidden)
+          .map((p) => ({
+            id: p.getAttribute('data-session')!,
+            rows: [...p.querySelectorAll('tbody tr')].map((tr) =>
+              [...tr.querySelectorAll('[data-key]')].map((c) => c.textContent!),
+            ),
+          })),
+      );
     const first = await visible();
     expect(first).toHaveLength(1);
-    const session = figures.sessions.find((s) => s['id'] === first[0]!.id)! as { per_request: { raw_tokens: number; final_tokens: number }[] };
-    expect(first[0]!.rows.map((r) => r.map(parse))).toEqual(session.per_request.map((p) => [p.raw_tokens, p.final_tokens, p.raw_tokens - p.final_tokens]));
+    const session = figures.sessions.find((s) => s['id'] === first[0]!.id)! as {
+      per_request: { raw_tokens: number; final_tokens: number }[];
+    };
+    expect(first[0]!.rows.map((r) => r.map(parse))).toEqual(
+      session.per_request.map((p) => [p.raw_tokens, p.final_tokens, p.raw_tokens - p.final_tokens]),
+    );
     await page.selectOption('#session-pick', '1');
     const second = await visible();
     expect(second).toHaveLength(1);
     expect(second[0]!.id).not.toBe(first[0]!.id);
-    const width = await page.$eval(`.session-panel:not([hidden]) svg[role=img]`, (s) => s.getBoundingClientRect().width);
+    const width = await page.$eval(
+      `.session-panel:not([hidden]) svg[role=img]`,
+      (s) => s.getBoundingClientRect().width,
+    );
     expect(width).toBeGreaterThan(200);
     await page.selectOption('#session-pick', '0');
   });
 
-  needsBrowser('logs no console error, fetches nothing, shows no evidence content, and leaves a screenshot', async () => {
-    expect(errors).toEqual([]);
-    expect(await page.content()).not.toContain(CANARY);
-    mkdirSync(resolve('test-results'), { recursive: true });
-    rmSync(SCREENSHOT, { force: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    expect(statSync(SCREENSHOT).size).toBeGreaterThan(20_000);
-  });
+  needsBrowser(
+    'logs no console error, fetches nothing, shows no evidence content, and leaves a screenshot',
+    async () => {
+      expect(errors).toEqual([]);
+      expect(await page.content()).not.toContain(CANARY);
+      mkdirSync(resolve('test-results'), { recursive: true });
+      rmSync(SCREENSHOT, { force: true });
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+      expect(statSync(SCREENSHOT).size).toBeGreaterThan(20_000);
+    },
+  );
 });
 
 /** The DOM slice the page checks use (the project compiles without the DOM lib). */

@@ -15,7 +15,13 @@ function syntheticSession(id: string, lines: number): RecordedSession {
     { role: 'user', content: `Find the value (${id}).` },
   ];
   for (let k = 0; k < 3; k++) {
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${k}`, type: 'function', function: { name: 'search_files', arguments: `{"pattern": "value ${k}"}` } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: `c${k}`, type: 'function', function: { name: 'search_files', arguments: `{"pattern": "value ${k}"}` } },
+      ],
+    });
     messages.push({ role: 'tool', tool_call_id: `c${k}`, content: `${big}\n# pass ${k}` });
   }
   messages.push({ role: 'assistant', content: 'Done.' });
@@ -37,8 +43,14 @@ function withFidelity(level: object, salt: number): Record<string, unknown> {
 }
 
 /** The figures (as `replay --json --series` would print them, extended), from `samplePath` plus two synthetic sessions. */
-export async function reportFixture(samplePath: string): Promise<Record<string, unknown> & { sessions: Record<string, unknown>[] }> {
-  const sessions = [...(await readSessions(samplePath)), syntheticSession('synthetic:small', 120), syntheticSession('synthetic:large', 700)];
+export async function reportFixture(
+  samplePath: string,
+): Promise<Record<string, unknown> & { sessions: Record<string, unknown>[] }> {
+  const sessions = [
+    ...(await readSessions(samplePath)),
+    syntheticSession('synthetic:small', 120),
+    syntheticSession('synthetic:large', 700),
+  ];
   const figures = await replaySessions(sessions, { series: true, ledger: false });
   const { sessions: perSession, ...top } = figures;
   return { ...withFidelity(top, 0), sessions: perSession.map((s, i) => withFidelity(s, i + 1)) };

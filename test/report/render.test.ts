@@ -4,13 +4,23 @@ import { join } from 'node:path';
 import { parseHTML } from 'linkedom';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capture } from '../support/cli.js';
-import { costProfiles, parseReportInput, readVaultFigures, renderReport, ReportInputError } from '../../src/report/index.js';
+import {
+  costProfiles,
+  parseReportInput,
+  readVaultFigures,
+  renderReport,
+  ReportInputError,
+} from '../../src/report/index.js';
 import { replaySessions } from '../../src/replay/index.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
 import { CANARY } from './fixture.js';
 
-
-const minimal = { requests: 2, raw_tokens: 300, final_tokens: 100, sessions: [{ id: 's<1>', requests: 2, raw_tokens: 300, final_tokens: 100 }] };
+const minimal = {
+  requests: 2,
+  raw_tokens: 300,
+  final_tokens: 100,
+  sessions: [{ id: 's<1>', requests: 2, raw_tokens: 300, final_tokens: 100 }],
+};
 const doc = (html: string) => parseHTML(html).document;
 
 let dir: string;
@@ -23,7 +33,11 @@ beforeAll(async () => {
     messages: [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'find it' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "x"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "x"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: big },
       { role: 'assistant', content: 'one more look' },
       { role: 'assistant', content: 'found' },
@@ -44,7 +58,10 @@ describe('renderReport', () => {
   });
 
   it('escapes session ids and titles', () => {
-    const html = renderReport(parseReportInput({ ...minimal, sessions: [{ ...minimal.sessions[0], id: '<script>alert(1)</script>' }] }), { title: '<b>x</b>' });
+    const html = renderReport(
+      parseReportInput({ ...minimal, sessions: [{ ...minimal.sessions[0], id: '<script>alert(1)</script>' }] }),
+      { title: '<b>x</b>' },
+    );
     expect(html).not.toContain('<script>alert(1)');
     expect(doc(html).querySelectorAll('script')).toHaveLength(1);
     expect(html).toContain('&lt;b&gt;x&lt;/b&gt;');
@@ -56,7 +73,14 @@ describe('renderReport', () => {
   });
 
   it('reads pricing profiles however a replay names them', () => {
-    expect(costProfiles({ effective_cost_ratio: 0.5, effective_cost_ratio_openai: 0.52, effective_cost_ratios: { anthropic: 0.56 }, effective_cost_raw: 9 })).toEqual([
+    expect(
+      costProfiles({
+        effective_cost_ratio: 0.5,
+        effective_cost_ratio_openai: 0.52,
+        effective_cost_ratios: { anthropic: 0.56 },
+        effective_cost_raw: 9,
+      }),
+    ).toEqual([
       { name: 'replay cache-read price', ratio: 0.5, key: 'effective_cost_ratio' },
       { name: 'openai', ratio: 0.52, key: 'effective_cost_ratio_openai' },
       { name: 'anthropic', ratio: 0.56, key: 'effective_cost_ratios.anthropic' },
@@ -65,7 +89,9 @@ describe('renderReport', () => {
 
   it('rejects input that is not replay figures, naming the key', () => {
     expect(() => parseReportInput({ requests: 1, sessions: [] })).toThrow(ReportInputError);
-    expect(() => parseReportInput({ ...minimal, sessions: [{ id: 's', requests: -1, raw_tokens: 1, final_tokens: 1 }] })).toThrow(/sessions\.0\.requests/);
+    expect(() =>
+      parseReportInput({ ...minimal, sessions: [{ id: 's', requests: -1, raw_tokens: 1, final_tokens: 1 }] }),
+    ).toThrow(/sessions\.0\.requests/);
   });
 });
 
@@ -73,7 +99,12 @@ describe('report from the vault', () => {
   it('reads one point per metrics row, summing to what stats reports', () => {
     const f = readVaultFigures(join(dir, 'v.sqlite3'));
     const s = readMetricsSummary(join(dir, 'v.sqlite3'));
-    expect([f.requests, f.raw_tokens, f.final_tokens, f.sessions.length]).toEqual([s.requests, s.raw_tokens, s.final_tokens, s.sessions]);
+    expect([f.requests, f.raw_tokens, f.final_tokens, f.sessions.length]).toEqual([
+      s.requests,
+      s.raw_tokens,
+      s.final_tokens,
+      s.sessions,
+    ]);
     expect(f.sessions.map((x) => x.per_request!.length)).toEqual([3, 3]);
     expect(f.sessions[0]!.per_request![0]!.raw_tokens).toBeLessThan(f.sessions[0]!.per_request![1]!.raw_tokens);
   });

@@ -118,10 +118,16 @@ describe('modeGates', () => {
     expect(g('terminal')).toMatchObject({ terminal: true, native: false, compiler: false });
     expect(g('suggest')).toMatchObject({ terminal: false, suggest: true, native: false });
     expect(g('off')).toMatchObject({ terminal: false, native: false, compiler: false, budget: false });
-    expect(modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: true }).compiler).toBe(false);
+    expect(
+      modeGates({ enabled: false, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: true }).compiler,
+    ).toBe(false);
     // TOKEN_BUDGET is the token half of acceptance, OUTPUT_CAP the cap stage: independent switches.
-    expect(modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: false, outputCap: true })).toMatchObject({ budget: true, tokenGate: false });
-    expect(modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: false })).toMatchObject({ budget: false, tokenGate: true });
+    expect(
+      modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: false, outputCap: true }),
+    ).toMatchObject({ budget: true, tokenGate: false });
+    expect(
+      modeGates({ enabled: true, mode: 'balanced', temporalDelta: true, tokenBudget: true, outputCap: false }),
+    ).toMatchObject({ budget: false, tokenGate: true });
   });
 });
 
@@ -129,7 +135,10 @@ describe('createTerminator', () => {
   it('opens the configured vault, passes everything through in mode off, and closes what it opened', async () => {
     const tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3'), mode: 'off' } });
     expect(tt.vault.path).toBe(join(dir, 'v.sqlite3'));
-    const request = Object.freeze({ model: 'gpt-4o', messages: Object.freeze([Object.freeze({ role: 'user', content: 'hi' })]) });
+    const request = Object.freeze({
+      model: 'gpt-4o',
+      messages: Object.freeze([Object.freeze({ role: 'user', content: 'hi' })]),
+    });
     const step = await tt.reduceRequest(request, ctx);
     expect(step.value).toBe(request);
     const result = { callId: 'c1', name: 'terminal', args: {}, content: 'x'.repeat(50_000) };
@@ -148,7 +157,12 @@ describe('createTerminator', () => {
     const vault = await createVault({ path: join(dir, 'given.sqlite3') });
     const counter = createTiktokenCounter();
     {
-      await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'unused.sqlite3') }, vault, counter });
+      await using tt = await createTerminator({
+        env,
+        overrides: { dbPath: join(dir, 'unused.sqlite3') },
+        vault,
+        counter,
+      });
       expect(tt.vault).toBe(vault);
       expect(tt.counter).toBe(counter);
     }
@@ -170,7 +184,9 @@ describe('createTerminator', () => {
   it('offers the recovery tool over its vault', async () => {
     await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
     const put = await tt.vault.put({ content: 'evidence '.repeat(100), toolName: 'terminal', sessionId: 's1' });
-    const page = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: put.artifactId }, ctx)) as { content: string };
+    const page = JSON.parse(
+      await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: put.artifactId }, ctx),
+    ) as { content: string };
     expect(page.content).toBe('evidence '.repeat(100));
   });
 });
@@ -190,11 +206,21 @@ describe('createTerminator pipelines (balanced)', () => {
     const big = Array.from({ length: 2000 }, (_, i) => `diagnostic line ${i}: state`).join('\n');
     const messages = [
       { role: 'user', content: 'inspect' },
-      { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: big },
     ];
     const first = await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
-    const second = await tt.reduceRequest({ model: 'gpt-4o', messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'next' }] }, { sessionId: 's', requestId: 'r2' });
+    const second = await tt.reduceRequest(
+      {
+        model: 'gpt-4o',
+        messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'next' }],
+      },
+      { sessionId: 's', requestId: 'r2' },
+    );
     const text = (step: typeof first): string => JSON.stringify(step.value['messages']);
     expect(text(first)).toContain('diagnostic line 1999');
     expect(text(second)).not.toContain('diagnostic line 1999');
@@ -203,7 +229,12 @@ describe('createTerminator pipelines (balanced)', () => {
     let content = '';
     let offset: number | null = 0;
     while (offset !== null) {
-      const page = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: id, offset, limit: 20000 }, { sessionId: 's' })) as { content: string; next_offset: number | null };
+      const page = JSON.parse(
+        await tt.recoveryTool.handle(
+          { action: 'artifact_get', artifact_id: id, offset, limit: 20000 },
+          { sessionId: 's' },
+        ),
+      ) as { content: string; next_offset: number | null };
       content += page.content;
       offset = page.next_offset;
     }
@@ -220,7 +251,11 @@ describe('createTerminator pipelines (balanced)', () => {
     const messages = [
       { role: 'system', content: 'You are a coding agent.' },
       { role: 'user', content: 'The `mergeMap` operator drops inner errors; fix it.' },
-      { role: 'assistant', content: 'Let me list the sources.', tool_calls: [{ id: 'c0', type: 'function', function: { name: 'terminal', arguments: '{"command":"ls"}' } }] },
+      {
+        role: 'assistant',
+        content: 'Let me list the sources.',
+        tool_calls: [{ id: 'c0', type: 'function', function: { name: 'terminal', arguments: '{"command":"ls"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c0', content: 'src' },
     ];
     await tt.compileRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
@@ -233,8 +268,14 @@ describe('createTerminator pipelines (balanced)', () => {
     const path = join(dir, 'm.sqlite3');
     {
       await using tt = await createTerminator({ env, overrides: { dbPath: path } });
-      await tt.reduceRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }, { sessionId: 's', requestId: 'a' });
-      await tt.reduceRequest({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello again' }] }, { sessionId: 's', requestId: 'b' });
+      await tt.reduceRequest(
+        { model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] },
+        { sessionId: 's', requestId: 'a' },
+      );
+      await tt.reduceRequest(
+        { model: 'gpt-4o', messages: [{ role: 'user', content: 'hello again' }] },
+        { sessionId: 's', requestId: 'b' },
+      );
     }
     const summary = readMetricsSummary(path);
     expect(summary.requests).toBe(2);
@@ -248,7 +289,10 @@ describe('createTerminator pipelines (balanced)', () => {
   });
 
   it('routes a terminal call through the rewrite stage (rtk missing: passes through with a decision)', async () => {
-    await using tt = await createTerminator({ env: { PATH: '/nonexistent' }, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    await using tt = await createTerminator({
+      env: { PATH: '/nonexistent' },
+      overrides: { dbPath: join(dir, 'v.sqlite3') },
+    });
     const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
     const step = await tt.reduceToolCall(call, ctx);
     expect(step.value.args['command']).toBe('git status');
@@ -261,8 +305,19 @@ describe('createTerminator when the vault cannot be opened', () => {
     writeFileSync(path, Buffer.from('not a database at all \u0000\u00ff'.repeat(300)));
     return path;
   };
-  const bigResult = { callId: 'c1', name: 'search_files', args: {}, content: Array.from({ length: 4000 }, (_, i) => `match ${i} payload line`).join('\n') };
-  const bigRequest = { model: 'gpt-4o', messages: [{ role: 'user', content: 'x '.repeat(30_000) }, { role: 'assistant', content: 'ok' }] };
+  const bigResult = {
+    callId: 'c1',
+    name: 'search_files',
+    args: {},
+    content: Array.from({ length: 4000 }, (_, i) => `match ${i} payload line`).join('\n'),
+  };
+  const bigRequest = {
+    model: 'gpt-4o',
+    messages: [
+      { role: 'user', content: 'x '.repeat(30_000) },
+      { role: 'assistant', content: 'ok' },
+    ],
+  };
 
   it("'throw' rejects with a VaultOpenError naming the path and the reason code, no content", async () => {
     const path = garbage();
@@ -273,22 +328,39 @@ describe('createTerminator when the vault cannot be opened', () => {
     expect(error).toBeInstanceOf(VaultOpenError);
     expect(error).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: 'SQLITE_NOTADB' });
     expect((error as Error).message).toBe(`the vault at ${path} could not be opened (SQLITE_NOTADB)`);
-    const underFile = await createTerminator({ env, overrides: { dbPath: join(path, 'v.sqlite3') }, vaultErrors: 'throw' }).then(
+    const underFile = await createTerminator({
+      env,
+      overrides: { dbPath: join(path, 'v.sqlite3') },
+      vaultErrors: 'throw',
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );
-    expect(underFile).toMatchObject({ name: 'VaultOpenError', code: 'E_VAULT_OPEN', path: join(path, 'v.sqlite3'), reason: 'ENOTDIR' });
+    expect(underFile).toMatchObject({
+      name: 'VaultOpenError',
+      code: 'E_VAULT_OPEN',
+      path: join(path, 'v.sqlite3'),
+      reason: 'ENOTDIR',
+    });
   });
 
   it("'passthrough' (default) comes up: every step passes through unchanged with a failed_open decision", async () => {
     const path = garbage();
     const before = readFileSync(path);
     await using tt = await createTerminator({ env: { PATH: '' }, overrides: { dbPath: path, rtkPath: '/bin/true' } });
-    const failed = { stage: 'runtime', kind: 'failed_open', reason: 'vault_unavailable', error: 'VaultOpenError:E_VAULT_OPEN' };
+    const failed = {
+      stage: 'runtime',
+      kind: 'failed_open',
+      reason: 'vault_unavailable',
+      error: 'VaultOpenError:E_VAULT_OPEN',
+    };
     const result = await tt.reduceToolResult(bigResult, ctx);
     expect(result.value).toBe(bigResult);
     expect(result.decisions).toEqual([failed]);
-    const request = await tt.reduceRequest(bigRequest, { sessionId: 's1', route: { model: 'gpt-4o', contextWindow: 128_000 } });
+    const request = await tt.reduceRequest(bigRequest, {
+      sessionId: 's1',
+      route: { model: 'gpt-4o', contextWindow: 128_000 },
+    });
     expect(request.value).toBe(bigRequest);
     expect(request.decisions).toEqual([failed]);
     const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
@@ -318,17 +390,30 @@ describe('createTerminator when the vault cannot be opened', () => {
     } finally {
       spy.mockRestore();
     }
-    expect(lines).toEqual([`token-terminator: the vault at ${path} could not be opened (SQLITE_NOTADB); running in pass-through mode, nothing is reduced\n`]);
+    expect(lines).toEqual([
+      `token-terminator: the vault at ${path} could not be opened (SQLITE_NOTADB); running in pass-through mode, nothing is reduced\n`,
+    ]);
   });
 
   it('passthrough: status reports the vault unavailable and the recovery tool answers a clear error', async () => {
     const path = garbage();
     await using tt = await createTerminator({ env, overrides: { dbPath: path } });
     const status = JSON.parse(await tt.recoveryTool.handle({ action: 'status' }, ctx)) as Record<string, unknown>;
-    expect(status).toMatchObject({ vault_available: false, vault_error: 'VaultOpenError:E_VAULT_OPEN', passthrough: true, vault_open_reason: 'SQLITE_NOTADB' });
-    const get = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: `a_${'1'.repeat(32)}` }, ctx)) as Record<string, unknown>;
-    expect(get).toEqual({ error: { code: 'E_VAULT_OPEN', message: `the vault at ${path} could not be opened (SQLITE_NOTADB)` } });
-    const search = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_search', query: 'x' }, ctx)) as { error: { code: string } };
+    expect(status).toMatchObject({
+      vault_available: false,
+      vault_error: 'VaultOpenError:E_VAULT_OPEN',
+      passthrough: true,
+      vault_open_reason: 'SQLITE_NOTADB',
+    });
+    const get = JSON.parse(
+      await tt.recoveryTool.handle({ action: 'artifact_get', artifact_id: `a_${'1'.repeat(32)}` }, ctx),
+    ) as Record<string, unknown>;
+    expect(get).toEqual({
+      error: { code: 'E_VAULT_OPEN', message: `the vault at ${path} could not be opened (SQLITE_NOTADB)` },
+    });
+    const search = JSON.parse(await tt.recoveryTool.handle({ action: 'artifact_search', query: 'x' }, ctx)) as {
+      error: { code: string };
+    };
     expect(search.error.code).toBe('E_VAULT_OPEN');
     await expect(tt.vault.usage()).rejects.toBeInstanceOf(VaultOpenError);
     expect(tt.vault.path).toBe(path);
@@ -343,8 +428,12 @@ describe('createTerminator when the vault cannot be opened', () => {
 
   it('bad configuration still throws, whatever vaultErrors says', async () => {
     const path = garbage();
-    await expect(createTerminator({ env, overrides: { dbPath: path, vaultMaxBytes: 0 } })).rejects.toBeInstanceOf(ConfigError);
-    await expect(createTerminator({ env, overrides: { dbPath: path }, vaultErrors: 'ignore' as never })).rejects.toThrow(/createTerminator: vaultErrors/);
+    await expect(createTerminator({ env, overrides: { dbPath: path, vaultMaxBytes: 0 } })).rejects.toBeInstanceOf(
+      ConfigError,
+    );
+    await expect(
+      createTerminator({ env, overrides: { dbPath: path }, vaultErrors: 'ignore' as never }),
+    ).rejects.toThrow(/createTerminator: vaultErrors/);
   });
 
   it('opens the vault with TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: a lock held 1.5 s beats 50 ms, not the 10 s default', async () => {
@@ -352,14 +441,20 @@ describe('createTerminator when the vault cannot be opened', () => {
     await (await createVault({ path })).close();
     // Another process holds the write lock for 1.5 s (opening the vault blocks this event loop).
     const holdLock = async (): Promise<ChildProcess> => {
-      const script = "const D=require('better-sqlite3');const d=new D(process.argv[1]);d.exec('BEGIN EXCLUSIVE');process.stdout.write('ready\\n');setTimeout(()=>{d.exec('ROLLBACK');d.close();},1500);";
+      const script =
+        "const D=require('better-sqlite3');const d=new D(process.argv[1]);d.exec('BEGIN EXCLUSIVE');process.stdout.write('ready\\n');setTimeout(()=>{d.exec('ROLLBACK');d.close();},1500);";
       const child = spawn(process.execPath, ['-e', script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
       await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
       return child;
     };
-    const exited = (c: ChildProcess): Promise<unknown> => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve());
+    const exited = (c: ChildProcess): Promise<unknown> =>
+      c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve();
     let holder = await holdLock();
-    const short = await createTerminator({ env: { TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '50' }, overrides: { dbPath: path }, vaultErrors: 'throw' }).then(
+    const short = await createTerminator({
+      env: { TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: '50' },
+      overrides: { dbPath: path },
+      vaultErrors: 'throw',
+    }).then(
       async (tt) => (await tt.close(), undefined),
       (e: unknown) => e,
     );

@@ -9,7 +9,8 @@ import { chromium, type Browser } from 'playwright-core';
 
 // An explicit TOKEN_TERMINATOR_CHROMIUM is the only candidate: a wrong path must not fall back silently.
 const configured = process.env['TOKEN_TERMINATOR_CHROMIUM'];
-const CANDIDATES = configured !== undefined && configured !== '' ? [configured] : ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
+const CANDIDATES =
+  configured !== undefined && configured !== '' ? [configured] : ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
 export const chromiumExecutable: string | undefined = CANDIDATES.find((p) => existsSync(p));
 export const inCI = process.env['CI'] !== undefined && process.env['CI'] !== '' && process.env['CI'] !== 'false';
@@ -22,6 +23,14 @@ export function launchChromium(): Promise<Browser> {
   if (chromiumExecutable === undefined) throw new Error(MISSING_CHROMIUM);
   return chromium.launch({
     executablePath: chromiumExecutable,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }

@@ -24,7 +24,10 @@ async function reachable(url: string): Promise<void> {
     await client.connect();
     await client.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
   } catch (error) {
-    throw new Error(`TOKEN_TERMINATOR_TEST_PG_URL is set but unusable for the PostgreSQL tests: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(
+      `TOKEN_TERMINATOR_TEST_PG_URL is set but unusable for the PostgreSQL tests: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -44,7 +47,9 @@ export default async function setup(project: TestProject): Promise<(() => void) 
     cluster = await startCluster(dir);
   } catch (error) {
     throw new Error(
-      `the test suite needs PostgreSQL and could not start a throw-away server (set TOKEN_TERMINATOR_TEST_PG_URL to use one you run): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      `the test suite needs PostgreSQL and could not start a throw-away server (set TOKEN_TERMINATOR_TEST_PG_URL to use one you run): ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   project.provide('pgUrl', cluster.url);
   return () => stopCluster(dir);

@@ -64,16 +64,21 @@ function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
 
 function owner(): { uid: number; gid: number } | undefined {
   if (!isRoot()) return undefined;
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   const [, , uid, gid] = line?.split(':') ?? [];
-  if (uid === undefined || gid === undefined) throw new Error('running as root, but there is no postgres user to run the server as');
+  if (uid === undefined || gid === undefined)
+    throw new Error('running as root, but there is no postgres user to run the server as');
   return { uid: Number(uid), gid: Number(gid) };
 }
 
@@ -85,14 +90,43 @@ export async function startCluster(dir: string): Promise<Cluster> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const who = owner();
   if (who !== undefined) chownSync(dir, who.uid, who.gid);
-  runServerCommand(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+  runServerCommand(join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-A',
+    'trust',
+    '-U',
+    'postgres',
+    '-E',
+    'UTF8',
+    '--locale=C.UTF-8',
+    '--no-sync',
+  ]);
   const certFile = join(dir, 'server.crt');
   const keyFile = join(dir, 'server.key');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'ignore' },
+  );
   chmodSync(keyFile, 0o600);
   if (who !== undefined) for (const f of [certFile, keyFile]) chownSync(f, who.uid, who.gid);
   const settings = [
-    'listen_addresses = \'127.0.0.1\'',
+    "listen_addresses = '127.0.0.1'",
     `unix_socket_directories = '${dir}'`,
     'max_connections = 300',
     'fsync = off',
@@ -107,7 +141,18 @@ export async function startCluster(dir: string): Promise<Cluster> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
     try {
-      runServerCommand(join(bin, 'pg_ctl'), ['-D', data, '-o', `-p ${port}`, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+      runServerCommand(join(bin, 'pg_ctl'), [
+        '-D',
+        data,
+        '-o',
+        `-p ${port}`,
+        '-l',
+        join(dir, 'server.log'),
+        '-w',
+        '-t',
+        '60',
+        'start',
+      ]);
     } catch (error) {
       lastError = error; // the port was taken between the probe and the start: try another one
       continue;
@@ -123,13 +168,16 @@ export async function startCluster(dir: string): Promise<Cluster> {
     }
     return { dir, port, url, certFile };
   }
-  throw new Error(`could not start PostgreSQL: ${String(lastError)}\n${existsSync(join(dir, 'server.log')) ? readFileSync(join(dir, 'server.log'), 'utf8').slice(-2000) : ''}`);
+  throw new Error(
+    `could not start PostgreSQL: ${String(lastError)}\n${existsSync(join(dir, 'server.log')) ? readFileSync(join(dir, 'server.log'), 'utf8').slice(-2000) : ''}`,
+  );
 }
 
 /** Stop the cluster in `dir` (fast shutdown) and remove the directory. */
 export function stopCluster(dir: string): void {
   const data = join(dir, 'data');
-  if (existsSync(join(data, 'postmaster.pid'))) runServerCommand(join(findBinDir(), 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
+  if (existsSync(join(data, 'postmaster.pid')))
+    runServerCommand(join(findBinDir(), 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -137,7 +185,10 @@ export function stopCluster(dir: string): void {
 export function pgCtl(dir: string, action: 'stop' | 'start', mode: 'fast' | 'immediate' = 'immediate'): void {
   const data = join(dir, 'data');
   const port = readFileSync(join(dir, 'port'), 'utf8').trim();
-  const args = action === 'stop' ? ['-D', data, '-m', mode, '-w', 'stop'] : ['-D', data, '-o', `-p ${port}`, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start'];
+  const args =
+    action === 'stop'
+      ? ['-D', data, '-m', mode, '-w', 'stop']
+      : ['-D', data, '-o', `-p ${port}`, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start'];
   runServerCommand(join(findBinDir(), 'pg_ctl'), args);
 }
 
@@ -146,7 +197,10 @@ export function pgCtl(dir: string, action: 'stop' | 'start', mode: 'fast' | 'imm
  * `public` (where pg_trgm lives) after it on the search path. Returns the URL that selects it and
  * a drop function.
  */
-export async function freshSchema(url: string, prefix = 't'): Promise<{ url: string; schema: string; drop: () => Promise<void> }> {
+export async function freshSchema(
+  url: string,
+  prefix = 't',
+): Promise<{ url: string; schema: string; drop: () => Promise<void> }> {
   const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -9,7 +9,8 @@ import { readMetricsSummary } from '../../src/telemetry/stats.js';
 // A unique string planted in every content field: system, user and assistant text, tool-call
 // arguments, and tool output (large and repeated, so every reduction path sees it).
 const CANARY = `CANARY-${Math.random().toString(36).slice(2)}-7f3e`;
-const output = (n: number): string => Array.from({ length: n }, (_, i) => `src/file_${i}.ts:${i}: ${CANARY} match ${i % 7}`).join('\n');
+const output = (n: number): string =>
+  Array.from({ length: n }, (_, i) => `src/file_${i}.ts:${i}: ${CANARY} match ${i % 7}`).join('\n');
 const call = (id: string, name: string, args: Record<string, unknown>) => ({
   role: 'assistant',
   content: `Running ${CANARY}`,
@@ -48,10 +49,17 @@ beforeAll(async () => {
   const spies = [
     vi.spyOn(process.stdout, 'write').mockImplementation(capture),
     vi.spyOn(process.stderr, 'write').mockImplementation(capture),
-    ...(['log', 'info', 'warn', 'error', 'debug'] as const).map((m) => vi.spyOn(console, m).mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(' ')))),
+    ...(['log', 'info', 'warn', 'error', 'debug'] as const).map((m) =>
+      vi.spyOn(console, m).mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(' '))),
+    ),
   ];
   try {
-    await replaySessions([session], { env: {}, db: join(dir, 'vault.sqlite3'), ledger: join(dir, 'ledger.sqlite3'), dump: join(dir, 'dump.jsonl') });
+    await replaySessions([session], {
+      env: {},
+      db: join(dir, 'vault.sqlite3'),
+      ledger: join(dir, 'ledger.sqlite3'),
+      dump: join(dir, 'dump.jsonl'),
+    });
   } finally {
     for (const s of spies) s.mockRestore();
   }

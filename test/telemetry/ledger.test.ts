@@ -15,7 +15,13 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function turn(l: Ledger, sessionId: string, mode: string, usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; reasoningTokens?: number }, prompt = 'Fix the failing test.'): Promise<void> {
+async function turn(
+  l: Ledger,
+  sessionId: string,
+  mode: string,
+  usage: { inputTokens: number; outputTokens: number; cacheReadTokens: number; reasoningTokens?: number },
+  prompt = 'Fix the failing test.',
+): Promise<void> {
   await l.startTurn({ sessionId, turnId: 't1', mode, model: 'gpt-4o', prompt });
   await l.finishTurn({ sessionId, turnId: 't1', usage, outcome: 'completed' });
 }
@@ -39,10 +45,17 @@ describe('experiment ledger', async () => {
   it('contaminates a session whose mode or model changes, and excludes it from comparisons', async () => {
     await turn(ledger, 'm', 'native', { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0 });
     await ledger.ensureSession({ sessionId: 'm', mode: 'balanced', model: 'gpt-4o' });
-    expect(await ledger.session('m')).toMatchObject({ mode: 'native', contaminated: true, contaminationReason: 'runtime mode changed from native to balanced' });
+    expect(await ledger.session('m')).toMatchObject({
+      mode: 'native',
+      contaminated: true,
+      contaminationReason: 'runtime mode changed from native to balanced',
+    });
     await turn(ledger, 'x', 'balanced', { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0 });
     await ledger.ensureSession({ sessionId: 'x', mode: 'balanced', model: 'gpt-4o-mini' });
-    expect(await ledger.session('x')).toMatchObject({ contaminated: true, contaminationReason: 'model changed within session' });
+    expect(await ledger.session('x')).toMatchObject({
+      contaminated: true,
+      contaminationReason: 'model changed within session',
+    });
     const c = await ledger.compare('native', 'balanced');
     expect(c.excludedContaminatedSessions).toBe(2);
     expect(c.a.sessions).toBe(0);
@@ -50,25 +63,65 @@ describe('experiment ledger', async () => {
   });
 
   it('records a one-request turn in one call exactly as the four calls do', async () => {
-    const input = { mode: 'balanced', model: 'gpt-4o', experiment: 'e1', prompt: 'Fix the failing test.', rawTokens: 900, finalTokens: 300, usage: { inputTokens: 300 }, outcome: 'completed' as const };
+    const input = {
+      mode: 'balanced',
+      model: 'gpt-4o',
+      experiment: 'e1',
+      prompt: 'Fix the failing test.',
+      rawTokens: 900,
+      finalTokens: 300,
+      usage: { inputTokens: 300 },
+      outcome: 'completed' as const,
+    };
     for (const t of ['t1', 't2']) {
-      await ledger.ensureSession({ sessionId: 'four', mode: input.mode, model: input.model, experiment: input.experiment });
-      await ledger.startTurn({ sessionId: 'four', turnId: t, mode: input.mode, model: input.model, prompt: input.prompt });
-      await ledger.recordRequest({ sessionId: 'four', turnId: t, rawTokens: input.rawTokens, finalTokens: input.finalTokens });
+      await ledger.ensureSession({
+        sessionId: 'four',
+        mode: input.mode,
+        model: input.model,
+        experiment: input.experiment,
+      });
+      await ledger.startTurn({
+        sessionId: 'four',
+        turnId: t,
+        mode: input.mode,
+        model: input.model,
+        prompt: input.prompt,
+      });
+      await ledger.recordRequest({
+        sessionId: 'four',
+        turnId: t,
+        rawTokens: input.rawTokens,
+        finalTokens: input.finalTokens,
+      });
       await ledger.finishTurn({ sessionId: 'four', turnId: t, usage: input.usage, outcome: input.outcome });
       await ledger.recordTurn({ sessionId: 'one', turnId: t, ...input });
     }
     const { sessionId: _a, ...four } = (await ledger.session('four'))!;
     const { sessionId: _b, ...one } = (await ledger.session('one'))!;
     expect(one).toEqual(four);
-    expect(one).toMatchObject({ experiment: 'e1', turnCount: 2, requests: 2, rawTokens: 1800, finalTokens: 600, totalTokens: 600, contaminated: false });
+    expect(one).toMatchObject({
+      experiment: 'e1',
+      turnCount: 2,
+      requests: 2,
+      rawTokens: 1800,
+      finalTokens: 600,
+      totalTokens: 600,
+      contaminated: false,
+    });
     // Same prompt fingerprint and model: the turns pair across the two sessions like any others.
     await ledger.recordTurn({ sessionId: 'other', turnId: 't1', ...input, mode: 'native', experiment: 'e1' });
     expect((await ledger.compare('native', 'balanced', { experiment: 'e1' })).matchedTurns.pairs).toBe(1);
   });
 
   it('records a batch of turns as the same turns one call at a time do: repeats, a model change and two sessions interleaved', async () => {
-    const base = { mode: 'balanced', experiment: 'e2', rawTokens: 50, finalTokens: 20, usage: { inputTokens: 20 }, outcome: 'completed' as const };
+    const base = {
+      mode: 'balanced',
+      experiment: 'e2',
+      rawTokens: 50,
+      finalTokens: 20,
+      usage: { inputTokens: 20 },
+      outcome: 'completed' as const,
+    };
     const turns = [
       { turnId: 't1', model: 'gpt-4o', prompt: 'one', s: 'a' },
       { turnId: 't1', model: 'gpt-4o', prompt: 'one', s: 'b' },
@@ -85,7 +138,13 @@ describe('experiment ledger', async () => {
       const { sessionId: _b, ...batch } = (await ledger.session(`batch-${s}`))!;
       expect(batch).toEqual(one);
     }
-    expect(await ledger.session('batch-a')).toMatchObject({ turnCount: 4, requests: 5, rawTokens: 250, contaminated: true, contaminationReason: 'model changed within session' });
+    expect(await ledger.session('batch-a')).toMatchObject({
+      turnCount: 4,
+      requests: 5,
+      rawTokens: 250,
+      contaminated: true,
+      contaminationReason: 'model changed within session',
+    });
   });
 
   it('rejects identical modes', async () => {

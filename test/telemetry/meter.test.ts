@@ -8,7 +8,9 @@ import { createMessagesMeter } from '../../src/telemetry/meter.js';
 const counter = createTiktokenCounter();
 afterAll(() => counter.dispose?.());
 
-const sample = JSON.parse(readFileSync(new URL('../../examples/sessions/sample.jsonl', import.meta.url), 'utf8').trim()) as {
+const sample = JSON.parse(
+  readFileSync(new URL('../../examples/sessions/sample.jsonl', import.meta.url), 'utf8').trim(),
+) as {
   messages: Record<string, unknown>[];
 };
 
@@ -23,9 +25,20 @@ describe('createMessagesMeter', () => {
     }
   });
 
-  test.prop([fc.array(fc.record({ role: fc.constantFrom('user', 'assistant', 'tool'), content: fc.string({ unit: 'grapheme', maxLength: 60 }) }), { maxLength: 6 })], {
-    numRuns: 60,
-  })('sums segments to the whole-array count for arbitrary messages', (messages) => {
+  test.prop(
+    [
+      fc.array(
+        fc.record({
+          role: fc.constantFrom('user', 'assistant', 'tool'),
+          content: fc.string({ unit: 'grapheme', maxLength: 60 }),
+        }),
+        { maxLength: 6 },
+      ),
+    ],
+    {
+      numRuns: 60,
+    },
+  )('sums segments to the whole-array count for arbitrary messages', (messages) => {
     const meter = createMessagesMeter(counter);
     const whole = canonicalJson(messages);
     expect(meter.tokens(messages)).toBe(counter.count(whole));
@@ -36,7 +49,11 @@ describe('createMessagesMeter', () => {
     let calls = 0;
     const counting = { name: 'c', exact: true, count: (t: string) => (calls++, t.length) };
     const meter = createMessagesMeter(counting);
-    const ms = [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }];
+    const ms = [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'b' },
+      { role: 'user', content: 'c' },
+    ];
     meter.tokens(ms);
     const before = calls;
     meter.tokens(ms);
@@ -54,7 +71,11 @@ describe('attributeRequest', () => {
       messages: [
         { role: 'system', content: `Be brief.\n${skills}` },
         { role: 'user', content: 'first question' },
-        { role: 'assistant', content: '', tool_calls: [{ id: 'c', type: 'function', function: { name: 'terminal', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [{ id: 'c', type: 'function', function: { name: 'terminal', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'c', content: 'output '.repeat(50) },
         { role: 'user', content: 'current question' },
       ],
@@ -65,7 +86,9 @@ describe('attributeRequest', () => {
     const c = a.components;
     expect(c.tool_results.chars).toBe(codePoints(canonicalJson(request.messages[3])));
     expect(c.current_user.chars).toBe(codePoints(canonicalJson(request.messages[4])));
-    expect(c.history.chars).toBe(codePoints(canonicalJson(request.messages[1])) + 1 + codePoints(canonicalJson(request.messages[2])));
+    expect(c.history.chars).toBe(
+      codePoints(canonicalJson(request.messages[1])) + 1 + codePoints(canonicalJson(request.messages[2])),
+    );
     expect(c.tool_schemas.chars).toBe(codePoints(canonicalJson(request.tools)));
     expect(c.other.chars).toBe(codePoints('"gpt-4o"'));
     expect(c.skill_catalog.chars).toBe(codePoints(canonicalJson(skills)));

@@ -53,8 +53,12 @@ describe('tool event arbitraries', () => {
 
   it('repeats earlier observations exactly and with edits', () => {
     const streams = sample(toolResultStream({ maxLength: 8 }), 100);
-    const exact = streams.some((s) => s.some((r, i) => s.slice(0, i).some((p) => p.content === r.content && p.name === r.name)));
-    const edited = streams.some((s) => s.some((r) => r.content.endsWith('(changed)') || r.content.includes('(changed)\n')));
+    const exact = streams.some((s) =>
+      s.some((r, i) => s.slice(0, i).some((p) => p.content === r.content && p.name === r.name)),
+    );
+    const edited = streams.some((s) =>
+      s.some((r) => r.content.endsWith('(changed)') || r.content.includes('(changed)\n')),
+    );
     expect(exact).toBe(true);
     expect(edited).toBe(true);
     for (const s of streams) expect(new Set(s.map((r) => r.callId)).size).toBe(s.length);
@@ -110,17 +114,22 @@ describe('request arbitraries', () => {
       const items = request['input'] as Msg[];
       items.forEach((item, i) => {
         if (item['type'] !== 'function_call_output') return;
-        expect(items.slice(0, i).some((p) => p['type'] === 'function_call' && p['call_id'] === item['call_id'])).toBe(true);
+        expect(items.slice(0, i).some((p) => p['type'] === 'function_call' && p['call_id'] === item['call_id'])).toBe(
+          true,
+        );
       });
     }
   });
 
   it('includes duplicate tool outputs, large outputs, multimodal parts and skill catalogs', () => {
     const requests = sample(chatRequest(), 200);
-    const outputs = (r: Msg) => (r['messages'] as Msg[]).filter((m) => m['role'] === 'tool').map((m) => m['content'] as string);
+    const outputs = (r: Msg) =>
+      (r['messages'] as Msg[]).filter((m) => m['role'] === 'tool').map((m) => m['content'] as string);
     expect(requests.some((r) => new Set(outputs(r)).size < outputs(r).length)).toBe(true);
     expect(requests.some((r) => outputs(r).some((o) => o.length > 12_000))).toBe(true);
-    expect(requests.some((r) => (r['messages'] as Msg[]).some((m) => blocks(m).some((b) => b['type'] === 'image_url')))).toBe(true);
+    expect(
+      requests.some((r) => (r['messages'] as Msg[]).some((m) => blocks(m).some((b) => b['type'] === 'image_url'))),
+    ).toBe(true);
     expect(requests.some((r) => JSON.stringify(r).includes('<available_skills>'))).toBe(true);
   });
 
@@ -154,7 +163,12 @@ describe('text-protocol sessions', () => {
       expect(last['tools']).toBeUndefined();
       expect(roleProblems(last)).toEqual([]);
       const items = conversationItems(last) as Msg[];
-      const text = (m: Msg): string => (typeof m['content'] === 'string' ? m['content'] : blocks(m).map((b) => String(b['text'])).join(''));
+      const text = (m: Msg): string =>
+        typeof m['content'] === 'string'
+          ? m['content']
+          : blocks(m)
+              .map((b) => String(b['text']))
+              .join('');
       items.forEach((m, i) => {
         if (m['role'] !== 'user' || !text(m).startsWith('<returncode>')) return;
         expect(text(m)).toMatch(/^<returncode>[01]<\/returncode>\n<output>\n[\s\S]*\n<\/output>$/);
@@ -165,7 +179,11 @@ describe('text-protocol sessions', () => {
     }
     expect([...formats].sort()).toEqual(['anthropic', 'chat', 'responses']);
     // 'both' draws either protocol.
-    const kinds = new Set(sample(growingSession({ protocol: 'both' }), 40).map((s) => (s.at(-1)!['tools'] === undefined ? 'text' : 'tools')));
+    const kinds = new Set(
+      sample(growingSession({ protocol: 'both' }), 40).map((s) =>
+        s.at(-1)!['tools'] === undefined ? 'text' : 'tools',
+      ),
+    );
     expect([...kinds].sort()).toEqual(['text', 'tools']);
   });
 });
@@ -186,11 +204,33 @@ describe('skill catalogs', () => {
 
 describe('role validation', () => {
   it('flags the role errors providers reject', () => {
-    const orphanTool = { model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'c1', content: 'y' }] };
-    expect(roleProblems(orphanTool)).toEqual(['messages[1] (tool) answers no pending tool call of the preceding assistant message']);
-    const unanswered = { max_tokens: 10, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'n', input: {} }] }, { role: 'user', content: 'no result' }] };
+    const orphanTool = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'tool', tool_call_id: 'c1', content: 'y' },
+      ],
+    };
+    expect(roleProblems(orphanTool)).toEqual([
+      'messages[1] (tool) answers no pending tool call of the preceding assistant message',
+    ]);
+    const unanswered = {
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'n', input: {} }] },
+        { role: 'user', content: 'no result' },
+      ],
+    };
     expect(roleProblems(unanswered, 'anthropic')).toEqual(['messages[2] does not answer tool_use t1 of messages[1]']);
-    const twoUsers = { max_tokens: 10, system: 's', messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] };
+    const twoUsers = {
+      max_tokens: 10,
+      system: 's',
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'user', content: 'b' },
+      ],
+    };
     expect(roleProblems(twoUsers)).toEqual(['messages[1] is user where alternation needs assistant']);
     const orphanOutput = { input: [{ type: 'function_call_output', call_id: 'x', output: 'o' }] };
     expect(roleProblems(orphanOutput)).toEqual(['input[0] (function_call_output) answers no earlier function_call']);

@@ -14,7 +14,14 @@ import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
-import { decisionsChanged, growingSession, requestStream, testInvariants, withDeps, type InvariantName } from '../../src/testing/index.js';
+import {
+  decisionsChanged,
+  growingSession,
+  requestStream,
+  testInvariants,
+  withDeps,
+  type InvariantName,
+} from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 
 const vault = await createVault({ path: ':memory:' });
@@ -25,19 +32,59 @@ afterAll(async () => {
 });
 
 const params = { numRuns: 10 };
-const ALL: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+const ALL: InvariantName[] = [
+  'unchanged-or-smaller',
+  'never-mutates',
+  'recovers-exactly',
+  'fails-open',
+  'releases-on-unsubscribe',
+  'valid-roles',
+];
 const requests = requestStream({ maxLength: 2, maxTurns: 5 });
 const sessions = growingSession({ maxTurns: 5 });
 const isBoundary = decisionsChanged();
 
-type Build = (deps: { vault: typeof vault; counter: typeof counter | undefined }) => OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>;
+type Build = (deps: {
+  vault: typeof vault;
+  counter: typeof counter | undefined;
+}) => OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>;
 const cases: [string, Build][] = [
-  ['collapseDuplicates', ({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }) })],
-  ['collapseDuplicates (low threshold, bounded views)', ({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }), minArtifactChars: 2_000, maxInlineChars: 3_000, inlineViewChars: 1_000 })],
+  [
+    'collapseDuplicates',
+    ({ vault: v, counter: c }) => collapseDuplicates({ vault: v, ...(c === undefined ? {} : { counter: c }) }),
+  ],
+  [
+    'collapseDuplicates (low threshold, bounded views)',
+    ({ vault: v, counter: c }) =>
+      collapseDuplicates({
+        vault: v,
+        ...(c === undefined ? {} : { counter: c }),
+        minArtifactChars: 2_000,
+        maxInlineChars: 3_000,
+        inlineViewChars: 1_000,
+      }),
+  ],
   ['routeSkills', ({ vault: v, counter: c }) => routeSkills({ vault: v, ...(c === undefined ? {} : { counter: c }) })],
-  ['compileRequest', ({ vault: v, counter: c }) => compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }) })],
-  ['compileRequest (opt-ins: turn collapse, reasoning)', ({ vault: v, counter: c }) => compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 500, collapseAfterTurns: 2, reasoning: true })],
-  ['compileRequest (fixed blocks)', ({ vault: v, counter: c }) => compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 500, blockTurns: 2 })],
+  [
+    'compileRequest',
+    ({ vault: v, counter: c }) => compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }) }),
+  ],
+  [
+    'compileRequest (opt-ins: turn collapse, reasoning)',
+    ({ vault: v, counter: c }) =>
+      compileRequest({
+        vault: v,
+        ...(c === undefined ? {} : { counter: c }),
+        minVaultChars: 500,
+        collapseAfterTurns: 2,
+        reasoning: true,
+      }),
+  ],
+  [
+    'compileRequest (fixed blocks)',
+    ({ vault: v, counter: c }) =>
+      compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 500, blockTurns: 2 }),
+  ],
 ];
 
 for (const [name, buildOp] of cases) {
@@ -45,17 +92,30 @@ for (const [name, buildOp] of cases) {
     const op = withDeps<ProviderRequest>((deps) => buildOp(deps));
     const inputs = name.startsWith('routeSkills') ? requestStream({ maxLength: 2, skills: 'always' }) : requests;
     testInvariants(test, op, { vault, counter, inputs, only: ALL, params });
-    const fidelity: InvariantName[] = name.startsWith('routeSkills') ? ['actions-kept', 'no-dangling-reference'] : ['prefix-kept', 'actions-kept', 'no-dangling-reference'];
-    testInvariants(test, op, { vault, counter, inputs: sessions, only: ['cache-stable', ...fidelity], params, isBoundary });
+    const fidelity: InvariantName[] = name.startsWith('routeSkills')
+      ? ['actions-kept', 'no-dangling-reference']
+      : ['prefix-kept', 'actions-kept', 'no-dangling-reference'];
+    testInvariants(test, op, {
+      vault,
+      counter,
+      inputs: sessions,
+      only: ['cache-stable', ...fidelity],
+      params,
+      isBoundary,
+    });
   });
 }
 
 /** Reasons of the `applied` decisions over a fixed sample: the properties above are not vacuous. */
-async function appliedReasons(op: OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>, inputs: fc.Arbitrary<readonly ProviderRequest[]>): Promise<string[]> {
+async function appliedReasons(
+  op: OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>,
+  inputs: fc.Arbitrary<readonly ProviderRequest[]>,
+): Promise<string[]> {
   const reasons = new Set<string>();
   for (const [k, values] of fc.sample(inputs, { numRuns: 15, seed: 42 }).entries()) {
     const steps = values.map((v, i) => createStep(v, { sessionId: `coverage-${k}-${Date.now()}`, requestId: `r${i}` }));
-    for (const out of await firstValueFrom(from(steps).pipe(op, toArray()))) for (const d of out.decisions) if (d.kind === 'applied') reasons.add(d.stage);
+    for (const out of await firstValueFrom(from(steps).pipe(op, toArray())))
+      for (const d of out.decisions) if (d.kind === 'applied') reasons.add(d.stage);
   }
   return [...reasons];
 }
@@ -64,7 +124,11 @@ describe('the kit inputs exercise the request built-ins', () => {
   it.each(cases)('%s applies on generated requests or sessions', async (name, buildOp) => {
     const op = buildOp({ vault, counter });
     // Duplicates count only among copies that arrive together: first requests of a session show them.
-    const inputs = name.startsWith('routeSkills') ? requestStream({ maxLength: 2, skills: 'always' }) : name.startsWith('collapseDuplicates') ? requestStream({ maxLength: 2, maxTurns: 5 }) : sessions;
+    const inputs = name.startsWith('routeSkills')
+      ? requestStream({ maxLength: 2, skills: 'always' })
+      : name.startsWith('collapseDuplicates')
+        ? requestStream({ maxLength: 2, maxTurns: 5 })
+        : sessions;
     expect((await appliedReasons(op, inputs)).length).toBe(1);
   });
 });

@@ -20,7 +20,17 @@ import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../../src/step.js';
-import { decisionsChanged, growingSession, requestStream, testInvariants, toolCallStream, toolResultStream, withDeps, type InvariantName, type KitDeps } from '../../src/testing/index.js';
+import {
+  decisionsChanged,
+  growingSession,
+  requestStream,
+  testInvariants,
+  toolCallStream,
+  toolResultStream,
+  withDeps,
+  type InvariantName,
+  type KitDeps,
+} from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 
 const vault = await createVault({ path: ':memory:' });
@@ -32,18 +42,33 @@ afterAll(async () => {
 
 const RTK = fileURLToPath(new URL('../fixtures/rtk/rtk', import.meta.url));
 const params = { numRuns: 12 };
-const TOOL_INVARIANTS: InvariantName[] = ['unchanged-or-smaller', 'never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'];
+const TOOL_INVARIANTS: InvariantName[] = [
+  'unchanged-or-smaller',
+  'never-mutates',
+  'recovers-exactly',
+  'fails-open',
+  'releases-on-unsubscribe',
+];
 const results = toolResultStream({ maxLength: 5 });
 const CWDS = [process.cwd()];
 const terminalResults = toolResultStream({ maxLength: 6, tools: ['terminal'], sizes: ['medium', 'large'] });
-const rtkCalls = toolCallStream({ tools: ['terminal', 'read_file'], commands: ['git status', 'cargo test', 'stub-exit1 x', 'stub-garbage', 'rtk ls', 'ls -la'], cwds: CWDS });
+const rtkCalls = toolCallStream({
+  tools: ['terminal', 'read_file'],
+  commands: ['git status', 'cargo test', 'stub-exit1 x', 'stub-garbage', 'rtk ls', 'ls -la'],
+  cwds: CWDS,
+});
 
 /** Reasons of the `applied` decisions an operator takes over a fixed sample of the kit's inputs. */
-async function appliedReasons<T>(op: OperatorFunction<Step<T>, Step<T>>, inputs: fc.Arbitrary<readonly T[]>, runs = 15): Promise<Set<string>> {
+async function appliedReasons<T>(
+  op: OperatorFunction<Step<T>, Step<T>>,
+  inputs: fc.Arbitrary<readonly T[]>,
+  runs = 15,
+): Promise<Set<string>> {
   const reasons = new Set<string>();
   for (const [k, values] of fc.sample(inputs, { numRuns: runs, seed: 42 }).entries()) {
     const steps = values.map((v, i) => createStep(v, { sessionId: `coverage-${k}-${Date.now()}`, requestId: `r${i}` }));
-    for (const out of await firstValueFrom(from(steps).pipe(op, toArray()))) for (const d of out.decisions) if (d.kind === 'applied') reasons.add(`${d.stage}:${d.reason}`);
+    for (const out of await firstValueFrom(from(steps).pipe(op, toArray())))
+      for (const d of out.decisions) if (d.kind === 'applied') reasons.add(`${d.stage}:${d.reason}`);
   }
   return reasons;
 }
@@ -52,7 +77,10 @@ async function appliedReasons<T>(op: OperatorFunction<Step<T>, Step<T>>, inputs:
 describe('the kit inputs exercise the built-ins', () => {
   it('compressToolResult compacts native and terminal results', async () => {
     const reasons = await appliedReasons(compressToolResult({ vault, env: {} }), results);
-    expect([...reasons].sort()).toEqual(['compressToolResult:native_compacted', 'compressToolResult:terminal_compacted']);
+    expect([...reasons].sort()).toEqual([
+      'compressToolResult:native_compacted',
+      'compressToolResult:terminal_compacted',
+    ]);
   });
   it('deltaRepeatedOutput shows unchanged and changed repeats', async () => {
     const reasons = await appliedReasons(deltaRepeatedOutput({ vault, env: {} }), terminalResults, 25);
@@ -66,37 +94,79 @@ describe('the kit inputs exercise the built-ins', () => {
 const requests = requestStream({ maxLength: 2 });
 
 describe('compressToolResult', () => {
-  const op = withDeps<ToolResult>(({ vault: v, counter: c }) => compressToolResult({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {} }));
+  const op = withDeps<ToolResult>(({ vault: v, counter: c }) =>
+    compressToolResult({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {} }),
+  );
   testInvariants(test, op, { vault, counter, inputs: results, only: TOOL_INVARIANTS, params });
 });
 
 describe('compressToolResult (aggressive, low thresholds)', () => {
   const op = withDeps<ToolResult>(({ vault: v, counter: c }) =>
-    compressToolResult({ vault: v, ...(c === undefined ? {} : { counter: c }), mode: 'aggressive', nativeMinChars: 1_000, nativeMaxChars: 1_000, terminalMinChars: 200, env: {} }),
+    compressToolResult({
+      vault: v,
+      ...(c === undefined ? {} : { counter: c }),
+      mode: 'aggressive',
+      nativeMinChars: 1_000,
+      nativeMaxChars: 1_000,
+      terminalMinChars: 200,
+      env: {},
+    }),
   );
   testInvariants(test, op, { vault, counter, inputs: results, only: TOOL_INVARIANTS, params });
 });
 
 describe('deltaRepeatedOutput', () => {
-  const op = withDeps<ToolResult>(({ vault: v, counter: c }) => deltaRepeatedOutput({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {} }));
+  const op = withDeps<ToolResult>(({ vault: v, counter: c }) =>
+    deltaRepeatedOutput({ vault: v, ...(c === undefined ? {} : { counter: c }), env: {} }),
+  );
   testInvariants(test, op, { vault, counter, inputs: terminalResults, only: TOOL_INVARIANTS, params });
 });
 
 describe('rewriteTerminalCommand (stub rtk)', () => {
   const build = (timeoutMs: number) =>
-    withDeps<ToolCall>(({ spawn }: KitDeps) => rewriteTerminalCommand({ rtkPath: RTK, env: {}, timeoutMs, spawn: spawn as never }));
-  testInvariants(test, build(2_000), { vault, inputs: rtkCalls, only: ['never-mutates', 'recovers-exactly', 'fails-open'], params });
+    withDeps<ToolCall>(({ spawn }: KitDeps) =>
+      rewriteTerminalCommand({ rtkPath: RTK, env: {}, timeoutMs, spawn: spawn as never }),
+    );
+  testInvariants(test, build(2_000), {
+    vault,
+    inputs: rtkCalls,
+    only: ['never-mutates', 'recovers-exactly', 'fails-open'],
+    params,
+  });
   // A hung rtk with a deadline far beyond the kit's wait: only the kill on unsubscribe frees it.
-  const hanging = toolCallStream({ tools: ['terminal'], commands: ['stub-hang one', 'stub-hang two', 'git status'], cwds: CWDS });
-  testInvariants(test, build(60_000), { vault, inputs: hanging, only: ['releases-on-unsubscribe'], params: { numRuns: 6 }, settleMs: 2_000 });
+  const hanging = toolCallStream({
+    tools: ['terminal'],
+    commands: ['stub-hang one', 'stub-hang two', 'git status'],
+    cwds: CWDS,
+  });
+  testInvariants(test, build(60_000), {
+    vault,
+    inputs: hanging,
+    only: ['releases-on-unsubscribe'],
+    params: { numRuns: 6 },
+    settleMs: 2_000,
+  });
 });
 
 describe('capOutputBudget', () => {
   const context = { route: { model: 'gpt-4o', contextWindow: 128_000 } };
   const op = withDeps<ProviderRequest>(({ counter: c }) => capOutputBudget(c === undefined ? {} : { counter: c }));
-  const only: InvariantName[] = ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'];
+  const only: InvariantName[] = [
+    'never-mutates',
+    'recovers-exactly',
+    'fails-open',
+    'releases-on-unsubscribe',
+    'valid-roles',
+  ];
   testInvariants(test, op, { vault, counter, inputs: requests, context, only, params, expectUnchanged: false });
-  testInvariants(test, op, { vault, counter, inputs: growingSession({ maxTurns: 3 }), context, only: ['cache-stable'], params });
+  testInvariants(test, op, {
+    vault,
+    counter,
+    inputs: growingSession({ maxTurns: 3 }),
+    context,
+    only: ['cache-stable'],
+    params,
+  });
 });
 
 describe('createTerminator (default pipelines)', () => {
@@ -117,9 +187,37 @@ describe('createTerminator (default pipelines)', () => {
     });
   const context = { route: { model: 'gpt-4o', contextWindow: 128_000 } };
   testInvariants(test, toolResults, { vault, counter, inputs: results, only: TOOL_INVARIANTS, params });
-  testInvariants(test, toolCalls, { vault, inputs: toolCallStream({ cwds: CWDS }), only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'], params });
+  testInvariants(test, toolCalls, {
+    vault,
+    inputs: toolCallStream({ cwds: CWDS }),
+    only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe'],
+    params,
+  });
   // With the output cap on, a request may gain a cap field: sizes are checked with the cap off.
-  testInvariants(test, requestPipeline(), { vault, counter, context, inputs: requests, only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'], params, expectUnchanged: false });
-  testInvariants(test, requestPipeline({ outputCap: false }), { vault, counter, context, inputs: requests, only: ['unchanged-or-smaller', 'fails-open'], params });
-  testInvariants(test, requestPipeline(), { vault, counter, context, inputs: growingSession({ maxTurns: 4 }), only: ['cache-stable'], params, isBoundary: decisionsChanged() });
+  testInvariants(test, requestPipeline(), {
+    vault,
+    counter,
+    context,
+    inputs: requests,
+    only: ['never-mutates', 'recovers-exactly', 'fails-open', 'releases-on-unsubscribe', 'valid-roles'],
+    params,
+    expectUnchanged: false,
+  });
+  testInvariants(test, requestPipeline({ outputCap: false }), {
+    vault,
+    counter,
+    context,
+    inputs: requests,
+    only: ['unchanged-or-smaller', 'fails-open'],
+    params,
+  });
+  testInvariants(test, requestPipeline(), {
+    vault,
+    counter,
+    context,
+    inputs: growingSession({ maxTurns: 4 }),
+    only: ['cache-stable'],
+    params,
+    isBoundary: decisionsChanged(),
+  });
 });

@@ -26,7 +26,14 @@ const input: ProviderRequest = {
   messages: [
     { role: 'system', content: 'sys' },
     { role: 'user', content: 'Fix the bug.' },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{}' } }, { id: 'c2', type: 'function', function: { name: 'search_files', arguments: '{}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{}' } },
+        { id: 'c2', type: 'function', function: { name: 'search_files', arguments: '{}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: 'c1', content: OUTPUT },
     { role: 'tool', tool_call_id: 'c2', content: BLOCKS },
     { role: 'user', content: 'and now?' },
@@ -46,7 +53,8 @@ async function collapsed(turns: readonly unknown[]): Promise<ProviderRequest> {
   return { messages: [items[0], { role: 'user', content: `${note}\n\nFix the bug.` }, items[5]] };
 }
 
-const check = (value: ProviderRequest): Promise<void> => checkRecovery(vault, [input], createStep(value, { sessionId: 's' }), 'step 0');
+const check = (value: ProviderRequest): Promise<void> =>
+  checkRecovery(vault, [input], createStep(value, { sessionId: 's' }), 'step 0');
 
 describe('recovers-exactly over composed stages', () => {
   it('accepts collapsed turns whose tool outputs an earlier stage had already receipted', async () => {
@@ -65,9 +73,17 @@ describe('recovers-exactly over composed stages', () => {
   it('rejects collapsed turns that lost an item or changed text without a marker', async () => {
     const receipt = await receiptFor(OUTPUT, 'terminal');
     const dropped = [items[1], { ...items[3], content: receipt }, items[4]]; // the assistant call is gone
-    const rewritten = [items[1], items[2], { ...items[3], content: receipt }, { ...items[4], content: canonicalJson(BLOCKS) }];
+    const rewritten = [
+      items[1],
+      items[2],
+      { ...items[3], content: receipt },
+      { ...items[4], content: canonicalJson(BLOCKS) },
+    ];
     for (const turns of [dropped, rewritten]) {
-      const error = await check(await collapsed(turns)).then(() => undefined, (e: unknown) => e);
+      const error = await check(await collapsed(turns)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(InvariantViolation);
     }
   });

@@ -70,7 +70,12 @@ describe('createResourceProbe', () => {
     probe.setTimeout(() => (fired = true), 1);
     const controller = probe.abortController();
     const handle = probe.track('socket', 'db');
-    expect(probe.live().map((r) => r.kind).sort()).toEqual(['abort-controller', 'socket', 'timer', 'timer']);
+    expect(
+      probe
+        .live()
+        .map((r) => r.kind)
+        .sort(),
+    ).toEqual(['abort-controller', 'socket', 'timer', 'timer']);
     probe.clearTimeout(t);
     controller.abort();
     handle.release();
@@ -89,21 +94,46 @@ describe('deep helpers', () => {
   });
 
   it('names the first difference by path without dumping content', () => {
-    expect(firstDifference({ m: [1, { c: 'abc' }] }, { m: [1, { c: 'abd' }] })).toBe('$.m[1].c: a string of 3 code points ("abc") became a string of 3 code points ("abd")');
+    expect(firstDifference({ m: [1, { c: 'abc' }] }, { m: [1, { c: 'abd' }] })).toBe(
+      '$.m[1].c: a string of 3 code points ("abc") became a string of 3 code points ("abd")',
+    );
     expect(firstDifference({ a: 1 }, { a: 1 })).toBeUndefined();
   });
 
   it('classifies artifact provenance against the inputs', () => {
-    const inputs = [{ messages: [{ role: 'user', content: 'hello' }, { role: 'tool', content: 'out' }, { role: 'user', content: 'bye' }] }];
+    const inputs = [
+      {
+        messages: [
+          { role: 'user', content: 'hello' },
+          { role: 'tool', content: 'out' },
+          { role: 'user', content: 'bye' },
+        ],
+      },
+    ];
     expect(provenance('hello', inputs)).toBe('exact');
     expect(provenance('ell', inputs)).toBe('substring');
-    expect(provenance(JSON.stringify([{ role: 'user', content: 'hello' }, { role: 'tool', content: 'out' }]), inputs)).toBe('structure');
+    expect(
+      provenance(
+        JSON.stringify([
+          { role: 'user', content: 'hello' },
+          { role: 'tool', content: 'out' },
+        ]),
+        inputs,
+      ),
+    ).toBe('structure');
     expect(provenance('forged', inputs)).toBeUndefined();
   });
 
   it('finds where a request stops being a prefix of the next', () => {
     const a = { messages: [{ role: 'user', content: 'x' }] };
-    expect(prefixBreak(a, { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'y' }] })).toBeUndefined();
+    expect(
+      prefixBreak(a, {
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: 'y' },
+        ],
+      }),
+    ).toBeUndefined();
     expect(prefixBreak(a, { messages: [{ role: 'user', content: 'z' }] })?.label).toBe('messages[0] (user)');
   });
 });
@@ -115,13 +145,17 @@ describe('recovery check', () => {
     expect(await readArtifact(vault, put.artifactId)).toBe(content);
     const receipt = renderReceipt(createReceipt(put.artifactId, 'terminal', put.chars, put.sha256));
     const input = { callId: 'c', name: 'terminal', args: {}, content: content! };
-    await expect(checkRecovery(vault, [input], createStep({ ...input, content: receipt }, { sessionId: 's' }), 'step 0')).resolves.toBeUndefined();
+    await expect(
+      checkRecovery(vault, [input], createStep({ ...input, content: receipt }, { sessionId: 's' }), 'step 0'),
+    ).resolves.toBeUndefined();
   });
 
   it('rejects a receipt whose artifact is not what the caller supplied', async () => {
     const put = await vault.put({ content: 'something else entirely' });
     const receipt = renderReceipt(createReceipt(put.artifactId, 'terminal', put.chars, put.sha256));
     const input = { callId: 'c', name: 'terminal', args: {}, content: 'original output' };
-    await expect(checkRecovery(vault, [input], createStep({ ...input, content: receipt }, { sessionId: 's' }), 'step 0')).rejects.toThrow(/is not text the caller supplied/u);
+    await expect(
+      checkRecovery(vault, [input], createStep({ ...input, content: receipt }, { sessionId: 's' }), 'step 0'),
+    ).rejects.toThrow(/is not text the caller supplied/u);
   });
 });

@@ -40,7 +40,7 @@ async function expectCaught(name: InvariantName, run: Promise<void>, detail: Reg
     (e: unknown) => e as Error,
   );
   expect(error, `invariant ${name} was not caught`).toBeInstanceOf(Error);
-  if (process.env["TT_SHOW_REPORTS"] === "1") console.log(error!.message);
+  if (process.env['TT_SHOW_REPORTS'] === '1') console.log(error!.message);
   const message = error!.message;
   expect(message).toContain('Counterexample:');
   expect(message).toContain(`invariant "${name}" broken at `);
@@ -49,15 +49,24 @@ async function expectCaught(name: InvariantName, run: Promise<void>, detail: Reg
 }
 
 describe('unchanged-or-smaller', () => {
-  const enlarges = stepOperator<ToolResult>('enlarge', () => (s) => advance(s, { ...s.value, content: `${s.value.content}\n(checked)` }, applied('enlarge')));
+  const enlarges = stepOperator<ToolResult>(
+    'enlarge',
+    () => (s) => advance(s, { ...s.value, content: `${s.value.content}\n(checked)` }, applied('enlarge')),
+  );
 
   it('catches an operator that enlarges its output', async () => {
-    const message = await expectCaught('unchanged-or-smaller', assertInvariant(invariants.unchangedOrSmaller(enlarges, { vault, inputs: results() })), /step 0 \(applied by enlarge\): output changed but is \d+ chars, input \d+ chars/u);
+    const message = await expectCaught(
+      'unchanged-or-smaller',
+      assertInvariant(invariants.unchangedOrSmaller(enlarges, { vault, inputs: results() })),
+      /step 0 \(applied by enlarge\): output changed but is \d+ chars, input \d+ chars/u,
+    );
     expect(message).toMatch(/first change \$\.content/u);
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.unchangedOrSmaller(identity<ToolResult>(), { vault, inputs: results() }), { numRuns: 10 });
+    await assertInvariant(invariants.unchangedOrSmaller(identity<ToolResult>(), { vault, inputs: results() }), {
+      numRuns: 10,
+    });
   });
 });
 
@@ -74,16 +83,28 @@ describe('never-mutates', () => {
   });
 
   it('catches an operator that writes to the caller object', async () => {
-    await expectCaught('never-mutates', assertInvariant(invariants.neverMutates(mutatesWithMap, { vault, inputs: results() })), /the caller's object was mutated: \$\.args\.seen: added/u);
+    await expectCaught(
+      'never-mutates',
+      assertInvariant(invariants.neverMutates(mutatesWithMap, { vault, inputs: results() })),
+      /the caller's object was mutated: \$\.args\.seen: added/u,
+    );
   });
 
   it('catches a fail-open operator that writes to the caller object', async () => {
-    const inputs = toolResultStream({ maxLength: 2, sizes: ['tiny'] }).map((rs) => rs.map((r) => ({ ...r, content: `${r.content}  \n` })));
-    await expectCaught('never-mutates', assertInvariant(invariants.neverMutates(mutatesQuietly, { vault, inputs })), /mutated: \$\.content: a string of \d+ code points/u);
+    const inputs = toolResultStream({ maxLength: 2, sizes: ['tiny'] }).map((rs) =>
+      rs.map((r) => ({ ...r, content: `${r.content}  \n` })),
+    );
+    await expectCaught(
+      'never-mutates',
+      assertInvariant(invariants.neverMutates(mutatesQuietly, { vault, inputs })),
+      /mutated: \$\.content: a string of \d+ code points/u,
+    );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.neverMutates(identity<ToolResult>(), { vault, inputs: results() }), { numRuns: 10 });
+    await assertInvariant(invariants.neverMutates(identity<ToolResult>(), { vault, inputs: results() }), {
+      numRuns: 10,
+    });
   });
 });
 
@@ -91,30 +112,56 @@ describe('recovers-exactly', () => {
   // Renders a perfect-looking receipt but never writes the artifact.
   const losesWrite = stepOperator<ToolResult>('lose', () => (s) => {
     const content = s.value.content;
-    const receipt = renderReceipt(createReceipt(artifactIdFor(content), s.value.name, codePoints(content), sha256Hex(content)));
+    const receipt = renderReceipt(
+      createReceipt(artifactIdFor(content), s.value.name, codePoints(content), sha256Hex(content)),
+    );
     return advance(s, { ...s.value, content: receipt }, applied('lose'));
   });
   // Writes the artifact, then claims a different size in the receipt.
   const wrongChars = stepOperator<ToolResult>('miscount', () => async (s) => {
     const put = await vault.put({ content: s.value.content });
-    return advance(s, { ...s.value, content: renderReceipt(createReceipt(put.artifactId, s.value.name, put.chars + 1, put.sha256)) }, applied('miscount'));
+    return advance(
+      s,
+      { ...s.value, content: renderReceipt(createReceipt(put.artifactId, s.value.name, put.chars + 1, put.sha256)) },
+      applied('miscount'),
+    );
   });
 
   it('catches a receipt without a vault write', async () => {
-    await expectCaught('recovers-exactly', assertInvariant(invariants.recoversExactly(losesWrite, { vault, inputs: results() })), /names artifact a_[0-9a-f]{32} but the vault cannot return it \(ArtifactNotFoundError/u);
+    await expectCaught(
+      'recovers-exactly',
+      assertInvariant(invariants.recoversExactly(losesWrite, { vault, inputs: results() })),
+      /names artifact a_[0-9a-f]{32} but the vault cannot return it \(ArtifactNotFoundError/u,
+    );
   });
 
   it('catches a receipt whose size does not match its artifact', async () => {
-    await expectCaught('recovers-exactly', assertInvariant(invariants.recoversExactly(wrongChars, { vault, inputs: results() })), /says chars=\d+ but the artifact has \d+/u);
+    await expectCaught(
+      'recovers-exactly',
+      assertInvariant(invariants.recoversExactly(wrongChars, { vault, inputs: results() })),
+      /says chars=\d+ but the artifact has \d+/u,
+    );
   });
 
   it('catches a changed tool result with nothing recoverable', async () => {
-    const truncates = stepOperator<ToolResult>('cut', () => (s) => (s.value.content.length > 20 ? advance(s, { ...s.value, content: s.value.content.slice(0, 20) }, applied('cut')) : undefined));
-    await expectCaught('recovers-exactly', assertInvariant(invariants.recoversExactly(truncates, { vault, inputs: results() })), /no artifact it names holds the exact original/u);
+    const truncates = stepOperator<ToolResult>(
+      'cut',
+      () => (s) =>
+        s.value.content.length > 20
+          ? advance(s, { ...s.value, content: s.value.content.slice(0, 20) }, applied('cut'))
+          : undefined,
+    );
+    await expectCaught(
+      'recovers-exactly',
+      assertInvariant(invariants.recoversExactly(truncates, { vault, inputs: results() })),
+      /no artifact it names holds the exact original/u,
+    );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.recoversExactly(identity<ToolResult>(), { vault, inputs: results() }), { numRuns: 10 });
+    await assertInvariant(invariants.recoversExactly(identity<ToolResult>(), { vault, inputs: results() }), {
+      numRuns: 10,
+    });
   });
 });
 
@@ -135,18 +182,30 @@ describe('fails-open', () => {
   );
 
   it('catches an operator that errors the stream when a dependency throws', async () => {
-    await expectCaught('fails-open', assertInvariant(invariants.failsOpen(throwsWithMap, { vault, inputs: results() })), /the stream: errored with InjectedFault \(E_INJECTED_FAULT\)/u);
+    await expectCaught(
+      'fails-open',
+      assertInvariant(invariants.failsOpen(throwsWithMap, { vault, inputs: results() })),
+      /the stream: errored with InjectedFault \(E_INJECTED_FAULT\)/u,
+    );
   });
 
   it('catches an operator that reduces although its dependencies failed', async () => {
-    await expectCaught('fails-open', assertInvariant(invariants.failsOpen(ignoresFault, { vault, inputs: results() })), /yet the output differs from the input|no artifact it names/u);
+    await expectCaught(
+      'fails-open',
+      assertInvariant(invariants.failsOpen(ignoresFault, { vault, inputs: results() })),
+      /yet the output differs from the input|no artifact it names/u,
+    );
   });
 
   it('passes an operator that fails open', async () => {
     const careful = withDeps<ToolResult>(({ vault: v }) =>
       stepOperator<ToolResult>('careful', () => async (s) => {
         const put = await v.put({ content: s.value.content });
-        return advance(s, { ...s.value, content: renderReceipt(createReceipt(put.artifactId, s.value.name, put.chars, put.sha256)) }, applied('careful'));
+        return advance(
+          s,
+          { ...s.value, content: renderReceipt(createReceipt(put.artifactId, s.value.name, put.chars, put.sha256)) },
+          applied('careful'),
+        );
       }),
     );
     await assertInvariant(invariants.failsOpen(careful, { vault, inputs: results() }), { numRuns: 10 });
@@ -161,7 +220,11 @@ describe('releases-on-unsubscribe', () => {
   const hang = ['-e', 'setInterval(() => {}, 1000)'];
   // Spawns a child per Step and waits for it, but never kills it when the subscriber leaves.
   const leaks = withDeps<ToolResult>(({ spawn }) =>
-    stepOperator<ToolResult>('leak', () => (s) => new Promise<Step<ToolResult>>((resolve) => spawn(process.execPath, hang).once('exit', () => resolve(s)))),
+    stepOperator<ToolResult>(
+      'leak',
+      () => (s) =>
+        new Promise<Step<ToolResult>>((resolve) => spawn(process.execPath, hang).once('exit', () => resolve(s))),
+    ),
   );
   const kills = withDeps<ToolResult>(({ spawn }) =>
     stepOperator<ToolResult>('kill', () => (s, signal) => {
@@ -174,7 +237,10 @@ describe('releases-on-unsubscribe', () => {
   it('catches an operator that leaks a child process on unsubscribe, then kills the leaked child', async () => {
     const message = await expectCaught(
       'releases-on-unsubscribe',
-      assertInvariant(invariants.releasesOnUnsubscribe(leaks, { vault, inputs: results(), settleMs: 500 }), { numRuns: 3, endOnFailure: true }),
+      assertInvariant(invariants.releasesOnUnsubscribe(leaks, { vault, inputs: results(), settleMs: 500 }), {
+        numRuns: 3,
+        endOnFailure: true,
+      }),
       /1 resource\(s\) still live: child pid \d+/u,
     );
     expect(message).toMatch(/unsubscribe after \d+ input\(s\)/u);
@@ -192,9 +258,10 @@ describe('releases-on-unsubscribe', () => {
   });
 
   it('passes an operator that kills its child on unsubscribe', async () => {
-    await assertInvariant(invariants.releasesOnUnsubscribe(kills, { vault, inputs: results(), settleMs: 2_000 }), { numRuns: 5 });
+    await assertInvariant(invariants.releasesOnUnsubscribe(kills, { vault, inputs: results(), settleMs: 2_000 }), {
+      numRuns: 5,
+    });
   });
-
 });
 
 describe('cache-stable', () => {
@@ -209,7 +276,9 @@ describe('cache-stable', () => {
   it('catches an operator that reorders earlier messages', async () => {
     await expectCaught(
       'cache-stable',
-      assertInvariant(invariants.cacheStable(reorders, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) })),
+      assertInvariant(
+        invariants.cacheStable(reorders, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) }),
+      ),
       /request \d+ of \d+ \(applied by rotate\): the compiled request does not start with compiled request \d+: (messages|input)\[\d+\]/u,
     );
   });
@@ -217,17 +286,36 @@ describe('cache-stable', () => {
   it('catches a prefix rewrite that reports an unchanged decision under decisionsChanged boundaries', async () => {
     await expectCaught(
       'cache-stable',
-      assertInvariant(invariants.cacheStable(reorders, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }), isBoundary: decisionsChanged() })),
+      assertInvariant(
+        invariants.cacheStable(reorders, {
+          vault,
+          inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }),
+          isBoundary: decisionsChanged(),
+        }),
+      ),
       /does not start with compiled request/u,
     );
   });
 
   it('accepts a rewrite at a declared boundary', async () => {
-    await assertInvariant(invariants.cacheStable(reorders, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }), isBoundary: () => true }), { numRuns: 10 });
+    await assertInvariant(
+      invariants.cacheStable(reorders, {
+        vault,
+        inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }),
+        isBoundary: () => true,
+      }),
+      { numRuns: 10 },
+    );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.cacheStable(identity<ProviderRequest>(), { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) }), { numRuns: 10 });
+    await assertInvariant(
+      invariants.cacheStable(identity<ProviderRequest>(), {
+        vault,
+        inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }),
+      }),
+      { numRuns: 10 },
+    );
   });
 });
 
@@ -236,7 +324,10 @@ describe('valid-roles', () => {
   const dropsOutputs = stepOperator<ProviderRequest>('drop', () => (s) => {
     const key = Array.isArray(s.value['input']) ? 'input' : 'messages';
     const list = (s.value[key] as Record<string, unknown>[]).filter(
-      (m) => m['role'] !== 'tool' && m['type'] !== 'function_call_output' && !(Array.isArray(m['content']) && (m['content'] as { type?: string }[]).some((b) => b.type === 'tool_result')),
+      (m) =>
+        m['role'] !== 'tool' &&
+        m['type'] !== 'function_call_output' &&
+        !(Array.isArray(m['content']) && (m['content'] as { type?: string }[]).some((b) => b.type === 'tool_result')),
     );
     return advance(s, { ...s.value, [key]: list }, applied('drop'));
   });
@@ -244,13 +335,18 @@ describe('valid-roles', () => {
   it('catches an operator that orphans tool calls', async () => {
     await expectCaught(
       'valid-roles',
-      assertInvariant(invariants.validRoles(dropsOutputs, { vault, inputs: requestStream({ sizes: ['tiny'], maxLength: 2 }) })),
+      assertInvariant(
+        invariants.validRoles(dropsOutputs, { vault, inputs: requestStream({ sizes: ['tiny'], maxLength: 2 }) }),
+      ),
       /request \d+ \((chat|responses|anthropic), applied by drop\): /u,
     );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.validRoles(identity<ProviderRequest>(), { vault, inputs: requestStream({ sizes: ['tiny'] }) }), { numRuns: 15 });
+    await assertInvariant(
+      invariants.validRoles(identity<ProviderRequest>(), { vault, inputs: requestStream({ sizes: ['tiny'] }) }),
+      { numRuns: 15 },
+    );
   });
 });
 
@@ -267,11 +363,23 @@ describe('prefix-kept', () => {
   });
 
   it('catches an operator that replaces a message of the instruction prefix', async () => {
-    await expectCaught('prefix-kept', assertInvariant(invariants.prefixKept(foldsTask, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) })), /the instruction prefix changed: conversation item \d+ of the prefix/u);
+    await expectCaught(
+      'prefix-kept',
+      assertInvariant(
+        invariants.prefixKept(foldsTask, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) }),
+      ),
+      /the instruction prefix changed: conversation item \d+ of the prefix/u,
+    );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.prefixKept(identity<ProviderRequest>(), { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) }), { numRuns: 10 });
+    await assertInvariant(
+      invariants.prefixKept(identity<ProviderRequest>(), {
+        vault,
+        inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }),
+      }),
+      { numRuns: 10 },
+    );
   });
 });
 
@@ -280,20 +388,45 @@ describe('actions-kept', () => {
   const dropsArguments = stepOperator<ProviderRequest>('forget', () => (s) => {
     const key = Array.isArray(s.value['input']) ? 'input' : 'messages';
     const list = (s.value[key] as Record<string, unknown>[]).map((m) => {
-      if (Array.isArray(m['tool_calls'])) return { ...m, tool_calls: (m['tool_calls'] as Record<string, unknown>[]).map((c) => ({ ...c, function: { ...(c['function'] as object), arguments: '{}' } })) };
+      if (Array.isArray(m['tool_calls']))
+        return {
+          ...m,
+          tool_calls: (m['tool_calls'] as Record<string, unknown>[]).map((c) => ({
+            ...c,
+            function: { ...(c['function'] as object), arguments: '{}' },
+          })),
+        };
       if (m['type'] === 'function_call') return { ...m, arguments: '{}' };
-      if (Array.isArray(m['content'])) return { ...m, content: (m['content'] as Record<string, unknown>[]).map((b) => (b['type'] === 'tool_use' ? { ...b, input: {} } : b)) };
+      if (Array.isArray(m['content']))
+        return {
+          ...m,
+          content: (m['content'] as Record<string, unknown>[]).map((b) =>
+            b['type'] === 'tool_use' ? { ...b, input: {} } : b,
+          ),
+        };
       return m;
     });
     return advance(s, { ...s.value, [key]: list }, applied('forget'));
   });
 
   it('catches an operator that changes tool-call arguments', async () => {
-    await expectCaught('actions-kept', assertInvariant(invariants.actionsKept(dropsArguments, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) })), /an assistant action of the input is missing: tool call/u);
+    await expectCaught(
+      'actions-kept',
+      assertInvariant(
+        invariants.actionsKept(dropsArguments, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3 }) }),
+      ),
+      /an assistant action of the input is missing: tool call/u,
+    );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.actionsKept(identity<ProviderRequest>(), { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }) }), { numRuns: 10 });
+    await assertInvariant(
+      invariants.actionsKept(identity<ProviderRequest>(), {
+        vault,
+        inputs: growingSession({ sizes: ['tiny'], maxTurns: 2 }),
+      }),
+      { numRuns: 10 },
+    );
   });
 });
 
@@ -315,21 +448,40 @@ describe('no-dangling-reference', () => {
     const list = (s.value[key] as Record<string, unknown>[]).map((m) => {
       if (m['role'] !== 'tool' || typeof m['content'] !== 'string') return m;
       const content = m['content'] as string;
-      return { ...m, content: renderReceipt(createReceipt(artifactIdFor(content), 'tool', codePoints(content), sha256Hex(content))) };
+      return {
+        ...m,
+        content: renderReceipt(createReceipt(artifactIdFor(content), 'tool', codePoints(content), sha256Hex(content))),
+      };
     });
     return advance(s, { ...s.value, [key]: list }, applied('lease'));
   });
   const chatSessions = growingSession({ sizes: ['tiny'], maxTurns: 3, formats: ['chat', 'responses'] });
 
   it('catches a delta against an output the request does not show', async () => {
-    await expectCaught('no-dangling-reference', assertInvariant(invariants.noDanglingReference(danglingDelta, { vault, inputs: chatSessions })), /is a delta against a_2{32}, which this request does not show/u);
+    await expectCaught(
+      'no-dangling-reference',
+      assertInvariant(invariants.noDanglingReference(danglingDelta, { vault, inputs: chatSessions })),
+      /is a delta against a_2{32}, which this request does not show/u,
+    );
   });
 
   it('catches a receipt for content the conversation was never shown', async () => {
-    await expectCaught('no-dangling-reference', assertInvariant(invariants.noDanglingReference(leasesUnseen, { vault, inputs: growingSession({ sizes: ['tiny'], maxTurns: 3, formats: ['chat'] }) })), /which this conversation was never shown/u);
+    await expectCaught(
+      'no-dangling-reference',
+      assertInvariant(
+        invariants.noDanglingReference(leasesUnseen, {
+          vault,
+          inputs: growingSession({ sizes: ['tiny'], maxTurns: 3, formats: ['chat'] }),
+        }),
+      ),
+      /which this conversation was never shown/u,
+    );
   });
 
   it('passes the identity operator', async () => {
-    await assertInvariant(invariants.noDanglingReference(identity<ProviderRequest>(), { vault, inputs: chatSessions }), { numRuns: 10 });
+    await assertInvariant(
+      invariants.noDanglingReference(identity<ProviderRequest>(), { vault, inputs: chatSessions }),
+      { numRuns: 10 },
+    );
   });
 });

@@ -15,7 +15,11 @@ interface Reported {
 }
 
 /** Start a writer, let it report `after` stored artifacts, then SIGKILL it mid-loop. */
-function killAfter(db: string, run: number, after: number): Promise<{ reported: Reported[]; signal: string | null; stderr: string }> {
+function killAfter(
+  db: string,
+  run: number,
+  after: number,
+): Promise<{ reported: Reported[]; signal: string | null; stderr: string }> {
   const child = startScript('kill-writer.ts', [db, String(run)]);
   const reported: Reported[] = [];
   let buffer = '';
@@ -47,7 +51,9 @@ describe('a writer killed with SIGKILL', () => {
       for (const result of results) {
         expect(result.stderr).toBe('');
         // The writer loops forever, so only the kill ends it; a stop without one is a crash to report.
-        expect(result.signal, `the writer stopped before the kill after ${result.reported.length} puts`).toBe('SIGKILL');
+        expect(result.signal, `the writer stopped before the kill after ${result.reported.length} puts`).toBe(
+          'SIGKILL',
+        );
         reported.push(...result.reported);
       }
     }

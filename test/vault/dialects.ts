@@ -57,7 +57,10 @@ export async function freshStore(dialect: DialectName, name = 'vault.sqlite3'): 
     const schema = await freshSchema(inject('pgUrl'));
     location = { url: schema.url };
     drop = schema.drop;
-    makeRaw = () => new Kysely<VaultDatabase>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: schema.url, max: 2 }) }) });
+    makeRaw = () =>
+      new Kysely<VaultDatabase>({
+        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: schema.url, max: 2 }) }),
+      });
     setVersion = async (v) => {
       const db = makeRaw();
       await sql`UPDATE tt_schema_version SET version = ${v} WHERE name = 'vault'`.execute(db);

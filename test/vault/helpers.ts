@@ -47,7 +47,11 @@ export function runScript(script: string, args: readonly string[]): Promise<Scri
  * of them printed `ready`, create the go file so they proceed at the same instant. The `ready`
  * line is removed from each stdout.
  */
-export async function runTogether(script: string, argsList: readonly (readonly string[])[], goFile: string): Promise<ScriptResult[]> {
+export async function runTogether(
+  script: string,
+  argsList: readonly (readonly string[])[],
+  goFile: string,
+): Promise<ScriptResult[]> {
   let waiting = argsList.length;
   let release: () => void = () => undefined;
   const allReady = new Promise<void>((r) => (release = r));

@@ -38,14 +38,11 @@ describe('code points', () => {
     expect(codePointLength('\ud800')).toBe(1);
   });
 
-  test.prop([anyText({ maxLength: 60 }), fc.nat(70), fc.nat(70)])(
-    'slices like Array.from',
-    (s, offset, count) => {
-      const cps = Array.from(s);
-      expect(sliceCodePoints(s, offset, count, codePointLength(s))).toBe(cps.slice(offset, offset + count).join(''));
-      expect(codePointLength(s)).toBe(cps.length);
-    },
-  );
+  test.prop([anyText({ maxLength: 60 }), fc.nat(70), fc.nat(70)])('slices like Array.from', (s, offset, count) => {
+    const cps = Array.from(s);
+    expect(sliceCodePoints(s, offset, count, codePointLength(s))).toBe(cps.slice(offset, offset + count).join(''));
+    expect(codePointLength(s)).toBe(cps.length);
+  });
 
   it('clips with an ellipsis', () => {
     expect(clipCodePoints('abcdef', 4)).toBe('abc…');

@@ -1,4 +1,14 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -51,7 +61,11 @@ describe('opening a vault that cannot be opened', () => {
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
     closeSync(fd);
-    expect(await failureOf(path, { readOnlyFallback: false })).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: expect.stringMatching(/^SQLITE_CORRUPT/) });
+    expect(await failureOf(path, { readOnlyFallback: false })).toMatchObject({
+      code: 'E_VAULT_OPEN',
+      path,
+      reason: expect.stringMatching(/^SQLITE_CORRUPT/),
+    });
     // By default such a file is served read-only (what is intact still recovers), and says so.
     const salvaged = await createVault({ path });
     expect(salvaged.readOnly).toBe(true);

@@ -26,7 +26,10 @@ async function vaultUsesTls(vault: Vault, url: string, app: string): Promise<boo
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    const r = await c.query<{ ssl: boolean }>("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.application_name = $1", [app]);
+    const r = await c.query<{ ssl: boolean }>(
+      'SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.application_name = $1',
+      [app],
+    );
     expect(r.rows.length).toBeGreaterThan(0);
     return r.rows.every((row) => row.ssl);
   } finally {
@@ -66,7 +69,9 @@ describe('PostgreSQL vault', () => {
     expect(await v.verify(withNul.artifactId)).toBe(true);
     expect((await v.search('T\u0000R')).map((r) => r.artifactId)).toEqual([withNul.artifactId]);
     expect((await v.search('left\ufffdright')).map((r) => r.artifactId)).toEqual([lookalike.artifactId]);
-    expect((await v.search('LEFT')).map((r) => r.artifactId).sort()).toEqual([withNul.artifactId, lookalike.artifactId].sort());
+    expect((await v.search('LEFT')).map((r) => r.artifactId).sort()).toEqual(
+      [withNul.artifactId, lookalike.artifactId].sort(),
+    );
     expect(await v.search('50%_\\')).toEqual([]);
     const pct = await v.put({ content: 'done 50%_\\ of it' });
     expect((await v.search('50%_\\')).map((r) => r.artifactId)).toEqual([pct.artifactId]);
@@ -89,7 +94,9 @@ describe('PostgreSQL vault', () => {
     expect(bad).toBeInstanceOf(ConfigError);
     expect((bad as Error).message).toMatch(/TOKEN_TERMINATOR_DB_URL/);
     expect((bad as Error).message).not.toContain('s3cret-pw');
-    const config = loadConfig({ env: { TOKEN_TERMINATOR_DB_URL: inject('pgUrl'), TOKEN_TERMINATOR_DB_POOL_SIZE: '3' } });
+    const config = loadConfig({
+      env: { TOKEN_TERMINATOR_DB_URL: inject('pgUrl'), TOKEN_TERMINATOR_DB_POOL_SIZE: '3' },
+    });
     expect(vaultOptionsFromConfig(config)).toMatchObject({ url: inject('pgUrl'), poolSize: 3 });
     expect(vaultOptionsFromConfig(config)).not.toHaveProperty('path');
   });
@@ -97,14 +104,30 @@ describe('PostgreSQL vault', () => {
   it('keeps working state and the experiment ledger in the same database', async () => {
     const url = await schemaUrl();
     await using v = await createVault({ url, workingState: { maxNodes: 1 } });
-    expect(await v.workingState.apply('s', [{ op: 'NODE_CREATE', node_id: 'a', kind: 'fact' }])).toMatchObject({ accepted: 1 });
-    await expect(v.workingState.apply('s', [{ op: 'NODE_CREATE', node_id: 'b', kind: 'fact' }])).rejects.toMatchObject({ code: 'E_WORKING_STATE_INVALID' });
-    expect(Object.keys((await v.workingState.get('s', { includeRetired: false, limit: 10 }))['nodes'] as object)).toEqual(['a']);
+    expect(await v.workingState.apply('s', [{ op: 'NODE_CREATE', node_id: 'a', kind: 'fact' }])).toMatchObject({
+      accepted: 1,
+    });
+    await expect(v.workingState.apply('s', [{ op: 'NODE_CREATE', node_id: 'b', kind: 'fact' }])).rejects.toMatchObject({
+      code: 'E_WORKING_STATE_INVALID',
+    });
+    expect(
+      Object.keys((await v.workingState.get('s', { includeRetired: false, limit: 10 }))['nodes'] as object),
+    ).toEqual(['a']);
     await using ledger = await openLedger({ url });
     await ledger.startTurn({ sessionId: 'n1', turnId: 't1', mode: 'native', model: 'm', prompt: 'same task' });
-    await ledger.finishTurn({ sessionId: 'n1', turnId: 't1', usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 50 }, outcome: 'completed' });
+    await ledger.finishTurn({
+      sessionId: 'n1',
+      turnId: 't1',
+      usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 50 },
+      outcome: 'completed',
+    });
     await ledger.startTurn({ sessionId: 'b1', turnId: 't1', mode: 'balanced', model: 'm', prompt: 'same  task' });
-    await ledger.finishTurn({ sessionId: 'b1', turnId: 't1', usage: { inputTokens: 130, outputTokens: 25, cacheReadTokens: 60 }, outcome: 'completed' });
+    await ledger.finishTurn({
+      sessionId: 'b1',
+      turnId: 't1',
+      usage: { inputTokens: 130, outputTokens: 25, cacheReadTokens: 60 },
+      outcome: 'completed',
+    });
     const c = await ledger.compare('native', 'balanced');
     expect(c.delta).toEqual({ available: true, meanTotalTokens: 45, medianTotalTokens: 45 });
     expect(c.matchedTurns.pairs).toBe(1);

@@ -56,7 +56,10 @@ describe('vault properties', () => {
 
   // UTF-16 code units, so lone surrogates (high or low, anywhere) are common: the kit's anyText
   // draws whole code points and never produces one, so this generator stays here.
-  const units = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 40 });
+  const units = fc.string({
+    unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
+    maxLength: 40,
+  });
   test.prop([units], { numRuns: 100 })('lone surrogates are refused, everything else round-trips', async (content) => {
     if (isWellFormedText(content)) {
       const { artifactId } = await vault.put({ content });
@@ -68,20 +71,20 @@ describe('vault properties', () => {
     }
   });
 
-  test.prop(
-    [anyText({ minLength: 1, maxLength: 120 }), fc.nat(), fc.integer({ min: 1, max: 30 })],
-    { numRuns: 60 },
-  )('search finds an artifact by any substring of its content', async (content, start, length) => {
-    const cps = [...content];
-    const from = start % cps.length;
-    const needle = cps.slice(from, from + length).join('');
-    await using fresh = await createVault({ path: ':memory:' });
-    const { artifactId } = await fresh.put({ content });
-    await fresh.put({ content: 'decoy 1' });
-    const ids = (await fresh.search(needle)).map((h) => h.artifactId);
-    if (needle.trim() === '') expect(ids).toEqual([]);
-    else expect(ids).toContain(artifactId);
-  });
+  test.prop([anyText({ minLength: 1, maxLength: 120 }), fc.nat(), fc.integer({ min: 1, max: 30 })], { numRuns: 60 })(
+    'search finds an artifact by any substring of its content',
+    async (content, start, length) => {
+      const cps = [...content];
+      const from = start % cps.length;
+      const needle = cps.slice(from, from + length).join('');
+      await using fresh = await createVault({ path: ':memory:' });
+      const { artifactId } = await fresh.put({ content });
+      await fresh.put({ content: 'decoy 1' });
+      const ids = (await fresh.search(needle)).map((h) => h.artifactId);
+      if (needle.trim() === '') expect(ids).toEqual([]);
+      else expect(ids).toContain(artifactId);
+    },
+  );
 
   test.prop([anyText({ maxLength: 30 })], { numRuns: 100 })(
     'search accepts any query without throwing',

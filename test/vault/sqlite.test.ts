@@ -33,17 +33,19 @@ function rawDb(): Database.Database {
 }
 
 describe('opening a SQLite file', () => {
-
   it('uses WAL, NORMAL sync, foreign keys, busy timeout and records the schema version', async () => {
     const v = await vaultAt({ busyTimeoutMs: 1234 });
     await v.put({ content: 'x' });
     const db = rawDb();
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
-    expect(db.prepare("SELECT name FROM kysely_migration").pluck().all()).toEqual(['0001_initial', '0002_session_state', '0003_scoped_pins']);
+    expect(db.prepare('SELECT name FROM kysely_migration').pluck().all()).toEqual([
+      '0001_initial',
+      '0002_session_state',
+      '0003_scoped_pins',
+    ]);
     db.close();
   });
-
 
   it('creates the directory 0700 and the files 0600', async () => {
     const path = join(dir, 'nested', 'deeper', 'vault.sqlite3');
@@ -61,7 +63,6 @@ describe('opening a SQLite file', () => {
     expect(v.path).toBe(':memory:');
     await v.close();
   });
-
 });
 
 describe('search index', () => {
@@ -117,7 +118,8 @@ describe('bounded search (the event loop turns while it works)', () => {
     running = false;
     return { value, turns };
   };
-  const big = (tag: string): string => Array.from({ length: 20_000 }, (_, i) => `${tag} line ${i} ab ${'ab'.repeat(20)}`).join('\n');
+  const big = (tag: string): string =>
+    Array.from({ length: 20_000 }, (_, i) => `${tag} line ${i} ab ${'ab'.repeat(20)}`).join('\n');
 
   it('indexes a large queue in steps and scans in slices, yielding between them', async () => {
     const v = await vaultAt({ indexInBackground: false });

@@ -24,7 +24,8 @@ export interface CaseResult {
 type Op = OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>>;
 
 /** `diagnostic line {i}: …` × 6000 (352,889 chars). */
-export const caseArtifact = (): string => Array.from({ length: 6000 }, (_, i) => `diagnostic line ${i}: detailed state and repeated evidence`).join('\n');
+export const caseArtifact = (): string =>
+  Array.from({ length: 6000 }, (_, i) => `diagnostic line ${i}: detailed state and repeated evidence`).join('\n');
 
 export function case3Request(artifact = caseArtifact()): ProviderRequest {
   return {
@@ -32,7 +33,10 @@ export function case3Request(artifact = caseArtifact()): ProviderRequest {
     messages: [
       { role: 'system', content: 'Stable instructions.' },
       { role: 'user', content: 'Inspect the evidence.' },
-      { role: 'assistant', tool_calls: [{ id: 'call-1', type: 'function', function: { name: 'terminal', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        tool_calls: [{ id: 'call-1', type: 'function', function: { name: 'terminal', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'call-1', content: artifact },
     ],
   };
@@ -48,10 +52,17 @@ export function case4Request(artifact = caseArtifact()): ProviderRequest {
 export function case8Request(): ProviderRequest {
   const messages: unknown[] = [{ role: 'system', content: 'System prompt.' }];
   for (let t = 0; t < 8; t++) {
-    const content = Array.from({ length: 800 }, (_, i) => `turn_${t} line ${i}: diagnostic evidence block ${i % 20}`).join('\n');
+    const content = Array.from(
+      { length: 800 },
+      (_, i) => `turn_${t} line ${i}: diagnostic evidence block ${i % 20}`,
+    ).join('\n');
     messages.push(
       { role: 'user', content: `Question for turn ${t}` },
-      { role: 'assistant', content: `Let me search for turn ${t}.`, tool_calls: [{ id: `conv-call-${t}`, type: 'function', function: { name: 'search_files', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: `Let me search for turn ${t}.`,
+        tool_calls: [{ id: `conv-call-${t}`, type: 'function', function: { name: 'search_files', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: `conv-call-${t}`, content },
       { role: 'assistant', content: `Based on turn ${t} results, done.` },
     );
@@ -69,7 +80,11 @@ async function run(op: Op, requests: readonly [ProviderRequest, string, string][
 export async function runStructuralCases(vault: Vault, counter: TokenCounter): Promise<CaseResult[]> {
   const tokens = (v: unknown): number => counter.count(canonicalJson(v));
   const chars = (v: unknown): number => [...canonicalJson(v)].length;
-  const pipeline = (): Op => (src) => src.pipe(collapseDuplicates({ vault, counter, minArtifactChars: 1000 }), compileRequest({ vault, counter, minVaultChars: 1000 }));
+  const pipeline = (): Op => (src) =>
+    src.pipe(
+      collapseDuplicates({ vault, counter, minArtifactChars: 1000 }),
+      compileRequest({ vault, counter, minVaultChars: 1000 }),
+    );
   const result = (name: string, raw: ProviderRequest, output: ProviderRequest, ref: number): CaseResult => ({
     name,
     rawChars: chars(raw),

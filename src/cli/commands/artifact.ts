@@ -1,6 +1,14 @@
 import type { Command } from 'commander';
 import type { RecoveryToolHandle } from '../../recovery/index.js';
-import { integerAtLeast, recover, withCommonOptions, withRecovery, writeJson, writeOut, type CommonOptions } from '../context.js';
+import {
+  integerAtLeast,
+  recover,
+  withCommonOptions,
+  withRecovery,
+  writeJson,
+  writeOut,
+  type CommonOptions,
+} from '../context.js';
 
 interface GetOptions extends CommonOptions {
   offset?: number;
@@ -11,11 +19,22 @@ interface GetOptions extends CommonOptions {
  * Exact content from `offset`: the whole rest of the artifact, or at most `limit` code points.
  * Pages are written as they arrive, byte for byte, with nothing added.
  */
-async function writeExact(tool: RecoveryToolHandle, id: string, offset: number, limit: number | undefined, pageChars: number): Promise<void> {
+async function writeExact(
+  tool: RecoveryToolHandle,
+  id: string,
+  offset: number,
+  limit: number | undefined,
+  pageChars: number,
+): Promise<void> {
   let next: number | null = offset;
   let left = limit ?? Number.POSITIVE_INFINITY;
   while (next !== null && left > 0) {
-    const page = await recover(tool, { action: 'artifact_get', artifact_id: id, offset: next, limit: Math.min(left, pageChars) });
+    const page = await recover(tool, {
+      action: 'artifact_get',
+      artifact_id: id,
+      offset: next,
+      limit: Math.min(left, pageChars),
+    });
     const content = page['content'] as string;
     await writeOut(content);
     left -= page['next_offset'] === null ? left : (page['next_offset'] as number) - next;
@@ -38,7 +57,8 @@ async function peek(id: string, options: CommonOptions): Promise<void> {
     const p = await recover(tool, { action: 'artifact_peek', artifact_id: id });
     if (options.json) return writeJson(p);
     const synopsis = p['synopsis'] as { head: string[]; tail: string[]; signals: string[] };
-    const section = (title: string, lines: string[]): string[] => (lines.length ? [`${title}:`, ...lines.map((l) => `  ${l}`)] : []);
+    const section = (title: string, lines: string[]): string[] =>
+      lines.length ? [`${title}:`, ...lines.map((l) => `  ${l}`)] : [];
     const out = [
       `${String(p['artifact_id'])}  tool=${String(p['tool_name'])}  chars=${String(p['total_chars'])}  bytes=${String(p['total_bytes'])}  ` +
         `lines=${String(p['line_count'])}  observed=${String(p['observation_count'])}  created=${String(p['created_at'])}`,
@@ -59,7 +79,8 @@ async function find(id: string, pattern: string, options: CommonOptions & { limi
     if (options.json) return writeJson(f);
     const matches = f['matches'] as { line: number; text: string }[];
     await writeOut(matches.map((m) => `${m.line}:${m.text}\n`).join(''));
-    if (f['truncated'] === true) process.stderr.write(`(${matches.length} of ${String(f['total_matches'])} matches shown)\n`);
+    if (f['truncated'] === true)
+      process.stderr.write(`(${matches.length} of ${String(f['total_matches'])} matches shown)\n`);
   });
 }
 
@@ -81,9 +102,15 @@ export function registerArtifact(program: Command): void {
       .command('get <id>')
       .description('write the exact content to stdout (the whole artifact unless --limit)')
       .option('--offset <n>', 'start at this code-point offset', integerAtLeast(0))
-      .option('--limit <n>', 'at most this many code points (with --json: one page of this size, default 8000)', integerAtLeast(1)),
+      .option(
+        '--limit <n>',
+        'at most this many code points (with --json: one page of this size, default 8000)',
+        integerAtLeast(1),
+      ),
   ).action(get);
-  withCommonOptions(artifact.command('peek <id>').description('lossy synopsis: size, head/tail, signal lines, JSON shape')).action(peek);
+  withCommonOptions(
+    artifact.command('peek <id>').description('lossy synopsis: size, head/tail, signal lines, JSON shape'),
+  ).action(peek);
   withCommonOptions(
     artifact
       .command('find <id> <pattern>')

@@ -13,13 +13,19 @@ interface CompareOptions {
 const num = (x: number | null): string => (x === null ? 'n/a' : String(x));
 
 async function compare(a: string, b: string, options: CompareOptions): Promise<void> {
-  for (const m of [a, b]) if (!(MODES as readonly string[]).includes(m)) throw new CliError(`unknown mode "${m}" (accepted: ${MODES.join(', ')})`);
+  for (const m of [a, b])
+    if (!(MODES as readonly string[]).includes(m))
+      throw new CliError(`unknown mode "${m}" (accepted: ${MODES.join(', ')})`);
   if (a === b) throw new CliError('comparison modes must differ');
-  const config = loadConfig({ env: process.env, overrides: options.ledger === undefined ? {} : { ledgerPath: options.ledger } });
+  const config = loadConfig({
+    env: process.env,
+    overrides: options.ledger === undefined ? {} : { ledgerPath: options.ledger },
+  });
   // With TOKEN_TERMINATOR_DB_URL the ledger is in that database, unless --ledger names a file.
   const url = options.ledger === undefined ? config.dbUrl : '';
   const path = effectiveLedgerPath(config);
-  if (url === '' && !existsSync(path)) throw new CliError(`no experiment ledger at ${path} (set --ledger or TOKEN_TERMINATOR_LEDGER_PATH)`);
+  if (url === '' && !existsSync(path))
+    throw new CliError(`no experiment ledger at ${path} (set --ledger or TOKEN_TERMINATOR_LEDGER_PATH)`);
   const ledger = await openLedger(url !== '' ? { url } : { path });
   try {
     const c = await ledger.compare(a, b, { experiment: options.experiment ?? config.experiment });
@@ -27,9 +33,12 @@ async function compare(a: string, b: string, options: CompareOptions): Promise<v
     const lines = [
       `experiment ${c.experiment}: ${a} vs ${b} (excluded contaminated sessions: ${c.excludedContaminatedSessions})`,
       ...[c.a, c.b].map(
-        (s) => `  ${s.mode.padEnd(10)} sessions ${s.sessions}, turns ${s.turns}, total tokens mean ${num(s.meanTotalTokens)} median ${num(s.medianTotalTokens)}`,
+        (s) =>
+          `  ${s.mode.padEnd(10)} sessions ${s.sessions}, turns ${s.turns}, total tokens mean ${num(s.meanTotalTokens)} median ${num(s.medianTotalTokens)}`,
       ),
-      c.delta.available ? `  delta (${b} − ${a}): mean ${num(c.delta.meanTotalTokens)}, median ${num(c.delta.medianTotalTokens)}` : '  delta: not available (a mode has no eligible session)',
+      c.delta.available
+        ? `  delta (${b} − ${a}): mean ${num(c.delta.meanTotalTokens)}, median ${num(c.delta.medianTotalTokens)}`
+        : '  delta: not available (a mode has no eligible session)',
       `  matched turns: ${c.matchedTurns.pairs} pairs, mean delta ${num(c.matchedTurns.meanDelta)}, median delta ${num(c.matchedTurns.medianDelta)}`,
       ...c.notes.map((n) => `  note: ${n}`),
     ];

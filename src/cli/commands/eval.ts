@@ -1,7 +1,17 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { CHECKPOINT_PAIRS, DEFAULT_MARGIN, EvalAbortedError, estimateEval, FINAL_PAIRS, runEval, type Analysis, type EvalOptions, type EvalResults } from '../../eval/index.js';
+import {
+  CHECKPOINT_PAIRS,
+  DEFAULT_MARGIN,
+  EvalAbortedError,
+  estimateEval,
+  FINAL_PAIRS,
+  runEval,
+  type Analysis,
+  type EvalOptions,
+  type EvalResults,
+} from '../../eval/index.js';
 import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
 
 interface EvalCliOptions {
@@ -30,25 +40,29 @@ function readResume(path: string): EvalResults {
     throw new CliError(`${path} is not JSON (expected eval --out results)`);
   }
   const r = value as Partial<EvalResults>;
-  if (r.harness !== 'token-terminator eval' || !Array.isArray(r.pairs) || typeof r.protocol?.seed !== 'number') throw new CliError(`${path} is not eval --out results`);
+  if (r.harness !== 'token-terminator eval' || !Array.isArray(r.pairs) || typeof r.protocol?.seed !== 'number')
+    throw new CliError(`${path} is not eval --out results`);
   return value as EvalResults;
 }
 
 function marginArg(value: string): number {
   const n = Number(value);
-  if (value.trim() === '' || !(n > 0 && n < 0.5)) throw new InvalidArgumentError('must be a number within (0, 0.5), e.g. 0.1 for 10 points');
+  if (value.trim() === '' || !(n > 0 && n < 0.5))
+    throw new InvalidArgumentError('must be a number within (0, 0.5), e.g. 0.1 for 10 points');
   return n;
 }
 
 function temperatureArg(value: string): number | null {
   if (value === 'none') return null;
   const n = Number(value);
-  if (value.trim() === '' || !(n >= 0 && n <= 2)) throw new InvalidArgumentError('must be a number within [0, 2], or "none" to send no temperature');
+  if (value.trim() === '' || !(n >= 0 && n <= 2))
+    throw new InvalidArgumentError('must be a number within [0, 2], or "none" to send no temperature');
   return n;
 }
 
 function seedArg(value: string): number {
-  if (!/^\d+$/.test(value.trim()) || Number(value) > 0xffffffff) throw new InvalidArgumentError('must be an integer within [0, 4294967295]');
+  if (!/^\d+$/.test(value.trim()) || Number(value) > 0xffffffff)
+    throw new InvalidArgumentError('must be an integer within [0, 4294967295]');
   return Number(value);
 }
 
@@ -119,13 +133,22 @@ async function evaluate(options: EvalCliOptions): Promise<void> {
   try {
     results = await runEval({
       ...run,
-      onProtocol: (p) => progress(`${p.rule}\nseed ${p.seed}, ${p.planned_pairs} pairs, model ${p.model} at ${p.base_url}, balanced arm via ${p.balanced_via}\n`),
-      onPair: (p, done, planned) => progress(`pair ${done}/${planned} (${p.family}, ${p.order.join(' then ')}): off ${p.off.outcome}, balanced ${p.balanced.outcome}\n`),
+      onProtocol: (p) =>
+        progress(
+          `${p.rule}\nseed ${p.seed}, ${p.planned_pairs} pairs, model ${p.model} at ${p.base_url}, balanced arm via ${p.balanced_via}\n`,
+        ),
+      onPair: (p, done, planned) =>
+        progress(
+          `pair ${done}/${planned} (${p.family}, ${p.order.join(' then ')}): off ${p.off.outcome}, balanced ${p.balanced.outcome}\n`,
+        ),
     });
   } catch (error) {
     if (error instanceof EvalAbortedError) {
       if (options.out !== undefined) writeFileSync(resolve(options.out), `${JSON.stringify(error.results, null, 2)}\n`);
-      throw new CliError(`eval aborted: ${error.message}${options.out === undefined ? '' : ` (the ${error.results.pairs.length} completed pairs are in ${options.out})`}`, 1);
+      throw new CliError(
+        `eval aborted: ${error.message}${options.out === undefined ? '' : ` (the ${error.results.pairs.length} completed pairs are in ${options.out})`}`,
+        1,
+      );
     }
     throw error;
   }
@@ -138,14 +161,32 @@ async function evaluate(options: EvalCliOptions): Promise<void> {
 export function registerEval(program: Command): void {
   program
     .command('eval')
-    .description('paired non-inferiority A/B of answer quality: the same synthetic tasks in fresh off and balanced sessions against one model')
-    .requiredOption('--base-url <url>', 'OpenAI-compatible base URL; <url>/chat/completions is called (e.g. http://127.0.0.1:8000/v1)')
-    .option('--balanced-base-url <url>', 'send the balanced arm unreduced to this endpoint (a token-terminator proxy in balanced mode) instead of reducing in-process')
+    .description(
+      'paired non-inferiority A/B of answer quality: the same synthetic tasks in fresh off and balanced sessions against one model',
+    )
+    .requiredOption(
+      '--base-url <url>',
+      'OpenAI-compatible base URL; <url>/chat/completions is called (e.g. http://127.0.0.1:8000/v1)',
+    )
+    .option(
+      '--balanced-base-url <url>',
+      'send the balanced arm unreduced to this endpoint (a token-terminator proxy in balanced mode) instead of reducing in-process',
+    )
     .requiredOption('--model <name>', 'model name to request')
-    .addOption(new Option('--pairs <n>', `matched pairs: the ${CHECKPOINT_PAIRS}-pair checkpoint or the precommitted ${FINAL_PAIRS}-pair final`).choices([String(CHECKPOINT_PAIRS), String(FINAL_PAIRS)]).default(String(FINAL_PAIRS)))
+    .addOption(
+      new Option(
+        '--pairs <n>',
+        `matched pairs: the ${CHECKPOINT_PAIRS}-pair checkpoint or the precommitted ${FINAL_PAIRS}-pair final`,
+      )
+        .choices([String(CHECKPOINT_PAIRS), String(FINAL_PAIRS)])
+        .default(String(FINAL_PAIRS)),
+    )
     .option('--seed <n>', 'seed of the tasks and the arm order (default: random, recorded in the results)', seedArg)
     .option('--margin <x>', `non-inferiority margin on accuracy (default ${DEFAULT_MARGIN} = 10 points)`, marginArg)
-    .option('--resume <results.json>', 'continue a run (the 36-pair checkpoint into the 72-pair final, or an aborted run): its seed, margin and pairs are kept')
+    .option(
+      '--resume <results.json>',
+      'continue a run (the 36-pair checkpoint into the 72-pair final, or an aborted run): its seed, margin and pairs are kept',
+    )
     .option('--out <results.json>', 'write the results (also the completed pairs of an aborted run)')
     .option('--api-key-env <name>', 'environment variable holding the bearer token', 'OPENAI_API_KEY')
     .option('--temperature <t>', 'temperature to send, or "none"', temperatureArg, 0)

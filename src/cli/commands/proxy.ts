@@ -20,12 +20,16 @@ interface ProxyCliOptions {
 }
 
 /** The Terminator config for the proxy: environment plus `--db` (SQLite file) or `--db-url` (PostgreSQL). */
-export function proxyTerminatorConfig(options: Pick<ProxyCliOptions, 'db' | 'dbUrl'>, env: Readonly<Record<string, string | undefined>> = process.env): Config {
+export function proxyTerminatorConfig(
+  options: Pick<ProxyCliOptions, 'db' | 'dbUrl'>,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Config {
   const overrides: ConfigOverrides = {
     ...(options.db === undefined ? {} : { dbPath: options.db }),
     ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
   };
-  if (options.db !== undefined && options.dbUrl !== undefined) throw new ConfigError('--db and --db-url are mutually exclusive: pick the SQLite file or the PostgreSQL URL');
+  if (options.db !== undefined && options.dbUrl !== undefined)
+    throw new ConfigError('--db and --db-url are mutually exclusive: pick the SQLite file or the PostgreSQL URL');
   return loadConfig({ env, overrides });
 }
 
@@ -43,8 +47,13 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   };
   const settings = loadProxyConfig({ env: process.env, flags });
   const config = proxyTerminatorConfig(options);
-  const log = options.quiet === true ? undefined : (record: object) => process.stderr.write(`${JSON.stringify(record)}\n`);
-  const server = await createProxy({ config: settings, terminatorOptions: { config }, ...(log === undefined ? {} : { log }) });
+  const log =
+    options.quiet === true ? undefined : (record: object) => process.stderr.write(`${JSON.stringify(record)}\n`);
+  const server = await createProxy({
+    config: settings,
+    terminatorOptions: { config },
+    ...(log === undefined ? {} : { log }),
+  });
   const url = await server.listen();
   process.stderr.write(
     `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode})\n` +
@@ -65,16 +74,41 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
 export function registerProxy(program: Command): void {
   program
     .command('proxy')
-    .description('serve the OpenAI (Chat Completions, Responses) and Anthropic (Messages) APIs through the pipeline and forward to the real provider')
+    .description(
+      'serve the OpenAI (Chat Completions, Responses) and Anthropic (Messages) APIs through the pipeline and forward to the real provider',
+    )
     .option('--port <port>', 'port to listen on (TOKEN_TERMINATOR_PROXY_PORT, default 8787; 0 = any free port)')
-    .option('--host <host>', 'address to bind (TOKEN_TERMINATOR_PROXY_HOST, default 127.0.0.1; any other needs --token)')
-    .option('--upstream <url>', 'OpenAI-compatible upstream (TOKEN_TERMINATOR_PROXY_UPSTREAM, default https://api.openai.com)')
-    .option('--anthropic-upstream <url>', 'Anthropic upstream (TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM, default https://api.anthropic.com)')
+    .option(
+      '--host <host>',
+      'address to bind (TOKEN_TERMINATOR_PROXY_HOST, default 127.0.0.1; any other needs --token)',
+    )
+    .option(
+      '--upstream <url>',
+      'OpenAI-compatible upstream (TOKEN_TERMINATOR_PROXY_UPSTREAM, default https://api.openai.com)',
+    )
+    .option(
+      '--anthropic-upstream <url>',
+      'Anthropic upstream (TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM, default https://api.anthropic.com)',
+    )
     .option('--token <secret>', 'proxy token clients send as x-token-terminator-token (TOKEN_TERMINATOR_PROXY_TOKEN)')
-    .option('--max-body-bytes <n>', 'larger request bodies pass through unreduced (TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES, default 33554432)')
-    .option('--recovery-rounds <n>', 'recovery rounds answered per request (TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS, default 3; 0 = never)')
-    .option('--upstream-timeout-ms <ms>', 'upstream headers/body timeout (TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS, default 600000)')
-    .addOption(new Option('--db <path>', 'SQLite vault file (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)').conflicts('dbUrl'))
+    .option(
+      '--max-body-bytes <n>',
+      'larger request bodies pass through unreduced (TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES, default 33554432)',
+    )
+    .option(
+      '--recovery-rounds <n>',
+      'recovery rounds answered per request (TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS, default 3; 0 = never)',
+    )
+    .option(
+      '--upstream-timeout-ms <ms>',
+      'upstream headers/body timeout (TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS, default 600000)',
+    )
+    .addOption(
+      new Option(
+        '--db <path>',
+        'SQLite vault file (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)',
+      ).conflicts('dbUrl'),
+    )
     .addOption(new Option('--db-url <url>', 'PostgreSQL store URL (TOKEN_TERMINATOR_DB_URL)').conflicts('db'))
     .option('--quiet', 'no per-request log lines on stderr')
     .action((options: ProxyCliOptions) => proxy(options));

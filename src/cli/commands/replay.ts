@@ -19,7 +19,8 @@ interface ReplayCliOptions {
 
 function priceArg(value: string): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number within [0, 1]');
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError('must be a number within [0, 1]');
   return n;
 }
 
@@ -29,11 +30,28 @@ async function replay(file: string, options: ReplayCliOptions): Promise<void> {
   if (sessions.length === 0) throw new CliError(`${file} holds no sessions`);
   // A request is replayed at each assistant turn: a session without one measures nothing.
   const silent = sessions.filter((s) => requestCount(s) === 0);
-  if (silent.length === sessions.length) throw new CliError(`${file}: no session has an assistant turn, so there is no request to replay`);
-  for (const s of silent) process.stderr.write(`warning: session ${JSON.stringify(s.id.slice(0, 80))} has no assistant turn and produces no request\n`);
+  if (silent.length === sessions.length)
+    throw new CliError(`${file}: no session has an assistant turn, so there is no request to replay`);
+  for (const s of silent)
+    process.stderr.write(
+      `warning: session ${JSON.stringify(s.id.slice(0, 80))} has no assistant turn and produces no request\n`,
+    );
   const tty = process.stderr.isTTY === true && options.json !== true;
-  const bar = tty ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} requests | {eta_formatted} left', hideCursor: true, clearOnComplete: true, stream: process.stderr }, cliProgress.Presets.shades_classic) : undefined;
-  bar?.start(sessions.reduce((n, s) => n + requestCount(s), 0), 0);
+  const bar = tty
+    ? new cliProgress.SingleBar(
+        {
+          format: 'replay [{bar}] {value}/{total} requests | {eta_formatted} left',
+          hideCursor: true,
+          clearOnComplete: true,
+          stream: process.stderr,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined;
+  bar?.start(
+    sessions.reduce((n, s) => n + requestCount(s), 0),
+    0,
+  );
   let figures;
   try {
     figures = await replaySessions(sessions, {
@@ -56,12 +74,18 @@ async function replay(file: string, options: ReplayCliOptions): Promise<void> {
 export function registerReplay(program: Command): void {
   program
     .command('replay')
-    .description('replay recorded sessions (JSONL, one {id, model?, tools?, messages} per line) through the pipeline and print the figures')
+    .description(
+      'replay recorded sessions (JSONL, one {id, model?, tools?, messages} per line) through the pipeline and print the figures',
+    )
     .argument('<sessions>', 'sessions file (.jsonl)')
-    .addOption(new Option('--mode <mode>', 'mode to replay under (default: TOKEN_TERMINATOR_MODE or balanced)').choices(MODES as string[]))
+    .addOption(
+      new Option('--mode <mode>', 'mode to replay under (default: TOKEN_TERMINATOR_MODE or balanced)').choices(
+        MODES as string[],
+      ),
+    )
     .option('--limit <n>', 'replay only the first n sessions', integerAtLeast(1))
     .option('--json', 'print the figures as JSON')
-    .option('--series', 'with --json: add each session\'s per-request series (per_request), the input of `report`')
+    .option('--series', "with --json: add each session's per-request series (per_request), the input of `report`")
     .option('--dump <file>', 'write one JSON line {session, index, final} per request')
     .option('--cache-read-price <price>', 'price of a cached char relative to an uncached one', priceArg, 0.1)
     .option('--db <path>', 'vault file to use and keep (default: a fresh vault in a temp dir)')

@@ -21,9 +21,11 @@ function readJson(path: string, what: string): unknown {
 }
 
 async function report(options: ReportCliOptions): Promise<void> {
-  if (options.db !== undefined && options.from !== undefined) throw new CliError('report: give --db or --from, not both');
+  if (options.db !== undefined && options.from !== undefined)
+    throw new CliError('report: give --db or --from, not both');
   // The chart library loads only for this command, so the other commands start as fast as before.
-  const { parseQualityResults, parseReportInput, readVaultFigures, renderReport } = await import('../../report/index.js');
+  const { parseQualityResults, parseReportInput, readVaultFigures, renderReport } =
+    await import('../../report/index.js');
   let figures;
   let source: string;
   if (options.from !== undefined) {
@@ -31,12 +33,20 @@ async function report(options: ReportCliOptions): Promise<void> {
     source = 'replay figures';
   } else {
     const config = cliConfig(options.db === undefined ? {} : { db: options.db });
-    if (config.dbPath === ':memory:' || !existsSync(config.dbPath)) throw new CliError(`no vault at ${config.dbPath} (set --db, TOKEN_TERMINATOR_DB_PATH, or use --from replay.json)`);
+    if (config.dbPath === ':memory:' || !existsSync(config.dbPath))
+      throw new CliError(
+        `no vault at ${config.dbPath} (set --db, TOKEN_TERMINATOR_DB_PATH, or use --from replay.json)`,
+      );
     figures = readVaultFigures(config.dbPath);
     source = 'the vault\u2019s metrics rows';
   }
-  const quality = options.eval === undefined ? undefined : parseQualityResults(readJson(options.eval, 'eval results (eval --out)'));
-  const html = renderReport(figures, { source, ...(options.title === undefined ? {} : { title: options.title }), ...(quality === undefined ? {} : { quality }) });
+  const quality =
+    options.eval === undefined ? undefined : parseQualityResults(readJson(options.eval, 'eval results (eval --out)'));
+  const html = renderReport(figures, {
+    source,
+    ...(options.title === undefined ? {} : { title: options.title }),
+    ...(quality === undefined ? {} : { quality }),
+  });
   const out = resolve(options.out);
   writeFileSync(out, html, { mode: 0o644 });
   await writeOut(`report: ${figures.requests} requests in ${figures.sessions.length} sessions → ${out}\n`);
@@ -46,8 +56,13 @@ async function report(options: ReportCliOptions): Promise<void> {
 export function registerReport(program: Command): void {
   program
     .command('report')
-    .description('write one self-contained HTML report (charts, fidelity, recovery, per-session table) from replay figures or the vault')
-    .option('--db <path>', 'vault whose metrics rows to chart (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)')
+    .description(
+      'write one self-contained HTML report (charts, fidelity, recovery, per-session table) from replay figures or the vault',
+    )
+    .option(
+      '--db <path>',
+      'vault whose metrics rows to chart (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)',
+    )
     .option('--from <replay.json>', 'figures printed by `replay --json --series` instead of the vault')
     .option('--eval <results.json>', 'add the answer-quality section from `eval --out`')
     .option('--out <file>', 'the HTML file to write', 'report.html')

@@ -1,7 +1,16 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { vaultLocation } from '../../vault/configured.js';
-import { CliError, cliConfig, openConfiguredVault, vaultExists, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
+import {
+  CliError,
+  cliConfig,
+  openConfiguredVault,
+  vaultExists,
+  withCommonOptions,
+  writeJson,
+  writeOut,
+  type CommonOptions,
+} from '../context.js';
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
@@ -27,15 +36,17 @@ async function stats(options: CommonOptions): Promise<void> {
     ['receipts', '', int(s.receipts), `${int(s.failed_open_requests)} failed-open requests`],
   );
   const stages = new Table({ head: ['mechanism', 'saved chars'], style: plain });
-  for (const [stage, chars] of Object.entries(s.saved_by_stage).sort((a, b) => b[1] - a[1])) stages.push([stage, int(chars)]);
+  for (const [stage, chars] of Object.entries(s.saved_by_stage).sort((a, b) => b[1] - a[1]))
+    stages.push([stage, int(chars)]);
   const parts = new Table({ head: ['component', 'raw tokens', 'final tokens', 'share of raw'], style: plain });
-  for (const [name, c] of Object.entries(s.components)) parts.push([name, int(c.raw_tokens), int(c.final_tokens), `${c.raw_pct.toFixed(2)} %`]);
+  for (const [name, c] of Object.entries(s.components))
+    parts.push([name, int(c.raw_tokens), int(c.final_tokens), `${c.raw_pct.toFixed(2)} %`]);
   await writeOut(`vault: ${where}\n${totals.toString()}\n${stages.toString()}\n${parts.toString()}\n`);
 }
 
 /** `token-terminator stats`: content-free request metrics of the vault (totals, per mechanism, per component). */
 export function registerStats(program: Command): void {
-  withCommonOptions(program.command('stats').description('sums of the content-free request metrics in the vault')).action((options: CommonOptions) =>
-    stats(options),
-  );
+  withCommonOptions(
+    program.command('stats').description('sums of the content-free request metrics in the vault'),
+  ).action((options: CommonOptions) => stats(options));
 }

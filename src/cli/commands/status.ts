@@ -4,7 +4,16 @@ import { TokenTerminatorError } from '../../errors.js';
 import { createRecoveryTool } from '../../recovery/index.js';
 import type { Vault } from '../../vault/types.js';
 import { vaultLocation } from '../../vault/configured.js';
-import { cliConfig, openConfiguredVault, recover, vaultExists, withCommonOptions, writeJson, writeOut, type CommonOptions } from '../context.js';
+import {
+  cliConfig,
+  openConfiguredVault,
+  recover,
+  vaultExists,
+  withCommonOptions,
+  writeJson,
+  writeOut,
+  type CommonOptions,
+} from '../context.js';
 
 /** A stand-in for a vault file that does not exist yet: `status` reports it instead of creating one. */
 function missingVault(path: string): Vault {
@@ -16,7 +25,8 @@ function missingVault(path: string): Vault {
 
 function flatten(value: unknown, prefix: string, out: string[]): void {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    for (const key of Object.keys(value).sort()) flatten((value as Record<string, unknown>)[key], prefix ? `${prefix}.${key}` : key, out);
+    for (const key of Object.keys(value).sort())
+      flatten((value as Record<string, unknown>)[key], prefix ? `${prefix}.${key}` : key, out);
   } else {
     out.push(`${prefix}: ${Array.isArray(value) ? value.join(',') : String(value)}`);
   }
@@ -27,7 +37,15 @@ async function status(options: CommonOptions): Promise<void> {
   const exists = vaultExists(config);
   const vault = exists ? await openConfiguredVault(config) : missingVault(config.dbPath);
   try {
-    const tool = createRecoveryTool({ vault, config, status: async () => ({ db_path: vaultLocation(config), db_engine: config.dbUrl === '' ? 'sqlite' : 'postgres', vault_exists: exists }) });
+    const tool = createRecoveryTool({
+      vault,
+      config,
+      status: async () => ({
+        db_path: vaultLocation(config),
+        db_engine: config.dbUrl === '' ? 'sqlite' : 'postgres',
+        vault_exists: exists,
+      }),
+    });
     const result = await recover(tool, { action: 'status' });
     if (options.json) return await writeJson(result);
     const lines: string[] = [];

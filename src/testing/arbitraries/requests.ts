@@ -122,8 +122,19 @@ export interface RequestOptions {
 }
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-const USER_TEXTS = ['Run the tests and fix what fails.', 'Find where the vault is opened.', 'Summarise the diff, please 🙏', 'Why does the build fail on 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 paths?', 'ok'];
-const REPLIES = ['Done: all tests pass.', 'The vault is opened in src/vault/sqlite.ts.', 'I changed two files.', 'Voilà — c’est réparé ✅'];
+const USER_TEXTS = [
+  'Run the tests and fix what fails.',
+  'Find where the vault is opened.',
+  'Summarise the diff, please 🙏',
+  'Why does the build fail on 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 paths?',
+  'ok',
+];
+const REPLIES = [
+  'Done: all tests pass.',
+  'The vault is opened in src/vault/sqlite.ts.',
+  'I changed two files.',
+  'Voilà — c’est réparé ✅',
+];
 
 function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
   const tools = options.tools ?? TOOL_NAMES;
@@ -132,7 +143,12 @@ function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
     fc.record({
       name: fc.constant(name),
       args: toolArgs(name),
-      output: options.outputs ?? outputSpec({ shapes: shapeForTool(name), ...(options.sizes === undefined ? {} : { sizes: options.sizes }) }).map(expandOutput),
+      output:
+        options.outputs ??
+        outputSpec({
+          shapes: shapeForTool(name),
+          ...(options.sizes === undefined ? {} : { sizes: options.sizes }),
+        }).map(expandOutput),
       isError: fc.boolean().map((b) => b && name === 'terminal'),
     }),
   );
@@ -146,10 +162,23 @@ function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
  */
 export function conversation(options: RequestOptions = {}): fc.Arbitrary<Conversation> {
   const texts = (defaults: readonly string[]): fc.Arbitrary<string> => options.texts ?? fc.constantFrom(...defaults);
-  const step = fc.record({ text: fc.option(texts(['Let me look.', 'Running it now.', 'Checking… 🔍']), { nil: undefined }), calls: fc.array(callSpec(options), { minLength: 1, maxLength: 2 }) });
-  const turn = fc.record({ user: texts(USER_TEXTS), image: fc.nat(4).map((n) => n === 0), steps: fc.array(step, { maxLength: 2 }), reply: texts(REPLIES) });
+  const step = fc.record({
+    text: fc.option(texts(['Let me look.', 'Running it now.', 'Checking… 🔍']), { nil: undefined }),
+    calls: fc.array(callSpec(options), { minLength: 1, maxLength: 2 }),
+  });
+  const turn = fc.record({
+    user: texts(USER_TEXTS),
+    image: fc.nat(4).map((n) => n === 0),
+    steps: fc.array(step, { maxLength: 2 }),
+    reply: texts(REPLIES),
+  });
   const skills = options.skills ?? 'sometimes';
-  const catalog = skills === 'never' ? fc.constant(undefined) : skills === 'always' ? skillCatalog() : fc.option(skillCatalog(), { nil: undefined });
+  const catalog =
+    skills === 'never'
+      ? fc.constant(undefined)
+      : skills === 'always'
+        ? skillCatalog()
+        : fc.option(skillCatalog(), { nil: undefined });
   return fc
     .record({
       system: texts(['You are a careful coding agent.', 'You are Hermes, an autonomous agent. Use tools when useful.']),
@@ -158,18 +187,37 @@ export function conversation(options: RequestOptions = {}): fc.Arbitrary<Convers
       turns: fc.array(turn, { minLength: options.minTurns ?? 1, maxLength: options.maxTurns ?? 4 }),
       duplicates: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 2 }),
       seed: fc.nat(),
-      text: options.protocol === 'text' ? fc.constant(true) : options.protocol === 'both' ? fc.boolean() : fc.constant(false),
+      text:
+        options.protocol === 'text'
+          ? fc.constant(true)
+          : options.protocol === 'both'
+            ? fc.boolean()
+            : fc.constant(false),
     })
-    .chain((c) => (c.catalog === undefined ? fc.constant(undefined) : skillPrompt(c.catalog)).map((prompt: string | undefined) => ({ c, prompt })))
+    .chain((c) =>
+      (c.catalog === undefined ? fc.constant(undefined) : skillPrompt(c.catalog)).map((prompt: string | undefined) => ({
+        c,
+        prompt,
+      })),
+    )
     .map(({ c, prompt }): Conversation => {
       let turns: readonly TurnSpec[] = c.turns;
       // The last user turn asks about skills when a catalog is present, so routing has a prompt to score.
       if (prompt !== undefined) turns = turns.map((t, i) => (i === turns.length - 1 ? { ...t, user: prompt } : t));
       turns = applyDuplicates(turns, c.duplicates);
       const tools = [...new Set(turns.flatMap((t) => t.steps.flatMap((s) => s.calls.map((x) => x.name))))];
-      const base: Conversation = { system: c.system, catalog: c.catalog, discoveryTools: c.discoveryTools, tools: tools.length > 0 ? tools : ['terminal'], turns, seed: c.seed };
+      const base: Conversation = {
+        system: c.system,
+        catalog: c.catalog,
+        discoveryTools: c.discoveryTools,
+        tools: tools.length > 0 ? tools : ['terminal'],
+        turns,
+        seed: c.seed,
+      };
       const conversation: Conversation = c.text ? { ...base, protocol: 'text' } : base;
-      return options.resultContent === undefined ? conversation : { ...conversation, resultContent: options.resultContent };
+      return options.resultContent === undefined
+        ? conversation
+        : { ...conversation, resultContent: options.resultContent };
     });
 }
 
@@ -196,24 +244,45 @@ function callId(format: WireFormat, seed: number, t: number, s: number, k: numbe
 }
 
 function systemText(c: Conversation): string {
-  return c.catalog === undefined ? c.system : `${c.system}\n\n${c.catalog.block}\n\nLoad a skill with skill_view before using it.`;
+  return c.catalog === undefined
+    ? c.system
+    : `${c.system}\n\n${c.catalog.block}\n\nLoad a skill with skill_view before using it.`;
 }
 
 function toolDefs(c: Conversation, format: WireFormat): unknown[] {
-  const defs = c.tools.map((name) => ({ name, description: `The ${name} tool`, parameters: { type: 'object', properties: {}, additionalProperties: true } }));
-  const all = c.discoveryTools ? [...defs, ...SKILL_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))] : defs;
+  const defs = c.tools.map((name) => ({
+    name,
+    description: `The ${name} tool`,
+    parameters: { type: 'object', properties: {}, additionalProperties: true },
+  }));
+  const all = c.discoveryTools
+    ? [...defs, ...SKILL_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))]
+    : defs;
   return all.map((d) => {
-    if (format === 'chat') return { type: 'function', function: { name: d.name, description: d.description, parameters: d.parameters } };
-    if (format === 'responses') return { type: 'function', name: d.name, description: d.description, parameters: d.parameters };
+    if (format === 'chat')
+      return { type: 'function', function: { name: d.name, description: d.description, parameters: d.parameters } };
+    if (format === 'responses')
+      return { type: 'function', name: d.name, description: d.description, parameters: d.parameters };
     return { name: d.name, description: d.description, input_schema: d.parameters };
   });
 }
 
 function userContent(format: WireFormat, text: string, image: boolean): unknown {
   if (!image) return text;
-  if (format === 'chat') return [{ type: 'text', text }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } }];
-  if (format === 'responses') return [{ type: 'input_text', text }, { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' }];
-  return [{ type: 'text', text }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }];
+  if (format === 'chat')
+    return [
+      { type: 'text', text },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+    ];
+  if (format === 'responses')
+    return [
+      { type: 'input_text', text },
+      { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' },
+    ];
+  return [
+    { type: 'text', text },
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+  ];
 }
 
 /** One rendered conversation item plus whether a request may end right after it. */
@@ -238,7 +307,13 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
         step.calls.forEach((call, k) => {
           const said = `${k === 0 ? (step.text ?? 'Next.') : 'Then:'}\n\n\`\`\`bash\n${commandLine(call)}\n\`\`\``;
           items.push(textItem(format, 'assistant', said));
-          items.push(textItem(format, 'user', `<returncode>${call.isError ? 1 : 0}</returncode>\n<output>\n${call.output}\n</output>`));
+          items.push(
+            textItem(
+              format,
+              'user',
+              `<returncode>${call.isError ? 1 : 0}</returncode>\n<output>\n${call.output}\n</output>`,
+            ),
+          );
           cuts.push(items.length);
         });
         return;
@@ -247,30 +322,54 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
         items.push({
           role: 'assistant',
           content: step.text ?? null,
-          tool_calls: step.calls.map((call, k) => ({ id: ids[k], type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } })),
+          tool_calls: step.calls.map((call, k) => ({
+            id: ids[k],
+            type: 'function',
+            function: { name: call.name, arguments: JSON.stringify(call.args) },
+          })),
         });
         step.calls.forEach((call, k) => items.push({ role: 'tool', tool_call_id: ids[k], content: call.output }));
       } else if (format === 'responses') {
-        if (step.text !== undefined) items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: step.text }] });
-        step.calls.forEach((call, k) => items.push({ type: 'function_call', call_id: ids[k], name: call.name, arguments: JSON.stringify(call.args) }));
-        step.calls.forEach((call, k) => items.push({ type: 'function_call_output', call_id: ids[k], output: call.output }));
+        if (step.text !== undefined)
+          items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: step.text }] });
+        step.calls.forEach((call, k) =>
+          items.push({ type: 'function_call', call_id: ids[k], name: call.name, arguments: JSON.stringify(call.args) }),
+        );
+        step.calls.forEach((call, k) =>
+          items.push({ type: 'function_call_output', call_id: ids[k], output: call.output }),
+        );
       } else {
         const text = step.text === undefined ? [] : [{ type: 'text', text: step.text }];
-        items.push({ role: 'assistant', content: [...text, ...step.calls.map((call, k) => ({ type: 'tool_use', id: ids[k], name: call.name, input: call.args }))] });
+        items.push({
+          role: 'assistant',
+          content: [
+            ...text,
+            ...step.calls.map((call, k) => ({ type: 'tool_use', id: ids[k], name: call.name, input: call.args })),
+          ],
+        });
         items.push({
           role: 'user',
           content: step.calls.map((call, k) => {
             // Both content shapes occur in the wild: a plain string and a list of text blocks.
             const shape = c.resultContent ?? 'mixed';
-            const body = shape === 'string' || (shape === 'mixed' && k % 2 === 0) ? call.output : [{ type: 'text', text: call.output }];
-            return call.isError ? { type: 'tool_result', tool_use_id: ids[k], content: body, is_error: true } : { type: 'tool_result', tool_use_id: ids[k], content: body };
+            const body =
+              shape === 'string' || (shape === 'mixed' && k % 2 === 0)
+                ? call.output
+                : [{ type: 'text', text: call.output }];
+            return call.isError
+              ? { type: 'tool_result', tool_use_id: ids[k], content: body, is_error: true }
+              : { type: 'tool_result', tool_use_id: ids[k], content: body };
           }),
         });
       }
       cuts.push(items.length);
     });
     items.push(
-      format === 'responses' ? { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: turn.reply }] } : format === 'chat' ? { role: 'assistant', content: turn.reply } : { role: 'assistant', content: [{ type: 'text', text: turn.reply }] },
+      format === 'responses'
+        ? { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: turn.reply }] }
+        : format === 'chat'
+          ? { role: 'assistant', content: turn.reply }
+          : { role: 'assistant', content: [{ type: 'text', text: turn.reply }] },
     );
   });
   return { items, cuts };
@@ -279,13 +378,17 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
 /** The command a text-protocol agent writes for a call: its `command` argument, else the tool and its arguments. */
 function commandLine(call: CallSpec): string {
   const command = call.args['command'];
-  return typeof command === 'string' && command.trim() !== '' && !command.includes('```') ? command : `${call.name} ${JSON.stringify(call.args)}`;
+  return typeof command === 'string' && command.trim() !== '' && !command.includes('```')
+    ? command
+    : `${call.name} ${JSON.stringify(call.args)}`;
 }
 
 /** A plain text message of one format. */
 function textItem(format: WireFormat, role: 'user' | 'assistant', text: string): unknown {
-  if (format === 'responses') return { type: 'message', role, content: [{ type: role === 'user' ? 'input_text' : 'output_text', text }] };
-  if (format === 'anthropic') return role === 'user' ? { role, content: text } : { role, content: [{ type: 'text', text }] };
+  if (format === 'responses')
+    return { type: 'message', role, content: [{ type: role === 'user' ? 'input_text' : 'output_text', text }] };
+  if (format === 'anthropic')
+    return role === 'user' ? { role, content: text } : { role, content: [{ type: 'text', text }] };
   return { role, content: text };
 }
 
@@ -297,7 +400,8 @@ export function renderRequest(c: Conversation, format: WireFormat, cut?: number)
   // A text-protocol agent is offered no tools: its commands are in its text.
   const tools = c.protocol === 'text' ? {} : { tools: toolDefs(c, format) };
   if (format === 'chat') return { model: 'gpt-4o', messages: list, ...tools, max_completion_tokens: 4096 };
-  if (format === 'responses') return { model: 'gpt-5', instructions: systemText(c), input: list, ...tools, max_output_tokens: 8192 };
+  if (format === 'responses')
+    return { model: 'gpt-5', instructions: systemText(c), input: list, ...tools, max_output_tokens: 8192 };
   const system = c.seed % 2 === 0 ? systemText(c) : [{ type: 'text', text: systemText(c) }];
   return { model: 'claude-sonnet-4-5', max_tokens: 8192, system, messages: list, ...tools };
 }
@@ -314,7 +418,11 @@ function summarize(format: WireFormat, request: ProviderRequest): string {
     if (Array.isArray(m['tool_calls'])) return `${label}(${m['tool_calls'].length} calls)`;
     const body = m['content'] ?? m['output'];
     if (Array.isArray(body)) {
-      const kinds = body.map((b: { type?: unknown; content?: unknown; text?: unknown }) => (b.type === 'tool_result' ? `tool_result ${describeValue(typeof b.content === 'string' ? b.content : JSON.stringify(b.content))}` : String(b.type)));
+      const kinds = body.map((b: { type?: unknown; content?: unknown; text?: unknown }) =>
+        b.type === 'tool_result'
+          ? `tool_result ${describeValue(typeof b.content === 'string' ? b.content : JSON.stringify(b.content))}`
+          : String(b.type),
+      );
       return `${label}[${kinds.join(', ')}]`;
     }
     return `${label}(${describeValue(body)})`;
@@ -339,21 +447,24 @@ export function formatRequest(format: WireFormat, options: RequestOptions = {}):
  * @example
  * fc.sample(chatRequest({ sizes: ['large'] }), 1);
  */
-export const chatRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('chat', options);
+export const chatRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> =>
+  formatRequest('chat', options);
 /**
  * A Responses API request with `function_call` / `function_call_output` items.
  *
  * @example
  * fc.sample(responsesRequest(), 1);
  */
-export const responsesRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('responses', options);
+export const responsesRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> =>
+  formatRequest('responses', options);
 /**
  * An Anthropic Messages request with `tool_use` / `tool_result` blocks.
  *
  * @example
  * fc.sample(anthropicRequest({ skills: 'never' }), 1);
  */
-export const anthropicRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> => formatRequest('anthropic', options);
+export const anthropicRequest = (options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> =>
+  formatRequest('anthropic', options);
 
 /**
  * A request of any of the chosen formats.
@@ -390,9 +501,9 @@ export interface StreamOptions extends RequestOptions {
  * test.prop([requestStream({ maxLength: 5 })])('never grows', async (requests) => { … });
  */
 export function requestStream(options: StreamOptions = {}): fc.Arbitrary<readonly ProviderRequest[]> {
-  return fc.array(providerRequest(options), { minLength: options.minLength ?? 1, maxLength: options.maxLength ?? 3 }).map((rs) =>
-    withSummary(rs, () => `requests:\n  ${rs.map((r) => fc.stringify(r)).join('\n  ')}`),
-  );
+  return fc
+    .array(providerRequest(options), { minLength: options.minLength ?? 1, maxLength: options.maxLength ?? 3 })
+    .map((rs) => withSummary(rs, () => `requests:\n  ${rs.map((r) => fc.stringify(r)).join('\n  ')}`));
 }
 
 /**
@@ -408,6 +519,9 @@ export function growingSession(options: RequestOptions = {}): fc.Arbitrary<reado
   return fc.tuple(fc.constantFrom(...formats), conversation({ minTurns: 2, ...options })).map(([format, c]) => {
     const session = renderSession(c, format);
     const last = session[session.length - 1]!;
-    return withSummary(session, () => `${format} session of ${session.length} requests; last = ${summarize(format, last)}`);
+    return withSummary(
+      session,
+      () => `${format} session of ${session.length} requests; last = ${summarize(format, last)}`,
+    );
   });
 }

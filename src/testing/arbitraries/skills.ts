@@ -81,7 +81,9 @@ export function skillCatalog(options: SkillCatalogOptions = {}): fc.Arbitrary<Sk
   const min = options.minSkills ?? 3;
   const max = Math.min(options.maxSkills ?? SKILLS.length, SKILLS.length);
   if (min > max) throw new RangeError(`skillCatalog: minSkills ${min} > maxSkills ${max}`);
-  return fc.shuffledSubarray([...SKILLS], { minLength: min, maxLength: max }).map((entries) => ({ entries, block: renderSkillCatalog(entries) }));
+  return fc
+    .shuffledSubarray([...SKILLS], { minLength: min, maxLength: max })
+    .map((entries) => ({ entries, block: renderSkillCatalog(entries) }));
 }
 
 /**
@@ -93,13 +95,23 @@ export function skillCatalog(options: SkillCatalogOptions = {}): fc.Arbitrary<Sk
 export function skillPrompt(catalog: SkillCatalog): fc.Arbitrary<string> {
   return fc.oneof(
     fc.constant('What is the weather like today?'),
-    fc.constantFrom(...catalog.entries).map((e) => `Please ${e.description.toLowerCase()} for the current project (${e.name}).`),
+    fc
+      .constantFrom(...catalog.entries)
+      .map((e) => `Please ${e.description.toLowerCase()} for the current project (${e.name}).`),
     fc.constant('Publish the current project as a GitHub release.'),
   );
 }
 
 /** The discovery tools, as bare names; request builders render them per format. */
 export const SKILL_TOOLS = [
-  { name: 'skills_list', description: 'List installed skills, optionally filtered by a query', parameters: { type: 'object', properties: { query: { type: 'string' } } } },
-  { name: 'skill_view', description: 'Show the full instructions of one skill', parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+  {
+    name: 'skills_list',
+    description: 'List installed skills, optionally filtered by a query',
+    parameters: { type: 'object', properties: { query: { type: 'string' } } },
+  },
+  {
+    name: 'skill_view',
+    description: 'Show the full instructions of one skill',
+    parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+  },
 ] as const;

@@ -13,7 +13,15 @@ import fc from 'fast-check';
 export type OutputShape = 'terminal' | 'search' | 'file' | 'json' | 'repeated' | 'near-repeated' | 'unicode';
 
 /** Every shape the tool-output arbitrary can draw. */
-export const OUTPUT_SHAPES: readonly OutputShape[] = ['terminal', 'search', 'file', 'json', 'repeated', 'near-repeated', 'unicode'];
+export const OUTPUT_SHAPES: readonly OutputShape[] = [
+  'terminal',
+  'search',
+  'file',
+  'json',
+  'repeated',
+  'near-repeated',
+  'unicode',
+];
 
 /** Size classes in characters (UTF-16 length is at least this; code points may be fewer for astral text). */
 export type SizeClass = 'tiny' | 'medium' | 'large';
@@ -50,9 +58,47 @@ const SIZE_RANGES: Record<SizeClass, readonly [number, number]> = {
 
 // Astral-plane characters (surrogate pairs in UTF-16) next to BMP scripts and combining marks:
 // code-point counting and splitting bugs show up on exactly these.
-const UNICODE_WORDS = ['😀', '🚀', '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', '𠜎𠜱', 'naïve', 'e\u0301', 'Straße', 'αβγ', 'данные', '中文字符', 'עברית', '🏳️‍🌈', 'ﬁle'];
-const WORDS = ['alpha', 'build', 'cache', 'delta', 'error', 'fetch', 'graph', 'index', 'merge', 'parse', 'queue', 'route', 'token', 'vault', 'write'];
-const PATHS = ['src/index.ts', 'src/vault/sqlite.ts', 'operators/compile.ts', 'test/app.test.ts', 'README.md', 'lib/utils/strings.py', 'cmd/main.go'];
+const UNICODE_WORDS = [
+  '😀',
+  '🚀',
+  '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+  '𠜎𠜱',
+  'naïve',
+  'e\u0301',
+  'Straße',
+  'αβγ',
+  'данные',
+  '中文字符',
+  'עברית',
+  '🏳️‍🌈',
+  'ﬁle',
+];
+const WORDS = [
+  'alpha',
+  'build',
+  'cache',
+  'delta',
+  'error',
+  'fetch',
+  'graph',
+  'index',
+  'merge',
+  'parse',
+  'queue',
+  'route',
+  'token',
+  'vault',
+  'write',
+];
+const PATHS = [
+  'src/index.ts',
+  'src/vault/sqlite.ts',
+  'operators/compile.ts',
+  'test/app.test.ts',
+  'README.md',
+  'lib/utils/strings.py',
+  'cmd/main.go',
+];
 
 /** Deterministic PRNG (mulberry32) so one seed always expands to the same text. */
 export { prng } from '../../prng.js';
@@ -97,7 +143,9 @@ export function expandOutput(spec: OutputSpec): string {
         break;
       case 'json':
         if (lines.length === 0) push('[');
-        push(`  {"id": ${i}, "name": ${JSON.stringify(phrase(2))}, "ok": ${rnd() < 0.5}, "score": ${Math.floor(rnd() * 1000) / 10}},`);
+        push(
+          `  {"id": ${i}, "name": ${JSON.stringify(phrase(2))}, "ok": ${rnd() < 0.5}, "score": ${Math.floor(rnd() * 1000) / 10}},`,
+        );
         break;
       case 'repeated':
         push(rnd() < 0.9 ? repeatedLine : phrase(6));
@@ -106,7 +154,11 @@ export function expandOutput(spec: OutputSpec): string {
         push(`${repeatedLine} ${i}/${Math.max(i, Math.floor(spec.targetChars / 40))} (${Math.floor(rnd() * 100)}%)`);
         break;
       case 'unicode':
-        push(Array.from({ length: 2 + Math.floor(rnd() * 8) }, () => (rnd() < 0.6 ? pick(UNICODE_WORDS) : pick(vocab))).join(' '));
+        push(
+          Array.from({ length: 2 + Math.floor(rnd() * 8) }, () =>
+            rnd() < 0.6 ? pick(UNICODE_WORDS) : pick(vocab),
+          ).join(' '),
+        );
         break;
     }
   }
@@ -176,6 +228,8 @@ export function shapeForTool(tool: string): readonly OutputShape[] {
  * @example
  * const hostile = providerRequest({ texts: anyText({ maxLength: 24 }), outputs: anyText({ maxLength: 600 }) });
  */
-export function anyText(options: { readonly minLength?: number; readonly maxLength?: number } = {}): fc.Arbitrary<string> {
+export function anyText(
+  options: { readonly minLength?: number; readonly maxLength?: number } = {},
+): fc.Arbitrary<string> {
   return fc.string({ unit: 'binary', minLength: options.minLength ?? 0, maxLength: options.maxLength ?? 40 });
 }

@@ -56,20 +56,34 @@ export interface ToolEventOptions {
 }
 
 /** Arguments for a tool of this name. */
-export function toolArgs(name: string, commands: readonly string[] = COMMANDS, cwds: readonly string[] = CWDS): fc.Arbitrary<Record<string, unknown>> {
+export function toolArgs(
+  name: string,
+  commands: readonly string[] = COMMANDS,
+  cwds: readonly string[] = CWDS,
+): fc.Arbitrary<Record<string, unknown>> {
   switch (name) {
     case 'terminal':
-      return fc.record({ command: fc.constantFrom(...commands), cwd: fc.constantFrom(...cwds) }, { requiredKeys: ['command'] });
+      return fc.record(
+        { command: fc.constantFrom(...commands), cwd: fc.constantFrom(...cwds) },
+        { requiredKeys: ['command'] },
+      );
     case 'search_files':
-      return fc.record({ pattern: fc.constantFrom('TODO', 'vault', 'export function', 'écrire'), path: fc.constantFrom('src', '.', 'test') });
+      return fc.record({
+        pattern: fc.constantFrom('TODO', 'vault', 'export function', 'écrire'),
+        path: fc.constantFrom('src', '.', 'test'),
+      });
     case 'read_file':
       return fc.record({ path: fc.constantFrom('src/index.ts', 'README.md', 'docs/guide.md') });
     case 'process':
       return fc.record({ action: fc.constantFrom('poll', 'log'), session_id: fc.constantFrom('proc_1', 'proc_2') });
     default:
-      return fc.dictionary(fc.constantFrom('query', 'limit', 'verbose'), fc.oneof(fc.string({ maxLength: 12 }), fc.nat(50), fc.boolean()), {
-        maxKeys: 3,
-      });
+      return fc.dictionary(
+        fc.constantFrom('query', 'limit', 'verbose'),
+        fc.oneof(fc.string({ maxLength: 12 }), fc.nat(50), fc.boolean()),
+        {
+          maxKeys: 3,
+        },
+      );
   }
 }
 
@@ -83,7 +97,13 @@ export function toolCall(options: ToolEventOptions = {}, index = 0): fc.Arbitrar
   const tools = options.tools ?? TOOL_NAMES;
   return fc
     .constantFrom(...tools)
-    .chain((name) => fc.record({ name: fc.constant(name), args: toolArgs(name, options.commands, options.cwds), nonce: fc.nat(0xffff) }))
+    .chain((name) =>
+      fc.record({
+        name: fc.constant(name),
+        args: toolArgs(name, options.commands, options.cwds),
+        nonce: fc.nat(0xffff),
+      }),
+    )
     .map(({ name, args, nonce }) => ({ id: `call_${index}_${nonce.toString(16)}`, name, args }));
 }
 
@@ -103,8 +123,14 @@ export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arb
   return toolCall(options, index).chain((call) =>
     fc
       .record({
-        spec: outputSpec({ shapes: shapeForTool(call.name), ...(options.sizes === undefined ? {} : { sizes: options.sizes }) }),
-        exitCode: call.name === 'terminal' ? fc.option(fc.constantFrom(0, 1, 2, 101), { nil: undefined }) : fc.constant(undefined),
+        spec: outputSpec({
+          shapes: shapeForTool(call.name),
+          ...(options.sizes === undefined ? {} : { sizes: options.sizes }),
+        }),
+        exitCode:
+          call.name === 'terminal'
+            ? fc.option(fc.constantFrom(0, 1, 2, 101), { nil: undefined })
+            : fc.constant(undefined),
       })
       .map(({ spec, exitCode }) => {
         const base = { callId: call.id, name: call.name, args: call.args, content: expandOutput(spec) };
@@ -143,9 +169,17 @@ export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<
   const max = options.maxLength ?? 6;
   // Half the stream is fresh observations, the rest re-runs them: repeats are what deltas act on.
   const fresh = fc.array(toolEventPair(options), { minLength: min, maxLength: Math.max(min, Math.ceil(max / 2)) });
-  const edits = fc.array(fc.record({ from: fc.nat(), kind: fc.constantFrom('same', 'edit', 'new'), line: fc.nat(), text: fc.string({ maxLength: 20 }) }), {
-    maxLength: max,
-  });
+  const edits = fc.array(
+    fc.record({
+      from: fc.nat(),
+      kind: fc.constantFrom('same', 'edit', 'new'),
+      line: fc.nat(),
+      text: fc.string({ maxLength: 20 }),
+    }),
+    {
+      maxLength: max,
+    },
+  );
   return fc.tuple(fresh, edits).map(([pairs, repeats]) => {
     const results: ToolResult[] = pairs.map((p, i) => ({ ...p.result, callId: `${p.result.callId}_${i}` }));
     for (const r of repeats) {
@@ -154,7 +188,10 @@ export function toolResultStream(options: ToolStreamOptions = {}): fc.Arbitrary<
       const content = r.kind === 'same' ? src.content : editLine(src.content, r.line, r.text);
       results.push({ ...src, callId: `${src.callId}_r${results.length}`, content });
     }
-    return withSummary(results, () => `tool results: ${results.map((x) => `${x.name}(${describeValue(x.content)})`).join(', ')}`);
+    return withSummary(
+      results,
+      () => `tool results: ${results.map((x) => `${x.name}(${describeValue(x.content)})`).join(', ')}`,
+    );
   });
 }
 
@@ -170,7 +207,13 @@ export function toolCallStream(options: ToolStreamOptions = {}): fc.Arbitrary<re
   return fc
     .array(fc.nat(), { minLength: min, maxLength: max })
     .chain((xs) => fc.tuple(...xs.map((_, i) => toolCall(options, i))))
-    .map((calls) => withSummary(calls, () => `tool calls: ${calls.map((c) => `${c.name}${c.name === 'terminal' ? `(${String(c.args['command'])})` : ''}`).join(', ')}`));
+    .map((calls) =>
+      withSummary(
+        calls,
+        () =>
+          `tool calls: ${calls.map((c) => `${c.name}${c.name === 'terminal' ? `(${String(c.args['command'])})` : ''}`).join(', ')}`,
+      ),
+    );
 }
 
 function editLine(text: string, line: number, replacement: string): string {

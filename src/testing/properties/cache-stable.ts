@@ -14,11 +14,15 @@ export interface CacheStableOptions extends InvariantOptions<ProviderRequest> {
 }
 
 /** The first prompt segment of `prev` that `next` does not repeat; undefined when `prev` is a prefix of `next`. */
-export function prefixBreak(prev: ProviderRequest, next: ProviderRequest): { index: number; label: string; before: string; after: string } | undefined {
+export function prefixBreak(
+  prev: ProviderRequest,
+  next: ProviderRequest,
+): { index: number; label: string; before: string; after: string } | undefined {
   const a = promptSegments(prev);
   const b = promptSegments(next);
   for (let i = 0; i < a.length; i++) {
-    if (b[i]?.text !== a[i]!.text) return { index: i, label: a[i]!.label, before: a[i]!.text, after: b[i]?.text ?? '(missing)' };
+    if (b[i]?.text !== a[i]!.text)
+      return { index: i, label: a[i]!.label, before: a[i]!.text, after: b[i]?.text ?? '(missing)' };
   }
   return undefined;
 }
@@ -52,7 +56,10 @@ const clip = (s: string): string => (s.length > 120 ? `${s.slice(0, 117)}…` : 
  * with the compiled N (tools, instructions and each conversation item serialized), except where
  * `isBoundary` says a boundary was declared.
  */
-export function cacheStablePredicate(op: OperatorUnderTest<ProviderRequest>, options: CacheStableOptions): (values: readonly ProviderRequest[]) => Promise<void> {
+export function cacheStablePredicate(
+  op: OperatorUnderTest<ProviderRequest>,
+  options: CacheStableOptions,
+): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('cache-stable', op, options, values, (steps, result) => {
       for (let i = 1; i < steps.length; i++) {

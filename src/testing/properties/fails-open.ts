@@ -1,7 +1,18 @@
 import fc from 'fast-check';
 import { firstDifference, sameData } from '../deep.js';
 import { faultyVault, throwingCounter, throwingSpawn, VAULT_METHODS, type VaultMethod } from '../faults.js';
-import { baseDeps, build, checkRun, InvariantViolation, isDepsAware, makeSteps, runSteps, type InvariantOptions, type KitDeps, type OperatorUnderTest } from '../harness.js';
+import {
+  baseDeps,
+  build,
+  checkRun,
+  InvariantViolation,
+  isDepsAware,
+  makeSteps,
+  runSteps,
+  type InvariantOptions,
+  type KitDeps,
+  type OperatorUnderTest,
+} from '../harness.js';
 import { checkRecovery } from './recovers-exactly.js';
 
 /** Which dependencies fail in one run. */
@@ -20,8 +31,18 @@ export interface FaultPlan {
  * fc.sample(faultPlan(), 1); // e.g. { vault: 'all', counterThrows: true, spawnThrows: false, mode: 'reject' }
  */
 export function faultPlan(): fc.Arbitrary<FaultPlan> {
-  const all = fc.record({ vault: fc.constant('all' as const), counterThrows: fc.constant(true), spawnThrows: fc.constant(true), mode: fc.constantFrom('reject' as const, 'throw' as const) });
-  const some = fc.record({ vault: fc.subarray([...VAULT_METHODS], { minLength: 1 }), counterThrows: fc.boolean(), spawnThrows: fc.boolean(), mode: fc.constantFrom('reject' as const, 'throw' as const) });
+  const all = fc.record({
+    vault: fc.constant('all' as const),
+    counterThrows: fc.constant(true),
+    spawnThrows: fc.constant(true),
+    mode: fc.constantFrom('reject' as const, 'throw' as const),
+  });
+  const some = fc.record({
+    vault: fc.subarray([...VAULT_METHODS], { minLength: 1 }),
+    counterThrows: fc.boolean(),
+    spawnThrows: fc.boolean(),
+    mode: fc.constantFrom('reject' as const, 'throw' as const),
+  });
   return fc.oneof({ arbitrary: all, weight: 3 }, { arbitrary: some, weight: 1 });
 }
 
@@ -49,8 +70,14 @@ export interface FailsOpenOptions<T> extends InvariantOptions<T> {
  * The fails-open check for one fault plan: run the operator with the planned dependencies failing and
  * require that the original inputs come out (or, with `expectUnchanged: false`, a clean stream of recoverable Steps).
  */
-export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: FailsOpenOptions<T>): (values: readonly T[], plan: FaultPlan) => Promise<void> {
-  if (!isDepsAware(op)) throw new TypeError('failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)');
+export function failsOpenPredicate<T>(
+  op: OperatorUnderTest<T>,
+  options: FailsOpenOptions<T>,
+): (values: readonly T[], plan: FaultPlan) => Promise<void> {
+  if (!isDepsAware(op))
+    throw new TypeError(
+      'failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)',
+    );
   return async (values, plan) => {
     const base = baseDeps(options as InvariantOptions<unknown>);
     const deps: KitDeps = {
@@ -64,7 +91,11 @@ export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: FailsOp
       built = await build(op, deps);
     } catch (error) {
       // Building may validate options, never touch a dependency: a throw here is a defect too.
-      throw new InvariantViolation('fails-open', 'operator construction', `threw ${String((error as Error)?.name ?? error)} with broken dependencies`);
+      throw new InvariantViolation(
+        'fails-open',
+        'operator construction',
+        `threw ${String((error as Error)?.name ?? error)} with broken dependencies`,
+      );
     }
     try {
       const steps = makeSteps(structuredClone(values) as T[], options.context);
@@ -75,14 +106,34 @@ export function failsOpenPredicate<T>(op: OperatorUnderTest<T>, options: FailsOp
         const added = out.decisions.slice(input.decisions.length);
         if (isTotal(plan) && options.expectUnchanged !== false) {
           if (!sameData(input.value, out.value)) {
-            throw new InvariantViolation('fails-open', `step ${i}`, `every dependency threw, yet the output differs from the input: ${firstDifference(input.value, out.value)}`);
+            throw new InvariantViolation(
+              'fails-open',
+              `step ${i}`,
+              `every dependency threw, yet the output differs from the input: ${firstDifference(input.value, out.value)}`,
+            );
           }
           const applied = added.filter((d) => d.kind === 'applied').map((d) => d.stage);
-          if (applied.length > 0) throw new InvariantViolation('fails-open', `step ${i}`, `every dependency threw, yet ${applied.join(', ')} reported applied`);
+          if (applied.length > 0)
+            throw new InvariantViolation(
+              'fails-open',
+              `step ${i}`,
+              `every dependency threw, yet ${applied.join(', ')} reported applied`,
+            );
         } else {
           const where = `step ${i} with faults in ${plan.vault === 'all' ? 'every vault method' : plan.vault.join(', ')}`;
-          await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, where).catch((error: unknown) => {
-            throw error instanceof InvariantViolation ? new InvariantViolation('fails-open', where, `what the operator still did does not recover: ${error.detail}`) : error;
+          await checkRecovery(
+            options.vault,
+            steps.slice(0, i + 1).map((s) => s.value),
+            out,
+            where,
+          ).catch((error: unknown) => {
+            throw error instanceof InvariantViolation
+              ? new InvariantViolation(
+                  'fails-open',
+                  where,
+                  `what the operator still did does not recover: ${error.detail}`,
+                )
+              : error;
           });
         }
       }

@@ -52,7 +52,9 @@ export function prefixChange(input: ProviderRequest, output: ProviderRequest): s
 export function actionsOf(request: ProviderRequest): { calls: unknown[]; blocks: string[] } {
   const view = readRequest(request);
   const calls = view.slots.filter((s) => s.kind === 'tool_call').map((s) => s.value);
-  const blocks = view.slots.filter((s) => s.kind === 'assistant' && s.text !== undefined).flatMap((s) => fencedBlocks(s.text!));
+  const blocks = view.slots
+    .filter((s) => s.kind === 'assistant' && s.text !== undefined)
+    .flatMap((s) => fencedBlocks(s.text!));
   return { calls, blocks };
 }
 
@@ -60,9 +62,13 @@ export function actionsOf(request: ProviderRequest): { calls: unknown[]; blocks:
 export function missingAction(input: ProviderRequest, output: ProviderRequest): string | undefined {
   const a = actionsOf(input);
   const b = actionsOf(output);
-  for (const call of a.calls) if (!b.calls.some((c) => firstDifference(call, c) === undefined)) return `tool call ${clip(JSON.stringify(call))}`;
-  const texts = readRequest(output).slots.filter((s) => s.kind === 'assistant' && s.text !== undefined).map((s) => s.text!);
-  for (const block of a.blocks) if (!texts.some((t) => t.includes(block))) return `command block ${clip(JSON.stringify(block))}`;
+  for (const call of a.calls)
+    if (!b.calls.some((c) => firstDifference(call, c) === undefined)) return `tool call ${clip(JSON.stringify(call))}`;
+  const texts = readRequest(output)
+    .slots.filter((s) => s.kind === 'assistant' && s.text !== undefined)
+    .map((s) => s.text!);
+  for (const block of a.blocks)
+    if (!texts.some((t) => t.includes(block))) return `command block ${clip(JSON.stringify(block))}`;
   return undefined;
 }
 
@@ -71,11 +77,17 @@ export function shownArtifacts(request: ProviderRequest): Set<string> {
   const view = readRequest(request);
   const shown = new Set<string>();
   for (const slot of view.slots) {
-    const text = slot.kind === 'tool_output' ? slotText(slot.value) : slot.kind === 'user' || slot.kind === 'assistant' ? slot.text : undefined;
+    const text =
+      slot.kind === 'tool_output'
+        ? slotText(slot.value)
+        : slot.kind === 'user' || slot.kind === 'assistant'
+          ? slot.text
+          : undefined;
     if (text === undefined) continue;
     if (!text.startsWith('[Token Terminator')) {
       shown.add(artifactIdFor(text));
-      if (slot.kind === 'tool_output' && typeof slot.value !== 'string') shown.add(artifactIdFor(canonicalJson(slot.value)));
+      if (slot.kind === 'tool_output' && typeof slot.value !== 'string')
+        shown.add(artifactIdFor(canonicalJson(slot.value)));
       // A text-part list (an observation in Responses / Anthropic shape) is vaulted as its canonical JSON.
       const content = slot.kind === 'user' ? (slot.value as { content?: unknown }).content : undefined;
       if (Array.isArray(content)) shown.add(artifactIdFor(canonicalJson(content)));
@@ -93,48 +105,75 @@ export function danglingReferences(request: ProviderRequest, shownBefore: Readon
   const here = shownArtifacts(request);
   // Tool outputs, and the user messages after the prefix (a text-protocol agent's observations).
   const start = view.itemInfo.findIndex((x) => x.role === 'assistant');
-  const outputs: Slot[] = view.slots.filter((s) => s.kind === 'tool_output' || (s.kind === 'user' && start !== -1 && s.item !== undefined && s.item > start));
+  const outputs: Slot[] = view.slots.filter(
+    (s) => s.kind === 'tool_output' || (s.kind === 'user' && start !== -1 && s.item !== undefined && s.item > start),
+  );
   const problems: string[] = [];
   for (const slot of outputs) {
     const text = slot.kind === 'user' ? slot.text : slotText(slot.value);
     if (text === undefined) continue;
     const delta = parseDelta(text);
     if (delta !== undefined) {
-      if (!here.has(delta.previous)) problems.push(`${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} is a delta against ${delta.previous}, which this request does not show`);
+      if (!here.has(delta.previous))
+        problems.push(
+          `${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} is a delta against ${delta.previous}, which this request does not show`,
+        );
       continue;
     }
     if (!text.startsWith('[Token Terminator')) continue;
     for (const id of referencedArtifacts(text)) {
-      if (!here.has(id) && !shownBefore.has(id)) problems.push(`${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} names ${id}, which this conversation was never shown`);
+      if (!here.has(id) && !shownBefore.has(id))
+        problems.push(
+          `${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} names ${id}, which this conversation was never shown`,
+        );
     }
   }
   return problems;
 }
 
 /** The prefix-kept check: no output request changes the instruction prefix of its input. */
-export function prefixKeptPredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
+export function prefixKeptPredicate(
+  op: OperatorUnderTest<ProviderRequest>,
+  options: InvariantOptions<ProviderRequest>,
+): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('prefix-kept', op, options, values, (steps, result) => {
       result.outputs.forEach((out, i) => {
         const change = prefixChange(steps[i]!.value, out.value);
-        if (change !== undefined) throw new InvariantViolation('prefix-kept', `request ${i} (${stagesOf(out)})`, `the instruction prefix changed: ${change}`);
+        if (change !== undefined)
+          throw new InvariantViolation(
+            'prefix-kept',
+            `request ${i} (${stagesOf(out)})`,
+            `the instruction prefix changed: ${change}`,
+          );
       });
     });
 }
 
 /** The actions-kept check: every assistant action of an input request is still in its output. */
-export function actionsKeptPredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
+export function actionsKeptPredicate(
+  op: OperatorUnderTest<ProviderRequest>,
+  options: InvariantOptions<ProviderRequest>,
+): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('actions-kept', op, options, values, (steps, result) => {
       result.outputs.forEach((out, i) => {
         const missing = missingAction(steps[i]!.value, out.value);
-        if (missing !== undefined) throw new InvariantViolation('actions-kept', `request ${i} (${stagesOf(out)})`, `an assistant action of the input is missing: ${missing}`);
+        if (missing !== undefined)
+          throw new InvariantViolation(
+            'actions-kept',
+            `request ${i} (${stagesOf(out)})`,
+            `an assistant action of the input is missing: ${missing}`,
+          );
       });
     });
 }
 
 /** The no-dangling-reference check: an output only refers to artifacts this conversation has already shown. */
-export function noDanglingReferencePredicate(op: OperatorUnderTest<ProviderRequest>, options: InvariantOptions<ProviderRequest>): (values: readonly ProviderRequest[]) => Promise<void> {
+export function noDanglingReferencePredicate(
+  op: OperatorUnderTest<ProviderRequest>,
+  options: InvariantOptions<ProviderRequest>,
+): (values: readonly ProviderRequest[]) => Promise<void> {
   return (values) =>
     checkedRun('no-dangling-reference', op, options, values, (steps, result) => {
       let shown = new Set<string>();
@@ -142,7 +181,8 @@ export function noDanglingReferencePredicate(op: OperatorUnderTest<ProviderReque
         // A request that does not extend the previous one is another conversation.
         if (i > 0 && prefixBreak(steps[i - 1]!.value, steps[i]!.value) !== undefined) shown = new Set();
         const problems = danglingReferences(out.value, shown);
-        if (problems.length > 0) throw new InvariantViolation('no-dangling-reference', `request ${i} (${stagesOf(out)})`, problems.join('; '));
+        if (problems.length > 0)
+          throw new InvariantViolation('no-dangling-reference', `request ${i} (${stagesOf(out)})`, problems.join('; '));
         for (const id of shownArtifacts(out.value)) shown.add(id);
       });
     });

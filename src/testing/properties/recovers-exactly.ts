@@ -4,7 +4,14 @@ import { isReceipt, parseReceipt, referencedArtifacts } from '../../receipts/ind
 import type { Step } from '../../step.js';
 import type { ArtifactStore } from '../../vault/ports.js';
 import { derivedProvenance, provenance, stringLeaves } from '../deep.js';
-import { checkedRun, describeError, type InvariantOptions, InvariantViolation, type OperatorUnderTest, stagesOf } from '../harness.js';
+import {
+  checkedRun,
+  describeError,
+  type InvariantOptions,
+  InvariantViolation,
+  type OperatorUnderTest,
+  stagesOf,
+} from '../harness.js';
 
 const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
 
@@ -17,11 +24,19 @@ const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
  * replaced text (receipt `chars` and digest must match); a changed tool result must name an
  * artifact holding its exact original output.
  */
-export function recoversExactlyPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[]) => Promise<void> {
+export function recoversExactlyPredicate<T>(
+  op: OperatorUnderTest<T>,
+  options: InvariantOptions<T>,
+): (values: readonly T[]) => Promise<void> {
   return (values) =>
     checkedRun('recovers-exactly', op, options, values, async (steps, result) => {
       for (const [i, out] of result.outputs.entries()) {
-        await checkRecovery(options.vault, steps.slice(0, i + 1).map((s) => s.value), out, `step ${i} (${stagesOf(out)})`);
+        await checkRecovery(
+          options.vault,
+          steps.slice(0, i + 1).map((s) => s.value),
+          out,
+          `step ${i} (${stagesOf(out)})`,
+        );
       }
     });
 }
@@ -44,7 +59,12 @@ export async function readArtifact(vault: ArtifactStore, artifactId: string): Pr
  * The recovery check for one output against the inputs seen so far (the last one is this
  * output's input). Throws an InvariantViolation; usable from custom harnesses.
  */
-export async function checkRecovery(vault: ArtifactStore, inputs: readonly unknown[], out: Step<unknown>, where: string): Promise<void> {
+export async function checkRecovery(
+  vault: ArtifactStore,
+  inputs: readonly unknown[],
+  out: Step<unknown>,
+  where: string,
+): Promise<void> {
   const input = inputs[inputs.length - 1];
   const known = new Set(stringLeaves(inputs).flatMap((s) => referencedArtifacts(s)));
   const leaves = stringLeaves(out.value);
@@ -55,10 +75,18 @@ export async function checkRecovery(vault: ArtifactStore, inputs: readonly unkno
     try {
       content = await readArtifact(vault, id);
     } catch (error) {
-      throw new InvariantViolation('recovers-exactly', where, `the output names artifact ${id} but the vault cannot return it (${describeError(error)}): a receipt without a verified write`);
+      throw new InvariantViolation(
+        'recovers-exactly',
+        where,
+        `the output names artifact ${id} but the vault cannot return it (${describeError(error)}): a receipt without a verified write`,
+      );
     }
     if (provenance(content, inputs) === undefined && !(await derivedFromInputs(vault, content, inputs, known))) {
-      throw new InvariantViolation('recovers-exactly', where, `artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`);
+      throw new InvariantViolation(
+        'recovers-exactly',
+        where,
+        `artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`,
+      );
     }
     recovered.set(id, content);
   }
@@ -66,7 +94,12 @@ export async function checkRecovery(vault: ArtifactStore, inputs: readonly unkno
     const content = recovered.get(id);
     if (content === undefined) return '';
     const kind = provenance(content, inputs);
-    if (kind !== 'exact' && kind !== 'structure') throw new InvariantViolation('recovers-exactly', where, `${what} ${id} recovers only part of the text it replaced (${codePoints(content)} chars)`);
+    if (kind !== 'exact' && kind !== 'structure')
+      throw new InvariantViolation(
+        'recovers-exactly',
+        where,
+        `${what} ${id} recovers only part of the text it replaced (${codePoints(content)} chars)`,
+      );
     return content;
   };
   for (const leaf of leaves) {
@@ -75,16 +108,30 @@ export async function checkRecovery(vault: ArtifactStore, inputs: readonly unkno
       const receipt = parseReceipt(line)!;
       const content = exact(receipt.artifactId, 'receipt');
       if (content === '' && !recovered.has(receipt.artifactId)) continue;
-      if (receipt.chars !== codePoints(content)) throw new InvariantViolation('recovers-exactly', where, `receipt ${receipt.artifactId} says chars=${receipt.chars} but the artifact has ${codePoints(content)}`);
+      if (receipt.chars !== codePoints(content))
+        throw new InvariantViolation(
+          'recovers-exactly',
+          where,
+          `receipt ${receipt.artifactId} says chars=${receipt.chars} but the artifact has ${codePoints(content)}`,
+        );
       const digest = createHash('sha256').update(content, 'utf8').digest('hex');
-      if (receipt.sha256Prefix !== undefined && !digest.startsWith(receipt.sha256Prefix)) throw new InvariantViolation('recovers-exactly', where, `receipt ${receipt.artifactId} digest does not match the artifact`);
+      if (receipt.sha256Prefix !== undefined && !digest.startsWith(receipt.sha256Prefix))
+        throw new InvariantViolation(
+          'recovers-exactly',
+          where,
+          `receipt ${receipt.artifactId} digest does not match the artifact`,
+        );
     }
     for (const m of leaf.matchAll(NATIVE_NOTE)) exact(m[1]!, 'native note');
   }
   // A tool result whose content changed must keep its exact original recoverable.
   if (isToolResult(input) && isToolResult(out.value) && out.value.content !== input.content) {
     if (![...recovered.values()].includes(input.content)) {
-      throw new InvariantViolation('recovers-exactly', where, `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`);
+      throw new InvariantViolation(
+        'recovers-exactly',
+        where,
+        `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`,
+      );
     }
   }
 }
@@ -95,7 +142,12 @@ export async function checkRecovery(vault: ArtifactStore, inputs: readonly unkno
  * such marker names an artifact holding exactly the caller's text it replaced. One hop only: the
  * nested artifacts must themselves be text the caller supplied.
  */
-async function derivedFromInputs(vault: ArtifactStore, content: string, inputs: readonly unknown[], known: ReadonlySet<string>): Promise<boolean> {
+async function derivedFromInputs(
+  vault: ArtifactStore,
+  content: string,
+  inputs: readonly unknown[],
+  known: ReadonlySet<string>,
+): Promise<boolean> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(content);
@@ -116,5 +168,10 @@ async function derivedFromInputs(vault: ArtifactStore, content: string, inputs: 
 }
 
 function isToolResult(v: unknown): v is { content: string; callId: string } {
-  return typeof v === 'object' && v !== null && typeof (v as { content?: unknown }).content === 'string' && typeof (v as { callId?: unknown }).callId === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { content?: unknown }).content === 'string' &&
+    typeof (v as { callId?: unknown }).callId === 'string'
+  );
 }

@@ -1,7 +1,15 @@
 import fc from 'fast-check';
 import { Subject } from 'rxjs';
 import type { Step } from '../../step.js';
-import { baseDeps, build, InvariantViolation, isDepsAware, makeSteps, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+import {
+  baseDeps,
+  build,
+  InvariantViolation,
+  isDepsAware,
+  makeSteps,
+  type InvariantOptions,
+  type OperatorUnderTest,
+} from '../harness.js';
 
 /** When to unsubscribe in one run. */
 export interface CutPlan {
@@ -41,8 +49,14 @@ const hop = (): Promise<void> => new Promise((r) => setImmediate(r));
  * unsubscribes mid-flight, and within `settleMs` every tracked resource must be gone (children
  * exited and reaped, timers cleared, controllers aborted) and nothing may be emitted afterwards.
  */
-export function releasesOnUnsubscribePredicate<T>(op: OperatorUnderTest<T>, options: ReleaseOptions<T>): (values: readonly T[], plan: CutPlan) => Promise<void> {
-  if (!isDepsAware(op)) throw new TypeError('releasesOnUnsubscribe: the operator must receive the resource probe; wrap it with withDeps(({ probe, spawn }) => ...)');
+export function releasesOnUnsubscribePredicate<T>(
+  op: OperatorUnderTest<T>,
+  options: ReleaseOptions<T>,
+): (values: readonly T[], plan: CutPlan) => Promise<void> {
+  if (!isDepsAware(op))
+    throw new TypeError(
+      'releasesOnUnsubscribe: the operator must receive the resource probe; wrap it with withDeps(({ probe, spawn }) => ...)',
+    );
   return async (values, plan) => {
     const deps = baseDeps(options as InvariantOptions<unknown>);
     const { operator, dispose } = await build(op, deps);
@@ -60,7 +74,8 @@ export function releasesOnUnsubscribePredicate<T>(op: OperatorUnderTest<T>, opti
       for (const step of steps.slice(0, pushed)) subject.next(step);
       if (plan.waitForResource) {
         const until = Date.now() + 2_000;
-        while (deps.probe.live().length === 0 && emitted < pushed && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+        while (deps.probe.live().length === 0 && emitted < pushed && Date.now() < until)
+          await new Promise((r) => setTimeout(r, 5));
       }
       for (let i = 0; i < plan.hops; i++) await hop();
       const heldAtCut = deps.probe.live().length;
@@ -74,7 +89,12 @@ export function releasesOnUnsubscribePredicate<T>(op: OperatorUnderTest<T>, opti
           `${left.length} resource(s) still live: ${left.map((r) => `${r.kind} ${r.detail}`).join('; ')}`,
         );
       }
-      if (afterUnsubscribe > 0) throw new InvariantViolation('releases-on-unsubscribe', 'after unsubscribe', `${afterUnsubscribe} Step(s) emitted after unsubscribing`);
+      if (afterUnsubscribe > 0)
+        throw new InvariantViolation(
+          'releases-on-unsubscribe',
+          'after unsubscribe',
+          `${afterUnsubscribe} Step(s) emitted after unsubscribing`,
+        );
     } finally {
       deps.probe.dispose();
       await dispose();

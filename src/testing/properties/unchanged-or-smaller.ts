@@ -8,10 +8,15 @@ import { checkedRun, type InvariantOptions, InvariantViolation, type OperatorUnd
  * serialized size (Python-compatible canonical JSON, code points) is strictly smaller and, with
  * an exact counter, so is its token count.
  */
-export function unchangedOrSmallerPredicate<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>): (values: readonly T[]) => Promise<void> {
+export function unchangedOrSmallerPredicate<T>(
+  op: OperatorUnderTest<T>,
+  options: InvariantOptions<T>,
+): (values: readonly T[]) => Promise<void> {
   return (values) =>
     checkedRun('unchanged-or-smaller', op, options, values, (steps, result) => {
-      result.outputs.forEach((out, i) => checkSmaller(steps[i]!.value, out.value, `step ${i} (${stagesOf(out)})`, options.counter));
+      result.outputs.forEach((out, i) =>
+        checkSmaller(steps[i]!.value, out.value, `step ${i} (${stagesOf(out)})`, options.counter),
+      );
     });
 }
 
@@ -22,13 +27,21 @@ export function checkSmaller(input: unknown, output: unknown, where: string, cou
   const after = serializedChars(output);
   const diff = firstDifference(input, output) ?? '';
   if (after >= before) {
-    throw new InvariantViolation('unchanged-or-smaller', where, `output changed but is ${after} chars, input ${before} chars (must be unchanged or strictly smaller); first change ${diff}`);
+    throw new InvariantViolation(
+      'unchanged-or-smaller',
+      where,
+      `output changed but is ${after} chars, input ${before} chars (must be unchanged or strictly smaller); first change ${diff}`,
+    );
   }
   if (counter?.exact === true) {
     const tokensBefore = counter.count(canonicalJson(input, { compact: true }));
     const tokensAfter = counter.count(canonicalJson(output, { compact: true }));
     if (tokensAfter >= tokensBefore) {
-      throw new InvariantViolation('unchanged-or-smaller', where, `output is smaller in chars but ${tokensAfter} ${counter.name} tokens, input ${tokensBefore} (must be strictly smaller); first change ${diff}`);
+      throw new InvariantViolation(
+        'unchanged-or-smaller',
+        where,
+        `output is smaller in chars but ${tokensAfter} ${counter.name} tokens, input ${tokensBefore} (must be strictly smaller); first change ${diff}`,
+      );
     }
   }
 }

@@ -3,10 +3,19 @@ import { describe, expect, it } from 'vitest';
 import { serializeRequest } from '../../../adapters/proxy/serialize.js';
 
 const item = fc.oneof(fc.dictionary(fc.string(), fc.jsonValue()), fc.jsonValue());
-const request = (key: string) => fc.record({ before: fc.dictionary(fc.string(), fc.jsonValue()), items: fc.array(item), after: fc.dictionary(fc.string(), fc.jsonValue()) }).map(({ before, items, after }) => ({ ...before, [key]: items, ...after }));
+const request = (key: string) =>
+  fc
+    .record({
+      before: fc.dictionary(fc.string(), fc.jsonValue()),
+      items: fc.array(item),
+      after: fc.dictionary(fc.string(), fc.jsonValue()),
+    })
+    .map(({ before, items, after }) => ({ ...before, [key]: items, ...after }));
 
 describe('serializeRequest', () => {
-  test.prop([fc.constantFrom('messages', 'input').chain((key) => fc.tuple(fc.constant(key), request(key), request(key)))])(
+  test.prop([
+    fc.constantFrom('messages', 'input').chain((key) => fc.tuple(fc.constant(key), request(key), request(key))),
+  ])(
     'is byte-identical to JSON.stringify as UTF-8, for new items and for items seen before (shared between requests)',
     ([key, a, b]) => {
       const cache = new WeakMap<object, Buffer>();
@@ -20,7 +29,13 @@ describe('serializeRequest', () => {
 
   it('serializes a request without the list, or with a list that is not an array, as JSON.stringify does', () => {
     const cache = new WeakMap<object, Buffer>();
-    for (const r of [{ model: 'm' }, { model: 'm', messages: 'hi' }, { messages: [undefined, () => 1, { a: undefined }] }, { input: [1] }, { messages: [{ t: 'é😀\ud800' }, 'x\udfff'] }]) {
+    for (const r of [
+      { model: 'm' },
+      { model: 'm', messages: 'hi' },
+      { messages: [undefined, () => 1, { a: undefined }] },
+      { input: [1] },
+      { messages: [{ t: 'é😀\ud800' }, 'x\udfff'] },
+    ]) {
       expect(serializeRequest(r, 'messages', cache).equals(Buffer.from(JSON.stringify(r)))).toBe(true);
     }
   });

@@ -25,7 +25,12 @@ export interface FakeTerminatorOptions {
 
 export interface FakeTerminator extends Terminator {
   readonly store: Map<string, { content: string; toolName: string }>;
-  readonly calls: { kind: 'tool' | 'request'; context: StepContext; signal: AbortSignal | undefined; request?: ProviderRequest }[];
+  readonly calls: {
+    kind: 'tool' | 'request';
+    context: StepContext;
+    signal: AbortSignal | undefined;
+    request?: ProviderRequest;
+  }[];
   fail: boolean;
 }
 
@@ -42,7 +47,12 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     return renderReceipt(createReceipt(id, toolName, [...content].length, digest));
   };
   const shrink = (content: unknown, toolName: string): unknown =>
-    toolName !== 'token_terminator' && typeof content === 'string' && content.length >= threshold && !content.startsWith('[Token Terminator') ? receipt(content, toolName) : content;
+    toolName !== 'token_terminator' &&
+    typeof content === 'string' &&
+    content.length >= threshold &&
+    !content.startsWith('[Token Terminator')
+      ? receipt(content, toolName)
+      : content;
 
   const recoveryTool: RecoveryTool = {
     name: 'token_terminator',
@@ -51,18 +61,30 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
       type: 'object',
       additionalProperties: false,
       required: ['action'],
-      properties: { action: { type: 'string', enum: ['status', 'artifact_get'] }, artifact_id: { type: 'string' }, offset: { type: 'integer' }, limit: { type: 'integer' } },
+      properties: {
+        action: { type: 'string', enum: ['status', 'artifact_get'] },
+        artifact_id: { type: 'string' },
+        offset: { type: 'integer' },
+        limit: { type: 'integer' },
+      },
     },
     handle(args: unknown, host) {
       const a = args as { action?: string; artifact_id?: string; offset?: number; limit?: number };
-      if (a.action === 'status') return Promise.resolve(JSON.stringify({ session: host.sessionId, artifacts: store.size }));
+      if (a.action === 'status')
+        return Promise.resolve(JSON.stringify({ session: host.sessionId, artifacts: store.size }));
       const item = a.artifact_id === undefined ? undefined : store.get(a.artifact_id);
       if (item === undefined) return Promise.resolve(JSON.stringify({ error: 'unknown artifact' }));
       const offset = a.offset ?? 0;
       const limit = Math.min(a.limit ?? 8000, 20000);
       const end = Math.min(item.content.length, offset + limit);
       return Promise.resolve(
-        JSON.stringify({ artifact_id: a.artifact_id, content: item.content.slice(offset, end), offset, next_offset: end < item.content.length ? end : null, total_chars: item.content.length }),
+        JSON.stringify({
+          artifact_id: a.artifact_id,
+          content: item.content.slice(offset, end),
+          offset,
+          next_offset: end < item.content.length ? end : null,
+          total_chars: item.content.length,
+        }),
       );
     },
   };
@@ -74,7 +96,9 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     if (Array.isArray(req['input'])) {
       capField = 'max_output_tokens';
       const items = req['input'] as Record<string, unknown>[];
-      const names = new Map(items.filter((i) => i['type'] === 'function_call').map((i) => [i['call_id'], String(i['name'])]));
+      const names = new Map(
+        items.filter((i) => i['type'] === 'function_call').map((i) => [i['call_id'], String(i['name'])]),
+      );
       out['input'] = items.map((item) => {
         if (item['type'] !== 'function_call_output') return item;
         const next = shrink(item['output'], names.get(item['call_id']) ?? 'tool');
@@ -84,7 +108,10 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
       capField = 'max_tokens';
       const msgs = req['messages'] as { role: string; content: unknown }[];
       const names = new Map<unknown, string>();
-      for (const m of msgs) if (Array.isArray(m.content)) for (const b of m.content as Record<string, unknown>[]) if (b['type'] === 'tool_use') names.set(b['id'], String(b['name']));
+      for (const m of msgs)
+        if (Array.isArray(m.content))
+          for (const b of m.content as Record<string, unknown>[])
+            if (b['type'] === 'tool_use') names.set(b['id'], String(b['name']));
       out['messages'] = msgs.map((m) => {
         if (!Array.isArray(m.content)) return m;
         const blocks = (m.content as Record<string, unknown>[]).map((b) => {
@@ -97,7 +124,8 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     } else if (Array.isArray(req['messages'])) {
       const names = new Map<string, string>();
       for (const m of req['messages'] as Record<string, unknown>[]) {
-        for (const c of (m['tool_calls'] as { id: string; function: { name: string } }[] | undefined) ?? []) names.set(c.id, c.function.name);
+        for (const c of (m['tool_calls'] as { id: string; function: { name: string } }[] | undefined) ?? [])
+          names.set(c.id, c.function.name);
       }
       out['messages'] = (req['messages'] as Record<string, unknown>[]).map((m) => {
         if (m['role'] !== 'tool') return m;
@@ -108,7 +136,9 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     const window = ctx.route?.contextWindow;
     if (window !== undefined) {
       const used = Math.ceil(JSON.stringify(out).length / 4);
-      const existing = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'].find((f) => typeof out[f] === 'number');
+      const existing = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'].find(
+        (f) => typeof out[f] === 'number',
+      );
       const b = existing === undefined ? undefined : (out[existing] as number);
       const cap = b === undefined ? window - used : Math.min(b, window - used);
       if (cap > 0) out = { ...out, [existing ?? capField]: cap };

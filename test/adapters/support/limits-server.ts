@@ -56,29 +56,70 @@ const promptTokens = (body: Record<string, unknown>): number => Math.ceil(JSON.s
 
 type Reply = { status: number; json: unknown };
 
-const openaiError = (message: string, param: string, code: string): Reply => ({ status: 400, json: { error: { message, type: 'invalid_request_error', param, code } } });
+const openaiError = (message: string, param: string, code: string): Reply => ({
+  status: 400,
+  json: { error: { message, type: 'invalid_request_error', param, code } },
+});
 
 function check(path: string, body: Record<string, unknown>): Reply | undefined {
   const name = typeof body['model'] === 'string' ? body['model'] : '';
   const model = SERVED_MODELS[name];
-  if (model === undefined) return { status: 404, json: { error: { message: `The model \`${name}\` does not exist or you do not have access to it.`, type: 'invalid_request_error', code: 'model_not_found' } } };
+  if (model === undefined)
+    return {
+      status: 404,
+      json: {
+        error: {
+          message: `The model \`${name}\` does not exist or you do not have access to it.`,
+          type: 'invalid_request_error',
+          code: 'model_not_found',
+        },
+      },
+    };
   const prompt = promptTokens(body);
   if (path.endsWith('/messages')) {
     const cap = num(body['max_tokens']);
-    const anthropic = (message: string): Reply => ({ status: 400, json: { type: 'error', error: { type: 'invalid_request_error', message } } });
+    const anthropic = (message: string): Reply => ({
+      status: 400,
+      json: { type: 'error', error: { type: 'invalid_request_error', message } },
+    });
     if (cap === undefined) return anthropic('max_tokens: Field required');
-    if (cap > model.maxOutput) return anthropic(`max_tokens: ${cap} > ${model.maxOutput}, which is the maximum allowed number of output tokens for ${name}`);
-    if (prompt + cap > model.contextWindow) return anthropic(`input length and \`max_tokens\` exceed context limit: ${prompt} + ${cap} > ${model.contextWindow}, decrease input length or \`max_tokens\` and try again`);
+    if (cap > model.maxOutput)
+      return anthropic(
+        `max_tokens: ${cap} > ${model.maxOutput}, which is the maximum allowed number of output tokens for ${name}`,
+      );
+    if (prompt + cap > model.contextWindow)
+      return anthropic(
+        `input length and \`max_tokens\` exceed context limit: ${prompt} + ${cap} > ${model.contextWindow}, decrease input length or \`max_tokens\` and try again`,
+      );
     return undefined;
   }
   if (model.reasoning === true && body['max_tokens'] !== undefined) {
-    return openaiError("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", 'max_tokens', 'unsupported_parameter');
+    return openaiError(
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      'max_tokens',
+      'unsupported_parameter',
+    );
   }
   const cap = num(body['max_output_tokens']) ?? num(body['max_completion_tokens']) ?? num(body['max_tokens']);
   if (cap === undefined) return undefined;
   if (cap > model.maxOutput) {
-    if (model.wording === 'deepseek') return { status: 400, json: { error: { message: `Invalid max_tokens value, the valid range of max_tokens is [1, ${model.maxOutput}]`, type: 'invalid_request_error', param: null, code: 'invalid_request_error' } } };
-    return openaiError(`max_tokens is too large: ${cap}. This model supports at most ${model.maxOutput} completion tokens, whereas you provided ${cap}.`, 'max_tokens', 'invalid_value');
+    if (model.wording === 'deepseek')
+      return {
+        status: 400,
+        json: {
+          error: {
+            message: `Invalid max_tokens value, the valid range of max_tokens is [1, ${model.maxOutput}]`,
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_request_error',
+          },
+        },
+      };
+    return openaiError(
+      `max_tokens is too large: ${cap}. This model supports at most ${model.maxOutput} completion tokens, whereas you provided ${cap}.`,
+      'max_tokens',
+      'invalid_value',
+    );
   }
   if (prompt + cap > model.contextWindow) {
     return openaiError(
@@ -92,7 +133,19 @@ function check(path: string, body: Record<string, unknown>): Reply | undefined {
 
 function success(path: string, model: string): Reply {
   if (path.endsWith('/messages')) {
-    return { status: 200, json: { id: 'msg_1', type: 'message', role: 'assistant', model, content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } };
+    return {
+      status: 200,
+      json: {
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [{ type: 'text', text: 'done' }],
+        stop_reason: 'end_turn',
+        stop_sequence: null,
+        usage: { input_tokens: 10, output_tokens: 1 },
+      },
+    };
   }
   if (path.endsWith('/responses')) {
     return {
@@ -103,8 +156,22 @@ function success(path: string, model: string): Reply {
         created_at: 0,
         model,
         status: 'completed',
-        output: [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done', annotations: [] }] }],
-        usage: { input_tokens: 10, output_tokens: 1, total_tokens: 11, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+        output: [
+          {
+            type: 'message',
+            id: 'msg_1',
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: 'done', annotations: [] }],
+          },
+        ],
+        usage: {
+          input_tokens: 10,
+          output_tokens: 1,
+          total_tokens: 11,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens_details: { reasoning_tokens: 0 },
+        },
       },
     };
   }
@@ -115,7 +182,14 @@ function success(path: string, model: string): Reply {
       object: 'chat.completion',
       created: 0,
       model,
-      choices: [{ index: 0, message: { role: 'assistant', content: 'done', refusal: null }, finish_reason: 'stop', logprobs: null }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'done', refusal: null },
+          finish_reason: 'stop',
+          logprobs: null,
+        },
+      ],
       usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
     },
   };
@@ -131,7 +205,12 @@ export async function startLimitsServer(): Promise<LimitsServer> {
         const failure = check(path, body);
         const reply = failure ?? success(path, typeof body['model'] === 'string' ? body['model'] : '');
         const json = reply.json as { error?: { message?: string } };
-        requests.push({ path, body, status: reply.status, ...(failure === undefined ? {} : { error: String(json.error?.message) }) });
+        requests.push({
+          path,
+          body,
+          status: reply.status,
+          ...(failure === undefined ? {} : { error: String(json.error?.message) }),
+        });
         res.writeHead(reply.status, { 'content-type': 'application/json', 'request-id': `req_${requests.length}` });
         res.end(JSON.stringify(reply.json));
       },

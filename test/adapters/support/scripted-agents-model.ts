@@ -2,7 +2,14 @@
  * A hand-written Agents SDK Model that plays a script: each step sees the request's input items
  * and returns output items. Every call is logged (input items, `modelSettings.maxTokens`).
  */
-import { Usage, type AgentInputItem, type Model, type ModelRequest, type ModelResponse, type StreamEvent } from '@openai/agents';
+import {
+  Usage,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type StreamEvent,
+} from '@openai/agents';
 
 export interface AgentsCall {
   readonly input: readonly AgentInputItem[];
@@ -11,12 +18,17 @@ export interface AgentsCall {
   readonly tools: readonly string[];
 }
 
-export type AgentsStep = (input: readonly AgentInputItem[], signal: AbortSignal | undefined) => unknown[] | Promise<unknown[]>;
+export type AgentsStep = (
+  input: readonly AgentInputItem[],
+  signal: AbortSignal | undefined,
+) => unknown[] | Promise<unknown[]>;
 
 export const callTool = (callId: string, name: string, args: Record<string, unknown>) => [
   { type: 'function_call', callId, name, arguments: JSON.stringify(args), status: 'completed' },
 ];
-export const say = (text: string) => [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }];
+export const say = (text: string) => [
+  { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] },
+];
 
 export class ScriptedAgentsModel implements Model {
   readonly log: AgentsCall[] = [];
@@ -26,7 +38,11 @@ export class ScriptedAgentsModel implements Model {
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     request.signal?.throwIfAborted();
     const input = typeof request.input === 'string' ? [] : request.input;
-    this.log.push({ input, maxTokens: request.modelSettings.maxTokens, tools: request.tools.map((t) => (t as { name?: string }).name ?? '') });
+    this.log.push({
+      input,
+      maxTokens: request.modelSettings.maxTokens,
+      tools: request.tools.map((t) => (t as { name?: string }).name ?? ''),
+    });
     const step = this.script[this.#i++] ?? (() => say('done'));
     return { usage: new Usage(), output: (await step(input, request.signal)) as ModelResponse['output'] };
   }

@@ -14,7 +14,10 @@ export interface ScriptedCall {
   readonly tools: readonly string[];
 }
 
-export type ScriptStep = (messages: readonly BaseMessage[]) => { content?: string; tool_calls?: { id: string; name: string; args: Record<string, unknown> }[] };
+export type ScriptStep = (messages: readonly BaseMessage[]) => {
+  content?: string;
+  tool_calls?: { id: string; name: string; args: Record<string, unknown> }[];
+};
 
 export interface ScriptedFields extends BaseChatModelParams {
   readonly script: ScriptStep[];
@@ -52,10 +55,17 @@ export class ScriptedChatModel extends BaseChatModel {
 
   async _generate(messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
     options.signal?.throwIfAborted();
-    this.log.push({ messages: messages.map((m) => ({ type: m.getType(), content: text(m) })), maxTokens: this.maxTokens, tools: this.boundTools });
+    this.log.push({
+      messages: messages.map((m) => ({ type: m.getType(), content: text(m) })),
+      maxTokens: this.maxTokens,
+      tools: this.boundTools,
+    });
     const step: ScriptStep = this.script[this.cursor.i++] ?? (() => ({ content: 'done' }));
     const out = step(messages);
-    const message = new AIMessage({ content: out.content ?? '', tool_calls: (out.tool_calls ?? []).map((c) => ({ ...c, type: 'tool_call' as const })) });
+    const message = new AIMessage({
+      content: out.content ?? '',
+      tool_calls: (out.tool_calls ?? []).map((c) => ({ ...c, type: 'tool_call' as const })),
+    });
     return { generations: [{ text: out.content ?? '', message }] };
   }
 }

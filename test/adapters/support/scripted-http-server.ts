@@ -33,7 +33,8 @@ export async function startScriptedServer(script: ServerStep[]): Promise<Scripte
       const path = req.url ?? '';
       requests.push({ path, body });
       const step = script[index++];
-      const reply = step === undefined ? { status: 500, json: { error: { message: 'script exhausted' } } } : step(body, path);
+      const reply =
+        step === undefined ? { status: 500, json: { error: { message: 'script exhausted' } } } : step(body, path);
       if (reply === 'hang') {
         res.on('close', () => {
           if (!res.writableEnded) dropped += 1;
@@ -61,18 +62,48 @@ export async function startScriptedServer(script: ServerStep[]): Promise<Scripte
 }
 
 export const chatReply = (message: Record<string, unknown>, finish = 'stop'): Reply => ({
-  json: { id: 'cc-1', object: 'chat.completion', created: 0, model: 'scripted', choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, finish_reason: finish }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+  json: {
+    id: 'cc-1',
+    object: 'chat.completion',
+    created: 0,
+    model: 'scripted',
+    choices: [{ index: 0, message: { role: 'assistant', content: null, ...message }, finish_reason: finish }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  },
 });
 
 export const chatToolCall = (id: string, name: string, args: Record<string, unknown>): Reply =>
-  chatReply({ tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }] }, 'tool_calls');
+  chatReply(
+    { tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }] },
+    'tool_calls',
+  );
 
 export const responsesReply = (output: unknown[]): Reply => ({
-  json: { id: 'resp-1', object: 'response', created_at: 0, model: 'scripted', status: 'completed', output, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
+  json: {
+    id: 'resp-1',
+    object: 'response',
+    created_at: 0,
+    model: 'scripted',
+    status: 'completed',
+    output,
+    usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 },
+  },
 });
 
 export const anthropicReply = (content: unknown[], stop = 'end_turn'): Reply => ({
-  json: { id: 'msg-1', type: 'message', role: 'assistant', model: 'scripted', content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } },
+  json: {
+    id: 'msg-1',
+    type: 'message',
+    role: 'assistant',
+    model: 'scripted',
+    content,
+    stop_reason: stop,
+    stop_sequence: null,
+    usage: { input_tokens: 1, output_tokens: 1 },
+  },
 });
 
-export const errorReply = (status: number, message: string): Reply => ({ status, json: { error: { message, type: 'invalid_request_error' } } });
+export const errorReply = (status: number, message: string): Reply => ({
+  status,
+  json: { error: { message, type: 'invalid_request_error' } },
+});

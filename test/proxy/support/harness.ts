@@ -32,7 +32,10 @@ export async function startHarness(script: Script, options: HarnessOptions = {})
   const dbPath = join(dir, 'vault.sqlite3');
   const logs: ProxyLogRecord[] = [];
   const proxy = await createProxy({
-    config: loadProxyConfig({ env: {}, flags: { port: 0, upstream: upstream.url, anthropicUpstream: upstream.url, ...options.flags } }),
+    config: loadProxyConfig({
+      env: {},
+      flags: { port: 0, upstream: upstream.url, anthropicUpstream: upstream.url, ...options.flags },
+    }),
     terminatorOptions: { env: {}, overrides: { dbPath, maxPageChars: 200_000, ...options.overrides } },
     log: (r) => logs.push(r),
     ...options.proxy,
@@ -54,7 +57,10 @@ export async function startHarness(script: Script, options: HarnessOptions = {})
 
 /** A large, compressible terminal output (a passing test run). */
 export function testRunOutput(lines = 1500, seed = 0): string {
-  return Array.from({ length: lines }, (_, i) => `test/case_${seed}_${i}.spec.ts: PASS (${(i * 7 + seed) % 97}ms)`).join('\n');
+  return Array.from(
+    { length: lines },
+    (_, i) => `test/case_${seed}_${i}.spec.ts: PASS (${(i * 7 + seed) % 97}ms)`,
+  ).join('\n');
 }
 
 /** The first artifact id a recorded request body names. */

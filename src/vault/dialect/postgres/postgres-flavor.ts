@@ -10,7 +10,11 @@ import type { SchemaFlavor } from '../../schema.js';
 /** The schema pg_trgm lives in (created in the first schema of the search path when missing). */
 async function trigramSchema(db: Kysely<unknown>): Promise<string> {
   await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db);
-  const { rows } = await sql<{ schema: string }>`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`.execute(db);
+  const { rows } = await sql<{
+    schema: string;
+  }>`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`.execute(
+    db,
+  );
   const schema = rows[0]?.schema;
   if (schema === undefined) throw new Error('pg_trgm is not installed');
   return schema;
@@ -28,7 +32,11 @@ export const POSTGRES_FLAVOR: SchemaFlavor = Object.freeze({
       .addColumn('seq', 'bigint', (c) => c.primaryKey().references('artifacts.seq').onDelete('cascade'))
       .addColumn('body', 'text', (c) => c.notNull())
       .execute();
-    await sql`CREATE INDEX artifact_search_trgm ON artifact_search USING gin (body ${sql.id(trgm)}.gin_trgm_ops)`.execute(db);
-    await sql`CREATE INDEX artifact_tools_trgm ON artifact_tools USING gin (tool_fold ${sql.id(trgm)}.gin_trgm_ops)`.execute(db);
+    await sql`CREATE INDEX artifact_search_trgm ON artifact_search USING gin (body ${sql.id(trgm)}.gin_trgm_ops)`.execute(
+      db,
+    );
+    await sql`CREATE INDEX artifact_tools_trgm ON artifact_tools USING gin (tool_fold ${sql.id(trgm)}.gin_trgm_ops)`.execute(
+      db,
+    );
   },
 } satisfies SchemaFlavor);

@@ -40,7 +40,11 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
     let q = selectSummaries(trx).where((eb) =>
       eb.or([
         eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
-        eb('a.artifact_id', 'in', eb.selectFrom('artifact_tools as t').select('t.artifact_id').where('t.tool_fold', 'like', pattern)),
+        eb(
+          'a.artifact_id',
+          'in',
+          eb.selectFrom('artifact_tools as t').select('t.artifact_id').where('t.tool_fold', 'like', pattern),
+        ),
       ]),
     );
     if (scope !== undefined) {
@@ -50,14 +54,25 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
   };
   /** Tool names are labels (stored with U+FFFD for NUL), so only the content can prove a NUL needle. */
   const exactMatch = async (artifactId: string, needle: string): Promise<boolean> => {
-    const row = await db.selectFrom('artifacts').select('content').where('artifact_id', '=', artifactId).executeTakeFirst();
+    const row = await db
+      .selectFrom('artifacts')
+      .select('content')
+      .where('artifact_id', '=', artifactId)
+      .executeTakeFirst();
     if (row !== undefined && foldCase(decodeContent(row.content)).includes(needle)) return true;
-    const tools = await db.selectFrom('artifact_tools').select('tool_fold').where('artifact_id', '=', artifactId).execute();
+    const tools = await db
+      .selectFrom('artifact_tools')
+      .select('tool_fold')
+      .where('artifact_id', '=', artifactId)
+      .execute();
     return tools.some((t) => t.tool_fold.includes(needle));
   };
   return {
     async added(trx, seq, content) {
-      await trx.insertInto('artifact_search').values({ seq, body: pgText(foldCase(content)) }).execute();
+      await trx
+        .insertInto('artifact_search')
+        .values({ seq, body: pgText(foldCase(content)) })
+        .execute();
     },
     // artifact_search rows go with their artifact (ON DELETE CASCADE).
     async removing() {},
@@ -83,7 +98,9 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
         return { rows: (rows ?? []).map(toSummary), partial: rows === undefined };
       }
       for (let offset = 0; out.length < limit; offset += RECHECK_BATCH) {
-        const rows = await bounded((trx) => matching(trx, stored, bounds.scope).limit(RECHECK_BATCH).offset(offset).execute());
+        const rows = await bounded((trx) =>
+          matching(trx, stored, bounds.scope).limit(RECHECK_BATCH).offset(offset).execute(),
+        );
         if (rows === undefined) return { rows: out, partial: true };
         for (const row of rows) {
           if (await exactMatch(row.artifactId, needle)) out.push(toSummary(row));

@@ -52,7 +52,9 @@ const NUMERIC = 1700;
 /** Counts and sums come back as numbers (the store's values stay far below 2^53). */
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8 || oid === NUMERIC ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+    oid === INT8 || oid === NUMERIC
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
 export function createPool(options: PostgresStoreOptions): pg.Pool {
@@ -82,7 +84,10 @@ export function createPool(options: PostgresStoreOptions): pg.Pool {
 }
 
 /** Open (creating the tables if needed) and migrate the store for `spec`. */
-export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresStoreOptions): Promise<PostgresStore<DB>> {
+export async function openPostgresStore<DB>(
+  spec: SchemaSpec,
+  options: PostgresStoreOptions,
+): Promise<PostgresStore<DB>> {
   const location = redactUrl(options.url);
   const pool = createPool(options);
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
@@ -90,7 +95,10 @@ export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresS
     const { rows } = await sql<{ schema: string | null }>`SELECT current_schema() AS schema`.execute(db);
     const schema = rows[0]?.schema;
     if (schema === null || schema === undefined) {
-      throw new VaultOpenError(`${spec.name} ${location}: no schema on the search path to create the tables in`, { path: location, reason: 'no_schema' });
+      throw new VaultOpenError(`${spec.name} ${location}: no schema on the search path to create the tables in`, {
+        path: location,
+        reason: 'no_schema',
+      });
     }
     await migrate(spec, db as Kysely<unknown>, schema, location);
     return {
@@ -107,7 +115,9 @@ export async function openPostgresStore<DB>(spec: SchemaSpec, options: PostgresS
         try {
           return await db.transaction().execute(async (trx) => {
             if (budget !== undefined && budget.remainingMs < options.busyTimeoutMs * 0.9) {
-              await sql`SELECT set_config('lock_timeout', ${String(Math.max(1, Math.floor(budget.remainingMs)))}, true)`.execute(trx);
+              await sql`SELECT set_config('lock_timeout', ${String(Math.max(1, Math.floor(budget.remainingMs)))}, true)`.execute(
+                trx,
+              );
             }
             return fn(trx);
           });
@@ -156,7 +166,11 @@ async function migrateIn(spec: SchemaSpec, trx: Kysely<unknown>, schema: string,
       .addColumn('version', 'integer', (c) => c.notNull())
       .execute();
     const versions = trx as unknown as Kysely<{ tt_schema_version: { name: string; version: number } }>;
-    const row = await versions.selectFrom('tt_schema_version').select('version').where('name', '=', spec.name).executeTakeFirst();
+    const row = await versions
+      .selectFrom('tt_schema_version')
+      .select('version')
+      .where('name', '=', spec.name)
+      .executeTakeFirst();
     const version = row?.version ?? 0;
     if (version > spec.version) {
       throw new VaultSchemaError(
@@ -175,7 +189,9 @@ async function migrateIn(spec: SchemaSpec, trx: Kysely<unknown>, schema: string,
       });
       const result = await migrator.migrateToLatest();
       if (result.error !== undefined) {
-        throw new VaultSchemaError(`${spec.name} ${location}: migration failed: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
+        throw new VaultSchemaError(
+          `${spec.name} ${location}: migration failed: ${result.error instanceof Error ? result.error.message : String(result.error)}`,
+        );
       }
       await versions
         .insertInto('tt_schema_version')

@@ -10,5 +10,7 @@ export function encodeContent(content: string): Uint8Array {
 }
 
 export function decodeContent(value: string | Uint8Array): string {
-  return typeof value === 'string' ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8');
+  return typeof value === 'string'
+    ? value
+    : Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8');
 }

@@ -18,6 +18,8 @@ export const SQLITE_FLAVOR: SchemaFlavor = Object.freeze({
       .execute();
     // Trigram index over case-folded content (folded in JS, so case_sensitive 1 keeps SQLite from
     // folding a second, different way). Contentless: the content lives once, in `artifacts`.
-    await sql`CREATE VIRTUAL TABLE artifact_fts USING fts5(body, tokenize = 'trigram case_sensitive 1', content = '', contentless_delete = 1)`.execute(db);
+    await sql`CREATE VIRTUAL TABLE artifact_fts USING fts5(body, tokenize = 'trigram case_sensitive 1', content = '', contentless_delete = 1)`.execute(
+      db,
+    );
   },
 } satisfies SchemaFlavor);

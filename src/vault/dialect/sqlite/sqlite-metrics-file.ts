@@ -19,7 +19,8 @@ export function readMetricsSummary(path: string): MetricsSummary {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
-    const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'request_metrics'").get() !== undefined;
+    const hasTable =
+      db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'request_metrics'").get() !== undefined;
     if (!hasTable) return empty();
     const t = db
       .prepare(
@@ -30,19 +31,27 @@ export function readMetricsSummary(path: string): MetricsSummary {
       )
       .get() as Record<string, number>;
     const saved: Record<string, number> = {};
-    for (const row of db.prepare('SELECT saved_by_stage_json AS j FROM request_metrics').iterate() as Iterable<{ j: string }>) {
+    for (const row of db.prepare('SELECT saved_by_stage_json AS j FROM request_metrics').iterate() as Iterable<{
+      j: string;
+    }>) {
       const parsed = JSON.parse(row.j) as Record<string, unknown>;
-      for (const [stage, chars] of Object.entries(parsed)) if (typeof chars === 'number') saved[stage] = (saved[stage] ?? 0) + chars;
+      for (const [stage, chars] of Object.entries(parsed))
+        if (typeof chars === 'number') saved[stage] = (saved[stage] ?? 0) + chars;
     }
     const components: Record<string, { raw_tokens: number; final_tokens: number; raw_pct: number }> = {};
     const rows = db
-      .prepare('SELECT component, SUM(raw_tokens) AS raw, SUM(final_tokens) AS final FROM request_component_metrics GROUP BY component ORDER BY component')
+      .prepare(
+        'SELECT component, SUM(raw_tokens) AS raw, SUM(final_tokens) AS final FROM request_component_metrics GROUP BY component ORDER BY component',
+      )
       .all() as { component: string; raw: number; final: number }[];
     const rawSum = rows.reduce((x, r) => x + r.raw, 0);
-    for (const r of rows) components[r.component] = { raw_tokens: r.raw, final_tokens: r.final, raw_pct: pct(r.raw, rawSum) };
+    for (const r of rows)
+      components[r.component] = { raw_tokens: r.raw, final_tokens: r.final, raw_pct: pct(r.raw, rawSum) };
     const byMode: Record<string, { requests: number; raw_tokens: number; final_tokens: number }> = {};
     for (const r of db
-      .prepare('SELECT mode, COUNT(*) AS n, COALESCE(SUM(raw_tokens), 0) AS raw, COALESCE(SUM(final_tokens), 0) AS final FROM request_metrics GROUP BY mode ORDER BY mode')
+      .prepare(
+        'SELECT mode, COUNT(*) AS n, COALESCE(SUM(raw_tokens), 0) AS raw, COALESCE(SUM(final_tokens), 0) AS final FROM request_metrics GROUP BY mode ORDER BY mode',
+      )
       .all() as { mode: string; n: number; raw: number; final: number }[]) {
       byMode[r.mode] = { requests: r.n, raw_tokens: r.raw, final_tokens: r.final };
     }
@@ -64,4 +73,3 @@ export function readMetricsSummary(path: string): MetricsSummary {
     db.close();
   }
 }
-

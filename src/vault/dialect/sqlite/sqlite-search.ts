@@ -85,7 +85,11 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
     for (const row of rows) {
       if (spent > 0 && spent + row.bytes > budgetBytes) return true;
       spent += row.bytes;
-      const { content } = await trx.selectFrom('artifacts').select('content').where('seq', '=', row.seq).executeTakeFirstOrThrow();
+      const { content } = await trx
+        .selectFrom('artifacts')
+        .select('content')
+        .where('seq', '=', row.seq)
+        .executeTakeFirstOrThrow();
       await sql`INSERT INTO artifact_fts (rowid, body) VALUES (${row.seq}, ${foldCase(String(content))})`.execute(trx);
       await trx.deleteFrom('fts_pending').where('seq', '=', row.seq).execute();
     }
@@ -93,7 +97,8 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
   };
 
   /** One step of indexing; never waits for another process's lock (busy: false, try later). */
-  const indexStep = (): Promise<boolean> => store.write((trx) => indexBatch(trx, INDEX_STEP_BYTES), { remainingMs: 0 }).catch(() => false);
+  const indexStep = (): Promise<boolean> =>
+    store.write((trx) => indexBatch(trx, INDEX_STEP_BYTES), { remainingMs: 0 }).catch(() => false);
 
   /** One idle step; it reschedules itself while the queue has rows. */
   const schedule = (): void => {
@@ -111,16 +116,25 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
 
   /** Light columns of the rows `seqs` (newest first) visible to the scope. */
   const rowsOf = async (seqs: readonly number[], scope: StoreScope | undefined) => {
-    let q = db.selectFrom('artifacts as a').select(['a.seq as seq', 'a.byte_count as bytes']).where('a.seq', 'in', seqs);
+    let q = db
+      .selectFrom('artifacts as a')
+      .select(['a.seq as seq', 'a.byte_count as bytes'])
+      .where('a.seq', 'in', seqs);
     if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessible(scope));
     return (await q.orderBy('a.seq', 'desc').execute()).map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes) }));
   };
 
   /** The next page of every row older than `below`, visible to the scope (the short-needle scan). */
   const pageBelow = async (below: number, scope: StoreScope | undefined) => {
-    let q = db.selectFrom('artifacts as a').select(['a.seq as seq', 'a.byte_count as bytes']).where('a.seq', '<', below);
+    let q = db
+      .selectFrom('artifacts as a')
+      .select(['a.seq as seq', 'a.byte_count as bytes'])
+      .where('a.seq', '<', below);
     if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessible(scope));
-    return (await q.orderBy('a.seq', 'desc').limit(PAGE_ROWS).execute()).map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes) }));
+    return (await q.orderBy('a.seq', 'desc').limit(PAGE_ROWS).execute()).map((r) => ({
+      seq: Number(r.seq),
+      bytes: Number(r.bytes),
+    }));
   };
 
   return {
@@ -141,7 +155,9 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
       let indexed: Set<number> | undefined;
       if (phrase !== undefined) {
         try {
-          const hits = await sql<{ rowid: number }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase(phrase)}`.execute(db);
+          const hits = await sql<{
+            rowid: number;
+          }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase(phrase)}`.execute(db);
           indexed = new Set(hits.rows.map((r) => Number(r.rowid)));
         } catch {
           indexed = undefined; // the FTS parser refused the phrase: scan everything below
@@ -185,7 +201,8 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
         const pending = (await db.selectFrom('fts_pending').select('seq').execute()).map((r) => Number(r.seq));
         const all = [...new Set([...indexed, ...byTool, ...pending])].sort((a, b) => b - a);
         outer: for (let i = 0; i < all.length; i += PAGE_ROWS) {
-          for (const row of await rowsOf(all.slice(i, i + PAGE_ROWS), bounds.scope)) if (!(await consider(row))) break outer;
+          for (const row of await rowsOf(all.slice(i, i + PAGE_ROWS), bounds.scope))
+            if (!(await consider(row))) break outer;
         }
       } else {
         let below = Number.MAX_SAFE_INTEGER;
@@ -197,7 +214,11 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
         }
       }
       if (found.length === 0) return { rows: [], partial };
-      const rows = await selectSummaries(db).where('a.seq', 'in', found).orderBy('a.created_at', 'desc').orderBy('a.seq', 'desc').execute();
+      const rows = await selectSummaries(db)
+        .where('a.seq', 'in', found)
+        .orderBy('a.created_at', 'desc')
+        .orderBy('a.seq', 'desc')
+        .execute();
       return { rows: rows.map(toSummary) as ArtifactSummary[], partial };
     },
     afterPut: schedule,

@@ -129,7 +129,10 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     if (file !== MEMORY_PATH) {
       const mode = retryTransient(() => conn.pragma('journal_mode = WAL', { simple: true }), options.busyTimeoutMs);
       if (String(mode).toLowerCase() !== 'wal') {
-        throw new VaultOpenError(`${spec.name} ${file}: journal_mode=WAL was refused (got ${String(mode)})`, { path: file, reason: 'wal_refused' });
+        throw new VaultOpenError(`${spec.name} ${file}: journal_mode=WAL was refused (got ${String(mode)})`, {
+          path: file,
+          reason: 'wal_refused',
+        });
       }
     }
     conn.pragma('synchronous = NORMAL');
@@ -144,7 +147,12 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     await db?.destroy().catch(() => undefined);
     if (raw?.open === true) raw.close();
     const failure = error instanceof TokenTerminatorError ? error : VaultOpenError.wrap(file, error);
-    if (options.readOnlyFallback === true && file !== MEMORY_PATH && failure instanceof VaultOpenError && READ_ONLY_REASONS.test(failure.reason ?? '')) {
+    if (
+      options.readOnlyFallback === true &&
+      file !== MEMORY_PATH &&
+      failure instanceof VaultOpenError &&
+      READ_ONLY_REASONS.test(failure.reason ?? '')
+    ) {
       const readOnly = openReadOnly<DB>(spec, file, failure.reason!);
       if (readOnly !== undefined) return readOnly;
     }
@@ -188,7 +196,8 @@ function cachingStatements(conn: Database.Database): SqliteDatabase {
  */
 function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): SqliteStore<DB> | undefined {
   let raw: Database.Database | undefined;
-  const usable = (conn: Database.Database): boolean => Number(conn.pragma('user_version', { simple: true })) === spec.version;
+  const usable = (conn: Database.Database): boolean =>
+    Number(conn.pragma('user_version', { simple: true })) === spec.version;
   try {
     if (!existsSync(file) || statSync(file).size === 0) return undefined;
     try {
@@ -217,7 +226,10 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
       raw: conn,
       location: file,
       readOnlyReason: reason,
-      write: () => Promise.reject(new VaultOpenError(`the vault at ${file} is open read-only (${reason})`, { path: file, reason: 'read_only' })),
+      write: () =>
+        Promise.reject(
+          new VaultOpenError(`the vault at ${file} is open read-only (${reason})`, { path: file, reason: 'read_only' }),
+        ),
       lock: (query) => query,
       destroy: () => db.destroy(),
     };
@@ -289,7 +301,12 @@ function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string, b
   };
 }
 
-async function migrate<DB>(spec: SchemaSpec, store: SqliteStore<DB>, file: string, busyTimeoutMs: number): Promise<void> {
+async function migrate<DB>(
+  spec: SchemaSpec,
+  store: SqliteStore<DB>,
+  file: string,
+  busyTimeoutMs: number,
+): Promise<void> {
   const raw = store.raw;
   retryTransient(() => raw.exec('BEGIN IMMEDIATE'), busyTimeoutMs);
   try {
