@@ -7,8 +7,9 @@
  */
 import { focusTerms } from '../compact/focus.js';
 import type { RequestView } from '../model/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
-const perItem = new WeakMap<object, readonly string[]>();
+const perItem = new WeakMemo<object, readonly string[]>();
 
 /**
  * The focus terms of the conversation items before `before` (default: all of them): the last

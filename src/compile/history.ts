@@ -68,6 +68,9 @@ interface Target {
   readonly text: string;
 }
 
+/** A target as the session memo keeps it (the slot is the current request's). */
+type Stored = Omit<Target, 'slot'>;
+
 export interface HistoryPlan {
   readonly items: readonly unknown[];
   readonly receipts: readonly { readonly artifactId: string; readonly verified: boolean }[];
@@ -315,7 +318,7 @@ function countAssistantRuns(info: RequestView['itemInfo'], start: number): numbe
 
 /** outputTarget's memoized answer without a promise: the target, null (cannot be rendered), undefined (not known yet). */
 function knownTarget(state: SessionState, slot: Slot, key: string, kind: RewriteKind): Target | null | undefined {
-  const known = state.sticky.get(`history:${kind}:${key}`) as Target | null | undefined;
+  const known = state.derived.get(`history:${kind}:${key}`)?.value as Stored | null | undefined;
   return known === undefined || known === null ? known : { ...known, slot };
 }
 
@@ -328,7 +331,7 @@ async function outputTarget(
   o: HistoryOptions,
 ): Promise<Target | undefined> {
   const memoKey = `history:${kind}:${key}`;
-  const known = state.sticky.get(memoKey) as Target | null | undefined;
+  const known = state.derived.get(memoKey)?.value as Stored | null | undefined;
   if (known !== undefined) return known === null ? undefined : { ...known, slot };
   let target: Target | undefined;
   const shownText = slotText(slot.value);
@@ -366,16 +369,21 @@ async function outputTarget(
       }
     }
   }
-  state.sticky.set(memoKey, target ?? null);
+  if (target === undefined) state.derived.set(memoKey, { value: null, chars: 1 });
+  else {
+    // Kept without its slot: the slot holds the request's item, which the memo must not outlive.
+    const { slot: _slot, ...stored } = target;
+    state.derived.set(memoKey, { value: stored, chars: stored.text.length + (stored.evidence?.length ?? 0) });
+  }
   return target;
 }
 
 /** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
   const memoKey = `verified:${id}`;
-  if (state.sticky.get(memoKey) === true && !state.evidence.isGone(id)) return true;
+  if (state.derived.get(memoKey)?.value === true && !state.evidence.isGone(id)) return true;
   const ok = await state.vault.verify(id).catch(() => false);
-  if (ok) state.sticky.set(memoKey, true);
+  if (ok) state.derived.set(memoKey, { value: true, chars: 1 });
   return ok;
 }
 

@@ -9,6 +9,7 @@ import { DEFAULT_OBSERVATION_PATTERN } from '../config/observation-pattern.js';
 import { ConfigError } from '../errors.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { fencedBlocks } from './actions.js';
+import { WeakMemo } from '../weak-memo.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
 export type ObservationTest = (text: string, item: unknown, index: number) => boolean;
@@ -42,9 +43,9 @@ export function observationTest(api: string, setting: ObservationSetting | undef
 
 /** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
 const byText = new WeakSet<ObservationTest>();
-const answers = new WeakMap<ObservationTest, WeakMap<object, boolean>>();
+const answers = new WeakMap<ObservationTest, WeakMemo<object, boolean>>();
 /** The last fenced block of an assistant message (trimmed), per message object. */
-const commands = new WeakMap<object, string | null>();
+const commands = new WeakMemo<object, string | null>();
 
 function commandOf(slot: Slot): string | undefined {
   const holder = slot.value as object;
@@ -60,7 +61,7 @@ function commandOf(slot: Slot): string | undefined {
 function accepts(test: ObservationTest, text: string, item: unknown, index: number): boolean {
   if (!byText.has(test) || typeof item !== 'object' || item === null) return test(text, item, index);
   let memo = answers.get(test);
-  if (memo === undefined) answers.set(test, (memo = new WeakMap()));
+  if (memo === undefined) answers.set(test, (memo = new WeakMemo()));
   let answer = memo.get(item);
   if (answer === undefined) memo.set(item, (answer = test(text, item, index)));
   return answer;

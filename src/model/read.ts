@@ -5,6 +5,7 @@
  */
 import type { RequestFormat } from '../step.js';
 import type { ItemInfo, RequestView, Slot, SlotPath } from './types.js';
+import { WeakMemo } from '../weak-memo.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -143,7 +144,7 @@ interface ListState {
   owner: RequestView | undefined;
 }
 
-const listStates = new WeakMap<RequestView, ListState>();
+const listStates = new WeakMemo<RequestView, ListState>();
 
 function outputSlot(
   path: SlotPath,

@@ -15,6 +15,7 @@
 import { canonicalOf } from '../compile/prefix.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
 /** The memoized measurements of one message. */
 export interface MessageEntry {
@@ -89,7 +90,7 @@ export interface MessagesMeter {
  * meter.tokens(request.messages) === counter.count(canonicalJson(request.messages)); // true
  */
 export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
-  const memo = new WeakMap<object, Entry>();
+  const memo = new WeakMemo<object, Entry>();
   const entry = (message: unknown): Entry => {
     if (typeof message === 'object' && message !== null) {
       // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
