@@ -371,7 +371,6 @@ const FIELDS: readonly Field[] = [
   tt('tokenSafetyMargin', 'TOKEN_SAFETY_MARGIN', int(0), 512),
   tt('ledger', 'LEDGER', bool, true, { legacy: true }),
   tt('ledgerPath', 'LEDGER_PATH', path, undefined, { isPath: true, legacy: true }),
-  tt('stateDb', 'STATE_DB', path, '', { isPath: true, legacy: true }),
   tt('experiment', 'EXPERIMENT', text(80, 'default'), 'default', { legacy: true }),
   tt('exclude', 'EXCLUDE', csv([]), [], { legacy: true }),
   tt('pytestGuard', 'PYTEST_GUARD', bool, true, { legacy: true }),

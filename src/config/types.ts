@@ -254,12 +254,6 @@ export interface Config {
    */
   readonly ledgerPath: string; // TOKEN_TERMINATOR_LEDGER_PATH (<data dir>/experiments.sqlite3)
   /**
-   * TOKEN_TERMINATOR_STATE_DB: accepted and validated for compatibility; no stage reads it in this version.
-   *
-   * @defaultValue `''`
-   */
-  readonly stateDb: string; // TOKEN_TERMINATOR_STATE_DB ('')
-  /**
    * Experiment name the ledger tags sessions with (TOKEN_TERMINATOR_EXPERIMENT).
    *
    * @defaultValue `'default'`
