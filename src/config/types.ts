@@ -272,31 +272,38 @@ export interface Config {
    */
   readonly pytestGuard: boolean; // TOKEN_TERMINATOR_PYTEST_GUARD (true)
   /**
-   * TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of uncached input tokens, USD per million (TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M): the report
+   * (`token-terminator report`, the proxy's `/dashboard`) prices raw and sent request tokens at it. 0 with
+   * the other three prices = no rate card.
    *
    * @defaultValue `0`
    */
   readonly eqInputUsdPerM: number; // TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of output tokens, USD per million (TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M): the report
+   * prices figures' `output_tokens` at it ("not measured" when the figures carry none).
    *
    * @defaultValue `0`
    */
   readonly eqOutputUsdPerM: number; // TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of prompt-cache reads, USD per million (TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M): the
+   * report prices figures' `cache_read_tokens` at it ("not measured" when the figures carry none).
    *
    * @defaultValue `0`
    */
   readonly eqCacheReadUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of prompt-cache writes, USD per million (TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M): the
+   * report prices figures' `cache_write_tokens` at it ("not measured" when the figures carry none).
    *
    * @defaultValue `0`
    */
   readonly eqCacheWriteUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_RATE_CARD: accepted and validated for compatibility; no stage reads it in this version.
+   * Label of the API-equivalent rate card, shown beside every USD figure the report prices with the
+   * TOKEN_TERMINATOR_EQ_* prices (TOKEN_TERMINATOR_EQ_RATE_CARD; empty = "API-equivalent"). A labelled
+   * equivalent, never the marginal cost of a subscription.
    *
    * @defaultValue `''`
    */
