@@ -51,7 +51,10 @@ export {
 } from './model-limits.js';
 export {
   createOutputBudget,
+  contextBudget,
+  checkContextLimit,
   isPrimaryRoute,
+  type ContextBudget,
   type OutputBudgetOptions,
   type BudgetMeasurement,
   type BudgetRun,

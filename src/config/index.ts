@@ -581,6 +581,11 @@ function crossCheck(c: Config): void {
       `${TT}VAULT_LOW_WATER_PCT (${c.vaultLowWaterPct}) must be < ${TT}VAULT_HIGH_WATER_PCT (${c.vaultHighWaterPct})`,
     );
   }
+  if (c.contextLimitTokens > 0 && c.outputReserveTokens + c.tokenSafetyMargin >= c.contextLimitTokens) {
+    throw new ConfigError(
+      `${TT}OUTPUT_RESERVE_TOKENS + ${TT}TOKEN_SAFETY_MARGIN (${c.outputReserveTokens} + ${c.tokenSafetyMargin}) must be below ${TT}CONTEXT_LIMIT_TOKENS (${c.contextLimitTokens})`,
+    );
+  }
   if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {
     throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
   }

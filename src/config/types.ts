@@ -224,19 +224,24 @@ export interface Config {
    */
   readonly previewMarker: boolean; // TOKEN_TERMINATOR_PREVIEW_MARKER (false)
   /**
-   * TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS: accepted and validated for compatibility; no stage reads it in this version.
+   * The model's context limit for budget reporting (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS): the output-cap
+   * stage adds a `measured` decision to every request it counts with the usable budget (this limit less
+   * `outputReserveTokens` and `tokenSafetyMargin`) and what the prompt leaves of it. Reporting only: it
+   * never truncates a request or changes the cap. 0 = no budget reporting.
    *
    * @defaultValue `0`
    */
   readonly contextLimitTokens: number; // TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (0)
   /**
-   * TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS: accepted and validated for compatibility; no stage reads it in this version.
+   * Tokens the budget report reserves for the model's output when a context limit is set
+   * (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS). The cap's own reserve R is INCONTEXT_MIN_OUTPUT_TOKENS.
    *
    * @defaultValue `4096`
    */
   readonly outputReserveTokens: number; // TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (4096)
   /**
-   * TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN: accepted and validated for compatibility; no stage reads it in this version.
+   * Further headroom the budget report keeps below the context limit, so the usable budget never
+   * reaches the window's edge (TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN). Reserve + margin must be below the limit.
    *
    * @defaultValue `512`
    */
