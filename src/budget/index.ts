@@ -52,7 +52,6 @@ export {
 export {
   createOutputBudget,
   contextBudget,
-  checkContextLimit,
   isPrimaryRoute,
   type ContextBudget,
   type OutputBudgetOptions,

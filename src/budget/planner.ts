@@ -5,7 +5,8 @@
 import type { Config } from '../config/types.js';
 import { normalizeModelName } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import { ConfigError } from '../errors.js';
+import { defaultInt } from '../config/index.js';
+import { checkOptions, intOption } from '../options.js';
 import { advance, errorLabel, note, type ProviderRequest, type Route, type Step, type StepContext } from '../step.js';
 import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
 import {
@@ -225,10 +226,16 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   const reserve = options.minOutputTokens ?? inc?.minOutputTokens ?? 4096;
   const margin = options.fallbackMarginTokens ?? inc?.fallbackMarginTokens ?? 1024;
   const override = options.compressionWindowTokens ?? inc?.compressionWindowTokens;
-  const limit = options.contextLimitTokens ?? options.config?.contextLimitTokens ?? 0;
-  const limitReserve = options.outputReserveTokens ?? options.config?.outputReserveTokens ?? 4096;
-  const limitMargin = options.tokenSafetyMargin ?? options.config?.tokenSafetyMargin ?? 512;
-  checkContextLimit(who, limit, limitReserve, limitMargin);
+  const reportOption = (key: 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'): number =>
+    intOption(who, key, options[key] ?? options.config?.[key], defaultInt(key), 0);
+  const limit = reportOption('contextLimitTokens');
+  const limitReserve = reportOption('outputReserveTokens');
+  const limitMargin = reportOption('tokenSafetyMargin');
+  checkOptions(
+    who,
+    limit === 0 || limitReserve + limitMargin < limit,
+    `options.outputReserveTokens + options.tokenSafetyMargin (${limitReserve} + ${limitMargin}) must be below options.contextLimitTokens (${limit}) (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)`,
+  );
   const route = options.route;
   const staticWindow = override ?? route?.compressionThreshold ?? route?.contextWindow;
   checkBudgetSettings(who, {
@@ -400,22 +407,6 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
       };
     },
   };
-}
-
-/** A context limit must leave room after the output reserve and the safety margin (startup error otherwise). */
-export function checkContextLimit(who: string, limit: number, reserve: number, margin: number): void {
-  for (const [name, v] of [
-    ['TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (contextLimitTokens)', limit],
-    ['TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (outputReserveTokens)', reserve],
-    ['TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN (tokenSafetyMargin)', margin],
-  ] as const) {
-    if (!Number.isSafeInteger(v) || v < 0)
-      throw new ConfigError(`${who}: ${name} must be an integer ≥ 0 (got ${String(v)})`);
-  }
-  if (limit > 0 && reserve + margin >= limit)
-    throw new ConfigError(
-      `${who}: TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS + TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN (${reserve} + ${margin}) must be below TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (${limit})`,
-    );
 }
 
 function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boolean {
