@@ -71,6 +71,9 @@ interface Target {
 /** A target as the session memo keeps it (the slot is the current request's). */
 type Stored = Omit<Target, 'slot'>;
 
+/** The session memo's key of an output's rendering of one kind. */
+const targetKey = (kind: RewriteKind, key: string): string => `history:${kind}:${key}`;
+
 export interface HistoryPlan {
   readonly items: readonly unknown[];
   readonly receipts: readonly { readonly artifactId: string; readonly verified: boolean }[];
@@ -318,7 +321,7 @@ function countAssistantRuns(info: RequestView['itemInfo'], start: number): numbe
 
 /** outputTarget's memoized answer without a promise: the target, null (cannot be rendered), undefined (not known yet). */
 function knownTarget(state: SessionState, slot: Slot, key: string, kind: RewriteKind): Target | null | undefined {
-  const known = state.derived.get(`history:${kind}:${key}`)?.value as Stored | null | undefined;
+  const known = state.derived.get(targetKey(kind, key))?.value as Stored | null | undefined;
   return known === undefined || known === null ? known : { ...known, slot };
 }
 
@@ -330,9 +333,9 @@ async function outputTarget(
   kind: RewriteKind,
   o: HistoryOptions,
 ): Promise<Target | undefined> {
-  const memoKey = `history:${kind}:${key}`;
-  const known = state.derived.get(memoKey)?.value as Stored | null | undefined;
-  if (known !== undefined) return known === null ? undefined : { ...known, slot };
+  const known = knownTarget(state, slot, key, kind);
+  if (known !== undefined) return known ?? undefined;
+  const memoKey = targetKey(kind, key);
   let target: Target | undefined;
   const shownText = slotText(slot.value);
   const raw = typeof slot.value === 'string' ? slot.value : evidenceText(slot.value);
