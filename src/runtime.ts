@@ -14,6 +14,7 @@
  * working with its original content instead of failing to start.
  */
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { Subject, identity, type OperatorFunction, type Subscription } from 'rxjs';
 import { capOutputBudget, createPressure } from '../operators/cap-output-budget.js';
 import { compileRequest } from '../operators/compile-request.js';
@@ -561,15 +562,16 @@ interface PipelineDeps {
  * that never saw a session's request simply makes views without focus lines.
  */
 class FocusBoard {
-  readonly #terms = new Map<string, readonly string[]>();
-  constructor(readonly max: number) {}
+  // Reading does not refresh a session (peek): the least recently written one goes first.
+  readonly #terms: LRUCache<string, readonly string[]>;
+  constructor(readonly max: number) {
+    this.#terms = new LRUCache({ max: Math.max(1, Math.floor(max)) });
+  }
   get(sessionId: string): readonly string[] {
-    return this.#terms.get(sessionId) ?? [];
+    return this.#terms.peek(sessionId) ?? [];
   }
   set(sessionId: string, terms: readonly string[]): void {
-    this.#terms.delete(sessionId);
     this.#terms.set(sessionId, terms);
-    if (this.#terms.size > this.max) this.#terms.delete(this.#terms.keys().next().value as string);
   }
 }
 
@@ -698,28 +700,24 @@ function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
 type LaneKind = 'tool_call' | 'tool_result' | 'request';
 
 class LaneCache {
-  readonly #max: number;
-  readonly #lanes = new Map<string, Lane<never>>();
+  readonly #lanes: LRUCache<string, Lane<never>>;
 
   constructor(max: number) {
-    this.#max = Math.max(1, max);
+    this.#lanes = new LRUCache({
+      max: Math.floor(Math.max(1, max) * 3),
+      // After the new lane is in: the least recently used one finishes its queued calls, then closes.
+      disposeAfter: (lane, _key, reason) => {
+        if (reason === 'evict') lane.drain();
+      },
+    });
   }
 
   get<T>(kind: LaneKind, sessionId: string, operator: () => Op<T>): Lane<T> {
     const key = `${kind}\u0000${sessionId}`;
     const found = this.#lanes.get(key) as Lane<T> | undefined;
-    if (found !== undefined) {
-      this.#lanes.delete(key);
-      this.#lanes.set(key, found as unknown as Lane<never>);
-      return found;
-    }
+    if (found !== undefined) return found;
     const lane = new Lane<T>(`runtime:${kind}`, operator);
     this.#lanes.set(key, lane as unknown as Lane<never>);
-    while (this.#lanes.size > this.#max * 3) {
-      const oldest = this.#lanes.keys().next().value as string;
-      this.#lanes.get(oldest)?.drain();
-      this.#lanes.delete(oldest);
-    }
     return lane;
   }
 
@@ -733,7 +731,7 @@ class LaneCache {
   }
 
   closeAll(): void {
-    for (const lane of this.#lanes.values()) lane.close();
+    for (const lane of this.#lanes.rvalues()) lane?.close(); // oldest first
     this.#lanes.clear();
   }
 }

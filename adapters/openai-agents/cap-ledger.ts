@@ -3,6 +3,8 @@
  * (which dispatches it). The SDK clones the filtered items before the model sees them, so the
  * two meet on a fingerprint of the item list (its length and its last item), not on identity.
  */
+import { LRUCache } from 'lru-cache';
+
 const MAX_ENTRIES = 64;
 
 /** What the input filter hands to the Model wrapper for one filtered item list. */
@@ -22,16 +24,15 @@ export interface LedgerEntry {
  * const filter = createInputFilter(terminator, { resolveSession, ledger });
  */
 export class CapLedger {
-  readonly #entries = new Map<string, LedgerEntry>();
+  // Least recently recorded first out; a read consumes the entry, so reads never reorder.
+  readonly #entries = new LRUCache<string, LedgerEntry>({ max: MAX_ENTRIES });
 
   /** Remember the cap (and the session) for the item list the filter returned. */
   record(items: readonly unknown[], cap: number | undefined, sessionId?: string): void {
     const key = fingerprint(items);
     if (key === undefined) return;
-    this.#entries.delete(key);
-    if (cap === undefined && sessionId === undefined) return;
-    this.#entries.set(key, { cap, sessionId });
-    if (this.#entries.size > MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value as string);
+    if (cap === undefined && sessionId === undefined) this.#entries.delete(key);
+    else this.#entries.set(key, { cap, sessionId });
   }
 
   /** What was recorded for this (cloned) item list, consumed on read. */
@@ -39,7 +40,7 @@ export class CapLedger {
     if (!Array.isArray(items)) return undefined;
     const key = fingerprint(items);
     if (key === undefined) return undefined;
-    const entry = this.#entries.get(key);
+    const entry = this.#entries.peek(key);
     this.#entries.delete(key);
     return entry;
   }

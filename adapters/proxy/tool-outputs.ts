@@ -9,6 +9,7 @@
  * are and the request stages still see them.
  */
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Terminator } from '../../src/runtime-types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
 import { isRecoveryResult } from '../../src/recovery/results.js';
@@ -23,21 +24,19 @@ const CHANGED = '>';
 
 /** A bounded map of renderings already read or written (session + key → stored value). */
 export class RenderingCache {
-  readonly #max: number;
-  readonly #map = new Map<string, string>();
+  // Reading does not refresh an entry (peek): the least recently written one goes first.
+  readonly #map: LRUCache<string, string>;
 
   constructor(max = 50_000) {
-    this.#max = max;
+    this.#map = new LRUCache({ max });
   }
 
   get(key: string): string | undefined {
-    return this.#map.get(key);
+    return this.#map.peek(key);
   }
 
   set(key: string, value: string): void {
-    this.#map.delete(key);
     this.#map.set(key, value);
-    if (this.#map.size > this.#max) this.#map.delete(this.#map.keys().next().value as string);
   }
 }
 
@@ -176,25 +175,19 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * request, by structural comparison; items that moved are found by digest.
  */
 export class ItemMemo {
-  readonly #sessions = new Map<string, SessionItems>();
-  readonly #maxSessions: number;
+  readonly #sessions: LRUCache<string, SessionItems>;
   readonly #maxItems: number;
 
   constructor(maxSessions = 256, maxItems = 4096) {
-    this.#maxSessions = maxSessions;
+    this.#sessions = new LRUCache({ max: maxSessions });
     this.#maxItems = maxItems;
   }
 
   session(id: string): SessionItems {
     let memo = this.#sessions.get(id);
-    if (memo !== undefined) {
-      this.#sessions.delete(id);
-      this.#sessions.set(id, memo);
-      return memo;
-    }
+    if (memo !== undefined) return memo;
     memo = { last: [], lastEntries: [], byDigest: new Map() };
     this.#sessions.set(id, memo);
-    if (this.#sessions.size > this.#maxSessions) this.#sessions.delete(this.#sessions.keys().next().value as string);
     return memo;
   }
 

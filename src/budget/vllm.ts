@@ -7,6 +7,7 @@
  * a trusted network path. Nothing here logs content or the URL.
  */
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { Agent, request as undiciRequest } from 'undici';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError } from '../errors.js';
@@ -169,8 +170,9 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
     options.userAgent !== undefined && options.userAgent !== ''
       ? options.userAgent
       : `token-terminator/${PACKAGE_VERSION}`;
-  const maxEntries = options.cacheEntries ?? 64;
-  const cache = new Map<string, number>();
+  // Least recently used first out; a bound below 1 remembers nothing.
+  const maxEntries = Math.floor(options.cacheEntries ?? 64);
+  const cache = maxEntries >= 1 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;
   let agent: Agent | undefined;
 
   const post = async (body: string, signal: AbortSignal): Promise<unknown> => {
@@ -221,11 +223,9 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
       const payload = buildTokenizePayload(request);
       const body = canonicalJson(payload, { compact: true });
       const key = createHash('sha256').update(`${body}\u0000${contextLength}`, 'utf8').digest('hex');
-      const cached = cache.get(key);
+      const cached = cache?.get(key);
       let count: number;
       if (cached !== undefined) {
-        cache.delete(key);
-        cache.set(key, cached);
         count = cached;
       } else {
         const answer = await post(body, signal);
@@ -247,17 +247,16 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
             `/tokenize max_model_len ${len} differs from the configured context length ${contextLength}`,
           );
         count = c;
-        cache.set(key, count);
-        if (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
+        cache?.set(key, count);
       }
       const limit = truncation(request, payload);
       return limit === undefined ? count : Math.min(count, limit);
     },
-    clearCache: () => cache.clear(),
+    clearCache: () => cache?.clear(),
     async close(): Promise<void> {
       const a = agent;
       agent = undefined;
-      cache.clear();
+      cache?.clear();
       await a?.close();
     },
   };

@@ -53,15 +53,10 @@ export interface SessionPoolOptions {
 
 /** Session states by id; create one pool per subscription. */
 export function createSessionPool(options: SessionPoolOptions): (sessionId: string) => SessionState {
-  const pool = new Map<string, SessionState>();
-  const max = options.maxSessions ?? 64;
+  const pool = new LRUCache<string, SessionState>({ max: options.maxSessions ?? 64 });
   return (sessionId) => {
     let state = pool.get(sessionId);
-    if (state !== undefined) {
-      pool.delete(sessionId);
-      pool.set(sessionId, state);
-      return state;
-    }
+    if (state !== undefined) return state;
     state = {
       meter: createMeter(options.counter === undefined ? {} : { counter: options.counter }),
       evidence: createEvidenceStore(options.vault),
@@ -78,7 +73,6 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
       requests: createRequestMemo(),
     };
     pool.set(sessionId, state);
-    if (pool.size > max) pool.delete(pool.keys().next().value as string);
     return state;
   };
 }

@@ -10,6 +10,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import { Kysely, Migrator, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
@@ -171,19 +172,14 @@ const STATEMENT_CACHE = 256;
  * schema change.
  */
 function cachingStatements(conn: Database.Database): SqliteDatabase {
-  const cache = new Map<string, Database.Statement>();
+  const cache = new LRUCache<string, Database.Statement>({ max: STATEMENT_CACHE });
   return {
     close: () => conn.close(),
     prepare: (text) => {
       let statement = cache.get(text);
-      if (statement !== undefined) {
-        cache.delete(text);
-        cache.set(text, statement);
-        return statement;
-      }
+      if (statement !== undefined) return statement;
       statement = conn.prepare(text);
       cache.set(text, statement);
-      if (cache.size > STATEMENT_CACHE) cache.delete(cache.keys().next().value as string);
       return statement;
     },
   };
