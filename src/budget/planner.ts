@@ -5,8 +5,8 @@
 import type { Config } from '../config/types.js';
 import { normalizeModelName } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import { defaultInt } from '../config/index.js';
-import { checkOptions, intOption } from '../options.js';
+import { checkContextLimit, defaultInt } from '../config/index.js';
+import { intOption } from '../options.js';
 import { advance, errorLabel, note, type ProviderRequest, type Route, type Step, type StepContext } from '../step.js';
 import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
 import {
@@ -231,10 +231,15 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   const limit = reportOption('contextLimitTokens');
   const limitReserve = reportOption('outputReserveTokens');
   const limitMargin = reportOption('tokenSafetyMargin');
-  checkOptions(
-    who,
-    limit === 0 || limitReserve + limitMargin < limit,
-    `options.outputReserveTokens + options.tokenSafetyMargin (${limitReserve} + ${limitMargin}) must be below options.contextLimitTokens (${limit}) (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)`,
+  checkContextLimit(
+    { contextLimitTokens: limit, outputReserveTokens: limitReserve, tokenSafetyMargin: limitMargin },
+    {
+      api: who,
+      reserve: 'options.outputReserveTokens',
+      margin: 'options.tokenSafetyMargin',
+      limit: 'options.contextLimitTokens',
+      hint: ' (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)',
+    },
   );
   const route = options.route;
   const staticWindow = override ?? route?.compressionThreshold ?? route?.contextWindow;

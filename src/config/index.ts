@@ -581,14 +581,42 @@ function crossCheck(c: Config): void {
       `${TT}VAULT_LOW_WATER_PCT (${c.vaultLowWaterPct}) must be < ${TT}VAULT_HIGH_WATER_PCT (${c.vaultHighWaterPct})`,
     );
   }
-  if (c.contextLimitTokens > 0 && c.outputReserveTokens + c.tokenSafetyMargin >= c.contextLimitTokens) {
-    throw new ConfigError(
-      `${TT}OUTPUT_RESERVE_TOKENS + ${TT}TOKEN_SAFETY_MARGIN (${c.outputReserveTokens} + ${c.tokenSafetyMargin}) must be below ${TT}CONTEXT_LIMIT_TOKENS (${c.contextLimitTokens})`,
-    );
-  }
+  checkContextLimit(c, {
+    reserve: `${TT}OUTPUT_RESERVE_TOKENS`,
+    margin: `${TT}TOKEN_SAFETY_MARGIN`,
+    limit: `${TT}CONTEXT_LIMIT_TOKENS`,
+  });
   if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {
     throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
   }
+}
+
+/** How {@link checkContextLimit} names the three settings: as variables (config) or as an API's options. */
+export interface ContextLimitNames {
+  readonly reserve: string;
+  readonly margin: string;
+  readonly limit: string;
+  /** The API whose options these are (the message starts `api: `). */
+  readonly api?: string;
+  /** Appended to the message (the variables behind an API's options). */
+  readonly hint?: string;
+}
+
+/**
+ * A context limit (0 = none) must leave room for the output reserve plus the safety margin.
+ *
+ * @throws ConfigError `<reserve> + <margin> (r + m) must be below <limit> (l)`, in the given names.
+ */
+export function checkContextLimit(
+  c: Pick<Config, 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'>,
+  names: ContextLimitNames,
+): void {
+  if (c.contextLimitTokens > 0 && c.outputReserveTokens + c.tokenSafetyMargin >= c.contextLimitTokens)
+    throw new ConfigError(
+      `${names.api === undefined ? '' : `${names.api}: `}${names.reserve} + ${names.margin} ` +
+        `(${c.outputReserveTokens} + ${c.tokenSafetyMargin}) must be below ${names.limit} (${c.contextLimitTokens})` +
+        (names.hint ?? ''),
+    );
 }
 
 /**

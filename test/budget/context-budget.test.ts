@@ -78,9 +78,14 @@ describe('the context budget report (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS, _OUT
 
   it('a limit that leaves no room after reserve and margin is a startup error', () => {
     expect(() => capOutputBudget({ contextLimitTokens: 4608 })).toThrow(ConfigError);
+    expect(() => capOutputBudget({ contextLimitTokens: 4608 })).toThrow(
+      'capOutputBudget: options.outputReserveTokens + options.tokenSafetyMargin (4096 + 512) must be below ' +
+        'options.contextLimitTokens (4608) (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)',
+    );
     expect(() => capOutputBudget({ contextLimitTokens: 4609 })).not.toThrow();
     expect(() => loadConfig({ env: { HOME: '/home/x', TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS: '4000' } })).toThrow(
-      /OUTPUT_RESERVE_TOKENS \+ TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN \(4096 \+ 512\) must be below/,
+      'TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS + TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN (4096 + 512) must be below ' +
+        'TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (4000)',
     );
   });
 });
