@@ -15,7 +15,7 @@
  * re-checks the protections, so a pin committed after the candidate query started still saves its
  * artifact.
  */
-import type { Kysely } from 'kysely';
+import { expressionBuilder, type Expression, type Kysely, type SqlBool } from 'kysely';
 import { VaultCapacityError } from '../errors.js';
 import type { VaultConnection } from './dialect.js';
 import { META, type VaultDatabase } from './schema.js';
@@ -57,6 +57,35 @@ export interface ReleasePolicy {
 }
 
 /** Delete up to enough unprotected artifacts, least recently observed first, to bring `current` to `target`. */
+/**
+ * No pin, exposure or terminal baseline holds the artifact whose id `artifactId` refers to: the
+ * candidate query's filter, and the DELETE's re-check of it (a protection committed in between).
+ */
+function unprotected(artifactId: Expression<string>): Expression<SqlBool> {
+  const eb = expressionBuilder<VaultDatabase>();
+  return eb.and([
+    eb.not(
+      eb.exists(
+        eb
+          .selectFrom('artifact_access as p')
+          .select('p.artifact_id')
+          .where('p.artifact_id', '=', artifactId)
+          .where('p.pinned', '=', 1),
+      ),
+    ),
+    eb.not(
+      eb.exists(
+        eb.selectFrom('artifact_exposures as e').select('e.artifact_id').where('e.artifact_id', '=', artifactId),
+      ),
+    ),
+    eb.not(
+      eb.exists(
+        eb.selectFrom('terminal_baselines as b').select('b.artifact_id').where('b.artifact_id', '=', artifactId),
+      ),
+    ),
+  ]);
+}
+
 async function pruneUnprotected(
   trx: Kysely<VaultDatabase>,
   conn: VaultConnection,
@@ -70,37 +99,7 @@ async function pruneUnprotected(
         trx
           .selectFrom('artifacts as a')
           .select(['a.seq as seq', 'a.byte_count as bytes'])
-          .where((eb) =>
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('artifact_access as p')
-                  .select('p.artifact_id')
-                  .whereRef('p.artifact_id', '=', 'a.artifact_id')
-                  .where('p.pinned', '=', 1),
-              ),
-            ),
-          )
-          .where((eb) =>
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('artifact_exposures as e')
-                  .select('e.artifact_id')
-                  .whereRef('e.artifact_id', '=', 'a.artifact_id'),
-              ),
-            ),
-          )
-          .where((eb) =>
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('terminal_baselines as b')
-                  .select('b.artifact_id')
-                  .whereRef('b.artifact_id', '=', 'a.artifact_id'),
-              ),
-            ),
-          )
+          .where((eb) => unprotected(eb.ref('a.artifact_id')))
           .orderBy('a.last_observed_at')
           .orderBy('a.seq')
           .limit(BATCH),
@@ -119,37 +118,7 @@ async function pruneUnprotected(
     const deleted = await trx
       .deleteFrom('artifacts')
       .where('seq', 'in', chosen)
-      .where((eb) =>
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('artifact_access as p')
-              .select('p.artifact_id')
-              .whereRef('p.artifact_id', '=', 'artifacts.artifact_id')
-              .where('p.pinned', '=', 1),
-          ),
-        ),
-      )
-      .where((eb) =>
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('artifact_exposures as e')
-              .select('e.artifact_id')
-              .whereRef('e.artifact_id', '=', 'artifacts.artifact_id'),
-          ),
-        ),
-      )
-      .where((eb) =>
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('terminal_baselines as b')
-              .select('b.artifact_id')
-              .whereRef('b.artifact_id', '=', 'artifacts.artifact_id'),
-          ),
-        ),
-      )
+      .where((eb) => unprotected(eb.ref('artifacts.artifact_id')))
       .returning(['seq', 'artifact_id as artifactId', 'byte_count as bytes'])
       .execute();
     if (deleted.length === 0) break;
