@@ -175,32 +175,12 @@ export function percentBarsChart(
   label: string,
   description: string,
 ): string {
-  const node: Rendered = Plot.plot({
-    document: newDocument(),
-    width: WIDTH,
-    height: 80 + 36 * rows.length,
-    marginLeft: 190,
-    marginRight: 60,
-    x: { label: 'percent →', domain: [0, 100], grid: true },
-    y: { label: null, domain: rows.map((r) => r.label) },
-    marks: [
-      Plot.barX(rows, {
-        x: 'pct',
-        y: 'label',
-        fill: COLORS.sent,
-        title: (d: { label: string; pct: number }) => `${d.label}: ${fmt.format(d.pct)} %`,
-      }),
-      Plot.text(rows, {
-        x: 'pct',
-        y: 'label',
-        text: (d: { pct: number }) => `${fmt.format(d.pct)} %`,
-        dx: 6,
-        textAnchor: 'start',
-      }),
-      Plot.ruleX([0]),
-    ],
-  });
-  return svgOf(node, label, description);
+  const bars = rows.map((r) => ({ label: r.label, value: r.pct }));
+  return svgOf(
+    labelledBars(bars, { axis: 'percent →', domain: [0, 100], marginRight: 60, suffix: ' %', fill: COLORS.sent }),
+    label,
+    description,
+  );
 }
 
 /** Horizontal bars of counts, one per named figure. */
@@ -210,30 +190,49 @@ export function countBarsChart(
   description: string,
   unit: string,
 ): string {
-  const node: Rendered = Plot.plot({
+  const domain: [number, number] = [0, Math.max(1, ...rows.map((r) => r.value))];
+  const fill = (d: { label: string }) => (/fail|wrong/.test(d.label) ? COLORS.accent : COLORS.sent);
+  return svgOf(
+    labelledBars(rows, { axis: `${unit} →`, domain, marginRight: 80, suffix: '', fill }),
+    label,
+    description,
+  );
+}
+
+/** One bar per row, its value written after it (with `suffix`) and in its title. */
+function labelledBars(
+  rows: readonly { label: string; value: number }[],
+  look: {
+    readonly axis: string;
+    readonly domain: [number, number];
+    readonly marginRight: number;
+    readonly suffix: string;
+    readonly fill: string | ((d: { label: string }) => string);
+  },
+): Rendered {
+  return Plot.plot({
     document: newDocument(),
     width: WIDTH,
     height: 80 + 36 * rows.length,
     marginLeft: 190,
-    marginRight: 80,
-    x: { label: `${unit} →`, grid: true, domain: [0, Math.max(1, ...rows.map((r) => r.value))] },
+    marginRight: look.marginRight,
+    x: { label: look.axis, domain: look.domain, grid: true },
     y: { label: null, domain: rows.map((r) => r.label) },
     marks: [
       Plot.barX(rows, {
         x: 'value',
         y: 'label',
-        fill: (d: { label: string }) => (/fail|wrong/.test(d.label) ? COLORS.accent : COLORS.sent),
-        title: (d: { label: string; value: number }) => `${d.label}: ${fmt.format(d.value)}`,
+        fill: look.fill,
+        title: (d: { label: string; value: number }) => `${d.label}: ${fmt.format(d.value)}${look.suffix}`,
       }),
       Plot.text(rows, {
         x: 'value',
         y: 'label',
-        text: (d: { value: number }) => fmt.format(d.value),
+        text: (d: { value: number }) => `${fmt.format(d.value)}${look.suffix}`,
         dx: 6,
         textAnchor: 'start',
       }),
       Plot.ruleX([0]),
     ],
   });
-  return svgOf(node, label, description);
 }
