@@ -105,14 +105,44 @@ function parseJson(data: string): Obj | undefined {
   }
 }
 
+/** An event passed on with changed data. */
+const emit = (type: string, json: Obj): string => block(`event: ${type}\ndata: ${JSON.stringify(json)}`);
+
+/** A format's answer to the event that ends a recovery-only round it may continue: hold it and the rest back. */
+const HOLD = Symbol('hold');
+
+/** One format's side of a round: `push` answers an event (or HOLD); `finish` is told whether the round held. */
+interface RoundFormat {
+  push(event: SseEvent): string | typeof HOLD;
+  finish(holding: boolean): Omit<RoundEnd, 'holding' | 'held'>;
+}
+
+/** A round that, once its format said HOLD, keeps every event back, raw, for the driver to send or drop. */
+function holdingRound(format: RoundFormat): StreamRound {
+  let holding = false;
+  let held = '';
+  return {
+    push(event) {
+      if (!holding) {
+        const out = format.push(event);
+        if (out !== HOLD) return out;
+        holding = true;
+      }
+      held += block(event.raw);
+      return '';
+    },
+    finish: () => ({ ...format.finish(holding), holding, held }),
+  };
+}
+
 /**
  * One round of a client stream. `canContinue` says whether a recovery-only round may hold its end
  * for another round; when not, the end is passed on with the stop reason of a finished turn.
  */
 export function createStreamRound(format: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
-  if (format === 'chat') return chatRound(canContinue);
-  if (format === 'responses') return responsesRound(state, canContinue);
-  return anthropicRound(state, canContinue);
+  if (format === 'chat') return holdingRound(chatRound(canContinue));
+  if (format === 'responses') return holdingRound(responsesRound(state, canContinue));
+  return holdingRound(anthropicRound(state, canContinue));
 }
 
 /** Events that end a client stream cleanly when a held round cannot be continued. */
@@ -146,12 +176,10 @@ interface ChatCall {
   readonly visible: number;
 }
 
-function chatRound(canContinue: boolean): StreamRound {
+function chatRound(canContinue: boolean): RoundFormat {
   const calls = new Map<number, ChatCall>();
   let content = '';
   let finish: unknown = null;
-  let holding = false;
-  let held = '';
   let nextVisible = 0;
   let last: Obj | undefined;
   const counts = (): { recovery: number; others: number } => {
@@ -161,10 +189,6 @@ function chatRound(canContinue: boolean): StreamRound {
   };
   return {
     push(event) {
-      if (holding) {
-        held += block(event.raw);
-        return '';
-      }
       if (event.data === '[DONE]') return block(event.raw);
       const json = parseJson(event.data);
       const choices = json?.['choices'];
@@ -213,9 +237,7 @@ function chatRound(canContinue: boolean): StreamRound {
         const { recovery, others } = counts();
         if (recovery > 0 && others === 0) {
           if (canContinue) {
-            holding = true;
-            held += block(event.raw);
-            return '';
+            return HOLD;
           }
           finishReason = 'stop';
           changed = true;
@@ -241,26 +263,19 @@ function chatRound(canContinue: boolean): StreamRound {
         choices: [{ index: 0, message, finish_reason: finish }],
       };
       const split = splitCalls(body, 'chat');
-      return { body, recovery: split.recovery, others: split.others, holding, held };
+      return { body, recovery: split.recovery, others: split.others };
     },
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 
-function responsesRound(state: StreamState, canContinue: boolean): StreamRound {
+function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
-  let holding = false;
-  let held = '';
   let body: unknown;
-  const emit = (type: string, json: Obj): string => block(`event: ${type}\ndata: ${JSON.stringify(json)}`);
   return {
     push(event) {
-      if (holding) {
-        held += block(event.raw);
-        return '';
-      }
       const json = parseJson(event.data);
       if (json === undefined) return block(event.raw);
       const type = String(json['type'] ?? event.event ?? '');
@@ -283,9 +298,7 @@ function responsesRound(state: StreamState, canContinue: boolean): StreamRound {
         body = response;
         const split = splitCalls(response, 'responses');
         if (type === 'response.completed' && split.recovery.length > 0 && split.others === 0 && canContinue) {
-          holding = true;
-          held += block(event.raw);
-          return '';
+          return HOLD;
         }
         const own = stripRecoveryCalls(response, 'responses') as Obj;
         const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
@@ -297,10 +310,10 @@ function responsesRound(state: StreamState, canContinue: boolean): StreamRound {
       }
       return out === json ? block(event.raw) : emit(type, out);
     },
-    finish() {
+    finish(holding) {
       const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, 'responses');
       if (holding) state.visibleItems.push(...roundVisible);
-      return { body, recovery: split.recovery, others: split.others, holding, held };
+      return { body, recovery: split.recovery, others: split.others };
     },
   };
 }
@@ -314,20 +327,13 @@ interface AnthropicBlock {
   json: string;
 }
 
-function anthropicRound(state: StreamState, canContinue: boolean): StreamRound {
+function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
   let stop: unknown = null;
   let message: Obj = {};
-  let holding = false;
-  let held = '';
-  const emit = (type: string, json: Obj): string => block(`event: ${type}\ndata: ${JSON.stringify(json)}`);
   const content = (): Obj[] => [...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b.block);
   return {
     push(event) {
-      if (holding) {
-        held += block(event.raw);
-        return '';
-      }
       const json = parseJson(event.data);
       if (json === undefined) return block(event.raw);
       const type = String(json['type'] ?? event.event ?? '');
@@ -366,9 +372,7 @@ function anthropicRound(state: StreamState, canContinue: boolean): StreamRound {
         const split = splitCalls({ content: content() }, 'anthropic');
         if (split.recovery.length > 0 && split.others === 0) {
           if (canContinue) {
-            holding = true;
-            held += block(event.raw);
-            return '';
+            return HOLD;
           }
           return emit(type, { ...json, delta: { ...delta, stop_reason: 'end_turn' } });
         }
@@ -378,7 +382,7 @@ function anthropicRound(state: StreamState, canContinue: boolean): StreamRound {
     finish() {
       const body = { ...message, content: content(), stop_reason: stop };
       const split = splitCalls(body, 'anthropic');
-      return { body, recovery: split.recovery, others: split.others, holding, held };
+      return { body, recovery: split.recovery, others: split.others };
     },
   };
 }
