@@ -13,7 +13,7 @@
  * vault's retention never touches it.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import type { StoreConnection } from '../vault/dialect.js';
 import { openPostgresStore } from '../vault/dialect/postgres/postgres-store.js';
@@ -336,23 +336,19 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
   ): Promise<void> => {
     const raw = count(rawTokens);
     const fin = count(finalTokens);
-    await trx
-      .updateTable('sessions')
-      .set((eb) => ({
-        requests: eb('requests', '+', 1),
-        raw_tokens: eb('raw_tokens', '+', raw),
-        final_tokens: eb('final_tokens', '+', fin),
-      }))
-      .where('session_id', '=', sessionId)
-      .execute();
+    // The same increments on the session's totals and on the turn's.
+    const plus = (column: 'requests' | 'raw_tokens' | 'final_tokens', n: number) =>
+      sql<number>`${sql.ref(column)} + ${n}`;
+    const added = {
+      requests: plus('requests', 1),
+      raw_tokens: plus('raw_tokens', raw),
+      final_tokens: plus('final_tokens', fin),
+    };
+    await trx.updateTable('sessions').set(added).where('session_id', '=', sessionId).execute();
     if (turnId !== undefined) {
       await trx
         .updateTable('turns')
-        .set((eb) => ({
-          requests: eb('requests', '+', 1),
-          raw_tokens: eb('raw_tokens', '+', raw),
-          final_tokens: eb('final_tokens', '+', fin),
-        }))
+        .set(added)
         .where('session_id', '=', sessionId)
         .where('turn_id', '=', turnId)
         .execute();
