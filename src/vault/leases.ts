@@ -91,6 +91,19 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       .where('artifact_id', '=', artifactId)
       .where('inline', '=', 1);
 
+  /** Before an exposure is written: row-lock its artifact (ArtifactNotFoundError when gone), keep the session alive. */
+  const lockForExposure = async (
+    trx: Kysely<VaultDatabase>,
+    artifactId: string,
+    sessionId: string,
+    scope: StoreScope | undefined,
+  ): Promise<void> => {
+    const row = await conn
+      .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
+      .executeTakeFirst();
+    if (row === undefined) throw new ArtifactNotFoundError(artifactId);
+    await touchSession(ctx, trx, scope, sessionId);
+  };
   const deliver = async (artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery> => {
     ctx.assertOpen();
     const ids = [...new Set(artifactIds)];
@@ -154,11 +167,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       ctx.assertOpen();
       const max = requireCount('limit', limit);
       return conn.write(async (trx) => {
-        const row = await conn
-          .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
-          .executeTakeFirst();
-        if (row === undefined) throw new ArtifactNotFoundError(artifactId);
-        await touchSession(ctx, trx, scope, sessionId);
+        await lockForExposure(trx, artifactId, sessionId, scope);
         const existing = await trx
           .selectFrom('artifact_exposures')
           .select('inline')
@@ -192,11 +201,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
     async recordExposure(sessionId, artifactId, requestId, inline, scope) {
       ctx.assertOpen();
       await conn.write(async (trx) => {
-        const row = await conn
-          .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
-          .executeTakeFirst();
-        if (row === undefined) throw new ArtifactNotFoundError(artifactId);
-        await touchSession(ctx, trx, scope, sessionId);
+        await lockForExposure(trx, artifactId, sessionId, scope);
         await trx
           .insertInto('artifact_exposures')
           .values({
