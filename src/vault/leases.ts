@@ -104,6 +104,13 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
     if (row === undefined) throw new ArtifactNotFoundError(artifactId);
     await touchSession(ctx, trx, scope, sessionId);
   };
+  const exposureRow = (sessionId: string, artifactId: string, requestId: string, inline: boolean) => ({
+    session_id: sessionId,
+    artifact_id: artifactId,
+    request_id: requestId,
+    inline: inline ? 1 : 0,
+    exposed_at: ctx.nowIso(),
+  });
   const deliver = async (artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery> => {
     ctx.assertOpen();
     const ids = [...new Set(artifactIds)];
@@ -186,13 +193,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
         if (Number(count.n) >= max) return false;
         await trx
           .insertInto('artifact_exposures')
-          .values({
-            session_id: sessionId,
-            artifact_id: artifactId,
-            request_id: requestId,
-            inline: 1,
-            exposed_at: ctx.nowIso(),
-          })
+          .values(exposureRow(sessionId, artifactId, requestId, true))
           .execute();
         return true;
       }, scope?.budget);
@@ -204,13 +205,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
         await lockForExposure(trx, artifactId, sessionId, scope);
         await trx
           .insertInto('artifact_exposures')
-          .values({
-            session_id: sessionId,
-            artifact_id: artifactId,
-            request_id: requestId,
-            inline: inline ? 1 : 0,
-            exposed_at: ctx.nowIso(),
-          })
+          .values(exposureRow(sessionId, artifactId, requestId, inline))
           .onConflict((oc) =>
             oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
               inline: eb
