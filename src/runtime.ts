@@ -36,6 +36,7 @@ import { conversationTerms } from './compile/focus.js';
 import { detectFormat, readRequest } from './model/read.js';
 import type { Config } from './config/types.js';
 import { ConfigError, VaultSchemaError } from './errors.js';
+import { intOption } from './options.js';
 import { canonicalJson, counterForModel, createCountMemo } from './measure/index.js';
 import type { TokenCounter } from './measure/types.js';
 import { createRecoveryTool } from './recovery/index.js';
@@ -181,6 +182,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       `createTerminator: vaultErrors must be 'passthrough' or 'throw' (got ${String(vaultErrors)})`,
     );
   }
+  const maxSessions = intOption('createTerminator', 'maxSessions', options.maxSessions, 256, 1);
   const ownsVault = options.vault === undefined;
   let vault: Vault;
   let vaultFailure: Error | undefined;
@@ -227,7 +229,6 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
-  const maxSessions = options.maxSessions ?? 256;
   // One prompt counter for every session's output cap: counts per message object, like the
   // request stages' memos (a rebuilt copy they recognised counts as the earlier object).
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true });

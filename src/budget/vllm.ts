@@ -11,6 +11,7 @@ import { LRUCache } from 'lru-cache';
 import { Agent, request as undiciRequest } from 'undici';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError } from '../errors.js';
+import { intOption } from '../options.js';
 import { canonicalJson } from '../measure/index.js';
 import type { ProviderRequest } from '../step.js';
 import { BudgetCounterError, type BudgetCounter, type CountContext } from './counter.js';
@@ -170,8 +171,8 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
     options.userAgent !== undefined && options.userAgent !== ''
       ? options.userAgent
       : `token-terminator/${PACKAGE_VERSION}`;
-  // Least recently used first out; a bound below 1 remembers nothing.
-  const maxEntries = Math.floor(options.cacheEntries ?? 64);
+  // Least recently used first out; 0 remembers nothing.
+  const maxEntries = intOption('createVllmCounter', 'cacheEntries', options.cacheEntries, 64, 0);
   const cache = maxEntries >= 1 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;
   let agent: Agent | undefined;
 

@@ -84,6 +84,11 @@ describe('buildTokenizePayload (unit)', () => {
     expect(() => createVllmCounter({ url: 'http://h/tokenize', timeoutSeconds: 0 })).toThrow(
       /INCONTEXT_TOKENIZER_TIMEOUT_SECONDS/,
     );
+    for (const cacheEntries of [-1, 2.5, Infinity])
+      expect(() => createVllmCounter({ url: 'http://h/tokenize', cacheEntries })).toThrow(
+        /createVllmCounter: options\.cacheEntries must be an integer ≥ 0/,
+      );
+    expect(() => createVllmCounter({ url: 'http://h/tokenize', cacheEntries: 0 })).not.toThrow();
   });
 });
 

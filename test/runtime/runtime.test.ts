@@ -434,6 +434,10 @@ describe('createTerminator when the vault cannot be opened', () => {
     await expect(
       createTerminator({ env, overrides: { dbPath: path }, vaultErrors: 'ignore' as never }),
     ).rejects.toThrow(/createTerminator: vaultErrors/);
+    for (const maxSessions of [0, 1.5, Infinity, Number.NaN])
+      await expect(createTerminator({ env, overrides: { dbPath: path }, maxSessions })).rejects.toThrow(
+        /createTerminator: options\.maxSessions must be an integer ≥ 1/,
+      );
   });
 
   it('opens the vault with TOKEN_TERMINATOR_BUSY_TIMEOUT_MS: a lock held 1.5 s beats 50 ms, not the 10 s default', async () => {
