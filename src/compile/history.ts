@@ -85,6 +85,24 @@ export interface HistoryPlan {
   readonly failure?: string;
 }
 
+/**
+ * What planning found about one output slot, kept for the session's next request: an extended
+ * view hands over the previous view's slot objects (src/model/read.ts), and their chain keys,
+ * text sizes and renderings do not change.
+ */
+interface OutputFacts {
+  readonly slot: Slot;
+  readonly chain: string;
+  readonly key: string;
+  /** Code points of the slot's text (-1: it has none), once needed. */
+  chars?: number;
+  /** The rendering per kind once looked up (null: cannot be rendered). */
+  readonly targets: { [K in RewriteKind]?: Target | null };
+}
+
+const OUTPUT_FACTS = 'history:outputs';
+const VERIFIED = 'history:verified';
+
 const REASONING_MIN_CHARS = 300;
 const artifactOf = (text: string): { id: string } => ({
   id: `a_${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32)}`,
@@ -149,17 +167,32 @@ export async function planHistory(
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
+  // What the previous plan found per output (its key, text size, renderings), reused for the
+  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
+  const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
+    const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
+    f.targets[kind] = t;
+    return t ?? undefined;
+  };
   for (const slot of outputs) {
     const i = slot.item;
     if (i === undefined || i <= start) continue;
-    const key = `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`;
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    else f = { slot, chain: chain[i]!, key: `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`, targets: {} };
+    facts.push(f);
+    const key = f.key;
     // The newest outputs are never rewritten, whatever another process decided for this key.
     // Known answers are taken without a microtask (a request names every item of its history).
     const known = i < protectedFrom ? memo.rewritten(key) : undefined;
     const kind = (known instanceof Promise ? await known : known) as RewriteKind | undefined;
     const want: RewriteKind = i < collapseBefore ? 'receipt' : 'digest';
     if (kind !== undefined) {
-      const target = knownTarget(state, slot, key, kind) ?? (await outputTarget(state, slot, key, kind, o));
+      const cached = f.targets[kind];
+      const target = cached !== undefined ? cached : await targetOf(f, kind);
       if (target === null || target === undefined) continue; // cannot be rendered any more: it stays inline
       applied.push(target);
       // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
@@ -171,13 +204,18 @@ export async function planHistory(
     }
     shown.push(key);
     if (i >= protectedFrom || i >= sealedBefore) continue;
-    const text = slotText(slot.value);
-    if (text === undefined || codePoints(text) < o.minChars) continue;
+    if (f.chars === undefined) {
+      const text = slotText(slot.value);
+      f.chars = text === undefined ? -1 : codePoints(text);
+    }
+    if (f.chars < o.minChars) continue;
     const before = memo.shownBefore(key, requestKey);
     if ((before instanceof Promise ? await before : before) < o.inlineLeases) continue;
-    const target = knownTarget(state, slot, key, want) ?? (await outputTarget(state, slot, key, want, o));
+    const cached = f.targets[want];
+    const target = cached !== undefined ? cached : await targetOf(f, want);
     if (target !== null && target !== undefined) candidates.push(target);
   }
+  state.sticky.set(OUTPUT_FACTS, facts);
   if (o.reasoning || o.collapseAfterTurns > 0) {
     for (const slot of view.slots) {
       const i = slot.item;
@@ -198,12 +236,7 @@ export async function planHistory(
   }
 
   // The history as it would be sent without a new rewrite: earlier rewrites applied.
-  const keepItems =
-    renderItems(
-      state,
-      view,
-      applied.map((t) => ({ slot: t.slot, text: t.text })),
-    ) ?? view.items;
+  const keepItems = renderItems(state, view, applied) ?? view.items;
   let chosen: Target[] = [];
   if (candidates.length > 0 && o.newBatch !== false) {
     if (o.blockTurns > 0) chosen = candidates;
@@ -244,17 +277,23 @@ export async function planHistory(
   const final: Target[] = [];
   let failed = 0;
   let failure: string | undefined;
-  for (const t of [...applied.filter((x) => !chosen.some((c) => c.key === x.key)), ...chosen]) {
+  const chosenKeys = new Set(chosen.map((c) => c.key));
+  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  for (const t of order) {
     try {
       if (t.evidence === undefined) {
-        if (!(await verifiedOnce(state, t.artifactId))) throw new Error('artifact gone');
+        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
+        if (!ok) throw new Error('artifact gone');
         receipts.push({ artifactId: t.artifactId, verified: true });
       } else {
-        const r = await state.evidence.receipt(t.evidence, {
-          toolName: t.toolName,
-          sessionId: o.sessionId,
-          ...(t.slot.callId ? { callId: t.slot.callId } : {}),
-        });
+        // Known without a microtask when a recent request vaulted the same text.
+        const r =
+          state.evidence.knownReceipt(t.evidence, t.toolName) ??
+          (await state.evidence.receipt(t.evidence, {
+            toolName: t.toolName,
+            sessionId: o.sessionId,
+            ...(t.slot.callId ? { callId: t.slot.callId } : {}),
+          }));
         // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
         if (r.artifactId !== t.artifactId)
           throw new Error('artifact id differs from the rendered one (prefix collision)');
@@ -280,17 +319,23 @@ export async function planHistory(
       failed,
       ...(failure === undefined ? {} : { failure }),
     };
+  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
+  // order (stable: the changes of one item keep their order), which lets the rendering start
+  // from the previous request's (src/compile/apply.ts).
   const items =
-    renderItems(
-      state,
-      view,
-      final.map((t) => ({ slot: t.slot, text: t.text })),
-    ) ?? view.items;
+    chosen.length === 0 && final.length === applied.length
+      ? keepItems
+      : (renderItems(
+          state,
+          view,
+          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
+        ) ?? view.items);
+  const decidedKeys = new Set(chosen.map((c) => c.key));
   return {
     items,
     receipts,
     decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
-    shown: shown.filter((k) => !chosen.some((c) => c.key === k)),
+    shown: shown.filter((k) => !decidedKeys.has(k)),
     requestKey,
     rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
     reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
@@ -370,12 +415,23 @@ async function outputTarget(
   return target;
 }
 
+/** Artifact ids of reused receipts found in the vault by this session. */
+function verifiedIds(state: SessionState): Set<string> {
+  let ids = state.sticky.get(VERIFIED) as Set<string> | undefined;
+  if (ids === undefined) state.sticky.set(VERIFIED, (ids = new Set()));
+  return ids;
+}
+
+/** verifiedOnce's answer when it is known without asking the vault. */
+function verifiedNow(state: SessionState, id: string): boolean {
+  return verifiedIds(state).has(id) && !state.evidence.isGone(id);
+}
+
 /** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
-  const memoKey = `verified:${id}`;
-  if (state.sticky.get(memoKey) === true && !state.evidence.isGone(id)) return true;
+  if (verifiedNow(state, id)) return true;
   const ok = await state.vault.verify(id).catch(() => false);
-  if (ok) state.sticky.set(memoKey, true);
+  if (ok) verifiedIds(state).add(id);
   return ok;
 }
 
