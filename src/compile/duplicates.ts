@@ -38,10 +38,13 @@ interface PlannedBase {
 export type PlannedSlot = PlannedBase &
   ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
 
-/** The slot replacements a plan writes back (inline outputs contribute none). */
+/**
+ * The slot replacements a plan writes back (inline outputs contribute none): the planned slots
+ * themselves, so an unchanged decision is the same change object request after request.
+ */
 export function planChanges(plan: readonly PlannedSlot[]): { readonly slot: Slot; readonly text: string }[] {
   const changes: { slot: Slot; text: string }[] = [];
-  for (const p of plan) if (p.render !== 'inline') changes.push({ slot: p.slot, text: p.text });
+  for (const p of plan) if (p.render !== 'inline') changes.push(p);
   return changes;
 }
 
@@ -116,6 +119,25 @@ async function evidenceOf(
   return found;
 }
 
+/**
+ * One output slot as the session's previous plan saw it: its evidence and the planned slot per
+ * rendering. An extended view hands over the previous view's slot objects (src/model/read.ts),
+ * and an item's evidence, once found, stays what it was (see knownEvidence).
+ */
+interface OutputFacts {
+  readonly slot: Slot;
+  readonly ev: Evidence | null;
+  planned?: { [R in PlannedSlot['render']]?: PlannedSlot };
+}
+
+const OUTPUT_FACTS = 'dedupe:outputs';
+
+/** The planned slot of `f` rendered as `render`, built once per output and rendering. */
+function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
+  const planned = (f.planned ??= {});
+  return (planned[render] ??= build());
+}
+
 /** Decide every large tool output of a request. */
 export async function planDuplicates(
   state: SessionState,
@@ -123,13 +145,21 @@ export async function planDuplicates(
   outputs: readonly Slot[],
   o: DuplicateOptions,
 ): Promise<PlannedSlot[]> {
-  const found: { slot: Slot; ev: Evidence }[] = [];
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
-    const known = knownEvidence(state, view, slot, o);
-    const ev = known !== undefined ? known : await evidenceOf(state, view, slot, o);
-    if (ev !== null) found.push({ slot, ev });
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot) p++;
+    else {
+      const known = knownEvidence(state, view, slot, o);
+      f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
+    }
+    facts.push(f);
   }
+  state.sticky.set(OUTPUT_FACTS, facts);
+  const found = facts.filter((f): f is OutputFacts & { ev: Evidence } => f.ev !== null);
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
   // become receipts (the content is visible further down). Copies the conversation already had
   // are left to the history rewrites: replacing them here would break the prompt cache.
@@ -137,20 +167,32 @@ export async function planDuplicates(
   found.forEach((f, i) => newest.set(f.ev.receipt.artifactId, i));
   const planned: PlannedSlot[] = [];
   for (let i = 0; i < found.length; i++) {
-    const { slot, ev } = found[i]!;
+    const f = found[i]!;
+    const { slot, ev } = f;
     const id = ev.receipt.artifactId;
     if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!)))
-      planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
+      planned.push(
+        plannedAs(f, 'receipt', () => ({
+          slot,
+          receipt: ev.receipt,
+          render: 'receipt',
+          duplicate: true,
+          text: ev.receipt.text,
+        })),
+      );
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
       // The names of the conversation before this output (fixed once it arrived): the same view every request.
-      planned.push({
-        slot,
-        receipt: ev.receipt,
-        render: 'view',
-        duplicate: false,
-        text: (ev.view ??= `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!))}\n\n${ev.receipt.text}`),
-      });
-    } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
+      planned.push(
+        plannedAs(f, 'view', () => ({
+          slot,
+          receipt: ev.receipt,
+          render: 'view',
+          duplicate: false,
+          text: (ev.view ??= `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!))}\n\n${ev.receipt.text}`),
+        })),
+      );
+    } else
+      planned.push(plannedAs(f, 'inline', () => ({ slot, receipt: ev.receipt, render: 'inline', duplicate: false })));
   }
   return planned;
 }

@@ -43,6 +43,16 @@ export function observationTest(api: string, setting: ObservationSetting | undef
 /** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
 const byText = new WeakSet<ObservationTest>();
 const answers = new WeakMap<ObservationTest, WeakMap<object, boolean>>();
+/** A finished scan of a view's slots: where it ended, what it found, the command in force at the end. */
+interface Scan {
+  readonly slots: readonly Slot[];
+  readonly start: number;
+  readonly head: number;
+  readonly out: readonly Slot[];
+  readonly command: string | undefined;
+}
+/** Per pattern test, the last scan of each conversation (by its first item slot). */
+const scans = new WeakMap<ObservationTest, WeakMap<Slot, Scan>>();
 /** The last fenced block of an assistant message (trimmed), per message object. */
 const commands = new WeakMap<object, string | null>();
 
@@ -79,9 +89,26 @@ export function prefixEnd(view: RequestView): number {
 export function observationSlots(view: RequestView, test: ObservationTest): Slot[] {
   const start = prefixEnd(view);
   if (start === -1) return [];
-  const out: Slot[] = [];
+  // A pattern's scan goes on from the previous scan of the same conversation (the slots an
+  // extended view shares with it are the same objects, and so are the observation slots found).
+  let head = 0;
+  while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
+  const first = view.slots[head];
+  const memo =
+    byText.has(test) && first !== undefined
+      ? (scans.get(test) ?? scans.set(test, new WeakMap()).get(test)!)
+      : undefined;
+  const last = memo?.get(first!);
+  let from = head;
+  let out: Slot[] = [];
   let command: string | undefined;
-  for (const slot of view.slots) {
+  if (last !== undefined && last.start === start && last.head === head && last.slots.length <= view.slots.length) {
+    let k = head;
+    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
+    if (k === last.slots.length) [from, out, command] = [k, last.out.slice(), last.command];
+  }
+  for (let x = from; x < view.slots.length; x++) {
+    const slot = view.slots[x]!;
     if (slot.item === undefined || slot.item <= start) continue;
     if (slot.kind === 'assistant') {
       command = commandOf(slot);
@@ -106,5 +133,6 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
       callArgs: command === undefined ? {} : { command },
     });
   }
+  memo?.set(first!, { slots: view.slots, start, head, out: out.slice(), command });
   return out;
 }
