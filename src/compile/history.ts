@@ -24,7 +24,7 @@ import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
-import { evidenceText, readWhole } from './evidence.js';
+import { evidenceText, readWhole, type Receipted } from './evidence.js';
 import { parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
@@ -101,6 +101,8 @@ interface OutputFacts {
 }
 
 const OUTPUT_FACTS = 'history:outputs';
+/** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
+const receiptOfTarget = new WeakMap<Target, Receipted>();
 const VERIFIED = 'history:verified';
 
 const REASONING_MIN_CHARS = 300;
@@ -241,9 +243,10 @@ export async function planHistory(
   if (candidates.length > 0 && o.newBatch !== false) {
     if (o.blockTurns > 0) chosen = candidates;
     else {
-      const sizes = keepItems.map((it) => state.meter.measure(it).chars + 2);
-      const position: number[] = [];
-      sizes.reduce((at, n, i) => ((position[i] = at), at + n), 1);
+      // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
+      const cum = state.meter.cumulativeChars(keepItems);
+      const before = (i: number): number => (i === 0 ? 0 : cum[i - 1]!);
+      const position = (i: number): number => 1 + before(i) + 2 * i;
       const byItem = new Map<number, Target[]>();
       for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
       const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
@@ -254,17 +257,17 @@ export async function planHistory(
         return rendered;
       };
       const list: RewriteCandidate[] = itemsInOrder.map((i) => ({
-        position: position[i]!,
-        saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)).chars,
+        position: position(i),
+        saved: cum[i]! - before(i) - state.meter.measure(withChanges(i)).chars,
       }));
       let runStart = info.length - 1;
       while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
       while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
-      const size = sizes.reduce((a, b) => a + b, 1);
+      const size = 1 + before(keepItems.length) + 2 * keepItems.length;
       const turnsSoFar = countAssistantRuns(info, start);
       const answer = chooseBatch({
         size,
-        cachedEnd: position[runStart] ?? size,
+        cachedEnd: runStart < keepItems.length ? position(runStart) : size,
         requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
         pricing: o.pricing,
         candidates: list,
@@ -286,17 +289,22 @@ export async function planHistory(
         if (!ok) throw new Error('artifact gone');
         receipts.push({ artifactId: t.artifactId, verified: true });
       } else {
-        // Known without a microtask when a recent request vaulted the same text.
-        const r =
-          state.evidence.knownReceipt(t.evidence, t.toolName) ??
-          (await state.evidence.receipt(t.evidence, {
-            toolName: t.toolName,
-            sessionId: o.sessionId,
-            ...(t.slot.callId ? { callId: t.slot.callId } : {}),
-          }));
-        // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
-        if (r.artifactId !== t.artifactId)
-          throw new Error('artifact id differs from the rendered one (prefix collision)');
+        // The receipt an earlier request got for this rendering stands while its artifact is not
+        // found gone; else known without a microtask when a recent request vaulted the same text.
+        let r = receiptOfTarget.get(t);
+        if (r === undefined || state.evidence.isGone(r.artifactId)) {
+          r =
+            state.evidence.knownReceipt(t.evidence, t.toolName) ??
+            (await state.evidence.receipt(t.evidence, {
+              toolName: t.toolName,
+              sessionId: o.sessionId,
+              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
+            }));
+          // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
+          if (r.artifactId !== t.artifactId)
+            throw new Error('artifact id differs from the rendered one (prefix collision)');
+          receiptOfTarget.set(t, r);
+        }
         receipts.push(r);
       }
       final.push(t);

@@ -39,6 +39,8 @@ export interface Meter {
     listKey: string | undefined,
     items: readonly unknown[],
   ): number | undefined;
+  /** Running sums of the items' chars: element i is Σ chars of items 0 … i (do not mutate). */
+  cumulativeChars(items: readonly unknown[]): readonly number[];
   /**
    * Tokens of the items that differ between two lists of the same length (`raw[i] !== candidate[i]`),
    * summed on each side; undefined without a counter (unless no item differs: then 0 and 0).
@@ -105,10 +107,14 @@ export function createMeter(options: MeterOptions = {}): Meter {
 
   // Running sums over the last lists asked for (private copies), so a list that extends one of
   // them is summed over its new items only: a long history is not looked up item by item again.
-  const SUMS_KEPT = 2;
+  const SUMS_KEPT = 3;
   let charSums: { items: readonly unknown[]; cum: number[] }[] = [];
-  /** Σ chars of the items. */
   const charsOf = (items: readonly unknown[]): number => {
+    const cum = cumulative(items);
+    return cum.length === 0 ? 0 : cum[cum.length - 1]!;
+  };
+  /** Running sums of the items' chars. */
+  const cumulative = (items: readonly unknown[]): readonly number[] => {
     let best: { items: readonly unknown[]; cum: number[] } | undefined;
     let shared = 0;
     for (const m of charSums) {
@@ -119,13 +125,13 @@ export function createMeter(options: MeterOptions = {}): Meter {
     }
     if (best !== undefined && shared === items.length && shared === best.items.length) {
       charSums = [best, ...charSums.filter((m) => m !== best)];
-      return shared === 0 ? 0 : best.cum[shared - 1]!;
+      return best.cum;
     }
     const cum = best === undefined ? [] : best.cum.slice(0, shared);
     let total = shared > 0 ? cum[shared - 1]! : 0;
     for (let i = shared; i < items.length; i++) cum.push((total += entryOf(items[i]).chars));
     charSums = [{ items: items.slice(), cum }, ...charSums].slice(0, SUMS_KEPT);
-    return total;
+    return cum;
   };
   // The same for the token sums of the items two lists differ in (the gate's raw and candidate).
   let pairSums: { raw: readonly unknown[]; candidate: readonly unknown[]; a: number[]; b: number[] } | undefined;
@@ -184,6 +190,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
       if (listKey !== undefined) for (const it of items) total += tokensOf(it) ?? 0;
       return total;
     },
+    cumulativeChars: cumulative,
     changedTokens,
     get size() {
       return byHash.size;

@@ -8,6 +8,7 @@
 import { DEFAULT_OBSERVATION_PATTERN } from '../config/observation-pattern.js';
 import { ConfigError } from '../errors.js';
 import type { RequestView, Slot } from '../model/types.js';
+import { isRecoveryResult } from '../recovery/results.js';
 import { fencedBlocks } from './actions.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
@@ -135,4 +136,35 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   }
   memo?.set(first!, { slots: view.slots, start, head, out: out.slice(), command });
   return out;
+}
+
+/** Per conversation (its first item slot): the last view's slots and the host tool outputs among its item slots. */
+const outputScans = new WeakMap<
+  Slot,
+  { readonly slots: readonly Slot[]; readonly head: number; readonly out: readonly Slot[] }
+>();
+
+/**
+ * The request's tool-output slots other than the recovery tool's own results (what the request
+ * stages manage), in slot order: `view.slots.filter(kind tool_output, not a recovery result)`,
+ * scanned on from the conversation's previous view for the item slots an extended view shares.
+ */
+export function hostToolOutputs(view: RequestView): Slot[] {
+  const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);
+  let head = 0;
+  while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
+  const out: Slot[] = view.slots.slice(0, head).filter(keep);
+  const first = view.slots[head];
+  if (first === undefined) return out;
+  const last = outputScans.get(first);
+  let from = head;
+  let found: Slot[] = [];
+  if (last !== undefined && last.head === head && last.slots.length <= view.slots.length) {
+    let k = head;
+    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
+    if (k === last.slots.length) [from, found] = [k, last.out.slice()];
+  }
+  for (let x = from; x < view.slots.length; x++) if (keep(view.slots[x]!)) found.push(view.slots[x]!);
+  outputScans.set(first, { slots: view.slots, head, out: found });
+  return out.length === 0 ? found.slice() : [...out, ...found];
 }
