@@ -125,12 +125,11 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 /**
  * `value`, or `before` when the two are equal; recorded for later lookups in the weak map when
- * `record` (list items are recorded as a {@link Recognition} instead; `i`: their position).
+ * `record` (list items are recorded as a {@link Recognition} instead).
  */
-function intern(value: unknown, before: unknown, record: boolean, i = -1): unknown {
+function intern(value: unknown, before: unknown, record: boolean): unknown {
   if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null)
     return value;
-  if (i >= 0 && recentlyKnown(value, before, i)) return before;
   if (earlier.get(value) === before) return before;
   let equal: boolean;
   try {
@@ -194,17 +193,25 @@ export function createRequestMemo(): RequestMemo {
         // the previous list (and view) must stay what that request was.
         const given = caller[listKey] as readonly unknown[];
         const copy = given.slice();
+        // The caller's objects as recorded for later stages; a position an earlier recognition
+        // already recorded holds the known object (nothing to record twice).
+        const callers = given.slice();
         let leading = true;
         for (let i = 0; i < copy.length; i++) {
           const value = copy[i];
-          const known = i < items.length ? intern(value, items[i], false, i) : value;
+          let known = value;
+          if (i < items.length) {
+            const before = items[i];
+            if (value !== before && recentlyKnown(value, before, i)) known = callers[i] = before;
+            else known = intern(value, before, false);
+          }
           if (known !== value) copy[i] = known;
           if (leading && i < items.length && known === items[i]) shared++;
           else leading = false;
         }
         list = copy;
         (request ??= { ...caller })[listKey] = copy;
-        recent.unshift({ caller: given.slice(), known: copy, published: false });
+        recent.unshift({ caller: callers, known: copy, published: false });
         if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;
       }
       const seen = request ?? caller;
