@@ -15,7 +15,9 @@ import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/plan
  * `minOutputTokens` R (4096), `fallbackMarginTokens` F (1024), `compressionWindowTokens` W
  * override (unset), `counter` (registry backend), `backend` INCONTEXT_BACKEND (`tiktoken`),
  * `registry` (process-wide), `backendSettings` (none), `fallback` (chars / 4), `dialect`
- * (`vllm` for the vllm backend, else `openai`), `onMeasure` (none). See OutputBudgetOptions.
+ * (`vllm` for the vllm backend, else `openai`), `contextLimitTokens` (0: no budget report),
+ * `outputReserveTokens` (4096) and `tokenSafetyMargin` (512) of the budget report, `onMeasure`
+ * (none). See OutputBudgetOptions.
  */
 export type CapOutputBudgetOptions = OutputBudgetOptions;
 

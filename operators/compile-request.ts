@@ -9,6 +9,7 @@ import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
+import { acceptCandidate } from '../src/accept.js';
 import { gate } from '../src/compile/apply.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
 import { planHistory } from '../src/compile/history.js';
@@ -372,14 +373,21 @@ export function compileRequest(
         };
       else return compiled;
       const candidate = writeSlots(compiled, [change]);
-      if (serializedChars(candidate) >= serializedChars(raw)) return compiled;
-      if (
-        counter?.exact === true &&
-        counter.count(canonicalJson(candidate, { compact: true })) >=
-          counter.count(canonicalJson(raw, { compact: true }))
-      )
-        return compiled;
-      return candidate;
+      const exact = counter?.exact === true ? counter : undefined;
+      const verdict = acceptCandidate({
+        rawChars: serializedChars(raw),
+        candidateChars: serializedChars(candidate),
+        receipts: [],
+        ...(exact === undefined
+          ? {}
+          : {
+              tokens: () => {
+                const candidateTokens = exact.count(canonicalJson(candidate, { compact: true }));
+                return { raw: exact.count(canonicalJson(raw, { compact: true })), candidate: candidateTokens };
+              },
+            }),
+      });
+      return verdict.accepted ? candidate : compiled;
     }
   });
 }

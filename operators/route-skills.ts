@@ -7,7 +7,7 @@ import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { SessionStore } from '../src/vault/ports.js';
-import { acceptCandidate } from '../src/compile/accept.js';
+import { acceptCandidate, type TokenPair } from '../src/accept.js';
 import {
   HERMES_DELIMITERS,
   findCatalogs,
@@ -151,22 +151,33 @@ export function routeSkills(
         }
         changes.push({ slot, text });
       }
-      // Only the instruction texts differ, so comparing them decides for the complete payload.
+      // Only the instruction texts differ, so comparing them decides for the complete payload:
+      // chars as serialized, tokens as text with the JSON-escaped forms compared near a tie.
       const rawChars = changes.reduce((n, c) => n + serializedChars(c.slot.text), 0);
       const candidateChars = changes.reduce((n, c) => n + serializedChars(c.text), 0);
-      const rawTokens =
-        counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.slot.text!), 0);
-      const candidateTokens =
-        counter === undefined ? undefined : changes.reduce((n, c) => n + counter.count(c.text), 0);
-      const tokens = rawTokens === undefined || candidateTokens === undefined ? {} : { rawTokens, candidateTokens };
-      const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts: [] });
+      const sum = (text: (c: (typeof changes)[number]) => string): number =>
+        changes.reduce((n, c) => n + counter!.count(text(c)), 0);
+      let tokens: TokenPair | undefined;
+      const verdict = acceptCandidate({
+        rawChars,
+        candidateChars,
+        receipts: [],
+        ...(counter === undefined
+          ? {}
+          : {
+              tokens: () => (tokens = { raw: sum((c) => c.slot.text!), candidate: sum((c) => c.text) }),
+              wireTokens: () => ({
+                raw: sum((c) => JSON.stringify(c.slot.text!)),
+                candidate: sum((c) => JSON.stringify(c.text)),
+              }),
+            }),
+      });
       if (!verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: verdict.reason });
       const out = writeSlots(
         step.value,
         changes.map((c) => ({ path: c.slot.path, value: c.text })),
       );
-      const savedTokens =
-        rawTokens === undefined || candidateTokens === undefined ? {} : { savedTokens: rawTokens - candidateTokens };
+      const savedTokens = tokens === undefined ? {} : { savedTokens: tokens.raw - tokens.candidate };
       return advance(step, out, {
         stage: STAGE,
         kind: 'applied',

@@ -255,8 +255,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:',
   );
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
-  // on every call (framework message conversions): those re-serialize but never re-tokenize.
-  const meter = createMessagesMeter(createCountMemo(counter, { maxEntries: 8192 }));
+  // on every call (framework message conversions): those re-serialize but never re-tokenize. The
+  // built-in counters already count through the process-wide memo (measure/count-memo.ts), so only
+  // a counter the host brings gets a content memo of its own.
+  const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }));
   const lanes = new LaneCache(maxSessions);
   let closed = false;
 

@@ -33,17 +33,19 @@ export function dashboardRoute(
     }
     let html: string;
     try {
-      const { readStoreFigures, renderReport } = await import('../../src/report/index.js');
+      const { rateCardFromConfig, readStoreFigures, renderReport } = await import('../../src/report/index.js');
       const figures = await readStoreFigures(terminator.vault, ROWS);
       const withRecovery = {
         ...figures,
         recovery_calls: await counterSum(metrics.recoveryCalls),
         recovery_tokens: await counterSum(metrics.tokens, (l) => l['direction'] === 'recovery'),
       };
+      const rateCard = rateCardFromConfig(terminator.config);
       html = renderReport(withRecovery, {
         title: 'token-terminator proxy',
         source: `the store\u2019s metric rows (the newest ${ROWS.toLocaleString('en-US')} requests of every replica on it); recovery calls and their tokens: this proxy since it started`,
         generatedAt: new Date().toISOString(),
+        ...(rateCard === undefined ? {} : { rateCard }),
       });
     } catch (error) {
       res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });

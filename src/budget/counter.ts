@@ -9,6 +9,7 @@ import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '..
 import type { TokenCounter } from '../measure/types.js';
 import type { ProviderRequest } from '../step.js';
 import { CAP_FIELDS } from './request-caps.js';
+import { WeakMemo } from '../weak-memo.js';
 
 /** What a counting call knows about the route. */
 export interface CountContext {
@@ -113,7 +114,7 @@ export interface TokenCounterAdapterOptions {
  */
 export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAdapterOptions = {}): BudgetCounter {
   const memo = createCountMemo(counter, { maxEntries: options.memoEntries ?? 4096 });
-  let byObject = new WeakMap<object, number>();
+  let byObject = new WeakMemo<object, number>();
   const identity = options.identityCache === true;
   const countPart = (part: unknown): number => {
     if (!identity || part === null || typeof part !== 'object')
@@ -141,7 +142,7 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
     },
     clearCache: () => {
       memo.clear();
-      byObject = new WeakMap();
+      byObject = new WeakMemo();
     },
   };
 }

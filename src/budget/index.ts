@@ -51,7 +51,9 @@ export {
 } from './model-limits.js';
 export {
   createOutputBudget,
+  contextBudget,
   isPrimaryRoute,
+  type ContextBudget,
   type OutputBudgetOptions,
   type BudgetMeasurement,
   type BudgetRun,

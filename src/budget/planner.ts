@@ -5,6 +5,8 @@
 import type { Config } from '../config/types.js';
 import { normalizeModelName } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
+import { defaultInt } from '../config/index.js';
+import { checkOptions, intOption } from '../options.js';
 import { advance, errorLabel, note, type ProviderRequest, type Route, type Step, type StepContext } from '../step.js';
 import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
 import {
@@ -34,7 +36,7 @@ export interface OutputBudgetOptions {
    * @defaultValue none (built-in defaults)
    */
   readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> &
-    Partial<Pick<Config, 'modelLimits'>>;
+    Partial<Pick<Config, 'modelLimits' | 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'>>;
   /**
    * The configured primary route (model, provider, endpoint, contextWindow, compressionThreshold,
    * outputCap). Requests for another model, provider or endpoint pass unchanged.
@@ -107,6 +109,27 @@ export interface OutputBudgetOptions {
    */
   readonly dialect?: CapDialect;
   /**
+   * The model's context limit for budget reporting (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS): every
+   * request the stage counts gets a `measured` decision with the usable budget (this limit less
+   * `outputReserveTokens` and `tokenSafetyMargin`) and what the prompt leaves of it. Reporting only:
+   * it never truncates a request and never changes the cap. 0 = no budget reporting.
+   *
+   * @defaultValue config, else 0
+   */
+  readonly contextLimitTokens?: number;
+  /**
+   * Tokens the budget report reserves for the model's output (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS).
+   *
+   * @defaultValue config, else 4096
+   */
+  readonly outputReserveTokens?: number;
+  /**
+   * Further headroom the budget report keeps below the limit (TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN).
+   *
+   * @defaultValue config, else 512
+   */
+  readonly tokenSafetyMargin?: number;
+  /**
    * Metrics sink: counts, labels and error codes only, never content.
    *
    * @defaultValue none
@@ -127,6 +150,31 @@ export interface BudgetMeasurement {
   readonly counter: string;
   /** Error label of the exact counter's failure when the fallback estimate was used. */
   readonly fallback?: string;
+  /** The budget report, when a context limit is configured (`contextLimitTokens`). */
+  readonly contextBudget?: ContextBudget;
+}
+
+/** The usable budget under a configured context limit and what one prompt leaves of it. */
+export interface ContextBudget {
+  /** The configured context limit L. */
+  readonly limit: number;
+  /** L − output reserve − safety margin. */
+  readonly usable: number;
+  /** The prompt tokens counted (with the fallback margin when exact counting failed). */
+  readonly prompt: number;
+  /** usable − prompt; negative when the prompt is over the usable budget (reported, never truncated). */
+  readonly headroom: number;
+}
+
+/**
+ * The budget report's numbers: usable = limit − reserve − margin, headroom = usable − prompt.
+ *
+ * @example
+ * contextBudget(32_000, 4096, 512, 20_000); // { limit: 32_000, usable: 27_392, prompt: 20_000, headroom: 7_392 }
+ */
+export function contextBudget(limit: number, reserve: number, margin: number, prompt: number): ContextBudget {
+  const usable = limit - reserve - margin;
+  return { limit, usable, prompt, headroom: usable - prompt };
 }
 
 /** A per-subscription budget: its own counter instance when built from the registry. */
@@ -178,6 +226,16 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   const reserve = options.minOutputTokens ?? inc?.minOutputTokens ?? 4096;
   const margin = options.fallbackMarginTokens ?? inc?.fallbackMarginTokens ?? 1024;
   const override = options.compressionWindowTokens ?? inc?.compressionWindowTokens;
+  const reportOption = (key: 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'): number =>
+    intOption(who, key, options[key] ?? options.config?.[key], defaultInt(key), 0);
+  const limit = reportOption('contextLimitTokens');
+  const limitReserve = reportOption('outputReserveTokens');
+  const limitMargin = reportOption('tokenSafetyMargin');
+  checkOptions(
+    who,
+    limit === 0 || limitReserve + limitMargin < limit,
+    `options.outputReserveTokens + options.tokenSafetyMargin (${limitReserve} + ${limitMargin}) must be below options.contextLimitTokens (${limit}) (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)`,
+  );
   const route = options.route;
   const staticWindow = override ?? route?.compressionThreshold ?? route?.contextWindow;
   checkBudgetSettings(who, {
@@ -254,9 +312,24 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
         override ?? r?.compressionThreshold ?? r?.contextWindow;
 
       return {
-        async apply(step, signal) {
+        async apply(given, signal) {
           const stage = who;
+          let step = given;
           const request = step.value;
+          /** The budget report (a `measured` decision) once the prompt is counted, when a limit is set. */
+          const reported = (prompt: number): ContextBudget | undefined => {
+            if (limit === 0) return undefined;
+            const b = contextBudget(limit, limitReserve, limitMargin, prompt);
+            step = note(step, {
+              stage,
+              kind: 'measured',
+              reason:
+                `context budget: prompt ${b.prompt} of ${b.usable} usable tokens ` +
+                `(limit ${b.limit} − output reserve ${limitReserve} − safety margin ${limitMargin}), ` +
+                (b.headroom >= 0 ? `${b.headroom} left` : `${-b.headroom} over (not truncated)`),
+            });
+            return b;
+          };
           const own = step.context.route;
           if (!isPrimaryRoute(request, route ?? own, own))
             return note(step, { stage, kind: 'skipped', reason: 'other route' });
@@ -269,7 +342,14 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
           );
           if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
           const window = windowOf(primary);
-          if (window === undefined) return note(step, { stage, kind: 'skipped', reason: 'no budgeting window' });
+          if (window === undefined) {
+            // No window to cap against: the budget report still counts, when one is configured.
+            if (limit > 0) {
+              const m = await measure(request, signal, (route ?? own)?.contextWindow);
+              if (m !== undefined) reported(m.prompt);
+            }
+            return note(step, { stage, kind: 'skipped', reason: 'no budgeting window' });
+          }
           if (margin + reserve >= window)
             return note(step, { stage, kind: 'skipped', reason: 'window below reserve + margin' });
           const r = effectiveReserve(reserve, primary?.outputCap);
@@ -285,12 +365,14 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
               error: 'BudgetCounterError:E_COUNTER_BOTH',
             });
           }
+          const budget = reported(measured.prompt);
           const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap: b });
-          const limit = tightest(primary?.maxOutputTokens, primary?.outputCap);
+          const outputLimit = tightest(primary?.maxOutputTokens, primary?.outputCap);
           const extra = {
             prompt: measured.prompt,
             ...(measured.fallback !== undefined && { fallback: measured.fallback }),
-            ...(limit !== undefined && { outputLimit: limit }),
+            ...(outputLimit !== undefined && { outputLimit }),
+            ...(budget !== undefined && { contextBudget: budget }),
           };
           const error =
             measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
@@ -299,11 +381,11 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
             return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });
           }
           // incontext: any further wire-level output limit must also leave at least required_output.
-          if (limit !== undefined && limit < plan.required) {
+          if (outputLimit !== undefined && outputLimit < plan.required) {
             onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
             return note(step, { stage, kind: 'skipped', reason: 'output limit below required output', ...error });
           }
-          const cap = limit === undefined ? plan.cap : Math.min(plan.cap, limit);
+          const cap = outputLimit === undefined ? plan.cap : Math.min(plan.cap, outputLimit);
           if (hasOnlyCap(request, field, cap)) {
             onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
             return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });

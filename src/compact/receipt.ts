@@ -1,34 +1,17 @@
 /**
- * The acceptance steps every tool-result reduction shares: strictly smaller (code points, and
- * tokens when a counter is given), the exact original vaulted and read back before any
- * replacement, the artifacts a delivered receipt names pinned (retention never prunes them), and a
- * full read for recovery and for temporal baselines.
+ * The receipt steps every tool-result reduction shares (the size check is `strictlySmaller` in
+ * `src/accept.ts`): the exact original vaulted and read back before any replacement, the
+ * artifacts a delivered receipt names pinned (retention never prunes them), and a full read for
+ * recovery and for temporal baselines.
  */
 import type { TokenCounter } from '../measure/types.js';
 import { VaultVerifyError } from '../errors.js';
 import { sha256Hex } from '../vault/index.js';
 import type { ArtifactStore, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { PutInput, PutResult } from '../vault/types.js';
-import { codePointLength } from './lines.js';
 
 /** The longest artifact id a put can return (prefix collision): used for pre-write size proofs. */
 export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
-
-/**
- * Strictly fewer code points, and strictly fewer tokens when a counter is given. A host sends the
- * content inside a JSON string, where escapes (`\n`, `\"`, `\\`) tokenize differently from the text:
- * near a tie (within 10 % of the raw count) the escaped forms must be strictly smaller too, so a
- * reduction never costs tokens on the wire.
- */
-export function strictlySmaller(raw: string, candidate: string, counter?: TokenCounter): boolean {
-  if (codePointLength(candidate) >= codePointLength(raw)) return false;
-  if (counter === undefined) return true;
-  const candidateTokens = counter.count(candidate);
-  const rawTokens = counter.count(raw);
-  if (candidateTokens >= rawTokens) return false;
-  if (candidateTokens * 10 < rawTokens * 9) return true;
-  return counter.count(JSON.stringify(candidate)) < counter.count(JSON.stringify(raw));
-}
 
 /** Put the exact content, then read it back (verify re-hashes the stored row) and compare digests. */
 export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: StoreScope): Promise<PutResult> {

@@ -5,7 +5,7 @@
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { withItems, writeSlots } from '../model/index.js';
-import { acceptCandidate, type Verdict } from './accept.js';
+import { acceptCandidate, type TokenPair, type Verdict } from '../accept.js';
 import type { SessionState } from './session.js';
 
 type Change = { readonly slot: Slot; readonly text: string };
@@ -150,9 +150,10 @@ export function gate(
   // Tokens of the items that differ only: the rest of the request counts the same on both sides,
   // so the comparison (and the saving) is the same as over the whole request, and the newest
   // output (never changed here) is not tokenized just to be compared with itself.
-  let rawTokens: number | undefined;
-  let candidateTokens: number | undefined;
-  if (candidateChars < rawChars) {
+  let tokens: TokenPair | undefined;
+  const measureTokens = (): TokenPair | undefined => {
+    let rawTokens: number | undefined;
+    let candidateTokens: number | undefined;
     if (items.length === view.items.length) {
       const changed = state.meter.changedTokens(view.items, items);
       [rawTokens, candidateTokens] = [changed?.raw, changed?.candidate];
@@ -160,10 +161,12 @@ export function gate(
       rawTokens = state.meter.requestTokens(request, listKey, view.items);
       candidateTokens = rawTokens === undefined ? undefined : state.meter.requestTokens(candidate, listKey, items);
     }
-  }
-  const tokens = rawTokens !== undefined && candidateTokens !== undefined ? { rawTokens, candidateTokens } : {};
-  const verdict = acceptCandidate({ rawChars, candidateChars, ...tokens, receipts });
-  const savedTokens =
-    rawTokens !== undefined && candidateTokens !== undefined ? { savedTokens: rawTokens - candidateTokens } : {};
+    return (tokens =
+      rawTokens !== undefined && candidateTokens !== undefined
+        ? { raw: rawTokens, candidate: candidateTokens }
+        : undefined);
+  };
+  const verdict = acceptCandidate({ rawChars, candidateChars, tokens: measureTokens, receipts });
+  const savedTokens = tokens === undefined ? {} : { savedTokens: tokens.raw - tokens.candidate };
   return { verdict, request: candidate, savedChars: rawChars - candidateChars, ...savedTokens };
 }

@@ -53,8 +53,12 @@ interface Evidence {
   readonly receipt: Receipted;
   /** What a bounded view shows: the text itself, or a text-block list's texts (never its JSON). */
   readonly display: string;
-  /** The bounded view's text, built on first use (the view size is fixed per stage). */
-  view?: string;
+  /**
+   * The bounded view's text, built on first use (the view size is fixed per stage), and the chain
+   * key of the history before the output it was built for: its focus lines name the terms of that
+   * history, so a host that edits an earlier item gets the view the edited history gives.
+   */
+  view?: { readonly before: string; readonly text: string };
 }
 
 /** The readable text of a receiptable output: a string as is, a text-part list's texts one after another. */
@@ -166,6 +170,17 @@ export async function planDuplicates(
   const newest = new Map<string, number>();
   found.forEach((f, i) => newest.set(f.ev.receipt.artifactId, i));
   const planned: PlannedSlot[] = [];
+  let chain: readonly string[] | undefined;
+  const viewOf = (slot: Slot, ev: Evidence): string => {
+    chain ??= state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
+    const before = slot.item! > 0 ? chain[slot.item! - 1]! : '';
+    if (ev.view?.before !== before) {
+      const terms = conversationTerms(view, slot.item!);
+      const text = `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, terms)}\n\n${ev.receipt.text}`;
+      ev.view = { before, text };
+    }
+    return ev.view.text;
+  };
   for (let i = 0; i < found.length; i++) {
     const f = found[i]!;
     const { slot, ev } = f;
@@ -181,14 +196,15 @@ export async function planDuplicates(
         })),
       );
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
-      // The names of the conversation before this output (fixed once it arrived): the same view every request.
+      // The names of the conversation before this output: the same view every request that has the
+      // same history before it (a carried planned slot is the same slot, so the same history).
       planned.push(
         plannedAs(f, 'view', () => ({
           slot,
           receipt: ev.receipt,
           render: 'view',
           duplicate: false,
-          text: (ev.view ??= `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, conversationTerms(view, slot.item!))}\n\n${ev.receipt.text}`),
+          text: viewOf(slot, ev),
         })),
       );
     } else

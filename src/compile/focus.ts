@@ -7,8 +7,9 @@
  */
 import { focusTerms } from '../compact/focus.js';
 import type { RequestView } from '../model/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
-const perItem = new WeakMap<object, readonly string[]>();
+const perItem = new WeakMemo<object, readonly string[]>();
 
 /**
  * The focus terms of the conversation items before `before` (default: all of them): the last
@@ -21,18 +22,24 @@ export function conversationTerms(view: RequestView, before = view.items.length,
     const item = view.items[i];
     return typeof item === 'object' && item !== null && perItem.has(item);
   };
+  // Which slots name terms: the task's user text, assistant text, tool-call arguments. An item's
+  // terms are memoized by the item, so whether it counts is decided by its slots and position here,
+  // never by the memo (the same user message is the task at the top and a plain turn further down).
+  const names = (slot: (typeof view.slots)[number], i: number): boolean =>
+    slot.kind === 'user'
+      ? (start === -1 || i < start) && slot.text !== undefined
+      : slot.kind === 'assistant'
+        ? slot.text !== undefined
+        : slot.kind === 'tool_call' && slot.args !== undefined;
   for (const slot of view.slots) {
     const i = slot.item;
-    if (i === undefined || i >= before) continue;
+    if (i === undefined || i >= before || !names(slot, i)) continue;
     if (known(i)) {
       if (!texts.has(i)) texts.set(i, []);
       continue;
     }
-    let text: string[] | undefined;
-    if (slot.kind === 'user' && (start === -1 || i < start) && slot.text !== undefined) text = [slot.text];
-    else if (slot.kind === 'assistant' && slot.text !== undefined) text = [slot.text];
-    else if (slot.kind === 'tool_call' && slot.args !== undefined) text = argStrings(slot.args);
-    if (text !== undefined) texts.set(i, [...(texts.get(i) ?? []), ...text]);
+    const text = slot.kind === 'tool_call' ? argStrings(slot.args) : [slot.text!];
+    texts.set(i, [...(texts.get(i) ?? []), ...text]);
   }
   const order = new Map<string, true>();
   for (const [i, list] of [...texts].sort((a, b) => a[0] - b[0])) {

@@ -28,6 +28,7 @@ import { evidenceText, readWhole, type Receipted } from './evidence.js';
 import { parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
+import { WeakMemo } from '../weak-memo.js';
 
 export interface HistoryOptions {
   readonly sessionId: string;
@@ -68,6 +69,12 @@ interface Target {
   readonly text: string;
 }
 
+/** A target as the session memo keeps it (the slot is the current request's). */
+type Stored = Omit<Target, 'slot'>;
+
+/** The session memo's key of an output's rendering of one kind. */
+const targetKey = (kind: RewriteKind, key: string): string => `history:${kind}:${key}`;
+
 export interface HistoryPlan {
   readonly items: readonly unknown[];
   readonly receipts: readonly { readonly artifactId: string; readonly verified: boolean }[];
@@ -102,8 +109,7 @@ interface OutputFacts {
 
 const OUTPUT_FACTS = 'history:outputs';
 /** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
-const receiptOfTarget = new WeakMap<Target, Receipted>();
-const VERIFIED = 'history:verified';
+const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
 const REASONING_MIN_CHARS = 300;
 const artifactOf = (text: string): { id: string } => ({
@@ -368,7 +374,7 @@ function countAssistantRuns(info: RequestView['itemInfo'], start: number): numbe
 
 /** outputTarget's memoized answer without a promise: the target, null (cannot be rendered), undefined (not known yet). */
 function knownTarget(state: SessionState, slot: Slot, key: string, kind: RewriteKind): Target | null | undefined {
-  const known = state.sticky.get(`history:${kind}:${key}`) as Target | null | undefined;
+  const known = state.derived.get(targetKey(kind, key))?.value as Stored | null | undefined;
   return known === undefined || known === null ? known : { ...known, slot };
 }
 
@@ -380,9 +386,9 @@ async function outputTarget(
   kind: RewriteKind,
   o: HistoryOptions,
 ): Promise<Target | undefined> {
-  const memoKey = `history:${kind}:${key}`;
-  const known = state.sticky.get(memoKey) as Target | null | undefined;
-  if (known !== undefined) return known === null ? undefined : { ...known, slot };
+  const known = knownTarget(state, slot, key, kind);
+  if (known !== undefined) return known ?? undefined;
+  const memoKey = targetKey(kind, key);
   let target: Target | undefined;
   const shownText = slotText(slot.value);
   const raw = typeof slot.value === 'string' ? slot.value : evidenceText(slot.value);
@@ -419,27 +425,28 @@ async function outputTarget(
       }
     }
   }
-  state.sticky.set(memoKey, target ?? null);
+  if (target === undefined) state.derived.set(memoKey, { value: null, chars: 1 });
+  else {
+    // Kept without its slot: the slot holds the request's item, which the memo must not outlive.
+    const { slot: _slot, ...stored } = target;
+    state.derived.set(memoKey, { value: stored, chars: stored.text.length + (stored.evidence?.length ?? 0) });
+  }
   return target;
 }
 
-/** Artifact ids of reused receipts found in the vault by this session. */
-function verifiedIds(state: SessionState): Set<string> {
-  let ids = state.sticky.get(VERIFIED) as Set<string> | undefined;
-  if (ids === undefined) state.sticky.set(VERIFIED, (ids = new Set()));
-  return ids;
-}
+/** The session memo's key of "a reused receipt's artifact was found in the vault". */
+const verifiedKey = (id: string): string => `verified:${id}`;
 
 /** verifiedOnce's answer when it is known without asking the vault. */
 function verifiedNow(state: SessionState, id: string): boolean {
-  return verifiedIds(state).has(id) && !state.evidence.isGone(id);
+  return state.derived.get(verifiedKey(id))?.value === true && !state.evidence.isGone(id);
 }
 
 /** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
   if (verifiedNow(state, id)) return true;
   const ok = await state.vault.verify(id).catch(() => false);
-  if (ok) verifiedIds(state).add(id);
+  if (ok) state.derived.set(verifiedKey(id), { value: true, chars: 1 });
   return ok;
 }
 

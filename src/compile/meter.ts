@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson, codePoints, serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
 export interface ItemMeasure {
   /** serializedChars of the item (Python-compatible JSON, code points). */
@@ -64,7 +65,7 @@ export interface MeterOptions {
 export function createMeter(options: MeterOptions = {}): Meter {
   const counter = options.counter?.exact === true ? options.counter : undefined;
   const maxEntries = options.maxEntries ?? 20_000;
-  const byRef = new WeakMap<object, Entry>();
+  const byRef = new WeakMemo<object, Entry>();
   const byHash = new Map<string, Entry>();
   // Not on the entries: an item measured but never tokenized would keep its whole JSON for as long
   // as the entry lives (20,000 entries of a long session's old outputs).

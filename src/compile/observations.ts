@@ -10,6 +10,7 @@ import { ConfigError } from '../errors.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { isRecoveryResult } from '../recovery/results.js';
 import { fencedBlocks } from './actions.js';
+import { WeakMemo } from '../weak-memo.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
 export type ObservationTest = (text: string, item: unknown, index: number) => boolean;
@@ -43,7 +44,7 @@ export function observationTest(api: string, setting: ObservationSetting | undef
 
 /** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
 const byText = new WeakSet<ObservationTest>();
-const answers = new WeakMap<ObservationTest, WeakMap<object, boolean>>();
+const answers = new WeakMap<ObservationTest, WeakMemo<object, boolean>>();
 /** A finished scan of a view's slots: where it ended, what it found, the command in force at the end. */
 interface Scan {
   readonly slots: readonly Slot[];
@@ -53,9 +54,9 @@ interface Scan {
   readonly command: string | undefined;
 }
 /** Per pattern test, the last scan of each conversation (by its first item slot). */
-const scans = new WeakMap<ObservationTest, WeakMap<Slot, Scan>>();
+const scans = new WeakMap<ObservationTest, WeakMemo<Slot, Scan>>();
 /** The last fenced block of an assistant message (trimmed), per message object. */
-const commands = new WeakMap<object, string | null>();
+const commands = new WeakMemo<object, string | null>();
 
 function commandOf(slot: Slot): string | undefined {
   const holder = slot.value as object;
@@ -71,7 +72,7 @@ function commandOf(slot: Slot): string | undefined {
 function accepts(test: ObservationTest, text: string, item: unknown, index: number): boolean {
   if (!byText.has(test) || typeof item !== 'object' || item === null) return test(text, item, index);
   let memo = answers.get(test);
-  if (memo === undefined) answers.set(test, (memo = new WeakMap()));
+  if (memo === undefined) answers.set(test, (memo = new WeakMemo()));
   let answer = memo.get(item);
   if (answer === undefined) memo.set(item, (answer = test(text, item, index)));
   return answer;
@@ -97,7 +98,7 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   const first = view.slots[head];
   const memo =
     byText.has(test) && first !== undefined
-      ? (scans.get(test) ?? scans.set(test, new WeakMap()).get(test)!)
+      ? (scans.get(test) ?? scans.set(test, new WeakMemo()).get(test)!)
       : undefined;
   const last = memo?.get(first!);
   let from = head;
@@ -139,7 +140,7 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
 }
 
 /** Per conversation (its first item slot): the last view's slots and the host tool outputs among its item slots. */
-const outputScans = new WeakMap<
+const outputScans = new WeakMemo<
   Slot,
   { readonly slots: readonly Slot[]; readonly head: number; readonly out: readonly Slot[] }
 >();

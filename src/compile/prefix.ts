@@ -22,13 +22,14 @@
  */
 import { extendView, readRequest } from '../model/read.js';
 import type { RequestView } from '../model/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
 type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Caller object → the earlier object it was found equal to (its content's first-seen object). */
-const earlier = new WeakMap<object, object>();
+const earlier = new WeakMemo<object, object>();
 
 /**
  * The latest recognised lists, position by position: what the caller handed over and what it was

@@ -10,6 +10,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { artifactIdFor } from '../vault/index.js';
 import type { ArtifactStore } from '../vault/ports.js';
 import { evidenceText, readWhole } from './evidence.js';
+import { WeakMemo } from '../weak-memo.js';
 
 const DELTA_PREFIX = '[Token Terminator temporal delta';
 const DELTA =
@@ -50,9 +51,9 @@ export function slotText(value: unknown): string | undefined {
   return texts.every((t) => typeof t === 'string') ? (texts as string[]).join('\n') : undefined;
 }
 
-const ids = new WeakMap<object, string>();
+const ids = new WeakMemo<object, string>();
 /** Ids of string outputs, per conversation item and path below it (a string cannot key a WeakMap). */
-const stringIds = new WeakMap<object, Map<string, string>>();
+const stringIds = new WeakMemo<object, Map<string, string>>();
 
 /** The artifact id an output shown inline would have (content-addressed, as the vault names it), remembered per value or per item and path. */
 function inlineId(slot: Slot, holder: unknown): string | undefined {

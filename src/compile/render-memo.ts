@@ -4,6 +4,7 @@
  * byte-identical outputs, and the meter's identity memo hits on them (no re-serialization).
  */
 import type { SlotPath } from '../model/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
 /** One slot change inside an item: the path below the item and the text written there. */
 export interface ItemChange {
@@ -30,7 +31,7 @@ function sameChanges(a: readonly ItemChange[], b: readonly ItemChange[]): boolea
 
 /** One memo per session (per subscription). Entries die with their input items (WeakMap). */
 export function createRenderMemo(): RenderMemo {
-  const memo = new WeakMap<object, { changes: readonly ItemChange[]; out: unknown }>();
+  const memo = new WeakMemo<object, { changes: readonly ItemChange[]; out: unknown }>();
   return {
     render<T>(item: object, changes: readonly ItemChange[], build: () => T): T {
       const hit = memo.get(item);

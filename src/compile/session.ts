@@ -3,6 +3,7 @@
  * the render memo, the conversation's chain hashes and the previous request (src/compile/prefix.ts). Bounded: the least recently used sessions are dropped
  * (what must outlive them — artifacts, leases, pins — is in the vault).
  */
+import { LRUCache } from 'lru-cache';
 import type { TokenCounter } from '../measure/types.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
@@ -10,6 +11,7 @@ import { createEvidenceStore, type EvidenceStore } from './evidence.js';
 import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, type RequestMemo } from './prefix.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
+import { WeakMemo } from '../weak-memo.js';
 
 export interface SessionState {
   readonly meter: Meter;
@@ -21,11 +23,27 @@ export interface SessionState {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** Free-form sticky memo of a stage (collapse blocks, routed catalogs). */
   readonly sticky: Map<string, unknown>;
+  /**
+   * What a stage derived per output and may derive again the same way (history digests, receipts
+   * verified in the vault): bounded by entries and by characters held, least recently used first,
+   * so a long session keeps the renderings of the items its requests still carry, not of all it saw.
+   */
+  readonly derived: LRUCache<string, Derived>;
   /** Per-item facts a stage derived once (evidence of an item's tool outputs). */
-  readonly itemMemo: WeakMap<object, Map<string, unknown>>;
+  readonly itemMemo: WeakMemo<object, Map<string, unknown>>;
   /** The previous request's items and view: what recognises the unchanged history of the next one. */
   readonly requests: RequestMemo;
 }
+
+/** One derived value and the characters it holds (its share of the bound). */
+export interface Derived {
+  readonly value: unknown;
+  readonly chars: number;
+}
+
+/** Bounds of {@link SessionState.derived}: entries, and characters of text held. */
+const DERIVED_ENTRIES = 4096;
+const DERIVED_CHARS = 8_000_000;
 
 export interface SessionPoolOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
@@ -51,7 +69,12 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
       chain: createChainMemo(),
       vault: options.vault,
       sticky: new Map(),
-      itemMemo: new WeakMap(),
+      derived: new LRUCache<string, Derived>({
+        max: DERIVED_ENTRIES,
+        maxSize: DERIVED_CHARS,
+        sizeCalculation: (d) => Math.max(1, d.chars),
+      }),
+      itemMemo: new WeakMemo(),
       requests: createRequestMemo(),
     };
     pool.set(sessionId, state);

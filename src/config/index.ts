@@ -371,7 +371,6 @@ const FIELDS: readonly Field[] = [
   tt('tokenSafetyMargin', 'TOKEN_SAFETY_MARGIN', int(0), 512),
   tt('ledger', 'LEDGER', bool, true, { legacy: true }),
   tt('ledgerPath', 'LEDGER_PATH', path, undefined, { isPath: true, legacy: true }),
-  tt('stateDb', 'STATE_DB', path, '', { isPath: true, legacy: true }),
   tt('experiment', 'EXPERIMENT', text(80, 'default'), 'default', { legacy: true }),
   tt('exclude', 'EXCLUDE', csv([]), [], { legacy: true }),
   tt('pytestGuard', 'PYTEST_GUARD', bool, true, { legacy: true }),
@@ -580,6 +579,11 @@ function crossCheck(c: Config): void {
   if (c.vaultLowWaterPct >= c.vaultHighWaterPct) {
     throw new ConfigError(
       `${TT}VAULT_LOW_WATER_PCT (${c.vaultLowWaterPct}) must be < ${TT}VAULT_HIGH_WATER_PCT (${c.vaultHighWaterPct})`,
+    );
+  }
+  if (c.contextLimitTokens > 0 && c.outputReserveTokens + c.tokenSafetyMargin >= c.contextLimitTokens) {
+    throw new ConfigError(
+      `${TT}OUTPUT_RESERVE_TOKENS + ${TT}TOKEN_SAFETY_MARGIN (${c.outputReserveTokens} + ${c.tokenSafetyMargin}) must be below ${TT}CONTEXT_LIMIT_TOKENS (${c.contextLimitTokens})`,
     );
   }
   if (c.incontext.backend === 'vllm' && c.incontext.tokenizerUrl === '') {

@@ -224,19 +224,24 @@ export interface Config {
    */
   readonly previewMarker: boolean; // TOKEN_TERMINATOR_PREVIEW_MARKER (false)
   /**
-   * TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS: accepted and validated for compatibility; no stage reads it in this version.
+   * The model's context limit for budget reporting (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS): the output-cap
+   * stage adds a `measured` decision to every request it counts with the usable budget (this limit less
+   * `outputReserveTokens` and `tokenSafetyMargin`) and what the prompt leaves of it. Reporting only: it
+   * never truncates a request or changes the cap. 0 = no budget reporting.
    *
    * @defaultValue `0`
    */
   readonly contextLimitTokens: number; // TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (0)
   /**
-   * TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS: accepted and validated for compatibility; no stage reads it in this version.
+   * Tokens the budget report reserves for the model's output when a context limit is set
+   * (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS). The cap's own reserve R is INCONTEXT_MIN_OUTPUT_TOKENS.
    *
    * @defaultValue `4096`
    */
   readonly outputReserveTokens: number; // TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (4096)
   /**
-   * TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN: accepted and validated for compatibility; no stage reads it in this version.
+   * Further headroom the budget report keeps below the context limit, so the usable budget never
+   * reaches the window's edge (TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN). Reserve + margin must be below the limit.
    *
    * @defaultValue `512`
    */
@@ -253,12 +258,6 @@ export interface Config {
    * @defaultValue `experiments.sqlite3` beside the vault
    */
   readonly ledgerPath: string; // TOKEN_TERMINATOR_LEDGER_PATH (<data dir>/experiments.sqlite3)
-  /**
-   * TOKEN_TERMINATOR_STATE_DB: accepted and validated for compatibility; no stage reads it in this version.
-   *
-   * @defaultValue `''`
-   */
-  readonly stateDb: string; // TOKEN_TERMINATOR_STATE_DB ('')
   /**
    * Experiment name the ledger tags sessions with (TOKEN_TERMINATOR_EXPERIMENT).
    *
@@ -278,31 +277,38 @@ export interface Config {
    */
   readonly pytestGuard: boolean; // TOKEN_TERMINATOR_PYTEST_GUARD (true)
   /**
-   * TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of uncached input tokens, USD per million (TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M): the report
+   * (`token-terminator report`, the proxy's `/dashboard`) prices raw and sent request tokens at it. 0 with
+   * the other three prices = no rate card.
    *
    * @defaultValue `0`
    */
   readonly eqInputUsdPerM: number; // TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of output tokens, USD per million (TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M): the report
+   * prices figures' `output_tokens` at it ("not measured" when the figures carry none).
    *
    * @defaultValue `0`
    */
   readonly eqOutputUsdPerM: number; // TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of prompt-cache reads, USD per million (TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M): the
+   * report prices figures' `cache_read_tokens` at it ("not measured" when the figures carry none).
    *
    * @defaultValue `0`
    */
   readonly eqCacheReadUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M: accepted and validated for compatibility; no stage reads it in this version.
+   * API-equivalent price of prompt-cache writes, USD per million (TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M): the
+   * report prices figures' `cache_write_tokens` at it ("not measured" when the figures carry none).
    *
    * @defaultValue `0`
    */
   readonly eqCacheWriteUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M (0)
   /**
-   * TOKEN_TERMINATOR_EQ_RATE_CARD: accepted and validated for compatibility; no stage reads it in this version.
+   * Label of the API-equivalent rate card, shown beside every USD figure the report prices with the
+   * TOKEN_TERMINATOR_EQ_* prices (TOKEN_TERMINATOR_EQ_RATE_CARD; empty = "API-equivalent"). A labelled
+   * equivalent, never the marginal cost of a subscription.
    *
    * @defaultValue `''`
    */

@@ -5,6 +5,7 @@
  */
 import type { RequestFormat } from '../step.js';
 import type { ItemInfo, RequestView, Slot, SlotPath } from './types.js';
+import { WeakMemo } from '../weak-memo.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -143,7 +144,7 @@ interface ListState {
   owner: RequestView | undefined;
 }
 
-const listStates = new WeakMap<RequestView, ListState>();
+const listStates = new WeakMemo<RequestView, ListState>();
 
 function outputSlot(
   path: SlotPath,
@@ -166,53 +167,51 @@ function outputSlot(
   };
 }
 
+/** The call a tool call defines (a missing name reads `tool`). */
+const callOf = (name: unknown, args: unknown): CallInfo => ({ name: str(name) ?? 'tool', args: parseArgs(args) });
+
+/** Reads a list's items from `from` on into slots and item infos, resolving outputs against `state`. */
+type ItemsReader = (items: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]) => void;
+
 function chatCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
   for (let i = from; i < items.length; i++) {
     const m = items[i];
     if (!isObj(m)) continue;
     for (const c of Array.isArray(m['tool_calls']) ? m['tool_calls'] : []) {
       const fn = isObj(c) ? c['function'] : undefined;
-      if (isObj(c) && isObj(fn) && typeof c['id'] === 'string')
-        calls.set(c['id'], { name: str(fn['name']) ?? 'tool', args: parseArgs(fn['arguments']) });
+      if (isObj(c) && isObj(fn) && typeof c['id'] === 'string') calls.set(c['id'], callOf(fn['name'], fn['arguments']));
       else if (isObj(c) && typeof c['id'] === 'string' && typeof c['name'] === 'string')
-        calls.set(c['id'], { name: c['name'], args: parseArgs(c['input']) });
+        calls.set(c['id'], callOf(c['name'], c['input']));
     }
   }
 }
 
-function chatItems(items: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]): void {
-  for (let i = from; i < items.length; i++) {
-    const m = items[i];
-    const role = isObj(m) ? m['role'] : undefined;
-    const path: SlotPath = ['messages', i];
-    if (!isObj(m)) {
-      info.push({ role: 'other', userText: false });
-      continue;
-    }
-    if (role === 'system' || role === 'developer') {
-      info.push({ role: 'system', userText: false });
-      pushInstructions(slots, m['content'], [...path, 'content'], i);
-    } else if (role === 'user') {
-      info.push({ role: 'user', userText: true });
-      slots.push(messageSlot('user', m, path, i));
-    } else if (role === 'assistant') {
-      info.push({ role: 'assistant', userText: false });
-      slots.push(messageSlot('assistant', m, path, i));
+/** A system, developer, user or assistant message: its item info and slot; false for any other role. */
+function pushMessage(m: Obj, role: unknown, i: number, path: SlotPath, slots: Slot[], info: ItemInfo[]): boolean {
+  if (role === 'system' || role === 'developer') {
+    info.push({ role: 'system', userText: false });
+    pushInstructions(slots, m['content'], [...path, 'content'], i);
+  } else if (role === 'user') {
+    info.push({ role: 'user', userText: true });
+    slots.push(messageSlot('user', m, path, i));
+  } else if (role === 'assistant') {
+    info.push({ role: 'assistant', userText: false });
+    slots.push(messageSlot('assistant', m, path, i));
+  } else return false;
+  return true;
+}
+
+const chatItems: ItemsReader = (items, from, state, slots, info) => {
+  eachItem(items, from, 'messages', info, (m, i, path) => {
+    const role = m['role'];
+    if (pushMessage(m, role, i, path, slots, info)) {
       const tc = m['tool_calls'];
-      if (Array.isArray(tc)) {
+      if (role === 'assistant' && Array.isArray(tc)) {
         tc.forEach((c, j) => {
           if (!isObj(c)) return;
           const fn = isObj(c['function']) ? c['function'] : undefined;
-          const name = str(fn?.['name']) ?? str(c['name']) ?? 'tool';
-          slots.push({
-            kind: 'tool_call',
-            path: [...path, 'tool_calls', j],
-            value: c,
-            item: i,
-            callId: str(c['id']) ?? '',
-            toolName: name,
-            args: parseArgs(fn?.['arguments'] ?? c['input']),
-          });
+          const name = str(fn?.['name']) ?? c['name'];
+          slots.push(callSlot([...path, 'tool_calls', j], c, i, c['id'], name, fn?.['arguments'] ?? c['input']));
         });
       }
     } else if (role === 'tool' || role === 'function') {
@@ -224,64 +223,30 @@ function chatItems(items: readonly unknown[], from: number, state: ListState, sl
     } else {
       info.push({ role: 'other', userText: false });
     }
-  }
-}
+  });
+};
 
 function readChat(request: Obj, slots: Slot[]): RequestView {
-  const items = request['messages'] as readonly unknown[];
-  const state = newState(slots.length);
-  chatCalls(items, 0, state.calls);
-  const info: ItemInfo[] = [];
-  chatItems(items, 0, state, slots, info);
-  return own({ format: 'chat', listKey: 'messages', items, itemInfo: info, slots }, state);
+  return readList('chat', 'messages', request['messages'] as readonly unknown[], slots);
 }
 
 function responsesCalls(input: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
   for (let i = from; i < input.length; i++) {
     const it = input[i];
     if (isObj(it) && it['type'] === 'function_call' && typeof it['call_id'] === 'string')
-      calls.set(it['call_id'], { name: str(it['name']) ?? 'tool', args: parseArgs(it['arguments']) });
+      calls.set(it['call_id'], callOf(it['name'], it['arguments']));
   }
 }
 
-function responsesItems(
-  input: readonly unknown[],
-  from: number,
-  state: ListState,
-  slots: Slot[],
-  info: ItemInfo[],
-): void {
-  for (let i = from; i < input.length; i++) {
-    const it = input[i];
-    const path: SlotPath = ['input', i];
-    if (!isObj(it)) {
-      info.push({ role: 'other', userText: false });
-      continue;
-    }
+const responsesItems: ItemsReader = (input, from, state, slots, info) => {
+  eachItem(input, from, 'input', info, (it, i, path) => {
     const type = it['type'];
     const role = it['role'];
     if ((type === 'message' || type === undefined) && typeof role === 'string') {
-      if (role === 'system' || role === 'developer') {
-        info.push({ role: 'system', userText: false });
-        pushInstructions(slots, it['content'], [...path, 'content'], i);
-      } else if (role === 'user') {
-        info.push({ role: 'user', userText: true });
-        slots.push(messageSlot('user', it, path, i));
-      } else if (role === 'assistant') {
-        info.push({ role: 'assistant', userText: false });
-        slots.push(messageSlot('assistant', it, path, i));
-      } else info.push({ role: 'other', userText: false });
+      if (!pushMessage(it, role, i, path, slots, info)) info.push({ role: 'other', userText: false });
     } else if (type === 'function_call') {
       info.push({ role: 'assistant', userText: false });
-      slots.push({
-        kind: 'tool_call',
-        path,
-        value: it,
-        item: i,
-        callId: str(it['call_id']) ?? '',
-        toolName: str(it['name']) ?? 'tool',
-        args: parseArgs(it['arguments']),
-      });
+      slots.push(callSlot(path, it, i, it['call_id'], it['name'], it['arguments']));
     } else if (type === 'function_call_output') {
       info.push({ role: 'tool', userText: false });
       if ('output' in it) slots.push(outputSlot([...path, 'output'], it['output'], i, str(it['call_id']) ?? '', state));
@@ -290,12 +255,17 @@ function responsesItems(
     } else {
       info.push({ role: 'other', userText: false });
     }
-  }
-}
+  });
+};
 
-function responsesHead(request: Obj, slots: Slot[]): void {
-  if ('instructions' in request) pushInstructions(slots, request['instructions'], ['instructions'], undefined);
-}
+/** The head slots of a format whose instructions stand in one top-level field. */
+const headFrom =
+  (key: 'instructions' | 'system') =>
+  (request: Obj, slots: Slot[]): void => {
+    if (key in request) pushInstructions(slots, request[key], [key], undefined);
+  };
+
+const responsesHead = headFrom('instructions');
 
 function readResponses(request: Obj, slots: Slot[]): RequestView {
   responsesHead(request, slots);
@@ -305,11 +275,7 @@ function readResponses(request: Obj, slots: Slot[]): RequestView {
     return { format: 'responses', items: [], itemInfo: [], slots };
   }
   if (!Array.isArray(input)) return { format: 'responses', items: [], itemInfo: [], slots };
-  const state = newState(slots.length);
-  responsesCalls(input, 0, state.calls);
-  const info: ItemInfo[] = [];
-  responsesItems(input, 0, state, slots, info);
-  return own({ format: 'responses', listKey: 'input', items: input, itemInfo: info, slots }, state);
+  return readList('responses', 'input', input, slots);
 }
 
 function anthropicCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
@@ -319,25 +285,13 @@ function anthropicCalls(items: readonly unknown[], from: number, calls: Map<stri
     if (!Array.isArray(content)) continue;
     for (const b of content) {
       if (isObj(b) && b['type'] === 'tool_use' && typeof b['id'] === 'string')
-        calls.set(b['id'], { name: str(b['name']) ?? 'tool', args: parseArgs(b['input']) });
+        calls.set(b['id'], callOf(b['name'], b['input']));
     }
   }
 }
 
-function anthropicItems(
-  items: readonly unknown[],
-  from: number,
-  state: ListState,
-  slots: Slot[],
-  info: ItemInfo[],
-): void {
-  for (let i = from; i < items.length; i++) {
-    const m = items[i];
-    const path: SlotPath = ['messages', i];
-    if (!isObj(m)) {
-      info.push({ role: 'other', userText: false });
-      continue;
-    }
+const anthropicItems: ItemsReader = (items, from, state, slots, info) => {
+  eachItem(items, from, 'messages', info, (m, i, path) => {
     const role = m['role'];
     const content = m['content'];
     if (role === 'assistant') {
@@ -345,17 +299,8 @@ function anthropicItems(
       slots.push(messageSlot('assistant', m, path, i));
       if (Array.isArray(content)) {
         content.forEach((b, j) => {
-          if (isObj(b) && b['type'] === 'tool_use') {
-            slots.push({
-              kind: 'tool_call',
-              path: [...path, 'content', j],
-              value: b,
-              item: i,
-              callId: str(b['id']) ?? '',
-              toolName: str(b['name']) ?? 'tool',
-              args: parseArgs(b['input']),
-            });
-          }
+          if (isObj(b) && b['type'] === 'tool_use')
+            slots.push(callSlot([...path, 'content', j], b, i, b['id'], b['name'], b['input']));
         });
       }
     } else if (role === 'user') {
@@ -377,21 +322,57 @@ function anthropicItems(
     } else {
       info.push({ role: 'other', userText: false });
     }
-  }
-}
+  });
+};
 
-function anthropicHead(request: Obj, slots: Slot[]): void {
-  if ('system' in request) pushInstructions(slots, request['system'], ['system'], undefined);
-}
+const anthropicHead = headFrom('system');
 
 function readAnthropic(request: Obj, slots: Slot[]): RequestView {
   anthropicHead(request, slots);
-  const items = request['messages'] as readonly unknown[];
+  return readList('anthropic', 'messages', request['messages'] as readonly unknown[], slots);
+}
+
+/** Read a conversation list whole (after the format's head slots): its calls, then its items. */
+function readList(
+  format: keyof typeof READERS,
+  listKey: NonNullable<RequestView['listKey']>,
+  items: readonly unknown[],
+  slots: Slot[],
+): RequestView {
+  const reader = READERS[format];
   const state = newState(slots.length);
-  anthropicCalls(items, 0, state.calls);
+  reader.calls(items, 0, state.calls);
   const info: ItemInfo[] = [];
-  anthropicItems(items, 0, state, slots, info);
-  return own({ format: 'anthropic', listKey: 'messages', items, itemInfo: info, slots }, state);
+  reader.items(items, 0, state, slots, info);
+  return own({ format, listKey, items, itemInfo: info, slots }, state);
+}
+
+/** Visit the list's items from `from` on; an item that is not an object is recorded as `other`. */
+function eachItem(
+  items: readonly unknown[],
+  from: number,
+  listKey: string,
+  info: ItemInfo[],
+  visit: (item: Obj, i: number, path: SlotPath) => void,
+): void {
+  for (let i = from; i < items.length; i++) {
+    const item = items[i];
+    if (isObj(item)) visit(item, i, [listKey, i]);
+    else info.push({ role: 'other', userText: false });
+  }
+}
+
+/** The slot of one tool call (`callId` and `toolName` as found; a missing name reads `tool`). */
+function callSlot(path: SlotPath, value: Obj, item: number, callId: unknown, toolName: unknown, args: unknown): Slot {
+  return {
+    kind: 'tool_call',
+    path,
+    value,
+    item,
+    callId: str(callId) ?? '',
+    toolName: str(toolName) ?? 'tool',
+    args: parseArgs(args),
+  };
 }
 
 function newState(head: number): ListState {

@@ -20,3 +20,4 @@ export {
 } from './figures.js';
 export { figuresFromRows, readStoreFigures, readVaultFigures } from './from-vault.js';
 export { parseQualityResults, type QualitySummary } from './quality.js';
+export { rateCardFromConfig, priceFigures, type RateCard, type RateCardConfig, type PricedLine } from './rate-card.js';

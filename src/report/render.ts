@@ -25,6 +25,7 @@ import {
   type ReportSessionInput,
 } from './figures.js';
 import { esc, num } from './html.js';
+import { priceFigures, type RateCard } from './rate-card.js';
 import { QUALITY_SECTION_ID, qualityRecovery, renderQuality, type QualitySummary } from './quality.js';
 
 /** Options of {@link renderReport}. */
@@ -59,6 +60,13 @@ export interface RenderReportOptions {
    * @defaultValue none
    */
   readonly quality?: QualitySummary;
+  /**
+   * API-equivalent prices (TOKEN_TERMINATOR_EQ_*, see `rateCardFromConfig`): the cost section then
+   * also prices the tokens in USD, labelled as an equivalent.
+   *
+   * @defaultValue none (no USD figures)
+   */
+  readonly rateCard?: RateCard;
 }
 
 const FIDELITY_LABELS: Readonly<Record<FidelityKey, string>> = Object.freeze({
@@ -85,7 +93,7 @@ export function renderReport(figures: ReportInput, options: RenderReportOptions 
     summarySection(figures),
     tokensSection(figures, options.maxChartSessions ?? 50),
     savingsSection(figures),
-    costSection(figures),
+    costSection(figures, options.rateCard),
     fidelitySection(figures),
     recoverySection(figures, options.quality),
     ...(options.quality === undefined ? [] : [renderQuality(options.quality)]),
@@ -217,11 +225,12 @@ function savingsSection(f: ReportInput): string {
 
 const STAGE_SWATCHES = ['#1f5fbf', '#d9730d', '#2a9d5c', '#8e44ad', '#c0392b', '#7f8c8d', '#b7950b', '#16a085'];
 
-function costSection(f: ReportInput): string {
+function costSection(f: ReportInput, card: RateCard | undefined): string {
   const head = `<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Effective cost with prompt caching</h2>`;
   const profiles = costProfiles(f);
+  const priced = card === undefined ? '' : rateCardBlock(f, card);
   if (profiles.length === 0)
-    return `${head}<p>${NOT_MEASURED}: these figures carry no cache-prefix measurement (the vault does not; <code>replay</code> does).</p></section>`;
+    return `${head}<p>${NOT_MEASURED}: these figures carry no cache-prefix measurement (the vault does not; <code>replay</code> does).</p>${priced}</section>`;
   const rows = profiles.map((p) => [esc(p.name), num(p.key, p.ratio)]);
   return `${head}${figure(
     'cost',
@@ -229,7 +238,26 @@ function costSection(f: ReportInput): string {
     ': cached prefix billed at the profile\u2019s cache-read price (and cache writes at its write price); below 1 is cheaper than sending the raw requests.',
     costChart(profiles),
     table('Effective cost ratio by pricing profile', ['pricing profile', 'final / raw'], rows),
-  )}${f.effective_cost_raw === undefined || f.effective_cost_final === undefined ? '' : `<p>At the replay\u2019s cache-read price: raw ${num('effective_cost_raw', f.effective_cost_raw)}, final ${num('effective_cost_final', f.effective_cost_final)} (char units).</p>`}</section>`;
+  )}${f.effective_cost_raw === undefined || f.effective_cost_final === undefined ? '' : `<p>At the replay\u2019s cache-read price: raw ${num('effective_cost_raw', f.effective_cost_raw)}, final ${num('effective_cost_final', f.effective_cost_final)} (char units).</p>`}${priced}</section>`;
+}
+
+/** The tokens priced at the configured API-equivalent rate card; unmeasured kinds say so. */
+function rateCardBlock(f: ReportInput, card: RateCard): string {
+  const lines = priceFigures(f, card);
+  const usd = (key: string, v: number | undefined): string => (v === undefined ? NOT_MEASURED : num(key, v, ' USD'));
+  const rows = lines.map((l) => [
+    esc(l.item),
+    num(`rate_card.${l.key}_usd_per_m`, l.usdPerM),
+    l.tokens === undefined ? NOT_MEASURED : num(l.key, l.tokens),
+    usd(`rate_card.${l.key}_usd`, l.usd),
+  ]);
+  const [raw, sent] = lines;
+  const saved = raw!.usd! - sent!.usd!;
+  return `<div id="rate-card"><h3>At the rate card “${esc(card.label)}”</h3>${table(
+    `Tokens priced at ${card.label} (USD per million tokens)`,
+    ['tokens', 'USD per M', 'tokens', 'USD'],
+    rows,
+  )}<p>Request input at this card: ${usd('rate_card.raw_usd', raw!.usd)} raw, ${usd('rate_card.final_usd', sent!.usd)} sent, ${num('rate_card.saved_usd', saved, ' USD')} saved. An API-equivalent figure at the configured list prices, not what an OAuth or subscription plan actually charges.</p></div>`;
 }
 
 function fidelitySection(f: ReportInput): string {

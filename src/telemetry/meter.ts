@@ -15,11 +15,17 @@
 import { canonicalOf } from '../compile/prefix.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
+import { WeakMemo } from '../weak-memo.js';
 
-/** The memoized measurements of one message. */
-export interface MessageEntry {
-  /** canonicalJson(message) (Python-compatible, default separators). */
-  readonly json: string;
+/**
+ * The memoized measurements of one message. Its JSON text is kept only until the message's
+ * middle-segment count is known (the count every later request reuses): a long conversation's
+ * entries then hold numbers, not a second copy of the conversation. Asked for again (a first/last
+ * segment, a prefix comparison), the text is serialized again from the message the entry belongs to.
+ */
+class Entry {
+  #json: string | undefined;
+  readonly #source: unknown;
   /** Code points of `json`. */
   readonly chars: number;
   /** Tokens of ` json,` (a middle segment), computed on first use. */
@@ -32,23 +38,6 @@ export interface MessageEntry {
   only?: number;
   /** Tokens of `json` alone (attribution buckets). */
   alone?: number;
-}
-
-/**
- * A memo entry. Its JSON text is kept only until the message's middle-segment count is known (the
- * count every later request reuses): a long conversation's entries then hold numbers, not a
- * second copy of the conversation. Asked for again (a first/last segment, a prefix comparison),
- * the text is serialized again from the message the entry belongs to.
- */
-class Entry implements MessageEntry {
-  #json: string | undefined;
-  readonly chars: number;
-  mid?: number;
-  first?: number;
-  last?: number;
-  only?: number;
-  alone?: number;
-  readonly #source: unknown;
 
   constructor(source: unknown, json: string) {
     this.#source = source;
@@ -56,14 +45,23 @@ class Entry implements MessageEntry {
     this.chars = codePoints(json);
   }
 
+  /** canonicalJson(message) (Python-compatible, default separators). */
   get json(): string {
     return this.#json ?? canonicalJson(this.#source);
   }
 
-  release(): void {
-    this.#json = undefined;
+  /** Tokens of ` json,`, counted once; the JSON text is let go then. */
+  midTokens(counter: TokenCounter): number {
+    if (this.mid === undefined) {
+      this.mid = counter.count(` ${this.json},`);
+      this.#json = undefined;
+    }
+    return this.mid;
   }
 }
+
+/** The memoized measurements of one message (see {@link MessagesMeter.entry}). */
+export type MessageEntry = Omit<Entry, 'midTokens'>;
 
 /** Incremental chars/tokens for messages arrays (see the module comment). */
 export interface MessagesMeter {
@@ -89,7 +87,7 @@ export interface MessagesMeter {
  * meter.tokens(request.messages) === counter.count(canonicalJson(request.messages)); // true
  */
 export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
-  const memo = new WeakMap<object, Entry>();
+  const memo = new WeakMemo<object, Entry>();
   const entry = (message: unknown): Entry => {
     if (typeof message === 'object' && message !== null) {
       // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
@@ -123,13 +121,7 @@ export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
         const e = entry(messages[i]);
         if (i === 0) total += e.first ??= counter.count(`[${e.json},`);
         else if (i === n - 1) total += e.last ??= counter.count(` ${e.json}]`);
-        else {
-          if (e.mid === undefined) {
-            e.mid = counter.count(` ${e.json},`);
-            e.release();
-          }
-          total += e.mid;
-        }
+        else total += e.midTokens(counter);
       }
       return total;
     },
@@ -138,12 +130,7 @@ export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
       return (e.alone ??= counter.count(e.json));
     },
     midTokens(message) {
-      const e = entry(message);
-      if (e.mid === undefined) {
-        e.mid = counter.count(` ${e.json},`);
-        e.release();
-      }
-      return e.mid;
+      return entry(message).midTokens(counter);
     },
   };
 }

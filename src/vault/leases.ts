@@ -124,15 +124,13 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
         await trx
           .insertInto('artifact_access')
           .values(
-            pinned
-              .slice(i, i + DELIVER_BATCH)
-              .map((artifactId) => ({
-                tenant: key.tenant,
-                session_id: key.sessionId!,
-                artifact_id: artifactId,
-                pinned: 1,
-                updated_at: now,
-              })),
+            pinned.slice(i, i + DELIVER_BATCH).map((artifactId) => ({
+              tenant: key.tenant,
+              session_id: key.sessionId!,
+              artifact_id: artifactId,
+              pinned: 1,
+              updated_at: now,
+            })),
           )
           .onConflict((oc) =>
             oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }),

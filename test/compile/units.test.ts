@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptCandidate } from '../../src/compile/accept.js';
+import { acceptCandidate } from '../../src/accept.js';
 import { createChainMemo } from '../../src/compile/conversation.js';
 import { exitStatusOf, isFailureLine, renderDigest } from '../../src/compile/digest.js';
 import { chooseBatch } from '../../src/compile/economics.js';
@@ -22,10 +22,10 @@ describe('acceptCandidate', () => {
   });
   it('rejects a char-only win when exact tokens grew or stayed', () => {
     expect(
-      acceptCandidate({ rawChars: 10, candidateChars: 5, rawTokens: 3, candidateTokens: 3, receipts: ok }),
+      acceptCandidate({ rawChars: 10, candidateChars: 5, tokens: () => ({ raw: 3, candidate: 3 }), receipts: ok }),
     ).toMatchObject({ reason: 'not smaller in tokens' });
     expect(
-      acceptCandidate({ rawChars: 10, candidateChars: 5, rawTokens: 3, candidateTokens: 2, receipts: ok }),
+      acceptCandidate({ rawChars: 10, candidateChars: 5, tokens: () => ({ raw: 3, candidate: 2 }), receipts: ok }),
     ).toEqual({ accepted: true });
   });
   it('rejects a receipt whose artifact was not read back', () => {

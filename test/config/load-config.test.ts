@@ -67,7 +67,6 @@ describe('loadConfig defaults', () => {
       outputReserveTokens: 4096,
       tokenSafetyMargin: 512,
       ledger: true,
-      stateDb: '',
       experiment: 'default',
       exclude: [],
       pytestGuard: true,
@@ -274,7 +273,6 @@ const INVALID: Record<string, string> = {
   TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN: '1e3',
   TOKEN_TERMINATOR_LEDGER: 'nope',
   TOKEN_TERMINATOR_LEDGER_PATH: '\u0002',
-  TOKEN_TERMINATOR_STATE_DB: '\u0003',
   TOKEN_TERMINATOR_EXPERIMENT: 'x'.repeat(81),
   TOKEN_TERMINATOR_EXCLUDE: 'git\u0000',
   TOKEN_TERMINATOR_PYTEST_GUARD: 'always',
@@ -326,6 +324,17 @@ describe('loadConfig invalid values', () => {
     );
     expect(() => loadConfig({ env: base, overrides: { incontext: { url: 'x' } } as never })).toThrow(
       /"incontext\.url"/,
+    );
+  });
+
+  it('has no stateDb: the host accounting database is not read by this package (removed, not accepted)', () => {
+    expect(() => loadConfig({ env: base, overrides: { stateDb: '/tmp/state.db' } as never })).toThrow(
+      /unknown configuration option "stateDb"/,
+    );
+    expect(CONFIG_VARIABLES).not.toContain('TOKEN_TERMINATOR_STATE_DB');
+    expect(CONFIG_VARIABLES).not.toContain('RTK_HERMES_PLUS_STATE_DB');
+    expect(Object.keys(loadConfig({ env: { ...base, TOKEN_TERMINATOR_STATE_DB: '/tmp/state.db' } }))).not.toContain(
+      'stateDb',
     );
   });
 

@@ -132,6 +132,22 @@ describe('GET /dashboard', () => {
     expect(page.body).not.toContain(KEY);
     expect(page.body).not.toContain(KEY.slice(3));
     expect(page.body).not.toContain('Conversation A');
+    // No TOKEN_TERMINATOR_EQ_* price: no USD figure.
+    expect(page.body).not.toContain('id="rate-card"');
+  });
+
+  it('prices the store’s tokens at the terminator’s TOKEN_TERMINATOR_EQ_* rate card', async () => {
+    h = await startHarness(model, { overrides: { eqInputUsdPerM: 4, eqRateCard: 'proxy card' } });
+    await conversations(h);
+    const page = await get(h.url, '/dashboard');
+    const rows = await h.proxy.terminator.vault.requestMetricRows();
+    const raw = rows.reduce((n, r) => n + (r.rawTokens ?? 0), 0);
+    const final = rows.reduce((n, r) => n + (r.finalTokens ?? 0), 0);
+    const cost = shown(page.body, 'cost');
+    expect(cost.get('rate_card.raw_usd')).toBeCloseTo((raw * 4) / 1e6, 9);
+    expect(cost.get('rate_card.final_usd')).toBeCloseTo((final * 4) / 1e6, 9);
+    expect(cost.get('rate_card.raw_usd')).toBeGreaterThan(0);
+    expect(page.body).toContain('proxy card');
   });
 
   it('answers HEAD, refuses other methods, sits behind the proxy token, and is a 503 when the store cannot be read', async () => {

@@ -131,6 +131,30 @@ describe('routeSkills — unit', () => {
     expect(out!.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'not smaller in tokens' });
   });
 
+  it('near a tie compares the JSON-escaped instruction texts, as the tool-result stages do', async () => {
+    // A tokenizer for which the routed text is a little shorter as plain text but far longer as the
+    // JSON string the request carries (its escaped newlines do not merge): the wire grew, so the
+    // rendering must be refused. The old gate counted plain texts only and accepted it.
+    const routed = '<available_skills>\n[';
+    const escaped = JSON.stringify(routed).slice(1, -1);
+    const counter: TokenCounter = {
+      name: 'escapes-cost',
+      exact: true,
+      count: (t) => (t.includes(escaped) ? 1_000_000 : t.includes(routed) ? 95 : 100),
+    };
+    const req = chat();
+    const [out] = await runAll(routeSkills({ counter }), [[req, ctx]]);
+    expect(out!.value).toBe(req);
+    expect(out!.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'not smaller in tokens' });
+    // Far from a tie the plain counts decide (the escaped forms are not asked for).
+    const far: TokenCounter = {
+      ...counter,
+      count: (t) => (t.includes(escaped) ? 1_000_000 : t.includes(routed) ? 89 : 100),
+    };
+    const [applied] = await runAll(routeSkills({ counter: far }), [[req, ctx]]);
+    expect(applied!.decisions.at(-1)).toMatchObject({ kind: 'applied', savedTokens: 11 });
+  });
+
   it('is sticky per session: a later prompt reuses the first routing byte for byte', async () => {
     const [first, second] = await runAll(routeSkills(), [
       [chat(), ctx],

@@ -24,15 +24,16 @@ async function report(options: ReportCliOptions): Promise<void> {
   if (options.db !== undefined && options.from !== undefined)
     throw new CliError('report: give --db or --from, not both');
   // The chart library loads only for this command, so the other commands start as fast as before.
-  const { parseQualityResults, parseReportInput, readVaultFigures, renderReport } =
+  const { parseQualityResults, parseReportInput, rateCardFromConfig, readVaultFigures, renderReport } =
     await import('../../report/index.js');
+  const config = cliConfig(options.db === undefined ? {} : { db: options.db });
+  const rateCard = rateCardFromConfig(config);
   let figures;
   let source: string;
   if (options.from !== undefined) {
     figures = parseReportInput(readJson(options.from, 'replay figures (replay --json)'));
     source = 'replay figures';
   } else {
-    const config = cliConfig(options.db === undefined ? {} : { db: options.db });
     if (config.dbPath === ':memory:' || !existsSync(config.dbPath))
       throw new CliError(
         `no vault at ${config.dbPath} (set --db, TOKEN_TERMINATOR_DB_PATH, or use --from replay.json)`,
@@ -46,6 +47,7 @@ async function report(options: ReportCliOptions): Promise<void> {
     source,
     ...(options.title === undefined ? {} : { title: options.title }),
     ...(quality === undefined ? {} : { quality }),
+    ...(rateCard === undefined ? {} : { rateCard }),
   });
   const out = resolve(options.out);
   writeFileSync(out, html, { mode: 0o644 });

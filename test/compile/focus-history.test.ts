@@ -1,0 +1,105 @@
+/**
+ * The focus lines of a bounded view name the terms of the history before the output. They are a
+ * function of that history's content: a host that edits an earlier item, or that repeats the task
+ * message further down, gets the view a fresh process gives the same request (found by the
+ * fast-path property in test/compile/prefix.test.ts, seed -1276286827).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { FOCUS_MARKER } from '../../src/compact/focus.js';
+import { conversationTerms } from '../../src/compile/focus.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import { readRequest } from '../../src/model/index.js';
+import type { ProviderRequest } from '../../src/step.js';
+import { createVault } from '../../src/vault/index.js';
+import { runAll } from './helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tt-focus-history-'));
+const counter = createTiktokenCounter('o200k_base');
+afterAll(() => {
+  counter.dispose?.();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+describe('conversationTerms', () => {
+  it('takes the task from the top only: the same message object further down adds no terms, also on a second call', () => {
+    const task = { role: 'user', content: 'fix ParseConfig' };
+    const request = {
+      model: 'm',
+      messages: [
+        task,
+        { role: 'assistant', content: 'looking at BetaGamma' },
+        task, // the host re-sends the task object as a later turn
+      ],
+    };
+    const view = readRequest(request);
+    const first = conversationTerms(view, view.items.length, 1);
+    // The second call finds every item's terms memoized: the later copy still does not count.
+    expect(conversationTerms(view, view.items.length, 1)).toEqual(first);
+    expect(first).toEqual(['BetaGamma']);
+  });
+});
+
+describe('a bounded view after the host edits an earlier item', () => {
+  const output = [
+    'Compiling app v0.1.0',
+    ...Array.from({ length: 60 }, (_, i) => `   Checking step ${i} of the build`),
+    'error: cannot find value `x` in src/alpha/Widget.rs:12:5',
+    ...Array.from({ length: 60 }, (_, i) => `   Linking part ${i}`),
+  ].join('\n');
+  const request = (path: string): ProviderRequest => ({
+    model: 'gpt-4o',
+    messages: [
+      { role: 'user', content: 'Fix the build.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path }) } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'fn main() {}' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c2', type: 'function', function: { name: 'terminal', arguments: '{"command":"cargo build"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c2', content: output },
+    ],
+  });
+  const views = async (requests: readonly ProviderRequest[], name: string): Promise<string[]> => {
+    const vault = await createVault({ path: join(dir, `${name}.sqlite3`) });
+    try {
+      const outs = await runAll(
+        (src) =>
+          src.pipe(
+            collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
+          ),
+        requests.map((r, i) => [r, { sessionId: 's', requestId: `r${i}` }] as const),
+      );
+      return outs.map((o) => String((o.value['messages'] as { content: unknown }[])[4]!.content));
+    } finally {
+      await vault.close();
+    }
+  };
+
+  it('shows the focus lines the edited history names, with reused and with cloned objects', async () => {
+    const named = request('src/alpha/Widget.rs');
+    const edited = request('src/beta/Gadget.rs');
+    // The host reuses every object but the edited call.
+    (edited['messages'] as unknown[]).splice(2, 3, ...(named['messages'] as unknown[]).slice(2));
+    const [fresh] = await views([clone(edited)], 'fresh');
+    const [before] = await views([named], 'named');
+    expect(before).toContain(FOCUS_MARKER); // the first history names Widget.rs: its error line is kept
+    expect(fresh).not.toContain(FOCUS_MARKER); // the edited one names it nowhere
+    expect(await views([named, edited], 'reused')).toEqual([before, fresh]);
+    expect(await views([clone(named), clone(edited)], 'cloned')).toEqual([before, fresh]);
+  });
+});
