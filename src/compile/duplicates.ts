@@ -71,7 +71,10 @@ function displayText(value: unknown, evidence: string): string {
 const evidenceKey = (slot: Slot, o: DuplicateOptions): string =>
   JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}|${slot.toolName ?? ''}`;
 
-/** The evidence an earlier request found for this slot of the same item, if any (no await). */
+/**
+ * The evidence an earlier request found for this slot of the same item, if any (no await); none
+ * when a delivery found its artifact gone since (evidenceOf vaults the content again).
+ */
 function knownEvidence(
   state: SessionState,
   view: RequestView,
@@ -80,7 +83,8 @@ function knownEvidence(
 ): Evidence | null | undefined {
   const item = view.items[slot.item ?? -1];
   if (typeof item !== 'object' || item === null) return undefined;
-  return state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
+  const known = state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
+  return known !== undefined && known !== null && state.evidence.isGone(known.receipt.artifactId) ? undefined : known;
 }
 
 async function evidenceOf(
@@ -156,7 +160,8 @@ export async function planDuplicates(
     if (slot.item === undefined) continue;
     let f = previous[p];
     if (f !== undefined && f.slot === slot) p++;
-    else {
+    // A receipt whose artifact a delivery found gone is not carried: the content is vaulted again.
+    if (f === undefined || f.slot !== slot || (f.ev !== null && state.evidence.isGone(f.ev.receipt.artifactId))) {
       const known = knownEvidence(state, view, slot, o);
       f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
     }
