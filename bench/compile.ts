@@ -10,6 +10,8 @@
  *   (incremental cost: target ≤ 1.3);
  * - the time to SHA-256 that request's serialized history once (compact JSON, serialized outside
  *   the timing), and the ratio of the request time at turn 200 to it (target ≤ 3);
+ * - with rebuilt objects, the time to compare the history item by item with an equal rebuilt copy
+ *   of the previous request's (sameJson, outside the timing): the floor of recognising it;
  * - the old baseline: one whole-request serialization + tokenization (the reference's per-call work).
  * Then a `--long-turns` session with rebuilt objects: p50 and p95 per request around turn 50 and
  * around the last turn (target: p50 ratio ≤ 1.5), and p95 over the whole session.
@@ -24,7 +26,7 @@ import { Subject } from 'rxjs';
 import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
-import { setPrefixRecognition } from '../src/compile/prefix.js';
+import { sameJson, setPrefixRecognition } from '../src/compile/prefix.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
@@ -81,6 +83,12 @@ interface Timing {
   readonly gc: number[];
   /** SHA-256 of the request's serialized history, ms (median of 5), at the turns asked for. */
   readonly sha: Map<number, number>;
+  /**
+   * Rebuilt objects only: comparing the request's history, item by item, with an equal rebuilt
+   * copy of the previous request's (src/compile/prefix.ts sameJson), ms (median of 3), at the turns
+   * asked for: what recognising rebuilt objects costs at least.
+   */
+  readonly compare: Map<number, number>;
   /** Whole-request serialize + tokenize, ms, at the turns asked for. */
   readonly tokenize: Map<number, number>;
   readonly historyChars: Map<number, number>;
@@ -118,6 +126,7 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
   });
   observer.observe({ entryTypes: ['gc'] });
   const sha = new Map<number, number>();
+  const compare = new Map<number, number>();
   const tokenize = new Map<number, number>();
   const historyChars = new Map<number, number>();
   try {
@@ -149,6 +158,16 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
           runs.push(performance.now() - h0);
         }
         sha.set(t, median(runs));
+        if (fresh) {
+          const previous = JSON.parse(`[${texts.slice(0, n - 2).join(',')}]`) as unknown[];
+          const times: number[] = [];
+          for (let k = 0; k < 3; k++) {
+            const c0 = performance.now();
+            for (let i = 0; i < previous.length; i++) if (!sameJson(list[i], previous[i])) throw new Error('differs');
+            times.push(performance.now() - c0);
+          }
+          compare.set(t, median(times));
+        }
         const b0 = performance.now();
         counter.count(canonicalJson(request, { compact: true }));
         tokenize.set(t, performance.now() - b0);
@@ -156,7 +175,7 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
     }
     await new Promise((r) => setImmediate(r)); // the last GC entries
     const gc = windows.map(([a, b]) => pauses.reduce((n, p) => n + (p.start >= a && p.start < b ? p.ms : 0), 0));
-    return { wall, cpu, gc, sha, tokenize, historyChars, finalChars: canonicalJson(last!.value).length };
+    return { wall, cpu, gc, sha, compare, tokenize, historyChars, finalChars: canonicalJson(last!.value).length };
   } finally {
     observer.disconnect();
     sub.unsubscribe();
@@ -203,6 +222,10 @@ export async function main(argv: string[]): Promise<void> {
     console.log(
       `  request at turn ${turns} / that SHA-256: ${(w200 / sha).toFixed(2)} wall, ${(c200 / sha).toFixed(2)} CPU (target ≤ 3)`,
     );
+    if (fresh)
+      console.log(
+        `  comparing the history with the previous request's rebuilt copy (the floor of recognising it): ${r.compare.get(early)!.toFixed(2)} ms at turn ${early}, ${r.compare.get(turns)!.toFixed(2)} ms at turn ${turns}`,
+      );
     console.log(
       `  old baseline, one whole-request serialize + tokenize: ${r.tokenize.get(early)!.toFixed(2)} ms at turn ${early}, ${r.tokenize.get(turns)!.toFixed(2)} ms at turn ${turns}`,
     );
@@ -241,6 +264,9 @@ export async function main(argv: string[]): Promise<void> {
     );
     console.log(
       `  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`,
+    );
+    console.log(
+      `  comparing the history with the previous request's rebuilt copy (the floor of recognising it): ${r.compare.get(50)!.toFixed(2)} ms at turn 50, ${r.compare.get(longTurns)!.toFixed(2)} ms at turn ${longTurns}`,
     );
   }
 }

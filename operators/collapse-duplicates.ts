@@ -8,12 +8,16 @@ import { advance, note, storeScope, type ProviderRequest, type Step } from '../s
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
-import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
+import {
+  hostToolOutputs,
+  observationSlots,
+  observationTest,
+  type ObservationSetting,
+} from '../src/compile/observations.js';
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
 import { createSessionPool } from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
-import { isRecoveryResult } from '../src/recovery/results.js';
 import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/compile/prefix.js';
 
@@ -142,7 +146,7 @@ export function collapseDuplicates(
     const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
     const outputsOf = (view: RequestView): Slot[] => [
-      ...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)),
+      ...hostToolOutputs(view),
       ...observationSlots(view, isObservation),
     ];
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.

@@ -13,13 +13,17 @@ import { acceptCandidate } from '../src/accept.js';
 import { gate } from '../src/compile/apply.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
 import { planHistory } from '../src/compile/history.js';
-import { observationSlots, observationTest, type ObservationSetting } from '../src/compile/observations.js';
+import {
+  hostToolOutputs,
+  observationSlots,
+  observationTest,
+  type ObservationSetting,
+} from '../src/compile/observations.js';
 import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js';
 import type { Recognised } from '../src/compile/prefix.js';
 import { createSessionPool, type SessionState } from '../src/compile/session.js';
 import { checkOptions, intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
-import { isRecoveryResult } from '../src/recovery/results.js';
 
 const STAGE = STAGES.compileRequest;
 
@@ -228,10 +232,7 @@ export function compileRequest(
       const scope = storeScope(step.context);
       state.evidence.begin(scope);
       // The recovery tool's results are what the model asked for: never rewritten or receipted.
-      const outputs = [
-        ...view.slots.filter((s) => s.kind === 'tool_output' && !isRecoveryResult(s)),
-        ...observationSlots(view, isObservation),
-      ];
+      const outputs = [...hostToolOutputs(view), ...observationSlots(view, isObservation)];
       const pricing =
         fixedPricing ??
         (typeof options.pricing === 'function'

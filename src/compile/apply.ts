@@ -8,28 +8,105 @@ import { withItems, writeSlots } from '../model/index.js';
 import { acceptCandidate, type TokenPair, type Verdict } from '../accept.js';
 import type { SessionState } from './session.js';
 
-/** Items with the given slot texts written in; undefined when nothing changes. */
-export function renderItems(
-  state: SessionState,
-  view: RequestView,
-  changes: readonly { readonly slot: Slot; readonly text: string }[],
-): unknown[] | undefined {
-  const byItem = new Map<number, { path: readonly (string | number)[]; value: string }[]>();
-  for (const c of changes) {
+type Change = { readonly slot: Slot; readonly text: string };
+
+/** One earlier result of {@link renderItems}, kept (as private copies) to render the next request from. */
+interface Rendering {
+  readonly base: readonly unknown[];
+  /** Sorted by item. */
+  readonly changes: readonly Change[];
+  readonly out: readonly unknown[];
+  /** Smallest item index a change actually changes (Infinity: none). */
+  readonly firstChanged: number;
+}
+
+const RENDERINGS = 'apply:renderings';
+/** Renderings kept per session: the stages render two lists per request (the kept history and the candidate). */
+const RENDERINGS_KEPT = 2;
+
+const changes = (c: Change): boolean => c.slot.item !== undefined && c.slot.value !== c.text;
+
+/** True when every change names an item and the items never decrease. */
+function sortedByItem(list: readonly Change[]): boolean {
+  let last = -1;
+  for (const c of list) {
     const i = c.slot.item;
-    if (i === undefined || c.slot.value === c.text) continue;
-    let list = byItem.get(i);
-    if (list === undefined) byItem.set(i, (list = []));
-    list.push({ path: c.slot.path.slice(2), value: c.text });
+    if (i === undefined || i < last) return false;
+    last = i;
   }
-  if (byItem.size === 0) return undefined;
-  const items = view.items.slice();
-  for (const [i, list] of byItem) {
-    const item = view.items[i];
+  return true;
+}
+
+/**
+ * Items with the given slot texts written in; undefined when nothing changes.
+ *
+ * Incremental: when the items and the changes (the same change objects, sorted by item) share a
+ * leading run with an earlier call's, the items before the first difference are taken from that
+ * call's result (what rendering them again would give), and only the rest is rendered. The
+ * result is the same list, item for item, as rendering every change again.
+ */
+export function renderItems(state: SessionState, view: RequestView, list: readonly Change[]): unknown[] | undefined {
+  const items = view.items;
+  if (!sortedByItem(list)) return renderFrom(state, items, list, 0, 0, items.slice(), Infinity).out;
+  const kept = (state.sticky.get(RENDERINGS) as Rendering[] | undefined) ?? [];
+  let best: { r: Rendering; bound: number; k: number } | undefined;
+  for (const r of kept) {
+    let s = 0;
+    const n = Math.min(items.length, r.base.length);
+    while (s < n && items[s] === r.base[s]) s++;
+    let k = 0;
+    const m = Math.min(list.length, r.changes.length);
+    while (k < m && list[k] === r.changes[k]) k++;
+    let bound = s;
+    if (k < list.length) bound = Math.min(bound, list[k]!.slot.item!);
+    if (k < r.changes.length) bound = Math.min(bound, r.changes[k]!.slot.item!);
+    if (best === undefined || bound > best.bound) best = { r, bound, k };
+  }
+  let result: { out: unknown[] | undefined; rendering: Rendering };
+  if (best === undefined || best.bound === 0) result = renderFrom(state, items, list, 0, 0, items.slice(), Infinity);
+  else {
+    const { r, bound } = best;
+    // The changes of the items before `bound` are the earlier call's (the same objects).
+    let j = best.k;
+    while (j > 0 && list[j - 1]!.slot.item! >= bound) j--;
+    const out = r.out.slice(0, bound);
+    for (let i = bound; i < items.length; i++) out.push(items[i]);
+    result = renderFrom(state, items, list, j, bound, out, r.firstChanged < bound ? r.firstChanged : Infinity);
+  }
+  kept.unshift(result.rendering);
+  if (kept.length > RENDERINGS_KEPT) kept.length = RENDERINGS_KEPT;
+  state.sticky.set(RENDERINGS, kept);
+  return result.out;
+}
+
+/** `out` (the items, the ones before `from` already rendered) with `list[j..]` written in. */
+function renderFrom(
+  state: SessionState,
+  items: readonly unknown[],
+  list: readonly Change[],
+  j: number,
+  from: number,
+  out: unknown[],
+  firstChanged: number,
+): { out: unknown[] | undefined; rendering: Rendering } {
+  const byItem = new Map<number, { path: readonly (string | number)[]; value: string }[]>();
+  for (let x = j; x < list.length; x++) {
+    const c = list[x]!;
+    if (!changes(c)) continue;
+    const i = c.slot.item!;
+    if (i < from) continue;
+    let changesOf = byItem.get(i);
+    if (changesOf === undefined) byItem.set(i, (changesOf = []));
+    changesOf.push({ path: c.slot.path.slice(2), value: c.text });
+    if (i < firstChanged) firstChanged = i;
+  }
+  for (const [i, changesOf] of byItem) {
+    const item = items[i];
     if (typeof item !== 'object' || item === null) continue;
-    items[i] = state.renders.render(item, list, () => writeSlots(item, list));
+    out[i] = state.renders.render(item, changesOf, () => writeSlots(item, changesOf));
   }
-  return items;
+  const rendering: Rendering = { base: items.slice(), changes: list.slice(), out: out.slice(), firstChanged };
+  return { out: firstChanged === Infinity ? undefined : out, rendering };
 }
 
 /**
@@ -78,16 +155,8 @@ export function gate(
     let rawTokens: number | undefined;
     let candidateTokens: number | undefined;
     if (items.length === view.items.length) {
-      let a: number | undefined = 0;
-      let b: number | undefined = 0;
-      for (let i = 0; i < items.length && a !== undefined && b !== undefined; i++) {
-        if (items[i] === view.items[i]) continue;
-        const ta = state.meter.tokens(view.items[i]);
-        const tb = state.meter.tokens(items[i]);
-        a = ta === undefined ? undefined : a + ta;
-        b = tb === undefined ? undefined : b + tb;
-      }
-      [rawTokens, candidateTokens] = [a, b];
+      const changed = state.meter.changedTokens(view.items, items);
+      [rawTokens, candidateTokens] = [changed?.raw, changed?.candidate];
     } else {
       rawTokens = state.meter.requestTokens(request, listKey, view.items);
       candidateTokens = rawTokens === undefined ? undefined : state.meter.requestTokens(candidate, listKey, items);

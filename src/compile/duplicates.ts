@@ -38,10 +38,13 @@ interface PlannedBase {
 export type PlannedSlot = PlannedBase &
   ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
 
-/** The slot replacements a plan writes back (inline outputs contribute none). */
+/**
+ * The slot replacements a plan writes back (inline outputs contribute none): the planned slots
+ * themselves, so an unchanged decision is the same change object request after request.
+ */
 export function planChanges(plan: readonly PlannedSlot[]): { readonly slot: Slot; readonly text: string }[] {
   const changes: { slot: Slot; text: string }[] = [];
-  for (const p of plan) if (p.render !== 'inline') changes.push({ slot: p.slot, text: p.text });
+  for (const p of plan) if (p.render !== 'inline') changes.push(p);
   return changes;
 }
 
@@ -68,7 +71,10 @@ function displayText(value: unknown, evidence: string): string {
 const evidenceKey = (slot: Slot, o: DuplicateOptions): string =>
   JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}|${slot.toolName ?? ''}`;
 
-/** The evidence an earlier request found for this slot of the same item, if any (no await). */
+/**
+ * The evidence an earlier request found for this slot of the same item, if any (no await); none
+ * when a delivery found its artifact gone since (evidenceOf vaults the content again).
+ */
 function knownEvidence(
   state: SessionState,
   view: RequestView,
@@ -77,7 +83,8 @@ function knownEvidence(
 ): Evidence | null | undefined {
   const item = view.items[slot.item ?? -1];
   if (typeof item !== 'object' || item === null) return undefined;
-  return state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
+  const known = state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
+  return known !== undefined && known !== null && state.evidence.isGone(known.receipt.artifactId) ? undefined : known;
 }
 
 async function evidenceOf(
@@ -120,6 +127,25 @@ async function evidenceOf(
   return found;
 }
 
+/**
+ * One output slot as the session's previous plan saw it: its evidence and the planned slot per
+ * rendering. An extended view hands over the previous view's slot objects (src/model/read.ts),
+ * and an item's evidence, once found, stays what it was (see knownEvidence).
+ */
+interface OutputFacts {
+  readonly slot: Slot;
+  readonly ev: Evidence | null;
+  planned?: { [R in PlannedSlot['render']]?: PlannedSlot };
+}
+
+const OUTPUT_FACTS = 'dedupe:outputs';
+
+/** The planned slot of `f` rendered as `render`, built once per output and rendering. */
+function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
+  const planned = (f.planned ??= {});
+  return (planned[render] ??= build());
+}
+
 /** Decide every large tool output of a request. */
 export async function planDuplicates(
   state: SessionState,
@@ -127,13 +153,22 @@ export async function planDuplicates(
   outputs: readonly Slot[],
   o: DuplicateOptions,
 ): Promise<PlannedSlot[]> {
-  const found: { slot: Slot; ev: Evidence }[] = [];
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
-    const known = knownEvidence(state, view, slot, o);
-    const ev = known !== undefined ? known : await evidenceOf(state, view, slot, o);
-    if (ev !== null) found.push({ slot, ev });
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot) p++;
+    // A receipt whose artifact a delivery found gone is not carried: the content is vaulted again.
+    if (f === undefined || f.slot !== slot || (f.ev !== null && state.evidence.isGone(f.ev.receipt.artifactId))) {
+      const known = knownEvidence(state, view, slot, o);
+      f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
+    }
+    facts.push(f);
   }
+  state.sticky.set(OUTPUT_FACTS, facts);
+  const found = facts.filter((f): f is OutputFacts & { ev: Evidence } => f.ev !== null);
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
   // become receipts (the content is visible further down). Copies the conversation already had
   // are left to the history rewrites: replacing them here would break the prompt cache.
@@ -152,14 +187,33 @@ export async function planDuplicates(
     return ev.view.text;
   };
   for (let i = 0; i < found.length; i++) {
-    const { slot, ev } = found[i]!;
+    const f = found[i]!;
+    const { slot, ev } = f;
     const id = ev.receipt.artifactId;
     if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!)))
-      planned.push({ slot, receipt: ev.receipt, render: 'receipt', duplicate: true, text: ev.receipt.text });
+      planned.push(
+        plannedAs(f, 'receipt', () => ({
+          slot,
+          receipt: ev.receipt,
+          render: 'receipt',
+          duplicate: true,
+          text: ev.receipt.text,
+        })),
+      );
     else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
-      // The names of the conversation before this output: the same view every request that has the same history before it.
-      planned.push({ slot, receipt: ev.receipt, render: 'view', duplicate: false, text: viewOf(slot, ev) });
-    } else planned.push({ slot, receipt: ev.receipt, render: 'inline', duplicate: false });
+      // The names of the conversation before this output: the same view every request that has the
+      // same history before it (a carried planned slot is the same slot, so the same history).
+      planned.push(
+        plannedAs(f, 'view', () => ({
+          slot,
+          receipt: ev.receipt,
+          render: 'view',
+          duplicate: false,
+          text: viewOf(slot, ev),
+        })),
+      );
+    } else
+      planned.push(plannedAs(f, 'inline', () => ({ slot, receipt: ev.receipt, render: 'inline', duplicate: false })));
   }
   return planned;
 }

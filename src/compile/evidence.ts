@@ -71,6 +71,11 @@ export interface EvidenceStore {
       readonly scope?: StoreScope;
     },
   ): Promise<Receipted>;
+  /**
+   * What {@link receipt} resolves with, without a promise, when the text is one the store holds as
+   * a lookup key (vaulted or named by this request or the one before it); else undefined.
+   */
+  knownReceipt(text: string, toolName: string): Receipted | undefined;
   /** Vault arbitrary text (collapsed steps) and return its artifact id and size. */
   store(
     text: string,
@@ -233,22 +238,28 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
     while (delivered.size > maxEntries) delivered.delete(delivered.values().next().value as string);
     return [...missing];
   };
+  /** The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request). */
+  const receiptOf = (e: Entry, toolName: string): Receipted => {
+    const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
+    let r = shown.get(toolName);
+    if (r === undefined)
+      shown.set(
+        toolName,
+        (r = Object.freeze({
+          text: renderReceipt(createReceipt(e.artifactId, toolName, e.chars, e.sha256)),
+          artifactId: e.artifactId,
+          verified: true as const,
+        })),
+      );
+    return r;
+  };
   return {
     async receipt(text, meta) {
-      const e = await put(text, meta);
-      // The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request).
-      const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
-      let r = shown.get(meta.toolName);
-      if (r === undefined)
-        shown.set(
-          meta.toolName,
-          (r = Object.freeze({
-            text: renderReceipt(createReceipt(e.artifactId, meta.toolName, e.chars, e.sha256)),
-            artifactId: e.artifactId,
-            verified: true as const,
-          })),
-        );
-      return r;
+      return receiptOf(await put(text, meta), meta.toolName);
+    },
+    knownReceipt(text, toolName) {
+      const same = lookup(text);
+      return same === undefined ? undefined : receiptOf(same, toolName);
     },
     async store(text, sessionId, toolName) {
       const e = await put(text, { toolName, sessionId });

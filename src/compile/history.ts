@@ -24,10 +24,11 @@ import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
-import { evidenceText, readWhole } from './evidence.js';
+import { evidenceText, readWhole, type Receipted } from './evidence.js';
 import { parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
+import { WeakMemo } from '../weak-memo.js';
 
 export interface HistoryOptions {
   readonly sessionId: string;
@@ -90,6 +91,25 @@ export interface HistoryPlan {
   /** Content-free label of the first such error. */
   readonly failure?: string;
 }
+
+/**
+ * What planning found about one output slot, kept for the session's next request: an extended
+ * view hands over the previous view's slot objects (src/model/read.ts), and their chain keys,
+ * text sizes and renderings do not change.
+ */
+interface OutputFacts {
+  readonly slot: Slot;
+  readonly chain: string;
+  readonly key: string;
+  /** Code points of the slot's text (-1: it has none), once needed. */
+  chars?: number;
+  /** The rendering per kind once looked up (null: cannot be rendered). */
+  readonly targets: { [K in RewriteKind]?: Target | null };
+}
+
+const OUTPUT_FACTS = 'history:outputs';
+/** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
+const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
 const REASONING_MIN_CHARS = 300;
 const artifactOf = (text: string): { id: string } => ({
@@ -155,17 +175,32 @@ export async function planHistory(
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
+  // What the previous plan found per output (its key, text size, renderings), reused for the
+  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
+  const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
+    const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
+    f.targets[kind] = t;
+    return t ?? undefined;
+  };
   for (const slot of outputs) {
     const i = slot.item;
     if (i === undefined || i <= start) continue;
-    const key = `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`;
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    else f = { slot, chain: chain[i]!, key: `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`, targets: {} };
+    facts.push(f);
+    const key = f.key;
     // The newest outputs are never rewritten, whatever another process decided for this key.
     // Known answers are taken without a microtask (a request names every item of its history).
     const known = i < protectedFrom ? memo.rewritten(key) : undefined;
     const kind = (known instanceof Promise ? await known : known) as RewriteKind | undefined;
     const want: RewriteKind = i < collapseBefore ? 'receipt' : 'digest';
     if (kind !== undefined) {
-      const target = knownTarget(state, slot, key, kind) ?? (await outputTarget(state, slot, key, kind, o));
+      const cached = f.targets[kind];
+      const target = cached !== undefined ? cached : await targetOf(f, kind);
       if (target === null || target === undefined) continue; // cannot be rendered any more: it stays inline
       applied.push(target);
       // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
@@ -177,13 +212,18 @@ export async function planHistory(
     }
     shown.push(key);
     if (i >= protectedFrom || i >= sealedBefore) continue;
-    const text = slotText(slot.value);
-    if (text === undefined || codePoints(text) < o.minChars) continue;
+    if (f.chars === undefined) {
+      const text = slotText(slot.value);
+      f.chars = text === undefined ? -1 : codePoints(text);
+    }
+    if (f.chars < o.minChars) continue;
     const before = memo.shownBefore(key, requestKey);
     if ((before instanceof Promise ? await before : before) < o.inlineLeases) continue;
-    const target = knownTarget(state, slot, key, want) ?? (await outputTarget(state, slot, key, want, o));
+    const cached = f.targets[want];
+    const target = cached !== undefined ? cached : await targetOf(f, want);
     if (target !== null && target !== undefined) candidates.push(target);
   }
+  state.sticky.set(OUTPUT_FACTS, facts);
   if (o.reasoning || o.collapseAfterTurns > 0) {
     for (const slot of view.slots) {
       const i = slot.item;
@@ -204,19 +244,15 @@ export async function planHistory(
   }
 
   // The history as it would be sent without a new rewrite: earlier rewrites applied.
-  const keepItems =
-    renderItems(
-      state,
-      view,
-      applied.map((t) => ({ slot: t.slot, text: t.text })),
-    ) ?? view.items;
+  const keepItems = renderItems(state, view, applied) ?? view.items;
   let chosen: Target[] = [];
   if (candidates.length > 0 && o.newBatch !== false) {
     if (o.blockTurns > 0) chosen = candidates;
     else {
-      const sizes = keepItems.map((it) => state.meter.measure(it).chars + 2);
-      const position: number[] = [];
-      sizes.reduce((at, n, i) => ((position[i] = at), at + n), 1);
+      // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
+      const cum = state.meter.cumulativeChars(keepItems);
+      const before = (i: number): number => (i === 0 ? 0 : cum[i - 1]!);
+      const position = (i: number): number => 1 + before(i) + 2 * i;
       const byItem = new Map<number, Target[]>();
       for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
       const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
@@ -227,17 +263,17 @@ export async function planHistory(
         return rendered;
       };
       const list: RewriteCandidate[] = itemsInOrder.map((i) => ({
-        position: position[i]!,
-        saved: sizes[i]! - 2 - state.meter.measure(withChanges(i)).chars,
+        position: position(i),
+        saved: cum[i]! - before(i) - state.meter.measure(withChanges(i)).chars,
       }));
       let runStart = info.length - 1;
       while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
       while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
-      const size = sizes.reduce((a, b) => a + b, 1);
+      const size = 1 + before(keepItems.length) + 2 * keepItems.length;
       const turnsSoFar = countAssistantRuns(info, start);
       const answer = chooseBatch({
         size,
-        cachedEnd: position[runStart] ?? size,
+        cachedEnd: runStart < keepItems.length ? position(runStart) : size,
         requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
         pricing: o.pricing,
         candidates: list,
@@ -250,20 +286,31 @@ export async function planHistory(
   const final: Target[] = [];
   let failed = 0;
   let failure: string | undefined;
-  for (const t of [...applied.filter((x) => !chosen.some((c) => c.key === x.key)), ...chosen]) {
+  const chosenKeys = new Set(chosen.map((c) => c.key));
+  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  for (const t of order) {
     try {
       if (t.evidence === undefined) {
-        if (!(await verifiedOnce(state, t.artifactId))) throw new Error('artifact gone');
+        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
+        if (!ok) throw new Error('artifact gone');
         receipts.push({ artifactId: t.artifactId, verified: true });
       } else {
-        const r = await state.evidence.receipt(t.evidence, {
-          toolName: t.toolName,
-          sessionId: o.sessionId,
-          ...(t.slot.callId ? { callId: t.slot.callId } : {}),
-        });
-        // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
-        if (r.artifactId !== t.artifactId)
-          throw new Error('artifact id differs from the rendered one (prefix collision)');
+        // The receipt an earlier request got for this rendering stands while its artifact is not
+        // found gone; else known without a microtask when a recent request vaulted the same text.
+        let r = receiptOfTarget.get(t);
+        if (r === undefined || state.evidence.isGone(r.artifactId)) {
+          r =
+            state.evidence.knownReceipt(t.evidence, t.toolName) ??
+            (await state.evidence.receipt(t.evidence, {
+              toolName: t.toolName,
+              sessionId: o.sessionId,
+              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
+            }));
+          // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
+          if (r.artifactId !== t.artifactId)
+            throw new Error('artifact id differs from the rendered one (prefix collision)');
+          receiptOfTarget.set(t, r);
+        }
         receipts.push(r);
       }
       final.push(t);
@@ -286,17 +333,23 @@ export async function planHistory(
       failed,
       ...(failure === undefined ? {} : { failure }),
     };
+  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
+  // order (stable: the changes of one item keep their order), which lets the rendering start
+  // from the previous request's (src/compile/apply.ts).
   const items =
-    renderItems(
-      state,
-      view,
-      final.map((t) => ({ slot: t.slot, text: t.text })),
-    ) ?? view.items;
+    chosen.length === 0 && final.length === applied.length
+      ? keepItems
+      : (renderItems(
+          state,
+          view,
+          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
+        ) ?? view.items);
+  const decidedKeys = new Set(chosen.map((c) => c.key));
   return {
     items,
     receipts,
     decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
-    shown: shown.filter((k) => !chosen.some((c) => c.key === k)),
+    shown: shown.filter((k) => !decidedKeys.has(k)),
     requestKey,
     rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
     reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
@@ -381,12 +434,19 @@ async function outputTarget(
   return target;
 }
 
+/** The session memo's key of "a reused receipt's artifact was found in the vault". */
+const verifiedKey = (id: string): string => `verified:${id}`;
+
+/** verifiedOnce's answer when it is known without asking the vault. */
+function verifiedNow(state: SessionState, id: string): boolean {
+  return state.derived.get(verifiedKey(id))?.value === true && !state.evidence.isGone(id);
+}
+
 /** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
-  const memoKey = `verified:${id}`;
-  if (state.derived.get(memoKey)?.value === true && !state.evidence.isGone(id)) return true;
+  if (verifiedNow(state, id)) return true;
   const ok = await state.vault.verify(id).catch(() => false);
-  if (ok) state.derived.set(memoKey, { value: true, chars: 1 });
+  if (ok) state.derived.set(verifiedKey(id), { value: true, chars: 1 });
   return ok;
 }
 

@@ -5,13 +5,7 @@
  * sum of its items' sizes plus framing, so a request with k new items costs about those k.
  */
 import { createHash } from 'node:crypto';
-import {
-  canonicalJson,
-  codePoints,
-  serializedArrayChars,
-  serializedChars,
-  serializedObjectChars,
-} from '../measure/index.js';
+import { canonicalJson, codePoints, serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { WeakMemo } from '../weak-memo.js';
 
@@ -46,6 +40,16 @@ export interface Meter {
     listKey: string | undefined,
     items: readonly unknown[],
   ): number | undefined;
+  /** Running sums of the items' chars: element i is Σ chars of items 0 … i (do not mutate). */
+  cumulativeChars(items: readonly unknown[]): readonly number[];
+  /**
+   * Tokens of the items that differ between two lists of the same length (`raw[i] !== candidate[i]`),
+   * summed on each side; undefined without a counter (unless no item differs: then 0 and 0).
+   */
+  changedTokens(
+    raw: readonly unknown[],
+    candidate: readonly unknown[],
+  ): { readonly raw: number; readonly candidate: number } | undefined;
   /** Content-hash memo entries currently held (for tests and stats). */
   readonly size: number;
 }
@@ -102,6 +106,66 @@ export function createMeter(options: MeterOptions = {}): Meter {
     return entry.tokens;
   };
 
+  // Running sums over the last lists asked for (private copies), so a list that extends one of
+  // them is summed over its new items only: a long history is not looked up item by item again.
+  const SUMS_KEPT = 3;
+  let charSums: { items: readonly unknown[]; cum: number[] }[] = [];
+  const charsOf = (items: readonly unknown[]): number => {
+    const cum = cumulative(items);
+    return cum.length === 0 ? 0 : cum[cum.length - 1]!;
+  };
+  /** Running sums of the items' chars. */
+  const cumulative = (items: readonly unknown[]): readonly number[] => {
+    let best: { items: readonly unknown[]; cum: number[] } | undefined;
+    let shared = 0;
+    for (const m of charSums) {
+      const n = Math.min(items.length, m.items.length);
+      let x = 0;
+      while (x < n && items[x] === m.items[x]) x++;
+      if (best === undefined || x > shared) [best, shared] = [m, x];
+    }
+    if (best !== undefined && shared === items.length && shared === best.items.length) {
+      charSums = [best, ...charSums.filter((m) => m !== best)];
+      return best.cum;
+    }
+    const cum = best === undefined ? [] : best.cum.slice(0, shared);
+    let total = shared > 0 ? cum[shared - 1]! : 0;
+    for (let i = shared; i < items.length; i++) cum.push((total += entryOf(items[i]).chars));
+    charSums = [{ items: items.slice(), cum }, ...charSums].slice(0, SUMS_KEPT);
+    return cum;
+  };
+  // The same for the token sums of the items two lists differ in (the gate's raw and candidate).
+  let pairSums: { raw: readonly unknown[]; candidate: readonly unknown[]; a: number[]; b: number[] } | undefined;
+  const changedTokens = (
+    raw: readonly unknown[],
+    candidate: readonly unknown[],
+  ): { raw: number; candidate: number } | undefined => {
+    if (counter === undefined) {
+      for (let i = 0; i < raw.length; i++) if (raw[i] !== candidate[i]) return undefined;
+      return { raw: 0, candidate: 0 };
+    }
+    let shared = 0;
+    if (pairSums !== undefined) {
+      const n = Math.min(raw.length, pairSums.raw.length);
+      while (shared < n && raw[shared] === pairSums.raw[shared] && candidate[shared] === pairSums.candidate[shared])
+        shared++;
+    }
+    const a = pairSums === undefined ? [] : pairSums.a.slice(0, shared);
+    const b = pairSums === undefined ? [] : pairSums.b.slice(0, shared);
+    let ta = shared > 0 ? a[shared - 1]! : 0;
+    let tb = shared > 0 ? b[shared - 1]! : 0;
+    for (let i = shared; i < raw.length; i++) {
+      if (raw[i] !== candidate[i]) {
+        ta += tokensOf(raw[i])!;
+        tb += tokensOf(candidate[i])!;
+      }
+      a.push(ta);
+      b.push(tb);
+    }
+    pairSums = { raw: raw.slice(), candidate: candidate.slice(), a, b };
+    return { raw: ta, candidate: tb };
+  };
+
   const otherValues = (request: Readonly<Record<string, unknown>>, listKey: string | undefined): [string, unknown][] =>
     Object.entries(request).filter(
       ([k, v]) => k !== listKey && v !== undefined && typeof v !== 'function' && typeof v !== 'symbol',
@@ -115,7 +179,9 @@ export function createMeter(options: MeterOptions = {}): Meter {
         k,
         typeof v === 'object' && v !== null ? entryOf(v).chars : serializedChars(v),
       ]);
-      if (listKey !== undefined) entries.push([listKey, serializedArrayChars(items.map((it) => entryOf(it).chars))]);
+      // serializedArrayChars of the item sizes, from their running sum.
+      if (listKey !== undefined)
+        entries.push([listKey, items.length === 0 ? 2 : 2 + charsOf(items) + 2 * (items.length - 1)]);
       return serializedObjectChars(entries);
     },
     requestTokens(request, listKey, items) {
@@ -125,6 +191,8 @@ export function createMeter(options: MeterOptions = {}): Meter {
       if (listKey !== undefined) for (const it of items) total += tokensOf(it) ?? 0;
       return total;
     },
+    cumulativeChars: cumulative,
+    changedTokens,
     get size() {
       return byHash.size;
     },

@@ -8,6 +8,7 @@
 import { DEFAULT_OBSERVATION_PATTERN } from '../config/observation-pattern.js';
 import { ConfigError } from '../errors.js';
 import type { RequestView, Slot } from '../model/types.js';
+import { isRecoveryResult } from '../recovery/results.js';
 import { fencedBlocks } from './actions.js';
 import { WeakMemo } from '../weak-memo.js';
 
@@ -44,6 +45,16 @@ export function observationTest(api: string, setting: ObservationSetting | undef
 /** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
 const byText = new WeakSet<ObservationTest>();
 const answers = new WeakMap<ObservationTest, WeakMemo<object, boolean>>();
+/** A finished scan of a view's slots: where it ended, what it found, the command in force at the end. */
+interface Scan {
+  readonly slots: readonly Slot[];
+  readonly start: number;
+  readonly head: number;
+  readonly out: readonly Slot[];
+  readonly command: string | undefined;
+}
+/** Per pattern test, the last scan of each conversation (by its first item slot). */
+const scans = new WeakMap<ObservationTest, WeakMemo<Slot, Scan>>();
 /** The last fenced block of an assistant message (trimmed), per message object. */
 const commands = new WeakMemo<object, string | null>();
 
@@ -80,9 +91,26 @@ export function prefixEnd(view: RequestView): number {
 export function observationSlots(view: RequestView, test: ObservationTest): Slot[] {
   const start = prefixEnd(view);
   if (start === -1) return [];
-  const out: Slot[] = [];
+  // A pattern's scan goes on from the previous scan of the same conversation (the slots an
+  // extended view shares with it are the same objects, and so are the observation slots found).
+  let head = 0;
+  while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
+  const first = view.slots[head];
+  const memo =
+    byText.has(test) && first !== undefined
+      ? (scans.get(test) ?? scans.set(test, new WeakMemo()).get(test)!)
+      : undefined;
+  const last = memo?.get(first!);
+  let from = head;
+  let out: Slot[] = [];
   let command: string | undefined;
-  for (const slot of view.slots) {
+  if (last !== undefined && last.start === start && last.head === head && last.slots.length <= view.slots.length) {
+    let k = head;
+    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
+    if (k === last.slots.length) [from, out, command] = [k, last.out.slice(), last.command];
+  }
+  for (let x = from; x < view.slots.length; x++) {
+    const slot = view.slots[x]!;
     if (slot.item === undefined || slot.item <= start) continue;
     if (slot.kind === 'assistant') {
       command = commandOf(slot);
@@ -107,5 +135,37 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
       callArgs: command === undefined ? {} : { command },
     });
   }
+  memo?.set(first!, { slots: view.slots, start, head, out: out.slice(), command });
   return out;
+}
+
+/** Per conversation (its first item slot): the last view's slots and the host tool outputs among its item slots. */
+const outputScans = new WeakMemo<
+  Slot,
+  { readonly slots: readonly Slot[]; readonly head: number; readonly out: readonly Slot[] }
+>();
+
+/**
+ * The request's tool-output slots other than the recovery tool's own results (what the request
+ * stages manage), in slot order: `view.slots.filter(kind tool_output, not a recovery result)`,
+ * scanned on from the conversation's previous view for the item slots an extended view shares.
+ */
+export function hostToolOutputs(view: RequestView): Slot[] {
+  const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);
+  let head = 0;
+  while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
+  const out: Slot[] = view.slots.slice(0, head).filter(keep);
+  const first = view.slots[head];
+  if (first === undefined) return out;
+  const last = outputScans.get(first);
+  let from = head;
+  let found: Slot[] = [];
+  if (last !== undefined && last.head === head && last.slots.length <= view.slots.length) {
+    let k = head;
+    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
+    if (k === last.slots.length) [from, found] = [k, last.out.slice()];
+  }
+  for (let x = from; x < view.slots.length; x++) if (keep(view.slots[x]!)) found.push(view.slots[x]!);
+  outputScans.set(first, { slots: view.slots, head, out: found });
+  return out.length === 0 ? found.slice() : [...out, ...found];
 }

@@ -31,6 +31,39 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 /** Caller object → the earlier object it was found equal to (its content's first-seen object). */
 const earlier = new WeakMemo<object, object>();
 
+/**
+ * The latest recognised lists, position by position: what the caller handed over and what it was
+ * recognised as (private copies). A later stage that meets the caller's object at the same
+ * position finds the earlier one by a pointer comparison, and the weak map above is filled from
+ * them only when {@link canonicalOf} asks (recording every item of every request there cost more
+ * than recognising it). Holds the items of the last few requests (one per stage that recognised).
+ */
+interface Recognition {
+  readonly caller: readonly unknown[];
+  readonly known: readonly unknown[];
+  published: boolean;
+}
+const recent: Recognition[] = [];
+const RECENT_KEPT = 4;
+
+/** Record the recognitions not yet in the weak map. */
+function publish(): void {
+  for (const r of recent) {
+    if (r.published) continue;
+    r.published = true;
+    for (let i = 0; i < r.caller.length; i++) {
+      const c = r.caller[i];
+      if (c !== r.known[i] && typeof c === 'object' && c !== null) earlier.set(c, r.known[i] as object);
+    }
+  }
+}
+
+/** `before` when a recent recognition found the caller's `value` at position `i` equal to it. */
+function recentlyKnown(value: unknown, before: unknown, i: number): boolean {
+  for (const r of recent) if (r.caller[i] === value) return r.known[i] === before;
+  return false;
+}
+
 let enabled = true;
 
 /** Process-wide counts (for tests and benchmarks): items seen, found equal by comparison, views grown. */
@@ -54,7 +87,12 @@ export function setPrefixRecognition(on: boolean): boolean {
 /** The earlier object `value` was recognised as equal to, else `value` itself. */
 export function canonicalOf<T>(value: T): T {
   if (!enabled || typeof value !== 'object' || value === null) return value;
-  return (earlier.get(value) as T | undefined) ?? value;
+  let known = earlier.get(value) as T | undefined;
+  if (known === undefined && recent.some((r) => !r.published)) {
+    publish();
+    known = earlier.get(value) as T | undefined;
+  }
+  return known ?? value;
 }
 
 const plainProto = (v: object): boolean => {
@@ -86,8 +124,11 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** `value`, or `before` when the two are equal (recorded for later lookups). */
-function intern(value: unknown, before: unknown): unknown {
+/**
+ * `value`, or `before` when the two are equal; recorded for later lookups in the weak map when
+ * `record` (list items are recorded as a {@link Recognition} instead).
+ */
+function intern(value: unknown, before: unknown, record: boolean): unknown {
   if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null)
     return value;
   if (earlier.get(value) === before) return before;
@@ -99,7 +140,7 @@ function intern(value: unknown, before: unknown): unknown {
   }
   if (!equal) return value;
   counts.compared++;
-  earlier.set(value, before);
+  if (record) earlier.set(value, before);
   return before;
 }
 
@@ -142,7 +183,7 @@ export function createRequestMemo(): RequestMemo {
       for (const key of Object.keys(caller)) {
         if (key === listKey) continue;
         const value = caller[key];
-        const known = intern(value, top.get(key));
+        const known = intern(value, top.get(key), true);
         nextTop.set(key, known);
         if (known !== value) (request ??= { ...caller })[key] = known;
       }
@@ -153,16 +194,26 @@ export function createRequestMemo(): RequestMemo {
         // the previous list (and view) must stay what that request was.
         const given = caller[listKey] as readonly unknown[];
         const copy = given.slice();
+        // The caller's objects as recorded for later stages; a position an earlier recognition
+        // already recorded holds the known object (nothing to record twice).
+        const callers = given.slice();
         let leading = true;
         for (let i = 0; i < copy.length; i++) {
           const value = copy[i];
-          const known = i < items.length ? intern(value, items[i]) : value;
+          let known = value;
+          if (i < items.length) {
+            const before = items[i];
+            if (value !== before && recentlyKnown(value, before, i)) known = callers[i] = before;
+            else known = intern(value, before, false);
+          }
           if (known !== value) copy[i] = known;
           if (leading && i < items.length && known === items[i]) shared++;
           else leading = false;
         }
         list = copy;
         (request ??= { ...caller })[listKey] = copy;
+        recent.unshift({ caller: callers, known: copy, published: false });
+        if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;
       }
       const seen = request ?? caller;
       const grown =

@@ -102,4 +102,23 @@ describe('a bounded view after the host edits an earlier item', () => {
     expect(await views([named, edited], 'reused')).toEqual([before, fresh]);
     expect(await views([clone(named), clone(edited)], 'cloned')).toEqual([before, fresh]);
   });
+
+  it("keeps the edited history's view in the requests that extend it (the planned slots carried forward)", async () => {
+    const named = request('src/alpha/Widget.rs');
+    const edited = request('src/beta/Gadget.rs');
+    (edited['messages'] as unknown[]).splice(2, 3, ...(named['messages'] as unknown[]).slice(2));
+    // The next requests are the edited list and one more item each (the same objects).
+    const next = { ...edited, messages: [...(edited['messages'] as unknown[]), { role: 'user', content: 'again' }] };
+    const last = { ...next, messages: [...next.messages, { role: 'assistant', content: 'done' }] };
+    const [before] = await views([named], 'named-2');
+    const [fresh] = await views([clone(last)], 'fresh-2');
+    expect(before).not.toBe(fresh);
+    expect(await views([named, edited, next, last], 'extended')).toEqual([before, fresh, fresh, fresh]);
+    expect(await views([named, edited, next, last].map(clone), 'extended-cloned')).toEqual([
+      before,
+      fresh,
+      fresh,
+      fresh,
+    ]);
+  });
 });
