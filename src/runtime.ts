@@ -139,7 +139,14 @@ export interface ModeGates extends ModeFlags {
   readonly tokenGate: boolean;
 }
 
-/** The stage gates for a config: pure, so replay and status can report them. */
+/**
+ * The stage gates for a config: pure, so replay and status can report them.
+ *
+ * @example
+ * import { loadConfig, modeGates } from 'token-terminator';
+ * const gates = modeGates(loadConfig());
+ * if (gates.budget) console.log('output caps are on');
+ */
 export function modeGates(
   config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>,
 ): ModeGates {
@@ -343,6 +350,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
 /**
  * Preflight pressure P + R − 1 (incontext) on the compact canonical JSON of the whole request:
  * the facade's fallback when the budget planner cannot count (its own counting is provider-aware).
+ *
+ * @example
+ * import { createTiktokenCounter, loadConfig, preflightPressure } from 'token-terminator';
+ * const pressure = preflightPressure(loadConfig(), createTiktokenCounter(), request, { sessionId: 's1' });
  */
 export function preflightPressure(
   config: Config,

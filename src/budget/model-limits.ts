@@ -218,10 +218,23 @@ export function createModelLimits(
   };
 }
 
-/** The built-in lookup without overrides. */
+/**
+ * The built-in lookup without overrides.
+ *
+ * @example
+ * import { lookupModelLimits } from 'token-terminator';
+ * const limits = lookupModelLimits('gpt-4o'); // { contextWindow: 128000, maxOutputTokens: 16384 }
+ */
 export const lookupModelLimits: ModelLimitsLookup = createModelLimits();
 
-/** ConfigError naming `who` for a table entry that is not `{ contextWindow?, maxOutputTokens? }` of positive integers. */
+/**
+ * ConfigError naming `who` for a table entry that is not `{ contextWindow?, maxOutputTokens? }` of positive integers.
+ *
+ * @example
+ * import { checkModelLimits } from 'token-terminator';
+ * const table: unknown = JSON.parse('{"my-model":{"contextWindow":32768}}');
+ * checkModelLimits('MODEL_LIMITS', table); // table is a ModelLimitsTable from here on
+ */
 export function checkModelLimits(who: string, table: unknown): asserts table is ModelLimitsTable {
   if (table === null || typeof table !== 'object' || Array.isArray(table))
     throw new ConfigError(`${who} must be an object mapping model ids to { contextWindow?, maxOutputTokens? }`);

@@ -94,7 +94,14 @@ function lazy(make: () => TokenCounter, label?: string): BudgetCounter {
   };
 }
 
-/** A registry; with `builtins` (default true) it starts with vllm, tiktoken and tokenizer-json. */
+/**
+ * A registry; with `builtins` (default true) it starts with vllm, tiktoken and tokenizer-json.
+ *
+ * @example
+ * import { createCounterRegistry } from 'token-terminator';
+ * const registry = createCounterRegistry({ builtins: false });
+ * registry.register('my-tokenizer', myFactory);
+ */
 export function createCounterRegistry(options: { readonly builtins?: boolean } = {}): CounterRegistry {
   const factories = new Map<string, BudgetCounterFactory>(options.builtins === false ? [] : Object.entries(builtins));
   const registry: CounterRegistry = {

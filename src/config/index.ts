@@ -428,7 +428,13 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(
   Object.fromEntries(FIELDS.filter((f) => !f.key.includes('.')).map((f) => [f.key, f.fallback])),
 );
 
-/** The integer default of a config field (see {@link CONFIG_DEFAULTS}). */
+/**
+ * The integer default of a config field (see {@link CONFIG_DEFAULTS}).
+ *
+ * @example
+ * import { defaultInt } from 'token-terminator';
+ * const pageChars = defaultInt('maxPageChars');
+ */
 export function defaultInt(key: keyof Config): number {
   const value = CONFIG_DEFAULTS[key];
   if (typeof value !== 'number') throw new TypeError(`config field ${key} has no numeric default`);
@@ -595,6 +601,10 @@ function crossCheck(c: Config): void {
  * Where the experiment ledger is: TOKEN_TERMINATOR_LEDGER_PATH when it was set, else
  * `experiments.sqlite3` beside the vault (so a vault moved with TOKEN_TERMINATOR_DB_PATH or `--db`
  * keeps its ledger next to it, as `replay` does).
+ *
+ * @example
+ * import { effectiveLedgerPath, loadConfig } from 'token-terminator';
+ * const ledgerPath = effectiveLedgerPath(loadConfig()); // beside the vault unless set explicitly
  */
 export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {
   const dataDirDefault = join(config.dataDir, 'experiments.sqlite3');

@@ -100,7 +100,14 @@ export interface RecoveryToolHandle extends RecoveryTool {
   call(args: unknown, host: RecoveryHost): Promise<RecoveryResult>;
 }
 
-/** True when a result is an error result; narrows to its error body. */
+/**
+ * True when a result is an error result; narrows to its error body.
+ *
+ * @example
+ * import { recoveryError } from 'token-terminator';
+ * const result = await tool.call({ action: 'artifact_get', artifact_id: 'a_missing' }, { sessionId: 's1' });
+ * const error = recoveryError(result); // { code: 'E_ARTIFACT_NOT_FOUND', message: … }
+ */
 export function recoveryError(result: RecoveryResult): RecoveryErrorBody | undefined {
   const error = result['error'];
   return error !== null && typeof error === 'object' ? (error as RecoveryErrorBody) : undefined;

@@ -80,7 +80,13 @@ export const recoveryArgsSchema = z.object({
 /** The validated arguments of one recovery call. */
 export type RecoveryArgs = z.infer<typeof recoveryArgsSchema>;
 
-/** JSON Schema of the arguments for tool definitions (no `$schema` key: some providers reject it). */
+/**
+ * JSON Schema of the arguments for tool definitions (no `$schema` key: some providers reject it).
+ *
+ * @example
+ * import { RECOVERY_DESCRIPTION, recoveryJsonSchema } from 'token-terminator';
+ * const tool = { type: 'function', name: 'token_terminator', description: RECOVERY_DESCRIPTION, parameters: recoveryJsonSchema() };
+ */
 export function recoveryJsonSchema(): Record<string, unknown> {
   const { $schema: _ignored, ...schema } = z.toJSONSchema(z.strictObject(recoveryArgsSchema.shape), {
     io: 'input',

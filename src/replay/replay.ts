@@ -252,7 +252,13 @@ function openPrivateStream(path: string): DumpWriter {
   return { write: (line) => void writeSync(fd, line), close: () => closeSync(fd) };
 }
 
-/** Number of requests a session produces (assistant messages with at least one earlier message). */
+/**
+ * Number of requests a session produces (assistant messages with at least one earlier message).
+ *
+ * @example
+ * import { requestCount } from 'token-terminator';
+ * requestCount({ id: 's1', messages: [{ role: 'user' }, { role: 'assistant' }, { role: 'user' }, { role: 'assistant' }] }); // 2
+ */
 export function requestCount(session: RecordedSession): number {
   return session.messages.reduce((n, m, i) => n + (m['role'] === 'assistant' && i > 0 ? 1 : 0), 0);
 }

@@ -51,7 +51,14 @@ const SCHEMA_KEYS = new Set(['tools', 'functions']);
 
 type Acc = { chars: number; tokens: number; count: number };
 
-/** Attribute a request's size to components. Unknown shapes land in `other`. */
+/**
+ * Attribute a request's size to components. Unknown shapes land in `other`.
+ *
+ * @example
+ * import { attributeRequest, createMessagesMeter, createTiktokenCounter } from 'token-terminator';
+ * const { components } = attributeRequest(request, createMessagesMeter(createTiktokenCounter()));
+ * components.tool_results.tokens; // tokens the tool outputs take
+ */
 export function attributeRequest(request: unknown, meter: MessagesMeter): Attribution {
   const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<
     Component,
