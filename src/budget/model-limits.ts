@@ -31,7 +31,13 @@ function both(contextWindow: number, maxOutputTokens: number): ModelLimits {
   return { contextWindow, maxOutputTokens };
 }
 
-/** The built-in table. */
+/**
+ * The built-in table.
+ *
+ * @example
+ * import { BUILT_IN_MODEL_LIMITS } from 'token-terminator';
+ * BUILT_IN_MODEL_LIMITS['gpt-4o']; // { contextWindow: 128000, maxOutputTokens: 16384 }
+ */
 export const BUILT_IN_MODEL_LIMITS: ModelLimitsTable = deepFreeze({
   // OpenAI
   'gpt-4o': both(128 * K, 16_384),

@@ -130,7 +130,13 @@ export function createCounterRegistry(options: { readonly builtins?: boolean } =
   return registry;
 }
 
-/** The process-wide registry that `registerCounter` adds to and the budget operator uses by default. */
+/**
+ * The process-wide registry that `registerCounter` adds to and the budget operator uses by default.
+ *
+ * @example
+ * import { defaultCounterRegistry } from 'token-terminator';
+ * defaultCounterRegistry.names(); // includes 'vllm', 'tiktoken' and 'tokenizer-json'
+ */
 export const defaultCounterRegistry: CounterRegistry = createCounterRegistry();
 
 /**

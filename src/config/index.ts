@@ -36,9 +36,21 @@ export {
   type PricingSettings,
 } from './pricing.js';
 
-/** Every reduction mode: balanced, aggressive, native, terminal, suggest (measures only) and off. */
+/**
+ * Every reduction mode: balanced, aggressive, native, terminal, suggest (measures only) and off.
+ *
+ * @example
+ * import { MODES } from 'token-terminator';
+ * MODES.includes('suggest'); // true
+ */
 export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off']);
-/** Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES). */
+/**
+ * Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES).
+ *
+ * @example
+ * import { CANONICAL_TOOLS } from 'token-terminator';
+ * CANONICAL_TOOLS.includes('terminal'); // true
+ */
 export const CANONICAL_TOOLS = Object.freeze(['search_files', 'process', 'read_file', 'terminal'] as const);
 /** Encodings the tiktoken counters support (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). */
 export const TIKTOKEN_ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base'] as const);
@@ -423,6 +435,10 @@ const FIELDS: readonly Field[] = [
 /**
  * The default of every top-level config field, by key: the one table the operators' own
  * defaults are read from, so an operator built without an option behaves as the runtime's default.
+ *
+ * @example
+ * import { CONFIG_DEFAULTS } from 'token-terminator';
+ * CONFIG_DEFAULTS['mode']; // 'balanced'
  */
 export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(
   Object.fromEntries(FIELDS.filter((f) => !f.key.includes('.')).map((f) => [f.key, f.fallback])),
@@ -441,7 +457,13 @@ export function defaultInt(key: keyof Config): number {
   return value;
 }
 
-/** Every variable this loader reads (new names first, then legacy aliases), for docs and `status`. */
+/**
+ * Every variable this loader reads (new names first, then legacy aliases), for docs and `status`.
+ *
+ * @example
+ * import { CONFIG_VARIABLES } from 'token-terminator';
+ * const set = CONFIG_VARIABLES.filter((name) => process.env[name] !== undefined);
+ */
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
   ...FIELDS.map((f) => f.env),
   ...FIELDS.flatMap((f) => f.legacy ?? []),

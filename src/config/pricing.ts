@@ -26,10 +26,22 @@ export interface PricingProfile {
 
 /** Name of a built-in pricing profile. */
 export type PricingProfileName = 'openai' | 'anthropic';
-/** The names of the built-in pricing profiles. */
+/**
+ * The names of the built-in pricing profiles.
+ *
+ * @example
+ * import { PRICING_PROFILE_NAMES } from 'token-terminator';
+ * const known = (name: string): boolean => (PRICING_PROFILE_NAMES as readonly string[]).includes(name);
+ */
 export const PRICING_PROFILE_NAMES: readonly PricingProfileName[] = Object.freeze(['openai', 'anthropic']);
 
-/** The built-in prompt-cache pricing profiles, relative to an uncached input token. */
+/**
+ * The built-in prompt-cache pricing profiles, relative to an uncached input token.
+ *
+ * @example
+ * import { PRICING_PROFILES } from 'token-terminator';
+ * PRICING_PROFILES.anthropic.cacheWrite; // 1.25: a cache write costs a quarter more than plain input
+ */
 export const PRICING_PROFILES: Readonly<Record<PricingProfileName, PricingProfile>> = Object.freeze({
   openai: Object.freeze({ name: 'openai', cacheRead: 0.1, cacheWrite: 1.0, minCachePrefixTokens: 1024 }),
   anthropic: Object.freeze({ name: 'anthropic', cacheRead: 0.1, cacheWrite: 1.25, minCachePrefixTokens: 1024 }),

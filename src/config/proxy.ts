@@ -149,7 +149,13 @@ const SETTINGS: readonly Setting[] = [
   },
 ];
 
-/** Every variable the proxy settings read. */
+/**
+ * Every variable the proxy settings read.
+ *
+ * @example
+ * import { PROXY_VARIABLES } from 'token-terminator/adapters/proxy';
+ * PROXY_VARIABLES.includes('TOKEN_TERMINATOR_PROXY_PORT'); // true
+ */
 export const PROXY_VARIABLES: readonly string[] = Object.freeze(SETTINGS.map((s) => s.env));
 
 /**

@@ -36,7 +36,13 @@ export {
 } from './working-state-store.js';
 export { isRecoveryResult } from './results.js';
 
-/** Error codes of error results (beside the codes of src/errors.ts passed through from the vault). */
+/**
+ * Error codes of error results (beside the codes of src/errors.ts passed through from the vault).
+ *
+ * @example
+ * import { RECOVERY_ERRORS, recoveryError } from 'token-terminator';
+ * if (recoveryError(result)?.code === RECOVERY_ERRORS.invalidArguments) console.warn('the model sent bad arguments');
+ */
 export const RECOVERY_ERRORS = Object.freeze({
   invalidArguments: 'E_INVALID_ARGUMENTS',
   workingStateDisabled: 'E_WORKING_STATE_DISABLED',

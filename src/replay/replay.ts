@@ -35,7 +35,13 @@ import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
 
-/** Corpus tool names that differ from the canonical ones (config `toolNames` wins). */
+/**
+ * Corpus tool names that differ from the canonical ones (config `toolNames` wins).
+ *
+ * @example
+ * import { REPLAY_TOOL_NAMES } from 'token-terminator';
+ * REPLAY_TOOL_NAMES['bash']; // 'terminal'
+ */
 export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
 
 /** Options of a replay; every field is optional. */

@@ -15,7 +15,13 @@
 import { canonicalJson, codePoints, serializedObjectChars } from '../measure/index.js';
 import type { MessagesMeter } from './meter.js';
 
-/** The parts a request's size is attributed to. */
+/**
+ * The parts a request's size is attributed to.
+ *
+ * @example
+ * import { COMPONENTS } from 'token-terminator';
+ * for (const c of COMPONENTS) console.log(c, attribution.components[c].tokens);
+ */
 export const COMPONENTS = Object.freeze([
   'instructions',
   'skill_catalog',
