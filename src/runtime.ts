@@ -86,7 +86,11 @@ export interface TerminatorOptions {
    * @defaultValue none
    */
   readonly overrides?: ConfigOverrides;
-  /** Use this vault instead of opening `config.dbPath`. The caller keeps ownership: `close()` leaves it open. */
+  /**
+   * Use this vault instead of opening the configured one. The caller keeps ownership: `close()` leaves it open.
+   *
+   * @defaultValue a vault the Terminator opens from `vaultOptionsFromConfig(config)` and closes itself
+   */
   readonly vault?: Vault;
   /**
    * Token counter.
@@ -117,6 +121,8 @@ export interface TerminatorOptions {
    *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
    *   One line on stderr says so, once per vault path and process (path and reason code only).
    * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
+   *
+   * @defaultValue `'passthrough'`
    */
   readonly vaultErrors?: 'passthrough' | 'throw';
   /**

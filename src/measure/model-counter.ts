@@ -9,9 +9,17 @@ import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokeniz
 
 /** Overrides of the tokenizer a model name would pick. */
 export interface CounterForModelOptions {
-  /** A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON). Wins over everything. */
+  /**
+   * A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON). Wins over everything.
+   *
+   * @defaultValue none
+   */
   readonly tokenizerJson?: string | TokenizerJsonObjects;
-  /** An explicit tiktoken encoding (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). Wins over the model name. */
+  /**
+   * An explicit tiktoken encoding (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). Wins over the model name.
+   *
+   * @defaultValue the model name's encoding ({@link encodingForModel})
+   */
   readonly encoding?: string;
 }
 

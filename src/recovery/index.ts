@@ -87,6 +87,8 @@ export interface RecoveryToolOptions {
    * What a call may read: `'session'` (default) only the artifacts the host's session of the
    * host's tenant observed or was delivered — what the model was shown; `'store'` the whole vault
    * (the CLI, run by whoever owns the vault file; never for a model).
+   *
+   * @defaultValue `'session'`
    */
   readonly scope?: 'session' | 'store';
 }

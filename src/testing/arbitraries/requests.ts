@@ -86,7 +86,9 @@ export interface RequestOptions {
   readonly skills?: 'always' | 'never' | 'sometimes';
   /**
    * Tool names the calls draw from; names the kit does not know get generic arguments and
-   * JSON/Unicode/repeated outputs (e.g. `'weird tool]\n'` to test receipt labels). Default: {@link TOOL_NAMES}.
+   * JSON/Unicode/repeated outputs (e.g. `'weird tool]\n'` to test receipt labels).
+   *
+   * @defaultValue {@link TOOL_NAMES}
    */
   readonly tools?: readonly string[];
   /**
