@@ -50,7 +50,13 @@ export class CounterError extends TokenTerminatorError {
   }
 }
 
-/** Stable codes of `rtk rewrite` faults (hang, crash, garbage, undocumented exit, unusable binary). */
+/**
+ * Stable codes of `rtk rewrite` faults (hang, crash, garbage, undocumented exit, unusable binary).
+ *
+ * @example
+ * import { RTK_FAULT_CODES, RtkFaultError } from 'token-terminator';
+ * const hung = error instanceof RtkFaultError && error.code === RTK_FAULT_CODES.timeout; // 'E_RTK_TIMEOUT'
+ */
 export const RTK_FAULT_CODES = Object.freeze({
   timeout: 'E_RTK_TIMEOUT',
   spawn: 'E_RTK_SPAWN',

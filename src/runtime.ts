@@ -88,7 +88,11 @@ export interface TerminatorOptions {
    * @defaultValue none
    */
   readonly overrides?: ConfigOverrides;
-  /** Use this vault instead of opening `config.dbPath`. The caller keeps ownership: `close()` leaves it open. */
+  /**
+   * Use this vault instead of opening the configured one. The caller keeps ownership: `close()` leaves it open.
+   *
+   * @defaultValue a vault the Terminator opens from `vaultOptionsFromConfig(config)` and closes itself
+   */
   readonly vault?: Vault;
   /**
    * Token counter.
@@ -119,6 +123,8 @@ export interface TerminatorOptions {
    *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
    *   One line on stderr says so, once per vault path and process (path and reason code only).
    * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
+   *
+   * @defaultValue `'passthrough'`
    */
   readonly vaultErrors?: 'passthrough' | 'throw';
   /**
@@ -141,7 +147,14 @@ export interface ModeGates extends ModeFlags {
   readonly tokenGate: boolean;
 }
 
-/** The stage gates for a config: pure, so replay and status can report them. */
+/**
+ * The stage gates for a config: pure, so replay and status can report them.
+ *
+ * @example
+ * import { loadConfig, modeGates } from 'token-terminator';
+ * const gates = modeGates(loadConfig());
+ * if (gates.budget) console.log('output caps are on');
+ */
 export function modeGates(
   config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>,
 ): ModeGates {
@@ -345,6 +358,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
 /**
  * Preflight pressure P + R − 1 (incontext) on the compact canonical JSON of the whole request:
  * the facade's fallback when the budget planner cannot count (its own counting is provider-aware).
+ *
+ * @example
+ * import { createTiktokenCounter, loadConfig, preflightPressure } from 'token-terminator';
+ * const pressure = preflightPressure(loadConfig(), createTiktokenCounter(), request, { sessionId: 's1' });
  */
 export function preflightPressure(
   config: Config,

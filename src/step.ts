@@ -55,7 +55,13 @@ export interface StepContext {
   readonly lockBudget?: LockBudget;
 }
 
-/** The vault scope of a Step: its tenant and session, and the call's lock budget. */
+/**
+ * The vault scope of a Step: its tenant and session, and the call's lock budget.
+ *
+ * @example
+ * import { storeScope } from 'token-terminator';
+ * storeScope({ sessionId: 's1', tenant: 'acme' }); // { tenant: 'acme', sessionId: 's1' }
+ */
 export function storeScope(context: StepContext): StoreScope {
   return {
     tenant: context.tenant ?? '',
@@ -134,12 +140,27 @@ export function advance<T>(step: Step<T>, value: T, decision: Decision): Step<T>
   return { ...step, value, decisions: [...step.decisions, Object.freeze(decision)] };
 }
 
-/** The same value with one more decision (skipped, measured). */
+/**
+ * The same value with one more decision (skipped, measured).
+ *
+ * @example
+ * import { createStep, note } from 'token-terminator';
+ * const step = createStep('text', { sessionId: 's1' });
+ * const noted = note(step, { stage: 'demo', kind: 'skipped', reason: 'below threshold' });
+ * noted.value === step.value; // true: only the decisions grew
+ */
 export function note<T>(step: Step<T>, decision: Decision): Step<T> {
   return { ...step, decisions: [...step.decisions, Object.freeze(decision)] };
 }
 
-/** Error label safe for logs: class name and code, never the message. */
+/**
+ * Error label safe for logs: class name and code, never the message.
+ *
+ * @example
+ * import { errorLabel } from 'token-terminator';
+ * errorLabel(new RangeError('secret content')); // 'RangeError'
+ * errorLabel(Object.assign(new Error('x'), { code: 'ENOENT' })); // 'Error:ENOENT'
+ */
 export function errorLabel(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;

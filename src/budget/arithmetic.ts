@@ -51,7 +51,14 @@ export function preflightPressure(prompt: number, reserve: number): number {
   return prompt + reserve - 1;
 }
 
-/** R: the configured reserve, replaced by a smaller positive explicit route cap. */
+/**
+ * R: the configured reserve, replaced by a smaller positive explicit route cap.
+ *
+ * @example
+ * import { effectiveReserve } from 'token-terminator';
+ * effectiveReserve(4096, 1024); // 1024: a smaller route cap wins
+ * effectiveReserve(4096, undefined); // 4096
+ */
 export function effectiveReserve(minOutputTokens: number, routeCap: number | undefined): number {
   return routeCap !== undefined && routeCap > 0 && routeCap < minOutputTokens ? routeCap : minOutputTokens;
 }
@@ -67,6 +74,11 @@ export interface BudgetSettingsCheck {
 /**
  * Startup checks: positive integers, W ≤ context window, and F + R < W (otherwise not even the
  * smallest fallback-counted prompt would leave room). `who` names the API in the message.
+ *
+ * @example
+ * import { checkBudgetSettings } from 'token-terminator';
+ * checkBudgetSettings('myBudget', { reserve: 4096, fallbackMargin: 512, window: 128_000 });
+ * // throws a ConfigError naming 'myBudget' when reserve is 0
  */
 export function checkBudgetSettings(who: string, s: BudgetSettingsCheck): void {
   const int = (name: string, v: number | undefined, min: number): void => {

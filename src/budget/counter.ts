@@ -80,7 +80,14 @@ function forEachKeyAndPart(
   }
 }
 
-/** The prompt parts of a request: key names as they are, values as compact canonical JSON. */
+/**
+ * The prompt parts of a request: key names as they are, values as compact canonical JSON.
+ *
+ * @example
+ * import { promptParts } from 'token-terminator';
+ * promptParts({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+ * // ['model', '"gpt-4o"', 'messages', '{"content":"hi","role":"user"}']
+ */
 export function promptParts(request: ProviderRequest): string[] {
   const parts: string[] = [];
   forEachKeyAndPart(
@@ -111,6 +118,11 @@ export interface TokenCounterAdapterOptions {
 /**
  * Adapt a synchronous TokenCounter: P = Σ tokens of the prompt parts, each part counted once
  * (memo keyed by content). Exactness follows the counter.
+ *
+ * @example
+ * import { budgetCounterFrom, createTiktokenCounter } from 'token-terminator';
+ * const counter = budgetCounterFrom(createTiktokenCounter());
+ * const measured = await counter.countRequest(request, AbortSignal.timeout(5000));
  */
 export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAdapterOptions = {}): BudgetCounter {
   const memo = createCountMemo(counter, { maxEntries: options.memoEntries ?? 4096 });
@@ -150,6 +162,10 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
 /**
  * The fallback estimate: ceil(chars / 4) over the request without its cap fields, like Hermes'
  * rough estimator (`floor((chars + 3) / 4)`). The caller adds F.
+ *
+ * @example
+ * import { roughRequestTokens } from 'token-terminator';
+ * const estimate = roughRequestTokens(request); // about chars / 4, cap fields left out
  */
 export function roughRequestTokens(request: ProviderRequest): number {
   let tokens = 0;
@@ -161,7 +177,13 @@ export function roughRequestTokens(request: ProviderRequest): number {
   return tokens;
 }
 
-/** True when `v` looks like a BudgetCounter rather than a TokenCounter. */
+/**
+ * True when `v` looks like a BudgetCounter rather than a TokenCounter.
+ *
+ * @example
+ * import { createTiktokenCounter, isBudgetCounter } from 'token-terminator';
+ * isBudgetCounter(createTiktokenCounter()); // false: a TokenCounter counts text, not requests
+ */
 export function isBudgetCounter(v: TokenCounter | BudgetCounter): v is BudgetCounter {
   return typeof (v as Partial<BudgetCounter>).countRequest === 'function';
 }

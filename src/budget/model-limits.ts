@@ -31,7 +31,13 @@ function both(contextWindow: number, maxOutputTokens: number): ModelLimits {
   return { contextWindow, maxOutputTokens };
 }
 
-/** The built-in table. */
+/**
+ * The built-in table.
+ *
+ * @example
+ * import { BUILT_IN_MODEL_LIMITS } from 'token-terminator';
+ * BUILT_IN_MODEL_LIMITS['gpt-4o']; // { contextWindow: 128000, maxOutputTokens: 16384 }
+ */
 export const BUILT_IN_MODEL_LIMITS: ModelLimitsTable = deepFreeze({
   // OpenAI
   'gpt-4o': both(128 * K, 16_384),
@@ -218,10 +224,23 @@ export function createModelLimits(
   };
 }
 
-/** The built-in lookup without overrides. */
+/**
+ * The built-in lookup without overrides.
+ *
+ * @example
+ * import { lookupModelLimits } from 'token-terminator';
+ * const limits = lookupModelLimits('gpt-4o'); // { contextWindow: 128000, maxOutputTokens: 16384 }
+ */
 export const lookupModelLimits: ModelLimitsLookup = createModelLimits();
 
-/** ConfigError naming `who` for a table entry that is not `{ contextWindow?, maxOutputTokens? }` of positive integers. */
+/**
+ * ConfigError naming `who` for a table entry that is not `{ contextWindow?, maxOutputTokens? }` of positive integers.
+ *
+ * @example
+ * import { checkModelLimits } from 'token-terminator';
+ * const table: unknown = JSON.parse('{"my-model":{"contextWindow":32768}}');
+ * checkModelLimits('MODEL_LIMITS', table); // table is a ModelLimitsTable from here on
+ */
 export function checkModelLimits(who: string, table: unknown): asserts table is ModelLimitsTable {
   if (table === null || typeof table !== 'object' || Array.isArray(table))
     throw new ConfigError(`${who} must be an object mapping model ids to { contextWindow?, maxOutputTokens? }`);

@@ -198,7 +198,13 @@ const sameModel = (a: string, b: string): boolean => normalizeModelName(a) === n
 const sameEndpoint = (a: string, b: string): boolean =>
   a.trim().replace(/\/+$/, '').toLowerCase() === b.trim().replace(/\/+$/, '').toLowerCase();
 
-/** The route rule: only requests for the configured primary route are budgeted. */
+/**
+ * The route rule: only requests for the configured primary route are budgeted.
+ *
+ * @example
+ * import { isPrimaryRoute } from 'token-terminator';
+ * isPrimaryRoute({ model: 'gpt-4o-mini' }, { model: 'gpt-4o' }, undefined); // false: another model
+ */
 export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefined, own: Route | undefined): boolean {
   const model = typeof request['model'] === 'string' ? request['model'] : own?.model;
   if (primary?.model !== undefined && model !== undefined && !sameModel(model, primary.model)) return false;

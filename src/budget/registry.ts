@@ -94,7 +94,14 @@ function lazy(make: () => TokenCounter, label?: string): BudgetCounter {
   };
 }
 
-/** A registry; with `builtins` (default true) it starts with vllm, tiktoken and tokenizer-json. */
+/**
+ * A registry; with `builtins` (default true) it starts with vllm, tiktoken and tokenizer-json.
+ *
+ * @example
+ * import { createCounterRegistry } from 'token-terminator';
+ * const registry = createCounterRegistry({ builtins: false });
+ * registry.register('my-tokenizer', myFactory);
+ */
 export function createCounterRegistry(options: { readonly builtins?: boolean } = {}): CounterRegistry {
   const factories = new Map<string, BudgetCounterFactory>(options.builtins === false ? [] : Object.entries(builtins));
   const registry: CounterRegistry = {
@@ -123,7 +130,13 @@ export function createCounterRegistry(options: { readonly builtins?: boolean } =
   return registry;
 }
 
-/** The process-wide registry that `registerCounter` adds to and the budget operator uses by default. */
+/**
+ * The process-wide registry that `registerCounter` adds to and the budget operator uses by default.
+ *
+ * @example
+ * import { defaultCounterRegistry } from 'token-terminator';
+ * defaultCounterRegistry.names(); // includes 'vllm', 'tiktoken' and 'tokenizer-json'
+ */
 export const defaultCounterRegistry: CounterRegistry = createCounterRegistry();
 
 /**

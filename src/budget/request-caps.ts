@@ -22,7 +22,14 @@ function positiveInt(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
 }
 
-/** The request's `extra_body` when it is an object. */
+/**
+ * The request's `extra_body` when it is an object.
+ *
+ * @example
+ * import { extraBody } from 'token-terminator';
+ * extraBody({ messages: [], extra_body: { top_k: 20 } }); // { top_k: 20 }
+ * extraBody({ messages: [] }); // undefined
+ */
 export function extraBody(request: ProviderRequest): Obj | undefined {
   const extra = request['extra_body'];
   return isObject(extra) ? extra : undefined;
@@ -53,6 +60,10 @@ function usedField(request: ProviderRequest, field: CapField): boolean {
 /**
  * The request's wire format: src/model's detector, plus the route's provider as a hint (an
  * Anthropic route's plain `messages` request is Anthropic Messages even without a `system`).
+ *
+ * @example
+ * import { detectRequestFormat } from 'token-terminator';
+ * detectRequestFormat({ messages: [{ role: 'user', content: 'hi' }] }, 'anthropic'); // 'anthropic'
  */
 export function detectRequestFormat(request: ProviderRequest, providerHint?: string): RequestFormat {
   if (providerHint?.toLowerCase() === 'anthropic' && Array.isArray(request['messages'])) return 'anthropic';
@@ -63,6 +74,11 @@ export function detectRequestFormat(request: ProviderRequest, providerHint?: str
  * The one field to emit: Responses `max_output_tokens`, Anthropic `max_tokens`; Chat Completions
  * `max_completion_tokens`, or `max_tokens` when that is the field the caller used; for vLLM
  * `max_tokens` unless the caller used only `max_completion_tokens` (vLLM accepts both).
+ *
+ * @example
+ * import { capFieldFor } from 'token-terminator';
+ * capFieldFor('responses', { input: [] }); // 'max_output_tokens'
+ * capFieldFor('chat', { messages: [], max_tokens: 500 }); // 'max_tokens'
  */
 export function capFieldFor(
   format: RequestFormat,
@@ -88,6 +104,11 @@ export function capFieldFor(
 /**
  * A new request with every cap alias removed (top level and `extra_body`) and `field: cap` set at
  * the top level. Shallow copies only: unchanged members (messages, tools) are shared.
+ *
+ * @example
+ * import { withOutputCap } from 'token-terminator';
+ * withOutputCap({ messages: [], max_tokens: 9000 }, 'max_completion_tokens', 2048);
+ * // { messages: [], max_completion_tokens: 2048 }
  */
 export function withOutputCap(request: ProviderRequest, field: CapField, cap: number): ProviderRequest {
   const out: Record<string, unknown> = { ...request };

@@ -66,6 +66,11 @@ const COPIED = [
  * effort ≠ "none" unless set); `add_generation_prompt` defaults to true. Throws
  * BudgetCounterError('unsupported') for what /tokenize cannot mirror: a tool_choice other than
  * absent/"auto", a response_format, or no messages array.
+ *
+ * @example
+ * import { buildTokenizePayload } from 'token-terminator';
+ * const body = buildTokenizePayload({ model: 'qwen3', messages: [{ role: 'user', content: 'hi' }] });
+ * // POST body to the vLLM server's /tokenize endpoint (add_generation_prompt: true)
  */
 export function buildTokenizePayload(request: ProviderRequest): Record<string, unknown> {
   const extra = extraBody(request) ?? {};

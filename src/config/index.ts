@@ -36,9 +36,21 @@ export {
   type PricingSettings,
 } from './pricing.js';
 
-/** Every reduction mode: balanced, aggressive, native, terminal, suggest (measures only) and off. */
+/**
+ * Every reduction mode: balanced, aggressive, native, terminal, suggest (measures only) and off.
+ *
+ * @example
+ * import { MODES } from 'token-terminator';
+ * MODES.includes('suggest'); // true
+ */
 export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', 'native', 'terminal', 'suggest', 'off']);
-/** Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES). */
+/**
+ * Canonical tool names a host tool can be mapped to (TOKEN_TERMINATOR_TOOL_NAMES).
+ *
+ * @example
+ * import { CANONICAL_TOOLS } from 'token-terminator';
+ * CANONICAL_TOOLS.includes('terminal'); // true
+ */
 export const CANONICAL_TOOLS = Object.freeze(['search_files', 'process', 'read_file', 'terminal'] as const);
 /** Encodings the tiktoken counters support (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). */
 export const TIKTOKEN_ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base'] as const);
@@ -423,19 +435,35 @@ const FIELDS: readonly Field[] = [
 /**
  * The default of every top-level config field, by key: the one table the operators' own
  * defaults are read from, so an operator built without an option behaves as the runtime's default.
+ *
+ * @example
+ * import { CONFIG_DEFAULTS } from 'token-terminator';
+ * CONFIG_DEFAULTS['mode']; // 'balanced'
  */
 export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(
   Object.fromEntries(FIELDS.filter((f) => !f.key.includes('.')).map((f) => [f.key, f.fallback])),
 );
 
-/** The integer default of a config field (see {@link CONFIG_DEFAULTS}). */
+/**
+ * The integer default of a config field (see {@link CONFIG_DEFAULTS}).
+ *
+ * @example
+ * import { defaultInt } from 'token-terminator';
+ * const pageChars = defaultInt('maxPageChars');
+ */
 export function defaultInt(key: keyof Config): number {
   const value = CONFIG_DEFAULTS[key];
   if (typeof value !== 'number') throw new TypeError(`config field ${key} has no numeric default`);
   return value;
 }
 
-/** Every variable this loader reads (new names first, then legacy aliases), for docs and `status`. */
+/**
+ * Every variable this loader reads (new names first, then legacy aliases), for docs and `status`.
+ *
+ * @example
+ * import { CONFIG_VARIABLES } from 'token-terminator';
+ * const set = CONFIG_VARIABLES.filter((name) => process.env[name] !== undefined);
+ */
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
   ...FIELDS.map((f) => f.env),
   ...FIELDS.flatMap((f) => f.legacy ?? []),
@@ -623,6 +651,10 @@ export function checkContextLimit(
  * Where the experiment ledger is: TOKEN_TERMINATOR_LEDGER_PATH when it was set, else
  * `experiments.sqlite3` beside the vault (so a vault moved with TOKEN_TERMINATOR_DB_PATH or `--db`
  * keeps its ledger next to it, as `replay` does).
+ *
+ * @example
+ * import { effectiveLedgerPath, loadConfig } from 'token-terminator';
+ * const ledgerPath = effectiveLedgerPath(loadConfig()); // beside the vault unless set explicitly
  */
 export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {
   const dataDirDefault = join(config.dataDir, 'experiments.sqlite3');

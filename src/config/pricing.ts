@@ -26,10 +26,22 @@ export interface PricingProfile {
 
 /** Name of a built-in pricing profile. */
 export type PricingProfileName = 'openai' | 'anthropic';
-/** The names of the built-in pricing profiles. */
+/**
+ * The names of the built-in pricing profiles.
+ *
+ * @example
+ * import { PRICING_PROFILE_NAMES } from 'token-terminator';
+ * const known = (name: string): boolean => (PRICING_PROFILE_NAMES as readonly string[]).includes(name);
+ */
 export const PRICING_PROFILE_NAMES: readonly PricingProfileName[] = Object.freeze(['openai', 'anthropic']);
 
-/** The built-in prompt-cache pricing profiles, relative to an uncached input token. */
+/**
+ * The built-in prompt-cache pricing profiles, relative to an uncached input token.
+ *
+ * @example
+ * import { PRICING_PROFILES } from 'token-terminator';
+ * PRICING_PROFILES.anthropic.cacheWrite; // 1.25: a cache write costs a quarter more than plain input
+ */
 export const PRICING_PROFILES: Readonly<Record<PricingProfileName, PricingProfile>> = Object.freeze({
   openai: Object.freeze({ name: 'openai', cacheRead: 0.1, cacheWrite: 1.0, minCachePrefixTokens: 1024 }),
   anthropic: Object.freeze({ name: 'anthropic', cacheRead: 0.1, cacheWrite: 1.25, minCachePrefixTokens: 1024 }),
@@ -47,6 +59,11 @@ export interface PricingSettings {
  * The built-in profile a route uses when none is configured: `anthropic` when the route names the
  * Anthropic provider, a Claude model, or the request is in Anthropic Messages format; `openai`
  * otherwise (OpenAI, and providers that bill cache hits without a write premium).
+ *
+ * @example
+ * import { routeProfileName } from 'token-terminator';
+ * routeProfileName({ model: 'claude-sonnet-4' }); // 'anthropic'
+ * routeProfileName({ model: 'gpt-5' }); // 'openai'
  */
 export function routeProfileName(route: Route | undefined, format?: string): PricingProfileName {
   if (route?.pricing !== undefined) return typeof route.pricing === 'string' ? route.pricing : 'openai';
@@ -62,7 +79,13 @@ export function routeProfileName(route: Route | undefined, format?: string): Pri
   return 'openai';
 }
 
-/** A profile with the configured overrides applied; `custom` when any number differs from the built-in. */
+/**
+ * A profile with the configured overrides applied; `custom` when any number differs from the built-in.
+ *
+ * @example
+ * import { PRICING_PROFILES, applyOverrides } from 'token-terminator';
+ * const profile = applyOverrides(PRICING_PROFILES.openai, { cacheRead: 0.25 }); // name: 'custom'
+ */
 export function applyOverrides(base: PricingProfile, overrides: Partial<Omit<PricingProfile, 'name'>>): PricingProfile {
   const cacheRead = overrides.cacheRead ?? base.cacheRead;
   const cacheWrite = overrides.cacheWrite ?? base.cacheWrite;
@@ -98,7 +121,14 @@ export function pricingFor(settings: PricingSettings, route?: Route, format?: st
   });
 }
 
-/** Reject profiles no provider could bill (reads dearer than writes, negative prices). */
+/**
+ * Reject profiles no provider could bill (reads dearer than writes, negative prices).
+ *
+ * @example
+ * import { validateProfile } from 'token-terminator';
+ * validateProfile('myApp', { name: 'custom', cacheRead: 0.2, cacheWrite: 1.1, minCachePrefixTokens: 1024 });
+ * // throws a ConfigError for cacheRead: 2 (reads dearer than writes)
+ */
 export function validateProfile(api: string, p: PricingProfile): PricingProfile {
   const ok =
     Number.isFinite(p.cacheRead) &&
@@ -120,6 +150,11 @@ export function validateProfile(api: string, p: PricingProfile): PricingProfile 
  * its cache, relative to sending it uncached: a request below the minimum is not cached (and not
  * written); otherwise the cached prefix (when it reaches the minimum) costs `cacheRead` and the rest
  * is written to the cache at `cacheWrite`. `tokensPerUnit` converts units to tokens for the minimum.
+ *
+ * @example
+ * import { PRICING_PROFILES, requestCost } from 'token-terminator';
+ * // 4000 tokens, the first 3000 served from the cache: 0.1 × 3000 + 1 × 1000
+ * requestCost(PRICING_PROFILES.openai, 4000, 3000); // 1300
  */
 export function requestCost(p: PricingProfile, size: number, cached: number, tokensPerUnit = 1): number {
   if (size * tokensPerUnit < p.minCachePrefixTokens) return size;

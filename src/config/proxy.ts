@@ -19,14 +19,56 @@ import { ConfigError } from '../errors.js';
 
 /** The proxy's resolved settings. */
 export interface ProxyConfig {
+  /**
+   * Interface to listen on (`--host`, TOKEN_TERMINATOR_PROXY_HOST).
+   *
+   * @defaultValue `'127.0.0.1'`
+   */
   readonly host: string;
+  /**
+   * Port to listen on; 0 picks any free port (`--port`, TOKEN_TERMINATOR_PROXY_PORT).
+   *
+   * @defaultValue `8787`
+   */
   readonly port: number;
+  /**
+   * Where OpenAI-format requests go (`--upstream`, TOKEN_TERMINATOR_PROXY_UPSTREAM).
+   *
+   * @defaultValue `'https://api.openai.com'`
+   */
   readonly upstream: string;
+  /**
+   * Where Anthropic Messages requests go (`--anthropic-upstream`, TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM).
+   *
+   * @defaultValue `'https://api.anthropic.com'`
+   */
   readonly anthropicUpstream: string;
-  /** Shared secret clients send as `x-token-terminator-token` (undefined: none required). */
+  /**
+   * Shared secret clients send as `x-token-terminator-token` (undefined: none required; a host that
+   * is not loopback requires one).
+   *
+   * @defaultValue `undefined`
+   */
   readonly token: string | undefined;
+  /**
+   * Largest request body the proxy reduces; larger bodies pass unreduced (`--max-body-bytes`).
+   *
+   * @defaultValue `33_554_432` (32 MiB)
+   */
   readonly maxBodyBytes: number;
+  /**
+   * Rounds of recovery calls the proxy answers itself within one client request; 0 never answers them
+   * (`--recovery-rounds`).
+   *
+   * @defaultValue `3`
+   */
   readonly recoveryRounds: number;
+  /**
+   * How long the proxy waits for an upstream response's headers, and between its body chunks
+   * (`--upstream-timeout-ms`).
+   *
+   * @defaultValue `600_000` (10 minutes)
+   */
   readonly upstreamTimeoutMs: number;
 }
 
@@ -149,7 +191,13 @@ const SETTINGS: readonly Setting[] = [
   },
 ];
 
-/** Every variable the proxy settings read. */
+/**
+ * Every variable the proxy settings read.
+ *
+ * @example
+ * import { PROXY_VARIABLES } from 'token-terminator/adapters/proxy';
+ * PROXY_VARIABLES.includes('TOKEN_TERMINATOR_PROXY_PORT'); // true
+ */
 export const PROXY_VARIABLES: readonly string[] = Object.freeze(SETTINGS.map((s) => s.env));
 
 /**

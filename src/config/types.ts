@@ -1,4 +1,4 @@
-/** The six modes of the seed. */
+/** The six reduction modes (see {@link MODES} for what each one reduces). */
 export type Mode = 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest' | 'off';
 
 /**
@@ -78,7 +78,11 @@ export interface Config {
    * @defaultValue `8000`
    */
   readonly nativeMaxChars: number; // TOKEN_TERMINATOR_NATIVE_MAX_CHARS (8000)
-  /** Where default files live: TOKEN_TERMINATOR_HOME, else $XDG_DATA_HOME/token-terminator, else ~/.local/share/token-terminator. */
+  /**
+   * Where default files live: TOKEN_TERMINATOR_HOME, else $XDG_DATA_HOME/token-terminator, else ~/.local/share/token-terminator.
+   *
+   * @defaultValue `$XDG_DATA_HOME/token-terminator` when XDG_DATA_HOME is absolute, else `%LOCALAPPDATA%\token-terminator` on Windows, else `~/.local/share/token-terminator`
+   */
   readonly dataDir: string; // TOKEN_TERMINATOR_HOME (see above)
   /**
    * Vault file or PostgreSQL URL (TOKEN_TERMINATOR_DB_PATH).
@@ -91,7 +95,7 @@ export interface Config {
    *
    * @defaultValue `4000`
    */
-  readonly minArtifactChars: number; // TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS (4000; the seed's 8000 measured worse, see README)
+  readonly minArtifactChars: number; // TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS (4000; 8000 measured worse, see README)
   /**
    * Longest artifact the vault accepts, code points (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS).
    *
@@ -116,13 +120,29 @@ export interface Config {
    * @defaultValue `80`
    */
   readonly vaultLowWaterPct: number; // TOKEN_TERMINATOR_VAULT_LOW_WATER_PCT (80)
-  /** How long a vault write waits for another process's lock before the stage fails open. */
+  /**
+   * How long a vault write waits for another process's lock before the stage fails open.
+   *
+   * @defaultValue `10000`
+   */
   readonly busyTimeoutMs: number; // TOKEN_TERMINATOR_BUSY_TIMEOUT_MS (10000, 0…60000)
-  /** A session idle this long (no delivery, lease or rendering) has its pins released when retention needs room. */
+  /**
+   * A session idle this long (no delivery, lease or rendering) has its pins released when retention needs room.
+   *
+   * @defaultValue `21600` (6 hours)
+   */
   readonly sessionTtlSeconds: number; // TOKEN_TERMINATOR_SESSION_TTL_SECONDS (21600, 60…31,536,000)
-  /** A recovery search returns what it found after this long, flagged partial. */
+  /**
+   * A recovery search returns what it found after this long, flagged partial.
+   *
+   * @defaultValue `2000`
+   */
   readonly searchDeadlineMs: number; // TOKEN_TERMINATOR_SEARCH_DEADLINE_MS (2000, 10…60000)
-  /** A shared vault (and ledger) in PostgreSQL instead of the SQLite files; wins over dbPath and ledgerPath. */
+  /**
+   * A shared vault (and ledger) in PostgreSQL instead of the SQLite files; wins over dbPath and ledgerPath.
+   *
+   * @defaultValue `''` (the SQLite files)
+   */
   readonly dbUrl: string; // TOKEN_TERMINATOR_DB_URL ('' = SQLite; postgres://…)
   /**
    * PostgreSQL connections in this process's pool (TOKEN_TERMINATOR_DB_POOL_SIZE).
@@ -160,11 +180,23 @@ export interface Config {
    * @defaultValue `0`
    */
   readonly workingGraphChars: number; // TOKEN_TERMINATOR_WORKING_GRAPH_CHARS (0)
-  /** Exact-token half of the acceptance gate (chars only when false; the output cap is OUTPUT_CAP). */
+  /**
+   * Exact-token half of the acceptance gate (chars only when false; the output cap is OUTPUT_CAP).
+   *
+   * @defaultValue `true`
+   */
   readonly tokenBudget: boolean; // TOKEN_TERMINATOR_TOKEN_BUDGET (true)
-  /** The output-cap stage (incontext's arithmetic) on compiled requests. */
+  /**
+   * The output-cap stage (incontext's arithmetic) on compiled requests.
+   *
+   * @defaultValue `true`
+   */
   readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
-  /** Model id → { contextWindow?, maxOutputTokens? } over the built-in model table. */
+  /**
+   * Model id → { contextWindow?, maxOutputTokens? } over the built-in model table.
+   *
+   * @defaultValue `{}` (the built-in table only)
+   */
   readonly modelLimits: Readonly<
     Record<string, { readonly contextWindow?: number; readonly maxOutputTokens?: number }>
   >; // TOKEN_TERMINATOR_MODEL_LIMITS (JSON object)
@@ -186,36 +218,90 @@ export interface Config {
    * @defaultValue `true`
    */
   readonly contextCompaction: boolean; // TOKEN_TERMINATOR_CONTEXT_COMPACTION (true)
-  /** Old tool outputs at least this long become a digest plus a receipt in history rewrites. */
+  /**
+   * Old tool outputs at least this long become a digest plus a receipt in history rewrites.
+   *
+   * @defaultValue `600`
+   */
   readonly contextMinVaultChars: number; // TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS (600)
-  /** Opt-in turn collapse: turns older than this lose their outputs' digests and their reasoning (0 = off). */
+  /**
+   * Opt-in turn collapse: turns older than this lose their outputs' digests and their reasoning (0 = off).
+   *
+   * @defaultValue `0` (off)
+   */
   readonly contextCollapseAfterTurns: number; // TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS (0)
-  /** Tool outputs of the newest turns are never digested. */
+  /**
+   * Tool outputs of the newest turns are never digested.
+   *
+   * @defaultValue `1`
+   */
   readonly contextInlineRecentTurns: number; // TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS (1)
-  /** 0 = history rewrites follow the cache-economic rule; n = rewrite only when the turn count crosses a multiple of n. */
+  /**
+   * 0 = history rewrites follow the cache-economic rule; n = rewrite only when the turn count crosses a multiple of n.
+   *
+   * @defaultValue `0`
+   */
   readonly contextBlockTurns: number; // TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS (0)
-  /** Requests the cache-economic rule expects after this one; 0 = as many as the conversation has had so far. */
+  /**
+   * Requests the cache-economic rule expects after this one; 0 = as many as the conversation has had so far.
+   *
+   * @defaultValue `0`
+   */
   readonly rewriteHorizonRequests: number; // TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS (0)
-  /** Budget of the diagnostic lines an old output's digest keeps (code points). */
+  /**
+   * Budget of the diagnostic lines an old output's digest keeps (code points).
+   *
+   * @defaultValue `400`
+   */
   readonly digestDiagnosticChars: number; // TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS (400)
-  /** Old assistant reasoning (text outside action blocks) becomes a receipt in history rewrites. */
+  /**
+   * Old assistant reasoning (text outside action blocks) becomes a receipt in history rewrites.
+   *
+   * @defaultValue `false`
+   */
   readonly reasoningReduction: boolean; // TOKEN_TERMINATOR_REASONING_REDUCTION (false)
   /**
    * Which user-role messages are command output of a text-protocol agent (a JavaScript regular
    * expression tested against the message text; `none` = no user message is ever treated as output).
+   *
+   * @defaultValue a pattern matching `<returncode>…</returncode>` or `OBSERVATION:` at the start, or a `(Current directory: …)` line followed by a `bash-$` prompt at the end
    */
   readonly observationPattern: string; // TOKEN_TERMINATOR_OBSERVATION_PATTERN (see src/compile/observations.ts)
-  /** Opt-in: large skill catalogs in the instructions are routed to the current turn (rewrites the instruction prefix). */
+  /**
+   * Opt-in: large skill catalogs in the instructions are routed to the current turn (rewrites the instruction prefix).
+   *
+   * @defaultValue `false`
+   */
   readonly skillRouting: boolean; // TOKEN_TERMINATOR_SKILL_ROUTING (false)
-  /** Prompt-cache pricing profile: `auto` (by route), `openai` or `anthropic`. */
+  /**
+   * Prompt-cache pricing profile: `auto` (by route), `openai` or `anthropic`.
+   *
+   * @defaultValue `'auto'`
+   */
   readonly pricingProfile: 'auto' | 'openai' | 'anthropic'; // TOKEN_TERMINATOR_PRICING_PROFILE (auto)
-  /** Overrides the profile's cache-read multiplier (0…1). */
+  /**
+   * Overrides the profile's cache-read multiplier (0…1).
+   *
+   * @defaultValue `undefined` (the profile's)
+   */
   readonly cacheReadMultiplier: number | undefined; // TOKEN_TERMINATOR_CACHE_READ_MULTIPLIER (unset)
-  /** Overrides the profile's cache-write multiplier (≥ 1). */
+  /**
+   * Overrides the profile's cache-write multiplier (≥ 1).
+   *
+   * @defaultValue `undefined` (the profile's)
+   */
   readonly cacheWriteMultiplier: number | undefined; // TOKEN_TERMINATOR_CACHE_WRITE_MULTIPLIER (unset)
-  /** Overrides the profile's minimum cacheable prefix in tokens. */
+  /**
+   * Overrides the profile's minimum cacheable prefix in tokens.
+   *
+   * @defaultValue `undefined` (the profile's)
+   */
   readonly minCachePrefixTokens: number | undefined; // TOKEN_TERMINATOR_MIN_CACHE_PREFIX_TOKENS (unset)
-  /** A first exposure longer than this shows a bounded view plus its receipt; 0 = never. */
+  /**
+   * A first exposure longer than this shows a bounded view plus its receipt; 0 = never.
+   *
+   * @defaultValue `32000`
+   */
   readonly maxInlineChars: number; // TOKEN_TERMINATOR_MAX_INLINE_CHARS (32000)
   /**
    * Prefix rewritten commands with `: RTK && ` (TOKEN_TERMINATOR_PREVIEW_MARKER).
@@ -313,16 +399,55 @@ export interface Config {
    * @defaultValue `''`
    */
   readonly eqRateCard: string; // TOKEN_TERMINATOR_EQ_RATE_CARD ('')
-  /** Host tool name → canonical name (search_files, process, read_file, terminal). */
+  /**
+   * Host tool name → canonical name (search_files, process, read_file, terminal).
+   *
+   * @defaultValue `{}`
+   */
   readonly toolNames: Readonly<Record<string, string>>; // TOKEN_TERMINATOR_TOOL_NAMES (JSON object)
 
   readonly incontext: {
+    /**
+     * Token-counting backend of the output cap (INCONTEXT_BACKEND).
+     *
+     * @defaultValue `'vllm'` when `tokenizerUrl` is set, else `'tiktoken'`
+     */
     readonly backend: string; // INCONTEXT_BACKEND (vllm when a URL is set, else tiktoken)
+    /**
+     * Base URL of a vLLM server whose `/tokenize` counts the prompt (INCONTEXT_TOKENIZER_URL).
+     *
+     * @defaultValue `''` (none)
+     */
     readonly tokenizerUrl: string; // INCONTEXT_TOKENIZER_URL ('')
+    /**
+     * How long a `/tokenize` call may take (INCONTEXT_TOKENIZER_TIMEOUT_SECONDS).
+     *
+     * @defaultValue `30`
+     */
     readonly tokenizerTimeoutSeconds: number; // INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30)
+    /**
+     * User-Agent of `/tokenize` calls (INCONTEXT_TOKENIZER_USER_AGENT).
+     *
+     * @defaultValue `token-terminator/<package version>`
+     */
     readonly tokenizerUserAgent: string; // INCONTEXT_TOKENIZER_USER_AGENT (automatic)
+    /**
+     * Tokens added to an estimated prompt size when no exact count is available (INCONTEXT_FALLBACK_MARGIN_TOKENS).
+     *
+     * @defaultValue `1024`
+     */
     readonly fallbackMarginTokens: number; // INCONTEXT_FALLBACK_MARGIN_TOKENS (1024)
+    /**
+     * Output tokens reserved for the reply (INCONTEXT_MIN_OUTPUT_TOKENS).
+     *
+     * @defaultValue `4096`
+     */
     readonly minOutputTokens: number; // INCONTEXT_MIN_OUTPUT_TOKENS (4096)
+    /**
+     * An override of the budgeting window W (INCONTEXT_COMPRESSION_WINDOW_TOKENS).
+     *
+     * @defaultValue `undefined` (no override)
+     */
     readonly compressionWindowTokens: number | undefined; // INCONTEXT_COMPRESSION_WINDOW_TOKENS (unset)
   };
 }

@@ -76,7 +76,14 @@ export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}
   return writeValue(value, compact ? ',' : ', ', compact ? ':' : ': ', new Set()) ?? 'null';
 }
 
-/** Code points of `canonicalJson(value, options)`, computed without building the string. */
+/**
+ * Code points of `canonicalJson(value, options)`, computed without building the string.
+ *
+ * @example
+ * import { canonicalJson, serializedChars } from 'token-terminator';
+ * const value = { b: [1, 2], a: 'x' };
+ * serializedChars(value) === [...canonicalJson(value)].length; // true
+ */
 export function serializedChars(value: unknown, options: CanonicalJsonOptions = {}): number {
   const compact = options.compact === true;
   return sizeValue(value, compact ? 1 : 2, new Set()) ?? 4;
@@ -85,6 +92,11 @@ export function serializedChars(value: unknown, options: CanonicalJsonOptions = 
 /**
  * Size of a JSON array whose elements have the given serialized sizes: lets a caller that memoizes
  * per-element sizes get the size of the whole array without serializing it.
+ *
+ * @example
+ * import { serializedArrayChars, serializedChars } from 'token-terminator';
+ * const items = ['one', 'two'];
+ * serializedArrayChars(items.map((x) => serializedChars(x))) === serializedChars(items); // true
  */
 export function serializedArrayChars(elementSizes: Iterable<number>, options: CanonicalJsonOptions = {}): number {
   const sep = options.compact === true ? 1 : 2;
@@ -100,6 +112,11 @@ export function serializedArrayChars(elementSizes: Iterable<number>, options: Ca
 /**
  * Size of a JSON object from its entries' serialized value sizes (keys are sized here; the order
  * of entries does not change the size, so callers need not sort).
+ *
+ * @example
+ * import { serializedChars, serializedObjectChars } from 'token-terminator';
+ * const value = { a: 1, bb: 'x' };
+ * serializedObjectChars(Object.entries(value).map(([k, v]) => [k, serializedChars(v)] as const)) === serializedChars(value); // true
  */
 export function serializedObjectChars(
   entries: Iterable<readonly [key: string, valueSize: number]>,
@@ -115,7 +132,14 @@ export function serializedObjectChars(
   return count === 0 ? total : total + sep * (count - 1);
 }
 
-/** Python `repr(float)` for a finite or non-finite JS number. */
+/**
+ * Python `repr(float)` for a finite or non-finite JS number.
+ *
+ * @example
+ * import { pythonFloatRepr } from 'token-terminator';
+ * pythonFloatRepr(1); // '1.0'
+ * pythonFloatRepr(1e21); // '1e+21'
+ */
 export function pythonFloatRepr(x: number): string {
   if (Number.isNaN(x)) return 'NaN';
   if (x === Infinity) return 'Infinity';
@@ -181,7 +205,13 @@ function stringChars(s: string): number {
   return n;
 }
 
-/** Code point order (Python's str ordering); differs from `<` only when a surrogate is involved. */
+/**
+ * Code point order (Python's str ordering); differs from `<` only when a surrogate is involved.
+ *
+ * @example
+ * import { compareCodePoints } from 'token-terminator';
+ * ['\u{1F600}', '\uFF01'].sort(compareCodePoints); // ['\uFF01', '\u{1F600}'] (plain sort puts the emoji first)
+ */
 export function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {

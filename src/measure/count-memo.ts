@@ -12,6 +12,11 @@ let lastKey = '';
 /**
  * The memo key of `text`: the text itself when at most `hashAbove` code units, else its length
  * and SHA-256 (hashing runs at ~1 GB/s, BPE at a few MB/s), so no long content is retained.
+ *
+ * @example
+ * import { contentKey } from 'token-terminator';
+ * contentKey('ls -la'); // 'sls -la'
+ * contentKey('x'.repeat(10_000), 1024); // 'h10000:…' (length and SHA-256)
  */
 export function contentKey(text: string, hashAbove: number = DEFAULT_HASH_ABOVE): string {
   if (text.length <= hashAbove) return `s${text}`;
@@ -160,6 +165,13 @@ let sharedMaxEntries = DEFAULT_SHARED_MEMO_ENTRIES;
 /**
  * Count `text` through the process-wide table `id` (e.g. `o200k_base/1024`), calling `count`
  * only on a miss. `count` must be a pure function of the text for that id.
+ *
+ * @example
+ * import { countShared } from 'token-terminator';
+ * import { encode } from 'gpt-tokenizer';
+ * const count = (text: string): number => encode(text).length;
+ * countShared('o200k_base/demo', 'hello world', count); // counted
+ * countShared('o200k_base/demo', 'hello world', count); // served from the table
  */
 export function countShared(id: string, text: string, count: (text: string) => number): number {
   if (sharedMaxEntries === 0) return count(text);
@@ -189,7 +201,13 @@ export interface SharedCountMemoStats {
   readonly maxEntries: number;
 }
 
-/** Statistics of the process-wide memo (for benches, status and tests). */
+/**
+ * Statistics of the process-wide memo (for benches, status and tests).
+ *
+ * @example
+ * import { sharedCountMemoStats } from 'token-terminator';
+ * const { entries, hits, misses } = sharedCountMemoStats();
+ */
 export function sharedCountMemoStats(): SharedCountMemoStats {
   let entries = 0;
   let hits = 0;
@@ -207,6 +225,10 @@ export function sharedCountMemoStats(): SharedCountMemoStats {
 /**
  * Bound every process-wide table to `maxEntries` (0 turns the process-wide memo off; existing
  * entries past the bound are dropped at once). Default {@link DEFAULT_SHARED_MEMO_ENTRIES}.
+ *
+ * @example
+ * import { setSharedCountMemoLimit } from 'token-terminator';
+ * setSharedCountMemoLimit(0); // count everything afresh (e.g. in a memory bench)
  */
 export function setSharedCountMemoLimit(maxEntries: number): void {
   if (!Number.isInteger(maxEntries) || maxEntries < 0)
@@ -218,7 +240,14 @@ export function setSharedCountMemoLimit(maxEntries: number): void {
   }
 }
 
-/** Empty the process-wide tables and their statistics. */
+/**
+ * Empty the process-wide tables and their statistics.
+ *
+ * @example
+ * import { clearSharedCountMemo, sharedCountMemoStats } from 'token-terminator';
+ * clearSharedCountMemo();
+ * sharedCountMemoStats().entries; // 0
+ */
 export function clearSharedCountMemo(): void {
   for (const t of tables.values()) t.clear();
   tables.clear();

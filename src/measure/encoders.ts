@@ -29,7 +29,14 @@ export type EncoderEngine = 'js' | 'wasm';
 /** Both {@link EncoderEngine} values. */
 export const ENCODER_ENGINES: readonly EncoderEngine[] = ['js', 'wasm'];
 
-/** True when `name` is an encoding this module can load. */
+/**
+ * True when `name` is an encoding this module can load.
+ *
+ * @example
+ * import { isTiktokenEncoding } from 'token-terminator';
+ * isTiktokenEncoding('cl100k_base'); // true
+ * isTiktokenEncoding('p50k_base'); // false
+ */
 export function isTiktokenEncoding(name: string): name is TiktokenEncodingName {
   return (TIKTOKEN_ENCODINGS as readonly string[]).includes(name);
 }
@@ -65,6 +72,15 @@ const require = createRequire(import.meta.url);
 /**
  * Take a reference to the process-wide engine for `encoding`, loading it on first use. Call
  * `release()` when done (counters do it in `dispose()`).
+ *
+ * @example
+ * import { acquireEncoder } from 'token-terminator';
+ * const lease = acquireEncoder('o200k_base', 'js');
+ * try {
+ *   console.log(lease.count('hello world'));
+ * } finally {
+ *   lease.release();
+ * }
  */
 export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEngine): EncoderLease {
   if (!isTiktokenEncoding(encoding))
@@ -107,7 +123,13 @@ export function clearEncoderCaches(): void {
   for (const e of shared.values()) e.loaded.clearCache?.();
 }
 
-/** Engines currently loaded, with their reference counts (for tests and memory benches). */
+/**
+ * Engines currently loaded, with their reference counts (for tests and memory benches).
+ *
+ * @example
+ * import { loadedEncoders } from 'token-terminator';
+ * loadedEncoders(); // e.g. [{ key: 'js:o200k_base', refs: 1 }] while one counter holds it
+ */
 export function loadedEncoders(): { key: string; refs: number }[] {
   return [...shared].map(([key, e]) => ({ key, refs: e.refs }));
 }

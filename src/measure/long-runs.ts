@@ -46,6 +46,11 @@ function kindAt(text: string, i: number): Kind {
 /**
  * Split `text` so that no run of one class is longer than `maxRun` code units. Returns `[text]`
  * when nothing needs cutting (the common case, no allocation beyond the array).
+ *
+ * @example
+ * import { splitLongRuns } from 'token-terminator';
+ * splitLongRuns('short text'); // ['short text']
+ * splitLongRuns('a'.repeat(10), 4).every((piece) => piece.length <= 4); // true
  */
 export function splitLongRuns(text: string, maxRun: number = DEFAULT_MAX_RUN): string[] {
   if (text.length <= maxRun) return [text];
@@ -87,6 +92,11 @@ function isLowSurrogate(c: number): boolean {
 /**
  * Count with `encodeLength` piece by piece. Identical pieces (a run of one repeated character
  * yields many) are counted once per call.
+ *
+ * @example
+ * import { countGuarded } from 'token-terminator';
+ * import { encode } from 'gpt-tokenizer';
+ * const tokens = countGuarded('=' .repeat(100_000), (piece) => encode(piece).length);
  */
 export function countGuarded(
   text: string,

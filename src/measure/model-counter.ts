@@ -9,9 +9,17 @@ import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokeniz
 
 /** Overrides of the tokenizer a model name would pick. */
 export interface CounterForModelOptions {
-  /** A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON). Wins over everything. */
+  /**
+   * A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON). Wins over everything.
+   *
+   * @defaultValue none
+   */
   readonly tokenizerJson?: string | TokenizerJsonObjects;
-  /** An explicit tiktoken encoding (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). Wins over the model name. */
+  /**
+   * An explicit tiktoken encoding (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). Wins over the model name.
+   *
+   * @defaultValue the model name's encoding ({@link encodingForModel})
+   */
   readonly encoding?: string;
 }
 
@@ -26,6 +34,11 @@ export interface ModelEncoding {
  * The bare model name: the part after the last `/` (`openai/gpt-5` → `gpt-5`), without a leading
  * alphabetic `provider:` prefix (`openai:gpt-4o` → `gpt-4o`, `ft:gpt-4o-mini:org::id` →
  * `gpt-4o-mini:org::id`), lower-cased.
+ *
+ * @example
+ * import { normalizeModelName } from 'token-terminator';
+ * normalizeModelName('openai/GPT-5'); // 'gpt-5'
+ * normalizeModelName('openai:gpt-4o'); // 'gpt-4o'
  */
 export function normalizeModelName(model: string): string {
   const afterSlash = model.slice(model.lastIndexOf('/') + 1).trim();
@@ -43,6 +56,11 @@ const CL100K = /^(?:gpt-4|gpt-3\.5|gpt-35|text-embedding-(?:3|ada-002))/;
  * - any other model (Claude, Llama, Qwen …) → o200k_base with `exact: false`: a usable estimate
  *   (closer than chars/4 for most BPE vocabularies) that stages must not treat as exact, so token
  *   gates fall back to chars and the output cap adds its fallback margin.
+ *
+ * @example
+ * import { encodingForModel } from 'token-terminator';
+ * encodingForModel('openai/gpt-4o'); // { encoding: 'o200k_base', exact: true }
+ * encodingForModel('claude-sonnet-4'); // { encoding: 'o200k_base', exact: false }
  */
 export function encodingForModel(model: string | undefined): ModelEncoding {
   if (model === undefined || model.trim() === '') return { encoding: 'o200k_base', exact: true };

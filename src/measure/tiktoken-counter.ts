@@ -16,6 +16,10 @@ export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } fro
  * The engine each encoding counts with by default: the pure-JS one wherever the identity test
  * (test/measure/encoder-identity.test.ts) and the corpus check of `npm run bench -- counters`
  * found it identical to tiktoken's WASM, which stays available as `engine: 'wasm'`.
+ *
+ * @example
+ * import { DEFAULT_ENGINES } from 'token-terminator';
+ * DEFAULT_ENGINES.o200k_base; // 'js'
  */
 export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngine>> = Object.freeze({
   o200k_base: 'js',

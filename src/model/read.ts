@@ -22,7 +22,14 @@ export interface ReadOptions {
   readonly format?: RequestFormat;
 }
 
-/** Parse tool-call arguments: a JSON object text or an object; anything else → `{}`. */
+/**
+ * Parse tool-call arguments: a JSON object text or an object; anything else → `{}`.
+ *
+ * @example
+ * import { parseArgs } from 'token-terminator';
+ * parseArgs('{"command":"ls"}'); // { command: 'ls' }
+ * parseArgs('not json'); // {}
+ */
 export function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
   if (isObj(raw)) return raw;
   if (typeof raw !== 'string' || raw.trim() === '') return {};
@@ -69,7 +76,13 @@ export function detectFormat(request: unknown): RequestFormat {
 
 const TEXT_PART = new Set(['text', 'input_text', 'output_text']);
 
-/** Text of a message content: the string itself, or the text parts joined by newlines. */
+/**
+ * Text of a message content: the string itself, or the text parts joined by newlines.
+ *
+ * @example
+ * import { contentText } from 'token-terminator';
+ * contentText([{ type: 'text', text: 'a' }, { type: 'image_url' }, { type: 'text', text: 'b' }]); // 'a\nb'
+ */
 export function contentText(content: unknown): string | undefined {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return undefined;

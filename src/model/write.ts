@@ -66,7 +66,13 @@ function apply(current: unknown, node: Node): unknown {
   return copy ?? current;
 }
 
-/** The value at a path (undefined when the path does not exist). */
+/**
+ * The value at a path (undefined when the path does not exist).
+ *
+ * @example
+ * import { valueAt } from 'token-terminator';
+ * valueAt({ messages: [{ content: 'hi' }] }, ['messages', 0, 'content']); // 'hi'
+ */
 export function valueAt(root: unknown, path: SlotPath): unknown {
   let cur = root;
   for (const key of path) {
@@ -76,7 +82,14 @@ export function valueAt(root: unknown, path: SlotPath): unknown {
   return cur;
 }
 
-/** A copy of the request with its conversation list replaced (the new list is used as given). */
+/**
+ * A copy of the request with its conversation list replaced (the new list is used as given).
+ *
+ * @example
+ * import { withItems } from 'token-terminator';
+ * const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
+ * const shorter = withItems(request, 'messages', []); // request itself is unchanged
+ */
 export function withItems<T>(request: T, listKey: 'messages' | 'input', items: readonly unknown[]): T {
   return { ...(request as Record<string, unknown>), [listKey]: items } as T;
 }

@@ -35,6 +35,11 @@ const SPACE_RUN = new RegExp(`[${PY_SPACE}]+`, 'gu');
  * Neutralize a tool name for a receipt, as the reference does: split on whitespace and join with
  * `_` (so leading and trailing whitespace vanish), map anything outside `[\p{L}\p{N}._:/-]` to `_`,
  * cut to 80 code points; empty → `tool`. `" terminal"` → `terminal`, `"   "` → `tool`.
+ *
+ * @example
+ * import { toolLabel } from 'token-terminator';
+ * toolLabel(' read file '); // 'read_file'
+ * toolLabel('   '); // 'tool'
  */
 export function toolLabel(name: string): string {
   const label = Array.from(name.replace(EDGE_SPACE, '').replace(SPACE_RUN, '_'))
@@ -114,7 +119,13 @@ export function referencedArtifacts(text: string): string[] {
   return [...ids];
 }
 
-/** The note appended after a native compact rendering (reference wire format). */
+/**
+ * The note appended after a native compact rendering (reference wire format).
+ *
+ * @example
+ * import { renderNativeNote } from 'token-terminator';
+ * const note = renderNativeNote(20_000, 800, artifactId); // '[Token Terminator: 96.0% fewer characters; …]'
+ */
 export function renderNativeNote(rawChars: number, compactChars: number, artifactId: string): string {
   return `[Token Terminator: ${pythonPercent(rawChars, compactChars)}% fewer characters; full artifact=${artifactId}; ${RECOVERY_HINT}]`;
 }
@@ -123,6 +134,11 @@ export function renderNativeNote(rawChars: number, compactChars: number, artifac
  * Python's `round((raw - compact) / raw * 100, 1)` printed as a Python float (`96.0`, `100.0`).
  * Python rounds the exact binary value half to even (raw 20000, compact 7950: 60.25 → `60.2`);
  * `Math.round` would round half up. `toFixed(100)` gives the double's exact decimal expansion.
+ *
+ * @example
+ * import { pythonPercent } from 'token-terminator';
+ * pythonPercent(20_000, 7950); // '60.2' (half to even, as Python rounds)
+ * pythonPercent(100, 0); // '100.0'
  */
 export function pythonPercent(raw: number, compact: number): string {
   if (raw <= 0) return '0.0';

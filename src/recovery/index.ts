@@ -36,7 +36,13 @@ export {
 } from './working-state-store.js';
 export { isRecoveryResult } from './results.js';
 
-/** Error codes of error results (beside the codes of src/errors.ts passed through from the vault). */
+/**
+ * Error codes of error results (beside the codes of src/errors.ts passed through from the vault).
+ *
+ * @example
+ * import { RECOVERY_ERRORS, recoveryError } from 'token-terminator';
+ * if (recoveryError(result)?.code === RECOVERY_ERRORS.invalidArguments) console.warn('the model sent bad arguments');
+ */
 export const RECOVERY_ERRORS = Object.freeze({
   invalidArguments: 'E_INVALID_ARGUMENTS',
   workingStateDisabled: 'E_WORKING_STATE_DISABLED',
@@ -81,6 +87,8 @@ export interface RecoveryToolOptions {
    * What a call may read: `'session'` (default) only the artifacts the host's session of the
    * host's tenant observed or was delivered — what the model was shown; `'store'` the whole vault
    * (the CLI, run by whoever owns the vault file; never for a model).
+   *
+   * @defaultValue `'session'`
    */
   readonly scope?: 'session' | 'store';
 }
@@ -100,7 +108,14 @@ export interface RecoveryToolHandle extends RecoveryTool {
   call(args: unknown, host: RecoveryHost): Promise<RecoveryResult>;
 }
 
-/** True when a result is an error result; narrows to its error body. */
+/**
+ * True when a result is an error result; narrows to its error body.
+ *
+ * @example
+ * import { recoveryError } from 'token-terminator';
+ * const result = await tool.call({ action: 'artifact_get', artifact_id: 'a_missing' }, { sessionId: 's1' });
+ * const error = recoveryError(result); // { code: 'E_ARTIFACT_NOT_FOUND', message: … }
+ */
 export function recoveryError(result: RecoveryResult): RecoveryErrorBody | undefined {
   const error = result['error'];
   return error !== null && typeof error === 'object' ? (error as RecoveryErrorBody) : undefined;

@@ -21,7 +21,13 @@ import {
   type RecoveryWireFormat,
 } from './formats.js';
 
-/** Parse (when a JSON string) and keep only the keys the schema declares; a model-sent session id is dropped. */
+/**
+ * Parse (when a JSON string) and keep only the keys the schema declares; a model-sent session id is dropped.
+ *
+ * @example
+ * import { recoveryArgs } from 'token-terminator/adapters/custom-loop';
+ * recoveryArgs(terminator.recoveryTool, '{"action":"status","extra":1}'); // { action: 'status' }
+ */
 export function recoveryArgs(tool: Pick<RecoveryTool, 'parameters'>, args: unknown): Record<string, unknown> {
   let value = args;
   if (typeof value === 'string') {

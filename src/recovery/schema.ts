@@ -8,7 +8,13 @@ import { z } from 'zod';
 /** Name of the recovery tool the model calls. */
 export const RECOVERY_TOOL_NAME = 'token_terminator';
 
-/** Every action the recovery tool accepts. */
+/**
+ * Every action the recovery tool accepts.
+ *
+ * @example
+ * import { RECOVERY_ACTIONS } from 'token-terminator';
+ * RECOVERY_ACTIONS.includes('artifact_get'); // true
+ */
 export const RECOVERY_ACTIONS = Object.freeze([
   'status',
   'artifact_get',
@@ -33,6 +39,11 @@ const limitMessage = 'limit must be an integer ≥ 1';
 /**
  * The argument schema. Parsing strips unknown keys (never an error, never used); the exported
  * JSON Schema still says `additionalProperties: false` so models are told not to send them.
+ *
+ * @example
+ * import { recoveryArgsSchema } from 'token-terminator';
+ * const parsed = recoveryArgsSchema.safeParse({ action: 'artifact_get', artifact_id: 'a_01' });
+ * parsed.success; // true
  */
 export const recoveryArgsSchema = z.object({
   action: z.enum(RECOVERY_ACTIONS, { error: actionMessage }).describe('What to do.'),
@@ -80,7 +91,13 @@ export const recoveryArgsSchema = z.object({
 /** The validated arguments of one recovery call. */
 export type RecoveryArgs = z.infer<typeof recoveryArgsSchema>;
 
-/** JSON Schema of the arguments for tool definitions (no `$schema` key: some providers reject it). */
+/**
+ * JSON Schema of the arguments for tool definitions (no `$schema` key: some providers reject it).
+ *
+ * @example
+ * import { RECOVERY_DESCRIPTION, recoveryJsonSchema } from 'token-terminator';
+ * const tool = { type: 'function', name: 'token_terminator', description: RECOVERY_DESCRIPTION, parameters: recoveryJsonSchema() };
+ */
 export function recoveryJsonSchema(): Record<string, unknown> {
   const { $schema: _ignored, ...schema } = z.toJSONSchema(z.strictObject(recoveryArgsSchema.shape), {
     io: 'input',
@@ -88,7 +105,13 @@ export function recoveryJsonSchema(): Record<string, unknown> {
   return schema;
 }
 
-/** The recovery tool's description as the model reads it: the actions and how to page an artifact whole. */
+/**
+ * The recovery tool's description as the model reads it: the actions and how to page an artifact whole.
+ *
+ * @example
+ * import { RECOVERY_DESCRIPTION, recoveryJsonSchema } from 'token-terminator';
+ * const tool = { name: 'token_terminator', description: RECOVERY_DESCRIPTION, input_schema: recoveryJsonSchema() };
+ */
 export const RECOVERY_DESCRIPTION = [
   'Recover exact tool output that Token Terminator moved out of the conversation into a private vault.',
   'Receipts and notes name an artifact id (a_…). Actions: artifact_get pages the exact content',

@@ -45,6 +45,11 @@ export interface ClosableWorkingStateStore extends WorkingStateStore {
 
 /**
  * @deprecated use `Vault.workingState`.
+ *
+ * @example
+ * import { createWorkingStateStore } from 'token-terminator';
+ * // Deprecated: prefer `vault.workingState` of a vault from `createVault`.
+ * const store = createWorkingStateStore({ path: ':memory:' });
  */
 export function createWorkingStateStore(options: WorkingStateStoreOptions): ClosableWorkingStateStore {
   const limits = {

@@ -195,7 +195,14 @@ export class FigureAccumulator {
   }
 }
 
-/** Linear interpolation between closest ranks of an ascending array (numpy default); 0 when empty. */
+/**
+ * Linear interpolation between closest ranks of an ascending array (numpy default); 0 when empty.
+ *
+ * @example
+ * import { percentile } from 'token-terminator';
+ * percentile([1, 2, 3, 4], 50); // 2.5
+ * percentile([], 95); // 0
+ */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
   const rank = ((sorted.length - 1) * p) / 100;
@@ -220,6 +227,11 @@ function ratio(part: number, whole: number): number {
  * arrays, from the meter's per-message JSON (no whole-array serialization): whole messages that
  * serialize identically are skipped by size, the first differing pair is compared char by char.
  * `prev` undefined (first request of a session) → 0.
+ *
+ * @example
+ * import { commonPrefixChars, createMessagesMeter, createTiktokenCounter } from 'token-terminator';
+ * const meter = createMessagesMeter(createTiktokenCounter());
+ * const cacheable = commonPrefixChars(previous, current, meter); // code points the two messages arrays share
  */
 export function commonPrefixChars(
   prev: readonly unknown[] | undefined,
@@ -244,7 +256,14 @@ export function commonPrefixChars(
   return prev.length === cur.length ? meter.chars(cur) : p;
 }
 
-/** Common prefix of two strings in code points (never splits a surrogate pair). */
+/**
+ * Common prefix of two strings in code points (never splits a surrogate pair).
+ *
+ * @example
+ * import { commonPrefixOfStrings } from 'token-terminator';
+ * commonPrefixOfStrings('abcd', 'abxy'); // 2
+ * commonPrefixOfStrings('a\u{1F600}', 'a\u{1F601}'); // 1 (the pair is not split)
+ */
 export function commonPrefixOfStrings(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   let k = 0;

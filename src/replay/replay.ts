@@ -35,7 +35,13 @@ import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
 
-/** Corpus tool names that differ from the canonical ones (config `toolNames` wins). */
+/**
+ * Corpus tool names that differ from the canonical ones (config `toolNames` wins).
+ *
+ * @example
+ * import { REPLAY_TOOL_NAMES } from 'token-terminator';
+ * REPLAY_TOOL_NAMES['bash']; // 'terminal'
+ */
 export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
 
 /** Options of a replay; every field is optional. */
@@ -252,7 +258,13 @@ function openPrivateStream(path: string): DumpWriter {
   return { write: (line) => void writeSync(fd, line), close: () => closeSync(fd) };
 }
 
-/** Number of requests a session produces (assistant messages with at least one earlier message). */
+/**
+ * Number of requests a session produces (assistant messages with at least one earlier message).
+ *
+ * @example
+ * import { requestCount } from 'token-terminator';
+ * requestCount({ id: 's1', messages: [{ role: 'user' }, { role: 'assistant' }, { role: 'user' }, { role: 'assistant' }] }); // 2
+ */
 export function requestCount(session: RecordedSession): number {
   return session.messages.reduce((n, m, i) => n + (m['role'] === 'assistant' && i > 0 ? 1 : 0), 0);
 }

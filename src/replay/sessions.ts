@@ -24,7 +24,13 @@ export class SessionFormatError extends TokenTerminatorError {
 /** The Chat Completions roles a recorded session may use. */
 const ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
 
-/** Parse one line (1-based `lineNo` for errors); an unknown role is a format error, not silently replayed. */
+/**
+ * Parse one line (1-based `lineNo` for errors); an unknown role is a format error, not silently replayed.
+ *
+ * @example
+ * import { parseSessionLine } from 'token-terminator';
+ * const session = parseSessionLine('{"id":"s1","messages":[{"role":"user","content":"hi"}]}', 1);
+ */
 export function parseSessionLine(line: string, lineNo: number): RecordedSession {
   let value: unknown;
   try {

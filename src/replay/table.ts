@@ -5,7 +5,13 @@ import type { ReplayFigures } from './figures.js';
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
 
-/** Two tables: per-session rows (when more than one session) and the totals. */
+/**
+ * Two tables: per-session rows (when more than one session) and the totals.
+ *
+ * @example
+ * import { renderFiguresTable, replaySessions } from 'token-terminator';
+ * console.log(renderFiguresTable(await replaySessions(sessions), { maxSessions: 20 }));
+ */
 export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: number } = {}): string {
   const out: string[] = [];
   const maxSessions = options.maxSessions ?? 60;

@@ -97,6 +97,11 @@ export interface CostProfile {
  * replay's own cache-read price), `effective_cost_ratio_<profile>` numbers, and objects of numbers
  * under any key that starts with `effective_cost_ratio` (`{openai: 0.53, anthropic: 0.56}`), so the
  * report follows however a replay names its profiles.
+ *
+ * @example
+ * import { costProfiles } from 'token-terminator/report';
+ * costProfiles({ effective_cost_ratio: { openai: 0.53, anthropic: 0.56 } });
+ * // two profiles, openai 0.53 and anthropic 0.56
  */
 export function costProfiles(level: Readonly<Record<string, unknown>>): CostProfile[] {
   const prefix = 'effective_cost_ratio';

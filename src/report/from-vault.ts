@@ -81,7 +81,13 @@ export async function readStoreFigures(
   return figuresFromRows(await store.requestMetricRows(limit));
 }
 
-/** Group metric rows (oldest first) into the report's per-session series and sums. */
+/**
+ * Group metric rows (oldest first) into the report's per-session series and sums.
+ *
+ * @example
+ * import { figuresFromRows } from 'token-terminator/report';
+ * const input = figuresFromRows(await vault.requestMetricRows());
+ */
 export function figuresFromRows(rows: readonly RequestMetricRow[]): ReportInput {
   const sessions = new Map<string, RequestPointInput[]>();
   for (const r of rows) {

@@ -15,7 +15,13 @@
 import { canonicalJson, codePoints, serializedObjectChars } from '../measure/index.js';
 import type { MessagesMeter } from './meter.js';
 
-/** The parts a request's size is attributed to. */
+/**
+ * The parts a request's size is attributed to.
+ *
+ * @example
+ * import { COMPONENTS } from 'token-terminator';
+ * for (const c of COMPONENTS) console.log(c, attribution.components[c].tokens);
+ */
 export const COMPONENTS = Object.freeze([
   'instructions',
   'skill_catalog',
@@ -51,7 +57,14 @@ const SCHEMA_KEYS = new Set(['tools', 'functions']);
 
 type Acc = { chars: number; tokens: number; count: number };
 
-/** Attribute a request's size to components. Unknown shapes land in `other`. */
+/**
+ * Attribute a request's size to components. Unknown shapes land in `other`.
+ *
+ * @example
+ * import { attributeRequest, createMessagesMeter, createTiktokenCounter } from 'token-terminator';
+ * const { components } = attributeRequest(request, createMessagesMeter(createTiktokenCounter()));
+ * components.tool_results.tokens; // tokens the tool outputs take
+ */
 export function attributeRequest(request: unknown, meter: MessagesMeter): Attribution {
   const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<
     Component,

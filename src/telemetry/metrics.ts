@@ -7,7 +7,13 @@ import type { Decision } from '../step.js';
 import type { RequestMetric } from '../vault/types.js';
 import { COMPONENTS, type Attribution } from './attribution.js';
 
-/** Saved chars per stage, from the `applied` decisions that report them. */
+/**
+ * Saved chars per stage, from the `applied` decisions that report them.
+ *
+ * @example
+ * import { savedByStage } from 'token-terminator';
+ * const saved = savedByStage(step.decisions); // e.g. { compressToolResult: 5400 }
+ */
 export function savedByStage(decisions: Iterable<Decision>, into: Record<string, number> = {}): Record<string, number> {
   for (const d of decisions) {
     if (d.kind !== 'applied' || d.savedChars === undefined || d.savedChars <= 0) continue;
@@ -16,7 +22,13 @@ export function savedByStage(decisions: Iterable<Decision>, into: Record<string,
   return into;
 }
 
-/** True when any stage failed open. */
+/**
+ * True when any stage failed open.
+ *
+ * @example
+ * import { anyFailedOpen } from 'token-terminator';
+ * if (anyFailedOpen(step.decisions)) console.warn('a stage failed open; the original passed through');
+ */
 export function anyFailedOpen(decisions: Iterable<Decision>): boolean {
   for (const d of decisions) if (d.kind === 'failed_open') return true;
   return false;
@@ -39,7 +51,16 @@ export interface RequestMetricInput {
   readonly savedByStage: Readonly<Record<string, number>>;
 }
 
-/** Assemble the frozen RequestMetric row (components: raw/final tokens per bucket). */
+/**
+ * Assemble the frozen RequestMetric row (components: raw/final tokens per bucket).
+ *
+ * @example
+ * import { anyFailedOpen, requestMetric, savedByStage } from 'token-terminator';
+ * const row = requestMetric({
+ *   sessionId: 's1', requestId: 'r1', mode: 'balanced', raw, final, tokenizer: 'o200k_base',
+ *   receipts: 1, failedOpen: anyFailedOpen(step.decisions), savedByStage: savedByStage(step.decisions),
+ * });
+ */
 export function requestMetric(input: RequestMetricInput): RequestMetric {
   const components: Record<string, { raw: number; final: number }> = {};
   for (const c of COMPONENTS) {

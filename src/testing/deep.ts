@@ -37,7 +37,13 @@ function toPlain(v: unknown): unknown {
   return v;
 }
 
-/** Where two values first differ, as a path plus a content-free description, or undefined when equal. */
+/**
+ * Where two values first differ, as a path plus a content-free description, or undefined when equal.
+ *
+ * @example
+ * import { firstDifference } from 'token-terminator/testing';
+ * firstDifference({ a: [1, 2] }, { a: [1, 3] }); // names the path $.a[1]; undefined when equal
+ */
 export function firstDifference(a: unknown, b: unknown, path = '$'): string | undefined {
   if (Object.is(a, b)) return undefined;
   if (

@@ -121,7 +121,14 @@ export function throwingCounter(name = 'throwing'): TokenCounter {
   };
 }
 
-/** A spawn that never starts a process: throws like `spawn` does for EACCES/ENOENT. */
+/**
+ * A spawn that never starts a process: throws like `spawn` does for EACCES/ENOENT.
+ *
+ * @example
+ * import { throwingSpawn } from 'token-terminator/testing';
+ * const spawn = throwingSpawn();
+ * // pass `spawn` where an operator accepts a spawn function: every call throws, and the operator must fail open
+ */
 export function throwingSpawn(): (...args: unknown[]) => never {
   return () => {
     const fault = new InjectedFault('spawn');

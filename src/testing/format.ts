@@ -11,7 +11,13 @@ type Item = Readonly<Record<string, unknown>>;
 const isObject = (v: unknown): v is Item => typeof v === 'object' && v !== null && !Array.isArray(v);
 const blocks = (content: unknown): Item[] => (Array.isArray(content) ? content.filter(isObject) : []);
 
-/** Best-effort wire format of a request; undefined when it is none of the three. */
+/**
+ * Best-effort wire format of a request; undefined when it is none of the three.
+ *
+ * @example
+ * import { requestFormat } from 'token-terminator/testing';
+ * requestFormat({ model: 'gpt-5', input: 'hi' }); // 'responses'
+ */
 export function requestFormat(request: ProviderRequest): WireFormat | undefined {
   if (Array.isArray(request['input']) || typeof request['input'] === 'string') return 'responses';
   const messages = request['messages'];
@@ -33,7 +39,13 @@ export function requestFormat(request: ProviderRequest): WireFormat | undefined 
   return request['max_tokens'] !== undefined && request['max_completion_tokens'] === undefined ? 'anthropic' : 'chat';
 }
 
-/** The conversation list of a request (`messages` or `input`), or [] when absent. */
+/**
+ * The conversation list of a request (`messages` or `input`), or [] when absent.
+ *
+ * @example
+ * import { conversationItems } from 'token-terminator/testing';
+ * conversationItems({ model: 'gpt-5', input: [{ role: 'user', content: 'hi' }] }).length; // 1
+ */
 export function conversationItems(request: ProviderRequest): readonly unknown[] {
   const list = Array.isArray(request['input']) ? request['input'] : request['messages'];
   return Array.isArray(list) ? list : [];
@@ -42,6 +54,11 @@ export function conversationItems(request: ProviderRequest): readonly unknown[] 
 /**
  * The request as the ordered units a provider's prompt cache sees: tool schemas, instructions,
  * then each conversation item, serialized. A cache hit needs these as a prefix of the next request.
+ *
+ * @example
+ * import { promptSegments } from 'token-terminator/testing';
+ * promptSegments({ system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }] }).map((s) => s.label);
+ * // ['system', 'messages[0] (user)']
  */
 export function promptSegments(request: ProviderRequest): { readonly label: string; readonly text: string }[] {
   const out: { label: string; text: string }[] = [];
@@ -59,6 +76,11 @@ export function promptSegments(request: ProviderRequest): { readonly label: stri
 /**
  * Role problems of a request for its format: an empty list means a provider would accept the
  * shape. Each problem names the item index so counterexamples point at the broken message.
+ *
+ * @example
+ * import { roleProblems } from 'token-terminator/testing';
+ * import { expect } from 'vitest';
+ * expect(roleProblems(output)).toEqual([]);
  */
 export function roleProblems(
   request: ProviderRequest,

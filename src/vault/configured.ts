@@ -4,6 +4,10 @@ import type { VaultOptions } from './create.js';
 /**
  * The vault options a Config implies: one mapping for the runtime, the CLI and the replay.
  * TOKEN_TERMINATOR_DB_URL (PostgreSQL) wins over TOKEN_TERMINATOR_DB_PATH (SQLite).
+ *
+ * @example
+ * import { createVault, loadConfig, vaultOptionsFromConfig } from 'token-terminator';
+ * await using vault = await createVault(vaultOptionsFromConfig(loadConfig()));
  */
 export function vaultOptionsFromConfig(config: Config): VaultOptions {
   return {

@@ -9,7 +9,14 @@ import { VaultArgumentError } from './errors.js';
 import type { MetricsStore, StoreScope } from './ports.js';
 import type { MetricsSummary, RequestMetric, RequestMetricRow } from './types.js';
 
-/** (raw − final) / raw × 100, rounded to 2 decimals; 0 when raw is 0. */
+/**
+ * (raw − final) / raw × 100, rounded to 2 decimals; 0 when raw is 0.
+ *
+ * @example
+ * import { reductionPct } from 'token-terminator';
+ * reductionPct(2000, 500); // 75
+ * reductionPct(0, 0); // 0
+ */
 export function reductionPct(raw: number, final: number): number {
   return raw <= 0 ? 0 : Math.round(((raw - final) / raw) * 10_000) / 100;
 }

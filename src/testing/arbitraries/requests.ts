@@ -86,7 +86,9 @@ export interface RequestOptions {
   readonly skills?: 'always' | 'never' | 'sometimes';
   /**
    * Tool names the calls draw from; names the kit does not know get generic arguments and
-   * JSON/Unicode/repeated outputs (e.g. `'weird tool]\n'` to test receipt labels). Default: {@link TOOL_NAMES}.
+   * JSON/Unicode/repeated outputs (e.g. `'weird tool]\n'` to test receipt labels).
+   *
+   * @defaultValue {@link TOOL_NAMES}
    */
   readonly tools?: readonly string[];
   /**
@@ -392,7 +394,14 @@ function textItem(format: WireFormat, role: 'user' | 'assistant', text: string):
   return { role, content: text };
 }
 
-/** Render a conversation (or its prefix up to `cut` items) as a request of one format. */
+/**
+ * Render a conversation (or its prefix up to `cut` items) as a request of one format.
+ *
+ * @example
+ * import { conversation, renderRequest } from 'token-terminator/testing';
+ * import fc from 'fast-check';
+ * fc.assert(fc.property(conversation(), (c) => renderRequest(c, 'chat')['model'] === renderRequest(c, 'chat')['model']));
+ */
 export function renderRequest(c: Conversation, format: WireFormat, cut?: number): ProviderRequest {
   const { items, cuts } = renderItems(c, format);
   const end = cut ?? cuts[cuts.length - 1] ?? items.length;
@@ -406,7 +415,15 @@ export function renderRequest(c: Conversation, format: WireFormat, cut?: number)
   return { model: 'claude-sonnet-4-5', max_tokens: 8192, system, messages: list, ...tools };
 }
 
-/** Every request a host would send over this conversation, in order (each extends the previous). */
+/**
+ * Every request a host would send over this conversation, in order (each extends the previous).
+ *
+ * @example
+ * import { conversation, renderSession } from 'token-terminator/testing';
+ * import fc from 'fast-check';
+ * const [c] = fc.sample(conversation(), 1);
+ * const requests = renderSession(c!, 'responses'); // each request extends the one before
+ */
 export function renderSession(c: Conversation, format: WireFormat): ProviderRequest[] {
   return renderItems(c, format).cuts.map((cut) => renderRequest(c, format, cut));
 }
@@ -430,7 +447,14 @@ function summarize(format: WireFormat, request: ProviderRequest): string {
   return `${format} request: ${parts.join(' ')}`;
 }
 
-/** One request of one format, ending where a host would send it (after a user turn or tool outputs). */
+/**
+ * One request of one format, ending where a host would send it (after a user turn or tool outputs).
+ *
+ * @example
+ * import { formatRequest } from 'token-terminator/testing';
+ * import fc from 'fast-check';
+ * fc.assert(fc.property(formatRequest('anthropic'), (request) => Array.isArray(request['messages'])));
+ */
 export function formatRequest(format: WireFormat, options: RequestOptions = {}): fc.Arbitrary<ProviderRequest> {
   return conversation(options).chain((c) => {
     const { cuts } = renderItems(c, format);

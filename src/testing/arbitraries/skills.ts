@@ -42,7 +42,14 @@ const SKILLS: readonly SkillEntry[] = [
   { name: 'security-audit', category: 'engineering', description: 'Scan dependencies for known vulnerabilities' },
 ];
 
-/** Render entries as a Hermes catalog block (categories in order of first appearance). */
+/**
+ * Render entries as a Hermes catalog block (categories in order of first appearance).
+ *
+ * @example
+ * import { renderSkillCatalog } from 'token-terminator/testing';
+ * renderSkillCatalog([{ category: 'git', name: 'bisect', description: 'Find a bad commit' }]);
+ * // '<available_skills>\n  git:\n    - bisect: Find a bad commit\n</available_skills>'
+ */
 export function renderSkillCatalog(entries: readonly SkillEntry[]): string {
   const byCategory = new Map<string, SkillEntry[]>();
   for (const e of entries) byCategory.set(e.category, [...(byCategory.get(e.category) ?? []), e]);

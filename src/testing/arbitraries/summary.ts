@@ -5,7 +5,14 @@
  */
 import fc from 'fast-check';
 
-/** Attach a non-enumerable summary used by fast-check reports. Returns the same object. */
+/**
+ * Attach a non-enumerable summary used by fast-check reports. Returns the same object.
+ *
+ * @example
+ * import { withSummary } from 'token-terminator/testing';
+ * import fc from 'fast-check';
+ * const big = fc.string().map((s) => withSummary({ text: s.repeat(1000) }, () => `text of ${s.length * 1000} chars`));
+ */
 export function withSummary<V extends object>(value: V, summary: () => string): V {
   Object.defineProperty(value, fc.toStringMethod, { value: summary, enumerable: false, configurable: true });
   return value;

@@ -104,7 +104,15 @@ const PATHS = [
 export { prng } from '../../prng.js';
 import { prng } from '../../prng.js';
 
-/** Expand a spec into text. Pure: the same spec always gives the same string. */
+/**
+ * Expand a spec into text. Pure: the same spec always gives the same string.
+ *
+ * @example
+ * import { expandOutput, outputSpec } from 'token-terminator/testing';
+ * import fc from 'fast-check';
+ * const [spec] = fc.sample(outputSpec({ shapes: ['terminal'] }), 1);
+ * const text = expandOutput(spec!); // the same spec always expands to the same text
+ */
 export function expandOutput(spec: OutputSpec): string {
   const rnd = prng(spec.seed);
   const pick = <V>(xs: readonly V[]): V => xs[Math.floor(rnd() * xs.length)]!;
@@ -205,7 +213,13 @@ export function toolOutput(options: ToolOutputOptions = {}): fc.Arbitrary<string
   return outputSpec(options).map(expandOutput);
 }
 
-/** The output shape that fits a tool (what that tool really prints). */
+/**
+ * The output shape that fits a tool (what that tool really prints).
+ *
+ * @example
+ * import { shapeForTool } from 'token-terminator/testing';
+ * shapeForTool('read_file'); // ['file', 'unicode']
+ */
 export function shapeForTool(tool: string): readonly OutputShape[] {
   switch (tool) {
     case 'terminal':

@@ -55,7 +55,14 @@ export interface ToolEventOptions {
   readonly cwds?: readonly string[];
 }
 
-/** Arguments for a tool of this name. */
+/**
+ * Arguments for a tool of this name.
+ *
+ * @example
+ * import { toolArgs } from 'token-terminator/testing';
+ * import fc from 'fast-check';
+ * fc.sample(toolArgs('terminal', ['npm test']), 1); // [{ command: 'npm test', cwd: … }]
+ */
 export function toolArgs(
   name: string,
   commands: readonly string[] = COMMANDS,

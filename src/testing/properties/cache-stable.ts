@@ -13,7 +13,14 @@ export interface CacheStableOptions extends InvariantOptions<ProviderRequest> {
   readonly isBoundary?: (previous: Step<ProviderRequest>, next: Step<ProviderRequest>, index: number) => boolean;
 }
 
-/** The first prompt segment of `prev` that `next` does not repeat; undefined when `prev` is a prefix of `next`. */
+/**
+ * The first prompt segment of `prev` that `next` does not repeat; undefined when `prev` is a prefix of `next`.
+ *
+ * @example
+ * import { prefixBreak } from 'token-terminator/testing';
+ * const first = { system: 'Be brief.', messages: [{ role: 'user', content: 'hi' }] };
+ * prefixBreak(first, { ...first, messages: [...first.messages, { role: 'assistant', content: 'hello' }] }); // undefined
+ */
 export function prefixBreak(
   prev: ProviderRequest,
   next: ProviderRequest,

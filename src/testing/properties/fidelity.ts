@@ -32,7 +32,14 @@ function prefixLength(request: ProviderRequest): number {
   return i === -1 ? info.length : i;
 }
 
-/** Where the output's instruction prefix differs from the input's; undefined when it is kept. */
+/**
+ * Where the output's instruction prefix differs from the input's; undefined when it is kept.
+ *
+ * @example
+ * import { prefixChange } from 'token-terminator/testing';
+ * import { expect } from 'vitest';
+ * expect(prefixChange(input, output)).toBeUndefined(); // instructions and earlier turns kept
+ */
 export function prefixChange(input: ProviderRequest, output: ProviderRequest): string | undefined {
   for (const key of ['system', 'instructions'] as const) {
     const d = firstDifference(input[key], output[key]);
@@ -48,7 +55,13 @@ export function prefixChange(input: ProviderRequest, output: ProviderRequest): s
   return undefined;
 }
 
-/** The actions of a request: tool calls (as their slot values) and fenced blocks of assistant texts. */
+/**
+ * The actions of a request: tool calls (as their slot values) and fenced blocks of assistant texts.
+ *
+ * @example
+ * import { actionsOf } from 'token-terminator/testing';
+ * const { calls, blocks } = actionsOf(request); // tool calls and fenced blocks of assistant texts
+ */
 export function actionsOf(request: ProviderRequest): { calls: unknown[]; blocks: string[] } {
   const view = readRequest(request);
   const calls = view.slots.filter((s) => s.kind === 'tool_call').map((s) => s.value);
@@ -58,7 +71,14 @@ export function actionsOf(request: ProviderRequest): { calls: unknown[]; blocks:
   return { calls, blocks };
 }
 
-/** The first action of the input missing from the output; undefined when all are kept. */
+/**
+ * The first action of the input missing from the output; undefined when all are kept.
+ *
+ * @example
+ * import { missingAction } from 'token-terminator/testing';
+ * import { expect } from 'vitest';
+ * expect(missingAction(input, output)).toBeUndefined();
+ */
 export function missingAction(input: ProviderRequest, output: ProviderRequest): string | undefined {
   const a = actionsOf(input);
   const b = actionsOf(output);
@@ -72,7 +92,13 @@ export function missingAction(input: ProviderRequest, output: ProviderRequest): 
   return undefined;
 }
 
-/** The artifacts an output request shows: inline outputs (by content id), and the receipts of bounded views. */
+/**
+ * The artifacts an output request shows: inline outputs (by content id), and the receipts of bounded views.
+ *
+ * @example
+ * import { shownArtifacts } from 'token-terminator/testing';
+ * const shown = shownArtifacts(request); // ids of the artifacts this request shows
+ */
 export function shownArtifacts(request: ProviderRequest): Set<string> {
   const view = readRequest(request);
   const shown = new Set<string>();
@@ -99,7 +125,14 @@ export function shownArtifacts(request: ProviderRequest): Set<string> {
   return shown;
 }
 
-/** Reference problems of one output request, given what its conversation showed before it. */
+/**
+ * Reference problems of one output request, given what its conversation showed before it.
+ *
+ * @example
+ * import { danglingReferences, shownArtifacts } from 'token-terminator/testing';
+ * import { expect } from 'vitest';
+ * expect(danglingReferences(output, shownArtifacts(previous))).toEqual([]);
+ */
 export function danglingReferences(request: ProviderRequest, shownBefore: ReadonlySet<string>): string[] {
   const view = readRequest(request);
   const here = shownArtifacts(request);

@@ -41,7 +41,13 @@ export function recoversExactlyPredicate<T>(
     });
 }
 
-/** Read a whole artifact through `page`, as the recovery tool would. */
+/**
+ * Read a whole artifact through `page`, as the recovery tool would.
+ *
+ * @example
+ * import { readArtifact } from 'token-terminator/testing';
+ * const original = await readArtifact(vault, artifactId);
+ */
 export async function readArtifact(vault: ArtifactStore, artifactId: string): Promise<string> {
   let offset = 0;
   let text = '';
@@ -58,6 +64,10 @@ export async function readArtifact(vault: ArtifactStore, artifactId: string): Pr
 /**
  * The recovery check for one output against the inputs seen so far (the last one is this
  * output's input). Throws an InvariantViolation; usable from custom harnesses.
+ *
+ * @example
+ * import { checkRecovery } from 'token-terminator/testing';
+ * await checkRecovery(vault, inputs, out, 'myOperator'); // every receipt in out pages back exactly
  */
 export async function checkRecovery(
   vault: ArtifactStore,

@@ -20,7 +20,13 @@ export function unchangedOrSmallerPredicate<T>(
     });
 }
 
-/** The size check on its own, for custom harnesses. Throws an InvariantViolation. */
+/**
+ * The size check on its own, for custom harnesses. Throws an InvariantViolation.
+ *
+ * @example
+ * import { checkSmaller } from 'token-terminator/testing';
+ * checkSmaller(input, output, 'myOperator'); // throws an InvariantViolation when output grew
+ */
 export function checkSmaller(input: unknown, output: unknown, where: string, counter?: TokenCounter): void {
   if (sameData(input, output)) return;
   const before = serializedChars(input);

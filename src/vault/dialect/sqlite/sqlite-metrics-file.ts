@@ -13,7 +13,15 @@ function pct(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
 }
 
-/** Summarize the metrics of a vault file; an absent file yields zeros. @deprecated use Vault.metricsSummary(). */
+/**
+ * Summarize the metrics of a vault file; an absent file yields zeros.
+ *
+ * @deprecated use Vault.metricsSummary().
+ *
+ * @example
+ * import { readMetricsSummary } from 'token-terminator';
+ * const { requests, raw_tokens } = readMetricsSummary('token-terminator.sqlite3');
+ */
 export function readMetricsSummary(path: string): MetricsSummary {
   if (path === ':memory:' || !existsSync(path)) return empty();
   const db = new Database(path, { readonly: true, fileMustExist: true });
