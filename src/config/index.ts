@@ -634,6 +634,11 @@ export interface ContextLimitNames {
  * A context limit (0 = none) must leave room for the output reserve plus the safety margin.
  *
  * @throws ConfigError `<reserve> + <margin> (r + m) must be below <limit> (l)`, in the given names.
+ * @example
+ * import { checkContextLimit } from 'token-terminator';
+ * const names = { reserve: 'outputReserveTokens', margin: 'tokenSafetyMargin', limit: 'contextLimitTokens' };
+ * checkContextLimit({ contextLimitTokens: 128_000, outputReserveTokens: 8_000, tokenSafetyMargin: 512 }, names); // passes
+ * checkContextLimit({ contextLimitTokens: 8_000, outputReserveTokens: 8_000, tokenSafetyMargin: 0 }, names); // throws ConfigError
  */
 export function checkContextLimit(
   c: Pick<Config, 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'>,
