@@ -19,7 +19,7 @@ type Layer = (typeof LAYERS)[number];
 /** The layer of a repository path (posix separators), or undefined for files outside the package code. */
 export function layerOf(path: string): Layer | undefined {
   if (path.startsWith('operators/')) return 'operators';
-  if (path === 'src/runtime.ts') return 'runtime';
+  if (path === 'src/runtime.ts' || path.startsWith('src/runtime/')) return 'runtime';
   if (path === 'src/index.ts' || /^src\/(cli|replay|eval|report)\//.test(path) || path.startsWith('adapters/'))
     return 'hosts';
   if (path.startsWith('src/')) return 'core';
@@ -91,5 +91,7 @@ describe('layering', () => {
     );
     expect(layerOf('src/cli/bench/request-cases.ts')).toBe('hosts');
     expect(layerOf('adapters/proxy/server.ts')).toBe('hosts');
+    expect(layerOf('src/runtime/pipelines.ts')).toBe('runtime');
+    expect(layerOf('src/budget/pressure.ts')).toBe('core');
   });
 });

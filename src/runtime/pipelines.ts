@@ -1,0 +1,225 @@
+/**
+ * The runtime's three pipelines (tool calls, tool results, provider requests): the operators
+ * wired in their order from the config's mode. Stages the mode does not switch on are left out
+ * entirely (identity), not skipped per element, so a disabled mode costs nothing.
+ */
+import { LRUCache } from 'lru-cache';
+import { identity } from 'rxjs';
+import { capOutputBudget } from '../../operators/cap-output-budget.js';
+import { compileRequest } from '../../operators/compile-request.js';
+import { type BudgetCounter } from '../budget/counter.js';
+import { compressToolResult } from '../../operators/compress-tool-result.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { routeSkills } from '../../operators/route-skills.js';
+import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
+import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
+import { conversationTerms } from '../compile/focus.js';
+import { detectFormat, readRequest } from '../model/read.js';
+import type { Config } from '../config/types.js';
+import type { TokenCounter } from '../measure/types.js';
+import type { WorkingStateStore } from '../recovery/working-state.js';
+import { stepOperator } from '../operator-kit.js';
+import { errorLabel, note, type ProviderRequest, type ToolCall, type ToolResult } from '../step.js';
+import type { Vault } from '../vault/types.js';
+import type { Op } from './lanes.js';
+
+/** Which stages a config turns on: the modes table plus the output-budget cap. */
+export interface ModeGates extends ModeFlags {
+  /** Output-budget cap on the final request (compiler modes, when TOKEN_TERMINATOR_OUTPUT_CAP is on). */
+  readonly budget: boolean;
+  /** Exact-token half of the acceptance gate (TOKEN_TERMINATOR_TOKEN_BUDGET); chars only when off. */
+  readonly tokenGate: boolean;
+}
+
+/**
+ * The stage gates for a config: pure, so replay and status can report them.
+ *
+ * @example
+ * import { loadConfig, modeGates } from 'token-terminator';
+ * const gates = modeGates(loadConfig());
+ * if (gates.budget) console.log('output caps are on');
+ */
+export function modeGates(
+  config: Pick<Config, 'enabled' | 'mode' | 'temporalDelta' | 'tokenBudget' | 'outputCap'>,
+): ModeGates {
+  const flags = modeFlags(config);
+  return Object.freeze({ ...flags, budget: flags.compiler && config.outputCap, tokenGate: config.tokenBudget });
+}
+
+/**
+ * The counter the reduction stages' acceptance gates see: the real one, or none with
+ * TOKEN_TERMINATOR_TOKEN_BUDGET off, so every gate decides on characters alone. Telemetry and the
+ * output cap keep the real counter.
+ */
+export function gateCounter(counter: TokenCounter, gates: ModeGates): { readonly counter?: TokenCounter } {
+  return gates.tokenGate ? { counter } : {};
+}
+
+/**
+ * The budget stage counts with the runtime's counter only for the tiktoken backend (same encoder,
+ * no second copy); any other INCONTEXT_BACKEND (vllm /tokenize, tokenizer-json) is built by the
+ * budget planner from the config, so the provider-aware count is the one that caps the output.
+ */
+export function budgetOptions(config: Config, counter: BudgetCounter): { config: Config; counter?: BudgetCounter } {
+  return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipelines. Stages not switched on by the mode are left out entirely (identity), not skipped
+// per element, so a disabled mode costs nothing.
+
+export interface PipelineDeps {
+  readonly config: Config;
+  readonly vault: Vault;
+  /** The real counter: the output cap counts the prompt with it. */
+  readonly counter: TokenCounter;
+  /** The output cap's counter over `counter` (shared by every session). */
+  readonly budgetCounter: BudgetCounter;
+  /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
+  readonly gate: { readonly counter?: TokenCounter };
+  readonly gates: ModeGates;
+  readonly workingState?: WorkingStateStore;
+  /** The focus terms of each session's latest request, for the tool stage's views (src/compile/focus.ts). */
+  readonly focus: FocusBoard;
+}
+
+/**
+ * The names each session's latest request is about (its task, the agent's messages and
+ * commands), written by the request pipeline and read by the tool stage, whose views keep the
+ * lines of a large output that mention them. In memory, for the most recent sessions: a process
+ * that never saw a session's request simply makes views without focus lines.
+ */
+export class FocusBoard {
+  // Reading does not refresh a session (peek): the least recently written one goes first.
+  readonly #terms: LRUCache<string, readonly string[]>;
+  constructor(readonly max: number) {
+    this.#terms = new LRUCache({ max: Math.max(1, Math.floor(max)) });
+  }
+  get(sessionId: string): readonly string[] {
+    return this.#terms.peek(sessionId) ?? [];
+  }
+  set(sessionId: string, terms: readonly string[]): void {
+    this.#terms.set(sessionId, terms);
+  }
+}
+
+/** Records the request's focus terms for its session; never changes the request. */
+function recordFocus(board: FocusBoard): Op<ProviderRequest> {
+  return stepOperator<ProviderRequest>('focus', () => (step) => {
+    const view = readRequest(step.value);
+    if (view.items.length > 0) board.set(step.context.sessionId, conversationTerms(view));
+    return undefined;
+  });
+}
+
+/**
+ * Pass-through mode (the vault could not be opened): no stage runs at all, not even those that
+ * need no vault, so the host sees exactly its originals and one clear reason on every Step
+ * rather than a partial pipeline whose behaviour depends on which stage touches the vault.
+ */
+export function passThrough<T>(failure: Error): Op<T> {
+  const decision = Object.freeze({
+    stage: 'runtime',
+    kind: 'failed_open',
+    reason: 'vault_unavailable',
+    error: errorLabel(failure),
+  } as const);
+  return stepOperator<T>('runtime', () => (step) => note(step, decision));
+}
+
+function chain<T>(ops: readonly Op<T>[]): Op<T> {
+  return (source) => ops.reduce((acc, op) => acc.pipe(op), source);
+}
+
+export function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
+  if (!d.gates.terminal && !d.gates.suggest) return identity;
+  const c = d.config;
+  return rewriteTerminalCommand({
+    flags: d.gates,
+    ...(c.rtkPath === '' ? {} : { rtkPath: c.rtkPath }),
+    timeoutMs: c.timeoutMs,
+    cacheTtlMs: c.cacheTtlSeconds * 1000,
+    cacheSize: c.cacheSize,
+    exclude: c.exclude,
+    backends: c.backends,
+    pytestGuard: c.pytestGuard,
+    previewMarker: c.previewMarker,
+    toolNames: c.toolNames,
+  });
+}
+
+export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
+  const c = d.config;
+  return chain<ToolResult>([
+    d.gates.temporal
+      ? deltaRepeatedOutput({
+          vault: d.vault,
+          ...d.gate,
+          flags: d.gates,
+          scope: c.temporalScope,
+          minChars: c.temporalMinChars,
+          toolNames: c.toolNames,
+          maxArtifactChars: c.maxArtifactChars,
+        })
+      : identity,
+    d.gates.native
+      ? compressToolResult({
+          vault: d.vault,
+          ...d.gate,
+          flags: d.gates,
+          nativeMinChars: c.nativeMinChars,
+          nativeMaxChars: c.nativeMaxChars,
+          maxArtifactChars: c.maxArtifactChars,
+          backends: c.backends,
+          toolNames: c.toolNames,
+          focus: (step) => d.focus.get(step.context.sessionId),
+        })
+      : identity,
+  ]);
+}
+
+export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
+  if (!d.gates.compiler && !d.gates.budget) return identity;
+  const c = d.config;
+  const { vault, gate } = d;
+  const observations = c.observationPattern;
+  return chain<ProviderRequest>([
+    d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,
+    d.gates.compiler
+      ? collapseDuplicates({
+          vault,
+          ...gate,
+          minArtifactChars: c.minArtifactChars,
+          maxArtifactChars: c.maxArtifactChars,
+          maxInlineChars: c.maxInlineChars,
+          observations,
+        })
+      : identity,
+    // Routing rewrites the instruction prefix: only as the explicit opt-in (docs/fidelity.md).
+    d.gates.compiler && c.skillRouting ? routeSkills({ ...gate, vault }) : identity,
+    d.gates.compiler && c.contextCompaction
+      ? compileRequest({
+          vault,
+          ...gate,
+          minVaultChars: c.contextMinVaultChars,
+          maxArtifactChars: c.maxArtifactChars,
+          inlineRecentTurns: c.contextInlineRecentTurns,
+          inlineLeases: Math.max(1, c.inlineLeases),
+          blockTurns: c.contextBlockTurns,
+          requestsAhead: c.rewriteHorizonRequests,
+          pricing: (step) => pricingFor(c, step.context.route, detectFormat(step.value)),
+          digestDiagnosticChars: c.digestDiagnosticChars,
+          reasoning: c.reasoningReduction,
+          collapseAfterTurns: c.contextCollapseAfterTurns,
+          observations,
+          workingGraphChars: c.workingGraphChars,
+          ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
+        })
+      : identity,
+    d.gates.budget ? capOutputBudget(budgetOptions(c, d.budgetCounter)) : identity,
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lanes: one long-lived subscription per (pipeline, session) shared by the Promise facades.

@@ -1,0 +1,158 @@
+/**
+ * What the runtime records per compiled request, off the reduction's result: the metrics row in
+ * the vault and the experiment ledger's turn. Both are diagnostics and never fail the call.
+ */
+import { randomUUID } from 'node:crypto';
+import { effectiveLedgerPath } from '../config/index.js';
+import type { Config } from '../config/types.js';
+import { storeScope, type ProviderRequest, type Step } from '../step.js';
+import { attributeRequest, type Attribution } from './attribution.js';
+import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
+import type { MessagesMeter } from './meter.js';
+import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';
+import { ReceiptVerifier } from '../receipts/verify.js';
+import type { Vault } from '../vault/types.js';
+
+/** Raw and final sizes of a compiled request, for metrics and the ledger; undefined if measuring fails. */
+export function measureBoth(
+  step: Step<ProviderRequest>,
+  meter: MessagesMeter,
+): { raw: Attribution; final: Attribution } | undefined {
+  try {
+    return { raw: attributeRequest(step.original, meter), final: attributeRequest(step.value, meter) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One metrics row for a compiled request; telemetry never fails the call. */
+export async function recordRequestMetric(
+  vault: Vault,
+  meter: MessagesMeter,
+  mode: string,
+  step: Step<ProviderRequest>,
+  raw: Attribution,
+  final: Attribution,
+): Promise<void> {
+  try {
+    const model = step.original['model'];
+    const finalList = step.value['messages'] ?? step.value['input'];
+    await vault.recordRequestMetric(
+      requestMetric({
+        sessionId: step.context.sessionId,
+        requestId: step.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+        mode,
+        ...(typeof model === 'string' ? { model } : {}),
+        raw,
+        final,
+        tokenizer: meter.counter.name,
+        receipts: Array.isArray(finalList) ? new ReceiptVerifier(vault).referenced(finalList).length : 0,
+        failedOpen: anyFailedOpen(step.decisions),
+        savedByStage: savedByStage(step.decisions),
+      }),
+      storeScope(step.context),
+    );
+  } catch {
+    // Metrics are diagnostics: a full or locked vault must not turn a reduction into an error.
+  }
+}
+
+/** The experiment ledger as the facade writes it: one finished turn per compiled request. */
+/** One request for {@link LiveLedger.recordAll}. */
+export interface LiveLedgerEntry {
+  readonly step: Pick<Step<ProviderRequest>, 'context' | 'original'>;
+  readonly rawTokens: number;
+  readonly finalTokens: number;
+}
+
+export interface LiveLedger {
+  /** Record one request (its context and the caller's original); never throws, a broken ledger stops recording. */
+  record(
+    step: Pick<Step<ProviderRequest>, 'context' | 'original'>,
+    rawTokens: number,
+    finalTokens: number,
+  ): Promise<void>;
+  /** Record many requests in one transaction (in order); never throws, like `record`. */
+  recordAll(entries: readonly LiveLedgerEntry[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The live ledger of `config` (opened on first record), or undefined when `on` is false. For hosts
+ * that measure requests themselves, off the request path (the gateway does it after the answer
+ * went out), with `createTerminator({ ledger: false })`.
+ */
+export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
+  if (!on) return undefined;
+  let ledger: Promise<Ledger> | undefined;
+  let broken = false;
+  // With a PostgreSQL vault the ledger lives in the same database; on SQLite it is its own file.
+  const open = (): Promise<Ledger> =>
+    openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
+  const recordAll = async (entries: readonly LiveLedgerEntry[]): Promise<void> => {
+    if (broken || entries.length === 0) return;
+    try {
+      ledger ??= open();
+      const l = await ledger;
+      const turns = entries.map(({ step, rawTokens, finalTokens }): TurnRecord => {
+        const { sessionId, requestId } = step.context;
+        const m = step.original['model'] ?? step.context.route?.model;
+        const model = typeof m === 'string' && m !== '' ? { model: m } : {};
+        const turnId = requestId ?? randomUUID();
+        // The tokens this request sends are the turn's input: what the mode changes.
+        return {
+          sessionId,
+          turnId,
+          mode: config.mode,
+          experiment: config.experiment,
+          prompt: lastUserText(step.original),
+          ...model,
+          rawTokens,
+          finalTokens,
+          usage: { inputTokens: finalTokens },
+          outcome: 'completed',
+        };
+      });
+      await l.recordTurns(turns);
+    } catch {
+      // The ledger is an experiment record: an unwritable file must not touch the host's request.
+      broken = true;
+    }
+  };
+  return {
+    record(step, rawTokens, finalTokens) {
+      return recordAll([{ step, rawTokens, finalTokens }]);
+    },
+    recordAll,
+    async close() {
+      try {
+        await (await ledger)?.close();
+      } catch {
+        // never opened, or already closed
+      }
+    },
+  };
+}
+
+/** The text of the request's last user message (Chat, Responses or Anthropic shape); fingerprinted, never stored. */
+function lastUserText(request: ProviderRequest): string {
+  const list = request['messages'] ?? request['input'];
+  if (typeof list === 'string') return list;
+  if (!Array.isArray(list)) return '';
+  for (let i = list.length - 1; i >= 0; i--) {
+    const item = list[i] as { role?: unknown; content?: unknown } | null;
+    if (item === null || typeof item !== 'object' || item.role !== 'user') continue;
+    if (typeof item.content === 'string') return item.content;
+    if (Array.isArray(item.content)) {
+      return item.content
+        .map((part: unknown) =>
+          part !== null && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string'
+            ? (part as { text: string }).text
+            : '',
+        )
+        .join('\n');
+    }
+    return '';
+  }
+  return '';
+}
