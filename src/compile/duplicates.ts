@@ -84,8 +84,12 @@ function knownEvidence(
   const item = view.items[slot.item ?? -1];
   if (typeof item !== 'object' || item === null) return undefined;
   const known = state.itemMemo.get(item)?.get(evidenceKey(slot, o)) as Evidence | null | undefined;
-  return known !== undefined && known !== null && state.evidence.isGone(known.receipt.artifactId) ? undefined : known;
+  return known === undefined || reusable(state, known) ? known : undefined;
 }
+
+/** Whether memoized evidence may be used again: none found, or its artifact not found gone by a delivery. */
+const reusable = (state: SessionState, ev: Evidence | null): boolean =>
+  ev === null || !state.evidence.isGone(ev.receipt.artifactId);
 
 async function evidenceOf(
   state: SessionState,
@@ -96,10 +100,9 @@ async function evidenceOf(
   const item = view.items[slot.item ?? -1];
   const key = evidenceKey(slot, o);
   const holder = typeof item === 'object' && item !== null ? item : undefined;
-  const cached =
-    holder === undefined ? undefined : (state.itemMemo.get(holder)?.get(key) as Evidence | null | undefined);
   // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
-  if (cached !== undefined && (cached === null || !state.evidence.isGone(cached.receipt.artifactId))) return cached;
+  const cached = knownEvidence(state, view, slot, o);
+  if (cached !== undefined) return cached;
   let found: Evidence | null = null;
   const raw = slot.value;
   if (!(typeof raw === 'string' && raw.length < o.minChars)) {
@@ -161,7 +164,7 @@ export async function planDuplicates(
     let f = previous[p];
     if (f !== undefined && f.slot === slot) p++;
     // A receipt whose artifact a delivery found gone is not carried: the content is vaulted again.
-    if (f === undefined || f.slot !== slot || (f.ev !== null && state.evidence.isGone(f.ev.receipt.artifactId))) {
+    if (f === undefined || f.slot !== slot || !reusable(state, f.ev)) {
       const known = knownEvidence(state, view, slot, o);
       f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
     }
