@@ -45,6 +45,25 @@ export interface Derived {
 const DERIVED_ENTRIES = 4096;
 const DERIVED_CHARS = 8_000_000;
 
+/**
+ * {@link SessionState.derived}: an LRU bounded by characters (lru-cache's `maxSize`) and by
+ * entries. The entry bound is kept here, not as lru-cache's `max`: with `max` set, lru-cache
+ * allocates its storage for that many entries up front (about 98 KiB for 4,096), and every session
+ * has one of these per request stage, most of them holding a few entries. Without it the storage
+ * grows with what is held; past the bound, `pop` drops the least recently used entry, as `max` would.
+ */
+class DerivedCache extends LRUCache<string, Derived> {
+  constructor() {
+    super({ maxSize: DERIVED_CHARS, sizeCalculation: (d) => Math.max(1, d.chars) });
+  }
+
+  override set(key: string, value: Derived, options?: LRUCache.SetOptions<string, Derived, unknown>): this {
+    super.set(key, value, options);
+    while (this.size > DERIVED_ENTRIES) this.pop();
+    return this;
+  }
+}
+
 export interface SessionPoolOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   readonly counter?: TokenCounter;
@@ -64,11 +83,7 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
       chain: createChainMemo(),
       vault: options.vault,
       sticky: new Map(),
-      derived: new LRUCache<string, Derived>({
-        max: DERIVED_ENTRIES,
-        maxSize: DERIVED_CHARS,
-        sizeCalculation: (d) => Math.max(1, d.chars),
-      }),
+      derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
       requests: createRequestMemo(),
     };
