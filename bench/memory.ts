@@ -1,21 +1,25 @@
 /**
- * `npm run bench -- memory [--sessions n] [--turns n] [--waves n] [--long-turns n] [--snapshot]`:
- * per-session memory through `createTerminator` (reduceToolResult + compileRequest, default
+ * `npm run bench -- memory [--sessions n] [--turns n] [--waves n] [--evict-waves n] [--long-turns n] [--snapshot]`:
+ * per-session memory through `createTerminator` (reduceToolResult + reduceRequest, default
  * mode, SQLite vault on a temp file), measured as JS heap after forced GC. Re-runs itself under
  * `--expose-gc` when started without it.
  *
  * 1. `--sessions` (200) concurrent sessions of `--turns` (30) turns each (every turn: one tool
  *    result through the tool stream, then the request as the host would send it, rebuilt from
- *    JSON like every HTTP request). Heap after all of them finished, minus the heap of the warmed
- *    Terminator before: bytes per live session (their lanes are all still subscribed).
- * 2. `--waves` (4) more waves of as many new sessions: the runtime's lane LRU (maxSessions set to
- *    one wave) evicts the finished ones, holding 1.5 waves at most. Heap after each wave: growth
- *    per finished session is the slope over these waves (0 when nothing outlives eviction).
- * 3. One session of `--long-turns` (1,500) turns: heap at the end vs after warm-up (turn 100).
+ *    JSON like every HTTP request). Heap with all of them live (their lanes subscribed) minus the
+ *    heap of the warmed Terminator before: bytes per live session.
+ * 2. The host ends them (`endSession`), then `--waves` (3) more waves of as many new sessions are
+ *    run and ended. Heap after each: bytes per ended session, and the growth slope over the waves
+ *    (0 when nothing of an ended session stays). With `--snapshot`, V8 heap snapshots of the
+ *    warmed heap and of the heap after the last ended wave, and the constructors whose retained
+ *    count or size grew between them (both heaps are small: no session is live).
+ * 3. `--evict-waves` (3) waves of sessions nobody ends: the runtime's lane LRU (maxSessions set to
+ *    one wave) evicts them, holding 1.5 waves at most. The slope once the LRU is full is the
+ *    growth per evicted session.
+ * 4. One session of `--long-turns` (1,500) turns: heap at the end vs after warm-up (turn 100).
  *
- * The process-wide token-count memo is emptied before every measurement so that it (bounded,
- * reported on its own) does not count as session memory. `--snapshot` also writes V8 heap
- * snapshots before and after the waves and prints the constructors whose retained count grew.
+ * The process-wide token-count memo (bounded, reported on its own) is emptied before every
+ * measurement so that it does not count as session memory.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -60,6 +64,8 @@ class Session {
   readonly id: string;
   readonly #messages: Record<string, unknown>[];
   #turn = 0;
+  /** Characters of the latest request's messages as JSON. */
+  historyChars = 0;
 
   constructor(readonly index: number) {
     this.id = `mem-${index}`;
@@ -83,17 +89,23 @@ class Session {
       { sessionId: this.id },
     );
     this.#messages.push({ role: 'tool', tool_call_id: callId, content: reduced.value.content });
-    const request: ProviderRequest = {
-      model: 'gpt-4o',
-      messages: JSON.parse(JSON.stringify(this.#messages)) as unknown[],
-    };
+    const json = JSON.stringify(this.#messages);
+    this.historyChars = json.length;
+    const request: ProviderRequest = { model: 'gpt-4o', messages: JSON.parse(json) as unknown[] };
     await tt.reduceRequest(request, { sessionId: this.id, requestId: `${this.id}#${t}` });
   }
 }
 
-async function runWave(tt: Terminator, first: number, count: number, turns: number): Promise<void> {
+/** One wave of `count` concurrent sessions, `turns` steps each; returns the sessions (the host's side). */
+async function runWave(tt: Terminator, first: number, count: number, turns: number): Promise<Session[]> {
   const sessions = Array.from({ length: count }, (_, i) => new Session(first + i));
   for (let t = 0; t < turns; t++) await Promise.all(sessions.map((s) => s.step(tt)));
+  return sessions;
+}
+
+/** The host ends its sessions (`Terminator.endSession`): their lanes close and their state goes. */
+async function endAll(tt: Terminator, sessions: readonly Session[]): Promise<void> {
+  await Promise.all(sessions.map((s) => tt.endSession({ sessionId: s.id })));
 }
 
 const kb = (n: number): string => `${(n / 1024).toFixed(1)} KiB`;
@@ -132,7 +144,13 @@ function snapshotDiff(before: string, after: string): void {
   const rows = [...b]
     .map(([name, e]) => ({ name, count: e.count - (a.get(name)?.count ?? 0), size: e.size - (a.get(name)?.size ?? 0) }))
     .sort((x, y) => y.size - x.size);
-  console.log('  heap snapshot diff (after the waves − before), top 12 by self size:');
+  const total = (m: Map<string, { count: number; size: number }>): { count: number; size: number } =>
+    [...m.values()].reduce((t, e) => ({ count: t.count + e.count, size: t.size + e.size }), { count: 0, size: 0 });
+  const [ta, tb] = [total(a), total(b)];
+  console.log(
+    `  heap snapshots, warmed vs after the ended waves: ${ta.count} → ${tb.count} objects, ${mib(ta.size)} → ${mib(tb.size)} self size (${kb(tb.size - ta.size)})`,
+  );
+  console.log('  the constructors that grew most, by self size:');
   for (const r of rows.slice(0, 12))
     console.log(
       `    ${r.name.slice(0, 48).padEnd(48)} ${String(r.count).padStart(8)} objects ${kb(r.size).padStart(12)}`,
@@ -142,39 +160,62 @@ function snapshotDiff(before: string, after: string): void {
 async function sessionsBench(argv: readonly string[], dir: string): Promise<void> {
   const count = flag(argv, '--sessions', 200);
   const turns = flag(argv, '--turns', 30);
-  const waves = flag(argv, '--waves', 4);
+  const waves = flag(argv, '--waves', 3);
+  const evictWaves = flag(argv, '--evict-waves', 3);
   if (count <= 0) return;
   // maxSessions = one wave: the lane LRU (3 × maxSessions lanes; these sessions use 2 lanes
-  // each) then keeps at most 1.5 waves, so from the second wave on the old ones are evicted.
+  // each) then keeps at most 1.5 waves, so sessions nobody ends are evicted from the second wave on.
   const tt = await createTerminator({ overrides: { dbPath: join(dir, 'sessions.sqlite3') }, maxSessions: count });
   const kept = Math.floor((3 * count) / 2);
+  const snapshots = argv.includes('--snapshot');
   try {
-    await runWave(tt, 1_000_000, 2, turns); // warm-up: counters, vault statements, JIT
+    await endAll(tt, await runWave(tt, 1_000_000, 2, turns)); // warm-up: counters, vault statements, JIT
     const h0 = heap();
+    const snapBefore = snapshots ? writeHeapSnapshot(join(dir, 'before.heapsnapshot')) : undefined;
     const t0 = performance.now();
-    await runWave(tt, 0, count, turns);
+    const first = await runWave(tt, 0, count, turns);
     const memo = sharedCountMemoStats();
     const h1 = heap();
+    const rawChars = first.reduce((n, s) => n + s.historyChars, 0) / count;
     console.log(
       `\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`,
     );
-    console.log(`  heap of the warmed Terminator: ${mib(h0)}; with ${count} finished-but-live sessions: ${mib(h1)}`);
-    console.log(`  per live session: ${kb((h1 - h0) / count)}`);
-    const snapBefore = argv.includes('--snapshot') ? writeHeapSnapshot(join(dir, 'before.heapsnapshot')) : undefined;
-    const after: number[] = [];
+    console.log(`  heap of the warmed Terminator: ${mib(h0)}; with ${count} live sessions: ${mib(h1)}`);
+    console.log(
+      `  per live session: ${kb((h1 - h0) / count)} (its request history, as JSON: ${kb(rawChars)}; the host's own copy is not counted)`,
+    );
+    // Ended by the host: nothing of a session may stay behind in the JS heap.
+    await endAll(tt, first);
+    const ended = [heap()];
+    console.log(`  after the host ended them (endSession): ${mib(ended[0]!)}`);
     for (let w = 1; w <= waves; w++) {
-      await runWave(tt, w * count, count, turns);
-      after.push(heap());
-      const total = (w + 1) * count;
-      console.log(
-        `  after wave ${w + 1}: ${total} sessions ended, ${Math.min(total, kept)} of them still in the lane LRU: ${mib(after[after.length - 1]!)}`,
-      );
+      await endAll(tt, await runWave(tt, w * count, count, turns));
+      ended.push(heap());
+      console.log(`  after wave ${w + 1}, ended too: ${(w + 1) * count} sessions ended: ${mib(ended[w]!)}`);
     }
-    if (after.length >= 2) {
-      const slope = (after[after.length - 1]! - after[0]!) / ((after.length - 1) * count);
-      console.log(`  per finished (evicted) session, slope over waves 2–${waves + 1}: ${slope.toFixed(0)} bytes`);
+    console.log(
+      `  per ended session: ${((ended[ended.length - 1]! - h0) / ((waves + 1) * count)).toFixed(0)} bytes (heap after all waves ended − warmed heap, ÷ sessions)`,
+    );
+    if (ended.length >= 2) {
+      const slope = (ended[ended.length - 1]! - ended[0]!) / (waves * count);
+      console.log(`  growth per ended session, slope over waves 1–${waves + 1}: ${slope.toFixed(0)} bytes`);
     }
     if (snapBefore !== undefined) snapshotDiff(snapBefore, writeHeapSnapshot(join(dir, 'after.heapsnapshot')));
+    // Never ended: the lane LRU evicts them.
+    const evicted: number[] = [];
+    for (let w = 1; w <= evictWaves; w++) {
+      const first = (waves + w) * count;
+      await runWave(tt, first, count, turns);
+      evicted.push(heap());
+      console.log(
+        `  never ended, wave ${w}: ${w * count} sessions left to the lane LRU, ${Math.min(w * count, kept)} of them still in it: ${mib(evicted[w - 1]!)}`,
+      );
+    }
+    if (evicted.length >= 3) {
+      // From the second wave on the LRU is full: what grows past it outlived eviction.
+      const slope = (evicted[evicted.length - 1]! - evicted[1]!) / ((evicted.length - 2) * count);
+      console.log(`  per evicted session, slope over waves 2–${evictWaves}: ${slope.toFixed(0)} bytes`);
+    }
   } finally {
     await tt.close();
   }
