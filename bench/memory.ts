@@ -173,7 +173,8 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     const h0 = heap();
     const snapBefore = snapshots ? writeHeapSnapshot(join(dir, 'before.heapsnapshot')) : undefined;
     const t0 = performance.now();
-    const first = await runWave(tt, 0, count, turns);
+    // Dropped once ended: the host's own transcripts must not count as what the Terminator keeps.
+    let first: Session[] | undefined = await runWave(tt, 0, count, turns);
     const memo = sharedCountMemoStats();
     const h1 = heap();
     const rawChars = first.reduce((n, s) => n + s.historyChars, 0) / count;
@@ -186,6 +187,7 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     );
     // Ended by the host: nothing of a session may stay behind in the JS heap.
     await endAll(tt, first);
+    first = undefined;
     const ended = [heap()];
     console.log(`  after the host ended them (endSession): ${mib(ended[0]!)}`);
     for (let w = 1; w <= waves; w++) {
@@ -204,8 +206,7 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     // Never ended: the lane LRU evicts them.
     const evicted: number[] = [];
     for (let w = 1; w <= evictWaves; w++) {
-      const first = (waves + w) * count;
-      await runWave(tt, first, count, turns);
+      await runWave(tt, (waves + w) * count, count, turns);
       evicted.push(heap());
       console.log(
         `  never ended, wave ${w}: ${w * count} sessions left to the lane LRU, ${Math.min(w * count, kept)} of them still in it: ${mib(evicted[w - 1]!)}`,
