@@ -96,16 +96,25 @@ class Session {
   }
 }
 
-/** One wave of `count` concurrent sessions, `turns` steps each; returns the sessions (the host's side). */
-async function runWave(tt: Terminator, first: number, count: number, turns: number): Promise<Session[]> {
+/** What a wave leaves the host: its session ids and the mean size of their histories. */
+interface Wave {
+  readonly ids: readonly string[];
+  readonly historyChars: number;
+}
+
+/**
+ * One wave of `count` concurrent sessions, `turns` steps each. The host's transcripts are dropped
+ * when it returns, so a heap measured after it counts only what the Terminator keeps.
+ */
+async function runWave(tt: Terminator, first: number, count: number, turns: number): Promise<Wave> {
   const sessions = Array.from({ length: count }, (_, i) => new Session(first + i));
   for (let t = 0; t < turns; t++) await Promise.all(sessions.map((s) => s.step(tt)));
-  return sessions;
+  return { ids: sessions.map((s) => s.id), historyChars: sessions.reduce((n, s) => n + s.historyChars, 0) / count };
 }
 
 /** The host ends its sessions (`Terminator.endSession`): their lanes close and their state goes. */
-async function endAll(tt: Terminator, sessions: readonly Session[]): Promise<void> {
-  await Promise.all(sessions.map((s) => tt.endSession({ sessionId: s.id })));
+async function endAll(tt: Terminator, wave: Wave): Promise<void> {
+  await Promise.all(wave.ids.map((sessionId) => tt.endSession({ sessionId })));
 }
 
 const kb = (n: number): string => `${(n / 1024).toFixed(1)} KiB`;
@@ -173,21 +182,18 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     const h0 = heap();
     const snapBefore = snapshots ? writeHeapSnapshot(join(dir, 'before.heapsnapshot')) : undefined;
     const t0 = performance.now();
-    // Dropped once ended: the host's own transcripts must not count as what the Terminator keeps.
-    let first: Session[] | undefined = await runWave(tt, 0, count, turns);
+    const first = await runWave(tt, 0, count, turns);
     const memo = sharedCountMemoStats();
     const h1 = heap();
-    const rawChars = first.reduce((n, s) => n + s.historyChars, 0) / count;
     console.log(
       `\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`,
     );
     console.log(`  heap of the warmed Terminator: ${mib(h0)}; with ${count} live sessions: ${mib(h1)}`);
     console.log(
-      `  per live session: ${kb((h1 - h0) / count)} (its request history, as JSON: ${kb(rawChars)}; the host's own copy is not counted)`,
+      `  per live session: ${kb((h1 - h0) / count)} (its request history, as JSON: ${kb(first.historyChars)}; the host's own copy is not counted)`,
     );
     // Ended by the host: nothing of a session may stay behind in the JS heap.
     await endAll(tt, first);
-    first = undefined;
     const ended = [heap()];
     console.log(`  after the host ended them (endSession): ${mib(ended[0]!)}`);
     for (let w = 1; w <= waves; w++) {
