@@ -39,14 +39,26 @@ describe('one pass per tool result', () => {
   it('vaults the exact text of each result once through both stages (it was twice: delta, then compression)', async () => {
     const vault = await freshVault();
     const counted = faultyVault(vault, { failOn: [] });
-    const compression: CompressToolResultOptions = { vault: counted, terminalMinChars: 1000 };
+    let rendered = 0; // compression's view asks for its focus terms once per rendering
+    const compression: CompressToolResultOptions = {
+      vault: counted,
+      terminalMinChars: 1000,
+      focus: () => {
+        rendered += 1;
+        return [];
+      },
+    };
     const first = listing();
     const unrelated = first.split('\n').reverse().join('\n'); // a diff larger than the view: compression shows it
     const inputs = [ls(first), ls(unrelated), ls(unrelated)];
-    for (const composed of [
-      deltaRepeatedOutput({ vault: counted }),
-      deltaRepeatedOutput({ vault: counted, compression }),
-    ]) {
+    for (const [composed, renderings] of [
+      // Alone, the delta's bar is its own compaction: compression renders the two results it shows.
+      [deltaRepeatedOutput({ vault: counted }), 2],
+      // Given compression's options, the delta's bar is compression's view, rendered once per result
+      // for both stages: the baselined one by compression, the other two by the delta.
+      [deltaRepeatedOutput({ vault: counted, compression }), 3],
+    ] as const) {
+      rendered = 0;
       const before = { put: counted.faultLog.calls.put ?? 0, verify: counted.faultLog.calls.verify ?? 0 };
       const outs = await runOp((s) => s.pipe(composed, compressToolResult(compression)), inputs, {
         sessionId: `s${nth}-${before.put}`,
@@ -59,6 +71,7 @@ describe('one pass per tool result', () => {
       // One put (and one read-back) per result: three results, three puts.
       expect((counted.faultLog.calls.put ?? 0) - before.put).toBe(3);
       expect((counted.faultLog.calls.verify ?? 0) - before.verify).toBe(3);
+      expect(rendered).toBe(renderings);
       for (const [i, out] of outs.entries()) {
         const ids = referencedArtifacts(out.value.content);
         expect(ids.length).toBeGreaterThan(0);
