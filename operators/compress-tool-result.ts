@@ -285,6 +285,7 @@ export function compressToolResult(
     // What an earlier stage of this pass (a skipped delta) already vaulted and rendered.
     const shared = preparedFor(step, vault);
     const known = shared?.views.get(planner) as PlannedView | undefined;
+    shared?.views.delete(planner); // used once: a Step the host keeps does not keep the view alive
     const { plan, counter } = known ?? (await planner.plan(step, signal, memoCounter(options.counter)));
     if (plan === undefined) return undefined;
     if (plan.kind === 'over_ceiling') return overCeiling(step, plan.input, plan.tool, plan.rawChars, signal);
