@@ -12,9 +12,16 @@ import { excerptLargeOutput } from '../src/compact/large-output.js';
 import { argStrings } from '../src/compile/focus.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
-import { LONGEST_ARTIFACT_ID, memoCounter, pinDelivered, vaultExact } from '../src/compact/receipt.js';
+import { isRendering, preparedFor } from '../src/compact/prepared.js';
+import {
+  LONGEST_ARTIFACT_ID,
+  memoCounter,
+  pinDelivered,
+  vaultExact,
+  type MemoCounter,
+} from '../src/compact/receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices } from '../src/compact/slices.js';
-import { renderToolView, renderToolViewInSlices, type ViewInput } from '../src/compact/tool-view.js';
+import { renderToolView, renderToolViewInSlices, type ViewInput, type ViewOptions } from '../src/compact/tool-view.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { intOption, oneOfOption, requireVault } from '../src/options.js';
@@ -127,15 +134,57 @@ export interface CompressToolResultOptions {
 }
 
 /**
- * Replace each large tool result with a smaller faithful view plus a recovery note, after the exact
- * original is vaulted and read back; any other result, or any failure, passes through unchanged.
+ * What {@link compressToolResult} would do with one result before anything touches the vault:
+ * nothing (not eligible), a bounded view (over the artifact ceiling), a skip (the view with its
+ * note cannot be smaller), or a compact view to deliver with a note naming the vaulted original.
+ */
+export type CompressionPlan =
+  | { readonly kind: 'over_ceiling'; readonly input: ViewInput; readonly tool: string; readonly rawChars: number }
+  | { readonly kind: 'not_smaller' }
+  | {
+      readonly kind: 'view';
+      readonly tool: string;
+      /** The compact view, focus lines included, without its note. */
+      readonly compact: string;
+      readonly rawChars: number;
+      readonly compactChars: number;
+    };
+
+/** A plan and the token counter memo that proved it (primed with the raw text's count). */
+export interface PlannedView {
+  readonly plan: CompressionPlan | undefined;
+  readonly counter: MemoCounter | undefined;
+}
+
+/** The rendering half of compressToolResult for one options object (validated once). */
+export interface CompressionPlanner {
+  readonly options: CompressToolResultOptions;
+  readonly view: Omit<ViewOptions, 'tool'>;
+  readonly maxArtifactChars: number;
+  /** The plan for `step`'s value, proved with `counter` (a memo over `options.counter`). */
+  plan(step: Step<ToolResult>, signal: AbortSignal, counter: MemoCounter | undefined): Promise<PlannedView>;
+}
+
+const planners = new WeakMap<CompressToolResultOptions, CompressionPlanner>();
+
+/**
+ * The planner of {@link compressToolResult} for `options`: the same object for the same options
+ * object, so a stage given compressToolResult's options (deltaRepeatedOutput's `compression`)
+ * renders with exactly its view and shares the rendering with it.
  *
  * @example
- * results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() }))
+ * const planner = compressionPlanner({ vault });
+ * const { plan } = await planner.plan(step, new AbortController().signal, undefined);
  */
-export function compressToolResult(
-  options: CompressToolResultOptions,
-): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function compressionPlanner(options: CompressToolResultOptions): CompressionPlanner {
+  const known = planners.get(options);
+  if (known !== undefined) return known;
+  const made = makePlanner(options);
+  planners.set(options, made);
+  return made;
+}
+
+function makePlanner(options: CompressToolResultOptions): CompressionPlanner {
   const name = 'compressToolResult';
   requireVault(name, options);
   const flags = resolveFlags(name, options);
@@ -154,7 +203,6 @@ export function compressToolResult(
   );
   const strategy = oneOfOption(name, 'nativeStrategy', options.nativeStrategy, 'auto', ['auto', 'reference', 'lines']);
   const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
-  const { vault } = options;
   const env = options.env ?? process.env;
 
   /** What to compact, or undefined when the result is not eligible. */
@@ -175,10 +223,13 @@ export function compressToolResult(
   };
   const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
 
-  return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
+  const plan = async (
+    step: Step<ToolResult>,
+    signal: AbortSignal,
+    counter: MemoCounter | undefined,
+  ): Promise<CompressionPlan | undefined> => {
     const result = step.value;
-    if (!flags.native || result.content.startsWith('[Token Terminator')) return undefined;
-    if (step.decisions.some((d) => d.stage === STAGES.deltaRepeatedOutput && d.kind === 'applied')) return undefined;
+    if (!flags.native || isRendering(result.content)) return undefined;
     if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
     const tool = canonicalToolName(result.name, toolNames) ?? '';
     const raw = result.content;
@@ -186,35 +237,76 @@ export function compressToolResult(
     const input = inputOf(result, tool, rawChars);
     if (input === undefined) return undefined;
     // Size checks first: nothing beyond the ceiling is compacted whole, tokenized or stored.
-    if (rawChars > maxArtifactChars) return overCeiling(step, input, tool, rawChars, signal);
+    if (rawChars > maxArtifactChars) return { kind: 'over_ceiling', input, tool, rawChars };
     const made = (await renderToolViewInSlices(input, { ...view, tool }, signal)).trimEnd();
     if (made === '') return undefined;
     const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(argStrings(result.args))];
     const compact = withFocusLines(made, input.output, terms);
-    const counter = memoCounter(options.counter);
-    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS)
+    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS && !counter.knows(raw))
       counter.prime(raw, await countInSlices(options.counter!, raw, signal));
     const compactChars = codePointLength(compact);
     // Size proof with the longest possible id before anything touches the vault.
     if (
       !strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)
     ) {
-      return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+      return { kind: 'not_smaller' };
     }
+    return { kind: 'view', tool, compact, rawChars, compactChars };
+  };
+  return {
+    options,
+    view,
+    maxArtifactChars,
+    plan: async (step, signal, counter) => ({ plan: await plan(step, signal, counter), counter }),
+  };
+}
+
+/** The text compressToolResult delivers for a `view` plan once the original is vaulted as `artifactId`. */
+export function planOutput(plan: Extract<CompressionPlan, { kind: 'view' }>, artifactId: string): string {
+  return `${plan.compact}\n\n${renderNativeNote(plan.rawChars, plan.compactChars, artifactId)}`;
+}
+
+/**
+ * Replace each large tool result with a smaller faithful view plus a recovery note, after the exact
+ * original is vaulted and read back; any other result, or any failure, passes through unchanged.
+ *
+ * @example
+ * results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() }))
+ */
+export function compressToolResult(
+  options: CompressToolResultOptions,
+): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+  const planner = compressionPlanner(options);
+  const { vault } = options;
+  const { view, maxArtifactChars } = planner;
+
+  return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
+    const result = step.value;
+    // What an earlier stage of this pass (a skipped delta) already vaulted and rendered.
+    const shared = preparedFor(step, vault);
+    const known = shared?.views.get(planner) as PlannedView | undefined;
+    shared?.views.delete(planner); // used once: a Step the host keeps does not keep the view alive
+    const { plan, counter } = known ?? (await planner.plan(step, signal, memoCounter(options.counter)));
+    if (plan === undefined) return undefined;
+    if (plan.kind === 'over_ceiling') return overCeiling(step, plan.input, plan.tool, plan.rawChars, signal);
+    if (plan.kind === 'not_smaller') return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    const raw = result.content;
     signal.throwIfAborted(); // nothing is written after an abort
     const scope = storeScope(step.context);
-    const put = await vaultExact(
-      vault,
-      {
-        content: raw,
-        toolName: result.name,
-        args: result.args,
-        sessionId: step.context.sessionId,
-        callId: result.callId,
-      },
-      scope,
-    );
-    const output = `${compact}\n\n${renderNativeNote(rawChars, compactChars, put.artifactId)}`;
+    const put =
+      shared?.put ??
+      (await vaultExact(
+        vault,
+        {
+          content: raw,
+          toolName: result.name,
+          args: result.args,
+          sessionId: step.context.sessionId,
+          callId: result.callId,
+        },
+        scope,
+      ));
+    const output = planOutput(plan, put.artifactId);
     if (!strictlySmaller(raw, output, counter))
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     // The note is about to be delivered: retention must never prune what it names.
@@ -227,8 +319,8 @@ export function compressToolResult(
       {
         stage: STAGE,
         kind: 'applied',
-        reason: tool === 'terminal' ? 'terminal_compacted' : 'native_compacted',
-        savedChars: rawChars - codePointLength(output),
+        reason: plan.tool === 'terminal' ? 'terminal_compacted' : 'native_compacted',
+        savedChars: plan.rawChars - codePointLength(output),
         ...savedTokens,
         artifacts: [put.artifactId],
       },

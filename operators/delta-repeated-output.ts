@@ -12,7 +12,8 @@ import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
 import { unifiedLineDiff } from '../src/compact/delta.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
-import { memoCounter, pinDelivered, readArtifact, vaultExact } from '../src/compact/receipt.js';
+import { handOn, isRendering, prepared, type Prepared } from '../src/compact/prepared.js';
+import { memoCounter, pinDelivered, readArtifact, vaultExact, type MemoCounter } from '../src/compact/receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
@@ -20,7 +21,13 @@ import { intOption, oneOfOption, requireVault } from '../src/options.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
-import { advance, note, storeScope, type Step, type ToolResult } from '../src/step.js';
+import { advance, note, storeScope, type Decision, type Step, type ToolResult } from '../src/step.js';
+import {
+  compressionPlanner,
+  planOutput,
+  type CompressToolResultOptions,
+  type CompressionPlanner,
+} from './compress-tool-result.js';
 import { backendOf, commandOf, cwdOf, normalizeCommand } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
@@ -63,11 +70,20 @@ export interface DeltaRepeatedOutputOptions {
    */
   readonly minChars?: number;
   /**
-   * Size target of the compact rendering a delta must beat.
+   * Size target of the compact rendering a delta must beat when no `compression` is given.
    *
    * @defaultValue `4000`
    */
   readonly compactMaxChars?: number;
+  /**
+   * The options of the compressToolResult stage that follows (the same object): a delta must
+   * then beat exactly what that stage would show instead (its view, focus lines and note, or the
+   * raw output when it would leave the result alone), and the view is rendered once, for both
+   * stages. Without it the bar is the terminal compaction at `compactMaxChars`.
+   *
+   * @defaultValue none
+   */
+  readonly compression?: CompressToolResultOptions;
   /**
    * Host tool name → canonical name.
    *
@@ -114,13 +130,13 @@ export function deltaRepeatedOutput(
   );
   const { vault } = options;
   const env = options.env ?? process.env;
+  const compression = options.compression === undefined ? undefined : compressionPlanner(options.compression);
   return stepOperator<ToolResult>(STAGE, () => async (step, signal) => {
     const result = step.value;
     const counter = memoCounter(options.counter);
     if (!flags.temporal || canonicalToolName(result.name, toolNames) !== 'terminal') return undefined;
     const command = commandOf(result.args);
-    if (command === undefined || result.content.length < minChars || result.content.startsWith('[Token Terminator'))
-      return undefined;
+    if (command === undefined || result.content.length < minChars || isRendering(result.content)) return undefined;
     // Size check first: what cannot be vaulted is never hashed, diffed or written.
     if (codePointLength(result.content) > maxArtifactChars)
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'over_ceiling' });
@@ -148,29 +164,31 @@ export function deltaRepeatedOutput(
       },
       store,
     );
+    // The exact text is vaulted once per pass: a later compressToolResult reuses this put.
+    const shared = prepared(step, vault, current);
+    const skip = (reason: string): Step<ToolResult> =>
+      note(step, handOn<Decision>({ stage: STAGE, kind: 'skipped', reason }, shared));
     const previous = await vault.getBaseline(stateKey);
     // A step its subscriber left is never delivered: recording it as the baseline would make the next
     // run render a delta against an output the model was never shown.
     if (signal.aborted) return undefined;
     await vault.setBaseline(stateKey, current.artifactId, store); // the baseline advances even when the delta is rejected
-    if (previous === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline' });
+    if (previous === undefined) return skip('baseline');
     if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS)
       counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
     const prevId = previous.artifactId;
-    // The delta must beat the compact rendering the next stage would show, not just the raw text.
-    const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
-    const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
-      maxChars: options.compactMaxChars ?? 4000,
-    }).text;
-    const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), current.artifactId)}`;
-    const bar = strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
+    // The delta must beat what the next stage would show, not just the raw text.
+    const bar =
+      compression === undefined
+        ? ownBar(result, command, current.artifactId, counter, options.compactMaxChars)
+        : await compressionBar(compression, step, signal, shared, counter);
     const exit = result.exitCode === undefined ? '' : `\n[exit code: ${result.exitCode}]`;
     let candidate: string;
     if (prevId === current.artifactId) {
       candidate = `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prevId} | recover exact current output with token_terminator action=artifact_get]${exit}`;
     } else {
       const before = await readArtifact(vault, prevId).catch(() => undefined);
-      if (before === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'baseline_missing' });
+      if (before === undefined) return skip('baseline_missing');
       const label = command.replace(/[\r\n]+/g, ' ').slice(0, 80) || 'terminal';
       const header = `[Token Terminator temporal delta | current=${current.artifactId} | previous=${prevId} | exact current output: token_terminator action=artifact_get]${exit}`;
       const diff = unifiedLineDiff(
@@ -180,11 +198,10 @@ export function deltaRepeatedOutput(
         `${label} :: ${current.artifactId}`,
         codePointLength(bar) - header.length,
       );
-      if (diff === undefined) return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+      if (diff === undefined) return skip('not_smaller');
       candidate = header + diff;
     }
-    if (!strictlySmaller(bar, candidate, counter))
-      return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
+    if (!strictlySmaller(bar, candidate, counter)) return skip('not_smaller');
     // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
     await pinDelivered(vault, [prevId, current.artifactId], store);
     return advance(
@@ -199,4 +216,39 @@ export function deltaRepeatedOutput(
       },
     );
   });
+
+  /** What compressToolResult would show for this result, rendered once: the plan is handed on with `shared`. */
+  async function compressionBar(
+    planner: CompressionPlanner,
+    step: Step<ToolResult>,
+    signal: AbortSignal,
+    shared: Prepared,
+    counter: MemoCounter | undefined,
+  ): Promise<string> {
+    const raw = step.value.content;
+    const theirs = planner.options.counter;
+    const planned = await planner.plan(step, signal, theirs === options.counter ? counter : memoCounter(theirs));
+    shared.views.set(planner, planned);
+    const { plan } = planned;
+    // Anything but a view leaves the result as it is (a bounded view is only made over the ceiling, never vaulted).
+    if (plan?.kind !== 'view') return raw;
+    const shown = planOutput(plan, shared.put.artifactId);
+    return strictlySmaller(raw, shown, planned.counter) ? shown : raw;
+  }
+}
+
+/** The terminal compaction at `compactMaxChars` with its note, when smaller than the raw output (the bar used alone). */
+function ownBar(
+  result: ToolResult,
+  command: string,
+  artifactId: string,
+  counter: MemoCounter | undefined,
+  maxChars = 4000,
+): string {
+  const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
+  const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
+    maxChars,
+  }).text;
+  const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), artifactId)}`;
+  return strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
 }

@@ -52,6 +52,8 @@ export async function readArtifact(vault: ArtifactStore, artifactId: string): Pr
 /** A counter that can be told a count it would otherwise compute (a count made in slices). */
 export interface MemoCounter extends TokenCounter {
   prime(text: string, tokens: number): void;
+  /** True when the count of `text` is remembered (counting it again costs nothing). */
+  knows(text: string): boolean;
 }
 
 /** A counter that remembers the last few texts it counted (one reduction counts the raw text up to three times). */
@@ -64,6 +66,9 @@ export function memoCounter(counter: TokenCounter | undefined): MemoCounter | un
     prime(text: string, tokens: number): void {
       if (seen.size >= 4) seen.delete(seen.keys().next().value!);
       seen.set(text, tokens);
+    },
+    knows(text: string): boolean {
+      return seen.has(text);
     },
     count(text: string): number {
       const hit = seen.get(text);

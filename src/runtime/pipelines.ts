@@ -8,7 +8,7 @@ import { identity } from 'rxjs';
 import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compileRequest } from '../../operators/compile-request.js';
 import { type BudgetCounter } from '../budget/counter.js';
-import { compressToolResult } from '../../operators/compress-tool-result.js';
+import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
@@ -151,6 +151,19 @@ export function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
 
 export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
+  const compression: CompressToolResultOptions = {
+    vault: d.vault,
+    ...d.gate,
+    flags: d.gates,
+    nativeMinChars: c.nativeMinChars,
+    nativeMaxChars: c.nativeMaxChars,
+    maxArtifactChars: c.maxArtifactChars,
+    backends: c.backends,
+    toolNames: c.toolNames,
+    focus: (step) => d.focus.get(step.context.sessionId),
+  };
+  // One pass per result: the delta beats compression's own view (the same options object), and
+  // the exact text is vaulted and the view rendered once for both stages.
   return chain<ToolResult>([
     d.gates.temporal
       ? deltaRepeatedOutput({
@@ -161,21 +174,10 @@ export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
           minChars: c.temporalMinChars,
           toolNames: c.toolNames,
           maxArtifactChars: c.maxArtifactChars,
+          ...(d.gates.native ? { compression } : {}),
         })
       : identity,
-    d.gates.native
-      ? compressToolResult({
-          vault: d.vault,
-          ...d.gate,
-          flags: d.gates,
-          nativeMinChars: c.nativeMinChars,
-          nativeMaxChars: c.nativeMaxChars,
-          maxArtifactChars: c.maxArtifactChars,
-          backends: c.backends,
-          toolNames: c.toolNames,
-          focus: (step) => d.focus.get(step.context.sessionId),
-        })
-      : identity,
+    d.gates.native ? compressToolResult(compression) : identity,
   ]);
 }
 

@@ -235,6 +235,21 @@ describe('deltaRepeatedOutput — properties', () => {
     params: { numRuns: 25 },
   });
 
+  // The same invariants for the two tool-result stages composed as createTerminator composes them:
+  // one put per result, the delta against compression's own view, every receipt recovering exactly.
+  const composed = withDeps<ToolResult>(({ vault, counter: c }) => {
+    const gate = c === undefined ? {} : { counter: c };
+    const compression = { vault, ...gate, terminalMinChars: 1000 };
+    return (s) => s.pipe(deltaRepeatedOutput({ vault, ...gate, compression }), compressToolResult(compression));
+  });
+  testInvariants(test, composed, {
+    vault: propertyVault,
+    counter: propertyCounter,
+    inputs: reruns,
+    only: INVARIANTS,
+    params: { numRuns: 25 },
+  });
+
   it('shows deltas on the generated re-runs, smaller in code points and o200k tokens, with a current id that recovers the input exactly', async () => {
     let changed = 0;
     for (const [k, inputs] of fc.sample(reruns, { numRuns: 25, seed: 42 }).entries()) {

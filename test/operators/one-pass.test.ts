@@ -1,0 +1,153 @@
+/**
+ * One pass per tool result: deltaRepeatedOutput and compressToolResult composed vault the exact
+ * text once, and the delta's bar is the view compression would really show.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
+import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
+import { codePointLength } from '../../src/compact/lines.js';
+import { readArtifact } from '../../src/compact/receipt.js';
+import { referencedArtifacts } from '../../src/receipts/index.js';
+import type { ToolResult } from '../../src/step.js';
+import { deepFreeze, faultyVault } from '../../src/testing/index.js';
+import { createVault } from '../../src/vault/index.js';
+import type { Vault } from '../../src/vault/types.js';
+import { result, runOp } from './tool-helpers.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-one-pass-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let nth = 0;
+const freshVault = (): Promise<Vault> => createVault({ path: join(dir, `v${(nth += 1)}.sqlite3`) });
+
+// 300 lines that do not factor; every tenth one names `needle_<i>` (a focus term's lines).
+const listing = (changed = 0, tag = 'x'): string =>
+  Array.from({ length: 300 }, (_, i) =>
+    i >= 100 && i < 100 + changed
+      ? `CHANGED ${tag} line ${i} now reads differently from before (${(i * 31) % 977})`
+      : `-rw-r--r-- 1 dev staff ${(i * 7919) % 100000} Mar ${1 + (i % 28)} file_${i.toString(36)}${i % 10 === 5 ? `_needle_${i}` : ''}.txt`,
+  ).join('\n');
+const ls = (content: string): ToolResult =>
+  deepFreeze(result('terminal', content, { command: 'ls -l /srv/data', cwd: '/srv' }));
+
+describe('one pass per tool result', () => {
+  it('vaults the exact text of each result once through both stages (it was twice: delta, then compression)', async () => {
+    const vault = await freshVault();
+    const counted = faultyVault(vault, { failOn: [] });
+    let rendered = 0; // compression's view asks for its focus terms once per rendering
+    const compression: CompressToolResultOptions = {
+      vault: counted,
+      terminalMinChars: 1000,
+      focus: () => {
+        rendered += 1;
+        return [];
+      },
+    };
+    const first = listing();
+    const unrelated = first.split('\n').reverse().join('\n'); // a diff larger than the view: compression shows it
+    const inputs = [ls(first), ls(unrelated), ls(unrelated)];
+    for (const [composed, renderings] of [
+      // Alone, the delta's bar is its own compaction: compression renders the two results it shows.
+      [deltaRepeatedOutput({ vault: counted }), 2],
+      // Given compression's options, the delta's bar is compression's view, rendered once per result
+      // for both stages: the baselined one by compression, the other two by the delta.
+      [deltaRepeatedOutput({ vault: counted, compression }), 3],
+    ] as const) {
+      rendered = 0;
+      const before = { put: counted.faultLog.calls.put ?? 0, verify: counted.faultLog.calls.verify ?? 0 };
+      const outs = await runOp((s) => s.pipe(composed, compressToolResult(compression)), inputs, {
+        sessionId: `s${nth}-${before.put}`,
+      });
+      expect(outs.map((o) => o.decisions.map((d) => `${d.stage}:${d.kind}:${d.reason}`))).toEqual([
+        ['deltaRepeatedOutput:skipped:baseline', 'compressToolResult:applied:terminal_compacted'],
+        ['deltaRepeatedOutput:skipped:not_smaller', 'compressToolResult:applied:terminal_compacted'],
+        ['deltaRepeatedOutput:applied:unchanged'],
+      ]);
+      // One put (and one read-back) per result: three results, three puts.
+      expect((counted.faultLog.calls.put ?? 0) - before.put).toBe(3);
+      expect((counted.faultLog.calls.verify ?? 0) - before.verify).toBe(3);
+      expect(rendered).toBe(renderings);
+      for (const [i, out] of outs.entries()) {
+        const ids = referencedArtifacts(out.value.content);
+        expect(ids.length).toBeGreaterThan(0);
+        expect(await readArtifact(vault, ids[0]!)).toBe(inputs[i]!.content);
+      }
+    }
+    // Compression alone still vaults for itself, and shows the same text as in the composed pass.
+    const alone = await runOp(compressToolResult({ vault, terminalMinChars: 1000 }), [ls(first)], { sessionId: 'a' });
+    const composed = await runOp(
+      (s) => s.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault, terminalMinChars: 1000 })),
+      [ls(first)],
+      { sessionId: 'b' },
+    );
+    expect(composed[0]!.value.content).toBe(alone[0]!.value.content);
+    await vault.close();
+  });
+
+  it("given compression's options, the delta beats exactly the view compression would show (focus lines, note, eligibility)", async () => {
+    const vault = await freshVault();
+    const focus = (): readonly string[] => Array.from({ length: 30 }, (_, j) => `needle_${10 * j + 5}`);
+    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000, focus };
+    // A compression that shows nothing: the delta alone against the raw output, i.e. the candidate itself.
+    const never: CompressToolResultOptions = { vault, terminalMinChars: 10_000_000 };
+    let differsFromOldBar = 0;
+    let deltas = 0;
+    for (let changed = 4; changed <= 80; changed += 4) {
+      const inputs = [ls(listing()), ls(listing(changed, String(changed)))];
+      const session = (what: string) => ({ sessionId: `${what}-${changed}` });
+      const composed = await runOp(
+        (s) => s.pipe(deltaRepeatedOutput({ vault, compression }), compressToolResult(compression)),
+        inputs,
+        session('composed'),
+      );
+      const [, shown] = await runOp(compressToolResult(compression), inputs, session('shown'));
+      const [, candidate] = await runOp(deltaRepeatedOutput({ vault, compression: never }), inputs, session('cand'));
+      const [, oldBar] = await runOp(
+        (s) => s.pipe(deltaRepeatedOutput({ vault }), compressToolResult(compression)),
+        inputs,
+        session('old'),
+      );
+      const view = shown!.value.content;
+      const diff = candidate!.value.content;
+      expect(view).not.toBe(inputs[1]!.content); // compression would compact it
+      expect(diff.startsWith('[Token Terminator temporal delta | ')).toBe(true);
+      const wins = codePointLength(diff) < codePointLength(view);
+      // The composed pass shows the delta exactly when it is smaller than compression's own view.
+      expect(composed[1]!.value.content).toBe(wins ? diff : view);
+      if (wins) deltas += 1;
+      if (oldBar!.value.content !== composed[1]!.value.content) differsFromOldBar += 1;
+    }
+    // Not vacuous: both outcomes occur, and the old bar (compaction without focus lines) decided otherwise somewhere.
+    expect(deltas).toBeGreaterThan(0);
+    expect(deltas).toBeLessThan(20);
+    expect(differsFromOldBar).toBeGreaterThan(0);
+    await vault.close();
+  });
+
+  it('a result compression would leave alone (a backend it does not serve) is delta-compared against the raw output', async () => {
+    const vault = await freshVault();
+    const env = { TERMINAL_ENV: 'docker' };
+    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000, env };
+    const inputs = [ls(listing()), ls(listing(60, 'docker'))];
+    const [, today] = await runOp(
+      (s) => s.pipe(deltaRepeatedOutput({ vault, env }), compressToolResult(compression)),
+      inputs,
+      { sessionId: 'old' },
+    );
+    const [, composed] = await runOp(
+      (s) => s.pipe(deltaRepeatedOutput({ vault, env, compression }), compressToolResult(compression)),
+      inputs,
+      { sessionId: 'new' },
+    );
+    // Without compression's options the delta lost to a compaction nobody showed: the raw output went through.
+    expect(today!.value.content).toBe(inputs[1]!.content);
+    expect(composed!.value.content.startsWith('[Token Terminator temporal delta | ')).toBe(true);
+    expect(codePointLength(composed!.value.content)).toBeLessThan(codePointLength(inputs[1]!.content));
+    await vault.close();
+  });
+});
