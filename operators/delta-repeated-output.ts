@@ -153,11 +153,13 @@ export function deltaRepeatedOutput(
       )
       .digest('hex');
     const store = storeScope(step.context);
+    // Recorded under the host's tool name, the one the agent knows and may search by (this put also
+    // serves compressToolResult, which always recorded it so).
     const current = await vaultExact(
       vault,
       {
         content: result.content,
-        toolName: 'terminal',
+        toolName: result.name,
         args: result.args,
         sessionId: step.context.sessionId,
         callId: result.callId,

@@ -150,4 +150,21 @@ describe('one pass per tool result', () => {
     expect(codePointLength(composed!.value.content)).toBeLessThan(codePointLength(inputs[1]!.content));
     await vault.close();
   });
+
+  it("records the single put under the host's tool name, which a search by that name finds", async () => {
+    const vault = await freshVault();
+    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000 };
+    const bash = (content: string): ToolResult =>
+      deepFreeze(result('bash', content, { command: 'ls -l /srv/data', cwd: '/srv' }));
+    const [first] = await runOp(
+      (s) => s.pipe(deltaRepeatedOutput({ vault, compression }), compressToolResult(compression)),
+      [bash(listing())],
+      { sessionId: 'host-name' },
+    );
+    const [id] = referencedArtifacts(first!.value.content);
+    expect(id).toBeDefined();
+    const found = await vault.search('bash', 10);
+    expect(found.map((a) => [a.artifactId, a.toolName])).toEqual([[id, 'bash']]);
+    await vault.close();
+  });
 });
