@@ -6,16 +6,16 @@
  * and the top functions by self and by inclusive time (and by file). Writes the .cpuprofile to the
  * temp dir.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Pool } from 'undici';
 import { createProxy } from '../adapters/proxy/index.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
+import { CHAT_ANSWER, sampleBodies } from './_support.js';
 
 interface Node {
   id: number;
@@ -23,34 +23,16 @@ interface Node {
   children?: number[];
 }
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
 const requests = argv.includes('--requests') ? Number(argv[argv.indexOf('--requests') + 1]) : 300;
 const mode = argv.includes('--mode') ? argv[argv.indexOf('--mode') + 1] : undefined;
 
-const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as {
-  model?: string;
-  messages: { role: string }[];
-};
-const bodies: string[] = [];
-session.messages.forEach((m, i) => {
-  if (m.role !== 'assistant' || i === 0) return;
-  const body = JSON.stringify({ model: session.model ?? 'gpt-4o', messages: session.messages.slice(0, i) });
-  if (body.length >= 50_000 && body.length <= 200_000) bodies.push(body);
-});
-
-const answer = JSON.stringify({
-  id: 'c',
-  object: 'chat.completion',
-  created: 0,
-  model: 'm',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-});
+const bodies = sampleBodies();
 const upstream = createServer({ noDelay: true }, (req, res) => {
   req.resume();
   req.on('end', () => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(answer);
+    res.end(CHAT_ANSWER);
   });
 });
 await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));

@@ -14,6 +14,7 @@ import { createTiktokenCounter } from '../src/measure/index.js';
 import { createStep, type ToolResult } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
 import { fixture } from '../test/operators/tool-helpers.js';
+import { printTable } from './_support.js';
 
 function sized(name: string, chars: number): string {
   const base = fixture(name);
@@ -89,9 +90,7 @@ export async function main(argv: string[]): Promise<void> {
     await vault.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const r of rows)
-    console.log(r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+  printTable(rows);
   console.log(
     `\n(${runs} runs per case, the median by blocked time; machine load matters: compare rows of the same run)`,
   );

@@ -24,32 +24,12 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { CHAT_ANSWER, sampleBodies } from './_support.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const LEVELS = [1, 16, 64];
 
-function sampleBodies(): string[] {
-  const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as {
-    model?: string;
-    messages: { role: string }[];
-  };
-  const out: string[] = [];
-  session.messages.forEach((m, i) => {
-    if (m.role !== 'assistant' || i === 0) return;
-    const body = JSON.stringify({ model: session.model ?? 'gpt-4o', messages: session.messages.slice(0, i) });
-    if (body.length >= 50_000 && body.length <= 200_000) out.push(body);
-  });
-  return out;
-}
-
 function startUpstream(): Promise<Server> {
-  const answer = JSON.stringify({
-    id: 'c',
-    object: 'chat.completion',
-    created: 0,
-    model: 'm',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  });
   const chunk = (delta: object, finish: string | null = null): string =>
     `data: ${JSON.stringify({ id: 's', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const server = createServer({ noDelay: true }, (req, res) => {
@@ -59,7 +39,7 @@ function startUpstream(): Promise<Server> {
       const streamed = Buffer.concat(chunks).includes('"stream":true');
       if (!streamed) {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(answer);
+        res.end(CHAT_ANSWER);
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -126,9 +106,9 @@ const pct = (xs: number[], p: number): number => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 
-async function call(pool: Pool, body: string, session: string): Promise<number> {
-  const started = performance.now();
-  const res = await pool.request({
+/** One chat request of `session` with `body`. */
+const post = (pool: Pool, body: string, session: string) =>
+  pool.request({
     path: '/v1/chat/completions',
     method: 'POST',
     headers: {
@@ -138,6 +118,10 @@ async function call(pool: Pool, body: string, session: string): Promise<number> 
     },
     body,
   });
+
+async function call(pool: Pool, body: string, session: string): Promise<number> {
+  const started = performance.now();
+  const res = await post(pool, body, session);
   await res.body.arrayBuffer();
   if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
   return performance.now() - started;
@@ -145,16 +129,7 @@ async function call(pool: Pool, body: string, session: string): Promise<number> 
 
 async function firstByte(pool: Pool, body: string, session: string): Promise<number> {
   const started = performance.now();
-  const res = await pool.request({
-    path: '/v1/chat/completions',
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      authorization: 'Bearer sk-bench',
-      'x-token-terminator-session': session,
-    },
-    body,
-  });
+  const res = await post(pool, body, session);
   let first = Number.NaN;
   for await (const _chunk of res.body) {
     if (Number.isNaN(first)) first = performance.now() - started;

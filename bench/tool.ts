@@ -15,6 +15,7 @@ import { createStep, type Step, type ToolResult } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
 import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';
 import { CASE1_COMMAND, case1GitDiff, FIXTURES, nativeSearchFixture } from '../test/operators/tool-helpers.js';
+import { printTable } from './_support.js';
 
 type Op = OperatorFunction<Step<ToolResult>, Step<ToolResult>>;
 
@@ -120,11 +121,7 @@ export async function main(argv: string[]): Promise<void> {
     await vault.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  for (const r of rows)
-    console.log(
-      r.map((cell, c) => (c === 0 || c === 5 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '),
-    );
+  printTable(rows, [0, 5]);
   console.log(
     `\n(${runs} calls per case, median; o200k_base tokens; baseline = raw input; reference mode = the reference implementation's compactText)`,
   );

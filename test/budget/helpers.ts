@@ -1,5 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { firstValueFrom, from } from 'rxjs';
+import { capOutputBudget, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
+import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';
 
 /** Freeze a value and everything reachable from it (caller objects must never be mutated). */
 export function deepFreeze<T>(value: T): T {
@@ -98,4 +101,14 @@ export async function closedPortUrl(): Promise<string> {
   const port = (server.address() as AddressInfo).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}/tokenize`;
+}
+
+/** One request of session `s` (with `route`, when given) through `capOutputBudget(options)`: the step it emits. */
+export async function runCap(
+  options: CapOutputBudgetOptions,
+  request: ProviderRequest,
+  route?: Route,
+): Promise<Step<ProviderRequest>> {
+  const step = createStep(request, { sessionId: 's', ...(route !== undefined && { route }) });
+  return firstValueFrom(from([step]).pipe(capOutputBudget(options)));
 }

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { firstValueFrom, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { capOutputBudget, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
+import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import {
   BUILT_IN_MODEL_LIMITS,
   canonicalModelId,
@@ -12,8 +11,9 @@ import {
 } from '../../src/budget/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
-import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';
+import type { Route } from '../../src/step.js';
 import { deepFreeze } from '../../src/testing/index.js';
+import { runCap as run } from './helpers.js';
 
 const exactCounter = (p: number): BudgetCounter => ({
   name: 'fake',
@@ -21,43 +21,39 @@ const exactCounter = (p: number): BudgetCounter => ({
   countRequest: () => Promise.resolve(p),
 });
 
-async function run(
-  options: CapOutputBudgetOptions,
-  request: ProviderRequest,
-  route?: Route,
-): Promise<Step<ProviderRequest>> {
-  const step = createStep(request, { sessionId: 's', ...(route !== undefined && { route }) });
-  return firstValueFrom(from([step]).pipe(capOutputBudget(options)));
-}
-
 describe('model limits table (unit)', () => {
   it('finds provider-qualified ids, dated snapshots and platform spellings', () => {
     const gpt4o = { contextWindow: 128_000, maxOutputTokens: 16_384 };
-    for (const id of [
-      'gpt-4o',
-      'openai/gpt-4o',
-      'openai:gpt-4o',
-      'GPT-4o',
-      'gpt-4o-2024-08-06',
-      'gpt-4o-2024-11-20',
-      'azure_openai:gpt-4o',
-      'openrouter/openai/gpt-4o',
-    ]) {
-      expect(lookupModelLimits(id), id).toEqual(gpt4o);
-    }
-    expect(lookupModelLimits('gpt-4o-2024-05-13')?.maxOutputTokens).toBe(4096);
     const sonnet = { contextWindow: 200_000, maxOutputTokens: 64_000 };
-    for (const id of [
-      'claude-sonnet-4-5',
-      'claude-sonnet-4-5-20250929',
-      'anthropic/claude-sonnet-4-5',
-      'anthropic:claude-sonnet-4-5',
-      'anthropic/claude-sonnet-4.5',
-      'us.anthropic.claude-sonnet-4-5-20250929-v1:0',
-      'claude-sonnet-4-5@20250929',
-    ]) {
-      expect(lookupModelLimits(id), id).toEqual(sonnet);
-    }
+    const spellings: [typeof gpt4o, string[]][] = [
+      [
+        gpt4o,
+        [
+          'gpt-4o',
+          'openai/gpt-4o',
+          'openai:gpt-4o',
+          'GPT-4o',
+          'gpt-4o-2024-08-06',
+          'gpt-4o-2024-11-20',
+          'azure_openai:gpt-4o',
+          'openrouter/openai/gpt-4o',
+        ],
+      ],
+      [
+        sonnet,
+        [
+          'claude-sonnet-4-5',
+          'claude-sonnet-4-5-20250929',
+          'anthropic/claude-sonnet-4-5',
+          'anthropic:claude-sonnet-4-5',
+          'anthropic/claude-sonnet-4.5',
+          'us.anthropic.claude-sonnet-4-5-20250929-v1:0',
+          'claude-sonnet-4-5@20250929',
+        ],
+      ],
+    ];
+    for (const [limits, ids] of spellings) for (const id of ids) expect(lookupModelLimits(id), id).toEqual(limits);
+    expect(lookupModelLimits('gpt-4o-2024-05-13')?.maxOutputTokens).toBe(4096);
     expect(lookupModelLimits('claude-opus-4-1-20250805')?.maxOutputTokens).toBe(32_000);
     expect(lookupModelLimits('claude-3-5-haiku-latest')?.maxOutputTokens).toBe(8192);
     expect(lookupModelLimits('models/gemini-2.5-pro')?.maxOutputTokens).toBe(65_536);

@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { proxyTerminatorConfig } from '../../src/cli/commands/proxy.js';
 import { ConfigError } from '../../src/errors.js';
 import { chat, startUpstream } from '../proxy/support/upstream.js';
+import { spawnProxy, stopProcess } from '../support/proxy-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-cli-'));
@@ -54,36 +55,9 @@ describe('token-terminator proxy', () => {
 
   it('serves until SIGTERM: health, a proxied request, a clean exit', async () => {
     const upstream = await startUpstream(() => chat.text('pong'));
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/cli/main.ts',
-        'proxy',
-        '--port',
-        '0',
-        '--upstream',
-        upstream.url,
-        '--db',
-        join(dir, 'vault.sqlite3'),
-      ],
-      {
-        cwd: ROOT,
-        env: env(),
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
+    const proxy = spawnProxy(['--upstream', upstream.url, '--db', join(dir, 'vault.sqlite3')], env());
     try {
-      let stderr = '';
-      const url = await new Promise<string>((resolveUrl, reject) => {
-        child.stderr.on('data', (c: Buffer) => {
-          stderr += c.toString();
-          const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
-          if (m !== null) resolveUrl(m[1]!);
-        });
-        child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
-      });
+      const url = await proxy.url;
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
       const reply = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
@@ -93,12 +67,10 @@ describe('token-terminator proxy', () => {
       expect(
         ((await reply.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
       ).toBe('pong');
-      const exit = new Promise<number | null>((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      expect(await exit).toBe(0);
-      expect(stderr).not.toContain('sk-cli');
+      expect(await stopProcess(proxy.child)).toBe(0);
+      expect(proxy.stderr()).not.toContain('sk-cli');
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (proxy.child.exitCode === null) proxy.child.kill('SIGKILL');
       await upstream.close();
     }
   });

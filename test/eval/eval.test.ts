@@ -32,6 +32,10 @@ function observedOrder(model: ScriptedModel, seed: number, pairs: number): (stri
     );
 }
 
+/** `token-terminator eval` against `url` for `model` over `pairs` pairs, with the further flags `rest`. */
+const evalCli = (url: string, model: string, pairs: number, ...rest: string[]) =>
+  capture(['eval', '--base-url', url, '--model', model, '--pairs', String(pairs), ...rest]);
+
 const toolContent = (b: Record<string, unknown>): string | undefined =>
   (b['messages'] as { role: string; content?: string }[]).find((m) => m.role === 'tool')!.content;
 
@@ -47,19 +51,7 @@ describe('eval against an honest model (same answers in both arms)', () => {
   let out: { code: number; out: string; err: string };
   beforeAll(async () => {
     model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 72 });
-    out = await capture([
-      'eval',
-      '--base-url',
-      model.url,
-      '--model',
-      'scripted',
-      '--pairs',
-      '72',
-      '--seed',
-      String(SEED),
-      '--out',
-      join(dir, 'honest.json'),
-    ]);
+    out = await evalCli(model.url, 'scripted', 72, '--seed', String(SEED), '--out', join(dir, 'honest.json'));
     results = JSON.parse(readFileSync(join(dir, 'honest.json'), 'utf8')) as EvalResults;
   }, SLOW);
   afterAll(() => model.close());
@@ -214,19 +206,7 @@ describe('eval aborts on provider drift', () => {
       const model = await startScriptedModel({ policy: 'honest', seed: SEED, pairs: 36, driftAfter: 3 });
       try {
         const file = join(dir, 'drift.json');
-        const r = await capture([
-          'eval',
-          '--base-url',
-          model.url,
-          '--model',
-          'scripted',
-          '--pairs',
-          '36',
-          '--seed',
-          String(SEED),
-          '--out',
-          file,
-        ]);
+        const r = await evalCli(model.url, 'scripted', 36, '--seed', String(SEED), '--out', file);
         expect(r.code).toBe(1);
         expect(r.err).toContain('eval aborted: provider drift');
         expect((JSON.parse(readFileSync(file, 'utf8')) as EvalResults).status).toBe('aborted');
@@ -245,36 +225,12 @@ describe('eval checkpoint, then the final', () => {
       const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72 });
       try {
         const checkpoint = join(dir, 'checkpoint.json');
-        const first = await capture([
-          'eval',
-          '--base-url',
-          model.url,
-          '--model',
-          'scripted',
-          '--pairs',
-          '36',
-          '--seed',
-          String(SEED + 1),
-          '--out',
-          checkpoint,
-        ]);
+        const first = await evalCli(model.url, 'scripted', 36, '--seed', String(SEED + 1), '--out', checkpoint);
         expect(first.code).toBe(0);
         expect(first.out).toMatch(/^VERDICT: withheld/);
         const sentBefore = model.bodies.length;
         const final = join(dir, 'final.json');
-        const second = await capture([
-          'eval',
-          '--base-url',
-          model.url,
-          '--model',
-          'scripted',
-          '--pairs',
-          '72',
-          '--resume',
-          checkpoint,
-          '--out',
-          final,
-        ]);
+        const second = await evalCli(model.url, 'scripted', 72, '--resume', checkpoint, '--out', final);
         if (second.code !== 0) throw new Error(`resume exited ${second.code}: ${second.err.slice(-600)}`);
         const a = JSON.parse(readFileSync(checkpoint, 'utf8')) as EvalResults;
         const b = JSON.parse(readFileSync(final, 'utf8')) as EvalResults;
@@ -296,43 +252,11 @@ describe('eval checkpoint, then the final', () => {
       const model = await startScriptedModel({ policy: 'honest', seed: SEED + 1, pairs: 72, driftAfter: 0 });
       try {
         const checkpoint = join(dir, 'checkpoint.json');
-        const other = await capture([
-          'eval',
-          '--base-url',
-          model.url,
-          '--model',
-          'other',
-          '--pairs',
-          '72',
-          '--resume',
-          checkpoint,
-        ]);
+        const other = await evalCli(model.url, 'other', 72, '--resume', checkpoint);
         expect([other.code, other.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
-        const seed = await capture([
-          'eval',
-          '--base-url',
-          model.url,
-          '--model',
-          'scripted',
-          '--pairs',
-          '72',
-          '--seed',
-          '5',
-          '--resume',
-          checkpoint,
-        ]);
+        const seed = await evalCli(model.url, 'scripted', 72, '--seed', '5', '--resume', checkpoint);
         expect([seed.code, seed.err]).toEqual([2, expect.stringContaining('differs from the resumed run')]);
-        const drift = await capture([
-          'eval',
-          '--base-url',
-          model.url,
-          '--model',
-          'scripted',
-          '--pairs',
-          '72',
-          '--resume',
-          checkpoint,
-        ]);
+        const drift = await evalCli(model.url, 'scripted', 72, '--resume', checkpoint);
         expect(drift.code).toBe(1);
         expect(drift.err).toContain('system_fingerprint changed from "fp_before" to "fp_after"');
         expect(model.bodies).toHaveLength(1);
@@ -446,19 +370,7 @@ describe('eval protocol', () => {
   it(
     '--dry-run prints the rule and the tokens a run sends, without a request',
     async () => {
-      const r = await capture([
-        'eval',
-        '--base-url',
-        'http://127.0.0.1:9/v1',
-        '--model',
-        'm',
-        '--pairs',
-        '36',
-        '--seed',
-        '3',
-        '--dry-run',
-        '--json',
-      ]);
+      const r = await evalCli('http://127.0.0.1:9/v1', 'm', 36, '--seed', '3', '--dry-run', '--json');
       expect(r.code).toBe(0);
       const e = JSON.parse(r.out) as {
         off_first_request_tokens: number;

@@ -4,44 +4,24 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { wrapAnthropic, wrapOpenAI } from '../../adapters/custom-loop/index.js';
 import { parseOutputCapError } from '../../src/budget/index.js';
 import { createTerminator } from '../../src/runtime.js';
-import type { Terminator } from '../../src/runtime-types.js';
-import { SERVED_MODELS, sentCap, startLimitsServer, type LimitsServer } from '../adapters/support/limits-server.js';
+import { useLimitsRig } from '../adapters/support/limits-rig.js';
+import { SERVED_MODELS, sentCap } from '../adapters/support/limits-server.js';
 
-let dir: string;
-let server: LimitsServer;
-let terminator: Terminator;
+const rig = useLimitsRig('tt-limits-loop-');
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tt-limits-loop-'));
-  server = await startLimitsServer();
-  terminator = await createTerminator({
-    env: {},
-    overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') },
-  });
-});
-afterAll(async () => {
-  await terminator.close();
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const openaiClient = (): OpenAI => new OpenAI({ apiKey: 'test', baseURL: `${server.url}/v1`, maxRetries: 0 });
+const openaiClient = (): OpenAI => new OpenAI({ apiKey: 'test', baseURL: `${rig.server.url}/v1`, maxRetries: 0 });
 const anthropicClient = (timeout?: number): Anthropic =>
-  new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0, ...(timeout === undefined ? {} : { timeout }) });
-
-/** The requests this call produced (the server is shared by the file). */
-async function sent<T>(call: () => Promise<T>): Promise<{ result: T; requests: LimitsServer['requests'] }> {
-  const before = server.requests.length;
-  const result = await call();
-  return { result, requests: server.requests.slice(before) };
-}
+  new Anthropic({
+    apiKey: 'test',
+    baseURL: rig.server.url,
+    maxRetries: 0,
+    ...(timeout === undefined ? {} : { timeout }),
+  });
 
 describe('the loopback provider enforces the real limits', () => {
   it("answers the issue's gpt-4o request with OpenAI's wording, and the retry parser reads it", async () => {
@@ -66,8 +46,8 @@ describe('README: wrapOpenAI chat.completions', () => {
   it.each(['gpt-4o', 'gpt-4.1', 'o3', 'deepseek-chat'])(
     '%s succeeds on the first request with a cap within the model limit',
     async (model) => {
-      const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: `readme-chat-${model}` });
-      const { result, requests } = await sent(() =>
+      const openai = wrapOpenAI(openaiClient(), rig.terminator, { sessionId: `readme-chat-${model}` });
+      const { result, requests } = await rig.sent(() =>
         openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Summarise the failing tests' }] }),
       );
       expect(result.choices[0]?.message.content).toBe('done');
@@ -81,11 +61,11 @@ describe('README: wrapOpenAI chat.completions', () => {
 
 describe("the issue's configuration", () => {
   it("route { model: 'gpt-4o', contextWindow: 128_000 } no longer sends ≈127k: the first request succeeds", async () => {
-    const openai = wrapOpenAI(openaiClient(), terminator, {
+    const openai = wrapOpenAI(openaiClient(), rig.terminator, {
       sessionId: 'issue-13',
       route: { model: 'gpt-4o', contextWindow: 128_000 },
     });
-    const { requests } = await sent(() =>
+    const { requests } = await rig.sent(() =>
       openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
     );
     expect(requests.map((r) => r.status)).toEqual([200]);
@@ -93,11 +73,11 @@ describe("the issue's configuration", () => {
   });
 
   it('route.outputCap bounds what is sent', async () => {
-    const openai = wrapOpenAI(openaiClient(), terminator, {
+    const openai = wrapOpenAI(openaiClient(), rig.terminator, {
       sessionId: 'issue-13-cap',
       route: { contextWindow: 128_000, outputCap: 8000 },
     });
-    const { requests } = await sent(() =>
+    const { requests } = await rig.sent(() =>
       openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
     );
     expect(sentCap(requests[0]!.body)).toBe(8000);
@@ -106,8 +86,8 @@ describe("the issue's configuration", () => {
 
 describe('README: wrapOpenAI responses', () => {
   it.each(['gpt-4o', 'gpt-4.1', 'o4-mini'])('%s succeeds on the first request', async (model) => {
-    const openai = wrapOpenAI(openaiClient(), terminator, { sessionId: `readme-responses-${model}` });
-    const { result, requests } = await sent(() =>
+    const openai = wrapOpenAI(openaiClient(), rig.terminator, { sessionId: `readme-responses-${model}` });
+    const { result, requests } = await rig.sent(() =>
       openai.responses.create({ model, input: 'Summarise the failing tests' }),
     );
     expect(result.output_text).toBe('done');
@@ -120,8 +100,8 @@ describe('README: wrapAnthropic messages', () => {
   it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])(
     '%s succeeds on the first request',
     async (model) => {
-      const anthropic = wrapAnthropic(anthropicClient(), terminator, { sessionId: `readme-anthropic-${model}` });
-      const { result, requests } = await sent(() =>
+      const anthropic = wrapAnthropic(anthropicClient(), rig.terminator, { sessionId: `readme-anthropic-${model}` });
+      const { result, requests } = await rig.sent(() =>
         anthropic.messages.create({
           model,
           max_tokens: 16_384,
@@ -139,8 +119,8 @@ describe('README: wrapAnthropic messages', () => {
     async (model) => {
       // An explicit timeout is how the SDK allows a long non-streaming request.
       const client = anthropicClient(600_000);
-      const anthropic = wrapAnthropic(client, terminator, { sessionId: `ceiling-${model}` });
-      const { requests } = await sent(() =>
+      const anthropic = wrapAnthropic(client, rig.terminator, { sessionId: `ceiling-${model}` });
+      const { requests } = await rig.sent(() =>
         anthropic.messages.create({ model, max_tokens: 100_000, messages: [{ role: 'user', content: 'hi' }] }),
       );
       expect(requests.map((r) => r.status)).toEqual([200]);
@@ -154,13 +134,13 @@ describe('the retry path', () => {
     await using wrong = await createTerminator({
       env: {},
       overrides: {
-        dbPath: join(dir, 'wrong.sqlite3'),
+        dbPath: join(rig.dir, 'wrong.sqlite3'),
         ledger: false,
         modelLimits: { 'gpt-4o': { maxOutputTokens: 50_000 } },
       },
     });
     const openai = wrapOpenAI(openaiClient(), wrong, { sessionId: 'retry' });
-    const { result, requests } = await sent(() =>
+    const { result, requests } = await rig.sent(() =>
       openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
     );
     expect(result.choices[0]?.message.content).toBe('done');
@@ -175,7 +155,7 @@ describe('the retry path', () => {
       await using wrong = await createTerminator({
         env: {},
         overrides: {
-          dbPath: join(dir, `wrong-${model}.sqlite3`),
+          dbPath: join(rig.dir, `wrong-${model}.sqlite3`),
           ledger: false,
           modelLimits: { [model]: { maxOutputTokens: 90_000 } },
         },
@@ -194,7 +174,7 @@ describe('the retry path', () => {
                 max_tokens: 90_000,
                 messages: [{ role: 'user', content: 'hi' }],
               });
-      const { requests } = await sent(call);
+      const { requests } = await rig.sent(call);
       expect(requests.map((r) => r.status)).toEqual([400, 200]);
       expect(sentCap(requests[1]!.body)).toBe(limit);
     },

@@ -6,44 +6,24 @@
 import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
 import { createAgent } from 'langchain';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tokenTerminatorMiddleware } from '../../adapters/langgraph/index.js';
-import { createTerminator } from '../../src/runtime.js';
-import type { Terminator } from '../../src/runtime-types.js';
-import { SERVED_MODELS, sentCap, startLimitsServer, type LimitsServer } from '../adapters/support/limits-server.js';
+import { useLimitsRig } from '../adapters/support/limits-rig.js';
+import { SERVED_MODELS, sentCap, type LimitsServer } from '../adapters/support/limits-server.js';
 
-let dir: string;
-let server: LimitsServer;
-let terminator: Terminator;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tt-limits-lg-'));
-  server = await startLimitsServer();
-  terminator = await createTerminator({
-    env: {},
-    overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') },
-  });
-});
-afterAll(async () => {
-  await terminator.close();
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const rig = useLimitsRig('tt-limits-lg-');
 
 async function invoke(
   model: ChatOpenAI | ChatAnthropic,
   thread: string,
 ): Promise<{ answer: unknown; requests: LimitsServer['requests'] }> {
-  const before = server.requests.length;
-  const agent = createAgent({ model, tools: [], middleware: [tokenTerminatorMiddleware(terminator)] });
+  const before = rig.server.requests.length;
+  const agent = createAgent({ model, tools: [], middleware: [tokenTerminatorMiddleware(rig.terminator)] });
   const state = await agent.invoke(
     { messages: [{ role: 'user', content: 'Summarise the failing tests' }] },
     { configurable: { thread_id: thread } },
   );
-  return { answer: state.messages.at(-1)?.content, requests: server.requests.slice(before) };
+  return { answer: state.messages.at(-1)?.content, requests: rig.server.requests.slice(before) };
 }
 
 describe('README: LangChain createAgent + tokenTerminatorMiddleware', () => {
@@ -52,7 +32,7 @@ describe('README: LangChain createAgent + tokenTerminatorMiddleware', () => {
       model: name,
       apiKey: 'test',
       maxRetries: 0,
-      configuration: { baseURL: `${server.url}/v1` },
+      configuration: { baseURL: `${rig.server.url}/v1` },
     });
     const { answer, requests } = await invoke(model, `lg-${name}`);
     expect(answer).toBe('done');
@@ -65,7 +45,7 @@ describe('README: LangChain createAgent + tokenTerminatorMiddleware', () => {
   it.each(['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'])(
     'ChatAnthropic %s succeeds on the first request',
     async (name) => {
-      const model = new ChatAnthropic({ model: name, apiKey: 'test', maxRetries: 0, anthropicApiUrl: server.url });
+      const model = new ChatAnthropic({ model: name, apiKey: 'test', maxRetries: 0, anthropicApiUrl: rig.server.url });
       const { answer, requests } = await invoke(model, `lg-${name}`);
       expect(answer).toBe('done');
       expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
@@ -78,7 +58,7 @@ describe('README: LangChain createAgent + tokenTerminatorMiddleware', () => {
       model: 'claude-opus-4-1',
       apiKey: 'test',
       maxRetries: 0,
-      anthropicApiUrl: server.url,
+      anthropicApiUrl: rig.server.url,
       maxTokens: 64_000,
       clientOptions: { timeout: 600_000 },
     });

@@ -5,42 +5,22 @@
  */
 import { Agent, OpenAIProvider, Runner, setTracingDisabled } from '@openai/agents';
 import OpenAI from 'openai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createAgentsAdapter } from '../../adapters/openai-agents/index.js';
-import { createTerminator } from '../../src/runtime.js';
-import type { Terminator } from '../../src/runtime-types.js';
-import { SERVED_MODELS, sentCap, startLimitsServer, type LimitsServer } from '../adapters/support/limits-server.js';
+import { useLimitsRig } from '../adapters/support/limits-rig.js';
+import { SERVED_MODELS, sentCap, type LimitsServer } from '../adapters/support/limits-server.js';
 
-let dir: string;
-let server: LimitsServer;
-let terminator: Terminator;
-
-beforeAll(async () => {
-  setTracingDisabled(true);
-  dir = mkdtempSync(join(tmpdir(), 'tt-limits-agents-'));
-  server = await startLimitsServer();
-  terminator = await createTerminator({
-    env: {},
-    overrides: { dbPath: join(dir, 'vault.sqlite3'), ledgerPath: join(dir, 'ledger.sqlite3') },
-  });
-});
-afterAll(async () => {
-  await terminator.close();
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => setTracingDisabled(true));
+const rig = useLimitsRig('tt-limits-agents-');
 
 async function runOnce(
   model: string,
   useResponses: boolean,
   maxTokens?: number,
 ): Promise<{ output: unknown; requests: LimitsServer['requests'] }> {
-  const before = server.requests.length;
-  const tt = createAgentsAdapter(terminator);
-  const openAIClient = new OpenAI({ apiKey: 'test', baseURL: `${server.url}/v1`, maxRetries: 0 });
+  const before = rig.server.requests.length;
+  const tt = createAgentsAdapter(rig.terminator);
+  const openAIClient = new OpenAI({ apiKey: 'test', baseURL: `${rig.server.url}/v1`, maxRetries: 0 });
   const runner = new Runner({
     modelProvider: tt.wrapModelProvider(new OpenAIProvider({ openAIClient, useResponses })),
   });
@@ -54,7 +34,7 @@ async function runOnce(
     context: { sessionId: `agents-${model}` },
     ...tt.runOptions(),
   });
-  return { output: result.finalOutput, requests: server.requests.slice(before) };
+  return { output: result.finalOutput, requests: rig.server.requests.slice(before) };
 }
 
 describe('README: OpenAI Agents JS Runner + createAgentsAdapter', () => {

@@ -11,7 +11,7 @@ import { tenantOf } from '../../adapters/proxy/index.js';
 import type { StepContext } from '../../src/step.js';
 import { openLedger } from '../../src/telemetry/ledger.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
-import { firstArtifact, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
+import { recoveryCall, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
 import { chat } from '../proxy/support/upstream.js';
 
 let h: Harness | undefined;
@@ -54,17 +54,7 @@ describe('proxy context and figures', () => {
   });
 
   it('records one metric row per client request whose sent size includes the recovery round', async () => {
-    h = await startHarness((r, i) =>
-      i === 0
-        ? chat.calls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : chat.text('ok'),
-    );
+    h = await startHarness((r, i) => (i === 0 ? chat.calls([recoveryCall(r.json)]) : chat.text('ok')));
     await new OpenAI({ apiKey: 'sk-figures', baseURL: `${h.url}/v1`, maxRetries: 0 }).chat.completions.create({
       model: 'gpt-4o',
       messages: history(),
@@ -80,17 +70,7 @@ describe('proxy context and figures', () => {
   });
 
   it('writes the experiment ledger after the answer, one turn per client request, tokens net of recovery, and keeps the key out of it', async () => {
-    h = await startHarness((r, i) =>
-      i === 0
-        ? chat.calls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : chat.text('ok'),
-    );
+    h = await startHarness((r, i) => (i === 0 ? chat.calls([recoveryCall(r.json)]) : chat.text('ok')));
     const client = new OpenAI({
       apiKey: 'sk-ledger-key',
       baseURL: `${h.url}/v1`,

@@ -7,7 +7,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { firstArtifact, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
+import { recoveryCall, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
 import { anthropic, chat, responses, type Recorded } from '../proxy/support/upstream.js';
 
 // Under TOKEN_TERMINATOR_MAX_INLINE_CHARS, so the recovered exchange is shown again as it is.
@@ -56,17 +56,7 @@ function recoveredChat(r: Recorded): string {
 
 describe('proxy recovery: Chat Completions', () => {
   it('sends a receipt and the recovery tool upstream, answers the call from the vault, and returns only the final answer', async () => {
-    h = await startHarness((r, i) =>
-      i === 0
-        ? chat.calls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : chat.text('1500 tests pass.'),
-    );
+    h = await startHarness((r, i) => (i === 0 ? chat.calls([recoveryCall(r.json)]) : chat.text('1500 tests pass.')));
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const completion = await client.chat.completions.create({
       model: 'gpt-4o',
@@ -89,15 +79,7 @@ describe('proxy recovery: Chat Completions', () => {
 
   it('streams the final answer around the recovery round and never shows the recovery call', async () => {
     h = await startHarness((r, i) =>
-      i === 0
-        ? chat.streamCalls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : chat.streamText(['1500 ', 'tests ', 'pass.']),
+      i === 0 ? chat.streamCalls([recoveryCall(r.json)]) : chat.streamText(['1500 ', 'tests ', 'pass.']),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const stream = await client.chat.completions.create({
@@ -126,15 +108,7 @@ describe('proxy recovery: Chat Completions', () => {
 
   it('shows the recovered exchange again at the same place in the next request of the conversation', async () => {
     h = await startHarness((r, i) =>
-      i === 0
-        ? chat.calls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : chat.text(i === 1 ? 'done' : 'again'),
+      i === 0 ? chat.calls([recoveryCall(r.json)]) : chat.text(i === 1 ? 'done' : 'again'),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const history = chatHistory();
@@ -159,14 +133,7 @@ describe('proxy recovery: a turn that also calls the client tools', () => {
   it('gives the client its own calls only, and shows the answered recovery before that turn next time', async () => {
     h = await startHarness((r, i) =>
       i === 0
-        ? chat.calls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-            { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } },
-          ])
+        ? chat.calls([recoveryCall(r.json), { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } }])
         : chat.text('ok'),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
@@ -220,15 +187,7 @@ describe('proxy recovery: Responses', () => {
 
   it('answers the recovery call and returns the final response', async () => {
     h = await startHarness((r, i) =>
-      i === 0
-        ? responses.reply([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : responses.reply([{ text: 'All pass.' }], 'resp-final'),
+      i === 0 ? responses.reply([recoveryCall(r.json)]) : responses.reply([{ text: 'All pass.' }], 'resp-final'),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const response = await client.responses.create({
@@ -246,14 +205,7 @@ describe('proxy recovery: Responses', () => {
   it('streams the final answer with one response.created and renumbered events', async () => {
     h = await startHarness((r, i) =>
       i === 0
-        ? responses.stream([
-            { text: 'Checking. ' },
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
+        ? responses.stream([{ text: 'Checking. ' }, recoveryCall(r.json)])
         : responses.stream([{ text: 'All pass.' }], 'resp-final'),
     );
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
@@ -300,17 +252,7 @@ describe('proxy recovery: Anthropic Messages', () => {
   };
 
   it('answers the recovery call and returns the final message', async () => {
-    h = await startHarness((r, i) =>
-      i === 0
-        ? anthropic.calls([
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
-        : anthropic.text('All pass.'),
-    );
+    h = await startHarness((r, i) => (i === 0 ? anthropic.calls([recoveryCall(r.json)]) : anthropic.text('All pass.')));
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: h.url, maxRetries: 0 });
     const message = await client.messages.create({
       model: 'claude-sonnet-4-5',
@@ -333,14 +275,7 @@ describe('proxy recovery: Anthropic Messages', () => {
   it('streams the final message with consistent block indices', async () => {
     h = await startHarness((r, i) =>
       i === 0
-        ? anthropic.stream([
-            { text: 'Checking. ' },
-            {
-              id: 'tt-1',
-              name: 'token_terminator',
-              args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
-            },
-          ])
+        ? anthropic.stream([{ text: 'Checking. ' }, recoveryCall(r.json)])
         : anthropic.stream([{ text: 'All pass.' }]),
     );
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: h.url, maxRetries: 0 });

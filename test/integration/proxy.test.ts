@@ -239,31 +239,24 @@ describe('upstream failures reach the client as the upstream sent them', () => {
 
   it('a connection reset, before the answer or in the middle of a stream, reaches the client as a connection error', async () => {
     for (const failure of ['reset', 'reset-mid'] as const) {
+      /** What the client's call to `url` ends in: the error it throws, or 'no error'. */
+      const outcome = (url: string): Promise<unknown> =>
+        clients(url)
+          .chat.completions.create({
+            model: 'gpt-4o',
+            messages: [{ role: 'user', content: 'x' }],
+            stream: failure === 'reset-mid',
+          })
+          .then(async (s) => {
+            if (failure === 'reset-mid') for await (const _ of s as AsyncIterable<unknown>) void _;
+            return 'no error';
+          })
+          .catch((e: unknown) => e);
       const viaProxy = await startHarness(() => failure);
       direct = await startUpstream(() => failure);
       try {
-        const through = await clients(viaProxy.url)
-          .chat.completions.create({
-            model: 'gpt-4o',
-            messages: [{ role: 'user', content: 'x' }],
-            stream: failure === 'reset-mid',
-          })
-          .then(async (s) => {
-            if (failure === 'reset-mid') for await (const _ of s as AsyncIterable<unknown>) void _;
-            return 'no error';
-          })
-          .catch((e: unknown) => e);
-        const straight = await clients(direct.url)
-          .chat.completions.create({
-            model: 'gpt-4o',
-            messages: [{ role: 'user', content: 'x' }],
-            stream: failure === 'reset-mid',
-          })
-          .then(async (s) => {
-            if (failure === 'reset-mid') for await (const _ of s as AsyncIterable<unknown>) void _;
-            return 'no error';
-          })
-          .catch((e: unknown) => e);
+        const through = await outcome(viaProxy.url);
+        const straight = await outcome(direct.url);
         expect(through).not.toBe('no error');
         expect((through as Error).constructor).toBe((straight as Error).constructor);
       } finally {

@@ -66,6 +66,16 @@ const lcTool = tool(async () => BIG, {
   schema: { type: 'object', properties: {} } as never,
 });
 
+/** One LangChain agent run over `model` with the search tool and the middleware on `t`, in thread `thread`. */
+async function runAgent(t: Terminator, model: ScriptedChatModel, thread: string) {
+  const agent = createAgent({
+    model,
+    tools: [lcTool],
+    middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })],
+  });
+  return agent.invoke({ messages: [{ role: 'user', content: 'go' }] }, { configurable: { thread_id: thread } });
+}
+
 describe('LangChain middleware with createTerminator', () => {
   it('caps the model and recovers exact vaulted content through the recovery tool', async () => {
     const t = await real();
@@ -87,15 +97,7 @@ describe('LangChain middleware with createTerminator', () => {
       log,
       cursor: { i: 0 },
     });
-    const agent = createAgent({
-      model,
-      tools: [lcTool],
-      middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })],
-    });
-    const result = await agent.invoke(
-      { messages: [{ role: 'user', content: 'go' }] },
-      { configurable: { thread_id: 'real-1' } },
-    );
+    const result = await runAgent(t, model, 'real-1');
     const recovered = result.messages.find((m) => ToolMessage.isInstance(m))!;
     expect((JSON.parse(String(recovered.content)) as { content: string }).content).toBe(BIG);
     for (const call of log) {
@@ -114,15 +116,7 @@ describe('LangChain middleware with createTerminator', () => {
         log,
         cursor: { i: 0 },
       });
-      const agent = createAgent({
-        model,
-        tools: [lcTool],
-        middleware: [tokenTerminatorMiddleware(t, { route: { model: 'gpt-4o', contextWindow: WINDOW } })],
-      });
-      const result = await agent.invoke(
-        { messages: [{ role: 'user', content: 'go' }] },
-        { configurable: { thread_id: 'broken' } },
-      );
+      const result = await runAgent(t, model, 'broken');
       expect(log[1]!.messages.find((m) => m.type === 'tool')!.content).toBe(BIG);
       expect(result.messages.at(-1)!.content).toBe('ok');
     },

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { firstValueFrom, from, lastValueFrom, Subject, toArray } from 'rxjs';
+import { from, lastValueFrom, Subject, toArray } from 'rxjs';
 import { capOutputBudget, createPressure, type CapOutputBudgetOptions } from '../../operators/cap-output-budget.js';
 import {
   BudgetCounterError,
@@ -12,7 +12,7 @@ import {
 import { ConfigError } from '../../src/errors.js';
 import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';
 import { deepFreeze, firstDifference } from '../../src/testing/index.js';
-import { closedPortUrl, TokenizeServer } from '../budget/helpers.js';
+import { closedPortUrl, runCap as run, TokenizeServer } from '../budget/helpers.js';
 
 type Format = 'chat' | 'responses' | 'anthropic';
 
@@ -38,15 +38,6 @@ const failingCounter: BudgetCounter = {
   exact: true,
   countRequest: () => Promise.reject(new BudgetCounterError('timeout', 'x')),
 };
-
-async function run(
-  options: CapOutputBudgetOptions,
-  request: ProviderRequest,
-  route?: Route,
-): Promise<Step<ProviderRequest>> {
-  const step = createStep(request, { sessionId: 's', ...(route !== undefined && { route }) });
-  return firstValueFrom(from([step]).pipe(capOutputBudget(options)));
-}
 
 function capFieldsIn(request: ProviderRequest): Array<[string, unknown]> {
   const extra = request['extra_body'] as Record<string, unknown> | undefined;

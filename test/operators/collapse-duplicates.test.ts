@@ -6,7 +6,6 @@ import { TestScheduler } from 'rxjs/testing';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { case3Request, case4Request } from '../../src/cli/bench/request-cases.js';
 import { evidenceText } from '../../src/compile/evidence.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { parseReceipt } from '../../src/receipts/index.js';
 import { diagnosticLines } from '../../src/replay/diagnostics.js';
@@ -23,10 +22,11 @@ import {
   requestStream,
   testInvariants,
   withDeps,
-  type InvariantName,
   type RequestOptions,
+  faultyVault,
 } from '../../src/testing/index.js';
 import { allStrings, recover, runAll } from '../compile/helpers.js';
+import { propertyDeps, REQUEST_INVARIANTS } from '../support/properties.js';
 
 const ART = 'diagnostic evidence line\n'.repeat(200); // 5000 chars
 const contentAt = (r: ProviderRequest, i: number): unknown => (r['messages'] as { content?: unknown }[])[i]!.content;
@@ -265,14 +265,7 @@ describe('collapseDuplicates — unit', () => {
   });
 
   it('leaves an output inline when the vault cannot store it', async () => {
-    const broken = new Proxy(vault, {
-      get: (t, k) =>
-        k === 'put'
-          ? async () => {
-              throw new Error('disk');
-            }
-          : Reflect.get(t, k, t),
-    });
+    const broken = faultyVault(vault, { failOn: ['put'] });
     const req = case4Request('other evidence\n'.repeat(200));
     const [out] = await runAll(collapseDuplicates({ vault: broken, minArtifactChars: 1000 }), [
       [req, { sessionId: 'broken', requestId: '1' }],
@@ -384,28 +377,14 @@ describe('collapseDuplicates — unit', () => {
   });
 });
 
-// Created at load time: the kit registers its properties with the vault they run against.
-const propertyVault = await createVault({ path: ':memory:' });
+const properties = await propertyDeps();
 
 describe('collapseDuplicates — properties', () => {
-  const vault = propertyVault;
-  const counter = createTiktokenCounter('o200k_base');
-  afterAll(async () => {
-    counter.dispose?.();
-    await vault.close();
-  });
+  const { vault, counter } = properties;
   // Low thresholds so most generated outputs are large enough to receipt or show as a bounded view;
   // a hostile tool name checks the receipt label.
   const shapes: RequestOptions = { maxTurns: 5, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
   const lowThresholds = { minArtifactChars: 200, maxInlineChars: 400, inlineViewChars: 200 };
-  const INVARIANTS: InvariantName[] = [
-    'unchanged-or-smaller',
-    'never-mutates',
-    'recovers-exactly',
-    'fails-open',
-    'releases-on-unsubscribe',
-    'valid-roles',
-  ];
 
   describe('kit invariants (successive requests of one session)', () => {
     const op = withDeps<ProviderRequest>(({ vault: v, counter: c }) =>
@@ -415,7 +394,7 @@ describe('collapseDuplicates — properties', () => {
       vault,
       counter,
       inputs: requestStream({ ...shapes, maxLength: 3 }),
-      only: [...INVARIANTS, 'prefix-kept', 'actions-kept', 'no-dangling-reference'],
+      only: [...REQUEST_INVARIANTS, 'prefix-kept', 'actions-kept', 'no-dangling-reference'],
       params: { numRuns: 20 },
     });
   });

@@ -4,7 +4,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
-import { canonicalJson, createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
+import { canonicalJson, serializedChars } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { parseReceipt, referencedArtifacts } from '../../src/receipts/index.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
@@ -25,10 +25,11 @@ import {
   roleProblems,
   testInvariants,
   withDeps,
-  type InvariantName,
   type RequestOptions,
+  faultyVault,
 } from '../../src/testing/index.js';
 import { allStrings, recover, runAll, type RequestOp } from '../compile/helpers.js';
+import { propertyDeps, REQUEST_INVARIANTS } from '../support/properties.js';
 
 type Msg = Record<string, unknown>;
 const messagesOf = (r: ProviderRequest): Msg[] => r['messages'] as Msg[];
@@ -302,14 +303,7 @@ describe('compileRequest — unit', () => {
   });
 
   it('leaves outputs inline when the vault fails, and validates options when built', async () => {
-    const broken = new Proxy(vault, {
-      get: (t, k) =>
-        k === 'put'
-          ? async () => {
-              throw new Error('disk');
-            }
-          : Reflect.get(t, k, t),
-    });
+    const broken = faultyVault(vault, { failOn: ['put'] });
     const session = agentLoop(4);
     const outs = await runAll(compileRequest({ vault: broken, minVaultChars: 500 }), contexts(session, 'broken'));
     outs.forEach((o, i) => expect(o.value).toBe(session[i]));
@@ -340,16 +334,10 @@ describe('compileRequest — unit', () => {
   });
 });
 
-// Created at load time: the kit registers its properties with the vault they run against.
-const propertyVault = await createVault({ path: ':memory:' });
+const properties = await propertyDeps();
 
 describe('request chain — properties (all three formats)', () => {
-  const vault = propertyVault;
-  const counter = createTiktokenCounter('o200k_base');
-  afterAll(async () => {
-    counter.dispose?.();
-    await vault.close();
-  });
+  const { vault, counter } = properties;
   let run = 0;
   // The stages get the exact counter the properties check tokens with (the acceptance gate's token half).
   const build =
@@ -372,18 +360,16 @@ describe('request chain — properties (all three formats)', () => {
     s.decisions.some((d) => d.stage === 'compileRequest' && d.reason.includes('new batch'));
 
   describe('kit invariants', () => {
-    const INVARIANTS: InvariantName[] = [
-      'unchanged-or-smaller',
-      'never-mutates',
-      'recovers-exactly',
-      'fails-open',
-      'releases-on-unsubscribe',
-      'valid-roles',
-    ];
     testInvariants(
       test,
       withDeps<ProviderRequest>(({ vault: v, counter: c }) => build(v, c)),
-      { vault, counter, inputs: requestStream({ ...shapes, maxLength: 2 }), only: INVARIANTS, params: { numRuns: 20 } },
+      {
+        vault,
+        counter,
+        inputs: requestStream({ ...shapes, maxLength: 2 }),
+        only: REQUEST_INVARIANTS,
+        params: { numRuns: 20 },
+      },
     );
     // Renderings change only where a new batch was taken (the newest output of the previous request
     // becoming a digest is such a batch).

@@ -11,10 +11,11 @@ import { readArtifact } from '../../src/compact/receipt.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import type { ToolResult } from '../../src/step.js';
-import { deepFreeze, faultyVault, testInvariants, withDeps, type InvariantName } from '../../src/testing/index.js';
+import { deepFreeze, faultyVault, testInvariants, withDeps } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import { result, runOp } from './tool-helpers.js';
+import { propertyDeps, TOOL_INVARIANTS } from '../support/properties.js';
 
 let dir: string;
 let counter: TokenCounter;
@@ -185,15 +186,10 @@ describe('deltaRepeatedOutput', () => {
   });
 });
 
-// Created at load time: the kit registers its properties with the vault they run against.
-const propertyVault = await createVault({ path: ':memory:' });
+const properties = await propertyDeps();
 
 describe('deltaRepeatedOutput — properties', () => {
-  const propertyCounter = createTiktokenCounter('o200k_base');
-  afterAll(async () => {
-    propertyCounter.dispose?.();
-    await propertyVault.close();
-  });
+  const { vault: propertyVault, counter: propertyCounter } = properties;
   // Re-runs of one command whose 300-line listing does not factor, with a few lines replaced,
   // inserted or deleted between runs: every run after the first is a delta candidate.
   const base = listing().split('\n');
@@ -215,13 +211,6 @@ describe('deltaRepeatedOutput — properties', () => {
         return result('terminal', lines.join('\n'), { command: 'ls -l /srv/data', cwd: '/srv' });
       }),
     );
-  const INVARIANTS: InvariantName[] = [
-    'unchanged-or-smaller',
-    'never-mutates',
-    'recovers-exactly',
-    'fails-open',
-    'releases-on-unsubscribe',
-  ];
   const op = withDeps<ToolResult>(({ vault, counter: c }) =>
     deltaRepeatedOutput({ vault, ...(c === undefined ? {} : { counter: c }) }),
   );
@@ -231,7 +220,7 @@ describe('deltaRepeatedOutput — properties', () => {
     vault: propertyVault,
     counter: propertyCounter,
     inputs: reruns,
-    only: INVARIANTS,
+    only: TOOL_INVARIANTS,
     params: { numRuns: 25 },
   });
 

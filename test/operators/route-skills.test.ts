@@ -1,9 +1,9 @@
-import { afterAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { TestScheduler } from 'rxjs/testing';
 import { routeSkills } from '../../operators/route-skills.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
-import { createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
+import { serializedChars } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { findCatalogs } from '../../src/compile/skill-catalog.js';
 import {
@@ -13,11 +13,10 @@ import {
   requestStream,
   testInvariants,
   withDeps,
-  type InvariantName,
 } from '../../src/testing/index.js';
-import { createVault } from '../../src/vault/index.js';
 import { runAll } from '../compile/helpers.js';
 import { DISCOVERY_TOOLS, SKILL_PROMPT, skillCatalogText } from './skill-fixture.js';
+import { propertyDeps, REQUEST_INVARIANTS } from '../support/properties.js';
 
 const ctx = { sessionId: 's' };
 const chat = (
@@ -178,28 +177,21 @@ describe('routeSkills — unit', () => {
   });
 });
 
-// Created at load time: the kit registers its properties with the vault they run against.
-const propertyVault = await createVault({ path: ':memory:' });
+const properties = await propertyDeps();
 
 describe('routeSkills — properties', () => {
-  const counter = createTiktokenCounter('o200k_base');
-  afterAll(async () => {
-    counter.dispose?.();
-    await propertyVault.close();
-  });
+  const { vault: propertyVault, counter } = properties;
 
   describe('kit invariants (generated catalogs, prompts and discovery tools in three formats)', () => {
-    const INVARIANTS: InvariantName[] = [
-      'unchanged-or-smaller',
-      'never-mutates',
-      'recovers-exactly',
-      'fails-open',
-      'releases-on-unsubscribe',
-      'valid-roles',
-    ];
     const op = withDeps<ProviderRequest>(({ counter: c }) => routeSkills(c === undefined ? {} : { counter: c }));
     const inputs = requestStream({ maxLength: 2, skills: 'always', sizes: ['tiny'] });
-    testInvariants(test, op, { vault: propertyVault, counter, inputs, only: INVARIANTS, params: { numRuns: 20 } });
+    testInvariants(test, op, {
+      vault: propertyVault,
+      counter,
+      inputs,
+      only: REQUEST_INVARIANTS,
+      params: { numRuns: 20 },
+    });
 
     it('routes some of the generated catalogs (the properties are not vacuous)', async () => {
       let applied = 0;

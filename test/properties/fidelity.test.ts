@@ -6,17 +6,15 @@
  * (outputs up to 6,000 chars) get bounded views, digests and receipts.
  */
 import { from, lastValueFrom, toArray } from 'rxjs';
-import { afterAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import type { Mode } from '../../src/config/types.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest, writeSlots } from '../../src/model/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type ToolResult } from '../../src/step.js';
-import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import {
   actionsOf,
@@ -31,13 +29,9 @@ import {
   type RequestOptions,
   type WireFormat,
 } from '../../src/testing/index.js';
+import { propertyDeps } from '../support/properties.js';
 
-const vault = await createVault({ path: ':memory:' });
-const counter = createTiktokenCounter('o200k_base');
-afterAll(async () => {
-  counter.dispose?.();
-  await vault.close();
-});
+const { vault, counter } = await propertyDeps();
 
 // Function-calling and text-protocol agents (fenced ```bash blocks, observations in user messages).
 const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], protocol: 'both' };

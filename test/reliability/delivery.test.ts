@@ -10,7 +10,6 @@
  * pins were released elsewhere are delivered again before reuse, and after the vault file is
  * damaged under an open vault the duplicate collapse stops handing out receipts.
  */
-import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,6 +19,7 @@ import { createVault } from '../../src/vault/index.js';
 import type { PutInput, StoreScope, Vault } from '../../src/vault/types.js';
 import { buildWorkload } from '../fixtures/reliability/workload.js';
 import {
+  corruptUnderOpenVault,
   checkResults,
   firstLine,
   receiptIds,
@@ -215,16 +215,7 @@ describe('delivery is the commit point (two processes on one vault)', () => {
     try {
       const first = await tt.reduceRequest(request(0), { sessionId: 'dup', requestId: 'r0' });
       expect(receiptIds(first.value).length).toBeGreaterThan(0); // the earlier copy became a receipt
-      // Damage the file as another process would: write and checkpoint through a second connection
-      // (the open connection's page cache is then stale), then overwrite every page after the header.
-      const other = new Database(path);
-      other.prepare('UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)').run();
-      other.pragma('wal_checkpoint(TRUNCATE)');
-      other.close();
-      const size = statSync(path).size;
-      const fd = openSync(path, 'r+');
-      writeSync(fd, Buffer.alloc(size - 4096, 0x5a), 0, size - 4096, 4096);
-      closeSync(fd);
+      corruptUnderOpenVault(path);
       let receipts = 0;
       for (let t = 1; t <= 10; t++) {
         const out = await tt.reduceRequest(request(t), { sessionId: 'dup', requestId: `r${t}` });

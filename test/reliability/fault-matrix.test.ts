@@ -8,7 +8,6 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
 import type { Decision, ToolCall } from '../../src/step.js';
@@ -23,6 +22,7 @@ import pg from 'pg';
 import { pgCtl, startCluster, stopCluster, type Cluster } from '../support/postgres.js';
 import { buildWorkload } from '../fixtures/reliability/workload.js';
 import {
+  corruptUnderOpenVault,
   RTK_STUB,
   canChattr,
   canMount,
@@ -352,16 +352,7 @@ describe('vault faults', () => {
     const db = join(cellDir(), 'vault.sqlite3');
     await using tt = await open(db);
     for (let i = 0; i < 8; i++) await tt.vault.put({ content: `older evidence ${i} `.repeat(2000) });
-    // Another connection writes and checkpoints (our connection's page cache becomes stale),
-    // then the pages after the header are overwritten.
-    const other = new Database(db);
-    other.prepare('UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)').run();
-    other.pragma('wal_checkpoint(TRUNCATE)');
-    other.close();
-    const size = statSync(db).size;
-    const fd = openSync(db, 'r+');
-    writeSync(fd, Buffer.alloc(size - 4096, 0x5a), 0, size - 4096, 4096);
-    closeSync(fd);
+    corruptUnderOpenVault(db);
     const results = await checkCell('corrupted file after open', 'pages overwritten under an open vault', tt, {
       failedOpenIn: ['tool_result', 'request'],
       passThrough: ['tool_result'],

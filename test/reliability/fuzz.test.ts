@@ -15,6 +15,7 @@ import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { routeSkills } from '../../operators/route-skills.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
+import { RECOVERY_ACTIONS } from '../../src/recovery/schema.js';
 import { serializedChars } from '../../src/measure/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
@@ -363,18 +364,7 @@ describe('each operator on its own', () => {
 
 describe('the recovery tool handler', () => {
   it('answers every argument value with JSON (an error result for anything outside the schema), never a throw', async () => {
-    const actions = fc.constantFrom(
-      'status',
-      'artifact_get',
-      'artifact_peek',
-      'artifact_find',
-      'artifact_search',
-      'working_state_apply',
-      'working_state_get',
-      'delete',
-      'ARTIFACT_GET',
-      '',
-    );
+    const actions = fc.constantFrom(...RECOVERY_ACTIONS, 'delete', 'ARTIFACT_GET', '');
     const args = fc.oneof(
       fc.jsonValue(),
       fc.string({ maxLength: 60 }),

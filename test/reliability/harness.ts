@@ -6,7 +6,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,22 @@ export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url))
 export const CLI = join(repoRoot, 'bin', 'token-terminator.js');
 export const RTK_STUB = join(repoRoot, 'test', 'fixtures', 'rtk', 'rtk');
 export const fixture = (name: string): string => join(repoRoot, 'test', 'fixtures', 'reliability', name);
+
+/**
+ * Damage a vault file under an open connection, as another process would: write and checkpoint
+ * through a second connection (the open connection's page cache is then stale), then overwrite
+ * every page after the header.
+ */
+export function corruptUnderOpenVault(path: string): void {
+  const other = new Database(path);
+  other.prepare('UPDATE vault_meta SET value = value WHERE key = (SELECT key FROM vault_meta LIMIT 1)').run();
+  other.pragma('wal_checkpoint(TRUNCATE)');
+  other.close();
+  const size = statSync(path).size;
+  const fd = openSync(path, 'r+');
+  writeSync(fd, Buffer.alloc(size - 4096, 0x5a), 0, size - 4096, 4096);
+  closeSync(fd);
+}
 
 /** A fresh temp directory and its cleanup. */
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {

@@ -6,18 +6,18 @@
  * replica issued is recovered exactly by the other. The session is derived by both from the
  * conversation itself (no session header), so the replicas also agree on who it belongs to.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { freshSchema } from '../support/postgres.js';
 import { testRunOutput } from '../proxy/support/harness.js';
 import { chat, startUpstream, type Recorded, type Reply } from '../proxy/support/upstream.js';
+import { spawnProxy, stopProcess } from '../support/proxy-process.js';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-replicas-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -27,44 +27,12 @@ async function startReplica(
   dbUrl: string,
   name: string,
 ): Promise<{ url: string; child: ChildProcess; stderr: () => string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/cli/main.ts',
-      'proxy',
-      '--port',
-      '0',
-      '--upstream',
-      upstream,
-      '--db-url',
-      dbUrl,
-      '--quiet',
-    ],
-    {
-      cwd: ROOT,
-      env: { PATH: process.env['PATH'] ?? '', HOME: join(dir, name), TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
+  const replica = spawnProxy(
+    ['--upstream', upstream, '--db-url', dbUrl, '--quiet'],
+    { PATH: process.env['PATH'] ?? '', HOME: join(dir, name), TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000' },
+    `replica ${name}`,
   );
-  let stderr = '';
-  const url = await new Promise<string>((ok, fail) => {
-    child.stderr!.on('data', (c: Buffer) => {
-      stderr += c.toString();
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
-      if (m !== null) ok(m[1]!);
-    });
-    child.once('exit', (code) => fail(new Error(`replica ${name} exited ${code}: ${stderr}`)));
-  });
-  return { url, child, stderr: () => stderr };
-}
-
-async function stop(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode;
-  const exit = new Promise<number | null>((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  return exit;
+  return { url: await replica.url, child: replica.child, stderr: replica.stderr };
 }
 
 type Msg = OpenAI.Chat.ChatCompletionMessageParam;
@@ -193,7 +161,7 @@ describe('two proxy replicas on one PostgreSQL store', () => {
       expect(page).toContain('data-key="requests" data-value="4"');
       expect(page).toContain('data-key="sessions" data-value="1"');
     } finally {
-      const codes = await Promise.all([stop(a.child), stop(b.child)]);
+      const codes = await Promise.all([stopProcess(a.child), stopProcess(b.child)]);
       await upstream.close();
       await schema.drop();
       expect(codes).toEqual([0, 0]);

@@ -4,31 +4,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchTotals } from '../../src/cli/commands/bench.js';
 import { capture } from '../support/cli.js';
+import { searchMatches, searchSession } from '../support/sessions.js';
 
 let dir: string;
 let sessions: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'tt-cli-replay-'));
   sessions = join(dir, 's.jsonl');
-  const big = Array.from({ length: 900 }, (_, i) => `src/a_${i % 9}.ts:${i}: match ${i % 5}`).join('\n');
-  const line = (id: string) =>
-    JSON.stringify({
-      id,
-      model: 'gpt-4o',
-      messages: [
-        { role: 'system', content: 'sys' },
-        { role: 'user', content: 'find it' },
-        {
-          role: 'assistant',
-          content: 'searching',
-          tool_calls: [
-            { id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } },
-          ],
-        },
-        { role: 'tool', tool_call_id: 'c1', content: big },
-        { role: 'assistant', content: 'found' },
-      ],
-    });
+  const big = searchMatches(900, 'match');
+  const line = (id: string) => JSON.stringify(searchSession(id, big, [{ role: 'assistant', content: 'found' }]));
   writeFileSync(sessions, `${line('one')}\n\n${line('two')}\n`);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -124,6 +124,16 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** Length in code points. */
+const cp = (s: string): number => [...s].length;
+/** Length in code points of the common prefix of `a` and `b`. */
+const lcp = (a: string, b: string): number => {
+  const [x, y] = [[...a], [...b]];
+  let n = 0;
+  while (n < x.length && n < y.length && x[n] === y[n]) n++;
+  return n;
+};
+
 describe('replay fidelity figures (computed by hand)', () => {
   it('sends the recognised observation through the tool stream as the output of the command block before it', () => {
     expect(toolNames).toEqual([
@@ -174,13 +184,6 @@ describe('replay fidelity figures (computed by hand)', () => {
 
   it('prefix reuse: Σ common prefix of final n and n+1 over Σ size of final n, over the serialized messages', () => {
     const items = (ms: Msg[]): string[] => ms.map((m) => canonicalJson(m));
-    const cp = (s: string): number => [...s].length;
-    const lcp = (a: string, b: string): number => {
-      const [x, y] = [[...a], [...b]];
-      let n = 0;
-      while (n < x.length && n < y.length && x[n] === y[n]) n++;
-      return n;
-    };
     let common = 0;
     let base = 0;
     for (let n = 0; n + 1 < finals.length; n++) {
@@ -197,13 +200,6 @@ describe('replay fidelity figures (computed by hand)', () => {
 
   it('effective cost: the given profile (0.1 / 1.25, no minimum) for effective_cost_*, the built-ins beside it', () => {
     const arr = (ms: Msg[]): string => canonicalJson(ms);
-    const cp = (s: string): number => [...s].length;
-    const lcp = (a: string, b: string): number => {
-      const [x, y] = [[...a], [...b]];
-      let n = 0;
-      while (n < x.length && n < y.length && x[n] === y[n]) n++;
-      return n;
-    };
     const raws = [3, 5, 7, 9].map((end) => session.messages.slice(0, end) as Msg[]);
     const cost = (reqs: Msg[][], read: number, write: number, min: number): number =>
       reqs.reduce((sum, r, n) => {
@@ -234,9 +230,14 @@ describe('replay fidelity figures (computed by hand)', () => {
   });
 });
 
+/** Each of `lines` is a diagnostic line (`expected` true) or none is (false). */
+function expectDiagnostic(expected: boolean, lines: readonly string[]): void {
+  for (const line of lines) expect(isDiagnosticLine(line), line).toBe(expected);
+}
+
 describe('the diagnostic-line pattern', () => {
   it('counts failure lines and leaves passing output, source code and file names alone', () => {
-    for (const line of [
+    expectDiagnostic(true, [
       "E       KeyError: 'b'",
       'FAILED tests/t.py::test_a - KeyError',
       'Traceback (most recent call last):',
@@ -252,10 +253,8 @@ describe('the diagnostic-line pattern', () => {
       'bash: foo: command not found',
       'Process exited with code 2',
       'tests/test_x.py:12: AssertionError',
-    ]) {
-      expect(isDiagnosticLine(line), line).toBe(true);
-    }
-    for (const line of [
+    ]);
+    expectDiagnostic(false, [
       'tests/test_a.py::test_ok PASSED',
       '1196:    public static Type[] getReturnTypes(Method method) {',
       'JsonMappingException.html',
@@ -263,9 +262,7 @@ describe('the diagnostic-line pattern', () => {
       '5 passed in 0.2s',
       'exit code 0',
       '123:        throw new IllegalArgumentException("x");',
-    ]) {
-      expect(isDiagnosticLine(line), line).toBe(false);
-    }
+    ]);
   });
 });
 
@@ -337,18 +334,16 @@ describe('the diagnostic-line pattern on real captured outputs (test/fixtures/te
   });
 
   it("counts Go's per-package FAIL lines, ESLint's stylish errors and Go vet findings", () => {
-    for (const line of [
+    expectDiagnostic(true, [
       'FAIL\texample.com/capdemo/calc\t0.015s',
       'FAIL',
       "  2:5  error  'x' is assigned a value but never used  no-unused-vars",
       './main.go:12:2: undefined: x',
-    ])
-      expect(isDiagnosticLine(line), line).toBe(true);
-    for (const line of [
+    ]);
+    expectDiagnostic(false, [
       'ok  \texample.com/okpkg\t0.002s',
       '  2:5  warning  Unexpected console statement  no-console',
       'FAILOVER ready',
-    ])
-      expect(isDiagnosticLine(line), line).toBe(false);
+    ]);
   });
 });

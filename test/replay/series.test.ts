@@ -4,27 +4,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { searchMatches, searchSession } from '../support/sessions.js';
 
-const big = Array.from({ length: 900 }, (_, i) => `src/a_${i % 9}.ts:${i}: match ${i % 5}`).join('\n');
-const session = (id: string): RecordedSession => ({
-  id,
-  model: 'gpt-4o',
-  messages: [
-    { role: 'system', content: 'sys' },
-    { role: 'user', content: 'find it' },
-    {
-      role: 'assistant',
-      content: 'searching',
-      tool_calls: [
-        { id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "match"}' } },
-      ],
-    },
-    { role: 'tool', tool_call_id: 'c1', content: big },
+const big = searchMatches(900, 'match');
+const session = (id: string): RecordedSession =>
+  searchSession(id, big, [
     { role: 'assistant', content: 'looking closer' },
     { role: 'user', content: 'and?' },
     { role: 'assistant', content: 'found' },
-  ],
-});
+  ]);
 
 let dir: string;
 let withSeries: ReplayFigures;

@@ -14,6 +14,7 @@ import {
 import { replaySessions } from '../../src/replay/index.js';
 import { readMetricsSummary } from '../../src/telemetry/stats.js';
 import { CANARY } from './fixture.js';
+import { searchMatches, searchSession } from '../support/sessions.js';
 
 const minimal = {
   requests: 2,
@@ -26,23 +27,17 @@ const doc = (html: string) => parseHTML(html).document;
 let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-report-'));
-  const big = Array.from({ length: 600 }, (_, i) => `src/q_${i % 9}.ts:${i}: ${CANARY} ${i % 5}`).join('\n');
-  const session = (id: string) => ({
-    id,
-    model: 'gpt-4o',
-    messages: [
-      { role: 'system', content: 'sys' },
-      { role: 'user', content: 'find it' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_files', arguments: '{"pattern": "x"}' } }],
-      },
-      { role: 'tool', tool_call_id: 'c1', content: big },
-      { role: 'assistant', content: 'one more look' },
-      { role: 'assistant', content: 'found' },
-    ],
-  });
+  const big = searchMatches(600, CANARY, 'q');
+  const session = (id: string) =>
+    searchSession(
+      id,
+      big,
+      [
+        { role: 'assistant', content: 'one more look' },
+        { role: 'assistant', content: 'found' },
+      ],
+      { content: null, pattern: 'x' },
+    );
   await replaySessions([session('a'), session('b')], { db: join(dir, 'v.sqlite3'), ledger: false });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

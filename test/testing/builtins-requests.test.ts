@@ -8,11 +8,10 @@
 import { test } from '@fast-check/vitest';
 import fc from 'fast-check';
 import { firstValueFrom, from, toArray, type OperatorFunction } from 'rxjs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import {
   decisionsChanged,
@@ -22,24 +21,11 @@ import {
   withDeps,
   type InvariantName,
 } from '../../src/testing/index.js';
-import { createVault } from '../../src/vault/index.js';
+import { propertyDeps, REQUEST_INVARIANTS } from '../support/properties.js';
 
-const vault = await createVault({ path: ':memory:' });
-const counter = createTiktokenCounter('o200k_base');
-afterAll(async () => {
-  counter.dispose?.();
-  await vault.close();
-});
+const { vault, counter } = await propertyDeps();
 
 const params = { numRuns: 10 };
-const ALL: InvariantName[] = [
-  'unchanged-or-smaller',
-  'never-mutates',
-  'recovers-exactly',
-  'fails-open',
-  'releases-on-unsubscribe',
-  'valid-roles',
-];
 const requests = requestStream({ maxLength: 2, maxTurns: 5 });
 const sessions = growingSession({ maxTurns: 5 });
 const isBoundary = decisionsChanged();
@@ -91,7 +77,7 @@ for (const [name, buildOp] of cases) {
   describe(name, () => {
     const op = withDeps<ProviderRequest>((deps) => buildOp(deps));
     const inputs = name.startsWith('routeSkills') ? requestStream({ maxLength: 2, skills: 'always' }) : requests;
-    testInvariants(test, op, { vault, counter, inputs, only: ALL, params });
+    testInvariants(test, op, { vault, counter, inputs, only: REQUEST_INVARIANTS, params });
     const fidelity: InvariantName[] = name.startsWith('routeSkills')
       ? ['actions-kept', 'no-dangling-reference']
       : ['prefix-kept', 'actions-kept', 'no-dangling-reference'];

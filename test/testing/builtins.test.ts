@@ -12,12 +12,11 @@ import { test } from '@fast-check/vitest';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { firstValueFrom, from, toArray, type OperatorFunction } from 'rxjs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../../src/step.js';
 import {
@@ -31,24 +30,12 @@ import {
   type InvariantName,
   type KitDeps,
 } from '../../src/testing/index.js';
-import { createVault } from '../../src/vault/index.js';
+import { propertyDeps, TOOL_INVARIANTS } from '../support/properties.js';
 
-const vault = await createVault({ path: ':memory:' });
-const counter = createTiktokenCounter('o200k_base');
-afterAll(async () => {
-  counter.dispose?.();
-  await vault.close();
-});
+const { vault, counter } = await propertyDeps();
 
 const RTK = fileURLToPath(new URL('../fixtures/rtk/rtk', import.meta.url));
 const params = { numRuns: 12 };
-const TOOL_INVARIANTS: InvariantName[] = [
-  'unchanged-or-smaller',
-  'never-mutates',
-  'recovers-exactly',
-  'fails-open',
-  'releases-on-unsubscribe',
-];
 const results = toolResultStream({ maxLength: 5 });
 const CWDS = [process.cwd()];
 const terminalResults = toolResultStream({ maxLength: 6, tools: ['terminal'], sizes: ['medium', 'large'] });

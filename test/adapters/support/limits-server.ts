@@ -4,8 +4,9 @@
  * and Anthropic Messages. The limits here are written out independently of src/budget's table,
  * so a wrong table entry makes the adapter tests fail instead of agreeing with itself.
  */
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './scripted-http-server.js';
 
 export interface ServedModel {
   readonly contextWindow: number;
@@ -40,13 +41,6 @@ export interface LimitsServer {
   readonly url: string;
   readonly requests: LimitsRequest[];
   close(): Promise<void>;
-}
-
-async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);

@@ -17,7 +17,8 @@ export interface ScriptedServer {
   close(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+/** A request's JSON body (`{}` when it is empty). */
+export async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const text = Buffer.concat(chunks).toString('utf8');

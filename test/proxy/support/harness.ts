@@ -6,7 +6,7 @@ import { createProxy, type Proxy, type ProxyLogRecord, type ProxyOptions } from 
 import type { ConfigOverrides } from '../../../src/config/index.js';
 import { loadProxyConfig } from '../../../src/config/proxy.js';
 import { referencedArtifacts } from '../../../src/receipts/index.js';
-import { startUpstream, type Script, type Upstream } from './upstream.js';
+import { startUpstream, type Script, type ToolCallSpec, type Upstream } from './upstream.js';
 
 export interface Harness {
   readonly proxy: Proxy;
@@ -66,4 +66,16 @@ export function testRunOutput(lines = 1500, seed = 0): string {
 /** The first artifact id a recorded request body names. */
 export function firstArtifact(body: unknown): string | undefined {
   return referencedArtifacts(JSON.stringify(body).replace(/\\n/g, '\n'))[0];
+}
+
+/**
+ * The model's call to the recovery tool for the first artifact `body` names (`'none'` where it names
+ * none), whole: the scripted upstream's first reply in a recovery round.
+ */
+export function recoveryCall(body: unknown): ToolCallSpec {
+  return {
+    id: 'tt-1',
+    name: 'token_terminator',
+    args: { action: 'artifact_get', artifact_id: firstArtifact(body) ?? 'none', limit: 200_000 },
+  };
 }

@@ -105,6 +105,16 @@ const named = (type: string, value: Record<string, unknown>): string =>
 
 export type ToolCallSpec = { readonly id: string; readonly name: string; readonly args: Record<string, unknown> };
 
+/** One Chat Completions stream chunk carrying `delta`, with `finish` as its finish reason. */
+const chatChunk = (delta: unknown, finish: string | null = null): string =>
+  data({
+    id: 'cc-s',
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: 'scripted',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+
 export const chat = {
   text: (content: string): Reply => ({
     json: {
@@ -140,44 +150,26 @@ export const chat = {
       usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
     },
   }),
-  streamText: (parts: readonly string[]): Reply => {
-    const chunk = (delta: unknown, finish: string | null = null) =>
-      data({
-        id: 'cc-s',
-        object: 'chat.completion.chunk',
-        created: 0,
-        model: 'scripted',
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
-    return {
-      sse: [
-        chunk({ role: 'assistant', content: '' }),
-        ...parts.map((p) => chunk({ content: p })),
-        chunk({}, 'stop'),
-        'data: [DONE]',
-      ],
-    };
-  },
+  streamText: (parts: readonly string[]): Reply => ({
+    sse: [
+      chatChunk({ role: 'assistant', content: '' }),
+      ...parts.map((p) => chatChunk({ content: p })),
+      chatChunk({}, 'stop'),
+      'data: [DONE]',
+    ],
+  }),
   streamCalls: (calls: readonly ToolCallSpec[], content?: string): Reply => {
-    const chunk = (delta: unknown, finish: string | null = null) =>
-      data({
-        id: 'cc-s',
-        object: 'chat.completion.chunk',
-        created: 0,
-        model: 'scripted',
-        choices: [{ index: 0, delta, finish_reason: finish }],
-      });
-    const events = [chunk({ role: 'assistant', content: content ?? null })];
+    const events = [chatChunk({ role: 'assistant', content: content ?? null })];
     calls.forEach((c, index) => {
       const args = JSON.stringify(c.args);
       const half = Math.floor(args.length / 2);
       events.push(
-        chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),
+        chatChunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),
       );
-      events.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(0, half) } }] }));
-      events.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] }));
+      events.push(chatChunk({ tool_calls: [{ index, function: { arguments: args.slice(0, half) } }] }));
+      events.push(chatChunk({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] }));
     });
-    events.push(chunk({}, 'tool_calls'), 'data: [DONE]');
+    events.push(chatChunk({}, 'tool_calls'), 'data: [DONE]');
     return { sse: events };
   },
 };

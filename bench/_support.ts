@@ -1,0 +1,39 @@
+/** What several benchmarks share (not a benchmark itself: bench/run.ts skips files starting with `_`). */
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The request bodies of the sample session (one per assistant turn after the first) of 50–200 kB. */
+export function sampleBodies(): string[] {
+  const session = JSON.parse(readFileSync(join(ROOT, 'examples/sessions/sample.jsonl'), 'utf8').split('\n')[0]!) as {
+    model?: string;
+    messages: { role: string }[];
+  };
+  const out: string[] = [];
+  session.messages.forEach((m, i) => {
+    if (m.role !== 'assistant' || i === 0) return;
+    const body = JSON.stringify({ model: session.model ?? 'gpt-4o', messages: session.messages.slice(0, i) });
+    if (body.length >= 50_000 && body.length <= 200_000) out.push(body);
+  });
+  return out;
+}
+
+/** The whole (not streamed) answer a loopback upstream gives every chat request. */
+export const CHAT_ANSWER = JSON.stringify({
+  id: 'c',
+  object: 'chat.completion',
+  created: 0,
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+});
+
+/** Prints `rows` (the first is the header) as aligned columns: the `left` columns padded at the end, the rest at the start. */
+export function printTable(rows: readonly (readonly string[])[], left: readonly number[] = [0]): void {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  for (const r of rows)
+    console.log(
+      r.map((cell, c) => (left.includes(c) ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '),
+    );
+}
