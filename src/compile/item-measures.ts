@@ -114,8 +114,12 @@ export interface ItemMeasuresOptions {
   readonly maxEntries?: number;
 }
 
-/** Texts kept for values measured but perhaps not yet counted (the current requests' new items). */
-const TEXTS_KEPT = 64;
+/**
+ * Texts kept for values measured but perhaps not yet counted (the current requests' new items):
+ * at most this many values, and this many characters in all (least recently used dropped first).
+ */
+const TEXTS_KEPT = 1024;
+const TEXT_CHARS_KEPT = 8_000_000;
 /** Primitives up to this many characters are memoized by value (model names, short inputs). */
 const PRIMITIVE_CHARS = 256;
 
@@ -158,13 +162,20 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
   let byRef = new WeakMemo<object, Measures>();
   let byHash = new Map<string, Measures>();
   let primitives = new LRUCache<string, Measures>({ max: 1024 });
-  let texts = new LRUCache<Measures, Texts>({ max: TEXTS_KEPT });
+  const textCache = (): LRUCache<Measures, Texts> =>
+    new LRUCache<Measures, Texts>({
+      max: TEXTS_KEPT,
+      maxSize: TEXT_CHARS_KEPT,
+      sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
+    });
+  let texts = textCache();
 
   const keep = (m: Measures, compact: string | undefined, spaced: string | undefined): void => {
-    const t = texts.get(m) ?? {};
-    if (compact !== undefined) t.compact = compact;
-    if (spaced !== undefined) t.spaced = spaced;
-    texts.set(m, t);
+    const t = texts.get(m);
+    const next: Texts = { ...t };
+    if (compact !== undefined) next.compact = compact;
+    if (spaced !== undefined) next.spaced = spaced;
+    texts.set(m, next);
   };
 
   /** Measure a value never seen by this object. */
@@ -182,6 +193,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       // Refresh: the least recently used content goes first.
       byHash.delete(hash);
       byHash.set(hash, m);
+      if (m.compact === undefined) keep(m, compact, undefined);
       return m;
     }
     const spaced = spacedFromCompact(compact);
@@ -216,8 +228,10 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
   const spacedJson = (value: unknown, m = measuresOf(value)): string => {
     const t = texts.get(m);
     if (t?.spaced !== undefined) return t.spaced;
-    if (t?.compact !== undefined) return (t.spaced = spacedFromCompact(t.compact));
-    return canonicalJson(value);
+    if (t?.compact === undefined) return canonicalJson(value);
+    const spaced = spacedFromCompact(t.compact);
+    keep(m, undefined, spaced);
+    return spaced;
   };
 
   return {
@@ -256,7 +270,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       byRef = new WeakMemo();
       byHash = new Map();
       primitives = new LRUCache({ max: 1024 });
-      texts = new LRUCache({ max: TEXTS_KEPT });
+      texts = textCache();
     },
   };
 }
