@@ -3,7 +3,8 @@
  * sessions through createTerminator and counts, per request (inside `reduceRequest`, telemetry
  * included), the whole-value serializations (canonicalJson compact / spaced, serializedChars walks)
  * and the token counting calls (`count()` calls into the process-wide memo, and its misses: the
- * strings actually tokenized). Counts are not timings: they are the same on every machine.
+ * strings actually tokenized; with `--host-counter`, a counter without that memo, every call).
+ * Counts are not timings: they are the same on every machine.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import type { Mode } from '../src/config/types.js';
 import { serializationStats } from '../src/measure/canonical-json.js';
 import { clearSharedCountMemo, createTiktokenCounter, sharedCountMemoStats } from '../src/measure/index.js';
+import type { TokenCounter } from '../src/measure/types.js';
 import { readSessions, replaySessions } from '../src/replay/index.js';
 import { createTerminator, type Terminator } from '../src/runtime.js';
 
@@ -22,7 +24,14 @@ const path =
 const sessions = await readSessions(path, Number(flag('--limit') ?? Infinity));
 const dir = mkdtempSync(join(tmpdir(), 'tt-count-replay-'));
 clearSharedCountMemo();
-const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
+// `--host-counter`: a counter the host brings (no process-wide memo behind it), so every count()
+// call is a tokenization: what the stages, the cap and telemetry each counted again shows here.
+const hostCounter = argv.includes('--host-counter');
+const builtIn = createTiktokenCounter('o200k_base', { engine: 'js', memo: !hostCounter });
+let hostCalls = 0;
+const counter: TokenCounter = hostCounter
+  ? { name: 'host', exact: true, count: (text) => (hostCalls++, builtIn.count(text)) }
+  : builtIn;
 const tt = await createTerminator({
   overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode: (flag('--mode') ?? 'balanced') as Mode },
   counter,
@@ -38,8 +47,8 @@ const snapshot = (): Counts => {
     spaced: s.spaced,
     primitive: s.primitive,
     sized: s.sized,
-    calls: m.hits + m.misses,
-    tokenized: m.misses,
+    calls: hostCounter ? hostCalls : m.hits + m.misses,
+    tokenized: hostCounter ? hostCalls : m.misses,
   };
 };
 const perRequest: Counts[] = [];
@@ -64,7 +73,7 @@ const figures = await replaySessions(sessions, {
   ledger: false,
 });
 await tt.close();
-counter.dispose?.();
+builtIn.dispose?.();
 figuresCounter.dispose?.();
 rmSync(dir, { recursive: true, force: true });
 
