@@ -82,6 +82,10 @@ const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((x, y) => x - y);
   return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 };
+const cpu = process.cpuUsage();
+console.log(
+  `process CPU time ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s (replay harness included; less load-sensitive than the wall times)`,
+);
 console.log(
   `${figures.requests} requests (${sessions.length} sessions), p50 ${figures.p50_ms.toFixed(2)} ms, p95 ${figures.p95_ms.toFixed(2)} ms`,
 );
