@@ -15,6 +15,7 @@ import {
   type ObservationSetting,
 } from '../src/compile/observations.js';
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
+import type { ItemMeasures } from '../src/compile/item-measures.js';
 import { createSessionPool } from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
@@ -35,6 +36,13 @@ export interface CollapseDuplicatesOptions {
    * @defaultValue none (only the character count is compared)
    */
   readonly counter?: TokenCounter;
+  /**
+   * The per-item measurement memo to share with the other request stages, the output-budget
+   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
+   *
+   * @defaultValue none: one of the operator's own per session
+   */
+  readonly measures?: ItemMeasures;
   /**
    * Tool outputs at least this long (code points) are managed (≥ 1).
    *
@@ -141,9 +149,13 @@ export function collapseDuplicates(
   const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, defaultInt('maxInlineChars'), 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
-  const { vault, counter } = options;
+  const { vault, counter, measures } = options;
   return stepOperator(STAGE, () => {
-    const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
+    const sessions = createSessionPool({
+      vault,
+      ...(counter === undefined ? {} : { counter }),
+      ...(measures === undefined ? {} : { measures }),
+    });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
     const outputsOf = (view: RequestView): Slot[] => [
       ...hostToolOutputs(view),

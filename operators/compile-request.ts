@@ -21,6 +21,7 @@ import {
 } from '../src/compile/observations.js';
 import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js';
 import type { Recognised } from '../src/compile/prefix.js';
+import type { ItemMeasures } from '../src/compile/item-measures.js';
 import { createSessionPool, type SessionState } from '../src/compile/session.js';
 import { checkOptions, intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
@@ -37,6 +38,13 @@ export interface CompileRequestOptions {
    * @defaultValue none (only the character count is compared)
    */
   readonly counter?: TokenCounter;
+  /**
+   * The per-item measurement memo to share with the other request stages, the output-budget
+   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
+   *
+   * @defaultValue none: one of the operator's own per session
+   */
+  readonly measures?: ItemMeasures;
   /**
    * Old tool outputs at least this long become a digest plus a receipt (≥ 100).
    *
@@ -199,9 +207,13 @@ export function compileRequest(
   const isObservation = observationTest(STAGE, options.observations);
   const fixedPricing =
     typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
-  const { vault, counter } = options;
+  const { vault, counter, measures } = options;
   return stepOperator(STAGE, () => {
-    const sessions = createSessionPool({ vault, ...(counter === undefined ? {} : { counter }) });
+    const sessions = createSessionPool({
+      vault,
+      ...(counter === undefined ? {} : { counter }),
+      ...(measures === undefined ? {} : { measures }),
+    });
     const memos = new Map<string, ConversationMemo>();
     const memoOf = (sessionId: string): ConversationMemo => {
       let memo = memos.get(sessionId);

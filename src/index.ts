@@ -20,3 +20,10 @@ export * from './telemetry/index.js';
 export * from './replay/index.js';
 export { createTerminator, modeGates, preflightPressure, Lane } from './runtime.js';
 export type { TerminatorOptions, ModeGates } from './runtime.js';
+export {
+  createItemMeasures,
+  type ItemMeasures,
+  type ItemMeasuresOptions,
+  type ItemEntry,
+  type Segment,
+} from './compile/item-measures.js';

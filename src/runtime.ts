@@ -37,6 +37,7 @@ import {
   type ToolResult,
 } from './step.js';
 import { createMessagesMeter } from './telemetry/meter.js';
+import { createItemMeasures } from './compile/item-measures.js';
 import { createVault, vaultOptionsFromConfig } from './vault/index.js';
 import { vaultLocation } from './vault/configured.js';
 import { VaultHealthError, VaultOpenError } from './vault/errors.js';
@@ -63,6 +64,9 @@ export { Lane } from './runtime/lanes.js';
 export { modeGates, type ModeGates } from './runtime/pipelines.js';
 
 export type { RecoveryTool, Terminator } from './runtime-types.js';
+
+/** Content-hash entries of the Terminator's shared measurement memo (all sessions; LRU). */
+const SHARED_MEASURES = 65_536;
 
 /** Options of {@link createTerminator}. Every field is optional. */
 export interface TerminatorOptions {
@@ -206,14 +210,18 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
-  // One prompt counter for every session's output cap: counts per message object, like the
-  // request stages' memos (a rebuilt copy they recognised counts as the earlier object).
-  const budgetCounter = budgetCounterFrom(counter, { identityCache: true });
+  // One measurement memo per item for every session's request stages, output cap and telemetry:
+  // each item is serialized once and each of its texts tokenized once, whichever asks first
+  // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
+  const measures = createItemMeasures({ counter, maxEntries: SHARED_MEASURES });
+  // One prompt counter for every session's output cap, counting each element through that memo.
+  const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures });
   const deps: PipelineDeps = {
     config,
     vault,
     counter,
     budgetCounter,
+    measures,
     gate: gateCounter(counter, gates),
     gates,
     focus: new FocusBoard(maxSessions * 3),
@@ -237,7 +245,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // on every call (framework message conversions): those re-serialize but never re-tokenize. The
   // built-in counters already count through the process-wide memo (measure/count-memo.ts), so only
   // a counter the host brings gets a content memo of its own.
-  const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }));
+  const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
+    measures,
+  });
   const lanes = new LaneCache(maxSessions);
   let closed = false;
 

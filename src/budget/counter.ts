@@ -3,6 +3,7 @@
  * text counting; budget backends may be remote (vLLM /tokenize), so they implement the async
  * `BudgetCounter`, and any TokenCounter adapts to it.
  */
+import type { ItemMeasures } from '../compile/item-measures.js';
 import { canonicalOf } from '../compile/prefix.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '../measure/index.js';
@@ -113,6 +114,14 @@ export interface TokenCounterAdapterOptions {
    * @defaultValue false
    */
   readonly identityCache?: boolean;
+  /**
+   * The per-item measurement memo shared with the request stages and telemetry (the runtime's):
+   * element counts are read from it (and written to it) when it counts with the same counter.
+   * Implies the identity assumption of `identityCache`.
+   *
+   * @defaultValue none: the adapter's own memos
+   */
+  readonly measures?: ItemMeasures;
 }
 
 /**
@@ -128,7 +137,10 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
   const memo = createCountMemo(counter, { maxEntries: options.memoEntries ?? 4096 });
   let byObject = new WeakMemo<object, number>();
   const identity = options.identityCache === true;
+  const measures = options.measures?.counter === counter ? options.measures : undefined;
   const countPart = (part: unknown): number => {
+    // The element's compact JSON is the string the request stages count too: one count for both.
+    if (measures !== undefined && part !== null && typeof part === 'object') return measures.compactTokens(part)!;
     if (!identity || part === null || typeof part !== 'object')
       return memo.count(canonicalJson(part, { compact: true }));
     // A rebuilt copy the request stages recognised as an earlier object counts as that object.
@@ -155,6 +167,7 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
     clearCache: () => {
       memo.clear();
       byObject = new WeakMemo();
+      measures?.clear();
     },
   };
 }

@@ -1,13 +1,15 @@
 /**
- * The per-session memo that makes request measurement incremental: each conversation item is
- * serialized, hashed and (when asked) tokenized once, keyed by object identity, with a content
- * hash fallback for hosts that rebuild their objects every call. A request's size is then the
- * sum of its items' sizes plus framing, so a request with k new items costs about those k.
+ * The per-session meter that makes request measurement incremental: a request's size is the sum
+ * of its items' sizes plus framing, each item measured once (src/compile/item-measures.ts: by
+ * object identity, with a content hash fallback for hosts that rebuild their objects every call),
+ * so a request with k new items costs about those k. The per-item memo is the runtime's shared one
+ * when given (the other request stages, the output budget and telemetry read the same entries),
+ * else the meter's own; what the meter keeps itself is per session: the running sums of the lists
+ * it was last asked about.
  */
-import { createHash } from 'node:crypto';
-import { canonicalJson, codePoints, serializedChars, serializedObjectChars } from '../measure/index.js';
+import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import { WeakMemo } from '../weak-memo.js';
+import { createItemMeasures, type ItemMeasures } from './item-measures.js';
 
 export interface ItemMeasure {
   /** serializedChars of the item (Python-compatible JSON, code points). */
@@ -15,13 +17,6 @@ export interface ItemMeasure {
   /** SHA-256 (base64) of the item's compact canonical JSON: its content identity. */
   readonly hash: string;
 }
-
-interface Entry extends ItemMeasure {
-  tokens?: number;
-}
-
-/** Serializations kept for items measured but not yet tokenized (the current request's items). */
-const COMPACT_KEPT = 64;
 
 export interface Meter {
   /** Size and content hash of one item (memoized). */
@@ -57,54 +52,37 @@ export interface Meter {
 export interface MeterOptions {
   /** Counter for token sizes; tokens are only computed when it is exact. Default: none. */
   readonly counter?: TokenCounter;
-  /** Content-hash entries kept (least recently used dropped). Default 20,000. */
+  /** Content-hash entries kept (least recently used dropped) when the meter makes its own memo. Default 20,000. */
   readonly maxEntries?: number;
+  /**
+   * The per-item memo to read (shared with other stages and telemetry); used when it keeps a
+   * content index and counts with `counter` (or `counter` is not given). Default: the meter's own.
+   */
+  readonly measures?: ItemMeasures;
+}
+
+/** `measures` when a meter counting with `counter` may read it (same counter, content index kept). */
+export function usableMeasures(
+  measures: ItemMeasures | undefined,
+  counter: TokenCounter | undefined,
+): ItemMeasures | undefined {
+  return measures !== undefined && measures.byContent && (counter === undefined || measures.counter === counter)
+    ? measures
+    : undefined;
 }
 
 /** Create a meter; hold one per session (per subscription). */
 export function createMeter(options: MeterOptions = {}): Meter {
   const counter = options.counter?.exact === true ? options.counter : undefined;
-  const maxEntries = options.maxEntries ?? 20_000;
-  const byRef = new WeakMemo<object, Entry>();
-  const byHash = new Map<string, Entry>();
-  // Not on the entries: an item measured but never tokenized would keep its whole JSON for as long
-  // as the entry lives (20,000 entries of a long session's old outputs).
-  const compactOf = new Map<Entry, string>();
-
-  const entryOf = (item: unknown): Entry => {
-    const isRef = typeof item === 'object' && item !== null;
-    if (isRef) {
-      const known = byRef.get(item);
-      if (known !== undefined) return known;
-    }
-    const compact = canonicalJson(item, { compact: true });
-    const hash = createHash('sha256').update(compact, 'utf8').digest('base64');
-    let entry = byHash.get(hash);
-    if (entry === undefined) {
-      entry = { chars: serializedChars(item), hash };
-      if (counter !== undefined) {
-        compactOf.set(entry, compact);
-        if (compactOf.size > COMPACT_KEPT) compactOf.delete(compactOf.keys().next().value as Entry);
-      }
-      byHash.set(hash, entry);
-      if (byHash.size > maxEntries) {
-        const oldest = byHash.keys().next();
-        if (oldest.done !== true) byHash.delete(oldest.value);
-      }
-    }
-    if (isRef) byRef.set(item, entry);
-    return entry;
-  };
-
-  const tokensOf = (item: unknown): number | undefined => {
-    if (counter === undefined) return undefined;
-    const entry = entryOf(item);
-    if (entry.tokens === undefined) {
-      entry.tokens = counter.count(compactOf.get(entry) ?? canonicalJson(item, { compact: true }));
-      compactOf.delete(entry);
-    }
-    return entry.tokens;
-  };
+  const measures =
+    usableMeasures(options.measures, options.counter) ??
+    createItemMeasures({
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+      ...(options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries }),
+    });
+  const entryOf = (item: unknown): ItemMeasure => measures.entry(item);
+  const tokensOf = (item: unknown): number | undefined =>
+    counter === undefined ? undefined : measures.compactTokens(item);
 
   // Running sums over the last lists asked for (private copies), so a list that extends one of
   // them is summed over its new items only: a long history is not looked up item by item again.
@@ -194,10 +172,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
     cumulativeChars: cumulative,
     changedTokens,
     get size() {
-      return byHash.size;
+      return measures.size;
     },
   };
 }
-
-/** Code points of a string (re-exported for stages that size plain text). */
-export { codePoints };

@@ -8,6 +8,7 @@ import type { TokenCounter } from '../measure/types.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore } from './evidence.js';
+import type { ItemMeasures } from './item-measures.js';
 import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, type RequestMemo } from './prefix.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
@@ -68,6 +69,8 @@ export interface SessionPoolOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   readonly counter?: TokenCounter;
   readonly maxSessions?: number;
+  /** The per-item measurement memo shared with the other stages and telemetry (else one per session). */
+  readonly measures?: ItemMeasures;
 }
 
 /** Session states by id; create one pool per subscription. */
@@ -77,7 +80,10 @@ export function createSessionPool(options: SessionPoolOptions): (sessionId: stri
     let state = pool.get(sessionId);
     if (state !== undefined) return state;
     state = {
-      meter: createMeter(options.counter === undefined ? {} : { counter: options.counter }),
+      meter: createMeter({
+        ...(options.counter === undefined ? {} : { counter: options.counter }),
+        ...(options.measures === undefined ? {} : { measures: options.measures }),
+      }),
       evidence: createEvidenceStore(options.vault),
       renders: createRenderMemo(),
       chain: createChainMemo(),

@@ -65,6 +65,22 @@ export function codePoints(s: string): number {
   return n;
 }
 
+/** Whole-value walks so far in this process: canonicalJson calls (objects by separators, primitives), serializedChars calls. */
+const walks = { compact: 0, spaced: 0, primitive: 0, sized: 0 };
+
+/**
+ * How many times this process serialized an object or array (`canonicalJson`, compact and spaced),
+ * a primitive, or sized a value (`serializedChars`): a bench reads the difference around the work
+ * it measures.
+ *
+ * @example
+ * import { serializationStats } from './canonical-json.js';
+ * const before = serializationStats().compact;
+ */
+export function serializationStats(): Readonly<typeof walks> {
+  return { ...walks };
+}
+
 /**
  * Python-compatible JSON of `value` (see the module comment for every rule).
  *
@@ -73,6 +89,9 @@ export function codePoints(s: string): number {
  */
 export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}): string {
   const compact = options.compact === true;
+  if (typeof value !== 'object' || value === null) walks.primitive++;
+  else if (compact) walks.compact++;
+  else walks.spaced++;
   return writeValue(value, compact ? ',' : ', ', compact ? ':' : ': ', new Set()) ?? 'null';
 }
 
@@ -86,6 +105,7 @@ export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}
  */
 export function serializedChars(value: unknown, options: CanonicalJsonOptions = {}): number {
   const compact = options.compact === true;
+  walks.sized++;
   return sizeValue(value, compact ? 1 : 2, new Set()) ?? 4;
 }
 

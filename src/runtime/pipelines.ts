@@ -8,6 +8,7 @@ import { identity } from 'rxjs';
 import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compileRequest } from '../../operators/compile-request.js';
 import { type BudgetCounter } from '../budget/counter.js';
+import type { ItemMeasures } from '../compile/item-measures.js';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
@@ -76,6 +77,8 @@ export interface PipelineDeps {
   readonly counter: TokenCounter;
   /** The output cap's counter over `counter` (shared by every session). */
   readonly budgetCounter: BudgetCounter;
+  /** The per-item measurement memo the request stages share with the output cap and telemetry. */
+  readonly measures?: ItemMeasures;
   /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
@@ -185,6 +188,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
   const { vault, gate } = d;
+  const shared = d.measures === undefined ? {} : { measures: d.measures };
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,
@@ -192,6 +196,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
       ? collapseDuplicates({
           vault,
           ...gate,
+          ...shared,
           minArtifactChars: c.minArtifactChars,
           maxArtifactChars: c.maxArtifactChars,
           maxInlineChars: c.maxInlineChars,
@@ -204,6 +209,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
       ? compileRequest({
           vault,
           ...gate,
+          ...shared,
           minVaultChars: c.contextMinVaultChars,
           maxArtifactChars: c.maxArtifactChars,
           inlineRecentTurns: c.contextInlineRecentTurns,

@@ -1,5 +1,5 @@
 /** Content-free telemetry: incremental request measurement, attribution, metrics rows, stats, the experiment ledger. */
-export { createMessagesMeter, type MessagesMeter, type MessageEntry } from './meter.js';
+export { createMessagesMeter, type MessagesMeter, type MessageEntry, type MessagesMeterOptions } from './meter.js';
 export { attributeRequest, COMPONENTS, type Attribution, type Component, type ComponentSize } from './attribution.js';
 export { savedByStage, anyFailedOpen, requestMetric, type RequestMetricInput } from './metrics.js';
 export { readMetricsSummary, reductionPct, type MetricsSummary } from './stats.js';

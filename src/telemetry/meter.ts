@@ -9,64 +9,34 @@
  * o200k/cl100k pre-tokenizers a piece never spans the boundary between `,` and the following
  * space (punctuation runs stop at whitespace, and a piece starting at the space is ` {"…`). So
  * the count of the whole string equals the sum of the counts of the segments `[m1,`, ` m2,`, …,
- * ` mn]`, and each segment is memoized per message (test/telemetry/meter.test.ts checks the
+ * ` mn]`, and each segment is memoized per message in the shared item memo (test/telemetry/meter.test.ts checks the
  * equality against counting the whole string).
  */
-import { canonicalOf } from '../compile/prefix.js';
-import { canonicalJson, codePoints } from '../measure/index.js';
+import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from '../compile/item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
-import { WeakMemo } from '../weak-memo.js';
 
-/**
- * The memoized measurements of one message. Its JSON text is kept only until the message's
- * middle-segment count is known (the count every later request reuses): a long conversation's
- * entries then hold numbers, not a second copy of the conversation. Asked for again (a first/last
- * segment, a prefix comparison), the text is serialized again from the message the entry belongs to.
- */
-class Entry {
-  #json: string | undefined;
-  readonly #source: unknown;
+/** The measurements of one message (see {@link MessagesMeter.entry}). */
+export interface MessageEntry {
+  /** canonicalJson(message) (Python-compatible, default separators). */
+  readonly json: string;
   /** Code points of `json`. */
   readonly chars: number;
-  /** Tokens of ` json,` (a middle segment), computed on first use. */
-  mid?: number;
-  /** Tokens of `[json,` (first of several). */
-  first?: number;
-  /** Tokens of ` json]` (last of several). */
-  last?: number;
-  /** Tokens of `[json]` (the only message). */
-  only?: number;
-  /** Tokens of `json` alone (attribution buckets). */
-  alone?: number;
-
-  constructor(source: unknown, json: string) {
-    this.#source = source;
-    this.#json = json;
-    this.chars = codePoints(json);
-  }
-
-  /** canonicalJson(message) (Python-compatible, default separators). */
-  get json(): string {
-    return this.#json ?? canonicalJson(this.#source);
-  }
-
-  /** Tokens of ` json,`, counted once; the JSON text is let go then. */
-  midTokens(counter: TokenCounter): number {
-    if (this.mid === undefined) {
-      this.mid = counter.count(` ${this.json},`);
-      this.#json = undefined;
-    }
-    return this.mid;
-  }
+  /** Tokens of ` json,` (a middle segment), once counted. */
+  readonly mid: number | undefined;
+  /** Tokens of `[json,` (first of several), once counted. */
+  readonly first: number | undefined;
+  /** Tokens of ` json]` (last of several), once counted. */
+  readonly last: number | undefined;
+  /** Tokens of `[json]` (the only message), once counted. */
+  readonly only: number | undefined;
+  /** Tokens of `json` alone (attribution buckets), once counted. */
+  readonly alone: number | undefined;
 }
-
-/** The memoized measurements of one message (see {@link MessagesMeter.entry}). */
-export type MessageEntry = Omit<Entry, 'midTokens'>;
 
 /** Incremental chars/tokens for messages arrays (see the module comment). */
 export interface MessagesMeter {
   readonly counter: TokenCounter;
-  /** The memo entry of one message (serializes it on first sight). */
+  /** The measurements of one message (serializes it on first sight). */
   entry(message: unknown): MessageEntry;
   /** Code points of canonicalJson(messages). */
   chars(messages: readonly unknown[]): number;
@@ -78,59 +48,78 @@ export interface MessagesMeter {
   midTokens(message: unknown): number;
 }
 
+/** A message's entry as telemetry reads it: the shared entry, plus its spaced JSON on demand. */
+class EntryView implements MessageEntry {
+  constructor(
+    readonly measures: ItemMeasures,
+    readonly message: unknown,
+    readonly m: ItemEntry,
+  ) {}
+  get json(): string {
+    return this.measures.spacedJson(this.message);
+  }
+  get chars(): number {
+    return this.m.chars;
+  }
+  get mid(): number | undefined {
+    return this.m.mid;
+  }
+  get first(): number | undefined {
+    return this.m.first;
+  }
+  get last(): number | undefined {
+    return this.m.last;
+  }
+  get only(): number | undefined {
+    return this.m.only;
+  }
+  get alone(): number | undefined {
+    return this.m.alone;
+  }
+}
+
+/** Options of {@link createMessagesMeter}; every field is optional. */
+export interface MessagesMeterOptions {
+  /**
+   * The per-item measurement memo to read, shared with the request stages (the runtime's); it must
+   * count with the same tokenizer as the meter's counter. Ignored when it has no counter.
+   *
+   * @defaultValue none: the meter's own, by message object
+   */
+  readonly measures?: ItemMeasures;
+}
+
 /**
- * Build a meter over a counter. Memo entries are held weakly by message object, so a finished
- * session's messages are collected with it.
+ * Build a meter over a counter. Measurements are held by message object (weakly, so a finished
+ * session's messages are collected with it) in the meter's own memo, or in the shared one given.
  *
  * @example
  * const meter = createMessagesMeter(createTiktokenCounter());
  * meter.tokens(request.messages) === counter.count(canonicalJson(request.messages)); // true
  */
-export function createMessagesMeter(counter: TokenCounter): MessagesMeter {
-  const memo = new WeakMemo<object, Entry>();
-  const entry = (message: unknown): Entry => {
-    if (typeof message === 'object' && message !== null) {
-      // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
-      const key = canonicalOf(message);
-      const found = memo.get(key);
-      if (found !== undefined) return found;
-      const made = new Entry(key, canonicalJson(message));
-      memo.set(key, made);
-      return made;
-    }
-    return new Entry(message, canonicalJson(message));
-  };
+export function createMessagesMeter(counter: TokenCounter, options: MessagesMeterOptions = {}): MessagesMeter {
+  const measures =
+    options.measures?.counter !== undefined ? options.measures : createItemMeasures({ counter, byContent: false });
+  const tokens = (message: unknown, segment: Segment): number => measures.segmentTokens(message, segment)!;
+  const entry = (message: unknown): MessageEntry => new EntryView(measures, message, measures.entry(message));
   return {
     counter,
     entry,
     chars(messages) {
       if (messages.length === 0) return 2;
       let total = 2 + 2 * (messages.length - 1);
-      for (const m of messages) total += entry(m).chars;
+      for (const m of messages) total += measures.entry(m).chars;
       return total;
     },
     tokens(messages) {
       const n = messages.length;
       if (n === 0) return counter.count('[]');
-      if (n === 1) {
-        const e = entry(messages[0]);
-        return (e.only ??= counter.count(`[${e.json}]`));
-      }
+      if (n === 1) return tokens(messages[0], 'only');
       let total = 0;
-      for (let i = 0; i < n; i++) {
-        const e = entry(messages[i]);
-        if (i === 0) total += e.first ??= counter.count(`[${e.json},`);
-        else if (i === n - 1) total += e.last ??= counter.count(` ${e.json}]`);
-        else total += e.midTokens(counter);
-      }
+      for (let i = 0; i < n; i++) total += tokens(messages[i], i === 0 ? 'first' : i === n - 1 ? 'last' : 'mid');
       return total;
     },
-    aloneTokens(message) {
-      const e = entry(message);
-      return (e.alone ??= counter.count(e.json));
-    },
-    midTokens(message) {
-      return entry(message).midTokens(counter);
-    },
+    aloneTokens: (message) => tokens(message, 'alone'),
+    midTokens: (message) => tokens(message, 'mid'),
   };
 }

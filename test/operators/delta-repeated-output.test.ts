@@ -235,7 +235,7 @@ describe('deltaRepeatedOutput — properties', () => {
     vault: propertyVault,
     counter: propertyCounter,
     inputs: reruns,
-    only: INVARIANTS,
+    only: TOOL_INVARIANTS,
     params: { numRuns: 25 },
   });
 

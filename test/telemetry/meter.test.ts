@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import { attributeRequest, COMPONENTS } from '../../src/telemetry/attribution.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { createItemMeasures } from '../../src/compile/item-measures.js';
 
 const counter = createTiktokenCounter();
 afterAll(() => counter.dispose?.());
@@ -38,11 +39,16 @@ describe('createMessagesMeter', () => {
     {
       numRuns: 60,
     },
-  )('sums segments to the whole-array count for arbitrary messages', (messages) => {
-    const meter = createMessagesMeter(counter);
+  )('sums segments to the whole-array count for arbitrary messages, alone and over the shared memo', (messages) => {
     const whole = canonicalJson(messages);
-    expect(meter.tokens(messages)).toBe(counter.count(whole));
-    expect(meter.chars(messages)).toBe(codePoints(whole));
+    const measures = createItemMeasures({ counter });
+    // The stages measured the items first: telemetry reads their entries and derives the spaced text.
+    for (const m of messages) measures.compactTokens(m);
+    for (const meter of [createMessagesMeter(counter), createMessagesMeter(counter, { measures })]) {
+      expect(meter.tokens(messages)).toBe(counter.count(whole));
+      expect(meter.chars(messages)).toBe(codePoints(whole));
+      expect(meter.tokens(structuredClone(messages))).toBe(counter.count(whole));
+    }
   });
 
   it('serializes each message object once', () => {

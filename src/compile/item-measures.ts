@@ -1,0 +1,276 @@
+/**
+ * The one memo of what the request path measures of a conversation item (or any other request
+ * value): its size, its content identity and its token counts, kept per item object and, for hosts
+ * that rebuild their objects on every call, per content hash. The runtime holds one for all its
+ * sessions and hands it to the request stages, the output-budget counter and the telemetry meter,
+ * so an item is serialized once and each distinct text of it is tokenized once, whichever of them
+ * asks first; an operator or meter used alone makes its own.
+ *
+ * What each reader takes from an entry:
+ * - the stages' per-session meter (src/compile/meter.ts): `chars`, `hash` (the chain hashes and the
+ *   rebuilt-object lookup) and the tokens of the compact canonical JSON (the acceptance gate);
+ * - the output-budget adapter (src/budget/counter.ts): the tokens of the same compact canonical JSON
+ *   of each array element, the very string the stages count, so one count serves both;
+ * - the telemetry meter (src/telemetry/meter.ts): `chars` (the code points of the spaced canonical
+ *   JSON, the same number the stages use) and the tokens of its spaced array segments.
+ *
+ * What stays two: the texts counted. The stages and the budget count the compact JSON
+ * (`{"a":1}`), telemetry the spaced JSON as it sits in the serialized array (` {"a": 1},`). A BPE
+ * count of one says nothing exact about the other (`":1` and `": 1` are different pieces), and
+ * changing either side would change the figures (the gate's verdicts and savings, the output cap,
+ * the recorded tokens), so each keeps its own count — on the same entry. The spaced text is not
+ * serialized again, though: it differs from the compact one only by a space after each `,` and `:`
+ * outside string literals, so it is derived from the compact text ({@link spacedFromCompact}).
+ *
+ * Bounded: entries by object are held weakly (a finished conversation is collected with its
+ * objects), entries by content hash and texts not yet counted are least-recently-used caches.
+ * Like every identity memo of the request stages, this assumes a message object is not mutated in
+ * place after it was sent.
+ */
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { canonicalJson, codePoints } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import { WeakMemo } from '../weak-memo.js';
+import { canonicalOf } from './prefix.js';
+
+/** How an item's spaced JSON is framed where telemetry counts it: its segment of a serialized array. */
+export type Segment = 'first' | 'mid' | 'last' | 'only' | 'alone';
+
+/** The content-derived measures of one value (shared by every object with that content). */
+class Measures {
+  /** Tokens of the compact canonical JSON. */
+  compact?: number;
+  /** Tokens of `[json,` ` json,` ` json]` `[json]` `json` (spaced canonical JSON). */
+  first?: number;
+  mid?: number;
+  last?: number;
+  only?: number;
+  alone?: number;
+  constructor(
+    /** Code points of the spaced canonical JSON (serializedChars). */
+    readonly chars: number,
+    /** SHA-256 (base64) of the compact canonical JSON; empty when the memo keeps no content index. */
+    readonly hash: string,
+  ) {}
+}
+
+/** What an entry exposes: sizes and the counts known so far (read-only). */
+export interface ItemEntry {
+  /** serializedChars of the value: code points of its spaced canonical JSON. */
+  readonly chars: number;
+  /** SHA-256 (base64) of the compact canonical JSON (its content identity); '' without a content index. */
+  readonly hash: string;
+  readonly compact?: number;
+  readonly first?: number;
+  readonly mid?: number;
+  readonly last?: number;
+  readonly only?: number;
+  readonly alone?: number;
+}
+
+/** The shared measurement memo (see the module comment). */
+export interface ItemMeasures {
+  /** The counter every token figure of the memo comes from (none: sizes and hashes only). */
+  readonly counter: TokenCounter | undefined;
+  /** True when entries carry content hashes and a rebuilt object finds its content's entry. */
+  readonly byContent: boolean;
+  /** The entry of a value (measured on first sight). */
+  entry(value: unknown): ItemEntry;
+  /** Compact canonical JSON of a value (the kept text, else serialized). */
+  compactJson(value: unknown): string;
+  /** Spaced canonical JSON of a value (the kept text, else derived from the kept compact one, else serialized). */
+  spacedJson(value: unknown): string;
+  /** Tokens of the compact canonical JSON (counted once per content); undefined without a counter. */
+  compactTokens(value: unknown): number | undefined;
+  /** Tokens of the spaced JSON framed as `segment` (counted once per content); undefined without a counter. */
+  segmentTokens(value: unknown, segment: Segment): number | undefined;
+  /** Entries held by content hash (for tests and stats). */
+  readonly size: number;
+  /** Forget every count and size (e.g. after the counter's tokenizer changed). */
+  clear(): void;
+}
+
+/** Options of {@link createItemMeasures}; every field is optional. */
+export interface ItemMeasuresOptions {
+  /**
+   * Counter for the token figures.
+   *
+   * @defaultValue none: sizes and hashes only
+   */
+  readonly counter?: TokenCounter;
+  /**
+   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (costs one
+   * compact serialization and one SHA-256 per new object).
+   *
+   * @defaultValue true
+   */
+  readonly byContent?: boolean;
+  /**
+   * Entries kept by content hash (least recently used dropped).
+   *
+   * @defaultValue 20000
+   */
+  readonly maxEntries?: number;
+}
+
+/**
+ * Texts kept for values measured but perhaps not yet counted (the current requests' new items):
+ * at most this many values, and this many characters in all (least recently used dropped first).
+ */
+const TEXTS_KEPT = 1024;
+const TEXT_CHARS_KEPT = 8_000_000;
+/** Primitives up to this many characters are memoized by value (model names, short inputs). */
+const PRIMITIVE_CHARS = 256;
+
+interface Texts {
+  compact?: string;
+  spaced?: string;
+}
+
+const SEPARATORS = /("[^"\\]*(?:\\.[^"\\]*)*")|([,:])/g;
+
+/**
+ * The spaced canonical JSON (`, ` and `: ` separators) of a value from its compact canonical JSON:
+ * the two differ only in the separators outside string literals (strings, numbers and keys are
+ * printed alike), so each `,` and `:` outside a string gets its space back.
+ *
+ * @example
+ * spacedFromCompact('{"a":[1,2],"b":"x, y: z"}'); // '{"a": [1, 2], "b": "x, y: z"}'
+ */
+export function spacedFromCompact(compact: string): string {
+  if (!compact.includes(',') && !compact.includes(':')) return compact;
+  return compact.replace(SEPARATORS, (m: string, str: string | undefined) => (str !== undefined ? m : `${m} `));
+}
+
+/**
+ * Create a measurement memo; the runtime holds one for all request stages, the output-budget
+ * counter and telemetry (see the module comment).
+ *
+ * @example
+ * import { createItemMeasures, createTiktokenCounter } from 'token-terminator';
+ * const measures = createItemMeasures({ counter: createTiktokenCounter() });
+ * measures.entry({ role: 'user', content: 'hi' }).chars; // 33
+ * measures.compactTokens({ role: 'user', content: 'hi' }); // counted once, then remembered
+ */
+export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasures {
+  const counter = options.counter;
+  const byContent = options.byContent !== false;
+  const maxEntries = options.maxEntries ?? 20_000;
+  if (!Number.isInteger(maxEntries) || maxEntries < 1)
+    throw new TypeError('createItemMeasures: maxEntries must be an integer ≥ 1');
+  let byRef = new WeakMemo<object, Measures>();
+  let byHash = new Map<string, Measures>();
+  let primitives = new LRUCache<string, Measures>({ max: 1024 });
+  const textCache = (): LRUCache<Measures, Texts> =>
+    new LRUCache<Measures, Texts>({
+      max: TEXTS_KEPT,
+      maxSize: TEXT_CHARS_KEPT,
+      sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
+    });
+  let texts = textCache();
+
+  const keep = (m: Measures, compact: string | undefined, spaced: string | undefined): void => {
+    const t = texts.get(m);
+    const next: Texts = { ...t };
+    if (compact !== undefined) next.compact = compact;
+    if (spaced !== undefined) next.spaced = spaced;
+    texts.set(m, next);
+  };
+
+  /** Measure a value never seen by this object. */
+  const make = (value: unknown): Measures => {
+    if (!byContent) {
+      const spaced = canonicalJson(value);
+      const m = new Measures(codePoints(spaced), '');
+      keep(m, undefined, spaced);
+      return m;
+    }
+    const compact = canonicalJson(value, { compact: true });
+    const hash = createHash('sha256').update(compact, 'utf8').digest('base64');
+    let m = byHash.get(hash);
+    if (m !== undefined) {
+      // Refresh: the least recently used content goes first.
+      byHash.delete(hash);
+      byHash.set(hash, m);
+      if (m.compact === undefined) keep(m, compact, undefined);
+      return m;
+    }
+    const spaced = spacedFromCompact(compact);
+    m = new Measures(codePoints(spaced), hash);
+    keep(m, compact, spaced);
+    byHash.set(hash, m);
+    if (byHash.size > maxEntries) byHash.delete(byHash.keys().next().value as string);
+    return m;
+  };
+
+  const measuresOf = (value: unknown): Measures => {
+    if (typeof value === 'object' && value !== null) {
+      // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
+      const key = canonicalOf(value);
+      let m = byRef.get(key);
+      if (m === undefined) byRef.set(key, (m = make(value)));
+      return m;
+    }
+    const short =
+      typeof value === 'number' ||
+      typeof value === 'boolean' ||
+      (typeof value === 'string' && value.length <= PRIMITIVE_CHARS);
+    if (!short) return make(value);
+    const key = `${typeof value}:${String(value)}`;
+    let m = primitives.get(key);
+    if (m === undefined) primitives.set(key, (m = make(value)));
+    return m;
+  };
+
+  const compactJson = (value: unknown, m = measuresOf(value)): string =>
+    texts.get(m)?.compact ?? canonicalJson(value, { compact: true });
+  const spacedJson = (value: unknown, m = measuresOf(value)): string => {
+    const t = texts.get(m);
+    if (t?.spaced !== undefined) return t.spaced;
+    if (t?.compact === undefined) return canonicalJson(value);
+    const spaced = spacedFromCompact(t.compact);
+    keep(m, undefined, spaced);
+    return spaced;
+  };
+
+  return {
+    counter,
+    byContent,
+    entry: measuresOf,
+    compactJson: (value) => compactJson(value),
+    spacedJson: (value) => spacedJson(value),
+    compactTokens(value) {
+      if (counter === undefined) return undefined;
+      const m = measuresOf(value);
+      return (m.compact ??= counter.count(compactJson(value, m)));
+    },
+    segmentTokens(value, segment) {
+      if (counter === undefined) return undefined;
+      const m = measuresOf(value);
+      const known = m[segment];
+      if (known !== undefined) return known;
+      const json = spacedJson(value, m);
+      const text =
+        segment === 'first'
+          ? `[${json},`
+          : segment === 'mid'
+            ? ` ${json},`
+            : segment === 'last'
+              ? ` ${json}]`
+              : segment === 'only'
+                ? `[${json}]`
+                : json;
+      return (m[segment] = counter.count(text));
+    },
+    get size() {
+      return byHash.size;
+    },
+    clear() {
+      byRef = new WeakMemo();
+      byHash = new Map();
+      primitives = new LRUCache({ max: 1024 });
+      texts = textCache();
+    },
+  };
+}

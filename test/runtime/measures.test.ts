@@ -1,0 +1,72 @@
+/**
+ * The request stages, the output cap and telemetry read one measurement memo: across a session's
+ * requests each text of a conversation item (its compact JSON, its spaced array segments) is
+ * tokenized once, whichever of them asks — also when the host rebuilds its objects.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
+import type { TokenCounter } from '../../src/measure/types.js';
+import { createTerminator } from '../../src/runtime.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tt-measures-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('one measurement memo per Terminator', () => {
+  it('tokenizes each text of each item once across dedupe, compile, the output cap and telemetry (3 requests)', async () => {
+    const inner = createTiktokenCounter('o200k_base', { memo: false });
+    const counted = new Map<string, number>();
+    const counter: TokenCounter = {
+      name: 'counting',
+      exact: true,
+      count: (text) => (counted.set(text, (counted.get(text) ?? 0) + 1), inner.count(text)),
+    };
+    await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const big = Array.from({ length: 2000 }, (_, i) => `diagnostic line ${i}: state`).join('\n');
+    const call = (id: string) => ({
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id, type: 'function', function: { name: 'terminal', arguments: '{"command":"make"}' } }],
+    });
+    const messages: Record<string, unknown>[] = [
+      { role: 'system', content: 'You are a coding agent working in a repository.' },
+      { role: 'user', content: 'Run the build and tell me what fails, please.' },
+      call('c1'),
+      { role: 'tool', tool_call_id: 'c1', content: big },
+    ];
+    const requests = [
+      messages,
+      [...messages, call('c2'), { role: 'tool', tool_call_id: 'c2', content: big }],
+      [
+        ...messages,
+        call('c2'),
+        { role: 'tool', tool_call_id: 'c2', content: big },
+        { role: 'assistant', content: 'The build fails in the state module.' },
+        { role: 'user', content: 'Fix it and run the build again, then report.' },
+      ],
+    ];
+    const finals: unknown[][] = [];
+    for (const [i, list] of requests.entries()) {
+      // The last request arrives as freshly built objects (a proxy's parsed body).
+      const given = i === 2 ? structuredClone(list) : list;
+      const out = await tt.reduceRequest({ model: 'gpt-4o', messages: given }, { sessionId: 's', requestId: `r${i}` });
+      finals.push(out.value['messages'] as unknown[]);
+    }
+    // Something was rewritten (so the acceptance gates counted tokens), and the cap counted it.
+    expect(JSON.stringify(finals[1])).not.toContain('diagnostic line 1999",');
+    const rewritten = finals[1]!.at(-1)!;
+    expect(counted.get(canonicalJson(rewritten, { compact: true }))).toBe(1);
+    // Every text of a conversation item (compact JSON, spaced segments) was tokenized once.
+    const items = [...counted].filter(([text]) => text.includes('"role"'));
+    expect(items.length).toBeGreaterThan(10);
+    expect(items.filter(([, n]) => n > 1).map(([text, n]) => `${n}× ${text.slice(0, 60)}`)).toEqual([]);
+    inner.dispose?.();
+  });
+});
