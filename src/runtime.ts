@@ -53,6 +53,7 @@ import {
   modeGates,
   passThrough,
   requestPipeline,
+  sessionKey,
   toolCallPipeline,
   toolResultPipeline,
   type PipelineDeps,
@@ -261,10 +262,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
-  const laneOf = (context: StepContext): string =>
-    context.tenant === undefined || context.tenant === ''
-      ? context.sessionId
-      : `${context.sessionId}\u0000${context.tenant}`;
+  const laneOf = sessionKey;
 
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -316,6 +314,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     },
     endSession: async (context) => {
       lanes.end(laneOf(context));
+      deps.focus.delete(laneOf(context));
       if (failure !== undefined) return;
       try {
         await vault.closeSession(storeScope(withBudget(context)));

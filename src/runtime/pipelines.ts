@@ -21,7 +21,7 @@ import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { WorkingStateStore } from '../recovery/working-state.js';
 import { stepOperator } from '../operator-kit.js';
-import { errorLabel, note, type ProviderRequest, type ToolCall, type ToolResult } from '../step.js';
+import { errorLabel, note, type ProviderRequest, type StepContext, type ToolCall, type ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
 import type { Op } from './lanes.js';
 
@@ -105,13 +105,27 @@ export class FocusBoard {
   set(sessionId: string, terms: readonly string[]): void {
     this.#terms.set(sessionId, terms);
   }
+  /** Forget a session's terms (its host ended it). */
+  delete(sessionId: string): void {
+    this.#terms.delete(sessionId);
+  }
+}
+
+/**
+ * The key of a session's lanes and focus terms: its id, and its tenant when there is one (two
+ * tenants' sessions never share state, whatever their ids).
+ */
+export function sessionKey(context: Pick<StepContext, 'sessionId' | 'tenant'>): string {
+  return context.tenant === undefined || context.tenant === ''
+    ? context.sessionId
+    : `${context.sessionId}\u0000${context.tenant}`;
 }
 
 /** Records the request's focus terms for its session; never changes the request. */
 function recordFocus(board: FocusBoard): Op<ProviderRequest> {
   return stepOperator<ProviderRequest>('focus', () => (step) => {
     const view = readRequest(step.value);
-    if (view.items.length > 0) board.set(step.context.sessionId, conversationTerms(view));
+    if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view));
     return undefined;
   });
 }
@@ -163,7 +177,7 @@ export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
     maxArtifactChars: c.maxArtifactChars,
     backends: c.backends,
     toolNames: c.toolNames,
-    focus: (step) => d.focus.get(step.context.sessionId),
+    focus: (step) => d.focus.get(sessionKey(step.context)),
   };
   // One pass per result: the delta beats compression's own view (the same options object), and
   // the exact text is vaulted and the view rendered once for both stages.
