@@ -6,23 +6,15 @@
  * strings actually tokenized; with `--host-counter`, a counter without that memo, every call).
  * Counts are not timings: they are the same on every machine.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Mode } from '../src/config/types.js';
+import { rmSync } from 'node:fs';
 import { serializationStats } from '../src/measure/canonical-json.js';
 import { clearSharedCountMemo, createTiktokenCounter, sharedCountMemoStats } from '../src/measure/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
-import { readSessions, replaySessions } from '../src/replay/index.js';
-import { createTerminator, type Terminator } from '../src/runtime.js';
+import { replaySessions } from '../src/replay/index.js';
+import type { Terminator } from '../src/runtime.js';
+import { replayScript } from './_support.js';
 
 const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const path =
-  argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ??
-  'examples/sessions/sample.jsonl';
-const sessions = await readSessions(path, Number(flag('--limit') ?? Infinity));
-const dir = mkdtempSync(join(tmpdir(), 'tt-count-replay-'));
 clearSharedCountMemo();
 // `--host-counter`: a counter the host brings (no process-wide memo behind it), so every count()
 // call is a tokenization: what the stages, the cap and telemetry each counted again shows here.
@@ -32,12 +24,7 @@ let hostCalls = 0;
 const counter: TokenCounter = hostCounter
   ? { name: 'host', exact: true, count: (text) => (hostCalls++, builtIn.count(text)) }
   : builtIn;
-const tt = await createTerminator({
-  overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode: (flag('--mode') ?? 'balanced') as Mode },
-  counter,
-  metrics: false, // as the replay bench: the live ledger still measures every request (telemetry)
-  vaultErrors: 'throw',
-});
+const { sessions, tt, dir } = await replayScript(argv, 'count-replay', counter);
 type Counts = { compact: number; spaced: number; primitive: number; sized: number; calls: number; tokenized: number };
 const snapshot = (): Counts => {
   const s = serializationStats();

@@ -3,14 +3,13 @@
  * sessions through createTerminator under the CPU profiler and prints the top functions by self
  * time and by file (the replay bench's timed work plus replay's own figures; read the split).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Mode } from '../src/config/types.js';
 import { createTiktokenCounter } from '../src/measure/index.js';
-import { readSessions, replaySessions } from '../src/replay/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { replaySessions } from '../src/replay/index.js';
+import { replayScript } from './_support.js';
 
 interface Node {
   id: number;
@@ -18,20 +17,8 @@ interface Node {
   children?: number[];
 }
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const path =
-  argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ??
-  'examples/sessions/sample.jsonl';
-const sessions = await readSessions(path, Number(flag('--limit') ?? Infinity));
-const dir = mkdtempSync(join(tmpdir(), 'tt-profile-replay-'));
 const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
-const tt = await createTerminator({
-  overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode: (flag('--mode') ?? 'balanced') as Mode },
-  counter,
-  metrics: false,
-  vaultErrors: 'throw',
-});
+const { sessions, tt, dir } = await replayScript(process.argv.slice(2), 'profile-replay', counter);
 const session = new Session();
 session.connect();
 await session.post('Profiler.enable');

@@ -1,7 +1,12 @@
 /** What several benchmarks share (not a benchmark itself: bench/run.ts skips files starting with `_`). */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Mode } from '../src/config/types.js';
+import type { TokenCounter } from '../src/measure/types.js';
+import { readSessions, type RecordedSession } from '../src/replay/index.js';
+import { createTerminator, type Terminator } from '../src/runtime.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -36,4 +41,36 @@ export function printTable(rows: readonly (readonly string[])[], left: readonly 
     console.log(
       r.map((cell, c) => (left.includes(c) ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '),
     );
+}
+
+/** What a replay script (`[sessions.jsonl] [--limit n] [--mode m] …`) runs on. */
+export interface ReplayScript {
+  /** The value after `--name`, if given. */
+  flag(name: string): string | undefined;
+  readonly sessions: readonly RecordedSession[];
+  /** Through `counter`, mode `--mode` (balanced), metrics off, vault errors thrown, a vault in `dir`. */
+  readonly tt: Terminator;
+  /** The temp directory of the vault (the caller removes it). */
+  readonly dir: string;
+}
+
+/** The sessions and the Terminator of a replay script, from its command line. */
+export async function replayScript(
+  argv: readonly string[],
+  name: string,
+  counter: TokenCounter,
+): Promise<ReplayScript> {
+  const flag = (f: string): string | undefined => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : undefined);
+  const path =
+    argv.find((a, i) => !a.startsWith('--') && (i === 0 || !argv[i - 1]!.startsWith('--'))) ??
+    'examples/sessions/sample.jsonl';
+  const sessions = await readSessions(path, Number(flag('--limit') ?? Infinity));
+  const dir = mkdtempSync(join(tmpdir(), `tt-${name}-`));
+  const tt = await createTerminator({
+    overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode: (flag('--mode') ?? 'balanced') as Mode },
+    counter,
+    metrics: false, // as the replay bench: the live ledger still measures every request (telemetry)
+    vaultErrors: 'throw',
+  });
+  return { flag, sessions, tt, dir };
 }
