@@ -17,7 +17,7 @@ import {
   LONGEST_ARTIFACT_ID,
   memoCounter,
   pinDelivered,
-  vaultExact,
+  vaultToolResult,
   type MemoCounter,
 } from '../src/compact/receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices } from '../src/compact/slices.js';
@@ -293,19 +293,7 @@ export function compressToolResult(
     const raw = result.content;
     signal.throwIfAborted(); // nothing is written after an abort
     const scope = storeScope(step.context);
-    const put =
-      shared?.put ??
-      (await vaultExact(
-        vault,
-        {
-          content: raw,
-          toolName: result.name,
-          args: result.args,
-          sessionId: step.context.sessionId,
-          callId: result.callId,
-        },
-        scope,
-      ));
+    const put = shared?.put ?? (await vaultToolResult(vault, result, step.context));
     const output = planOutput(plan, put.artifactId);
     if (!strictlySmaller(raw, output, counter))
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });

@@ -13,7 +13,7 @@ import { unifiedLineDiff } from '../src/compact/delta.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
 import { handOn, isRendering, prepared, type Prepared } from '../src/compact/prepared.js';
-import { memoCounter, pinDelivered, readArtifact, vaultExact, type MemoCounter } from '../src/compact/receipt.js';
+import { memoCounter, pinDelivered, readArtifact, vaultToolResult, type MemoCounter } from '../src/compact/receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
@@ -153,19 +153,7 @@ export function deltaRepeatedOutput(
       )
       .digest('hex');
     const store = storeScope(step.context);
-    // Recorded under the host's tool name, the one the agent knows and may search by (this put also
-    // serves compressToolResult, which always recorded it so).
-    const current = await vaultExact(
-      vault,
-      {
-        content: result.content,
-        toolName: result.name,
-        args: result.args,
-        sessionId: step.context.sessionId,
-        callId: result.callId,
-      },
-      store,
-    );
+    const current = await vaultToolResult(vault, result, step.context);
     // The exact text is vaulted once per pass: a later compressToolResult reuses this put.
     const shared = prepared(step, vault, current);
     const skip = (reason: string): Step<ToolResult> =>

@@ -9,6 +9,7 @@ import { VaultVerifyError } from '../errors.js';
 import { sha256Hex } from '../vault/index.js';
 import type { ArtifactStore, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { PutInput, PutResult } from '../vault/types.js';
+import { storeScope, type StepContext, type ToolResult } from '../step.js';
 
 /** The longest artifact id a put can return (prefix collision): used for pre-write size proofs. */
 export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
@@ -20,6 +21,25 @@ export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: 
     throw new VaultVerifyError(put.artifactId);
   }
   return put;
+}
+
+/**
+ * {@link vaultExact} for a tool result: its exact content under the host's tool name (the one the
+ * agent knows and may search by), with its arguments, session and call id, in the step's scope.
+ * Every tool-result stage vaults through this, so one stage's put can stand for another's.
+ */
+export function vaultToolResult(vault: ArtifactStore, result: ToolResult, context: StepContext): Promise<PutResult> {
+  return vaultExact(
+    vault,
+    {
+      content: result.content,
+      toolName: result.name,
+      args: result.args,
+      sessionId: context.sessionId,
+      callId: result.callId,
+    },
+    storeScope(context),
+  );
 }
 
 /**
