@@ -5,7 +5,7 @@
  * many more it has. The names the conversation is about survive as focus lines (src/compact/focus.ts).
  */
 import { splitLines, stripAnsi } from './lines.js';
-import { groupByDirectory } from './paths.js';
+import { directoryGroups, renderGroups, type DirectoryGroups } from './paths.js';
 
 /** Per-directory names listed when the whole listing fits anyway. */
 const PER_DIR = 40;
@@ -37,20 +37,36 @@ const TREE_ENTRY = /^((?:[│|`]\s{3}|\s{4})*)(?:[├└|`][─-]{2}\s)(.+)$/u;
 export function compactListing(text: string): string | undefined {
   const lines = splitLines(stripAnsi(text)).filter((l) => l.trim() !== '');
   if (lines.length === 0) return undefined;
-  if (lines.some((l) => /^\S.*:$/.test(l)) && !lines.some((l) => LONG_ENTRY.test(l)))
-    return fitted((cap) => compactRecursive(lines, cap));
+  if (lines.some((l) => /^\S.*:$/.test(l)) && !lines.some((l) => LONG_ENTRY.test(l))) {
+    const listed = recursiveBlocks(lines);
+    return fitted((cap) => renderRecursive(listed, cap));
+  }
   if (lines.filter((l) => LONG_ENTRY.test(l)).length >= lines.length * 0.6) return compactLong(lines);
-  if (lines.filter((l) => TREE_ENTRY.test(l)).length >= lines.length * 0.6)
-    return fitted((cap) => compactTree(lines, cap));
-  if (lines.every((l) => !/\s{2,}|\t/.test(l))) return fitted((cap) => groupByDirectory(lines, cap).join('\n'));
+  if (lines.filter((l) => TREE_ENTRY.test(l)).length >= lines.length * 0.6) {
+    const tree = treePaths(lines);
+    return fitted((cap) => renderTree(tree, cap));
+  }
+  if (lines.every((l) => !/\s{2,}|\t/.test(l))) {
+    const groups = directoryGroups(lines);
+    return fitted((cap) => renderGroups(groups, cap).join('\n'));
+  }
   return undefined;
+}
+
+/** One `ls -R` block: its directory, the names listed under it, and how many of them are listed directories. */
+interface RecursiveBlock {
+  readonly dir: string;
+  readonly files: readonly string[];
+  readonly subdirs: number;
+  readonly empty: boolean;
 }
 
 /**
  * `ls -R`: `dir:` headers followed by entries (one per line, or several per line on a tty). An
  * entry that is itself a listed directory is left out of its parent's line (its own line follows).
+ * Parsed once; {@link renderRecursive} renders it for each cap `fitted` tries.
  */
-function compactRecursive(lines: readonly string[], cap: number): string {
+function recursiveBlocks(lines: readonly string[]): RecursiveBlock[] {
   const blocks: { dir: string; entries: string[] }[] = [];
   let current: { dir: string; entries: string[] } = { dir: '.', entries: [] };
   blocks.push(current);
@@ -59,17 +75,22 @@ function compactRecursive(lines: readonly string[], cap: number): string {
     else current.entries.push(...line.trim().split(/\s{2,}|\t/));
   }
   const headers = new Set(blocks.map((b) => b.dir.replace(/\/+$/, '')));
-  const out: string[] = [];
-  for (const { dir, entries } of blocks) {
+  return blocks.map(({ dir, entries }) => {
     const base = dir.replace(/\/+$/, '');
     const files = entries.filter((e) => !headers.has(base === '.' ? e : `${base}/${e}`) && !headers.has(`./${e}`));
+    return { dir, files, subdirs: entries.length - files.length, empty: entries.length === 0 };
+  });
+}
+
+function renderRecursive(blocks: readonly RecursiveBlock[], cap: number): string {
+  const out: string[] = [];
+  for (const { dir, files, subdirs, empty } of blocks) {
     if (files.length === 0) {
-      if (entries.length === 0 && dir !== '.') out.push(`${dir}/ (empty)`);
+      if (empty && dir !== '.') out.push(`${dir}/ (empty)`);
       continue;
     }
     const shown = files.slice(0, cap).join(' ');
     const more = files.length > cap ? ` \u2026(+${files.length - cap} more)` : '';
-    const subdirs = entries.length - files.length;
     out.push(
       `${dir}/ (${files.length}${subdirs > 0 ? ` + ${subdirs} dir${subdirs === 1 ? '' : 's'}` : ''}): ${shown}${more}`,
     );
@@ -100,8 +121,8 @@ function compactLong(lines: readonly string[]): string {
   return out.join('\n');
 }
 
-/** `tree`: rebuild the paths from the indentation, then group by directory. */
-function compactTree(lines: readonly string[], cap: number): string {
+/** `tree`: the paths rebuilt from the indentation (parsed once), then grouped by directory. */
+function treePaths(lines: readonly string[]): { groups: DirectoryGroups; other: string[] } {
   const stack: string[] = [];
   const paths: string[] = [];
   const other: string[] = [];
@@ -117,6 +138,9 @@ function compactTree(lines: readonly string[], cap: number): string {
     paths.push(stack.join('/'));
   }
   const isDir = new Set(paths.map((p) => p.slice(0, p.lastIndexOf('/'))).filter((p) => p !== ''));
-  const leaves = paths.filter((p) => !isDir.has(p));
-  return [...other.slice(0, 1), ...groupByDirectory(leaves, cap), ...other.slice(1)].join('\n');
+  return { groups: directoryGroups(paths.filter((p) => !isDir.has(p))), other };
+}
+
+function renderTree({ groups, other }: { groups: DirectoryGroups; other: string[] }, cap: number): string {
+  return [...other.slice(0, 1), ...renderGroups(groups, cap), ...other.slice(1)].join('\n');
 }
