@@ -20,7 +20,8 @@
  * the agent's hot path while search is a rare recovery call. `put` queues the row in `fts_pending`
  * (same transaction, so the queue is durable and shared by every process); the queue is indexed in
  * small steps while the process is idle, and by search in steps with a yield between them, never
- * waiting for another process's lock. Rows still queued are scanned exactly, so results stay
+ * waiting for another process's lock; the idle steps wait until no reduction is in flight
+ * (src/vault/idle.ts), so they are never part of a request's time. Rows still queued are scanned exactly, so results stay
  * complete unless the deadline cuts them short.
  */
 import { sql, type Kysely } from 'kysely';
@@ -35,7 +36,6 @@ import type { SqliteStore } from './sqlite-store.js';
 const PENDING_BATCH_ROWS = 32;
 /** Content bytes indexed per step (one artifact at least): keeps each step to tens of milliseconds per MB. */
 const INDEX_STEP_BYTES = 256 * 1024;
-const INDEX_IDLE_MS = 25;
 /** Longest phrase given to the index (code points); longer needles are checked against candidates' content. */
 export const INDEX_PHRASE_MAX = 24;
 /** Content folded and scanned between two yields to the event loop. */
@@ -70,7 +70,6 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
   const { raw, db } = store;
   raw.function('tt_fold', { deterministic: true }, (s: unknown) => foldCase(String(s ?? '')));
   let closed = false;
-  let timer: NodeJS.Timeout | undefined;
 
   /** One batch in one IMMEDIATE transaction: rows another process indexed meanwhile are gone from the queue. */
   const indexBatch = async (trx: Kysely<VaultDatabase>, budgetBytes: number): Promise<boolean> => {
@@ -100,16 +99,16 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
   const indexStep = (): Promise<boolean> =>
     store.write((trx) => indexBatch(trx, INDEX_STEP_BYTES), { remainingMs: 0 }).catch(() => false);
 
-  /** One idle step; it reschedules itself while the queue has rows. */
+  /** One idle step; it queues the next while the queue has rows. */
+  const idleStep = (): void => {
+    if (closed) return;
+    // Busy or failing: leave the queue; the next put reschedules, and search scans it anyway.
+    void indexStep().then((more) => more && schedule());
+  };
+  /** Index when the process is idle (no reduction in flight, the store quiet): see src/vault/idle.ts. */
   const schedule = (): void => {
-    if (timer !== undefined || closed || !options.background) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (closed) return;
-      // Busy or failing: leave the queue; the next put reschedules, and search scans it anyway.
-      void indexStep().then((more) => more && schedule());
-    }, INDEX_IDLE_MS);
-    timer.unref();
+    if (closed || !options.background) return;
+    store.idle?.defer(idleStep);
   };
 
   const accessible = (scope: StoreScope) => accessibleIds(db, scope);
@@ -224,7 +223,6 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
     afterPut: schedule,
     close() {
       closed = true;
-      if (timer !== undefined) clearTimeout(timer);
     },
   };
 }

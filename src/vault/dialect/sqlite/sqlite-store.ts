@@ -16,6 +16,7 @@ import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import type { LockBudget } from '../../ports.js';
 import { VaultOpenError } from '../../errors.js';
+import { createIdleGate, type IdleGate } from '../../idle.js';
 import type { SchemaSpec } from '../../schema.js';
 import { SQLITE_FLAVOR } from './sqlite-flavor.js';
 
@@ -92,6 +93,8 @@ export interface SqliteStoreOptions {
 
 export interface SqliteStore<DB> extends StoreConnection<DB> {
   readonly raw: Database.Database;
+  /** Where deferred maintenance waits for the process to be idle (writable stores). */
+  readonly idle?: IdleGate;
   /** Set when opened read-only: why (the code of the failure that made it so). */
   readonly readOnlyReason?: string;
 }
@@ -114,6 +117,10 @@ class WriteLockBusy extends Error {
   }
 }
 
+/** Deferred maintenance waits for this much quiet (no statement, no reduction), and at most IDLE_MAX_WAIT_MS. */
+const IDLE_QUIET_MS = 25;
+const IDLE_MAX_WAIT_MS = 1000;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Open (creating if needed) and migrate a store file for `spec`. */
@@ -125,7 +132,8 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     if (file !== MEMORY_PATH) preparePath(file);
     raw = new Database(file, { timeout: Math.min(options.busyTimeoutMs, READ_BUSY_MS) });
     const conn = raw;
-    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn) }) });
+    const idle = createIdleGate({ quietMs: IDLE_QUIET_MS, maxWaitMs: IDLE_MAX_WAIT_MS });
+    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn, idle) }) });
     conn.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
     if (file !== MEMORY_PATH) {
       const mode = retryTransient(() => conn.pragma('journal_mode = WAL', { simple: true }), options.busyTimeoutMs);
@@ -138,7 +146,7 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     }
     conn.pragma('synchronous = NORMAL');
     conn.pragma('foreign_keys = ON');
-    const store = sqliteStore(conn, db, file, options.busyTimeoutMs);
+    const store = sqliteStore(conn, db, file, options.busyTimeoutMs, idle);
     await migrate(spec, store, file, options.busyTimeoutMs);
     conn.pragma(`busy_timeout = ${Math.min(options.busyTimeoutMs, READ_BUSY_MS)}`);
     privateSideFiles(file);
@@ -171,11 +179,12 @@ const STATEMENT_CACHE = 256;
  * connection (its mutex) and nothing here streams; SQLite re-prepares a statement itself after a
  * schema change.
  */
-function cachingStatements(conn: Database.Database): SqliteDatabase {
+function cachingStatements(conn: Database.Database, idle?: IdleGate): SqliteDatabase {
   const cache = new LRUCache<string, Database.Statement>({ max: STATEMENT_CACHE });
   return {
     close: () => conn.close(),
     prepare: (text) => {
+      idle?.mark();
       let statement = cache.get(text);
       if (statement !== undefined) return statement;
       statement = conn.prepare(text);
@@ -235,7 +244,13 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
   }
 }
 
-function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string, busyTimeoutMs: number): SqliteStore<DB> {
+function sqliteStore<DB>(
+  raw: Database.Database,
+  db: Kysely<DB>,
+  file: string,
+  busyTimeoutMs: number,
+  idle: IdleGate,
+): SqliteStore<DB> {
   let sideFilesPrivate = false;
   const readBusy = Math.min(busyTimeoutMs, READ_BUSY_MS);
   /** One attempt: the connection is held for the whole transaction (kysely's driver mutex). */
@@ -293,7 +308,11 @@ function sqliteStore<DB>(raw: Database.Database, db: Kysely<DB>, file: string, b
     },
     // The write transaction locks the whole file: no row locks needed.
     lock: (query) => query,
-    destroy: () => db.destroy(),
+    idle,
+    destroy: () => {
+      idle.close();
+      return db.destroy();
+    },
   };
 }
 

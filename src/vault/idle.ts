@@ -1,0 +1,88 @@
+/**
+ * Deferred vault maintenance that must stay off the agent's requests: FTS indexing steps of the
+ * SQLite queue, WAL checkpoints. better-sqlite3 runs each statement on the event loop, so a step
+ * that starts while a request or tool result is being reduced (awaiting a vault call, or yielding
+ * between compaction slices) adds its whole cost to that reduction. A deferred task runs once no
+ * reduction is in flight in the process (src/activity.ts) and the store has run no statement for
+ * `quietMs`; a host that is never idle still gets it after `maxWaitMs`, between two timer turns.
+ */
+import { reductionActivity } from '../activity.js';
+
+export interface IdleGate {
+  /** The store ran a statement now. */
+  mark(): void;
+  /**
+   * Run `task` once the process is idle (or it has waited `maxWaitMs`). A task already waiting is
+   * not queued twice; a throwing task is dropped without affecting the others.
+   */
+  defer(task: () => void): void;
+  /** Drop the waiting tasks; later defers are ignored. */
+  close(): void;
+}
+
+export interface IdleGateOptions {
+  /** Quiet time wanted after the store's last statement and the last reduction, in ms. */
+  readonly quietMs: number;
+  /** Longest a task waits for quiet, in ms. */
+  readonly maxWaitMs: number;
+  /** Clock in ms (tests). Default `performance.now`. */
+  readonly now?: () => number;
+  /** Reductions in flight and when the last ended (tests). Default the process's ({@link reductionActivity}). */
+  readonly activity?: () => { readonly inFlight: number; readonly lastEnded: number };
+}
+
+/**
+ * A gate for one store.
+ *
+ * @example
+ * const gate = createIdleGate({ quietMs: 25, maxWaitMs: 1000 });
+ * gate.defer(() => indexStep());
+ */
+export function createIdleGate(options: IdleGateOptions): IdleGate {
+  const now = options.now ?? (() => performance.now());
+  const activity = options.activity ?? reductionActivity;
+  let lastStatement = Number.NEGATIVE_INFINITY;
+  let waitingSince = 0;
+  const waiting = new Set<() => void>();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  const arm = (ms: number): void => {
+    timer = setTimeout(fire, Math.max(1, Math.ceil(ms)));
+    timer.unref();
+  };
+  const fire = (): void => {
+    timer = undefined;
+    if (closed || waiting.size === 0) return;
+    const t = now();
+    const { inFlight, lastEnded } = activity();
+    const waitLeft = waitingSince + options.maxWaitMs - t;
+    const quietLeft = inFlight > 0 ? options.quietMs : Math.max(lastStatement, lastEnded) + options.quietMs - t;
+    if (quietLeft > 0 && waitLeft > 0) return arm(Math.min(quietLeft, waitLeft));
+    const tasks = [...waiting];
+    waiting.clear();
+    for (const task of tasks) {
+      try {
+        task();
+      } catch {
+        // Maintenance is best effort: the queue stays, the next write defers it again.
+      }
+    }
+  };
+  return {
+    mark() {
+      lastStatement = now();
+    },
+    defer(task) {
+      if (closed || waiting.has(task)) return;
+      if (waiting.size === 0) waitingSince = now();
+      waiting.add(task);
+      if (timer === undefined) arm(options.quietMs);
+    },
+    close() {
+      closed = true;
+      waiting.clear();
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
