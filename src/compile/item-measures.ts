@@ -30,6 +30,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { canonicalJson, codePoints } from '../measure/index.js';
+import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
 import { WeakMemo } from '../weak-memo.js';
 import { canonicalOf } from './prefix.js';
@@ -120,8 +121,19 @@ export interface ItemMeasuresOptions {
  */
 const TEXTS_KEPT = 1024;
 const TEXT_CHARS_KEPT = 8_000_000;
+/**
+ * Piece records kept for entries counted but perhaps not yet counted spaced (the current requests'
+ * new items), in pieces in all (about 8 bytes each): see src/measure/pieces.ts.
+ */
+const RECORD_PIECES_KEPT = 1_000_000;
 /** Primitives up to this many characters are memoized by value (model names, short inputs). */
 const PRIMITIVE_CHARS = 256;
+
+/** The pieces of an entry's compact JSON, and the runs its spaced JSON copies (null: not a copy). */
+interface CompactPieces {
+  readonly record: PieceRecord;
+  runs?: readonly CopiedRun[] | null;
+}
 
 interface Texts {
   compact?: string;
@@ -142,6 +154,31 @@ export function spacedFromCompact(compact: string): string {
   if (!compact.includes(',') && !compact.includes(':')) return compact;
   return compact.replace(SEPARATORS, (m: string, str: string | undefined) => (str !== undefined ? m : `${m} `));
 }
+
+/**
+ * Where {@link spacedFromCompact}'s output copies its input: the runs between the inserted spaces.
+ *
+ * @example
+ * spacedRuns('{"a":1}'); // [{ at: 0, from: 0, length: 5 }, { at: 6, from: 5, length: 2 }]
+ */
+export function spacedRuns(compact: string): CopiedRun[] {
+  const runs: CopiedRun[] = [];
+  let from = 0;
+  let shift = 0;
+  if (compact.includes(',') || compact.includes(':'))
+    for (const m of compact.matchAll(SEPARATORS)) {
+      if (m[1] !== undefined) continue;
+      const cut = m.index + 1; // a space goes after the separator
+      runs.push({ at: from + shift, from, length: cut - from });
+      from = cut;
+      shift++;
+    }
+  runs.push({ at: from + shift, from, length: compact.length - from });
+  return runs;
+}
+
+const SEGMENT_PREFIX: Readonly<Record<Segment, string>> = { first: '[', mid: ' ', last: ' ', only: '[', alone: '' };
+const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ',', last: ']', only: ']', alone: '' };
 
 /**
  * Create a measurement memo; the runtime holds one for all request stages, the output-budget
@@ -169,6 +206,12 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
     });
   let texts = textCache();
+  // The pieces of an entry's compact JSON, as counted for the stages: each spaced segment telemetry
+  // counts is then derived from them, and encodes only the pieces its separators changed.
+  const recordCache = (): LRUCache<Measures, CompactPieces> =>
+    new LRUCache({ maxSize: RECORD_PIECES_KEPT, sizeCalculation: (r) => Math.max(1, r.record.counts.length) });
+  let records = recordCache();
+  const pieces = counter?.pieces;
 
   const keep = (m: Measures, compact: string | undefined, spaced: string | undefined): void => {
     const t = texts.get(m);
@@ -234,6 +277,21 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     return spaced;
   };
 
+  /**
+   * The pieces of the entry's compact JSON, with the runs its spaced JSON `json` copies from it;
+   * undefined when they are not kept, or `json` is not exactly the compact text with its spaces.
+   */
+  const copiedFrom = (value: unknown, m: Measures, json: string): CompactPieces | undefined => {
+    const kept = records.get(m);
+    if (kept === undefined) return undefined;
+    if (kept.runs === undefined) {
+      const compact = compactJson(value, m);
+      // The runs are where spacedFromCompact copies its input: only valid for exactly that output.
+      kept.runs = spacedFromCompact(compact) === json ? spacedRuns(compact) : null;
+    }
+    return kept.runs === null ? undefined : kept;
+  };
+
   return {
     counter,
     byContent,
@@ -243,7 +301,12 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     compactTokens(value) {
       if (counter === undefined) return undefined;
       const m = measuresOf(value);
-      return (m.compact ??= counter.count(compactJson(value, m)));
+      if (m.compact !== undefined) return m.compact;
+      const text = compactJson(value, m);
+      if (pieces === undefined) return (m.compact = counter.count(text));
+      const { count, record } = pieces.countRecorded(text);
+      if (record !== undefined) records.set(m, { record });
+      return (m.compact = count);
     },
     segmentTokens(value, segment) {
       if (counter === undefined) return undefined;
@@ -251,17 +314,12 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       const known = m[segment];
       if (known !== undefined) return known;
       const json = spacedJson(value, m);
-      const text =
-        segment === 'first'
-          ? `[${json},`
-          : segment === 'mid'
-            ? ` ${json},`
-            : segment === 'last'
-              ? ` ${json}]`
-              : segment === 'only'
-                ? `[${json}]`
-                : json;
-      return (m[segment] = counter.count(text));
+      const prefix = SEGMENT_PREFIX[segment];
+      const text = `${prefix}${json}${SEGMENT_SUFFIX[segment]}`;
+      const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
+      if (compact === undefined) return (m[segment] = counter.count(text));
+      const runs = prefix.length === 0 ? compact.runs! : compact.runs!.map((r) => ({ ...r, at: r.at + prefix.length }));
+      return (m[segment] = pieces!.countDerived(text, compact.record, runs).count);
     },
     get size() {
       return byHash.size;
@@ -271,6 +329,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       byHash = new Map();
       primitives = new LRUCache({ max: 1024 });
       texts = textCache();
+      records = recordCache();
     },
   };
 }

@@ -16,6 +16,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Tiktoken } from 'tiktoken';
+import { pieceCounting, type PieceCounting } from './pieces.js';
 
 /** Encodings this library counts with (the two current OpenAI chat encodings). */
 export type TiktokenEncodingName = 'o200k_base' | 'cl100k_base';
@@ -49,12 +50,20 @@ export interface EncoderLease {
   readonly encoding: TiktokenEncodingName;
   readonly engine: EncoderEngine;
   readonly count: PieceCounter;
+  /**
+   * Counting with piece records, to count a near-copy of a counted text without encoding the copy
+   * again (src/measure/pieces.ts).
+   *
+   * @defaultValue present for the `js` engine, absent for `wasm`
+   */
+  readonly pieces?: PieceCounting;
   /** Drop this reference; the engine is freed when the last one goes. Idempotent. */
   release(): void;
 }
 
 interface Loaded {
   readonly count: PieceCounter;
+  readonly pieces?: PieceCounting;
   readonly free: () => void;
   /** Empty the engine's own memo, if it has one (the JS core's merge cache). */
   readonly clearCache?: () => void;
@@ -102,6 +111,7 @@ export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEn
     encoding,
     engine,
     count: held.loaded.count,
+    ...(held.loaded.pieces === undefined ? {} : { pieces: held.loaded.pieces }),
     release(): void {
       if (released) return;
       released = true;
@@ -155,6 +165,10 @@ function loadWasm(encoding: TiktokenEncodingName): Loaded {
 /** The part of gpt-tokenizer's byte-pair core we use (its own types are not exported stably). */
 interface BytePairCore {
   countNative(text: string): number;
+  /** Rank of a piece that is one token. */
+  getBpeRankFromString(piece: string): number | undefined;
+  /** The tokens of one piece (what countNative adds for a piece that is not one token). */
+  bytePairEncode(piece: string): readonly number[];
   setMergeCacheSize(size: number): void;
   clearMergeCache(): void;
   /** Rank of a byte sequence (a TypeScript-private method, replaced per instance below). */
@@ -253,10 +267,25 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
     mergeCacheSize: JS_MERGE_CACHE_ENTRIES,
   });
   fixByteOrderMarkLookups(core, ranks);
+  const alive = (): BytePairCore => {
+    if (core === undefined) throw new TypeError(`gpt-tokenizer:${encoding} used after it was freed`);
+    return core;
+  };
+  const byPiece = pieceCounting({
+    split: new RegExp(SPLIT_PATTERNS[encoding], 'gu'),
+    // What countNative adds for one piece of its split.
+    countPiece: (piece) => {
+      const c = alive();
+      return c.getBpeRankFromString(piece) !== undefined ? 1 : c.bytePairEncode(piece).length;
+    },
+  });
+  const isWellFormed = (text: string): boolean => (text as unknown as WellFormedString).isWellFormed();
   return {
-    count: (piece) => {
-      if (core === undefined) throw new TypeError(`gpt-tokenizer:${encoding} used after it was freed`);
-      return core.countNative(wellFormed(piece));
+    count: (piece) => alive().countNative(wellFormed(piece)),
+    // countNative counts the well-formed text: a text with a lone surrogate is left to it.
+    pieces: {
+      record: (text) => (isWellFormed(text) ? byPiece.record(text) : undefined),
+      derive: (target, source, runs) => (isWellFormed(target) ? byPiece.derive(target, source, runs) : undefined),
     },
     free: () => {
       core?.clearMergeCache();

@@ -1,5 +1,6 @@
 /** Measurement: Python-compatible JSON sizes and token counters. */
-export type { TokenCounter } from './types.js';
+export type { RecordedCount, RecordingCounter, TokenCounter } from './types.js';
+export type { CopiedRun, PieceRecord } from './pieces.js';
 export {
   canonicalJson,
   serializedChars,

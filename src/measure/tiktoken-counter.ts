@@ -1,4 +1,5 @@
-import type { TokenCounter } from './types.js';
+import type { PieceRecord } from './pieces.js';
+import type { RecordedCount, RecordingCounter, TokenCounter } from './types.js';
 import { countShared } from './count-memo.js';
 import {
   acquireEncoder,
@@ -8,7 +9,7 @@ import {
   type EncoderEngine,
   type TiktokenEncodingName,
 } from './encoders.js';
-import { countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
+import { countGuarded, DEFAULT_MAX_RUN, splitLongRuns } from './long-runs.js';
 
 export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './encoders.js';
 
@@ -87,6 +88,34 @@ export function createTiktokenCounter(
   let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);
   const countPiece = lease.count;
   const countText = (text: string): number => countGuarded(text, countPiece, maxRun);
+  const memoized = (text: string, count: (text: string) => number): number =>
+    memoId === undefined ? count(text) : countShared(memoId, text, count);
+  const byPiece = lease.pieces;
+  // A text the long-run guard would cut is counted the plain way (its pieces are not the whole
+  // text's); so is any text the piece walk declines or fails on.
+  const recorded = (text: string, walk: (text: string) => PieceRecord | undefined): RecordedCount => {
+    if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
+    if (text.length === 0) return { count: 0 };
+    let record: PieceRecord | undefined;
+    const count = memoized(text, (t) => {
+      if (splitLongRuns(t, maxRun).length === 1) {
+        try {
+          record = walk(t);
+        } catch {
+          record = undefined;
+        }
+      }
+      return record?.total ?? countText(t);
+    });
+    return record === undefined ? { count } : { count, record };
+  };
+  const pieces: RecordingCounter | undefined =
+    byPiece === undefined
+      ? undefined
+      : {
+          countRecorded: (text) => recorded(text, (t) => byPiece.record(t)),
+          countDerived: (target, source, runs) => recorded(target, (t) => byPiece.derive(t, source, runs)),
+        };
   return {
     name: options.exact === false ? `tiktoken:${encoding}~approx` : `tiktoken:${encoding}`,
     exact: options.exact !== false,
@@ -99,5 +128,6 @@ export function createTiktokenCounter(
       lease?.release();
       lease = undefined;
     },
+    ...(pieces === undefined ? {} : { pieces }),
   };
 }

@@ -1,3 +1,5 @@
+import type { CopiedRun, PieceRecord } from './pieces.js';
+
 /** Counts tokens for text. Implementations: tiktoken encodings, tokenizer.json, rough estimate, vLLM /tokenize. */
 export interface TokenCounter {
   /** Stable, non-sensitive label, e.g. `tiktoken:o200k_base`, `tokenizer-json`, `rough`. */
@@ -8,4 +10,25 @@ export interface TokenCounter {
   count(text: string): number;
   /** Release native resources (WASM encoders). */
   dispose?(): void;
+  /**
+   * Counting that records the pre-tokenizer's pieces, so a near-copy of a counted text (the same
+   * JSON with other separators) is counted exactly without encoding the copied part again.
+   *
+   * @defaultValue present on the `js` tiktoken counters, absent elsewhere
+   */
+  readonly pieces?: RecordingCounter;
+}
+
+/** A count, with the text's piece record when it was tokenized by this call (not found in a memo). */
+export interface RecordedCount {
+  readonly count: number;
+  readonly record?: PieceRecord;
+}
+
+/** See {@link TokenCounter.pieces}; every result equals `count(text)` of the same counter. */
+export interface RecordingCounter {
+  /** `count(text)`, with its pieces when tokenized now. */
+  countRecorded(text: string): RecordedCount;
+  /** `count(target)`, where `target` copies the text `source` records along `runs`. */
+  countDerived(target: string, source: PieceRecord, runs: readonly CopiedRun[]): RecordedCount;
 }

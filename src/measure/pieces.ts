@@ -1,0 +1,118 @@
+/**
+ * Counting a text that is mostly a copy of one already counted, exactly, without tokenizing the
+ * copied part again. A BPE count is the sum of the counts of the pre-tokenizer's pieces, and a
+ * piece's count depends on its string alone. So the derived text is split by the real
+ * pre-tokenizer (the regex: about a tenth of the work of counting), and every piece that lies
+ * inside a copied run, starting and ending exactly where a piece of the source did, takes that
+ * piece's count; every other piece (around an edit) is encoded. Nothing here reasons about where
+ * the regex may cut: the split is always the real one, only the per-piece encoding is reused.
+ *
+ * Used for the telemetry's spaced JSON of an item whose compact JSON the request stages counted
+ * (src/compile/item-measures.ts): the two differ by a space after each separator outside strings,
+ * and a tool output's long string literal is counted once instead of twice.
+ */
+
+/** Pre-tokenizer pieces of a text and their token counts. */
+export interface PieceRecord {
+  /** Start offset of each piece, then the text's length (one more entry than pieces). */
+  readonly starts: Int32Array;
+  /** Tokens of each piece. */
+  readonly counts: Int32Array;
+  /** Sum of `counts`: the text's token count. */
+  readonly total: number;
+}
+
+/** A copied run: `target[at, at + length)` is `source[from, from + length)`. Runs ascend in both. */
+export interface CopiedRun {
+  readonly at: number;
+  readonly from: number;
+  readonly length: number;
+}
+
+/** The engine parts piece counting needs: its pre-tokenizer and its per-piece encoder. */
+export interface PieceEngine {
+  /** A fresh global, unicode copy of the engine's split pattern. */
+  readonly split: RegExp;
+  /** Tokens of one piece (exactly what the engine's own count adds for it). */
+  countPiece(piece: string): number;
+}
+
+/** Exact counting with piece records (the JS engine has one; tiktoken's WASM does not). */
+export interface PieceCounting {
+  /** Count `text` (as `count` would) and record its pieces; undefined where it cannot (see {@link PieceCounting}). */
+  record(text: string): PieceRecord | undefined;
+  /** Count `target`, copied from the text `source` records along `runs`; undefined where it cannot. */
+  derive(target: string, source: PieceRecord, runs: readonly CopiedRun[]): PieceRecord | undefined;
+}
+
+function grow(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
+  if (n < a.length) return a;
+  const b = new Int32Array(Math.max(16, a.length * 2, n + 1));
+  b.set(a);
+  return b;
+}
+
+/**
+ * Piece counting over one engine: `record` and `derive` split with the engine's pattern and give
+ * the same totals as the engine's count of the whole text.
+ *
+ * @example
+ * const pieces = pieceCounting(engine);
+ * const compact = pieces.record('{"a":"some long text"}');
+ * pieces.derive('{"a": "some long text"}', compact!, [{ at: 0, from: 0, length: 5 }, { at: 6, from: 5, length: 17 }]);
+ */
+export function pieceCounting(engine: PieceEngine): PieceCounting {
+  const split = engine.split;
+  const walk = (text: string, reuse?: (start: number, end: number) => number): PieceRecord => {
+    // About one piece per four characters of text: rarely grown.
+    let starts = new Int32Array((text.length >> 2) + 16);
+    let counts = new Int32Array((text.length >> 2) + 16);
+    let n = 0;
+    let total = 0;
+    split.lastIndex = 0;
+    let at = 0;
+    for (let m = split.exec(text); m !== null; m = split.exec(text)) {
+      const piece = m[0];
+      if (piece.length === 0) {
+        split.lastIndex++;
+        continue;
+      }
+      const start = m.index;
+      if (start !== at) throw new Error('pieces: the split pattern skipped text');
+      const end = start + piece.length;
+      const known = reuse?.(start, end) ?? -1;
+      const c = known >= 0 ? known : engine.countPiece(piece);
+      starts = grow(starts, n + 1);
+      counts = grow(counts, n);
+      starts[n] = start;
+      counts[n] = c;
+      n++;
+      total += c;
+      at = end;
+    }
+    if (at !== text.length) throw new Error('pieces: the split pattern left text over');
+    starts = grow(starts, n + 1);
+    starts[n] = text.length;
+    return { starts: starts.slice(0, n + 1), counts: counts.slice(0, n), total };
+  };
+  return {
+    record(text) {
+      return walk(text);
+    },
+    derive(target, source, runs) {
+      let r = 0;
+      let j = 0;
+      const last = source.counts.length;
+      return walk(target, (start, end) => {
+        while (r < runs.length && runs[r]!.at + runs[r]!.length <= start) r++;
+        const run = runs[r];
+        if (run === undefined || start < run.at || end > run.at + run.length) return -1;
+        const from = start - run.at + run.from;
+        while (j < last && source.starts[j]! < from) j++;
+        return j < last && source.starts[j] === from && source.starts[j + 1] === from + (end - start)
+          ? source.counts[j]!
+          : -1;
+      });
+    },
+  };
+}

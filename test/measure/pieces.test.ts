@@ -1,0 +1,165 @@
+/**
+ * Counting a near-copy of a counted text by its pieces (src/measure/pieces.ts) gives exactly the
+ * count of the text itself, and the shared measurement memo's spaced segments (telemetry) are
+ * exactly tiktoken's counts of those texts while their copied part is not encoded again.
+ */
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createItemMeasures, spacedFromCompact, spacedRuns } from '../../src/compile/item-measures.js';
+import {
+  acquireEncoder,
+  canonicalJson,
+  createTiktokenCounter,
+  TIKTOKEN_ENCODINGS,
+  type EncoderLease,
+} from '../../src/measure/index.js';
+import { pieceCounting, type CopiedRun, type PieceRecord } from '../../src/measure/pieces.js';
+import { SPLIT_PATTERNS } from '../../src/measure/encoders.js';
+import { longRun, tokenizerText } from './tokenizer-text.js';
+
+const RUNS = 150;
+const leases: EncoderLease[] = [];
+afterAll(() => {
+  for (const l of leases) l.release();
+});
+
+/** `text` with each insert's string put before its position, and the runs the result copies from `text`. */
+function edited(text: string, inserts: readonly (readonly [number, string])[]): { target: string; runs: CopiedRun[] } {
+  const sorted = inserts.map(([p, s]) => [Math.min(p, text.length), s] as const).sort((a, b) => a[0] - b[0]);
+  let target = '';
+  const runs: CopiedRun[] = [];
+  let from = 0;
+  for (const [p, s] of [...sorted, [text.length, ''] as const]) {
+    if (p > from) runs.push({ at: target.length, from, length: p - from });
+    target += text.slice(from, p) + s;
+    from = p;
+  }
+  return { target, runs };
+}
+
+describe.each(TIKTOKEN_ENCODINGS)('piece counting (%s)', (encoding) => {
+  const js = acquireEncoder(encoding, 'js');
+  const wasm = acquireEncoder(encoding, 'wasm');
+  leases.push(js, wasm);
+
+  it('record and derive count exactly like the reference, whatever was inserted where', () => {
+    const edit = fc.array(
+      fc.tuple(fc.nat(400), fc.oneof(fc.constantFrom(' ', ',', ': ', '\n', '"', '['), tokenizerText)),
+      {
+        maxLength: 8,
+      },
+    );
+    fc.assert(
+      fc.property(tokenizerText, edit, (text, inserts) => {
+        const source = js.pieces!.record(text);
+        if (source === undefined) return; // a lone surrogate: the plain count takes it
+        expect(source.total).toBe(wasm.count(text));
+        const { target, runs } = edited(text, inserts);
+        const derived = js.pieces!.derive(target, source, runs);
+        if (derived !== undefined) expect(derived.total).toBe(wasm.count(target));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('encodes only the pieces around an edit', () => {
+    const encoded: string[] = [];
+    const core = acquireEncoder(encoding, 'js');
+    leases.push(core);
+    const engine = pieceCounting({
+      split: new RegExp(SPLIT_PATTERNS[encoding], 'gu'),
+      countPiece: (piece) => {
+        encoded.push(piece);
+        return core.count(piece);
+      },
+    });
+    const text = Array.from({ length: 400 }, (_, i) => `line ${i}: value_${i} = compute(${i});`).join('\\n');
+    const source = engine.record(text)!;
+    const pieces = encoded.length;
+    expect(pieces).toBeGreaterThan(2000);
+    encoded.length = 0;
+    const { target, runs } = edited(text, [[text.length / 2, ', ']]);
+    expect(engine.derive(target, source, runs)!.total).toBe(wasm.count(target));
+    expect(encoded.length).toBeLessThan(6); // not ~pieces
+  });
+});
+
+describe('spacedRuns', () => {
+  it('says exactly where spacedFromCompact copies its input', () => {
+    const value = fc.jsonValue({ maxDepth: 3 });
+    fc.assert(
+      fc.property(value, (v) => {
+        const compact = canonicalJson(v, { compact: true });
+        const spaced = spacedFromCompact(compact);
+        const runs = spacedRuns(compact);
+        let covered = 0;
+        for (const r of runs) {
+          expect(spaced.slice(r.at, r.at + r.length)).toBe(compact.slice(r.from, r.from + r.length));
+          covered += r.length;
+        }
+        expect(covered).toBe(compact.length);
+        // Everything else is one inserted space per run boundary.
+        expect(spaced.length - compact.length).toBe(runs.length - 1);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('the measurement memo counts spaced segments from the compact pieces, exactly', () => {
+  const text = fc.oneof(tokenizerText, longRun, fc.string({ unit: 'grapheme', maxLength: 80 }));
+  const item = fc.oneof(
+    fc.record({ role: fc.constant('tool'), tool_call_id: fc.string({ maxLength: 12 }), content: text }),
+    fc.record({ role: fc.constantFrom('user', 'assistant'), content: text }),
+    fc.record({ role: fc.constant('assistant'), content: fc.array(fc.record({ type: fc.constant('text'), text })) }),
+    fc.jsonValue({ maxDepth: 3 }),
+  );
+  it('every segment equals tiktoken on that segment, in any order of asking', () => {
+    const reference = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+    const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    try {
+      const segments = ['first', 'mid', 'last', 'only', 'alone'] as const;
+      fc.assert(
+        fc.property(item, fc.shuffledSubarray([...segments], { minLength: 1 }), (value, asked) => {
+          const measures = createItemMeasures({ counter });
+          const compact = canonicalJson(value, { compact: true });
+          const json = canonicalJson(value);
+          expect(measures.compactTokens(value)).toBe(reference.count(compact));
+          const framed = { first: `[${json},`, mid: ` ${json},`, last: ` ${json}]`, only: `[${json}]`, alone: json };
+          for (const s of asked) expect(measures.segmentTokens(value, s)).toBe(reference.count(framed[s]));
+        }),
+        { numRuns: RUNS },
+      );
+    } finally {
+      reference.dispose?.();
+      counter.dispose?.();
+    }
+  });
+
+  it('a tool output counted for the stages is not counted again from scratch for telemetry', () => {
+    const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    try {
+      const plain: string[] = [];
+      const derived: string[] = [];
+      const spy = {
+        ...counter,
+        count: (t: string) => (plain.push(t), counter.count(t)),
+        pieces: {
+          countRecorded: (t: string) => counter.pieces!.countRecorded(t),
+          countDerived: (t: string, source: PieceRecord, runs: readonly CopiedRun[]) => (
+            derived.push(t),
+            counter.pieces!.countDerived(t, source, runs)
+          ),
+        },
+      };
+      const measures = createItemMeasures({ counter: spy });
+      const value = { role: 'tool', tool_call_id: 'call_1', content: 'src/a.ts:1: error TS2304: x\n'.repeat(300) };
+      measures.compactTokens(value);
+      for (const s of ['mid', 'last', 'alone'] as const) measures.segmentTokens(value, s);
+      expect(plain).toEqual([]);
+      expect(derived.length).toBe(3); // the spaced JSON once, then two framings
+    } finally {
+      counter.dispose?.();
+    }
+  });
+});
