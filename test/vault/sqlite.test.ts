@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION, createVault, type Vault, type VaultOptions } from '../../src/vault/index.js';
-import { tempDir } from './helpers.js';
+import { countOf, statementsDuring, tempDir } from './helpers.js';
 
 let dir: string;
 let cleanup: () => void;
@@ -141,5 +141,23 @@ describe('bounded search (the event loop turns while it works)', () => {
     expect(miss.value).toEqual([]);
     const hit = await v.search('ab'.repeat(1000));
     expect(hit.map((r) => r.artifactId)).toEqual([artifactId]);
+  });
+});
+
+describe('write transactions', () => {
+  it('writes a batch of renderings in one transaction with one touch of the session', async () => {
+    const v = await vaultAt();
+    const scope = { sessionId: 's' };
+    await v.setRendering('s', 'warm', 'up', scope); // the session row exists, statements are prepared
+    const entries = Array.from({ length: 5 }, (_, i) => [`k${i}`, `v${i}`] as const);
+    const batch = await statementsDuring(() => v.setRenderings('s', entries, scope));
+    expect(countOf(batch, 'begin immediate')).toBe(1);
+    expect(countOf(batch, 'commit')).toBe(1);
+    expect(countOf(batch, 'select "epoch" from "vault_sessions"')).toBe(1);
+    expect(countOf(batch, 'insert into "session_renderings"')).toBe(1);
+    const single = await statementsDuring(async () => {
+      for (const [key, value] of entries) await v.setRendering('s', key, value, scope);
+    });
+    expect(countOf(single, 'begin immediate')).toBe(5);
   });
 });
