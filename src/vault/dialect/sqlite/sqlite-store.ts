@@ -268,7 +268,8 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
 /**
  * Checkpoints run after commits, outside the caller's await chain: at most one pending, each a
  * PASSIVE checkpoint (never waiting for a lock, never blocking another process's reader or writer)
- * once the WAL holds {@link CHECKPOINT_FRAMES} frames not yet copied into the database. A
+ * once the WAL holds {@link CHECKPOINT_FRAMES} frames, some not yet copied into the database (the
+ * auto-checkpoint's own test). A
  * checkpoint that fails (SQLITE_BUSY while another connection checkpoints, an I/O error) is left
  * for the next commit to schedule again: no write and no request ever sees it.
  */
