@@ -11,7 +11,7 @@ import { advance, note, storeScope, type ProviderRequest, type Step } from '../s
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { acceptCandidate } from '../src/accept.js';
 import { gate } from '../src/compile/apply.js';
-import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
+import { createConversationMemo, type ConversationMemo, type RequestMarks } from '../src/compile/conversation.js';
 import { planHistory } from '../src/compile/history.js';
 import {
   hostToolOutputs,
@@ -281,11 +281,10 @@ export function compileRequest(
           pricing: pricing ?? PRICING_PROFILES.openai,
         });
         if (plan === undefined) return undefined;
-        const markShown = async (): Promise<void> => {
-          for (const key of plan.shown) {
-            const write = memo.markShown(key, plan.requestKey, scope);
-            if (write !== undefined) await write;
-          }
+        // One vault transaction for what the request decided (not one per output shown or rewritten).
+        const markShown = async (rewritten: RequestMarks['rewritten'] = []): Promise<void> => {
+          const write = memo.markRequest(plan.requestKey, { shown: plan.shown, rewritten }, scope);
+          if (write !== undefined) await write;
         };
         const vaultNote = {
           stage: STAGE,
@@ -335,8 +334,7 @@ export function compileRequest(
             error: 'ArtifactGone',
           });
         }
-        for (const d of plan.decided) await memo.markRewritten(d.key, d.kind, scope);
-        await markShown();
+        await markShown(plan.decided);
         const request = seen.restore(await withWorkingState(raw, measured.request, sessionId));
         if (plan.failed > 0) step = note(step, vaultNote);
         const what = [

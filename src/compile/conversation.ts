@@ -56,9 +56,23 @@ export interface ConversationMemo {
    * lock budget); undefined when there was nothing to record.
    */
   markShown(key: string, requestKey: string, scope?: StoreScope): Promise<void> | undefined;
+  /**
+   * What one request decided, with what changed written to the vault in one transaction: the same
+   * as {@link markRewritten} for each of `marks.rewritten`, then {@link markShown} for each of
+   * `marks.shown`, in order. Undefined when there was nothing to record.
+   */
+  markRequest(requestKey: string, marks: RequestMarks, scope?: StoreScope): Promise<void> | undefined;
   /** The rendering a history rewrite gave the item (its kind), if any. */
   rewritten(key: string): string | undefined | Promise<string | undefined>;
   markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
+}
+
+/** What {@link ConversationMemo.markRequest} records. */
+export interface RequestMarks {
+  /** Keys of the items the request showed inline. */
+  readonly shown: readonly string[];
+  /** Items a history rewrite replaced, with the kind it gave them. */
+  readonly rewritten?: readonly { readonly key: string; readonly kind: string }[];
 }
 
 /**
@@ -90,17 +104,41 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
   };
   const before = (entry: { count: number; last: string }, requestKey: string): number =>
     entry.count - (entry.last === requestKey ? 1 : 0);
+  /** Count the request in the entry; the value to mirror, or undefined when nothing changed. */
+  const count = (entry: { count: number; last: string }, requestKey: string): string | undefined => {
+    if (entry.count >= cap || entry.last === requestKey) return undefined;
+    entry.count++;
+    entry.last = requestKey;
+    return `${entry.count} ${requestKey}`;
+  };
   const mark = (
     entry: { count: number; last: string },
     key: string,
     requestKey: string,
     scope: StoreScope | undefined,
   ): Promise<void> | undefined => {
-    if (entry.count >= cap || entry.last === requestKey) return undefined;
-    entry.count++;
-    entry.last = requestKey;
+    const value = count(entry, requestKey);
+    if (value === undefined) return undefined;
     // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
-    return vault.setRendering(sessionId, SHOWN + key, `${entry.count} ${requestKey}`, scope).catch(() => undefined);
+    return vault.setRendering(sessionId, SHOWN + key, value, scope).catch(() => undefined);
+  };
+  const markAll = (
+    rewrites: readonly { readonly key: string; readonly kind: string }[],
+    entries: readonly (readonly [string, { count: number; last: string }])[],
+    requestKey: string,
+    scope: StoreScope | undefined,
+  ): Promise<void> | undefined => {
+    const writes: [string, string][] = [];
+    for (const { key, kind } of rewrites) {
+      remember(rewritten, key, kind);
+      writes.push([REWRITTEN + key, kind]);
+    }
+    for (const [key, entry] of entries) {
+      const value = count(entry, requestKey);
+      if (value !== undefined) writes.push([SHOWN + key, value]);
+    }
+    if (writes.length === 0) return undefined;
+    return vault.setRenderings(sessionId, writes, scope).catch(() => undefined);
   };
   const loadRewritten = async (key: string): Promise<string | undefined> => {
     const kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
@@ -117,6 +155,23 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       return entry !== undefined
         ? mark(entry, key, requestKey, scope)
         : loadShown(key).then((e) => mark(e, key, requestKey, scope));
+    },
+    markRequest(requestKey, marks, scope) {
+      const rewrites = marks.rewritten ?? [];
+      // Entries are taken up front, so a key given twice counts the request once (as in order).
+      const known = marks.shown.map((key) => [key, shown.get(key)] as const);
+      if (known.every(([, entry]) => entry !== undefined))
+        return markAll(rewrites, known as (readonly [string, { count: number; last: string }])[], requestKey, scope);
+      return (async () => {
+        const loaded = new Map<string, { count: number; last: string }>();
+        const entries: (readonly [string, { count: number; last: string }])[] = [];
+        for (const [key, entry] of known) {
+          const e = entry ?? loaded.get(key) ?? (await loadShown(key));
+          loaded.set(key, e);
+          entries.push([key, e]);
+        }
+        await markAll(rewrites, entries, requestKey, scope);
+      })();
     },
     rewritten(key) {
       const kind = rewritten.get(key);

@@ -35,6 +35,7 @@ export const VAULT_METHODS: readonly VaultMethod[] = [
   'setBaseline',
   'getRendering',
   'setRendering',
+  'setRenderings',
   'recordRequestMetric',
   'recordRequestMetrics',
   'metricsSummary',

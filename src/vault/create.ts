@@ -259,6 +259,7 @@ const OBSERVED = [
   'setBaseline',
   'getRendering',
   'setRendering',
+  'setRenderings',
   'recordRequestMetric',
   'metricsSummary',
 ] as const;
@@ -345,6 +346,7 @@ function composeVault(
     setBaseline: session.setBaseline,
     getRendering: session.getRendering,
     setRendering: session.setRendering,
+    setRenderings: session.setRenderings,
     workingState: session.workingState,
     recordRequestMetric: metrics.recordRequestMetric,
     recordRequestMetrics: metrics.recordRequestMetrics,

@@ -34,6 +34,7 @@ export function unavailableVault(path: string, error: Error): Vault {
     setBaseline: fail,
     getRendering: fail,
     setRendering: fail,
+    setRenderings: fail,
     workingState: Object.freeze({ apply: fail, get: fail }),
     recordRequestMetric: fail,
     recordRequestMetrics: fail,

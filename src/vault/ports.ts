@@ -163,6 +163,16 @@ export interface SessionStore {
   /** Sticky per-session renderings for prompt-cache stability (key → rendered value); released with the session's pins. */
   getRendering(sessionId: string, key: string): Promise<string | undefined>;
   setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void>;
+  /**
+   * Several renderings of one session in one write transaction (one lock, one commit): the same
+   * rows as {@link setRendering} called for each entry in order (a key given twice keeps its later
+   * value); nothing is written for no entries.
+   */
+  setRenderings(
+    sessionId: string,
+    entries: readonly (readonly [key: string, value: string])[],
+    scope?: StoreScope,
+  ): Promise<void>;
   readonly workingState: WorkingStateStore;
 }
 

@@ -9,9 +9,39 @@ import type { SessionStore, StoreScope } from './ports.js';
 import type { TerminalBaseline } from './types.js';
 import { createWorkingState, type WorkingStateLimits } from './working-state.js';
 
+/** Rows per upsert statement: 4 parameters each, far below either dialect's limit on parameters. */
+const RENDERINGS_PER_STATEMENT = 200;
+
 export function createSessionStore(ctx: StoreContext, workingStateLimits: WorkingStateLimits): SessionStore {
   const { conn } = ctx;
   const db = conn.db;
+  /** Upsert distinct keys of one session in one write transaction, with one touch of the session. */
+  const writeRenderings = (
+    sessionId: string,
+    entries: readonly (readonly [string, string])[],
+    scope: StoreScope | undefined,
+  ): Promise<void> =>
+    conn.write(async (trx) => {
+      // Renderings live as long as their session: the row makes retention release them with it.
+      await touchSession(ctx, trx, scope, sessionId);
+      const now = ctx.nowIso();
+      for (let i = 0; i < entries.length; i += RENDERINGS_PER_STATEMENT) {
+        await trx
+          .insertInto('session_renderings')
+          .values(
+            entries
+              .slice(i, i + RENDERINGS_PER_STATEMENT)
+              .map(([key, value]) => ({ session_id: sessionId, render_key: key, value, updated_at: now })),
+          )
+          .onConflict((oc) =>
+            oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
+              value: eb.ref('excluded.value'),
+              updated_at: eb.ref('excluded.updated_at'),
+            })),
+          )
+          .execute();
+      }
+    }, scope?.budget);
   return {
     async getBaseline(stateKey: string): Promise<TerminalBaseline | undefined> {
       ctx.assertOpen();
@@ -60,20 +90,19 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
 
     async setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void> {
       ctx.assertOpen();
-      await conn.write(async (trx) => {
-        // Renderings live as long as their session: the row makes retention release them with it.
-        await touchSession(ctx, trx, scope, sessionId);
-        await trx
-          .insertInto('session_renderings')
-          .values({ session_id: sessionId, render_key: key, value, updated_at: ctx.nowIso() })
-          .onConflict((oc) =>
-            oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
-              value: eb.ref('excluded.value'),
-              updated_at: eb.ref('excluded.updated_at'),
-            })),
-          )
-          .execute();
-      }, scope?.budget);
+      await writeRenderings(sessionId, [[key, value]], scope);
+    },
+
+    async setRenderings(
+      sessionId: string,
+      entries: readonly (readonly [key: string, value: string])[],
+      scope?: StoreScope,
+    ): Promise<void> {
+      ctx.assertOpen();
+      if (entries.length === 0) return;
+      // A key given twice keeps its later value, as calling setRendering in order would; one
+      // PostgreSQL upsert must not name a row twice either.
+      await writeRenderings(sessionId, [...new Map(entries.map(([k, v]) => [k, v] as const))], scope);
     },
 
     workingState: createWorkingState(ctx, workingStateLimits),

@@ -139,6 +139,35 @@ describe('compileRequest — unit', () => {
       .forEach((m, i) => expect(canonicalJson(messagesOf(continued!.value)[i])).toBe(canonicalJson(m)));
   });
 
+  it('records what each request decided with one vault write, and renders the same when that write fails', async () => {
+    const session = agentLoop(7);
+    const calls: string[] = [];
+    const counted = new Proxy(vault, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (prop !== 'setRendering' && prop !== 'setRenderings') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(prop));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const outs = await runAll(compileRequest({ vault: counted, minVaultChars: 500 }), contexts(session, 'one-write'));
+    expect(outs.some((o) => o.decisions.some((d) => d.kind === 'applied'))).toBe(true);
+    expect(calls.filter((c) => c === 'setRendering')).toEqual([]);
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.length).toBeLessThanOrEqual(session.length);
+    // The vault mirror serves restarts only: failing it changes nothing this process sends.
+    const broken = faultyVault(vault, { failOn: ['setRenderings'] });
+    const brokenOuts = await runAll(
+      compileRequest({ vault: broken, minVaultChars: 500 }),
+      contexts(session, 'one-write-broken'),
+    );
+    expect(broken.faultLog.faults).toBeGreaterThan(0);
+    brokenOuts.forEach((o, i) => expect(canonicalJson(o.value)).toBe(canonicalJson(outs[i]!.value)));
+    expect(brokenOuts.flatMap((o) => o.decisions).some((d) => d.kind === 'failed_open')).toBe(false);
+  });
+
   it('does not rewrite when the batch would cost more cache than it saves', async () => {
     // Small outputs: replacing a 600-char output by a ~250-char digest cannot repay writing the
     // digest with one request ahead (no minimum prefix here: these requests are small).

@@ -426,6 +426,39 @@ for (const dialect of DIALECTS) {
         expect(await v.getRendering('s1', 'msg:3')).toBe('receipt B');
       });
 
+      it('writes many renderings of a session at once with the rows one-by-one writes would leave', async () => {
+        const v = await vaultAt();
+        const entries: [string, string][] = [
+          ...Array.from({ length: 450 }, (_, i): [string, string] => [`k${i}`, `value ${i} αβγ`]),
+          ['k7', 'later value of k7'],
+        ];
+        const S = { tenant: 't1', sessionId: 's-batch' };
+        await v.setRenderings('s-batch', entries, S);
+        for (const [key, value] of entries)
+          await v.setRendering('s-single', key, value, { ...S, sessionId: 's-single' });
+        const rows = async (sessionId: string): Promise<[string, string][]> =>
+          (
+            await store
+              .raw()
+              .selectFrom('session_renderings')
+              .select(['render_key', 'value'])
+              .where('session_id', '=', sessionId)
+              .orderBy('render_key')
+              .execute()
+          ).map((r) => [r.render_key, r.value]);
+        const batch = await rows('s-batch');
+        expect(batch).toHaveLength(450);
+        expect(batch).toEqual(await rows('s-single'));
+        expect(await v.getRendering('s-batch', 'k7')).toBe('later value of k7');
+        // The session is touched (retention releases its renderings with it), once.
+        expect(await v.sessionPins(S)).toMatchObject({ closed: false });
+        // An existing key is updated; nothing at all is written for no entries.
+        await v.setRenderings('s-batch', [['k1', 'new k1']], S);
+        expect(await v.getRendering('s-batch', 'k1')).toBe('new k1');
+        await v.setRenderings('s-none', [], { tenant: 't1', sessionId: 's-none' });
+        expect(await v.sessionPins({ tenant: 't1', sessionId: 's-none' })).toBeUndefined();
+      });
+
       it('upserts one content-free metric row per session and request', async () => {
         const v = await vaultAt();
         const base = {

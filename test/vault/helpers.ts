@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -80,4 +81,36 @@ export async function runTogether(
   await Promise.race([allReady, Promise.all(runs)]);
   writeFileSync(goFile, 'go');
   return Promise.all(runs);
+}
+
+/**
+ * The SQL statements better-sqlite3 runs (every connection of this process) while `fn` runs, by
+ * their text with whitespace collapsed: how a test sees transactions (`begin immediate`, `commit`).
+ */
+export async function statementsDuring(fn: () => Promise<unknown>): Promise<Map<string, number>> {
+  const probe = new Database(':memory:');
+  const proto = Object.getPrototypeOf(probe.prepare('select 1')) as Record<string, unknown>;
+  probe.close();
+  const counts = new Map<string, number>();
+  const originals = (['run', 'all', 'get', 'iterate'] as const).map((name) => [name, proto[name]] as const);
+  for (const [name, original] of originals) {
+    proto[name] = function (this: { source: string }, ...args: unknown[]) {
+      const text = this.source.replace(/\s+/g, ' ').trim();
+      counts.set(text, (counts.get(text) ?? 0) + 1);
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    };
+  }
+  try {
+    await fn();
+  } finally {
+    for (const [name, original] of originals) proto[name] = original;
+  }
+  return counts;
+}
+
+/** How many statements of `counts` start with `prefix` (case-insensitive). */
+export function countOf(counts: ReadonlyMap<string, number>, prefix: string): number {
+  let n = 0;
+  for (const [text, c] of counts) if (text.toLowerCase().startsWith(prefix.toLowerCase())) n += c;
+  return n;
 }

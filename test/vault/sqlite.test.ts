@@ -7,8 +7,10 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CHECKPOINT_FRAMES, openSqliteStore, type SqliteStore } from '../../src/vault/dialect/sqlite/sqlite-store.js';
 import { SCHEMA_VERSION, createVault, type Vault, type VaultOptions } from '../../src/vault/index.js';
-import { tempDir } from './helpers.js';
+import type { SchemaSpec } from '../../src/vault/schema.js';
+import { countOf, statementsDuring, tempDir } from './helpers.js';
 
 let dir: string;
 let cleanup: () => void;
@@ -141,5 +143,137 @@ describe('bounded search (the event loop turns while it works)', () => {
     expect(miss.value).toEqual([]);
     const hit = await v.search('ab'.repeat(1000));
     expect(hit.map((r) => r.artifactId)).toEqual([artifactId]);
+  });
+});
+
+describe('write transactions', () => {
+  it('writes a batch of renderings in one transaction with one touch of the session', async () => {
+    const v = await vaultAt();
+    const scope = { sessionId: 's' };
+    await v.setRendering('s', 'warm', 'up', scope); // the session row exists, statements are prepared
+    const entries = Array.from({ length: 5 }, (_, i) => [`k${i}`, `v${i}`] as const);
+    const batch = await statementsDuring(() => v.setRenderings('s', entries, scope));
+    expect(countOf(batch, 'begin immediate')).toBe(1);
+    expect(countOf(batch, 'commit')).toBe(1);
+    expect(countOf(batch, 'select "epoch" from "vault_sessions"')).toBe(1);
+    expect(countOf(batch, 'insert into "session_renderings"')).toBe(1);
+    const single = await statementsDuring(async () => {
+      for (const [key, value] of entries) await v.setRendering('s', key, value, scope);
+    });
+    expect(countOf(single, 'begin immediate')).toBe(5);
+  });
+});
+
+describe('WAL checkpoints (off the commit path)', () => {
+  interface Rows {
+    rows: { k: number; body: string };
+  }
+  const spec: SchemaSpec = {
+    name: 'wal test',
+    version: 1,
+    migrationTable: 'wal_test_migration',
+    migrations: () => ({
+      '0001': {
+        up: async (db) => {
+          await db.schema
+            .createTable('rows')
+            .addColumn('k', 'integer', (c) => c.primaryKey())
+            .addColumn('body', 'text')
+            .execute();
+        },
+      },
+    }),
+  };
+  const stores: SqliteStore<Rows>[] = [];
+  const others: Database.Database[] = [];
+  let watcher: Database.Database | undefined;
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.destroy();
+    for (const o of others.splice(0)) o.close();
+    watcher?.close();
+    watcher = undefined;
+  });
+  const openStore = async (): Promise<SqliteStore<Rows>> => {
+    const s = await openSqliteStore<Rows>(spec, { path: join(dir, 'wal.sqlite3'), busyTimeoutMs: 1000 });
+    stores.push(s);
+    return s;
+  };
+  /** Another connection's view of the WAL (NOOP: it reads the counts and copies nothing). */
+  const walOf = (): { log: number; checkpointed: number } => {
+    watcher ??= new Database(join(dir, 'wal.sqlite3'));
+    return (watcher.pragma('wal_checkpoint(NOOP)') as { log: number; checkpointed: number }[])[0]!;
+  };
+  const body = (k: number): string => `${k} `.repeat(20_000 / (String(k).length + 1)); // ~5 pages
+  const writeRow = (s: SqliteStore<Rows>, k: number): Promise<void> =>
+    s.write(async (trx) => {
+      await trx
+        .insertInto('rows')
+        .values({ k, body: body(k) })
+        .execute();
+    });
+
+  it('never checkpoints inside a commit, and the checkpoint it schedules keeps the WAL bounded', async () => {
+    const s = await openStore();
+    const pageSize = Number(s.raw.pragma('page_size', { simple: true }));
+    let crossed = 0;
+    for (let k = 0; k < 1200; k++) {
+      await writeRow(s, k);
+      // Straight after the commit (the scheduled checkpoint has not had its turn yet).
+      const after = walOf();
+      if (after.log >= CHECKPOINT_FRAMES) {
+        crossed++;
+        expect(after.checkpointed).toBeLessThan(after.log);
+      }
+      await s.checkpointed();
+      const settled = walOf();
+      if (settled.log >= CHECKPOINT_FRAMES) expect(settled.checkpointed).toBe(settled.log);
+    }
+    // About 6,000 frames were written: without the checkpoints the WAL would hold them all.
+    expect(crossed).toBeGreaterThanOrEqual(4);
+    const frame = pageSize + 24;
+    expect(statSync(join(dir, 'wal.sqlite3-wal')).size).toBeLessThan((CHECKPOINT_FRAMES + 20) * frame + 32);
+  });
+
+  it('a failing checkpoint fails no write, and the next commit schedules another', async () => {
+    const s = await openStore();
+    const pragma = s.raw.pragma.bind(s.raw);
+    let refused = 0;
+    s.raw.pragma = ((source: string, options?: Database.PragmaOptions) => {
+      if (source.startsWith('wal_checkpoint(PASSIVE)')) {
+        refused++;
+        throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+      }
+      return pragma(source, options);
+    }) as typeof s.raw.pragma;
+    for (let k = 0; k < 300; k++) {
+      await writeRow(s, k);
+      await s.checkpointed();
+    }
+    expect(refused).toBeGreaterThan(1);
+    expect(walOf().checkpointed).toBeLessThan(walOf().log);
+    s.raw.pragma = pragma;
+    await writeRow(s, 300);
+    await s.checkpointed();
+    expect(walOf().checkpointed).toBe(walOf().log);
+  });
+
+  it('leaves what another connection still reads, and finishes once it is done', async () => {
+    const s = await openStore();
+    await writeRow(s, 0);
+    const reader = new Database(join(dir, 'wal.sqlite3'));
+    others.push(reader);
+    reader.exec('BEGIN');
+    reader.prepare('select count(*) from rows').get(); // holds its snapshot
+    for (let k = 1; k < 300; k++) {
+      await writeRow(s, k);
+      await s.checkpointed();
+    }
+    const blocked = walOf();
+    expect(blocked.log).toBeGreaterThanOrEqual(CHECKPOINT_FRAMES);
+    expect(blocked.checkpointed).toBeLessThan(blocked.log);
+    reader.exec('COMMIT');
+    await writeRow(s, 300);
+    await s.checkpointed();
+    expect(walOf().checkpointed).toBe(walOf().log);
   });
 });

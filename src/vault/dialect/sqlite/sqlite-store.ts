@@ -4,6 +4,9 @@
  * version in `PRAGMA user_version`. One better-sqlite3 connection per store; kysely's SQLite driver
  * serializes every query on it, and {@link SqliteStore.write} holds it for a whole transaction.
  *
+ * WAL checkpoints run after commits, outside the caller's await chain (see `checkpoints`): the
+ * ledger's turns are written on the same path as the vault's requests, so both stores share it.
+ *
  * Every failure on the way is a VaultOpenError (code E_VAULT_OPEN, the path and a reason code),
  * except a newer schema (VaultSchemaError).
  */
@@ -97,6 +100,28 @@ export interface SqliteStore<DB> extends StoreConnection<DB> {
   readonly idle?: IdleGate;
   /** Set when opened read-only: why (the code of the failure that made it so). */
   readonly readOnlyReason?: string;
+  /**
+   * Resolves once no WAL checkpoint is pending: the one scheduled after the latest commit has run
+   * (or failed, which is ignored). Immediately when none is scheduled or the store checkpoints
+   * the SQLite way (read-only, in memory, an SQLite without the NOOP checkpoint mode).
+   */
+  checkpointed(): Promise<void>;
+}
+
+/**
+ * WAL frames after which a checkpoint runs: SQLite's own auto-checkpoint default, so the WAL
+ * stays as bounded as it always was (about 4 MB at 4 KiB pages, plus the largest transaction).
+ */
+export const CHECKPOINT_FRAMES = 1000;
+
+/**
+ * `PRAGMA wal_checkpoint(NOOP)` (SQLite 3.51.0 and later) reports the WAL's frames without
+ * checkpointing; an older SQLite would read the unknown mode as PASSIVE and checkpoint on every
+ * commit, so it keeps its own auto-checkpoint instead.
+ */
+function canCountWalFrames(conn: Database.Database): boolean {
+  const [major = 0, minor = 0] = String(conn.prepare('select sqlite_version()').pluck().get()).split('.').map(Number);
+  return major > 3 || (major === 3 && minor >= 51);
 }
 
 /** Longest a statement outside a write transaction waits for a lock, synchronously (WAL readers practically never wait). */
@@ -146,7 +171,11 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     }
     conn.pragma('synchronous = NORMAL');
     conn.pragma('foreign_keys = ON');
-    const store = sqliteStore(conn, db, file, options.busyTimeoutMs, idle);
+    // SQLite's auto-checkpoint runs inside whichever COMMIT crosses the threshold, with an fsync,
+    // on a request's path: this connection checkpoints after its commits instead (see checkpoints()).
+    const ownCheckpoints = file !== MEMORY_PATH && canCountWalFrames(conn);
+    if (ownCheckpoints) conn.pragma('wal_autocheckpoint = 0');
+    const store = sqliteStore(conn, db, file, options.busyTimeoutMs, ownCheckpoints, idle);
     await migrate(spec, store, file, options.busyTimeoutMs);
     conn.pragma(`busy_timeout = ${Math.min(options.busyTimeoutMs, READ_BUSY_MS)}`);
     privateSideFiles(file);
@@ -236,6 +265,7 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
           new VaultOpenError(`the vault at ${file} is open read-only (${reason})`, { path: file, reason: 'read_only' }),
         ),
       lock: (query) => query,
+      checkpointed: () => Promise.resolve(),
       destroy: () => db.destroy(),
     };
   } catch {
@@ -244,15 +274,73 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
   }
 }
 
+/**
+ * Checkpoints run after commits, outside the caller's await chain: at most one pending, each a
+ * PASSIVE checkpoint (never waiting for a lock, never blocking another process's reader or writer)
+ * once the WAL holds {@link CHECKPOINT_FRAMES} frames, some not yet copied into the database (the
+ * auto-checkpoint's own test). A
+ * checkpoint that fails (SQLITE_BUSY while another connection checkpoints, an I/O error) is left
+ * for the next commit to schedule again: no write and no request ever sees it.
+ */
+function checkpoints(raw: Database.Database, db: Kysely<unknown>, enabled: boolean, idle: IdleGate) {
+  let pending: Promise<void> | undefined;
+  /** Starts the pending checkpoint before the idle gate would (close). */
+  let startNow: (() => void) | undefined;
+  let closed = false;
+  // Under the driver's mutex, so it never lands inside another caller's transaction.
+  const run = (onlyPast: number): Promise<void> =>
+    db
+      .connection()
+      .execute(async () => {
+        if (!raw.open || raw.inTransaction) return;
+        const [wal] = raw.pragma('wal_checkpoint(NOOP)') as { log: number; checkpointed: number }[];
+        if (wal !== undefined && wal.log >= onlyPast && wal.checkpointed < wal.log)
+          raw.pragma('wal_checkpoint(PASSIVE)');
+      })
+      .catch(() => undefined);
+  return {
+    /** After a commit. */
+    schedule(): void {
+      if (!enabled || closed || pending !== undefined) return;
+      // Once the process is idle (src/vault/idle.ts): no reduction in flight, the store quiet for
+      // a moment; a host that is never idle gets it within a second anyway.
+      pending = new Promise<void>((resolve) => {
+        startNow = resolve;
+        idle.defer(() => {
+          startNow = undefined;
+          resolve();
+        });
+      })
+        .then(() => run(CHECKPOINT_FRAMES))
+        .finally(() => {
+          pending = undefined;
+        });
+    },
+    settled: async (): Promise<void> => {
+      while (pending !== undefined) await pending;
+    },
+    /** Before the connection closes: whatever is left, so other processes find a short WAL. */
+    async close(): Promise<void> {
+      closed = true;
+      startNow?.();
+      startNow = undefined;
+      await pending;
+      if (enabled) await run(1);
+    },
+  };
+}
+
 function sqliteStore<DB>(
   raw: Database.Database,
   db: Kysely<DB>,
   file: string,
   busyTimeoutMs: number,
+  ownCheckpoints: boolean,
   idle: IdleGate,
 ): SqliteStore<DB> {
   let sideFilesPrivate = false;
   const readBusy = Math.min(busyTimeoutMs, READ_BUSY_MS);
+  const checkpointer = checkpoints(raw, db as Kysely<unknown>, ownCheckpoints, idle);
   /** One attempt: the connection is held for the whole transaction (kysely's driver mutex). */
   const attempt = <T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> =>
     db.connection().execute(async (conn) => {
@@ -269,6 +357,7 @@ function sqliteStore<DB>(
       try {
         const result = await fn(conn);
         await sql`commit`.execute(conn);
+        checkpointer.schedule();
         if (!sideFilesPrivate) {
           privateSideFiles(file);
           sideFilesPrivate = true;
@@ -309,9 +398,11 @@ function sqliteStore<DB>(
     // The write transaction locks the whole file: no row locks needed.
     lock: (query) => query,
     idle,
-    destroy: () => {
+    checkpointed: checkpointer.settled,
+    destroy: async () => {
+      await checkpointer.close();
       idle.close();
-      return db.destroy();
+      await db.destroy();
     },
   };
 }
