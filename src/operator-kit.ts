@@ -56,14 +56,17 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
       subscriber.complete();
       return undefined;
     }
+    let settled = false;
     result.then(
       (out) => {
+        settled = true;
         end();
         if (subscriber.closed) return;
         subscriber.next(out ?? step);
         subscriber.complete();
       },
       (error: unknown) => {
+        settled = true;
         end();
         if (subscriber.closed) return;
         subscriber.next(controller.signal.aborted ? step : failOpen(step, stage, error));
@@ -73,7 +76,9 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
     return () => {
       end();
       outer?.removeEventListener('abort', onOuterAbort);
-      controller.abort();
+      // A reduction that settled holds nothing to release: aborting it anyway cost an abort event
+      // (and its DOMException) per stage per request.
+      if (!settled) controller.abort();
     };
   });
 }

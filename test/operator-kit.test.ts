@@ -72,6 +72,24 @@ describe('stepOperator', () => {
     expect(seen).toEqual([]);
   });
 
+  it('does not abort a reduction that already settled (nothing is left to release)', async () => {
+    const signals: AbortSignal[] = [];
+    const op = stepOperator<string>('settles', () => async (s, signal) => {
+      signals.push(signal);
+      await Promise.resolve();
+      return advance(s, s.value + '!', { stage: 'settles', kind: 'applied', reason: 'test' });
+    });
+    const subject = new Subject<Step<string>>();
+    const seen: string[] = [];
+    const sub = subject.pipe(op).subscribe((s) => seen.push(s.value));
+    subject.next(step('a'));
+    subject.next(step('b'));
+    await new Promise((r) => setTimeout(r, 0));
+    sub.unsubscribe();
+    expect(seen).toEqual(['a!', 'b!']);
+    expect(signals.map((s) => s.aborted)).toEqual([false, false]);
+  });
+
   it('gives each subscription its own state', async () => {
     const op = stepOperator<string>('count', () => {
       let n = 0;
