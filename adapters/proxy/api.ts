@@ -30,7 +30,7 @@ import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js'
 import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
-import { sessionOf, tenantOf } from './session.js';
+import { SESSION_HEADER, sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
 import { renderToolOutputs } from './tool-outputs.js';
 import {
@@ -105,21 +105,51 @@ const PROVIDER: Record<RecoveryWireFormat, { provider: string; endpoint: string 
   anthropic: { provider: 'anthropic', endpoint: '/v1/messages' },
 };
 
+/**
+ * The body's JSON value, its conversation items reused from the session's previous body where the
+ * bytes are the same (body.ts), with the session id and request digest found on the way; a body
+ * the memo cannot read is parsed plainly (its session is then found in `prepare`).
+ */
+function parseBody(
+  ctx: ProxyContext,
+  raw: Buffer,
+  format: RecoveryWireFormat,
+  req: IncomingMessage,
+): { value: unknown; reused?: number; known?: { sessionId: string; digest: string } } | undefined {
+  try {
+    const tenant = tenantOf(req.headers);
+    const group = `${format}\u0000${tenant}\u0000${String(req.headers[SESSION_HEADER] ?? '')}`;
+    const listKey = format === 'responses' ? 'input' : 'messages';
+    const out = ctx.bodies.parse(raw, listKey, group, (value) => sessionOf(req.headers, value, format, tenant));
+    return out === undefined
+      ? undefined
+      : { value: out.value, reused: out.reused, known: { sessionId: out.sessionId, digest: out.digest } };
+  } catch {
+    try {
+      return { value: JSON.parse(raw.toString('utf8')) as unknown };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
 async function prepare(
   ctx: ProxyContext,
   client: Obj,
   raw: Buffer,
   format: RecoveryWireFormat,
   req: IncomingMessage,
+  known?: { sessionId: string; digest: string },
 ): Promise<Prepared> {
   const tt = ctx.terminator;
   const tenant = tenantOf(req.headers);
-  const sessionId = sessionOf(req.headers, client, format, tenant);
+  const sessionId = known?.sessionId ?? sessionOf(req.headers, client, format, tenant);
+  const digest = known?.digest ?? createHash('sha256').update(sessionId).update(raw).digest('hex');
   const model = typeof client['model'] === 'string' ? client['model'] : undefined;
   const context: StepContext = {
     sessionId,
     tenant,
-    requestId: `p_${createHash('sha256').update(sessionId).update(raw).digest('hex').slice(0, 32)}`,
+    requestId: `p_${digest.slice(0, 32)}`,
     route: { ...PROVIDER[format], ...(model === undefined ? {} : { model }) },
   };
   const state = await loadRecoveryState(tt.vault, sessionId);
@@ -203,19 +233,16 @@ export async function handleApi(
     return forward(body.stream, false);
   }
   const raw = body.buf;
-  let client: unknown;
-  try {
-    client = JSON.parse(raw.toString('utf8'));
-  } catch {
-    client = undefined;
-  }
+  const parsed = parseBody(ctx, raw, format, req);
+  if (parsed?.reused) ctx.metrics.reusedItems.inc({ api: format }, parsed.reused);
+  const client: unknown = parsed?.value;
   if (!isObj(client)) {
     ctx.metrics.requests.inc({ api: format, outcome: 'malformed' });
     return forward(raw, false);
   }
   let prepared: Prepared;
   try {
-    prepared = await prepare(ctx, client, raw, format, req);
+    prepared = await prepare(ctx, client, raw, format, req, parsed?.known);
   } catch (error) {
     ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
     ctx.metrics.failOpen.inc({ reason: 'prepare' });

@@ -4,6 +4,7 @@ import type { ProxyConfig } from '../../src/config/proxy.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { ProviderRequest, StepContext } from '../../src/step.js';
+import type { BodyMemo } from './body.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ItemJsonCache } from './serialize.js';
 import type { ItemMemo, RenderingCache } from './tool-outputs.js';
@@ -38,6 +39,8 @@ export interface ProxyContext {
   readonly metrics: ProxyMetrics;
   readonly renderings: RenderingCache;
   readonly items: ItemMemo;
+  /** Recent request bodies, whose conversation items the next body of a session reuses (see body.ts). */
+  readonly bodies: BodyMemo;
   /** JSON bytes of conversation items already serialized (see serialize.ts). */
   readonly itemJson: ItemJsonCache;
   readonly recoveryRounds: number;

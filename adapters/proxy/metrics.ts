@@ -20,6 +20,7 @@ export interface ProxyMetrics {
   readonly recoveryCalls: Counter<'api'>;
   readonly recoveryRounds: Counter<'api' | 'end'>;
   readonly recoveredChars: Counter<'api'>;
+  readonly reusedItems: Counter<'api'>;
   readonly upstreamSeconds: Histogram<'api'>;
   readonly failOpen: Counter<'reason'>;
 }
@@ -70,6 +71,12 @@ export function createProxyMetrics(): ProxyMetrics {
       name: `${p}recovery_rounds_total`,
       help: 'Recovery rounds: continued (the model was asked again), mixed (the turn also called client tools), rounds (the round budget was spent).',
       labelNames: ['api', 'end'],
+      registers: [registry],
+    }),
+    reusedItems: new Counter({
+      name: `${p}body_items_reused_total`,
+      help: "Conversation items taken from the session's previous request body instead of parsed again (their bytes were the same).",
+      labelNames: ['api'],
       registers: [registry],
     }),
     recoveredChars: new Counter({

@@ -29,6 +29,7 @@ import { dashboardRoute } from './dashboard.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { ItemMemo, RenderingCache } from './tool-outputs.js';
+import { BodyMemo } from './body.js';
 import {
   answerUpstreamFailure,
   createUpstreamAgent,
@@ -310,6 +311,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     renderings: new RenderingCache(),
     items: new ItemMemo(),
+    bodies: new BodyMemo(),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
     log,

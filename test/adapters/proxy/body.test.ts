@@ -1,0 +1,196 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BodyMemo, firstDifference } from '../../../adapters/proxy/body.js';
+
+type Obj = Record<string, unknown>;
+
+const json = fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' });
+const item = fc.oneof(
+  fc.record({ role: fc.constantFrom('user', 'assistant', 'tool'), content: fc.string({ unit: 'binary' }) }),
+  json,
+);
+const key = fc.oneof(fc.constantFrom('model', 'stream', 'tools', 'max_tokens', '0', '7'), fc.string({ maxLength: 6 }));
+const keys = fc.uniqueArray(fc.tuple(key, json), { maxLength: 3, selector: (kv) => kv[0] });
+const indent = fc.constantFrom(undefined, 0, 1, 2, '\t');
+
+/** A body as a client writes it: top-level keys around `messages`, any JSON indentation. */
+function body(
+  head: [string, unknown][],
+  messages: unknown[],
+  tail: [string, unknown][],
+  space: string | number | undefined,
+) {
+  const value: Obj = {};
+  for (const [k, v] of head) if (k !== 'messages' && k !== '__proto__') value[k] = v;
+  value['messages'] = messages;
+  for (const [k, v] of tail) if (k !== 'messages' && k !== '__proto__' && !(k in value)) value[k] = v;
+  return Buffer.from(JSON.stringify(value, null, space));
+}
+
+const sessionOf = (v: Obj): string => `s:${JSON.stringify((v['messages'] as unknown[] | undefined)?.[0] ?? null)}`;
+const digestOf = (sessionId: string, buf: Buffer): string =>
+  createHash('sha256').update(sessionId).update(buf).digest('hex');
+
+/** Same JSON text, same key order: what JSON.parse gives for the whole body. */
+function expectWhole(got: Obj | undefined, buf: Buffer): void {
+  expect(got).toBeDefined();
+  expect(JSON.stringify(got)).toBe(JSON.stringify(JSON.parse(buf.toString('utf8'))));
+  expect(Object.keys(got!)).toEqual(Object.keys(JSON.parse(buf.toString('utf8')) as Obj));
+}
+
+describe('BodyMemo', () => {
+  it('parses every body of a growing conversation as JSON.parse does, reusing the earlier items as the same objects', () => {
+    let reusedItems = 0;
+    fc.assert(
+      fc.property(
+        keys,
+        keys,
+        fc.array(item, { minLength: 1, maxLength: 4 }),
+        fc.array(
+          fc.record({
+            added: fc.array(item, { maxLength: 3 }),
+            edit: fc.option(fc.tuple(fc.nat(), item), { freq: 4 }),
+            tail: fc.option(keys, { freq: 3 }),
+            space: indent,
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
+        indent,
+        (head, tail0, first, turns, space0) => {
+          const memo = new BodyMemo();
+          let messages = first;
+          let tail = tail0;
+          let previous: unknown[] | undefined;
+          let previousBuf: Buffer | undefined;
+          let space = space0;
+          for (const turn of [undefined, ...turns]) {
+            if (turn !== undefined) {
+              messages = [...messages, ...turn.added];
+              if (turn.edit !== null) {
+                const [at, value] = turn.edit;
+                messages = messages.map((m, i) => (i === at % messages.length ? value : m));
+              }
+              if (turn.tail !== null) tail = turn.tail;
+              space = turn.space;
+            }
+            const buf = body(head, messages, tail, space);
+            const out = memo.parse(buf, 'messages', 'g', sessionOf);
+            expectWhole(out?.value, buf);
+            expect(out!.sessionId).toBe(sessionOf(out!.value));
+            expect(out!.digest).toBe(digestOf(out!.sessionId, buf));
+            const items = out!.value['messages'] as unknown[];
+            reusedItems += out!.reused;
+            for (let i = 0; i < out!.reused; i++) expect(items[i]).toBe(previous![i]);
+            // Reused exactly the items whose bytes (and what came before them) were unchanged.
+            if (previous !== undefined && out!.reused > 0)
+              expect(firstDifference(buf, previousBuf!)).toBeGreaterThan(0);
+            previous = items;
+            previousBuf = buf;
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(reusedItems).toBeGreaterThan(300); // the property exercised the reusing path
+  });
+
+  it('reuses a history that only grew, and nothing across sessions', () => {
+    const memo = new BodyMemo();
+    const base = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'fix it' },
+    ];
+    const a = memo.parse(body([['model', 'm']], base, [['stream', true]], undefined), 'messages', 'g', () => 'A')!;
+    expect(a.reused).toBe(0);
+    const grown = [...base, { role: 'assistant', content: 'ok' }];
+    const b = memo.parse(body([['model', 'm']], grown, [['stream', true]], undefined), 'messages', 'g', () => 'A')!;
+    expect(b.reused).toBe(2);
+    expect((b.value['messages'] as unknown[])[1]).toBe((a.value['messages'] as unknown[])[1]);
+    // The same bytes for another session: parsed whole, new objects.
+    const c = memo.parse(body([['model', 'm']], grown, [['stream', true]], undefined), 'messages', 'g', () => 'B')!;
+    expect(c.reused).toBe(0);
+    expect((c.value['messages'] as unknown[])[1]).not.toBe((b.value['messages'] as unknown[])[1]);
+    // Another group never sees this group's bodies.
+    const d = memo.parse(body([['model', 'm']], grown, [['stream', true]], undefined), 'messages', 'h', () => 'A')!;
+    expect(d.reused).toBe(0);
+  });
+
+  it('answers undefined exactly when JSON.parse fails or the body is not an object, also after a shared prefix', () => {
+    const corruptions = fc.constantFrom(
+      ',',
+      ',}',
+      ']',
+      '\u00a0',
+      'x',
+      '',
+      '}',
+      ',"a":',
+      '"',
+      '\\',
+      '\u0001',
+      ' ',
+      '\n',
+    );
+    fc.assert(
+      fc.property(
+        fc.array(item, { minLength: 1, maxLength: 3 }),
+        fc.array(item, { maxLength: 2 }),
+        corruptions,
+        fc.nat(),
+        fc.boolean(),
+        (first, added, junk, at, cut) => {
+          const memo = new BodyMemo();
+          memo.parse(body([['model', 'm']], first, [['stream', true]], undefined), 'messages', 'g', () => 's');
+          const good = body([['model', 'm']], [...first, ...added], [['stream', true]], undefined).toString('utf8');
+          // Change the part after the earlier body's items (the shared prefix stays as it was).
+          const from = JSON.stringify({ model: 'm', messages: first }).length - 2;
+          const pos = from + (at % Math.max(1, good.length - from));
+          const text = cut ? good.slice(0, pos) + junk : good.slice(0, pos) + junk + good.slice(pos);
+          const buf = Buffer.from(text);
+          let expected: unknown;
+          try {
+            expected = JSON.parse(text);
+          } catch {
+            expected = undefined;
+          }
+          const out = memo.parse(buf, 'messages', 'g', () => 's');
+          if (typeof expected !== 'object' || expected === null || Array.isArray(expected)) expect(out).toBeUndefined();
+          else expectWhole(out?.value, buf);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('parses whole, and keeps nothing, a body with a key given twice or a __proto__ key', () => {
+    const memo = new BodyMemo();
+    const twice = Buffer.from('{"model":"a","messages":[{"role":"user","content":"x"}],"model":"b"}');
+    expectWhole(memo.parse(twice, 'messages', 'g', () => 's')?.value, twice);
+    const again = Buffer.from('{"model":"a","messages":[{"role":"user","content":"x"},1],"model":"b"}');
+    const out = memo.parse(again, 'messages', 'g', () => 's');
+    expectWhole(out?.value, again);
+    expect(out!.reused).toBe(0);
+    const proto = Buffer.from('{"__proto__":{"polluted":1},"messages":[1]}');
+    const p = memo.parse(proto, 'messages', 'g', () => 's')!;
+    expect(Object.hasOwn(p.value, '__proto__')).toBe(true);
+    expect(({} as Obj)['polluted']).toBeUndefined();
+    const protoTail = Buffer.from('{"messages":[1,2],"__proto__":{"polluted":1}}');
+    memo.parse(Buffer.from('{"messages":[1]}'), 'messages', 'g', () => 's');
+    const q = memo.parse(protoTail, 'messages', 'g', () => 's')!;
+    expectWhole(q.value, protoTail);
+    expect(Object.getPrototypeOf(q.value)).toBe(Object.prototype);
+  });
+
+  it('finds the first differing byte across block boundaries', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 300_000 }), (n, at) => {
+        const a = Buffer.alloc(n, 7);
+        const b = Buffer.from(a);
+        if (at < n) b[at] = 8;
+        expect(firstDifference(a, b)).toBe(at < n ? at : n);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
