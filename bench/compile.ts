@@ -26,6 +26,7 @@ import { Subject } from 'rxjs';
 import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
+import { BodyMemo } from '../adapters/proxy/body.js';
 import { sameJson, setPrefixRecognition } from '../src/compile/prefix.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { percentile } from '../src/replay/figures.js';
@@ -194,6 +195,44 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
 /** Median of the ten requests ending at `turn` (one request's time is dominated by GC or vault checkpoints now and then). */
 const around = (xs: readonly number[], turn: number): number => median(xs.slice(Math.max(0, turn - 10), turn));
 
+/**
+ * What the gateway does with a body before the pipeline, per request of one session: parse it
+ * whole, digest it (the request id) and compare its items with the previous request's (the item
+ * memo's structural match),
+ * against the body memo (adapters/proxy/body.ts), which compares bytes with the previous body and
+ * parses only what follows the shared items. Median of the requests ending at each probe turn.
+ */
+function bodyParsing(turns: number, probes: readonly number[]): void {
+  const messages = transcript(turns, ' (bodies)');
+  const texts = messages.map((m) => JSON.stringify(m));
+  const memo = new BodyMemo();
+  const whole: number[] = [];
+  const reusing: number[] = [];
+  let previous: unknown[] = [];
+  for (let t = 1; t <= turns; t++) {
+    const buf = Buffer.from(`{"model":"gpt-4o","messages":[${texts.slice(0, 2 + 2 * t).join(',')}],"stream":false}`);
+    const a0 = performance.now();
+    const parsed = JSON.parse(buf.toString('utf8')) as { messages: unknown[] };
+    for (let i = 0; i < previous.length; i++) sameJson(parsed.messages[i], previous[i]);
+    createHash('sha256').update('session').update(buf).digest('hex'); // the request id
+    whole.push(performance.now() - a0);
+    previous = parsed.messages;
+    const b0 = performance.now();
+    const out = memo.parse(buf, 'messages', 'bench', () => 'session');
+    reusing.push(performance.now() - b0);
+    if (out === undefined || (t > 1 && out.reused !== 2 * t)) throw new Error('body memo did not reuse the history');
+  }
+  console.log(`
+gateway body parsing, one session (median of the 10 requests ending at each turn)`);
+  for (const t of probes) {
+    const a = around(whole, t);
+    const b = around(reusing, t);
+    console.log(
+      `  turn ${String(t).padStart(4)}: parse whole + digest + item compare ${a.toFixed(2)} ms, body memo ${b.toFixed(3)} ms (ratio ${(b / a).toFixed(3)})`,
+    );
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   const turns = flag(argv, '--turns', TURNS);
   const longTurns = flag(argv, '--long-turns', 1500);
@@ -241,6 +280,7 @@ export async function main(argv: string[]): Promise<void> {
     );
     console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
   }
+  bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
   if (longTurns > 50) {
     const r = await runSession(true, longTurns, [50, longTurns]);
     const window = (xs: readonly number[], turn: number): number[] =>
