@@ -18,6 +18,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { ConfigError } from '../../src/errors.js';
 
 type Obj = Record<string, unknown>;
 
@@ -189,7 +190,7 @@ export interface BodyParse {
 }
 
 export interface BodyMemoOptions {
-  /** Bytes of remembered bodies kept at most (least recently used groups go first). */
+  /** Bytes of remembered bodies kept at most (least recently used groups go first); 0 keeps none. */
   readonly maxBytes?: number;
   /** Recent bodies kept per group. */
   readonly perGroup?: number;
@@ -200,19 +201,27 @@ export interface BodyMemoOptions {
  * body's JSON value (undefined when the body is not a JSON object) as `JSON.parse` would.
  */
 export class BodyMemo {
-  readonly #groups: LRUCache<string, Parsed[]>;
+  readonly #groups: LRUCache<string, Parsed[]> | undefined;
   readonly #perGroup: number;
 
   constructor(options: BodyMemoOptions = {}) {
+    const maxBytes = options.maxBytes ?? 256 * 1024 * 1024;
     this.#perGroup = options.perGroup ?? 4;
-    this.#groups = new LRUCache({
-      maxSize: options.maxBytes ?? 256 * 1024 * 1024,
-      sizeCalculation: (list) =>
-        Math.max(
-          1,
-          list.reduce((n, b) => n + b.buf.length, 0),
-        ),
-    });
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+      throw new ConfigError(`BodyMemo: maxBytes must be an integer ≥ 0 (got ${String(maxBytes)})`);
+    if (!Number.isSafeInteger(this.#perGroup) || this.#perGroup < 1)
+      throw new ConfigError(`BodyMemo: perGroup must be an integer ≥ 1 (got ${String(this.#perGroup)})`);
+    this.#groups =
+      maxBytes === 0
+        ? undefined
+        : new LRUCache({
+            maxSize: maxBytes,
+            sizeCalculation: (list) =>
+              Math.max(
+                1,
+                list.reduce((n, b) => n + b.buf.length, 0),
+              ),
+          });
   }
 
   /**
@@ -220,7 +229,7 @@ export class BodyMemo {
    * body of `group` it extends; `sessionOf` names the session of a value.
    */
   parse(buf: Buffer, listKey: string, group: string, sessionOf: (value: Obj) => string): BodyParse | undefined {
-    const recent = this.#groups.get(group) ?? [];
+    const recent = this.#groups?.get(group) ?? [];
     for (const earlier of recent) {
       let out: { parsed: Parsed; reused: number } | undefined;
       try {
@@ -242,7 +251,7 @@ export class BodyMemo {
     const obj = value as Obj;
     const sessionId = sessionOf(obj);
     const digest = createHash('sha256').update(sessionId);
-    const parsed = whole(buf, obj, listKey, sessionId, digest);
+    const parsed = this.#groups === undefined ? undefined : whole(buf, obj, listKey, sessionId, digest);
     if (parsed === undefined) return { value: obj, sessionId, digest: digest.update(buf).digest('hex'), reused: 0 };
     this.#remember(group, recent, undefined, parsed);
     return { ...result(parsed, buf), reused: 0 };
@@ -253,7 +262,7 @@ export class BodyMemo {
       0,
       this.#perGroup,
     );
-    this.#groups.set(group, list);
+    this.#groups?.set(group, list);
   }
 }
 

@@ -311,7 +311,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     renderings: new RenderingCache(),
     items: new ItemMemo(),
-    bodies: new BodyMemo(),
+    bodies: new BodyMemo({ maxBytes: config.bodyMemoBytes }),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
     log,

@@ -11,6 +11,7 @@
  * | anthropicUpstream | --anthropic-upstream | TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM | https://api.anthropic.com |
  * | token | --token | TOKEN_TERMINATOR_PROXY_TOKEN | none (required when host is not loopback) |
  * | maxBodyBytes | --max-body-bytes | TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES | 33554432 (larger bodies pass unreduced) |
+ * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | 268435456 (recent bodies kept for reuse; 0 = off) |
  * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
  * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
  */
@@ -56,6 +57,13 @@ export interface ProxyConfig {
    * @defaultValue `33_554_432` (32 MiB)
    */
   readonly maxBodyBytes: number;
+  /**
+   * Bytes of recent request bodies kept so that the next body of a session is parsed only past
+   * the items it shares with its previous one (`--body-memo-bytes`); 0 parses every body whole.
+   *
+   * @defaultValue `268_435_456` (256 MiB)
+   */
+  readonly bodyMemoBytes: number;
   /**
    * Rounds of recovery calls the proxy answers itself within one client request; 0 never answers them
    * (`--recovery-rounds`).
@@ -172,6 +180,14 @@ const SETTINGS: readonly Setting[] = [
     fallback: 33_554_432,
     parse: integer(1024, 2 ** 31),
     expects: 'an integer in 1024…2147483648',
+  },
+  {
+    key: 'bodyMemoBytes',
+    flag: '--body-memo-bytes',
+    env: `${P}BODY_MEMO_BYTES`,
+    fallback: 268_435_456,
+    parse: integer(0, 2 ** 40),
+    expects: 'an integer in 0…1099511627776',
   },
   {
     key: 'recoveryRounds',

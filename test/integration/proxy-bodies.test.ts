@@ -7,6 +7,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BodyMemo } from '../../adapters/proxy/body.js';
+import { loadProxyConfig } from '../../src/config/proxy.js';
+import { ConfigError } from '../../src/errors.js';
 import { startHarness, type Harness } from '../proxy/support/harness.js';
 import { anthropic, chat } from '../proxy/support/upstream.js';
 
@@ -72,5 +75,23 @@ describe('request bodies of a growing conversation', () => {
     expect(h.upstream.requests.at(-1)?.json?.['messages']).toEqual(messages.slice(0, -2));
     expect(h.upstream.requests.at(-1)?.json?.['system']).toBe('You are a coding agent.');
     expect(await reused(h, 'anthropic')).toBeGreaterThan(0);
+  });
+
+  it('parses every body whole with --body-memo-bytes 0, and rejects a bad bound', async () => {
+    h = await startHarness((_r, i) => chat.text(`answer ${i}`), { flags: { bodyMemoBytes: 0 } });
+    const client = new OpenAI({ apiKey: 'sk-bodies', baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'hi' }];
+    for (let turn = 0; turn < 3; turn++) {
+      await client.chat.completions.create({ model: 'gpt-4o', messages });
+      messages.push({ role: 'assistant', content: 'ok' }, { role: 'user', content: `again ${turn}` });
+    }
+    expect(await reused(h, 'chat')).toBe(0);
+    expect(h.upstream.requests.at(-1)?.json?.['messages']).toEqual(messages.slice(0, -2));
+    expect(loadProxyConfig({ env: {} }).bodyMemoBytes).toBe(268_435_456);
+    expect(loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES: '1024' } }).bodyMemoBytes).toBe(1024);
+    expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES: '-1' } })).toThrow(
+      /TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES/,
+    );
+    expect(() => new BodyMemo({ maxBytes: 1.5 })).toThrow(ConfigError);
   });
 });

@@ -12,6 +12,7 @@ interface ProxyCliOptions {
   anthropicUpstream?: string;
   token?: string;
   maxBodyBytes?: string;
+  bodyMemoBytes?: string;
   recoveryRounds?: string;
   upstreamTimeoutMs?: string;
   db?: string;
@@ -42,6 +43,7 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     ...(options.anthropicUpstream === undefined ? {} : { anthropicUpstream: options.anthropicUpstream }),
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.bodyMemoBytes === undefined ? {} : { bodyMemoBytes: options.bodyMemoBytes }),
     ...(options.recoveryRounds === undefined ? {} : { recoveryRounds: options.recoveryRounds }),
     ...(options.upstreamTimeoutMs === undefined ? {} : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
   };
@@ -94,6 +96,10 @@ export function registerProxy(program: Command): void {
     .option(
       '--max-body-bytes <n>',
       'larger request bodies pass through unreduced (TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES, default 33554432)',
+    )
+    .option(
+      '--body-memo-bytes <n>',
+      'recent request bodies kept for reuse (TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES, default 268435456; 0 = off)',
     )
     .option(
       '--recovery-rounds <n>',
