@@ -32,6 +32,7 @@ import { LRUCache } from 'lru-cache';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
+import { intOption } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
 import { canonicalOf } from './prefix.js';
 
@@ -189,13 +190,12 @@ const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ','
  * const measures = createItemMeasures({ counter: createTiktokenCounter() });
  * measures.entry({ role: 'user', content: 'hi' }).chars; // 33
  * measures.compactTokens({ role: 'user', content: 'hi' }); // counted once, then remembered
+ * @throws ConfigError when `maxEntries` is not an integer ≥ 1.
  */
 export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasures {
   const counter = options.counter;
   const byContent = options.byContent !== false;
-  const maxEntries = options.maxEntries ?? 20_000;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1)
-    throw new TypeError('createItemMeasures: maxEntries must be an integer ≥ 1');
+  const maxEntries = intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1);
   let byRef = new WeakMemo<object, Measures>();
   let byHash = new Map<string, Measures>();
   let primitives = new LRUCache<string, Measures>({ max: 1024 });
