@@ -187,6 +187,25 @@ export function spacedRuns(compact: string): CopiedRun[] {
   return runs;
 }
 
+/**
+ * True when `json` is exactly `compact` cut at `runs` with one space in each cut: with the runs of
+ * {@link spacedRuns}, exactly when `json === spacedFromCompact(compact)`, checked without a second
+ * pass of the separator pattern.
+ *
+ * @example
+ * spacedAlong('{"a": 1}', '{"a":1}', spacedRuns('{"a":1}')); // true
+ */
+export function spacedAlong(json: string, compact: string, runs: readonly CopiedRun[]): boolean {
+  if (json.length !== compact.length + runs.length - 1) return false;
+  for (let i = 0; i < runs.length; i++) {
+    const r = runs[i]!;
+    if (i > 0 && json.charCodeAt(r.at - 1) !== 0x20) return false;
+    // Slices compared whole (V8 compares their flat contents); startsWith walks a long run char by char.
+    if (json.slice(r.at, r.at + r.length) !== compact.slice(r.from, r.from + r.length)) return false;
+  }
+  return true;
+}
+
 const SEGMENT_PREFIX: Readonly<Record<Segment, string>> = { first: '[', mid: ' ', last: ' ', only: '[', alone: '' };
 const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ',', last: ']', only: ']', alone: '' };
 
@@ -296,7 +315,8 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     if (kept.runs === undefined) {
       const compact = compactJson(value, m);
       // The runs are where spacedFromCompact copies its input: only valid for exactly that output.
-      kept.runs = spacedFromCompact(compact) === json ? spacedRuns(compact) : null;
+      const runs = spacedRuns(compact);
+      kept.runs = spacedAlong(json, compact, runs) ? runs : null;
     }
     return kept.runs === null ? undefined : kept;
   };

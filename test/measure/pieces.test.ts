@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createItemMeasures, spacedFromCompact, spacedRuns } from '../../src/compile/item-measures.js';
+import { createItemMeasures, spacedAlong, spacedFromCompact, spacedRuns } from '../../src/compile/item-measures.js';
 import {
   acquireEncoder,
   canonicalJson,
@@ -104,6 +104,39 @@ describe('spacedRuns', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('spacedAlong', () => {
+  // Near misses of the spaced JSON: a space dropped, added or moved, a character changed.
+  const nearMiss = (spaced: string, at: number, kind: number): string => {
+    const p = spaced.length === 0 ? 0 : at % spaced.length;
+    if (kind === 0) return spaced.slice(0, p) + spaced.slice(p + 1);
+    if (kind === 1) return `${spaced.slice(0, p)} ${spaced.slice(p)}`;
+    if (kind === 2) return `${spaced.slice(0, p)}${spaced[p] === 'x' ? 'y' : 'x'}${spaced.slice(p + 1)}`;
+    const i = spaced.indexOf(' ', p);
+    return i < 0 ? `${spaced} ` : `${spaced.slice(0, i)}${spaced.slice(i + 1, i + 2)} ${spaced.slice(i + 2)}`;
+  };
+
+  it('is true exactly when the text is spacedFromCompact of the compact JSON', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), fc.nat(), fc.nat(3), fc.boolean(), (v, at, kind, exact) => {
+        const compact = canonicalJson(v, { compact: true });
+        const spaced = spacedFromCompact(compact);
+        const json = exact ? spaced : nearMiss(spaced, at, kind);
+        expect(spacedAlong(json, compact, spacedRuns(compact))).toBe(json === spaced);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('says no to a text with the right length and cuts but other bytes in a cut', () => {
+    const compact = '{"a":[1,2]}';
+    expect(spacedFromCompact(compact)).toBe('{"a": [1, 2]}');
+    expect(spacedAlong('{"a": [1, 2]}', compact, spacedRuns(compact))).toBe(true);
+    expect(spacedAlong('{"a":\t[1, 2]}', compact, spacedRuns(compact))).toBe(false);
+    expect(spacedAlong('{"a": [1,  2]', compact, spacedRuns(compact))).toBe(false);
+    expect(spacedAlong('{"a": [1, 2]} ', compact, spacedRuns(compact))).toBe(false);
   });
 });
 
