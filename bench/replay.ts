@@ -21,7 +21,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { MODES } from '../src/config/index.js';
@@ -111,7 +111,7 @@ function runEarlier(dir: string, path: string, mode: Mode, limit: number): Earli
     'tsx',
     'bench/run.ts',
     'replay',
-    join(process.cwd(), path),
+    resolve(path),
     '--mode',
     mode,
     '--json',

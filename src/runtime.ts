@@ -214,7 +214,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // One measurement memo per item for every session's request stages, output cap and telemetry:
   // each item is serialized once and each of its texts tokenized once, whichever asks first
   // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
-  const measures = createItemMeasures({ counter, maxEntries: SHARED_MEASURES });
+  // It records the pieces of the compact JSON it counts: the telemetry meter below reads the same
+  // memo and derives its spaced segments from them.
+  const measures = createItemMeasures({ counter, maxEntries: SHARED_MEASURES, recordPieces: true });
   // One prompt counter for every session's output cap, counting each element through that memo.
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures });
   const deps: PipelineDeps = {

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { ConfigError } from '../../src/errors.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
 import { isRecoveryResult } from '../../src/recovery/results.js';
@@ -24,19 +25,33 @@ const CHANGED = '>';
 
 /** A bounded map of renderings already read or written (session + key → stored value). */
 export class RenderingCache {
-  // Reading does not refresh an entry (peek): the least recently written one goes first.
-  readonly #map: LRUCache<string, string>;
+  // Not lru-cache: its `max` allocates index arrays for every entry up front (≈ 1.1 MB at 50,000),
+  // and its size bound keeps them as plain arrays, larger than a Map once full. A Map's order is
+  // write order: a write moves its key to the end, a read does not, so the least recently written
+  // entry goes first.
+  readonly #map = new Map<string, string>();
+  readonly #max: number;
 
+  /** @param max - entries kept; default 50,000. */
   constructor(max = 50_000) {
-    this.#map = new LRUCache({ max });
+    if (!Number.isInteger(max) || max < 1)
+      throw new ConfigError(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
+    this.#max = max;
   }
 
   get(key: string): string | undefined {
-    return this.#map.peek(key);
+    return this.#map.get(key);
   }
 
   set(key: string, value: string): void {
+    this.#map.delete(key);
     this.#map.set(key, value);
+    if (this.#map.size > this.#max) this.#map.delete(this.#map.keys().next().value!);
+  }
+
+  /** Entries kept. */
+  get size(): number {
+    return this.#map.size;
   }
 }
 

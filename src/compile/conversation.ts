@@ -111,16 +111,27 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     entry.last = requestKey;
     return `${entry.count} ${requestKey}`;
   };
+  type Row = readonly [key: string, value: string];
+  /** Remember what a history rewrite gave the item; the row that mirrors it. */
+  const rewrite = (key: string, kind: string): Row => {
+    remember(rewritten, key, kind);
+    return [REWRITTEN + key, kind];
+  };
+  /** Count the request in the item's entry; the row that mirrors it, or undefined when nothing changed. */
+  const shownRow = (entry: { count: number; last: string }, key: string, requestKey: string): Row | undefined => {
+    const value = count(entry, requestKey);
+    return value === undefined ? undefined : [SHOWN + key, value];
+  };
+  // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
+  const mirrored = (write: Promise<void>): Promise<void> => write.catch(() => undefined);
   const mark = (
     entry: { count: number; last: string },
     key: string,
     requestKey: string,
     scope: StoreScope | undefined,
   ): Promise<void> | undefined => {
-    const value = count(entry, requestKey);
-    if (value === undefined) return undefined;
-    // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
-    return vault.setRendering(sessionId, SHOWN + key, value, scope).catch(() => undefined);
+    const row = shownRow(entry, key, requestKey);
+    return row === undefined ? undefined : mirrored(vault.setRendering(sessionId, ...row, scope));
   };
   const markAll = (
     rewrites: readonly { readonly key: string; readonly kind: string }[],
@@ -128,17 +139,13 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     requestKey: string,
     scope: StoreScope | undefined,
   ): Promise<void> | undefined => {
-    const writes: [string, string][] = [];
-    for (const { key, kind } of rewrites) {
-      remember(rewritten, key, kind);
-      writes.push([REWRITTEN + key, kind]);
-    }
+    const writes = rewrites.map(({ key, kind }) => rewrite(key, kind));
     for (const [key, entry] of entries) {
-      const value = count(entry, requestKey);
-      if (value !== undefined) writes.push([SHOWN + key, value]);
+      const row = shownRow(entry, key, requestKey);
+      if (row !== undefined) writes.push(row);
     }
     if (writes.length === 0) return undefined;
-    return vault.setRenderings(sessionId, writes, scope).catch(() => undefined);
+    return mirrored(vault.setRenderings(sessionId, writes, scope));
   };
   const loadRewritten = async (key: string): Promise<string | undefined> => {
     const kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
@@ -178,8 +185,7 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       return kind === undefined ? loadRewritten(key) : (kind ?? undefined);
     },
     async markRewritten(key, kind, scope) {
-      remember(rewritten, key, kind);
-      await vault.setRendering(sessionId, REWRITTEN + key, kind, scope).catch(() => undefined);
+      await mirrored(vault.setRendering(sessionId, ...rewrite(key, kind), scope));
     },
   };
 }

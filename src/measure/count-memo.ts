@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { ConfigError } from '../errors.js';
+import { intOption } from '../options.js';
 import type { TokenCounter } from './types.js';
 
 /** Strings longer than this are keyed by SHA-256 instead of by themselves (both memo kinds). */
@@ -111,14 +113,11 @@ class CountTable {
  * @example
  * const memo = createCountMemo(createTiktokenCounter(), { maxEntries: 1000 });
  * memo.count(big); memo.count(big); // second call is a lookup
+ * @throws ConfigError when `maxEntries` is not an integer ≥ 1 or `hashAbove` not an integer ≥ 0.
  */
 export function createCountMemo(counter: TokenCounter, options: CountMemoOptions = {}): CountMemo {
-  const maxEntries = options.maxEntries ?? 4096;
-  const hashAbove = options.hashAbove ?? DEFAULT_HASH_ABOVE;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1)
-    throw new TypeError('createCountMemo: maxEntries must be an integer ≥ 1');
-  if (!Number.isInteger(hashAbove) || hashAbove < 0)
-    throw new TypeError('createCountMemo: hashAbove must be an integer ≥ 0');
+  const maxEntries = intOption('createCountMemo', 'maxEntries', options.maxEntries, 4096, 1);
+  const hashAbove = intOption('createCountMemo', 'hashAbove', options.hashAbove, DEFAULT_HASH_ABOVE, 0);
   const table = new CountTable(maxEntries);
   const memo: CountMemo = {
     name: counter.name,
@@ -229,10 +228,11 @@ export function sharedCountMemoStats(): SharedCountMemoStats {
  * @example
  * import { setSharedCountMemoLimit } from 'token-terminator';
  * setSharedCountMemoLimit(0); // count everything afresh (e.g. in a memory bench)
+ * @throws ConfigError when `maxEntries` is not an integer ≥ 0.
  */
 export function setSharedCountMemoLimit(maxEntries: number): void {
   if (!Number.isInteger(maxEntries) || maxEntries < 0)
-    throw new TypeError('setSharedCountMemoLimit: maxEntries must be an integer ≥ 0');
+    throw new ConfigError(`setSharedCountMemoLimit: maxEntries must be an integer ≥ 0 (got ${String(maxEntries)})`);
   sharedMaxEntries = maxEntries;
   for (const t of tables.values()) {
     t.maxEntries = maxEntries;

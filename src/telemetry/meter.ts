@@ -82,7 +82,9 @@ class EntryView implements MessageEntry {
 export interface MessagesMeterOptions {
   /**
    * The per-item measurement memo to read, shared with the request stages (the runtime's); it must
-   * count with the same tokenizer as the meter's counter. Ignored when it has no counter.
+   * count with the same tokenizer as the meter's counter. Ignored when it has no counter. Built with
+   * `recordPieces: true`, its spaced segments are derived from the compact JSON the stages counted
+   * (same figures either way, fewer pieces encoded).
    *
    * @defaultValue none: the meter's own, by message object
    */

@@ -4,7 +4,7 @@
  * {@link InjectedFault} so a report can tell it from a real bug.
  */
 import type { TokenCounter } from '../measure/types.js';
-import type { Vault } from '../vault/types.js';
+import type { Vault, WorkingStateStore } from '../vault/types.js';
 
 /** The error every kit fault raises (code `E_INJECTED_FAULT`). */
 export class InjectedFault extends Error {
@@ -15,33 +15,49 @@ export class InjectedFault extends Error {
   }
 }
 
-/** Vault methods a fault can be injected into. */
-export type VaultMethod = Exclude<keyof Vault, 'path' | 'engine' | 'workingState' | typeof Symbol.asyncDispose>;
+/**
+ * Vault methods a fault can be injected into: every data method, the working-state store's two
+ * included (`'workingState.apply'`, `'workingState.get'`). Not `health` (in-memory state) nor `close`.
+ */
+export type VaultMethod =
+  | Exclude<
+      keyof Vault,
+      'path' | 'engine' | 'readOnly' | 'health' | 'close' | 'workingState' | typeof Symbol.asyncDispose
+    >
+  | `workingState.${keyof WorkingStateStore & string}`;
+
+// A record, not a list, so a method added to Vault without a line here fails to compile.
+const METHODS: { readonly [M in VaultMethod]: true } = {
+  put: true,
+  verify: true,
+  summary: true,
+  page: true,
+  peek: true,
+  find: true,
+  search: true,
+  exposureAvailable: true,
+  claimExposure: true,
+  recordExposure: true,
+  pin: true,
+  getBaseline: true,
+  setBaseline: true,
+  getRendering: true,
+  setRendering: true,
+  setRenderings: true,
+  recordRequestMetric: true,
+  recordRequestMetrics: true,
+  metricsSummary: true,
+  requestMetricRows: true,
+  usage: true,
+  deliver: true,
+  sessionPins: true,
+  closeSession: true,
+  'workingState.apply': true,
+  'workingState.get': true,
+};
 
 /** Every vault method {@link faultyVault} can make fail. */
-export const VAULT_METHODS: readonly VaultMethod[] = [
-  'put',
-  'verify',
-  'summary',
-  'page',
-  'peek',
-  'find',
-  'search',
-  'exposureAvailable',
-  'claimExposure',
-  'recordExposure',
-  'pin',
-  'getBaseline',
-  'setBaseline',
-  'getRendering',
-  'setRendering',
-  'setRenderings',
-  'recordRequestMetric',
-  'recordRequestMetrics',
-  'metricsSummary',
-  'requestMetricRows',
-  'usage',
-];
+export const VAULT_METHODS: readonly VaultMethod[] = Object.freeze(Object.keys(METHODS) as VaultMethod[]);
 
 /** Options of {@link faultyVault}; every field is optional. */
 export interface FaultyVaultOptions {
@@ -86,22 +102,36 @@ export function faultyVault(vault: Vault, options: FaultyVaultOptions = {}): Vau
   const after = options.after ?? 0;
   const calls: Record<string, number> = {};
   const log = { calls, faults: 0 };
+  const wrap =
+    (name: string, target: object, fn: (...a: unknown[]) => unknown) =>
+    (...args: unknown[]): unknown => {
+      calls[name] = (calls[name] ?? 0) + 1;
+      if (failing.has(name) && calls[name]! > after) {
+        log.faults += 1;
+        const fault = new InjectedFault(`vault.${name}`);
+        if (mode === 'throw') throw fault;
+        return Promise.reject(fault);
+      }
+      return fn.apply(target, args);
+    };
+  let workingState: readonly [real: WorkingStateStore, wrapped: WorkingStateStore] | undefined;
   return new Proxy(vault, {
     get(target, prop, receiver) {
       if (prop === 'faultLog') return log;
       const value: unknown = Reflect.get(target, prop, receiver);
-      if (typeof value !== 'function') return value;
-      const name = String(prop);
-      return (...args: unknown[]) => {
-        calls[name] = (calls[name] ?? 0) + 1;
-        if (failing.has(name) && calls[name]! > after) {
-          log.faults += 1;
-          const fault = new InjectedFault(`vault.${name}`);
-          if (mode === 'throw') throw fault;
-          return Promise.reject(fault);
+      if (prop === 'workingState' && value !== null && typeof value === 'object') {
+        const store = value as WorkingStateStore;
+        if (workingState?.[0] !== store) {
+          const wrapped: WorkingStateStore = {
+            apply: wrap('workingState.apply', store, store.apply as (...a: unknown[]) => unknown) as never,
+            get: wrap('workingState.get', store, store.get as (...a: unknown[]) => unknown) as never,
+          };
+          workingState = [store, wrapped];
         }
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
+        return workingState[1];
+      }
+      if (typeof value !== 'function') return value;
+      return wrap(String(prop), target, value as (...a: unknown[]) => unknown);
     },
   }) as Vault & { readonly faultLog: FaultLog };
 }

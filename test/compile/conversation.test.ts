@@ -103,4 +103,15 @@ describe('ConversationMemo.markRequest', () => {
     // Nothing reached the vault: a new process has to learn it again.
     expect(await createConversationMemo(vault, 's', CAP).shownBefore('a', 'r2')).toBe(0);
   });
+
+  it('markRewritten and markShown swallow a failing write the same way, one row each', async () => {
+    const broken = faultyVault(vault, { failOn: ['setRendering'] });
+    const memo = createConversationMemo(broken, 's', CAP);
+    await expect(memo.markRewritten('x', 'digest')).resolves.toBe(undefined);
+    await expect(memo.markShown('a', 'r1')).resolves.toBe(undefined);
+    expect(broken.faultLog).toEqual({ calls: { setRendering: 2, getRendering: 1 }, faults: 2 });
+    expect(await memo.rewritten('x')).toBe('digest');
+    expect(await memo.shownBefore('a', 'r2')).toBe(1);
+    expect(await stored('s')).toEqual([undefined, undefined, undefined, undefined, undefined, undefined, undefined]);
+  });
 });

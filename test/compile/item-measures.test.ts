@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { budgetCounterFrom } from '../../src/budget/counter.js';
 import { createItemMeasures, spacedFromCompact } from '../../src/compile/item-measures.js';
 import { createMeter } from '../../src/compile/meter.js';
+import { ConfigError } from '../../src/errors.js';
 import { canonicalJson, codePoints, createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
@@ -49,6 +50,15 @@ describe('spacedFromCompact', () => {
 });
 
 describe('createItemMeasures', () => {
+  it('rejects a bad maxEntries with a ConfigError naming the API and the option', () => {
+    for (const maxEntries of [0, -1, 2.5, Number.NaN]) {
+      expect(() => createItemMeasures({ maxEntries })).toThrow(ConfigError);
+      expect(() => createItemMeasures({ maxEntries })).toThrow(
+        `createItemMeasures: options.maxEntries must be an integer ≥ 1 (got ${String(maxEntries)})`,
+      );
+    }
+  });
+
   test.prop([fc.array(message, { minLength: 1, maxLength: 6 }), fc.boolean()], { numRuns: 60 })(
     'what the shared memo answers equals a fresh count of canonicalJson, whichever reader asks first and for rebuilt copies',
     async (messages, budgetFirst) => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { getEncoding } from 'js-tiktoken';
 import { get_encoding } from 'tiktoken';
+import { ConfigError } from '../../src/errors.js';
 import {
   counterForModel,
   contentKey,
@@ -13,6 +14,7 @@ import {
   createTokenizerJsonCounter,
   encodingForModel,
   normalizeModelName,
+  setSharedCountMemoLimit,
   sharedCountMemoStats,
   splitLongRuns,
   type TokenCounter,
@@ -263,7 +265,18 @@ describe('createCountMemo', () => {
   });
 
   it('rejects bad options and forwards dispose', () => {
-    expect(() => createCountMemo(spy(), { maxEntries: 0 })).toThrow(/createCountMemo/);
+    expect(() => createCountMemo(spy(), { maxEntries: 0 })).toThrow(
+      'createCountMemo: options.maxEntries must be an integer ≥ 1 (got 0)',
+    );
+    expect(() => createCountMemo(spy(), { maxEntries: 0 })).toThrow(ConfigError);
+    expect(() => createCountMemo(spy(), { hashAbove: -1 })).toThrow(ConfigError);
+    expect(() => createCountMemo(spy(), { hashAbove: 1.5 })).toThrow(
+      'createCountMemo: options.hashAbove must be an integer ≥ 0 (got 1.5)',
+    );
+    expect(() => setSharedCountMemoLimit(-1)).toThrow(ConfigError);
+    expect(() => setSharedCountMemoLimit(Number.NaN)).toThrow(
+      'setSharedCountMemoLimit: maxEntries must be an integer ≥ 0 (got NaN)',
+    );
     let disposed = false;
     const memo = createCountMemo({ name: 'd', exact: true, count: () => 1, dispose: () => (disposed = true) });
     memo.dispose?.();

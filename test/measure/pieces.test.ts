@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createItemMeasures, spacedFromCompact, spacedRuns } from '../../src/compile/item-measures.js';
+import { createItemMeasures, spacedAlong, spacedFromCompact, spacedRuns } from '../../src/compile/item-measures.js';
 import {
   acquireEncoder,
   canonicalJson,
@@ -15,6 +15,7 @@ import {
 } from '../../src/measure/index.js';
 import { pieceCounting, type CopiedRun, type PieceRecord } from '../../src/measure/pieces.js';
 import { SPLIT_PATTERNS } from '../../src/measure/encoders.js';
+import { createMessagesMeter } from '../../src/telemetry/meter.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
 const RUNS = 150;
@@ -106,6 +107,39 @@ describe('spacedRuns', () => {
   });
 });
 
+describe('spacedAlong', () => {
+  // Near misses of the spaced JSON: a space dropped, added or moved, a character changed.
+  const nearMiss = (spaced: string, at: number, kind: number): string => {
+    const p = spaced.length === 0 ? 0 : at % spaced.length;
+    if (kind === 0) return spaced.slice(0, p) + spaced.slice(p + 1);
+    if (kind === 1) return `${spaced.slice(0, p)} ${spaced.slice(p)}`;
+    if (kind === 2) return `${spaced.slice(0, p)}${spaced[p] === 'x' ? 'y' : 'x'}${spaced.slice(p + 1)}`;
+    const i = spaced.indexOf(' ', p);
+    return i < 0 ? `${spaced} ` : `${spaced.slice(0, i)}${spaced.slice(i + 1, i + 2)} ${spaced.slice(i + 2)}`;
+  };
+
+  it('is true exactly when the text is spacedFromCompact of the compact JSON', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), fc.nat(), fc.nat(3), fc.boolean(), (v, at, kind, exact) => {
+        const compact = canonicalJson(v, { compact: true });
+        const spaced = spacedFromCompact(compact);
+        const json = exact ? spaced : nearMiss(spaced, at, kind);
+        expect(spacedAlong(json, compact, spacedRuns(compact))).toBe(json === spaced);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('says no to a text with the right length and cuts but other bytes in a cut', () => {
+    const compact = '{"a":[1,2]}';
+    expect(spacedFromCompact(compact)).toBe('{"a": [1, 2]}');
+    expect(spacedAlong('{"a": [1, 2]}', compact, spacedRuns(compact))).toBe(true);
+    expect(spacedAlong('{"a":\t[1, 2]}', compact, spacedRuns(compact))).toBe(false);
+    expect(spacedAlong('{"a": [1,  2]', compact, spacedRuns(compact))).toBe(false);
+    expect(spacedAlong('{"a": [1, 2]} ', compact, spacedRuns(compact))).toBe(false);
+  });
+});
+
 describe('the measurement memo counts spaced segments from the compact pieces, exactly', () => {
   const text = fc.oneof(tokenizerText, longRun, fc.string({ unit: 'grapheme', maxLength: 80 }));
   const item = fc.oneof(
@@ -114,50 +148,99 @@ describe('the measurement memo counts spaced segments from the compact pieces, e
     fc.record({ role: fc.constant('assistant'), content: fc.array(fc.record({ type: fc.constant('text'), text })) }),
     fc.jsonValue({ maxDepth: 3 }),
   );
-  it('every segment equals tiktoken on that segment, in any order of asking', () => {
-    const reference = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+  it.each([true, false])(
+    'every segment equals tiktoken on that segment, in any order of asking (recordPieces %s)',
+    (recordPieces) => {
+      const reference = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+      const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+      try {
+        const segments = ['first', 'mid', 'last', 'only', 'alone'] as const;
+        fc.assert(
+          fc.property(item, fc.shuffledSubarray([...segments], { minLength: 1 }), (value, asked) => {
+            const measures = createItemMeasures({ counter, recordPieces });
+            const compact = canonicalJson(value, { compact: true });
+            const json = canonicalJson(value);
+            expect(measures.compactTokens(value)).toBe(reference.count(compact));
+            const framed = { first: `[${json},`, mid: ` ${json},`, last: ` ${json}]`, only: `[${json}]`, alone: json };
+            for (const s of asked) expect(measures.segmentTokens(value, s)).toBe(reference.count(framed[s]));
+          }),
+          { numRuns: RUNS },
+        );
+      } finally {
+        reference.dispose?.();
+        counter.dispose?.();
+      }
+    },
+  );
+
+  /** A js counter whose calls are logged by kind: plain counts, recorded counts, derived counts. */
+  function spyCounter() {
     const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    const calls = { plain: [] as string[], recorded: [] as string[], derived: [] as string[] };
+    const spy = {
+      ...counter,
+      count: (t: string) => (calls.plain.push(t), counter.count(t)),
+      pieces: {
+        countRecorded: (t: string) => (calls.recorded.push(t), counter.pieces!.countRecorded(t)),
+        countDerived: (t: string, source: PieceRecord, runs: readonly CopiedRun[]) => (
+          calls.derived.push(t),
+          counter.pieces!.countDerived(t, source, runs)
+        ),
+      },
+    };
+    return { spy, calls, dispose: () => counter.dispose?.() };
+  }
+  const toolOutput = { role: 'tool', tool_call_id: 'call_1', content: 'src/a.ts:1: error TS2304: x\n'.repeat(300) };
+
+  it('a tool output counted for the stages is not counted again from scratch for telemetry (recordPieces)', () => {
+    const { spy, calls, dispose } = spyCounter();
     try {
-      const segments = ['first', 'mid', 'last', 'only', 'alone'] as const;
-      fc.assert(
-        fc.property(item, fc.shuffledSubarray([...segments], { minLength: 1 }), (value, asked) => {
-          const measures = createItemMeasures({ counter });
-          const compact = canonicalJson(value, { compact: true });
-          const json = canonicalJson(value);
-          expect(measures.compactTokens(value)).toBe(reference.count(compact));
-          const framed = { first: `[${json},`, mid: ` ${json},`, last: ` ${json}]`, only: `[${json}]`, alone: json };
-          for (const s of asked) expect(measures.segmentTokens(value, s)).toBe(reference.count(framed[s]));
-        }),
-        { numRuns: RUNS },
-      );
+      const measures = createItemMeasures({ counter: spy, recordPieces: true });
+      measures.compactTokens(toolOutput);
+      for (const s of ['mid', 'last', 'alone'] as const) measures.segmentTokens(toolOutput, s);
+      expect(calls.plain).toEqual([]);
+      expect(calls.recorded).toEqual([canonicalJson(toolOutput, { compact: true })]);
+      expect(calls.derived.length).toBe(3); // the spaced JSON once, then two framings
     } finally {
-      reference.dispose?.();
-      counter.dispose?.();
+      dispose();
     }
   });
 
-  it('a tool output counted for the stages is not counted again from scratch for telemetry', () => {
+  it('records nothing unless asked: the compact JSON gets a plain count, segments are counted afresh', () => {
+    const { spy, calls, dispose } = spyCounter();
+    try {
+      const measures = createItemMeasures({ counter: spy });
+      const compact = canonicalJson(toolOutput, { compact: true });
+      measures.compactTokens(toolOutput);
+      expect(calls.plain).toEqual([compact]);
+      measures.segmentTokens(toolOutput, 'mid');
+      expect(calls.plain).toEqual([compact, ` ${canonicalJson(toolOutput)},`]);
+      expect(calls.recorded).toEqual([]);
+      expect(calls.derived).toEqual([]);
+    } finally {
+      dispose();
+    }
+  });
+
+  it("telemetry's figures are the same whether the shared memo records pieces or not", () => {
     const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
     try {
-      const plain: string[] = [];
-      const derived: string[] = [];
-      const spy = {
-        ...counter,
-        count: (t: string) => (plain.push(t), counter.count(t)),
-        pieces: {
-          countRecorded: (t: string) => counter.pieces!.countRecorded(t),
-          countDerived: (t: string, source: PieceRecord, runs: readonly CopiedRun[]) => (
-            derived.push(t),
-            counter.pieces!.countDerived(t, source, runs)
-          ),
-        },
-      };
-      const measures = createItemMeasures({ counter: spy });
-      const value = { role: 'tool', tool_call_id: 'call_1', content: 'src/a.ts:1: error TS2304: x\n'.repeat(300) };
-      measures.compactTokens(value);
-      for (const s of ['mid', 'last', 'alone'] as const) measures.segmentTokens(value, s);
-      expect(plain).toEqual([]);
-      expect(derived.length).toBe(3); // the spaced JSON once, then two framings
+      fc.assert(
+        fc.property(fc.array(item, { minLength: 1, maxLength: 5 }), fc.boolean(), (messages, compactFirst) => {
+          const figures = (recordPieces: boolean) => {
+            const measures = createItemMeasures({ counter, recordPieces });
+            if (compactFirst) for (const m of messages) measures.compactTokens(m);
+            const meter = createMessagesMeter(counter, { measures });
+            return {
+              tokens: meter.tokens(messages),
+              chars: meter.chars(messages),
+              compact: messages.map((m) => measures.compactTokens(m)),
+            };
+          };
+          expect(figures(true)).toEqual(figures(false));
+        }),
+        { numRuns: 60 },
+      );
     } finally {
       counter.dispose?.();
     }

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
 import type { ToolResult } from '../../src/step.js';
-import { canChattr, receiptIds, recoverViaTool, idMatches, tempDir } from './harness.js';
+import { createVault, type Vault } from '../../src/vault/index.js';
+import { canChattr, corruptUnderOpenVault, receiptIds, recoverViaTool, idMatches, tempDir } from './harness.js';
 
 const { dir, cleanup } = tempDir('tt-health-');
 afterAll(cleanup);
@@ -218,4 +219,35 @@ describe('an abort while the vault write of a reduction runs', () => {
       await tt.close();
     }
   });
+});
+
+describe('a damaged page met by any data method', () => {
+  const metric = (requestId: string) => ({
+    sessionId: 's',
+    requestId,
+    mode: 'balanced',
+    rawChars: 10,
+    finalChars: 5,
+    receipts: 0,
+    failedOpen: false,
+  });
+  const calls: Record<string, (v: Vault) => Promise<unknown>> = {
+    recordRequestMetrics: (v) => v.recordRequestMetrics([metric('r2'), metric('r3')]),
+    requestMetricRows: (v) => v.requestMetricRows(),
+    'workingState.apply': (v) => v.workingState.apply('s', [{ op: 'node_create', node_id: 'n2', kind: 'fact' }]),
+    'workingState.get': (v) => v.workingState.get('s', { includeRetired: true, limit: 100 }),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    it(`${name}: its corruption error runs the integrity check and health says corrupt`, async () => {
+      stderrLines();
+      const path = join(dir, `damaged-${name}.sqlite3`);
+      await using vault = await createVault({ path });
+      for (let i = 0; i < 8; i++) await vault.put({ content: `older evidence ${i} `.repeat(2000) });
+      await vault.recordRequestMetric(metric('r1'));
+      await vault.workingState.apply('s', [{ op: 'node_create', node_id: 'n1', kind: 'fact' }]);
+      corruptUnderOpenVault(path);
+      await expect(call(vault)).rejects.toMatchObject({ code: expect.stringMatching(/^SQLITE_(CORRUPT|NOTADB)/) });
+      expect(vault.health()).toMatchObject({ state: 'corrupt' });
+    });
+  }
 });

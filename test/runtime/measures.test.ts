@@ -69,4 +69,27 @@ describe('one measurement memo per Terminator', () => {
     expect(items.filter(([, n]) => n > 1).map(([text, n]) => `${n}× ${text.slice(0, 60)}`)).toEqual([]);
     inner.dispose?.();
   });
+
+  it("records the pieces of the compact JSON it counts, and telemetry's segments are derived from them", async () => {
+    const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    const recorded: string[] = [];
+    const derived: string[] = [];
+    const counter: TokenCounter = {
+      ...inner,
+      name: 'recording',
+      pieces: {
+        countRecorded: (t) => (recorded.push(t), inner.pieces!.countRecorded(t)),
+        countDerived: (t, source, runs) => (derived.push(t), inner.pieces!.countDerived(t, source, runs)),
+      },
+    };
+    await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const messages = [
+      { role: 'system', content: 'You are a coding agent working in a repository.' },
+      { role: 'user', content: 'Run the build and tell me what fails, please.' },
+    ];
+    await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r0' });
+    expect(recorded).toContain(canonicalJson(messages[1], { compact: true }));
+    expect(derived.some((t) => t.includes('Run the build'))).toBe(true);
+    inner.dispose?.();
+  });
 });

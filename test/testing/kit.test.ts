@@ -14,6 +14,7 @@ import {
   throwingCounter,
   throwingSpawn,
   toolOutput,
+  VAULT_METHODS,
 } from '../../src/testing/index.js';
 import { provenance } from '../../src/testing/deep.js';
 import { createVault } from '../../src/vault/index.js';
@@ -40,6 +41,36 @@ describe('faultyVault', () => {
     const broken = faultyVault(vault, { mode: 'throw' });
     expect(() => broken.usage()).toThrow(/injected fault: vault\.usage/u);
     expect(broken.path).toBe(':memory:');
+  });
+
+  it('can fail every data method of a vault, the working-state store included', () => {
+    const methods = (o: object, prefix = ''): string[] =>
+      Object.entries(o)
+        .filter(([, v]) => typeof v === 'function')
+        .map(([k]) => prefix + k);
+    const data = [...methods(vault), ...methods(vault.workingState, 'workingState.')].filter(
+      (m) => m !== 'health' && m !== 'close',
+    );
+    expect([...VAULT_METHODS].sort()).toEqual(data.sort());
+    const broken = faultyVault(vault, { mode: 'throw' });
+    const call = (name: string): unknown => {
+      const [owner, method] = name.startsWith('workingState.')
+        ? [broken.workingState, name.slice('workingState.'.length)]
+        : [broken, name];
+      return (owner as unknown as Record<string, () => unknown>)[method]!();
+    };
+    for (const name of VAULT_METHODS) expect(() => call(name), name).toThrow(`injected fault: vault.${name}`);
+    expect(broken.faultLog.faults).toBe(VAULT_METHODS.length);
+  });
+
+  it('reaches the real working-state store for the methods not chosen', async () => {
+    const broken = faultyVault(vault, { failOn: ['workingState.apply'] });
+    await expect(broken.workingState.apply('s', [])).rejects.toBeInstanceOf(InjectedFault);
+    await expect(broken.workingState.get('s', { includeRetired: false, limit: 10 })).resolves.toMatchObject({
+      nodes: {},
+    });
+    expect(broken.workingState).toBe(broken.workingState);
+    expect(broken.faultLog).toEqual({ calls: { 'workingState.apply': 1, 'workingState.get': 1 }, faults: 1 });
   });
 });
 
