@@ -4,6 +4,7 @@
  * {@link InjectedFault} so a report can tell it from a real bug.
  */
 import type { TokenCounter } from '../measure/types.js';
+import { VAULT_DATA_METHODS, type VaultDataMethod } from '../vault/ports.js';
 import type { Vault, WorkingStateStore } from '../vault/types.js';
 
 /** The error every kit fault raises (code `E_INJECTED_FAULT`). */
@@ -19,45 +20,16 @@ export class InjectedFault extends Error {
  * Vault methods a fault can be injected into: every data method, the working-state store's two
  * included (`'workingState.apply'`, `'workingState.get'`). Not `health` (in-memory state) nor `close`.
  */
-export type VaultMethod =
-  | Exclude<
-      keyof Vault,
-      'path' | 'engine' | 'readOnly' | 'health' | 'close' | 'workingState' | typeof Symbol.asyncDispose
-    >
-  | `workingState.${keyof WorkingStateStore & string}`;
+export type VaultMethod = VaultDataMethod | `workingState.${keyof WorkingStateStore & string}`;
 
-// A record, not a list, so a method added to Vault without a line here fails to compile.
-const METHODS: { readonly [M in VaultMethod]: true } = {
-  put: true,
-  verify: true,
-  summary: true,
-  page: true,
-  peek: true,
-  find: true,
-  search: true,
-  exposureAvailable: true,
-  claimExposure: true,
-  recordExposure: true,
-  pin: true,
-  getBaseline: true,
-  setBaseline: true,
-  getRendering: true,
-  setRendering: true,
-  setRenderings: true,
-  recordRequestMetric: true,
-  recordRequestMetrics: true,
-  metricsSummary: true,
-  requestMetricRows: true,
-  usage: true,
-  deliver: true,
-  sessionPins: true,
-  closeSession: true,
-  'workingState.apply': true,
-  'workingState.get': true,
-};
+// A record, so a method added to the working-state store without a line here fails to compile.
+const WORKING_STATE: { readonly [M in keyof WorkingStateStore & string]: true } = { apply: true, get: true };
 
 /** Every vault method {@link faultyVault} can make fail. */
-export const VAULT_METHODS: readonly VaultMethod[] = Object.freeze(Object.keys(METHODS) as VaultMethod[]);
+export const VAULT_METHODS: readonly VaultMethod[] = Object.freeze([
+  ...VAULT_DATA_METHODS,
+  ...Object.keys(WORKING_STATE).map((m) => `workingState.${m}` as VaultMethod),
+]);
 
 /** Options of {@link faultyVault}; every field is optional. */
 export interface FaultyVaultOptions {

@@ -13,7 +13,7 @@ import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
 import { VaultOpenError } from './errors.js';
 import { createLeaseStore } from './leases.js';
 import { createMetricsStore } from './metrics.js';
-import type { Vault } from './ports.js';
+import { VAULT_DATA_METHODS, type Vault } from './ports.js';
 import { watermarks } from './retention.js';
 import { createSessionStore } from './session-state.js';
 import type { WorkingStateLimits } from './working-state.js';
@@ -238,45 +238,6 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
   return composeVault(conn, opts, clock, options.workingState ?? {});
 }
 
-/**
- * Methods whose failures the health monitor looks at (a corruption code runs the integrity check):
- * every data method, the working-state store's included. A record, so a method added to the Vault
- * without a line here fails to compile.
- */
-const OBSERVED: {
-  readonly [
-    M in Exclude<
-      keyof Vault,
-      'path' | 'engine' | 'readOnly' | 'health' | 'close' | 'workingState' | typeof Symbol.asyncDispose
-    >
-  ]: true;
-} = {
-  put: true,
-  verify: true,
-  summary: true,
-  page: true,
-  peek: true,
-  find: true,
-  search: true,
-  usage: true,
-  exposureAvailable: true,
-  claimExposure: true,
-  recordExposure: true,
-  deliver: true,
-  pin: true,
-  sessionPins: true,
-  closeSession: true,
-  getBaseline: true,
-  setBaseline: true,
-  getRendering: true,
-  setRendering: true,
-  setRenderings: true,
-  recordRequestMetric: true,
-  recordRequestMetrics: true,
-  metricsSummary: true,
-  requestMetricRows: true,
-};
-
 function composeVault(
   raw: VaultConnection,
   opts: Resolved,
@@ -371,7 +332,9 @@ function composeVault(
     close,
     [Symbol.asyncDispose]: close,
   };
-  for (const name of Object.keys(OBSERVED) as (keyof typeof OBSERVED)[])
+  // Every data method's failures reach the health monitor (a corruption code runs the integrity
+  // check), the working-state store's included (above).
+  for (const name of VAULT_DATA_METHODS)
     (vault as unknown as Record<string, unknown>)[name] = observe(vault[name] as never);
   return vault;
 }

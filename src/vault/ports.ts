@@ -205,3 +205,42 @@ export interface Vault extends ArtifactStore, LeaseStore, SessionStore, MetricsS
   health(): VaultHealth;
   close(): Promise<void>;
 }
+
+/** The data methods of a {@link Vault}: what it stores and answers (not its identity, health, lifetime or working-state store). */
+export type VaultDataMethod = Exclude<
+  keyof Vault,
+  'path' | 'engine' | 'readOnly' | 'health' | 'close' | 'workingState' | typeof Symbol.asyncDispose
+>;
+
+// A record, not a list, so a method added to Vault without a line here fails to compile.
+const DATA_METHODS: { readonly [M in VaultDataMethod]: true } = {
+  put: true,
+  verify: true,
+  summary: true,
+  page: true,
+  peek: true,
+  find: true,
+  search: true,
+  usage: true,
+  exposureAvailable: true,
+  claimExposure: true,
+  recordExposure: true,
+  deliver: true,
+  pin: true,
+  sessionPins: true,
+  closeSession: true,
+  getBaseline: true,
+  setBaseline: true,
+  getRendering: true,
+  setRendering: true,
+  setRenderings: true,
+  recordRequestMetric: true,
+  recordRequestMetrics: true,
+  metricsSummary: true,
+  requestMetricRows: true,
+};
+
+/** Every {@link VaultDataMethod}: what the health monitor watches and fault injection can fail. */
+export const VAULT_DATA_METHODS: readonly VaultDataMethod[] = Object.freeze(
+  Object.keys(DATA_METHODS) as VaultDataMethod[],
+);
