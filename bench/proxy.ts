@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- proxy [requests-per-level]`: what the gateway adds to a call.
+ * `npm run bench -- proxy [requests-per-level] [--session-turns 200]`: what the gateway adds to a call.
  *
  * The proxy runs as the real CLI in a child process (as it would be deployed); a loopback
  * upstream and the load generator share this process. Every measurement is taken twice in the
@@ -14,6 +14,8 @@
  * bodies must: read, JSON.parse, JSON.stringify, forward with undici, relay. Its added latency is
  * what this machine charges for one more process hop with a parse and a serialization, whatever
  * the gateway does on top.
+ * Then one conversation growing to `--session-turns` turns through a proxy and through one with the
+ * body memo off (see growingSession): what a long session costs per request, and what the memo saves.
  * Targets (issue #18): added p50 ≤ 2 ms on cached reductions, first byte ≤ 5 ms later than direct.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -25,6 +27,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { CHAT_ANSWER, sampleBodies } from './_support.js';
+import { transcript } from './compile.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const LEVELS = [1, 16, 64];
@@ -148,8 +151,59 @@ async function load(pool: Pool, bodies: string[], clients: number, perClient: nu
   return times;
 }
 
+/**
+ * One conversation growing turn by turn (the compile bench's transcript, a tool output per turn,
+ * 2 MB of history at turn 200), sent to the upstream directly, through a proxy and through a proxy
+ * with the body memo off (`--body-memo-bytes 0`: every body parsed whole), request by request in
+ * turn so all three see the same load. Added latency and proxy CPU per request, around turn 20 and
+ * around the last turn.
+ */
+async function growingSession(upstreamUrl: string, dir: string, turns: number, direct: Pool): Promise<void> {
+  const on = await startProxy(upstreamUrl, join(dir, 'memo-on', 'vault.sqlite3'));
+  const off = await startProxy(upstreamUrl, join(dir, 'memo-off', 'vault.sqlite3'), {
+    TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES: '0',
+  });
+  const pools = { on: new Pool(on.url, { connections: 4 }), off: new Pool(off.url, { connections: 4 }) };
+  try {
+    const texts = transcript(turns, ' (proxy bench)').map((m) => JSON.stringify(m));
+    const t = { direct: [] as number[], on: [] as number[], off: [] as number[] };
+    const cpu = { on: [] as number[], off: [] as number[] };
+    for (let turn = 1; turn <= turns; turn++) {
+      const body = `{"model":"gpt-4o","messages":[${texts.slice(0, 2 + 2 * turn).join(',')}]}`;
+      t.direct.push(await call(direct, body, 'grow'));
+      for (const k of ['on', 'off'] as const) {
+        const pid = (k === 'on' ? on : off).child.pid;
+        const before = cpuMs(pid);
+        t[k].push(await call(pools[k], body, 'grow'));
+        cpu[k].push(cpuMs(pid) - before);
+      }
+    }
+    const window = (xs: number[], turn: number): number[] => xs.slice(Math.max(0, turn - 10), turn);
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+    console.log(
+      `\none conversation of ${turns} turns (${(texts.slice(0, 2 + 2 * turns).join(',').length / 1e6).toFixed(2)} MB of history at the end), median of the 10 requests ending at each turn:`,
+    );
+    console.log('  turn | added p50 ms, memo on / off | proxy CPU ms/request, memo on / off');
+    for (const turn of [Math.min(20, turns), turns]) {
+      const d = pct(window(t.direct, turn), 50);
+      console.log(
+        `  ${String(turn).padStart(4)} | ${(pct(window(t.on, turn), 50) - d).toFixed(2)} / ${(pct(window(t.off, turn), 50) - d).toFixed(2)} | ${mean(window(cpu.on, turn)).toFixed(1)} / ${mean(window(cpu.off, turn)).toFixed(1)}`,
+      );
+    }
+  } finally {
+    await pools.on.close();
+    await pools.off.close();
+    for (const p of [on, off]) {
+      p.child.kill('SIGTERM');
+      await new Promise((ok) => p.child.once('exit', ok));
+    }
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
-  const total = Number(argv[0] ?? 384);
+  const total = argv[0] !== undefined && !argv[0].startsWith('--') ? Number(argv[0]) : 384;
+  const at = argv.indexOf('--session-turns');
+  const sessionTurns = at >= 0 ? Number(argv[at + 1]) : 200;
   const bodies = sampleBodies();
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-proxy-'));
   const upstream = await startUpstream();
@@ -245,6 +299,7 @@ export async function main(argv: string[]): Promise<void> {
     console.log(
       `added p50 at 1 client: ${single.added50.toFixed(2)} ms (target ≤ 2 on cached reductions); mode off ${single.off50.toFixed(2)} ms; floor (parse + stringify + one more hop) ${single.floor50.toFixed(2)} ms`,
     );
+    if (sessionTurns > 0) await growingSession(upstreamUrl, dir, sessionTurns, pools.direct);
   } finally {
     await pools.direct.close();
     await pools.proxy.close();
