@@ -1,6 +1,7 @@
 import type { OperatorFunction } from 'rxjs';
 import type { Config } from './config/types.js';
 import type { TokenCounter } from './measure/types.js';
+import type { MessagesMeter } from './telemetry/meter.js';
 import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from './step.js';
 import type { Vault } from './vault/types.js';
 
@@ -30,6 +31,12 @@ export interface Terminator extends AsyncDisposable {
   readonly config: Config;
   readonly vault: Vault;
   readonly counter: TokenCounter;
+  /**
+   * The runtime's message meter (what its telemetry attributes tokens with). It reads the request
+   * stages' per-item measurements, so a host accounting the same requests (the proxy does) counts
+   * only what the stages did not. Optional: a Terminator of one's own need not have one.
+   */
+  readonly meter?: MessagesMeter;
   /** Tool-call stream: rtk rewrite. */
   toolCalls(): OperatorFunction<Step<ToolCall>, Step<ToolCall>>;
   /** Tool-result stream: temporal delta → compress. */

@@ -297,6 +297,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     config,
     vault,
     counter,
+    meter,
     toolCalls,
     toolResults,
     requests,

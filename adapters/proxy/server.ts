@@ -232,7 +232,9 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
   const metrics = createProxyMetrics();
-  const meter = createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
+  // The runtime's meter reads the stages' per-item measurements: the accounting then counts only
+  // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
+  const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
   const routes = new Map<string, RouteHandler>([
     ...(options.dashboard === false ? [] : [['/dashboard', dashboardRoute(terminator, metrics)] as const]),
     ...Object.entries(options.routes ?? {}),

@@ -10,6 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { createTerminator } from '../../src/runtime.js';
+import { attributeRequest } from '../../src/telemetry/attribution.js';
+import { createMessagesMeter } from '../../src/telemetry/meter.js';
 
 let dir: string;
 beforeEach(() => {
@@ -90,6 +92,27 @@ describe('one measurement memo per Terminator', () => {
     await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r0' });
     expect(recorded).toContain(canonicalJson(messages[1], { compact: true }));
     expect(derived.some((t) => t.includes('Run the build'))).toBe(true);
+    inner.dispose?.();
+  });
+
+  it("hands its meter to the host: attributing a request it reduced counts nothing again (the proxy's accounting)", async () => {
+    const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    let plain = 0;
+    const counter: TokenCounter = { ...inner, name: 'counting', count: (t) => (plain++, inner.count(t)) };
+    await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const request = {
+      model: 'gpt-4o',
+      messages: [
+        { role: 'system', content: 'You are a coding agent working in a repository.' },
+        { role: 'user', content: 'Run the build and tell me what fails, please.' },
+      ],
+    };
+    await tt.reduceRequest(request, { sessionId: 's', requestId: 'r0' });
+    const before = plain;
+    const own = attributeRequest(request, createMessagesMeter(inner));
+    const shared = attributeRequest(request, tt.meter!);
+    expect(shared.totalTokens).toBe(own.totalTokens);
+    expect(plain).toBe(before);
     inner.dispose?.();
   });
 });
