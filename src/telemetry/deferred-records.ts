@@ -53,8 +53,7 @@ export class DeferredRecords {
   /** Queue one answered request (snapshotted now); its record runs on a later turn of the event loop. */
   add(step: Step<ProviderRequest>): void {
     this.#queue.push(recordedStep(step));
-    if (this.#immediate === undefined && this.#running === undefined)
-      this.#immediate = setImmediate(() => void this.#kick());
+    this.#schedule();
   }
 
   /** Resolves once every request added so far is recorded (or its record failed). Never rejects. */
@@ -62,11 +61,18 @@ export class DeferredRecords {
     while (this.#queue.length > 0 || this.#running !== undefined) await this.#kick();
   }
 
+  #schedule(): void {
+    if (this.#immediate === undefined && this.#running === undefined)
+      this.#immediate = setImmediate(() => void this.#kick());
+  }
+
   #kick(): Promise<void> {
     if (this.#immediate !== undefined) clearImmediate(this.#immediate);
     this.#immediate = undefined;
     this.#running ??= this.#drain().finally(() => {
       this.#running = undefined;
+      // Added after the drain's last look at the queue, before this callback: not left behind.
+      if (this.#queue.length > 0) this.#schedule();
     });
     return this.#running;
   }

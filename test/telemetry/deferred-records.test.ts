@@ -37,6 +37,24 @@ describe('DeferredRecords (unit)', () => {
     expect(seen).toEqual(['r1']);
   });
 
+  it('records a request added while the last batch is finishing, without settled()', async () => {
+    // Added from inside the run, some microtasks later: one of these lands after the drain's last
+    // look at its queue and before the batch counts as finished.
+    for (let hops = 0; hops < 5; hops++) {
+      const seen: string[] = [];
+      const records: DeferredRecords = new DeferredRecords(async (batch) => {
+        seen.push(...batch.map((s) => s.context.requestId!));
+        if (seen.length > 1) return;
+        let later = Promise.resolve();
+        for (let i = 0; i < hops; i++) later = later.then(() => undefined);
+        void later.then(() => records.add(createStep(request('b'), { sessionId: 's', requestId: 'r2' })));
+      });
+      records.add(createStep(request('a'), { sessionId: 's', requestId: 'r1' }));
+      for (let i = 0; i < 5; i++) await hop();
+      expect({ hops, seen }).toEqual({ hops, seen: ['r1', 'r2'] });
+    }
+  });
+
   it('drops a failing batch without rejecting and still records the next one', async () => {
     const seen: string[] = [];
     let fail = true;
