@@ -64,5 +64,19 @@ export interface Terminator extends AsyncDisposable {
    */
   endSession(context: StepContext): Promise<void>;
   readonly recoveryTool: RecoveryTool;
+  /**
+   * Resolves once the telemetry of every request answered so far is written: its metrics row
+   * (`metrics`) and its experiment-ledger turn (`ledger`). `reduceRequest` answers before these
+   * are recorded (they follow on a later turn of the event loop, in call order); `close()` waits
+   * for them. For hosts and tests that read the metrics or the ledger right after a call. Never
+   * rejects: a failed record is dropped, as it always was.
+   *
+   * @example
+   * await tt.reduceRequest(request, { sessionId: 's1' });
+   * await tt.settled();
+   * console.log(await tt.vault.metricsSummary());
+   */
+  settled(): Promise<void>;
+  /** Closes the lanes, waits for the pending telemetry ({@link Terminator.settled}), then closes what it opened. */
   close(): Promise<void>;
 }

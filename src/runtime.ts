@@ -44,7 +44,8 @@ import { VaultHealthError, VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
 import { preflightPressure } from './budget/pressure.js';
-import { measureBoth, openLiveLedger, recordRequestMetric } from './telemetry/request-record.js';
+import { DeferredRecords } from './telemetry/deferred-records.js';
+import { measureBoth, openLiveLedger, recordRequestMetric, type LiveLedgerEntry } from './telemetry/request-record.js';
 import { LaneCache } from './runtime/lanes.js';
 import {
   FocusBoard,
@@ -253,6 +254,20 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   });
   const lanes = new LaneCache(maxSessions);
   let closed = false;
+  // The metrics row and the ledger turn of each answered request, recorded after the call returned
+  // (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
+  const records = new DeferredRecords(async (batch) => {
+    const turns: LiveLedgerEntry[] = [];
+    for (const [i, step] of batch.entries()) {
+      // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      const sizes = measureBoth(step, meter);
+      if (sizes === undefined) continue;
+      if (recordMetrics) await recordRequestMetric(vault, meter, config.mode, step, sizes.raw, sizes.final);
+      turns.push({ step, rawTokens: sizes.raw.totalTokens, finalTokens: sizes.final.totalTokens });
+    }
+    await ledger?.recordAll(turns);
+  });
 
   const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
     vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure);
@@ -270,6 +285,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     if (closed) return;
     closed = true;
     lanes.closeAll();
+    await records.settled();
     await ledger?.close();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
@@ -284,12 +300,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
-    if ((recordMetrics || ledger !== undefined) && !closed) {
-      const sizes = measureBoth(out, meter);
-      if (sizes !== undefined && recordMetrics)
-        await recordRequestMetric(vault, meter, config.mode, out, sizes.raw, sizes.final);
-      if (sizes !== undefined) await ledger?.record(out, sizes.raw.totalTokens, sizes.final.totalTokens);
-    }
+    if ((recordMetrics || ledger !== undefined) && !closed) records.add(out);
     return out;
   };
 
@@ -326,6 +337,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       }
     },
     recoveryTool,
+    settled: () => records.settled(),
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -4,9 +4,18 @@
  * that starts while a request or tool result is being reduced (awaiting a vault call, or yielding
  * between compaction slices) adds its whole cost to that reduction. A deferred task runs once no
  * reduction is in flight in the process (src/activity.ts) and the store has run no statement for
- * `quietMs`; a host that is never idle still gets it after `maxWaitMs`, between two timer turns.
+ * `quietMs`. A host that is never quiet that long (its calls follow each other at once, as in a
+ * replay, or overlap) gets it after `maxWaitMs`, at the first timer turn with no reduction in flight:
+ * not inside a reduction that yields between slices of a large output (its timers fire there too),
+ * which would pay for the whole step. A host that always has one in flight gets it after
+ * `maxBusyWaitMs` anyway.
  */
 import { reductionActivity } from '../activity.js';
+
+/** `maxBusyWaitMs` by default, in multiples of `maxWaitMs`. */
+const BUSY_WAIT_FACTOR = 5;
+/** How often an overdue task looks for a turn with no reduction in flight, in ms. */
+const OVERDUE_POLL_MS = 1;
 
 export interface IdleGate {
   /** The store ran a statement now. */
@@ -23,8 +32,14 @@ export interface IdleGate {
 export interface IdleGateOptions {
   /** Quiet time wanted after the store's last statement and the last reduction, in ms. */
   readonly quietMs: number;
-  /** Longest a task waits for quiet, in ms. */
+  /** Longest a task waits for quiet, in ms; then it runs at the first turn with no reduction in flight. */
   readonly maxWaitMs: number;
+  /**
+   * Longest a task waits for a turn with no reduction in flight, in ms (a host always reducing).
+   *
+   * @defaultValue 5 × `maxWaitMs`
+   */
+  readonly maxBusyWaitMs?: number;
   /** Clock in ms (tests). Default `performance.now`. */
   readonly now?: () => number;
   /** Reductions in flight and when the last ended (tests). Default the process's ({@link reductionActivity}). */
@@ -40,6 +55,7 @@ export interface IdleGateOptions {
  */
 export function createIdleGate(options: IdleGateOptions): IdleGate {
   const now = options.now ?? (() => performance.now());
+  const maxBusyWaitMs = options.maxBusyWaitMs ?? options.maxWaitMs * BUSY_WAIT_FACTOR;
   const activity = options.activity ?? reductionActivity;
   let lastStatement = Number.NEGATIVE_INFINITY;
   let waitingSince = 0;
@@ -55,9 +71,15 @@ export function createIdleGate(options: IdleGateOptions): IdleGate {
     if (closed || waiting.size === 0) return;
     const t = now();
     const { inFlight, lastEnded } = activity();
-    const waitLeft = waitingSince + options.maxWaitMs - t;
+    const waited = t - waitingSince;
     const quietLeft = inFlight > 0 ? options.quietMs : Math.max(lastStatement, lastEnded) + options.quietMs - t;
-    if (quietLeft > 0 && waitLeft > 0) return arm(Math.min(quietLeft, waitLeft));
+    const due = quietLeft <= 0 || (waited >= options.maxWaitMs && inFlight === 0) || waited >= maxBusyWaitMs;
+    if (!due)
+      return arm(
+        waited >= options.maxWaitMs
+          ? Math.min(OVERDUE_POLL_MS, maxBusyWaitMs - waited)
+          : Math.min(quietLeft, options.maxWaitMs - waited),
+      );
     const tasks = [...waiting];
     waiting.clear();
     for (const task of tasks) {

@@ -1,6 +1,7 @@
 /**
  * Deferred vault maintenance waits for the process to be idle (src/vault/idle.ts): no reduction in
- * flight (src/activity.ts) and no statement for the quiet time, at most maxWaitMs. Driven by fake
+ * flight (src/activity.ts) and no statement for the quiet time; past maxWaitMs the first turn with
+ * none in flight, past maxBusyWaitMs any turn. Driven by fake
  * timers and an injected clock: nothing here depends on how fast the machine is.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -56,14 +57,31 @@ describe('idle gate', () => {
     expect(task).toHaveBeenCalledTimes(1);
   });
 
-  it('a host that is never idle still gets its maintenance after maxWaitMs', () => {
+  it('past maxWaitMs a task runs at the first turn with no reduction in flight, quiet or not', () => {
     const g = gate();
     const task = vi.fn();
     activity = { inFlight: 1, lastEnded: Number.NEGATIVE_INFINITY };
     g.defer(task);
     advance(990);
     expect(task).not.toHaveBeenCalled();
-    advance(40);
+    // Overdue, but a reduction is in flight (its timers fire between its slices): not inside it.
+    advance(400);
+    expect(task).not.toHaveBeenCalled();
+    // Between two calls that follow each other at once: no 25 ms of quiet, none in flight.
+    activity = { inFlight: 0, lastEnded: clock };
+    g.mark();
+    advance(1);
+    expect(task).toHaveBeenCalledTimes(1);
+  });
+
+  it('a host that always has a reduction in flight still gets its maintenance after maxBusyWaitMs', () => {
+    const g = gate();
+    const task = vi.fn();
+    activity = { inFlight: 1, lastEnded: Number.NEGATIVE_INFINITY };
+    g.defer(task);
+    advance(4990);
+    expect(task).not.toHaveBeenCalled();
+    advance(20);
     expect(task).toHaveBeenCalledTimes(1);
   });
 

@@ -184,6 +184,7 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     pressure: () => Promise.resolve(0),
     endSession: () => Promise.resolve(),
     recoveryTool,
+    settled: () => Promise.resolve(),
     close: () => Promise.resolve(),
     [Symbol.asyncDispose]: () => Promise.resolve(),
   };

@@ -142,7 +142,7 @@ class WriteLockBusy extends Error {
   }
 }
 
-/** Deferred maintenance waits for this much quiet (no statement, no reduction), and at most IDLE_MAX_WAIT_MS. */
+/** Deferred maintenance waits for this much quiet (no statement, no reduction), at most IDLE_MAX_WAIT_MS (then a turn with no reduction in flight). */
 const IDLE_QUIET_MS = 25;
 const IDLE_MAX_WAIT_MS = 1000;
 
@@ -303,7 +303,8 @@ function checkpoints(raw: Database.Database, db: Kysely<unknown>, enabled: boole
     schedule(): void {
       if (!enabled || closed || pending !== undefined) return;
       // Once the process is idle (src/vault/idle.ts): no reduction in flight, the store quiet for
-      // a moment; a host that is never idle gets it within a second anyway.
+      // a moment; a host that is never quiet that long gets it after a second, between two of its
+      // reductions (after five when one is always in flight).
       pending = new Promise<void>((resolve) => {
         startNow = resolve;
         idle.defer(() => {
