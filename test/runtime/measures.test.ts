@@ -90,6 +90,7 @@ describe('one measurement memo per Terminator', () => {
       { role: 'user', content: 'Run the build and tell me what fails, please.' },
     ];
     await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r0' });
+    await tt.settled(); // telemetry runs after the call returned
     expect(recorded).toContain(canonicalJson(messages[1], { compact: true }));
     expect(derived.some((t) => t.includes('Run the build'))).toBe(true);
     inner.dispose?.();
@@ -108,6 +109,7 @@ describe('one measurement memo per Terminator', () => {
       ],
     };
     await tt.reduceRequest(request, { sessionId: 's', requestId: 'r0' });
+    await tt.settled();
     const before = plain;
     const own = attributeRequest(request, createMessagesMeter(inner));
     const shared = attributeRequest(request, tt.meter!);
