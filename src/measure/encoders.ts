@@ -5,8 +5,9 @@
  * - `wasm`: tiktoken's WASM `encode_ordinary`, the reference every other engine is tested against.
  * - `js`: gpt-tokenizer's byte-pair core (pure JS, the same vocabularies) driven by a pre-tokenizer
  *   pattern rewritten to match the reference's Rust regex semantics, which differ from
- *   JavaScript's in two places: `\s` (Rust: Unicode White_Space, so U+0085 is a space and U+FEFF
- *   is not; JavaScript: the reverse) and case-insensitive contractions (Rust folds `'ſ` to `'s`).
+ *   JavaScript's in three places: `\s` (Rust: Unicode White_Space, so U+0085 is a space and U+FEFF
+ *   is not; JavaScript: the reverse), case-insensitive contractions (Rust folds `'ſ` to `'s`) and
+ *   the Unicode version of `\p{…}` (see {@link NEWER_THAN_REFERENCE}).
  *   Lone surrogates reach the reference as U+FFFD (wasm-bindgen encodes strings as UTF-8), so
  *   they are replaced the same way first. `bench/counters.ts` measures the speed-up and
  *   `test/measure/encoder-identity.test.ts` proves the counts identical.
@@ -187,30 +188,87 @@ type BytePairCoreConstructor = new (config: {
  */
 export const JS_MERGE_CACHE_ENTRIES = 20_000;
 
+/**
+ * The letters, marks and numbers of Unicode 17.0 (2025), as inclusive code point ranges: every
+ * code point of general category L, M or N whose Unicode age is 17.0. The reference's Rust regex
+ * has Unicode 16.0 tables, where these code points are unassigned (neither letter, number, mark nor
+ * whitespace), while JavaScript's `\p{…}` follows the running Node's ICU (Node 20.20: Unicode
+ * 17.0). The split patterns take them out of every `\p{…}` class and count them as "other", as
+ * the reference does. On a Node with older tables they are unassigned in JavaScript too and this
+ * changes nothing; a Node with newer tables needs its additions here (`bench/_unicode-probe.ts`
+ * finds them).
+ */
+export const NEWER_THAN_REFERENCE: readonly (readonly [number, number])[] = Object.freeze(
+  (
+    [
+      [0x088f, 0x088f],
+      [0x0c5c, 0x0c5c],
+      [0x0cdc, 0x0cdc],
+      [0x1acf, 0x1add],
+      [0x1ae0, 0x1aeb],
+      [0xa7ce, 0xa7cf],
+      [0xa7d2, 0xa7d2],
+      [0xa7d4, 0xa7d4],
+      [0xa7f1, 0xa7f1],
+      [0x10940, 0x10959],
+      [0x10ec5, 0x10ec7],
+      [0x10efa, 0x10efb],
+      [0x11b60, 0x11b67],
+      [0x11db0, 0x11ddb],
+      [0x11de0, 0x11de9],
+      [0x16ea0, 0x16eb8],
+      [0x16ebb, 0x16ed3],
+      [0x16ff2, 0x16ff6],
+      [0x187f8, 0x187ff],
+      [0x18d09, 0x18d1e],
+      [0x18d80, 0x18df2],
+      [0x1e6c0, 0x1e6de],
+      [0x1e6e0, 0x1e6f5],
+      [0x1e6fe, 0x1e6ff],
+      [0x2b73a, 0x2b73f],
+      [0x2cea2, 0x2cead],
+      [0x323b0, 0x33479], // CJK unified ideographs, extension J: 4,298 of the 4,699
+    ] as const
+  ).map((r) => Object.freeze(r)),
+);
+
 // Unicode White_Space, which is what `\s` means in the reference's Rust regex.
 const WS = String.raw`\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000`;
+const hex = (cp: number): string => `\\u{${cp.toString(16)}}`;
+const NEWER = `[${NEWER_THAN_REFERENCE.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join('')}]`;
+/** `\p{…}` classes as the reference's tables have them (needs the `v` flag: set subtraction). */
+const ref = (classes: string): string => `[[${classes}]--${NEWER}]`;
+const L = ref(String.raw`\p{L}`);
+const N = ref(String.raw`\p{N}`);
 const S = `[${WS}]`;
 const NOT_S = `[^${WS}]`;
-const OTHER = `[^${WS}\\p{L}\\p{N}]`;
+const OTHER = `[^${WS}${L}${N}]`;
+const NOT_LN_CRLF = String.raw`[^\r\n${L}${N}]`;
 const CONTRACTION = String.raw`'(?:[sSſ]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])`;
-const UPPERISH = String.raw`[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`;
-const LOWERISH = String.raw`[\p{Ll}\p{Lm}\p{Lo}\p{M}]`;
+const UPPERISH = ref(String.raw`\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}`);
+const LOWERISH = ref(String.raw`\p{Ll}\p{Lm}\p{Lo}\p{M}`);
 
-/** The reference's pre-tokenizer patterns with Rust's `\s` and case folding spelled out. */
+/** Flags of {@link SPLIT_PATTERNS}: `v` for the classes' set subtraction. */
+export const SPLIT_FLAGS = 'gv';
+
+/**
+ * The reference's pre-tokenizer patterns with Rust's `\s`, case folding and Unicode tables
+ * spelled out (compile with {@link SPLIT_FLAGS}).
+ */
 export const SPLIT_PATTERNS: Readonly<Record<TiktokenEncodingName, string>> = Object.freeze({
   o200k_base: [
-    String.raw`[^\r\n\p{L}\p{N}]?${UPPERISH}*${LOWERISH}+(?:${CONTRACTION})?`,
-    String.raw`[^\r\n\p{L}\p{N}]?${UPPERISH}+${LOWERISH}*(?:${CONTRACTION})?`,
-    String.raw`\p{N}{1,3}`,
-    String.raw` ?${OTHER}+[\r\n/]*`,
+    String.raw`${NOT_LN_CRLF}?${UPPERISH}*${LOWERISH}+(?:${CONTRACTION})?`,
+    String.raw`${NOT_LN_CRLF}?${UPPERISH}+${LOWERISH}*(?:${CONTRACTION})?`,
+    String.raw`${N}{1,3}`,
+    String.raw` ?${OTHER}+[\r\n\/]*`,
     String.raw`${S}*[\r\n]+`,
     String.raw`${S}+(?!${NOT_S})`,
     String.raw`${S}+`,
   ].join('|'),
   cl100k_base: [
     CONTRACTION,
-    String.raw`[^\r\n\p{L}\p{N}]?\p{L}+`,
-    String.raw`\p{N}{1,3}`,
+    String.raw`${NOT_LN_CRLF}?${L}+`,
+    String.raw`${N}{1,3}`,
     String.raw` ?${OTHER}+[\r\n]*`,
     String.raw`${S}*[\r\n]+`,
     String.raw`${S}+(?!${NOT_S})`,
@@ -263,7 +321,7 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
   delete require.cache[ranksPath];
   let core: BytePairCore | undefined = new BytePairEncodingCore({
     bytePairRankDecoder: ranks,
-    tokenSplitRegex: new RegExp(SPLIT_PATTERNS[encoding], 'gu'),
+    tokenSplitRegex: new RegExp(SPLIT_PATTERNS[encoding], SPLIT_FLAGS),
     mergeCacheSize: JS_MERGE_CACHE_ENTRIES,
   });
   fixByteOrderMarkLookups(core, ranks);
@@ -272,7 +330,7 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
     return core;
   };
   const byPiece = pieceCounting({
-    split: new RegExp(SPLIT_PATTERNS[encoding], 'gu'),
+    split: new RegExp(SPLIT_PATTERNS[encoding], SPLIT_FLAGS),
     // What countNative adds for one piece of its split.
     countPiece: (piece) => {
       const c = alive();

@@ -13,6 +13,7 @@ import {
   TIKTOKEN_ENCODINGS,
   type EncoderLease,
 } from '../../src/measure/index.js';
+import { NEWER_THAN_REFERENCE } from '../../src/measure/encoders.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
 /** Cases per encoding and property; `npm run bench -- counters` runs more of the same arbitrary. */
@@ -76,6 +77,25 @@ describe.each(TIKTOKEN_ENCODINGS)('the JS engine counts exactly like tiktoken WA
       '\ufffd\ufffd',
     ];
     for (const text of cases) expect(js.count(text), JSON.stringify(text)).toBe(wasm.count(text));
+  });
+
+  it("classifies Unicode 17.0's letters, marks and numbers as the reference's older tables do (other)", () => {
+    const codePoints: number[] = [];
+    for (const [from, to] of NEWER_THAN_REFERENCE) for (let cp = from - 2; cp <= to + 2; cp++) codePoints.push(cp);
+    const shapes: readonly ((c: string) => string)[] = [
+      (c) => `a${c}b `,
+      (c) => `${c}'s `,
+      (c) => ` ${c}${c}`,
+      (c) => `1${c}x `,
+      (c) => `"${c}\\u `,
+      (c) => `A${c}b${c}'ll `,
+      (c) => `123${c}\n${c} `,
+    ];
+    for (const shape of shapes) {
+      const text = codePoints.map((cp) => shape(String.fromCodePoint(cp))).join('');
+      expect(js.count(text), shape('·')).toBe(wasm.count(text));
+    }
+    expect(js.count('"\u{323B0}\\u')).toBe(wasm.count('"\u{323B0}\\u'));
   });
 
   it('counts special-token strings as ordinary text (encode_ordinary)', () => {

@@ -14,7 +14,7 @@ import {
   type EncoderLease,
 } from '../../src/measure/index.js';
 import { pieceCounting, type CopiedRun, type PieceRecord } from '../../src/measure/pieces.js';
-import { SPLIT_PATTERNS } from '../../src/measure/encoders.js';
+import { SPLIT_FLAGS, SPLIT_PATTERNS } from '../../src/measure/encoders.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
@@ -68,7 +68,7 @@ describe.each(TIKTOKEN_ENCODINGS)('piece counting (%s)', (encoding) => {
     const core = acquireEncoder(encoding, 'js');
     leases.push(core);
     const engine = pieceCounting({
-      split: new RegExp(SPLIT_PATTERNS[encoding], 'gu'),
+      split: new RegExp(SPLIT_PATTERNS[encoding], SPLIT_FLAGS),
       countPiece: (piece) => {
         encoded.push(piece);
         return core.count(piece);
