@@ -20,6 +20,7 @@ import { createTerminator, openLiveLedger, type LiveLedgerEntry, type Terminator
 import type { Terminator } from '../../src/runtime-types.js';
 import { errorLabel } from '../../src/step.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
+import { BatchQueue } from '../../src/telemetry/batch-queue.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
 import { requestMetric } from '../../src/telemetry/metrics.js';
 import { ReceiptVerifier } from '../../src/receipts/verify.js';
@@ -143,57 +144,6 @@ function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: Receip
 const ACCOUNT_DELAY_MS = 100;
 const ACCOUNT_BATCH = 64;
 
-/**
- * Answered requests waiting for their accounting (token counts, metric row, ledger turn). Run in
- * batches a moment later rather than one by one right behind each answer: under a steady stream of
- * requests the next request then finds the proxy free, instead of queued behind the previous
- * request's counting and writes, and a batch's rows go in one transaction per store. One batch at
- * a time, in arrival order; a failure is the run function's to log, never the request's.
- */
-class AccountingQueue {
-  readonly #run: (batch: readonly AccountInput[]) => Promise<void>;
-  #queue: AccountInput[] = [];
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-
-  constructor(run: (batch: readonly AccountInput[]) => Promise<void>) {
-    this.#run = run;
-  }
-
-  add(input: AccountInput): void {
-    this.#queue.push(input);
-    if (this.#queue.length >= ACCOUNT_BATCH) void this.#kick();
-    else this.#schedule();
-  }
-
-  /** Resolves once every request added so far is accounted. */
-  async settled(): Promise<void> {
-    while (this.#queue.length > 0 || this.#running !== undefined) await this.#kick();
-  }
-
-  #schedule(): void {
-    if (this.#timer !== undefined || this.#running !== undefined) return;
-    this.#timer = setTimeout(() => void this.#kick(), ACCOUNT_DELAY_MS);
-    this.#timer.unref();
-  }
-
-  #kick(): Promise<void> {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#running ??= this.#drain().finally(() => {
-      this.#running = undefined;
-      if (this.#queue.length > 0) this.#schedule();
-    });
-    return this.#running;
-  }
-
-  async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      await this.#run(this.#queue.splice(0, ACCOUNT_BATCH)).catch(() => undefined);
-    }
-  }
-}
-
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
@@ -304,7 +254,10 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     await ledger?.recordAll(turns);
   };
 
-  const accounting = new AccountingQueue(account);
+  // Answered requests wait a moment for their accounting (token counts, metric row, ledger turn)
+  // rather than run one by one right behind each answer: under a steady stream of requests the
+  // next request then finds the proxy free, and a batch's rows go in one transaction per store.
+  const accounting = new BatchQueue<AccountInput>(account, { delayMs: ACCOUNT_DELAY_MS, maxBatch: ACCOUNT_BATCH });
 
   const ctx: ProxyContext = {
     config,

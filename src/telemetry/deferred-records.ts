@@ -8,6 +8,7 @@
  * array right after a call, and the deferred measurement must see the request as it was sent.
  */
 import type { ProviderRequest, Step } from '../step.js';
+import { BatchQueue } from './batch-queue.js';
 
 /** A request's shape copied far enough that later changes to the caller's arrays do not reach it. */
 function copyRequest(request: ProviderRequest): ProviderRequest {
@@ -36,55 +37,13 @@ export function recordedStep(step: Step<ProviderRequest>): Step<ProviderRequest>
 }
 
 /**
- * A FIFO of answered requests whose telemetry is still to be recorded. One batch at a time, in
- * the order the calls answered, so each session's turns reach the ledger in its call order. The
- * run function owns failures; whatever it throws is dropped here, never reaching a caller.
+ * Answered requests whose telemetry is still to be recorded, on the next turn of the event loop,
+ * one batch at a time in the order the calls answered (so each session's turns reach the ledger in
+ * its call order). Each is snapshotted when added. Failures stay here: telemetry is diagnostics.
  */
-export class DeferredRecords {
-  readonly #run: (batch: readonly Step<ProviderRequest>[]) => Promise<void>;
-  #queue: Step<ProviderRequest>[] = [];
-  #immediate: NodeJS.Immediate | undefined;
-  #running: Promise<void> | undefined;
-
-  constructor(run: (batch: readonly Step<ProviderRequest>[]) => Promise<void>) {
-    this.#run = run;
-  }
-
+export class DeferredRecords extends BatchQueue<Step<ProviderRequest>> {
   /** Queue one answered request (snapshotted now); its record runs on a later turn of the event loop. */
-  add(step: Step<ProviderRequest>): void {
-    this.#queue.push(recordedStep(step));
-    this.#schedule();
-  }
-
-  /** Resolves once every request added so far is recorded (or its record failed). Never rejects. */
-  async settled(): Promise<void> {
-    while (this.#queue.length > 0 || this.#running !== undefined) await this.#kick();
-  }
-
-  #schedule(): void {
-    if (this.#immediate === undefined && this.#running === undefined)
-      this.#immediate = setImmediate(() => void this.#kick());
-  }
-
-  #kick(): Promise<void> {
-    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
-    this.#immediate = undefined;
-    this.#running ??= this.#drain().finally(() => {
-      this.#running = undefined;
-      // Added after the drain's last look at the queue, before this callback: not left behind.
-      if (this.#queue.length > 0) this.#schedule();
-    });
-    return this.#running;
-  }
-
-  async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.splice(0);
-      try {
-        await this.#run(batch);
-      } catch {
-        // Telemetry is diagnostics: a failure never reaches a call, and the next batch still runs.
-      }
-    }
+  override add(step: Step<ProviderRequest>): void {
+    super.add(recordedStep(step));
   }
 }

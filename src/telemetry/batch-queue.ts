@@ -1,0 +1,77 @@
+/**
+ * A FIFO of work items run in batches after the caller has moved on: one batch at a time, in the
+ * order they were added, so records of one session keep their order. The run function owns
+ * failures; whatever it throws is dropped here (the next batch still runs) and never reaches the
+ * code that added the item. Used by the facade's deferred request telemetry and the proxy's
+ * accounting, which differ only in when a batch starts.
+ */
+export interface BatchQueueOptions {
+  /**
+   * How long an added item waits for others before its batch starts, in ms (an unref'd timer);
+   * undefined: the next turn of the event loop.
+   */
+  readonly delayMs?: number;
+  /** Most items per batch; a queue this long starts its batch at once. Default: no bound. */
+  readonly maxBatch?: number;
+}
+
+export class BatchQueue<T> {
+  readonly #run: (batch: readonly T[]) => Promise<void>;
+  readonly #delayMs: number | undefined;
+  readonly #maxBatch: number;
+  #queue: T[] = [];
+  #pending: { cancel(): void } | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(run: (batch: readonly T[]) => Promise<void>, options: BatchQueueOptions = {}) {
+    this.#run = run;
+    this.#delayMs = options.delayMs;
+    this.#maxBatch = options.maxBatch ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Queue one item; its batch runs later (see {@link BatchQueueOptions}). */
+  add(item: T): void {
+    this.#queue.push(item);
+    if (this.#queue.length >= this.#maxBatch) void this.#kick();
+    else this.#schedule();
+  }
+
+  /** Resolves once every item added so far has run (or its batch failed). Never rejects. */
+  async settled(): Promise<void> {
+    while (this.#queue.length > 0 || this.#running !== undefined) await this.#kick();
+  }
+
+  #schedule(): void {
+    if (this.#pending !== undefined || this.#running !== undefined) return;
+    if (this.#delayMs === undefined) {
+      const immediate = setImmediate(() => void this.#kick());
+      this.#pending = { cancel: () => clearImmediate(immediate) };
+    } else {
+      const timer = setTimeout(() => void this.#kick(), this.#delayMs);
+      timer.unref();
+      this.#pending = { cancel: () => clearTimeout(timer) };
+    }
+  }
+
+  #kick(): Promise<void> {
+    this.#pending?.cancel();
+    this.#pending = undefined;
+    this.#running ??= this.#drain().finally(() => {
+      this.#running = undefined;
+      // Added after the drain's last look at the queue, before this callback: not left behind.
+      if (this.#queue.length > 0) this.#schedule();
+    });
+    return this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, this.#maxBatch);
+      try {
+        await this.#run(batch);
+      } catch {
+        // The run function's to report: a failure never reaches the adder, the next batch still runs.
+      }
+    }
+  }
+}
