@@ -18,6 +18,7 @@
 import { createRequire } from 'node:module';
 import type { Tiktoken } from 'tiktoken';
 import { pieceCounting, type PieceCounting } from './pieces.js';
+import { ConfigError } from '../errors.js';
 
 /** Encodings this library counts with (the two current OpenAI chat encodings). */
 export type TiktokenEncodingName = 'o200k_base' | 'cl100k_base';
@@ -94,11 +95,13 @@ const require = createRequire(import.meta.url);
  */
 export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEngine): EncoderLease {
   if (!isTiktokenEncoding(encoding))
-    throw new TypeError(
+    throw new ConfigError(
       `acquireEncoder: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
     );
   if (!(ENCODER_ENGINES as readonly string[]).includes(engine))
-    throw new TypeError(`acquireEncoder: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
+    throw new ConfigError(
+      `acquireEncoder: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`,
+    );
   const key = `${engine}:${encoding}`;
   let entry = shared.get(key);
   if (entry === undefined) {

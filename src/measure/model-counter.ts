@@ -1,4 +1,5 @@
 import type { TokenCounter } from './types.js';
+import { ConfigError } from '../errors.js';
 import {
   createTiktokenCounter,
   isTiktokenEncoding,
@@ -84,7 +85,7 @@ export function counterForModel(model?: string, options: CounterForModelOptions 
     return createTokenizerJsonCounter(options.tokenizerJson);
   if (options.encoding !== undefined && options.encoding !== '') {
     if (!isTiktokenEncoding(options.encoding)) {
-      throw new TypeError(
+      throw new ConfigError(
         `counterForModel: unknown encoding "${options.encoding}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
       );
     }

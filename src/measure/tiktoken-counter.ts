@@ -1,6 +1,7 @@
 import type { PieceRecord } from './pieces.js';
 import type { RecordedCount, RecordingCounter, TokenCounter } from './types.js';
 import { countShared } from './count-memo.js';
+import { ConfigError } from '../errors.js';
 import {
   acquireEncoder,
   ENCODER_ENGINES,
@@ -71,16 +72,16 @@ export function createTiktokenCounter(
   options: TiktokenCounterOptions = {},
 ): TokenCounter {
   if (!isTiktokenEncoding(encoding)) {
-    throw new TypeError(
+    throw new ConfigError(
       `createTiktokenCounter: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
     );
   }
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;
   if (!Number.isInteger(maxRun) || maxRun < 16)
-    throw new TypeError('createTiktokenCounter: maxRun must be an integer ≥ 16');
+    throw new ConfigError('createTiktokenCounter: maxRun must be an integer ≥ 16');
   const engine = options.engine ?? DEFAULT_ENGINES[encoding];
   if (!(ENCODER_ENGINES as readonly string[]).includes(engine)) {
-    throw new TypeError(
+    throw new ConfigError(
       `createTiktokenCounter: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`,
     );
   }

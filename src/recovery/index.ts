@@ -8,7 +8,7 @@
 import type { Config } from '../config/types.js';
 import { modeFlags } from '../config/index.js';
 import { PACKAGE_VERSION } from '../config/version.js';
-import { TokenTerminatorError } from '../errors.js';
+import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import type { RecoveryHost, RecoveryTool } from '../runtime-types.js';
 import { errorLabel } from '../step.js';
@@ -202,7 +202,7 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
   const { vault, config } = options;
   const scopeMode = options.scope ?? 'session';
   if (scopeMode !== 'session' && scopeMode !== 'store')
-    throw new TypeError(`createRecoveryTool: scope must be 'session' or 'store'`);
+    throw new ConfigError(`createRecoveryTool: scope must be 'session' or 'store'`);
   const parameters = Object.freeze(recoveryJsonSchema());
 
   async function status(): Promise<RecoveryResult> {

@@ -87,6 +87,14 @@ describe('tiktoken counter (unit)', () => {
   it('rejects unknown encodings and bad options naming the API', () => {
     expect(() => createTiktokenCounter('p50k_base' as 'o200k_base')).toThrow(/createTiktokenCounter/);
     expect(() => createTiktokenCounter('o200k_base', { maxRun: 1 })).toThrow(/maxRun/);
+    // Bad configuration is a ConfigError (E_CONFIG), like every other option of the library.
+    for (const bad of [
+      () => createTiktokenCounter('p50k_base' as 'o200k_base'),
+      () => createTiktokenCounter('o200k_base', { maxRun: 1.5 }),
+      () => counterForModel('gpt-4o', { encoding: 'p50k_base' as 'o200k_base' }),
+    ])
+      expect(bad).toThrow(expect.objectContaining({ name: 'ConfigError', code: 'E_CONFIG' }));
+    expect(() => counterForModel('gpt-4o', { encoding: 'p50k_base' as 'o200k_base' })).toThrow(/counterForModel/);
   });
 });
 

@@ -144,6 +144,12 @@ describe('engines and disposal', () => {
       /createTiktokenCounter: unknown engine/,
     );
     expect(() => acquireEncoder('o200k_base', 'rust' as 'js')).toThrow(/acquireEncoder/);
+    for (const bad of [
+      () => createTiktokenCounter('o200k_base', { engine: 'rust' as 'js' }),
+      () => acquireEncoder('o200k_base', 'rust' as 'js'),
+      () => acquireEncoder('p50k_base' as 'o200k_base', 'js'),
+    ])
+      expect(bad).toThrow(expect.objectContaining({ name: 'ConfigError', code: 'E_CONFIG' }));
   });
 });
 

@@ -140,6 +140,12 @@ describe('recovery tool: session and schema', () => {
     expect(seen).toEqual(['host-session']);
   });
 
+  it('rejects an unknown scope as bad configuration', () => {
+    expect(() => createRecoveryTool({ vault, config, scope: 'tenant' as 'store' })).toThrow(
+      expect.objectContaining({ name: 'ConfigError', code: 'E_CONFIG', message: expect.stringMatching(/scope/) }),
+    );
+  });
+
   it('exports a JSON Schema without session_id and with additionalProperties false', () => {
     const schema = tool.parameters as Record<string, any>;
     expect(tool.name).toBe('token_terminator');
