@@ -174,8 +174,10 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
 
   it('lets a hung rtk hit the deadline: the original passes and the child is reaped', async () => {
     const pids: number[] = [];
+    // The deadline is generous (the hung stub sleeps 600 s): the answering stub must beat it even
+    // on a loaded machine, where a 150 ms deadline once timed out the healthy call too.
     const [out, next] = await run([call('git diff stub-hang'), call('git status')], {
-      timeoutMs: 150,
+      timeoutMs: 2000,
       onSpawn: (pid) => pids.push(pid),
     });
     expect(commandOf(out!)).toBe('git diff stub-hang');
@@ -210,7 +212,7 @@ describe('rewriteTerminalCommand (unit, stub rtk)', () => {
     const commands = ['git diff stub-hang', 'git status', 'echo hi', 'cargo test'];
     const out = await run(
       commands.map((c) => call(c)),
-      { timeoutMs: 200 },
+      { timeoutMs: 2000 }, // only the hung stub may hit it (see above)
     );
     expect(out.map(commandOf)).toEqual(['git diff stub-hang', 'rtk git status', 'echo hi', 'rtk cargo test']);
   });
