@@ -17,24 +17,28 @@
  * - with rebuilt objects, the time to compare the history item by item with an equal rebuilt copy
  *   of the previous request's (sameJson, outside the timing): the floor of recognising it;
  * - the old baseline: one whole-request serialization + tokenization (the reference's per-call work).
+ * Then a session's next request on a new process, tokenizing its history against reading the
+ * counts the process before stored in the vault (`--fresh-rounds`, 3).
  * Then a `--long-turns` session with rebuilt objects: p50 and p95 per request around turn 50 and
  * around the last turn (target: p50 ratio ≤ 1.5), and p95 over the whole session.
  * `--full-path` switches prefix recognition off (src/compile/prefix.ts) to see the cost without it.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import Database from 'better-sqlite3';
 import { Subject } from 'rxjs';
 import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
 import { sameJson, setPrefixRecognition } from '../src/compile/prefix.js';
-import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
+import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
+import { createTerminator } from '../src/runtime.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
@@ -249,6 +253,60 @@ function fullGc(): () => void {
 const pooled = (runs: readonly number[][], turn: number): number =>
   median(runs.flatMap((xs) => xs.slice(Math.max(0, turn - 10), turn)));
 
+/**
+ * A session's next request on a process that never saw it (a restarted or second gateway on the
+ * same vault; the process before served the previous request), through the runtime: tokenizing
+ * its whole history, against reading the counts the process before stored
+ * (src/runtime/stored-counts.ts). The process-wide count memo is emptied and
+ * each Terminator has its own measurement memo, as a new process would. Time of the call and of
+ * its telemetry after it (settled), median of `rounds`, each round with its own outputs.
+ */
+async function freshProcess(turns: number, rounds: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tt-bench-fresh-'));
+  const call: [number[], number[]] = [[], []];
+  const after: [number[], number[]] = [[], []];
+  try {
+    for (let k = 0; k < rounds; k++) {
+      const messages = transcript(turns, ` (fresh ${k})`);
+      const text = JSON.stringify(messages);
+      const stored = join(dir, `stored-${k}.sqlite3`);
+      // The process before: the session's previous request (one exchange shorter).
+      const first = await createTerminator({ env: {}, overrides: { dbPath: stored }, metrics: false });
+      const previous = JSON.parse(JSON.stringify(messages.slice(0, -2))) as unknown[];
+      await first.reduceRequest({ model: 'gpt-4o', messages: previous }, { sessionId: 'session' });
+      await first.close();
+      // The same store without the counts.
+      const bare = join(dir, `bare-${k}.sqlite3`);
+      copyFileSync(stored, bare);
+      const raw = new Database(bare);
+      raw.prepare('delete from token_counts').run();
+      raw.close();
+      for (const [i, path] of [bare, stored].entries()) {
+        clearSharedCountMemo();
+        const tt = await createTerminator({ env: {}, overrides: { dbPath: path }, metrics: false });
+        const request = { model: 'gpt-4o', messages: JSON.parse(text) as unknown[] };
+        const t0 = performance.now();
+        await tt.reduceRequest(request, { sessionId: 'session' });
+        const t1 = performance.now();
+        await tt.settled();
+        call[i]!.push(t1 - t0);
+        after[i]!.push(performance.now() - t1);
+        await tt.close();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(
+    `\na session's next request on a new process (the previous one was served by another), turn ${turns} (runtime; median of ${rounds})`,
+  );
+  const row = (label: string, i: 0 | 1): void =>
+    console.log(`  ${label}: ${median(call[i]).toFixed(1)} ms, telemetry after it ${median(after[i]).toFixed(1)} ms`);
+  row('tokenizing the whole history            ', 0);
+  row('with the counts the other process stored', 1);
+  console.log(`  ratio (call): ${(median(call[1]) / median(call[0])).toFixed(3)}`);
+}
+
 export async function main(argv: string[]): Promise<void> {
   const turns = flag(argv, '--turns', TURNS);
   const repeat = flag(argv, '--repeat', 3);
@@ -312,6 +370,7 @@ export async function main(argv: string[]): Promise<void> {
     );
     console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
   }
+  await freshProcess(turns, flag(argv, '--fresh-rounds', 3));
   bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
   if (longTurns > 50) {
     gc();

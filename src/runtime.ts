@@ -45,6 +45,7 @@ import { unavailableVault } from './vault/open.js';
 import type { Vault } from './vault/types.js';
 import { preflightPressure } from './budget/pressure.js';
 import { DeferredRecords } from './telemetry/deferred-records.js';
+import { sharedCounts, STORED_MIN_CHARS } from './runtime/stored-counts.js';
 import { measureBoth, openLiveLedger, recordRequestMetric, type LiveLedgerEntry } from './telemetry/request-record.js';
 import { LaneCache } from './runtime/lanes.js';
 import {
@@ -217,7 +218,14 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
   // It records the pieces of the compact JSON it counts: the telemetry meter below reads the same
   // memo and derives its spaced segments from them.
-  const measures = createItemMeasures({ counter, maxEntries: SHARED_MEASURES, recordPieces: true });
+  const measures = createItemMeasures({
+    counter,
+    maxEntries: SHARED_MEASURES,
+    recordPieces: true,
+    trackCounted: STORED_MIN_CHARS,
+  });
+  // Counts of large items shared with the other processes on the vault (src/runtime/stored-counts.ts).
+  const counts = vaultFailure === undefined ? sharedCounts(vault, measures, maxSessions) : undefined;
   // One prompt counter for every session's output cap, counting each element through that memo.
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures });
   const deps: PipelineDeps = {
@@ -267,6 +275,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       turns.push({ step, rawTokens: sizes.raw.totalTokens, finalTokens: sizes.final.totalTokens });
     }
     await ledger?.recordAll(turns);
+    // What telemetry tokenized (the spaced segments) goes to the count store too.
+    counts?.written();
   });
 
   const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
@@ -281,11 +291,17 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
   const laneOf = sessionKey;
 
+  /** The deferred telemetry, then the counts it and the calls tokenized (see Terminator.settled). */
+  const settled = async (): Promise<void> => {
+    await records.settled();
+    await counts?.settled();
+  };
+
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
     lanes.closeAll();
-    await records.settled();
+    await settled();
     await ledger?.close();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();
@@ -297,10 +313,12 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     context: StepContext,
     signal?: AbortSignal,
   ): Promise<Step<ProviderRequest>> => {
+    await counts?.prefetch(request, laneOf(context));
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
     if ((recordMetrics || ledger !== undefined) && !closed) records.add(out);
+    if (!closed) counts?.written();
     return out;
   };
 
@@ -329,6 +347,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     endSession: async (context) => {
       lanes.end(laneOf(context));
       deps.focus.delete(laneOf(context));
+      counts?.end(laneOf(context));
       if (failure !== undefined) return;
       try {
         await vault.closeSession(storeScope(withBudget(context)));
@@ -337,7 +356,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       }
     },
     recoveryTool,
-    settled: () => records.settled(),
+    settled,
     close,
     [Symbol.asyncDispose]: close,
   };

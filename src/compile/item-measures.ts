@@ -34,6 +34,7 @@ import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
+import type { CountRow, StoredCounts } from '../vault/ports.js';
 import { canonicalOf } from './prefix.js';
 
 /** How an item's spaced JSON is framed where telemetry counts it: its segment of a serialized array. */
@@ -87,6 +88,18 @@ export interface ItemMeasures {
   compactTokens(value: unknown): number | undefined;
   /** Tokens of the spaced JSON framed as `segment` (counted once per content); undefined without a counter. */
   segmentTokens(value: unknown, segment: Segment): number | undefined;
+  /**
+   * Fill the counts not yet known of the entry with content hash `hash` (its {@link ItemEntry.hash})
+   * from counts the same counter made elsewhere (the vault's count store); nothing when no entry
+   * has that hash. Counts already known stay: they are the same numbers.
+   */
+  absorb(hash: string, counts: StoredCounts): void;
+  /**
+   * The entries (content hash and every count known) whose counts were tokenized here since the
+   * last call, and are at least {@link ItemMeasuresOptions.trackCounted} characters: what to add to
+   * the count store. Empty unless that option is set.
+   */
+  takeCounted(): CountRow[];
   /** Entries held by content hash (for tests and stats). */
   readonly size: number;
   /** Forget every count and size (e.g. after the counter's tokenizer changed). */
@@ -123,7 +136,19 @@ export interface ItemMeasuresOptions {
    * @defaultValue false: compact JSON is counted plainly, segments afresh
    */
   readonly recordPieces?: boolean;
+  /**
+   * Remember the entries of at least this many characters (serializedChars) whose counts this memo
+   * tokenized, for {@link ItemMeasures.takeCounted} (the runtime adds them to the vault's count
+   * store, so another process reads them instead of tokenizing again). At most
+   * {@link COUNTED_KEPT} are remembered between two calls.
+   *
+   * @defaultValue none: nothing is remembered
+   */
+  readonly trackCounted?: number;
 }
+
+/** Entries remembered for {@link ItemMeasures.takeCounted} between two calls (the oldest dropped first). */
+export const COUNTED_KEPT = 4096;
 
 /**
  * Texts kept for values measured but perhaps not yet counted (the current requests' new items):
@@ -206,6 +231,16 @@ export function spacedAlong(json: string, compact: string, runs: readonly Copied
   return true;
 }
 
+/** The counts an entry holds, as the count store keeps them. */
+const COUNT_FIELDS = [
+  'compact',
+  'first',
+  'mid',
+  'last',
+  'only',
+  'alone',
+] as const satisfies readonly (keyof StoredCounts & keyof Measures)[];
+
 const SEGMENT_PREFIX: Readonly<Record<Segment, string>> = { first: '[', mid: ' ', last: ' ', only: '[', alone: '' };
 const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ',', last: ']', only: ']', alone: '' };
 
@@ -240,6 +275,18 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     new LRUCache({ maxSize: RECORD_PIECES_KEPT, sizeCalculation: (r) => Math.max(1, r.record.counts.length) });
   let records = recordCache();
   const pieces = options.recordPieces === true ? counter?.pieces : undefined;
+  const trackAbove =
+    options.trackCounted === undefined
+      ? undefined
+      : intOption('createItemMeasures', 'trackCounted', options.trackCounted, 0, 0);
+  // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
+  let counted = new Set<Measures>();
+  const tokenized = (m: Measures): void => {
+    if (trackAbove === undefined || m.hash === '' || m.chars < trackAbove) return;
+    counted.delete(m);
+    counted.add(m);
+    if (counted.size > COUNTED_KEPT) counted.delete(counted.values().next().value as Measures);
+  };
 
   const keep = (m: Measures, compact: string | undefined, spaced: string | undefined): void => {
     const t = texts.get(m);
@@ -332,6 +379,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       const m = measuresOf(value);
       if (m.compact !== undefined) return m.compact;
       const text = compactJson(value, m);
+      tokenized(m);
       if (pieces === undefined) return (m.compact = counter.count(text));
       const { count, record } = pieces.countRecorded(text);
       if (record !== undefined) records.set(m, { record });
@@ -346,14 +394,34 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       const prefix = SEGMENT_PREFIX[segment];
       const text = `${prefix}${json}${SEGMENT_SUFFIX[segment]}`;
       const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
+      tokenized(m);
       if (compact === undefined) return (m[segment] = counter.count(text));
       const runs = prefix.length === 0 ? compact.runs! : compact.runs!.map((r) => ({ ...r, at: r.at + prefix.length }));
       return (m[segment] = pieces!.countDerived(text, compact.record, runs).count);
+    },
+    absorb(hash, stored) {
+      const m = byHash.get(hash);
+      if (m === undefined) return;
+      for (const field of COUNT_FIELDS) {
+        const n = stored[field];
+        if (m[field] === undefined && n !== undefined && Number.isSafeInteger(n) && n >= 0) m[field] = n;
+      }
+    },
+    takeCounted() {
+      const rows: CountRow[] = [];
+      for (const m of counted) {
+        const row: { -readonly [K in keyof CountRow]: CountRow[K] } = { hash: m.hash };
+        for (const field of COUNT_FIELDS) if (m[field] !== undefined) row[field] = m[field];
+        rows.push(row);
+      }
+      counted = new Set();
+      return rows;
     },
     get size() {
       return byHash.size;
     },
     clear() {
+      counted = new Set();
       byRef = new WeakMemo();
       byHash = new Map();
       primitives = new LRUCache({ max: 1024 });

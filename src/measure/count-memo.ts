@@ -122,6 +122,7 @@ export function createCountMemo(counter: TokenCounter, options: CountMemoOptions
   const memo: CountMemo = {
     name: counter.name,
     exact: counter.exact,
+    ...(counter.countsKey === undefined ? {} : { countsKey: counter.countsKey }),
     get stats() {
       return { hits: table.hits, misses: table.misses, size: table.size };
     },

@@ -120,6 +120,8 @@ export function createTiktokenCounter(
   return {
     name: options.exact === false ? `tiktoken:${encoding}~approx` : `tiktoken:${encoding}`,
     exact: options.exact !== false,
+    // Both engines count alike (test/measure/encoder-identity.test.ts): the key names what decides a count.
+    countsKey: `tiktoken:${encoding}/${maxRun}`,
     count(text: string): number {
       if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
       if (text.length === 0) return 0;

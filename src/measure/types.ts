@@ -6,6 +6,14 @@ export interface TokenCounter {
   readonly name: string;
   /** True when counts are exact for the route (not an estimate). */
   readonly exact: boolean;
+  /**
+   * Identity of the counts: two counters with the same key give every text the same count (same
+   * vocabulary, same guard for long runs), so counts one made may be read for the other, in this
+   * process or another (the vault's count store). Absent: counts are never shared.
+   *
+   * @defaultValue `tiktoken:<encoding>/<maxRun>` on the tiktoken counters, absent elsewhere
+   */
+  readonly countsKey?: string;
   /** Token count of plain text. Special-token strings are counted as plain text. */
   count(text: string): number;
   /** Release native resources (WASM encoders). */

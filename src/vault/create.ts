@@ -13,6 +13,7 @@ import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
 import { VaultOpenError } from './errors.js';
 import { createLeaseStore } from './leases.js';
 import { createMetricsStore } from './metrics.js';
+import { createCountStore } from './token-counts.js';
 import { VAULT_DATA_METHODS, type Vault } from './ports.js';
 import { watermarks } from './retention.js';
 import { createSessionStore } from './session-state.js';
@@ -280,6 +281,7 @@ function composeVault(
   const leases = createLeaseStore(ctx);
   const session = createSessionStore(ctx, workingState);
   const metrics = createMetricsStore(ctx);
+  const counts = createCountStore(ctx);
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
@@ -329,6 +331,8 @@ function composeVault(
     recordRequestMetrics: metrics.recordRequestMetrics,
     metricsSummary: metrics.metricsSummary,
     requestMetricRows: metrics.requestMetricRows,
+    tokenCounts: counts.tokenCounts,
+    recordTokenCounts: counts.recordTokenCounts,
     close,
     [Symbol.asyncDispose]: close,
   };

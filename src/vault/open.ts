@@ -40,6 +40,8 @@ export function unavailableVault(path: string, error: Error): Vault {
     recordRequestMetrics: fail,
     metricsSummary: fail,
     requestMetricRows: fail,
+    tokenCounts: fail,
+    recordTokenCounts: fail,
     close,
     [Symbol.asyncDispose]: close,
   });

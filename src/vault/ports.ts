@@ -191,11 +191,43 @@ export interface MetricsStore {
   requestMetricRows(limit?: number): Promise<readonly RequestMetricRow[]>;
 }
 
+/**
+ * Token counts of one request item (a conversation item's compact canonical JSON and the spaced
+ * segments telemetry counts; see src/compile/item-measures.ts), each present when known.
+ */
+export interface StoredCounts {
+  readonly compact?: number;
+  readonly first?: number;
+  readonly mid?: number;
+  readonly last?: number;
+  readonly only?: number;
+  readonly alone?: number;
+}
+
+/** The counts of the item whose compact canonical JSON has SHA-256 (base64) `hash`. */
+export interface CountRow extends StoredCounts {
+  readonly hash: string;
+}
+
+/**
+ * Token counts of large request items, shared by every process on the store: a process meeting a
+ * conversation another one (or an earlier run) measured reads its counts instead of tokenizing it
+ * again. A row holds a digest and numbers, never content; only a caller holding the content can
+ * compute its digest. Counts are keyed by the counter's identity (`TokenCounter.countsKey`), so
+ * only a counter that counts every text the same reads them.
+ */
+export interface CountStore {
+  /** The stored counts of the items with these digests under `counter` (unknown digests are absent). */
+  tokenCounts(counter: string, hashes: readonly string[]): Promise<ReadonlyMap<string, StoredCounts>>;
+  /** Add counts under `counter`, in one transaction; a count already stored stays (the counter gives the same number). */
+  recordTokenCounts(counter: string, rows: readonly CountRow[]): Promise<void>;
+}
+
 /** Which engine a store runs on. Only status, docs and tests look at it; no port behaves differently. */
 export type StoreEngine = 'sqlite' | 'postgres';
 
 /** The composite a runtime holds: every port plus its lifetime. */
-export interface Vault extends ArtifactStore, LeaseStore, SessionStore, MetricsStore, AsyncDisposable {
+export interface Vault extends ArtifactStore, LeaseStore, SessionStore, MetricsStore, CountStore, AsyncDisposable {
   /** Where it is, for status: the file path, ':memory:', or the database URL without its password. */
   readonly path: string;
   readonly engine: StoreEngine;
@@ -238,6 +270,8 @@ const DATA_METHODS: { readonly [M in VaultDataMethod]: true } = {
   recordRequestMetrics: true,
   metricsSummary: true,
   requestMetricRows: true,
+  tokenCounts: true,
+  recordTokenCounts: true,
 };
 
 /** Every {@link VaultDataMethod}: what the health monitor watches and fault injection can fail. */

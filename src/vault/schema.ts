@@ -12,7 +12,7 @@ import type { Lockable } from './dialect.js';
 import type { StoreEngine } from './ports.js';
 
 /** Schema version this release writes and understands. A larger recorded version is refused. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** A column type as kysely's schema builder takes it. */
 type DataTypeExpression = Parameters<CreateTableBuilder<string, string>['addColumn']>[1];
@@ -192,6 +192,21 @@ export interface WorkingStateEventsTable {
   created_at: string;
 }
 
+/** Token counts of large request items under one counter (src/vault/token-counts.ts); a null count is not known. */
+export interface TokenCountsTable {
+  counter: string;
+  /** SHA-256 (base64) of the item's compact canonical JSON. */
+  sha256: string;
+  compact_tokens: number | null;
+  first_tokens: number | null;
+  mid_tokens: number | null;
+  last_tokens: number | null;
+  only_tokens: number | null;
+  alone_tokens: number | null;
+  /** When the row was first written (ISO-8601 UTC): rows older than the count TTL are deleted. */
+  created_at: string;
+}
+
 export interface VaultDatabase {
   artifacts: ArtifactsTable;
   artifact_observations: ObservationsTable;
@@ -208,6 +223,7 @@ export interface VaultDatabase {
   artifact_search: ArtifactSearchTable;
   working_state_entities: WorkingStateEntitiesTable;
   working_state_events: WorkingStateEventsTable;
+  token_counts: TokenCountsTable;
 }
 
 /** Counter keys in `vault_meta` (O(1) usage without scanning artifacts). */
@@ -453,6 +469,23 @@ const scopedPins = (_f: SchemaFlavor): Migration => ({
   },
 });
 
+/** 0004: token counts of large request items, shared by the processes on the store (src/vault/token-counts.ts). */
+const tokenCounts = (_f: SchemaFlavor): Migration => ({
+  async up(db: Kysely<unknown>): Promise<void> {
+    let table = db.schema
+      .createTable('token_counts')
+      .addColumn('counter', 'text', notNull)
+      .addColumn('sha256', 'text', notNull);
+    for (const column of ['compact', 'first', 'mid', 'last', 'only', 'alone'])
+      table = table.addColumn(`${column}_tokens`, 'integer');
+    await table
+      .addColumn('created_at', 'text', notNull)
+      .addPrimaryKeyConstraint('token_counts_pk', ['counter', 'sha256'])
+      .execute();
+    await db.schema.createIndex('token_counts_by_age').on('token_counts').column('created_at').execute();
+  },
+});
+
 /** The vault's schema: every table the vault holds, on either dialect. */
 export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
   name: 'vault',
@@ -462,6 +495,7 @@ export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
     '0001_initial': initial(f),
     '0002_session_state': sessionState(f),
     '0003_scoped_pins': scopedPins(f),
+    '0004_token_counts': tokenCounts(f),
   }),
   // Recount once per open so the O(1) counters can never drift from the rows.
   async afterMigrate(raw: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void> {

@@ -5,6 +5,7 @@
  * behaviour (file permissions, WAL, the deferred FTS queue) is in sqlite.test.ts, PostgreSQL-only
  * behaviour (TLS, reconnects, NUL, bytea) in postgres.test.ts.
  */
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -24,6 +25,7 @@ import {
   type Vault,
   type VaultOptions,
 } from '../../src/vault/index.js';
+import { COUNT_TTL_MS } from '../../src/vault/token-counts.js';
 import { DIALECTS, freshStore, type FreshStore } from './dialects.js';
 
 async function readAll(v: Vault, id: string, limit?: number): Promise<string> {
@@ -671,11 +673,70 @@ for (const dialect of DIALECTS) {
           '0001_initial',
           '0002_session_state',
           '0003_scoped_pins',
+          '0004_token_counts',
         ]);
         await v.close();
         const again = await vaultAt();
         expect((await again.usage()).artifacts).toBe(1);
-        expect(SCHEMA_VERSION).toBe(3);
+        expect(SCHEMA_VERSION).toBe(4);
+      });
+
+      it('keeps token counts per counter and digest, completing a row but never changing a count', async () => {
+        const v = await vaultAt();
+        const h = (n: number): string => createHash('sha256').update(`item ${n}`).digest('base64');
+        await v.recordTokenCounts('tiktoken:o200k_base/2000', [
+          { hash: h(1), compact: 120, mid: 125 },
+          { hash: h(2), compact: 0 },
+          { hash: h(2), alone: 7 }, // the same digest twice: both counts kept
+        ]);
+        await v.recordTokenCounts('tiktoken:cl100k_base/2000', [{ hash: h(1), compact: 999 }]);
+        // A later write completes the row; the count it already had stays.
+        await v.recordTokenCounts('tiktoken:o200k_base/2000', [{ hash: h(1), compact: 5, first: 121, last: 126 }]);
+        const got = await v.tokenCounts('tiktoken:o200k_base/2000', [h(1), h(2), h(3), h(1)]);
+        expect(Object.fromEntries(got)).toEqual({
+          [h(1)]: { compact: 120, mid: 125, first: 121, last: 126 },
+          [h(2)]: { compact: 0, alone: 7 },
+        });
+        expect((await v.tokenCounts('tiktoken:cl100k_base/2000', [h(1)])).get(h(1))).toEqual({ compact: 999 });
+        expect((await v.tokenCounts('other', [h(1)])).size).toBe(0);
+        expect((await v.tokenCounts('tiktoken:o200k_base/2000', [])).size).toBe(0);
+        // More digests than one statement takes, both ways.
+        const many = Array.from({ length: 950 }, (_, i) => ({ hash: h(100 + i), compact: i }));
+        await v.recordTokenCounts('many', many);
+        const back = await v.tokenCounts(
+          'many',
+          many.map((r) => r.hash),
+        );
+        expect(back.size).toBe(950);
+        expect(many.every((r) => back.get(r.hash)?.compact === r.compact)).toBe(true);
+        await v.close();
+      });
+
+      it('refuses bad token-count input with a VaultArgumentError and writes nothing of it', async () => {
+        const v = await vaultAt();
+        const ok = createHash('sha256').update('ok').digest('base64');
+        for (const bad of [
+          () => v.recordTokenCounts('', [{ hash: ok, compact: 1 }]),
+          () => v.recordTokenCounts('c', [{ hash: 'not a digest', compact: 1 }]),
+          () => v.recordTokenCounts('c', [{ hash: ok, compact: -1 }]),
+          () => v.recordTokenCounts('c', [{ hash: ok, compact: 1.5 }]),
+          () => v.tokenCounts('c', ['x']),
+        ])
+          await expect(bad()).rejects.toBeInstanceOf(VaultArgumentError);
+        expect((await v.tokenCounts('c', [ok])).size).toBe(0);
+        await v.close();
+      });
+
+      it('deletes token counts past their TTL when it next writes some', async () => {
+        let now = Date.parse('2026-01-01T00:00:00Z');
+        const v = await vaultAt({ clock: () => now });
+        const h = (n: number): string => createHash('sha256').update(`old ${n}`).digest('base64');
+        await v.recordTokenCounts('c', [{ hash: h(1), compact: 1 }]);
+        now += COUNT_TTL_MS + 2 * 3600_000;
+        await v.recordTokenCounts('c', [{ hash: h(2), compact: 2 }]);
+        const got = await v.tokenCounts('c', [h(1), h(2)]);
+        expect([...got.keys()]).toEqual([h(2)]);
+        await v.close();
       });
 
       it('refuses a store with a newer schema version', async () => {

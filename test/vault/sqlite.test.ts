@@ -45,6 +45,7 @@ describe('opening a SQLite file', () => {
       '0001_initial',
       '0002_session_state',
       '0003_scoped_pins',
+      '0004_token_counts',
     ]);
     db.close();
   });

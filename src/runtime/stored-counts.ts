@@ -1,0 +1,82 @@
+/**
+ * Token counts shared through the vault (its count store, src/vault/token-counts.ts), so a
+ * conversation is tokenized once per store rather than once per process.
+ *
+ * A request that brings many items this process has not seen for its session (its first request
+ * here: a restarted or second gateway, an evicted session) first asks the store for the counts of
+ * its large items, by the SHA-256 of their compact canonical JSON (which measuring computes
+ * anyway), and the shared measurement memo takes them; the request stages and telemetry then find
+ * those items counted. Counts tokenized here go the other way, in batches after the calls that
+ * made them. Steady state costs nothing: a request that only appends a few items asks nothing.
+ *
+ * Only a counter with a `countsKey` shares counts (two counters with one key count every text
+ * alike), and only large items (a row per item is cheaper than tokenizing it only past
+ * {@link STORED_MIN_CHARS}). A failing store changes nothing but speed.
+ */
+import { LRUCache } from 'lru-cache';
+import type { ItemMeasures } from '../compile/item-measures.js';
+import type { ProviderRequest } from '../step.js';
+import { BatchQueue } from '../telemetry/batch-queue.js';
+import type { CountStore } from '../vault/ports.js';
+
+/** Items smaller than this (serializedChars) are tokenized, not looked up: ~0.2 ms of BPE against a row. */
+export const STORED_MIN_CHARS = 1024;
+/** A request with fewer items unseen by this process for its session asks the store nothing. */
+export const UNSEEN_MIN = 8;
+/** Counts written back wait this long for others (and for the telemetry that counts the same items). */
+const WRITE_DELAY_MS = 100;
+
+/** The runtime's side of the count store. */
+export interface SharedCounts {
+  /** Before the request stages: the store's counts of the large items this process has not seen for `session`. Never rejects. */
+  prefetch(request: ProviderRequest, session: string): Promise<void>;
+  /** After a call: write the counts tokenized since, in a later batch. */
+  written(): void;
+  /** Resolves once every count tokenized so far was written (or failed to be). */
+  settled(): Promise<void>;
+  /** Forget a session's seen items (the host ended it). */
+  end(session: string): void;
+}
+
+/** The store's shared counts for `measures`, or undefined when its counter shares none. */
+export function sharedCounts(store: CountStore, measures: ItemMeasures, maxSessions: number): SharedCounts | undefined {
+  const key = measures.counter?.countsKey;
+  if (key === undefined || !measures.byContent) return undefined;
+  // Items per session this process has measured: a request only longer by a few asks nothing.
+  const seen = new LRUCache<string, number>({ max: Math.max(1, maxSessions) * 3 });
+  const writes = new BatchQueue<null>(
+    async () => {
+      const rows = measures.takeCounted();
+      if (rows.length > 0) await store.recordTokenCounts(key, rows);
+    },
+    { delayMs: WRITE_DELAY_MS },
+  );
+  return {
+    async prefetch(request, session) {
+      try {
+        const list = Array.isArray(request['messages'])
+          ? request['messages']
+          : Array.isArray(request['input'])
+            ? request['input']
+            : undefined;
+        if (list === undefined) return;
+        const from = Math.min(seen.get(session) ?? 0, list.length);
+        seen.set(session, list.length);
+        if (list.length - from < UNSEEN_MIN) return;
+        const wanted: string[] = [];
+        for (let i = from; i < list.length; i++) {
+          const entry = measures.entry(list[i]);
+          if (entry.compact === undefined && entry.hash !== '' && entry.chars >= STORED_MIN_CHARS)
+            wanted.push(entry.hash);
+        }
+        if (wanted.length === 0) return;
+        for (const [hash, counts] of await store.tokenCounts(key, wanted)) measures.absorb(hash, counts);
+      } catch {
+        // Nothing shared: the stages tokenize as they would have.
+      }
+    },
+    written: () => writes.add(null),
+    settled: () => writes.settled(),
+    end: (session) => void seen.delete(session),
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * The count store (see {@link CountStore}): token counts of large request items by counter and
+ * content digest. Tokenizing is the most expensive thing a request's first sight does (a few MB/s),
+ * and a process that meets a conversation for the first time — a restarted gateway, a second
+ * gateway behind the same load balancer, a session whose state was evicted — would otherwise
+ * tokenize its whole history again; reading a row per large item is far cheaper.
+ *
+ * Rows are numbers and a digest, written once and kept for {@link COUNT_TTL_MS}: a count never
+ * changes for its (counter, digest), so a row is only ever completed (a count it lacked), never
+ * changed, and the oldest rows are deleted now and then by the writer.
+ */
+import { sql } from 'kysely';
+import type { StoreContext } from './context.js';
+import { VaultArgumentError } from './errors.js';
+import type { CountRow, CountStore, StoredCounts } from './ports.js';
+import type { TokenCountsTable } from './schema.js';
+
+/** Rows are deleted this long after they were first written (30 days). */
+export const COUNT_TTL_MS = 30 * 24 * 3600 * 1000;
+/** Old rows are deleted at most this often per process, inside a write that adds rows. */
+const PRUNE_EVERY_MS = 3600 * 1000;
+/** Digests per read and rows per insert statement (well under both dialects' parameter limits). */
+const CHUNK = 400;
+const COUNTER_MAX = 200;
+/** A SHA-256 digest in base64 (with padding), as src/compile/item-measures.ts computes it. */
+const DIGEST = /^[A-Za-z0-9+/]{43}=$/;
+
+const FIELDS = ['compact', 'first', 'mid', 'last', 'only', 'alone'] as const;
+type Field = (typeof FIELDS)[number];
+const COLUMN = {
+  compact: 'compact_tokens',
+  first: 'first_tokens',
+  mid: 'mid_tokens',
+  last: 'last_tokens',
+  only: 'only_tokens',
+  alone: 'alone_tokens',
+} as const satisfies Record<Field, keyof TokenCountsTable>;
+
+function requireCounter(counter: unknown): string {
+  if (typeof counter !== 'string' || counter.length === 0 || counter.length > COUNTER_MAX)
+    throw new VaultArgumentError(`token counts: counter must be a label of 1–${COUNTER_MAX} characters`);
+  return counter;
+}
+
+function requireDigest(hash: unknown): string {
+  if (typeof hash !== 'string' || !DIGEST.test(hash))
+    throw new VaultArgumentError('token counts: hash must be a base64 SHA-256 digest');
+  return hash;
+}
+
+function requireTokens(name: string, n: unknown): number | null {
+  if (n === undefined) return null;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+    throw new VaultArgumentError(`token counts: ${name} must be an integer ≥ 0 (got ${String(n)})`);
+  return n;
+}
+
+export function createCountStore(ctx: StoreContext): CountStore {
+  const { conn } = ctx;
+  const db = conn.db;
+  let prunedAt = Number.NEGATIVE_INFINITY;
+
+  return {
+    async tokenCounts(counter, hashes) {
+      ctx.assertOpen();
+      const key = requireCounter(counter);
+      const wanted = [...new Set(hashes.map(requireDigest))];
+      const found = new Map<string, StoredCounts>();
+      for (let i = 0; i < wanted.length; i += CHUNK) {
+        const rows = await db
+          .selectFrom('token_counts')
+          .select(['sha256', ...FIELDS.map((f) => COLUMN[f])])
+          .where('counter', '=', key)
+          .where('sha256', 'in', wanted.slice(i, i + CHUNK))
+          .execute();
+        for (const row of rows) {
+          const counts: { -readonly [F in Field]?: number } = {};
+          for (const f of FIELDS) {
+            const n = row[COLUMN[f]];
+            // Drivers may hand integers back as strings or bigints.
+            if (n !== null && n !== undefined) counts[f] = Number(n);
+          }
+          found.set(row.sha256, counts);
+        }
+      }
+      return found;
+    },
+
+    async recordTokenCounts(counter, given) {
+      ctx.assertOpen();
+      const key = requireCounter(counter);
+      // One row per digest: a digest given twice keeps every count either gave.
+      const merged = new Map<string, { -readonly [K in keyof CountRow]: CountRow[K] }>();
+      for (const row of given) {
+        const hash = requireDigest(row?.hash);
+        const into = merged.get(hash) ?? { hash };
+        for (const f of FIELDS) {
+          const n = requireTokens(f, row[f]);
+          if (n !== null && into[f] === undefined) into[f] = n;
+        }
+        merged.set(hash, into);
+      }
+      if (merged.size === 0) return;
+      const now = ctx.nowIso();
+      const rows = [...merged.values()].map((r) => ({
+        counter: key,
+        sha256: r.hash,
+        compact_tokens: r.compact ?? null,
+        first_tokens: r.first ?? null,
+        mid_tokens: r.mid ?? null,
+        last_tokens: r.last ?? null,
+        only_tokens: r.only ?? null,
+        alone_tokens: r.alone ?? null,
+        created_at: now,
+      }));
+      const prune = ctx.clock() - prunedAt >= PRUNE_EVERY_MS;
+      await conn.write(async (trx) => {
+        for (let i = 0; i < rows.length; i += CHUNK) {
+          await trx
+            .insertInto('token_counts')
+            .values(rows.slice(i, i + CHUNK))
+            .onConflict((oc) =>
+              oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
+                // A stored count stays; only a count the row lacked is filled in.
+                const fill = (column: (typeof COLUMN)[Field]) =>
+                  eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
+                return {
+                  compact_tokens: fill('compact_tokens'),
+                  first_tokens: fill('first_tokens'),
+                  mid_tokens: fill('mid_tokens'),
+                  last_tokens: fill('last_tokens'),
+                  only_tokens: fill('only_tokens'),
+                  alone_tokens: fill('alone_tokens'),
+                };
+              }),
+            )
+            .execute();
+        }
+        if (prune)
+          await trx
+            .deleteFrom('token_counts')
+            .where('created_at', '<', new Date(ctx.clock() - COUNT_TTL_MS).toISOString())
+            .execute();
+      });
+      if (prune) prunedAt = ctx.clock();
+    },
+  };
+}
