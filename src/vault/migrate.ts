@@ -170,6 +170,7 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
     'request_metrics',
     'request_component_metrics',
     'working_state_entities',
+    'token_counts',
   ] as const) {
     await copyTable(
       table,

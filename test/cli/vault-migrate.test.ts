@@ -5,6 +5,7 @@
  * forged row under a source id fails the verification (exit 1).
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -30,6 +31,8 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
   });
 }
 
+/** A content digest with stored token counts (the count store moves with the vault). */
+const COUNTED = createHash('sha256').update('a counted item').digest('base64');
 const CONTENTS = [
   'plain evidence line\n'.repeat(200),
   'Straße FEHLER Übergröße 😀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢\n'.repeat(50),
@@ -71,6 +74,7 @@ describe('vault migrate', () => {
         components: { tool_results: { raw: 30, final: 5 } },
       });
       await v.workingState.apply('s1', [{ op: 'NODE_CREATE', node_id: 'n1', kind: 'fact', label: 'kept' }]);
+      await v.recordTokenCounts('tiktoken:o200k_base/2000', [{ hash: COUNTED, compact: 321, mid: 324 }]);
     }
     const target = await freshSchema(inject('pgUrl'), 'migrate');
     try {
@@ -96,6 +100,7 @@ describe('vault migrate', () => {
         request_metrics: 1,
         working_state_entities: 1,
         working_state_events: 1,
+        token_counts: 1,
       });
 
       await using pgVault = await createVault({ url: target.url });
@@ -108,6 +113,10 @@ describe('vault migrate', () => {
       expect(await pgVault.exposureAvailable('s1', ids[1]!, 'r2', 1)).toBe(false);
       expect((await pgVault.getBaseline('cwd|git status'))?.artifactId).toBe(ids[2]);
       expect(await pgVault.getRendering('s1', 'catalog')).toBe('routed catalog');
+      expect((await pgVault.tokenCounts('tiktoken:o200k_base/2000', [COUNTED])).get(COUNTED)).toEqual({
+        compact: 321,
+        mid: 324,
+      });
       expect(await pgVault.metricsSummary()).toMatchObject({
         requests: 1,
         raw_chars: 100,
