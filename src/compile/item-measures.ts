@@ -58,18 +58,12 @@ class Measures {
   ) {}
 }
 
-/** What an entry exposes: sizes and the counts known so far (read-only). */
-export interface ItemEntry {
+/** What an entry exposes: sizes and the counts known so far (read-only; the fields the count store keeps). */
+export interface ItemEntry extends StoredCounts {
   /** serializedChars of the value: code points of its spaced canonical JSON. */
   readonly chars: number;
   /** SHA-256 (base64) of the compact canonical JSON (its content identity); '' without a content index. */
   readonly hash: string;
-  readonly compact?: number;
-  readonly first?: number;
-  readonly mid?: number;
-  readonly last?: number;
-  readonly only?: number;
-  readonly alone?: number;
 }
 
 /** The shared measurement memo (see the module comment). */
