@@ -16,11 +16,33 @@ import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError } from '../errors.js';
 import { requireCount, scopeKey, type StoreContext } from './context.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
+import type { VaultConnection } from './dialect.js';
 import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
+import { prepared } from './prepared.js';
 import type { VaultDatabase } from './schema.js';
 
 /** Ids per locking select of a delivery. */
 const DELIVER_BATCH = 200;
+
+/**
+ * The session's row kept alive in one statement: created with `epoch` when missing, otherwise
+ * marked seen (and open again), returning the row's epoch either way. On PostgreSQL the upsert
+ * row-locks it as the update did (FOR NO KEY UPDATE strength), so a concurrent release waits or
+ * skips; a row another host creates at the same moment makes this one's epoch the first host's.
+ */
+const touchSessionRow = prepared(
+  (conn: VaultConnection, tenant: string, sessionId: string, epoch: string, now: string) =>
+    conn.db
+      .insertInto('vault_sessions')
+      .values({ tenant, session_id: sessionId, epoch, last_seen_at: now, closed: 0 })
+      .onConflict((oc) =>
+        oc.columns(['tenant', 'session_id']).doUpdateSet((eb) => ({
+          last_seen_at: eb.ref('excluded.last_seen_at'),
+          closed: eb.ref('excluded.closed'),
+        })),
+      )
+      .returning('epoch'),
+);
 
 /**
  * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
@@ -36,40 +58,9 @@ export async function touchSession(
     ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
     sessionId: scope?.sessionId ?? sessionId ?? '',
   });
-  const now = ctx.nowIso();
-  const row = await ctx.conn
-    .lock(
-      trx
-        .selectFrom('vault_sessions')
-        .select('epoch')
-        .where('tenant', '=', key.tenant)
-        .where('session_id', '=', key.sessionId!),
-      'claim',
-    )
-    .executeTakeFirst();
-  if (row !== undefined) {
-    await trx
-      .updateTable('vault_sessions')
-      .set({ last_seen_at: now, closed: 0 })
-      .where('tenant', '=', key.tenant)
-      .where('session_id', '=', key.sessionId!)
-      .execute();
-    return row.epoch;
-  }
-  const epoch = randomUUID();
-  // Another host may create it at the same moment: the first one's epoch is the session's.
-  await trx
-    .insertInto('vault_sessions')
-    .values({ tenant: key.tenant, session_id: key.sessionId!, epoch, last_seen_at: now, closed: 0 })
-    .onConflict((oc) => oc.columns(['tenant', 'session_id']).doUpdateSet({ last_seen_at: now, closed: 0 }))
-    .execute();
-  const stored = await trx
-    .selectFrom('vault_sessions')
-    .select('epoch')
-    .where('tenant', '=', key.tenant)
-    .where('session_id', '=', key.sessionId!)
-    .executeTakeFirstOrThrow();
-  return stored.epoch;
+  const row = await touchSessionRow.first(ctx.conn, trx, key.tenant, key.sessionId!, randomUUID(), ctx.nowIso());
+  if (row === undefined) throw new Error('touchSession: the upsert returned no row');
+  return row.epoch;
 }
 
 export function createLeaseStore(ctx: StoreContext): LeaseStore {
