@@ -223,8 +223,8 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
           );
           if (row === undefined) throw new Error('put: the insert returned no row');
           await conn.search.added(trx, Number(row.seq), content);
-          await addCounter(trx, META.bytes, bytes);
-          await addCounter(trx, META.count, 1);
+          await addCounter(conn, trx, META.bytes, bytes);
+          await addCounter(conn, trx, META.count, 1);
           found = { seq: row.seq, artifactId };
           created = true;
         }
