@@ -18,56 +18,44 @@ import { requireCount, scopeKey, type StoreContext } from './context.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
 import type { VaultConnection } from './dialect.js';
 import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
-import { prepared, type PreparedStatement } from './prepared.js';
+import { prepared, preparedRows } from './prepared.js';
 import type { VaultDatabase } from './schema.js';
 
-/**
- * Ids per locking select (and pin upsert) of a delivery. Each count is its own prepared statement
- * (see prepared.ts), so counts are kept few: a request delivers a handful of receipts, a long
- * delivery takes several statements in the same transaction.
- */
-const DELIVER_BATCH = 16;
+/** Ids per locking select of a delivery. */
+const DELIVER_BATCH = 200;
 
 /** Row-lock `n` artifacts and read what a delivery verifies: arguments (id₁, …, idₙ). */
-const lockedForDelivery: PreparedStatement<
-  VaultConnection,
-  readonly string[],
-  { artifactId: string; sha256: string; content: string | Uint8Array }
->[] = [];
-const deliveryRows = (n: number) =>
-  (lockedForDelivery[n] ??= prepared(
-    (conn: VaultConnection, ...ids: readonly string[]) =>
-      conn.lock(
-        conn.db
-          .selectFrom('artifacts')
-          .select(['artifact_id as artifactId', 'sha256', 'content'])
-          .where('artifact_id', 'in', ids),
-        'claim',
-      ),
-    n,
-  ));
+const deliveryRows = preparedRows(
+  (conn: VaultConnection, _n: number, ...ids: readonly string[]) =>
+    conn.lock(
+      conn.db
+        .selectFrom('artifacts')
+        .select(['artifact_id as artifactId', 'sha256', 'content'])
+        .where('artifact_id', 'in', ids),
+      'claim',
+    ),
+  (n) => n,
+);
 
 /** Pin `n` artifacts for a session: arguments (tenant, sessionId, now, id₁, …, idₙ). */
-const pinUpserts: PreparedStatement<VaultConnection, readonly string[], unknown>[] = [];
-const pinUpsert = (n: number) =>
-  (pinUpserts[n] ??= prepared(
-    (conn: VaultConnection, tenant: string, sessionId: string, now: string, ...ids: readonly string[]) =>
-      conn.db
-        .insertInto('artifact_access')
-        .values(
-          ids.map((artifactId) => ({
-            tenant,
-            session_id: sessionId,
-            artifact_id: artifactId,
-            pinned: 1,
-            updated_at: now,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }),
-        ),
-    3 + n,
-  ));
+const pinUpsert = preparedRows(
+  (conn: VaultConnection, _n: number, tenant: string, sessionId: string, now: string, ...ids: readonly string[]) =>
+    conn.db
+      .insertInto('artifact_access')
+      .values(
+        ids.map((artifactId) => ({
+          tenant,
+          session_id: sessionId,
+          artifact_id: artifactId,
+          pinned: 1,
+          updated_at: now,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }),
+      ),
+  (n) => 3 + n,
+);
 
 const sessionRow = prepared((conn: VaultConnection, tenant: string, sessionId: string) =>
   conn.db
@@ -169,7 +157,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
         const batch = ids.slice(i, i + DELIVER_BATCH);
         // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
-        const { rows } = await deliveryRows(batch.length).execute(conn, trx, ...batch);
+        const { rows } = await deliveryRows.execute(conn, trx, batch.length, ...batch);
         for (const row of rows) {
           if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256)
             intact.add(row.artifactId);
@@ -178,7 +166,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       const pinned = [...intact];
       for (let i = 0; i < pinned.length; i += DELIVER_BATCH) {
         const batch = pinned.slice(i, i + DELIVER_BATCH);
-        await pinUpsert(batch.length).execute(conn, trx, key.tenant, key.sessionId!, now, ...batch);
+        await pinUpsert.execute(conn, trx, batch.length, key.tenant, key.sessionId!, now, ...batch);
       }
       return Object.freeze({ missing: Object.freeze(ids.filter((id) => !intact.has(id))), epoch });
     }, scope?.budget);

@@ -89,3 +89,30 @@ export function prepared<C extends Connection, A extends readonly unknown[], R>(
     compile: (conn, ...args) => compile(conn, args),
   };
 }
+
+/** Most rows a statement of {@link preparedRows} is prepared for; longer ones are built anew. */
+export const PREPARED_ROWS_MAX = 16;
+
+/** A statement whose shape depends on a row count `n` (an IN list, a multi-row insert). */
+export interface PreparedRows<C extends Connection, A extends readonly unknown[], R> {
+  execute(conn: C, db: Kysely<DatabaseOf<C>>, n: number, ...args: A): Promise<QueryResult<R>>;
+}
+
+/**
+ * One prepared statement per row count up to {@link PREPARED_ROWS_MAX} (a request's few rows),
+ * and the query built anew beyond it (long batches are rare, and one template per length would
+ * crowd the connection's statement cache). `arity(n)`: how many arguments `n` rows take.
+ */
+export function preparedRows<C extends Connection, A extends readonly unknown[], R>(
+  build: (conn: C, n: number, ...args: A) => Compilable<R>,
+  arity: (n: number) => number,
+): PreparedRows<C, A, R> {
+  const byCount: PreparedStatement<C, A, R>[] = [];
+  return {
+    execute(conn, db, n, ...args) {
+      if (n > PREPARED_ROWS_MAX) return db.executeQuery(build(conn, n, ...args).compile());
+      const statement = (byCount[n] ??= prepared((c: C, ...a: A) => build(c, n, ...a), arity(n)));
+      return statement.execute(conn, db, ...args);
+    },
+  };
+}

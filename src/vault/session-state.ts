@@ -7,40 +7,34 @@ import type { StoreContext } from './context.js';
 import type { VaultConnection } from './dialect.js';
 import { touchSession } from './leases.js';
 import type { SessionStore, StoreScope } from './ports.js';
-import { prepared, type PreparedStatement } from './prepared.js';
+import { prepared, preparedRows } from './prepared.js';
 import type { TerminalBaseline } from './types.js';
 import { createWorkingState, type WorkingStateLimits } from './working-state.js';
 
-/**
- * Rows per upsert statement. Each row count is its own prepared statement (see prepared.ts), so
- * the counts are kept few: a request writes a handful of renderings, a long batch takes several
- * statements in the same transaction.
- */
-const RENDERINGS_PER_STATEMENT = 16;
+/** Rows per upsert statement: 4 parameters each, far below either dialect's limit on parameters. */
+const RENDERINGS_PER_STATEMENT = 200;
 
 /** The upsert of `n` renderings of one session: arguments (sessionId, now, key₁, value₁, …). */
-const upserts: PreparedStatement<VaultConnection, readonly string[], unknown>[] = [];
-const renderingsUpsert = (n: number) =>
-  (upserts[n] ??= prepared(
-    (conn: VaultConnection, ...args: readonly string[]) =>
-      conn.db
-        .insertInto('session_renderings')
-        .values(
-          Array.from({ length: n }, (_, i) => ({
-            session_id: args[0]!,
-            render_key: args[2 + 2 * i]!,
-            value: args[3 + 2 * i]!,
-            updated_at: args[1]!,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
-            value: eb.ref('excluded.value'),
-            updated_at: eb.ref('excluded.updated_at'),
-          })),
-        ),
-    2 + 2 * n,
-  ));
+const renderingsUpsert = preparedRows(
+  (conn: VaultConnection, n: number, ...args: readonly string[]) =>
+    conn.db
+      .insertInto('session_renderings')
+      .values(
+        Array.from({ length: n }, (_, i) => ({
+          session_id: args[0]!,
+          render_key: args[2 + 2 * i]!,
+          value: args[3 + 2 * i]!,
+          updated_at: args[1]!,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
+          value: eb.ref('excluded.value'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      ),
+  (n) => 2 + 2 * n,
+);
 
 const renderingOf = prepared((conn: VaultConnection, sessionId: string, key: string) =>
   conn.db
@@ -65,7 +59,7 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       const now = ctx.nowIso();
       for (let i = 0; i < entries.length; i += RENDERINGS_PER_STATEMENT) {
         const part = entries.slice(i, i + RENDERINGS_PER_STATEMENT);
-        await renderingsUpsert(part.length).execute(conn, trx, sessionId, now, ...part.flat());
+        await renderingsUpsert.execute(conn, trx, part.length, sessionId, now, ...part.flat());
       }
     }, scope?.budget);
   return {

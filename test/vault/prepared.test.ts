@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { VaultConnection } from '../../src/vault/dialect.js';
 import { openPostgresVault } from '../../src/vault/dialect/postgres/postgres-vault.js';
 import { openSqliteVault } from '../../src/vault/dialect/sqlite/sqlite-vault.js';
-import { prepared } from '../../src/vault/prepared.js';
+import { PREPARED_ROWS_MAX, prepared, preparedRows } from '../../src/vault/prepared.js';
 import { DIALECTS, freshStore, type DialectName, type FreshStore } from './dialects.js';
 
 async function connect(store: FreshStore): Promise<VaultConnection> {
@@ -112,6 +112,43 @@ for (const dialect of DIALECTS) {
       // The other connection's template is its own: it still runs once the first is gone.
       expect(await statement.first(b, b.db, 's', 'k')).toBeUndefined();
       expect(built).toHaveLength(2);
+    });
+
+    it('prepares each row count up to the bound once, builds longer ones anew, with the same rows either way', async () => {
+      const conn = await open();
+      const keys = Array.from({ length: PREPARED_ROWS_MAX + 4 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+      await conn.write(async (trx) => {
+        for (const key of keys)
+          await trx
+            .insertInto('session_renderings')
+            .values({ session_id: 's', render_key: key, value: `v ${key}`, updated_at: '2026-01-01T00:00:00.000Z' })
+            .execute();
+      });
+      const builds: number[] = [];
+      const statement = preparedRows(
+        (c: VaultConnection, n: number, sessionId: string, ...wanted: readonly string[]) => {
+          builds.push(n);
+          return c.db
+            .selectFrom('session_renderings')
+            .select(['render_key as key', 'value'])
+            .where('session_id', '=', sessionId)
+            .where('render_key', 'in', wanted)
+            .orderBy('render_key');
+        },
+        (n) => 1 + n,
+      );
+      const run = async (wanted: readonly string[]) =>
+        (await statement.execute(conn, conn.db, wanted.length, 's', ...wanted)).rows.map((r) => r.key);
+      const few = keys.slice(0, 3);
+      const bound = keys.slice(0, PREPARED_ROWS_MAX);
+      expect(await run(few)).toEqual(few);
+      expect(await run(['k02', 'k00', 'missing'])).toEqual(['k00', 'k02']);
+      expect(await run(bound)).toEqual(bound);
+      expect(await run(bound)).toEqual(bound);
+      expect(builds).toEqual([3, PREPARED_ROWS_MAX]);
+      expect(await run(keys)).toEqual(keys);
+      expect(await run([...keys].reverse())).toEqual(keys);
+      expect(builds).toEqual([3, PREPARED_ROWS_MAX, keys.length, keys.length]);
     });
 
     it('refuses a builder that inspects an argument instead of binding it', async () => {
