@@ -42,11 +42,17 @@ import { createVault, vaultOptionsFromConfig } from './vault/index.js';
 import { vaultLocation } from './vault/configured.js';
 import { VaultHealthError, VaultOpenError } from './vault/errors.js';
 import { unavailableVault } from './vault/open.js';
-import type { Vault } from './vault/types.js';
+import type { RequestMetric, Vault } from './vault/types.js';
 import { preflightPressure } from './budget/pressure.js';
 import { DeferredRecords } from './telemetry/deferred-records.js';
 import { sharedCounts, STORED_MIN_CHARS } from './runtime/stored-counts.js';
-import { measureBoth, openLiveLedger, recordRequestMetric, type LiveLedgerEntry } from './telemetry/request-record.js';
+import {
+  measureBoth,
+  openLiveLedger,
+  recordRequestMetrics,
+  requestMetricOf,
+  type LiveLedgerEntry,
+} from './telemetry/request-record.js';
 import { LaneCache } from './runtime/lanes.js';
 import {
   FocusBoard,
@@ -264,16 +270,22 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   let closed = false;
   // The metrics row and the ledger turn of each answered request, recorded after the call returned
   // (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
+  // The batch's metrics rows go in one transaction too (a row the store refuses loses only itself).
   const records = new DeferredRecords(async (batch) => {
     const turns: LiveLedgerEntry[] = [];
+    const metrics: RequestMetric[] = [];
     for (const [i, step] of batch.entries()) {
       // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
       if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       const sizes = measureBoth(step, meter);
       if (sizes === undefined) continue;
-      if (recordMetrics) await recordRequestMetric(vault, meter, config.mode, step, sizes.raw, sizes.final);
+      const metric = recordMetrics
+        ? requestMetricOf(vault, meter, config.mode, step, sizes.raw, sizes.final)
+        : undefined;
+      if (metric !== undefined) metrics.push(metric);
       turns.push({ step, rawTokens: sizes.raw.totalTokens, finalTokens: sizes.final.totalTokens });
     }
+    await recordRequestMetrics(vault, metrics);
     await ledger?.recordAll(turns);
     // What telemetry tokenized (the spaced segments) goes to the count store too.
     counts?.written();

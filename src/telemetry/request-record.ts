@@ -5,13 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { effectiveLedgerPath } from '../config/index.js';
 import type { Config } from '../config/types.js';
-import { storeScope, type ProviderRequest, type Step } from '../step.js';
+import type { ProviderRequest, Step } from '../step.js';
 import { attributeRequest, type Attribution } from './attribution.js';
 import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
 import type { MessagesMeter } from './meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
-import type { Vault } from '../vault/types.js';
+import type { RequestMetric, Vault } from '../vault/types.js';
 
 /** Raw and final sizes of a compiled request, for metrics and the ledger; undefined if measuring fails. */
 export function measureBoth(
@@ -25,36 +25,48 @@ export function measureBoth(
   }
 }
 
-/** One metrics row for a compiled request; telemetry never fails the call. */
-export async function recordRequestMetric(
+/** The metrics row of a compiled request; undefined when it cannot be built (telemetry never fails the call). */
+export function requestMetricOf(
   vault: Vault,
   meter: MessagesMeter,
   mode: string,
   step: Step<ProviderRequest>,
   raw: Attribution,
   final: Attribution,
-): Promise<void> {
+): RequestMetric | undefined {
   try {
     const model = step.original['model'];
     const finalList = step.value['messages'] ?? step.value['input'];
-    await vault.recordRequestMetric(
-      requestMetric({
-        sessionId: step.context.sessionId,
-        requestId: step.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
-        mode,
-        ...(typeof model === 'string' ? { model } : {}),
-        raw,
-        final,
-        tokenizer: meter.counter.name,
-        receipts: Array.isArray(finalList) ? new ReceiptVerifier(vault).referenced(finalList).length : 0,
-        failedOpen: anyFailedOpen(step.decisions),
-        savedByStage: savedByStage(step.decisions),
-      }),
-      storeScope(step.context),
-    );
+    return requestMetric({
+      sessionId: step.context.sessionId,
+      requestId: step.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+      mode,
+      ...(typeof model === 'string' ? { model } : {}),
+      raw,
+      final,
+      tokenizer: meter.counter.name,
+      receipts: Array.isArray(finalList) ? new ReceiptVerifier(vault).referenced(finalList).length : 0,
+      failedOpen: anyFailedOpen(step.decisions),
+      savedByStage: savedByStage(step.decisions),
+    });
   } catch {
-    // Metrics are diagnostics: a full or locked vault must not turn a reduction into an error.
+    return undefined;
   }
+}
+
+/**
+ * The metrics rows of a batch of requests in one write transaction; when that fails, each row on
+ * its own, so a row the store refuses loses only itself. Never throws (telemetry).
+ */
+export async function recordRequestMetrics(vault: Vault, metrics: readonly RequestMetric[]): Promise<void> {
+  if (metrics.length === 0) return;
+  try {
+    await vault.recordRequestMetrics(metrics);
+    return;
+  } catch {
+    if (metrics.length === 1) return;
+  }
+  for (const metric of metrics) await vault.recordRequestMetric(metric).catch(() => undefined);
 }
 
 /** The experiment ledger as the facade writes it: one finished turn per compiled request. */

@@ -17,7 +17,9 @@ import {
   shortIdForSha,
   sliceCodePoints,
 } from './identity.js';
+import type { VaultConnection } from './dialect.js';
 import type { ArtifactStore, SearchResults, StoreScope } from './ports.js';
+import { prepared } from './prepared.js';
 import { accessibleIds, selectSummaries, toSummary } from './queries.js';
 import { addCounter, makeRoom } from './retention.js';
 import { META, type VaultDatabase } from './schema.js';
@@ -66,6 +68,106 @@ export interface ArtifactStoreHandle extends ArtifactStore {
   clear(): void;
 }
 
+/** Move the artifact's last observation forward (never back); finds and row-locks it in one statement. */
+const touchArtifact = prepared((conn: VaultConnection, sha: string, now: string) =>
+  conn.db
+    .updateTable('artifacts')
+    .set((eb) => ({
+      last_observed_at: eb.case().when('last_observed_at', '<', now).then(now).else(eb.ref('last_observed_at')).end(),
+    }))
+    .where('sha256', '=', sha)
+    .returning(['seq', 'artifact_id as artifactId']),
+);
+const lockedCounter = prepared((conn: VaultConnection, key: string) =>
+  conn.lock(conn.db.selectFrom('vault_meta').select('value').where('key', '=', key), 'counter'),
+);
+const seqOf = prepared((conn: VaultConnection, artifactId: string) =>
+  conn.db.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId),
+);
+const insertArtifact = prepared(
+  (
+    conn: VaultConnection,
+    artifactId: string,
+    sha: string,
+    chars: number,
+    bytes: number,
+    toolName: string,
+    now: string,
+    content: string | Uint8Array,
+  ) =>
+    conn.db
+      .insertInto('artifacts')
+      .values({
+        artifact_id: artifactId,
+        sha256: sha,
+        char_count: chars,
+        byte_count: bytes,
+        tool_name: toolName,
+        created_at: now,
+        last_observed_at: now,
+        content,
+      })
+      .returning('seq'),
+);
+const ownAccess = prepared(
+  (conn: VaultConnection, tenant: string, sessionId: string, artifactId: string, now: string) =>
+    conn.db
+      .insertInto('artifact_access')
+      .values({ tenant, session_id: sessionId, artifact_id: artifactId, pinned: 0, updated_at: now })
+      .onConflict((oc) => oc.doNothing()),
+);
+const observation = prepared(
+  (
+    conn: VaultConnection,
+    artifactId: string,
+    sessionId: string,
+    callId: string,
+    toolName: string,
+    args: string,
+    argsSha: string,
+    now: string,
+  ) =>
+    conn.db
+      .insertInto('artifact_observations')
+      .values({
+        artifact_id: artifactId,
+        session_id: sessionId,
+        tool_call_id: callId,
+        tool_name: toolName,
+        args_json: args,
+        args_sha256: argsSha,
+        observed_at: now,
+      })
+      .onConflict((oc) => oc.doNothing()),
+);
+const toolOf = prepared((conn: VaultConnection, artifactId: string, toolName: string, fold: string) =>
+  conn.db
+    .insertInto('artifact_tools')
+    .values({ artifact_id: artifactId, tool_name: toolName, tool_fold: fold })
+    .onConflict((oc) => oc.doNothing()),
+);
+/** The stored digest and content of an artifact: unscoped, visible to a tenant, visible to a session of it. */
+const contentOf = prepared((conn: VaultConnection, artifactId: string) =>
+  conn.db
+    .selectFrom('artifacts as a')
+    .select(['a.sha256 as sha256', 'a.content as content'])
+    .where('a.artifact_id', '=', artifactId),
+);
+const tenantContentOf = prepared((conn: VaultConnection, artifactId: string, tenant: string) =>
+  conn.db
+    .selectFrom('artifacts as a')
+    .select(['a.sha256 as sha256', 'a.content as content'])
+    .where('a.artifact_id', 'in', accessibleIds(conn.db, { tenant }))
+    .where('a.artifact_id', '=', artifactId),
+);
+const sessionContentOf = prepared((conn: VaultConnection, artifactId: string, tenant: string, sessionId: string) =>
+  conn.db
+    .selectFrom('artifacts as a')
+    .select(['a.sha256 as sha256', 'a.content as content'])
+    .where('a.artifact_id', 'in', accessibleIds(conn.db, { tenant, sessionId }))
+    .where('a.artifact_id', '=', artifactId),
+);
+
 export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
   const { conn, limits, marks } = ctx;
   const db = conn.db;
@@ -76,16 +178,7 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
     verified.set(sha, seq);
   };
 
-  /** Move the artifact's last observation forward (never back); finds and row-locks it in one statement. */
-  const touch = (trx: Kysely<VaultDatabase>, sha: string, now: string) =>
-    trx
-      .updateTable('artifacts')
-      .set((eb) => ({
-        last_observed_at: eb.case().when('last_observed_at', '<', now).then(now).else(eb.ref('last_observed_at')).end(),
-      }))
-      .where('sha256', '=', sha)
-      .returning(['seq', 'artifact_id as artifactId'])
-      .executeTakeFirst();
+  const touch = (trx: Kysely<VaultDatabase>, sha: string, now: string) => touchArtifact.first(conn, trx, sha, now);
 
   /** Row keys read back and verified by hash in this process. */
   const readVerified = new Set<number>();
@@ -107,39 +200,31 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       if (found === undefined) {
         // New content: lock the byte counter (serializes new artifacts across hosts), then look
         // again, since another writer may have stored the same content while we waited.
-        const counter = await conn
-          .lock(trx.selectFrom('vault_meta').select('value').where('key', '=', META.bytes), 'counter')
-          .executeTakeFirst();
+        const counter = await lockedCounter.first(conn, trx, META.bytes);
         found = await touch(trx, sha, now);
         if (found === undefined) {
           const short = shortIdForSha(sha);
-          const taken = await trx
-            .selectFrom('artifacts')
-            .select('seq')
-            .where('artifact_id', '=', short)
-            .executeTakeFirst();
+          const taken = await seqOf.first(conn, trx, short);
           // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
           const artifactId = taken === undefined ? short : longIdForSha(sha);
           await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes, {
             idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString(),
           });
-          const row = await trx
-            .insertInto('artifacts')
-            .values({
-              artifact_id: artifactId,
-              sha256: sha,
-              char_count: chars,
-              byte_count: bytes,
-              tool_name: toolName,
-              created_at: now,
-              last_observed_at: now,
-              content: conn.encodeContent(content),
-            })
-            .returning('seq')
-            .executeTakeFirstOrThrow();
+          const row = await insertArtifact.first(
+            conn,
+            trx,
+            artifactId,
+            sha,
+            chars,
+            bytes,
+            toolName,
+            now,
+            conn.encodeContent(content),
+          );
+          if (row === undefined) throw new Error('put: the insert returned no row');
           await conn.search.added(trx, Number(row.seq), content);
-          await addCounter(trx, META.bytes, bytes);
-          await addCounter(trx, META.count, 1);
+          await addCounter(conn, trx, META.bytes, bytes);
+          await addCounter(conn, trx, META.count, 1);
           found = { seq: row.seq, artifactId };
           created = true;
         }
@@ -150,38 +235,20 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
         sessionId: scope?.sessionId ?? input.sessionId ?? '',
       });
       if (owner.tenant !== '' || owner.sessionId !== '') {
-        await trx
-          .insertInto('artifact_access')
-          .values({
-            tenant: owner.tenant,
-            session_id: owner.sessionId!,
-            artifact_id: found.artifactId,
-            pinned: 0,
-            updated_at: now,
-          })
-          .onConflict((oc) => oc.doNothing())
-          .execute();
+        await ownAccess.execute(conn, trx, owner.tenant, owner.sessionId!, found.artifactId, now);
       }
-      await trx
-        .insertInto('artifact_observations')
-        .values({
-          artifact_id: found.artifactId,
-          session_id: label(ctx, scope?.sessionId ?? input.sessionId),
-          tool_call_id: label(ctx, input.callId),
-          tool_name: toolName,
-          args_json: args,
-          args_sha256: sha256Hex(args),
-          observed_at: now,
-        })
-        .onConflict((oc) => oc.doNothing())
-        .execute();
-      if (toolName !== '') {
-        await trx
-          .insertInto('artifact_tools')
-          .values({ artifact_id: found.artifactId, tool_name: toolName, tool_fold: foldCase(toolName) })
-          .onConflict((oc) => oc.doNothing())
-          .execute();
-      }
+      await observation.execute(
+        conn,
+        trx,
+        found.artifactId,
+        label(ctx, scope?.sessionId ?? input.sessionId),
+        label(ctx, input.callId),
+        toolName,
+        args,
+        sha256Hex(args),
+        now,
+      );
+      if (toolName !== '') await toolOf.execute(conn, trx, found.artifactId, toolName, foldCase(toolName));
       return { artifactId: found.artifactId, seq: Number(found.seq), created };
     }, scope?.budget);
 
@@ -192,11 +259,13 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
     return stored === undefined ? q : q.where('a.artifact_id', 'in', accessibleIds(db, stored));
   };
 
-  const readBack = (artifactId: string, scope?: StoreScope) =>
-    visible(scope)
-      .select(['a.sha256 as sha256', 'a.content as content'])
-      .where('a.artifact_id', '=', artifactId)
-      .executeTakeFirst();
+  const readBack = (artifactId: string, scope?: StoreScope) => {
+    const stored = storedScope(ctx, scope);
+    if (stored === undefined) return contentOf.first(conn, db, artifactId);
+    return stored.sessionId === undefined
+      ? tenantContentOf.first(conn, db, artifactId, stored.tenant ?? '')
+      : sessionContentOf.first(conn, db, artifactId, stored.tenant ?? '', stored.sessionId);
+  };
 
   /** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
   const loadContent = async (artifactId: string, scope: StoreScope | undefined) => {

@@ -16,11 +16,74 @@ import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError } from '../errors.js';
 import { requireCount, scopeKey, type StoreContext } from './context.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
+import type { VaultConnection } from './dialect.js';
 import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
+import { prepared, preparedRows } from './prepared.js';
 import type { VaultDatabase } from './schema.js';
 
 /** Ids per locking select of a delivery. */
 const DELIVER_BATCH = 200;
+
+/** Row-lock `n` artifacts and read what a delivery verifies: arguments (id₁, …, idₙ). */
+const deliveryRows = preparedRows(
+  (conn: VaultConnection, _n: number, ...ids: readonly string[]) =>
+    conn.lock(
+      conn.db
+        .selectFrom('artifacts')
+        .select(['artifact_id as artifactId', 'sha256', 'content'])
+        .where('artifact_id', 'in', ids),
+      'claim',
+    ),
+  (n) => n,
+);
+
+/** Pin `n` artifacts for a session: arguments (tenant, sessionId, now, id₁, …, idₙ). */
+const pinUpsert = preparedRows(
+  (conn: VaultConnection, _n: number, tenant: string, sessionId: string, now: string, ...ids: readonly string[]) =>
+    conn.db
+      .insertInto('artifact_access')
+      .values(
+        ids.map((artifactId) => ({
+          tenant,
+          session_id: sessionId,
+          artifact_id: artifactId,
+          pinned: 1,
+          updated_at: now,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }),
+      ),
+  (n) => 3 + n,
+);
+
+const sessionRow = prepared((conn: VaultConnection, tenant: string, sessionId: string) =>
+  conn.db
+    .selectFrom('vault_sessions')
+    .select(['epoch', 'last_seen_at as lastSeen', 'closed'])
+    .where('tenant', '=', tenant)
+    .where('session_id', '=', sessionId),
+);
+
+/**
+ * The session's row kept alive in one statement: created with `epoch` when missing, otherwise
+ * marked seen (and open again), returning the row's epoch either way. On PostgreSQL the upsert
+ * row-locks it as the update did (FOR NO KEY UPDATE strength), so a concurrent release waits or
+ * skips; a row another host creates at the same moment makes this one's epoch the first host's.
+ */
+const touchSessionRow = prepared(
+  (conn: VaultConnection, tenant: string, sessionId: string, epoch: string, now: string) =>
+    conn.db
+      .insertInto('vault_sessions')
+      .values({ tenant, session_id: sessionId, epoch, last_seen_at: now, closed: 0 })
+      .onConflict((oc) =>
+        oc.columns(['tenant', 'session_id']).doUpdateSet((eb) => ({
+          last_seen_at: eb.ref('excluded.last_seen_at'),
+          closed: eb.ref('excluded.closed'),
+        })),
+      )
+      .returning('epoch'),
+);
 
 /**
  * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
@@ -36,40 +99,9 @@ export async function touchSession(
     ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
     sessionId: scope?.sessionId ?? sessionId ?? '',
   });
-  const now = ctx.nowIso();
-  const row = await ctx.conn
-    .lock(
-      trx
-        .selectFrom('vault_sessions')
-        .select('epoch')
-        .where('tenant', '=', key.tenant)
-        .where('session_id', '=', key.sessionId!),
-      'claim',
-    )
-    .executeTakeFirst();
-  if (row !== undefined) {
-    await trx
-      .updateTable('vault_sessions')
-      .set({ last_seen_at: now, closed: 0 })
-      .where('tenant', '=', key.tenant)
-      .where('session_id', '=', key.sessionId!)
-      .execute();
-    return row.epoch;
-  }
-  const epoch = randomUUID();
-  // Another host may create it at the same moment: the first one's epoch is the session's.
-  await trx
-    .insertInto('vault_sessions')
-    .values({ tenant: key.tenant, session_id: key.sessionId!, epoch, last_seen_at: now, closed: 0 })
-    .onConflict((oc) => oc.columns(['tenant', 'session_id']).doUpdateSet({ last_seen_at: now, closed: 0 }))
-    .execute();
-  const stored = await trx
-    .selectFrom('vault_sessions')
-    .select('epoch')
-    .where('tenant', '=', key.tenant)
-    .where('session_id', '=', key.sessionId!)
-    .executeTakeFirstOrThrow();
-  return stored.epoch;
+  const row = await touchSessionRow.first(ctx.conn, trx, key.tenant, key.sessionId!, randomUUID(), ctx.nowIso());
+  if (row === undefined) throw new Error('touchSession: the upsert returned no row');
+  return row.epoch;
 }
 
 export function createLeaseStore(ctx: StoreContext): LeaseStore {
@@ -125,15 +157,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
         const batch = ids.slice(i, i + DELIVER_BATCH);
         // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
-        const rows = await conn
-          .lock(
-            trx
-              .selectFrom('artifacts')
-              .select(['artifact_id as artifactId', 'sha256', 'content'])
-              .where('artifact_id', 'in', batch),
-            'claim',
-          )
-          .execute();
+        const { rows } = await deliveryRows.execute(conn, trx, batch.length, ...batch);
         for (const row of rows) {
           if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256)
             intact.add(row.artifactId);
@@ -141,21 +165,8 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       }
       const pinned = [...intact];
       for (let i = 0; i < pinned.length; i += DELIVER_BATCH) {
-        await trx
-          .insertInto('artifact_access')
-          .values(
-            pinned.slice(i, i + DELIVER_BATCH).map((artifactId) => ({
-              tenant: key.tenant,
-              session_id: key.sessionId!,
-              artifact_id: artifactId,
-              pinned: 1,
-              updated_at: now,
-            })),
-          )
-          .onConflict((oc) =>
-            oc.columns(['tenant', 'session_id', 'artifact_id']).doUpdateSet({ pinned: 1, updated_at: now }),
-          )
-          .execute();
+        const batch = pinned.slice(i, i + DELIVER_BATCH);
+        await pinUpsert.execute(conn, trx, batch.length, key.tenant, key.sessionId!, now, ...batch);
       }
       return Object.freeze({ missing: Object.freeze(ids.filter((id) => !intact.has(id))), epoch });
     }, scope?.budget);
@@ -234,12 +245,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
         ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
         sessionId: scope.sessionId ?? '',
       });
-      const row = await db
-        .selectFrom('vault_sessions')
-        .select(['epoch', 'last_seen_at as lastSeen', 'closed'])
-        .where('tenant', '=', key.tenant)
-        .where('session_id', '=', key.sessionId!)
-        .executeTakeFirst();
+      const row = await sessionRow.first(conn, db, key.tenant, key.sessionId!);
       return row === undefined
         ? undefined
         : Object.freeze({ epoch: row.epoch, lastSeenMs: Date.parse(row.lastSeen), closed: Number(row.closed) === 1 });

@@ -18,6 +18,7 @@
 import { expressionBuilder, type Expression, type Kysely, type SqlBool } from 'kysely';
 import { VaultCapacityError } from '../errors.js';
 import type { VaultConnection } from './dialect.js';
+import { prepared } from './prepared.js';
 import { META, type VaultDatabase } from './schema.js';
 
 export interface Watermarks {
@@ -40,14 +41,22 @@ const BATCH = 64;
 /** Sessions released per round before pruning again (oldest first). */
 const RELEASE_BATCH = 16;
 
-/** Add `delta` to a counter row (inside a write transaction). */
-export async function addCounter(trx: Kysely<VaultDatabase>, key: string, delta: number): Promise<void> {
-  if (delta === 0) return;
-  await trx
+const counterAdd = prepared((conn: VaultConnection, key: string, delta: number) =>
+  conn.db
     .updateTable('vault_meta')
     .set((eb) => ({ value: eb('value', '+', delta) }))
-    .where('key', '=', key)
-    .execute();
+    .where('key', '=', key),
+);
+
+/** Add `delta` to a counter row (inside a write transaction on `conn`). */
+export async function addCounter(
+  conn: VaultConnection,
+  trx: Kysely<VaultDatabase>,
+  key: string,
+  delta: number,
+): Promise<void> {
+  if (delta === 0) return;
+  await counterAdd.execute(conn, trx, key, delta);
 }
 
 /** When protections may be released: sessions last seen (and baselines last set) before `idleBefore`, or closed. */
@@ -182,7 +191,7 @@ export async function releaseEnded(
       await trx.deleteFrom('session_renderings').where('session_id', '=', s.sessionId).execute();
     }
   }
-  if (ended.length > 0) await addCounter(trx, META.releasedSessions, ended.length);
+  if (ended.length > 0) await addCounter(conn, trx, META.releasedSessions, ended.length);
   const stale = await conn
     .lock(
       trx
@@ -228,10 +237,10 @@ export async function makeRoom(
       current = await pruneUnprotected(trx, conn, current, target, pruned);
     }
     if (pruned.ids.length > 0) {
-      await addCounter(trx, META.bytes, -pruned.bytes);
-      await addCounter(trx, META.count, -pruned.ids.length);
-      await addCounter(trx, META.prunedArtifacts, pruned.ids.length);
-      await addCounter(trx, META.prunedBytes, pruned.bytes);
+      await addCounter(conn, trx, META.bytes, -pruned.bytes);
+      await addCounter(conn, trx, META.count, -pruned.ids.length);
+      await addCounter(conn, trx, META.prunedArtifacts, pruned.ids.length);
+      await addCounter(conn, trx, META.prunedBytes, pruned.bytes);
     }
   }
   if (current + incoming > marks.capacityBytes) {

@@ -4,13 +4,45 @@
  */
 import { ArtifactNotFoundError } from '../errors.js';
 import type { StoreContext } from './context.js';
+import type { VaultConnection } from './dialect.js';
 import { touchSession } from './leases.js';
 import type { SessionStore, StoreScope } from './ports.js';
+import { prepared, preparedRows } from './prepared.js';
 import type { TerminalBaseline } from './types.js';
 import { createWorkingState, type WorkingStateLimits } from './working-state.js';
 
 /** Rows per upsert statement: 4 parameters each, far below either dialect's limit on parameters. */
 const RENDERINGS_PER_STATEMENT = 200;
+
+/** The upsert of `n` renderings of one session: arguments (sessionId, now, key₁, value₁, …). */
+const renderingsUpsert = preparedRows(
+  (conn: VaultConnection, n: number, ...args: readonly string[]) =>
+    conn.db
+      .insertInto('session_renderings')
+      .values(
+        Array.from({ length: n }, (_, i) => ({
+          session_id: args[0]!,
+          render_key: args[2 + 2 * i]!,
+          value: args[3 + 2 * i]!,
+          updated_at: args[1]!,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
+          value: eb.ref('excluded.value'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      ),
+  (n) => 2 + 2 * n,
+);
+
+const renderingOf = prepared((conn: VaultConnection, sessionId: string, key: string) =>
+  conn.db
+    .selectFrom('session_renderings')
+    .select('value')
+    .where('session_id', '=', sessionId)
+    .where('render_key', '=', key),
+);
 
 export function createSessionStore(ctx: StoreContext, workingStateLimits: WorkingStateLimits): SessionStore {
   const { conn } = ctx;
@@ -26,20 +58,8 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       await touchSession(ctx, trx, scope, sessionId);
       const now = ctx.nowIso();
       for (let i = 0; i < entries.length; i += RENDERINGS_PER_STATEMENT) {
-        await trx
-          .insertInto('session_renderings')
-          .values(
-            entries
-              .slice(i, i + RENDERINGS_PER_STATEMENT)
-              .map(([key, value]) => ({ session_id: sessionId, render_key: key, value, updated_at: now })),
-          )
-          .onConflict((oc) =>
-            oc.columns(['session_id', 'render_key']).doUpdateSet((eb) => ({
-              value: eb.ref('excluded.value'),
-              updated_at: eb.ref('excluded.updated_at'),
-            })),
-          )
-          .execute();
+        const part = entries.slice(i, i + RENDERINGS_PER_STATEMENT);
+        await renderingsUpsert.execute(conn, trx, part.length, sessionId, now, ...part.flat());
       }
     }, scope?.budget);
   return {
@@ -79,13 +99,7 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
 
     async getRendering(sessionId: string, key: string): Promise<string | undefined> {
       ctx.assertOpen();
-      const row = await db
-        .selectFrom('session_renderings')
-        .select('value')
-        .where('session_id', '=', sessionId)
-        .where('render_key', '=', key)
-        .executeTakeFirst();
-      return row?.value;
+      return (await renderingOf.first(conn, db, sessionId, key))?.value;
     },
 
     async setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void> {

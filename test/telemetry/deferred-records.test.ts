@@ -170,11 +170,14 @@ describe('deferred request telemetry (runtime)', () => {
     try {
       await using tt = await open();
       const real = tt.vault.recordRequestMetric;
+      const realBatch = tt.vault.recordRequestMetrics;
       tt.vault.recordRequestMetric = () => Promise.reject(new Error('metrics store down'));
+      tt.vault.recordRequestMetrics = () => Promise.reject(new Error('metrics store down'));
       const out = await tt.reduceRequest(request('hello'), { sessionId: 's', requestId: 'r1' });
       expect(out.value['messages']).toEqual(request('hello')['messages']);
       await expect(tt.settled()).resolves.toBeUndefined();
       tt.vault.recordRequestMetric = real;
+      tt.vault.recordRequestMetrics = realBatch;
       await tt.reduceRequest(request('again'), { sessionId: 's', requestId: 'r2' });
       await tt.settled();
       await hop();

@@ -854,6 +854,21 @@ for (const dialect of DIALECTS) {
         expect((await v.deliver([kept.artifactId], A)).epoch).toBe(d.epoch);
       });
 
+      it('a write of a closed session keeps its epoch, opens it again and moves its last-seen time forward', async () => {
+        let now = Date.parse('2026-01-01T00:00:00.000Z');
+        const v = await store.open({ clock: () => now });
+        const { epoch } = await v.deliver([], A);
+        await v.closeSession(A);
+        expect(await v.sessionPins(A)).toMatchObject({ epoch, closed: true });
+        now += 60_000;
+        await v.setRendering('a', 'k', 'v', A);
+        expect(await v.sessionPins(A)).toEqual({ epoch, closed: false, lastSeenMs: now });
+        await v.closeSession(A);
+        now += 60_000;
+        expect(await v.deliver([], A)).toMatchObject({ epoch });
+        expect(await v.sessionPins(A)).toEqual({ epoch, closed: false, lastSeenMs: now });
+      });
+
       it('an artifact pruned between its put and its delivery comes back missing; a delivered one survives pressure', async () => {
         const v = await store.open({ maxBytes: 1000, highWaterPct: 90, lowWaterPct: 50 });
         const early = await v.put({ content: 'e'.repeat(300) }, A);

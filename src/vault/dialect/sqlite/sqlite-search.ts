@@ -28,6 +28,7 @@ import { sql, type Kysely } from 'kysely';
 import type { SearchIndex } from '../../dialect.js';
 import { codePointLength, foldCase } from '../../identity.js';
 import type { StoreScope } from '../../ports.js';
+import { prepared } from '../../prepared.js';
 import { accessibleIds, selectSummaries, toSummary } from '../../queries.js';
 import type { VaultDatabase } from '../../schema.js';
 import type { ArtifactSummary } from '../../types.js';
@@ -65,6 +66,11 @@ function headCodePoints(s: string, n: number): string {
   }
   return out;
 }
+
+/** A new artifact queued for indexing (every put of new content): compiled once per connection. */
+const queueForIndex = prepared((store: SqliteStore<VaultDatabase>, seq: number) =>
+  store.db.insertInto('fts_pending').values({ seq }),
+);
 
 export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: SqliteSearchOptions): SearchIndex {
   const { raw, db } = store;
@@ -138,7 +144,7 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
 
   return {
     async added(trx, seq) {
-      await trx.insertInto('fts_pending').values({ seq }).execute();
+      await queueForIndex.execute(store, trx, seq);
     },
     async removing(trx, seqs) {
       for (const seq of seqs) await sql`DELETE FROM artifact_fts WHERE rowid = ${seq}`.execute(trx);

@@ -14,7 +14,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, st
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
-import { Kysely, Migrator, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, type SqliteDatabase } from 'kysely';
 import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import type { LockBudget } from '../../ports.js';
@@ -331,6 +331,11 @@ function checkpoints(raw: Database.Database, db: Kysely<unknown>, enabled: boole
   };
 }
 
+/** Compiled once: kysely would compile these raw statements again for every transaction. */
+const BEGIN = CompiledQuery.raw('begin immediate');
+const COMMIT = CompiledQuery.raw('commit');
+const ROLLBACK = CompiledQuery.raw('rollback');
+
 function sqliteStore<DB>(
   raw: Database.Database,
   db: Kysely<DB>,
@@ -342,22 +347,25 @@ function sqliteStore<DB>(
   let sideFilesPrivate = false;
   const readBusy = Math.min(busyTimeoutMs, READ_BUSY_MS);
   const checkpointer = checkpoints(raw, db as Kysely<unknown>, ownCheckpoints, idle);
+  // The frame of every write transaction, prepared once (better-sqlite3's pragma() prepares anew).
+  const busyOff = raw.prepare('PRAGMA busy_timeout = 0');
+  const busyRead = raw.prepare(`PRAGMA busy_timeout = ${readBusy}`);
   /** One attempt: the connection is held for the whole transaction (kysely's driver mutex). */
   const attempt = <T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> =>
     db.connection().execute(async (conn) => {
       // Never wait for the write lock synchronously (better-sqlite3 would block the event loop):
       // a busy BEGIN fails at once and the caller retries after a timer.
-      raw.pragma('busy_timeout = 0');
+      busyOff.get();
       try {
-        await sql`begin immediate`.execute(conn);
+        await conn.executeQuery(BEGIN);
       } catch (error) {
         throw isTransientLock(error) ? new WriteLockBusy(error) : error;
       } finally {
-        raw.pragma(`busy_timeout = ${readBusy}`);
+        busyRead.get();
       }
       try {
         const result = await fn(conn);
-        await sql`commit`.execute(conn);
+        await conn.executeQuery(COMMIT);
         checkpointer.schedule();
         if (!sideFilesPrivate) {
           privateSideFiles(file);
@@ -366,7 +374,7 @@ function sqliteStore<DB>(
         return result;
       } catch (error) {
         // SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): only roll back an open transaction.
-        if (raw.inTransaction) await sql`rollback`.execute(conn).catch(() => undefined);
+        if (raw.inTransaction) await conn.executeQuery(ROLLBACK).catch(() => undefined);
         throw error;
       }
     });
