@@ -1,0 +1,237 @@
+/**
+ * Carried plans (src/compile/carry.ts) must not change a single output byte: the request stages
+ * with carrying on are compared with the full path (carrying off) on generated growing sessions,
+ * with the host reusing its objects and rebuilding them, also when the host edits an earlier item,
+ * retries a request, when a delivery finds artifacts gone, and when the session's state is
+ * re-created (its lane evicted).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Subject } from 'rxjs';
+import { afterAll, describe, expect } from 'vitest';
+import { fc, it, test } from '@fast-check/vitest';
+import { compileRequest } from '../../operators/compile-request.js';
+import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { carryStats, setCarry } from '../../src/compile/carry.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import { createTerminator } from '../../src/runtime.js';
+import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
+import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
+import { createVault } from '../../src/vault/index.js';
+import type { StoreScope, Vault } from '../../src/vault/types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tt-carry-'));
+const counter = createTiktokenCounter('o200k_base');
+afterAll(() => {
+  counter.dispose?.();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Obj = Record<string, unknown>;
+const listKey = (r: ProviderRequest): 'messages' | 'input' => (Array.isArray(r['input']) ? 'input' : 'messages');
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+// Sessions that reach bounded views, duplicates and digests at these thresholds.
+const shapes: RequestOptions = { maxTurns: 7, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
+
+/** The same session with the host reusing its objects: every request is the last one's items, sliced. */
+function reusing(session: readonly ProviderRequest[]): ProviderRequest[] {
+  const last = session[session.length - 1]!;
+  const key = listKey(last);
+  const items = last[key] as unknown[];
+  return session.map((r) => ({ ...last, [key]: items.slice(0, (r[key] as unknown[]).length) }));
+}
+
+/** How a generated session is varied: an earlier item edited from a request on, a request sent twice, artifacts lost. */
+interface Variation {
+  readonly edit: readonly [at: number, item: number] | undefined;
+  readonly retry: number | undefined;
+  /** The request whose deliveries find every artifact gone (until it is stored again). */
+  readonly lose: number | undefined;
+  /** The request whose deliveries fail (the vault throws: the stages pass the request through). */
+  readonly fail: number | undefined;
+  readonly rebuilt: boolean;
+}
+
+const variation: fc.Arbitrary<Variation> = fc.record({
+  edit: fc.option(fc.tuple(fc.nat(), fc.nat()), { nil: undefined }),
+  retry: fc.option(fc.nat(), { nil: undefined }),
+  lose: fc.option(fc.nat(), { nil: undefined }),
+  fail: fc.option(fc.nat(), { nil: undefined }),
+  rebuilt: fc.boolean(),
+});
+
+/** The requests of `session` as the variation sends them. */
+function vary(session: readonly ProviderRequest[], v: Variation): ProviderRequest[] {
+  let requests = reusing(session);
+  if (v.edit !== undefined) {
+    const at = v.edit[0] % requests.length;
+    const list = requests[at]![listKey(requests[at]!)] as Obj[];
+    const item = v.edit[1] % list.length;
+    const changed = { ...list[item]!, edited_by_host: true };
+    requests = requests.map((r, k) => {
+      if (k < at) return r;
+      const copy = (r[listKey(r)] as unknown[]).slice();
+      copy[item] = changed;
+      return { ...r, [listKey(r)]: copy };
+    });
+  }
+  if (v.retry !== undefined) {
+    const at = v.retry % requests.length;
+    requests = [...requests.slice(0, at + 1), ...requests.slice(at)];
+  }
+  return v.rebuilt ? requests.map(clone) : requests;
+}
+
+/**
+ * `vault` whose deliveries during request `lose` find every artifact gone, and keep finding it
+ * gone until put again; deliveries during request `fail` throw.
+ */
+function losing(vault: Vault, lose: number | undefined, fail: number | undefined, current: () => number): Vault {
+  const lost = new Set<string>();
+  return new Proxy(vault, {
+    get: (t, k) => {
+      if (k === 'deliver')
+        return async (ids: readonly string[], scope?: StoreScope) => {
+          if (current() === fail) throw new Error('vault unavailable');
+          if (current() === lose) for (const id of ids) lost.add(id);
+          const result = await t.deliver(
+            ids.filter((id) => !lost.has(id)),
+            scope,
+          );
+          return { ...result, missing: [...result.missing, ...ids.filter((id) => lost.has(id))] };
+        };
+      if (k === 'put')
+        return async (...args: Parameters<Vault['put']>) => {
+          const result = await t.put(...args);
+          lost.delete(result.artifactId);
+          return result;
+        };
+      return Reflect.get(t, k, t) as unknown;
+    },
+  });
+}
+
+let runs = 0;
+const carried = { duplicates: 0, history: 0 };
+
+/** Every output (JSON text) and decision of the requests through a fresh chain and SQLite file. */
+async function outputs(
+  requests: readonly ProviderRequest[],
+  carry: boolean,
+  faults: Pick<Variation, 'lose' | 'fail'> = { lose: undefined, fail: undefined },
+): Promise<string[]> {
+  const was = setCarry(carry);
+  const real = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
+  let current = -1;
+  const vault = losing(real, faults.lose, faults.fail, () => current);
+  const input = new Subject<Step<ProviderRequest>>();
+  const out: Step<ProviderRequest>[] = [];
+  const sub = input
+    .pipe(
+      collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
+      compileRequest({ vault, counter, minVaultChars: 150 }),
+    )
+    .subscribe((s) => out.push(s));
+  try {
+    for (const [i, r] of requests.entries()) {
+      current = i;
+      input.next(createStep(r, { sessionId: 's', requestId: `r${i}` }));
+      while (out.length <= i) await new Promise((resolve) => setImmediate(resolve));
+    }
+    return out.map((s) => JSON.stringify({ value: s.value, decisions: s.decisions }));
+  } finally {
+    sub.unsubscribe();
+    setCarry(was);
+    await real.close();
+  }
+}
+
+describe('carried plans = full path', () => {
+  test.prop([growingSession(shapes), variation], { numRuns: 40 })(
+    'byte-identical outputs and decisions for growing, edited, retried and rebuilt sessions and gone artifacts',
+    async (session, v) => {
+      const requests = vary(session, v);
+      const expected = await outputs(requests, false, v);
+      const before = carryStats();
+      expect(await outputs(requests, true, v)).toEqual(expected);
+      const after = carryStats();
+      carried.duplicates += after.duplicates - before.duplicates;
+      carried.history += after.history - before.history;
+    },
+  );
+
+  it('renders a duplicate copy a new copy makes older as the full path does, also after the history changed', async () => {
+    const call = (id: string, name: string): Obj => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name, arguments: '{"path":"a.ts"}' } }],
+    });
+    const out = (id: string, n: number): Obj => ({
+      role: 'tool',
+      tool_call_id: id,
+      content: Array.from({ length: 40 }, (_, i) => `line ${i} of a.ts (${n})`).join('\n'),
+    });
+    const head: Obj[] = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: 'fix it' },
+    ];
+    // Two copies arrive together (the first becomes a duplicate's receipt); the host then drops
+    // the second, and a third copy arrives with the next request.
+    const both = [...head, call('c1', 'read_file'), out('c1', 0), call('c2', 'read_file'), out('c2', 0)];
+    const dropped = [...head, call('c1', 'read_file'), out('c1', 0), { role: 'user', content: 'go on' }];
+    const again = [...dropped, call('c3', 'read_file'), out('c3', 0)];
+    const later = [...again, { role: 'user', content: 'and?' }];
+    // Or the request the copies arrived with fails: the first copy was never shown as a receipt.
+    const extended = [...both, { role: 'user', content: 'go on' }];
+    const sessions = [
+      [both, dropped, again, later],
+      [both, extended],
+    ];
+    for (const fail of [undefined, 0])
+      for (const session of sessions) {
+        const requests = session.map((messages) => ({ model: 'gpt-4o', messages }));
+        const faults = { lose: undefined, fail };
+        const expected = await outputs(requests.map(clone), false, faults);
+        expect(await outputs(requests.map(clone), true, faults)).toEqual(expected);
+        expect(await outputs(requests, true, faults)).toEqual(expected);
+      }
+  });
+
+  // Not vacuous: the sessions above took every carried path, many times.
+  it('carried plans in the sessions above', () => {
+    expect(carried.duplicates).toBeGreaterThan(20);
+  });
+
+  test.prop([growingSession({ ...shapes, minTurns: 4, formats: ['chat'] }), fc.boolean()], { numRuns: 6 })(
+    'byte-identical outputs when the session state is re-created between requests (its lane evicted)',
+    async (session, rebuilt) => {
+      const requests = rebuilt ? reusing(session).map(clone) : reusing(session);
+      const overrides = { minArtifactChars: 300, maxInlineChars: 700, contextMinVaultChars: 150 };
+      const run = async (carry: boolean): Promise<string[]> => {
+        const was = setCarry(carry);
+        const tt = await createTerminator({
+          overrides: { ...overrides, dbPath: join(dir, `tt-${runs++}.sqlite3`) },
+          counter,
+          maxSessions: 1,
+          metrics: false,
+          ledger: false,
+        });
+        try {
+          const out: string[] = [];
+          for (const [i, r] of requests.entries()) {
+            out.push(JSON.stringify((await tt.compileRequest(r, { sessionId: 'kept', requestId: `r${i}` })).value));
+            // Another session pushes the kept one's lane out every other request.
+            if (i % 2 === 1) await tt.compileRequest(clone(requests[0]!), { sessionId: 'other', requestId: `o${i}` });
+          }
+          return out;
+        } finally {
+          setCarry(was);
+          await tt.close();
+        }
+      };
+      expect(await run(true)).toEqual(await run(false));
+    },
+  );
+});
