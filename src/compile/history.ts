@@ -29,6 +29,7 @@ import { parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { WeakMemo } from '../weak-memo.js';
+import { carryEnabled, noteCarried } from './carry.js';
 
 export interface HistoryOptions {
   readonly sessionId: string;
@@ -108,6 +109,109 @@ interface OutputFacts {
 }
 
 const OUTPUT_FACTS = 'history:outputs';
+
+/** The key of an output in the conversation: its item's chain hash and its path in the item. */
+const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringify(slot.path.slice(2))}`;
+
+/**
+ * What planning decided for one output. SHOWN_AGAIN and UPGRADED are decided again by every
+ * request (a moved boundary, a lease count still growing, the collapse horizon); the others stand
+ * while the memo's answers do (see {@link carriedLoop}).
+ */
+const SKIPPED = 0; // not history (the prefix, or no item)
+const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
+const UPGRADED = 2; // APPLIED, and `upgrades` the bare receipt it may become
+const UNRENDERABLE = 3; // an earlier rewrite that cannot be rendered any more: inline
+const SHOWN = 4; // inline, and stays so: too small, or no rendering
+const SHOWN_AGAIN = 5; // inline: among the newest turns, not sealed, or not shown the lease count of times yet
+const CANDIDATE = 6; // inline, and a candidate for a new batch: `picked` is its rendering
+type Outcome = number;
+
+interface Decided {
+  codes: Outcome[];
+  picked: (Target | undefined)[];
+  upgrades: (Target | undefined)[];
+  keys: (string | undefined)[];
+  facts: (OutputFacts | undefined)[];
+}
+
+/** The boundaries a request's decisions were taken at. */
+interface Bounds {
+  readonly start: number;
+  readonly protectedFrom: number;
+  readonly collapseBefore: number;
+  readonly sealedBefore: number;
+}
+
+/** One request's decisions per output, for the session's next request (see {@link carriedLoop}). */
+interface HistoryCarry extends Readonly<Decided> {
+  /** The facts of the outputs that have them, in order (what OUTPUT_FACTS holds). */
+  readonly compact: readonly OutputFacts[];
+  /** Outputs to decide again (SHOWN_AGAIN, UPGRADED). */
+  readonly again: readonly number[];
+  readonly outputs: readonly Slot[];
+  readonly memo: ConversationMemo;
+  readonly epoch: number;
+  readonly options: string;
+  readonly bounds: Bounds;
+  readonly items: number;
+  /** Chain hash of the last item (a prefix hash: equal here means the same history). */
+  readonly lastChain: string;
+}
+
+const HISTORY_CARRY = 'history:carry';
+
+const historyOptionsKey = (o: HistoryOptions): string =>
+  JSON.stringify([
+    o.sessionId,
+    o.minChars,
+    o.maxArtifactChars,
+    o.inlineRecentTurns,
+    o.inlineLeases,
+    o.blockTurns,
+    o.digestDiagnosticChars,
+    o.collapseAfterTurns,
+    o.reasoning,
+  ]);
+
+/**
+ * The previous request's decisions when they hold for this one, else undefined (the full path).
+ * They hold when this request extends it (the same output slots, the same history before them),
+ * with the same options and memo, the boundaries not moved back and the collapse horizon not
+ * moved, and the memo's answers unchanged: no rewrite recorded and no key dropped since (the
+ * epoch), and this request's key counted for no item (a retry, or a history sent again, answers
+ * the lease count one lower for the items it showed). An APPLIED, UNRENDERABLE or SHOWN output
+ * then gets the same answers, and a CANDIDATE was shown the lease count of times, which no
+ * later count changes; the others are decided again.
+ */
+function carriedLoop(
+  state: SessionState,
+  memo: ConversationMemo,
+  view: RequestView,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  bounds: Bounds,
+  chain: readonly string[],
+  requestKey: string,
+): HistoryCarry | undefined {
+  const carry = state.sticky.get(HISTORY_CARRY) as HistoryCarry | undefined;
+  if (!carryEnabled() || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
+  const b = carry.bounds;
+  if (
+    carry.options !== historyOptionsKey(o) ||
+    b.start !== bounds.start ||
+    b.collapseBefore !== bounds.collapseBefore ||
+    bounds.protectedFrom < b.protectedFrom ||
+    bounds.sealedBefore < b.sealedBefore ||
+    carry.items > view.items.length ||
+    (carry.items > 0 && chain[carry.items - 1] !== carry.lastChain) ||
+    memo.counted(requestKey) ||
+    outputs.length < carry.outputs.length
+  )
+    return undefined;
+  for (let k = 0; k < carry.outputs.length; k++) if (outputs[k] !== carry.outputs[k]) return undefined;
+  return carry;
+}
 /** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
 const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
@@ -175,24 +279,18 @@ export async function planHistory(
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
-  // What the previous plan found per output (its key, text size, renderings), reused for the
-  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
-  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
-  const facts: OutputFacts[] = [];
-  let p = 0;
   const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
     const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
     f.targets[kind] = t;
     return t ?? undefined;
   };
-  for (const slot of outputs) {
-    const i = slot.item;
-    if (i === undefined || i <= start) continue;
-    let f = previous[p];
-    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-    else f = { slot, chain: chain[i]!, key: `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`, targets: {} };
-    facts.push(f);
+  // What the loop decides per output (by index in `outputs`), kept for the session's next request.
+  const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
+  /** Decide output `k` (its facts `f`, its item `i`). */
+  const visit = async (k: number, f: OutputFacts, i: number): Promise<void> => {
     const key = f.key;
+    decided.keys[k] = key;
+    decided.facts[k] = f;
     // The newest outputs are never rewritten, whatever another process decided for this key.
     // Known answers are taken without a microtask (a request names every item of its history).
     const known = i < protectedFrom ? memo.rewritten(key) : undefined;
@@ -201,29 +299,113 @@ export async function planHistory(
     if (kind !== undefined) {
       const cached = f.targets[kind];
       const target = cached !== undefined ? cached : await targetOf(f, kind);
-      if (target === null || target === undefined) continue; // cannot be rendered any more: it stays inline
-      applied.push(target);
+      if (target === null || target === undefined) return void (decided.codes[k] = UNRENDERABLE); // it stays inline
+      decided.picked[k] = target;
+      decided.codes[k] = APPLIED;
       // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
       if (kind === 'digest' && want === 'receipt' && i < sealedBefore) {
-        const upgrade = await outputTarget(state, slot, key, 'receipt', o);
+        decided.upgrades[k] = await outputTarget(state, f.slot, key, 'receipt', o);
+        decided.codes[k] = UPGRADED;
+      }
+      return;
+    }
+    decided.codes[k] = SHOWN_AGAIN;
+    if (i >= protectedFrom || i >= sealedBefore) return;
+    decided.codes[k] = SHOWN;
+    if (f.chars === undefined) {
+      const text = slotText(f.slot.value);
+      f.chars = text === undefined ? -1 : codePoints(text);
+    }
+    if (f.chars < o.minChars) return;
+    decided.codes[k] = SHOWN_AGAIN;
+    const before = memo.shownBefore(key, requestKey);
+    if ((before instanceof Promise ? await before : before) < o.inlineLeases) return;
+    decided.codes[k] = SHOWN;
+    const cached = f.targets[want];
+    const target = cached !== undefined ? cached : await targetOf(f, want);
+    if (target === null || target === undefined) return;
+    decided.picked[k] = target;
+    decided.codes[k] = CANDIDATE;
+  };
+  const bounds = { start, protectedFrom, collapseBefore, sealedBefore };
+  const epoch = memo.epoch;
+  const carry = carriedLoop(state, memo, view, outputs, o, bounds, chain, requestKey);
+  let facts: OutputFacts[];
+  if (carry !== undefined) {
+    noteCarried('history');
+    decided.codes = carry.codes.slice();
+    decided.picked = carry.picked.slice();
+    decided.upgrades = carry.upgrades.slice();
+    decided.keys = carry.keys.slice();
+    decided.facts = carry.facts.slice();
+    facts = carry.compact.slice();
+    for (const k of carry.again) await visit(k, decided.facts[k]!, outputs[k]!.item!);
+    for (let k = carry.outputs.length; k < outputs.length; k++) {
+      const slot = outputs[k]!;
+      const i = slot.item;
+      if (i === undefined || i <= start) {
+        decided.codes[k] = SKIPPED;
+        continue;
+      }
+      const f: OutputFacts = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+      facts.push(f);
+      await visit(k, f, i);
+    }
+  } else {
+    // What the previous plan found per output (its key, text size, renderings), reused for the
+    // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+    const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+    facts = [];
+    let p = 0;
+    for (let k = 0; k < outputs.length; k++) {
+      const slot = outputs[k]!;
+      const i = slot.item;
+      if (i === undefined || i <= start) {
+        decided.codes[k] = SKIPPED;
+        continue;
+      }
+      let f = previous[p];
+      if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+      else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+      facts.push(f);
+      await visit(k, f, i);
+    }
+  }
+  // In output order, as the outputs were visited.
+  const again: number[] = [];
+  const { codes, picked, upgrades, keys } = decided;
+  for (let k = 0; k < codes.length; k++) {
+    const code = codes[k]!;
+    if (code === SKIPPED || code === UNRENDERABLE) continue;
+    if (code === APPLIED || code === UPGRADED) {
+      applied.push(picked[k]!);
+      if (code === UPGRADED) {
+        again.push(k);
+        const upgrade = upgrades[k];
         if (upgrade !== undefined) candidates.push(upgrade);
       }
       continue;
     }
-    shown.push(key);
-    if (i >= protectedFrom || i >= sealedBefore) continue;
-    if (f.chars === undefined) {
-      const text = slotText(slot.value);
-      f.chars = text === undefined ? -1 : codePoints(text);
-    }
-    if (f.chars < o.minChars) continue;
-    const before = memo.shownBefore(key, requestKey);
-    if ((before instanceof Promise ? await before : before) < o.inlineLeases) continue;
-    const cached = f.targets[want];
-    const target = cached !== undefined ? cached : await targetOf(f, want);
-    if (target !== null && target !== undefined) candidates.push(target);
+    shown.push(keys[k]!);
+    if (code === CANDIDATE) candidates.push(picked[k]!);
+    else if (code === SHOWN_AGAIN) again.push(k);
   }
   state.sticky.set(OUTPUT_FACTS, facts);
+  // Answers the memo may have dropped while the loop ran are not carried.
+  if (memo.epoch !== epoch) state.sticky.delete(HISTORY_CARRY);
+  else
+    state.sticky.set(HISTORY_CARRY, {
+      ...decided,
+      compact: facts,
+      again,
+      outputs: outputs.slice(),
+      memo,
+      epoch,
+      options: historyOptionsKey(o),
+      bounds,
+      items: view.items.length,
+      lastChain: chain.at(-1) ?? '',
+    } satisfies HistoryCarry);
   if (o.reasoning || o.collapseAfterTurns > 0) {
     for (const slot of view.slots) {
       const i = slot.item;

@@ -17,6 +17,7 @@ import { carryStats, setCarry } from '../../src/compile/carry.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
+import type { PricingProfile } from '../../src/config/pricing.js';
 import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { StoreScope, Vault } from '../../src/vault/types.js';
@@ -47,6 +48,10 @@ function reusing(session: readonly ProviderRequest[]): ProviderRequest[] {
 interface Variation {
   readonly edit: readonly [at: number, item: number] | undefined;
   readonly retry: number | undefined;
+  /** After request `a`, the host sends the shorter request `b` and then `a` again (a history sent again). */
+  readonly rewind: readonly [a: number, b: number] | undefined;
+  /** compileRequest's fixed-block policy (0: the cache-economic rule). */
+  readonly blockTurns: number;
   /** The request whose deliveries find every artifact gone (until it is stored again). */
   readonly lose: number | undefined;
   /** The request whose deliveries fail (the vault throws: the stages pass the request through). */
@@ -57,6 +62,8 @@ interface Variation {
 const variation: fc.Arbitrary<Variation> = fc.record({
   edit: fc.option(fc.tuple(fc.nat(), fc.nat()), { nil: undefined }),
   retry: fc.option(fc.nat(), { nil: undefined }),
+  rewind: fc.option(fc.tuple(fc.nat(), fc.nat()), { nil: undefined }),
+  blockTurns: fc.constantFrom(0, 1, 2),
   lose: fc.option(fc.nat(), { nil: undefined }),
   fail: fc.option(fc.nat(), { nil: undefined }),
   rebuilt: fc.boolean(),
@@ -80,6 +87,11 @@ function vary(session: readonly ProviderRequest[], v: Variation): ProviderReques
   if (v.retry !== undefined) {
     const at = v.retry % requests.length;
     requests = [...requests.slice(0, at + 1), ...requests.slice(at)];
+  }
+  if (v.rewind !== undefined) {
+    const a = v.rewind[0] % requests.length;
+    const b = v.rewind[1] % (a + 1);
+    requests = [...requests.slice(0, a + 1), requests[b]!, ...requests.slice(a)];
   }
   return v.rebuilt ? requests.map(clone) : requests;
 }
@@ -121,6 +133,8 @@ async function outputs(
   requests: readonly ProviderRequest[],
   carry: boolean,
   faults: Pick<Variation, 'lose' | 'fail'> = { lose: undefined, fail: undefined },
+  blockTurns = 0,
+  pricing?: (step: Step<ProviderRequest>) => PricingProfile,
 ): Promise<string[]> {
   const was = setCarry(carry);
   const real = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
@@ -131,7 +145,7 @@ async function outputs(
   const sub = input
     .pipe(
       collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
-      compileRequest({ vault, counter, minVaultChars: 150 }),
+      compileRequest({ vault, counter, minVaultChars: 150, blockTurns, ...(pricing === undefined ? {} : { pricing }) }),
     )
     .subscribe((s) => out.push(s));
   try {
@@ -153,9 +167,9 @@ describe('carried plans = full path', () => {
     'byte-identical outputs and decisions for growing, edited, retried and rebuilt sessions and gone artifacts',
     async (session, v) => {
       const requests = vary(session, v);
-      const expected = await outputs(requests, false, v);
+      const expected = await outputs(requests, false, v, v.blockTurns);
       const before = carryStats();
-      expect(await outputs(requests, true, v)).toEqual(expected);
+      expect(await outputs(requests, true, v, v.blockTurns)).toEqual(expected);
       const after = carryStats();
       carried.duplicates += after.duplicates - before.duplicates;
       carried.history += after.history - before.history;
@@ -199,9 +213,42 @@ describe('carried plans = full path', () => {
       }
   });
 
+  it('decides again the outputs a history sent again showed, as the full path does', async () => {
+    const call = (id: string): Obj => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
+    });
+    const out = (id: string): Obj => ({
+      role: 'tool',
+      tool_call_id: id,
+      content: Array.from({ length: 30 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
+    });
+    const head: Obj[] = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: 'fix it' },
+    ];
+    // E shows x first; the host then sends a prefix of E (x is old there), then E again.
+    const e = [...head, call('x'), out('x'), call('y'), out('y')];
+    const prefix = e.slice(0, 5);
+    const requests = [e, prefix, e, [...e, { role: 'user', content: 'and?' }]].map((messages) => ({
+      model: 'gpt-4o',
+      messages,
+    }));
+    // A rewrite never pays for the prefix request (so x stays a candidate) and always pays after it.
+    const never = { name: 'custom', cacheRead: 0.01, cacheWrite: 100, minCachePrefixTokens: 0 };
+    const always = { name: 'custom', cacheRead: 1, cacheWrite: 1, minCachePrefixTokens: 0 };
+    const pricing = (step: Step<ProviderRequest>): PricingProfile => (step.context.requestId === 'r1' ? never : always);
+    for (const blockTurns of [0, 1]) {
+      const expected = await outputs(requests.map(clone), false, undefined, blockTurns, pricing);
+      expect(await outputs(requests.map(clone), true, undefined, blockTurns, pricing)).toEqual(expected);
+    }
+  });
+
   // Not vacuous: the sessions above took every carried path, many times.
   it('carried plans in the sessions above', () => {
     expect(carried.duplicates).toBeGreaterThan(20);
+    expect(carried.history).toBeGreaterThan(20);
   });
 
   test.prop([growingSession({ ...shapes, minTurns: 4, formats: ['chat'] }), fc.boolean()], { numRuns: 6 })(
