@@ -39,14 +39,23 @@ interface PlannedBase {
 export type PlannedSlot = PlannedBase &
   ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
 
+/** A planned slot that replaces the slot's value: a receipt or a view. */
+export type Managed = Extract<PlannedSlot, { readonly text: string }>;
+
 /**
  * The slot replacements a plan writes back (inline outputs contribute none): the planned slots
  * themselves, so an unchanged decision is the same change object request after request.
  */
-export function planChanges(plan: readonly PlannedSlot[]): { readonly slot: Slot; readonly text: string }[] {
-  const changes: { slot: Slot; text: string }[] = [];
+export function planChanges(plan: readonly PlannedSlot[]): Managed[] {
+  const changes: Managed[] = [];
   for (const p of plan) if (p.render !== 'inline') changes.push(p);
   return changes;
+}
+
+/** What {@link planDuplicates} decided: every planned slot, and those that are not inline (its changes). */
+export interface DuplicatesPlanned {
+  readonly planned: readonly PlannedSlot[];
+  readonly managed: readonly Managed[];
 }
 
 interface Evidence {
@@ -154,6 +163,8 @@ interface DuplicatePlan {
   /** The facts with evidence, in order, and what each was planned as. */
   readonly found: readonly Found[];
   readonly planned: readonly PlannedSlot[];
+  /** The planned slots that are not inline, in order. */
+  readonly managed: readonly Managed[];
   /** Artifact id → index in `found` of its newest copy. */
   readonly newest: Map<string, number>;
   /** Indices in `found` that are not the newest copy of their artifact. */
@@ -194,7 +205,7 @@ export async function planDuplicates(
   view: RequestView,
   outputs: readonly Slot[],
   o: DuplicateOptions,
-): Promise<PlannedSlot[]> {
+): Promise<DuplicatesPlanned> {
   const previous = state.sticky.get(OUTPUT_PLAN) as DuplicatePlan | undefined;
   const carried =
     carryEnabled() &&
@@ -250,23 +261,31 @@ export async function planDuplicates(
   };
   const older: number[] = [];
   let last = -1;
+  // The previous changes stand when no earlier output's decision changed: the new ones follow them.
+  let managed: Managed[] | undefined = carried ? previous.managed.slice() : undefined;
   for (const i of again.sort((a, b) => a - b)) {
     if (i === last) continue;
     last = i;
     const f = found[i]!;
-    planned[i] = decide(f, newest.get(f.ev.receipt.artifactId) !== i, o, viewOf);
+    const decision = decide(f, newest.get(f.ev.receipt.artifactId) !== i, o, viewOf);
+    if (i < planned.length) {
+      if (planned[i] !== decision) managed = undefined;
+    } else if (decision.render !== 'inline') managed?.push(decision);
+    planned[i] = decision;
     if (newest.get(f.ev.receipt.artifactId) !== i) older.push(i);
   }
+  managed ??= planChanges(planned);
   state.sticky.set(OUTPUT_PLAN, {
     outputs: outputs.slice(),
     facts,
     found,
     planned,
+    managed,
     newest,
     older,
     options: optionsKey(o),
   } satisfies DuplicatePlan);
-  return planned.slice();
+  return { planned: planned.slice(), managed: managed.slice() };
 }
 
 /** What one output with evidence is planned as (`older`: a later copy of its artifact is in the request). */
