@@ -286,46 +286,65 @@ export async function planHistory(
   };
   // What the loop decides per output (by index in `outputs`), kept for the session's next request.
   const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
-  /** Decide output `k` (its facts `f`, its item `i`). */
-  const visit = async (k: number, f: OutputFacts, i: number): Promise<void> => {
-    const key = f.key;
-    decided.keys[k] = key;
+  // Decide output `k` (its facts `f`, its item `i`): synchronous while the memo's answers and the
+  // renderings are known (a request names every item of its history: no microtask per item).
+  type Pending = Promise<unknown> | undefined;
+  const visit = (k: number, f: OutputFacts, i: number): Pending => {
+    decided.keys[k] = f.key;
     decided.facts[k] = f;
     // The newest outputs are never rewritten, whatever another process decided for this key.
-    // Known answers are taken without a microtask (a request names every item of its history).
-    const known = i < protectedFrom ? memo.rewritten(key) : undefined;
-    const kind = (known instanceof Promise ? await known : known) as RewriteKind | undefined;
+    const known = i < protectedFrom ? memo.rewritten(f.key) : undefined;
+    return known instanceof Promise
+      ? known.then((kind) => withKind(k, f, i, kind as RewriteKind | undefined))
+      : withKind(k, f, i, known as RewriteKind | undefined);
+  };
+  const withKind = (k: number, f: OutputFacts, i: number, kind: RewriteKind | undefined): Pending => {
     const want: RewriteKind = i < collapseBefore ? 'receipt' : 'digest';
     if (kind !== undefined) {
       const cached = f.targets[kind];
-      const target = cached !== undefined ? cached : await targetOf(f, kind);
-      if (target === null || target === undefined) return void (decided.codes[k] = UNRENDERABLE); // it stays inline
-      decided.picked[k] = target;
-      decided.codes[k] = APPLIED;
-      // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
-      if (kind === 'digest' && want === 'receipt' && i < sealedBefore) {
-        decided.upgrades[k] = await outputTarget(state, f.slot, key, 'receipt', o);
-        decided.codes[k] = UPGRADED;
-      }
-      return;
+      return cached !== undefined
+        ? rewritten(k, f, i, kind, want, cached)
+        : targetOf(f, kind).then((t) => rewritten(k, f, i, kind, want, t));
     }
     decided.codes[k] = SHOWN_AGAIN;
-    if (i >= protectedFrom || i >= sealedBefore) return;
+    if (i >= protectedFrom || i >= sealedBefore) return undefined;
     decided.codes[k] = SHOWN;
     if (f.chars === undefined) {
       const text = slotText(f.slot.value);
       f.chars = text === undefined ? -1 : codePoints(text);
     }
-    if (f.chars < o.minChars) return;
+    if (f.chars < o.minChars) return undefined;
     decided.codes[k] = SHOWN_AGAIN;
-    const before = memo.shownBefore(key, requestKey);
-    if ((before instanceof Promise ? await before : before) < o.inlineLeases) return;
+    const before = memo.shownBefore(f.key, requestKey);
+    return before instanceof Promise ? before.then((n) => leased(k, f, want, n)) : leased(k, f, want, before);
+  };
+  const rewritten = (
+    k: number,
+    f: OutputFacts,
+    i: number,
+    kind: RewriteKind,
+    want: RewriteKind,
+    target: Target | null | undefined,
+  ): Pending => {
+    if (target === null || target === undefined) return void (decided.codes[k] = UNRENDERABLE); // it stays inline
+    decided.picked[k] = target;
+    decided.codes[k] = APPLIED;
+    // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
+    if (kind !== 'digest' || want !== 'receipt' || i >= sealedBefore) return undefined;
+    decided.codes[k] = UPGRADED;
+    return outputTarget(state, f.slot, f.key, 'receipt', o).then((upgrade) => (decided.upgrades[k] = upgrade));
+  };
+  const leased = (k: number, f: OutputFacts, want: RewriteKind, before: number): Pending => {
+    if (before < o.inlineLeases) return undefined;
     decided.codes[k] = SHOWN;
     const cached = f.targets[want];
-    const target = cached !== undefined ? cached : await targetOf(f, want);
-    if (target === null || target === undefined) return;
+    return cached !== undefined ? candidate(k, cached) : targetOf(f, want).then((t) => candidate(k, t));
+  };
+  const candidate = (k: number, target: Target | null | undefined): Pending => {
+    if (target === null || target === undefined) return undefined;
     decided.picked[k] = target;
     decided.codes[k] = CANDIDATE;
+    return undefined;
   };
   const bounds = { start, protectedFrom, collapseBefore, sealedBefore };
   const epoch = memo.epoch;
@@ -339,7 +358,10 @@ export async function planHistory(
     decided.keys = carry.keys.slice();
     decided.facts = carry.facts.slice();
     facts = carry.compact.slice();
-    for (const k of carry.again) await visit(k, decided.facts[k]!, outputs[k]!.item!);
+    for (const k of carry.again) {
+      const pending = visit(k, decided.facts[k]!, outputs[k]!.item!);
+      if (pending !== undefined) await pending;
+    }
     for (let k = carry.outputs.length; k < outputs.length; k++) {
       const slot = outputs[k]!;
       const i = slot.item;
@@ -349,7 +371,8 @@ export async function planHistory(
       }
       const f: OutputFacts = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
       facts.push(f);
-      await visit(k, f, i);
+      const pending = visit(k, f, i);
+      if (pending !== undefined) await pending;
     }
   } else {
     // What the previous plan found per output (its key, text size, renderings), reused for the
@@ -368,7 +391,8 @@ export async function planHistory(
       if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
       else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
       facts.push(f);
-      await visit(k, f, i);
+      const pending = visit(k, f, i);
+      if (pending !== undefined) await pending;
     }
   }
   // In output order, as the outputs were visited.
@@ -464,44 +488,11 @@ export async function planHistory(
     }
   }
 
-  const receipts: { artifactId: string; verified: boolean }[] = [];
-  const final: Target[] = [];
-  let failed = 0;
-  let failure: string | undefined;
   const chosenKeys = new Set(chosen.map((c) => c.key));
   const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
-  for (const t of order) {
-    try {
-      if (t.evidence === undefined) {
-        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
-        if (!ok) throw new Error('artifact gone');
-        receipts.push({ artifactId: t.artifactId, verified: true });
-      } else {
-        // The receipt an earlier request got for this rendering stands while its artifact is not
-        // found gone; else known without a microtask when a recent request vaulted the same text.
-        let r = receiptOfTarget.get(t);
-        if (r === undefined || state.evidence.isGone(r.artifactId)) {
-          r =
-            state.evidence.knownReceipt(t.evidence, t.toolName) ??
-            (await state.evidence.receipt(t.evidence, {
-              toolName: t.toolName,
-              sessionId: o.sessionId,
-              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
-            }));
-          // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
-          if (r.artifactId !== t.artifactId)
-            throw new Error('artifact id differs from the rendered one (prefix collision)');
-          receiptOfTarget.set(t, r);
-        }
-        receipts.push(r);
-      }
-      final.push(t);
-    } catch (error) {
-      failed++; // this item stays inline (and undecided); the others still go ahead
-      failure ??= errorLabel(error);
-      chosen = chosen.filter((c) => c.key !== t.key);
-    }
-  }
+  const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
+  const failed = dropped.length;
+  for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
   if (final.length === 0)
     return {
       items: view.items,
@@ -539,6 +530,58 @@ export async function planHistory(
     failed,
     ...(failure === undefined ? {} : { failure }),
   };
+}
+
+/** What {@link receiptsOf} found: the receipts and renderings that can be named, and the keys of those that cannot. */
+interface Receipts {
+  readonly receipts: { artifactId: string; verified: boolean }[];
+  readonly final: Target[];
+  readonly dropped: string[];
+  readonly failure: string | undefined;
+}
+
+/**
+ * The receipt of each rendering in `order`, vaulted or verified when not known; a rendering whose
+ * artifact cannot be stored or found is dropped (it stays inline). Apart from planHistory: a
+ * small function the engine optimizes, for a loop that runs over every rewritten output.
+ */
+async function receiptsOf(state: SessionState, order: readonly Target[], o: HistoryOptions): Promise<Receipts> {
+  const receipts: { artifactId: string; verified: boolean }[] = [];
+  const final: Target[] = [];
+  const dropped: string[] = [];
+  let failure: string | undefined;
+  for (const t of order) {
+    try {
+      if (t.evidence === undefined) {
+        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
+        if (!ok) throw new Error('artifact gone');
+        receipts.push({ artifactId: t.artifactId, verified: true });
+      } else {
+        // The receipt an earlier request got for this rendering stands while its artifact is not
+        // found gone; else known without a microtask when a recent request vaulted the same text.
+        let r = receiptOfTarget.get(t);
+        if (r === undefined || state.evidence.isGone(r.artifactId)) {
+          r =
+            state.evidence.knownReceipt(t.evidence, t.toolName) ??
+            (await state.evidence.receipt(t.evidence, {
+              toolName: t.toolName,
+              sessionId: o.sessionId,
+              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
+            }));
+          // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
+          if (r.artifactId !== t.artifactId)
+            throw new Error('artifact id differs from the rendered one (prefix collision)');
+          receiptOfTarget.set(t, r);
+        }
+        receipts.push(r);
+      }
+      final.push(t);
+    } catch (error) {
+      dropped.push(t.key); // this item stays inline (and undecided); the others still go ahead
+      failure ??= errorLabel(error);
+    }
+  }
+  return { receipts, final, dropped, failure };
 }
 
 /** Item index where the sealed steps end. */
