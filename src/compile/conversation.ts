@@ -67,11 +67,15 @@ export interface ConversationMemo {
   markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
   /**
    * Moves on whenever an earlier answer of {@link rewritten} or {@link shownBefore} may change
-   * other than by counting a request: a rewrite recorded, a key dropped from memory (the mirror
-   * answers for it again, possibly without a write that failed). A planner carries earlier
+   * other than by counting a request or recording a rewrite: a key dropped from memory (the
+   * mirror answers for it again, possibly without a write that failed). A planner carries earlier
    * answers only while this stays the same.
    */
   readonly epoch: number;
+  /** Rewrites recorded so far (a mark for {@link rewrittenSince}). */
+  readonly rewriteMark: number;
+  /** Keys whose rewrite was recorded after `mark`, in order; undefined when the memo no longer knows them all. */
+  rewrittenSince(mark: number): readonly string[] | undefined;
   /**
    * Whether `requestKey` may be some item's last counted showing (counted here, or read back from
    * the mirror); false only when it certainly is none. While it is false and the epoch stays, an
@@ -108,6 +112,10 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
   const shown = new Map<string, { count: number; last: string }>();
   const rewritten = new Map<string, string | null>();
   let epoch = 0;
+  // The keys of the latest rewrites: log[j] is rewrite number logStart + j.
+  let rewrites = 0;
+  let logStart = 0;
+  let log: string[] = [];
   // Request keys entries were last counted with; past the bound every key may be one (forgot).
   const lasts = new Set<string>();
   let forgot = false;
@@ -144,8 +152,13 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
   type Row = readonly [key: string, value: string];
   /** Remember what a history rewrite gave the item; the row that mirrors it. */
   const rewrite = (key: string, kind: string): Row => {
-    remember(rewritten, key, kind);
-    epoch++;
+    if (remember(rewritten, key, kind)) epoch++;
+    rewrites++;
+    log.push(key);
+    if (log.length > MEMO_KEYS) {
+      log = log.slice(Math.floor(log.length / 2));
+      logStart = rewrites - log.length;
+    }
     return [REWRITTEN + key, kind];
   };
   /** Count the request in the item's entry; the row that mirrors it, or undefined when nothing changed. */
@@ -221,6 +234,10 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     get epoch() {
       return epoch;
     },
+    get rewriteMark() {
+      return rewrites;
+    },
+    rewrittenSince: (mark) => (mark < logStart || mark > rewrites ? undefined : log.slice(mark - logStart)),
     counted: (requestKey) => forgot || lasts.has(requestKey),
   };
 }

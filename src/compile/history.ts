@@ -152,6 +152,10 @@ interface HistoryCarry extends Readonly<Decided> {
   readonly outputs: readonly Slot[];
   readonly memo: ConversationMemo;
   readonly epoch: number;
+  /** The memo's rewrite mark the decisions were taken at. */
+  readonly rewriteMark: number;
+  /** Output index by key (handed over to the next request that carries this one). */
+  readonly byKey: Map<string, number>;
   readonly options: string;
   readonly bounds: Bounds;
   readonly items: number;
@@ -178,11 +182,12 @@ const historyOptionsKey = (o: HistoryOptions): string =>
  * The previous request's decisions when they hold for this one, else undefined (the full path).
  * They hold when this request extends it (the same output slots, the same history before them),
  * with the same options and memo, the boundaries not moved back and the collapse horizon not
- * moved, and the memo's answers unchanged: no rewrite recorded and no key dropped since (the
- * epoch), and this request's key counted for no item (a retry, or a history sent again, answers
- * the lease count one lower for the items it showed). An APPLIED, UNRENDERABLE or SHOWN output
- * then gets the same answers, and a CANDIDATE was shown the lease count of times, which no
- * later count changes; the others are decided again.
+ * moved, and the memo's answers unchanged: no key dropped since (the epoch), and this request's
+ * key counted for no item (a retry, or a history sent again, answers the lease count one lower
+ * for the items it showed). An APPLIED, UNRENDERABLE or SHOWN output then gets the same answers,
+ * and a CANDIDATE was shown the lease count of times, which no later count changes; the others,
+ * and the outputs whose rewrite was recorded since (the memo's rewrite log), are decided again
+ * (`again`, in output order).
  */
 function carriedLoop(
   state: SessionState,
@@ -193,7 +198,7 @@ function carriedLoop(
   bounds: Bounds,
   chain: readonly string[],
   requestKey: string,
-): HistoryCarry | undefined {
+): { readonly carry: HistoryCarry; readonly again: readonly number[] } | undefined {
   const carry = state.sticky.get(HISTORY_CARRY) as HistoryCarry | undefined;
   if (!carryEnabled() || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
   const b = carry.bounds;
@@ -210,7 +215,15 @@ function carriedLoop(
   )
     return undefined;
   for (let k = 0; k < carry.outputs.length; k++) if (outputs[k] !== carry.outputs[k]) return undefined;
-  return carry;
+  const since = memo.rewrittenSince(carry.rewriteMark);
+  if (since === undefined) return undefined;
+  if (since.length === 0) return { carry, again: carry.again };
+  const again = new Set(carry.again);
+  for (const key of since) {
+    const k = carry.byKey.get(key);
+    if (k !== undefined) again.add(k);
+  }
+  return { carry, again: [...again].sort((a, b) => a - b) };
 }
 /** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
 const receiptOfTarget = new WeakMemo<Target, Receipted>();
@@ -347,9 +360,13 @@ export async function planHistory(
     return undefined;
   };
   const bounds = { start, protectedFrom, collapseBefore, sealedBefore };
-  const epoch = memo.epoch;
-  const carry = carriedLoop(state, memo, view, outputs, o, bounds, chain, requestKey);
+  const [epoch, rewriteMark] = [memo.epoch, memo.rewriteMark];
+  const carried = carriedLoop(state, memo, view, outputs, o, bounds, chain, requestKey);
+  const carry = carried?.carry;
+  // Taken over (its map grows with this request's outputs): set again once the loop is done.
+  state.sticky.delete(HISTORY_CARRY);
   let facts: OutputFacts[];
+  let byKey: Map<string, number>;
   if (carry !== undefined) {
     noteCarried('history');
     decided.codes = carry.codes.slice();
@@ -358,7 +375,8 @@ export async function planHistory(
     decided.keys = carry.keys.slice();
     decided.facts = carry.facts.slice();
     facts = carry.compact.slice();
-    for (const k of carry.again) {
+    byKey = carry.byKey;
+    for (const k of carried!.again) {
       const pending = visit(k, decided.facts[k]!, outputs[k]!.item!);
       if (pending !== undefined) await pending;
     }
@@ -371,10 +389,12 @@ export async function planHistory(
       }
       const f: OutputFacts = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
       facts.push(f);
+      byKey.set(f.key, k);
       const pending = visit(k, f, i);
       if (pending !== undefined) await pending;
     }
   } else {
+    byKey = new Map();
     // What the previous plan found per output (its key, text size, renderings), reused for the
     // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
     const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
@@ -391,6 +411,7 @@ export async function planHistory(
       if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
       else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
       facts.push(f);
+      byKey.set(f.key, k);
       const pending = visit(k, f, i);
       if (pending !== undefined) await pending;
     }
@@ -415,8 +436,8 @@ export async function planHistory(
     else if (code === SHOWN_AGAIN) again.push(k);
   }
   state.sticky.set(OUTPUT_FACTS, facts);
-  // Answers the memo may have dropped while the loop ran are not carried.
-  if (memo.epoch !== epoch) state.sticky.delete(HISTORY_CARRY);
+  // Answers the memo may have dropped or changed while the loop ran are not carried.
+  if (memo.epoch !== epoch || memo.rewriteMark !== rewriteMark) state.sticky.delete(HISTORY_CARRY);
   else
     state.sticky.set(HISTORY_CARRY, {
       ...decided,
@@ -425,6 +446,8 @@ export async function planHistory(
       outputs: outputs.slice(),
       memo,
       epoch,
+      rewriteMark,
+      byKey,
       options: historyOptionsKey(o),
       bounds,
       items: view.items.length,
