@@ -14,6 +14,11 @@ import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { carryStats, setCarry } from '../../src/compile/carry.js';
+import { createConversationMemo } from '../../src/compile/conversation.js';
+import { planHistory } from '../../src/compile/history.js';
+import { hostToolOutputs } from '../../src/compile/observations.js';
+import { createSessionPool } from '../../src/compile/session.js';
+import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
@@ -243,6 +248,66 @@ describe('carried plans = full path', () => {
       const expected = await outputs(requests.map(clone), false, undefined, blockTurns, pricing);
       expect(await outputs(requests.map(clone), true, undefined, blockTurns, pricing)).toEqual(expected);
     }
+  });
+
+  it('plans from scratch once the memo dropped answers it gave (its epoch moved), as the full path does', async () => {
+    const call = (id: string): Obj => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
+    });
+    const out = (id: string): Obj => ({
+      role: 'tool',
+      tool_call_id: id,
+      content: Array.from({ length: 30 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
+    });
+    const r0 = [{ role: 'system', content: 'agent' }, { role: 'user', content: 'fix it' }, call('x'), out('x')];
+    const r1 = [...r0, call('y'), out('y')];
+    const r2 = [...r1, { role: 'user', content: 'more' }];
+    const plans = async (carry: boolean): Promise<string> => {
+      const was = setCarry(carry);
+      const vault = await createVault({ path: join(dir, `memo-${runs++}.sqlite3`) });
+      try {
+        const state = createSessionPool({ vault, counter })('s');
+        const real = createConversationMemo(vault, 's', 1);
+        // After r1 the memo forgets r1's rewrite (as a dropped key whose mirror write failed would).
+        let forgot = false;
+        const memo = new Proxy(real, {
+          get: (t, k) => {
+            if (k === 'epoch') return t.epoch + (forgot ? 1 : 0);
+            if (k === 'rewritten' && forgot) return () => undefined;
+            return Reflect.get(t, k, t) as unknown;
+          },
+        });
+        let last = '';
+        for (const [n, messages] of [r0, r1, r2].entries()) {
+          if (n === 2) forgot = true;
+          const view = state.requests.recognise({ model: 'gpt-4o', messages }).view;
+          const plan = await planHistory(state, memo, view, hostToolOutputs(view), {
+            sessionId: 's',
+            minChars: 150,
+            maxArtifactChars: 2_000_000,
+            inlineRecentTurns: 1,
+            inlineLeases: 1,
+            blockTurns: 1,
+            requestsAhead: 0,
+            digestDiagnosticChars: 400,
+            collapseAfterTurns: 0,
+            reasoning: false,
+            pricing: PRICING_PROFILES.openai,
+          });
+          await memo.markRequest(plan!.requestKey, { shown: plan!.shown, rewritten: plan!.decided });
+          last = JSON.stringify({ items: plan!.items, decided: plan!.decided, shown: plan!.shown, batch: plan!.batch });
+        }
+        return last;
+      } finally {
+        setCarry(was);
+        await vault.close();
+      }
+    };
+    const expected = await plans(false);
+    expect(expected).toContain('"batch":true'); // the forgotten output is decided again
+    expect(await plans(true)).toBe(expected);
   });
 
   // Not vacuous: the sessions above took every carried path, many times.
