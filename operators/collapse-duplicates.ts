@@ -267,22 +267,25 @@ export function collapseDuplicates(
       };
       // Delivery is the commit point: a receipt whose artifact is gone by then leaves its slot
       // inline (the request still has the content), and the rest is measured again.
-      let kept = plan;
+      // Only the managed slots (receipts and views) are read from here on: the plan hands them
+      // over, so the history's inline outputs are not walked again.
+      let kept = plan.planned;
+      let managed = plan.managed;
       let measured: ReturnType<typeof gate> | undefined;
       for (;;) {
-        const items = renderItems(state, view, planChanges(kept));
+        const items = renderItems(state, view, managed);
         if (items === undefined) return base === recognised.request && unresolved === 0 ? undefined : withBase();
         measured = gate(
           state,
           base,
           view,
           items,
-          kept.filter((p) => p.render !== 'inline').map((p) => p.receipt),
+          managed.map((p) => p.receipt),
         );
         if (!measured.verdict.accepted)
           return note(withBase(), { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
         const gone = await state.evidence.deliver(
-          kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId),
+          managed.map((p) => p.receipt.artifactId),
           scope,
         );
         if (gone.length === 0) break;
@@ -291,15 +294,17 @@ export function collapseDuplicates(
             ? { slot: p.slot, receipt: p.receipt, duplicate: false, render: 'inline' as const }
             : p,
         );
+        managed = planChanges(kept);
       }
-      const receipted = kept.filter((p) => p.render !== 'inline').map((p) => p.receipt.artifactId);
-      // Sticky: a copy rendered as a duplicate's receipt stays one in every later request.
+      const receipted = managed.map((p) => p.receipt.artifactId);
+      // Sticky: a copy rendered as a duplicate's receipt stays one in every later request (a
+      // duplicate is never inline).
       const known = duplicates.size;
-      for (const p of kept) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
+      for (const p of managed) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
       if (duplicates.size > known)
         await vault.setRendering(sessionId, DUPLICATES, JSON.stringify([...duplicates]), scope).catch(() => undefined);
-      const duplicateCount = kept.filter((p) => p.duplicate).length;
-      const views = kept.filter((p) => p.render === 'view').length;
+      const duplicateCount = managed.filter((p) => p.duplicate).length;
+      const views = managed.filter((p) => p.render === 'view').length;
       const reason = [
         ...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []),
         ...(views > 0 ? [`${views} bounded view(s)`] : []),

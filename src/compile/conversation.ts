@@ -65,6 +65,23 @@ export interface ConversationMemo {
   /** The rendering a history rewrite gave the item (its kind), if any. */
   rewritten(key: string): string | undefined | Promise<string | undefined>;
   markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
+  /**
+   * Moves on whenever an earlier answer of {@link rewritten} or {@link shownBefore} may change
+   * other than by counting a request or recording a rewrite: a key dropped from memory (the
+   * mirror answers for it again, possibly without a write that failed). A planner carries earlier
+   * answers only while this stays the same.
+   */
+  readonly epoch: number;
+  /** Rewrites recorded so far (a mark for {@link rewrittenSince}). */
+  readonly rewriteMark: number;
+  /** Keys whose rewrite was recorded after `mark`, in order; undefined when the memo no longer knows them all. */
+  rewrittenSince(mark: number): readonly string[] | undefined;
+  /**
+   * Whether `requestKey` may be some item's last counted showing (counted here, or read back from
+   * the mirror); false only when it certainly is none. While it is false and the epoch stays, an
+   * item shown the lease count of times keeps the same {@link shownBefore} answer.
+   */
+  counted(requestKey: string): boolean;
 }
 
 /** What {@link ConversationMemo.markRequest} records. */
@@ -82,15 +99,34 @@ export interface RequestMarks {
  */
 const MEMO_KEYS = 4096;
 
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
+/** Set `key` in a bounded map; true when that dropped the least recently added key. */
+function remember<V>(map: Map<string, V>, key: string, value: V): boolean {
   map.set(key, value);
-  if (map.size > MEMO_KEYS) map.delete(map.keys().next().value as string);
+  if (map.size <= MEMO_KEYS) return false;
+  map.delete(map.keys().next().value as string);
+  return true;
 }
 
 /** `cap`: stop counting (and writing) once an item was shown this many times. */
 export function createConversationMemo(vault: SessionStore, sessionId: string, cap: number): ConversationMemo {
   const shown = new Map<string, { count: number; last: string }>();
   const rewritten = new Map<string, string | null>();
+  let epoch = 0;
+  // The keys of the latest rewrites: log[j] is rewrite number logStart + j.
+  let rewrites = 0;
+  let logStart = 0;
+  let log: string[] = [];
+  // Request keys entries were last counted with; past the bound every key may be one (forgot).
+  const lasts = new Set<string>();
+  let forgot = false;
+  const noteLast = (requestKey: string): void => {
+    if (forgot) return;
+    lasts.add(requestKey);
+    if (lasts.size > MEMO_KEYS) {
+      forgot = true;
+      lasts.clear();
+    }
+  };
   const loadShown = async (key: string): Promise<{ count: number; last: string }> => {
     let entry = shown.get(key);
     if (entry === undefined) {
@@ -98,7 +134,8 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
       const [count, last] =
         stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
       entry = { count, last };
-      remember(shown, key, entry);
+      noteLast(last);
+      if (remember(shown, key, entry)) epoch++;
     }
     return entry;
   };
@@ -109,12 +146,19 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     if (entry.count >= cap || entry.last === requestKey) return undefined;
     entry.count++;
     entry.last = requestKey;
+    noteLast(requestKey);
     return `${entry.count} ${requestKey}`;
   };
   type Row = readonly [key: string, value: string];
   /** Remember what a history rewrite gave the item; the row that mirrors it. */
   const rewrite = (key: string, kind: string): Row => {
-    remember(rewritten, key, kind);
+    if (remember(rewritten, key, kind)) epoch++;
+    rewrites++;
+    log.push(key);
+    if (log.length > MEMO_KEYS) {
+      log = log.slice(Math.floor(log.length / 2));
+      logStart = rewrites - log.length;
+    }
     return [REWRITTEN + key, kind];
   };
   /** Count the request in the item's entry; the row that mirrors it, or undefined when nothing changed. */
@@ -149,7 +193,7 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
   };
   const loadRewritten = async (key: string): Promise<string | undefined> => {
     const kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
-    remember(rewritten, key, kind);
+    if (remember(rewritten, key, kind)) epoch++;
     return kind ?? undefined;
   };
   return {
@@ -187,5 +231,13 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     async markRewritten(key, kind, scope) {
       await mirrored(vault.setRendering(sessionId, ...rewrite(key, kind), scope));
     },
+    get epoch() {
+      return epoch;
+    },
+    get rewriteMark() {
+      return rewrites;
+    },
+    rewrittenSince: (mark) => (mark < logStart || mark > rewrites ? undefined : log.slice(mark - logStart)),
+    counted: (requestKey) => forgot || lasts.has(requestKey),
   };
 }

@@ -10,6 +10,7 @@ import { isFailureLine } from './digest.js';
 import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
+import { carryEnabled, noteCarried } from './carry.js';
 
 export interface DuplicateOptions {
   readonly sessionId: string;
@@ -38,14 +39,23 @@ interface PlannedBase {
 export type PlannedSlot = PlannedBase &
   ({ readonly render: 'inline' } | { readonly render: 'receipt' | 'view'; readonly text: string });
 
+/** A planned slot that replaces the slot's value: a receipt or a view. */
+export type Managed = Extract<PlannedSlot, { readonly text: string }>;
+
 /**
  * The slot replacements a plan writes back (inline outputs contribute none): the planned slots
  * themselves, so an unchanged decision is the same change object request after request.
  */
-export function planChanges(plan: readonly PlannedSlot[]): { readonly slot: Slot; readonly text: string }[] {
-  const changes: { slot: Slot; text: string }[] = [];
+export function planChanges(plan: readonly PlannedSlot[]): Managed[] {
+  const changes: Managed[] = [];
   for (const p of plan) if (p.render !== 'inline') changes.push(p);
   return changes;
+}
+
+/** What {@link planDuplicates} decided: every planned slot, and those that are not inline (its changes). */
+export interface DuplicatesPlanned {
+  readonly planned: readonly PlannedSlot[];
+  readonly managed: readonly Managed[];
 }
 
 interface Evidence {
@@ -141,7 +151,29 @@ interface OutputFacts {
   planned?: { [R in PlannedSlot['render']]?: PlannedSlot };
 }
 
-const OUTPUT_FACTS = 'dedupe:outputs';
+type Found = OutputFacts & { readonly ev: Evidence };
+
+/**
+ * What planning one request left for the session's next: the outputs it was given (a copy), their
+ * facts, and its decisions. `newest` is handed over to the next plan that carries this one.
+ */
+interface DuplicatePlan {
+  readonly outputs: readonly Slot[];
+  readonly facts: readonly OutputFacts[];
+  /** The facts with evidence, in order, and what each was planned as. */
+  readonly found: readonly Found[];
+  readonly planned: readonly PlannedSlot[];
+  /** The planned slots that are not inline, in order. */
+  readonly managed: readonly Managed[];
+  /** Artifact id → index in `found` of its newest copy. */
+  readonly newest: Map<string, number>;
+  /** Indices in `found` that are not the newest copy of their artifact. */
+  readonly older: readonly number[];
+  /** The options the decisions depend on besides the two predicates. */
+  readonly options: string;
+}
+
+const OUTPUT_PLAN = 'dedupe:plan';
 
 /** The planned slot of `f` rendered as `render`, built once per output and rendering. */
 function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
@@ -149,35 +181,73 @@ function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => P
   return (planned[render] ??= build());
 }
 
-/** Decide every large tool output of a request. */
+const optionsKey = (o: DuplicateOptions): string => `${o.minChars} ${o.maxChars} ${o.maxInlineChars} ${o.viewChars}`;
+
+/** True when `outputs` begins with every slot of `before` (the same objects). */
+function extendsOutputs(outputs: readonly Slot[], before: readonly Slot[]): boolean {
+  if (outputs.length < before.length) return false;
+  for (let k = 0; k < before.length; k++) if (outputs[k] !== before[k]) return false;
+  return true;
+}
+
+/**
+ * Decide every large tool output of a request.
+ *
+ * Carried: when the request's outputs extend the previous plan's (the same slot objects, so the
+ * same items and evidence) and no artifact was found gone since, the previous decisions stand for
+ * every output that was, and still is, the newest copy of its artifact: its decision depends on
+ * its evidence alone (a view when too large, else inline). Only the new outputs, the older copies
+ * (whose decision depends on what arrived with this request and what was a duplicate before) and
+ * copies a new output made older are decided again. Anything else takes the full path.
+ */
 export async function planDuplicates(
   state: SessionState,
   view: RequestView,
   outputs: readonly Slot[],
   o: DuplicateOptions,
-): Promise<PlannedSlot[]> {
-  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
-  const facts: OutputFacts[] = [];
+): Promise<DuplicatesPlanned> {
+  const previous = state.sticky.get(OUTPUT_PLAN) as DuplicatePlan | undefined;
+  const carried =
+    carryEnabled() &&
+    previous !== undefined &&
+    previous.options === optionsKey(o) &&
+    state.evidence.goneCount === 0 &&
+    extendsOutputs(outputs, previous.outputs);
+  const added: OutputFacts[] = [];
   let p = 0;
-  for (const slot of outputs) {
+  for (let k = carried ? previous.outputs.length : 0; k < outputs.length; k++) {
+    const slot = outputs[k]!;
     if (slot.item === undefined) continue;
-    let f = previous[p];
+    let f = carried ? undefined : previous?.facts[p];
     if (f !== undefined && f.slot === slot) p++;
     // A receipt whose artifact a delivery found gone is not carried: the content is vaulted again.
     if (f === undefined || f.slot !== slot || !reusable(state, f.ev)) {
       const known = knownEvidence(state, view, slot, o);
       f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
     }
-    facts.push(f);
+    added.push(f);
   }
-  state.sticky.set(OUTPUT_FACTS, facts);
-  const found = facts.filter((f): f is OutputFacts & { ev: Evidence } => f.ev !== null);
+  // Synchronous from here on: a carried plan takes over the previous one's map.
+  state.sticky.delete(OUTPUT_PLAN);
+  if (carried) noteCarried('duplicates');
+  const facts = carried ? previous.facts.concat(added) : added;
+  const found: Found[] = carried ? previous.found.slice() : [];
+  const planned: PlannedSlot[] = carried ? previous.planned.slice() : [];
+  const newest = carried ? previous.newest : new Map<string, number>();
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
   // become receipts (the content is visible further down). Copies the conversation already had
   // are left to the history rewrites: replacing them here would break the prompt cache.
-  const newest = new Map<string, number>();
-  found.forEach((f, i) => newest.set(f.ev.receipt.artifactId, i));
-  const planned: PlannedSlot[] = [];
+  const again: number[] = carried ? previous.older.slice() : [];
+  for (const f of added) {
+    if (f.ev === null) continue;
+    const i = found.length;
+    found.push(f as Found);
+    const id = f.ev.receipt.artifactId;
+    const before = newest.get(id);
+    if (carried && before !== undefined) again.push(before); // no longer the newest copy
+    newest.set(id, i);
+    again.push(i);
+  }
   let chain: readonly string[] | undefined;
   const viewOf = (slot: Slot, ev: Evidence): string => {
     chain ??= state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
@@ -189,36 +259,62 @@ export async function planDuplicates(
     }
     return ev.view.text;
   };
-  for (let i = 0; i < found.length; i++) {
+  const older: number[] = [];
+  let last = -1;
+  // The previous changes stand when no earlier output's decision changed: the new ones follow them.
+  let managed: Managed[] | undefined = carried ? previous.managed.slice() : undefined;
+  for (const i of again.sort((a, b) => a - b)) {
+    if (i === last) continue;
+    last = i;
     const f = found[i]!;
-    const { slot, ev } = f;
-    const id = ev.receipt.artifactId;
-    if (newest.get(id) !== i && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!)))
-      planned.push(
-        plannedAs(f, 'receipt', () => ({
-          slot,
-          receipt: ev.receipt,
-          render: 'receipt',
-          duplicate: true,
-          text: ev.receipt.text,
-        })),
-      );
-    else if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars) {
-      // The names of the conversation before this output: the same view every request that has the
-      // same history before it (a carried planned slot is the same slot, so the same history).
-      planned.push(
-        plannedAs(f, 'view', () => ({
-          slot,
-          receipt: ev.receipt,
-          render: 'view',
-          duplicate: false,
-          text: viewOf(slot, ev),
-        })),
-      );
-    } else
-      planned.push(plannedAs(f, 'inline', () => ({ slot, receipt: ev.receipt, render: 'inline', duplicate: false })));
+    const decision = decide(f, newest.get(f.ev.receipt.artifactId) !== i, o, viewOf);
+    if (i < planned.length) {
+      if (planned[i] !== decision) managed = undefined;
+    } else if (decision.render !== 'inline') managed?.push(decision);
+    planned[i] = decision;
+    if (newest.get(f.ev.receipt.artifactId) !== i) older.push(i);
   }
-  return planned;
+  managed ??= planChanges(planned);
+  state.sticky.set(OUTPUT_PLAN, {
+    outputs: outputs.slice(),
+    facts,
+    found,
+    planned,
+    managed,
+    newest,
+    older,
+    options: optionsKey(o),
+  } satisfies DuplicatePlan);
+  return { planned: planned.slice(), managed: managed.slice() };
+}
+
+/** What one output with evidence is planned as (`older`: a later copy of its artifact is in the request). */
+function decide(
+  f: Found,
+  older: boolean,
+  o: DuplicateOptions,
+  viewOf: (slot: Slot, ev: Evidence) => string,
+): PlannedSlot {
+  const { slot, ev } = f;
+  if (older && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!)))
+    return plannedAs(f, 'receipt', () => ({
+      slot,
+      receipt: ev.receipt,
+      render: 'receipt',
+      duplicate: true,
+      text: ev.receipt.text,
+    }));
+  // The names of the conversation before this output: the same view every request that has the
+  // same history before it (a carried planned slot is the same slot, so the same history).
+  if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars)
+    return plannedAs(f, 'view', () => ({
+      slot,
+      receipt: ev.receipt,
+      render: 'view',
+      duplicate: false,
+      text: viewOf(slot, ev),
+    }));
+  return plannedAs(f, 'inline', () => ({ slot, receipt: ev.receipt, render: 'inline', duplicate: false }));
 }
 
 /**

@@ -92,6 +92,8 @@ export interface EvidenceStore {
   pin(ids: readonly string[]): Promise<void>;
   /** True when a delivery found this artifact gone and no put has stored it again since. */
   isGone(artifactId: string): boolean;
+  /** How many artifacts {@link isGone} is true for (0: a memoized receipt of this store may be named again). */
+  readonly goneCount: number;
   /** A request is being reduced, in this scope (its tenant, session and lock budget): every put and delivery of it uses it, and the text lookup moves on a generation. */
   begin(scope: StoreScope): void;
 }
@@ -271,6 +273,9 @@ export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntrie
       if (missing.length > 0) throw new Error(`artifact ${missing[0]} is gone`);
     },
     isGone: (id) => gone.has(id),
+    get goneCount() {
+      return gone.size;
+    },
     begin(scope) {
       lastScope = scope;
       nextRequest();

@@ -29,6 +29,7 @@ import { parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { WeakMemo } from '../weak-memo.js';
+import { carryEnabled, noteCarried } from './carry.js';
 
 export interface HistoryOptions {
   readonly sessionId: string;
@@ -108,6 +109,122 @@ interface OutputFacts {
 }
 
 const OUTPUT_FACTS = 'history:outputs';
+
+/** The key of an output in the conversation: its item's chain hash and its path in the item. */
+const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringify(slot.path.slice(2))}`;
+
+/**
+ * What planning decided for one output. SHOWN_AGAIN and UPGRADED are decided again by every
+ * request (a moved boundary, a lease count still growing, the collapse horizon); the others stand
+ * while the memo's answers do (see {@link carriedLoop}).
+ */
+const SKIPPED = 0; // not history (the prefix, or no item)
+const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
+const UPGRADED = 2; // APPLIED, and `upgrades` the bare receipt it may become
+const UNRENDERABLE = 3; // an earlier rewrite that cannot be rendered any more: inline
+const SHOWN = 4; // inline, and stays so: too small, or no rendering
+const SHOWN_AGAIN = 5; // inline: among the newest turns, not sealed, or not shown the lease count of times yet
+const CANDIDATE = 6; // inline, and a candidate for a new batch: `picked` is its rendering
+type Outcome = number;
+
+interface Decided {
+  codes: Outcome[];
+  picked: (Target | undefined)[];
+  upgrades: (Target | undefined)[];
+  keys: (string | undefined)[];
+  facts: (OutputFacts | undefined)[];
+}
+
+/** The boundaries a request's decisions were taken at. */
+interface Bounds {
+  readonly start: number;
+  readonly protectedFrom: number;
+  readonly collapseBefore: number;
+  readonly sealedBefore: number;
+}
+
+/** One request's decisions per output, for the session's next request (see {@link carriedLoop}). */
+interface HistoryCarry extends Readonly<Decided> {
+  /** The facts of the outputs that have them, in order (what OUTPUT_FACTS holds). */
+  readonly compact: readonly OutputFacts[];
+  /** Outputs to decide again (SHOWN_AGAIN, UPGRADED). */
+  readonly again: readonly number[];
+  readonly outputs: readonly Slot[];
+  readonly memo: ConversationMemo;
+  readonly epoch: number;
+  /** The memo's rewrite mark the decisions were taken at. */
+  readonly rewriteMark: number;
+  /** Output index by key (handed over to the next request that carries this one). */
+  readonly byKey: Map<string, number>;
+  readonly options: string;
+  readonly bounds: Bounds;
+  readonly items: number;
+  /** Chain hash of the last item (a prefix hash: equal here means the same history). */
+  readonly lastChain: string;
+}
+
+const HISTORY_CARRY = 'history:carry';
+
+const historyOptionsKey = (o: HistoryOptions): string =>
+  JSON.stringify([
+    o.sessionId,
+    o.minChars,
+    o.maxArtifactChars,
+    o.inlineRecentTurns,
+    o.inlineLeases,
+    o.blockTurns,
+    o.digestDiagnosticChars,
+    o.collapseAfterTurns,
+    o.reasoning,
+  ]);
+
+/**
+ * The previous request's decisions when they hold for this one, else undefined (the full path).
+ * They hold when this request extends it (the same output slots, the same history before them),
+ * with the same options and memo, the boundaries not moved back and the collapse horizon not
+ * moved, and the memo's answers unchanged: no key dropped since (the epoch), and this request's
+ * key counted for no item (a retry, or a history sent again, answers the lease count one lower
+ * for the items it showed). An APPLIED, UNRENDERABLE or SHOWN output then gets the same answers,
+ * and a CANDIDATE was shown the lease count of times, which no later count changes; the others,
+ * and the outputs whose rewrite was recorded since (the memo's rewrite log), are decided again
+ * (`again`, in output order).
+ */
+function carriedLoop(
+  state: SessionState,
+  memo: ConversationMemo,
+  view: RequestView,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  bounds: Bounds,
+  chain: readonly string[],
+  requestKey: string,
+): { readonly carry: HistoryCarry; readonly again: readonly number[] } | undefined {
+  const carry = state.sticky.get(HISTORY_CARRY) as HistoryCarry | undefined;
+  if (!carryEnabled() || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
+  const b = carry.bounds;
+  if (
+    carry.options !== historyOptionsKey(o) ||
+    b.start !== bounds.start ||
+    b.collapseBefore !== bounds.collapseBefore ||
+    bounds.protectedFrom < b.protectedFrom ||
+    bounds.sealedBefore < b.sealedBefore ||
+    carry.items > view.items.length ||
+    (carry.items > 0 && chain[carry.items - 1] !== carry.lastChain) ||
+    memo.counted(requestKey) ||
+    outputs.length < carry.outputs.length
+  )
+    return undefined;
+  for (let k = 0; k < carry.outputs.length; k++) if (outputs[k] !== carry.outputs[k]) return undefined;
+  const since = memo.rewrittenSince(carry.rewriteMark);
+  if (since === undefined) return undefined;
+  if (since.length === 0) return { carry, again: carry.again };
+  const again = new Set(carry.again);
+  for (const key of since) {
+    const k = carry.byKey.get(key);
+    if (k !== undefined) again.add(k);
+  }
+  return { carry, again: [...again].sort((a, b) => a - b) };
+}
 /** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
 const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
@@ -175,55 +292,167 @@ export async function planHistory(
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
-  // What the previous plan found per output (its key, text size, renderings), reused for the
-  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
-  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
-  const facts: OutputFacts[] = [];
-  let p = 0;
   const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
     const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
     f.targets[kind] = t;
     return t ?? undefined;
   };
-  for (const slot of outputs) {
-    const i = slot.item;
-    if (i === undefined || i <= start) continue;
-    let f = previous[p];
-    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-    else f = { slot, chain: chain[i]!, key: `${chain[i]!}|${JSON.stringify(slot.path.slice(2))}`, targets: {} };
-    facts.push(f);
-    const key = f.key;
+  // What the loop decides per output (by index in `outputs`), kept for the session's next request.
+  const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
+  // Decide output `k` (its facts `f`, its item `i`): synchronous while the memo's answers and the
+  // renderings are known (a request names every item of its history: no microtask per item).
+  type Pending = Promise<unknown> | undefined;
+  const visit = (k: number, f: OutputFacts, i: number): Pending => {
+    decided.keys[k] = f.key;
+    decided.facts[k] = f;
     // The newest outputs are never rewritten, whatever another process decided for this key.
-    // Known answers are taken without a microtask (a request names every item of its history).
-    const known = i < protectedFrom ? memo.rewritten(key) : undefined;
-    const kind = (known instanceof Promise ? await known : known) as RewriteKind | undefined;
+    const known = i < protectedFrom ? memo.rewritten(f.key) : undefined;
+    return known instanceof Promise
+      ? known.then((kind) => withKind(k, f, i, kind as RewriteKind | undefined))
+      : withKind(k, f, i, known as RewriteKind | undefined);
+  };
+  const withKind = (k: number, f: OutputFacts, i: number, kind: RewriteKind | undefined): Pending => {
     const want: RewriteKind = i < collapseBefore ? 'receipt' : 'digest';
     if (kind !== undefined) {
       const cached = f.targets[kind];
-      const target = cached !== undefined ? cached : await targetOf(f, kind);
-      if (target === null || target === undefined) continue; // cannot be rendered any more: it stays inline
-      applied.push(target);
-      // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
-      if (kind === 'digest' && want === 'receipt' && i < sealedBefore) {
-        const upgrade = await outputTarget(state, slot, key, 'receipt', o);
+      return cached !== undefined
+        ? rewritten(k, f, i, kind, want, cached)
+        : targetOf(f, kind).then((t) => rewritten(k, f, i, kind, want, t));
+    }
+    decided.codes[k] = SHOWN_AGAIN;
+    if (i >= protectedFrom || i >= sealedBefore) return undefined;
+    decided.codes[k] = SHOWN;
+    if (f.chars === undefined) {
+      const text = slotText(f.slot.value);
+      f.chars = text === undefined ? -1 : codePoints(text);
+    }
+    if (f.chars < o.minChars) return undefined;
+    decided.codes[k] = SHOWN_AGAIN;
+    const before = memo.shownBefore(f.key, requestKey);
+    return before instanceof Promise ? before.then((n) => leased(k, f, want, n)) : leased(k, f, want, before);
+  };
+  const rewritten = (
+    k: number,
+    f: OutputFacts,
+    i: number,
+    kind: RewriteKind,
+    want: RewriteKind,
+    target: Target | null | undefined,
+  ): Pending => {
+    if (target === null || target === undefined) return void (decided.codes[k] = UNRENDERABLE); // it stays inline
+    decided.picked[k] = target;
+    decided.codes[k] = APPLIED;
+    // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
+    if (kind !== 'digest' || want !== 'receipt' || i >= sealedBefore) return undefined;
+    decided.codes[k] = UPGRADED;
+    return outputTarget(state, f.slot, f.key, 'receipt', o).then((upgrade) => (decided.upgrades[k] = upgrade));
+  };
+  const leased = (k: number, f: OutputFacts, want: RewriteKind, before: number): Pending => {
+    if (before < o.inlineLeases) return undefined;
+    decided.codes[k] = SHOWN;
+    const cached = f.targets[want];
+    return cached !== undefined ? candidate(k, cached) : targetOf(f, want).then((t) => candidate(k, t));
+  };
+  const candidate = (k: number, target: Target | null | undefined): Pending => {
+    if (target === null || target === undefined) return undefined;
+    decided.picked[k] = target;
+    decided.codes[k] = CANDIDATE;
+    return undefined;
+  };
+  const bounds = { start, protectedFrom, collapseBefore, sealedBefore };
+  const [epoch, rewriteMark] = [memo.epoch, memo.rewriteMark];
+  const carried = carriedLoop(state, memo, view, outputs, o, bounds, chain, requestKey);
+  const carry = carried?.carry;
+  // Taken over (its map grows with this request's outputs): set again once the loop is done.
+  state.sticky.delete(HISTORY_CARRY);
+  let facts: OutputFacts[];
+  let byKey: Map<string, number>;
+  if (carry !== undefined) {
+    noteCarried('history');
+    decided.codes = carry.codes.slice();
+    decided.picked = carry.picked.slice();
+    decided.upgrades = carry.upgrades.slice();
+    decided.keys = carry.keys.slice();
+    decided.facts = carry.facts.slice();
+    facts = carry.compact.slice();
+    byKey = carry.byKey;
+    for (const k of carried!.again) {
+      const pending = visit(k, decided.facts[k]!, outputs[k]!.item!);
+      if (pending !== undefined) await pending;
+    }
+    for (let k = carry.outputs.length; k < outputs.length; k++) {
+      const slot = outputs[k]!;
+      const i = slot.item;
+      if (i === undefined || i <= start) {
+        decided.codes[k] = SKIPPED;
+        continue;
+      }
+      const f: OutputFacts = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+      facts.push(f);
+      byKey.set(f.key, k);
+      const pending = visit(k, f, i);
+      if (pending !== undefined) await pending;
+    }
+  } else {
+    byKey = new Map();
+    // What the previous plan found per output (its key, text size, renderings), reused for the
+    // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+    const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+    facts = [];
+    let p = 0;
+    for (let k = 0; k < outputs.length; k++) {
+      const slot = outputs[k]!;
+      const i = slot.item;
+      if (i === undefined || i <= start) {
+        decided.codes[k] = SKIPPED;
+        continue;
+      }
+      let f = previous[p];
+      if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+      else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+      facts.push(f);
+      byKey.set(f.key, k);
+      const pending = visit(k, f, i);
+      if (pending !== undefined) await pending;
+    }
+  }
+  // In output order, as the outputs were visited.
+  const again: number[] = [];
+  const { codes, picked, upgrades, keys } = decided;
+  for (let k = 0; k < codes.length; k++) {
+    const code = codes[k]!;
+    if (code === SKIPPED || code === UNRENDERABLE) continue;
+    if (code === APPLIED || code === UPGRADED) {
+      applied.push(picked[k]!);
+      if (code === UPGRADED) {
+        again.push(k);
+        const upgrade = upgrades[k];
         if (upgrade !== undefined) candidates.push(upgrade);
       }
       continue;
     }
-    shown.push(key);
-    if (i >= protectedFrom || i >= sealedBefore) continue;
-    if (f.chars === undefined) {
-      const text = slotText(slot.value);
-      f.chars = text === undefined ? -1 : codePoints(text);
-    }
-    if (f.chars < o.minChars) continue;
-    const before = memo.shownBefore(key, requestKey);
-    if ((before instanceof Promise ? await before : before) < o.inlineLeases) continue;
-    const cached = f.targets[want];
-    const target = cached !== undefined ? cached : await targetOf(f, want);
-    if (target !== null && target !== undefined) candidates.push(target);
+    shown.push(keys[k]!);
+    if (code === CANDIDATE) candidates.push(picked[k]!);
+    else if (code === SHOWN_AGAIN) again.push(k);
   }
   state.sticky.set(OUTPUT_FACTS, facts);
+  // Answers the memo may have dropped or changed while the loop ran are not carried.
+  if (memo.epoch !== epoch || memo.rewriteMark !== rewriteMark) state.sticky.delete(HISTORY_CARRY);
+  else
+    state.sticky.set(HISTORY_CARRY, {
+      ...decided,
+      compact: facts,
+      again,
+      outputs: outputs.slice(),
+      memo,
+      epoch,
+      rewriteMark,
+      byKey,
+      options: historyOptionsKey(o),
+      bounds,
+      items: view.items.length,
+      lastChain: chain.at(-1) ?? '',
+    } satisfies HistoryCarry);
   if (o.reasoning || o.collapseAfterTurns > 0) {
     for (const slot of view.slots) {
       const i = slot.item;
@@ -282,44 +511,11 @@ export async function planHistory(
     }
   }
 
-  const receipts: { artifactId: string; verified: boolean }[] = [];
-  const final: Target[] = [];
-  let failed = 0;
-  let failure: string | undefined;
   const chosenKeys = new Set(chosen.map((c) => c.key));
   const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
-  for (const t of order) {
-    try {
-      if (t.evidence === undefined) {
-        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
-        if (!ok) throw new Error('artifact gone');
-        receipts.push({ artifactId: t.artifactId, verified: true });
-      } else {
-        // The receipt an earlier request got for this rendering stands while its artifact is not
-        // found gone; else known without a microtask when a recent request vaulted the same text.
-        let r = receiptOfTarget.get(t);
-        if (r === undefined || state.evidence.isGone(r.artifactId)) {
-          r =
-            state.evidence.knownReceipt(t.evidence, t.toolName) ??
-            (await state.evidence.receipt(t.evidence, {
-              toolName: t.toolName,
-              sessionId: o.sessionId,
-              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
-            }));
-          // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
-          if (r.artifactId !== t.artifactId)
-            throw new Error('artifact id differs from the rendered one (prefix collision)');
-          receiptOfTarget.set(t, r);
-        }
-        receipts.push(r);
-      }
-      final.push(t);
-    } catch (error) {
-      failed++; // this item stays inline (and undecided); the others still go ahead
-      failure ??= errorLabel(error);
-      chosen = chosen.filter((c) => c.key !== t.key);
-    }
-  }
+  const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
+  const failed = dropped.length;
+  for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
   if (final.length === 0)
     return {
       items: view.items,
@@ -357,6 +553,58 @@ export async function planHistory(
     failed,
     ...(failure === undefined ? {} : { failure }),
   };
+}
+
+/** What {@link receiptsOf} found: the receipts and renderings that can be named, and the keys of those that cannot. */
+interface Receipts {
+  readonly receipts: { artifactId: string; verified: boolean }[];
+  readonly final: Target[];
+  readonly dropped: string[];
+  readonly failure: string | undefined;
+}
+
+/**
+ * The receipt of each rendering in `order`, vaulted or verified when not known; a rendering whose
+ * artifact cannot be stored or found is dropped (it stays inline). Apart from planHistory: a
+ * small function the engine optimizes, for a loop that runs over every rewritten output.
+ */
+async function receiptsOf(state: SessionState, order: readonly Target[], o: HistoryOptions): Promise<Receipts> {
+  const receipts: { artifactId: string; verified: boolean }[] = [];
+  const final: Target[] = [];
+  const dropped: string[] = [];
+  let failure: string | undefined;
+  for (const t of order) {
+    try {
+      if (t.evidence === undefined) {
+        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
+        if (!ok) throw new Error('artifact gone');
+        receipts.push({ artifactId: t.artifactId, verified: true });
+      } else {
+        // The receipt an earlier request got for this rendering stands while its artifact is not
+        // found gone; else known without a microtask when a recent request vaulted the same text.
+        let r = receiptOfTarget.get(t);
+        if (r === undefined || state.evidence.isGone(r.artifactId)) {
+          r =
+            state.evidence.knownReceipt(t.evidence, t.toolName) ??
+            (await state.evidence.receipt(t.evidence, {
+              toolName: t.toolName,
+              sessionId: o.sessionId,
+              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
+            }));
+          // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
+          if (r.artifactId !== t.artifactId)
+            throw new Error('artifact id differs from the rendered one (prefix collision)');
+          receiptOfTarget.set(t, r);
+        }
+        receipts.push(r);
+      }
+      final.push(t);
+    } catch (error) {
+      dropped.push(t.key); // this item stays inline (and undecided); the others still go ahead
+      failure ??= errorLabel(error);
+    }
+  }
+  return { receipts, final, dropped, failure };
 }
 
 /** Item index where the sealed steps end. */

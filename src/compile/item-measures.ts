@@ -318,7 +318,11 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
 
   const measuresOf = (value: unknown): Measures => {
     if (typeof value === 'object' && value !== null) {
-      // A rebuilt copy the request stages recognised as an earlier object shares that object's entry.
+      // An object measured before is answered at once; a rebuilt copy the request stages
+      // recognised as an earlier object shares that object's entry (asking which object that is
+      // may record a whole request's recognitions: not for objects this memo already knows).
+      const own = byRef.get(value);
+      if (own !== undefined) return own;
       const key = canonicalOf(value);
       let m = byRef.get(key);
       if (m === undefined) byRef.set(key, (m = make(value)));

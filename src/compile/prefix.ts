@@ -58,10 +58,15 @@ function publish(): void {
   }
 }
 
-/** `before` when a recent recognition found the caller's `value` at position `i` equal to it. */
-function recentlyKnown(value: unknown, before: unknown, i: number): boolean {
-  for (const r of recent) if (r.caller[i] === value) return r.known[i] === before;
-  return false;
+/**
+ * The latest recognition of a list that starts with the caller's first item (an earlier stage's
+ * recognition of this very request), found once per request: looking through every recent
+ * recognition for every item cost more than comparing pointers in one of them.
+ */
+function recognitionOf(given: readonly unknown[]): Recognition | undefined {
+  if (given.length === 0) return undefined;
+  for (const r of recent) if (r.caller[0] === given[0]) return r;
+  return undefined;
 }
 
 let enabled = true;
@@ -197,13 +202,17 @@ export function createRequestMemo(): RequestMemo {
         // The caller's objects as recorded for later stages; a position an earlier recognition
         // already recorded holds the known object (nothing to record twice).
         const callers = given.slice();
+        // Where it found the caller's item at a position equal to this memo's earlier object,
+        // that object is taken without comparing again; anywhere else the items are compared.
+        const by = recognitionOf(given);
         let leading = true;
         for (let i = 0; i < copy.length; i++) {
           const value = copy[i];
           let known = value;
           if (i < items.length) {
             const before = items[i];
-            if (value !== before && recentlyKnown(value, before, i)) known = callers[i] = before;
+            if (value !== before && by !== undefined && by.caller[i] === value && by.known[i] === before)
+              known = callers[i] = before;
             else known = intern(value, before, false);
           }
           if (known !== value) copy[i] = known;

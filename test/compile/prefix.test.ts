@@ -166,6 +166,24 @@ describe('recognition', () => {
   });
 });
 
+describe('a later stage', () => {
+  it('takes the items an earlier stage recognised in the same caller list without comparing them again', () => {
+    const [first, second] = [createRequestMemo(), createRequestMemo()];
+    const items = Array.from({ length: 6 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
+    const a = { model: 'm', messages: items.slice(0, 4) };
+    first.recognise(a);
+    second.recognise(a);
+    const b = clone({ ...a, messages: items });
+    const seen = first.recognise(b);
+    const before = recognitionStats().compared;
+    const later = second.recognise(b);
+    expect(recognitionStats().compared).toBe(before);
+    expect(later.shared).toBe(4);
+    expect(later.request['messages']).toEqual(seen.request['messages']);
+    expect((later.request['messages'] as unknown[])[3]).toBe(a.messages[3]);
+  });
+});
+
 describe('a host that grows its own array in place', () => {
   it('has every request read whole: the previous list is a copy, not the caller array', () => {
     const memo = createRequestMemo();
