@@ -42,21 +42,29 @@ interface Recognition {
   readonly caller: readonly unknown[];
   readonly known: readonly unknown[];
   published: boolean;
+  /** Lookups answered by scanning `caller` (see {@link canonicalOf}). */
+  scans: number;
 }
 const recent: Recognition[] = [];
 const RECENT_KEPT = 4;
 
-/** Record the recognitions not yet in the weak map. */
-function publish(): void {
-  for (const r of recent) {
-    if (r.published) continue;
-    r.published = true;
-    for (let i = 0; i < r.caller.length; i++) {
-      const c = r.caller[i];
-      if (c !== r.known[i] && typeof c === 'object' && c !== null) earlier.set(c, r.known[i] as object);
-    }
+/** Record a recognition in the weak map. */
+function publish(r: Recognition): void {
+  r.published = true;
+  for (let i = 0; i < r.caller.length; i++) {
+    const c = r.caller[i];
+    if (c !== r.known[i] && typeof c === 'object' && c !== null) earlier.set(c, r.known[i] as object);
   }
 }
+
+/**
+ * Lookups a recognition answers by scanning its caller list (one native `indexOf`) before it is
+ * recorded in the weak map instead: a request's stages and meter ask for a handful of objects the
+ * recognitions do not hold (its new items, rendered ones), and recording every item of a long
+ * history for them cost more than the scans (a 3,000-item history: 6,000 weak-map writes per
+ * request). A first request with every item new asks for many and gets them recorded after these.
+ */
+const SCANS_BEFORE_PUBLISHING = 16;
 
 /**
  * The latest recognition of a list that starts with the caller's first item (an earlier stage's
@@ -92,12 +100,21 @@ export function setPrefixRecognition(on: boolean): boolean {
 /** The earlier object `value` was recognised as equal to, else `value` itself. */
 export function canonicalOf<T>(value: T): T {
   if (!enabled || typeof value !== 'object' || value === null) return value;
-  let known = earlier.get(value) as T | undefined;
-  if (known === undefined && recent.some((r) => !r.published)) {
-    publish();
-    known = earlier.get(value) as T | undefined;
+  const known = earlier.get(value) as T | undefined;
+  if (known !== undefined) return known;
+  for (const r of recent) {
+    if (r.published) continue;
+    if (r.scans < SCANS_BEFORE_PUBLISHING) {
+      r.scans++;
+      const i = r.caller.indexOf(value);
+      if (i >= 0) return r.known[i] as T;
+      continue;
+    }
+    publish(r);
+    const found = earlier.get(value) as T | undefined;
+    if (found !== undefined) return found;
   }
-  return known ?? value;
+  return value;
 }
 
 const plainProto = (v: object): boolean => {
@@ -221,7 +238,7 @@ export function createRequestMemo(): RequestMemo {
         }
         list = copy;
         (request ??= { ...caller })[listKey] = copy;
-        recent.unshift({ caller: callers, known: copy, published: false });
+        recent.unshift({ caller: callers, known: copy, published: false, scans: 0 });
         if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;
       }
       const seen = request ?? caller;
