@@ -5,11 +5,9 @@
  * retries a request, when a delivery finds artifacts gone, and when the session's state is
  * re-created (its lane evicted).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
-import { afterAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
@@ -19,35 +17,31 @@ import { planHistory } from '../../src/compile/history.js';
 import { hostToolOutputs } from '../../src/compile/observations.js';
 import { createSessionPool } from '../../src/compile/session.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import type { PricingProfile } from '../../src/config/pricing.js';
 import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { StoreScope, Vault } from '../../src/vault/types.js';
-
-const dir = mkdtempSync(join(tmpdir(), 'tt-carry-'));
-const counter = createTiktokenCounter('o200k_base');
-afterAll(() => {
-  counter.dispose?.();
-  rmSync(dir, { recursive: true, force: true });
-});
+import { clone, fileFixture, listKey, reusing } from './helpers.js';
+const { dir, counter } = fileFixture('carry');
 
 type Obj = Record<string, unknown>;
-const listKey = (r: ProviderRequest): 'messages' | 'input' => (Array.isArray(r['input']) ? 'input' : 'messages');
-const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+/** An assistant turn reading `<id>.ts`, and that file's 30-line output. */
+const call = (id: string): Obj => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
+});
+const out = (id: string): Obj => ({
+  role: 'tool',
+  tool_call_id: id,
+  content: Array.from({ length: 30 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
+});
 
 // Sessions that reach bounded views, duplicates and digests at these thresholds.
 const shapes: RequestOptions = { maxTurns: 7, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
-
-/** The same session with the host reusing its objects: every request is the last one's items, sliced. */
-function reusing(session: readonly ProviderRequest[]): ProviderRequest[] {
-  const last = session[session.length - 1]!;
-  const key = listKey(last);
-  const items = last[key] as unknown[];
-  return session.map((r) => ({ ...last, [key]: items.slice(0, (r[key] as unknown[]).length) }));
-}
 
 /** How a generated session is varied: an earlier item edited from a request on, a request sent twice, artifacts lost. */
 interface Variation {
@@ -219,16 +213,6 @@ describe('carried plans = full path', () => {
   });
 
   it('decides again the outputs a history sent again showed, as the full path does', async () => {
-    const call = (id: string): Obj => ({
-      role: 'assistant',
-      content: null,
-      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
-    });
-    const out = (id: string): Obj => ({
-      role: 'tool',
-      tool_call_id: id,
-      content: Array.from({ length: 30 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
-    });
     const head: Obj[] = [
       { role: 'system', content: 'agent' },
       { role: 'user', content: 'fix it' },
@@ -251,16 +235,6 @@ describe('carried plans = full path', () => {
   });
 
   it('plans from scratch once the memo dropped answers it gave (its epoch moved), as the full path does', async () => {
-    const call = (id: string): Obj => ({
-      role: 'assistant',
-      content: null,
-      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
-    });
-    const out = (id: string): Obj => ({
-      role: 'tool',
-      tool_call_id: id,
-      content: Array.from({ length: 30 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
-    });
     const r0 = [{ role: 'system', content: 'agent' }, { role: 'user', content: 'fix it' }, call('x'), out('x')];
     const r1 = [...r0, call('y'), out('y')];
     const r2 = [...r1, { role: 'user', content: 'more' }];

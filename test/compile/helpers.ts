@@ -1,5 +1,11 @@
 /** Test helpers for the request stages: run Steps through an operator, recover artifacts. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { from, lastValueFrom, toArray, type OperatorFunction } from 'rxjs';
+import { afterAll } from 'vitest';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import type { TokenCounter } from '../../src/measure/types.js';
 import { createStep, type ProviderRequest, type Step, type StepContext } from '../../src/step.js';
 import type { Vault } from '../../src/vault/types.js';
 
@@ -43,4 +49,29 @@ export function allKeys(value: unknown, out: Set<string> = new Set()): Set<strin
     }
   }
   return out;
+}
+
+/** The conversation list's key of a request (`input` for the Responses API, else `messages`). */
+export const listKey = (r: ProviderRequest): 'messages' | 'input' => (Array.isArray(r['input']) ? 'input' : 'messages');
+
+/** A JSON round trip: what a host that rebuilds its objects (or HTTP) hands over. */
+export const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+/** A temp directory and an exact counter for one test file, removed and released after it. */
+export function fileFixture(name: string): { readonly dir: string; readonly counter: TokenCounter } {
+  const dir = mkdtempSync(join(tmpdir(), `tt-${name}-`));
+  const counter = createTiktokenCounter('o200k_base');
+  afterAll(() => {
+    counter.dispose?.();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { dir, counter };
+}
+
+/** The same session with the host reusing its objects: every request is the last one's items, sliced. */
+export function reusing(session: readonly ProviderRequest[]): ProviderRequest[] {
+  const last = session[session.length - 1]!;
+  const key = listKey(last);
+  const items = last[key] as unknown[];
+  return session.map((r) => ({ ...last, [key]: items.slice(0, (r[key] as unknown[]).length) }));
 }

@@ -5,33 +5,23 @@
  * deep-cloned, also when the host edits an earlier item; and `extendView` must read exactly what
  * `readRequest` reads.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { createRequestMemo, recognitionStats, sameJson, setPrefixRecognition } from '../../src/compile/prefix.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView } from '../../src/model/read.js';
 import { createTerminator } from '../../src/runtime.js';
 import type { ProviderRequest } from '../../src/step.js';
 import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
-import { runAll, type RequestOp } from './helpers.js';
+import { clone, fileFixture, listKey, reusing, runAll, type RequestOp } from './helpers.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'tt-prefix-'));
-const counter = createTiktokenCounter('o200k_base');
-afterAll(() => {
-  counter.dispose?.();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { dir, counter } = fileFixture('prefix');
 
 type Obj = Record<string, unknown>;
-const listKey = (r: ProviderRequest): 'messages' | 'input' => (Array.isArray(r['input']) ? 'input' : 'messages');
-const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
 describe('sameJson', () => {
   it('is true exactly when the JSON texts are the same', () => {
@@ -55,14 +45,6 @@ describe('sameJson', () => {
 
 // Sessions that reach bounded views, duplicates and digests at these thresholds.
 const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };
-
-/** The same session with the host reusing its objects: every request is the last one's items, sliced. */
-function reusing(session: readonly ProviderRequest[]): ProviderRequest[] {
-  const last = session[session.length - 1]!;
-  const key = listKey(last);
-  const items = last[key] as unknown[];
-  return session.map((r) => ({ ...last, [key]: items.slice(0, (r[key] as unknown[]).length) }));
-}
 
 /** `value` with the middle character of its longest string changed: same shape, same lengths, other text. */
 function retyped(value: unknown): unknown {
