@@ -66,9 +66,10 @@ export interface Terminator extends AsyncDisposable {
   readonly recoveryTool: RecoveryTool;
   /**
    * Resolves once the telemetry of every request answered so far is written: its metrics row
-   * (`metrics`) and its experiment-ledger turn (`ledger`), and the token counts tokenized for it
-   * that go to the vault's count store. `reduceRequest` answers before these are recorded (they
-   * follow on a later turn of the event loop, in call order); `close()` waits for them. For hosts and tests that read the metrics or the ledger right after a call. Never
+   * (`metrics`) and its experiment-ledger turn (`ledger`). `reduceRequest` answers before these
+   * are recorded (they follow on a later turn of the event loop, in call order); `close()` waits
+   * for them, and writes the token counts still waiting for the vault's count store (batched on
+   * a 100 ms timer otherwise). For hosts and tests that read the metrics or the ledger right after a call. Never
    * rejects: a failed record is dropped, as it always was.
    *
    * @example

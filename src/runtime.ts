@@ -303,17 +303,16 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
   const laneOf = sessionKey;
 
-  /** The deferred telemetry, then the counts it and the calls tokenized (see Terminator.settled). */
-  const settled = async (): Promise<void> => {
-    await records.settled();
-    await counts?.settled();
-  };
+  /** The deferred telemetry (see Terminator.settled). */
+  const settled = (): Promise<void> => records.settled();
 
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
     lanes.closeAll();
     await settled();
+    // The counts the calls and their telemetry tokenized, written now rather than at their timer.
+    await counts?.settled();
     await ledger?.close();
     await pressureFn?.close().catch(() => undefined);
     if (ownsCounter) counter.dispose?.();

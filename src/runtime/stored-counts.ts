@@ -32,7 +32,7 @@ export interface SharedCounts {
   prefetch(request: ProviderRequest, session: string): Promise<void>;
   /** After a call: write the counts tokenized since, in a later batch. */
   written(): void;
-  /** Resolves once every count tokenized so far was written (or failed to be). */
+  /** Writes what waits now; resolves once every count tokenized so far was written (or failed to be). */
   settled(): Promise<void>;
   /** Forget a session's seen items (the host ended it). */
   end(session: string): void;
