@@ -34,7 +34,7 @@ import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
-import type { CountRow, StoredCounts } from '../vault/ports.js';
+import { STORED_COUNT_FIELDS, type CountRow, type StoredCounts } from '../vault/ports.js';
 import { canonicalOf } from './prefix.js';
 
 /** How an item's spaced JSON is framed where telemetry counts it: its segment of a serialized array. */
@@ -225,16 +225,6 @@ export function spacedAlong(json: string, compact: string, runs: readonly Copied
   return true;
 }
 
-/** The counts an entry holds, as the count store keeps them. */
-const COUNT_FIELDS = [
-  'compact',
-  'first',
-  'mid',
-  'last',
-  'only',
-  'alone',
-] as const satisfies readonly (keyof StoredCounts & keyof Measures)[];
-
 const SEGMENT_PREFIX: Readonly<Record<Segment, string>> = { first: '[', mid: ' ', last: ' ', only: '[', alone: '' };
 const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ',', last: ']', only: ']', alone: '' };
 
@@ -400,7 +390,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     absorb(hash, stored) {
       const m = byHash.get(hash);
       if (m === undefined) return;
-      for (const field of COUNT_FIELDS) {
+      for (const field of STORED_COUNT_FIELDS) {
         const n = stored[field];
         if (m[field] === undefined && n !== undefined && Number.isSafeInteger(n) && n >= 0) m[field] = n;
       }
@@ -409,7 +399,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       const rows: CountRow[] = [];
       for (const m of counted) {
         const row: { -readonly [K in keyof CountRow]: CountRow[K] } = { hash: m.hash };
-        for (const field of COUNT_FIELDS) if (m[field] !== undefined) row[field] = m[field];
+        for (const field of STORED_COUNT_FIELDS) if (m[field] !== undefined) row[field] = m[field];
         rows.push(row);
       }
       counted = new Set();

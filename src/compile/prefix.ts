@@ -185,7 +185,8 @@ export interface RequestMemo {
   readonly heldItems: number;
 }
 
-const listKeyOf = (request: Readonly<Obj>): 'messages' | 'input' | undefined =>
+/** Which key of a request holds its conversation list (`messages`, else the Responses API's `input`), if any. */
+export const listKeyOf = (request: Readonly<Obj>): 'messages' | 'input' | undefined =>
   Array.isArray(request['messages']) ? 'messages' : Array.isArray(request['input']) ? 'input' : undefined;
 
 /** One memo per session of one stage (held in its SessionState). */

@@ -15,6 +15,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { ItemMeasures } from '../compile/item-measures.js';
+import { listKeyOf } from '../compile/prefix.js';
 import type { ProviderRequest } from '../step.js';
 import { BatchQueue } from '../telemetry/batch-queue.js';
 import type { CountStore } from '../vault/ports.js';
@@ -54,12 +55,9 @@ export function sharedCounts(store: CountStore, measures: ItemMeasures, maxSessi
   return {
     async prefetch(request, session) {
       try {
-        const list = Array.isArray(request['messages'])
-          ? request['messages']
-          : Array.isArray(request['input'])
-            ? request['input']
-            : undefined;
-        if (list === undefined) return;
+        const listKey = listKeyOf(request);
+        if (listKey === undefined) return;
+        const list = request[listKey] as readonly unknown[];
         const from = Math.min(seen.get(session) ?? 0, list.length);
         seen.set(session, list.length);
         if (list.length - from < UNSEEN_MIN) return;

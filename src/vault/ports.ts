@@ -204,6 +204,10 @@ export interface StoredCounts {
   readonly alone?: number;
 }
 
+/** Every count a {@link StoredCounts} may hold (the store's columns, the item memo's fields). */
+export const STORED_COUNT_FIELDS = Object.freeze(['compact', 'first', 'mid', 'last', 'only', 'alone'] as const);
+export type StoredCountField = (typeof STORED_COUNT_FIELDS)[number];
+
 /** The counts of the item whose compact canonical JSON has SHA-256 (base64) `hash`. */
 export interface CountRow extends StoredCounts {
   readonly hash: string;

@@ -12,7 +12,13 @@
 import { sql } from 'kysely';
 import type { StoreContext } from './context.js';
 import { VaultArgumentError } from './errors.js';
-import type { CountRow, CountStore, StoredCounts } from './ports.js';
+import {
+  STORED_COUNT_FIELDS,
+  type CountRow,
+  type CountStore,
+  type StoredCountField,
+  type StoredCounts,
+} from './ports.js';
 import type { TokenCountsTable } from './schema.js';
 
 /** Rows are deleted this long after they were first written (30 days). */
@@ -25,8 +31,6 @@ const COUNTER_MAX = 200;
 /** A SHA-256 digest in base64 (with padding), as src/compile/item-measures.ts computes it. */
 const DIGEST = /^[A-Za-z0-9+/]{43}=$/;
 
-const FIELDS = ['compact', 'first', 'mid', 'last', 'only', 'alone'] as const;
-type Field = (typeof FIELDS)[number];
 const COLUMN = {
   compact: 'compact_tokens',
   first: 'first_tokens',
@@ -34,7 +38,7 @@ const COLUMN = {
   last: 'last_tokens',
   only: 'only_tokens',
   alone: 'alone_tokens',
-} as const satisfies Record<Field, keyof TokenCountsTable>;
+} as const satisfies Record<StoredCountField, keyof TokenCountsTable>;
 
 function requireCounter(counter: unknown): string {
   if (typeof counter !== 'string' || counter.length === 0 || counter.length > COUNTER_MAX)
@@ -69,13 +73,13 @@ export function createCountStore(ctx: StoreContext): CountStore {
       for (let i = 0; i < wanted.length; i += CHUNK) {
         const rows = await db
           .selectFrom('token_counts')
-          .select(['sha256', ...FIELDS.map((f) => COLUMN[f])])
+          .select(['sha256', ...STORED_COUNT_FIELDS.map((f) => COLUMN[f])])
           .where('counter', '=', key)
           .where('sha256', 'in', wanted.slice(i, i + CHUNK))
           .execute();
         for (const row of rows) {
-          const counts: { -readonly [F in Field]?: number } = {};
-          for (const f of FIELDS) {
+          const counts: { -readonly [F in StoredCountField]?: number } = {};
+          for (const f of STORED_COUNT_FIELDS) {
             const n = row[COLUMN[f]];
             // Drivers may hand integers back as strings or bigints.
             if (n !== null && n !== undefined) counts[f] = Number(n);
@@ -94,7 +98,7 @@ export function createCountStore(ctx: StoreContext): CountStore {
       for (const row of given) {
         const hash = requireDigest(row?.hash);
         const into = merged.get(hash) ?? { hash };
-        for (const f of FIELDS) {
+        for (const f of STORED_COUNT_FIELDS) {
           const n = requireTokens(f, row[f]);
           if (n !== null && into[f] === undefined) into[f] = n;
         }
@@ -122,7 +126,7 @@ export function createCountStore(ctx: StoreContext): CountStore {
             .onConflict((oc) =>
               oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
                 // A stored count stays; only a count the row lacked is filled in.
-                const fill = (column: (typeof COLUMN)[Field]) =>
+                const fill = (column: (typeof COLUMN)[StoredCountField]) =>
                   eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
                 return {
                   compact_tokens: fill('compact_tokens'),
