@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- memory [--sessions n] [--turns n] [--waves n] [--evict-waves n] [--long-turns n] [--snapshot]`:
+ * `npm run bench -- memory [--sessions n] [--turns n] [--waves n] [--evict-waves n] [--long-turns n] [--no-snapshot]`:
  * per-session memory through `createTerminator` (reduceToolResult + reduceRequest, default
  * mode, SQLite vault on a temp file), measured as JS heap after forced GC. Re-runs itself under
  * `--expose-gc` when started without it.
@@ -10,9 +10,10 @@
  *    heap of the warmed Terminator before: bytes per live session.
  * 2. The host ends them (`endSession`), then `--waves` (3) more waves of as many new sessions are
  *    run and ended. Heap after each: bytes per ended session, and the growth slope over the waves
- *    (0 when nothing of an ended session stays). With `--snapshot`, V8 heap snapshots of the
- *    warmed heap and of the heap after the last ended wave, and the constructors whose retained
- *    count or size grew between them (both heaps are small: no session is live).
+ *    (0 when nothing of an ended session stays). Unless `--no-snapshot`, V8 heap snapshots after
+ *    the first ended wave and after the last, and the constructors whose count or self size grew
+ *    between them (both heaps are small: no session is live). Every heap reading waits for the
+ *    deferred telemetry first (`Terminator.settled()`): its backlog is bounded, and not session memory.
  * 3. `--evict-waves` (3) waves of sessions nobody ends: the runtime's lane LRU (maxSessions set to
  *    one wave) evicts them, holding 1.5 waves at most. The slope once the LRU is full is the
  *    growth per evicted session.
@@ -42,8 +43,13 @@ const gc = (): void => {
   for (let i = 0; i < 4; i++) f();
 };
 
-/** JS heap after GC, with the process-wide count memo emptied first (reported separately). */
-function heap(): number {
+/**
+ * JS heap after GC, with the process-wide count memo emptied first (reported separately), once the
+ * Terminator's deferred telemetry has caught up: records still waiting hold their requests'
+ * message lists, which are the telemetry's backlog (bounded by `telemetryBacklog`), not sessions.
+ */
+async function heap(tt: Terminator): Promise<number> {
+  await tt.settled();
   clearSharedCountMemo();
   gc();
   return process.memoryUsage().heapUsed;
@@ -147,7 +153,7 @@ function summarize(path: string): Map<string, { count: number; size: number }> {
   return out;
 }
 
-function snapshotDiff(before: string, after: string): void {
+function snapshotDiff(before: string, after: string, sessions: number): void {
   const a = summarize(before);
   const b = summarize(after);
   const rows = [...b]
@@ -157,7 +163,7 @@ function snapshotDiff(before: string, after: string): void {
     [...m.values()].reduce((t, e) => ({ count: t.count + e.count, size: t.size + e.size }), { count: 0, size: 0 });
   const [ta, tb] = [total(a), total(b)];
   console.log(
-    `  heap snapshots, warmed vs after the ended waves: ${ta.count} → ${tb.count} objects, ${mib(ta.size)} → ${mib(tb.size)} self size (${kb(tb.size - ta.size)})`,
+    `  heap snapshots after the first ended wave and after ${sessions} more sessions ended: ${ta.count} → ${tb.count} objects, ${mib(ta.size)} → ${mib(tb.size)} self size (${kb(tb.size - ta.size)}: ${((tb.size - ta.size) / sessions).toFixed(0)} bytes and ${((tb.count - ta.count) / sessions).toFixed(2)} objects per ended session)`,
   );
   console.log('  the constructors that grew most, by self size:');
   for (const r of rows.slice(0, 12))
@@ -176,15 +182,14 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
   // each) then keeps at most 1.5 waves, so sessions nobody ends are evicted from the second wave on.
   const tt = await createTerminator({ overrides: { dbPath: join(dir, 'sessions.sqlite3') }, maxSessions: count });
   const kept = Math.floor((3 * count) / 2);
-  const snapshots = argv.includes('--snapshot');
+  const snapshots = !argv.includes('--no-snapshot');
   try {
     await endAll(tt, await runWave(tt, 1_000_000, 2, turns)); // warm-up: counters, vault statements, JIT
-    const h0 = heap();
-    const snapBefore = snapshots ? writeHeapSnapshot(join(dir, 'before.heapsnapshot')) : undefined;
+    const h0 = await heap(tt);
     const t0 = performance.now();
     const first = await runWave(tt, 0, count, turns);
     const memo = sharedCountMemoStats();
-    const h1 = heap();
+    const h1 = await heap(tt);
     console.log(
       `\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`,
     );
@@ -194,11 +199,14 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     );
     // Ended by the host: nothing of a session may stay behind in the JS heap.
     await endAll(tt, first);
-    const ended = [heap()];
+    const ended = [await heap(tt)];
     console.log(`  after the host ended them (endSession): ${mib(ended[0]!)}`);
+    // Heap snapshots after the first ended wave (the bounded shared caches filled by then) and
+    // after the last: what an ended session leaves behind shows as growth between them.
+    const snapFirst = snapshots && waves >= 1 ? writeHeapSnapshot(join(dir, 'first.heapsnapshot')) : undefined;
     for (let w = 1; w <= waves; w++) {
       await endAll(tt, await runWave(tt, w * count, count, turns));
-      ended.push(heap());
+      ended.push(await heap(tt));
       console.log(`  after wave ${w + 1}, ended too: ${(w + 1) * count} sessions ended: ${mib(ended[w]!)}`);
     }
     console.log(
@@ -216,12 +224,13 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
         `  growth per ended session, slope over the last 3 waves: ${((last[2]! - last[0]!) / (2 * count)).toFixed(0)} bytes`,
       );
     }
-    if (snapBefore !== undefined) snapshotDiff(snapBefore, writeHeapSnapshot(join(dir, 'after.heapsnapshot')));
+    if (snapFirst !== undefined)
+      snapshotDiff(snapFirst, writeHeapSnapshot(join(dir, 'last.heapsnapshot')), waves * count);
     // Never ended: the lane LRU evicts them.
     const evicted: number[] = [];
     for (let w = 1; w <= evictWaves; w++) {
       await runWave(tt, (waves + w) * count, count, turns);
-      evicted.push(heap());
+      evicted.push(await heap(tt));
       console.log(
         `  never ended, wave ${w}: ${w * count} sessions left to the lane LRU, ${Math.min(w * count, kept)} of them still in it: ${mib(evicted[w - 1]!)}`,
       );
@@ -245,13 +254,13 @@ async function longSessionBench(argv: readonly string[], dir: string): Promise<v
     const warm = Math.min(100, Math.floor(turns / 2));
     const t0 = performance.now();
     for (let t = 0; t < warm; t++) await session.step(tt);
-    const hWarm = heap();
+    const hWarm = await heap(tt);
     const marks: string[] = [];
     for (let t = warm; t < turns; t++) {
       await session.step(tt);
-      if ((t + 1) % 500 === 0 && t + 1 < turns) marks.push(`turn ${t + 1}: ${mib(heap())}`);
+      if ((t + 1) % 500 === 0 && t + 1 < turns) marks.push(`turn ${t + 1}: ${mib(await heap(tt))}`);
     }
-    const hEnd = heap();
+    const hEnd = await heap(tt);
     console.log(`\none session of ${turns} turns (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
     console.log(
       `  heap after warm-up (turn ${warm}): ${mib(hWarm)}; ${marks.join('; ')}${marks.length ? '; ' : ''}at the end: ${mib(hEnd)}`,

@@ -146,6 +146,15 @@ export interface TerminatorOptions {
    * for a vault passed in, an in-memory vault, or pass-through mode
    */
   readonly ledger?: boolean;
+  /**
+   * Most answered requests whose deferred telemetry (metrics row, ledger turn) may wait. Each
+   * waiting one holds a snapshot of its request's message lists; a call that finds this many
+   * waiting first lets the telemetry catch up, so that sustained concurrent load cannot grow
+   * memory without bound. Nothing is dropped.
+   *
+   * @defaultValue 32
+   */
+  readonly telemetryBacklog?: number;
 }
 
 /**
@@ -173,6 +182,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     );
   }
   const maxSessions = intOption('createTerminator', 'maxSessions', options.maxSessions, 256, 1);
+  const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
   const ownsVault = options.vault === undefined;
   let vault: Vault;
   let vaultFailure: Error | undefined;
@@ -271,25 +281,28 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   // The metrics row and the ledger turn of each answered request, recorded after the call returned
   // (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
   // The batch's metrics rows go in one transaction too (a row the store refuses loses only itself).
-  const records = new DeferredRecords(async (batch) => {
-    const turns: LiveLedgerEntry[] = [];
-    const metrics: RequestMetric[] = [];
-    for (const [i, step] of batch.entries()) {
-      // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
-      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const sizes = measureBoth(step, meter);
-      if (sizes === undefined) continue;
-      const metric = recordMetrics
-        ? requestMetricOf(vault, meter, config.mode, step, sizes.raw, sizes.final)
-        : undefined;
-      if (metric !== undefined) metrics.push(metric);
-      turns.push({ step, rawTokens: sizes.raw.totalTokens, finalTokens: sizes.final.totalTokens });
-    }
-    await recordRequestMetrics(vault, metrics);
-    await ledger?.recordAll(turns);
-    // What telemetry tokenized (the spaced segments) goes to the count store too.
-    counts?.written();
-  });
+  const records = new DeferredRecords(
+    async (batch) => {
+      const turns: LiveLedgerEntry[] = [];
+      const metrics: RequestMetric[] = [];
+      for (const [i, step] of batch.entries()) {
+        // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
+        if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        const sizes = measureBoth(step, meter);
+        if (sizes === undefined) continue;
+        const metric = recordMetrics
+          ? requestMetricOf(vault, meter, config.mode, step, sizes.raw, sizes.final)
+          : undefined;
+        if (metric !== undefined) metrics.push(metric);
+        turns.push({ step, rawTokens: sizes.raw.totalTokens, finalTokens: sizes.final.totalTokens });
+      }
+      await recordRequestMetrics(vault, metrics);
+      await ledger?.recordAll(turns);
+      // What telemetry tokenized (the spaced segments) goes to the count store too.
+      counts?.written();
+    },
+    { maxPending: telemetryBacklog },
+  );
 
   const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
     vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure);
@@ -324,6 +337,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     context: StepContext,
     signal?: AbortSignal,
   ): Promise<Step<ProviderRequest>> => {
+    // A backlog of telemetry (calls answered faster than their records are written) is bounded here.
+    if (records.pending > 0) await records.room();
     await counts?.prefetch(request, laneOf(context));
     const out = await lanes
       .get('request', laneOf(context), requests)

@@ -242,6 +242,7 @@ export async function handleApi(
   }
   let prepared: Prepared;
   try {
+    await ctx.room();
     prepared = await prepare(ctx, client, raw, format, req, parsed?.known);
   } catch (error) {
     ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });

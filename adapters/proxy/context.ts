@@ -46,4 +46,9 @@ export interface ProxyContext {
   readonly recoveryRounds: number;
   log(record: ProxyLogRecord): void;
   account(input: AccountInput): void;
+  /**
+   * Resolves once the accounting backlog has room: a request waits here before it is reduced while
+   * the accounting of answered ones has fallen behind (memory stays bounded under sustained load).
+   */
+  room(): Promise<void>;
 }

@@ -23,6 +23,7 @@ export interface ProxyMetrics {
   readonly reusedItems: Counter<'api'>;
   readonly upstreamSeconds: Histogram<'api'>;
   readonly failOpen: Counter<'reason'>;
+  readonly accountingWaits: Counter;
 }
 
 /**
@@ -96,6 +97,11 @@ export function createProxyMetrics(): ProxyMetrics {
       name: `${p}fail_open_total`,
       help: 'Requests forwarded as the client sent them because something inside the proxy failed.',
       labelNames: ['reason'],
+      registers: [registry],
+    }),
+    accountingWaits: new Counter({
+      name: `${p}accounting_waits_total`,
+      help: 'Requests that waited before being reduced because the accounting of answered requests had fallen behind.',
       registers: [registry],
     }),
   };

@@ -18,6 +18,7 @@ import { createCountMemo } from '../../src/measure/index.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { createTerminator, openLiveLedger, type LiveLedgerEntry, type TerminatorOptions } from '../../src/runtime.js';
 import type { Terminator } from '../../src/runtime-types.js';
+import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
 import { BatchQueue } from '../../src/telemetry/batch-queue.js';
@@ -94,6 +95,14 @@ export interface ProxyOptions {
    */
   readonly routes?: Readonly<Record<string, RouteHandler>>;
   /**
+   * Most answered requests whose accounting (token counts, metric row, ledger turn) may wait; a
+   * request arriving while that many wait is reduced once the accounting has caught up
+   * (`token_terminator_proxy_accounting_waits_total` counts those waits). Nothing is dropped.
+   *
+   * @defaultValue 128
+   */
+  readonly accountingBacklog?: number;
+  /**
    * Serve the report page at `GET /dashboard` (behind the proxy token when one is set).
    *
    * @defaultValue true
@@ -144,6 +153,8 @@ function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: Receip
 const ACCOUNT_DELAY_MS = 100;
 const ACCOUNT_BATCH = 64;
 
+const ROOM: Promise<void> = Promise.resolve();
+
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
@@ -161,6 +172,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const config =
     options.config ??
     loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
+  const accountingBacklog = intOption('createProxy', 'accountingBacklog', options.accountingBacklog, 128, 1);
   const ownsTerminator = options.terminator === undefined;
   // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
   const terminator =
@@ -257,7 +269,12 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   // Answered requests wait a moment for their accounting (token counts, metric row, ledger turn)
   // rather than run one by one right behind each answer: under a steady stream of requests the
   // next request then finds the proxy free, and a batch's rows go in one transaction per store.
-  const accounting = new BatchQueue<AccountInput>(account, { delayMs: ACCOUNT_DELAY_MS, maxBatch: ACCOUNT_BATCH });
+  const accounting = new BatchQueue<AccountInput>(account, {
+    delayMs: ACCOUNT_DELAY_MS,
+    maxBatch: ACCOUNT_BATCH,
+    // Each waiting request holds its client and sent bodies' objects.
+    maxPending: accountingBacklog,
+  });
 
   const ctx: ProxyContext = {
     config,
@@ -279,6 +296,11 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
       // Token counting and the rows run after the answer went out, in batches (see accounting).
       accounting.add(input);
+    },
+    room() {
+      if (accounting.pending < accountingBacklog) return ROOM;
+      metrics.accountingWaits.inc();
+      return accounting.room();
     },
   };
 

@@ -13,13 +13,25 @@ export interface BatchQueueOptions {
   readonly delayMs?: number;
   /** Most items per batch; a queue this long starts its batch at once. Default: no bound. */
   readonly maxBatch?: number;
+  /**
+   * Most items waiting (queued, or in the batch that is running) before {@link BatchQueue.room}
+   * makes adders wait: the bound on what a queue that falls behind can hold. Default: no bound.
+   */
+  readonly maxPending?: number;
 }
+
+const ROOM: Promise<void> = Promise.resolve();
 
 export class BatchQueue<T> {
   readonly #run: (batch: readonly T[]) => Promise<void>;
   readonly #delayMs: number | undefined;
   readonly #maxBatch: number;
+  readonly #maxPending: number;
   #queue: T[] = [];
+  /** Items of the batch that is running. */
+  #inBatch = 0;
+  /** Adders waiting for room, first come first served. */
+  readonly #waiting: (() => void)[] = [];
   #pending: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
 
@@ -27,6 +39,14 @@ export class BatchQueue<T> {
     this.#run = run;
     this.#delayMs = options.delayMs;
     this.#maxBatch = options.maxBatch ?? Number.POSITIVE_INFINITY;
+    this.#maxPending = options.maxPending ?? Number.POSITIVE_INFINITY;
+    if (!(this.#maxPending >= 1))
+      throw new RangeError(`BatchQueue: maxPending must be at least 1 (got ${this.#maxPending})`);
+  }
+
+  /** Items added and not yet run: queued, or in the running batch. */
+  get pending(): number {
+    return this.#queue.length + this.#inBatch;
   }
 
   /** Queue one item; its batch runs later (see {@link BatchQueueOptions}). */
@@ -34,6 +54,19 @@ export class BatchQueue<T> {
     this.#queue.push(item);
     if (this.#queue.length >= this.#maxBatch) void this.#kick();
     else this.#schedule();
+  }
+
+  /**
+   * Resolves at once while fewer than `maxPending` items wait; otherwise once batches have run and
+   * made room, starting the next batch now rather than at its timer. A producer that awaits this
+   * before each `add` keeps the queue bounded (by `maxPending` plus the producers waiting at once);
+   * nothing is dropped. Never rejects.
+   */
+  room(): Promise<void> {
+    if (this.pending < this.#maxPending && this.#waiting.length === 0) return ROOM;
+    const wait = new Promise<void>((resolve) => this.#waiting.push(resolve));
+    void this.#kick();
+    return wait;
   }
 
   /** Resolves once every item added so far has run (or its batch failed). Never rejects. */
@@ -60,6 +93,7 @@ export class BatchQueue<T> {
       this.#running = undefined;
       // Added after the drain's last look at the queue, before this callback: not left behind.
       if (this.#queue.length > 0) this.#schedule();
+      this.#release();
     });
     return this.#running;
   }
@@ -67,11 +101,24 @@ export class BatchQueue<T> {
   async #drain(): Promise<void> {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#maxBatch);
+      this.#inBatch = batch.length;
       try {
         await this.#run(batch);
       } catch {
         // The run function's to report: a failure never reaches the adder, the next batch still runs.
       }
+      this.#inBatch = 0;
+      this.#release();
     }
+  }
+
+  /**
+   * Let waiting adders go, as many as there is room for (each is expected to add one item); all of
+   * them once nothing waits, so an adder that does not add after all never leaves the others stuck.
+   */
+  #release(): void {
+    let room =
+      this.pending === 0 && this.#running === undefined ? this.#waiting.length : this.#maxPending - this.pending;
+    while (room-- > 0 && this.#waiting.length > 0) this.#waiting.shift()!();
   }
 }

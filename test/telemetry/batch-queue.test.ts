@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BatchQueue } from '../../src/telemetry/batch-queue.js';
 
@@ -32,5 +33,93 @@ describe('BatchQueue', () => {
     queue.add('good');
     await queue.settled();
     expect(seen).toEqual(['good']);
+  });
+
+  it('room(): answers at once below maxPending, then only once a batch has run; nothing is dropped', async () => {
+    const gates: (() => void)[] = [];
+    const ran: number[][] = [];
+    const queue = new BatchQueue<number>(
+      (b) =>
+        new Promise<void>((resolve) => {
+          ran.push([...b]);
+          gates.push(resolve);
+        }),
+      { maxPending: 2 },
+    );
+    await queue.room();
+    queue.add(1);
+    await queue.room();
+    queue.add(2);
+    expect(queue.pending).toBe(2);
+    let roomy = false;
+    const waiting = queue.room().then(() => (roomy = true));
+    // Full: room() started the batch at once; it holds both items until it ends.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect({ ran, roomy, pending: queue.pending }).toEqual({ ran: [[1, 2]], roomy: false, pending: 2 });
+    gates.shift()!();
+    await waiting;
+    queue.add(3);
+    const done = queue.settled(); // starts the batch holding 3, which waits for its gate
+    gates.shift()!();
+    await done;
+    expect({ ran, pending: queue.pending }).toEqual({ ran: [[1, 2], [3]], pending: 0 });
+  });
+
+  it('room(): a released adder that adds nothing does not leave the others waiting', async () => {
+    let release: (() => void) | undefined;
+    const queue = new BatchQueue<string>(() => new Promise<void>((resolve) => (release = resolve)), { maxPending: 1 });
+    queue.add('a');
+    const waiting = [queue.room(), queue.room(), queue.room()];
+    await new Promise((resolve) => setImmediate(resolve));
+    release!();
+    // Room for one, and the one released adds nothing: with nothing queued, everyone goes.
+    await Promise.all(waiting);
+    expect(queue.pending).toBe(0);
+  });
+
+  it('refuses a maxPending below 1', () => {
+    expect(() => new BatchQueue<string>(async () => undefined, { maxPending: 0 })).toThrow(RangeError);
+  });
+
+  it('property: producers that await room() before each add never hold more than maxPending + producers − 1 items, every item runs once, in order per producer', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 30 }),
+        async (maxPending, producers, maxBatch, hops) => {
+          let h = 0;
+          const seen: string[] = [];
+          let most = 0;
+          const queue = new BatchQueue<string>(
+            async (batch) => {
+              // A batch takes a varying number of event-loop turns, as a store write does.
+              for (let i = hops[h++ % hops.length]!; i > 0; i--) await new Promise((r) => setImmediate(r));
+              seen.push(...batch);
+            },
+            { maxPending, ...(maxBatch === undefined ? {} : { maxBatch }) },
+          );
+          const perProducer = 8;
+          await Promise.all(
+            Array.from({ length: producers }, async (_, p) => {
+              for (let i = 0; i < perProducer; i++) {
+                await queue.room();
+                queue.add(`${p}:${i}`);
+                most = Math.max(most, queue.pending);
+              }
+            }),
+          );
+          await queue.settled();
+          expect(most).toBeLessThanOrEqual(maxPending + producers - 1);
+          expect(seen).toHaveLength(producers * perProducer);
+          for (let p = 0; p < producers; p++)
+            expect(seen.filter((x) => x.startsWith(`${p}:`))).toEqual(
+              Array.from({ length: perProducer }, (_, i) => `${p}:${i}`),
+            );
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });

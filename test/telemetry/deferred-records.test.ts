@@ -188,4 +188,46 @@ describe('deferred request telemetry (runtime)', () => {
       process.off('unhandledRejection', onRejection);
     }
   });
+
+  it('bounds its backlog: past telemetryBacklog waiting records a call waits for them; every record is still written', async () => {
+    const backlog = 3;
+    await using tt = await createTerminator({ env: {}, overrides: { dbPath: vaultPath }, telemetryBacklog: backlog });
+    const write = tt.vault.recordRequestMetrics.bind(tt.vault);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let entered!: () => void;
+    const blocked = new Promise<void>((resolve) => (entered = resolve));
+    // A metrics store that has stopped answering (a long lock, a slow disk).
+    tt.vault.recordRequestMetrics = async (rows) => {
+      entered();
+      await gate;
+      return write(rows);
+    };
+    const answered: string[] = [];
+    const sessions = ['a', 'b'].map(async (s) => {
+      for (let i = 1; i <= 10; i++) {
+        await tt.reduceRequest(request(`${s} ${i}`), { sessionId: s, requestId: `${s}${i}` });
+        answered.push(`${s}${i}`);
+      }
+    });
+    await blocked;
+    // However long the store hangs, the calls stop at the bound (the pause only gives an unbounded
+    // queue time to show itself: it cannot make this fail).
+    for (let i = 0; i < 20; i++) await hop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const whileHung = answered.length;
+    open();
+    await Promise.all(sessions);
+    await tt.settled();
+    expect(whileHung).toBeLessThanOrEqual(backlog + 2 - 1);
+    expect(answered).toHaveLength(20);
+    expect(readMetricsSummary(vaultPath).requests).toBe(20);
+    expect(turns()).toHaveLength(20);
+  });
+
+  it('refuses a telemetryBacklog below 1 (ConfigError)', async () => {
+    await expect(
+      createTerminator({ env: {}, overrides: { dbPath: vaultPath }, telemetryBacklog: 0 }),
+    ).rejects.toMatchObject({ code: 'E_CONFIG' });
+  });
 });
