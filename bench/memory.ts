@@ -48,8 +48,8 @@ const gc = (): void => {
  * Terminator's deferred telemetry has caught up: records still waiting hold their requests'
  * message lists, which are the telemetry's backlog (bounded by `telemetryBacklog`), not sessions.
  */
-async function heap(tt: Terminator): Promise<number> {
-  await tt.settled();
+async function heap(tt: Terminator, settle = true): Promise<number> {
+  if (settle) await tt.settled();
   clearSharedCountMemo();
   gc();
   return process.memoryUsage().heapUsed;
@@ -189,11 +189,14 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     const t0 = performance.now();
     const first = await runWave(tt, 0, count, turns);
     const memo = sharedCountMemoStats();
+    const hBacklog = await heap(tt, false);
     const h1 = await heap(tt);
     console.log(
       `\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`,
     );
-    console.log(`  heap of the warmed Terminator: ${mib(h0)}; with ${count} live sessions: ${mib(h1)}`);
+    console.log(
+      `  heap of the warmed Terminator: ${mib(h0)}; with ${count} live sessions: ${mib(h1)} (${mib(hBacklog)} before the deferred telemetry caught up: its backlog is bounded)`,
+    );
     console.log(
       `  per live session: ${kb((h1 - h0) / count)} (its request history, as JSON: ${kb(first.historyChars)}; the host's own copy is not counted)`,
     );
