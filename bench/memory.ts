@@ -8,11 +8,12 @@
  *    result through the tool stream, then the request as the host would send it, rebuilt from
  *    JSON like every HTTP request). Heap with all of them live (their lanes subscribed) minus the
  *    heap of the warmed Terminator before: bytes per live session.
- * 2. The host ends them (`endSession`), then `--waves` (3) more waves of as many new sessions are
+ * 2. The host ends them (`endSession`), then `--waves` (6) more waves of as many new sessions are
  *    run and ended. Heap after each: bytes per ended session, and the growth slope over the waves
- *    (0 when nothing of an ended session stays). Unless `--no-snapshot`, V8 heap snapshots after
- *    the first ended wave and after the last, and the constructors whose count or self size grew
- *    between them (both heaps are small: no session is live). Every heap reading waits for the
+ *    (0 when nothing of an ended session stays). Unless `--no-snapshot`, V8 heap snapshots two
+ *    waves before the last (the bounded shared caches are full by then: 200 sessions fill the
+ *    65,536 content measures in about four waves) and after the last, and the constructors whose
+ *    count or self size grew between them (both heaps are small: no session is live). Every heap reading waits for the
  *    deferred telemetry first (`Terminator.settled()`): its backlog is bounded, and not session memory.
  * 3. `--evict-waves` (3) waves of sessions nobody ends: the runtime's lane LRU (maxSessions set to
  *    one wave) evicts them, holding 1.5 waves at most. The slope once the LRU is full is the
@@ -153,7 +154,7 @@ function summarize(path: string): Map<string, { count: number; size: number }> {
   return out;
 }
 
-function snapshotDiff(before: string, after: string, sessions: number): void {
+function snapshotDiff(before: string, after: string, wave: number, sessions: number): void {
   const a = summarize(before);
   const b = summarize(after);
   const rows = [...b]
@@ -163,7 +164,7 @@ function snapshotDiff(before: string, after: string, sessions: number): void {
     [...m.values()].reduce((t, e) => ({ count: t.count + e.count, size: t.size + e.size }), { count: 0, size: 0 });
   const [ta, tb] = [total(a), total(b)];
   console.log(
-    `  heap snapshots after the first ended wave and after ${sessions} more sessions ended: ${ta.count} → ${tb.count} objects, ${mib(ta.size)} → ${mib(tb.size)} self size (${kb(tb.size - ta.size)}: ${((tb.size - ta.size) / sessions).toFixed(0)} bytes and ${((tb.count - ta.count) / sessions).toFixed(2)} objects per ended session)`,
+    `  heap snapshots after wave ${wave} ended and after ${sessions} more sessions ended: ${ta.count} → ${tb.count} objects, ${mib(ta.size)} → ${mib(tb.size)} self size (${kb(tb.size - ta.size)}: ${((tb.size - ta.size) / sessions).toFixed(0)} bytes and ${((tb.count - ta.count) / sessions).toFixed(2)} objects per ended session)`,
   );
   console.log('  the constructors that grew most, by self size:');
   for (const r of rows.slice(0, 12))
@@ -175,7 +176,7 @@ function snapshotDiff(before: string, after: string, sessions: number): void {
 async function sessionsBench(argv: readonly string[], dir: string): Promise<void> {
   const count = flag(argv, '--sessions', 200);
   const turns = flag(argv, '--turns', 30);
-  const waves = flag(argv, '--waves', 3);
+  const waves = flag(argv, '--waves', 6);
   const evictWaves = flag(argv, '--evict-waves', 3);
   if (count <= 0) return;
   // maxSessions = one wave: the lane LRU (3 × maxSessions lanes; these sessions use 2 lanes
@@ -204,13 +205,20 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     await endAll(tt, first);
     const ended = [await heap(tt)];
     console.log(`  after the host ended them (endSession): ${mib(ended[0]!)}`);
-    // Heap snapshots after the first ended wave (the bounded shared caches filled by then) and
-    // after the last: what an ended session leaves behind shows as growth between them.
-    const snapFirst = snapshots && waves >= 1 ? writeHeapSnapshot(join(dir, 'first.heapsnapshot')) : undefined;
+    // Heap snapshots two waves before the last (the bounded shared caches, such as the 65,536
+    // content measures, fill over the first waves) and after the last: what an ended session
+    // leaves behind shows as growth between them.
+    const base = Math.max(0, waves - 2);
+    let snapBase: string | undefined;
+    const snapAt = (w: number): void => {
+      if (snapshots && waves >= 1 && w === base) snapBase = writeHeapSnapshot(join(dir, 'base.heapsnapshot'));
+    };
+    snapAt(0);
     for (let w = 1; w <= waves; w++) {
       await endAll(tt, await runWave(tt, w * count, count, turns));
       ended.push(await heap(tt));
       console.log(`  after wave ${w + 1}, ended too: ${(w + 1) * count} sessions ended: ${mib(ended[w]!)}`);
+      snapAt(w);
     }
     console.log(
       `  per ended session: ${((ended[ended.length - 1]! - h0) / ((waves + 1) * count)).toFixed(0)} bytes (heap after all waves ended − warmed heap, ÷ sessions)`,
@@ -227,8 +235,8 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
         `  growth per ended session, slope over the last 3 waves: ${((last[2]! - last[0]!) / (2 * count)).toFixed(0)} bytes`,
       );
     }
-    if (snapFirst !== undefined)
-      snapshotDiff(snapFirst, writeHeapSnapshot(join(dir, 'last.heapsnapshot')), waves * count);
+    if (snapBase !== undefined)
+      snapshotDiff(snapBase, writeHeapSnapshot(join(dir, 'last.heapsnapshot')), base + 1, (waves - base) * count);
     // Never ended: the lane LRU evicts them.
     const evicted: number[] = [];
     for (let w = 1; w <= evictWaves; w++) {
