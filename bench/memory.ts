@@ -8,12 +8,14 @@
  *    result through the tool stream, then the request as the host would send it, rebuilt from
  *    JSON like every HTTP request). Heap with all of them live (their lanes subscribed) minus the
  *    heap of the warmed Terminator before: bytes per live session.
- * 2. The host ends them (`endSession`), then `--waves` (6) more waves of as many new sessions are
+ * 2. The host ends them (`endSession`), then `--waves` (12) more waves of as many new sessions are
  *    run and ended. Heap after each: bytes per ended session, and the growth slope over the waves
- *    (0 when nothing of an ended session stays). Unless `--no-snapshot`, V8 heap snapshots two
- *    waves before the last (the bounded shared caches are full by then: 200 sessions fill the
- *    65,536 content measures in about four waves) and after the last, and the constructors whose
- *    count or self size grew between them (both heaps are small: no session is live). Every heap reading waits for the
+ *    (0 when nothing of an ended session stays). Unless `--no-snapshot`, V8 heap snapshots one
+ *    wave before the last and after the last, the constructors whose count or self size grew
+ *    between them, and what holds the objects new in the later one (both heaps are small: no
+ *    session is live). The bounded shared caches fill over the first waves: 200 sessions of 30
+ *    turns fill the 65,536 content measures in about four waves, the piece records (1,000,000
+ *    pieces) and the vault's 65,536 verified digests (one per stored output) in about eleven. Every heap reading waits for the
  *    deferred telemetry first (`Terminator.settled()`): its backlog is bounded, and not session memory.
  * 3. `--evict-waves` (3) waves of sessions nobody ends: the runtime's lane LRU (maxSessions set to
  *    one wave) evicts them, holding 1.5 waves at most. The slope once the LRU is full is the
@@ -154,6 +156,72 @@ function summarize(path: string): Map<string, { count: number; size: number }> {
   return out;
 }
 
+interface Snapshot {
+  snapshot: { meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] } };
+  nodes: number[];
+  edges: number[];
+  strings: string[];
+}
+
+/**
+ * The objects of `after` that `before` did not have (snapshot node ids are stable within a
+ * process), grouped by the path that holds them (four retainers up, weak edges left out), largest
+ * self size first: which cache or structure kept what the ended sessions left.
+ */
+function newObjectsByRetainer(before: string, after: string): { path: string; count: number; size: number }[] {
+  const idsOf = (snap: Snapshot): Set<number> => {
+    const f = snap.snapshot.meta.node_fields;
+    const idAt = f.indexOf('id');
+    const out = new Set<number>();
+    for (let i = 0; i < snap.nodes.length; i += f.length) out.add(snap.nodes[i + idAt]!);
+    return out;
+  };
+  const old = idsOf(JSON.parse(readFileSync(before, 'utf8')) as Snapshot);
+  const snap = JSON.parse(readFileSync(after, 'utf8')) as Snapshot;
+  const { node_fields: nf, node_types, edge_fields: ef, edge_types } = snap.snapshot.meta;
+  const [w, ew] = [nf.length, ef.length];
+  const [typeAt, nameAt, idAt, edgesAt, sizeAt] = ['type', 'name', 'id', 'edge_count', 'self_size'].map((k) =>
+    nf.indexOf(k),
+  ) as [number, number, number, number, number];
+  const [edgeTypeAt, edgeNameAt, toAt] = ['type', 'name_or_index', 'to_node'].map((k) => ef.indexOf(k)) as [
+    number,
+    number,
+    number,
+  ];
+  const count = snap.nodes.length / w;
+  const name = (n: number): string => {
+    const type = node_types[0][snap.nodes[n * w + typeAt]!]!;
+    return type === 'object' || type === 'closure' || type === 'native'
+      ? snap.strings[snap.nodes[n * w + nameAt]!]!
+      : `(${type})`;
+  };
+  // The first strong retainer of each node, and the edge's name.
+  const holder = new Int32Array(count).fill(-1);
+  const via: string[] = new Array<string>(count);
+  for (let n = 0, e = 0; n < count; n++) {
+    for (let k = snap.nodes[n * w + edgesAt]!; k > 0; k--, e += ew) {
+      const type = edge_types[0][snap.edges[e + edgeTypeAt]!]!;
+      const to = snap.edges[e + toAt]! / w;
+      if (type === 'weak' || holder[to] !== -1) continue;
+      holder[to] = n;
+      via[to] = type === 'element' || type === 'hidden' ? '[]' : String(snap.strings[snap.edges[e + edgeNameAt]!]);
+    }
+  }
+  const groups = new Map<string, { count: number; size: number }>();
+  for (let n = 0; n < count; n++) {
+    if (old.has(snap.nodes[n * w + idAt]!)) continue;
+    const path = [name(n)];
+    for (let cur = n, d = 0; d < 4 && holder[cur]! >= 0; d++, cur = holder[cur]!)
+      path.push(`${name(holder[cur]!)}.${via[cur]}`);
+    const key = path.join(' ← ');
+    const g = groups.get(key) ?? { count: 0, size: 0 };
+    g.count++;
+    g.size += snap.nodes[n * w + sizeAt]!;
+    groups.set(key, g);
+  }
+  return [...groups].map(([path, g]) => ({ path, ...g })).sort((x, y) => y.size - x.size);
+}
+
 function snapshotDiff(before: string, after: string, wave: number, sessions: number): void {
   const a = summarize(before);
   const b = summarize(after);
@@ -171,12 +239,15 @@ function snapshotDiff(before: string, after: string, wave: number, sessions: num
     console.log(
       `    ${r.name.slice(0, 48).padEnd(48)} ${String(r.count).padStart(8)} objects ${kb(r.size).padStart(12)}`,
     );
+  console.log('  objects new in the later snapshot, by what holds them (largest first):');
+  for (const g of newObjectsByRetainer(before, after).slice(0, 8))
+    console.log(`    ${kb(g.size).padStart(12)} ${String(g.count).padStart(7)} × ${g.path.slice(0, 150)}`);
 }
 
 async function sessionsBench(argv: readonly string[], dir: string): Promise<void> {
   const count = flag(argv, '--sessions', 200);
   const turns = flag(argv, '--turns', 30);
-  const waves = flag(argv, '--waves', 6);
+  const waves = flag(argv, '--waves', 12);
   const evictWaves = flag(argv, '--evict-waves', 3);
   if (count <= 0) return;
   // maxSessions = one wave: the lane LRU (3 × maxSessions lanes; these sessions use 2 lanes
@@ -205,10 +276,9 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     await endAll(tt, first);
     const ended = [await heap(tt)];
     console.log(`  after the host ended them (endSession): ${mib(ended[0]!)}`);
-    // Heap snapshots two waves before the last (the bounded shared caches, such as the 65,536
-    // content measures, fill over the first waves) and after the last: what an ended session
-    // leaves behind shows as growth between them.
-    const base = Math.max(0, waves - 2);
+    // Heap snapshots one wave before the last and after the last: what an ended session leaves
+    // behind shows as growth between them, once the bounded shared caches have filled.
+    const base = Math.max(0, waves - 1);
     let snapBase: string | undefined;
     const snapAt = (w: number): void => {
       if (snapshots && waves >= 1 && w === base) snapBase = writeHeapSnapshot(join(dir, 'base.heapsnapshot'));
