@@ -125,7 +125,7 @@ function losing(vault: Vault, lose: number | undefined, fail: number | undefined
 }
 
 let runs = 0;
-const carried = { duplicates: 0, history: 0 };
+const carried = { duplicates: 0, history: 0, receipts: 0 };
 
 /** Every output (JSON text) and decision of the requests through a fresh chain and SQLite file. */
 async function outputs(
@@ -172,6 +172,7 @@ describe('carried plans = full path', () => {
       const after = carryStats();
       carried.duplicates += after.duplicates - before.duplicates;
       carried.history += after.history - before.history;
+      carried.receipts += after.receipts - before.receipts;
     },
   );
 
@@ -288,6 +289,7 @@ describe('carried plans = full path', () => {
   it('carried plans in the sessions above', () => {
     expect(carried.duplicates).toBeGreaterThan(20);
     expect(carried.history).toBeGreaterThan(20);
+    expect(carried.receipts).toBeGreaterThan(20);
   });
 
   test.prop([growingSession({ ...shapes, minTurns: 4, formats: ['chat'] }), fc.boolean()], { numRuns: 6 })(
