@@ -436,5 +436,23 @@ export function extendView(previous: RequestView, request: unknown): RequestView
   for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
   const info = previous.itemInfo.slice();
   reader.items(items, from, state, slots, info);
+  slotsGrownFrom.set(slots, previous.slots);
   return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state);
+}
+
+/** An extended view's slots → the slots of the view it was extended from (their item slots lead it). */
+const slotsGrownFrom = new WeakMap<readonly Slot[], readonly Slot[]>();
+
+/**
+ * True when `slots` are the slots of a view extended (by {@link extendView}, at most `steps` times
+ * in a row) from the view whose slots are `base`: every item slot of `base` is then the very same
+ * object at the same position in `slots` (head slots, before the first item slot, are read again).
+ */
+export function slotsExtend(slots: readonly Slot[], base: readonly Slot[], steps = 3): boolean {
+  let list: readonly Slot[] | undefined = slots;
+  for (let step = 0; step < steps && list !== undefined; step++) {
+    list = slotsGrownFrom.get(list);
+    if (list === base) return true;
+  }
+  return false;
 }
