@@ -281,6 +281,11 @@ export function createRequestMemo(): RequestMemo {
         }
         list = copy;
         grownFrom.set(copy, { base: items, shared });
+        // Each link holds the list before it: the link past the ones sharedLead follows is cut, so
+        // a session's earlier lists are not all kept alive through the chain.
+        let end: readonly unknown[] = copy;
+        for (let step = 0; step < LINEAGE_STEPS; step++) end = grownFrom.get(end)?.base ?? end;
+        if (end !== copy) grownFrom.delete(end);
         (request ??= { ...caller })[listKey] = copy;
         recent.unshift({ caller: callers, known: copy, published: false, scans: 0 });
         if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;
