@@ -7,6 +7,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { withItems, writeSlots } from '../model/index.js';
 import { acceptCandidate, type TokenPair, type Verdict } from '../accept.js';
 import type { SessionState } from './session.js';
+import { isRecognisedList, sharedLead } from './prefix.js';
 
 type Change = { readonly slot: Slot; readonly text: string };
 
@@ -51,9 +52,7 @@ export function renderItems(state: SessionState, view: RequestView, list: readon
   const kept = (state.sticky.get(RENDERINGS) as Rendering[] | undefined) ?? [];
   let best: { r: Rendering; bound: number; k: number } | undefined;
   for (const r of kept) {
-    let s = 0;
-    const n = Math.min(items.length, r.base.length);
-    while (s < n && items[s] === r.base[s]) s++;
+    const s = sharedLead(items, r.base);
     let k = 0;
     const m = Math.min(list.length, r.changes.length);
     while (k < m && list[k] === r.changes[k]) k++;
@@ -105,7 +104,9 @@ function renderFrom(
     if (typeof item !== 'object' || item === null) continue;
     out[i] = state.renders.render(item, changesOf, () => writeSlots(item, changesOf));
   }
-  const rendering: Rendering = { base: items.slice(), changes: list.slice(), out: out.slice(), firstChanged };
+  // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
+  const base = isRecognisedList(items) ? items : items.slice();
+  const rendering: Rendering = { base, changes: list.slice(), out: out.slice(), firstChanged };
   return { out: firstChanged === Infinity ? undefined : out, rendering };
 }
 

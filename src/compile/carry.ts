@@ -24,7 +24,7 @@ export function setCarry(on: boolean): boolean {
 }
 
 /** Process-wide counts of carried plans per stage (for tests and benchmarks). */
-const counts = { duplicates: 0, history: 0 };
+const counts = { duplicates: 0, history: 0, receipts: 0 };
 
 /** Count one plan that carried the previous request's results. */
 export function noteCarried(stage: keyof typeof counts): void {

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SessionStore, StoreScope } from '../vault/ports.js';
+import { sharedLead } from './prefix.js';
 
 /** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
 export interface ChainMemo {
@@ -21,9 +22,8 @@ export function createChainMemo(): ChainMemo {
   let lastHashes: string[] = [];
   return {
     hashes(items, itemHash) {
-      const out: string[] = [];
-      let i = 0;
-      while (i < items.length && i < lastItems.length && items[i] === lastItems[i]) out.push(lastHashes[i++]!);
+      let i = sharedLead(items, lastItems);
+      const out = i === lastHashes.length ? lastHashes.slice() : lastHashes.slice(0, i);
       let prev = i > 0 ? out[i - 1]! : '';
       for (; i < items.length; i++) {
         prev = createHash('sha256')

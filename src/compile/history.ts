@@ -573,7 +573,9 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   const final: Target[] = [];
   const dropped: string[] = [];
   let failure: string | undefined;
-  for (const t of order) {
+  const from = carriedReceipts(state, order, receipts, final);
+  for (let k = from; k < order.length; k++) {
+    const t = order[k]!;
     try {
       if (t.evidence === undefined) {
         const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
@@ -604,7 +606,46 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
       failure ??= errorLabel(error);
     }
   }
+  // Up to the first drop, receipts[k] is order[k]'s.
+  const named = dropped.length === 0 ? order.length : final.findIndex((t, k) => t !== order[k]);
+  state.sticky.set(RECEIPTS_CARRY, { order, receipts, named: named === -1 ? final.length : named });
   return { receipts, final, dropped, failure };
+}
+
+/** The previous {@link receiptsOf} call of the session: its renderings, their receipts, and how many lead without a drop. */
+interface ReceiptsCarry {
+  readonly order: readonly Target[];
+  readonly receipts: readonly { artifactId: string; verified: boolean }[];
+  readonly named: number;
+}
+
+const RECEIPTS_CARRY = 'history:receipts';
+
+/**
+ * The receipts of the leading renderings `order` shares with the previous call (the same target
+ * objects, which the history carry hands over), pushed onto `receipts` and `final`; returns how
+ * many. While no artifact is found gone, what the full path finds for them is what it found then:
+ * the receipt recorded for the target (for a rendering that vaults its evidence), or the session's
+ * "found in the vault" answer (for one that reuses a receipt), neither dropped since; an artifact
+ * that left the vault some other way is found at delivery, which plans the request again.
+ */
+function carriedReceipts(
+  state: SessionState,
+  order: readonly Target[],
+  receipts: { artifactId: string; verified: boolean }[],
+  final: Target[],
+): number {
+  const carry = state.sticky.get(RECEIPTS_CARRY) as ReceiptsCarry | undefined;
+  if (!carryEnabled() || carry === undefined || state.evidence.goneCount > 0) return 0;
+  const n = Math.min(order.length, carry.named);
+  let k = 0;
+  while (k < n && order[k] === carry.order[k]) k++;
+  for (let x = 0; x < k; x++) {
+    receipts.push(carry.receipts[x]!);
+    final.push(order[x]!);
+  }
+  if (k > 0) noteCarried('receipts');
+  return k;
 }
 
 /** Item index where the sealed steps end. */

@@ -10,6 +10,7 @@
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { createItemMeasures, type ItemMeasures } from './item-measures.js';
+import { isRecognisedList, sharedLead } from './prefix.js';
 
 export interface ItemMeasure {
   /** serializedChars of the item (Python-compatible JSON, code points). */
@@ -97,9 +98,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
     let best: { items: readonly unknown[]; cum: number[] } | undefined;
     let shared = 0;
     for (const m of charSums) {
-      const n = Math.min(items.length, m.items.length);
-      let x = 0;
-      while (x < n && items[x] === m.items[x]) x++;
+      const x = sharedLead(items, m.items);
       if (best === undefined || x > shared) [best, shared] = [m, x];
     }
     if (best !== undefined && shared === items.length && shared === best.items.length) {
@@ -109,7 +108,8 @@ export function createMeter(options: MeterOptions = {}): Meter {
     const cum = best === undefined ? [] : best.cum.slice(0, shared);
     let total = shared > 0 ? cum[shared - 1]! : 0;
     for (let i = shared; i < items.length; i++) cum.push((total += entryOf(items[i]).chars));
-    charSums = [{ items: items.slice(), cum }, ...charSums].slice(0, SUMS_KEPT);
+    // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
+    charSums = [{ items: isRecognisedList(items) ? items : items.slice(), cum }, ...charSums].slice(0, SUMS_KEPT);
     return cum;
   };
   // The same for the token sums of the items two lists differ in (the gate's raw and candidate).

@@ -23,6 +23,7 @@
 import { extendView, readRequest } from '../model/read.js';
 import type { RequestView } from '../model/types.js';
 import { WeakMemo } from '../weak-memo.js';
+import { carryEnabled } from './carry.js';
 
 type Obj = Record<string, unknown>;
 
@@ -75,6 +76,47 @@ function recognitionOf(given: readonly unknown[]): Recognition | undefined {
   if (given.length === 0) return undefined;
   for (const r of recent) if (r.caller[0] === given[0]) return r;
   return undefined;
+}
+
+/**
+ * Recognised lists (the private copies) and how they grew: the list of the same memo's previous
+ * request, and how many leading items the two share (the same objects). Neither list changes
+ * afterwards, so a stage that kept an earlier recognised list knows how much of it a later one
+ * shares without comparing them item by item again (see {@link sharedLead}).
+ */
+const grownFrom = new WeakMap<readonly unknown[], { readonly base: readonly unknown[]; readonly shared: number }>();
+
+/** Lineage steps {@link sharedLead} follows back (a stage's previous request is one step). */
+const LINEAGE_STEPS = 3;
+
+/**
+ * How many leading items `items` shares with `base` (the same objects): the whole shared run,
+ * or, when both are recognised lists of one memo and `base` an earlier one, a leading run the
+ * recognitions between them found shared (at most the whole run; often all of `base`).
+ * Callers may treat every item before the answer as shared; nothing about the item after it.
+ */
+export function sharedLead(items: readonly unknown[], base: readonly unknown[]): number {
+  if (items === base) return items.length;
+  if (carryEnabled()) {
+    let shared = Math.min(items.length, base.length);
+    let list = items;
+    for (let step = 0; step < LINEAGE_STEPS; step++) {
+      const parent = grownFrom.get(list);
+      if (parent === undefined) break;
+      shared = Math.min(shared, parent.shared);
+      if (parent.base === base) return shared;
+      list = parent.base;
+    }
+  }
+  const n = Math.min(items.length, base.length);
+  let i = 0;
+  while (i < n && items[i] === base[i]) i++;
+  return i;
+}
+
+/** Whether `items` is a recognised list (a private copy no caller mutates): safe to keep by reference. */
+export function isRecognisedList(items: readonly unknown[]): boolean {
+  return grownFrom.has(items);
 }
 
 let enabled = true;
@@ -238,6 +280,12 @@ export function createRequestMemo(): RequestMemo {
           else leading = false;
         }
         list = copy;
+        grownFrom.set(copy, { base: items, shared });
+        // Each link holds the list before it: the link past the ones sharedLead follows is cut, so
+        // a session's earlier lists are not all kept alive through the chain.
+        let end: readonly unknown[] = copy;
+        for (let step = 0; step < LINEAGE_STEPS; step++) end = grownFrom.get(end)?.base ?? end;
+        if (end !== copy) grownFrom.delete(end);
         (request ??= { ...caller })[listKey] = copy;
         recent.unshift({ caller: callers, known: copy, published: false, scans: 0 });
         if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;

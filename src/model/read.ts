@@ -436,5 +436,31 @@ export function extendView(previous: RequestView, request: unknown): RequestView
   for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
   const info = previous.itemInfo.slice();
   reader.items(items, from, state, slots, info);
+  slotsGrownFrom.set(slots, previous.slots);
+  // Each link holds the slots before it: the link past the ones slotsExtend follows is cut, so a
+  // conversation's earlier views are not all kept alive through the chain.
+  let end: readonly Slot[] = slots;
+  for (let step = 0; step < LINEAGE_STEPS; step++) end = slotsGrownFrom.get(end) ?? end;
+  if (end !== slots) slotsGrownFrom.delete(end);
   return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state);
+}
+
+/** Links {@link slotsExtend} follows back. */
+const LINEAGE_STEPS = 3;
+
+/** An extended view's slots → the slots of the view it was extended from (their item slots lead it). */
+const slotsGrownFrom = new WeakMap<readonly Slot[], readonly Slot[]>();
+
+/**
+ * True when `slots` are the slots of a view extended (by {@link extendView}, at most three times
+ * in a row) from the view whose slots are `base`: every item slot of `base` is then the very same
+ * object at the same position in `slots` (head slots, before the first item slot, are read again).
+ */
+export function slotsExtend(slots: readonly Slot[], base: readonly Slot[]): boolean {
+  let list: readonly Slot[] | undefined = slots;
+  for (let step = 0; step < LINEAGE_STEPS && list !== undefined; step++) {
+    list = slotsGrownFrom.get(list);
+    if (list === base) return true;
+  }
+  return false;
 }

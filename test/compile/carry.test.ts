@@ -22,6 +22,7 @@ import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import type { PricingProfile } from '../../src/config/pricing.js';
 import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
+import type { RequestView, Slot } from '../../src/model/types.js';
 import type { StoreScope, Vault } from '../../src/vault/types.js';
 import { clone, fileFixture, listKey, reusing } from './helpers.js';
 const { dir, counter } = fileFixture('carry');
@@ -125,7 +126,7 @@ function losing(vault: Vault, lose: number | undefined, fail: number | undefined
 }
 
 let runs = 0;
-const carried = { duplicates: 0, history: 0 };
+const carried = { duplicates: 0, history: 0, receipts: 0 };
 
 /** Every output (JSON text) and decision of the requests through a fresh chain and SQLite file. */
 async function outputs(
@@ -172,6 +173,7 @@ describe('carried plans = full path', () => {
       const after = carryStats();
       carried.duplicates += after.duplicates - before.duplicates;
       carried.history += after.history - before.history;
+      carried.receipts += after.receipts - before.receipts;
     },
   );
 
@@ -284,10 +286,70 @@ describe('carried plans = full path', () => {
     expect(await plans(true)).toBe(expected);
   });
 
+  it('names the receipts of an earlier output the host changed anew, as the full path does', async () => {
+    const head: Obj[] = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: 'fix it' },
+    ];
+    // Short enough for collapseDuplicates to leave inline, long enough for compileRequest to digest.
+    const small = (id: string, extra = ''): Obj => ({
+      role: 'tool',
+      tool_call_id: id,
+      content: Array.from({ length: 12 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};${extra}`).join('\n'),
+    });
+    const r0 = [...head, call('x'), small('x'), call('y'), small('y'), call('z'), small('z')];
+    const r1 = [...r0, call('w'), small('w')];
+    // The first rewritten output changes (it is new, and inline, from there on): the renderings
+    // after it move up one place.
+    const r2 = [...head, call('x'), small('x', ' // changed'), ...r1.slice(4), call('v'), small('v')];
+    const r3 = [...r2, { role: 'user', content: 'and?' }];
+    const requests = [r0, r1, r2, r3].map((messages) => ({ model: 'gpt-4o', messages }));
+    for (const blockTurns of [0, 1]) {
+      const expected = await outputs(requests.map(clone), false, undefined, blockTurns);
+      expect(expected.join('')).toContain('"artifacts":["a_');
+      expect(await outputs(requests.map(clone), true, undefined, blockTurns)).toEqual(expected);
+      expect(await outputs(requests, true, undefined, blockTurns)).toEqual(expected);
+    }
+    // Or the artifacts of the earlier rewrites are found gone: their receipts are vaulted again.
+    const growing = [r0, r1, [...r1, call('v'), small('v')], [...r1, call('v'), small('v'), call('u'), small('u')]];
+    for (const lose of [1, 2, 3]) {
+      const faults = { lose, fail: undefined };
+      const sent = growing.map((messages) => ({ model: 'gpt-4o', messages }));
+      const expected = await outputs(sent.map(clone), false, faults, 1);
+      expect(await outputs(sent.map(clone), true, faults, 1)).toEqual(expected);
+      expect(await outputs(sent, true, faults, 1)).toEqual(expected);
+    }
+  });
+
+  it('scans the outputs of a view on from an earlier scan only when the view was extended from it', () => {
+    const slot = (item: number, kind: 'user' | 'tool_output'): Slot => ({
+      kind,
+      path: ['messages', item],
+      value: `${item}`,
+      item,
+    });
+    const view = (slots: Slot[]): RequestView => ({ format: 'chat', items: [], itemInfo: [], slots });
+    const first = slot(0, 'user');
+    // Two views that share their first slot object and nothing after it (not one extended from the other).
+    const a = view([first, slot(1, 'tool_output'), slot(2, 'user')]);
+    const b = view([first, slot(1, 'user'), slot(2, 'tool_output'), slot(3, 'tool_output')]);
+    const expected = b.slots.filter((s) => s.kind === 'tool_output');
+    for (const carry of [true, false]) {
+      const was = setCarry(carry);
+      try {
+        hostToolOutputs(a);
+        expect(hostToolOutputs(b)).toEqual(expected);
+      } finally {
+        setCarry(was);
+      }
+    }
+  });
+
   // Not vacuous: the sessions above took every carried path, many times.
   it('carried plans in the sessions above', () => {
     expect(carried.duplicates).toBeGreaterThan(20);
     expect(carried.history).toBeGreaterThan(20);
+    expect(carried.receipts).toBeGreaterThan(20);
   });
 
   test.prop([growingSession({ ...shapes, minTurns: 4, formats: ['chat'] }), fc.boolean()], { numRuns: 6 })(
