@@ -15,8 +15,9 @@
  *    between them, and what holds the objects new in the later one (both heaps are small: no
  *    session is live). The bounded shared caches fill over the first waves: 200 sessions of 30
  *    turns fill the 65,536 content measures in about four waves, the piece records (1,000,000
- *    pieces) and the vault's 65,536 verified digests (one per stored output) in about eleven. Every heap reading waits for the
- *    deferred telemetry first (`Terminator.settled()`): its backlog is bounded, and not session memory.
+ *    pieces) and the vault's 65,536 verified digests (one per stored output) in about eleven.
+ *    Every heap reading waits for the deferred telemetry first (`Terminator.settled()`): its
+ *    backlog is bounded, and not session memory.
  * 3. `--evict-waves` (3) waves of sessions nobody ends: the runtime's lane LRU (maxSessions set to
  *    one wave) evicts them, holding 1.5 waves at most. The slope once the LRU is full is the
  *    growth per evicted session.
@@ -129,33 +130,6 @@ async function endAll(tt: Terminator, wave: Wave): Promise<void> {
 const kb = (n: number): string => `${(n / 1024).toFixed(1)} KiB`;
 const mib = (n: number): string => `${(n / 1048576).toFixed(2)} MiB`;
 
-/** Self sizes and counts per constructor name in a heap snapshot file. */
-function summarize(path: string): Map<string, { count: number; size: number }> {
-  const snap = JSON.parse(readFileSync(path, 'utf8')) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
-    nodes: number[];
-    strings: string[];
-  };
-  const fields = snap.snapshot.meta.node_fields;
-  const width = fields.length;
-  const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [
-    number,
-    number,
-    number,
-  ];
-  const types = snap.snapshot.meta.node_types[0];
-  const out = new Map<string, { count: number; size: number }>();
-  for (let i = 0; i < snap.nodes.length; i += width) {
-    const type = types[snap.nodes[i + typeAt]!]!;
-    const name = type === 'object' || type === 'closure' ? snap.strings[snap.nodes[i + nameAt]!]! : `(${type})`;
-    const e = out.get(name) ?? { count: 0, size: 0 };
-    e.count++;
-    e.size += snap.nodes[i + sizeAt]!;
-    out.set(name, e);
-  }
-  return out;
-}
-
 interface Snapshot {
   snapshot: { meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] } };
   nodes: number[];
@@ -163,66 +137,96 @@ interface Snapshot {
   strings: string[];
 }
 
+/** A snapshot's nodes read by index: their count, a field of one, and its name as the tables show it. */
+function nodesOf(snap: Snapshot): {
+  count: number;
+  field(n: number, at: number): number;
+  at(field: string): number;
+  name(n: number): string;
+} {
+  const { node_fields: fields, node_types } = snap.snapshot.meta;
+  const width = fields.length;
+  const [typeAt, nameAt] = [fields.indexOf('type'), fields.indexOf('name')];
+  const field = (n: number, at: number): number => snap.nodes[n * width + at]!;
+  return {
+    count: snap.nodes.length / width,
+    field,
+    at: (f) => fields.indexOf(f),
+    name(n) {
+      const type = node_types[0][field(n, typeAt)]!;
+      return type === 'object' || type === 'closure' || type === 'native'
+        ? snap.strings[field(n, nameAt)]!
+        : `(${type})`;
+    },
+  };
+}
+
+/** Self sizes and counts per constructor name in a heap snapshot. */
+function summarize(snap: Snapshot): Map<string, { count: number; size: number }> {
+  const nodes = nodesOf(snap);
+  const sizeAt = nodes.at('self_size');
+  const out = new Map<string, { count: number; size: number }>();
+  for (let n = 0; n < nodes.count; n++) {
+    const name = nodes.name(n);
+    const e = out.get(name) ?? { count: 0, size: 0 };
+    e.count++;
+    e.size += nodes.field(n, sizeAt);
+    out.set(name, e);
+  }
+  return out;
+}
+
 /**
  * The objects of `after` that `before` did not have (snapshot node ids are stable within a
  * process), grouped by the path that holds them (four retainers up, weak edges left out), largest
  * self size first: which cache or structure kept what the ended sessions left.
  */
-function newObjectsByRetainer(before: string, after: string): { path: string; count: number; size: number }[] {
-  const idsOf = (snap: Snapshot): Set<number> => {
-    const f = snap.snapshot.meta.node_fields;
-    const idAt = f.indexOf('id');
-    const out = new Set<number>();
-    for (let i = 0; i < snap.nodes.length; i += f.length) out.add(snap.nodes[i + idAt]!);
-    return out;
-  };
-  const old = idsOf(JSON.parse(readFileSync(before, 'utf8')) as Snapshot);
-  const snap = JSON.parse(readFileSync(after, 'utf8')) as Snapshot;
-  const { node_fields: nf, node_types, edge_fields: ef, edge_types } = snap.snapshot.meta;
-  const [w, ew] = [nf.length, ef.length];
-  const [typeAt, nameAt, idAt, edgesAt, sizeAt] = ['type', 'name', 'id', 'edge_count', 'self_size'].map((k) =>
-    nf.indexOf(k),
-  ) as [number, number, number, number, number];
+function newObjectsByRetainer(before: Snapshot, after: Snapshot): { path: string; count: number; size: number }[] {
+  const old = new Set<number>();
+  const earlier = nodesOf(before);
+  for (let n = 0, idAt = earlier.at('id'); n < earlier.count; n++) old.add(earlier.field(n, idAt));
+  const nodes = nodesOf(after);
+  const [idAt, edgesAt, sizeAt] = ['id', 'edge_count', 'self_size'].map(nodes.at) as [number, number, number];
+  const { edge_fields: ef, edge_types } = after.snapshot.meta;
   const [edgeTypeAt, edgeNameAt, toAt] = ['type', 'name_or_index', 'to_node'].map((k) => ef.indexOf(k)) as [
     number,
     number,
     number,
   ];
-  const count = snap.nodes.length / w;
-  const name = (n: number): string => {
-    const type = node_types[0][snap.nodes[n * w + typeAt]!]!;
-    return type === 'object' || type === 'closure' || type === 'native'
-      ? snap.strings[snap.nodes[n * w + nameAt]!]!
-      : `(${type})`;
-  };
+  const width = after.snapshot.meta.node_fields.length;
   // The first strong retainer of each node, and the edge's name.
-  const holder = new Int32Array(count).fill(-1);
-  const via: string[] = new Array<string>(count);
-  for (let n = 0, e = 0; n < count; n++) {
-    for (let k = snap.nodes[n * w + edgesAt]!; k > 0; k--, e += ew) {
-      const type = edge_types[0][snap.edges[e + edgeTypeAt]!]!;
-      const to = snap.edges[e + toAt]! / w;
+  const holder = new Int32Array(nodes.count).fill(-1);
+  const via: string[] = new Array<string>(nodes.count);
+  for (let n = 0, e = 0; n < nodes.count; n++) {
+    for (let k = nodes.field(n, edgesAt); k > 0; k--, e += ef.length) {
+      const type = edge_types[0][after.edges[e + edgeTypeAt]!]!;
+      const to = after.edges[e + toAt]! / width;
       if (type === 'weak' || holder[to] !== -1) continue;
       holder[to] = n;
-      via[to] = type === 'element' || type === 'hidden' ? '[]' : String(snap.strings[snap.edges[e + edgeNameAt]!]);
+      via[to] = type === 'element' || type === 'hidden' ? '[]' : String(after.strings[after.edges[e + edgeNameAt]!]);
     }
   }
   const groups = new Map<string, { count: number; size: number }>();
-  for (let n = 0; n < count; n++) {
-    if (old.has(snap.nodes[n * w + idAt]!)) continue;
-    const path = [name(n)];
+  for (let n = 0; n < nodes.count; n++) {
+    if (old.has(nodes.field(n, idAt))) continue;
+    const path = [nodes.name(n)];
     for (let cur = n, d = 0; d < 4 && holder[cur]! >= 0; d++, cur = holder[cur]!)
-      path.push(`${name(holder[cur]!)}.${via[cur]}`);
+      path.push(`${nodes.name(holder[cur]!)}.${via[cur]}`);
     const key = path.join(' ← ');
     const g = groups.get(key) ?? { count: 0, size: 0 };
     g.count++;
-    g.size += snap.nodes[n * w + sizeAt]!;
+    g.size += nodes.field(n, sizeAt);
     groups.set(key, g);
   }
   return [...groups].map(([path, g]) => ({ path, ...g })).sort((x, y) => y.size - x.size);
 }
 
-function snapshotDiff(before: string, after: string, wave: number, sessions: number): void {
+function snapshotDiff(beforePath: string, afterPath: string, wave: number, sessions: number): void {
+  // Each file parsed once (they are tens of MB), for both tables.
+  const [before, after] = [beforePath, afterPath].map((p) => JSON.parse(readFileSync(p, 'utf8')) as Snapshot) as [
+    Snapshot,
+    Snapshot,
+  ];
   const a = summarize(before);
   const b = summarize(after);
   const rows = [...b]

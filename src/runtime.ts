@@ -338,7 +338,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     signal?: AbortSignal,
   ): Promise<Step<ProviderRequest>> => {
     // A backlog of telemetry (calls answered faster than their records are written) is bounded here.
-    if (records.pending > 0) await records.room();
+    if (records.full) await records.room();
     await counts?.prefetch(request, laneOf(context));
     const out = await lanes
       .get('request', laneOf(context), requests)

@@ -153,8 +153,6 @@ function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: Receip
 const ACCOUNT_DELAY_MS = 100;
 const ACCOUNT_BATCH = 64;
 
-const ROOM: Promise<void> = Promise.resolve();
-
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
@@ -298,8 +296,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       accounting.add(input);
     },
     room() {
-      if (accounting.pending < accountingBacklog) return ROOM;
-      metrics.accountingWaits.inc();
+      if (accounting.full) metrics.accountingWaits.inc();
       return accounting.room();
     },
   };

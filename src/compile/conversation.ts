@@ -23,7 +23,7 @@ export function createChainMemo(): ChainMemo {
   return {
     hashes(items, itemHash) {
       let i = sharedLead(items, lastItems);
-      const out = i === lastHashes.length ? lastHashes.slice() : lastHashes.slice(0, i);
+      const out = lastHashes.slice(0, i);
       let prev = i > 0 ? out[i - 1]! : '';
       for (; i < items.length; i++) {
         prev = createHash('sha256')

@@ -49,6 +49,11 @@ export class BatchQueue<T> {
     return this.#queue.length + this.#inBatch;
   }
 
+  /** Whether {@link BatchQueue.room} would make an adder wait: `maxPending` items wait, or adders already do. */
+  get full(): boolean {
+    return this.pending >= this.#maxPending || this.#waiting.length > 0;
+  }
+
   /** Queue one item; its batch runs later (see {@link BatchQueueOptions}). */
   add(item: T): void {
     this.#queue.push(item);
@@ -63,7 +68,7 @@ export class BatchQueue<T> {
    * nothing is dropped. Never rejects.
    */
   room(): Promise<void> {
-    if (this.pending < this.#maxPending && this.#waiting.length === 0) return ROOM;
+    if (!this.full) return ROOM;
     const wait = new Promise<void>((resolve) => this.#waiting.push(resolve));
     void this.#kick();
     return wait;
