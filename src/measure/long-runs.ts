@@ -54,6 +54,40 @@ function kindAt(text: string, i: number): Kind {
  */
 export function splitLongRuns(text: string, maxRun: number = DEFAULT_MAX_RUN): string[] {
   if (text.length <= maxRun) return [text];
+  if (!mayHaveLongRun(text, maxRun)) return [text];
+  return cutLongRuns(text, maxRun);
+}
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/**
+ * False only when no run of one class (letters, or gaps; a digit never runs) is longer than
+ * `maxRun` code units, without classifying every unit. Such a run spans more than
+ * 2 × ⌊maxRun / 2⌋ units, so it holds two consecutive multiples of that stride: only where two
+ * consecutive samples share a class is the run around them measured. A text with surrogates is
+ * left to the exact walk (its classes need code points).
+ */
+function mayHaveLongRun(text: string, maxRun: number): boolean {
+  const stride = Math.floor(maxRun / 2);
+  if (!(stride >= 1) || SURROGATE.test(text)) return true;
+  let before = kindOfUnit(text.charCodeAt(0));
+  for (let p = stride; p < text.length; p += stride) {
+    const kind = kindOfUnit(text.charCodeAt(p));
+    if (kind === before && kind !== Kind.Number) {
+      // The run through p, measured up to one unit past the bound.
+      let from = p;
+      let to = p + 1;
+      while (from > 0 && to - from <= maxRun && kindOfUnit(text.charCodeAt(from - 1)) === kind) from--;
+      while (to < text.length && to - from <= maxRun && kindOfUnit(text.charCodeAt(to)) === kind) to++;
+      if (to - from > maxRun) return true;
+    }
+    before = kind;
+  }
+  return false;
+}
+
+/** The exact walk of {@link splitLongRuns}. */
+function cutLongRuns(text: string, maxRun: number): string[] {
   const pieces: string[] = [];
   let start = 0;
   let runKind: Kind | -1 = -1;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { getEncoding } from 'js-tiktoken';
 import { get_encoding } from 'tiktoken';
@@ -145,6 +146,39 @@ describe('pathological inputs (guarded runs)', () => {
     }
     // A run of one letter is 8 letters per o200k token, cut or not.
     expect(tik.count('a'.repeat(mb))).toBe(mb / 8);
+  });
+
+  it('cuts exactly where a run of one class is longer than the bound (property, against a unit-by-unit oracle)', () => {
+    // The oracle: classify every code point as splitLongRuns documents it, and look for a run.
+    const kind = (ch: string): string => (/[\p{L}\p{M}]/u.test(ch) ? 'w' : /\p{N}/u.test(ch) ? 'n' : 'g');
+    const longestRun = (text: string): number => {
+      let best = 0;
+      let run = 0;
+      let last = '';
+      for (const ch of text) {
+        const k = kind(ch);
+        run = k === last && k !== 'n' ? run + 1 : 1;
+        last = k;
+        best = Math.max(best, k === 'n' ? 0 : run);
+      }
+      return best;
+    };
+    const segment = fc.tuple(
+      fc.constantFrom('a', 'é', ' ', '-', '\n', '7', 'Ж', '😀', '.', 'x y'),
+      fc.integer({ min: 1, max: 140 }),
+    );
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 12 }), fc.integer({ min: 2, max: 64 }), (segments, maxRun) => {
+        const text = segments.map(([unit, n]) => unit.repeat(n)).join('');
+        const pieces = splitLongRuns(text, maxRun);
+        expect(pieces.join('')).toBe(text);
+        // No cut for a text within the bound (in code points, as the walk counts them); a cut
+        // for any run longer than the bound in code units where the text has no surrogates.
+        if (longestRun(text) <= maxRun) expect(pieces).toHaveLength(1);
+        else if (text.length > maxRun) expect(pieces.length).toBeGreaterThan(1);
+      }),
+      { numRuns: 400 },
+    );
   });
 
   it('never cuts a surrogate pair', () => {
