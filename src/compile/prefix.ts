@@ -20,6 +20,7 @@
  * Like every identity memo of the request stages, this assumes the host does not mutate a message
  * object in place after it was sent (a changed message is a new object or a different copy).
  */
+import { Lineage } from '../lineage.js';
 import { extendView, readRequest } from '../model/read.js';
 import type { RequestView } from '../model/types.js';
 import { WeakMemo } from '../weak-memo.js';
@@ -84,10 +85,11 @@ function recognitionOf(given: readonly unknown[]): Recognition | undefined {
  * afterwards, so a stage that kept an earlier recognised list knows how much of it a later one
  * shares without comparing them item by item again (see {@link sharedLead}).
  */
-const grownFrom = new WeakMap<readonly unknown[], { readonly base: readonly unknown[]; readonly shared: number }>();
-
-/** Lineage steps {@link sharedLead} follows back (a stage's previous request is one step). */
-const LINEAGE_STEPS = 3;
+// Three steps followed back by sharedLead (a stage's previous request is one step).
+const grownFrom = new Lineage<readonly unknown[], { readonly base: readonly unknown[]; readonly shared: number }>(
+  3,
+  (link) => link.base,
+);
 
 /**
  * How many leading items `items` shares with `base` (the same objects): the whole shared run,
@@ -100,7 +102,7 @@ export function sharedLead(items: readonly unknown[], base: readonly unknown[]):
   if (carryEnabled()) {
     let shared = Math.min(items.length, base.length);
     let list = items;
-    for (let step = 0; step < LINEAGE_STEPS; step++) {
+    for (let step = 0; step < grownFrom.steps; step++) {
       const parent = grownFrom.get(list);
       if (parent === undefined) break;
       shared = Math.min(shared, parent.shared);
@@ -280,12 +282,8 @@ export function createRequestMemo(): RequestMemo {
           else leading = false;
         }
         list = copy;
-        grownFrom.set(copy, { base: items, shared });
-        // Each link holds the list before it: the link past the ones sharedLead follows is cut, so
-        // a session's earlier lists are not all kept alive through the chain.
-        let end: readonly unknown[] = copy;
-        for (let step = 0; step < LINEAGE_STEPS; step++) end = grownFrom.get(end)?.base ?? end;
-        if (end !== copy) grownFrom.delete(end);
+        // The link past the ones sharedLead follows is cut (src/lineage.ts).
+        grownFrom.link(copy, { base: items, shared });
         (request ??= { ...caller })[listKey] = copy;
         recent.unshift({ caller: callers, known: copy, published: false, scans: 0 });
         if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;

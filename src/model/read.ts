@@ -6,6 +6,7 @@
 import type { RequestFormat } from '../step.js';
 import type { ItemInfo, RequestView, Slot, SlotPath } from './types.js';
 import { WeakMemo } from '../weak-memo.js';
+import { Lineage } from '../lineage.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -436,20 +437,13 @@ export function extendView(previous: RequestView, request: unknown): RequestView
   for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
   const info = previous.itemInfo.slice();
   reader.items(items, from, state, slots, info);
-  slotsGrownFrom.set(slots, previous.slots);
-  // Each link holds the slots before it: the link past the ones slotsExtend follows is cut, so a
-  // conversation's earlier views are not all kept alive through the chain.
-  let end: readonly Slot[] = slots;
-  for (let step = 0; step < LINEAGE_STEPS; step++) end = slotsGrownFrom.get(end) ?? end;
-  if (end !== slots) slotsGrownFrom.delete(end);
+  // The link past the ones slotsExtend follows is cut (src/lineage.ts).
+  slotsGrownFrom.link(slots, previous.slots);
   return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state);
 }
 
-/** Links {@link slotsExtend} follows back. */
-const LINEAGE_STEPS = 3;
-
-/** An extended view's slots → the slots of the view it was extended from (their item slots lead it). */
-const slotsGrownFrom = new WeakMap<readonly Slot[], readonly Slot[]>();
+/** An extended view's slots → the slots of the view it was extended from (their item slots lead it); three steps followed. */
+const slotsGrownFrom = new Lineage<readonly Slot[], readonly Slot[]>(3, (parent) => parent);
 
 /**
  * True when `slots` are the slots of a view extended (by {@link extendView}, at most three times
@@ -458,7 +452,7 @@ const slotsGrownFrom = new WeakMap<readonly Slot[], readonly Slot[]>();
  */
 export function slotsExtend(slots: readonly Slot[], base: readonly Slot[]): boolean {
   let list: readonly Slot[] | undefined = slots;
-  for (let step = 0; step < LINEAGE_STEPS && list !== undefined; step++) {
+  for (let step = 0; step < slotsGrownFrom.steps && list !== undefined; step++) {
     list = slotsGrownFrom.get(list);
     if (list === base) return true;
   }
