@@ -10,8 +10,11 @@
  * previous session's garbage), so the windows are pooled over the sessions.
  *
  * Printed per mode, next to baselines measured in the same run:
- * - time per request (wall and process CPU) around turn 20 and turn 200 (medians of the pooled
- *   windows), their ratio (incremental cost: target ≤ 1.3) and each session's own ratio;
+ * - time per request (wall and process CPU, from the call until its result is emitted) around turn
+ *   20 and turn 200 (medians of the pooled windows), their ratio (incremental cost: target ≤ 1.3)
+ *   and each session's own ratio; apart, the time from the result until the next request could
+ *   start (what the stages run after emitting: their vault writes, due maintenance), which a host
+ *   spends waiting for the model;
  * - the time to SHA-256 that request's serialized history once (compact JSON, serialized outside
  *   the timing), and the ratio of the request time at turn 200 to it (target ≤ 3);
  * - with rebuilt objects, the time to compare the history item by item with an equal rebuilt copy
@@ -95,6 +98,8 @@ interface Timing {
   /** Per request (index = turn − 1): wall ms, process CPU ms, and ms of GC pauses inside the request. */
   readonly wall: number[];
   readonly cpu: number[];
+  /** Per request: from its result's emission until the next request could start (the stages' work after the result). */
+  readonly after: number[];
   readonly gc: number[];
   /** SHA-256 of the request's serialized history, ms (median of 5), at the turns asked for. */
   readonly sha: Map<number, number>;
@@ -125,9 +130,16 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
   // of them made the heap, and so every major GC, grow with the session).
   let emitted = 0;
   let last: Step<ProviderRequest> | undefined;
+  // A request ends when its result is emitted (the host has it then); what the stages run after
+  // that, before the next request, is timed apart (`after`).
+  let c0 = process.cpuUsage();
+  let emittedAt = 0;
+  let cpuAt = c0;
   const sub = input
     .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
     .subscribe((s) => {
+      emittedAt = performance.now();
+      cpuAt = process.cpuUsage(c0);
       emitted++;
       last = s;
     });
@@ -136,6 +148,7 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
   const texts = fresh ? messages.map((m) => JSON.stringify(m)) : [];
   const wall: number[] = [];
   const cpu: number[] = [];
+  const after: number[] = [];
   const windows: [number, number][] = [];
   const pauses: { start: number; ms: number }[] = [];
   const observer = new PerformanceObserver((list) => {
@@ -156,15 +169,14 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
         const poll = (): void => (emitted > before ? resolve() : void setImmediate(poll));
         poll();
       });
-      const c0 = process.cpuUsage();
+      c0 = process.cpuUsage();
       const w0 = performance.now();
       input.next(createStep(request, { sessionId: fresh ? 'fresh' : 'shared', requestId: `r${t}` }));
       await done;
-      const w1 = performance.now();
-      wall.push(w1 - w0);
-      windows.push([w0, w1]);
-      const c1 = process.cpuUsage(c0);
-      cpu.push((c1.user + c1.system) / 1000);
+      after.push(performance.now() - emittedAt);
+      wall.push(emittedAt - w0);
+      windows.push([w0, emittedAt]);
+      cpu.push((cpuAt.user + cpuAt.system) / 1000);
       if (probes.includes(t)) {
         const serialized = canonicalJson(request, { compact: true });
         historyChars.set(t, serialized.length);
@@ -192,7 +204,17 @@ async function runSession(fresh: boolean, turns: number, probes: readonly number
     }
     await new Promise((r) => setImmediate(r)); // the last GC entries
     const gc = windows.map(([a, b]) => pauses.reduce((n, p) => n + (p.start >= a && p.start < b ? p.ms : 0), 0));
-    return { wall, cpu, gc, sha, compare, tokenize, historyChars, finalChars: canonicalJson(last!.value).length };
+    return {
+      wall,
+      cpu,
+      after,
+      gc,
+      sha,
+      compare,
+      tokenize,
+      historyChars,
+      finalChars: canonicalJson(last!.value).length,
+    };
   } finally {
     observer.disconnect();
     sub.unsubscribe();
@@ -353,6 +375,10 @@ export async function main(argv: string[]): Promise<void> {
     console.log(
       `  ratio turn ${turns} / turn ${early}: ${(w200 / w20).toFixed(2)} wall, ${(c200 / c20).toFixed(2)} CPU (target ≤ 1.3); each session's wall ratio: ${each}`,
     );
+    const afters = rs.map((x) => x.after);
+    console.log(
+      `  after the result, until the next request could start (the stages' own writes, due vault maintenance), median: ${pooled(afters, early).toFixed(2)} ms at turn ${early}, ${pooled(afters, turns).toFixed(2)} ms at turn ${turns}`,
+    );
     console.log(
       `  SHA-256 of the serialized history once: ${shaAt(early).toFixed(2)} ms at turn ${early} (${r.historyChars.get(early)} chars), ${sha.toFixed(2)} ms at turn ${turns} (${r.historyChars.get(turns)} chars)`,
     );
@@ -415,6 +441,12 @@ export async function main(argv: string[]): Promise<void> {
     const p50 = percentile(at50, 50);
     console.log(
       `  floors at turn ${longTurns} / p50 at turn 50: SHA-256 once ${(r.sha.get(longTurns)! / p50).toFixed(2)}, comparison alone ${(r.compare.get(longTurns)! / p50).toFixed(2)} (the target's 1.5 leaves ${(1.5 * p50).toFixed(2)} ms at turn ${longTurns})`,
+    );
+    console.log(
+      `  beyond that floor: (p50 at turn ${longTurns} − the comparison) / p50 at turn 50 = ${((percentile(atEnd, 50) - r.compare.get(longTurns)!) / p50).toFixed(2)}`,
+    );
+    console.log(
+      `  after the result, until the next request could start: p50 ${percentile(window(r.after, 50), 50).toFixed(2)} ms around turn 50, ${percentile(window(r.after, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
     );
   }
 }
