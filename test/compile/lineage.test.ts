@@ -1,0 +1,140 @@
+/**
+ * Lineage links (src/compile/prefix.ts `grownFrom`, src/model/read.ts `slotsGrownFrom`): an
+ * extended view answers "extended from that view" only for the view it was extended from (and up
+ * to two more steps back), never for another view that shares its first slots; and each link
+ * holds the list or view before it, so the link past the three the readers follow is cut, or a
+ * session's every earlier list and view stays alive through the chain.
+ */
+import { describe, expect, it } from 'vitest';
+import { setCarry } from '../../src/compile/carry.js';
+import { hostToolOutputs, observationSlots, observationTest } from '../../src/compile/observations.js';
+import { createRequestMemo, isRecognisedList } from '../../src/compile/prefix.js';
+import { readRequest } from '../../src/model/index.js';
+import { extendView, slotsExtend } from '../../src/model/read.js';
+import type { RequestView, Slot } from '../../src/model/types.js';
+
+type Obj = Record<string, unknown>;
+
+const call = (id: string): Obj => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
+});
+const out = (id: string): Obj => ({ role: 'tool', tool_call_id: id, content: `contents of ${id}.ts` });
+
+/**
+ * A view that shares `base`'s slots (the very objects) and continues with plain user messages of
+ * its own, as many slots as `other` adds after `base`: a sibling of `other`, not its ancestor.
+ */
+function sibling(base: RequestView, other: RequestView): RequestView {
+  const extra: Slot[] = [];
+  const items = [...base.items];
+  for (let j = base.slots.length; j < other.slots.length; j++) {
+    const value = { role: 'user', content: `note ${j}` };
+    extra.push({ kind: 'user', path: ['messages', items.length], value, item: items.length, text: value.content });
+    items.push(value);
+  }
+  return { ...base, items, itemInfo: [...base.itemInfo], slots: [...base.slots, ...extra] };
+}
+
+describe('an extended view', () => {
+  it('extends only the views it was extended from, not a view sharing its first slots', () => {
+    const a = readRequest({ model: 'm', messages: [{ role: 'system', content: 'agent' }, call('c1'), out('c1')] });
+    const b = extendView(a, { model: 'm', messages: [...a.items, call('c2'), out('c2')] })!;
+    const c = extendView(b, { model: 'm', messages: [...b.items, { role: 'user', content: 'go on' }] })!;
+    const x = sibling(a, b);
+    expect(slotsExtend(b.slots, a.slots)).toBe(true);
+    expect(slotsExtend(c.slots, a.slots)).toBe(true); // two steps back
+    expect(slotsExtend(b.slots, x.slots)).toBe(false);
+    expect(slotsExtend(c.slots, x.slots)).toBe(false);
+    expect(slotsExtend(a.slots, b.slots)).toBe(false);
+  });
+
+  it("lists its own tool outputs after a scan of a sibling view (the sibling's scan is not taken over)", () => {
+    const a = readRequest({ model: 'm', messages: [{ role: 'system', content: 'agent' }, call('c1'), out('c1')] });
+    const b = extendView(a, { model: 'm', messages: [...a.items, call('c2'), out('c2')] })!;
+    const x = sibling(a, b);
+    const outputs = (v: RequestView): Slot[] => v.slots.filter((s) => s.kind === 'tool_output');
+    for (const carry of [true, false]) {
+      const was = setCarry(carry);
+      try {
+        hostToolOutputs(a);
+        expect(hostToolOutputs(x)).toEqual(outputs(a));
+        expect(hostToolOutputs(b)).toEqual(outputs(b));
+        expect(outputs(b)).toHaveLength(2);
+      } finally {
+        setCarry(was);
+      }
+    }
+  });
+
+  it("finds its own observations after a scan of a sibling view (the sibling's scan is not taken over)", () => {
+    const act = (command: string): Obj => ({
+      role: 'assistant',
+      content: `Running it.\n\`\`\`bash\n${command}\n\`\`\``,
+    });
+    const observed = (text: string): Obj => ({
+      role: 'user',
+      content: `<returncode>0</returncode>\n<output>\n${text}\n</output>`,
+    });
+    const a = readRequest({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'agent' },
+        { role: 'user', content: 'fix it' },
+        { role: 'assistant', content: 'Looking at the files first.' }, // the prefix ends here
+        act('ls'),
+        observed('a.ts'),
+      ],
+    });
+    const b = extendView(a, { model: 'm', messages: [...a.items, act('cat a.ts'), observed('const a = 1;')] })!;
+    const x = sibling(a, b);
+    const test = observationTest('lineage test', undefined);
+    const commands = (slots: Slot[]): unknown[] => slots.map((s) => [s.item, s.callArgs]);
+    for (const carry of [true, false]) {
+      const was = setCarry(carry);
+      try {
+        expect(commands(observationSlots(a, test))).toEqual([[4, { command: 'ls' }]]);
+        expect(commands(observationSlots(x, test))).toEqual([[4, { command: 'ls' }]]);
+        expect(commands(observationSlots(b, test))).toEqual([
+          [4, { command: 'ls' }],
+          [6, { command: 'cat a.ts' }],
+        ]);
+      } finally {
+        setCarry(was);
+      }
+    }
+  });
+});
+
+describe('the lineage links', () => {
+  /** Ten appending requests through one memo (the host reusing its objects): the recognised lists and views. */
+  function session(): { lists: (readonly unknown[])[]; views: RequestView[] } {
+    const memo = createRequestMemo();
+    const items: Obj[] = [{ role: 'system', content: 'agent' }];
+    const lists: (readonly unknown[])[] = [];
+    const views: RequestView[] = [];
+    for (let n = 0; n < 10; n++) {
+      items.push({ role: n % 2 === 0 ? 'user' : 'assistant', content: `turn ${n}` });
+      const seen = memo.recognise({ model: 'm', messages: items.slice() });
+      lists.push(seen.request['messages'] as readonly unknown[]);
+      views.push(seen.view);
+    }
+    return { lists, views };
+  }
+
+  // The link of a recognised list is what makes it one (isRecognisedList): only the newest three
+  // keep theirs, so the list of request 1 is no longer reachable from the newest list's lineage.
+  it('are cut past three steps for recognised lists', () => {
+    const { lists } = session();
+    expect(lists.map((l) => isRecognisedList(l))).toEqual([...Array<boolean>(7).fill(false), true, true, true]);
+  });
+
+  it('are cut past three steps for extended views', () => {
+    const { views } = session();
+    const linked = views.slice(1).map((v, k) => slotsExtend(v.slots, views[k]!.slots));
+    expect(linked).toEqual([...Array<boolean>(6).fill(false), true, true, true]);
+    expect(slotsExtend(views[9]!.slots, views[6]!.slots)).toBe(true); // three steps back
+    expect(slotsExtend(views[9]!.slots, views[5]!.slots)).toBe(false);
+  });
+});
