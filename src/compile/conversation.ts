@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SessionStore, StoreScope } from '../vault/ports.js';
-import { sharedLead } from './prefix.js';
+import { isRecognisedList, sharedLead } from './prefix.js';
 
 /** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
 export interface ChainMemo {
@@ -34,7 +34,8 @@ export function createChainMemo(): ChainMemo {
           .slice(0, 32);
         out.push(prev);
       }
-      lastItems = items;
+      // A recognised list is never changed; a caller's own array may be, in place, before the next call.
+      lastItems = isRecognisedList(items) ? items : items.slice();
       lastHashes = out;
       return out;
     },

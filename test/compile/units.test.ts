@@ -174,6 +174,16 @@ describe('conversation keys', () => {
     expect(b[2]).not.toBe(a[2]);
     expect(c.slice(0, 4)).toEqual(a);
   });
+
+  it('follow a caller array changed in place after the previous call', () => {
+    const memo = createChainMemo();
+    const hash = (it: unknown): string => canonicalJson(it);
+    const items: unknown[] = ['s', 'task A', 'x'];
+    memo.hashes(items, hash);
+    items[1] = 'task B';
+    items.push('y');
+    expect(memo.hashes(items, hash)).toEqual(createChainMemo().hashes(['s', 'task B', 'x', 'y'], hash));
+  });
 });
 
 describe('evidence and views', () => {
