@@ -157,6 +157,8 @@ const TEXT_CHARS_KEPT = 8_000_000;
 const RECORD_PIECES_KEPT = 1_000_000;
 /** Primitives up to this many characters are memoized by value (model names, short inputs). */
 const PRIMITIVE_CHARS = 256;
+/** Items from this size (code points of the spaced JSON) get their compact count when telemetry first counts a segment of them. */
+const PRIME_COMPACT_CHARS = 1024;
 
 /** The pieces of an entry's compact JSON, and the runs its spaced JSON copies (null: not a copy). */
 interface CompactPieces {
@@ -356,23 +358,25 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     return kept.runs === null ? undefined : kept;
   };
 
+  const compactTokens = (value: unknown): number | undefined => {
+    if (counter === undefined) return undefined;
+    const m = measuresOf(value);
+    if (m.compact !== undefined) return m.compact;
+    const text = compactJson(value, m);
+    tokenized(m);
+    if (pieces === undefined) return (m.compact = counter.count(text));
+    const { count, record } = pieces.countRecorded(text);
+    if (record !== undefined) records.set(m, { record });
+    return (m.compact = count);
+  };
+
   return {
     counter,
     byContent,
     entry: measuresOf,
     compactJson: (value) => compactJson(value),
     spacedJson: (value) => spacedJson(value),
-    compactTokens(value) {
-      if (counter === undefined) return undefined;
-      const m = measuresOf(value);
-      if (m.compact !== undefined) return m.compact;
-      const text = compactJson(value, m);
-      tokenized(m);
-      if (pieces === undefined) return (m.compact = counter.count(text));
-      const { count, record } = pieces.countRecorded(text);
-      if (record !== undefined) records.set(m, { record });
-      return (m.compact = count);
-    },
+    compactTokens,
     segmentTokens(value, segment) {
       if (counter === undefined) return undefined;
       const m = measuresOf(value);
@@ -381,6 +385,11 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       const json = spacedJson(value, m);
       const prefix = SEGMENT_PREFIX[segment];
       const text = `${prefix}${json}${SEGMENT_SUFFIX[segment]}`;
+      // A large item no stage counted yet is counted in its compact form first and the segment
+      // derived from it: telemetry runs after the call, and the gate that digests this item in a
+      // later request (or the output budget) then finds its compact count instead of tokenizing
+      // it on that request's critical path.
+      if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokens(value);
       const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
       tokenized(m);
       if (compact === undefined) return (m[segment] = counter.count(text));

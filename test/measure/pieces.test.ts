@@ -206,6 +206,32 @@ describe('the measurement memo counts spaced segments from the compact pieces, e
     }
   });
 
+  it('a large item telemetry counts first gets its compact count on the way: a later gate tokenizes nothing', () => {
+    const { spy, calls, dispose } = spyCounter();
+    try {
+      const measures = createItemMeasures({ counter: spy, recordPieces: true });
+      const wasm = acquireEncoder('o200k_base', 'wasm'); // the reference, independent of the js engine
+      leases.push(wasm);
+      const counterCount = (text: string): number => wasm.count(text);
+      const compact = canonicalJson(toolOutput, { compact: true });
+      const mid = measures.segmentTokens(toolOutput, 'mid');
+      expect(calls.recorded).toEqual([compact]);
+      expect(calls.derived).toEqual([` ${canonicalJson(toolOutput)},`]);
+      expect(calls.plain).toEqual([]);
+      const before = { ...calls, recorded: [...calls.recorded], derived: [...calls.derived] };
+      expect(measures.compactTokens(toolOutput)).toBe(counterCount(compact));
+      expect(calls).toEqual(before);
+      expect(mid).toBe(counterCount(` ${canonicalJson(toolOutput)},`));
+      // A small item is not worth it: its segment is counted as it is.
+      const small = { role: 'tool', tool_call_id: 'call_2', content: 'ok' };
+      measures.segmentTokens(small, 'mid');
+      expect(calls.recorded).toEqual([compact]);
+      expect(calls.plain).toEqual([` ${canonicalJson(small)},`]);
+    } finally {
+      dispose();
+    }
+  });
+
   it('records nothing unless asked: the compact JSON gets a plain count, segments are counted afresh', () => {
     const { spy, calls, dispose } = spyCounter();
     try {
