@@ -11,7 +11,7 @@ import { createSessionPool } from '../../src/compile/session.js';
 import { readRequest } from '../../src/model/index.js';
 import type { Slot } from '../../src/model/types.js';
 import { createVault } from '../../src/vault/index.js';
-import { fileFixture } from './helpers.js';
+import { fileFixture, readCall, readOutput } from './helpers.js';
 
 const { dir, counter } = fileFixture('apply');
 const vault = await createVault({ path: join(dir, 'apply.sqlite3') });
@@ -19,12 +19,8 @@ afterAll(() => vault.close());
 
 type Obj = Record<string, unknown>;
 
-const call = (id: string): Obj => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
-});
-const out = (id: string): Obj => ({ role: 'tool', tool_call_id: id, content: `contents of ${id}.ts` });
+const call = readCall;
+const out = (id: string): Obj => readOutput(id);
 
 describe('renderItems', () => {
   it('renders a caller list changed in place after the previous call as it renders it from scratch', () => {

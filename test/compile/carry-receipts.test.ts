@@ -13,23 +13,15 @@ import { carryStats } from '../../src/compile/carry.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
-import { fileFixture, recover } from './helpers.js';
+import { fileFixture, readCall, readOutput, recover } from './helpers.js';
 
 const { dir, counter } = fileFixture('carry-receipts');
 
 type Obj = Record<string, unknown>;
 type Message = { role: string; content: unknown; tool_call_id?: string };
 
-const call = (id: string): Obj => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
-});
-const out = (id: string): Obj => ({
-  role: 'tool',
-  tool_call_id: id,
-  content: Array.from({ length: 12 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
-});
+const call = readCall;
+const out = (id: string): Obj => readOutput(id, 12);
 const ARTIFACT = /a_[0-9a-f]{32}/g;
 
 /** One compileRequest subscription: send requests one at a time, get each compiled step back. */

@@ -24,22 +24,14 @@ import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testi
 import { createVault } from '../../src/vault/index.js';
 import type { RequestView, Slot } from '../../src/model/types.js';
 import type { StoreScope, Vault } from '../../src/vault/types.js';
-import { clone, fileFixture, listKey, reusing } from './helpers.js';
+import { clone, fileFixture, listKey, readCall, readOutput, reusing } from './helpers.js';
 const { dir, counter } = fileFixture('carry');
 
 type Obj = Record<string, unknown>;
 
 /** An assistant turn reading `<id>.ts`, and that file's 30-line output. */
-const call = (id: string): Obj => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
-});
-const out = (id: string): Obj => ({
-  role: 'tool',
-  tool_call_id: id,
-  content: Array.from({ length: 30 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
-});
+const call = readCall;
+const out = (id: string): Obj => readOutput(id, 30);
 
 // Sessions that reach bounded views, duplicates and digests at these thresholds.
 const shapes: RequestOptions = { maxTurns: 7, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };

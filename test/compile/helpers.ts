@@ -75,3 +75,20 @@ export function reusing(session: readonly ProviderRequest[]): ProviderRequest[] 
   const items = last[key] as unknown[];
   return session.map((r) => ({ ...last, [key]: items.slice(0, (r[key] as unknown[]).length) }));
 }
+
+/** An assistant turn reading `<id>.ts` with one read_file call. */
+export const readCall = (id: string): Record<string, unknown> => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
+});
+
+/** The output of reading `<id>.ts`: `lines` numbered source lines, or a one-line stand-in when 0. */
+export const readOutput = (id: string, lines = 0): Record<string, unknown> => ({
+  role: 'tool',
+  tool_call_id: id,
+  content:
+    lines === 0
+      ? `contents of ${id}.ts`
+      : Array.from({ length: lines }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};`).join('\n'),
+});

@@ -12,15 +12,12 @@ import { createRequestMemo, isRecognisedList } from '../../src/compile/prefix.js
 import { readRequest } from '../../src/model/index.js';
 import { extendView, slotsExtend } from '../../src/model/read.js';
 import type { RequestView, Slot } from '../../src/model/types.js';
+import { readCall, readOutput } from './helpers.js';
 
 type Obj = Record<string, unknown>;
 
-const call = (id: string): Obj => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } }],
-});
-const out = (id: string): Obj => ({ role: 'tool', tool_call_id: id, content: `contents of ${id}.ts` });
+const call = readCall;
+const out = (id: string): Obj => readOutput(id);
 
 /**
  * A view that shares `base`'s slots (the very objects) and continues with plain user messages of
