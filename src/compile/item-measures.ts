@@ -358,9 +358,8 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     return kept.runs === null ? undefined : kept;
   };
 
-  const compactTokens = (value: unknown): number | undefined => {
+  const compactTokens = (value: unknown, m = measuresOf(value)): number | undefined => {
     if (counter === undefined) return undefined;
-    const m = measuresOf(value);
     if (m.compact !== undefined) return m.compact;
     const text = compactJson(value, m);
     tokenized(m);
@@ -376,7 +375,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     entry: measuresOf,
     compactJson: (value) => compactJson(value),
     spacedJson: (value) => spacedJson(value),
-    compactTokens,
+    compactTokens: (value) => compactTokens(value),
     segmentTokens(value, segment) {
       if (counter === undefined) return undefined;
       const m = measuresOf(value);
@@ -389,7 +388,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       // derived from it: telemetry runs after the call, and the gate that digests this item in a
       // later request (or the output budget) then finds its compact count instead of tokenizing
       // it on that request's critical path.
-      if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokens(value);
+      if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokens(value, m);
       const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
       tokenized(m);
       if (compact === undefined) return (m[segment] = counter.count(text));
