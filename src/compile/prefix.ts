@@ -176,19 +176,21 @@ export function sameJson(a: unknown, b: unknown): boolean {
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!sameMember(a[i], b[i])) return false;
     return true;
   }
   if (Array.isArray(b) || !plainProto(a) || !plainProto(b)) return false;
-  const ka = Object.keys(a);
   const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i]!;
-    if (k !== kb[i] || !sameJson((a as Obj)[k], (b as Obj)[k])) return false;
-  }
-  return true;
+  // for…in walks `a`'s keys without building an array of them (a plain object: no inherited
+  // enumerable keys unless Object.prototype was given some, and then the lists differ: not equal).
+  let i = 0;
+  for (const k in a) if (k !== kb[i++] || !sameMember((a as Obj)[k], (b as Obj)[k])) return false;
+  return i === kb.length;
 }
+
+/** {@link sameJson} of two members, with the usual case (the same primitive) decided here rather than by a call. */
+const sameMember = (x: unknown, y: unknown): boolean =>
+  x === y ? typeof x !== 'number' || x !== 0 || Object.is(x, y) : sameJson(x, y);
 
 /**
  * `value`, or `before` when the two are equal; recorded for later lookups in the weak map when

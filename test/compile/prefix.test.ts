@@ -33,6 +33,21 @@ describe('sameJson', () => {
     expect(sameJson({ a: Number.NaN }, { a: Number.NaN })).toBe(false);
     expect(sameJson({ d: new Date(0) }, { d: new Date(0) })).toBe(false); // not plain: identity only
     expect(sameJson('x'.repeat(100_000), `${'x'.repeat(99_999)}x`)).toBe(true);
+    expect(sameJson({ a: 1, b: 2 }, { a: 1 })).toBe(false);
+    expect(sameJson({ a: 1 }, { a: 1, b: 2 })).toBe(false);
+    expect(sameJson(Object.assign(Object.create(null), { a: [1] }), { a: [1] })).toBe(true);
+  });
+
+  it('is false (not recognised: the full path) where Object.prototype was given an enumerable key', () => {
+    const proto = Object.prototype as Record<string, unknown>;
+    proto['polluted'] = 1;
+    try {
+      expect(sameJson({ a: 1 }, { a: 1 })).toBe(false);
+      expect(sameJson({ a: 'x' }, { a: 'x' })).toBe(false);
+    } finally {
+      delete proto['polluted'];
+    }
+    expect(sameJson({ a: 1 }, { a: 1 })).toBe(true);
   });
 
   const negativeZero = (v: unknown): boolean =>
