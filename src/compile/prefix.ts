@@ -172,7 +172,7 @@ const plainProto = (v: object): boolean => {
  * else (class instances, functions, NaN) is equal only to itself.
  */
 export function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return typeof a !== 'number' || a !== 0 || Object.is(a, b);
+  if (a === b) return sameIdentical(a, b);
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
@@ -180,17 +180,23 @@ export function sameJson(a: unknown, b: unknown): boolean {
     return true;
   }
   if (Array.isArray(b) || !plainProto(a) || !plainProto(b)) return false;
+  // Own keys of both (for…in would add keys an Object.prototype was given, and call equal an object
+  // that has them as its own).
+  const ka = Object.keys(a);
   const kb = Object.keys(b);
-  // for…in walks `a`'s keys without building an array of them (a plain object: no inherited
-  // enumerable keys unless Object.prototype was given some, and then the lists differ: not equal).
-  let i = 0;
-  for (const k in a) if (k !== kb[i++] || !sameMember((a as Obj)[k], (b as Obj)[k])) return false;
-  return i === kb.length;
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i] || !sameMember((a as Obj)[k], (b as Obj)[k])) return false;
+  }
+  return true;
 }
 
+/** Two `===` values serialize alike unless they are 0 and -0. */
+const sameIdentical = (x: unknown, y: unknown): boolean => typeof x !== 'number' || x !== 0 || Object.is(x, y);
+
 /** {@link sameJson} of two members, with the usual case (the same primitive) decided here rather than by a call. */
-const sameMember = (x: unknown, y: unknown): boolean =>
-  x === y ? typeof x !== 'number' || x !== 0 || Object.is(x, y) : sameJson(x, y);
+const sameMember = (x: unknown, y: unknown): boolean => (x === y ? sameIdentical(x, y) : sameJson(x, y));
 
 /**
  * `value`, or `before` when the two are equal; recorded for later lookups in the weak map when

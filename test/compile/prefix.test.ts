@@ -38,16 +38,17 @@ describe('sameJson', () => {
     expect(sameJson(Object.assign(Object.create(null), { a: [1] }), { a: [1] })).toBe(true);
   });
 
-  it('is false (not recognised: the full path) where Object.prototype was given an enumerable key', () => {
+  it('reads own keys only where Object.prototype was given an enumerable key', () => {
     const proto = Object.prototype as Record<string, unknown>;
     proto['polluted'] = 1;
     try {
-      expect(sameJson({ a: 1 }, { a: 1 })).toBe(false);
-      expect(sameJson({ a: 'x' }, { a: 'x' })).toBe(false);
+      expect(sameJson({ a: 1 }, { a: 1 })).toBe(true);
+      // JSON.stringify gives {"a":1} and {"a":1,"polluted":1}: not the same text.
+      expect(sameJson({ a: 1 }, { a: 1, polluted: 1 })).toBe(false);
+      expect(sameJson({ a: 1, polluted: 1 }, { a: 1 })).toBe(false);
     } finally {
       delete proto['polluted'];
     }
-    expect(sameJson({ a: 1 }, { a: 1 })).toBe(true);
   });
 
   const negativeZero = (v: unknown): boolean =>
