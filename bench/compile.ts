@@ -183,9 +183,14 @@ async function runSession(host: Host, turns: number, probes: readonly number[]):
   try {
     for (let t = 1; t <= turns; t++) {
       const n = 2 + 2 * t;
+      // Built outside the timing: the body's bytes (gateway), or the request as the host hands it over.
       const body = gateway ? Buffer.from(`{"model":"gpt-4o","messages":[${texts.slice(0, n).join(',')}]}`) : undefined;
-      const list = fresh ? (JSON.parse(`[${texts.slice(0, n).join(',')}]`) as unknown[]) : messages.slice(0, n);
-      let request: ProviderRequest = { model: 'gpt-4o', messages: list };
+      let request: ProviderRequest | undefined = gateway
+        ? undefined
+        : {
+            model: 'gpt-4o',
+            messages: fresh ? (JSON.parse(`[${texts.slice(0, n).join(',')}]`) as unknown[]) : messages.slice(0, n),
+          };
       const before = emitted;
       const done = new Promise<void>((resolve) => {
         const poll = (): void => (emitted > before ? resolve() : void setImmediate(poll));
@@ -193,8 +198,8 @@ async function runSession(host: Host, turns: number, probes: readonly number[]):
       });
       c0 = process.cpuUsage();
       const w0 = performance.now();
-      if (body !== undefined) {
-        const parsed = bodies!.parse(body, 'messages', 'bench', () => 'gateway');
+      if (request === undefined) {
+        const parsed = bodies!.parse(body!, 'messages', 'bench', () => 'gateway');
         parse.push(performance.now() - w0);
         if (parsed === undefined || (t > 1 && parsed.reused !== n - 2))
           throw new Error('body memo did not reuse the history');
@@ -219,6 +224,7 @@ async function runSession(host: Host, turns: number, probes: readonly number[]):
         }
         sha.set(t, median(runs));
         if (fresh) {
+          const list = request.messages as unknown[];
           const previous = JSON.parse(`[${texts.slice(0, n - 2).join(',')}]`) as unknown[];
           const times: number[] = [];
           for (let k = 0; k < 3; k++) {
