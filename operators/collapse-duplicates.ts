@@ -6,6 +6,7 @@ import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
+import { requestStore } from '../src/vault/scoped-reads.js';
 import { gate, renderItems } from '../src/compile/apply.js';
 import { planChanges, planDuplicates } from '../src/compile/duplicates.js';
 import {
@@ -149,10 +150,12 @@ export function collapseDuplicates(
   const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, defaultInt('maxInlineChars'), 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
-  const { vault, counter, measures } = options;
+  const { counter, measures } = options;
+  // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
+  const vault = requestStore(options.vault);
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({
-      vault,
+      vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
     });
@@ -164,7 +167,7 @@ export function collapseDuplicates(
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
     return (step) => {
       // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
-      const state = sessions(step.context.sessionId);
+      const state = sessions(step.context);
       const seen = state.requests.recognise(step.value);
       const view = seen.view;
       if (view.listKey === undefined) return undefined;
@@ -193,7 +196,7 @@ export function collapseDuplicates(
       let outputs = inputOutputs;
       const hasDelta = outputs.some((s) => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined);
       const { resolved, unresolved } = hasDelta
-        ? await resolveDanglingDeltas(vault, view, outputs)
+        ? await resolveDanglingDeltas(state.reads, view, outputs)
         : { resolved: [], unresolved: 0 };
       if (resolved.length > 0) {
         base = writeSlots(

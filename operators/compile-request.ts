@@ -9,6 +9,7 @@ import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
+import { requestStore } from '../src/vault/scoped-reads.js';
 import { acceptCandidate } from '../src/accept.js';
 import { gate } from '../src/compile/apply.js';
 import { createConversationMemo, type ConversationMemo, type RequestMarks } from '../src/compile/conversation.js';
@@ -207,10 +208,12 @@ export function compileRequest(
   const isObservation = observationTest(STAGE, options.observations);
   const fixedPricing =
     typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
-  const { vault, counter, measures } = options;
+  const { counter, measures } = options;
+  // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
+  const vault = requestStore(options.vault);
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({
-      vault,
+      vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
     });
@@ -226,7 +229,7 @@ export function compileRequest(
     // Synchronous until there is a history, so pass-through Steps emit synchronously.
     return (step) => {
       // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
-      const state = sessions(step.context.sessionId);
+      const state = sessions(step.context);
       const seen = state.requests.recognise(step.value);
       const view = seen.view;
       if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
@@ -301,7 +304,7 @@ export function compileRequest(
         // Renderings are digests, receipts and notes, never deltas: without a delta among the
         // request's outputs there is none to resolve, and the rewritten request is not read again.
         const { resolved } = outputs.some((s) => mayBeDelta(s.value))
-          ? await resolveRewritten(withItems(raw, view.listKey!, items))
+          ? await resolveRewritten(state, withItems(raw, view.listKey!, items))
           : { resolved: [] };
         if (resolved.length > 0)
           items = writeSlots(
@@ -353,9 +356,9 @@ export function compileRequest(
       }
     }
     /** Dangling deltas of the rewritten request (an output the rewrite hid was their base). */
-    function resolveRewritten(request: ProviderRequest): ReturnType<typeof resolveDanglingDeltas> {
+    function resolveRewritten(state: SessionState, request: ProviderRequest): ReturnType<typeof resolveDanglingDeltas> {
       const rewritten = readRequest(request);
-      return resolveDanglingDeltas(vault, rewritten, [
+      return resolveDanglingDeltas(state.reads, rewritten, [
         ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
         ...observationSlots(rewritten, isObservation),
       ]);

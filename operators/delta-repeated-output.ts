@@ -13,7 +13,8 @@ import { unifiedLineDiff } from '../src/compact/delta.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
 import { handOn, isRendering, prepared, type Prepared } from '../src/compact/prepared.js';
-import { memoCounter, pinDelivered, readArtifact, vaultToolResult, type MemoCounter } from '../src/compact/receipt.js';
+import { memoCounter, pinDelivered, vaultToolResult, type MemoCounter } from '../src/compact/receipt.js';
+import { scopedReads } from '../src/vault/scoped-reads.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
@@ -177,7 +178,12 @@ export function deltaRepeatedOutput(
     if (prevId === current.artifactId) {
       candidate = `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prevId} | recover exact current output with token_terminator action=artifact_get]${exit}`;
     } else {
-      const before = await readArtifact(vault, prevId).catch(() => undefined);
+      // Read in the baseline's scope: the tenant's session (or, workspace-wide, any of the tenant's sessions).
+      const reads = scopedReads(vault, {
+        tenant: store.tenant ?? '',
+        ...(scope === 'session' ? { sessionId: step.context.sessionId } : {}),
+      });
+      const before = await reads.read(prevId).catch(() => undefined);
       if (before === undefined) return skip('baseline_missing');
       const label = command.replace(/[\r\n]+/g, ' ').slice(0, 80) || 'terminal';
       const header = `[Token Terminator temporal delta | current=${current.artifactId} | previous=${prevId} | exact current output: token_terminator action=artifact_get]${exit}`;

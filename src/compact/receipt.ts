@@ -14,10 +14,13 @@ import { storeScope, type StepContext, type ToolResult } from '../step.js';
 /** The longest artifact id a put can return (prefix collision): used for pre-write size proofs. */
 export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
 
-/** Put the exact content, then read it back (verify re-hashes the stored row) and compare digests. */
+/**
+ * Put the exact content, then read it back (verify re-hashes the stored row, in the put's scope:
+ * the put just gave it access) and compare digests.
+ */
 export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: StoreScope): Promise<PutResult> {
   const put = await vault.put(input, scope);
-  if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId))) {
+  if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId, scope))) {
     throw new VaultVerifyError(put.artifactId);
   }
   return put;
@@ -49,24 +52,12 @@ export function vaultToolResult(vault: ArtifactStore, result: ToolResult, contex
  * VaultVerifyError here, and the caller fails open with the original.
  */
 export async function pinDelivered(
-  vault: ArtifactStore & LeaseStore,
+  vault: LeaseStore,
   artifactIds: readonly string[],
-  scope?: StoreScope,
+  scope: StoreScope,
 ): Promise<void> {
   const { missing } = await vault.deliver(artifactIds, scope);
   if (missing.length > 0) throw new VaultVerifyError(missing[0]!);
-}
-
-/** The whole artifact, page by page. */
-export async function readArtifact(vault: ArtifactStore, artifactId: string): Promise<string> {
-  const parts: string[] = [];
-  let offset: number | null = 0;
-  while (offset !== null) {
-    const page = await vault.page(artifactId, offset);
-    parts.push(page.content);
-    offset = page.nextOffset;
-  }
-  return parts.join('');
 }
 
 /** A counter that can be told a count it would otherwise compute (a count made in slices). */

@@ -13,7 +13,8 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
-import type { ArtifactStore, LeaseStore, StoreScope } from '../vault/ports.js';
+import type { LeaseStore, StoreScope } from '../vault/ports.js';
+import type { RequestStore } from '../vault/scoped-reads.js';
 
 /** What a receipted value became. */
 export interface Receipted {
@@ -45,18 +46,6 @@ export function evidenceChars(value: unknown): number {
   if (typeof value === 'string') return codePoints(value);
   const text = evidenceText(value);
   return text === undefined ? 0 : codePoints(text);
-}
-
-/** The whole artifact, page by page (exact). Throws what the vault throws. */
-export async function readWhole(vault: ArtifactStore, artifactId: string): Promise<string> {
-  const parts: string[] = [];
-  for (let offset: number | null = 0; offset !== null;) {
-    const page = await vault.page(artifactId, offset);
-    parts.push(page.content);
-    if (page.nextOffset !== null && page.nextOffset <= offset) throw new RangeError('vault page did not advance');
-    offset = page.nextOffset;
-  }
-  return parts.join('');
 }
 
 export interface EvidenceStore {
@@ -105,7 +94,7 @@ const TOUCH_EVERY_MS = 30_000;
 const MAX_TEXT_CHARS = 32 * 1024 * 1024;
 
 /** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
-export function createEvidenceStore(vault: ArtifactStore & LeaseStore, maxEntries = 10_000): EvidenceStore {
+export function createEvidenceStore(vault: Pick<RequestStore, 'put'> & LeaseStore, maxEntries = 10_000): EvidenceStore {
   type Entry = { artifactId: string; sha256: string; chars: number };
   const known = new Map<string, Entry>();
   /** Artifact id → memo key, to forget an id that turned out gone. */

@@ -24,7 +24,7 @@ import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
-import { evidenceText, readWhole, type Receipted } from './evidence.js';
+import { evidenceText, type Receipted } from './evidence.js';
 import { parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
@@ -701,7 +701,8 @@ async function outputTarget(
       target = { key, kind, slot, evidence: undefined, artifactId: named[0]!, toolName, text };
     } else {
       // A delta digests as the output it stands for: the digest must not point at an earlier output.
-      const evidence = delta === undefined ? raw : await readWhole(state.vault, delta.current).catch(() => undefined);
+      // The delta line is request text: its id is read in the session's scope (outside it: unknown).
+      const evidence = delta === undefined ? raw : await state.reads.read(delta.current).catch(() => undefined);
       if (evidence !== undefined) {
         const receipt = localReceipt(evidence, toolName);
         const text =
@@ -731,10 +732,13 @@ function verifiedNow(state: SessionState, id: string): boolean {
   return state.derived.get(verifiedKey(id))?.value === true && !state.evidence.isGone(id);
 }
 
-/** Whether an artifact a reused receipt names is (still) in the vault; checked once per session. */
+/**
+ * Whether an artifact a reused receipt names is (still) in the vault and in the session's scope
+ * (the receipt is request text: an id outside the scope is unknown); checked once per session.
+ */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
   if (verifiedNow(state, id)) return true;
-  const ok = await state.vault.verify(id).catch(() => false);
+  const ok = await state.reads.verify(id).catch(() => false);
   if (ok) state.derived.set(verifiedKey(id), { value: true, chars: 1 });
   return ok;
 }

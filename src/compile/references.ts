@@ -8,8 +8,8 @@
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { artifactIdFor } from '../vault/index.js';
-import type { ArtifactStore } from '../vault/ports.js';
-import { evidenceText, readWhole } from './evidence.js';
+import type { ScopedReads } from '../vault/scoped-reads.js';
+import { evidenceText } from './evidence.js';
 import { WeakMemo } from '../weak-memo.js';
 
 const DELTA_PREFIX = '[Token Terminator temporal delta';
@@ -97,11 +97,13 @@ export function danglingDeltas(
 }
 
 /**
- * The replacements that resolve dangling deltas: each becomes the exact current output. An artifact
- * the vault cannot return leaves its delta as it is (fail-open; the decision records it).
+ * The replacements that resolve dangling deltas: each becomes the exact current output, read in the
+ * session's scope. An artifact the vault cannot return, or one outside the scope (a delta line is
+ * request text, and text never widens the scope), leaves its delta as it is (fail-open; the
+ * decision records it).
  */
 export async function resolveDanglingDeltas(
-  vault: ArtifactStore,
+  reads: ScopedReads,
   view: RequestView,
   outputs?: readonly Slot[],
 ): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
@@ -109,7 +111,7 @@ export async function resolveDanglingDeltas(
   let unresolved = 0;
   for (const d of danglingDeltas(view, outputs)) {
     try {
-      resolved.push({ slot: d.slot, text: await readWhole(vault, d.current) });
+      resolved.push({ slot: d.slot, text: await reads.read(d.current) });
     } catch {
       unresolved++;
     }

@@ -6,6 +6,7 @@
 import { LRUCache } from 'lru-cache';
 import type { TokenCounter } from '../measure/types.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
+import { requestStore, scopedReads, type RequestStore, type ScopedReads } from '../vault/scoped-reads.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore } from './evidence.js';
 import type { ItemMeasures } from './item-measures.js';
@@ -20,8 +21,13 @@ export interface SessionState {
   readonly renders: RenderMemo;
   /** Chain hashes of the conversation's items (which conversation an item belongs to). */
   readonly chain: ChainMemo;
-  /** The vault the session's evidence lives in. */
-  readonly vault: ArtifactStore & LeaseStore & SessionStore;
+  /** The vault the session's evidence lives in, without reads by id (those go through {@link reads}). */
+  readonly vault: RequestStore;
+  /**
+   * Reads by id, limited to the session's tenant and session: how a stage resolves an id it found
+   * in a request (a delta, a reused receipt). An id outside it is unknown.
+   */
+  readonly reads: ScopedReads;
   /** Free-form sticky memo of a stage (collapse blocks, routed catalogs). */
   readonly sticky: Map<string, unknown>;
   /**
@@ -73,27 +79,36 @@ export interface SessionPoolOptions {
   readonly measures?: ItemMeasures;
 }
 
-/** Session states by id; create one pool per subscription. */
-export function createSessionPool(options: SessionPoolOptions): (sessionId: string) => SessionState {
+/** Whose session a state is: the Step's session id and tenant (default `''`). */
+export interface SessionKey {
+  readonly sessionId: string;
+  readonly tenant?: string;
+}
+
+/** Session states by tenant and session id (two tenants never share one); create one pool per subscription. */
+export function createSessionPool(options: SessionPoolOptions): (session: SessionKey) => SessionState {
   const pool = new LRUCache<string, SessionState>({ max: options.maxSessions ?? 64 });
-  return (sessionId) => {
-    let state = pool.get(sessionId);
+  const store = requestStore(options.vault);
+  return ({ sessionId, tenant = '' }) => {
+    const key = `${tenant}\u0000${sessionId}`;
+    let state = pool.get(key);
     if (state !== undefined) return state;
     state = {
       meter: createMeter({
         ...(options.counter === undefined ? {} : { counter: options.counter }),
         ...(options.measures === undefined ? {} : { measures: options.measures }),
       }),
-      evidence: createEvidenceStore(options.vault),
+      evidence: createEvidenceStore(store),
       renders: createRenderMemo(),
       chain: createChainMemo(),
-      vault: options.vault,
+      vault: store,
+      reads: scopedReads(options.vault, { tenant, sessionId }),
       sticky: new Map(),
       derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
       requests: createRequestMemo(),
     };
-    pool.set(sessionId, state);
+    pool.set(key, state);
     return state;
   };
 }

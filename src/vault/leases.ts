@@ -19,6 +19,7 @@ import { idMatchesSha, sha256Hex } from './identity.js';
 import type { VaultConnection } from './dialect.js';
 import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
+import { accessibleIds } from './queries.js';
 import type { VaultDatabase } from './schema.js';
 
 /** Ids per locking select of a delivery. */
@@ -35,6 +36,24 @@ const deliveryRows = preparedRows(
       'claim',
     ),
   (n) => n,
+);
+
+/**
+ * {@link deliveryRows} limited to what a tenant may read (any of its sessions observed or was
+ * delivered it): arguments (tenant, id₁, …, idₙ). A delivery in a scope never hands a tenant
+ * evidence it could not already read, whatever id a request named.
+ */
+const tenantDeliveryRows = preparedRows(
+  (conn: VaultConnection, _n: number, tenant: string, ...ids: readonly string[]) =>
+    conn.lock(
+      conn.db
+        .selectFrom('artifacts')
+        .select(['artifact_id as artifactId', 'sha256', 'content'])
+        .where('artifact_id', 'in', ids)
+        .where('artifact_id', 'in', accessibleIds(conn.db, { tenant })),
+      'claim',
+    ),
+  (n) => 1 + n,
 );
 
 /** Pin `n` artifacts for a session: arguments (tenant, sessionId, now, id₁, …, idₙ). */
@@ -157,7 +176,10 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
         const batch = ids.slice(i, i + DELIVER_BATCH);
         // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
-        const { rows } = await deliveryRows.execute(conn, trx, batch.length, ...batch);
+        const { rows } =
+          scope === undefined
+            ? await deliveryRows.execute(conn, trx, batch.length, ...batch)
+            : await tenantDeliveryRows.execute(conn, trx, batch.length, key.tenant, ...batch);
         for (const row of rows) {
           if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256)
             intact.add(row.artifactId);

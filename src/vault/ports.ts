@@ -6,8 +6,10 @@
  * Scope: every method that reads or writes evidence takes an optional trailing {@link StoreScope}.
  * Reads and searches given a scope see only the artifacts its tenant and session observed or were
  * delivered (observation provenance, `artifact_access`); without a scope they see the whole store
- * (the runtime's own stages, the CLI, migrations: trusted callers only, never the model). Writes
- * record the scope's tenant and session as provenance and take their lock-wait budget from it.
+ * (the CLI run by the vault's owner, migrations, tests: trusted callers only, never the model and
+ * never the request path). Writes record the scope's tenant and session as provenance and take
+ * their lock-wait budget from it. The request path holds a `RequestStore` (no read by id) and a
+ * `ScopedReads` bound to the request's tenant and session (src/vault/scoped-reads.ts).
  */
 import type {
   ArtifactFind,
@@ -127,7 +129,8 @@ export interface LeaseStore {
    * The commit point of a receipt: in one write transaction — under the lock retention takes —
    * pin the artifacts for the scope's session (keeping it alive), read each back and check that
    * its content still hashes to its id. Resolves with the ids that failed: a receipt naming one
-   * of them must not be delivered.
+   * of them must not be delivered. Given a scope, only artifacts its tenant may already read are
+   * pinned (the others come back missing): a delivery never grants another tenant's evidence.
    */
   deliver(artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery>;
   /** {@link deliver} without the answer (kept for callers that verify on their own). */

@@ -24,7 +24,7 @@ const out = (id: string): Obj => readOutput(id);
 
 describe('renderItems', () => {
   it('renders a caller list changed in place after the previous call as it renders it from scratch', () => {
-    const state = createSessionPool({ vault, counter })('s');
+    const state = createSessionPool({ vault, counter })({ sessionId: 's' });
     // The caller's own array, read without recognition: view.items is that very array.
     const messages: Obj[] = [
       { role: 'system', content: 'agent' },
@@ -41,7 +41,7 @@ describe('renderItems', () => {
     messages[1] = { role: 'user', content: 'fix it properly' };
     messages.push(call('c2'), out('c2'));
     const next = readRequest(request);
-    const expected = renderItems(createSessionPool({ vault, counter })('fresh'), next, changes);
+    const expected = renderItems(createSessionPool({ vault, counter })({ sessionId: 'fresh' }), next, changes);
     const rendered = renderItems(state, next, changes);
     expect(rendered).toEqual(expected);
     expect(rendered![1]).toBe(messages[1]);

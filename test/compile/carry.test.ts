@@ -236,7 +236,7 @@ describe('carried plans = full path', () => {
       const was = setCarry(carry);
       const vault = await createVault({ path: join(dir, `memo-${runs++}.sqlite3`) });
       try {
-        const state = createSessionPool({ vault, counter })('s');
+        const state = createSessionPool({ vault, counter })({ sessionId: 's' });
         const real = createConversationMemo(vault, 's', 1);
         // After r1 the memo forgets r1's rewrite (as a dropped key whose mirror write failed would).
         let forgot = false;

@@ -203,8 +203,12 @@ describe('collapseDuplicates — unit', () => {
   });
 
   it('replaces a delta against an output the request does not show by the output it stands for, and keeps one whose base is shown', async () => {
-    const current = await vault.put({ content: ART, toolName: 'terminal' });
-    const previous = await vault.put({ content: 'older output\n'.repeat(300), toolName: 'terminal' });
+    // Vaulted by the tool stage of the session the delta is delivered to (a delta is read in its scope).
+    const current = await vault.put({ content: ART, toolName: 'terminal' }, { sessionId: 'reused' });
+    const previous = await vault.put(
+      { content: 'older output\n'.repeat(300), toolName: 'terminal' },
+      { sessionId: 'reused' },
+    );
     const delta = (prev: string) =>
       `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prev} | recover exact current output with token_terminator action=artifact_get]`;
     // A new conversation under a reused session id: the tool stage answered with a delta against an output it never showed.
@@ -242,6 +246,14 @@ describe('collapseDuplicates — unit', () => {
     const [failed] = await runAll(op(), [[gone, { sessionId: 'gone', requestId: 'g1' }]]);
     expect(failed!.value).toBe(gone);
     expect(failed!.decisions.at(-1)).toMatchObject({
+      kind: 'failed_open',
+      reason: expect.stringMatching(/dangling delta/u),
+    });
+    // Another tenant's session of the same id: the delta names an artifact outside its scope, so
+    // the vault does not return it and the delta stays as text (the content never reaches it).
+    const [foreign] = await runAll(op(), [[unseen, { sessionId: 'reused', tenant: 'other', requestId: 'u2' }]]);
+    expect(foreign!.value).toBe(unseen);
+    expect(foreign!.decisions.at(-1)).toMatchObject({
       kind: 'failed_open',
       reason: expect.stringMatching(/dangling delta/u),
     });

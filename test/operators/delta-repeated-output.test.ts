@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput, type DeltaRepeatedOutputOptions } from '../../operators/delta-repeated-output.js';
 import { codePointLength } from '../../src/compact/lines.js';
-import { readArtifact } from '../../src/compact/receipt.js';
+import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import type { ToolResult } from '../../src/step.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { codePointLength } from '../../src/compact/lines.js';
-import { readArtifact } from '../../src/compact/receipt.js';
+import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import type { ToolResult } from '../../src/step.js';
 import { deepFreeze, faultyVault } from '../../src/testing/index.js';

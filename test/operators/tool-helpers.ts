@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { firstValueFrom, from, toArray, type OperatorFunction } from 'rxjs';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { createStep, type Step, type StepContext, type ToolResult } from '../../src/step.js';
-import { readArtifact } from '../../src/compact/receipt.js';
+import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
 import { CASE1_COMMAND, case1Diff, nativeSearchFixture } from '../../src/cli/bench/tool-cases.js';
 import type { Vault } from '../../src/vault/types.js';
 

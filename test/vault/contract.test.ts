@@ -814,6 +814,22 @@ for (const dialect of DIALECTS) {
         expect((await v.search('wJ', 50, A)).map((r) => r.artifactId)).toEqual([artifactId]);
       });
 
+      it("a delivery in a scope never pins another tenant's artifact: it comes back missing and stays unreadable", async () => {
+        const v = await store.open();
+        const { artifactId } = await v.put({ content: secret, toolName: 'terminal' }, A);
+        const d = await v.deliver([artifactId], OTHER_TENANT);
+        expect(d.missing).toEqual([artifactId]);
+        await expect(v.page(artifactId, 0, 100, OTHER_TENANT)).rejects.toBeInstanceOf(ArtifactNotFoundError);
+        expect(await v.verify(artifactId, OTHER_TENANT)).toBe(false);
+        expect(await v.search('aws_secret', 50, OTHER_TENANT)).toEqual([]);
+        await v.pin([artifactId], { tenant: 't2', sessionId: 'z' });
+        await expect(v.page(artifactId, 0, 100, { tenant: 't2', sessionId: 'z' })).rejects.toBeInstanceOf(
+          ArtifactNotFoundError,
+        );
+        // The owning tenant's own sessions still take deliveries.
+        expect((await v.deliver([artifactId], A)).missing).toEqual([]);
+      });
+
       it('another session of the tenant reads an artifact once it was delivered to it; another tenant never', async () => {
         const v = await store.open();
         const { artifactId } = await v.put({ content: secret, toolName: 'terminal' }, A);

@@ -1,0 +1,102 @@
+/**
+ * Reads by id bound to one tenant's session: what every stage that resolves an id it found in a
+ * request (a temporal delta, a reused receipt) or in a baseline reads through. The request path
+ * holds one of these and a {@link RequestStore}, which has no read by id at all: an unscoped read
+ * cannot be written there by accident. Text in a request never widens the scope; an id outside it
+ * is unknown (ArtifactNotFoundError, `verify` false), exactly as for the recovery tool.
+ */
+import type { ArtifactStore, LeaseStore, SessionStore, StoreScope } from './ports.js';
+import type { ArtifactPage } from './types.js';
+
+/** Whose evidence a read may see: a tenant, and one of its sessions (absent: every session of the tenant). */
+export interface ReadScope {
+  readonly tenant: string;
+  readonly sessionId?: string;
+}
+
+/** The artifact port's reads by id, each limited to {@link scope}. */
+export interface ScopedReads {
+  /** The tenant (and session) every read is limited to; frozen. */
+  readonly scope: ReadScope;
+  /** True when the artifact is in scope and its content hashes to its id. */
+  verify(artifactId: string): Promise<boolean>;
+  /** An exact page; throws ArtifactNotFoundError for an id outside the scope. */
+  page(artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage>;
+  /** The whole artifact, page by page (exact); throws what {@link page} throws. */
+  read(artifactId: string): Promise<string>;
+}
+
+/** The reads by id of the artifact port (what a {@link RequestStore} leaves out). */
+export type IdRead = 'verify' | 'summary' | 'page' | 'peek' | 'find' | 'search';
+
+/**
+ * The store as the request path sees it: writes, leases, deliveries and session state, and no
+ * read by id (those go through {@link ScopedReads}).
+ */
+export type RequestStore = Omit<ArtifactStore, IdRead> & LeaseStore & SessionStore;
+
+/**
+ * The request path's view of a store: every method but the reads by id, each looked up on `store`
+ * when it runs (a host's wrapper or fault injection on the vault still applies). A request stage
+ * narrows the store it was given with this once, when it is built.
+ *
+ * @example
+ * const store = requestStore(vault);
+ * 'page' in store; // false
+ */
+export function requestStore(store: ArtifactStore & LeaseStore & SessionStore): RequestStore {
+  return Object.freeze({
+    put: (...a: Parameters<ArtifactStore['put']>) => store.put(...a),
+    usage: () => store.usage(),
+    exposureAvailable: (...a: Parameters<LeaseStore['exposureAvailable']>) => store.exposureAvailable(...a),
+    claimExposure: (...a: Parameters<LeaseStore['claimExposure']>) => store.claimExposure(...a),
+    recordExposure: (...a: Parameters<LeaseStore['recordExposure']>) => store.recordExposure(...a),
+    deliver: (...a: Parameters<LeaseStore['deliver']>) => store.deliver(...a),
+    pin: (...a: Parameters<LeaseStore['pin']>) => store.pin(...a),
+    sessionPins: (...a: Parameters<LeaseStore['sessionPins']>) => store.sessionPins(...a),
+    closeSession: (...a: Parameters<LeaseStore['closeSession']>) => store.closeSession(...a),
+    getBaseline: (...a: Parameters<SessionStore['getBaseline']>) => store.getBaseline(...a),
+    setBaseline: (...a: Parameters<SessionStore['setBaseline']>) => store.setBaseline(...a),
+    getRendering: (...a: Parameters<SessionStore['getRendering']>) => store.getRendering(...a),
+    setRendering: (...a: Parameters<SessionStore['setRendering']>) => store.setRendering(...a),
+    setRenderings: (...a: Parameters<SessionStore['setRenderings']>) => store.setRenderings(...a),
+    get workingState() {
+      return store.workingState;
+    },
+  });
+}
+
+/**
+ * Bind the reads by id of `store` to `scope`. Each call looks the store's method up when it runs,
+ * so a host's wrapper or fault injection on the vault still applies.
+ *
+ * @example
+ * const reads = scopedReads(vault, { tenant: 'k_1a2b', sessionId: 's1' });
+ * await reads.verify(otherTenantsId); // false: unknown in this scope
+ */
+export function scopedReads(store: ArtifactStore, scope: ReadScope): ScopedReads {
+  if (scope === null || typeof scope !== 'object' || typeof scope.tenant !== 'string')
+    throw new TypeError('scopedReads: scope.tenant must be a string');
+  if (scope.sessionId !== undefined && typeof scope.sessionId !== 'string')
+    throw new TypeError('scopedReads: scope.sessionId must be a string when given');
+  const bound: StoreScope & ReadScope = Object.freeze(
+    scope.sessionId === undefined ? { tenant: scope.tenant } : { tenant: scope.tenant, sessionId: scope.sessionId },
+  );
+  const page = (artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage> =>
+    store.page(artifactId, offset, limit, bound);
+  return Object.freeze({
+    scope: bound,
+    verify: (artifactId: string) => store.verify(artifactId, bound),
+    page,
+    async read(artifactId: string): Promise<string> {
+      const parts: string[] = [];
+      for (let offset: number | null = 0; offset !== null;) {
+        const p: ArtifactPage = await page(artifactId, offset);
+        parts.push(p.content);
+        if (p.nextOffset !== null && p.nextOffset <= offset) throw new RangeError('vault page did not advance');
+        offset = p.nextOffset;
+      }
+      return parts.join('');
+    },
+  });
+}
