@@ -19,7 +19,6 @@ import { idMatchesSha, sha256Hex } from './identity.js';
 import type { VaultConnection } from './dialect.js';
 import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
-import { accessibleIds } from './queries.js';
 import type { VaultDatabase } from './schema.js';
 
 /** Ids per locking select of a delivery. */
@@ -47,10 +46,20 @@ const tenantDeliveryRows = preparedRows(
   (conn: VaultConnection, _n: number, tenant: string, ...ids: readonly string[]) =>
     conn.lock(
       conn.db
-        .selectFrom('artifacts')
-        .select(['artifact_id as artifactId', 'sha256', 'content'])
-        .where('artifact_id', 'in', ids)
-        .where('artifact_id', 'in', accessibleIds(conn.db, { tenant })),
+        .selectFrom('artifacts as a')
+        .select(['a.artifact_id as artifactId', 'a.sha256 as sha256', 'a.content as content'])
+        .where('a.artifact_id', 'in', ids)
+        // Correlated, so each id is checked through the access rows of that artifact
+        // (access_by_artifact), not by listing everything the tenant may read.
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('artifact_access as x')
+              .select('x.artifact_id')
+              .whereRef('x.artifact_id', '=', 'a.artifact_id')
+              .where('x.tenant', '=', tenant),
+          ),
+        ),
       'claim',
     ),
   (n) => 1 + n,
