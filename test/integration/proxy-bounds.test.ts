@@ -20,8 +20,7 @@ afterEach(async () => {
   h = undefined;
 });
 
-const body = (text: string): string =>
-  JSON.stringify({ model: 'm', messages: [{ role: 'user', content: text }] });
+const body = (text: string): string => JSON.stringify({ model: 'm', messages: [{ role: 'user', content: text }] });
 
 async function ask(url: string, text: string, path = '/v1/chat/completions'): Promise<Response> {
   return fetch(`${url}${path}`, {
@@ -153,8 +152,9 @@ async function heldUpstream(): Promise<{
     req.on('end', () => {
       if (released) return answer(res);
       waiting.push(res);
-      for (const w of watchers.splice(0)) if (waiting.length >= w.n) w.done();
-      else watchers.push(w);
+      for (const w of watchers.splice(0))
+        if (waiting.length >= w.n) w.done();
+        else watchers.push(w);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

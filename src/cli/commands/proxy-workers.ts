@@ -10,8 +10,6 @@ import cluster, { type Worker } from 'node:cluster';
 
 /** IPC message that asks a worker to close its proxy and exit. */
 export const STOP_MESSAGE = 'token-terminator:proxy-stop';
-/** Set by the primary in a replacement worker's environment: the port the others listen on. */
-export const CLUSTER_PORT_VARIABLE = 'TOKEN_TERMINATOR_PROXY_CLUSTER_PORT';
 
 /** How long a stopping worker may take before it is killed. */
 const STOP_GRACE_MS = 30_000;
@@ -29,7 +27,6 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
   return new Promise<number>((resolve) => {
     const live = new Set<Worker>();
     const listened = new WeakSet<Worker>();
-    let port: number | undefined;
     let ready = 0;
     let stopping = false;
     let code = 0;
@@ -58,11 +55,12 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     }
 
     const fork = (): void => {
-      const worker = cluster.fork(port === undefined ? {} : { [CLUSTER_PORT_VARIABLE]: String(port) });
+      // A replacement listens as the first ones did (the same port setting, even 0): node:cluster
+      // then hands it the socket they share instead of binding a new one.
+      const worker = cluster.fork();
       live.add(worker);
       worker.once('listening', (address: { address: string; port: number; addressType: number | string }) => {
         listened.add(worker);
-        port ??= address.port;
         options.log({ level: 'info', event: 'worker_ready', pid: worker.process.pid ?? null });
         if (++ready === options.workers) {
           const host = address.addressType === 6 ? `[${address.address}]` : address.address;

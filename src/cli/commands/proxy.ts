@@ -5,7 +5,7 @@ import type { Config } from '../../config/types.js';
 import { loadProxyConfig, type ProxyFlags } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
 import { vaultLocation } from '../../vault/configured.js';
-import { CLUSTER_PORT_VARIABLE, servePrimary, STOP_MESSAGE } from './proxy-workers.js';
+import { servePrimary, STOP_MESSAGE } from './proxy-workers.js';
 
 interface ProxyCliOptions {
   port?: string;
@@ -58,7 +58,7 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     ...(options.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: options.maxMemoryBytes }),
     ...(options.workers === undefined ? {} : { workers: options.workers }),
   };
-  let settings = loadProxyConfig({ env: process.env, flags });
+  const settings = loadProxyConfig({ env: process.env, flags });
   const config = proxyTerminatorConfig(options);
   const banner = (url: string, workers: string): string =>
     `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode}${workers})\n` +
@@ -74,8 +74,6 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     });
     return;
   }
-  const clusterPort = cluster.isWorker ? process.env[CLUSTER_PORT_VARIABLE] : undefined;
-  if (clusterPort !== undefined) settings = Object.freeze({ ...settings, port: Number(clusterPort) });
   const log = options.quiet === true ? undefined : write;
   const { createProxy } = await import('../../../adapters/proxy/index.js');
   const server = await createProxy({
@@ -83,7 +81,15 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     terminatorOptions: { config },
     ...(log === undefined ? {} : { log }),
   });
-  const url = await server.listen();
+  let url: string;
+  try {
+    url = await server.listen();
+  } catch (error) {
+    await server.close();
+    // A worker's IPC channel would keep it alive: let it exit (its primary reports it).
+    if (cluster.isWorker && process.connected) process.disconnect();
+    throw error;
+  }
   // A worker's primary prints the line once for all of them.
   if (!cluster.isWorker) process.stderr.write(banner(url, ''));
   await new Promise<void>((resolve) => {
