@@ -5,6 +5,7 @@
  * answered 503 with Retry-After at once; above the memory bound the caches are emptied and the
  * limit is lowered. Real sockets on 127.0.0.1, a real proxy and vault, a scripted upstream.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -271,5 +272,23 @@ describe('proxy bounds: settings', () => {
     expect(() =>
       loadProxyConfig({ env: {}, flags: { maxMemoryBytes: 256 * 2 ** 20, bodyMemoBytes: 200 * 2 ** 20 } }),
     ).toThrow(/more than half of --max-memory-bytes/);
+  });
+});
+
+describe('the README\u2019s gateway section', () => {
+  it('documents every bound and its default as the code has them', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### As a gateway'), readme.indexOf('### As operators'));
+    const d = loadProxyConfig({ env: {} });
+    for (const text of [
+      `\`--request-timeout-ms\` (${d.requestTimeoutMs}`,
+      `\`--min-body-rate\` bytes per second over each 10 s (${d.minBodyRate}`,
+      `\`--max-in-flight\` requests at once (${d.maxInFlight})`,
+      `\`--max-memory-bytes\` (${d.maxMemoryBytes / 2 ** 30} GiB)`,
+      '`Retry-After: 1`',
+      '`--workers N`',
+      '`os.availableParallelism()`',
+    ])
+      expect(section, text).toContain(text);
   });
 });
