@@ -14,7 +14,8 @@
  *   and tenant it was delivered to, paged to the end, its content hashing to its id (lost = not so);
  * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s; it
  *   "levels off" when the last third of the samples grows less than 10 % over the middle third,
- *   and the documented bound is workers × `--max-memory-bytes` (1 GiB per process by default).
+ *   and the documented bound is workers × `--max-memory-bytes` (1 GiB per process by default),
+ *   plus the primary's own size when there are workers.
  * Finally whether 2 workers answered ≥ 1.4 × what 1 did. The load generator shares the machine,
  * so on a loaded 2-core box the figures are indicative.
  */
@@ -160,7 +161,15 @@ async function startProxy(
   args.push('--db', db, '--quiet', ...(memory === undefined ? [] : ['--max-memory-bytes', String(memory)]));
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: ROOT,
-    env: { PATH: process.env['PATH'] ?? '', HOME: dirname(db), TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000' },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: dirname(db),
+      TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000',
+      // Node flags for the proxy's processes (e.g. a heap limit to compare with), when given.
+      ...(process.env['TT_BENCH_NODE_OPTIONS'] === undefined
+        ? {}
+        : { NODE_OPTIONS: process.env['TT_BENCH_NODE_OPTIONS'] }),
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((ok, fail) => {
@@ -173,6 +182,16 @@ async function startProxy(
     child.once('exit', (code) => fail(new Error(`proxy exited ${code}: ${err}`)));
   });
   return { url, child };
+}
+
+/** RSS (bytes) of `pid` alone. */
+function ownRss(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? 0 : Number(m[1]) * 1024;
+  } catch {
+    return 0;
+  }
 }
 
 /** RSS (bytes) of `pid` and every process below it, from /proc. */
@@ -290,6 +309,8 @@ async function run(
   );
   clearInterval(sampler);
   rss.push(treeRss(proxy.child.pid!));
+  // The documented total: workers × the bound, plus the primary (its own size) when there are workers.
+  const primary = workers > 1 ? ownRss(proxy.child.pid!) : 0;
   const exit = new Promise((r) => proxy.child.once('exit', r));
   proxy.child.kill('SIGTERM');
   await exit;
@@ -337,7 +358,7 @@ async function run(
     rss,
     receipts: total,
     lost,
-    bound: workers * (o.maxMemoryBytes ?? DEFAULT_MEMORY),
+    bound: workers * (o.maxMemoryBytes ?? DEFAULT_MEMORY) + primary,
   };
 }
 

@@ -17,7 +17,7 @@
  * | requestTimeoutMs | --request-timeout-ms | TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS | 120000 (whole request received: headers and body) |
  * | minBodyRate | --min-body-rate | TOKEN_TERMINATOR_PROXY_MIN_BODY_RATE | 1024 bytes/s over each 10 s of a body (0 = off) |
  * | maxInFlight | --max-in-flight | TOKEN_TERMINATOR_PROXY_MAX_IN_FLIGHT | 256 per process (503 + Retry-After beyond) |
- * | maxMemoryBytes | --max-memory-bytes | TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES | 1073741824 per process |
+ * | maxMemoryBytes | --max-memory-bytes | TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES | 1073741824 per process (≥ 268435456) |
  * | workers | --workers | TOKEN_TERMINATOR_PROXY_WORKERS | available cores (`os.availableParallelism()`) |
  */
 import { isIP } from 'node:net';
@@ -111,7 +111,9 @@ export interface ProxyConfig {
    * Resident size each proxy process stays under (`--max-memory-bytes`). Its in-memory caches are
    * sized from it (the body memo a quarter, conversation items an eighth, renderings a
    * sixteenth); above 90 % of it they are emptied, and above it the process serves an eighth of
-   * `maxInFlight` at once until it is back under.
+   * `maxInFlight` at once until it is back under. Workers of `--workers N` (N > 1) also get a V8
+   * heap limit of half of it (`--max-old-space-size`), so garbage is collected before the process
+   * grows past it; one process keeps the heap limit Node was started with.
    *
    * @defaultValue `1_073_741_824` (1 GiB)
    */
@@ -177,8 +179,8 @@ function secret(raw: string | number): string | undefined {
 }
 
 const P = 'TOKEN_TERMINATOR_PROXY_';
-/** 128 MiB: below it a process has no room beside Node itself, the tokenizer and the store. */
-const MIN_MEMORY = 134_217_728;
+/** 256 MiB: below it a process has no room beside Node itself, the tokenizer and the store. */
+const MIN_MEMORY = 268_435_456;
 const BODY_MEMO_DEFAULT = 268_435_456;
 const SETTINGS: readonly Setting[] = [
   {

@@ -258,6 +258,9 @@ describe('proxy bounds: settings', () => {
     expect(d.workers).toBeGreaterThanOrEqual(1);
     const small = loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES: String(256 * 2 ** 20) } });
     expect(small.bodyMemoBytes).toBe(64 * 2 ** 20);
+    expect(() => loadProxyConfig({ env: {}, flags: { maxMemoryBytes: 2 ** 27 } })).toThrow(
+      '--max-memory-bytes must be an integer in 268435456…1099511627776, got 134217728',
+    );
     expect(loadProxyConfig({ env: {}, flags: { workers: '3', requestTimeoutMs: 5000 } })).toMatchObject({
       workers: 3,
       requestTimeoutMs: 5000,

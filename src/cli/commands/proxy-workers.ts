@@ -16,6 +16,8 @@ const STOP_GRACE_MS = 30_000;
 
 export interface PrimaryOptions {
   readonly workers: number;
+  /** Each worker's resident-size bound: its V8 heap is limited to half of it (unless Node was given a heap limit). */
+  readonly maxMemoryBytes: number;
   /** The line printed once every first worker listens (`url` is where they listen). */
   readonly banner: (url: string) => string;
   /** Lifecycle records (worker started, exited, replaced), always written. */
@@ -89,6 +91,14 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
 
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    // V8 lets a heap grow well past its live data before collecting; a limit makes it collect first.
+    const given = [...process.execArgv, process.env['NODE_OPTIONS'] ?? ''].some((a) =>
+      a.includes('max-old-space-size'),
+    );
+    if (!given)
+      cluster.setupPrimary({
+        execArgv: [...process.execArgv, `--max-old-space-size=${Math.floor(options.maxMemoryBytes / 2 / 2 ** 20)}`],
+      });
     for (let i = 0; i < options.workers; i++) fork();
   });
 }

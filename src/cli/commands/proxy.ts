@@ -69,6 +69,7 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     await prepareStore(config);
     process.exitCode = await servePrimary({
       workers: settings.workers,
+      maxMemoryBytes: settings.maxMemoryBytes,
       banner: (url) => banner(url, `, workers: ${settings.workers}`),
       log: write,
     });
