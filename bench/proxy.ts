@@ -70,6 +70,9 @@ async function startProxy(
         'proxy',
         '--port',
         '0',
+        // One process, as in the earlier runs these figures are compared with (proxy-load compares workers).
+        '--workers',
+        '1',
         '--upstream',
         upstream,
         '--db',

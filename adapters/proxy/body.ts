@@ -257,6 +257,11 @@ export class BodyMemo {
     return { ...result(parsed, buf), reused: 0 };
   }
 
+  /** Forget every remembered body (memory pressure: the next body of each session is parsed whole). */
+  clear(): void {
+    this.#groups?.clear();
+  }
+
   #remember(group: string, recent: readonly Parsed[], replaced: Parsed | undefined, next: Parsed): void {
     const list = [next, ...recent.filter((b) => b !== replaced && b.sessionId !== next.sessionId)].slice(
       0,

@@ -3,7 +3,7 @@
  * process never mix). Content-free by construction: every label value comes from a fixed set in
  * this file or from stage names of our own operators; no path, header, model text or key.
  */
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Which API a request was for; everything not handled is `relay`. */
 export type ApiLabel = 'chat' | 'responses' | 'anthropic' | 'relay';
@@ -24,6 +24,13 @@ export interface ProxyMetrics {
   readonly upstreamSeconds: Histogram<'api'>;
   readonly failOpen: Counter<'reason'>;
   readonly accountingWaits: Counter;
+  /** Requests answered 503 at once: `in_flight` (the limit), `memory` (the lowered limit above the memory bound). */
+  readonly rejected: Counter<'reason'>;
+  /** Connections the proxy closed: `slow_body` (below the body-rate floor). */
+  readonly closed: Counter<'reason'>;
+  readonly inFlight: Gauge;
+  readonly residentBytes: Gauge;
+  readonly memoryTrims: Counter;
 }
 
 /**
@@ -102,6 +109,33 @@ export function createProxyMetrics(): ProxyMetrics {
     accountingWaits: new Counter({
       name: `${p}accounting_waits_total`,
       help: 'Requests that waited before being reduced because the accounting of answered requests had fallen behind.',
+      registers: [registry],
+    }),
+    rejected: new Counter({
+      name: `${p}rejected_total`,
+      help: 'Requests answered 503 with Retry-After at once: in_flight (the in-flight limit), memory (the lower limit that applies above the memory bound).',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    closed: new Counter({
+      name: `${p}connections_closed_total`,
+      help: 'Connections the proxy closed itself: slow_body (a request body below the body-rate floor).',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    inFlight: new Gauge({
+      name: `${p}in_flight`,
+      help: 'Requests this process is serving now.',
+      registers: [registry],
+    }),
+    residentBytes: new Gauge({
+      name: `${p}resident_bytes`,
+      help: 'Resident set size of this process at the last sample.',
+      registers: [registry],
+    }),
+    memoryTrims: new Counter({
+      name: `${p}memory_trims_total`,
+      help: 'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound.',
       registers: [registry],
     }),
   };

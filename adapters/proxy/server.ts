@@ -32,6 +32,7 @@ import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { ItemMemo, RenderingCache } from './tool-outputs.js';
 import { BodyMemo } from './body.js';
+import { Bounds } from './bounds.js';
 import {
   answerUpstreamFailure,
   createUpstreamAgent,
@@ -108,6 +109,24 @@ export interface ProxyOptions {
    * @defaultValue true
    */
   readonly dashboard?: boolean;
+  /**
+   * The resident set size, sampled for the memory bound (`config.maxMemoryBytes`).
+   *
+   * @defaultValue `process.memoryUsage.rss`
+   */
+  readonly rss?: () => number;
+  /**
+   * How often the resident size is sampled, in milliseconds.
+   *
+   * @defaultValue 1000
+   */
+  readonly memoryCheckMs?: number;
+  /**
+   * The window over which a request body must arrive at `config.minBodyRate`, in milliseconds.
+   *
+   * @defaultValue 10000
+   */
+  readonly bodyRateWindowMs?: number;
 }
 
 /** A running gateway built by {@link createProxy}: its HTTP server, settings, Terminator and metrics. */
@@ -171,6 +190,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     options.config ??
     loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
   const accountingBacklog = intOption('createProxy', 'accountingBacklog', options.accountingBacklog, 128, 1);
+  const memoryCheckMs = intOption('createProxy', 'memoryCheckMs', options.memoryCheckMs, 1000, 10);
+  const bodyRateWindowMs = intOption('createProxy', 'bodyRateWindowMs', options.bodyRateWindowMs, 10_000, 10);
   const ownsTerminator = options.terminator === undefined;
   // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
   const terminator =
@@ -279,8 +300,9 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     terminator,
     dispatcher,
     metrics,
-    renderings: new RenderingCache(),
-    items: new ItemMemo(),
+    // The in-memory caches share the process's memory bound (the body memo's share is in config).
+    renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 16)),
+    items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 8)),
     bodies: new BodyMemo({ maxBytes: config.bodyMemoBytes }),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
@@ -300,6 +322,22 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       return accounting.room();
     },
   };
+
+  const bounds = new Bounds({
+    maxInFlight: config.maxInFlight,
+    minBodyRate: config.minBodyRate,
+    rateWindowMs: bodyRateWindowMs,
+    maxMemoryBytes: config.maxMemoryBytes,
+    rss: options.rss ?? (() => process.memoryUsage.rss()),
+    memoryIntervalMs: memoryCheckMs,
+    trim: () => {
+      ctx.bodies.clear();
+      ctx.items.clear();
+      ctx.renderings.clear();
+    },
+    metrics,
+    log,
+  });
 
   const relay = async (req: IncomingMessage, res: ServerResponse, pathAndQuery: string): Promise<void> => {
     metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
@@ -352,22 +390,33 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     }
     if (method === 'GET' && path === '/metrics')
       return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
+    const anthropic = api === 'anthropic' || req.headers['anthropic-version'] !== undefined;
+    if (!bounds.admit(req, res, anthropic)) return;
     const local = routes.get(path);
     if (local !== undefined) return local(req, res);
     if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery);
     return relay(req, res, pathAndQuery);
   };
 
-  const server = createServer({ noDelay: true, keepAlive: true }, (req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      log({ level: 'warn', event: 'handler_failed', error: errorLabel(error) });
-      if (!res.headersSent) res.destroy();
-      else res.end();
-    });
-  });
-  // Streams may run for minutes; the upstream timeout is the one that applies.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
+  const server = createServer(
+    {
+      noDelay: true,
+      keepAlive: true,
+      // The whole request, headers and body, must arrive within requestTimeoutMs; node:http counts
+      // until the request is complete, so a response (a stream may run for minutes) is not counted.
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      // How often node:http looks for connections past those timeouts.
+      connectionsCheckingInterval: Math.min(1000, Math.floor(config.requestTimeoutMs / 4)),
+    },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        log({ level: 'warn', event: 'handler_failed', error: errorLabel(error) });
+        if (!res.headersSent) res.destroy();
+        else res.end();
+      });
+    },
+  );
   // Longer than the idle timeout of common client pools, so a reused connection is not closed under a request.
   server.keepAliveTimeout = 65_000;
 
@@ -375,6 +424,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
+    bounds.stop();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

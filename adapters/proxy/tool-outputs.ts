@@ -31,12 +31,19 @@ export class RenderingCache {
   // entry goes first.
   readonly #map = new Map<string, string>();
   readonly #max: number;
+  readonly #maxChars: number;
+  #chars = 0;
 
-  /** @param max - entries kept; default 50,000. */
-  constructor(max = 50_000) {
+  /**
+   * @param max - entries kept; default 50,000.
+   * @param maxChars - characters of keys and values kept; default unbounded.
+   */
+  constructor(max = 50_000, maxChars = Number.POSITIVE_INFINITY) {
     if (!Number.isInteger(max) || max < 1)
       throw new ConfigError(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
+    if (!(maxChars >= 1)) throw new ConfigError(`RenderingCache: maxChars must be ≥ 1 (got ${String(maxChars)})`);
     this.#max = max;
+    this.#maxChars = maxChars;
   }
 
   get(key: string): string | undefined {
@@ -44,9 +51,22 @@ export class RenderingCache {
   }
 
   set(key: string, value: string): void {
+    const old = this.#map.get(key);
+    if (old !== undefined) this.#chars -= key.length + old.length;
     this.#map.delete(key);
     this.#map.set(key, value);
-    if (this.#map.size > this.#max) this.#map.delete(this.#map.keys().next().value!);
+    this.#chars += key.length + value.length;
+    while (this.#map.size > this.#max || (this.#chars > this.#maxChars && this.#map.size > 1)) {
+      const [k, v] = this.#map.entries().next().value!;
+      this.#map.delete(k);
+      this.#chars -= k.length + v.length;
+    }
+  }
+
+  /** Forget every entry (memory pressure: the store has them all). */
+  clear(): void {
+    this.#map.clear();
+    this.#chars = 0;
   }
 
   /** Entries kept. */
@@ -152,7 +172,13 @@ async function renderSlots(
 }
 
 /** What one client item was shown as; `original` is the first copy of the client's item (a stable object for measuring). */
-type Entry = { readonly item: unknown; readonly original: unknown; readonly changed: boolean };
+type Entry = {
+  readonly item: unknown;
+  readonly original: unknown;
+  readonly changed: boolean;
+  /** JSON characters of the client's item, when remembered by digest. */
+  readonly chars?: number;
+};
 
 interface SessionItems {
   /** The previous request's items as the client sent them, and what each was shown as. */
@@ -160,6 +186,8 @@ interface SessionItems {
   lastEntries: readonly (Entry | undefined)[];
   /** Digest of an item as the client sent it → what it was shown as (for items that moved). */
   readonly byDigest: Map<string, Entry>;
+  /** JSON characters of the items in `byDigest`. */
+  chars: number;
 }
 
 /** Structural equality of two JSON values (key order included, as bytes would compare). */
@@ -192,30 +220,68 @@ export function sameJson(a: unknown, b: unknown): boolean {
 export class ItemMemo {
   readonly #sessions: LRUCache<string, SessionItems>;
   readonly #maxItems: number;
+  readonly #maxChars: number;
+  #chars = 0;
 
-  constructor(maxSessions = 256, maxItems = 4096) {
-    this.#sessions = new LRUCache({ max: maxSessions });
+  /**
+   * @param maxSessions - sessions kept; default 256.
+   * @param maxItems - items remembered per session; default 4096.
+   * @param maxChars - JSON characters of remembered items over all sessions (least recently used
+   *   sessions go first); default unbounded.
+   */
+  constructor(maxSessions = 256, maxItems = 4096, maxChars = Number.POSITIVE_INFINITY) {
+    this.#sessions = new LRUCache({
+      max: maxSessions,
+      dispose: (memo) => {
+        this.#chars -= memo.chars;
+      },
+    });
     this.#maxItems = maxItems;
+    this.#maxChars = maxChars;
   }
 
   session(id: string): SessionItems {
     let memo = this.#sessions.get(id);
     if (memo !== undefined) return memo;
-    memo = { last: [], lastEntries: [], byDigest: new Map() };
+    memo = { last: [], lastEntries: [], byDigest: new Map(), chars: 0 };
     this.#sessions.set(id, memo);
     return memo;
   }
 
+  /** Remember what an item was shown as (counted by its `chars`). */
   remember(memo: SessionItems, digest: string, entry: Entry): void {
+    const chars = entry.chars ?? 0;
+    const had = memo.byDigest.get(digest);
     memo.byDigest.set(digest, entry);
-    if (memo.byDigest.size > this.#maxItems) memo.byDigest.delete(memo.byDigest.keys().next().value as string);
+    memo.chars += chars - (had?.chars ?? 0);
+    this.#chars += chars - (had?.chars ?? 0);
+    if (memo.byDigest.size > this.#maxItems) {
+      const oldest = memo.byDigest.keys().next().value as string;
+      const gone = memo.byDigest.get(oldest)?.chars ?? 0;
+      memo.byDigest.delete(oldest);
+      memo.chars -= gone;
+      this.#chars -= gone;
+    }
+    // Least recently used sessions go first; the one in use stays.
+    while (this.#chars > this.#maxChars && this.#sessions.size > 1) {
+      const last = this.#sessions.rkeys().next().value;
+      if (last === undefined || this.#sessions.peek(last) === memo) break;
+      this.#sessions.delete(last);
+    }
+  }
+
+  /** Forget every session (memory pressure: items are matched again from their digests' renderings in the store). */
+  clear(): void {
+    this.#sessions.clear();
+    this.#chars = 0;
   }
 }
 
-const digestOf = (item: unknown): string =>
-  createHash('sha256')
-    .update(JSON.stringify(item) ?? 'undefined')
-    .digest('base64');
+/** An item's digest (of its JSON) and its JSON's length. */
+function digestOf(item: unknown): { digest: string; chars: number } {
+  const json = JSON.stringify(item) ?? 'undefined';
+  return { digest: createHash('sha256').update(json).digest('base64'), chars: json.length };
+}
 
 /**
  * Reduce the tool outputs a request shows for the first time and replay remembered renderings of
@@ -247,13 +313,13 @@ export async function renderToolOutputs(
       ? memo.lastEntries[i]
       : undefined,
   );
-  const digests = new Map<number, string>();
+  const digests = new Map<number, { digest: string; chars: number }>();
   const misses = new Set<number>();
   found.forEach((entry, i) => {
     if (entry !== undefined) return;
     const digest = digestOf(list[i]);
     digests.set(i, digest);
-    const hit = memo.byDigest.get(digest);
+    const hit = memo.byDigest.get(digest.digest);
     if (hit !== undefined) found[i] = hit;
     else misses.add(i);
   });
@@ -264,9 +330,10 @@ export async function renderToolOutputs(
   const entries = rendered.map((item, i): Entry | undefined => {
     const hit = found[i];
     if (hit !== undefined) return hit;
-    const entry = { item, original: list[i], changed: item !== list[i] };
     if (out?.retry.has(i)) return undefined;
-    caches.items.remember(memo, digests.get(i) ?? digestOf(list[i]), entry);
+    const { digest, chars } = digests.get(i) ?? digestOf(list[i]);
+    const entry = { item, original: list[i], changed: item !== list[i], chars };
+    caches.items.remember(memo, digest, entry);
     return entry;
   });
   const items = entries.map((entry, i) => {

@@ -14,8 +14,14 @@
  * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | 268435456 (recent bodies kept for reuse; 0 = off) |
  * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
  * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
+ * | requestTimeoutMs | --request-timeout-ms | TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS | 120000 (whole request received: headers and body) |
+ * | minBodyRate | --min-body-rate | TOKEN_TERMINATOR_PROXY_MIN_BODY_RATE | 1024 bytes/s over each 10 s of a body (0 = off) |
+ * | maxInFlight | --max-in-flight | TOKEN_TERMINATOR_PROXY_MAX_IN_FLIGHT | 256 per process (503 + Retry-After beyond) |
+ * | maxMemoryBytes | --max-memory-bytes | TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES | 1073741824 per process (≥ 268435456) |
+ * | workers | --workers | TOKEN_TERMINATOR_PROXY_WORKERS | available cores (`os.availableParallelism()`) |
  */
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { ConfigError } from '../errors.js';
 
 /** The proxy's resolved settings. */
@@ -61,7 +67,7 @@ export interface ProxyConfig {
    * Bytes of recent request bodies kept so that the next body of a session is parsed only past
    * the items it shares with its previous one (`--body-memo-bytes`); 0 parses every body whole.
    *
-   * @defaultValue `268_435_456` (256 MiB)
+   * @defaultValue `268_435_456` (256 MiB), or a quarter of `maxMemoryBytes` when that is smaller
    */
   readonly bodyMemoBytes: number;
   /**
@@ -78,6 +84,47 @@ export interface ProxyConfig {
    * @defaultValue `600_000` (10 minutes)
    */
   readonly upstreamTimeoutMs: number;
+  /**
+   * How long a client may take to send one whole request, headers and body
+   * (`--request-timeout-ms`); past it the connection is answered 408 and closed. The response
+   * (a stream may run for minutes) is not counted: the upstream timeout applies to it.
+   *
+   * @defaultValue `120_000` (2 minutes)
+   */
+  readonly requestTimeoutMs: number;
+  /**
+   * Slowest a request body may arrive, in bytes per second over each 10-second window
+   * (`--min-body-rate`); a connection sending slower is answered 408 and closed. Windows in which
+   * the proxy itself was not reading (its buffer full) do not count. 0 turns the floor off.
+   *
+   * @defaultValue `1024`
+   */
+  readonly minBodyRate: number;
+  /**
+   * Requests one proxy process serves at once (`--max-in-flight`); one more is answered 503 with
+   * `Retry-After` at once. `/healthz` and `/metrics` are not counted.
+   *
+   * @defaultValue `256`
+   */
+  readonly maxInFlight: number;
+  /**
+   * Resident size each proxy process stays under (`--max-memory-bytes`). Its in-memory caches are
+   * sized from it (the body memo a quarter, conversation items an eighth, renderings a
+   * sixteenth); above 90 % of it they are emptied, and above it the process serves an eighth of
+   * `maxInFlight` at once until it is back under. Workers of `--workers N` (N > 1) also get a V8
+   * heap limit of half of it (`--max-old-space-size`), so garbage is collected before the process
+   * grows past it; one process keeps the heap limit Node was started with.
+   *
+   * @defaultValue `1_073_741_824` (1 GiB)
+   */
+  readonly maxMemoryBytes: number;
+  /**
+   * Processes `token-terminator proxy` serves with on one port, sharing the store (`--workers`);
+   * 1 serves in the CLI's own process. `createProxy` ignores it (one proxy is one process).
+   *
+   * @defaultValue `os.availableParallelism()`
+   */
+  readonly workers: number;
 }
 
 /** Proxy settings given as flags (strings or numbers, as a command line has them), over the environment. */
@@ -87,7 +134,7 @@ interface Setting {
   readonly key: keyof ProxyConfig;
   readonly flag: string;
   readonly env: string;
-  readonly fallback: string | number | undefined;
+  readonly fallback: string | number | undefined | (() => number);
   readonly parse: (raw: string | number) => string | number | undefined;
   readonly expects: string;
 }
@@ -132,6 +179,9 @@ function secret(raw: string | number): string | undefined {
 }
 
 const P = 'TOKEN_TERMINATOR_PROXY_';
+/** 256 MiB: below it a process has no room beside Node itself, the tokenizer and the store. */
+const MIN_MEMORY = 268_435_456;
+const BODY_MEMO_DEFAULT = 268_435_456;
 const SETTINGS: readonly Setting[] = [
   {
     key: 'host',
@@ -185,7 +235,7 @@ const SETTINGS: readonly Setting[] = [
     key: 'bodyMemoBytes',
     flag: '--body-memo-bytes',
     env: `${P}BODY_MEMO_BYTES`,
-    fallback: 268_435_456,
+    fallback: BODY_MEMO_DEFAULT,
     parse: integer(0, 2 ** 40),
     expects: 'an integer in 0…1099511627776',
   },
@@ -204,6 +254,46 @@ const SETTINGS: readonly Setting[] = [
     fallback: 600_000,
     parse: integer(1000, 3_600_000),
     expects: 'an integer in 1000…3600000',
+  },
+  {
+    key: 'requestTimeoutMs',
+    flag: '--request-timeout-ms',
+    env: `${P}REQUEST_TIMEOUT_MS`,
+    fallback: 120_000,
+    parse: integer(1000, 3_600_000),
+    expects: 'an integer in 1000…3600000',
+  },
+  {
+    key: 'minBodyRate',
+    flag: '--min-body-rate',
+    env: `${P}MIN_BODY_RATE`,
+    fallback: 1024,
+    parse: integer(0, 2 ** 30),
+    expects: 'an integer in 0…1073741824 (bytes per second)',
+  },
+  {
+    key: 'maxInFlight',
+    flag: '--max-in-flight',
+    env: `${P}MAX_IN_FLIGHT`,
+    fallback: 256,
+    parse: integer(1, 100_000),
+    expects: 'an integer in 1…100000',
+  },
+  {
+    key: 'maxMemoryBytes',
+    flag: '--max-memory-bytes',
+    env: `${P}MAX_MEMORY_BYTES`,
+    fallback: 1_073_741_824,
+    parse: integer(MIN_MEMORY, 2 ** 40),
+    expects: `an integer in ${MIN_MEMORY}…1099511627776`,
+  },
+  {
+    key: 'workers',
+    flag: '--workers',
+    env: `${P}WORKERS`,
+    fallback: () => availableParallelism(),
+    parse: integer(1, 1024),
+    expects: 'an integer in 1…1024',
   },
 ];
 
@@ -239,6 +329,7 @@ export function loadProxyConfig(
   const env = options.env ?? process.env;
   const flags = options.flags ?? {};
   const out: Record<string, unknown> = {};
+  const given = new Set<keyof ProxyConfig>();
   for (const s of SETTINGS) {
     const flag = flags[s.key];
     const fromEnv = env[s.env];
@@ -249,9 +340,10 @@ export function loadProxyConfig(
           ? [fromEnv, s.env]
           : [undefined, undefined];
     if (raw === undefined || label === undefined) {
-      out[s.key] = s.fallback;
+      out[s.key] = typeof s.fallback === 'function' ? s.fallback() : s.fallback;
       continue;
     }
+    given.add(s.key);
     const value = s.parse(raw);
     if (value === undefined) {
       const shown = s.key === 'token' ? '(hidden)' : JSON.stringify(raw);
@@ -259,6 +351,12 @@ export function loadProxyConfig(
     }
     out[s.key] = value;
   }
+  const memory = out['maxMemoryBytes'] as number;
+  if (!given.has('bodyMemoBytes')) out['bodyMemoBytes'] = Math.min(BODY_MEMO_DEFAULT, Math.floor(memory / 4));
+  else if ((out['bodyMemoBytes'] as number) > memory / 2)
+    throw new ConfigError(
+      `--body-memo-bytes (${P}BODY_MEMO_BYTES) ${String(out['bodyMemoBytes'])} is more than half of --max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory}: raise the memory bound or lower the memo`,
+    );
   const config = Object.freeze(out) as unknown as ProxyConfig;
   if (!isLoopbackHost(config.host) && config.token === undefined) {
     throw new ConfigError(

@@ -12,13 +12,21 @@ export interface ProxyProcess {
   stderr(): string;
 }
 
-/** Starts `token-terminator proxy --port 0 <flags>` with exactly `env`; `label` names it in errors. */
+/**
+ * Starts `token-terminator proxy --port 0 <flags>` with exactly `env`; `label` names it in errors.
+ * One process (`--workers 1`) unless the flags name `--workers`.
+ */
 export function spawnProxy(flags: readonly string[], env: Record<string, string>, label = 'proxy'): ProxyProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', ...flags], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const workers = flags.includes('--workers') ? [] : ['--workers', '1'];
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'proxy', '--port', '0', ...workers, ...flags],
+    {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   const url = new Promise<string>((ok, fail) => {
     child.stderr.on('data', (c: Buffer) => {

@@ -1,9 +1,11 @@
+import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
-import type { ProxyFlags } from '../../config/proxy.js';
+import { loadProxyConfig, type ProxyFlags } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
 import { vaultLocation } from '../../vault/configured.js';
+import { servePrimary, STOP_MESSAGE } from './proxy-workers.js';
 
 interface ProxyCliOptions {
   port?: string;
@@ -15,6 +17,11 @@ interface ProxyCliOptions {
   bodyMemoBytes?: string;
   recoveryRounds?: string;
   upstreamTimeoutMs?: string;
+  requestTimeoutMs?: string;
+  minBodyRate?: string;
+  maxInFlight?: string;
+  maxMemoryBytes?: string;
+  workers?: string;
   db?: string;
   dbUrl?: string;
   quiet?: boolean;
@@ -35,7 +42,6 @@ export function proxyTerminatorConfig(
 }
 
 async function proxy(options: ProxyCliOptions): Promise<void> {
-  const { createProxy, loadProxyConfig } = await import('../../../adapters/proxy/index.js');
   const flags: ProxyFlags = {
     ...(options.port === undefined ? {} : { port: options.port }),
     ...(options.host === undefined ? {} : { host: options.host }),
@@ -46,30 +52,79 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     ...(options.bodyMemoBytes === undefined ? {} : { bodyMemoBytes: options.bodyMemoBytes }),
     ...(options.recoveryRounds === undefined ? {} : { recoveryRounds: options.recoveryRounds }),
     ...(options.upstreamTimeoutMs === undefined ? {} : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
+    ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
+    ...(options.minBodyRate === undefined ? {} : { minBodyRate: options.minBodyRate }),
+    ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
+    ...(options.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: options.maxMemoryBytes }),
+    ...(options.workers === undefined ? {} : { workers: options.workers }),
   };
   const settings = loadProxyConfig({ env: process.env, flags });
   const config = proxyTerminatorConfig(options);
-  const log =
-    options.quiet === true ? undefined : (record: object) => process.stderr.write(`${JSON.stringify(record)}\n`);
+  const banner = (url: string, workers: string): string =>
+    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode}${workers})\n` +
+    `  OPENAI_BASE_URL=${url}/v1   ANTHROPIC_BASE_URL=${url}\n`;
+  const write = (record: object): void => void process.stderr.write(`${JSON.stringify(record)}\n`);
+  if (settings.workers > 1 && cluster.isPrimary) {
+    // Migrations run once here, not raced by every worker opening the store at once.
+    await prepareStore(config);
+    process.exitCode = await servePrimary({
+      workers: settings.workers,
+      maxMemoryBytes: settings.maxMemoryBytes,
+      banner: (url) => banner(url, `, workers: ${settings.workers}`),
+      log: write,
+    });
+    return;
+  }
+  const log = options.quiet === true ? undefined : write;
+  const { createProxy } = await import('../../../adapters/proxy/index.js');
   const server = await createProxy({
     config: settings,
     terminatorOptions: { config },
     ...(log === undefined ? {} : { log }),
   });
-  const url = await server.listen();
-  process.stderr.write(
-    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode})\n` +
-      `  OPENAI_BASE_URL=${url}/v1   ANTHROPIC_BASE_URL=${url}\n`,
-  );
+  let url: string;
+  try {
+    url = await server.listen();
+  } catch (error) {
+    await server.close();
+    // A worker's IPC channel would keep it alive: let it exit (its primary reports it).
+    if (cluster.isWorker && process.connected) process.disconnect();
+    throw error;
+  }
+  // A worker's primary prints the line once for all of them.
+  if (!cluster.isWorker) process.stderr.write(banner(url, ''));
   await new Promise<void>((resolve) => {
+    const onMessage = (message: unknown): void => {
+      if (message === STOP_MESSAGE) stop();
+    };
     const stop = (): void => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
+      process.off('message', onMessage);
+      process.off('disconnect', stop);
       void server.close().then(resolve, resolve);
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    if (cluster.isWorker) {
+      // Asked by the primary, or the primary is gone.
+      process.on('message', onMessage);
+      process.on('disconnect', stop);
+    }
   });
+  if (cluster.isWorker && process.connected) process.disconnect();
+}
+
+/** Open and close the store once: its migrations run before several processes open it. */
+async function prepareStore(config: Config): Promise<void> {
+  const { createVault, vaultOptionsFromConfig } = await import('../../vault/index.js');
+  try {
+    const vault = await createVault(vaultOptionsFromConfig(config));
+    await vault.close();
+  } catch (error) {
+    // A store that cannot be opened is each worker's to report (they come up passing through).
+    if (error instanceof ConfigError) throw error;
+  }
 }
 
 /** `token-terminator proxy`: the OpenAI- and Anthropic-compatible gateway. */
@@ -108,6 +163,26 @@ export function registerProxy(program: Command): void {
     .option(
       '--upstream-timeout-ms <ms>',
       'upstream headers/body timeout (TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS, default 600000)',
+    )
+    .option(
+      '--request-timeout-ms <ms>',
+      'whole request (headers and body) must arrive within this (TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS, default 120000)',
+    )
+    .option(
+      '--min-body-rate <bytes/s>',
+      'slowest request body accepted, over each 10 s (TOKEN_TERMINATOR_PROXY_MIN_BODY_RATE, default 1024; 0 = off)',
+    )
+    .option(
+      '--max-in-flight <n>',
+      'requests served at once per process, 503 + Retry-After beyond (TOKEN_TERMINATOR_PROXY_MAX_IN_FLIGHT, default 256)',
+    )
+    .option(
+      '--max-memory-bytes <n>',
+      'resident size each process stays under (TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES, default 1073741824)',
+    )
+    .option(
+      '--workers <n>',
+      'processes serving on one port, sharing the store (TOKEN_TERMINATOR_PROXY_WORKERS, default: available cores)',
     )
     .addOption(
       new Option(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RenderingCache } from '../../../adapters/proxy/tool-outputs.js';
+import { ItemMemo, RenderingCache } from '../../../adapters/proxy/tool-outputs.js';
 import { ConfigError } from '../../../src/errors.js';
 
 describe('RenderingCache', () => {
@@ -30,5 +30,36 @@ describe('RenderingCache', () => {
       expect(() => new RenderingCache(max)).toThrow(ConfigError);
       expect(() => new RenderingCache(max)).toThrow(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
     }
+  });
+});
+
+describe('memory bounds of the proxy caches', () => {
+  it('RenderingCache keeps keys and values within maxChars, dropping the least recently written first', () => {
+    const cache = new RenderingCache(1000, 300);
+    for (let i = 0; i < 10; i++) cache.set(`k${i}`, 'x'.repeat(98)); // 100 chars each
+    expect(cache.size).toBe(3);
+    expect(['k6', 'k7', 'k8', 'k9'].map((k) => cache.get(k) !== undefined)).toEqual([false, true, true, true]);
+    cache.clear();
+    expect(cache.size).toBe(0);
+  });
+
+  it('ItemMemo keeps remembered items within maxChars, dropping the least recently used sessions, never the one in use', () => {
+    const memo = new ItemMemo(256, 4096, 1000);
+    const entry = (chars: number) => ({ item: {}, original: {}, changed: false, chars });
+    const a = memo.session('a');
+    memo.remember(a, 'd1', entry(400));
+    const b = memo.session('b');
+    memo.remember(b, 'd2', entry(400));
+    // Over the bound: a (least recently used) goes, b stays.
+    const c = memo.session('c');
+    memo.remember(c, 'd3', entry(400));
+    expect(memo.session('a').byDigest.size).toBe(0);
+    expect(memo.session('c').byDigest.get('d3')?.chars).toBe(400);
+    // One session larger than the bound keeps its items.
+    const big = memo.session('big');
+    memo.remember(big, 'd4', entry(5000));
+    expect(memo.session('big').byDigest.size).toBe(1);
+    memo.clear();
+    expect(memo.session('big').byDigest.size).toBe(0);
   });
 });

@@ -1,0 +1,180 @@
+/**
+ * What one client, and all of them together, can hold of a proxy process: requests in flight, the
+ * time and rate at which a body arrives, and resident memory.
+ *
+ * - In flight: a request past `maxInFlight` is answered 503 with `Retry-After` at once, before its
+ *   body is read (the connection is closed after the answer, so nothing of it stays).
+ * - Body rate: a request body arriving slower than `minBodyRate` bytes per second over a window is
+ *   answered 408 and its connection closed. Counted from the socket's bytes, so reading the body
+ *   stays with whoever consumes it; a window in which the proxy's own buffer for the body was full
+ *   (its consumer was the slow one, e.g. an upstream taking a streamed body) does not count.
+ * - Memory: the resident size is sampled; above 90 % of `maxMemoryBytes` the in-memory caches are
+ *   emptied (they are caches: the store has everything), and above the bound the process serves an
+ *   eighth of `maxInFlight` at once until it is under again (requests keep going through, so
+ *   garbage keeps being collected).
+ *
+ * The whole-request timeout (headers and body) is node:http's own (`server.requestTimeout`), set
+ * in server.ts.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ProxyLogRecord } from './context.js';
+import type { ProxyMetrics } from './metrics.js';
+
+/** Settings and dependencies of {@link Bounds}. */
+export interface BoundsOptions {
+  readonly maxInFlight: number;
+  /** Bytes per second; 0 = no floor. */
+  readonly minBodyRate: number;
+  readonly rateWindowMs: number;
+  readonly maxMemoryBytes: number;
+  /** Resident set size now. */
+  readonly rss: () => number;
+  readonly memoryIntervalMs: number;
+  /** Empty the in-memory caches. */
+  readonly trim: () => void;
+  readonly metrics: ProxyMetrics;
+  readonly log: (record: ProxyLogRecord) => void;
+}
+
+interface Watched {
+  readonly socket: Socket;
+  readonly res: ServerResponse;
+  bytes: number;
+  at: number;
+}
+
+/** Share of `maxMemoryBytes` above which the caches are emptied. */
+const TRIM_AT = 0.9;
+
+/** The 503 a request gets beyond the limit, in the error shape of the API it was for. */
+function overloaded(res: ServerResponse, anthropic: boolean, reason: 'in_flight' | 'memory'): void {
+  const message = `token-terminator proxy: too many requests in flight (${reason === 'memory' ? 'memory bound reached' : 'in-flight limit reached'}); retry after 1 s`;
+  const body = JSON.stringify(
+    anthropic
+      ? { type: 'error', error: { type: 'overloaded_error', message } }
+      : { error: { type: 'server_error', code: 'proxy_overloaded', message } },
+  );
+  res.writeHead(503, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'retry-after': '1',
+    connection: 'close',
+  });
+  res.end(body);
+}
+
+/** The bounds of one proxy: created with it, stopped by its `close()`. */
+export class Bounds {
+  readonly #o: BoundsOptions;
+  #inFlight = 0;
+  #over = false;
+  readonly #bodies = new Map<IncomingMessage, Watched>();
+  #rateTimer: NodeJS.Timeout | undefined;
+  readonly #memoryTimer: NodeJS.Timeout;
+
+  constructor(options: BoundsOptions) {
+    this.#o = options;
+    this.#memoryTimer = setInterval(() => this.#sample(), options.memoryIntervalMs);
+    this.#memoryTimer.unref();
+  }
+
+  /** Requests served at once now (lower while the memory bound is exceeded). */
+  get limit(): number {
+    return this.#over ? Math.max(1, Math.floor(this.#o.maxInFlight / 8)) : this.#o.maxInFlight;
+  }
+
+  /**
+   * Count the request in, or answer it 503 + Retry-After and return false. Counted until its
+   * response closes (finished or connection gone).
+   */
+  admit(req: IncomingMessage, res: ServerResponse, anthropic: boolean): boolean {
+    if (this.#inFlight >= this.limit) {
+      const reason = this.#over ? 'memory' : 'in_flight';
+      this.#o.metrics.rejected.inc({ reason });
+      overloaded(res, anthropic, reason);
+      return false;
+    }
+    this.#inFlight++;
+    this.#o.metrics.inFlight.set(this.#inFlight);
+    res.once('close', () => {
+      this.#inFlight--;
+      this.#o.metrics.inFlight.set(this.#inFlight);
+    });
+    this.#watch(req, res);
+    return true;
+  }
+
+  /** Clear the timers (the proxy closes). */
+  stop(): void {
+    clearInterval(this.#memoryTimer);
+    if (this.#rateTimer !== undefined) clearInterval(this.#rateTimer);
+    this.#rateTimer = undefined;
+    this.#bodies.clear();
+  }
+
+  #watch(req: IncomingMessage, res: ServerResponse): void {
+    if (this.#o.minBodyRate === 0 || req.complete) return;
+    const length = req.headers['content-length'];
+    if (req.headers['transfer-encoding'] === undefined && (length === undefined || Number(length) === 0)) return;
+    this.#bodies.set(req, { socket: req.socket, res, bytes: req.socket.bytesRead, at: performance.now() });
+    req.once('close', () => this.#bodies.delete(req));
+    if (this.#rateTimer === undefined) {
+      // Each body is checked once per full window of its own; the sweep runs twice a window.
+      this.#rateTimer = setInterval(() => this.#sweep(), Math.max(1, Math.floor(this.#o.rateWindowMs / 2)));
+      this.#rateTimer.unref();
+    }
+  }
+
+  #sweep(): void {
+    const now = performance.now();
+    for (const [req, w] of this.#bodies) {
+      if (req.complete || req.destroyed) {
+        this.#bodies.delete(req);
+        continue;
+      }
+      const elapsed = now - w.at;
+      if (elapsed < this.#o.rateWindowMs) continue;
+      const bytes = w.socket.bytesRead;
+      const received = bytes - w.bytes;
+      w.bytes = bytes;
+      w.at = now;
+      // Our consumer has not taken what arrived: the client is not the slow one.
+      if (req.readableLength >= req.readableHighWaterMark) continue;
+      if (received >= (this.#o.minBodyRate * elapsed) / 1000) continue;
+      this.#bodies.delete(req);
+      this.#o.metrics.closed.inc({ reason: 'slow_body' });
+      this.#o.log({ level: 'warn', event: 'slow_body', bytes: received, ms: Math.round(elapsed) });
+      // Whatever the response did, the connection goes: a client below the floor holds nothing more.
+      if (w.res.headersSent) {
+        w.socket.destroy();
+        continue;
+      }
+      w.res.writeHead(408, { 'content-type': 'text/plain', connection: 'close' });
+      w.res.end('token-terminator proxy: request body too slow\n');
+      w.socket.destroySoon();
+    }
+    if (this.#bodies.size === 0 && this.#rateTimer !== undefined) {
+      clearInterval(this.#rateTimer);
+      this.#rateTimer = undefined;
+    }
+  }
+
+  #sample(): void {
+    let rss: number;
+    try {
+      rss = this.#o.rss();
+    } catch {
+      return; // fail open: no sample, no change
+    }
+    this.#o.metrics.residentBytes.set(rss);
+    if (rss >= this.#o.maxMemoryBytes * TRIM_AT) {
+      this.#o.trim();
+      this.#o.metrics.memoryTrims.inc();
+    }
+    const over = rss >= this.#o.maxMemoryBytes;
+    if (over !== this.#over)
+      this.#o.log({ level: 'warn', event: over ? 'memory_bound_reached' : 'memory_bound_cleared', rss });
+    this.#over = over;
+  }
+}

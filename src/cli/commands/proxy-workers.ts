@@ -1,0 +1,104 @@
+/**
+ * `token-terminator proxy --workers N` (N > 1): this process is the primary of a node:cluster
+ * (Node's own, so no dependency: it shares one listening socket between processes and hands each
+ * connection to a worker in turn). Every worker runs the CLI's proxy command as one process does
+ * with `--workers 1`; the store is the one thing they share, as replicas do, so a worker that dies
+ * loses only the requests it was serving, and the primary forks a replacement on the same port.
+ * SIGINT / SIGTERM stop every worker (each closes its proxy) and then the primary.
+ */
+import cluster, { type Worker } from 'node:cluster';
+
+/** IPC message that asks a worker to close its proxy and exit. */
+export const STOP_MESSAGE = 'token-terminator:proxy-stop';
+
+/** How long a stopping worker may take before it is killed. */
+const STOP_GRACE_MS = 30_000;
+
+export interface PrimaryOptions {
+  readonly workers: number;
+  /** Each worker's resident-size bound: its V8 heap is limited to half of it (unless Node was given a heap limit). */
+  readonly maxMemoryBytes: number;
+  /** The line printed once every first worker listens (`url` is where they listen). */
+  readonly banner: (url: string) => string;
+  /** Lifecycle records (worker started, exited, replaced), always written. */
+  readonly log: (record: Readonly<Record<string, string | number | null>>) => void;
+}
+
+/** Run the primary until a signal stops it; resolves with the exit code. */
+export function servePrimary(options: PrimaryOptions): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const live = new Set<Worker>();
+    const listened = new WeakSet<Worker>();
+    let ready = 0;
+    let stopping = false;
+    let code = 0;
+
+    const finish = (): void => {
+      if (live.size > 0) return;
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(code);
+    };
+
+    function stop(): void {
+      if (stopping) return;
+      stopping = true;
+      for (const worker of live) {
+        try {
+          // One still starting may not listen for messages yet: a signal reaches it either way.
+          if (listened.has(worker)) worker.send(STOP_MESSAGE);
+          else worker.process.kill('SIGTERM');
+        } catch {
+          worker.process.kill('SIGTERM');
+        }
+        setTimeout(() => worker.process.kill('SIGKILL'), STOP_GRACE_MS).unref();
+      }
+      finish();
+    }
+
+    const fork = (): void => {
+      // A replacement listens as the first ones did (the same port setting, even 0): node:cluster
+      // then hands it the socket they share instead of binding a new one.
+      const worker = cluster.fork();
+      live.add(worker);
+      worker.once('listening', (address: { address: string; port: number; addressType: number | string }) => {
+        listened.add(worker);
+        options.log({ level: 'info', event: 'worker_ready', pid: worker.process.pid ?? null });
+        if (++ready === options.workers) {
+          const host = address.addressType === 6 ? `[${address.address}]` : address.address;
+          process.stderr.write(options.banner(`http://${host}:${address.port}`));
+        }
+      });
+      worker.once('exit', (exitCode: number | null, signal: string | null) => {
+        live.delete(worker);
+        const pid = worker.process.pid ?? null;
+        if (stopping) {
+          if (exitCode !== 0) code = 1;
+          finish();
+          return;
+        }
+        options.log({ level: 'warn', event: 'worker_exit', pid, code: exitCode, signal });
+        if (!listened.has(worker)) {
+          // It never served: forking again would fail the same way.
+          process.stderr.write(`token-terminator proxy: a worker exited before listening (code ${String(exitCode)})\n`);
+          code = 1;
+          stop();
+          return;
+        }
+        fork();
+      });
+    };
+
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    // V8 lets a heap grow well past its live data before collecting; a limit makes it collect first.
+    const given = [...process.execArgv, process.env['NODE_OPTIONS'] ?? ''].some((a) =>
+      a.includes('max-old-space-size'),
+    );
+    if (!given)
+      cluster.setupPrimary({
+        execArgv: [...process.execArgv, `--max-old-space-size=${Math.floor(options.maxMemoryBytes / 2 / 2 ** 20)}`],
+      });
+    for (let i = 0; i < options.workers; i++) fork();
+  });
+}

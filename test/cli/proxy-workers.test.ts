@@ -1,0 +1,137 @@
+/**
+ * `token-terminator proxy --workers 2` through the real CLI in a child process (issue 32): two
+ * processes answer on one port; a worker killed with SIGKILL is replaced and requests keep being
+ * answered; receipts issued before the kill (by either worker) still recover exactly, from the
+ * shared SQLite vault; SIGTERM stops the primary and every worker.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { firstArtifact, recoveryCall, testRunOutput } from '../proxy/support/harness.js';
+import { chat, startUpstream, type Recorded, type Reply } from '../proxy/support/upstream.js';
+import { spawnProxy, stopProcess } from '../support/proxy-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-workers-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+type Msg = { role: string; content: string | null; tool_call_id?: string; tool_calls?: unknown[] };
+const output = (i: number): string => testRunOutput(500, 100 + i);
+const opening = (i: number): Msg[] => [
+  { role: 'system', content: `You are coding agent ${i}.` },
+  { role: 'user', content: 'Run the tests.' },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: `run-${i}`, type: 'function', function: { name: 'terminal', arguments: '{"command":"t"}' } }],
+  },
+  { role: 'tool', tool_call_id: `run-${i}`, content: output(i) },
+];
+const lastOf = (r: Recorded): Msg => (r.json!['messages'] as Msg[]).at(-1)!;
+
+/** Asked to "recover", the model calls the recovery tool on the request's first receipt; otherwise it answers. */
+const script = (r: Recorded): Reply => {
+  const last = lastOf(r);
+  if (last.role === 'user' && last.content === 'recover') return chat.calls([recoveryCall(r.json)]);
+  return chat.text(last.role === 'tool' && last.tool_call_id === 'tt-1' ? 'recovered' : 'answer');
+};
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('token-terminator proxy --workers 2', () => {
+  it('answers on one port, replaces a worker killed with SIGKILL, keeps every receipt recoverable, and stops all on SIGTERM', async () => {
+    const upstream = await startUpstream(script);
+    const proxy = spawnProxy(
+      ['--workers', '2', '--upstream', upstream.url, '--db', join(dir, 'vault.sqlite3'), '--quiet'],
+      { PATH: process.env['PATH'] ?? '', HOME: dir, TOKEN_TERMINATOR_MAX_PAGE_CHARS: '200000' },
+      'proxy --workers 2',
+    );
+    const ready = (): number[] =>
+      [...proxy.stderr().matchAll(/"event":"worker_ready","pid":(\d+)/g)].map((m) => Number(m[1]));
+    try {
+      const url = await proxy.url;
+      const workers = ready();
+      expect(workers).toHaveLength(2);
+      expect(new Set(workers).size).toBe(2);
+      expect(proxy.stderr()).toContain('workers: 2');
+
+      // Each request on a connection of its own (no pool), so the primary hands them to the workers in turn.
+      const send = (i: number, messages: Msg[]): Promise<string> =>
+        new Promise((done, fail) => {
+          const req = request(
+            `${url}/v1/chat/completions`,
+            {
+              method: 'POST',
+              agent: false,
+              headers: {
+                'content-type': 'application/json',
+                authorization: 'Bearer sk-workers',
+                'x-token-terminator-session': `session-${i}`,
+              },
+            },
+            (res) => {
+              let text = '';
+              res.setEncoding('utf8');
+              res.on('data', (c: string) => (text += c));
+              res.on('end', () => {
+                if (res.statusCode !== 200) return fail(new Error(`status ${String(res.statusCode)}: ${text}`));
+                done((JSON.parse(text) as { choices: { message: { content: string } }[] }).choices[0]!.message.content);
+              });
+            },
+          );
+          req.on('error', fail);
+          req.end(JSON.stringify({ model: 'gpt-4o', messages }));
+        });
+
+      // Six sessions, each on a new connection (handed to the workers in turn): each gets a receipt.
+      const sessions = [0, 1, 2, 3, 4, 5];
+      for (const i of sessions) expect(await send(i, opening(i))).toBe('answer');
+      const receipts = upstream.requests.map((r) => firstArtifact(r.json));
+      expect(receipts.every((id) => id !== undefined)).toBe(true);
+      expect(new Set(receipts).size).toBe(sessions.length);
+
+      process.kill(workers[0]!, 'SIGKILL');
+      // Once the primary has seen it go (a connection handed to the worker as it died is lost with
+      // it, like its requests in flight), the other worker answers while the replacement starts.
+      while (!proxy.stderr().includes('"event":"worker_exit"')) await new Promise((r) => setTimeout(r, 50));
+      expect(await send(9, opening(9))).toBe('answer');
+      while (ready().length < 3) await new Promise((r) => setTimeout(r, 100));
+      const replacement = ready()[2]!;
+      expect(workers).not.toContain(replacement);
+      expect(alive(workers[0]!)).toBe(false);
+      expect(proxy.stderr()).toMatch(/"event":"worker_exit","pid":\d+,"code":null,"signal":"SIGKILL"/);
+
+      // Every receipt issued before the kill is recovered exactly, whichever worker answers now.
+      const before = upstream.requests.length;
+      for (const i of sessions) {
+        const history: Msg[] = [
+          ...opening(i),
+          { role: 'assistant', content: 'answer' },
+          { role: 'user', content: 'recover' },
+        ];
+        expect(await send(i, history)).toBe('recovered');
+      }
+      const continuations = upstream.requests.slice(before).filter((r) => lastOf(r).tool_call_id === 'tt-1');
+      expect(continuations).toHaveLength(sessions.length);
+      const recovered = continuations.map(
+        (r) => (JSON.parse(lastOf(r).content ?? '{}') as { content?: string }).content ?? '',
+      );
+      expect(recovered.sort()).toEqual(sessions.map(output).sort());
+
+      expect(await stopProcess(proxy.child)).toBe(0);
+      for (const pid of [workers[1]!, replacement]) expect(alive(pid), `worker ${pid} stopped`).toBe(false);
+    } finally {
+      if (proxy.child.exitCode === null) proxy.child.kill('SIGKILL');
+      for (const pid of ready()) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await upstream.close();
+    }
+  }, 180_000);
+});
