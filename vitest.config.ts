@@ -7,7 +7,12 @@ const here = (path: string): string => fileURLToPath(new URL(path, import.meta.u
  * The long reliability suites (soak, crash, multi-host, replicas, fault matrix, …): not in
  * `npm test`, run by `npm run test:reliability` (vitest.reliability.config.ts) and by .ci/run.
  */
-export const RELIABILITY_FILES = ['test/reliability/**/*.test.ts'];
+export const RELIABILITY_FILES = [
+  'test/reliability/**/*.test.ts',
+  // Many processes on one vault file, and killed writers: minutes of child processes each.
+  'test/vault/processes.test.ts',
+  'test/vault/crash.test.ts',
+];
 
 export default defineConfig({
   // The examples import the package by name, as a user would; in the repo that is the source

@@ -1,7 +1,8 @@
 /**
  * How long a vitest run will take, printed at its start: the committed per-file durations
- * (test/support/durations.json, seconds of one file on an idle 2-core machine) summed over the
- * files this run will take, divided among the workers. A file not in the table counts as the
+ * (test/support/durations.json: seconds per file, from one whole run on a 2-core machine that
+ * was busy with other work too, so an idle machine does better) spread over the workers, longest
+ * file first. A file not in the table counts as the
  * table's median. Refresh the table from a JSON report of a whole run:
  *
  *   npx vitest run --reporter=json --outputFile.json=report.json   # (and the reliability config)
@@ -40,7 +41,8 @@ const minutes = (s: number): string => (s < 90 ? `${Math.round(s)} s` : `${(s / 
 /** The line printed at the start of a run. */
 export function estimateLine(label: string, files: readonly string[], workers = availableParallelism()): string {
   const { wall } = estimate(files, workers);
-  return `${label}: ${files.length} test files, about ${minutes(wall)} on ${workers} cores (test/support/durations.json; more on a busy machine)`;
+  const count = `${files.length} test file${files.length === 1 ? '' : 's'}`;
+  return `${label}: ${count}, about ${minutes(wall)} with ${workers} workers (per-file times in test/support/durations.json)`;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
