@@ -160,6 +160,18 @@ describe('--db-url', () => {
 });
 
 describe('status', () => {
+  it('fails (exit 2) naming TOKEN_TERMINATOR_TOKENIZER_JSON when its file is missing', async () => {
+    vi.stubEnv('TOKEN_TERMINATOR_TOKENIZER_JSON', join(dir, 'missing-tokenizer.json'));
+    try {
+      const r = await cli(['status', '--db', db]);
+      expect(r.code).toBe(2);
+      expect(r.out).toBe('');
+      expect(r.err).toContain('TOKEN_TERMINATOR_TOKENIZER_JSON names no file');
+    } finally {
+      vi.stubEnv('TOKEN_TERMINATOR_TOKENIZER_JSON', undefined);
+    }
+  });
+
   it('prints flattened key: value lines', async () => {
     const r = await cli(['status', '--db', db]);
     expect(r.code).toBe(0);
