@@ -159,6 +159,34 @@ describe('--db-url', () => {
   });
 });
 
+describe('the shipped sample session', () => {
+  it('is in the package files', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { files: string[] };
+    expect(pkg.files).toContain('examples/sessions/sample.jsonl');
+  });
+
+  it('replay --sample replays it; replay without a file or --sample says what to give (exit 2)', async () => {
+    const r = await cli(['replay', '--sample', '--json']);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const figures = JSON.parse(r.out) as { sessions: unknown[]; requests: number };
+    expect(figures.sessions).toHaveLength(1);
+    expect(figures.requests).toBeGreaterThan(0);
+    const none = await cli(['replay']);
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('--sample');
+  }, 120_000);
+
+  it('report --sample writes the page from a replay of it', async () => {
+    const out = join(dir, 'sample-report.html');
+    const r = await cli(['report', '--sample', '--out', out]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^report: \d+ requests in 1 session → /);
+    expect(readFileSync(out, 'utf8')).toContain('<html');
+  }, 120_000);
+});
+
 describe('status', () => {
   it('fails (exit 2) naming TOKEN_TERMINATOR_TOKENIZER_JSON when its file is missing', async () => {
     vi.stubEnv('TOKEN_TERMINATOR_TOKENIZER_JSON', join(dir, 'missing-tokenizer.json'));
