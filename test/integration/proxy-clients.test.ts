@@ -139,9 +139,11 @@ describe.each([
     const first = fixture.requests[0]!.body;
     const forwarded = h.upstream.requests[0]!.json!;
     expect(forwarded['model']).toBe(first['model']);
-    expect(forwarded['max_tokens'] ?? forwarded['max_output_tokens']).toBe(
-      first['max_tokens'] ?? first['max_output_tokens'],
-    );
+    // (Codex sends no cap of its own: the proxy may add one within the model's limits.)
+    const asked = (first['max_tokens'] ?? first['max_output_tokens']) as number | undefined;
+    const capSent = (forwarded['max_tokens'] ?? forwarded['max_output_tokens']) as number | undefined;
+    if (asked !== undefined) expect(capSent).toBe(asked);
+    else expect(capSent ?? 0).toBeLessThanOrEqual(128_000);
   });
 
   it('counts its conversation as one session from the first request to the one carrying the output', () => {
