@@ -1,7 +1,18 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+
+/**
+ * The long reliability suites (soak, crash, multi-host, replicas, fault matrix, …): not in
+ * `npm test`, run by `npm run test:reliability` (vitest.reliability.config.ts) and by .ci/run.
+ */
+export const RELIABILITY_FILES = [
+  'test/reliability/**/*.test.ts',
+  // Many processes on one vault file, and killed writers: minutes of child processes each.
+  'test/vault/processes.test.ts',
+  'test/vault/crash.test.ts',
+];
 
 export default defineConfig({
   // The examples import the package by name, as a user would; in the repo that is the source
@@ -17,8 +28,10 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...RELIABILITY_FILES],
     pool: 'forks',
-    // A PostgreSQL server for the PostgreSQL half of the suite (fails the run when none can be had).
+    // Prints the run's estimated duration; a PostgreSQL server for the PostgreSQL half of the suite
+    // (skipped in one line without server binaries, except under CI, where that fails the run).
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

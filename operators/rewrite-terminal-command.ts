@@ -129,6 +129,11 @@ export interface RewriteTerminalCommandOptions {
   readonly onSpawn?: (pid: number) => void;
 }
 
+/** `command`, or `cmd` (Codex CLI's exec_command) when only that one is there. */
+function commandField(args: Readonly<Record<string, unknown>>): 'command' | 'cmd' {
+  return args['command'] === undefined && args['cmd'] !== undefined ? 'cmd' : 'command';
+}
+
 /**
  * Swap the command string of each allowed terminal tool call for the one `rtk rewrite` returns;
  * a call rtk declines, or any rtk fault, passes through unchanged.
@@ -165,7 +170,7 @@ export function rewriteTerminalCommand(
       const call = step.value;
       return advance(
         step,
-        { ...call, args: { ...call.args, command: next } },
+        { ...call, args: { ...call.args, [commandField(call.args)]: next } },
         { stage: STAGE, kind: 'applied', reason: 'rewritten' },
       );
     };
@@ -191,8 +196,9 @@ export function rewriteTerminalCommand(
     return (step, signal) => {
       const call = step.value;
       if (!active || canonicalToolName(call.name, toolNames) !== 'terminal') return undefined;
+      // Only a command string is rewritten, in the field it came in (an argv array is run as it is).
       const command = commandOf(call.args);
-      if (command === undefined) return undefined;
+      if (command === undefined || typeof call.args[commandField(call.args)] !== 'string') return undefined;
       const lead = command.trimStart();
       if (lead.startsWith('rtk ') || lead.startsWith(MARKER)) return skip(step, 'already_rtk');
       if (exclude.some((p) => lead.toLowerCase().startsWith(p))) return skip(step, 'excluded');

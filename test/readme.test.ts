@@ -22,6 +22,11 @@ describe('README.md', () => {
     }
   });
 
+  it('says what /healthz answers as the proxy answers it (test/integration/proxy.test.ts)', () => {
+    expect(readme).toContain('`/healthz`, which answers `{"status":"ok"}`');
+    expect(readme).not.toMatch(/healthz`?, which says nothing but `ok`/);
+  });
+
   it('keeps the quick start at exactly two commands', () => {
     const quick = /## Quick start\n\n```bash\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
     expect(quick.trim().split('\n')).toHaveLength(2);

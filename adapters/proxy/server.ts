@@ -374,7 +374,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       log({
         level: 'info',
         event: 'request',
-        api: api ?? (routes.has(path) ? 'local' : 'relay'),
+        api: api ?? (routes.has(path) || path === '/healthz' || path === '/metrics' ? 'local' : 'relay'),
         status: res.statusCode,
         ms: Math.round(performance.now() - started),
       }),

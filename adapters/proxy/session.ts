@@ -10,7 +10,10 @@
  *   A conversation keeps that prefix for its whole life, so its requests meet in one session,
  *   while two conversations with different opening messages stay apart. Two conversations that
  *   open with the very same instructions and message under one key share a session: send the
- *   header to tell them apart.
+ *   header to tell them apart. Prompt-cache markers (`cache_control`) are not part of the identity:
+ *   clients move them from request to request (Claude Code takes the one off an opening message
+ *   after the first request, which then turns from a one-part list into a string) while the
+ *   conversation stays the same.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -57,7 +60,31 @@ function instructionPrefix(request: Readonly<Record<string, unknown>>, format: R
     if (it?.role === 'assistant' || it?.type === 'function_call' || it?.type === 'reasoning') break;
     prefix.push(item);
   }
-  return [request['system'] ?? null, request['instructions'] ?? null, prefix];
+  return withoutCacheMarkers([request['system'] ?? null, request['instructions'] ?? null, prefix]) as unknown[];
+}
+
+/**
+ * A copy without `cache_control` keys, at any depth, and with a content list of one plain text part
+ * read as that text (the caller's objects are not touched): Claude Code sends an opening message as
+ * `[{ type: 'text', text, cache_control }]` once and as the string `text` in every later request.
+ */
+function withoutCacheMarkers(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCacheMarkers);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'cache_control') continue;
+    out[key] = key === 'content' ? plainText(withoutCacheMarkers(v)) : withoutCacheMarkers(v);
+  }
+  return out;
+}
+
+function plainText(content: unknown): unknown {
+  if (!Array.isArray(content) || content.length !== 1) return content;
+  const part = content[0] as Record<string, unknown> | null;
+  if (part === null || typeof part !== 'object' || part['type'] !== 'text' || typeof part['text'] !== 'string')
+    return content;
+  return Object.keys(part).length === 2 ? part['text'] : content;
 }
 
 /**

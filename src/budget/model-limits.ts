@@ -8,7 +8,8 @@
  * canonical id: provider prefixes (`openai/`, `openai:`, `models/`, Bedrock `us.anthropic.` and
  * `-v1:0`), Vertex `@date`, OpenRouter `:variant` and dated snapshots are stripped, and an id that
  * is still unknown takes the entry of its longest known `-`-prefix (`gpt-4o-audio-preview` →
- * `gpt-4o`), which for a newer variant of a family errs on the low side. Overrides (config
+ * `gpt-4o`); such a guess is marked (`inferredFrom`) and the output cap never uses it to lower what the
+ * caller asked for, since a newer model of a family usually allows more. Overrides (config
  * `modelLimits` / TOKEN_TERMINATOR_MODEL_LIMITS, then the route's own fields) win over the table.
  */
 import { ConfigError } from '../errors.js';
@@ -19,6 +20,12 @@ export interface ModelLimits {
   readonly contextWindow?: number;
   /** The model's own ceiling on one response; absent = only the window limits it (self-hosted open-weight models). */
   readonly maxOutputTokens?: number;
+  /**
+   * Set by a lookup when the id is not in the table and these are the limits of its longest known
+   * `-`-prefix (`claude-opus-4-8` → `claude-opus-4`): a guess, which never lowers a cap the caller
+   * asked for. Never set in a table.
+   */
+  readonly inferredFrom?: string;
 }
 
 /** Model id → limits; keys are matched after the same canonicalization as request ids. */
@@ -64,10 +71,17 @@ export const BUILT_IN_MODEL_LIMITS: ModelLimitsTable = deepFreeze({
   'gpt-5-mini': both(400 * K, 128 * K),
   'gpt-5-nano': both(400 * K, 128 * K),
   'gpt-5-chat': both(128 * K, 16_384),
+  'gpt-5-codex': both(400 * K, 128 * K),
   // OpenAI open-weight
   'gpt-oss-120b': both(131_072, 131_072),
   'gpt-oss-20b': both(131_072, 131_072),
   // Anthropic
+  'claude-fable-5-1': both(1_000_000, 128 * K),
+  'claude-fable-5': both(1_000_000, 128 * K),
+  'claude-opus-5-5': both(1_000_000, 128 * K),
+  'claude-opus-5': both(1_000_000, 128 * K),
+  'claude-sonnet-5': both(1_000_000, 128 * K),
+  'claude-opus-4-8': both(1_000_000, 128 * K),
   'claude-opus-4-7': both(1_000_000, 128 * K),
   'claude-opus-4-6': both(1_000_000, 128 * K),
   'claude-sonnet-4-6': both(1_000_000, 128 * K),
@@ -184,7 +198,7 @@ function find(table: ReadonlyMap<string, ModelLimits>, id: string): ModelLimits 
   for (const key of table.keys()) {
     if (id.startsWith(`${key}-`) && (best === undefined || key.length > best.length)) best = key;
   }
-  return best === undefined ? undefined : table.get(best);
+  return best === undefined ? undefined : Object.freeze({ ...table.get(best), inferredFrom: best });
 }
 
 const builtIn = normalizedTable(BUILT_IN_MODEL_LIMITS);
@@ -217,7 +231,13 @@ export function createModelLimits(
     const id = canonicalModelId(model);
     const own = raw.get(model.trim().toLowerCase()) ?? find(mine, id);
     const known = find(base, id);
-    const merged = own === undefined ? known : known === undefined ? own : { ...known, ...own };
+    // An override for exactly this id replaces a guess from a similar name rather than completing it.
+    const merged =
+      own === undefined
+        ? known
+        : known === undefined || (known.inferredFrom !== undefined && own.inferredFrom === undefined)
+          ? own
+          : { ...known, ...own };
     if (cache.size >= 256) cache.delete(cache.keys().next().value as string);
     cache.set(model, merged);
     return merged;

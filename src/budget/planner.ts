@@ -312,7 +312,8 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
       const resolve = (r: Route | undefined, request: ProviderRequest): Route | undefined => {
         const model = typeof request['model'] === 'string' ? request['model'] : r?.model;
         const known = limitsOf(model);
-        if (known === undefined) return r;
+        // A guess from a similar name (a newer model of a known family) never lowers what the caller asked.
+        if (known === undefined || (known.inferredFrom !== undefined && readCallerCap(request) !== undefined)) return r;
         return {
           ...(known.contextWindow === undefined ? {} : { contextWindow: known.contextWindow }),
           ...(known.maxOutputTokens === undefined ? {} : { maxOutputTokens: known.maxOutputTokens }),

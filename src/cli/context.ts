@@ -110,7 +110,9 @@ export async function recover(tool: RecoveryToolHandle, args: Record<string, unk
   const error = recoveryError(result);
   if (error !== undefined) {
     const mine = error.code === 'E_INVALID_ARGUMENTS' || error.code === 'E_ARTIFACT_NOT_FOUND';
-    throw new CliError(`${error.message} [${error.code}]`, mine ? 2 : 1);
+    // The tool's hints name its actions (for a model); here the same step is a command.
+    const message = error.message.replace(/\bartifact_(search|get|peek|find)\b/g, '`token-terminator artifact $1`');
+    throw new CliError(`${message} [${error.code}]`, mine ? 2 : 1);
   }
   return result;
 }

@@ -1,16 +1,39 @@
 import { Command, CommanderError } from 'commander';
 import { PACKAGE_VERSION } from '../config/version.js';
-import { commands } from './commands/index.js';
+import type { CommandRegistrar } from './commands/index.js';
 import { exitCodeFor } from './context.js';
 
-/** The `token-terminator` program with every registered command; commander errors throw instead of exiting. */
-export function buildProgram(): Command {
+/**
+ * Each command's module, loaded only when that command runs (or for the full help): the proxy
+ * does not wait for the replay, bench and eval modules and what they import. Same order as
+ * `commands` in commands/index.ts (help order).
+ */
+const LOADERS: Readonly<Record<string, () => Promise<CommandRegistrar>>> = {
+  status: async () => (await import('./commands/status.js')).registerStatus,
+  artifact: async () => (await import('./commands/artifact.js')).registerArtifact,
+  replay: async () => (await import('./commands/replay.js')).registerReplay,
+  stats: async () => (await import('./commands/stats.js')).registerStats,
+  compare: async () => (await import('./commands/compare.js')).registerCompare,
+  bench: async () => (await import('./commands/bench.js')).registerBench,
+  report: async () => (await import('./commands/report.js')).registerReport,
+  eval: async () => (await import('./commands/eval.js')).registerEval,
+  proxy: async () => (await import('./commands/proxy.js')).registerProxy,
+  vault: async () => (await import('./commands/vault.js')).registerVault,
+};
+
+/**
+ * The `token-terminator` program; commander errors throw instead of exiting. With `only` naming a
+ * command, just that one is loaded and registered; otherwise every command (help, unknown names).
+ */
+export async function buildProgram(only?: string): Promise<Command> {
   const program = new Command('token-terminator')
     .description('Inspect and recover exact tool evidence from the Token Terminator vault.')
     .version(PACKAGE_VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const register of commands) register(program);
+  const names = only !== undefined && Object.hasOwn(LOADERS, only) ? [only] : Object.keys(LOADERS);
+  const registrars = await Promise.all(names.map((name) => LOADERS[name]!()));
+  for (const register of registrars) register(program);
   return program;
 }
 
@@ -20,7 +43,7 @@ export function buildProgram(): Command {
  */
 export async function run(argv: readonly string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync([...argv], { from: 'user' });
+    await (await buildProgram(argv[0])).parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander already printed it

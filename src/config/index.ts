@@ -12,6 +12,7 @@
  * lives inside Hermes (`<HERMES_HOME>/token-terminator`); this library is host-neutral, so it follows the
  * XDG base-directory convention instead.
  */
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -566,6 +567,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
         `${label} must be ${field.kind.expects}, got ${field.secret ? '(value not shown: it may hold a password)' : show(shown)}`,
       );
     const value = field.isPath && typeof parsed.data === 'string' ? expandPath(parsed.data, home) : parsed.data;
+    // Read when the first counter is built, deep inside a request: a missing file is a startup error here.
+    if (field.key === 'tokenizerJson' && value !== '' && !existsSync(value as string))
+      throw new ConfigError(`${label} names no file: ${show(shown)} (expected a tokenizer.json path)`);
     flat.set(field.key, value);
   }
 

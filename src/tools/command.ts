@@ -2,10 +2,23 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 
-/** The command string of a terminal call, or undefined when absent or blank. */
+/**
+ * The command string of a terminal call, or undefined when absent or blank: `command` or `cmd` (Codex
+ * CLI's `exec_command`), a string or an argv array (Codex CLI's `shell`: `["bash", "-lc", "make"]`
+ * gives the script, any other argv its words joined by spaces).
+ */
 export function commandOf(args: Readonly<Record<string, unknown>>): string | undefined {
   const command = args['command'] ?? args['cmd'];
+  if (Array.isArray(command)) return argvCommand(command);
   return typeof command === 'string' && command.trim() !== '' ? command : undefined;
+}
+
+function argvCommand(argv: readonly unknown[]): string | undefined {
+  if (argv.length === 0 || !argv.every((a) => typeof a === 'string')) return undefined;
+  const words = argv as readonly string[];
+  const shell = /(?:^|\/)(?:ba|z|da|k)?sh$/.test(words[0]!);
+  const script = shell && words.length === 3 && /^-l?c$|^-cl$/.test(words[1]!) ? words[2]! : words.join(' ');
+  return script.trim() === '' ? undefined : script;
 }
 
 /** `args.cwd` / `args.workdir` (with `~` expanded, resolved against the fallback), else the fallback. */

@@ -8,17 +8,42 @@ export type CanonicalTool = 'terminal' | 'search_files' | 'process' | 'read_file
 
 export const CANONICAL_TOOLS: readonly CanonicalTool[] = ['terminal', 'search_files', 'process', 'read_file'];
 
-/** Names recognised without configuration (a user map adds to and overrides these). */
+/**
+ * Names recognised without configuration (a user map adds to and overrides these): the tools of the
+ * agents people run, so their outputs are reduced through the proxy with no `toolNames` at all.
+ * Lookup also tries the lower-cased name (Claude Code's `Bash`, `Read`, `Grep`, `Glob`).
+ * - terminal: Claude Code `Bash`, Codex CLI `exec_command` / `shell` / `local_shell` and
+ *   `apply_patch` (its output is a command's: status line plus text), opencode `bash`, OpenHands
+ *   `execute_bash`, SWE-agent and mini-swe-agent `bash`, Gemini CLI `run_shell_command`, Cursor
+ *   `run_terminal_cmd`, Cline `execute_command`;
+ * - search_files: Claude Code `Grep` / `Glob`, opencode `grep` / `glob`, SWE-agent
+ *   `find_file` / `search_dir` / `search_file`, Gemini CLI `search_file_content`;
+ * - read_file: Claude Code `Read`, opencode `read`, OpenHands and SWE-agent `str_replace_editor`
+ *   (its `view` prints the file); a file read is shown whole unless native
+ *   read_file compaction is on.
+ */
 export const DEFAULT_TOOL_NAMES: Readonly<Record<string, CanonicalTool>> = Object.freeze({
   terminal: 'terminal',
   bash: 'terminal',
   shell: 'terminal',
+  local_shell: 'terminal',
+  exec_command: 'terminal',
+  apply_patch: 'terminal',
+  execute_bash: 'terminal',
   run_terminal_cmd: 'terminal',
   run_shell_command: 'terminal',
   execute_command: 'terminal',
   search_files: 'search_files',
+  grep: 'search_files',
+  glob: 'search_files',
+  find_file: 'search_files',
+  search_dir: 'search_files',
+  search_file: 'search_files',
+  search_file_content: 'search_files',
   process: 'process',
   read_file: 'read_file',
+  read: 'read_file',
+  str_replace_editor: 'read_file',
 });
 
 /** Host name → canonical name, or undefined for tools the reduction paths ignore. */

@@ -67,13 +67,34 @@ describe('model limits table (unit)', () => {
   });
 
   it('takes the longest known family prefix for an unknown variant, never a partial word', () => {
-    expect(lookupModelLimits('gpt-4o-audio-preview')).toEqual(BUILT_IN_MODEL_LIMITS['gpt-4o']);
-    expect(lookupModelLimits('gpt-4o-mini-search-preview')).toEqual(BUILT_IN_MODEL_LIMITS['gpt-4o-mini']);
+    expect(lookupModelLimits('gpt-4o-audio-preview')).toEqual({
+      ...BUILT_IN_MODEL_LIMITS['gpt-4o'],
+      inferredFrom: 'gpt-4o',
+    });
+    expect(lookupModelLimits('gpt-4o-mini-search-preview')).toEqual({
+      ...BUILT_IN_MODEL_LIMITS['gpt-4o-mini'],
+      inferredFrom: 'gpt-4o-mini',
+    });
     expect(lookupModelLimits('gpt-4.5-preview')).toBeUndefined();
     expect(lookupModelLimits('o10')).toBeUndefined();
     expect(lookupModelLimits('my-finetune')).toBeUndefined();
     expect(lookupModelLimits('')).toBeUndefined();
     expect(lookupModelLimits(undefined)).toBeUndefined();
+  });
+
+  it('knows the current Claude models exactly (Claude Code 2.1 sends claude-opus-4-8)', () => {
+    for (const id of ['claude-opus-4-8', 'claude-opus-5', 'claude-opus-5-5', 'claude-sonnet-5', 'claude-fable-5-1'])
+      expect(lookupModelLimits(id), id).toEqual({ contextWindow: 1_000_000, maxOutputTokens: 128_000 });
+    expect(lookupModelLimits('claude-opus-4-8-20260528')?.inferredFrom).toBeUndefined();
+  });
+
+  it('marks a guess from a similar name, and an exact override replaces the guess', () => {
+    expect(lookupModelLimits('claude-opus-4-9')).toEqual({
+      ...BUILT_IN_MODEL_LIMITS['claude-opus-4'],
+      inferredFrom: 'claude-opus-4',
+    });
+    const limits = createModelLimits({ 'claude-opus-4-9': { contextWindow: 500_000 } });
+    expect(limits('claude-opus-4-9')).toEqual({ contextWindow: 500_000 });
   });
 
   it('keeps Ollama tags and unknown colon prefixes', () => {
@@ -175,6 +196,46 @@ describe('capOutputBudget with model limits (unit)', () => {
     const out = await run({ counter: exactCounter(10), minOutputTokens: 8192 }, request);
     expect(out.value).toBe(request);
     expect(out.decisions.at(-1)?.reason).toBe('output limit below required output');
+  });
+
+  it('a guess from a similar name never lowers the caller cap (Claude Code: claude-opus-4-9, max_tokens 64,000)', async () => {
+    const request = {
+      model: 'claude-opus-4-9',
+      max_tokens: 64_000,
+      system: 's',
+      messages: [{ role: 'user', content: 'u' }],
+    };
+    const out = await run({ counter: exactCounter(30_000) }, request, { provider: 'anthropic' });
+    expect(out.value['max_tokens']).toBe(64_000);
+    // Without a cap of its own the guess still gives one (the older model's ceiling, the safe side).
+    const { max_tokens: _, ...uncapped } = request;
+    const filled = await run({ counter: exactCounter(30_000) }, uncapped, { provider: 'anthropic' });
+    expect(filled.value['max_tokens']).toBe(32_000);
+  });
+
+  it('the window arithmetic still applies to a guessed model: cap = min(remaining, caller cap)', async () => {
+    const request = {
+      model: 'claude-opus-4-9',
+      max_tokens: 64_000,
+      system: 's',
+      messages: [{ role: 'user', content: 'u' }],
+    };
+    const out = await run({ counter: exactCounter(180_000) }, request, {
+      provider: 'anthropic',
+      contextWindow: 200_000,
+    });
+    expect(out.value['max_tokens']).toBe(20_000);
+  });
+
+  it('an exactly known model keeps its own ceiling: claude-opus-4-8 is not cut to claude-opus-4', async () => {
+    const request = {
+      model: 'claude-opus-4-8',
+      max_tokens: 64_000,
+      system: 's',
+      messages: [{ role: 'user', content: 'u' }],
+    };
+    const out = await run({ counter: exactCounter(30_000) }, request, { provider: 'anthropic' });
+    expect(out.value['max_tokens']).toBe(64_000);
   });
 
   it('a model the table does not know and a route without a window is left alone', async () => {

@@ -1,3 +1,4 @@
+import { Command } from 'commander';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,9 +124,13 @@ describe('token-terminator CLI (child process)', () => {
 });
 
 describe('command registry', () => {
-  it('is a plain array of registrars that build status and artifact commands', () => {
+  it('is a plain array of registrars that build status and artifact commands', async () => {
     expect(Array.isArray(commands)).toBe(true);
-    const program = buildProgram();
+    const program = await buildProgram();
+    // The program loads the same commands, in the same order, as the registry lists.
+    const listed = new Command();
+    for (const register of commands) register(listed);
+    expect(program.commands.map((c) => c.name())).toEqual(listed.commands.map((c) => c.name()));
     const names = program.commands.map((c) => c.name());
     expect(names).toEqual(expect.arrayContaining(['status', 'artifact']));
     const artifact = program.commands.find((c) => c.name() === 'artifact');
@@ -134,5 +139,11 @@ describe('command registry', () => {
       const flags = sub?.options.map((o) => o.long);
       expect(flags).toEqual(expect.arrayContaining(['--db', '--json']));
     }
+  });
+
+  it('loads only the command it runs: `proxy` registers no other command', async () => {
+    const program = await buildProgram('proxy');
+    expect(program.commands.map((c) => c.name())).toEqual(['proxy']);
+    expect((await buildProgram('no-such-command')).commands.length).toBe(commands.length);
   });
 });

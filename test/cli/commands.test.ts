@@ -1,9 +1,11 @@
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { run } from '../../src/cli/program.js';
 import { createVault } from '../../src/vault/index.js';
+import { freshSchema } from '../support/postgres.js';
 
 // In-process runs of the same program the child-process tests start: output formats and exit codes.
 let dir: string;
@@ -93,7 +95,111 @@ describe('artifact commands', () => {
   });
 });
 
+describe('wording', () => {
+  it('artifact get of an unknown id points to the artifact search command, not the tool action', async () => {
+    const r = await cli(['artifact', 'get', 'a_0123456789abcdef0123', '--db', db]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('`token-terminator artifact search`');
+    expect(r.err).not.toContain('artifact_search');
+  });
+
+  it('stats says "1 session" and, when the final side is larger, "% more" instead of a negative "% fewer"', async () => {
+    const path = join(dir, 'grown.sqlite3');
+    {
+      await using v = await createVault({ path });
+      await v.recordRequestMetric({
+        sessionId: 's1',
+        requestId: 'r1',
+        mode: 'balanced',
+        rawChars: 100,
+        finalChars: 150,
+        rawTokens: 100,
+        finalTokens: 150,
+        receipts: 0,
+        failedOpen: true,
+      });
+    }
+    const r = await cli(['stats', '--db', path]);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/\b1 session\b/);
+    expect(r.out).toContain('50.00 % more');
+    expect(r.out).not.toContain('fewer');
+    expect(r.out).toMatch(/\b1 failed-open request\b/);
+  });
+});
+
+describe('--db-url', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const named = /# ([a-z, ]+) take --db-url/.exec(readme)?.[1]?.split(/, | and /) ?? [];
+
+  it('every command the README says takes --db-url offers it', async () => {
+    expect(named).toEqual(['status', 'stats', 'artifact', 'compare', 'proxy']);
+    for (const command of named) {
+      const r = await cli(command === 'artifact' ? ['artifact', 'get', '--help'] : [command, '--help']);
+      expect(r.out, command).toContain('--db-url <url>');
+    }
+  });
+
+  it.skipIf(inject('pgUrl') === '')('compare reads the ledger in the database --db-url names', async () => {
+    const schema = await freshSchema(inject('pgUrl'), 'compare');
+    try {
+      const r = await cli(['compare', 'off', 'balanced', '--db-url', schema.url]);
+      expect(r.err).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(/^experiment \S+: off vs balanced/);
+    } finally {
+      await schema.drop();
+    }
+  });
+
+  it('compare refuses --ledger with --db-url (exit 2)', async () => {
+    const r = await cli(['compare', 'off', 'balanced', '--ledger', join(dir, 'l.sqlite3'), '--db-url', 'postgres://x']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('give --ledger or --db-url, not both');
+  });
+});
+
+describe('the shipped sample session', () => {
+  it('is in the package files', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { files: string[] };
+    expect(pkg.files).toContain('examples/sessions/sample.jsonl');
+  });
+
+  it('replay --sample replays it; replay without a file or --sample says what to give (exit 2)', async () => {
+    const r = await cli(['replay', '--sample', '--json']);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const figures = JSON.parse(r.out) as { sessions: unknown[]; requests: number };
+    expect(figures.sessions).toHaveLength(1);
+    expect(figures.requests).toBeGreaterThan(0);
+    const none = await cli(['replay']);
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('--sample');
+  }, 120_000);
+
+  it('report --sample writes the page from a replay of it', async () => {
+    const out = join(dir, 'sample-report.html');
+    const r = await cli(['report', '--sample', '--out', out]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^report: \d+ requests in 1 session → /);
+    expect(readFileSync(out, 'utf8')).toContain('<html');
+  }, 120_000);
+});
+
 describe('status', () => {
+  it('fails (exit 2) naming TOKEN_TERMINATOR_TOKENIZER_JSON when its file is missing', async () => {
+    vi.stubEnv('TOKEN_TERMINATOR_TOKENIZER_JSON', join(dir, 'missing-tokenizer.json'));
+    try {
+      const r = await cli(['status', '--db', db]);
+      expect(r.code).toBe(2);
+      expect(r.out).toBe('');
+      expect(r.err).toContain('TOKEN_TERMINATOR_TOKENIZER_JSON names no file');
+    } finally {
+      vi.stubEnv('TOKEN_TERMINATOR_TOKENIZER_JSON', undefined);
+    }
+  });
+
   it('prints flattened key: value lines', async () => {
     const r = await cli(['status', '--db', db]);
     expect(r.code).toBe(0);

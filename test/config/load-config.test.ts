@@ -366,6 +366,15 @@ describe('loadConfig invalid values', () => {
   it('requires a tokenizer URL for the vllm incontext backend', () => {
     expect(() => load({ INCONTEXT_BACKEND: 'vllm' })).toThrow(/requires INCONTEXT_TOKENIZER_URL/);
   });
+  it('names TOKEN_TERMINATOR_TOKENIZER_JSON when its file does not exist (env and override)', () => {
+    expect(() => load({ TOKEN_TERMINATOR_TOKENIZER_JSON: '/nonexistent/tokenizer.json' })).toThrow(ConfigError);
+    expect(() => load({ TOKEN_TERMINATOR_TOKENIZER_JSON: '/nonexistent/tokenizer.json' })).toThrow(
+      'TOKEN_TERMINATOR_TOKENIZER_JSON names no file: "/nonexistent/tokenizer.json"',
+    );
+    expect(() => loadConfig({ env: {}, overrides: { tokenizerJson: '/nonexistent/t.json' } })).toThrow(
+      /option tokenizerJson \(TOKEN_TERMINATOR_TOKENIZER_JSON\) names no file/,
+    );
+  });
 });
 
 describe('loadConfig precedence and legacy aliases', () => {

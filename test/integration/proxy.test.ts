@@ -330,5 +330,10 @@ describe('local routes', () => {
     expect(value('token_terminator_proxy_upstream_seconds_count{api="chat"}')).toBe(2);
     expect(metrics).toMatch(/token_terminator_proxy_saved_chars_total\{mechanism="compressToolResult"\} \d+/);
     expect(h.upstream.requests).toHaveLength(2);
+    // /healthz, /dashboard and /metrics were answered here: logged as local, never as relayed.
+    await raw(h.url, 'GET', '/healthz');
+    const logged = h.logs.filter((l) => l.event === 'request').map((l) => (l as { api?: string }).api);
+    expect(logged.filter((a) => a === 'relay')).toEqual([]);
+    expect(logged.filter((a) => a === 'local')).toHaveLength(4);
   });
 });

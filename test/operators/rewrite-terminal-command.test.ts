@@ -63,6 +63,14 @@ async function waitGone(pid: number): Promise<boolean> {
 }
 
 describe('rewriteTerminalCommand (unit, stub rtk)', () => {
+  it('rewrites Codex CLI exec_command in its own `cmd` field and leaves an argv `shell` call as it is', async () => {
+    const exec = deepFreeze({ id: 'c-exec', name: 'exec_command', args: { cmd: 'git status', workdir: work } });
+    const argv = deepFreeze({ id: 'c-shell', name: 'shell', args: { command: ['bash', '-lc', 'git status'] } });
+    const [a, b] = await run([exec, argv]);
+    expect(a!.value.args).toEqual({ cmd: 'rtk git status', workdir: work });
+    expect(b!.value).toBe(argv);
+  });
+
   it('rewrites through exit 3 without mutating the caller, keeping other args', async () => {
     const c = call('git status', { timeout: 30 });
     const [out] = await run([c]);

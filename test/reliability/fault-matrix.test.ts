@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTerminator, type Terminator } from '../../src/runtime.js';
 import type { Decision, ToolCall } from '../../src/step.js';
 import { throwingCounter } from '../../src/testing/faults.js';
@@ -457,223 +457,227 @@ describe('vault faults', () => {
   });
 });
 
-describe('PostgreSQL vault faults (a private server the cells stop, lock and break)', () => {
-  // Its own cluster, so stopping it cannot disturb the other test files' server.
-  const clusterDir = mkdtempSync(join(tmpdir(), 'tt-rel-pg-'));
-  let cluster: Cluster;
-  let dbNo = 0;
-  beforeAll(async () => {
-    cluster = await startCluster(clusterDir);
-  }, 120_000);
-  afterAll(() => stopCluster(clusterDir));
+describe.skipIf(inject('pgUrl') === '')(
+  'PostgreSQL vault faults (a private server the cells stop, lock and break)',
+  () => {
+    // Its own cluster, so stopping it cannot disturb the other test files' server.
+    const clusterDir = mkdtempSync(join(tmpdir(), 'tt-rel-pg-'));
+    let cluster: Cluster;
+    let dbNo = 0;
+    beforeAll(async () => {
+      cluster = await startCluster(clusterDir);
+    }, 120_000);
+    afterAll(() => stopCluster(clusterDir));
 
-  const admin = async <T>(fn: (c: pg.Client) => Promise<T>, database = 'postgres'): Promise<T> => {
-    const u = new URL(cluster.url);
-    u.pathname = `/${database}`;
-    const c = new pg.Client({ connectionString: u.toString() });
-    await c.connect();
-    try {
-      return await fn(c);
-    } finally {
-      await c.end();
-    }
-  };
-  /** A fresh database for one cell; returns its name and URL. */
-  const database = async (): Promise<{ name: string; url: string }> => {
-    const name = `cell_${++dbNo}`;
-    await admin((c) => c.query(`CREATE DATABASE ${name}`));
-    const u = new URL(cluster.url);
-    u.pathname = `/${name}`;
-    return { name, url: u.toString() };
-  };
-  const openPg = (
-    url: string,
-    overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {},
-  ): Promise<Terminator> => createTerminator({ env: {}, overrides: { ...baseOverrides, dbUrl: url, ...overrides } });
-  /** The same Terminator, running `inject` once just before its `at`-th facade call. */
-  const injectAt = (tt: Terminator, at: number, inject: () => void | Promise<void>): Terminator => {
-    let calls = 0;
-    const before = async (): Promise<void> => {
-      if (++calls === at) await inject();
-    };
-    return new Proxy(tt, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (
-          prop !== 'reduceToolCall' &&
-          prop !== 'reduceToolResult' &&
-          prop !== 'reduceRequest' &&
-          prop !== 'compileRequest'
-        )
-          return value;
-        return async (...args: unknown[]) => {
-          await before();
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-  };
-  const terminate = (name: string) =>
-    admin((c) =>
-      c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
-        name,
-      ]),
-    );
-
-  it('server stopped mid-session: the rest passes through with failed_open, receipts delivered before recover after the restart, then heals', async () => {
-    const db = await database();
-    const tt = await openPg(db.url);
-    try {
-      const results = await checkCell(
-        'PostgreSQL stopped mid-session',
-        'pg_ctl stop -m immediate before the 20th of 46 facade calls; started again after the workload',
-        injectAt(tt, 20, () => pgCtl(clusterDir, 'stop', 'immediate')),
-        { failedOpenIn: ['tool_result', 'request'] },
-        () => pgCtl(clusterDir, 'start'),
-        tt,
-      );
-      expect(
-        results
-          .slice(0, 19)
-          .flatMap((r) => r.output?.decisions ?? [])
-          .filter((d) => d.kind === 'failed_open'),
-      ).toEqual([]);
-      expect(errorLabels(results)).toMatch(/ECONNREFUSED|57P01|Connection terminated/);
-      await checkHealed(tt);
-    } finally {
-      await tt.close();
-    }
-  });
-
-  it('connection reset (every socket cut mid-session): fails open or retries on a new connection, nothing delivered is lost, then heals', async () => {
-    const db = await database();
-    const target = new URL(db.url);
-    const sockets = new Set<Socket>();
-    let cut = 0;
-    const proxy: Server = createServer((client) => {
-      const upstream = connect(Number(target.port), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-        s.on('error', () => undefined);
+    const admin = async <T>(fn: (c: pg.Client) => Promise<T>, database = 'postgres'): Promise<T> => {
+      const u = new URL(cluster.url);
+      u.pathname = `/${database}`;
+      const c = new pg.Client({ connectionString: u.toString() });
+      await c.connect();
+      try {
+        return await fn(c);
+      } finally {
+        await c.end();
       }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const viaProxy = new URL(db.url);
-    viaProxy.port = String((proxy.address() as { port: number }).port);
-    const tt = await openPg(viaProxy.toString());
-    try {
-      const reset = (): void => {
-        for (const s of sockets) {
-          s.resetAndDestroy();
-          cut++;
-        }
+    };
+    /** A fresh database for one cell; returns its name and URL. */
+    const database = async (): Promise<{ name: string; url: string }> => {
+      const name = `cell_${++dbNo}`;
+      await admin((c) => c.query(`CREATE DATABASE ${name}`));
+      const u = new URL(cluster.url);
+      u.pathname = `/${name}`;
+      return { name, url: u.toString() };
+    };
+    const openPg = (
+      url: string,
+      overrides: NonNullable<Parameters<typeof createTerminator>[0]>['overrides'] = {},
+    ): Promise<Terminator> => createTerminator({ env: {}, overrides: { ...baseOverrides, dbUrl: url, ...overrides } });
+    /** The same Terminator, running `inject` once just before its `at`-th facade call. */
+    const injectAt = (tt: Terminator, at: number, inject: () => void | Promise<void>): Terminator => {
+      let calls = 0;
+      const before = async (): Promise<void> => {
+        if (++calls === at) await inject();
       };
-      const results = await checkCell(
-        'PostgreSQL connection reset',
-        'a TCP proxy resets every pooled connection before the 12th and the 30th facade call',
-        injectAt(injectAt(tt, 12, reset), 30, reset),
-        { failedOpenIn: [] },
-        undefined,
-        tt,
-      );
-      expect(cut).toBeGreaterThan(0);
-      expect(results.length).toBe(46);
-      await checkHealed(tt);
-    } finally {
-      await tt.close();
-      proxy.close();
-    }
-  });
-
-  it('statement timeout (writes block on a held table lock): fail open, then heals', async () => {
-    const db = await database();
-    const tt = await openPg(db.url, { busyTimeoutMs: 60_000, dbStatementTimeoutMs: 300 });
-    const u = new URL(cluster.url);
-    u.pathname = `/${db.name}`;
-    const holder = new pg.Client({ connectionString: u.toString() });
-    await holder.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('LOCK TABLE vault_meta IN EXCLUSIVE MODE');
-      const results = await checkCell(
-        'PostgreSQL statement timeout',
-        'another session holds LOCK TABLE vault_meta IN EXCLUSIVE MODE; TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS 300',
-        tt,
-        { failedOpenIn: ['tool_result', 'request'] },
-        async () => {
-          await holder.query('ROLLBACK');
+      return new Proxy(tt, {
+        get(target, prop, receiver) {
+          const value: unknown = Reflect.get(target, prop, receiver);
+          if (
+            prop !== 'reduceToolCall' &&
+            prop !== 'reduceToolResult' &&
+            prop !== 'reduceRequest' &&
+            prop !== 'compileRequest'
+          )
+            return value;
+          return async (...args: unknown[]) => {
+            await before();
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
         },
-      );
-      expect(errorLabels(results)).toMatch(/57014/);
-      await checkHealed(tt);
-    } finally {
-      await holder.end().catch(() => undefined);
-      await tt.close();
-    }
-  });
-
-  it('read-only transactions (default_transaction_read_only): writes fail open, reads keep serving, then heals', async () => {
-    const db = await database();
-    const tt = await openPg(db.url);
-    try {
-      const seed = await tt.vault.put({
-        content: 'evidence written before the database turned read-only\n'.repeat(40),
-        toolName: 'terminal',
-        sessionId: 'ro',
       });
-      await admin((c) => c.query(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`));
-      await terminate(db.name); // pooled connections pick the setting up when they reconnect
-      const results = await checkCell(
-        'PostgreSQL read-only',
-        'ALTER DATABASE … SET default_transaction_read_only = on, pooled connections terminated',
-        tt,
-        { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
-        async () => {
-          expect((await recoverViaTool(tt.recoveryTool, 'ro', seed.artifactId)).content).toContain('read-only');
-          await admin((c) => c.query(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`));
-          await terminate(db.name);
-        },
+    };
+    const terminate = (name: string) =>
+      admin((c) =>
+        c.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [name],
+        ),
       );
-      expect(errorLabels(results)).toMatch(/25006/);
-      await checkHealed(tt);
-    } finally {
-      await tt.close();
-    }
-  });
 
-  it('disk full (a trigger raising disk_full on every insert): fail open, then heals', async () => {
-    const db = await database();
-    const tt = await openPg(db.url);
-    const tables = ['artifacts', 'artifact_observations', 'artifact_exposures', 'artifact_access'];
-    try {
-      await admin(async (c) => {
-        await c.query(
-          `CREATE FUNCTION tt_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
+    it('server stopped mid-session: the rest passes through with failed_open, receipts delivered before recover after the restart, then heals', async () => {
+      const db = await database();
+      const tt = await openPg(db.url);
+      try {
+        const results = await checkCell(
+          'PostgreSQL stopped mid-session',
+          'pg_ctl stop -m immediate before the 20th of 46 facade calls; started again after the workload',
+          injectAt(tt, 20, () => pgCtl(clusterDir, 'stop', 'immediate')),
+          { failedOpenIn: ['tool_result', 'request'] },
+          () => pgCtl(clusterDir, 'start'),
+          tt,
         );
-        for (const t of tables)
+        expect(
+          results
+            .slice(0, 19)
+            .flatMap((r) => r.output?.decisions ?? [])
+            .filter((d) => d.kind === 'failed_open'),
+        ).toEqual([]);
+        expect(errorLabels(results)).toMatch(/ECONNREFUSED|57P01|Connection terminated/);
+        await checkHealed(tt);
+      } finally {
+        await tt.close();
+      }
+    });
+
+    it('connection reset (every socket cut mid-session): fails open or retries on a new connection, nothing delivered is lost, then heals', async () => {
+      const db = await database();
+      const target = new URL(db.url);
+      const sockets = new Set<Socket>();
+      let cut = 0;
+      const proxy: Server = createServer((client) => {
+        const upstream = connect(Number(target.port), target.hostname);
+        for (const s of [client, upstream]) {
+          sockets.add(s);
+          s.on('close', () => sockets.delete(s));
+          s.on('error', () => undefined);
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+      const viaProxy = new URL(db.url);
+      viaProxy.port = String((proxy.address() as { port: number }).port);
+      const tt = await openPg(viaProxy.toString());
+      try {
+        const reset = (): void => {
+          for (const s of sockets) {
+            s.resetAndDestroy();
+            cut++;
+          }
+        };
+        const results = await checkCell(
+          'PostgreSQL connection reset',
+          'a TCP proxy resets every pooled connection before the 12th and the 30th facade call',
+          injectAt(injectAt(tt, 12, reset), 30, reset),
+          { failedOpenIn: [] },
+          undefined,
+          tt,
+        );
+        expect(cut).toBeGreaterThan(0);
+        expect(results.length).toBe(46);
+        await checkHealed(tt);
+      } finally {
+        await tt.close();
+        proxy.close();
+      }
+    });
+
+    it('statement timeout (writes block on a held table lock): fail open, then heals', async () => {
+      const db = await database();
+      const tt = await openPg(db.url, { busyTimeoutMs: 60_000, dbStatementTimeoutMs: 300 });
+      const u = new URL(cluster.url);
+      u.pathname = `/${db.name}`;
+      const holder = new pg.Client({ connectionString: u.toString() });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE vault_meta IN EXCLUSIVE MODE');
+        const results = await checkCell(
+          'PostgreSQL statement timeout',
+          'another session holds LOCK TABLE vault_meta IN EXCLUSIVE MODE; TOKEN_TERMINATOR_DB_STATEMENT_TIMEOUT_MS 300',
+          tt,
+          { failedOpenIn: ['tool_result', 'request'] },
+          async () => {
+            await holder.query('ROLLBACK');
+          },
+        );
+        expect(errorLabels(results)).toMatch(/57014/);
+        await checkHealed(tt);
+      } finally {
+        await holder.end().catch(() => undefined);
+        await tt.close();
+      }
+    });
+
+    it('read-only transactions (default_transaction_read_only): writes fail open, reads keep serving, then heals', async () => {
+      const db = await database();
+      const tt = await openPg(db.url);
+      try {
+        const seed = await tt.vault.put({
+          content: 'evidence written before the database turned read-only\n'.repeat(40),
+          toolName: 'terminal',
+          sessionId: 'ro',
+        });
+        await admin((c) => c.query(`ALTER DATABASE ${db.name} SET default_transaction_read_only = on`));
+        await terminate(db.name); // pooled connections pick the setting up when they reconnect
+        const results = await checkCell(
+          'PostgreSQL read-only',
+          'ALTER DATABASE … SET default_transaction_read_only = on, pooled connections terminated',
+          tt,
+          { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
+          async () => {
+            expect((await recoverViaTool(tt.recoveryTool, 'ro', seed.artifactId)).content).toContain('read-only');
+            await admin((c) => c.query(`ALTER DATABASE ${db.name} RESET default_transaction_read_only`));
+            await terminate(db.name);
+          },
+        );
+        expect(errorLabels(results)).toMatch(/25006/);
+        await checkHealed(tt);
+      } finally {
+        await tt.close();
+      }
+    });
+
+    it('disk full (a trigger raising disk_full on every insert): fail open, then heals', async () => {
+      const db = await database();
+      const tt = await openPg(db.url);
+      const tables = ['artifacts', 'artifact_observations', 'artifact_exposures', 'artifact_access'];
+      try {
+        await admin(async (c) => {
           await c.query(
-            `CREATE TRIGGER tt_disk_full BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION tt_disk_full()`,
+            `CREATE FUNCTION tt_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
           );
-      }, db.name);
-      const results = await checkCell(
-        'PostgreSQL disk full',
-        'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, access/pins',
-        tt,
-        { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
-        () =>
-          admin(async (c) => {
-            for (const t of tables) await c.query(`DROP TRIGGER tt_disk_full ON ${t}`);
-          }, db.name),
-      );
-      expect(errorLabels(results)).toMatch(/53100/);
-      await checkHealed(tt);
-    } finally {
-      await tt.close();
-    }
-  });
-});
+          for (const t of tables)
+            await c.query(
+              `CREATE TRIGGER tt_disk_full BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION tt_disk_full()`,
+            );
+        }, db.name);
+        const results = await checkCell(
+          'PostgreSQL disk full',
+          'BEFORE INSERT triggers raise SQLSTATE 53100 (disk_full) on artifacts, observations, exposures, access/pins',
+          tt,
+          { failedOpenIn: ['tool_result', 'request'], passThrough: ['tool_result'] },
+          () =>
+            admin(async (c) => {
+              for (const t of tables) await c.query(`DROP TRIGGER tt_disk_full ON ${t}`);
+            }, db.name),
+        );
+        expect(errorLabels(results)).toMatch(/53100/);
+        await checkHealed(tt);
+      } finally {
+        await tt.close();
+      }
+    });
+  },
+);
 
 describe('counter faults', () => {
   it('counter throws: token-gated stages fail open, the budget falls back to the rough count', async () => {

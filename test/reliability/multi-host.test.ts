@@ -72,7 +72,7 @@ function startHost(
   });
 }
 
-describe('six hosts on one PostgreSQL vault', () => {
+describe.skipIf(inject('pgUrl') === '')('six hosts on one PostgreSQL vault', () => {
   it('replay concurrently with lease races and retention pressure: 0 errors, 0 lost artifacts, one winner per lease, receipts recover on another host', async () => {
     const schema = await freshSchema(inject('pgUrl'), 'hosts');
     try {

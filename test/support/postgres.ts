@@ -6,6 +6,9 @@
  * TLS on (a self-signed certificate made with openssl, for the TLS pass-through test) and pg_trgm
  * created in `public` of the `postgres` database.
  *
+ * A cluster this process started is stopped and its directory removed when the process exits or
+ * is interrupted (SIGINT, SIGTERM, SIGHUP), so stopping a run never leaves a server behind.
+ *
  * Also a command line for .ci/run:
  *   node --import tsx test/support/postgres.ts start <dir>   # prints the URL
  *   node --import tsx test/support/postgres.ts stop <dir>
@@ -30,7 +33,11 @@ export interface Cluster {
 /** Where initdb and pg_ctl are, or a clear error naming what was looked for. */
 export function findBinDir(): string {
   const fromEnv = process.env['TOKEN_TERMINATOR_PG_BINDIR'];
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    if (!existsSync(join(fromEnv, 'initdb')))
+      throw new Error(`PostgreSQL server binaries not found: TOKEN_TERMINATOR_PG_BINDIR=${fromEnv} has no initdb`);
+    return fromEnv;
+  }
   const onPath = spawnSync('sh', ['-c', 'command -v pg_ctl'], { encoding: 'utf8' }).stdout.trim();
   if (onPath !== '') return onPath.slice(0, onPath.lastIndexOf('/'));
   const root = '/usr/lib/postgresql';
@@ -82,9 +89,53 @@ function owner(): { uid: number; gid: number } | undefined {
   return { uid: Number(uid), gid: Number(gid) };
 }
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** Clusters this process started that are still up: directory → stop-now, and drop-the-hooks. */
+const running = new Map<string, { readonly stop: () => void; readonly release: () => void }>();
+
+/**
+ * Stop the cluster in `dir` and remove the directory when this process exits or gets SIGINT,
+ * SIGTERM or SIGHUP (then the signal goes on as it would have: to the runner's own handler, or
+ * the default action when there is none). Returns an idempotent stop-now that also drops the hooks.
+ */
+export function stopOnExit(dir: string): () => void {
+  const known = running.get(dir);
+  if (known !== undefined) return known.stop;
+  let done = false;
+  const release = (): void => {
+    done = true;
+    running.delete(dir);
+    process.off('exit', stop);
+    for (const signal of SIGNALS) process.off(signal, onSignal);
+  };
+  const stop = (): void => {
+    if (done) return;
+    release();
+    try {
+      stopCluster(dir);
+    } catch {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    stop();
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  process.once('exit', stop);
+  for (const signal of SIGNALS) process.once(signal, onSignal);
+  running.set(dir, { stop, release });
+  return stop;
+}
+
+/** Leave the cluster in `dir` running after this process ends (the `start` command line). */
+export function keepRunning(dir: string): void {
+  running.get(dir)?.release();
+}
+
 /** initdb + a self-signed certificate + pg_ctl start in `dir` (created, emptied first). */
 export async function startCluster(dir: string): Promise<Cluster> {
   const bin = findBinDir();
+  stopOnExit(dir);
   const data = join(dir, 'data');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -175,6 +226,8 @@ export async function startCluster(dir: string): Promise<Cluster> {
 
 /** Stop the cluster in `dir` (fast shutdown) and remove the directory. */
 export function stopCluster(dir: string): void {
+  const hook = running.get(dir);
+  if (hook !== undefined) return hook.stop(); // drops the exit hooks, then comes back here
   const data = join(dir, 'data');
   if (existsSync(join(data, 'postmaster.pid')))
     runServerCommand(join(findBinDir(), 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
@@ -232,6 +285,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     process.stderr.write('usage: postgres.ts start|stop <dir>\n');
     process.exit(2);
   }
-  if (action === 'start') process.stdout.write(`${(await startCluster(dir)).url}\n`);
-  else stopCluster(dir);
+  if (action === 'start') {
+    const { url } = await startCluster(dir);
+    keepRunning(dir); // .ci/run stops it with `stop` when it is done
+    process.stdout.write(`${url}\n`);
+  } else stopCluster(dir);
 }

@@ -33,7 +33,8 @@ export interface FreshStore {
   cleanup(): Promise<void>;
 }
 
-export const DIALECTS: readonly DialectName[] = ['sqlite', 'postgres'];
+// Without a PostgreSQL server (no binaries, not under CI: test/support/global-setup.ts) only SQLite runs.
+export const DIALECTS: readonly DialectName[] = inject('pgUrl') === '' ? ['sqlite'] : ['sqlite', 'postgres'];
 
 export async function freshStore(dialect: DialectName, name = 'vault.sqlite3'): Promise<FreshStore> {
   const vaults: Vault[] = [];

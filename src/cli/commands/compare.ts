@@ -6,6 +6,7 @@ import { CliError, writeJson, writeOut } from '../context.js';
 
 interface CompareOptions {
   ledger?: string;
+  dbUrl?: string;
   experiment?: string;
   json?: boolean;
 }
@@ -17,11 +18,16 @@ async function compare(a: string, b: string, options: CompareOptions): Promise<v
     if (!(MODES as readonly string[]).includes(m))
       throw new CliError(`unknown mode "${m}" (accepted: ${MODES.join(', ')})`);
   if (a === b) throw new CliError('comparison modes must differ');
+  if (options.ledger !== undefined && options.dbUrl !== undefined)
+    throw new CliError('compare: give --ledger or --db-url, not both');
   const config = loadConfig({
     env: process.env,
-    overrides: options.ledger === undefined ? {} : { ledgerPath: options.ledger },
+    overrides: {
+      ...(options.ledger === undefined ? {} : { ledgerPath: options.ledger }),
+      ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
+    },
   });
-  // With TOKEN_TERMINATOR_DB_URL the ledger is in that database, unless --ledger names a file.
+  // With --db-url (or TOKEN_TERMINATOR_DB_URL) the ledger is in that database, unless --ledger names a file.
   const url = options.ledger === undefined ? config.dbUrl : '';
   const path = effectiveLedgerPath(config);
   if (url === '' && !existsSync(path))
@@ -56,6 +62,7 @@ export function registerCompare(program: Command): void {
     .argument('<modeA>')
     .argument('<modeB>')
     .option('--ledger <path>', 'ledger file (default: TOKEN_TERMINATOR_LEDGER_PATH or <data dir>/experiments.sqlite3)')
+    .option('--db-url <url>', 'PostgreSQL store holding the ledger (default: TOKEN_TERMINATOR_DB_URL)')
     .option('--experiment <name>', 'experiment name (default: TOKEN_TERMINATOR_EXPERIMENT)')
     .option('--json', 'print machine-readable JSON')
     .action((a: string, b: string, options: CompareOptions) => compare(a, b, options));

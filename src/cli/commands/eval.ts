@@ -91,7 +91,7 @@ export function renderEvalResults(r: EvalResults): string {
     ...(r.final === undefined ? [] : look('final', r.final)),
     '',
     'Savings (secondary; they cannot change the verdict):',
-    `  prompt tokens: off ${s.off.prompt_tokens}, balanced ${s.balanced.prompt_tokens} (${s.prompt_tokens_saved_pct} % fewer)`,
+    `  prompt tokens: off ${s.off.prompt_tokens}, balanced ${s.balanced.prompt_tokens} (${Math.abs(s.prompt_tokens_saved_pct)} % ${s.prompt_tokens_saved_pct < 0 ? 'more' : 'fewer'})`,
     `  completion tokens: off ${s.off.completion_tokens}, balanced ${s.balanced.completion_tokens}`,
     `  requests: off ${s.off.requests}, balanced ${s.balanced.requests}; recovery calls ${s.balanced.recovery_calls} returning ${s.balanced.recovery_tokens} tokens`,
   ];

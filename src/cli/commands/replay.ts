@@ -5,6 +5,7 @@ import { MODES } from '../../config/index.js';
 import type { Mode } from '../../config/types.js';
 import { readSessions, renderFiguresTable, replaySessions, requestCount } from '../../replay/index.js';
 import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
+import { samplePath } from '../sample.js';
 
 interface ReplayCliOptions {
   mode?: Mode;
@@ -15,6 +16,7 @@ interface ReplayCliOptions {
   cacheReadPrice: number;
   db?: string;
   ledger?: string;
+  sample?: boolean;
 }
 
 function priceArg(value: string): number {
@@ -24,7 +26,12 @@ function priceArg(value: string): number {
   return n;
 }
 
-async function replay(file: string, options: ReplayCliOptions): Promise<void> {
+async function replay(given: string | undefined, options: ReplayCliOptions): Promise<void> {
+  if (given !== undefined && options.sample === true)
+    throw new CliError('replay: give a sessions file or --sample, not both');
+  if (given === undefined && options.sample !== true)
+    throw new CliError('replay: give a sessions file, or --sample for the bundled one');
+  const file = given ?? samplePath();
   if (!existsSync(file)) throw new CliError(`no sessions file at ${file}`);
   const sessions = await readSessions(file, options.limit ?? Infinity);
   if (sessions.length === 0) throw new CliError(`${file} holds no sessions`);
@@ -77,7 +84,8 @@ export function registerReplay(program: Command): void {
     .description(
       'replay recorded sessions (JSONL, one {id, model?, tools?, messages} per line) through the pipeline and print the figures',
     )
-    .argument('<sessions>', 'sessions file (.jsonl)')
+    .argument('[sessions]', 'sessions file (.jsonl)')
+    .option('--sample', 'replay the sample session the package ships (examples/sessions/sample.jsonl)')
     .addOption(
       new Option('--mode <mode>', 'mode to replay under (default: TOKEN_TERMINATOR_MODE or balanced)').choices(
         MODES as string[],
@@ -90,5 +98,5 @@ export function registerReplay(program: Command): void {
     .option('--cache-read-price <price>', 'price of a cached char relative to an uncached one', priceArg, 0.1)
     .option('--db <path>', 'vault file to use and keep (default: a fresh vault in a temp dir)')
     .option('--ledger <path>', 'experiment ledger file (default: experiments.sqlite3 beside the vault)')
-    .action((file: string, options: ReplayCliOptions) => replay(file, options));
+    .action((file: string | undefined, options: ReplayCliOptions) => replay(file, options));
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { cliConfig, CliError, writeOut } from '../context.js';
+import { samplePath } from '../sample.js';
 
 interface ReportCliOptions {
   db?: string;
@@ -9,6 +10,7 @@ interface ReportCliOptions {
   eval?: string;
   out: string;
   title?: string;
+  sample?: boolean;
 }
 
 function readJson(path: string, what: string): unknown {
@@ -21,8 +23,8 @@ function readJson(path: string, what: string): unknown {
 }
 
 async function report(options: ReportCliOptions): Promise<void> {
-  if (options.db !== undefined && options.from !== undefined)
-    throw new CliError('report: give --db or --from, not both');
+  if ([options.db, options.from, options.sample].filter((o) => o !== undefined).length > 1)
+    throw new CliError('report: give one of --db, --from and --sample');
   // The chart library loads only for this command, so the other commands start as fast as before.
   const { parseQualityResults, parseReportInput, rateCardFromConfig, readVaultFigures, renderReport } =
     await import('../../report/index.js');
@@ -33,6 +35,12 @@ async function report(options: ReportCliOptions): Promise<void> {
   if (options.from !== undefined) {
     figures = parseReportInput(readJson(options.from, 'replay figures (replay --json)'));
     source = 'replay figures';
+  } else if (options.sample === true) {
+    // What `replay --sample --json --series` prints, made here (a temp vault, removed afterwards).
+    const { readSessions, replaySessions } = await import('../../replay/index.js');
+    const replayed = await replaySessions(await readSessions(samplePath(), Infinity), { series: true });
+    figures = parseReportInput(JSON.parse(JSON.stringify(replayed)) as unknown);
+    source = 'a replay of the sample session the package ships';
   } else {
     if (config.dbPath === ':memory:' || !existsSync(config.dbPath))
       throw new CliError(
@@ -51,7 +59,10 @@ async function report(options: ReportCliOptions): Promise<void> {
   });
   const out = resolve(options.out);
   writeFileSync(out, html, { mode: 0o644 });
-  await writeOut(`report: ${figures.requests} requests in ${figures.sessions.length} sessions → ${out}\n`);
+  const n = figures.sessions.length;
+  await writeOut(
+    `report: ${figures.requests} request${figures.requests === 1 ? '' : 's'} in ${n} session${n === 1 ? '' : 's'} → ${out}\n`,
+  );
 }
 
 /** `token-terminator report`: one self-contained HTML page of what the pipeline saved and kept. */
@@ -66,6 +77,7 @@ export function registerReport(program: Command): void {
       'vault whose metrics rows to chart (default: TOKEN_TERMINATOR_DB_PATH or <data dir>/artifacts.sqlite3)',
     )
     .option('--from <replay.json>', 'figures printed by `replay --json --series` instead of the vault')
+    .option('--sample', 'replay the sample session the package ships and chart that')
     .option('--eval <results.json>', 'add the answer-quality section from `eval --out`')
     .option('--out <file>', 'the HTML file to write', 'report.html')
     .option('--title <text>', 'page title')

@@ -14,6 +14,9 @@ import {
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
+const count = (n: number, noun: string): string => `${int(n)} ${noun}${n === 1 ? '' : 's'}`;
+/** "12.50 % fewer", or "3.10 % more" when the final side is larger. */
+const change = (pct: number): string => `${Math.abs(pct).toFixed(2)} % ${pct < 0 ? 'more' : 'fewer'}`;
 
 async function stats(options: CommonOptions): Promise<void> {
   const config = cliConfig(options);
@@ -30,10 +33,10 @@ async function stats(options: CommonOptions): Promise<void> {
   if (options.json === true) return writeJson({ db_path: where, ...s });
   const totals = new Table({ head: ['figure', 'raw', 'final', ''], style: plain });
   totals.push(
-    ['requests', int(s.requests), '', `${int(s.sessions)} sessions`],
+    ['requests', int(s.requests), '', count(s.sessions, 'session')],
     ['chars', int(s.raw_chars), int(s.final_chars), ''],
-    ['tokens', int(s.raw_tokens), int(s.final_tokens), `${s.reduction_pct.toFixed(2)} % fewer`],
-    ['receipts', '', int(s.receipts), `${int(s.failed_open_requests)} failed-open requests`],
+    ['tokens', int(s.raw_tokens), int(s.final_tokens), change(s.reduction_pct)],
+    ['receipts', '', int(s.receipts), count(s.failed_open_requests, 'failed-open request')],
   );
   const stages = new Table({ head: ['mechanism', 'saved chars'], style: plain });
   for (const [stage, chars] of Object.entries(s.saved_by_stage).sort((a, b) => b[1] - a[1]))

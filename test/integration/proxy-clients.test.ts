@@ -1,0 +1,157 @@
+/**
+ * Real agent CLIs through the proxy, from recorded requests (test/fixtures/clients: Claude Code
+ * 2.1.332, Codex CLI 0.171.0, opencode 1.18.33, each against a scripted loopback model asking for
+ * one test run whose output is a 30 kB failing pytest log). Replayed as the CLI sent them — same
+ * bodies, same headers, a dummy key — against a scripted upstream: their tool names are recognised
+ * with no configuration, the output reaches the model smaller with every failure line and a receipt
+ * that recovers exactly, the client's output cap is kept, and one conversation is one session.
+ */
+import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sessionOf, tenantOf } from '../../adapters/proxy/session.js';
+import { referencedArtifacts } from '../../src/receipts/index.js';
+import { recoveryCall, startHarness, type Harness } from '../proxy/support/harness.js';
+import { anthropic, responses, type Recorded, type Reply } from '../proxy/support/upstream.js';
+
+interface Fixture {
+  readonly client: string;
+  readonly requests: readonly {
+    readonly method: string;
+    readonly path: string;
+    readonly headers: Record<string, string | string[]>;
+    readonly body: Record<string, unknown>;
+  }[];
+}
+
+const load = (name: string): Fixture =>
+  JSON.parse(readFileSync(new URL(`../fixtures/clients/${name}.json`, import.meta.url), 'utf8')) as Fixture;
+
+// Claude Code keeps the first 10 kB of the 30 kB log, up to the failure; the others send it whole or nearly.
+const FAILURE = 'tests/test_parser.py::test_parser_rejects_trailing_comma FAILED';
+const CALL_ID = 'call_run_tests_1';
+const HOP = new Set(['host', 'content-length', 'connection', 'accept-encoding', 'transfer-encoding']);
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+/** The tool output of the recorded test run in a request body, as the client sent it. */
+function toolOutput(body: Record<string, unknown>): string | undefined {
+  for (const m of (body['messages'] ?? []) as { content?: unknown }[]) {
+    if (!Array.isArray(m.content)) continue;
+    for (const part of m.content as { type?: string; tool_use_id?: string; content?: unknown }[])
+      if (
+        part.type === 'tool_result' &&
+        typeof part.content === 'string' &&
+        part.content.includes('test session starts')
+      )
+        return part.content;
+  }
+  for (const item of (body['input'] ?? []) as { type?: string; call_id?: string; output?: unknown }[])
+    if (item.type === 'function_call_output' && item.call_id === CALL_ID && typeof item.output === 'string')
+      return item.output;
+  return undefined;
+}
+
+/** Send one recorded request as the client did (its headers, a dummy key); the whole answer. */
+function replay(url: string, r: Fixture['requests'][number]): Promise<{ status: number; body: string }> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(r.headers)) if (!HOP.has(k)) headers[k] = v === '<redacted>' ? 'sk-dummy-key' : v;
+  if (headers['authorization'] !== undefined) headers['authorization'] = 'Bearer sk-dummy-key';
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}${r.path}`, { method: r.method, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(r.body));
+  });
+}
+
+/** The scripted model: recovers the first receipt it sees once, then answers. */
+function model(r: Recorded): Reply {
+  const text = r.body.toString('utf8');
+  const stream = r.json?.['stream'] === true;
+  const recovered = text.includes('"tt-1"');
+  const receipt = referencedArtifacts(text.replace(/\\n/g, '\n')).length > 0;
+  const blocks = receipt && !recovered ? [recoveryCall(r.json)] : [{ text: 'done' }];
+  if (r.path.startsWith('/v1/responses')) return stream ? responses.stream(blocks) : responses.reply(blocks);
+  if (stream) return anthropic.stream(blocks);
+  return receipt && !recovered ? anthropic.calls([recoveryCall(r.json)]) : anthropic.text('done');
+}
+
+/** The recovered text the proxy sent upstream after answering the model's recovery call. */
+function recoveredText(r: Recorded): string | undefined {
+  const body = r.json ?? {};
+  for (const m of (body['messages'] ?? []) as { content?: unknown }[])
+    if (Array.isArray(m.content))
+      for (const part of m.content as { type?: string; tool_use_id?: string; content?: unknown }[])
+        if (part.type === 'tool_result' && part.tool_use_id === 'tt-1') return recoveredContent(part.content);
+  for (const item of (body['input'] ?? []) as { type?: string; call_id?: string; output?: unknown }[])
+    if (item.type === 'function_call_output' && item.call_id === 'tt-1') return recoveredContent(item.output);
+  return undefined;
+}
+
+function recoveredContent(value: unknown): string | undefined {
+  const text = Array.isArray(value) ? (value as { text?: string }[]).map((p) => p.text ?? '').join('') : value;
+  if (typeof text !== 'string') return undefined;
+  try {
+    return (JSON.parse(text) as { content?: string }).content;
+  } catch {
+    return undefined;
+  }
+}
+
+describe.each([
+  { name: 'claude-code', format: 'anthropic' as const, tool: 'Bash' },
+  { name: 'codex', format: 'responses' as const, tool: 'exec_command' },
+  { name: 'opencode', format: 'anthropic' as const, tool: 'bash' },
+])('$name, recorded', ({ name, format, tool }) => {
+  const fixture = load(name);
+  const withOutput = fixture.requests.find((r) => toolOutput(r.body) !== undefined)!;
+  const output = toolOutput(withOutput.body)!;
+
+  it(`calls the test run through its own tool name (${tool}) and sends its output`, () => {
+    expect(JSON.stringify(withOutput.body)).toContain(`"${tool}"`);
+    expect(output.length).toBeGreaterThan(9000);
+  });
+
+  it('reaches the model smaller, with the failure line and a receipt that recovers exactly; the output cap is kept', async () => {
+    h = await startHarness(model);
+    for (const r of fixture.requests) expect((await replay(h.url, r)).status).toBe(200);
+    const sent = h.upstream.requests.find((r) => {
+      const text = r.body.toString('utf8');
+      return text.includes(CALL_ID) && !text.includes('"tt-1"');
+    })!;
+    expect(sent).toBeDefined();
+    expect(sent.body.length).toBeLessThan(JSON.stringify(withOutput.body).length - output.length / 2);
+    expect(sent.body.toString('utf8')).toContain(FAILURE);
+    expect(referencedArtifacts(sent.body.toString('utf8').replace(/\\n/g, '\n')).length).toBeGreaterThan(0);
+    const continuation = h.upstream.requests.find((r) => recoveredText(r) !== undefined);
+    expect(recoveredText(continuation!)).toBe(output);
+    // The client's own cap goes upstream as it was (Claude Code: claude-opus-4-8 at 64,000).
+    const first = fixture.requests[0]!.body;
+    const forwarded = h.upstream.requests[0]!.json!;
+    expect(forwarded['model']).toBe(first['model']);
+    // (Codex sends no cap of its own: the proxy may add one within the model's limits.)
+    const asked = (first['max_tokens'] ?? first['max_output_tokens']) as number | undefined;
+    const capSent = (forwarded['max_tokens'] ?? forwarded['max_output_tokens']) as number | undefined;
+    if (asked !== undefined) expect(capSent).toBe(asked);
+    else expect(capSent ?? 0).toBeLessThanOrEqual(128_000);
+  });
+
+  it('counts its conversation as one session from the first request to the one carrying the output', () => {
+    const conversation = fixture.requests.filter(
+      (r) => Array.isArray(r.body['tools']) && (r.body['tools'] as unknown[]).length > 0,
+    );
+    expect(conversation.length).toBeGreaterThanOrEqual(2);
+    const ids = new Set(conversation.map((r) => sessionOf(r.headers, r.body, format, tenantOf(r.headers))));
+    expect(ids.size).toBe(1);
+  });
+});
