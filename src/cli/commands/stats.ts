@@ -32,7 +32,15 @@ async function stats(options: CommonOptions): Promise<void> {
   totals.push(
     ['requests', int(s.requests), '', `${int(s.sessions)} sessions`],
     ['chars', int(s.raw_chars), int(s.final_chars), ''],
-    ['tokens', int(s.raw_tokens), int(s.final_tokens), `${s.reduction_pct.toFixed(2)} % fewer`],
+    [
+      'tokens',
+      int(s.raw_tokens),
+      int(s.final_tokens),
+      // A negative saving is not "−n % fewer": the reduction cost more than it saved (issue 31).
+      s.final_tokens <= s.raw_tokens
+        ? `${s.reduction_pct.toFixed(2)} % fewer`
+        : `${int(s.final_tokens - s.raw_tokens)} MORE: the reduction cost more than it saved (recovery rounds or restored content)`,
+    ],
     ['receipts', '', int(s.receipts), `${int(s.failed_open_requests)} failed-open requests`],
   );
   const stages = new Table({ head: ['mechanism', 'saved chars'], style: plain });
