@@ -301,7 +301,8 @@ export async function planHistory(
   const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
   const requestKey = chain.at(-1) ?? '';
 
-  const idle = o.policy === 'working-set' ? idleTurns(state, view, outputs) : undefined;
+  // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
+  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
   const idleLimit = Math.max(1, o.idleTurns ?? 1);
   const applied: Target[] = [];
   const candidates: Target[] = [];
@@ -448,8 +449,11 @@ export async function planHistory(
       continue;
     }
     shown.push(keys[k]!);
-    if (code === CANDIDATE) candidates.push(picked[k]!);
-    else if (code === SHOWN_AGAIN) again.push(k);
+    if (code === CANDIDATE) {
+      candidates.push(picked[k]!);
+      // Under the working-set policy a reference can bring a candidate back into the working set.
+      if (idle !== undefined) again.push(k);
+    } else if (code === SHOWN_AGAIN) again.push(k);
   }
   state.sticky.set(OUTPUT_FACTS, facts);
   // Answers the memo may have dropped or changed while the loop ran are not carried.
