@@ -204,6 +204,37 @@ async function report(
       '—',
       `≤ 0.58  ${mark(ours.effective_cost_ratio_anthropic <= 0.58)}`,
     ],
+    [
+      'cost with recoveries (openai)',
+      ours.effective_cost_with_recoveries_ratio_openai.toFixed(4),
+      '0.858',
+      `≤ 0.72  ${mark(ours.effective_cost_with_recoveries_ratio_openai <= 0.72)}`,
+    ],
+    [
+      'cost with recoveries (anthropic)',
+      ours.effective_cost_with_recoveries_ratio_anthropic.toFixed(4),
+      '—',
+      `≤ 0.74  ${mark(ours.effective_cost_with_recoveries_ratio_anthropic <= 0.74)}`,
+    ],
+    [
+      'lines in sight at use',
+      `${ours.use_lines_pct.toFixed(2)} % (${ours.fidelity.use_lines_visible}/${ours.fidelity.use_lines})`,
+      '92 %',
+      `≥ 99  ${mark(ours.use_lines_pct >= 99)}`,
+    ],
+    [
+      'words in sight at use',
+      `${ours.use_words_pct.toFixed(2)} % (${ours.fidelity.use_words_visible}/${ours.fidelity.use_words})`,
+      '92 %',
+      `≥ 97  ${mark(ours.use_words_pct >= 97)}`,
+    ],
+    [
+      'actions missing a used line',
+      `${ours.actions_missing_use_pct.toFixed(2)} % (${ours.fidelity.use_actions_missing_line}/${ours.fidelity.use_actions})`,
+      '—',
+      '',
+    ],
+    ['simulated recoveries', String(ours.simulated_recoveries), '—', ''],
     ['prefix reuse', ours.prefix_reuse.toFixed(4), '—', `≥ 0.97  ${mark(ours.prefix_reuse >= 0.97)}`],
     ['task visible', `${ours.task_visible_pct.toFixed(2)} %`, '100 %', `100  ${mark(ours.task_visible_pct === 100)}`],
     [

@@ -25,7 +25,7 @@ import type { Recognised } from '../src/compile/prefix.js';
 import type { ItemMeasures } from '../src/compile/item-measures.js';
 import { createSessionPool, type SessionState } from '../src/compile/session.js';
 import { checkOptions, intOption, requireVault } from '../src/options.js';
-import { defaultInt } from '../src/config/index.js';
+import { CONFIG_DEFAULTS, defaultInt } from '../src/config/index.js';
 
 const STAGE = STAGES.compileRequest;
 
@@ -84,6 +84,21 @@ export interface CompileRequestOptions {
    * @defaultValue `0` (config `rewriteHorizonRequests`)
    */
   readonly requestsAhead?: number;
+  /**
+   * When an old output may become a digest: `working-set` once the agent has not referred to it
+   * for `workingSetIdleTurns` turns (the expected recoveries priced into the rewrite rule),
+   * `lazy` from the request after it was shown (TOKEN_TERMINATOR_HISTORY_POLICY).
+   *
+   * @defaultValue `'working-set'` (config `historyPolicy`)
+   */
+  readonly historyPolicy?: 'working-set' | 'lazy';
+  /**
+   * Idle turns before the working-set policy lets an output become a digest (≥ 1;
+   * TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS).
+   *
+   * @defaultValue `2` (config `workingSetIdleTurns`)
+   */
+  readonly workingSetIdleTurns?: number;
   /**
    * The route's prompt-cache pricing, fixed or chosen per request.
    *
@@ -178,6 +193,19 @@ export function compileRequest(
     options.requestsAhead,
     defaultInt('rewriteHorizonRequests'),
     0,
+  );
+  const historyPolicy = options.historyPolicy ?? (CONFIG_DEFAULTS.historyPolicy as 'working-set' | 'lazy');
+  checkOptions(
+    STAGE,
+    historyPolicy === 'working-set' || historyPolicy === 'lazy',
+    "options.historyPolicy must be 'working-set' or 'lazy'",
+  );
+  const workingSetIdleTurns = intOption(
+    STAGE,
+    'workingSetIdleTurns',
+    options.workingSetIdleTurns,
+    defaultInt('workingSetIdleTurns'),
+    1,
   );
   const digestDiagnosticChars = intOption(
     STAGE,
@@ -278,6 +306,8 @@ export function compileRequest(
           inlineLeases,
           blockTurns,
           requestsAhead,
+          policy: historyPolicy,
+          idleTurns: workingSetIdleTurns,
           digestDiagnosticChars,
           collapseAfterTurns,
           reasoning: options.reasoning === true,

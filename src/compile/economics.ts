@@ -2,7 +2,8 @@
  * The cache-economic rewrite rule (docs/cache-policy.md). A history rewrite replaces old items by
  * smaller renderings; from the first changed item on, the provider can no longer serve the request
  * from its prompt cache, so the rewrite costs the cache-write price on everything after that item
- * once, and saves the cache-read price on every removed char in every later request. The rule takes
+ * once, and saves the cache-read price on every removed char in every later request; a digest the
+ * agent may still need also costs the recoveries it is expected to cause. The rule takes
  * the batch (the candidates from some item to the newest) with the largest expected net saving, and
  * rewrites only when that saving is positive. Pure arithmetic on sizes: the same request always
  * yields the same decision.
@@ -15,6 +16,8 @@ export interface RewriteCandidate {
   readonly position: number;
   /** Chars the new rendering removes. */
   readonly saved: number;
+  /** Expected cost of the recoveries the new rendering may cause (uncached-char units); default 0. */
+  readonly recovery?: number;
 }
 
 export interface RewriteQuestion {
@@ -53,15 +56,17 @@ export function chooseBatch(q: RewriteQuestion): RewriteAnswer | undefined {
   const keepNow = cost(q.size, q.cachedEnd);
   let best: RewriteAnswer | undefined;
   let removed = 0;
+  let recoveries = 0;
   for (let i = q.candidates.length - 1; i >= 0; i--) {
     const c = q.candidates[i]!;
     removed += c.saved;
+    recoveries += c.recovery ?? 0;
     const size = q.size - removed;
     const now = cost(size, Math.min(c.position, q.cachedEnd)) - keepNow;
     // Every later request reads the shorter history from cache (later requests are larger, so a
     // minimum the request is near now does not bound them).
     const perRequest = q.pricing.cacheRead * removed;
-    const net = q.requestsAhead * perRequest - now;
+    const net = q.requestsAhead * perRequest - now - recoveries;
     if (net > 0 && (best === undefined || net > best.net)) best = { from: i, net, now };
   }
   return best;

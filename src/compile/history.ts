@@ -30,6 +30,7 @@ import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { WeakMemo } from '../weak-memo.js';
 import { carryEnabled, noteCarried } from './carry.js';
+import { idleTurns } from './working-set.js';
 
 export interface HistoryOptions {
   readonly sessionId: string;
@@ -50,6 +51,15 @@ export interface HistoryOptions {
   /** Opt-in reduction of old assistant reasoning. */
   readonly reasoning: boolean;
   readonly pricing: PricingProfile;
+  /**
+   * `working-set`: an output becomes a candidate only once the agent has not referred to it for
+   * `idleTurns` turns (src/compile/working-set.ts), and the rule prices the recovery a digest may
+   * cause; `lazy`: a candidate from the request after it was shown. Default `lazy` here (the
+   * operator's own default is the config's).
+   */
+  readonly policy?: 'working-set' | 'lazy';
+  /** Idle turns before the working-set policy lets an output go (≥ 1). */
+  readonly idleTurns?: number;
   /** false: render the earlier decisions only, choosing no new batch (the gate refused the new one). */
   readonly newBatch?: boolean;
 }
@@ -176,6 +186,8 @@ const historyOptionsKey = (o: HistoryOptions): string =>
     o.digestDiagnosticChars,
     o.collapseAfterTurns,
     o.reasoning,
+    o.policy ?? 'lazy',
+    o.idleTurns ?? 0,
   ]);
 
 /**
@@ -289,6 +301,9 @@ export async function planHistory(
   const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
   const requestKey = chain.at(-1) ?? '';
 
+  // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
+  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
+  const idleLimit = Math.max(1, o.idleTurns ?? 1);
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
@@ -321,6 +336,8 @@ export async function planHistory(
     }
     decided.codes[k] = SHOWN_AGAIN;
     if (i >= protectedFrom || i >= sealedBefore) return undefined;
+    // Still in the agent's working set: decided again by the next request.
+    if (idle !== undefined && idle[k]! < idleLimit) return undefined;
     decided.codes[k] = SHOWN;
     if (f.chars === undefined) {
       const text = slotText(f.slot.value);
@@ -432,8 +449,11 @@ export async function planHistory(
       continue;
     }
     shown.push(keys[k]!);
-    if (code === CANDIDATE) candidates.push(picked[k]!);
-    else if (code === SHOWN_AGAIN) again.push(k);
+    if (code === CANDIDATE) {
+      candidates.push(picked[k]!);
+      // Under the working-set policy a reference can bring a candidate back into the working set.
+      if (idle !== undefined) again.push(k);
+    } else if (code === SHOWN_AGAIN) again.push(k);
   }
   state.sticky.set(OUTPUT_FACTS, facts);
   // Answers the memo may have dropped or changed while the loop ran are not carried.
@@ -491,14 +511,19 @@ export async function planHistory(
         if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
         return rendered;
       };
-      const list: RewriteCandidate[] = itemsInOrder.map((i) => ({
-        position: position(i),
-        saved: cum[i]! - before(i) - state.meter.measure(withChanges(i)).chars,
-      }));
+      const size = 1 + before(keepItems.length) + 2 * keepItems.length;
+      const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle);
+      const list: RewriteCandidate[] = itemsInOrder.map((i) => {
+        const itemChars = cum[i]! - before(i);
+        const saved = itemChars - state.meter.measure(withChanges(i)).chars;
+        const turns = idleOf?.get(i);
+        return turns === undefined
+          ? { position: position(i), saved }
+          : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns) };
+      });
       let runStart = info.length - 1;
       while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
       while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
-      const size = 1 + before(keepItems.length) + 2 * keepItems.length;
       const turnsSoFar = countAssistantRuns(info, start);
       const answer = chooseBatch({
         size,
@@ -646,6 +671,29 @@ function carriedReceipts(
   }
   if (k > 0) noteCarried('receipts');
   return k;
+}
+
+/** The fewest idle turns of the outputs of each item (an item with several outputs is as busy as its busiest). */
+function idleByItem(outputs: readonly Slot[], idle: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  outputs.forEach((slot, k) => {
+    if (slot.item === undefined) return;
+    const prev = out.get(slot.item);
+    out.set(slot.item, prev === undefined ? idle[k]! : Math.min(prev, idle[k]!));
+  });
+  return out;
+}
+
+/**
+ * Expected cost of the recoveries a digest of an item may cause (uncached-char units): the chance
+ * that the agent comes back for an output it has not referred to for `idle` turns, taken as
+ * 1 / (idle + 1) (the longer it has been left, the less likely it is needed), times one round trip
+ * as replay prices it (src/replay/sight.ts): the request read again from cache, plus a page of the
+ * artifact (at most 8,000 chars) and the call written.
+ */
+export function expectedRecovery(p: PricingProfile, requestChars: number, itemChars: number, idle: number): number {
+  const trip = p.cacheRead * requestChars + p.cacheWrite * (Math.min(8000, itemChars) + 200);
+  return trip / (idle + 1);
 }
 
 /** Item index where the sealed steps end. */

@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
 import { PRICING_PROFILE_NAMES } from './pricing.js';
-import type { Config, Mode } from './types.js';
+import { HISTORY_POLICIES, type Config, type Mode } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
 export type { Config, Mode } from './types.js';
@@ -369,6 +369,8 @@ const FIELDS: readonly Field[] = [
   tt('contextInlineRecentTurns', 'CONTEXT_INLINE_RECENT_TURNS', int(1), 1),
   tt('contextBlockTurns', 'CONTEXT_BLOCK_TURNS', int(0, 1000), 0),
   tt('rewriteHorizonRequests', 'REWRITE_HORIZON_REQUESTS', int(0, 100_000), 0),
+  tt('historyPolicy', 'HISTORY_POLICY', oneOf(HISTORY_POLICIES), 'working-set'),
+  tt('workingSetIdleTurns', 'WORKING_SET_IDLE_TURNS', int(1, 1000), 2),
   tt('digestDiagnosticChars', 'DIGEST_DIAGNOSTIC_CHARS', int(0, 20_000), 400),
   tt('reasoningReduction', 'REASONING_REDUCTION', bool, false),
   tt('observationPattern', 'OBSERVATION_PATTERN', regex, DEFAULT_OBSERVATION_PATTERN),

@@ -1,3 +1,8 @@
+/** When old outputs may become digests (docs/cache-policy.md). */
+export const HISTORY_POLICIES = ['working-set', 'lazy'] as const;
+/** One of {@link HISTORY_POLICIES}. */
+export type HistoryPolicy = (typeof HISTORY_POLICIES)[number];
+
 /** The six reduction modes (see {@link MODES} for what each one reduces). */
 export type Mode = 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest' | 'off';
 
@@ -248,6 +253,20 @@ export interface Config {
    * @defaultValue `0`
    */
   readonly rewriteHorizonRequests: number; // TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS (0)
+  /**
+   * When an old output may become a digest (docs/cache-policy.md): `working-set` once the agent is
+   * done with it (not referred to for `workingSetIdleTurns` turns), `lazy` one turn after it was shown.
+   *
+   * @defaultValue `'working-set'`
+   */
+  readonly historyPolicy: HistoryPolicy; // TOKEN_TERMINATOR_HISTORY_POLICY (working-set | lazy)
+  /**
+   * Under the working-set policy: turns an output must go without a reference from the agent's
+   * texts or actions before it may become a digest.
+   *
+   * @defaultValue `2`
+   */
+  readonly workingSetIdleTurns: number; // TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS (2)
   /**
    * Budget of the diagnostic lines an old output's digest keeps (code points).
    *

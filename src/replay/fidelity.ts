@@ -40,6 +40,18 @@ export interface FidelityCounts {
   diagnostic_lines_visible: number;
   grounding_strings: number;
   grounding_strings_visible: number;
+  /** Requests answered by an action (src/replay/sight.ts). */
+  use_actions: number;
+  /** Of those, actions with a used line the final request did not show. */
+  use_actions_missing_line: number;
+  /** Lines actions copied from earlier tool outputs, and how many of them the final request showed. */
+  use_lines: number;
+  use_lines_visible: number;
+  /** Words actions copied from earlier tool outputs, and how many of them the final request showed. */
+  use_words: number;
+  use_words_visible: number;
+  /** Actions with any used item not shown: each would have needed a recovery round trip. */
+  simulated_recoveries: number;
 }
 
 export const emptyCounts = (): FidelityCounts => ({
@@ -51,6 +63,13 @@ export const emptyCounts = (): FidelityCounts => ({
   diagnostic_lines_visible: 0,
   grounding_strings: 0,
   grounding_strings_visible: 0,
+  use_actions: 0,
+  use_actions_missing_line: 0,
+  use_lines: 0,
+  use_lines_visible: 0,
+  use_words: 0,
+  use_words_visible: 0,
+  simulated_recoveries: 0,
 });
 
 export function addCounts(into: FidelityCounts, more: FidelityCounts): void {

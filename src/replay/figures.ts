@@ -13,7 +13,13 @@
  * - prefix reuse: over consecutive requests of a session, the common prefix of final n and final
  *   n+1 over the size of final n, both over the concatenated serialized messages (no array
  *   brackets, so raw sessions score exactly 1), Σ prefix / Σ size;
- * - fidelity (task, actions, diagnostics, grounding): src/replay/fidelity.ts;
+ * - fidelity (task, actions, diagnostics, grounding): src/replay/fidelity.ts; sight at use
+ *   (`use_lines_pct`, `use_words_pct`, `actions_missing_use_pct`, `simulated_recoveries`):
+ *   src/replay/sight.ts;
+ * - effective cost with recoveries: the finals' effective cost plus, per simulated recovery, one
+ *   round trip `requestCost(final size + new input, cached = final size)` (the final request read
+ *   again from cache, the page and call written), over the raw requests' effective cost; under the
+ *   route's profile and each built-in one;
  * - timing: wall time of the pipeline per request (tool stream included), p50/p95 by linear
  *   interpolation between closest ranks (numpy's default), total = Σ.
  * Rounding (output only; sums are exact): percentages 2 decimals, ratios 4, costs and ms 3, RSS 1.
@@ -59,6 +65,20 @@ export interface ReplayTotals {
   effective_cost_ratio_openai: number;
   /** Effective cost ratio under the built-in Anthropic-style profile (reads 0.1, writes 1.25). */
   effective_cost_ratio_anthropic: number;
+  /** Lines the agent's actions copied from earlier tool outputs, present in the request that produced the action. */
+  use_lines_pct: number;
+  /** Words (identifiers, paths, numbers) the agent's actions copied from earlier tool outputs, present likewise. */
+  use_words_pct: number;
+  /** Actions with a used line their request did not show, over actions. */
+  actions_missing_use_pct: number;
+  /** Actions with any used item not shown: each one recovery round trip in a live loop. */
+  simulated_recoveries: number;
+  /** Effective cost of the finals plus the simulated recoveries' round trips, over raw (route profile). */
+  effective_cost_with_recoveries_ratio: number;
+  /** The same under the built-in OpenAI-style profile. */
+  effective_cost_with_recoveries_ratio_openai: number;
+  /** The same under the built-in Anthropic-style profile. */
+  effective_cost_with_recoveries_ratio_anthropic: number;
   /** The counts behind the fidelity percentages. */
   fidelity: FidelityCounts;
 }
@@ -91,11 +111,15 @@ export interface RequestSample {
   readonly reusePrefix: number;
   /** Size of the previous final request (item serialization; 0 for the first). */
   readonly reuseBase: number;
+  /** New input chars of the request's simulated recovery round trip (src/replay/sight.ts); absent: none. */
+  readonly recoveryChars?: number | undefined;
 }
 
 interface CostPair {
   raw: number;
   final: number;
+  /** final plus the simulated recoveries' round trips. */
+  recovered: number;
 }
 
 /** Sums requests; `figures()` applies the definitions above. */
@@ -109,8 +133,11 @@ export class FigureAccumulator {
   #finalPrefix = 0;
   #reusePrefix = 0;
   #reuseBase = 0;
-  readonly #route: CostPair = { raw: 0, final: 0 };
-  readonly #builtins = { openai: { raw: 0, final: 0 }, anthropic: { raw: 0, final: 0 } };
+  readonly #route: CostPair = { raw: 0, final: 0, recovered: 0 };
+  readonly #builtins = {
+    openai: { raw: 0, final: 0, recovered: 0 },
+    anthropic: { raw: 0, final: 0, recovered: 0 },
+  };
   readonly #profiles = new Set<string>();
   readonly #fidelity = emptyCounts();
   #receipts = 0;
@@ -131,7 +158,11 @@ export class FigureAccumulator {
     const finalTpc = r.finalChars === 0 ? 0 : r.finalTokens / r.finalChars;
     const cost = (p: PricingProfile, into: CostPair): void => {
       into.raw += requestCost(p, r.rawChars, r.rawPrefix, rawTpc);
-      into.final += requestCost(p, r.finalChars, r.finalPrefix, finalTpc);
+      const final = requestCost(p, r.finalChars, r.finalPrefix, finalTpc);
+      into.final += final;
+      into.recovered +=
+        final +
+        (r.recoveryChars === undefined ? 0 : requestCost(p, r.finalChars + r.recoveryChars, r.finalChars, finalTpc));
     };
     cost(route, this.#route);
     cost(PRICING_PROFILES.openai, this.#builtins.openai);
@@ -190,6 +221,16 @@ export class FigureAccumulator {
             : 'per-route',
       effective_cost_ratio_openai: ratio(this.#builtins.openai.final, this.#builtins.openai.raw),
       effective_cost_ratio_anthropic: ratio(this.#builtins.anthropic.final, this.#builtins.anthropic.raw),
+      use_lines_pct: pct(f.use_lines_visible, f.use_lines),
+      use_words_pct: pct(f.use_words_visible, f.use_words),
+      actions_missing_use_pct: f.use_actions === 0 ? 0 : round((f.use_actions_missing_line / f.use_actions) * 100, 2),
+      simulated_recoveries: f.simulated_recoveries,
+      effective_cost_with_recoveries_ratio: ratio(this.#route.recovered, this.#route.raw),
+      effective_cost_with_recoveries_ratio_openai: ratio(this.#builtins.openai.recovered, this.#builtins.openai.raw),
+      effective_cost_with_recoveries_ratio_anthropic: ratio(
+        this.#builtins.anthropic.recovered,
+        this.#builtins.anthropic.raw,
+      ),
       fidelity: { ...f },
     };
   }

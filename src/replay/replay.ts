@@ -31,6 +31,7 @@ import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
 import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
+import { SightTracker } from './sight.js';
 import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
@@ -293,6 +294,7 @@ interface Sample {
   ms: number;
   reusePrefix: number;
   reuseBase: number;
+  recoveryChars: number | undefined;
 }
 
 interface Deps {
@@ -317,6 +319,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
   const verifier = new ReceiptVerifier(tt.vault);
   const original = session.messages;
   const fidelity = new FidelityTracker(original, observationTest('replay', tt.config.observationPattern));
+  const sight = new SightTracker(original, (j) => fidelity.isOutput(j), fidelity.counts);
   const reduced: Readonly<Record<string, unknown>>[] = [];
   const calls = new Map<string, { name: string; args: Readonly<Record<string, unknown>> }>();
   const toolSavings = new WeakMap<object, Record<string, number>>();
@@ -378,6 +381,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
       const ids = verifier.referenced(finalMessages);
       const recovered = await verifier.verify(ids);
       fidelity.request(i, finalMessages);
+      const { recoveryChars } = sight.request(i, finalMessages);
       const [reusePrefix, reuseBase] = prevFinal === undefined ? [0, 0] : itemPrefix(prevFinal, finalMessages, meter);
       const sample: Sample = {
         rawChars: meter.chars(rawMessages),
@@ -391,6 +395,7 @@ async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCou
         ms,
         reusePrefix,
         reuseBase,
+        recoveryChars,
         saved: {},
       };
       prevRaw = rawMessages;

@@ -29,6 +29,10 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
         'actions %',
         'diag %',
         'ground %',
+        'use lines %',
+        'use words %',
+        'recov',
+        'cost+recov',
         'receipts',
         'p50 ms',
       ],
@@ -47,6 +51,10 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
         s.actions_visible_pct.toFixed(2),
         s.diagnostics_visible_pct.toFixed(2),
         s.grounding_pct.toFixed(2),
+        s.use_lines_pct.toFixed(2),
+        s.use_words_pct.toFixed(2),
+        s.simulated_recoveries,
+        s.effective_cost_with_recoveries_ratio.toFixed(4),
         `${s.recovered_exact}/${s.receipts}`,
         s.p50_ms.toFixed(3),
       ]);
@@ -59,7 +67,7 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
   t.push(
     ['requests', int(f.requests), '', ''],
     ['chars (messages)', int(f.raw_chars), int(f.final_chars), pct(f.raw_chars, f.final_chars)],
-    ['tokens (o200k_base)', int(f.raw_tokens), int(f.final_tokens), `${f.reduction_pct.toFixed(2)} % fewer`],
+    ['tokens (o200k_base)', int(f.raw_tokens), int(f.final_tokens), pct(f.raw_tokens, f.final_tokens)],
     ['cache prefix ratio', f.cache_prefix_ratio_raw.toFixed(4), f.cache_prefix_ratio_final.toFixed(4), ''],
     [
       'effective cost (chars)',
@@ -95,6 +103,30 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
       `${f.grounding_pct.toFixed(2)} %`,
     ],
     [
+      'lines used from earlier outputs, visible at use',
+      '',
+      `${f.fidelity.use_lines_visible}/${f.fidelity.use_lines}`,
+      `${f.use_lines_pct.toFixed(2)} %`,
+    ],
+    [
+      'words used from earlier outputs, visible at use',
+      '',
+      `${f.fidelity.use_words_visible}/${f.fidelity.use_words}`,
+      `${f.use_words_pct.toFixed(2)} %`,
+    ],
+    [
+      'actions quoting a line they could not see',
+      '',
+      `${f.fidelity.use_actions_missing_line}/${f.fidelity.use_actions}`,
+      `${f.actions_missing_use_pct.toFixed(2)} %`,
+    ],
+    [
+      'simulated recoveries (actions missing a used item)',
+      '',
+      int(f.simulated_recoveries),
+      `cost with them ${f.effective_cost_with_recoveries_ratio.toFixed(4)} (${f.pricing_profile}); openai / anthropic ${f.effective_cost_with_recoveries_ratio_openai.toFixed(4)} / ${f.effective_cost_with_recoveries_ratio_anthropic.toFixed(4)}`,
+    ],
+    [
       'receipts recovered exactly',
       '',
       `${f.recovered_exact}/${f.receipts}`,
@@ -112,8 +144,12 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
   return out.join('\n');
 }
 
+/** A reduction as "% fewer"; a request that grew says so instead of printing a negative saving. */
 function pct(raw: number, final: number): string {
-  return raw <= 0 ? '' : `${(((raw - final) / raw) * 100).toFixed(2)} % fewer`;
+  if (raw <= 0) return '';
+  return final <= raw
+    ? `${(((raw - final) / raw) * 100).toFixed(2)} % fewer`
+    : `${(((final - raw) / raw) * 100).toFixed(2)} % MORE`;
 }
 
 function shorten(s: string, max: number): string {

@@ -14,6 +14,8 @@ export const FIDELITY_KEYS = [
   'actions_visible_pct',
   'diagnostics_visible_pct',
   'grounding_pct',
+  'use_lines_pct',
+  'use_words_pct',
   'prefix_reuse',
 ] as const;
 /** One of {@link FIDELITY_KEYS}. */
@@ -43,6 +45,7 @@ const levelShape = {
   recovered_exact: count.optional(),
   recovery_failures: count.optional(),
   recovery_calls: count.optional(),
+  simulated_recoveries: count.optional(),
   recovery_tokens: count.optional(),
   output_tokens: count.optional(),
   cache_read_tokens: count.optional(),
@@ -116,6 +119,25 @@ export function costProfiles(level: Readonly<Record<string, unknown>>): CostProf
         if (typeof v === 'number' && Number.isFinite(v)) out.push({ name, ratio: v, key: `${key}.${name}` });
       }
     }
+  }
+  return out;
+}
+
+/**
+ * Effective-cost ratios with the simulated recoveries priced in (`effective_cost_with_recoveries_ratio`
+ * and its `_<profile>` variants), by pricing profile, named as {@link costProfiles} names them.
+ *
+ * @example
+ * import { recoveryCostProfiles } from 'token-terminator/report';
+ * recoveryCostProfiles({ effective_cost_with_recoveries_ratio_openai: 0.66 }); // [{ name: 'openai', ratio: 0.66, … }]
+ */
+export function recoveryCostProfiles(level: Readonly<Record<string, unknown>>): CostProfile[] {
+  const prefix = 'effective_cost_with_recoveries_ratio';
+  const out: CostProfile[] = [];
+  for (const [key, value] of Object.entries(level)) {
+    if (!key.startsWith(prefix) || typeof value !== 'number' || !Number.isFinite(value)) continue;
+    const name = key.slice(prefix.length).replace(/^_/, '');
+    out.push({ name: name === '' ? 'replay cache-read price' : name, ratio: value, key });
   }
   return out;
 }

@@ -11,6 +11,7 @@ export {
   parseReportInput,
   costProfiles,
   FIDELITY_KEYS,
+  recoveryCostProfiles,
   ReportInputError,
   type ReportInput,
   type ReportSessionInput,

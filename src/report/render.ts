@@ -19,6 +19,7 @@ import {
 import {
   costProfiles,
   FIDELITY_KEYS,
+  recoveryCostProfiles,
   savedByStage,
   type FidelityKey,
   type ReportInput,
@@ -74,6 +75,8 @@ const FIDELITY_LABELS: Readonly<Record<FidelityKey, string>> = Object.freeze({
   actions_visible_pct: 'own actions visible',
   diagnostics_visible_pct: 'diagnostic lines visible',
   grounding_pct: 'grounding kept',
+  use_lines_pct: 'lines in sight at use',
+  use_words_pct: 'words in sight at use',
   prefix_reuse: 'prefix reuse',
 });
 
@@ -142,10 +145,12 @@ function summarySection(f: ReportInput): string {
   const profiles = costProfiles(f);
   const tiles = [
     ['tokens sent', `${num('final_tokens', f.final_tokens)} <small>of ${num('raw_tokens', f.raw_tokens)} raw</small>`],
-    [
-      'tokens saved',
-      `${num('saved_tokens', saved)}${f.reduction_pct === undefined ? '' : ` <small>${num('reduction_pct', f.reduction_pct, ' %')} fewer</small>`}`,
-    ],
+    saved >= 0
+      ? [
+          'tokens saved',
+          `${num('saved_tokens', saved)}${f.reduction_pct === undefined ? '' : ` <small>${num('reduction_pct', f.reduction_pct, ' %')} fewer</small>`}`,
+        ]
+      : ['tokens saved', `none <small>${costlierThanRaw(f, -saved)}</small>`],
     ['requests', `${num('requests', f.requests)} <small>in ${num('sessions', f.sessions.length)} sessions</small>`],
     [
       'effective cost',
@@ -163,6 +168,20 @@ function summarySection(f: ReportInput): string {
   ];
   return `<section id="summary" aria-labelledby="summary-h"><h2 id="summary-h">Summary</h2>
 <dl class="tiles">${tiles.map(([k, v]) => `<div><dt>${esc(k!)}</dt><dd>${v}</dd></div>`).join('')}</dl></section>`;
+}
+
+/**
+ * Why the requests sent outweigh the client's own: a negative saving is never printed as
+ * "−n % fewer" (issue 31); the page says the reduction cost more than it saved, and names the
+ * recovery rounds when the figures count them.
+ */
+function costlierThanRaw(f: ReportInput, extra: number): string {
+  const calls = f.recovery_calls ?? 0;
+  const reason =
+    calls > 0
+      ? `: the model had to recover hidden content (${num('recovery_calls', calls)} recovery calls)${f.recovery_tokens === undefined ? '' : `, and those rounds sent ${num('recovery_tokens', f.recovery_tokens)} tokens`}`
+      : ': what the pipeline added (recovery rounds, restored content) outweighed what it removed';
+  return `the reduction cost more than it saved: ${num('extra_tokens', extra)} tokens more than the client sent${reason}`;
 }
 
 function tokensSection(f: ReportInput, maxSessions: number): string {
@@ -231,14 +250,26 @@ function costSection(f: ReportInput, card: RateCard | undefined): string {
   const priced = card === undefined ? '' : rateCardBlock(f, card);
   if (profiles.length === 0)
     return `${head}<p>${NOT_MEASURED}: these figures carry no cache-prefix measurement (the vault does not; <code>replay</code> does).</p>${priced}</section>`;
-  const rows = profiles.map((p) => [esc(p.name), num(p.key, p.ratio)]);
+  const withRecoveries = new Map(recoveryCostProfiles(f).map((p) => [p.name, p]));
+  const rows = profiles.map((p) => {
+    const r = withRecoveries.get(p.name);
+    return [esc(p.name), num(p.key, p.ratio), r === undefined ? NOT_MEASURED : num(r.key, r.ratio)];
+  });
+  const recoveries =
+    f.simulated_recoveries === undefined
+      ? ''
+      : `<p>With recoveries: ${num('simulated_recoveries', f.simulated_recoveries)} of the recorded actions used a line or name from an earlier tool output that their request no longer showed; in a live loop each costs a recovery round trip (the request again from cache, the page and the call at full price), which the second column adds. A ratio above 1 means the reduction cost more than it saved.</p>`;
   return `${head}${figure(
     'cost',
     'Effective cost, final over raw',
     ': cached prefix billed at the profile\u2019s cache-read price (and cache writes at its write price); below 1 is cheaper than sending the raw requests.',
     costChart(profiles),
-    table('Effective cost ratio by pricing profile', ['pricing profile', 'final / raw'], rows),
-  )}${f.effective_cost_raw === undefined || f.effective_cost_final === undefined ? '' : `<p>At the replay\u2019s cache-read price: raw ${num('effective_cost_raw', f.effective_cost_raw)}, final ${num('effective_cost_final', f.effective_cost_final)} (char units).</p>`}${priced}</section>`;
+    table(
+      'Effective cost ratio by pricing profile',
+      ['pricing profile', 'final / raw', 'with simulated recoveries'],
+      rows,
+    ),
+  )}${recoveries}${f.effective_cost_raw === undefined || f.effective_cost_final === undefined ? '' : `<p>At the replay\u2019s cache-read price: raw ${num('effective_cost_raw', f.effective_cost_raw)}, final ${num('effective_cost_final', f.effective_cost_final)} (char units).</p>`}${priced}</section>`;
 }
 
 /** The tokens priced at the configured API-equivalent rate card; unmeasured kinds say so. */

@@ -230,6 +230,8 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           inlineLeases: Math.max(1, c.inlineLeases),
           blockTurns: c.contextBlockTurns,
           requestsAhead: c.rewriteHorizonRequests,
+          historyPolicy: c.historyPolicy,
+          workingSetIdleTurns: c.workingSetIdleTurns,
           pricing: (step) => pricingFor(c, step.context.route, detectFormat(step.value)),
           digestDiagnosticChars: c.digestDiagnosticChars,
           reasoning: c.reasoningReduction,

@@ -67,7 +67,8 @@ describe('compileRequest — unit', () => {
     vault = await createVault({ path: ':memory:' });
   });
   afterAll(async () => vault.close());
-  const op = (extra: object = {}): RequestOp => compileRequest({ vault, minVaultChars: 500, ...extra });
+  const op = (extra: object = {}): RequestOp =>
+    compileRequest({ vault, minVaultChars: 500, historyPolicy: 'lazy', ...extra });
 
   it('digests old outputs once the conversation saw them, and never touches the prefix, user messages or actions', async () => {
     const session = agentLoop(6);
@@ -92,6 +93,44 @@ describe('compileRequest — unit', () => {
     expect(roleProblems(out, 'chat')).toEqual(roleProblems(last, 'chat'));
     expect(serializedChars(out)).toBeLessThan(serializedChars(last));
     expect(outs.at(-1)!.decisions.at(-1)).toMatchObject({ stage: 'compileRequest', kind: 'applied' });
+  });
+
+  it('working-set default: keeps an output the agent keeps naming, digests the ones it left two turns ago', async () => {
+    const messages: unknown[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'Fix the bug.' },
+    ];
+    const requests: ProviderRequest[] = [];
+    const output = (t: number): string =>
+      [...(t === 0 ? ['keep_me = resolve(alias)'] : []), ...big(t).split('\n')].join('\n');
+    for (let t = 0; t < 24; t++) {
+      messages.push({
+        role: 'assistant',
+        content: t === 0 ? 'look' : 'keep_me still matters',
+        tool_calls: [{ id: `w${t}`, type: 'function', function: { name: 'bash', arguments: `{"command":"s ${t}"}` } }],
+      });
+      messages.push({ role: 'tool', tool_call_id: `w${t}`, content: output(t) });
+      requests.push(deepFreeze({ model: 'gpt-4o', messages: [...messages] }));
+    }
+    const contentAt = async (policy: object, id: string): Promise<string[]> => {
+      const outs = await runAll(compileRequest({ vault, minVaultChars: 500, ...policy }), contexts(requests, id));
+      return messagesOf(outs.at(-1)!.value)
+        .filter((m) => m['role'] === 'tool')
+        .map((m) => String(m['content']));
+    };
+    const kept = await contentAt({}, 'ws1');
+    expect(kept[0]).toBe(output(0)); // named in every turn
+    expect(kept[22]).toBe(output(22)); // left one turn ago
+    expect(kept[23]).toBe(output(23)); // the newest
+    const digested = kept.slice(1, 22).filter((c, k) => c !== output(k + 1));
+    expect(digested.length).toBeGreaterThan(0);
+    for (const d of digested) expect(d).toMatch(/^\[Token Terminator digest/);
+    // The lazy opt-in digests it one turn after it was shown, named or not.
+    const lazy = await contentAt({ historyPolicy: 'lazy' }, 'ws2');
+    expect(lazy[0]).not.toBe(output(0));
+    expect(() => compileRequest({ vault, historyPolicy: 'eager' as 'lazy' })).toThrow(
+      /compileRequest: options\.historyPolicy/,
+    );
   });
 
   it('between rewrites, compiled request N+1 starts with compiled request N byte for byte', async () => {
@@ -152,7 +191,10 @@ describe('compileRequest — unit', () => {
         };
       },
     });
-    const outs = await runAll(compileRequest({ vault: counted, minVaultChars: 500 }), contexts(session, 'one-write'));
+    const outs = await runAll(
+      compileRequest({ vault: counted, minVaultChars: 500, historyPolicy: 'lazy' }),
+      contexts(session, 'one-write'),
+    );
     expect(outs.some((o) => o.decisions.some((d) => d.kind === 'applied'))).toBe(true);
     expect(calls.filter((c) => c === 'setRendering')).toEqual([]);
     expect(calls.length).toBeGreaterThan(0);
@@ -160,7 +202,7 @@ describe('compileRequest — unit', () => {
     // The vault mirror serves restarts only: failing it changes nothing this process sends.
     const broken = faultyVault(vault, { failOn: ['setRenderings'] });
     const brokenOuts = await runAll(
-      compileRequest({ vault: broken, minVaultChars: 500 }),
+      compileRequest({ vault: broken, minVaultChars: 500, historyPolicy: 'lazy' }),
       contexts(session, 'one-write-broken'),
     );
     expect(broken.faultLog.faults).toBeGreaterThan(0);
@@ -334,7 +376,10 @@ describe('compileRequest — unit', () => {
   it('leaves outputs inline when the vault fails, and validates options when built', async () => {
     const broken = faultyVault(vault, { failOn: ['put'] });
     const session = agentLoop(4);
-    const outs = await runAll(compileRequest({ vault: broken, minVaultChars: 500 }), contexts(session, 'broken'));
+    const outs = await runAll(
+      compileRequest({ vault: broken, minVaultChars: 500, historyPolicy: 'lazy' }),
+      contexts(session, 'broken'),
+    );
     outs.forEach((o, i) => expect(o.value).toBe(session[i]));
     expect(outs.at(-1)!.decisions.at(-1)).toMatchObject({ kind: 'failed_open' });
     expect(() => compileRequest({ vault, inlineRecentTurns: 0 })).toThrow(/compileRequest: options\.inlineRecentTurns/);
@@ -380,7 +425,13 @@ describe('request chain — properties (all three formats)', () => {
           maxInlineChars: 700,
           inlineViewChars: 250,
         }),
-        compileRequest({ vault: v, ...(c === undefined ? {} : { counter: c }), minVaultChars: 150, pricing }),
+        compileRequest({
+          vault: v,
+          ...(c === undefined ? {} : { counter: c }),
+          minVaultChars: 150,
+          pricing,
+          historyPolicy: 'lazy',
+        }),
       );
   // Up to 6 turns so digests happen; outputs up to 6,000 chars; Anthropic tool results in both shapes.
   const shapes: RequestOptions = { maxTurns: 6, sizes: ['tiny', 'medium'], tools: [...TOOL_NAMES, 'weird tool]\n'] };

@@ -51,6 +51,13 @@ describe('token-terminator replay / stats / compare', () => {
         'pricing_profile',
         'effective_cost_ratio_openai',
         'effective_cost_ratio_anthropic',
+        'use_lines_pct',
+        'use_words_pct',
+        'actions_missing_use_pct',
+        'simulated_recoveries',
+        'effective_cost_with_recoveries_ratio',
+        'effective_cost_with_recoveries_ratio_openai',
+        'effective_cost_with_recoveries_ratio_anthropic',
         'fidelity',
       ].sort(),
     );

@@ -167,6 +167,14 @@ describe('replay figures (computed by hand)', () => {
       // Below the built-ins' minimum nothing is cached: cost = size.
       effective_cost_ratio_openai: r4(finalChars / rawChars),
       effective_cost_ratio_anthropic: r4(finalChars / rawChars),
+      // Sight at use: only m2 is an action ("ls": no word or line), so nothing is used or missing.
+      use_lines_pct: 100,
+      use_words_pct: 100,
+      actions_missing_use_pct: 0,
+      simulated_recoveries: 0,
+      effective_cost_with_recoveries_ratio: r4(costFinal / costRaw),
+      effective_cost_with_recoveries_ratio_openai: r4(finalChars / rawChars),
+      effective_cost_with_recoveries_ratio_anthropic: r4(finalChars / rawChars),
       fidelity: {
         requests: 3,
         tasks_visible: 3,
@@ -176,6 +184,13 @@ describe('replay figures (computed by hand)', () => {
         diagnostic_lines_visible: 0,
         grounding_strings: 0,
         grounding_strings_visible: 0,
+        use_actions: 1,
+        use_actions_missing_line: 0,
+        use_lines: 0,
+        use_lines_visible: 0,
+        use_words: 0,
+        use_words_visible: 0,
+        simulated_recoveries: 0,
       },
     };
     const { peak_rss_mb, sessions, ...top } = figures;

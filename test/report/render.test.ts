@@ -49,7 +49,37 @@ describe('renderReport', () => {
       expect(d.querySelector(`#${id}`)!.textContent).toContain('not measured');
       expect(d.querySelector(`#${id} svg`)).toBeNull();
     }
-    expect(d.querySelectorAll('#fidelity tbody .na')).toHaveLength(5);
+    expect(d.querySelectorAll('#fidelity tbody .na')).toHaveLength(7);
+  });
+
+  it('shows sight at use and the cost with simulated recoveries beside the plain ratio', () => {
+    const d = doc(
+      renderReport(
+        parseReportInput({
+          ...minimal,
+          use_lines_pct: 85.14,
+          use_words_pct: 81.67,
+          simulated_recoveries: 54,
+          effective_cost_ratio_openai: 0.61,
+          effective_cost_with_recoveries_ratio_openai: 0.6512,
+        }),
+      ),
+    );
+    const at = (key: string): string | undefined =>
+      d.querySelector(`[data-key="${key}"]`)?.getAttribute('data-value') ?? undefined;
+    expect(at('use_lines_pct')).toBe('85.14');
+    expect(at('use_words_pct')).toBe('81.67');
+    expect(at('effective_cost_with_recoveries_ratio_openai')).toBe('0.6512');
+    expect(d.querySelector('#cost')!.textContent).toContain('54 of the recorded actions');
+  });
+
+  it('never shows a negative saving as "fewer": it says the reduction cost more than it saved, and why', () => {
+    const grown = { ...minimal, raw_tokens: 100, final_tokens: 195, reduction_pct: -95, recovery_calls: 1 };
+    const text = doc(renderReport(parseReportInput(grown))).querySelector('#summary')!.textContent!;
+    expect(text).not.toMatch(/fewer/);
+    expect(text).not.toContain('-95');
+    expect(text).toContain('the reduction cost more than it saved: 95 tokens more than the client sent');
+    expect(text).toContain('the model had to recover hidden content (1 recovery calls)');
   });
 
   it('escapes session ids and titles', () => {

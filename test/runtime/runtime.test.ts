@@ -202,7 +202,10 @@ describe('preflightPressure', () => {
 
 describe('createTerminator pipelines (balanced)', () => {
   it('keeps request-stream state across facade calls: the second exposure of a large output is a receipt that recovers', async () => {
-    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    await using tt = await createTerminator({
+      env,
+      overrides: { dbPath: join(dir, 'v.sqlite3'), historyPolicy: 'lazy' },
+    });
     const big = Array.from({ length: 2000 }, (_, i) => `diagnostic line ${i}: state`).join('\n');
     const messages = [
       { role: 'user', content: 'inspect' },

@@ -1,0 +1,115 @@
+/**
+ * The working set (src/compile/working-set.ts): idle turns per old output, decided from the
+ * request alone, and the expected-recovery term of the rewrite rule (src/compile/economics.ts).
+ */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { chooseBatch } from '../../src/compile/economics.js';
+import { expectedRecovery } from '../../src/compile/history.js';
+import { hostToolOutputs } from '../../src/compile/observations.js';
+import { createSessionPool } from '../../src/compile/session.js';
+import { referenceWords, idleTurns } from '../../src/compile/working-set.js';
+import { PRICING_PROFILES } from '../../src/config/pricing.js';
+import { readRequest } from '../../src/model/index.js';
+import { createVault } from '../../src/vault/index.js';
+import { fileFixture } from './helpers.js';
+
+const { dir, counter } = fileFixture('working-set');
+const vault = await createVault({ path: join(dir, 'ws.sqlite3') });
+afterAll(() => vault.close());
+
+type Obj = Record<string, unknown>;
+const call = (id: string, command: string, text = ''): Obj => ({
+  role: 'assistant',
+  content: text,
+  tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } }],
+});
+const out = (id: string, content: string): Obj => ({ role: 'tool', tool_call_id: id, content });
+const lines = (prefix: string, n: number): string =>
+  Array.from({ length: n }, (_, i) => `${prefix} line ${i} of the file`).join('\n');
+
+function idleOf(messages: Obj[]): number[] {
+  const view = readRequest({ model: 'm', messages });
+  return idleTurns(createSessionPool({ vault, counter })('s'), view, hostToolOutputs(view));
+}
+
+describe('idleTurns', () => {
+  const base: Obj[] = [
+    { role: 'system', content: 'agent' },
+    { role: 'user', content: 'fix the parser' },
+    call('c1', 'cat src/parser.py'),
+    out('c1', `def parse_config(text):\n${lines('parser', 20)}`),
+    call('c2', 'ls tests'),
+    out('c2', 'test_alpha.py\ntest_beta.py'),
+    call('c3', 'echo one'),
+    out('c3', 'one'),
+    call('c4', 'echo two'),
+    out('c4', 'two'),
+  ];
+
+  it('counts the turns since an output arrived when nothing refers to it', () => {
+    expect(idleOf(base)).toEqual([3, 2, 1, 0]);
+  });
+
+  it('a later text or action naming an identifier of an output keeps it in the working set', () => {
+    const named = [...base, call('c5', 'echo three', 'parse_config is wrong'), out('c5', 'three')];
+    expect(idleOf(named)).toEqual([0, 3, 2, 1, 0]);
+    // Words are whole runs: tests/test_beta.py does not name test_beta.py.
+    const path = [...base, call('c5', 'pytest tests/test_beta.py')];
+    expect(idleOf(path)).toEqual([4, 3, 2, 1]);
+    const exact = [...base, call('c5', 'pytest test_beta.py')];
+    expect(idleOf(exact)).toEqual([4, 0, 2, 1]);
+  });
+
+  it('a later output that shows the same lines again supersedes the earlier one', () => {
+    const again = [
+      ...base,
+      call('c5', 'cat src/parser.py'),
+      out('c5', `def parse_config(text):\n${lines('parser', 20)}`),
+    ];
+    const idle = idleOf(again);
+    expect(idle[0]).toBeGreaterThan(1000);
+    expect(idle.slice(1)).toEqual([3, 2, 1, 0]);
+  });
+
+  it('a word many outputs hold (a shared root path) refers to none of them', () => {
+    const shared = Array.from({ length: 5 }, (_, k) => [call(`s${k}`, `ls ${k}`), out(`s${k}`, `/repo_root\nx${k}`)]);
+    const messages = [{ role: 'user', content: 'go' }, ...shared.flat(), call('z', 'cd /repo_root')];
+    expect(idleOf(messages)).toEqual([5, 4, 3, 2, 1]);
+  });
+
+  it('a plain word names an output as well as an identifier does, while few outputs hold it', () => {
+    const listing = [...base, call('c5', 'cd /proc'), out('c5', 'ok'), call('c6', 'echo x')];
+    const withProc = listing.map((m, j) => (j === 5 ? out('c2', 'test_alpha.py\ntest_beta.py\nproc') : m));
+    expect(idleOf(withProc)[1]).toBe(1);
+  });
+
+  it('takes words of four chars or more, trailing punctuation dropped', () => {
+    expect([...referenceWords('see src/app/x.py. and parse_config, getValue or 42.')]).toEqual([
+      'src/app/x.py',
+      'parse_config',
+      'getValue',
+    ]);
+  });
+});
+
+describe('the rewrite rule with expected recoveries', () => {
+  const q = {
+    size: 60_000,
+    cachedEnd: 55_000,
+    requestsAhead: 10,
+    pricing: PRICING_PROFILES.openai,
+    candidates: [{ position: 50_000, saved: 4_500 }],
+  };
+
+  it('takes a batch whose saving exceeds the cache it breaks, and refuses it once the likely recoveries outweigh it', () => {
+    const plain = chooseBatch(q);
+    expect(plain).toBeDefined();
+    const risky = expectedRecovery(PRICING_PROFILES.openai, 60_000, 5_000, 0);
+    expect(risky).toBeGreaterThan(plain!.net);
+    expect(chooseBatch({ ...q, candidates: [{ ...q.candidates[0]!, recovery: risky }] })).toBeUndefined();
+    // Left for long, the same output is unlikely to be needed again: the digest pays.
+    const idle = expectedRecovery(PRICING_PROFILES.openai, 60_000, 5_000, 50);
+    expect(chooseBatch({ ...q, candidates: [{ ...q.candidates[0]!, recovery: idle }] })).toBeDefined();
+  });
+});
