@@ -30,7 +30,7 @@ const lines = (prefix: string, n: number): string =>
 
 function idleOf(messages: Obj[]): number[] {
   const view = readRequest({ model: 'm', messages });
-  return idleTurns(createSessionPool({ vault, counter })('s'), view, hostToolOutputs(view));
+  return idleTurns(createSessionPool({ vault, counter })({ sessionId: 's' }), view, hostToolOutputs(view));
 }
 
 describe('idleTurns', () => {
