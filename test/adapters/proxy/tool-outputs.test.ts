@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RenderingCache } from '../../../adapters/proxy/tool-outputs.js';
+import { RenderingCache } from '../../../adapters/shared/tool-outputs.js';
 import { ConfigError } from '../../../src/errors.js';
 
 describe('RenderingCache', () => {
