@@ -178,7 +178,12 @@ export function wrapCreate<F extends CreateFn>(
         outputCaches === undefined
           ? undefined
           : await renderToolOutputs(terminator, shown, format.wire, context, outputCaches).catch(() => undefined);
-      const prepared = await prepareRequest(terminator, outputs?.changed === true ? outputs.request : shown, context, signal);
+      const prepared = await prepareRequest(
+        terminator,
+        outputs?.changed === true ? outputs.request : shown,
+        context,
+        signal,
+      );
       options.onDecisions?.(prepared.decisions);
       let compiled = prepared.request;
       if (

@@ -92,7 +92,12 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
           ? undefined
           : await renderToolOutputs(terminator, request, 'responses', stepContext, outputCaches).catch(() => undefined);
       const reduced = outputs?.changed === true;
-      const prepared = await prepareRequest(terminator, reduced ? outputs.request : request, stepContext, options.signal);
+      const prepared = await prepareRequest(
+        terminator,
+        reduced ? outputs.request : request,
+        stepContext,
+        options.signal,
+      );
       options.onDecisions?.(prepared.decisions);
       const cap = readOutputCap(prepared.request);
       if ((!prepared.changed && !reduced) || !Array.isArray(prepared.request['input'])) {
