@@ -201,17 +201,36 @@ if (only === undefined) {
   }
 }
 
-/** A fresh project in the temp dir (nothing resolves from the repo), with `deps` installed from the registry. */
+/**
+ * A fresh project in the temp dir (nothing resolves from the repo), with `deps` installed from the
+ * registry. Install scripts are skipped: better-sqlite3's would fetch a prebuilt binding from GitHub
+ * or compile one; the repo's binding (same version, built for this Node) is copied in instead, and
+ * `npm rebuild` runs only when the versions differ.
+ */
 function freshProject(label, deps) {
   const dir = mkdtempSync(join(tmpdir(), `tt-pack-${label}-`));
   writeFileSync(
     join(dir, 'package.json'),
     JSON.stringify({ name: `pack-check-${label}`, private: true, type: 'module' }),
   );
-  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...deps], {
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts', ...deps], {
     cwd: dir,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  const theirs = join(dir, 'node_modules', 'better-sqlite3');
+  const ours = join(root, 'node_modules', 'better-sqlite3');
+  const version = (d) => JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')).version;
+  if (existsSync(theirs)) {
+    if (version(theirs) === version(ours) && existsSync(join(ours, 'build', 'Release', 'better_sqlite3.node'))) {
+      mkdirSync(join(theirs, 'build', 'Release'), { recursive: true });
+      copyFileSync(
+        join(ours, 'build', 'Release', 'better_sqlite3.node'),
+        join(theirs, 'build', 'Release', 'better_sqlite3.node'),
+      );
+    } else {
+      run('npm', ['rebuild', 'better-sqlite3'], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
+    }
+  }
   return dir;
 }
 
