@@ -330,16 +330,21 @@ try {
 }
 
 const model = await startScriptedModel();
-const home = mkdtempSync(join(tmpdir(), 'tt-pack-home-'));
-const env = childEnv({
-  HOME: home,
-  XDG_DATA_HOME: join(home, 'data'),
-  OPENAI_BASE_URL: `${model.url}/v1`,
-  OPENAI_API_KEY: 'sk-scripted',
-  ANTHROPIC_BASE_URL: model.url,
-  ANTHROPIC_API_KEY: 'sk-ant-scripted',
-  OPENAI_AGENTS_DISABLE_TRACING: '1',
-});
+/** Each setup runs as a new user would: its own HOME, so its own vault under ~/.local/share. */
+const homes = [];
+const envFor = () => {
+  const home = mkdtempSync(join(tmpdir(), 'tt-pack-home-'));
+  homes.push(home);
+  return childEnv({
+    HOME: home,
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    OPENAI_BASE_URL: `${model.url}/v1`,
+    OPENAI_API_KEY: 'sk-scripted',
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: 'sk-ant-scripted',
+    OPENAI_AGENTS_DISABLE_TRACING: '1',
+  });
+};
 const COMMAND = 'cat pytest-30k.txt; exit 1';
 
 function verdict(name, record, exitCode, output) {
@@ -382,12 +387,16 @@ for (const [i, code] of setupBlocks.entries()) {
   const name =
     SETUP_NAMES[adapter] ?? (code.includes('wrapAnthropic') ? 'loop with @anthropic-ai/sdk' : 'loop with openai');
   const record = model.run(COMMAND);
-  const r = await runChild(process.execPath, ['--import', 'tsx', `setup-${i + 1}.ts`], { cwd: setupsDir, env });
+  const r = await runChild(process.execPath, ['--import', 'tsx', `setup-${i + 1}.ts`], {
+    cwd: setupsDir,
+    env: envFor(),
+  });
   verdict(name, record, r.code, r.out);
 }
 
 // The gateway, as the README starts it, with an agent that knows nothing of token-terminator.
 const gatewayCommand = readme.match(/^npx token-terminator proxy\s.*$/m)?.[0] ?? 'npx token-terminator proxy';
+const env = envFor();
 const proxyChild = spawn(
   join(setupsDir, 'node_modules', '.bin', 'token-terminator'),
   ['proxy', '--port', '0', '--upstream', model.url, '--anthropic-upstream', model.url, '--quiet'],
@@ -430,7 +439,7 @@ else {
 }
 proxyChild.kill('SIGTERM');
 await model.close();
-rmSync(home, { recursive: true, force: true });
+for (const home of homes) rmSync(home, { recursive: true, force: true });
 rmSync(setupsDir, { recursive: true, force: true });
 
 rmSync(work, { recursive: true, force: true });

@@ -187,8 +187,8 @@ export async function startScriptedModel() {
         } else {
           const contents = pages.map((p) => parsePage(p.text).content);
           run.recovered = contents.every((c) => typeof c === 'string') ? contents.join('') : undefined;
-          run.recoveryError = page.error;
-          text = `Recovered ${run.recovered.length} chars; done.`;
+          run.recoveryError = page.error ?? (run.recovered === undefined ? last.text.slice(0, 300) : undefined);
+          text = `Recovered ${run.recovered?.length ?? 0} chars; done.`;
         }
       }
       const out = JSON.stringify(reply(path, body, call, text));
