@@ -1,0 +1,80 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ItemMemo, RenderingCache, renderToolOutputs } from '../../../adapters/shared/tool-outputs.js';
+import { ConfigError } from '../../../src/errors.js';
+import { createTerminator } from '../../../src/runtime.js';
+
+describe('RenderingCache', () => {
+  it('keeps 50,000 entries by default: the 50,001st set drops the first written', () => {
+    const cache = new RenderingCache();
+    for (let i = 0; i <= 50_000; i++) cache.set(`s\u0000k${i}`, `v${i}`);
+    expect(cache.size).toBe(50_000);
+    expect(cache.get('s\u0000k0')).toBeUndefined();
+    let kept = 0;
+    for (let i = 1; i <= 50_000; i++) if (cache.get(`s\u0000k${i}`) === `v${i}`) kept++;
+    expect(kept).toBe(50_000);
+  });
+
+  it('drops the least recently written entry: a read does not refresh it, a write does', () => {
+    const cache = new RenderingCache(3);
+    for (const k of ['a', 'b', 'c']) cache.set(k, k);
+    expect(cache.get('a')).toBe('a');
+    cache.set('d', 'd');
+    expect(cache.get('a')).toBeUndefined();
+    cache.set('b', 'b2');
+    cache.set('e', 'e');
+    expect(['b', 'c', 'd', 'e'].map((k) => cache.get(k))).toEqual(['b2', undefined, 'd', 'e']);
+    expect(cache.size).toBe(3);
+  });
+
+  it('rejects a bound that is not an integer ≥ 1 with a ConfigError', () => {
+    for (const max of [0, -1, 1.5, Number.NaN]) {
+      expect(() => new RenderingCache(max)).toThrow(ConfigError);
+      expect(() => new RenderingCache(max)).toThrow(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
+    }
+  });
+});
+
+describe('renderToolOutputs', () => {
+  const PYTEST = readFileSync(new URL('../../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
+  const request = (content: string) => ({
+    model: 'gpt-4o',
+    messages: [
+      { role: 'user', content: 'why?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"pytest"}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content },
+    ],
+  });
+  const toolContent = (r: Record<string, unknown>) => (r['messages'] as { content: unknown }[])[2]!.content;
+
+  it('reduces a raw output at first sight, and leaves one the host already reduced (it names an artifact) as it is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tt-render-'));
+    const t = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3') } });
+    try {
+      const caches = () => ({ renderings: new RenderingCache(), items: new ItemMemo() });
+      const raw = await renderToolOutputs(t, request(PYTEST), 'chat', { sessionId: 'a' }, caches());
+      expect(raw.firstSeen).toBe(1);
+      const view = String(toolContent(raw.request));
+      expect(view.length).toBeLessThan(PYTEST.length);
+
+      const atSource = await t.reduceToolResult(
+        { callId: 'c1', name: 'bash', args: {}, content: PYTEST },
+        { sessionId: 'b' },
+      );
+      const reduced = String(atSource.value.content);
+      const again = await renderToolOutputs(t, request(reduced), 'chat', { sessionId: 'b' }, caches());
+      expect(again.firstSeen).toBe(0);
+      expect(again.changed).toBe(false);
+      expect(toolContent(again.request)).toBe(reduced);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
