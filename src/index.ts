@@ -6,6 +6,7 @@
 export * from './step.js';
 export * from './operator-kit.js';
 export * from './errors.js';
+export { MissingPackageError, OPTIONAL_PACKAGES, type OptionalPackageName } from './optional-package.js';
 export * from './receipts/index.js';
 export type * from './runtime-types.js';
 export * from './config/index.js';

@@ -1,5 +1,7 @@
 /**
- * One `create(body, options)` call of a provider SDK, run through the request pipeline: compile the
+ * One `create(body, options)` call of a provider SDK, run through the request pipeline: reduce the
+ * tool outputs the body shows for the first time (as the gateway does: the loop that ran the tools
+ * needs no other hook, and every later request shows each output as it was first shown), compile the
  * body, offer the recovery tool when the compiled body carries a receipt (then for the rest of the
  * session, as the last tool), dispatch it, and on a provider output-cap error retry ONCE with the
  * available output the error names. With `handleRecovery`, the model's recovery calls are answered
@@ -18,6 +20,7 @@ import {
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
+import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
 import {
   outputCapField,
   prepareRequest,
@@ -77,6 +80,15 @@ export interface ClientWrapOptions {
    * @defaultValue true
    */
   readonly offerRecoveryTool?: boolean;
+  /**
+   * Send the tool outputs a request shows for the first time through the tool-result stages
+   * (compaction, delta against an earlier output; the original goes to the vault), and show each
+   * one the same way in every later request of the session. Outputs already reduced with
+   * `reduceToolResult` are left as they are.
+   *
+   * @defaultValue true
+   */
+  readonly reduceToolOutputs?: boolean;
 }
 
 /** The part of an SDK call's second argument the wrapper reads. */
@@ -128,6 +140,9 @@ export function wrapCreate<F extends CreateFn>(
   // Sessions that have been offered the tool keep it (same place, every request): the prefix stays cached.
   const offered = new Set<string>();
   const offerTool = options.offerRecoveryTool !== false;
+  // This wrapper's memo of items already rendered (the renderings themselves live in the vault).
+  const outputCaches =
+    options.reduceToolOutputs === false ? undefined : { renderings: new RenderingCache(4096), items: new ItemMemo(64) };
   const wrapped = (
     body: ProviderRequest,
     requestOptions?: RequestOptionsLike,
@@ -159,7 +174,16 @@ export function wrapCreate<F extends CreateFn>(
         ? await loadRecoveryState(terminator.vault, context.sessionId).catch(() => undefined)
         : undefined;
       const shown = state === undefined ? body : applyExchanges(body, format.wire, state);
-      const prepared = await prepareRequest(terminator, shown, context, signal);
+      const outputs =
+        outputCaches === undefined
+          ? undefined
+          : await renderToolOutputs(terminator, shown, format.wire, context, outputCaches).catch(() => undefined);
+      const prepared = await prepareRequest(
+        terminator,
+        outputs?.changed === true ? outputs.request : shown,
+        context,
+        signal,
+      );
       options.onDecisions?.(prepared.decisions);
       let compiled = prepared.request;
       if (

@@ -35,6 +35,13 @@ export interface AgentsAdapterOptions extends AgentsSessionOptions {
    */
   readonly offerRecoveryTool?: boolean;
   /**
+   * Send tool results shown for the first time through the tool-result stages in the input filter,
+   * so the agent's tools need no wrapping (results of `wrapTool` tools are left as they are).
+   *
+   * @defaultValue true
+   */
+  readonly reduceToolOutputs?: boolean;
+  /**
    * Recovery rounds the wrapped model answers per call.
    *
    * @defaultValue 3
@@ -83,6 +90,7 @@ export function createAgentsAdapter(terminator: Terminator, options: AgentsAdapt
       ledger,
       signal,
       onDecisions: options.onDecisions,
+      reduceToolOutputs: options.reduceToolOutputs,
     });
   return {
     callModelInputFilter: filterFor(),

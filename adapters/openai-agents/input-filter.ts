@@ -1,6 +1,8 @@
 /**
  * `callModelInputFilter`: the items the next model call will see, as a Responses request, through
- * the request pipeline. Only the model's view changes: the run's history (`result.history`) keeps
+ * the pipeline: tool results shown for the first time go through the tool-result stages (the SDK
+ * runs the tools and hands their results to no other hook of ours, so the agent's tools need no
+ * wrapping; each result is shown the same way in every later call), then the request stages. Only the model's view changes: the run's history (`result.history`) keeps
  * the original items. With a Session, the SDK persists the filtered items, so the vault (not the
  * session) is where exact originals live.
  */
@@ -9,6 +11,7 @@ import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } f
 import type { Terminator } from '../../src/runtime-types.js';
 import type { Decision, Route } from '../../src/step.js';
 import { prepareRequest, readOutputCap } from '../shared/functions.js';
+import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
 import type { CapLedger } from './cap-ledger.js';
 import { fromResponsesInput, toResponsesInput } from './items.js';
 
@@ -40,6 +43,13 @@ export interface InputFilterOptions {
    * @defaultValue none
    */
   readonly onDecisions?: ((decisions: readonly Decision[]) => void) | undefined;
+  /**
+   * Send tool results shown for the first time through the tool-result stages (results of tools
+   * wrapped with `wrapTool` are already reduced and left as they are).
+   *
+   * @defaultValue true
+   */
+  readonly reduceToolOutputs?: boolean | undefined;
 }
 
 /** Model name and requested output cap as the agent declares them. */
@@ -58,6 +68,9 @@ function agentFacts(agent: unknown): { model?: string; maxTokens?: number } {
  * const runner = new Runner({ callModelInputFilter: createInputFilter(terminator, { resolveSession: () => 'run-1' }) });
  */
 export function createInputFilter(terminator: Terminator, options: InputFilterOptions): CallModelInputFilter {
+  // This filter's memo of items already rendered (the renderings themselves live in the vault).
+  const outputCaches =
+    options.reduceToolOutputs === false ? undefined : { renderings: new RenderingCache(4096), items: new ItemMemo(64) };
   const filter = async ({ modelData, agent, context }: CallModelInputFilterArgs): Promise<ModelInputData> => {
     try {
       const facts = agentFacts(agent);
@@ -73,15 +86,21 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
         ...options.route,
       };
       const sessionId = options.resolveSession(context);
+      const stepContext = { sessionId, requestId: randomUUID(), route };
+      const outputs =
+        outputCaches === undefined
+          ? undefined
+          : await renderToolOutputs(terminator, request, 'responses', stepContext, outputCaches).catch(() => undefined);
+      const reduced = outputs?.changed === true;
       const prepared = await prepareRequest(
         terminator,
-        request,
-        { sessionId, requestId: randomUUID(), route },
+        reduced ? outputs.request : request,
+        stepContext,
         options.signal,
       );
       options.onDecisions?.(prepared.decisions);
       const cap = readOutputCap(prepared.request);
-      if (!prepared.changed || !Array.isArray(prepared.request['input'])) {
+      if ((!prepared.changed && !reduced) || !Array.isArray(prepared.request['input'])) {
         options.ledger?.record(modelData.input, cap, sessionId);
         return modelData;
       }

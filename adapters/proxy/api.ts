@@ -32,7 +32,7 @@ import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
 import { SESSION_HEADER, sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
-import { renderToolOutputs } from './tool-outputs.js';
+import { renderToolOutputs } from '../shared/tool-outputs.js';
 import {
   answerUpstreamFailure,
   readAll,

@@ -7,7 +7,7 @@ import type { ProviderRequest, StepContext } from '../../src/step.js';
 import type { BodyMemo } from './body.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ItemJsonCache } from './serialize.js';
-import type { ItemMemo, RenderingCache } from './tool-outputs.js';
+import type { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 
 /**
  * One log record. Content-free: event names, API labels, status codes, durations, error class

@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Terminator } from '../../src/runtime-types.js';
+import { MissingPackageError } from '../../src/optional-package.js';
 import { errorLabel } from '../../src/step.js';
 import type { ProxyMetrics } from './metrics.js';
 
@@ -49,7 +50,11 @@ export function dashboardRoute(
       });
     } catch (error) {
       res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(`token-terminator proxy: the dashboard could not read the store (${errorLabel(error)})\n`);
+      res.end(
+        error instanceof MissingPackageError
+          ? `token-terminator proxy: ${error.message}\n`
+          : `token-terminator proxy: the dashboard could not read the store (${errorLabel(error)})\n`,
+      );
       return;
     }
     const body = Buffer.from(html);

@@ -30,7 +30,7 @@ import { handleApi } from './api.js';
 import { dashboardRoute } from './dashboard.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
-import { ItemMemo, RenderingCache } from './tool-outputs.js';
+import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 import { BodyMemo } from './body.js';
 import { Bounds } from './bounds.js';
 import {

@@ -19,6 +19,7 @@ import { createRequire } from 'node:module';
 import type { Tiktoken } from 'tiktoken';
 import { pieceCounting, type PieceCounting } from './pieces.js';
 import { ConfigError } from '../errors.js';
+import { loadOptionalPackage } from '../optional-package.js';
 
 /** Encodings this library counts with (the two current OpenAI chat encodings). */
 export type TiktokenEncodingName = 'o200k_base' | 'cl100k_base';
@@ -149,7 +150,7 @@ export function loadedEncoders(): { key: string; refs: number }[] {
 }
 
 function loadWasm(encoding: TiktokenEncodingName): Loaded {
-  const { get_encoding } = require('tiktoken') as typeof import('tiktoken');
+  const { get_encoding } = loadOptionalPackage<typeof import('tiktoken')>('tiktoken');
   let encoder: Tiktoken | undefined = get_encoding(encoding);
   return {
     count: (piece) => {

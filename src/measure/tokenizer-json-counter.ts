@@ -1,6 +1,6 @@
 import { readFileSync, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
+import { loadOptionalPackage } from '../optional-package.js';
 import type { TokenCounter } from './types.js';
 import { countShared } from './count-memo.js';
 import { countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
@@ -82,7 +82,8 @@ export function createTokenizerJsonCounter(
     throw new TypeError('createTokenizerJsonCounter: not a tokenizer.json (no "model" object)');
   }
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;
-  const Ctor = Tokenizer as unknown as HfTokenizerConstructor;
+  const Ctor = loadOptionalPackage<{ Tokenizer: unknown }>('@huggingface/tokenizers')
+    .Tokenizer as HfTokenizerConstructor;
   const tokenizer: HfTokenizer = new Ctor(withoutSpecialTokens(objects.tokenizer), objects.config ?? {});
   const encodeLength = (piece: string): number => {
     const ids = tokenizer.encode(piece, { add_special_tokens: false }).ids;

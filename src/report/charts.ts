@@ -4,8 +4,13 @@
  * network are needed to view it. Each chart names its axes, carries an aria-label and a
  * description, and gives every mark a <title> (the browser's tooltip).
  */
-import * as Plot from '@observablehq/plot';
-import { parseHTML } from 'linkedom';
+import type * as PlotModule from '@observablehq/plot';
+import type { parseHTML as ParseHtml } from 'linkedom';
+import { loadOptionalPackage } from '../optional-package.js';
+
+type PlotApi = typeof PlotModule;
+/** Observable Plot, required when a chart is drawn (an optional peer; Node caches the module). */
+const plotApi = (): PlotApi => loadOptionalPackage<PlotApi>('@observablehq/plot');
 
 /** Series colours: blue and orange keep their contrast for the common colour-vision deficiencies; raw is also dashed. */
 export const COLORS = Object.freeze({ raw: '#6b6b6b', sent: '#1f5fbf', accent: '#d9730d' });
@@ -15,13 +20,14 @@ const WIDTH = 680;
 const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 });
 
 /** A fresh document per render: Plot writes into it and nothing is shared between calls. */
-type PlotDocument = NonNullable<Plot.PlotOptions['document']>;
+type PlotDocument = NonNullable<PlotModule.PlotOptions['document']>;
 interface Rendered {
   setAttribute(name: string, value: string): void;
   readonly outerHTML: string;
 }
 
 function newDocument(): PlotDocument {
+  const { parseHTML } = loadOptionalPackage<{ parseHTML: typeof ParseHtml }>('linkedom');
   return parseHTML('<!doctype html><html><body></body></html>').document as unknown as PlotDocument;
 }
 
@@ -41,6 +47,7 @@ export function tokensPerRequestChart(
     { request: i + 1, series: 'raw', tokens: p.raw_tokens },
     { request: i + 1, series: 'sent', tokens: p.final_tokens },
   ]);
+  const Plot = plotApi();
   const node: Rendered = Plot.plot({
     document: newDocument(),
     width: WIDTH,
@@ -89,6 +96,7 @@ export function cumulativeSavingsChart(
       data.push({ request: i + 1, stage: s, chars: running[s]! });
     }
   });
+  const Plot = plotApi();
   const node: Rendered = Plot.plot({
     document: newDocument(),
     width: WIDTH,
@@ -114,6 +122,7 @@ export function savingsByStageChart(saved: Readonly<Record<string, number>>): st
   const data = Object.entries(saved)
     .sort((a, b) => b[1] - a[1])
     .map(([stage, chars]) => ({ stage, chars }));
+  const Plot = plotApi();
   const node: Rendered = Plot.plot({
     document: newDocument(),
     width: WIDTH,
@@ -136,6 +145,7 @@ export function savingsByStageChart(saved: Readonly<Record<string, number>>): st
 
 /** Effective cost as a fraction of raw under each pricing profile (raw = 1). */
 export function costChart(profiles: readonly { name: string; ratio: number }[]): string {
+  const Plot = plotApi();
   const node: Rendered = Plot.plot({
     document: newDocument(),
     width: WIDTH,
@@ -210,6 +220,7 @@ function labelledBars(
     readonly fill: string | ((d: { label: string }) => string);
   },
 ): Rendered {
+  const Plot = plotApi();
   return Plot.plot({
     document: newDocument(),
     width: WIDTH,

@@ -13,10 +13,11 @@
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import { VaultOpenError } from '../../errors.js';
+import { loadOptionalPackage } from '../../../optional-package.js';
 import type { SchemaSpec } from '../../schema.js';
 import { POSTGRES_FLAVOR } from './postgres-flavor.js';
 
@@ -50,15 +51,18 @@ const INT8 = 20;
 const NUMERIC = 1700;
 
 /** Counts and sums come back as numbers (the store's values stay far below 2^53). */
-const types = {
+const typesOf = (driver: typeof pg): Pick<typeof pg.types, 'getTypeParser'> => ({
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8 || oid === NUMERIC
       ? (value: string) => Number(value)
-      : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
-};
+      : driver.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+});
 
+/** A pool on `options.url`; `pg` (an optional peer) is required here, on first use. */
 export function createPool(options: PostgresStoreOptions): pg.Pool {
-  const pool = new pg.Pool({
+  const api = loadOptionalPackage<typeof pg>('pg');
+  const types = typesOf(api);
+  const pool = new api.Pool({
     connectionString: options.url,
     max: options.poolSize,
     application_name: 'token-terminator',

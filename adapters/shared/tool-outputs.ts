@@ -1,18 +1,21 @@
 /**
- * Tool outputs inside a request, seen by the proxy for the first time, go through the tool-result
- * stream exactly as a host would send them at source; the rendering is remembered in the store
+ * Tool outputs inside a request, seen for the first time (by the proxy, or by the client wrappers
+ * and the Agents JS input filter, whose hosts hand tool results to no hook of ours), go through
+ * the tool-result stream exactly as a host would send them at source; the rendering is remembered in the store
  * (the vault's session renderings) so every later request, from this process, a restarted one or
  * another replica on the same store, shows that output byte-identically. An in-process map in
  * front of the store keeps the common case (an output seen before) off the database.
  *
  * Only string outputs and outputs of exactly one text part are touched; other shapes pass as they
- * are and the request stages still see them.
+ * are and the request stages still see them. An output that already names an artifact was reduced
+ * at source (the host called `reduceToolResult` or a wrapped tool) and is not reduced again.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../../src/errors.js';
 import type { Terminator } from '../../src/runtime-types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
+import { referencedArtifacts } from '../../src/receipts/index.js';
 import { isRecoveryResult } from '../../src/recovery/results.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { REPLAY_TOOL_NAMES } from '../../src/replay/replay.js';
@@ -136,7 +139,7 @@ async function renderSlots(
     const hostName = slot.toolName ?? 'tool';
     if (isRecoveryResult(slot)) continue;
     const text = textOf(slot.value);
-    if (text === undefined || text.text === '') continue;
+    if (text === undefined || text.text === '' || referencedArtifacts(text.text).length > 0) continue;
     const key = `${KEY_PREFIX}${createHash('sha256')
       .update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`)
       .digest('hex')

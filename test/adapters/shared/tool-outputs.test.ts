@@ -1,6 +1,10 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ItemMemo, RenderingCache } from '../../../adapters/proxy/tool-outputs.js';
+import { ItemMemo, RenderingCache, renderToolOutputs } from '../../../adapters/shared/tool-outputs.js';
 import { ConfigError } from '../../../src/errors.js';
+import { createTerminator } from '../../../src/runtime.js';
 
 describe('RenderingCache', () => {
   it('keeps 50,000 entries by default: the 50,001st set drops the first written', () => {
@@ -29,6 +33,48 @@ describe('RenderingCache', () => {
     for (const max of [0, -1, 1.5, Number.NaN]) {
       expect(() => new RenderingCache(max)).toThrow(ConfigError);
       expect(() => new RenderingCache(max)).toThrow(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
+    }
+  });
+});
+
+describe('renderToolOutputs', () => {
+  const PYTEST = readFileSync(new URL('../../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
+  const request = (content: string) => ({
+    model: 'gpt-4o',
+    messages: [
+      { role: 'user', content: 'why?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"pytest"}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content },
+    ],
+  });
+  const toolContent = (r: Record<string, unknown>) => (r['messages'] as { content: unknown }[])[2]!.content;
+
+  it('reduces a raw output at first sight, and leaves one the host already reduced (it names an artifact) as it is', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tt-render-'));
+    const t = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3') } });
+    try {
+      const caches = () => ({ renderings: new RenderingCache(), items: new ItemMemo() });
+      const raw = await renderToolOutputs(t, request(PYTEST), 'chat', { sessionId: 'a' }, caches());
+      expect(raw.firstSeen).toBe(1);
+      const view = String(toolContent(raw.request));
+      expect(view.length).toBeLessThan(PYTEST.length);
+
+      const atSource = await t.reduceToolResult(
+        { callId: 'c1', name: 'bash', args: {}, content: PYTEST },
+        { sessionId: 'b' },
+      );
+      const reduced = String(atSource.value.content);
+      const again = await renderToolOutputs(t, request(reduced), 'chat', { sessionId: 'b' }, caches());
+      expect(again.firstSeen).toBe(0);
+      expect(again.changed).toBe(false);
+      expect(toolContent(again.request)).toBe(reduced);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
