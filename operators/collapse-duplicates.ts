@@ -296,7 +296,6 @@ export function collapseDuplicates(
         );
         managed = planChanges(kept);
       }
-      const receipted = managed.map((p) => p.receipt.artifactId);
       // Sticky: a copy rendered as a duplicate's receipt stays one in every later request (a
       // duplicate is never inline).
       const known = duplicates.size;
