@@ -364,6 +364,10 @@ export function boundedView(text: string, maxChars: number): string {
     failBudget -= cost;
     return true;
   };
+  // The middle's kept lines never take more than half of what it holds: the view stays a reduction.
+  let middleChars = 0;
+  for (let k = i; k <= j; k++) middleChars += lines[k]!.length + 1;
+  failBudget = Math.min(failBudget, Math.floor(middleChars / 2));
   const middleFailures: number[] = [];
   for (let k = i; k <= j && failBudget > 0; k++) if (failing[k]) middleFailures.push(k);
   for (const k of middleFailures) if (!tryKeep(k)) break;
@@ -372,7 +376,14 @@ export function boundedView(text: string, maxChars: number): string {
     const context = [...middleFailures.filter((k) => kept.has(k)).flatMap((k) => [k - 1, k + 1]), ...frames]
       .filter((k) => k >= i && k <= j && !kept.has(k) && lines[k]!.trim() !== '' && lines[k]!.length <= 500)
       .sort((a, b) => a - b);
-    for (const k of context) if (!kept.has(k)) tryKeep(k);
+    // Context never makes the middle more than half of what it leaves out: the view stays a reduction.
+    let keptChars = 0;
+    for (const k of kept) keptChars += lines[k]!.length + 1;
+    for (const k of context) {
+      if (kept.has(k)) continue;
+      if (2 * (keptChars + lines[k]!.length + 1) > middleChars) break;
+      if (tryKeep(k)) keptChars += lines[k]!.length + 1;
+    }
   }
   // The first marker says where the rest is; later ones only count.
   let marked = false;
