@@ -4,7 +4,7 @@ import { readRequest, writeSlots, type RequestView } from '../src/model/index.js
 import type { Slot } from '../src/model/types.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
+import { advance, note, storeScope, type Decision, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { requestStore } from '../src/vault/scoped-reads.js';
 import { gate, renderItems } from '../src/compile/apply.js';
@@ -299,27 +299,79 @@ export function collapseDuplicates(
         );
         managed = planChanges(kept);
       }
-      const receipted = managed.map((p) => p.receipt.artifactId);
       // Sticky: a copy rendered as a duplicate's receipt stays one in every later request (a
       // duplicate is never inline).
       const known = duplicates.size;
       for (const p of managed) if (p.duplicate && p.slot.item !== undefined) duplicates.add(chain[p.slot.item]!);
       if (duplicates.size > known)
         await vault.setRendering(sessionId, DUPLICATES, JSON.stringify([...duplicates]), scope).catch(() => undefined);
-      const duplicateCount = managed.filter((p) => p.duplicate).length;
-      const views = managed.filter((p) => p.render === 'view').length;
-      const reason = [
-        ...(duplicateCount > 0 ? [`${duplicateCount} duplicate(s) collapsed`] : []),
-        ...(views > 0 ? [`${views} bounded view(s)`] : []),
-      ].join(', ');
-      return advance(withBase(), recognised.restore(measured.request), {
-        stage: STAGE,
-        kind: 'applied',
-        reason,
-        savedChars: measured.savedChars,
-        ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
-        artifacts: [...new Set(receipted)],
-      });
+      // Each mechanism is credited with what it saved: collapsed duplicates here, bounded views of
+      // outputs over the inline limit under their own id (nothing was duplicated for those).
+      const duplicated = managed.filter((p) => p.duplicate);
+      const viewed = managed.filter((p) => !p.duplicate);
+      const share = creditShares(duplicated, viewed);
+      const parts = [
+        {
+          stage: STAGE,
+          slots: duplicated,
+          share: share.duplicates,
+          reason: `${duplicated.length} duplicate(s) collapsed`,
+        },
+        {
+          stage: STAGES.boundedView,
+          slots: viewed,
+          share: 1 - share.duplicates,
+          reason: `${viewed.length} bounded view(s)`,
+        },
+      ].filter((x) => x.slots.length > 0);
+      let out = advance(
+        withBase(),
+        recognised.restore(measured.request),
+        credit(parts[0]!, measured, parts.length === 1),
+      );
+      if (parts.length > 1) out = note(out, credit(parts[1]!, measured, false, parts[0]));
+      return out;
     }
   });
+}
+
+type Part = {
+  readonly stage: string;
+  readonly slots: readonly { readonly receipt: { readonly artifactId: string } }[];
+  readonly share: number;
+  readonly reason: string;
+};
+
+/** The part of the chars a set of managed slots took off (each slot's original size minus what it shows). */
+function creditShares(
+  duplicated: readonly { readonly slot: Slot; readonly text: string }[],
+  viewed: readonly { readonly slot: Slot; readonly text: string }[],
+): { readonly duplicates: number } {
+  const cut = (ps: readonly { readonly slot: Slot; readonly text: string }[]): number =>
+    ps.reduce((n, p) => n + Math.max(0, (slotText(p.slot.value) ?? '').length - p.text.length), 0);
+  const d = cut(duplicated);
+  const v = cut(viewed);
+  return { duplicates: d + v === 0 ? (viewed.length === 0 ? 1 : 0) : d / (d + v) };
+}
+
+/**
+ * One mechanism's applied decision: its share of the measured saving (the last part takes the rest,
+ * so the parts add up to the measured saving exactly).
+ */
+function credit(
+  part: Part,
+  measured: { readonly savedChars: number; readonly savedTokens?: number | undefined },
+  whole: boolean,
+  before?: Part,
+): Decision {
+  const of = (n: number): number =>
+    whole ? n : before === undefined ? Math.round(n * part.share) : n - Math.round(n * before.share);
+  return {
+    stage: part.stage,
+    kind: 'applied',
+    reason: part.reason,
+    savedChars: of(measured.savedChars),
+    ...(measured.savedTokens === undefined ? {} : { savedTokens: of(measured.savedTokens) }),
+    artifacts: [...new Set(part.slots.map((p) => p.receipt.artifactId))],
+  };
 }

@@ -1,5 +1,6 @@
 /**
- * The stage ids every Decision carries, one per operator and spelled as its export. Vaults written
+ * The stage ids every Decision carries, one per operator and spelled as its export (plus one
+ * mechanism credited on its own). Vaults written
  * before the ids were unified hold three older snake_case ids; `stageId` reads them as today's.
  */
 export const STAGES = {
@@ -10,6 +11,11 @@ export const STAGES = {
   routeSkills: 'routeSkills',
   compileRequest: 'compileRequest',
   capOutputBudget: 'capOutputBudget',
+  /**
+   * Not an operator: the bounded views collapseDuplicates shows of outputs over the inline limit,
+   * credited apart from the duplicates it collapses (a view saves without anything being duplicated).
+   */
+  boundedView: 'boundedView',
 } as const;
 
 export type StageId = (typeof STAGES)[keyof typeof STAGES];

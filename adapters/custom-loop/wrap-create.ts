@@ -10,7 +10,13 @@
  * structurally so no SDK's classes leak into another's.
  */
 import { randomUUID } from 'node:crypto';
-import { applyExchanges, loadRecoveryState, recordExchange, saveRecoveryState } from '../../src/recovery/exchanges.js';
+import {
+  loadRecoveryState,
+  recordExchange,
+  rejoinOutputs,
+  saveRecoveryState,
+  showExchanges,
+} from '../../src/recovery/exchanges.js';
 import {
   carriesReceipt,
   offersRecoveryTool,
@@ -173,7 +179,11 @@ export function wrapCreate<F extends CreateFn>(
       const state = handle
         ? await loadRecoveryState(terminator.vault, context.sessionId).catch(() => undefined)
         : undefined;
-      const shown = state === undefined ? body : applyExchanges(body, format.wire, state);
+      // A recovered output rejoins the working set: shown as the caller sent it, its exchange not again.
+      const { request: shown, rejoined } =
+        state === undefined
+          ? { request: body, rejoined: new Map<string, unknown>() }
+          : showExchanges(body, format.wire, state);
       const outputs =
         outputCaches === undefined
           ? undefined
@@ -185,7 +195,7 @@ export function wrapCreate<F extends CreateFn>(
         signal,
       );
       options.onDecisions?.(prepared.decisions);
-      let compiled = prepared.request;
+      let compiled = rejoinOutputs(prepared.request, format.wire, rejoined);
       if (
         offerTool &&
         !offersRecoveryTool(compiled) &&
@@ -211,7 +221,7 @@ export function wrapCreate<F extends CreateFn>(
           recordExchange(state, body, format.wire, out.exchange, undefined),
         ).catch(() => undefined);
       }
-      return out.strippedBody ?? out.response;
+      return out.finalBody ?? out.strippedBody ?? out.response;
     };
     const promise = run() as Promise<unknown> & Partial<ResponseExtras>;
     // Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one).

@@ -13,10 +13,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import {
-  applyExchanges,
   loadRecoveryState,
   recordExchange,
+  rejoinOutputs,
   saveRecoveryState,
+  showExchanges,
   type RecoveryState,
 } from '../../src/recovery/exchanges.js';
 import {
@@ -153,10 +154,11 @@ async function prepare(
     route: { ...PROVIDER[format], ...(model === undefined ? {} : { model }) },
   };
   const state = await loadRecoveryState(tt.vault, sessionId);
-  const shown = applyExchanges(client, format, state);
+  // A recovered output rejoins the working set: shown as the client sent it, its exchange not again.
+  const { request: shown, rejoined } = showExchanges(client, format, state);
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
   const step = await tt.reduceRequest(outputs.request, context);
-  let request = step.value;
+  let request = rejoinOutputs(step.value, format, rejoined);
   const saved: Record<string, number> = { ...outputs.saved };
   for (const d of step.decisions)
     if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
@@ -171,7 +173,7 @@ async function prepare(
       await saveRecoveryState(tt.vault, sessionId, nextState);
     }
   }
-  const changed = shown !== client || outputs.changed || step.value !== outputs.request || offer;
+  const changed = shown !== client || outputs.changed || request !== outputs.request || offer;
   return {
     request: changed ? request : client,
     changed,
@@ -388,7 +390,7 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
     });
     for (let i = 0; i < out.rounds; i++) ctx.metrics.recoveryRounds.inc({ api: format, end: 'continued' });
     if (out.stopped !== undefined) ctx.metrics.recoveryRounds.inc({ api: format, end: out.stopped });
-    const final = out.strippedBody;
+    const final = out.finalBody ?? out.strippedBody;
     await remember(out.exchange, isObj(final) ? final['id'] : undefined, serverSide && out.stopped !== undefined);
     const { response, buf } = out.response;
     const payload = final === undefined ? buf : Buffer.from(JSON.stringify(final));

@@ -1,39 +1,93 @@
 /**
  * The digest an old tool output becomes in a history rewrite: what the agent needs to keep its
- * thread (did it fail, how big was it, what did it start with, which lines said what went wrong)
- * plus the receipt that recovers the exact output. Deterministic: the same output always digests
- * to the same text, so a digested item renders byte-identically in every later request.
+ * thread (did it fail, which tests, how big was it, what does the artifact hold, which lines said
+ * what went wrong) plus the receipt that recovers the exact output. Deterministic: the same output
+ * always digests to the same text, so a digested item renders byte-identically in every later
+ * request.
  *
  * ```
- * [Token Terminator digest | 120 lines | exit 1]
+ * [Token Terminator digest | 120 lines | exit 1 | 3 failed]
  * <first line of the output>
- * <failure lines, in order, up to the budget>
+ * [holds: src/app.py | lines 1-240 | defs: main, parse_args]
+ * <every failing test id's line and diagnostic line, in order, up to DIGEST_MAX_DIAGNOSTICS>
+ * … N more diagnostic lines …
+ * <context lines (traceback frames, pointed-at source) while the budget lasts>
  * [Token Terminator artifact a_… | tool=… | chars=5234 | recover with token_terminator action=artifact_get]
  * ```
  * The receipt names the size; its id is the content's SHA-256 prefix, so no separate digest field.
  */
 import { codePoints } from '../measure/index.js';
+import { scanDiagnostics } from '../compact/diagnostic-lines.js';
 
 const CLIP = 160;
 
 /**
- * Lines that say something went wrong. This list belongs to the digest (a small budget of the most
- * telling lines); the faithful first views of failing outputs are the compactors' job.
+ * Most failing-test and diagnostic lines a digest keeps whatever their size (failing test ids
+ * first, then the other diagnostic lines in order); beyond it the digest gives their count.
+ */
+export const DIGEST_MAX_DIAGNOSTICS = 50;
+
+/**
+ * Lines that say something went wrong. This list belongs to the digest and to the bounded views
+ * of large outputs; the faithful first views of failing outputs are the compactors' job.
  */
 const FAILURE =
-  /^E {2,}\S|^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b|^(?:FAILED|ERROR|FAIL)\b|^Traceback \(most recent call last\)|^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)|^Caused by: |\b(?:error|fatal)(?:\[\w+\])?:|\berror TS\d+|^npm ERR!|^npm error\b|^panic: |panicked at|^--- FAIL|^\[ERROR\]|BUILD FAILURE|: command not found$|No such file or directory$|\b[1-9]\d* (?:failed|errors?)\b|\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]/;
-/** Numbered source lines of an editor view (`123:    code`) are never failure lines. */
-const SOURCE_LINE = /^\s*\d+[:|]/;
+  /^E {2,}\S|^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b|^(?:FAILED|ERROR|FAIL)\b(?!\s*[=(.,;])|^Traceback \(most recent call last\)|^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)|^Caused by: |\b(?:error|fatal)(?:\[\w+\])?:|\berror TS\d+|^npm ERR!|^npm error\b|^panic: |panicked at|^--- FAIL|^\[ERROR\]|BUILD FAILURE|: command not found$|No such file or directory$|\b[1-9]\d* (?:failed|errors?)\b|\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]|^test \S+ \.\.\. FAILED$|^\s*(?:✗|×|✕) \S/;
+/**
+ * A log record's severity (`2026-01-02 10:00:01 ERROR db: refused`, `[FATAL] …`, `level=error`):
+ * upper case and a whole word, not a constant being assigned or called (`ERROR = 1`, `FATAL(`).
+ */
+const LOG_LEVEL = /(?:^|[\s[(|:])(?:ERROR|FATAL|CRITICAL|SEVERE)(?!\w|\s*[=(.,;'"])|\blevel=(?:error|fatal|critical)\b/;
+/**
+ * The line-number prefix of an editor or file-read view (`123:`, `00042| `, `  12\t`, `  7→`): a
+ * numbered line is read by what follows it, so a log file read through a read tool keeps its
+ * ERROR lines, while source code (`123:  throw new X()`) still is not a failure.
+ */
+const NUMBERED = /^\s*(\d+)(?:[:|]\s?|\t|\s?→)/;
 
 /** ESLint's stylish format (`  12:5  error  'x' is not defined  no-undef`) and Go's `file.go:12:2: msg`. */
 const LINT_LINE = /^\s*\d+:\d+\s+error\s+\S|^\S+\.go:\d+:\d+: \S/;
 
 /** True when a line reads as a failure (the digest's own classifier). */
 export function isFailureLine(line: string): boolean {
-  const t = line.trim();
-  if (t === '' || t.length > 4000) return false;
+  if (line.length > 4000) return false;
   if (LINT_LINE.test(line)) return true;
-  return !SOURCE_LINE.test(line) && FAILURE.test(t);
+  const numbered = NUMBERED.exec(line);
+  const content = numbered === null ? line : line.slice(numbered[0].length);
+  const t = content.trim();
+  if (t === '') return false;
+  return FAILURE.test(t) || LOG_LEVEL.test(t);
+}
+
+/**
+ * Failing test ids and where they end in their line: pytest's `FAILED`/`ERROR` summaries, Go's
+ * `--- FAIL:`, cargo's `test … ... FAILED`, vitest/jest `FAIL`/`×`/`✗` rows, gradle's `> … FAILED`,
+ * Maven's `<<< FAILURE!` / `[ERROR]   Class.method` rows.
+ */
+const FAILING_ID: readonly RegExp[] = [
+  /^(?:FAILED|ERROR) (\S+::\S+|\S+\.py)/,
+  /^(\S+::\S+) (?:FAILED|ERROR)\b/,
+  /^\s*--- FAIL: (\S+)/,
+  /^test (\S+) \.\.\. FAILED$/,
+  /^\s*(?:FAIL|×|✗|✕)\s+(\S.*?)(?:\s+\d+(?:\.\d+)?\s?m?s)?$/,
+  /^(\S[^>]* > .*?) FAILED$/,
+  /^\[ERROR\]\s+(?:Tests run:.*<<< (?:FAILURE|ERROR)! -+ in )?(\S+(?:\.|#)\w+(?::\d+)?)(?:\s|$)/,
+];
+
+/** The failing test ids of `lines`, with their line indices, in order (each line at most once). */
+export function failingTestIds(lines: readonly string[]): { readonly index: number; readonly id: string }[] {
+  const out: { index: number; id: string }[] = [];
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = lines[i]!;
+    if (line.length > 4000) continue;
+    for (const re of FAILING_ID) {
+      const m = re.exec(line);
+      if (m === null) continue;
+      out.push({ index: i, id: m[1]! });
+      break;
+    }
+  }
+  return out;
 }
 
 const EXIT = [
@@ -57,38 +111,140 @@ function clip(line: string, max = CLIP): string {
   return points.length <= max ? line : `${points.slice(0, max - 1).join('')}\u2026`;
 }
 
+const PATH_KEYS = ['path', 'file_path', 'filePath', 'file', 'filename', 'target_file', 'absolute_path'];
+const SYMBOL =
+  /^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:def|class|function|interface|struct|enum|trait|impl|fn|func|type|module)\s+([A-Za-z_$][\w$]*)/;
+const MAX_SYMBOLS = 8;
+
+/** The path a tool call's arguments name, if any. */
+function pathOf(args: unknown): string | undefined {
+  let value = args;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const key of PATH_KEYS) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'string' && v !== '' && v.length <= 300 && !v.includes('\n')) return v;
+  }
+  return undefined;
+}
+
+/** What the artifact holds, for a recovery that asks for the right page: path, line range, symbols. */
+function holdsLine(lines: readonly string[], args: unknown): string | undefined {
+  const tagged = /^<path>([^<\n]{1,300})<\/path>/.exec(lines[0] ?? '');
+  const path = pathOf(args) ?? tagged?.[1];
+  let first: number | undefined;
+  let last: number | undefined;
+  let numbered = 0;
+  const symbols: string[] = [];
+  for (const line of lines) {
+    const m = NUMBERED.exec(line);
+    if (m !== null) {
+      const n = Number(m[1]);
+      first ??= n;
+      last = n;
+      numbered += 1;
+    }
+    const s = SYMBOL.exec(m === null ? line : line.slice(m[0].length));
+    if (s !== null && !symbols.includes(s[1]!)) symbols.push(s[1]!);
+  }
+  const parts: string[] = [];
+  if (path !== undefined) parts.push(path);
+  // A numbered view (most lines carry a number): its range is the page a recovery asks for.
+  if (first !== undefined && last !== undefined && numbered * 2 >= lines.length && last >= first)
+    parts.push(`lines ${first}-${last}`);
+  if (symbols.length > 0 && (path !== undefined || numbered * 2 >= lines.length))
+    parts.push(
+      `defs: ${symbols.slice(0, MAX_SYMBOLS).join(', ')}${symbols.length > MAX_SYMBOLS ? ` (+${symbols.length - MAX_SYMBOLS})` : ''}`,
+    );
+  return parts.length === 0 ? undefined : `[holds: ${parts.join(' | ')}]`;
+}
+
 export interface DigestOptions {
-  /** Budget of the failure lines in code points (0 = none). */
+  /**
+   * Budget in code points for the context lines kept after the failing-test and diagnostic lines
+   * (which are kept up to {@link DIGEST_MAX_DIAGNOSTICS} whatever their size); 0 = no failure
+   * lines at all.
+   */
   readonly diagnosticChars: number;
   /** `text` is already a reduced view of the output (its line count is not the output's). Default false. */
   readonly view?: boolean;
+  /** The arguments of the call that produced the output (its path is named). Default none. */
+  readonly args?: unknown;
 }
 
 /** The digest of `text` ending in `receipt` (a rendered receipt line). */
 export function renderDigest(text: string, receipt: string, options: DigestOptions): string {
   const lines = text.split('\n');
   const exit = exitStatusOf(text);
-  const first = lines.find((l) => l.trim() !== '') ?? '';
+  const firstIndex = lines.findIndex((l) => l.trim() !== '');
+  const first = firstIndex < 0 ? '' : lines[firstIndex]!;
+  const ids = failingTestIds(lines);
   const facts = [
     ...(options.view === true ? [] : [`${lines.length} lines`]),
     ...(exit === undefined ? [] : [`exit ${exit}`]),
+    ...(ids.length === 0 ? [] : [`${new Set(ids.map((x) => x.id)).size} failed`]),
   ];
   const header = `[Token Terminator digest${facts.map((f) => ` | ${f}`).join('')}]`;
   const out = [header];
   if (first !== '') out.push(clip(first.trimEnd()));
-  let budget = options.diagnosticChars;
-  const seen = new Set<string>([first.trim()]);
-  for (const line of lines) {
-    if (budget <= 0) break;
-    if (!isFailureLine(line)) continue;
-    const t = clip(line.trim());
-    if (exit !== undefined && t.length < 60 && EXIT.some((re) => re.test(t))) continue; // the header says it
-    if (seen.has(t)) continue;
-    seen.add(t);
-    if (codePoints(t) > budget) break;
-    out.push(t);
-    budget -= codePoints(t) + 1;
-  }
+  const holds = holdsLine(lines, options.args);
+  if (holds !== undefined) out.push(holds);
+  if (options.diagnosticChars > 0) out.push(...diagnosticPart(lines, firstIndex, ids, exit, options.diagnosticChars));
   out.push(receipt);
   return out.join('\n');
+}
+
+/** The failing-test and diagnostic lines (ids first, up to the bound), then context lines within `budget`. */
+function diagnosticPart(
+  lines: readonly string[],
+  firstIndex: number,
+  ids: readonly { readonly index: number; readonly id: string }[],
+  exit: number | undefined,
+  budget: number,
+): string[] {
+  const seen = new Set<string>(firstIndex < 0 ? [] : [lines[firstIndex]!.trim()]);
+  const rendered = new Map<number, string>();
+  const idEnd = new Map<number, number>();
+  for (const { index, id } of ids) idEnd.set(index, lines[index]!.trim().indexOf(id) + id.length);
+  const render = (i: number): string => {
+    const t = lines[i]!.trim();
+    return clip(t, Math.max(CLIP, (idEnd.get(i) ?? 0) + 1));
+  };
+  let over = 0;
+  const take = (i: number): void => {
+    if (i === firstIndex || rendered.has(i)) return;
+    const t = render(i);
+    if (seen.has(t)) return;
+    if (exit !== undefined && t.length < 60 && EXIT.some((re) => re.test(t))) return; // the header says it
+    seen.add(t);
+    if (rendered.size >= DIGEST_MAX_DIAGNOSTICS) over += 1;
+    else rendered.set(i, t);
+  };
+  for (const { index } of ids) take(index);
+  for (let i = 0; i < lines.length; i += 1) if (isFailureLine(lines[i]!)) take(i);
+  let left = budget;
+  for (const t of rendered.values()) left -= codePoints(t) + 1;
+  if (left > 0 && rendered.size > 0 && over === 0) {
+    // What the budget has left goes to the lines that explain the failures (frames, pointed-at source).
+    const scan = scanDiagnostics(lines.length > 20_000 ? [] : lines);
+    for (const i of scan.lines) {
+      if (rendered.has(i) || i === firstIndex) continue;
+      const t = clip(lines[i]!.trimEnd());
+      if (t.trim() === '' || seen.has(t.trim())) continue;
+      if (exit !== undefined && t.length < 60 && EXIT.some((re) => re.test(t))) continue;
+      if (codePoints(t) + 1 > left) break;
+      seen.add(t.trim());
+      rendered.set(i, t);
+      left -= codePoints(t) + 1;
+    }
+  }
+  const out = [...rendered.entries()].sort((a, b) => a[0] - b[0]).map(([, t]) => t);
+  if (over > 0) out.push(`\u2026 ${over} more diagnostic line${over === 1 ? '' : 's'} (see the receipt) \u2026`);
+  return out;
 }

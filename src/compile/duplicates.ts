@@ -6,6 +6,7 @@
 import type { RequestView, Slot } from '../model/types.js';
 import { codePoints } from '../measure/index.js';
 import { withFocusLines } from '../compact/focus.js';
+import { scanDiagnostics } from '../compact/diagnostic-lines.js';
 import { isFailureLine } from './digest.js';
 import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
@@ -318,16 +319,19 @@ function decide(
 }
 
 /**
- * A bounded view of a long text on whole lines: the first lines, the failure lines of the part
- * left out (verbatim, up to about 45 % of the budget: a failing run's diagnostics survive the
- * cut), then the last lines, with a marker naming each gap. Only a line longer than its part's
- * budget is cut.
+ * A bounded view of a long text on whole lines: the first lines, the diagnostic lines of the part
+ * left out (failure lines such as `ERROR`, `FAILED`, `E   `, exceptions and exit statuses, a file
+ * read's numbered log lines included, and a traceback's frames) verbatim, with the line before and
+ * after each while the failure budget (about 45 % of the view) lasts, then the last lines, with a
+ * marker naming each gap. Failure lines come first: context is added only once every failure line
+ * that fits is in. Only a line longer than its part's budget is cut.
  * Deterministic, so the same evidence always renders the same view.
  */
 export function boundedView(text: string, maxChars: number): string {
   const lines = text.split('\n');
   const clip = (l: string, n: number): string => (l.length <= n ? l : `${l.slice(0, Math.max(0, n - 1))}\u2026`);
-  const failures = lines.some((l) => isFailureLine(l));
+  const failing = lines.map((l) => isFailureLine(l));
+  const failures = failing.some((f) => f);
   let failBudget = failures ? Math.floor(maxChars * 0.45) : 0;
   let headBudget = Math.floor((maxChars - failBudget) * 0.7);
   let tailBudget = maxChars - failBudget - headBudget;
@@ -350,7 +354,38 @@ export function boundedView(text: string, maxChars: number): string {
     tail.unshift(l);
     j--;
   }
-  // The first marker says where the rest is; later ones only count (they share the failure budget).
+  // Which middle lines to keep: failure lines first (in order), then their context.
+  const kept = new Set<number>();
+  const tryKeep = (k: number): boolean => {
+    // A gap marker before the line: the first one names the receipt (about 60 chars), later ones about 20.
+    const cost = lines[k]!.length + 1 + (kept.has(k - 1) ? 0 : kept.size === 0 ? 60 : 20);
+    if (cost > failBudget) return false;
+    kept.add(k);
+    failBudget -= cost;
+    return true;
+  };
+  // The middle's kept lines never take more than half of what it holds: the view stays a reduction.
+  let middleChars = 0;
+  for (let k = i; k <= j; k++) middleChars += lines[k]!.length + 1;
+  failBudget = Math.min(failBudget, Math.floor(middleChars / 2));
+  const middleFailures: number[] = [];
+  for (let k = i; k <= j && failBudget > 0; k++) if (failing[k]) middleFailures.push(k);
+  for (const k of middleFailures) if (!tryKeep(k)) break;
+  if (kept.size > 0 && i <= j) {
+    const frames = scanDiagnostics(lines.slice(i, j + 1)).lines.map((k) => k + i);
+    const context = [...middleFailures.filter((k) => kept.has(k)).flatMap((k) => [k - 1, k + 1]), ...frames]
+      .filter((k) => k >= i && k <= j && !kept.has(k) && lines[k]!.trim() !== '' && lines[k]!.length <= 500)
+      .sort((a, b) => a - b);
+    // Context never makes the middle more than half of what it leaves out: the view stays a reduction.
+    let keptChars = 0;
+    for (const k of kept) keptChars += lines[k]!.length + 1;
+    for (const k of context) {
+      if (kept.has(k)) continue;
+      if (2 * (keptChars + lines[k]!.length + 1) > middleChars) break;
+      if (tryKeep(k)) keptChars += lines[k]!.length + 1;
+    }
+  }
+  // The first marker says where the rest is; later ones only count.
   let marked = false;
   const gap = (n: number): string[] => {
     if (n <= 0) return [];
@@ -362,17 +397,8 @@ export function boundedView(text: string, maxChars: number): string {
   };
   const middle: string[] = [];
   let last = i - 1;
-  for (let k = i; k <= j && failBudget > 0; k++) {
-    const line = lines[k]!;
-    if (!isFailureLine(line)) continue;
-    const before = gap(k - last - 1);
-    const cost = line.length + 1 + before.reduce((n, l) => n + l.length + 1, 0);
-    if (cost > failBudget) {
-      if (before.length > 0 && middle.length === 0) marked = false; // nothing kept: the closing marker carries the hint
-      break;
-    }
-    middle.push(...before, line);
-    failBudget -= cost;
+  for (const k of [...kept].sort((a, b) => a - b)) {
+    middle.push(...gap(k - last - 1), lines[k]!);
     last = k;
   }
   return [...head, ...middle, ...gap(j - last), ...tail].join('\n');

@@ -745,7 +745,9 @@ async function outputTarget(
       // receipt (recovery returns the full output, not the view).
       const body = lines.slice(0, -1).join('\n');
       const text =
-        kind === 'receipt' ? last : renderDigest(body, last, { diagnosticChars: o.digestDiagnosticChars, view: true });
+        kind === 'receipt'
+          ? last
+          : renderDigest(body, last, { diagnosticChars: o.digestDiagnosticChars, view: true, args: slot.callArgs });
       target = { key, kind, slot, evidence: undefined, artifactId: named[0]!, toolName, text };
     } else {
       // A delta digests as the output it stands for: the digest must not point at an earlier output.
@@ -758,6 +760,7 @@ async function outputTarget(
             ? receipt
             : renderDigest(delta === undefined ? shownText : evidence, receipt, {
                 diagnosticChars: o.digestDiagnosticChars,
+                args: slot.callArgs,
               });
         target = { key, kind, slot, evidence, artifactId: artifactOf(evidence).id, toolName, text };
       }

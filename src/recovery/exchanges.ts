@@ -15,7 +15,10 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../measure/index.js';
 import type { ProviderRequest } from '../step.js';
-import { conversationItems, listKey, type RecoveryWireFormat } from './formats.js';
+import { evidenceText } from '../compile/evidence.js';
+import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
+import { artifactIdFor } from '../vault/identity.js';
+import { conversationItems, listKey, serverSideState, type RecoveryWireFormat } from './formats.js';
 
 /** Where the state lives: the vault's `getRendering` / `setRendering` fit. */
 export interface ExchangeStore {
@@ -152,4 +155,114 @@ export function applyExchanges(
     }
   });
   return inserted ? { ...request, [listKey(format)]: out } : request;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The `artifact_id` each recovery call of an exchange named; undefined when a call named none. */
+function recoveredIds(items: readonly unknown[]): string[] | undefined {
+  const ids: string[] = [];
+  const read = (args: unknown): boolean => {
+    let value = args;
+    if (typeof value === 'string') {
+      try {
+        value = JSON.parse(value) as unknown;
+      } catch {
+        return false;
+      }
+    }
+    const id = isObj(value) ? value['artifact_id'] : undefined;
+    if (typeof id !== 'string') return false;
+    ids.push(id);
+    return true;
+  };
+  for (const item of items) {
+    if (!isObj(item)) continue;
+    if (Array.isArray(item['tool_calls'])) {
+      for (const c of item['tool_calls'])
+        if (!read(isObj(c) && isObj(c['function']) ? c['function']['arguments'] : undefined)) return undefined;
+    } else if (item['type'] === 'function_call') {
+      if (!read(item['arguments'])) return undefined;
+    } else if (item['role'] === 'assistant' && Array.isArray(item['content'])) {
+      for (const b of item['content']) if (isObj(b) && b['type'] === 'tool_use' && !read(b['input'])) return undefined;
+    }
+  }
+  return ids.length === 0 ? undefined : ids;
+}
+
+/** The caller's tool outputs of a request by artifact id: call id and the value as the caller sent it. */
+function callerOutputs(
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+): Map<string, { callId: string; value: unknown }> {
+  const out = new Map<string, { callId: string; value: unknown }>();
+  for (const slot of readRequest(request, { format }).slots) {
+    if (slot.kind !== 'tool_output' || slot.callId === undefined) continue;
+    const text = evidenceText(slot.value);
+    if (text === undefined) continue;
+    out.set(artifactIdFor(text), { callId: slot.callId, value: slot.value });
+    // A one-text-part output is vaulted as its text by the tool stage, as the part list by the request stages.
+    const inner =
+      Array.isArray(slot.value) && slot.value.length === 1 && isObj(slot.value[0]) ? slot.value[0]['text'] : undefined;
+    if (typeof inner === 'string') out.set(artifactIdFor(inner), { callId: slot.callId, value: slot.value });
+  }
+  return out;
+}
+
+/** What {@link showExchanges} made of a caller's request. */
+export interface ShownExchanges {
+  /** The request with the exchanges that still have to be shown inserted. */
+  readonly request: ProviderRequest;
+  /** Call id → the caller's own output, for the outputs a recovery brought back: they are shown as sent. */
+  readonly rejoined: ReadonlyMap<string, unknown>;
+}
+
+/**
+ * {@link applyExchanges}, except that a recovered artifact rejoins the working set: an exchange
+ * whose every call recovered (part of) an output the caller's request itself carries is not
+ * inserted again, and that output is shown as the caller sent it instead of its receipt or digest
+ * (see {@link rejoinOutputs}). The model then sees the content once, and never more than the
+ * caller sent for it. Other exchanges (what the request does not carry) are inserted as before.
+ */
+export function showExchanges(
+  request: ProviderRequest,
+  format: RecoveryWireFormat,
+  state: RecoveryState,
+): ShownExchanges {
+  if (state.exchanges.length === 0 || serverSideState(request, format))
+    return { request: applyExchanges(request, format, state), rejoined: new Map() };
+  let outputs: Map<string, { callId: string; value: unknown }> | undefined;
+  const rejoined = new Map<string, unknown>();
+  const kept = state.exchanges.filter((e) => {
+    const ids = recoveredIds(e.items);
+    if (ids === undefined) return true;
+    outputs ??= callerOutputs(request, format);
+    const found = ids.map((id) => outputs!.get(id));
+    if (found.some((f) => f === undefined)) return true;
+    for (const f of found) rejoined.set(f!.callId, f!.value);
+    return false;
+  });
+  const shown = applyExchanges(
+    request,
+    format,
+    kept.length === state.exchanges.length ? state : { ...state, exchanges: kept },
+  );
+  return { request: shown, rejoined };
+}
+
+/** `reduced` with every rejoined output written back as the caller sent it (by call id). */
+export function rejoinOutputs(
+  reduced: ProviderRequest,
+  format: RecoveryWireFormat,
+  rejoined: ReadonlyMap<string, unknown>,
+): ProviderRequest {
+  if (rejoined.size === 0) return reduced;
+  const changes: SlotChange[] = [];
+  for (const slot of readRequest(reduced, { format }).slots) {
+    if (slot.kind !== 'tool_output' || slot.callId === undefined || !rejoined.has(slot.callId)) continue;
+    const value = rejoined.get(slot.callId);
+    if (value !== slot.value) changes.push({ path: slot.path, value });
+  }
+  return changes.length === 0 ? reduced : writeSlots(reduced, changes);
 }

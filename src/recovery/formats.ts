@@ -121,9 +121,11 @@ export function splitCalls(response: unknown, format: RecoveryWireFormat): CallS
 
 /**
  * The response without its recovery calls (what the client may see). When nothing else is left
- * that asks for a tool, the stop reason says the turn ended (`stop`, `end_turn`).
+ * that asks for a tool, the stop reason says the turn ended (`stop`, `end_turn`). `dropText`: the
+ * round was the recovery's only (no call of the client's), so the text the model wrote beside its
+ * calls goes too.
  */
-export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat): unknown {
+export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat, dropText = false): unknown {
   if (!isObj(response)) return response;
   const { others } = splitCalls(response, format);
   if (format === 'chat') {
@@ -135,6 +137,7 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
       (c) => !(isObj(c) && isObj(c['function']) && isRecoveryName(c['function']['name'])),
     );
     const { tool_calls: _dropped, ...rest } = message;
+    if (dropText && typeof rest['content'] === 'string') rest['content'] = '';
     const nextMessage = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
     const finish =
       others > 0 ? first['finish_reason'] : first['finish_reason'] === 'tool_calls' ? 'stop' : first['finish_reason'];
@@ -145,12 +148,17 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
     return {
       ...response,
       output: output.filter(
-        (item) => !(isObj(item) && item['type'] === 'function_call' && isRecoveryName(item['name'])),
+        (item) =>
+          !(isObj(item) && item['type'] === 'function_call' && isRecoveryName(item['name'])) &&
+          !(dropText && isObj(item) && item['type'] === 'message'),
       ),
     };
   }
   const content = Array.isArray(response['content']) ? response['content'] : [];
-  const kept = content.filter((b) => !(isObj(b) && b['type'] === 'tool_use' && isRecoveryName(b['name'])));
+  const kept = content.filter(
+    (b) =>
+      !(isObj(b) && ((b['type'] === 'tool_use' && isRecoveryName(b['name'])) || (dropText && b['type'] === 'text'))),
+  );
   const stop = others === 0 && response['stop_reason'] === 'tool_use' ? 'end_turn' : response['stop_reason'];
   return { ...response, content: kept, stop_reason: stop };
 }
@@ -264,4 +272,32 @@ function anyReceipt(value: unknown): boolean {
 /** True when the request's conversation (or its instructions) names a Token Terminator artifact. */
 export function carriesReceipt(request: ProviderRequest, format: RecoveryWireFormat): boolean {
   return anyReceipt(request[listKey(format)]) || anyReceipt(request['system']) || anyReceipt(request['instructions']);
+}
+
+/**
+ * Two usage objects added up, field by field (numbers summed, nested objects such as
+ * `prompt_tokens_details` recursed, anything else taken from `b`): the same for every format's
+ * usage shape. Undefined when neither is an object.
+ */
+export function sumUsage(a: unknown, b: unknown): Obj | undefined {
+  if (!isObj(a)) return isObj(b) ? b : undefined;
+  if (!isObj(b)) return a;
+  const out: Obj = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    const mine = out[key];
+    if (typeof value === 'number' && typeof mine === 'number') out[key] = mine + value;
+    else if (isObj(value) && isObj(mine)) out[key] = sumUsage(mine, value);
+    else if (value !== null && value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/** The usage a response body reports (Chat, Responses and Anthropic all call it `usage`). */
+export function usageOf(body: unknown): Obj | undefined {
+  return isObj(body) && isObj(body['usage']) ? body['usage'] : undefined;
+}
+
+/** `body` reporting `usage` (every round's, added up) instead of its own. */
+export function withUsage(body: unknown, usage: Obj | undefined): unknown {
+  return usage === undefined || !isObj(body) ? body : { ...body, usage };
 }

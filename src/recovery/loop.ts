@@ -17,6 +17,9 @@ import {
   serverSideState,
   splitCalls,
   stripRecoveryCalls,
+  sumUsage,
+  usageOf,
+  withUsage,
   type RecoveryCall,
   type RecoveryWireFormat,
 } from './formats.js';
@@ -98,6 +101,12 @@ export interface RecoveryLoopResult<R> {
   readonly stopped?: 'mixed' | 'rounds';
   /** True when the upstream keeps the conversation (the exchange is already there; do not show it again). */
   readonly serverSide: boolean;
+  /**
+   * The body the caller gets when it differs from the last response's: its recovery calls (and the
+   * text the model wrote beside them) left out, and its usage adding up every round's. Undefined:
+   * relay the last response as it is.
+   */
+  readonly finalBody?: unknown;
 }
 
 /**
@@ -115,11 +124,18 @@ export async function runRecoveryLoop<R>(options: RecoveryLoopOptions<R>): Promi
   let request = options.request;
   let rounds = 0;
   let calls = 0;
+  let usage: Record<string, unknown> | undefined;
   for (;;) {
     const response = await options.send(request, rounds);
     const body = options.bodyOf(response);
     const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, format);
-    if (split.recovery.length === 0) return { response, exchange, rounds, calls, serverSide };
+    if (split.recovery.length === 0) {
+      // The caller pays for every round: the usage it gets adds them up.
+      const finalBody =
+        rounds === 0 || usage === undefined ? undefined : withUsage(body, sumUsage(usage, usageOf(body)));
+      return { response, exchange, rounds, calls, serverSide, ...(finalBody === undefined ? {} : { finalBody }) };
+    }
+    usage = sumUsage(usage, usageOf(body));
     const answers = new Map<string, string>();
     for (const call of split.recovery) answers.set(call.id, await options.answer(call));
     calls += split.recovery.length;
@@ -127,9 +143,12 @@ export async function runRecoveryLoop<R>(options: RecoveryLoopOptions<R>): Promi
     exchange.push(...items);
     options.onRound?.(split.recovery.length, rounds);
     if (split.others > 0 || rounds >= maxRounds) {
+      // A round of recovery calls only, out of rounds: what the model wrote beside them is not the caller's answer.
+      const stripped = stripRecoveryCalls(body, format, split.others === 0);
       return {
         response,
-        strippedBody: stripRecoveryCalls(body, format),
+        strippedBody: stripped,
+        finalBody: withUsage(stripped, usage),
         exchange,
         rounds,
         calls,

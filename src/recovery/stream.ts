@@ -114,6 +114,8 @@ const HOLD = Symbol('hold');
 /** One format's side of a round: `push` answers an event (or HOLD); `finish` is told whether the round held. */
 interface RoundFormat {
   push(event: SseEvent): string | typeof HOLD;
+  /** What is still to be sent when the round starts holding (default none). */
+  beforeHold?(): string;
   finish(holding: boolean): Omit<RoundEnd, 'holding' | 'held'>;
 }
 
@@ -127,6 +129,8 @@ function holdingRound(format: RoundFormat): StreamRound {
         const out = format.push(event);
         if (out !== HOLD) return out;
         holding = true;
+        held += block(event.raw);
+        return format.beforeHold?.() ?? '';
       }
       held += block(event.raw);
       return '';
@@ -182,90 +186,130 @@ function chatRound(canContinue: boolean): RoundFormat {
   let finish: unknown = null;
   let nextVisible = 0;
   let last: Obj | undefined;
+  // Text is held until the round shows whose it is: a call of the client's or an end without
+  // recovery calls passes it on; a round of recovery calls only drops it (never the client's answer).
+  let decided = false;
+  let held: { readonly text: string; readonly without: string }[] = [];
   const counts = (): { recovery: number; others: number } => {
     let recovery = 0;
     for (const c of calls.values()) if (c.recovery) recovery++;
     return { recovery, others: calls.size - recovery };
   };
-  return {
-    push(event) {
-      if (event.data === '[DONE]') return block(event.raw);
-      const json = parseJson(event.data);
-      const choices = json?.['choices'];
-      if (json === undefined || !Array.isArray(choices) || !isObj(choices[0])) return block(event.raw);
-      last = json;
-      const choice = choices[0];
-      let changed = false;
-      let delta = isObj(choice['delta']) ? choice['delta'] : {};
-      if (typeof delta['content'] === 'string') content += delta['content'];
-      if (Array.isArray(delta['tool_calls'])) {
-        const kept: unknown[] = [];
-        for (const tc of delta['tool_calls']) {
-          if (!isObj(tc) || typeof tc['index'] !== 'number') {
-            kept.push(tc);
-            continue;
-          }
-          const fn = isObj(tc['function']) ? tc['function'] : {};
-          let call = calls.get(tc['index']);
-          if (call === undefined) {
-            const recovery = fn['name'] === RECOVERY_TOOL_NAME;
-            call = {
-              id: String(tc['id'] ?? ''),
-              name: String(fn['name'] ?? ''),
-              args: '',
-              recovery,
-              visible: recovery ? -1 : nextVisible++,
-            };
-            calls.set(tc['index'], call);
-          }
-          if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
-          if (call.recovery) {
-            changed = true;
-          } else if (call.visible !== tc['index']) {
-            changed = true;
-            kept.push({ ...tc, index: call.visible });
-          } else kept.push(tc);
-        }
-        if (changed) {
-          const { tool_calls: _all, ...rest } = delta;
-          delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
-        }
-      }
-      let finishReason = choice['finish_reason'];
-      if (finishReason !== null && finishReason !== undefined) {
-        finish = finishReason;
-        const { recovery, others } = counts();
-        if (recovery > 0 && others === 0) {
-          if (canContinue) {
-            return HOLD;
-          }
-          finishReason = 'stop';
-          changed = true;
-        }
-      }
-      if (!changed) return block(event.raw);
-      const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
-      if (empty && json['usage'] === undefined) return '';
-      const out = {
-        ...json,
-        choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
-      };
-      return block(`data: ${JSON.stringify(out)}`);
-    },
-    finish() {
-      const toolCalls = [...calls.entries()]
-        .sort((a, b) => a[0] - b[0])
-        .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
-      const message: Obj = { role: 'assistant', content: content === '' ? null : content };
-      if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
-      const body = {
-        ...(last === undefined ? {} : { id: last['id'], model: last['model'] }),
-        choices: [{ index: 0, message, finish_reason: finish }],
-      };
-      const split = splitCalls(body, 'chat');
-      return { body, recovery: split.recovery, others: split.others };
-    },
+  const release = (keepText: boolean): string => {
+    decided = true;
+    const out = held.map((h) => (keepText ? h.text : h.without)).join('');
+    held = [];
+    return out;
   };
+  const inner = (event: SseEvent): string | typeof HOLD => {
+    const out = push(event);
+    if (out === HOLD) {
+      dropped = release(false);
+      return HOLD;
+    }
+    if (decided || out === '') return out;
+    const { recovery, others } = counts();
+    if (others > 0) return release(true) + out;
+    const json = parseJson(event.data);
+    const choice = Array.isArray(json?.['choices']) && isObj(json['choices'][0]) ? json['choices'][0] : undefined;
+    const finished = choice !== undefined && choice['finish_reason'] !== null && choice['finish_reason'] !== undefined;
+    if (finished) return release(recovery === 0) + out;
+    const delta = choice !== undefined && isObj(choice['delta']) ? choice['delta'] : undefined;
+    if (json === undefined || delta === undefined || typeof delta['content'] !== 'string' || delta['content'] === '')
+      return out;
+    const { content: _text, ...rest } = delta;
+    const keep = Object.keys(rest).length > 0;
+    const without = keep
+      ? block(
+          `data: ${JSON.stringify({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })}`,
+        )
+      : '';
+    held.push({ text: out, without });
+    return '';
+  };
+  let dropped = '';
+  return {
+    push: inner,
+    beforeHold: () => dropped,
+    finish: finishRound,
+  };
+  function push(event: SseEvent): string | typeof HOLD {
+    if (event.data === '[DONE]') return block(event.raw);
+    const json = parseJson(event.data);
+    const choices = json?.['choices'];
+    if (json === undefined || !Array.isArray(choices) || !isObj(choices[0])) return block(event.raw);
+    last = json;
+    const choice = choices[0];
+    let changed = false;
+    let delta = isObj(choice['delta']) ? choice['delta'] : {};
+    if (typeof delta['content'] === 'string') content += delta['content'];
+    if (Array.isArray(delta['tool_calls'])) {
+      const kept: unknown[] = [];
+      for (const tc of delta['tool_calls']) {
+        if (!isObj(tc) || typeof tc['index'] !== 'number') {
+          kept.push(tc);
+          continue;
+        }
+        const fn = isObj(tc['function']) ? tc['function'] : {};
+        let call = calls.get(tc['index']);
+        if (call === undefined) {
+          const recovery = fn['name'] === RECOVERY_TOOL_NAME;
+          call = {
+            id: String(tc['id'] ?? ''),
+            name: String(fn['name'] ?? ''),
+            args: '',
+            recovery,
+            visible: recovery ? -1 : nextVisible++,
+          };
+          calls.set(tc['index'], call);
+        }
+        if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
+        if (call.recovery) {
+          changed = true;
+        } else if (call.visible !== tc['index']) {
+          changed = true;
+          kept.push({ ...tc, index: call.visible });
+        } else kept.push(tc);
+      }
+      if (changed) {
+        const { tool_calls: _all, ...rest } = delta;
+        delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
+      }
+    }
+    let finishReason = choice['finish_reason'];
+    if (finishReason !== null && finishReason !== undefined) {
+      finish = finishReason;
+      const { recovery, others } = counts();
+      if (recovery > 0 && others === 0) {
+        if (canContinue) {
+          return HOLD;
+        }
+        finishReason = 'stop';
+        changed = true;
+      }
+    }
+    if (!changed) return block(event.raw);
+    const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
+    if (empty && json['usage'] === undefined) return '';
+    const out = {
+      ...json,
+      choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
+    };
+    return block(`data: ${JSON.stringify(out)}`);
+  }
+  function finishRound(): Omit<RoundEnd, 'holding' | 'held'> {
+    const toolCalls = [...calls.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
+    const message: Obj = { role: 'assistant', content: content === '' ? null : content };
+    if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
+    const body = {
+      ...(last === undefined ? {} : { id: last['id'], model: last['model'] }),
+      choices: [{ index: 0, message, finish_reason: finish }],
+    };
+    const split = splitCalls(body, 'chat');
+    return { body, recovery: split.recovery, others: split.others };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ export type InvariantName =
   | 'valid-roles'
   | 'prefix-kept'
   | 'actions-kept'
-  | 'no-dangling-reference';
+  | 'no-dangling-reference'
+  | 'diagnostics-kept';
 
 /** Thrown by an invariant's predicate; fast-check's report carries its message. */
 export class InvariantViolation extends Error {

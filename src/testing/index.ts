@@ -11,6 +11,7 @@ export {
   OUTPUT_SHAPES,
   anyText,
   expandOutput,
+  failingOutput,
   outputSpec,
   shapeForTool,
   toolOutput,
@@ -86,7 +87,14 @@ export { checkRecovery, readArtifact } from './properties/recovers-exactly.js';
 export { faultPlan, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 export { cutPlan, type CutPlan, type ReleaseOptions } from './properties/releases-on-unsubscribe.js';
 export { decisionsChanged, prefixBreak, type CacheStableOptions } from './properties/cache-stable.js';
-export { actionsOf, danglingReferences, missingAction, prefixChange, shownArtifacts } from './properties/fidelity.js';
+export {
+  actionsOf,
+  danglingReferences,
+  missingAction,
+  missingDiagnostics,
+  prefixChange,
+  shownArtifacts,
+} from './properties/fidelity.js';
 export {
   assertInvariant,
   invariants,

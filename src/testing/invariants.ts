@@ -18,7 +18,12 @@ import {
 } from './properties/releases-on-unsubscribe.js';
 import { unchangedOrSmallerPredicate } from './properties/unchanged-or-smaller.js';
 import { validRolesPredicate } from './properties/valid-roles.js';
-import { actionsKeptPredicate, noDanglingReferencePredicate, prefixKeptPredicate } from './properties/fidelity.js';
+import {
+  actionsKeptPredicate,
+  diagnosticsKeptPredicate,
+  noDanglingReferencePredicate,
+  prefixKeptPredicate,
+} from './properties/fidelity.js';
 
 /** Arbitraries and predicate in the shape `test.prop(arbitraries)(name, predicate)` takes. */
 export type PropTuple<A extends unknown[]> = readonly [
@@ -76,6 +81,10 @@ export const propertyTests = {
     op: OperatorUnderTest<ProviderRequest>,
     o: InvariantOptions<ProviderRequest>,
   ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], noDanglingReferencePredicate(op, o)],
+  diagnosticsKept: (
+    op: OperatorUnderTest<ProviderRequest>,
+    o: InvariantOptions<ProviderRequest>,
+  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], diagnosticsKeptPredicate(op, o)],
 };
 
 function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>): fc.IAsyncProperty<A> {
@@ -114,6 +123,9 @@ export const invariants = {
   /** No delta, receipt or digest refers to what the conversation was not shown. */
   noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
     asProperty(propertyTests.noDanglingReference(op, o)),
+  /** Every digest keeps the failing test ids and diagnostic lines of its output (up to 50, then their count). */
+  diagnosticsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
+    asProperty(propertyTests.diagnosticsKept(op, o)),
 };
 
 /**
@@ -141,7 +153,7 @@ export interface PropTestApi {
 export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOptions<T> {
   /**
    * Which invariants to register. cache-stable, valid-roles and the fidelity invariants
-   * prefix-kept, actions-kept and no-dangling-reference (request streams) are opt-in.
+   * prefix-kept, actions-kept, no-dangling-reference and diagnostics-kept (request streams) are opt-in.
    *
    * @defaultValue unchanged-or-smaller, never-mutates and recovers-exactly, plus fails-open and
    * releases-on-unsubscribe when the operator is built with {@link withDeps}
@@ -211,6 +223,11 @@ export function testInvariants<T>(
       register(
         'refers only to what the conversation was shown',
         propertyTests.noDanglingReference(requestOp, requestOptions),
+      );
+    if (name === 'diagnostics-kept')
+      register(
+        'keeps every failing test id and diagnostic line in digests',
+        propertyTests.diagnosticsKept(requestOp, requestOptions),
       );
   }
 }

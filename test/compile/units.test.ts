@@ -147,7 +147,7 @@ describe('digests', () => {
     ].join('\n');
     const digest = renderDigest(text, 'RECEIPT', { diagnosticChars: 400 });
     expect(digest.split('\n')).toEqual([
-      '[Token Terminator digest | 44 lines | exit 1]',
+      '[Token Terminator digest | 44 lines | exit 1 | 1 failed]',
       'collected 12 items',
       'FAILED tests/test_b.py::test_x - AssertionError: 1 != 2',
       'E       assert 1 == 2',

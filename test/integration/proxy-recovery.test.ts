@@ -106,7 +106,7 @@ describe('proxy recovery: Chat Completions', () => {
     expect(h.upstream.requests[1]!.json!['stream']).toBe(true);
   });
 
-  it('shows the recovered exchange again at the same place in the next request of the conversation', async () => {
+  it('shows the recovered output once in the next request of the conversation, as the client sent it', async () => {
     h = await startHarness((r, i) =>
       i === 0 ? chat.calls([recoveryCall(r.json)]) : chat.text(i === 1 ? 'done' : 'again'),
     );
@@ -119,18 +119,17 @@ describe('proxy recovery: Chat Completions', () => {
     });
     await client.chat.completions.create({ model: 'gpt-4o', messages: history, tools: chatTools });
 
-    const [, continuation, next] = h.upstream.requests;
-    const cont = continuation!.json!['messages'] as unknown[];
-    const later = next!.json!['messages'] as unknown[];
-    // The later request starts with everything the continuation sent (exchange included), byte for byte.
-    expect(JSON.stringify(later.slice(0, cont.length))).toBe(JSON.stringify(cont));
-    expect(recoveredChat(next!)).toBe(BIG);
+    const [, , next] = h.upstream.requests;
+    const later = next!.json!['messages'] as { role: string; tool_call_id?: string; content?: string }[];
+    // The recovered output rejoins the working set: shown once, as the client sent it; no exchange.
+    expect(later.find((m) => m.tool_call_id === 'run-1')!.content).toBe(BIG);
+    expect(later.some((m) => m.tool_call_id === 'tt-1')).toBe(false);
     expect(toolNames(next!)).toEqual(['terminal', 'token_terminator']);
   });
 });
 
 describe('proxy recovery: a turn that also calls the client tools', () => {
-  it('gives the client its own calls only, and shows the answered recovery before that turn next time', async () => {
+  it('gives the client its own calls only, and shows the recovered output as sent next time', async () => {
     h = await startHarness((r, i) =>
       i === 0
         ? chat.calls([recoveryCall(r.json), { id: 'run-2', name: 'terminal', args: { command: 'npm test -- --bail' } }])
@@ -159,12 +158,12 @@ describe('proxy recovery: a turn that also calls the client tools', () => {
       'user',
       'run-1',
       'run-1',
-      'tt-1',
-      'tt-1',
       'run-2',
       'run-2',
     ]);
-    expect(recoveredChat(h.upstream.requests[1]!)).toBe(BIG);
+    // The recovered output rejoined: shown once, as the client sent it, not the exchange again.
+    expect(recoveredChat(h.upstream.requests[1]!)).toBe('');
+    expect(JSON.stringify(h.upstream.requests[1]!.json)).toContain(JSON.stringify(BIG));
   });
 });
 

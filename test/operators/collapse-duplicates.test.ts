@@ -135,11 +135,16 @@ describe('collapseDuplicates — unit', () => {
     expect(text.startsWith('row 0 payload\n')).toBe(true);
     expect(text).toContain(`\n${rows[1500]}\n`);
     expect(text).toContain(`\n${rows[1501]}\n`);
-    expect(text).toMatch(/\u2026 \d+ lines omitted \(exact output: see the receipt below\) \u2026\nFAILED/u);
+    // The failure lines come with the line before and after them.
+    expect(text).toMatch(
+      /\u2026 \d+ lines omitted \(exact output: see the receipt below\) \u2026\nrow 1499 payload\nFAILED[^\n]*\nE[^\n]*\nrow 1502 payload\n\u2026/u,
+    );
     const last = text.split('\n').at(-1)!;
     expect(await recover(vault, parseReceipt(last)!.artifactId)).toBe(huge);
     expect(text.length).toBeLessThan(2500);
     expect(out!.decisions.at(-1)).toMatchObject({ kind: 'applied', reason: '1 bounded view(s)' });
+    // Credited to the view, not to collapsing duplicates: nothing was duplicated.
+    expect(out!.decisions.filter((d) => d.kind === 'applied').map((d) => d.stage)).toEqual(['boundedView']);
   });
 
   // Real captured failing runs, buried in a long passing log (before or after it): the view keeps

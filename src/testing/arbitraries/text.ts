@@ -247,3 +247,53 @@ export function anyText(
 ): fc.Arbitrary<string> {
   return fc.string({ unit: 'binary', minLength: options.minLength ?? 0, maxLength: options.maxLength ?? 40 });
 }
+
+/**
+ * A failing run: failing test ids (pytest, Go, cargo, vitest styles) and diagnostic lines (pytest
+ * `E` lines, compiler errors, exceptions, log ERROR records, panics) between ordinary lines, from
+ * none up to past the digest's bound of 50, optionally ending in an exit status. Every failing
+ * line is distinct.
+ *
+ * @example
+ * import { failingOutput } from 'token-terminator/testing';
+ * const outputs = failingOutput({ maxFailures: 70 }); // pass as `outputs` of growingSession
+ */
+export function failingOutput(options: { readonly maxFailures?: number } = {}): fc.Arbitrary<string> {
+  const max = options.maxFailures ?? 70;
+  if (!Number.isInteger(max) || max < 0) throw new RangeError('failingOutput: maxFailures must be an integer ≥ 0');
+  const word = fc.constantFrom(...WORDS);
+  const name = fc.tuple(word, word, fc.nat({ max: 999 })).map(([a, b, n]) => `${a}_${b}_${n}`);
+  const failure = fc.oneof(
+    name.map((n) => `FAILED tests/test_${n.split('_')[0]}.py::test_${n} - AssertionError: assert 1 == 2`),
+    name.map((n) => `--- FAIL: Test${n.replace(/_/g, '')} (0.00s)`),
+    name.map((n) => `test tests::${n} ... FAILED`),
+    name.map((n) => ` \u00d7 test/${n.split('_')[0]}.test.ts > suite > handles ${n} 12ms`),
+    name.map((n) => `E       assert compute_${n}(3) == ${n.length}`),
+    name.map((n) => `src/${n}.ts(12,5): error TS2304: Cannot find name '${n}'.`),
+    name.map((n) => `ValueError: invalid value for ${n}`),
+    name.map((n) => `2026-11-30T10:14:07.512Z ERROR worker.${n}: request failed after 3 retries`),
+    name.map((n) => `panic: runtime error: index out of range in ${n}`),
+  );
+  const filler = fc.tuple(word, word, fc.nat({ max: 9999 })).map(([a, b, n]) => `  ${a} ${b} step ${n} ok`);
+  return fc
+    .record({
+      // Few failures, or many (up to past the digest's bound): both ends are what digests must handle.
+      lines: fc.oneof(
+        fc.array(fc.tuple(fc.boolean(), failure, filler), { maxLength: Math.min(10, max) }),
+        fc.array(fc.tuple(fc.boolean(), failure, filler), { minLength: Math.floor(max / 2), maxLength: max }),
+      ),
+      head: filler,
+      exit: fc.option(fc.constantFrom(1, 2, 101), { nil: undefined }),
+    })
+    .map(({ lines, head, exit }) => {
+      const seen = new Set<string>();
+      const out = [`$ make check ${head.trim()}`];
+      for (const [before, f, fill] of lines) {
+        if (seen.has(f)) continue;
+        seen.add(f);
+        out.push(...(before ? [fill, f] : [f, fill]));
+      }
+      if (exit !== undefined) out.push(`[exit code: ${exit}]`);
+      return out.join('\n');
+    });
+}

@@ -8,9 +8,12 @@
  *   temporal delta only against an output shown inline in the same request; a receipt or digest
  *   only for content this request or an earlier request of the same conversation showed (inline,
  *   or as a bounded view ending in that receipt). A request whose input does not extend the
- *   previous input starts a new conversation, even under the same session id.
+ *   previous input starts a new conversation, even under the same session id;
+ * - diagnostics-kept: a digest keeps every failing test id and diagnostic line of the output it
+ *   stands for (up to the digest's bound of 50, then their count) and its exit status.
  */
 import { fencedBlocks } from '../../compile/actions.js';
+import { DIGEST_MAX_DIAGNOSTICS, exitStatusOf, failingTestIds, isFailureLine } from '../../compile/digest.js';
 import { parseDelta, slotText } from '../../compile/references.js';
 import { canonicalJson } from '../../measure/index.js';
 import { readRequest } from '../../model/index.js';
@@ -217,6 +220,73 @@ export function noDanglingReferencePredicate(
         if (problems.length > 0)
           throw new InvariantViolation('no-dangling-reference', `request ${i} (${stagesOf(out)})`, problems.join('; '));
         for (const id of shownArtifacts(out.value)) shown.add(id);
+      });
+    });
+}
+
+/**
+ * What the digests of an output request leave out of the outputs they stand for: every failing
+ * test id and every diagnostic line (docs/fidelity.md) must be in the digest, up to
+ * `DIGEST_MAX_DIAGNOSTICS` lines (50), and the digest must give the count of the rest. An output's
+ * original is its slot in `input` with the same call id (tool outputs) or item (observations).
+ *
+ * @example
+ * import { missingDiagnostics } from 'token-terminator/testing';
+ * import { expect } from 'vitest';
+ * expect(missingDiagnostics(input, output)).toEqual([]);
+ */
+export function missingDiagnostics(input: ProviderRequest, output: ProviderRequest): string[] {
+  const before = readRequest(input);
+  const originalOf = (slot: Slot): string | undefined => {
+    const same = before.slots.find((s) =>
+      slot.kind === 'tool_output'
+        ? s.kind === 'tool_output' && s.callId === slot.callId
+        : s.kind === slot.kind && s.item === slot.item,
+    );
+    return same === undefined ? undefined : same.kind === 'user' ? same.text : slotText(same.value);
+  };
+  const problems: string[] = [];
+  for (const slot of readRequest(output).slots) {
+    if (slot.kind !== 'tool_output' && slot.kind !== 'user') continue;
+    const text = slot.kind === 'user' ? slot.text : slotText(slot.value);
+    if (text === undefined || !text.startsWith('[Token Terminator digest')) continue;
+    const original = originalOf(slot);
+    if (original === undefined || original.startsWith('[Token Terminator')) continue;
+    const where = slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`;
+    const lines = original.split('\n');
+    const ids = failingTestIds(lines);
+    const required: string[] = [];
+    for (const { index } of ids) required.push(lines[index]!.trim());
+    for (const line of lines) if (isFailureLine(line)) required.push(line.trim());
+    const exit = exitStatusOf(original);
+    const distinct = [...new Set(required)].filter(
+      (l) => !(exit !== undefined && /^\[exit code: -?\d+\]$|\bexit(?:ed with)? (?:code|status)/i.test(l)),
+    );
+    for (const { id } of ids.slice(0, DIGEST_MAX_DIAGNOSTICS))
+      if (!text.includes(id)) problems.push(`${where}: the digest lost the failing test id ${clip(id)}`);
+    for (const line of distinct.slice(0, DIGEST_MAX_DIAGNOSTICS)) {
+      const shown = Array.from(line).slice(0, 150).join('');
+      if (!text.includes(shown)) problems.push(`${where}: the digest lost the diagnostic line ${clip(line)}`);
+    }
+    if (distinct.length > DIGEST_MAX_DIAGNOSTICS + 1 && !/\u2026 \d+ more diagnostic lines?/.test(text))
+      problems.push(`${where}: the digest neither shows nor counts ${distinct.length} diagnostic lines`);
+    if (exit !== undefined && !text.split('\n')[0]!.includes(`exit ${exit}`))
+      problems.push(`${where}: the digest does not say the exit status ${exit}`);
+  }
+  return problems;
+}
+
+/** The diagnostics-kept check: every digest keeps the failing test ids and diagnostic lines of its output. */
+export function diagnosticsKeptPredicate(
+  op: OperatorUnderTest<ProviderRequest>,
+  options: InvariantOptions<ProviderRequest>,
+): (values: readonly ProviderRequest[]) => Promise<void> {
+  return (values) =>
+    checkedRun('diagnostics-kept', op, options, values, (steps, result) => {
+      result.outputs.forEach((out, i) => {
+        const problems = missingDiagnostics(steps[i]!.value, out.value);
+        if (problems.length > 0)
+          throw new InvariantViolation('diagnostics-kept', `request ${i} (${stagesOf(out)})`, problems.join('; '));
       });
     });
 }
