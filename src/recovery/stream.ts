@@ -5,11 +5,22 @@
  * answers the calls and streams the next round into the same client stream. Indices the client
  * uses to assemble its answer (Chat tool-call `index`, Responses `output_index` and
  * `sequence_number`, Anthropic content-block `index`) are renumbered so the spliced stream reads
- * as one answer; Responses' closing event carries every item the client saw.
+ * as one answer; Responses' closing event carries every item the client saw. Text (Chat content
+ * deltas, Responses message items, Anthropic text blocks) is held until the round shows whose it is:
+ * a call of the client's or an end without recovery calls passes it on unchanged, a recovery-only
+ * round drops it. The usage the client gets (Chat's usage chunk, Responses' closing response,
+ * Anthropic's closing `message_delta`) adds up every round's.
  *
  * Pure data in, text out: no I/O, so every format is tested with recorded event sequences.
  */
-import { splitCalls, stripRecoveryCalls, type RecoveryCall, type RecoveryWireFormat } from './formats.js';
+import {
+  splitCalls,
+  stripRecoveryCalls,
+  sumUsage,
+  usageOf,
+  type RecoveryCall,
+  type RecoveryWireFormat,
+} from './formats.js';
 import { RECOVERY_TOOL_NAME } from './schema.js';
 
 /** One parsed event; `raw` is its text without the blank line that ended it. */
@@ -68,10 +79,12 @@ export interface StreamState {
   sequence: number;
   /** Responses: output items the client saw in earlier rounds. */
   readonly visibleItems: unknown[];
+  /** Usage of the rounds held so far, added up: the round the client gets reports it plus its own. */
+  usage: Record<string, unknown> | undefined;
 }
 
 export function createStreamState(): StreamState {
-  return { round: 0, nextVisible: 0, sequence: 0, visibleItems: [] };
+  return { round: 0, nextVisible: 0, sequence: 0, visibleItems: [], usage: undefined };
 }
 
 /** How a round ended. */
@@ -116,6 +129,8 @@ interface RoundFormat {
   push(event: SseEvent): string | typeof HOLD;
   /** What is still to be sent when the round starts holding (default none). */
   beforeHold?(): string;
+  /** Told of each event held after HOLD (to read its usage). */
+  observe?(event: SseEvent): void;
   finish(holding: boolean): Omit<RoundEnd, 'holding' | 'held'>;
 }
 
@@ -133,6 +148,7 @@ function holdingRound(format: RoundFormat): StreamRound {
         return format.beforeHold?.() ?? '';
       }
       held += block(event.raw);
+      format.observe?.(event);
       return '';
     },
     finish: () => ({ ...format.finish(holding), holding, held }),
@@ -144,7 +160,7 @@ function holdingRound(format: RoundFormat): StreamRound {
  * for another round; when not, the end is passed on with the stop reason of a finished turn.
  */
 export function createStreamRound(format: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
-  if (format === 'chat') return holdingRound(chatRound(canContinue));
+  if (format === 'chat') return holdingRound(chatRound(state, canContinue));
   if (format === 'responses') return holdingRound(responsesRound(state, canContinue));
   return holdingRound(anthropicRound(state, canContinue));
 }
@@ -155,17 +171,26 @@ export function closingEvents(format: RecoveryWireFormat, state: StreamState): s
     return (
       block(
         `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`,
-      ) + block('data: [DONE]')
+      ) +
+      (state.usage === undefined
+        ? ''
+        : block(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], usage: state.usage })}`)) +
+      block('data: [DONE]')
     );
   if (format === 'responses') {
-    const response = { object: 'response', status: 'completed', output: state.visibleItems };
+    const response = {
+      object: 'response',
+      status: 'completed',
+      output: state.visibleItems,
+      ...(state.usage === undefined ? {} : { usage: state.usage }),
+    };
     return block(
       `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: state.sequence++, response })}`,
     );
   }
   return (
     block(
-      `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } })}`,
+      `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: state.usage ?? { output_tokens: 0 } })}`,
     ) + block(`event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop' })}`)
   );
 }
@@ -180,8 +205,10 @@ interface ChatCall {
   readonly visible: number;
 }
 
-function chatRound(canContinue: boolean): RoundFormat {
+function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
   const calls = new Map<number, ChatCall>();
+  // This round's usage (the chunk the client asked for with `stream_options.include_usage`).
+  let usage: Obj | undefined;
   let content = '';
   let finish: unknown = null;
   let nextVisible = 0;
@@ -231,13 +258,30 @@ function chatRound(canContinue: boolean): RoundFormat {
   return {
     push: inner,
     beforeHold: () => dropped,
-    finish: finishRound,
+    observe(event) {
+      const json = parseJson(event.data);
+      if (isObj(json?.['usage'])) usage = json['usage'];
+    },
+    finish(holding) {
+      if (holding) state.usage = sumUsage(state.usage, usage);
+      return finishRound();
+    },
   };
   function push(event: SseEvent): string | typeof HOLD {
     if (event.data === '[DONE]') return block(event.raw);
-    const json = parseJson(event.data);
+    let json = parseJson(event.data);
+    // Usage: the client is told every round's, added up.
+    let usageChanged = false;
+    if (json !== undefined && isObj(json['usage'])) {
+      usage = json['usage'];
+      if (state.usage !== undefined) {
+        json = { ...json, usage: sumUsage(state.usage, usage) };
+        usageChanged = true;
+      }
+    }
     const choices = json?.['choices'];
-    if (json === undefined || !Array.isArray(choices) || !isObj(choices[0])) return block(event.raw);
+    if (json === undefined || !Array.isArray(choices) || !isObj(choices[0]))
+      return usageChanged ? block(`data: ${JSON.stringify(json)}`) : block(event.raw);
     last = json;
     const choice = choices[0];
     let changed = false;
@@ -276,6 +320,7 @@ function chatRound(canContinue: boolean): RoundFormat {
         delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
       }
     }
+    if (usageChanged) changed = true;
     let finishReason = choice['finish_reason'];
     if (finishReason !== null && finishReason !== undefined) {
       finish = finishReason;
@@ -318,48 +363,91 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
   let body: unknown;
+  let usage: Obj | undefined;
+  // Text items (and what follows them) are held until the round shows whose it is, as in Chat.
+  let decided = false;
+  let held: { readonly event: SseEvent; readonly json?: Obj }[] = [];
+  const release = (keep: boolean): string => {
+    decided = true;
+    const out = keep
+      ? held.map((h) => (h.json === undefined ? block(h.event.raw) : pass(h.event, h.json))).join('')
+      : '';
+    held = [];
+    return out;
+  };
   return {
     push(event) {
       const json = parseJson(event.data);
-      if (json === undefined) return block(event.raw);
+      if (json === undefined) {
+        if (decided || held.length === 0) return block(event.raw);
+        held.push({ event });
+        return '';
+      }
       const type = String(json['type'] ?? event.event ?? '');
       if ((type === 'response.created' || type === 'response.in_progress') && state.round > 0) return '';
-      let out: Obj = json;
-      if (typeof json['output_index'] === 'number') {
-        const index = json['output_index'];
-        if (type === 'response.output_item.added') {
-          const item = json['item'];
-          const recovery = isObj(item) && item['type'] === 'function_call' && item['name'] === RECOVERY_TOOL_NAME;
-          map.set(index, recovery ? -1 : state.nextVisible++);
-        }
-        const visible = map.get(index) ?? index;
-        if (visible === -1) return '';
-        if (type === 'response.output_item.done') roundVisible.push(json['item']);
-        if (visible !== index) out = { ...out, output_index: visible };
+      const index = typeof json['output_index'] === 'number' ? json['output_index'] : undefined;
+      const item = isObj(json['item']) ? json['item'] : undefined;
+      if (type === 'response.output_item.added' && index !== undefined && item !== undefined) {
+        if (item['type'] === 'function_call' && item['name'] === RECOVERY_TOOL_NAME) map.set(index, -1);
+        else if (!decided && (item['type'] === 'function_call' || item['type'] === 'custom_tool_call'))
+          return release(true) + pass(event, json);
       }
       if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
         const response = isObj(json['response']) ? json['response'] : {};
         body = response;
+        usage = usageOf(response);
         const split = splitCalls(response, 'responses');
-        if (type === 'response.completed' && split.recovery.length > 0 && split.others === 0 && canContinue) {
+        const recoveryOnly = split.recovery.length > 0 && split.others === 0;
+        if (type === 'response.completed' && recoveryOnly && canContinue) {
+          release(false);
           return HOLD;
         }
-        const own = stripRecoveryCalls(response, 'responses') as Obj;
-        const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
-        if (state.visibleItems.length > 0 || split.recovery.length > 0) out = { ...out, response: { ...own, output } };
+        return release(!recoveryOnly) + pass(event, json, recoveryOnly);
       }
-      if (typeof out['sequence_number'] === 'number') {
-        const sequence = state.sequence++;
-        if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
+      if (type === 'error') return release(true) + pass(event, json);
+      if (index !== undefined && map.get(index) === -1) return '';
+      if (!decided && (held.length > 0 || (type === 'response.output_item.added' && item?.['type'] === 'message'))) {
+        held.push({ event, json });
+        return '';
       }
-      return out === json ? block(event.raw) : emit(type, out);
+      return pass(event, json);
     },
     finish(holding) {
       const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, 'responses');
-      if (holding) state.visibleItems.push(...roundVisible);
+      if (holding) {
+        state.visibleItems.push(...roundVisible);
+        state.usage = sumUsage(state.usage, usage);
+      }
       return { body, recovery: split.recovery, others: split.others };
     },
   };
+  /** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
+  function pass(event: SseEvent, json: Obj, dropText = false): string {
+    const type = String(json['type'] ?? event.event ?? '');
+    let out: Obj = json;
+    if (typeof json['output_index'] === 'number') {
+      const index = json['output_index'];
+      if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
+      const visible = map.get(index) ?? index;
+      if (visible === -1) return '';
+      if (type === 'response.output_item.done') roundVisible.push(json['item']);
+      if (visible !== index) out = { ...out, output_index: visible };
+    }
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      const response = isObj(json['response']) ? json['response'] : {};
+      const split = splitCalls(response, 'responses');
+      const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
+      const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
+      const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
+      if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined)
+        out = { ...out, response: { ...own, output, ...(total === undefined ? {} : { usage: total }) } };
+    }
+    if (typeof out['sequence_number'] === 'number') {
+      const sequence = state.sequence++;
+      if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
+    }
+    return out === json ? block(event.raw) : emit(type, out);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -367,7 +455,8 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
 interface AnthropicBlock {
   readonly block: Obj;
   readonly recovery: boolean;
-  readonly visible: number;
+  /** The index the client sees: -1 for a recovery call, undefined until the block is passed on. */
+  visible: number | undefined;
   json: string;
 }
 
@@ -375,14 +464,36 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
   let stop: unknown = null;
   let message: Obj = {};
+  let startUsage: Obj | undefined;
+  let deltaUsage: Obj | undefined;
   const content = (): Obj[] => [...blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b.block);
+  // This round's usage: message_start's, its counters updated by message_delta's (cumulative).
+  const roundUsage = (): Obj | undefined =>
+    startUsage === undefined && deltaUsage === undefined ? undefined : { ...startUsage, ...deltaUsage };
+  // Text blocks (and what follows them) are held until the round shows whose it is, as in Chat.
+  let decided = false;
+  let held: { readonly event: SseEvent; readonly json?: Obj; readonly entry?: AnthropicBlock }[] = [];
+  const release = (keep: boolean): string => {
+    decided = true;
+    const out = keep
+      ? held.map((h) => (h.entry === undefined ? block(h.event.raw) : pass(h.event, h.json!, h.entry))).join('')
+      : '';
+    held = [];
+    return out;
+  };
+  const holdOrPass = (event: SseEvent): string => {
+    if (decided || held.length === 0) return block(event.raw);
+    held.push({ event });
+    return '';
+  };
   return {
     push(event) {
       const json = parseJson(event.data);
-      if (json === undefined) return block(event.raw);
+      if (json === undefined) return holdOrPass(event);
       const type = String(json['type'] ?? event.event ?? '');
       if (type === 'message_start') {
         if (isObj(json['message'])) message = json['message'];
+        startUsage = usageOf(message);
         return state.round > 0 ? '' : block(event.raw);
       }
       if (type === 'content_block_start' || type === 'content_block_delta' || type === 'content_block_stop') {
@@ -391,10 +502,10 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         if (type === 'content_block_start') {
           const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
           const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
-          entry = { block: start, recovery, visible: recovery ? -1 : state.nextVisible++, json: '' };
+          entry = { block: start, recovery, visible: recovery ? -1 : undefined, json: '' };
           blocks.set(index, entry);
         }
-        if (entry === undefined) return block(event.raw);
+        if (entry === undefined) return holdOrPass(event);
         if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
         if (
           type === 'content_block_stop' &&
@@ -408,27 +519,45 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
           }
         }
         if (entry.recovery) return '';
-        return entry.visible === index ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+        if (!decided && type === 'content_block_start' && entry.block['type'] === 'tool_use')
+          return release(true) + pass(event, json, entry);
+        if (!decided && (held.length > 0 || (type === 'content_block_start' && entry.block['type'] === 'text'))) {
+          held.push({ event, json, entry });
+          return '';
+        }
+        return pass(event, json, entry);
       }
       if (type === 'message_delta') {
         const delta = isObj(json['delta']) ? json['delta'] : {};
         stop = delta['stop_reason'] ?? stop;
+        deltaUsage = usageOf(json);
         const split = splitCalls({ content: content() }, 'anthropic');
-        if (split.recovery.length > 0 && split.others === 0) {
-          if (canContinue) {
-            return HOLD;
-          }
-          return emit(type, { ...json, delta: { ...delta, stop_reason: 'end_turn' } });
+        const recoveryOnly = split.recovery.length > 0 && split.others === 0;
+        if (recoveryOnly && canContinue) {
+          release(false);
+          return HOLD;
         }
+        let out: Obj = json;
+        if (recoveryOnly) out = { ...out, delta: { ...delta, stop_reason: 'end_turn' } };
+        if (state.usage !== undefined) out = { ...out, usage: sumUsage(state.usage, roundUsage()) };
+        return release(!recoveryOnly) + (out === json ? block(event.raw) : emit(type, out));
       }
-      return block(event.raw);
+      if (type === 'message_stop' || type === 'error') return release(true) + block(event.raw);
+      return holdOrPass(event);
     },
-    finish() {
+    finish(holding) {
+      if (holding) state.usage = sumUsage(state.usage, roundUsage());
       const body = { ...message, content: content(), stop_reason: stop };
       const split = splitCalls(body, 'anthropic');
       return { body, recovery: split.recovery, others: split.others };
     },
   };
+  /** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
+  function pass(event: SseEvent, json: Obj, entry: AnthropicBlock): string {
+    const type = String(json['type'] ?? event.event ?? '');
+    if (entry.visible === undefined) entry.visible = state.nextVisible++;
+    return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+  }
 }
 
 function accumulate(entry: AnthropicBlock, delta: Obj): void {

@@ -4,10 +4,11 @@
  * upstream request is no larger than the client's own, the recovered output appears in it once,
  * the client's answer carries no text of the recovery round, and its usage counts every round.
  */
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { recoveryCall, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
-import { chat, type Reply } from '../proxy/support/upstream.js';
+import { anthropic, chat, responses, type Reply } from '../proxy/support/upstream.js';
 
 const BIG = testRunOutput(500); // ~18 kB: reduced to a receipted view at first sight
 const OTHER = testRunOutput(400, 1);
@@ -43,6 +44,32 @@ const withUsage = (reply: Reply, prompt: number, completion: number): Reply => {
   };
 };
 const occurrences = (text: string, part: string): number => text.split(part).length - 1;
+
+/** A scripted stream reporting `usage` where its format does (Chat: a usage chunk before `[DONE]`). */
+const streamUsage = (reply: Reply, usage: Record<string, number>): Reply => {
+  const events = (reply as { sse: readonly string[] }).sse;
+  const out: string[] = [];
+  for (const raw of events) {
+    const at = raw.indexOf('data: ');
+    const head = raw.slice(0, at);
+    const text = raw.slice(at + 'data: '.length);
+    if (text === '[DONE]') {
+      out.push(
+        `data: ${JSON.stringify({ id: 'cc-s', object: 'chat.completion.chunk', created: 0, model: 'scripted', choices: [], usage })}`,
+        raw,
+      );
+      continue;
+    }
+    const json = JSON.parse(text) as { type?: string } & Record<string, Record<string, unknown>>;
+    const type = json.type as string | undefined;
+    if (type === 'response.completed') json['response']!['usage'] = usage;
+    else if (type === 'message_start')
+      json['message']!['usage'] = { input_tokens: usage['input_tokens'], output_tokens: 1 };
+    else if (type === 'message_delta') json['usage'] = { output_tokens: usage['output_tokens']! };
+    out.push(`${head}data: ${JSON.stringify(json)}`);
+  }
+  return { sse: out };
+};
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -96,5 +123,118 @@ describe('after a recovery through the proxy', () => {
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('The slowest was case 96.');
     expect(h.upstream.requests).toHaveLength(2);
+  });
+
+  it('streams a Chat answer whose usage counts every round', async () => {
+    h = await startHarness((r, i) =>
+      i === 0
+        ? streamUsage(chat.streamCalls([recoveryCall(r.json)], ASIDE), {
+            prompt_tokens: 1000,
+            completion_tokens: 15,
+            total_tokens: 1015,
+          })
+        : streamUsage(chat.streamText(['The slowest ', 'was case 96.']), {
+            prompt_tokens: 2000,
+            completion_tokens: 25,
+            total_tokens: 2025,
+          }),
+    );
+    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: history(),
+      tools,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    const usages: unknown[] = [];
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) usages.push(chunk.usage);
+    }
+    expect(text).toBe('The slowest was case 96.');
+    expect(usages).toEqual([{ prompt_tokens: 3000, completion_tokens: 40, total_tokens: 3040 }]);
+    expect(h.upstream.requests).toHaveLength(2);
+  });
+
+  it("streams a Responses answer without the recovery round's text, its usage counting every round", async () => {
+    h = await startHarness((r, i) =>
+      i === 0
+        ? streamUsage(responses.stream([{ text: ASIDE }, recoveryCall(r.json)]), {
+            input_tokens: 1000,
+            output_tokens: 15,
+            total_tokens: 1015,
+          })
+        : streamUsage(responses.stream([{ text: 'The slowest was case 96.' }], 'resp-final'), {
+            input_tokens: 2000,
+            output_tokens: 25,
+            total_tokens: 2025,
+          }),
+    );
+    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const stream = await client.responses.create({
+      model: 'gpt-4.1',
+      input: [
+        { role: 'user', content: 'Run the tests and tell me which one was slowest.' },
+        {
+          type: 'function_call',
+          call_id: 'run-1',
+          name: 'terminal',
+          arguments: JSON.stringify({ command: 'npm test' }),
+        },
+        { type: 'function_call_output', call_id: 'run-1', output: BIG },
+      ],
+      stream: true,
+    });
+    let text = '';
+    const seen: string[] = [];
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      seen.push(JSON.stringify(event));
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    expect(h.upstream.requests).toHaveLength(2);
+    expect(text).toBe('The slowest was case 96.');
+    expect(seen.join('\n')).not.toContain(ASIDE);
+    expect(completed?.output.map((o) => o.type)).toEqual(['message']);
+    expect(completed?.usage).toEqual({ input_tokens: 3000, output_tokens: 40, total_tokens: 3040 });
+  });
+
+  it("streams an Anthropic message without the recovery round's text, its usage counting every round", async () => {
+    h = await startHarness((r, i) =>
+      i === 0
+        ? streamUsage(anthropic.stream([{ text: ASIDE }, recoveryCall(r.json)]), {
+            input_tokens: 1000,
+            output_tokens: 15,
+          })
+        : streamUsage(anthropic.stream([{ text: 'The slowest was case 96.' }]), {
+            input_tokens: 2000,
+            output_tokens: 25,
+          }),
+    );
+    const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: h.url, maxRetries: 0 });
+    const stream = client.messages.stream({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 1024,
+      system: 'You are a coding agent. Use the tools.',
+      messages: [
+        { role: 'user', content: 'Run the tests and tell me which one was slowest.' },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'run-1', name: 'terminal', input: { command: 'npm test' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'run-1', content: BIG }] },
+      ],
+      tools: [{ name: 'terminal', input_schema: { type: 'object' } }],
+    });
+    const seen: string[] = [];
+    stream.on('streamEvent', (event) => seen.push(JSON.stringify(event)));
+    const final = await stream.finalMessage();
+    expect(h.upstream.requests).toHaveLength(2);
+    expect(final.content).toEqual([{ type: 'text', text: 'The slowest was case 96.' }]);
+    expect(seen.join('\n')).not.toContain('Recovering'); // the scripted stream splits text at spaces
+    expect(final.usage).toMatchObject({ input_tokens: 3000, output_tokens: 40 });
   });
 });

@@ -4,7 +4,7 @@ import { applyExchanges, EMPTY_RECOVERY_STATE, recordExchange } from '../../src/
 import { exchangeItems, splitCalls, stripRecoveryCalls } from '../../src/recovery/formats.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import { createStreamRound, createStreamState, SseParser, type SseEvent } from '../../src/recovery/stream.js';
-import { chat, anthropic } from '../proxy/support/upstream.js';
+import { chat, anthropic, responses } from '../proxy/support/upstream.js';
 
 const sse = (reply: unknown): string => `${(reply as { sse: string[] }).sse.join('\n\n')}\n\n`;
 const json = (reply: unknown): Record<string, unknown> => (reply as { json: Record<string, unknown> }).json;
@@ -32,7 +32,7 @@ describe('SseParser', () => {
   );
 });
 
-function play(format: 'chat' | 'anthropic', text: string, canContinue: boolean) {
+function play(format: 'chat' | 'responses' | 'anthropic', text: string, canContinue: boolean) {
   const round = createStreamRound(format, createStreamState(), canContinue);
   const out = new SseParser()
     .feed(text)
@@ -89,6 +89,29 @@ describe('stream rounds', () => {
     expect(end.holding).toBe(false);
     expect(end.others).toBe(1);
   });
+
+  const aside = 'Checking…'; // one word: the scripted streams split text at spaces
+  const recover = { id: 'r1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } };
+  const own = { id: 'c1', name: 'terminal', args: { command: 'ls' } };
+  for (const [format, stream] of [
+    ['responses', responses.stream],
+    ['anthropic', anthropic.stream],
+  ] as const) {
+    it(`${format}: drops the text of a recovery-only round and passes the client's rounds unchanged`, () => {
+      for (const canContinue of [true, false]) {
+        const recovery = play(format, sse(stream([{ text: aside }, recover])), canContinue);
+        expect(recovery.out).not.toContain(aside);
+        expect(recovery.out).not.toContain('token_terminator');
+        expect(recovery.end.holding).toBe(canContinue);
+      }
+      for (const blocks of [[{ text: aside }, own], [{ text: aside }], [{ text: aside }, own, { text: 'more' }]]) {
+        const text = sse(stream(blocks));
+        const { out, end } = play(format, text, true);
+        expect(out).toBe(text);
+        expect(end.holding).toBe(false);
+      }
+    });
+  }
 
   it('ends a recovery-only round as a finished turn when no round is left', () => {
     const { out, end } = play(
