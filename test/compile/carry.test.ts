@@ -287,7 +287,7 @@ describe('carried plans = full path', () => {
     const small = (id: string, extra = ''): Obj => ({
       role: 'tool',
       tool_call_id: id,
-      content: Array.from({ length: 12 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};${extra}`).join('\n'),
+      content: Array.from({ length: 15 }, (_, i) => `${id}.ts line ${i}: const v${i} = ${i};${extra}`).join('\n'),
     });
     const r0 = [...head, call('x'), small('x'), call('y'), small('y'), call('z'), small('z')];
     const r1 = [...r0, call('w'), small('w')];

@@ -148,16 +148,38 @@ describe.skipIf(inject('pgUrl') === '')('two proxy replicas on one PostgreSQL st
         const l = messagesOf(later).map((m) => JSON.stringify(m));
         expect(l.slice(0, e.length)).toEqual(e);
       };
+      // A recovered output rejoins the working set: the next request, from either replica, shows it
+      // once, as the client sent it, without the recovery exchange (issue 31: shown once).
+      const rejoin = (earlier: Recorded, call: string, recovery: string, output: string): string[] =>
+        messagesOf(earlier)
+          .filter((m) => {
+            const x = m as { tool_call_id?: string; tool_calls?: { id: string }[] };
+            return x.tool_call_id !== recovery && !(x.tool_calls ?? []).some((c) => c.id === recovery);
+          })
+          .map((m) =>
+            JSON.stringify(
+              (m as { tool_call_id?: string }).tool_call_id === call ? { ...(m as object), content: output } : m,
+            ),
+          );
+      const rejoined = (earlier: string[], later: Recorded): void => {
+        const l = messagesOf(later).map((m) => JSON.stringify(m));
+        expect(l.slice(0, earlier.length)).toEqual(earlier);
+      };
       prefix(r[0]!, r[1]!); // A → B
-      prefix(r[2]!, r[3]!); // B's continuation (with its recovered exchange) → A
-      prefix(r[4]!, r[5]!); // A's continuation → B
+      rejoined(rejoin(r[2]!, 'run-1', 'tt-1', OUT1), r[3]!); // B's continuation, OUT1 rejoined → A
+      rejoined(rejoin(r[4]!, 'run-2', 'tt-2', OUT2), r[5]!); // A's continuation, OUT2 rejoined → B
       // The recovery tool stays at one place across replicas, so the cached prefix does too.
       expect(toolNames(r[0]!)).toEqual(['terminal', 'token_terminator']);
       for (const x of r.slice(1)) expect(toolNames(x)).toEqual(toolNames(r[0]!));
       for (const x of r) expect(x.headers['authorization']).toBe('Bearer sk-replicas');
 
       // Either replica's dashboard shows the store's rows: all four client requests, one session.
-      const page = await (await fetch(`${b.url}/dashboard`)).text();
+      // The accounting of an answered request is written just after the answer: wait for the fourth.
+      let page = '';
+      for (let i = 0; i < 200 && !page.includes('data-key="requests" data-value="4"'); i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+        page = await (await fetch(`${b.url}/dashboard`)).text();
+      }
       expect(page).toContain('data-key="requests" data-value="4"');
       expect(page).toContain('data-key="sessions" data-value="1"');
     } finally {

@@ -24,7 +24,7 @@ function readJson(path: string, what: string): unknown {
 
 async function report(options: ReportCliOptions): Promise<void> {
   if ([options.db, options.from, options.sample].filter((o) => o !== undefined).length > 1)
-    throw new CliError('report: give one of --db, --from and --sample');
+    throw new CliError('report: give one of --db, --from and --sample, not both or all three');
   // The chart library loads only for this command, so the other commands start as fast as before.
   const { parseQualityResults, parseReportInput, rateCardFromConfig, readVaultFigures, renderReport } =
     await import('../../report/index.js');
