@@ -367,7 +367,8 @@ export async function planHistory(
       const text = slotText(f.slot.value);
       f.chars = text === undefined ? -1 : codePoints(text);
     }
-    if (f.chars < o.minChars) return undefined;
+    // A changed output's delta is measured by the output it stands for (in `candidate`).
+    if (f.chars < o.minChars && !changedDelta(f)) return undefined;
     decided.codes[k] = SHOWN_AGAIN;
     const before = memo.shownBefore(changedDelta(f) ? fullShownKey(f.key) : f.key, requestKey);
     return before instanceof Promise ? before.then((n) => leased(k, f, want, n)) : leased(k, f, want, before);
@@ -396,6 +397,7 @@ export async function planHistory(
   };
   const candidate = (k: number, target: Target | null | undefined): Pending => {
     if (target === null || target === undefined) return undefined;
+    if (decided.facts[k]!.changed === true && codePoints(target.evidence ?? '') < o.minChars) return undefined;
     decided.picked[k] = target;
     decided.codes[k] = CANDIDATE;
     return undefined;
