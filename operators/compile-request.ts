@@ -315,8 +315,9 @@ export function compileRequest(
         });
         if (plan === undefined) return undefined;
         // One vault transaction for what the request decided (not one per output shown or rewritten).
-        const markShown = async (rewritten: RequestMarks['rewritten'] = []): Promise<void> => {
-          const write = memo.markRequest(plan.requestKey, { shown: plan.shown, rewritten }, scope);
+        const markShown = async (rewritten: RequestMarks['rewritten'] = [], full: string[] = []): Promise<void> => {
+          const shown = full.length === 0 ? plan.shown : [...plan.shown, ...full];
+          const write = memo.markRequest(plan.requestKey, { shown, rewritten }, scope);
           if (write !== undefined) await write;
         };
         const vaultNote = {
@@ -367,7 +368,12 @@ export function compileRequest(
             error: 'ArtifactGone',
           });
         }
-        await markShown(plan.decided);
+        // Deltas of changed outputs this request shows resolved: the output itself was shown.
+        const full = resolved.flatMap((r) => {
+          const key = plan.fullShown.get(JSON.stringify(r.slot.path));
+          return key === undefined ? [] : [key];
+        });
+        await markShown(plan.decided, full);
         const request = seen.restore(await withWorkingState(raw, measured.request, sessionId));
         if (plan.failed > 0) step = note(step, vaultNote);
         const what = [

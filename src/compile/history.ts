@@ -25,7 +25,7 @@ import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
 import { evidenceText, type Receipted } from './evidence.js';
-import { parseDelta, slotText } from './references.js';
+import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { WeakMemo } from '../weak-memo.js';
@@ -93,6 +93,11 @@ export interface HistoryPlan {
   readonly decided: readonly { readonly key: string; readonly kind: RewriteKind }[];
   /** Keys of the outputs this request shows inline (mark them shown once it goes out). */
   readonly shown: readonly string[];
+  /**
+   * Deltas of a changed output, by slot path (JSON): the key to mark shown when the request goes
+   * out with the delta resolved into the output it stands for (see {@link fullShownKey}).
+   */
+  readonly fullShown: ReadonlyMap<string, string>;
   readonly requestKey: string;
   readonly rewrittenOutputs: number;
   readonly reducedReasoning: number;
@@ -116,6 +121,25 @@ interface OutputFacts {
   chars?: number;
   /** The rendering per kind once looked up (null: cannot be rendered). */
   readonly targets: { [K in RewriteKind]?: Target | null };
+  /** Whether the slot is a delta of a changed output, once needed. */
+  changed?: boolean;
+}
+
+/**
+ * The key counting the requests that showed a changed output in full where the conversation holds
+ * a delta of it. A delta whose output changed (current ≠ previous) shows a diff, not the output: a
+ * digest of it would name content no request showed inline. It becomes a candidate only after
+ * requests carried it resolved (its base hidden by a rewrite, compileRequest shows the output itself).
+ */
+export const fullShownKey = (key: string): string => `${key}|full`;
+
+/** Whether the output is a temporal delta of an output that changed (a diff, not "no changes"). */
+function changedDelta(f: OutputFacts): boolean {
+  if (f.changed === undefined) {
+    const d = mayBeDelta(f.slot.value) ? parseDelta(slotText(f.slot.value) ?? '') : undefined;
+    f.changed = d !== undefined && d.current !== d.previous;
+  }
+  return f.changed;
 }
 
 const OUTPUT_FACTS = 'history:outputs';
@@ -343,9 +367,10 @@ export async function planHistory(
       const text = slotText(f.slot.value);
       f.chars = text === undefined ? -1 : codePoints(text);
     }
-    if (f.chars < o.minChars) return undefined;
+    // A changed output's delta is measured by the output it stands for (in `candidate`).
+    if (f.chars < o.minChars && !changedDelta(f)) return undefined;
     decided.codes[k] = SHOWN_AGAIN;
-    const before = memo.shownBefore(f.key, requestKey);
+    const before = memo.shownBefore(changedDelta(f) ? fullShownKey(f.key) : f.key, requestKey);
     return before instanceof Promise ? before.then((n) => leased(k, f, want, n)) : leased(k, f, want, before);
   };
   const rewritten = (
@@ -372,6 +397,7 @@ export async function planHistory(
   };
   const candidate = (k: number, target: Target | null | undefined): Pending => {
     if (target === null || target === undefined) return undefined;
+    if (decided.facts[k]!.changed === true && codePoints(target.evidence ?? '') < o.minChars) return undefined;
     decided.picked[k] = target;
     decided.codes[k] = CANDIDATE;
     return undefined;
@@ -455,6 +481,8 @@ export async function planHistory(
       if (idle !== undefined) again.push(k);
     } else if (code === SHOWN_AGAIN) again.push(k);
   }
+  const fullShown = new Map<string, string>();
+  for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
   state.sticky.set(OUTPUT_FACTS, facts);
   // Answers the memo may have dropped or changed while the loop ran are not carried.
   if (memo.epoch !== epoch || memo.rewriteMark !== rewriteMark) state.sticky.delete(HISTORY_CARRY);
@@ -547,6 +575,7 @@ export async function planHistory(
       receipts,
       decided: [],
       shown,
+      fullShown,
       requestKey,
       rewrittenOutputs: 0,
       reducedReasoning: 0,
@@ -571,6 +600,7 @@ export async function planHistory(
     receipts,
     decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
     shown: shown.filter((k) => !decidedKeys.has(k)),
+    fullShown,
     requestKey,
     rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
     reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,

@@ -29,6 +29,7 @@ import {
   faultyVault,
 } from '../../src/testing/index.js';
 import { allStrings, recover, runAll, type RequestOp } from '../compile/helpers.js';
+import { danglingReferences, shownArtifacts } from '../../src/testing/index.js';
 import { propertyDeps, REQUEST_INVARIANTS } from '../support/properties.js';
 
 type Msg = Record<string, unknown>;
@@ -254,6 +255,28 @@ describe('compileRequest — unit', () => {
     // Request 2 digests the base (request 1 showed it): the newest output can no longer be a delta.
     expect(String(msgs[4]!['content'])).toMatch(/^\[Token Terminator digest/);
     expect(msgs[6]!['content']).toBe(base);
+  });
+
+  it('digests a delta of a changed output only after requests showed that output in full', async () => {
+    const base = big(0);
+    const changed = base.replace('step 0 evidence line 7', 'step 0 evidence line 7 FAILED');
+    const current = await vault.put({ content: changed, toolName: 'terminal', sessionId: 'changed-delta' });
+    const previous = await vault.put({ content: base, toolName: 'terminal' });
+    const delta = `[Token Terminator temporal delta | current=${current.artifactId} | previous=${previous.artifactId} | exact current output: token_terminator action=artifact_get]\n--- a\n+++ b\n-step 0 evidence line 7\n+step 0 evidence line 7 FAILED`;
+    // Fixed blocks: the base stays inline beside the delta until the block rewrites both at once.
+    const session = agentLoop(8, (t) => (t === 0 ? base : t === 1 ? delta : big(t)));
+    const outs = await runAll(op({ blockTurns: 3 }), contexts(session, 'changed-delta'));
+    const seen = new Set<string>();
+    const c1 = outs.map((o) => String(messagesOf(o.value).find((m) => m['tool_call_id'] === 'c1')?.['content']));
+    outs.forEach((o, n) => {
+      expect(danglingReferences(o.value, seen), `request ${n}`).toEqual([]);
+      for (const id of shownArtifacts(o.value)) seen.add(id);
+    });
+    // Shown as the delta, then in full once the base is a digest, then digested as the output itself.
+    expect(c1[1]).toBe(delta);
+    expect(c1).toContain(changed);
+    expect(c1.at(-1)).toMatch(/^\[Token Terminator digest/);
+    expect(referencedArtifacts(c1.at(-1)!)).toEqual([current.artifactId]);
   });
 
   it('treats recognised text-protocol observations as outputs and leaves user-authored messages alone', async () => {
