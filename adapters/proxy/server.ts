@@ -198,6 +198,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     options.terminator ??
     (await createTerminator({
       ...(options.env === undefined ? {} : { env: options.env }),
+      // Per-session request state shares the memory bound (an eighth), unless the caller sized it.
+      maxSessionChars: Math.floor(config.maxMemoryBytes / 8),
       ...options.terminatorOptions,
       metrics: false,
       ledger: false,
@@ -300,9 +302,11 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     terminator,
     dispatcher,
     metrics,
-    // The in-memory caches share the process's memory bound (the body memo's share is in config).
-    renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 16)),
-    items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 8)),
+    // The in-memory caches share the process's memory bound with the body memo (its share is in
+    // config) and the Terminator's per-session state (an eighth): each holds strings and parsed
+    // objects about twice its accounted size, and the process itself needs room beside them.
+    renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 32)),
+    items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 16)),
     bodies: new BodyMemo({ maxBytes: config.bodyMemoBytes }),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
