@@ -11,7 +11,7 @@
  * | anthropicUpstream | --anthropic-upstream | TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM | https://api.anthropic.com |
  * | token | --token | TOKEN_TERMINATOR_PROXY_TOKEN | none (required when host is not loopback) |
  * | maxBodyBytes | --max-body-bytes | TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES | 33554432 (larger bodies pass unreduced) |
- * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | an eighth of maxMemoryBytes, at most 268435456 (recent bodies kept for reuse, over all workers; 0 = off) |
+ * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | a sixteenth of maxMemoryBytes, at most 268435456 (recent bodies kept for reuse, over all workers; 0 = off) |
  * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
  * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
  * | requestTimeoutMs | --request-timeout-ms | TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS | 120000 (whole request received: headers and body) |
@@ -68,7 +68,7 @@ export interface ProxyConfig {
    * the items it shares with its previous one (`--body-memo-bytes`); 0 parses every body whole.
    * Over the whole gateway: each of `workers` processes keeps its share ({@link processShare}).
    *
-   * @defaultValue an eighth of `maxMemoryBytes`, at most `268_435_456` (256 MiB)
+   * @defaultValue a sixteenth of `maxMemoryBytes`, at most `268_435_456` (256 MiB)
    */
   readonly bodyMemoBytes: number;
   /**
@@ -113,8 +113,8 @@ export interface ProxyConfig {
    * one worker; with `--workers N` (N > 1) the primary (counted at {@link PRIMARY_MEMORY_BYTES}; it
    * serves nothing) and the N workers, each of which gets an equal share of the rest
    * ({@link processShare}). A process sizes its in-memory state from its share: the body memo
-   * (`bodyMemoBytes`), per-session request state an eighth, conversation items a sixteenth,
-   * renderings a thirty-second; above 90 % of its share it empties those caches, and above it it
+   * (`bodyMemoBytes`), per-session request state a sixteenth, conversation items a thirty-second,
+   * renderings a sixty-fourth; above 90 % of its share it empties those caches, and above it it
    * serves an eighth of `maxInFlight` at once until it is back under. Workers also get a V8 heap
    * limit of half their share (`--max-old-space-size`), so garbage is collected before they grow
    * past it; one process keeps the heap limit Node was started with.
@@ -388,7 +388,7 @@ export function loadProxyConfig(
     throw new ConfigError(
       `--max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory} is the whole gateway's: less the primary's ${PRIMARY_MEMORY_BYTES} it leaves each of ${workers} workers under ${MIN_MEMORY}; raise it to at least ${PRIMARY_MEMORY_BYTES + workers * MIN_MEMORY} or lower --workers (${P}WORKERS)`,
     );
-  if (!given.has('bodyMemoBytes')) out['bodyMemoBytes'] = Math.min(BODY_MEMO_DEFAULT, Math.floor(memory / 8));
+  if (!given.has('bodyMemoBytes')) out['bodyMemoBytes'] = Math.min(BODY_MEMO_DEFAULT, Math.floor(memory / 16));
   else if ((out['bodyMemoBytes'] as number) > memory / 2)
     throw new ConfigError(
       `--body-memo-bytes (${P}BODY_MEMO_BYTES) ${String(out['bodyMemoBytes'])} is more than half of --max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory}: raise the memory bound or lower the memo`,

@@ -253,13 +253,13 @@ describe('proxy bounds: settings', () => {
       minBodyRate: 1024,
       maxInFlight: 256,
       maxMemoryBytes: 1_073_741_824,
-      bodyMemoBytes: 134_217_728,
+      bodyMemoBytes: 67_108_864,
     });
     expect(loadProxyConfig({ env: {} }).workers).toBeGreaterThanOrEqual(1);
     const small = loadProxyConfig({
       env: { TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES: String(256 * 2 ** 20), TOKEN_TERMINATOR_PROXY_WORKERS: '1' },
     });
-    expect(small.bodyMemoBytes).toBe(32 * 2 ** 20);
+    expect(small.bodyMemoBytes).toBe(16 * 2 ** 20);
     expect(() => loadProxyConfig({ env: {}, flags: { maxMemoryBytes: 2 ** 27 } })).toThrow(
       '--max-memory-bytes must be an integer in 268435456…1099511627776, got 134217728',
     );
@@ -285,7 +285,7 @@ describe('proxy bounds: the memory bound is the whole gateway\u2019s', () => {
   it('gives each worker an equal share of the total less the primary, and of the body memo', () => {
     const two = loadProxyConfig({ env: {}, flags: { workers: 2 } });
     expect(two.maxMemoryBytes).toBe(1024 * MiB);
-    expect(processShare(two)).toMatchObject({ workers: 1, maxMemoryBytes: 448 * MiB, bodyMemoBytes: 64 * MiB });
+    expect(processShare(two)).toMatchObject({ workers: 1, maxMemoryBytes: 448 * MiB, bodyMemoBytes: 32 * MiB });
     const one = loadProxyConfig({ env: {}, flags: { workers: 1, maxMemoryBytes: 512 * MiB } });
     expect(processShare(one)).toBe(one);
     const given = loadProxyConfig({ env: {}, flags: { workers: 3, maxMemoryBytes: 3 * 1024 * MiB } });
