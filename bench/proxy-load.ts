@@ -217,6 +217,10 @@ async function startProxy(
       ...(process.env['TT_BENCH_NODE_OPTIONS'] === undefined
         ? {}
         : { NODE_OPTIONS: process.env['TT_BENCH_NODE_OPTIONS'] }),
+      // glibc's mmap threshold for the CLI's own process (workers get one from their primary), when given.
+      ...(process.env['MALLOC_MMAP_THRESHOLD_'] === undefined
+        ? {}
+        : { MALLOC_MMAP_THRESHOLD_: process.env['MALLOC_MMAP_THRESHOLD_'] }),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
