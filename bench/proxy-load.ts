@@ -1,23 +1,33 @@
 /**
- * `npm run bench -- proxy-load [--clients 32] [--duration 60] [--workers 1,2] [--max-memory-bytes n]
- * [--turns 40]`: the gateway under sustained load (issue 32), one worker and `--workers 2` in one run.
+ * `npm run bench -- proxy-load [--clients 32] [--seconds 60] [--workers 1,2] [--max-memory-bytes n]
+ * [--turns 40]`: the gateway under sustained load (issue 32), one worker and `--workers 2` in one
+ * run, with the same clients sending the same conversations for the same time to each.
  *
  * The proxy runs as the real CLI in a child process on a fresh SQLite vault; a loopback upstream
- * that answers at once and the load generator share this process. Each client is an agent on its
- * own keep-alive connection: a conversation that grows by one tool call and one large terminal
- * output (6–40 kB, a test run with a few failures) per turn, sent whole every turn, a new session
- * after `--turns` turns. Per worker count:
- * - answers and errors (non-200 or failed requests) in `--duration` seconds;
+ * and the load generator share this process, and both are kept cheap so that the proxy gets the
+ * machine: each client's body is built from the JSON of its earlier items, kept as bytes (only the
+ * new items are serialized), the upstream answers a prepared buffer and only looks for receipt
+ * markers in what it received (a byte search), and every receipt is verified after the timed
+ * window. Each client is an agent on its own keep-alive connection (the cluster primary only hands
+ * connections over): a conversation that grows by one tool call and one large terminal output
+ * (6–40 kB, a test run with a few failures) per turn, sent whole every turn, a new session after
+ * `--turns` turns. Per worker count:
+ * - answers and errors (non-200 or failed requests) in `--seconds` seconds;
  * - p50 / p95 added latency: time through the proxy minus the direct upstream's p50 for the same
  *   bodies (measured first, against the upstream alone);
+ * - CPU per answer of the proxy's processes and of this process (load generator and upstream): on
+ *   2 cores, with this process costing r × the proxy's CPU, 2 workers can serve at most about
+ *   2 / (1 + r) × what 1 does, which is printed beside the ratio;
  * - every receipt the upstream saw, recovered afterwards through the recovery tool in the session
  *   and tenant it was delivered to, paged to the end, its content hashing to its id (lost = not so);
- * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s; it
- *   "levels off" when the last third of the samples grows less than 10 % over the middle third,
- *   and the documented bound is workers × `--max-memory-bytes` (1 GiB per process by default),
- *   plus the primary's own size when there are workers.
- * Finally whether 2 workers answered ≥ 1.4 × what 1 did. The load generator shares the machine,
- * so on a loaded 2-core box the figures are indicative.
+ * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s, against
+ *   the cap: `--max-memory-bytes` as the CLI resolves it for that worker count, which is the whole
+ *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
+ *   samples of the last 20 s are all less than 5 % above the one taken 20 s before the end (runs of
+ *   at least 30 s; shorter ones print n/a).
+ * Then each target with pass / fail: 2 workers answer ≥ 1.4 × what 1 did, no errors, no lost
+ * receipts, RSS levels off under the cap. The load generator shares the machine, so on a loaded
+ * box the figures are indicative; compare the two rows of one run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -28,6 +38,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
 import { sessionOf, tenantOf } from '../adapters/proxy/session.js';
+import { loadProxyConfig } from '../src/config/proxy.js';
 import { referencedArtifacts } from '../src/receipts/index.js';
 import { createTerminator } from '../src/runtime.js';
 import { artifactIdFor } from '../src/vault/identity.js';
@@ -35,11 +46,15 @@ import { CHAT_ANSWER, printTable } from './_support.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const KEY = 'Bearer sk-proxy-load';
-const DEFAULT_MEMORY = 1_073_741_824;
+const SAMPLE_MS = 5000;
+/** "Levels off": the last LEVEL_WINDOW_S of samples stay under LEVEL_GROWTH × the sample that far back. */
+const LEVEL_WINDOW_S = 20;
+const LEVEL_GROWTH = 1.05;
+const TARGET_RATIO = 1.4;
 
 interface Options {
   clients: number;
-  durationS: number;
+  seconds: number;
   workers: number[];
   maxMemoryBytes: number | undefined;
   turns: number;
@@ -50,19 +65,21 @@ function parseArgs(argv: readonly string[]): Options {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const int = (name: string, fallback: number): number => {
-    const raw = value(name);
+  const int = (names: readonly string[], fallback: number): number => {
+    const name = names.find((n) => argv.includes(n));
+    const raw = name === undefined ? undefined : value(name);
     const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${String(raw)}`);
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(`${names[0]} must be a positive integer, got ${String(raw)}`);
     return n;
   };
   const memory = value('--max-memory-bytes');
   return {
-    clients: int('--clients', 32),
-    durationS: int('--duration', 60),
+    clients: int(['--clients'], 32),
+    seconds: int(['--seconds', '--duration'], 60),
     workers: (value('--workers') ?? '1,2').split(',').map(Number),
     maxMemoryBytes: memory === undefined ? undefined : Number(memory),
-    turns: int('--turns', 40),
+    turns: int(['--turns'], 40),
   };
 }
 
@@ -80,13 +97,20 @@ function toolOutput(session: string, turn: number): string {
 }
 
 type Msg = Record<string, unknown>;
+const HEAD = Buffer.from('{"model":"gpt-4o","messages":[');
+const TAIL = Buffer.from(']}');
+const COMMA = Buffer.from(',');
 
-/** One agent: a conversation that grows by a tool call and its output every turn. */
+/**
+ * One agent: a conversation that grows by a tool call and its output every turn. Its body is kept
+ * as the bytes of its items (each serialized once, when added), so a turn costs its new items.
+ */
 class Agent {
   #session = '';
-  #messages: Msg[] = [];
+  #items: Buffer[] = [];
   #turn = 0;
   #generation = 0;
+  /** Each session's header and opening request (its instruction prefix), for the recovery check. */
   readonly sessions: { header: string; body: Msg }[] = [];
 
   constructor(
@@ -99,49 +123,73 @@ class Agent {
   #restart(): void {
     this.#session = `${this.name}-${this.#generation++}`;
     this.#turn = 0;
-    this.#messages = [
+    const opening: Msg[] = [
       { role: 'system', content: `You are coding agent ${this.#session}. Use the terminal.` },
       { role: 'user', content: 'Make the test suite pass.' },
     ];
+    this.#items = opening.map((m) => Buffer.from(JSON.stringify(m)));
+    this.sessions.push({ header: this.#session, body: { model: 'gpt-4o', messages: opening } });
   }
 
   get session(): string {
     return this.#session;
   }
 
-  /** The next request's body; records each session's opening for the recovery check. */
-  next(): string {
+  /** The next request's body. */
+  next(): Buffer {
     if (this.#turn >= this.maxTurns) this.#restart();
     const id = `call_${this.#turn}`;
-    this.#messages.push(
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          { id, type: 'function', function: { name: 'terminal', arguments: `{"command":"pytest -x ${this.#turn}"}` } },
-        ],
-      },
-      { role: 'tool', tool_call_id: id, content: toolOutput(this.#session, this.#turn) },
-    );
+    const call: Msg = {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id, type: 'function', function: { name: 'terminal', arguments: `{"command":"pytest -x ${this.#turn}"}` } },
+      ],
+    };
+    const output: Msg = { role: 'tool', tool_call_id: id, content: toolOutput(this.#session, this.#turn) };
+    this.#items.push(Buffer.from(JSON.stringify(call)), Buffer.from(JSON.stringify(output)));
     this.#turn++;
-    const body = { model: 'gpt-4o', messages: this.#messages };
-    if (this.#turn === 1)
-      this.sessions.push({ header: this.#session, body: { ...body, messages: [...this.#messages] } });
-    return JSON.stringify(body);
+    const parts: Buffer[] = [HEAD];
+    this.#items.forEach((item, i) => {
+      if (i > 0) parts.push(COMMA);
+      parts.push(item);
+    });
+    parts.push(TAIL);
+    return Buffer.concat(parts);
   }
 }
 
-/** The upstream: answers every request at once, and keeps the receipts each session's requests name. */
+const MARKER = Buffer.from('Token Terminator');
+const ESCAPED_NEWLINE = Buffer.from('\\n');
+/** How far either side of a marker its line is looked for (a receipt line is far shorter). */
+const LINE_REACH = 4096;
+
+/** Artifact ids on the lines (JSON-escaped `\n`) of `body` that carry the receipt marker: a byte search, no parse. */
+function receiptIds(body: Buffer): string[] {
+  const ids: string[] = [];
+  let at = body.indexOf(MARKER);
+  while (at >= 0) {
+    const from = Math.max(0, body.lastIndexOf(ESCAPED_NEWLINE, at) + 2, at - LINE_REACH);
+    let to = body.indexOf(ESCAPED_NEWLINE, at);
+    if (to < 0 || to > at + LINE_REACH) to = Math.min(body.length, at + LINE_REACH);
+    ids.push(...referencedArtifacts(body.toString('utf8', from, to)));
+    at = body.indexOf(MARKER, Math.max(to, at + 1));
+  }
+  return ids;
+}
+
+/** The upstream: answers every request with a prepared buffer, and keeps the receipts each session's requests name. */
 function startUpstream(receipts: Map<string, Set<string>>): Promise<Server> {
+  const answer = Buffer.from(CHAT_ANSWER);
   const server = createServer({ noDelay: true }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(CHAT_ANSWER);
-      const session = String(req.headers['x-load-session'] ?? '');
-      const ids = referencedArtifacts(Buffer.concat(chunks).toString('utf8').replace(/\\n/g, '\n'));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length });
+      res.end(answer);
+      const ids = receiptIds(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
       if (ids.length === 0) return;
+      const session = String(req.headers['x-load-session'] ?? '');
       const set = receipts.get(session) ?? new Set<string>();
       for (const id of ids) set.add(id);
       receipts.set(session, set);
@@ -169,6 +217,10 @@ async function startProxy(
       ...(process.env['TT_BENCH_NODE_OPTIONS'] === undefined
         ? {}
         : { NODE_OPTIONS: process.env['TT_BENCH_NODE_OPTIONS'] }),
+      // glibc's mmap threshold for the CLI's own process (workers get one from their primary), when given.
+      ...(process.env['MALLOC_MMAP_THRESHOLD_'] === undefined
+        ? {}
+        : { MALLOC_MMAP_THRESHOLD_: process.env['MALLOC_MMAP_THRESHOLD_'] }),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -184,18 +236,8 @@ async function startProxy(
   return { url, child };
 }
 
-/** RSS (bytes) of `pid` alone. */
-function ownRss(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m === null ? 0 : Number(m[1]) * 1024;
-  } catch {
-    return 0;
-  }
-}
-
-/** RSS (bytes) of `pid` and every process below it, from /proc. */
-function treeRss(pid: number): number {
+/** `pid` and every process below it, from /proc. */
+function tree(pid: number): number[] {
   const parents = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -206,20 +248,43 @@ function treeRss(pid: number): number {
       // gone meanwhile
     }
   }
-  let total = 0;
+  const out: number[] = [];
   const stack = [pid];
   while (stack.length > 0) {
     const p = stack.pop()!;
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-      total += m === null ? 0 : Number(m[1]) * 1024;
-    } catch {
-      // gone meanwhile
-    }
+    out.push(p);
     stack.push(...(parents.get(p) ?? []));
   }
-  return total;
+  return out;
 }
+
+/** RSS (bytes) of one process (0 when gone). */
+function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? 0 : Number(m[1]) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** User + system CPU (ms) of one process (0 when gone). */
+function cpuOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime (fields 14 and 15 of stat), in clock ticks of 10 ms on Linux.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+const treeRss = (pid: number): number => tree(pid).reduce((n, p) => n + rssOf(p), 0);
+const treeCpu = (pid: number): number => tree(pid).reduce((n, p) => n + cpuOf(p), 0);
+const ownCpu = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 const pct = (xs: readonly number[], p: number): number => {
   if (xs.length === 0) return Number.NaN;
@@ -228,7 +293,7 @@ const pct = (xs: readonly number[], p: number): number => {
 };
 const mb = (bytes: number): string => `${Math.round(bytes / 2 ** 20)}`;
 
-async function post(client: Client, body: string, session: string): Promise<number> {
+async function post(client: Client, body: Buffer, session: string): Promise<number> {
   const res = await client.request({
     path: '/v1/chat/completions',
     method: 'POST',
@@ -240,11 +305,11 @@ async function post(client: Client, body: string, session: string): Promise<numb
     },
     body,
   });
-  await res.body.arrayBuffer();
+  await res.body.dump();
   return res.statusCode;
 }
 
-/** p50 of the upstream alone for bodies of a conversation at half its turns (what the proxy adds is on top). */
+/** p50 of the upstream alone for the bodies of one conversation (what the proxy adds is on top). */
 async function directP50(upstream: string, turns: number): Promise<number> {
   const agent = new Agent('direct', turns);
   const bodies = Array.from({ length: turns }, () => agent.next());
@@ -266,56 +331,30 @@ interface RunResult {
   readonly errors: number;
   readonly latencies: number[];
   readonly rss: number[];
+  readonly primaryRss: number;
+  readonly proxyCpuMs: number;
+  readonly primaryCpuMs: number;
+  readonly loadCpuMs: number;
   readonly receipts: number;
   readonly lost: number;
-  readonly bound: number;
+  readonly cap: number;
 }
 
-async function run(
-  o: Options,
-  workers: number,
-  upstream: string,
-  receipts: Map<string, Set<string>>,
-): Promise<RunResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-load-'));
-  const db = join(dir, 'vault.sqlite3');
-  receipts.clear();
-  const proxy = await startProxy(upstream, db, workers, o.maxMemoryBytes);
-  const rss: number[] = [treeRss(proxy.child.pid!)];
-  const sampler = setInterval(() => rss.push(treeRss(proxy.child.pid!)), 5000);
-  const latencies: number[] = [];
-  let answers = 0;
-  let errors = 0;
-  const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`w${workers}c${i}`, o.turns));
-  const end = performance.now() + o.durationS * 1000;
-  await Promise.all(
-    agents.map(async (agent) => {
-      const client = new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 });
-      while (performance.now() < end) {
-        const body = agent.next();
-        const started = performance.now();
-        try {
-          const status = await post(client, body, agent.session);
-          if (status === 200) {
-            answers++;
-            latencies.push(performance.now() - started);
-          } else errors++;
-        } catch {
-          errors++;
-        }
-      }
-      await client.close().catch(() => undefined);
-    }),
-  );
-  clearInterval(sampler);
-  rss.push(treeRss(proxy.child.pid!));
-  // The documented total: workers × the bound, plus the primary (its own size) when there are workers.
-  const primary = workers > 1 ? ownRss(proxy.child.pid!) : 0;
-  const exit = new Promise((r) => proxy.child.once('exit', r));
-  proxy.child.kill('SIGTERM');
-  await exit;
+/** Whether `rss` (samples every 5 s) levels off under `cap` (see the module comment); undefined for short runs. */
+function levelsOff(rss: readonly number[], cap: number, seconds: number): boolean | undefined {
+  if (seconds < LEVEL_WINDOW_S + 10) return undefined;
+  const back = LEVEL_WINDOW_S / (SAMPLE_MS / 1000);
+  const base = rss[rss.length - 1 - back]!;
+  return Math.max(...rss) < cap && rss.slice(-back).every((r) => r < LEVEL_GROWTH * base);
+}
 
-  // Every receipt the upstream saw, recovered in the session and tenant it was delivered to.
+/** Every receipt the upstream saw, recovered in the session and tenant it was delivered to: [checked, lost]. */
+async function verifyReceipts(
+  dir: string,
+  db: string,
+  agents: readonly Agent[],
+  receipts: ReadonlyMap<string, ReadonlySet<string>>,
+): Promise<[number, number]> {
   const tt = await createTerminator({ env: { HOME: dir }, overrides: { dbPath: db, maxPageChars: 200_000 } });
   const tenant = tenantOf({ authorization: KEY });
   let total = 0;
@@ -349,25 +388,67 @@ async function run(
       }
     }
   await tt.close();
-  rmSync(dir, { recursive: true, force: true });
-  return {
-    workers,
-    answers,
-    errors,
-    latencies,
-    rss,
-    receipts: total,
-    lost,
-    bound: workers * (o.maxMemoryBytes ?? DEFAULT_MEMORY) + primary,
-  };
+  return [total, lost];
 }
 
-/** Levels off: the mean of the last third of the samples is < 10 % above the middle third's. */
-function levelsOff(rss: readonly number[]): boolean {
-  const third = Math.floor(rss.length / 3);
-  if (third < 1) return false;
-  const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-  return mean(rss.slice(-third)) < 1.1 * mean(rss.slice(third, 2 * third));
+async function run(
+  o: Options,
+  workers: number,
+  upstream: string,
+  receipts: Map<string, Set<string>>,
+): Promise<RunResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-load-'));
+  const db = join(dir, 'vault.sqlite3');
+  receipts.clear();
+  // The cap as the CLI resolves it for this worker count (the whole gateway's).
+  const cap = loadProxyConfig({
+    env: {},
+    flags: { workers, ...(o.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: o.maxMemoryBytes }) },
+  }).maxMemoryBytes;
+  const proxy = await startProxy(upstream, db, workers, o.maxMemoryBytes);
+  const pid = proxy.child.pid!;
+  const latencies: number[] = [];
+  let answers = 0;
+  let errors = 0;
+  // The same clients with the same conversations for every worker count.
+  const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`c${i}`, o.turns));
+  const clients = agents.map(() => new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 }));
+  const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
+  const rss: number[] = [treeRss(pid)];
+  const sampler = setInterval(() => rss.push(treeRss(pid)), SAMPLE_MS);
+  const end = performance.now() + o.seconds * 1000;
+  await Promise.all(
+    agents.map(async (agent, i) => {
+      const client = clients[i]!;
+      while (performance.now() < end) {
+        const body = agent.next();
+        const started = performance.now();
+        try {
+          const status = await post(client, body, agent.session);
+          if (status === 200) {
+            answers++;
+            latencies.push(performance.now() - started);
+          } else errors++;
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  clearInterval(sampler);
+  rss.push(treeRss(pid));
+  const proxyCpuMs = treeCpu(pid) - cpu0.proxy;
+  const primaryCpuMs = workers > 1 ? cpuOf(pid) - cpu0.primary : 0;
+  const loadCpuMs = ownCpu() - cpu0.load;
+  const primaryRss = workers > 1 ? rssOf(pid) : 0;
+  await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  const exit = new Promise((r) => proxy.child.once('exit', r));
+  proxy.child.kill('SIGTERM');
+  await exit;
+  const [checked, lost] = await verifyReceipts(dir, db, agents, receipts);
+  rmSync(dir, { recursive: true, force: true });
+  const result = { workers, answers, errors, latencies, rss, primaryRss, proxyCpuMs, primaryCpuMs, loadCpuMs };
+  return { ...result, receipts: checked, lost, cap };
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -377,15 +458,22 @@ export async function main(argv: string[]): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const direct = await directP50(upstreamUrl, o.turns);
   console.log(
-    `${o.clients} clients × ${o.durationS} s, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
+    `${o.clients} clients × ${o.seconds} s, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
   );
   const results: RunResult[] = [];
   for (const workers of o.workers) {
     const r = await run(o, workers, upstreamUrl, receipts);
     results.push(r);
-    console.log(`workers ${workers}: RSS every 5 s (MiB, all processes): ${r.rss.map(mb).join(' ')}`);
+    console.log(
+      `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.rss.map(mb).join(' ')}` +
+        (workers > 1 ? `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all` : ''),
+    );
   }
   upstream.close();
+  const level = (r: RunResult): string => {
+    const l = levelsOff(r.rss, r.cap, o.seconds);
+    return l === undefined ? 'n/a' : l ? 'yes' : 'no';
+  };
   printTable([
     [
       'workers',
@@ -394,30 +482,47 @@ export async function main(argv: string[]): Promise<void> {
       'answers/s',
       'added p50 ms',
       'added p95 ms',
+      'proxy CPU ms/answer',
+      'load CPU ms/answer',
       'receipts',
       'lost',
       'RSS max MiB',
-      'bound MiB',
-      'levels off under bound',
+      'cap MiB',
+      'levels off under cap',
     ],
     ...results.map((r) => [
       String(r.workers),
       String(r.answers),
       String(r.errors),
-      (r.answers / o.durationS).toFixed(1),
+      (r.answers / o.seconds).toFixed(1),
       (pct(r.latencies, 50) - direct).toFixed(1),
       (pct(r.latencies, 95) - direct).toFixed(1),
+      (r.proxyCpuMs / Math.max(1, r.answers)).toFixed(1),
+      (r.loadCpuMs / Math.max(1, r.answers)).toFixed(1),
       String(r.receipts),
       String(r.lost),
       mb(Math.max(...r.rss)),
-      mb(r.bound),
-      levelsOff(r.rss) && Math.max(...r.rss) < r.bound ? 'yes' : 'no',
+      mb(r.cap),
+      level(r),
     ]),
   ]);
+  const verdict = (ok: boolean | undefined): string => (ok === undefined ? 'n/a ' : ok ? 'PASS' : 'FAIL');
   const one = results.find((r) => r.workers === 1);
   const two = results.find((r) => r.workers === 2);
-  if (one !== undefined && two !== undefined)
+  if (one !== undefined && two !== undefined) {
+    const ratio = two.answers / Math.max(1, one.answers);
+    const r = one.loadCpuMs / Math.max(1, one.proxyCpuMs);
     console.log(
-      `2 workers / 1 worker answers: ${(two.answers / Math.max(1, one.answers)).toFixed(2)} × (${two.answers >= 1.4 * one.answers ? 'meets' : 'misses'} the 1.4 × target)`,
+      `${verdict(ratio >= TARGET_RATIO)}  2 workers / 1 worker answers: ${ratio.toFixed(2)} × (target ≥ ${TARGET_RATIO} ×; with the load generator at ${r.toFixed(2)} × the proxy's CPU, 2 cores allow about ${(2 / (1 + r)).toFixed(2)} ×)`,
+    );
+  }
+  const errors = results.reduce((n, r) => n + r.errors, 0);
+  console.log(`${verdict(errors === 0)}  errors: ${errors} (target 0)`);
+  const lost = results.reduce((n, r) => n + r.lost, 0);
+  const checked = results.reduce((n, r) => n + r.receipts, 0);
+  console.log(`${verdict(lost === 0 && checked > 0)}  receipts lost: ${lost} of ${checked} (target 0)`);
+  for (const r of results)
+    console.log(
+      `${verdict(levelsOff(r.rss, r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.rss))} MiB; the last ${LEVEL_WINDOW_S} s within +${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
     );
 }

@@ -116,6 +116,16 @@ export interface TerminatorOptions {
    */
   readonly maxSessions?: number;
   /**
+   * Characters of per-session request state the lanes hold over all sessions: each session's is
+   * accounted at the characters of its latest request (the items its memos hold and derive from).
+   * Past it the least recently used sessions' lanes are dropped (the session in use stays); a
+   * dropped session's next request rebuilds them from the request and the vault, so nothing of it
+   * is lost: its receipts recover and its sticky renderings come back from the store.
+   *
+   * @defaultValue unbounded (only `maxSessions` bounds them)
+   */
+  readonly maxSessionChars?: number;
+  /**
    * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens, savings
    * per stage, component attribution).
    *
@@ -182,6 +192,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     );
   }
   const maxSessions = intOption('createTerminator', 'maxSessions', options.maxSessions, 256, 1);
+  const maxSessionChars =
+    options.maxSessionChars === undefined
+      ? Number.POSITIVE_INFINITY
+      : intOption('createTerminator', 'maxSessionChars', options.maxSessionChars, 0, 1);
   const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
   const ownsVault = options.vault === undefined;
   let vault: Vault;
@@ -276,7 +290,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
     measures,
   });
-  const lanes = new LaneCache(maxSessions);
+  const lanes = new LaneCache(maxSessions, maxSessionChars);
   let closed = false;
   // The metrics row and the ledger turn of each answered request, recorded after the call returned
   // (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
@@ -343,6 +357,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
+    if (maxSessionChars !== Number.POSITIVE_INFINITY)
+      lanes.account('request', laneOf(context), requestChars(request, measures));
     if ((recordMetrics || ledger !== undefined) && !closed) records.add(out);
     if (!closed) counts?.written();
     return out;
@@ -386,6 +402,17 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     close,
     [Symbol.asyncDispose]: close,
   };
+}
+
+/** Characters of a request's conversation items, from the measures the stages took (lookups, no serializing anew). */
+function requestChars(request: ProviderRequest, measures: ReturnType<typeof createItemMeasures>): number {
+  let chars = 0;
+  for (const key of ['messages', 'input', 'system'] as const) {
+    const list = request[key];
+    if (Array.isArray(list)) for (const item of list) chars += measures.entry(item).chars;
+    else if (typeof list === 'string') chars += list.length;
+  }
+  return chars;
 }
 
 /** The reason code of a vault-open failure (content-free), for status. */

@@ -13,5 +13,11 @@ export type { ProxyLogRecord } from './context.js';
 export type { ProxyMetrics } from './metrics.js';
 export { sessionOf, tenantOf, SESSION_HEADER } from './session.js';
 export { TOKEN_HEADER } from './upstream.js';
-export { loadProxyConfig, isLoopbackHost, PROXY_VARIABLES } from '../../src/config/proxy.js';
+export {
+  loadProxyConfig,
+  isLoopbackHost,
+  processShare,
+  PRIMARY_MEMORY_BYTES,
+  PROXY_VARIABLES,
+} from '../../src/config/proxy.js';
 export type { ProxyConfig, ProxyFlags } from '../../src/config/proxy.js';

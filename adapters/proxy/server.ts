@@ -198,6 +198,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     options.terminator ??
     (await createTerminator({
       ...(options.env === undefined ? {} : { env: options.env }),
+      // Per-session request state shares the memory bound (a sixteenth), unless the caller sized it.
+      maxSessionChars: Math.floor(config.maxMemoryBytes / 16),
       ...options.terminatorOptions,
       metrics: false,
       ledger: false,
@@ -300,9 +302,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     terminator,
     dispatcher,
     metrics,
-    // The in-memory caches share the process's memory bound (the body memo's share is in config).
-    renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 16)),
-    items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 8)),
+    // The in-memory caches share the process's memory bound with the body memo (its share is in
+    // config) and the Terminator's per-session state (a sixteenth). Each holds strings and parsed
+    // objects about twice its accounted size, the process needs room beside them, and what they
+    // hold beyond the live sessions' state is the state of sessions that ended: small shares let
+    // the resident size reach its plateau within a minute or two of load.
+    renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 64)),
+    items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 32)),
     bodies: new BodyMemo({ maxBytes: config.bodyMemoBytes }),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,

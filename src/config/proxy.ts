@@ -11,13 +11,13 @@
  * | anthropicUpstream | --anthropic-upstream | TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM | https://api.anthropic.com |
  * | token | --token | TOKEN_TERMINATOR_PROXY_TOKEN | none (required when host is not loopback) |
  * | maxBodyBytes | --max-body-bytes | TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES | 33554432 (larger bodies pass unreduced) |
- * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | 268435456 (recent bodies kept for reuse; 0 = off) |
+ * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | a sixteenth of maxMemoryBytes, at most 268435456 (recent bodies kept for reuse, over all workers; 0 = off) |
  * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
  * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
  * | requestTimeoutMs | --request-timeout-ms | TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS | 120000 (whole request received: headers and body) |
  * | minBodyRate | --min-body-rate | TOKEN_TERMINATOR_PROXY_MIN_BODY_RATE | 1024 bytes/s over each 10 s of a body (0 = off) |
  * | maxInFlight | --max-in-flight | TOKEN_TERMINATOR_PROXY_MAX_IN_FLIGHT | 256 per process (503 + Retry-After beyond) |
- * | maxMemoryBytes | --max-memory-bytes | TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES | 1073741824 per process (≥ 268435456) |
+ * | maxMemoryBytes | --max-memory-bytes | TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES | 1073741824 for the whole gateway, or 134217728 + 402653184 per worker when more (each process's share ≥ 268435456) |
  * | workers | --workers | TOKEN_TERMINATOR_PROXY_WORKERS | available cores (`os.availableParallelism()`) |
  */
 import { isIP } from 'node:net';
@@ -66,8 +66,9 @@ export interface ProxyConfig {
   /**
    * Bytes of recent request bodies kept so that the next body of a session is parsed only past
    * the items it shares with its previous one (`--body-memo-bytes`); 0 parses every body whole.
+   * Over the whole gateway: each of `workers` processes keeps its share ({@link processShare}).
    *
-   * @defaultValue `268_435_456` (256 MiB), or a quarter of `maxMemoryBytes` when that is smaller
+   * @defaultValue a sixteenth of `maxMemoryBytes`, at most `268_435_456` (256 MiB)
    */
   readonly bodyMemoBytes: number;
   /**
@@ -108,14 +109,17 @@ export interface ProxyConfig {
    */
   readonly maxInFlight: number;
   /**
-   * Resident size each proxy process stays under (`--max-memory-bytes`). Its in-memory caches are
-   * sized from it (the body memo a quarter, conversation items an eighth, renderings a
-   * sixteenth); above 90 % of it they are emptied, and above it the process serves an eighth of
-   * `maxInFlight` at once until it is back under. Workers of `--workers N` (N > 1) also get a V8
-   * heap limit of half of it (`--max-old-space-size`), so garbage is collected before the process
-   * grows past it; one process keeps the heap limit Node was started with.
+   * Resident size the whole gateway stays under (`--max-memory-bytes`): the CLI's process with
+   * one worker; with `--workers N` (N > 1) the primary (counted at {@link PRIMARY_MEMORY_BYTES}; it
+   * serves nothing) and the N workers, each of which gets an equal share of the rest
+   * ({@link processShare}). A process sizes its in-memory state from its share: the body memo
+   * (`bodyMemoBytes`), per-session request state a sixteenth, conversation items a thirty-second,
+   * renderings a sixty-fourth; above 90 % of its share it empties those caches, and above it it
+   * serves an eighth of `maxInFlight` at once until it is back under. Workers also get a V8 heap
+   * limit of half their share (`--max-old-space-size`), so garbage is collected before they grow
+   * past it; one process keeps the heap limit Node was started with.
    *
-   * @defaultValue `1_073_741_824` (1 GiB)
+   * @defaultValue `1_073_741_824` (1 GiB), or 128 MiB + 384 MiB per worker when that is more
    */
   readonly maxMemoryBytes: number;
   /**
@@ -181,6 +185,10 @@ function secret(raw: string | number): string | undefined {
 const P = 'TOKEN_TERMINATOR_PROXY_';
 /** 256 MiB: below it a process has no room beside Node itself, the tokenizer and the store. */
 const MIN_MEMORY = 268_435_456;
+/** What the primary of `--workers N` (N > 1) is counted at in `maxMemoryBytes`: it serves nothing. */
+export const PRIMARY_MEMORY_BYTES = 134_217_728;
+/** Per worker in the default `maxMemoryBytes` when more workers than 1 GiB has room for. */
+const WORKER_MEMORY_DEFAULT = 402_653_184;
 const BODY_MEMO_DEFAULT = 268_435_456;
 const SETTINGS: readonly Setting[] = [
   {
@@ -283,7 +291,7 @@ const SETTINGS: readonly Setting[] = [
     key: 'maxMemoryBytes',
     flag: '--max-memory-bytes',
     env: `${P}MAX_MEMORY_BYTES`,
-    fallback: 1_073_741_824,
+    fallback: 1_073_741_824, // raised below for many workers
     parse: integer(MIN_MEMORY, 2 ** 40),
     expects: `an integer in ${MIN_MEMORY}…1099511627776`,
   },
@@ -296,6 +304,24 @@ const SETTINGS: readonly Setting[] = [
     expects: 'an integer in 1…1024',
   },
 ];
+
+/**
+ * The settings one serving process runs with: the config itself with one worker; with N > 1
+ * workers each one's share of the gateway's totals — `maxMemoryBytes` less the primary's
+ * {@link PRIMARY_MEMORY_BYTES}, divided by N, and `bodyMemoBytes` divided by N — and `workers` 1.
+ *
+ * @example
+ * processShare(loadProxyConfig({ env: {}, flags: { workers: 2 } })).maxMemoryBytes; // 469762048
+ */
+export function processShare(config: ProxyConfig): ProxyConfig {
+  if (config.workers <= 1) return config;
+  return Object.freeze({
+    ...config,
+    workers: 1,
+    maxMemoryBytes: Math.floor((config.maxMemoryBytes - PRIMARY_MEMORY_BYTES) / config.workers),
+    bodyMemoBytes: Math.floor(config.bodyMemoBytes / config.workers),
+  });
+}
 
 /**
  * Every variable the proxy settings read.
@@ -351,8 +377,18 @@ export function loadProxyConfig(
     }
     out[s.key] = value;
   }
+  const workers = out['workers'] as number;
+  if (!given.has('maxMemoryBytes') && workers > 1)
+    out['maxMemoryBytes'] = Math.max(
+      out['maxMemoryBytes'] as number,
+      PRIMARY_MEMORY_BYTES + workers * WORKER_MEMORY_DEFAULT,
+    );
   const memory = out['maxMemoryBytes'] as number;
-  if (!given.has('bodyMemoBytes')) out['bodyMemoBytes'] = Math.min(BODY_MEMO_DEFAULT, Math.floor(memory / 4));
+  if (workers > 1 && Math.floor((memory - PRIMARY_MEMORY_BYTES) / workers) < MIN_MEMORY)
+    throw new ConfigError(
+      `--max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory} is the whole gateway's: less the primary's ${PRIMARY_MEMORY_BYTES} it leaves each of ${workers} workers under ${MIN_MEMORY}; raise it to at least ${PRIMARY_MEMORY_BYTES + workers * MIN_MEMORY} or lower --workers (${P}WORKERS)`,
+    );
+  if (!given.has('bodyMemoBytes')) out['bodyMemoBytes'] = Math.min(BODY_MEMO_DEFAULT, Math.floor(memory / 16));
   else if ((out['bodyMemoBytes'] as number) > memory / 2)
     throw new ConfigError(
       `--body-memo-bytes (${P}BODY_MEMO_BYTES) ${String(out['bodyMemoBytes'])} is more than half of --max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory}: raise the memory bound or lower the memo`,

@@ -1,8 +1,11 @@
 /**
  * Lanes: one long-lived subscription per (pipeline, session) that every call of that session is
  * pushed through, so the operators' per-subscription state (memos, sticky renderings, the rewrite
- * cache) survives between calls. Kept for the most recently used sessions only; an evicted lane
- * finishes its queued calls, then closes.
+ * cache) survives between calls. Kept for the most recently used sessions only, bounded by count
+ * and by the characters their state is accounted at (a request lane: its session's latest request,
+ * which its memos hold and derive from); an evicted lane finishes its queued calls, then closes.
+ * Nothing of it is needed again: a later call of the session starts a new lane, which rebuilds its
+ * memos from the request and the vault.
  */
 import { LRUCache } from 'lru-cache';
 import { Subject, type OperatorFunction, type Subscription } from 'rxjs';
@@ -15,15 +18,60 @@ export type LaneKind = 'tool_call' | 'tool_result' | 'request';
 
 export class LaneCache {
   readonly #lanes: LRUCache<string, Lane<never>>;
+  /** Accounted characters per lane key (absent: not sized yet, counted as 0). */
+  readonly #chars = new Map<string, number>();
+  readonly #maxChars: number;
+  #total = 0;
 
-  constructor(max: number) {
+  /**
+   * @param max - sessions kept (three lanes each: tool calls, tool results, requests).
+   * @param maxChars - characters of state over all lanes ({@link LaneCache.size}); the least
+   *   recently used lanes go first, the one just sized stays. Default unbounded.
+   */
+  constructor(max: number, maxChars = Number.POSITIVE_INFINITY) {
+    this.#maxChars = maxChars;
     this.#lanes = new LRUCache({
       max: Math.floor(Math.max(1, max) * 3),
       // After the new lane is in: the least recently used one finishes its queued calls, then closes.
-      disposeAfter: (lane, _key, reason) => {
-        if (reason === 'evict') lane.drain();
+      disposeAfter: (lane, key, reason) => {
+        this.#forget(key);
+        if (reason === 'evict' || reason === 'delete') lane.drain();
       },
     });
+  }
+
+  /** Characters of state accounted over all lanes now (never above the bound but for the newest lane alone). */
+  get chars(): number {
+    return this.#total;
+  }
+
+  /** Lanes held now. */
+  get size(): number {
+    return this.#lanes.size;
+  }
+
+  /**
+   * Account a lane's state at `chars` (it replaces the lane's earlier figure), then drop least
+   * recently used lanes until the total is within the bound; this lane stays even alone above it.
+   */
+  account(kind: LaneKind, sessionId: string, chars: number): void {
+    const key = `${kind}\u0000${sessionId}`;
+    if (!this.#lanes.has(key)) return;
+    this.#forget(key);
+    this.#chars.set(key, chars);
+    this.#total += chars;
+    while (this.#total > this.#maxChars) {
+      const oldest = this.#lanes.rkeys().next().value;
+      if (oldest === undefined || oldest === key) break;
+      this.#lanes.delete(oldest);
+    }
+  }
+
+  #forget(key: string): void {
+    const had = this.#chars.get(key);
+    if (had === undefined) return;
+    this.#total -= had;
+    this.#chars.delete(key);
   }
 
   get<T>(kind: LaneKind, sessionId: string, operator: () => Op<T>): Lane<T> {

@@ -87,7 +87,10 @@ describe('request bodies of a growing conversation', () => {
     }
     expect(await reused(h, 'chat')).toBe(0);
     expect(h.upstream.requests.at(-1)?.json?.['messages']).toEqual(messages.slice(0, -2));
-    expect(loadProxyConfig({ env: {} }).bodyMemoBytes).toBe(268_435_456);
+    expect(loadProxyConfig({ env: {}, flags: { workers: 1 } }).bodyMemoBytes).toBe(67_108_864);
+    expect(loadProxyConfig({ env: {}, flags: { workers: 1, maxMemoryBytes: 2 ** 33 } }).bodyMemoBytes).toBe(
+      268_435_456,
+    );
     expect(loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES: '1024' } }).bodyMemoBytes).toBe(1024);
     expect(() => loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES: '-1' } })).toThrow(
       /TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES/,

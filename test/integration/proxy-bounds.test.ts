@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadProxyConfig } from '../../src/config/proxy.js';
+import { loadProxyConfig, PRIMARY_MEMORY_BYTES, processShare } from '../../src/config/proxy.js';
 import { ConfigError } from '../../src/errors.js';
 import { startHarness, type Harness } from '../proxy/support/harness.js';
 import { chat } from '../proxy/support/upstream.js';
@@ -215,7 +215,7 @@ describe('proxy bounds: requests in flight', () => {
     let rss = 100 * 2 ** 20;
     try {
       h = await startHarness(() => chat.text('unused'), {
-        flags: { upstream: upstream.url, maxInFlight: 16, maxMemoryBytes: cap },
+        flags: { upstream: upstream.url, maxInFlight: 16, maxMemoryBytes: cap, workers: 1 },
         proxy: { rss: () => rss, memoryCheckMs: 20 },
       });
       const url = h.url;
@@ -247,17 +247,19 @@ describe('proxy bounds: requests in flight', () => {
 
 describe('proxy bounds: settings', () => {
   it('has documented defaults, sizes the body memo from the memory bound, and names the flag of a bad value', () => {
-    const d = loadProxyConfig({ env: {} });
+    const d = loadProxyConfig({ env: {}, flags: { workers: 1 } });
     expect(d).toMatchObject({
       requestTimeoutMs: 120_000,
       minBodyRate: 1024,
       maxInFlight: 256,
       maxMemoryBytes: 1_073_741_824,
-      bodyMemoBytes: 268_435_456,
+      bodyMemoBytes: 67_108_864,
     });
-    expect(d.workers).toBeGreaterThanOrEqual(1);
-    const small = loadProxyConfig({ env: { TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES: String(256 * 2 ** 20) } });
-    expect(small.bodyMemoBytes).toBe(64 * 2 ** 20);
+    expect(loadProxyConfig({ env: {} }).workers).toBeGreaterThanOrEqual(1);
+    const small = loadProxyConfig({
+      env: { TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES: String(256 * 2 ** 20), TOKEN_TERMINATOR_PROXY_WORKERS: '1' },
+    });
+    expect(small.bodyMemoBytes).toBe(16 * 2 ** 20);
     expect(() => loadProxyConfig({ env: {}, flags: { maxMemoryBytes: 2 ** 27 } })).toThrow(
       '--max-memory-bytes must be an integer in 268435456…1099511627776, got 134217728',
     );
@@ -273,8 +275,30 @@ describe('proxy bounds: settings', () => {
     );
     expect(() => loadProxyConfig({ env: {}, flags: { workers: 0 } })).toThrow(ConfigError);
     expect(() =>
-      loadProxyConfig({ env: {}, flags: { maxMemoryBytes: 256 * 2 ** 20, bodyMemoBytes: 200 * 2 ** 20 } }),
+      loadProxyConfig({ env: {}, flags: { workers: 1, maxMemoryBytes: 256 * 2 ** 20, bodyMemoBytes: 200 * 2 ** 20 } }),
     ).toThrow(/more than half of --max-memory-bytes/);
+  });
+});
+
+describe('proxy bounds: the memory bound is the whole gateway\u2019s', () => {
+  const MiB = 2 ** 20;
+  it('gives each worker an equal share of the total less the primary, and of the body memo', () => {
+    const two = loadProxyConfig({ env: {}, flags: { workers: 2 } });
+    expect(two.maxMemoryBytes).toBe(1024 * MiB);
+    expect(processShare(two)).toMatchObject({ workers: 1, maxMemoryBytes: 448 * MiB, bodyMemoBytes: 32 * MiB });
+    const one = loadProxyConfig({ env: {}, flags: { workers: 1, maxMemoryBytes: 512 * MiB } });
+    expect(processShare(one)).toBe(one);
+    const given = loadProxyConfig({ env: {}, flags: { workers: 3, maxMemoryBytes: 3 * 1024 * MiB } });
+    const share = processShare(given);
+    expect(PRIMARY_MEMORY_BYTES + 3 * share.maxMemoryBytes).toBeLessThanOrEqual(given.maxMemoryBytes);
+    expect(share.maxMemoryBytes).toBe(Math.floor((3 * 1024 * MiB - PRIMARY_MEMORY_BYTES) / 3));
+  });
+
+  it('raises the default total for many workers (384 MiB each plus the primary) and refuses a total too small to share', () => {
+    expect(loadProxyConfig({ env: {}, flags: { workers: 4 } }).maxMemoryBytes).toBe(128 * MiB + 4 * 384 * MiB);
+    expect(() => loadProxyConfig({ env: {}, flags: { workers: 4, maxMemoryBytes: 1024 * MiB } })).toThrow(
+      /--max-memory-bytes \(TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES\) 1073741824 is the whole gateway's: .* each of 4 workers under 268435456; raise it to at least 1207959552 or lower --workers/,
+    );
   });
 });
 
@@ -282,7 +306,7 @@ describe('the README\u2019s gateway section', () => {
   it('documents every bound and its default as the code has them', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('### As a gateway'), readme.indexOf('### As operators'));
-    const d = loadProxyConfig({ env: {} });
+    const d = loadProxyConfig({ env: {}, flags: { workers: 1 } });
     for (const text of [
       `\`--request-timeout-ms\` (${d.requestTimeoutMs}`,
       `\`--min-body-rate\` bytes per second over each 10 s (${d.minBodyRate}`,

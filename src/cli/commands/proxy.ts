@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
-import { loadProxyConfig, type ProxyFlags } from '../../config/proxy.js';
+import { loadProxyConfig, processShare, type ProxyFlags } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
 import { vaultLocation } from '../../vault/configured.js';
 import { servePrimary, STOP_MESSAGE } from './proxy-workers.js';
@@ -69,7 +69,7 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     await prepareStore(config);
     process.exitCode = await servePrimary({
       workers: settings.workers,
-      maxMemoryBytes: settings.maxMemoryBytes,
+      maxMemoryBytes: processShare(settings).maxMemoryBytes,
       banner: (url) => banner(url, `, workers: ${settings.workers}`),
       log: write,
     });
@@ -78,7 +78,8 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   const log = options.quiet === true ? undefined : write;
   const { createProxy } = await import('../../../adapters/proxy/index.js');
   const server = await createProxy({
-    config: settings,
+    // A worker serves with its share of the gateway's memory (the same flags gave it the totals).
+    config: cluster.isWorker ? processShare(settings) : settings,
     terminatorOptions: { config },
     ...(log === undefined ? {} : { log }),
   });
@@ -154,7 +155,7 @@ export function registerProxy(program: Command): void {
     )
     .option(
       '--body-memo-bytes <n>',
-      'recent request bodies kept for reuse (TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES, default 268435456; 0 = off)',
+      'recent request bodies kept for reuse, over all workers (TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES, default a sixteenth of --max-memory-bytes, at most 268435456; 0 = off)',
     )
     .option(
       '--recovery-rounds <n>',
@@ -178,7 +179,7 @@ export function registerProxy(program: Command): void {
     )
     .option(
       '--max-memory-bytes <n>',
-      'resident size each process stays under (TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES, default 1073741824)',
+      'resident size of the whole gateway, primary and workers (TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES, default 1073741824, or 134217728 + 402653184 per worker when more)',
     )
     .option(
       '--workers <n>',
