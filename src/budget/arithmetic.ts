@@ -46,6 +46,10 @@ export function planOutputCap({ window, prompt, reserve, callerCap }: CapInputs)
 /**
  * Preflight pressure P + R − 1: reaches W exactly when W − P < R, so a host that compresses at W
  * compresses exactly when the prompt leaves less than the reserve.
+ *
+ * @example
+ * import { preflightPressure } from 'token-terminator';
+ * preflightPressure(100_000, 4096) >= 104_096; // false: the prompt leaves the reserve free
  */
 export function preflightPressure(prompt: number, reserve: number): number {
   return prompt + reserve - 1;

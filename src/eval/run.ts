@@ -19,7 +19,7 @@ import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import { prng } from '../prng.js';
 import { referencedArtifacts } from '../receipts/index.js';
-import { createTerminator, type Terminator } from '../runtime.js';
+import { createTerminator, type Terminator } from '../runtime/index.js';
 import { chatCompletion, DriftGuard, redact, type ChatMessage, type Identity } from './client.js';
 import { grade, SYSTEM_PROMPT } from './grade.js';
 import {

@@ -23,7 +23,7 @@ import { observationTest } from '../compile/observations.js';
 import type { Mode } from '../config/types.js';
 import { createTiktokenCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import { createTerminator, type Terminator } from '../runtime.js';
+import { createTerminator, type Terminator } from '../runtime/index.js';
 import type { ProviderRequest, StepContext } from '../step.js';
 import { attributeRequest } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
@@ -35,15 +35,7 @@ import { SightTracker } from './sight.js';
 import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
-
-/**
- * Corpus tool names that differ from the canonical ones (config `toolNames` wins).
- *
- * @example
- * import { REPLAY_TOOL_NAMES } from 'token-terminator';
- * REPLAY_TOOL_NAMES['bash']; // 'terminal'
- */
-export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
+import { REPLAY_TOOL_NAMES } from '../tools/names.js';
 
 /** Options of a replay; every field is optional. */
 export interface ReplayOptions {

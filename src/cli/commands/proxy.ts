@@ -77,11 +77,13 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   }
   const log = options.quiet === true ? undefined : write;
   const { createProxy } = await import('../../../adapters/proxy/index.js');
+  const { dashboardRoute } = await import('../../report/dashboard.js');
   const server = await createProxy({
     config: settings,
     terminatorOptions: { config },
     ...(log === undefined ? {} : { log }),
   });
+  server.route('/dashboard', dashboardRoute(server.terminator, server.metrics));
   let url: string;
   try {
     url = await server.listen();

@@ -9,23 +9,23 @@
  * (LRU, `maxSessions`); an evicted session simply starts a new lane, and what must survive an
  * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
  * The lanes are in `runtime/lanes.ts`, the pipelines in `runtime/pipelines.ts`; what is recorded per
- * request in `telemetry/request-record.ts`, the preflight pressure in `budget/pressure.ts`.
+ * request in `telemetry/request-record.ts`, the fallback pressure in `budget/pressure.ts`.
  *
  * A vault that cannot be opened is not configuration but an internal failure, so by default the
  * Terminator still comes up, in pass-through mode (see `vaultErrors`): the host's agent keeps
  * working with its original content instead of failing to start.
  */
 import { type OperatorFunction } from 'rxjs';
-import { createPressure } from '../operators/cap-output-budget.js';
-import { budgetCounterFrom } from './budget/counter.js';
-import { loadConfig, type ConfigOverrides } from './config/index.js';
-import type { Config } from './config/types.js';
-import { ConfigError, VaultSchemaError } from './errors.js';
-import { intOption } from './options.js';
-import { counterForModel, createCountMemo } from './measure/index.js';
-import type { TokenCounter } from './measure/types.js';
-import { createRecoveryTool } from './recovery/index.js';
-import type { RecoveryTool, Terminator } from './runtime-types.js';
+import { createPressure } from '../../operators/cap-output-budget.js';
+import { budgetCounterFrom } from '../budget/counter.js';
+import { loadConfig, type ConfigOverrides } from '../config/index.js';
+import type { Config } from '../config/types.js';
+import { ConfigError, VaultSchemaError } from '../errors.js';
+import { intOption } from '../options.js';
+import { counterForModel, createCountMemo } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import { createRecoveryTool } from '../recovery/index.js';
+import type { RecoveryTool, Terminator } from './types.js';
 import {
   createStep,
   errorLabel,
@@ -35,25 +35,25 @@ import {
   type StepContext,
   type ToolCall,
   type ToolResult,
-} from './step.js';
-import { createMessagesMeter } from './telemetry/meter.js';
-import { createItemMeasures } from './compile/item-measures.js';
-import { createVault, vaultOptionsFromConfig } from './vault/index.js';
-import { vaultLocation } from './vault/configured.js';
-import { VaultHealthError, VaultOpenError } from './vault/errors.js';
-import { unavailableVault } from './vault/open.js';
-import type { RequestMetric, Vault } from './vault/types.js';
-import { preflightPressure } from './budget/pressure.js';
-import { DeferredRecords } from './telemetry/deferred-records.js';
-import { sharedCounts, STORED_MIN_CHARS } from './runtime/stored-counts.js';
+} from '../step.js';
+import { createMessagesMeter } from '../telemetry/meter.js';
+import { createItemMeasures } from '../compile/item-measures.js';
+import { createVault, vaultOptionsFromConfig } from '../vault/index.js';
+import { vaultLocation } from '../vault/configured.js';
+import { VaultHealthError, VaultOpenError } from '../vault/errors.js';
+import { unavailableVault } from '../vault/open.js';
+import type { RequestMetric, Vault } from '../vault/types.js';
+import { fallbackPressure } from '../budget/pressure.js';
+import { DeferredRecords } from '../telemetry/deferred-records.js';
+import { sharedCounts, STORED_MIN_CHARS } from './stored-counts.js';
 import {
   measureBoth,
   openLiveLedger,
   recordRequestMetrics,
   requestMetricOf,
   type LiveLedgerEntry,
-} from './telemetry/request-record.js';
-import { LaneCache } from './runtime/lanes.js';
+} from '../telemetry/request-record.js';
+import { LaneCache } from './lanes.js';
 import {
   FocusBoard,
   budgetOptions,
@@ -65,14 +65,13 @@ import {
   toolCallPipeline,
   toolResultPipeline,
   type PipelineDeps,
-} from './runtime/pipelines.js';
+} from './pipelines.js';
 
-export { preflightPressure } from './budget/pressure.js';
-export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from './telemetry/request-record.js';
-export { Lane } from './runtime/lanes.js';
-export { modeGates, type ModeGates } from './runtime/pipelines.js';
+export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
+export { Lane } from './lanes.js';
+export { modeGates, type ModeGates } from './pipelines.js';
 
-export type { RecoveryTool, Terminator } from './runtime-types.js';
+export type { RecoveryTool, Terminator } from './types.js';
 
 /** Content-hash entries of the Terminator's shared measurement memo (all sessions; LRU). */
 const SHARED_MEASURES = 65_536;
@@ -116,7 +115,7 @@ export interface TerminatorOptions {
    */
   readonly maxSessions?: number;
   /**
-   * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens, savings
+   * Record a content-free metrics row per `reduceRequest` call in the vault (sizes, tokens, savings
    * per stage, component attribution).
    *
    * @defaultValue true
@@ -361,13 +360,12 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     reduceToolResult: (result, context, signal) =>
       lanes.get('tool_result', laneOf(context), toolResults).run(createStep(result, withBudget(context), signal)),
     reduceRequest,
-    compileRequest: reduceRequest,
     pressure: async (request, context) => {
       try {
         pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
         return await pressureFn(request, context);
       } catch {
-        return preflightPressure(config, counter, request, context);
+        return fallbackPressure(config, counter, request, context);
       }
     },
     endSession: async (context) => {
