@@ -140,6 +140,73 @@ export async function replaySessions(
       ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-'))
       : undefined;
   const dbPath = options.terminator?.vault.path ?? options.db ?? join(tempDir!, 'artifacts.sqlite3');
+  const counter = options.counter ?? createTiktokenCounter('o200k_base');
+  const meter = createMessagesMeter(counter);
+  const { tt, dump, ledger } = await openReplay(options, dbPath);
+  const all = new FigureAccumulator();
+  const perSession: ReplayFigures['sessions'] = [];
+  const progress = { done: 0, total: sessions.reduce((n, s) => n + requestCount(s), 0) };
+  const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
+  try {
+    for (const session of sessions) {
+      const base =
+        options.pricing ??
+        pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
+      const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
+      const deps = { tt, meter, ledger, dump, now, runId };
+      perSession.push(await replayFigures(session, deps, { all, profile, options, progress }));
+    }
+  } finally {
+    const open = dump;
+    open?.close();
+    await ledger?.close();
+    if (options.terminator === undefined) await tt.close();
+    if (options.counter === undefined) counter.dispose?.();
+    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
+  }
+  return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
+}
+
+/** One session's replay, its figures added to the run's totals as each request is answered. */
+async function replayFigures(
+  session: RecordedSession,
+  deps: Omit<Deps, 'onRequest' | 'onExtraTime'>,
+  run: {
+    readonly all: FigureAccumulator;
+    readonly profile: PricingProfile;
+    readonly options: ReplayOptions;
+    readonly progress: { done: number; readonly total: number };
+  },
+): Promise<ReplayFigures['sessions'][number]> {
+  const { all, profile, options, progress } = run;
+  const acc = new FigureAccumulator();
+  const points: RequestPoint[] = [];
+  const fidelity = await replayOne(session, {
+    ...deps,
+    onRequest: (sample) => {
+      acc.add(sample, profile);
+      all.add(sample, profile);
+      if (options.series === true) points.push(requestPoint(sample));
+      options.onProgress?.(++progress.done, progress.total);
+    },
+    onExtraTime: (ms) => {
+      acc.addTime(ms);
+      all.addTime(ms);
+    },
+  });
+  acc.addFidelity(fidelity);
+  all.addFidelity(fidelity);
+  return { id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) };
+}
+
+/**
+ * The Terminator (given, or one on `dbPath` that refuses to pass through: a measurement must not
+ * silently measure a pass-through), the dump file and the ledger of one replay run.
+ */
+async function openReplay(
+  options: ReplayOptions,
+  dbPath: string,
+): Promise<{ tt: Terminator; dump: DumpWriter | undefined; ledger: Ledger | undefined }> {
   const ledgerPath =
     options.ledger === false
       ? undefined
@@ -149,9 +216,6 @@ export async function replaySessions(
     dbPath,
     ...(options.mode === undefined ? {} : { mode: options.mode }),
   };
-  const counter = options.counter ?? createTiktokenCounter('o200k_base');
-  const meter = createMessagesMeter(counter);
-  // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
   const tt =
     options.terminator ??
     (await createTerminator({
@@ -171,61 +235,13 @@ export async function replaySessions(
   // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
   const ledgerAt =
     tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
-  let ledger: Ledger | undefined;
   try {
-    ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
+    const ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
+    return { tt, dump, ledger };
   } catch (error) {
     if (options.terminator === undefined) await tt.close();
     throw error;
   }
-  const total = sessions.reduce((n, s) => n + requestCount(s), 0);
-  const all = new FigureAccumulator();
-  const perSession: ReplayFigures['sessions'] = [];
-  let done = 0;
-  const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
-  try {
-    for (const session of sessions) {
-      const acc = new FigureAccumulator();
-      const base =
-        options.pricing ??
-        pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
-      const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
-      const points: RequestPoint[] = [];
-      const fidelity = await replayOne(session, {
-        tt,
-        meter,
-        ledger,
-        dump,
-        now,
-        runId,
-        onRequest: (sample) => {
-          acc.add(sample, profile);
-          all.add(sample, profile);
-          if (options.series === true) points.push(requestPoint(sample));
-          options.onProgress?.(++done, total);
-        },
-        onExtraTime: (ms) => {
-          acc.addTime(ms);
-          all.addTime(ms);
-        },
-      });
-      acc.addFidelity(fidelity);
-      all.addFidelity(fidelity);
-      perSession.push({
-        id: session.id,
-        ...acc.figures(),
-        ...(options.series === true ? { per_request: points } : {}),
-      });
-    }
-  } finally {
-    const open = dump;
-    open?.close();
-    await ledger?.close();
-    if (options.terminator === undefined) await tt.close();
-    if (options.counter === undefined) counter.dispose?.();
-    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
-  }
-  return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
 }
 
 /** The `--dump` file: one line per delivered request. */
