@@ -76,7 +76,14 @@ const MUTATING_METHODS: ReadonlySet<string> = new Set([
  * Module-level mutable sites that may stay, keyed `file:name`, each with why. Immutable tables are not
  * sites by the rule above; what is listed here holds state on purpose.
  */
-export const ALLOWED: Readonly<Record<string, string>> = Object.freeze({});
+export const ALLOWED: Readonly<Record<string, string>> = Object.freeze({
+  'src/measure/long-runs.ts:table':
+    'an immutable table filled on demand: the class of each UTF-16 code unit, a pure function of the unit (64 KiB)',
+  'src/measure/encoders.ts:shared':
+    'the loaded tokenizer tables (immutable BPE ranks, tens of MB each), shared by reference count and freed by the last counter that releases them',
+  'src/measure/count-memo.ts:tables':
+    'the one process-wide count memo, each table bounded (DEFAULT_SHARED_MEMO_ENTRIES, least recently used dropped)',
+});
 
 function parse(file: string, text: string): ts.SourceFile {
   return ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
@@ -323,7 +330,12 @@ export function entryPoints(root: string): Record<string, string> {
 }
 
 export interface Counts {
-  readonly mutableSites: { readonly allowed: MutableSite[]; readonly outside: MutableSite[] };
+  readonly mutableSites: {
+    readonly allowed: MutableSite[];
+    readonly outside: MutableSite[];
+    /** Allow-list entries that name no site (moved or removed: update the list). */
+    readonly stale: string[];
+  };
   readonly valueExports: Record<string, number>;
   readonly lines: Record<string, number>;
   readonly longest: FunctionLength[];
@@ -335,6 +347,7 @@ export function countCode(root: string, top = 15): Counts {
   const sites = files.flatMap((f) => mutableSitesOf(f, readFileSync(join(root, f), 'utf8')));
   const allowed = sites.filter((s) => ALLOWED[`${s.file}:${s.name}`] !== undefined);
   const outside = sites.filter((s) => ALLOWED[`${s.file}:${s.name}`] === undefined);
+  const stale = Object.keys(ALLOWED).filter((key) => !sites.some((s) => `${s.file}:${s.name}` === key));
   const entries = entryPoints(root);
   const config = ts.getParsedCommandLineOfConfigFile(
     join(root, 'tsconfig.json'),
@@ -362,7 +375,7 @@ export function countCode(root: string, top = 15): Counts {
     .flatMap((f) => functionLengthsOf(f, readFileSync(join(root, f), 'utf8')))
     .sort((a, b) => b.codeLines - a.codeLines || b.lines - a.lines || a.file.localeCompare(b.file) || a.line - b.line)
     .slice(0, top);
-  return { mutableSites: { allowed, outside }, valueExports, lines, longest };
+  return { mutableSites: { allowed, outside, stale }, valueExports, lines, longest };
 }
 
 function render(c: Counts): string {
@@ -373,6 +386,7 @@ function render(c: Counts): string {
   );
   for (const s of c.mutableSites.allowed) out.push(`${site(s)} — allowed: ${ALLOWED[`${s.file}:${s.name}`]}`);
   for (const s of c.mutableSites.outside) out.push(site(s));
+  for (const key of c.mutableSites.stale) out.push(`  allow-list entry ${key} names no site: update the list`);
   out.push('runtime names exported per entry point:');
   let sum = 0;
   for (const [subpath, n] of Object.entries(c.valueExports)) {
