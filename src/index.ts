@@ -71,6 +71,7 @@ export { createReceipt, renderReceipt, parseReceipt, isReceipt, referencedArtifa
 export {
   createRecoveryTool,
   isRecoveryResult,
+  recoveryError,
   recoveryArgsSchema,
   recoveryJsonSchema,
   RECOVERY_TOOL_NAME,

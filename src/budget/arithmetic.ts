@@ -59,7 +59,6 @@ export function preflightPressure(prompt: number, reserve: number): number {
  * R: the configured reserve, replaced by a smaller positive explicit route cap.
  *
  * @example
- * import { effectiveReserve } from 'token-terminator';
  * effectiveReserve(4096, 1024); // 1024: a smaller route cap wins
  * effectiveReserve(4096, undefined); // 4096
  */
@@ -80,7 +79,6 @@ export interface BudgetSettingsCheck {
  * smallest fallback-counted prompt would leave room). `who` names the API in the message.
  *
  * @example
- * import { checkBudgetSettings } from 'token-terminator';
  * checkBudgetSettings('myBudget', { reserve: 4096, fallbackMargin: 512, window: 128_000 });
  * // throws a ConfigError naming 'myBudget' when reserve is 0
  */

@@ -271,7 +271,6 @@ function openPrivateStream(path: string): DumpWriter {
  * Number of requests a session produces (assistant messages with at least one earlier message).
  *
  * @example
- * import { requestCount } from 'token-terminator';
  * requestCount({ id: 's1', messages: [{ role: 'user' }, { role: 'assistant' }, { role: 'user' }, { role: 'assistant' }] }); // 2
  */
 export function requestCount(session: RecordedSession): number {

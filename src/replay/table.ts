@@ -9,7 +9,6 @@ const int = (n: number): string => n.toLocaleString('en-US');
  * Two tables: per-session rows (when more than one session) and the totals.
  *
  * @example
- * import { renderFiguresTable, replaySessions } from 'token-terminator';
  * console.log(renderFiguresTable(await replaySessions(sessions), { maxSessions: 20 }));
  */
 export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: number } = {}): string {

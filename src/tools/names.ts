@@ -10,7 +10,6 @@ import { ConfigError } from '../errors.js';
  * tool's output `terminal`.
  *
  * @example
- * import { REPLAY_TOOL_NAMES } from 'token-terminator';
  * REPLAY_TOOL_NAMES['bash']; // 'terminal'
  */
 export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
