@@ -11,7 +11,7 @@ import { serializationStats } from '../src/measure/canonical-json.js';
 import { clearSharedCountMemo, createTiktokenCounter, sharedCountMemoStats } from '../src/measure/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { replaySessions } from '../src/replay/index.js';
-import type { Terminator } from '../src/runtime.js';
+import type { Terminator } from '../src/runtime/index.js';
 import { replayScript } from './_support.js';
 
 const argv = process.argv.slice(2);
@@ -55,7 +55,7 @@ const reduceRequest: Terminator['reduceRequest'] = async (request, context, sign
 };
 const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
 const figures = await replaySessions(sessions, {
-  terminator: { ...tt, reduceRequest, compileRequest: reduceRequest },
+  terminator: { ...tt, reduceRequest },
   counter: figuresCounter,
   ledger: false,
 });

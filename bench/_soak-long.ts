@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { clearEncoderCaches } from '../src/measure/encoders.js';
 import { clearSharedCountMemo } from '../src/measure/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { createTerminator } from '../src/runtime/index.js';
 import type { ProviderRequest } from '../src/step.js';
 
 const [dir = '', turnsArg = '1500', capacityArg = '16000000', windowArg = '40'] = process.argv.slice(2);

@@ -11,7 +11,7 @@
  *
  * Usage: _soak-worker.ts <vault> <worker> <seconds> <capacityBytes> <ttlSeconds> <warmupSeconds> <lanes>
  */
-import { createTerminator } from '../src/runtime.js';
+import { createTerminator } from '../src/runtime/index.js';
 import { buildWorkload } from '../test/fixtures/reliability/workload.js';
 import { checkResults, decisionsOf, recoverViaTool, RTK_STUB, runWorkload } from '../test/reliability/harness.js';
 

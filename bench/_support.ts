@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Mode } from '../src/config/types.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { readSessions, type RecordedSession } from '../src/replay/index.js';
-import { createTerminator, type Terminator } from '../src/runtime.js';
+import { createTerminator, type Terminator } from '../src/runtime/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 

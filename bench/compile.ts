@@ -44,7 +44,7 @@ import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
 import { sameJson, setPrefixRecognition } from '../src/compile/prefix.js';
 import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { createTerminator } from '../src/runtime/index.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';

@@ -34,7 +34,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 import { clearSharedCountMemo, sharedCountMemoStats } from '../src/measure/index.js';
-import { createTerminator, type Terminator } from '../src/runtime.js';
+import { createTerminator, type Terminator } from '../src/runtime/index.js';
 import type { ProviderRequest } from '../src/step.js';
 
 function flag(argv: readonly string[], name: string, fallback: number): number {

@@ -40,7 +40,7 @@ import { Client } from 'undici';
 import { sessionOf, tenantOf } from '../adapters/proxy/session.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
 import { referencedArtifacts } from '../src/receipts/index.js';
-import { createTerminator } from '../src/runtime.js';
+import { createTerminator } from '../src/runtime/index.js';
 import { artifactIdFor } from '../src/vault/identity.js';
 import { CHAT_ANSWER, printTable } from './_support.js';
 

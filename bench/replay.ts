@@ -49,7 +49,7 @@ import { percentile } from '../src/replay/figures.js';
 import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';
 import { readSessions, renderFiguresTable, replaySessions, type ReplayFigures } from '../src/replay/index.js';
 import type { RecordedSession } from '../src/replay/sessions.js';
-import { createTerminator, type Terminator } from '../src/runtime.js';
+import { createTerminator, type Terminator } from '../src/runtime/index.js';
 
 /** The Python reference on the 40 sessions of corpus A (chars), and our targets. */
 const REFERENCE = {
@@ -480,9 +480,7 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
       add(context.sessionId, result.content);
       return out;
     },
-    // Replay calls reduceRequest; compileRequest is its deprecated former name, the same function.
     reduceRequest,
-    compileRequest: reduceRequest,
   };
   try {
     const figures = await replaySessions(sessions, {

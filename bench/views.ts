@@ -20,8 +20,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTiktokenCounter } from '../src/measure/index.js';
 import { readSessions } from '../src/replay/index.js';
-import { REPLAY_TOOL_NAMES } from '../src/replay/replay.js';
-import { createTerminator } from '../src/runtime.js';
+import { REPLAY_TOOL_NAMES } from '../src/tools/names.js';
+import { createTerminator } from '../src/runtime/index.js';
 import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';
 
 const BROAD =

@@ -8,17 +8,19 @@
  *   npm run example:proxy
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { createProxy, loadProxyConfig } from 'token-terminator/adapters/proxy';
-import { readSessions, referencedArtifacts } from 'token-terminator';
+import { referencedArtifacts } from 'token-terminator';
 
-const [session] = await readSessions(new URL('./sessions/sample.jsonl', import.meta.url).pathname, 1);
-assert.ok(session !== undefined, 'no session in examples/sessions/sample.jsonl');
+// One recorded session per line: its messages are the conversation the client replays.
+const [line] = readFileSync(new URL('./sessions/sample.jsonl', import.meta.url), 'utf8').split('\n');
+assert.ok(line !== undefined && line !== '', 'no session in examples/sessions/sample.jsonl');
+const session = JSON.parse(line) as { id: string; model?: string; tools?: unknown[]; messages: unknown[] };
 const messages = session.messages as unknown as OpenAI.Chat.ChatCompletionMessageParam[];
 const turns = messages.flatMap((m, i) => (m.role === 'assistant' && i > 0 ? [i] : []));
 

@@ -1,30 +1,116 @@
 /**
- * token-terminator: the package's main export. Re-exports the public API of every core module.
- * Additive only: never remove or rename an export here. Operators have their own subpath
- * (`token-terminator/operators`), test helpers theirs (`token-terminator/testing`).
+ * token-terminator: the package's main export, what a user composes: `createTerminator`, the operators
+ * (also on `token-terminator/operators`), the vault, counters, receipts, the recovery tool, the output
+ * budget, configuration and its types, and the errors. Adapters have their own subpaths
+ * (`token-terminator/adapters/*`, each with its framework as an optional peer), test helpers theirs
+ * (`token-terminator/testing`), and the report its own (`token-terminator/report`); replay, eval and the
+ * CLI are tooling behind the `token-terminator` command. Internals stay in their modules: the package
+ * has not been published, so nothing here is kept for compatibility.
  */
-export * from './step.js';
-export * from './operator-kit.js';
-export * from './errors.js';
-export { MissingPackageError, OPTIONAL_PACKAGES, type OptionalPackageName } from './optional-package.js';
-export * from './receipts/index.js';
-export type * from './runtime-types.js';
-export * from './config/index.js';
-export * from './measure/index.js';
-// Both config and measure name the supported encodings; the measure list is the one counters use.
-export { TIKTOKEN_ENCODINGS } from './measure/index.js';
-export * from './vault/index.js';
-export * from './recovery/index.js';
-export * from './model/index.js';
-export * from './budget/index.js';
-export * from './telemetry/index.js';
-export * from './replay/index.js';
-export { createTerminator, modeGates, preflightPressure, Lane } from './runtime.js';
-export type { TerminatorOptions, ModeGates } from './runtime.js';
+export type * from './step.js';
+export type * from './operator-kit.js';
+export type * from './receipts/index.js';
+export type * from './runtime/types.js';
+export type * from './config/index.js';
+export type * from './measure/index.js';
+export type * from './vault/index.js';
+export type * from './recovery/index.js';
+export type * from './model/index.js';
+export type * from './budget/index.js';
+export type * from './telemetry/index.js';
+export type * from './errors.js';
+export type { TerminatorOptions, ModeGates } from './runtime/index.js';
+export type { OptionalPackageName } from './optional-package.js';
+
+// Steps and writing an operator of your own (docs/custom-operators.md).
+export { createStep, advance, note, failOpen, errorLabel } from './step.js';
+export { stepOperator } from './operator-kit.js';
+
+// The pipelines and their operators.
+export { createTerminator, modeGates, Lane } from './runtime/index.js';
 export {
-  createItemMeasures,
-  type ItemMeasures,
-  type ItemMeasuresOptions,
-  type ItemEntry,
-  type Segment,
-} from './compile/item-measures.js';
+  rewriteTerminalCommand,
+  deltaRepeatedOutput,
+  compressToolResult,
+  collapseDuplicates,
+  routeSkills,
+  compileRequest,
+  capOutputBudget,
+  createPressure,
+} from '../operators/index.js';
+
+// Configuration.
+export {
+  loadConfig,
+  applyOverrides,
+  CONFIG_DEFAULTS,
+  CONFIG_VARIABLES,
+  MODES,
+  CANONICAL_TOOLS,
+  PRICING_PROFILES,
+  PRICING_PROFILE_NAMES,
+  DEFAULT_OBSERVATION_PATTERN,
+} from './config/index.js';
+
+// Token counting and sizes.
+export {
+  createTiktokenCounter,
+  createTokenizerJsonCounter,
+  createRoughCounter,
+  counterForModel,
+  encodingForModel,
+  canonicalJson,
+  serializedChars,
+  codePoints,
+  TIKTOKEN_ENCODINGS,
+} from './measure/index.js';
+
+// The vault, receipts and recovery.
+export { createVault } from './vault/index.js';
+export { createReceipt, renderReceipt, parseReceipt, isReceipt, referencedArtifacts } from './receipts/index.js';
+export {
+  createRecoveryTool,
+  isRecoveryResult,
+  recoveryError,
+  recoveryArgsSchema,
+  recoveryJsonSchema,
+  RECOVERY_TOOL_NAME,
+  RECOVERY_DESCRIPTION,
+  RECOVERY_ERRORS,
+} from './recovery/index.js';
+
+// Provider requests.
+export { readRequest, writeSlots, detectFormat } from './model/index.js';
+
+// The output budget.
+export {
+  createOutputBudget,
+  planOutputCap,
+  preflightPressure,
+  createVllmCounter,
+  registerCounter,
+  createModelLimits,
+  lookupModelLimits,
+  BUILT_IN_MODEL_LIMITS,
+  parseOutputCapError,
+} from './budget/index.js';
+
+// Savings accounting.
+export { openLedger } from './telemetry/index.js';
+
+// Errors.
+export {
+  TokenTerminatorError,
+  ConfigError,
+  ArtifactNotFoundError,
+  VaultCapacityError,
+  VaultVerifyError,
+  VaultSchemaError,
+  CounterError,
+  RtkFaultError,
+  RTK_FAULT_CODES,
+} from './errors.js';
+export { VaultArgumentError, VaultContentError, VaultOpenError, WorkingStateError } from './vault/index.js';
+export { BudgetCounterError } from './budget/index.js';
+export { LedgerError } from './telemetry/index.js';
+export { MissingPackageError, OPTIONAL_PACKAGES } from './optional-package.js';

@@ -59,7 +59,6 @@ export interface StepContext {
  * The vault scope of a Step: its tenant and session, and the call's lock budget.
  *
  * @example
- * import { storeScope } from 'token-terminator';
  * storeScope({ sessionId: 's1', tenant: 'acme' }); // { tenant: 'acme', sessionId: 's1' }
  */
 export function storeScope(context: StepContext): StoreScope {

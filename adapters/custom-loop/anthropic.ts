@@ -3,7 +3,7 @@
  * first (cap field `max_tokens`, which the Messages API requires). Typed structurally: the
  * `@anthropic-ai/sdk` client fits, and so does any object with the same method.
  */
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { override } from '../shared/override.js';
 import { defaultParseOutputCapError } from './output-cap.js';
 import { wrapCreate, type ClientWrapOptions, type CreateFn } from './wrap-create.js';

@@ -3,7 +3,7 @@
  * `responses.create` send their body through the request pipeline first. Everything else on the
  * client is left untouched; the client object itself is never modified.
  */
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { defaultParseOutputCapError } from './output-cap.js';
 import { wrapCreate, type ClientWrapOptions, type CreateFn } from './wrap-create.js';
 import { override } from '../shared/override.js';

@@ -24,7 +24,7 @@ import {
   type RecoveryWireFormat,
 } from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
 import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
 import {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BaseMessage, SystemMessage } from '@langchain/core/messages';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, Route } from '../../src/step.js';
 import { prepareRequest, readOutputCap } from '../shared/functions.js';
 import { fromChatRequest, toChatRequest } from './messages.js';

@@ -6,7 +6,7 @@
 import { ToolMessage } from '@langchain/core/messages';
 import { createMiddleware, type AgentMiddleware } from 'langchain';
 import type { Decision } from '../../src/step.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { cappedModel, type CapModelFactory } from './capped-model.js';
 import { compileMessages } from './compile-messages.js';
 import { langchainRecoveryTool } from './recovery-tool.js';

@@ -3,7 +3,7 @@
  * `configurable.thread_id` (or the adapter's option), never from the model's arguments.
  */
 import { tool, type StructuredToolInterface } from '@langchain/core/tools';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 import { sessionResolver, type LangGraphRunOptions } from './run-context.js';
 

@@ -3,7 +3,7 @@
  * original rides in `artifact` (never sent to the model) so the graph state keeps it.
  */
 import { ToolMessage } from '@langchain/core/messages';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import type { StepContext } from '../../src/step.js';
 import { reduceToolResult } from '../shared/functions.js';
 import { RECOVERY_TOOL_NAME } from '../shared/recovery.js';

@@ -4,7 +4,7 @@
  * resolver and one cap ledger.
  */
 import type { CallModelInputFilter, FunctionTool, Model, ModelProvider } from '@openai/agents';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, Route } from '../../src/step.js';
 import { CapLedger } from './cap-ledger.js';
 import { createInputFilter } from './input-filter.js';

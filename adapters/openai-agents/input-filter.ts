@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } from '@openai/agents';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, Route } from '../../src/step.js';
 import { prepareRequest, readOutputCap } from '../shared/functions.js';
 import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';

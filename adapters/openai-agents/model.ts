@@ -10,7 +10,7 @@ import type { AgentInputItem, Model, ModelProvider, ModelRequest, ModelResponse,
 import { carriesReceipt, lenientParameters } from '../../src/recovery/formats.js';
 import { answerRecoveryCall } from '../../src/recovery/loop.js';
 import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { override } from '../shared/override.js';
 import type { CapLedger } from './cap-ledger.js';
 

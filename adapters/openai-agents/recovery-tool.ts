@@ -1,6 +1,6 @@
 /** The `token_terminator` recovery tool as an Agents SDK function tool (session id from the run context). */
 import { tool, type FunctionTool } from '@openai/agents';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 
 /**

@@ -4,7 +4,7 @@
  * input filter when the history itself must keep originals.
  */
 import type { FunctionTool } from '@openai/agents';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { reduceToolResult } from '../shared/functions.js';
 import { RECOVERY_TOOL_NAME } from '../shared/recovery.js';
 

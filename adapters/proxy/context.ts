@@ -2,7 +2,7 @@
 import type { Dispatcher } from 'undici';
 import type { ProxyConfig } from '../../src/config/proxy.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import type { ProviderRequest, StepContext } from '../../src/step.js';
 import type { BodyMemo } from './body.js';
 import type { ProxyMetrics } from './metrics.js';

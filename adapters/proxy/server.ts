@@ -4,10 +4,10 @@
  * to the upstream (keep-alive pool, streamed bodies, abort signals).
  *
  * Routes: POST chat/completions, responses and messages (with or without the `/v1` prefix) go
- * through the pipeline; GET /healthz, GET /metrics and GET /dashboard (the report page, live from
- * the store) answer locally; routes added with
- * `proxy.route(path, handler)` (or the `routes` option) answer locally too; everything else is
- * relayed to the upstream untouched.
+ * through the pipeline; GET /healthz and GET /metrics answer locally; routes added with
+ * `proxy.route(path, handler)` (or the `routes` option) answer locally too, such as GET /dashboard
+ * (the report page, which the gateway command adds: `dashboardRoute` from `token-terminator/report`);
+ * everything else is relayed to the upstream untouched.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -16,8 +16,13 @@ import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
 import { createCountMemo } from '../../src/measure/index.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { createTerminator, openLiveLedger, type LiveLedgerEntry, type TerminatorOptions } from '../../src/runtime.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import {
+  createTerminator,
+  openLiveLedger,
+  type LiveLedgerEntry,
+  type TerminatorOptions,
+} from '../../src/runtime/index.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
@@ -27,7 +32,6 @@ import { requestMetric } from '../../src/telemetry/metrics.js';
 import { ReceiptVerifier } from '../../src/receipts/verify.js';
 import type { RequestMetric } from '../../src/vault/types.js';
 import { handleApi } from './api.js';
-import { dashboardRoute } from './dashboard.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
@@ -90,7 +94,9 @@ export interface ProxyOptions {
    */
   readonly log?: (record: ProxyLogRecord) => void;
   /**
-   * Extra local routes by exact path (any method); one named `/dashboard` replaces the built-in page.
+   * Extra local routes by exact path (any method). The report page is added after the proxy is
+   * built, as the gateway command does: `proxy.route('/dashboard', dashboardRoute(proxy.terminator,
+   * proxy.metrics))` with `dashboardRoute` from `token-terminator/report`.
    *
    * @defaultValue none
    */
@@ -103,12 +109,6 @@ export interface ProxyOptions {
    * @defaultValue 128
    */
   readonly accountingBacklog?: number;
-  /**
-   * Serve the report page at `GET /dashboard` (behind the proxy token when one is set).
-   *
-   * @defaultValue true
-   */
-  readonly dashboard?: boolean;
   /**
    * The resident set size, sampled for the memory bound (`config.maxMemoryBytes`).
    *
@@ -218,10 +218,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   // The runtime's meter reads the stages' per-item measurements: the accounting then counts only
   // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
   const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
-  const routes = new Map<string, RouteHandler>([
-    ...(options.dashboard === false ? [] : [['/dashboard', dashboardRoute(terminator, metrics)] as const]),
-    ...Object.entries(options.routes ?? {}),
-  ]);
+  const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
   const receipts = new ReceiptVerifier(terminator.vault);
   const log = options.log ?? (() => undefined);
 

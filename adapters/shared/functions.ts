@@ -6,7 +6,7 @@
  * a throwing counter, a bug in a translator), the caller gets its original value back, never an
  * exception. Only the host's own AbortSignal decides whether the run stops.
  */
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { errorLabel, type Decision, type ProviderRequest, type StepContext, type ToolResult } from '../../src/step.js';
 import {
   CAP_FIELDS,

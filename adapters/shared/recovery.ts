@@ -10,7 +10,7 @@ import type OpenAI from 'openai';
 import { lenientParameters, recoveryToolJson, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { answerRecoveryCall, recoveryArgs } from '../../src/recovery/loop.js';
 import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 
 export { lenientParameters, recoveryArgs, RECOVERY_TOOL_NAME };
 

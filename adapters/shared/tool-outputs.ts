@@ -13,12 +13,12 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../../src/errors.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { isRecoveryResult } from '../../src/recovery/results.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { REPLAY_TOOL_NAMES } from '../../src/replay/replay.js';
+import { REPLAY_TOOL_NAMES } from '../../src/tools/names.js';
 import { savedByStage } from '../../src/telemetry/metrics.js';
 import type { ProviderRequest, StepContext } from '../../src/step.js';
 

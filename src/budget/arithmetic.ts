@@ -46,6 +46,10 @@ export function planOutputCap({ window, prompt, reserve, callerCap }: CapInputs)
 /**
  * Preflight pressure P + R − 1: reaches W exactly when W − P < R, so a host that compresses at W
  * compresses exactly when the prompt leaves less than the reserve.
+ *
+ * @example
+ * import { preflightPressure } from 'token-terminator';
+ * preflightPressure(100_000, 4096) >= 104_096; // false: the prompt leaves the reserve free
  */
 export function preflightPressure(prompt: number, reserve: number): number {
   return prompt + reserve - 1;
@@ -55,7 +59,6 @@ export function preflightPressure(prompt: number, reserve: number): number {
  * R: the configured reserve, replaced by a smaller positive explicit route cap.
  *
  * @example
- * import { effectiveReserve } from 'token-terminator';
  * effectiveReserve(4096, 1024); // 1024: a smaller route cap wins
  * effectiveReserve(4096, undefined); // 4096
  */
@@ -76,7 +79,6 @@ export interface BudgetSettingsCheck {
  * smallest fallback-counted prompt would leave room). `who` names the API in the message.
  *
  * @example
- * import { checkBudgetSettings } from 'token-terminator';
  * checkBudgetSettings('myBudget', { reserve: 4096, fallbackMargin: 512, window: 128_000 });
  * // throws a ConfigError naming 'myBudget' when reserve is 0
  */

@@ -85,7 +85,6 @@ function forEachKeyAndPart(
  * The prompt parts of a request: key names as they are, values as compact canonical JSON.
  *
  * @example
- * import { promptParts } from 'token-terminator';
  * promptParts({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
  * // ['model', '"gpt-4o"', 'messages', '{"content":"hi","role":"user"}']
  */
@@ -129,7 +128,7 @@ export interface TokenCounterAdapterOptions {
  * (memo keyed by content). Exactness follows the counter.
  *
  * @example
- * import { budgetCounterFrom, createTiktokenCounter } from 'token-terminator';
+ * import { createTiktokenCounter } from 'token-terminator';
  * const counter = budgetCounterFrom(createTiktokenCounter());
  * const measured = await counter.countRequest(request, AbortSignal.timeout(5000));
  */
@@ -177,7 +176,6 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
  * rough estimator (`floor((chars + 3) / 4)`). The caller adds F.
  *
  * @example
- * import { roughRequestTokens } from 'token-terminator';
  * const estimate = roughRequestTokens(request); // about chars / 4, cap fields left out
  */
 export function roughRequestTokens(request: ProviderRequest): number {
@@ -194,7 +192,7 @@ export function roughRequestTokens(request: ProviderRequest): number {
  * True when `v` looks like a BudgetCounter rather than a TokenCounter.
  *
  * @example
- * import { createTiktokenCounter, isBudgetCounter } from 'token-terminator';
+ * import { createTiktokenCounter } from 'token-terminator';
  * isBudgetCounter(createTiktokenCounter()); // false: a TokenCounter counts text, not requests
  */
 export function isBudgetCounter(v: TokenCounter | BudgetCounter): v is BudgetCounter {

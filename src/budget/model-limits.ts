@@ -257,7 +257,6 @@ export const lookupModelLimits: ModelLimitsLookup = createModelLimits();
  * ConfigError naming `who` for a table entry that is not `{ contextWindow?, maxOutputTokens? }` of positive integers.
  *
  * @example
- * import { checkModelLimits } from 'token-terminator';
  * const table: unknown = JSON.parse('{"my-model":{"contextWindow":32768}}');
  * checkModelLimits('MODEL_LIMITS', table); // table is a ModelLimitsTable from here on
  */

@@ -202,7 +202,6 @@ const sameEndpoint = (a: string, b: string): boolean =>
  * The route rule: only requests for the configured primary route are budgeted.
  *
  * @example
- * import { isPrimaryRoute } from 'token-terminator';
  * isPrimaryRoute({ model: 'gpt-4o-mini' }, { model: 'gpt-4o' }, undefined); // false: another model
  */
 export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefined, own: Route | undefined): boolean {

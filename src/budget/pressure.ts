@@ -1,29 +1,26 @@
 /**
- * Preflight pressure (incontext's P + R − 1): how many tokens a request needs before the budget
- * planner has counted it provider-aware.
+ * The facade's fallback pressure: the one `preflightPressure` (P + R − 1, budget/arithmetic.ts) on a
+ * rough prompt count, for when the budget planner cannot count provider-aware.
  */
 import type { Config } from '../config/types.js';
 import { canonicalJson } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { ProviderRequest, StepContext } from '../step.js';
+import { effectiveReserve, preflightPressure } from './arithmetic.js';
 
 /**
- * Preflight pressure P + R − 1 (incontext) on the compact canonical JSON of the whole request:
- * the facade's fallback when the budget planner cannot count (its own counting is provider-aware).
+ * Preflight pressure P + R − 1 with P the count of the compact canonical JSON of the whole request and
+ * R the configured reserve, replaced by a smaller positive route cap.
  *
  * @example
- * import { createTiktokenCounter, loadConfig, preflightPressure } from 'token-terminator';
- * const pressure = preflightPressure(loadConfig(), createTiktokenCounter(), request, { sessionId: 's1' });
+ * const pressure = fallbackPressure(loadConfig(), createTiktokenCounter(), request, { sessionId: 's1' });
  */
-export function preflightPressure(
+export function fallbackPressure(
   config: Config,
   counter: TokenCounter,
   request: ProviderRequest,
   context: StepContext,
 ): number {
-  const p = counter.count(canonicalJson(request, { compact: true }));
-  const reserve = config.incontext.minOutputTokens;
-  const cap = context.route?.outputCap;
-  const r = cap !== undefined && cap > 0 && cap < reserve ? cap : reserve;
-  return p + r - 1;
+  const prompt = counter.count(canonicalJson(request, { compact: true }));
+  return preflightPressure(prompt, effectiveReserve(config.incontext.minOutputTokens, context.route?.outputCap));
 }

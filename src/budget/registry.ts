@@ -98,7 +98,6 @@ function lazy(make: () => TokenCounter, label?: string): BudgetCounter {
  * A registry; with `builtins` (default true) it starts with vllm, tiktoken and tokenizer-json.
  *
  * @example
- * import { createCounterRegistry } from 'token-terminator';
  * const registry = createCounterRegistry({ builtins: false });
  * registry.register('my-tokenizer', myFactory);
  */
@@ -134,7 +133,6 @@ export function createCounterRegistry(options: { readonly builtins?: boolean } =
  * The process-wide registry that `registerCounter` adds to and the budget operator uses by default.
  *
  * @example
- * import { defaultCounterRegistry } from 'token-terminator';
  * defaultCounterRegistry.names(); // includes 'vllm', 'tiktoken' and 'tokenizer-json'
  */
 export const defaultCounterRegistry: CounterRegistry = createCounterRegistry();

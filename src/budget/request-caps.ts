@@ -26,7 +26,6 @@ function positiveInt(v: unknown): number | undefined {
  * The request's `extra_body` when it is an object.
  *
  * @example
- * import { extraBody } from 'token-terminator';
  * extraBody({ messages: [], extra_body: { top_k: 20 } }); // { top_k: 20 }
  * extraBody({ messages: [] }); // undefined
  */
@@ -62,7 +61,6 @@ function usedField(request: ProviderRequest, field: CapField): boolean {
  * Anthropic route's plain `messages` request is Anthropic Messages even without a `system`).
  *
  * @example
- * import { detectRequestFormat } from 'token-terminator';
  * detectRequestFormat({ messages: [{ role: 'user', content: 'hi' }] }, 'anthropic'); // 'anthropic'
  */
 export function detectRequestFormat(request: ProviderRequest, providerHint?: string): RequestFormat {
@@ -76,7 +74,6 @@ export function detectRequestFormat(request: ProviderRequest, providerHint?: str
  * `max_tokens` unless the caller used only `max_completion_tokens` (vLLM accepts both).
  *
  * @example
- * import { capFieldFor } from 'token-terminator';
  * capFieldFor('responses', { input: [] }); // 'max_output_tokens'
  * capFieldFor('chat', { messages: [], max_tokens: 500 }); // 'max_tokens'
  */
@@ -106,7 +103,6 @@ export function capFieldFor(
  * the top level. Shallow copies only: unchanged members (messages, tools) are shared.
  *
  * @example
- * import { withOutputCap } from 'token-terminator';
  * withOutputCap({ messages: [], max_tokens: 9000 }, 'max_completion_tokens', 2048);
  * // { messages: [], max_completion_tokens: 2048 }
  */

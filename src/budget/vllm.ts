@@ -68,7 +68,6 @@ const COPIED = [
  * absent/"auto", a response_format, or no messages array.
  *
  * @example
- * import { buildTokenizePayload } from 'token-terminator';
  * const body = buildTokenizePayload({ model: 'qwen3', messages: [{ role: 'user', content: 'hi' }] });
  * // POST body to the vLLM server's /tokenize endpoint (add_generation_prompt: true)
  */

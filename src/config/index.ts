@@ -451,7 +451,6 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(
  * The integer default of a config field (see {@link CONFIG_DEFAULTS}).
  *
  * @example
- * import { defaultInt } from 'token-terminator';
  * const pageChars = defaultInt('maxPageChars');
  */
 export function defaultInt(key: keyof Config): number {
@@ -641,7 +640,6 @@ export interface ContextLimitNames {
  *
  * @throws ConfigError `<reserve> + <margin> (r + m) must be below <limit> (l)`, in the given names.
  * @example
- * import { checkContextLimit } from 'token-terminator';
  * const names = { reserve: 'outputReserveTokens', margin: 'tokenSafetyMargin', limit: 'contextLimitTokens' };
  * checkContextLimit({ contextLimitTokens: 128_000, outputReserveTokens: 8_000, tokenSafetyMargin: 512 }, names); // passes
  * checkContextLimit({ contextLimitTokens: 8_000, outputReserveTokens: 8_000, tokenSafetyMargin: 0 }, names); // throws ConfigError
@@ -664,7 +662,7 @@ export function checkContextLimit(
  * keeps its ledger next to it, as `replay` does).
  *
  * @example
- * import { effectiveLedgerPath, loadConfig } from 'token-terminator';
+ * import { loadConfig } from 'token-terminator';
  * const ledgerPath = effectiveLedgerPath(loadConfig()); // beside the vault unless set explicitly
  */
 export function effectiveLedgerPath(config: Pick<Config, 'dataDir' | 'dbPath' | 'ledgerPath'>): string {

@@ -61,7 +61,6 @@ export interface PricingSettings {
  * otherwise (OpenAI, and providers that bill cache hits without a write premium).
  *
  * @example
- * import { routeProfileName } from 'token-terminator';
  * routeProfileName({ model: 'claude-sonnet-4' }); // 'anthropic'
  * routeProfileName({ model: 'gpt-5' }); // 'openai'
  */
@@ -125,7 +124,6 @@ export function pricingFor(settings: PricingSettings, route?: Route, format?: st
  * Reject profiles no provider could bill (reads dearer than writes, negative prices).
  *
  * @example
- * import { validateProfile } from 'token-terminator';
  * validateProfile('myApp', { name: 'custom', cacheRead: 0.2, cacheWrite: 1.1, minCachePrefixTokens: 1024 });
  * // throws a ConfigError for cacheRead: 2 (reads dearer than writes)
  */
@@ -152,7 +150,7 @@ export function validateProfile(api: string, p: PricingProfile): PricingProfile 
  * is written to the cache at `cacheWrite`. `tokensPerUnit` converts units to tokens for the minimum.
  *
  * @example
- * import { PRICING_PROFILES, requestCost } from 'token-terminator';
+ * import { PRICING_PROFILES } from 'token-terminator';
  * // 4000 tokens, the first 3000 served from the cache: 0.1 × 3000 + 1 × 1000
  * requestCost(PRICING_PROFILES.openai, 4000, 3000); // 1300
  */

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { canonicalJson } from '../measure/index.js';
-import { createTerminator, type Terminator } from '../runtime.js';
+import { createTerminator, type Terminator } from '../runtime/index.js';
 import { evalTools, openingMessages, planEval, type EvalOptions, type EvalProtocol } from './run.js';
 
 export interface EvalEstimate {

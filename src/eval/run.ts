@@ -19,7 +19,7 @@ import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import { prng } from '../prng.js';
 import { referencedArtifacts } from '../receipts/index.js';
-import { createTerminator, type Terminator } from '../runtime.js';
+import { createTerminator, type Terminator } from '../runtime/index.js';
 import { chatCompletion, DriftGuard, redact, type ChatMessage, type Identity } from './client.js';
 import { grade, SYSTEM_PROMPT } from './grade.js';
 import {
@@ -442,17 +442,7 @@ async function runArm(
       tools,
       ...(protocol.temperature === null ? {} : { temperature: protocol.temperature }),
     };
-    const step = await tt.reduceRequest(body, {
-      sessionId,
-      requestId: `${sessionId}#${round}`,
-      route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' },
-    });
-    const sent = step.value;
-    const reply = await chatCompletion(sent, {
-      baseUrl,
-      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    });
+    const { sent, reply } = await send(tt, body, options, baseUrl, { sessionId, requestId: `${sessionId}#${round}` });
     guard.check(reply.identity, `pair ${task.index + 1} (${arm} arm, request ${round})`);
     if (reply.promptTokens === undefined) providerUsage = false;
     prompt += reply.promptTokens ?? tt.counter.count(canonicalJson(sent['messages'] ?? [], { compact: true }));
@@ -480,21 +470,50 @@ async function runArm(
       return result(grade(task, text) ? 'correct' : /ANSWER\s*:/i.test(text) ? 'wrong' : 'no answer');
     }
     for (const call of calls) {
-      let content: string;
+      const content = await answerCall(call, tt, sessionId, toolOutput);
       if (call.function.name === tt.recoveryTool.name) {
         recoveryCalls++;
-        content = await tt.recoveryTool.handle(parseArgs(call.function.arguments), { sessionId });
         recoveryTokens += tt.counter.count(content);
-      } else if (call.function.name === 'terminal') {
-        content = await toolOutput(call.id);
-      } else {
-        content = JSON.stringify({ error: `unknown tool ${call.function.name}` });
       }
       transcript.push({ role: 'tool', tool_call_id: call.id, content });
     }
     if (round === maxRounds) return result('rounds exhausted');
   }
   throw new Error('unreachable');
+}
+
+/** One request of an arm: through the request pipeline, then to the model. */
+async function send(
+  tt: Terminator,
+  body: Record<string, unknown>,
+  options: EvalOptions,
+  baseUrl: string,
+  ids: { readonly sessionId: string; readonly requestId: string },
+): Promise<{ sent: Record<string, unknown>; reply: Awaited<ReturnType<typeof chatCompletion>> }> {
+  const step = await tt.reduceRequest(body, {
+    ...ids,
+    route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' },
+  });
+  const sent = step.value;
+  const reply = await chatCompletion(sent, {
+    baseUrl,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+  return { sent, reply };
+}
+
+/** The answer to one tool call: recovery from the vault, the terminal from the task's evidence. */
+async function answerCall(
+  call: { readonly id: string; readonly function: { readonly name: string; readonly arguments: string } },
+  tt: Terminator,
+  sessionId: string,
+  toolOutput: (callId: string) => Promise<string>,
+): Promise<string> {
+  if (call.function.name === tt.recoveryTool.name)
+    return tt.recoveryTool.handle(parseArgs(call.function.arguments), { sessionId });
+  if (call.function.name === 'terminal') return toolOutput(call.id);
+  return JSON.stringify({ error: `unknown tool ${call.function.name}` });
 }
 
 function parseArgs(raw: string): Record<string, unknown> {

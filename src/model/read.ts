@@ -27,7 +27,6 @@ export interface ReadOptions {
  * Parse tool-call arguments: a JSON object text or an object; anything else → `{}`.
  *
  * @example
- * import { parseArgs } from 'token-terminator';
  * parseArgs('{"command":"ls"}'); // { command: 'ls' }
  * parseArgs('not json'); // {}
  */
@@ -81,7 +80,6 @@ const TEXT_PART = new Set(['text', 'input_text', 'output_text']);
  * Text of a message content: the string itself, or the text parts joined by newlines.
  *
  * @example
- * import { contentText } from 'token-terminator';
  * contentText([{ type: 'text', text: 'a' }, { type: 'image_url' }, { type: 'text', text: 'b' }]); // 'a\nb'
  */
 export function contentText(content: unknown): string | undefined {

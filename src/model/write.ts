@@ -70,7 +70,6 @@ function apply(current: unknown, node: Node): unknown {
  * The value at a path (undefined when the path does not exist).
  *
  * @example
- * import { valueAt } from 'token-terminator';
  * valueAt({ messages: [{ content: 'hi' }] }, ['messages', 0, 'content']); // 'hi'
  */
 export function valueAt(root: unknown, path: SlotPath): unknown {
@@ -86,7 +85,6 @@ export function valueAt(root: unknown, path: SlotPath): unknown {
  * A copy of the request with its conversation list replaced (the new list is used as given).
  *
  * @example
- * import { withItems } from 'token-terminator';
  * const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
  * const shorter = withItems(request, 'messages', []); // request itself is unchanged
  */

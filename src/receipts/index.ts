@@ -37,7 +37,6 @@ const SPACE_RUN = new RegExp(`[${PY_SPACE}]+`, 'gu');
  * cut to 80 code points; empty → `tool`. `" terminal"` → `terminal`, `"   "` → `tool`.
  *
  * @example
- * import { toolLabel } from 'token-terminator';
  * toolLabel(' read file '); // 'read_file'
  * toolLabel('   '); // 'tool'
  */
@@ -123,7 +122,6 @@ export function referencedArtifacts(text: string): string[] {
  * The note appended after a native compact rendering (reference wire format).
  *
  * @example
- * import { renderNativeNote } from 'token-terminator';
  * const note = renderNativeNote(20_000, 800, artifactId); // '[Token Terminator: 96.0% fewer characters; …]'
  */
 export function renderNativeNote(rawChars: number, compactChars: number, artifactId: string): string {
@@ -136,7 +134,6 @@ export function renderNativeNote(rawChars: number, compactChars: number, artifac
  * `Math.round` would round half up. `toFixed(100)` gives the double's exact decimal expansion.
  *
  * @example
- * import { pythonPercent } from 'token-terminator';
  * pythonPercent(20_000, 7950); // '60.2' (half to even, as Python rounds)
  * pythonPercent(100, 0); // '100.0'
  */

@@ -60,7 +60,7 @@ export class ReceiptVerifier {
  * Page an artifact out completely and check it against its digest, id and length.
  *
  * @example
- * import { createVault, recoverExact } from 'token-terminator';
+ * import { createVault } from 'token-terminator';
  * await using vault = await createVault({ path: ':memory:' });
  * const ok = await recoverExact(vault, artifactId); // false when any page is missing or altered
  */

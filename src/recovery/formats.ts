@@ -5,7 +5,7 @@
  * import, no I/O.
  */
 import { referencedArtifacts } from '../receipts/index.js';
-import type { RecoveryTool } from '../runtime-types.js';
+import type { RecoveryTool } from '../runtime/types.js';
 import type { ProviderRequest } from '../step.js';
 import { RECOVERY_TOOL_NAME } from './schema.js';
 

@@ -10,7 +10,7 @@ import { modeFlags } from '../config/index.js';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
-import type { RecoveryHost, RecoveryTool } from '../runtime-types.js';
+import type { RecoveryHost, RecoveryTool } from '../runtime/types.js';
 import { errorLabel } from '../step.js';
 import { rtkAvailable } from '../tools/spawner.js';
 import type { ArtifactStore, StoreScope, VaultHealth } from '../vault/ports.js';
@@ -28,12 +28,7 @@ import type { WorkingStateStore } from './working-state.js';
 
 export * from './schema.js';
 export type { WorkingStateStore } from './working-state.js';
-export {
-  createWorkingStateStore,
-  WorkingStateError,
-  type ClosableWorkingStateStore,
-  type WorkingStateStoreOptions,
-} from './working-state-store.js';
+export { WorkingStateError } from '../vault/working-state.js';
 export { isRecoveryResult } from './results.js';
 
 /**

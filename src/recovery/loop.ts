@@ -9,7 +9,7 @@
  * comes back as an exchange the caller's store shows again before that turn on the next request.
  * The same holds when the round budget is spent.
  */
-import type { RecoveryHost, RecoveryTool } from '../runtime-types.js';
+import type { RecoveryHost, RecoveryTool } from '../runtime/types.js';
 import { errorLabel, type ProviderRequest } from '../step.js';
 import {
   continueRequest,

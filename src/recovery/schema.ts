@@ -12,7 +12,6 @@ export const RECOVERY_TOOL_NAME = 'token_terminator';
  * Every action the recovery tool accepts.
  *
  * @example
- * import { RECOVERY_ACTIONS } from 'token-terminator';
  * RECOVERY_ACTIONS.includes('artifact_get'); // true
  */
 export const RECOVERY_ACTIONS = Object.freeze([

@@ -240,7 +240,6 @@ export class FigureAccumulator {
  * Linear interpolation between closest ranks of an ascending array (numpy default); 0 when empty.
  *
  * @example
- * import { percentile } from 'token-terminator';
  * percentile([1, 2, 3, 4], 50); // 2.5
  * percentile([], 95); // 0
  */
@@ -270,7 +269,7 @@ function ratio(part: number, whole: number): number {
  * `prev` undefined (first request of a session) → 0.
  *
  * @example
- * import { commonPrefixChars, createMessagesMeter, createTiktokenCounter } from 'token-terminator';
+ * import { createTiktokenCounter } from 'token-terminator';
  * const meter = createMessagesMeter(createTiktokenCounter());
  * const cacheable = commonPrefixChars(previous, current, meter); // code points the two messages arrays share
  */
@@ -301,7 +300,6 @@ export function commonPrefixChars(
  * Common prefix of two strings in code points (never splits a surrogate pair).
  *
  * @example
- * import { commonPrefixOfStrings } from 'token-terminator';
  * commonPrefixOfStrings('abcd', 'abxy'); // 2
  * commonPrefixOfStrings('a\u{1F600}', 'a\u{1F601}'); // 1 (the pair is not split)
  */

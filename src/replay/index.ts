@@ -1,5 +1,6 @@
 /** Replay of recorded sessions through the whole pipeline, with the figures defined in ./figures.ts. */
-export { replaySessions, requestCount, REPLAY_TOOL_NAMES, type ReplayOptions } from './replay.js';
+export { replaySessions, requestCount, type ReplayOptions } from './replay.js';
+export { REPLAY_TOOL_NAMES } from '../tools/names.js';
 export { readSessions, parseSessionLine, SessionFormatError, type RecordedSession } from './sessions.js';
 export {
   FigureAccumulator,

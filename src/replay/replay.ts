@@ -23,8 +23,8 @@ import { observationTest } from '../compile/observations.js';
 import type { Mode } from '../config/types.js';
 import { createTiktokenCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import { createTerminator, type Terminator } from '../runtime.js';
-import type { ProviderRequest, StepContext } from '../step.js';
+import { createTerminator, type Terminator } from '../runtime/index.js';
+import type { ProviderRequest, Step, StepContext } from '../step.js';
 import { attributeRequest } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
@@ -35,15 +35,7 @@ import { SightTracker } from './sight.js';
 import type { RequestPoint } from './series.js';
 import type { RecordedSession } from './sessions.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
-
-/**
- * Corpus tool names that differ from the canonical ones (config `toolNames` wins).
- *
- * @example
- * import { REPLAY_TOOL_NAMES } from 'token-terminator';
- * REPLAY_TOOL_NAMES['bash']; // 'terminal'
- */
-export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
+import { REPLAY_TOOL_NAMES } from '../tools/names.js';
 
 /** Options of a replay; every field is optional. */
 export interface ReplayOptions {
@@ -148,6 +140,73 @@ export async function replaySessions(
       ? mkdtempSync(join(tmpdir(), 'token-terminator-replay-'))
       : undefined;
   const dbPath = options.terminator?.vault.path ?? options.db ?? join(tempDir!, 'artifacts.sqlite3');
+  const counter = options.counter ?? createTiktokenCounter('o200k_base');
+  const meter = createMessagesMeter(counter);
+  const { tt, dump, ledger } = await openReplay(options, dbPath);
+  const all = new FigureAccumulator();
+  const perSession: ReplayFigures['sessions'] = [];
+  const progress = { done: 0, total: sessions.reduce((n, s) => n + requestCount(s), 0) };
+  const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
+  try {
+    for (const session of sessions) {
+      const base =
+        options.pricing ??
+        pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
+      const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
+      const deps = { tt, meter, ledger, dump, now, runId };
+      perSession.push(await replayFigures(session, deps, { all, profile, options, progress }));
+    }
+  } finally {
+    const open = dump;
+    open?.close();
+    await ledger?.close();
+    if (options.terminator === undefined) await tt.close();
+    if (options.counter === undefined) counter.dispose?.();
+    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
+  }
+  return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
+}
+
+/** One session's replay, its figures added to the run's totals as each request is answered. */
+async function replayFigures(
+  session: RecordedSession,
+  deps: Omit<Deps, 'onRequest' | 'onExtraTime'>,
+  run: {
+    readonly all: FigureAccumulator;
+    readonly profile: PricingProfile;
+    readonly options: ReplayOptions;
+    readonly progress: { done: number; readonly total: number };
+  },
+): Promise<ReplayFigures['sessions'][number]> {
+  const { all, profile, options, progress } = run;
+  const acc = new FigureAccumulator();
+  const points: RequestPoint[] = [];
+  const fidelity = await replayOne(session, {
+    ...deps,
+    onRequest: (sample) => {
+      acc.add(sample, profile);
+      all.add(sample, profile);
+      if (options.series === true) points.push(requestPoint(sample));
+      options.onProgress?.(++progress.done, progress.total);
+    },
+    onExtraTime: (ms) => {
+      acc.addTime(ms);
+      all.addTime(ms);
+    },
+  });
+  acc.addFidelity(fidelity);
+  all.addFidelity(fidelity);
+  return { id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) };
+}
+
+/**
+ * The Terminator (given, or one on `dbPath` that refuses to pass through: a measurement must not
+ * silently measure a pass-through), the dump file and the ledger of one replay run.
+ */
+async function openReplay(
+  options: ReplayOptions,
+  dbPath: string,
+): Promise<{ tt: Terminator; dump: DumpWriter | undefined; ledger: Ledger | undefined }> {
   const ledgerPath =
     options.ledger === false
       ? undefined
@@ -157,9 +216,6 @@ export async function replaySessions(
     dbPath,
     ...(options.mode === undefined ? {} : { mode: options.mode }),
   };
-  const counter = options.counter ?? createTiktokenCounter('o200k_base');
-  const meter = createMessagesMeter(counter);
-  // A measurement must not silently measure a pass-through: an unusable vault fails the replay.
   const tt =
     options.terminator ??
     (await createTerminator({
@@ -179,61 +235,13 @@ export async function replaySessions(
   // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
   const ledgerAt =
     tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
-  let ledger: Ledger | undefined;
   try {
-    ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
+    const ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
+    return { tt, dump, ledger };
   } catch (error) {
     if (options.terminator === undefined) await tt.close();
     throw error;
   }
-  const total = sessions.reduce((n, s) => n + requestCount(s), 0);
-  const all = new FigureAccumulator();
-  const perSession: ReplayFigures['sessions'] = [];
-  let done = 0;
-  const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
-  try {
-    for (const session of sessions) {
-      const acc = new FigureAccumulator();
-      const base =
-        options.pricing ??
-        pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
-      const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
-      const points: RequestPoint[] = [];
-      const fidelity = await replayOne(session, {
-        tt,
-        meter,
-        ledger,
-        dump,
-        now,
-        runId,
-        onRequest: (sample) => {
-          acc.add(sample, profile);
-          all.add(sample, profile);
-          if (options.series === true) points.push(requestPoint(sample));
-          options.onProgress?.(++done, total);
-        },
-        onExtraTime: (ms) => {
-          acc.addTime(ms);
-          all.addTime(ms);
-        },
-      });
-      acc.addFidelity(fidelity);
-      all.addFidelity(fidelity);
-      perSession.push({
-        id: session.id,
-        ...acc.figures(),
-        ...(options.series === true ? { per_request: points } : {}),
-      });
-    }
-  } finally {
-    const open = dump;
-    open?.close();
-    await ledger?.close();
-    if (options.terminator === undefined) await tt.close();
-    if (options.counter === undefined) counter.dispose?.();
-    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
-  }
-  return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
 }
 
 /** The `--dump` file: one line per delivered request. */
@@ -263,7 +271,6 @@ function openPrivateStream(path: string): DumpWriter {
  * Number of requests a session produces (assistant messages with at least one earlier message).
  *
  * @example
- * import { requestCount } from 'token-terminator';
  * requestCount({ id: 's1', messages: [{ role: 'user' }, { role: 'assistant' }, { role: 'user' }, { role: 'assistant' }] }); // 2
  */
 export function requestCount(session: RecordedSession): number {
@@ -309,170 +316,227 @@ interface Deps {
 }
 
 async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCounts> {
-  const { tt, meter, now } = d;
-  const sessionId = session.id;
+  return new SessionReplay(session, d).run();
+}
+
+/** A message of the recording. */
+type Message = Readonly<Record<string, unknown>>;
+
+/**
+ * One session's replay: the transcript as the host would hold it (tool results reduced), a request
+ * at every assistant message, and what the figures compare a request with (the previous one).
+ */
+class SessionReplay {
+  private readonly sessionId: string;
   // Each replay run is its own ledger session (`replay:<run>:<id>`), so replays of the same
   // recording under two modes compare instead of contaminating one another.
-  const ledgerId = `replay:${d.runId}:${session.id}`;
-  const mode = tt.config.mode;
-  const toolNames = tt.config.toolNames;
-  const verifier = new ReceiptVerifier(tt.vault);
-  const original = session.messages;
-  const fidelity = new FidelityTracker(original, observationTest('replay', tt.config.observationPattern));
-  const sight = new SightTracker(original, (j) => fidelity.isOutput(j), fidelity.counts);
-  const reduced: Readonly<Record<string, unknown>>[] = [];
-  const calls = new Map<string, { name: string; args: Readonly<Record<string, unknown>> }>();
-  const toolSavings = new WeakMap<object, Record<string, number>>();
-  let prevRaw: readonly unknown[] | undefined;
-  let prevFinal: readonly unknown[] | undefined;
-  let pendingMs = 0;
-  let index = 0;
-  let turn = 0;
-  await d.ledger?.ensureSession(
-    session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model },
-  );
-  const finishTurn = async (): Promise<void> => {
-    if (turn > 0)
-      await d.ledger?.finishTurn({
-        sessionId: ledgerId,
-        turnId: `t${turn}`,
-        usage: { inputTokens: turnTokens },
+  private readonly ledgerId: string;
+  private readonly mode: Mode;
+  private readonly verifier: ReceiptVerifier;
+  private readonly original: readonly Message[];
+  private readonly fidelity: FidelityTracker;
+  private readonly sight: SightTracker;
+  private readonly reduced: Message[] = [];
+  private readonly calls = new Map<string, { name: string; args: Readonly<Record<string, unknown>> }>();
+  private readonly toolSavings = new WeakMap<object, Record<string, number>>();
+  private prevRaw: readonly unknown[] | undefined;
+  private prevFinal: readonly unknown[] | undefined;
+  private pendingMs = 0;
+  private index = 0;
+  private turn = 0;
+  private turnTokens = 0;
+
+  constructor(
+    private readonly session: RecordedSession,
+    private readonly d: Deps,
+  ) {
+    const tt = d.tt;
+    this.sessionId = session.id;
+    this.ledgerId = `replay:${d.runId}:${session.id}`;
+    this.mode = tt.config.mode;
+    this.verifier = new ReceiptVerifier(tt.vault);
+    this.original = session.messages;
+    this.fidelity = new FidelityTracker(this.original, observationTest('replay', tt.config.observationPattern));
+    this.sight = new SightTracker(this.original, (j) => this.fidelity.isOutput(j), this.fidelity.counts);
+  }
+
+  async run(): Promise<FidelityCounts> {
+    const { d, session, ledgerId, mode } = this;
+    await d.ledger?.ensureSession(
+      session.model === undefined ? { sessionId: ledgerId, mode } : { sessionId: ledgerId, mode, model: session.model },
+    );
+    for (let i = 0; i < this.original.length; i++) {
+      const msg = this.original[i]!;
+      const role = msg['role'];
+      if (role === 'user' && d.ledger !== undefined) await this.startTurn(msg, d.ledger);
+      if (role === 'assistant' && i > 0) await this.request(i);
+      if (role === 'assistant') rememberCalls(msg, this.calls);
+      // A recognised text-protocol observation is the output of the command block before it: it goes
+      // through the tool stream as a terminal result, as a host integrating the agent would send it.
+      const observation = role === 'user' && this.fidelity.isOutput(i) && typeof msg['content'] === 'string';
+      if ((role === 'tool' || observation) && typeof msg['content'] === 'string')
+        this.reduced.push(await this.toolResult(i, msg, msg['content'], observation));
+      else this.reduced.push(msg);
+    }
+    if (this.pendingMs > 0) d.onExtraTime(this.pendingMs);
+    await this.finishTurn();
+    return this.fidelity.counts;
+  }
+
+  private async finishTurn(): Promise<void> {
+    if (this.turn > 0)
+      await this.d.ledger?.finishTurn({
+        sessionId: this.ledgerId,
+        turnId: `t${this.turn}`,
+        usage: { inputTokens: this.turnTokens },
         outcome: 'completed',
       });
-  };
-  let turnTokens = 0;
+  }
 
-  for (let i = 0; i < original.length; i++) {
-    const msg = original[i]!;
-    const role = msg['role'];
-    if (role === 'user' && d.ledger !== undefined) {
-      await finishTurn();
-      turn++;
-      turnTokens = 0;
-      const content = msg['content'];
-      const base = {
-        sessionId: ledgerId,
-        turnId: `t${turn}`,
-        mode,
-        prompt: typeof content === 'string' ? content : '',
-      };
-      await d.ledger.startTurn(session.model === undefined ? base : { ...base, model: session.model });
-    }
-    if (role === 'assistant' && i > 0) {
-      const rawMessages = original.slice(0, i);
-      const request: ProviderRequest = {
+  private async startTurn(msg: Message, ledger: Ledger): Promise<void> {
+    await this.finishTurn();
+    this.turn++;
+    this.turnTokens = 0;
+    const content = msg['content'];
+    const base = {
+      sessionId: this.ledgerId,
+      turnId: `t${this.turn}`,
+      mode: this.mode,
+      prompt: typeof content === 'string' ? content : '',
+    };
+    await ledger.startTurn(this.session.model === undefined ? base : { ...base, model: this.session.model });
+  }
+
+  /** The request the host sends before assistant message `i`: reduced, measured and recorded. */
+  private async request(i: number): Promise<void> {
+    const { session, sessionId, d } = this;
+    const rawMessages = this.original.slice(0, i);
+    const request: ProviderRequest = {
+      ...(session.model === undefined ? {} : { model: session.model }),
+      messages: this.reduced.slice(0, i),
+      ...(session.tools === undefined ? {} : { tools: session.tools }),
+    };
+    const context: StepContext = {
+      sessionId,
+      requestId: `${sessionId}#${this.index}`,
+      ...(session.model === undefined ? {} : { route: { model: session.model } }),
+    };
+    const t0 = d.now();
+    const out = await d.tt.reduceRequest(request, context);
+    const ms = d.now() - t0 + this.pendingMs;
+    this.pendingMs = 0;
+    const finalRequest = out.value;
+    const finalMessages = Array.isArray(finalRequest['messages'])
+      ? (finalRequest['messages'] as unknown[])
+      : (request['messages'] as unknown[]);
+    const ids = this.verifier.referenced(finalMessages);
+    const recovered = await this.verifier.verify(ids);
+    this.fidelity.request(i, finalMessages);
+    const { recoveryChars } = this.sight.request(i, finalMessages);
+    const sample = this.sample(rawMessages, finalMessages, { receipts: ids.length, recovered, ms, recoveryChars });
+    const saved: Record<string, number> = {};
+    for (const m of this.reduced.slice(0, i))
+      for (const [stage, chars] of Object.entries(this.toolSavings.get(m) ?? {}))
+        saved[stage] = (saved[stage] ?? 0) + chars;
+    savedByStage(out.decisions, saved);
+    sample.saved = saved;
+    await this.record({ ...request, messages: rawMessages }, out, context, sample);
+    d.dump?.write(`${JSON.stringify({ session: sessionId, index: this.index, final: finalRequest })}\n`);
+    d.onRequest(sample);
+    this.index++;
+  }
+
+  /** A request's sizes beside the previous request's; `saved` is filled in by the caller. */
+  private sample(
+    rawMessages: readonly unknown[],
+    finalMessages: readonly unknown[],
+    rest: Pick<Sample, 'receipts' | 'recovered' | 'ms' | 'recoveryChars'>,
+  ): Sample {
+    const meter = this.d.meter;
+    const [reusePrefix, reuseBase] =
+      this.prevFinal === undefined ? [0, 0] : itemPrefix(this.prevFinal, finalMessages, meter);
+    const sample: Sample = {
+      rawChars: meter.chars(rawMessages),
+      finalChars: meter.chars(finalMessages),
+      rawTokens: meter.tokens(rawMessages),
+      finalTokens: meter.tokens(finalMessages),
+      rawPrefix: commonPrefixChars(this.prevRaw, rawMessages, meter),
+      finalPrefix: commonPrefixChars(this.prevFinal, finalMessages, meter),
+      ...rest,
+      reusePrefix,
+      reuseBase,
+      saved: {},
+    };
+    this.prevRaw = rawMessages;
+    this.prevFinal = finalMessages;
+    return sample;
+  }
+
+  /** The request's metrics row in the vault and its entry in the ledger. */
+  private async record(
+    rawRequest: ProviderRequest,
+    out: Step<ProviderRequest>,
+    context: StepContext,
+    sample: Sample,
+  ): Promise<void> {
+    const { session, d } = this;
+    const meter = d.meter;
+    await d.tt.vault.recordRequestMetric(
+      requestMetric({
+        sessionId: this.sessionId,
+        requestId: context.requestId!,
+        mode: this.mode,
         ...(session.model === undefined ? {} : { model: session.model }),
-        messages: reduced.slice(0, i),
-        ...(session.tools === undefined ? {} : { tools: session.tools }),
-      };
-      const context: StepContext = {
-        sessionId,
-        requestId: `${sessionId}#${index}`,
-        ...(session.model === undefined ? {} : { route: { model: session.model } }),
-      };
-      const t0 = now();
-      const out = await tt.reduceRequest(request, context);
-      const ms = now() - t0 + pendingMs;
-      pendingMs = 0;
-      const finalRequest = out.value;
-      const finalMessages = Array.isArray(finalRequest['messages'])
-        ? (finalRequest['messages'] as unknown[])
-        : (request['messages'] as unknown[]);
-      const ids = verifier.referenced(finalMessages);
-      const recovered = await verifier.verify(ids);
-      fidelity.request(i, finalMessages);
-      const { recoveryChars } = sight.request(i, finalMessages);
-      const [reusePrefix, reuseBase] = prevFinal === undefined ? [0, 0] : itemPrefix(prevFinal, finalMessages, meter);
-      const sample: Sample = {
-        rawChars: meter.chars(rawMessages),
-        finalChars: meter.chars(finalMessages),
-        rawTokens: meter.tokens(rawMessages),
-        finalTokens: meter.tokens(finalMessages),
-        rawPrefix: commonPrefixChars(prevRaw, rawMessages, meter),
-        finalPrefix: commonPrefixChars(prevFinal, finalMessages, meter),
-        receipts: ids.length,
-        recovered,
-        ms,
-        reusePrefix,
-        reuseBase,
-        recoveryChars,
-        saved: {},
-      };
-      prevRaw = rawMessages;
-      prevFinal = finalMessages;
-      const saved: Record<string, number> = {};
-      for (const m of reduced.slice(0, i))
-        for (const [stage, chars] of Object.entries(toolSavings.get(m) ?? {}))
-          saved[stage] = (saved[stage] ?? 0) + chars;
-      savedByStage(out.decisions, saved);
-      sample.saved = saved;
-      const rawRequest = { ...request, messages: rawMessages };
-      await tt.vault.recordRequestMetric(
-        requestMetric({
-          sessionId,
-          requestId: context.requestId!,
-          mode,
-          ...(session.model === undefined ? {} : { model: session.model }),
-          raw: attributeRequest(rawRequest, meter),
-          final: attributeRequest(finalRequest, meter),
-          rawTokens: sample.rawTokens,
-          finalTokens: sample.finalTokens,
-          tokenizer: meter.counter.name,
-          receipts: ids.length,
-          failedOpen: anyFailedOpen(out.decisions),
-          savedByStage: saved,
-        }),
-      );
-      await d.ledger?.recordRequest({
-        sessionId: ledgerId,
-        ...(turn > 0 ? { turnId: `t${turn}` } : {}),
+        raw: attributeRequest(rawRequest, meter),
+        final: attributeRequest(out.value, meter),
         rawTokens: sample.rawTokens,
         finalTokens: sample.finalTokens,
-      });
-      turnTokens += sample.finalTokens;
-      d.dump?.write(`${JSON.stringify({ session: sessionId, index, final: finalRequest })}\n`);
-      d.onRequest(sample);
-      index++;
-    }
-    if (role === 'assistant') rememberCalls(msg, calls);
-    // A recognised text-protocol observation is the output of the command block before it: it goes
-    // through the tool stream as a terminal result, as a host integrating the agent would send it.
-    const observation = role === 'user' && fidelity.isOutput(i) && typeof msg['content'] === 'string';
-    if ((role === 'tool' || observation) && typeof msg['content'] === 'string') {
-      const callId =
-        typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : observation ? `observation-${i}` : '';
-      const command = observation ? lastCommand(original, i) : undefined;
-      const call = observation
-        ? { name: 'terminal', args: command === undefined ? {} : { command } }
-        : calls.get(callId);
-      const hostName = call?.name ?? 'tool';
-      const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
-      // A host integrating the agent reduces the command's own output, then wraps it in its template.
-      const wrapped = observation ? unwrapObservation(msg['content']) : undefined;
-      const result =
-        wrapped === undefined
-          ? { content: msg['content'] }
-          : { content: wrapped.output, ...(wrapped.exitCode === undefined ? {} : { exitCode: wrapped.exitCode }) };
-      const t0 = now();
-      const step = await tt.reduceToolResult({ callId, name, args: call?.args ?? {}, ...result }, { sessionId });
-      pendingMs += now() - t0;
-      const content =
-        wrapped === undefined || step.value.content === wrapped.output
-          ? step.value.content
-          : wrapped.wrap(step.value.content);
-      const kept =
-        content === msg['content'] || (wrapped !== undefined && step.value.content === wrapped.output)
-          ? msg
-          : { ...msg, content };
-      reduced.push(kept);
-      if (kept !== msg) toolSavings.set(kept, savedByStage(step.decisions));
-      continue;
-    }
-    reduced.push(msg);
+        tokenizer: meter.counter.name,
+        receipts: sample.receipts,
+        failedOpen: anyFailedOpen(out.decisions),
+        savedByStage: sample.saved,
+      }),
+    );
+    await d.ledger?.recordRequest({
+      sessionId: this.ledgerId,
+      ...(this.turn > 0 ? { turnId: `t${this.turn}` } : {}),
+      rawTokens: sample.rawTokens,
+      finalTokens: sample.finalTokens,
+    });
+    this.turnTokens += sample.finalTokens;
   }
-  if (pendingMs > 0) d.onExtraTime(pendingMs);
-  await finishTurn();
-  return fidelity.counts;
+
+  /** Tool output `i` through the tool stream: what the host keeps in its transcript. */
+  private async toolResult(i: number, msg: Message, text: string, observation: boolean): Promise<Message> {
+    const callId =
+      typeof msg['tool_call_id'] === 'string' ? msg['tool_call_id'] : observation ? `observation-${i}` : '';
+    const command = observation ? lastCommand(this.original, i) : undefined;
+    const call = observation
+      ? { name: 'terminal', args: command === undefined ? {} : { command } }
+      : this.calls.get(callId);
+    const hostName = call?.name ?? 'tool';
+    const name = this.d.tt.config.toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
+    // A host integrating the agent reduces the command's own output, then wraps it in its template.
+    const wrapped = observation ? unwrapObservation(text) : undefined;
+    const result =
+      wrapped === undefined
+        ? { content: text }
+        : { content: wrapped.output, ...(wrapped.exitCode === undefined ? {} : { exitCode: wrapped.exitCode }) };
+    const t0 = this.d.now();
+    const step = await this.d.tt.reduceToolResult(
+      { callId, name, args: call?.args ?? {}, ...result },
+      { sessionId: this.sessionId },
+    );
+    this.pendingMs += this.d.now() - t0;
+    const content =
+      wrapped === undefined || step.value.content === wrapped.output
+        ? step.value.content
+        : wrapped.wrap(step.value.content);
+    const kept =
+      content === text || (wrapped !== undefined && step.value.content === wrapped.output) ? msg : { ...msg, content };
+    if (kept !== msg) this.toolSavings.set(kept, savedByStage(step.decisions));
+    return kept;
+  }
 }
 
 /**

@@ -28,7 +28,6 @@ const ROLES: ReadonlySet<string> = new Set(['system', 'developer', 'user', 'assi
  * Parse one line (1-based `lineNo` for errors); an unknown role is a format error, not silently replayed.
  *
  * @example
- * import { parseSessionLine } from 'token-terminator';
  * const session = parseSessionLine('{"id":"s1","messages":[{"role":"user","content":"hi"}]}', 1);
  */
 export function parseSessionLine(line: string, lineNo: number): RecordedSession {

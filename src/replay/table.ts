@@ -9,62 +9,75 @@ const int = (n: number): string => n.toLocaleString('en-US');
  * Two tables: per-session rows (when more than one session) and the totals.
  *
  * @example
- * import { renderFiguresTable, replaySessions } from 'token-terminator';
  * console.log(renderFiguresTable(await replaySessions(sessions), { maxSessions: 20 }));
  */
 export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: number } = {}): string {
   const out: string[] = [];
   const maxSessions = options.maxSessions ?? 60;
   if (f.sessions.length > 1) {
-    const t = new Table({
-      head: [
-        'session',
-        'req',
-        'raw tok',
-        'final tok',
-        'red %',
-        'reuse',
-        'cost ratio',
-        'task %',
-        'actions %',
-        'diag %',
-        'ground %',
-        'use lines %',
-        'use words %',
-        'recov',
-        'cost+recov',
-        'receipts',
-        'p50 ms',
-      ],
-      style: plain,
-    });
-    for (const s of f.sessions.slice(0, maxSessions)) {
-      t.push([
-        shorten(s.id, 48),
-        s.requests,
-        int(s.raw_tokens),
-        int(s.final_tokens),
-        s.reduction_pct.toFixed(2),
-        s.prefix_reuse.toFixed(4),
-        s.effective_cost_ratio.toFixed(4),
-        s.task_visible_pct.toFixed(2),
-        s.actions_visible_pct.toFixed(2),
-        s.diagnostics_visible_pct.toFixed(2),
-        s.grounding_pct.toFixed(2),
-        s.use_lines_pct.toFixed(2),
-        s.use_words_pct.toFixed(2),
-        s.simulated_recoveries,
-        s.effective_cost_with_recoveries_ratio.toFixed(4),
-        `${s.recovered_exact}/${s.receipts}`,
-        s.p50_ms.toFixed(3),
-      ]);
-    }
-    out.push(t.toString());
+    out.push(sessionsTable(f, maxSessions));
     if (f.sessions.length > maxSessions)
       out.push(`… ${f.sessions.length - maxSessions} more sessions (use --json for all)`);
   }
   const t = new Table({ head: ['figure', 'raw', 'final', 'ratio / %'], style: plain });
-  t.push(
+  t.push(...sizeRows(f), ...fidelityRows(f), ...recoveryAndTimeRows(f));
+  out.push(t.toString());
+  return out.join('\n');
+}
+
+/** One row per session (the first `maxSessions`). */
+function sessionsTable(f: ReplayFigures, maxSessions: number): string {
+  const t = new Table({
+    head: [
+      'session',
+      'req',
+      'raw tok',
+      'final tok',
+      'red %',
+      'reuse',
+      'cost ratio',
+      'task %',
+      'actions %',
+      'diag %',
+      'ground %',
+      'use lines %',
+      'use words %',
+      'recov',
+      'cost+recov',
+      'receipts',
+      'p50 ms',
+    ],
+    style: plain,
+  });
+  for (const s of f.sessions.slice(0, maxSessions)) {
+    t.push([
+      shorten(s.id, 48),
+      s.requests,
+      int(s.raw_tokens),
+      int(s.final_tokens),
+      s.reduction_pct.toFixed(2),
+      s.prefix_reuse.toFixed(4),
+      s.effective_cost_ratio.toFixed(4),
+      s.task_visible_pct.toFixed(2),
+      s.actions_visible_pct.toFixed(2),
+      s.diagnostics_visible_pct.toFixed(2),
+      s.grounding_pct.toFixed(2),
+      s.use_lines_pct.toFixed(2),
+      s.use_words_pct.toFixed(2),
+      s.simulated_recoveries,
+      s.effective_cost_with_recoveries_ratio.toFixed(4),
+      `${s.recovered_exact}/${s.receipts}`,
+      s.p50_ms.toFixed(3),
+    ]);
+  }
+  return t.toString();
+}
+
+type Row = (string | number)[];
+
+/** Sizes, cost and prefix reuse. */
+function sizeRows(f: ReplayFigures): Row[] {
+  return [
     ['requests', int(f.requests), '', ''],
     ['chars (messages)', int(f.raw_chars), int(f.final_chars), pct(f.raw_chars, f.final_chars)],
     ['tokens (o200k_base)', int(f.raw_tokens), int(f.final_tokens), pct(f.raw_tokens, f.final_tokens)],
@@ -82,6 +95,12 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
       `${f.effective_cost_ratio_openai.toFixed(4)} / ${f.effective_cost_ratio_anthropic.toFixed(4)}`,
     ],
     ['prefix reuse (final n → n+1)', '1.0000', f.prefix_reuse.toFixed(4), ''],
+  ];
+}
+
+/** What the model could still see (the fidelity contract). */
+function fidelityRows(f: ReplayFigures): Row[] {
+  return [
     ['task visible', '', `${f.fidelity.tasks_visible}/${f.fidelity.requests}`, `${f.task_visible_pct.toFixed(2)} %`],
     [
       'actions visible',
@@ -120,6 +139,12 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
       `${f.fidelity.use_actions_missing_line}/${f.fidelity.use_actions}`,
       `${f.actions_missing_use_pct.toFixed(2)} %`,
     ],
+  ];
+}
+
+/** Recoveries, receipts and the pipeline's time and memory. */
+function recoveryAndTimeRows(f: ReplayFigures): Row[] {
+  return [
     [
       'simulated recoveries (actions missing a used item)',
       '',
@@ -139,9 +164,7 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
       `total ${f.total_ms.toFixed(1)}`,
     ],
     ['peak RSS (MB)', '', f.peak_rss_mb.toFixed(1), ''],
-  );
-  out.push(t.toString());
-  return out.join('\n');
+  ];
 }
 
 /** A reduction as "% fewer"; a request that grew says so instead of printing a negative saving. */

@@ -22,3 +22,4 @@ export {
 export { figuresFromRows, readStoreFigures, readVaultFigures } from './from-vault.js';
 export { parseQualityResults, type QualitySummary } from './quality.js';
 export { rateCardFromConfig, priceFigures, type RateCard, type RateCardConfig, type PricedLine } from './rate-card.js';
+export { dashboardRoute } from './dashboard.js';

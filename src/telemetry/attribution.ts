@@ -19,7 +19,6 @@ import type { MessagesMeter } from './meter.js';
  * The parts a request's size is attributed to.
  *
  * @example
- * import { COMPONENTS } from 'token-terminator';
  * for (const c of COMPONENTS) console.log(c, attribution.components[c].tokens);
  */
 export const COMPONENTS = Object.freeze([
@@ -61,7 +60,7 @@ type Acc = { chars: number; tokens: number; count: number };
  * Attribute a request's size to components. Unknown shapes land in `other`.
  *
  * @example
- * import { attributeRequest, createMessagesMeter, createTiktokenCounter } from 'token-terminator';
+ * import { createTiktokenCounter } from 'token-terminator';
  * const { components } = attributeRequest(request, createMessagesMeter(createTiktokenCounter()));
  * components.tool_results.tokens; // tokens the tool outputs take
  */

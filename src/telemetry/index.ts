@@ -2,7 +2,7 @@
 export { createMessagesMeter, type MessagesMeter, type MessageEntry, type MessagesMeterOptions } from './meter.js';
 export { attributeRequest, COMPONENTS, type Attribution, type Component, type ComponentSize } from './attribution.js';
 export { savedByStage, anyFailedOpen, requestMetric, type RequestMetricInput } from './metrics.js';
-export { readMetricsSummary, reductionPct, type MetricsSummary } from './stats.js';
+export { reductionPct, type MetricsSummary } from './stats.js';
 export {
   openLedger,
   LedgerError,

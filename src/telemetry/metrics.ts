@@ -11,7 +11,6 @@ import { COMPONENTS, type Attribution } from './attribution.js';
  * Saved chars per stage, from the `applied` decisions that report them.
  *
  * @example
- * import { savedByStage } from 'token-terminator';
  * const saved = savedByStage(step.decisions); // e.g. { compressToolResult: 5400 }
  */
 export function savedByStage(decisions: Iterable<Decision>, into: Record<string, number> = {}): Record<string, number> {
@@ -26,7 +25,6 @@ export function savedByStage(decisions: Iterable<Decision>, into: Record<string,
  * True when any stage failed open.
  *
  * @example
- * import { anyFailedOpen } from 'token-terminator';
  * if (anyFailedOpen(step.decisions)) console.warn('a stage failed open; the original passed through');
  */
 export function anyFailedOpen(decisions: Iterable<Decision>): boolean {
@@ -55,7 +53,6 @@ export interface RequestMetricInput {
  * Assemble the frozen RequestMetric row (components: raw/final tokens per bucket).
  *
  * @example
- * import { anyFailedOpen, requestMetric, savedByStage } from 'token-terminator';
  * const row = requestMetric({
  *   sessionId: 's1', requestId: 'r1', mode: 'balanced', raw, final, tokenizer: 'o200k_base',
  *   receipts: 1, failedOpen: anyFailedOpen(step.decisions), savedByStage: savedByStage(step.decisions),

@@ -4,6 +4,16 @@
  */
 import { ConfigError } from '../errors.js';
 
+/**
+ * Host tool names renamed before a tool result is reduced when the configured `toolNames` do not name
+ * them: recorded sessions (replay) and the proxy's and custom loop's first-seen outputs name a `bash`
+ * tool's output `terminal`.
+ *
+ * @example
+ * REPLAY_TOOL_NAMES['bash']; // 'terminal'
+ */
+export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
+
 export type CanonicalTool = 'terminal' | 'search_files' | 'process' | 'read_file';
 
 export const CANONICAL_TOOLS: readonly CanonicalTool[] = ['terminal', 'search_files', 'process', 'read_file'];

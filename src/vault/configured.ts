@@ -6,7 +6,7 @@ import type { VaultOptions } from './create.js';
  * TOKEN_TERMINATOR_DB_URL (PostgreSQL) wins over TOKEN_TERMINATOR_DB_PATH (SQLite).
  *
  * @example
- * import { createVault, loadConfig, vaultOptionsFromConfig } from 'token-terminator';
+ * import { createVault, loadConfig } from 'token-terminator';
  * await using vault = await createVault(vaultOptionsFromConfig(loadConfig()));
  */
 export function vaultOptionsFromConfig(config: Config): VaultOptions {

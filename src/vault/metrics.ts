@@ -13,7 +13,6 @@ import type { MetricsSummary, RequestMetric, RequestMetricRow } from './types.js
  * (raw − final) / raw × 100, rounded to 2 decimals; 0 when raw is 0.
  *
  * @example
- * import { reductionPct } from 'token-terminator';
  * reductionPct(2000, 500); // 75
  * reductionPct(0, 0); // 0
  */

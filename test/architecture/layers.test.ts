@@ -4,6 +4,10 @@
  * A file may import its own layer or a lower one, never a higher one. Imports are read with
  * TypeScript's own pre-processor (static, type-only and dynamic imports alike) and resolved
  * relative to the importing file.
+ *
+ * The library does not carry its tooling: from every package entry point but the tooling's own
+ * (`./report`), and from every operator and adapter file, no chain of imports reaches src/replay,
+ * src/eval, src/report, src/cli or bench/.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -19,7 +23,9 @@ type Layer = (typeof LAYERS)[number];
 /** The layer of a repository path (posix separators), or undefined for files outside the package code. */
 export function layerOf(path: string): Layer | undefined {
   if (path.startsWith('operators/')) return 'operators';
-  if (path === 'src/runtime.ts' || path.startsWith('src/runtime/')) return 'runtime';
+  // The runtime's types (the Terminator contract) are what core modules such as recovery program against.
+  if (path === 'src/runtime/types.ts') return 'core';
+  if (path.startsWith('src/runtime/')) return 'runtime';
   if (path === 'src/index.ts' || /^src\/(cli|replay|eval|report)\//.test(path) || path.startsWith('adapters/'))
     return 'hosts';
   if (path.startsWith('src/')) return 'core';
@@ -48,6 +54,49 @@ function importsOf(path: string): string[] {
         .join('/')
         .replace(/\.js$/, '.ts'),
     );
+}
+
+const TOOLING = /^(src\/(replay|eval|report|cli)\/|bench\/)/;
+
+/** Entry points of the package that are tooling themselves, and may import it. */
+const TOOLING_ENTRIES = new Set(['./report']);
+
+/**
+ * A shortest chain of imports from `root` to a tooling file, or undefined when none exists. Breadth
+ * first over `importsOf`, so the chain names each file on the way.
+ */
+export function chainToTooling(
+  root: string,
+  imports: (path: string) => readonly string[],
+  isTooling: (path: string) => boolean = (p) => TOOLING.test(p),
+): string[] | undefined {
+  const parent = new Map<string, string | null>([[root, null]]);
+  const queue = [root];
+  while (queue.length > 0) {
+    const file = queue.shift()!;
+    if (isTooling(file)) {
+      const chain: string[] = [];
+      for (let at: string | null = file; at !== null; at = parent.get(at) ?? null) chain.unshift(at);
+      return chain;
+    }
+    for (const next of imports(file)) {
+      if (parent.has(next)) continue;
+      parent.set(next, file);
+      queue.push(next);
+    }
+  }
+  return undefined;
+}
+
+/** The library's roots: package entry points (but the tooling's own), every operator and adapter file. */
+function libraryRoots(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { default: string }>;
+  };
+  const entries = Object.entries(pkg.exports)
+    .filter(([subpath, target]) => !TOOLING_ENTRIES.has(subpath) && typeof target !== 'string')
+    .map(([, target]) => (target as { default: string }).default.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts'));
+  return [...new Set([...entries, ...sources('operators'), ...sources('adapters')])];
 }
 
 describe('layering', () => {
@@ -83,6 +132,36 @@ describe('layering', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('no package entry point, operator or adapter reaches replay, eval, report, the CLI or bench', () => {
+    const roots = libraryRoots();
+    expect(roots).toContain('src/index.ts');
+    expect(roots).toContain('operators/index.ts');
+    expect(roots).toContain('adapters/proxy/index.ts');
+    expect(roots).not.toContain('src/report/index.ts');
+    const chains = roots
+      .map((root) => chainToTooling(root, importsOf))
+      .filter((chain): chain is string[] => chain !== undefined)
+      .map((chain) => chain.join(' → '));
+    expect(chains).toEqual([]);
+  });
+
+  it('names the whole chain to a tooling file', () => {
+    const graph: Record<string, string[]> = {
+      'src/index.ts': ['src/a.ts', 'src/b.ts'],
+      'src/a.ts': ['src/c.ts'],
+      'src/b.ts': [],
+      'src/c.ts': ['src/replay/replay.ts'],
+    };
+    expect(chainToTooling('src/index.ts', (f) => graph[f] ?? [])).toEqual([
+      'src/index.ts',
+      'src/a.ts',
+      'src/c.ts',
+      'src/replay/replay.ts',
+    ]);
+    expect(chainToTooling('src/b.ts', (f) => graph[f] ?? [])).toBeUndefined();
+    expect(chainToTooling('operators/x.ts', () => ['bench/run.ts'])).toEqual(['operators/x.ts', 'bench/run.ts']);
   });
 
   it('would catch an upward import', () => {

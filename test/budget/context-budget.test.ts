@@ -7,7 +7,7 @@ import { capOutputBudget, type CapOutputBudgetOptions } from '../../operators/ca
 import { contextBudget, type BudgetCounter, type BudgetMeasurement } from '../../src/budget/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { STAGES } from '../../src/stages.js';
 import { createStep, type ProviderRequest, type Route, type Step } from '../../src/step.js';
 

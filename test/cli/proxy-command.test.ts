@@ -53,7 +53,7 @@ describe('token-terminator proxy', () => {
     expect(proxyTerminatorConfig({ db: join(dir, 'x.sqlite3') }, { HOME: dir }).dbPath).toBe(join(dir, 'x.sqlite3'));
   });
 
-  it('serves until SIGTERM: health, a proxied request, a clean exit', async () => {
+  it('serves until SIGTERM: health, a proxied request, the dashboard, a clean exit', async () => {
     const upstream = await startUpstream(() => chat.text('pong'));
     const proxy = spawnProxy(['--upstream', upstream.url, '--db', join(dir, 'vault.sqlite3')], env());
     try {
@@ -67,6 +67,11 @@ describe('token-terminator proxy', () => {
       expect(
         ((await reply.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
       ).toBe('pong');
+      // The command adds the report page (the proxy adapter alone does not import the report).
+      const page = await fetch(`${url}/dashboard`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      expect(await page.text()).toContain('token-terminator proxy');
       expect(await stopProcess(proxy.child)).toBe(0);
       expect(proxy.stderr()).not.toContain('sk-cli');
     } finally {

@@ -17,7 +17,7 @@ import { planHistory } from '../../src/compile/history.js';
 import { hostToolOutputs } from '../../src/compile/observations.js';
 import { createSessionPool } from '../../src/compile/session.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import type { PricingProfile } from '../../src/config/pricing.js';
 import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
@@ -361,9 +361,9 @@ describe('carried plans = full path', () => {
         try {
           const out: string[] = [];
           for (const [i, r] of requests.entries()) {
-            out.push(JSON.stringify((await tt.compileRequest(r, { sessionId: 'kept', requestId: `r${i}` })).value));
+            out.push(JSON.stringify((await tt.reduceRequest(r, { sessionId: 'kept', requestId: `r${i}` })).value));
             // Another session pushes the kept one's lane out every other request.
-            if (i % 2 === 1) await tt.compileRequest(clone(requests[0]!), { sessionId: 'other', requestId: `o${i}` });
+            if (i % 2 === 1) await tt.reduceRequest(clone(requests[0]!), { sessionId: 'other', requestId: `o${i}` });
           }
           return out;
         } finally {

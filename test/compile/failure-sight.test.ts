@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTiktokenCounter } from '../../src/measure/index.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import { pytestThreeFailures, readLog40k } from '../support/failing-outputs.js';

@@ -13,7 +13,7 @@ import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { createRequestMemo, recognitionStats, sameJson, setPrefixRecognition } from '../../src/compile/prefix.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView } from '../../src/model/read.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import type { ProviderRequest } from '../../src/step.js';
 import { TOOL_NAMES, growingSession, type RequestOptions } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
@@ -271,13 +271,11 @@ describe('eviction', () => {
       try {
         const out: string[] = [];
         for (const [i, r] of requests.entries()) {
-          out.push(
-            JSON.stringify((await tt.compileRequest(clone(r), { sessionId: 'kept', requestId: `r${i}` })).value),
-          );
+          out.push(JSON.stringify((await tt.reduceRequest(clone(r), { sessionId: 'kept', requestId: `r${i}` })).value));
           // Three other sessions push the kept one's lane (and its recognition state) out of the LRU.
           if (evict)
             for (const other of ['a', 'b', 'c', 'd'])
-              await tt.compileRequest(clone(requests[0]!), { sessionId: other, requestId: `${other}${i}` });
+              await tt.reduceRequest(clone(requests[0]!), { sessionId: other, requestId: `${other}${i}` });
         }
         return out;
       } finally {

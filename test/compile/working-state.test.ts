@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderWorkingState } from '../../src/compile/working-state.js';
 import { serializedChars } from '../../src/measure/index.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import type { ProviderRequest } from '../../src/step.js';
 
 const node = (label: string, priority = 0.5) => ({

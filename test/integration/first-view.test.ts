@@ -16,8 +16,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { wrapAnthropic, wrapOpenAI } from '../../adapters/custom-loop/index.js';
 import { createAgentsAdapter } from '../../adapters/openai-agents/index.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
-import { createTerminator } from '../../src/runtime.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import { createTerminator } from '../../src/runtime/index.js';
+import type { Terminator } from '../../src/runtime/types.js';
 import {
   anthropicReply,
   chatReply,

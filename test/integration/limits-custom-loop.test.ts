@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { wrapAnthropic, wrapOpenAI } from '../../adapters/custom-loop/index.js';
 import { parseOutputCapError } from '../../src/budget/index.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { useLimitsRig } from '../adapters/support/limits-rig.js';
 import { SERVED_MODELS, sentCap } from '../adapters/support/limits-server.js';
 

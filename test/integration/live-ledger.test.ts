@@ -14,7 +14,7 @@ import { wrapOpenAI } from '../../adapters/custom-loop/index.js';
 import { tokenTerminatorMiddleware } from '../../adapters/langgraph/index.js';
 import { createAgentsAdapter } from '../../adapters/openai-agents/index.js';
 import { run as runCli } from '../../src/cli/program.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { openLedger } from '../../src/telemetry/ledger.js';
 import { startLimitsServer, type LimitsServer } from '../adapters/support/limits-server.js';
 

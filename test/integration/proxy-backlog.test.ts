@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createProxy } from '../../adapters/proxy/index.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 import { startHarness, type Harness } from '../proxy/support/harness.js';
 import { chat } from '../proxy/support/upstream.js';
 

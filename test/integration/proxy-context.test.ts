@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tenantOf } from '../../adapters/proxy/index.js';
 import type { StepContext } from '../../src/step.js';
 import { openLedger } from '../../src/telemetry/ledger.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 import { recoveryCall, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
 import { chat } from '../proxy/support/upstream.js';
 

@@ -11,7 +11,7 @@ import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { DIGEST_MAX_DIAGNOSTICS, failingTestIds, renderDigest } from '../../src/compile/digest.js';
 import { readRequest } from '../../src/model/index.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
 import {
   failingOutput,

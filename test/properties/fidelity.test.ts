@@ -13,7 +13,7 @@ import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import type { Mode } from '../../src/config/types.js';
 import { readRequest, writeSlots } from '../../src/model/index.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest, type ToolResult } from '../../src/step.js';
 import type { Vault } from '../../src/vault/types.js';
 import {

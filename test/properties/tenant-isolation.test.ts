@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReceipt, referencedArtifacts, renderNativeNote, renderReceipt } from '../../src/receipts/index.js';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { conversation, renderSession, WIRE_FORMATS, type Conversation } from '../../src/testing/index.js';
 import type { WireFormat } from '../../src/testing/index.js';
 import { artifactIdFor } from '../../src/vault/index.js';

@@ -11,8 +11,8 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRequest } from '../../src/model/index.js';
 import { isRecoveryResult } from '../../src/recovery/index.js';
-import { createTerminator } from '../../src/runtime.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import { createTerminator } from '../../src/runtime/index.js';
+import type { Terminator } from '../../src/runtime/types.js';
 
 let dir: string;
 let tt: Terminator;

@@ -3,19 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import {
-  createRecoveryTool,
-  createWorkingStateStore,
-  type ClosableWorkingStateStore,
-  type RecoveryToolHandle,
-} from '../../src/recovery/index.js';
+import { createRecoveryTool, type RecoveryToolHandle } from '../../src/recovery/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 
 let dir: string;
 let path: string;
 let vault: Vault;
-let store: ClosableWorkingStateStore;
+/** A second connection to the same file, with a working state of at most 5 nodes. */
+let store: Vault;
 let tool: RecoveryToolHandle;
 
 async function call(sessionId: string, args: Record<string, unknown>): Promise<Record<string, any>> {
@@ -33,13 +29,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tt-wstate-'));
   path = join(dir, 'vault.sqlite3');
   vault = await createVault({ path });
-  store = createWorkingStateStore({ path, maxNodes: 5 });
+  store = await createVault({ path, workingState: { maxNodes: 5 } });
   const config = loadConfig({ env: { HOME: dir }, overrides: { dbPath: path, workingGraphChars: 2000 } });
-  tool = createRecoveryTool({ vault, config, workingState: store });
+  tool = createRecoveryTool({ vault, config, workingState: store.workingState });
 });
 
 afterAll(async () => {
-  store.close();
+  await store.close();
   await vault.close();
   rmSync(dir, { recursive: true, force: true });
 });

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import type { ToolResult } from '../../src/step.js';
 import { idMatches, receiptIds, recoverViaTool, tempDir } from './harness.js';
 

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import type { ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { PutInput, StoreScope, Vault } from '../../src/vault/types.js';

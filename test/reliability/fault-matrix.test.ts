@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import type { Decision, ToolCall } from '../../src/step.js';
 import { throwingCounter } from '../../src/testing/faults.js';
 import { VaultOpenError } from '../../src/vault/errors.js';

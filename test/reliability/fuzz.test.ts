@@ -18,7 +18,7 @@ import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { RECOVERY_ACTIONS } from '../../src/recovery/schema.js';
 import { serializedChars } from '../../src/measure/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../../src/step.js';
 import { chatRequest, providerRequest } from '../../src/testing/arbitraries/requests.js';
 import { roleProblems } from '../../src/testing/format.js';

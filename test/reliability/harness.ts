@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { serializedChars, codePoints } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
-import type { RecoveryTool, Terminator } from '../../src/runtime.js';
+import type { RecoveryTool, Terminator } from '../../src/runtime/index.js';
 import type { Decision, ProviderRequest, Route, Step, ToolCall, ToolResult } from '../../src/step.js';
 import { roleProblems } from '../../src/testing/format.js';
 import { artifactIdFor } from '../../src/vault/index.js';

@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, copyFileSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import type { ToolResult } from '../../src/step.js';
 import { createVault, type Vault } from '../../src/vault/index.js';
 import { canChattr, corruptUnderOpenVault, receiptIds, recoverViaTool, idMatches, tempDir } from './harness.js';

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerRecoveryCall } from '../../src/recovery/loop.js';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import type { ProviderRequest, ToolResult } from '../../src/step.js';
 import { receiptIds, tempDir } from './harness.js';
 

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import type { LockBudget } from '../../src/vault/types.js';
 import type { ProviderRequest, ToolResult } from '../../src/step.js';
 import { firstLine, RTK_STUB, startScript, tempDir, withoutCaps } from './harness.js';

@@ -12,8 +12,8 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { isReceipt, parseReceipt, referencedArtifacts } from '../../src/receipts/index.js';
-import { createRecoveryTool, createWorkingStateStore } from '../../src/recovery/index.js';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createRecoveryTool } from '../../src/recovery/index.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import type { ProviderRequest, ToolResult } from '../../src/step.js';
 import { throwingCounter } from '../../src/testing/faults.js';
 import { artifactIdFor, createVault } from '../../src/vault/index.js';
@@ -164,30 +164,26 @@ describe('the recovery tool (of a running Terminator)', () => {
   it('the model cannot choose the session of the working state (real store on the vault file)', async () => {
     const path = join(dir, 'ws', 'v.sqlite3');
     await using vault = await createVault({ path });
-    const store = createWorkingStateStore({ path });
-    try {
-      const tool = createRecoveryTool({
-        vault,
-        config: loadConfig({ env: {}, overrides: { dbPath: path, workingGraphChars: 2000 } }),
-        workingState: store,
-      });
-      const apply = JSON.parse(
-        await tool.handle(
-          {
-            action: 'working_state_apply',
-            operations: [{ op: 'NODE_CREATE', node_id: 'secret', kind: 'fact', label: 'owned by A' }],
-          },
-          { sessionId: 'A' },
-        ),
-      ) as Record<string, unknown>;
-      expect(apply['error']).toBeUndefined();
-      const spoof = await tool.handle({ action: 'working_state_get', session_id: 'A' }, { sessionId: 'B' });
-      expect(spoof).not.toContain('secret');
-      const own = await tool.handle({ action: 'working_state_get' }, { sessionId: 'A' });
-      expect(own).toContain('secret');
-    } finally {
-      store.close();
-    }
+    const store = vault.workingState;
+    const tool = createRecoveryTool({
+      vault,
+      config: loadConfig({ env: {}, overrides: { dbPath: path, workingGraphChars: 2000 } }),
+      workingState: store,
+    });
+    const apply = JSON.parse(
+      await tool.handle(
+        {
+          action: 'working_state_apply',
+          operations: [{ op: 'NODE_CREATE', node_id: 'secret', kind: 'fact', label: 'owned by A' }],
+        },
+        { sessionId: 'A' },
+      ),
+    ) as Record<string, unknown>;
+    expect(apply['error']).toBeUndefined();
+    const spoof = await tool.handle({ action: 'working_state_get', session_id: 'A' }, { sessionId: 'B' });
+    expect(spoof).not.toContain('secret');
+    const own = await tool.handle({ action: 'working_state_get' }, { sessionId: 'A' });
+    expect(own).toContain('secret');
   });
 
   it('search input cannot inject FTS5 or SQL syntax: it is matched as a literal substring', async () => {

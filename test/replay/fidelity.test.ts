@@ -13,7 +13,7 @@ import { diagnosticLines, isDiagnosticLine } from '../../src/replay/diagnostics.
 import { groundingStrings } from '../../src/replay/fidelity.js';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
 import { unwrapObservation } from '../../src/replay/replay.js';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { advance, type ProviderRequest } from '../../src/step.js';
 import { fixture } from '../operators/tool-helpers.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { createReceipt, renderReceipt } from '../../src/receipts/index.js';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { advance } from '../../src/step.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 

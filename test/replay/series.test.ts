@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 import { searchMatches, searchSession } from '../support/sessions.js';
 
 const big = searchMatches(900, 'match');

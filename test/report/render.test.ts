@@ -12,7 +12,7 @@ import {
   ReportInputError,
 } from '../../src/report/index.js';
 import { replaySessions } from '../../src/replay/index.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 import { CANARY } from './fixture.js';
 import { searchMatches, searchSession } from '../support/sessions.js';
 

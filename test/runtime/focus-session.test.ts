@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import type { StepContext, ToolResult } from '../../src/step.js';
 
 const FIND = readFileSync(join(import.meta.dirname, '../fixtures/terminal/find.txt'), 'utf8');

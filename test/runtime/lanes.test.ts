@@ -6,9 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stepOperator } from '../../src/operator-kit.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { LaneCache } from '../../src/runtime/lanes.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { advance, createStep } from '../../src/step.js';
-import type { Terminator } from '../../src/runtime-types.js';
+import type { Terminator } from '../../src/runtime/types.js';
 
 let dir: string;
 beforeEach(() => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
 

@@ -7,12 +7,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { stepOperator } from '../../src/operator-kit.js';
-import { createTerminator, Lane, modeGates, preflightPressure } from '../../src/runtime.js';
+import { fallbackPressure } from '../../src/budget/pressure.js';
+import { createTerminator, Lane, modeGates } from '../../src/runtime/index.js';
 import { advance, createStep, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import { VaultOpenError } from '../../src/vault/errors.js';
 import { ConfigError } from '../../src/errors.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 
 let dir: string;
@@ -148,11 +149,6 @@ describe('createTerminator', () => {
     await expect(tt.vault.usage()).rejects.toThrow();
   });
 
-  it('keeps compileRequest as the former name of the reduceRequest facade', async () => {
-    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'alias.sqlite3') } });
-    expect(tt.compileRequest).toBe(tt.reduceRequest);
-  });
-
   it('leaves a vault it was given open', async () => {
     const vault = await createVault({ path: join(dir, 'given.sqlite3') });
     const counter = createTiktokenCounter();
@@ -191,12 +187,12 @@ describe('createTerminator', () => {
   });
 });
 
-describe('preflightPressure', () => {
+describe('fallbackPressure', () => {
   it('is P + R − 1 with R the smaller of the reserve and the route cap', () => {
     const config = loadConfig({ env, overrides: { dbPath: ':memory:' } });
     const counter = { name: 'fixed', exact: true, count: () => 1000 };
-    expect(preflightPressure(config, counter, {}, ctx)).toBe(1000 + config.incontext.minOutputTokens - 1);
-    expect(preflightPressure(config, counter, {}, { sessionId: 's', route: { outputCap: 100 } })).toBe(1000 + 100 - 1);
+    expect(fallbackPressure(config, counter, {}, ctx)).toBe(1000 + config.incontext.minOutputTokens - 1);
+    expect(fallbackPressure(config, counter, {}, { sessionId: 's', route: { outputCap: 100 } })).toBe(1000 + 100 - 1);
   });
 });
 
@@ -261,7 +257,7 @@ describe('createTerminator pipelines (balanced)', () => {
       },
       { role: 'tool', tool_call_id: 'c0', content: 'src' },
     ];
-    await tt.compileRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
+    await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
     const reduced = await tt.reduceToolResult(call, { sessionId: 's' });
     expect(reduced.value.content).toContain(`\n${wanted}\n`);
     expect(reduced.value.content.length).toBeLessThan(raw.length);

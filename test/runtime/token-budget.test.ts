@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { isReceipt } from '../../src/receipts/index.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { replaySessions, type RecordedSession } from '../../src/replay/index.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 
 // A unique string planted in every content field: system, user and assistant text, tool-call
 // arguments, and tool output (large and repeated, so every reduction path sees it).

@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTerminator, type Terminator } from '../../src/runtime.js';
+import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { DeferredRecords, recordedStep } from '../../src/telemetry/deferred-records.js';
-import { readMetricsSummary } from '../../src/telemetry/stats.js';
+import { readMetricsSummary } from '../support/metrics-summary.js';
 
 const hop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

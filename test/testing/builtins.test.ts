@@ -17,7 +17,7 @@ import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
-import { createTerminator } from '../../src/runtime.js';
+import { createTerminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../../src/step.js';
 import {
   decisionsChanged,

@@ -77,12 +77,14 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   }
   const log = options.quiet === true ? undefined : write;
   const { createProxy } = await import('../../../adapters/proxy/index.js');
+  const { dashboardRoute } = await import('../../report/dashboard.js');
   const server = await createProxy({
     // A worker serves with its share of the gateway's memory (the same flags gave it the totals).
     config: cluster.isWorker ? processShare(settings) : settings,
     terminatorOptions: { config },
     ...(log === undefined ? {} : { log }),
   });
+  server.route('/dashboard', dashboardRoute(server.terminator, server.metrics));
   let url: string;
   try {
     url = await server.listen();

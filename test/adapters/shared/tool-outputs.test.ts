@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ItemMemo, RenderingCache, renderToolOutputs } from '../../../adapters/shared/tool-outputs.js';
 import { ConfigError } from '../../../src/errors.js';
-import { createTerminator } from '../../../src/runtime.js';
+import { createTerminator } from '../../../src/runtime/index.js';
 
 describe('RenderingCache', () => {
   it('keeps 50,000 entries by default: the 50,001st set drops the first written', () => {

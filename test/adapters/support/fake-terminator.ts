@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { identity } from 'rxjs';
 import type { Config } from '../../../src/config/types.js';
 import { createReceipt, renderReceipt } from '../../../src/receipts/index.js';
-import type { RecoveryTool, Terminator } from '../../../src/runtime-types.js';
+import type { RecoveryTool, Terminator } from '../../../src/runtime/types.js';
 import { createStep, type ProviderRequest, type Step, type StepContext, type ToolResult } from '../../../src/step.js';
 import type { Vault } from '../../../src/vault/types.js';
 
@@ -177,9 +177,6 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
         });
       }
       return Promise.resolve({ ...step, value: compile(request, context) });
-    },
-    compileRequest(request, context, signal): Promise<Step<ProviderRequest>> {
-      return fake.reduceRequest(request, context, signal);
     },
     pressure: () => Promise.resolve(0),
     endSession: () => Promise.resolve(),

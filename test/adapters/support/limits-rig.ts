@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { createTerminator } from '../../../src/runtime.js';
-import type { Terminator } from '../../../src/runtime-types.js';
+import { createTerminator } from '../../../src/runtime/index.js';
+import type { Terminator } from '../../../src/runtime/types.js';
 import { startLimitsServer, type LimitsServer } from './limits-server.js';
 
 export interface LimitsRig {

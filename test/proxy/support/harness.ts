@@ -6,6 +6,7 @@ import { createProxy, type Proxy, type ProxyLogRecord, type ProxyOptions } from 
 import type { ConfigOverrides } from '../../../src/config/index.js';
 import { loadProxyConfig } from '../../../src/config/proxy.js';
 import { referencedArtifacts } from '../../../src/receipts/index.js';
+import { dashboardRoute } from '../../../src/report/dashboard.js';
 import { startUpstream, type Script, type ToolCallSpec, type Upstream } from './upstream.js';
 
 export interface Harness {
@@ -24,6 +25,8 @@ export interface HarnessOptions {
   readonly flags?: Record<string, string | number>;
   /** Reuse this directory (its vault) instead of a fresh one; it is then not removed. */
   readonly dir?: string;
+  /** Serve the report page at GET /dashboard as the gateway command does (default true). */
+  readonly dashboard?: boolean;
 }
 
 export async function startHarness(script: Script, options: HarnessOptions = {}): Promise<Harness> {
@@ -40,6 +43,8 @@ export async function startHarness(script: Script, options: HarnessOptions = {})
     log: (r) => logs.push(r),
     ...options.proxy,
   });
+  if (options.dashboard !== false && options.proxy?.routes?.['/dashboard'] === undefined)
+    proxy.route('/dashboard', dashboardRoute(proxy.terminator, proxy.metrics));
   const url = await proxy.listen();
   return {
     proxy,

@@ -1,9 +1,9 @@
 import type { OperatorFunction } from 'rxjs';
-import type { Config } from './config/types.js';
-import type { TokenCounter } from './measure/types.js';
-import type { MessagesMeter } from './telemetry/meter.js';
-import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from './step.js';
-import type { Vault } from './vault/types.js';
+import type { Config } from '../config/types.js';
+import type { TokenCounter } from '../measure/types.js';
+import type { MessagesMeter } from '../telemetry/meter.js';
+import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from '../step.js';
+import type { Vault } from '../vault/types.js';
 
 /** Who is calling the recovery tool: always the host's ids, never the model's. */
 export interface RecoveryHost {
@@ -49,11 +49,6 @@ export interface Terminator extends AsyncDisposable {
   reduceToolResult(result: ToolResult, context: StepContext, signal?: AbortSignal): Promise<Step<ToolResult>>;
   /** One provider request through the whole request stream (dedupe → skill gate → compile → budget cap). */
   reduceRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
-  /**
-   * The same function as {@link Terminator.reduceRequest}, under its former name.
-   * @deprecated Use `reduceRequest`: `compileRequest` is also the name of one of the four request operators.
-   */
-  compileRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;
   /**

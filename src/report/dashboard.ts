@@ -1,14 +1,15 @@
 /**
- * `GET /dashboard`: the report page (src/report) rendered live from the store's metric rows, so
- * every replica on one PostgreSQL store shows the fleet's figures. Content-free like the report:
- * numbers, mechanism names and session ids. The chart library loads on the first request only,
- * so a proxy that is never asked for the page never pays for it.
+ * `GET /dashboard`: the report page rendered live from the store's metric rows, so every replica on
+ * one PostgreSQL store shows the fleet's figures. Content-free like the report: numbers, mechanism
+ * names and session ids. The chart library loads on the first request only, so a proxy that is never
+ * asked for the page never pays for it. The gateway (`token-terminator proxy`) adds this route; the
+ * proxy adapter itself does not import the report.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Terminator } from '../../src/runtime-types.js';
-import { MissingPackageError } from '../../src/optional-package.js';
-import { errorLabel } from '../../src/step.js';
-import type { ProxyMetrics } from './metrics.js';
+import type { ProxyMetrics } from '../../adapters/proxy/metrics.js';
+import type { Terminator } from '../runtime/types.js';
+import { MissingPackageError } from '../optional-package.js';
+import { errorLabel } from '../step.js';
 
 /** Most metric rows one page draws (the newest ones). */
 const ROWS = 10_000;
@@ -21,7 +22,15 @@ async function counterSum(
   return values.filter((v) => where === undefined || where(v.labels)).reduce((n, v) => n + v.value, 0);
 }
 
-/** The page for one request; a store that cannot be read is a 503 naming only the failure class. */
+/**
+ * The page for one request; a store that cannot be read is a 503 naming only the failure class.
+ *
+ * @example
+ * import { createProxy } from 'token-terminator/adapters/proxy';
+ * import { dashboardRoute } from 'token-terminator/report';
+ * const proxy = await createProxy();
+ * proxy.route('/dashboard', dashboardRoute(proxy.terminator, proxy.metrics));
+ */
 export function dashboardRoute(
   terminator: Terminator,
   metrics: ProxyMetrics,
@@ -34,7 +43,7 @@ export function dashboardRoute(
     }
     let html: string;
     try {
-      const { rateCardFromConfig, readStoreFigures, renderReport } = await import('../../src/report/index.js');
+      const { rateCardFromConfig, readStoreFigures, renderReport } = await import('./index.js');
       const figures = await readStoreFigures(terminator.vault, ROWS);
       const withRecovery = {
         ...figures,

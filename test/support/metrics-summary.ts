@@ -1,27 +1,19 @@
 /**
- * A synchronous, read-only summary of the request metrics in a SQLite vault FILE: opens it
- * read-only (never migrates or writes) and reads `request_metrics` / `request_component_metrics`.
- * Kept for callers of the earlier API; new code uses `Vault.metricsSummary()` (either dialect).
- * @deprecated use `(await createVault(...)).metricsSummary()`.
+ * Tests' synchronous, read-only summary of the request metrics in a SQLite vault FILE: opens it
+ * read-only (never migrates or writes) and reads `request_metrics` / `request_component_metrics`, so a
+ * test sees what a process wrote without opening a vault of its own (the library's reader is
+ * `Vault.metricsSummary()`, either dialect).
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { emptyMetricsSummary as empty, reductionPct } from '../../metrics.js';
-import type { MetricsSummary } from '../../types.js';
+import { emptyMetricsSummary as empty, reductionPct } from '../../src/vault/metrics.js';
+import type { MetricsSummary } from '../../src/vault/types.js';
 
 function pct(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
 }
 
-/**
- * Summarize the metrics of a vault file; an absent file yields zeros.
- *
- * @deprecated use Vault.metricsSummary().
- *
- * @example
- * import { readMetricsSummary } from 'token-terminator';
- * const { requests, raw_tokens } = readMetricsSummary('token-terminator.sqlite3');
- */
+/** Summarize the metrics of a vault file; an absent file yields zeros. */
 export function readMetricsSummary(path: string): MetricsSummary {
   if (path === ':memory:' || !existsSync(path)) return empty();
   const db = new Database(path, { readonly: true, fileMustExist: true });

@@ -9,51 +9,46 @@
  * (LRU, `maxSessions`); an evicted session simply starts a new lane, and what must survive an
  * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
  * The lanes are in `runtime/lanes.ts`, the pipelines in `runtime/pipelines.ts`; what is recorded per
- * request in `telemetry/request-record.ts`, the preflight pressure in `budget/pressure.ts`.
+ * request in `telemetry/request-record.ts`, the fallback pressure in `budget/pressure.ts`.
  *
  * A vault that cannot be opened is not configuration but an internal failure, so by default the
  * Terminator still comes up, in pass-through mode (see `vaultErrors`): the host's agent keeps
  * working with its original content instead of failing to start.
  */
 import { type OperatorFunction } from 'rxjs';
-import { createPressure } from '../operators/cap-output-budget.js';
-import { budgetCounterFrom } from './budget/counter.js';
-import { loadConfig, type ConfigOverrides } from './config/index.js';
-import type { Config } from './config/types.js';
-import { ConfigError, VaultSchemaError } from './errors.js';
-import { intOption } from './options.js';
-import { counterForModel, createCountMemo } from './measure/index.js';
-import type { TokenCounter } from './measure/types.js';
-import { createRecoveryTool } from './recovery/index.js';
-import type { RecoveryTool, Terminator } from './runtime-types.js';
+import { createPressure } from '../../operators/cap-output-budget.js';
+import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
+import { fallbackPressure } from '../budget/pressure.js';
+import { createItemMeasures, type ItemMeasures } from '../compile/item-measures.js';
+import { loadConfig, type ConfigOverrides } from '../config/index.js';
+import type { Config } from '../config/types.js';
+import { ConfigError } from '../errors.js';
+import { createCountMemo } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import { intOption } from '../options.js';
+import { createRecoveryTool } from '../recovery/index.js';
 import {
   createStep,
-  errorLabel,
   storeScope,
   type ProviderRequest,
   type Step,
   type StepContext,
   type ToolCall,
   type ToolResult,
-} from './step.js';
-import { createMessagesMeter } from './telemetry/meter.js';
-import { createItemMeasures } from './compile/item-measures.js';
-import { createVault, vaultOptionsFromConfig } from './vault/index.js';
-import { vaultLocation } from './vault/configured.js';
-import { VaultHealthError, VaultOpenError } from './vault/errors.js';
-import { unavailableVault } from './vault/open.js';
-import type { RequestMetric, Vault } from './vault/types.js';
-import { preflightPressure } from './budget/pressure.js';
-import { DeferredRecords } from './telemetry/deferred-records.js';
-import { sharedCounts, STORED_MIN_CHARS } from './runtime/stored-counts.js';
+} from '../step.js';
+import { DeferredRecords } from '../telemetry/deferred-records.js';
+import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import {
   measureBoth,
   openLiveLedger,
   recordRequestMetrics,
   requestMetricOf,
+  type LiveLedger,
   type LiveLedgerEntry,
-} from './telemetry/request-record.js';
-import { LaneCache } from './runtime/lanes.js';
+} from '../telemetry/request-record.js';
+import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
+import { LaneCache } from './lanes.js';
+import { checkWritable, defaultCounter, openReason, openVault, type OpenedVault } from './open-vault.js';
 import {
   FocusBoard,
   budgetOptions,
@@ -65,14 +60,15 @@ import {
   toolCallPipeline,
   toolResultPipeline,
   type PipelineDeps,
-} from './runtime/pipelines.js';
+} from './pipelines.js';
+import { sharedCounts, STORED_MIN_CHARS } from './stored-counts.js';
+import type { RecoveryTool, Terminator } from './types.js';
 
-export { preflightPressure } from './budget/pressure.js';
-export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from './telemetry/request-record.js';
-export { Lane } from './runtime/lanes.js';
-export { modeGates, type ModeGates } from './runtime/pipelines.js';
+export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
+export { Lane } from './lanes.js';
+export { modeGates, type ModeGates } from './pipelines.js';
 
-export type { RecoveryTool, Terminator } from './runtime-types.js';
+export type { RecoveryTool, Terminator } from './types.js';
 
 /** Content-hash entries of the Terminator's shared measurement memo (all sessions; LRU). */
 const SHARED_MEASURES = 65_536;
@@ -126,7 +122,7 @@ export interface TerminatorOptions {
    */
   readonly maxSessionChars?: number;
   /**
-   * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens, savings
+   * Record a content-free metrics row per `reduceRequest` call in the vault (sizes, tokens, savings
    * per stage, component attribution).
    *
    * @defaultValue true
@@ -197,56 +193,67 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       ? Number.POSITIVE_INFINITY
       : intOption('createTerminator', 'maxSessionChars', options.maxSessionChars, 0, 1);
   const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
-  const ownsVault = options.vault === undefined;
-  let vault: Vault;
-  let vaultFailure: Error | undefined;
-  let readOnlyVault = false;
-  try {
-    vault = options.vault ?? (await createVault(vaultOptionsFromConfig(config)));
-  } catch (error) {
-    if (error instanceof ConfigError) throw error;
-    const failure =
-      error instanceof VaultOpenError || error instanceof VaultSchemaError
-        ? error
-        : VaultOpenError.wrap(vaultLocation(config), error);
-    if (vaultErrors === 'throw') throw failure;
-    vaultFailure = failure;
-    vault = unavailableVault(vaultLocation(config), failure);
-    warnOnce(
-      vaultLocation(config),
-      `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`,
-    );
-  }
-  const ownsCounter = options.counter === undefined;
+  const opened = await openVault(config, options.vault, vaultErrors);
   let counter: TokenCounter;
   try {
     counter = options.counter ?? defaultCounter(config);
   } catch (error) {
-    if (ownsVault) await vault.close();
+    if (opened.owns) await opened.vault.close();
     throw error;
   }
-  // A vault that can only be read (read-only file, damaged file): nothing is reduced, recovery is served.
-  if (vaultFailure === undefined && vault.readOnly) {
-    const health = vault.health();
-    const failure = new VaultHealthError(
-      health.state === 'corrupt' ? 'E_VAULT_CORRUPT' : 'E_VAULT_READ_ONLY',
-      health.state,
-      `the vault at ${vault.path} is open read-only (${health.detail ?? health.state})`,
-    );
-    if (vaultErrors === 'throw' && ownsVault) {
-      await vault.close();
-      throw failure;
-    }
-    vaultFailure = failure;
-    readOnlyVault = true;
-  }
+  const store = await checkWritable(opened, vaultErrors);
+  const { vault, failure } = store;
+  const ownsCounter = options.counter === undefined;
+  const wired = wirePipelines(config, store, counter, maxSessions);
+  const recordMetrics = options.metrics !== false && failure === undefined;
+  const ledger = openLiveLedger(
+    config,
+    (options.ledger ?? (config.ledger && store.owns)) && failure === undefined && vault.path !== ':memory:',
+  );
+  // Identity memo per message object plus a content memo, for hosts that rebuild message objects
+  // on every call (framework message conversions): those re-serialize but never re-tokenize. The
+  // built-in counters already count through the process-wide memo (measure/count-memo.ts), so only
+  // a counter the host brings gets a content memo of its own.
+  const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
+    measures: wired.measures,
+  });
+  const records = deferredRecords(
+    { vault, meter, config, recordMetrics, ledger, counts: wired.counts },
+    telemetryBacklog,
+  );
+  return facade({
+    config,
+    store,
+    counter,
+    ownsCounter,
+    meter,
+    wired,
+    records,
+    ledger,
+    recordMetrics,
+    lanes: new LaneCache(maxSessions, maxSessionChars),
+    maxSessionChars,
+    recoveryTool: recoveryToolOf(config, store, wired.deps.workingState),
+  });
+}
+
+/** The pipelines' shared parts: gates, the per-item measurement memo, shared counts, the prompt counter. */
+interface Wired {
+  readonly deps: PipelineDeps;
+  readonly measures: ItemMeasures;
+  readonly counts: ReturnType<typeof sharedCounts> | undefined;
+  readonly budgetCounter: BudgetCounter;
+}
+
+function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter, maxSessions: number): Wired {
+  const { vault, failure } = store;
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
-  const workingState = config.workingGraphChars > 0 && vaultFailure === undefined ? vault.workingState : undefined;
+  const workingState = config.workingGraphChars > 0 && failure === undefined ? vault.workingState : undefined;
   // One measurement memo per item for every session's request stages, output cap and telemetry:
   // each item is serialized once and each of its texts tokenized once, whichever asks first
   // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
-  // It records the pieces of the compact JSON it counts: the telemetry meter below reads the same
+  // It records the pieces of the compact JSON it counts: the telemetry meter reads the same
   // memo and derives its spaced segments from them.
   const measures = createItemMeasures({
     counter,
@@ -255,7 +262,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     trackCounted: STORED_MIN_CHARS,
   });
   // Counts of large items shared with the other processes on the vault (src/runtime/stored-counts.ts).
-  const counts = vaultFailure === undefined ? sharedCounts(vault, measures, maxSessions) : undefined;
+  const counts = failure === undefined ? sharedCounts(vault, measures, maxSessions) : undefined;
   // One prompt counter for every session's output cap, counting each element through that memo.
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures });
   const deps: PipelineDeps = {
@@ -269,33 +276,38 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     focus: new FocusBoard(maxSessions * 3),
     ...(workingState === undefined ? {} : { workingState }),
   };
-  let pressureFn: ReturnType<typeof createPressure> | undefined;
-  const failure = vaultFailure;
-  const recoveryTool: RecoveryTool = createRecoveryTool(
+  return { deps, measures, counts, budgetCounter };
+}
+
+function recoveryToolOf(config: Config, store: OpenedVault, workingState: WorkingStateStore | undefined): RecoveryTool {
+  const { vault, failure } = store;
+  return createRecoveryTool(
     failure === undefined
       ? { vault, config, health: () => vault.health(), ...(workingState === undefined ? {} : { workingState }) }
-      : readOnlyVault
+      : store.readOnly
         ? { vault, config, health: () => vault.health(), status: async () => ({ passthrough: true, read_only: true }) }
         : { vault, config, status: async () => ({ passthrough: true, vault_open_reason: openReason(failure) }) },
   );
-  const recordMetrics = options.metrics !== false && vaultFailure === undefined;
-  const ledger = openLiveLedger(
-    config,
-    (options.ledger ?? (config.ledger && ownsVault)) && vaultFailure === undefined && vault.path !== ':memory:',
-  );
-  // Identity memo per message object plus a content memo, for hosts that rebuild message objects
-  // on every call (framework message conversions): those re-serialize but never re-tokenize. The
-  // built-in counters already count through the process-wide memo (measure/count-memo.ts), so only
-  // a counter the host brings gets a content memo of its own.
-  const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
-    measures,
-  });
-  const lanes = new LaneCache(maxSessions, maxSessionChars);
-  let closed = false;
-  // The metrics row and the ledger turn of each answered request, recorded after the call returned
-  // (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
-  // The batch's metrics rows go in one transaction too (a row the store refuses loses only itself).
-  const records = new DeferredRecords(
+}
+
+/**
+ * The metrics row and the ledger turn of each answered request, recorded after the call returned
+ * (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
+ * The batch's metrics rows go in one transaction too (a row the store refuses loses only itself).
+ */
+function deferredRecords(
+  parts: {
+    readonly vault: Vault;
+    readonly meter: MessagesMeter;
+    readonly config: Config;
+    readonly recordMetrics: boolean;
+    readonly ledger: LiveLedger | undefined;
+    readonly counts: Wired['counts'];
+  },
+  maxPending: number,
+): DeferredRecords {
+  const { vault, meter, config, recordMetrics, ledger, counts } = parts;
+  return new DeferredRecords(
     async (batch) => {
       const turns: LiveLedgerEntry[] = [];
       const metrics: RequestMetric[] = [];
@@ -315,24 +327,55 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       // What telemetry tokenized (the spaced segments) goes to the count store too.
       counts?.written();
     },
-    { maxPending: telemetryBacklog },
+    { maxPending },
   );
+}
 
-  const toolCalls = (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
-    vaultFailure === undefined ? toolCallPipeline(deps) : passThrough(vaultFailure);
-  const toolResults = (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
-    vaultFailure === undefined ? toolResultPipeline(deps) : passThrough(vaultFailure);
-  const requests = (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
-    vaultFailure === undefined ? requestPipeline(deps) : passThrough(vaultFailure);
+interface FacadeParts {
+  readonly config: Config;
+  readonly store: OpenedVault;
+  readonly counter: TokenCounter;
+  readonly ownsCounter: boolean;
+  readonly meter: MessagesMeter;
+  readonly wired: Wired;
+  readonly records: DeferredRecords;
+  readonly ledger: LiveLedger | undefined;
+  readonly recordMetrics: boolean;
+  readonly lanes: LaneCache;
+  /** Characters of request state the lanes hold over all sessions (`TerminatorOptions.maxSessionChars`). */
+  readonly maxSessionChars: number;
+  readonly recoveryTool: RecoveryTool;
+}
 
+/** The three pipelines, each passing everything through when the vault failed. */
+function pipelinesOf(
+  deps: PipelineDeps,
+  failure: Error | undefined,
+): Pick<Terminator, 'toolCalls' | 'toolResults' | 'requests'> {
+  return {
+    toolCalls: (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
+      failure === undefined ? toolCallPipeline(deps) : passThrough(failure),
+    toolResults: (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
+      failure === undefined ? toolResultPipeline(deps) : passThrough(failure),
+    requests: (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
+      failure === undefined ? requestPipeline(deps) : passThrough(failure),
+  };
+}
+
+/** The Terminator over its parts: the operators, the Promise facades on their lanes, and closing. */
+function facade(parts: FacadeParts): Terminator {
+  const { config, counter, meter, records, ledger, lanes, recoveryTool } = parts;
+  const { vault, failure } = parts.store;
+  const { deps, counts, budgetCounter } = parts.wired;
+  let pressureFn: ReturnType<typeof createPressure> | undefined;
+  let closed = false;
+  const { toolCalls, toolResults, requests } = pipelinesOf(deps, failure);
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
   const laneOf = sessionKey;
-
   /** The deferred telemetry (see Terminator.settled). */
   const settled = (): Promise<void> => records.settled();
-
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
@@ -342,10 +385,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     await counts?.settled();
     await ledger?.close();
     await pressureFn?.close().catch(() => undefined);
-    if (ownsCounter) counter.dispose?.();
-    if (ownsVault) await vault.close();
+    if (parts.ownsCounter) counter.dispose?.();
+    if (parts.store.owns) await vault.close();
   };
-
   const reduceRequest = async (
     request: ProviderRequest,
     context: StepContext,
@@ -357,13 +399,12 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
-    if (maxSessionChars !== Number.POSITIVE_INFINITY)
-      lanes.account('request', laneOf(context), requestChars(request, measures));
-    if ((recordMetrics || ledger !== undefined) && !closed) records.add(out);
+    if (parts.maxSessionChars !== Number.POSITIVE_INFINITY)
+      lanes.account('request', laneOf(context), requestChars(request, parts.wired.measures));
+    if ((parts.recordMetrics || ledger !== undefined) && !closed) records.add(out);
     if (!closed) counts?.written();
     return out;
   };
-
   return {
     config,
     vault,
@@ -377,13 +418,12 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     reduceToolResult: (result, context, signal) =>
       lanes.get('tool_result', laneOf(context), toolResults).run(createStep(result, withBudget(context), signal)),
     reduceRequest,
-    compileRequest: reduceRequest,
     pressure: async (request, context) => {
       try {
         pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
         return await pressureFn(request, context);
       } catch {
-        return preflightPressure(config, counter, request, context);
+        return fallbackPressure(config, counter, request, context);
       }
     },
     endSession: async (context) => {
@@ -405,7 +445,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
 }
 
 /** Characters of a request's conversation items, from the measures the stages took (lookups, no serializing anew). */
-function requestChars(request: ProviderRequest, measures: ReturnType<typeof createItemMeasures>): number {
+function requestChars(request: ProviderRequest, measures: ItemMeasures): number {
   let chars = 0;
   for (const key of ['messages', 'input', 'system'] as const) {
     const list = request[key];
@@ -413,29 +453,4 @@ function requestChars(request: ProviderRequest, measures: ReturnType<typeof crea
     else if (typeof list === 'string') chars += list.length;
   }
   return chars;
-}
-
-/** The reason code of a vault-open failure (content-free), for status. */
-function openReason(failure: Error): string {
-  return failure instanceof VaultOpenError ? (failure.reason ?? failure.code) : errorLabel(failure);
-}
-
-function defaultCounter(config: Config): TokenCounter {
-  return counterForModel(undefined, { tokenizerJson: config.tokenizerJson, encoding: config.tiktokenEncoding });
-}
-
-const warned = new Set<string>();
-
-/**
- * One stderr line per vault path and process: a host that silently stopped saving tokens is the
- * failure a user cannot see otherwise. Path and reason code only, never content.
- */
-function warnOnce(path: string, message: string): void {
-  if (warned.has(path)) return;
-  warned.add(path);
-  try {
-    process.stderr.write(`${message}\n`);
-  } catch {
-    // a closed stderr must not stop the host
-  }
 }

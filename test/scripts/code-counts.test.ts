@@ -1,0 +1,136 @@
+/** The counting script behind a structural change's closing note, run on small fixtures. */
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import ts from 'typescript';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  ALLOWED,
+  entryPoints,
+  functionLengthsOf,
+  linesUnder,
+  mutableSitesOf,
+  valueExportsOf,
+} from '../../scripts/code-counts.js';
+
+const FIXTURE = `
+import { LRUCache } from 'lru-cache';
+let counter = 0;
+var legacy = 1;
+const TABLE = new Set(['a', 'b']);
+const memo = new Map<string, number>();
+const weak = new WeakMap<object, number>();
+const cache = new LRUCache<string, string>({ max: 10 });
+const PATTERN = new RegExp('x');
+const FROZEN = Object.freeze({ a: 1 });
+const pending: string[] = [];
+const READ_ONLY = ['x', 'y'];
+const stats = { hits: 0 };
+export function touch(key: string, o: object): number {
+  counter++;
+  memo.set(key, TABLE.has(key) ? 1 : 0);
+  weak.set(o, 1);
+  pending.push(key);
+  stats.hits += 1;
+  const local = new Map<string, number>();
+  local.set(key, 1);
+  return READ_ONLY.length + (FROZEN.a ?? 0) + legacy + cache.size + (PATTERN.test(key) ? 1 : 0);
+}
+`;
+
+describe('module-level mutable sites', () => {
+  it('names let and var bindings, mutated collections and literals, and class instances, and nothing else', () => {
+    const sites = mutableSitesOf('fixture.ts', FIXTURE);
+    expect(sites.map((s) => `${s.name}:${s.kind}`)).toEqual([
+      'counter:let',
+      'legacy:var',
+      'memo:mutated-collection',
+      'weak:mutated-collection',
+      'cache:instance',
+      'pending:mutated-literal',
+      'stats:mutated-literal',
+    ]);
+    expect(sites[0]).toMatchObject({ file: 'fixture.ts', line: 3 });
+  });
+
+  it('finds none in a file of constants and functions', () => {
+    expect(mutableSitesOf('f.ts', `const A = new Set([1]);\nexport const f = (x: number) => A.has(x);\n`)).toEqual([]);
+  });
+
+  it('allows only sites that exist, each with a reason', () => {
+    const root = join(import.meta.dirname, '..', '..');
+    for (const [key, reason] of Object.entries(ALLOWED)) {
+      const [file, name] = key.split(':') as [string, string];
+      const sites = mutableSitesOf(file, readFileSync(join(root, file), 'utf8'));
+      expect(
+        sites.map((s) => s.name),
+        key,
+      ).toContain(name);
+      expect(reason.length).toBeGreaterThan(20);
+    }
+  });
+});
+
+describe('function lengths', () => {
+  it('measures each function, nested ones apart, counting lines spanned and lines of code', () => {
+    const text = [
+      'export function outer(): number {', // 1
+      '  // a comment', // 2
+      '', // 3
+      '  const inner = (x: number) => {', // 4
+      '    return x + 1;', // 5
+      '  };', // 6
+      '  return inner(1);', // 7
+      '}', // 8
+      'class K {', // 9
+      '  method(): void {}', // 10
+      '}', // 11
+    ].join('\n');
+    const lengths = functionLengthsOf('f.ts', text);
+    expect(lengths).toEqual([
+      { file: 'f.ts', line: 1, name: 'outer', lines: 8, codeLines: 6 },
+      { file: 'f.ts', line: 4, name: 'inner', lines: 3, codeLines: 3 },
+      { file: 'f.ts', line: 10, name: 'K.method', lines: 1, codeLines: 1 },
+    ]);
+  });
+});
+
+describe('exported runtime names, lines and entry points', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tt-counts-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'src'));
+  writeFileSync(
+    join(dir, 'src/a.ts'),
+    'export const one = 1;\nexport function two(): number { return 2; }\nexport class Three {}\nexport interface Four { x: number }\nexport type Five = string;\nexport enum Six { A }\n',
+  );
+  writeFileSync(join(dir, 'src/b.ts'), 'export class Seven {}\nexport const eight = 8;\n');
+  writeFileSync(
+    join(dir, 'src/index.ts'),
+    "export * from './a.js';\nexport type * from './b.js';\nexport { eight as nine } from './b.js';\nexport type { Three as Ten } from './a.js';\n",
+  );
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      exports: {
+        '.': { types: './dist/src/index.d.ts', default: './dist/src/index.js' },
+        './package.json': './package.json',
+      },
+    }),
+  );
+
+  it('counts values only: type-only re-exports, interfaces and type aliases are left out', () => {
+    const file = join(dir, 'src/index.ts');
+    const program = ts.createProgram([file], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+    });
+    expect(valueExportsOf(program, file)).toEqual(['Six', 'Three', 'nine', 'one', 'two']);
+  });
+
+  it('maps package.json exports to their source files and counts lines', () => {
+    expect(entryPoints(dir)).toEqual({ '.': 'src/index.ts' });
+    expect(linesUnder(dir, 'src')).toBe(6 + 2 + 4);
+  });
+});
