@@ -46,7 +46,7 @@ export const defaultWorkers = (): number => Math.max(availableParallelism() - 1,
 export function estimateLine(label: string, files: readonly string[], workers = defaultWorkers()): string {
   const { wall } = estimate(files, workers);
   const count = `${files.length} test file${files.length === 1 ? '' : 's'}`;
-  return `${label}: ${count}, about ${minutes(wall)} with ${workers} workers (per-file times in test/support/durations.json)`;
+  return `${label}: ${count}, about ${minutes(wall)} with ${workers} worker${workers === 1 ? '' : 's'} (per-file times in test/support/durations.json)`;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
