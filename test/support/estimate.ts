@@ -1,9 +1,10 @@
 /**
  * How long a vitest run will take, printed at its start: the committed per-file durations
- * (test/support/durations.json: seconds per file, from one whole run on a 2-core machine that
- * was busy with other work too, so an idle machine does better) spread over the workers, longest
- * file first. A file not in the table counts as the
- * table's median. Refresh the table from a JSON report of a whole run:
+ * (test/support/durations.json: seconds per file, its imports included, from one whole run on a
+ * 2-core machine that was busy with other work too, so an idle machine does better) spread over
+ * the workers (vitest's default: one less than the cores, at least one), longest file first. A
+ * file not in the table counts as the table's median. Refresh the table from a JSON report of a
+ * whole run:
  *
  *   npx vitest run --reporter=json --outputFile.json=report.json   # (and the reliability config)
  *   node --import tsx test/support/estimate.ts update report.json [more reports…]
@@ -38,11 +39,14 @@ export function estimate(files: readonly string[], workers: number): { total: nu
 
 const minutes = (s: number): string => (s < 90 ? `${Math.round(s)} s` : `${(s / 60).toFixed(1)} min`);
 
+/** The workers `vitest run` uses when maxWorkers is not set. */
+export const defaultWorkers = (): number => Math.max(availableParallelism() - 1, 1);
+
 /** The line printed at the start of a run. */
-export function estimateLine(label: string, files: readonly string[], workers = availableParallelism()): string {
+export function estimateLine(label: string, files: readonly string[], workers = defaultWorkers()): string {
   const { wall } = estimate(files, workers);
   const count = `${files.length} test file${files.length === 1 ? '' : 's'}`;
-  return `${label}: ${count}, about ${minutes(wall)} with ${workers} workers (per-file times in test/support/durations.json)`;
+  return `${label}: ${count}, about ${minutes(wall)} with ${workers} worker${workers === 1 ? '' : 's'} (per-file times in test/support/durations.json)`;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
@@ -54,10 +58,16 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const table = readTable();
   for (const report of reports) {
     const r = JSON.parse(readFileSync(report, 'utf8')) as {
+      startTime: number;
       testResults: { name: string; startTime: number; endTime: number }[];
     };
-    for (const f of r.testResults)
-      table[relative(ROOT, f.name).split('\\').join('/')] = Math.round((f.endTime - f.startTime) / 100) / 10;
+    // A file's start and end span its tests only; the time it took to import comes before its
+    // start: count from the end of the file that finished last before it (or the run's start).
+    const ends = r.testResults.map((f) => f.endTime).sort((a, b) => a - b);
+    for (const f of r.testResults) {
+      const before = ends.filter((e) => e <= f.startTime).at(-1) ?? r.startTime;
+      table[relative(ROOT, f.name).split('\\').join('/')] = Math.round((f.endTime - before) / 100) / 10;
+    }
   }
   const sorted = Object.fromEntries(Object.entries(table).sort(([a], [b]) => a.localeCompare(b)));
   writeFileSync(TABLE, `${JSON.stringify(sorted, null, 2)}\n`);
