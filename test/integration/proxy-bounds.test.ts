@@ -86,8 +86,10 @@ async function metric(url: string, name: string): Promise<number> {
 describe('proxy bounds: slow requests', () => {
   it('answers 408 and closes 200 connections trickling a body past the request timeout, while a well-behaved client keeps getting answers', async () => {
     h = await startHarness((_r, i) => chat.text(`answer ${i}`), {
-      // The rate floor is off: only the whole-request timeout can close them.
-      flags: { requestTimeoutMs: 2000, minBodyRate: 0 },
+      // The rate floor is off: only the whole-request timeout can close them. The timeout is long
+      // enough that the well-behaved client's own requests (a small body sent at once) finish well
+      // within it even when a loaded machine stalls the event loop for a second or two.
+      flags: { requestTimeoutMs: 5000, minBodyRate: 0 },
     });
     const url = h.url;
     expect((await ask(url, 'warm up')).status).toBe(200);
@@ -110,7 +112,7 @@ describe('proxy bounds: slow requests', () => {
     await allClosed;
     // Every slow connection was closed by the server with its 408, and none reached the upstream.
     for (const s of slow) expect(s.received()).toMatch(/^HTTP\/1\.1 408 /);
-    expect(answers.every((status) => status === 200)).toBe(true);
+    expect(answers.filter((status) => status !== 200)).toEqual([]);
     expect(answeredWhileHeld).toBeGreaterThan(0);
     expect(h.upstream.requests).toHaveLength(answers.length + 1);
   }, 120_000);
