@@ -47,7 +47,7 @@ import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
-import { sameJson, setPrefixRecognition } from '../src/compile/prefix.js';
+import { sameJson } from '../src/compile/prefix.js';
 import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime.js';
 import { percentile } from '../src/replay/figures.js';
@@ -142,7 +142,12 @@ const HOST_LABEL: Record<Host, string> = {
 /** One session of `turns` requests through the chain, arriving as `host` sends them. Baselines are measured at `probes`. */
 let runs = 0;
 
-async function runSession(host: Host, turns: number, probes: readonly number[]): Promise<Timing> {
+async function runSession(
+  host: Host,
+  turns: number,
+  probes: readonly number[],
+  prefixRecognition = true,
+): Promise<Timing> {
   const fresh = host === 'rebuild';
   const gateway = host === 'gateway';
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
@@ -159,7 +164,11 @@ async function runSession(host: Host, turns: number, probes: readonly number[]):
   let emittedAt = 0;
   let cpuAt = c0;
   const sub = input
-    .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+    .pipe(
+      collapseDuplicates({ vault, counter, prefixRecognition }),
+      routeSkills({ counter }),
+      compileRequest({ vault, counter, prefixRecognition }),
+    )
     .subscribe((s) => {
       emittedAt = performance.now();
       cpuAt = process.cpuUsage(c0);
@@ -378,7 +387,7 @@ export async function main(argv: string[]): Promise<void> {
   const repeat = flag(argv, '--repeat', 8);
   const longTurns = flag(argv, '--long-turns', 1500);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be an integer ≥ 1');
-  if (argv.includes('--full-path')) setPrefixRecognition(false);
+  const recognition = !argv.includes('--full-path');
   const early = Math.min(20, turns);
   const gc = fullGc();
   if (argv.includes('--parallel-only')) return parallelCalls(argv, gc);
@@ -388,12 +397,12 @@ export async function main(argv: string[]): Promise<void> {
   // A discarded session first: without it the first measured mode pays the JIT's warm-up in its
   // early turns, flattering its turn-200 / turn-20 ratio.
   const warmup = flag(argv, '--warmup', 60);
-  if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, []);
+  if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, [], recognition);
   const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
   for (let k = 0; k < repeat; k++)
     for (const host of HOSTS) {
       gc();
-      results.get(host)!.push(await runSession(host, turns, [early, turns]));
+      results.get(host)!.push(await runSession(host, turns, [early, turns], recognition));
     }
   for (const host of HOSTS) {
     const rs = results.get(host)!;
@@ -450,7 +459,7 @@ export async function main(argv: string[]): Promise<void> {
     gc();
     for (const host of ['rebuild', 'gateway'] as const) {
       gc();
-      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns]), longTurns);
+      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns], recognition), longTurns);
     }
   }
 }

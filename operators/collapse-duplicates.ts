@@ -18,7 +18,7 @@ import {
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
 import type { ItemMeasures } from '../src/compile/item-measures.js';
 import { createSessionPool } from '../src/compile/session.js';
-import { intOption, requireVault } from '../src/options.js';
+import { checkOptions, intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
 import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/compile/prefix.js';
@@ -44,6 +44,14 @@ export interface CollapseDuplicatesOptions {
    * @defaultValue none: one of the operator's own per session
    */
   readonly measures?: ItemMeasures;
+  /**
+   * Recognise the history a session's previous request sent, so only new items take the full
+   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
+   * same output (for tests and benchmarks that compare the two).
+   *
+   * @defaultValue `true`
+   */
+  readonly prefixRecognition?: boolean;
   /**
    * Tool outputs at least this long (code points) are managed (≥ 1).
    *
@@ -151,6 +159,8 @@ export function collapseDuplicates(
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
   const { counter, measures } = options;
+  const prefixRecognition = options.prefixRecognition ?? true;
+  checkOptions(STAGE, typeof prefixRecognition === 'boolean', 'prefixRecognition must be a boolean');
   // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
   const vault = requestStore(options.vault);
   return stepOperator(STAGE, () => {
@@ -158,6 +168,7 @@ export function collapseDuplicates(
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
+      prefixRecognition,
     });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
     const outputsOf = (view: RequestView): Slot[] => [

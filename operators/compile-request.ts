@@ -47,6 +47,14 @@ export interface CompileRequestOptions {
    */
   readonly measures?: ItemMeasures;
   /**
+   * Recognise the history a session's previous request sent, so only new items take the full
+   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
+   * same output (for tests and benchmarks that compare the two).
+   *
+   * @defaultValue `true`
+   */
+  readonly prefixRecognition?: boolean;
+  /**
    * Old tool outputs at least this long become a digest plus a receipt (≥ 100).
    *
    * @defaultValue `600` (config `contextMinVaultChars`, TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS)
@@ -237,6 +245,8 @@ export function compileRequest(
   const fixedPricing =
     typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const { counter, measures } = options;
+  const prefixRecognition = options.prefixRecognition ?? true;
+  checkOptions(STAGE, typeof prefixRecognition === 'boolean', 'prefixRecognition must be a boolean');
   // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
   const vault = requestStore(options.vault);
   return stepOperator(STAGE, () => {
@@ -244,6 +254,7 @@ export function compileRequest(
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
+      prefixRecognition,
     });
     const memos = new Map<string, ConversationMemo>();
     const memoOf = (sessionId: string): ConversationMemo => {
