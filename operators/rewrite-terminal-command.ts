@@ -5,7 +5,7 @@
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
  * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
  *
- * Over 200 lines: half of the file is the documented options (fourteen fields); the logic is the
+ * Over 200 lines: half of the file is the documented options (sixteen fields); the logic is the
  * factory (about 70 lines) over src/tools/.
  */
 import { defaultInt } from '../src/config/index.js';
