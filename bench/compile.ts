@@ -27,6 +27,11 @@
  * Then a `--long-turns` session with rebuilt objects and one through the body memo: p50 and p95
  * per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95 over the
  * whole session, and the floors.
+ * Then parallel tool calls (bench/parallel-session.ts): per wire format and host mode, the p50
+ * per request of a session whose assistant messages carry three calls with their results in a
+ * shuffled order, beside its single-call twin of the same size (`--parallel-turns`, 200;
+ * `--parallel-repeat`, 3 sessions each, pooled), and their ratio (target ≤ 1.5).
+ * `--parallel-only` runs that comparison alone.
  * `--full-path` switches prefix recognition off (src/compile/prefix.ts) to see the cost without it.
  */
 import { createHash } from 'node:crypto';
@@ -42,12 +47,13 @@ import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
-import { sameJson, setPrefixRecognition } from '../src/compile/prefix.js';
+import { sameJson } from '../src/compile/prefix.js';
 import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
+import { callsSession, type CallsSession, type SessionFormat } from './parallel-session.js';
 
 const TURNS = 200;
 
@@ -136,7 +142,12 @@ const HOST_LABEL: Record<Host, string> = {
 /** One session of `turns` requests through the chain, arriving as `host` sends them. Baselines are measured at `probes`. */
 let runs = 0;
 
-async function runSession(host: Host, turns: number, probes: readonly number[]): Promise<Timing> {
+async function runSession(
+  host: Host,
+  turns: number,
+  probes: readonly number[],
+  prefixRecognition = true,
+): Promise<Timing> {
   const fresh = host === 'rebuild';
   const gateway = host === 'gateway';
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
@@ -153,7 +164,11 @@ async function runSession(host: Host, turns: number, probes: readonly number[]):
   let emittedAt = 0;
   let cpuAt = c0;
   const sub = input
-    .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+    .pipe(
+      collapseDuplicates({ vault, counter, prefixRecognition }),
+      routeSkills({ counter }),
+      compileRequest({ vault, counter, prefixRecognition }),
+    )
     .subscribe((s) => {
       emittedAt = performance.now();
       cpuAt = process.cpuUsage(c0);
@@ -372,21 +387,22 @@ export async function main(argv: string[]): Promise<void> {
   const repeat = flag(argv, '--repeat', 8);
   const longTurns = flag(argv, '--long-turns', 1500);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be an integer ≥ 1');
-  if (argv.includes('--full-path')) setPrefixRecognition(false);
+  const recognition = !argv.includes('--full-path');
   const early = Math.min(20, turns);
   const gc = fullGc();
+  if (argv.includes('--parallel-only')) return parallelCalls(argv, gc);
   console.log(
     `compile bench: ${turns} turns, ${repeat} session(s) per host mode${argv.includes('--full-path') ? ', prefix recognition OFF (full path)' : ''}`,
   );
   // A discarded session first: without it the first measured mode pays the JIT's warm-up in its
   // early turns, flattering its turn-200 / turn-20 ratio.
   const warmup = flag(argv, '--warmup', 60);
-  if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, []);
+  if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, [], recognition);
   const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
   for (let k = 0; k < repeat; k++)
     for (const host of HOSTS) {
       gc();
-      results.get(host)!.push(await runSession(host, turns, [early, turns]));
+      results.get(host)!.push(await runSession(host, turns, [early, turns], recognition));
     }
   for (const host of HOSTS) {
     const rs = results.get(host)!;
@@ -436,13 +452,14 @@ export async function main(argv: string[]): Promise<void> {
     );
     console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
   }
+  await parallelCalls(argv, gc);
   await freshProcess(turns, flag(argv, '--fresh-rounds', 3));
   bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
   if (longTurns > 50) {
     gc();
     for (const host of ['rebuild', 'gateway'] as const) {
       gc();
-      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns]), longTurns);
+      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns], recognition), longTurns);
     }
   }
 }
@@ -504,4 +521,83 @@ function longSession(label: string, r: Timing, longTurns: number): void {
   console.log(
     `  beyond that floor: (p50 at turn ${longTurns} − the comparison) / p50 at turn 50 = ${((percentile(atEnd, 50) - r.compare.get(longTurns)!) / p50).toFixed(2)}`,
   );
+}
+
+/**
+ * One session of `fixture`'s requests through the request chain, arriving as `host` sends them;
+ * wall ms per request (from the call until its result is emitted).
+ */
+async function callsRun(host: Host, fixture: CallsSession): Promise<number[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'tt-bench-calls-'));
+  const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
+  const counter = createTiktokenCounter('o200k_base');
+  const input = new Subject<Step<ProviderRequest>>();
+  let emitted = 0;
+  let emittedAt = 0;
+  const sub = input
+    .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+    .subscribe(() => {
+      emittedAt = performance.now();
+      emitted++;
+    });
+  const texts = fixture.messages.map((m) => JSON.stringify(m));
+  const head = JSON.stringify(fixture.top).slice(0, -1);
+  const bodies = new BodyMemo();
+  const wall: number[] = [];
+  try {
+    for (const [t, n] of fixture.ends.entries()) {
+      const list = `[${texts.slice(0, n).join(',')}]`;
+      const body = host === 'gateway' ? Buffer.from(`${head},"messages":${list}}`) : undefined;
+      const messages = host === 'rebuild' ? (JSON.parse(list) as unknown[]) : fixture.messages.slice(0, n);
+      const before = emitted;
+      const w0 = performance.now();
+      let request = { ...fixture.top, messages } as ProviderRequest;
+      if (body !== undefined) {
+        const parsed = bodies.parse(body, 'messages', 'bench', () => 'calls');
+        if (parsed === undefined) throw new Error('body memo did not parse the body');
+        request = parsed.value as unknown as ProviderRequest;
+      }
+      input.next(createStep(request, { sessionId: 'calls', requestId: `r${t}` }));
+      while (emitted === before) await new Promise((r) => setImmediate(r));
+      wall.push(emittedAt - w0);
+    }
+    return wall;
+  } finally {
+    sub.unsubscribe();
+    counter.dispose?.();
+    await vault.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Parallel tool calls against single calls, same run: per wire format and host mode, the p50 per
+ * request of sessions of three calls per assistant message (results shuffled) and of their
+ * single-call twins (same turns, same output text per turn), `--parallel-repeat` sessions each,
+ * taking turns, pooled.
+ */
+async function parallelCalls(argv: readonly string[], gc: () => void): Promise<void> {
+  const turns = flag(argv, '--parallel-turns', 200);
+  const repeat = flag(argv, '--parallel-repeat', 3);
+  const formats: readonly SessionFormat[] = ['chat', 'anthropic'];
+  console.log(
+    `\nparallel tool calls: ${turns}-request sessions, 3 calls per assistant message (results in a shuffled order) beside 1, same output text per turn; p50 per request over ${repeat} sessions each`,
+  );
+  // A discarded pair first (the JIT's warm-up).
+  for (const calls of [1, 3]) await callsRun('rebuild', callsSession({ turns: 30, calls, run: ' (warm-up)' }));
+  let runs = 0;
+  for (const format of formats)
+    for (const host of HOSTS) {
+      const p50: Record<1 | 3, number[]> = { 1: [], 3: [] };
+      for (let k = 0; k < repeat; k++)
+        for (const calls of [1, 3] as const) {
+          gc();
+          const fixture = callsSession({ turns, calls, format, run: ` (calls ${++runs})` });
+          p50[calls].push(...(await callsRun(host, fixture)));
+        }
+      const [one, three] = [median(p50[1]), median(p50[3])];
+      console.log(
+        `  ${format.padEnd(9)} ${host.padEnd(7)}: single-call p50 ${one.toFixed(2)} ms, parallel-call p50 ${three.toFixed(2)} ms, ratio ${(three / one).toFixed(2)} (target ≤ 1.5)`,
+      );
+    }
 }

@@ -19,6 +19,11 @@
  * `--compare-counting` replays again under the older counting set-ups (tiktoken WASM without the
  * process-wide memo; the JS engine without it) and prints their p50/p95 beside the default's.
  *
+ * Then a generated session of parallel tool calls (bench/parallel-session.ts: three calls per
+ * assistant message, results in a shuffled order; `--parallel-turns`, 60) beside its single-call
+ * twin of the same size, replayed alike: p50/p95 per request and their ratio (a request's time
+ * includes the tool results that arrived since the previous one: three against one).
+ *
  * `--against <commit>` measures an earlier commit in the same run: its tree (`git archive`) in a
  * temp directory sharing this checkout's node_modules, its own replay bench run with `--json` in a
  * child process before this one's replay (and again after it with `--against-rounds 2`). Printed:
@@ -50,6 +55,7 @@ import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';
 import { readSessions, renderFiguresTable, replaySessions, type ReplayFigures } from '../src/replay/index.js';
 import type { RecordedSession } from '../src/replay/sessions.js';
 import { createTerminator, type Terminator } from '../src/runtime/index.js';
+import { callsSession } from './parallel-session.js';
 
 /** The Python reference on the 40 sessions of corpus A (chars), and our targets. */
 const REFERENCE = {
@@ -89,6 +95,7 @@ export async function main(argv: string[]): Promise<void> {
     const t2 = performance.now();
     if (checkout !== undefined && rounds > 1) earlier.push(runEarlier(checkout, path, mode, limit));
     await report(argv, mode, sessions, baseline, timed, [t0, t1, t2]);
+    if (!argv.includes('--json')) await parallelCalls(mode, Number(flag(argv, '--parallel-turns') ?? 60));
     if (checkout !== undefined) printAgainst(against!, earlier, timed);
   } finally {
     if (checkout !== undefined) rmSync(checkout, { recursive: true, force: true });
@@ -529,5 +536,22 @@ function printTiming(label: string, t: Timed): void {
   );
   console.log(
     `  pipeline's own time p95 ${percentile(own, 95).toFixed(3)} ms (target ≤ 5 ms; the call's critical path, without what runs after the call)`,
+  );
+}
+
+/** The parallel-call fixture and its single-call twin, replayed in `mode`: p50 / p95 per request and their ratio. */
+async function parallelCalls(mode: Mode, turns: number): Promise<void> {
+  const figures = [];
+  for (const calls of [1, 3]) {
+    const { top, messages } = callsSession({ turns, calls, run: ` (replay ${calls})` });
+    const session: RecordedSession = { id: `generated-${calls}-calls`, model: String(top['model']), messages };
+    figures.push(await replaySessions([session], { mode, ledger: false }));
+  }
+  const [one, three] = figures as [ReplayFigures, ReplayFigures];
+  console.log(`\nparallel tool calls (generated, ${turns} requests, results shuffled), mode ${mode}:`);
+  console.log(`  single-call session: p50 ${one.p50_ms.toFixed(2)} ms, p95 ${one.p95_ms.toFixed(2)} ms`);
+  console.log(`  3 calls per message: p50 ${three.p50_ms.toFixed(2)} ms, p95 ${three.p95_ms.toFixed(2)} ms`);
+  console.log(
+    `  p50 ratio ${(three.p50_ms / one.p50_ms).toFixed(2)} (target ≤ 1.5), p95 ratio ${(three.p95_ms / one.p95_ms).toFixed(2)}`,
   );
 }

@@ -2,12 +2,10 @@ import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
 import { readRequest, writeSlots, type Slot } from '../src/model/index.js';
-import { serializedChars } from '../src/measure/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { SessionStore } from '../src/vault/ports.js';
-import { acceptCandidate, type TokenPair } from '../src/accept.js';
 import {
   HERMES_DELIMITERS,
   findCatalogs,
@@ -17,6 +15,7 @@ import {
   type SkillScorer,
 } from '../src/compile/skill-catalog.js';
 import { checkOptions, intOption, numberOption } from '../src/options.js';
+import { gateCatalogs } from '../src/compile/skill-catalog.js';
 
 const STAGE = STAGES.routeSkills;
 
@@ -151,27 +150,7 @@ export function routeSkills(
         }
         changes.push({ slot, text });
       }
-      // Only the instruction texts differ, so comparing them decides for the complete payload:
-      // chars as serialized, tokens as text with the JSON-escaped forms compared near a tie.
-      const rawChars = changes.reduce((n, c) => n + serializedChars(c.slot.text), 0);
-      const candidateChars = changes.reduce((n, c) => n + serializedChars(c.text), 0);
-      const sum = (text: (c: (typeof changes)[number]) => string): number =>
-        changes.reduce((n, c) => n + counter!.count(text(c)), 0);
-      let tokens: TokenPair | undefined;
-      const verdict = acceptCandidate({
-        rawChars,
-        candidateChars,
-        receipts: [],
-        ...(counter === undefined
-          ? {}
-          : {
-              tokens: () => (tokens = { raw: sum((c) => c.slot.text!), candidate: sum((c) => c.text) }),
-              wireTokens: () => ({
-                raw: sum((c) => JSON.stringify(c.slot.text!)),
-                candidate: sum((c) => JSON.stringify(c.text)),
-              }),
-            }),
-      });
+      const { verdict, rawChars, candidateChars, tokens } = gateCatalogs(changes, counter);
       if (!verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: verdict.reason });
       const out = writeSlots(
         step.value,

@@ -121,8 +121,6 @@ export function isRecognisedList(items: readonly unknown[]): boolean {
   return grownFrom.has(items);
 }
 
-let enabled = true;
-
 /** Process-wide counts (for tests and benchmarks): items seen, found equal by comparison, views grown. */
 const counts = { requests: 0, items: 0, compared: 0, extended: 0 };
 
@@ -131,19 +129,9 @@ export function recognitionStats(): Readonly<typeof counts> {
   return { ...counts };
 }
 
-/**
- * Switch recognition off (every request takes the full path) or on again; returns the previous
- * setting. For tests and benchmarks that compare the two paths; on by default.
- */
-export function setPrefixRecognition(on: boolean): boolean {
-  const was = enabled;
-  enabled = on;
-  return was;
-}
-
 /** The earlier object `value` was recognised as equal to, else `value` itself. */
 export function canonicalOf<T>(value: T): T {
-  if (!enabled || typeof value !== 'object' || value === null) return value;
+  if (typeof value !== 'object' || value === null) return value;
   const known = earlier.get(value) as T | undefined;
   if (known !== undefined) return known;
   for (const r of recent) {
@@ -241,8 +229,20 @@ export interface RequestMemo {
 export const listKeyOf = (request: Readonly<Obj>): 'messages' | 'input' | undefined =>
   Array.isArray(request['messages']) ? 'messages' : Array.isArray(request['input']) ? 'input' : undefined;
 
+/** Options of {@link createRequestMemo}. */
+export interface RequestMemoOptions {
+  /**
+   * Recognise the history the previous request sent; false: every request takes the full path
+   * (what tests and benchmarks compare the fast path with).
+   *
+   * @defaultValue `true`
+   */
+  readonly recognise?: boolean;
+}
+
 /** One memo per session of one stage (held in its SessionState). */
-export function createRequestMemo(): RequestMemo {
+export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo {
+  const enabled = options.recognise ?? true;
   let items: readonly unknown[] = [];
   let top = new Map<string, unknown>();
   let view: RequestView | undefined;

@@ -77,6 +77,8 @@ export interface SessionPoolOptions {
   readonly maxSessions?: number;
   /** The per-item measurement memo shared with the other stages and telemetry (else one per session). */
   readonly measures?: ItemMeasures;
+  /** Recognise the history each session's previous request sent (src/compile/prefix.ts); default true. */
+  readonly prefixRecognition?: boolean;
 }
 
 /** Whose session a state is: the Step's session id and tenant (default `''`). */
@@ -106,7 +108,7 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       sticky: new Map(),
       derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
-      requests: createRequestMemo(),
+      requests: createRequestMemo({ recognise: options.prefixRecognition ?? true }),
     };
     pool.set(key, state);
     return state;

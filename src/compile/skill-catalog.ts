@@ -6,6 +6,10 @@
  * `:` that does not start with `-` sets the category (default `general`); `- name: description`
  * is an entry (split at the last `": "`; the description may be missing).
  */
+import { acceptCandidate, type TokenPair, type Verdict } from '../accept.js';
+import { serializedChars } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import type { Slot } from '../model/types.js';
 
 export interface SkillEntry {
   readonly name: string;
@@ -158,4 +162,35 @@ export function renderCatalog(kept: readonly SkillEntry[], total: number, d: Del
   }
   lines.push(d.close);
   return lines.join('\n');
+}
+
+/**
+ * The acceptance gate on routed catalogs. Only the instruction texts differ, so comparing them
+ * decides for the complete payload: chars as serialized, tokens (with an exact counter) as text
+ * with the JSON-escaped forms compared near a tie.
+ */
+export function gateCatalogs(
+  changes: readonly { readonly slot: Slot; readonly text: string }[],
+  counter: TokenCounter | undefined,
+): { verdict: Verdict; rawChars: number; candidateChars: number; tokens: TokenPair | undefined } {
+  const rawChars = changes.reduce((n, c) => n + serializedChars(c.slot.text), 0);
+  const candidateChars = changes.reduce((n, c) => n + serializedChars(c.text), 0);
+  const sum = (text: (c: (typeof changes)[number]) => string): number =>
+    changes.reduce((n, c) => n + counter!.count(text(c)), 0);
+  let tokens: TokenPair | undefined;
+  const verdict = acceptCandidate({
+    rawChars,
+    candidateChars,
+    receipts: [],
+    ...(counter === undefined
+      ? {}
+      : {
+          tokens: () => (tokens = { raw: sum((c) => c.slot.text!), candidate: sum((c) => c.text) }),
+          wireTokens: () => ({
+            raw: sum((c) => JSON.stringify(c.slot.text!)),
+            candidate: sum((c) => JSON.stringify(c.text)),
+          }),
+        }),
+  });
+  return { verdict, rawChars, candidateChars, tokens };
 }

@@ -17,6 +17,8 @@
  * newer one, so the older one is idle at once.
  */
 import type { RequestView, Slot } from '../model/types.js';
+import { carryEnabled } from './carry.js';
+import { isRecognisedList, sharedLead } from './prefix.js';
 import { slotText } from './references.js';
 import type { SessionState } from './session.js';
 
@@ -52,9 +54,11 @@ function stringsOf(value: unknown, out: string[]): string[] {
 }
 
 /** Per-item word sets of one session, keyed by the request's item objects (shared across requests). */
-interface WordMemo {
+export interface WordMemo {
   readonly items: WeakMap<object, Set<string>>;
   readonly outputs: WeakMap<object, Map<string, OutputFacts>>;
+  /** Items walked so far in this session (see {@link walkedItems}). */
+  walked: number;
 }
 
 interface OutputFacts {
@@ -73,10 +77,12 @@ function outputFacts(text: string): OutputFacts {
 }
 const MEMO = 'history:working-set-words';
 
+const newMemo = (): WordMemo => ({ items: new WeakMap(), outputs: new WeakMap(), walked: 0 });
+
 function memoOf(state: SessionState): WordMemo {
   let memo = state.sticky.get(MEMO) as WordMemo | undefined;
   if (memo === undefined) {
-    memo = { items: new WeakMap(), outputs: new WeakMap() };
+    memo = newMemo();
     state.sticky.set(MEMO, memo);
   }
   return memo;
@@ -100,6 +106,101 @@ function factsOf(memo: WordMemo, item: unknown, slot: Slot): OutputFacts {
   return facts;
 }
 
+/** Conversation items {@link idleTurns} walked in the session so far (a request that extends the previous one walks its new items only). */
+export function walkedItems(state: SessionState): number {
+  return memoOf(state).walked;
+}
+
+/**
+ * The working set's walk over one request's items, kept for the session's next request: a request
+ * that extends this one (the same item objects first, the same outputs) walks only what follows
+ * them, so a request costs its new items, not its history (a session of parallel calls has several
+ * outputs per turn, each walked again on every request before).
+ */
+interface Walk {
+  /** The items walked (a recognised list or a private copy) and the outputs among them. */
+  items: readonly unknown[];
+  outputs: readonly Slot[];
+  turn: number;
+  /** Per output: the turn of its last reference; its distinct lines; how many of them a later output shows. */
+  readonly last: number[];
+  readonly lines: (number | undefined)[];
+  readonly again: number[];
+  /** Outputs holding each word (at most SHARED_WORD_OUTPUTS + 1 kept). */
+  readonly holders: Map<string, number[]>;
+  /** The newest output showing each line. */
+  readonly newest: Map<string, number>;
+}
+const WALK = 'history:working-set-walk';
+
+const samePath = (a: Slot, b: Slot): boolean =>
+  a.item === b.item && a.path.length === b.path.length && a.path.every((p, i) => p === b.path[i]);
+
+/**
+ * The session's walk when `view` extends it: every walked item is the same object at the same
+ * position, every walked output the same slot of it, and the outputs after them belong to new
+ * items in item order (the walk counts a later output's lines as it meets them).
+ */
+function carriedWalk(state: SessionState, view: RequestView, outputs: readonly Slot[]): Walk | undefined {
+  const walk = state.sticky.get(WALK) as Walk | undefined;
+  if (walk === undefined || !carryEnabled()) return undefined;
+  const n = walk.items.length;
+  if (n > view.items.length || outputs.length < walk.outputs.length) return undefined;
+  if (sharedLead(view.items, walk.items) < n) return undefined;
+  for (let k = 0; k < walk.outputs.length; k++) if (!samePath(outputs[k]!, walk.outputs[k]!)) return undefined;
+  const next = outputs[walk.outputs.length];
+  return next === undefined || (next.item !== undefined && next.item >= n) ? walk : undefined;
+}
+
+/**
+ * Walk items `from`.. of `view` on `walk` (outputs in item order from `walk.outputs.length` on);
+ * false when some output was not met (its item is not in the list).
+ */
+function extendWalk(memo: WordMemo, walk: Walk, view: RequestView, outputs: readonly Slot[], from: number): boolean {
+  const info = view.itemInfo;
+  let k = walk.outputs.length;
+  memo.walked += info.length - from;
+  for (let i = from; i < info.length; i++) {
+    if (info[i]!.role === 'assistant') {
+      if (i === 0 || info[i - 1]!.role !== 'assistant') walk.turn++;
+      for (const w of itemWords(memo, view.items[i])) {
+        const held = walk.holders.get(w);
+        if (held === undefined || held.length > SHARED_WORD_OUTPUTS) continue;
+        for (const h of held) walk.last[h] = walk.turn;
+      }
+    }
+    for (; k < outputs.length && outputs[k]!.item === i; k++) {
+      walk.last[k] = walk.turn;
+      const facts = factsOf(memo, view.items[i], outputs[k]!);
+      walk.lines[k] = facts.lines.size;
+      walk.again[k] = 0;
+      for (const l of facts.lines) {
+        // This output shows the line again: the output that showed it last now has it shown later.
+        const before = walk.newest.get(l);
+        if (before !== undefined) walk.again[before]!++;
+        walk.newest.set(l, k);
+      }
+      for (const w of facts.words) {
+        const held = walk.holders.get(w);
+        if (held === undefined) walk.holders.set(w, [k]);
+        else if (held.length <= SHARED_WORD_OUTPUTS) held.push(k);
+      }
+    }
+  }
+  return k === outputs.length;
+}
+
+/** Outputs in item order, each of a conversation item (what the walk assumes). */
+function walkable(outputs: readonly Slot[], from: number): boolean {
+  let item = -1;
+  for (let k = from; k < outputs.length; k++) {
+    const i = outputs[k]!.item;
+    if (i === undefined || i < item) return false;
+    item = i;
+  }
+  return true;
+}
+
 /**
  * Turns since each output (by index in `outputs`) was last referred to; 0 for the newest.
  *
@@ -108,7 +209,38 @@ function factsOf(memo: WordMemo, item: unknown, slot: Slot): OutputFacts {
  */
 export function idleTurns(state: SessionState, view: RequestView, outputs: readonly Slot[]): number[] {
   const memo = memoOf(state);
+  let walk = carriedWalk(state, view, outputs);
+  const from = walk?.items.length ?? 0;
+  if (!walkable(outputs, walk?.outputs.length ?? 0)) {
+    state.sticky.delete(WALK);
+    return idleTurnsOnce(view, outputs, memo);
+  }
+  // Taken out while it changes: a walk that throws half way is not carried.
+  state.sticky.delete(WALK);
+  walk ??= { items: [], outputs: [], turn: 0, last: [], lines: [], again: [], holders: new Map(), newest: new Map() };
+  if (from < view.items.length || walk.outputs.length < outputs.length) {
+    if (!extendWalk(memo, walk, view, outputs, from)) return idleTurnsOnce(view, outputs, memo);
+    // A recognised list is never changed; a caller's own array may be, in place, before the next call.
+    walk.items = isRecognisedList(view.items) ? view.items : view.items.slice();
+    walk.outputs = outputs.slice();
+  }
+  state.sticky.set(WALK, walk);
+  const w = walk;
+  return outputs.map((_, k) => {
+    const lines = w.lines[k];
+    if (lines === undefined || lines === 0) return w.turn - w.last[k]!;
+    return w.again[k]! >= SUPERSEDED_SHARE * lines ? SUPERSEDED : w.turn - w.last[k]!;
+  });
+}
+
+/**
+ * {@link idleTurns} of one request alone, scanning its whole history: for outputs the walk cannot
+ * take in order (outputs outside a conversation item, out of item order), and as the reference the
+ * carried walk is tested against.
+ */
+export function idleTurnsOnce(view: RequestView, outputs: readonly Slot[], memo: WordMemo = newMemo()): number[] {
   const info = view.itemInfo;
+  memo.walked += info.length;
   const byItem = new Map<number, number[]>();
   outputs.forEach((slot, k) => {
     if (slot.item !== undefined) byItem.set(slot.item, [...(byItem.get(slot.item) ?? []), k]);

@@ -10,7 +10,7 @@ import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
-import { createRequestMemo, recognitionStats, sameJson, setPrefixRecognition } from '../../src/compile/prefix.js';
+import { createRequestMemo, recognitionStats, sameJson } from '../../src/compile/prefix.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView } from '../../src/model/read.js';
 import { createTerminator } from '../../src/runtime/index.js';
@@ -164,6 +164,34 @@ describe('recognition', () => {
   });
 });
 
+describe('recognition switched off (the option)', () => {
+  it('reads every request whole, its caller objects as they are, recognition off for that memo only', () => {
+    const off = createRequestMemo({ recognise: false });
+    const on = createRequestMemo();
+    const items = Array.from({ length: 4 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
+    off.recognise({ model: 'm', messages: items.slice(0, 2) });
+    on.recognise({ model: 'm', messages: items.slice(0, 2) });
+    const later = { model: 'm', messages: clone(items) };
+    const before = recognitionStats().compared;
+    const seen = off.recognise(later);
+    expect(seen.shared).toBe(0);
+    expect(seen.request).toBe(later);
+    expect(recognitionStats().compared).toBe(before);
+    expect(on.recognise(clone(later)).shared).toBe(2);
+  });
+
+  it('is rejected by the operators when not a boolean', async () => {
+    const vault = await createVault({ path: join(dir, 'bad-option.sqlite3') });
+    try {
+      const bad = { vault, prefixRecognition: 'no' as unknown as boolean };
+      expect(() => collapseDuplicates(bad)).toThrow(/collapseDuplicates: prefixRecognition must be a boolean/);
+      expect(() => compileRequest(bad)).toThrow(/compileRequest: prefixRecognition must be a boolean/);
+    } finally {
+      await vault.close();
+    }
+  });
+});
+
 describe('a later stage', () => {
   it('takes the items an earlier stage recognised in the same caller list without comparing them again', () => {
     const [first, second] = [createRequestMemo(), createRequestMemo()];
@@ -207,24 +235,29 @@ describe('a host that grows its own array in place', () => {
 describe('fast path = full path', () => {
   let runs = 0;
   const chain =
-    (vault: Parameters<typeof collapseDuplicates>[0]['vault']): RequestOp =>
+    (vault: Parameters<typeof collapseDuplicates>[0]['vault'], prefixRecognition: boolean): RequestOp =>
     (src) =>
       src.pipe(
-        collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
-        compileRequest({ vault, counter, minVaultChars: 150 }),
+        collapseDuplicates({
+          vault,
+          counter,
+          minArtifactChars: 300,
+          maxInlineChars: 700,
+          inlineViewChars: 250,
+          prefixRecognition,
+        }),
+        compileRequest({ vault, counter, minVaultChars: 150, prefixRecognition }),
       );
   /** Every output (JSON text) and decision of the session through a fresh chain and SQLite file. */
   async function outputs(requests: readonly ProviderRequest[], recognition: boolean): Promise<string[]> {
-    const was = setPrefixRecognition(recognition);
     const vault = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
     try {
       const outs = await runAll(
-        chain(vault),
+        chain(vault, recognition),
         requests.map((r, i) => [r, { sessionId: 's', requestId: `r${i}` }] as const),
       );
       return outs.map((s) => JSON.stringify({ value: s.value, decisions: s.decisions }));
     } finally {
-      setPrefixRecognition(was);
       await vault.close();
     }
   }

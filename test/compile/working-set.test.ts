@@ -3,12 +3,13 @@
  * request alone, and the expected-recovery term of the rewrite rule (src/compile/economics.ts).
  */
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseBatch } from '../../src/compile/economics.js';
 import { expectedRecovery } from '../../src/compile/history.js';
 import { hostToolOutputs } from '../../src/compile/observations.js';
 import { createSessionPool } from '../../src/compile/session.js';
-import { referenceWords, idleTurns } from '../../src/compile/working-set.js';
+import { referenceWords, idleTurns, idleTurnsOnce, walkedItems } from '../../src/compile/working-set.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { readRequest } from '../../src/model/index.js';
 import { createVault } from '../../src/vault/index.js';
@@ -90,6 +91,122 @@ describe('idleTurns', () => {
       'parse_config',
       'getValue',
     ]);
+  });
+});
+
+/**
+ * A session whose assistant messages carry several calls, each result arriving in its own order:
+ * chat tool messages, or one Anthropic user message of tool_result blocks. Lines and words come
+ * from small pools, so outputs show each other's lines again and texts name their words.
+ */
+const WORDS = ['parse_config', 'src/app/x.py', 'getValue', 'proc_table', 'tests/test_beta.py', 'repo_root'];
+const turnArb = fc.record({
+  calls: fc.integer({ min: 1, max: 4 }),
+  order: fc.array(fc.nat(), { minLength: 4, maxLength: 4 }),
+  lines: fc.array(fc.array(fc.integer({ min: 0, max: 11 }), { minLength: 0, maxLength: 6 }), {
+    minLength: 4,
+    maxLength: 4,
+  }),
+  said: fc.array(fc.integer({ min: 0, max: WORDS.length - 1 }), { maxLength: 2 }),
+});
+type Turn = typeof turnArb extends fc.Arbitrary<infer T> ? T : never;
+
+/** The messages of `turns` and the index after each turn's results (where a request is sent). */
+function parallelSession(turns: readonly Turn[], anthropic: boolean): { messages: Obj[]; ends: number[] } {
+  const messages: Obj[] = [{ role: 'user', content: 'fix the parser' }];
+  const ends: number[] = [];
+  turns.forEach((t, n) => {
+    const ids = Array.from({ length: t.calls }, (_, j) => `t${n}c${j}`);
+    const text = `step ${n}: ${t.said.map((w) => WORDS[w]).join(' ')}`;
+    const order = ids.map((id, j) => ({ id, j, key: t.order[j]! })).sort((a, b) => a.key - b.key || a.j - b.j);
+    const content = (j: number): string =>
+      t.lines[j]!.map((l) => `${WORDS[l % WORDS.length]} line ${l}`).join('\n') || 'ok';
+    if (anthropic) {
+      messages.push({
+        role: 'assistant',
+        content: [
+          { type: 'text', text },
+          ...ids.map((id, j) => ({ type: 'tool_use', id, name: 'bash', input: { command: `cat f${n}_${j}` } })),
+        ],
+      });
+      messages.push({
+        role: 'user',
+        content: order.map(({ id, j }) => ({ type: 'tool_result', tool_use_id: id, content: content(j) })),
+      });
+    } else {
+      messages.push({
+        role: 'assistant',
+        content: text,
+        tool_calls: ids.map((id, j) => ({
+          id,
+          type: 'function',
+          function: { name: 'bash', arguments: JSON.stringify({ command: `cat f${n}_${j}` }) },
+        })),
+      });
+      for (const { id, j } of order) messages.push(out(id, content(j)));
+    }
+    ends.push(messages.length);
+  });
+  return { messages, ends };
+}
+
+describe('idleTurns on a growing session', () => {
+  const pool = () => createSessionPool({ vault, counter });
+  const idleIn = (state: ReturnType<ReturnType<typeof pool>>, messages: readonly Obj[]): number[] => {
+    const view = readRequest({ model: 'm', messages });
+    return idleTurns(state, view, hostToolOutputs(view));
+  };
+
+  const scanned = (messages: readonly Obj[]): number[] => {
+    const view = readRequest({ model: 'm', messages });
+    return idleTurnsOnce(view, hostToolOutputs(view));
+  };
+
+  it('answers as a scan of the whole history for parallel calls whose results arrive in any order, retries, rebuilt copies and edited histories', () => {
+    fc.assert(
+      fc.property(
+        fc.array(turnArb, { minLength: 1, maxLength: 8 }),
+        fc.boolean(),
+        fc.array(fc.constantFrom('next', 'retry', 'rebuilt', 'earlier', 'edited'), { minLength: 8, maxLength: 8 }),
+        (turns, anthropic, moves) => {
+          const { messages, ends } = parallelSession(turns, anthropic);
+          const session = pool()({ sessionId: 'carried' });
+          ends.forEach((end, n) => {
+            const move = moves[n % moves.length]!;
+            const upTo = move === 'earlier' && n > 0 ? ends[n - 1]! : end;
+            const request = move === 'rebuilt' ? structuredClone(messages.slice(0, upTo)) : messages.slice(0, upTo);
+            // The host changed an earlier output (its first): the shared history ends before it.
+            const edited = request.findIndex((m) => m['role'] !== 'assistant' && m !== request[0]);
+            if (move === 'edited' && edited >= 0)
+              request[edited] = anthropic
+                ? { role: 'user', content: 'parse_config line 1\nrepo_root line 5' }
+                : { ...request[edited], content: 'parse_config line 1\nrepo_root line 5' };
+            const expected = scanned(request);
+            expect(idleIn(session, request)).toEqual(expected);
+            if (move === 'retry') expect(idleIn(session, request)).toEqual(expected);
+            expect(idleIn(pool()({ sessionId: 'fresh' }), request)).toEqual(expected);
+          });
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it("walks only a request's new items when it extends the previous one", () => {
+    const turns: Turn[] = Array.from({ length: 6 }, (_, n) => ({
+      calls: 3,
+      order: [2, 0, 1, 3],
+      lines: [[n], [n + 1, 3], [n + 2], []],
+      said: [n % WORDS.length],
+    }));
+    const { messages, ends } = parallelSession(turns, false);
+    const session = pool()({ sessionId: 's' });
+    for (const end of ends) idleIn(session, messages.slice(0, end));
+    // Each item once (1 + 4 per turn), not the whole history again per request.
+    expect(walkedItems(session)).toBe(messages.length);
+    // A copy of the history (new objects) is walked whole.
+    idleIn(session, structuredClone(messages));
+    expect(walkedItems(session)).toBe(2 * messages.length);
   });
 });
 

@@ -1,0 +1,488 @@
+/**
+ * What compileRequest (operators/compile-request.ts) does with one request that has a history: its
+ * options and their validation, the plan–gate–deliver loop (a refused new batch and gone artifacts
+ * each re-plan once), the dangling deltas a rewrite leaves, and the working-state block.
+ */
+import { STAGES } from '../stages.js';
+import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../config/pricing.js';
+import { readRequest, withItems, writeSlots } from '../model/index.js';
+import { canonicalJson, serializedChars } from '../measure/index.js';
+import type { WorkingStateStore } from '../recovery/working-state.js';
+import { workingStateBlock } from './working-state.js';
+import type { TokenCounter } from '../measure/types.js';
+import { advance, note, storeScope, type Decision, type ProviderRequest, type Step } from '../step.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
+import { acceptCandidate } from '../accept.js';
+import { gate } from './apply.js';
+import type { ConversationMemo, RequestMarks } from './conversation.js';
+import { planHistory, type HistoryPlan } from './history.js';
+import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
+import { mayBeDelta, resolveDanglingDeltas } from './references.js';
+import type { Recognised } from './prefix.js';
+import type { RequestView, Slot } from '../model/types.js';
+import type { ItemMeasures } from './item-measures.js';
+import type { SessionState } from './session.js';
+import { checkOptions, intOption, requireVault } from '../options.js';
+import { CONFIG_DEFAULTS, defaultInt } from '../config/index.js';
+
+const STAGE = STAGES.compileRequest;
+
+/** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
+export interface CompileRequestOptions {
+  /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
+  /**
+   * Adds the token half of the acceptance gate when exact.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
+  readonly counter?: TokenCounter;
+  /**
+   * The per-item measurement memo to share with the other request stages, the output-budget
+   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
+   *
+   * @defaultValue none: one of the operator's own per session
+   */
+  readonly measures?: ItemMeasures;
+  /**
+   * Recognise the history a session's previous request sent, so only new items take the full
+   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
+   * same output (for tests and benchmarks that compare the two).
+   *
+   * @defaultValue `true`
+   */
+  readonly prefixRecognition?: boolean;
+  /**
+   * Old tool outputs at least this long become a digest plus a receipt (≥ 100).
+   *
+   * @defaultValue `600` (config `contextMinVaultChars`, TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS)
+   */
+  readonly minVaultChars?: number;
+  /**
+   * Longer outputs cannot be vaulted and stay inline (≥ 1).
+   *
+   * @defaultValue `2_000_000` (config `maxArtifactChars`, TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS)
+   */
+  readonly maxArtifactChars?: number;
+  /**
+   * Outputs of the newest turns are never rewritten (≥ 1).
+   *
+   * @defaultValue `1` (config `contextInlineRecentTurns`, TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS)
+   */
+  readonly inlineRecentTurns?: number;
+  /**
+   * Requests that must have shown an output inline before a rewrite may replace it (1 … 100).
+   *
+   * @defaultValue `1` (config `inlineLeases`, at least 1; TOKEN_TERMINATOR_INLINE_LEASES)
+   */
+  readonly inlineLeases?: number;
+  /**
+   * 0: history is rewritten when the cache-economic rule says the batch pays for the
+   * cache it breaks. n ≥ 1: the fixed-block policy, everything old enough is rewritten whenever
+   * the turn count crosses a multiple of n (TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS).
+   *
+   * @defaultValue `0` (config `contextBlockTurns`)
+   */
+  readonly blockTurns?: number;
+  /**
+   * Requests the rule expects after this one; 0 = as many as the conversation has had (TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS).
+   *
+   * @defaultValue `0` (config `rewriteHorizonRequests`)
+   */
+  readonly requestsAhead?: number;
+  /**
+   * When an old output may become a digest: `working-set` once the agent has not referred to it
+   * for `workingSetIdleTurns` turns (the expected recoveries priced into the rewrite rule),
+   * `lazy` from the request after it was shown (TOKEN_TERMINATOR_HISTORY_POLICY).
+   *
+   * @defaultValue `'working-set'` (config `historyPolicy`)
+   */
+  readonly historyPolicy?: 'working-set' | 'lazy';
+  /**
+   * Idle turns before the working-set policy lets an output become a digest (≥ 1;
+   * TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS).
+   *
+   * @defaultValue `2` (config `workingSetIdleTurns`)
+   */
+  readonly workingSetIdleTurns?: number;
+  /**
+   * The route's prompt-cache pricing, fixed or chosen per request.
+   *
+   * @defaultValue by route: `route.pricing`, else Anthropic-style for Claude/Anthropic routes, OpenAI-style otherwise
+   */
+  readonly pricing?: PricingProfile | ((step: Step<ProviderRequest>) => PricingProfile);
+  /**
+   * Budget of the failure lines a digest keeps (code points, ≥ 0).
+   *
+   * @defaultValue `400` (config `digestDiagnosticChars`, TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS)
+   */
+  readonly digestDiagnosticChars?: number;
+  /**
+   * Opt-in: old assistant prose outside fenced command blocks becomes a receipt (TOKEN_TERMINATOR_REASONING_REDUCTION).
+   *
+   * @defaultValue `false`
+   */
+  readonly reasoning?: boolean;
+  /**
+   * Opt-in turn collapse: outputs of turns older than this become bare receipts and their
+   * reasoning is reduced; the instruction prefix, user messages and actions stay; 0 = off
+   * (TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS).
+   *
+   * @defaultValue `0` (config `contextCollapseAfterTurns`)
+   */
+  readonly collapseAfterTurns?: number;
+  /**
+   * Which user messages of a text-protocol agent are command output: a pattern, a predicate (the
+   * host's own mapping) or `'none'`.
+   *
+   * @defaultValue the default of TOKEN_TERMINATOR_OBSERVATION_PATTERN
+   */
+  readonly observations?: ObservationSetting;
+  /**
+   * Budget of the working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS); 0 = off. With a
+   * budget and a `workingState` store, the session's block is appended to the last user text of a
+   * request this stage already reduced, and kept only if the whole request stays strictly smaller.
+   *
+   * @defaultValue `0` (config `workingGraphChars`)
+   */
+  readonly workingGraphChars?: number;
+  /**
+   * Where the working state lives (the store behind working_state_apply / _get).
+   *
+   * @defaultValue none
+   */
+  readonly workingState?: WorkingStateStore;
+}
+
+/** The validated options of {@link compileRequest}, as its reduction reads them. */
+export interface CompileSettings {
+  readonly options: CompileRequestOptions;
+  readonly minChars: number;
+  readonly maxArtifactChars: number;
+  readonly inlineRecentTurns: number;
+  readonly inlineLeases: number;
+  readonly blockTurns: number;
+  readonly requestsAhead: number;
+  readonly historyPolicy: 'working-set' | 'lazy';
+  readonly workingSetIdleTurns: number;
+  readonly digestDiagnosticChars: number;
+  readonly collapseAfterTurns: number;
+  readonly workingGraphChars: number;
+  readonly isObservation: ReturnType<typeof observationTest>;
+  readonly fixedPricing: PricingProfile | undefined;
+  readonly prefixRecognition: boolean;
+}
+
+/**
+ * Validate {@link compileRequest}'s options (errors name the operator); the settings with their defaults.
+ * Longer than 80 lines: one flat check per option, in the options' order; split, they would scatter.
+ */
+export function compileSettings(options: CompileRequestOptions): CompileSettings {
+  requireVault(STAGE, options);
+  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, defaultInt('contextMinVaultChars'), 100);
+  const maxArtifactChars = intOption(
+    STAGE,
+    'maxArtifactChars',
+    options.maxArtifactChars,
+    defaultInt('maxArtifactChars'),
+    1,
+  );
+  const inlineRecentTurns = intOption(
+    STAGE,
+    'inlineRecentTurns',
+    options.inlineRecentTurns,
+    defaultInt('contextInlineRecentTurns'),
+    1,
+  );
+  const inlineLeases = intOption(
+    STAGE,
+    'inlineLeases',
+    options.inlineLeases,
+    Math.max(1, defaultInt('inlineLeases')),
+    1,
+    100,
+  );
+  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, defaultInt('contextBlockTurns'), 0);
+  const requestsAhead = intOption(
+    STAGE,
+    'requestsAhead',
+    options.requestsAhead,
+    defaultInt('rewriteHorizonRequests'),
+    0,
+  );
+  const historyPolicy = options.historyPolicy ?? (CONFIG_DEFAULTS.historyPolicy as 'working-set' | 'lazy');
+  checkOptions(
+    STAGE,
+    historyPolicy === 'working-set' || historyPolicy === 'lazy',
+    "options.historyPolicy must be 'working-set' or 'lazy'",
+  );
+  const workingSetIdleTurns = intOption(
+    STAGE,
+    'workingSetIdleTurns',
+    options.workingSetIdleTurns,
+    defaultInt('workingSetIdleTurns'),
+    1,
+  );
+  const digestDiagnosticChars = intOption(
+    STAGE,
+    'digestDiagnosticChars',
+    options.digestDiagnosticChars,
+    defaultInt('digestDiagnosticChars'),
+    0,
+  );
+  const collapseAfterTurns = intOption(
+    STAGE,
+    'collapseAfterTurns',
+    options.collapseAfterTurns,
+    defaultInt('contextCollapseAfterTurns'),
+    0,
+  );
+  checkOptions(
+    STAGE,
+    collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns,
+    'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns',
+  );
+  const workingGraphChars = intOption(
+    STAGE,
+    'workingGraphChars',
+    options.workingGraphChars,
+    defaultInt('workingGraphChars'),
+    0,
+  );
+  const isObservation = observationTest(STAGE, options.observations);
+  const fixedPricing =
+    typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
+  const prefixRecognition = options.prefixRecognition ?? true;
+  checkOptions(STAGE, typeof prefixRecognition === 'boolean', 'prefixRecognition must be a boolean');
+  return {
+    options,
+    minChars,
+    maxArtifactChars,
+    inlineRecentTurns,
+    inlineLeases,
+    blockTurns,
+    requestsAhead,
+    historyPolicy,
+    workingSetIdleTurns,
+    digestDiagnosticChars,
+    collapseAfterTurns,
+    workingGraphChars,
+    isObservation,
+    fixedPricing,
+    prefixRecognition,
+  };
+}
+
+/**
+ * One request with a history: plan, gate and deliver its history's rewrites. 85 lines: the loop's
+ * two re-plans (a refused new batch, gone artifacts) read best in one place.
+ */
+export async function reduceRequest(
+  step: Step<ProviderRequest>,
+  state: SessionState,
+  seen: Recognised,
+  memo: ConversationMemo,
+  s: CompileSettings,
+): Promise<Step<ProviderRequest> | undefined> {
+  const sessionId = step.context.sessionId;
+  const view = seen.view;
+  const raw: ProviderRequest = seen.request;
+  const scope = storeScope(step.context);
+  state.evidence.begin(scope);
+  // The recovery tool's results are what the model asked for: never rewritten or receipted.
+  const outputs = [...hostToolOutputs(view), ...observationSlots(view, s.isObservation)];
+  const pricing = pricingOf(step, view, s);
+  // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
+  // the memo forgets it and the history is planned once more (its content is vaulted again
+  // from the request); if that still cannot be delivered, the request passes through.
+  // At most two re-plans, each for its own reason: a refused new batch, and gone artifacts.
+  let newBatch = true;
+  let replannedForGone = false;
+  for (;;) {
+    const plan = await planHistory(state, memo, view, outputs, {
+      newBatch,
+      sessionId,
+      minChars: s.minChars,
+      maxArtifactChars: s.maxArtifactChars,
+      inlineRecentTurns: s.inlineRecentTurns,
+      inlineLeases: s.inlineLeases,
+      blockTurns: s.blockTurns,
+      requestsAhead: s.requestsAhead,
+      policy: s.historyPolicy,
+      idleTurns: s.workingSetIdleTurns,
+      digestDiagnosticChars: s.digestDiagnosticChars,
+      collapseAfterTurns: s.collapseAfterTurns,
+      reasoning: s.options.reasoning === true,
+      pricing: pricing ?? PRICING_PROFILES.openai,
+    });
+    if (plan === undefined) return undefined;
+    // One vault transaction for what the request decided (not one per output shown or rewritten).
+    const markShown = async (rewritten: RequestMarks['rewritten'] = [], full: string[] = []): Promise<void> => {
+      const shown = full.length === 0 ? plan.shown : [...plan.shown, ...full];
+      const write = memo.markRequest(plan.requestKey, { shown, rewritten }, scope);
+      if (write !== undefined) await write;
+    };
+    const vaultNote = vaultNoteOf(plan);
+    if (plan.items === view.items) {
+      await markShown();
+      return plan.failed > 0 ? note(step, vaultNote) : undefined;
+    }
+    // A rewrite must not leave a delta pointing at an output it just hid.
+    const { items, resolved } = await withoutDanglingDeltas(state, s, raw, view, outputs, plan.items);
+    const measured = gate(state, raw, view, items, plan.receipts);
+    if (!measured.verdict.accepted) {
+      // A new batch that does not pay for itself must not take the earlier renderings down with
+      // it (the request would pass through raw and void the provider's cached prefix): plan
+      // again with the earlier decisions only.
+      if (plan.batch && newBatch) {
+        newBatch = false;
+        continue;
+      }
+      await markShown();
+      return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
+    }
+    const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
+    const gone = await state.evidence.deliver(artifacts, scope);
+    if (gone.length > 0) {
+      if (!replannedForGone) {
+        replannedForGone = true;
+        continue;
+      }
+      return note(step, {
+        stage: STAGE,
+        kind: 'failed_open',
+        reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`,
+        error: 'ArtifactGone',
+      });
+    }
+    // Deltas of changed outputs this request shows resolved: the output itself was shown.
+    const full = resolved.flatMap((r) => plan.fullShown.get(JSON.stringify(r.slot.path)) ?? []);
+    await markShown(plan.decided, full);
+    const request = seen.restore(await withWorkingState(s, raw, measured.request, sessionId));
+    if (plan.failed > 0) step = note(step, vaultNote);
+    return advance(step, request, appliedDecision(plan, measured, artifacts));
+  }
+}
+
+/** Dangling deltas of the rewritten request (an output the rewrite hid was their base). */
+function resolveRewritten(
+  state: SessionState,
+  s: CompileSettings,
+  request: ProviderRequest,
+): ReturnType<typeof resolveDanglingDeltas> {
+  const rewritten = readRequest(request);
+  return resolveDanglingDeltas(state.reads, rewritten, [
+    ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
+    ...observationSlots(rewritten, s.isObservation),
+  ]);
+}
+/** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
+async function withWorkingState(
+  s: CompileSettings,
+  raw: ProviderRequest,
+  compiled: ProviderRequest,
+  sessionId: string,
+): Promise<ProviderRequest> {
+  if (s.workingGraphChars === 0 || s.options.workingState === undefined) return compiled;
+  const block = await workingStateBlock(s.options.workingState, sessionId, s.workingGraphChars);
+  if (block === '') return compiled;
+  const view = readRequest(compiled);
+  const slot = view.slots.filter((s) => s.kind === 'user').at(-1);
+  const content = (slot?.value as { content?: unknown } | undefined)?.content;
+  if (slot === undefined) return compiled;
+  let change: { path: readonly (string | number)[]; value: unknown };
+  if (typeof content === 'string')
+    change = { path: [...slot.path, 'content'], value: content === '' ? block : `${content}\n\n${block}` };
+  else if (Array.isArray(content))
+    change = {
+      path: [...slot.path, 'content'],
+      value: [...content, { type: view.format === 'responses' ? 'input_text' : 'text', text: block }],
+    };
+  else return compiled;
+  const candidate = writeSlots(compiled, [change]);
+  const exact = s.options.counter?.exact === true ? s.options.counter : undefined;
+  const verdict = acceptCandidate({
+    rawChars: serializedChars(raw),
+    candidateChars: serializedChars(candidate),
+    receipts: [],
+    ...(exact === undefined
+      ? {}
+      : {
+          tokens: () => {
+            const candidateTokens = exact.count(canonicalJson(candidate, { compact: true }));
+            return { raw: exact.count(canonicalJson(raw, { compact: true })), candidate: candidateTokens };
+          },
+        }),
+  });
+  return verdict.accepted ? candidate : compiled;
+}
+
+/** The route's prompt-cache pricing for this request (fixed, chosen per request, or by route). */
+function pricingOf(step: Step<ProviderRequest>, view: RequestView, s: CompileSettings): PricingProfile | undefined {
+  return (
+    s.fixedPricing ??
+    (typeof s.options.pricing === 'function'
+      ? s.options.pricing(step)
+      : pricingFor(
+          {
+            pricingProfile: 'auto',
+            cacheReadMultiplier: undefined,
+            cacheWriteMultiplier: undefined,
+            minCachePrefixTokens: undefined,
+          },
+          step.context.route,
+          view.format,
+        ))
+  );
+}
+
+/** The rewritten items with the deltas whose base a rewrite hid resolved, and those resolutions. */
+async function withoutDanglingDeltas(
+  state: SessionState,
+  s: CompileSettings,
+  raw: ProviderRequest,
+  view: RequestView,
+  outputs: readonly Slot[],
+  planned: readonly unknown[],
+): Promise<{ readonly items: readonly unknown[]; readonly resolved: readonly { slot: Slot; text: string }[] }> {
+  // Renderings are digests, receipts and notes, never deltas: without a delta among the
+  // request's outputs there is none to resolve, and the rewritten request is not read again.
+  const { resolved } = outputs.some((o) => mayBeDelta(o.value))
+    ? await resolveRewritten(state, s, withItems(raw, view.listKey!, planned))
+    : { resolved: [] };
+  if (resolved.length === 0) return { items: planned, resolved };
+  const items = writeSlots(
+    withItems(raw, view.listKey!, planned),
+    resolved.map((r) => ({ path: r.slot.path, value: r.text })),
+  )[view.listKey!] as unknown[];
+  return { items, resolved };
+}
+
+/** The note of rewrites left inline because the vault could not store their artifact. */
+const vaultNoteOf = (plan: HistoryPlan): Decision => ({
+  stage: STAGE,
+  kind: 'failed_open',
+  reason: `${plan.failed} rewrite(s) left inline: the vault could not store their artifact`,
+  error: plan.failure ?? 'Error',
+});
+
+/** The applied decision of a delivered plan. */
+function appliedDecision(
+  plan: HistoryPlan,
+  measured: { readonly savedChars: number; readonly savedTokens?: number | undefined },
+  artifacts: readonly string[],
+): Decision {
+  const what = [
+    `${plan.rewrittenOutputs} old output(s) digested`,
+    ...(plan.reducedReasoning > 0 ? [`${plan.reducedReasoning} reasoning text(s) reduced`] : []),
+    ...(plan.batch ? ['new batch'] : []),
+  ];
+  return {
+    stage: STAGE,
+    kind: 'applied',
+    reason: what.join(', '),
+    savedChars: measured.savedChars,
+    ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
+    artifacts: [...artifacts],
+  };
+}
