@@ -165,26 +165,16 @@ export interface CompressionPlanner {
   plan(step: Step<ToolResult>, signal: AbortSignal, counter: MemoCounter | undefined): Promise<PlannedView>;
 }
 
-const planners = new WeakMap<CompressToolResultOptions, CompressionPlanner>();
-
 /**
- * The planner of {@link compressToolResult} for `options`: the same object for the same options
- * object, so a stage given compressToolResult's options (deltaRepeatedOutput's `compression`)
- * renders with exactly its view and shares the rendering with it.
+ * The rendering half of {@link compressToolResult} for `options`, validated once: a stage given
+ * compressToolResult's options (deltaRepeatedOutput's `compression`) renders with exactly its
+ * view and hands the rendering on, keyed by that options object, in the decision it returns.
  *
  * @example
  * const planner = compressionPlanner({ vault });
  * const { plan } = await planner.plan(step, new AbortController().signal, undefined);
  */
 export function compressionPlanner(options: CompressToolResultOptions): CompressionPlanner {
-  const known = planners.get(options);
-  if (known !== undefined) return known;
-  const made = makePlanner(options);
-  planners.set(options, made);
-  return made;
-}
-
-function makePlanner(options: CompressToolResultOptions): CompressionPlanner {
   const name = 'compressToolResult';
   requireVault(name, options);
   const flags = resolveFlags(name, options);
@@ -284,8 +274,8 @@ export function compressToolResult(
     const result = step.value;
     // What an earlier stage of this pass (a skipped delta) already vaulted and rendered.
     const shared = preparedFor(step, vault);
-    const known = shared?.views.get(planner) as PlannedView | undefined;
-    shared?.views.delete(planner); // used once: a Step the host keeps does not keep the view alive
+    const known = shared?.views.get(options) as PlannedView | undefined;
+    shared?.views.delete(options); // used once: a Step the host keeps does not keep the view alive
     const { plan, counter } = known ?? (await planner.plan(step, signal, memoCounter(options.counter)));
     if (plan === undefined) return undefined;
     if (plan.kind === 'over_ceiling') return overCeiling(step, plan.input, plan.tool, plan.rawChars, signal);

@@ -22,7 +22,7 @@ import { intOption, oneOfOption, requireVault } from '../src/options.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { renderNativeNote } from '../src/receipts/index.js';
-import { advance, note, storeScope, type Decision, type Step, type ToolResult } from '../src/step.js';
+import { advance, note, storeScope, type Step, type ToolResult } from '../src/step.js';
 import {
   compressionPlanner,
   planOutput,
@@ -158,7 +158,7 @@ export function deltaRepeatedOutput(
     // The exact text is vaulted once per pass: a later compressToolResult reuses this put.
     const shared = prepared(step, vault, current);
     const skip = (reason: string): Step<ToolResult> =>
-      note(step, handOn<Decision>({ stage: STAGE, kind: 'skipped', reason }, shared));
+      note(step, handOn({ stage: STAGE, kind: 'skipped', reason }, shared));
     const previous = await vault.getBaseline(stateKey);
     // A step its subscriber left is never delivered: recording it as the baseline would make the next
     // run render a delta against an output the model was never shown.
@@ -224,7 +224,7 @@ export function deltaRepeatedOutput(
     const raw = step.value.content;
     const theirs = planner.options.counter;
     const planned = await planner.plan(step, signal, theirs === options.counter ? counter : memoCounter(theirs));
-    shared.views.set(planner, planned);
+    shared.views.set(planner.options, planned);
     const { plan } = planned;
     // Anything but a view leaves the result as it is (a bounded view is only made over the ceiling, never vaulted).
     if (plan?.kind !== 'view') return raw;
