@@ -116,6 +116,14 @@ export interface TerminatorOptions {
    */
   readonly maxSessions?: number;
   /**
+   * Let the request stages carry results from a session's previous request; false plans every
+   * request from scratch (the same output, computed again: for tests and benchmarks comparing
+   * the two paths).
+   *
+   * @defaultValue true
+   */
+  readonly carry?: boolean;
+  /**
    * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens, savings
    * per stage, component attribution).
    *
@@ -253,6 +261,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     gate: gateCounter(counter, gates),
     gates,
     focus: new FocusBoard(maxSessions * 3),
+    ...(options.carry === undefined ? {} : { carry: { carry: options.carry } }),
     ...(workingState === undefined ? {} : { workingState }),
   };
   let pressureFn: ReturnType<typeof createPressure> | undefined;

@@ -11,7 +11,6 @@ import { isFailureLine } from './digest.js';
 import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
-import { carryEnabled, noteCarried } from './carry.js';
 
 export interface DuplicateOptions {
   readonly sessionId: string;
@@ -209,7 +208,7 @@ export async function planDuplicates(
 ): Promise<DuplicatesPlanned> {
   const previous = state.sticky.get(OUTPUT_PLAN) as DuplicatePlan | undefined;
   const carried =
-    carryEnabled() &&
+    state.carry &&
     previous !== undefined &&
     previous.options === optionsKey(o) &&
     state.evidence.goneCount === 0 &&
@@ -230,7 +229,7 @@ export async function planDuplicates(
   }
   // Synchronous from here on: a carried plan takes over the previous one's map.
   state.sticky.delete(OUTPUT_PLAN);
-  if (carried) noteCarried('duplicates');
+  if (carried) state.noteCarried('duplicates');
   const facts = carried ? previous.facts.concat(added) : added;
   const found: Found[] = carried ? previous.found.slice() : [];
   const planned: PlannedSlot[] = carried ? previous.planned.slice() : [];

@@ -29,7 +29,6 @@ import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { WeakMemo } from '../weak-memo.js';
-import { carryEnabled, noteCarried } from './carry.js';
 import { idleTurns } from './working-set.js';
 
 export interface HistoryOptions {
@@ -236,7 +235,7 @@ function carriedLoop(
   requestKey: string,
 ): { readonly carry: HistoryCarry; readonly again: readonly number[] } | undefined {
   const carry = state.sticky.get(HISTORY_CARRY) as HistoryCarry | undefined;
-  if (!carryEnabled() || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
+  if (!state.carry || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
   const b = carry.bounds;
   if (
     carry.options !== historyOptionsKey(o) ||
@@ -411,7 +410,7 @@ export async function planHistory(
   let facts: OutputFacts[];
   let byKey: Map<string, number>;
   if (carry !== undefined) {
-    noteCarried('history');
+    state.noteCarried('history');
     decided.codes = carry.codes.slice();
     decided.picked = carry.picked.slice();
     decided.upgrades = carry.upgrades.slice();
@@ -691,7 +690,7 @@ function carriedReceipts(
   final: Target[],
 ): number {
   const carry = state.sticky.get(RECEIPTS_CARRY) as ReceiptsCarry | undefined;
-  if (!carryEnabled() || carry === undefined || state.evidence.goneCount > 0) return 0;
+  if (!state.carry || carry === undefined || state.evidence.goneCount > 0) return 0;
   const n = Math.min(order.length, carry.named);
   let k = 0;
   while (k < n && order[k] === carry.order[k]) k++;
@@ -699,7 +698,7 @@ function carriedReceipts(
     receipts.push(carry.receipts[x]!);
     final.push(order[x]!);
   }
-  if (k > 0) noteCarried('receipts');
+  if (k > 0) state.noteCarried('receipts');
   return k;
 }
 

@@ -11,7 +11,7 @@ import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
-import { carryStats, setCarry } from '../../src/compile/carry.js';
+import type { CarriedStage } from '../../src/compile/carry.js';
 import { createConversationMemo } from '../../src/compile/conversation.js';
 import { planHistory } from '../../src/compile/history.js';
 import { hostToolOutputs } from '../../src/compile/observations.js';
@@ -119,6 +119,9 @@ function losing(vault: Vault, lose: number | undefined, fail: number | undefined
 
 let runs = 0;
 const carried = { duplicates: 0, history: 0, receipts: 0 };
+/** The carry options of a run: on (counting the carried plans) or off. */
+const carrying = (carry: boolean): { carry: boolean; onCarried?: (stage: CarriedStage) => void } =>
+  carry ? { carry, onCarried: (stage) => carried[stage]++ } : { carry };
 
 /** Every output (JSON text) and decision of the requests through a fresh chain and SQLite file. */
 async function outputs(
@@ -128,7 +131,6 @@ async function outputs(
   blockTurns = 0,
   pricing?: (step: Step<ProviderRequest>) => PricingProfile,
 ): Promise<string[]> {
-  const was = setCarry(carry);
   const real = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
   let current = -1;
   const vault = losing(real, faults.lose, faults.fail, () => current);
@@ -136,8 +138,22 @@ async function outputs(
   const out: Step<ProviderRequest>[] = [];
   const sub = input
     .pipe(
-      collapseDuplicates({ vault, counter, minArtifactChars: 300, maxInlineChars: 700, inlineViewChars: 250 }),
-      compileRequest({ vault, counter, minVaultChars: 150, blockTurns, ...(pricing === undefined ? {} : { pricing }) }),
+      collapseDuplicates({
+        vault,
+        counter,
+        minArtifactChars: 300,
+        maxInlineChars: 700,
+        inlineViewChars: 250,
+        ...carrying(carry),
+      }),
+      compileRequest({
+        vault,
+        counter,
+        minVaultChars: 150,
+        blockTurns,
+        ...(pricing === undefined ? {} : { pricing }),
+        ...carrying(carry),
+      }),
     )
     .subscribe((s) => out.push(s));
   try {
@@ -149,7 +165,6 @@ async function outputs(
     return out.map((s) => JSON.stringify({ value: s.value, decisions: s.decisions }));
   } finally {
     sub.unsubscribe();
-    setCarry(was);
     await real.close();
   }
 }
@@ -160,12 +175,7 @@ describe('carried plans = full path', () => {
     async (session, v) => {
       const requests = vary(session, v);
       const expected = await outputs(requests, false, v, v.blockTurns);
-      const before = carryStats();
       expect(await outputs(requests, true, v, v.blockTurns)).toEqual(expected);
-      const after = carryStats();
-      carried.duplicates += after.duplicates - before.duplicates;
-      carried.history += after.history - before.history;
-      carried.receipts += after.receipts - before.receipts;
     },
   );
 
@@ -233,10 +243,9 @@ describe('carried plans = full path', () => {
     const r1 = [...r0, call('y'), out('y')];
     const r2 = [...r1, { role: 'user', content: 'more' }];
     const plans = async (carry: boolean): Promise<string> => {
-      const was = setCarry(carry);
       const vault = await createVault({ path: join(dir, `memo-${runs++}.sqlite3`) });
       try {
-        const state = createSessionPool({ vault, counter })({ sessionId: 's' });
+        const state = createSessionPool({ vault, counter, carry })({ sessionId: 's' });
         const real = createConversationMemo(vault, 's', 1);
         // After r1 the memo forgets r1's rewrite (as a dropped key whose mirror write failed would).
         let forgot = false;
@@ -269,7 +278,6 @@ describe('carried plans = full path', () => {
         }
         return last;
       } finally {
-        setCarry(was);
         await vault.close();
       }
     };
@@ -326,15 +334,8 @@ describe('carried plans = full path', () => {
     const a = view([first, slot(1, 'tool_output'), slot(2, 'user')]);
     const b = view([first, slot(1, 'user'), slot(2, 'tool_output'), slot(3, 'tool_output')]);
     const expected = b.slots.filter((s) => s.kind === 'tool_output');
-    for (const carry of [true, false]) {
-      const was = setCarry(carry);
-      try {
-        hostToolOutputs(a);
-        expect(hostToolOutputs(b)).toEqual(expected);
-      } finally {
-        setCarry(was);
-      }
-    }
+    hostToolOutputs(a);
+    expect(hostToolOutputs(b)).toEqual(expected);
   });
 
   // Not vacuous: the sessions above took every carried path, many times.
@@ -350,10 +351,10 @@ describe('carried plans = full path', () => {
       const requests = rebuilt ? reusing(session).map(clone) : reusing(session);
       const overrides = { minArtifactChars: 300, maxInlineChars: 700, contextMinVaultChars: 150 };
       const run = async (carry: boolean): Promise<string[]> => {
-        const was = setCarry(carry);
         const tt = await createTerminator({
           overrides: { ...overrides, dbPath: join(dir, `tt-${runs++}.sqlite3`) },
           counter,
+          carry,
           maxSessions: 1,
           metrics: false,
           ledger: false,
@@ -367,7 +368,6 @@ describe('carried plans = full path', () => {
           }
           return out;
         } finally {
-          setCarry(was);
           await tt.close();
         }
       };
