@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- compile [--turns 200] [--repeat 8] [--long-turns 1500] [--warmup 60] [--full-path] [--no-carry]`: a synthetic agent
+ * `npm run bench -- compile [--turns 200] [--repeat 8] [--long-turns 1500] [--warmup 60] [--full-path]`: a synthetic agent
  * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
  * o200k_base gate, SQLite vault on a temp file), one request per turn as a host sends them, in
  * three host modes: the host reuses its message objects; rebuilds every one of them from JSON on
@@ -27,8 +27,7 @@
  * Then a `--long-turns` session with rebuilt objects and one through the body memo: p50 and p95
  * per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95 over the
  * whole session, and the floors.
- * `--full-path` switches prefix recognition off (src/compile/prefix.ts) to see the cost without it;
- * `--no-carry` plans every request from scratch (src/compile/carry.ts) to see what carrying saves.
+ * `--full-path` switches prefix recognition off (src/compile/prefix.ts) to see the cost without it.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -176,7 +175,7 @@ const HOST_LABEL: Record<Host, string> = {
 /** One session of `turns` requests through the chain, arriving as `host` sends them. Baselines are measured at `probes`. */
 let runs = 0;
 
-async function runSession(host: Host, turns: number, probes: readonly number[], carry = true): Promise<Timing> {
+async function runSession(host: Host, turns: number, probes: readonly number[]): Promise<Timing> {
   const fresh = host === 'rebuild';
   const gateway = host === 'gateway';
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
@@ -193,11 +192,7 @@ async function runSession(host: Host, turns: number, probes: readonly number[], 
   let emittedAt = 0;
   let cpuAt = c0;
   const sub = input
-    .pipe(
-      collapseDuplicates({ vault, counter, carry }),
-      routeSkills({ counter }),
-      compileRequest({ vault, counter, carry }),
-    )
+    .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
     .subscribe((s) => {
       emittedAt = performance.now();
       cpuAt = process.cpuUsage(c0);
@@ -424,21 +419,20 @@ export async function main(argv: string[]): Promise<void> {
   const longTurns = flag(argv, '--long-turns', 1500);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be an integer ≥ 1');
   if (argv.includes('--full-path')) setPrefixRecognition(false);
-  const carry = !argv.includes('--no-carry');
   const early = Math.min(20, turns);
   const gc = fullGc();
   console.log(
-    `compile bench: ${turns} turns, ${repeat} session(s) per host mode${argv.includes('--full-path') ? ', prefix recognition OFF (full path)' : ''}${carry ? '' : ', carried plans OFF (every request planned from scratch)'}`,
+    `compile bench: ${turns} turns, ${repeat} session(s) per host mode${argv.includes('--full-path') ? ', prefix recognition OFF (full path)' : ''}`,
   );
   // A discarded session first: without it the first measured mode pays the JIT's warm-up in its
   // early turns, flattering its turn-200 / turn-20 ratio.
   const warmup = flag(argv, '--warmup', 60);
-  if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, [], carry);
+  if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, []);
   const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
   for (let k = 0; k < repeat; k++)
     for (const host of HOSTS) {
       gc();
-      results.get(host)!.push(await runSession(host, turns, [early, turns], carry));
+      results.get(host)!.push(await runSession(host, turns, [early, turns]));
     }
   for (const host of HOSTS) {
     const rs = results.get(host)!;
@@ -498,7 +492,7 @@ export async function main(argv: string[]): Promise<void> {
     gc();
     for (const host of ['rebuild', 'gateway'] as const) {
       gc();
-      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns], carry), longTurns);
+      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns]), longTurns);
     }
   }
 }

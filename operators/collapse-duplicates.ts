@@ -17,7 +17,6 @@ import {
 } from '../src/compile/observations.js';
 import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from '../src/compile/references.js';
 import type { ItemMeasures } from '../src/compile/item-measures.js';
-import { carryOf, type CarryOptions } from '../src/compile/carry.js';
 import { createSessionPool } from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
@@ -29,7 +28,7 @@ const STAGE = STAGES.collapseDuplicates;
 const SEEN_MAX = 10_000;
 
 /** Options of {@link collapseDuplicates}. */
-export interface CollapseDuplicatesOptions extends CarryOptions {
+export interface CollapseDuplicatesOptions {
   /** Where evidence is vaulted and leases are claimed. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /**
@@ -159,7 +158,6 @@ export function collapseDuplicates(
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
-      ...carryOf(options),
     });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
     const outputsOf = (view: RequestView): Slot[] => [

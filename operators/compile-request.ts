@@ -23,7 +23,6 @@ import {
 import { mayBeDelta, resolveDanglingDeltas } from '../src/compile/references.js';
 import type { Recognised } from '../src/compile/prefix.js';
 import type { ItemMeasures } from '../src/compile/item-measures.js';
-import { carryOf, type CarryOptions } from '../src/compile/carry.js';
 import { createSessionPool, type SessionState } from '../src/compile/session.js';
 import { checkOptions, intOption, requireVault } from '../src/options.js';
 import { CONFIG_DEFAULTS, defaultInt } from '../src/config/index.js';
@@ -31,7 +30,7 @@ import { CONFIG_DEFAULTS, defaultInt } from '../src/config/index.js';
 const STAGE = STAGES.compileRequest;
 
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
-export interface CompileRequestOptions extends CarryOptions {
+export interface CompileRequestOptions {
   /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /**
@@ -245,7 +244,6 @@ export function compileRequest(
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
-      ...carryOf(options),
     });
     const memos = new Map<string, ConversationMemo>();
     const memoOf = (sessionId: string): ConversationMemo => {

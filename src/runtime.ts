@@ -116,14 +116,6 @@ export interface TerminatorOptions {
    */
   readonly maxSessions?: number;
   /**
-   * Let the request stages carry results from a session's previous request; false plans every
-   * request from scratch (the same output, computed again: for tests and benchmarks comparing
-   * the two paths).
-   *
-   * @defaultValue true
-   */
-  readonly carry?: boolean;
-  /**
    * Record a content-free metrics row per `compileRequest` call in the vault (sizes, tokens, savings
    * per stage, component attribution).
    *
@@ -261,7 +253,6 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     gate: gateCounter(counter, gates),
     gates,
     focus: new FocusBoard(maxSessions * 3),
-    ...(options.carry === undefined ? {} : { carry: { carry: options.carry } }),
     ...(workingState === undefined ? {} : { workingState }),
   };
   let pressureFn: ReturnType<typeof createPressure> | undefined;

@@ -149,7 +149,7 @@ const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringif
 /**
  * What planning decided for one output. SHOWN_AGAIN and UPGRADED are decided again by every
  * request (a moved boundary, a lease count still growing, the collapse horizon); the others stand
- * while the memo's answers do (see {@link carriedLoop}).
+ * while the memo's answers do.
  */
 const SKIPPED = 0; // not history (the prefix, or no item)
 const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
@@ -168,98 +168,6 @@ interface Decided {
   facts: (OutputFacts | undefined)[];
 }
 
-/** The boundaries a request's decisions were taken at. */
-interface Bounds {
-  readonly start: number;
-  readonly protectedFrom: number;
-  readonly collapseBefore: number;
-  readonly sealedBefore: number;
-}
-
-/** One request's decisions per output, for the session's next request (see {@link carriedLoop}). */
-interface HistoryCarry extends Readonly<Decided> {
-  /** The facts of the outputs that have them, in order (what OUTPUT_FACTS holds). */
-  readonly compact: readonly OutputFacts[];
-  /** Outputs to decide again (SHOWN_AGAIN, UPGRADED). */
-  readonly again: readonly number[];
-  readonly outputs: readonly Slot[];
-  readonly memo: ConversationMemo;
-  readonly epoch: number;
-  /** The memo's rewrite mark the decisions were taken at. */
-  readonly rewriteMark: number;
-  /** Output index by key (handed over to the next request that carries this one). */
-  readonly byKey: Map<string, number>;
-  readonly options: string;
-  readonly bounds: Bounds;
-  readonly items: number;
-  /** Chain hash of the last item (a prefix hash: equal here means the same history). */
-  readonly lastChain: string;
-}
-
-const HISTORY_CARRY = 'history:carry';
-
-const historyOptionsKey = (o: HistoryOptions): string =>
-  JSON.stringify([
-    o.sessionId,
-    o.minChars,
-    o.maxArtifactChars,
-    o.inlineRecentTurns,
-    o.inlineLeases,
-    o.blockTurns,
-    o.digestDiagnosticChars,
-    o.collapseAfterTurns,
-    o.reasoning,
-    o.policy ?? 'lazy',
-    o.idleTurns ?? 0,
-  ]);
-
-/**
- * The previous request's decisions when they hold for this one, else undefined (the full path).
- * They hold when this request extends it (the same output slots, the same history before them),
- * with the same options and memo, the boundaries not moved back and the collapse horizon not
- * moved, and the memo's answers unchanged: no key dropped since (the epoch), and this request's
- * key counted for no item (a retry, or a history sent again, answers the lease count one lower
- * for the items it showed). An APPLIED, UNRENDERABLE or SHOWN output then gets the same answers,
- * and a CANDIDATE was shown the lease count of times, which no later count changes; the others,
- * and the outputs whose rewrite was recorded since (the memo's rewrite log), are decided again
- * (`again`, in output order).
- */
-function carriedLoop(
-  state: SessionState,
-  memo: ConversationMemo,
-  view: RequestView,
-  outputs: readonly Slot[],
-  o: HistoryOptions,
-  bounds: Bounds,
-  chain: readonly string[],
-  requestKey: string,
-): { readonly carry: HistoryCarry; readonly again: readonly number[] } | undefined {
-  const carry = state.sticky.get(HISTORY_CARRY) as HistoryCarry | undefined;
-  if (!state.carry || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
-  const b = carry.bounds;
-  if (
-    carry.options !== historyOptionsKey(o) ||
-    b.start !== bounds.start ||
-    b.collapseBefore !== bounds.collapseBefore ||
-    bounds.protectedFrom < b.protectedFrom ||
-    bounds.sealedBefore < b.sealedBefore ||
-    carry.items > view.items.length ||
-    (carry.items > 0 && chain[carry.items - 1] !== carry.lastChain) ||
-    memo.counted(requestKey) ||
-    outputs.length < carry.outputs.length
-  )
-    return undefined;
-  for (let k = 0; k < carry.outputs.length; k++) if (outputs[k] !== carry.outputs[k]) return undefined;
-  const since = memo.rewrittenSince(carry.rewriteMark);
-  if (since === undefined) return undefined;
-  if (since.length === 0) return { carry, again: carry.again };
-  const again = new Set(carry.again);
-  for (const key of since) {
-    const k = carry.byKey.get(key);
-    if (k !== undefined) again.add(k);
-  }
-  return { carry, again: [...again].sort((a, b) => a - b) };
-}
 /** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
 const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
@@ -401,105 +309,42 @@ export async function planHistory(
     decided.codes[k] = CANDIDATE;
     return undefined;
   };
-  const bounds = { start, protectedFrom, collapseBefore, sealedBefore };
-  const [epoch, rewriteMark] = [memo.epoch, memo.rewriteMark];
-  const carried = carriedLoop(state, memo, view, outputs, o, bounds, chain, requestKey);
-  const carry = carried?.carry;
-  // Taken over (its map grows with this request's outputs): set again once the loop is done.
-  state.sticky.delete(HISTORY_CARRY);
-  let facts: OutputFacts[];
-  let byKey: Map<string, number>;
-  if (carry !== undefined) {
-    state.noteCarried('history');
-    decided.codes = carry.codes.slice();
-    decided.picked = carry.picked.slice();
-    decided.upgrades = carry.upgrades.slice();
-    decided.keys = carry.keys.slice();
-    decided.facts = carry.facts.slice();
-    facts = carry.compact.slice();
-    byKey = carry.byKey;
-    for (const k of carried!.again) {
-      const pending = visit(k, decided.facts[k]!, outputs[k]!.item!);
-      if (pending !== undefined) await pending;
+  // What the previous plan found per output (its key, text size, renderings), reused for the
+  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
+  for (let k = 0; k < outputs.length; k++) {
+    const slot = outputs[k]!;
+    const i = slot.item;
+    if (i === undefined || i <= start) {
+      decided.codes[k] = SKIPPED;
+      continue;
     }
-    for (let k = carry.outputs.length; k < outputs.length; k++) {
-      const slot = outputs[k]!;
-      const i = slot.item;
-      if (i === undefined || i <= start) {
-        decided.codes[k] = SKIPPED;
-        continue;
-      }
-      const f: OutputFacts = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
-      facts.push(f);
-      byKey.set(f.key, k);
-      const pending = visit(k, f, i);
-      if (pending !== undefined) await pending;
-    }
-  } else {
-    byKey = new Map();
-    // What the previous plan found per output (its key, text size, renderings), reused for the
-    // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
-    const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
-    facts = [];
-    let p = 0;
-    for (let k = 0; k < outputs.length; k++) {
-      const slot = outputs[k]!;
-      const i = slot.item;
-      if (i === undefined || i <= start) {
-        decided.codes[k] = SKIPPED;
-        continue;
-      }
-      let f = previous[p];
-      if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-      else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
-      facts.push(f);
-      byKey.set(f.key, k);
-      const pending = visit(k, f, i);
-      if (pending !== undefined) await pending;
-    }
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+    facts.push(f);
+    const pending = visit(k, f, i);
+    if (pending !== undefined) await pending;
   }
   // In output order, as the outputs were visited.
-  const again: number[] = [];
   const { codes, picked, upgrades, keys } = decided;
   for (let k = 0; k < codes.length; k++) {
     const code = codes[k]!;
     if (code === SKIPPED || code === UNRENDERABLE) continue;
     if (code === APPLIED || code === UPGRADED) {
       applied.push(picked[k]!);
-      if (code === UPGRADED) {
-        again.push(k);
-        const upgrade = upgrades[k];
-        if (upgrade !== undefined) candidates.push(upgrade);
-      }
+      const upgrade = code === UPGRADED ? upgrades[k] : undefined;
+      if (upgrade !== undefined) candidates.push(upgrade);
       continue;
     }
     shown.push(keys[k]!);
-    if (code === CANDIDATE) {
-      candidates.push(picked[k]!);
-      // Under the working-set policy a reference can bring a candidate back into the working set.
-      if (idle !== undefined) again.push(k);
-    } else if (code === SHOWN_AGAIN) again.push(k);
+    if (code === CANDIDATE) candidates.push(picked[k]!);
   }
   const fullShown = new Map<string, string>();
   for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
   state.sticky.set(OUTPUT_FACTS, facts);
-  // Answers the memo may have dropped or changed while the loop ran are not carried.
-  if (memo.epoch !== epoch || memo.rewriteMark !== rewriteMark) state.sticky.delete(HISTORY_CARRY);
-  else
-    state.sticky.set(HISTORY_CARRY, {
-      ...decided,
-      compact: facts,
-      again,
-      outputs: outputs.slice(),
-      memo,
-      epoch,
-      rewriteMark,
-      byKey,
-      options: historyOptionsKey(o),
-      bounds,
-      items: view.items.length,
-      lastChain: chain.at(-1) ?? '',
-    } satisfies HistoryCarry);
   if (o.reasoning || o.collapseAfterTurns > 0) {
     for (const slot of view.slots) {
       const i = slot.item;
@@ -627,8 +472,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   const final: Target[] = [];
   const dropped: string[] = [];
   let failure: string | undefined;
-  const from = carriedReceipts(state, order, receipts, final);
-  for (let k = from; k < order.length; k++) {
+  for (let k = 0; k < order.length; k++) {
     const t = order[k]!;
     try {
       if (t.evidence === undefined) {
@@ -660,46 +504,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
       failure ??= errorLabel(error);
     }
   }
-  // Up to the first drop, receipts[k] is order[k]'s.
-  const named = dropped.length === 0 ? order.length : final.findIndex((t, k) => t !== order[k]);
-  state.sticky.set(RECEIPTS_CARRY, { order, receipts, named: named === -1 ? final.length : named });
   return { receipts, final, dropped, failure };
-}
-
-/** The previous {@link receiptsOf} call of the session: its renderings, their receipts, and how many lead without a drop. */
-interface ReceiptsCarry {
-  readonly order: readonly Target[];
-  readonly receipts: readonly { artifactId: string; verified: boolean }[];
-  readonly named: number;
-}
-
-const RECEIPTS_CARRY = 'history:receipts';
-
-/**
- * The receipts of the leading renderings `order` shares with the previous call (the same target
- * objects, which the history carry hands over), pushed onto `receipts` and `final`; returns how
- * many. While no artifact is found gone, what the full path finds for them is what it found then:
- * the receipt recorded for the target (for a rendering that vaults its evidence), or the session's
- * "found in the vault" answer (for one that reuses a receipt), neither dropped since; an artifact
- * that left the vault some other way is found at delivery, which plans the request again.
- */
-function carriedReceipts(
-  state: SessionState,
-  order: readonly Target[],
-  receipts: { artifactId: string; verified: boolean }[],
-  final: Target[],
-): number {
-  const carry = state.sticky.get(RECEIPTS_CARRY) as ReceiptsCarry | undefined;
-  if (!state.carry || carry === undefined || state.evidence.goneCount > 0) return 0;
-  const n = Math.min(order.length, carry.named);
-  let k = 0;
-  while (k < n && order[k] === carry.order[k]) k++;
-  for (let x = 0; x < k; x++) {
-    receipts.push(carry.receipts[x]!);
-    final.push(order[x]!);
-  }
-  if (k > 0) state.noteCarried('receipts');
-  return k;
 }
 
 /** The fewest idle turns of the outputs of each item (an item with several outputs is as busy as its busiest). */

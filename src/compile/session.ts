@@ -14,7 +14,6 @@ import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, type RequestMemo } from './prefix.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
-import type { CarriedStage, CarryOptions } from './carry.js';
 
 export interface SessionState {
   readonly meter: Meter;
@@ -41,10 +40,6 @@ export interface SessionState {
   readonly itemMemo: WeakMemo<object, Map<string, unknown>>;
   /** The previous request's items and view: what recognises the unchanged history of the next one. */
   readonly requests: RequestMemo;
-  /** Whether the stages carry results from the previous request (src/compile/carry.ts). */
-  readonly carry: boolean;
-  /** Record one plan that carried them. */
-  readonly noteCarried: (stage: CarriedStage) => void;
 }
 
 /** One derived value and the characters it holds (its share of the bound). */
@@ -76,7 +71,7 @@ class DerivedCache extends LRUCache<string, Derived> {
   }
 }
 
-export interface SessionPoolOptions extends CarryOptions {
+export interface SessionPoolOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   readonly counter?: TokenCounter;
   readonly maxSessions?: number;
@@ -94,8 +89,6 @@ export interface SessionKey {
 export function createSessionPool(options: SessionPoolOptions): (session: SessionKey) => SessionState {
   const pool = new LRUCache<string, SessionState>({ max: options.maxSessions ?? 64 });
   const store = requestStore(options.vault);
-  const carry = options.carry ?? true;
-  const noteCarried = options.onCarried ?? ((): void => {});
   return ({ sessionId, tenant = '' }) => {
     const key = `${tenant}\u0000${sessionId}`;
     let state = pool.get(key);
@@ -114,8 +107,6 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
       requests: createRequestMemo(),
-      carry,
-      noteCarried,
     };
     pool.set(key, state);
     return state;

@@ -24,7 +24,6 @@ import { stepOperator } from '../operator-kit.js';
 import { errorLabel, note, type ProviderRequest, type StepContext, type ToolCall, type ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
 import type { Op } from './lanes.js';
-import type { CarryOptions } from '../compile/carry.js';
 
 /** Which stages a config turns on: the modes table plus the output-budget cap. */
 export interface ModeGates extends ModeFlags {
@@ -86,8 +85,6 @@ export interface PipelineDeps {
   readonly workingState?: WorkingStateStore;
   /** The focus terms of each session's latest request, for the tool stage's views (src/compile/focus.ts). */
   readonly focus: FocusBoard;
-  /** How the request stages carry results from a session's previous request (default: they do). */
-  readonly carry?: CarryOptions;
 }
 
 /**
@@ -218,7 +215,6 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           maxArtifactChars: c.maxArtifactChars,
           maxInlineChars: c.maxInlineChars,
           observations,
-          ...d.carry,
         })
       : identity,
     // Routing rewrites the instruction prefix: only as the explicit opt-in (docs/fidelity.md).
@@ -242,7 +238,6 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           collapseAfterTurns: c.contextCollapseAfterTurns,
           observations,
           workingGraphChars: c.workingGraphChars,
-          ...d.carry,
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })
       : identity,

@@ -87,6 +87,23 @@ describe('an extended view', () => {
       [6, { command: 'cat a.ts' }],
     ]);
   });
+
+  it('scans the outputs of a view on from an earlier scan only when the view was extended from it', () => {
+    const slot = (item: number, kind: 'user' | 'tool_output'): Slot => ({
+      kind,
+      path: ['messages', item],
+      value: `${item}`,
+      item,
+    });
+    const view = (slots: Slot[]): RequestView => ({ format: 'chat', items: [], itemInfo: [], slots });
+    const first = slot(0, 'user');
+    // Two views that share their first slot object and nothing after it (not one extended from the other).
+    const a = view([first, slot(1, 'tool_output'), slot(2, 'user')]);
+    const b = view([first, slot(1, 'user'), slot(2, 'tool_output'), slot(3, 'tool_output')]);
+    const expected = b.slots.filter((s) => s.kind === 'tool_output');
+    hostToolOutputs(a);
+    expect(hostToolOutputs(b)).toEqual(expected);
+  });
 });
 
 describe('the lineage links', () => {
