@@ -212,6 +212,90 @@ export async function planHistory(
   outputs: readonly Slot[],
   o: HistoryOptions,
 ): Promise<HistoryPlan | undefined> {
+  const bounds = historyBounds(view, o);
+  if (bounds === undefined) return undefined;
+  const { start } = bounds;
+  const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
+  const requestKey = chain.at(-1) ?? '';
+  // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
+  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
+  const { applied, candidates, shown, facts } = await decideOutputs(state, memo, outputs, o, {
+    ...bounds,
+    requestKey,
+    idle,
+    chain,
+  });
+  const fullShown = new Map<string, string>();
+  for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
+  if (o.reasoning || o.collapseAfterTurns > 0)
+    await reasoningDecisions(memo, view, o, { ...bounds, requestKey, chain }, { applied, shown, candidates });
+
+  // The history as it would be sent without a new rewrite: earlier rewrites applied.
+  const keepItems = renderItems(state, view, applied) ?? view.items;
+  let chosen: Target[] = [];
+  if (candidates.length > 0 && o.newBatch !== false)
+    chosen =
+      o.blockTurns > 0 ? candidates : chooseNewBatch(state, view, outputs, o, { keepItems, candidates, idle, start });
+
+  const chosenKeys = new Set(chosen.map((c) => c.key));
+  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
+  const failed = dropped.length;
+  for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
+  if (final.length === 0)
+    return {
+      items: view.items,
+      receipts,
+      decided: [],
+      shown,
+      fullShown,
+      requestKey,
+      rewrittenOutputs: 0,
+      reducedReasoning: 0,
+      batch: false,
+      failed,
+      ...(failure === undefined ? {} : { failure }),
+    };
+  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
+  // order (stable: the changes of one item keep their order), which lets the rendering start
+  // from the previous request's (src/compile/apply.ts).
+  const items =
+    chosen.length === 0 && final.length === applied.length
+      ? keepItems
+      : (renderItems(
+          state,
+          view,
+          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
+        ) ?? view.items);
+  const decidedKeys = new Set(chosen.map((c) => c.key));
+  return {
+    items,
+    receipts,
+    decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
+    shown: shown.filter((k) => !decidedKeys.has(k)),
+    fullShown,
+    requestKey,
+    rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
+    reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
+    batch: chosen.length > 0,
+    failed,
+    ...(failure === undefined ? {} : { failure }),
+  };
+}
+
+/** The boundaries a request's history is decided at; undefined when it has no history (no assistant item). */
+interface HistoryBounds {
+  /** The first assistant item: everything before it is the instruction prefix. */
+  readonly start: number;
+  /** Items from here on (the newest turns) are never rewritten. */
+  readonly protectedFrom: number;
+  /** Items before it are past the collapse horizon (a bare receipt is wanted). */
+  readonly collapseBefore: number;
+  /** Items before it are sealed in fixed blocks (the fixed-block policy). */
+  readonly sealedBefore: number;
+}
+
+function historyBounds(view: RequestView, o: HistoryOptions): HistoryBounds | undefined {
   const info = view.itemInfo;
   const start = info.findIndex((i) => i.role === 'assistant');
   if (start === -1 || view.listKey === undefined) return undefined;
@@ -229,25 +313,93 @@ export async function planHistory(
           view.items.length,
         )
       : view.items.length;
-  const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
-  const requestKey = chain.at(-1) ?? '';
+  return { start, protectedFrom, collapseBefore, sealedBefore };
+}
 
-  // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
-  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
-  const idleLimit = Math.max(1, o.idleTurns ?? 1);
+/** What a request's outputs are: rewritten earlier (`applied`), shown (their keys), or candidates for a new batch. */
+interface OutputDecisions {
+  readonly applied: Target[];
+  readonly candidates: Target[];
+  readonly shown: string[];
+  readonly facts: readonly OutputFacts[];
+}
+
+/** Decide every output of the request, in output order (see {@link outputDecider}). */
+async function decideOutputs(
+  state: SessionState,
+  memo: ConversationMemo,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  b: HistoryBounds & {
+    readonly requestKey: string;
+    readonly idle: readonly number[] | undefined;
+    readonly chain: readonly string[];
+  },
+): Promise<OutputDecisions> {
+  const { start, chain } = b;
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
+  const { decided, visit } = outputDecider(state, memo, o, b);
+  // What the previous plan found per output (its key, text size, renderings), reused for the
+  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
+  for (let k = 0; k < outputs.length; k++) {
+    const slot = outputs[k]!;
+    const i = slot.item;
+    if (i === undefined || i <= start) {
+      decided.codes[k] = SKIPPED;
+      continue;
+    }
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+    facts.push(f);
+    const pending = visit(k, f, i);
+    if (pending !== undefined) await pending;
+  }
+  // In output order, as the outputs were visited.
+  const { codes, picked, upgrades, keys } = decided;
+  for (let k = 0; k < codes.length; k++) {
+    const code = codes[k]!;
+    if (code === SKIPPED || code === UNRENDERABLE) continue;
+    if (code === APPLIED || code === UPGRADED) {
+      applied.push(picked[k]!);
+      const upgrade = code === UPGRADED ? upgrades[k] : undefined;
+      if (upgrade !== undefined) candidates.push(upgrade);
+      continue;
+    }
+    shown.push(keys[k]!);
+    if (code === CANDIDATE) candidates.push(picked[k]!);
+  }
+  state.sticky.set(OUTPUT_FACTS, facts);
+  return { applied, candidates, shown, facts };
+}
+
+type Pending = Promise<unknown> | undefined;
+
+/**
+ * The per-output decision of one request: `visit(k, f, i)` decides output `k` (its facts `f`,
+ * its item `i`) into `decided`, synchronously while the memo's answers and the renderings are
+ * known (a request names every item of its history: no microtask per item).
+ */
+function outputDecider(
+  state: SessionState,
+  memo: ConversationMemo,
+  o: HistoryOptions,
+  b: HistoryBounds & { readonly requestKey: string; readonly idle: readonly number[] | undefined },
+): { readonly decided: Decided; readonly visit: (k: number, f: OutputFacts, i: number) => Pending } {
+  const { protectedFrom, collapseBefore, sealedBefore, requestKey, idle } = b;
+  const idleLimit = Math.max(1, o.idleTurns ?? 1);
   const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
     const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
     f.targets[kind] = t;
     return t ?? undefined;
   };
-  // What the loop decides per output (by index in `outputs`), kept for the session's next request.
+  // What the loop decides per output (by index in `outputs`).
   const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
-  // Decide output `k` (its facts `f`, its item `i`): synchronous while the memo's answers and the
-  // renderings are known (a request names every item of its history: no microtask per item).
-  type Pending = Promise<unknown> | undefined;
   const visit = (k: number, f: OutputFacts, i: number): Pending => {
     decided.keys[k] = f.key;
     decided.facts[k] = f;
@@ -309,149 +461,88 @@ export async function planHistory(
     decided.codes[k] = CANDIDATE;
     return undefined;
   };
-  // What the previous plan found per output (its key, text size, renderings), reused for the
-  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
-  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
-  const facts: OutputFacts[] = [];
-  let p = 0;
-  for (let k = 0; k < outputs.length; k++) {
-    const slot = outputs[k]!;
+  return { decided, visit };
+}
+
+/** The reasoning parts of the assistant items: applied earlier, shown, or candidates for a new batch. */
+async function reasoningDecisions(
+  memo: ConversationMemo,
+  view: RequestView,
+  o: HistoryOptions,
+  b: HistoryBounds & { readonly requestKey: string; readonly chain: readonly string[] },
+  out: { readonly applied: Target[]; readonly shown: string[]; readonly candidates: Target[] },
+): Promise<void> {
+  for (const slot of view.slots) {
     const i = slot.item;
-    if (i === undefined || i <= start) {
-      decided.codes[k] = SKIPPED;
-      continue;
-    }
-    let f = previous[p];
-    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-    else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
-    facts.push(f);
-    const pending = visit(k, f, i);
-    if (pending !== undefined) await pending;
-  }
-  // In output order, as the outputs were visited.
-  const { codes, picked, upgrades, keys } = decided;
-  for (let k = 0; k < codes.length; k++) {
-    const code = codes[k]!;
-    if (code === SKIPPED || code === UNRENDERABLE) continue;
-    if (code === APPLIED || code === UPGRADED) {
-      applied.push(picked[k]!);
-      const upgrade = code === UPGRADED ? upgrades[k] : undefined;
-      if (upgrade !== undefined) candidates.push(upgrade);
-      continue;
-    }
-    shown.push(keys[k]!);
-    if (code === CANDIDATE) candidates.push(picked[k]!);
-  }
-  const fullShown = new Map<string, string>();
-  for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
-  state.sticky.set(OUTPUT_FACTS, facts);
-  if (o.reasoning || o.collapseAfterTurns > 0) {
-    for (const slot of view.slots) {
-      const i = slot.item;
-      if (slot.kind !== 'assistant' || i === undefined || i < start) continue;
-      for (const part of reasoningSlots(slot)) {
-        const key = `${chain[i]!}|${JSON.stringify(part.slot.path.slice(2))}|reasoning`;
-        const target = reasoningTarget(part, key);
-        if (target === undefined) continue;
-        if ((await memo.rewritten(key)) !== undefined) {
-          applied.push(target);
-          continue;
-        }
-        shown.push(key);
-        const eligible = (o.reasoning || i < collapseBefore) && i < protectedFrom && i < sealedBefore;
-        if (eligible && (await memo.shownBefore(key, requestKey)) >= 1) candidates.push(target);
+    if (slot.kind !== 'assistant' || i === undefined || i < b.start) continue;
+    for (const part of reasoningSlots(slot)) {
+      const key = `${b.chain[i]!}|${JSON.stringify(part.slot.path.slice(2))}|reasoning`;
+      const target = reasoningTarget(part, key);
+      if (target === undefined) continue;
+      if ((await memo.rewritten(key)) !== undefined) {
+        out.applied.push(target);
+        continue;
       }
+      out.shown.push(key);
+      const eligible = (o.reasoning || i < b.collapseBefore) && i < b.protectedFrom && i < b.sealedBefore;
+      if (eligible && (await memo.shownBefore(key, b.requestKey)) >= 1) out.candidates.push(target);
     }
   }
+}
 
-  // The history as it would be sent without a new rewrite: earlier rewrites applied.
-  const keepItems = renderItems(state, view, applied) ?? view.items;
-  let chosen: Target[] = [];
-  if (candidates.length > 0 && o.newBatch !== false) {
-    if (o.blockTurns > 0) chosen = candidates;
-    else {
-      // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
-      const cum = state.meter.cumulativeChars(keepItems);
-      const before = (i: number): number => (i === 0 ? 0 : cum[i - 1]!);
-      const position = (i: number): number => 1 + before(i) + 2 * i;
-      const byItem = new Map<number, Target[]>();
-      for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
-      const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
-      // One item rendered at a time (copying the whole list per candidate made this quadratic).
-      const withChanges = (i: number): unknown => {
-        const rendered = renderItemAt(state, keepItems, i, byItem.get(i)!);
-        if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
-        return rendered;
-      };
-      const size = 1 + before(keepItems.length) + 2 * keepItems.length;
-      const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle);
-      const list: RewriteCandidate[] = itemsInOrder.map((i) => {
-        const itemChars = cum[i]! - before(i);
-        const saved = itemChars - state.meter.measure(withChanges(i)).chars;
-        const turns = idleOf?.get(i);
-        return turns === undefined
-          ? { position: position(i), saved }
-          : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns) };
-      });
-      let runStart = info.length - 1;
-      while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
-      while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
-      const turnsSoFar = countAssistantRuns(info, start);
-      const answer = chooseBatch({
-        size,
-        cachedEnd: runStart < keepItems.length ? position(runStart) : size,
-        requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
-        pricing: o.pricing,
-        candidates: list,
-      });
-      if (answer !== undefined) chosen = itemsInOrder.slice(answer.from).flatMap((i) => byItem.get(i)!);
-    }
-  }
-
-  const chosenKeys = new Set(chosen.map((c) => c.key));
-  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
-  const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
-  const failed = dropped.length;
-  for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
-  if (final.length === 0)
-    return {
-      items: view.items,
-      receipts,
-      decided: [],
-      shown,
-      fullShown,
-      requestKey,
-      rewrittenOutputs: 0,
-      reducedReasoning: 0,
-      batch: false,
-      failed,
-      ...(failure === undefined ? {} : { failure }),
-    };
-  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
-  // order (stable: the changes of one item keep their order), which lets the rendering start
-  // from the previous request's (src/compile/apply.ts).
-  const items =
-    chosen.length === 0 && final.length === applied.length
-      ? keepItems
-      : (renderItems(
-          state,
-          view,
-          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
-        ) ?? view.items);
-  const decidedKeys = new Set(chosen.map((c) => c.key));
-  return {
-    items,
-    receipts,
-    decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
-    shown: shown.filter((k) => !decidedKeys.has(k)),
-    fullShown,
-    requestKey,
-    rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
-    reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
-    batch: chosen.length > 0,
-    failed,
-    ...(failure === undefined ? {} : { failure }),
+/**
+ * The candidates of a new batch under the cache-economic rule: the items from where a rewrite
+ * pays for the prompt-cache loss it causes (and the recoveries it may force) to the end, or none.
+ */
+function chooseNewBatch(
+  state: SessionState,
+  view: RequestView,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  c: {
+    readonly keepItems: readonly unknown[];
+    readonly candidates: readonly Target[];
+    readonly idle: readonly number[] | undefined;
+    readonly start: number;
+  },
+): Target[] {
+  const { keepItems, candidates, idle, start } = c;
+  const info = view.itemInfo;
+  // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
+  const cum = state.meter.cumulativeChars(keepItems);
+  const before = (i: number): number => (i === 0 ? 0 : cum[i - 1]!);
+  const position = (i: number): number => 1 + before(i) + 2 * i;
+  const byItem = new Map<number, Target[]>();
+  for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
+  const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
+  // One item rendered at a time (copying the whole list per candidate made this quadratic).
+  const withChanges = (i: number): unknown => {
+    const rendered = renderItemAt(state, keepItems, i, byItem.get(i)!);
+    if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
+    return rendered;
   };
+  const size = 1 + before(keepItems.length) + 2 * keepItems.length;
+  const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle);
+  const list: RewriteCandidate[] = itemsInOrder.map((i) => {
+    const itemChars = cum[i]! - before(i);
+    const saved = itemChars - state.meter.measure(withChanges(i)).chars;
+    const turns = idleOf?.get(i);
+    return turns === undefined
+      ? { position: position(i), saved }
+      : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns) };
+  });
+  let runStart = info.length - 1;
+  while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
+  while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
+  const turnsSoFar = countAssistantRuns(info, start);
+  const answer = chooseBatch({
+    size,
+    cachedEnd: runStart < keepItems.length ? position(runStart) : size,
+    requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
+    pricing: o.pricing,
+    candidates: list,
+  });
+  return answer === undefined ? [] : itemsInOrder.slice(answer.from).flatMap((i) => byItem.get(i)!);
 }
 
 /** What {@link receiptsOf} found: the receipts and renderings that can be named, and the keys of those that cannot. */
