@@ -24,11 +24,10 @@ import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
-import { evidenceText, type Receipted } from './evidence.js';
+import { evidenceText } from './evidence.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
-import { WeakMemo } from '../weak-memo.js';
 import { idleTurns } from './working-set.js';
 
 export interface HistoryOptions {
@@ -167,9 +166,6 @@ interface Decided {
   keys: (string | undefined)[];
   facts: (OutputFacts | undefined)[];
 }
-
-/** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
-const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
 const REASONING_MIN_CHARS = 300;
 const artifactOf = (text: string): { id: string } => ({
@@ -573,7 +569,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
       } else {
         // The receipt an earlier request got for this rendering stands while its artifact is not
         // found gone; else known without a microtask when a recent request vaulted the same text.
-        let r = receiptOfTarget.get(t);
+        let r = state.targetReceipts.get(t);
         if (r === undefined || state.evidence.isGone(r.artifactId)) {
           r =
             state.evidence.knownReceipt(t.evidence, t.toolName) ??
@@ -585,7 +581,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
           // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
           if (r.artifactId !== t.artifactId)
             throw new Error('artifact id differs from the rendered one (prefix collision)');
-          receiptOfTarget.set(t, r);
+          state.targetReceipts.set(t, r);
         }
         receipts.push(r);
       }
