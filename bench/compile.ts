@@ -39,6 +39,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
@@ -56,6 +57,38 @@ import { createVault } from '../src/vault/index.js';
 import { callsSession, type CallsSession, type SessionFormat } from './parallel-session.js';
 
 const TURNS = 200;
+
+/** Content at least this long counts as hashed content (a tool output; not a key or a short message). */
+const HASHED_MIN_CHARS = 1000;
+
+/**
+ * SHA-256 digests of at least {@link HASHED_MIN_CHARS} characters since `reset`, while `on`:
+ * node:crypto's createHash is wrapped (and the ESM bindings synced), so every digest the stages
+ * make of an output is counted, whichever module makes it.
+ */
+const hashes = { on: false, large: 0 };
+{
+  const crypto = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+  const original = crypto.createHash;
+  crypto.createHash = ((algorithm: string, options?: import('node:crypto').HashOptions) => {
+    const hash = original(algorithm, options);
+    if (algorithm !== 'sha256') return hash;
+    let size = 0;
+    const update = hash.update.bind(hash) as (data: string | NodeJS.ArrayBufferView, encoding?: never) => typeof hash;
+    hash.update = ((data: string | NodeJS.ArrayBufferView, encoding?: never) => {
+      size += typeof data === 'string' ? data.length : data.byteLength;
+      update(data, encoding);
+      return hash;
+    }) as typeof hash.update;
+    const digest = hash.digest.bind(hash) as (encoding?: never) => string | Buffer;
+    hash.digest = ((encoding?: never) => {
+      if (hashes.on && size >= HASHED_MIN_CHARS) hashes.large++;
+      return digest(encoding);
+    }) as typeof hash.digest;
+    return hash;
+  }) as typeof crypto.createHash;
+  syncBuiltinESMExports();
+}
 
 export function output(t: number, run = ''): string {
   const lines = t % 7 === 3 ? 500 : 40 + (t % 5) * 10;
@@ -122,6 +155,12 @@ interface Timing {
   readonly compare: Map<number, number>;
   /** Whole-request serialize + tokenize, ms, at the turns asked for. */
   readonly tokenize: Map<number, number>;
+  /**
+   * Per request: SHA-256 digests of content of at least HASHED_MIN_CHARS made from its arrival
+   * until the next request's (its stages' work after the result included), per new item of that
+   * size in it (each turn adds one tool output of that size).
+   */
+  readonly hashes: number[];
   readonly historyChars: Map<number, number>;
   readonly finalChars: number;
 }
@@ -195,6 +234,7 @@ async function runSession(
   const compare = new Map<number, number>();
   const tokenize = new Map<number, number>();
   const historyChars = new Map<number, number>();
+  const hashed: number[] = [];
   try {
     for (let t = 1; t <= turns; t++) {
       const n = 2 + 2 * t;
@@ -220,6 +260,8 @@ async function runSession(
           throw new Error('body memo did not reuse the history');
         request = parsed.value as unknown as ProviderRequest;
       }
+      if (t > 1) hashed.push(hashes.large);
+      [hashes.on, hashes.large] = [true, 0];
       input.next(
         createStep(request, { sessionId: gateway ? 'gateway' : fresh ? 'fresh' : 'shared', requestId: `r${t}` }),
       );
@@ -229,6 +271,7 @@ async function runSession(
       windows.push([w0, emittedAt]);
       cpu.push((cpuAt.user + cpuAt.system) / 1000);
       if (probes.includes(t)) {
+        hashes.on = false; // the baselines' own digests are not the stages'
         const serialized = canonicalJson(request, { compact: true });
         historyChars.set(t, serialized.length);
         const runs: number[] = [];
@@ -252,6 +295,7 @@ async function runSession(
         const b0 = performance.now();
         counter.count(canonicalJson(request, { compact: true }));
         tokenize.set(t, performance.now() - b0);
+        hashes.on = true;
       }
     }
     await new Promise((r) => setImmediate(r)); // the last GC entries
@@ -267,8 +311,10 @@ async function runSession(
       tokenize,
       historyChars,
       finalChars: canonicalJson(last!.value).length,
+      hashes: hashed,
     };
   } finally {
+    hashes.on = false;
     observer.disconnect();
     sub.unsubscribe();
     counter.dispose?.();
@@ -451,6 +497,10 @@ export async function main(argv: string[]): Promise<void> {
       `  old baseline, one whole-request serialize + tokenize: ${r.tokenize.get(early)!.toFixed(2)} ms at turn ${early}, ${r.tokenize.get(turns)!.toFixed(2)} ms at turn ${turns}`,
     );
     console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
+    const perItem = rs.flatMap((x) => x.hashes.slice(1));
+    console.log(
+      `  SHA-256 digests of ≥ ${HASHED_MIN_CHARS} chars per new item of that size per request (target 1): mean ${(perItem.reduce((a, b) => a + b, 0) / perItem.length).toFixed(2)}, max ${Math.max(...perItem)}`,
+    );
   }
   await parallelCalls(argv, gc);
   await freshProcess(turns, flag(argv, '--fresh-rounds', 3));

@@ -43,8 +43,6 @@ import {
   clearSharedCountMemo,
   countGuarded,
   createTiktokenCounter,
-  DEFAULT_SHARED_MEMO_ENTRIES,
-  setSharedCountMemoLimit,
   sharedCountMemoStats,
   type EncoderEngine,
 } from '../src/measure/index.js';
@@ -436,9 +434,8 @@ interface Timed {
  */
 async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, setup: CountingSetup): Promise<Timed> {
   clearSharedCountMemo();
-  setSharedCountMemoLimit(setup.memo ? DEFAULT_SHARED_MEMO_ENTRIES : 0);
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-replay-'));
-  const counter = createTiktokenCounter('o200k_base', { engine: setup.engine });
+  const counter = createTiktokenCounter('o200k_base', { engine: setup.engine, memo: setup.memo });
   const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
   const reference = acquireEncoder('o200k_base', 'wasm');
   const tt = await createTerminator({
@@ -508,7 +505,6 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
     counter.dispose?.();
     figuresCounter.dispose?.();
     reference.release();
-    setSharedCountMemoLimit(DEFAULT_SHARED_MEMO_ENTRIES);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -6,14 +6,12 @@
  */
 import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
-import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
-import { compactTerminal, readTerminalContent } from '../src/compact/index.js';
-import { unifiedLineDiff } from '../src/compact/delta.js';
+import { baselineKey, compressionBar, deltaText, ownBar } from '../src/compact/temporal-delta.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
-import { handOn, isRendering, prepared, type Prepared } from '../src/compact/prepared.js';
-import { memoCounter, pinDelivered, vaultToolResult, type MemoCounter } from '../src/compact/receipt.js';
+import { handOn, isRendering, prepared } from '../src/compact/prepared.js';
+import { memoCounter, pinDelivered, vaultToolResult } from '../src/compact/receipt.js';
 import { scopedReads } from '../src/vault/scoped-reads.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
@@ -21,15 +19,9 @@ import type { Mode } from '../src/config/types.js';
 import { intOption, oneOfOption, requireVault } from '../src/options.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { renderNativeNote } from '../src/receipts/index.js';
-import { advance, note, storeScope, type Decision, type Step, type ToolResult } from '../src/step.js';
-import {
-  compressionPlanner,
-  planOutput,
-  type CompressToolResultOptions,
-  type CompressionPlanner,
-} from './compress-tool-result.js';
-import { backendOf, commandOf, cwdOf, normalizeCommand } from '../src/tools/command.js';
+import { advance, note, storeScope, type Step, type ToolResult } from '../src/step.js';
+import { compressionPlanner, type CompressToolResultOptions } from '../src/compact/compression-plan.js';
+import { commandOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
@@ -142,23 +134,13 @@ export function deltaRepeatedOutput(
     if (codePointLength(result.content) > maxArtifactChars)
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'over_ceiling' });
     if (result.content.length > SLICE_CHARS) await yieldSlice(signal); // an abort stops it before the first write
-    const stateKey = createHash('sha256')
-      .update(
-        JSON.stringify({
-          backend: backendOf(result.args, env),
-          command: normalizeCommand(command),
-          cwd: cwdOf(result.args, step.context.cwd ?? process.cwd()),
-          session: scope === 'session' ? step.context.sessionId : '',
-          ...(step.context.tenant ? { tenant: step.context.tenant } : {}),
-        }),
-      )
-      .digest('hex');
+    const stateKey = baselineKey(step, command, scope, env);
     const store = storeScope(step.context);
     const current = await vaultToolResult(vault, result, step.context);
     // The exact text is vaulted once per pass: a later compressToolResult reuses this put.
     const shared = prepared(step, vault, current);
     const skip = (reason: string): Step<ToolResult> =>
-      note(step, handOn<Decision>({ stage: STAGE, kind: 'skipped', reason }, shared));
+      note(step, handOn({ stage: STAGE, kind: 'skipped', reason }, shared));
     const previous = await vault.getBaseline(stateKey);
     // A step its subscriber left is never delivered: recording it as the baseline would make the next
     // run render a delta against an output the model was never shown.
@@ -167,84 +149,36 @@ export function deltaRepeatedOutput(
     if (previous === undefined) return skip('baseline');
     if (counter !== undefined && result.content.length > COUNT_SLICE_CHARS)
       counter.prime(result.content, await countInSlices(options.counter!, result.content, signal));
-    const prevId = previous.artifactId;
+    const ids = { current: current.artifactId, previous: previous.artifactId };
     // The delta must beat what the next stage would show, not just the raw text.
     const bar =
       compression === undefined
-        ? ownBar(result, command, current.artifactId, counter, options.compactMaxChars)
-        : await compressionBar(compression, step, signal, shared, counter);
-    const exit = result.exitCode === undefined ? '' : `\n[exit code: ${result.exitCode}]`;
-    let candidate: string;
-    if (prevId === current.artifactId) {
-      candidate = `[Token Terminator temporal delta: no output changes since the previous execution | current=${current.artifactId} | previous=${prevId} | recover exact current output with token_terminator action=artifact_get]${exit}`;
-    } else {
+        ? ownBar(result, command, ids.current, counter, options.compactMaxChars)
+        : await compressionBar(compression, step, signal, shared, counter, options.counter);
+    let before: string | undefined;
+    if (ids.previous !== ids.current) {
       // Read in the baseline's scope: the tenant's session (or, workspace-wide, any of the tenant's sessions).
       const reads = scopedReads(vault, {
         tenant: store.tenant ?? '',
         ...(scope === 'session' ? { sessionId: step.context.sessionId } : {}),
       });
-      const before = await reads.read(prevId).catch(() => undefined);
+      before = await reads.read(ids.previous).catch(() => undefined);
       if (before === undefined) return skip('baseline_missing');
-      const label = command.replace(/[\r\n]+/g, ' ').slice(0, 80) || 'terminal';
-      const header = `[Token Terminator temporal delta | current=${current.artifactId} | previous=${prevId} | exact current output: token_terminator action=artifact_get]${exit}`;
-      const diff = unifiedLineDiff(
-        before,
-        result.content,
-        `${label} :: ${prevId}`,
-        `${label} :: ${current.artifactId}`,
-        codePointLength(bar) - header.length,
-      );
-      if (diff === undefined) return skip('not_smaller');
-      candidate = header + diff;
     }
-    if (!strictlySmaller(bar, candidate, counter)) return skip('not_smaller');
+    const candidate = deltaText(result, command, ids, before, bar);
+    if (candidate === undefined || !strictlySmaller(bar, candidate, counter)) return skip('not_smaller');
     // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
-    await pinDelivered(vault, [prevId, current.artifactId], store);
+    await pinDelivered(vault, [ids.previous, ids.current], store);
     return advance(
       step,
       { ...result, content: candidate },
       {
         stage: STAGE,
         kind: 'applied',
-        reason: prevId === current.artifactId ? 'unchanged' : 'changed',
+        reason: ids.previous === ids.current ? 'unchanged' : 'changed',
         savedChars: codePointLength(result.content) - codePointLength(candidate),
-        artifacts: [current.artifactId, prevId],
+        artifacts: [ids.current, ids.previous],
       },
     );
   });
-
-  /** What compressToolResult would show for this result, rendered once: the plan is handed on with `shared`. */
-  async function compressionBar(
-    planner: CompressionPlanner,
-    step: Step<ToolResult>,
-    signal: AbortSignal,
-    shared: Prepared,
-    counter: MemoCounter | undefined,
-  ): Promise<string> {
-    const raw = step.value.content;
-    const theirs = planner.options.counter;
-    const planned = await planner.plan(step, signal, theirs === options.counter ? counter : memoCounter(theirs));
-    shared.views.set(planner, planned);
-    const { plan } = planned;
-    // Anything but a view leaves the result as it is (a bounded view is only made over the ceiling, never vaulted).
-    if (plan?.kind !== 'view') return raw;
-    const shown = planOutput(plan, shared.put.artifactId);
-    return strictlySmaller(raw, shown, planned.counter) ? shown : raw;
-  }
-}
-
-/** The terminal compaction at `compactMaxChars` with its note, when smaller than the raw output (the bar used alone). */
-function ownBar(
-  result: ToolResult,
-  command: string,
-  artifactId: string,
-  counter: MemoCounter | undefined,
-  maxChars = 4000,
-): string {
-  const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
-  const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
-    maxChars,
-  }).text;
-  const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), artifactId)}`;
-  return strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
 }

@@ -3,9 +3,9 @@
  * compressToolResult) share about one result, so its exact text is vaulted once and its compact
  * view rendered once.
  *
- * The first stage that vaults a result hands its preparation on with the decision it returns
- * (a skipped delta); a later stage reads it back from the Step's decisions. It belongs to that
- * pass only: a new Step for the same result (a retry, a replay) carries other decisions and
+ * The first stage that vaults a result hands its preparation on in the decision it returns
+ * (a skipped delta, field `prepared`); a later stage reads it back from the Step's decisions. It
+ * belongs to that pass only: a new Step for the same result (a retry, a replay) carries other decisions and
  * prepares afresh, and a stage used alone simply finds nothing and prepares for itself.
  */
 import type { Decision, Step, ToolResult } from '../step.js';
@@ -33,16 +33,24 @@ export interface Prepared {
   readonly sessionId: string;
   /** The vaulted, read-back exact text of `result.content`. */
   readonly put: PutResult;
-  /** Renderings of `result` made so far, by their renderer (one entry per renderer). */
+  /**
+   * Renderings of `result` made so far, by the options object of the stage they were made for
+   * (one entry per stage configuration).
+   */
   readonly views: Map<object, unknown>;
 }
 
-const handed = new WeakMap<Decision, Prepared>();
+/**
+ * A decision that hands a preparation on to the later stages of its pass. `prepared` is not
+ * enumerable: logs, telemetry and the JSON of the decision stay content-free and unchanged.
+ */
+export interface HandingDecision extends Decision {
+  readonly prepared?: Prepared;
+}
 
-/** `decision`, carrying `prepared` on to the later stages of the pass (the decision itself is unchanged). */
-export function handOn<D extends Decision>(decision: D, prepared: Prepared): D {
-  handed.set(decision, prepared);
-  return decision;
+/** A frozen copy of `decision` carrying `prepared` on to the later stages of the pass. */
+export function handOn(decision: Decision, prepared: Prepared): HandingDecision {
+  return Object.freeze(Object.defineProperty({ ...decision }, 'prepared', { value: prepared, enumerable: false }));
 }
 
 /**
@@ -51,7 +59,7 @@ export function handOn<D extends Decision>(decision: D, prepared: Prepared): D {
  */
 export function preparedFor(step: Step<ToolResult>, vault: ArtifactStore): Prepared | undefined {
   for (let i = step.decisions.length - 1; i >= 0; i -= 1) {
-    const prepared = handed.get(step.decisions[i]!);
+    const { prepared } = step.decisions[i] as HandingDecision;
     if (prepared === undefined) continue;
     const fits =
       prepared.result === step.value &&

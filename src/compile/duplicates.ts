@@ -11,7 +11,6 @@ import { isFailureLine } from './digest.js';
 import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
-import { carryEnabled, noteCarried } from './carry.js';
 
 export interface DuplicateOptions {
   readonly sessionId: string;
@@ -154,27 +153,8 @@ interface OutputFacts {
 
 type Found = OutputFacts & { readonly ev: Evidence };
 
-/**
- * What planning one request left for the session's next: the outputs it was given (a copy), their
- * facts, and its decisions. `newest` is handed over to the next plan that carries this one.
- */
-interface DuplicatePlan {
-  readonly outputs: readonly Slot[];
-  readonly facts: readonly OutputFacts[];
-  /** The facts with evidence, in order, and what each was planned as. */
-  readonly found: readonly Found[];
-  readonly planned: readonly PlannedSlot[];
-  /** The planned slots that are not inline, in order. */
-  readonly managed: readonly Managed[];
-  /** Artifact id → index in `found` of its newest copy. */
-  readonly newest: Map<string, number>;
-  /** Indices in `found` that are not the newest copy of their artifact. */
-  readonly older: readonly number[];
-  /** The options the decisions depend on besides the two predicates. */
-  readonly options: string;
-}
-
-const OUTPUT_PLAN = 'dedupe:plan';
+/** The facts of the previous request's outputs, reused for the same slot objects (see {@link planDuplicates}). */
+const OUTPUT_FACTS = 'dedupe:facts';
 
 /** The planned slot of `f` rendered as `render`, built once per output and rendering. */
 function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
@@ -182,24 +162,9 @@ function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => P
   return (planned[render] ??= build());
 }
 
-const optionsKey = (o: DuplicateOptions): string => `${o.minChars} ${o.maxChars} ${o.maxInlineChars} ${o.viewChars}`;
-
-/** True when `outputs` begins with every slot of `before` (the same objects). */
-function extendsOutputs(outputs: readonly Slot[], before: readonly Slot[]): boolean {
-  if (outputs.length < before.length) return false;
-  for (let k = 0; k < before.length; k++) if (outputs[k] !== before[k]) return false;
-  return true;
-}
-
 /**
- * Decide every large tool output of a request.
- *
- * Carried: when the request's outputs extend the previous plan's (the same slot objects, so the
- * same items and evidence) and no artifact was found gone since, the previous decisions stand for
- * every output that was, and still is, the newest copy of its artifact: its decision depends on
- * its evidence alone (a view when too large, else inline). Only the new outputs, the older copies
- * (whose decision depends on what arrived with this request and what was a duplicate before) and
- * copies a new output made older are decided again. Anything else takes the full path.
+ * Decide every large tool output of a request. The facts of an output the previous request had
+ * (the same slot object: the same item and evidence) are reused, not looked up again.
  */
 export async function planDuplicates(
   state: SessionState,
@@ -207,48 +172,27 @@ export async function planDuplicates(
   outputs: readonly Slot[],
   o: DuplicateOptions,
 ): Promise<DuplicatesPlanned> {
-  const previous = state.sticky.get(OUTPUT_PLAN) as DuplicatePlan | undefined;
-  const carried =
-    carryEnabled() &&
-    previous !== undefined &&
-    previous.options === optionsKey(o) &&
-    state.evidence.goneCount === 0 &&
-    extendsOutputs(outputs, previous.outputs);
-  const added: OutputFacts[] = [];
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
   let p = 0;
-  for (let k = carried ? previous.outputs.length : 0; k < outputs.length; k++) {
-    const slot = outputs[k]!;
+  for (const slot of outputs) {
     if (slot.item === undefined) continue;
-    let f = carried ? undefined : previous?.facts[p];
+    let f = previous[p];
     if (f !== undefined && f.slot === slot) p++;
-    // A receipt whose artifact a delivery found gone is not carried: the content is vaulted again.
+    // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
     if (f === undefined || f.slot !== slot || !reusable(state, f.ev)) {
       const known = knownEvidence(state, view, slot, o);
       f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
     }
-    added.push(f);
+    facts.push(f);
   }
-  // Synchronous from here on: a carried plan takes over the previous one's map.
-  state.sticky.delete(OUTPUT_PLAN);
-  if (carried) noteCarried('duplicates');
-  const facts = carried ? previous.facts.concat(added) : added;
-  const found: Found[] = carried ? previous.found.slice() : [];
-  const planned: PlannedSlot[] = carried ? previous.planned.slice() : [];
-  const newest = carried ? previous.newest : new Map<string, number>();
+  state.sticky.set(OUTPUT_FACTS, facts);
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
   // become receipts (the content is visible further down). Copies the conversation already had
   // are left to the history rewrites: replacing them here would break the prompt cache.
-  const again: number[] = carried ? previous.older.slice() : [];
-  for (const f of added) {
-    if (f.ev === null) continue;
-    const i = found.length;
-    found.push(f as Found);
-    const id = f.ev.receipt.artifactId;
-    const before = newest.get(id);
-    if (carried && before !== undefined) again.push(before); // no longer the newest copy
-    newest.set(id, i);
-    again.push(i);
-  }
+  const found = facts.filter((f): f is Found => f.ev !== null);
+  const newest = new Map<string, number>();
+  found.forEach((f, i) => newest.set(f.ev.receipt.artifactId, i));
   let chain: readonly string[] | undefined;
   const viewOf = (slot: Slot, ev: Evidence): string => {
     chain ??= state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
@@ -260,33 +204,8 @@ export async function planDuplicates(
     }
     return ev.view.text;
   };
-  const older: number[] = [];
-  let last = -1;
-  // The previous changes stand when no earlier output's decision changed: the new ones follow them.
-  let managed: Managed[] | undefined = carried ? previous.managed.slice() : undefined;
-  for (const i of again.sort((a, b) => a - b)) {
-    if (i === last) continue;
-    last = i;
-    const f = found[i]!;
-    const decision = decide(f, newest.get(f.ev.receipt.artifactId) !== i, o, viewOf);
-    if (i < planned.length) {
-      if (planned[i] !== decision) managed = undefined;
-    } else if (decision.render !== 'inline') managed?.push(decision);
-    planned[i] = decision;
-    if (newest.get(f.ev.receipt.artifactId) !== i) older.push(i);
-  }
-  managed ??= planChanges(planned);
-  state.sticky.set(OUTPUT_PLAN, {
-    outputs: outputs.slice(),
-    facts,
-    found,
-    planned,
-    managed,
-    newest,
-    older,
-    options: optionsKey(o),
-  } satisfies DuplicatePlan);
-  return { planned: planned.slice(), managed: managed.slice() };
+  const planned = found.map((f, i) => decide(f, newest.get(f.ev.receipt.artifactId) !== i, o, viewOf));
+  return { planned, managed: planChanges(planned) };
 }
 
 /** What one output with evidence is planned as (`older`: a later copy of its artifact is in the request). */
@@ -306,7 +225,7 @@ function decide(
       text: ev.receipt.text,
     }));
   // The names of the conversation before this output: the same view every request that has the
-  // same history before it (a carried planned slot is the same slot, so the same history).
+  // same history before it.
   if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars)
     return plannedAs(f, 'view', () => ({
       slot,

@@ -24,12 +24,10 @@ import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
-import { evidenceText, type Receipted } from './evidence.js';
+import { evidenceText } from './evidence.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
-import { WeakMemo } from '../weak-memo.js';
-import { carryEnabled, noteCarried } from './carry.js';
 import { idleTurns } from './working-set.js';
 
 export interface HistoryOptions {
@@ -150,7 +148,7 @@ const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringif
 /**
  * What planning decided for one output. SHOWN_AGAIN and UPGRADED are decided again by every
  * request (a moved boundary, a lease count still growing, the collapse horizon); the others stand
- * while the memo's answers do (see {@link carriedLoop}).
+ * while the memo's answers do.
  */
 const SKIPPED = 0; // not history (the prefix, or no item)
 const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
@@ -168,101 +166,6 @@ interface Decided {
   keys: (string | undefined)[];
   facts: (OutputFacts | undefined)[];
 }
-
-/** The boundaries a request's decisions were taken at. */
-interface Bounds {
-  readonly start: number;
-  readonly protectedFrom: number;
-  readonly collapseBefore: number;
-  readonly sealedBefore: number;
-}
-
-/** One request's decisions per output, for the session's next request (see {@link carriedLoop}). */
-interface HistoryCarry extends Readonly<Decided> {
-  /** The facts of the outputs that have them, in order (what OUTPUT_FACTS holds). */
-  readonly compact: readonly OutputFacts[];
-  /** Outputs to decide again (SHOWN_AGAIN, UPGRADED). */
-  readonly again: readonly number[];
-  readonly outputs: readonly Slot[];
-  readonly memo: ConversationMemo;
-  readonly epoch: number;
-  /** The memo's rewrite mark the decisions were taken at. */
-  readonly rewriteMark: number;
-  /** Output index by key (handed over to the next request that carries this one). */
-  readonly byKey: Map<string, number>;
-  readonly options: string;
-  readonly bounds: Bounds;
-  readonly items: number;
-  /** Chain hash of the last item (a prefix hash: equal here means the same history). */
-  readonly lastChain: string;
-}
-
-const HISTORY_CARRY = 'history:carry';
-
-const historyOptionsKey = (o: HistoryOptions): string =>
-  JSON.stringify([
-    o.sessionId,
-    o.minChars,
-    o.maxArtifactChars,
-    o.inlineRecentTurns,
-    o.inlineLeases,
-    o.blockTurns,
-    o.digestDiagnosticChars,
-    o.collapseAfterTurns,
-    o.reasoning,
-    o.policy ?? 'lazy',
-    o.idleTurns ?? 0,
-  ]);
-
-/**
- * The previous request's decisions when they hold for this one, else undefined (the full path).
- * They hold when this request extends it (the same output slots, the same history before them),
- * with the same options and memo, the boundaries not moved back and the collapse horizon not
- * moved, and the memo's answers unchanged: no key dropped since (the epoch), and this request's
- * key counted for no item (a retry, or a history sent again, answers the lease count one lower
- * for the items it showed). An APPLIED, UNRENDERABLE or SHOWN output then gets the same answers,
- * and a CANDIDATE was shown the lease count of times, which no later count changes; the others,
- * and the outputs whose rewrite was recorded since (the memo's rewrite log), are decided again
- * (`again`, in output order).
- */
-function carriedLoop(
-  state: SessionState,
-  memo: ConversationMemo,
-  view: RequestView,
-  outputs: readonly Slot[],
-  o: HistoryOptions,
-  bounds: Bounds,
-  chain: readonly string[],
-  requestKey: string,
-): { readonly carry: HistoryCarry; readonly again: readonly number[] } | undefined {
-  const carry = state.sticky.get(HISTORY_CARRY) as HistoryCarry | undefined;
-  if (!carryEnabled() || carry === undefined || carry.memo !== memo || carry.epoch !== memo.epoch) return undefined;
-  const b = carry.bounds;
-  if (
-    carry.options !== historyOptionsKey(o) ||
-    b.start !== bounds.start ||
-    b.collapseBefore !== bounds.collapseBefore ||
-    bounds.protectedFrom < b.protectedFrom ||
-    bounds.sealedBefore < b.sealedBefore ||
-    carry.items > view.items.length ||
-    (carry.items > 0 && chain[carry.items - 1] !== carry.lastChain) ||
-    memo.counted(requestKey) ||
-    outputs.length < carry.outputs.length
-  )
-    return undefined;
-  for (let k = 0; k < carry.outputs.length; k++) if (outputs[k] !== carry.outputs[k]) return undefined;
-  const since = memo.rewrittenSince(carry.rewriteMark);
-  if (since === undefined) return undefined;
-  if (since.length === 0) return { carry, again: carry.again };
-  const again = new Set(carry.again);
-  for (const key of since) {
-    const k = carry.byKey.get(key);
-    if (k !== undefined) again.add(k);
-  }
-  return { carry, again: [...again].sort((a, b) => a - b) };
-}
-/** The receipt each rendering's evidence was vaulted under (renderings are per session: so is this). */
-const receiptOfTarget = new WeakMemo<Target, Receipted>();
 
 const REASONING_MIN_CHARS = 300;
 const artifactOf = (text: string): { id: string } => ({
@@ -305,6 +208,90 @@ export async function planHistory(
   outputs: readonly Slot[],
   o: HistoryOptions,
 ): Promise<HistoryPlan | undefined> {
+  const bounds = historyBounds(view, o);
+  if (bounds === undefined) return undefined;
+  const { start } = bounds;
+  const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
+  const requestKey = chain.at(-1) ?? '';
+  // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
+  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
+  const { applied, candidates, shown, facts } = await decideOutputs(state, memo, outputs, o, {
+    ...bounds,
+    requestKey,
+    idle,
+    chain,
+  });
+  const fullShown = new Map<string, string>();
+  for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
+  if (o.reasoning || o.collapseAfterTurns > 0)
+    await reasoningDecisions(memo, view, o, { ...bounds, requestKey, chain }, { applied, shown, candidates });
+
+  // The history as it would be sent without a new rewrite: earlier rewrites applied.
+  const keepItems = renderItems(state, view, applied) ?? view.items;
+  let chosen: Target[] = [];
+  if (candidates.length > 0 && o.newBatch !== false)
+    chosen =
+      o.blockTurns > 0 ? candidates : chooseNewBatch(state, view, outputs, o, { keepItems, candidates, idle, start });
+
+  const chosenKeys = new Set(chosen.map((c) => c.key));
+  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
+  const failed = dropped.length;
+  for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
+  if (final.length === 0)
+    return {
+      items: view.items,
+      receipts,
+      decided: [],
+      shown,
+      fullShown,
+      requestKey,
+      rewrittenOutputs: 0,
+      reducedReasoning: 0,
+      batch: false,
+      failed,
+      ...(failure === undefined ? {} : { failure }),
+    };
+  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
+  // order (stable: the changes of one item keep their order), which lets the rendering start
+  // from the previous request's (src/compile/apply.ts).
+  const items =
+    chosen.length === 0 && final.length === applied.length
+      ? keepItems
+      : (renderItems(
+          state,
+          view,
+          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
+        ) ?? view.items);
+  const decidedKeys = new Set(chosen.map((c) => c.key));
+  return {
+    items,
+    receipts,
+    decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
+    shown: shown.filter((k) => !decidedKeys.has(k)),
+    fullShown,
+    requestKey,
+    rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
+    reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
+    batch: chosen.length > 0,
+    failed,
+    ...(failure === undefined ? {} : { failure }),
+  };
+}
+
+/** The boundaries a request's history is decided at; undefined when it has no history (no assistant item). */
+interface HistoryBounds {
+  /** The first assistant item: everything before it is the instruction prefix. */
+  readonly start: number;
+  /** Items from here on (the newest turns) are never rewritten. */
+  readonly protectedFrom: number;
+  /** Items before it are past the collapse horizon (a bare receipt is wanted). */
+  readonly collapseBefore: number;
+  /** Items before it are sealed in fixed blocks (the fixed-block policy). */
+  readonly sealedBefore: number;
+}
+
+function historyBounds(view: RequestView, o: HistoryOptions): HistoryBounds | undefined {
   const info = view.itemInfo;
   const start = info.findIndex((i) => i.role === 'assistant');
   if (start === -1 || view.listKey === undefined) return undefined;
@@ -322,25 +309,93 @@ export async function planHistory(
           view.items.length,
         )
       : view.items.length;
-  const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
-  const requestKey = chain.at(-1) ?? '';
+  return { start, protectedFrom, collapseBefore, sealedBefore };
+}
 
-  // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
-  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
-  const idleLimit = Math.max(1, o.idleTurns ?? 1);
+/** What a request's outputs are: rewritten earlier (`applied`), shown (their keys), or candidates for a new batch. */
+interface OutputDecisions {
+  readonly applied: Target[];
+  readonly candidates: Target[];
+  readonly shown: string[];
+  readonly facts: readonly OutputFacts[];
+}
+
+/** Decide every output of the request, in output order (see {@link outputDecider}). */
+async function decideOutputs(
+  state: SessionState,
+  memo: ConversationMemo,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  b: HistoryBounds & {
+    readonly requestKey: string;
+    readonly idle: readonly number[] | undefined;
+    readonly chain: readonly string[];
+  },
+): Promise<OutputDecisions> {
+  const { start, chain } = b;
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
+  const { decided, visit } = outputDecider(state, memo, o, b);
+  // What the previous plan found per output (its key, text size, renderings), reused for the
+  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const facts: OutputFacts[] = [];
+  let p = 0;
+  for (let k = 0; k < outputs.length; k++) {
+    const slot = outputs[k]!;
+    const i = slot.item;
+    if (i === undefined || i <= start) {
+      decided.codes[k] = SKIPPED;
+      continue;
+    }
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+    facts.push(f);
+    const pending = visit(k, f, i);
+    if (pending !== undefined) await pending;
+  }
+  // In output order, as the outputs were visited.
+  const { codes, picked, upgrades, keys } = decided;
+  for (let k = 0; k < codes.length; k++) {
+    const code = codes[k]!;
+    if (code === SKIPPED || code === UNRENDERABLE) continue;
+    if (code === APPLIED || code === UPGRADED) {
+      applied.push(picked[k]!);
+      const upgrade = code === UPGRADED ? upgrades[k] : undefined;
+      if (upgrade !== undefined) candidates.push(upgrade);
+      continue;
+    }
+    shown.push(keys[k]!);
+    if (code === CANDIDATE) candidates.push(picked[k]!);
+  }
+  state.sticky.set(OUTPUT_FACTS, facts);
+  return { applied, candidates, shown, facts };
+}
+
+type Pending = Promise<unknown> | undefined;
+
+/**
+ * The per-output decision of one request: `visit(k, f, i)` decides output `k` (its facts `f`,
+ * its item `i`) into `decided`, synchronously while the memo's answers and the renderings are
+ * known (a request names every item of its history: no microtask per item).
+ */
+function outputDecider(
+  state: SessionState,
+  memo: ConversationMemo,
+  o: HistoryOptions,
+  b: HistoryBounds & { readonly requestKey: string; readonly idle: readonly number[] | undefined },
+): { readonly decided: Decided; readonly visit: (k: number, f: OutputFacts, i: number) => Pending } {
+  const { protectedFrom, collapseBefore, sealedBefore, requestKey, idle } = b;
+  const idleLimit = Math.max(1, o.idleTurns ?? 1);
   const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
     const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
     f.targets[kind] = t;
     return t ?? undefined;
   };
-  // What the loop decides per output (by index in `outputs`), kept for the session's next request.
+  // What the loop decides per output (by index in `outputs`).
   const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
-  // Decide output `k` (its facts `f`, its item `i`): synchronous while the memo's answers and the
-  // renderings are known (a request names every item of its history: no microtask per item).
-  type Pending = Promise<unknown> | undefined;
   const visit = (k: number, f: OutputFacts, i: number): Pending => {
     decided.keys[k] = f.key;
     decided.facts[k] = f;
@@ -402,212 +457,88 @@ export async function planHistory(
     decided.codes[k] = CANDIDATE;
     return undefined;
   };
-  const bounds = { start, protectedFrom, collapseBefore, sealedBefore };
-  const [epoch, rewriteMark] = [memo.epoch, memo.rewriteMark];
-  const carried = carriedLoop(state, memo, view, outputs, o, bounds, chain, requestKey);
-  const carry = carried?.carry;
-  // Taken over (its map grows with this request's outputs): set again once the loop is done.
-  state.sticky.delete(HISTORY_CARRY);
-  let facts: OutputFacts[];
-  let byKey: Map<string, number>;
-  if (carry !== undefined) {
-    noteCarried('history');
-    decided.codes = carry.codes.slice();
-    decided.picked = carry.picked.slice();
-    decided.upgrades = carry.upgrades.slice();
-    decided.keys = carry.keys.slice();
-    decided.facts = carry.facts.slice();
-    facts = carry.compact.slice();
-    byKey = carry.byKey;
-    for (const k of carried!.again) {
-      const pending = visit(k, decided.facts[k]!, outputs[k]!.item!);
-      if (pending !== undefined) await pending;
-    }
-    for (let k = carry.outputs.length; k < outputs.length; k++) {
-      const slot = outputs[k]!;
-      const i = slot.item;
-      if (i === undefined || i <= start) {
-        decided.codes[k] = SKIPPED;
+  return { decided, visit };
+}
+
+/** The reasoning parts of the assistant items: applied earlier, shown, or candidates for a new batch. */
+async function reasoningDecisions(
+  memo: ConversationMemo,
+  view: RequestView,
+  o: HistoryOptions,
+  b: HistoryBounds & { readonly requestKey: string; readonly chain: readonly string[] },
+  out: { readonly applied: Target[]; readonly shown: string[]; readonly candidates: Target[] },
+): Promise<void> {
+  for (const slot of view.slots) {
+    const i = slot.item;
+    if (slot.kind !== 'assistant' || i === undefined || i < b.start) continue;
+    for (const part of reasoningSlots(slot)) {
+      const key = `${b.chain[i]!}|${JSON.stringify(part.slot.path.slice(2))}|reasoning`;
+      const target = reasoningTarget(part, key);
+      if (target === undefined) continue;
+      if ((await memo.rewritten(key)) !== undefined) {
+        out.applied.push(target);
         continue;
       }
-      const f: OutputFacts = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
-      facts.push(f);
-      byKey.set(f.key, k);
-      const pending = visit(k, f, i);
-      if (pending !== undefined) await pending;
-    }
-  } else {
-    byKey = new Map();
-    // What the previous plan found per output (its key, text size, renderings), reused for the
-    // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
-    const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
-    facts = [];
-    let p = 0;
-    for (let k = 0; k < outputs.length; k++) {
-      const slot = outputs[k]!;
-      const i = slot.item;
-      if (i === undefined || i <= start) {
-        decided.codes[k] = SKIPPED;
-        continue;
-      }
-      let f = previous[p];
-      if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-      else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
-      facts.push(f);
-      byKey.set(f.key, k);
-      const pending = visit(k, f, i);
-      if (pending !== undefined) await pending;
+      out.shown.push(key);
+      const eligible = (o.reasoning || i < b.collapseBefore) && i < b.protectedFrom && i < b.sealedBefore;
+      if (eligible && (await memo.shownBefore(key, b.requestKey)) >= 1) out.candidates.push(target);
     }
   }
-  // In output order, as the outputs were visited.
-  const again: number[] = [];
-  const { codes, picked, upgrades, keys } = decided;
-  for (let k = 0; k < codes.length; k++) {
-    const code = codes[k]!;
-    if (code === SKIPPED || code === UNRENDERABLE) continue;
-    if (code === APPLIED || code === UPGRADED) {
-      applied.push(picked[k]!);
-      if (code === UPGRADED) {
-        again.push(k);
-        const upgrade = upgrades[k];
-        if (upgrade !== undefined) candidates.push(upgrade);
-      }
-      continue;
-    }
-    shown.push(keys[k]!);
-    if (code === CANDIDATE) {
-      candidates.push(picked[k]!);
-      // Under the working-set policy a reference can bring a candidate back into the working set.
-      if (idle !== undefined) again.push(k);
-    } else if (code === SHOWN_AGAIN) again.push(k);
-  }
-  const fullShown = new Map<string, string>();
-  for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
-  state.sticky.set(OUTPUT_FACTS, facts);
-  // Answers the memo may have dropped or changed while the loop ran are not carried.
-  if (memo.epoch !== epoch || memo.rewriteMark !== rewriteMark) state.sticky.delete(HISTORY_CARRY);
-  else
-    state.sticky.set(HISTORY_CARRY, {
-      ...decided,
-      compact: facts,
-      again,
-      outputs: outputs.slice(),
-      memo,
-      epoch,
-      rewriteMark,
-      byKey,
-      options: historyOptionsKey(o),
-      bounds,
-      items: view.items.length,
-      lastChain: chain.at(-1) ?? '',
-    } satisfies HistoryCarry);
-  if (o.reasoning || o.collapseAfterTurns > 0) {
-    for (const slot of view.slots) {
-      const i = slot.item;
-      if (slot.kind !== 'assistant' || i === undefined || i < start) continue;
-      for (const part of reasoningSlots(slot)) {
-        const key = `${chain[i]!}|${JSON.stringify(part.slot.path.slice(2))}|reasoning`;
-        const target = reasoningTarget(part, key);
-        if (target === undefined) continue;
-        if ((await memo.rewritten(key)) !== undefined) {
-          applied.push(target);
-          continue;
-        }
-        shown.push(key);
-        const eligible = (o.reasoning || i < collapseBefore) && i < protectedFrom && i < sealedBefore;
-        if (eligible && (await memo.shownBefore(key, requestKey)) >= 1) candidates.push(target);
-      }
-    }
-  }
+}
 
-  // The history as it would be sent without a new rewrite: earlier rewrites applied.
-  const keepItems = renderItems(state, view, applied) ?? view.items;
-  let chosen: Target[] = [];
-  if (candidates.length > 0 && o.newBatch !== false) {
-    if (o.blockTurns > 0) chosen = candidates;
-    else {
-      // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
-      const cum = state.meter.cumulativeChars(keepItems);
-      const before = (i: number): number => (i === 0 ? 0 : cum[i - 1]!);
-      const position = (i: number): number => 1 + before(i) + 2 * i;
-      const byItem = new Map<number, Target[]>();
-      for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
-      const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
-      // One item rendered at a time (copying the whole list per candidate made this quadratic).
-      const withChanges = (i: number): unknown => {
-        const rendered = renderItemAt(state, keepItems, i, byItem.get(i)!);
-        if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
-        return rendered;
-      };
-      const size = 1 + before(keepItems.length) + 2 * keepItems.length;
-      const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle);
-      const list: RewriteCandidate[] = itemsInOrder.map((i) => {
-        const itemChars = cum[i]! - before(i);
-        const saved = itemChars - state.meter.measure(withChanges(i)).chars;
-        const turns = idleOf?.get(i);
-        return turns === undefined
-          ? { position: position(i), saved }
-          : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns) };
-      });
-      let runStart = info.length - 1;
-      while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
-      while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
-      const turnsSoFar = countAssistantRuns(info, start);
-      const answer = chooseBatch({
-        size,
-        cachedEnd: runStart < keepItems.length ? position(runStart) : size,
-        requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
-        pricing: o.pricing,
-        candidates: list,
-      });
-      if (answer !== undefined) chosen = itemsInOrder.slice(answer.from).flatMap((i) => byItem.get(i)!);
-    }
-  }
-
-  const chosenKeys = new Set(chosen.map((c) => c.key));
-  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
-  const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
-  const failed = dropped.length;
-  for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
-  if (final.length === 0)
-    return {
-      items: view.items,
-      receipts,
-      decided: [],
-      shown,
-      fullShown,
-      requestKey,
-      rewrittenOutputs: 0,
-      reducedReasoning: 0,
-      batch: false,
-      failed,
-      ...(failure === undefined ? {} : { failure }),
-    };
-  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
-  // order (stable: the changes of one item keep their order), which lets the rendering start
-  // from the previous request's (src/compile/apply.ts).
-  const items =
-    chosen.length === 0 && final.length === applied.length
-      ? keepItems
-      : (renderItems(
-          state,
-          view,
-          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
-        ) ?? view.items);
-  const decidedKeys = new Set(chosen.map((c) => c.key));
-  return {
-    items,
-    receipts,
-    decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
-    shown: shown.filter((k) => !decidedKeys.has(k)),
-    fullShown,
-    requestKey,
-    rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
-    reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
-    batch: chosen.length > 0,
-    failed,
-    ...(failure === undefined ? {} : { failure }),
+/**
+ * The candidates of a new batch under the cache-economic rule: the items from where a rewrite
+ * pays for the prompt-cache loss it causes (and the recoveries it may force) to the end, or none.
+ */
+function chooseNewBatch(
+  state: SessionState,
+  view: RequestView,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  c: {
+    readonly keepItems: readonly unknown[];
+    readonly candidates: readonly Target[];
+    readonly idle: readonly number[] | undefined;
+    readonly start: number;
+  },
+): Target[] {
+  const { keepItems, candidates, idle, start } = c;
+  const info = view.itemInfo;
+  // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
+  const cum = state.meter.cumulativeChars(keepItems);
+  const before = (i: number): number => (i === 0 ? 0 : cum[i - 1]!);
+  const position = (i: number): number => 1 + before(i) + 2 * i;
+  const byItem = new Map<number, Target[]>();
+  for (const c of candidates) byItem.set(c.slot.item!, [...(byItem.get(c.slot.item!) ?? []), c]);
+  const itemsInOrder = [...byItem.keys()].sort((a, b) => a - b);
+  // One item rendered at a time (copying the whole list per candidate made this quadratic).
+  const withChanges = (i: number): unknown => {
+    const rendered = renderItemAt(state, keepItems, i, byItem.get(i)!);
+    if (rendered === undefined) throw new TypeError(`item ${i}: a candidate that changes nothing`);
+    return rendered;
   };
+  const size = 1 + before(keepItems.length) + 2 * keepItems.length;
+  const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle);
+  const list: RewriteCandidate[] = itemsInOrder.map((i) => {
+    const itemChars = cum[i]! - before(i);
+    const saved = itemChars - state.meter.measure(withChanges(i)).chars;
+    const turns = idleOf?.get(i);
+    return turns === undefined
+      ? { position: position(i), saved }
+      : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns) };
+  });
+  let runStart = info.length - 1;
+  while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
+  while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
+  const turnsSoFar = countAssistantRuns(info, start);
+  const answer = chooseBatch({
+    size,
+    cachedEnd: runStart < keepItems.length ? position(runStart) : size,
+    requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
+    pricing: o.pricing,
+    candidates: list,
+  });
+  return answer === undefined ? [] : itemsInOrder.slice(answer.from).flatMap((i) => byItem.get(i)!);
 }
 
 /** What {@link receiptsOf} found: the receipts and renderings that can be named, and the keys of those that cannot. */
@@ -628,8 +559,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   const final: Target[] = [];
   const dropped: string[] = [];
   let failure: string | undefined;
-  const from = carriedReceipts(state, order, receipts, final);
-  for (let k = from; k < order.length; k++) {
+  for (let k = 0; k < order.length; k++) {
     const t = order[k]!;
     try {
       if (t.evidence === undefined) {
@@ -639,7 +569,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
       } else {
         // The receipt an earlier request got for this rendering stands while its artifact is not
         // found gone; else known without a microtask when a recent request vaulted the same text.
-        let r = receiptOfTarget.get(t);
+        let r = state.targetReceipts.get(t);
         if (r === undefined || state.evidence.isGone(r.artifactId)) {
           r =
             state.evidence.knownReceipt(t.evidence, t.toolName) ??
@@ -651,7 +581,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
           // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
           if (r.artifactId !== t.artifactId)
             throw new Error('artifact id differs from the rendered one (prefix collision)');
-          receiptOfTarget.set(t, r);
+          state.targetReceipts.set(t, r);
         }
         receipts.push(r);
       }
@@ -661,46 +591,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
       failure ??= errorLabel(error);
     }
   }
-  // Up to the first drop, receipts[k] is order[k]'s.
-  const named = dropped.length === 0 ? order.length : final.findIndex((t, k) => t !== order[k]);
-  state.sticky.set(RECEIPTS_CARRY, { order, receipts, named: named === -1 ? final.length : named });
   return { receipts, final, dropped, failure };
-}
-
-/** The previous {@link receiptsOf} call of the session: its renderings, their receipts, and how many lead without a drop. */
-interface ReceiptsCarry {
-  readonly order: readonly Target[];
-  readonly receipts: readonly { artifactId: string; verified: boolean }[];
-  readonly named: number;
-}
-
-const RECEIPTS_CARRY = 'history:receipts';
-
-/**
- * The receipts of the leading renderings `order` shares with the previous call (the same target
- * objects, which the history carry hands over), pushed onto `receipts` and `final`; returns how
- * many. While no artifact is found gone, what the full path finds for them is what it found then:
- * the receipt recorded for the target (for a rendering that vaults its evidence), or the session's
- * "found in the vault" answer (for one that reuses a receipt), neither dropped since; an artifact
- * that left the vault some other way is found at delivery, which plans the request again.
- */
-function carriedReceipts(
-  state: SessionState,
-  order: readonly Target[],
-  receipts: { artifactId: string; verified: boolean }[],
-  final: Target[],
-): number {
-  const carry = state.sticky.get(RECEIPTS_CARRY) as ReceiptsCarry | undefined;
-  if (!carryEnabled() || carry === undefined || state.evidence.goneCount > 0) return 0;
-  const n = Math.min(order.length, carry.named);
-  let k = 0;
-  while (k < n && order[k] === carry.order[k]) k++;
-  for (let x = 0; x < k; x++) {
-    receipts.push(carry.receipts[x]!);
-    final.push(order[x]!);
-  }
-  if (k > 0) noteCarried('receipts');
-  return k;
 }
 
 /** The fewest idle turns of the outputs of each item (an item with several outputs is as busy as its busiest). */

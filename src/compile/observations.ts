@@ -12,7 +12,6 @@ import { isRecoveryResult } from '../recovery/results.js';
 import { fencedBlocks } from './actions.js';
 import { WeakMemo } from '../weak-memo.js';
 import { slotsExtend } from '../model/read.js';
-import { carryEnabled } from './carry.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
 export type ObservationTest = (text: string, item: unknown, index: number) => boolean;
@@ -107,7 +106,7 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   let out: Slot[] = [];
   let command: string | undefined;
   if (last !== undefined && last.start === start && last.head === head && last.slots.length <= view.slots.length) {
-    let k = carryEnabled() && slotsExtend(view.slots, last.slots) ? last.slots.length : head;
+    let k = slotsExtend(view.slots, last.slots) ? last.slots.length : head;
     while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
     if (k === last.slots.length) [from, out, command] = [k, last.out.slice(), last.command];
   }
@@ -163,7 +162,7 @@ export function hostToolOutputs(view: RequestView): Slot[] {
   let from = head;
   let found: Slot[] = [];
   if (last !== undefined && last.head === head && last.slots.length <= view.slots.length) {
-    let k = carryEnabled() && slotsExtend(view.slots, last.slots) ? last.slots.length : head;
+    let k = slotsExtend(view.slots, last.slots) ? last.slots.length : head;
     while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
     if (k === last.slots.length) [from, found] = [k, last.out.slice()];
   }

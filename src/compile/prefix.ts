@@ -24,7 +24,6 @@ import { Lineage } from '../lineage.js';
 import { extendView, readRequest } from '../model/read.js';
 import type { RequestView } from '../model/types.js';
 import { WeakMemo } from '../weak-memo.js';
-import { carryEnabled } from './carry.js';
 
 type Obj = Record<string, unknown>;
 
@@ -99,16 +98,14 @@ const grownFrom = new Lineage<readonly unknown[], { readonly base: readonly unkn
  */
 export function sharedLead(items: readonly unknown[], base: readonly unknown[]): number {
   if (items === base) return items.length;
-  if (carryEnabled()) {
-    let shared = Math.min(items.length, base.length);
-    let list = items;
-    for (let step = 0; step < grownFrom.steps; step++) {
-      const parent = grownFrom.get(list);
-      if (parent === undefined) break;
-      shared = Math.min(shared, parent.shared);
-      if (parent.base === base) return shared;
-      list = parent.base;
-    }
+  let shared = Math.min(items.length, base.length);
+  let list = items;
+  for (let step = 0; step < grownFrom.steps; step++) {
+    const parent = grownFrom.get(list);
+    if (parent === undefined) break;
+    shared = Math.min(shared, parent.shared);
+    if (parent.base === base) return shared;
+    list = parent.base;
   }
   const n = Math.min(items.length, base.length);
   let i = 0;

@@ -8,7 +8,7 @@ import type { TokenCounter } from '../measure/types.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { requestStore, scopedReads, type RequestStore, type ScopedReads } from '../vault/scoped-reads.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
-import { createEvidenceStore, type EvidenceStore } from './evidence.js';
+import { createEvidenceStore, type EvidenceStore, type Receipted } from './evidence.js';
 import type { ItemMeasures } from './item-measures.js';
 import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, type RequestMemo } from './prefix.js';
@@ -40,6 +40,8 @@ export interface SessionState {
   readonly itemMemo: WeakMemo<object, Map<string, unknown>>;
   /** The previous request's items and view: what recognises the unchanged history of the next one. */
   readonly requests: RequestMemo;
+  /** The receipt each history rendering's evidence was vaulted under (by the rendering object). */
+  readonly targetReceipts: WeakMemo<object, Receipted>;
 }
 
 /** One derived value and the characters it holds (its share of the bound). */
@@ -109,6 +111,7 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
       requests: createRequestMemo({ recognise: options.prefixRecognition ?? true }),
+      targetReceipts: new WeakMemo(),
     };
     pool.set(key, state);
     return state;

@@ -17,7 +17,6 @@
  * newer one, so the older one is idle at once.
  */
 import type { RequestView, Slot } from '../model/types.js';
-import { carryEnabled } from './carry.js';
 import { isRecognisedList, sharedLead } from './prefix.js';
 import { slotText } from './references.js';
 import type { SessionState } from './session.js';
@@ -143,7 +142,7 @@ const samePath = (a: Slot, b: Slot): boolean =>
  */
 function carriedWalk(state: SessionState, view: RequestView, outputs: readonly Slot[]): Walk | undefined {
   const walk = state.sticky.get(WALK) as Walk | undefined;
-  if (walk === undefined || !carryEnabled()) return undefined;
+  if (walk === undefined) return undefined;
   const n = walk.items.length;
   if (n > view.items.length || outputs.length < walk.outputs.length) return undefined;
   if (sharedLead(view.items, walk.items) < n) return undefined;

@@ -151,16 +151,81 @@ export function createCountMemo(counter: TokenCounter, options: CountMemoOptions
 // ---------------------------------------------------------------------------------------------
 // The process-wide memo: one table per counting function (an encoding and its long-run cut),
 // shared by every counter built for it, so a string is tokenized at most once per process
-// whichever stage, session or Terminator asks.
+// whichever stage, session or Terminator asks. It is the one process-wide cache, bounded by
+// DEFAULT_SHARED_MEMO_ENTRIES per table; a counter built with `memo: false` bypasses it.
 
-/** Default bound of each process-wide table (entries; least recently used dropped first). */
+/** The bound of each process-wide table (entries; least recently used dropped first). */
 export const DEFAULT_SHARED_MEMO_ENTRIES = 65_536;
 
 /** Strings up to this length are keyed by themselves in the process-wide tables. */
 const SHARED_HASH_ABOVE = 64;
 
-const tables = new Map<string, CountTable>();
-let sharedMaxEntries = DEFAULT_SHARED_MEMO_ENTRIES;
+/** What a set of count tables holds. */
+export interface SharedCountMemoStats {
+  /** Tables (one per encoding and long-run cut in use). */
+  readonly tables: number;
+  readonly entries: number;
+  readonly hits: number;
+  readonly misses: number;
+  /** Sum of key lengths in UTF-16 code units: keys are ≤ 65 chars, or `h<len>:<sha256>`. */
+  readonly keyChars: number;
+  /** The per-table entry bound. */
+  readonly maxEntries: number;
+}
+
+/**
+ * Count tables by counting-function id, each a bounded LRU of content key → count. The process
+ * holds one (behind {@link countShared}); a test or bench may build its own with another bound.
+ *
+ * @example
+ * const tables = new CountTables(3);
+ * tables.count('o200k_base/demo', 'hello', (t) => t.length); // counted, then served
+ */
+export class CountTables {
+  readonly #tables = new Map<string, CountTable>();
+
+  /** @param maxEntries - Bound of each table (an integer ≥ 1). */
+  constructor(readonly maxEntries: number) {
+    if (!Number.isInteger(maxEntries) || maxEntries < 1)
+      throw new ConfigError(`CountTables: maxEntries must be an integer ≥ 1 (got ${String(maxEntries)})`);
+  }
+
+  /** `text` counted through table `id`, calling `count` only on a miss. */
+  count(id: string, text: string, count: (text: string) => number): number {
+    let table = this.#tables.get(id);
+    if (table === undefined) {
+      table = new CountTable(this.maxEntries);
+      this.#tables.set(id, table);
+    }
+    const key = contentKey(text, SHARED_HASH_ABOVE);
+    const known = table.get(key);
+    if (known !== undefined) return known;
+    const n = count(text);
+    table.set(key, n);
+    return n;
+  }
+
+  stats(): SharedCountMemoStats {
+    let entries = 0;
+    let hits = 0;
+    let misses = 0;
+    let keyChars = 0;
+    for (const t of this.#tables.values()) {
+      entries += t.size;
+      hits += t.hits;
+      misses += t.misses;
+      keyChars += t.keyChars;
+    }
+    return { tables: this.#tables.size, entries, hits, misses, keyChars, maxEntries: this.maxEntries };
+  }
+
+  clear(): void {
+    for (const t of this.#tables.values()) t.clear();
+    this.#tables.clear();
+  }
+}
+
+const shared = new CountTables(DEFAULT_SHARED_MEMO_ENTRIES);
 
 /**
  * Count `text` through the process-wide table `id` (e.g. `o200k_base/1024`), calling `count`
@@ -174,31 +239,7 @@ let sharedMaxEntries = DEFAULT_SHARED_MEMO_ENTRIES;
  * countShared('o200k_base/demo', 'hello world', count); // served from the table
  */
 export function countShared(id: string, text: string, count: (text: string) => number): number {
-  if (sharedMaxEntries === 0) return count(text);
-  let table = tables.get(id);
-  if (table === undefined) {
-    table = new CountTable(sharedMaxEntries);
-    tables.set(id, table);
-  }
-  const key = contentKey(text, SHARED_HASH_ABOVE);
-  const known = table.get(key);
-  if (known !== undefined) return known;
-  const n = count(text);
-  table.set(key, n);
-  return n;
-}
-
-/** What the process-wide tables hold. */
-export interface SharedCountMemoStats {
-  /** Tables (one per encoding and long-run cut in use). */
-  readonly tables: number;
-  readonly entries: number;
-  readonly hits: number;
-  readonly misses: number;
-  /** Sum of key lengths in UTF-16 code units: keys are ≤ 65 chars, or `h<len>:<sha256>`. */
-  readonly keyChars: number;
-  /** The per-table entry bound in force. */
-  readonly maxEntries: number;
+  return shared.count(id, text, count);
 }
 
 /**
@@ -209,36 +250,7 @@ export interface SharedCountMemoStats {
  * const { entries, hits, misses } = sharedCountMemoStats();
  */
 export function sharedCountMemoStats(): SharedCountMemoStats {
-  let entries = 0;
-  let hits = 0;
-  let misses = 0;
-  let keyChars = 0;
-  for (const t of tables.values()) {
-    entries += t.size;
-    hits += t.hits;
-    misses += t.misses;
-    keyChars += t.keyChars;
-  }
-  return { tables: tables.size, entries, hits, misses, keyChars, maxEntries: sharedMaxEntries };
-}
-
-/**
- * Bound every process-wide table to `maxEntries` (0 turns the process-wide memo off; existing
- * entries past the bound are dropped at once). Default {@link DEFAULT_SHARED_MEMO_ENTRIES}.
- *
- * @example
- * import { setSharedCountMemoLimit } from 'token-terminator';
- * setSharedCountMemoLimit(0); // count everything afresh (e.g. in a memory bench)
- * @throws ConfigError when `maxEntries` is not an integer ≥ 0.
- */
-export function setSharedCountMemoLimit(maxEntries: number): void {
-  if (!Number.isInteger(maxEntries) || maxEntries < 0)
-    throw new ConfigError(`setSharedCountMemoLimit: maxEntries must be an integer ≥ 0 (got ${String(maxEntries)})`);
-  sharedMaxEntries = maxEntries;
-  for (const t of tables.values()) {
-    t.maxEntries = maxEntries;
-    t.trim();
-  }
+  return shared.stats();
 }
 
 /**
@@ -250,6 +262,5 @@ export function setSharedCountMemoLimit(maxEntries: number): void {
  * sharedCountMemoStats().entries; // 0
  */
 export function clearSharedCountMemo(): void {
-  for (const t of tables.values()) t.clear();
-  tables.clear();
+  shared.clear();
 }

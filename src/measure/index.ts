@@ -42,7 +42,6 @@ export {
   countShared,
   createCountMemo,
   DEFAULT_SHARED_MEMO_ENTRIES,
-  setSharedCountMemoLimit,
   sharedCountMemoStats,
   type CountMemo,
   type CountMemoOptions,

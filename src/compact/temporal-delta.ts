@@ -1,0 +1,102 @@
+/**
+ * The pure half of deltaRepeatedOutput: which baseline a terminal run belongs to, the rendering a
+ * delta must beat, and the delta itself (a note that nothing changed, or a unified diff).
+ */
+import { createHash } from 'node:crypto';
+import { strictlySmaller } from '../accept.js';
+import { renderNativeNote } from '../receipts/index.js';
+import type { Step, ToolResult } from '../step.js';
+import { backendOf, cwdOf, normalizeCommand } from '../tools/command.js';
+import { planOutput, type CompressionPlanner } from './compression-plan.js';
+import { unifiedLineDiff } from './delta.js';
+import { compactTerminal, readTerminalContent } from './index.js';
+import { codePointLength } from './lines.js';
+import type { Prepared } from './prepared.js';
+import { memoCounter, type MemoCounter } from './receipt.js';
+
+/** The baseline key of a terminal run: its backend, normalised command, cwd, and (per scope) session and tenant. */
+export function baselineKey(
+  step: Step<ToolResult>,
+  command: string,
+  scope: 'session' | 'workspace',
+  env: Readonly<Record<string, string | undefined>>,
+): string {
+  const { args } = step.value;
+  return createHash('sha256')
+    .update(
+      JSON.stringify({
+        backend: backendOf(args, env),
+        command: normalizeCommand(command),
+        cwd: cwdOf(args, step.context.cwd ?? process.cwd()),
+        session: scope === 'session' ? step.context.sessionId : '',
+        ...(step.context.tenant ? { tenant: step.context.tenant } : {}),
+      }),
+    )
+    .digest('hex');
+}
+
+/** The terminal compaction at `maxChars` with its note, when smaller than the raw output (the bar used alone). */
+export function ownBar(
+  result: ToolResult,
+  command: string,
+  artifactId: string,
+  counter: MemoCounter | undefined,
+  maxChars = 4000,
+): string {
+  const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
+  const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
+    maxChars,
+  }).text;
+  const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), artifactId)}`;
+  return strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
+}
+
+/**
+ * What compressToolResult would show for this result, rendered once: the plan is handed on with
+ * `shared`, keyed by the planner's options object. `counter` is the delta's memo over `own`.
+ */
+export async function compressionBar(
+  planner: CompressionPlanner,
+  step: Step<ToolResult>,
+  signal: AbortSignal,
+  shared: Prepared,
+  counter: MemoCounter | undefined,
+  own: unknown,
+): Promise<string> {
+  const raw = step.value.content;
+  const theirs = planner.options.counter;
+  const planned = await planner.plan(step, signal, theirs === own ? counter : memoCounter(theirs));
+  shared.views.set(planner.options, planned);
+  const { plan } = planned;
+  // Anything but a view leaves the result as it is (a bounded view is only made over the ceiling, never vaulted).
+  if (plan?.kind !== 'view') return raw;
+  const shown = planOutput(plan, shared.put.artifactId);
+  return strictlySmaller(raw, shown, planned.counter) ? shown : raw;
+}
+
+/**
+ * The delta of `result` against its baseline `before` (undefined when the two are the same
+ * artifact): a note that nothing changed, a header and a unified diff shorter than `bar`, or
+ * undefined when no diff fits.
+ */
+export function deltaText(
+  result: ToolResult,
+  command: string,
+  ids: { readonly current: string; readonly previous: string },
+  before: string | undefined,
+  bar: string,
+): string | undefined {
+  const exit = result.exitCode === undefined ? '' : `\n[exit code: ${result.exitCode}]`;
+  if (before === undefined)
+    return `[Token Terminator temporal delta: no output changes since the previous execution | current=${ids.current} | previous=${ids.previous} | recover exact current output with token_terminator action=artifact_get]${exit}`;
+  const label = command.replace(/[\r\n]+/g, ' ').slice(0, 80) || 'terminal';
+  const header = `[Token Terminator temporal delta | current=${ids.current} | previous=${ids.previous} | exact current output: token_terminator action=artifact_get]${exit}`;
+  const diff = unifiedLineDiff(
+    before,
+    result.content,
+    `${label} :: ${ids.previous}`,
+    `${label} :: ${ids.current}`,
+    codePointLength(bar) - header.length,
+  );
+  return diff === undefined ? undefined : header + diff;
+}
