@@ -37,7 +37,17 @@ export async function startHarness(script: Script, options: HarnessOptions = {})
   const proxy = await createProxy({
     config: loadProxyConfig({
       env: {},
-      flags: { port: 0, upstream: upstream.url, anthropicUpstream: upstream.url, ...options.flags },
+      flags: {
+        port: 0,
+        upstream: upstream.url,
+        anthropicUpstream: upstream.url,
+        // The proxy runs inside the test process, whose RSS counts every test file the worker has
+        // loaded (vitest runs files in one process): the memory bound is held by the tests that set
+        // it (test/integration/proxy-bounds.test.ts), not by every test that happens to run late.
+        workers: 1,
+        maxMemoryBytes: 2 ** 40,
+        ...options.flags,
+      },
     }),
     terminatorOptions: { env: {}, overrides: { dbPath, maxPageChars: 200_000, ...options.overrides } },
     log: (r) => logs.push(r),
