@@ -51,6 +51,8 @@ const SAMPLE_MS = 5000;
 const LEVEL_WINDOW_S = 20;
 const LEVEL_GROWTH = 1.05;
 const TARGET_RATIO = 1.4;
+/** Requests each client sends before the timed window (not counted). */
+const WARM_UP = 2;
 
 interface Options {
   clients: number;
@@ -207,7 +209,9 @@ async function startProxy(
 ): Promise<{ url: string; child: ChildProcess }> {
   const args = ['src/cli/main.ts', 'proxy', '--port', '0', '--workers', String(workers), '--upstream', upstream];
   args.push('--db', db, '--quiet', ...(memory === undefined ? [] : ['--max-memory-bytes', String(memory)]));
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  // Node flags NODE_OPTIONS does not take (e.g. --cpu-prof --cpu-prof-dir=…), passed on to the workers too.
+  const nodeArgs = (process.env['TT_BENCH_NODE_ARGS'] ?? '').split(/\s+/).filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',
@@ -413,6 +417,13 @@ async function run(
   // The same clients with the same conversations for every worker count.
   const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`c${i}`, o.turns));
   const clients = agents.map(() => new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 }));
+  // Untimed warm-up: each client's first WARM_UP requests (the same for every worker count) load
+  // what each worker loads once (modules, tokenizer tables), so the window measures serving.
+  await Promise.all(
+    agents.map(async (agent, i) => {
+      for (let n = 0; n < WARM_UP; n++) await post(clients[i]!, agent.next(), agent.session).catch(() => 0);
+    }),
+  );
   const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
   const rss: number[] = [treeRss(pid)];
   const sampler = setInterval(() => rss.push(treeRss(pid)), SAMPLE_MS);
