@@ -477,7 +477,7 @@ export async function main(argv: string[]): Promise<void> {
     results.push(r);
     console.log(
       `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.rss.map(mb).join(' ')}` +
-        (`; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all`),
+        `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all`,
     );
   }
   upstream.close();

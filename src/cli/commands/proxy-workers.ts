@@ -102,7 +102,10 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     );
     if (!given)
       cluster.setupPrimary({
-        execArgv: [...process.execArgv, `--max-old-space-size=${Math.floor((options.maxMemoryBytes * 3) / 4 / 2 ** 20)}`],
+        execArgv: [
+          ...process.execArgv,
+          `--max-old-space-size=${Math.floor((options.maxMemoryBytes * 3) / 4 / 2 ** 20)}`,
+        ],
       });
     for (let i = 0; i < options.workers; i++) fork();
   });
