@@ -116,7 +116,7 @@ export interface ProxyConfig {
    * (`bodyMemoBytes`), per-session request state a sixteenth, conversation items a thirty-second,
    * renderings a sixty-fourth; above 90 % of its share it empties those caches, and above it it
    * serves an eighth of `maxInFlight` at once until it is back under. The CLI's workers also start
-   * with a V8 heap limit of three quarters of their share (`--max-old-space-size`), so garbage is
+   * with a V8 heap limit of half their share (`--max-old-space-size`), so garbage is
    * collected before they grow past it; `createProxy` keeps the heap limit Node was started with.
    *
    * @defaultValue `1_073_741_824` (1 GiB), or 128 MiB + 384 MiB per worker when that is more

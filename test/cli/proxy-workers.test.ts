@@ -155,9 +155,9 @@ describe('token-terminator proxy --workers 1', () => {
         expect(worker).toBeGreaterThan(0);
         expect(worker).not.toBe(proxy.child.pid);
         expect(proxy.stderr()).toContain('workers: 1');
-        // Its share: 640 MiB less the primary's 128 MiB; its heap limit three quarters of that.
+        // Its share: 640 MiB less the primary's 128 MiB; its heap limit half of that.
         const argv = readFileSync(`/proc/${worker}/cmdline`, 'utf8').split('\0');
-        expect(argv).toContain(`--max-old-space-size=${(512 * 3) / 4}`);
+        expect(argv).toContain('--max-old-space-size=256');
         expect(readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
         const reply = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST',

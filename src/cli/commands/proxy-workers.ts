@@ -16,7 +16,7 @@ const STOP_GRACE_MS = 30_000;
 
 export interface PrimaryOptions {
   readonly workers: number;
-  /** Each worker's share of the gateway's memory bound: its V8 heap is limited to three quarters of it (unless Node was given a heap limit). */
+  /** Each worker's share of the gateway's memory bound: its V8 heap is limited to half of it (unless Node was given a heap limit). */
   readonly maxMemoryBytes: number;
   /** The line printed once every first worker listens (`url` is where they listen). */
   readonly banner: (url: string) => string;
@@ -102,10 +102,7 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     );
     if (!given)
       cluster.setupPrimary({
-        execArgv: [
-          ...process.execArgv,
-          `--max-old-space-size=${Math.floor((options.maxMemoryBytes * 3) / 4 / 2 ** 20)}`,
-        ],
+        execArgv: [...process.execArgv, `--max-old-space-size=${Math.floor(options.maxMemoryBytes / 2 / 2 ** 20)}`],
       });
     for (let i = 0; i < options.workers; i++) fork();
   });
