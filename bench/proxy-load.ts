@@ -17,7 +17,8 @@
  *   bodies (measured first, against the upstream alone);
  * - CPU per answer of the proxy's processes and of this process (load generator and upstream): on
  *   2 cores, with this process costing r × the proxy's CPU, 2 workers can serve at most about
- *   2 / (1 + r) × what 1 does, which is printed beside the ratio;
+ *   2 / (1 + r) × what 1 does, which is printed beside the ratio; and the cores the proxy's
+ *   processes used (CPU time over the window): answers = cores used / CPU per answer;
  * - every receipt the upstream saw, recovered afterwards through the recovery tool in the session
  *   and tenant it was delivered to, paged to the end, its content hashing to its id (lost = not so);
  * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s, against
@@ -25,6 +26,10 @@
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
  *   samples of the last 20 s are all less than 5 % above the one taken 20 s before the end (runs of
  *   at least 30 s; shorter ones print n/a).
+ * Each client first sends two untimed requests (a warm-up: each worker loads its modules and
+ * tokenizer tables once). The proxy starts in a session of its own (`detached`), as a gateway
+ * started apart from its clients is (Linux's autogroup shares the CPU between sessions).
+ * `TT_BENCH_NODE_OPTIONS` / `TT_BENCH_NODE_ARGS` give the proxy's processes Node flags.
  * Then each target with pass / fail: 2 workers answer ≥ 1.4 × what 1 did, no errors, no lost
  * receipts, RSS levels off under the cap. The load generator shares the machine, so on a loaded
  * box the figures are indicative; compare the two rows of one run.
