@@ -17,7 +17,8 @@
  *   bodies (measured first, against the upstream alone);
  * - CPU per answer of the proxy's processes and of this process (load generator and upstream): on
  *   2 cores, with this process costing r × the proxy's CPU, 2 workers can serve at most about
- *   2 / (1 + r) × what 1 does, which is printed beside the ratio;
+ *   2 / (1 + r) × what 1 does, which is printed beside the ratio; and the cores the proxy's
+ *   processes used (CPU time over the window): answers = cores used / CPU per answer;
  * - every receipt the upstream saw, recovered afterwards through the recovery tool in the session
  *   and tenant it was delivered to, paged to the end, its content hashing to its id (lost = not so);
  * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s, against
@@ -25,6 +26,10 @@
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
  *   samples of the last 20 s are all less than 5 % above the one taken 20 s before the end (runs of
  *   at least 30 s; shorter ones print n/a).
+ * Each client first sends two untimed requests (a warm-up: each worker loads its modules and
+ * tokenizer tables once). The proxy starts in a session of its own (`detached`), as a gateway
+ * started apart from its clients is (Linux's autogroup shares the CPU between sessions).
+ * `TT_BENCH_NODE_OPTIONS` / `TT_BENCH_NODE_ARGS` give the proxy's processes Node flags.
  * Then each target with pass / fail: 2 workers answer ≥ 1.4 × what 1 did, no errors, no lost
  * receipts, RSS levels off under the cap. The load generator shares the machine, so on a loaded
  * box the figures are indicative; compare the two rows of one run.
@@ -51,6 +56,8 @@ const SAMPLE_MS = 5000;
 const LEVEL_WINDOW_S = 20;
 const LEVEL_GROWTH = 1.05;
 const TARGET_RATIO = 1.4;
+/** Requests each client sends before the timed window (not counted). */
+const WARM_UP = 2;
 
 interface Options {
   clients: number;
@@ -207,7 +214,9 @@ async function startProxy(
 ): Promise<{ url: string; child: ChildProcess }> {
   const args = ['src/cli/main.ts', 'proxy', '--port', '0', '--workers', String(workers), '--upstream', upstream];
   args.push('--db', db, '--quiet', ...(memory === undefined ? [] : ['--max-memory-bytes', String(memory)]));
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  // Node flags NODE_OPTIONS does not take (e.g. --cpu-prof --cpu-prof-dir=…), passed on to the workers too.
+  const nodeArgs = (process.env['TT_BENCH_NODE_ARGS'] ?? '').split(/\s+/).filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...args], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',
@@ -217,11 +226,11 @@ async function startProxy(
       ...(process.env['TT_BENCH_NODE_OPTIONS'] === undefined
         ? {}
         : { NODE_OPTIONS: process.env['TT_BENCH_NODE_OPTIONS'] }),
-      // glibc's mmap threshold for the CLI's own process (workers get one from their primary), when given.
-      ...(process.env['MALLOC_MMAP_THRESHOLD_'] === undefined
-        ? {}
-        : { MALLOC_MMAP_THRESHOLD_: process.env['MALLOC_MMAP_THRESHOLD_'] }),
     },
+    // A session of its own, as a gateway started apart from its clients has: where the kernel shares
+    // the CPU between sessions (Linux's autogroup), the proxy's processes and this load generator
+    // then compete as two programs, not as one group whose share the worker count cannot raise.
+    detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((ok, fail) => {
@@ -413,6 +422,13 @@ async function run(
   // The same clients with the same conversations for every worker count.
   const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`c${i}`, o.turns));
   const clients = agents.map(() => new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 }));
+  // Untimed warm-up: each client's first WARM_UP requests (the same for every worker count) load
+  // what each worker loads once (modules, tokenizer tables), so the window measures serving.
+  await Promise.all(
+    agents.map(async (agent, i) => {
+      for (let n = 0; n < WARM_UP; n++) await post(clients[i]!, agent.next(), agent.session).catch(() => 0);
+    }),
+  );
   const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
   const rss: number[] = [treeRss(pid)];
   const sampler = setInterval(() => rss.push(treeRss(pid)), SAMPLE_MS);
@@ -438,9 +454,9 @@ async function run(
   clearInterval(sampler);
   rss.push(treeRss(pid));
   const proxyCpuMs = treeCpu(pid) - cpu0.proxy;
-  const primaryCpuMs = workers > 1 ? cpuOf(pid) - cpu0.primary : 0;
+  const primaryCpuMs = cpuOf(pid) - cpu0.primary;
   const loadCpuMs = ownCpu() - cpu0.load;
-  const primaryRss = workers > 1 ? rssOf(pid) : 0;
+  const primaryRss = rssOf(pid);
   await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
   const exit = new Promise((r) => proxy.child.once('exit', r));
   proxy.child.kill('SIGTERM');
@@ -466,7 +482,7 @@ export async function main(argv: string[]): Promise<void> {
     results.push(r);
     console.log(
       `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.rss.map(mb).join(' ')}` +
-        (workers > 1 ? `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all` : ''),
+        `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all`,
     );
   }
   upstream.close();
@@ -483,6 +499,7 @@ export async function main(argv: string[]): Promise<void> {
       'added p50 ms',
       'added p95 ms',
       'proxy CPU ms/answer',
+      'proxy cores',
       'load CPU ms/answer',
       'receipts',
       'lost',
@@ -498,6 +515,7 @@ export async function main(argv: string[]): Promise<void> {
       (pct(r.latencies, 50) - direct).toFixed(1),
       (pct(r.latencies, 95) - direct).toFixed(1),
       (r.proxyCpuMs / Math.max(1, r.answers)).toFixed(1),
+      (r.proxyCpuMs / (o.seconds * 1000)).toFixed(2),
       (r.loadCpuMs / Math.max(1, r.answers)).toFixed(1),
       String(r.receipts),
       String(r.lost),

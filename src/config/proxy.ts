@@ -109,22 +109,22 @@ export interface ProxyConfig {
    */
   readonly maxInFlight: number;
   /**
-   * Resident size the whole gateway stays under (`--max-memory-bytes`): the CLI's process with
-   * one worker; with `--workers N` (N > 1) the primary (counted at {@link PRIMARY_MEMORY_BYTES}; it
-   * serves nothing) and the N workers, each of which gets an equal share of the rest
-   * ({@link processShare}). A process sizes its in-memory state from its share: the body memo
+   * Resident size the whole gateway stays under (`--max-memory-bytes`): the CLI's primary
+   * (counted at {@link PRIMARY_MEMORY_BYTES}; it serves nothing) and its N workers (`--workers 1`
+   * too), each of which gets an equal share of the rest ({@link workerShare}); `createProxy`
+   * holds its one process under it. A process sizes its in-memory state from its share: the body memo
    * (`bodyMemoBytes`), per-session request state a sixteenth, conversation items a thirty-second,
    * renderings a sixty-fourth; above 90 % of its share it empties those caches, and above it it
-   * serves an eighth of `maxInFlight` at once until it is back under. Workers also get a V8 heap
-   * limit of half their share (`--max-old-space-size`), so garbage is collected before they grow
-   * past it; one process keeps the heap limit Node was started with.
+   * serves an eighth of `maxInFlight` at once until it is back under. The CLI's workers also start
+   * with a V8 heap limit of half their share (`--max-old-space-size`), so garbage is
+   * collected before they grow past it; `createProxy` keeps the heap limit Node was started with.
    *
    * @defaultValue `1_073_741_824` (1 GiB), or 128 MiB + 384 MiB per worker when that is more
    */
   readonly maxMemoryBytes: number;
   /**
-   * Processes `token-terminator proxy` serves with on one port, sharing the store (`--workers`);
-   * 1 serves in the CLI's own process. `createProxy` ignores it (one proxy is one process).
+   * Processes `token-terminator proxy` forks to serve on one port, sharing the store (`--workers`),
+   * 1 included. `createProxy` ignores it (one proxy is one process).
    *
    * @defaultValue `os.availableParallelism()`
    */
@@ -185,7 +185,7 @@ function secret(raw: string | number): string | undefined {
 const P = 'TOKEN_TERMINATOR_PROXY_';
 /** 256 MiB: below it a process has no room beside Node itself, the tokenizer and the store. */
 const MIN_MEMORY = 268_435_456;
-/** What the primary of `--workers N` (N > 1) is counted at in `maxMemoryBytes`: it serves nothing. */
+/** What the primary of `token-terminator proxy` is counted at in `maxMemoryBytes`: it serves nothing. */
 export const PRIMARY_MEMORY_BYTES = 134_217_728;
 /** Per worker in the default `maxMemoryBytes` when more workers than 1 GiB has room for. */
 const WORKER_MEMORY_DEFAULT = 402_653_184;
@@ -304,6 +304,32 @@ const SETTINGS: readonly Setting[] = [
     expects: 'an integer in 1…1024',
   },
 ];
+
+/**
+ * The settings each worker of `token-terminator proxy` serves with. The command always serves
+ * from workers forked by a primary, `--workers 1` too, so that one worker and many are bounded
+ * alike: each gets `maxMemoryBytes` less the primary's {@link PRIMARY_MEMORY_BYTES}, divided by
+ * `workers`, and `bodyMemoBytes` divided by `workers`, and `workers` 1. (`createProxy` serves in
+ * the caller's process with the config as given; {@link processShare} is for that.)
+ *
+ * @throws ConfigError when a worker's share would be under 256 MiB.
+ * @example
+ * workerShare(loadProxyConfig({ env: {}, flags: { workers: 1 } })).maxMemoryBytes; // 939524096
+ */
+export function workerShare(config: ProxyConfig): ProxyConfig {
+  const workers = Math.max(1, config.workers);
+  const share = Math.floor((config.maxMemoryBytes - PRIMARY_MEMORY_BYTES) / workers);
+  if (share < MIN_MEMORY)
+    throw new ConfigError(
+      `--max-memory-bytes (${P}MAX_MEMORY_BYTES) ${config.maxMemoryBytes} is the whole gateway's: less the primary's ${PRIMARY_MEMORY_BYTES} it leaves ${workers === 1 ? 'the worker' : `each of ${workers} workers`} under ${MIN_MEMORY}; raise it to at least ${PRIMARY_MEMORY_BYTES + workers * MIN_MEMORY}${workers === 1 ? '' : ` or lower --workers (${P}WORKERS)`}`,
+    );
+  return Object.freeze({
+    ...config,
+    workers: 1,
+    maxMemoryBytes: share,
+    bodyMemoBytes: Math.floor(config.bodyMemoBytes / workers),
+  });
+}
 
 /**
  * The settings one serving process runs with: the config itself with one worker; with N > 1

@@ -4,7 +4,7 @@
  * answered; receipts issued before the kill (by either worker) still recover exactly, from the
  * shared SQLite vault; SIGTERM stops the primary and every worker.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,4 +134,56 @@ describe('token-terminator proxy --workers 2', () => {
       await upstream.close();
     }
   }, 180_000);
+});
+
+describe('token-terminator proxy --workers 1', () => {
+  // /proc shows a process's arguments and environment (Linux only).
+  it.runIf(process.platform === 'linux')(
+    'serves from one forked worker that starts with the heap limit and malloc setting of its share',
+    async () => {
+      const upstream = await startUpstream(() => chat.text('pong'));
+      const MiB = 2 ** 20;
+      const proxy = spawnProxy(
+        ['--workers', '1', '--max-memory-bytes', String(640 * MiB), '--upstream', upstream.url],
+        { PATH: process.env['PATH'] ?? '', HOME: dir, TOKEN_TERMINATOR_DB_PATH: join(dir, 'one.sqlite3') },
+        'proxy --workers 1',
+      );
+      let worker: number | undefined;
+      try {
+        const url = await proxy.url;
+        worker = Number(/"event":"worker_ready","pid":(\d+)/.exec(proxy.stderr())?.[1]);
+        expect(worker).toBeGreaterThan(0);
+        expect(worker).not.toBe(proxy.child.pid);
+        expect(proxy.stderr()).toContain('workers: 1');
+        // Its share: 640 MiB less the primary's 128 MiB; its heap limit half of that.
+        const argv = readFileSync(`/proc/${worker}/cmdline`, 'utf8').split('\0');
+        expect(argv).toContain('--max-old-space-size=256');
+        expect(readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
+        const reply = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer sk-one' },
+          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'ping' }] }),
+        });
+        expect(reply.status).toBe(200);
+        expect(await stopProcess(proxy.child)).toBe(0);
+        expect(alive(worker)).toBe(false);
+      } finally {
+        if (proxy.child.exitCode === null) proxy.child.kill('SIGKILL');
+        if (worker !== undefined && worker > 0 && alive(worker)) process.kill(worker, 'SIGKILL');
+        await upstream.close();
+      }
+    },
+    120_000,
+  );
+
+  it('refuses a total that leaves its one worker under 256 MiB, naming the flag', async () => {
+    const proxy = spawnProxy(
+      ['--workers', '1', '--max-memory-bytes', String(300 * 2 ** 20)],
+      { PATH: process.env['PATH'] ?? '', HOME: dir },
+      'proxy --workers 1 (too small)',
+    );
+    await expect(proxy.url).rejects.toThrow();
+    expect(proxy.child.exitCode ?? (await new Promise((r) => proxy.child.once('exit', r)))).toBe(2);
+    expect(proxy.stderr()).toContain('leaves the worker under 268435456; raise it to at least 402653184');
+  }, 60_000);
 });

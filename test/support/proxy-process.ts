@@ -14,7 +14,7 @@ export interface ProxyProcess {
 
 /**
  * Starts `token-terminator proxy --port 0 <flags>` with exactly `env`; `label` names it in errors.
- * One process (`--workers 1`) unless the flags name `--workers`.
+ * One worker (`--workers 1`) unless the flags name `--workers`.
  */
 export function spawnProxy(flags: readonly string[], env: Record<string, string>, label = 'proxy'): ProxyProcess {
   const workers = flags.includes('--workers') ? [] : ['--workers', '1'];

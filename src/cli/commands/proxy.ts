@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
-import { loadProxyConfig, processShare, type ProxyFlags } from '../../config/proxy.js';
+import { loadProxyConfig, workerShare, type ProxyFlags } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
 import { vaultLocation } from '../../vault/configured.js';
 import { servePrimary, STOP_MESSAGE } from './proxy-workers.js';
@@ -60,17 +60,20 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   };
   const settings = loadProxyConfig({ env: process.env, flags });
   const config = proxyTerminatorConfig(options);
-  const banner = (url: string, workers: string): string =>
-    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode}${workers})\n` +
+  const banner = (url: string): string =>
+    `token-terminator proxy listening on ${url} (OpenAI: ${settings.upstream}, Anthropic: ${settings.anthropicUpstream}, vault: ${vaultLocation(config)}, mode: ${config.mode}, workers: ${settings.workers})\n` +
     `  OPENAI_BASE_URL=${url}/v1   ANTHROPIC_BASE_URL=${url}\n`;
   const write = (record: object): void => void process.stderr.write(`${JSON.stringify(record)}\n`);
-  if (settings.workers > 1 && cluster.isPrimary) {
+  // Every worker count serves from forked workers, one too: a worker starts with the heap limit
+  // and malloc setting of its share, which a process cannot give itself once running.
+  const share = workerShare(settings);
+  if (cluster.isPrimary) {
     // Migrations run once here, not raced by every worker opening the store at once.
     await prepareStore(config);
     process.exitCode = await servePrimary({
       workers: settings.workers,
-      maxMemoryBytes: processShare(settings).maxMemoryBytes,
-      banner: (url) => banner(url, `, workers: ${settings.workers}`),
+      maxMemoryBytes: share.maxMemoryBytes,
+      banner,
       log: write,
     });
     return;
@@ -80,22 +83,20 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
   const { dashboardRoute } = await import('../../report/dashboard.js');
   const server = await createProxy({
     // A worker serves with its share of the gateway's memory (the same flags gave it the totals).
-    config: cluster.isWorker ? processShare(settings) : settings,
+    config: share,
     terminatorOptions: { config },
     ...(log === undefined ? {} : { log }),
   });
   server.route('/dashboard', dashboardRoute(server.terminator, server.metrics));
-  let url: string;
   try {
-    url = await server.listen();
+    await server.listen();
   } catch (error) {
     await server.close();
     // A worker's IPC channel would keep it alive: let it exit (its primary reports it).
-    if (cluster.isWorker && process.connected) process.disconnect();
+    if (process.connected) process.disconnect();
     throw error;
   }
-  // A worker's primary prints the line once for all of them.
-  if (!cluster.isWorker) process.stderr.write(banner(url, ''));
+  // The primary prints the banner once for all workers.
   await new Promise<void>((resolve) => {
     const onMessage = (message: unknown): void => {
       if (message === STOP_MESSAGE) stop();
@@ -109,13 +110,11 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
-    if (cluster.isWorker) {
-      // Asked by the primary, or the primary is gone.
-      process.on('message', onMessage);
-      process.on('disconnect', stop);
-    }
+    // Asked by the primary, or the primary is gone.
+    process.on('message', onMessage);
+    process.on('disconnect', stop);
   });
-  if (cluster.isWorker && process.connected) process.disconnect();
+  if (process.connected) process.disconnect();
 }
 
 /** Open and close the store once: its migrations run before several processes open it. */
