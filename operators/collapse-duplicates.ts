@@ -2,7 +2,6 @@ import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import type { RequestView } from '../src/model/index.js';
 import type { Slot } from '../src/model/types.js';
-import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
@@ -23,9 +22,8 @@ import {
   observationTest,
   type ObservationSetting,
 } from '../src/compile/observations.js';
-import type { ItemMeasures } from '../src/compile/item-measures.js';
-import { createSessionPool } from '../src/compile/session.js';
-import { checkOptions, intOption, requireVault } from '../src/options.js';
+import { createSessionPool, prefixRecognitionOption, type RequestStageOptions } from '../src/compile/session.js';
+import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
 import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/compile/prefix.js';
@@ -33,30 +31,9 @@ import type { Recognised } from '../src/compile/prefix.js';
 const STAGE = STAGES.collapseDuplicates;
 
 /** Options of {@link collapseDuplicates}. */
-export interface CollapseDuplicatesOptions {
+export interface CollapseDuplicatesOptions extends RequestStageOptions {
   /** Where evidence is vaulted and leases are claimed. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  /**
-   * Adds the token half of the acceptance gate when exact.
-   *
-   * @defaultValue none (only the character count is compared)
-   */
-  readonly counter?: TokenCounter;
-  /**
-   * The per-item measurement memo to share with the other request stages, the output-budget
-   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
-   *
-   * @defaultValue none: one of the operator's own per session
-   */
-  readonly measures?: ItemMeasures;
-  /**
-   * Recognise the history a session's previous request sent, so only new items take the full
-   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
-   * same output (for tests and benchmarks that compare the two).
-   *
-   * @defaultValue `true`
-   */
-  readonly prefixRecognition?: boolean;
   /**
    * Tool outputs at least this long (code points) are managed (≥ 1).
    *
@@ -115,8 +92,7 @@ export function collapseDuplicates(
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
   const { counter, measures } = options;
-  const prefixRecognition = options.prefixRecognition ?? true;
-  checkOptions(STAGE, typeof prefixRecognition === 'boolean', 'prefixRecognition must be a boolean');
+  const prefixRecognition = prefixRecognitionOption(STAGE, options);
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({
       vault: options.vault,

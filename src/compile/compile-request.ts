@@ -9,7 +9,6 @@ import { readRequest, withItems, writeSlots } from '../model/index.js';
 import { canonicalJson, serializedChars } from '../measure/index.js';
 import type { WorkingStateStore } from '../recovery/working-state.js';
 import { workingStateBlock } from './working-state.js';
-import type { TokenCounter } from '../measure/types.js';
 import { advance, note, storeScope, type Decision, type ProviderRequest, type Step } from '../step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { acceptCandidate } from '../accept.js';
@@ -20,38 +19,16 @@ import { hostToolOutputs, observationSlots, observationTest, type ObservationSet
 import { mayBeDelta, resolveDanglingDeltas } from './references.js';
 import type { Recognised } from './prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
-import type { ItemMeasures } from './item-measures.js';
-import type { SessionState } from './session.js';
+import { prefixRecognitionOption, type RequestStageOptions, type SessionState } from './session.js';
 import { checkOptions, intOption, requireVault } from '../options.js';
 import { CONFIG_DEFAULTS, defaultInt } from '../config/index.js';
 
 const STAGE = STAGES.compileRequest;
 
 /** Options of {@link compileRequest}. A "turn" is one model round (a step: see docs/cache-policy.md). */
-export interface CompileRequestOptions {
+export interface CompileRequestOptions extends RequestStageOptions {
   /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  /**
-   * Adds the token half of the acceptance gate when exact.
-   *
-   * @defaultValue none (only the character count is compared)
-   */
-  readonly counter?: TokenCounter;
-  /**
-   * The per-item measurement memo to share with the other request stages, the output-budget
-   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
-   *
-   * @defaultValue none: one of the operator's own per session
-   */
-  readonly measures?: ItemMeasures;
-  /**
-   * Recognise the history a session's previous request sent, so only new items take the full
-   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
-   * same output (for tests and benchmarks that compare the two).
-   *
-   * @defaultValue `true`
-   */
-  readonly prefixRecognition?: boolean;
   /**
    * Old tool outputs at least this long become a digest plus a receipt (≥ 100).
    *
@@ -252,8 +229,7 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
   const isObservation = observationTest(STAGE, options.observations);
   const fixedPricing =
     typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
-  const prefixRecognition = options.prefixRecognition ?? true;
-  checkOptions(STAGE, typeof prefixRecognition === 'boolean', 'prefixRecognition must be a boolean');
+  const prefixRecognition = prefixRecognitionOption(STAGE, options);
   return {
     options,
     minChars,

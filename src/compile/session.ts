@@ -14,6 +14,7 @@ import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, type RequestMemo } from './prefix.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
+import { checkOptions } from '../options.js';
 
 export interface SessionState {
   readonly meter: Meter;
@@ -73,14 +74,41 @@ class DerivedCache extends LRUCache<string, Derived> {
   }
 }
 
-export interface SessionPoolOptions {
-  readonly vault: ArtifactStore & LeaseStore & SessionStore;
+/** The options the request stages that keep session states (collapseDuplicates, compileRequest) share. */
+export interface RequestStageOptions {
+  /**
+   * Adds the token half of the acceptance gate when exact.
+   *
+   * @defaultValue none (only the character count is compared)
+   */
   readonly counter?: TokenCounter;
-  readonly maxSessions?: number;
-  /** The per-item measurement memo shared with the other stages and telemetry (else one per session). */
+  /**
+   * The per-item measurement memo to share with the other request stages, the output-budget
+   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
+   *
+   * @defaultValue none: one of the operator's own per session
+   */
   readonly measures?: ItemMeasures;
-  /** Recognise the history each session's previous request sent (src/compile/prefix.ts); default true. */
+  /**
+   * Recognise the history a session's previous request sent, so only new items take the full
+   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
+   * same output (for tests and benchmarks that compare the two).
+   *
+   * @defaultValue `true`
+   */
   readonly prefixRecognition?: boolean;
+}
+
+/** `prefixRecognition` with its default, checked at build time (the error names the operator). */
+export function prefixRecognitionOption(stage: string, options: RequestStageOptions): boolean {
+  const recognise = options.prefixRecognition ?? true;
+  checkOptions(stage, typeof recognise === 'boolean', 'prefixRecognition must be a boolean');
+  return recognise;
+}
+
+export interface SessionPoolOptions extends RequestStageOptions {
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
+  readonly maxSessions?: number;
 }
 
 /** Whose session a state is: the Step's session id and tenant (default `''`). */
