@@ -7,6 +7,7 @@
  * single-call session's in the same run.
  */
 import { prng } from '../src/prng.js';
+import { parallelTurn } from '../test/support/parallel-turn.js';
 
 type Msg = Record<string, unknown>;
 
@@ -84,30 +85,15 @@ export function callsSession(o: CallsSessionOptions): CallsSession {
     const names = parts.map((_, j) => ((t + j) % 2 === 0 ? 'search_files' : 'read_file'));
     const args = parts.map((_, j) => ({ path: `src/module_${(t + j) % 13}` }));
     const text = `Step ${t}: looking at module ${t % 13}.`;
-    if (anthropic) {
-      messages.push({
-        role: 'assistant',
-        content: [
-          { type: 'text', text },
-          ...ids.map((id, j) => ({ type: 'tool_use', id, name: names[j], input: args[j] })),
-        ],
-      });
-      messages.push({
-        role: 'user',
-        content: order.map((j) => ({ type: 'tool_result', tool_use_id: ids[j], content: parts[j] })),
-      });
-    } else {
-      messages.push({
-        role: 'assistant',
-        content: text,
-        tool_calls: ids.map((id, j) => ({
-          id,
-          type: 'function',
-          function: { name: names[j], arguments: JSON.stringify(args[j]) },
-        })),
-      });
-      for (const j of order) messages.push({ role: 'tool', tool_call_id: ids[j], content: parts[j] });
-    }
+    const calls = ids.map((id, j) => ({ id, name: names[j]!, input: args[j]! }));
+    messages.push(
+      ...parallelTurn(
+        anthropic,
+        text,
+        calls,
+        order.map((j) => ({ id: ids[j]!, content: parts[j]! })),
+      ),
+    );
     ends.push(messages.length);
   }
   return { top, messages, ends };

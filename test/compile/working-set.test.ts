@@ -14,6 +14,7 @@ import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { readRequest } from '../../src/model/index.js';
 import { createVault } from '../../src/vault/index.js';
 import { fileFixture } from './helpers.js';
+import { parallelTurn } from '../support/parallel-turn.js';
 
 const { dir, counter } = fileFixture('working-set');
 const vault = await createVault({ path: join(dir, 'ws.sqlite3') });
@@ -121,30 +122,15 @@ function parallelSession(turns: readonly Turn[], anthropic: boolean): { messages
     const order = ids.map((id, j) => ({ id, j, key: t.order[j]! })).sort((a, b) => a.key - b.key || a.j - b.j);
     const content = (j: number): string =>
       t.lines[j]!.map((l) => `${WORDS[l % WORDS.length]} line ${l}`).join('\n') || 'ok';
-    if (anthropic) {
-      messages.push({
-        role: 'assistant',
-        content: [
-          { type: 'text', text },
-          ...ids.map((id, j) => ({ type: 'tool_use', id, name: 'bash', input: { command: `cat f${n}_${j}` } })),
-        ],
-      });
-      messages.push({
-        role: 'user',
-        content: order.map(({ id, j }) => ({ type: 'tool_result', tool_use_id: id, content: content(j) })),
-      });
-    } else {
-      messages.push({
-        role: 'assistant',
-        content: text,
-        tool_calls: ids.map((id, j) => ({
-          id,
-          type: 'function',
-          function: { name: 'bash', arguments: JSON.stringify({ command: `cat f${n}_${j}` }) },
-        })),
-      });
-      for (const { id, j } of order) messages.push(out(id, content(j)));
-    }
+    const calls = ids.map((id, j) => ({ id, name: 'bash', input: { command: `cat f${n}_${j}` } }));
+    messages.push(
+      ...parallelTurn(
+        anthropic,
+        text,
+        calls,
+        order.map(({ id, j }) => ({ id, content: content(j) })),
+      ),
+    );
     ends.push(messages.length);
   });
   return { messages, ends };
