@@ -48,6 +48,7 @@ import {
 } from '../telemetry/request-record.js';
 import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
 import { LaneCache } from './lanes.js';
+import { RunningRequestChars } from './request-chars.js';
 import { checkWritable, defaultCounter, openReason, openVault, type OpenedVault } from './open-vault.js';
 import {
   FocusBoard,
@@ -399,8 +400,10 @@ function facade(parts: FacadeParts): Terminator {
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
-    if (parts.maxSessionChars !== Number.POSITIVE_INFINITY)
-      lanes.account('request', laneOf(context), requestChars(request, parts.wired.measures));
+    if (parts.maxSessionChars !== Number.POSITIVE_INFINITY) {
+      const size = lanes.memo('request', laneOf(context), () => new RunningRequestChars());
+      if (size !== undefined) lanes.account('request', laneOf(context), size.measure(request, parts.wired.measures));
+    }
     if ((parts.recordMetrics || ledger !== undefined) && !closed) records.add(out);
     if (!closed) counts?.written();
     return out;
@@ -442,15 +445,4 @@ function facade(parts: FacadeParts): Terminator {
     close,
     [Symbol.asyncDispose]: close,
   };
-}
-
-/** Characters of a request's conversation items, from the measures the stages took (lookups, no serializing anew). */
-function requestChars(request: ProviderRequest, measures: ItemMeasures): number {
-  let chars = 0;
-  for (const key of ['messages', 'input', 'system'] as const) {
-    const list = request[key];
-    if (Array.isArray(list)) for (const item of list) chars += measures.entry(item).chars;
-    else if (typeof list === 'string') chars += list.length;
-  }
-  return chars;
 }

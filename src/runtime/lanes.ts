@@ -20,6 +20,8 @@ export class LaneCache {
   readonly #lanes: LRUCache<string, Lane<never>>;
   /** Accounted characters per lane key (absent: not sized yet, counted as 0). */
   readonly #chars = new Map<string, number>();
+  /** State kept beside a lane by its host ({@link LaneCache.memo}), dropped with the lane. */
+  readonly #memos = new Map<string, unknown>();
   readonly #maxChars: number;
   #total = 0;
 
@@ -35,6 +37,7 @@ export class LaneCache {
       // After the new lane is in: the least recently used one finishes its queued calls, then closes.
       disposeAfter: (lane, key, reason) => {
         this.#forget(key);
+        this.#memos.delete(key);
         if (reason === 'evict' || reason === 'delete') lane.drain();
       },
     });
@@ -67,6 +70,18 @@ export class LaneCache {
     }
   }
 
+  /**
+   * The state a host keeps beside a lane (e.g. what it accounts the lane at, carried from call to
+   * call), made by `make` on first use and dropped with the lane; undefined when there is no such lane.
+   */
+  memo<M>(kind: LaneKind, sessionId: string, make: () => M): M | undefined {
+    const key = `${kind}\u0000${sessionId}`;
+    if (!this.#lanes.has(key)) return undefined;
+    let memo = this.#memos.get(key) as M | undefined;
+    if (memo === undefined) this.#memos.set(key, (memo = make()));
+    return memo;
+  }
+
   #forget(key: string): void {
     const had = this.#chars.get(key);
     if (had === undefined) return;
@@ -95,6 +110,7 @@ export class LaneCache {
   closeAll(): void {
     for (const lane of this.#lanes.rvalues()) lane?.close(); // oldest first
     this.#lanes.clear();
+    this.#memos.clear();
   }
 }
 

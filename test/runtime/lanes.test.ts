@@ -63,6 +63,21 @@ describe('LaneCache: the bound on per-session state', () => {
     expect(await run('b', 'y')).toBe('y#1'); // a new lane
     lanes.closeAll();
   });
+  it("keeps a host's state beside a lane while the lane lives, and drops it with the lane", () => {
+    const lanes = new LaneCache(1);
+    expect(lanes.memo('request', 'a', () => ({ n: 1 }))).toBeUndefined(); // no lane yet
+    lanes.get('request', 'a', counting);
+    const memo = lanes.memo('request', 'a', () => ({ n: 1 }));
+    expect(lanes.memo('request', 'a', () => ({ n: 2 }))).toBe(memo);
+    lanes.get('request', 'b', counting);
+    lanes.get('tool_call', 'b', counting);
+    lanes.get('tool_result', 'b', counting); // past 3 lanes: a's request lane (least recent) goes
+    lanes.get('request', 'a', counting); // a new lane for a
+    expect(lanes.memo('request', 'a', () => ({ n: 3 }))).toEqual({ n: 3 });
+    lanes.end('a');
+    expect(lanes.memo('request', 'a', () => ({ n: 4 }))).toBeUndefined();
+    lanes.closeAll();
+  });
 });
 
 describe('createTerminator maxSessionChars', () => {

@@ -1,0 +1,78 @@
+/**
+ * The characters a request lane is accounted at (`TerminatorOptions.maxSessionChars`): the sum of
+ * its session's latest request's conversation items, from the measures the stages took. A
+ * session's requests grow by appending, so {@link RunningRequestChars} carries the sum from one
+ * request to the next: the items that are the same objects at the same positions as in the
+ * previous request keep their running sum (a pointer comparison each), and only the others are
+ * looked up. {@link requestChars} is the plain sum it always equals.
+ */
+import type { ItemMeasures } from '../compile/item-measures.js';
+import type { ProviderRequest } from '../step.js';
+
+const LISTS = ['messages', 'input', 'system'] as const;
+type ListKey = (typeof LISTS)[number];
+
+/** Characters of a request's conversation items (the sum over every item; lookups, no serializing anew). */
+export function requestChars(request: ProviderRequest, measures: ItemMeasures): number {
+  let chars = 0;
+  for (const key of LISTS) {
+    const list = request[key];
+    if (Array.isArray(list)) for (const item of list) chars += measures.entry(item).chars;
+    else if (typeof list === 'string') chars += list.length;
+  }
+  return chars;
+}
+
+/** One list of the previous request: a copy of its items (the caller may reuse its array) and running sums. */
+interface Sized {
+  readonly items: unknown[];
+  /** `sums[i]`: characters of `items[0, i)`; one entry more than items. */
+  readonly sums: number[];
+}
+
+/**
+ * {@link requestChars} carried from the previous request of one session: the cost of a request
+ * is a pointer comparison per item it shares with the previous one (same object, same position)
+ * and a lookup per other item. One per request lane (state of the session, dropped with it).
+ *
+ * @example
+ * const size = new RunningRequestChars();
+ * size.measure(request, measures) === requestChars(request, measures); // true, for every request
+ */
+export class RunningRequestChars {
+  readonly #lists = new Map<ListKey, Sized>();
+
+  /** Characters of `request`'s conversation items; remembers them for the next call. */
+  measure(request: ProviderRequest, measures: ItemMeasures): number {
+    let chars = 0;
+    for (const key of LISTS) {
+      const list: unknown = request[key];
+      if (Array.isArray(list)) chars += this.#sum(key, list, measures);
+      else {
+        this.#lists.delete(key);
+        if (typeof list === 'string') chars += list.length;
+      }
+    }
+    return chars;
+  }
+
+  #sum(key: ListKey, list: readonly unknown[], measures: ItemMeasures): number {
+    const prior = this.#lists.get(key);
+    let shared = 0;
+    if (prior !== undefined) {
+      const n = Math.min(prior.items.length, list.length);
+      while (shared < n && prior.items[shared] === list[shared]) shared++;
+    }
+    const sums = prior?.sums ?? [0];
+    sums.length = shared + 1;
+    const items = prior?.items ?? [];
+    items.length = shared;
+    for (let i = shared; i < list.length; i++) {
+      const item = list[i];
+      items.push(item);
+      sums.push(sums[i]! + measures.entry(item).chars);
+    }
+    if (prior === undefined) this.#lists.set(key, { items, sums });
+    return sums[list.length]!;
+  }
+}
