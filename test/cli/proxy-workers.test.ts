@@ -6,9 +6,10 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { workerExecArgv } from '../../src/cli/commands/proxy-workers.js';
 import { firstArtifact, recoveryCall, testRunOutput } from '../proxy/support/harness.js';
 import { chat, startUpstream, type Recorded, type Reply } from '../proxy/support/upstream.js';
 import { spawnProxy, stopProcess } from '../support/proxy-process.js';
@@ -136,10 +137,37 @@ describe('token-terminator proxy --workers 2', () => {
   }, 180_000);
 });
 
+describe('workerExecArgv', () => {
+  const MiB = 2 ** 20;
+  it("gives each worker a heap limit of half its share and a V8 helper-thread pool of its share of the cores, 1 to Node's 4", () => {
+    const pool = (workers: number, cores: number): string | undefined =>
+      workerExecArgv({ workers, cores, maxMemoryBytes: 448 * MiB }, [], '').find((a) =>
+        a.startsWith('--v8-pool-size='),
+      );
+    expect(workerExecArgv({ workers: 2, cores: 2, maxMemoryBytes: 448 * MiB }, ['--enable-source-maps'], '')).toEqual([
+      '--enable-source-maps',
+      '--max-old-space-size=224',
+      '--v8-pool-size=1',
+    ]);
+    expect(pool(1, 2)).toBe('--v8-pool-size=2');
+    expect(pool(3, 2)).toBe('--v8-pool-size=1');
+    expect(pool(2, 8)).toBe('--v8-pool-size=4');
+    expect(pool(1, 64)).toBe('--v8-pool-size=4');
+  });
+
+  it('leaves a heap limit or pool size Node was given, in its arguments or NODE_OPTIONS', () => {
+    const options = { workers: 2, cores: 2, maxMemoryBytes: 448 * MiB };
+    expect(workerExecArgv(options, ['--v8-pool-size=3'], '--max-old-space-size=100')).toEqual(['--v8-pool-size=3']);
+    expect(workerExecArgv(options, ['--max-old-space-size=100'], '--v8-pool-size=2')).toEqual([
+      '--max-old-space-size=100',
+    ]);
+  });
+});
+
 describe('token-terminator proxy --workers 1', () => {
   // /proc shows a process's arguments and environment (Linux only).
   it.runIf(process.platform === 'linux')(
-    'serves from one forked worker that starts with the heap limit and malloc setting of its share',
+    'serves from one forked worker that starts with the heap limit, helper threads and malloc setting of its share',
     async () => {
       const upstream = await startUpstream(() => chat.text('pong'));
       const MiB = 2 ** 20;
@@ -158,6 +186,7 @@ describe('token-terminator proxy --workers 1', () => {
         // Its share: 640 MiB less the primary's 128 MiB; its heap limit half of that.
         const argv = readFileSync(`/proc/${worker}/cmdline`, 'utf8').split('\0');
         expect(argv).toContain('--max-old-space-size=256');
+        expect(argv).toContain(`--v8-pool-size=${Math.min(4, availableParallelism())}`);
         expect(readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
         const reply = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST',

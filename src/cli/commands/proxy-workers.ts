@@ -7,6 +7,7 @@
  * SIGINT / SIGTERM stop every worker (each closes its proxy) and then the primary.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
 
 /** IPC message that asks a worker to close its proxy and exit. */
 export const STOP_MESSAGE = 'token-terminator:proxy-stop';
@@ -18,6 +19,13 @@ export interface PrimaryOptions {
   readonly workers: number;
   /** Each worker's share of the gateway's memory bound: its V8 heap is limited to half of it (unless Node was given a heap limit). */
   readonly maxMemoryBytes: number;
+  /**
+   * Cores the workers share: each worker's V8 helper-thread pool is `cores / workers` threads (at
+   * least 1, at most Node's default 4) unless Node was given `--v8-pool-size`.
+   *
+   * @defaultValue `os.availableParallelism()`
+   */
+  readonly cores?: number;
   /** The line printed once every first worker listens (`url` is where they listen). */
   readonly banner: (url: string) => string;
   /** Lifecycle records (worker started, exited, replaced), always written. */
@@ -96,14 +104,38 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
       process.env['MALLOC_MMAP_THRESHOLD_'] === undefined ? { MALLOC_MMAP_THRESHOLD_: '131072' } : {};
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
-    // V8 lets a heap grow well past its live data before collecting; a limit makes it collect first.
-    const given = [...process.execArgv, process.env['NODE_OPTIONS'] ?? ''].some((a) =>
-      a.includes('max-old-space-size'),
-    );
-    if (!given)
-      cluster.setupPrimary({
-        execArgv: [...process.execArgv, `--max-old-space-size=${Math.floor(options.maxMemoryBytes / 2 / 2 ** 20)}`],
-      });
+    cluster.setupPrimary({ execArgv: workerExecArgv(options) });
     for (let i = 0; i < options.workers; i++) fork();
   });
+}
+
+/** Node's own number of V8 helper threads (`--v8-pool-size`'s default). */
+const NODE_POOL_SIZE = 4;
+
+/**
+ * The Node flags a worker starts with: the primary's own, then what Node was not given already —
+ * a V8 heap limit of half the worker's share (V8 lets a heap grow well past its live data before
+ * collecting; a limit makes it collect first) and a V8 helper-thread pool of the worker's share of
+ * the cores. Each worker's V8 runs background compilation and garbage-collection tasks on its pool
+ * (4 threads by default): with as many workers as cores, those threads compete with the workers'
+ * own main threads for the same cores, and a smaller pool cost less CPU per answer (RELIABILITY.md,
+ * proxy-load).
+ *
+ * @example
+ * workerExecArgv({ workers: 2, cores: 2, maxMemoryBytes: 469_762_048 }, [], '');
+ * // ['--max-old-space-size=224', '--v8-pool-size=1']
+ */
+export function workerExecArgv(
+  options: Pick<PrimaryOptions, 'workers' | 'maxMemoryBytes' | 'cores'>,
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string = process.env['NODE_OPTIONS'] ?? '',
+): string[] {
+  const given = (flag: string): boolean => [...execArgv, nodeOptions].some((a) => a.includes(flag));
+  const out = [...execArgv];
+  if (!given('max-old-space-size'))
+    out.push(`--max-old-space-size=${Math.floor(options.maxMemoryBytes / 2 / 2 ** 20)}`);
+  const cores = options.cores ?? availableParallelism();
+  const pool = Math.min(NODE_POOL_SIZE, Math.max(1, Math.floor(cores / Math.max(1, options.workers))));
+  if (!given('v8-pool-size')) out.push(`--v8-pool-size=${pool}`);
+  return out;
 }

@@ -184,7 +184,7 @@ export function registerProxy(program: Command): void {
     )
     .option(
       '--workers <n>',
-      'processes serving on one port, sharing the store (TOKEN_TERMINATOR_PROXY_WORKERS, default: available cores)',
+      'processes serving on one port, sharing the store, each with a V8 helper-thread pool of cores / n (1 to 4) unless Node is given --v8-pool-size (TOKEN_TERMINATOR_PROXY_WORKERS, default: available cores)',
     )
     .addOption(
       new Option(
