@@ -42,8 +42,7 @@ export async function openVault(
         ? error
         : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
-    warnOnce(
-      vaultLocation(config),
+    warn(
       `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`,
     );
     return { vault: unavailableVault(vaultLocation(config), failure), failure, readOnly: false, owns };
@@ -76,15 +75,12 @@ export function defaultCounter(config: Config): TokenCounter {
   return counterForModel(undefined, { tokenizerJson: config.tokenizerJson, encoding: config.tiktokenEncoding });
 }
 
-const warned = new Set<string>();
-
 /**
- * One stderr line per vault path and process: a host that silently stopped saving tokens is the
- * failure a user cannot see otherwise. Path and reason code only, never content.
+ * One stderr line per Terminator that comes up unable to reduce (each opens its vault once): a host
+ * that silently stopped saving tokens is the failure a user cannot see otherwise. Path and reason
+ * code only, never content.
  */
-function warnOnce(path: string, message: string): void {
-  if (warned.has(path)) return;
-  warned.add(path);
+function warn(message: string): void {
   try {
     process.stderr.write(`${message}\n`);
   } catch {
