@@ -101,9 +101,9 @@ export function collapseDuplicates(
       prefixRecognition,
     });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
-    const outputsOf = (view: RequestView): Slot[] => [
-      ...hostToolOutputs(view),
-      ...observationSlots(view, isObservation),
+    const outputsOf = (view: RequestView, state: SessionState): Slot[] => [
+      ...hostToolOutputs(view, state.observations),
+      ...observationSlots(view, isObservation, state.observations),
     ];
     const settings: Settings = { minChars, maxChars, maxInlineChars, viewChars, outputsOf };
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
@@ -113,7 +113,7 @@ export function collapseDuplicates(
       const seen = state.requests.recognise(step.value);
       const view = seen.view;
       if (view.listKey === undefined) return undefined;
-      const outputs = outputsOf(view);
+      const outputs = outputsOf(view, state);
       const relevant = outputs.some(
         (s) =>
           Array.isArray(s.value) ||
@@ -131,7 +131,7 @@ interface Settings {
   readonly maxChars: number;
   readonly maxInlineChars: number;
   readonly viewChars: number;
-  readonly outputsOf: (view: RequestView) => Slot[];
+  readonly outputsOf: (view: RequestView, state: SessionState) => Slot[];
 }
 
 /** One request with outputs worth managing: resolve dangling deltas, plan, deliver, credit. */

@@ -266,7 +266,10 @@ export async function reduceRequest(
   const scope = storeScope(step.context);
   state.evidence.begin(scope);
   // The recovery tool's results are what the model asked for: never rewritten or receipted.
-  const outputs = [...hostToolOutputs(view), ...observationSlots(view, s.isObservation)];
+  const outputs = [
+    ...hostToolOutputs(view, state.observations),
+    ...observationSlots(view, s.isObservation, state.observations),
+  ];
   const pricing = pricingOf(step, view, s);
   // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
   // the memo forgets it and the history is planned once more (its content is vaulted again
@@ -347,9 +350,9 @@ function resolveRewritten(
   request: ProviderRequest,
 ): ReturnType<typeof resolveDanglingDeltas> {
   const rewritten = readRequest(request);
-  return resolveDanglingDeltas(state.reads, rewritten, [
+  return resolveDanglingDeltas(state.reads, state.inlineIds, rewritten, [
     ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
-    ...observationSlots(rewritten, s.isObservation),
+    ...observationSlots(rewritten, s.isObservation, state.observations),
   ]);
 }
 /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */

@@ -19,6 +19,10 @@ export type ObservationTest = (text: string, item: unknown, index: number) => bo
 /** What an operator option may be: a pattern source, a RegExp, a predicate, or `'none'`. */
 export type ObservationSetting = string | RegExp | ObservationTest;
 
+/** Marks the tests that depend on the text alone (patterns): their answer is remembered per message object. */
+const BY_TEXT = Symbol('observation test by text');
+const byText = (test: ObservationTest): boolean => (test as { [BY_TEXT]?: true })[BY_TEXT] === true;
+
 /**
  * Build the test once (a bad pattern is a ConfigError naming the API).
  *
@@ -39,13 +43,9 @@ export function observationTest(api: string, setting: ObservationSetting | undef
     re.lastIndex = 0;
     return re.test(text);
   };
-  byText.add(test);
-  return test;
+  return Object.assign(test, { [BY_TEXT]: true as const });
 }
 
-/** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
-const byText = new WeakSet<ObservationTest>();
-const answers = new WeakMap<ObservationTest, WeakMemo<object, boolean>>();
 /** A finished scan of a view's slots: where it ended, what it found, the command in force at the end. */
 interface Scan {
   readonly slots: readonly Slot[];
@@ -54,12 +54,49 @@ interface Scan {
   readonly out: readonly Slot[];
   readonly command: string | undefined;
 }
-/** Per pattern test, the last scan of each conversation (by its first item slot). */
-const scans = new WeakMap<ObservationTest, WeakMemo<Slot, Scan>>();
-/** The last fenced block of an assistant message (trimmed), per message object. */
-const commands = new WeakMemo<object, string | null>();
 
-function commandOf(slot: Slot): string | undefined {
+/** A finished scan for host tool outputs: the view's slots and the outputs among its item slots. */
+interface OutputScan {
+  readonly slots: readonly Slot[];
+  readonly head: number;
+  readonly out: readonly Slot[];
+}
+
+/**
+ * What the scans of one session keep for its next request (held in its SessionState): each
+ * conversation's last scan (by its first item slot) and what was learnt per message object.
+ */
+export interface ObservationMemo {
+  /** Per pattern test: its answer per message object, and the last scan of each conversation. */
+  readonly byTest: Map<
+    ObservationTest,
+    { readonly answers: WeakMemo<object, boolean>; readonly scans: WeakMemo<Slot, Scan> }
+  >;
+  /** The last fenced block of an assistant message (trimmed), per message object. */
+  readonly commands: WeakMemo<object, string | null>;
+  /** The last {@link hostToolOutputs} scan of each conversation. */
+  readonly outputScans: WeakMemo<Slot, OutputScan>;
+}
+
+/** An empty {@link ObservationMemo}. */
+export const createObservationMemo = (): ObservationMemo => ({
+  byTest: new Map(),
+  commands: new WeakMemo(),
+  outputScans: new WeakMemo(),
+});
+
+/** The memos of a pattern test (created on first use); undefined for a predicate. */
+function memoOf(
+  memo: ObservationMemo,
+  test: ObservationTest,
+): { answers: WeakMemo<object, boolean>; scans: WeakMemo<Slot, Scan> } | undefined {
+  if (!byText(test)) return undefined;
+  let m = memo.byTest.get(test);
+  if (m === undefined) memo.byTest.set(test, (m = { answers: new WeakMemo(), scans: new WeakMemo() }));
+  return m;
+}
+
+function commandOf(commands: ObservationMemo['commands'], slot: Slot): string | undefined {
   const holder = slot.value as object;
   let known = commands.get(holder);
   if (known === undefined)
@@ -70,12 +107,16 @@ function commandOf(slot: Slot): string | undefined {
   return known ?? undefined;
 }
 
-function accepts(test: ObservationTest, text: string, item: unknown, index: number): boolean {
-  if (!byText.has(test) || typeof item !== 'object' || item === null) return test(text, item, index);
-  let memo = answers.get(test);
-  if (memo === undefined) answers.set(test, (memo = new WeakMemo()));
-  let answer = memo.get(item);
-  if (answer === undefined) memo.set(item, (answer = test(text, item, index)));
+function accepts(
+  answers: WeakMemo<object, boolean> | undefined,
+  test: ObservationTest,
+  text: string,
+  item: unknown,
+  index: number,
+): boolean {
+  if (answers === undefined || typeof item !== 'object' || item === null) return test(text, item, index);
+  let answer = answers.get(item);
+  if (answer === undefined) answers.set(item, (answer = test(text, item, index)));
   return answer;
 }
 
@@ -88,8 +129,9 @@ export function prefixEnd(view: RequestView): number {
  * Tool-output slots for the recognised observations of a request: user messages after the
  * instruction prefix whose text the test accepts (string contents, or text-only part lists). The
  * slot's call args carry the command: the last fenced block of the assistant message before it.
+ * `session` keeps the scan for the session's next request.
  */
-export function observationSlots(view: RequestView, test: ObservationTest): Slot[] {
+export function observationSlots(view: RequestView, test: ObservationTest, session: ObservationMemo): Slot[] {
   const start = prefixEnd(view);
   if (start === -1) return [];
   // A pattern's scan goes on from the previous scan of the same conversation (the slots an
@@ -97,10 +139,8 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   let head = 0;
   while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
   const first = view.slots[head];
-  const memo =
-    byText.has(test) && first !== undefined
-      ? (scans.get(test) ?? scans.set(test, new WeakMemo()).get(test)!)
-      : undefined;
+  const byTest = memoOf(session, test);
+  const memo = first === undefined ? undefined : byTest?.scans;
   const last = memo?.get(first!);
   let from = head;
   let out: Slot[] = [];
@@ -114,7 +154,7 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
     const slot = view.slots[x]!;
     if (slot.item === undefined || slot.item <= start) continue;
     if (slot.kind === 'assistant') {
-      command = commandOf(slot);
+      command = commandOf(session.commands, slot);
       continue;
     }
     if (slot.kind !== 'user' || slot.text === undefined) continue;
@@ -125,7 +165,7 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
         content.every(
           (p) => typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string',
         ));
-    if (!textOnly || !accepts(test, slot.text, slot.value, slot.item)) continue;
+    if (!textOnly || !accepts(byTest?.answers, test, slot.text, slot.value, slot.item)) continue;
     out.push({
       kind: 'tool_output',
       path: [...slot.path, 'content'],
@@ -140,18 +180,12 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   return out;
 }
 
-/** Per conversation (its first item slot): the last view's slots and the host tool outputs among its item slots. */
-const outputScans = new WeakMemo<
-  Slot,
-  { readonly slots: readonly Slot[]; readonly head: number; readonly out: readonly Slot[] }
->();
-
 /**
  * The request's tool-output slots other than the recovery tool's own results (what the request
  * stages manage), in slot order: `view.slots.filter(kind tool_output, not a recovery result)`,
  * scanned on from the conversation's previous view for the item slots an extended view shares.
  */
-export function hostToolOutputs(view: RequestView): Slot[] {
+export function hostToolOutputs(view: RequestView, { outputScans }: ObservationMemo): Slot[] {
   const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);
   let head = 0;
   while (head < view.slots.length && view.slots[head]!.item === undefined) head++;

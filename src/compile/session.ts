@@ -9,9 +9,12 @@ import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js'
 import { requestStore, scopedReads, type RequestStore, type ScopedReads } from '../vault/scoped-reads.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore, type Receipted } from './evidence.js';
+import type { FocusTermsMemo } from './focus.js';
 import type { ItemMeasures } from './item-measures.js';
 import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, type RequestMemo } from './prefix.js';
+import { createObservationMemo, type ObservationMemo } from './observations.js';
+import { createInlineIds, type InlineIds } from './references.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
 import { checkOptions } from '../options.js';
@@ -43,6 +46,12 @@ export interface SessionState {
   readonly requests: RequestMemo;
   /** The receipt each history rendering's evidence was vaulted under (by the rendering object). */
   readonly targetReceipts: WeakMemo<object, Receipted>;
+  /** Focus terms of each conversation item (src/compile/focus.ts). */
+  readonly focusTerms: FocusTermsMemo;
+  /** Artifact ids of the outputs shown inline (src/compile/references.ts). */
+  readonly inlineIds: InlineIds;
+  /** The last scans for tool outputs and recognised observations (src/compile/observations.ts). */
+  readonly observations: ObservationMemo;
 }
 
 /** One derived value and the characters it holds (its share of the bound). */
@@ -140,6 +149,9 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       itemMemo: new WeakMemo(),
       requests: createRequestMemo({ recognise: options.prefixRecognition ?? true }),
       targetReceipts: new WeakMemo(),
+      focusTerms: new WeakMemo(),
+      inlineIds: createInlineIds(),
+      observations: createObservationMemo(),
     };
     pool.set(key, state);
     return state;

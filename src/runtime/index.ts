@@ -36,6 +36,7 @@ import {
   type ToolCall,
   type ToolResult,
 } from '../step.js';
+import { createSkillCuts } from '../telemetry/attribution.js';
 import { DeferredRecords } from '../telemetry/deferred-records.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import {
@@ -307,6 +308,8 @@ function deferredRecords(
   maxPending: number,
 ): DeferredRecords {
   const { vault, meter, config, recordMetrics, ledger, counts } = parts;
+  // The Terminator's instructions cut into skill blocks, by object (what attribution measures apart).
+  const skillCuts = createSkillCuts();
   return new DeferredRecords(
     async (batch) => {
       const turns: LiveLedgerEntry[] = [];
@@ -314,7 +317,7 @@ function deferredRecords(
       for (const [i, step] of batch.entries()) {
         // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
         if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        const sizes = measureBoth(step, meter);
+        const sizes = measureBoth(step, meter, skillCuts);
         if (sizes === undefined) continue;
         const metric = recordMetrics
           ? requestMetricOf(vault, meter, config.mode, step, sizes.raw, sizes.final)

@@ -15,12 +15,13 @@ import { routeSkills } from '../../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
-import { conversationTerms } from '../compile/focus.js';
+import { conversationTerms, type FocusTermsMemo } from '../compile/focus.js';
 import { detectFormat, readRequest } from '../model/read.js';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { WorkingStateStore } from '../recovery/working-state.js';
 import { stepOperator } from '../operator-kit.js';
+import { WeakMemo } from '../weak-memo.js';
 import { errorLabel, note, type ProviderRequest, type StepContext, type ToolCall, type ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
 import type { Op } from './lanes.js';
@@ -123,10 +124,14 @@ export function sessionKey(context: Pick<StepContext, 'sessionId' | 'tenant'>): 
 
 /** Records the request's focus terms for its session; never changes the request. */
 function recordFocus(board: FocusBoard): Op<ProviderRequest> {
-  return stepOperator<ProviderRequest>('focus', () => (step) => {
-    const view = readRequest(step.value);
-    if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view));
-    return undefined;
+  return stepOperator<ProviderRequest>('focus', () => {
+    // Each item's terms, kept by this subscription for the requests after it.
+    const perItem: FocusTermsMemo = new WeakMemo();
+    return (step) => {
+      const view = readRequest(step.value);
+      if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view, perItem));
+      return undefined;
+    };
   });
 }
 

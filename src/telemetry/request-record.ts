@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { effectiveLedgerPath } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import type { ProviderRequest, Step } from '../step.js';
-import { attributeRequest, type Attribution } from './attribution.js';
+import { attributeRequest, type Attribution, type SkillCuts } from './attribution.js';
 import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
 import type { MessagesMeter } from './meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';
@@ -17,9 +17,13 @@ import type { RequestMetric, Vault } from '../vault/types.js';
 export function measureBoth(
   step: Step<ProviderRequest>,
   meter: MessagesMeter,
+  skillCuts: SkillCuts,
 ): { raw: Attribution; final: Attribution } | undefined {
   try {
-    return { raw: attributeRequest(step.original, meter), final: attributeRequest(step.value, meter) };
+    return {
+      raw: attributeRequest(step.original, meter, skillCuts),
+      final: attributeRequest(step.value, meter, skillCuts),
+    };
   } catch {
     return undefined;
   }

@@ -6,7 +6,12 @@
  * session's every earlier list and view stays alive through the chain.
  */
 import { describe, expect, it } from 'vitest';
-import { hostToolOutputs, observationSlots, observationTest } from '../../src/compile/observations.js';
+import {
+  createObservationMemo,
+  hostToolOutputs,
+  observationSlots,
+  observationTest,
+} from '../../src/compile/observations.js';
 import { createRequestMemo, isRecognisedList } from '../../src/compile/prefix.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView, slotsExtend } from '../../src/model/read.js';
@@ -51,9 +56,10 @@ describe('an extended view', () => {
     const b = extendView(a, { model: 'm', messages: [...a.items, call('c2'), out('c2')] })!;
     const x = sibling(a, b);
     const outputs = (v: RequestView): Slot[] => v.slots.filter((s) => s.kind === 'tool_output');
-    hostToolOutputs(a);
-    expect(hostToolOutputs(x)).toEqual(outputs(a));
-    expect(hostToolOutputs(b)).toEqual(outputs(b));
+    const memo = createObservationMemo();
+    hostToolOutputs(a, memo);
+    expect(hostToolOutputs(x, memo)).toEqual(outputs(a));
+    expect(hostToolOutputs(b, memo)).toEqual(outputs(b));
     expect(outputs(b)).toHaveLength(2);
   });
 
@@ -79,10 +85,11 @@ describe('an extended view', () => {
     const b = extendView(a, { model: 'm', messages: [...a.items, act('cat a.ts'), observed('const a = 1;')] })!;
     const x = sibling(a, b);
     const test = observationTest('lineage test', undefined);
+    const memo = createObservationMemo();
     const commands = (slots: Slot[]): unknown[] => slots.map((s) => [s.item, s.callArgs]);
-    expect(commands(observationSlots(a, test))).toEqual([[4, { command: 'ls' }]]);
-    expect(commands(observationSlots(x, test))).toEqual([[4, { command: 'ls' }]]);
-    expect(commands(observationSlots(b, test))).toEqual([
+    expect(commands(observationSlots(a, test, memo))).toEqual([[4, { command: 'ls' }]]);
+    expect(commands(observationSlots(x, test, memo))).toEqual([[4, { command: 'ls' }]]);
+    expect(commands(observationSlots(b, test, memo))).toEqual([
       [4, { command: 'ls' }],
       [6, { command: 'cat a.ts' }],
     ]);
@@ -101,8 +108,9 @@ describe('an extended view', () => {
     const a = view([first, slot(1, 'tool_output'), slot(2, 'user')]);
     const b = view([first, slot(1, 'user'), slot(2, 'tool_output'), slot(3, 'tool_output')]);
     const expected = b.slots.filter((s) => s.kind === 'tool_output');
-    hostToolOutputs(a);
-    expect(hostToolOutputs(b)).toEqual(expected);
+    const memo = createObservationMemo();
+    hostToolOutputs(a, memo);
+    expect(hostToolOutputs(b, memo)).toEqual(expected);
   });
 });
 
