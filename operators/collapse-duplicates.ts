@@ -22,7 +22,12 @@ import {
   observationTest,
   type ObservationSetting,
 } from '../src/compile/observations.js';
-import { createSessionPool, prefixRecognitionOption, type RequestStageOptions } from '../src/compile/session.js';
+import {
+  createSessionPool,
+  prefixRecognitionOption,
+  recognitionsOption,
+  type RequestStageOptions,
+} from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
 import type { SessionState } from '../src/compile/session.js';
@@ -93,11 +98,13 @@ export function collapseDuplicates(
   const isObservation = observationTest(STAGE, options.observations);
   const { counter, measures } = options;
   const prefixRecognition = prefixRecognitionOption(STAGE, options);
+  const recognitions = recognitionsOption(STAGE, options);
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
+      ...recognitions,
       prefixRecognition,
     });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.

@@ -17,9 +17,9 @@ import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
 import { mayBeDelta, resolveDanglingDeltas } from './references.js';
-import type { Recognised } from './prefix.js';
+import type { Recognised, Recognitions } from './prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
-import { prefixRecognitionOption, type RequestStageOptions, type SessionState } from './session.js';
+import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
 import { checkOptions, intOption, requireVault } from '../options.js';
 import { CONFIG_DEFAULTS, defaultInt } from '../config/index.js';
 
@@ -148,6 +148,7 @@ export interface CompileSettings {
   readonly isObservation: ReturnType<typeof observationTest>;
   readonly fixedPricing: PricingProfile | undefined;
   readonly prefixRecognition: boolean;
+  readonly recognitions: { readonly recognitions?: Recognitions };
 }
 
 /**
@@ -230,6 +231,7 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
   const fixedPricing =
     typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const prefixRecognition = prefixRecognitionOption(STAGE, options);
+  const recognitions = recognitionsOption(STAGE, options);
   return {
     options,
     minChars,
@@ -246,6 +248,7 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
     isObservation,
     fixedPricing,
     prefixRecognition,
+    recognitions,
   };
 }
 

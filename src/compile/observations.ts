@@ -11,7 +11,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { isRecoveryResult } from '../recovery/results.js';
 import { fencedBlocks } from './actions.js';
 import { WeakMemo } from '../weak-memo.js';
-import { slotsExtend } from '../model/read.js';
+import { viewExtends } from '../model/read.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
 export type ObservationTest = (text: string, item: unknown, index: number) => boolean;
@@ -48,7 +48,8 @@ export function observationTest(api: string, setting: ObservationSetting | undef
 
 /** A finished scan of a view's slots: where it ended, what it found, the command in force at the end. */
 interface Scan {
-  readonly slots: readonly Slot[];
+  /** The view scanned. */
+  readonly view: RequestView;
   readonly start: number;
   readonly head: number;
   readonly out: readonly Slot[];
@@ -57,7 +58,7 @@ interface Scan {
 
 /** A finished scan for host tool outputs: the view's slots and the outputs among its item slots. */
 interface OutputScan {
-  readonly slots: readonly Slot[];
+  readonly view: RequestView;
   readonly head: number;
   readonly out: readonly Slot[];
 }
@@ -120,6 +121,19 @@ function accepts(
   return answer;
 }
 
+/**
+ * Where a scan of `view` goes on from the earlier scan `last` (of the same conversation): the
+ * length of the slots scanned then when `view` holds all of them at the same positions, else 0
+ * (scan from the start). A view extended from the scanned one holds its item slots by construction.
+ */
+function sharedScan(view: RequestView, last: { readonly view: RequestView }, head: number): number {
+  const before = last.view.slots;
+  if (before.length > view.slots.length) return 0;
+  let k = viewExtends(view, last.view) ? before.length : head;
+  while (k < before.length && view.slots[k] === before[k]) k++;
+  return k === before.length ? k : 0;
+}
+
 /** Index of the first assistant item: everything before it is the instruction prefix. -1 when none. */
 export function prefixEnd(view: RequestView): number {
   return view.itemInfo.findIndex((i) => i.role === 'assistant');
@@ -145,11 +159,8 @@ export function observationSlots(view: RequestView, test: ObservationTest, sessi
   let from = head;
   let out: Slot[] = [];
   let command: string | undefined;
-  if (last !== undefined && last.start === start && last.head === head && last.slots.length <= view.slots.length) {
-    let k = slotsExtend(view.slots, last.slots) ? last.slots.length : head;
-    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
-    if (k === last.slots.length) [from, out, command] = [k, last.out.slice(), last.command];
-  }
+  const shared = last !== undefined && last.start === start && last.head === head ? sharedScan(view, last, head) : 0;
+  if (last !== undefined && shared > 0) [from, out, command] = [shared, last.out.slice(), last.command];
   for (let x = from; x < view.slots.length; x++) {
     const slot = view.slots[x]!;
     if (slot.item === undefined || slot.item <= start) continue;
@@ -176,7 +187,7 @@ export function observationSlots(view: RequestView, test: ObservationTest, sessi
       callArgs: command === undefined ? {} : { command },
     });
   }
-  memo?.set(first!, { slots: view.slots, start, head, out: out.slice(), command });
+  memo?.set(first!, { view, start, head, out: out.slice(), command });
   return out;
 }
 
@@ -195,12 +206,9 @@ export function hostToolOutputs(view: RequestView, { outputScans }: ObservationM
   const last = outputScans.get(first);
   let from = head;
   let found: Slot[] = [];
-  if (last !== undefined && last.head === head && last.slots.length <= view.slots.length) {
-    let k = slotsExtend(view.slots, last.slots) ? last.slots.length : head;
-    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
-    if (k === last.slots.length) [from, found] = [k, last.out.slice()];
-  }
+  const shared = last !== undefined && last.head === head ? sharedScan(view, last, head) : 0;
+  if (last !== undefined && shared > 0) [from, found] = [shared, last.out.slice()];
   for (let x = from; x < view.slots.length; x++) if (keep(view.slots[x]!)) found.push(view.slots[x]!);
-  outputScans.set(first, { slots: view.slots, head, out: found });
+  outputScans.set(first, { view, head, out: found });
   return out.length === 0 ? found.slice() : [...out, ...found];
 }

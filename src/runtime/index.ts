@@ -20,6 +20,7 @@ import { createPressure } from '../../operators/cap-output-budget.js';
 import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
 import { createItemMeasures, type ItemMeasures } from '../compile/item-measures.js';
+import { Recognitions } from '../compile/prefix.js';
 import { loadConfig, type ConfigOverrides } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
@@ -256,8 +257,11 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
   // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
   // It records the pieces of the compact JSON it counts: the telemetry meter reads the same
   // memo and derives its spaced segments from them.
+  // The equalities the request stages recognise, which the measures and the output cap read (src/compile/prefix.ts).
+  const recognitions = new Recognitions();
   const measures = createItemMeasures({
     counter,
+    recognitions,
     maxEntries: SHARED_MEASURES,
     recordPieces: true,
     trackCounted: STORED_MIN_CHARS,
@@ -265,13 +269,14 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
   // Counts of large items shared with the other processes on the vault (src/runtime/stored-counts.ts).
   const counts = failure === undefined ? sharedCounts(vault, measures, maxSessions) : undefined;
   // One prompt counter for every session's output cap, counting each element through that memo.
-  const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures });
+  const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures, recognitions });
   const deps: PipelineDeps = {
     config,
     vault,
     counter,
     budgetCounter,
     measures,
+    recognitions,
     gate: gateCounter(counter, gates),
     gates,
     focus: new FocusBoard(maxSessions * 3),

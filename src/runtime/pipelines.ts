@@ -9,6 +9,7 @@ import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compileRequest } from '../../operators/compile-request.js';
 import { type BudgetCounter } from '../budget/counter.js';
 import type { ItemMeasures } from '../compile/item-measures.js';
+import type { Recognitions } from '../compile/prefix.js';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
@@ -80,6 +81,8 @@ export interface PipelineDeps {
   readonly budgetCounter: BudgetCounter;
   /** The per-item measurement memo the request stages share with the output cap and telemetry. */
   readonly measures?: ItemMeasures;
+  /** The equalities the request stages recognise, shared with the measures and the output cap (src/compile/prefix.ts). */
+  readonly recognitions?: Recognitions;
   /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
@@ -207,7 +210,10 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
   const { vault, gate } = d;
-  const shared = d.measures === undefined ? {} : { measures: d.measures };
+  const shared = {
+    ...(d.measures === undefined ? {} : { measures: d.measures }),
+    ...(d.recognitions === undefined ? {} : { recognitions: d.recognitions }),
+  };
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,
