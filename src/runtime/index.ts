@@ -38,6 +38,7 @@ import {
   type ToolResult,
 } from '../step.js';
 import { createSkillCuts } from '../telemetry/attribution.js';
+import { countReductions, ReductionActivity } from '../activity.js';
 import { DeferredRecords } from '../telemetry/deferred-records.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import {
@@ -138,7 +139,7 @@ export interface TerminatorOptions {
    *   every Step passes through unchanged with a `failed_open` decision (stage `runtime`, reason
    *   `vault_unavailable`, error `VaultOpenError:E_VAULT_OPEN`), the recovery tool's `status`
    *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
-   *   One line on stderr says so, once per vault path and process (path and reason code only).
+   *   One line on stderr says so, once per Terminator (path and reason code only).
    * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
    *
    * @defaultValue `'passthrough'`
@@ -195,7 +196,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       ? Number.POSITIVE_INFINITY
       : intOption('createTerminator', 'maxSessionChars', options.maxSessionChars, 0, 1);
   const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
-  const opened = await openVault(config, options.vault, vaultErrors);
+  // This Terminator's reductions in flight, which the vault it opens waits for (src/activity.ts).
+  const activity = new ReductionActivity();
+  const opened = await openVault(config, options.vault, vaultErrors, activity);
   let counter: TokenCounter;
   try {
     counter = options.counter ?? defaultCounter(config);
@@ -211,6 +214,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const ledger = openLiveLedger(
     config,
     (options.ledger ?? (config.ledger && store.owns)) && failure === undefined && vault.path !== ':memory:',
+    activity,
   );
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
   // on every call (framework message conversions): those re-serialize but never re-tokenize. The
@@ -236,6 +240,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     lanes: new LaneCache(maxSessions, maxSessionChars),
     maxSessionChars,
     recoveryTool: recoveryToolOf(config, store, wired.deps.workingState),
+    activity,
   });
 }
 
@@ -353,20 +358,23 @@ interface FacadeParts {
   /** Characters of request state the lanes hold over all sessions (`TerminatorOptions.maxSessionChars`). */
   readonly maxSessionChars: number;
   readonly recoveryTool: RecoveryTool;
+  /** The reductions in flight, counted per Step through each pipeline (src/activity.ts). */
+  readonly activity: ReductionActivity;
 }
 
-/** The three pipelines, each passing everything through when the vault failed. */
+/** The three pipelines, each passing everything through when the vault failed; each Step counted in `activity`. */
 function pipelinesOf(
   deps: PipelineDeps,
   failure: Error | undefined,
+  activity: ReductionActivity,
 ): Pick<Terminator, 'toolCalls' | 'toolResults' | 'requests'> {
   return {
     toolCalls: (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
-      failure === undefined ? toolCallPipeline(deps) : passThrough(failure),
+      failure === undefined ? countReductions(activity, toolCallPipeline(deps)) : passThrough(failure),
     toolResults: (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
-      failure === undefined ? toolResultPipeline(deps) : passThrough(failure),
+      failure === undefined ? countReductions(activity, toolResultPipeline(deps)) : passThrough(failure),
     requests: (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
-      failure === undefined ? requestPipeline(deps) : passThrough(failure),
+      failure === undefined ? countReductions(activity, requestPipeline(deps)) : passThrough(failure),
   };
 }
 
@@ -377,7 +385,7 @@ function facade(parts: FacadeParts): Terminator {
   const { deps, counts, budgetCounter } = parts.wired;
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   let closed = false;
-  const { toolCalls, toolResults, requests } = pipelinesOf(deps, failure);
+  const { toolCalls, toolResults, requests } = pipelinesOf(deps, failure, parts.activity);
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };

@@ -3,6 +3,7 @@
  * but an internal failure, so by default the Terminator comes up in pass-through mode instead of
  * failing to start (`vaultErrors`).
  */
+import type { ReductionActivity } from '../activity.js';
 import type { Config } from '../config/types.js';
 import { ConfigError, VaultSchemaError } from '../errors.js';
 import { counterForModel } from '../measure/index.js';
@@ -25,15 +26,17 @@ export interface OpenedVault {
   readonly owns: boolean;
 }
 
-/** The given vault, else the configured one; one that cannot be opened is unavailable (or thrown). */
+/** The given vault, else the configured one (deferring its maintenance while `activity` has reductions in flight); one that cannot be opened is unavailable (or thrown). */
 export async function openVault(
   config: Config,
   given: Vault | undefined,
   vaultErrors: 'passthrough' | 'throw',
+  activity: ReductionActivity,
 ): Promise<OpenedVault> {
   const owns = given === undefined;
   try {
-    const vault = given ?? (await createVault(vaultOptionsFromConfig(config)));
+    // The vault it opens waits for this Terminator's reductions before its maintenance.
+    const vault = given ?? (await createVault({ ...vaultOptionsFromConfig(config), activity }));
     return { vault, failure: undefined, readOnly: false, owns };
   } catch (error) {
     if (error instanceof ConfigError) throw error;
