@@ -10,7 +10,7 @@
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { createItemMeasures, type ItemMeasures } from './item-measures.js';
-import { isRecognisedList, sharedLead, type RecognisedLists } from './prefix.js';
+import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from './prefix.js';
 
 export interface ItemMeasure {
   /** serializedChars of the item (Python-compatible JSON, code points). */
@@ -65,6 +65,8 @@ export interface MeterOptions {
    * shares without comparing them (src/compile/prefix.ts). Default: none (lists are compared).
    */
   readonly lists?: RecognisedLists;
+  /** The recognitions the meter's own memo reads (when it makes one): the stage's. Default: none. */
+  readonly recognitions?: Recognitions;
 }
 
 /** `measures` when a meter counting with `counter` may read it (same counter, content index kept). */
@@ -85,6 +87,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
     createItemMeasures({
       ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries }),
+      ...(options.recognitions === undefined ? {} : { recognitions: options.recognitions }),
     });
   const entryOf = (item: unknown): ItemMeasure => measures.entry(item);
   const tokensOf = (item: unknown): number | undefined =>

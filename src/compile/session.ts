@@ -156,6 +156,7 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
         ...(options.counter === undefined ? {} : { counter: options.counter }),
         ...(options.measures === undefined ? {} : { measures: options.measures }),
         lists: requests.lists,
+        recognitions,
       }),
       evidence: createEvidenceStore(store),
       renders: createRenderMemo(),
