@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { compileRequest } from '../operators/compile-request.js';
+import { Recognitions } from '../src/compile/prefix.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { createTiktokenCounter } from '../src/measure/index.js';
@@ -35,8 +36,14 @@ const input = new Subject<Step<ProviderRequest>>();
 // Only a count of the outputs is kept: a host does not hold every request it sent (holding them
 // all ran a 1,500-turn profile out of heap).
 let emitted = 0;
+// Shared by the two request stages, as the runtime's are.
+const recognitions = new Recognitions();
 const sub = input
-  .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+  .pipe(
+    collapseDuplicates({ vault, counter, recognitions }),
+    routeSkills({ counter }),
+    compileRequest({ vault, counter, recognitions }),
+  )
   .subscribe(() => emitted++);
 const messages = transcript(turns);
 const session = new Session();

@@ -48,7 +48,7 @@ import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
-import { sameJson } from '../src/compile/prefix.js';
+import { Recognitions, sameJson } from '../src/compile/prefix.js';
 import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import { percentile } from '../src/replay/figures.js';
@@ -202,11 +202,13 @@ async function runSession(
   let c0 = process.cpuUsage();
   let emittedAt = 0;
   let cpuAt = c0;
+  // The two request stages share what they recognise, as the runtime's do (src/compile/prefix.ts).
+  const recognitions = new Recognitions();
   const sub = input
     .pipe(
-      collapseDuplicates({ vault, counter, prefixRecognition }),
+      collapseDuplicates({ vault, counter, prefixRecognition, recognitions }),
       routeSkills({ counter }),
-      compileRequest({ vault, counter, prefixRecognition }),
+      compileRequest({ vault, counter, prefixRecognition, recognitions }),
     )
     .subscribe((s) => {
       emittedAt = performance.now();
@@ -584,8 +586,14 @@ async function callsRun(host: Host, fixture: CallsSession): Promise<number[]> {
   const input = new Subject<Step<ProviderRequest>>();
   let emitted = 0;
   let emittedAt = 0;
+  // Shared by the two request stages, as the runtime's are.
+  const recognitions = new Recognitions();
   const sub = input
-    .pipe(collapseDuplicates({ vault, counter }), routeSkills({ counter }), compileRequest({ vault, counter }))
+    .pipe(
+      collapseDuplicates({ vault, counter, recognitions }),
+      routeSkills({ counter }),
+      compileRequest({ vault, counter, recognitions }),
+    )
     .subscribe(() => {
       emittedAt = performance.now();
       emitted++;

@@ -22,7 +22,12 @@ import {
   observationTest,
   type ObservationSetting,
 } from '../src/compile/observations.js';
-import { createSessionPool, prefixRecognitionOption, type RequestStageOptions } from '../src/compile/session.js';
+import {
+  createSessionPool,
+  prefixRecognitionOption,
+  recognitionsOption,
+  type RequestStageOptions,
+} from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
 import type { SessionState } from '../src/compile/session.js';
@@ -93,17 +98,19 @@ export function collapseDuplicates(
   const isObservation = observationTest(STAGE, options.observations);
   const { counter, measures } = options;
   const prefixRecognition = prefixRecognitionOption(STAGE, options);
+  const recognitions = recognitionsOption(STAGE, options);
   return stepOperator(STAGE, () => {
     const sessions = createSessionPool({
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
+      ...recognitions,
       prefixRecognition,
     });
     // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
-    const outputsOf = (view: RequestView): Slot[] => [
-      ...hostToolOutputs(view),
-      ...observationSlots(view, isObservation),
+    const outputsOf = (view: RequestView, state: SessionState): Slot[] => [
+      ...hostToolOutputs(view, state.observations),
+      ...observationSlots(view, isObservation, state.observations),
     ];
     const settings: Settings = { minChars, maxChars, maxInlineChars, viewChars, outputsOf };
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
@@ -113,7 +120,7 @@ export function collapseDuplicates(
       const seen = state.requests.recognise(step.value);
       const view = seen.view;
       if (view.listKey === undefined) return undefined;
-      const outputs = outputsOf(view);
+      const outputs = outputsOf(view, state);
       const relevant = outputs.some(
         (s) =>
           Array.isArray(s.value) ||
@@ -131,7 +138,7 @@ interface Settings {
   readonly maxChars: number;
   readonly maxInlineChars: number;
   readonly viewChars: number;
-  readonly outputsOf: (view: RequestView) => Slot[];
+  readonly outputsOf: (view: RequestView, state: SessionState) => Slot[];
 }
 
 /** One request with outputs worth managing: resolve dangling deltas, plan, deliver, credit. */

@@ -26,7 +26,7 @@ export function compileRequest(
   options: CompileRequestOptions,
 ): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   const settings = compileSettings(options);
-  const { inlineLeases, prefixRecognition } = settings;
+  const { inlineLeases, prefixRecognition, recognitions } = settings;
   const { counter, measures } = options;
   // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
   const vault = requestStore(options.vault);
@@ -35,6 +35,7 @@ export function compileRequest(
       vault: options.vault,
       ...(counter === undefined ? {} : { counter }),
       ...(measures === undefined ? {} : { measures }),
+      ...recognitions,
       prefixRecognition,
     });
     const memos = new Map<string, ConversationMemo>();

@@ -1,5 +1,4 @@
 import { Observable, concatMap, defer, type OperatorFunction } from 'rxjs';
-import { beginReduction } from './activity.js';
 import { failOpen, type Step } from './step.js';
 
 /**
@@ -40,15 +39,12 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
     }
     outer?.addEventListener('abort', onOuterAbort, { once: true });
     let result: Promise<Step<T> | undefined> | Step<T> | undefined;
-    // Counted while it runs, so deferred vault maintenance waits for it (src/activity.ts).
-    const end = beginReduction();
     try {
       result = reduce(step, controller.signal);
     } catch (error) {
       result = Promise.reject(error);
     }
     if (!isThenable(result)) {
-      end();
       // Synchronous reductions emit synchronously: no microtask hop on the hot path, and marble
       // tests in virtual time see them in the frame they arrived.
       outer?.removeEventListener('abort', onOuterAbort);
@@ -60,21 +56,18 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
     result.then(
       (out) => {
         settled = true;
-        end();
         if (subscriber.closed) return;
         subscriber.next(out ?? step);
         subscriber.complete();
       },
       (error: unknown) => {
         settled = true;
-        end();
         if (subscriber.closed) return;
         subscriber.next(controller.signal.aborted ? step : failOpen(step, stage, error));
         subscriber.complete();
       },
     );
     return () => {
-      end();
       outer?.removeEventListener('abort', onOuterAbort);
       // A reduction that settled holds nothing to release: aborting it anyway cost an abort event
       // (and its DOMException) per stage per request.

@@ -1,13 +1,16 @@
 /**
  * LangChain chat models read `maxTokens` from their constructor fields only (per-call max tokens
  * are ignored), so an output cap means a second model instance. Instances are cached per
- * (model, cap) so a stable cap reuses one object run after run.
+ * (model, cap) in the cache the caller holds (one per middleware or hook set), so a stable cap
+ * reuses one object run after run.
  */
 
 /** Build a copy of `model` limited to `maxTokens`; return undefined when this model cannot be capped. */
 export type CapModelFactory = (model: object, maxTokens: number) => object | undefined;
 
-const cache = new WeakMap<object, Map<number, object>>();
+/** Capped instances by model and cap: one per middleware or hook set ({@link cappedModel}). */
+export type CappedModels = WeakMap<object, Map<number, object>>;
+
 const MAX_CAPS_PER_MODEL = 32;
 
 /**
@@ -26,15 +29,19 @@ export const cloneWithMaxTokens: CapModelFactory = (model, maxTokens) => {
 };
 
 /**
- * The capped instance for `model` (cached), or `model` itself when it cannot be capped.
+ * The capped instance for `model` (kept in `cache`), or `model` itself when it cannot be capped.
  *
+ * @param cache - where capped instances are kept; pass the same one call after call to reuse them.
+ *   Default: a fresh one (no reuse).
  * @example
- * const model = cappedModel(llm, compiled.cap ?? 4096);
+ * const models: CappedModels = new WeakMap();
+ * const model = cappedModel(llm, compiled.cap ?? 4096, cloneWithMaxTokens, models);
  */
 export function cappedModel<M extends object>(
   model: M,
   maxTokens: number,
   factory: CapModelFactory = cloneWithMaxTokens,
+  cache: CappedModels = new WeakMap(),
 ): M {
   let byCap = cache.get(model);
   const hit = byCap?.get(maxTokens);

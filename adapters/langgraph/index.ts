@@ -10,7 +10,7 @@ export { tokenTerminatorMiddleware } from './middleware.js';
 export type { TokenTerminatorMiddlewareOptions } from './middleware.js';
 export { langchainRecoveryTool } from './recovery-tool.js';
 export { cappedModel, cloneWithMaxTokens } from './capped-model.js';
-export type { CapModelFactory } from './capped-model.js';
+export type { CapModelFactory, CappedModels } from './capped-model.js';
 export { compileMessages } from './compile-messages.js';
 export type { CompiledMessages, CompileMessagesInput } from './compile-messages.js';
 export { reduceToolMessage, textContent } from './tool-message.js';

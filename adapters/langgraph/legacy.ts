@@ -9,7 +9,7 @@ import { ToolMessage } from '@langchain/core/messages';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { ToolNode } from '@langchain/langgraph/prebuilt';
 import type { Terminator } from '../../src/runtime/types.js';
-import { cappedModel, type CapModelFactory } from './capped-model.js';
+import { cappedModel, type CapModelFactory, type CappedModels } from './capped-model.js';
 import { compileMessages } from './compile-messages.js';
 import { langchainRecoveryTool } from './recovery-tool.js';
 import { routeForModel, sessionResolver, type LangGraphRunOptions } from './run-context.js';
@@ -56,6 +56,8 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
   const resolveSession = sessionResolver(options);
   const keepOriginal = options.keepOriginalInArtifact ?? true;
   const caps = new Map<string, number>();
+  // Capped instances of the model, reused by these hooks only.
+  const models: CappedModels = new WeakMap();
 
   const preModelHook = async (
     state: { messages: BaseMessage[] },
@@ -98,7 +100,7 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
         let chosen = model as ModelLike;
         if (cap !== undefined) {
           try {
-            chosen = cappedModel(model, cap, options.capModel) as ModelLike;
+            chosen = cappedModel(model, cap, options.capModel, models) as ModelLike;
           } catch {
             chosen = model as ModelLike;
           }

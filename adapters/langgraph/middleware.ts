@@ -7,7 +7,7 @@ import { ToolMessage } from '@langchain/core/messages';
 import { createMiddleware, type AgentMiddleware } from 'langchain';
 import type { Decision } from '../../src/step.js';
 import type { Terminator } from '../../src/runtime/types.js';
-import { cappedModel, type CapModelFactory } from './capped-model.js';
+import { cappedModel, type CapModelFactory, type CappedModels } from './capped-model.js';
 import { compileMessages } from './compile-messages.js';
 import { langchainRecoveryTool } from './recovery-tool.js';
 import { modelMaxTokens, routeForModel, sessionResolver, type LangGraphRunOptions } from './run-context.js';
@@ -73,6 +73,8 @@ export function tokenTerminatorMiddleware(
   const resolveSession = sessionResolver(options);
   const keepOriginal = options.keepOriginalInArtifact ?? true;
   const tools = options.recoveryTool === false ? [] : [langchainRecoveryTool(terminator, options, resolveSession)];
+  // Capped instances of the agent's models, reused by this middleware only.
+  const models: CappedModels = new WeakMap();
   return createMiddleware({
     name: 'TokenTerminator',
     tools,
@@ -108,7 +110,7 @@ export function tokenTerminatorMiddleware(
         try {
           next = {
             ...next,
-            model: cappedModel(request.model as object, compiled.cap, options.capModel) as typeof request.model,
+            model: cappedModel(request.model as object, compiled.cap, options.capModel, models) as typeof request.model,
           };
         } catch {
           // a model that cannot be rebuilt keeps its own cap (fail-open)

@@ -4,7 +4,7 @@
  * `BudgetCounter`, and any TokenCounter adapts to it.
  */
 import type { ItemMeasures } from '../compile/item-measures.js';
-import { canonicalOf } from '../compile/prefix.js';
+import type { Recognitions } from '../compile/prefix.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
@@ -121,6 +121,13 @@ export interface TokenCounterAdapterOptions {
    * @defaultValue none: the adapter's own memos
    */
   readonly measures?: ItemMeasures;
+  /**
+   * The equalities the request stages recognised (the runtime's): with `identityCache`, a rebuilt
+   * copy they recognised counts as the earlier object.
+   *
+   * @defaultValue none: objects are known by identity only
+   */
+  readonly recognitions?: Recognitions;
 }
 
 /**
@@ -143,7 +150,7 @@ export function budgetCounterFrom(counter: TokenCounter, options: TokenCounterAd
     if (!identity || part === null || typeof part !== 'object')
       return memo.count(canonicalJson(part, { compact: true }));
     // A rebuilt copy the request stages recognised as an earlier object counts as that object.
-    const key = canonicalOf(part);
+    const key = options.recognitions?.canonicalOf(part) ?? part;
     const known = byObject.get(key);
     if (known !== undefined) return known;
     const n = memo.count(canonicalJson(part, { compact: true }));

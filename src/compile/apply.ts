@@ -52,7 +52,7 @@ export function renderItems(state: SessionState, view: RequestView, list: readon
   const kept = (state.sticky.get(RENDERINGS) as Rendering[] | undefined) ?? [];
   let best: { r: Rendering; bound: number; k: number } | undefined;
   for (const r of kept) {
-    const s = sharedLead(items, r.base);
+    const s = sharedLead(items, r.base, state.requests.lists);
     let k = 0;
     const m = Math.min(list.length, r.changes.length);
     while (k < m && list[k] === r.changes[k]) k++;
@@ -105,7 +105,7 @@ function renderFrom(
     out[i] = state.renders.render(item, changesOf, () => writeSlots(item, changesOf));
   }
   // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
-  const base = isRecognisedList(items) ? items : items.slice();
+  const base = isRecognisedList(items, state.requests.lists) ? items : items.slice();
   const rendering: Rendering = { base, changes: list.slice(), out: out.slice(), firstChanged };
   return { out: firstChanged === Infinity ? undefined : out, rendering };
 }

@@ -94,7 +94,7 @@ export async function resolveBase(
   state: SessionState,
   recognised: Recognised,
   outputs: readonly Slot[],
-  outputsOf: (view: RequestView) => Slot[],
+  outputsOf: (view: RequestView, state: SessionState) => Slot[],
 ): Promise<{
   readonly base: ProviderRequest;
   readonly view: RequestView;
@@ -104,7 +104,7 @@ export async function resolveBase(
 }> {
   const hasDelta = outputs.some((s) => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined);
   const { resolved, unresolved } = hasDelta
-    ? await resolveDanglingDeltas(state.reads, recognised.view, outputs)
+    ? await resolveDanglingDeltas(state.reads, state.inlineIds, recognised.view, outputs)
     : { resolved: [], unresolved: 0 };
   if (resolved.length === 0) return { base: recognised.request, view: recognised.view, outputs, resolved, unresolved };
   const base = writeSlots(
@@ -112,7 +112,7 @@ export async function resolveBase(
     resolved.map((r) => ({ path: r.slot.path, value: r.text })),
   );
   const view = readRequest(base);
-  return { base, view, outputs: outputsOf(view), resolved, unresolved };
+  return { base, view, outputs: outputsOf(view, state), resolved, unresolved };
 }
 
 /**

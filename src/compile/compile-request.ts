@@ -17,9 +17,9 @@ import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
 import { mayBeDelta, resolveDanglingDeltas } from './references.js';
-import type { Recognised } from './prefix.js';
+import type { Recognised, Recognitions } from './prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
-import { prefixRecognitionOption, type RequestStageOptions, type SessionState } from './session.js';
+import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
 import { checkOptions, intOption, requireVault } from '../options.js';
 import { CONFIG_DEFAULTS, defaultInt } from '../config/index.js';
 
@@ -148,6 +148,7 @@ export interface CompileSettings {
   readonly isObservation: ReturnType<typeof observationTest>;
   readonly fixedPricing: PricingProfile | undefined;
   readonly prefixRecognition: boolean;
+  readonly recognitions: { readonly recognitions?: Recognitions };
 }
 
 /**
@@ -230,6 +231,7 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
   const fixedPricing =
     typeof options.pricing === 'object' ? validateProfile(`${STAGE}: options.pricing`, options.pricing) : undefined;
   const prefixRecognition = prefixRecognitionOption(STAGE, options);
+  const recognitions = recognitionsOption(STAGE, options);
   return {
     options,
     minChars,
@@ -246,6 +248,7 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
     isObservation,
     fixedPricing,
     prefixRecognition,
+    recognitions,
   };
 }
 
@@ -266,7 +269,10 @@ export async function reduceRequest(
   const scope = storeScope(step.context);
   state.evidence.begin(scope);
   // The recovery tool's results are what the model asked for: never rewritten or receipted.
-  const outputs = [...hostToolOutputs(view), ...observationSlots(view, s.isObservation)];
+  const outputs = [
+    ...hostToolOutputs(view, state.observations),
+    ...observationSlots(view, s.isObservation, state.observations),
+  ];
   const pricing = pricingOf(step, view, s);
   // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
   // the memo forgets it and the history is planned once more (its content is vaulted again
@@ -347,9 +353,9 @@ function resolveRewritten(
   request: ProviderRequest,
 ): ReturnType<typeof resolveDanglingDeltas> {
   const rewritten = readRequest(request);
-  return resolveDanglingDeltas(state.reads, rewritten, [
+  return resolveDanglingDeltas(state.reads, state.inlineIds, rewritten, [
     ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
-    ...observationSlots(rewritten, s.isObservation),
+    ...observationSlots(rewritten, s.isObservation, state.observations),
   ]);
 }
 /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */

@@ -10,19 +10,20 @@
  */
 import { createHash } from 'node:crypto';
 import type { SessionStore, StoreScope } from '../vault/ports.js';
-import { isRecognisedList, sharedLead } from './prefix.js';
+import { isRecognisedList, sharedLead, type RecognisedLists } from './prefix.js';
 
 /** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
 export interface ChainMemo {
   hashes(items: readonly unknown[], itemHash: (item: unknown) => string): readonly string[];
 }
 
-export function createChainMemo(): ChainMemo {
+/** A chain memo; `lists` (the session's request memo's) tell how much of the previous list a new one shares. */
+export function createChainMemo(lists?: RecognisedLists): ChainMemo {
   let lastItems: readonly unknown[] = [];
   let lastHashes: string[] = [];
   return {
     hashes(items, itemHash) {
-      let i = sharedLead(items, lastItems);
+      let i = sharedLead(items, lastItems, lists);
       const out = lastHashes.slice(0, i);
       let prev = i > 0 ? out[i - 1]! : '';
       for (; i < items.length; i++) {
@@ -35,7 +36,7 @@ export function createChainMemo(): ChainMemo {
         out.push(prev);
       }
       // A recognised list is never changed; a caller's own array may be, in place, before the next call.
-      lastItems = isRecognisedList(items) ? items : items.slice();
+      lastItems = isRecognisedList(items, lists) ? items : items.slice();
       lastHashes = out;
       return out;
     },

@@ -198,7 +198,7 @@ export async function planDuplicates(
     chain ??= state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
     const before = slot.item! > 0 ? chain[slot.item! - 1]! : '';
     if (ev.view?.before !== before) {
-      const terms = conversationTerms(view, slot.item!);
+      const terms = conversationTerms(view, state.focusTerms, slot.item!);
       const text = `${withFocusLines(boundedView(ev.display, o.viewChars), ev.display, terms)}\n\n${ev.receipt.text}`;
       ev.view = { before, text };
     }

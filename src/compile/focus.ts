@@ -2,20 +2,26 @@
  * The names a conversation is about, for the focus lines of views (src/compact/focus.ts): the
  * user messages of the instruction prefix (the task), then every assistant message's text and
  * tool-call arguments, oldest first, so the agent's latest words win the term budget. Computed
- * per item once (items are shared between the requests of a session), so a request costs the
- * terms of its new items only.
+ * per item once (items are shared between the requests of a session) in the caller's memo (the
+ * session's, or the subscription's), so a request costs the terms of its new items only.
  */
 import { focusTerms } from '../compact/focus.js';
 import type { RequestView } from '../model/types.js';
-import { WeakMemo } from '../weak-memo.js';
+import type { WeakMemo } from '../weak-memo.js';
 
-const perItem = new WeakMemo<object, readonly string[]>();
+/** Focus terms by conversation item: one per session or subscription ({@link conversationTerms}). */
+export type FocusTermsMemo = WeakMemo<object, readonly string[]>;
 
 /**
  * The focus terms of the conversation items before `before` (default: all of them): the last
- * `max` distinct names, most recent last.
+ * `max` distinct names, most recent last. `perItem` keeps each item's terms for the next request.
  */
-export function conversationTerms(view: RequestView, before = view.items.length, max = 400): string[] {
+export function conversationTerms(
+  view: RequestView,
+  perItem: FocusTermsMemo,
+  before = view.items.length,
+  max = 400,
+): string[] {
   const start = view.itemInfo.findIndex((i) => i.role === 'assistant');
   const texts = new Map<number, string[]>();
   const known = (i: number): boolean => {

@@ -35,7 +35,7 @@ import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
 import { STORED_COUNT_FIELDS, type CountRow, type StoredCounts } from '../vault/ports.js';
-import { canonicalOf } from './prefix.js';
+import type { Recognitions } from './prefix.js';
 
 /** How an item's spaced JSON is framed where telemetry counts it: its segment of a serialized array. */
 export type Segment = 'first' | 'mid' | 'last' | 'only' | 'alone';
@@ -121,6 +121,13 @@ export interface ItemMeasuresOptions {
    * @defaultValue 20000
    */
   readonly maxEntries?: number;
+  /**
+   * The equalities the request stages recognised (the runtime's): a rebuilt copy they recognised
+   * as an earlier object shares that object's entry.
+   *
+   * @defaultValue none: objects are known by identity (and by content when `byContent`)
+   */
+  readonly recognitions?: Recognitions;
   /**
    * Record the pieces of each compact JSON counted (a counter with `pieces`), so a spaced segment
    * asked later ({@link ItemMeasures.segmentTokens}, telemetry) is derived from them and encodes
@@ -315,7 +322,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       // may record a whole request's recognitions: not for objects this memo already knows).
       const own = byRef.get(value);
       if (own !== undefined) return own;
-      const key = canonicalOf(value);
+      const key = options.recognitions?.canonicalOf(value) ?? value;
       let m = byRef.get(key);
       if (m === undefined) byRef.set(key, (m = make(value)));
       return m;

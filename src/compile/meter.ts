@@ -10,7 +10,7 @@
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { createItemMeasures, type ItemMeasures } from './item-measures.js';
-import { isRecognisedList, sharedLead } from './prefix.js';
+import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from './prefix.js';
 
 export interface ItemMeasure {
   /** serializedChars of the item (Python-compatible JSON, code points). */
@@ -60,6 +60,13 @@ export interface MeterOptions {
    * content index and counts with `counter` (or `counter` is not given). Default: the meter's own.
    */
   readonly measures?: ItemMeasures;
+  /**
+   * The lists of the session's request memo, which tell how much of an earlier list a later one
+   * shares without comparing them (src/compile/prefix.ts). Default: none (lists are compared).
+   */
+  readonly lists?: RecognisedLists;
+  /** The recognitions the meter's own memo reads (when it makes one): the stage's. Default: none. */
+  readonly recognitions?: Recognitions;
 }
 
 /** `measures` when a meter counting with `counter` may read it (same counter, content index kept). */
@@ -80,6 +87,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
     createItemMeasures({
       ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries }),
+      ...(options.recognitions === undefined ? {} : { recognitions: options.recognitions }),
     });
   const entryOf = (item: unknown): ItemMeasure => measures.entry(item);
   const tokensOf = (item: unknown): number | undefined =>
@@ -98,7 +106,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
     let best: { items: readonly unknown[]; cum: number[] } | undefined;
     let shared = 0;
     for (const m of charSums) {
-      const x = sharedLead(items, m.items);
+      const x = sharedLead(items, m.items, options.lists);
       if (best === undefined || x > shared) [best, shared] = [m, x];
     }
     if (best !== undefined && shared === items.length && shared === best.items.length) {
@@ -109,7 +117,10 @@ export function createMeter(options: MeterOptions = {}): Meter {
     let total = shared > 0 ? cum[shared - 1]! : 0;
     for (let i = shared; i < items.length; i++) cum.push((total += entryOf(items[i]).chars));
     // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
-    charSums = [{ items: isRecognisedList(items) ? items : items.slice(), cum }, ...charSums].slice(0, SUMS_KEPT);
+    charSums = [{ items: isRecognisedList(items, options.lists) ? items : items.slice(), cum }, ...charSums].slice(
+      0,
+      SUMS_KEPT,
+    );
     return cum;
   };
   // The same for the token sums of the items two lists differ in (the gate's raw and candidate).

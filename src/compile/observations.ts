@@ -11,13 +11,17 @@ import type { RequestView, Slot } from '../model/types.js';
 import { isRecoveryResult } from '../recovery/results.js';
 import { fencedBlocks } from './actions.js';
 import { WeakMemo } from '../weak-memo.js';
-import { slotsExtend } from '../model/read.js';
+import { viewExtends } from '../model/read.js';
 
 /** Decides whether a user message (its text, the item, its index) carries command output. */
 export type ObservationTest = (text: string, item: unknown, index: number) => boolean;
 
 /** What an operator option may be: a pattern source, a RegExp, a predicate, or `'none'`. */
 export type ObservationSetting = string | RegExp | ObservationTest;
+
+/** Marks the tests that depend on the text alone (patterns): their answer is remembered per message object. */
+const BY_TEXT = Symbol('observation test by text');
+const byText = (test: ObservationTest): boolean => (test as { [BY_TEXT]?: true })[BY_TEXT] === true;
 
 /**
  * Build the test once (a bad pattern is a ConfigError naming the API).
@@ -39,27 +43,61 @@ export function observationTest(api: string, setting: ObservationSetting | undef
     re.lastIndex = 0;
     return re.test(text);
   };
-  byText.add(test);
-  return test;
+  return Object.assign(test, { [BY_TEXT]: true as const });
 }
 
-/** Tests that depend on the text alone (patterns): their answer is remembered per message object. */
-const byText = new WeakSet<ObservationTest>();
-const answers = new WeakMap<ObservationTest, WeakMemo<object, boolean>>();
 /** A finished scan of a view's slots: where it ended, what it found, the command in force at the end. */
 interface Scan {
-  readonly slots: readonly Slot[];
+  /** The view scanned. */
+  readonly view: RequestView;
   readonly start: number;
   readonly head: number;
   readonly out: readonly Slot[];
   readonly command: string | undefined;
 }
-/** Per pattern test, the last scan of each conversation (by its first item slot). */
-const scans = new WeakMap<ObservationTest, WeakMemo<Slot, Scan>>();
-/** The last fenced block of an assistant message (trimmed), per message object. */
-const commands = new WeakMemo<object, string | null>();
 
-function commandOf(slot: Slot): string | undefined {
+/** A finished scan for host tool outputs: the view's slots and the outputs among its item slots. */
+interface OutputScan {
+  readonly view: RequestView;
+  readonly head: number;
+  readonly out: readonly Slot[];
+}
+
+/**
+ * What the scans of one session keep for its next request (held in its SessionState): each
+ * conversation's last scan (by its first item slot) and what was learnt per message object.
+ */
+export interface ObservationMemo {
+  /** Per pattern test: its answer per message object, and the last scan of each conversation. */
+  readonly byTest: Map<
+    ObservationTest,
+    { readonly answers: WeakMemo<object, boolean>; readonly scans: WeakMemo<Slot, Scan> }
+  >;
+  /** The last fenced block of an assistant message (trimmed), per message object. */
+  readonly commands: WeakMemo<object, string | null>;
+  /** The last {@link hostToolOutputs} scan of each conversation. */
+  readonly outputScans: WeakMemo<Slot, OutputScan>;
+}
+
+/** An empty {@link ObservationMemo}. */
+export const createObservationMemo = (): ObservationMemo => ({
+  byTest: new Map(),
+  commands: new WeakMemo(),
+  outputScans: new WeakMemo(),
+});
+
+/** The memos of a pattern test (created on first use); undefined for a predicate. */
+function memoOf(
+  memo: ObservationMemo,
+  test: ObservationTest,
+): { answers: WeakMemo<object, boolean>; scans: WeakMemo<Slot, Scan> } | undefined {
+  if (!byText(test)) return undefined;
+  let m = memo.byTest.get(test);
+  if (m === undefined) memo.byTest.set(test, (m = { answers: new WeakMemo(), scans: new WeakMemo() }));
+  return m;
+}
+
+function commandOf(commands: ObservationMemo['commands'], slot: Slot): string | undefined {
   const holder = slot.value as object;
   let known = commands.get(holder);
   if (known === undefined)
@@ -70,13 +108,30 @@ function commandOf(slot: Slot): string | undefined {
   return known ?? undefined;
 }
 
-function accepts(test: ObservationTest, text: string, item: unknown, index: number): boolean {
-  if (!byText.has(test) || typeof item !== 'object' || item === null) return test(text, item, index);
-  let memo = answers.get(test);
-  if (memo === undefined) answers.set(test, (memo = new WeakMemo()));
-  let answer = memo.get(item);
-  if (answer === undefined) memo.set(item, (answer = test(text, item, index)));
+function accepts(
+  answers: WeakMemo<object, boolean> | undefined,
+  test: ObservationTest,
+  text: string,
+  item: unknown,
+  index: number,
+): boolean {
+  if (answers === undefined || typeof item !== 'object' || item === null) return test(text, item, index);
+  let answer = answers.get(item);
+  if (answer === undefined) answers.set(item, (answer = test(text, item, index)));
   return answer;
+}
+
+/**
+ * Where a scan of `view` goes on from the earlier scan `last` (of the same conversation): the
+ * length of the slots scanned then when `view` holds all of them at the same positions, else 0
+ * (scan from the start). A view extended from the scanned one holds its item slots by construction.
+ */
+function sharedScan(view: RequestView, last: { readonly view: RequestView }, head: number): number {
+  const before = last.view.slots;
+  if (before.length > view.slots.length) return 0;
+  let k = viewExtends(view, last.view) ? before.length : head;
+  while (k < before.length && view.slots[k] === before[k]) k++;
+  return k === before.length ? k : 0;
 }
 
 /** Index of the first assistant item: everything before it is the instruction prefix. -1 when none. */
@@ -88,8 +143,9 @@ export function prefixEnd(view: RequestView): number {
  * Tool-output slots for the recognised observations of a request: user messages after the
  * instruction prefix whose text the test accepts (string contents, or text-only part lists). The
  * slot's call args carry the command: the last fenced block of the assistant message before it.
+ * `session` keeps the scan for the session's next request.
  */
-export function observationSlots(view: RequestView, test: ObservationTest): Slot[] {
+export function observationSlots(view: RequestView, test: ObservationTest, session: ObservationMemo): Slot[] {
   const start = prefixEnd(view);
   if (start === -1) return [];
   // A pattern's scan goes on from the previous scan of the same conversation (the slots an
@@ -97,24 +153,19 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
   let head = 0;
   while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
   const first = view.slots[head];
-  const memo =
-    byText.has(test) && first !== undefined
-      ? (scans.get(test) ?? scans.set(test, new WeakMemo()).get(test)!)
-      : undefined;
+  const byTest = memoOf(session, test);
+  const memo = first === undefined ? undefined : byTest?.scans;
   const last = memo?.get(first!);
   let from = head;
   let out: Slot[] = [];
   let command: string | undefined;
-  if (last !== undefined && last.start === start && last.head === head && last.slots.length <= view.slots.length) {
-    let k = slotsExtend(view.slots, last.slots) ? last.slots.length : head;
-    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
-    if (k === last.slots.length) [from, out, command] = [k, last.out.slice(), last.command];
-  }
+  const shared = last !== undefined && last.start === start && last.head === head ? sharedScan(view, last, head) : 0;
+  if (last !== undefined && shared > 0) [from, out, command] = [shared, last.out.slice(), last.command];
   for (let x = from; x < view.slots.length; x++) {
     const slot = view.slots[x]!;
     if (slot.item === undefined || slot.item <= start) continue;
     if (slot.kind === 'assistant') {
-      command = commandOf(slot);
+      command = commandOf(session.commands, slot);
       continue;
     }
     if (slot.kind !== 'user' || slot.text === undefined) continue;
@@ -125,7 +176,7 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
         content.every(
           (p) => typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string',
         ));
-    if (!textOnly || !accepts(test, slot.text, slot.value, slot.item)) continue;
+    if (!textOnly || !accepts(byTest?.answers, test, slot.text, slot.value, slot.item)) continue;
     out.push({
       kind: 'tool_output',
       path: [...slot.path, 'content'],
@@ -136,22 +187,16 @@ export function observationSlots(view: RequestView, test: ObservationTest): Slot
       callArgs: command === undefined ? {} : { command },
     });
   }
-  memo?.set(first!, { slots: view.slots, start, head, out: out.slice(), command });
+  memo?.set(first!, { view, start, head, out: out.slice(), command });
   return out;
 }
-
-/** Per conversation (its first item slot): the last view's slots and the host tool outputs among its item slots. */
-const outputScans = new WeakMemo<
-  Slot,
-  { readonly slots: readonly Slot[]; readonly head: number; readonly out: readonly Slot[] }
->();
 
 /**
  * The request's tool-output slots other than the recovery tool's own results (what the request
  * stages manage), in slot order: `view.slots.filter(kind tool_output, not a recovery result)`,
  * scanned on from the conversation's previous view for the item slots an extended view shares.
  */
-export function hostToolOutputs(view: RequestView): Slot[] {
+export function hostToolOutputs(view: RequestView, { outputScans }: ObservationMemo): Slot[] {
   const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);
   let head = 0;
   while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
@@ -161,12 +206,9 @@ export function hostToolOutputs(view: RequestView): Slot[] {
   const last = outputScans.get(first);
   let from = head;
   let found: Slot[] = [];
-  if (last !== undefined && last.head === head && last.slots.length <= view.slots.length) {
-    let k = slotsExtend(view.slots, last.slots) ? last.slots.length : head;
-    while (k < last.slots.length && view.slots[k] === last.slots[k]) k++;
-    if (k === last.slots.length) [from, found] = [k, last.out.slice()];
-  }
+  const shared = last !== undefined && last.head === head ? sharedScan(view, last, head) : 0;
+  if (last !== undefined && shared > 0) [from, found] = [shared, last.out.slice()];
   for (let x = from; x < view.slots.length; x++) if (keep(view.slots[x]!)) found.push(view.slots[x]!);
-  outputScans.set(first, { slots: view.slots, head, out: found });
+  outputScans.set(first, { view, head, out: found });
   return out.length === 0 ? found.slice() : [...out, ...found];
 }

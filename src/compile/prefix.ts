@@ -14,8 +14,9 @@
  * The stages read, plan and measure on the recognised request and hand their output back through
  * `restore`, which puts the caller's own objects back wherever the earlier equal ones were kept:
  * outputs are exactly what they were before (the same bytes, the caller's objects). Recognised
- * equalities are also recorded process-wide (weakly, by caller object), so a later stage or the
- * telemetry meter that meets the same caller object finds the earlier one without comparing again.
+ * equalities are also recorded in the {@link Recognitions} the stages share (the Terminator's;
+ * weakly, by caller object), so a later stage or the telemetry meter that meets the same caller
+ * object finds the earlier one without comparing again.
  *
  * Like every identity memo of the request stages, this assumes the host does not mutate a message
  * object in place after it was sent (a changed message is a new object or a different copy).
@@ -29,34 +30,22 @@ type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Caller object → the earlier object it was found equal to (its content's first-seen object). */
-const earlier = new WeakMemo<object, object>();
-
 /**
  * The latest recognised lists, position by position: what the caller handed over and what it was
  * recognised as (private copies). A later stage that meets the caller's object at the same
- * position finds the earlier one by a pointer comparison, and the weak map above is filled from
- * them only when {@link canonicalOf} asks (recording every item of every request there cost more
- * than recognising it). Holds the items of the last few requests (one per stage that recognised).
+ * position finds the earlier one by a pointer comparison, and the weak map of {@link Recognitions}
+ * is filled from them only when {@link Recognitions.canonicalOf} asks (recording every item of
+ * every request there cost more than recognising it).
  */
-interface Recognition {
+export interface Recognition {
   readonly caller: readonly unknown[];
   readonly known: readonly unknown[];
   published: boolean;
-  /** Lookups answered by scanning `caller` (see {@link canonicalOf}). */
+  /** Lookups answered by scanning `caller` (see {@link Recognitions.canonicalOf}). */
   scans: number;
 }
-const recent: Recognition[] = [];
+/** Recognitions kept: the items of the last few requests (one per stage that recognised). */
 const RECENT_KEPT = 4;
-
-/** Record a recognition in the weak map. */
-function publish(r: Recognition): void {
-  r.published = true;
-  for (let i = 0; i < r.caller.length; i++) {
-    const c = r.caller[i];
-    if (c !== r.known[i] && typeof c === 'object' && c !== null) earlier.set(c, r.known[i] as object);
-  }
-}
 
 /**
  * Lookups a recognition answers by scanning its caller list (one native `indexOf`) before it is
@@ -67,41 +56,135 @@ function publish(r: Recognition): void {
  */
 const SCANS_BEFORE_PUBLISHING = 16;
 
-/**
- * The latest recognition of a list that starts with the caller's first item (an earlier stage's
- * recognition of this very request), found once per request: looking through every recent
- * recognition for every item cost more than comparing pointers in one of them.
- */
-function recognitionOf(given: readonly unknown[]): Recognition | undefined {
-  if (given.length === 0) return undefined;
-  for (const r of recent) if (r.caller[0] === given[0]) return r;
-  return undefined;
+/** Counts (for tests and benchmarks): requests and items seen, items found equal by comparison, views grown. */
+export interface RecognitionStats {
+  readonly requests: number;
+  readonly items: number;
+  readonly compared: number;
+  readonly extended: number;
 }
 
 /**
- * Recognised lists (the private copies) and how they grew: the list of the same memo's previous
- * request, and how many leading items the two share (the same objects). Neither list changes
- * afterwards, so a stage that kept an earlier recognised list knows how much of it a later one
- * shares without comparing them item by item again (see {@link sharedLead}).
+ * The equalities the request stages recognised, shared by the stages, the item measures and the
+ * output-budget counter of one Terminator (the runtime builds one; a stage built alone has its
+ * own): a later stage, or the telemetry meter, that meets the same caller object finds the earlier
+ * one without comparing again. Weak by caller object, and the recent lists bounded.
+ *
+ * @example
+ * const recognitions = new Recognitions();
+ * const memo = createRequestMemo({ recognitions });
+ * recognitions.canonicalOf(message); // the earlier equal object a request memo recognised, else `message`
  */
-// Three steps followed back by sharedLead (a stage's previous request is one step).
-const grownFrom = new Lineage<readonly unknown[], { readonly base: readonly unknown[]; readonly shared: number }>(
-  3,
-  (link) => link.base,
-);
+export class Recognitions {
+  /** Caller object → the earlier object it was found equal to (its content's first-seen object). */
+  readonly #earlier = new WeakMemo<object, object>();
+  readonly #recent: Recognition[] = [];
+  readonly #counts = { requests: 0, items: 0, compared: 0, extended: 0 };
+
+  /** A copy of the counts so far. */
+  stats(): RecognitionStats {
+    return { ...this.#counts };
+  }
+
+  /** The earlier object `value` was recognised as equal to, else `value` itself. */
+  canonicalOf<T>(value: T): T {
+    if (typeof value !== 'object' || value === null) return value;
+    const known = this.#earlier.get(value) as T | undefined;
+    if (known !== undefined) return known;
+    for (const r of this.#recent) {
+      if (r.published) continue;
+      if (r.scans < SCANS_BEFORE_PUBLISHING) {
+        r.scans++;
+        const i = r.caller.indexOf(value);
+        if (i >= 0) return r.known[i] as T;
+        continue;
+      }
+      this.#publish(r);
+      const found = this.#earlier.get(value) as T | undefined;
+      if (found !== undefined) return found;
+    }
+    return value;
+  }
+
+  /** @internal The object `value` was recorded equal to, if any. */
+  earlierOf(value: object): object | undefined {
+    return this.#earlier.get(value);
+  }
+
+  /** @internal Record that `value` equals the earlier `before`. */
+  recordEqual(value: object, before: object): void {
+    this.#counts.compared++;
+    this.#earlier.set(value, before);
+  }
+
+  /** @internal Count one comparison that found equal values it does not record. */
+  countCompared(): void {
+    this.#counts.compared++;
+  }
+
+  /** @internal Count one request recognised (`items` in its list, its view `extended`). */
+  countRequest(items: number, extended: boolean): void {
+    this.#counts.requests++;
+    this.#counts.items += items;
+    if (extended) this.#counts.extended++;
+  }
+
+  /**
+   * @internal The latest recognition of a list that starts with the caller's first item (an
+   * earlier stage's recognition of this very request), found once per request: looking through
+   * every recent recognition for every item cost more than comparing pointers in one of them.
+   */
+  recognitionOf(given: readonly unknown[]): Recognition | undefined {
+    if (given.length === 0) return undefined;
+    for (const r of this.#recent) if (r.caller[0] === given[0]) return r;
+    return undefined;
+  }
+
+  /** @internal Keep a list's recognition: the caller's objects and the known ones, position by position. */
+  remember(caller: readonly unknown[], known: readonly unknown[]): void {
+    this.#recent.unshift({ caller, known, published: false, scans: 0 });
+    if (this.#recent.length > RECENT_KEPT) this.#recent.length = RECENT_KEPT;
+  }
+
+  /** Record a recognition in the weak map. */
+  #publish(r: Recognition): void {
+    r.published = true;
+    for (let i = 0; i < r.caller.length; i++) {
+      const c = r.caller[i];
+      if (c !== r.known[i] && typeof c === 'object' && c !== null) this.#earlier.set(c, r.known[i] as object);
+    }
+  }
+}
+
+/**
+ * Recognised lists (the private copies) of one request memo and how they grew: the list of the
+ * memo's previous request, and how many leading items the two share (the same objects). Neither
+ * list changes afterwards, so a stage that kept an earlier recognised list knows how much of it a
+ * later one shares without comparing them item by item again (see {@link sharedLead}). Three steps
+ * are followed back (a stage's previous request is one step).
+ */
+export type RecognisedLists = Lineage<
+  readonly unknown[],
+  { readonly base: readonly unknown[]; readonly shared: number }
+>;
 
 /**
  * How many leading items `items` shares with `base` (the same objects): the whole shared run,
- * or, when both are recognised lists of one memo and `base` an earlier one, a leading run the
- * recognitions between them found shared (at most the whole run; often all of `base`).
- * Callers may treat every item before the answer as shared; nothing about the item after it.
+ * or, when both are recognised lists of the memo whose `lists` are given and `base` an earlier
+ * one, a leading run the recognitions between them found shared (at most the whole run; often
+ * all of `base`). Callers may treat every item before the answer as shared; nothing about the
+ * item after it.
  */
-export function sharedLead(items: readonly unknown[], base: readonly unknown[]): number {
+export function sharedLead(
+  items: readonly unknown[],
+  base: readonly unknown[],
+  lists: RecognisedLists | undefined,
+): number {
   if (items === base) return items.length;
   let shared = Math.min(items.length, base.length);
   let list = items;
-  for (let step = 0; step < grownFrom.steps; step++) {
-    const parent = grownFrom.get(list);
+  for (let step = 0; lists !== undefined && step < lists.steps; step++) {
+    const parent = lists.get(list);
     if (parent === undefined) break;
     shared = Math.min(shared, parent.shared);
     if (parent.base === base) return shared;
@@ -113,37 +196,9 @@ export function sharedLead(items: readonly unknown[], base: readonly unknown[]):
   return i;
 }
 
-/** Whether `items` is a recognised list (a private copy no caller mutates): safe to keep by reference. */
-export function isRecognisedList(items: readonly unknown[]): boolean {
-  return grownFrom.has(items);
-}
-
-/** Process-wide counts (for tests and benchmarks): items seen, found equal by comparison, views grown. */
-const counts = { requests: 0, items: 0, compared: 0, extended: 0 };
-
-/** A copy of the recognition counts so far. */
-export function recognitionStats(): Readonly<typeof counts> {
-  return { ...counts };
-}
-
-/** The earlier object `value` was recognised as equal to, else `value` itself. */
-export function canonicalOf<T>(value: T): T {
-  if (typeof value !== 'object' || value === null) return value;
-  const known = earlier.get(value) as T | undefined;
-  if (known !== undefined) return known;
-  for (const r of recent) {
-    if (r.published) continue;
-    if (r.scans < SCANS_BEFORE_PUBLISHING) {
-      r.scans++;
-      const i = r.caller.indexOf(value);
-      if (i >= 0) return r.known[i] as T;
-      continue;
-    }
-    publish(r);
-    const found = earlier.get(value) as T | undefined;
-    if (found !== undefined) return found;
-  }
-  return value;
+/** Whether `items` is a list recognised by the memo whose `lists` are given (a private copy no caller mutates): safe to keep by reference. */
+export function isRecognisedList(items: readonly unknown[], lists: RecognisedLists | undefined): boolean {
+  return lists?.has(items) ?? false;
 }
 
 const plainProto = (v: object): boolean => {
@@ -184,13 +239,13 @@ const sameIdentical = (x: unknown, y: unknown): boolean => typeof x !== 'number'
 const sameMember = (x: unknown, y: unknown): boolean => (x === y ? sameIdentical(x, y) : sameJson(x, y));
 
 /**
- * `value`, or `before` when the two are equal; recorded for later lookups in the weak map when
- * `record` (list items are recorded as a {@link Recognition} instead).
+ * `value`, or `before` when the two are equal; recorded for later lookups in the weak map of
+ * `shared` when `record` (list items are recorded as a {@link Recognition} instead).
  */
-function intern(value: unknown, before: unknown, record: boolean): unknown {
+function intern(shared: Recognitions, value: unknown, before: unknown, record: boolean): unknown {
   if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null)
     return value;
-  if (earlier.get(value) === before) return before;
+  if (shared.earlierOf(value) === before) return before;
   let equal: boolean;
   try {
     equal = sameJson(value, before);
@@ -198,8 +253,8 @@ function intern(value: unknown, before: unknown, record: boolean): unknown {
     equal = false; // too deep to walk: the full path handles it
   }
   if (!equal) return value;
-  counts.compared++;
-  if (record) earlier.set(value, before);
+  if (record) shared.recordEqual(value, before);
+  else shared.countCompared();
   return before;
 }
 
@@ -220,6 +275,8 @@ export interface RequestMemo {
   recognise(request: Readonly<Obj>): Recognised;
   /** Conversation items held for the comparison (the previous request's). */
   readonly heldItems: number;
+  /** The lists this memo recognised and how they grew (for {@link sharedLead}). */
+  readonly lists: RecognisedLists;
 }
 
 /** Which key of a request holds its conversation list (`messages`, else the Responses API's `input`), if any. */
@@ -235,11 +292,21 @@ export interface RequestMemoOptions {
    * @defaultValue `true`
    */
   readonly recognise?: boolean;
+  /**
+   * Where recognised equalities are recorded for the other stages, the item measures and the
+   * output-budget counter (the runtime's, shared by its stages).
+   *
+   * @defaultValue a new one, this memo's own
+   */
+  readonly recognitions?: Recognitions;
 }
 
 /** One memo per session of one stage (held in its SessionState). */
 export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo {
   const enabled = options.recognise ?? true;
+  const recognitions = options.recognitions ?? new Recognitions();
+  // The link past the ones sharedLead follows is cut (src/lineage.ts).
+  const grownFrom: RecognisedLists = new Lineage(3, (link) => link.base);
   let items: readonly unknown[] = [];
   let top = new Map<string, unknown>();
   let view: RequestView | undefined;
@@ -247,6 +314,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
     get heldItems() {
       return items.length;
     },
+    lists: grownFrom,
     recognise(caller) {
       if (!enabled) return { request: caller, view: readRequest(caller), shared: 0, restore: (out) => out };
       const listKey = listKeyOf(caller);
@@ -255,7 +323,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
       for (const key of Object.keys(caller)) {
         if (key === listKey) continue;
         const value = caller[key];
-        const known = intern(value, top.get(key), true);
+        const known = intern(recognitions, value, top.get(key), true);
         nextTop.set(key, known);
         if (known !== value) (request ??= { ...caller })[key] = known;
       }
@@ -271,7 +339,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         const callers = given.slice();
         // Where it found the caller's item at a position equal to this memo's earlier object,
         // that object is taken without comparing again; anywhere else the items are compared.
-        const by = recognitionOf(given);
+        const by = recognitions.recognitionOf(given);
         let leading = true;
         for (let i = 0; i < copy.length; i++) {
           const value = copy[i];
@@ -280,18 +348,16 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
             const before = items[i];
             if (value !== before && by !== undefined && by.caller[i] === value && by.known[i] === before)
               known = callers[i] = before;
-            else known = intern(value, before, false);
+            else known = intern(recognitions, value, before, false);
           }
           if (known !== value) copy[i] = known;
           if (leading && i < items.length && known === items[i]) shared++;
           else leading = false;
         }
         list = copy;
-        // The link past the ones sharedLead follows is cut (src/lineage.ts).
         grownFrom.link(copy, { base: items, shared });
         (request ??= { ...caller })[listKey] = copy;
-        recent.unshift({ caller: callers, known: copy, published: false, scans: 0 });
-        if (recent.length > RECENT_KEPT) recent.length = RECENT_KEPT;
+        recognitions.remember(callers, copy);
       }
       const seen = request ?? caller;
       const grown =
@@ -299,9 +365,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
           ? extendView(view, seen)
           : undefined;
       const next = grown ?? readRequest(seen);
-      counts.requests++;
-      counts.items += list.length;
-      if (grown !== undefined) counts.extended++;
+      recognitions.countRequest(list.length, grown !== undefined);
       items = list;
       top = nextTop;
       view = next;

@@ -51,12 +51,19 @@ export function slotText(value: unknown): string | undefined {
   return texts.every((t) => typeof t === 'string') ? (texts as string[]).join('\n') : undefined;
 }
 
-const ids = new WeakMemo<object, string>();
-/** Ids of string outputs, per conversation item and path below it (a string cannot key a WeakMap). */
-const stringIds = new WeakMemo<object, Map<string, string>>();
+/** The artifact ids of outputs shown inline, kept by the session ({@link danglingDeltas}). */
+export interface InlineIds {
+  /** By output value (an object). */
+  readonly ids: WeakMemo<object, string>;
+  /** Ids of string outputs, per conversation item and path below it (a string cannot key a WeakMap). */
+  readonly stringIds: WeakMemo<object, Map<string, string>>;
+}
+
+/** An empty {@link InlineIds}. */
+export const createInlineIds = (): InlineIds => ({ ids: new WeakMemo(), stringIds: new WeakMemo() });
 
 /** The artifact id an output shown inline would have (content-addressed, as the vault names it), remembered per value or per item and path. */
-function inlineId(slot: Slot, holder: unknown): string | undefined {
+function inlineId({ ids, stringIds }: InlineIds, slot: Slot, holder: unknown): string | undefined {
   const value = slot.value;
   const byPath =
     typeof value === 'string' && typeof holder === 'object' && holder !== null ? stringIds.get(holder) : undefined;
@@ -77,6 +84,7 @@ function inlineId(slot: Slot, holder: unknown): string | undefined {
 
 /** Every tool output of the request that is a delta whose base output is not shown inline in it. */
 export function danglingDeltas(
+  known: InlineIds,
   view: RequestView,
   outputs: readonly Slot[] = view.slots.filter((s) => s.kind === 'tool_output'),
 ): { slot: Slot; current: string }[] {
@@ -90,7 +98,7 @@ export function danglingDeltas(
   const visible = new Set<string>();
   for (const slot of outputs) {
     if (textStartsWith(slot.value, '[Token Terminator') !== false) continue;
-    const id = inlineId(slot, view.items[slot.item ?? -1]);
+    const id = inlineId(known, slot, view.items[slot.item ?? -1]);
     if (id !== undefined) visible.add(id);
   }
   return deltas.filter((d) => !visible.has(d.previous)).map((d) => ({ slot: d.slot, current: d.current }));
@@ -104,12 +112,13 @@ export function danglingDeltas(
  */
 export async function resolveDanglingDeltas(
   reads: ScopedReads,
+  known: InlineIds,
   view: RequestView,
   outputs?: readonly Slot[],
 ): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
   const resolved: { slot: Slot; text: string }[] = [];
   let unresolved = 0;
-  for (const d of danglingDeltas(view, outputs)) {
+  for (const d of danglingDeltas(known, view, outputs)) {
     try {
       resolved.push({ slot: d.slot, text: await reads.read(d.current) });
     } catch {

@@ -9,9 +9,12 @@ import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js'
 import { requestStore, scopedReads, type RequestStore, type ScopedReads } from '../vault/scoped-reads.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore, type Receipted } from './evidence.js';
+import type { FocusTermsMemo } from './focus.js';
 import type { ItemMeasures } from './item-measures.js';
 import { createMeter, type Meter } from './meter.js';
-import { createRequestMemo, type RequestMemo } from './prefix.js';
+import { createRequestMemo, Recognitions, type RequestMemo } from './prefix.js';
+import { createObservationMemo, type ObservationMemo } from './observations.js';
+import { createInlineIds, type InlineIds } from './references.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
 import { checkOptions } from '../options.js';
@@ -43,6 +46,12 @@ export interface SessionState {
   readonly requests: RequestMemo;
   /** The receipt each history rendering's evidence was vaulted under (by the rendering object). */
   readonly targetReceipts: WeakMemo<object, Receipted>;
+  /** Focus terms of each conversation item (src/compile/focus.ts). */
+  readonly focusTerms: FocusTermsMemo;
+  /** Artifact ids of the outputs shown inline (src/compile/references.ts). */
+  readonly inlineIds: InlineIds;
+  /** The last scans for tool outputs and recognised observations (src/compile/observations.ts). */
+  readonly observations: ObservationMemo;
 }
 
 /** One derived value and the characters it holds (its share of the bound). */
@@ -97,6 +106,13 @@ export interface RequestStageOptions {
    * @defaultValue `true`
    */
   readonly prefixRecognition?: boolean;
+  /**
+   * Where the stage records the equalities it recognised, for the other request stages, the item
+   * measures and the output-budget counter that read them (the runtime passes its own to each).
+   *
+   * @defaultValue none: one of the operator's own per subscription
+   */
+  readonly recognitions?: Recognitions;
 }
 
 /** `prefixRecognition` with its default, checked at build time (the error names the operator). */
@@ -104,6 +120,14 @@ export function prefixRecognitionOption(stage: string, options: RequestStageOpti
   const recognise = options.prefixRecognition ?? true;
   checkOptions(stage, typeof recognise === 'boolean', 'prefixRecognition must be a boolean');
   return recognise;
+}
+
+/** `recognitions` when given, checked at build time (the error names the operator). */
+export function recognitionsOption(stage: string, options: RequestStageOptions): { recognitions?: Recognitions } {
+  const { recognitions } = options;
+  if (recognitions === undefined) return {};
+  checkOptions(stage, recognitions instanceof Recognitions, 'recognitions must be a Recognitions (new Recognitions())');
+  return { recognitions };
 }
 
 export interface SessionPoolOptions extends RequestStageOptions {
@@ -121,25 +145,32 @@ export interface SessionKey {
 export function createSessionPool(options: SessionPoolOptions): (session: SessionKey) => SessionState {
   const pool = new LRUCache<string, SessionState>({ max: options.maxSessions ?? 64 });
   const store = requestStore(options.vault);
+  const recognitions = options.recognitions ?? new Recognitions();
   return ({ sessionId, tenant = '' }) => {
     const key = `${tenant}\u0000${sessionId}`;
     let state = pool.get(key);
     if (state !== undefined) return state;
+    const requests = createRequestMemo({ recognise: options.prefixRecognition ?? true, recognitions });
     state = {
       meter: createMeter({
         ...(options.counter === undefined ? {} : { counter: options.counter }),
         ...(options.measures === undefined ? {} : { measures: options.measures }),
+        lists: requests.lists,
+        recognitions,
       }),
       evidence: createEvidenceStore(store),
       renders: createRenderMemo(),
-      chain: createChainMemo(),
+      chain: createChainMemo(requests.lists),
       vault: store,
       reads: scopedReads(options.vault, { tenant, sessionId }),
       sticky: new Map(),
       derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
-      requests: createRequestMemo({ recognise: options.prefixRecognition ?? true }),
+      requests,
       targetReceipts: new WeakMemo(),
+      focusTerms: new WeakMemo(),
+      inlineIds: createInlineIds(),
+      observations: createObservationMemo(),
     };
     pool.set(key, state);
     return state;

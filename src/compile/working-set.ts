@@ -145,7 +145,7 @@ function carriedWalk(state: SessionState, view: RequestView, outputs: readonly S
   if (walk === undefined) return undefined;
   const n = walk.items.length;
   if (n > view.items.length || outputs.length < walk.outputs.length) return undefined;
-  if (sharedLead(view.items, walk.items) < n) return undefined;
+  if (sharedLead(view.items, walk.items, state.requests.lists) < n) return undefined;
   for (let k = 0; k < walk.outputs.length; k++) if (!samePath(outputs[k]!, walk.outputs[k]!)) return undefined;
   const next = outputs[walk.outputs.length];
   return next === undefined || (next.item !== undefined && next.item >= n) ? walk : undefined;
@@ -220,7 +220,7 @@ export function idleTurns(state: SessionState, view: RequestView, outputs: reado
   if (from < view.items.length || walk.outputs.length < outputs.length) {
     if (!extendWalk(memo, walk, view, outputs, from)) return idleTurnsOnce(view, outputs, memo);
     // A recognised list is never changed; a caller's own array may be, in place, before the next call.
-    walk.items = isRecognisedList(view.items) ? view.items : view.items.slice();
+    walk.items = isRecognisedList(view.items, state.requests.lists) ? view.items : view.items.slice();
     walk.outputs = outputs.slice();
   }
   state.sticky.set(WALK, walk);

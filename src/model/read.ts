@@ -5,8 +5,6 @@
  */
 import type { RequestFormat } from '../step.js';
 import type { ItemInfo, RequestView, Slot, SlotPath } from './types.js';
-import { WeakMemo } from '../weak-memo.js';
-import { Lineage } from '../lineage.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -156,7 +154,24 @@ interface ListState {
   owner: RequestView | undefined;
 }
 
-const listStates = new WeakMemo<RequestView, ListState>();
+/**
+ * What a view read from a conversation list carries for {@link extendView} and
+ * {@link viewExtends}: its list state, and the view it was extended from. Kept on the view itself,
+ * under a symbol and not enumerable (a copy of the view, `{ ...view }`, carries none, and
+ * serializing a view does not walk its ancestors).
+ */
+interface Extension {
+  readonly state: ListState;
+  /** The view this one was extended from; cut past the steps {@link viewExtends} follows. */
+  parent: RequestView | undefined;
+}
+
+const EXTENSION = Symbol('view extension');
+/** Views {@link viewExtends} follows back; the link past them is cut, or every earlier view of a session stays alive. */
+const EXTENSION_STEPS = 3;
+
+const extensionOf = (view: RequestView): Extension | undefined =>
+  (view as { readonly [EXTENSION]?: Extension })[EXTENSION];
 
 function outputSlot(
   path: SlotPath,
@@ -391,9 +406,14 @@ function newState(head: number): ListState {
   return { calls: new Map(), unresolved: new Set(), head, owner: undefined };
 }
 
-function own(view: RequestView, state: ListState): RequestView {
+function own(view: RequestView, state: ListState, parent?: RequestView): RequestView {
   state.owner = view;
-  listStates.set(view, state);
+  Object.defineProperty(view, EXTENSION, { value: { state, parent } satisfies Extension });
+  // Cut the link past the ones viewExtends follows.
+  let end: RequestView | undefined = view;
+  for (let step = 0; step < EXTENSION_STEPS && end !== undefined; step++) end = extensionOf(end)?.parent;
+  const past = end === undefined ? undefined : extensionOf(end);
+  if (past !== undefined) past.parent = undefined;
   return view;
 }
 
@@ -411,7 +431,7 @@ const READERS = {
  * define or name, a view that was already extended): then read the whole request.
  */
 export function extendView(previous: RequestView, request: unknown): RequestView | undefined {
-  const state = listStates.get(previous);
+  const state = extensionOf(previous)?.state;
   if (state === undefined || state.owner !== previous || previous.listKey === undefined || !isObj(request))
     return undefined;
   const format = detectFormat(request);
@@ -435,24 +455,19 @@ export function extendView(previous: RequestView, request: unknown): RequestView
   for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
   const info = previous.itemInfo.slice();
   reader.items(items, from, state, slots, info);
-  // The link past the ones slotsExtend follows is cut (src/lineage.ts).
-  slotsGrownFrom.link(slots, previous.slots);
-  return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state);
+  return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state, previous);
 }
 
-/** An extended view's slots → the slots of the view it was extended from (their item slots lead it); three steps followed. */
-const slotsGrownFrom = new Lineage<readonly Slot[], readonly Slot[]>(3, (parent) => parent);
-
 /**
- * True when `slots` are the slots of a view extended (by {@link extendView}, at most three times
- * in a row) from the view whose slots are `base`: every item slot of `base` is then the very same
- * object at the same position in `slots` (head slots, before the first item slot, are read again).
+ * True when `view` was extended (by {@link extendView}, at most three times in a row) from `base`:
+ * every item slot of `base` is then the very same object at the same position in `view.slots`
+ * (head slots, before the first item slot, are read again).
  */
-export function slotsExtend(slots: readonly Slot[], base: readonly Slot[]): boolean {
-  let list: readonly Slot[] | undefined = slots;
-  for (let step = 0; step < slotsGrownFrom.steps && list !== undefined; step++) {
-    list = slotsGrownFrom.get(list);
-    if (list === base) return true;
+export function viewExtends(view: RequestView, base: RequestView): boolean {
+  let at: RequestView | undefined = view;
+  for (let step = 0; step < EXTENSION_STEPS && at !== undefined; step++) {
+    at = extensionOf(at)?.parent;
+    if (at === base) return true;
   }
   return false;
 }

@@ -25,7 +25,7 @@ import { createTiktokenCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { createTerminator, type Terminator } from '../runtime/index.js';
 import type { ProviderRequest, Step, StepContext } from '../step.js';
-import { attributeRequest } from '../telemetry/attribution.js';
+import { attributeRequest, createSkillCuts } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
@@ -481,14 +481,15 @@ class SessionReplay {
   ): Promise<void> {
     const { session, d } = this;
     const meter = d.meter;
+    const skillCuts = createSkillCuts();
     await d.tt.vault.recordRequestMetric(
       requestMetric({
         sessionId: this.sessionId,
         requestId: context.requestId!,
         mode: this.mode,
         ...(session.model === undefined ? {} : { model: session.model }),
-        raw: attributeRequest(rawRequest, meter),
-        final: attributeRequest(out.value, meter),
+        raw: attributeRequest(rawRequest, meter, skillCuts),
+        final: attributeRequest(out.value, meter, skillCuts),
         rawTokens: sample.rawTokens,
         finalTokens: sample.finalTokens,
         tokenizer: meter.counter.name,

@@ -20,6 +20,7 @@ import { createPressure } from '../../operators/cap-output-budget.js';
 import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
 import { createItemMeasures, type ItemMeasures } from '../compile/item-measures.js';
+import { Recognitions } from '../compile/prefix.js';
 import { loadConfig, type ConfigOverrides } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
@@ -36,6 +37,8 @@ import {
   type ToolCall,
   type ToolResult,
 } from '../step.js';
+import { createSkillCuts } from '../telemetry/attribution.js';
+import { countReductions, ReductionActivity } from '../activity.js';
 import { DeferredRecords } from '../telemetry/deferred-records.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
 import {
@@ -137,7 +140,7 @@ export interface TerminatorOptions {
    *   every Step passes through unchanged with a `failed_open` decision (stage `runtime`, reason
    *   `vault_unavailable`, error `VaultOpenError:E_VAULT_OPEN`), the recovery tool's `status`
    *   reports `vault_available: false` and its other actions answer that error as `{code, message}`.
-   *   One line on stderr says so, once per vault path and process (path and reason code only).
+   *   One line on stderr says so, once per Terminator (path and reason code only).
    * - `'throw'`: `createTerminator` rejects with the VaultOpenError (or VaultSchemaError).
    *
    * @defaultValue `'passthrough'`
@@ -194,7 +197,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       ? Number.POSITIVE_INFINITY
       : intOption('createTerminator', 'maxSessionChars', options.maxSessionChars, 0, 1);
   const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
-  const opened = await openVault(config, options.vault, vaultErrors);
+  // This Terminator's reductions in flight, which the vault it opens waits for (src/activity.ts).
+  const activity = new ReductionActivity();
+  const opened = await openVault(config, options.vault, vaultErrors, activity);
   let counter: TokenCounter;
   try {
     counter = options.counter ?? defaultCounter(config);
@@ -210,6 +215,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const ledger = openLiveLedger(
     config,
     (options.ledger ?? (config.ledger && store.owns)) && failure === undefined && vault.path !== ':memory:',
+    activity,
   );
   // Identity memo per message object plus a content memo, for hosts that rebuild message objects
   // on every call (framework message conversions): those re-serialize but never re-tokenize. The
@@ -235,6 +241,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     lanes: new LaneCache(maxSessions, maxSessionChars),
     maxSessionChars,
     recoveryTool: recoveryToolOf(config, store, wired.deps.workingState),
+    activity,
   });
 }
 
@@ -256,8 +263,11 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
   // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
   // It records the pieces of the compact JSON it counts: the telemetry meter reads the same
   // memo and derives its spaced segments from them.
+  // The equalities the request stages recognise, which the measures and the output cap read (src/compile/prefix.ts).
+  const recognitions = new Recognitions();
   const measures = createItemMeasures({
     counter,
+    recognitions,
     maxEntries: SHARED_MEASURES,
     recordPieces: true,
     trackCounted: STORED_MIN_CHARS,
@@ -265,13 +275,14 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
   // Counts of large items shared with the other processes on the vault (src/runtime/stored-counts.ts).
   const counts = failure === undefined ? sharedCounts(vault, measures, maxSessions) : undefined;
   // One prompt counter for every session's output cap, counting each element through that memo.
-  const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures });
+  const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures, recognitions });
   const deps: PipelineDeps = {
     config,
     vault,
     counter,
     budgetCounter,
     measures,
+    recognitions,
     gate: gateCounter(counter, gates),
     gates,
     focus: new FocusBoard(maxSessions * 3),
@@ -308,6 +319,8 @@ function deferredRecords(
   maxPending: number,
 ): DeferredRecords {
   const { vault, meter, config, recordMetrics, ledger, counts } = parts;
+  // The Terminator's instructions cut into skill blocks, by object (what attribution measures apart).
+  const skillCuts = createSkillCuts();
   return new DeferredRecords(
     async (batch) => {
       const turns: LiveLedgerEntry[] = [];
@@ -315,7 +328,7 @@ function deferredRecords(
       for (const [i, step] of batch.entries()) {
         // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
         if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        const sizes = measureBoth(step, meter);
+        const sizes = measureBoth(step, meter, skillCuts);
         if (sizes === undefined) continue;
         const metric = recordMetrics
           ? requestMetricOf(vault, meter, config.mode, step, sizes.raw, sizes.final)
@@ -346,20 +359,23 @@ interface FacadeParts {
   /** Characters of request state the lanes hold over all sessions (`TerminatorOptions.maxSessionChars`). */
   readonly maxSessionChars: number;
   readonly recoveryTool: RecoveryTool;
+  /** The reductions in flight, counted per Step through each pipeline (src/activity.ts). */
+  readonly activity: ReductionActivity;
 }
 
-/** The three pipelines, each passing everything through when the vault failed. */
+/** The three pipelines, each passing everything through when the vault failed; each Step counted in `activity`. */
 function pipelinesOf(
   deps: PipelineDeps,
   failure: Error | undefined,
+  activity: ReductionActivity,
 ): Pick<Terminator, 'toolCalls' | 'toolResults' | 'requests'> {
   return {
     toolCalls: (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
-      failure === undefined ? toolCallPipeline(deps) : passThrough(failure),
+      failure === undefined ? countReductions(activity, toolCallPipeline(deps)) : passThrough(failure),
     toolResults: (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
-      failure === undefined ? toolResultPipeline(deps) : passThrough(failure),
+      failure === undefined ? countReductions(activity, toolResultPipeline(deps)) : passThrough(failure),
     requests: (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
-      failure === undefined ? requestPipeline(deps) : passThrough(failure),
+      failure === undefined ? countReductions(activity, requestPipeline(deps)) : passThrough(failure),
   };
 }
 
@@ -370,7 +386,7 @@ function facade(parts: FacadeParts): Terminator {
   const { deps, counts, budgetCounter } = parts.wired;
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   let closed = false;
-  const { toolCalls, toolResults, requests } = pipelinesOf(deps, failure);
+  const { toolCalls, toolResults, requests } = pipelinesOf(deps, failure, parts.activity);
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };

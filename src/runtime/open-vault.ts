@@ -3,6 +3,7 @@
  * but an internal failure, so by default the Terminator comes up in pass-through mode instead of
  * failing to start (`vaultErrors`).
  */
+import type { ReductionActivity } from '../activity.js';
 import type { Config } from '../config/types.js';
 import { ConfigError, VaultSchemaError } from '../errors.js';
 import { counterForModel } from '../measure/index.js';
@@ -25,15 +26,17 @@ export interface OpenedVault {
   readonly owns: boolean;
 }
 
-/** The given vault, else the configured one; one that cannot be opened is unavailable (or thrown). */
+/** The given vault, else the configured one (deferring its maintenance while `activity` has reductions in flight); one that cannot be opened is unavailable (or thrown). */
 export async function openVault(
   config: Config,
   given: Vault | undefined,
   vaultErrors: 'passthrough' | 'throw',
+  activity: ReductionActivity,
 ): Promise<OpenedVault> {
   const owns = given === undefined;
   try {
-    const vault = given ?? (await createVault(vaultOptionsFromConfig(config)));
+    // The vault it opens waits for this Terminator's reductions before its maintenance.
+    const vault = given ?? (await createVault({ ...vaultOptionsFromConfig(config), activity }));
     return { vault, failure: undefined, readOnly: false, owns };
   } catch (error) {
     if (error instanceof ConfigError) throw error;
@@ -42,8 +45,7 @@ export async function openVault(
         ? error
         : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
-    warnOnce(
-      vaultLocation(config),
+    warn(
       `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`,
     );
     return { vault: unavailableVault(vaultLocation(config), failure), failure, readOnly: false, owns };
@@ -76,15 +78,12 @@ export function defaultCounter(config: Config): TokenCounter {
   return counterForModel(undefined, { tokenizerJson: config.tokenizerJson, encoding: config.tiktokenEncoding });
 }
 
-const warned = new Set<string>();
-
 /**
- * One stderr line per vault path and process: a host that silently stopped saving tokens is the
- * failure a user cannot see otherwise. Path and reason code only, never content.
+ * One stderr line per Terminator that comes up unable to reduce (each opens its vault once): a host
+ * that silently stopped saving tokens is the failure a user cannot see otherwise. Path and reason
+ * code only, never content.
  */
-function warnOnce(path: string, message: string): void {
-  if (warned.has(path)) return;
-  warned.add(path);
+function warn(message: string): void {
   try {
     process.stderr.write(`${message}\n`);
   } catch {

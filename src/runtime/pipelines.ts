@@ -9,18 +9,20 @@ import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compileRequest } from '../../operators/compile-request.js';
 import { type BudgetCounter } from '../budget/counter.js';
 import type { ItemMeasures } from '../compile/item-measures.js';
+import type { Recognitions } from '../compile/prefix.js';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
-import { conversationTerms } from '../compile/focus.js';
+import { conversationTerms, type FocusTermsMemo } from '../compile/focus.js';
 import { detectFormat, readRequest } from '../model/read.js';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { WorkingStateStore } from '../recovery/working-state.js';
 import { stepOperator } from '../operator-kit.js';
+import { WeakMemo } from '../weak-memo.js';
 import { errorLabel, note, type ProviderRequest, type StepContext, type ToolCall, type ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
 import type { Op } from './lanes.js';
@@ -79,6 +81,8 @@ export interface PipelineDeps {
   readonly budgetCounter: BudgetCounter;
   /** The per-item measurement memo the request stages share with the output cap and telemetry. */
   readonly measures?: ItemMeasures;
+  /** The equalities the request stages recognise, shared with the measures and the output cap (src/compile/prefix.ts). */
+  readonly recognitions?: Recognitions;
   /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
@@ -123,10 +127,14 @@ export function sessionKey(context: Pick<StepContext, 'sessionId' | 'tenant'>): 
 
 /** Records the request's focus terms for its session; never changes the request. */
 function recordFocus(board: FocusBoard): Op<ProviderRequest> {
-  return stepOperator<ProviderRequest>('focus', () => (step) => {
-    const view = readRequest(step.value);
-    if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view));
-    return undefined;
+  return stepOperator<ProviderRequest>('focus', () => {
+    // Each item's terms, kept by this subscription for the requests after it.
+    const perItem: FocusTermsMemo = new WeakMemo();
+    return (step) => {
+      const view = readRequest(step.value);
+      if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view, perItem));
+      return undefined;
+    };
   });
 }
 
@@ -202,7 +210,10 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return identity;
   const c = d.config;
   const { vault, gate } = d;
-  const shared = d.measures === undefined ? {} : { measures: d.measures };
+  const shared = {
+    ...(d.measures === undefined ? {} : { measures: d.measures }),
+    ...(d.recognitions === undefined ? {} : { recognitions: d.recognitions }),
+  };
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,

@@ -59,12 +59,18 @@ type Acc = { chars: number; tokens: number; count: number };
 /**
  * Attribute a request's size to components. Unknown shapes land in `other`.
  *
+ * @param skillCuts - instructions already cut into skill blocks and the rest; pass the same one
+ *   for the requests of a host to cut each instruction object once. Default: a fresh one.
  * @example
  * import { createTiktokenCounter } from 'token-terminator';
  * const { components } = attributeRequest(request, createMessagesMeter(createTiktokenCounter()));
  * components.tool_results.tokens; // tokens the tool outputs take
  */
-export function attributeRequest(request: unknown, meter: MessagesMeter): Attribution {
+export function attributeRequest(
+  request: unknown,
+  meter: MessagesMeter,
+  skillCuts: SkillCuts = createSkillCuts(),
+): Attribution {
   const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<
     Component,
     Acc
@@ -84,7 +90,7 @@ export function attributeRequest(request: unknown, meter: MessagesMeter): Attrib
     add(bucket, meter.entry(item).chars, meter.midTokens(item));
   };
   const addInstruction = (value: unknown, item: boolean): void => {
-    const cut = cutSkills(value);
+    const cut = cutSkills(value, skillCuts);
     if (cut === undefined) return item ? addItem('instructions', value) : addValue('instructions', value);
     add('instructions', codePoints(cut.rest), (cut.restTokens ??= meter.counter.count(cut.rest)));
     for (const block of cut.blocks) addValue('skill_catalog', block);
@@ -180,10 +186,18 @@ interface SkillCut {
   restTokens?: number;
 }
 
-const skillCuts = new WeakMap<object, SkillCut | null>();
+/**
+ * Instructions with their skill blocks cut out, by value object: what the caller keeps between
+ * requests (the runtime one per Terminator, a replay one per request) so an instruction object
+ * met again is cut once.
+ */
+export type SkillCuts = WeakMap<object, SkillCut | null>;
+
+/** An empty {@link SkillCuts}. */
+export const createSkillCuts = (): SkillCuts => new WeakMap();
 
 /** The value's canonical JSON with skill blocks removed, and the blocks; undefined when it has none. */
-function cutSkills(value: unknown): SkillCut | undefined {
+function cutSkills(value: unknown, skillCuts: SkillCuts): SkillCut | undefined {
   if (typeof value === 'object' && value !== null) {
     const known = skillCuts.get(value);
     if (known !== undefined) return known ?? undefined;

@@ -17,6 +17,7 @@ import { sql, type Kysely } from 'kysely';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import type { StoreConnection } from '../vault/dialect.js';
 import { openPostgresStore } from '../vault/dialect/postgres/postgres-store.js';
+import type { ActivityReading } from '../activity.js';
 import { openSqliteStore } from '../vault/dialect/sqlite/sqlite-store.js';
 import { LEDGER_SCHEMA, type LedgerDatabase, type SessionRow } from './ledger-schema.js';
 
@@ -144,6 +145,8 @@ export interface LedgerOptions {
   readonly url?: string;
   /** Lock wait in ms. Default 5000. */
   readonly busyTimeoutMs?: number;
+  /** SQLite: the reductions whose quiet the ledger file's WAL checkpoints wait for (the Terminator's). Default: none. */
+  readonly activity?: ActivityReading;
 }
 
 /**
@@ -164,7 +167,11 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
       statementTimeoutMs: 30_000,
     });
   } else if (typeof options.path === 'string' && options.path !== '') {
-    store = await openSqliteStore<LedgerDatabase>(LEDGER_SCHEMA, { path: options.path, busyTimeoutMs });
+    store = await openSqliteStore<LedgerDatabase>(LEDGER_SCHEMA, {
+      path: options.path,
+      busyTimeoutMs,
+      ...(options.activity === undefined ? {} : { activity: options.activity }),
+    });
   } else {
     throw new ConfigError('openLedger: `path` (a file) or `url` (postgres://…) is required');
   }

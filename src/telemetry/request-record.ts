@@ -3,10 +3,11 @@
  * the vault and the experiment ledger's turn. Both are diagnostics and never fail the call.
  */
 import { randomUUID } from 'node:crypto';
+import type { ActivityReading } from '../activity.js';
 import { effectiveLedgerPath } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import type { ProviderRequest, Step } from '../step.js';
-import { attributeRequest, type Attribution } from './attribution.js';
+import { attributeRequest, type Attribution, type SkillCuts } from './attribution.js';
 import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
 import type { MessagesMeter } from './meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';
@@ -17,9 +18,13 @@ import type { RequestMetric, Vault } from '../vault/types.js';
 export function measureBoth(
   step: Step<ProviderRequest>,
   meter: MessagesMeter,
+  skillCuts: SkillCuts,
 ): { raw: Attribution; final: Attribution } | undefined {
   try {
-    return { raw: attributeRequest(step.original, meter), final: attributeRequest(step.value, meter) };
+    return {
+      raw: attributeRequest(step.original, meter, skillCuts),
+      final: attributeRequest(step.value, meter, skillCuts),
+    };
   } catch {
     return undefined;
   }
@@ -92,15 +97,20 @@ export interface LiveLedger {
 /**
  * The live ledger of `config` (opened on first record), or undefined when `on` is false. For hosts
  * that measure requests themselves, off the request path (the gateway does it after the answer
- * went out), with `createTerminator({ ledger: false })`.
+ * went out), with `createTerminator({ ledger: false })`. On SQLite its checkpoints wait while
+ * `activity` (the Terminator's) has reductions in flight.
  */
-export function openLiveLedger(config: Config, on: boolean): LiveLedger | undefined {
+export function openLiveLedger(config: Config, on: boolean, activity?: ActivityReading): LiveLedger | undefined {
   if (!on) return undefined;
   let ledger: Promise<Ledger> | undefined;
   let broken = false;
   // With a PostgreSQL vault the ledger lives in the same database; on SQLite it is its own file.
   const open = (): Promise<Ledger> =>
-    openLedger(config.dbUrl !== '' ? { url: config.dbUrl } : { path: effectiveLedgerPath(config) });
+    openLedger(
+      config.dbUrl !== ''
+        ? { url: config.dbUrl }
+        : { path: effectiveLedgerPath(config), ...(activity === undefined ? {} : { activity }) },
+    );
   const recordAll = async (entries: readonly LiveLedgerEntry[]): Promise<void> => {
     if (broken || entries.length === 0) return;
     try {

@@ -2,6 +2,7 @@
  * The machinery every invariant shares: how an operator under test gets its dependencies, how a
  * generated stream becomes Steps, how a stream is run, and how a broken invariant is reported.
  */
+import { randomUUID } from 'node:crypto';
 import type fc from 'fast-check';
 import { from, type OperatorFunction } from 'rxjs';
 import type { TokenCounter } from '../measure/types.js';
@@ -127,12 +128,10 @@ export async function build<T>(op: OperatorUnderTest<T>, deps: KitDeps): Promise
   return { operator: built.operator, dispose: built.dispose ?? (() => undefined) };
 }
 
-let runCounter = 0;
-
 /** Steps for one run: a fresh session per run so per-session state (leases, baselines) never leaks between runs. */
 export function makeSteps<T>(values: readonly T[], context: Partial<StepContext> | undefined): Step<T>[] {
-  runCounter += 1;
-  const run = `${process.pid.toString(36)}${Date.now().toString(36)}${runCounter}`;
+  // A random id, not a process-wide counter: runs of any harness in any process never share a session.
+  const run = randomUUID();
   return values.map((value, i) =>
     createStep(value, {
       sessionId: `kit-${run}`,

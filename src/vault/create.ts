@@ -9,6 +9,7 @@ import { createArtifactStore } from './artifacts.js';
 import type { StoreContext, VaultLimits } from './context.js';
 import type { VaultConnection } from './dialect.js';
 import { openPostgresVault } from './dialect/postgres/postgres-vault.js';
+import type { ActivityReading } from '../activity.js';
 import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
 import { VaultOpenError } from './errors.js';
 import { createLeaseStore } from './leases.js';
@@ -98,6 +99,13 @@ export interface VaultOptions {
    * @defaultValue true
    */
   readonly indexInBackground?: boolean;
+  /**
+   * SQLite: the reductions whose quiet deferred maintenance (background indexing, WAL checkpoints)
+   * waits for; `createTerminator` passes its own (a `ReductionActivity`, src/activity.ts).
+   *
+   * @defaultValue none: maintenance waits for the store's own quiet only
+   */
+  readonly activity?: ActivityReading;
   /**
    * Caps of the working-state graph per session.
    *
@@ -235,6 +243,7 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
           busyTimeoutMs: opts.busyTimeoutMs,
           indexInBackground: options.indexInBackground !== false,
           readOnlyFallback: options.readOnlyFallback !== false,
+          ...(options.activity === undefined ? {} : { activity: options.activity }),
         });
   return composeVault(conn, opts, clock, options.workingState ?? {});
 }

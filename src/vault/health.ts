@@ -4,7 +4,7 @@
  * start), or get damaged; a store can be readable but not writable. Each is noticed where it is
  * cheap: the file's identity (device and inode) is compared before every write, and the first
  * error with a corruption code runs the integrity check once. A failing state is reported by
- * `status`, printed once per vault path and process on stderr (path and state only), and makes
+ * `status`, printed once per vault (each open store) on stderr (path and state only), and makes
  * every write refuse with a VaultHealthError so the stages fail open instead of handing out
  * receipts the vault cannot keep; reads of intact artifacts are still served.
  */
@@ -21,7 +21,6 @@ export interface HealthProbe {
 }
 
 const CORRUPTION = /^SQLITE_(CORRUPT|NOTADB)/;
-const warned = new Set<string>();
 
 const MESSAGES: Record<Exclude<VaultHealth['state'], 'ok'>, string> = {
   deleted:
@@ -39,12 +38,10 @@ const CODES: Record<Exclude<VaultHealth['state'], 'ok'>, 'E_VAULT_GONE' | 'E_VAU
   read_only: 'E_VAULT_READ_ONLY',
 };
 
-/** Print a health change once per vault path and process (never content). */
-function warnOnce(location: string, health: VaultHealth): void {
-  if (health.state === 'ok') return;
-  const key = `${location}\u0000${health.state}`;
-  if (warned.has(key)) return;
-  warned.add(key);
+/** Print a health change once per state of one vault (`warned` is the monitor's own; never content). */
+function warnOnce(warned: Set<VaultHealth['state']>, location: string, health: VaultHealth): void {
+  if (health.state === 'ok' || warned.has(health.state)) return;
+  warned.add(health.state);
   try {
     process.stderr.write(
       `token-terminator: the vault at ${location} ${MESSAGES[health.state]}${health.detail === undefined ? '' : ` (${health.detail})`}\n`,
@@ -62,10 +59,11 @@ export function createHealthMonitor(
 ): HealthMonitor {
   let health: VaultHealth = Object.freeze({ ...initial });
   let checked = initial.state === 'corrupt';
-  warnOnce(location, health);
+  const warned = new Set<VaultHealth['state']>();
+  warnOnce(warned, location, health);
   const set = (next: VaultHealth): void => {
     health = Object.freeze(next);
-    warnOnce(location, health);
+    warnOnce(warned, location, health);
   };
   const current = (): VaultHealth => {
     if (health.state === 'ok' || health.state === 'read_only') {

@@ -3,17 +3,19 @@
  * SQLite queue, WAL checkpoints. better-sqlite3 runs each statement on the event loop, so a step
  * that starts while a request or tool result is being reduced (awaiting a vault call, or yielding
  * between compaction slices) adds its whole cost to that reduction. A deferred task runs once no
- * reduction is in flight in the process (src/activity.ts) and the store has run no statement for
+ * reduction is in flight in the Terminator that opened the store (src/activity.ts; a store opened
+ * on its own counts none) and the store has run no statement for
  * `quietMs`. A host that is never quiet that long (its calls follow each other at once, as in a
  * replay, or overlap) gets it after `maxWaitMs`, at the first timer turn with no reduction in flight:
  * not inside a reduction that yields between slices of a large output (its timers fire there too),
  * which would pay for the whole step. A host that always has one in flight gets it after
  * `maxBusyWaitMs` anyway.
  */
-import { reductionActivity } from '../activity.js';
+import type { ActivityReading } from '../activity.js';
 
 /** `maxBusyWaitMs` by default, in multiples of `maxWaitMs`. */
 const BUSY_WAIT_FACTOR = 5;
+const NO_ACTIVITY: ActivityReading = Object.freeze({ inFlight: 0, lastEnded: Number.NEGATIVE_INFINITY });
 /** How often an overdue task looks for a turn with no reduction in flight, in ms. */
 const OVERDUE_POLL_MS = 1;
 
@@ -42,8 +44,12 @@ export interface IdleGateOptions {
   readonly maxBusyWaitMs?: number;
   /** Clock in ms (tests). Default `performance.now`. */
   readonly now?: () => number;
-  /** Reductions in flight and when the last ended (tests). Default the process's ({@link reductionActivity}). */
-  readonly activity?: () => { readonly inFlight: number; readonly lastEnded: number };
+  /**
+   * Reductions in flight and when the last ended: the Terminator's that opened the store.
+   *
+   * @defaultValue none in flight, ever (the store waits for its own quiet only)
+   */
+  readonly activity?: () => ActivityReading;
 }
 
 /**
@@ -56,7 +62,7 @@ export interface IdleGateOptions {
 export function createIdleGate(options: IdleGateOptions): IdleGate {
   const now = options.now ?? (() => performance.now());
   const maxBusyWaitMs = options.maxBusyWaitMs ?? options.maxWaitMs * BUSY_WAIT_FACTOR;
-  const activity = options.activity ?? reductionActivity;
+  const activity = options.activity ?? (() => NO_ACTIVITY);
   let lastStatement = Number.NEGATIVE_INFINITY;
   let waitingSince = 0;
   const waiting = new Set<() => void>();

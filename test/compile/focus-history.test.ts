@@ -15,6 +15,7 @@ import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import type { ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
+import { WeakMemo } from '../../src/weak-memo.js';
 import { runAll } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tt-focus-history-'));
@@ -38,9 +39,10 @@ describe('conversationTerms', () => {
       ],
     };
     const view = readRequest(request);
-    const first = conversationTerms(view, view.items.length, 1);
+    const memo = new WeakMemo<object, readonly string[]>();
+    const first = conversationTerms(view, memo, view.items.length, 1);
     // The second call finds every item's terms memoized: the later copy still does not count.
-    expect(conversationTerms(view, view.items.length, 1)).toEqual(first);
+    expect(conversationTerms(view, memo, view.items.length, 1)).toEqual(first);
     expect(first).toEqual(['BetaGamma']);
   });
 });

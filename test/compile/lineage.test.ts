@@ -1,15 +1,20 @@
 /**
- * Lineage links (src/compile/prefix.ts `grownFrom`, src/model/read.ts `slotsGrownFrom`): an
+ * Lineage links (src/compile/prefix.ts `grownFrom`, src/model/read.ts: the view an extended view grew from): an
  * extended view answers "extended from that view" only for the view it was extended from (and up
  * to two more steps back), never for another view that shares its first slots; and each link
  * holds the list or view before it, so the link past the three the readers follow is cut, or a
  * session's every earlier list and view stays alive through the chain.
  */
 import { describe, expect, it } from 'vitest';
-import { hostToolOutputs, observationSlots, observationTest } from '../../src/compile/observations.js';
-import { createRequestMemo, isRecognisedList } from '../../src/compile/prefix.js';
+import {
+  createObservationMemo,
+  hostToolOutputs,
+  observationSlots,
+  observationTest,
+} from '../../src/compile/observations.js';
+import { createRequestMemo, isRecognisedList, type RequestMemo } from '../../src/compile/prefix.js';
 import { readRequest } from '../../src/model/index.js';
-import { extendView, slotsExtend } from '../../src/model/read.js';
+import { extendView, viewExtends } from '../../src/model/read.js';
 import type { RequestView, Slot } from '../../src/model/types.js';
 import { readCall, readOutput } from './helpers.js';
 
@@ -39,11 +44,11 @@ describe('an extended view', () => {
     const b = extendView(a, { model: 'm', messages: [...a.items, call('c2'), out('c2')] })!;
     const c = extendView(b, { model: 'm', messages: [...b.items, { role: 'user', content: 'go on' }] })!;
     const x = sibling(a, b);
-    expect(slotsExtend(b.slots, a.slots)).toBe(true);
-    expect(slotsExtend(c.slots, a.slots)).toBe(true); // two steps back
-    expect(slotsExtend(b.slots, x.slots)).toBe(false);
-    expect(slotsExtend(c.slots, x.slots)).toBe(false);
-    expect(slotsExtend(a.slots, b.slots)).toBe(false);
+    expect(viewExtends(b, a)).toBe(true);
+    expect(viewExtends(c, a)).toBe(true); // two steps back
+    expect(viewExtends(b, x)).toBe(false);
+    expect(viewExtends(c, x)).toBe(false);
+    expect(viewExtends(a, b)).toBe(false);
   });
 
   it("lists its own tool outputs after a scan of a sibling view (the sibling's scan is not taken over)", () => {
@@ -51,9 +56,10 @@ describe('an extended view', () => {
     const b = extendView(a, { model: 'm', messages: [...a.items, call('c2'), out('c2')] })!;
     const x = sibling(a, b);
     const outputs = (v: RequestView): Slot[] => v.slots.filter((s) => s.kind === 'tool_output');
-    hostToolOutputs(a);
-    expect(hostToolOutputs(x)).toEqual(outputs(a));
-    expect(hostToolOutputs(b)).toEqual(outputs(b));
+    const memo = createObservationMemo();
+    hostToolOutputs(a, memo);
+    expect(hostToolOutputs(x, memo)).toEqual(outputs(a));
+    expect(hostToolOutputs(b, memo)).toEqual(outputs(b));
     expect(outputs(b)).toHaveLength(2);
   });
 
@@ -79,10 +85,11 @@ describe('an extended view', () => {
     const b = extendView(a, { model: 'm', messages: [...a.items, act('cat a.ts'), observed('const a = 1;')] })!;
     const x = sibling(a, b);
     const test = observationTest('lineage test', undefined);
+    const memo = createObservationMemo();
     const commands = (slots: Slot[]): unknown[] => slots.map((s) => [s.item, s.callArgs]);
-    expect(commands(observationSlots(a, test))).toEqual([[4, { command: 'ls' }]]);
-    expect(commands(observationSlots(x, test))).toEqual([[4, { command: 'ls' }]]);
-    expect(commands(observationSlots(b, test))).toEqual([
+    expect(commands(observationSlots(a, test, memo))).toEqual([[4, { command: 'ls' }]]);
+    expect(commands(observationSlots(x, test, memo))).toEqual([[4, { command: 'ls' }]]);
+    expect(commands(observationSlots(b, test, memo))).toEqual([
       [4, { command: 'ls' }],
       [6, { command: 'cat a.ts' }],
     ]);
@@ -101,14 +108,15 @@ describe('an extended view', () => {
     const a = view([first, slot(1, 'tool_output'), slot(2, 'user')]);
     const b = view([first, slot(1, 'user'), slot(2, 'tool_output'), slot(3, 'tool_output')]);
     const expected = b.slots.filter((s) => s.kind === 'tool_output');
-    hostToolOutputs(a);
-    expect(hostToolOutputs(b)).toEqual(expected);
+    const memo = createObservationMemo();
+    hostToolOutputs(a, memo);
+    expect(hostToolOutputs(b, memo)).toEqual(expected);
   });
 });
 
 describe('the lineage links', () => {
   /** Ten appending requests through one memo (the host reusing its objects): the recognised lists and views. */
-  function session(): { lists: (readonly unknown[])[]; views: RequestView[] } {
+  function session(): { lists: (readonly unknown[])[]; views: RequestView[]; memo: RequestMemo } {
     const memo = createRequestMemo();
     const items: Obj[] = [{ role: 'system', content: 'agent' }];
     const lists: (readonly unknown[])[] = [];
@@ -119,21 +127,26 @@ describe('the lineage links', () => {
       lists.push(seen.request['messages'] as readonly unknown[]);
       views.push(seen.view);
     }
-    return { lists, views };
+    return { lists, views, memo };
   }
 
   // The link of a recognised list is what makes it one (isRecognisedList): only the newest three
   // keep theirs, so the list of request 1 is no longer reachable from the newest list's lineage.
   it('are cut past three steps for recognised lists', () => {
-    const { lists } = session();
-    expect(lists.map((l) => isRecognisedList(l))).toEqual([...Array<boolean>(7).fill(false), true, true, true]);
+    const { lists, memo } = session();
+    expect(lists.map((l) => isRecognisedList(l, memo.lists))).toEqual([
+      ...Array<boolean>(7).fill(false),
+      true,
+      true,
+      true,
+    ]);
   });
 
   it('are cut past three steps for extended views', () => {
     const { views } = session();
-    const linked = views.slice(1).map((v, k) => slotsExtend(v.slots, views[k]!.slots));
+    const linked = views.slice(1).map((v, k) => viewExtends(v, views[k]!));
     expect(linked).toEqual([...Array<boolean>(6).fill(false), true, true, true]);
-    expect(slotsExtend(views[9]!.slots, views[6]!.slots)).toBe(true); // three steps back
-    expect(slotsExtend(views[9]!.slots, views[5]!.slots)).toBe(false);
+    expect(viewExtends(views[9]!, views[6]!)).toBe(true); // three steps back
+    expect(viewExtends(views[9]!, views[5]!)).toBe(false);
   });
 });

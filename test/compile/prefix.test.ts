@@ -10,7 +10,7 @@ import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
-import { createRequestMemo, recognitionStats, sameJson } from '../../src/compile/prefix.js';
+import { createRequestMemo, Recognitions, sameJson } from '../../src/compile/prefix.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView } from '../../src/model/read.js';
 import { createTerminator } from '../../src/runtime/index.js';
@@ -166,26 +166,30 @@ describe('recognition', () => {
 
 describe('recognition switched off (the option)', () => {
   it('reads every request whole, its caller objects as they are, recognition off for that memo only', () => {
-    const off = createRequestMemo({ recognise: false });
-    const on = createRequestMemo();
+    const recognitions = new Recognitions();
+    const off = createRequestMemo({ recognise: false, recognitions });
+    const on = createRequestMemo({ recognitions });
     const items = Array.from({ length: 4 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
     off.recognise({ model: 'm', messages: items.slice(0, 2) });
     on.recognise({ model: 'm', messages: items.slice(0, 2) });
     const later = { model: 'm', messages: clone(items) };
-    const before = recognitionStats().compared;
+    const before = recognitions.stats().compared;
     const seen = off.recognise(later);
     expect(seen.shared).toBe(0);
     expect(seen.request).toBe(later);
-    expect(recognitionStats().compared).toBe(before);
+    expect(recognitions.stats().compared).toBe(before);
     expect(on.recognise(clone(later)).shared).toBe(2);
   });
 
-  it('is rejected by the operators when not a boolean', async () => {
+  it('is rejected by the operators when not a boolean (and recognitions when not a Recognitions)', async () => {
     const vault = await createVault({ path: join(dir, 'bad-option.sqlite3') });
     try {
       const bad = { vault, prefixRecognition: 'no' as unknown as boolean };
       expect(() => collapseDuplicates(bad)).toThrow(/collapseDuplicates: prefixRecognition must be a boolean/);
       expect(() => compileRequest(bad)).toThrow(/compileRequest: prefixRecognition must be a boolean/);
+      const foreign = { vault, recognitions: {} as unknown as Recognitions };
+      expect(() => collapseDuplicates(foreign)).toThrow(/collapseDuplicates: recognitions must be a Recognitions/);
+      expect(() => compileRequest(foreign)).toThrow(/compileRequest: recognitions must be a Recognitions/);
     } finally {
       await vault.close();
     }
@@ -194,16 +198,18 @@ describe('recognition switched off (the option)', () => {
 
 describe('a later stage', () => {
   it('takes the items an earlier stage recognised in the same caller list without comparing them again', () => {
-    const [first, second] = [createRequestMemo(), createRequestMemo()];
+    // The two stages share the Terminator's recognitions.
+    const recognitions = new Recognitions();
+    const [first, second] = [createRequestMemo({ recognitions }), createRequestMemo({ recognitions })];
     const items = Array.from({ length: 6 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
     const a = { model: 'm', messages: items.slice(0, 4) };
     first.recognise(a);
     second.recognise(a);
     const b = clone({ ...a, messages: items });
     const seen = first.recognise(b);
-    const before = recognitionStats().compared;
+    const before = recognitions.stats().compared;
     const later = second.recognise(b);
-    expect(recognitionStats().compared).toBe(before);
+    expect(recognitions.stats().compared).toBe(before);
     expect(later.shared).toBe(4);
     expect(later.request['messages']).toEqual(seen.request['messages']);
     expect((later.request['messages'] as unknown[])[3]).toBe(a.messages[3]);
@@ -235,7 +241,11 @@ describe('a host that grows its own array in place', () => {
 describe('fast path = full path', () => {
   let runs = 0;
   const chain =
-    (vault: Parameters<typeof collapseDuplicates>[0]['vault'], prefixRecognition: boolean): RequestOp =>
+    (
+      vault: Parameters<typeof collapseDuplicates>[0]['vault'],
+      prefixRecognition: boolean,
+      recognitions: Recognitions,
+    ): RequestOp =>
     (src) =>
       src.pipe(
         collapseDuplicates({
@@ -245,15 +255,20 @@ describe('fast path = full path', () => {
           maxInlineChars: 700,
           inlineViewChars: 250,
           prefixRecognition,
+          recognitions,
         }),
-        compileRequest({ vault, counter, minVaultChars: 150, prefixRecognition }),
+        compileRequest({ vault, counter, minVaultChars: 150, prefixRecognition, recognitions }),
       );
   /** Every output (JSON text) and decision of the session through a fresh chain and SQLite file. */
-  async function outputs(requests: readonly ProviderRequest[], recognition: boolean): Promise<string[]> {
+  async function outputs(
+    requests: readonly ProviderRequest[],
+    recognition: boolean,
+    recognitions = new Recognitions(),
+  ): Promise<string[]> {
     const vault = await createVault({ path: join(dir, `v${runs++}.sqlite3`) });
     try {
       const outs = await runAll(
-        chain(vault, recognition),
+        chain(vault, recognition, recognitions),
         requests.map((r, i) => [r, { sessionId: 's', requestId: `r${i}` }] as const),
       );
       return outs.map((s) => JSON.stringify({ value: s.value, decisions: s.decisions }));
@@ -272,11 +287,12 @@ describe('fast path = full path', () => {
           ? reusing(session)
           : edited(reusing(session), edit[0] % session.length, edit[1] % 12, edit[2]);
       const expected = await outputs(reused.map(clone), false);
-      const before = recognitionStats();
-      expect(await outputs(reused.map(clone), true)).toEqual(expected);
+      const recognitions = new Recognitions();
+      const before = recognitions.stats();
+      expect(await outputs(reused.map(clone), true, recognitions)).toEqual(expected);
       // Not vacuous: the cloned history was recognised by comparison, and without an edit the views
       // grew (an edit of the first item leaves no shared prefix to extend: the full path is right).
-      const after = recognitionStats();
+      const after = recognitions.stats();
       expect(after.compared).toBeGreaterThan(before.compared);
       if (edit === undefined) expect(after.extended).toBeGreaterThan(before.extended);
       expect(await outputs(reused, false)).toEqual(expected);

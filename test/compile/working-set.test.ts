@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseBatch } from '../../src/compile/economics.js';
 import { expectedRecovery } from '../../src/compile/history.js';
-import { hostToolOutputs } from '../../src/compile/observations.js';
+import { createObservationMemo, hostToolOutputs } from '../../src/compile/observations.js';
 import { createSessionPool } from '../../src/compile/session.js';
 import { referenceWords, idleTurns, idleTurnsOnce, walkedItems } from '../../src/compile/working-set.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
@@ -32,7 +32,8 @@ const lines = (prefix: string, n: number): string =>
 
 function idleOf(messages: Obj[]): number[] {
   const view = readRequest({ model: 'm', messages });
-  return idleTurns(createSessionPool({ vault, counter })({ sessionId: 's' }), view, hostToolOutputs(view));
+  const state = createSessionPool({ vault, counter })({ sessionId: 's' });
+  return idleTurns(state, view, hostToolOutputs(view, state.observations));
 }
 
 describe('idleTurns', () => {
@@ -140,12 +141,12 @@ describe('idleTurns on a growing session', () => {
   const pool = () => createSessionPool({ vault, counter });
   const idleIn = (state: ReturnType<ReturnType<typeof pool>>, messages: readonly Obj[]): number[] => {
     const view = readRequest({ model: 'm', messages });
-    return idleTurns(state, view, hostToolOutputs(view));
+    return idleTurns(state, view, hostToolOutputs(view, state.observations));
   };
 
   const scanned = (messages: readonly Obj[]): number[] => {
     const view = readRequest({ model: 'm', messages });
-    return idleTurnsOnce(view, hostToolOutputs(view));
+    return idleTurnsOnce(view, hostToolOutputs(view, createObservationMemo()));
   };
 
   it('answers as a scan of the whole history for parallel calls whose results arrive in any order, retries, rebuilt copies and edited histories', () => {

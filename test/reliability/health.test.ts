@@ -78,6 +78,28 @@ describe('a vault file deleted or replaced while open', () => {
     }
   });
 
+  it('each open vault says so once: a second one on the same file is not silenced by the first', async () => {
+    const path = join(dir, 'deleted-twice', 'v.sqlite3');
+    const a = await open(path);
+    const b = await open(path);
+    try {
+      await a.reduceToolResult(search('a0'), { sessionId: 's' });
+      for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
+      const lines = stderrLines();
+      for (const tag of ['x1', 'x2']) {
+        await a.reduceToolResult(search(`a-${tag}`), { sessionId: 's' });
+        await b.reduceToolResult(search(`b-${tag}`), { sessionId: 's' });
+      }
+      expect((await status(a)).vault_health).toEqual({ state: 'deleted' });
+      expect((await status(b)).vault_health).toEqual({ state: 'deleted' });
+      // (Before: one line per path and process, so the second vault's users never read theirs.)
+      expect(lines.filter((l) => l.includes('was deleted while open'))).toHaveLength(2);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('replaced by another file: writes refuse and status says replaced', async () => {
     const path = join(dir, 'replaced', 'v.sqlite3');
     const other = join(dir, 'replaced-other.sqlite3');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Subject, firstValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { beginReduction, reductionActivity } from '../../src/activity.js';
+import { countReductions, ReductionActivity } from '../../src/activity.js';
 import { stepOperator } from '../../src/operator-kit.js';
 import { createStep, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
@@ -106,46 +106,59 @@ describe('idle gate', () => {
 });
 
 describe('reductions in flight', () => {
-  it('an asynchronous reduction counts from its start to its end, a synchronous one not at all', async () => {
-    const before = reductionActivity().inFlight;
+  it('a Step counts from when it enters the counted chain until its output leaves, synchronous or not', async () => {
+    const activity = new ReductionActivity();
     let release!: () => void;
     const gateOpen = new Promise<void>((r) => (release = r));
     let during = -1;
     const slow = stepOperator<string>('slow', () => async (step) => {
-      during = reductionActivity().inFlight;
+      during = activity.inFlight;
       await gateOpen;
       return step;
     });
     const input = new Subject<Step<string>>();
-    const out = firstValueFrom(input.pipe(slow));
+    const out = firstValueFrom(input.pipe(countReductions(activity, slow)));
     input.next(createStep('x', { sessionId: 's' }));
-    expect(reductionActivity().inFlight).toBe(before + 1);
+    expect(activity.inFlight).toBe(1);
     release();
     await out;
-    expect(during).toBe(before + 1);
-    expect(reductionActivity().inFlight).toBe(before);
+    expect(during).toBe(1);
+    expect(activity.inFlight).toBe(0);
+    expect(activity.lastEnded).toBeGreaterThan(Number.NEGATIVE_INFINITY);
 
     const sync = stepOperator<string>('sync', () => (step) => step);
     const s2 = new Subject<Step<string>>();
-    const o2 = firstValueFrom(s2.pipe(sync));
+    const o2 = firstValueFrom(s2.pipe(countReductions(activity, sync)));
     s2.next(createStep('y', { sessionId: 's' }));
     await o2;
-    expect(reductionActivity().inFlight).toBe(before);
+    expect(activity.inFlight).toBe(0);
   });
 
   it('an unsubscribed reduction stops counting, and ending twice counts once', () => {
-    const before = reductionActivity().inFlight;
+    const activity = new ReductionActivity();
     const hang = stepOperator<string>('hang', () => () => new Promise<undefined>(() => undefined));
     const input = new Subject<Step<string>>();
-    const sub = input.pipe(hang).subscribe();
+    const sub = input.pipe(countReductions(activity, hang)).subscribe();
     input.next(createStep('x', { sessionId: 's' }));
-    expect(reductionActivity().inFlight).toBe(before + 1);
+    input.next(createStep('y', { sessionId: 's' }));
+    expect(activity.inFlight).toBe(2);
     sub.unsubscribe();
-    expect(reductionActivity().inFlight).toBe(before);
-    const end = beginReduction();
+    expect(activity.inFlight).toBe(0);
+    const end = activity.begin();
     end();
     end();
-    expect(reductionActivity().inFlight).toBe(before);
+    expect(activity.inFlight).toBe(0);
+  });
+
+  it("is each Terminator's own: one's reductions in flight are not another's", async () => {
+    const a = new ReductionActivity();
+    const b = new ReductionActivity();
+    const hang = stepOperator<string>('hang', () => () => new Promise<undefined>(() => undefined));
+    const input = new Subject<Step<string>>();
+    const sub = input.pipe(countReductions(a, hang)).subscribe();
+    input.next(createStep('x', { sessionId: 's' }));
+    expect([a.inFlight, b.inFlight]).toEqual([1, 0]);
+    sub.unsubscribe();
   });
 });
 
@@ -171,9 +184,10 @@ describe('the SQLite vault indexes queued content only when idle', () => {
 
   it('leaves the queue alone while a reduction is in flight, and indexes it after', async () => {
     const path = join(dir, 'vault.sqlite3');
-    const vault = await createVault({ path });
+    const activity = new ReductionActivity();
+    const vault = await createVault({ path, activity });
     try {
-      const end = beginReduction();
+      const end = activity.begin();
       await vault.put({ content: 'indexed only once the process is idle' });
       expect(pending(path)).toBe(1);
       // Timer turns pass while the reduction is in flight, past the 25 ms quiet time (the old idle

@@ -19,6 +19,7 @@ import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import type { LockBudget } from '../../ports.js';
 import { VaultOpenError } from '../../errors.js';
+import type { ActivityReading } from '../../../activity.js';
 import { createIdleGate, type IdleGate } from '../../idle.js';
 import type { SchemaSpec } from '../../schema.js';
 import { SQLITE_FLAVOR } from './sqlite-flavor.js';
@@ -92,6 +93,8 @@ export interface SqliteStoreOptions {
    * Default false.
    */
   readonly readOnlyFallback?: boolean;
+  /** Reductions whose quiet deferred maintenance waits for (the Terminator's). Default: none. */
+  readonly activity?: ActivityReading;
 }
 
 export interface SqliteStore<DB> extends StoreConnection<DB> {
@@ -157,7 +160,12 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     if (file !== MEMORY_PATH) preparePath(file);
     raw = new Database(file, { timeout: Math.min(options.busyTimeoutMs, READ_BUSY_MS) });
     const conn = raw;
-    const idle = createIdleGate({ quietMs: IDLE_QUIET_MS, maxWaitMs: IDLE_MAX_WAIT_MS });
+    const { activity } = options;
+    const idle = createIdleGate({
+      quietMs: IDLE_QUIET_MS,
+      maxWaitMs: IDLE_MAX_WAIT_MS,
+      ...(activity === undefined ? {} : { activity: () => activity }),
+    });
     db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn, idle) }) });
     conn.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
     if (file !== MEMORY_PATH) {
