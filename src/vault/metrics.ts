@@ -24,23 +24,6 @@ function pct(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
 }
 
-export function emptyMetricsSummary(): MetricsSummary {
-  return {
-    requests: 0,
-    sessions: 0,
-    raw_chars: 0,
-    final_chars: 0,
-    raw_tokens: 0,
-    final_tokens: 0,
-    reduction_pct: 0,
-    receipts: 0,
-    failed_open_requests: 0,
-    saved_by_stage: {},
-    components: {},
-    by_mode: {},
-  };
-}
-
 /** Rows per statement of a batch: well under every engine's bound-parameter limit. */
 const ROWS_PER_STATEMENT = 200;
 
