@@ -378,6 +378,8 @@ function finishChatRound(r: ChatRoundState): Omit<RoundEnd, 'holding' | 'held'> 
 function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
+  const pass = (event: SseEvent, json: Obj, dropText = false): string =>
+    responsesPass(state, map, roundVisible, event, json, dropText);
   let body: unknown;
   let usage: Obj | undefined;
   // Text items (and what follows them) are held until the round shows whose it is, as in Chat.
@@ -437,33 +439,41 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       return { body, recovery: split.recovery, others: split.others };
     },
   };
-  /** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
-  function pass(event: SseEvent, json: Obj, dropText = false): string {
-    const type = String(json['type'] ?? event.event ?? '');
-    let out: Obj = json;
-    if (typeof json['output_index'] === 'number') {
-      const index = json['output_index'];
-      if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
-      const visible = map.get(index) ?? index;
-      if (visible === -1) return '';
-      if (type === 'response.output_item.done') roundVisible.push(json['item']);
-      if (visible !== index) out = { ...out, output_index: visible };
-    }
-    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
-      const response = isObj(json['response']) ? json['response'] : {};
-      const split = splitCalls(response, 'responses');
-      const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
-      const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
-      const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
-      if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined)
-        out = { ...out, response: { ...own, output, ...(total === undefined ? {} : { usage: total }) } };
-    }
-    if (typeof out['sequence_number'] === 'number') {
-      const sequence = state.sequence++;
-      if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
-    }
-    return out === json ? block(event.raw) : emit(type, out);
+}
+
+/** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
+function responsesPass(
+  state: StreamState,
+  map: Map<number, number>,
+  roundVisible: unknown[],
+  event: SseEvent,
+  json: Obj,
+  dropText = false,
+): string {
+  const type = String(json['type'] ?? event.event ?? '');
+  let out: Obj = json;
+  if (typeof json['output_index'] === 'number') {
+    const index = json['output_index'];
+    if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
+    const visible = map.get(index) ?? index;
+    if (visible === -1) return '';
+    if (type === 'response.output_item.done') roundVisible.push(json['item']);
+    if (visible !== index) out = { ...out, output_index: visible };
   }
+  if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+    const response = isObj(json['response']) ? json['response'] : {};
+    const split = splitCalls(response, 'responses');
+    const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
+    const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
+    const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
+    if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined)
+      out = { ...out, response: { ...own, output, ...(total === undefined ? {} : { usage: total }) } };
+  }
+  if (typeof out['sequence_number'] === 'number') {
+    const sequence = state.sequence++;
+    if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
+  }
+  return out === json ? block(event.raw) : emit(type, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,6 +488,7 @@ interface AnthropicBlock {
 
 function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
+  const pass = (event: SseEvent, json: Obj, entry: AnthropicBlock): string => anthropicPass(state, event, json, entry);
   let stop: unknown = null;
   let message: Obj = {};
   let startUsage: Obj | undefined;
@@ -513,27 +524,8 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         return state.round > 0 ? '' : block(event.raw);
       }
       if (type === 'content_block_start' || type === 'content_block_delta' || type === 'content_block_stop') {
-        const index = typeof json['index'] === 'number' ? json['index'] : -1;
-        let entry = blocks.get(index);
-        if (type === 'content_block_start') {
-          const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
-          const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
-          entry = { block: start, recovery, visible: recovery ? -1 : undefined, json: '' };
-          blocks.set(index, entry);
-        }
+        const entry = contentBlock(blocks, type, json);
         if (entry === undefined) return holdOrPass(event);
-        if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
-        if (
-          type === 'content_block_stop' &&
-          (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') &&
-          entry.json !== ''
-        ) {
-          try {
-            entry.block['input'] = JSON.parse(entry.json) as unknown;
-          } catch {
-            entry.block['input'] = {};
-          }
-        }
         if (entry.recovery) return '';
         if (!decided && type === 'content_block_start' && entry.block['type'] === 'tool_use')
           return release(true) + pass(event, json, entry);
@@ -568,12 +560,39 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
       return { body, recovery: split.recovery, others: split.others };
     },
   };
-  /** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
-  function pass(event: SseEvent, json: Obj, entry: AnthropicBlock): string {
-    const type = String(json['type'] ?? event.event ?? '');
-    if (entry.visible === undefined) entry.visible = state.nextVisible++;
-    return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+}
+
+/** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
+function anthropicPass(state: StreamState, event: SseEvent, json: Obj, entry: AnthropicBlock): string {
+  const type = String(json['type'] ?? event.event ?? '');
+  if (entry.visible === undefined) entry.visible = state.nextVisible++;
+  return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+}
+
+/** The block a content-block event is about (a start opens it), its delta added and, at its stop, its input parsed. */
+function contentBlock(blocks: Map<number, AnthropicBlock>, type: string, json: Obj): AnthropicBlock | undefined {
+  const index = typeof json['index'] === 'number' ? json['index'] : -1;
+  let entry = blocks.get(index);
+  if (type === 'content_block_start') {
+    const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
+    const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
+    entry = { block: start, recovery, visible: recovery ? -1 : undefined, json: '' };
+    blocks.set(index, entry);
   }
+  if (entry === undefined) return undefined;
+  if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
+  if (
+    type === 'content_block_stop' &&
+    (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') &&
+    entry.json !== ''
+  ) {
+    try {
+      entry.block['input'] = JSON.parse(entry.json) as unknown;
+    } catch {
+      entry.block['input'] = {};
+    }
+  }
+  return entry;
 }
 
 function accumulate(entry: AnthropicBlock, delta: Obj): void {
