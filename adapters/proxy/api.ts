@@ -185,20 +185,20 @@ async function prepare(
   };
 }
 
-/** Handle one POST to a handled API path. Never throws. */
-export async function handleApi(
+/** Sends a body to the upstream for this request: its headers, aborted when the client goes away, timed. */
+function upstreamSender(
   ctx: ProxyContext,
   req: IncomingMessage,
   res: ServerResponse,
   format: RecoveryWireFormat,
   pathAndQuery: string,
-): Promise<void> {
+): Delivery['send'] {
   const base = format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
   const abort = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  const send = (body: Buffer | Readable, changed: boolean, identity = false): Promise<Dispatcher.ResponseData> => {
+  return (body: Buffer | Readable, changed: boolean, identity = false): Promise<Dispatcher.ResponseData> => {
     const started = performance.now();
     return sendUpstream(ctx.dispatcher, {
       base,
@@ -212,6 +212,17 @@ export async function handleApi(
       return r;
     });
   };
+}
+
+/** Handle one POST to a handled API path. Never throws. */
+export async function handleApi(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  format: RecoveryWireFormat,
+  pathAndQuery: string,
+): Promise<void> {
+  const send = upstreamSender(ctx, req, res, format, pathAndQuery);
   const forward = async (body: Buffer | Readable, changed: boolean): Promise<void> => {
     let response: Dispatcher.ResponseData;
     try {
