@@ -4,10 +4,8 @@
  * Exit 1 and 2 are rtk's documented "no rewrite" answers (skipped); a hang, crash, garbage, an
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
  * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
- *
- * Over 200 lines: half of the file is the documented options (sixteen fields); the logic is the
- * factory (about 70 lines) over src/tools/.
  */
+// long: half of the file is the documented options (sixteen fields); the logic is the factory (about 70 lines) over src/tools/
 import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';

@@ -15,6 +15,12 @@
  *   built-ins in IMMUTABLE_CLASSES.
  * A collection exported and mutated only in another file is not seen (none is, as of this script).
  * Sites named in ALLOWED are reported apart, each with the reason it may stay.
+ *
+ * Functions longer than MAX_FUNCTION_LINES lines of code, and operator files longer than
+ * MAX_OPERATOR_FILE_LINES lines, need a reason: a line comment `// long: why` directly above the
+ * function (above its declaration, the `const` it initialises, or the property it is the value of) or,
+ * for an operator file, anywhere among the comments before its first statement. Those without one are
+ * listed apart, so a change that grows one past the limit shows up.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -36,7 +42,14 @@ export interface FunctionLength {
   readonly lines: number;
   /** Of those, lines holding code (not blank, not only a comment). */
   readonly codeLines: number;
+  /** The reason a `// long:` comment directly above the function gives for its length, if any. */
+  readonly long?: string;
 }
+
+/** The longest a function may be, in lines of code, without a `// long:` comment saying why. */
+export const MAX_FUNCTION_LINES = 80;
+/** The longest an operator file may be, in lines, without a `// long:` comment saying why. */
+export const MAX_OPERATOR_FILE_LINES = 200;
 
 /** Classes whose instances hold no state a caller can change. */
 const IMMUTABLE_CLASSES: ReadonlySet<string> = new Set([
@@ -217,6 +230,38 @@ function codeLineSet(sf: ts.SourceFile): Set<number> {
   return lines;
 }
 
+const LONG_MARK = /^\/\/\s*long:\s*(\S.*)$/u;
+
+/** The reason of a `// long:` line comment among the comments directly before `pos`, if any. */
+function longReason(text: string, pos: number): string | undefined {
+  for (const range of ts.getLeadingCommentRanges(text, pos) ?? []) {
+    const match = LONG_MARK.exec(text.slice(range.pos, range.end).trim());
+    if (match?.[1] !== undefined) return match[1].trim();
+  }
+  return undefined;
+}
+
+/** The statement or member whose leading comments speak for a function: `export const f = () => …` → the statement. */
+function commentAnchor(fn: ts.Node): ts.Node {
+  let node = fn;
+  for (;;) {
+    const parent = node.parent;
+    if (
+      ts.isVariableDeclaration(parent) ||
+      ts.isVariableDeclarationList(parent) ||
+      ts.isVariableStatement(parent) ||
+      ts.isPropertyAssignment(parent) ||
+      ts.isPropertyDeclaration(parent) ||
+      ts.isExportAssignment(parent) ||
+      ts.isParenthesizedExpression(parent)
+    ) {
+      node = parent;
+      continue;
+    }
+    return node;
+  }
+}
+
 /** Every function-like node with a body in one file's text, with its length in lines. */
 export function functionLengthsOf(file: string, text: string): FunctionLength[] {
   const sf = parse(file, text);
@@ -229,7 +274,15 @@ export function functionLengthsOf(file: string, text: string): FunctionLength[] 
       const end = lineOf(sf, fn.getEnd());
       let codeLines = 0;
       for (let l = start; l <= end; l++) if (code.has(l)) codeLines++;
-      out.push({ file, line: start, name: functionName(fn, sf), lines: end - start + 1, codeLines });
+      const long = longReason(text, commentAnchor(fn).getFullStart());
+      out.push({
+        file,
+        line: start,
+        name: functionName(fn, sf),
+        lines: end - start + 1,
+        codeLines,
+        ...(long === undefined ? {} : { long }),
+      });
     }
     ts.forEachChild(node, visit);
   };
@@ -339,6 +392,20 @@ export interface Counts {
   readonly valueExports: Record<string, number>;
   readonly lines: Record<string, number>;
   readonly longest: FunctionLength[];
+  /** Functions over MAX_FUNCTION_LINES lines of code without a `// long:` comment. */
+  readonly longWithoutReason: FunctionLength[];
+  /** Functions over MAX_FUNCTION_LINES lines of code with a `// long:` comment. */
+  readonly longWithReason: FunctionLength[];
+  /** Operator files over MAX_OPERATOR_FILE_LINES lines without a `// long:` comment before their first statement. */
+  readonly longOperatorFiles: { readonly file: string; readonly lines: number }[];
+}
+
+/** Whether an operator file's text is over the limit without a `// long:` comment in its header. */
+export function operatorFileTooLong(text: string): boolean {
+  if (text.split('\n').length - 1 <= MAX_OPERATOR_FILE_LINES) return false;
+  const sf = parse('operator.ts', text);
+  const first = sf.statements[0];
+  return longReason(text, first === undefined ? 0 : first.getFullStart()) === undefined;
 }
 
 export function countCode(root: string, top = 15): Counts {
@@ -371,11 +438,23 @@ export function countCode(root: string, top = 15): Counts {
   const lines: Record<string, number> = {};
   for (const d of dirs) lines[d] = linesUnder(root, d);
   lines['total'] = dirs.reduce((s, d) => s + (lines[d] ?? 0), 0);
-  const longest = files
+  const functions = files
     .flatMap((f) => functionLengthsOf(f, readFileSync(join(root, f), 'utf8')))
-    .sort((a, b) => b.codeLines - a.codeLines || b.lines - a.lines || a.file.localeCompare(b.file) || a.line - b.line)
-    .slice(0, top);
-  return { mutableSites: { allowed, outside, stale }, valueExports, lines, longest };
+    .sort((a, b) => b.codeLines - a.codeLines || b.lines - a.lines || a.file.localeCompare(b.file) || a.line - b.line);
+  const long = functions.filter((f) => f.codeLines > MAX_FUNCTION_LINES);
+  const longOperatorFiles = tsFiles(root, 'operators')
+    .map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }))
+    .filter(({ text }) => operatorFileTooLong(text))
+    .map(({ file, text }) => ({ file, lines: text.split('\n').length - 1 }));
+  return {
+    mutableSites: { allowed, outside, stale },
+    valueExports,
+    lines,
+    longest: functions.slice(0, top),
+    longWithoutReason: long.filter((f) => f.long === undefined),
+    longWithReason: long.filter((f) => f.long !== undefined),
+    longOperatorFiles,
+  };
 }
 
 function render(c: Counts): string {
@@ -399,6 +478,16 @@ function render(c: Counts): string {
   out.push(`${c.longest.length} longest functions (lines of code, lines spanned):`);
   for (const f of c.longest)
     out.push(`  ${String(f.codeLines).padStart(4)} ${String(f.lines).padStart(4)}  ${f.name}  ${f.file}:${f.line}`);
+  out.push(
+    `functions over ${MAX_FUNCTION_LINES} lines of code: ${c.longWithoutReason.length} without a \`// long:\` reason, ${c.longWithReason.length} with one`,
+  );
+  for (const f of c.longWithoutReason) out.push(`  ${String(f.codeLines).padStart(4)}  ${f.name}  ${f.file}:${f.line}`);
+  for (const f of c.longWithReason)
+    out.push(`  ${String(f.codeLines).padStart(4)}  ${f.name}  ${f.file}:${f.line} — long: ${f.long}`);
+  out.push(
+    `operator files over ${MAX_OPERATOR_FILE_LINES} lines without a \`// long:\` reason: ${c.longOperatorFiles.length}`,
+  );
+  for (const f of c.longOperatorFiles) out.push(`  ${String(f.lines).padStart(4)}  ${f.file}`);
   return out.join('\n');
 }
 

@@ -129,19 +129,7 @@ export function wrapCreate<F extends CreateFn>(
 ): F {
   const defaultSession = `custom-loop:${randomUUID()}`;
   const parse = options.parseOutputCapError ?? defaultParse;
-  const contextFor = (body: ProviderRequest): StepContext => {
-    const sessionId =
-      typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
-    const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
-    const model = typeof body['model'] === 'string' ? body['model'] : undefined;
-    const route: Route = {
-      provider: format.provider,
-      endpoint: format.endpoint,
-      ...(model === undefined ? {} : { model }),
-      ...baseRoute,
-    };
-    return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route };
-  };
+  const contextFor = (body: ProviderRequest): StepContext => callContext(body, options, format, defaultSession);
 
   // Sessions that have been offered the tool keep it (same place, every request): the prefix stays cached.
   const offered = new Set<string>();
@@ -164,11 +152,8 @@ export function wrapCreate<F extends CreateFn>(
       try {
         return await lastCall;
       } catch (error) {
-        const available = safeParse(parse, error);
-        const current = readOutputCap(compiled);
-        if (available === undefined || signal?.aborted === true || (current !== undefined && available >= current))
-          throw error;
-        const retryBody = withOutputCap(compiled, outputCapField(compiled, format.capField), available);
+        const retryBody = cappedRetry(parse, error, compiled, format.capField);
+        if (retryBody === undefined || signal?.aborted === true) throw error;
         lastCall = send(retryBody, requestOptions);
         return await lastCall;
       }
@@ -196,15 +181,7 @@ export function wrapCreate<F extends CreateFn>(
       );
       options.onDecisions?.(prepared.decisions);
       let compiled = rejoinOutputs(prepared.request, format.wire, rejoined);
-      if (
-        offerTool &&
-        !offersRecoveryTool(compiled) &&
-        (offered.has(context.sessionId) || carriesReceipt(compiled, format.wire))
-      ) {
-        compiled = withRecoveryTool(compiled, format.wire, terminator.recoveryTool);
-        offered.add(context.sessionId);
-        if (offered.size > 4096) offered.delete(offered.values().next().value as string);
-      }
+      if (offerTool) compiled = offeringTool(compiled, format.wire, context.sessionId, offered, terminator);
       if (!handle || !offersRecoveryTool(compiled)) return dispatch(compiled);
       const out = await runRecoveryLoop({
         format: format.wire,
@@ -223,21 +200,79 @@ export function wrapCreate<F extends CreateFn>(
       }
       return out.finalBody ?? out.strippedBody ?? out.response;
     };
-    const promise = run() as Promise<unknown> & Partial<ResponseExtras>;
-    // Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one).
-    promise.asResponse = async () => {
-      await promise.catch(() => undefined);
-      if (lastCall?.asResponse === undefined) throw new TypeError('asResponse is not available on this client');
-      return lastCall.asResponse();
-    };
-    promise.withResponse = async () => {
-      await promise.catch(() => undefined);
-      if (lastCall?.withResponse === undefined) throw new TypeError('withResponse is not available on this client');
-      return lastCall.withResponse();
-    };
-    return promise;
+    return withResponseExtras(run(), () => lastCall);
   };
   return wrapped as unknown as F;
+}
+
+function callContext(
+  body: ProviderRequest,
+  options: ClientWrapOptions,
+  format: CreateFormat,
+  defaultSession: string,
+): StepContext {
+  const sessionId =
+    typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
+  const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
+  const model = typeof body['model'] === 'string' ? body['model'] : undefined;
+  const route: Route = {
+    provider: format.provider,
+    endpoint: format.endpoint,
+    ...(model === undefined ? {} : { model }),
+    ...baseRoute,
+  };
+  return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route };
+}
+
+/**
+ * The request with the recovery tool, once its session carries a receipt or was offered the tool before
+ * (sessions that have been offered it keep it, same place, every request: the prefix stays cached).
+ */
+function offeringTool(
+  compiled: ProviderRequest,
+  wire: RecoveryWireFormat,
+  sessionId: string,
+  offered: Set<string>,
+  terminator: Terminator,
+): ProviderRequest {
+  if (offersRecoveryTool(compiled) || !(offered.has(sessionId) || carriesReceipt(compiled, wire))) return compiled;
+  offered.add(sessionId);
+  if (offered.size > 4096) offered.delete(offered.values().next().value as string);
+  return withRecoveryTool(compiled, wire, terminator.recoveryTool);
+}
+
+/** Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one). */
+function withResponseExtras(
+  run: Promise<unknown>,
+  lastCall: () => Partial<ResponseExtras> | undefined,
+): Promise<unknown> & Partial<ResponseExtras> {
+  const promise = run as Promise<unknown> & Partial<ResponseExtras>;
+  promise.asResponse = async () => {
+    await promise.catch(() => undefined);
+    const last = lastCall();
+    if (last?.asResponse === undefined) throw new TypeError('asResponse is not available on this client');
+    return last.asResponse();
+  };
+  promise.withResponse = async () => {
+    await promise.catch(() => undefined);
+    const last = lastCall();
+    if (last?.withResponse === undefined) throw new TypeError('withResponse is not available on this client');
+    return last.withResponse();
+  };
+  return promise;
+}
+
+/** The request again with the smaller output cap a provider's error named, if it named one below the current cap. */
+function cappedRetry(
+  parse: (error: unknown) => number | undefined,
+  error: unknown,
+  compiled: ProviderRequest,
+  capField: OutputCapField,
+): ProviderRequest | undefined {
+  const available = safeParse(parse, error);
+  const current = readOutputCap(compiled);
+  if (available === undefined || (current !== undefined && available >= current)) return undefined;
+  return withOutputCap(compiled, outputCapField(compiled, capField), available);
 }
 
 function safeParse(parse: (error: unknown) => number | undefined, error: unknown): number | undefined {

@@ -185,20 +185,20 @@ async function prepare(
   };
 }
 
-/** Handle one POST to a handled API path. Never throws. */
-export async function handleApi(
+/** Sends a body to the upstream for this request: its headers, aborted when the client goes away, timed. */
+function upstreamSender(
   ctx: ProxyContext,
   req: IncomingMessage,
   res: ServerResponse,
   format: RecoveryWireFormat,
   pathAndQuery: string,
-): Promise<void> {
+): Delivery['send'] {
   const base = format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
   const abort = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  const send = (body: Buffer | Readable, changed: boolean, identity = false): Promise<Dispatcher.ResponseData> => {
+  return (body: Buffer | Readable, changed: boolean, identity = false): Promise<Dispatcher.ResponseData> => {
     const started = performance.now();
     return sendUpstream(ctx.dispatcher, {
       base,
@@ -212,6 +212,17 @@ export async function handleApi(
       return r;
     });
   };
+}
+
+/** Handle one POST to a handled API path. Never throws. */
+export async function handleApi(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  format: RecoveryWireFormat,
+  pathAndQuery: string,
+): Promise<void> {
+  const send = upstreamSender(ctx, req, res, format, pathAndQuery);
   const forward = async (body: Buffer | Readable, changed: boolean): Promise<void> => {
     let response: Dispatcher.ResponseData;
     try {
@@ -290,9 +301,15 @@ interface Delivery {
   send(body: Buffer | Readable, changed: boolean, identity?: boolean): Promise<Dispatcher.ResponseData>;
 }
 
-/** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */
-async function deliverWithRecovery(d: Delivery): Promise<void> {
-  const { ctx, res, format, client, prepared, sentBody, continuations, send } = d;
+/** What a round of the recovery loop does with the model's calls and the exchange it ends with. */
+interface RecoveryHooks {
+  answer(call: RecoveryCall): Promise<string>;
+  remember(exchange: readonly unknown[], responseId: unknown, serverSide: boolean): Promise<void>;
+  /** A Responses conversation the provider keeps (previous_response_id or conversation). */
+  readonly serverSide: boolean;
+}
+
+function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHooks {
   const sessionId = prepared.context.sessionId;
   const answer = async (call: RecoveryCall): Promise<string> => {
     const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, {
@@ -323,48 +340,62 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
   const serverSide =
     format === 'responses' &&
     (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
+  return { answer, remember, serverSide };
+}
 
-  if (client['stream'] === true) {
-    let first: Dispatcher.ResponseData;
-    try {
-      first = await send(sentBody, true, true);
-    } catch (error) {
-      answerUpstreamFailure(error, res);
-      return;
-    }
-    const type = String(first.headers['content-type'] ?? '');
-    if (first.statusCode < 200 || first.statusCode >= 300 || !type.includes('text/event-stream'))
-      return relayResponse(first, res);
-    res.writeHead(first.statusCode, responseHeaders(first.headers, { bodyChanged: true }));
-    res.flushHeaders();
-    try {
-      const out = await relayRecoveryStream({
-        format,
-        first,
-        request: prepared.request,
-        res,
-        maxRounds: ctx.recoveryRounds,
-        send: (b) => {
-          continuations.push(JSON.parse(b.toString('utf8')) as ProviderRequest);
-          return send(b, true, true);
-        },
-        answer,
-        onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
-      });
-      await remember(
-        out.exchange,
-        isObj(out.lastBody) ? out.lastBody['id'] : undefined,
-        serverSide && out.stopped !== undefined,
-      );
-      res.end();
-    } catch (error) {
-      ctx.metrics.failOpen.inc({ reason: 'stream' });
-      ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'stream', error: errorLabel(error) });
-      res.destroy();
-    }
+/** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */
+async function deliverWithRecovery(d: Delivery): Promise<void> {
+  const hooks = recoveryHooks(d);
+  return d.client['stream'] === true ? deliverStreamed(d, hooks) : deliverBuffered(d, hooks);
+}
+
+async function deliverStreamed(
+  { ctx, res, format, prepared, sentBody, continuations, send }: Delivery,
+  { answer, remember, serverSide }: RecoveryHooks,
+): Promise<void> {
+  let first: Dispatcher.ResponseData;
+  try {
+    first = await send(sentBody, true, true);
+  } catch (error) {
+    answerUpstreamFailure(error, res);
     return;
   }
+  const type = String(first.headers['content-type'] ?? '');
+  if (first.statusCode < 200 || first.statusCode >= 300 || !type.includes('text/event-stream'))
+    return relayResponse(first, res);
+  res.writeHead(first.statusCode, responseHeaders(first.headers, { bodyChanged: true }));
+  res.flushHeaders();
+  try {
+    const out = await relayRecoveryStream({
+      format,
+      first,
+      request: prepared.request,
+      res,
+      maxRounds: ctx.recoveryRounds,
+      send: (b) => {
+        continuations.push(JSON.parse(b.toString('utf8')) as ProviderRequest);
+        return send(b, true, true);
+      },
+      answer,
+      onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
+    });
+    await remember(
+      out.exchange,
+      isObj(out.lastBody) ? out.lastBody['id'] : undefined,
+      serverSide && out.stopped !== undefined,
+    );
+    res.end();
+  } catch (error) {
+    ctx.metrics.failOpen.inc({ reason: 'stream' });
+    ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'stream', error: errorLabel(error) });
+    res.destroy();
+  }
+}
 
+async function deliverBuffered(
+  { ctx, res, format, prepared, sentBody, continuations, send }: Delivery,
+  { answer, remember, serverSide }: RecoveryHooks,
+): Promise<void> {
   type Buffered = { response: Dispatcher.ResponseData; buf: Buffer };
   try {
     const out = await runRecoveryLoop<Buffered>({

@@ -33,6 +33,7 @@ export interface ProxyMetrics {
   readonly memoryTrims: Counter;
 }
 
+// long: one declaration per metric (name, help text, labels), in the order of ProxyMetrics; nothing to split
 /**
  * A fresh registry holding the proxy's counters and upstream-latency histogram, all named `token_terminator_proxy_*`.
  *

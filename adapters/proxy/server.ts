@@ -19,6 +19,7 @@ import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import {
   createTerminator,
   openLiveLedger,
+  type LiveLedger,
   type LiveLedgerEntry,
   type TerminatorOptions,
 } from '../../src/runtime/index.js';
@@ -178,91 +179,218 @@ function json(res: ServerResponse, status: number, body: unknown, type = 'applic
   res.end(text);
 }
 
-/**
- * Build a proxy (not yet listening).
- *
- * @example
- * const proxy = await createProxy({ flags: { port: 8787, upstream: 'https://api.openai.com' } });
- * console.log(`listening on ${await proxy.listen()}`);
- */
-export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
-  const config =
-    options.config ??
-    loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
-  const accountingBacklog = intOption('createProxy', 'accountingBacklog', options.accountingBacklog, 128, 1);
-  const memoryCheckMs = intOption('createProxy', 'memoryCheckMs', options.memoryCheckMs, 1000, 10);
-  const bodyRateWindowMs = intOption('createProxy', 'bodyRateWindowMs', options.bodyRateWindowMs, 10_000, 10);
-  const ownsTerminator = options.terminator === undefined;
+/** The Terminator the proxy runs requests through, whether it owns it, and the ledger it writes turns to. */
+async function proxyTerminator(
+  options: ProxyOptions,
+  config: ProxyConfig,
+): Promise<{ terminator: Terminator; owns: boolean; ledger: LiveLedger | undefined }> {
+  if (options.terminator !== undefined) return { terminator: options.terminator, owns: false, ledger: undefined };
   // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
-  const terminator =
-    options.terminator ??
-    (await createTerminator({
-      ...(options.env === undefined ? {} : { env: options.env }),
-      // Per-session request state shares the memory bound (a sixteenth), unless the caller sized it.
-      maxSessionChars: Math.floor(config.maxMemoryBytes / 16),
-      ...options.terminatorOptions,
-      metrics: false,
-      ledger: false,
-    }));
-  const ledger = ownsTerminator
-    ? openLiveLedger(
-        terminator.config,
-        (options.terminatorOptions?.ledger ??
-          (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) &&
-          terminator.vault.path !== ':memory:',
-      )
-    : undefined;
-  const ownsDispatcher = options.dispatcher === undefined;
-  const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
-  const metrics = createProxyMetrics();
-  // The runtime's meter reads the stages' per-item measurements: the accounting then counts only
-  // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
-  const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
-  const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
-  const receipts = new ReceiptVerifier(terminator.vault);
-  const log = options.log ?? (() => undefined);
+  const terminator = await createTerminator({
+    ...(options.env === undefined ? {} : { env: options.env }),
+    // Per-session request state shares the memory bound (a sixteenth), unless the caller sized it.
+    maxSessionChars: Math.floor(config.maxMemoryBytes / 16),
+    ...options.terminatorOptions,
+    metrics: false,
+    ledger: false,
+  });
+  const ledger = openLiveLedger(
+    terminator.config,
+    (options.terminatorOptions?.ledger ??
+      (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) &&
+      terminator.vault.path !== ':memory:',
+  );
+  return { terminator, owns: true, ledger };
+}
 
-  /** One request's metric row and ledger entry (token counts from the meter's memos). */
-  const measure = (input: AccountInput): { row: RequestMetric; turn: LiveLedgerEntry } => {
-    const raw = attributeRequest(input.client, meter);
-    // An unchanged request was sent as the client's own: one count for both.
-    const sent = input.sent === input.client ? raw : attributeRequest(input.sent, meter);
-    let extraTokens = 0;
-    let extraChars = 0;
-    for (const c of input.continuations) {
-      const a = attributeRequest(c, meter);
-      extraTokens += a.totalTokens;
-      extraChars += a.totalChars;
-    }
-    metrics.tokens.inc({ api: input.format, direction: 'raw' }, raw.totalTokens);
-    metrics.tokens.inc({ api: input.format, direction: 'sent' }, sent.totalTokens);
-    if (extraTokens > 0) metrics.tokens.inc({ api: input.format, direction: 'recovery' }, extraTokens);
-    const model = input.client['model'];
-    const row = requestMetric({
-      sessionId: input.context.sessionId,
-      requestId: input.context.requestId ?? 'proxy',
-      mode: terminator.config.mode,
-      ...(typeof model === 'string' ? { model } : {}),
-      raw,
-      final: sent,
+/** What measuring an answered request needs. */
+interface Measuring {
+  readonly terminator: Terminator;
+  readonly meter: ReturnType<typeof createMessagesMeter>;
+  readonly metrics: ProxyMetrics;
+  readonly receipts: ReceiptVerifier;
+}
+
+/** One request's metric row and ledger entry (token counts from the meter's memos). */
+function measureRequest(
+  { terminator, meter, metrics, receipts }: Measuring,
+  input: AccountInput,
+): { row: RequestMetric; turn: LiveLedgerEntry } {
+  const raw = attributeRequest(input.client, meter);
+  // An unchanged request was sent as the client's own: one count for both.
+  const sent = input.sent === input.client ? raw : attributeRequest(input.sent, meter);
+  let extraTokens = 0;
+  let extraChars = 0;
+  for (const c of input.continuations) {
+    const a = attributeRequest(c, meter);
+    extraTokens += a.totalTokens;
+    extraChars += a.totalChars;
+  }
+  metrics.tokens.inc({ api: input.format, direction: 'raw' }, raw.totalTokens);
+  metrics.tokens.inc({ api: input.format, direction: 'sent' }, sent.totalTokens);
+  if (extraTokens > 0) metrics.tokens.inc({ api: input.format, direction: 'recovery' }, extraTokens);
+  const model = input.client['model'];
+  const row = requestMetric({
+    sessionId: input.context.sessionId,
+    requestId: input.context.requestId ?? 'proxy',
+    mode: terminator.config.mode,
+    ...(typeof model === 'string' ? { model } : {}),
+    raw,
+    final: sent,
+    rawTokens: raw.totalTokens,
+    // Net of recovery: continuation requests are part of what this request cost.
+    finalTokens: sent.totalTokens + extraTokens,
+    tokenizer: meter.counter.name,
+    receipts: receiptsIn(input.sent, receipts),
+    failedOpen: false,
+    savedByStage: input.saved,
+  });
+  return {
+    row: { ...row, finalChars: row.finalChars + extraChars },
+    turn: {
+      step: { context: input.context, original: input.client },
       rawTokens: raw.totalTokens,
-      // Net of recovery: continuation requests are part of what this request cost.
       finalTokens: sent.totalTokens + extraTokens,
-      tokenizer: meter.counter.name,
-      receipts: receiptsIn(input.sent, receipts),
-      failedOpen: false,
-      savedByStage: input.saved,
-    });
-    return {
-      row: { ...row, finalChars: row.finalChars + extraChars },
-      turn: {
-        step: { context: input.context, original: input.client },
-        rawTokens: raw.totalTokens,
-        finalTokens: sent.totalTokens + extraTokens,
-      },
-    };
+    },
   };
+}
 
+/** The byte counters of an answered request, counted as it is answered (its tokens wait for the accounting). */
+function countBytes(metrics: ProxyMetrics, input: AccountInput): void {
+  metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
+  metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
+  let extra = 0;
+  for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
+  if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
+  for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
+}
+
+/** A request for no local route and no API path: relayed to the upstream untouched. */
+async function relay(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathAndQuery: string,
+): Promise<void> {
+  const { config, metrics } = ctx;
+  metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
+  const anthropic = pathAndQuery.startsWith('/v1/messages') || req.headers['anthropic-version'] !== undefined;
+  const abort = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+  try {
+    const started = performance.now();
+    const response = await sendUpstream(ctx.dispatcher, {
+      base: anthropic ? config.anthropicUpstream : config.upstream,
+      pathAndQuery,
+      method: req.method ?? 'GET',
+      headers: requestHeaders(req.headers, { bodyChanged: false }),
+      body: hasBody ? req : null,
+      signal: abort.signal,
+    });
+    metrics.upstreamSeconds.observe({ api: 'relay' }, (performance.now() - started) / 1000);
+    await relayResponse(response, res);
+  } catch (error) {
+    answerUpstreamFailure(error, res);
+  }
+}
+
+/** One request: health, the token check, metrics, the bounds, then a local route, an API path or the relay. */
+async function handle(
+  ctx: ProxyContext,
+  bounds: Bounds,
+  routes: ReadonlyMap<string, RouteHandler>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const { config, metrics } = ctx;
+  const started = performance.now();
+  const pathAndQuery = req.url ?? '/';
+  const path = pathAndQuery.split('?')[0] ?? '/';
+  const method = req.method ?? 'GET';
+  const api = method === 'POST' ? API_PATHS[path] : undefined;
+  res.once('finish', () =>
+    ctx.log({
+      level: 'info',
+      event: 'request',
+      api: api ?? (routes.has(path) || path === '/healthz' || path === '/metrics' ? 'local' : 'relay'),
+      status: res.statusCode,
+      ms: Math.round(performance.now() - started),
+    }),
+  );
+  if (method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
+  if (config.token !== undefined && !tokenMatches(config.token, req.headers[TOKEN_HEADER])) {
+    return json(res, 401, {
+      error: {
+        type: 'authentication_error',
+        message: `token-terminator proxy: missing or wrong ${TOKEN_HEADER} header`,
+      },
+    });
+  }
+  if (method === 'GET' && path === '/metrics')
+    return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
+  const anthropic = api === 'anthropic' || req.headers['anthropic-version'] !== undefined;
+  if (!bounds.admit(req, res, anthropic)) return;
+  const local = routes.get(path);
+  if (local !== undefined) return local(req, res);
+  if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery);
+  return relay(ctx, req, res, pathAndQuery);
+}
+
+function httpServer(
+  config: ProxyConfig,
+  log: (record: ProxyLogRecord) => void,
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Server {
+  const server = createServer(
+    {
+      noDelay: true,
+      keepAlive: true,
+      // The whole request, headers and body, must arrive within requestTimeoutMs; node:http counts
+      // until the request is complete, so a response (a stream may run for minutes) is not counted.
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      // How often node:http looks for connections past those timeouts.
+      connectionsCheckingInterval: Math.min(1000, Math.floor(config.requestTimeoutMs / 4)),
+    },
+    (req, res) => {
+      handler(req, res).catch((error: unknown) => {
+        log({ level: 'warn', event: 'handler_failed', error: errorLabel(error) });
+        if (!res.headersSent) res.destroy();
+        else res.end();
+      });
+    },
+  );
+  // Longer than the idle timeout of common client pools, so a reused connection is not closed under a request.
+  server.keepAliveTimeout = 65_000;
+  return server;
+}
+
+function listen(server: Server, config: ProxyConfig): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      const address = server.address() as AddressInfo;
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      resolve(`http://${host}:${address.port}`);
+    });
+  });
+}
+
+/**
+ * Answered requests wait a moment for their accounting (token counts, metric row, ledger turn)
+ * rather than run one by one right behind each answer: under a steady stream of requests the
+ * next request then finds the proxy free, and a batch's rows go in one transaction per store.
+ */
+function accountingQueue(
+  measuring: Measuring,
+  ledger: LiveLedger | undefined,
+  log: (record: ProxyLogRecord) => void,
+  maxPending: number,
+): BatchQueue<AccountInput> {
   /** A batch: each request measured in its own turn of the event loop, then all rows in one write per store. */
   const account = async (batch: readonly AccountInput[]): Promise<void> => {
     const rows: RequestMetric[] = [];
@@ -271,30 +399,34 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       // Between two requests' counting, whatever arrived (a new request) goes first.
       await new Promise<void>((resolve) => setImmediate(resolve));
       try {
-        const { row, turn } = measure(input);
+        const { row, turn } = measureRequest(measuring, input);
         rows.push(row);
         turns.push(turn);
       } catch (error) {
         log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
       }
     }
-    await terminator.vault
+    await measuring.terminator.vault
       .recordRequestMetrics(rows)
       .catch((error: unknown) => log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) }));
     await ledger?.recordAll(turns);
   };
-
-  // Answered requests wait a moment for their accounting (token counts, metric row, ledger turn)
-  // rather than run one by one right behind each answer: under a steady stream of requests the
-  // next request then finds the proxy free, and a batch's rows go in one transaction per store.
-  const accounting = new BatchQueue<AccountInput>(account, {
+  return new BatchQueue<AccountInput>(account, {
     delayMs: ACCOUNT_DELAY_MS,
     maxBatch: ACCOUNT_BATCH,
     // Each waiting request holds its client and sent bodies' objects.
-    maxPending: accountingBacklog,
+    maxPending,
   });
+}
 
-  const ctx: ProxyContext = {
+function proxyContext(
+  config: ProxyConfig,
+  { terminator, metrics }: Measuring,
+  dispatcher: Dispatcher,
+  accounting: BatchQueue<AccountInput>,
+  log: (record: ProxyLogRecord) => void,
+): ProxyContext {
+  return {
     config,
     terminator,
     dispatcher,
@@ -311,13 +443,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     recoveryRounds: config.recoveryRounds,
     log,
     account(input) {
-      metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
-      metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
-      let extra = 0;
-      for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
-      if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
-      for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
-      // Token counting and the rows run after the answer went out, in batches (see accounting).
+      countBytes(metrics, input);
+      // Token counting and the rows run after the answer went out, in batches (see accountingQueue).
       accounting.add(input);
     },
     room() {
@@ -325,6 +452,35 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       return accounting.room();
     },
   };
+}
+
+/**
+ * Build a proxy (not yet listening).
+ *
+ * @example
+ * const proxy = await createProxy({ flags: { port: 8787, upstream: 'https://api.openai.com' } });
+ * console.log(`listening on ${await proxy.listen()}`);
+ */
+export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
+  const config =
+    options.config ??
+    loadProxyConfig({ ...(options.env === undefined ? {} : { env: options.env }), flags: options.flags ?? {} });
+  const accountingBacklog = intOption('createProxy', 'accountingBacklog', options.accountingBacklog, 128, 1);
+  const memoryCheckMs = intOption('createProxy', 'memoryCheckMs', options.memoryCheckMs, 1000, 10);
+  const bodyRateWindowMs = intOption('createProxy', 'bodyRateWindowMs', options.bodyRateWindowMs, 10_000, 10);
+  const { terminator, owns: ownsTerminator, ledger } = await proxyTerminator(options, config);
+  const ownsDispatcher = options.dispatcher === undefined;
+  const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
+  const metrics = createProxyMetrics();
+  // The runtime's meter reads the stages' per-item measurements: the accounting then counts only
+  // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
+  const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
+  const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
+  const measuring: Measuring = { terminator, meter, metrics, receipts: new ReceiptVerifier(terminator.vault) };
+  const log = options.log ?? (() => undefined);
+
+  const accounting = accountingQueue(measuring, ledger, log, accountingBacklog);
+  const ctx = proxyContext(config, measuring, dispatcher, accounting, log);
 
   const bounds = new Bounds({
     maxInFlight: config.maxInFlight,
@@ -341,87 +497,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     log,
   });
-
-  const relay = async (req: IncomingMessage, res: ServerResponse, pathAndQuery: string): Promise<void> => {
-    metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
-    const anthropic = pathAndQuery.startsWith('/v1/messages') || req.headers['anthropic-version'] !== undefined;
-    const abort = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    try {
-      const started = performance.now();
-      const response = await sendUpstream(dispatcher, {
-        base: anthropic ? config.anthropicUpstream : config.upstream,
-        pathAndQuery,
-        method: req.method ?? 'GET',
-        headers: requestHeaders(req.headers, { bodyChanged: false }),
-        body: hasBody ? req : null,
-        signal: abort.signal,
-      });
-      metrics.upstreamSeconds.observe({ api: 'relay' }, (performance.now() - started) / 1000);
-      await relayResponse(response, res);
-    } catch (error) {
-      answerUpstreamFailure(error, res);
-    }
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const started = performance.now();
-    const pathAndQuery = req.url ?? '/';
-    const path = pathAndQuery.split('?')[0] ?? '/';
-    const method = req.method ?? 'GET';
-    const api = method === 'POST' ? API_PATHS[path] : undefined;
-    res.once('finish', () =>
-      log({
-        level: 'info',
-        event: 'request',
-        api: api ?? (routes.has(path) || path === '/healthz' || path === '/metrics' ? 'local' : 'relay'),
-        status: res.statusCode,
-        ms: Math.round(performance.now() - started),
-      }),
-    );
-    if (method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
-    if (config.token !== undefined && !tokenMatches(config.token, req.headers[TOKEN_HEADER])) {
-      return json(res, 401, {
-        error: {
-          type: 'authentication_error',
-          message: `token-terminator proxy: missing or wrong ${TOKEN_HEADER} header`,
-        },
-      });
-    }
-    if (method === 'GET' && path === '/metrics')
-      return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
-    const anthropic = api === 'anthropic' || req.headers['anthropic-version'] !== undefined;
-    if (!bounds.admit(req, res, anthropic)) return;
-    const local = routes.get(path);
-    if (local !== undefined) return local(req, res);
-    if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery);
-    return relay(req, res, pathAndQuery);
-  };
-
-  const server = createServer(
-    {
-      noDelay: true,
-      keepAlive: true,
-      // The whole request, headers and body, must arrive within requestTimeoutMs; node:http counts
-      // until the request is complete, so a response (a stream may run for minutes) is not counted.
-      requestTimeout: config.requestTimeoutMs,
-      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
-      // How often node:http looks for connections past those timeouts.
-      connectionsCheckingInterval: Math.min(1000, Math.floor(config.requestTimeoutMs / 4)),
-    },
-    (req, res) => {
-      handle(req, res).catch((error: unknown) => {
-        log({ level: 'warn', event: 'handler_failed', error: errorLabel(error) });
-        if (!res.headersSent) res.destroy();
-        else res.end();
-      });
-    },
-  );
-  // Longer than the idle timeout of common client pools, so a reused connection is not closed under a request.
-  server.keepAliveTimeout = 65_000;
+  const server = httpServer(config, log, (req, res) => handle(ctx, bounds, routes, req, res));
 
   let closed = false;
   const close = async (): Promise<void> => {
@@ -443,16 +519,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     config,
     terminator,
     metrics,
-    listen: () =>
-      new Promise<string>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(config.port, config.host, () => {
-          server.off('error', reject);
-          const address = server.address() as AddressInfo;
-          const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-          resolve(`http://${host}:${address.port}`);
-        });
-      }),
+    listen: () => listen(server, config),
     settled: () => accounting.settled(),
     route: (path, handler) => {
       routes.set(path, handler);

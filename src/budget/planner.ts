@@ -220,24 +220,41 @@ export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefi
   return true;
 }
 
-/**
- * Validate the options (ConfigError naming the variable) and return a factory of per-run budgets.
- *
- * @example
- * const run = createOutputBudget('myHost', { route: { model: 'gpt-5', contextWindow: 400_000 } }).open();
- */
-export function createOutputBudget(who: string, options: OutputBudgetOptions = {}): OutputBudget {
+/** The validated settings of {@link createOutputBudget}, shared by every run it opens. */
+interface Budgeting {
+  readonly who: string;
+  readonly route: Route | undefined;
+  readonly onMeasure: OutputBudgetOptions['onMeasure'];
+  readonly dialect: CapDialect | undefined;
+  readonly counter: OutputBudgetOptions['counter'];
+  /** Output tokens kept free, and the margin added to an inexact or fallback count. */
+  readonly reserve: number;
+  readonly margin: number;
+  /** The compression window that overrides the route's, if set. */
+  readonly override: number | undefined;
+  /** The context budget report's limit, reserve and margin (limit 0: no report). */
+  readonly report: { readonly limit: number; readonly reserve: number; readonly margin: number };
+  readonly backend: string;
+  readonly settings: BackendSettings;
+  readonly factory: ((settings: BackendSettings) => BudgetCounter) | undefined;
+  readonly fallback: (request: ProviderRequest) => number;
+  readonly limitsOf: ReturnType<typeof createModelLimits>;
+}
+
+function budgeting(who: string, options: OutputBudgetOptions): Budgeting {
   const inc = options.config?.incontext;
   const reserve = options.minOutputTokens ?? inc?.minOutputTokens ?? 4096;
   const margin = options.fallbackMarginTokens ?? inc?.fallbackMarginTokens ?? 1024;
   const override = options.compressionWindowTokens ?? inc?.compressionWindowTokens;
   const reportOption = (key: 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'): number =>
     intOption(who, key, options[key] ?? options.config?.[key], defaultInt(key), 0);
-  const limit = reportOption('contextLimitTokens');
-  const limitReserve = reportOption('outputReserveTokens');
-  const limitMargin = reportOption('tokenSafetyMargin');
+  const report = {
+    limit: reportOption('contextLimitTokens'),
+    reserve: reportOption('outputReserveTokens'),
+    margin: reportOption('tokenSafetyMargin'),
+  };
   checkContextLimit(
-    { contextLimitTokens: limit, outputReserveTokens: limitReserve, tokenSafetyMargin: limitMargin },
+    { contextLimitTokens: report.limit, outputReserveTokens: report.reserve, tokenSafetyMargin: report.margin },
     {
       api: who,
       reserve: 'options.outputReserveTokens',
@@ -267,148 +284,196 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
     ...(route?.model !== undefined && { model: route.model }),
     ...options.backendSettings,
   };
-  const given = options.counter;
-  const factory = given === undefined ? (options.registry ?? defaultCounterRegistry).factory(backend) : undefined;
+  const factory =
+    options.counter === undefined ? (options.registry ?? defaultCounterRegistry).factory(backend) : undefined;
   // Validate the backend's settings now (startup error), then discard: factories open nothing.
   if (factory !== undefined) void factory(settings).close?.();
   const fallback = options.fallback ?? roughRequestTokens;
   const table: ModelLimitsTable = { ...options.config?.modelLimits, ...options.modelLimits };
   checkModelLimits(`${who}: modelLimits (TOKEN_TERMINATOR_MODEL_LIMITS)`, table);
   const limitsOf = createModelLimits(table);
-  const onMeasure = options.onMeasure;
+  return {
+    who,
+    route,
+    onMeasure: options.onMeasure,
+    dialect: options.dialect,
+    counter: options.counter,
+    reserve,
+    margin,
+    override,
+    report,
+    backend,
+    settings,
+    factory,
+    fallback,
+    limitsOf,
+  };
+}
 
+/** The prompt's tokens by the counter (plus the margin when inexact), else by the fallback plus the margin. */
+async function measurePrompt(
+  b: Budgeting,
+  counter: BudgetCounter,
+  request: ProviderRequest,
+  signal: AbortSignal,
+  contextLength: number | undefined,
+): Promise<Measured | undefined> {
+  let failure: unknown;
+  try {
+    const p = await counter.countRequest(request, signal, { contextLength });
+    if (!Number.isSafeInteger(p) || p < 0)
+      throw new BudgetCounterError('internal', 'counter returned an invalid count');
+    if (counter.exact) return { prompt: p };
+    return { prompt: p + b.margin, fallback: 'inexact' };
+  } catch (error) {
+    if (signal.aborted) throw error;
+    failure = error;
+  }
+  try {
+    return { prompt: b.fallback(request) + b.margin, fallback: errorLabel(failure) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The route with the model table filled in: its own fields win, then config overrides, then the built-in entry. */
+function resolveRoute(b: Budgeting, r: Route | undefined, request: ProviderRequest): Route | undefined {
+  const model = typeof request['model'] === 'string' ? request['model'] : r?.model;
+  const known = b.limitsOf(model);
+  // A guess from a similar name (a newer model of a known family) never lowers what the caller asked.
+  if (known === undefined || (known.inferredFrom !== undefined && readCallerCap(request) !== undefined)) return r;
+  return {
+    ...(known.contextWindow === undefined ? {} : { contextWindow: known.contextWindow }),
+    ...(known.maxOutputTokens === undefined ? {} : { maxOutputTokens: known.maxOutputTokens }),
+    ...r,
+  };
+}
+
+/** One run's counter and cap dialect. */
+interface RunCounter {
+  readonly counter: BudgetCounter;
+  readonly dialect: CapDialect | undefined;
+}
+
+/** The budget report (a `measured` decision) once the prompt is counted, when a limit is set. */
+function reportBudget(
+  b: Budgeting,
+  step: Step<ProviderRequest>,
+  prompt: number,
+): { step: Step<ProviderRequest>; budget?: ContextBudget } {
+  const { limit, reserve, margin } = b.report;
+  if (limit === 0) return { step };
+  const budget = contextBudget(limit, reserve, margin, prompt);
+  const reason =
+    `context budget: prompt ${budget.prompt} of ${budget.usable} usable tokens ` +
+    `(limit ${budget.limit} − output reserve ${reserve} − safety margin ${margin}), ` +
+    (budget.headroom >= 0 ? `${budget.headroom} left` : `${-budget.headroom} over (not truncated)`);
+  return { step: note(step, { stage: b.who, kind: 'measured', reason }), budget };
+}
+
+async function applyBudget(
+  b: Budgeting,
+  { counter, dialect }: RunCounter,
+  given: Step<ProviderRequest>,
+  signal: AbortSignal,
+): Promise<Step<ProviderRequest>> {
+  const stage = b.who;
+  const { route, onMeasure } = b;
+  let step = given;
+  const request = step.value;
+  const own = step.context.route;
+  if (!isPrimaryRoute(request, route ?? own, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
+  const primary = resolveRoute(b, route ?? own, request);
+  const format = detectRequestFormat(request, primary?.provider);
+  const field = capFieldFor(
+    format,
+    request,
+    dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'),
+  );
+  if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
+  const window = b.override ?? primary?.compressionThreshold ?? primary?.contextWindow;
+  if (window === undefined) {
+    // No window to cap against: the budget report still counts, when one is configured.
+    if (b.report.limit > 0) {
+      const m = await measurePrompt(b, counter, request, signal, (route ?? own)?.contextWindow);
+      if (m !== undefined) step = reportBudget(b, step, m.prompt).step;
+    }
+    return note(step, { stage, kind: 'skipped', reason: 'no budgeting window' });
+  }
+  if (b.margin + b.reserve >= window)
+    return note(step, { stage, kind: 'skipped', reason: 'window below reserve + margin' });
+  const r = effectiveReserve(b.reserve, primary?.outputCap);
+  const callerCap = readCallerCap(request);
+  const base = { window, reserve: r, counter: counter.name, ...(callerCap !== undefined && { callerCap }) };
+  const measured = await measurePrompt(b, counter, request, signal, (route ?? own)?.contextWindow);
+  if (measured === undefined) {
+    onMeasure?.({ ...base, outcome: 'counting_failed' });
+    return note(step, {
+      stage,
+      kind: 'failed_open',
+      reason: 'counting failed',
+      error: 'BudgetCounterError:E_COUNTER_BOTH',
+    });
+  }
+  const reported = reportBudget(b, step, measured.prompt);
+  step = reported.step;
+  const budget = reported.budget;
+  const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap });
+  const outputLimit = tightest(primary?.maxOutputTokens, primary?.outputCap);
+  const extra = {
+    prompt: measured.prompt,
+    ...(measured.fallback !== undefined && { fallback: measured.fallback }),
+    ...(outputLimit !== undefined && { outputLimit }),
+    ...(budget !== undefined && { contextBudget: budget }),
+  };
+  const error = measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
+  if (plan.cap === undefined) {
+    onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
+    return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });
+  }
+  // incontext: any further wire-level output limit must also leave at least required_output.
+  if (outputLimit !== undefined && outputLimit < plan.required) {
+    onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
+    return note(step, { stage, kind: 'skipped', reason: 'output limit below required output', ...error });
+  }
+  const cap = outputLimit === undefined ? plan.cap : Math.min(plan.cap, outputLimit);
+  if (hasOnlyCap(request, field, cap)) {
+    onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
+    return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });
+  }
+  onMeasure?.({ ...base, ...extra, cap, outcome: 'capped' });
+  const reason = measured.fallback === undefined ? 'capped' : 'capped (fallback count)';
+  return advance(step, withOutputCap(request, field, cap), { stage, kind: 'applied', reason, ...error });
+}
+
+/**
+ * Validate the options (ConfigError naming the variable) and return a factory of per-run budgets.
+ *
+ * @example
+ * const run = createOutputBudget('myHost', { route: { model: 'gpt-5', contextWindow: 400_000 } }).open();
+ */
+export function createOutputBudget(who: string, options: OutputBudgetOptions = {}): OutputBudget {
+  const b = budgeting(who, options);
   return {
     open(): BudgetRun {
-      const owned = factory?.(settings);
+      const owned = b.factory?.(b.settings);
+      const given = b.counter;
       const counter: BudgetCounter =
         owned ?? (given !== undefined && !isBudgetCounter(given) ? budgetCounterFrom(given) : (given as BudgetCounter));
-      const dialect = options.dialect ?? (backend === 'vllm' || counter.name === 'vllm' ? 'vllm' : undefined);
-
-      const measure = async (
-        request: ProviderRequest,
-        signal: AbortSignal,
-        contextLength: number | undefined,
-      ): Promise<Measured | undefined> => {
-        let failure: unknown;
-        try {
-          const p = await counter.countRequest(request, signal, { contextLength });
-          if (!Number.isSafeInteger(p) || p < 0)
-            throw new BudgetCounterError('internal', 'counter returned an invalid count');
-          if (counter.exact) return { prompt: p };
-          return { prompt: p + margin, fallback: 'inexact' };
-        } catch (error) {
-          if (signal.aborted) throw error;
-          failure = error;
-        }
-        try {
-          return { prompt: fallback(request) + margin, fallback: errorLabel(failure) };
-        } catch {
-          return undefined;
-        }
-      };
-
-      /** The route with the model table filled in: its own fields win, then config overrides, then the built-in entry. */
-      const resolve = (r: Route | undefined, request: ProviderRequest): Route | undefined => {
-        const model = typeof request['model'] === 'string' ? request['model'] : r?.model;
-        const known = limitsOf(model);
-        // A guess from a similar name (a newer model of a known family) never lowers what the caller asked.
-        if (known === undefined || (known.inferredFrom !== undefined && readCallerCap(request) !== undefined)) return r;
-        return {
-          ...(known.contextWindow === undefined ? {} : { contextWindow: known.contextWindow }),
-          ...(known.maxOutputTokens === undefined ? {} : { maxOutputTokens: known.maxOutputTokens }),
-          ...r,
-        };
-      };
-      const windowOf = (r: Route | undefined): number | undefined =>
-        override ?? r?.compressionThreshold ?? r?.contextWindow;
-
+      const dialect = b.dialect ?? (b.backend === 'vllm' || counter.name === 'vllm' ? 'vllm' : undefined);
+      const run: RunCounter = { counter, dialect };
       return {
-        async apply(given, signal) {
-          const stage = who;
-          let step = given;
-          const request = step.value;
-          /** The budget report (a `measured` decision) once the prompt is counted, when a limit is set. */
-          const reported = (prompt: number): ContextBudget | undefined => {
-            if (limit === 0) return undefined;
-            const b = contextBudget(limit, limitReserve, limitMargin, prompt);
-            step = note(step, {
-              stage,
-              kind: 'measured',
-              reason:
-                `context budget: prompt ${b.prompt} of ${b.usable} usable tokens ` +
-                `(limit ${b.limit} − output reserve ${limitReserve} − safety margin ${limitMargin}), ` +
-                (b.headroom >= 0 ? `${b.headroom} left` : `${-b.headroom} over (not truncated)`),
-            });
-            return b;
-          };
-          const own = step.context.route;
-          if (!isPrimaryRoute(request, route ?? own, own))
-            return note(step, { stage, kind: 'skipped', reason: 'other route' });
-          const primary = resolve(route ?? own, request);
-          const format = detectRequestFormat(request, primary?.provider);
-          const field = capFieldFor(
-            format,
-            request,
-            dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'),
-          );
-          if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
-          const window = windowOf(primary);
-          if (window === undefined) {
-            // No window to cap against: the budget report still counts, when one is configured.
-            if (limit > 0) {
-              const m = await measure(request, signal, (route ?? own)?.contextWindow);
-              if (m !== undefined) reported(m.prompt);
-            }
-            return note(step, { stage, kind: 'skipped', reason: 'no budgeting window' });
-          }
-          if (margin + reserve >= window)
-            return note(step, { stage, kind: 'skipped', reason: 'window below reserve + margin' });
-          const r = effectiveReserve(reserve, primary?.outputCap);
-          const b = readCallerCap(request);
-          const base = { window, reserve: r, counter: counter.name, ...(b !== undefined && { callerCap: b }) };
-          const measured = await measure(request, signal, (route ?? own)?.contextWindow);
-          if (measured === undefined) {
-            onMeasure?.({ ...base, outcome: 'counting_failed' });
-            return note(step, {
-              stage,
-              kind: 'failed_open',
-              reason: 'counting failed',
-              error: 'BudgetCounterError:E_COUNTER_BOTH',
-            });
-          }
-          const budget = reported(measured.prompt);
-          const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap: b });
-          const outputLimit = tightest(primary?.maxOutputTokens, primary?.outputCap);
-          const extra = {
-            prompt: measured.prompt,
-            ...(measured.fallback !== undefined && { fallback: measured.fallback }),
-            ...(outputLimit !== undefined && { outputLimit }),
-            ...(budget !== undefined && { contextBudget: budget }),
-          };
-          const error =
-            measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
-          if (plan.cap === undefined) {
-            onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
-            return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });
-          }
-          // incontext: any further wire-level output limit must also leave at least required_output.
-          if (outputLimit !== undefined && outputLimit < plan.required) {
-            onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
-            return note(step, { stage, kind: 'skipped', reason: 'output limit below required output', ...error });
-          }
-          const cap = outputLimit === undefined ? plan.cap : Math.min(plan.cap, outputLimit);
-          if (hasOnlyCap(request, field, cap)) {
-            onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
-            return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });
-          }
-          onMeasure?.({ ...base, ...extra, cap, outcome: 'capped' });
-          const reason = measured.fallback === undefined ? 'capped' : 'capped (fallback count)';
-          return advance(step, withOutputCap(request, field, cap), { stage, kind: 'applied', reason, ...error });
-        },
+        apply: (step, signal) => applyBudget(b, run, step, signal),
         async pressure(request, context, signal) {
-          const primary = route ?? context?.route;
-          const r = effectiveReserve(reserve, primary?.outputCap);
-          const measured = await measure(request, signal ?? new AbortController().signal, primary?.contextWindow);
+          const primary = b.route ?? context?.route;
+          const r = effectiveReserve(b.reserve, primary?.outputCap);
+          const measured = await measurePrompt(
+            b,
+            counter,
+            request,
+            signal ?? new AbortController().signal,
+            primary?.contextWindow,
+          );
           // Both estimators failed: report no pressure rather than throwing at the host.
           return preflightPressure(measured?.prompt ?? 0, r);
         },

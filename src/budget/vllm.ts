@@ -139,19 +139,11 @@ function failureOf(error: unknown, timedOut: boolean): BudgetCounterError {
   return new BudgetCounterError('connection', '/tokenize request failed', { cause: error });
 }
 
-/**
- * Create the vLLM /tokenize counter. Configuration errors (no URL, not http(s), bad numbers) throw
- * ConfigError at once; counting failures reject with BudgetCounterError so the budget falls back.
- * An aborted signal aborts the in-flight HTTP request.
- *
- * @example
- * const vllm = createVllmCounter({ url: 'http://127.0.0.1:8000/tokenize', contextLength: 131072 });
- * const p = await vllm.countRequest(request, AbortSignal.timeout(5000));
- */
-export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
+/** The endpoint's URL without credentials, and the headers (Basic auth from the URL's user:password). */
+function tokenizeEndpoint(given: string): { url: URL; headers: Record<string, string> } {
   let url: URL;
   try {
-    url = new URL(options.url);
+    url = new URL(given);
   } catch {
     throw new ConfigError(
       'INCONTEXT_TOKENIZER_URL must be an absolute http(s) URL of the /tokenize endpoint (required by INCONTEXT_BACKEND=vllm)',
@@ -167,6 +159,42 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
     url.username = '';
     url.password = '';
   }
+  return { url, headers };
+}
+
+/** The count of a /tokenize answer, checked: a valid count, and the server's max_model_len the configured one. */
+function answeredCount(answer: unknown, contextLength: number): number {
+  const c = isObject(answer) ? answer['count'] : undefined;
+  const len = isObject(answer) ? answer['max_model_len'] : undefined;
+  if (
+    typeof c !== 'number' ||
+    !Number.isSafeInteger(c) ||
+    c < 0 ||
+    typeof len !== 'number' ||
+    !Number.isSafeInteger(len) ||
+    len <= 0
+  ) {
+    throw new BudgetCounterError('bad_body', '/tokenize answered without a valid count and max_model_len');
+  }
+  if (len !== contextLength)
+    throw new BudgetCounterError(
+      'context_mismatch',
+      `/tokenize max_model_len ${len} differs from the configured context length ${contextLength}`,
+    );
+  return c;
+}
+
+/**
+ * Create the vLLM /tokenize counter. Configuration errors (no URL, not http(s), bad numbers) throw
+ * ConfigError at once; counting failures reject with BudgetCounterError so the budget falls back.
+ * An aborted signal aborts the in-flight HTTP request.
+ *
+ * @example
+ * const vllm = createVllmCounter({ url: 'http://127.0.0.1:8000/tokenize', contextLength: 131072 });
+ * const p = await vllm.countRequest(request, AbortSignal.timeout(5000));
+ */
+export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
+  const { url, headers } = tokenizeEndpoint(options.url);
   const timeoutSeconds = options.timeoutSeconds ?? 30;
   if (!(timeoutSeconds > 0) || !Number.isFinite(timeoutSeconds))
     throw new ConfigError('INCONTEXT_TOKENIZER_TIMEOUT_SECONDS must be a positive number');
@@ -233,25 +261,7 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
       if (cached !== undefined) {
         count = cached;
       } else {
-        const answer = await post(body, signal);
-        const c = isObject(answer) ? answer['count'] : undefined;
-        const len = isObject(answer) ? answer['max_model_len'] : undefined;
-        if (
-          typeof c !== 'number' ||
-          !Number.isSafeInteger(c) ||
-          c < 0 ||
-          typeof len !== 'number' ||
-          !Number.isSafeInteger(len) ||
-          len <= 0
-        ) {
-          throw new BudgetCounterError('bad_body', '/tokenize answered without a valid count and max_model_len');
-        }
-        if (len !== contextLength)
-          throw new BudgetCounterError(
-            'context_mismatch',
-            `/tokenize max_model_len ${len} differs from the configured context length ${contextLength}`,
-          );
-        count = c;
+        count = answeredCount(await post(body, signal), contextLength);
         cache?.set(key, count);
       }
       const limit = truncation(request, payload);

@@ -5,8 +5,8 @@ import { exitCodeFor } from './context.js';
 
 /**
  * Each command's module, loaded only when that command runs (or for the full help): the proxy
- * does not wait for the replay, bench and eval modules and what they import. Same order as
- * `commands` in commands/index.ts (help order).
+ * does not wait for the replay, bench and eval modules and what they import. In help order; add a
+ * command: one file in commands/, one line here.
  */
 const LOADERS: Readonly<Record<string, () => Promise<CommandRegistrar>>> = {
   status: async () => (await import('./commands/status.js')).registerStatus,

@@ -100,131 +100,164 @@ const PROJECT_FRAMES = 3;
 /** Python frames kept from the end of each traceback. */
 const LAST_PY_FRAMES = 3;
 
-/** Scan lines (ANSI already stripped) for diagnostic lines. */
-export function scanDiagnostics(lines: readonly string[], options: ScanOptions = {}): DiagnosticScan {
-  const marked = new Uint8Array(lines.length);
-  let failures = 0;
-  const mark = (i: number): void => {
-    marked[i] = 1;
-  };
-  let pyFrames: number[] | undefined; // frames of the traceback being read
-  let stack: 'jvm' | 'node' | 'go' | 'rust' | undefined;
-  let stackFrames = 0;
-  let stackProject = 0;
-  let panicMessage = 0; // rust: lines after "panicked at" that carry the message
-  let eslintFile = -1;
-  let pyRepeats: number[] = [];
-  const closeTraceback = (): void => {
-    // Every frame's location (the call path is cheap); the source lines of the last frames only.
-    for (const f of pyFrames ?? []) mark(f);
-    const kept = (pyFrames ?? []).slice(-LAST_PY_FRAMES);
-    for (const r of pyRepeats) if (kept.some((f) => f < r && f + 4 > r)) mark(r);
-    pyRepeats = [];
-    for (const f of kept) {
-      mark(f);
-      // The source line under a frame (not pytest's or CPython's caret underline).
-      const code = lines[f + 1];
-      if (code !== undefined && /^\s{4,}\S/.test(code) && !/^\s*[~^]+\s*$/.test(code)) mark(f + 1);
+/** The state of one scan: the lines marked so far and the traceback or stack being read. */
+class Scanner {
+  readonly marked: Uint8Array;
+  failures = 0;
+  private pyFrames: number[] | undefined; // frames of the traceback being read
+  private pyRepeats: number[] = [];
+  private stack: 'jvm' | 'node' | 'go' | 'rust' | undefined;
+  private stackFrames = 0;
+  private stackProject = 0;
+  private panicMessage = 0; // rust: lines after "panicked at" that carry the message
+  private eslintFile = -1;
+
+  constructor(
+    private readonly lines: readonly string[],
+    private readonly options: ScanOptions,
+  ) {
+    this.marked = new Uint8Array(lines.length);
+  }
+
+  private mark(i: number): void {
+    this.marked[i] = 1;
+  }
+
+  /** Line `i`; returns how many of the lines after it were read with it (a Go frame's file line). */
+  scan(i: number): number {
+    const line = this.lines[i]!;
+    if (line.length > 4000) return 0; // never a diagnostic we could keep verbatim
+    if (this.pyFrames !== undefined) {
+      this.tracebackLine(i, line, this.pyFrames);
+      return 0;
     }
-    pyFrames = undefined;
-  };
-  for (let i = 0; i < lines.length; i += 1) {
-    const line = lines[i]!;
-    if (line.length > 4000) continue; // never a diagnostic we could keep verbatim
-    if (pyFrames !== undefined) {
-      if (PY_FRAME.test(line)) {
-        pyFrames.push(i);
-        continue;
-      }
-      if (/^\s+\[Previous line repeated \d+ more times\]$/.test(line)) pyRepeats.push(i);
-      if (/^\s/.test(line) || line === '') continue;
-      closeTraceback();
-      // The first unindented line after the frames is the exception, whatever its class is called.
-      mark(i);
-      failures += 1;
-      continue;
-    }
-    if (panicMessage > 0) {
-      if (line.trim() === '' || /^(?:note|stack backtrace):/.test(line)) panicMessage = 0;
+    if (this.panicMessage > 0) {
+      if (line.trim() === '' || /^(?:note|stack backtrace):/.test(line)) this.panicMessage = 0;
       else {
-        mark(i);
-        panicMessage -= 1;
-        continue;
+        this.mark(i);
+        this.panicMessage -= 1;
+        return 0;
       }
     }
-    if (stack !== undefined && stack !== 'go' && line !== '' && !/^\s/.test(line) && line !== 'stack backtrace:')
-      stack = undefined;
-    if (isFailureLine(line) || (options.compiler === true && /^[^\s:][^:]*:\d+(?::\d+)?: \S/.test(line))) {
-      mark(i);
-      failures += 1;
-      if (line.startsWith('Traceback (most recent call last):')) pyFrames = [];
-      else if (/^\s*panic: |^fatal error: /.test(line)) stack = 'go';
-      else if (line.startsWith('thread ')) {
-        panicMessage = 6;
-        stack = 'rust';
-      } else if (!/^\s+at /.test(line)) {
-        stack = /Exception|Error|Caused by|Suppressed|Throwable/.test(line) ? 'jvm' : stack;
-      }
-      if (stack === 'jvm' || stack === 'rust') [stackFrames, stackProject] = [0, 0];
-      if (/^\s+\d+:\d+\s+(?:error|warning)\s/.test(line) && eslintFile >= 0) mark(eslintFile);
-      continue;
+    if (
+      this.stack !== undefined &&
+      this.stack !== 'go' &&
+      line !== '' &&
+      !/^\s/.test(line) &&
+      line !== 'stack backtrace:'
+    )
+      this.stack = undefined;
+    if (isFailureLine(line) || (this.options.compiler === true && /^[^\s:][^:]*:\d+(?::\d+)?: \S/.test(line))) {
+      this.failureLine(i, line);
+      return 0;
     }
-    if (line.indexOf(' ') < 0 && ESLINT_FILE.test(line)) eslintFile = i;
-    else if (line.trim() === '') eslintFile = -1;
-    if (CONTEXT.test(line) || (options.compiler === true && /^# \S+$/.test(line))) {
-      mark(i);
-      if (line.startsWith('goroutine ')) [stack, stackFrames, stackProject] = ['go', 0, 0];
-      continue;
+    if (line.indexOf(' ') < 0 && ESLINT_FILE.test(line)) this.eslintFile = i;
+    else if (line.trim() === '') this.eslintFile = -1;
+    if (CONTEXT.test(line) || (this.options.compiler === true && /^# \S+$/.test(line))) {
+      this.mark(i);
+      if (line.startsWith('goroutine ')) [this.stack, this.stackFrames, this.stackProject] = ['go', 0, 0];
+      return 0;
     }
     const indented = line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9;
-    if (!indented && stack !== 'go') continue;
-    if (stack === 'jvm' || stack === undefined) {
-      const jvm = JVM_FRAME.test(line);
-      const node = !jvm && NODE_FRAME.test(line);
-      if (jvm || node) {
-        stack = 'jvm';
-        const project = jvm ? !JVM_LIBRARY.test(line) : !NODE_LIBRARY.test(line);
-        if (stackFrames === 0 || (project && stackProject < PROJECT_FRAMES)) mark(i);
-        if (project) stackProject += 1;
-        stackFrames += 1;
-      }
-      continue;
+    if (!indented && this.stack !== 'go') return 0;
+    if (this.stack === 'jvm' || this.stack === undefined) this.jvmFrame(i, line);
+    else if (this.stack === 'go') return this.goFrame(i, line);
+    else if (this.stack === 'rust') this.rustFrame(i, line);
+    return 0;
+  }
+
+  private tracebackLine(i: number, line: string, frames: number[]): void {
+    if (PY_FRAME.test(line)) {
+      frames.push(i);
+      return;
     }
-    if (stack === 'go') {
-      // Frames come in pairs: the function, then `\t/path/file.go:NN +0x…`.
-      const next = lines[i + 1];
-      if (next !== undefined && GO_FILE.test(next) && !GO_FILE.test(line)) {
-        // Project code: package main, or a module path whose first element is a domain.
-        const fn = line.replace(/^created by /, '').replace(/\(.*$/, '');
-        const project = fn.startsWith('main.') || (fn.includes('/') && fn.split('/')[0]!.includes('.'));
-        if (project && stackProject < PROJECT_FRAMES) {
-          mark(i);
-          mark(i + 1);
-          stackProject += 1;
-        }
-        i += 1;
-      } else if (line.trim() === '') {
-        continue;
-      } else if (!/^\s/.test(line)) {
-        stack = undefined;
-      }
-      continue;
+    if (/^\s+\[Previous line repeated \d+ more times\]$/.test(line)) this.pyRepeats.push(i);
+    if (/^\s/.test(line) || line === '') return;
+    this.closeTraceback();
+    // The first unindented line after the frames is the exception, whatever its class is called.
+    this.mark(i);
+    this.failures += 1;
+  }
+
+  closeTraceback(): void {
+    if (this.pyFrames === undefined) return;
+    // Every frame's location (the call path is cheap); the source lines of the last frames only.
+    for (const f of this.pyFrames) this.mark(f);
+    const kept = this.pyFrames.slice(-LAST_PY_FRAMES);
+    for (const r of this.pyRepeats) if (kept.some((f) => f < r && f + 4 > r)) this.mark(r);
+    this.pyRepeats = [];
+    for (const f of kept) {
+      this.mark(f);
+      // The source line under a frame (not pytest's or CPython's caret underline).
+      const code = this.lines[f + 1];
+      if (code !== undefined && /^\s{4,}\S/.test(code) && !/^\s*[~^]+\s*$/.test(code)) this.mark(f + 1);
     }
-    if (stack === 'rust' && RUST_AT.test(line)) continue;
-    if (stack === 'rust' && RUST_FRAME.test(line)) {
-      const at = lines[i + 1];
-      const project = at !== undefined && RUST_AT.test(at) && !/ at \/rustc\/|\/\.cargo\/registry\//.test(at);
-      if (project && stackProject < PROJECT_FRAMES) {
-        mark(i);
-        mark(i + 1);
-        stackProject += 1;
+    this.pyFrames = undefined;
+  }
+
+  private failureLine(i: number, line: string): void {
+    this.mark(i);
+    this.failures += 1;
+    if (line.startsWith('Traceback (most recent call last):')) this.pyFrames = [];
+    else if (/^\s*panic: |^fatal error: /.test(line)) this.stack = 'go';
+    else if (line.startsWith('thread ')) {
+      this.panicMessage = 6;
+      this.stack = 'rust';
+    } else if (!/^\s+at /.test(line)) {
+      this.stack = /Exception|Error|Caused by|Suppressed|Throwable/.test(line) ? 'jvm' : this.stack;
+    }
+    if (this.stack === 'jvm' || this.stack === 'rust') [this.stackFrames, this.stackProject] = [0, 0];
+    if (/^\s+\d+:\d+\s+(?:error|warning)\s/.test(line) && this.eslintFile >= 0) this.mark(this.eslintFile);
+  }
+
+  private jvmFrame(i: number, line: string): void {
+    const jvm = JVM_FRAME.test(line);
+    const node = !jvm && NODE_FRAME.test(line);
+    if (!jvm && !node) return;
+    this.stack = 'jvm';
+    const project = jvm ? !JVM_LIBRARY.test(line) : !NODE_LIBRARY.test(line);
+    if (this.stackFrames === 0 || (project && this.stackProject < PROJECT_FRAMES)) this.mark(i);
+    if (project) this.stackProject += 1;
+    this.stackFrames += 1;
+  }
+
+  private goFrame(i: number, line: string): number {
+    // Frames come in pairs: the function, then `\t/path/file.go:NN +0x…`.
+    const next = this.lines[i + 1];
+    if (next !== undefined && GO_FILE.test(next) && !GO_FILE.test(line)) {
+      // Project code: package main, or a module path whose first element is a domain.
+      const fn = line.replace(/^created by /, '').replace(/\(.*$/, '');
+      const project = fn.startsWith('main.') || (fn.includes('/') && fn.split('/')[0]!.includes('.'));
+      if (project && this.stackProject < PROJECT_FRAMES) {
+        this.mark(i);
+        this.mark(i + 1);
+        this.stackProject += 1;
       }
-      continue;
+      return 1;
+    }
+    if (line.trim() !== '' && !/^\s/.test(line)) this.stack = undefined;
+    return 0;
+  }
+
+  private rustFrame(i: number, line: string): void {
+    if (RUST_AT.test(line) || !RUST_FRAME.test(line)) return;
+    const at = this.lines[i + 1];
+    const project = at !== undefined && RUST_AT.test(at) && !/ at \/rustc\/|\/\.cargo\/registry\//.test(at);
+    if (project && this.stackProject < PROJECT_FRAMES) {
+      this.mark(i);
+      this.mark(i + 1);
+      this.stackProject += 1;
     }
   }
-  if (pyFrames !== undefined) closeTraceback();
-  const failing = failures > 0 || (options.exitCode !== undefined && options.exitCode !== 0);
+}
+
+/** Scan lines (ANSI already stripped) for diagnostic lines. */
+export function scanDiagnostics(lines: readonly string[], options: ScanOptions = {}): DiagnosticScan {
+  const scanner = new Scanner(lines, options);
+  for (let i = 0; i < lines.length; i += 1) i += scanner.scan(i);
+  scanner.closeTraceback();
+  const failing = scanner.failures > 0 || (options.exitCode !== undefined && options.exitCode !== 0);
   const out: number[] = [];
-  for (let i = 0; i < marked.length; i += 1) if (marked[i] === 1) out.push(i);
+  for (let i = 0; i < scanner.marked.length; i += 1) if (scanner.marked[i] === 1) out.push(i);
   return { failing, lines: out };
 }

@@ -151,10 +151,8 @@ export interface CompileSettings {
   readonly recognitions: { readonly recognitions?: Recognitions };
 }
 
-/**
- * Validate {@link compileRequest}'s options (errors name the operator); the settings with their defaults.
- * Longer than 80 lines: one flat check per option, in the options' order; split, they would scatter.
- */
+// long: one flat check per option, in the options' order; split, they would scatter
+/** Validate {@link compileRequest}'s options (errors name the operator); the settings with their defaults. */
 export function compileSettings(options: CompileRequestOptions): CompileSettings {
   requireVault(STAGE, options);
   const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, defaultInt('contextMinVaultChars'), 100);

@@ -186,6 +186,180 @@ function needQuery(args: RecoveryArgs): string {
   return query;
 }
 
+async function recoveryStatus(options: RecoveryToolOptions): Promise<RecoveryResult> {
+  const { vault, config } = options;
+  const flags = modeFlags(config);
+  let vaultInfo: RecoveryResult = {};
+  let vaultError: string | null = null;
+  try {
+    const u = await vault.usage();
+    vaultInfo = {
+      artifacts: u.artifacts,
+      bytes: u.bytes,
+      capacity_bytes: u.capacityBytes,
+      high_water_bytes: u.highWaterBytes,
+      low_water_bytes: u.lowWaterBytes,
+      pruned_artifacts: u.prunedArtifacts,
+      pruned_bytes: u.prunedBytes,
+    };
+  } catch (error) {
+    vaultError = errorLabel(error);
+  }
+  let health: VaultHealth | undefined;
+  try {
+    health = options.health?.();
+  } catch {
+    health = undefined;
+  }
+  const core: RecoveryResult = {
+    ...(health === undefined
+      ? {}
+      : {
+          vault_health:
+            health.detail === undefined ? { state: health.state } : { state: health.state, detail: health.detail },
+        }),
+    plugin: 'token-terminator',
+    version: PACKAGE_VERSION,
+    enabled: config.enabled,
+    mode: config.mode,
+    vault_available: vaultError === null,
+    vault_error: vaultError,
+    vault: vaultInfo,
+    limits: {
+      max_page_chars: config.maxPageChars,
+      max_search_results: config.maxSearchResults,
+      max_artifact_chars: config.maxArtifactChars,
+      vault_max_bytes: config.vaultMaxBytes,
+    },
+    profile: {
+      // The mode allows it, and an rtk binary is really there to run (status must not promise rewrites).
+      terminal_rewrite: flags.terminal && rtkAvailable(config.rtkPath, process.env),
+      native_compression: flags.native,
+      native_read_file: flags.nativeReadFile,
+      request_compiler: flags.compiler,
+      temporal_delta: flags.temporal,
+      token_budget: config.tokenBudget,
+      output_cap: config.outputCap,
+      context_compaction: config.contextCompaction,
+      working_state: config.workingGraphChars > 0,
+    },
+  };
+  if (options.status === undefined) return core;
+  try {
+    return { ...core, ...(await options.status()) };
+  } catch (error) {
+    return { ...core, status_error: errorLabel(error) };
+  }
+}
+
+async function peek(
+  { vault, config }: RecoveryToolOptions,
+  args: RecoveryArgs,
+  scope: StoreScope | undefined,
+): Promise<RecoveryResult> {
+  const id = need(args.artifact_id, 'artifact_id', args.action);
+  const p = await vault.peek(
+    id,
+    clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)),
+    scope,
+  );
+  return {
+    artifact_id: p.artifactId,
+    sha256: p.sha256,
+    tool_name: p.toolName,
+    total_chars: p.totalChars,
+    total_bytes: p.totalBytes,
+    line_count: p.lineCount,
+    observation_count: p.observationCount,
+    created_at: p.createdAt,
+    structure: snakeTop(p.structure),
+    synopsis: { head: p.synopsis.head, tail: p.synopsis.tail, signals: p.synopsis.signals },
+    lossy: true,
+    exact_recovery: EXACT_RECOVERY,
+  };
+}
+
+async function workingState(
+  { config, workingState: store }: RecoveryToolOptions,
+  args: RecoveryArgs,
+  sessionId: string,
+): Promise<RecoveryResult> {
+  if (config.workingGraphChars <= 0) {
+    return failure(
+      RECOVERY_ERRORS.workingStateDisabled,
+      'working state is disabled (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS=0); set it above 0 to enable it',
+    );
+  }
+  if (store === undefined) {
+    return failure(RECOVERY_ERRORS.workingStateUnavailable, 'no working-state store is configured for this host');
+  }
+  if (args.action === 'working_state_apply') {
+    return { ...(await store.apply(sessionId, need(args.operations, 'operations', args.action))) };
+  }
+  return {
+    ...(await store.get(sessionId, {
+      includeRetired: args.include_retired ?? false,
+      limit: clamp(args.limit ?? 500, 0, 500),
+    })),
+  };
+}
+
+async function run(
+  options: RecoveryToolOptions,
+  args: RecoveryArgs,
+  sessionId: string,
+  scope: StoreScope | undefined,
+): Promise<RecoveryResult> {
+  const { vault, config } = options;
+  switch (args.action) {
+    case 'status':
+      return recoveryStatus(options);
+    case 'artifact_get': {
+      const id = need(args.artifact_id, 'artifact_id', args.action);
+      const limit = clamp(args.limit ?? DEFAULT_PAGE_CHARS, 1, config.maxPageChars);
+      const page = await vault.page(id, args.offset ?? 0, limit, scope);
+      return {
+        artifact_id: page.artifactId,
+        content: page.content,
+        offset: page.offset,
+        next_offset: page.nextOffset,
+        total_chars: page.totalChars,
+        sha256: page.sha256,
+        tool_name: page.toolName,
+      };
+    }
+    case 'artifact_peek':
+      return peek(options, args, scope);
+    case 'artifact_find': {
+      const id = need(args.artifact_id, 'artifact_id', args.action);
+      const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100), scope);
+      return {
+        artifact_id: f.artifactId,
+        query: f.query,
+        matches: f.matches.map((m) => ({ line: m.line, text: m.text })),
+        total_matches: f.totalMatches,
+        truncated: f.truncated,
+        lossy: true,
+        exact_recovery: EXACT_RECOVERY,
+      };
+    }
+    case 'artifact_search': {
+      const found = await vault.search(
+        needQuery(args),
+        clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults),
+        scope,
+      );
+      // Cut short by the search deadline: say so, so the model can narrow the query.
+      return found.partial === true
+        ? { results: found.map(summaryJson), partial: true }
+        : { results: found.map(summaryJson) };
+    }
+    case 'working_state_apply':
+    case 'working_state_get':
+      return workingState(options, args, sessionId);
+  }
+}
+
 /**
  * Build the recovery tool over a vault.
  *
@@ -194,167 +368,10 @@ function needQuery(args: RecoveryArgs): string {
  * const page = JSON.parse(await tool.handle({ action: 'artifact_get', artifact_id: id }, { sessionId }));
  */
 export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHandle {
-  const { vault, config } = options;
   const scopeMode = options.scope ?? 'session';
   if (scopeMode !== 'session' && scopeMode !== 'store')
     throw new ConfigError(`createRecoveryTool: scope must be 'session' or 'store'`);
   const parameters = Object.freeze(recoveryJsonSchema());
-
-  async function status(): Promise<RecoveryResult> {
-    const flags = modeFlags(config);
-    let vaultInfo: RecoveryResult = {};
-    let vaultError: string | null = null;
-    try {
-      const u = await vault.usage();
-      vaultInfo = {
-        artifacts: u.artifacts,
-        bytes: u.bytes,
-        capacity_bytes: u.capacityBytes,
-        high_water_bytes: u.highWaterBytes,
-        low_water_bytes: u.lowWaterBytes,
-        pruned_artifacts: u.prunedArtifacts,
-        pruned_bytes: u.prunedBytes,
-      };
-    } catch (error) {
-      vaultError = errorLabel(error);
-    }
-    let health: VaultHealth | undefined;
-    try {
-      health = options.health?.();
-    } catch {
-      health = undefined;
-    }
-    const core: RecoveryResult = {
-      ...(health === undefined
-        ? {}
-        : {
-            vault_health:
-              health.detail === undefined ? { state: health.state } : { state: health.state, detail: health.detail },
-          }),
-      plugin: 'token-terminator',
-      version: PACKAGE_VERSION,
-      enabled: config.enabled,
-      mode: config.mode,
-      vault_available: vaultError === null,
-      vault_error: vaultError,
-      vault: vaultInfo,
-      limits: {
-        max_page_chars: config.maxPageChars,
-        max_search_results: config.maxSearchResults,
-        max_artifact_chars: config.maxArtifactChars,
-        vault_max_bytes: config.vaultMaxBytes,
-      },
-      profile: {
-        // The mode allows it, and an rtk binary is really there to run (status must not promise rewrites).
-        terminal_rewrite: flags.terminal && rtkAvailable(config.rtkPath, process.env),
-        native_compression: flags.native,
-        native_read_file: flags.nativeReadFile,
-        request_compiler: flags.compiler,
-        temporal_delta: flags.temporal,
-        token_budget: config.tokenBudget,
-        output_cap: config.outputCap,
-        context_compaction: config.contextCompaction,
-        working_state: config.workingGraphChars > 0,
-      },
-    };
-    if (options.status === undefined) return core;
-    try {
-      return { ...core, ...(await options.status()) };
-    } catch (error) {
-      return { ...core, status_error: errorLabel(error) };
-    }
-  }
-
-  async function run(args: RecoveryArgs, sessionId: string, tenant: string): Promise<RecoveryResult> {
-    // The model only ever reads what its own session was shown: ids and searches outside it are unknown.
-    const scope: StoreScope | undefined = scopeMode === 'store' ? undefined : { tenant, sessionId };
-    switch (args.action) {
-      case 'status':
-        return status();
-      case 'artifact_get': {
-        const id = need(args.artifact_id, 'artifact_id', args.action);
-        const limit = clamp(args.limit ?? DEFAULT_PAGE_CHARS, 1, config.maxPageChars);
-        const page = await vault.page(id, args.offset ?? 0, limit, scope);
-        return {
-          artifact_id: page.artifactId,
-          content: page.content,
-          offset: page.offset,
-          next_offset: page.nextOffset,
-          total_chars: page.totalChars,
-          sha256: page.sha256,
-          tool_name: page.toolName,
-        };
-      }
-      case 'artifact_peek': {
-        const id = need(args.artifact_id, 'artifact_id', args.action);
-        const p = await vault.peek(
-          id,
-          clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)),
-          scope,
-        );
-        return {
-          artifact_id: p.artifactId,
-          sha256: p.sha256,
-          tool_name: p.toolName,
-          total_chars: p.totalChars,
-          total_bytes: p.totalBytes,
-          line_count: p.lineCount,
-          observation_count: p.observationCount,
-          created_at: p.createdAt,
-          structure: snakeTop(p.structure),
-          synopsis: { head: p.synopsis.head, tail: p.synopsis.tail, signals: p.synopsis.signals },
-          lossy: true,
-          exact_recovery: EXACT_RECOVERY,
-        };
-      }
-      case 'artifact_find': {
-        const id = need(args.artifact_id, 'artifact_id', args.action);
-        const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100), scope);
-        return {
-          artifact_id: f.artifactId,
-          query: f.query,
-          matches: f.matches.map((m) => ({ line: m.line, text: m.text })),
-          total_matches: f.totalMatches,
-          truncated: f.truncated,
-          lossy: true,
-          exact_recovery: EXACT_RECOVERY,
-        };
-      }
-      case 'artifact_search': {
-        const found = await vault.search(
-          needQuery(args),
-          clamp(args.limit ?? config.maxSearchResults, 1, config.maxSearchResults),
-          scope,
-        );
-        // Cut short by the search deadline: say so, so the model can narrow the query.
-        return found.partial === true
-          ? { results: found.map(summaryJson), partial: true }
-          : { results: found.map(summaryJson) };
-      }
-      case 'working_state_apply':
-      case 'working_state_get': {
-        if (config.workingGraphChars <= 0) {
-          return failure(
-            RECOVERY_ERRORS.workingStateDisabled,
-            'working state is disabled (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS=0); set it above 0 to enable it',
-          );
-        }
-        const store = options.workingState;
-        if (store === undefined) {
-          return failure(RECOVERY_ERRORS.workingStateUnavailable, 'no working-state store is configured for this host');
-        }
-        if (args.action === 'working_state_apply') {
-          return { ...(await store.apply(sessionId, need(args.operations, 'operations', args.action))) };
-        }
-        return {
-          ...(await store.get(sessionId, {
-            includeRetired: args.include_retired ?? false,
-            limit: clamp(args.limit ?? 500, 0, 500),
-          })),
-        };
-      }
-    }
-  }
 
   async function call(rawArgs: unknown, host: RecoveryHost): Promise<RecoveryResult> {
     let action: RecoveryAction | 'invalid' = 'invalid';
@@ -362,7 +379,10 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
     try {
       const args = parseArgs(rawArgs);
       action = args.action;
-      result = await run(args, String(host?.sessionId ?? ''), typeof host?.tenant === 'string' ? host.tenant : '');
+      const sessionId = String(host?.sessionId ?? '');
+      const tenant = typeof host?.tenant === 'string' ? host.tenant : '';
+      // The model only ever reads what its own session was shown: ids and searches outside it are unknown.
+      result = await run(options, args, sessionId, scopeMode === 'store' ? undefined : { tenant, sessionId });
     } catch (error) {
       if (error instanceof ArgumentProblem) {
         result = failure(RECOVERY_ERRORS.invalidArguments, error.message, error.field);

@@ -205,23 +205,36 @@ interface ChatCall {
   readonly visible: number;
 }
 
-function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
-  const calls = new Map<number, ChatCall>();
+/** What a Chat round has seen so far: its calls by stream index, usage, text, finish reason and last chunk. */
+interface ChatRoundState {
+  readonly calls: Map<number, ChatCall>;
   // This round's usage (the chunk the client asked for with `stream_options.include_usage`).
-  let usage: Obj | undefined;
-  let content = '';
-  let finish: unknown = null;
-  let nextVisible = 0;
-  let last: Obj | undefined;
+  usage: Obj | undefined;
+  content: string;
+  finish: unknown;
+  nextVisible: number;
+  last: Obj | undefined;
+}
+
+function chatCounts(calls: ReadonlyMap<number, ChatCall>): { recovery: number; others: number } {
+  let recovery = 0;
+  for (const c of calls.values()) if (c.recovery) recovery++;
+  return { recovery, others: calls.size - recovery };
+}
+
+function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
+  const r: ChatRoundState = {
+    calls: new Map(),
+    usage: undefined,
+    content: '',
+    finish: null,
+    nextVisible: 0,
+    last: undefined,
+  };
   // Text is held until the round shows whose it is: a call of the client's or an end without
   // recovery calls passes it on; a round of recovery calls only drops it (never the client's answer).
   let decided = false;
   let held: { readonly text: string; readonly without: string }[] = [];
-  const counts = (): { recovery: number; others: number } => {
-    let recovery = 0;
-    for (const c of calls.values()) if (c.recovery) recovery++;
-    return { recovery, others: calls.size - recovery };
-  };
   const release = (keepText: boolean): string => {
     decided = true;
     const out = held.map((h) => (keepText ? h.text : h.without)).join('');
@@ -229,13 +242,13 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     return out;
   };
   const inner = (event: SseEvent): string | typeof HOLD => {
-    const out = push(event);
+    const out = chatPush(r, state, canContinue, event);
     if (out === HOLD) {
       dropped = release(false);
       return HOLD;
     }
     if (decided || out === '') return out;
-    const { recovery, others } = counts();
+    const { recovery, others } = chatCounts(r.calls);
     if (others > 0) return release(true) + out;
     const json = parseJson(event.data);
     const choice = Array.isArray(json?.['choices']) && isObj(json['choices'][0]) ? json['choices'][0] : undefined;
@@ -260,101 +273,104 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     beforeHold: () => dropped,
     observe(event) {
       const json = parseJson(event.data);
-      if (isObj(json?.['usage'])) usage = json['usage'];
+      if (isObj(json?.['usage'])) r.usage = json['usage'];
     },
     finish(holding) {
-      if (holding) state.usage = sumUsage(state.usage, usage);
-      return finishRound();
+      if (holding) state.usage = sumUsage(state.usage, r.usage);
+      return finishChatRound(r);
     },
   };
-  function push(event: SseEvent): string | typeof HOLD {
-    if (event.data === '[DONE]') return block(event.raw);
-    let json = parseJson(event.data);
-    // Usage: the client is told every round's, added up.
-    let usageChanged = false;
-    if (json !== undefined && isObj(json['usage'])) {
-      usage = json['usage'];
-      if (state.usage !== undefined) {
-        json = { ...json, usage: sumUsage(state.usage, usage) };
-        usageChanged = true;
-      }
+}
+
+/** One event of a Chat round as the client gets it: recovery calls left out, the others renumbered. */
+function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, event: SseEvent): string | typeof HOLD {
+  if (event.data === '[DONE]') return block(event.raw);
+  let json = parseJson(event.data);
+  // Usage: the client is told every round's, added up.
+  let usageChanged = false;
+  if (json !== undefined && isObj(json['usage'])) {
+    r.usage = json['usage'];
+    if (state.usage !== undefined) {
+      json = { ...json, usage: sumUsage(state.usage, r.usage) };
+      usageChanged = true;
     }
-    const choices = json?.['choices'];
-    if (json === undefined || !Array.isArray(choices) || !isObj(choices[0]))
-      return usageChanged ? block(`data: ${JSON.stringify(json)}`) : block(event.raw);
-    last = json;
-    const choice = choices[0];
-    let changed = false;
-    let delta = isObj(choice['delta']) ? choice['delta'] : {};
-    if (typeof delta['content'] === 'string') content += delta['content'];
-    if (Array.isArray(delta['tool_calls'])) {
-      const kept: unknown[] = [];
-      for (const tc of delta['tool_calls']) {
-        if (!isObj(tc) || typeof tc['index'] !== 'number') {
-          kept.push(tc);
-          continue;
-        }
-        const fn = isObj(tc['function']) ? tc['function'] : {};
-        let call = calls.get(tc['index']);
-        if (call === undefined) {
-          const recovery = fn['name'] === RECOVERY_TOOL_NAME;
-          call = {
-            id: String(tc['id'] ?? ''),
-            name: String(fn['name'] ?? ''),
-            args: '',
-            recovery,
-            visible: recovery ? -1 : nextVisible++,
-          };
-          calls.set(tc['index'], call);
-        }
-        if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
-        if (call.recovery) {
-          changed = true;
-        } else if (call.visible !== tc['index']) {
-          changed = true;
-          kept.push({ ...tc, index: call.visible });
-        } else kept.push(tc);
+  }
+  const choices = json?.['choices'];
+  if (json === undefined || !Array.isArray(choices) || !isObj(choices[0]))
+    return usageChanged ? block(`data: ${JSON.stringify(json)}`) : block(event.raw);
+  r.last = json;
+  const choice = choices[0];
+  let changed = false;
+  let delta = isObj(choice['delta']) ? choice['delta'] : {};
+  if (typeof delta['content'] === 'string') r.content += delta['content'];
+  if (Array.isArray(delta['tool_calls'])) {
+    const kept: unknown[] = [];
+    for (const tc of delta['tool_calls']) {
+      if (!isObj(tc) || typeof tc['index'] !== 'number') {
+        kept.push(tc);
+        continue;
       }
-      if (changed) {
-        const { tool_calls: _all, ...rest } = delta;
-        delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
+      const fn = isObj(tc['function']) ? tc['function'] : {};
+      let call = r.calls.get(tc['index']);
+      if (call === undefined) {
+        const recovery = fn['name'] === RECOVERY_TOOL_NAME;
+        call = {
+          id: String(tc['id'] ?? ''),
+          name: String(fn['name'] ?? ''),
+          args: '',
+          recovery,
+          visible: recovery ? -1 : r.nextVisible++,
+        };
+        r.calls.set(tc['index'], call);
       }
-    }
-    if (usageChanged) changed = true;
-    let finishReason = choice['finish_reason'];
-    if (finishReason !== null && finishReason !== undefined) {
-      finish = finishReason;
-      const { recovery, others } = counts();
-      if (recovery > 0 && others === 0) {
-        if (canContinue) {
-          return HOLD;
-        }
-        finishReason = 'stop';
+      if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
+      if (call.recovery) {
         changed = true;
-      }
+      } else if (call.visible !== tc['index']) {
+        changed = true;
+        kept.push({ ...tc, index: call.visible });
+      } else kept.push(tc);
     }
-    if (!changed) return block(event.raw);
-    const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
-    if (empty && json['usage'] === undefined) return '';
-    const out = {
-      ...json,
-      choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
-    };
-    return block(`data: ${JSON.stringify(out)}`);
+    if (changed) {
+      const { tool_calls: _all, ...rest } = delta;
+      delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
+    }
   }
-  function finishRound(): Omit<RoundEnd, 'holding' | 'held'> {
-    const toolCalls = [...calls.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
-    const message: Obj = { role: 'assistant', content: content === '' ? null : content };
-    if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
-    const body = {
-      ...(last === undefined ? {} : { id: last['id'], model: last['model'] }),
-      choices: [{ index: 0, message, finish_reason: finish }],
-    };
-    const split = splitCalls(body, 'chat');
-    return { body, recovery: split.recovery, others: split.others };
+  if (usageChanged) changed = true;
+  let finishReason = choice['finish_reason'];
+  if (finishReason !== null && finishReason !== undefined) {
+    r.finish = finishReason;
+    const { recovery, others } = chatCounts(r.calls);
+    if (recovery > 0 && others === 0) {
+      if (canContinue) {
+        return HOLD;
+      }
+      finishReason = 'stop';
+      changed = true;
+    }
   }
+  if (!changed) return block(event.raw);
+  const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
+  if (empty && json['usage'] === undefined) return '';
+  const out = {
+    ...json,
+    choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
+  };
+  return block(`data: ${JSON.stringify(out)}`);
+}
+
+function finishChatRound(r: ChatRoundState): Omit<RoundEnd, 'holding' | 'held'> {
+  const toolCalls = [...r.calls.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
+  const message: Obj = { role: 'assistant', content: r.content === '' ? null : r.content };
+  if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
+  const body = {
+    ...(r.last === undefined ? {} : { id: r.last['id'], model: r.last['model'] }),
+    choices: [{ index: 0, message, finish_reason: r.finish }],
+  };
+  const split = splitCalls(body, 'chat');
+  return { body, recovery: split.recovery, others: split.others };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,6 +378,8 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
 function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
+  const pass = (event: SseEvent, json: Obj, dropText = false): string =>
+    responsesPass(state, map, roundVisible, event, json, dropText);
   let body: unknown;
   let usage: Obj | undefined;
   // Text items (and what follows them) are held until the round shows whose it is, as in Chat.
@@ -421,33 +439,41 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       return { body, recovery: split.recovery, others: split.others };
     },
   };
-  /** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
-  function pass(event: SseEvent, json: Obj, dropText = false): string {
-    const type = String(json['type'] ?? event.event ?? '');
-    let out: Obj = json;
-    if (typeof json['output_index'] === 'number') {
-      const index = json['output_index'];
-      if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
-      const visible = map.get(index) ?? index;
-      if (visible === -1) return '';
-      if (type === 'response.output_item.done') roundVisible.push(json['item']);
-      if (visible !== index) out = { ...out, output_index: visible };
-    }
-    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
-      const response = isObj(json['response']) ? json['response'] : {};
-      const split = splitCalls(response, 'responses');
-      const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
-      const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
-      const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
-      if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined)
-        out = { ...out, response: { ...own, output, ...(total === undefined ? {} : { usage: total }) } };
-    }
-    if (typeof out['sequence_number'] === 'number') {
-      const sequence = state.sequence++;
-      if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
-    }
-    return out === json ? block(event.raw) : emit(type, out);
+}
+
+/** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
+function responsesPass(
+  state: StreamState,
+  map: Map<number, number>,
+  roundVisible: unknown[],
+  event: SseEvent,
+  json: Obj,
+  dropText = false,
+): string {
+  const type = String(json['type'] ?? event.event ?? '');
+  let out: Obj = json;
+  if (typeof json['output_index'] === 'number') {
+    const index = json['output_index'];
+    if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
+    const visible = map.get(index) ?? index;
+    if (visible === -1) return '';
+    if (type === 'response.output_item.done') roundVisible.push(json['item']);
+    if (visible !== index) out = { ...out, output_index: visible };
   }
+  if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+    const response = isObj(json['response']) ? json['response'] : {};
+    const split = splitCalls(response, 'responses');
+    const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
+    const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
+    const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
+    if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined)
+      out = { ...out, response: { ...own, output, ...(total === undefined ? {} : { usage: total }) } };
+  }
+  if (typeof out['sequence_number'] === 'number') {
+    const sequence = state.sequence++;
+    if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
+  }
+  return out === json ? block(event.raw) : emit(type, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -462,6 +488,7 @@ interface AnthropicBlock {
 
 function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
+  const pass = (event: SseEvent, json: Obj, entry: AnthropicBlock): string => anthropicPass(state, event, json, entry);
   let stop: unknown = null;
   let message: Obj = {};
   let startUsage: Obj | undefined;
@@ -497,27 +524,8 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         return state.round > 0 ? '' : block(event.raw);
       }
       if (type === 'content_block_start' || type === 'content_block_delta' || type === 'content_block_stop') {
-        const index = typeof json['index'] === 'number' ? json['index'] : -1;
-        let entry = blocks.get(index);
-        if (type === 'content_block_start') {
-          const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
-          const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
-          entry = { block: start, recovery, visible: recovery ? -1 : undefined, json: '' };
-          blocks.set(index, entry);
-        }
+        const entry = contentBlock(blocks, type, json);
         if (entry === undefined) return holdOrPass(event);
-        if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
-        if (
-          type === 'content_block_stop' &&
-          (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') &&
-          entry.json !== ''
-        ) {
-          try {
-            entry.block['input'] = JSON.parse(entry.json) as unknown;
-          } catch {
-            entry.block['input'] = {};
-          }
-        }
         if (entry.recovery) return '';
         if (!decided && type === 'content_block_start' && entry.block['type'] === 'tool_use')
           return release(true) + pass(event, json, entry);
@@ -552,12 +560,39 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
       return { body, recovery: split.recovery, others: split.others };
     },
   };
-  /** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
-  function pass(event: SseEvent, json: Obj, entry: AnthropicBlock): string {
-    const type = String(json['type'] ?? event.event ?? '');
-    if (entry.visible === undefined) entry.visible = state.nextVisible++;
-    return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+}
+
+/** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
+function anthropicPass(state: StreamState, event: SseEvent, json: Obj, entry: AnthropicBlock): string {
+  const type = String(json['type'] ?? event.event ?? '');
+  if (entry.visible === undefined) entry.visible = state.nextVisible++;
+  return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+}
+
+/** The block a content-block event is about (a start opens it), its delta added and, at its stop, its input parsed. */
+function contentBlock(blocks: Map<number, AnthropicBlock>, type: string, json: Obj): AnthropicBlock | undefined {
+  const index = typeof json['index'] === 'number' ? json['index'] : -1;
+  let entry = blocks.get(index);
+  if (type === 'content_block_start') {
+    const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
+    const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
+    entry = { block: start, recovery, visible: recovery ? -1 : undefined, json: '' };
+    blocks.set(index, entry);
   }
+  if (entry === undefined) return undefined;
+  if (type === 'content_block_delta' && isObj(json['delta'])) accumulate(entry, json['delta']);
+  if (
+    type === 'content_block_stop' &&
+    (entry.block['type'] === 'tool_use' || entry.block['type'] === 'server_tool_use') &&
+    entry.json !== ''
+  ) {
+    try {
+      entry.block['input'] = JSON.parse(entry.json) as unknown;
+    } catch {
+      entry.block['input'] = {};
+    }
+  }
+  return entry;
 }
 
 function accumulate(entry: AnthropicBlock, delta: Obj): void {

@@ -178,27 +178,10 @@ export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   return ledgerOn(store);
 }
 
-function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
-  const db = store.db;
-  let saltValue: string | undefined;
-  const salt = async (): Promise<string> => {
-    if (saltValue !== undefined) return saltValue;
-    await db
-      .insertInto('meta')
-      .values({ key: 'fingerprint_salt', value: randomBytes(32).toString('hex') })
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-    saltValue = (
-      await db.selectFrom('meta').select('value').where('key', '=', 'fingerprint_salt').executeTakeFirstOrThrow()
-    ).value;
-    return saltValue;
-  };
-  const fingerprint = async (text: string): Promise<string> =>
-    createHash('sha256')
-      .update(`${await salt()}\0${text.normalize('NFKC').replace(/\s+/gu, ' ').trim()}`, 'utf8')
-      .digest('hex');
+type LedgerDb = Kysely<LedgerDatabase>;
 
-  const toSession = (row: SessionRow): LedgerSession => ({
+function toSession(row: SessionRow): LedgerSession {
+  return {
     sessionId: String(row.session_id),
     experiment: String(row.experiment),
     mode: String(row.mode),
@@ -215,152 +198,263 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     rawTokens: Number(row.raw_tokens),
     finalTokens: Number(row.final_tokens),
     requests: Number(row.requests),
-  });
+  };
+}
 
-  const getSession = (trx: Kysely<LedgerDatabase>, sessionId: string) =>
-    trx.selectFrom('sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
-  const contaminate = (trx: Kysely<LedgerDatabase>, sessionId: string, reason: string) =>
-    trx
+const getSession = (trx: LedgerDb, sessionId: string) =>
+  trx.selectFrom('sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
+
+const contaminate = (trx: LedgerDb, sessionId: string, reason: string) =>
+  trx
+    .updateTable('sessions')
+    .set((eb) => ({ contaminated: 1, contamination_reason: eb.fn.coalesce('contamination_reason', eb.val(reason)) }))
+    .where('session_id', '=', sessionId)
+    .execute();
+
+async function ensureIn(
+  trx: LedgerDb,
+  { sessionId, mode, model, experiment }: { sessionId: string; mode: string; model?: string; experiment?: string },
+): Promise<LedgerSession> {
+  const t = now();
+  await trx
+    .insertInto('sessions')
+    .values({
+      session_id: sessionId,
+      experiment: (experiment ?? 'default').slice(0, 80),
+      mode: label(mode) ?? '',
+      initial_model: label(model),
+      last_model: label(model),
+      tagged_at: t,
+      last_seen_at: t,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  const row = await getSession(trx, sessionId);
+  if (row !== undefined) {
+    if (row.mode !== mode)
+      await contaminate(trx, sessionId, `runtime mode changed from ${String(row.mode)} to ${label(mode)}`);
+    const initial = row.initial_model;
+    if (model !== undefined && initial !== null && initial !== label(model))
+      await contaminate(trx, sessionId, 'model changed within session');
+    await trx
       .updateTable('sessions')
-      .set((eb) => ({ contaminated: 1, contamination_reason: eb.fn.coalesce('contamination_reason', eb.val(reason)) }))
+      .set((eb) => ({ last_seen_at: now(), last_model: eb.fn.coalesce(eb.val(label(model)), eb.ref('last_model')) }))
       .where('session_id', '=', sessionId)
       .execute();
+  }
+  return toSession((await getSession(trx, sessionId)) as SessionRow);
+}
 
-  const ensureIn = async (
-    trx: Kysely<LedgerDatabase>,
-    { sessionId, mode, model, experiment }: { sessionId: string; mode: string; model?: string; experiment?: string },
-  ): Promise<LedgerSession> => {
-    const t = now();
-    await trx
-      .insertInto('sessions')
-      .values({
-        session_id: sessionId,
-        experiment: (experiment ?? 'default').slice(0, 80),
-        mode: label(mode) ?? '',
-        initial_model: label(model),
-        last_model: label(model),
-        tagged_at: t,
-        last_seen_at: t,
-      })
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-    const row = await getSession(trx, sessionId);
-    if (row !== undefined) {
-      if (row.mode !== mode)
-        await contaminate(trx, sessionId, `runtime mode changed from ${String(row.mode)} to ${label(mode)}`);
-      const initial = row.initial_model;
-      if (model !== undefined && initial !== null && initial !== label(model))
-        await contaminate(trx, sessionId, 'model changed within session');
-      await trx
-        .updateTable('sessions')
-        .set((eb) => ({ last_seen_at: now(), last_model: eb.fn.coalesce(eb.val(label(model)), eb.ref('last_model')) }))
-        .where('session_id', '=', sessionId)
-        .execute();
-    }
-    return toSession((await getSession(trx, sessionId)) as SessionRow);
+async function startIn(
+  trx: LedgerDb,
+  { sessionId, turnId, mode, model }: { sessionId: string; turnId: string; mode: string; model?: string },
+  fp: string | null,
+  ensure = true,
+): Promise<void> {
+  if (ensure) await ensureIn(trx, model === undefined ? { sessionId, mode } : { sessionId, mode, model });
+  const next = await trx
+    .selectFrom('turns')
+    .select((eb) => eb.fn.coalesce(eb.fn.max('seq'), eb.lit(0)).as('seq'))
+    .where('session_id', '=', sessionId)
+    .executeTakeFirstOrThrow();
+  await trx
+    .insertInto('turns')
+    .values({
+      session_id: sessionId,
+      turn_id: turnId,
+      seq: Number(next.seq) + 1,
+      mode: label(mode) ?? '',
+      model: label(model),
+      prompt_fingerprint: fp,
+      started_at: now(),
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+async function finishIn(
+  trx: LedgerDb,
+  {
+    sessionId,
+    turnId,
+    usage = {},
+    outcome,
+  }: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome },
+): Promise<void> {
+  const u = {
+    input_tokens: count(usage.inputTokens),
+    output_tokens: count(usage.outputTokens),
+    cache_read_tokens: count(usage.cacheReadTokens),
+    cache_write_tokens: count(usage.cacheWriteTokens),
+    reasoning_tokens: count(usage.reasoningTokens),
   };
+  // Only the first finish counts: the update matches a turn that has not ended yet.
+  const ended = await trx
+    .updateTable('turns')
+    .set({ ended_at: now(), outcome, ...u })
+    .where('session_id', '=', sessionId)
+    .where('turn_id', '=', turnId)
+    .where('ended_at', 'is', null)
+    .executeTakeFirst();
+  if (Number(ended.numUpdatedRows) === 0) return;
+  await trx
+    .updateTable('sessions')
+    .set((eb) => ({
+      turn_count: eb('turn_count', '+', 1),
+      completed_turns: eb('completed_turns', '+', outcome === 'completed' ? 1 : 0),
+      failed_turns: eb('failed_turns', '+', outcome === 'failed' ? 1 : 0),
+      interrupted_turns: eb('interrupted_turns', '+', outcome === 'interrupted' ? 1 : 0),
+      input_tokens: eb('input_tokens', '+', u.input_tokens),
+      output_tokens: eb('output_tokens', '+', u.output_tokens),
+      cache_read_tokens: eb('cache_read_tokens', '+', u.cache_read_tokens),
+      cache_write_tokens: eb('cache_write_tokens', '+', u.cache_write_tokens),
+      reasoning_tokens: eb('reasoning_tokens', '+', u.reasoning_tokens),
+    }))
+    .where('session_id', '=', sessionId)
+    .execute();
+}
 
-  const fingerprintOf = async (prompt: string | undefined): Promise<string | null> =>
-    prompt === undefined || prompt.trim() === '' ? null : fingerprint(prompt);
-
-  const startIn = async (
-    trx: Kysely<LedgerDatabase>,
-    { sessionId, turnId, mode, model }: { sessionId: string; turnId: string; mode: string; model?: string },
-    fp: string | null,
-    ensure = true,
-  ): Promise<void> => {
-    if (ensure) await ensureIn(trx, model === undefined ? { sessionId, mode } : { sessionId, mode, model });
-    const next = await trx
-      .selectFrom('turns')
-      .select((eb) => eb.fn.coalesce(eb.fn.max('seq'), eb.lit(0)).as('seq'))
-      .where('session_id', '=', sessionId)
-      .executeTakeFirstOrThrow();
-    await trx
-      .insertInto('turns')
-      .values({
-        session_id: sessionId,
-        turn_id: turnId,
-        seq: Number(next.seq) + 1,
-        mode: label(mode) ?? '',
-        model: label(model),
-        prompt_fingerprint: fp,
-        started_at: now(),
-      })
-      .onConflict((oc) => oc.doNothing())
-      .execute();
+async function recordIn(
+  trx: LedgerDb,
+  {
+    sessionId,
+    turnId,
+    rawTokens,
+    finalTokens,
+  }: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number },
+): Promise<void> {
+  const raw = count(rawTokens);
+  const fin = count(finalTokens);
+  // The same increments on the session's totals and on the turn's.
+  const plus = (column: 'requests' | 'raw_tokens' | 'final_tokens', n: number) =>
+    sql<number>`${sql.ref(column)} + ${n}`;
+  const added = {
+    requests: plus('requests', 1),
+    raw_tokens: plus('raw_tokens', raw),
+    final_tokens: plus('final_tokens', fin),
   };
-
-  const finishIn = async (
-    trx: Kysely<LedgerDatabase>,
-    {
-      sessionId,
-      turnId,
-      usage = {},
-      outcome,
-    }: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome },
-  ): Promise<void> => {
-    const u = {
-      input_tokens: count(usage.inputTokens),
-      output_tokens: count(usage.outputTokens),
-      cache_read_tokens: count(usage.cacheReadTokens),
-      cache_write_tokens: count(usage.cacheWriteTokens),
-      reasoning_tokens: count(usage.reasoningTokens),
-    };
-    // Only the first finish counts: the update matches a turn that has not ended yet.
-    const ended = await trx
+  await trx.updateTable('sessions').set(added).where('session_id', '=', sessionId).execute();
+  if (turnId !== undefined) {
+    await trx
       .updateTable('turns')
-      .set({ ended_at: now(), outcome, ...u })
+      .set(added)
       .where('session_id', '=', sessionId)
       .where('turn_id', '=', turnId)
-      .where('ended_at', 'is', null)
-      .executeTakeFirst();
-    if (Number(ended.numUpdatedRows) === 0) return;
-    await trx
-      .updateTable('sessions')
-      .set((eb) => ({
-        turn_count: eb('turn_count', '+', 1),
-        completed_turns: eb('completed_turns', '+', outcome === 'completed' ? 1 : 0),
-        failed_turns: eb('failed_turns', '+', outcome === 'failed' ? 1 : 0),
-        interrupted_turns: eb('interrupted_turns', '+', outcome === 'interrupted' ? 1 : 0),
-        input_tokens: eb('input_tokens', '+', u.input_tokens),
-        output_tokens: eb('output_tokens', '+', u.output_tokens),
-        cache_read_tokens: eb('cache_read_tokens', '+', u.cache_read_tokens),
-        cache_write_tokens: eb('cache_write_tokens', '+', u.cache_write_tokens),
-        reasoning_tokens: eb('reasoning_tokens', '+', u.reasoning_tokens),
-      }))
-      .where('session_id', '=', sessionId)
       .execute();
-  };
+  }
+}
 
-  const recordIn = async (
-    trx: Kysely<LedgerDatabase>,
-    {
-      sessionId,
-      turnId,
-      rawTokens,
-      finalTokens,
-    }: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number },
-  ): Promise<void> => {
-    const raw = count(rawTokens);
-    const fin = count(finalTokens);
-    // The same increments on the session's totals and on the turn's.
-    const plus = (column: 'requests' | 'raw_tokens' | 'final_tokens', n: number) =>
-      sql<number>`${sql.ref(column)} + ${n}`;
-    const added = {
-      requests: plus('requests', 1),
-      raw_tokens: plus('raw_tokens', raw),
-      final_tokens: plus('final_tokens', fin),
-    };
-    await trx.updateTable('sessions').set(added).where('session_id', '=', sessionId).execute();
-    if (turnId !== undefined) {
-      await trx
-        .updateTable('turns')
-        .set(added)
-        .where('session_id', '=', sessionId)
-        .where('turn_id', '=', turnId)
-        .execute();
-    }
+async function listSessions(db: LedgerDb, experiment: string | undefined): Promise<LedgerSession[]> {
+  let q = db.selectFrom('sessions').selectAll().orderBy('tagged_at').orderBy('session_id');
+  if (experiment !== undefined) q = q.where('experiment', '=', experiment);
+  return (await q.execute()).map(toSession);
+}
+
+function summarize(mode: string, rows: LedgerSession[]): ModeSummary {
+  const totals = rows.map((r) => r.totalTokens);
+  return {
+    mode,
+    sessions: rows.length,
+    turns: rows.reduce((x, s) => x + s.turnCount, 0),
+    meanTotalTokens: totals.length === 0 ? null : round(totals.reduce((x, y) => x + y, 0) / totals.length, 4),
+    medianTotalTokens: totals.length === 0 ? null : round(median(totals), 4),
+    rawTokens: rows.reduce((x, r) => x + r.rawTokens, 0),
+    finalTokens: rows.reduce((x, r) => x + r.finalTokens, 0),
   };
+}
+
+/** b − a of the totals of completed turns with the same prompt fingerprint and model, paired in start order. */
+async function matchedTurnDeltas(db: LedgerDb, experiment: string, a: string, b: string): Promise<number[]> {
+  const turns = await db
+    .selectFrom('turns as t')
+    .innerJoin('sessions as s', 's.session_id', 't.session_id')
+    .select((e) => [
+      't.prompt_fingerprint as fp',
+      't.model as model',
+      't.mode as mode',
+      e(
+        e(e('t.input_tokens', '+', e.ref('t.output_tokens')), '+', e.ref('t.cache_read_tokens')),
+        '+',
+        e.ref('t.cache_write_tokens'),
+      ).as('total'),
+    ])
+    .where('s.experiment', '=', experiment)
+    .where('s.contaminated', '=', 0)
+    .where('t.outcome', '=', 'completed')
+    .where('t.prompt_fingerprint', 'is not', null)
+    .where('t.mode', 'in', [a, b])
+    .orderBy('t.started_at')
+    .orderBy('t.session_id')
+    .orderBy('t.seq')
+    .execute();
+  const groups = new Map<string, { a: number[]; b: number[] }>();
+  for (const row of turns) {
+    const key = `${row.fp ?? ''}\0${row.model ?? ''}`;
+    const g = groups.get(key) ?? { a: [], b: [] };
+    (row.mode === a ? g.a : g.b).push(Number(row.total));
+    groups.set(key, g);
+  }
+  const deltas: number[] = [];
+  for (const g of groups.values())
+    for (let i = 0; i < Math.min(g.a.length, g.b.length); i++) deltas.push(g.b[i]! - g.a[i]!);
+  return deltas;
+}
+
+async function compareModes(db: LedgerDb, a: string, b: string, options: { experiment?: string }): Promise<Comparison> {
+  if (a === b) throw new LedgerError(`comparison modes must differ (got ${a} twice)`);
+  const experiment = options.experiment ?? 'default';
+  const all = await listSessions(db, experiment);
+  const excluded = all.filter((s) => (s.mode === a || s.mode === b) && s.contaminated).length;
+  const eligible = (m: string) => all.filter((s) => s.mode === m && !s.contaminated && s.turnCount > 0);
+  const sa = summarize(a, eligible(a));
+  const sb = summarize(b, eligible(b));
+  const available = sa.sessions > 0 && sb.sessions > 0;
+  const deltas = await matchedTurnDeltas(db, experiment, a, b);
+  return {
+    experiment,
+    a: sa,
+    b: sb,
+    excludedContaminatedSessions: excluded,
+    delta: {
+      available,
+      meanTotalTokens: available ? round(sb.meanTotalTokens! - sa.meanTotalTokens!, 8) : null,
+      medianTotalTokens: available ? round(sb.medianTotalTokens! - sa.medianTotalTokens!, 8) : null,
+    },
+    matchedTurns: {
+      pairs: deltas.length,
+      meanDelta: deltas.length === 0 ? null : round(deltas.reduce((x, y) => x + y, 0) / deltas.length, 4),
+      medianDelta: deltas.length === 0 ? null : round(median(deltas), 4),
+    },
+    notes: [
+      'total tokens = input + output + cache read + cache write (reasoning is part of output, not added)',
+      'sessions whose mode or model changed are excluded (contaminated)',
+      'delta = b − a',
+    ],
+  };
+}
+
+function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
+  const db = store.db;
+  // The salt is per ledger (stored in its meta table on first use), read once per open ledger.
+  let saltValue: string | undefined;
+  const salt = async (): Promise<string> => {
+    if (saltValue !== undefined) return saltValue;
+    await db
+      .insertInto('meta')
+      .values({ key: 'fingerprint_salt', value: randomBytes(32).toString('hex') })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    saltValue = (
+      await db.selectFrom('meta').select('value').where('key', '=', 'fingerprint_salt').executeTakeFirstOrThrow()
+    ).value;
+    return saltValue;
+  };
+  const fingerprintOf = async (prompt: string | undefined): Promise<string | null> =>
+    prompt === undefined || prompt.trim() === ''
+      ? null
+      : createHash('sha256')
+          .update(`${await salt()}\0${prompt.normalize('NFKC').replace(/\s+/gu, ' ').trim()}`, 'utf8')
+          .digest('hex');
 
   const recordTurns = async (inputs: readonly TurnRecord[]): Promise<void> => {
     if (inputs.length === 0) return;
@@ -386,25 +480,6 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
     });
   };
 
-  const summarize = (mode: string, rows: LedgerSession[], turns: number): ModeSummary => {
-    const totals = rows.map((r) => r.totalTokens);
-    return {
-      mode,
-      sessions: rows.length,
-      turns,
-      meanTotalTokens: totals.length === 0 ? null : round(totals.reduce((x, y) => x + y, 0) / totals.length, 4),
-      medianTotalTokens: totals.length === 0 ? null : round(median(totals), 4),
-      rawTokens: rows.reduce((x, r) => x + r.rawTokens, 0),
-      finalTokens: rows.reduce((x, r) => x + r.finalTokens, 0),
-    };
-  };
-
-  const listSessions = async (experiment: string | undefined): Promise<LedgerSession[]> => {
-    let q = db.selectFrom('sessions').selectAll().orderBy('tagged_at').orderBy('session_id');
-    if (experiment !== undefined) q = q.where('experiment', '=', experiment);
-    return (await q.execute()).map(toSession);
-  };
-
   const close = async (): Promise<void> => store.destroy();
   return {
     path: store.location,
@@ -421,81 +496,8 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       const row = await getSession(db, sessionId);
       return row === undefined ? undefined : toSession(row);
     },
-    sessions: (experiment) => listSessions(experiment),
-    async compare(a, b, options = {}) {
-      if (a === b) throw new LedgerError(`comparison modes must differ (got ${a} twice)`);
-      const experiment = options.experiment ?? 'default';
-      const all = await listSessions(experiment);
-      const inMode = (m: string) => all.filter((s) => s.mode === m);
-      const excluded = all.filter((s) => (s.mode === a || s.mode === b) && s.contaminated).length;
-      const eligible = (m: string) => inMode(m).filter((s) => !s.contaminated && s.turnCount > 0);
-      const ea = eligible(a);
-      const eb = eligible(b);
-      const sa = summarize(
-        a,
-        ea,
-        ea.reduce((x, s) => x + s.turnCount, 0),
-      );
-      const sb = summarize(
-        b,
-        eb,
-        eb.reduce((x, s) => x + s.turnCount, 0),
-      );
-      const available = sa.sessions > 0 && sb.sessions > 0;
-      const turns = await db
-        .selectFrom('turns as t')
-        .innerJoin('sessions as s', 's.session_id', 't.session_id')
-        .select((e) => [
-          't.prompt_fingerprint as fp',
-          't.model as model',
-          't.mode as mode',
-          e(
-            e(e('t.input_tokens', '+', e.ref('t.output_tokens')), '+', e.ref('t.cache_read_tokens')),
-            '+',
-            e.ref('t.cache_write_tokens'),
-          ).as('total'),
-        ])
-        .where('s.experiment', '=', experiment)
-        .where('s.contaminated', '=', 0)
-        .where('t.outcome', '=', 'completed')
-        .where('t.prompt_fingerprint', 'is not', null)
-        .where('t.mode', 'in', [a, b])
-        .orderBy('t.started_at')
-        .orderBy('t.session_id')
-        .orderBy('t.seq')
-        .execute();
-      const groups = new Map<string, { a: number[]; b: number[] }>();
-      for (const row of turns) {
-        const key = `${row.fp ?? ''}\0${row.model ?? ''}`;
-        const g = groups.get(key) ?? { a: [], b: [] };
-        (row.mode === a ? g.a : g.b).push(Number(row.total));
-        groups.set(key, g);
-      }
-      const deltas: number[] = [];
-      for (const g of groups.values())
-        for (let i = 0; i < Math.min(g.a.length, g.b.length); i++) deltas.push(g.b[i]! - g.a[i]!);
-      return {
-        experiment,
-        a: sa,
-        b: sb,
-        excludedContaminatedSessions: excluded,
-        delta: {
-          available,
-          meanTotalTokens: available ? round(sb.meanTotalTokens! - sa.meanTotalTokens!, 8) : null,
-          medianTotalTokens: available ? round(sb.medianTotalTokens! - sa.medianTotalTokens!, 8) : null,
-        },
-        matchedTurns: {
-          pairs: deltas.length,
-          meanDelta: deltas.length === 0 ? null : round(deltas.reduce((x, y) => x + y, 0) / deltas.length, 4),
-          medianDelta: deltas.length === 0 ? null : round(median(deltas), 4),
-        },
-        notes: [
-          'total tokens = input + output + cache read + cache write (reasoning is part of output, not added)',
-          'sessions whose mode or model changed are excluded (contaminated)',
-          'delta = b − a',
-        ],
-      };
-    },
+    sessions: (experiment) => listSessions(db, experiment),
+    compare: (a, b, options = {}) => compareModes(db, a, b, options),
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -248,23 +248,9 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
   return composeVault(conn, opts, clock, options.workingState ?? {});
 }
 
-function composeVault(
-  raw: VaultConnection,
-  opts: Resolved,
-  clock: () => number,
-  workingState: WorkingStateLimits,
-): Vault {
-  let closed = false;
-  const limits: VaultLimits = Object.freeze({
-    maxArtifactChars: opts.maxArtifactChars,
-    maxBytes: opts.maxBytes,
-    maxPageChars: opts.maxPageChars,
-    maxSearchResults: opts.maxSearchResults,
-    sessionTtlMs: opts.sessionTtlMs,
-    searchDeadlineMs: opts.searchDeadlineMs,
-  });
-  // Every write first asks the health monitor (a deleted, replaced, damaged or read-only store refuses).
-  const conn: VaultConnection = {
+/** Every write first asks the health monitor (a deleted, replaced, damaged or read-only store refuses). */
+function guardedConnection(raw: VaultConnection): VaultConnection {
+  return {
     ...raw,
     write: (fn, budget) => {
       try {
@@ -275,17 +261,40 @@ function composeVault(
       return raw.write(fn, budget);
     },
   };
-  const ctx: StoreContext = {
+}
+
+/** What every store of one vault shares: the connection, limits, watermarks, clock and the closed check. */
+function storeContext(conn: VaultConnection, opts: Resolved, clock: () => number, closed: () => boolean): StoreContext {
+  const limits: VaultLimits = Object.freeze({
+    maxArtifactChars: opts.maxArtifactChars,
+    maxBytes: opts.maxBytes,
+    maxPageChars: opts.maxPageChars,
+    maxSearchResults: opts.maxSearchResults,
+    sessionTtlMs: opts.sessionTtlMs,
+    searchDeadlineMs: opts.searchDeadlineMs,
+  });
+  return {
     conn,
     limits,
     marks: watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct),
     clock,
     nowIso: () => new Date(clock()).toISOString(),
     assertOpen: () => {
-      if (closed)
+      if (closed())
         throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
     },
   };
+}
+
+function composeVault(
+  raw: VaultConnection,
+  opts: Resolved,
+  clock: () => number,
+  workingState: WorkingStateLimits,
+): Vault {
+  let closed = false;
+  const conn = guardedConnection(raw);
+  const ctx = storeContext(conn, opts, clock, () => closed);
   const artifacts = createArtifactStore(ctx);
   const leases = createLeaseStore(ctx);
   const session = createSessionStore(ctx, workingState);

@@ -91,9 +91,3 @@ export interface VaultConnection extends StoreConnection<VaultDatabase> {
   label(value: string): string;
   readonly search: SearchIndex;
 }
-
-/** Options every dialect understands (each has a default in create.ts). */
-export interface ConnectionOptions {
-  /** How long a write waits for another writer's lock, in ms (SQLite busy_timeout; PostgreSQL lock_timeout). */
-  readonly busyTimeoutMs: number;
-}

@@ -24,215 +24,225 @@ function pct(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
 }
 
-export function emptyMetricsSummary(): MetricsSummary {
-  return {
-    requests: 0,
-    sessions: 0,
-    raw_chars: 0,
-    final_chars: 0,
-    raw_tokens: 0,
-    final_tokens: 0,
-    reduction_pct: 0,
-    receipts: 0,
-    failed_open_requests: 0,
-    saved_by_stage: {},
-    components: {},
-    by_mode: {},
-  };
-}
-
 /** Rows per statement of a batch: well under every engine's bound-parameter limit. */
 const ROWS_PER_STATEMENT = 200;
 
+type Db = StoreContext['conn']['db'];
+
+/** The rows of a batch, the later of two rows of one (session, request) kept, checked and labelled. */
+function metricRows(ctx: StoreContext, metrics: readonly RequestMetric[]) {
+  const latest = new Map<string, RequestMetric>();
+  for (const m of metrics) {
+    if (typeof m?.sessionId !== 'string' || typeof m.requestId !== 'string') {
+      throw new VaultArgumentError('recordRequestMetric: sessionId and requestId must be strings');
+    }
+    const key = `${m.sessionId}\u0000${m.requestId}`;
+    latest.delete(key);
+    latest.set(key, m);
+  }
+  const now = ctx.nowIso();
+  const rows = [...latest.values()].map((m) => ({
+    session_id: m.sessionId,
+    request_id: m.requestId,
+    mode: label(ctx, m.mode),
+    model: m.model === undefined ? null : label(ctx, m.model),
+    raw_chars: requireCount('rawChars', m.rawChars),
+    final_chars: requireCount('finalChars', m.finalChars),
+    raw_tokens: m.rawTokens === undefined ? null : requireCount('rawTokens', m.rawTokens),
+    final_tokens: m.finalTokens === undefined ? null : requireCount('finalTokens', m.finalTokens),
+    tokenizer: m.tokenizer === undefined ? null : label(ctx, m.tokenizer),
+    receipts: requireCount('receipts', m.receipts),
+    failed_open: m.failedOpen ? 1 : 0,
+    saved_by_stage_json: canonicalJson(m.savedByStage ?? {}, { compact: true }),
+    created_at: now,
+    updated_at: now,
+  }));
+  const components = [...latest.values()].flatMap((m) =>
+    Object.entries(m.components ?? {}).map(([component, v]) => ({
+      session_id: m.sessionId,
+      request_id: m.requestId,
+      component: label(ctx, component),
+      raw_tokens: requireCount('raw', v.raw),
+      final_tokens: requireCount('final', v.final),
+    })),
+  );
+  return { rows, components };
+}
+
+/** Upsert the rows in statements of ROWS_PER_STATEMENT; a row's components are replaced whole. */
+async function writeMetricRows(trx: Db, { rows, components }: ReturnType<typeof metricRows>): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const part = rows.slice(i, i + ROWS_PER_STATEMENT);
+    await trx
+      .insertInto('request_metrics')
+      .values(part)
+      .onConflict((oc) =>
+        oc.columns(['session_id', 'request_id']).doUpdateSet((eb) => ({
+          mode: eb.ref('excluded.mode'),
+          model: eb.ref('excluded.model'),
+          raw_chars: eb.ref('excluded.raw_chars'),
+          final_chars: eb.ref('excluded.final_chars'),
+          raw_tokens: eb.ref('excluded.raw_tokens'),
+          final_tokens: eb.ref('excluded.final_tokens'),
+          tokenizer: eb.ref('excluded.tokenizer'),
+          receipts: eb.ref('excluded.receipts'),
+          failed_open: eb.ref('excluded.failed_open'),
+          saved_by_stage_json: eb.ref('excluded.saved_by_stage_json'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .execute();
+    // A row's components are replaced whole: those of an earlier write of the same request go first.
+    await trx
+      .deleteFrom('request_component_metrics')
+      .where((eb) =>
+        eb.or(part.map((r) => eb.and([eb('session_id', '=', r.session_id), eb('request_id', '=', r.request_id)]))),
+      )
+      .execute();
+  }
+  for (let i = 0; i < components.length; i += ROWS_PER_STATEMENT) {
+    await trx
+      .insertInto('request_component_metrics')
+      .values(components.slice(i, i + ROWS_PER_STATEMENT))
+      .execute();
+  }
+}
+
+/** Token sums per component, with each one's share of the raw tokens. */
+async function componentSums(db: Db): Promise<MetricsSummary['components']> {
+  const rows = await db
+    .selectFrom('request_component_metrics')
+    .select((eb) => [
+      'component',
+      eb.fn.sum<number>('raw_tokens').as('raw'),
+      eb.fn.sum<number>('final_tokens').as('final'),
+    ])
+    .groupBy('component')
+    .orderBy('component')
+    .execute();
+  const rawSum = rows.reduce((x, r) => x + Number(r.raw), 0);
+  const components: Record<string, { raw_tokens: number; final_tokens: number; raw_pct: number }> = {};
+  for (const r of rows)
+    components[r.component] = {
+      raw_tokens: Number(r.raw),
+      final_tokens: Number(r.final),
+      raw_pct: pct(Number(r.raw), rawSum),
+    };
+  return components;
+}
+
+async function modeSums(db: Db): Promise<MetricsSummary['by_mode']> {
+  const byMode: Record<string, { requests: number; raw_tokens: number; final_tokens: number }> = {};
+  const modes = await db
+    .selectFrom('request_metrics')
+    .select((eb) => [
+      'mode',
+      eb.fn.countAll<number>().as('n'),
+      eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw'),
+      eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final'),
+    ])
+    .groupBy('mode')
+    .orderBy('mode')
+    .execute();
+  for (const r of modes)
+    byMode[r.mode] = { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) };
+  return byMode;
+}
+
+async function metricsSummary(db: Db): Promise<MetricsSummary> {
+  const t = await db
+    .selectFrom('request_metrics')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('requests'),
+      eb.fn.count<number>('session_id').distinct().as('sessions'),
+      eb.fn.coalesce(eb.fn.sum<number>('raw_chars'), eb.lit(0)).as('raw_chars'),
+      eb.fn.coalesce(eb.fn.sum<number>('final_chars'), eb.lit(0)).as('final_chars'),
+      eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw_tokens'),
+      eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final_tokens'),
+      eb.fn.coalesce(eb.fn.sum<number>('receipts'), eb.lit(0)).as('receipts'),
+      eb.fn.coalesce(eb.fn.sum<number>('failed_open'), eb.lit(0)).as('failed_open'),
+    ])
+    .executeTakeFirstOrThrow();
+  const saved: Record<string, number> = {};
+  for (const row of await db.selectFrom('request_metrics').select('saved_by_stage_json as j').execute()) {
+    for (const [stage, chars] of Object.entries(stageNumbers(row.j))) saved[stage] = (saved[stage] ?? 0) + chars;
+  }
+  const components = await componentSums(db);
+  const byMode = await modeSums(db);
+  const n = (v: unknown): number => Number(v ?? 0);
+  return {
+    requests: n(t.requests),
+    sessions: n(t.sessions),
+    raw_chars: n(t.raw_chars),
+    final_chars: n(t.final_chars),
+    raw_tokens: n(t.raw_tokens),
+    final_tokens: n(t.final_tokens),
+    reduction_pct: reductionPct(n(t.raw_tokens), n(t.final_tokens)),
+    receipts: n(t.receipts),
+    failed_open_requests: n(t.failed_open),
+    saved_by_stage: saved,
+    components,
+    by_mode: byMode,
+  };
+}
+
+async function requestMetricRows(db: Db, limit: number): Promise<readonly RequestMetricRow[]> {
+  const n = requireCount('limit', limit, 1);
+  const rows = await db
+    .selectFrom('request_metrics')
+    .select([
+      'session_id',
+      'request_id',
+      'mode',
+      'raw_chars',
+      'final_chars',
+      'raw_tokens',
+      'final_tokens',
+      'receipts',
+      'failed_open',
+      'saved_by_stage_json',
+      'created_at',
+    ])
+    .orderBy('created_at', 'desc')
+    .orderBy('session_id', 'desc')
+    .orderBy('request_id', 'desc')
+    .limit(n)
+    .execute();
+  return rows.reverse().map((r) => ({
+    sessionId: r.session_id,
+    requestId: r.request_id,
+    mode: r.mode,
+    rawChars: Number(r.raw_chars),
+    finalChars: Number(r.final_chars),
+    ...(r.raw_tokens === null ? {} : { rawTokens: Number(r.raw_tokens) }),
+    ...(r.final_tokens === null ? {} : { finalTokens: Number(r.final_tokens) }),
+    receipts: Number(r.receipts),
+    failedOpen: Number(r.failed_open) !== 0,
+    savedByStage: stageNumbers(r.saved_by_stage_json),
+  }));
+}
+
 export function createMetricsStore(ctx: StoreContext): MetricsStore {
   const { conn } = ctx;
-  const db = conn.db;
 
   /** Upsert many rows in one transaction; a (session, request) given twice keeps the later row, as two calls would. */
   const recordRequestMetrics = async (metrics: readonly RequestMetric[], scope?: StoreScope): Promise<void> => {
     ctx.assertOpen();
-    const latest = new Map<string, RequestMetric>();
-    for (const m of metrics) {
-      if (typeof m?.sessionId !== 'string' || typeof m.requestId !== 'string') {
-        throw new VaultArgumentError('recordRequestMetric: sessionId and requestId must be strings');
-      }
-      const key = `${m.sessionId}\u0000${m.requestId}`;
-      latest.delete(key);
-      latest.set(key, m);
-    }
-    if (latest.size === 0) return;
-    const now = ctx.nowIso();
-    const rows = [...latest.values()].map((m) => ({
-      session_id: m.sessionId,
-      request_id: m.requestId,
-      mode: label(ctx, m.mode),
-      model: m.model === undefined ? null : label(ctx, m.model),
-      raw_chars: requireCount('rawChars', m.rawChars),
-      final_chars: requireCount('finalChars', m.finalChars),
-      raw_tokens: m.rawTokens === undefined ? null : requireCount('rawTokens', m.rawTokens),
-      final_tokens: m.finalTokens === undefined ? null : requireCount('finalTokens', m.finalTokens),
-      tokenizer: m.tokenizer === undefined ? null : label(ctx, m.tokenizer),
-      receipts: requireCount('receipts', m.receipts),
-      failed_open: m.failedOpen ? 1 : 0,
-      saved_by_stage_json: canonicalJson(m.savedByStage ?? {}, { compact: true }),
-      created_at: now,
-      updated_at: now,
-    }));
-    const components = [...latest.values()].flatMap((m) =>
-      Object.entries(m.components ?? {}).map(([component, v]) => ({
-        session_id: m.sessionId,
-        request_id: m.requestId,
-        component: label(ctx, component),
-        raw_tokens: requireCount('raw', v.raw),
-        final_tokens: requireCount('final', v.final),
-      })),
-    );
-    await conn.write(async (trx) => {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const part = rows.slice(i, i + ROWS_PER_STATEMENT);
-        await trx
-          .insertInto('request_metrics')
-          .values(part)
-          .onConflict((oc) =>
-            oc.columns(['session_id', 'request_id']).doUpdateSet((eb) => ({
-              mode: eb.ref('excluded.mode'),
-              model: eb.ref('excluded.model'),
-              raw_chars: eb.ref('excluded.raw_chars'),
-              final_chars: eb.ref('excluded.final_chars'),
-              raw_tokens: eb.ref('excluded.raw_tokens'),
-              final_tokens: eb.ref('excluded.final_tokens'),
-              tokenizer: eb.ref('excluded.tokenizer'),
-              receipts: eb.ref('excluded.receipts'),
-              failed_open: eb.ref('excluded.failed_open'),
-              saved_by_stage_json: eb.ref('excluded.saved_by_stage_json'),
-              updated_at: eb.ref('excluded.updated_at'),
-            })),
-          )
-          .execute();
-        // A row's components are replaced whole: those of an earlier write of the same request go first.
-        await trx
-          .deleteFrom('request_component_metrics')
-          .where((eb) =>
-            eb.or(part.map((r) => eb.and([eb('session_id', '=', r.session_id), eb('request_id', '=', r.request_id)]))),
-          )
-          .execute();
-      }
-      for (let i = 0; i < components.length; i += ROWS_PER_STATEMENT) {
-        await trx
-          .insertInto('request_component_metrics')
-          .values(components.slice(i, i + ROWS_PER_STATEMENT))
-          .execute();
-      }
-    }, scope?.budget);
+    if (metrics.length === 0) return;
+    const batch = metricRows(ctx, metrics);
+    await conn.write((trx) => writeMetricRows(trx, batch), scope?.budget);
   };
 
   return {
     recordRequestMetric: (m: RequestMetric, scope?: StoreScope): Promise<void> => recordRequestMetrics([m], scope),
     recordRequestMetrics,
-
     async metricsSummary(): Promise<MetricsSummary> {
       ctx.assertOpen();
-      const t = await db
-        .selectFrom('request_metrics')
-        .select((eb) => [
-          eb.fn.countAll<number>().as('requests'),
-          eb.fn.count<number>('session_id').distinct().as('sessions'),
-          eb.fn.coalesce(eb.fn.sum<number>('raw_chars'), eb.lit(0)).as('raw_chars'),
-          eb.fn.coalesce(eb.fn.sum<number>('final_chars'), eb.lit(0)).as('final_chars'),
-          eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw_tokens'),
-          eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final_tokens'),
-          eb.fn.coalesce(eb.fn.sum<number>('receipts'), eb.lit(0)).as('receipts'),
-          eb.fn.coalesce(eb.fn.sum<number>('failed_open'), eb.lit(0)).as('failed_open'),
-        ])
-        .executeTakeFirstOrThrow();
-      const saved: Record<string, number> = {};
-      for (const row of await db.selectFrom('request_metrics').select('saved_by_stage_json as j').execute()) {
-        for (const [stage, chars] of Object.entries(stageNumbers(row.j))) saved[stage] = (saved[stage] ?? 0) + chars;
-      }
-      const rows = await db
-        .selectFrom('request_component_metrics')
-        .select((eb) => [
-          'component',
-          eb.fn.sum<number>('raw_tokens').as('raw'),
-          eb.fn.sum<number>('final_tokens').as('final'),
-        ])
-        .groupBy('component')
-        .orderBy('component')
-        .execute();
-      const rawSum = rows.reduce((x, r) => x + Number(r.raw), 0);
-      const components: Record<string, { raw_tokens: number; final_tokens: number; raw_pct: number }> = {};
-      for (const r of rows)
-        components[r.component] = {
-          raw_tokens: Number(r.raw),
-          final_tokens: Number(r.final),
-          raw_pct: pct(Number(r.raw), rawSum),
-        };
-      const byMode: Record<string, { requests: number; raw_tokens: number; final_tokens: number }> = {};
-      const modes = await db
-        .selectFrom('request_metrics')
-        .select((eb) => [
-          'mode',
-          eb.fn.countAll<number>().as('n'),
-          eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw'),
-          eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final'),
-        ])
-        .groupBy('mode')
-        .orderBy('mode')
-        .execute();
-      for (const r of modes)
-        byMode[r.mode] = { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) };
-      const n = (v: unknown): number => Number(v ?? 0);
-      return {
-        requests: n(t.requests),
-        sessions: n(t.sessions),
-        raw_chars: n(t.raw_chars),
-        final_chars: n(t.final_chars),
-        raw_tokens: n(t.raw_tokens),
-        final_tokens: n(t.final_tokens),
-        reduction_pct: reductionPct(n(t.raw_tokens), n(t.final_tokens)),
-        receipts: n(t.receipts),
-        failed_open_requests: n(t.failed_open),
-        saved_by_stage: saved,
-        components,
-        by_mode: byMode,
-      };
+      return metricsSummary(conn.db);
     },
-
     async requestMetricRows(limit = 10_000): Promise<readonly RequestMetricRow[]> {
       ctx.assertOpen();
-      const n = requireCount('limit', limit, 1);
-      const rows = await db
-        .selectFrom('request_metrics')
-        .select([
-          'session_id',
-          'request_id',
-          'mode',
-          'raw_chars',
-          'final_chars',
-          'raw_tokens',
-          'final_tokens',
-          'receipts',
-          'failed_open',
-          'saved_by_stage_json',
-          'created_at',
-        ])
-        .orderBy('created_at', 'desc')
-        .orderBy('session_id', 'desc')
-        .orderBy('request_id', 'desc')
-        .limit(n)
-        .execute();
-      return rows.reverse().map((r) => ({
-        sessionId: r.session_id,
-        requestId: r.request_id,
-        mode: r.mode,
-        rawChars: Number(r.raw_chars),
-        finalChars: Number(r.final_chars),
-        ...(r.raw_tokens === null ? {} : { rawTokens: Number(r.raw_tokens) }),
-        ...(r.final_tokens === null ? {} : { finalTokens: Number(r.final_tokens) }),
-        receipts: Number(r.receipts),
-        failedOpen: Number(r.failed_open) !== 0,
-        savedByStage: stageNumbers(r.saved_by_stage_json),
-      }));
+      return requestMetricRows(conn.db, limit);
     },
   };
 }

@@ -62,7 +62,12 @@ export async function copyVault(from: string, to: string, options: CopyOptions =
   }
 }
 
-async function copyRows(source: VaultConnection, target: VaultConnection, options: CopyOptions): Promise<CopyReport> {
+/** Copy the artifacts in batches of BATCH (seq order), indexing each new one for search on the target. */
+async function copyArtifacts(
+  source: VaultConnection,
+  target: VaultConnection,
+  options: CopyOptions,
+): Promise<{ copied: number; alreadyThere: number; bytes: number }> {
   const src = source.db;
   const total = Number(
     (
@@ -112,20 +117,75 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
     copied += rows.length;
     options.onProgress?.(copied, total);
   }
+  return { copied, alreadyThere, bytes };
+}
 
+/** Copies one table's rows, read whole, written in batches of BATCH, and records how many. */
+type TableCopy = <T extends Record<string, unknown>>(
+  name: string,
+  read: (db: Kysely<VaultDatabase>) => Promise<T[]>,
+  write: (trx: Kysely<VaultDatabase>, batch: T[]) => Promise<void>,
+) => Promise<void>;
+
+/** Copy every other table (labels re-applied where the target's dialect bounds them); rows copied per table. */
+async function copyTables(source: VaultConnection, target: VaultConnection): Promise<Record<string, number>> {
   const rowCounts: Record<string, number> = {};
-  const copyTable = async <T extends Record<string, unknown>>(
-    name: string,
-    read: (db: Kysely<VaultDatabase>) => Promise<T[]>,
-    write: (trx: Kysely<VaultDatabase>, batch: T[]) => Promise<void>,
-  ) => {
-    const all = await read(src);
+  const copyTable: TableCopy = async (name, read, write) => {
+    const all = await read(source.db);
     for (let i = 0; i < all.length; i += BATCH) {
       const batch = all.slice(i, i + BATCH);
       await target.write((trx) => write(trx, batch));
     }
     rowCounts[name] = all.length;
   };
+  await copyLabelledTables(target, copyTable);
+  for (const table of PLAIN_TABLES) {
+    await copyTable(
+      table,
+      (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>,
+      (trx, b) =>
+        trx
+          .insertInto(table)
+          .values(b as never)
+          .onConflict((oc) => oc.doNothing())
+          .execute()
+          .then(() => undefined),
+    );
+  }
+  await copyTable(
+    'working_state_events',
+    (db) =>
+      db
+        .selectFrom('working_state_events')
+        .select(['event_id', 'session_id', 'payload', 'created_at'])
+        .orderBy('seq')
+        .execute(),
+    (trx, b) =>
+      trx
+        .insertInto('working_state_events')
+        .values(b)
+        .onConflict((oc) => oc.doNothing())
+        .execute()
+        .then(() => undefined),
+  );
+  return rowCounts;
+}
+
+/** Tables copied row for row, in this order. */
+const PLAIN_TABLES = [
+  'artifact_access',
+  'vault_sessions',
+  'artifact_exposures',
+  'terminal_baselines',
+  'session_renderings',
+  'request_metrics',
+  'request_component_metrics',
+  'working_state_entities',
+  'token_counts',
+] as const;
+
+/** The tables whose labels (sessions, call ids, tool names) the target's dialect may bound. */
+async function copyLabelledTables(target: VaultConnection, copyTable: TableCopy): Promise<void> {
   const label = (s: string) => target.label(s);
   await copyTable(
     'artifact_observations',
@@ -161,53 +221,18 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
         .execute()
         .then(() => undefined),
   );
-  for (const table of [
-    'artifact_access',
-    'vault_sessions',
-    'artifact_exposures',
-    'terminal_baselines',
-    'session_renderings',
-    'request_metrics',
-    'request_component_metrics',
-    'working_state_entities',
-    'token_counts',
-  ] as const) {
-    await copyTable(
-      table,
-      (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>,
-      (trx, b) =>
-        trx
-          .insertInto(table)
-          .values(b as never)
-          .onConflict((oc) => oc.doNothing())
-          .execute()
-          .then(() => undefined),
-    );
-  }
-  await copyTable(
-    'working_state_events',
-    (db) =>
-      db
-        .selectFrom('working_state_events')
-        .select(['event_id', 'session_id', 'payload', 'created_at'])
-        .orderBy('seq')
-        .execute(),
-    (trx, b) =>
-      trx
-        .insertInto('working_state_events')
-        .values(b)
-        .onConflict((oc) => oc.doNothing())
-        .execute()
-        .then(() => undefined),
-  );
-  await recount(target);
+}
 
-  // Verify every source artifact on the target: same digest, content hashing to it and to the id.
+/** Verify every source artifact on the target: same digest, content hashing to it and to the id. */
+async function verifyCopy(
+  source: VaultConnection,
+  target: VaultConnection,
+): Promise<{ verified: number; mismatches: string[] }> {
   const mismatches: string[] = [];
   let verified = 0;
-  lastSeq = 0;
+  let lastSeq = 0;
   for (;;) {
-    const rows = await src
+    const rows = await source.db
       .selectFrom('artifacts')
       .select(['seq', 'artifact_id', 'sha256'])
       .where('seq', '>', lastSeq)
@@ -231,6 +256,14 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
     }
     lastSeq = Number(rows[rows.length - 1]!.seq);
   }
+  return { verified, mismatches };
+}
+
+async function copyRows(source: VaultConnection, target: VaultConnection, options: CopyOptions): Promise<CopyReport> {
+  const { copied, alreadyThere, bytes } = await copyArtifacts(source, target, options);
+  const rowCounts = await copyTables(source, target);
+  await recount(target);
+  const { verified, mismatches } = await verifyCopy(source, target);
   return Object.freeze({
     artifacts: copied,
     alreadyThere,

@@ -239,7 +239,9 @@ export const META = {
 const notNull = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull();
 
 /** 0001: artifacts, provenance, leases, pins, baselines, renderings, metrics, counters, search. */
+// long: the first migration is the schema as one list of CREATE statements; released migrations never change
 const initial = (f: SchemaFlavor): Migration => ({
+  // long: the CREATE statements of the first migration, in dependency order (see `initial`)
   async up(db: Kysely<unknown>): Promise<void> {
     await f
       .serialKey(db.schema.createTable('artifacts'), 'seq')

@@ -5,7 +5,6 @@
 import { clipCodePoints, foldCase } from './identity.js';
 
 export const HEAD_LINES = 6;
-export const TAIL_LINES = 6;
 export const MAX_SIGNALS = 8;
 export const LINE_CLIP = 500;
 export const COMPACT_LINES = 3;

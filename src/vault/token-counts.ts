@@ -59,6 +59,7 @@ function requireTokens(name: string, n: unknown): number | null {
   return n;
 }
 
+// long: a store factory: one object of small methods over the same connection and prune clock
 export function createCountStore(ctx: StoreContext): CountStore {
   const { conn } = ctx;
   const db = conn.db;

@@ -99,167 +99,226 @@ async function loadState(db: Kysely<VaultDatabase>, sessionId: string): Promise<
   return state;
 }
 
+/** One operation of a batch, checked: its verb, entity, id and the fields it sets. */
+interface Operation {
+  readonly where: string;
+  readonly op: string;
+  readonly input: Record<string, unknown>;
+  readonly entity: Kind;
+  readonly verb: string;
+  readonly idField: string;
+  readonly eventId: string;
+  readonly id: string;
+  readonly fields: Record<string, unknown>;
+}
+
+const OPS = 'NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE';
+
+/**
+ * Check one raw operation (its shape, op, fields and ids) before it touches the state; `assertNew`
+ * rejects an event id already used, checked before the entity id and the fields.
+ */
+async function parseOperation(
+  raw: Readonly<Record<string, unknown>>,
+  index: number,
+  assertNew: (eventId: string, where: string) => Promise<void>,
+): Promise<Operation> {
+  const where = `operations[${index}]`;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new WorkingStateError(`${where} must be an object`);
+  if (canonicalJson(raw).length > 50_000)
+    throw new WorkingStateError(`${where} is larger than 50000 serialized characters`);
+  let op = typeof raw['op'] === 'string' ? raw['op'].trim().toUpperCase() : '';
+  const input: Record<string, unknown> = { ...raw };
+  if (op === 'PROPOSITION_CREATE') {
+    op = 'NODE_CREATE';
+    input['kind'] ??= 'proposition';
+  }
+  const entity: Kind | undefined = op.startsWith('NODE_') ? 'node' : op.startsWith('EDGE_') ? 'edge' : undefined;
+  const verb = op.slice(5);
+  if (entity === undefined || !['CREATE', 'UPDATE', 'RETIRE'].includes(verb))
+    throw new WorkingStateError(`${where}.op must be one of ${OPS}`);
+  const idField = `${entity}_id`;
+  const names = entity === 'node' ? NODE_FIELDS : EDGE_FIELDS;
+  const allowed = new Set(['op', 'event_id', idField, ...(verb === 'RETIRE' ? [] : names)]);
+  for (const key of Object.keys(input))
+    if (!allowed.has(key)) throw new WorkingStateError(`${where}: unknown field ${key} for ${op}`);
+  const eventId =
+    input['event_id'] === undefined
+      ? `evt_${randomUUID().replace(/-/g, '')}`
+      : identifier(input['event_id'], `${where}.event_id`);
+  await assertNew(eventId, where);
+  const id = identifier(input[idField], `${where}.${idField}`);
+  const fields: Record<string, unknown> = {};
+  for (const name of names) {
+    if (input[name] !== undefined) fields[name] = field(name, input[name], where);
+  }
+  return { where, op, input, entity, verb, idField, eventId, id, fields };
+}
+
+/** A session's state as a batch changes it, and the entities the batch touched (to write back). */
+class Changes {
+  readonly touched = new Map<string, Entity>();
+
+  constructor(
+    readonly state: Map<string, Entity>,
+    private readonly maxNodes: number,
+    private readonly maxEdges: number,
+  ) {}
+
+  /** Apply one checked operation as event `seq`. */
+  apply(o: Operation, seq: number): void {
+    const { where, op, entity, id, fields } = o;
+    const key = `${entity}:${id}`;
+    const current = this.state.get(key);
+    if (o.verb === 'CREATE') {
+      if (current !== undefined) throw new WorkingStateError(`${where}: ${entity} ${id} already exists`);
+      if (fields['kind'] === undefined) throw new WorkingStateError(`${where}.kind is required for ${op}`);
+      if (entity === 'edge') {
+        if (fields['source'] === undefined || fields['target'] === undefined)
+          throw new WorkingStateError(`${where}: source and target are required`);
+        this.activeNode(fields['source'], where);
+        this.activeNode(fields['target'], where);
+      }
+      const max = entity === 'node' ? this.maxNodes : this.maxEdges;
+      if ([...this.state.keys()].filter((k) => k.startsWith(`${entity}:`)).length >= max)
+        throw new WorkingStateError(`${where}: more than ${max} ${entity}s`);
+      this.put(key, { [o.idField]: id, ...fields, status: 'active', created_seq: seq, updated_seq: seq });
+      return;
+    }
+    if (current?.status !== 'active') throw new WorkingStateError(`${where}: ${entity} ${id} is not active`);
+    if (o.verb === 'UPDATE') {
+      if (Object.keys(fields).length === 0)
+        throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
+      const next: Entity = { ...current, ...fields, updated_seq: seq };
+      if (entity === 'edge') {
+        this.activeNode(next['source'], where);
+        this.activeNode(next['target'], where);
+      }
+      this.put(key, next);
+      return;
+    }
+    this.put(key, { ...current, status: 'retired', updated_seq: seq });
+    if (entity === 'node') {
+      for (const [k, e] of this.state) {
+        if (k.startsWith('edge:') && e.status === 'active' && (e['source'] === id || e['target'] === id))
+          this.put(k, { ...e, status: 'retired', updated_seq: seq });
+      }
+    }
+  }
+
+  private put(key: string, entity: Entity): void {
+    this.state.set(key, entity);
+    this.touched.set(key, entity);
+  }
+
+  private activeNode(id: unknown, where: string): void {
+    const node = this.state.get(`node:${String(id)}`);
+    if (node?.status !== 'active') throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
+  }
+
+  counts(events: number): Record<string, number> {
+    const all = [...this.state.entries()];
+    return {
+      nodes: all.filter(([k]) => k.startsWith('node:')).length,
+      edges: all.filter(([k]) => k.startsWith('edge:')).length,
+      active_nodes: all.filter(([k, e]) => k.startsWith('node:') && e.status === 'active').length,
+      active_edges: all.filter(([k, e]) => k.startsWith('edge:') && e.status === 'active').length,
+      events,
+    };
+  }
+}
+
+async function writeEntities(
+  trx: Kysely<VaultDatabase>,
+  sessionId: string,
+  touched: ReadonlyMap<string, Entity>,
+): Promise<void> {
+  for (const [key, e] of touched) {
+    const { status, created_seq, updated_seq, ...body } = e;
+    await trx
+      .insertInto('working_state_entities')
+      .values({
+        session_id: sessionId,
+        entity: key.slice(0, 4),
+        id: key.slice(5),
+        body: canonicalJson(body, { compact: true }),
+        active: status === 'active' ? 1 : 0,
+        created_seq,
+        updated_seq,
+      })
+      .onConflict((oc) =>
+        oc.columns(['session_id', 'entity', 'id']).doUpdateSet((eb) => ({
+          body: eb.ref('excluded.body'),
+          active: eb.ref('excluded.active'),
+          updated_seq: eb.ref('excluded.updated_seq'),
+        })),
+      )
+      .execute();
+  }
+}
+
+/** Apply a batch of operations to a session's state in one transaction: all of it or nothing. */
+async function applyBatch(
+  trx: Kysely<VaultDatabase>,
+  nowIso: () => string,
+  limits: Required<WorkingStateLimits>,
+  sessionId: string,
+  operations: readonly Readonly<Record<string, unknown>>[],
+): Promise<Readonly<Record<string, unknown>>> {
+  const changes = new Changes(await loadState(trx, sessionId), limits.maxNodes, limits.maxEdges);
+  const events: { id: string; payload: string }[] = [];
+  const assertNew = async (eventId: string, where: string): Promise<void> => {
+    const taken = await trx
+      .selectFrom('working_state_events')
+      .select('seq')
+      .where('event_id', '=', eventId)
+      .executeTakeFirst();
+    if (taken !== undefined || events.some((e) => e.id === eventId))
+      throw new WorkingStateError(`${where}: duplicate event_id ${eventId}`);
+  };
+  const last = await trx
+    .selectFrom('working_state_events')
+    .select((eb) => eb.fn.max('seq').as('s'))
+    .executeTakeFirst();
+  let seq = Number(last?.s ?? 0);
+  for (const [index, raw] of operations.entries()) {
+    const o = await parseOperation(raw, index, assertNew);
+    seq += 1;
+    changes.apply(o, seq);
+    const payload = { ...o.input, op: o.op, event_id: o.eventId, [o.idField]: o.id, ...o.fields };
+    events.push({ id: o.eventId, payload: canonicalJson(payload, { compact: true }) });
+  }
+  const existing = await trx
+    .selectFrom('working_state_events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('session_id', '=', sessionId)
+    .executeTakeFirstOrThrow();
+  const existingEvents = Number(existing.n);
+  if (existingEvents + events.length > limits.maxEvents)
+    throw new WorkingStateError(`more than ${limits.maxEvents} working-state events in this session`);
+  const now = nowIso();
+  if (events.length > 0) {
+    await trx
+      .insertInto('working_state_events')
+      .values(events.map((e) => ({ event_id: e.id, session_id: sessionId, payload: e.payload, created_at: now })))
+      .execute();
+  }
+  await writeEntities(trx, sessionId, changes.touched);
+  const ids = events.map((e) => e.id);
+  return { accepted: events.length, event_ids: ids, counts: changes.counts(existingEvents + events.length) };
+}
+
 export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits = {}): WorkingStateStore {
-  const maxNodes = limits.maxNodes ?? 1000;
-  const maxEdges = limits.maxEdges ?? 2000;
-  const maxEvents = limits.maxEvents ?? 100_000;
+  const caps: Required<WorkingStateLimits> = {
+    maxNodes: limits.maxNodes ?? 1000,
+    maxEdges: limits.maxEdges ?? 2000,
+    maxEvents: limits.maxEvents ?? 100_000,
+  };
   const { conn } = ctx;
 
   const apply = (sessionId: string, operations: readonly Readonly<Record<string, unknown>>[]) =>
-    conn.write(async (trx) => {
-      const state = await loadState(trx, sessionId);
-      const touched = new Map<string, Entity>();
-      const events: { id: string; payload: string }[] = [];
-      const count = (kind: Kind) => [...state.keys()].filter((k) => k.startsWith(`${kind}:`)).length;
-      const activeNode = (id: unknown, where: string) => {
-        const node = state.get(`node:${String(id)}`);
-        if (node?.status !== 'active')
-          throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
-      };
-      const put = (key: string, entity: Entity) => {
-        state.set(key, entity);
-        touched.set(key, entity);
-      };
-      const last = await trx
-        .selectFrom('working_state_events')
-        .select((eb) => eb.fn.max('seq').as('s'))
-        .executeTakeFirst();
-      let seq = Number(last?.s ?? 0);
-      for (const [index, raw] of operations.entries()) {
-        const where = `operations[${index}]`;
-        if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
-          throw new WorkingStateError(`${where} must be an object`);
-        if (canonicalJson(raw).length > 50_000)
-          throw new WorkingStateError(`${where} is larger than 50000 serialized characters`);
-        let op = typeof raw['op'] === 'string' ? raw['op'].trim().toUpperCase() : '';
-        const input: Record<string, unknown> = { ...raw };
-        if (op === 'PROPOSITION_CREATE') {
-          op = 'NODE_CREATE';
-          input['kind'] ??= 'proposition';
-        }
-        const entity: Kind | undefined = op.startsWith('NODE_') ? 'node' : op.startsWith('EDGE_') ? 'edge' : undefined;
-        const verb = op.slice(5);
-        if (entity === undefined || !['CREATE', 'UPDATE', 'RETIRE'].includes(verb)) {
-          throw new WorkingStateError(
-            `${where}.op must be one of NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE`,
-          );
-        }
-        const idField = `${entity}_id`;
-        const allowed = new Set([
-          'op',
-          'event_id',
-          idField,
-          ...(verb === 'RETIRE' ? [] : entity === 'node' ? NODE_FIELDS : EDGE_FIELDS),
-        ]);
-        for (const key of Object.keys(input))
-          if (!allowed.has(key)) throw new WorkingStateError(`${where}: unknown field ${key} for ${op}`);
-        const eventId =
-          input['event_id'] === undefined
-            ? `evt_${randomUUID().replace(/-/g, '')}`
-            : identifier(input['event_id'], `${where}.event_id`);
-        const taken = await trx
-          .selectFrom('working_state_events')
-          .select('seq')
-          .where('event_id', '=', eventId)
-          .executeTakeFirst();
-        if (taken !== undefined || events.some((e) => e.id === eventId))
-          throw new WorkingStateError(`${where}: duplicate event_id ${eventId}`);
-        const id = identifier(input[idField], `${where}.${idField}`);
-        const key = `${entity}:${id}`;
-        const current = state.get(key);
-        const fields: Record<string, unknown> = {};
-        for (const name of entity === 'node' ? NODE_FIELDS : EDGE_FIELDS) {
-          if (input[name] !== undefined) fields[name] = field(name, input[name], where);
-        }
-        seq += 1;
-        if (verb === 'CREATE') {
-          if (current !== undefined) throw new WorkingStateError(`${where}: ${entity} ${id} already exists`);
-          if (fields['kind'] === undefined) throw new WorkingStateError(`${where}.kind is required for ${op}`);
-          if (entity === 'edge') {
-            if (fields['source'] === undefined || fields['target'] === undefined)
-              throw new WorkingStateError(`${where}: source and target are required`);
-            activeNode(fields['source'], where);
-            activeNode(fields['target'], where);
-          }
-          if (count(entity) >= (entity === 'node' ? maxNodes : maxEdges))
-            throw new WorkingStateError(`${where}: more than ${entity === 'node' ? maxNodes : maxEdges} ${entity}s`);
-          put(key, { [idField]: id, ...fields, status: 'active', created_seq: seq, updated_seq: seq });
-        } else {
-          if (current?.status !== 'active') throw new WorkingStateError(`${where}: ${entity} ${id} is not active`);
-          if (verb === 'UPDATE') {
-            if (Object.keys(fields).length === 0)
-              throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
-            const next: Entity = { ...current, ...fields, updated_seq: seq };
-            if (entity === 'edge') {
-              activeNode(next['source'], where);
-              activeNode(next['target'], where);
-            }
-            put(key, next);
-          } else {
-            put(key, { ...current, status: 'retired', updated_seq: seq });
-            if (entity === 'node') {
-              for (const [k, e] of state) {
-                if (k.startsWith('edge:') && e.status === 'active' && (e['source'] === id || e['target'] === id))
-                  put(k, { ...e, status: 'retired', updated_seq: seq });
-              }
-            }
-          }
-        }
-        events.push({
-          id: eventId,
-          payload: canonicalJson({ ...input, op, event_id: eventId, [idField]: id, ...fields }, { compact: true }),
-        });
-      }
-      const existing = await trx
-        .selectFrom('working_state_events')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('session_id', '=', sessionId)
-        .executeTakeFirstOrThrow();
-      const existingEvents = Number(existing.n);
-      if (existingEvents + events.length > maxEvents)
-        throw new WorkingStateError(`more than ${maxEvents} working-state events in this session`);
-      const now = ctx.nowIso();
-      if (events.length > 0) {
-        await trx
-          .insertInto('working_state_events')
-          .values(events.map((e) => ({ event_id: e.id, session_id: sessionId, payload: e.payload, created_at: now })))
-          .execute();
-      }
-      for (const [key, e] of touched) {
-        const { status, created_seq, updated_seq, ...body } = e;
-        await trx
-          .insertInto('working_state_entities')
-          .values({
-            session_id: sessionId,
-            entity: key.slice(0, 4),
-            id: key.slice(5),
-            body: canonicalJson(body, { compact: true }),
-            active: status === 'active' ? 1 : 0,
-            created_seq,
-            updated_seq,
-          })
-          .onConflict((oc) =>
-            oc.columns(['session_id', 'entity', 'id']).doUpdateSet((eb) => ({
-              body: eb.ref('excluded.body'),
-              active: eb.ref('excluded.active'),
-              updated_seq: eb.ref('excluded.updated_seq'),
-            })),
-          )
-          .execute();
-      }
-      const all = [...state.entries()];
-      return {
-        accepted: events.length,
-        event_ids: events.map((e) => e.id),
-        counts: {
-          nodes: all.filter(([k]) => k.startsWith('node:')).length,
-          edges: all.filter(([k]) => k.startsWith('edge:')).length,
-          active_nodes: all.filter(([k, e]) => k.startsWith('node:') && e.status === 'active').length,
-          active_edges: all.filter(([k, e]) => k.startsWith('edge:') && e.status === 'active').length,
-          events: existingEvents + events.length,
-        },
-      };
-    });
+    conn.write((trx) => applyBatch(trx, () => ctx.nowIso(), caps, sessionId, operations));
 
   async function get(
     sessionId: string,

@@ -6,10 +6,14 @@ import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ALLOWED,
+  countCode,
   entryPoints,
   functionLengthsOf,
   linesUnder,
+  MAX_FUNCTION_LINES,
+  MAX_OPERATOR_FILE_LINES,
   mutableSitesOf,
+  operatorFileTooLong,
   valueExportsOf,
 } from '../../scripts/code-counts.js';
 
@@ -92,6 +96,76 @@ describe('function lengths', () => {
       { file: 'f.ts', line: 4, name: 'inner', lines: 3, codeLines: 3 },
       { file: 'f.ts', line: 10, name: 'K.method', lines: 1, codeLines: 1 },
     ]);
+  });
+});
+
+/** A function of `n` lines of code, written as `head` opens it (`function f() {`, `const f = () => {`, …). */
+const bodyOf = (head: string, n: number, tail = '}'): string =>
+  [head, ...Array.from({ length: n - 2 }, (_, i) => `  const v${i} = ${i};`), tail].join('\n');
+
+describe('long functions and the reason they may stay long', () => {
+  it('reads a `// long:` comment above a declaration, a const and a property, and no other comment', () => {
+    const text = [
+      '/** Docs. */',
+      '// long: a store of small methods',
+      bodyOf('export function a(): void {', 3),
+      '// long: why b stays long',
+      bodyOf('export const b = (): void => {', 3, '};'),
+      '// not long: a plain comment',
+      bodyOf('function c(): void {', 3),
+      'const o = {',
+      '  // long: a method',
+      bodyOf('  d(): void {', 3, '  },'),
+      '  // long: an arrow property',
+      bodyOf('  e: (): void => {', 3, '  },'),
+      '};',
+      'export const uses = [c, o];',
+    ].join('\n');
+    const byName = Object.fromEntries(functionLengthsOf('f.ts', text).map((f) => [f.name, f.long]));
+    expect(byName).toEqual({
+      a: 'a store of small methods',
+      b: 'why b stays long',
+      c: undefined,
+      d: 'a method',
+      e: 'an arrow property',
+    });
+  });
+
+  it('lists functions over the limit without a reason apart from those with one, and operator files over theirs', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tt-counts-long-'));
+    try {
+      for (const d of ['src', 'operators', 'adapters']) mkdirSync(join(dir, d));
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { noEmit: true } }));
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ exports: {} }));
+      writeFileSync(
+        join(dir, 'src/a.ts'),
+        [
+          bodyOf('export function fits(): void {', MAX_FUNCTION_LINES),
+          bodyOf('export function over(): void {', MAX_FUNCTION_LINES + 1),
+          '// long: one closure over shared statements',
+          bodyOf('export function explained(): void {', MAX_FUNCTION_LINES + 1),
+        ].join('\n'),
+      );
+      const filler = Array.from({ length: MAX_OPERATOR_FILE_LINES }, (_, i) => `export const x${i} = ${i};`);
+      writeFileSync(join(dir, 'operators/big.ts'), `${filler.join('\n')}\nexport const last = 0;\n`);
+      writeFileSync(join(dir, 'operators/why.ts'), `// long: a reason\n${filler.join('\n')}\n`);
+      writeFileSync(join(dir, 'operators/small.ts'), `${filler.join('\n')}\n`);
+      const counts = countCode(dir);
+      expect(counts.longWithoutReason.map((f) => f.name)).toEqual(['over']);
+      expect(counts.longWithReason.map((f) => [f.name, f.long])).toEqual([
+        ['explained', 'one closure over shared statements'],
+      ]);
+      expect(counts.longOperatorFiles).toEqual([{ file: 'operators/big.ts', lines: MAX_OPERATOR_FILE_LINES + 1 }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lets an operator file over the limit stay with a `// long:` comment in its header only', () => {
+    const lines = Array.from({ length: MAX_OPERATOR_FILE_LINES + 5 }, (_, i) => `export const x${i} = ${i};`);
+    expect(operatorFileTooLong(`/** Header. */\n${lines.join('\n')}\n`)).toBe(true);
+    expect(operatorFileTooLong(`/** Header. */\n// long: why\n${lines.join('\n')}\n`)).toBe(false);
+    expect(operatorFileTooLong(`${lines.join('\n')}\n// long: too late\nexport const z = 1;\n`)).toBe(true);
   });
 });
 

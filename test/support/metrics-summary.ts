@@ -6,8 +6,25 @@
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { emptyMetricsSummary as empty, reductionPct } from '../../src/vault/metrics.js';
+import { reductionPct } from '../../src/vault/metrics.js';
 import type { MetricsSummary } from '../../src/vault/types.js';
+
+function empty(): MetricsSummary {
+  return {
+    requests: 0,
+    sessions: 0,
+    raw_chars: 0,
+    final_chars: 0,
+    raw_tokens: 0,
+    final_tokens: 0,
+    reduction_pct: 0,
+    receipts: 0,
+    failed_open_requests: 0,
+    saved_by_stage: {},
+    components: {},
+    by_mode: {},
+  };
+}
 
 function pct(part: number, whole: number): number {
   return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;

@@ -25,7 +25,7 @@
  * complete unless the deadline cuts them short.
  */
 import { sql, type Kysely } from 'kysely';
-import type { SearchIndex } from '../../dialect.js';
+import type { SearchBounds, SearchIndex } from '../../dialect.js';
 import { codePointLength, foldCase } from '../../identity.js';
 import type { StoreScope } from '../../ports.js';
 import { prepared } from '../../prepared.js';
@@ -72,34 +72,150 @@ const queueForIndex = prepared((store: SqliteStore<VaultDatabase>, seq: number) 
   store.db.insertInto('fts_pending').values({ seq }),
 );
 
+type Db = Kysely<VaultDatabase>;
+type Candidate = { seq: number; bytes: number };
+
+/** One batch in one IMMEDIATE transaction: rows another process indexed meanwhile are gone from the queue. */
+async function indexBatch(trx: Db, budgetBytes: number): Promise<boolean> {
+  const rows = await trx
+    .selectFrom('fts_pending as p')
+    .innerJoin('artifacts as a', 'a.seq', 'p.seq')
+    .select(['p.seq as seq', 'a.byte_count as bytes'])
+    .orderBy('p.seq')
+    .limit(PENDING_BATCH_ROWS)
+    .execute();
+  let spent = 0;
+  for (const row of rows) {
+    if (spent > 0 && spent + row.bytes > budgetBytes) return true;
+    spent += row.bytes;
+    const { content } = await trx
+      .selectFrom('artifacts')
+      .select('content')
+      .where('seq', '=', row.seq)
+      .executeTakeFirstOrThrow();
+    await sql`INSERT INTO artifact_fts (rowid, body) VALUES (${row.seq}, ${foldCase(String(content))})`.execute(trx);
+    await trx.deleteFrom('fts_pending').where('seq', '=', row.seq).execute();
+  }
+  return (await trx.selectFrom('fts_pending').select('seq').limit(1).executeTakeFirst()) !== undefined;
+}
+
+/** Light columns of the rows `seqs` (newest first) visible to the scope. */
+async function rowsOf(db: Db, seqs: readonly number[], scope: StoreScope | undefined): Promise<Candidate[]> {
+  let q = db.selectFrom('artifacts as a').select(['a.seq as seq', 'a.byte_count as bytes']).where('a.seq', 'in', seqs);
+  if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, scope));
+  return (await q.orderBy('a.seq', 'desc').execute()).map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes) }));
+}
+
+/** The next page of every row older than `below`, visible to the scope (the short-needle scan). */
+async function pageBelow(db: Db, below: number, scope: StoreScope | undefined): Promise<Candidate[]> {
+  let q = db.selectFrom('artifacts as a').select(['a.seq as seq', 'a.byte_count as bytes']).where('a.seq', '<', below);
+  if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, scope));
+  return (await q.orderBy('a.seq', 'desc').limit(PAGE_ROWS).execute()).map((r) => ({
+    seq: Number(r.seq),
+    bytes: Number(r.bytes),
+  }));
+}
+
+/**
+ * The rows the index holds the needle's phrase in (its first INDEX_PHRASE_MAX code points), or
+ * undefined when the needle is too short or the FTS parser refused the phrase (scan everything).
+ */
+async function indexHits(db: Db, needle: string): Promise<Set<number> | undefined> {
+  const length = codePointLength(needle);
+  if (length < 3 || needle.includes('\u0000')) return undefined;
+  try {
+    const hits = await sql<{
+      rowid: number;
+    }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase(headCodePoints(needle, INDEX_PHRASE_MAX))}`.execute(
+      db,
+    );
+    return new Set(hits.rows.map((r) => Number(r.rowid)));
+  } catch {
+    return undefined; // the FTS parser refused the phrase: scan everything below
+  }
+}
+
+/** The search's candidates in order, newest first, page by page; each decided by `consider` until it says stop. */
+async function walkCandidates(
+  db: Db,
+  indexed: Set<number> | undefined,
+  byTool: ReadonlySet<number>,
+  scope: StoreScope | undefined,
+  consider: (row: Candidate) => Promise<boolean>,
+): Promise<void> {
+  if (indexed !== undefined) {
+    // Candidates: index hits, tool matches and rows not indexed yet, newest first.
+    const pending = (await db.selectFrom('fts_pending').select('seq').execute()).map((r) => Number(r.seq));
+    const all = [...new Set([...indexed, ...byTool, ...pending])].sort((a, b) => b - a);
+    for (let i = 0; i < all.length; i += PAGE_ROWS) {
+      for (const row of await rowsOf(db, all.slice(i, i + PAGE_ROWS), scope)) if (!(await consider(row))) return;
+    }
+    return;
+  }
+  let below = Number.MAX_SAFE_INTEGER;
+  for (;;) {
+    const page = await pageBelow(db, below, scope);
+    if (page.length === 0) return;
+    for (const row of page) if (!(await consider(row))) return;
+    below = page[page.length - 1]!.seq;
+  }
+}
+
+/** Search once the queue has been drained as far as the time allows (see the file's comment). */
+async function searchIndexed(
+  db: Db,
+  needle: string,
+  limit: number,
+  bounds: SearchBounds,
+): Promise<{ rows: ArtifactSummary[]; partial: boolean }> {
+  const expired = (): boolean => bounds.clock() >= bounds.deadline;
+  const indexed = await indexHits(db, needle);
+  const exactByIndex = indexed !== undefined && codePointLength(needle) <= INDEX_PHRASE_MAX;
+  const toolRows = await db
+    .selectFrom('artifact_tools as t')
+    .innerJoin('artifacts as a', 'a.artifact_id', 't.artifact_id')
+    .select('a.seq as seq')
+    .where(sql<boolean>`instr(t.tool_fold, ${needle}) > 0`)
+    .execute();
+  const byTool = new Set(toolRows.map((r) => Number(r.seq)));
+
+  const found: number[] = [];
+  let scanned = 0;
+  let partial = false;
+  /** Decide one candidate; false when the search must stop (limit or deadline). */
+  const consider = async (row: Candidate): Promise<boolean> => {
+    if (found.length >= limit) return false;
+    let hit = byTool.has(row.seq) || (exactByIndex && indexed!.has(row.seq));
+    if (!hit) {
+      if (expired()) {
+        partial = true;
+        return false;
+      }
+      const r = await db.selectFrom('artifacts').select('content').where('seq', '=', row.seq).executeTakeFirst();
+      hit = r !== undefined && foldCase(String(r.content)).includes(needle);
+      scanned += row.bytes;
+      if (scanned >= SCAN_SLICE_BYTES) {
+        scanned = 0;
+        await yieldTurn();
+      }
+    }
+    if (hit) found.push(row.seq);
+    return found.length < limit;
+  };
+  await walkCandidates(db, indexed, byTool, bounds.scope, consider);
+  if (found.length === 0) return { rows: [], partial };
+  const rows = await selectSummaries(db)
+    .where('a.seq', 'in', found)
+    .orderBy('a.created_at', 'desc')
+    .orderBy('a.seq', 'desc')
+    .execute();
+  return { rows: rows.map(toSummary) as ArtifactSummary[], partial };
+}
+
 export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: SqliteSearchOptions): SearchIndex {
   const { raw, db } = store;
   raw.function('tt_fold', { deterministic: true }, (s: unknown) => foldCase(String(s ?? '')));
   let closed = false;
-
-  /** One batch in one IMMEDIATE transaction: rows another process indexed meanwhile are gone from the queue. */
-  const indexBatch = async (trx: Kysely<VaultDatabase>, budgetBytes: number): Promise<boolean> => {
-    const rows = await trx
-      .selectFrom('fts_pending as p')
-      .innerJoin('artifacts as a', 'a.seq', 'p.seq')
-      .select(['p.seq as seq', 'a.byte_count as bytes'])
-      .orderBy('p.seq')
-      .limit(PENDING_BATCH_ROWS)
-      .execute();
-    let spent = 0;
-    for (const row of rows) {
-      if (spent > 0 && spent + row.bytes > budgetBytes) return true;
-      spent += row.bytes;
-      const { content } = await trx
-        .selectFrom('artifacts')
-        .select('content')
-        .where('seq', '=', row.seq)
-        .executeTakeFirstOrThrow();
-      await sql`INSERT INTO artifact_fts (rowid, body) VALUES (${row.seq}, ${foldCase(String(content))})`.execute(trx);
-      await trx.deleteFrom('fts_pending').where('seq', '=', row.seq).execute();
-    }
-    return (await trx.selectFrom('fts_pending').select('seq').limit(1).executeTakeFirst()) !== undefined;
-  };
 
   /** One step of indexing; never waits for another process's lock (busy: false, try later). */
   const indexStep = (): Promise<boolean> =>
@@ -117,31 +233,6 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
     store.idle?.defer(idleStep);
   };
 
-  const accessible = (scope: StoreScope) => accessibleIds(db, scope);
-
-  /** Light columns of the rows `seqs` (newest first) visible to the scope. */
-  const rowsOf = async (seqs: readonly number[], scope: StoreScope | undefined) => {
-    let q = db
-      .selectFrom('artifacts as a')
-      .select(['a.seq as seq', 'a.byte_count as bytes'])
-      .where('a.seq', 'in', seqs);
-    if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessible(scope));
-    return (await q.orderBy('a.seq', 'desc').execute()).map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes) }));
-  };
-
-  /** The next page of every row older than `below`, visible to the scope (the short-needle scan). */
-  const pageBelow = async (below: number, scope: StoreScope | undefined) => {
-    let q = db
-      .selectFrom('artifacts as a')
-      .select(['a.seq as seq', 'a.byte_count as bytes'])
-      .where('a.seq', '<', below);
-    if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessible(scope));
-    return (await q.orderBy('a.seq', 'desc').limit(PAGE_ROWS).execute()).map((r) => ({
-      seq: Number(r.seq),
-      bytes: Number(r.bytes),
-    }));
-  };
-
   return {
     async added(trx, seq) {
       await queueForIndex.execute(store, trx, seq);
@@ -150,81 +241,10 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
       for (const seq of seqs) await sql`DELETE FROM artifact_fts WHERE rowid = ${seq}`.execute(trx);
     },
     async search(needle, limit, bounds) {
-      const expired = (): boolean => bounds.clock() >= bounds.deadline;
       // Index what is queued, a step at a time, for at most half of the time left.
       const drainUntil = bounds.clock() + (bounds.deadline - bounds.clock()) / 2;
       while (bounds.clock() < drainUntil && (await indexStep())) await yieldTurn();
-
-      const length = codePointLength(needle);
-      const phrase = length >= 3 && !needle.includes('\u0000') ? headCodePoints(needle, INDEX_PHRASE_MAX) : undefined;
-      let indexed: Set<number> | undefined;
-      if (phrase !== undefined) {
-        try {
-          const hits = await sql<{
-            rowid: number;
-          }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase(phrase)}`.execute(db);
-          indexed = new Set(hits.rows.map((r) => Number(r.rowid)));
-        } catch {
-          indexed = undefined; // the FTS parser refused the phrase: scan everything below
-        }
-      }
-      const exactByIndex = indexed !== undefined && length <= INDEX_PHRASE_MAX;
-      const toolRows = await db
-        .selectFrom('artifact_tools as t')
-        .innerJoin('artifacts as a', 'a.artifact_id', 't.artifact_id')
-        .select('a.seq as seq')
-        .where(sql<boolean>`instr(t.tool_fold, ${needle}) > 0`)
-        .execute();
-      const byTool = new Set(toolRows.map((r) => Number(r.seq)));
-
-      const found: number[] = [];
-      let scanned = 0;
-      let partial = false;
-      /** Decide one candidate; false when the search must stop (limit or deadline). */
-      const consider = async (row: { seq: number; bytes: number }): Promise<boolean> => {
-        if (found.length >= limit) return false;
-        let hit = byTool.has(row.seq) || (exactByIndex && indexed!.has(row.seq));
-        if (!hit) {
-          if (expired()) {
-            partial = true;
-            return false;
-          }
-          const r = await db.selectFrom('artifacts').select('content').where('seq', '=', row.seq).executeTakeFirst();
-          hit = r !== undefined && foldCase(String(r.content)).includes(needle);
-          scanned += row.bytes;
-          if (scanned >= SCAN_SLICE_BYTES) {
-            scanned = 0;
-            await yieldTurn();
-          }
-        }
-        if (hit) found.push(row.seq);
-        return found.length < limit;
-      };
-
-      if (indexed !== undefined) {
-        // Candidates: index hits, tool matches and rows not indexed yet, newest first.
-        const pending = (await db.selectFrom('fts_pending').select('seq').execute()).map((r) => Number(r.seq));
-        const all = [...new Set([...indexed, ...byTool, ...pending])].sort((a, b) => b - a);
-        outer: for (let i = 0; i < all.length; i += PAGE_ROWS) {
-          for (const row of await rowsOf(all.slice(i, i + PAGE_ROWS), bounds.scope))
-            if (!(await consider(row))) break outer;
-        }
-      } else {
-        let below = Number.MAX_SAFE_INTEGER;
-        outer: for (;;) {
-          const page = await pageBelow(below, bounds.scope);
-          if (page.length === 0) break;
-          for (const row of page) if (!(await consider(row))) break outer;
-          below = page[page.length - 1]!.seq;
-        }
-      }
-      if (found.length === 0) return { rows: [], partial };
-      const rows = await selectSummaries(db)
-        .where('a.seq', 'in', found)
-        .orderBy('a.created_at', 'desc')
-        .orderBy('a.seq', 'desc')
-        .execute();
-      return { rows: rows.map(toSummary) as ArtifactSummary[], partial };
+      return searchIndexed(db, needle, limit, bounds);
     },
     afterPut: schedule,
     close() {
