@@ -29,7 +29,10 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { createDigests, type Digests } from '../ledger/digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
+import { canonicalJsonNamed } from '../measure/canonical-json.js';
+import { digestKey } from '../measure/count-memo.js';
 import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
@@ -53,7 +56,7 @@ class Measures {
   constructor(
     /** Code points of the spaced canonical JSON (serializedChars). */
     readonly chars: number,
-    /** SHA-256 (base64) of the compact canonical JSON; empty when the memo keeps no content index. */
+    /** The item's identity (see {@link ItemEntry.hash}); empty when the memo keeps no content index. */
     readonly hash: string,
   ) {}
 }
@@ -62,7 +65,13 @@ class Measures {
 export interface ItemEntry extends StoredCounts {
   /** serializedChars of the value: code points of its spaced canonical JSON. */
   readonly chars: number;
-  /** SHA-256 (base64) of the compact canonical JSON (its content identity); '' without a content index. */
+  /**
+   * The content identity of the compact canonical JSON: SHA-256 (base64) of that JSON with each
+   * string of at least {@link NAMED_FROM} code units written as its ledger digest
+   * ({@link ItemMeasures.digests}), so a tool output inside an item is hashed once, by the
+   * ledger, and every later stage (the vault's id, receipts, the count memo's key) reuses that
+   * digest. '' without a content index.
+   */
   readonly hash: string;
 }
 
@@ -72,6 +81,8 @@ export interface ItemMeasures {
   readonly counter: TokenCounter | undefined;
   /** True when entries carry content hashes and a rebuilt object finds its content's entry. */
   readonly byContent: boolean;
+  /** The digest ledger every stage reading this memo names content by (one hash per text). */
+  readonly digests: Digests;
   /** The entry of a value (measured on first sight). */
   entry(value: unknown): ItemEntry;
   /** Compact canonical JSON of a value (the kept text, else serialized). */
@@ -139,7 +150,17 @@ export interface ItemMeasuresOptions {
    * @defaultValue none: nothing is remembered
    */
   readonly trackCounted?: number;
+  /**
+   * The digest ledger (hex SHA-256 per text, made once): an item's identity names its long
+   * strings by these digests, and the stages that vault or receipt a text ask the same ledger.
+   *
+   * @defaultValue a ledger of the memo's own
+   */
+  readonly digests?: Digests;
 }
+
+/** Strings of at least this many code units are named by their ledger digest in an item's identity. */
+export const NAMED_FROM = 256;
 
 /** Entries remembered for {@link ItemMeasures.takeCounted} between two calls (the oldest dropped first). */
 export const COUNTED_KEPT = 4096;
@@ -245,6 +266,8 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
   const counter = options.counter;
   const byContent = options.byContent !== false;
   const maxEntries = intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1);
+  const digests = options.digests ?? createDigests();
+  const named = (s: string): string | undefined => (s.length >= NAMED_FROM ? digests.of(s) : undefined);
   let byRef = new WeakMemo<object, Measures>();
   let byHash = new Map<string, Measures>();
   let primitives = new LRUCache<string, Measures>({ max: 1024 });
@@ -290,16 +313,17 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       keep(m, undefined, spaced);
       return m;
     }
-    const compact = canonicalJson(value, { compact: true });
-    const hash = createHash('sha256').update(compact, 'utf8').digest('base64');
+    // The identity hashes what the ledger has not: a rebuilt copy of an item is a lookup of its
+    // long strings and one SHA-256 of the short rest, and is not serialized.
+    const hash = createHash('sha256').update(canonicalJsonNamed(value, named), 'utf8').digest('base64');
     let m = byHash.get(hash);
     if (m !== undefined) {
       // Refresh: the least recently used content goes first.
       byHash.delete(hash);
       byHash.set(hash, m);
-      if (m.compact === undefined) keep(m, compact, undefined);
       return m;
     }
+    const compact = canonicalJson(value, { compact: true });
     const spaced = spacedFromCompact(compact);
     m = new Measures(codePoints(spaced), hash);
     keep(m, compact, spaced);
@@ -363,7 +387,8 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     if (m.compact !== undefined) return m.compact;
     const text = compactJson(value, m);
     tokenized(m);
-    if (pieces === undefined) return (m.compact = counter.count(text));
+    if (pieces === undefined)
+      return (m.compact = counter.count(text, m.hash === '' ? undefined : digestKey(text.length, m.hash)));
     const { count, record } = pieces.countRecorded(text);
     if (record !== undefined) records.set(m, { record });
     return (m.compact = count);
@@ -372,6 +397,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
   return {
     counter,
     byContent,
+    digests,
     entry: measuresOf,
     compactJson: (value) => compactJson(value),
     spacedJson: (value) => spacedJson(value),
@@ -423,6 +449,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       primitives = new LRUCache({ max: 1024 });
       texts = textCache();
       records = recordCache();
+      digests.clear();
     },
   };
 }

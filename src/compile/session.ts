@@ -125,12 +125,13 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
     const key = `${tenant}\u0000${sessionId}`;
     let state = pool.get(key);
     if (state !== undefined) return state;
+    const meter = createMeter({
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+      ...(options.measures === undefined ? {} : { measures: options.measures }),
+    });
     state = {
-      meter: createMeter({
-        ...(options.counter === undefined ? {} : { counter: options.counter }),
-        ...(options.measures === undefined ? {} : { measures: options.measures }),
-      }),
-      evidence: createEvidenceStore(store),
+      meter,
+      evidence: createEvidenceStore(store, { digests: meter.digests }),
       renders: createRenderMemo(),
       chain: createChainMemo(),
       vault: store,

@@ -122,10 +122,10 @@ export function createTiktokenCounter(
     exact: options.exact !== false,
     // Both engines count alike (test/measure/encoder-identity.test.ts): the key names what decides a count.
     countsKey: `tiktoken:${encoding}/${maxRun}`,
-    count(text: string): number {
+    count(text: string, key?: string): number {
       if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
       if (text.length === 0) return 0;
-      return memoId === undefined ? countText(text) : countShared(memoId, text, countText);
+      return memoId === undefined ? countText(text) : countShared(memoId, text, countText, key);
     },
     dispose(): void {
       lease?.release();

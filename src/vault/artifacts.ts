@@ -311,7 +311,7 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       if (bytes > limits.maxBytes) {
         throw new VaultCapacityError(`artifact of ${bytes} bytes exceeds the vault capacity of ${limits.maxBytes}`);
       }
-      const sha = sha256Hex(content);
+      const sha = input.digest ?? sha256Hex(content);
       const { artifactId, created, seq } = await write(input, content, sha, chars, bytes, scope);
       if (created) conn.search.afterPut();
       // Row keys are never reused, so a row pruned and written again is verified again.
