@@ -15,12 +15,18 @@ import { storeScope, type StepContext, type ToolResult } from '../step.js';
 export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
 
 /**
- * Put the exact content, then read it back (verify re-hashes the stored row, in the put's scope:
- * the put just gave it access) and compare digests.
+ * Put the exact content, then read it back (in the put's scope: the put just gave it access) and
+ * compare it with the content. The content is hashed once, here (or by the caller's ledger, as
+ * `input.digest`): put stores it under that digest, and the read-back compares the stored row with
+ * the content and that digest instead of hashing it again.
  */
 export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: StoreScope): Promise<PutResult> {
-  const put = await vault.put(input, scope);
-  if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId, scope))) {
+  const digest = input.digest ?? sha256Hex(input.content);
+  const put = await vault.put({ ...input, digest }, scope);
+  if (
+    put.sha256 !== digest ||
+    !(await vault.verify(put.artifactId, scope, { content: input.content, sha256: digest }))
+  ) {
     throw new VaultVerifyError(put.artifactId);
   }
   return put;

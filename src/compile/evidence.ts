@@ -226,6 +226,11 @@ export function createEvidenceStore(
     for (const texts of [byText, previousTexts])
       for (const [content, e] of texts)
         if (wanted.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
+    // An id another stage put (a receipt in the request's text) whose text the shared ledger hashed.
+    for (const id of wanted) {
+      const known = out.has(id) ? undefined : digests.known(id);
+      if (known !== undefined) out.set(id, known);
+    }
     return out.size === 0 ? undefined : out;
   };
   const deliver = async (ids: readonly string[], scope: StoreScope): Promise<readonly string[]> => {

@@ -382,14 +382,22 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     return kept.runs === null ? undefined : kept;
   };
 
+  /**
+   * The count memo's key of `text`, the entry's compact JSON or its spaced `segment`: both are
+   * functions of the compact JSON, which the entry's identity names (a segment's name adds it
+   * after a `.`, outside the base64 alphabet). Undefined without an identity: the memo hashes.
+   */
+  const keyOf = (m: Measures, text: string, segment?: Segment): string | undefined =>
+    m.hash === '' ? undefined : digestKey(text.length, segment === undefined ? m.hash : `${m.hash}.${segment}`);
+
   const compactTokens = (value: unknown, m = measuresOf(value)): number | undefined => {
     if (counter === undefined) return undefined;
     if (m.compact !== undefined) return m.compact;
     const text = compactJson(value, m);
     tokenized(m);
-    if (pieces === undefined)
-      return (m.compact = counter.count(text, m.hash === '' ? undefined : digestKey(text.length, m.hash)));
-    const { count, record } = pieces.countRecorded(text);
+    const key = keyOf(m, text);
+    if (pieces === undefined) return (m.compact = counter.count(text, key));
+    const { count, record } = pieces.countRecorded(text, key);
     if (record !== undefined) records.set(m, { record });
     return (m.compact = count);
   };
@@ -417,9 +425,10 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokens(value, m);
       const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
       tokenized(m);
-      if (compact === undefined) return (m[segment] = counter.count(text));
+      const key = keyOf(m, text, segment);
+      if (compact === undefined) return (m[segment] = counter.count(text, key));
       const runs = prefix.length === 0 ? compact.runs! : compact.runs!.map((r) => ({ ...r, at: r.at + prefix.length }));
-      return (m[segment] = pieces!.countDerived(text, compact.record, runs).count);
+      return (m[segment] = pieces!.countDerived(text, compact.record, runs, key).count);
     },
     absorb(hash, stored) {
       const m = byHash.get(hash);

@@ -13,7 +13,8 @@
  */
 import { LRUCache } from 'lru-cache';
 import { intOption } from '../options.js';
-import { sha256Hex } from '../vault/identity.js';
+import { idMatchesSha, sha256Hex, shortIdForSha } from '../vault/identity.js';
+import type { KnownContent } from '../vault/ports.js';
 
 /** Options of {@link createDigests}; every field is optional. */
 export interface DigestsOptions {
@@ -42,6 +43,11 @@ export interface DigestsOptions {
 export interface Digests {
   /** Hex SHA-256 of `text`'s UTF-8 bytes. */
   of(text: string): string;
+  /**
+   * The kept text an artifact id names (its digest's 32-hex prefix, or the whole digest), with
+   * that digest: what lets a read-back compare the row with the text instead of hashing it.
+   */
+  known(artifactId: string): KnownContent | undefined;
   /** Texts hashed since this ledger was made (for tests and benches). */
   readonly hashed: number;
   /** Forget every kept digest. */
@@ -61,8 +67,17 @@ export function createDigests(options: DigestsOptions = {}): Digests {
   const hash = options.hash ?? sha256Hex;
   const maxChars = intOption('createDigests', 'maxChars', options.maxChars, 32 * 1024 * 1024, 1);
   const keepFrom = intOption('createDigests', 'keepFrom', options.keepFrom, 256, 0);
+  /** Short artifact id → kept text, for {@link Digests.known}. */
+  const byId = new Map<string, string>();
   const make = (): LRUCache<string, string> =>
-    new LRUCache<string, string>({ maxSize: maxChars, sizeCalculation: (_, text) => Math.max(1, text.length) });
+    new LRUCache<string, string>({
+      maxSize: maxChars,
+      sizeCalculation: (_, text) => Math.max(1, text.length),
+      dispose: (digest, text) => {
+        const id = shortIdForSha(digest);
+        if (byId.get(id) === text) byId.delete(id);
+      },
+    });
   let kept = make();
   let hashed = 0;
   return {
@@ -75,14 +90,22 @@ export function createDigests(options: DigestsOptions = {}): Digests {
       if (digest === undefined) {
         hashed++;
         kept.set(text, (digest = hash(text)));
+        byId.set(shortIdForSha(digest), text);
       }
       return digest;
+    },
+    known(artifactId) {
+      const text = byId.get(artifactId.slice(0, 34));
+      const sha256 = text === undefined ? undefined : kept.peek(text);
+      return sha256 === undefined || !idMatchesSha(artifactId, sha256) ? undefined : { content: text!, sha256 };
     },
     get hashed() {
       return hashed;
     },
     clear() {
+      kept.clear();
       kept = make();
+      byId.clear();
     },
   };
 }

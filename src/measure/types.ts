@@ -40,8 +40,8 @@ export interface RecordedCount {
 
 /** See {@link TokenCounter.pieces}; every result equals `count(text)` of the same counter. */
 export interface RecordingCounter {
-  /** `count(text)`, with its pieces when tokenized now. */
-  countRecorded(text: string): RecordedCount;
-  /** `count(target)`, where `target` copies the text `source` records along `runs`. */
-  countDerived(target: string, source: PieceRecord, runs: readonly CopiedRun[]): RecordedCount;
+  /** `count(text, key)`, with its pieces when tokenized now. */
+  countRecorded(text: string, key?: string): RecordedCount;
+  /** `count(target, key)`, where `target` copies the text `source` records along `runs`. */
+  countDerived(target: string, source: PieceRecord, runs: readonly CopiedRun[], key?: string): RecordedCount;
 }

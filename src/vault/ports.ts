@@ -90,8 +90,12 @@ export interface VaultHealth {
 export interface ArtifactStore {
   /** Store content (deduplicated by SHA-256); resolves only after the row is read back and verified. */
   put(input: PutInput, scope?: StoreScope): Promise<PutResult>;
-  /** True when the artifact exists and its content hashes to its id. */
-  verify(artifactId: string, scope?: StoreScope): Promise<boolean>;
+  /**
+   * True when the artifact exists and its content hashes to its id. `known`: the exact content
+   * the caller put and its digest; the stored content is compared with it instead of hashed (the
+   * same check: equal content hashes alike).
+   */
+  verify(artifactId: string, scope?: StoreScope, known?: KnownContent): Promise<boolean>;
   summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined>;
   /** Exact page; throws ArtifactNotFoundError for an unknown id. Limit is clamped to the page ceiling. */
   page(artifactId: string, offset?: number, limit?: number, scope?: StoreScope): Promise<ArtifactPage>;
