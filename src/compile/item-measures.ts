@@ -3,8 +3,9 @@
  * value): its size, its content identity and its token counts, kept per item object and, for hosts
  * that rebuild their objects on every call, per content hash. The runtime holds one for all its
  * sessions and hands it to the request stages, the output-budget counter and the telemetry meter,
- * so an item is serialized once and each distinct text of it is tokenized once, whichever of them
- * asks first; an operator or meter used alone makes its own.
+ * so an item is serialized once, each long string of it hashed once (its digest ledger,
+ * src/ledger/digests.ts, which the vault's ids and the receipts reuse) and each distinct text of it
+ * tokenized once, whichever of them asks first; an operator or meter used alone makes its own.
  *
  * What each reader takes from an entry:
  * - the stages' per-session meter (src/compile/meter.ts): `chars`, `hash` (the chain hashes and the
@@ -120,8 +121,9 @@ export interface ItemMeasuresOptions {
    */
   readonly counter?: TokenCounter;
   /**
-   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (costs one
-   * compact serialization and one SHA-256 per new object).
+   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (costs a walk
+   * and one SHA-256 of the item with its long strings named by their ledger digests per new
+   * object; a long string is hashed once per ledger).
    *
    * @defaultValue true
    */
