@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fc, test } from '@fast-check/vitest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
+import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { compileRequest } from '../../operators/compile-request.js';
 import { createItemMeasures } from '../../src/compile/item-measures.js';
 import { ConfigError } from '../../src/errors.js';
@@ -14,6 +15,7 @@ import { canonicalJsonNamed } from '../../src/measure/canonical-json.js';
 import type { ProviderRequest } from '../../src/step.js';
 import { artifactIdFor, createVault, sha256Hex } from '../../src/vault/index.js';
 import { runAll } from '../compile/helpers.js';
+import { result, runOp } from '../operators/tool-helpers.js';
 
 /**
  * Every SHA-256 node:crypto makes in this process, by the text hashed (strings only): the wrapper is
@@ -147,6 +149,20 @@ describe('one item ledger through the request stages', () => {
       const twice = [...digested].filter(([text, n]) => n > 1 && text.length >= 1000);
       expect(twice.map(([text, n]) => [text.slice(0, 40), n])).toEqual([]);
       expect(ledgerHashes).toBeGreaterThanOrEqual(long.length);
+    } finally {
+      await vault.close();
+    }
+  });
+
+  it('a tool result compressToolResult vaults and delivers is hashed once (put, read-back and delivery)', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tt-ledger-'));
+    const vault = await createVault({ path: join(dir, 'v.sqlite3') });
+    try {
+      const raw = output(7, 2000);
+      digested.clear();
+      const [out] = await runOp(compressToolResult({ vault, counter }), [result('search_files', raw)]);
+      expect(out!.decisions.at(-1)?.kind).toBe('applied');
+      expect(digested.get(raw)).toBe(1);
     } finally {
       await vault.close();
     }
