@@ -26,9 +26,11 @@ export interface DigestsOptions {
    */
   readonly hash?: (text: string) => string;
   /**
-   * Characters of texts kept as lookup keys (least recently used dropped first).
+   * Characters of texts kept as lookup keys (least recently used dropped first): the current
+   * requests' new outputs; a text dropped is hashed again when it comes back. The strings are
+   * the requests' own, so what this holds is what it keeps alive after the requests are gone.
    *
-   * @defaultValue 32 Mi
+   * @defaultValue 8 Mi
    */
   readonly maxChars?: number;
   /**
@@ -65,7 +67,7 @@ export interface Digests {
  */
 export function createDigests(options: DigestsOptions = {}): Digests {
   const hash = options.hash ?? sha256Hex;
-  const maxChars = intOption('createDigests', 'maxChars', options.maxChars, 32 * 1024 * 1024, 1);
+  const maxChars = intOption('createDigests', 'maxChars', options.maxChars, 8 * 1024 * 1024, 1);
   const keepFrom = intOption('createDigests', 'keepFrom', options.keepFrom, 256, 0);
   /** Short artifact id → kept text, for {@link Digests.known}. */
   const byId = new Map<string, string>();
