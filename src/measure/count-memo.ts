@@ -131,11 +131,12 @@ export function createCountMemo(counter: TokenCounter, options: CountMemoOptions
       return { hits: table.hits, misses: table.misses, size: table.size };
     },
     count(text: string, given?: string): number {
-      // Stacked memos hand their key down, so a long text is hashed once whatever the layers.
+      // Stacked memos hand a hashed key down, so a long text is hashed once whatever the layers (a
+      // short text's key is the text: the layer below keys it its own way, within its key bound).
       const key = given ?? contentKey(text, hashAbove);
       const known = table.get(key);
       if (known !== undefined) return known;
-      const n = counter.count(text, key);
+      const n = counter.count(text, text.length <= hashAbove ? undefined : key);
       table.set(key, n);
       return n;
     },
