@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- compile [--turns 200] [--repeat 8] [--long-turns 1500] [--warmup 60] [--full-path]`: a synthetic agent
  * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
- * o200k_base gate, SQLite vault on a temp file), one request per turn as a host sends them, in
+ * o200k_base gate, one item-measures memo shared by the stages as createTerminator shares it,
+ * SQLite vault on a temp file), one request per turn as a host sends them, in
  * three host modes: the host reuses its message objects; rebuilds every one of them from JSON on
  * every call (new objects and new strings: an in-process host that re-serializes); or sends the
  * body's bytes, parsed by the gateway's body memo (what every request that arrives over HTTP is).
@@ -48,6 +49,7 @@ import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
+import { createItemMeasures } from '../src/compile/item-measures.js';
 import { Recognitions, sameJson } from '../src/compile/prefix.js';
 import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
@@ -192,6 +194,10 @@ async function runSession(
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
+  // The two request stages share what they recognise (src/compile/prefix.ts) and one item-measures
+  // memo (and so one digest ledger), as createTerminator wires them.
+  const recognitions = new Recognitions();
+  const measures = createItemMeasures({ counter, recognitions });
   const input = new Subject<Step<ProviderRequest>>();
   // Only the latest output is kept: a host does not hold every request it ever sent (holding all
   // of them made the heap, and so every major GC, grow with the session).
@@ -202,13 +208,11 @@ async function runSession(
   let c0 = process.cpuUsage();
   let emittedAt = 0;
   let cpuAt = c0;
-  // The two request stages share what they recognise, as the runtime's do (src/compile/prefix.ts).
-  const recognitions = new Recognitions();
   const sub = input
     .pipe(
-      collapseDuplicates({ vault, counter, prefixRecognition, recognitions }),
+      collapseDuplicates({ vault, counter, measures, prefixRecognition, recognitions }),
       routeSkills({ counter }),
-      compileRequest({ vault, counter, prefixRecognition, recognitions }),
+      compileRequest({ vault, counter, measures, prefixRecognition, recognitions }),
     )
     .subscribe((s) => {
       emittedAt = performance.now();
@@ -583,16 +587,17 @@ async function callsRun(host: Host, fixture: CallsSession): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-calls-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
+  // Shared by the two request stages, as the runtime's are.
+  const recognitions = new Recognitions();
+  const measures = createItemMeasures({ counter, recognitions });
   const input = new Subject<Step<ProviderRequest>>();
   let emitted = 0;
   let emittedAt = 0;
-  // Shared by the two request stages, as the runtime's are.
-  const recognitions = new Recognitions();
   const sub = input
     .pipe(
-      collapseDuplicates({ vault, counter, recognitions }),
+      collapseDuplicates({ vault, counter, measures, recognitions }),
       routeSkills({ counter }),
-      compileRequest({ vault, counter, recognitions }),
+      compileRequest({ vault, counter, measures, recognitions }),
     )
     .subscribe(() => {
       emittedAt = performance.now();

@@ -10,7 +10,7 @@ import { excerptLargeOutput } from '../src/compact/large-output.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
 import { preparedFor } from '../src/compact/prepared.js';
-import { memoCounter, pinDelivered, vaultToolResult } from '../src/compact/receipt.js';
+import { memoCounter, pinDelivered, putContent, vaultToolResult } from '../src/compact/receipt.js';
 import {
   compressionPlanner,
   planOutput,
@@ -65,7 +65,8 @@ export function compressToolResult(
       return note(step, { stage: STAGE, kind: 'skipped', reason: 'not_smaller' });
     // The note is about to be delivered: retention must never prune what it names.
     signal.throwIfAborted();
-    await pinDelivered(vault, [put.artifactId], scope);
+    // Our own put of `raw` is compared with the row; a put another stage shared is hashed.
+    await pinDelivered(vault, [put.artifactId], scope, shared?.put === undefined ? putContent(put, raw) : undefined);
     const savedTokens = counter === undefined ? {} : { savedTokens: counter.count(raw) - counter.count(output) };
     return advance(
       step,

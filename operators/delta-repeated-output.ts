@@ -11,7 +11,7 @@ import { baselineKey, compressionBar, deltaText, ownBar } from '../src/compact/t
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
 import { handOn, isRendering, prepared } from '../src/compact/prepared.js';
-import { memoCounter, pinDelivered, vaultToolResult } from '../src/compact/receipt.js';
+import { memoCounter, pinDelivered, putContent, vaultToolResult } from '../src/compact/receipt.js';
 import { scopedReads } from '../src/vault/scoped-reads.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from '../src/compact/slices.js';
 import type { ModeFlags } from '../src/config/index.js';
@@ -168,7 +168,7 @@ export function deltaRepeatedOutput(
     const candidate = deltaText(result, command, ids, before, bar);
     if (candidate === undefined || !strictlySmaller(bar, candidate, counter)) return skip('not_smaller');
     // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
-    await pinDelivered(vault, [ids.previous, ids.current], store);
+    await pinDelivered(vault, [ids.previous, ids.current], store, putContent(current, result.content));
     return advance(
       step,
       { ...result, content: candidate },

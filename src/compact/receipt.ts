@@ -7,7 +7,7 @@
 import type { TokenCounter } from '../measure/types.js';
 import { VaultVerifyError } from '../errors.js';
 import { sha256Hex } from '../vault/index.js';
-import type { ArtifactStore, LeaseStore, StoreScope } from '../vault/ports.js';
+import type { ArtifactStore, KnownContent, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { PutInput, PutResult } from '../vault/types.js';
 import { storeScope, type StepContext, type ToolResult } from '../step.js';
 
@@ -15,12 +15,18 @@ import { storeScope, type StepContext, type ToolResult } from '../step.js';
 export const LONGEST_ARTIFACT_ID = `a_${'0'.repeat(64)}`;
 
 /**
- * Put the exact content, then read it back (verify re-hashes the stored row, in the put's scope:
- * the put just gave it access) and compare digests.
+ * Put the exact content, then read it back (in the put's scope: the put just gave it access) and
+ * compare it with the content. The content is hashed once, here (or by the caller's ledger, as
+ * `input.digest`): put stores it under that digest, and the read-back compares the stored row with
+ * the content and that digest instead of hashing it again.
  */
 export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: StoreScope): Promise<PutResult> {
-  const put = await vault.put(input, scope);
-  if (put.sha256 !== sha256Hex(input.content) || !(await vault.verify(put.artifactId, scope))) {
+  const digest = input.digest ?? sha256Hex(input.content);
+  const put = await vault.put({ ...input, digest }, scope);
+  if (
+    put.sha256 !== digest ||
+    !(await vault.verify(put.artifactId, scope, { content: input.content, sha256: digest }))
+  ) {
     throw new VaultVerifyError(put.artifactId);
   }
   return put;
@@ -46,8 +52,17 @@ export function vaultToolResult(vault: ArtifactStore, result: ToolResult, contex
 }
 
 /**
+ * The content a tool result was just vaulted with, by its id: what {@link pinDelivered} compares
+ * the stored row with instead of hashing it again.
+ */
+export function putContent(put: PutResult, content: string): ReadonlyMap<string, KnownContent> {
+  return new Map([[put.artifactId, { content, sha256: put.sha256 }]]);
+}
+
+/**
  * Deliver the artifacts a receipt or note about to reach the host names: pinned for the scope's
- * session and read back in one transaction, under the lock retention takes. An artifact pruned
+ * session and read back in one transaction, under the lock retention takes (`known`: contents the
+ * caller put, compared instead of hashed; see LeaseStore.deliver). An artifact pruned
  * between the put and this call (by another process's retention) comes back missing, which is a
  * VaultVerifyError here, and the caller fails open with the original.
  */
@@ -55,8 +70,9 @@ export async function pinDelivered(
   vault: LeaseStore,
   artifactIds: readonly string[],
   scope: StoreScope,
+  known?: ReadonlyMap<string, KnownContent>,
 ): Promise<void> {
-  const { missing } = await vault.deliver(artifactIds, scope);
+  const { missing } = await vault.deliver(artifactIds, scope, known);
   if (missing.length > 0) throw new VaultVerifyError(missing[0]!);
 }
 

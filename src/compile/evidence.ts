@@ -10,10 +10,10 @@
  * retention released the session's pins (closed, or idle past the TTL), or the vault cannot even
  * be read, every id is delivered again before it is named.
  */
-import { createHash } from 'node:crypto';
+import { createDigests, type Digests } from '../ledger/digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
-import type { LeaseStore, StoreScope } from '../vault/ports.js';
+import type { KnownContent, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { RequestStore } from '../vault/scoped-reads.js';
 
 /** What a receipted value became. */
@@ -93,8 +93,30 @@ const TOUCH_EVERY_MS = 30_000;
 /** Chars of evidence texts a store keeps as lookup keys (per session). */
 const MAX_TEXT_CHARS = 32 * 1024 * 1024;
 
-/** One store per session (per subscription). `maxEntries` bounds the content → artifact memo (default 10,000). */
-export function createEvidenceStore(vault: Pick<RequestStore, 'put'> & LeaseStore, maxEntries = 10_000): EvidenceStore {
+/** Options of {@link createEvidenceStore}; every field is optional. */
+export interface EvidenceStoreOptions {
+  /**
+   * Bound of the content → artifact memo (entries).
+   *
+   * @defaultValue 10,000
+   */
+  readonly maxEntries?: number;
+  /**
+   * The digest ledger the texts are named by (the session meter's): its digest is the memo key and
+   * is handed to the vault's put, so a text the request stages already hashed is not hashed again.
+   *
+   * @defaultValue a ledger of the store's own
+   */
+  readonly digests?: Digests;
+}
+
+/** One store per session (per subscription). */
+export function createEvidenceStore(
+  vault: Pick<RequestStore, 'put'> & LeaseStore,
+  options: EvidenceStoreOptions = {},
+): EvidenceStore {
+  const maxEntries = options.maxEntries ?? 10_000;
+  const digests = options.digests ?? createDigests();
   type Entry = { artifactId: string; sha256: string; chars: number };
   const known = new Map<string, Entry>();
   /** Artifact id → memo key, to forget an id that turned out gone. */
@@ -149,7 +171,7 @@ export function createEvidenceStore(vault: Pick<RequestStore, 'put'> & LeaseStor
   ) => {
     const same = lookup(text);
     if (same !== undefined) return same;
-    const key = createHash('sha256').update(text, 'utf8').digest('base64');
+    const key = digests.of(text);
     const hit = known.get(key);
     if (hit !== undefined) {
       remember(text, hit);
@@ -162,6 +184,7 @@ export function createEvidenceStore(vault: Pick<RequestStore, 'put'> & LeaseStor
         args: meta.args ?? {},
         sessionId: meta.sessionId,
         ...(meta.callId === undefined ? {} : { callId: meta.callId }),
+        digest: key,
       },
       meta.scope ?? lastScope,
     );
@@ -196,6 +219,20 @@ export function createEvidenceStore(vault: Pick<RequestStore, 'put'> & LeaseStor
       previousChars -= text.length;
     }
   };
+  /** The texts this store holds for `ids`, with their digests: the delivery compares them instead of hashing. */
+  const knownContents = (ids: readonly string[]): Map<string, KnownContent> | undefined => {
+    const wanted = new Set(ids);
+    const out = new Map<string, KnownContent>();
+    for (const texts of [byText, previousTexts])
+      for (const [content, e] of texts)
+        if (wanted.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
+    // An id another stage put (a receipt in the request's text) whose text the shared ledger hashed.
+    for (const id of wanted) {
+      const known = out.has(id) ? undefined : digests.known(id);
+      if (known !== undefined) out.set(id, known);
+    }
+    return out.size === 0 ? undefined : out;
+  };
   const deliver = async (ids: readonly string[], scope: StoreScope): Promise<readonly string[]> => {
     lastScope = scope;
     const want = [...new Set(ids)];
@@ -208,14 +245,14 @@ export function createEvidenceStore(vault: Pick<RequestStore, 'put'> & LeaseStor
       }
       fresh = want;
     }
-    let result = await vault.deliver(fresh, scope);
+    let result = await vault.deliver(fresh, scope, knownContents(fresh));
     const missing = new Set(result.missing);
     if (epoch !== undefined && result.epoch !== epoch) {
       // The session's earlier pins were released: whatever this request names is delivered again.
       delivered.clear();
       const rest = want.filter((id) => !fresh.includes(id));
       if (rest.length > 0) {
-        result = await vault.deliver(rest, scope);
+        result = await vault.deliver(rest, scope, knownContents(rest));
         for (const id of result.missing) missing.add(id);
       }
     }

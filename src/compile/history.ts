@@ -13,12 +13,13 @@
  * - opt-in (`collapseAfterTurns`): outputs of older turns become bare receipts (no digest) and their
  *   reasoning is reduced, still without touching the prefix, user messages or actions.
  */
-import { createHash } from 'node:crypto';
 import type { PricingProfile } from '../config/pricing.js';
+import type { Digests } from '../ledger/digests.js';
 import { codePoints } from '../measure/index.js';
 import { errorLabel } from '../step.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
+import { shortIdForSha } from '../vault/identity.js';
 import { fencedSpans } from './actions.js';
 import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
@@ -168,13 +169,12 @@ interface Decided {
 }
 
 const REASONING_MIN_CHARS = 300;
-const artifactOf = (text: string): { id: string } => ({
-  id: `a_${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32)}`,
-});
+/** The artifact id `text` is vaulted under, from the session's digest ledger (hashed once per text). */
+const artifactOf = (digests: Digests, text: string): string => shortIdForSha(digests.of(text));
 
 /** The receipt line of `text` (content-addressed: the id is its SHA-256 prefix, so no digest field). */
-function localReceipt(text: string, toolName: string): string {
-  return renderReceipt(createReceipt(artifactOf(text).id, toolName, codePoints(text)));
+function localReceipt(digests: Digests, text: string, toolName: string): string {
+  return renderReceipt(createReceipt(artifactOf(digests, text), toolName, codePoints(text)));
 }
 
 /** Prose of an assistant text outside its fenced blocks, and the text with the prose replaced by `note`. */
@@ -224,7 +224,14 @@ export async function planHistory(
   const fullShown = new Map<string, string>();
   for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
   if (o.reasoning || o.collapseAfterTurns > 0)
-    await reasoningDecisions(memo, view, o, { ...bounds, requestKey, chain }, { applied, shown, candidates });
+    await reasoningDecisions(
+      state.meter.digests,
+      memo,
+      view,
+      o,
+      { ...bounds, requestKey, chain },
+      { applied, shown, candidates },
+    );
 
   // The history as it would be sent without a new rewrite: earlier rewrites applied.
   const keepItems = renderItems(state, view, applied) ?? view.items;
@@ -462,6 +469,7 @@ function outputDecider(
 
 /** The reasoning parts of the assistant items: applied earlier, shown, or candidates for a new batch. */
 async function reasoningDecisions(
+  digests: Digests,
   memo: ConversationMemo,
   view: RequestView,
   o: HistoryOptions,
@@ -473,7 +481,7 @@ async function reasoningDecisions(
     if (slot.kind !== 'assistant' || i === undefined || i < b.start) continue;
     for (const part of reasoningSlots(slot)) {
       const key = `${b.chain[i]!}|${JSON.stringify(part.slot.path.slice(2))}|reasoning`;
-      const target = reasoningTarget(part, key);
+      const target = reasoningTarget(digests, part, key);
       if (target === undefined) continue;
       if ((await memo.rewritten(key)) !== undefined) {
         out.applied.push(target);
@@ -675,7 +683,7 @@ async function outputTarget(
       // The delta line is request text: its id is read in the session's scope (outside it: unknown).
       const evidence = delta === undefined ? raw : await state.reads.read(delta.current).catch(() => undefined);
       if (evidence !== undefined) {
-        const receipt = localReceipt(evidence, toolName);
+        const receipt = localReceipt(state.meter.digests, evidence, toolName);
         const text =
           kind === 'receipt'
             ? receipt
@@ -683,7 +691,7 @@ async function outputTarget(
                 diagnosticChars: o.digestDiagnosticChars,
                 args: slot.callArgs,
               });
-        target = { key, kind, slot, evidence, artifactId: artifactOf(evidence).id, toolName, text };
+        target = { key, kind, slot, evidence, artifactId: artifactOf(state.meter.digests, evidence), toolName, text };
       }
     }
   }
@@ -710,22 +718,23 @@ function verifiedNow(state: SessionState, id: string): boolean {
  */
 async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
   if (verifiedNow(state, id)) return true;
-  const ok = await state.reads.verify(id).catch(() => false);
+  // A text the session's ledger hashed to this id is compared with the row, not hashed again.
+  const ok = await state.reads.verify(id, state.meter.digests.known(id)).catch(() => false);
   if (ok) state.derived.set(verifiedKey(id), { value: true, chars: 1 });
   return ok;
 }
 
-function reasoningTarget(part: { slot: Slot; text: string }, key: string): Target | undefined {
+function reasoningTarget(digests: Digests, part: { slot: Slot; text: string }, key: string): Target | undefined {
   const { prose } = splitReasoning(part.text, '');
   if (prose < REASONING_MIN_CHARS || part.text.startsWith('[Token Terminator')) return undefined;
-  const receipt = localReceipt(part.text, 'assistant_reasoning');
+  const receipt = localReceipt(digests, part.text, 'assistant_reasoning');
   const note = `[Token Terminator reasoning of an earlier turn (${prose} chars) | ${receipt.slice(1, -1)}]`;
   return {
     key,
     kind: 'reasoning',
     slot: part.slot,
     evidence: part.text,
-    artifactId: artifactOf(part.text).id,
+    artifactId: artifactOf(digests, part.text),
     toolName: 'assistant_reasoning',
     text: splitReasoning(part.text, note).rendered,
   };

@@ -3,8 +3,9 @@
  * value): its size, its content identity and its token counts, kept per item object and, for hosts
  * that rebuild their objects on every call, per content hash. The runtime holds one for all its
  * sessions and hands it to the request stages, the output-budget counter and the telemetry meter,
- * so an item is serialized once and each distinct text of it is tokenized once, whichever of them
- * asks first; an operator or meter used alone makes its own.
+ * so an item is serialized once, each long string of it hashed once (its digest ledger,
+ * src/ledger/digests.ts, which the vault's ids and the receipts reuse) and each distinct text of it
+ * tokenized once, whichever of them asks first; an operator or meter used alone makes its own.
  *
  * What each reader takes from an entry:
  * - the stages' per-session meter (src/compile/meter.ts): `chars`, `hash` (the chain hashes and the
@@ -29,7 +30,10 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { createDigests, type Digests } from '../ledger/digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
+import { canonicalJsonNamed } from '../measure/canonical-json.js';
+import { digestKey } from '../measure/count-memo.js';
 import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
@@ -53,7 +57,7 @@ class Measures {
   constructor(
     /** Code points of the spaced canonical JSON (serializedChars). */
     readonly chars: number,
-    /** SHA-256 (base64) of the compact canonical JSON; empty when the memo keeps no content index. */
+    /** The item's identity (see {@link ItemEntry.hash}); empty when the memo keeps no content index. */
     readonly hash: string,
   ) {}
 }
@@ -62,7 +66,13 @@ class Measures {
 export interface ItemEntry extends StoredCounts {
   /** serializedChars of the value: code points of its spaced canonical JSON. */
   readonly chars: number;
-  /** SHA-256 (base64) of the compact canonical JSON (its content identity); '' without a content index. */
+  /**
+   * The content identity of the compact canonical JSON: SHA-256 (base64) of that JSON with each
+   * string of at least {@link NAMED_FROM} code units written as its ledger digest
+   * ({@link ItemMeasures.digests}), so a tool output inside an item is hashed once, by the
+   * ledger, and every later stage (the vault's id, receipts, the count memo's key) reuses that
+   * digest. '' without a content index.
+   */
   readonly hash: string;
 }
 
@@ -72,6 +82,8 @@ export interface ItemMeasures {
   readonly counter: TokenCounter | undefined;
   /** True when entries carry content hashes and a rebuilt object finds its content's entry. */
   readonly byContent: boolean;
+  /** The digest ledger every stage reading this memo names content by (one hash per text). */
+  readonly digests: Digests;
   /** The entry of a value (measured on first sight). */
   entry(value: unknown): ItemEntry;
   /** Compact canonical JSON of a value (the kept text, else serialized). */
@@ -109,8 +121,9 @@ export interface ItemMeasuresOptions {
    */
   readonly counter?: TokenCounter;
   /**
-   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (costs one
-   * compact serialization and one SHA-256 per new object).
+   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (costs a walk
+   * and one SHA-256 of the item with its long strings named by their ledger digests per new
+   * object; a long string is hashed once per ledger).
    *
    * @defaultValue true
    */
@@ -146,7 +159,17 @@ export interface ItemMeasuresOptions {
    * @defaultValue none: nothing is remembered
    */
   readonly trackCounted?: number;
+  /**
+   * The digest ledger (hex SHA-256 per text, made once): an item's identity names its long
+   * strings by these digests, and the stages that vault or receipt a text ask the same ledger.
+   *
+   * @defaultValue a ledger of the memo's own
+   */
+  readonly digests?: Digests;
 }
+
+/** Strings of at least this many code units are named by their ledger digest in an item's identity. */
+export const NAMED_FROM = 256;
 
 /** Entries remembered for {@link ItemMeasures.takeCounted} between two calls (the oldest dropped first). */
 export const COUNTED_KEPT = 4096;
@@ -252,6 +275,8 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
   const counter = options.counter;
   const byContent = options.byContent !== false;
   const maxEntries = intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1);
+  const digests = options.digests ?? createDigests();
+  const named = (s: string): string | undefined => (s.length >= NAMED_FROM ? digests.of(s) : undefined);
   let byRef = new WeakMemo<object, Measures>();
   let byHash = new Map<string, Measures>();
   let primitives = new LRUCache<string, Measures>({ max: 1024 });
@@ -297,16 +322,17 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       keep(m, undefined, spaced);
       return m;
     }
-    const compact = canonicalJson(value, { compact: true });
-    const hash = createHash('sha256').update(compact, 'utf8').digest('base64');
+    // The identity hashes what the ledger has not: a rebuilt copy of an item is a lookup of its
+    // long strings and one SHA-256 of the short rest, and is not serialized.
+    const hash = createHash('sha256').update(canonicalJsonNamed(value, named), 'utf8').digest('base64');
     let m = byHash.get(hash);
     if (m !== undefined) {
       // Refresh: the least recently used content goes first.
       byHash.delete(hash);
       byHash.set(hash, m);
-      if (m.compact === undefined) keep(m, compact, undefined);
       return m;
     }
+    const compact = canonicalJson(value, { compact: true });
     const spaced = spacedFromCompact(compact);
     m = new Measures(codePoints(spaced), hash);
     keep(m, compact, spaced);
@@ -365,13 +391,22 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     return kept.runs === null ? undefined : kept;
   };
 
+  /**
+   * The count memo's key of `text`, the entry's compact JSON or its spaced `segment`: both are
+   * functions of the compact JSON, which the entry's identity names (a segment's name adds it
+   * after a `.`, outside the base64 alphabet). Undefined without an identity: the memo hashes.
+   */
+  const keyOf = (m: Measures, text: string, segment?: Segment): string | undefined =>
+    m.hash === '' ? undefined : digestKey(text.length, segment === undefined ? m.hash : `${m.hash}.${segment}`);
+
   const compactTokens = (value: unknown, m = measuresOf(value)): number | undefined => {
     if (counter === undefined) return undefined;
     if (m.compact !== undefined) return m.compact;
     const text = compactJson(value, m);
     tokenized(m);
-    if (pieces === undefined) return (m.compact = counter.count(text));
-    const { count, record } = pieces.countRecorded(text);
+    const key = keyOf(m, text);
+    if (pieces === undefined) return (m.compact = counter.count(text, key));
+    const { count, record } = pieces.countRecorded(text, key);
     if (record !== undefined) records.set(m, { record });
     return (m.compact = count);
   };
@@ -379,6 +414,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
   return {
     counter,
     byContent,
+    digests,
     entry: measuresOf,
     compactJson: (value) => compactJson(value),
     spacedJson: (value) => spacedJson(value),
@@ -398,9 +434,10 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokens(value, m);
       const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
       tokenized(m);
-      if (compact === undefined) return (m[segment] = counter.count(text));
+      const key = keyOf(m, text, segment);
+      if (compact === undefined) return (m[segment] = counter.count(text, key));
       const runs = prefix.length === 0 ? compact.runs! : compact.runs!.map((r) => ({ ...r, at: r.at + prefix.length }));
-      return (m[segment] = pieces!.countDerived(text, compact.record, runs).count);
+      return (m[segment] = pieces!.countDerived(text, compact.record, runs, key).count);
     },
     absorb(hash, stored) {
       const m = byHash.get(hash);
@@ -430,6 +467,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       primitives = new LRUCache({ max: 1024 });
       texts = textCache();
       records = recordCache();
+      digests.clear();
     },
   };
 }

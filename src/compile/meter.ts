@@ -9,6 +9,7 @@
  */
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
+import type { Digests } from '../ledger/digests.js';
 import { createItemMeasures, type ItemMeasures } from './item-measures.js';
 import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from './prefix.js';
 
@@ -20,6 +21,8 @@ export interface ItemMeasure {
 }
 
 export interface Meter {
+  /** The digest ledger of the item measures this meter reads (one hash per text; see src/ledger/digests.ts). */
+  readonly digests: Digests;
   /** Size and content hash of one item (memoized). */
   measure(item: unknown): ItemMeasure;
   /** Tokens of one item's compact canonical JSON (memoized by content); undefined without a counter. */
@@ -180,6 +183,7 @@ export function createMeter(options: MeterOptions = {}): Meter {
       if (listKey !== undefined) for (const it of items) total += tokensOf(it) ?? 0;
       return total;
     },
+    digests: measures.digests,
     cumulativeChars: cumulative,
     changedTokens,
     get size() {

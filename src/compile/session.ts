@@ -151,14 +151,15 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
     let state = pool.get(key);
     if (state !== undefined) return state;
     const requests = createRequestMemo({ recognise: options.prefixRecognition ?? true, recognitions });
+    const meter = createMeter({
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+      ...(options.measures === undefined ? {} : { measures: options.measures }),
+      lists: requests.lists,
+      recognitions,
+    });
     state = {
-      meter: createMeter({
-        ...(options.counter === undefined ? {} : { counter: options.counter }),
-        ...(options.measures === undefined ? {} : { measures: options.measures }),
-        lists: requests.lists,
-        recognitions,
-      }),
-      evidence: createEvidenceStore(store),
+      meter,
+      evidence: createEvidenceStore(store, { digests: meter.digests }),
       renders: createRenderMemo(),
       chain: createChainMemo(requests.lists),
       vault: store,

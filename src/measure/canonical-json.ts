@@ -96,6 +96,20 @@ export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}
 }
 
 /**
+ * The compact canonical JSON of `value` with each string value `name` names (object keys excepted)
+ * written as `#` and that name instead of its quoted literal: no JSON text has `#` outside a
+ * string, so with collision-free names (digests) it names the compact JSON as surely as its own
+ * digest would, while hashing only what `name` has not hashed yet (the item ledger's identity).
+ *
+ * @example
+ * canonicalJsonNamed({ b: 'long text', a: 1 }, (s) => (s.length > 4 ? 'd1' : undefined)); // '{"a":1,"b":#d1}'
+ */
+export function canonicalJsonNamed(value: unknown, name: (s: string) => string | undefined): string {
+  walks.compact++;
+  return writeValue(value, ',', ':', new Set(), name) ?? 'null';
+}
+
+/**
  * Code points of `canonicalJson(value, options)`, computed without building the string.
  *
  * @example
@@ -261,10 +275,18 @@ function isAbsent(v: unknown): boolean {
   return v === undefined || typeof v === 'function' || typeof v === 'symbol';
 }
 
-function writeValue(value: unknown, itemSep: string, keySep: string, seen: Set<object>): string | undefined {
+function writeValue(
+  value: unknown,
+  itemSep: string,
+  keySep: string,
+  seen: Set<object>,
+  name?: (s: string) => string | undefined,
+): string | undefined {
   switch (typeof value) {
-    case 'string':
-      return escapeString(value);
+    case 'string': {
+      const named = name?.(value);
+      return named === undefined ? escapeString(value) : `#${named}`;
+    }
     case 'number':
       return numberText(value);
     case 'boolean':
@@ -283,15 +305,15 @@ function writeValue(value: unknown, itemSep: string, keySep: string, seen: Set<o
   if (seen.has(obj)) throw new TypeError('canonicalJson: circular reference');
   if (Array.isArray(obj)) {
     seen.add(obj);
-    const parts = obj.map((item: unknown) => writeValue(item, itemSep, keySep, seen) ?? 'null');
+    const parts = obj.map((item: unknown) => writeValue(item, itemSep, keySep, seen, name) ?? 'null');
     seen.delete(obj);
     return `[${parts.join(itemSep)}]`;
   }
-  if (!isPlainObject(obj)) return writeValue(foreign(obj), itemSep, keySep, seen);
+  if (!isPlainObject(obj)) return writeValue(foreign(obj), itemSep, keySep, seen, name);
   seen.add(obj);
   const parts: string[] = [];
   for (const key of sortedKeys(obj)) {
-    const text = writeValue(obj[key], itemSep, keySep, seen);
+    const text = writeValue(obj[key], itemSep, keySep, seen, name);
     if (text !== undefined) parts.push(`${escapeString(key)}${keySep}${text}`);
   }
   seen.delete(obj);

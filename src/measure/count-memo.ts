@@ -6,11 +6,6 @@ import type { TokenCounter } from './types.js';
 /** Strings longer than this are keyed by SHA-256 instead of by themselves (both memo kinds). */
 export const DEFAULT_HASH_ABOVE = 256;
 
-// Memos stack (a per-consumer memo over a counter that has the process-wide one), and each layer
-// needs the same key for the same text: remember the last one so a long string is hashed once.
-let lastText: string | undefined;
-let lastKey = '';
-
 /**
  * The memo key of `text`: the text itself when at most `hashAbove` code units, else its length
  * and SHA-256 (hashing runs at ~1 GB/s, BPE at a few MB/s), so no long content is retained.
@@ -22,11 +17,20 @@ let lastKey = '';
  */
 export function contentKey(text: string, hashAbove: number = DEFAULT_HASH_ABOVE): string {
   if (text.length <= hashAbove) return `s${text}`;
-  if (text === lastText) return lastKey;
-  const key = `h${text.length}:${createHash('sha256').update(text, 'utf8').digest('base64')}`;
-  lastText = text;
-  lastKey = key;
-  return key;
+  return `h${text.length}:${createHash('sha256').update(text, 'utf8').digest('base64')}`;
+}
+
+/**
+ * The memo key of a text of `length` code units that the item ledger names by `digest` (a
+ * collision-free name of exactly that text, such as an item's identity): what a caller that holds
+ * the digest passes to {@link TokenCounter.count}, so no memo hashes the text again. Its own
+ * prefix keeps it apart from {@link contentKey}'s keys.
+ *
+ * @example
+ * digestKey(40_000, 'q3Zx…='); // 'd40000:q3Zx…='
+ */
+export function digestKey(length: number, digest: string): string {
+  return `d${length}:${digest}`;
 }
 
 /** Options of the token-count memo; every field is optional. */
@@ -126,11 +130,13 @@ export function createCountMemo(counter: TokenCounter, options: CountMemoOptions
     get stats() {
       return { hits: table.hits, misses: table.misses, size: table.size };
     },
-    count(text: string): number {
-      const key = contentKey(text, hashAbove);
+    count(text: string, given?: string): number {
+      // Stacked memos hand a hashed key down, so a long text is hashed once whatever the layers (a
+      // short text's key is the text: the layer below keys it its own way, within its key bound).
+      const key = given ?? contentKey(text, hashAbove);
       const known = table.get(key);
       if (known !== undefined) return known;
-      const n = counter.count(text);
+      const n = counter.count(text, text.length <= hashAbove ? undefined : key);
       table.set(key, n);
       return n;
     },
@@ -190,18 +196,18 @@ export class CountTables {
       throw new ConfigError(`CountTables: maxEntries must be an integer ≥ 1 (got ${String(maxEntries)})`);
   }
 
-  /** `text` counted through table `id`, calling `count` only on a miss. */
-  count(id: string, text: string, count: (text: string) => number): number {
+  /** `text` counted through table `id`, calling `count` only on a miss; `key` names exactly `text` when the caller has one. */
+  count(id: string, text: string, count: (text: string) => number, key?: string): number {
     let table = this.#tables.get(id);
     if (table === undefined) {
       table = new CountTable(this.maxEntries);
       this.#tables.set(id, table);
     }
-    const key = contentKey(text, SHARED_HASH_ABOVE);
-    const known = table.get(key);
+    const k = key ?? contentKey(text, SHARED_HASH_ABOVE);
+    const known = table.get(k);
     if (known !== undefined) return known;
     const n = count(text);
-    table.set(key, n);
+    table.set(k, n);
     return n;
   }
 
@@ -238,8 +244,8 @@ const shared = new CountTables(DEFAULT_SHARED_MEMO_ENTRIES);
  * countShared('o200k_base/demo', 'hello world', count); // counted
  * countShared('o200k_base/demo', 'hello world', count); // served from the table
  */
-export function countShared(id: string, text: string, count: (text: string) => number): number {
-  return shared.count(id, text, count);
+export function countShared(id: string, text: string, count: (text: string) => number, key?: string): number {
+  return shared.count(id, text, count, key);
 }
 
 /**

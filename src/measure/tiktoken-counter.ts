@@ -89,43 +89,51 @@ export function createTiktokenCounter(
   let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);
   const countPiece = lease.count;
   const countText = (text: string): number => countGuarded(text, countPiece, maxRun);
-  const memoized = (text: string, count: (text: string) => number): number =>
-    memoId === undefined ? count(text) : countShared(memoId, text, count);
+  const memoized = (text: string, count: (text: string) => number, key: string | undefined): number =>
+    memoId === undefined ? count(text) : countShared(memoId, text, count, key);
   const byPiece = lease.pieces;
   // A text the long-run guard would cut is counted the plain way (its pieces are not the whole
   // text's); so is any text the piece walk declines or fails on.
-  const recorded = (text: string, walk: (text: string) => PieceRecord | undefined): RecordedCount => {
+  const recorded = (
+    text: string,
+    walk: (text: string) => PieceRecord | undefined,
+    key: string | undefined,
+  ): RecordedCount => {
     if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
     if (text.length === 0) return { count: 0 };
     let record: PieceRecord | undefined;
-    const count = memoized(text, (t) => {
-      if (splitLongRuns(t, maxRun).length === 1) {
-        try {
-          record = walk(t);
-        } catch {
-          record = undefined;
+    const count = memoized(
+      text,
+      (t) => {
+        if (splitLongRuns(t, maxRun).length === 1) {
+          try {
+            record = walk(t);
+          } catch {
+            record = undefined;
+          }
         }
-      }
-      return record?.total ?? countText(t);
-    });
+        return record?.total ?? countText(t);
+      },
+      key,
+    );
     return record === undefined ? { count } : { count, record };
   };
   const pieces: RecordingCounter | undefined =
     byPiece === undefined
       ? undefined
       : {
-          countRecorded: (text) => recorded(text, (t) => byPiece.record(t)),
-          countDerived: (target, source, runs) => recorded(target, (t) => byPiece.derive(t, source, runs)),
+          countRecorded: (text, key) => recorded(text, (t) => byPiece.record(t), key),
+          countDerived: (target, source, runs, key) => recorded(target, (t) => byPiece.derive(t, source, runs), key),
         };
   return {
     name: options.exact === false ? `tiktoken:${encoding}~approx` : `tiktoken:${encoding}`,
     exact: options.exact !== false,
     // Both engines count alike (test/measure/encoder-identity.test.ts): the key names what decides a count.
     countsKey: `tiktoken:${encoding}/${maxRun}`,
-    count(text: string): number {
+    count(text: string, key?: string): number {
       if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
       if (text.length === 0) return 0;
-      return memoId === undefined ? countText(text) : countShared(memoId, text, countText);
+      return memoId === undefined ? countText(text) : countShared(memoId, text, countText, key);
     },
     dispose(): void {
       lease?.release();

@@ -97,9 +97,9 @@ export function createTokenizerJsonCounter(
   return {
     name: 'tokenizer-json',
     exact: options.exact !== false,
-    count(text: string): number {
+    count(text: string, key?: string): number {
       if (text.length === 0) return 0;
-      return memoId === undefined ? countText(text) : countShared(memoId, text, countText);
+      return memoId === undefined ? countText(text) : countShared(memoId, text, countText, key);
     },
   };
 }

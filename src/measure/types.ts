@@ -14,8 +14,13 @@ export interface TokenCounter {
    * @defaultValue `tiktoken:<encoding>/<maxRun>` on the tiktoken counters, absent elsewhere
    */
   readonly countsKey?: string;
-  /** Token count of plain text. Special-token strings are counted as plain text. */
-  count(text: string): number;
+  /**
+   * Token count of plain text. Special-token strings are counted as plain text. `key`, when the
+   * caller has one, is a memo key that names exactly `text` (`contentKey` of it, or
+   * `digestKey` of its ledger digest): a counter with a memo looks it up instead of hashing
+   * the text again; other counters ignore it.
+   */
+  count(text: string, key?: string): number;
   /** Release native resources (WASM encoders). */
   dispose?(): void;
   /**
@@ -35,8 +40,8 @@ export interface RecordedCount {
 
 /** See {@link TokenCounter.pieces}; every result equals `count(text)` of the same counter. */
 export interface RecordingCounter {
-  /** `count(text)`, with its pieces when tokenized now. */
-  countRecorded(text: string): RecordedCount;
-  /** `count(target)`, where `target` copies the text `source` records along `runs`. */
-  countDerived(target: string, source: PieceRecord, runs: readonly CopiedRun[]): RecordedCount;
+  /** `count(text, key)`, with its pieces when tokenized now. */
+  countRecorded(text: string, key?: string): RecordedCount;
+  /** `count(target, key)`, where `target` copies the text `source` records along `runs`. */
+  countDerived(target: string, source: PieceRecord, runs: readonly CopiedRun[], key?: string): RecordedCount;
 }

@@ -18,7 +18,7 @@ import {
   sliceCodePoints,
 } from './identity.js';
 import type { VaultConnection } from './dialect.js';
-import type { ArtifactStore, SearchResults, StoreScope } from './ports.js';
+import type { ArtifactStore, KnownContent, SearchResults, StoreScope } from './ports.js';
 import { prepared } from './prepared.js';
 import { accessibleIds, selectSummaries, toSummary } from './queries.js';
 import { addCounter, makeRoom } from './retention.js';
@@ -311,7 +311,7 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       if (bytes > limits.maxBytes) {
         throw new VaultCapacityError(`artifact of ${bytes} bytes exceeds the vault capacity of ${limits.maxBytes}`);
       }
-      const sha = sha256Hex(content);
+      const sha = input.digest ?? sha256Hex(content);
       const { artifactId, created, seq } = await write(input, content, sha, chars, bytes, scope);
       if (created) conn.search.afterPut();
       // Row keys are never reused, so a row pruned and written again is verified again.
@@ -324,14 +324,15 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
       return Object.freeze({ artifactId, sha256: sha, created, chars, bytes });
     },
 
-    async verify(artifactId: string, scope?: StoreScope): Promise<boolean> {
+    async verify(artifactId: string, scope?: StoreScope, known?: KnownContent): Promise<boolean> {
       ctx.assertOpen();
       const row = await readBack(artifactId, scope);
-      return (
-        row !== undefined &&
-        sha256Hex(conn.decodeContent(row.content)) === row.sha256 &&
-        idMatchesSha(artifactId, row.sha256)
-      );
+      if (row === undefined || !idMatchesSha(artifactId, row.sha256)) return false;
+      const content = conn.decodeContent(row.content);
+      // The caller's exact content and its digest: equal content hashes alike, so compare, not hash.
+      return known === undefined
+        ? sha256Hex(content) === row.sha256
+        : known.sha256 === row.sha256 && known.content === content;
     },
 
     async summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined> {

@@ -17,7 +17,7 @@ import { ArtifactNotFoundError } from '../errors.js';
 import { requireCount, scopeKey, type StoreContext } from './context.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
 import type { VaultConnection } from './dialect.js';
-import type { Delivery, LeaseStore, SessionPins, StoreScope } from './ports.js';
+import type { Delivery, KnownContent, LeaseStore, SessionPins, StoreScope } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
 import type { VaultDatabase } from './schema.js';
 
@@ -171,7 +171,11 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
     inline: inline ? 1 : 0,
     exposed_at: ctx.nowIso(),
   });
-  const deliver = async (artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery> => {
+  const deliver = async (
+    artifactIds: readonly string[],
+    scope?: StoreScope,
+    known?: ReadonlyMap<string, KnownContent>,
+  ): Promise<Delivery> => {
     ctx.assertOpen();
     const ids = [...new Set(artifactIds)];
     const key = scopeKey(ctx, {
@@ -190,8 +194,15 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
             ? await deliveryRows.execute(conn, trx, batch.length, ...batch)
             : await tenantDeliveryRows.execute(conn, trx, batch.length, key.tenant, ...batch);
         for (const row of rows) {
-          if (idMatchesSha(row.artifactId, row.sha256) && sha256Hex(conn.decodeContent(row.content)) === row.sha256)
-            intact.add(row.artifactId);
+          if (!idMatchesSha(row.artifactId, row.sha256)) continue;
+          const content = conn.decodeContent(row.content);
+          const expected = known?.get(row.artifactId);
+          // Content equal to what the caller put (and its ledger hashed to this digest) hashes to it too.
+          const exact =
+            expected === undefined
+              ? sha256Hex(content) === row.sha256
+              : expected.sha256 === row.sha256 && expected.content === content;
+          if (exact) intact.add(row.artifactId);
         }
       }
       const pinned = [...intact];

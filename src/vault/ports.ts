@@ -49,6 +49,12 @@ export interface StoreScope {
 /** Results of a search; `partial` is true when its deadline or work limit cut it short (more may match). */
 export type SearchResults = readonly ArtifactSummary[] & { readonly partial: boolean };
 
+/** The exact content an artifact id was put with, and its hex SHA-256 (see {@link LeaseStore.deliver}). */
+export interface KnownContent {
+  readonly content: string;
+  readonly sha256: string;
+}
+
 /** What {@link LeaseStore.deliver} committed. */
 export interface Delivery {
   /** Ids that are gone (or whose content no longer hashes to them): no receipt may name them. */
@@ -84,8 +90,12 @@ export interface VaultHealth {
 export interface ArtifactStore {
   /** Store content (deduplicated by SHA-256); resolves only after the row is read back and verified. */
   put(input: PutInput, scope?: StoreScope): Promise<PutResult>;
-  /** True when the artifact exists and its content hashes to its id. */
-  verify(artifactId: string, scope?: StoreScope): Promise<boolean>;
+  /**
+   * True when the artifact exists and its content hashes to its id. `known`: the exact content
+   * the caller put and its digest; the stored content is compared with it instead of hashed (the
+   * same check: equal content hashes alike).
+   */
+  verify(artifactId: string, scope?: StoreScope, known?: KnownContent): Promise<boolean>;
   summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined>;
   /** Exact page; throws ArtifactNotFoundError for an unknown id. Limit is clamped to the page ceiling. */
   page(artifactId: string, offset?: number, limit?: number, scope?: StoreScope): Promise<ArtifactPage>;
@@ -131,8 +141,16 @@ export interface LeaseStore {
    * its content still hashes to its id. Resolves with the ids that failed: a receipt naming one
    * of them must not be delivered. Given a scope, only artifacts its tenant may already read are
    * pinned (the others come back missing): a delivery never grants another tenant's evidence.
+   *
+   * `known`: for ids whose exact content and digest the caller holds (the text it put, named by
+   * its digest ledger), the row is compared with that content instead of hashed again: the same
+   * check (content equal to what hashes to the id), at the cost of a comparison.
    */
-  deliver(artifactIds: readonly string[], scope?: StoreScope): Promise<Delivery>;
+  deliver(
+    artifactIds: readonly string[],
+    scope?: StoreScope,
+    known?: ReadonlyMap<string, KnownContent>,
+  ): Promise<Delivery>;
   /** {@link deliver} without the answer (kept for callers that verify on their own). */
   pin(artifactIds: readonly string[], scope?: StoreScope): Promise<void>;
   /** The session's pin record, or undefined when it holds none (never delivered, or released). */

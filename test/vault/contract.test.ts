@@ -870,6 +870,35 @@ for (const dialect of DIALECTS) {
         expect((await v.deliver([kept.artifactId], A)).epoch).toBe(d.epoch);
       });
 
+      it('given the content and digest a caller put, delivery and verify compare them and still find a same-length tamper', async () => {
+        const v = await store.open();
+        const keptText = 'kept evidence';
+        const damagedText = 'damaged evidence';
+        const kept = await v.put({ content: keptText, toolName: 'terminal' }, A);
+        const damaged = await v.put({ content: damagedText, toolName: 'terminal' }, A);
+        const known = new Map([
+          [kept.artifactId, { content: keptText, sha256: kept.sha256 }],
+          [damaged.artifactId, { content: damagedText, sha256: damaged.sha256 }],
+        ]);
+        expect(await v.verify(damaged.artifactId, A, known.get(damaged.artifactId))).toBe(true);
+        await store
+          .raw()
+          .updateTable('artifacts')
+          .set({ content: store.encode('tampered evidence'.slice(1)) }) // as long as the original
+          .where('artifact_id', '=', damaged.artifactId)
+          .execute();
+        const d = await v.deliver([kept.artifactId, damaged.artifactId], A, known);
+        expect([...d.missing]).toEqual([damaged.artifactId]);
+        expect(await v.verify(kept.artifactId, A, known.get(kept.artifactId))).toBe(true);
+        expect(await v.verify(damaged.artifactId, A, known.get(damaged.artifactId))).toBe(false);
+        // A known content that is not the row's (a caller's wrong claim) is refused, not trusted.
+        const wrong = { content: 'kept evidenc!', sha256: kept.sha256 };
+        expect(await v.verify(kept.artifactId, A, wrong)).toBe(false);
+        expect((await v.deliver([kept.artifactId], A, new Map([[kept.artifactId, wrong]]))).missing).toEqual([
+          kept.artifactId,
+        ]);
+      });
+
       it('a write of a closed session keeps its epoch, opens it again and moves its last-seen time forward', async () => {
         let now = Date.parse('2026-01-01T00:00:00.000Z');
         const v = await store.open({ clock: () => now });
