@@ -7,6 +7,7 @@ import { createStreamRound, createStreamState, SseParser, type SseEvent } from '
 import { chat, anthropic, responses } from '../proxy/support/upstream.js';
 
 const sse = (reply: unknown): string => `${(reply as { sse: string[] }).sse.join('\n\n')}\n\n`;
+type ChatCallDelta = { index: number; id?: string; function?: { arguments?: string } };
 const json = (reply: unknown): Record<string, unknown> => (reply as { json: Record<string, unknown> }).json;
 
 describe('SseParser', () => {
@@ -88,6 +89,40 @@ describe('stream rounds', () => {
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('tool_calls');
     expect(end.holding).toBe(false);
     expect(end.others).toBe(1);
+  });
+
+  it('numbers several client calls 0, 1, … in their order, with their own ids and arguments, around recovery calls', () => {
+    const { out, end } = play(
+      'chat',
+      sse(
+        chat.streamCalls([
+          { id: 'r1', name: 'token_terminator', args: { action: 'status' } },
+          { id: 'c1', name: 'terminal', args: { command: 'ls' } },
+          { id: 'r2', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } },
+          { id: 'c2', name: 'read_file', args: { path: 'src/a.ts' } },
+        ]),
+      ),
+      true,
+    );
+    const calls = new SseParser()
+      .feed(out)
+      .filter((e) => e.data !== '[DONE]')
+      .flatMap(
+        (e) =>
+          (JSON.parse(e.data) as { choices: { delta: { tool_calls?: ChatCallDelta[] } }[] }).choices[0]!.delta
+            .tool_calls ?? [],
+      );
+    const byIndex = new Map<number, { id: string; args: string }>();
+    for (const c of calls) {
+      const seen = byIndex.get(c.index) ?? { id: '', args: '' };
+      byIndex.set(c.index, { id: seen.id + (c.id ?? ''), args: seen.args + (c.function?.arguments ?? '') });
+    }
+    expect([...byIndex.keys()]).toEqual([0, 1]);
+    expect(byIndex.get(0)).toEqual({ id: 'c1', args: '{"command":"ls"}' });
+    expect(byIndex.get(1)).toEqual({ id: 'c2', args: '{"path":"src/a.ts"}' });
+    expect(out).not.toContain('token_terminator');
+    expect(end.others).toBe(2);
+    expect(end.recovery.map((r) => r.id)).toEqual(['r1', 'r2']);
   });
 
   const aside = 'Checking…'; // one word: the scripted streams split text at spaces
