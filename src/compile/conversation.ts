@@ -109,137 +109,181 @@ function remember<V>(map: Map<string, V>, key: string, value: V): boolean {
   return true;
 }
 
+type ShownEntry = { count: number; last: string };
+type Row = readonly [key: string, value: string];
+
+/** One session's conversation memo. */
+interface MemoState {
+  readonly vault: SessionStore;
+  readonly sessionId: string;
+  readonly cap: number;
+  readonly shown: Map<string, ShownEntry>;
+  readonly rewritten: Map<string, string | null>;
+  epoch: number;
+  // The keys of the latest rewrites: log[j] is rewrite number logStart + j.
+  rewrites: number;
+  logStart: number;
+  log: string[];
+  // Request keys entries were last counted with; past the bound every key may be one (forgot).
+  readonly lasts: Set<string>;
+  forgot: boolean;
+}
+
+function noteLast(s: MemoState, requestKey: string): void {
+  if (s.forgot) return;
+  s.lasts.add(requestKey);
+  if (s.lasts.size > MEMO_KEYS) {
+    s.forgot = true;
+    s.lasts.clear();
+  }
+}
+
+async function loadShown(s: MemoState, key: string): Promise<ShownEntry> {
+  let entry = s.shown.get(key);
+  if (entry === undefined) {
+    const stored = await s.vault.getRendering(s.sessionId, SHOWN + key).catch(() => undefined);
+    const [count, last] =
+      stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
+    entry = { count, last };
+    noteLast(s, last);
+    if (remember(s.shown, key, entry)) s.epoch++;
+  }
+  return entry;
+}
+
+function before(entry: ShownEntry, requestKey: string): number {
+  return entry.count - (entry.last === requestKey ? 1 : 0);
+}
+
+/** Count the request in the entry; the value to mirror, or undefined when nothing changed. */
+function countShown(s: MemoState, entry: ShownEntry, requestKey: string): string | undefined {
+  if (entry.count >= s.cap || entry.last === requestKey) return undefined;
+  entry.count++;
+  entry.last = requestKey;
+  noteLast(s, requestKey);
+  return `${entry.count} ${requestKey}`;
+}
+
+/** Remember what a history rewrite gave the item; the row that mirrors it. */
+function rewrite(s: MemoState, key: string, kind: string): Row {
+  if (remember(s.rewritten, key, kind)) s.epoch++;
+  s.rewrites++;
+  s.log.push(key);
+  if (s.log.length > MEMO_KEYS) {
+    s.log = s.log.slice(Math.floor(s.log.length / 2));
+    s.logStart = s.rewrites - s.log.length;
+  }
+  return [REWRITTEN + key, kind];
+}
+
+/** Count the request in the item's entry; the row that mirrors it, or undefined when nothing changed. */
+function shownRow(s: MemoState, entry: ShownEntry, key: string, requestKey: string): Row | undefined {
+  const value = countShown(s, entry, requestKey);
+  return value === undefined ? undefined : [SHOWN + key, value];
+}
+
+// The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
+function mirrored(write: Promise<void>): Promise<void> {
+  return write.catch(() => undefined);
+}
+
+function markOne(
+  s: MemoState,
+  entry: ShownEntry,
+  key: string,
+  requestKey: string,
+  scope: StoreScope | undefined,
+): Promise<void> | undefined {
+  const row = shownRow(s, entry, key, requestKey);
+  return row === undefined ? undefined : mirrored(s.vault.setRendering(s.sessionId, ...row, scope));
+}
+
+function markAll(
+  s: MemoState,
+  rewrites: readonly { readonly key: string; readonly kind: string }[],
+  entries: readonly (readonly [string, ShownEntry])[],
+  requestKey: string,
+  scope: StoreScope | undefined,
+): Promise<void> | undefined {
+  const writes = rewrites.map(({ key, kind }) => rewrite(s, key, kind));
+  for (const [key, entry] of entries) {
+    const row = shownRow(s, entry, key, requestKey);
+    if (row !== undefined) writes.push(row);
+  }
+  if (writes.length === 0) return undefined;
+  return mirrored(s.vault.setRenderings(s.sessionId, writes, scope));
+}
+
+function markRequest(
+  s: MemoState,
+  requestKey: string,
+  marks: RequestMarks,
+  scope: StoreScope | undefined,
+): Promise<void> | undefined {
+  const rewrites = marks.rewritten ?? [];
+  // Entries are taken up front, so a key given twice counts the request once (as in order).
+  const known = marks.shown.map((key) => [key, s.shown.get(key)] as const);
+  if (known.every(([, entry]) => entry !== undefined))
+    return markAll(s, rewrites, known as (readonly [string, ShownEntry])[], requestKey, scope);
+  return (async () => {
+    const loaded = new Map<string, ShownEntry>();
+    const entries: (readonly [string, ShownEntry])[] = [];
+    for (const [key, entry] of known) {
+      const e = entry ?? loaded.get(key) ?? (await loadShown(s, key));
+      loaded.set(key, e);
+      entries.push([key, e]);
+    }
+    await markAll(s, rewrites, entries, requestKey, scope);
+  })();
+}
+
+async function loadRewritten(s: MemoState, key: string): Promise<string | undefined> {
+  const kind = (await s.vault.getRendering(s.sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
+  if (remember(s.rewritten, key, kind)) s.epoch++;
+  return kind ?? undefined;
+}
+
 /** `cap`: stop counting (and writing) once an item was shown this many times. */
 export function createConversationMemo(vault: SessionStore, sessionId: string, cap: number): ConversationMemo {
-  const shown = new Map<string, { count: number; last: string }>();
-  const rewritten = new Map<string, string | null>();
-  let epoch = 0;
-  // The keys of the latest rewrites: log[j] is rewrite number logStart + j.
-  let rewrites = 0;
-  let logStart = 0;
-  let log: string[] = [];
-  // Request keys entries were last counted with; past the bound every key may be one (forgot).
-  const lasts = new Set<string>();
-  let forgot = false;
-  const noteLast = (requestKey: string): void => {
-    if (forgot) return;
-    lasts.add(requestKey);
-    if (lasts.size > MEMO_KEYS) {
-      forgot = true;
-      lasts.clear();
-    }
-  };
-  const loadShown = async (key: string): Promise<{ count: number; last: string }> => {
-    let entry = shown.get(key);
-    if (entry === undefined) {
-      const stored = await vault.getRendering(sessionId, SHOWN + key).catch(() => undefined);
-      const [count, last] =
-        stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
-      entry = { count, last };
-      noteLast(last);
-      if (remember(shown, key, entry)) epoch++;
-    }
-    return entry;
-  };
-  const before = (entry: { count: number; last: string }, requestKey: string): number =>
-    entry.count - (entry.last === requestKey ? 1 : 0);
-  /** Count the request in the entry; the value to mirror, or undefined when nothing changed. */
-  const count = (entry: { count: number; last: string }, requestKey: string): string | undefined => {
-    if (entry.count >= cap || entry.last === requestKey) return undefined;
-    entry.count++;
-    entry.last = requestKey;
-    noteLast(requestKey);
-    return `${entry.count} ${requestKey}`;
-  };
-  type Row = readonly [key: string, value: string];
-  /** Remember what a history rewrite gave the item; the row that mirrors it. */
-  const rewrite = (key: string, kind: string): Row => {
-    if (remember(rewritten, key, kind)) epoch++;
-    rewrites++;
-    log.push(key);
-    if (log.length > MEMO_KEYS) {
-      log = log.slice(Math.floor(log.length / 2));
-      logStart = rewrites - log.length;
-    }
-    return [REWRITTEN + key, kind];
-  };
-  /** Count the request in the item's entry; the row that mirrors it, or undefined when nothing changed. */
-  const shownRow = (entry: { count: number; last: string }, key: string, requestKey: string): Row | undefined => {
-    const value = count(entry, requestKey);
-    return value === undefined ? undefined : [SHOWN + key, value];
-  };
-  // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
-  const mirrored = (write: Promise<void>): Promise<void> => write.catch(() => undefined);
-  const mark = (
-    entry: { count: number; last: string },
-    key: string,
-    requestKey: string,
-    scope: StoreScope | undefined,
-  ): Promise<void> | undefined => {
-    const row = shownRow(entry, key, requestKey);
-    return row === undefined ? undefined : mirrored(vault.setRendering(sessionId, ...row, scope));
-  };
-  const markAll = (
-    rewrites: readonly { readonly key: string; readonly kind: string }[],
-    entries: readonly (readonly [string, { count: number; last: string }])[],
-    requestKey: string,
-    scope: StoreScope | undefined,
-  ): Promise<void> | undefined => {
-    const writes = rewrites.map(({ key, kind }) => rewrite(key, kind));
-    for (const [key, entry] of entries) {
-      const row = shownRow(entry, key, requestKey);
-      if (row !== undefined) writes.push(row);
-    }
-    if (writes.length === 0) return undefined;
-    return mirrored(vault.setRenderings(sessionId, writes, scope));
-  };
-  const loadRewritten = async (key: string): Promise<string | undefined> => {
-    const kind = (await vault.getRendering(sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
-    if (remember(rewritten, key, kind)) epoch++;
-    return kind ?? undefined;
+  const s: MemoState = {
+    vault,
+    sessionId,
+    cap,
+    shown: new Map(),
+    rewritten: new Map(),
+    epoch: 0,
+    rewrites: 0,
+    logStart: 0,
+    log: [],
+    lasts: new Set(),
+    forgot: false,
   };
   return {
     shownBefore(key, requestKey) {
-      const entry = shown.get(key);
-      return entry !== undefined ? before(entry, requestKey) : loadShown(key).then((e) => before(e, requestKey));
+      const entry = s.shown.get(key);
+      return entry !== undefined ? before(entry, requestKey) : loadShown(s, key).then((e) => before(e, requestKey));
     },
     markShown(key, requestKey, scope) {
-      const entry = shown.get(key);
+      const entry = s.shown.get(key);
       return entry !== undefined
-        ? mark(entry, key, requestKey, scope)
-        : loadShown(key).then((e) => mark(e, key, requestKey, scope));
+        ? markOne(s, entry, key, requestKey, scope)
+        : loadShown(s, key).then((e) => markOne(s, e, key, requestKey, scope));
     },
-    markRequest(requestKey, marks, scope) {
-      const rewrites = marks.rewritten ?? [];
-      // Entries are taken up front, so a key given twice counts the request once (as in order).
-      const known = marks.shown.map((key) => [key, shown.get(key)] as const);
-      if (known.every(([, entry]) => entry !== undefined))
-        return markAll(rewrites, known as (readonly [string, { count: number; last: string }])[], requestKey, scope);
-      return (async () => {
-        const loaded = new Map<string, { count: number; last: string }>();
-        const entries: (readonly [string, { count: number; last: string }])[] = [];
-        for (const [key, entry] of known) {
-          const e = entry ?? loaded.get(key) ?? (await loadShown(key));
-          loaded.set(key, e);
-          entries.push([key, e]);
-        }
-        await markAll(rewrites, entries, requestKey, scope);
-      })();
-    },
+    markRequest: (requestKey, marks, scope) => markRequest(s, requestKey, marks, scope),
     rewritten(key) {
-      const kind = rewritten.get(key);
-      return kind === undefined ? loadRewritten(key) : (kind ?? undefined);
+      const kind = s.rewritten.get(key);
+      return kind === undefined ? loadRewritten(s, key) : (kind ?? undefined);
     },
     async markRewritten(key, kind, scope) {
-      await mirrored(vault.setRendering(sessionId, ...rewrite(key, kind), scope));
+      await mirrored(vault.setRendering(sessionId, ...rewrite(s, key, kind), scope));
     },
     get epoch() {
-      return epoch;
+      return s.epoch;
     },
     get rewriteMark() {
-      return rewrites;
+      return s.rewrites;
     },
-    rewrittenSince: (mark) => (mark < logStart || mark > rewrites ? undefined : log.slice(mark - logStart)),
-    counted: (requestKey) => forgot || lasts.has(requestKey),
+    rewrittenSince: (mark) => (mark < s.logStart || mark > s.rewrites ? undefined : s.log.slice(mark - s.logStart)),
+    counted: (requestKey) => s.forgot || s.lasts.has(requestKey),
   };
 }

@@ -110,201 +110,230 @@ export interface EvidenceStoreOptions {
   readonly digests?: Digests;
 }
 
-/** One store per session (per subscription). */
-export function createEvidenceStore(
-  vault: Pick<RequestStore, 'put'> & LeaseStore,
-  options: EvidenceStoreOptions = {},
-): EvidenceStore {
-  const maxEntries = options.maxEntries ?? 10_000;
-  const digests = options.digests ?? createDigests();
-  type Entry = { artifactId: string; sha256: string; chars: number };
-  const known = new Map<string, Entry>();
+type Entry = { artifactId: string; sha256: string; chars: number };
+type EvidenceVault = Pick<RequestStore, 'put'> & LeaseStore;
+type PutMeta = { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope };
+
+/** One evidence store's state (one per session). */
+interface EvidenceState {
+  readonly vault: EvidenceVault;
+  readonly maxEntries: number;
+  readonly digests: Digests;
+  readonly known: Map<string, Entry>;
   /** Artifact id → memo key, to forget an id that turned out gone. */
-  const keyOf = new Map<string, string>();
+  readonly keyOf: Map<string, string>;
   // The texts themselves, for the requests that hand the same string over again (a rewrite's
   // evidence is vaulted once but named by every later request): a lookup instead of a SHA-256.
   // Two generations: the texts of the request being reduced and of the one before it. A text no
   // request named for two requests in a row is dropped, so what is held follows what the host
   // still sends (a sliding window does not accumulate every output the session ever had); bounded
   // in count and chars as well.
-  let byText = new Map<string, Entry>();
-  let previousTexts = new Map<string, Entry>();
-  let textChars = 0;
-  let previousChars = 0;
-  const dropOldest = (): void => {
-    const from = previousTexts.size > 0 ? previousTexts : byText;
-    const oldest = from.keys().next().value as string;
-    from.delete(oldest);
-    if (from === previousTexts) previousChars -= oldest.length;
-    else textChars -= oldest.length;
-  };
-  const remember = (text: string, entry: Entry): void => {
-    if (byText.has(text)) return;
-    if (previousTexts.delete(text)) previousChars -= text.length;
-    byText.set(text, entry);
-    textChars += text.length;
-    while (byText.size + previousTexts.size > maxEntries || textChars + previousChars > MAX_TEXT_CHARS) dropOldest();
-  };
-  const lookup = (text: string): Entry | undefined => {
-    const same = byText.get(text) ?? previousTexts.get(text);
-    if (same !== undefined) remember(text, same);
-    return same;
-  };
-  /** A new request: the texts of the one before become the older generation. */
-  const nextRequest = (): void => {
-    if (byText.size === 0) return; // a request that named no evidence keeps both generations
-    previousTexts = byText;
-    previousChars = textChars;
-    byText = new Map();
-    textChars = 0;
-  };
-  const rendered = new WeakMap<Entry, Map<string, Receipted>>();
+  byText: Map<string, Entry>;
+  previousTexts: Map<string, Entry>;
+  textChars: number;
+  previousChars: number;
+  readonly rendered: WeakMap<Entry, Map<string, Receipted>>;
   /** Ids delivered under `epoch` (the session's pins as this store last saw them). */
-  const delivered = new Set<string>();
-  const gone = new Set<string>();
-  let epoch: string | undefined;
-  let touchedAt = 0;
-  let lastScope: StoreScope | undefined;
-  const put = async (
-    text: string,
-    meta: { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope },
-  ) => {
-    const same = lookup(text);
-    if (same !== undefined) return same;
-    const key = digests.of(text);
-    const hit = known.get(key);
-    if (hit !== undefined) {
-      remember(text, hit);
-      return hit;
+  readonly delivered: Set<string>;
+  readonly gone: Set<string>;
+  epoch: string | undefined;
+  touchedAt: number;
+  lastScope: StoreScope | undefined;
+}
+
+function dropOldest(s: EvidenceState): void {
+  const from = s.previousTexts.size > 0 ? s.previousTexts : s.byText;
+  const oldest = from.keys().next().value as string;
+  from.delete(oldest);
+  if (from === s.previousTexts) s.previousChars -= oldest.length;
+  else s.textChars -= oldest.length;
+}
+
+function remember(s: EvidenceState, text: string, entry: Entry): void {
+  if (s.byText.has(text)) return;
+  if (s.previousTexts.delete(text)) s.previousChars -= text.length;
+  s.byText.set(text, entry);
+  s.textChars += text.length;
+  while (s.byText.size + s.previousTexts.size > s.maxEntries || s.textChars + s.previousChars > MAX_TEXT_CHARS)
+    dropOldest(s);
+}
+
+function lookup(s: EvidenceState, text: string): Entry | undefined {
+  const same = s.byText.get(text) ?? s.previousTexts.get(text);
+  if (same !== undefined) remember(s, text, same);
+  return same;
+}
+
+/** A new request: the texts of the one before become the older generation. */
+function nextRequest(s: EvidenceState): void {
+  if (s.byText.size === 0) return; // a request that named no evidence keeps both generations
+  s.previousTexts = s.byText;
+  s.previousChars = s.textChars;
+  s.byText = new Map();
+  s.textChars = 0;
+}
+
+async function putEvidence(s: EvidenceState, text: string, meta: PutMeta): Promise<Entry> {
+  const same = lookup(s, text);
+  if (same !== undefined) return same;
+  const key = s.digests.of(text);
+  const hit = s.known.get(key);
+  if (hit !== undefined) {
+    remember(s, text, hit);
+    return hit;
+  }
+  const result = await s.vault.put(
+    {
+      content: text,
+      toolName: meta.toolName,
+      args: meta.args ?? {},
+      sessionId: meta.sessionId,
+      ...(meta.callId === undefined ? {} : { callId: meta.callId }),
+      digest: key,
+    },
+    meta.scope ?? s.lastScope,
+  );
+  const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
+  s.known.set(key, entry);
+  s.keyOf.set(entry.artifactId, key);
+  s.gone.delete(entry.artifactId);
+  if (s.known.size > s.maxEntries) {
+    const oldest = s.known.keys().next().value as string;
+    const id = s.known.get(oldest)?.artifactId;
+    s.known.delete(oldest);
+    if (id !== undefined && s.keyOf.get(id) === oldest) s.keyOf.delete(id);
+  }
+  remember(s, text, entry);
+  return entry;
+}
+
+function forget(s: EvidenceState, id: string): void {
+  s.delivered.delete(id);
+  s.gone.add(id);
+  const key = s.keyOf.get(id);
+  if (key !== undefined) s.known.delete(key);
+  s.keyOf.delete(id);
+  // Rare (the artifact was pruned or damaged): the next put of the text stores it again.
+  for (const [text, entry] of s.byText) {
+    if (entry.artifactId !== id) continue;
+    s.byText.delete(text);
+    s.textChars -= text.length;
+  }
+  for (const [text, entry] of s.previousTexts) {
+    if (entry.artifactId !== id) continue;
+    s.previousTexts.delete(text);
+    s.previousChars -= text.length;
+  }
+}
+
+/** The texts this store holds for `ids`, with their digests: the delivery compares them instead of hashing. */
+function knownContents(s: EvidenceState, ids: readonly string[]): Map<string, KnownContent> | undefined {
+  const wanted = new Set(ids);
+  const out = new Map<string, KnownContent>();
+  for (const texts of [s.byText, s.previousTexts])
+    for (const [content, e] of texts)
+      if (wanted.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
+  // An id another stage put (a receipt in the request's text) whose text the shared ledger hashed.
+  for (const id of wanted) {
+    const known = out.has(id) ? undefined : s.digests.known(id);
+    if (known !== undefined) out.set(id, known);
+  }
+  return out.size === 0 ? undefined : out;
+}
+
+async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreScope): Promise<readonly string[]> {
+  s.lastScope = scope;
+  const want = [...new Set(ids)];
+  let fresh = want.filter((id) => !s.delivered.has(id));
+  if (fresh.length === 0) {
+    // Everything was delivered before: valid while the session still holds those pins.
+    if (s.epoch !== undefined && Date.now() - s.touchedAt < TOUCH_EVERY_MS) {
+      const pins = await s.vault.sessionPins(scope);
+      if (pins !== undefined && pins.epoch === s.epoch && !pins.closed) return [];
     }
-    const result = await vault.put(
-      {
-        content: text,
-        toolName: meta.toolName,
-        args: meta.args ?? {},
-        sessionId: meta.sessionId,
-        ...(meta.callId === undefined ? {} : { callId: meta.callId }),
-        digest: key,
-      },
-      meta.scope ?? lastScope,
+    fresh = want;
+  }
+  let result = await s.vault.deliver(fresh, scope, knownContents(s, fresh));
+  const missing = new Set(result.missing);
+  if (s.epoch !== undefined && result.epoch !== s.epoch) {
+    // The session's earlier pins were released: whatever this request names is delivered again.
+    s.delivered.clear();
+    const rest = want.filter((id) => !fresh.includes(id));
+    if (rest.length > 0) {
+      result = await s.vault.deliver(rest, scope, knownContents(s, rest));
+      for (const id of result.missing) missing.add(id);
+    }
+  }
+  s.epoch = result.epoch;
+  s.touchedAt = Date.now();
+  for (const id of want) {
+    if (missing.has(id)) forget(s, id);
+    else s.delivered.add(id);
+  }
+  // Bounded like the content memo: an id dropped here is simply delivered again when named.
+  while (s.delivered.size > s.maxEntries) s.delivered.delete(s.delivered.values().next().value as string);
+  return [...missing];
+}
+
+/** The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request). */
+function receiptOf(s: EvidenceState, e: Entry, toolName: string): Receipted {
+  const shown = (s.rendered.get(e) ?? s.rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
+  let r = shown.get(toolName);
+  if (r === undefined)
+    shown.set(
+      toolName,
+      (r = Object.freeze({
+        text: renderReceipt(createReceipt(e.artifactId, toolName, e.chars, e.sha256)),
+        artifactId: e.artifactId,
+        verified: true as const,
+      })),
     );
-    const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
-    known.set(key, entry);
-    keyOf.set(entry.artifactId, key);
-    gone.delete(entry.artifactId);
-    if (known.size > maxEntries) {
-      const oldest = known.keys().next().value as string;
-      const id = known.get(oldest)?.artifactId;
-      known.delete(oldest);
-      if (id !== undefined && keyOf.get(id) === oldest) keyOf.delete(id);
-    }
-    remember(text, entry);
-    return entry;
-  };
-  const forget = (id: string): void => {
-    delivered.delete(id);
-    gone.add(id);
-    const key = keyOf.get(id);
-    if (key !== undefined) known.delete(key);
-    keyOf.delete(id);
-    // Rare (the artifact was pruned or damaged): the next put of the text stores it again.
-    for (const [text, entry] of byText) {
-      if (entry.artifactId !== id) continue;
-      byText.delete(text);
-      textChars -= text.length;
-    }
-    for (const [text, entry] of previousTexts) {
-      if (entry.artifactId !== id) continue;
-      previousTexts.delete(text);
-      previousChars -= text.length;
-    }
-  };
-  /** The texts this store holds for `ids`, with their digests: the delivery compares them instead of hashing. */
-  const knownContents = (ids: readonly string[]): Map<string, KnownContent> | undefined => {
-    const wanted = new Set(ids);
-    const out = new Map<string, KnownContent>();
-    for (const texts of [byText, previousTexts])
-      for (const [content, e] of texts)
-        if (wanted.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
-    // An id another stage put (a receipt in the request's text) whose text the shared ledger hashed.
-    for (const id of wanted) {
-      const known = out.has(id) ? undefined : digests.known(id);
-      if (known !== undefined) out.set(id, known);
-    }
-    return out.size === 0 ? undefined : out;
-  };
-  const deliver = async (ids: readonly string[], scope: StoreScope): Promise<readonly string[]> => {
-    lastScope = scope;
-    const want = [...new Set(ids)];
-    let fresh = want.filter((id) => !delivered.has(id));
-    if (fresh.length === 0) {
-      // Everything was delivered before: valid while the session still holds those pins.
-      if (epoch !== undefined && Date.now() - touchedAt < TOUCH_EVERY_MS) {
-        const pins = await vault.sessionPins(scope);
-        if (pins !== undefined && pins.epoch === epoch && !pins.closed) return [];
-      }
-      fresh = want;
-    }
-    let result = await vault.deliver(fresh, scope, knownContents(fresh));
-    const missing = new Set(result.missing);
-    if (epoch !== undefined && result.epoch !== epoch) {
-      // The session's earlier pins were released: whatever this request names is delivered again.
-      delivered.clear();
-      const rest = want.filter((id) => !fresh.includes(id));
-      if (rest.length > 0) {
-        result = await vault.deliver(rest, scope, knownContents(rest));
-        for (const id of result.missing) missing.add(id);
-      }
-    }
-    epoch = result.epoch;
-    touchedAt = Date.now();
-    for (const id of want) {
-      if (missing.has(id)) forget(id);
-      else delivered.add(id);
-    }
-    // Bounded like the content memo: an id dropped here is simply delivered again when named.
-    while (delivered.size > maxEntries) delivered.delete(delivered.values().next().value as string);
-    return [...missing];
-  };
-  /** The rendered receipt per tool name, kept with the entry (a rewrite names it in every later request). */
-  const receiptOf = (e: Entry, toolName: string): Receipted => {
-    const shown = (rendered.get(e) ?? rendered.set(e, new Map()).get(e)!) as Map<string, Receipted>;
-    let r = shown.get(toolName);
-    if (r === undefined)
-      shown.set(
-        toolName,
-        (r = Object.freeze({
-          text: renderReceipt(createReceipt(e.artifactId, toolName, e.chars, e.sha256)),
-          artifactId: e.artifactId,
-          verified: true as const,
-        })),
-      );
-    return r;
+  return r;
+}
+
+/** One store per session (per subscription). */
+export function createEvidenceStore(vault: EvidenceVault, options: EvidenceStoreOptions = {}): EvidenceStore {
+  const s: EvidenceState = {
+    vault,
+    maxEntries: options.maxEntries ?? 10_000,
+    digests: options.digests ?? createDigests(),
+    known: new Map(),
+    keyOf: new Map(),
+    byText: new Map(),
+    previousTexts: new Map(),
+    textChars: 0,
+    previousChars: 0,
+    rendered: new WeakMap(),
+    delivered: new Set(),
+    gone: new Set(),
+    epoch: undefined,
+    touchedAt: 0,
+    lastScope: undefined,
   };
   return {
     async receipt(text, meta) {
-      return receiptOf(await put(text, meta), meta.toolName);
+      return receiptOf(s, await putEvidence(s, text, meta), meta.toolName);
     },
     knownReceipt(text, toolName) {
-      const same = lookup(text);
-      return same === undefined ? undefined : receiptOf(same, toolName);
+      const same = lookup(s, text);
+      return same === undefined ? undefined : receiptOf(s, same, toolName);
     },
     async store(text, sessionId, toolName) {
-      const e = await put(text, { toolName, sessionId });
+      const e = await putEvidence(s, text, { toolName, sessionId });
       return { artifactId: e.artifactId, chars: e.chars };
     },
-    deliver,
+    deliver: (ids, scope) => deliver(s, ids, scope),
     async pin(ids) {
-      const missing = await deliver(ids, lastScope ?? {});
+      const missing = await deliver(s, ids, s.lastScope ?? {});
       if (missing.length > 0) throw new Error(`artifact ${missing[0]} is gone`);
     },
-    isGone: (id) => gone.has(id),
+    isGone: (id) => s.gone.has(id),
     get goneCount() {
-      return gone.size;
+      return s.gone.size;
     },
     begin(scope) {
-      lastScope = scope;
-      nextRequest();
+      s.lastScope = scope;
+      nextRequest(s);
     },
   };
 }

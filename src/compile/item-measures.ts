@@ -260,6 +260,204 @@ export function spacedAlong(json: string, compact: string, runs: readonly Copied
 const SEGMENT_PREFIX: Readonly<Record<Segment, string>> = { first: '[', mid: ' ', last: ' ', only: '[', alone: '' };
 const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ',', last: ']', only: ']', alone: '' };
 
+/** The caches of one memo, made anew by {@link ItemMeasures.clear}. */
+interface MeasureCaches {
+  byRef: WeakMemo<object, Measures>;
+  byHash: Map<string, Measures>;
+  primitives: LRUCache<string, Measures>;
+  texts: LRUCache<Measures, Texts>;
+  // The pieces of an entry's compact JSON, as counted for the stages: each spaced segment telemetry
+  // counts is then derived from them, and encodes only the pieces its separators changed.
+  records: LRUCache<Measures, CompactPieces>;
+  // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
+  counted: Set<Measures>;
+}
+
+/** One memo's settings and caches. */
+interface MeasureState extends MeasureCaches {
+  readonly counter: TokenCounter | undefined;
+  readonly byContent: boolean;
+  readonly maxEntries: number;
+  readonly digests: Digests;
+  /** The ledger digest a long string is written as in an item's identity (undefined: written as is). */
+  readonly named: (text: string) => string | undefined;
+  readonly recognitions: Recognitions | undefined;
+  readonly pieces: TokenCounter['pieces'] | undefined;
+  readonly trackAbove: number | undefined;
+}
+
+function freshCaches(): MeasureCaches {
+  return {
+    byRef: new WeakMemo<object, Measures>(),
+    byHash: new Map<string, Measures>(),
+    primitives: new LRUCache<string, Measures>({ max: 1024 }),
+    texts: new LRUCache<Measures, Texts>({
+      max: TEXTS_KEPT,
+      maxSize: TEXT_CHARS_KEPT,
+      sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
+    }),
+    records: new LRUCache({ maxSize: RECORD_PIECES_KEPT, sizeCalculation: (r) => Math.max(1, r.record.counts.length) }),
+    counted: new Set<Measures>(),
+  };
+}
+
+function tokenized(s: MeasureState, m: Measures): void {
+  if (s.trackAbove === undefined || m.hash === '' || m.chars < s.trackAbove) return;
+  s.counted.delete(m);
+  s.counted.add(m);
+  if (s.counted.size > COUNTED_KEPT) s.counted.delete(s.counted.values().next().value as Measures);
+}
+
+function keep(s: MeasureState, m: Measures, compact: string | undefined, spaced: string | undefined): void {
+  const t = s.texts.get(m);
+  const next: Texts = { ...t };
+  if (compact !== undefined) next.compact = compact;
+  if (spaced !== undefined) next.spaced = spaced;
+  s.texts.set(m, next);
+}
+
+/** Measure a value never seen by this memo. */
+function make(s: MeasureState, value: unknown): Measures {
+  if (!s.byContent) {
+    const spaced = canonicalJson(value);
+    const m = new Measures(codePoints(spaced), '');
+    keep(s, m, undefined, spaced);
+    return m;
+  }
+  // The identity hashes what the ledger has not: a rebuilt copy of an item is a lookup of its
+  // long strings and one SHA-256 of the short rest, and is not serialized.
+  const hash = createHash('sha256').update(canonicalJsonNamed(value, s.named), 'utf8').digest('base64');
+  let m = s.byHash.get(hash);
+  if (m !== undefined) {
+    // Refresh: the least recently used content goes first.
+    s.byHash.delete(hash);
+    s.byHash.set(hash, m);
+    return m;
+  }
+  const compact = canonicalJson(value, { compact: true });
+  const spaced = spacedFromCompact(compact);
+  m = new Measures(codePoints(spaced), hash);
+  keep(s, m, compact, spaced);
+  s.byHash.set(hash, m);
+  if (s.byHash.size > s.maxEntries) s.byHash.delete(s.byHash.keys().next().value as string);
+  return m;
+}
+
+function measuresOf(s: MeasureState, value: unknown): Measures {
+  if (typeof value === 'object' && value !== null) {
+    // An object measured before is answered at once; a rebuilt copy the request stages
+    // recognised as an earlier object shares that object's entry (asking which object that is
+    // may record a whole request's recognitions: not for objects this memo already knows).
+    const own = s.byRef.get(value);
+    if (own !== undefined) return own;
+    const key = s.recognitions?.canonicalOf(value) ?? value;
+    let m = s.byRef.get(key);
+    if (m === undefined) s.byRef.set(key, (m = make(s, value)));
+    return m;
+  }
+  const short =
+    typeof value === 'number' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'string' && value.length <= PRIMITIVE_CHARS);
+  if (!short) return make(s, value);
+  const key = `${typeof value}:${String(value)}`;
+  let m = s.primitives.get(key);
+  if (m === undefined) s.primitives.set(key, (m = make(s, value)));
+  return m;
+}
+
+function compactJsonOf(s: MeasureState, value: unknown, m = measuresOf(s, value)): string {
+  return s.texts.get(m)?.compact ?? canonicalJson(value, { compact: true });
+}
+
+function spacedJsonOf(s: MeasureState, value: unknown, m = measuresOf(s, value)): string {
+  const t = s.texts.get(m);
+  if (t?.spaced !== undefined) return t.spaced;
+  if (t?.compact === undefined) return canonicalJson(value);
+  const spaced = spacedFromCompact(t.compact);
+  keep(s, m, undefined, spaced);
+  return spaced;
+}
+
+/**
+ * The pieces of the entry's compact JSON, with the runs its spaced JSON `json` copies from it;
+ * undefined when they are not kept, or `json` is not exactly the compact text with its spaces.
+ */
+function copiedFrom(s: MeasureState, value: unknown, m: Measures, json: string): CompactPieces | undefined {
+  const kept = s.records.get(m);
+  if (kept === undefined) return undefined;
+  if (kept.runs === undefined) {
+    const compact = compactJsonOf(s, value, m);
+    // The runs are where spacedFromCompact copies its input: only valid for exactly that output.
+    const runs = spacedRuns(compact);
+    kept.runs = spacedAlong(json, compact, runs) ? runs : null;
+  }
+  return kept.runs === null ? undefined : kept;
+}
+
+/**
+ * The count memo's key of `text`, the entry's compact JSON or its spaced `segment`: both are
+ * functions of the compact JSON, which the entry's identity names (a segment's name adds it
+ * after a `.`, outside the base64 alphabet). Undefined without an identity: the memo hashes.
+ */
+function countKey(m: Measures, text: string, segment?: Segment): string | undefined {
+  return m.hash === '' ? undefined : digestKey(text.length, segment === undefined ? m.hash : `${m.hash}.${segment}`);
+}
+
+function compactTokensOf(s: MeasureState, value: unknown, m = measuresOf(s, value)): number | undefined {
+  if (s.counter === undefined) return undefined;
+  if (m.compact !== undefined) return m.compact;
+  const text = compactJsonOf(s, value, m);
+  tokenized(s, m);
+  const key = countKey(m, text);
+  if (s.pieces === undefined) return (m.compact = s.counter.count(text, key));
+  const { count, record } = s.pieces.countRecorded(text, key);
+  if (record !== undefined) s.records.set(m, { record });
+  return (m.compact = count);
+}
+
+function segmentTokensOf(s: MeasureState, value: unknown, segment: Segment): number | undefined {
+  const { counter, pieces } = s;
+  if (counter === undefined) return undefined;
+  const m = measuresOf(s, value);
+  const known = m[segment];
+  if (known !== undefined) return known;
+  const json = spacedJsonOf(s, value, m);
+  const prefix = SEGMENT_PREFIX[segment];
+  const text = `${prefix}${json}${SEGMENT_SUFFIX[segment]}`;
+  // A large item no stage counted yet is counted in its compact form first and the segment
+  // derived from it: telemetry runs after the call, and the gate that digests this item in a
+  // later request (or the output budget) then finds its compact count instead of tokenizing
+  // it on that request's critical path.
+  if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokensOf(s, value, m);
+  const compact = pieces === undefined ? undefined : copiedFrom(s, value, m, json);
+  tokenized(s, m);
+  const key = countKey(m, text, segment);
+  if (compact === undefined) return (m[segment] = counter.count(text, key));
+  const runs = prefix.length === 0 ? compact.runs! : compact.runs!.map((r) => ({ ...r, at: r.at + prefix.length }));
+  return (m[segment] = pieces!.countDerived(text, compact.record, runs, key).count);
+}
+
+function absorbCounts(s: MeasureState, hash: string, stored: StoredCounts): void {
+  const m = s.byHash.get(hash);
+  if (m === undefined) return;
+  for (const field of STORED_COUNT_FIELDS) {
+    const n = stored[field];
+    if (m[field] === undefined && n !== undefined && Number.isSafeInteger(n) && n >= 0) m[field] = n;
+  }
+}
+
+function takeCountedRows(s: MeasureState): CountRow[] {
+  const rows: CountRow[] = [];
+  for (const m of s.counted) {
+    const row: { -readonly [K in keyof CountRow]: CountRow[K] } = { hash: m.hash };
+    for (const field of STORED_COUNT_FIELDS) if (m[field] !== undefined) row[field] = m[field];
+    rows.push(row);
+  }
+  s.counted = new Set();
+  return rows;
+}
+
 /**
  * Create a measurement memo; the runtime holds one for all request stages, the output-budget
  * counter and telemetry (see the module comment).
@@ -273,201 +471,38 @@ const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ','
  */
 export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasures {
   const counter = options.counter;
-  const byContent = options.byContent !== false;
-  const maxEntries = intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1);
   const digests = options.digests ?? createDigests();
-  const named = (s: string): string | undefined => (s.length >= NAMED_FROM ? digests.of(s) : undefined);
-  let byRef = new WeakMemo<object, Measures>();
-  let byHash = new Map<string, Measures>();
-  let primitives = new LRUCache<string, Measures>({ max: 1024 });
-  const textCache = (): LRUCache<Measures, Texts> =>
-    new LRUCache<Measures, Texts>({
-      max: TEXTS_KEPT,
-      maxSize: TEXT_CHARS_KEPT,
-      sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
-    });
-  let texts = textCache();
-  // The pieces of an entry's compact JSON, as counted for the stages: each spaced segment telemetry
-  // counts is then derived from them, and encodes only the pieces its separators changed.
-  const recordCache = (): LRUCache<Measures, CompactPieces> =>
-    new LRUCache({ maxSize: RECORD_PIECES_KEPT, sizeCalculation: (r) => Math.max(1, r.record.counts.length) });
-  let records = recordCache();
-  const pieces = options.recordPieces === true ? counter?.pieces : undefined;
-  const trackAbove =
-    options.trackCounted === undefined
-      ? undefined
-      : intOption('createItemMeasures', 'trackCounted', options.trackCounted, 0, 0);
-  // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
-  let counted = new Set<Measures>();
-  const tokenized = (m: Measures): void => {
-    if (trackAbove === undefined || m.hash === '' || m.chars < trackAbove) return;
-    counted.delete(m);
-    counted.add(m);
-    if (counted.size > COUNTED_KEPT) counted.delete(counted.values().next().value as Measures);
+  const s: MeasureState = {
+    counter,
+    byContent: options.byContent !== false,
+    maxEntries: intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1),
+    digests,
+    named: (text) => (text.length >= NAMED_FROM ? digests.of(text) : undefined),
+    recognitions: options.recognitions,
+    pieces: options.recordPieces === true ? counter?.pieces : undefined,
+    trackAbove:
+      options.trackCounted === undefined
+        ? undefined
+        : intOption('createItemMeasures', 'trackCounted', options.trackCounted, 0, 0),
+    ...freshCaches(),
   };
-
-  const keep = (m: Measures, compact: string | undefined, spaced: string | undefined): void => {
-    const t = texts.get(m);
-    const next: Texts = { ...t };
-    if (compact !== undefined) next.compact = compact;
-    if (spaced !== undefined) next.spaced = spaced;
-    texts.set(m, next);
-  };
-
-  /** Measure a value never seen by this object. */
-  const make = (value: unknown): Measures => {
-    if (!byContent) {
-      const spaced = canonicalJson(value);
-      const m = new Measures(codePoints(spaced), '');
-      keep(m, undefined, spaced);
-      return m;
-    }
-    // The identity hashes what the ledger has not: a rebuilt copy of an item is a lookup of its
-    // long strings and one SHA-256 of the short rest, and is not serialized.
-    const hash = createHash('sha256').update(canonicalJsonNamed(value, named), 'utf8').digest('base64');
-    let m = byHash.get(hash);
-    if (m !== undefined) {
-      // Refresh: the least recently used content goes first.
-      byHash.delete(hash);
-      byHash.set(hash, m);
-      return m;
-    }
-    const compact = canonicalJson(value, { compact: true });
-    const spaced = spacedFromCompact(compact);
-    m = new Measures(codePoints(spaced), hash);
-    keep(m, compact, spaced);
-    byHash.set(hash, m);
-    if (byHash.size > maxEntries) byHash.delete(byHash.keys().next().value as string);
-    return m;
-  };
-
-  const measuresOf = (value: unknown): Measures => {
-    if (typeof value === 'object' && value !== null) {
-      // An object measured before is answered at once; a rebuilt copy the request stages
-      // recognised as an earlier object shares that object's entry (asking which object that is
-      // may record a whole request's recognitions: not for objects this memo already knows).
-      const own = byRef.get(value);
-      if (own !== undefined) return own;
-      const key = options.recognitions?.canonicalOf(value) ?? value;
-      let m = byRef.get(key);
-      if (m === undefined) byRef.set(key, (m = make(value)));
-      return m;
-    }
-    const short =
-      typeof value === 'number' ||
-      typeof value === 'boolean' ||
-      (typeof value === 'string' && value.length <= PRIMITIVE_CHARS);
-    if (!short) return make(value);
-    const key = `${typeof value}:${String(value)}`;
-    let m = primitives.get(key);
-    if (m === undefined) primitives.set(key, (m = make(value)));
-    return m;
-  };
-
-  const compactJson = (value: unknown, m = measuresOf(value)): string =>
-    texts.get(m)?.compact ?? canonicalJson(value, { compact: true });
-  const spacedJson = (value: unknown, m = measuresOf(value)): string => {
-    const t = texts.get(m);
-    if (t?.spaced !== undefined) return t.spaced;
-    if (t?.compact === undefined) return canonicalJson(value);
-    const spaced = spacedFromCompact(t.compact);
-    keep(m, undefined, spaced);
-    return spaced;
-  };
-
-  /**
-   * The pieces of the entry's compact JSON, with the runs its spaced JSON `json` copies from it;
-   * undefined when they are not kept, or `json` is not exactly the compact text with its spaces.
-   */
-  const copiedFrom = (value: unknown, m: Measures, json: string): CompactPieces | undefined => {
-    const kept = records.get(m);
-    if (kept === undefined) return undefined;
-    if (kept.runs === undefined) {
-      const compact = compactJson(value, m);
-      // The runs are where spacedFromCompact copies its input: only valid for exactly that output.
-      const runs = spacedRuns(compact);
-      kept.runs = spacedAlong(json, compact, runs) ? runs : null;
-    }
-    return kept.runs === null ? undefined : kept;
-  };
-
-  /**
-   * The count memo's key of `text`, the entry's compact JSON or its spaced `segment`: both are
-   * functions of the compact JSON, which the entry's identity names (a segment's name adds it
-   * after a `.`, outside the base64 alphabet). Undefined without an identity: the memo hashes.
-   */
-  const keyOf = (m: Measures, text: string, segment?: Segment): string | undefined =>
-    m.hash === '' ? undefined : digestKey(text.length, segment === undefined ? m.hash : `${m.hash}.${segment}`);
-
-  const compactTokens = (value: unknown, m = measuresOf(value)): number | undefined => {
-    if (counter === undefined) return undefined;
-    if (m.compact !== undefined) return m.compact;
-    const text = compactJson(value, m);
-    tokenized(m);
-    const key = keyOf(m, text);
-    if (pieces === undefined) return (m.compact = counter.count(text, key));
-    const { count, record } = pieces.countRecorded(text, key);
-    if (record !== undefined) records.set(m, { record });
-    return (m.compact = count);
-  };
-
   return {
     counter,
-    byContent,
-    digests,
-    entry: measuresOf,
-    compactJson: (value) => compactJson(value),
-    spacedJson: (value) => spacedJson(value),
-    compactTokens: (value) => compactTokens(value),
-    segmentTokens(value, segment) {
-      if (counter === undefined) return undefined;
-      const m = measuresOf(value);
-      const known = m[segment];
-      if (known !== undefined) return known;
-      const json = spacedJson(value, m);
-      const prefix = SEGMENT_PREFIX[segment];
-      const text = `${prefix}${json}${SEGMENT_SUFFIX[segment]}`;
-      // A large item no stage counted yet is counted in its compact form first and the segment
-      // derived from it: telemetry runs after the call, and the gate that digests this item in a
-      // later request (or the output budget) then finds its compact count instead of tokenizing
-      // it on that request's critical path.
-      if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokens(value, m);
-      const compact = pieces === undefined ? undefined : copiedFrom(value, m, json);
-      tokenized(m);
-      const key = keyOf(m, text, segment);
-      if (compact === undefined) return (m[segment] = counter.count(text, key));
-      const runs = prefix.length === 0 ? compact.runs! : compact.runs!.map((r) => ({ ...r, at: r.at + prefix.length }));
-      return (m[segment] = pieces!.countDerived(text, compact.record, runs, key).count);
-    },
-    absorb(hash, stored) {
-      const m = byHash.get(hash);
-      if (m === undefined) return;
-      for (const field of STORED_COUNT_FIELDS) {
-        const n = stored[field];
-        if (m[field] === undefined && n !== undefined && Number.isSafeInteger(n) && n >= 0) m[field] = n;
-      }
-    },
-    takeCounted() {
-      const rows: CountRow[] = [];
-      for (const m of counted) {
-        const row: { -readonly [K in keyof CountRow]: CountRow[K] } = { hash: m.hash };
-        for (const field of STORED_COUNT_FIELDS) if (m[field] !== undefined) row[field] = m[field];
-        rows.push(row);
-      }
-      counted = new Set();
-      return rows;
-    },
+    byContent: s.byContent,
+    digests: s.digests,
+    entry: (value) => measuresOf(s, value),
+    compactJson: (value) => compactJsonOf(s, value),
+    spacedJson: (value) => spacedJsonOf(s, value),
+    compactTokens: (value) => compactTokensOf(s, value),
+    segmentTokens: (value, segment) => segmentTokensOf(s, value, segment),
+    absorb: (hash, stored) => absorbCounts(s, hash, stored),
+    takeCounted: () => takeCountedRows(s),
     get size() {
-      return byHash.size;
+      return s.byHash.size;
     },
     clear() {
-      counted = new Set();
-      byRef = new WeakMemo();
-      byHash = new Map();
-      primitives = new LRUCache({ max: 1024 });
-      texts = textCache();
-      records = recordCache();
-      digests.clear();
+      Object.assign(s, freshCaches());
+      s.digests.clear();
     },
   };
 }

@@ -82,9 +82,119 @@ export function usableMeasures(
     : undefined;
 }
 
+// Running sums over the last lists asked for (private copies), so a list that extends one of
+// them is summed over its new items only: a long history is not looked up item by item again.
+const SUMS_KEPT = 3;
+
+type Request = Readonly<Record<string, unknown>>;
+
+/** One meter's memo and running sums. */
+interface MeterState {
+  /** The counter, when it is exact (tokens are computed only then). */
+  readonly counter: TokenCounter | undefined;
+  readonly measures: ItemMeasures;
+  readonly lists: RecognisedLists | undefined;
+  charSums: { items: readonly unknown[]; cum: number[] }[];
+  // The same for the token sums of the items two lists differ in (the gate's raw and candidate).
+  pairSums: { raw: readonly unknown[]; candidate: readonly unknown[]; a: number[]; b: number[] } | undefined;
+}
+
+function tokensOf(s: MeterState, item: unknown): number | undefined {
+  return s.counter === undefined ? undefined : s.measures.compactTokens(item);
+}
+
+/** Running sums of the items' chars. */
+function cumulative(s: MeterState, items: readonly unknown[]): readonly number[] {
+  let best: { items: readonly unknown[]; cum: number[] } | undefined;
+  let shared = 0;
+  for (const m of s.charSums) {
+    const x = sharedLead(items, m.items, s.lists);
+    if (best === undefined || x > shared) [best, shared] = [m, x];
+  }
+  if (best !== undefined && shared === items.length && shared === best.items.length) {
+    s.charSums = [best, ...s.charSums.filter((m) => m !== best)];
+    return best.cum;
+  }
+  const cum = best === undefined ? [] : best.cum.slice(0, shared);
+  let total = shared > 0 ? cum[shared - 1]! : 0;
+  for (let i = shared; i < items.length; i++) cum.push((total += s.measures.entry(items[i]).chars));
+  // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
+  s.charSums = [{ items: isRecognisedList(items, s.lists) ? items : items.slice(), cum }, ...s.charSums].slice(
+    0,
+    SUMS_KEPT,
+  );
+  return cum;
+}
+
+function charsOf(s: MeterState, items: readonly unknown[]): number {
+  const cum = cumulative(s, items);
+  return cum.length === 0 ? 0 : cum[cum.length - 1]!;
+}
+
+function changedTokens(
+  s: MeterState,
+  raw: readonly unknown[],
+  candidate: readonly unknown[],
+): { raw: number; candidate: number } | undefined {
+  if (s.counter === undefined) {
+    for (let i = 0; i < raw.length; i++) if (raw[i] !== candidate[i]) return undefined;
+    return { raw: 0, candidate: 0 };
+  }
+  const pairSums = s.pairSums;
+  let shared = 0;
+  if (pairSums !== undefined) {
+    const n = Math.min(raw.length, pairSums.raw.length);
+    while (shared < n && raw[shared] === pairSums.raw[shared] && candidate[shared] === pairSums.candidate[shared])
+      shared++;
+  }
+  const a = pairSums === undefined ? [] : pairSums.a.slice(0, shared);
+  const b = pairSums === undefined ? [] : pairSums.b.slice(0, shared);
+  let ta = shared > 0 ? a[shared - 1]! : 0;
+  let tb = shared > 0 ? b[shared - 1]! : 0;
+  for (let i = shared; i < raw.length; i++) {
+    if (raw[i] !== candidate[i]) {
+      ta += tokensOf(s, raw[i])!;
+      tb += tokensOf(s, candidate[i])!;
+    }
+    a.push(ta);
+    b.push(tb);
+  }
+  s.pairSums = { raw: raw.slice(), candidate: candidate.slice(), a, b };
+  return { raw: ta, candidate: tb };
+}
+
+function otherValues(request: Request, listKey: string | undefined): [string, unknown][] {
+  return Object.entries(request).filter(
+    ([k, v]) => k !== listKey && v !== undefined && typeof v !== 'function' && typeof v !== 'symbol',
+  );
+}
+
+function requestChars(s: MeterState, request: Request, listKey: string | undefined, items: readonly unknown[]): number {
+  const entries: [string, number][] = otherValues(request, listKey).map(([k, v]) => [
+    k,
+    typeof v === 'object' && v !== null ? s.measures.entry(v).chars : serializedChars(v),
+  ]);
+  // serializedArrayChars of the item sizes, from their running sum.
+  if (listKey !== undefined)
+    entries.push([listKey, items.length === 0 ? 2 : 2 + charsOf(s, items) + 2 * (items.length - 1)]);
+  return serializedObjectChars(entries);
+}
+
+function requestTokens(
+  s: MeterState,
+  request: Request,
+  listKey: string | undefined,
+  items: readonly unknown[],
+): number | undefined {
+  if (s.counter === undefined) return undefined;
+  let total = 1;
+  for (const [k, v] of otherValues(request, listKey)) total += (tokensOf(s, v) ?? 0) + s.counter.count(`"${k}":`);
+  if (listKey !== undefined) for (const it of items) total += tokensOf(s, it) ?? 0;
+  return total;
+}
+
 /** Create a meter; hold one per session (per subscription). */
 export function createMeter(options: MeterOptions = {}): Meter {
-  const counter = options.counter?.exact === true ? options.counter : undefined;
   const measures =
     usableMeasures(options.measures, options.counter) ??
     createItemMeasures({
@@ -92,100 +202,21 @@ export function createMeter(options: MeterOptions = {}): Meter {
       ...(options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries }),
       ...(options.recognitions === undefined ? {} : { recognitions: options.recognitions }),
     });
-  const entryOf = (item: unknown): ItemMeasure => measures.entry(item);
-  const tokensOf = (item: unknown): number | undefined =>
-    counter === undefined ? undefined : measures.compactTokens(item);
-
-  // Running sums over the last lists asked for (private copies), so a list that extends one of
-  // them is summed over its new items only: a long history is not looked up item by item again.
-  const SUMS_KEPT = 3;
-  let charSums: { items: readonly unknown[]; cum: number[] }[] = [];
-  const charsOf = (items: readonly unknown[]): number => {
-    const cum = cumulative(items);
-    return cum.length === 0 ? 0 : cum[cum.length - 1]!;
+  const s: MeterState = {
+    counter: options.counter?.exact === true ? options.counter : undefined,
+    measures,
+    lists: options.lists,
+    charSums: [],
+    pairSums: undefined,
   };
-  /** Running sums of the items' chars. */
-  const cumulative = (items: readonly unknown[]): readonly number[] => {
-    let best: { items: readonly unknown[]; cum: number[] } | undefined;
-    let shared = 0;
-    for (const m of charSums) {
-      const x = sharedLead(items, m.items, options.lists);
-      if (best === undefined || x > shared) [best, shared] = [m, x];
-    }
-    if (best !== undefined && shared === items.length && shared === best.items.length) {
-      charSums = [best, ...charSums.filter((m) => m !== best)];
-      return best.cum;
-    }
-    const cum = best === undefined ? [] : best.cum.slice(0, shared);
-    let total = shared > 0 ? cum[shared - 1]! : 0;
-    for (let i = shared; i < items.length; i++) cum.push((total += entryOf(items[i]).chars));
-    // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
-    charSums = [{ items: isRecognisedList(items, options.lists) ? items : items.slice(), cum }, ...charSums].slice(
-      0,
-      SUMS_KEPT,
-    );
-    return cum;
-  };
-  // The same for the token sums of the items two lists differ in (the gate's raw and candidate).
-  let pairSums: { raw: readonly unknown[]; candidate: readonly unknown[]; a: number[]; b: number[] } | undefined;
-  const changedTokens = (
-    raw: readonly unknown[],
-    candidate: readonly unknown[],
-  ): { raw: number; candidate: number } | undefined => {
-    if (counter === undefined) {
-      for (let i = 0; i < raw.length; i++) if (raw[i] !== candidate[i]) return undefined;
-      return { raw: 0, candidate: 0 };
-    }
-    let shared = 0;
-    if (pairSums !== undefined) {
-      const n = Math.min(raw.length, pairSums.raw.length);
-      while (shared < n && raw[shared] === pairSums.raw[shared] && candidate[shared] === pairSums.candidate[shared])
-        shared++;
-    }
-    const a = pairSums === undefined ? [] : pairSums.a.slice(0, shared);
-    const b = pairSums === undefined ? [] : pairSums.b.slice(0, shared);
-    let ta = shared > 0 ? a[shared - 1]! : 0;
-    let tb = shared > 0 ? b[shared - 1]! : 0;
-    for (let i = shared; i < raw.length; i++) {
-      if (raw[i] !== candidate[i]) {
-        ta += tokensOf(raw[i])!;
-        tb += tokensOf(candidate[i])!;
-      }
-      a.push(ta);
-      b.push(tb);
-    }
-    pairSums = { raw: raw.slice(), candidate: candidate.slice(), a, b };
-    return { raw: ta, candidate: tb };
-  };
-
-  const otherValues = (request: Readonly<Record<string, unknown>>, listKey: string | undefined): [string, unknown][] =>
-    Object.entries(request).filter(
-      ([k, v]) => k !== listKey && v !== undefined && typeof v !== 'function' && typeof v !== 'symbol',
-    );
-
   return {
-    measure: entryOf,
-    tokens: tokensOf,
-    requestChars(request, listKey, items) {
-      const entries: [string, number][] = otherValues(request, listKey).map(([k, v]) => [
-        k,
-        typeof v === 'object' && v !== null ? entryOf(v).chars : serializedChars(v),
-      ]);
-      // serializedArrayChars of the item sizes, from their running sum.
-      if (listKey !== undefined)
-        entries.push([listKey, items.length === 0 ? 2 : 2 + charsOf(items) + 2 * (items.length - 1)]);
-      return serializedObjectChars(entries);
-    },
-    requestTokens(request, listKey, items) {
-      if (counter === undefined) return undefined;
-      let total = 1;
-      for (const [k, v] of otherValues(request, listKey)) total += (tokensOf(v) ?? 0) + counter.count(`"${k}":`);
-      if (listKey !== undefined) for (const it of items) total += tokensOf(it) ?? 0;
-      return total;
-    },
+    measure: (item) => measures.entry(item),
+    tokens: (item) => tokensOf(s, item),
+    requestChars: (request, listKey, items) => requestChars(s, request, listKey, items),
+    requestTokens: (request, listKey, items) => requestTokens(s, request, listKey, items),
     digests: measures.digests,
-    cumulativeChars: cumulative,
-    changedTokens,
+    cumulativeChars: (items) => cumulative(s, items),
+    changedTokens: (raw, candidate) => changedTokens(s, raw, candidate),
     get size() {
       return measures.size;
     },

@@ -168,279 +168,366 @@ const sessionContentOf = prepared((conn: VaultConnection, artifactId: string, te
     .where('a.artifact_id', '=', artifactId),
 );
 
-export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
-  const { conn, limits, marks } = ctx;
-  const db = conn.db;
+type Db = Kysely<VaultDatabase>;
+type Found = { seq: number | bigint; artifactId: string } | undefined;
+
+/** Process-local verification memos of one artifact store. */
+interface VerifyMemo {
   /** sha → row key of content this process has read back and verified. */
-  const verified = new Map<string, number>();
-  const remember = (sha: string, seq: number): void => {
-    if (verified.size >= VERIFIED_CACHE) verified.delete(verified.keys().next().value as string);
-    verified.set(sha, seq);
-  };
-
-  const touch = (trx: Kysely<VaultDatabase>, sha: string, now: string) => touchArtifact.first(conn, trx, sha, now);
-
+  readonly verified: Map<string, number>;
   /** Row keys read back and verified by hash in this process. */
-  const readVerified = new Set<number>();
+  readonly readVerified: Set<number>;
+}
 
-  /** One write transaction: dedup, collision-safe id, retention, insert, provenance. */
-  const write = (
-    input: PutInput,
-    content: string,
-    sha: string,
-    chars: number,
-    bytes: number,
-    scope: StoreScope | undefined,
-  ) =>
-    conn.write(async (trx) => {
-      const now = ctx.nowIso();
-      const toolName = label(ctx, input.toolName);
-      let found = await touch(trx, sha, now);
-      let created = false;
-      if (found === undefined) {
-        // New content: lock the byte counter (serializes new artifacts across hosts), then look
-        // again, since another writer may have stored the same content while we waited.
-        const counter = await lockedCounter.first(conn, trx, META.bytes);
-        found = await touch(trx, sha, now);
-        if (found === undefined) {
-          const short = shortIdForSha(sha);
-          const taken = await seqOf.first(conn, trx, short);
-          // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
-          const artifactId = taken === undefined ? short : longIdForSha(sha);
-          await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), bytes, {
-            idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString(),
-          });
-          const row = await insertArtifact.first(
-            conn,
-            trx,
-            artifactId,
-            sha,
-            chars,
-            bytes,
-            toolName,
-            now,
-            conn.encodeContent(content),
-          );
-          if (row === undefined) throw new Error('put: the insert returned no row');
-          await conn.search.added(trx, Number(row.seq), content);
-          await addCounter(conn, trx, META.bytes, bytes);
-          await addCounter(conn, trx, META.count, 1);
-          found = { seq: row.seq, artifactId };
-          created = true;
-        }
-      }
-      const args = argsJson(input.args);
-      const owner = scopeKey(ctx, {
-        ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
-        sessionId: scope?.sessionId ?? input.sessionId ?? '',
-      });
-      if (owner.tenant !== '' || owner.sessionId !== '') {
-        await ownAccess.execute(conn, trx, owner.tenant, owner.sessionId!, found.artifactId, now);
-      }
-      await observation.execute(
-        conn,
-        trx,
-        found.artifactId,
-        label(ctx, scope?.sessionId ?? input.sessionId),
-        label(ctx, input.callId),
-        toolName,
-        args,
-        sha256Hex(args),
-        now,
-      );
-      if (toolName !== '') await toolOf.execute(conn, trx, found.artifactId, toolName, foldCase(toolName));
-      return { artifactId: found.artifactId, seq: Number(found.seq), created };
-    }, scope?.budget);
+/** The code point and UTF-8 byte lengths of a put's content, checked against the vault's limits. */
+function putSizes(ctx: StoreContext, content: unknown): { chars: number; bytes: number } {
+  const { limits } = ctx;
+  if (typeof content !== 'string') throw new VaultArgumentError('put: content must be a string');
+  if (!isWellFormedText(content)) {
+    throw new VaultContentError('put: content contains a lone surrogate and cannot be stored exactly as UTF-8');
+  }
+  const chars = codePointLength(content);
+  if (chars > limits.maxArtifactChars) {
+    throw new VaultCapacityError(
+      `artifact of ${chars} chars exceeds the per-artifact limit of ${limits.maxArtifactChars}`,
+    );
+  }
+  const bytes = Buffer.byteLength(content, 'utf8');
+  if (bytes > limits.maxBytes) {
+    throw new VaultCapacityError(`artifact of ${bytes} bytes exceeds the vault capacity of ${limits.maxBytes}`);
+  }
+  return { chars, bytes };
+}
 
-  /** `artifacts as a`, narrowed to what the scope may read (everything without a scope). */
-  const visible = (scope: StoreScope | undefined) => {
-    const q = db.selectFrom('artifacts as a');
-    const stored = storedScope(ctx, scope);
-    return stored === undefined ? q : q.where('a.artifact_id', 'in', accessibleIds(db, stored));
+/**
+ * New content: lock the byte counter (serializes new artifacts across hosts), then look again,
+ * since another writer may have stored the same content while we waited; insert it if still absent.
+ */
+async function insertNew(
+  ctx: StoreContext,
+  trx: Db,
+  content: string,
+  sha: string,
+  sizes: { chars: number; bytes: number },
+  toolName: string,
+  now: string,
+): Promise<{ found: NonNullable<Found>; created: boolean }> {
+  const { conn, limits, marks } = ctx;
+  const counter = await lockedCounter.first(conn, trx, META.bytes);
+  const again = await touchArtifact.first(conn, trx, sha, now);
+  if (again !== undefined) return { found: again, created: false };
+  const short = shortIdForSha(sha);
+  const taken = await seqOf.first(conn, trx, short);
+  // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
+  const artifactId = taken === undefined ? short : longIdForSha(sha);
+  await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), sizes.bytes, {
+    idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString(),
+  });
+  const row = await insertArtifact.first(
+    conn,
+    trx,
+    artifactId,
+    sha,
+    sizes.chars,
+    sizes.bytes,
+    toolName,
+    now,
+    conn.encodeContent(content),
+  );
+  if (row === undefined) throw new Error('put: the insert returned no row');
+  await conn.search.added(trx, Number(row.seq), content);
+  await addCounter(conn, trx, META.bytes, sizes.bytes);
+  await addCounter(conn, trx, META.count, 1);
+  return { found: { seq: row.seq, artifactId }, created: true };
+}
+
+/** The put's provenance: the owner's access, the observation (call, tool, arguments) and the tool name. */
+async function recordProvenance(
+  ctx: StoreContext,
+  trx: Db,
+  input: PutInput,
+  scope: StoreScope | undefined,
+  artifactId: string,
+  toolName: string,
+  now: string,
+): Promise<void> {
+  const { conn } = ctx;
+  const args = argsJson(input.args);
+  const owner = scopeKey(ctx, {
+    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
+    sessionId: scope?.sessionId ?? input.sessionId ?? '',
+  });
+  if (owner.tenant !== '' || owner.sessionId !== '') {
+    await ownAccess.execute(conn, trx, owner.tenant, owner.sessionId!, artifactId, now);
+  }
+  await observation.execute(
+    conn,
+    trx,
+    artifactId,
+    label(ctx, scope?.sessionId ?? input.sessionId),
+    label(ctx, input.callId),
+    toolName,
+    args,
+    sha256Hex(args),
+    now,
+  );
+  if (toolName !== '') await toolOf.execute(conn, trx, artifactId, toolName, foldCase(toolName));
+}
+
+/** One write transaction: dedup, collision-safe id, retention, insert, provenance. */
+function writePut(
+  ctx: StoreContext,
+  input: PutInput,
+  content: string,
+  sha: string,
+  sizes: { chars: number; bytes: number },
+  scope: StoreScope | undefined,
+): Promise<{ artifactId: string; seq: number; created: boolean }> {
+  const { conn } = ctx;
+  return conn.write(async (trx) => {
+    const now = ctx.nowIso();
+    const toolName = label(ctx, input.toolName);
+    let found: Found = await touchArtifact.first(conn, trx, sha, now);
+    let created = false;
+    if (found === undefined) ({ found, created } = await insertNew(ctx, trx, content, sha, sizes, toolName, now));
+    await recordProvenance(ctx, trx, input, scope, found.artifactId, toolName, now);
+    return { artifactId: found.artifactId, seq: Number(found.seq), created };
+  }, scope?.budget);
+}
+
+/** `artifacts as a`, narrowed to what the scope may read (everything without a scope). */
+function visible(ctx: StoreContext, scope: StoreScope | undefined) {
+  const db = ctx.conn.db;
+  const q = db.selectFrom('artifacts as a');
+  const stored = storedScope(ctx, scope);
+  return stored === undefined ? q : q.where('a.artifact_id', 'in', accessibleIds(db, stored));
+}
+
+function readBack(ctx: StoreContext, artifactId: string, scope?: StoreScope) {
+  const { conn } = ctx;
+  const stored = storedScope(ctx, scope);
+  if (stored === undefined) return contentOf.first(conn, conn.db, artifactId);
+  return stored.sessionId === undefined
+    ? tenantContentOf.first(conn, conn.db, artifactId, stored.tenant ?? '')
+    : sessionContentOf.first(conn, conn.db, artifactId, stored.tenant ?? '', stored.sessionId);
+}
+
+/** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
+async function loadContent(
+  ctx: StoreContext,
+  readVerified: Set<number>,
+  artifactId: string,
+  scope: StoreScope | undefined,
+) {
+  const row = await visible(ctx, scope)
+    .select([
+      'a.seq as seq',
+      'a.sha256 as sha256',
+      'a.tool_name as toolName',
+      'a.char_count as chars',
+      'a.byte_count as bytes',
+      'a.content as content',
+    ])
+    .where('a.artifact_id', '=', artifactId)
+    .executeTakeFirst();
+  if (row === undefined) throw new ArtifactNotFoundError(artifactId);
+  const content = ctx.conn.decodeContent(row.content);
+  const seq = Number(row.seq);
+  if (!readVerified.has(seq)) {
+    // A damaged page can return other bytes without an error: never serve them as the artifact.
+    if (sha256Hex(content) !== row.sha256 || !idMatchesSha(artifactId, row.sha256))
+      throw new VaultVerifyError(artifactId);
+    if (readVerified.size >= READ_CACHE) readVerified.delete(readVerified.values().next().value as number);
+    readVerified.add(seq);
+  }
+  return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content };
+}
+
+async function putArtifact(
+  ctx: StoreContext,
+  memo: VerifyMemo,
+  input: PutInput,
+  scope?: StoreScope,
+): Promise<PutResult> {
+  ctx.assertOpen();
+  const content = input?.content;
+  const sizes = putSizes(ctx, content);
+  const sha = input.digest ?? sha256Hex(content);
+  const { artifactId, created, seq } = await writePut(ctx, input, content, sha, sizes, scope);
+  if (created) ctx.conn.search.afterPut();
+  // Row keys are never reused, so a row pruned and written again is verified again.
+  if (memo.verified.get(sha) !== seq) {
+    const back = await readBack(ctx, artifactId);
+    if (back === undefined || back.sha256 !== sha || ctx.conn.decodeContent(back.content) !== content)
+      throw new VaultVerifyError(artifactId);
+    if (memo.verified.size >= VERIFIED_CACHE) memo.verified.delete(memo.verified.keys().next().value as string);
+    memo.verified.set(sha, seq);
+  }
+  return Object.freeze({ artifactId, sha256: sha, created, chars: sizes.chars, bytes: sizes.bytes });
+}
+
+async function verifyArtifact(
+  ctx: StoreContext,
+  artifactId: string,
+  scope?: StoreScope,
+  known?: KnownContent,
+): Promise<boolean> {
+  ctx.assertOpen();
+  const row = await readBack(ctx, artifactId, scope);
+  if (row === undefined || !idMatchesSha(artifactId, row.sha256)) return false;
+  const content = ctx.conn.decodeContent(row.content);
+  // The caller's exact content and its digest: equal content hashes alike, so compare, not hash.
+  return known === undefined
+    ? sha256Hex(content) === row.sha256
+    : known.sha256 === row.sha256 && known.content === content;
+}
+
+async function summaryOf(
+  ctx: StoreContext,
+  artifactId: string,
+  scope?: StoreScope,
+): Promise<ArtifactSummary | undefined> {
+  ctx.assertOpen();
+  const db = ctx.conn.db;
+  const stored = storedScope(ctx, scope);
+  let q = selectSummaries(db).where('a.artifact_id', '=', artifactId);
+  if (stored !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, stored));
+  const row = await q.executeTakeFirst();
+  return row === undefined ? undefined : toSummary(row);
+}
+
+async function pageOf(
+  ctx: StoreContext,
+  readVerified: Set<number>,
+  artifactId: string,
+  offset: number,
+  limit: number,
+  scope?: StoreScope,
+): Promise<ArtifactPage> {
+  ctx.assertOpen();
+  const from = requireCount('offset', offset);
+  const size = Math.min(requireCount('limit', limit, 1), ctx.limits.maxPageChars);
+  const row = await loadContent(ctx, readVerified, artifactId, scope);
+  const text = from >= row.chars ? '' : sliceCodePoints(row.content, from, size, row.chars);
+  const end = Math.min(row.chars, from + size);
+  return Object.freeze({
+    artifactId,
+    content: text,
+    offset: from,
+    nextOffset: end < row.chars ? end : null,
+    totalChars: row.chars,
+    sha256: row.sha256,
+    toolName: row.toolName,
+  });
+}
+
+async function peekOf(
+  ctx: StoreContext,
+  readVerified: Set<number>,
+  artifactId: string,
+  limit: number,
+  scope?: StoreScope,
+): Promise<ArtifactPeek> {
+  ctx.assertOpen();
+  const budget = Math.min(Math.max(requireCount('limit', limit, 1), MIN_PEEK_CHARS), ctx.limits.maxPageChars);
+  const row = await loadContent(ctx, readVerified, artifactId, scope);
+  const summary = await summaryOf(ctx, artifactId, scope);
+  if (summary === undefined) throw new ArtifactNotFoundError(artifactId);
+  const lines = splitLines(row.content);
+  const base = {
+    artifactId,
+    sha256: row.sha256,
+    toolName: row.toolName,
+    totalChars: row.chars,
+    totalBytes: summary.bytes,
+    lineCount: lines.length,
+    observationCount: summary.observationCount,
+    createdAt: summary.createdAt,
+    structure: structureOf(row.content, row.chars),
+    lossy: true as const,
+    exactRecovery: EXACT_RECOVERY,
   };
+  let synopsis = synopsisOf(lines, HEAD_LINES, LINE_CLIP, MAX_SIGNALS);
+  if (JSON.stringify({ ...base, synopsis }).length > budget) {
+    synopsis = synopsisOf(lines, COMPACT_LINES, COMPACT_CLIP, COMPACT_LINES);
+  }
+  return Object.freeze({ ...base, synopsis });
+}
 
-  const readBack = (artifactId: string, scope?: StoreScope) => {
-    const stored = storedScope(ctx, scope);
-    if (stored === undefined) return contentOf.first(conn, db, artifactId);
-    return stored.sessionId === undefined
-      ? tenantContentOf.first(conn, db, artifactId, stored.tenant ?? '')
-      : sessionContentOf.first(conn, db, artifactId, stored.tenant ?? '', stored.sessionId);
+async function findIn(
+  ctx: StoreContext,
+  readVerified: Set<number>,
+  artifactId: string,
+  query: string,
+  limit: number,
+  scope?: StoreScope,
+): Promise<ArtifactFind> {
+  ctx.assertOpen();
+  if (typeof query !== 'string' || query.trim() === '') throw new VaultArgumentError('find: query must be non-empty');
+  const cap = Math.min(requireCount('limit', limit, 1), MAX_FIND_MATCHES);
+  const { matches, totalMatches } = findLines(
+    (await loadContent(ctx, readVerified, artifactId, scope)).content,
+    query,
+    cap,
+  );
+  return Object.freeze({
+    artifactId,
+    query,
+    matches,
+    totalMatches,
+    truncated: totalMatches > matches.length,
+    lossy: true,
+  });
+}
+
+async function searchAll(ctx: StoreContext, query: string, limit: number, scope?: StoreScope): Promise<SearchResults> {
+  ctx.assertOpen();
+  const { limits } = ctx;
+  const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
+  const needle = foldCase((typeof query === 'string' ? query : '').trim());
+  if (needle === '') return searchResults([], false);
+  if (codePointLength(needle) > MAX_QUERY_CHARS)
+    throw new VaultArgumentError(`search: query must be at most ${MAX_QUERY_CHARS} characters`);
+  const found = await ctx.conn.search.search(needle, cap, {
+    scope: storedScope(ctx, scope),
+    deadline: ctx.clock() + limits.searchDeadlineMs,
+    clock: ctx.clock,
+  });
+  return searchResults(found.rows, found.partial);
+}
+
+async function usageOf(ctx: StoreContext): Promise<VaultUsage> {
+  ctx.assertOpen();
+  const { marks } = ctx;
+  const meta = await ctx.conn.db.selectFrom('vault_meta').select(['key', 'value']).execute();
+  const get = (key: string) => Number(meta.find((m) => m.key === key)?.value ?? 0);
+  return Object.freeze({
+    artifacts: get(META.count),
+    bytes: get(META.bytes),
+    capacityBytes: marks.capacityBytes,
+    highWaterBytes: marks.highWaterBytes,
+    lowWaterBytes: marks.lowWaterBytes,
+    prunedArtifacts: get(META.prunedArtifacts),
+    prunedBytes: get(META.prunedBytes),
+  });
+}
+
+export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
+  const memo: VerifyMemo = { verified: new Map(), readVerified: new Set() };
+  const { limits } = ctx;
+  return {
+    put: (input: PutInput, scope?: StoreScope) => putArtifact(ctx, memo, input, scope),
+    verify: (artifactId: string, scope?: StoreScope, known?: KnownContent) =>
+      verifyArtifact(ctx, artifactId, scope, known),
+    summary: (artifactId: string, scope?: StoreScope) => summaryOf(ctx, artifactId, scope),
+    page: (artifactId: string, offset = 0, limit = limits.maxPageChars, scope?: StoreScope) =>
+      pageOf(ctx, memo.readVerified, artifactId, offset, limit, scope),
+    peek: (artifactId: string, limit = DEFAULT_PEEK_CHARS, scope?: StoreScope) =>
+      peekOf(ctx, memo.readVerified, artifactId, limit, scope),
+    find: (artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES, scope?: StoreScope) =>
+      findIn(ctx, memo.readVerified, artifactId, query, limit, scope),
+    search: (query: string, limit = limits.maxSearchResults, scope?: StoreScope) => searchAll(ctx, query, limit, scope),
+    usage: () => usageOf(ctx),
+    clear: () => memo.verified.clear(),
   };
-
-  /** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
-  const loadContent = async (artifactId: string, scope: StoreScope | undefined) => {
-    const row = await visible(scope)
-      .select([
-        'a.seq as seq',
-        'a.sha256 as sha256',
-        'a.tool_name as toolName',
-        'a.char_count as chars',
-        'a.byte_count as bytes',
-        'a.content as content',
-      ])
-      .where('a.artifact_id', '=', artifactId)
-      .executeTakeFirst();
-    if (row === undefined) throw new ArtifactNotFoundError(artifactId);
-    const content = conn.decodeContent(row.content);
-    const seq = Number(row.seq);
-    if (!readVerified.has(seq)) {
-      // A damaged page can return other bytes without an error: never serve them as the artifact.
-      if (sha256Hex(content) !== row.sha256 || !idMatchesSha(artifactId, row.sha256))
-        throw new VaultVerifyError(artifactId);
-      if (readVerified.size >= READ_CACHE) readVerified.delete(readVerified.values().next().value as number);
-      readVerified.add(seq);
-    }
-    return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content };
-  };
-
-  const store: ArtifactStoreHandle = {
-    async put(input: PutInput, scope?: StoreScope): Promise<PutResult> {
-      ctx.assertOpen();
-      const content = input?.content;
-      if (typeof content !== 'string') throw new VaultArgumentError('put: content must be a string');
-      if (!isWellFormedText(content)) {
-        throw new VaultContentError('put: content contains a lone surrogate and cannot be stored exactly as UTF-8');
-      }
-      const chars = codePointLength(content);
-      if (chars > limits.maxArtifactChars) {
-        throw new VaultCapacityError(
-          `artifact of ${chars} chars exceeds the per-artifact limit of ${limits.maxArtifactChars}`,
-        );
-      }
-      const bytes = Buffer.byteLength(content, 'utf8');
-      if (bytes > limits.maxBytes) {
-        throw new VaultCapacityError(`artifact of ${bytes} bytes exceeds the vault capacity of ${limits.maxBytes}`);
-      }
-      const sha = input.digest ?? sha256Hex(content);
-      const { artifactId, created, seq } = await write(input, content, sha, chars, bytes, scope);
-      if (created) conn.search.afterPut();
-      // Row keys are never reused, so a row pruned and written again is verified again.
-      if (verified.get(sha) !== seq) {
-        const back = await readBack(artifactId);
-        if (back === undefined || back.sha256 !== sha || conn.decodeContent(back.content) !== content)
-          throw new VaultVerifyError(artifactId);
-        remember(sha, seq);
-      }
-      return Object.freeze({ artifactId, sha256: sha, created, chars, bytes });
-    },
-
-    async verify(artifactId: string, scope?: StoreScope, known?: KnownContent): Promise<boolean> {
-      ctx.assertOpen();
-      const row = await readBack(artifactId, scope);
-      if (row === undefined || !idMatchesSha(artifactId, row.sha256)) return false;
-      const content = conn.decodeContent(row.content);
-      // The caller's exact content and its digest: equal content hashes alike, so compare, not hash.
-      return known === undefined
-        ? sha256Hex(content) === row.sha256
-        : known.sha256 === row.sha256 && known.content === content;
-    },
-
-    async summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined> {
-      ctx.assertOpen();
-      const stored = storedScope(ctx, scope);
-      let q = selectSummaries(db).where('a.artifact_id', '=', artifactId);
-      if (stored !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, stored));
-      const row = await q.executeTakeFirst();
-      return row === undefined ? undefined : toSummary(row);
-    },
-
-    async page(artifactId: string, offset = 0, limit = limits.maxPageChars, scope?: StoreScope): Promise<ArtifactPage> {
-      ctx.assertOpen();
-      const from = requireCount('offset', offset);
-      const size = Math.min(requireCount('limit', limit, 1), limits.maxPageChars);
-      const row = await loadContent(artifactId, scope);
-      const text = from >= row.chars ? '' : sliceCodePoints(row.content, from, size, row.chars);
-      const end = Math.min(row.chars, from + size);
-      return Object.freeze({
-        artifactId,
-        content: text,
-        offset: from,
-        nextOffset: end < row.chars ? end : null,
-        totalChars: row.chars,
-        sha256: row.sha256,
-        toolName: row.toolName,
-      });
-    },
-
-    async peek(artifactId: string, limit = DEFAULT_PEEK_CHARS, scope?: StoreScope): Promise<ArtifactPeek> {
-      ctx.assertOpen();
-      const budget = Math.min(Math.max(requireCount('limit', limit, 1), MIN_PEEK_CHARS), limits.maxPageChars);
-      const row = await loadContent(artifactId, scope);
-      const summary = await store.summary(artifactId, scope);
-      if (summary === undefined) throw new ArtifactNotFoundError(artifactId);
-      const lines = splitLines(row.content);
-      const base = {
-        artifactId,
-        sha256: row.sha256,
-        toolName: row.toolName,
-        totalChars: row.chars,
-        totalBytes: summary.bytes,
-        lineCount: lines.length,
-        observationCount: summary.observationCount,
-        createdAt: summary.createdAt,
-        structure: structureOf(row.content, row.chars),
-        lossy: true as const,
-        exactRecovery: EXACT_RECOVERY,
-      };
-      let synopsis = synopsisOf(lines, HEAD_LINES, LINE_CLIP, MAX_SIGNALS);
-      if (JSON.stringify({ ...base, synopsis }).length > budget) {
-        synopsis = synopsisOf(lines, COMPACT_LINES, COMPACT_CLIP, COMPACT_LINES);
-      }
-      return Object.freeze({ ...base, synopsis });
-    },
-
-    async find(
-      artifactId: string,
-      query: string,
-      limit = DEFAULT_FIND_MATCHES,
-      scope?: StoreScope,
-    ): Promise<ArtifactFind> {
-      ctx.assertOpen();
-      if (typeof query !== 'string' || query.trim() === '')
-        throw new VaultArgumentError('find: query must be non-empty');
-      const cap = Math.min(requireCount('limit', limit, 1), MAX_FIND_MATCHES);
-      const { matches, totalMatches } = findLines((await loadContent(artifactId, scope)).content, query, cap);
-      return Object.freeze({
-        artifactId,
-        query,
-        matches,
-        totalMatches,
-        truncated: totalMatches > matches.length,
-        lossy: true,
-      });
-    },
-
-    async search(query: string, limit = limits.maxSearchResults, scope?: StoreScope): Promise<SearchResults> {
-      ctx.assertOpen();
-      const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
-      const needle = foldCase((typeof query === 'string' ? query : '').trim());
-      if (needle === '') return searchResults([], false);
-      if (codePointLength(needle) > MAX_QUERY_CHARS)
-        throw new VaultArgumentError(`search: query must be at most ${MAX_QUERY_CHARS} characters`);
-      const found = await conn.search.search(needle, cap, {
-        scope: storedScope(ctx, scope),
-        deadline: ctx.clock() + limits.searchDeadlineMs,
-        clock: ctx.clock,
-      });
-      return searchResults(found.rows, found.partial);
-    },
-
-    async usage(): Promise<VaultUsage> {
-      ctx.assertOpen();
-      const meta = await db.selectFrom('vault_meta').select(['key', 'value']).execute();
-      const get = (key: string) => Number(meta.find((m) => m.key === key)?.value ?? 0);
-      return Object.freeze({
-        artifacts: get(META.count),
-        bytes: get(META.bytes),
-        capacityBytes: marks.capacityBytes,
-        highWaterBytes: marks.highWaterBytes,
-        lowWaterBytes: marks.lowWaterBytes,
-        prunedArtifacts: get(META.prunedArtifacts),
-        prunedBytes: get(META.prunedBytes),
-      });
-    },
-
-    clear: () => verified.clear(),
-  };
-  return store;
 }

@@ -113,6 +113,14 @@ const touchSessionRow = prepared(
       .returning('epoch'),
 );
 
+/** The stored key of the scope's session (`sessionId` when the scope names none, else ''). */
+function sessionKey(ctx: StoreContext, scope: StoreScope | undefined, sessionId?: string) {
+  return scopeKey(ctx, {
+    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
+    sessionId: scope?.sessionId ?? sessionId ?? '',
+  });
+}
+
 /**
  * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
  * is missing): returns its epoch. Row-locked on PostgreSQL, so a concurrent release waits or skips.
@@ -123,182 +131,195 @@ export async function touchSession(
   scope: StoreScope | undefined,
   sessionId?: string,
 ): Promise<string> {
-  const key = scopeKey(ctx, {
-    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
-    sessionId: scope?.sessionId ?? sessionId ?? '',
-  });
+  const key = sessionKey(ctx, scope, sessionId);
   const row = await touchSessionRow.first(ctx.conn, trx, key.tenant, key.sessionId!, randomUUID(), ctx.nowIso());
   if (row === undefined) throw new Error('touchSession: the upsert returned no row');
   return row.epoch;
 }
 
-export function createLeaseStore(ctx: StoreContext): LeaseStore {
-  const { conn } = ctx;
-  const db = conn.db;
+type Db = Kysely<VaultDatabase>;
 
-  const exposureOf = (sessionId: string, artifactId: string, requestId: string) =>
-    db
-      .selectFrom('artifact_exposures')
-      .select('inline')
-      .where('session_id', '=', sessionId)
-      .where('artifact_id', '=', artifactId)
-      .where('request_id', '=', requestId);
-  const inlineCount = (sessionId: string, artifactId: string) =>
-    db
-      .selectFrom('artifact_exposures')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('session_id', '=', sessionId)
-      .where('artifact_id', '=', artifactId)
-      .where('inline', '=', 1);
+function exposureOf(db: Db, sessionId: string, artifactId: string, requestId: string) {
+  return db
+    .selectFrom('artifact_exposures')
+    .select('inline')
+    .where('session_id', '=', sessionId)
+    .where('artifact_id', '=', artifactId)
+    .where('request_id', '=', requestId);
+}
 
-  /** Before an exposure is written: row-lock its artifact (ArtifactNotFoundError when gone), keep the session alive. */
-  const lockForExposure = async (
-    trx: Kysely<VaultDatabase>,
-    artifactId: string,
-    sessionId: string,
-    scope: StoreScope | undefined,
-  ): Promise<void> => {
-    const row = await conn
-      .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
-      .executeTakeFirst();
-    if (row === undefined) throw new ArtifactNotFoundError(artifactId);
-    await touchSession(ctx, trx, scope, sessionId);
-  };
-  const exposureRow = (sessionId: string, artifactId: string, requestId: string, inline: boolean) => ({
+function inlineCount(db: Db, sessionId: string, artifactId: string) {
+  return db
+    .selectFrom('artifact_exposures')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('session_id', '=', sessionId)
+    .where('artifact_id', '=', artifactId)
+    .where('inline', '=', 1);
+}
+
+/** Before an exposure is written: row-lock its artifact (ArtifactNotFoundError when gone), keep the session alive. */
+async function lockForExposure(
+  ctx: StoreContext,
+  trx: Db,
+  artifactId: string,
+  sessionId: string,
+  scope: StoreScope | undefined,
+): Promise<void> {
+  const row = await ctx.conn
+    .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
+    .executeTakeFirst();
+  if (row === undefined) throw new ArtifactNotFoundError(artifactId);
+  await touchSession(ctx, trx, scope, sessionId);
+}
+
+function exposureRow(ctx: StoreContext, sessionId: string, artifactId: string, requestId: string, inline: boolean) {
+  return {
     session_id: sessionId,
     artifact_id: artifactId,
     request_id: requestId,
     inline: inline ? 1 : 0,
     exposed_at: ctx.nowIso(),
-  });
-  const deliver = async (
-    artifactIds: readonly string[],
-    scope?: StoreScope,
-    known?: ReadonlyMap<string, KnownContent>,
-  ): Promise<Delivery> => {
-    ctx.assertOpen();
-    const ids = [...new Set(artifactIds)];
-    const key = scopeKey(ctx, {
-      ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
-      sessionId: scope?.sessionId ?? '',
-    });
-    return conn.write(async (trx) => {
-      const epoch = await touchSession(ctx, trx, scope);
-      const now = ctx.nowIso();
-      const intact = new Set<string>();
-      for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
-        const batch = ids.slice(i, i + DELIVER_BATCH);
-        // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
-        const { rows } =
-          scope === undefined
-            ? await deliveryRows.execute(conn, trx, batch.length, ...batch)
-            : await tenantDeliveryRows.execute(conn, trx, batch.length, key.tenant, ...batch);
-        for (const row of rows) {
-          if (!idMatchesSha(row.artifactId, row.sha256)) continue;
-          const content = conn.decodeContent(row.content);
-          const expected = known?.get(row.artifactId);
-          // Content equal to what the caller put (and its ledger hashed to this digest) hashes to it too.
-          const exact =
-            expected === undefined
-              ? sha256Hex(content) === row.sha256
-              : expected.sha256 === row.sha256 && expected.content === content;
-          if (exact) intact.add(row.artifactId);
-        }
-      }
-      const pinned = [...intact];
-      for (let i = 0; i < pinned.length; i += DELIVER_BATCH) {
-        const batch = pinned.slice(i, i + DELIVER_BATCH);
-        await pinUpsert.execute(conn, trx, batch.length, key.tenant, key.sessionId!, now, ...batch);
-      }
-      return Object.freeze({ missing: Object.freeze(ids.filter((id) => !intact.has(id))), epoch });
-    }, scope?.budget);
   };
+}
 
+/** The ids among `ids` whose rows the scope may read and that read back intact; row-locked for the rest of `trx`. */
+async function intactIds(
+  conn: VaultConnection,
+  trx: Db,
+  ids: readonly string[],
+  tenant: string | undefined,
+  known: ReadonlyMap<string, KnownContent> | undefined,
+): Promise<Set<string>> {
+  const intact = new Set<string>();
+  for (let i = 0; i < ids.length; i += DELIVER_BATCH) {
+    const batch = ids.slice(i, i + DELIVER_BATCH);
+    // Locked for the rest of the transaction: retention skips these rows, and waits for nothing.
+    const { rows } =
+      tenant === undefined
+        ? await deliveryRows.execute(conn, trx, batch.length, ...batch)
+        : await tenantDeliveryRows.execute(conn, trx, batch.length, tenant, ...batch);
+    for (const row of rows) {
+      if (!idMatchesSha(row.artifactId, row.sha256)) continue;
+      const content = conn.decodeContent(row.content);
+      const expected = known?.get(row.artifactId);
+      // Content equal to what the caller put (and its ledger hashed to this digest) hashes to it too.
+      const exact =
+        expected === undefined
+          ? sha256Hex(content) === row.sha256
+          : expected.sha256 === row.sha256 && expected.content === content;
+      if (exact) intact.add(row.artifactId);
+    }
+  }
+  return intact;
+}
+
+async function deliver(
+  ctx: StoreContext,
+  artifactIds: readonly string[],
+  scope?: StoreScope,
+  known?: ReadonlyMap<string, KnownContent>,
+): Promise<Delivery> {
+  ctx.assertOpen();
+  const { conn } = ctx;
+  const ids = [...new Set(artifactIds)];
+  const key = sessionKey(ctx, scope);
+  return conn.write(async (trx) => {
+    const epoch = await touchSession(ctx, trx, scope);
+    const now = ctx.nowIso();
+    const intact = await intactIds(conn, trx, ids, scope === undefined ? undefined : key.tenant, known);
+    const pinned = [...intact];
+    for (let i = 0; i < pinned.length; i += DELIVER_BATCH) {
+      const batch = pinned.slice(i, i + DELIVER_BATCH);
+      await pinUpsert.execute(conn, trx, batch.length, key.tenant, key.sessionId!, now, ...batch);
+    }
+    return Object.freeze({ missing: Object.freeze(ids.filter((id) => !intact.has(id))), epoch });
+  }, scope?.budget);
+}
+
+async function claimExposure(
+  ctx: StoreContext,
+  sessionId: string,
+  artifactId: string,
+  requestId: string,
+  limit: number,
+  scope: StoreScope | undefined,
+): Promise<boolean> {
+  ctx.assertOpen();
+  const max = requireCount('limit', limit);
+  return ctx.conn.write(async (trx) => {
+    await lockForExposure(ctx, trx, artifactId, sessionId, scope);
+    const existing = await exposureOf(trx, sessionId, artifactId, requestId).executeTakeFirst();
+    if (existing !== undefined) return Number(existing.inline) === 1;
+    const count = await inlineCount(trx, sessionId, artifactId).executeTakeFirstOrThrow();
+    if (Number(count.n) >= max) return false;
+    await trx
+      .insertInto('artifact_exposures')
+      .values(exposureRow(ctx, sessionId, artifactId, requestId, true))
+      .execute();
+    return true;
+  }, scope?.budget);
+}
+
+async function recordExposure(
+  ctx: StoreContext,
+  sessionId: string,
+  artifactId: string,
+  requestId: string,
+  inline: boolean,
+  scope: StoreScope | undefined,
+): Promise<void> {
+  ctx.assertOpen();
+  await ctx.conn.write(async (trx) => {
+    await lockForExposure(ctx, trx, artifactId, sessionId, scope);
+    await trx
+      .insertInto('artifact_exposures')
+      .values(exposureRow(ctx, sessionId, artifactId, requestId, inline))
+      .onConflict((oc) =>
+        oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
+          inline: eb
+            .case()
+            .when('excluded.inline', '>', eb.ref('artifact_exposures.inline'))
+            .then(eb.ref('excluded.inline'))
+            .else(eb.ref('artifact_exposures.inline'))
+            .end(),
+          exposed_at: eb.ref('excluded.exposed_at'),
+        })),
+      )
+      .execute();
+  }, scope?.budget);
+}
+
+export function createLeaseStore(ctx: StoreContext): LeaseStore {
+  const { conn } = ctx;
+  const db = conn.db;
   return {
     async exposureAvailable(sessionId, artifactId, requestId, limit) {
       ctx.assertOpen();
       const max = requireCount('limit', limit);
-      const existing = await exposureOf(sessionId, artifactId, requestId).executeTakeFirst();
+      const existing = await exposureOf(db, sessionId, artifactId, requestId).executeTakeFirst();
       if (existing !== undefined) return Number(existing.inline) === 1;
-      return Number((await inlineCount(sessionId, artifactId).executeTakeFirstOrThrow()).n) < max;
+      return Number((await inlineCount(db, sessionId, artifactId).executeTakeFirstOrThrow()).n) < max;
     },
-
-    async claimExposure(sessionId, artifactId, requestId, limit, scope) {
-      ctx.assertOpen();
-      const max = requireCount('limit', limit);
-      return conn.write(async (trx) => {
-        await lockForExposure(trx, artifactId, sessionId, scope);
-        const existing = await trx
-          .selectFrom('artifact_exposures')
-          .select('inline')
-          .where('session_id', '=', sessionId)
-          .where('artifact_id', '=', artifactId)
-          .where('request_id', '=', requestId)
-          .executeTakeFirst();
-        if (existing !== undefined) return Number(existing.inline) === 1;
-        const count = await trx
-          .selectFrom('artifact_exposures')
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .where('session_id', '=', sessionId)
-          .where('artifact_id', '=', artifactId)
-          .where('inline', '=', 1)
-          .executeTakeFirstOrThrow();
-        if (Number(count.n) >= max) return false;
-        await trx
-          .insertInto('artifact_exposures')
-          .values(exposureRow(sessionId, artifactId, requestId, true))
-          .execute();
-        return true;
-      }, scope?.budget);
-    },
-
-    async recordExposure(sessionId, artifactId, requestId, inline, scope) {
-      ctx.assertOpen();
-      await conn.write(async (trx) => {
-        await lockForExposure(trx, artifactId, sessionId, scope);
-        await trx
-          .insertInto('artifact_exposures')
-          .values(exposureRow(sessionId, artifactId, requestId, inline))
-          .onConflict((oc) =>
-            oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
-              inline: eb
-                .case()
-                .when('excluded.inline', '>', eb.ref('artifact_exposures.inline'))
-                .then(eb.ref('excluded.inline'))
-                .else(eb.ref('artifact_exposures.inline'))
-                .end(),
-              exposed_at: eb.ref('excluded.exposed_at'),
-            })),
-          )
-          .execute();
-      }, scope?.budget);
-    },
-
-    deliver,
-
+    claimExposure: (sessionId, artifactId, requestId, limit, scope) =>
+      claimExposure(ctx, sessionId, artifactId, requestId, limit, scope),
+    recordExposure: (sessionId, artifactId, requestId, inline, scope) =>
+      recordExposure(ctx, sessionId, artifactId, requestId, inline, scope),
+    deliver: (artifactIds, scope, known) => deliver(ctx, artifactIds, scope, known),
     async pin(artifactIds, scope) {
       if ([...artifactIds].length === 0) return;
-      await deliver(artifactIds, scope);
+      await deliver(ctx, artifactIds, scope);
     },
-
     async sessionPins(scope): Promise<SessionPins | undefined> {
       ctx.assertOpen();
-      const key = scopeKey(ctx, {
-        ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
-        sessionId: scope.sessionId ?? '',
-      });
+      const key = sessionKey(ctx, scope);
       const row = await sessionRow.first(conn, db, key.tenant, key.sessionId!);
       return row === undefined
         ? undefined
         : Object.freeze({ epoch: row.epoch, lastSeenMs: Date.parse(row.lastSeen), closed: Number(row.closed) === 1 });
     },
-
     async closeSession(scope) {
       ctx.assertOpen();
-      const key = scopeKey(ctx, {
-        ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
-        sessionId: scope.sessionId ?? '',
-      });
+      const key = sessionKey(ctx, scope);
       await conn.write(
         (trx) =>
           trx

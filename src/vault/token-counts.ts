@@ -59,94 +59,110 @@ function requireTokens(name: string, n: unknown): number | null {
   return n;
 }
 
-// long: a store factory: one object of small methods over the same connection and prune clock
-export function createCountStore(ctx: StoreContext): CountStore {
-  const { conn } = ctx;
-  const db = conn.db;
-  let prunedAt = Number.NEGATIVE_INFINITY;
+type Db = StoreContext['conn']['db'];
+type MergedRow = { -readonly [K in keyof CountRow]: CountRow[K] };
 
+/** The stored counts of `wanted` digests under counter `key`, by digest. */
+async function readCounts(db: Db, key: string, wanted: readonly string[]): Promise<Map<string, StoredCounts>> {
+  const found = new Map<string, StoredCounts>();
+  for (let i = 0; i < wanted.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('token_counts')
+      .select(['sha256', ...STORED_COUNT_FIELDS.map((f) => COLUMN[f])])
+      .where('counter', '=', key)
+      .where('sha256', 'in', wanted.slice(i, i + CHUNK))
+      .execute();
+    for (const row of rows) {
+      const counts: { -readonly [F in StoredCountField]?: number } = {};
+      for (const f of STORED_COUNT_FIELDS) {
+        const n = row[COLUMN[f]];
+        // Drivers may hand integers back as strings or bigints.
+        if (n !== null && n !== undefined) counts[f] = Number(n);
+      }
+      found.set(row.sha256, counts);
+    }
+  }
+  return found;
+}
+
+/** The given rows checked, one per digest: a digest given twice keeps every count either gave. */
+function mergeRows(given: readonly CountRow[]): Map<string, MergedRow> {
+  const merged = new Map<string, MergedRow>();
+  for (const row of given) {
+    const hash = requireDigest(row?.hash);
+    const into = merged.get(hash) ?? { hash };
+    for (const f of STORED_COUNT_FIELDS) {
+      const n = requireTokens(f, row[f]);
+      if (n !== null && into[f] === undefined) into[f] = n;
+    }
+    merged.set(hash, into);
+  }
+  return merged;
+}
+
+/** The table rows of the merged counts, written at `now`. */
+function tableRows(key: string, merged: ReadonlyMap<string, MergedRow>, now: string) {
+  return [...merged.values()].map((r) => ({
+    counter: key,
+    sha256: r.hash,
+    compact_tokens: r.compact ?? null,
+    first_tokens: r.first ?? null,
+    mid_tokens: r.mid ?? null,
+    last_tokens: r.last ?? null,
+    only_tokens: r.only ?? null,
+    alone_tokens: r.alone ?? null,
+    created_at: now,
+  }));
+}
+
+/** Insert the rows (a stored count stays; only a count a row lacked is filled in), and delete expired rows when `prune`. */
+async function writeRows(ctx: StoreContext, rows: ReturnType<typeof tableRows>, prune: boolean): Promise<void> {
+  await ctx.conn.write(async (trx) => {
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      await trx
+        .insertInto('token_counts')
+        .values(rows.slice(i, i + CHUNK))
+        .onConflict((oc) =>
+          oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
+            // A stored count stays; only a count the row lacked is filled in.
+            const fill = (column: (typeof COLUMN)[StoredCountField]) =>
+              eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
+            return {
+              compact_tokens: fill('compact_tokens'),
+              first_tokens: fill('first_tokens'),
+              mid_tokens: fill('mid_tokens'),
+              last_tokens: fill('last_tokens'),
+              only_tokens: fill('only_tokens'),
+              alone_tokens: fill('alone_tokens'),
+            };
+          }),
+        )
+        .execute();
+    }
+    if (prune)
+      await trx
+        .deleteFrom('token_counts')
+        .where('created_at', '<', new Date(ctx.clock() - COUNT_TTL_MS).toISOString())
+        .execute();
+  });
+}
+
+export function createCountStore(ctx: StoreContext): CountStore {
+  let prunedAt = Number.NEGATIVE_INFINITY;
   return {
     async tokenCounts(counter, hashes) {
       ctx.assertOpen();
       const key = requireCounter(counter);
-      const wanted = [...new Set(hashes.map(requireDigest))];
-      const found = new Map<string, StoredCounts>();
-      for (let i = 0; i < wanted.length; i += CHUNK) {
-        const rows = await db
-          .selectFrom('token_counts')
-          .select(['sha256', ...STORED_COUNT_FIELDS.map((f) => COLUMN[f])])
-          .where('counter', '=', key)
-          .where('sha256', 'in', wanted.slice(i, i + CHUNK))
-          .execute();
-        for (const row of rows) {
-          const counts: { -readonly [F in StoredCountField]?: number } = {};
-          for (const f of STORED_COUNT_FIELDS) {
-            const n = row[COLUMN[f]];
-            // Drivers may hand integers back as strings or bigints.
-            if (n !== null && n !== undefined) counts[f] = Number(n);
-          }
-          found.set(row.sha256, counts);
-        }
-      }
-      return found;
+      return readCounts(ctx.conn.db, key, [...new Set(hashes.map(requireDigest))]);
     },
-
     async recordTokenCounts(counter, given) {
       ctx.assertOpen();
       const key = requireCounter(counter);
-      // One row per digest: a digest given twice keeps every count either gave.
-      const merged = new Map<string, { -readonly [K in keyof CountRow]: CountRow[K] }>();
-      for (const row of given) {
-        const hash = requireDigest(row?.hash);
-        const into = merged.get(hash) ?? { hash };
-        for (const f of STORED_COUNT_FIELDS) {
-          const n = requireTokens(f, row[f]);
-          if (n !== null && into[f] === undefined) into[f] = n;
-        }
-        merged.set(hash, into);
-      }
+      const merged = mergeRows(given);
       if (merged.size === 0) return;
-      const now = ctx.nowIso();
-      const rows = [...merged.values()].map((r) => ({
-        counter: key,
-        sha256: r.hash,
-        compact_tokens: r.compact ?? null,
-        first_tokens: r.first ?? null,
-        mid_tokens: r.mid ?? null,
-        last_tokens: r.last ?? null,
-        only_tokens: r.only ?? null,
-        alone_tokens: r.alone ?? null,
-        created_at: now,
-      }));
+      const rows = tableRows(key, merged, ctx.nowIso());
       const prune = ctx.clock() - prunedAt >= PRUNE_EVERY_MS;
-      await conn.write(async (trx) => {
-        for (let i = 0; i < rows.length; i += CHUNK) {
-          await trx
-            .insertInto('token_counts')
-            .values(rows.slice(i, i + CHUNK))
-            .onConflict((oc) =>
-              oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
-                // A stored count stays; only a count the row lacked is filled in.
-                const fill = (column: (typeof COLUMN)[StoredCountField]) =>
-                  eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
-                return {
-                  compact_tokens: fill('compact_tokens'),
-                  first_tokens: fill('first_tokens'),
-                  mid_tokens: fill('mid_tokens'),
-                  last_tokens: fill('last_tokens'),
-                  only_tokens: fill('only_tokens'),
-                  alone_tokens: fill('alone_tokens'),
-                };
-              }),
-            )
-            .execute();
-        }
-        if (prune)
-          await trx
-            .deleteFrom('token_counts')
-            .where('created_at', '<', new Date(ctx.clock() - COUNT_TTL_MS).toISOString())
-            .execute();
-      });
+      await writeRows(ctx, rows, prune);
       if (prune) prunedAt = ctx.clock();
     },
   };
