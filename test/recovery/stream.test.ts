@@ -8,6 +8,13 @@ import { chat, anthropic, responses } from '../proxy/support/upstream.js';
 
 const sse = (reply: unknown): string => `${(reply as { sse: string[] }).sse.join('\n\n')}\n\n`;
 type ChatCallDelta = { index: number; id?: string; function?: { arguments?: string } };
+type ChatChunk = { choices: { delta: { tool_calls?: ChatCallDelta[] }; finish_reason: string | null }[] };
+/** The Chat chunks a client got, `[DONE]` left out. */
+const chatChunks = (out: string): ChatChunk[] =>
+  new SseParser()
+    .feed(out)
+    .filter((e) => e.data !== '[DONE]')
+    .map((e) => JSON.parse(e.data) as ChatChunk);
 const json = (reply: unknown): Record<string, unknown> => (reply as { json: Record<string, unknown> }).json;
 
 describe('SseParser', () => {
@@ -63,26 +70,13 @@ describe('stream rounds', () => {
     expect(end.held).toContain('[DONE]');
   });
 
+  const statusCall = { id: 'r1', name: 'token_terminator', args: { action: 'status' } };
+  const lsCall = { id: 'c1', name: 'terminal', args: { command: 'ls' } };
+  const playChat = (calls: Parameters<typeof chat.streamCalls>[0]) => play('chat', sse(chat.streamCalls(calls)), true);
+
   it('passes a mixed chat round on with the client call renumbered to index 0 and the recovery call removed', () => {
-    const { out, end } = play(
-      'chat',
-      sse(
-        chat.streamCalls([
-          { id: 'r1', name: 'token_terminator', args: { action: 'status' } },
-          { id: 'c1', name: 'terminal', args: { command: 'ls' } },
-        ]),
-      ),
-      true,
-    );
-    const chunks = new SseParser()
-      .feed(out)
-      .filter((e) => e.data !== '[DONE]')
-      .map(
-        (e) =>
-          JSON.parse(e.data) as {
-            choices: { delta: { tool_calls?: { index: number; id?: string }[] }; finish_reason: string | null }[];
-          },
-      );
+    const { out, end } = playChat([statusCall, lsCall]);
+    const chunks = chatChunks(out);
     const calls = chunks.flatMap((c) => c.choices[0]!.delta.tool_calls ?? []);
     expect(calls.every((c) => c.index === 0)).toBe(true);
     expect(calls.find((c) => c.id !== undefined)?.id).toBe('c1');
@@ -92,26 +86,13 @@ describe('stream rounds', () => {
   });
 
   it('numbers several client calls 0, 1, … in their order, with their own ids and arguments, around recovery calls', () => {
-    const { out, end } = play(
-      'chat',
-      sse(
-        chat.streamCalls([
-          { id: 'r1', name: 'token_terminator', args: { action: 'status' } },
-          { id: 'c1', name: 'terminal', args: { command: 'ls' } },
-          { id: 'r2', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } },
-          { id: 'c2', name: 'read_file', args: { path: 'src/a.ts' } },
-        ]),
-      ),
-      true,
-    );
-    const calls = new SseParser()
-      .feed(out)
-      .filter((e) => e.data !== '[DONE]')
-      .flatMap(
-        (e) =>
-          (JSON.parse(e.data) as { choices: { delta: { tool_calls?: ChatCallDelta[] } }[] }).choices[0]!.delta
-            .tool_calls ?? [],
-      );
+    const { out, end } = playChat([
+      statusCall,
+      lsCall,
+      { id: 'r2', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } },
+      { id: 'c2', name: 'read_file', args: { path: 'src/a.ts' } },
+    ]);
+    const calls = chatChunks(out).flatMap((c) => c.choices[0]!.delta.tool_calls ?? []);
     const byIndex = new Map<number, { id: string; args: string }>();
     for (const c of calls) {
       const seen = byIndex.get(c.index) ?? { id: '', args: '' };
