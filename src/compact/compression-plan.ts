@@ -8,6 +8,7 @@ import type { ModeFlags } from '../config/index.js';
 import type { Mode } from '../config/types.js';
 import { strictlySmaller } from '../accept.js';
 import { argStrings } from '../compile/focus.js';
+import { NOTED_FROM, type ItemMeasures } from '../compile/item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption, oneOfOption, requireVault } from '../options.js';
 import { renderNativeNote } from '../receipts/index.js';
@@ -22,7 +23,7 @@ import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from './index.js';
 import { codePointLength } from './lines.js';
 import { isRendering } from './prepared.js';
 import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
-import { COUNT_SLICE_CHARS, countInSlices } from './slices.js';
+import { COUNT_SLICE_CHARS, countInSlices, recordInSlices } from './slices.js';
 import { renderToolViewInSlices, type ViewInput, type ViewOptions } from './tool-view.js';
 
 /** Options of `compressToolResult`; only `vault` is required. */
@@ -119,6 +120,14 @@ export interface CompressToolResultOptions {
    * @defaultValue none (only the call's arguments)
    */
   readonly focus?: (step: Step<ToolResult>) => readonly string[] | Promise<readonly string[]>;
+  /**
+   * The measurement memo of the request stages, counting with this `counter` (the same object):
+   * the pieces of each output counted here are handed to it, and the request that carries the
+   * output counts it from them instead of tokenizing it again. `createTerminator` wires its own.
+   *
+   * @defaultValue none (the output is tokenized again as part of its request)
+   */
+  readonly measures?: Pick<ItemMeasures, 'counter' | 'notePieces'>;
 }
 
 /**
@@ -200,6 +209,12 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
       : { output: result.content, exitCode: result.exitCode };
   };
   const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
+  // The output's pieces go to the request stages' memo only when it counts with this very counter.
+  const pieces = options.counter?.pieces;
+  const notes =
+    options.measures !== undefined && options.measures.counter === options.counter && pieces !== undefined
+      ? { measures: options.measures, pieces }
+      : undefined;
 
   const plan = async (
     step: Step<ToolResult>,
@@ -220,8 +235,13 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
     if (made === '') return undefined;
     const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(argStrings(result.args))];
     const compact = withFocusLines(made, input.output, terms);
-    if (counter !== undefined && raw.length > COUNT_SLICE_CHARS && !counter.knows(raw))
-      counter.prime(raw, await countInSlices(options.counter!, raw, signal));
+    if (counter !== undefined && !counter.knows(raw)) {
+      if (notes !== undefined && raw.length >= NOTED_FROM) {
+        const { count, record } = await recordInSlices(notes.pieces, raw, signal);
+        if (record !== undefined) notes.measures.notePieces(raw, record);
+        counter.prime(raw, count);
+      } else if (raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(options.counter!, raw, signal));
+    }
     const compactChars = codePointLength(compact);
     // Size proof with the longest possible id before anything touches the vault.
     if (

@@ -3,7 +3,8 @@
  * I/O, other sessions' requests) and an abort is honoured, so a reduction stopped by its caller
  * never reaches its vault write.
  */
-import type { TokenCounter } from '../measure/types.js';
+import { joinRecords, type PieceRecord } from '../measure/pieces.js';
+import type { RecordedCount, RecordingCounter, TokenCounter } from '../measure/types.js';
 
 /** Work per slice, in code units, for the sliced scans of large outputs. */
 export const SLICE_CHARS = 32_768;
@@ -75,4 +76,30 @@ export async function countInSlices(
     await yieldSlice(signal);
   }
   return total;
+}
+
+/**
+ * {@link countInSlices} with the pieces recorded: the text's count, and its piece record when
+ * every slice was tokenized by this call (a slice some memo already knew has none), so a later
+ * count of a near-copy of the text (the same output as a JSON string) can be derived from it.
+ */
+export async function recordInSlices(
+  pieces: RecordingCounter,
+  text: string,
+  signal?: AbortSignal,
+  sliceChars = COUNT_SLICE_CHARS,
+): Promise<RecordedCount> {
+  if (text.length <= sliceChars) return pieces.countRecorded(text);
+  let total = 0;
+  let from = 0;
+  let parts: { at: number; record: PieceRecord }[] | undefined = [];
+  for (const cut of [...sliceBoundaries(text, sliceChars), text.length]) {
+    const { count, record } = pieces.countRecorded(text.slice(from, cut));
+    total += count;
+    if (record === undefined) parts = undefined;
+    else parts?.push({ at: from, record });
+    from = cut;
+    await yieldSlice(signal);
+  }
+  return parts === undefined ? { count: total } : { count: total, record: joinRecords(parts) };
 }

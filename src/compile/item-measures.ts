@@ -22,6 +22,9 @@
  * the recorded tokens), so each keeps its own count — on the same entry. The spaced text is not
  * serialized again, though: it differs from the compact one only by a space after each `,` and `:`
  * outside string literals, so it is derived from the compact text ({@link spacedFromCompact}).
+ * And a tool output the tool-result stage tokenized is handed over as pieces
+ * ({@link ItemMeasures.notePieces}): the compact JSON of the item carrying it encodes only the
+ * pieces next to the literal's escapes (src/measure/pieces.ts).
  *
  * Bounded: entries by object are held weakly (a finished conversation is collected with its
  * objects), entries by content hash and texts not yet counted are least-recently-used caches.
@@ -32,7 +35,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { createDigests, type Digests } from '../ledger/digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
-import { canonicalJsonNamed } from '../measure/canonical-json.js';
+import { canonicalJsonNamed, jsonString, stringRuns } from '../measure/canonical-json.js';
 import { digestKey } from '../measure/count-memo.js';
 import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
@@ -94,6 +97,14 @@ export interface ItemMeasures {
   compactTokens(value: unknown): number | undefined;
   /** Tokens of the spaced JSON framed as `segment` (counted once per content); undefined without a counter. */
   segmentTokens(value: unknown, segment: Segment): number | undefined;
+  /**
+   * Hand over the pieces of a long string the caller counted with this memo's counter (a tool
+   * output the tool-result stage counted): the first item counted here whose JSON carries that
+   * string derives its count from them, encoding only the pieces its escapes changed, so the
+   * output is tokenized once, not once as text and again as JSON. Kept until used, bounded in
+   * characters (least recently handed over dropped).
+   */
+  notePieces(text: string, record: PieceRecord): void;
   /**
    * Fill the counts not yet known of the entry with content hash `hash` (its {@link ItemEntry.hash})
    * from counts the same counter made elsewhere (the vault's count store); nothing when no entry
@@ -185,6 +196,12 @@ const TEXT_CHARS_KEPT = 8_000_000;
  * new items), in pieces in all (about 8 bytes each): see src/measure/pieces.ts.
  */
 const RECORD_PIECES_KEPT = 1_000_000;
+/** Characters of noted strings kept until an item carrying them is counted (a few requests' new outputs). */
+const NOTED_CHARS_KEPT = 2_000_000;
+/** Shorter strings are not noted: encoding them again costs less than looking for them. */
+export const NOTED_FROM = 1024;
+/** How deep an item is searched for a noted string (a tool output sits one or two levels down). */
+const NOTED_DEPTH = 4;
 /** Primitives up to this many characters are memoized by value (model names, short inputs). */
 const PRIMITIVE_CHARS = 256;
 /** Items from this size (code points of the spaced JSON) get their compact count when telemetry first counts a segment of them. */
@@ -269,6 +286,8 @@ interface MeasureCaches {
   // The pieces of an entry's compact JSON, as counted for the stages: each spaced segment telemetry
   // counts is then derived from them, and encodes only the pieces its separators changed.
   records: LRUCache<Measures, CompactPieces>;
+  // Pieces of long strings counted elsewhere (notePieces), until an item carrying one is counted.
+  noted: LRUCache<string, PieceRecord>;
   // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
   counted: Set<Measures>;
 }
@@ -297,6 +316,7 @@ function freshCaches(): MeasureCaches {
       sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
     }),
     records: new LRUCache({ maxSize: RECORD_PIECES_KEPT, sizeCalculation: (r) => Math.max(1, r.record.counts.length) }),
+    noted: new LRUCache<string, PieceRecord>({ maxSize: NOTED_CHARS_KEPT, sizeCalculation: (_r, text) => text.length }),
     counted: new Set<Measures>(),
   };
 }
@@ -411,9 +431,37 @@ function compactTokensOf(s: MeasureState, value: unknown, m = measuresOf(s, valu
   tokenized(s, m);
   const key = countKey(m, text);
   if (s.pieces === undefined) return (m.compact = s.counter.count(text, key));
-  const { count, record } = s.pieces.countRecorded(text, key);
+  const source = s.noted.size === 0 ? undefined : notedSource(s, value, text);
+  const { count, record } =
+    source === undefined
+      ? s.pieces.countRecorded(text, key)
+      : s.pieces.countDerived(text, source.record, source.runs, key);
   if (record !== undefined) s.records.set(m, { record });
   return (m.compact = count);
+}
+
+/** A string of `value` whose pieces were noted, and the runs `compact` (its JSON) copies it along; the note is used up. */
+function notedSource(
+  s: MeasureState,
+  value: unknown,
+  compact: string,
+): { record: PieceRecord; runs: CopiedRun[] } | undefined {
+  const found = notedIn(s.noted, value, NOTED_DEPTH);
+  if (found === undefined) return undefined;
+  const record = s.noted.get(found)!;
+  s.noted.delete(found);
+  const at = compact.indexOf(jsonString(found));
+  return at < 0 ? undefined : { record, runs: stringRuns(found, at) };
+}
+
+function notedIn(noted: MeasureCaches['noted'], value: unknown, depth: number): string | undefined {
+  if (typeof value === 'string') return value.length >= NOTED_FROM && noted.has(value) ? value : undefined;
+  if (depth === 0 || typeof value !== 'object' || value === null) return undefined;
+  for (const v of Array.isArray(value) ? value : Object.values(value)) {
+    const found = notedIn(noted, v, depth - 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 function segmentTokensOf(s: MeasureState, value: unknown, segment: Segment): number | undefined {
@@ -495,6 +543,9 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     spacedJson: (value) => spacedJsonOf(s, value),
     compactTokens: (value) => compactTokensOf(s, value),
     segmentTokens: (value, segment) => segmentTokensOf(s, value, segment),
+    notePieces: (text, record) => {
+      if (s.pieces !== undefined && text.length >= NOTED_FROM) s.noted.set(text, record);
+    },
     absorb: (hash, stored) => absorbCounts(s, hash, stored),
     takeCounted: () => takeCountedRows(s),
     get size() {

@@ -205,6 +205,40 @@ function numberText(x: number): string {
   return pythonFloatRepr(x);
 }
 
+/**
+ * The JSON string literal of `s` as canonical JSON writes it (`"` `\\` and controls escaped,
+ * everything else as is).
+ *
+ * @example
+ * jsonString('a"b'); // '"a\\"b"'
+ */
+export function jsonString(s: string): string {
+  return escapeString(s);
+}
+
+/**
+ * Where the literal {@link jsonString}(`s`), written at offset `at` of a text, copies `s`
+ * verbatim: the runs between escaped characters, as `{ at, from, length }` (text offset, offset
+ * in `s`, length), ascending.
+ *
+ * @example
+ * stringRuns('ab\ncd', 10); // [{ at: 11, from: 0, length: 2 }, { at: 15, from: 3, length: 2 }]
+ */
+export function stringRuns(s: string, at: number): { at: number; from: number; length: number }[] {
+  const runs: { at: number; from: number; length: number }[] = [];
+  const escaped = /["\\\u0000-\u001f]/g;
+  let from = 0;
+  let to = at + 1;
+  for (let m = escaped.exec(s); m !== null; m = escaped.exec(s)) {
+    const i = m.index;
+    if (i > from) runs.push({ at: to, from, length: i - from });
+    to += i - from + (SHORT_ESCAPES[s.charCodeAt(i)]?.length ?? 6);
+    from = i + 1;
+  }
+  if (s.length > from) runs.push({ at: to, from, length: s.length - from });
+  return runs;
+}
+
 function escapeString(s: string): string {
   if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
   // Without surrogates JSON.stringify escapes exactly like Python (short forms, lowercase \u00xx,

@@ -7,9 +7,10 @@
  * piece's count; every other piece (around an edit) is encoded. Nothing here reasons about where
  * the regex may cut: the split is always the real one, only the per-piece encoding is reused.
  *
- * Used for the telemetry's spaced JSON of an item whose compact JSON the request stages counted
- * (src/compile/item-measures.ts): the two differ by a space after each separator outside strings,
- * and a tool output's long string literal is counted once instead of twice.
+ * Used twice over (src/compile/item-measures.ts): the compact JSON of an item that carries a tool
+ * output the tool-result stage counted is derived from that output's pieces (the literal differs
+ * by its escapes), and the telemetry's spaced JSON of an item from its compact JSON (a space after
+ * each separator outside strings): a tool output is tokenized once, not three times.
  */
 
 /** Pre-tokenizer pieces of a text and their token counts. */
@@ -31,7 +32,7 @@ export interface CopiedRun {
 
 /** The engine parts piece counting needs: its pre-tokenizer and its per-piece encoder. */
 export interface PieceEngine {
-  /** A fresh global, unicode copy of the engine's split pattern. */
+  /** The engine's split pattern (its source and flags are read; a sticky copy is used). */
   readonly split: RegExp;
   /** Tokens of one piece (exactly what the engine's own count adds for it). */
   countPiece(piece: string): number;
@@ -62,35 +63,31 @@ function grow(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
  * pieces.derive('{"a": "some long text"}', compact!, [{ at: 0, from: 0, length: 5 }, { at: 6, from: 5, length: 17 }]);
  */
 export function pieceCounting(engine: PieceEngine): PieceCounting {
-  const split = engine.split;
+  // The same pattern, sticky: each match must start where the last one ended (the split covers
+  // the text without gaps, or the walk fails), and `test` moves on without building a match
+  // array or a piece string: only a piece that is encoded is cut out of the text.
+  const split = new RegExp(engine.split.source, `${engine.split.flags.replace('g', '')}y`);
   const walk = (text: string, reuse?: (start: number, end: number) => number): PieceRecord => {
     // About one piece per four characters of text: rarely grown.
     let starts = new Int32Array((text.length >> 2) + 16);
     let counts = new Int32Array((text.length >> 2) + 16);
     let n = 0;
     let total = 0;
-    split.lastIndex = 0;
     let at = 0;
-    for (let m = split.exec(text); m !== null; m = split.exec(text)) {
-      const piece = m[0];
-      if (piece.length === 0) {
-        split.lastIndex++;
-        continue;
-      }
-      const start = m.index;
-      if (start !== at) throw new Error('pieces: the split pattern skipped text');
-      const end = start + piece.length;
-      const known = reuse?.(start, end) ?? -1;
-      const c = known >= 0 ? known : engine.countPiece(piece);
+    while (at < text.length) {
+      split.lastIndex = at;
+      if (!split.test(text) || split.lastIndex === at) throw new Error('pieces: the split pattern skipped text');
+      const end = split.lastIndex;
+      const known = reuse?.(at, end) ?? -1;
+      const c = known >= 0 ? known : engine.countPiece(text.slice(at, end));
       starts = grow(starts, n + 1);
       counts = grow(counts, n);
-      starts[n] = start;
+      starts[n] = at;
       counts[n] = c;
       n++;
       total += c;
       at = end;
     }
-    if (at !== text.length) throw new Error('pieces: the split pattern left text over');
     starts = grow(starts, n + 1);
     starts[n] = text.length;
     return { starts: starts.slice(0, n + 1), counts: counts.slice(0, n), total };
@@ -115,4 +112,33 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
       });
     },
   };
+}
+
+/**
+ * One record of a text from the records of its consecutive parts (`parts[i]` starts at `at`):
+ * each piece keeps its string's count, so the joined record is a source `derive` may copy from
+ * whether or not the whole text's own split cuts where the parts meet.
+ *
+ * @example
+ * joinRecords([{ at: 0, record: pieces.record('a b')! }, { at: 3, record: pieces.record('\nc')! }]).total;
+ */
+export function joinRecords(parts: readonly { readonly at: number; readonly record: PieceRecord }[]): PieceRecord {
+  let n = 0;
+  for (const p of parts) n += p.record.counts.length;
+  const starts = new Int32Array(n + 1);
+  const counts = new Int32Array(n);
+  let k = 0;
+  let total = 0;
+  let end = 0;
+  for (const { at, record } of parts) {
+    if (at !== end) throw new RangeError(`joinRecords: a part starts at ${at}, the parts before end at ${end}`);
+    const m = record.counts.length;
+    for (let i = 0; i < m; i++) starts[k + i] = record.starts[i]! + at;
+    counts.set(record.counts, k);
+    k += m;
+    total += record.total;
+    end = at + record.starts[m]!;
+  }
+  starts[n] = end;
+  return { starts, counts, total };
 }

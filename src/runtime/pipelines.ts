@@ -186,6 +186,7 @@ export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
     backends: c.backends,
     toolNames: c.toolNames,
     focus: (step) => d.focus.get(sessionKey(step.context)),
+    ...(d.measures === undefined ? {} : { measures: d.measures }),
   };
   // One pass per result: the delta beats compression's own view (the same options object), and
   // the exact text is vaulted and the view rendered once for both stages.

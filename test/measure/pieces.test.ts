@@ -5,7 +5,15 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createItemMeasures, spacedAlong, spacedFromCompact, spacedRuns } from '../../src/compile/item-measures.js';
+import {
+  createItemMeasures,
+  NOTED_FROM,
+  spacedAlong,
+  spacedFromCompact,
+  spacedRuns,
+} from '../../src/compile/item-measures.js';
+import { countInSlices, recordInSlices } from '../../src/compact/slices.js';
+import { jsonString, stringRuns } from '../../src/measure/canonical-json.js';
 import {
   acquireEncoder,
   canonicalJson,
@@ -140,6 +148,24 @@ describe('spacedAlong', () => {
   });
 });
 
+/** A js counter whose calls are logged by kind: plain counts, recorded counts, derived counts. */
+function spyCounter() {
+  const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+  const calls = { plain: [] as string[], recorded: [] as string[], derived: [] as string[] };
+  const spy = {
+    ...counter,
+    count: (t: string) => (calls.plain.push(t), counter.count(t)),
+    pieces: {
+      countRecorded: (t: string) => (calls.recorded.push(t), counter.pieces!.countRecorded(t)),
+      countDerived: (t: string, source: PieceRecord, runs: readonly CopiedRun[]) => (
+        calls.derived.push(t),
+        counter.pieces!.countDerived(t, source, runs)
+      ),
+    },
+  };
+  return { spy, calls, dispose: () => counter.dispose?.() };
+}
+
 describe('the measurement memo counts spaced segments from the compact pieces, exactly', () => {
   const text = fc.oneof(tokenizerText, longRun, fc.string({ unit: 'grapheme', maxLength: 80 }));
   const item = fc.oneof(
@@ -173,23 +199,6 @@ describe('the measurement memo counts spaced segments from the compact pieces, e
     },
   );
 
-  /** A js counter whose calls are logged by kind: plain counts, recorded counts, derived counts. */
-  function spyCounter() {
-    const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
-    const calls = { plain: [] as string[], recorded: [] as string[], derived: [] as string[] };
-    const spy = {
-      ...counter,
-      count: (t: string) => (calls.plain.push(t), counter.count(t)),
-      pieces: {
-        countRecorded: (t: string) => (calls.recorded.push(t), counter.pieces!.countRecorded(t)),
-        countDerived: (t: string, source: PieceRecord, runs: readonly CopiedRun[]) => (
-          calls.derived.push(t),
-          counter.pieces!.countDerived(t, source, runs)
-        ),
-      },
-    };
-    return { spy, calls, dispose: () => counter.dispose?.() };
-  }
   const toolOutput = { role: 'tool', tool_call_id: 'call_1', content: 'src/a.ts:1: error TS2304: x\n'.repeat(300) };
 
   it('a tool output counted for the stages is not counted again from scratch for telemetry (recordPieces)', () => {
@@ -269,6 +278,120 @@ describe('the measurement memo counts spaced segments from the compact pieces, e
       );
     } finally {
       counter.dispose?.();
+    }
+  });
+});
+
+describe('a long string counted on its own counts the item that carries it (notePieces)', () => {
+  // A tool output: lines of stressing text with the characters JSON escapes, at least NOTED_FROM long.
+  const output = fc
+    .array(fc.oneof(tokenizerText, fc.constantFrom('"quoted"', 'C:\\dir\\f', '\t\ttab', '\u0001\u001f', '\r\n')), {
+      minLength: 1,
+      maxLength: 12,
+    })
+    .map((parts) => {
+      const text = parts.join('\n');
+      return text.repeat(Math.ceil(NOTED_FROM / Math.max(1, text.length)));
+    });
+  const carrying = (text: string) =>
+    fc.oneof(
+      fc.constant({ role: 'tool', tool_call_id: 'call_1', content: text }),
+      fc.constant({ type: 'function_call_output', call_id: 'c', output: text }),
+      fc.constant({
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'text', text }] }],
+      }),
+    );
+
+  it('stringRuns says exactly where the literal copies the string, wherever it is written', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(tokenizerText, fc.string({ unit: 'binary' })),
+        fc.string({ maxLength: 5 }),
+        (text, before) => {
+          const at = before.length;
+          const written = `${before}${jsonString(text)}!`;
+          let covered = 0;
+          for (const r of stringRuns(text, at)) {
+            expect(written.slice(r.at, r.at + r.length)).toBe(text.slice(r.from, r.from + r.length));
+            covered += r.length;
+          }
+          // Everything not copied is an escaped character.
+          expect(covered).toBe(text.replace(/["\\\u0000-\u001f]/g, '').length);
+          expect(canonicalJson({ a: text }, { compact: true })).toBe(`{"a":${jsonString(text)}}`);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('derives a JSON literal from the string, encoding only the pieces next to an escape', () => {
+    const core = acquireEncoder('o200k_base', 'js');
+    leases.push(core);
+    const encoded: string[] = [];
+    const engine = pieceCounting({
+      split: new RegExp(SPLIT_PATTERNS.o200k_base, SPLIT_FLAGS),
+      countPiece: (piece) => (encoded.push(piece), core.count(piece)),
+    });
+    const output = Array.from({ length: 300 }, (_, i) => `tests/test_${i}.py::test_case PASSED [${i % 100}%]`).join(
+      '\n',
+    );
+    const source = engine.record(output)!;
+    const pieces = encoded.length;
+    encoded.length = 0;
+    const compact = canonicalJson({ role: 'tool', content: output }, { compact: true });
+    const derived = engine.derive(compact, source, stringRuns(output, compact.indexOf(jsonString(output))))!;
+    expect(derived.total).toBe(core.count(compact));
+    expect(encoded.length).toBeLessThan(pieces / 4); // the pieces at each escaped newline, not ~pieces
+  });
+
+  it('every figure equals tiktoken on the item', async () => {
+    const reference = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+    const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          output.chain((text) => fc.tuple(fc.constant(text), carrying(text))),
+          async ([text, value]) => {
+            const measures = createItemMeasures({ counter, recordPieces: true });
+            const { count, record } = await recordInSlices(counter.pieces!, text, undefined, 600);
+            // What countInSlices gives (a slice cut hard inside a line may differ from the whole's count).
+            expect(count).toBe(await countInSlices(counter, text, undefined, 600));
+            if (record === undefined) return; // a lone surrogate: nothing to hand over
+            expect(record.total).toBe(count);
+            measures.notePieces(text, record);
+            const compact = canonicalJson(value, { compact: true });
+            expect(measures.compactTokens(value)).toBe(reference.count(compact));
+            expect(measures.segmentTokens(value, 'mid')).toBe(reference.count(` ${canonicalJson(value)},`));
+          },
+        ),
+        { numRuns: 80 },
+      );
+    } finally {
+      reference.dispose?.();
+      counter.dispose?.();
+    }
+  });
+
+  it('the JSON of a noted output is derived, not recorded again', () => {
+    const { spy, calls, dispose } = spyCounter();
+    try {
+      const measures = createItemMeasures({ counter: spy, recordPieces: true });
+      const output = Array.from({ length: 300 }, (_, i) => `tests/test_${i}.py::test_case PASSED [${i % 100}%]`).join(
+        '\n',
+      );
+      const value = { role: 'tool', tool_call_id: 'call_9', content: output };
+      const { record } = spy.pieces.countRecorded(output);
+      measures.notePieces(output, record!);
+      calls.recorded.length = 0;
+      measures.compactTokens(value);
+      expect(calls.recorded).toEqual([]);
+      expect(calls.derived).toEqual([canonicalJson(value, { compact: true })]);
+      // Used up: another item carrying the same output is recorded as usual.
+      measures.compactTokens({ ...value, tool_call_id: 'call_10' });
+      expect(calls.recorded.length).toBe(1);
+    } finally {
+      dispose();
     }
   });
 });

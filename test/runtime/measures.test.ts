@@ -96,6 +96,51 @@ describe('one measurement memo per Terminator', () => {
     inner.dispose?.();
   });
 
+  it('a tool output the tool-result stage counted is tokenized once: its message JSON is derived from those pieces', async () => {
+    const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    const recorded: string[] = [];
+    const derived: string[] = [];
+    const counter: TokenCounter = {
+      ...inner,
+      name: 'recording',
+      pieces: {
+        countRecorded: (t) => (recorded.push(t), inner.pieces!.countRecorded(t)),
+        countDerived: (t, source, runs) => (derived.push(t), inner.pieces!.countDerived(t, source, runs)),
+      },
+    };
+    await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const output = Array.from({ length: 1500 }, (_, i) =>
+      i % 50 === 7 ? `FAILED tests/test_m${i}.py::test_${i} - assert 3 == 4` : `tests/test_m${i}.py::test_${i} PASSED`,
+    ).join('\n');
+    const ctx = { sessionId: 's', requestId: 'r0' };
+    const reduced = await tt.reduceToolResult(
+      { callId: 'c1', name: 'terminal', args: { command: 'pytest' }, content: output },
+      ctx,
+    );
+    expect(reduced.value.content.length).toBeLessThan(output.length); // compacted: the stage counted the output
+    const tool = { role: 'tool', tool_call_id: 'c1', content: output };
+    const messages = [
+      { role: 'user', content: 'Run the tests and tell me what fails.' },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{"command":"pytest"}' } }],
+      },
+      tool,
+    ];
+    // The host sends the conversation as it has it (a proxy's client): the raw output in place.
+    await tt.reduceRequest({ model: 'gpt-4o', messages }, { sessionId: 's', requestId: 'r1' });
+    await tt.settled();
+    const compact = canonicalJson(tool, { compact: true });
+    expect(recorded).not.toContain(compact);
+    expect(derived).toContain(compact);
+    // The figures are what tokenizing the texts gives.
+    const meter = createMessagesMeter(inner);
+    expect(tt.meter!.tokens(messages)).toBe(meter.tokens(messages));
+    expect(tt.meter!.midTokens(tool)).toBe(inner.count(` ${canonicalJson(tool)},`));
+    inner.dispose?.();
+  });
+
   it("hands its meter to the host: attributing a request it reduced counts nothing again (the proxy's accounting)", async () => {
     const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
     let plain = 0;
