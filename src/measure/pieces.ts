@@ -32,7 +32,7 @@ export interface CopiedRun {
 
 /** The engine parts piece counting needs: its pre-tokenizer and its per-piece encoder. */
 export interface PieceEngine {
-  /** The engine's split pattern (its source and flags are read; a sticky copy is used). */
+  /** A fresh global, unicode copy of the engine's split pattern. */
   readonly split: RegExp;
   /** Tokens of one piece (exactly what the engine's own count adds for it). */
   countPiece(piece: string): number;
@@ -63,31 +63,35 @@ function grow(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
  * pieces.derive('{"a": "some long text"}', compact!, [{ at: 0, from: 0, length: 5 }, { at: 6, from: 5, length: 17 }]);
  */
 export function pieceCounting(engine: PieceEngine): PieceCounting {
-  // The same pattern, sticky: each match must start where the last one ended (the split covers
-  // the text without gaps, or the walk fails), and `test` moves on without building a match
-  // array or a piece string: only a piece that is encoded is cut out of the text.
-  const split = new RegExp(engine.split.source, `${engine.split.flags.replace('g', '')}y`);
+  const split = engine.split;
   const walk = (text: string, reuse?: (start: number, end: number) => number): PieceRecord => {
     // About one piece per four characters of text: rarely grown.
     let starts = new Int32Array((text.length >> 2) + 16);
     let counts = new Int32Array((text.length >> 2) + 16);
     let n = 0;
     let total = 0;
+    split.lastIndex = 0;
     let at = 0;
-    while (at < text.length) {
-      split.lastIndex = at;
-      if (!split.test(text) || split.lastIndex === at) throw new Error('pieces: the split pattern skipped text');
-      const end = split.lastIndex;
-      const known = reuse?.(at, end) ?? -1;
-      const c = known >= 0 ? known : engine.countPiece(text.slice(at, end));
+    for (let m = split.exec(text); m !== null; m = split.exec(text)) {
+      const piece = m[0];
+      if (piece.length === 0) {
+        split.lastIndex++;
+        continue;
+      }
+      const start = m.index;
+      if (start !== at) throw new Error('pieces: the split pattern skipped text');
+      const end = start + piece.length;
+      const known = reuse?.(start, end) ?? -1;
+      const c = known >= 0 ? known : engine.countPiece(piece);
       starts = grow(starts, n + 1);
       counts = grow(counts, n);
-      starts[n] = at;
+      starts[n] = start;
       counts[n] = c;
       n++;
       total += c;
       at = end;
     }
+    if (at !== text.length) throw new Error('pieces: the split pattern left text over');
     starts = grow(starts, n + 1);
     starts[n] = text.length;
     return { starts: starts.slice(0, n + 1), counts: counts.slice(0, n), total };
