@@ -200,8 +200,8 @@ const RECORD_PIECES_KEPT = 1_000_000;
 const NOTED_CHARS_KEPT = 2_000_000;
 /** Shorter strings are not noted: encoding them again costs less than looking for them. */
 export const NOTED_FROM = 1024;
-/** How deep an item is searched for a noted string (a tool output sits one or two levels down). */
-const NOTED_DEPTH = 4;
+/** How deep an item is searched for a noted string (an Anthropic tool_result text block sits four levels down). */
+const NOTED_DEPTH = 5;
 /** Primitives up to this many characters are memoized by value (model names, short inputs). */
 const PRIMITIVE_CHARS = 256;
 /** Items from this size (code points of the spaced JSON) get their compact count when telemetry first counts a segment of them. */

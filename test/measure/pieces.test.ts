@@ -373,14 +373,24 @@ describe('a long string counted on its own counts the item that carries it (note
     }
   });
 
-  it('the JSON of a noted output is derived, not recorded again', () => {
+  it.each([
+    ['a Chat tool message', (text: string, id: string) => ({ role: 'tool', tool_call_id: id, content: text })],
+    ['a Responses output', (text: string, id: string) => ({ type: 'function_call_output', call_id: id, output: text })],
+    [
+      'an Anthropic tool_result block',
+      (text: string, id: string) => ({
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: id, content: [{ type: 'text', text }] }],
+      }),
+    ],
+  ])('the JSON of %s carrying a noted output is derived, not recorded again', (_, item) => {
     const { spy, calls, dispose } = spyCounter();
     try {
       const measures = createItemMeasures({ counter: spy, recordPieces: true });
       const output = Array.from({ length: 300 }, (_, i) => `tests/test_${i}.py::test_case PASSED [${i % 100}%]`).join(
         '\n',
       );
-      const value = { role: 'tool', tool_call_id: 'call_9', content: output };
+      const value = item(output, 'call_9');
       const { record } = spy.pieces.countRecorded(output);
       measures.notePieces(output, record!);
       calls.recorded.length = 0;
@@ -388,7 +398,7 @@ describe('a long string counted on its own counts the item that carries it (note
       expect(calls.recorded).toEqual([]);
       expect(calls.derived).toEqual([canonicalJson(value, { compact: true })]);
       // Used up: another item carrying the same output is recorded as usual.
-      measures.compactTokens({ ...value, tool_call_id: 'call_10' });
+      measures.compactTokens(item(output, 'call_10'));
       expect(calls.recorded.length).toBe(1);
     } finally {
       dispose();
