@@ -190,15 +190,29 @@ export interface BodyParse {
 }
 
 export interface BodyMemoOptions {
-  /** Bytes of remembered bodies kept at most (least recently used groups go first); 0 keeps none. */
+  /**
+   * Memory remembered bodies may hold, each counted at twice its bytes (its bytes and its parse);
+   * least recently used groups go first; 0 keeps none. Default 256 MiB.
+   */
   readonly maxBytes?: number;
   /** Recent bodies kept per group. */
   readonly perGroup?: number;
 }
 
 /**
- * Recent bodies per group (API, tenant, session header), bounded by bytes. `parse` returns the
- * body's JSON value (undefined when the body is not a JSON object) as `JSON.parse` would.
+ * What a remembered body is counted at against `maxBytes`: its bytes, and as many again for its
+ * parse — the value whose items the next body reuses, kept alive by the memo as long as the bytes
+ * (JSON text parses to strings of about as many bytes). Counting the bytes alone let a memo hold
+ * about twice its bound, and fill it only long after the sessions that pay for it (the live ones)
+ * had settled: with conversations that end and never return, the proxy's resident size kept
+ * growing for minutes (RELIABILITY.md, proxy-load).
+ */
+const footprint = (body: { readonly buf: Buffer }): number => 2 * body.buf.length;
+
+/**
+ * Recent bodies per group (API, tenant, session header), bounded by what they hold
+ * ({@link footprint}). `parse` returns the body's JSON value (undefined when the body is not a
+ * JSON object) as `JSON.parse` would.
  */
 export class BodyMemo {
   readonly #groups: LRUCache<string, Parsed[]> | undefined;
@@ -219,7 +233,7 @@ export class BodyMemo {
             sizeCalculation: (list) =>
               Math.max(
                 1,
-                list.reduce((n, b) => n + b.buf.length, 0),
+                list.reduce((n, b) => n + footprint(b), 0),
               ),
           });
   }

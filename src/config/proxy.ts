@@ -11,7 +11,7 @@
  * | anthropicUpstream | --anthropic-upstream | TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM | https://api.anthropic.com |
  * | token | --token | TOKEN_TERMINATOR_PROXY_TOKEN | none (required when host is not loopback) |
  * | maxBodyBytes | --max-body-bytes | TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES | 33554432 (larger bodies pass unreduced) |
- * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | a sixteenth of maxMemoryBytes, at most 268435456 (recent bodies kept for reuse, over all workers; 0 = off) |
+ * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | a sixteenth of maxMemoryBytes, at most 268435456 (memory of recent bodies kept for reuse, each counted at twice its bytes: its bytes and its parse; over all workers; 0 = off) |
  * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
  * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
  * | requestTimeoutMs | --request-timeout-ms | TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS | 120000 (whole request received: headers and body) |
@@ -64,9 +64,10 @@ export interface ProxyConfig {
    */
   readonly maxBodyBytes: number;
   /**
-   * Bytes of recent request bodies kept so that the next body of a session is parsed only past
+   * Memory for recent request bodies kept so that the next body of a session is parsed only past
    * the items it shares with its previous one (`--body-memo-bytes`); 0 parses every body whole.
-   * Over the whole gateway: each of `workers` processes keeps its share ({@link processShare}).
+   * A body counts at twice its bytes: its bytes and its parse, which the memo keeps alive with
+   * them. Over the whole gateway: each of `workers` processes keeps its share ({@link processShare}).
    *
    * @defaultValue a sixteenth of `maxMemoryBytes`, at most `268_435_456` (256 MiB)
    */

@@ -156,7 +156,7 @@ export function registerProxy(program: Command): void {
     )
     .option(
       '--body-memo-bytes <n>',
-      'recent request bodies kept for reuse, over all workers (TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES, default a sixteenth of --max-memory-bytes, at most 268435456; 0 = off)',
+      'memory for recent request bodies kept for reuse, each counted at twice its bytes (its bytes and its parse), over all workers (TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES, default a sixteenth of --max-memory-bytes, at most 268435456; 0 = off)',
     )
     .option(
       '--recovery-rounds <n>',

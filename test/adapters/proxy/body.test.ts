@@ -182,6 +182,34 @@ describe('BodyMemo', () => {
     expect(Object.getPrototypeOf(q.value)).toBe(Object.prototype);
   });
 
+  it('counts a remembered body at twice its bytes (its bytes and its parse), keeping the most recent groups that fit', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 2000 }), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 0, max: 30_000 }),
+        (lengths, extra) => {
+          const bodies = lengths.map((n, i) => body([], [{ role: 'tool', content: 'x'.repeat(n) }, i], [], undefined));
+          const maxBytes = 2 * Math.max(...bodies.map((b) => b.length)) + extra;
+          const memo = new BodyMemo({ maxBytes });
+          bodies.forEach((b, i) => memo.parse(b, 'messages', `g${i}`, () => `s${i}`));
+          // The newest groups whose bodies, at twice their bytes, fit in maxBytes together.
+          const kept = new Set<number>();
+          let held = 0;
+          for (let i = bodies.length - 1; i >= 0 && held + 2 * bodies[i]!.length <= maxBytes; i--) {
+            held += 2 * bodies[i]!.length;
+            kept.add(i);
+          }
+          // The same bytes again reuse the remembered items exactly when the group's body was kept.
+          // Newest first: a kept body asked again holds as much as before, and a body not kept is
+          // remembered once asked, evicting only groups older than it, asked already.
+          for (let i = bodies.length - 1; i >= 0; i--)
+            expect(memo.parse(bodies[i]!, 'messages', `g${i}`, () => `s${i}`)!.reused > 0).toBe(kept.has(i));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('finds the first differing byte across block boundaries', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 300_000 }), (n, at) => {
