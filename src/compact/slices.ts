@@ -60,6 +60,21 @@ export function sliceBoundaries(text: string, sliceChars = SLICE_CHARS): number[
   return cuts;
 }
 
+/** Visit the slices of `text` (`from`, `to`) in order, with a turn of the event loop after each. */
+async function eachSlice(
+  text: string,
+  sliceChars: number,
+  signal: AbortSignal | undefined,
+  visit: (from: number, to: number) => void,
+): Promise<void> {
+  let from = 0;
+  for (const cut of [...sliceBoundaries(text, sliceChars), text.length]) {
+    visit(from, cut);
+    from = cut;
+    await yieldSlice(signal);
+  }
+}
+
 /** Count `text` piece by piece with a turn of the event loop between pieces. */
 export async function countInSlices(
   counter: TokenCounter,
@@ -69,12 +84,9 @@ export async function countInSlices(
 ): Promise<number> {
   if (text.length <= sliceChars) return counter.count(text);
   let total = 0;
-  let from = 0;
-  for (const cut of [...sliceBoundaries(text, sliceChars), text.length]) {
-    total += counter.count(text.slice(from, cut));
-    from = cut;
-    await yieldSlice(signal);
-  }
+  await eachSlice(text, sliceChars, signal, (from, to) => {
+    total += counter.count(text.slice(from, to));
+  });
   return total;
 }
 
@@ -91,15 +103,12 @@ export async function recordInSlices(
 ): Promise<RecordedCount> {
   if (text.length <= sliceChars) return pieces.countRecorded(text);
   let total = 0;
-  let from = 0;
   let parts: { at: number; record: PieceRecord }[] | undefined = [];
-  for (const cut of [...sliceBoundaries(text, sliceChars), text.length]) {
-    const { count, record } = pieces.countRecorded(text.slice(from, cut));
+  await eachSlice(text, sliceChars, signal, (from, to) => {
+    const { count, record } = pieces.countRecorded(text.slice(from, to));
     total += count;
     if (record === undefined) parts = undefined;
     else parts?.push({ at: from, record });
-    from = cut;
-    await yieldSlice(signal);
-  }
+  });
   return parts === undefined ? { count: total } : { count: total, record: joinRecords(parts) };
 }

@@ -21,6 +21,22 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** A js tiktoken counter that logs the texts it records pieces of and the texts it derives. */
+function recordingCounter() {
+  const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+  const recorded: string[] = [];
+  const derived: string[] = [];
+  const counter: TokenCounter = {
+    ...inner,
+    name: 'recording',
+    pieces: {
+      countRecorded: (t) => (recorded.push(t), inner.pieces!.countRecorded(t)),
+      countDerived: (t, source, runs) => (derived.push(t), inner.pieces!.countDerived(t, source, runs)),
+    },
+  };
+  return { inner, counter, recorded, derived };
+}
+
 describe('one measurement memo per Terminator', () => {
   it('tokenizes each text of each item once across dedupe, compile, the output cap and telemetry (3 requests)', async () => {
     const inner = createTiktokenCounter('o200k_base', { memo: false });
@@ -73,17 +89,7 @@ describe('one measurement memo per Terminator', () => {
   });
 
   it("records the pieces of the compact JSON it counts, and telemetry's segments are derived from them", async () => {
-    const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
-    const recorded: string[] = [];
-    const derived: string[] = [];
-    const counter: TokenCounter = {
-      ...inner,
-      name: 'recording',
-      pieces: {
-        countRecorded: (t) => (recorded.push(t), inner.pieces!.countRecorded(t)),
-        countDerived: (t, source, runs) => (derived.push(t), inner.pieces!.countDerived(t, source, runs)),
-      },
-    };
+    const { inner, counter, recorded, derived } = recordingCounter();
     await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });
     const messages = [
       { role: 'system', content: 'You are a coding agent working in a repository.' },
@@ -97,17 +103,7 @@ describe('one measurement memo per Terminator', () => {
   });
 
   it('a tool output the tool-result stage counted is tokenized once: its message JSON is derived from those pieces', async () => {
-    const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
-    const recorded: string[] = [];
-    const derived: string[] = [];
-    const counter: TokenCounter = {
-      ...inner,
-      name: 'recording',
-      pieces: {
-        countRecorded: (t) => (recorded.push(t), inner.pieces!.countRecorded(t)),
-        countDerived: (t, source, runs) => (derived.push(t), inner.pieces!.countDerived(t, source, runs)),
-      },
-    };
+    const { inner, counter, recorded, derived } = recordingCounter();
     await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });
     const output = Array.from({ length: 1500 }, (_, i) =>
       i % 50 === 7 ? `FAILED tests/test_m${i}.py::test_${i} - assert 3 == 4` : `tests/test_m${i}.py::test_${i} PASSED`,
