@@ -162,6 +162,14 @@ export interface CompressionPlanner {
   plan(step: Step<ToolResult>, signal: AbortSignal, counter: MemoCounter | undefined): Promise<PlannedView>;
 }
 
+/** Where an output's pieces go: the request stages' memo, only when it counts with this very counter. */
+function pieceNotes(options: CompressToolResultOptions) {
+  const pieces = options.counter?.pieces;
+  return options.measures !== undefined && options.measures.counter === options.counter && pieces !== undefined
+    ? { measures: options.measures, pieces }
+    : undefined;
+}
+
 /**
  * The rendering half of `compressToolResult` for `options`, validated once: a stage given
  * compressToolResult's options (deltaRepeatedOutput's `compression`) renders with exactly its
@@ -209,12 +217,7 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
       : { output: result.content, exitCode: result.exitCode };
   };
   const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
-  // The output's pieces go to the request stages' memo only when it counts with this very counter.
-  const pieces = options.counter?.pieces;
-  const notes =
-    options.measures !== undefined && options.measures.counter === options.counter && pieces !== undefined
-      ? { measures: options.measures, pieces }
-      : undefined;
+  const notes = pieceNotes(options);
 
   const plan = async (
     step: Step<ToolResult>,
