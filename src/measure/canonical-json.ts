@@ -226,7 +226,8 @@ export function jsonString(s: string): string {
  */
 export function stringRuns(s: string, at: number): { at: number; from: number; length: number }[] {
   const runs: { at: number; from: number; length: number }[] = [];
-  const escaped = /["\\\u0000-\u001f]/g;
+  // The characters escapeString escapes (NEEDS_ESCAPE), each found in turn.
+  const escaped = new RegExp(NEEDS_ESCAPE.source, 'g');
   let from = 0;
   let to = at + 1;
   for (let m = escaped.exec(s); m !== null; m = escaped.exec(s)) {
