@@ -531,13 +531,19 @@ export async function main(argv: string[]): Promise<void> {
   const ones = results.filter((r) => r.workers === 1);
   const twos = results.filter((r) => r.workers === 2);
   if (ones.length > 0 && twos.length > 0) {
-    const sum = (rs: readonly RunResult[], f: (r: RunResult) => number): number => rs.reduce((n, r) => n + f(r), 0);
-    const ratio = sum(twos, (r) => r.answers) / twos.length / Math.max(1, sum(ones, (r) => r.answers) / ones.length);
-    const r =
-      sum(ones, (x) => x.loadCpuMs) /
+    const mean = (rs: readonly RunResult[], f: (r: RunResult) => number): number =>
+      rs.reduce((n, r) => n + f(r), 0) / rs.length;
+    const ratio =
+      mean(twos, (r) => r.answers) /
       Math.max(
         1,
-        sum(ones, (x) => x.proxyCpuMs),
+        mean(ones, (r) => r.answers),
+      );
+    const r =
+      mean(ones, (x) => x.loadCpuMs) /
+      Math.max(
+        1,
+        mean(ones, (x) => x.proxyCpuMs),
       );
     const runs = ones.length + twos.length > 2 ? ` (mean answers of ${twos.length} and ${ones.length} runs)` : '';
     console.log(
