@@ -7,7 +7,8 @@
  * 1. `--sessions` (200) concurrent sessions of `--turns` (30) turns each (every turn: one tool
  *    result through the tool stream, then the request as the host would send it, rebuilt from
  *    JSON like every HTTP request). Heap with all of them live (their lanes subscribed) minus the
- *    heap of the warmed Terminator before: bytes per live session.
+ *    heap of the warmed Terminator before: bytes per live session, and per character of its
+ *    history against the estimate `maxSessionBytes` sizes sessions by (SESSION_BYTES_PER_CHAR).
  * 2. The host ends them (`endSession`), then `--waves` (12) more waves of as many new sessions are
  *    run and ended. Heap after each: bytes per ended session, and the growth slope over the waves
  *    (0 when nothing of an ended session stays). Unless `--no-snapshot`, V8 heap snapshots one
@@ -35,6 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 import { clearSharedCountMemo, sharedCountMemoStats } from '../src/measure/index.js';
 import { createTerminator, type Terminator } from '../src/runtime/index.js';
+import { SESSION_BYTES_PER_CHAR } from '../src/runtime/request-chars.js';
 import type { ProviderRequest } from '../src/step.js';
 
 function flag(argv: readonly string[], name: string, fallback: number): number {
@@ -275,6 +277,10 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     );
     console.log(
       `  per live session: ${kb((h1 - h0) / count)} (its request history, as JSON: ${kb(first.historyChars)}; the host's own copy is not counted)`,
+    );
+    const perChar = (h1 - h0) / count / first.historyChars;
+    console.log(
+      `  ${perChar <= SESSION_BYTES_PER_CHAR ? 'PASS' : 'FAIL'}  per character of its history: ${perChar.toFixed(1)} bytes (maxSessionBytes estimates a session at ${SESSION_BYTES_PER_CHAR}; at most that)`,
     );
     // Ended by the host: nothing of a session may stay behind in the JS heap.
     await endAll(tt, first);

@@ -31,6 +31,9 @@ export interface ProxyMetrics {
   readonly inFlight: Gauge;
   readonly residentBytes: Gauge;
   readonly memoryTrims: Counter;
+  /** Sessions whose state this process holds, and the bytes it is estimated at (read at each scrape). */
+  readonly sessionsHeld: Gauge;
+  readonly sessionStateBytes: Gauge;
 }
 
 // long: one declaration per metric (name, help text, labels), in the order of ProxyMetrics; nothing to split
@@ -41,7 +44,9 @@ export interface ProxyMetrics {
  * const metrics = createProxyMetrics();
  * const text = await metrics.registry.metrics(); // Prometheus exposition format
  */
-export function createProxyMetrics(): ProxyMetrics {
+export function createProxyMetrics(
+  held: () => { readonly sessions: number; readonly bytes: number } = () => ({ sessions: 0, bytes: 0 }),
+): ProxyMetrics {
   const registry = new Registry();
   const p = 'token_terminator_proxy_';
   return {
@@ -138,6 +143,22 @@ export function createProxyMetrics(): ProxyMetrics {
       name: `${p}memory_trims_total`,
       help: 'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound.',
       registers: [registry],
+    }),
+    sessionsHeld: new Gauge({
+      name: `${p}sessions_held`,
+      help: "Sessions whose request state (the Terminator's lanes) this process holds now.",
+      registers: [registry],
+      collect() {
+        this.set(held().sessions);
+      },
+    }),
+    sessionStateBytes: new Gauge({
+      name: `${p}session_state_bytes`,
+      help: "Bytes the held sessions' request state is estimated at, against its bound (a sixteenth of the memory bound).",
+      registers: [registry],
+      collect() {
+        this.set(held().bytes);
+      },
     }),
   };
 }

@@ -189,7 +189,7 @@ async function proxyTerminator(
   const terminator = await createTerminator({
     ...(options.env === undefined ? {} : { env: options.env }),
     // Per-session request state shares the memory bound (a sixteenth), unless the caller sized it.
-    maxSessionChars: Math.floor(config.maxMemoryBytes / 16),
+    maxSessionBytes: Math.floor(config.maxMemoryBytes / 16),
     ...options.terminatorOptions,
     metrics: false,
     ledger: false,
@@ -471,7 +471,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const { terminator, owns: ownsTerminator, ledger } = await proxyTerminator(options, config);
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
-  const metrics = createProxyMetrics();
+  const metrics = createProxyMetrics(() => terminator.heldState());
   // The runtime's meter reads the stages' per-item measurements: the accounting then counts only
   // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
   const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));

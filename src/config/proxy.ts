@@ -114,7 +114,8 @@ export interface ProxyConfig {
    * (counted at {@link PRIMARY_MEMORY_BYTES}; it serves nothing) and its N workers (`--workers 1`
    * too), each of which gets an equal share of the rest ({@link workerShare}); `createProxy`
    * holds its one process under it. A process sizes its in-memory state from its share: the body memo
-   * (`bodyMemoBytes`), per-session request state a sixteenth, conversation items a thirty-second,
+   * (`bodyMemoBytes`), per-session request state a sixteenth (in bytes, estimated from its
+   * requests' characters: `TerminatorOptions.maxSessionBytes`), conversation items a thirty-second,
    * renderings a sixty-fourth; above 90 % of its share it empties those caches, and above it it
    * serves an eighth of `maxInFlight` at once until it is back under. The CLI's workers also start
    * with a V8 heap limit of half their share (`--max-old-space-size`), so garbage is

@@ -51,7 +51,7 @@ import {
 } from '../telemetry/request-record.js';
 import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
 import { LaneCache } from './lanes.js';
-import { RunningRequestChars } from './request-chars.js';
+import { RunningRequestChars, SESSION_BYTES_PER_CHAR } from './request-chars.js';
 import { checkWritable, defaultCounter, openReason, openVault, type OpenedVault } from './open-vault.js';
 import {
   FocusBoard,
@@ -116,15 +116,16 @@ export interface TerminatorOptions {
    */
   readonly maxSessions?: number;
   /**
-   * Characters of per-session request state the lanes hold over all sessions: each session's is
-   * accounted at the characters of its latest request (the items its memos hold and derive from).
-   * Past it the least recently used sessions' lanes are dropped (the session in use stays); a
-   * dropped session's next request rebuilds them from the request and the vault, so nothing of it
-   * is lost: its receipts recover and its sticky renderings come back from the store.
+   * Bytes of per-session request state the lanes hold over all sessions. A session's state is
+   * estimated at `SESSION_BYTES_PER_CHAR` (src/runtime/request-chars.ts) bytes per character of its latest request (the
+   * items its memos hold and derive from; `npm run bench -- memory` measures the factor). Past it
+   * the least recently used sessions' lanes are dropped (the session in use stays); a dropped
+   * session's next request rebuilds them from the request and the vault, so nothing of it is
+   * lost: its receipts recover and its sticky renderings come back from the store.
    *
    * @defaultValue unbounded (only `maxSessions` bounds them)
    */
-  readonly maxSessionChars?: number;
+  readonly maxSessionBytes?: number;
   /**
    * Record a content-free metrics row per `reduceRequest` call in the vault (sizes, tokens, savings
    * per stage, component attribution).
@@ -192,10 +193,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     );
   }
   const maxSessions = intOption('createTerminator', 'maxSessions', options.maxSessions, 256, 1);
-  const maxSessionChars =
-    options.maxSessionChars === undefined
+  const maxSessionBytes =
+    options.maxSessionBytes === undefined
       ? Number.POSITIVE_INFINITY
-      : intOption('createTerminator', 'maxSessionChars', options.maxSessionChars, 0, 1);
+      : intOption('createTerminator', 'maxSessionBytes', options.maxSessionBytes, 0, 1);
   const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
   // This Terminator's reductions in flight, which the vault it opens waits for (src/activity.ts).
   const activity = new ReductionActivity();
@@ -238,8 +239,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     records,
     ledger,
     recordMetrics,
-    lanes: new LaneCache(maxSessions, maxSessionChars),
-    maxSessionChars,
+    lanes: new LaneCache(maxSessions, maxSessionBytes),
+    maxSessionBytes,
     recoveryTool: recoveryToolOf(config, store, wired.deps.workingState),
     activity,
   });
@@ -356,8 +357,8 @@ interface FacadeParts {
   readonly ledger: LiveLedger | undefined;
   readonly recordMetrics: boolean;
   readonly lanes: LaneCache;
-  /** Characters of request state the lanes hold over all sessions (`TerminatorOptions.maxSessionChars`). */
-  readonly maxSessionChars: number;
+  /** Estimated bytes of request state the lanes hold over all sessions (`TerminatorOptions.maxSessionBytes`). */
+  readonly maxSessionBytes: number;
   readonly recoveryTool: RecoveryTool;
   /** The reductions in flight, counted per Step through each pipeline (src/activity.ts). */
   readonly activity: ReductionActivity;
@@ -416,9 +417,10 @@ function facade(parts: FacadeParts): Terminator {
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
-    if (parts.maxSessionChars !== Number.POSITIVE_INFINITY) {
+    if (parts.maxSessionBytes !== Number.POSITIVE_INFINITY) {
       const size = lanes.memo('request', laneOf(context), () => new RunningRequestChars());
-      if (size !== undefined) lanes.account('request', laneOf(context), size.measure(request, parts.wired.measures));
+      if (size !== undefined)
+        lanes.account('request', laneOf(context), size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
     }
     if ((parts.recordMetrics || ledger !== undefined) && !closed) records.add(out);
     if (!closed) counts?.written();
@@ -445,6 +447,7 @@ function facade(parts: FacadeParts): Terminator {
         return fallbackPressure(config, counter, request, context);
       }
     },
+    heldState: () => ({ sessions: lanes.sessions, bytes: lanes.bytes }),
     endSession: async (context) => {
       lanes.end(laneOf(context));
       deps.focus.delete(laneOf(context));

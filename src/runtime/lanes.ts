@@ -2,7 +2,7 @@
  * Lanes: one long-lived subscription per (pipeline, session) that every call of that session is
  * pushed through, so the operators' per-subscription state (memos, sticky renderings, the rewrite
  * cache) survives between calls. Kept for the most recently used sessions only, bounded by count
- * and by the characters their state is accounted at (a request lane: its session's latest request,
+ * and by the bytes their state is estimated at (a request lane: from its session's latest request,
  * which its memos hold and derive from); an evicted lane finishes its queued calls, then closes.
  * Nothing of it is needed again: a later call of the session starts a new lane, which rebuilds its
  * memos from the request and the vault.
@@ -18,20 +18,20 @@ export type LaneKind = 'tool_call' | 'tool_result' | 'request';
 
 export class LaneCache {
   readonly #lanes: LRUCache<string, Lane<never>>;
-  /** Accounted characters per lane key (absent: not sized yet, counted as 0). */
-  readonly #chars = new Map<string, number>();
+  /** Accounted bytes per lane key (absent: not sized yet, counted as 0). */
+  readonly #bytes = new Map<string, number>();
   /** State kept beside a lane by its host ({@link LaneCache.memo}), dropped with the lane. */
   readonly #memos = new Map<string, unknown>();
-  readonly #maxChars: number;
+  readonly #maxBytes: number;
   #total = 0;
 
   /**
    * @param max - sessions kept (three lanes each: tool calls, tool results, requests).
-   * @param maxChars - characters of state over all lanes ({@link LaneCache.size}); the least
-   *   recently used lanes go first, the one just sized stays. Default unbounded.
+   * @param maxBytes - estimated bytes of state over all lanes ({@link LaneCache.account}); the
+   *   least recently used lanes go first, the one just sized stays. Default unbounded.
    */
-  constructor(max: number, maxChars = Number.POSITIVE_INFINITY) {
-    this.#maxChars = maxChars;
+  constructor(max: number, maxBytes = Number.POSITIVE_INFINITY) {
+    this.#maxBytes = maxBytes;
     this.#lanes = new LRUCache({
       max: Math.floor(Math.max(1, max) * 3),
       // After the new lane is in: the least recently used one finishes its queued calls, then closes.
@@ -43,8 +43,8 @@ export class LaneCache {
     });
   }
 
-  /** Characters of state accounted over all lanes now (never above the bound but for the newest lane alone). */
-  get chars(): number {
+  /** Bytes of state accounted over all lanes now (never above the bound but for the newest lane alone). */
+  get bytes(): number {
     return this.#total;
   }
 
@@ -53,17 +53,24 @@ export class LaneCache {
     return this.#lanes.size;
   }
 
+  /** Sessions with at least one lane held now. */
+  get sessions(): number {
+    const ids = new Set<string>();
+    for (const key of this.#lanes.keys()) ids.add(key.slice(key.indexOf('\u0000') + 1));
+    return ids.size;
+  }
+
   /**
-   * Account a lane's state at `chars` (it replaces the lane's earlier figure), then drop least
+   * Account a lane's state at `bytes` (it replaces the lane's earlier figure), then drop least
    * recently used lanes until the total is within the bound; this lane stays even alone above it.
    */
-  account(kind: LaneKind, sessionId: string, chars: number): void {
+  account(kind: LaneKind, sessionId: string, bytes: number): void {
     const key = `${kind}\u0000${sessionId}`;
     if (!this.#lanes.has(key)) return;
     this.#forget(key);
-    this.#chars.set(key, chars);
-    this.#total += chars;
-    while (this.#total > this.#maxChars) {
+    this.#bytes.set(key, bytes);
+    this.#total += bytes;
+    while (this.#total > this.#maxBytes) {
       const oldest = this.#lanes.rkeys().next().value;
       if (oldest === undefined || oldest === key) break;
       this.#lanes.delete(oldest);
@@ -83,10 +90,10 @@ export class LaneCache {
   }
 
   #forget(key: string): void {
-    const had = this.#chars.get(key);
+    const had = this.#bytes.get(key);
     if (had === undefined) return;
     this.#total -= had;
-    this.#chars.delete(key);
+    this.#bytes.delete(key);
   }
 
   get<T>(kind: LaneKind, sessionId: string, operator: () => Op<T>): Lane<T> {

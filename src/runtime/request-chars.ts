@@ -1,6 +1,7 @@
 /**
- * The characters a request lane is accounted at (`TerminatorOptions.maxSessionChars`): the sum of
- * its session's latest request's conversation items, from the measures the stages took. A
+ * What a request lane is accounted at (`TerminatorOptions.maxSessionBytes`): the characters of
+ * its session's latest request's conversation items, from the measures the stages took, times
+ * {@link SESSION_BYTES_PER_CHAR}. A
  * session's requests grow by appending, so {@link RunningRequestChars} carries the sum from one
  * request to the next: the items that are the same objects at the same positions as in the
  * previous request keep their running sum (a pointer comparison each), and only the others are
@@ -8,6 +9,16 @@
  */
 import type { ItemMeasures } from '../compile/item-measures.js';
 import type { ProviderRequest } from '../step.js';
+
+/**
+ * Bytes of heap a session's state is estimated at per character of its latest request: its lanes'
+ * operator memos, plans and renderings hold and derive from those items (the parsed strings, the
+ * measures, the plans), several times their characters. Measured by `npm run bench -- memory`
+ * ("per live session ÷ its request history": about 7 for sessions of many small outputs) and by
+ * keeping and dropping the lanes of gateway-shaped sessions of 40 large terminal outputs (about
+ * 10); the larger of the two, so that a bound in bytes is not passed by more than its estimate.
+ */
+export const SESSION_BYTES_PER_CHAR = 10;
 
 const LISTS = ['messages', 'input', 'system'] as const;
 type ListKey = (typeof LISTS)[number];

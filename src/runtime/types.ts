@@ -52,6 +52,11 @@ export interface Terminator extends AsyncDisposable {
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;
   /**
+   * Per-session state held now: the sessions whose lanes are subscribed, and the bytes their state
+   * is estimated at (accounted only under a `maxSessionBytes` bound; 0 without one).
+   */
+  heldState(): { readonly sessions: number; readonly bytes: number };
+  /**
    * The host ended a session: its lanes are dropped and its pins, leases and renderings become
    * releasable (retention frees them when it needs room). A later call with the same session id
    * starts it again. Without this, a session's pins age out after TOKEN_TERMINATOR_SESSION_TTL_SECONDS

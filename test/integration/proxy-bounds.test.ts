@@ -248,6 +248,18 @@ describe('proxy bounds: requests in flight', () => {
 });
 
 describe('proxy bounds: settings', () => {
+  it('holds per-session request state under a sixteenth of its memory bound, estimated in bytes, and shows it in /metrics', async () => {
+    const cap = 512 * 2 ** 20;
+    h = await startHarness(() => chat.text('ok'), { flags: { maxMemoryBytes: cap, workers: 1 } });
+    for (const text of ['first session', 'second session', 'third session'])
+      expect((await ask(h.url, text)).status).toBe(200);
+    expect(await metric(h.url, 'token_terminator_proxy_sessions_held')).toBe(3);
+    // Accounted only under a bound (0 without one): the proxy sets it, in bytes, from its share.
+    const bytes = await metric(h.url, 'token_terminator_proxy_session_state_bytes');
+    expect(bytes).toBeGreaterThan(3 * body('first session').length);
+    expect(bytes).toBeLessThanOrEqual(cap / 16);
+  });
+
   it('has documented defaults, sizes the body memo from the memory bound, and names the flag of a bad value', () => {
     const d = loadProxyConfig({ env: {}, flags: { workers: 1 } });
     expect(d).toMatchObject({

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stepOperator } from '../../src/operator-kit.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { LaneCache } from '../../src/runtime/lanes.js';
+import { SESSION_BYTES_PER_CHAR } from '../../src/runtime/request-chars.js';
 import { createTerminator } from '../../src/runtime/index.js';
 import { advance, createStep } from '../../src/step.js';
 import type { Terminator } from '../../src/runtime/types.js';
@@ -25,17 +26,17 @@ const counting = () =>
   });
 
 describe('LaneCache: the bound on per-session state', () => {
-  it('never accounts more characters than its bound, but for the lane just sized when it alone is larger (property)', () => {
+  it('never accounts more bytes than its bound, but for the lane just sized when it alone is larger (property)', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 5000 }),
         fc.array(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 8000 })), { maxLength: 80 }),
-        (maxChars, calls) => {
-          const lanes = new LaneCache(256, maxChars);
-          for (const [session, chars] of calls) {
+        (maxBytes, calls) => {
+          const lanes = new LaneCache(256, maxBytes);
+          for (const [session, bytes] of calls) {
             lanes.get('request', `s${session}`, counting);
-            lanes.account('request', `s${session}`, chars);
-            expect(lanes.chars <= maxChars || lanes.chars === chars).toBe(true);
+            lanes.account('request', `s${session}`, bytes);
+            expect(lanes.bytes <= maxBytes || lanes.bytes === bytes).toBe(true);
           }
           lanes.closeAll();
         },
@@ -58,7 +59,8 @@ describe('LaneCache: the bound on per-session state', () => {
     lanes.account('request', 'a', 60);
     expect(await run('c', 'x')).toBe('x#1');
     lanes.account('request', 'c', 30); // 60 + 30 + 30 > 100: b (least recent) goes
-    expect(lanes.chars).toBe(90);
+    expect(lanes.bytes).toBe(90);
+    expect(lanes.sessions).toBe(2);
     expect(await run('a', 'z')).toBe('z#3');
     expect(await run('b', 'y')).toBe('y#1'); // a new lane
     lanes.closeAll();
@@ -80,7 +82,7 @@ describe('LaneCache: the bound on per-session state', () => {
   });
 });
 
-describe('createTerminator maxSessionChars', () => {
+describe('createTerminator maxSessionBytes', () => {
   const big = Array.from({ length: 2000 }, (_, i) => `diagnostic line ${i}: state`).join('\n');
   const opening = (s: string) => [
     { role: 'user', content: `inspect ${s}` },
@@ -107,11 +109,11 @@ describe('createTerminator maxSessionChars', () => {
       env: {},
       overrides: { dbPath: join(dir, 'kept.sqlite3'), historyPolicy: 'lazy' },
     });
-    // One character: each other session's request drops every lane but its own, `a`'s included.
+    // One byte: each other session's request drops every lane but its own, `a`'s included.
     await using bounded = await createTerminator({
       env: {},
       overrides: { dbPath: join(dir, 'bounded.sqlite3'), historyPolicy: 'lazy' },
-      maxSessionChars: 1,
+      maxSessionBytes: 1,
     });
     const expected = await run(kept, 5);
     const got = await run(bounded, 5);
@@ -135,8 +137,32 @@ describe('createTerminator maxSessionChars', () => {
   });
 
   it('rejects a bound that is not a positive integer, naming the option', async () => {
-    await expect(createTerminator({ env: {}, overrides: { dbPath: ':memory:' }, maxSessionChars: 0 })).rejects.toThrow(
-      'createTerminator: options.maxSessionChars must be an integer ≥ 1 (got 0)',
+    await expect(createTerminator({ env: {}, overrides: { dbPath: ':memory:' }, maxSessionBytes: 0 })).rejects.toThrow(
+      'createTerminator: options.maxSessionBytes must be an integer ≥ 1 (got 0)',
     );
+  });
+
+  it(`estimates a session at ${SESSION_BYTES_PER_CHAR} bytes per character of its latest request, and binds on that`, async () => {
+    let run = 0;
+    const held = async (maxSessionBytes: number, sessions: readonly string[]) => {
+      await using tt = await createTerminator({
+        env: {},
+        overrides: { dbPath: join(dir, `held-${run++}.sqlite3`), historyPolicy: 'lazy' },
+        maxSessionBytes,
+      });
+      for (const s of sessions) await tt.reduceRequest({ model: 'gpt-4o', messages: opening(s) }, { sessionId: s });
+      return tt.heldState();
+    };
+    const one = await held(2 ** 40, ['a']);
+    const json = JSON.stringify(opening('a')).length;
+    expect(one.sessions).toBe(1);
+    expect(one.bytes % SESSION_BYTES_PER_CHAR).toBe(0);
+    // The characters are those of the items' spaced canonical JSON: a little more than compact JSON.
+    expect(one.bytes / SESSION_BYTES_PER_CHAR).toBeGreaterThanOrEqual(json * 0.95);
+    expect(one.bytes / SESSION_BYTES_PER_CHAR).toBeLessThan(json * 1.2);
+    // Room for one session of that size and not two: the second drops the first; room for three keeps both.
+    expect(await held(Math.floor(one.bytes * 1.5), ['a', 'b'])).toMatchObject({ sessions: 1 });
+    expect(await held(one.bytes * 3, ['a', 'b'])).toMatchObject({ sessions: 2 });
+    expect(await held(one.bytes * 3, [])).toEqual({ sessions: 0, bytes: 0 });
   });
 });

@@ -156,6 +156,7 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     toolCalls: () => identity,
     toolResults: () => identity,
     requests: () => identity,
+    heldState: () => ({ sessions: 0, bytes: 0 }),
     reduceToolCall: (call, context, signal) => Promise.resolve(createStep(call, context, signal)),
     reduceToolResult(result: ToolResult, context, signal): Promise<Step<ToolResult>> {
       calls.push({ kind: 'tool', context, signal });
