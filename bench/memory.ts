@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- memory [--sessions n] [--turns n] [--waves n] [--evict-waves n] [--long-turns n] [--no-snapshot]`:
+ * `npm run bench -- memory [--sessions n] [--turns n] [--waves n] [--evict-waves n] [--gateway-sessions n]
+ * [--long-turns n] [--no-snapshot]`:
  * per-session memory through `createTerminator` (reduceToolResult + reduceRequest, default
  * mode, SQLite vault on a temp file), measured as JS heap after forced GC. Re-runs itself under
  * `--expose-gc` when started without it.
@@ -22,7 +23,10 @@
  * 3. `--evict-waves` (3) waves of sessions nobody ends: the runtime's lane LRU (maxSessions set to
  *    one wave) evicts them, holding 1.5 waves at most. The slope once the LRU is full is the
  *    growth per evicted session.
- * 4. One session of `--long-turns` (1,500) turns: heap at the end vs after warm-up (turn 100).
+ * 4. `--gateway-sessions` (30) sessions shaped like bench proxy-load's (40 large terminal outputs):
+ *    the heap their state holds while live, per character of their last requests, against the
+ *    estimate `maxSessionBytes` sizes sessions by.
+ * 5. One session of `--long-turns` (1,500) turns: heap at the end vs after warm-up (turn 100).
  *
  * The process-wide token-count memo (bounded, reported on its own) is emptied before every
  * measurement so that it does not count as session memory.
@@ -37,6 +41,7 @@ import { writeHeapSnapshot } from 'node:v8';
 import { clearSharedCountMemo, sharedCountMemoStats } from '../src/measure/index.js';
 import { createTerminator, type Terminator } from '../src/runtime/index.js';
 import { SESSION_BYTES_PER_CHAR } from '../src/runtime/request-chars.js';
+import { toolOutput } from './proxy-load.js';
 import type { ProviderRequest } from '../src/step.js';
 
 function flag(argv: readonly string[], name: string, fallback: number): number {
@@ -336,6 +341,60 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
   }
 }
 
+/**
+ * Sessions shaped like the gateway's load (bench proxy-load): 40 turns, each a terminal output of
+ * 6–40 kB reduced at source, then the request sent whole (rebuilt from JSON). The heap their state
+ * holds while live (live − after the host ended them), per character of their last requests.
+ */
+async function gatewaySessionsBench(argv: readonly string[], dir: string): Promise<void> {
+  const count = flag(argv, '--gateway-sessions', 30);
+  if (count <= 0) return;
+  const tt = await createTerminator({ overrides: { dbPath: join(dir, 'gateway.sqlite3') } });
+  try {
+    let chars = 0;
+    for (let s = 0; s < count; s++) {
+      const sessionId = `gw-${s}`;
+      const messages: unknown[] = [
+        { role: 'system', content: `You are coding agent ${sessionId}. Use the terminal.` },
+        { role: 'user', content: 'Make the test suite pass.' },
+      ];
+      for (let t = 0; t < 40; t++) {
+        const callId = `call_${t}`;
+        const args = { command: `pytest -x ${t}` };
+        messages.push({
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: callId, type: 'function', function: { name: 'terminal', arguments: JSON.stringify(args) } },
+          ],
+        });
+        const reduced = await tt.reduceToolResult(
+          { callId, name: 'terminal', args, content: toolOutput(sessionId, t) },
+          { sessionId },
+        );
+        messages.push({ role: 'tool', tool_call_id: callId, content: reduced.value.content });
+        const json = JSON.stringify(messages);
+        if (t === 39) chars += json.length;
+        await tt.reduceRequest({ model: 'gpt-4o', messages: JSON.parse(json) as unknown[] }, { sessionId });
+      }
+    }
+    const live = await heap(tt);
+    await Promise.all(Array.from({ length: count }, (_, s) => tt.endSession({ sessionId: `gw-${s}` })));
+    const ended = await heap(tt);
+    const perChar = (live - ended) / chars;
+    console.log(`
+${count} gateway-shaped sessions (40 terminal outputs of 6–40 kB each, as bench proxy-load sends)`);
+    console.log(
+      `  held while live: ${kb((live - ended) / count)} per session (its last request: ${kb(chars / count)} of JSON)`,
+    );
+    console.log(
+      `  ${perChar <= SESSION_BYTES_PER_CHAR ? 'PASS' : 'FAIL'}  per character of its last request: ${perChar.toFixed(1)} bytes (maxSessionBytes estimates a session at ${SESSION_BYTES_PER_CHAR}; at most that)`,
+    );
+  } finally {
+    await tt.close();
+  }
+}
+
 async function longSessionBench(argv: readonly string[], dir: string): Promise<void> {
   const turns = flag(argv, '--long-turns', 1500);
   if (turns <= 0) return;
@@ -380,6 +439,7 @@ export async function main(argv: string[]): Promise<void> {
       'memory bench: JS heap after forced GC (process.memoryUsage().heapUsed); machine load makes timings, not sizes, noisy',
     );
     await sessionsBench(argv, dir);
+    await gatewaySessionsBench(argv, dir);
     await longSessionBench(argv, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -94,7 +94,7 @@ function parseArgs(argv: readonly string[]): Options {
 }
 
 /** A terminal output of a test run: `lines` lines, a few failures, different for every (session, turn). */
-function toolOutput(session: string, turn: number): string {
+export function toolOutput(session: string, turn: number): string {
   const lines = 150 + ((turn * 37 + session.length * 11) % 850);
   const out: string[] = [];
   for (let i = 0; i < lines; i++)

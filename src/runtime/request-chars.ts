@@ -13,12 +13,12 @@ import type { ProviderRequest } from '../step.js';
 /**
  * Bytes of heap a session's state is estimated at per character of its latest request: its lanes'
  * operator memos, plans and renderings hold and derive from those items (the parsed strings, the
- * measures, the plans), several times their characters. Measured by `npm run bench -- memory`
- * ("per live session ÷ its request history": about 7 for sessions of many small outputs) and by
- * keeping and dropping the lanes of gateway-shaped sessions of 40 large terminal outputs (about
- * 10); the larger of the two, so that a bound in bytes is not passed by more than its estimate.
+ * measures, the plans), several times their characters. Measured by `npm run bench -- memory`,
+ * which prints both against this figure: 7–9 for sessions of many small outputs (more for shorter
+ * histories), 12 for gateway-shaped sessions of 40 large terminal outputs; the larger, so that a
+ * bound in bytes is not passed by more than its estimate.
  */
-export const SESSION_BYTES_PER_CHAR = 10;
+export const SESSION_BYTES_PER_CHAR = 12;
 
 const LISTS = ['messages', 'input', 'system'] as const;
 type ListKey = (typeof LISTS)[number];
