@@ -25,8 +25,8 @@
  * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s, against
  *   the cap: `--max-memory-bytes` as the CLI resolves it for that worker count, which is the whole
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
- *   samples of the last 20 s are all less than 5 % above the one taken 20 s before the end (runs of
- *   at least 30 s; shorter ones print n/a).
+ *   least-squares trend of the last 30 s of samples grows them by less than 5 % over 20 s (a trend:
+ *   one sample swings ±5 % with the garbage collections; runs of at least 40 s, shorter print n/a).
  * Each client first sends two untimed requests (a warm-up: each worker loads its modules and
  * tokenizer tables once). The proxy starts in a session of its own (`detached`), as a gateway
  * started apart from its clients is (Linux's autogroup shares the CPU between sessions).
@@ -55,7 +55,12 @@ import { CHAT_ANSWER, printTable } from './_support.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const KEY = 'Bearer sk-proxy-load';
 const SAMPLE_MS = 5000;
-/** "Levels off": the last LEVEL_WINDOW_S of samples stay under LEVEL_GROWTH × the sample that far back. */
+/**
+ * "Levels off": the trend of the last LEVEL_TREND_S of samples (least squares), carried over
+ * LEVEL_WINDOW_S, grows them by less than LEVEL_GROWTH. A trend, not single samples: a worker's RSS
+ * swings by ±5 % from one sample to the next with its garbage collections.
+ */
+const LEVEL_TREND_S = 30;
 const LEVEL_WINDOW_S = 20;
 const LEVEL_GROWTH = 1.05;
 const TARGET_RATIO = 1.4;
@@ -354,10 +359,22 @@ interface RunResult {
 
 /** Whether `rss` (samples every 5 s) levels off under `cap` (see the module comment); undefined for short runs. */
 function levelsOff(rss: readonly number[], cap: number, seconds: number): boolean | undefined {
-  if (seconds < LEVEL_WINDOW_S + 10) return undefined;
-  const back = LEVEL_WINDOW_S / (SAMPLE_MS / 1000);
-  const base = rss[rss.length - 1 - back]!;
-  return Math.max(...rss) < cap && rss.slice(-back).every((r) => r < LEVEL_GROWTH * base);
+  if (seconds < LEVEL_TREND_S + 10) return undefined;
+  return Math.max(...rss) < cap && trend(rss) < LEVEL_GROWTH - 1;
+}
+
+/** Growth over LEVEL_WINDOW_S at the least-squares slope of the last LEVEL_TREND_S of samples, as a share of their mean. */
+function trend(rss: readonly number[]): number {
+  const ys = rss.slice(-(LEVEL_TREND_S / (SAMPLE_MS / 1000) + 1));
+  const mx = (ys.length - 1) / 2;
+  const my = ys.reduce((n, y) => n + y, 0) / ys.length;
+  let sxy = 0;
+  let sxx = 0;
+  ys.forEach((y, x) => {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+  });
+  return ((sxy / sxx) * (LEVEL_WINDOW_S / (SAMPLE_MS / 1000))) / my;
 }
 
 /** Every receipt the upstream saw, recovered in the session and tenant it was delivered to: [checked, lost]. */
@@ -558,6 +575,6 @@ export async function main(argv: string[]): Promise<void> {
   console.log(`${verdict(lost === 0 && checked > 0)}  receipts lost: ${lost} of ${checked} (target 0)`);
   for (const r of results)
     console.log(
-      `${verdict(levelsOff(r.rss, r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.rss))} MiB; the last ${LEVEL_WINDOW_S} s within +${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
+      `${verdict(levelsOff(r.rss, r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.rss))} MiB; the trend of the last ${LEVEL_TREND_S} s: ${(trend(r.rss) * 100).toFixed(1)} % per ${LEVEL_WINDOW_S} s, target under ${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
     );
 }
