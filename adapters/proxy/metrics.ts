@@ -144,21 +144,29 @@ export function createProxyMetrics(
       help: 'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound.',
       registers: [registry],
     }),
-    sessionsHeld: new Gauge({
-      name: `${p}sessions_held`,
-      help: "Sessions whose request state (the Terminator's lanes) this process holds now.",
-      registers: [registry],
-      collect() {
-        this.set(held().sessions);
-      },
-    }),
-    sessionStateBytes: new Gauge({
-      name: `${p}session_state_bytes`,
-      help: "Bytes the held sessions' request state is estimated at, against its bound (a sixteenth of the memory bound).",
-      registers: [registry],
-      collect() {
-        this.set(held().bytes);
-      },
-    }),
+    sessionsHeld: heldGauge(
+      registry,
+      `${p}sessions_held`,
+      "Sessions whose request state (the Terminator's lanes) this process holds now.",
+      () => held().sessions,
+    ),
+    sessionStateBytes: heldGauge(
+      registry,
+      `${p}session_state_bytes`,
+      "Bytes the held sessions' request state is estimated at, against its bound (a sixteenth of the memory bound).",
+      () => held().bytes,
+    ),
   };
+}
+
+/** A gauge read at each scrape. */
+function heldGauge(registry: Registry, name: string, help: string, read: () => number): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
 }
