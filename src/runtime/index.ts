@@ -381,6 +381,14 @@ function pipelinesOf(
 }
 
 /** The Terminator over its parts: the operators, the Promise facades on their lanes, and closing. */
+/** Account a session's request lane at its latest request's estimated bytes (under a `maxSessionBytes` bound only). */
+function accountRequestLane(parts: FacadeParts, key: string, request: ProviderRequest): void {
+  if (parts.maxSessionBytes === Number.POSITIVE_INFINITY) return;
+  const size = parts.lanes.memo('request', key, () => new RunningRequestChars());
+  if (size !== undefined)
+    parts.lanes.account('request', key, size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
+}
+
 function facade(parts: FacadeParts): Terminator {
   const { config, counter, meter, records, ledger, lanes, recoveryTool } = parts;
   const { vault, failure } = parts.store;
@@ -417,11 +425,7 @@ function facade(parts: FacadeParts): Terminator {
     const out = await lanes
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
-    if (parts.maxSessionBytes !== Number.POSITIVE_INFINITY) {
-      const size = lanes.memo('request', laneOf(context), () => new RunningRequestChars());
-      if (size !== undefined)
-        lanes.account('request', laneOf(context), size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
-    }
+    accountRequestLane(parts, laneOf(context), request);
     if ((parts.recordMetrics || ledger !== undefined) && !closed) records.add(out);
     if (!closed) counts?.written();
     return out;
