@@ -22,6 +22,8 @@
  *   processes used (CPU time over the window): answers = cores used / CPU per answer;
  * - every receipt the upstream saw, recovered afterwards through the recovery tool in the session
  *   and tenant it was delivered to, paged to the end, its content hashing to its id (lost = not so);
+ * - the proxy's CPU per answer over each 20 s of the window (whether serving costs more as the
+ *   process ages);
  * - RSS of the proxy's processes (primary, workers and their children), summed, every 5 s, against
  *   the cap: `--max-memory-bytes` as the CLI resolves it for that worker count, which is the whole
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
@@ -348,6 +350,8 @@ interface RunResult {
   readonly errors: number;
   readonly latencies: number[];
   readonly rss: number[];
+  /** The proxy's CPU (ms) and the answers so far at each RSS sample. */
+  readonly progress: { cpu: number; answers: number }[];
   readonly primaryRss: number;
   readonly proxyCpuMs: number;
   readonly primaryCpuMs: number;
@@ -361,6 +365,17 @@ interface RunResult {
 function levelsOff(rss: readonly number[], cap: number, seconds: number): boolean | undefined {
   if (seconds < LEVEL_TREND_S + 10) return undefined;
   return Math.max(...rss) < cap && trend(rss) < LEVEL_GROWTH - 1;
+}
+
+/** The proxy's CPU per answer (ms) over each LEVEL_WINDOW_S of the window (does serving cost more as the process ages?). */
+function perWindow(progress: readonly { cpu: number; answers: number }[]): string[] {
+  const step = LEVEL_WINDOW_S / (SAMPLE_MS / 1000);
+  const out: string[] = [];
+  for (let i = step; i < progress.length; i += step) {
+    const [a, b] = [progress[i - step]!, progress[i]!];
+    out.push(((b.cpu - a.cpu) / Math.max(1, b.answers - a.answers)).toFixed(1));
+  }
+  return out;
 }
 
 /** Growth over LEVEL_WINDOW_S at the least-squares slope of the last LEVEL_TREND_S of samples, as a share of their mean. */
@@ -451,7 +466,11 @@ async function run(
   );
   const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
   const rss: number[] = [treeRss(pid)];
-  const sampler = setInterval(() => rss.push(treeRss(pid)), SAMPLE_MS);
+  const progress = [{ cpu: cpu0.proxy, answers: 0 }];
+  const sampler = setInterval(() => {
+    rss.push(treeRss(pid));
+    progress.push({ cpu: treeCpu(pid), answers });
+  }, SAMPLE_MS);
   const end = performance.now() + o.seconds * 1000;
   await Promise.all(
     agents.map(async (agent, i) => {
@@ -473,6 +492,7 @@ async function run(
   );
   clearInterval(sampler);
   rss.push(treeRss(pid));
+  progress.push({ cpu: treeCpu(pid), answers });
   const proxyCpuMs = treeCpu(pid) - cpu0.proxy;
   const primaryCpuMs = cpuOf(pid) - cpu0.primary;
   const loadCpuMs = ownCpu() - cpu0.load;
@@ -483,7 +503,18 @@ async function run(
   await exit;
   const [checked, lost] = await verifyReceipts(dir, db, agents, receipts);
   rmSync(dir, { recursive: true, force: true });
-  const result = { workers, answers, errors, latencies, rss, primaryRss, proxyCpuMs, primaryCpuMs, loadCpuMs };
+  const result = {
+    workers,
+    answers,
+    errors,
+    latencies,
+    rss,
+    progress,
+    primaryRss,
+    proxyCpuMs,
+    primaryCpuMs,
+    loadCpuMs,
+  };
   return { ...result, receipts: checked, lost, cap };
 }
 
@@ -502,7 +533,8 @@ export async function main(argv: string[]): Promise<void> {
     results.push(r);
     console.log(
       `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.rss.map(mb).join(' ')}` +
-        `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all`,
+        `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all` +
+        `; the proxy's CPU ms per answer every ${LEVEL_WINDOW_S} s: ${perWindow(r.progress).join(' ')}`,
     );
   }
   upstream.close();

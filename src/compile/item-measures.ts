@@ -196,8 +196,14 @@ const TEXT_CHARS_KEPT = 8_000_000;
  * new items), in pieces in all (about 8 bytes each): see src/measure/pieces.ts.
  */
 const RECORD_PIECES_KEPT = 1_000_000;
-/** Characters of noted strings kept until an item carrying them is counted (a few requests' new outputs). */
-const NOTED_CHARS_KEPT = 2_000_000;
+/**
+ * Characters of noted strings kept until an item carrying them is counted. The item is often
+ * counted late: the gateway measures answered requests after the answer, up to its accounting
+ * backlog (128 requests) behind, each with a new output of up to tens of kB. At 2,000,000 (about
+ * 90 outputs of 23 kB) four in five notes were dropped before their item was counted under bench
+ * proxy-load's load, and those outputs were tokenized whole a second time.
+ */
+const NOTED_CHARS_KEPT = 8_000_000;
 /** Shorter strings are not noted: encoding them again costs less than looking for them. */
 export const NOTED_FROM = 1024;
 /** How deep an item is searched for a noted string (an Anthropic tool_result text block sits four levels down). */

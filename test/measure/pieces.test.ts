@@ -404,4 +404,28 @@ describe('a long string counted on its own counts the item that carries it (note
       dispose();
     }
   });
+
+  it("keeps a note while a gateway's accounting is its backlog behind: 128 outputs of 40,000 characters noted after it", () => {
+    const { spy, calls, dispose } = spyCounter();
+    try {
+      const measures = createItemMeasures({ counter: spy, recordPieces: true });
+      const line = (n: number, i: number) => `tests/test_${n}_${i}.py::test_case PASSED [${i % 100}%]`;
+      const output = (n: number) =>
+        Array.from({ length: 1000 }, (_, i) => line(n, i))
+          .join('\n')
+          .slice(0, 40_000);
+      const first = output(0);
+      const { record } = spy.pieces.countRecorded(first);
+      measures.notePieces(first, record!);
+      // The outputs of the requests answered meanwhile (their records are not read here).
+      for (let n = 1; n <= 128; n++) measures.notePieces(output(n), record!);
+      calls.recorded.length = 0;
+      const value = { role: 'tool', tool_call_id: 'call_0', content: first };
+      measures.compactTokens(value);
+      expect(calls.recorded).toEqual([]);
+      expect(calls.derived).toEqual([canonicalJson(value, { compact: true })]);
+    } finally {
+      dispose();
+    }
+  });
 });
