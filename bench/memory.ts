@@ -76,6 +76,47 @@ function output(session: number, t: number): string {
   ).join('\n');
 }
 
+/** What a simulated session says and runs: its opening, and each turn's call and tool output. */
+interface Shape {
+  readonly prefix: string;
+  opening(index: number, id: string): Record<string, unknown>[];
+  turn(
+    index: number,
+    id: string,
+    t: number,
+  ): { say: string | null; name: string; args: Record<string, unknown>; output: string };
+}
+
+/** Many small file reads, now and then a large one. */
+const FILE_READS: Shape = {
+  prefix: 'mem',
+  opening: (index) => [
+    { role: 'system', content: 'You are a careful coding agent. Use the tools; keep answers short.' },
+    { role: 'user', content: `Task ${index}: make the failing build pass and explain the cause.` },
+  ],
+  turn: (index, _id, t) => ({
+    say: `Turn ${t}: reading the module.`,
+    name: 'read_file',
+    args: { path: `src/pkg_${index % 17}/mod_${t % 11}.ts` },
+    output: output(index, t),
+  }),
+};
+
+/** What bench proxy-load's clients send: a terminal output of 6–40 kB (a test run) every turn. */
+const TEST_RUNS: Shape = {
+  prefix: 'gw',
+  opening: (_index, id) => [
+    { role: 'system', content: `You are coding agent ${id}. Use the terminal.` },
+    { role: 'user', content: 'Make the test suite pass.' },
+  ],
+  turn: (_index, id, t) => ({
+    say: null,
+    name: 'terminal',
+    args: { command: `pytest -x ${t}` },
+    output: toolOutput(id, t),
+  }),
+};
+
 /** One simulated agent session: its transcript, and one step (tool result + request) per turn. */
 class Session {
   readonly id: string;
@@ -84,27 +125,24 @@ class Session {
   /** Characters of the latest request's messages as JSON. */
   historyChars = 0;
 
-  constructor(readonly index: number) {
-    this.id = `mem-${index}`;
-    this.#messages = [
-      { role: 'system', content: 'You are a careful coding agent. Use the tools; keep answers short.' },
-      { role: 'user', content: `Task ${index}: make the failing build pass and explain the cause.` },
-    ];
+  constructor(
+    readonly index: number,
+    readonly shape: Shape = FILE_READS,
+  ) {
+    this.id = `${shape.prefix}-${index}`;
+    this.#messages = shape.opening(index, this.id);
   }
 
   async step(tt: Terminator): Promise<void> {
     const t = this.#turn++;
     const callId = `call_${this.index}_${t}`;
-    const args = { path: `src/pkg_${this.index % 17}/mod_${t % 11}.ts` };
+    const { say, name, args, output } = this.shape.turn(this.index, this.id, t);
     this.#messages.push({
       role: 'assistant',
-      content: `Turn ${t}: reading the module.`,
-      tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: JSON.stringify(args) } }],
+      content: say,
+      tool_calls: [{ id: callId, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
     });
-    const reduced = await tt.reduceToolResult(
-      { callId, name: 'read_file', args, content: output(this.index, t) },
-      { sessionId: this.id },
-    );
+    const reduced = await tt.reduceToolResult({ callId, name, args, content: output }, { sessionId: this.id });
     this.#messages.push({ role: 'tool', tool_call_id: callId, content: reduced.value.content });
     const json = JSON.stringify(this.#messages);
     this.historyChars = json.length;
@@ -123,8 +161,14 @@ interface Wave {
  * One wave of `count` concurrent sessions, `turns` steps each. The host's transcripts are dropped
  * when it returns, so a heap measured after it counts only what the Terminator keeps.
  */
-async function runWave(tt: Terminator, first: number, count: number, turns: number): Promise<Wave> {
-  const sessions = Array.from({ length: count }, (_, i) => new Session(first + i));
+async function runWave(
+  tt: Terminator,
+  first: number,
+  count: number,
+  turns: number,
+  shape: Shape = FILE_READS,
+): Promise<Wave> {
+  const sessions = Array.from({ length: count }, (_, i) => new Session(first + i, shape));
   for (let t = 0; t < turns; t++) await Promise.all(sessions.map((s) => s.step(tt)));
   return { ids: sessions.map((s) => s.id), historyChars: sessions.reduce((n, s) => n + s.historyChars, 0) / count };
 }
@@ -351,41 +395,14 @@ async function gatewaySessionsBench(argv: readonly string[], dir: string): Promi
   if (count <= 0) return;
   const tt = await createTerminator({ overrides: { dbPath: join(dir, 'gateway.sqlite3') } });
   try {
-    let chars = 0;
-    for (let s = 0; s < count; s++) {
-      const sessionId = `gw-${s}`;
-      const messages: unknown[] = [
-        { role: 'system', content: `You are coding agent ${sessionId}. Use the terminal.` },
-        { role: 'user', content: 'Make the test suite pass.' },
-      ];
-      for (let t = 0; t < 40; t++) {
-        const callId = `call_${t}`;
-        const args = { command: `pytest -x ${t}` };
-        messages.push({
-          role: 'assistant',
-          content: null,
-          tool_calls: [
-            { id: callId, type: 'function', function: { name: 'terminal', arguments: JSON.stringify(args) } },
-          ],
-        });
-        const reduced = await tt.reduceToolResult(
-          { callId, name: 'terminal', args, content: toolOutput(sessionId, t) },
-          { sessionId },
-        );
-        messages.push({ role: 'tool', tool_call_id: callId, content: reduced.value.content });
-        const json = JSON.stringify(messages);
-        if (t === 39) chars += json.length;
-        await tt.reduceRequest({ model: 'gpt-4o', messages: JSON.parse(json) as unknown[] }, { sessionId });
-      }
-    }
+    const wave = await runWave(tt, 0, count, 40, TEST_RUNS);
     const live = await heap(tt);
-    await Promise.all(Array.from({ length: count }, (_, s) => tt.endSession({ sessionId: `gw-${s}` })));
-    const ended = await heap(tt);
-    const perChar = (live - ended) / chars;
-    console.log(`
-${count} gateway-shaped sessions (40 terminal outputs of 6–40 kB each, as bench proxy-load sends)`);
+    await endAll(tt, wave);
+    const perSession = (live - (await heap(tt))) / count;
+    const perChar = perSession / wave.historyChars;
+    console.log(`\n${count} gateway-shaped sessions (40 terminal outputs of 6–40 kB each, as bench proxy-load sends)`);
     console.log(
-      `  held while live: ${kb((live - ended) / count)} per session (its last request: ${kb(chars / count)} of JSON)`,
+      `  held while live: ${kb(perSession)} per session (its last request: ${kb(wave.historyChars)} of JSON)`,
     );
     console.log(
       `  ${perChar <= SESSION_BYTES_PER_CHAR ? 'PASS' : 'FAIL'}  per character of its last request: ${perChar.toFixed(1)} bytes (maxSessionBytes estimates a session at ${SESSION_BYTES_PER_CHAR}; at most that)`,
