@@ -117,11 +117,12 @@ export interface TerminatorOptions {
   readonly maxSessions?: number;
   /**
    * Bytes of per-session request state the lanes hold over all sessions. A session's state is
-   * estimated at `SESSION_BYTES_PER_CHAR` (src/runtime/request-chars.ts) bytes per character of its latest request (the
-   * items its memos hold and derive from; `npm run bench -- memory` measures the factor). Past it
-   * the least recently used sessions' lanes are dropped (the session in use stays); a dropped
-   * session's next request rebuilds them from the request and the vault, so nothing of it is
-   * lost: its receipts recover and its sticky renderings come back from the store.
+   * estimated at `SESSION_BYTES_PER_CHAR` (src/runtime/request-chars.ts) bytes per character of
+   * its latest request (the items its memos hold and derive from; `npm run bench -- memory`
+   * measures the factor). Past it the least recently used sessions' lanes are dropped (the session
+   * in use stays); a dropped session's next request rebuilds them from the request and the vault,
+   * so nothing of it is lost: its receipts recover and its sticky renderings come back from the
+   * store.
    *
    * @defaultValue unbounded (only `maxSessions` bounds them)
    */
@@ -380,7 +381,6 @@ function pipelinesOf(
   };
 }
 
-/** The Terminator over its parts: the operators, the Promise facades on their lanes, and closing. */
 /** Account a session's request lane at its latest request's estimated bytes (under a `maxSessionBytes` bound only). */
 function accountRequestLane(parts: FacadeParts, key: string, request: ProviderRequest): void {
   if (parts.maxSessionBytes === Number.POSITIVE_INFINITY) return;
@@ -389,6 +389,7 @@ function accountRequestLane(parts: FacadeParts, key: string, request: ProviderRe
     parts.lanes.account('request', key, size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
 }
 
+/** The Terminator over its parts: the operators, the Promise facades on their lanes, and closing. */
 function facade(parts: FacadeParts): Terminator {
   const { config, counter, meter, records, ledger, lanes, recoveryTool } = parts;
   const { vault, failure } = parts.store;
