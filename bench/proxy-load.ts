@@ -63,6 +63,8 @@ const SAMPLE_MS = 5000;
  * swings by ±5 % from one sample to the next with its garbage collections.
  */
 const LEVEL_TREND_S = 30;
+/** Samples taken over `seconds`. */
+const samplesIn = (seconds: number): number => seconds / (SAMPLE_MS / 1000);
 const LEVEL_WINDOW_S = 20;
 const LEVEL_GROWTH = 1.05;
 const TARGET_RATIO = 1.4;
@@ -369,7 +371,7 @@ function levelsOff(rss: readonly number[], cap: number, seconds: number): boolea
 
 /** The proxy's CPU per answer (ms) over each LEVEL_WINDOW_S of the window (does serving cost more as the process ages?). */
 function perWindow(progress: readonly { cpu: number; answers: number }[]): string[] {
-  const step = LEVEL_WINDOW_S / (SAMPLE_MS / 1000);
+  const step = samplesIn(LEVEL_WINDOW_S);
   const out: string[] = [];
   for (let i = step; i < progress.length; i += step) {
     const [a, b] = [progress[i - step]!, progress[i]!];
@@ -380,7 +382,7 @@ function perWindow(progress: readonly { cpu: number; answers: number }[]): strin
 
 /** Growth over LEVEL_WINDOW_S at the least-squares slope of the last LEVEL_TREND_S of samples, as a share of their mean. */
 function trend(rss: readonly number[]): number {
-  const ys = rss.slice(-(LEVEL_TREND_S / (SAMPLE_MS / 1000) + 1));
+  const ys = rss.slice(-(samplesIn(LEVEL_TREND_S) + 1));
   const mx = (ys.length - 1) / 2;
   const my = ys.reduce((n, y) => n + y, 0) / ys.length;
   let sxy = 0;
@@ -389,7 +391,7 @@ function trend(rss: readonly number[]): number {
     sxy += (x - mx) * (y - my);
     sxx += (x - mx) ** 2;
   });
-  return ((sxy / sxx) * (LEVEL_WINDOW_S / (SAMPLE_MS / 1000))) / my;
+  return ((sxy / sxx) * samplesIn(LEVEL_WINDOW_S)) / my;
 }
 
 /** Every receipt the upstream saw, recovered in the session and tenant it was delivered to: [checked, lost]. */
