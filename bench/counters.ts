@@ -8,7 +8,8 @@
  * - Speed: MB/s (UTF-8) per counter on one sample of those strings (`--speed-mb`, 1.5 MB, drawn
  *   with a fixed seed), the median of `--reps` (5) interleaved repetitions, against tiktoken's
  *   WASM measured in the same run. The JS engine is reloaded before each repetition,
- *   so its merge cache starts empty every time (first-sight cost).
+ *   so its merge cache starts empty every time (first-sight cost); the "merge cache full" rows
+ *   first count twice their cache's size of distinct words, as a long-lived process has.
  * - Identity: the JS engine against tiktoken on every corpus string (whole strings, and through
  *   the long-run guard) and on `--cases` (2,000) generated texts per encoding from the property
  *   test's arbitrary; prints the number compared and the mismatches.
@@ -31,9 +32,13 @@ import {
   TIKTOKEN_ENCODINGS,
   type TiktokenEncodingName,
 } from '../src/measure/index.js';
+import { JS_MERGE_CACHE_ENTRIES } from '../src/measure/encoders.js';
+import { prng } from '../src/prng.js';
 import { longRun, tokenizerText } from '../test/measure/tokenizer-text.js';
 
 const require = createRequire(import.meta.url);
+/** gpt-tokenizer 4.0.0's merge cache as shipped (its DEFAULT_MERGE_CACHE_SIZE). */
+const SHIPPED_MERGE_CACHE_ENTRIES = 100_000;
 const here = dirname(fileURLToPath(import.meta.url));
 const CORPUS = join(here, '..', '..', 'shared', 'corpus', 'sessions-a.jsonl');
 
@@ -63,25 +68,52 @@ interface Contender {
   readonly make: () => { count: (s: string) => number; done: () => void };
 }
 
+/**
+ * `n` distinct words of seven letters (most several tokens), seeded: counted before the timed
+ * run, they fill a merge cache, so the run meets a full cache as a long-lived process does.
+ */
+function fillerText(n: number): string {
+  const random = prng(7);
+  const words: string[] = [];
+  for (let i = 0; i < n; i++) {
+    let w = ' ';
+    for (let k = 0; k < 7; k++) w += String.fromCharCode(97 + Math.floor(random() * 26));
+    words.push(w);
+  }
+  return words.join('');
+}
+
 function contenders(encoding: TiktokenEncodingName): Contender[] {
-  const lease = (engine: 'js' | 'wasm') => (): { count: (s: string) => number; done: () => void } => {
-    const l = acquireEncoder(encoding, engine);
-    return { count: (s) => countGuarded(s, l.count), done: () => l.release() };
-  };
+  const lease =
+    (engine: 'js' | 'wasm', filler = '') =>
+    (): { count: (s: string) => number; done: () => void } => {
+      const l = acquireEncoder(encoding, engine);
+      if (filler !== '') countGuarded(filler, l.count);
+      return { count: (s) => countGuarded(s, l.count), done: () => l.release() };
+    };
+  const shipped =
+    (filler = '') =>
+    (): { count: (s: string) => number; done: () => void } => {
+      const mod = require(`gpt-tokenizer/cjs/encoding/${encoding}`) as {
+        countTokens: (s: string, o: object) => number;
+        clearMergeCache: () => void;
+      };
+      mod.clearMergeCache();
+      const opts = { disallowedSpecial: new Set<string>() };
+      if (filler !== '') countGuarded(filler, (p) => mod.countTokens(p, opts));
+      return { count: (s) => countGuarded(s, (p) => mod.countTokens(p, opts)), done: () => mod.clearMergeCache() };
+    };
   const list: Contender[] = [
     { label: 'tiktoken 1.0.22 WASM encode_ordinary (baseline)', make: lease('wasm') },
     { label: 'ours: gpt-tokenizer 4.0.0 core, fixed (engine js)', make: lease('js') },
     {
-      label: 'gpt-tokenizer 4.0.0 countTokens as shipped',
-      make: () => {
-        const mod = require(`gpt-tokenizer/cjs/encoding/${encoding}`) as {
-          countTokens: (s: string, o: object) => number;
-          clearMergeCache: () => void;
-        };
-        mod.clearMergeCache();
-        const opts = { disallowedSpecial: new Set<string>() };
-        return { count: (s) => countGuarded(s, (p) => mod.countTokens(p, opts)), done: () => mod.clearMergeCache() };
-      },
+      label: 'ours (engine js), merge cache full',
+      make: lease('js', fillerText(2 * JS_MERGE_CACHE_ENTRIES)),
+    },
+    { label: 'gpt-tokenizer 4.0.0 countTokens as shipped', make: shipped() },
+    {
+      label: 'gpt-tokenizer as shipped, merge cache full',
+      make: shipped(fillerText(2 * SHIPPED_MERGE_CACHE_ENTRIES)),
     },
     {
       label: 'js-tiktoken 1.0.21 encode(s, [], [])',

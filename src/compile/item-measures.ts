@@ -286,7 +286,7 @@ const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ','
 /** The caches of one memo, made anew by {@link ItemMeasures.clear}. */
 interface MeasureCaches {
   byRef: WeakMemo<object, Measures>;
-  byHash: Map<string, Measures>;
+  byHash: LRUCache<string, Measures>;
   primitives: LRUCache<string, Measures>;
   texts: LRUCache<Measures, Texts>;
   // The pieces of an entry's compact JSON, as counted for the stages: each spaced segment telemetry
@@ -311,10 +311,10 @@ interface MeasureState extends MeasureCaches {
   readonly trackAbove: number | undefined;
 }
 
-function freshCaches(): MeasureCaches {
+function freshCaches(maxEntries: number): MeasureCaches {
   return {
     byRef: new WeakMemo<object, Measures>(),
-    byHash: new Map<string, Measures>(),
+    byHash: new LRUCache<string, Measures>({ max: maxEntries }),
     primitives: new LRUCache<string, Measures>({ max: 1024 }),
     texts: new LRUCache<Measures, Texts>({
       max: TEXTS_KEPT,
@@ -353,19 +353,13 @@ function make(s: MeasureState, value: unknown): Measures {
   // The identity hashes what the ledger has not: a rebuilt copy of an item is a lookup of its
   // long strings and one SHA-256 of the short rest, and is not serialized.
   const hash = createHash('sha256').update(canonicalJsonNamed(value, s.named), 'utf8').digest('base64');
-  let m = s.byHash.get(hash);
-  if (m !== undefined) {
-    // Refresh: the least recently used content goes first.
-    s.byHash.delete(hash);
-    s.byHash.set(hash, m);
-    return m;
-  }
+  let m = s.byHash.get(hash); // refreshed: the least recently used content goes first
+  if (m !== undefined) return m;
   const compact = canonicalJson(value, { compact: true });
   const spaced = spacedFromCompact(compact);
   m = new Measures(codePoints(spaced), hash);
   keep(s, m, compact, spaced);
   s.byHash.set(hash, m);
-  if (s.byHash.size > s.maxEntries) s.byHash.delete(s.byHash.keys().next().value as string);
   return m;
 }
 
@@ -493,7 +487,7 @@ function segmentTokensOf(s: MeasureState, value: unknown, segment: Segment): num
 }
 
 function absorbCounts(s: MeasureState, hash: string, stored: StoredCounts): void {
-  const m = s.byHash.get(hash);
+  const m = s.byHash.peek(hash);
   if (m === undefined) return;
   for (const field of STORED_COUNT_FIELDS) {
     const n = stored[field];
@@ -526,10 +520,11 @@ function takeCountedRows(s: MeasureState): CountRow[] {
 export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasures {
   const counter = options.counter;
   const digests = options.digests ?? createDigests();
+  const maxEntries = intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1);
   const s: MeasureState = {
     counter,
     byContent: options.byContent !== false,
-    maxEntries: intOption('createItemMeasures', 'maxEntries', options.maxEntries, 20_000, 1),
+    maxEntries,
     digests,
     named: (text) => (text.length >= NAMED_FROM ? digests.of(text) : undefined),
     recognitions: options.recognitions,
@@ -538,7 +533,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       options.trackCounted === undefined
         ? undefined
         : intOption('createItemMeasures', 'trackCounted', options.trackCounted, 0, 0),
-    ...freshCaches(),
+    ...freshCaches(maxEntries),
   };
   return {
     counter,
@@ -558,7 +553,7 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
       return s.byHash.size;
     },
     clear() {
-      Object.assign(s, freshCaches());
+      Object.assign(s, freshCaches(s.maxEntries));
       s.digests.clear();
     },
   };

@@ -16,6 +16,7 @@
  * acquire, never at import: importing tiktoken alone instantiates its WASM (~14 MiB).
  */
 import { createRequire } from 'node:module';
+import { LRUCache } from 'lru-cache';
 import type { Tiktoken } from 'tiktoken';
 import { pieceCounting, type PieceCounting } from './pieces.js';
 import { ConfigError } from '../errors.js';
@@ -174,8 +175,6 @@ interface BytePairCore {
   getBpeRankFromString(piece: string): number | undefined;
   /** The tokens of one piece (what countNative adds for a piece that is not one token). */
   bytePairEncode(piece: string): readonly number[];
-  setMergeCacheSize(size: number): void;
-  clearMergeCache(): void;
   /** Rank of a byte sequence (a TypeScript-private method, replaced per instance below). */
   getBpeRankFromBytes(key: Uint8Array): number | undefined;
 }
@@ -187,8 +186,12 @@ type BytePairCoreConstructor = new (config: {
 }) => BytePairCore;
 
 /**
- * Pieces whose merges the JS core remembers (LRU). Its default, 100,000, holds tens of MB;
- * most of the speed comes from the few thousand most frequent pieces (bench/counters.ts).
+ * Pieces whose merges the JS engine remembers (LRU). The core's default, 100,000, holds tens of MB;
+ * most of the speed comes from the few thousand most frequent pieces (bench/counters.ts). The
+ * engine keeps them in its own LRU, not in the core's: the core refreshes a piece by deleting and
+ * re-adding it in a Map and evicts the Map's first key, and a Map's first key is found by walking
+ * past every deleted entry, so once full each new piece cost tens of microseconds (a gateway's CPU
+ * per answer rose by half after two minutes; `bench/counters.ts` "full cache" row).
  */
 export const JS_MERGE_CACHE_ENTRIES = 20_000;
 
@@ -326,9 +329,10 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
   let core: BytePairCore | undefined = new BytePairEncodingCore({
     bytePairRankDecoder: ranks,
     tokenSplitRegex: new RegExp(SPLIT_PATTERNS[encoding], SPLIT_FLAGS),
-    mergeCacheSize: JS_MERGE_CACHE_ENTRIES,
+    mergeCacheSize: 0,
   });
   fixByteOrderMarkLookups(core, ranks);
+  const merges = rememberMerges(core);
   const alive = (): BytePairCore => {
     if (core === undefined) throw new TypeError(`gpt-tokenizer:${encoding} used after it was freed`);
     return core;
@@ -350,9 +354,28 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
       derive: (target, source, runs) => (isWellFormed(target) ? byPiece.derive(target, source, runs) : undefined),
     },
     free: () => {
-      core?.clearMergeCache();
+      merges.clear();
       core = undefined;
     },
-    clearCache: () => core?.clearMergeCache(),
+    clearCache: () => merges.clear(),
   };
+}
+
+/**
+ * Put an LRU of {@link JS_MERGE_CACHE_ENTRIES} pieces in front of the core's `bytePairEncode`
+ * (built without a cache of its own), which both its counting and the pieces' counting call.
+ */
+function rememberMerges(core: BytePairCore): LRUCache<string, readonly number[]> {
+  const merges = new LRUCache<string, readonly number[]>({ max: JS_MERGE_CACHE_ENTRIES });
+  const encode = core.bytePairEncode.bind(core);
+  core.bytePairEncode = (piece) => {
+    if (piece.length === 1) return encode(piece); // one code unit: a rank look-up or a merge of ≤ 3 bytes
+    let tokens = merges.get(piece);
+    if (tokens === undefined) {
+      tokens = encode(piece);
+      merges.set(piece, tokens);
+    }
+    return tokens;
+  };
+  return merges;
 }

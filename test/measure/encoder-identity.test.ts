@@ -12,7 +12,8 @@ import {
   TIKTOKEN_ENCODINGS,
   type EncoderLease,
 } from '../../src/measure/index.js';
-import { NEWER_THAN_REFERENCE } from '../../src/measure/encoders.js';
+import { JS_MERGE_CACHE_ENTRIES, NEWER_THAN_REFERENCE } from '../../src/measure/encoders.js';
+import { prng } from '../../src/prng.js';
 import { CountTables, DEFAULT_SHARED_MEMO_ENTRIES } from '../../src/measure/count-memo.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
@@ -96,6 +97,19 @@ describe.each(TIKTOKEN_ENCODINGS)('the JS engine counts exactly like tiktoken WA
       expect(js.count(text), shape('·')).toBe(wasm.count(text));
     }
     expect(js.count('"\u{323B0}\\u')).toBe(wasm.count('"\u{323B0}\\u'));
+  });
+
+  it('past a full merge cache: pieces evicted and met again are counted exactly', () => {
+    const random = prng(11);
+    const word = (): string =>
+      ` ${Array.from({ length: 7 }, () => String.fromCharCode(97 + Math.floor(random() * 26))).join('')}`;
+    const words = Array.from({ length: JS_MERGE_CACHE_ENTRIES + JS_MERGE_CACHE_ENTRIES / 2 }, word);
+    const all = words.join('');
+    expect(js.count(all)).toBe(wasm.count(all));
+    // The first words were evicted by the later ones; each, and a text of them, counts as before.
+    const again = words.slice(0, 200);
+    for (const w of again) expect(js.count(w)).toBe(wasm.count(w));
+    expect(js.count(again.join(''))).toBe(wasm.count(again.join('')));
   });
 
   it('counts special-token strings as ordinary text (encode_ordinary)', () => {
@@ -197,9 +211,12 @@ describe('the process-wide memo', () => {
       const tables = new CountTables(3);
       const count = (text: string): number => direct.count(text);
       for (let i = 0; i < 10; i++) tables.count('o200k_base/test', `line ${i}`, count);
-      expect(tables.stats()).toMatchObject({ entries: 3, maxEntries: 3, hits: 0 });
+      // Evicted keys leave the key-length sum: three keys of 's' + 'line N'.
+      expect(tables.stats()).toMatchObject({ entries: 3, maxEntries: 3, hits: 0, keyChars: 3 * 7 });
       expect(tables.count('o200k_base/test', 'line 9', count)).toBe(direct.count('line 9'));
       expect(tables.stats().hits).toBe(1);
+      tables.clear();
+      expect(tables.stats()).toMatchObject({ entries: 0, keyChars: 0 });
       expect(sharedCountMemoStats()).toMatchObject({ entries: 0, maxEntries: DEFAULT_SHARED_MEMO_ENTRIES });
       expect(() => new CountTables(0)).toThrow(/CountTables: maxEntries/);
     } finally {
