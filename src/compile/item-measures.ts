@@ -314,7 +314,9 @@ interface MeasureState extends MeasureCaches {
 function freshCaches(maxEntries: number): MeasureCaches {
   return {
     byRef: new WeakMemo<object, Measures>(),
-    byHash: new LRUCache<string, Measures>({ max: maxEntries }),
+    // Bounded by maxSize at one per entry, not by max: lru-cache sizes its arrays for `max` up front
+    // (about 300 KB at 20,000), and a session's own measures mostly hold a few hundred entries.
+    byHash: new LRUCache<string, Measures>({ maxSize: maxEntries, sizeCalculation: () => 1 }),
     primitives: new LRUCache<string, Measures>({ max: 1024 }),
     texts: new LRUCache<Measures, Texts>({
       max: TEXTS_KEPT,

@@ -68,8 +68,10 @@ class CountTable {
   misses = 0;
 
   constructor(maxEntries: number) {
+    // Bounded by maxSize at one per entry, not by max: lru-cache sizes its arrays for `max` up front.
     this.#entries = new LRUCache<string, number>({
-      max: maxEntries,
+      maxSize: maxEntries,
+      sizeCalculation: () => 1,
       dispose: (_n, key) => {
         this.#keyChars -= key.length;
       },

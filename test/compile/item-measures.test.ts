@@ -50,6 +50,26 @@ describe('spacedFromCompact', () => {
 });
 
 describe('createItemMeasures', () => {
+  it('keeps maxEntries contents, dropping the least recently used: a rebuilt copy of a kept one is not counted again', () => {
+    let calls = 0;
+    const counting: TokenCounter = { ...counter, count: (text, key) => (calls++, counter.count(text, key)) };
+    const measures = createItemMeasures({ counter: counting, maxEntries: 2 });
+    const item = (n: number): object => ({ role: 'tool', content: `output number ${n}` });
+    const counted = (value: object): number => {
+      const before = calls;
+      measures.compactTokens(value);
+      return calls - before;
+    };
+    expect(counted(item(1))).toBeGreaterThan(0);
+    expect(counted(item(2))).toBeGreaterThan(0);
+    expect(counted(item(1))).toBe(0); // a rebuilt copy: found by content, and now the most recent
+    expect(counted(item(3))).toBeGreaterThan(0); // drops item 2, the least recently used
+    expect(measures.size).toBe(2);
+    expect(counted(item(1))).toBe(0);
+    expect(counted(item(3))).toBe(0);
+    expect(counted(item(2))).toBeGreaterThan(0);
+  });
+
   it('rejects a bad maxEntries with a ConfigError naming the API and the option', () => {
     for (const maxEntries of [0, -1, 2.5, Number.NaN]) {
       expect(() => createItemMeasures({ maxEntries })).toThrow(ConfigError);
