@@ -83,25 +83,33 @@ function fillerText(n: number): string {
   return words.join('');
 }
 
+/** A built contender counting through the long-run guard, `filler` (if any) counted first. */
+function guarded(count: (piece: string) => number, done: () => void, filler: string): ReturnType<Contender['make']> {
+  if (filler !== '') countGuarded(filler, count);
+  return { count: (s) => countGuarded(s, count), done };
+}
+
 function contenders(encoding: TiktokenEncodingName): Contender[] {
   const lease =
     (engine: 'js' | 'wasm', filler = '') =>
-    (): { count: (s: string) => number; done: () => void } => {
+    (): ReturnType<Contender['make']> => {
       const l = acquireEncoder(encoding, engine);
-      if (filler !== '') countGuarded(filler, l.count);
-      return { count: (s) => countGuarded(s, l.count), done: () => l.release() };
+      return guarded(l.count, () => l.release(), filler);
     };
   const shipped =
     (filler = '') =>
-    (): { count: (s: string) => number; done: () => void } => {
+    (): ReturnType<Contender['make']> => {
       const mod = require(`gpt-tokenizer/cjs/encoding/${encoding}`) as {
         countTokens: (s: string, o: object) => number;
         clearMergeCache: () => void;
       };
       mod.clearMergeCache();
       const opts = { disallowedSpecial: new Set<string>() };
-      if (filler !== '') countGuarded(filler, (p) => mod.countTokens(p, opts));
-      return { count: (s) => countGuarded(s, (p) => mod.countTokens(p, opts)), done: () => mod.clearMergeCache() };
+      return guarded(
+        (p) => mod.countTokens(p, opts),
+        () => mod.clearMergeCache(),
+        filler,
+      );
     };
   const list: Contender[] = [
     { label: 'tiktoken 1.0.22 WASM encode_ordinary (baseline)', make: lease('wasm') },

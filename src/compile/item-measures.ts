@@ -39,6 +39,7 @@ import { canonicalJsonNamed, jsonString, stringRuns } from '../measure/canonical
 import { digestKey } from '../measure/count-memo.js';
 import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
+import { entryBoundLru } from '../lru.js';
 import { intOption } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
 import { STORED_COUNT_FIELDS, type CountRow, type StoredCounts } from '../vault/ports.js';
@@ -314,9 +315,8 @@ interface MeasureState extends MeasureCaches {
 function freshCaches(maxEntries: number): MeasureCaches {
   return {
     byRef: new WeakMemo<object, Measures>(),
-    // Bounded by maxSize at one per entry, not by max: lru-cache sizes its arrays for `max` up front
-    // (about 300 KB at 20,000), and a session's own measures mostly hold a few hundred entries.
-    byHash: new LRUCache<string, Measures>({ maxSize: maxEntries, sizeCalculation: () => 1 }),
+    // A session's own measures mostly hold a few hundred entries: storage grows with them.
+    byHash: entryBoundLru<string, Measures>(maxEntries),
     primitives: new LRUCache<string, Measures>({ max: 1024 }),
     texts: new LRUCache<Measures, Texts>({
       max: TEXTS_KEPT,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import { ConfigError } from '../errors.js';
+import { entryBoundLru } from '../lru.js';
 import { intOption } from '../options.js';
 import type { TokenCounter } from './types.js';
 
@@ -68,10 +69,7 @@ class CountTable {
   misses = 0;
 
   constructor(maxEntries: number) {
-    // Bounded by maxSize at one per entry, not by max: lru-cache sizes its arrays for `max` up front.
-    this.#entries = new LRUCache<string, number>({
-      maxSize: maxEntries,
-      sizeCalculation: () => 1,
+    this.#entries = entryBoundLru<string, number>(maxEntries, {
       dispose: (_n, key) => {
         this.#keyChars -= key.length;
       },
