@@ -66,9 +66,12 @@ const HASHED_MIN_CHARS = 1000;
 /**
  * SHA-256 digests of at least {@link HASHED_MIN_CHARS} characters since `reset`, while `on`:
  * node:crypto's createHash is wrapped (and the ESM bindings synced), so every digest the stages
- * make of an output is counted, whichever module makes it.
+ * make of an output is counted, whichever module makes it. `seen` holds the digests of one session
+ * (its caller clears it), and `again` counts the ones made of content already hashed in it: the
+ * re-hashes one item ledger rules out, whatever new content the stages make (a large output's
+ * compacted form is new content, hashed once too).
  */
-const hashes = { on: false, large: 0 };
+const hashes = { on: false, large: 0, again: 0, seen: new Set<string>() };
 {
   const crypto = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
   const original = crypto.createHash;
@@ -84,8 +87,14 @@ const hashes = { on: false, large: 0 };
     }) as typeof hash.update;
     const digest = hash.digest.bind(hash) as (encoding?: never) => string | Buffer;
     hash.digest = ((encoding?: never) => {
-      if (hashes.on && size >= HASHED_MIN_CHARS) hashes.large++;
-      return digest(encoding);
+      const out = digest(encoding);
+      if (hashes.on && size >= HASHED_MIN_CHARS) {
+        hashes.large++;
+        const key = typeof out === 'string' ? Buffer.from(out, encoding).toString('base64') : out.toString('base64');
+        if (hashes.seen.has(key)) hashes.again++;
+        else hashes.seen.add(key);
+      }
+      return out;
     }) as typeof hash.digest;
     return hash;
   }) as typeof crypto.createHash;
@@ -163,6 +172,8 @@ interface Timing {
    * size in it (each turn adds one tool output of that size).
    */
   readonly hashes: number[];
+  /** Digests of content this session had already hashed (target 0). */
+  readonly rehashed: number;
   readonly historyChars: Map<number, number>;
   readonly finalChars: number;
 }
@@ -241,6 +252,8 @@ async function runSession(
   const tokenize = new Map<number, number>();
   const historyChars = new Map<number, number>();
   const hashed: number[] = [];
+  hashes.seen.clear();
+  hashes.again = 0;
   try {
     for (let t = 1; t <= turns; t++) {
       const n = 2 + 2 * t;
@@ -318,6 +331,7 @@ async function runSession(
       historyChars,
       finalChars: canonicalJson(last!.value).length,
       hashes: hashed,
+      rehashed: hashes.again,
     };
   } finally {
     hashes.on = false;
@@ -505,7 +519,7 @@ export async function main(argv: string[]): Promise<void> {
     console.log(`  final request at turn ${turns}: ${r.finalChars} chars (raw ${r.historyChars.get(turns)})`);
     const perItem = rs.flatMap((x) => x.hashes.slice(1));
     console.log(
-      `  SHA-256 digests of ≥ ${HASHED_MIN_CHARS} chars per new item of that size per request (target 1): mean ${(perItem.reduce((a, b) => a + b, 0) / perItem.length).toFixed(2)}, max ${Math.max(...perItem)}`,
+      `  SHA-256 digests of ≥ ${HASHED_MIN_CHARS} chars per new item of that size per request (target 1): mean ${(perItem.reduce((a, b) => a + b, 0) / perItem.length).toFixed(2)}, max ${Math.max(...perItem)}; of content the session had already hashed: ${rs.reduce((n, x) => n + x.rehashed, 0)} (target 0; above 1 are the compacted forms the stages make of large outputs, new content hashed once)`,
     );
   }
   await parallelCalls(argv, gc);
