@@ -121,14 +121,19 @@ const TAIL = Buffer.from(']}');
 const COMMA = Buffer.from(',');
 
 /**
- * One agent: a conversation that grows by a tool call and its output every turn. Its body is kept
- * as the bytes of its items (each serialized once, when added), so a turn costs its new items.
+ * One agent: a conversation that grows by a tool call and its output every turn. Its body is one
+ * buffer with room to grow: each item is serialized once, when added, and written after the ones
+ * before it, so a turn costs its new items (building the whole body anew each turn cost this
+ * process a copy of the history per request, and the garbage collections of those copies).
  */
-class Agent {
+export class Agent {
   #session = '';
-  #items: Buffer[] = [];
   #turn = 0;
   #generation = 0;
+  /** HEAD and the items so far, comma-separated, in `#body[0, #end)`; TAIL is written after them per request. */
+  #body = Buffer.alloc(1 << 16);
+  #end = 0;
+  #count = 0;
   /** Each session's header and opening request (its instruction prefix), for the recovery check. */
   readonly sessions: { header: string; body: Msg }[] = [];
 
@@ -146,35 +151,47 @@ class Agent {
       { role: 'system', content: `You are coding agent ${this.#session}. Use the terminal.` },
       { role: 'user', content: 'Make the test suite pass.' },
     ];
-    this.#items = opening.map((m) => Buffer.from(JSON.stringify(m)));
+    this.#end = HEAD.copy(this.#body, 0);
+    this.#count = 0;
+    for (const m of opening) this.#append(m);
     this.sessions.push({ header: this.#session, body: { model: 'gpt-4o', messages: opening } });
+  }
+
+  /** Write `item`'s JSON after the items so far (doubling the buffer when it is full). */
+  #append(item: Msg): void {
+    const bytes = Buffer.from(JSON.stringify(item));
+    const need = this.#end + COMMA.length + bytes.length + TAIL.length;
+    if (need > this.#body.length) {
+      const grown = Buffer.alloc(Math.max(need, 2 * this.#body.length));
+      this.#body.copy(grown, 0, 0, this.#end);
+      this.#body = grown;
+    }
+    if (this.#count++ > 0) this.#end += COMMA.copy(this.#body, this.#end);
+    this.#end += bytes.copy(this.#body, this.#end);
   }
 
   get session(): string {
     return this.#session;
   }
 
-  /** The next request's body. */
+  /**
+   * The next request's body: a view of this agent's buffer, valid until the next call (each client
+   * sends its request and reads the answer before it asks for the next; copy it to keep it).
+   */
   next(): Buffer {
     if (this.#turn >= this.maxTurns) this.#restart();
     const id = `call_${this.#turn}`;
-    const call: Msg = {
+    this.#append({
       role: 'assistant',
       content: null,
       tool_calls: [
         { id, type: 'function', function: { name: 'terminal', arguments: `{"command":"pytest -x ${this.#turn}"}` } },
       ],
-    };
-    const output: Msg = { role: 'tool', tool_call_id: id, content: toolOutput(this.#session, this.#turn) };
-    this.#items.push(Buffer.from(JSON.stringify(call)), Buffer.from(JSON.stringify(output)));
-    this.#turn++;
-    const parts: Buffer[] = [HEAD];
-    this.#items.forEach((item, i) => {
-      if (i > 0) parts.push(COMMA);
-      parts.push(item);
     });
-    parts.push(TAIL);
-    return Buffer.concat(parts);
+    this.#append({ role: 'tool', tool_call_id: id, content: toolOutput(this.#session, this.#turn) });
+    this.#turn++;
+    const tail = TAIL.copy(this.#body, this.#end);
+    return this.#body.subarray(0, this.#end + tail);
   }
 }
 
@@ -333,7 +350,7 @@ async function post(client: Client, body: Buffer, session: string): Promise<numb
 /** p50 of the upstream alone for the bodies of one conversation (what the proxy adds is on top). */
 async function directP50(upstream: string, turns: number): Promise<number> {
   const agent = new Agent('direct', turns);
-  const bodies = Array.from({ length: turns }, () => agent.next());
+  const bodies = Array.from({ length: turns }, () => Buffer.from(agent.next()));
   const client = new Client(upstream);
   const times: number[] = [];
   for (let round = 0; round < 3; round++)
