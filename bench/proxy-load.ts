@@ -133,7 +133,6 @@ export class Agent {
   /** HEAD and the items so far, comma-separated, in `#body[0, #end)`; TAIL is written after them per request. */
   #body = Buffer.alloc(1 << 16);
   #end = 0;
-  #count = 0;
   /** Each session's header and opening request (its instruction prefix), for the recovery check. */
   readonly sessions: { header: string; body: Msg }[] = [];
 
@@ -152,7 +151,6 @@ export class Agent {
       { role: 'user', content: 'Make the test suite pass.' },
     ];
     this.#end = HEAD.copy(this.#body, 0);
-    this.#count = 0;
     for (const m of opening) this.#append(m);
     this.sessions.push({ header: this.#session, body: { model: 'gpt-4o', messages: opening } });
   }
@@ -166,7 +164,7 @@ export class Agent {
       this.#body.copy(grown, 0, 0, this.#end);
       this.#body = grown;
     }
-    if (this.#count++ > 0) this.#end += COMMA.copy(this.#body, this.#end);
+    if (this.#end > HEAD.length) this.#end += COMMA.copy(this.#body, this.#end);
     this.#end += bytes.copy(this.#body, this.#end);
   }
 

@@ -21,7 +21,7 @@ describe('bench proxy-load: an agent grows its body in one buffer', () => {
       });
     }
     expect(agent.sessions.map((s) => s.header)).toEqual(['a-0', 'a-1', 'a-2']);
-    // Each body extends the one before it within a session: the history's bytes are written once.
+    // Each body extends the one before it within a session; a new session starts from its own opening.
     expect(kept[2]!.messages.slice(0, 6)).toEqual(kept[1]!.messages);
     expect(kept[3]!.messages[0]).toEqual({ role: 'system', content: 'You are coding agent a-1. Use the terminal.' });
   });
