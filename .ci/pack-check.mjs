@@ -271,7 +271,7 @@ if (only === undefined) {
     };
     await expect('pg', () => createVault({ url: 'postgres://127.0.0.1:9/none' }));
     await expect('@huggingface/tokenizers', () => createTokenizerJsonCounter({ tokenizer: { model: {} } }));
-    await expect('tiktoken', () => createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false }).count('x'));
+    await expect('tiktoken', () => createTiktokenCounter('o200k_base', { engine: 'wasm' }).count('x'));
     await expect('@observablehq/plot', () => renderReport(figuresFromRows([1, 2].map((n) => ({ sessionId: 's', requestId: 'r' + n, mode: 'balanced', rawChars: 100 * n, finalChars: 50 * n, receipts: 0, failedOpen: false, savedByStage: { compile: 50 * n } })))));
     if (missing.length > 0) throw new Error(missing.join('\\n'));
     console.log([operators, loop, proxy].map((m) => Object.keys(m).length).join('/') + ' exports (operators, custom-loop, proxy; the framework adapters need their framework); the default counter counts; each optional peer names itself when missing');

@@ -2,40 +2,47 @@
  * `npx tsx bench/_count-replay.ts [sessions.jsonl] [--limit n] [--mode m]`: replays recorded
  * sessions through createTerminator and counts, per request (inside `reduceRequest`, telemetry
  * included), the whole-value serializations (canonicalJson compact / spaced, serializedChars walks)
- * and the token counting calls (`count()` calls into the process-wide memo, and its misses: the
- * strings actually tokenized; with `--host-counter`, a counter without that memo, every call).
- * Counts are not timings: they are the same on every machine.
+ * and the tokenizations: the counter's `count()` calls and its piece-recording calls (counters
+ * count directly, so each call tokenizes; what the stages, the cap and telemetry each counted again
+ * shows here). Counts are not timings: they are the same on every machine.
  */
 import { rmSync } from 'node:fs';
 import { serializationStats } from '../src/measure/canonical-json.js';
-import { clearSharedCountMemo, createTiktokenCounter, sharedCountMemoStats } from '../src/measure/index.js';
-import type { TokenCounter } from '../src/measure/types.js';
+import { createTiktokenCounter } from '../src/measure/index.js';
+import type { RecordingCounter, TokenCounter } from '../src/measure/types.js';
 import { replaySessions } from '../src/replay/index.js';
 import type { Terminator } from '../src/runtime/index.js';
 import { replayScript } from './_support.js';
 
 const argv = process.argv.slice(2);
-clearSharedCountMemo();
-// `--host-counter`: a counter the host brings (no process-wide memo behind it), so every count()
-// call is a tokenization: what the stages, the cap and telemetry each counted again shows here.
-const hostCounter = argv.includes('--host-counter');
-const builtIn = createTiktokenCounter('o200k_base', { engine: 'js', memo: !hostCounter });
-let hostCalls = 0;
-const counter: TokenCounter = hostCounter
-  ? { name: 'host', exact: true, count: (text) => (hostCalls++, builtIn.count(text)) }
-  : builtIn;
+const builtIn = createTiktokenCounter('o200k_base', { engine: 'js' });
+let counted = 0;
+let recorded = 0;
+// The built-in counter as the stages see it (its pieces and countsKey kept), every call logged.
+const byPiece = builtIn.pieces;
+const pieces: RecordingCounter | undefined =
+  byPiece === undefined
+    ? undefined
+    : {
+        countRecorded: (text, key) => (recorded++, byPiece.countRecorded(text, key)),
+        countDerived: (target, source, runs, key) => (recorded++, byPiece.countDerived(target, source, runs, key)),
+      };
+const counter: TokenCounter = {
+  ...builtIn,
+  count: (text, key) => (counted++, builtIn.count(text, key)),
+  ...(pieces === undefined ? {} : { pieces }),
+};
 const { sessions, tt, dir } = await replayScript(argv, 'count-replay', counter);
-type Counts = { compact: number; spaced: number; primitive: number; sized: number; calls: number; tokenized: number };
+type Counts = { compact: number; spaced: number; primitive: number; sized: number; counted: number; recorded: number };
 const snapshot = (): Counts => {
   const s = serializationStats();
-  const m = sharedCountMemoStats();
   return {
     compact: s.compact,
     spaced: s.spaced,
     primitive: s.primitive,
     sized: s.sized,
-    calls: hostCounter ? hostCalls : m.hits + m.misses,
-    tokenized: hostCounter ? hostCalls : m.misses,
+    counted,
+    recorded,
   };
 };
 const perRequest: Counts[] = [];
@@ -48,12 +55,12 @@ const reduceRequest: Terminator['reduceRequest'] = async (request, context, sign
     spaced: b.spaced - a.spaced,
     primitive: b.primitive - a.primitive,
     sized: b.sized - a.sized,
-    calls: b.calls - a.calls,
-    tokenized: b.tokenized - a.tokenized,
+    counted: b.counted - a.counted,
+    recorded: b.recorded - a.recorded,
   });
   return out;
 };
-const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm' });
 const figures = await replaySessions(sessions, {
   terminator: { ...tt, reduceRequest },
   counter: figuresCounter,
@@ -64,7 +71,7 @@ builtIn.dispose?.();
 figuresCounter.dispose?.();
 rmSync(dir, { recursive: true, force: true });
 
-const keys = ['compact', 'spaced', 'primitive', 'sized', 'calls', 'tokenized'] as const;
+const keys = ['compact', 'spaced', 'primitive', 'sized', 'counted', 'recorded'] as const;
 const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((x, y) => x - y);
   return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
@@ -87,8 +94,8 @@ for (const k of keys) {
     spaced: 'canonicalJson spaced (objects)',
     primitive: 'canonicalJson of a primitive',
     sized: 'serializedChars walks',
-    calls: 'count() calls (memo lookups)',
-    tokenized: 'strings tokenized (memo misses)',
+    counted: 'count() calls (each tokenizes)',
+    recorded: 'piece-recording counts',
   }[k];
   console.log(
     `  ${label.padEnd(34)} ${String(total).padStart(10)} ${(total / Math.max(1, xs.length)).toFixed(1).padStart(8)} ${String(quantile(xs, 0.5)).padStart(6)} ${String(quantile(xs, 0.95)).padStart(6)}`,

@@ -24,7 +24,7 @@ session.connect();
 await session.post('Profiler.enable');
 await session.post('Profiler.setSamplingInterval', { interval: 200 });
 await session.post('Profiler.start');
-const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm' });
 const figures = await replaySessions(sessions, { terminator: tt, counter: figuresCounter, ledger: false });
 const { profile } = (await session.post('Profiler.stop')) as {
   profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] };

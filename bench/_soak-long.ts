@@ -10,7 +10,6 @@
  */
 import { join } from 'node:path';
 import { clearEncoderCaches } from '../src/measure/encoders.js';
-import { clearSharedCountMemo } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import type { ProviderRequest } from '../src/step.js';
 
@@ -20,14 +19,13 @@ const windowTurns = Number(windowArg);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with --expose-gc');
 /**
- * JS heap after GC. Two process-wide memos are bounded and filled by any text counted, not by
- * this session: the shared count memo and the tokenizer's merge cache (gpt-tokenizer, at most
- * 20,000 pieces, several MB once full). Both are emptied first, and their share is reported apart.
+ * JS heap after GC. The tokenizer's merge cache (the JS engine's, at most 20,000 pieces, several
+ * MB once full) is bounded and filled by any text counted, not by this session: it is emptied
+ * first, and its share is reported apart.
  */
 const heap = (): { total: number; caches: number } => {
   for (let i = 0; i < 4; i++) gc();
   const before = process.memoryUsage().heapUsed;
-  clearSharedCountMemo();
   clearEncoderCaches();
   for (let i = 0; i < 4; i++) gc();
   const after = process.memoryUsage().heapUsed;

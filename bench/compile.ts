@@ -51,7 +51,7 @@ import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
 import { createItemMeasures } from '../src/compile/item-measures.js';
 import { Recognitions, sameJson } from '../src/compile/prefix.js';
-import { canonicalJson, clearSharedCountMemo, createTiktokenCounter } from '../src/measure/index.js';
+import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
@@ -111,8 +111,7 @@ export function output(t: number, run = ''): string {
 
 /**
  * The transcript a host keeps: the same message objects are reused request after request. `run`
- * makes the outputs of one bench session its own: the count memo is process-wide, and a session
- * replaying another's outputs would find every new output already counted.
+ * is appended to every output line, so each bench session has outputs of its own.
  */
 export function transcript(turns = TURNS, run = ''): unknown[] {
   const messages: unknown[] = [
@@ -398,9 +397,9 @@ const pooled = (runs: readonly number[][], turn: number): number =>
  * A session's next request on a process that never saw it (a restarted or second gateway on the
  * same vault; the process before served the previous request), through the runtime: tokenizing
  * its whole history, against reading the counts the process before stored
- * (src/runtime/stored-counts.ts). The process-wide count memo is emptied and
- * each Terminator has its own measurement memo, as a new process would. Time of the call and of
- * its telemetry after it (settled), median of `rounds`, each round with its own outputs.
+ * (src/runtime/stored-counts.ts). Each Terminator has its own measurement memo, as a new process
+ * would. Time of the call and of its telemetry after it (settled), median of `rounds`, each round
+ * with its own outputs.
  */
 async function freshProcess(turns: number, rounds: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-fresh-'));
@@ -423,7 +422,6 @@ async function freshProcess(turns: number, rounds: number): Promise<void> {
       raw.prepare('delete from token_counts').run();
       raw.close();
       for (const [i, path] of [bare, stored].entries()) {
-        clearSharedCountMemo();
         const tt = await createTerminator({ env: {}, overrides: { dbPath: path }, metrics: false });
         const request = { model: 'gpt-4o', messages: JSON.parse(text) as unknown[] };
         const t0 = performance.now();

@@ -178,8 +178,8 @@ function speed(encoding: TiktokenEncodingName, texts: readonly string[], bytes: 
 function identity(encoding: TiktokenEncodingName, texts: readonly string[], cases: number): void {
   const js = acquireEncoder(encoding, 'js');
   const wasm = acquireEncoder(encoding, 'wasm');
-  const fast = createTiktokenCounter(encoding, { engine: 'js', memo: false });
-  const reference = createTiktokenCounter(encoding, { engine: 'wasm', memo: false });
+  const fast = createTiktokenCounter(encoding, { engine: 'js' });
+  const reference = createTiktokenCounter(encoding, { engine: 'wasm' });
   try {
     let whole = 0;
     let guarded = 0;

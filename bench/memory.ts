@@ -27,9 +27,6 @@
  *    the heap their state holds while live, per character of their last requests, against the
  *    estimate `maxSessionBytes` sizes sessions by.
  * 5. One session of `--long-turns` (1,500) turns: heap at the end vs after warm-up (turn 100).
- *
- * The process-wide token-count memo (bounded, reported on its own) is emptied before every
- * measurement so that it does not count as session memory.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -38,7 +35,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
-import { clearSharedCountMemo, sharedCountMemoStats } from '../src/measure/index.js';
 import { createTerminator, type Terminator } from '../src/runtime/index.js';
 import { SESSION_BYTES_PER_CHAR } from '../src/runtime/request-chars.js';
 import { toolOutput } from './proxy-load.js';
@@ -55,13 +51,12 @@ const gc = (): void => {
 };
 
 /**
- * JS heap after GC, with the process-wide count memo emptied first (reported separately), once the
- * Terminator's deferred telemetry has caught up: records still waiting hold their requests'
- * message lists, which are the telemetry's backlog (bounded by `telemetryBacklog`), not sessions.
+ * JS heap after GC, once the Terminator's deferred telemetry has caught up: records still waiting
+ * hold their requests' message lists, which are the telemetry's backlog (bounded by
+ * `telemetryBacklog`), not sessions.
  */
 async function heap(tt: Terminator, settle = true): Promise<number> {
   if (settle) await tt.settled();
-  clearSharedCountMemo();
   gc();
   return process.memoryUsage().heapUsed;
 }
@@ -315,12 +310,9 @@ async function sessionsBench(argv: readonly string[], dir: string): Promise<void
     const h0 = await heap(tt);
     const t0 = performance.now();
     const first = await runWave(tt, 0, count, turns);
-    const memo = sharedCountMemoStats();
     const hBacklog = await heap(tt, false);
     const h1 = await heap(tt);
-    console.log(
-      `\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s; process-wide count memo before emptying: ${memo.entries} entries, ${memo.keyChars} key chars)`,
-    );
+    console.log(`\n${count} concurrent sessions × ${turns} turns (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     console.log(
       `  heap of the warmed Terminator: ${mib(h0)}; with ${count} live sessions: ${mib(h1)} (${mib(hBacklog)} before the deferred telemetry caught up: its backlog is bounded)`,
     );

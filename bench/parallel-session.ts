@@ -21,7 +21,7 @@ export interface CallsSessionOptions {
   readonly calls: number;
   /** PRNG seed (sizes, modules, result order). Default 34. */
   readonly seed?: number;
-  /** Appended to every output line: a bench session's own outputs (the count memo is process-wide). */
+  /** Appended to every output line: a bench session's own outputs. */
   readonly run?: string;
   /** Default `chat`. */
   readonly format?: SessionFormat;

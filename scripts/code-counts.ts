@@ -94,8 +94,6 @@ export const ALLOWED: Readonly<Record<string, string>> = Object.freeze({
     'an immutable table filled on demand: the class of each UTF-16 code unit, a pure function of the unit (64 KiB)',
   'src/measure/encoders.ts:shared':
     'the loaded tokenizer tables (immutable BPE ranks, tens of MB each), shared by reference count and freed by the last counter that releases them',
-  'src/measure/count-memo.ts:shared':
-    'the one process-wide count memo, each table bounded (DEFAULT_SHARED_MEMO_ENTRIES, least recently used dropped)',
 });
 
 function parse(file: string, text: string): ts.SourceFile {

@@ -74,7 +74,7 @@ export interface ItemEntry extends StoredCounts {
    * The content identity of the compact canonical JSON: SHA-256 (base64) of that JSON with each
    * string of at least {@link NAMED_FROM} code units written as its ledger digest
    * ({@link ItemMeasures.digests}), so a tool output inside an item is hashed once, by the
-   * ledger, and every later stage (the vault's id, receipts, the count memo's key) reuses that
+   * ledger, and every later stage (the vault's id, receipts, a count memo's key) reuses that
    * digest. '' without a content index.
    */
   readonly hash: string;
@@ -418,9 +418,10 @@ function copiedFrom(s: MeasureState, value: unknown, m: Measures, json: string):
 }
 
 /**
- * The count memo's key of `text`, the entry's compact JSON or its spaced `segment`: both are
- * functions of the compact JSON, which the entry's identity names (a segment's name adds it
- * after a `.`, outside the base64 alphabet). Undefined without an identity: the memo hashes.
+ * The count memo's key of `text` (for a counter built by `createCountMemo`), the entry's compact
+ * JSON or its spaced `segment`: both are functions of the compact JSON, which the entry's identity
+ * names (a segment's name adds it after a `.`, outside the base64 alphabet). Undefined without an
+ * identity: the memo hashes.
  */
 function countKey(m: Measures, text: string, segment?: Segment): string | undefined {
   return m.hash === '' ? undefined : digestKey(text.length, segment === undefined ? m.hash : `${m.hash}.${segment}`);

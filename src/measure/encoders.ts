@@ -132,8 +132,8 @@ export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEn
 
 /**
  * Empty the loaded engines' bounded memos (the JS core's merge cache, at most
- * {@link JS_MERGE_CACHE_ENTRIES} pieces). For memory benches that measure everything else, as
- * they empty the shared count memo; counting stays exact, only slower until the memo refills.
+ * {@link JS_MERGE_CACHE_ENTRIES} pieces). For memory benches that measure everything else;
+ * counting stays exact, only slower until the cache refills.
  */
 export function clearEncoderCaches(): void {
   for (const e of shared.values()) e.loaded.clearCache?.();

@@ -36,14 +36,4 @@ export {
   type CounterForModelOptions,
   type ModelEncoding,
 } from './model-counter.js';
-export {
-  clearSharedCountMemo,
-  contentKey,
-  countShared,
-  createCountMemo,
-  DEFAULT_SHARED_MEMO_ENTRIES,
-  sharedCountMemoStats,
-  type CountMemo,
-  type CountMemoOptions,
-  type SharedCountMemoStats,
-} from './count-memo.js';
+export { contentKey, createCountMemo, type CountMemo, type CountMemoOptions } from './count-memo.js';

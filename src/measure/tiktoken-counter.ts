@@ -1,6 +1,5 @@
 import type { PieceRecord } from './pieces.js';
 import type { RecordedCount, RecordingCounter, TokenCounter } from './types.js';
-import { countShared } from './count-memo.js';
 import { ConfigError } from '../errors.js';
 import {
   acquireEncoder,
@@ -48,19 +47,13 @@ export interface TiktokenCounterOptions {
    * @defaultValue {@link DEFAULT_ENGINES}
    */
   readonly engine?: EncoderEngine;
-  /**
-   * Go through the process-wide memo, so each string is tokenized at most once per process whichever
-   * counter asks (see `sharedCountMemoStats`).
-   *
-   * @defaultValue true; reference checks turn it off to make every call tokenize
-   */
-  readonly memo?: boolean;
 }
 
 /**
  * A counter over a tiktoken encoding. Special-token strings such as `<|endoftext|>` are counted
  * as plain text (`encode_ordinary`), long single-class runs are split before encoding, and
- * every counter of one encoding shares one engine and one memo for the whole process.
+ * every counter of one encoding and engine shares one loaded engine for the whole process. Every
+ * call tokenizes: wrap it in {@link createCountMemo} to count repeated texts once.
  *
  * @example
  * const counter = createTiktokenCounter();
@@ -85,55 +78,41 @@ export function createTiktokenCounter(
       `createTiktokenCounter: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`,
     );
   }
-  const memoId = options.memo === false ? undefined : `${encoding}/${maxRun}`;
   let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);
   const countPiece = lease.count;
   const countText = (text: string): number => countGuarded(text, countPiece, maxRun);
-  const memoized = (text: string, count: (text: string) => number, key: string | undefined): number =>
-    memoId === undefined ? count(text) : countShared(memoId, text, count, key);
   const byPiece = lease.pieces;
   // A text the long-run guard would cut is counted the plain way (its pieces are not the whole
   // text's); so is any text the piece walk declines or fails on.
-  const recorded = (
-    text: string,
-    walk: (text: string) => PieceRecord | undefined,
-    key: string | undefined,
-  ): RecordedCount => {
+  const recorded = (text: string, walk: (text: string) => PieceRecord | undefined): RecordedCount => {
     if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
     if (text.length === 0) return { count: 0 };
     let record: PieceRecord | undefined;
-    const count = memoized(
-      text,
-      (t) => {
-        if (splitLongRuns(t, maxRun).length === 1) {
-          try {
-            record = walk(t);
-          } catch {
-            record = undefined;
-          }
-        }
-        return record?.total ?? countText(t);
-      },
-      key,
-    );
-    return record === undefined ? { count } : { count, record };
+    if (splitLongRuns(text, maxRun).length === 1) {
+      try {
+        record = walk(text);
+      } catch {
+        record = undefined;
+      }
+    }
+    return record === undefined ? { count: countText(text) } : { count: record.total, record };
   };
   const pieces: RecordingCounter | undefined =
     byPiece === undefined
       ? undefined
       : {
-          countRecorded: (text, key) => recorded(text, (t) => byPiece.record(t), key),
-          countDerived: (target, source, runs, key) => recorded(target, (t) => byPiece.derive(t, source, runs), key),
+          countRecorded: (text) => recorded(text, (t) => byPiece.record(t)),
+          countDerived: (target, source, runs) => recorded(target, (t) => byPiece.derive(t, source, runs)),
         };
   return {
     name: options.exact === false ? `tiktoken:${encoding}~approx` : `tiktoken:${encoding}`,
     exact: options.exact !== false,
     // Both engines count alike (test/measure/encoder-identity.test.ts): the key names what decides a count.
     countsKey: `tiktoken:${encoding}/${maxRun}`,
-    count(text: string, key?: string): number {
+    count(text: string): number {
       if (lease === undefined) throw new TypeError(`tiktoken:${encoding} counter used after dispose()`);
       if (text.length === 0) return 0;
-      return memoId === undefined ? countText(text) : countShared(memoId, text, countText, key);
+      return countText(text);
     },
     dispose(): void {
       lease?.release();

@@ -1,8 +1,7 @@
-import { readFileSync, existsSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { loadOptionalPackage } from '../optional-package.js';
 import type { TokenCounter } from './types.js';
-import { countShared } from './count-memo.js';
 import { countGuarded, DEFAULT_MAX_RUN } from './long-runs.js';
 
 /**
@@ -90,21 +89,12 @@ export function createTokenizerJsonCounter(
     if (!Array.isArray(ids)) throw new TypeError('tokenizer-json: encode() returned no ids');
     return ids.length;
   };
-  const countText = (text: string): number => countGuarded(text, encodeLength, maxRun);
-  // A file is one counting function per (path, version): counters built from it share the
-  // process-wide memo. Parsed objects have no cheap identity, so they count unshared.
-  const memoId = typeof source === 'string' ? fileIdentity(source, maxRun) : undefined;
   return {
     name: 'tokenizer-json',
     exact: options.exact !== false,
-    count(text: string, key?: string): number {
+    count(text: string): number {
       if (text.length === 0) return 0;
-      return memoId === undefined ? countText(text) : countShared(memoId, text, countText, key);
+      return countGuarded(text, encodeLength, maxRun);
     },
   };
-}
-
-function fileIdentity(path: string, maxRun: number): string {
-  const st = statSync(path);
-  return `tokenizer-json:${resolve(path)}:${st.size}:${st.mtimeMs}/${maxRun}`;
 }

@@ -219,10 +219,11 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     (options.ledger ?? (config.ledger && store.owns)) && failure === undefined && vault.path !== ':memory:',
     activity,
   );
-  // Identity memo per message object plus a content memo, for hosts that rebuild message objects
-  // on every call (framework message conversions): those re-serialize but never re-tokenize. The
-  // built-in counters already count through the process-wide memo (measure/count-memo.ts), so only
-  // a counter the host brings gets a content memo of its own.
+  // The meter reads the shared item measures (each item's texts tokenized once, by object and by
+  // content, so hosts that rebuild message objects re-serialize but never re-tokenize); what it
+  // counts itself is little (`[]`, instruction text outside skill blocks, once per cut). The
+  // built-in counters count that directly; a counter the host brings, which may be slow or remote,
+  // gets a content memo of its own.
   const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
     measures: wired.measures,
   });

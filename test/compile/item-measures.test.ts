@@ -8,8 +8,8 @@ import { canonicalJson, codePoints, createTiktokenCounter, serializedChars } fro
 import type { TokenCounter } from '../../src/measure/types.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
 
-// No process-wide memo: every count below is a fresh tokenization.
-const counter = createTiktokenCounter('o200k_base', { memo: false });
+// A counter without a memo: every count below is a fresh tokenization.
+const counter = createTiktokenCounter('o200k_base');
 afterAll(() => counter.dispose?.());
 
 /** Strings with what the separator rewrite must leave alone: separators, quotes, escapes, surrogates. */

@@ -44,7 +44,7 @@ afterAll(() => {
   syncBuiltinESMExports();
 });
 
-const counter = createTiktokenCounter('o200k_base', { memo: false });
+const counter = createTiktokenCounter('o200k_base');
 afterAll(() => counter.dispose?.());
 
 /** A tool output of `lines` lines, its own per turn. */

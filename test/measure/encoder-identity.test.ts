@@ -3,18 +3,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { get_encoding } from 'tiktoken';
 import {
   acquireEncoder,
-  clearSharedCountMemo,
   createTiktokenCounter,
   DEFAULT_ENGINES,
   loadedEncoders,
-  sharedCountMemoStats,
   splitLongRuns,
   TIKTOKEN_ENCODINGS,
   type EncoderLease,
 } from '../../src/measure/index.js';
 import { JS_MERGE_CACHE_ENTRIES, NEWER_THAN_REFERENCE } from '../../src/measure/encoders.js';
 import { prng } from '../../src/prng.js';
-import { CountTables, DEFAULT_SHARED_MEMO_ENTRIES } from '../../src/measure/count-memo.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
 /** Cases per encoding and property; `npm run bench -- counters` runs more of the same arbitrary. */
@@ -44,8 +41,8 @@ describe.each(TIKTOKEN_ENCODINGS)('the JS engine counts exactly like tiktoken WA
   });
 
   it('through the long-run guard: guarded counts are identical to the reference guarded counts', () => {
-    const fast = createTiktokenCounter(encoding, { engine: 'js', memo: false });
-    const reference = createTiktokenCounter(encoding, { engine: 'wasm', memo: false });
+    const fast = createTiktokenCounter(encoding, { engine: 'js' });
+    const reference = createTiktokenCounter(encoding, { engine: 'wasm' });
     try {
       fc.assert(
         fc.property(fc.tuple(tokenizerText, longRun, tokenizerText), ([a, run, b]) => {
@@ -164,63 +161,5 @@ describe('engines and disposal', () => {
       () => acquireEncoder('p50k_base' as 'o200k_base', 'js'),
     ])
       expect(bad).toThrow(expect.objectContaining({ name: 'ConfigError', code: 'E_CONFIG' }));
-  });
-});
-
-describe('the process-wide memo', () => {
-  it('tokenizes a string once whichever counter of the encoding asks', () => {
-    clearSharedCountMemo();
-    const a = createTiktokenCounter('o200k_base');
-    const b = createTiktokenCounter('o200k_base', { exact: false });
-    try {
-      const text = `unique ${'log line with words and 123 numbers\n'.repeat(200)}`;
-      const n = a.count(text);
-      expect(sharedCountMemoStats()).toMatchObject({ tables: 1, entries: 1, hits: 0, misses: 1 });
-      expect(b.count(text)).toBe(n);
-      expect(sharedCountMemoStats()).toMatchObject({ entries: 1, hits: 1, misses: 1 });
-      // Long content is kept as a hash, never as itself.
-      expect(sharedCountMemoStats().keyChars).toBeLessThan(80);
-    } finally {
-      a.dispose?.();
-      b.dispose?.();
-    }
-  });
-
-  it('keeps other encodings and long-run cuts apart', () => {
-    clearSharedCountMemo();
-    const o = createTiktokenCounter('o200k_base');
-    const cl = createTiktokenCounter('cl100k_base');
-    const cut = createTiktokenCounter('o200k_base', { maxRun: 16 });
-    try {
-      const text = `${'='.repeat(40)} 中文字符 ${'z'.repeat(40)}`;
-      o.count(text);
-      cut.count(text);
-      cl.count(text);
-      expect(sharedCountMemoStats()).toMatchObject({ tables: 3, entries: 3, hits: 0 });
-    } finally {
-      for (const c of [o, cl, cut]) c.dispose?.();
-    }
-  });
-
-  it('is bypassed with memo: false, and its tables are bounded', () => {
-    clearSharedCountMemo();
-    const direct = createTiktokenCounter('o200k_base', { memo: false });
-    try {
-      direct.count('not remembered at all');
-      expect(sharedCountMemoStats().entries).toBe(0);
-      const tables = new CountTables(3);
-      const count = (text: string): number => direct.count(text);
-      for (let i = 0; i < 10; i++) tables.count('o200k_base/test', `line ${i}`, count);
-      // Evicted keys leave the key-length sum: three keys of 's' + 'line N'.
-      expect(tables.stats()).toMatchObject({ entries: 3, maxEntries: 3, hits: 0, keyChars: 3 * 7 });
-      expect(tables.count('o200k_base/test', 'line 9', count)).toBe(direct.count('line 9'));
-      expect(tables.stats().hits).toBe(1);
-      tables.clear();
-      expect(tables.stats()).toMatchObject({ entries: 0, keyChars: 0 });
-      expect(sharedCountMemoStats()).toMatchObject({ entries: 0, maxEntries: DEFAULT_SHARED_MEMO_ENTRIES });
-      expect(() => new CountTables(0)).toThrow(/CountTables: maxEntries/);
-    } finally {
-      direct.dispose?.();
-    }
   });
 });

@@ -150,7 +150,7 @@ describe('spacedAlong', () => {
 
 /** A js counter whose calls are logged by kind: plain counts, recorded counts, derived counts. */
 function spyCounter() {
-  const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+  const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
   const calls = { plain: [] as string[], recorded: [] as string[], derived: [] as string[] };
   const spy = {
     ...counter,
@@ -177,8 +177,8 @@ describe('the measurement memo counts spaced segments from the compact pieces, e
   it.each([true, false])(
     'every segment equals tiktoken on that segment, in any order of asking (recordPieces %s)',
     (recordPieces) => {
-      const reference = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
-      const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+      const reference = createTiktokenCounter('o200k_base', { engine: 'wasm' });
+      const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
       try {
         const segments = ['first', 'mid', 'last', 'only', 'alone'] as const;
         fc.assert(
@@ -258,7 +258,7 @@ describe('the measurement memo counts spaced segments from the compact pieces, e
   });
 
   it("telemetry's figures are the same whether the shared memo records pieces or not", () => {
-    const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
     try {
       fc.assert(
         fc.property(fc.array(item, { minLength: 1, maxLength: 5 }), fc.boolean(), (messages, compactFirst) => {
@@ -346,8 +346,8 @@ describe('a long string counted on its own counts the item that carries it (note
   });
 
   it('every figure equals tiktoken on the item', async () => {
-    const reference = createTiktokenCounter('o200k_base', { engine: 'wasm', memo: false });
-    const counter = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    const reference = createTiktokenCounter('o200k_base', { engine: 'wasm' });
+    const counter = createTiktokenCounter('o200k_base', { engine: 'js' });
     try {
       await fc.assert(
         fc.asyncProperty(

@@ -23,7 +23,7 @@ afterEach(() => {
 
 /** A js tiktoken counter that logs the texts it records pieces of and the texts it derives. */
 function recordingCounter() {
-  const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+  const inner = createTiktokenCounter('o200k_base', { engine: 'js' });
   const recorded: string[] = [];
   const derived: string[] = [];
   const counter: TokenCounter = {
@@ -39,7 +39,7 @@ function recordingCounter() {
 
 describe('one measurement memo per Terminator', () => {
   it('tokenizes each text of each item once across dedupe, compile, the output cap and telemetry (3 requests)', async () => {
-    const inner = createTiktokenCounter('o200k_base', { memo: false });
+    const inner = createTiktokenCounter('o200k_base');
     const counted = new Map<string, number>();
     const counter: TokenCounter = {
       name: 'counting',
@@ -138,7 +138,7 @@ describe('one measurement memo per Terminator', () => {
   });
 
   it("hands its meter to the host: attributing a request it reduced counts nothing again (the proxy's accounting)", async () => {
-    const inner = createTiktokenCounter('o200k_base', { engine: 'js', memo: false });
+    const inner = createTiktokenCounter('o200k_base', { engine: 'js' });
     let plain = 0;
     const counter: TokenCounter = { ...inner, name: 'counting', count: (t) => (plain++, inner.count(t)) };
     await using tt = await createTerminator({ env: {}, counter, overrides: { dbPath: join(dir, 'v.sqlite3') } });

@@ -24,7 +24,7 @@ afterEach(() => {
 
 /** An exact counter that tokenizes on every call (no memo) and adds up what it tokenized. */
 function countingCounter(): TokenCounter & { tokenized: number; largest: number } {
-  const inner = createTiktokenCounter('o200k_base', { memo: false });
+  const inner = createTiktokenCounter('o200k_base');
   const counter = {
     name: inner.name,
     exact: true,
@@ -162,7 +162,7 @@ describe('token counts shared through the vault', () => {
     const a = await open(join(dir, 'a.sqlite3'), failing);
     a.vault.tokenCounts = () => Promise.reject(new Error('store down'));
     a.vault.recordTokenCounts = () => Promise.reject(new Error('store down'));
-    const plain = createTiktokenCounter('o200k_base', { memo: false });
+    const plain = createTiktokenCounter('o200k_base');
     const keyless: TokenCounter = { name: plain.name, exact: true, count: (t) => plain.count(t) };
     const b = await open(join(dir, 'b.sqlite3'), keyless);
     const asked: string[] = [];
