@@ -61,8 +61,9 @@ describe('BodyMemo', () => {
           const memo = new BodyMemo();
           let messages = first;
           let tail = tail0;
-          let previous: unknown[] | undefined;
-          let previousBuf: Buffer | undefined;
+          // The latest body of each session: an edit of the first item moves the conversation to
+          // another session (sessionOf), and the memo extends only a body of the same session.
+          const latest = new Map<string, { items: unknown[]; buf: Buffer }>();
           let space = space0;
           for (const turn of [undefined, ...turns]) {
             if (turn !== undefined) {
@@ -81,12 +82,13 @@ describe('BodyMemo', () => {
             expect(out!.digest).toBe(digestOf(out!.sessionId, buf));
             const items = out!.value['messages'] as unknown[];
             reusedItems += out!.reused;
-            for (let i = 0; i < out!.reused; i++) expect(items[i]).toBe(previous![i]);
+            const previous = latest.get(out!.sessionId);
+            if (out!.reused > 0) expect(previous).toBeDefined();
+            for (let i = 0; i < out!.reused; i++) expect(items[i]).toBe(previous!.items[i]);
             // Reused exactly the items whose bytes (and what came before them) were unchanged.
             if (previous !== undefined && out!.reused > 0)
-              expect(firstDifference(buf, previousBuf!)).toBeGreaterThan(0);
-            previous = items;
-            previousBuf = buf;
+              expect(firstDifference(buf, previous.buf)).toBeGreaterThan(0);
+            latest.set(out!.sessionId, { items, buf });
           }
         },
       ),
