@@ -371,6 +371,19 @@ function verdict(name, record, exitCode, output) {
     );
 }
 
+/** SIGTERM, then SIGKILL if the child has not exited after 30 s; resolves once it has exited. */
+function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
 function runChild(file, argv, options) {
   return new Promise((done) => {
     const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
@@ -437,9 +450,11 @@ else {
   });
   verdict('gateway (token-terminator proxy, a plain openai agent)', record, r.code, r.out);
 }
-proxyChild.kill('SIGTERM');
+// The gateway checkpoints and closes its vault on SIGTERM: wait for it to exit before its HOME is removed
+// (removing it while the vault still writes failed a CI run with ENOTEMPTY).
+await stopChild(proxyChild);
 await model.close();
-for (const home of homes) rmSync(home, { recursive: true, force: true });
+for (const home of homes) rmSync(home, { recursive: true, force: true, maxRetries: 5 });
 rmSync(setupsDir, { recursive: true, force: true });
 
 rmSync(work, { recursive: true, force: true });
