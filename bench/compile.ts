@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--warmup 60] [--full-path]`: a synthetic agent
+ * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--long-hosts rebuild,gateway] [--warmup 60] [--full-path]`: a synthetic agent
  * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
  * o200k_base gate, one item-measures memo shared by the stages as createTerminator shares it,
  * SQLite vault on a temp file), one request per turn as a host sends them, in
@@ -27,9 +27,11 @@
  * - the old baseline: one whole-request serialization + tokenization (the reference's per-call work).
  * Then a session's next request on a new process, tokenizing its history against reading the
  * counts the process before stored in the vault (`--fresh-rounds`, 3).
- * Then a `--long-turns` session with rebuilt objects and one through the body memo: p50 and p95
- * per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95 over the
- * whole session, and the floors.
+ * Then a `--long-turns` session with rebuilt objects and one through the body memo (`--long-hosts`,
+ * default `rebuild,gateway`; also `reuse`, and `churn`: reused objects with an unread rebuilt copy
+ * parsed beside each request, which separates what the rebuilding host's garbage costs the stages
+ * from what recognising its objects does): p50 and p95 per request around turn 50 and around the
+ * last turn (target: p50 ratio ≤ 1.5), p95 over the whole session, and the floors.
  * Then parallel tool calls (bench/parallel-session.ts): per wire format and host mode, the p50
  * per request of a session whose assistant messages carry three calls with their results in a
  * shuffled order, beside its single-call twin of the same size (`--parallel-turns`, 200;
@@ -143,6 +145,19 @@ const median = (xs: readonly number[]): number =>
     50,
   );
 
+/** `--long-hosts a,b`: the long session's modes, in order (default rebuild, gateway). */
+function hostList(argv: readonly string[]): LongHost[] {
+  const i = argv.indexOf('--long-hosts');
+  if (i < 0) return ['rebuild', 'gateway'];
+  const names = (argv[i + 1] ?? '').split(',').filter((x) => x !== '');
+  const bad = names.filter((x) => !(LONG_HOSTS as readonly string[]).includes(x));
+  if (names.length === 0 || bad.length > 0)
+    throw new Error(
+      `--long-hosts takes a comma-separated list of ${LONG_HOSTS.join(', ')}; got ${argv[i + 1] ?? 'nothing'}`,
+    );
+  return names as LongHost[];
+}
+
 function flag(argv: readonly string[], name: string, fallback: number): number {
   const i = argv.indexOf(name);
   return i >= 0 ? Number(argv[i + 1]) : fallback;
@@ -186,7 +201,15 @@ interface Timing {
  */
 type Host = 'reuse' | 'rebuild' | 'gateway';
 const HOSTS: readonly Host[] = ['reuse', 'rebuild', 'gateway'];
-const HOST_LABEL: Record<Host, string> = {
+/**
+ * The long session's modes: the three hosts, and `churn`, a host that reuses its objects but parses
+ * a rebuilt copy of the history beside each request (outside the timing) that nothing reads: the
+ * rebuilding host's garbage and memory traffic without recognition.
+ */
+type LongHost = Host | 'churn';
+const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn'];
+const HOST_LABEL: Record<LongHost, string> = {
+  churn: 'host reuses its transcript objects and parses an unread rebuilt copy beside each request',
   reuse: 'host reuses its transcript objects',
   rebuild: 'host rebuilds every message object (JSON, new objects and strings)',
   gateway: "requests arrive as bytes through the gateway's body memo (its parse timed)",
@@ -196,13 +219,14 @@ const HOST_LABEL: Record<Host, string> = {
 let runs = 0;
 
 async function runSession(
-  host: Host,
+  host: LongHost,
   turns: number,
   probes: readonly number[],
   prefixRecognition = true,
 ): Promise<Timing> {
   const fresh = host === 'rebuild';
   const gateway = host === 'gateway';
+  const churn = host === 'churn';
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
@@ -234,7 +258,7 @@ async function runSession(
     });
   const messages = transcript(turns, ` (run ${++runs})`);
   // The JSON text of each message once, so a rebuilt request is one JSON.parse of its history.
-  const texts = fresh || gateway ? messages.map((m) => JSON.stringify(m)) : [];
+  const texts = fresh || gateway || churn ? messages.map((m) => JSON.stringify(m)) : [];
   // `gateway`: each request arrives as its body's bytes and the gateway's body memo parses it
   // (adapters/proxy/body.ts: the history the previous body shared is that body's objects), timed.
   const bodies = gateway ? new BodyMemo() : undefined;
@@ -266,6 +290,8 @@ async function runSession(
             model: 'gpt-4o',
             messages: fresh ? (JSON.parse(`[${texts.slice(0, n).join(',')}]`) as unknown[]) : messages.slice(0, n),
           };
+      // Held until the request's result, as a host holds the request it built.
+      let unread: unknown = churn ? JSON.parse(`[${texts.slice(0, n).join(',')}]`) : undefined;
       const before = emitted;
       const done = new Promise<void>((resolve) => {
         const poll = (): void => (emitted > before ? resolve() : void setImmediate(poll));
@@ -286,6 +312,7 @@ async function runSession(
         createStep(request, { sessionId: gateway ? 'gateway' : fresh ? 'fresh' : 'shared', requestId: `r${t}` }),
       );
       await done;
+      if (unread !== undefined) unread = undefined;
       after.push(performance.now() - emittedAt);
       wall.push(emittedAt - w0);
       windows.push([w0, emittedAt]);
@@ -454,6 +481,7 @@ export async function main(argv: string[]): Promise<void> {
   const turns = flag(argv, '--turns', TURNS);
   const repeat = flag(argv, '--repeat', 24);
   const longTurns = flag(argv, '--long-turns', 1500);
+  const longHosts = hostList(argv);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be an integer ≥ 1');
   const recognition = !argv.includes('--full-path');
   const early = Math.min(20, turns);
@@ -529,7 +557,7 @@ export async function main(argv: string[]): Promise<void> {
   bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
   if (longTurns > 50) {
     gc();
-    for (const host of ['rebuild', 'gateway'] as const) {
+    for (const host of longHosts) {
       gc();
       longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns], recognition), longTurns);
     }
