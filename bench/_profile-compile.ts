@@ -1,6 +1,7 @@
 /**
- * `npx tsx bench/_profile-compile.ts [--from 150] [--turns 200] [--reuse]`: the compile bench's
- * session (rebuilt message objects unless --reuse), CPU-profiled over turns from..turns only, and
+ * `npx tsx bench/_profile-compile.ts [--from 150] [--turns 200] [--reuse | --gateway]`: the compile bench's
+ * session (rebuilt message objects unless --reuse; --gateway: each body's bytes through the body memo,
+ * the bytes built outside the profile's counts only in that their building is its own function), CPU-profiled over turns from..turns only, and
  * the top functions by self time (and by file) printed. Writes the .cpuprofile to the temp dir.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
+import { BodyMemo } from '../adapters/proxy/body.js';
 import { compileRequest } from '../operators/compile-request.js';
 import { Recognitions } from '../src/compile/prefix.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
@@ -27,7 +29,8 @@ const argv = process.argv.slice(2);
 const num = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
 const from = num('--from', 150);
 const turns = num('--turns', 200);
-const fresh = !argv.includes('--reuse');
+const gateway = argv.includes('--gateway');
+const fresh = !argv.includes('--reuse') && !gateway;
 
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-compile-'));
 const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
@@ -57,12 +60,21 @@ const build = (t: number): ProviderRequest => {
   return { model: 'gpt-4o', messages: fresh ? (JSON.parse(JSON.stringify(upTo)) as unknown[]) : upTo };
 };
 const prebuilt = new Map<number, ProviderRequest>();
+const texts = gateway ? messages.map((m) => JSON.stringify(m)) : [];
+const bodies = new BodyMemo();
+/** The body's bytes, then the body memo's parse of them (the request as the gateway hands it on). */
+const bodyBytes = (t: number): Buffer =>
+  Buffer.from(`{"model":"gpt-4o","messages":[${texts.slice(0, 2 + 2 * t).join(',')}]}`);
+const viaGateway = (body: Buffer): ProviderRequest =>
+  bodies.parse(body, 'messages', 'profile', () => 'gateway')!.value as unknown as ProviderRequest;
 for (let t = 1; t <= turns; t++) {
   if (t === from) {
-    for (let k = from; k <= turns; k++) prebuilt.set(k, build(k));
+    // Rebuilt requests are built before profiling; 100 bodies of a long session would not fit.
+    if (!gateway) for (let k = from; k <= turns; k++) prebuilt.set(k, build(k));
     await session.post('Profiler.start');
   }
-  const request = prebuilt.get(t) ?? build(t);
+  const body = gateway ? bodyBytes(t) : undefined;
+  const request = body !== undefined ? viaGateway(body) : (prebuilt.get(t) ?? build(t));
   prebuilt.delete(t);
   const n = emitted;
   const t0 = performance.now();
@@ -76,7 +88,7 @@ const { profile } = (await session.post('Profiler.stop')) as {
 sub.unsubscribe();
 counter.dispose?.();
 await vault.close();
-const out = join(tmpdir(), `compile-turns-${from}-${turns}${fresh ? '-fresh' : ''}.cpuprofile`);
+const out = join(tmpdir(), `compile-turns-${from}-${turns}${fresh ? '-fresh' : gateway ? '-gateway' : ''}.cpuprofile`);
 writeFileSync(out, JSON.stringify(profile));
 rmSync(dir, { recursive: true, force: true });
 
@@ -107,7 +119,7 @@ const top = (m: Map<string, number>, k: number): void => {
     console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
 };
 console.log(
-  `turns ${from}–${turns}, ${fresh ? 'rebuilt' : 'reused'} message objects: ${(wall / (turns - from + 1)).toFixed(1)} ms per request; profile ${out}`,
+  `turns ${from}–${turns}, ${fresh ? 'rebuilt' : gateway ? 'body memo' : 'reused'} message objects: ${(wall / (turns - from + 1)).toFixed(1)} ms per request; profile ${out}`,
 );
 console.log('top functions by self time:');
 top(fn, 25);
