@@ -148,11 +148,36 @@ describe('workerExecArgv', () => {
       '--enable-source-maps',
       '--max-old-space-size=224',
       '--v8-pool-size=1',
+      '--single-threaded-gc',
     ]);
     expect(pool(1, 2)).toBe('--v8-pool-size=2');
     expect(pool(3, 2)).toBe('--v8-pool-size=1');
     expect(pool(2, 8)).toBe('--v8-pool-size=4');
     expect(pool(1, 64)).toBe('--v8-pool-size=4');
+  });
+
+  it('collects on the worker thread alone when a worker has less than two cores', () => {
+    const singleGc = (workers: number, cores: number): boolean =>
+      workerExecArgv({ workers, cores, maxMemoryBytes: 448 * MiB }, [], '').includes('--single-threaded-gc');
+    expect(singleGc(1, 1)).toBe(true);
+    expect(singleGc(1, 2)).toBe(false);
+    expect(singleGc(2, 2)).toBe(true);
+    expect(singleGc(2, 3)).toBe(true);
+    expect(singleGc(2, 4)).toBe(false);
+    expect(singleGc(3, 2)).toBe(true);
+    expect(singleGc(4, 16)).toBe(false);
+  });
+
+  it('leaves the collector threaded when Node was given a pool size or a threading flag', () => {
+    const options = { workers: 2, cores: 2, maxMemoryBytes: 448 * MiB };
+    expect(workerExecArgv(options, ['--v8-pool-size=2'], '')).not.toContain('--single-threaded-gc');
+    expect(workerExecArgv(options, [], '--v8-pool-size=2')).not.toContain('--single-threaded-gc');
+    expect(workerExecArgv(options, ['--no-single-threaded-gc'], '')).not.toContain('--single-threaded-gc');
+    expect(workerExecArgv(options, ['--single-threaded'], '')).toEqual([
+      '--single-threaded',
+      '--max-old-space-size=224',
+      '--v8-pool-size=1',
+    ]);
   });
 
   it('leaves a heap limit or pool size Node was given, in its arguments or NODE_OPTIONS', () => {
@@ -187,6 +212,8 @@ describe('token-terminator proxy --workers 1', () => {
         const argv = readFileSync(`/proc/${worker}/cmdline`, 'utf8').split('\0');
         expect(argv).toContain('--max-old-space-size=256');
         expect(argv).toContain(`--v8-pool-size=${Math.min(4, availableParallelism())}`);
+        // One worker with two cores or more keeps V8's collector threads.
+        expect(argv.includes('--single-threaded-gc')).toBe(availableParallelism() < 2);
         expect(readFileSync(`/proc/${worker}/environ`, 'utf8').split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
         const reply = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST',

@@ -119,11 +119,15 @@ const NODE_POOL_SIZE = 4;
  * the cores. Each worker's V8 runs background compilation and garbage-collection tasks on its pool
  * (4 threads by default): with as many workers as cores, those threads compete with the workers'
  * own main threads for the same cores, and a smaller pool cost less CPU per answer (RELIABILITY.md,
- * proxy-load).
+ * proxy-load). With less than two cores per worker the collector also runs on the worker's own
+ * thread (`--single-threaded-gc`): its helper tasks find no idle core there, only another worker's,
+ * which they preempt (two workers on two cores, `bench proxy-load`: 5.1–5.4 involuntary context
+ * switches per answer with helper tasks, 3.4–3.7 without, and 9 % less CPU per answer on average;
+ * RELIABILITY.md).
  *
  * @example
  * workerExecArgv({ workers: 2, cores: 2, maxMemoryBytes: 469_762_048 }, [], '');
- * // ['--max-old-space-size=224', '--v8-pool-size=1']
+ * // ['--max-old-space-size=224', '--v8-pool-size=1', '--single-threaded-gc']
  */
 export function workerExecArgv(
   options: Pick<PrimaryOptions, 'workers' | 'maxMemoryBytes' | 'cores'>,
@@ -137,5 +141,8 @@ export function workerExecArgv(
   const cores = options.cores ?? availableParallelism();
   const pool = Math.min(NODE_POOL_SIZE, Math.max(1, Math.floor(cores / Math.max(1, options.workers))));
   if (!given('v8-pool-size')) out.push(`--v8-pool-size=${pool}`);
+  // Off when Node was given a pool size or a threading flag of its own (`--single-threaded`, `--no-single-threaded-gc`).
+  if (cores < 2 * Math.max(1, options.workers) && !given('v8-pool-size') && !given('single-threaded'))
+    out.push('--single-threaded-gc');
   return out;
 }
