@@ -138,11 +138,11 @@ export function workerExecArgv(
   const out = [...execArgv];
   if (!given('max-old-space-size'))
     out.push(`--max-old-space-size=${Math.floor(options.maxMemoryBytes / 2 / 2 ** 20)}`);
-  const cores = options.cores ?? availableParallelism();
-  const pool = Math.min(NODE_POOL_SIZE, Math.max(1, Math.floor(cores / Math.max(1, options.workers))));
+  // The cores each worker has to itself.
+  const share = (options.cores ?? availableParallelism()) / Math.max(1, options.workers);
+  const pool = Math.min(NODE_POOL_SIZE, Math.max(1, Math.floor(share)));
   if (!given('v8-pool-size')) out.push(`--v8-pool-size=${pool}`);
   // Off when Node was given a pool size or a threading flag of its own (`--single-threaded`, `--no-single-threaded-gc`).
-  if (cores < 2 * Math.max(1, options.workers) && !given('v8-pool-size') && !given('single-threaded'))
-    out.push('--single-threaded-gc');
+  if (share < 2 && !given('v8-pool-size') && !given('single-threaded')) out.push('--single-threaded-gc');
   return out;
 }
