@@ -32,7 +32,7 @@ export interface CopiedRun {
 
 /** The engine parts piece counting needs: its pre-tokenizer and its per-piece encoder. */
 export interface PieceEngine {
-  /** A fresh global, unicode copy of the engine's split pattern. */
+  /** The engine's split pattern (its source and flags; piece counting matches with a sticky copy of it). */
   readonly split: RegExp;
   /** Tokens of one piece (exactly what the engine's own count adds for it). */
   countPiece(piece: string): number;
@@ -63,35 +63,34 @@ function grow(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
  * pieces.derive('{"a": "some long text"}', compact!, [{ at: 0, from: 0, length: 5 }, { at: 6, from: 5, length: 17 }]);
  */
 export function pieceCounting(engine: PieceEngine): PieceCounting {
-  const split = engine.split;
+  // Sticky, so a match starts exactly where the last one ended (the split must leave nothing out),
+  // and matched with `test`, which makes no match array: the piece's end is `lastIndex`, and its
+  // string is made only when it must be encoded (a copied piece is not). Allocating both per piece
+  // was two thirds of what a gateway worker allocated per answer (`bench/_exp-alloc.ts`).
+  const split = new RegExp(engine.split.source, `${engine.split.flags.replace('g', '')}y`);
   const walk = (text: string, reuse?: (start: number, end: number) => number): PieceRecord => {
     // About one piece per four characters of text: rarely grown.
     let starts = new Int32Array((text.length >> 2) + 16);
     let counts = new Int32Array((text.length >> 2) + 16);
     let n = 0;
     let total = 0;
-    split.lastIndex = 0;
     let at = 0;
-    for (let m = split.exec(text); m !== null; m = split.exec(text)) {
-      const piece = m[0];
-      if (piece.length === 0) {
-        split.lastIndex++;
-        continue;
-      }
-      const start = m.index;
-      if (start !== at) throw new Error('pieces: the split pattern skipped text');
-      const end = start + piece.length;
-      const known = reuse?.(start, end) ?? -1;
-      const c = known >= 0 ? known : engine.countPiece(piece);
+    split.lastIndex = 0;
+    while (at < text.length) {
+      if (!split.test(text)) throw new Error('pieces: the split pattern left text over');
+      const end = split.lastIndex;
+      // An empty match inside the text: the split would go on past a character it did not cover.
+      if (end === at) throw new Error('pieces: the split pattern skipped text');
+      const known = reuse?.(at, end) ?? -1;
+      const c = known >= 0 ? known : engine.countPiece(text.slice(at, end));
       starts = grow(starts, n + 1);
       counts = grow(counts, n);
-      starts[n] = start;
+      starts[n] = at;
       counts[n] = c;
       n++;
       total += c;
       at = end;
     }
-    if (at !== text.length) throw new Error('pieces: the split pattern left text over');
     starts = grow(starts, n + 1);
     starts[n] = text.length;
     return { starts: starts.slice(0, n + 1), counts: counts.slice(0, n), total };

@@ -71,6 +71,20 @@ describe.each(TIKTOKEN_ENCODINGS)('piece counting (%s)', (encoding) => {
     );
   });
 
+  it("cuts exactly where the pre-tokenizer does: the pieces are the split pattern's matches, in order", () => {
+    const split = new RegExp(SPLIT_PATTERNS[encoding], SPLIT_FLAGS);
+    fc.assert(
+      fc.property(tokenizerText, (text) => {
+        const record = js.pieces!.record(text);
+        if (record === undefined) return;
+        const cuts = [0];
+        for (const piece of text.match(split) ?? []) cuts.push(cuts.at(-1)! + piece.length);
+        expect([...record.starts]).toEqual(text.length === 0 ? [0] : cuts);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('encodes only the pieces around an edit', () => {
     const encoded: string[] = [];
     const core = acquireEncoder(encoding, 'js');
@@ -427,5 +441,16 @@ describe('a long string counted on its own counts the item that carries it (note
     } finally {
       dispose();
     }
+  });
+});
+
+describe('piece counting over a split that does not cover the text', () => {
+  const engine = (pattern: string) => pieceCounting({ split: new RegExp(pattern, 'gv'), countPiece: (p) => p.length });
+  it('refuses it instead of counting a part of the text', () => {
+    expect(() => engine('a').record('ab')).toThrow(/pieces: the split pattern left text over/);
+    expect(() => engine('b').record('ab')).toThrow(/pieces: the split pattern/);
+    expect(() => engine('b?').record('ab')).toThrow(/pieces: the split pattern skipped text/);
+    expect(engine('[ab]').record('ab')?.total).toBe(2);
+    expect(engine('b?').record('')?.total).toBe(0);
   });
 });
