@@ -1,10 +1,11 @@
 /**
- * `npx tsx bench/_profile-alloc.ts [--seconds 15] [--clients 32]`: what the gateway allocates per
+ * `npx tsx bench/_profile-alloc.ts [--seconds 15] [--clients 32] [--promoted]`: what the gateway allocates per
  * answer under bench proxy-load's conversations, by function. One in-process proxy (SQLite vault
  * in a temp dir, the configuration the CLI resolves for one worker) in front of a loopback
  * upstream; `--clients` agents send growing conversations for 10 s untimed, then for `--seconds`
  * under V8's sampling heap profiler, counting objects the collector has already freed too (every
- * allocation, not what is alive at the end). Prints KiB per answer: the total, the top functions
+ * allocation, not what is alive at the end; `--promoted`: only what outlived the young generation,
+ * which is what the full collections mark). Prints KiB per answer: the total, the top functions
  * by their own allocations (a builtin named with its caller) and by inclusive allocations (our
  * code and its dependencies). The load generator's own allocations (`bench/proxy-load.ts`) are in
  * the figures: read them apart.
@@ -41,6 +42,8 @@ const option = (name: string, fallback: number): number => {
 };
 const seconds = option('--seconds', 15);
 const clientCount = option('--clients', 32);
+/** Only what outlived the young generation (promoted, then freed by a full collection or still alive). */
+const promoted = argv.includes('--promoted');
 
 const upstream = createServer({ noDelay: true }, (req, res) => {
   req.resume();
@@ -90,7 +93,7 @@ inspector.connect();
 await inspector.post('HeapProfiler.startSampling', {
   samplingInterval: 16_384,
   includeObjectsCollectedByMajorGC: true,
-  includeObjectsCollectedByMinorGC: true,
+  includeObjectsCollectedByMinorGC: !promoted,
 });
 const before = answers;
 await drive(seconds * 1000);
@@ -124,7 +127,9 @@ const top = (m: Map<string, number>, k: number): void => {
   for (const [key, bytes] of [...m].sort((a, b) => b[1] - a[1]).slice(0, k))
     console.log(`  ${perAnswer(bytes)}  ${key}`);
 };
-console.log(`${timed} answers in ${seconds} s (${clientCount} clients); allocated ${perAnswer(total)}`);
+console.log(
+  `${timed} answers in ${seconds} s (${clientCount} clients); ${promoted ? 'allocated and promoted' : 'allocated'} ${perAnswer(total)}`,
+);
 console.log('top functions by their own allocations:');
 top(self, 30);
 console.log('top functions by inclusive allocations (our code and its dependencies):');
