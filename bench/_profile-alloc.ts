@@ -16,15 +16,13 @@
  * collections mark.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { Session } from 'node:inspector/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'undici';
 import { createProxy } from '../adapters/proxy/index.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
-import { CHAT_ANSWER } from './_support.js';
+import { startChatUpstream } from './_support.js';
 import { Agent } from './proxy-load.js';
 
 interface HeapNode {
@@ -45,19 +43,12 @@ const clientCount = option('--clients', 32);
 /** Only what outlived the young generation (promoted, then freed by a full collection or still alive). */
 const promoted = argv.includes('--promoted');
 
-const upstream = createServer({ noDelay: true }, (req, res) => {
-  req.resume();
-  req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(CHAT_ANSWER);
-  });
-});
-await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));
+const { server: upstream, url: upstreamUrl } = await startChatUpstream();
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-alloc-'));
 const proxy = await createProxy({
   config: loadProxyConfig({
     env: {},
-    flags: { port: 0, workers: 1, upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+    flags: { port: 0, workers: 1, upstream: upstreamUrl },
   }),
   terminatorOptions: { env: { HOME: dir }, overrides: { dbPath: join(dir, 'vault.sqlite3') } },
 });

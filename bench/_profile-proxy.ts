@@ -7,15 +7,13 @@
  * temp dir.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { Session } from 'node:inspector/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { createProxy } from '../adapters/proxy/index.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
-import { CHAT_ANSWER, sampleBodies } from './_support.js';
+import { sampleBodies, startChatUpstream } from './_support.js';
 
 interface Node {
   id: number;
@@ -28,19 +26,12 @@ const requests = argv.includes('--requests') ? Number(argv[argv.indexOf('--reque
 const mode = argv.includes('--mode') ? argv[argv.indexOf('--mode') + 1] : undefined;
 
 const bodies = sampleBodies();
-const upstream = createServer({ noDelay: true }, (req, res) => {
-  req.resume();
-  req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(CHAT_ANSWER);
-  });
-});
-await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));
+const { server: upstream, url: upstreamUrl } = await startChatUpstream();
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-proxy-'));
 const proxy = await createProxy({
   config: loadProxyConfig({
     env: {},
-    flags: { port: 0, upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+    flags: { port: 0, upstream: upstreamUrl },
   }),
   terminatorOptions: {
     env: { HOME: dir, ...(mode === undefined ? {} : { TOKEN_TERMINATOR_MODE: mode }) },

@@ -1,5 +1,7 @@
 /** What several benchmarks share (not a benchmark itself: bench/run.ts skips files starting with `_`). */
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +35,19 @@ export const CHAT_ANSWER = JSON.stringify({
   model: 'm',
   choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
 });
+
+/** A loopback upstream answering every request with {@link CHAT_ANSWER}, and its URL. */
+export async function startChatUpstream(): Promise<{ server: Server; url: string }> {
+  const server = createServer({ noDelay: true }, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(CHAT_ANSWER);
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
 
 /** Prints `rows` (the first is the header) as aligned columns: the `left` columns padded at the end, the rest at the start. */
 export function printTable(rows: readonly (readonly string[])[], left: readonly number[] = [0]): void {
