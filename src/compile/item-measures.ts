@@ -240,6 +240,34 @@ export function spacedFromCompact(compact: string): string {
   return compact.replace(SEPARATORS, (m: string, str: string | undefined) => (str !== undefined ? m : `${m} `));
 }
 
+/** Character codes of `"`, `\`, `,` and `:`. */
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+/**
+ * How many spaces {@link spacedFromCompact} inserts into `compact` (its `,` and `:` outside string
+ * literals), counted without building the spaced text: an entry's size is known from its compact
+ * text alone, and the spaced text is made only where telemetry counts it, then dropped.
+ *
+ * @example
+ * spacesIn('{"a":[1,2],"b":"x, y: z"}'); // 4
+ */
+export function spacesIn(compact: string): number {
+  let n = 0;
+  let inString = false;
+  for (let i = 0; i < compact.length; i++) {
+    const c = compact.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === COMMA || c === COLON) n++;
+  }
+  return n;
+}
+
 /**
  * Where {@link spacedFromCompact}'s output copies its input: the runs between the inserted spaces.
  *
@@ -358,9 +386,10 @@ function make(s: MeasureState, value: unknown): Measures {
   let m = s.byHash.get(hash); // refreshed: the least recently used content goes first
   if (m !== undefined) return m;
   const compact = canonicalJson(value, { compact: true });
-  const spaced = spacedFromCompact(compact);
-  m = new Measures(codePoints(spaced), hash);
-  keep(s, m, compact, spaced);
+  // Only the compact text is kept: the spaced one is a function of it (spacedJsonOf), and keeping
+  // both doubled what a new item's texts hold until the deferred telemetry has counted them.
+  m = new Measures(codePoints(compact) + spacesIn(compact), hash);
+  keep(s, m, compact, undefined);
   s.byHash.set(hash, m);
   return m;
 }
@@ -395,10 +424,7 @@ function compactJsonOf(s: MeasureState, value: unknown, m = measuresOf(s, value)
 function spacedJsonOf(s: MeasureState, value: unknown, m = measuresOf(s, value)): string {
   const t = s.texts.get(m);
   if (t?.spaced !== undefined) return t.spaced;
-  if (t?.compact === undefined) return canonicalJson(value);
-  const spaced = spacedFromCompact(t.compact);
-  keep(s, m, undefined, spaced);
-  return spaced;
+  return t?.compact === undefined ? canonicalJson(value) : spacedFromCompact(t.compact);
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   NOTED_FROM,
   spacedAlong,
   spacedFromCompact,
+  spacesIn,
   spacedRuns,
 } from '../../src/compile/item-measures.js';
 import { countInSlices, recordInSlices } from '../../src/compact/slices.js';
@@ -17,6 +18,7 @@ import { jsonString, stringRuns } from '../../src/measure/canonical-json.js';
 import {
   acquireEncoder,
   canonicalJson,
+  codePoints,
   createTiktokenCounter,
   TIKTOKEN_ENCODINGS,
   type EncoderLease,
@@ -123,6 +125,25 @@ describe('spacedRuns', () => {
         expect(covered).toBe(compact.length);
         // Everything else is one inserted space per run boundary.
         expect(spaced.length - compact.length).toBe(runs.length - 1);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('spacesIn', () => {
+  it('counts the spaces spacedFromCompact inserts, so an entry is sized from its compact JSON alone', () => {
+    // Strings full of separators, quotes and escapes: the count must skip exactly the string literals.
+    const tricky = fc.string({ unit: fc.constantFrom(',', ':', '"', '\\', ' ', 'a', '\n', '\u{1F600}') });
+    const value = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.dictionary(tricky, fc.oneof(tricky, fc.array(tricky, { maxLength: 4 }))),
+    );
+    fc.assert(
+      fc.property(value, (v) => {
+        const compact = canonicalJson(v, { compact: true });
+        expect(spacesIn(compact)).toBe(spacedFromCompact(compact).length - compact.length);
+        expect(codePoints(compact) + spacesIn(compact)).toBe(codePoints(canonicalJson(v)));
       }),
       { numRuns: 300 },
     );
