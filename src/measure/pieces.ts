@@ -66,7 +66,7 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
   // Sticky, so a match starts exactly where the last one ended (the split must leave nothing out),
   // and matched with `test`, which makes no match array: the piece's end is `lastIndex`, and its
   // string is made only when it must be encoded (a copied piece is not). Allocating both per piece
-  // was two thirds of what a gateway worker allocated per answer (`bench/_exp-alloc.ts`).
+  // was two thirds of what a gateway worker allocated per answer (`bench/_profile-alloc.ts`).
   const split = new RegExp(engine.split.source, `${engine.split.flags.replace('g', '')}y`);
   const walk = (text: string, reuse?: (start: number, end: number) => number): PieceRecord => {
     // About one piece per four characters of text: rarely grown.
