@@ -1,7 +1,8 @@
 /**
- * `npm run bench -- proxy-load [--clients 32] [--seconds 60] [--workers 1,2] [--max-memory-bytes n]
- * [--turns 40]`: the gateway under sustained load (issue 32), one worker and `--workers 2` in one
- * run, with the same clients sending the same conversations for the same time to each.
+ * `npm run bench -- proxy-load [--clients 32] [--seconds 60] [--warm-up 60] [--workers 1,2]
+ * [--max-memory-bytes n] [--turns 40]`: the gateway under sustained load (issue 32), one worker
+ * and `--workers 2` in one run, with the same clients sending the same conversations for the same
+ * time to each.
  *
  * The proxy runs as the real CLI in a child process on a fresh SQLite vault; a loopback upstream
  * and the load generator share this process, and both are kept cheap so that the proxy gets the
@@ -29,9 +30,17 @@
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
  *   least-squares trend of the last 30 s of samples grows them by less than 5 % over 20 s (a trend:
  *   one sample swings ±5 % with the garbage collections; runs of at least 40 s, shorter print n/a).
- * Each client first sends two untimed requests (a warm-up: each worker loads its modules and
- * tokenizer tables once). The proxy starts in a session of its own (`detached`), as a gateway
- * started apart from its clients is (Linux's autogroup shares the CPU between sessions).
+ * Before the window, untimed and the same for every worker count: each client's first two requests
+ * (each worker loads its modules and tokenizer tables once), then `--warm-up` seconds (default 60,
+ * 0 for none) of the full load, so the window measures the steady state a long-running gateway
+ * serves in. Without it the window also holds the workers' first minute: V8 still optimizing the
+ * request path (on its helper threads, which one worker gets beside its main thread for free and
+ * two workers on two cores pay for: 11 % of a core in a worker's 10–20 s, 4 % in its 50–60 s) and
+ * the heaps and the bounded memos filling to the load's size (one worker's RSS climbs for about its
+ * first 100 s, then stays). RSS is sampled over the warm-up too, printed before a `|`, and every
+ * sample is held to the cap; the trend is the window's. Errors while warming up count with the
+ * window's. The proxy starts in a session of its own (`detached`), as a gateway started apart from
+ * its clients is (Linux's autogroup shares the CPU between sessions).
  * `TT_BENCH_NODE_OPTIONS` / `TT_BENCH_NODE_ARGS` give the proxy's processes Node flags.
  * `--workers` lists the runs in order (a count may repeat: `1,2,2,1` cancels a drift of the
  * machine's load; the ratio is then of the mean answers of each count's runs).
@@ -68,8 +77,8 @@ const samplesIn = (seconds: number): number => seconds / (SAMPLE_MS / 1000);
 const LEVEL_WINDOW_S = 20;
 const LEVEL_GROWTH = 1.05;
 const TARGET_RATIO = 1.4;
-/** Requests each client sends before the timed window (not counted). */
-const WARM_UP = 2;
+/** Requests each client sends before the timed warm-up (its first: modules and tables load). */
+const FIRST_REQUESTS = 2;
 
 interface Options {
   clients: number;
@@ -77,6 +86,8 @@ interface Options {
   workers: number[];
   maxMemoryBytes: number | undefined;
   turns: number;
+  /** Seconds of full load before the window, untimed. */
+  warmUp: number;
 }
 
 function parseArgs(argv: readonly string[]): Options {
@@ -99,6 +110,7 @@ function parseArgs(argv: readonly string[]): Options {
     workers: (value('--workers') ?? '1,2').split(',').map(Number),
     maxMemoryBytes: memory === undefined ? undefined : Number(memory),
     turns: int(['--turns'], 40),
+    warmUp: value('--warm-up') === '0' ? 0 : int(['--warm-up'], 60),
   };
 }
 
@@ -366,7 +378,10 @@ interface RunResult {
   readonly answers: number;
   readonly errors: number;
   readonly latencies: number[];
+  /** RSS every 5 s over the window. */
   readonly rss: number[];
+  /** RSS every 5 s over the warm-up (under the cap too; the trend is the window's). */
+  readonly warmRss: number[];
   /** The proxy's CPU (ms) and the answers so far at each RSS sample. */
   readonly progress: { cpu: number; answers: number }[];
   readonly primaryRss: number;
@@ -470,17 +485,33 @@ async function run(
   const pid = proxy.child.pid!;
   const latencies: number[] = [];
   let answers = 0;
-  let errors = 0;
   // The same clients with the same conversations for every worker count.
   const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`c${i}`, o.turns));
   const clients = agents.map(() => new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 }));
-  // Untimed warm-up: each client's first WARM_UP requests (the same for every worker count) load
-  // what each worker loads once (modules, tokenizer tables), so the window measures serving.
+  // Untimed warm-up, the same for every worker count: each client's first requests load what each
+  // worker loads once (modules, tokenizer tables), then `warmUp` seconds of the full load let the
+  // workers' code be optimized and their heaps grow to the load's size, so that the window
+  // measures a gateway serving in its steady state, not its first minute (see the header).
+  // An error while warming up is an error all the same (counted with the window's).
+  let warmErrors = 0;
+  const warm = async (client: Client, agent: Agent): Promise<void> => {
+    if ((await post(client, agent.next(), agent.session).catch(() => 0)) !== 200) warmErrors++;
+  };
   await Promise.all(
     agents.map(async (agent, i) => {
-      for (let n = 0; n < WARM_UP; n++) await post(clients[i]!, agent.next(), agent.session).catch(() => 0);
+      for (let n = 0; n < FIRST_REQUESTS; n++) await warm(clients[i]!, agent);
     }),
   );
+  const warmRss: number[] = [];
+  const warmSampler = setInterval(() => warmRss.push(treeRss(pid)), SAMPLE_MS);
+  const warmEnd = performance.now() + o.warmUp * 1000;
+  await Promise.all(
+    agents.map(async (agent, i) => {
+      while (performance.now() < warmEnd) await warm(clients[i]!, agent);
+    }),
+  );
+  clearInterval(warmSampler);
+  let errors = warmErrors;
   const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
   const rss: number[] = [treeRss(pid)];
   const progress = [{ cpu: cpu0.proxy, answers: 0 }];
@@ -526,6 +557,7 @@ async function run(
     errors,
     latencies,
     rss,
+    warmRss,
     progress,
     primaryRss,
     proxyCpuMs,
@@ -542,21 +574,21 @@ export async function main(argv: string[]): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const direct = await directP50(upstreamUrl, o.turns);
   console.log(
-    `${o.clients} clients × ${o.seconds} s, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
+    `${o.clients} clients × ${o.seconds} s after ${o.warmUp} s of untimed warm-up, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
   );
   const results: RunResult[] = [];
   for (const workers of o.workers) {
     const r = await run(o, workers, upstreamUrl, receipts);
     results.push(r);
     console.log(
-      `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.rss.map(mb).join(' ')}` +
+      `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.warmRss.length > 0 ? `warm-up ${r.warmRss.map(mb).join(' ')} | ` : ''}${r.rss.map(mb).join(' ')}` +
         `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all` +
         `; the proxy's CPU ms per answer every ${LEVEL_WINDOW_S} s: ${perWindow(r.progress).join(' ')}`,
     );
   }
   upstream.close();
   const level = (r: RunResult): string => {
-    const l = levelsOff(r.rss, r.cap, o.seconds);
+    const l = levelsOff([...r.warmRss, ...r.rss], r.cap, o.seconds);
     return l === undefined ? 'n/a' : l ? 'yes' : 'no';
   };
   printTable([
@@ -588,7 +620,7 @@ export async function main(argv: string[]): Promise<void> {
       (r.loadCpuMs / Math.max(1, r.answers)).toFixed(1),
       String(r.receipts),
       String(r.lost),
-      mb(Math.max(...r.rss)),
+      mb(Math.max(...r.warmRss, ...r.rss)),
       mb(r.cap),
       level(r),
     ]),
@@ -624,6 +656,6 @@ export async function main(argv: string[]): Promise<void> {
   console.log(`${verdict(lost === 0 && checked > 0)}  receipts lost: ${lost} of ${checked} (target 0)`);
   for (const r of results)
     console.log(
-      `${verdict(levelsOff(r.rss, r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.rss))} MiB; the trend of the last ${LEVEL_TREND_S} s: ${(trend(r.rss) * 100).toFixed(1)} % per ${LEVEL_WINDOW_S} s, target under ${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
+      `${verdict(levelsOff([...r.warmRss, ...r.rss], r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.warmRss, ...r.rss))} MiB; the trend of the last ${LEVEL_TREND_S} s: ${(trend(r.rss) * 100).toFixed(1)} % per ${LEVEL_WINDOW_S} s, target under ${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
     );
 }
