@@ -30,6 +30,12 @@
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
  *   least-squares trend of the last 30 s of samples grows them by less than 5 % over 20 s (a trend:
  *   one sample swings ±5 % with the garbage collections; runs of at least 40 s, shorter print n/a).
+ * - the machine's pace before and after each row (`pace ms`: this process hashing and scanning
+ *   one 40-turn body 20 times, the proxy stopped): the same work every time, so rows of
+ *   different pace ran on a machine of different speed, which the ratio cannot tell apart from a
+ *   gateway of different speed. Beside the ratio, the ratio of answers × pace (each row's answers
+ *   at its mean pace): what the machine's drift between rows did to it. The target is on the
+ *   answers alone.
  * Before the window, untimed and the same for every worker count: each client's first two requests
  * (each worker loads its modules and tokenizer tables once), then `--warm-up` seconds (default 60,
  * 0 for none) of the full load, so the window measures the steady state a long-running gateway
@@ -49,6 +55,7 @@
  * box the figures are indicative; compare the two rows of one run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -373,8 +380,33 @@ async function directP50(upstream: string, turns: number): Promise<number> {
   return pct(times, 50);
 }
 
+/**
+ * The machine's pace just before and after a row: milliseconds this process takes to SHA-256 one
+ * 40-turn body and scan its text character by character, 20 times (the median of 3 rounds), the
+ * proxy stopped. The same work every time and no allocation (this process's own heap, which grows
+ * with the row's answers, must not slow it), so a row whose probe took longer ran on a slower
+ * machine (this VM's speed moves by a quarter from one minute to the next), which the ratio
+ * cannot tell from a slower gateway.
+ */
+function pace(body: Buffer, text: string): number {
+  const rounds: number[] = [];
+  let sink = 0;
+  for (let round = 0; round < 3; round++) {
+    const started = performance.now();
+    for (let i = 0; i < 20; i++) {
+      sink ^= createHash('sha256').update(body).digest()[0]!;
+      for (let c = 0; c < text.length; c++) sink = (sink * 31 + text.charCodeAt(c)) | 0;
+    }
+    rounds.push(performance.now() - started);
+  }
+  // The result is used, so the loop is not optimized away.
+  return pct(rounds, 50) + (sink === 0.5 ? 1 : 0);
+}
+
 interface RunResult {
   readonly workers: number;
+  /** {@link pace} just before the row and just after it (the proxy stopped). */
+  readonly pace: readonly [number, number];
   readonly answers: number;
   readonly errors: number;
   readonly latencies: number[];
@@ -472,7 +504,10 @@ async function run(
   workers: number,
   upstream: string,
   receipts: Map<string, Set<string>>,
+  probe: Buffer,
 ): Promise<RunResult> {
+  const probeText = probe.toString('utf8');
+  const rowPace = pace(probe, probeText);
   const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-load-'));
   const db = join(dir, 'vault.sqlite3');
   receipts.clear();
@@ -549,10 +584,12 @@ async function run(
   const exit = new Promise((r) => proxy.child.once('exit', r));
   proxy.child.kill('SIGTERM');
   await exit;
+  const paceAfter = pace(probe, probeText);
   const [checked, lost] = await verifyReceipts(dir, db, agents, receipts);
   rmSync(dir, { recursive: true, force: true });
   const result = {
     workers,
+    pace: [rowPace, paceAfter] as const,
     answers,
     errors,
     latencies,
@@ -576,9 +613,12 @@ export async function main(argv: string[]): Promise<void> {
   console.log(
     `${o.clients} clients × ${o.seconds} s after ${o.warmUp} s of untimed warm-up, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
   );
+  const probeAgent = new Agent('pace', o.turns);
+  let probe = Buffer.alloc(0);
+  for (let turn = 0; turn < o.turns; turn++) probe = Buffer.from(probeAgent.next());
   const results: RunResult[] = [];
   for (const workers of o.workers) {
-    const r = await run(o, workers, upstreamUrl, receipts);
+    const r = await run(o, workers, upstreamUrl, receipts, probe);
     results.push(r);
     console.log(
       `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.warmRss.length > 0 ? `warm-up ${r.warmRss.map(mb).join(' ')} | ` : ''}${r.rss.map(mb).join(' ')}` +
@@ -607,6 +647,7 @@ export async function main(argv: string[]): Promise<void> {
       'RSS max MiB',
       'cap MiB',
       'levels off under cap',
+      'pace ms before / after',
     ],
     ...results.map((r) => [
       String(r.workers),
@@ -623,6 +664,7 @@ export async function main(argv: string[]): Promise<void> {
       mb(Math.max(...r.warmRss, ...r.rss)),
       mb(r.cap),
       level(r),
+      r.pace.map((ms) => ms.toFixed(0)).join(' / '),
     ]),
   ]);
   const verdict = (ok: boolean | undefined): string => (ok === undefined ? 'n/a ' : ok ? 'PASS' : 'FAIL');
@@ -647,6 +689,11 @@ export async function main(argv: string[]): Promise<void> {
     const runs = ones.length + twos.length > 2 ? ` (mean answers of ${twos.length} and ${ones.length} runs)` : '';
     console.log(
       `${verdict(ratio >= TARGET_RATIO)}  2 workers / 1 worker answers${runs}: ${ratio.toFixed(2)} × (target ≥ ${TARGET_RATIO} ×; one worker used ${one.toFixed(2)} cores, so 2 cores less the load generator allow about ${ceiling.toFixed(2)} × at the same CPU per answer, which two workers spent ${((perAnswer(twos) / perAnswer(ones) - 1) * 100).toFixed(0)} % more of)`,
+    );
+    // Each row's answers at its mean pace: a diagnostic of the machine's drift, not the target.
+    const paced = (r: RunResult): number => (r.answers * (r.pace[0] + r.pace[1])) / 2;
+    console.log(
+      `      the same with each row's answers × its pace (the machine's drift between rows taken out, not the target): ${(mean(twos, paced) / Math.max(1, mean(ones, paced))).toFixed(2)} ×`,
     );
   }
   const errors = results.reduce((n, r) => n + r.errors, 0);
