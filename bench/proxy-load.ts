@@ -102,12 +102,12 @@ function parseArgs(argv: readonly string[]): Options {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const int = (names: readonly string[], fallback: number): number => {
+  const int = (names: readonly string[], fallback: number, least = 1): number => {
     const name = names.find((n) => argv.includes(n));
     const raw = name === undefined ? undefined : value(name);
     const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isSafeInteger(n) || n < 1)
-      throw new Error(`${names[0]} must be a positive integer, got ${String(raw)}`);
+    if (!Number.isSafeInteger(n) || n < least)
+      throw new Error(`${names[0]} must be an integer of at least ${least}, got ${String(raw)}`);
     return n;
   };
   const memory = value('--max-memory-bytes');
@@ -117,7 +117,7 @@ function parseArgs(argv: readonly string[]): Options {
     workers: (value('--workers') ?? '1,2').split(',').map(Number),
     maxMemoryBytes: memory === undefined ? undefined : Number(memory),
     turns: int(['--turns'], 40),
-    warmUp: value('--warm-up') === '0' ? 0 : int(['--warm-up'], 60),
+    warmUp: int(['--warm-up'], 60, 0),
   };
 }
 
@@ -388,7 +388,13 @@ async function directP50(upstream: string, turns: number): Promise<number> {
  * machine (this VM's speed moves by a quarter from one minute to the next), which the ratio
  * cannot tell from a slower gateway.
  */
-function pace(body: Buffer, text: string): number {
+/** What {@link pace} works on: one body, as bytes and as text. */
+interface Probe {
+  readonly body: Buffer;
+  readonly text: string;
+}
+
+function pace({ body, text }: Probe): number {
   const rounds: number[] = [];
   let sink = 0;
   for (let round = 0; round < 3; round++) {
@@ -410,11 +416,11 @@ interface RunResult {
   readonly answers: number;
   readonly errors: number;
   readonly latencies: number[];
-  /** RSS every 5 s over the window. */
+  /** RSS every 5 s over the warm-up, then over the window (every sample under the cap; the trend is of the last ones). */
   readonly rss: number[];
-  /** RSS every 5 s over the warm-up (under the cap too; the trend is the window's). */
-  readonly warmRss: number[];
-  /** The proxy's CPU (ms) and the answers so far at each RSS sample. */
+  /** How many of `rss` are the warm-up's. */
+  readonly warmSamples: number;
+  /** The proxy's CPU (ms) and the answers so far every 5 s of the window. */
   readonly progress: { cpu: number; answers: number }[];
   readonly primaryRss: number;
   readonly proxyCpuMs: number;
@@ -504,10 +510,9 @@ async function run(
   workers: number,
   upstream: string,
   receipts: Map<string, Set<string>>,
-  probe: Buffer,
+  probe: Probe,
 ): Promise<RunResult> {
-  const probeText = probe.toString('utf8');
-  const rowPace = pace(probe, probeText);
+  const rowPace = pace(probe);
   const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-load-'));
   const db = join(dir, 'vault.sqlite3');
   receipts.clear();
@@ -537,8 +542,8 @@ async function run(
       for (let n = 0; n < FIRST_REQUESTS; n++) await warm(clients[i]!, agent);
     }),
   );
-  const warmRss: number[] = [];
-  const warmSampler = setInterval(() => warmRss.push(treeRss(pid)), SAMPLE_MS);
+  const rss: number[] = [];
+  const warmSampler = setInterval(() => rss.push(treeRss(pid)), SAMPLE_MS);
   const warmEnd = performance.now() + o.warmUp * 1000;
   await Promise.all(
     agents.map(async (agent, i) => {
@@ -546,9 +551,10 @@ async function run(
     }),
   );
   clearInterval(warmSampler);
+  const warmSamples = rss.length;
   let errors = warmErrors;
   const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
-  const rss: number[] = [treeRss(pid)];
+  rss.push(treeRss(pid));
   const progress = [{ cpu: cpu0.proxy, answers: 0 }];
   const sampler = setInterval(() => {
     rss.push(treeRss(pid));
@@ -584,7 +590,7 @@ async function run(
   const exit = new Promise((r) => proxy.child.once('exit', r));
   proxy.child.kill('SIGTERM');
   await exit;
-  const paceAfter = pace(probe, probeText);
+  const paceAfter = pace(probe);
   const [checked, lost] = await verifyReceipts(dir, db, agents, receipts);
   rmSync(dir, { recursive: true, force: true });
   const result = {
@@ -594,7 +600,7 @@ async function run(
     errors,
     latencies,
     rss,
-    warmRss,
+    warmSamples,
     progress,
     primaryRss,
     proxyCpuMs,
@@ -614,21 +620,22 @@ export async function main(argv: string[]): Promise<void> {
     `${o.clients} clients × ${o.seconds} s after ${o.warmUp} s of untimed warm-up, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
   );
   const probeAgent = new Agent('pace', o.turns);
-  let probe = Buffer.alloc(0);
-  for (let turn = 0; turn < o.turns; turn++) probe = Buffer.from(probeAgent.next());
+  for (let turn = 1; turn < o.turns; turn++) probeAgent.next();
+  const body = Buffer.from(probeAgent.next());
+  const probe: Probe = { body, text: body.toString('utf8') };
   const results: RunResult[] = [];
   for (const workers of o.workers) {
     const r = await run(o, workers, upstreamUrl, receipts, probe);
     results.push(r);
     console.log(
-      `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.warmRss.length > 0 ? `warm-up ${r.warmRss.map(mb).join(' ')} | ` : ''}${r.rss.map(mb).join(' ')}` +
+      `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.warmSamples > 0 ? `warm-up ${r.rss.slice(0, r.warmSamples).map(mb).join(' ')} | ` : ''}${r.rss.slice(r.warmSamples).map(mb).join(' ')}` +
         `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all` +
         `; the proxy's CPU ms per answer every ${LEVEL_WINDOW_S} s: ${perWindow(r.progress).join(' ')}`,
     );
   }
   upstream.close();
   const level = (r: RunResult): string => {
-    const l = levelsOff([...r.warmRss, ...r.rss], r.cap, o.seconds);
+    const l = levelsOff(r.rss, r.cap, o.seconds);
     return l === undefined ? 'n/a' : l ? 'yes' : 'no';
   };
   printTable([
@@ -661,7 +668,7 @@ export async function main(argv: string[]): Promise<void> {
       (r.loadCpuMs / Math.max(1, r.answers)).toFixed(1),
       String(r.receipts),
       String(r.lost),
-      mb(Math.max(...r.warmRss, ...r.rss)),
+      mb(Math.max(...r.rss)),
       mb(r.cap),
       level(r),
       r.pace.map((ms) => ms.toFixed(0)).join(' / '),
@@ -703,6 +710,6 @@ export async function main(argv: string[]): Promise<void> {
   console.log(`${verdict(lost === 0 && checked > 0)}  receipts lost: ${lost} of ${checked} (target 0)`);
   for (const r of results)
     console.log(
-      `${verdict(levelsOff([...r.warmRss, ...r.rss], r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.warmRss, ...r.rss))} MiB; the trend of the last ${LEVEL_TREND_S} s: ${(trend(r.rss) * 100).toFixed(1)} % per ${LEVEL_WINDOW_S} s, target under ${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
+      `${verdict(levelsOff(r.rss, r.cap, o.seconds))}  workers ${r.workers}: RSS levels off under the cap of ${mb(r.cap)} MiB (max ${mb(Math.max(...r.rss))} MiB; the trend of the last ${LEVEL_TREND_S} s: ${(trend(r.rss) * 100).toFixed(1)} % per ${LEVEL_WINDOW_S} s, target under ${Math.round((LEVEL_GROWTH - 1) * 100)} %)`,
     );
 }
