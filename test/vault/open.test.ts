@@ -94,3 +94,16 @@ describe('unavailableVault', () => {
     await vault[Symbol.asyncDispose]();
   });
 });
+
+describe('one fresh file opened twice at once in one process', () => {
+  it('both open and migrate: the second waits for the first without blocking the thread the first needs', async () => {
+    const path = join(dir, 'shared.sqlite3');
+    const vaults = await Promise.all([createVault({ path }), createVault({ path }), createVault({ path })]);
+    try {
+      const { artifactId } = await vaults[0]!.put({ content: 'written by the first, read by the others' });
+      for (const v of vaults.slice(1)) expect(await v.verify(artifactId)).toBe(true);
+    } finally {
+      await Promise.all(vaults.map((v) => v.close()));
+    }
+  });
+});

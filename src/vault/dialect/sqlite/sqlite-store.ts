@@ -431,7 +431,7 @@ async function migrate<DB>(
   busyTimeoutMs: number,
 ): Promise<void> {
   const raw = store.raw;
-  retryTransient(() => raw.exec('BEGIN IMMEDIATE'), busyTimeoutMs);
+  await beginImmediate(raw, busyTimeoutMs);
   try {
     const version = Number(raw.pragma('user_version', { simple: true }));
     if (version > spec.version) {
@@ -459,6 +459,30 @@ async function migrate<DB>(
   } catch (error) {
     if (raw.inTransaction) raw.exec('ROLLBACK');
     throw error;
+  }
+}
+
+/**
+ * Takes the file's write lock for the migrations, waiting for it on timers as {@link SqliteStore.write}
+ * does, never in SQLite's busy handler: that sleeps on the thread, and when the lock's holder is
+ * another store on the same file in this process (two vaults opened at once), its migration could
+ * not go on until the wait had timed out.
+ */
+async function beginImmediate(raw: Database.Database, budgetMs: number): Promise<void> {
+  const until = Date.now() + budgetMs;
+  raw.pragma('busy_timeout = 0');
+  try {
+    for (let wait = FIRST_WAIT_MS; ; wait = Math.min(MAX_WAIT_MS, wait * 2)) {
+      try {
+        raw.exec('BEGIN IMMEDIATE');
+        return;
+      } catch (error) {
+        if (!isTransientLock(error) || Date.now() >= until) throw error;
+        await sleep(Math.min(wait, until - Date.now()));
+      }
+    }
+  } finally {
+    raw.pragma(`busy_timeout = ${budgetMs}`);
   }
 }
 
