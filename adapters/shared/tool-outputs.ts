@@ -20,7 +20,7 @@ import { isRecoveryResult } from '../../src/recovery/results.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { REPLAY_TOOL_NAMES } from '../../src/tools/names.js';
 import { savedByStage } from '../../src/telemetry/metrics.js';
-import type { ProviderRequest, StepContext } from '../../src/step.js';
+import type { Decision, ProviderRequest, StepContext } from '../../src/step.js';
 
 const KEY_PREFIX = 'proxy.tool.v1:';
 const UNCHANGED = '=';
@@ -155,9 +155,13 @@ async function renderSlots(
       const content = step.value.content;
       const failed = step.decisions.some((d) => d.kind === 'failed_open');
       const rendering = typeof content === 'string' && content !== text.text ? `${CHANGED}${content}` : UNCHANGED;
-      // A stage that failed open is not remembered: the next request tries again.
       if (failed && rendering === UNCHANGED) {
-        if (slot.item !== undefined) retry.add(slot.item);
+        // A stage that failed open is not remembered in the store: a later request, a restart or
+        // another replica tries again. A full vault refuses every output until retention frees room
+        // (sessions end or expire), so trying each refused output again in every later request would
+        // cost the whole history per request: in this process it is shown as sent from now on.
+        if (refusedForCapacity(step.decisions)) cache.set(cacheKey, UNCHANGED);
+        else if (slot.item !== undefined) retry.add(slot.item);
         continue;
       }
       // Another replica may have rendered it first: its rendering is the one the model saw.
@@ -172,6 +176,11 @@ async function renderSlots(
     if (stored.startsWith(CHANGED)) changes.push({ path: slot.path, value: text.write(stored.slice(1)) });
   }
   return { request: writeSlots(request, changes), firstSeen, saved, retry };
+}
+
+/** Whether a stage failed open because the vault is full (E_VAULT_CAPACITY). */
+function refusedForCapacity(decisions: readonly Decision[]): boolean {
+  return decisions.some((d) => d.kind === 'failed_open' && (d.error ?? '').endsWith(':E_VAULT_CAPACITY'));
 }
 
 /** What one client item was shown as; `original` is the first copy of the client's item (a stable object for measuring). */

@@ -109,3 +109,50 @@ describe('memory bounds of the proxy caches', () => {
     expect(memo.session('big').byDigest.size).toBe(0);
   });
 });
+
+describe('renderToolOutputs with a full vault', () => {
+  const PYTEST = readFileSync(new URL('../../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
+  const call = (id: string, content: string): Record<string, unknown>[] => [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: '{"command":"pytest"}' } }],
+    },
+    { role: 'tool', tool_call_id: id, content },
+  ];
+
+  it('shows a refused output as sent from then on instead of reducing it again in every later request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tt-render-full-'));
+    // Far smaller than one output: every put is refused (E_VAULT_CAPACITY) and the output passes as sent.
+    const t = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3'), vaultMaxBytes: 4096 } });
+    let reductions = 0;
+    const counted = new Proxy(t, {
+      get(target, prop) {
+        if (prop === 'reduceToolResult')
+          return (...args: Parameters<typeof t.reduceToolResult>) => (reductions++, target.reduceToolResult(...args));
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    try {
+      const caches = { renderings: new RenderingCache(), items: new ItemMemo() };
+      let messages: Record<string, unknown>[] = [{ role: 'user', content: 'make the tests pass' }];
+      const outputs: string[] = [];
+      for (let turn = 0; turn < 5; turn++) {
+        const output = `${PYTEST}\nrun ${turn}`;
+        outputs.push(output);
+        messages = [...messages, ...call(`c${turn}`, output)];
+        const out = await renderToolOutputs(counted, { model: 'gpt-4o', messages }, 'chat', { sessionId: 's' }, caches);
+        // Each output is tried once, when it is new; every output is shown exactly as sent.
+        expect(reductions).toBe(turn + 1);
+        const shown = (out.request['messages'] as { role: string; content: unknown }[]).filter(
+          (m) => m.role === 'tool',
+        );
+        expect(shown.map((m) => m.content)).toEqual(outputs);
+      }
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

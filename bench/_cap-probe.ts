@@ -1,0 +1,63 @@
+/**
+ * `npx tsx bench/_cap-probe.ts [seconds 60] [vault bytes 67108864]`: an in-process proxy (SQLite
+ * vault in a temp dir, the configuration the CLI resolves for one worker, `vaultMaxBytes` as given)
+ * under bench proxy-load's 32 growing conversations, printing every 5 s the answers so far, this
+ * process's CPU and the vault file's size. With a small vault the load fills it with evidence the
+ * live sessions were delivered (pinned, so retention cannot prune it) and the answers per 5 s
+ * show what serving costs once the vault refuses new outputs (RELIABILITY.md, "A full vault").
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'undici';
+import { createProxy } from '../adapters/proxy/index.js';
+import { loadProxyConfig } from '../src/config/proxy.js';
+import { startChatUpstream } from './_support.js';
+import { Agent } from './proxy-load.js';
+
+const [seconds, vaultMaxBytes] = [Number(process.argv[2] ?? 60), Number(process.argv[3] ?? 64 * 2 ** 20)];
+if (!(seconds > 0 && Number.isSafeInteger(vaultMaxBytes) && vaultMaxBytes > 0))
+  throw new Error(`usage: bench/_cap-probe.ts [seconds > 0] [vault bytes, a positive integer]`);
+const { server: upstream, url: upstreamUrl } = await startChatUpstream();
+const dir = mkdtempSync(join(tmpdir(), 'tt-cap-probe-'));
+const db = join(dir, 'vault.sqlite3');
+const proxy = await createProxy({
+  config: loadProxyConfig({ env: {}, flags: { port: 0, workers: 1, upstream: upstreamUrl } }),
+  terminatorOptions: { env: { HOME: dir }, overrides: { dbPath: db, vaultMaxBytes } },
+});
+const url = await proxy.listen();
+const agents = Array.from({ length: 32 }, (_, i) => new Agent(`c${i}`, 40));
+const clients = agents.map(() => new Client(url));
+let answers = 0;
+let before = 0;
+const tick = setInterval(() => {
+  const cpu = process.cpuUsage();
+  console.log(
+    `${answers - before} answers in 5 s (${answers} in all); CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; vault file ${(statSync(db).size / 2 ** 20).toFixed(0)} MiB`,
+  );
+  before = answers;
+}, 5000);
+const end = performance.now() + seconds * 1000;
+await Promise.all(
+  agents.map(async (agent, i) => {
+    while (performance.now() < end) {
+      const res = await clients[i]!.request({
+        path: '/v1/chat/completions',
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-cap-probe',
+          'x-token-terminator-session': agent.session,
+        },
+        body: agent.next(),
+      });
+      await res.body.dump();
+      answers++;
+    }
+  }),
+);
+clearInterval(tick);
+await Promise.all(clients.map((c) => c.close()));
+await proxy.close();
+upstream.close();
+rmSync(dir, { recursive: true, force: true });
