@@ -1,8 +1,8 @@
 /**
  * `npm run bench -- proxy-load [--clients 32] [--seconds 60] [--warm-up 60] [--workers 1,2]
- * [--max-memory-bytes n] [--turns 40]`: the gateway under sustained load (issue 32), one worker
- * and `--workers 2` in one run, with the same clients sending the same conversations for the same
- * time to each.
+ * [--max-memory-bytes n] [--turns 40]`: the gateway under sustained load (issue
+ * 32), one worker and `--workers 2` in one run, with the same clients sending the same
+ * conversations for the same time to each.
  *
  * The proxy runs as the real CLI in a child process on a fresh SQLite vault; a loopback upstream
  * and the load generator share this process, and both are kept cheap so that the proxy gets the
@@ -30,13 +30,17 @@
  *   gateway's (primary and workers). RSS "levels off" when every sample is under the cap and the
  *   least-squares trend of the last 30 s of samples grows them by less than 5 % over 20 s (a trend:
  *   one sample swings ±5 % with the garbage collections; runs of at least 40 s, shorter print n/a).
- * - the machine's pace before and after each row (`pace ms`: this process hashing and scanning
- *   one 40-turn body 20 times, the proxy stopped): the same work every time, so rows of
+ * - the machine's pace before and after each row's window (`pace ms`: this process hashing and
+ *   scanning one 40-turn body 20 times, the proxy idle): the same work every time, so rows of
  *   different pace ran on a machine of different speed, which the ratio cannot tell apart from a
  *   gateway of different speed. Beside the ratio, the ratio of answers × pace (each row's answers
  *   at its mean pace): what the machine's drift between rows did to it. The target is on the
- *   answers alone.
- * Before the window, untimed and the same for every worker count: each client's first two requests
+ *   answers alone;
+ * - the machine's idle cores over the window (what neither the proxy nor this process used), and
+ *   its stolen cores when the hypervisor took any;
+ * - the connections the clients opened (one each, more when the proxy closed one) and, for a row
+ *   with errors, the end of the proxy's stderr (a worker's fatal error, the primary's warnings).
+ * Before the window, untimed and the same for every gateway: each client's first two requests
  * (each worker loads its modules and tokenizer tables once), then `--warm-up` seconds (default 60,
  * 0 for none) of the full load, so the window measures the steady state a long-running gateway
  * serves in. Without it the window also holds the workers' first minute: V8 still optimizing the
@@ -45,11 +49,13 @@
  * the heaps and the bounded memos filling to the load's size (one worker's RSS climbs for about its
  * first 100 s, then stays). RSS is sampled over the warm-up too, printed before a `|`, and every
  * sample is held to the cap; the trend is the window's. Errors while warming up count with the
- * window's. The proxy starts in a session of its own (`detached`), as a gateway started apart from
+ * window's. The window counts after a ramp of 2 s of the load that is not counted, so that it
+ * opens and closes on a full pipeline (each client a request in flight), as a window inside a
+ * steady load does. The proxy starts in a session of its own (`detached`), as a gateway started apart from
  * its clients is (Linux's autogroup shares the CPU between sessions).
  * `TT_BENCH_NODE_OPTIONS` / `TT_BENCH_NODE_ARGS` give the proxy's processes Node flags.
- * `--workers` lists the runs in order (a count may repeat: `1,2,2,1` cancels a drift of the
- * machine's load; the ratio is then of the mean answers of each count's runs).
+ * `--workers` lists the runs in order (a count may repeat: `1,2,2,1` cancels a steady drift of
+ * the machine; the ratio is then of the mean answers of each count's runs).
  * Then each target with pass / fail: 2 workers answer ≥ 1.4 × what 1 did, no errors, no lost
  * receipts, RSS levels off under the cap. The load generator shares the machine, so on a loaded
  * box the figures are indicative; compare the two rows of one run.
@@ -86,6 +92,10 @@ const LEVEL_GROWTH = 1.05;
 const TARGET_RATIO = 1.4;
 /** Requests each client sends before the timed warm-up (its first: modules and tables load). */
 const FIRST_REQUESTS = 2;
+/** Characters of the proxy's stderr kept, printed when a gateway had errors. */
+const STDERR_KEPT = 16_384;
+/** Load before the window's count starts, so that it starts on a full pipeline. */
+const RAMP_MS = 2000;
 
 interface Options {
   clients: number;
@@ -111,7 +121,7 @@ function parseArgs(argv: readonly string[]): Options {
     return n;
   };
   const memory = value('--max-memory-bytes');
-  return {
+  const o = {
     clients: int(['--clients'], 32),
     seconds: int(['--seconds', '--duration'], 60),
     workers: (value('--workers') ?? '1,2').split(',').map(Number),
@@ -119,6 +129,10 @@ function parseArgs(argv: readonly string[]): Options {
     turns: int(['--turns'], 40),
     warmUp: int(['--warm-up'], 60, 0),
   };
+  const step = SAMPLE_MS / 1000;
+  if (o.seconds % step !== 0)
+    throw new Error(`--seconds must be a multiple of ${step} (the RSS sample interval), got ${o.seconds}`);
+  return o;
 }
 
 /** A terminal output of a test run: `lines` lines, a few failures, different for every (session, turn). */
@@ -257,7 +271,7 @@ async function startProxy(
   db: string,
   workers: number,
   memory: number | undefined,
-): Promise<{ url: string; child: ChildProcess }> {
+): Promise<{ url: string; child: ChildProcess; stderr: () => string }> {
   const args = ['src/cli/main.ts', 'proxy', '--port', '0', '--workers', String(workers), '--upstream', upstream];
   args.push('--db', db, '--quiet', ...(memory === undefined ? [] : ['--max-memory-bytes', String(memory)]));
   // Node flags NODE_OPTIONS does not take (e.g. --cpu-prof --cpu-prof-dir=…), passed on to the workers too.
@@ -279,16 +293,17 @@ async function startProxy(
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // What the proxy's processes wrote last (a worker's fatal error, the primary's warnings), for the report.
+  let err = '';
   const url = await new Promise<string>((ok, fail) => {
-    let err = '';
     child.stderr!.on('data', (c: Buffer) => {
-      err += c.toString();
+      err = (err + c.toString()).slice(-STDERR_KEPT);
       const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(err);
       if (m !== null) ok(m[1]!);
     });
     child.once('exit', (code) => fail(new Error(`proxy exited ${code}: ${err}`)));
   });
-  return { url, child };
+  return { url, child, stderr: () => err };
 }
 
 /** `pid` and every process below it, from /proc. */
@@ -332,6 +347,13 @@ function cpuOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** The machine's idle and stolen CPU time (ms, all cores) so far, from /proc/stat. */
+function machineSpare(): { idle: number; steal: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).map(Number);
+  // cpu user nice system idle iowait irq softirq steal …, in clock ticks of 10 ms.
+  return { idle: (f[4]! + f[5]!) * 10, steal: f[8]! * 10 };
 }
 
 const treeRss = (pid: number): number => tree(pid).reduce((n, p) => n + rssOf(p), 0);
@@ -411,7 +433,7 @@ function pace({ body, text }: Probe): number {
 
 interface RunResult {
   readonly workers: number;
-  /** {@link pace} just before the row and just after it (the proxy stopped). */
+  /** {@link pace} just before the window and just after it (every gateway idle). */
   readonly pace: readonly [number, number];
   readonly answers: number;
   readonly errors: number;
@@ -420,8 +442,11 @@ interface RunResult {
   readonly rss: number[];
   /** How many of `rss` are the warm-up's. */
   readonly warmSamples: number;
-  /** The proxy's CPU (ms) and the answers so far every 5 s of the window. */
+  /** The proxy's CPU (ms, over the window) and the answers so far every 5 s of the window. */
   readonly progress: { cpu: number; answers: number }[];
+  /** The machine's idle and stolen cores over the window. */
+  readonly spare: { idle: number; steal: number };
+  readonly connects: number;
   readonly primaryRss: number;
   readonly proxyCpuMs: number;
   readonly primaryCpuMs: number;
@@ -505,117 +530,201 @@ async function verifyReceipts(
   return [total, lost];
 }
 
-async function run(
-  o: Options,
-  workers: number,
-  upstream: string,
-  receipts: Map<string, Set<string>>,
-  probe: Probe,
-): Promise<RunResult> {
-  const rowPace = pace(probe);
+/** One gateway under load: its proxy, vault, upstream and clients, and what its window measured. */
+interface Gateway {
+  readonly workers: number;
+  readonly dir: string;
+  readonly db: string;
+  /** The cap as the CLI resolves it for this worker count (the whole gateway's). */
+  readonly cap: number;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** The proxy's stderr, its last STDERR_KEPT characters. */
+  readonly stderr: () => string;
+  readonly upstream: Server;
+  /** The receipts each session's requests named, as this gateway's upstream saw them. */
+  readonly receipts: Map<string, Set<string>>;
+  readonly agents: Agent[];
+  readonly clients: Client[];
+  pace: [number, number];
+  answers: number;
+  errors: number;
+  readonly latencies: number[];
+  readonly rss: number[];
+  warmSamples: number;
+  /** The proxy's CPU (ms, over the window) and the answers so far, every 5 s of the window. */
+  readonly progress: { cpu: number; answers: number }[];
+  /** The machine's idle and stolen cores over the window (what the gateway could not or was not let use). */
+  spare: { idle: number; steal: number };
+  /** Connections the clients opened (each at least one; more when the proxy closed one). */
+  connects: number;
+  proxyCpuMs: number;
+  primaryCpuMs: number;
+  loadCpuMs: number;
+}
+
+/** Starts a gateway of `workers` workers on a fresh vault, behind an upstream of its own, with the same clients as every other. */
+async function open(o: Options, workers: number): Promise<Gateway> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-proxy-load-'));
   const db = join(dir, 'vault.sqlite3');
-  receipts.clear();
-  // The cap as the CLI resolves it for this worker count (the whole gateway's).
   const cap = loadProxyConfig({
     env: {},
     flags: { workers, ...(o.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: o.maxMemoryBytes }) },
   }).maxMemoryBytes;
-  const proxy = await startProxy(upstream, db, workers, o.maxMemoryBytes);
-  const pid = proxy.child.pid!;
-  const latencies: number[] = [];
-  let answers = 0;
-  // The same clients with the same conversations for every worker count.
+  const receipts = new Map<string, Set<string>>();
+  const upstream = await startUpstream(receipts);
+  const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const proxy = await startProxy(url, db, workers, o.maxMemoryBytes);
+  // The same clients with the same conversations for every gateway.
   const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`c${i}`, o.turns));
   const clients = agents.map(() => new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 }));
-  // Untimed warm-up, the same for every worker count: each client's first requests load what each
-  // worker loads once (modules, tokenizer tables), then `warmUp` seconds of the full load let the
-  // workers' code be optimized and their heaps grow to the load's size, so that the window
-  // measures a gateway serving in its steady state, not its first minute (see the header).
-  // An error while warming up is an error all the same (counted with the window's).
-  let warmErrors = 0;
-  const warm = async (client: Client, agent: Agent): Promise<void> => {
-    if ((await post(client, agent.next(), agent.session).catch(() => 0)) !== 200) warmErrors++;
+  const g: Gateway = {
+    workers,
+    dir,
+    db,
+    cap,
+    child: proxy.child,
+    pid: proxy.child.pid!,
+    stderr: proxy.stderr,
+    upstream,
+    receipts,
+    agents,
+    clients,
+    pace: [0, 0],
+    answers: 0,
+    errors: 0,
+    latencies: [],
+    rss: [],
+    warmSamples: 0,
+    progress: [],
+    spare: { idle: 0, steal: 0 },
+    connects: 0,
+    proxyCpuMs: 0,
+    primaryCpuMs: 0,
+    loadCpuMs: 0,
   };
+  for (const client of clients) client.on('connect', () => g.connects++);
+  return g;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((ok) => setTimeout(ok, ms));
+
+/**
+ * Waits until the gateway's processes are idle (under a tenth of a core over 250 ms, at most 20 s):
+ * what it still does for the answers it gave (its accounting runs after each answer, a backlog
+ * behind) is part of what it did for the window, and the pace probe must not run beside it.
+ */
+async function quiesce(pid: number): Promise<void> {
+  for (const end = performance.now() + 20_000; performance.now() < end;) {
+    const before = treeCpu(pid);
+    await sleep(250);
+    if (treeCpu(pid) - before < 25) return;
+  }
+}
+
+/** Each client's first requests, untimed: each worker loads its modules and tokenizer tables once. */
+async function first(g: Gateway): Promise<void> {
   await Promise.all(
-    agents.map(async (agent, i) => {
-      for (let n = 0; n < FIRST_REQUESTS; n++) await warm(clients[i]!, agent);
+    g.agents.map(async (agent, i) => {
+      for (let n = 0; n < FIRST_REQUESTS; n++)
+        if ((await post(g.clients[i]!, agent.next(), agent.session).catch(() => 0)) !== 200) g.errors++;
     }),
   );
-  const rss: number[] = [];
-  const warmSampler = setInterval(() => rss.push(treeRss(pid)), SAMPLE_MS);
-  const warmEnd = performance.now() + o.warmUp * 1000;
-  await Promise.all(
-    agents.map(async (agent, i) => {
-      while (performance.now() < warmEnd) await warm(clients[i]!, agent);
-    }),
-  );
-  clearInterval(warmSampler);
-  const warmSamples = rss.length;
-  let errors = warmErrors;
-  const cpu0 = { proxy: treeCpu(pid), primary: cpuOf(pid), load: ownCpu() };
-  rss.push(treeRss(pid));
-  const progress = [{ cpu: cpu0.proxy, answers: 0 }];
-  const sampler = setInterval(() => {
-    rss.push(treeRss(pid));
-    progress.push({ cpu: treeCpu(pid), answers });
-  }, SAMPLE_MS);
-  const end = performance.now() + o.seconds * 1000;
-  await Promise.all(
-    agents.map(async (agent, i) => {
-      const client = clients[i]!;
-      while (performance.now() < end) {
+}
+
+/**
+ * `seconds` of the full load on `g`, sampling RSS every 5 s, then waiting for the gateway to be idle
+ * again; errors count always. The `counted` run is the window: it counts after a ramp of RAMP_MS
+ * that is not counted, so that it opens and closes on a full pipeline (each client a request in
+ * flight), as a window inside a steady load does, and neither the first answers' wait nor the
+ * requests cut off at its end weigh on a row; it counts the answers and latencies of the requests
+ * answered within it, samples the proxy's CPU every 5 s, and takes the CPU of the gateway's
+ * processes and of this one (the load generator and upstream) over it and the machine's idle and
+ * stolen cores. Uncounted, it is the warm-up.
+ */
+async function serve(g: Gateway, seconds: number, counted: boolean): Promise<void> {
+  let running = true;
+  let counting = false;
+  const driven = Promise.all(
+    g.agents.map(async (agent, i) => {
+      const client = g.clients[i]!;
+      while (running) {
         const body = agent.next();
         const started = performance.now();
         try {
           const status = await post(client, body, agent.session);
-          if (status === 200) {
-            answers++;
-            latencies.push(performance.now() - started);
-          } else errors++;
+          if (status !== 200) g.errors++;
+          else if (counting) {
+            g.answers++;
+            g.latencies.push(performance.now() - started);
+          }
         } catch {
-          errors++;
+          g.errors++;
         }
       }
     }),
   );
-  clearInterval(sampler);
-  rss.push(treeRss(pid));
-  progress.push({ cpu: treeCpu(pid), answers });
-  const proxyCpuMs = treeCpu(pid) - cpu0.proxy;
-  const primaryCpuMs = cpuOf(pid) - cpu0.primary;
-  const loadCpuMs = ownCpu() - cpu0.load;
-  const primaryRss = rssOf(pid);
-  await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-  const exit = new Promise((r) => proxy.child.once('exit', r));
-  proxy.child.kill('SIGTERM');
+  if (counted) await sleep(RAMP_MS);
+  const cpu0 = { proxy: treeCpu(g.pid), primary: cpuOf(g.pid), load: ownCpu() };
+  const spare0 = machineSpare();
+  const started = performance.now();
+  counting = counted;
+  if (counted) {
+    g.rss.push(treeRss(g.pid));
+    g.progress.push({ cpu: 0, answers: 0 });
+  }
+  for (let left = seconds * 1000; left > 0; left -= SAMPLE_MS) {
+    await sleep(Math.min(SAMPLE_MS, left));
+    g.rss.push(treeRss(g.pid));
+    if (counted) g.progress.push({ cpu: treeCpu(g.pid) - cpu0.proxy, answers: g.answers });
+  }
+  counting = false;
+  if (counted) {
+    const spare1 = machineSpare();
+    const ms = performance.now() - started;
+    g.spare = { idle: (spare1.idle - spare0.idle) / ms, steal: (spare1.steal - spare0.steal) / ms };
+    g.proxyCpuMs = treeCpu(g.pid) - cpu0.proxy;
+    g.primaryCpuMs = cpuOf(g.pid) - cpu0.primary;
+    g.loadCpuMs = ownCpu() - cpu0.load;
+  } else g.warmSamples = g.rss.length;
+  running = false;
+  await driven;
+  await quiesce(g.pid);
+}
+
+/** Stops the gateway, then recovers every receipt its upstream saw. */
+async function close(g: Gateway): Promise<RunResult> {
+  const primaryRss = rssOf(g.pid);
+  await Promise.all(g.clients.map((c) => c.close().catch(() => undefined)));
+  const exit = new Promise((r) => g.child.once('exit', r));
+  g.child.kill('SIGTERM');
   await exit;
-  const paceAfter = pace(probe);
-  const [checked, lost] = await verifyReceipts(dir, db, agents, receipts);
-  rmSync(dir, { recursive: true, force: true });
-  const result = {
-    workers,
-    pace: [rowPace, paceAfter] as const,
-    answers,
-    errors,
-    latencies,
-    rss,
-    warmSamples,
-    progress,
-    primaryRss,
-    proxyCpuMs,
-    primaryCpuMs,
-    loadCpuMs,
-  };
-  return { ...result, receipts: checked, lost, cap };
+  if (g.errors > 0) console.log(`workers ${g.workers}: ${g.errors} errors; the proxy's stderr ends:\n${g.stderr()}`);
+  g.upstream.close();
+  const [receipts, lost] = await verifyReceipts(g.dir, g.db, g.agents, g.receipts);
+  rmSync(g.dir, { recursive: true, force: true });
+  const { workers, pace: paces, answers, errors, latencies, rss, warmSamples, progress, spare, connects, cap } = g;
+  const cpu = { proxyCpuMs: g.proxyCpuMs, primaryCpuMs: g.primaryCpuMs, loadCpuMs: g.loadCpuMs };
+  const measured = { answers, errors, latencies, rss, warmSamples, progress, spare, connects, primaryRss, ...cpu };
+  return { workers, pace: paces, ...measured, receipts, lost, cap };
+}
+
+/** One row: a gateway started, its first requests, its warm-up, its window between two pace probes, stopped. */
+async function row(o: Options, workers: number, probe: Probe): Promise<RunResult> {
+  const g = await open(o, workers);
+  await first(g);
+  if (o.warmUp > 0) await serve(g, o.warmUp, false);
+  g.pace[0] = pace(probe);
+  await serve(g, o.seconds, true);
+  g.pace[1] = pace(probe);
+  return close(g);
 }
 
 export async function main(argv: string[]): Promise<void> {
   const o = parseArgs(argv);
-  const receipts = new Map<string, Set<string>>();
-  const upstream = await startUpstream(receipts);
-  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const direct = await directP50(upstreamUrl, o.turns);
+  const upstream = await startUpstream(new Map());
+  const direct = await directP50(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, o.turns);
+  upstream.close();
   console.log(
     `${o.clients} clients × ${o.seconds} s after ${o.warmUp} s of untimed warm-up, conversations of up to ${o.turns} turns with 6–40 kB tool outputs; direct upstream p50 ${direct.toFixed(1)} ms`,
   );
@@ -625,15 +734,16 @@ export async function main(argv: string[]): Promise<void> {
   const probe: Probe = { body, text: body.toString('utf8') };
   const results: RunResult[] = [];
   for (const workers of o.workers) {
-    const r = await run(o, workers, upstreamUrl, receipts, probe);
+    const r = await row(o, workers, probe);
     results.push(r);
     console.log(
       `workers ${workers}: RSS every 5 s (MiB, all processes): ${r.warmSamples > 0 ? `warm-up ${r.rss.slice(0, r.warmSamples).map(mb).join(' ')} | ` : ''}${r.rss.slice(r.warmSamples).map(mb).join(' ')}` +
         `; the primary: ${mb(r.primaryRss)} MiB, ${r.primaryCpuMs.toFixed(0)} ms CPU in all` +
-        `; the proxy's CPU ms per answer every ${LEVEL_WINDOW_S} s: ${perWindow(r.progress).join(' ')}`,
+        `; the proxy's CPU ms per answer every ${LEVEL_WINDOW_S} s: ${perWindow(r.progress).join(' ')}` +
+        `; idle cores ${r.spare.idle.toFixed(2)}${r.spare.steal > 0.005 ? `, stolen ${r.spare.steal.toFixed(2)}` : ''}` +
+        `; connections opened: ${r.connects}`,
     );
   }
-  upstream.close();
   const level = (r: RunResult): string => {
     const l = levelsOff(r.rss, r.cap, o.seconds);
     return l === undefined ? 'n/a' : l ? 'yes' : 'no';
