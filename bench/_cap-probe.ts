@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { createProxy } from '../adapters/proxy/index.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
-import { startChatUpstream } from './_support.js';
+import { sendNext, startChatUpstream } from './_support.js';
 import { Agent } from './proxy-load.js';
 
 const [seconds, vaultMaxBytes] = [Number(process.argv[2] ?? 60), Number(process.argv[3] ?? 64 * 2 ** 20)];
@@ -41,17 +41,7 @@ const end = performance.now() + seconds * 1000;
 await Promise.all(
   agents.map(async (agent, i) => {
     while (performance.now() < end) {
-      const res = await clients[i]!.request({
-        path: '/v1/chat/completions',
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          authorization: 'Bearer sk-cap-probe',
-          'x-token-terminator-session': agent.session,
-        },
-        body: agent.next(),
-      });
-      await res.body.dump();
+      await sendNext(clients[i]!, agent, 'Bearer sk-cap-probe');
       answers++;
     }
   }),

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { createProxy } from '../adapters/proxy/index.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
-import { startChatUpstream } from './_support.js';
+import { sendNext, startChatUpstream } from './_support.js';
 import { Agent } from './proxy-load.js';
 
 interface HeapNode {
@@ -61,17 +61,7 @@ const drive = async (ms: number): Promise<void> => {
   await Promise.all(
     agents.map(async (agent, i) => {
       while (performance.now() < end) {
-        const res = await clients[i]!.request({
-          path: '/v1/chat/completions',
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            authorization: 'Bearer sk-profile-alloc',
-            'x-token-terminator-session': agent.session,
-          },
-          body: agent.next(),
-        });
-        await res.body.dump();
+        await sendNext(clients[i]!, agent, 'Bearer sk-profile-alloc');
         answers++;
       }
     }),

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Client } from 'undici';
 import type { Mode } from '../src/config/types.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { readSessions, type RecordedSession } from '../src/replay/index.js';
@@ -88,4 +89,19 @@ export async function replayScript(
     vaultErrors: 'throw',
   });
   return { flag, sessions, tt, dir };
+}
+
+/** Sends an agent's next request (bench proxy-load's conversations) to a proxy on `client` and reads the answer through. */
+export async function sendNext(
+  client: Client,
+  agent: { next(): Buffer; readonly session: string },
+  authorization: string,
+): Promise<void> {
+  const res = await client.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization, 'x-token-terminator-session': agent.session },
+    body: agent.next(),
+  });
+  await res.body.dump();
 }
