@@ -395,23 +395,13 @@ function sqliteStore<DB>(
     // on a lock upgrade. While another process holds it, the attempt is repeated after a timer
     // (the event loop keeps running) until the budget of lock waiting is spent.
     // Each write waits at most the busy timeout, and all writes given one budget at most that budget.
-    write: async (fn, budget) => {
-      const left: LockBudget = budget ?? { remainingMs: busyTimeoutMs };
-      let mine = busyTimeoutMs;
-      for (let wait = FIRST_WAIT_MS; ; wait = Math.min(MAX_WAIT_MS, wait * 2)) {
-        try {
-          return await attempt(fn);
-        } catch (error) {
-          if (!(error instanceof WriteLockBusy)) throw error;
-          const ms = Math.min(wait, left.remainingMs, mine);
-          if (ms <= 0) throw error.lockError;
-          left.remainingMs -= ms;
-          left.waitedMs = (left.waitedMs ?? 0) + ms;
-          mine -= ms;
-          await sleep(ms);
-        }
-      }
-    },
+    write: (fn, budget) =>
+      retryOnTimers(
+        () => attempt(fn),
+        (error) => (error instanceof WriteLockBusy ? error.lockError : undefined),
+        busyTimeoutMs,
+        budget ?? { remainingMs: busyTimeoutMs },
+      ),
     // The write transaction locks the whole file: no row locks needed.
     lock: (query) => query,
     idle,
@@ -463,24 +453,50 @@ async function migrate<DB>(
 }
 
 /**
- * Takes the file's write lock for the migrations, waiting for it on timers as {@link SqliteStore.write}
- * does, never in SQLite's busy handler: that sleeps on the thread, and when the lock's holder is
- * another store on the same file in this process (two vaults opened at once), its migration could
- * not go on until the wait had timed out.
+ * Runs `attempt` again while it fails for a lock another connection holds (`lockErrorOf` gives that
+ * lock's error, undefined for any other failure, which is thrown at once), waiting between tries
+ * on timers: 2 ms doubling up to 50 ms, never longer than this call's `ownMs` or the shared `budget`
+ * has left; once either is spent the lock's error is thrown. Never in SQLite's busy handler, which
+ * sleeps on the thread: the event loop keeps running, and with it another store of this process
+ * that holds the lock and has to go on to release it.
+ */
+async function retryOnTimers<T>(
+  attempt: () => Promise<T>,
+  lockErrorOf: (error: unknown) => unknown,
+  ownMs: number,
+  budget: LockBudget,
+): Promise<T> {
+  let mine = ownMs;
+  for (let wait = FIRST_WAIT_MS; ; wait = Math.min(MAX_WAIT_MS, wait * 2)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const lockError = lockErrorOf(error);
+      if (lockError === undefined) throw error;
+      const ms = Math.min(wait, budget.remainingMs, mine);
+      if (ms <= 0) throw lockError;
+      budget.remainingMs -= ms;
+      budget.waitedMs = (budget.waitedMs ?? 0) + ms;
+      mine -= ms;
+      await sleep(ms);
+    }
+  }
+}
+
+/**
+ * Takes the file's write lock for the migrations on timers, as {@link SqliteStore.write} does:
+ * waiting in the busy handler, a second store opened at once on the same file in this process
+ * slept on the thread the first store's migration needed to finish and release the lock.
  */
 async function beginImmediate(raw: Database.Database, budgetMs: number): Promise<void> {
-  const until = Date.now() + budgetMs;
   raw.pragma('busy_timeout = 0');
   try {
-    for (let wait = FIRST_WAIT_MS; ; wait = Math.min(MAX_WAIT_MS, wait * 2)) {
-      try {
-        raw.exec('BEGIN IMMEDIATE');
-        return;
-      } catch (error) {
-        if (!isTransientLock(error) || Date.now() >= until) throw error;
-        await sleep(Math.min(wait, until - Date.now()));
-      }
-    }
+    await retryOnTimers(
+      () => Promise.resolve(raw.exec('BEGIN IMMEDIATE')),
+      (error) => (isTransientLock(error) ? error : undefined),
+      budgetMs,
+      { remainingMs: budgetMs },
+    );
   } finally {
     raw.pragma(`busy_timeout = ${budgetMs}`);
   }
