@@ -431,29 +431,36 @@ function pace({ body, text }: Probe): number {
   return pct(rounds, 50) + (sink === 0.5 ? 1 : 0);
 }
 
-interface RunResult {
+/** What a row measured, filled in as it runs. */
+interface Measured {
   readonly workers: number;
-  /** {@link pace} just before the window and just after it (every gateway idle). */
-  readonly pace: readonly [number, number];
-  readonly answers: number;
-  readonly errors: number;
+  /** The cap as the CLI resolves it for this worker count (the whole gateway's). */
+  readonly cap: number;
+  /** {@link pace} just before the window and just after it (the proxy idle). */
+  pace: [number, number];
+  answers: number;
+  errors: number;
   readonly latencies: number[];
   /** RSS every 5 s over the warm-up, then over the window (every sample under the cap; the trend is of the last ones). */
   readonly rss: number[];
   /** How many of `rss` are the warm-up's. */
-  readonly warmSamples: number;
-  /** The proxy's CPU (ms, over the window) and the answers so far every 5 s of the window. */
+  warmSamples: number;
+  /** The proxy's CPU (ms, over the window) and the answers so far, every 5 s of the window. */
   readonly progress: { cpu: number; answers: number }[];
-  /** The machine's idle and stolen cores over the window. */
-  readonly spare: { idle: number; steal: number };
-  readonly connects: number;
+  /** The machine's idle and stolen cores over the window (what the gateway could not or was not let use). */
+  spare: { idle: number; steal: number };
+  /** Connections the clients opened (each at least one; more when the proxy closed one). */
+  connects: number;
+  proxyCpuMs: number;
+  primaryCpuMs: number;
+  loadCpuMs: number;
+}
+
+/** A row as reported: what it measured, the primary's RSS at the end, and the receipts checked and lost. */
+interface RunResult extends Readonly<Measured> {
   readonly primaryRss: number;
-  readonly proxyCpuMs: number;
-  readonly primaryCpuMs: number;
-  readonly loadCpuMs: number;
   readonly receipts: number;
   readonly lost: number;
-  readonly cap: number;
 }
 
 /** Whether `rss` (samples every 5 s) levels off under `cap` (see the module comment); undefined for short runs. */
@@ -532,35 +539,19 @@ async function verifyReceipts(
 
 /** One gateway under load: its proxy, vault, upstream and clients, and what its window measured. */
 interface Gateway {
-  readonly workers: number;
+  /** What it measured so far. */
+  readonly m: Measured;
   readonly dir: string;
   readonly db: string;
-  /** The cap as the CLI resolves it for this worker count (the whole gateway's). */
-  readonly cap: number;
   readonly child: ChildProcess;
   readonly pid: number;
   /** The proxy's stderr, its last STDERR_KEPT characters. */
   readonly stderr: () => string;
   readonly upstream: Server;
   /** The receipts each session's requests named, as this gateway's upstream saw them. */
-  readonly receipts: Map<string, Set<string>>;
+  readonly seen: Map<string, Set<string>>;
   readonly agents: Agent[];
   readonly clients: Client[];
-  pace: [number, number];
-  answers: number;
-  errors: number;
-  readonly latencies: number[];
-  readonly rss: number[];
-  warmSamples: number;
-  /** The proxy's CPU (ms, over the window) and the answers so far, every 5 s of the window. */
-  readonly progress: { cpu: number; answers: number }[];
-  /** The machine's idle and stolen cores over the window (what the gateway could not or was not let use). */
-  spare: { idle: number; steal: number };
-  /** Connections the clients opened (each at least one; more when the proxy closed one). */
-  connects: number;
-  proxyCpuMs: number;
-  primaryCpuMs: number;
-  loadCpuMs: number;
 }
 
 /** Starts a gateway of `workers` workers on a fresh vault, behind an upstream of its own, with the same clients as every other. */
@@ -571,25 +562,16 @@ async function open(o: Options, workers: number): Promise<Gateway> {
     env: {},
     flags: { workers, ...(o.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: o.maxMemoryBytes }) },
   }).maxMemoryBytes;
-  const receipts = new Map<string, Set<string>>();
-  const upstream = await startUpstream(receipts);
+  const seen = new Map<string, Set<string>>();
+  const upstream = await startUpstream(seen);
   const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const proxy = await startProxy(url, db, workers, o.maxMemoryBytes);
   // The same clients with the same conversations for every gateway.
   const agents = Array.from({ length: o.clients }, (_, i) => new Agent(`c${i}`, o.turns));
   const clients = agents.map(() => new Client(proxy.url, { headersTimeout: 120_000, bodyTimeout: 120_000 }));
-  const g: Gateway = {
+  const m: Measured = {
     workers,
-    dir,
-    db,
     cap,
-    child: proxy.child,
-    pid: proxy.child.pid!,
-    stderr: proxy.stderr,
-    upstream,
-    receipts,
-    agents,
-    clients,
     pace: [0, 0],
     answers: 0,
     errors: 0,
@@ -603,7 +585,19 @@ async function open(o: Options, workers: number): Promise<Gateway> {
     primaryCpuMs: 0,
     loadCpuMs: 0,
   };
-  for (const client of clients) client.on('connect', () => g.connects++);
+  const g: Gateway = {
+    m,
+    dir,
+    db,
+    child: proxy.child,
+    pid: proxy.child.pid!,
+    stderr: proxy.stderr,
+    upstream,
+    seen,
+    agents,
+    clients,
+  };
+  for (const client of clients) client.on('connect', () => m.connects++);
   return g;
 }
 
@@ -627,7 +621,7 @@ async function first(g: Gateway): Promise<void> {
   await Promise.all(
     g.agents.map(async (agent, i) => {
       for (let n = 0; n < FIRST_REQUESTS; n++)
-        if ((await post(g.clients[i]!, agent.next(), agent.session).catch(() => 0)) !== 200) g.errors++;
+        if ((await post(g.clients[i]!, agent.next(), agent.session).catch(() => 0)) !== 200) g.m.errors++;
     }),
   );
 }
@@ -653,13 +647,13 @@ async function serve(g: Gateway, seconds: number, counted: boolean): Promise<voi
         const started = performance.now();
         try {
           const status = await post(client, body, agent.session);
-          if (status !== 200) g.errors++;
+          if (status !== 200) g.m.errors++;
           else if (counting) {
-            g.answers++;
-            g.latencies.push(performance.now() - started);
+            g.m.answers++;
+            g.m.latencies.push(performance.now() - started);
           }
         } catch {
-          g.errors++;
+          g.m.errors++;
         }
       }
     }),
@@ -670,23 +664,23 @@ async function serve(g: Gateway, seconds: number, counted: boolean): Promise<voi
   const started = performance.now();
   counting = counted;
   if (counted) {
-    g.rss.push(treeRss(g.pid));
-    g.progress.push({ cpu: 0, answers: 0 });
+    g.m.rss.push(treeRss(g.pid));
+    g.m.progress.push({ cpu: 0, answers: 0 });
   }
   for (let left = seconds * 1000; left > 0; left -= SAMPLE_MS) {
     await sleep(Math.min(SAMPLE_MS, left));
-    g.rss.push(treeRss(g.pid));
-    if (counted) g.progress.push({ cpu: treeCpu(g.pid) - cpu0.proxy, answers: g.answers });
+    g.m.rss.push(treeRss(g.pid));
+    if (counted) g.m.progress.push({ cpu: treeCpu(g.pid) - cpu0.proxy, answers: g.m.answers });
   }
   counting = false;
   if (counted) {
     const spare1 = machineSpare();
     const ms = performance.now() - started;
-    g.spare = { idle: (spare1.idle - spare0.idle) / ms, steal: (spare1.steal - spare0.steal) / ms };
-    g.proxyCpuMs = treeCpu(g.pid) - cpu0.proxy;
-    g.primaryCpuMs = cpuOf(g.pid) - cpu0.primary;
-    g.loadCpuMs = ownCpu() - cpu0.load;
-  } else g.warmSamples = g.rss.length;
+    g.m.spare = { idle: (spare1.idle - spare0.idle) / ms, steal: (spare1.steal - spare0.steal) / ms };
+    g.m.proxyCpuMs = treeCpu(g.pid) - cpu0.proxy;
+    g.m.primaryCpuMs = cpuOf(g.pid) - cpu0.primary;
+    g.m.loadCpuMs = ownCpu() - cpu0.load;
+  } else g.m.warmSamples = g.m.rss.length;
   running = false;
   await driven;
   await quiesce(g.pid);
@@ -699,14 +693,12 @@ async function close(g: Gateway): Promise<RunResult> {
   const exit = new Promise((r) => g.child.once('exit', r));
   g.child.kill('SIGTERM');
   await exit;
-  if (g.errors > 0) console.log(`workers ${g.workers}: ${g.errors} errors; the proxy's stderr ends:\n${g.stderr()}`);
+  if (g.m.errors > 0)
+    console.log(`workers ${g.m.workers}: ${g.m.errors} errors; the proxy's stderr ends:\n${g.stderr()}`);
   g.upstream.close();
-  const [receipts, lost] = await verifyReceipts(g.dir, g.db, g.agents, g.receipts);
+  const [receipts, lost] = await verifyReceipts(g.dir, g.db, g.agents, g.seen);
   rmSync(g.dir, { recursive: true, force: true });
-  const { workers, pace: paces, answers, errors, latencies, rss, warmSamples, progress, spare, connects, cap } = g;
-  const cpu = { proxyCpuMs: g.proxyCpuMs, primaryCpuMs: g.primaryCpuMs, loadCpuMs: g.loadCpuMs };
-  const measured = { answers, errors, latencies, rss, warmSamples, progress, spare, connects, primaryRss, ...cpu };
-  return { workers, pace: paces, ...measured, receipts, lost, cap };
+  return { ...g.m, primaryRss, receipts, lost };
 }
 
 /** One row: a gateway started, its first requests, its warm-up, its window between two pace probes, stopped. */
@@ -714,9 +706,9 @@ async function row(o: Options, workers: number, probe: Probe): Promise<RunResult
   const g = await open(o, workers);
   await first(g);
   if (o.warmUp > 0) await serve(g, o.warmUp, false);
-  g.pace[0] = pace(probe);
+  g.m.pace[0] = pace(probe);
   await serve(g, o.seconds, true);
-  g.pace[1] = pace(probe);
+  g.m.pace[1] = pace(probe);
   return close(g);
 }
 
