@@ -1,8 +1,9 @@
 /**
  * `npx tsx bench/_cap-probe.ts [seconds 60] [vault bytes 67108864]`: an in-process proxy (SQLite
  * vault in a temp dir, the configuration the CLI resolves for one worker, `vaultMaxBytes` as given)
- * under bench proxy-load's 32 growing conversations, printing every 5 s the answers so far, this
- * process's CPU and the vault file's size. With a small vault the load fills it with evidence the
+ * under bench proxy-load's 32 growing conversations, printing every 5 s the answers and errors so
+ * far, this process's CPU and RSS and the vault file's size (an error is printed whole, the first
+ * three of them). With a small vault the load fills it with evidence the
  * live sessions were delivered (pinned, so retention cannot prune it) and the answers per 5 s
  * show what serving costs once the vault refuses new outputs (RELIABILITY.md, "A full vault").
  */
@@ -29,11 +30,13 @@ const url = await proxy.listen();
 const agents = Array.from({ length: 32 }, (_, i) => new Agent(`c${i}`, 40));
 const clients = agents.map(() => new Client(url));
 let answers = 0;
+let errors = 0;
 let before = 0;
 const tick = setInterval(() => {
   const cpu = process.cpuUsage();
   console.log(
-    `${answers - before} answers in 5 s (${answers} in all); CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; vault file ${(statSync(db).size / 2 ** 20).toFixed(0)} MiB`,
+    `${answers - before} answers in 5 s (${answers} in all, ${errors} errors); CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; ` +
+      `RSS ${(process.memoryUsage.rss() / 2 ** 20).toFixed(0)} MiB; vault file ${(statSync(db).size / 2 ** 20).toFixed(0)} MiB`,
   );
   before = answers;
 }, 5000);
@@ -41,8 +44,13 @@ const end = performance.now() + seconds * 1000;
 await Promise.all(
   agents.map(async (agent, i) => {
     while (performance.now() < end) {
-      await sendNext(clients[i]!, agent, 'Bearer sk-cap-probe');
-      answers++;
+      try {
+        await sendNext(clients[i]!, agent, 'Bearer sk-cap-probe');
+        answers++;
+      } catch (error) {
+        // Printed whole, once each: a probe that dies on the first error measures nothing.
+        if (errors++ < 3) console.error(error);
+      }
     }
   }),
 );

@@ -220,8 +220,11 @@ async function insertNew(
   const taken = await seqOf.first(conn, trx, short);
   // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
   const artifactId = taken === undefined ? short : longIdForSha(sha);
+  const ms = ctx.clock();
   await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), sizes.bytes, {
-    idleBefore: new Date(ctx.clock() - limits.sessionTtlMs).toISOString(),
+    idleBefore: new Date(ms - limits.sessionTtlMs).toISOString(),
+    now: ms,
+    room: ctx.room,
   });
   const row = await insertArtifact.first(
     conn,

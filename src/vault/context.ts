@@ -27,6 +27,16 @@ export interface StoreContext {
   clock(): number;
   /** Throws VaultOpenError once the vault is closed. */
   assertOpen(): void;
+  /** This vault object's retention backoff (src/vault/retention.ts, {@link RoomBackoff}). */
+  readonly room: RoomBackoff;
+}
+
+/**
+ * Until when (configured clock, ms) a put that needs room is refused without a retention pass: set
+ * when a put was refused for capacity, cleared by a session closed through this vault object.
+ */
+export interface RoomBackoff {
+  fullUntil: number;
 }
 
 const LABEL_MAX = 200;

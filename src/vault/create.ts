@@ -279,6 +279,7 @@ function storeContext(conn: VaultConnection, opts: Resolved, clock: () => number
     marks: watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct),
     clock,
     nowIso: () => new Date(clock()).toISOString(),
+    room: { fullUntil: 0 },
     assertOpen: () => {
       if (closed())
         throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });

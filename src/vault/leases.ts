@@ -330,6 +330,7 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
             .execute(),
         scope.budget,
       );
+      ctx.room.fullUntil = 0; // the next put that needs room may release what this session held
     },
   };
 }

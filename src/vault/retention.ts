@@ -17,6 +17,7 @@
  */
 import { expressionBuilder, type Expression, type Kysely, type SqlBool } from 'kysely';
 import { VaultCapacityError } from '../errors.js';
+import type { RoomBackoff } from './context.js';
 import type { VaultConnection } from './dialect.js';
 import { prepared } from './prepared.js';
 import { META, type VaultDatabase } from './schema.js';
@@ -216,10 +217,26 @@ export async function releaseEnded(
   return ended.length + stale.length;
 }
 
+/** How long (ms) a put refused for capacity spares the next puts that need room a retention pass. */
+export const ROOM_BACKOFF_MS = 1000;
+
+/** When and by whom retention runs: the release policy, the configured clock's now and the vault object's backoff. */
+export interface RoomPolicy extends ReleasePolicy {
+  readonly now: number;
+  readonly room: RoomBackoff;
+}
+
 /**
  * Make room for `incoming` bytes when `current` (the locked byte counter) plus it passes the high
  * water. Returns the ids it pruned (for diagnostics and tests). Throws VaultCapacityError (the
  * caller's transaction then rolls back) when the artifact still does not fit under the capacity.
+ *
+ * A vault filled with evidence live sessions hold refuses every new artifact, and each pass over
+ * it scans every artifact to find none it may prune. So a pass that ends in a refusal starts a
+ * backoff of {@link ROOM_BACKOFF_MS} in this vault object: meanwhile a put that needs room is
+ * refused (or, under the capacity, stored) without a pass. Protections are only released by a pass, so what
+ * the backoff delays is a release this vault object did not ask for (another replica's closed
+ * session, a session idling past the TTL); closing a session through this object ends it.
  */
 export async function makeRoom(
   trx: Kysely<VaultDatabase>,
@@ -227,10 +244,11 @@ export async function makeRoom(
   marks: Watermarks,
   current: number,
   incoming: number,
-  policy: ReleasePolicy,
+  policy: RoomPolicy,
 ): Promise<string[]> {
   const pruned = { ids: [] as string[], bytes: 0 };
-  if (current + incoming > marks.highWaterBytes) {
+  const pass = current + incoming > marks.highWaterBytes && policy.now >= policy.room.fullUntil;
+  if (pass) {
     const target = Math.max(0, marks.lowWaterBytes - incoming);
     current = await pruneUnprotected(trx, conn, current, target, pruned);
     while (current > target && (await releaseEnded(trx, conn, policy)) > 0) {
@@ -244,6 +262,7 @@ export async function makeRoom(
     }
   }
   if (current + incoming > marks.capacityBytes) {
+    if (pass) policy.room.fullUntil = policy.now + ROOM_BACKOFF_MS; // a refusal without a pass starts none
     throw new VaultCapacityError(
       `vault full: ${incoming} more bytes do not fit (${current} of ${marks.capacityBytes} bytes used by ` +
         'artifacts pinned or leased by live sessions, or baselines in use)',

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactNotFoundError, VaultCapacityError } from '../../src/errors.js';
 import { META } from '../../src/vault/schema.js';
 import type { Vault } from '../../src/vault/index.js';
-import { watermarks } from '../../src/vault/retention.js';
+import { ROOM_BACKOFF_MS, watermarks } from '../../src/vault/retention.js';
 import { DIALECTS, freshStore, type FreshStore } from './dialects.js';
 
 /** ASCII content of exactly `bytes` bytes, distinct per tag. */
@@ -102,6 +102,35 @@ for (const dialect of DIALECTS) {
         Number((await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
       expect(await count(db.selectFrom('artifact_observations').where('session_id', '=', 's'))).toBe(0);
       expect(await count(db.selectFrom('artifacts'))).toBe(2);
+    });
+
+    it('after a refusal, spares puts a pass for ROOM_BACKOFF_MS of its clock, or until a session closes through it', async () => {
+      await vault.close();
+      const fresh = await freshStore(dialect, 'backoff.sqlite3');
+      let now = Date.parse('2026-01-01T00:00:00Z');
+      vault = await fresh.open({ ...LIMITS, clock: () => now });
+      const scope = { sessionId: 'live' };
+      const held = await vault.put({ content: blob('p', 300), sessionId: 'live' });
+      await vault.pin([held.artifactId], scope);
+      const loose = await vault.put({ content: blob('x', 100) });
+      await expect(vault.put({ content: blob('z', 250) })).rejects.toBeInstanceOf(VaultCapacityError);
+      // 400 + 150 passes the capacity; a pass would prune `loose` and make room, the backoff runs none.
+      await expect(vault.put({ content: blob('y', 150) })).rejects.toBeInstanceOf(VaultCapacityError);
+      expect(await vault.summary(loose.artifactId)).toBeDefined();
+      now += ROOM_BACKOFF_MS - 1;
+      await expect(vault.put({ content: blob('y', 150) })).rejects.toBeInstanceOf(VaultCapacityError);
+      now += 1;
+      const y = await vault.put({ content: blob('y', 150), sessionId: 'live' });
+      await vault.pin([y.artifactId], scope);
+      expect(await vault.summary(loose.artifactId)).toBeUndefined();
+      expect((await vault.usage()).bytes).toBe(450);
+      // Refused again (a new backoff); the session closed through this vault object ends it at once.
+      await expect(vault.put({ content: blob('w', 250) })).rejects.toBeInstanceOf(VaultCapacityError);
+      await vault.closeSession(scope);
+      const w = await vault.put({ content: blob('w', 250) });
+      expect(await vault.summary(held.artifactId)).toBeUndefined();
+      expect((await vault.page(w.artifactId)).content).toBe(blob('w', 250));
+      await fresh.cleanup();
     });
 
     it('refuses an artifact larger than the whole vault', async () => {
