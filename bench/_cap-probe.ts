@@ -25,6 +25,10 @@ const db = join(dir, 'vault.sqlite3');
 const proxy = await createProxy({
   config: loadProxyConfig({ env: {}, flags: { port: 0, workers: 1, upstream: upstreamUrl } }),
   terminatorOptions: { env: { HOME: dir }, overrides: { dbPath: db, vaultMaxBytes } },
+  // The proxy's warnings (a handler failed, a slow body closed): why a client saw an error.
+  log: (record) => {
+    if (record.level !== 'info') console.error(JSON.stringify(record));
+  },
 });
 const url = await proxy.listen();
 const agents = Array.from({ length: 32 }, (_, i) => new Agent(`c${i}`, 40));
