@@ -28,7 +28,7 @@ import {
   type RecoveryWireFormat,
 } from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
-import { errorLabel, type ProviderRequest, type StepContext } from '../../src/step.js';
+import { errorLabel, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
 import { SESSION_HEADER, sessionOf, tenantOf } from './session.js';
@@ -162,6 +162,8 @@ async function prepare(
   const saved: Record<string, number> = { ...outputs.saved };
   for (const d of step.decisions)
     if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
+  countFailedOpen(ctx, outputs.failedOpen);
+  countFailedOpen(ctx, step.decisions);
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
   const offer =
     ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request, format));
@@ -183,6 +185,29 @@ async function prepare(
     saved,
     measured: shown === client ? outputs.measured : client,
   };
+}
+
+/**
+ * Count the stages that failed open in a request (their content passed as sent). A full vault
+ * (E_VAULT_CAPACITY) is logged the first time: from then on every new output passes as sent until
+ * sessions end or expire, which only the operator can change.
+ */
+function countFailedOpen(ctx: ProxyContext, decisions: readonly Decision[]): void {
+  for (const d of decisions) {
+    if (d.kind !== 'failed_open') continue;
+    const error = d.error ?? 'unknown';
+    ctx.metrics.stageFailOpen.inc({ stage: d.stage, error });
+    if (error.endsWith(':E_VAULT_CAPACITY'))
+      ctx.logOnce({
+        level: 'warn',
+        event: 'vault_full',
+        stage: d.stage,
+        hint:
+          'the vault is full of evidence that live sessions hold: new tool outputs pass as sent until sessions ' +
+          'end or expire; raise TOKEN_TERMINATOR_VAULT_MAX_BYTES or lower TOKEN_TERMINATOR_SESSION_TTL_SECONDS ' +
+          '(token_terminator_proxy_stage_fail_open_total counts each refusal)',
+      });
+  }
 }
 
 /** Sends a body to the upstream for this request: its headers, aborted when the client goes away, timed. */

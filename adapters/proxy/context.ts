@@ -45,6 +45,8 @@ export interface ProxyContext {
   readonly itemJson: ItemJsonCache;
   readonly recoveryRounds: number;
   log(record: ProxyLogRecord): void;
+  /** Log `record` the first time its event happens in this proxy (a condition an operator fixes once). */
+  logOnce(record: ProxyLogRecord): void;
   account(input: AccountInput): void;
   /**
    * Resolves once the accounting backlog has room: a request waits here before it is reduced while

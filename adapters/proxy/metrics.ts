@@ -1,7 +1,8 @@
 /**
  * The proxy's Prometheus metrics (prom-client, one registry per proxy so two proxies in one
  * process never mix). Content-free by construction: every label value comes from a fixed set in
- * this file or from stage names of our own operators; no path, header, model text or key.
+ * this file, from stage names of our own operators or from error labels (an error's class name and
+ * code, src/step.ts `errorLabel`); no path, header, model text or key.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -23,6 +24,11 @@ export interface ProxyMetrics {
   readonly reusedItems: Counter<'api'>;
   readonly upstreamSeconds: Histogram<'api'>;
   readonly failOpen: Counter<'reason'>;
+  /**
+   * Reduction stages that failed open inside a request that still went out reduced elsewhere
+   * (their content passed as sent), by stage and error label (`E_VAULT_CAPACITY` ones: the vault is full).
+   */
+  readonly stageFailOpen: Counter<'stage' | 'error'>;
   readonly accountingWaits: Counter;
   /** Requests answered 503 at once: `in_flight` (the limit), `memory` (the lowered limit above the memory bound). */
   readonly rejected: Counter<'reason'>;
@@ -110,6 +116,14 @@ export function createProxyMetrics(
       name: `${p}fail_open_total`,
       help: 'Requests forwarded as the client sent them because something inside the proxy failed.',
       labelNames: ['reason'],
+      registers: [registry],
+    }),
+    stageFailOpen: new Counter({
+      name: `${p}stage_fail_open_total`,
+      help:
+        'Reduction stages that failed open (their content passed as sent), by stage and error; ' +
+        'VaultCapacityError:E_VAULT_CAPACITY means the vault is full of evidence live sessions hold.',
+      labelNames: ['stage', 'error'],
       registers: [registry],
     }),
     accountingWaits: new Counter({

@@ -426,6 +426,7 @@ function proxyContext(
   accounting: BatchQueue<AccountInput>,
   log: (record: ProxyLogRecord) => void,
 ): ProxyContext {
+  const logged = new Set<string>();
   return {
     config,
     terminator,
@@ -442,6 +443,11 @@ function proxyContext(
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
     log,
+    logOnce(record) {
+      if (logged.has(record.event)) return;
+      logged.add(record.event);
+      log(record);
+    },
     account(input) {
       countBytes(metrics, input);
       // Token counting and the rows run after the answer went out, in batches (see accountingQueue).

@@ -90,6 +90,8 @@ export interface ToolOutputResult {
   readonly firstSeen: number;
   /** Saved chars per stage for the outputs reduced in this request. */
   readonly saved: Readonly<Record<string, number>>;
+  /** The `failed_open` decisions of the outputs reduced in this request (each shown as sent). */
+  readonly failedOpen: readonly Decision[];
 }
 
 type Text = { readonly text: string; readonly write: (text: string) => unknown };
@@ -117,6 +119,7 @@ interface SlotResult {
   readonly saved: Record<string, number>;
   /** Items with an output whose stage failed open (not remembered, tried again next time). */
   readonly retry: ReadonlySet<number>;
+  readonly failedOpen: readonly Decision[];
 }
 
 async function renderSlots(
@@ -132,6 +135,7 @@ async function renderSlots(
   const toolNames = terminator.config.toolNames;
   const changes: SlotChange[] = [];
   const saved: Record<string, number> = {};
+  const failedOpen: Decision[] = [];
   let firstSeen = 0;
   for (const slot of view.slots) {
     if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item))))
@@ -153,6 +157,7 @@ async function renderSlots(
         context,
       );
       const content = step.value.content;
+      for (const d of step.decisions) if (d.kind === 'failed_open') failedOpen.push(d);
       const failed = step.decisions.some((d) => d.kind === 'failed_open');
       const rendering = typeof content === 'string' && content !== text.text ? `${CHANGED}${content}` : UNCHANGED;
       if (failed && rendering === UNCHANGED) {
@@ -175,7 +180,7 @@ async function renderSlots(
     cache.set(cacheKey, stored);
     if (stored.startsWith(CHANGED)) changes.push({ path: slot.path, value: text.write(stored.slice(1)) });
   }
-  return { request: writeSlots(request, changes), firstSeen, saved, retry };
+  return { request: writeSlots(request, changes), firstSeen, saved, retry, failedOpen };
 }
 
 /** Whether a stage failed open because the vault is full (E_VAULT_CAPACITY). */
@@ -317,6 +322,7 @@ export async function renderToolOutputs(
       measured: request,
       firstSeen: out.firstSeen,
       saved: out.saved,
+      failedOpen: out.failedOpen,
     };
   }
   const memo = caches.items.session(context.sessionId);
@@ -361,5 +367,6 @@ export async function renderToolOutputs(
     measured,
     firstSeen: out?.firstSeen ?? 0,
     saved: out?.saved ?? {},
+    failedOpen: out?.failedOpen ?? [],
   };
 }

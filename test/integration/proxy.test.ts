@@ -180,6 +180,28 @@ describe('reduction', () => {
   });
 });
 
+describe('a full vault', () => {
+  it('passes each output as sent, counts the refusals by stage and error, and logs the first one only', async () => {
+    // A vault smaller than one output refuses each with E_VAULT_CAPACITY, as a vault full of pinned evidence does.
+    h = await startHarness(() => chat.text('ok'), { overrides: { vaultMaxBytes: 4096 } });
+    const outputs = [testRunOutput(800, 1), testRunOutput(800, 2)];
+    for (const [i, output] of outputs.entries()) {
+      const body = Buffer.from(JSON.stringify(conversation(output, `Run the tests, round ${i}.`)));
+      const res = await raw(h.url, 'POST', '/v1/chat/completions', { 'x-token-terminator-session': 's' }, body);
+      expect(res.status).toBe(200);
+      expect(h.upstream.requests[i]!.body.toString('utf8')).toContain(JSON.stringify(output).slice(1, -1));
+    }
+    const counted = await h.proxy.metrics.registry.getSingleMetricAsString(
+      'token_terminator_proxy_stage_fail_open_total',
+    );
+    const refusals = [...counted.matchAll(/error="VaultCapacityError:E_VAULT_CAPACITY"[^}]*\} (\d+)/g)];
+    expect(refusals.reduce((n, m) => n + Number(m[1]), 0)).toBeGreaterThanOrEqual(outputs.length);
+    const full = h.logs.filter((r) => r.event === 'vault_full');
+    expect(full).toHaveLength(1);
+    expect(full[0]!.hint).toContain('TOKEN_TERMINATOR_VAULT_MAX_BYTES');
+  });
+});
+
 describe('upstream failures reach the client as the upstream sent them', () => {
   const clients = (url: string) =>
     new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0, timeout: 2000 });
