@@ -33,7 +33,7 @@ import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
 import { SESSION_HEADER, sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
-import { renderToolOutputs } from '../shared/tool-outputs.js';
+import { refusedForCapacity, renderToolOutputs } from '../shared/tool-outputs.js';
 import {
   answerUpstreamFailure,
   readAll,
@@ -197,7 +197,7 @@ function countFailedOpen(ctx: ProxyContext, decisions: readonly Decision[]): voi
     if (d.kind !== 'failed_open') continue;
     const error = d.error ?? 'unknown';
     ctx.metrics.stageFailOpen.inc({ stage: d.stage, error });
-    if (error.endsWith(':E_VAULT_CAPACITY'))
+    if (refusedForCapacity(d))
       ctx.logOnce({
         level: 'warn',
         event: 'vault_full',

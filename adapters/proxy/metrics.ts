@@ -25,8 +25,8 @@ export interface ProxyMetrics {
   readonly upstreamSeconds: Histogram<'api'>;
   readonly failOpen: Counter<'reason'>;
   /**
-   * Reduction stages that failed open inside a request that still went out reduced elsewhere
-   * (their content passed as sent), by stage and error label (`E_VAULT_CAPACITY` ones: the vault is full).
+   * Reduction stages that failed open in a request (their content passed as sent), by stage and
+   * error label (`E_VAULT_CAPACITY` ones: the vault is full).
    */
   readonly stageFailOpen: Counter<'stage' | 'error'>;
   readonly accountingWaits: Counter;

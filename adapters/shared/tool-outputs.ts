@@ -157,15 +157,15 @@ async function renderSlots(
         context,
       );
       const content = step.value.content;
-      for (const d of step.decisions) if (d.kind === 'failed_open') failedOpen.push(d);
-      const failed = step.decisions.some((d) => d.kind === 'failed_open');
+      const failed = step.decisions.filter((d) => d.kind === 'failed_open');
+      failedOpen.push(...failed);
       const rendering = typeof content === 'string' && content !== text.text ? `${CHANGED}${content}` : UNCHANGED;
-      if (failed && rendering === UNCHANGED) {
+      if (failed.length > 0 && rendering === UNCHANGED) {
         // A stage that failed open is not remembered in the store: a later request, a restart or
         // another replica tries again. A full vault refuses every output until retention frees room
         // (sessions end or expire), so trying each refused output again in every later request would
         // cost the whole history per request: in this process it is shown as sent from now on.
-        if (refusedForCapacity(step.decisions)) cache.set(cacheKey, UNCHANGED);
+        if (failed.some(refusedForCapacity)) cache.set(cacheKey, UNCHANGED);
         else if (slot.item !== undefined) retry.add(slot.item);
         continue;
       }
@@ -183,9 +183,9 @@ async function renderSlots(
   return { request: writeSlots(request, changes), firstSeen, saved, retry, failedOpen };
 }
 
-/** Whether a stage failed open because the vault is full (E_VAULT_CAPACITY). */
-function refusedForCapacity(decisions: readonly Decision[]): boolean {
-  return decisions.some((d) => d.kind === 'failed_open' && (d.error ?? '').endsWith(':E_VAULT_CAPACITY'));
+/** Whether a decision is a stage that failed open because the vault is full (E_VAULT_CAPACITY). */
+export function refusedForCapacity(d: Decision): boolean {
+  return d.kind === 'failed_open' && (d.error ?? '').endsWith(':E_VAULT_CAPACITY');
 }
 
 /** What one client item was shown as; `original` is the first copy of the client's item (a stable object for measuring). */

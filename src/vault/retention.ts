@@ -234,9 +234,10 @@ export interface RoomPolicy extends ReleasePolicy {
  * A vault filled with evidence live sessions hold refuses every new artifact, and each pass over
  * it scans every artifact to find none it may prune. So a pass that ends in a refusal starts a
  * backoff of {@link ROOM_BACKOFF_MS} in this vault object: meanwhile a put that needs room is
- * refused (or, under the capacity, stored) without a pass. Protections are only released by a pass, so what
- * the backoff delays is a release this vault object did not ask for (another replica's closed
- * session, a session idling past the TTL); closing a session through this object ends it.
+ * refused (or, under the capacity, stored) without a pass. Protections are only released by a
+ * pass, so what the backoff delays is a release this vault object did not ask for (another
+ * replica's closed session, a session idling past the TTL); closing a session through this object
+ * ends it.
  */
 export async function makeRoom(
   trx: Kysely<VaultDatabase>,
