@@ -8,10 +8,13 @@
  *   answered 408 and its connection closed. Counted from the socket's bytes, so reading the body
  *   stays with whoever consumes it; a window in which the proxy's own buffer for the body was full
  *   (its consumer was the slow one, e.g. an upstream taking a streamed body) does not count.
- * - Memory: the resident size is sampled; above 90 % of `maxMemoryBytes` the in-memory caches are
- *   emptied (they are caches: the store has everything), and above the bound the process serves an
+ * - Memory: the resident size and the V8 heap are sampled; above 90 % of `maxMemoryBytes`, or a heap
+ *   above 85 % of V8's heap limit, the in-memory caches are emptied (they are caches: the store has
+ *   everything), and above the bound, or a heap above 95 % of its limit, the process serves an
  *   eighth of `maxInFlight` at once until it is under again (requests keep going through, so
- *   garbage keeps being collected).
+ *   garbage keeps being collected). The heap is watched apart from the resident size because a
+ *   worker's heap limit is half its share: a heap that fills its limit ends the process (every
+ *   request in flight fails) while the resident size is still well under the bound.
  *
  * The whole-request timeout (headers and body) is node:http's own (`server.requestTimeout`), set
  * in server.ts.
@@ -30,11 +33,19 @@ export interface BoundsOptions {
   readonly maxMemoryBytes: number;
   /** Resident set size now. */
   readonly rss: () => number;
+  /** The V8 heap now: bytes in use (live and not yet collected) and the heap limit. */
+  readonly heap: () => HeapNow;
   readonly memoryIntervalMs: number;
   /** Empty the in-memory caches. */
   readonly trim: () => void;
   readonly metrics: ProxyMetrics;
   readonly log: (record: ProxyLogRecord) => void;
+}
+
+/** What {@link BoundsOptions.heap} reports. */
+export interface HeapNow {
+  readonly used: number;
+  readonly limit: number;
 }
 
 interface Watched {
@@ -46,6 +57,14 @@ interface Watched {
 
 /** Share of `maxMemoryBytes` above which the caches are emptied. */
 const TRIM_AT = 0.9;
+/**
+ * Shares of the V8 heap limit above which the caches are emptied, and above which the process
+ * serves fewer requests at once. Under load a worker's heap in use (live data and garbage not yet
+ * collected) peaks at about two thirds of its limit (`bench proxy-load`, two workers under the
+ * default bound: 145 of 224 MiB after a full collection, 152 before).
+ */
+const HEAP_TRIM_AT = 0.85;
+const HEAP_OVER_AT = 0.95;
 
 /** The 503 a request gets beyond the limit, in the error shape of the API it was for. */
 function overloaded(res: ServerResponse, anthropic: boolean, reason: 'in_flight' | 'memory'): void {
@@ -162,19 +181,29 @@ export class Bounds {
 
   #sample(): void {
     let rss: number;
+    let heap: HeapNow;
     try {
       rss = this.#o.rss();
+      heap = this.#o.heap();
     } catch {
       return; // fail open: no sample, no change
     }
     this.#o.metrics.residentBytes.set(rss);
-    if (rss >= this.#o.maxMemoryBytes * TRIM_AT) {
+    this.#o.metrics.heapBytes.set(heap.used);
+    const { maxMemoryBytes } = this.#o;
+    if (rss >= maxMemoryBytes * TRIM_AT || heap.used >= heap.limit * HEAP_TRIM_AT) {
       this.#o.trim();
       this.#o.metrics.memoryTrims.inc();
     }
-    const over = rss >= this.#o.maxMemoryBytes;
+    const over = rss >= maxMemoryBytes || heap.used >= heap.limit * HEAP_OVER_AT;
     if (over !== this.#over)
-      this.#o.log({ level: 'warn', event: over ? 'memory_bound_reached' : 'memory_bound_cleared', rss });
+      this.#o.log({
+        level: 'warn',
+        event: over ? 'memory_bound_reached' : 'memory_bound_cleared',
+        rss,
+        heap: heap.used,
+        heapLimit: heap.limit,
+      });
     this.#over = over;
   }
 }

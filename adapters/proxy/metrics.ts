@@ -36,6 +36,7 @@ export interface ProxyMetrics {
   readonly closed: Counter<'reason'>;
   readonly inFlight: Gauge;
   readonly residentBytes: Gauge;
+  readonly heapBytes: Gauge;
   readonly memoryTrims: Counter;
   /** Sessions whose state this process holds, and the bytes it is estimated at (read at each scrape). */
   readonly sessionsHeld: Gauge;
@@ -153,9 +154,14 @@ export function createProxyMetrics(
       help: 'Resident set size of this process at the last sample.',
       registers: [registry],
     }),
+    heapBytes: new Gauge({
+      name: `${p}heap_used_bytes`,
+      help: 'V8 heap in use (live and not yet collected) of this process at the last sample.',
+      registers: [registry],
+    }),
     memoryTrims: new Counter({
       name: `${p}memory_trims_total`,
-      help: 'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound.',
+      help: 'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound or the V8 heap above 85 % of its limit.',
       registers: [registry],
     }),
     sessionsHeld: heldGauge(

@@ -12,6 +12,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { getHeapStatistics } from 'node:v8';
 import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
 import { createCountMemo } from '../../src/measure/index.js';
@@ -37,7 +38,7 @@ import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 import { BodyMemo } from './body.js';
-import { Bounds } from './bounds.js';
+import { Bounds, type HeapNow } from './bounds.js';
 import {
   answerUpstreamFailure,
   createUpstreamAgent,
@@ -117,7 +118,14 @@ export interface ProxyOptions {
    */
   readonly rss?: () => number;
   /**
-   * How often the resident size is sampled, in milliseconds.
+   * The V8 heap in use and its limit, sampled beside the resident size: above 85 % of the limit
+   * the caches are emptied, above 95 % the process serves fewer requests at once.
+   *
+   * @defaultValue `v8.getHeapStatistics()`'s `used_heap_size` and `heap_size_limit`
+   */
+  readonly heap?: () => HeapNow;
+  /**
+   * How often the resident size and the heap are sampled, in milliseconds.
    *
    * @defaultValue 1000
    */
@@ -460,6 +468,12 @@ function proxyContext(
   };
 }
 
+/** This process's V8 heap in use and its limit. */
+function v8Heap(): HeapNow {
+  const h = getHeapStatistics();
+  return { used: h.used_heap_size, limit: h.heap_size_limit };
+}
+
 /**
  * Build a proxy (not yet listening).
  *
@@ -494,6 +508,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     rateWindowMs: bodyRateWindowMs,
     maxMemoryBytes: config.maxMemoryBytes,
     rss: options.rss ?? (() => process.memoryUsage.rss()),
+    heap: options.heap ?? v8Heap,
     memoryIntervalMs: memoryCheckMs,
     trim: () => {
       ctx.bodies.clear();

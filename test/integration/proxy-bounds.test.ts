@@ -211,40 +211,94 @@ describe('proxy bounds: requests in flight', () => {
     }
   }, 60_000);
 
-  it('above the memory bound serves an eighth of the limit at once (503 beyond), and the full limit once under it again', async () => {
-    const upstream = await heldUpstream();
-    const cap = 256 * 2 ** 20;
-    let rss = 100 * 2 ** 20;
-    try {
-      h = await startHarness(() => chat.text('unused'), {
-        flags: { upstream: upstream.url, maxInFlight: 16, maxMemoryBytes: cap, workers: 1 },
-        proxy: { rss: () => rss, memoryCheckMs: 20 },
-      });
-      const url = h.url;
-      const sampled = async (value: number): Promise<void> => {
-        rss = value;
-        while ((await metric(url, 'token_terminator_proxy_resident_bytes')) !== value)
-          await new Promise((r) => setTimeout(r, 20));
-      };
-      await sampled(cap + 1);
-      expect(await metric(url, 'token_terminator_proxy_memory_trims_total')).toBeGreaterThan(0);
-      const held = [ask(url, 'one'), ask(url, 'two')];
-      await upstream.arrived(2);
-      const refused = await ask(url, 'three');
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toBe('1');
-      expect(await metric(url, 'token_terminator_proxy_rejected_total{reason="memory"}')).toBe(1);
-      await sampled(100 * 2 ** 20);
-      const third = ask(url, 'three again');
-      await upstream.arrived(3);
-      upstream.release();
-      for (const reply of await Promise.all([...held, third])) expect(reply.status).toBe(200);
-    } finally {
-      await h?.close();
-      h = undefined;
-      await upstream.close();
-    }
-  }, 60_000);
+  // The resident size against the memory bound, and the V8 heap against its limit (a heap that
+  // fills its limit ends the process while the resident size is still under the bound).
+  const CAP = 256 * 2 ** 20;
+  const HEAP_LIMIT = 200 * 2 ** 20;
+  const sources = [
+    { source: 'the resident size', gauge: 'resident_bytes', under: 100 * 2 ** 20, trims: 0.9 * CAP + 1, over: CAP + 1 },
+    {
+      source: 'the V8 heap',
+      gauge: 'heap_used_bytes',
+      under: 0.5 * HEAP_LIMIT,
+      trims: 0.85 * HEAP_LIMIT + 1,
+      over: 0.95 * HEAP_LIMIT + 1,
+    },
+  ] as const;
+
+  it.each(sources)(
+    'empties the caches when $source nears its bound, still serving the whole limit',
+    async ({ gauge, under, trims }) => {
+      const upstream = await heldUpstream();
+      const sizes = { rss: 100 * 2 ** 20, heap: 0.5 * HEAP_LIMIT };
+      const key = gauge === 'resident_bytes' ? 'rss' : 'heap';
+      try {
+        h = await startHarness(() => chat.text('unused'), {
+          flags: { upstream: upstream.url, maxInFlight: 2, maxMemoryBytes: CAP, workers: 1 },
+          proxy: { rss: () => sizes.rss, heap: () => ({ used: sizes.heap, limit: HEAP_LIMIT }), memoryCheckMs: 20 },
+        });
+        const url = h.url;
+        const sampled = async (value: number): Promise<void> => {
+          sizes[key] = value;
+          while ((await metric(url, `token_terminator_proxy_${gauge}`)) !== value)
+            await new Promise((r) => setTimeout(r, 20));
+        };
+        await sampled(under);
+        expect(await metric(url, 'token_terminator_proxy_memory_trims_total')).toBe(0);
+        await sampled(trims);
+        expect(await metric(url, 'token_terminator_proxy_memory_trims_total')).toBeGreaterThan(0);
+        // Still the whole limit (2): only beyond the bound does the process serve fewer.
+        const held = [ask(url, 'one'), ask(url, 'two')];
+        await upstream.arrived(2);
+        upstream.release();
+        for (const reply of await Promise.all(held)) expect(reply.status).toBe(200);
+      } finally {
+        await h?.close();
+        h = undefined;
+        await upstream.close();
+      }
+    },
+    60_000,
+  );
+
+  it.each(sources)(
+    'above the bound of $source serves an eighth of the limit at once (503 beyond), and the full limit once under it again',
+    async ({ gauge, under, over }) => {
+      const upstream = await heldUpstream();
+      const sizes = { rss: 100 * 2 ** 20, heap: 0.5 * HEAP_LIMIT };
+      const key = gauge === 'resident_bytes' ? 'rss' : 'heap';
+      try {
+        h = await startHarness(() => chat.text('unused'), {
+          flags: { upstream: upstream.url, maxInFlight: 16, maxMemoryBytes: CAP, workers: 1 },
+          proxy: { rss: () => sizes.rss, heap: () => ({ used: sizes.heap, limit: HEAP_LIMIT }), memoryCheckMs: 20 },
+        });
+        const url = h.url;
+        const sampled = async (value: number): Promise<void> => {
+          sizes[key] = value;
+          while ((await metric(url, `token_terminator_proxy_${gauge}`)) !== value)
+            await new Promise((r) => setTimeout(r, 20));
+        };
+        await sampled(over);
+        expect(await metric(url, 'token_terminator_proxy_memory_trims_total')).toBeGreaterThan(0);
+        const held = [ask(url, 'one'), ask(url, 'two')];
+        await upstream.arrived(2);
+        const refused = await ask(url, 'three');
+        expect(refused.status).toBe(503);
+        expect(refused.headers.get('retry-after')).toBe('1');
+        expect(await metric(url, 'token_terminator_proxy_rejected_total{reason="memory"}')).toBe(1);
+        await sampled(under);
+        const third = ask(url, 'three again');
+        await upstream.arrived(3);
+        upstream.release();
+        for (const reply of await Promise.all([...held, third])) expect(reply.status).toBe(200);
+      } finally {
+        await h?.close();
+        h = undefined;
+        await upstream.close();
+      }
+    },
+    60_000,
+  );
 });
 
 describe('proxy bounds: settings', () => {
