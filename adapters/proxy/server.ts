@@ -104,9 +104,11 @@ export interface ProxyOptions {
    */
   readonly routes?: Readonly<Record<string, RouteHandler>>;
   /**
-   * Most answered requests whose accounting (token counts, metric row, ledger turn) may wait; a
-   * request arriving while that many wait is reduced once the accounting has caught up
-   * (`token_terminator_proxy_accounting_waits_total` counts those waits). Nothing is dropped.
+   * Most answered requests whose accounting (token counts, metric row, ledger turn) may wait, and
+   * at most a sixteenth of `config.maxMemoryBytes` of their bodies' bytes (client and sent; each
+   * waiting request holds both bodies' objects); a request arriving while that many wait is reduced
+   * once the accounting has caught up (`token_terminator_proxy_accounting_waits_total` counts those
+   * waits). Nothing is dropped.
    *
    * @defaultValue 128
    */
@@ -180,6 +182,8 @@ function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: Receip
 /** How long an answered request waits for others before its accounting runs, and most requests per batch. */
 const ACCOUNT_DELAY_MS = 100;
 const ACCOUNT_BATCH = 64;
+/** The accounting backlog holds at most this fraction (1/n) of the memory bound in body bytes. */
+const ACCOUNT_MEMORY_SHARE = 16;
 
 function json(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -398,6 +402,7 @@ function accountingQueue(
   ledger: LiveLedger | undefined,
   log: (record: ProxyLogRecord) => void,
   maxPending: number,
+  maxPendingBytes: number,
 ): BatchQueue<AccountInput> {
   /** A batch: each request measured in its own turn of the event loop, then all rows in one write per store. */
   const account = async (batch: readonly AccountInput[]): Promise<void> => {
@@ -422,8 +427,11 @@ function accountingQueue(
   return new BatchQueue<AccountInput>(account, {
     delayMs: ACCOUNT_DELAY_MS,
     maxBatch: ACCOUNT_BATCH,
-    // Each waiting request holds its client and sent bodies' objects.
+    // Each waiting request holds its client and sent bodies' objects: bounded in number and in
+    // bytes (under a slow CPU a backlog of whole large requests filled a worker's heap).
     maxPending,
+    weigh: (input) => input.rawBytes + input.sentBytes,
+    maxPendingWeight: maxPendingBytes,
   });
 }
 
@@ -499,7 +507,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const measuring: Measuring = { terminator, meter, metrics, receipts: new ReceiptVerifier(terminator.vault) };
   const log = options.log ?? (() => undefined);
 
-  const accounting = accountingQueue(measuring, ledger, log, accountingBacklog);
+  const accounting = accountingQueue(
+    measuring,
+    ledger,
+    log,
+    accountingBacklog,
+    Math.floor(config.maxMemoryBytes / ACCOUNT_MEMORY_SHARE),
+  );
   const ctx = proxyContext(config, measuring, dispatcher, accounting, log);
 
   const bounds = new Bounds({

@@ -5,7 +5,7 @@
  * code that added the item. Used by the facade's deferred request telemetry and the proxy's
  * accounting, which differ only in when a batch starts.
  */
-export interface BatchQueueOptions {
+export interface BatchQueueOptions<T = unknown> {
   /**
    * How long an added item waits for others before its batch starts, in ms (an unref'd timer);
    * undefined: the next turn of the event loop.
@@ -18,6 +18,18 @@ export interface BatchQueueOptions {
    * makes adders wait: the bound on what a queue that falls behind can hold. Default: no bound.
    */
   readonly maxPending?: number;
+  /**
+   * What one item weighs (e.g. the bytes of the bodies it holds), for {@link maxPendingWeight}.
+   * Default: nothing.
+   */
+  readonly weigh?: (item: T) => number;
+  /**
+   * Most weight waiting before {@link BatchQueue.room} makes adders wait, beside `maxPending`: the
+   * bound when items differ in size. Waiting adders are let go once the weight is under it again,
+   * as many as `maxPending` leaves room for, so the weight can pass it by what they add. Default:
+   * no bound.
+   */
+  readonly maxPendingWeight?: number;
 }
 
 const ROOM: Promise<void> = Promise.resolve();
@@ -27,21 +39,34 @@ export class BatchQueue<T> {
   readonly #delayMs: number | undefined;
   readonly #maxBatch: number;
   readonly #maxPending: number;
+  readonly #weigh: ((item: T) => number) | undefined;
+  readonly #maxWeight: number;
   #queue: T[] = [];
   /** Items of the batch that is running. */
   #inBatch = 0;
+  /** Weight of the items queued and of the running batch's. */
+  #weight = 0;
   /** Adders waiting for room, first come first served. */
   readonly #waiting: (() => void)[] = [];
   #pending: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
 
-  constructor(run: (batch: readonly T[]) => Promise<void>, options: BatchQueueOptions = {}) {
+  constructor(run: (batch: readonly T[]) => Promise<void>, options: BatchQueueOptions<T> = {}) {
     this.#run = run;
     this.#delayMs = options.delayMs;
     this.#maxBatch = options.maxBatch ?? Number.POSITIVE_INFINITY;
     this.#maxPending = options.maxPending ?? Number.POSITIVE_INFINITY;
+    this.#weigh = options.weigh;
+    this.#maxWeight = options.maxPendingWeight ?? Number.POSITIVE_INFINITY;
     if (!(this.#maxPending >= 1))
       throw new RangeError(`BatchQueue: maxPending must be at least 1 (got ${this.#maxPending})`);
+    if (!(this.#maxWeight > 0))
+      throw new RangeError(`BatchQueue: maxPendingWeight must be above 0 (got ${this.#maxWeight})`);
+  }
+
+  /** Weight of the items added and not yet run. */
+  get pendingWeight(): number {
+    return this.#weight;
   }
 
   /** Items added and not yet run: queued, or in the running batch. */
@@ -49,16 +74,24 @@ export class BatchQueue<T> {
     return this.#queue.length + this.#inBatch;
   }
 
-  /** Whether {@link BatchQueue.room} would make an adder wait: `maxPending` items wait, or adders already do. */
+  /**
+   * Whether {@link BatchQueue.room} would make an adder wait: `maxPending` items or
+   * `maxPendingWeight` wait, or adders already do.
+   */
   get full(): boolean {
-    return this.pending >= this.#maxPending || this.#waiting.length > 0;
+    return this.pending >= this.#maxPending || this.#heavy() || this.#waiting.length > 0;
   }
 
   /** Queue one item; its batch runs later (see {@link BatchQueueOptions}). */
   add(item: T): void {
     this.#queue.push(item);
+    this.#weight += this.#weigh?.(item) ?? 0;
     if (this.#queue.length >= this.#maxBatch) void this.#kick();
     else this.#schedule();
+  }
+
+  #heavy(): boolean {
+    return this.#weight >= this.#maxWeight && this.pending > 0;
   }
 
   /**
@@ -113,6 +146,7 @@ export class BatchQueue<T> {
         // The run function's to report: a failure never reaches the adder, the next batch still runs.
       }
       this.#inBatch = 0;
+      if (this.#weigh !== undefined) for (const item of batch) this.#weight -= this.#weigh(item);
       this.#release();
     }
   }
@@ -123,7 +157,11 @@ export class BatchQueue<T> {
    */
   #release(): void {
     let room =
-      this.pending === 0 && this.#running === undefined ? this.#waiting.length : this.#maxPending - this.pending;
+      this.pending === 0 && this.#running === undefined
+        ? this.#waiting.length
+        : this.#heavy()
+          ? 0
+          : this.#maxPending - this.pending;
     while (room-- > 0 && this.#waiting.length > 0) this.#waiting.shift()!();
   }
 }

@@ -56,6 +56,39 @@ describe('accounting backlog', () => {
     expect(readMetricsSummary(h.dbPath).requests).toBe(6);
   });
 
+  it('holds requests while a sixteenth of the memory bound in body bytes waits, though accountingBacklog has room', async () => {
+    // 256 MiB: the backlog holds at most 16 MiB of bodies (client and sent). Each request here is
+    // about 6 MB of them (a 3 MB message, sent as is), so the fourth waits for the first three.
+    h = await startHarness(() => chat.text('ok'), {
+      flags: { maxMemoryBytes: 256 * 2 ** 20 },
+      proxy: { accountingBacklog: 128 },
+    });
+    const { vault } = h.proxy.terminator;
+    const write = vault.recordRequestMetrics.bind(vault);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    vault.recordRequestMetrics = async (rows) => {
+      await gate;
+      return write(rows);
+    };
+    const waits = async (): Promise<number> => (await h!.proxy.metrics.accountingWaits.get()).values[0]?.value ?? 0;
+    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
+    const big = 'x'.repeat(3_000_000);
+    const sending = (async () => {
+      for (let i = 0; i < 5; i++)
+        await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: `${i} ${big}` }] });
+    })();
+    while ((await waits()) < 1) await hop();
+    for (let i = 0; i < 20; i++) await hop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(h.upstream.requests).toHaveLength(3);
+    open();
+    await sending;
+    await h.proxy.settled();
+    expect(h.upstream.requests).toHaveLength(5);
+    expect(readMetricsSummary(h.dbPath).requests).toBe(5);
+  });
+
   it('refuses an accountingBacklog below 1 (ConfigError) before opening anything', async () => {
     await expect(createProxy({ accountingBacklog: 0, env: {} })).rejects.toMatchObject({ code: 'E_CONFIG' });
   });

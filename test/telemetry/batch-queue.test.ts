@@ -79,26 +79,69 @@ describe('BatchQueue', () => {
 
   it('refuses a maxPending below 1', () => {
     expect(() => new BatchQueue<string>(async () => undefined, { maxPending: 0 })).toThrow(RangeError);
+    expect(() => new BatchQueue<string>(async () => undefined, { maxPendingWeight: 0 })).toThrow(RangeError);
   });
 
-  it('property: producers that await room() before each add never hold more than maxPending + producers − 1 items, every item runs once, in order per producer', async () => {
+  it('room(): waits while maxPendingWeight is held, though maxPending has room, and lets go once a batch has run', async () => {
+    const gates: (() => void)[] = [];
+    const ran: number[][] = [];
+    const queue = new BatchQueue<number>(
+      (b) =>
+        new Promise<void>((resolve) => {
+          ran.push([...b]);
+          gates.push(resolve);
+        }),
+      { maxPending: 100, weigh: (n) => n, maxPendingWeight: 10 },
+    );
+    await queue.room();
+    queue.add(4);
+    await queue.room();
+    queue.add(6);
+    expect({ pending: queue.pending, weight: queue.pendingWeight, full: queue.full }).toEqual({
+      pending: 2,
+      weight: 10,
+      full: true,
+    });
+    let roomy = false;
+    const waiting = queue.room().then(() => (roomy = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect({ ran, roomy }).toEqual({ ran: [[4, 6]], roomy: false });
+    gates.shift()!();
+    await waiting;
+    expect(queue.pendingWeight).toBe(0);
+    queue.add(3);
+    const done = queue.settled();
+    gates.shift()!();
+    await done;
+    expect({ ran, weight: queue.pendingWeight }).toEqual({ ran: [[4, 6], [3]], weight: 0 });
+  });
+
+  it('property: producers that await room() before each add never hold more than maxPending + producers − 1 items (nor maxPendingWeight − 1 + what each producer adds at most), every item runs once, in order per producer', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 6 }),
         fc.integer({ min: 1, max: 5 }),
         fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
         fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 30 }),
-        async (maxPending, producers, maxBatch, hops) => {
+        fc.option(fc.integer({ min: 1, max: 20 }), { nil: undefined }),
+        async (maxPending, producers, maxBatch, hops, maxPendingWeight) => {
           let h = 0;
           const seen: string[] = [];
           let most = 0;
+          let heaviest = 0;
+          // An item weighs 1 + its index within its producer modulo 4 (1–4).
+          const weigh = (item: string): number => 1 + (Number(item.split(':')[1]) % 4);
           const queue = new BatchQueue<string>(
             async (batch) => {
               // A batch takes a varying number of event-loop turns, as a store write does.
               for (let i = hops[h++ % hops.length]!; i > 0; i--) await new Promise((r) => setImmediate(r));
               seen.push(...batch);
             },
-            { maxPending, ...(maxBatch === undefined ? {} : { maxBatch }) },
+            {
+              maxPending,
+              ...(maxBatch === undefined ? {} : { maxBatch }),
+              ...(maxPendingWeight === undefined ? {} : { weigh, maxPendingWeight }),
+            },
           );
           const perProducer = 8;
           await Promise.all(
@@ -107,11 +150,16 @@ describe('BatchQueue', () => {
                 await queue.room();
                 queue.add(`${p}:${i}`);
                 most = Math.max(most, queue.pending);
+                heaviest = Math.max(heaviest, queue.pendingWeight);
               }
             }),
           );
           await queue.settled();
           expect(most).toBeLessThanOrEqual(maxPending + producers - 1);
+          // An adder goes while the weight is under the bound; those let go at once add up to 4 each.
+          if (maxPendingWeight !== undefined)
+            expect(heaviest).toBeLessThanOrEqual(maxPendingWeight - 1 + 4 * producers);
+          expect(queue.pendingWeight).toBe(0);
           expect(seen).toHaveLength(producers * perProducer);
           for (let p = 0; p < producers; p++)
             expect(seen.filter((x) => x.startsWith(`${p}:`))).toEqual(
