@@ -18,19 +18,26 @@ afterEach(async () => {
 
 const hop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** Make the metrics store stop answering (the accounting falls behind) until the returned function is called. */
+function holdMetricRows(harness: Harness): () => void {
+  const { vault } = harness.proxy.terminator;
+  const write = vault.recordRequestMetrics.bind(vault);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  vault.recordRequestMetrics = async (rows) => {
+    await gate;
+    return write(rows);
+  };
+  return open;
+}
+
+const waits = async (): Promise<number> => (await h!.proxy.metrics.accountingWaits.get()).values[0]?.value ?? 0;
+
 describe('accounting backlog', () => {
   it('holds requests while accountingBacklog answered ones wait, then answers and accounts for all of them', async () => {
     const backlog = 2;
     h = await startHarness(() => chat.text('ok'), { proxy: { accountingBacklog: backlog } });
-    const { vault } = h.proxy.terminator;
-    const write = vault.recordRequestMetrics.bind(vault);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    vault.recordRequestMetrics = async (rows) => {
-      await gate;
-      return write(rows);
-    };
-    const waits = async (): Promise<number> => (await h!.proxy.metrics.accountingWaits.get()).values[0]?.value ?? 0;
+    const open = holdMetricRows(h);
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const answers: string[] = [];
     const sending = (async () => {
@@ -63,15 +70,7 @@ describe('accounting backlog', () => {
       flags: { maxMemoryBytes: 256 * 2 ** 20 },
       proxy: { accountingBacklog: 128 },
     });
-    const { vault } = h.proxy.terminator;
-    const write = vault.recordRequestMetrics.bind(vault);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    vault.recordRequestMetrics = async (rows) => {
-      await gate;
-      return write(rows);
-    };
-    const waits = async (): Promise<number> => (await h!.proxy.metrics.accountingWaits.get()).values[0]?.value ?? 0;
+    const open = holdMetricRows(h);
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${h.url}/v1`, maxRetries: 0 });
     const big = 'x'.repeat(3_000_000);
     const sending = (async () => {

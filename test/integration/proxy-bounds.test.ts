@@ -226,23 +226,29 @@ describe('proxy bounds: requests in flight', () => {
     },
   ] as const;
 
+  /** A proxy whose sampled sizes the test sets: `sampled(v)` sets `gauge`'s source to v and waits for /metrics to show it. */
+  async function sizedProxy(upstream: string, maxInFlight: number, gauge: (typeof sources)[number]['gauge']) {
+    const sizes = { rss: 100 * 2 ** 20, heap: 0.5 * HEAP_LIMIT };
+    const key = gauge === 'resident_bytes' ? 'rss' : 'heap';
+    h = await startHarness(() => chat.text('unused'), {
+      flags: { upstream, maxInFlight, maxMemoryBytes: CAP, workers: 1 },
+      proxy: { rss: () => sizes.rss, heap: () => ({ used: sizes.heap, limit: HEAP_LIMIT }), memoryCheckMs: 20 },
+    });
+    const url = h.url;
+    const sampled = async (value: number): Promise<void> => {
+      sizes[key] = value;
+      while ((await metric(url, `token_terminator_proxy_${gauge}`)) !== value)
+        await new Promise((r) => setTimeout(r, 20));
+    };
+    return { url, sampled };
+  }
+
   it.each(sources)(
     'empties the caches when $source nears its bound, still serving the whole limit',
     async ({ gauge, under, trims }) => {
       const upstream = await heldUpstream();
-      const sizes = { rss: 100 * 2 ** 20, heap: 0.5 * HEAP_LIMIT };
-      const key = gauge === 'resident_bytes' ? 'rss' : 'heap';
       try {
-        h = await startHarness(() => chat.text('unused'), {
-          flags: { upstream: upstream.url, maxInFlight: 2, maxMemoryBytes: CAP, workers: 1 },
-          proxy: { rss: () => sizes.rss, heap: () => ({ used: sizes.heap, limit: HEAP_LIMIT }), memoryCheckMs: 20 },
-        });
-        const url = h.url;
-        const sampled = async (value: number): Promise<void> => {
-          sizes[key] = value;
-          while ((await metric(url, `token_terminator_proxy_${gauge}`)) !== value)
-            await new Promise((r) => setTimeout(r, 20));
-        };
+        const { url, sampled } = await sizedProxy(upstream.url, 2, gauge);
         await sampled(under);
         expect(await metric(url, 'token_terminator_proxy_memory_trims_total')).toBe(0);
         await sampled(trims);
@@ -265,19 +271,8 @@ describe('proxy bounds: requests in flight', () => {
     'above the bound of $source serves an eighth of the limit at once (503 beyond), and the full limit once under it again',
     async ({ gauge, under, over }) => {
       const upstream = await heldUpstream();
-      const sizes = { rss: 100 * 2 ** 20, heap: 0.5 * HEAP_LIMIT };
-      const key = gauge === 'resident_bytes' ? 'rss' : 'heap';
       try {
-        h = await startHarness(() => chat.text('unused'), {
-          flags: { upstream: upstream.url, maxInFlight: 16, maxMemoryBytes: CAP, workers: 1 },
-          proxy: { rss: () => sizes.rss, heap: () => ({ used: sizes.heap, limit: HEAP_LIMIT }), memoryCheckMs: 20 },
-        });
-        const url = h.url;
-        const sampled = async (value: number): Promise<void> => {
-          sizes[key] = value;
-          while ((await metric(url, `token_terminator_proxy_${gauge}`)) !== value)
-            await new Promise((r) => setTimeout(r, 20));
-        };
+        const { url, sampled } = await sizedProxy(upstream.url, 16, gauge);
         await sampled(over);
         expect(await metric(url, 'token_terminator_proxy_memory_trims_total')).toBeGreaterThan(0);
         const held = [ask(url, 'one'), ask(url, 'two')];

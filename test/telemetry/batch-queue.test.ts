@@ -1,10 +1,25 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BatchQueue } from '../../src/telemetry/batch-queue.js';
+import { BatchQueue, type BatchQueueOptions } from '../../src/telemetry/batch-queue.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
+
+/** A queue whose batches are recorded in `ran` and each end when its gate (in `gates`, in order) is called. */
+function gatedQueue(options: BatchQueueOptions<number>) {
+  const gates: (() => void)[] = [];
+  const ran: number[][] = [];
+  const queue = new BatchQueue<number>(
+    (b) =>
+      new Promise<void>((resolve) => {
+        ran.push([...b]);
+        gates.push(resolve);
+      }),
+    options,
+  );
+  return { queue, ran, gates };
+}
 
 describe('BatchQueue', () => {
   it('waits delayMs, then runs batches of at most maxBatch in order; a full queue starts at once', async () => {
@@ -36,16 +51,7 @@ describe('BatchQueue', () => {
   });
 
   it('room(): answers at once below maxPending, then only once a batch has run; nothing is dropped', async () => {
-    const gates: (() => void)[] = [];
-    const ran: number[][] = [];
-    const queue = new BatchQueue<number>(
-      (b) =>
-        new Promise<void>((resolve) => {
-          ran.push([...b]);
-          gates.push(resolve);
-        }),
-      { maxPending: 2 },
-    );
+    const { queue, ran, gates } = gatedQueue({ maxPending: 2 });
     await queue.room();
     queue.add(1);
     await queue.room();
@@ -83,16 +89,7 @@ describe('BatchQueue', () => {
   });
 
   it('room(): waits while maxPendingWeight is held, though maxPending has room, and lets go once a batch has run', async () => {
-    const gates: (() => void)[] = [];
-    const ran: number[][] = [];
-    const queue = new BatchQueue<number>(
-      (b) =>
-        new Promise<void>((resolve) => {
-          ran.push([...b]);
-          gates.push(resolve);
-        }),
-      { maxPending: 100, weigh: (n) => n, maxPendingWeight: 10 },
-    );
+    const { queue, ran, gates } = gatedQueue({ maxPending: 100, weigh: (n) => n, maxPendingWeight: 10 });
     await queue.room();
     queue.add(4);
     await queue.room();
