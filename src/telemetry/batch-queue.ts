@@ -42,6 +42,8 @@ export class BatchQueue<T> {
   readonly #weigh: ((item: T) => number) | undefined;
   readonly #maxWeight: number;
   #queue: T[] = [];
+  /** Each queued item's weight, in `#queue`'s order (empty without `weigh`): weighed once, when added. */
+  #weights: number[] = [];
   /** Items of the batch that is running. */
   #inBatch = 0;
   /** Weight of the items queued and of the running batch's. */
@@ -85,7 +87,11 @@ export class BatchQueue<T> {
   /** Queue one item; its batch runs later (see {@link BatchQueueOptions}). */
   add(item: T): void {
     this.#queue.push(item);
-    this.#weight += this.#weigh?.(item) ?? 0;
+    if (this.#weigh !== undefined) {
+      const weight = this.#weigh(item);
+      this.#weights.push(weight);
+      this.#weight += weight;
+    }
     if (this.#queue.length >= this.#maxBatch) void this.#kick();
     else this.#schedule();
   }
@@ -139,6 +145,7 @@ export class BatchQueue<T> {
   async #drain(): Promise<void> {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#maxBatch);
+      const weights = this.#weights.splice(0, batch.length);
       this.#inBatch = batch.length;
       try {
         await this.#run(batch);
@@ -146,7 +153,7 @@ export class BatchQueue<T> {
         // The run function's to report: a failure never reaches the adder, the next batch still runs.
       }
       this.#inBatch = 0;
-      if (this.#weigh !== undefined) for (const item of batch) this.#weight -= this.#weigh(item);
+      for (const weight of weights) this.#weight -= weight;
       this.#release();
     }
   }
