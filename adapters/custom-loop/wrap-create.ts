@@ -173,24 +173,41 @@ export function wrapCreate<F extends CreateFn>(
         outputCaches === undefined
           ? undefined
           : await renderToolOutputs(terminator, shown, format.wire, context, outputCaches).catch(() => undefined);
+      // Recorded here, once sent: the recovery tool and the recovery rounds are part of what it cost.
       const prepared = await prepareRequest(
         terminator,
         outputs?.changed === true ? outputs.request : shown,
         context,
         signal,
+        { record: terminator.recordRequest === undefined },
       );
       options.onDecisions?.(prepared.decisions);
       let compiled = rejoinOutputs(prepared.request, format.wire, rejoined);
       if (offerTool) compiled = offeringTool(compiled, format.wire, context.sessionId, offered, terminator);
-      if (!handle || !offersRecoveryTool(compiled)) return dispatch(compiled);
-      const out = await runRecoveryLoop({
-        format: format.wire,
-        request: compiled,
-        send: (request) => dispatch(request),
-        bodyOf: (response) => response,
-        answer: (call) => answerRecoveryCall(terminator.recoveryTool, call.arguments, context.sessionId),
-        ...(options.recoveryRounds === undefined ? {} : { maxRounds: options.recoveryRounds }),
-      });
+      const continuations: ProviderRequest[] = [];
+      const record = (): void => {
+        if (prepared.step !== undefined) terminator.recordRequest?.(prepared.step, { sent: compiled, continuations });
+      };
+      if (!handle || !offersRecoveryTool(compiled)) {
+        record();
+        return dispatch(compiled);
+      }
+      let out: Awaited<ReturnType<typeof runRecoveryLoop>>;
+      try {
+        out = await runRecoveryLoop({
+          format: format.wire,
+          request: compiled,
+          send: (request, round) => {
+            if (round > 0) continuations.push(request);
+            return dispatch(request);
+          },
+          bodyOf: (response) => response,
+          answer: (call) => answerRecoveryCall(terminator.recoveryTool, call.arguments, context.sessionId),
+          ...(options.recoveryRounds === undefined ? {} : { maxRounds: options.recoveryRounds }),
+        });
+      } finally {
+        record();
+      }
       if (out.exchange.length > 0 && state !== undefined && !out.serverSide) {
         await saveRecoveryState(
           terminator.vault,

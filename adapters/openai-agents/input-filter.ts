@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } from '@openai/agents';
 import type { Terminator } from '../../src/runtime/types.js';
-import type { Decision, Route } from '../../src/step.js';
+import type { Decision, ProviderRequest, Route, Step } from '../../src/step.js';
 import { prepareRequest, readOutputCap } from '../shared/functions.js';
 import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
 import type { CapLedger } from './cap-ledger.js';
@@ -50,6 +50,34 @@ export interface InputFilterOptions {
    * @defaultValue true
    */
   readonly reduceToolOutputs?: boolean | undefined;
+}
+
+/**
+ * The agent's function tools as the Responses API lists them: the filter never changes them, but
+ * the model gets them, so the request's record measures them (the recovery tool as ours).
+ */
+function agentTools(agent: unknown): Record<string, unknown>[] {
+  const tools = (agent as { tools?: unknown } | null)?.tools;
+  if (!Array.isArray(tools)) return [];
+  const out: Record<string, unknown>[] = [];
+  for (const t of tools as Record<string, unknown>[]) {
+    if (t === null || typeof t !== 'object' || t['type'] !== 'function') continue;
+    out.push({
+      type: 'function',
+      name: t['name'],
+      description: t['description'],
+      parameters: t['parameters'],
+      strict: t['strict'],
+    });
+  }
+  return out;
+}
+
+/** A Step whose requests list `tools` (for its record only: the stages never saw them). */
+function withTools(step: Step<ProviderRequest>, tools: readonly unknown[]): Step<ProviderRequest> {
+  if (tools.length === 0) return step;
+  const original = { ...step.original, tools };
+  return { ...step, original, value: step.value === step.original ? original : { ...step.value, tools } };
 }
 
 /** Model name and requested output cap as the agent declares them. */
@@ -97,7 +125,9 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
         reduced ? outputs.request : request,
         stepContext,
         options.signal,
+        { record: terminator.recordRequest === undefined },
       );
+      if (prepared.step !== undefined) terminator.recordRequest?.(withTools(prepared.step, agentTools(agent)));
       options.onDecisions?.(prepared.decisions);
       const cap = readOutputCap(prepared.request);
       if ((!prepared.changed && !reduced) || !Array.isArray(prepared.request['input'])) {

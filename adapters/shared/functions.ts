@@ -6,8 +6,15 @@
  * a throwing counter, a bug in a translator), the caller gets its original value back, never an
  * exception. Only the host's own AbortSignal decides whether the run stops.
  */
-import type { Terminator } from '../../src/runtime/types.js';
-import { errorLabel, type Decision, type ProviderRequest, type StepContext, type ToolResult } from '../../src/step.js';
+import type { ReduceRequestOptions, Terminator } from '../../src/runtime/types.js';
+import {
+  errorLabel,
+  type Decision,
+  type ProviderRequest,
+  type Step,
+  type StepContext,
+  type ToolResult,
+} from '../../src/step.js';
 import {
   CAP_FIELDS,
   extraBody,
@@ -32,6 +39,8 @@ export interface PreparedRequest<R extends ProviderRequest = ProviderRequest> {
   readonly request: R;
   readonly changed: boolean;
   readonly decisions: readonly Decision[];
+  /** The pipeline's Step (absent when the call failed), for a host that records the request itself. */
+  readonly step?: Step<ProviderRequest>;
 }
 
 /** The output-cap fields the three wire formats use. */
@@ -77,12 +86,14 @@ export async function prepareRequest<R extends ProviderRequest>(
   request: R,
   context: StepContext,
   signal?: AbortSignal,
+  options?: ReduceRequestOptions,
 ): Promise<PreparedRequest<R>> {
   try {
-    const step = await terminator.reduceRequest(request, context, signal);
+    const step = await terminator.reduceRequest(request, context, signal, options);
     const value = step.value;
-    if (value === null || typeof value !== 'object') return { request, changed: false, decisions: step.decisions };
-    return { request: value as R, changed: value !== request, decisions: step.decisions };
+    if (value === null || typeof value !== 'object')
+      return { request, changed: false, decisions: step.decisions, step };
+    return { request: value as R, changed: value !== request, decisions: step.decisions, step };
   } catch (error) {
     return { request, changed: false, decisions: [adapterFailure('adapter.prepareRequest', error)] };
   }

@@ -45,7 +45,7 @@ export function recoveryToolJson(
 }
 
 /** The name of one entry of a request's `tools` array, in any of the three shapes. */
-function toolName(entry: unknown): string | undefined {
+export function toolName(entry: unknown): string | undefined {
   if (!isObj(entry)) return undefined;
   if (isObj(entry['function']) && typeof entry['function']['name'] === 'string') return entry['function']['name'];
   return typeof entry['name'] === 'string' ? entry['name'] : undefined;

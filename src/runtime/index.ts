@@ -41,14 +41,15 @@ import { createSkillCuts } from '../telemetry/attribution.js';
 import { countReductions, ReductionActivity } from '../activity.js';
 import { DeferredRecords } from '../telemetry/deferred-records.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
+import { accountRequest } from '../telemetry/request-account.js';
 import {
-  measureBoth,
   openLiveLedger,
   recordRequestMetrics,
-  requestMetricOf,
   type LiveLedger,
   type LiveLedgerEntry,
 } from '../telemetry/request-record.js';
+import { ToolCredits } from '../telemetry/tool-credits.js';
+import { ReceiptVerifier } from '../receipts/verify.js';
 import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
 import { LaneCache } from './lanes.js';
 import { RunningRequestChars, SESSION_BYTES_PER_CHAR } from './request-chars.js';
@@ -66,13 +67,13 @@ import {
   type PipelineDeps,
 } from './pipelines.js';
 import { sharedCounts, STORED_MIN_CHARS } from './stored-counts.js';
-import type { RecoveryTool, Terminator } from './types.js';
+import type { RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
 
 export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
 export { Lane } from './lanes.js';
 export { modeGates, type ModeGates } from './pipelines.js';
 
-export type { RecoveryTool, Terminator } from './types.js';
+export type { RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
 
 /** Content-hash entries of the Terminator's shared measurement memo (all sessions; LRU). */
 const SHARED_MEASURES = 65_536;
@@ -227,8 +228,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
     measures: wired.measures,
   });
+  // The tool outputs this Terminator reduced, by session: what each request showing them saved (src/telemetry/tool-credits.ts).
+  const credits = new ToolCredits(maxSessions * 4);
   const records = deferredRecords(
-    { vault, meter, config, recordMetrics, ledger, counts: wired.counts },
+    { vault, meter, config, recordMetrics, ledger, counts: wired.counts, credits },
     telemetryBacklog,
   );
   return facade({
@@ -239,6 +242,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     meter,
     wired,
     records,
+    credits,
     ledger,
     recordMetrics,
     lanes: new LaneCache(maxSessions, maxSessionBytes),
@@ -318,12 +322,21 @@ function deferredRecords(
     readonly recordMetrics: boolean;
     readonly ledger: LiveLedger | undefined;
     readonly counts: Wired['counts'];
+    readonly credits: ToolCredits;
   },
   maxPending: number,
 ): DeferredRecords {
-  const { vault, meter, config, recordMetrics, ledger, counts } = parts;
+  const { vault, meter, config, recordMetrics, ledger, counts, credits } = parts;
   // The Terminator's instructions cut into skill blocks, by object (what attribution measures apart).
   const skillCuts = createSkillCuts();
+  const verifier = new ReceiptVerifier(vault);
+  const accounting = {
+    meter,
+    mode: config.mode,
+    credits,
+    skillCuts,
+    receipts: (list: readonly unknown[]) => verifier.referenced(list).length,
+  };
   return new DeferredRecords(
     async (batch) => {
       const turns: LiveLedgerEntry[] = [];
@@ -331,13 +344,21 @@ function deferredRecords(
       for (const [i, step] of batch.entries()) {
         // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
         if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        const sizes = measureBoth(step, meter, skillCuts);
-        if (sizes === undefined) continue;
-        const metric = recordMetrics
-          ? requestMetricOf(vault, meter, config.mode, step, sizes.raw, sizes.final)
-          : undefined;
-        if (metric !== undefined) metrics.push(metric);
-        turns.push({ step, rawTokens: sizes.raw.totalTokens, finalTokens: sizes.final.totalTokens });
+        let account: ReturnType<typeof accountRequest>;
+        try {
+          account = accountRequest(accounting, {
+            context: step.context,
+            staged: step.original,
+            sent: step.value,
+            continuations: step.continuations ?? [],
+            decisions: step.decisions,
+          });
+        } catch {
+          // Telemetry never fails the call.
+          continue;
+        }
+        if (recordMetrics) metrics.push(account.row);
+        turns.push({ step, rawTokens: account.rawTokens, finalTokens: account.finalTokens });
       }
       await recordRequestMetrics(vault, metrics);
       await ledger?.recordAll(turns);
@@ -356,6 +377,8 @@ interface FacadeParts {
   readonly meter: MessagesMeter;
   readonly wired: Wired;
   readonly records: DeferredRecords;
+  /** The tool outputs this Terminator reduced, by session (what each request showing them saved). */
+  readonly credits: ToolCredits;
   readonly ledger: LiveLedger | undefined;
   readonly recordMetrics: boolean;
   readonly lanes: LaneCache;
@@ -420,6 +443,7 @@ function facade(parts: FacadeParts): Terminator {
     request: ProviderRequest,
     context: StepContext,
     signal?: AbortSignal,
+    options?: ReduceRequestOptions,
   ): Promise<Step<ProviderRequest>> => {
     // A backlog of telemetry (calls answered faster than their records are written) is bounded here.
     if (records.full) await records.room();
@@ -428,9 +452,13 @@ function facade(parts: FacadeParts): Terminator {
       .get('request', laneOf(context), requests)
       .run(createStep(request, withBudget(context), signal));
     accountRequestLane(parts, laneOf(context), request);
-    if ((parts.recordMetrics || ledger !== undefined) && !closed) records.add(out);
+    if (options?.record !== false) recordRequest(out);
     if (!closed) counts?.written();
     return out;
+  };
+  const recordRequest = (step: Step<ProviderRequest>, recorded?: RecordRequestOptions): void => {
+    if ((!parts.recordMetrics && ledger === undefined) || closed) return;
+    records.add(step, recorded);
   };
   return {
     config,
@@ -442,9 +470,18 @@ function facade(parts: FacadeParts): Terminator {
     requests,
     reduceToolCall: (call, context, signal) =>
       lanes.get('tool_call', laneOf(context), toolCalls).run(createStep(call, context, signal)),
-    reduceToolResult: (result, context, signal) =>
-      lanes.get('tool_result', laneOf(context), toolResults).run(createStep(result, withBudget(context), signal)),
+    reduceToolResult: async (result, context, signal) => {
+      const step = await lanes
+        .get('tool_result', laneOf(context), toolResults)
+        .run(createStep(result, withBudget(context), signal));
+      const shown = step.value.content;
+      if (typeof shown === 'string' && typeof result.content === 'string' && shown !== result.content)
+        parts.credits.note(laneOf(context), shown, result.content, step.decisions);
+      return step;
+    },
     reduceRequest,
+    recordRequest,
+    toolCredits: parts.credits,
     pressure: async (request, context) => {
       try {
         pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
@@ -457,6 +494,7 @@ function facade(parts: FacadeParts): Terminator {
     endSession: async (context) => {
       lanes.end(laneOf(context));
       deps.focus.delete(laneOf(context));
+      parts.credits.end(laneOf(context));
       counts?.end(laneOf(context));
       if (failure !== undefined) return;
       try {

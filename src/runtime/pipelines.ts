@@ -3,6 +3,7 @@
  * wired in their order from the config's mode. Stages the mode does not switch on are left out
  * entirely (identity), not skipped per element, so a disabled mode costs nothing.
  */
+import { sessionKeyOf } from '../telemetry/request-account.js';
 import { LRUCache } from 'lru-cache';
 import { identity } from 'rxjs';
 import { capOutputBudget } from '../../operators/cap-output-budget.js';
@@ -120,9 +121,7 @@ export class FocusBoard {
  * tenants' sessions never share state, whatever their ids).
  */
 export function sessionKey(context: Pick<StepContext, 'sessionId' | 'tenant'>): string {
-  return context.tenant === undefined || context.tenant === ''
-    ? context.sessionId
-    : `${context.sessionId}\u0000${context.tenant}`;
+  return sessionKeyOf(context);
 }
 
 /** Records the request's focus terms for its session; never changes the request. */

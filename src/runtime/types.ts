@@ -2,6 +2,7 @@ import type { OperatorFunction } from 'rxjs';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { MessagesMeter } from '../telemetry/meter.js';
+import type { ToolCredits } from '../telemetry/tool-credits.js';
 import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
 
@@ -26,6 +27,32 @@ export interface RecoveryTool {
   handle(args: unknown, host: RecoveryHost): Promise<string>;
 }
 
+/** Options of {@link Terminator.reduceRequest}. */
+export interface ReduceRequestOptions {
+  /**
+   * Record the request's metrics row and ledger turn from its Step.
+   *
+   * @defaultValue true
+   */
+  readonly record?: boolean;
+}
+
+/** What a host sent for a request it records itself ({@link Terminator.recordRequest}). */
+export interface RecordRequestOptions {
+  /**
+   * The request as it went to the model.
+   *
+   * @defaultValue the Step's value
+   */
+  readonly sent?: ProviderRequest;
+  /**
+   * Requests the recovery rounds sent after it.
+   *
+   * @defaultValue none
+   */
+  readonly continuations?: readonly ProviderRequest[];
+}
+
 /** What `createTerminator(config)` returns: the two pipelines, Promise facades and the recovery tool. */
 export interface Terminator extends AsyncDisposable {
   readonly config: Config;
@@ -47,8 +74,33 @@ export interface Terminator extends AsyncDisposable {
   /** Promise facades: never reject because of a reduction; an aborted signal passes the input through. */
   reduceToolCall(call: ToolCall, context: StepContext, signal?: AbortSignal): Promise<Step<ToolCall>>;
   reduceToolResult(result: ToolResult, context: StepContext, signal?: AbortSignal): Promise<Step<ToolResult>>;
-  /** One provider request through the whole request stream (dedupe → skill gate → compile → budget cap). */
-  reduceRequest(request: ProviderRequest, context: StepContext, signal?: AbortSignal): Promise<Step<ProviderRequest>>;
+  /**
+   * One provider request through the whole request stream (dedupe → skill gate → compile → budget
+   * cap). Its metrics row and ledger turn are recorded unless `options.record` is false (a host
+   * that changes the request after, or sends recovery rounds, records it with `recordRequest`).
+   */
+  reduceRequest(
+    request: ProviderRequest,
+    context: StepContext,
+    signal?: AbortSignal,
+    options?: ReduceRequestOptions,
+  ): Promise<Step<ProviderRequest>>;
+  /**
+   * Record a request reduced with `{ record: false }`: what it sent in the end (the recovery tool
+   * added, say) and the continuation requests of its recovery rounds. Content-free figures only,
+   * measured later like every record. Optional: a Terminator of one's own need not record.
+   *
+   * @example
+   * const step = await tt.reduceRequest(body, context, undefined, { record: false });
+   * const sent = withRecoveryTool(step.value, 'chat', tt.recoveryTool);
+   * tt.recordRequest?.(step, { sent });
+   */
+  recordRequest?(step: Step<ProviderRequest>, options?: RecordRequestOptions): void;
+  /**
+   * The tool outputs this Terminator reduced, by session: what each later request showing them
+   * saved, and how large the raw request was (src/telemetry/tool-credits.ts). Optional.
+   */
+  readonly toolCredits?: ToolCredits;
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;
   /**

@@ -20,19 +20,28 @@ function copyRequest(request: ProviderRequest): ProviderRequest {
   return out as ProviderRequest;
 }
 
+/** A request as the deferred record reads it: its Step, and the continuation requests of its recovery rounds. */
+export type RecordedStep = Step<ProviderRequest> & { readonly continuations?: readonly ProviderRequest[] };
+
 /**
  * The Step as the deferred record reads it: the caller's request and the final one as they were
- * when the call answered, the context without its lock budget (that budget belonged to the call;
- * a deferred write waits with its own).
+ * when the call answered (or `sent`, what the host sent in the end), the context without its lock
+ * budget (that budget belonged to the call; a deferred write waits with its own).
  */
-export function recordedStep(step: Step<ProviderRequest>): Step<ProviderRequest> {
+export function recordedStep(
+  step: Step<ProviderRequest>,
+  sent?: ProviderRequest,
+  continuations?: readonly ProviderRequest[],
+): RecordedStep {
   const { lockBudget: _spent, ...context } = step.context;
   const original = copyRequest(step.original);
+  const value = sent ?? step.value;
   return {
     original,
-    value: step.value === step.original ? original : copyRequest(step.value),
+    value: value === step.original ? original : copyRequest(value),
     context,
     decisions: step.decisions,
+    ...(continuations === undefined || continuations.length === 0 ? {} : { continuations: [...continuations] }),
   };
 }
 
@@ -41,9 +50,12 @@ export function recordedStep(step: Step<ProviderRequest>): Step<ProviderRequest>
  * one batch at a time in the order the calls answered (so each session's turns reach the ledger in
  * its call order). Each is snapshotted when added. Failures stay here: telemetry is diagnostics.
  */
-export class DeferredRecords extends BatchQueue<Step<ProviderRequest>> {
+export class DeferredRecords extends BatchQueue<RecordedStep> {
   /** Queue one answered request (snapshotted now); its record runs on a later turn of the event loop. */
-  override add(step: Step<ProviderRequest>): void {
-    super.add(recordedStep(step));
+  override add(
+    step: Step<ProviderRequest>,
+    recorded?: { readonly sent?: ProviderRequest; readonly continuations?: readonly ProviderRequest[] },
+  ): void {
+    super.add(recordedStep(step, recorded?.sent, recorded?.continuations));
   }
 }

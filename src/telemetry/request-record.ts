@@ -7,57 +7,8 @@ import type { ActivityReading } from '../activity.js';
 import { effectiveLedgerPath } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import type { ProviderRequest, Step } from '../step.js';
-import { attributeRequest, type Attribution, type SkillCuts } from './attribution.js';
 import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
-import type { MessagesMeter } from './meter.js';
-import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';
-import { ReceiptVerifier } from '../receipts/verify.js';
 import type { RequestMetric, Vault } from '../vault/types.js';
-
-/** Raw and final sizes of a compiled request, for metrics and the ledger; undefined if measuring fails. */
-export function measureBoth(
-  step: Step<ProviderRequest>,
-  meter: MessagesMeter,
-  skillCuts: SkillCuts,
-): { raw: Attribution; final: Attribution } | undefined {
-  try {
-    return {
-      raw: attributeRequest(step.original, meter, skillCuts),
-      final: attributeRequest(step.value, meter, skillCuts),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-/** The metrics row of a compiled request; undefined when it cannot be built (telemetry never fails the call). */
-export function requestMetricOf(
-  vault: Vault,
-  meter: MessagesMeter,
-  mode: string,
-  step: Step<ProviderRequest>,
-  raw: Attribution,
-  final: Attribution,
-): RequestMetric | undefined {
-  try {
-    const model = step.original['model'];
-    const finalList = step.value['messages'] ?? step.value['input'];
-    return requestMetric({
-      sessionId: step.context.sessionId,
-      requestId: step.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
-      mode,
-      ...(typeof model === 'string' ? { model } : {}),
-      raw,
-      final,
-      tokenizer: meter.counter.name,
-      receipts: Array.isArray(finalList) ? new ReceiptVerifier(vault).referenced(finalList).length : 0,
-      failedOpen: anyFailedOpen(step.decisions),
-      savedByStage: savedByStage(step.decisions),
-    });
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * The metrics rows of a batch of requests in one write transaction; when that fails, each row on

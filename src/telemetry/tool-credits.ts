@@ -1,0 +1,198 @@
+/**
+ * What the tool-result stages saved in each request, as the model got it. A tool output is
+ * reduced once (when the tool returns, or the first time a request shows it) and then travels in
+ * every later request of its session as that rendering: the saving is made again in every one of
+ * them, and only in those where the rendering reached the model. So the credit is taken per
+ * request, per tool output the request shows as a rendering: the raw output's size less the larger
+ * of the rendering and what the request finally showed for it (a request stage may still restore
+ * the whole output: a delta whose base the request does not show goes whole, and its stage then
+ * saved nothing there).
+ *
+ * Hosts that reduce tool results in process hand the request stages a request that already holds
+ * the renderings: the raw request (what the host would have sent without us) is that request with
+ * each rendering's raw size back, which {@link ToolCredits.account} returns beside the credits.
+ * The gateway has the client's own body for that, and reads only the credits.
+ *
+ * Content-free like every figure here: the renderings are keys in memory, never written.
+ */
+import { LRUCache } from 'lru-cache';
+import { canonicalJson, codePoints } from '../measure/index.js';
+import type { TokenCounter } from '../measure/types.js';
+import { readRequest } from '../model/index.js';
+import { STAGES } from '../stages.js';
+import type { Decision, ProviderRequest } from '../step.js';
+
+/** The tool-result stages, whose saving travels with the output's rendering. */
+const TOOL_STAGES: ReadonlySet<string> = new Set([STAGES.deltaRepeatedOutput, STAGES.compressToolResult]);
+const DELTA_PREFIX = '[Token Terminator temporal delta';
+
+/** One rendering of a session: its raw output (until measured) and sizes, and the stages that made it. */
+interface Credit {
+  raw: string | undefined;
+  rawChars: number;
+  rawTokens: number;
+  renderedChars: number;
+  renderedTokens: number;
+  /** Stage → share of the saving (sums to 1). */
+  readonly stages: Readonly<Record<string, number>>;
+}
+
+/** What the renderings a request shows saved, and how much larger the raw request is. */
+export interface ToolAccount {
+  /** Characters the raw request has beyond the request the stages were given. */
+  readonly rawChars: number;
+  /** Tokens the raw request has beyond it. */
+  readonly rawTokens: number;
+  /** Characters saved per tool-result stage in this request (only what reached the model). */
+  readonly saved: Readonly<Record<string, number>>;
+}
+
+const NONE: ToolAccount = Object.freeze({ rawChars: 0, rawTokens: 0, saved: Object.freeze({}) });
+
+/** The text of a tool output value: a string, text parts (joined by newlines) or one text object. */
+function outputText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    const texts: string[] = [];
+    for (const p of value) {
+      const t = typeof p === 'object' && p !== null ? (p as { text?: unknown }).text : undefined;
+      if (typeof t !== 'string') return undefined;
+      texts.push(t);
+    }
+    return texts.join('\n');
+  }
+  const t = typeof value === 'object' && value !== null ? (value as { text?: unknown }).text : undefined;
+  return typeof t === 'string' ? t : undefined;
+}
+
+/** The stages that made a rendering, weighted by what each reported saving; by the text when none did. */
+function stagesOf(decisions: readonly Decision[], rendered: string): Record<string, number> {
+  const by: Record<string, number> = {};
+  let total = 0;
+  for (const d of decisions) {
+    if (d.kind !== 'applied' || !TOOL_STAGES.has(d.stage) || (d.savedChars ?? 0) <= 0) continue;
+    by[d.stage] = (by[d.stage] ?? 0) + d.savedChars!;
+    total += d.savedChars!;
+  }
+  if (total === 0)
+    return { [rendered.startsWith(DELTA_PREFIX) ? STAGES.deltaRepeatedOutput : STAGES.compressToolResult]: 1 };
+  for (const k of Object.keys(by)) by[k] = by[k]! / total;
+  return by;
+}
+
+const jsonChars = (text: string): number => codePoints(canonicalJson(text));
+
+/**
+ * Per session: each tool output's rendering → its raw size and the stages that made it. Bounded:
+ * the least recently used sessions go first, by entries and by the raw text not yet measured.
+ *
+ * @example
+ * const credits = new ToolCredits();
+ * credits.note('s1', step.value.content, step.original.content, step.decisions);
+ * const { saved } = credits.account('s1', stagesInput, finalRequest, counter);
+ */
+export class ToolCredits {
+  readonly #sessions: LRUCache<string, Map<string, Credit>>;
+  readonly #maxPerSession: number;
+
+  /**
+   * @param maxSessions - sessions remembered; default 1024.
+   * @param maxPerSession - renderings remembered per session; default 4096.
+   */
+  constructor(maxSessions = 1024, maxPerSession = 4096) {
+    this.#sessions = new LRUCache({ max: maxSessions });
+    this.#maxPerSession = maxPerSession;
+  }
+
+  /** A tool output of `session` was shown as `rendered` instead of `raw` (by the stages in `decisions`). */
+  note(session: string, rendered: string, raw: string, decisions: readonly Decision[]): void {
+    if (rendered === raw) return;
+    let map = this.#sessions.get(session);
+    if (map === undefined) this.#sessions.set(session, (map = new Map()));
+    if (map.has(rendered)) return;
+    map.set(rendered, {
+      raw,
+      rawChars: -1,
+      rawTokens: -1,
+      renderedChars: -1,
+      renderedTokens: -1,
+      stages: stagesOf(decisions, rendered),
+    });
+    if (map.size > this.#maxPerSession) map.delete(map.keys().next().value as string);
+  }
+
+  /** Forget a session's renderings (it ended). */
+  end(session: string): void {
+    this.#sessions.delete(session);
+  }
+
+  /**
+   * The renderings `input` (the request the stages were given) shows, credited against `final`
+   * (what the model got): how much larger the raw request is, and what each tool stage saved.
+   * `raw`, when the host has the raw request itself (the gateway), names renderings this process
+   * did not make (another replica did): their credit is read from its outputs by call id.
+   */
+  account(
+    session: string,
+    input: ProviderRequest,
+    final: ProviderRequest,
+    counter: TokenCounter,
+    raw?: ProviderRequest,
+  ): ToolAccount {
+    const known = this.#sessions.get(session);
+    if (known === undefined && raw === undefined) return NONE;
+    let finalTexts: Map<string, string> | undefined;
+    let rawTexts: Map<string, string> | undefined;
+    const saved: Record<string, number> = {};
+    let rawChars = 0;
+    let rawTokens = 0;
+    for (const slot of readRequest(input).slots) {
+      if (slot.kind !== 'tool_output') continue;
+      const text = outputText(slot.value);
+      if (text === undefined) continue;
+      let credit = known?.get(text);
+      if (credit === undefined && raw !== undefined && slot.callId !== undefined) {
+        rawTexts ??= outputTexts(raw);
+        const source = rawTexts.get(slot.callId);
+        if (source === undefined || source === text) continue;
+        this.note(session, text, source, []);
+        credit = this.#sessions.get(session)?.get(text);
+      }
+      if (credit === undefined) continue;
+      measure(credit, text, counter);
+      rawChars += credit.rawChars - credit.renderedChars;
+      rawTokens += credit.rawTokens - credit.renderedTokens;
+      finalTexts ??= outputTexts(final);
+      const shown = slot.callId === undefined ? text : (finalTexts.get(slot.callId) ?? text);
+      const shownChars = shown === text ? credit.renderedChars : jsonChars(shown);
+      const chars = credit.rawChars - Math.max(credit.renderedChars, shownChars);
+      if (chars <= 0) continue;
+      for (const [stage, share] of Object.entries(credit.stages))
+        saved[stage] = (saved[stage] ?? 0) + Math.round(chars * share);
+    }
+    return rawChars === 0 && Object.keys(saved).length === 0 ? NONE : { rawChars, rawTokens, saved };
+  }
+}
+
+/** Sizes of a credit, measured on first use (then its raw text is let go). */
+function measure(credit: Credit, rendered: string, counter: TokenCounter): void {
+  if (credit.raw === undefined) return;
+  const rawJson = canonicalJson(credit.raw);
+  const renderedJson = canonicalJson(rendered);
+  credit.rawChars = codePoints(rawJson);
+  credit.renderedChars = codePoints(renderedJson);
+  credit.rawTokens = counter.count(rawJson);
+  credit.renderedTokens = counter.count(renderedJson);
+  credit.raw = undefined;
+}
+
+/** The texts of a request's tool outputs, by call id. */
+function outputTexts(request: ProviderRequest): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const slot of readRequest(request).slots) {
+    if (slot.kind !== 'tool_output' || slot.callId === undefined) continue;
+    const text = outputText(slot.value);
+    if (text !== undefined) out.set(slot.callId, text);
+  }
+  return out;
+}
