@@ -95,7 +95,9 @@ interface Prepared {
   readonly intercept: boolean;
   readonly context: StepContext;
   readonly state: RecoveryState;
-  readonly saved: Record<string, number>;
+  /** The request the request stages were given (tool outputs rendered) and their decisions, for the accounting. */
+  readonly staged: ProviderRequest;
+  readonly decisions: readonly Decision[];
   /** The client's request with stable objects, for measuring. */
   readonly measured: ProviderRequest;
 }
@@ -159,9 +161,6 @@ async function prepare(
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
   const step = await tt.reduceRequest(outputs.request, context);
   let request = rejoinOutputs(step.value, format, rejoined);
-  const saved: Record<string, number> = { ...outputs.saved };
-  for (const d of step.decisions)
-    if (d.kind === 'applied' && (d.savedChars ?? 0) > 0) saved[d.stage] = (saved[d.stage] ?? 0) + (d.savedChars ?? 0);
   countFailedOpen(ctx, outputs.failedOpen);
   countFailedOpen(ctx, step.decisions);
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
@@ -182,7 +181,8 @@ async function prepare(
     intercept: offer,
     context,
     state: nextState,
-    saved,
+    staged: outputs.request,
+    decisions: step.decisions,
     measured: shown === client ? outputs.measured : client,
   };
 }
@@ -246,6 +246,7 @@ export async function handleApi(
   res: ServerResponse,
   format: RecoveryWireFormat,
   pathAndQuery: string,
+  started = performance.now(),
 ): Promise<void> {
   const send = upstreamSender(ctx, req, res, format, pathAndQuery);
   const forward = async (body: Buffer | Readable, changed: boolean): Promise<void> => {
@@ -295,16 +296,21 @@ export async function handleApi(
   const continuations: ProviderRequest[] = [];
   // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
   const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
+  // Its log line comes with its figures, from the accounting (the server logs no other for it).
+  ctx.accounted.add(res);
   const account = (): void =>
     ctx.account({
       format,
       client: prepared.measured,
       rawBytes: raw.length,
+      staged: prepared.staged,
       sent: sentMeasured,
       sentBytes: sentBody.length,
       continuations,
       context: prepared.context,
-      saved: prepared.saved,
+      decisions: prepared.decisions,
+      status: res.statusCode,
+      ms: Math.round(performance.now() - started),
     });
   try {
     if (!prepared.intercept) await forward(sentBody, prepared.changed);

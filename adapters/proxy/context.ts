@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { ProxyConfig } from '../../src/config/proxy.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import type { Terminator } from '../../src/runtime/types.js';
-import type { ProviderRequest, StepContext } from '../../src/step.js';
+import type { Decision, ProviderRequest, StepContext } from '../../src/step.js';
 import type { BodyMemo } from './body.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ItemJsonCache } from './serialize.js';
@@ -24,11 +24,18 @@ export interface AccountInput {
   readonly format: RecoveryWireFormat;
   readonly client: ProviderRequest;
   readonly rawBytes: number;
+  /** The request the request stages were given (its tool outputs rendered). */
+  readonly staged: ProviderRequest;
   readonly sent: ProviderRequest;
   readonly sentBytes: number;
+  /** The continuation requests of its recovery rounds (one per round). */
   readonly continuations: readonly ProviderRequest[];
   readonly context: StepContext;
-  readonly saved: Readonly<Record<string, number>>;
+  /** The request stages' decisions. */
+  readonly decisions: readonly Decision[];
+  /** The response's status and the request's duration, for its log line. */
+  readonly status: number;
+  readonly ms: number;
 }
 
 /** Everything one proxy instance shares across the requests it handles: settings, Terminator, upstream pool, metrics and caches. */
@@ -44,6 +51,8 @@ export interface ProxyContext {
   /** JSON bytes of conversation items already serialized (see serialize.ts). */
   readonly itemJson: ItemJsonCache;
   readonly recoveryRounds: number;
+  /** Responses whose request the accounting logs (with its figures); the server logs the others when they finish. */
+  readonly accounted: WeakSet<object>;
   log(record: ProxyLogRecord): void;
   /** Log `record` the first time its event happens in this proxy (a condition an operator fixes once). */
   logOnce(record: ProxyLogRecord): void;

@@ -27,10 +27,9 @@ import {
 import type { Terminator } from '../../src/runtime/types.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
-import { attributeRequest } from '../../src/telemetry/attribution.js';
 import { BatchQueue } from '../../src/telemetry/batch-queue.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
-import { requestMetric } from '../../src/telemetry/metrics.js';
+import { accountRequest } from '../../src/telemetry/request-account.js';
 import { ReceiptVerifier } from '../../src/receipts/verify.js';
 import type { RequestMetric } from '../../src/vault/types.js';
 import { handleApi } from './api.js';
@@ -173,12 +172,6 @@ function tokenMatches(expected: string, given: string | string[] | undefined): b
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** Receipts the sent request shows (the conversation's items; memoized per item object). */
-function receiptsIn(request: Readonly<Record<string, unknown>>, verifier: ReceiptVerifier): number {
-  const list = request['messages'] ?? request['input'];
-  return Array.isArray(list) ? verifier.referenced(list).length : 0;
-}
-
 /** How long an answered request waits for others before its accounting runs, and most requests per batch. */
 const ACCOUNT_DELAY_MS = 100;
 const ACCOUNT_BATCH = 64;
@@ -221,48 +214,65 @@ interface Measuring {
   readonly meter: ReturnType<typeof createMessagesMeter>;
   readonly metrics: ProxyMetrics;
   readonly receipts: ReceiptVerifier;
+  readonly log: (record: ProxyLogRecord) => void;
 }
 
-/** One request's metric row and ledger entry (token counts from the meter's memos). */
+/** The stages that acted on a request, as its log line names them ("compressToolResult+compileRequest"). */
+function stagesOf(saved: Readonly<Record<string, number>>): string {
+  return Object.keys(saved)
+    .filter((k) => (saved[k] ?? 0) > 0)
+    .join('+');
+}
+
+/**
+ * One request's metric row and ledger entry, measured as every host measures (src/telemetry/
+ * request-account.ts: raw is the client's body), its token and saving counters, and its log line.
+ */
 function measureRequest(
-  { terminator, meter, metrics, receipts }: Measuring,
+  { terminator, meter, metrics, receipts, log }: Measuring,
   input: AccountInput,
 ): { row: RequestMetric; turn: LiveLedgerEntry } {
-  const raw = attributeRequest(input.client, meter);
-  // An unchanged request was sent as the client's own: one count for both.
-  const sent = input.sent === input.client ? raw : attributeRequest(input.sent, meter);
-  let extraTokens = 0;
-  let extraChars = 0;
-  for (const c of input.continuations) {
-    const a = attributeRequest(c, meter);
-    extraTokens += a.totalTokens;
-    extraChars += a.totalChars;
-  }
-  metrics.tokens.inc({ api: input.format, direction: 'raw' }, raw.totalTokens);
-  metrics.tokens.inc({ api: input.format, direction: 'sent' }, sent.totalTokens);
-  if (extraTokens > 0) metrics.tokens.inc({ api: input.format, direction: 'recovery' }, extraTokens);
-  const model = input.client['model'];
-  const row = requestMetric({
-    sessionId: input.context.sessionId,
-    requestId: input.context.requestId ?? 'proxy',
-    mode: terminator.config.mode,
-    ...(typeof model === 'string' ? { model } : {}),
-    raw,
-    final: sent,
-    rawTokens: raw.totalTokens,
-    // Net of recovery: continuation requests are part of what this request cost.
-    finalTokens: sent.totalTokens + extraTokens,
-    tokenizer: meter.counter.name,
-    receipts: receiptsIn(input.sent, receipts),
-    failedOpen: false,
-    savedByStage: input.saved,
+  const account = accountRequest(
+    {
+      meter,
+      mode: terminator.config.mode,
+      credits: terminator.toolCredits,
+      receipts: (list) => receipts.referenced(list).length,
+    },
+    {
+      context: input.context,
+      raw: input.client,
+      staged: input.staged,
+      sent: input.sent,
+      continuations: input.continuations,
+      decisions: input.decisions,
+    },
+  );
+  metrics.tokens.inc({ api: input.format, direction: 'raw' }, account.rawTokens);
+  metrics.tokens.inc({ api: input.format, direction: 'sent' }, account.sentTokens);
+  if (account.recoveryTokens > 0)
+    metrics.tokens.inc({ api: input.format, direction: 'recovery' }, account.recoveryTokens);
+  for (const [mechanism, chars] of Object.entries(account.saved))
+    if (chars > 0) metrics.saved.inc({ mechanism }, chars);
+  log({
+    level: 'info',
+    event: 'request',
+    api: input.format,
+    status: input.status,
+    ms: input.ms,
+    session: input.context.sessionId,
+    raw_tokens: account.rawTokens,
+    sent_tokens: account.sentTokens,
+    recovery_tokens: account.recoveryTokens,
+    recovery_rounds: input.continuations.length,
+    stages: stagesOf(account.saved),
   });
   return {
-    row: { ...row, finalChars: row.finalChars + extraChars },
+    row: account.row,
     turn: {
       step: { context: input.context, original: input.client },
-      rawTokens: raw.totalTokens,
-      finalTokens: sent.totalTokens + extraTokens,
+      rawTokens: account.rawTokens,
+      finalTokens: account.finalTokens,
     },
   };
 }
@@ -274,7 +284,6 @@ function countBytes(metrics: ProxyMetrics, input: AccountInput): void {
   let extra = 0;
   for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
   if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
-  for (const [mechanism, chars] of Object.entries(input.saved)) metrics.saved.inc({ mechanism }, chars);
 }
 
 /** A request for no local route and no API path: relayed to the upstream untouched. */
@@ -323,15 +332,17 @@ async function handle(
   const path = pathAndQuery.split('?')[0] ?? '/';
   const method = req.method ?? 'GET';
   const api = method === 'POST' ? API_PATHS[path] : undefined;
-  res.once('finish', () =>
+  res.once('finish', () => {
+    // An answered API request is logged by its accounting, with its figures.
+    if (ctx.accounted.has(res)) return;
     ctx.log({
       level: 'info',
       event: 'request',
       api: api ?? (routes.has(path) || path === '/healthz' || path === '/metrics' ? 'local' : 'relay'),
       status: res.statusCode,
       ms: Math.round(performance.now() - started),
-    }),
-  );
+    });
+  });
   if (method === 'GET' && path === '/healthz') return json(res, 200, { status: 'ok' });
   if (config.token !== undefined && !tokenMatches(config.token, req.headers[TOKEN_HEADER])) {
     return json(res, 401, {
@@ -347,7 +358,7 @@ async function handle(
   if (!bounds.admit(req, res, anthropic)) return;
   const local = routes.get(path);
   if (local !== undefined) return local(req, res);
-  if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery);
+  if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery, started);
   return relay(ctx, req, res, pathAndQuery);
 }
 
@@ -458,6 +469,7 @@ function proxyContext(
     bodies: new BodyMemo({ maxBytes: config.bodyMemoBytes }),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
+    accounted: new WeakSet(),
     log,
     logOnce(record) {
       if (logged.has(record.event)) return;
@@ -504,8 +516,8 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
   const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
   const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
-  const measuring: Measuring = { terminator, meter, metrics, receipts: new ReceiptVerifier(terminator.vault) };
   const log = options.log ?? (() => undefined);
+  const measuring: Measuring = { terminator, meter, metrics, receipts: new ReceiptVerifier(terminator.vault), log };
 
   const accounting = accountingQueue(
     measuring,
