@@ -1,6 +1,8 @@
 /**
  * The proxy's Prometheus metrics (prom-client, one registry per proxy so two proxies in one
- * process never mix). Content-free by construction: every label value comes from a fixed set in
+ * process never mix). Under `token-terminator proxy --workers N`, `/metrics` sums every worker's
+ * registry (metrics-relay.ts): counters count the whole gateway, and the gauges (in flight,
+ * resident and heap bytes, sessions held) are the workers' sum. Content-free by construction: every label value comes from a fixed set in
  * this file, from stage names of our own operators or from error labels (an error's class name and
  * code, src/step.ts `errorLabel`); no path, header, model text or key.
  */

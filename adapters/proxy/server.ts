@@ -13,6 +13,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getHeapStatistics } from 'node:v8';
+import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
 import { createCountMemo } from '../../src/measure/index.js';
@@ -35,6 +36,7 @@ import type { RequestMetric } from '../../src/vault/types.js';
 import { handleApi } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
+import { workerMetricsRelay } from './metrics-relay.js';
 import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 import { BodyMemo } from './body.js';
 import { Bounds, type HeapNow } from './bounds.js';
@@ -137,6 +139,14 @@ export interface ProxyOptions {
    * @defaultValue 10000
    */
   readonly bodyRateWindowMs?: number;
+  /**
+   * This proxy is one worker of a node:cluster whose primary relays metrics
+   * (`relayGatewayMetrics`, as `token-terminator proxy` does): `/metrics` and
+   * {@link Proxy.gatewayMetrics} then sum every worker's values.
+   *
+   * @defaultValue false (this process's values)
+   */
+  readonly clusterMetrics?: boolean;
 }
 
 /** A running gateway built by {@link createProxy}: its HTTP server, settings, Terminator and metrics. */
@@ -147,6 +157,11 @@ export interface Proxy extends AsyncDisposable {
   readonly metrics: ProxyMetrics;
   /** Listen on the configured host and port; resolves with the base URL (`http://host:port`). */
   listen(): Promise<string>;
+  /**
+   * The metrics of the whole gateway: every worker's values summed when this proxy is one worker
+   * of several (`clusterMetrics`), else this proxy's own registry.
+   */
+  gatewayMetrics(): Promise<Registry>;
   /** Resolves once the accounting of every answered request (metrics, the vault's metric rows) is done. */
   settled(): Promise<void>;
   /** Add a local route (exact path, any method): the hook for pages such as `/dashboard`. */
@@ -323,10 +338,11 @@ async function handle(
   ctx: ProxyContext,
   bounds: Bounds,
   routes: ReadonlyMap<string, RouteHandler>,
+  gatewayMetrics: () => Promise<Registry>,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const { config, metrics } = ctx;
+  const { config } = ctx;
   const started = performance.now();
   const pathAndQuery = req.url ?? '/';
   const path = pathAndQuery.split('?')[0] ?? '/';
@@ -352,8 +368,10 @@ async function handle(
       },
     });
   }
-  if (method === 'GET' && path === '/metrics')
-    return json(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
+  if (method === 'GET' && path === '/metrics') {
+    const registry = await gatewayMetrics();
+    return json(res, 200, await registry.metrics(), registry.contentType);
+  }
   const anthropic = api === 'anthropic' || req.headers['anthropic-version'] !== undefined;
   if (!bounds.admit(req, res, anthropic)) return;
   const local = routes.get(path);
@@ -544,13 +562,23 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     log,
   });
-  const server = httpServer(config, log, (req, res) => handle(ctx, bounds, routes, req, res));
+  // One worker of several: /metrics sums every worker's values, relayed by the primary (metrics-relay.ts).
+  const relay =
+    options.clusterMetrics === true ? workerMetricsRelay(() => metrics.registry.getMetricsAsJSON()) : undefined;
+  const gatewayMetrics = async (): Promise<Registry> => {
+    const sets = await relay?.gather();
+    return sets === undefined || sets.length === 0
+      ? metrics.registry
+      : AggregatorRegistry.aggregate(sets as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+  };
+  const server = httpServer(config, log, (req, res) => handle(ctx, bounds, routes, gatewayMetrics, req, res));
 
   let closed = false;
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
     bounds.stop();
+    relay?.close();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
@@ -567,6 +595,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     terminator,
     metrics,
     listen: () => listen(server, config),
+    gatewayMetrics,
     settled: () => accounting.settled(),
     route: (path, handler) => {
       routes.set(path, handler);

@@ -8,6 +8,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
+import { relayGatewayMetrics } from '../../../adapters/proxy/metrics-relay.js';
 
 /** IPC message that asks a worker to close its proxy and exit. */
 export const STOP_MESSAGE = 'token-terminator:proxy-stop';
@@ -41,10 +42,13 @@ export function servePrimary(options: PrimaryOptions): Promise<number> {
     let stopping = false;
     let code = 0;
 
+    // Each worker's /metrics answers for all of them: the primary relays their values.
+    const stopRelay = relayGatewayMetrics();
     const finish = (): void => {
       if (live.size > 0) return;
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
+      stopRelay();
       resolve(code);
     };
 

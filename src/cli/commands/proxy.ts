@@ -85,6 +85,8 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     // A worker serves with its share of the gateway's memory (the same flags gave it the totals).
     config: share,
     terminatorOptions: { config },
+    // The primary relays every worker's metrics: /metrics answers for the whole gateway.
+    clusterMetrics: true,
     ...(log === undefined ? {} : { log }),
   });
   server.route('/dashboard', dashboardRoute(server.terminator, server.metrics));

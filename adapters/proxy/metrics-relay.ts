@@ -1,0 +1,143 @@
+/**
+ * `/metrics` for the whole gateway when several processes serve it (`token-terminator proxy
+ * --workers N`, node:cluster): node:cluster hands each connection to one worker, whose own
+ * registry holds only its share. The worker that is asked sends the primary one IPC message; the
+ * primary asks every live worker for its registry's values (prom-client's JSON form) and answers
+ * the asking worker with all of them, which it sums (prom-client's `AggregatorRegistry.aggregate`).
+ * The primary holds no metrics of its own and loads no prom-client: it only relays.
+ *
+ * A worker that does not answer within the timeout is left out of that answer (it is starting or
+ * dying); when the primary does not answer (a cluster of the user's own, without the relay), the
+ * asking worker answers with its own values. A worker that died takes its counts with it, as a
+ * replica that restarts does.
+ */
+import cluster, { type Worker } from 'node:cluster';
+
+/** Worker → primary: "the gateway's metrics, please" (`id` is the worker's). */
+const ASK = 'token-terminator:metrics-ask';
+/** Primary → every worker: "your metrics" (`id` is the primary's). */
+const COLLECT = 'token-terminator:metrics-collect';
+/** Worker → primary: its metrics for a collection. */
+const SHARE = 'token-terminator:metrics-share';
+/** Primary → the asking worker: every worker's metrics. */
+const ANSWER = 'token-terminator:metrics-answer';
+
+type Message = { readonly type?: unknown; readonly id?: unknown; readonly metrics?: unknown };
+const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null;
+
+/** How long the primary waits for the workers, and a worker for the primary, in milliseconds. */
+export const RELAY_TIMEOUT_MS = 3000;
+
+/**
+ * In the primary: answer the workers' `/metrics` asks with every live worker's values. Returns
+ * the function that stops relaying.
+ *
+ * @example
+ * const stop = relayGatewayMetrics();
+ * // … on shutdown
+ * stop();
+ */
+export function relayGatewayMetrics(timeoutMs = RELAY_TIMEOUT_MS): () => void {
+  let next = 0;
+  const collecting = new Map<number, { asked: Worker; id: unknown; pending: number; sets: unknown[]; done(): void }>();
+  const onMessage = (worker: Worker, message: unknown): void => {
+    if (!isMessage(message)) return;
+    if (message.type === ASK) {
+      const cid = next++;
+      const live = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true);
+      const entry = {
+        asked: worker,
+        id: message.id,
+        pending: 0,
+        sets: [] as unknown[],
+        done: () => {
+          clearTimeout(timer);
+          collecting.delete(cid);
+          if (worker.isConnected()) worker.send({ type: ANSWER, id: message.id, metrics: entry.sets });
+        },
+      };
+      const timer = setTimeout(() => entry.done(), timeoutMs);
+      collecting.set(cid, entry);
+      for (const w of live) {
+        try {
+          w.send({ type: COLLECT, id: cid });
+          entry.pending++;
+        } catch {
+          // gone meanwhile: left out
+        }
+      }
+      if (entry.pending === 0) entry.done();
+      return;
+    }
+    if (message.type === SHARE && typeof message.id === 'number') {
+      const entry = collecting.get(message.id);
+      if (entry === undefined) return;
+      if (Array.isArray(message.metrics)) entry.sets.push(message.metrics);
+      if (--entry.pending === 0) entry.done();
+    }
+  };
+  cluster.on('message', onMessage);
+  return () => {
+    cluster.off('message', onMessage);
+    for (const entry of collecting.values()) entry.done();
+  };
+}
+
+/** A worker's side of the relay: shares its values when collected, and asks for the gateway's. */
+export interface WorkerMetricsRelay {
+  /** Every live worker's values (this one's included), or undefined when the primary did not answer. */
+  gather(): Promise<unknown[][] | undefined>;
+  /** Stop answering collections. */
+  close(): void;
+}
+
+/**
+ * In a worker (a process with an IPC channel to its primary): share `own()` when the primary
+ * collects, and gather the whole gateway's values on demand.
+ *
+ * @example
+ * const relay = workerMetricsRelay(() => registry.getMetricsAsJSON());
+ * const sets = await relay.gather(); // AggregatorRegistry.aggregate(sets)
+ */
+export function workerMetricsRelay(own: () => Promise<unknown[]>, timeoutMs = RELAY_TIMEOUT_MS): WorkerMetricsRelay {
+  let next = 0;
+  const waiting = new Map<number, (sets: unknown[][] | undefined) => void>();
+  const onMessage = (message: unknown): void => {
+    if (!isMessage(message)) return;
+    if (message.type === COLLECT) {
+      const id = message.id;
+      own().then(
+        (metrics) => process.send?.({ type: SHARE, id, metrics }),
+        () => process.send?.({ type: SHARE, id, metrics: [] }),
+      );
+      return;
+    }
+    if (message.type === ANSWER && typeof message.id === 'number') {
+      waiting.get(message.id)?.(Array.isArray(message.metrics) ? (message.metrics as unknown[][]) : undefined);
+    }
+  };
+  process.on('message', onMessage);
+  return {
+    gather: () =>
+      new Promise((resolve) => {
+        if (process.send === undefined || !process.connected) return resolve(undefined);
+        const id = next++;
+        const finish = (sets: unknown[][] | undefined): void => {
+          clearTimeout(timer);
+          waiting.delete(id);
+          resolve(sets);
+        };
+        const timer = setTimeout(() => finish(undefined), timeoutMs);
+        waiting.set(id, finish);
+        try {
+          process.send({ type: ASK, id });
+        } catch {
+          finish(undefined);
+        }
+      }),
+    close: () => {
+      process.off('message', onMessage);
+      for (const finish of [...waiting.values()]) finish(undefined);
+    },
+  };
+}
