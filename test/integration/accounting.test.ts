@@ -5,7 +5,8 @@
  * vault show a saving equal to the characters and tokens the model did not get (each request the
  * model received, against the same request with the run whole and without our recovery tool),
  * within 1 %, credited to the stage that made it (compressToolResult), in every request that
- * carried the reduced run.
+ * carried the reduced run, and never for a rendering the model did not get (a repeated run's delta
+ * that a request stage showed whole).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -318,5 +319,40 @@ describe('stats and report count what the model did not get, for every in-proces
     await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16_384, messages, tools });
     expect(server.requests).toHaveLength(3);
     await expectAccounted(t, db, server.requests);
+  });
+  it('wrapOpenAI: a repeated run whose delta a request stage showed whole credits deltaRepeatedOutput with nothing', async () => {
+    const { t, db } = await real();
+    server = await startScriptedServer([
+      () => chatToolCall('c1', 'bash', COMMAND),
+      () => chatToolCall('c2', 'bash', COMMAND),
+      () => chatReply({ content: 'the parser test fails' }),
+    ]);
+    const openai = wrapOpenAI(new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 }), t, {
+      sessionId: 'run-44',
+      handleRecovery: true,
+    });
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Why does the parser test fail?' },
+    ];
+    for (;;) {
+      const message = (await openai.chat.completions.create({ model: 'o3', messages })).choices[0]!.message;
+      messages.push(message);
+      if (!message.tool_calls?.length) break;
+      for (const call of message.tool_calls) messages.push({ role: 'tool', tool_call_id: call.id, content: PYTEST });
+    }
+    expect(server.requests).toHaveLength(3);
+    await t.close();
+    // The second run became a delta of the first ("no output change"), whose base the request did
+    // not show whole: the request stages showed the run whole, so the delta saved nothing.
+    const last = (server.requests[2]!.body['messages'] as { role: string; content: string }[]).filter(
+      (m) => m.role === 'tool',
+    );
+    expect(last[1]!.content).toBe(PYTEST);
+    const want = truth(server.requests);
+    const stats = await statsJson(db);
+    within1pct(stats.raw_chars - stats.final_chars, want.chars, 'stats chars saved');
+    within1pct(stats.raw_tokens - stats.final_tokens, want.tokens, 'stats tokens saved');
+    within1pct(stats.saved_by_stage['compressToolResult'] ?? 0, want.runChars, 'stats compressToolResult credit');
+    expect(stats.saved_by_stage['deltaRepeatedOutput'] ?? 0).toBe(0);
   });
 });
