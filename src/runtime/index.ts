@@ -475,7 +475,14 @@ function facade(parts: FacadeParts): Terminator {
         .get('tool_result', laneOf(context), toolResults)
         .run(createStep(result, withBudget(context), signal));
       const shown = step.value.content;
-      if (typeof shown === 'string' && typeof result.content === 'string' && shown !== result.content)
+      // Remembered for this Terminator's own records only (a host measuring itself, as the gateway
+      // does, has the raw outputs in its requests).
+      if (
+        (parts.recordMetrics || ledger !== undefined) &&
+        typeof shown === 'string' &&
+        typeof result.content === 'string' &&
+        shown !== result.content
+      )
         parts.credits.note(laneOf(context), shown, result.content, step.decisions);
       return step;
     },

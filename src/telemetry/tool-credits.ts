@@ -94,14 +94,25 @@ const jsonChars = (text: string): number => codePoints(canonicalJson(text));
 export class ToolCredits {
   readonly #sessions: LRUCache<string, Map<string, Credit>>;
   readonly #maxPerSession: number;
+  readonly #maxPendingChars: number;
+  /** Characters of raw outputs held until their first request measures them. */
+  #pending = 0;
 
   /**
    * @param maxSessions - sessions remembered; default 1024.
    * @param maxPerSession - renderings remembered per session; default 4096.
+   * @param maxPendingChars - characters of raw outputs held until measured, over all sessions
+   *   (past it the least recently used sessions are forgotten); default 16,777,216.
    */
-  constructor(maxSessions = 1024, maxPerSession = 4096) {
-    this.#sessions = new LRUCache({ max: maxSessions });
+  constructor(maxSessions = 1024, maxPerSession = 4096, maxPendingChars = 16 * 2 ** 20) {
+    this.#sessions = new LRUCache({
+      max: maxSessions,
+      dispose: (map) => {
+        for (const credit of map.values()) this.#pending -= credit.raw?.length ?? 0;
+      },
+    });
     this.#maxPerSession = maxPerSession;
+    this.#maxPendingChars = maxPendingChars;
   }
 
   /** A tool output of `session` was shown as `rendered` instead of `raw` (by the stages in `decisions`). */
@@ -118,7 +129,18 @@ export class ToolCredits {
       renderedTokens: -1,
       stages: stagesOf(decisions, rendered),
     });
-    if (map.size > this.#maxPerSession) map.delete(map.keys().next().value as string);
+    this.#pending += raw.length;
+    if (map.size > this.#maxPerSession) {
+      const oldest = map.keys().next().value as string;
+      this.#pending -= map.get(oldest)?.raw?.length ?? 0;
+      map.delete(oldest);
+    }
+    // Least recently used sessions go first; the one in use stays.
+    while (this.#pending > this.#maxPendingChars && this.#sessions.size > 1) {
+      const last = this.#sessions.rkeys().next().value;
+      if (last === undefined || last === session) break;
+      this.#sessions.delete(last);
+    }
   }
 
   /** Forget a session's renderings (it ended). */
@@ -159,6 +181,7 @@ export class ToolCredits {
         credit = this.#sessions.get(session)?.get(text);
       }
       if (credit === undefined) continue;
+      this.#pending -= credit.raw?.length ?? 0;
       measure(credit, text, counter);
       rawChars += credit.rawChars - credit.renderedChars;
       rawTokens += credit.rawTokens - credit.renderedTokens;

@@ -76,6 +76,17 @@ describe('ToolCredits', () => {
     });
   });
 
+  it('holds raw outputs until measured within its bound: past it, the least recently used sessions go', () => {
+    const credits = new ToolCredits(1024, 4096, RAW.length + 10);
+    credits.note('old', VIEW, RAW, []);
+    credits.note('new', VIEW, RAW, []);
+    expect(credits.account('old', request(VIEW), request(VIEW), counter).saved).toEqual({});
+    expect(credits.account('new', request(VIEW), request(VIEW), counter).saved).not.toEqual({});
+    // Measured, a credit no longer holds its raw output: more sessions fit.
+    credits.note('third', VIEW, RAW, []);
+    expect(credits.account('new', request(VIEW), request(VIEW), counter).saved).not.toEqual({});
+  });
+
   it('forgets an ended session', () => {
     const credits = new ToolCredits();
     credits.note('s', VIEW, RAW, []);
