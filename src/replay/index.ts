@@ -13,5 +13,5 @@ export {
   type RequestSample,
 } from './figures.js';
 export { ReceiptVerifier, recoverExact } from '../receipts/verify.js';
-export { renderFiguresTable } from './table.js';
+export { renderFiguresTable, summaryLine } from './table.js';
 export type { RequestPoint } from './series.js';

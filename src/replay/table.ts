@@ -22,7 +22,32 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
   const t = new Table({ head: ['figure', 'raw', 'final', 'ratio / %'], style: plain });
   t.push(...sizeRows(f), ...fidelityRows(f), ...recoveryAndTimeRows(f));
   out.push(t.toString());
+  out.push(summaryLine(f));
   return out.join('\n');
+}
+
+/**
+ * The table in one line, the figure that matters first: the cost with prompt caching and the
+ * simulated recoveries priced in (what a user pays), then the tokens sent, then sight at use (what
+ * the agent could see of what it reused when it acted).
+ *
+ * @example
+ * summaryLine(figures) // 'summary: 19.36 % cheaper net of recoveries (cost ratio 0.8064, …) · 52.46 % fewer tokens …'
+ */
+export function summaryLine(f: ReplayFigures): string {
+  const net = f.effective_cost_with_recoveries_ratio;
+  const cost =
+    net <= 1
+      ? `${((1 - net) * 100).toFixed(2)} % cheaper net of recoveries`
+      : `${((net - 1) * 100).toFixed(2)} % MORE expensive net of recoveries`;
+  const recoveries = `${int(f.simulated_recoveries)} simulated recover${f.simulated_recoveries === 1 ? 'y' : 'ies'}`;
+  const tokens = pct(f.raw_tokens, f.final_tokens) || 'no tokens';
+  const c = f.fidelity;
+  const sight =
+    c.use_lines + c.use_words === 0
+      ? 'sight at use: nothing reused to check'
+      : `sight at use: ${c.use_lines_visible}/${c.use_lines} lines and ${c.use_words_visible}/${c.use_words} words the agent reused were in view when it acted`;
+  return `summary: ${cost} (cost ratio ${net.toFixed(4)}, ${f.pricing_profile}-style prompt cache, ${recoveries}) · ${tokens} tokens (${int(f.raw_tokens)} → ${int(f.final_tokens)}) · ${sight}`;
 }
 
 /** One row per session (the first `maxSessions`). */

@@ -76,6 +76,21 @@ describe('token-terminator replay / stats / compare', () => {
     expect(out).toContain('grounding strings visible');
   });
 
+  it('replay ends with one summary line: the cost net of recoveries first, then tokens, then sight at use', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'tt-cli-summary-')); // its own ledger: the compare test counts the one in dir
+    const { code, out } = await capture(['replay', sessions, '--json', '--db', join(own, 'v.sqlite3')]);
+    rmSync(own, { recursive: true, force: true });
+    expect(code).toBe(0);
+    const f = JSON.parse(out) as { effective_cost_with_recoveries_ratio: number; raw_tokens: number };
+    const table = await capture(['replay', sessions]);
+    const last = table.out.trimEnd().split('\n').at(-1) ?? '';
+    expect(last).toMatch(/^summary: \d+\.\d\d % (cheaper|MORE expensive) net of recoveries \(cost ratio \d\.\d{4}, /);
+    expect(last).toContain(`cost ratio ${f.effective_cost_with_recoveries_ratio.toFixed(4)}`);
+    expect(last).toContain(f.raw_tokens.toLocaleString('en-US'));
+    expect(last.indexOf('net of recoveries')).toBeLessThan(last.indexOf('tokens ('));
+    expect(last.indexOf('tokens (')).toBeLessThan(last.indexOf('sight at use'));
+  });
+
   it('stats sums the metrics rows the replay wrote', async () => {
     const { code, out } = await capture(['stats', '--db', join(dir, 'v.sqlite3'), '--json']);
     expect(code).toBe(0);
