@@ -42,6 +42,22 @@ describe('loadOptionalPackage', () => {
     expect(e.message).toContain('PostgreSQL');
   });
 
+  it('names the packages one feature needs together in one install command (the report: plot and linkedom)', () => {
+    for (const name of ['@observablehq/plot', 'linkedom'] as const) {
+      let error: unknown;
+      try {
+        loadOptionalPackage(name, projectRequire());
+      } catch (e) {
+        error = e;
+      }
+      const e = error as MissingPackageError;
+      expect(e.packageName).toBe(name);
+      expect(e.installCommand).toMatch(/^npm install \S+ \S+$/);
+      for (const both of ['@observablehq/plot@^0.6.17', 'linkedom@^0.18.15']) expect(e.installCommand).toContain(both);
+      expect(e.message).toContain(e.installCommand);
+    }
+  });
+
   it('loads an installed package', () => {
     const from = projectRequire({ linkedom: 'module.exports = { parseHTML: () => "doc" };' });
     expect(loadOptionalPackage<{ parseHTML: () => string }>('linkedom', from).parseHTML()).toBe('doc');
