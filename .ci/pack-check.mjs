@@ -5,10 +5,11 @@
  * 1. the tarball holds LICENSE, README.md and every file the README links to, and every target of
  *    the exports map (types and code);
  * 2. publint and @arethetypeswrong/cli (ESM-only profile) find nothing on the tarball;
- * 3. every ```ts block of README.md and every example compiles with `tsc --strict` in a scratch
- *    project that has the tarball as its `token-terminator` (not ../src);
+ * 3. every ```ts block of README.md and docs/integrations.md and every example compiles with
+ *    `tsc --strict` in a scratch project that has the tarball as its `token-terminator` (not ../src);
  * 4. the examples run there, importing the packed package through its exports map;
- * 5. in a fresh project outside the repo, `npm install <tarball>` alone: the operators and the
+ * 5. in a fresh project outside the repo, made as the README tells a user (`npm init -y`, which
+ *    npm 11 makes CommonJS, then the README's `npm pkg set ...`), `npm install <tarball>` alone: the operators and the
  *    adapters load, each optional peer's feature fails with an error naming the package, and the
  *    CLI answers; the install's packages and size are printed;
  * 6. in a fresh project with the tarball and the framework packages (the repo's versions, or
@@ -83,6 +84,22 @@ const files = new Set(packed.files.map((f) => normalize(f.path)));
 console.log(`${packed.filename}: ${files.size} files, ${packed.size} bytes`);
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
+/** Where the README's ts blocks live: the README itself and the page its integrations link to. */
+const SNIPPET_FILES = ['README.md', 'docs/integrations.md'];
+const tsBlocks = () =>
+  SNIPPET_FILES.flatMap((file) =>
+    [...readFileSync(join(root, file), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]),
+  );
+/**
+ * The commands the README gives to set up a user's project (`npm init -y && npm pkg set type=module`):
+ * every fresh project below is made with exactly them, so a README that forgets what a CommonJS
+ * project needs fails here.
+ */
+const projectSetup = readme.match(/`(npm init -y(?: && npm [^`]+)?)`/)?.[1];
+if (projectSetup === undefined) {
+  console.log('FAIL the README gives no `npm init -y ...` command to set up a project');
+  process.exit(1);
+}
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const compilerOptions = {
   target: 'ES2022',
@@ -152,7 +169,7 @@ if (only === undefined) {
     join(work, 'tsconfig.json'),
     JSON.stringify({ compilerOptions, include: ['*.ts', 'examples/*.ts'] }, null, 2),
   );
-  const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  const blocks = tsBlocks();
   if (blocks.length === 0) fail('README.md has no ts blocks');
   blocks.forEach((code, i) => writeFileSync(join(work, `readme-${i + 1}.ts`), `${code}export {};\n`));
   mkdirSync(join(work, 'examples'));
@@ -166,7 +183,7 @@ if (only === undefined) {
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     console.log(
-      `${blocks.length} README blocks and ${examples.length} example files compile under tsc --strict against ${packed.filename}`,
+      `${blocks.length} README and docs/integrations.md blocks and ${examples.length} example files compile under tsc --strict against ${packed.filename}`,
     );
   } catch {
     fail('README snippets or examples do not compile against the packed package');
@@ -203,17 +220,19 @@ if (only === undefined) {
 }
 
 /**
- * A fresh project in the temp dir (nothing resolves from the repo), with `deps` installed from the
+ * A fresh project in the temp dir (nothing resolves from the repo), made with the README's setup
+ * commands (`npm init -y`, then what the README says to set), with `deps` installed from the
  * registry. Install scripts are skipped: better-sqlite3's would fetch a prebuilt binding from GitHub
  * or compile one; the repo's binding (same version, built for this Node) is copied in instead, and
  * `npm rebuild` runs only when the versions differ.
  */
 function freshProject(label, deps) {
   const dir = mkdtempSync(join(tmpdir(), `tt-pack-${label}-`));
-  writeFileSync(
-    join(dir, 'package.json'),
-    JSON.stringify({ name: `pack-check-${label}`, private: true, type: 'module' }),
-  );
+  for (const command of projectSetup.split(' && ')) {
+    const [npm, ...argv] = command.trim().split(/\s+/);
+    if (npm !== 'npm') throw new Error(`the README's project setup runs ${npm}, not npm: ${projectSetup}`);
+    run('npm', argv, { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts', ...deps], {
     cwd: dir,
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -315,9 +334,9 @@ const PYTEST = readFileSync(join(root, 'test', 'fixtures', 'readme-setups', 'pyt
 copyFileSync(join(root, 'test', 'fixtures', 'readme-setups', 'pytest-30k.txt'), join(setupsDir, 'pytest-30k.txt'));
 /** The diagnostic lines every first view must keep: failures, assertion messages, error locations, the summary. */
 const FAILURE_LINES = PYTEST.split('\n').filter((l) => /^(FAILED |E {2}|\S+\.py:\d+: \w+|=+ .*failed)/.test(l));
-const setupBlocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)]
-  .map((m) => m[1])
-  .filter((code) => /token-terminator\/adapters\/(langgraph|openai-agents|custom-loop)/.test(code));
+const setupBlocks = tsBlocks().filter((code) =>
+  /token-terminator\/adapters\/(langgraph|openai-agents|custom-loop)/.test(code),
+);
 setupBlocks.forEach((code, i) => writeFileSync(join(setupsDir, `setup-${i + 1}.ts`), `${code}export {};\n`));
 writeFileSync(join(setupsDir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['setup-*.ts'] }, null, 2));
 try {
