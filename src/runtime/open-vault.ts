@@ -7,6 +7,7 @@ import type { ReductionActivity } from '../activity.js';
 import type { Config } from '../config/types.js';
 import { ConfigError, VaultSchemaError } from '../errors.js';
 import { counterForModel } from '../measure/index.js';
+import { MissingPackageError } from '../optional-package.js';
 import type { TokenCounter } from '../measure/types.js';
 import { errorLabel } from '../step.js';
 import { vaultLocation } from '../vault/configured.js';
@@ -46,7 +47,7 @@ export async function openVault(
         : VaultOpenError.wrap(vaultLocation(config), error);
     if (vaultErrors === 'throw') throw failure;
     warn(
-      `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}); running in pass-through mode, nothing is reduced`,
+      `token-terminator: the vault at ${vaultLocation(config)} could not be opened (${openReason(failure)}${error instanceof MissingPackageError ? `: ${error.installCommand}` : ''}); running in pass-through mode, nothing is reduced`,
     );
     return { vault: unavailableVault(vaultLocation(config), failure), failure, readOnly: false, owns };
   }

@@ -3,6 +3,7 @@
  * They live here so the vault can own them without editing the shared errors module.
  */
 import { TokenTerminatorError } from '../errors.js';
+import { MissingPackageError } from '../optional-package.js';
 
 /** Content that cannot be stored exactly (a lone surrogate has no UTF-8 form). */
 export class VaultContentError extends TokenTerminatorError {
@@ -44,7 +45,9 @@ export class VaultOpenError extends TokenTerminatorError {
   /** Wrap a raw failure (SqliteError, fs error) met while opening the vault at `path`. */
   static wrap(path: string, cause: unknown): VaultOpenError {
     const reason = reasonOf(cause);
-    return new VaultOpenError(`the vault at ${path} could not be opened (${reason})`, { path, reason, cause });
+    // A missing driver's message is ours and says how to fix it (the package and its install command).
+    const fix = cause instanceof MissingPackageError ? `: ${cause.message}` : '';
+    return new VaultOpenError(`the vault at ${path} could not be opened (${reason})${fix}`, { path, reason, cause });
   }
 }
 

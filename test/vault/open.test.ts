@@ -1,5 +1,6 @@
 import {
   closeSync,
+  existsSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -9,10 +10,12 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TokenTerminatorError } from '../../src/errors.js';
+import { MissingPackageError } from '../../src/optional-package.js';
 import { VaultOpenError } from '../../src/vault/errors.js';
 import { createVault } from '../../src/vault/index.js';
 import { unavailableVault } from '../../src/vault/open.js';
@@ -78,6 +81,43 @@ describe('opening a vault that cannot be opened', () => {
     writeFileSync(join(dir, 'a-file'), 'x');
     const path = join(dir, 'a-file', 'vault.sqlite3');
     expect(await failureOf(path)).toMatchObject({ code: 'E_VAULT_OPEN', path, reason: 'ENOTDIR' });
+  });
+
+  // Node's recursive mkdir retries ENOENT under /proc forever, synchronously: the host hung at
+  // startup, silently. In a child process, so a regression fails this test instead of freezing the run.
+  it.skipIf(!existsSync('/proc/self'))(
+    'fails with E_VAULT_OPEN for a path under /proc, where no directory can be made, instead of hanging',
+    () => {
+      const paths = ['/proc/tt-no-such/vault.sqlite3', '/proc/tt-no-such/a/b/vault.sqlite3'];
+      const script = `
+        import { createVault } from ${JSON.stringify(new URL('../../src/vault/index.ts', import.meta.url).href)};
+        for (const path of ${JSON.stringify(paths)}) {
+          try { await (await createVault({ path })).close(); console.log('opened ' + path); }
+          catch (e) { console.log(JSON.stringify({ code: e.code, path: e.path, reason: e.reason })); }
+        }`;
+      const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 60_000, // a guard against the hang, not a speed requirement
+      });
+      expect(child.signal, child.stderr).toBeNull();
+      expect(
+        child.stdout
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as unknown),
+      ).toEqual(paths.map((path) => ({ code: 'E_VAULT_OPEN', path, reason: 'ENOENT' })));
+    },
+    90_000,
+  );
+
+  it('names the missing driver and its install command when the cause is a missing package', () => {
+    const error = VaultOpenError.wrap(
+      'postgres://db/x',
+      new MissingPackageError('pg', 'a PostgreSQL vault or ledger (postgres:// URL)', '^8.23.1'),
+    );
+    expect(error).toMatchObject({ code: 'E_VAULT_OPEN', reason: 'E_MISSING_PACKAGE' });
+    expect(error.message).toContain('"pg" is not installed');
+    expect(error.message).toContain('npm install pg@^8.23.1');
   });
 });
 

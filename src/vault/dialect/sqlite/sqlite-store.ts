@@ -64,13 +64,23 @@ function privateFile(path: string): void {
   }
 }
 
+/**
+ * `mkdir -p` one directory at a time, each 0700, throwing the first failure. Node's recursive
+ * mkdir never returns where the parent answers ENOENT to every attempt (a path under /proc), so a
+ * vault path there hung the host instead of failing.
+ */
+function makeDirectories(dir: string): void {
+  const missing: string[] = [];
+  for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) missing.unshift(d);
+  for (const d of missing) {
+    mkdirSync(d, { mode: 0o700 });
+    chmodSync(d, 0o700);
+  }
+}
+
 /** Create the parent directory 0700 (a pre-existing directory keeps its mode) and the file 0600. */
 function preparePath(file: string): void {
-  const dir = dirname(file);
-  if (!existsSync(dir)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    chmodSync(dir, 0o700);
-  }
+  makeDirectories(dirname(file));
   // Create the file ourselves with 0600 so there is no window in which SQLite made it umask-wide.
   closeSync(openSync(file, 'a', 0o600));
   privateFile(file);
