@@ -6,13 +6,16 @@
  *   when set (.ci/run starts one and sets it); otherwise starts a throw-away cluster from the
  *   machine's PostgreSQL binaries and stops it after the run — also when the run is interrupted
  *   (SIGINT, SIGTERM, SIGHUP). Without server binaries the PostgreSQL tests are skipped, said in
- *   one plain line; under CI (CI set) that is a failure instead, loudly.
+ *   one plain line; under CI (CI set) that is a failure instead, loudly;
+ * - under npm, a SIGTERM to npm's pid stops the run and its server too (src/cli/launcher.ts: the
+ *   shell between npm and vitest dies without passing the signal on).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { followLauncher } from '../../src/cli/launcher.js';
 import { estimateLine } from './estimate.js';
 import { findBinDir, startCluster, stopOnExit } from './postgres.js';
 
@@ -65,6 +68,7 @@ async function printEstimate(project: TestProject): Promise<void> {
 }
 
 export default async function setup(project: TestProject): Promise<(() => void) | undefined> {
+  followLauncher();
   await printEstimate(project);
   const given = process.env['TOKEN_TERMINATOR_TEST_PG_URL'];
   if (given !== undefined && given !== '') {
