@@ -191,6 +191,9 @@ function normalizedTable(table: ModelLimitsTable | undefined): Map<string, Model
   return out;
 }
 
+/** An id without its separators: `gpt4o` and `gpt-4o` name the same model. */
+const squashed = (id: string): string => id.replace(/[-._\s]/g, '');
+
 function find(table: ReadonlyMap<string, ModelLimits>, id: string): ModelLimits | undefined {
   const exact = table.get(id) ?? table.get(id.replace(DATE_SUFFIX, ''));
   if (exact !== undefined) return exact;
@@ -198,7 +201,51 @@ function find(table: ReadonlyMap<string, ModelLimits>, id: string): ModelLimits 
   for (const key of table.keys()) {
     if (id.startsWith(`${key}-`) && (best === undefined || key.length > best.length)) best = key;
   }
+  // Spelled without (or with other) separators: a guess as well, so `gpt4o` is capped as `gpt-4o-typo` is.
+  if (best === undefined) {
+    const flat = squashed(id.replace(DATE_SUFFIX, ''));
+    for (const key of table.keys()) if (squashed(key) === flat) best = key;
+  }
   return best === undefined ? undefined : Object.freeze({ ...table.get(best), inferredFrom: best });
+}
+
+/** Edit distance of two short strings (model ids), for the nearest-id hint. */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * What a user should know about a model id the built-in table does not list, or undefined when it
+ * lists it: the limits of a similar id are used (`inferredFrom`), or none are known and the output
+ * cap cannot be set, with the nearest known id when one is close. Content-free: ids only.
+ *
+ * @example
+ * modelLimitsHint('gpt4o'); // 'model "gpt4o" is not in the built-in limits table: the limits of "gpt-4o" are used …'
+ */
+export function modelLimitsHint(
+  model: string,
+  limits: ModelLimits | undefined = lookupModelLimits(model),
+): string | undefined {
+  const fix = 'give its limits in TOKEN_TERMINATOR_MODEL_LIMITS (docs/model-limits.md)';
+  if (limits?.inferredFrom !== undefined)
+    return `model "${model}" is not in the built-in limits table: the limits of "${limits.inferredFrom}" are used as a guess; if that is not the model, ${fix}`;
+  if (limits !== undefined) return undefined;
+  const id = canonicalModelId(model);
+  let nearest: string | undefined;
+  let best = Infinity;
+  for (const key of builtIn.keys()) {
+    const d = distance(squashed(id), squashed(key));
+    if (d < best) [best, nearest] = [d, key];
+  }
+  const close = nearest !== undefined && best <= Math.max(2, Math.floor(id.length / 4));
+  return `model "${model}" is not in the built-in limits table, so no output cap is set${close ? ` (did you mean "${nearest}"?)` : ''}; ${fix}`;
 }
 
 const builtIn = normalizedTable(BUILT_IN_MODEL_LIMITS);

@@ -17,7 +17,7 @@ import {
   type BudgetCounter,
 } from './counter.js';
 import { defaultCounterRegistry, type BackendSettings, type CounterRegistry } from './registry.js';
-import { checkModelLimits, createModelLimits, type ModelLimitsTable } from './model-limits.js';
+import { checkModelLimits, createModelLimits, modelLimitsHint, type ModelLimitsTable } from './model-limits.js';
 import {
   capFieldFor,
   CAP_FIELDS,
@@ -349,6 +349,25 @@ function resolveRoute(b: Budgeting, r: Route | undefined, request: ProviderReque
   };
 }
 
+/**
+ * A `measured` decision with a hint when the request's model is not in the limits table and the
+ * route gives no window of its own: its limits were guessed from a similar id, or none are known
+ * (then no cap is set; the hint names the nearest known id). Ids only, never content.
+ */
+function hintModel(b: Budgeting, step: Step<ProviderRequest>, route: Route | undefined): Step<ProviderRequest> {
+  const model = typeof step.value['model'] === 'string' ? step.value['model'] : route?.model;
+  if (
+    model === undefined ||
+    model.trim() === '' ||
+    route?.contextWindow !== undefined ||
+    route?.compressionThreshold !== undefined ||
+    b.override !== undefined
+  )
+    return step;
+  const hint = modelLimitsHint(model, b.limitsOf(model));
+  return hint === undefined ? step : note(step, { stage: b.who, kind: 'measured', reason: hint });
+}
+
 /** One run's counter and cap dialect. */
 interface RunCounter {
   readonly counter: BudgetCounter;
@@ -384,6 +403,7 @@ async function applyBudget(
   const own = step.context.route;
   if (!isPrimaryRoute(request, route ?? own, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
   const primary = resolveRoute(b, route ?? own, request);
+  step = hintModel(b, step, route ?? own);
   const format = detectRequestFormat(request, primary?.provider);
   const field = capFieldFor(
     format,

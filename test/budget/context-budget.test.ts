@@ -25,8 +25,11 @@ async function run(options: CapOutputBudgetOptions, r: Route | undefined = route
   const step = createStep(request, { sessionId: 's', ...(r !== undefined && { route: r }) });
   return firstValueFrom(from([step]).pipe(capOutputBudget(options)));
 }
+/** The budget reports (the stage's other `measured` decision is the unknown-model hint). */
 const reports = (step: Step<ProviderRequest>) =>
-  step.decisions.filter((d) => d.stage === STAGES.capOutputBudget && d.kind === 'measured').map((d) => d.reason);
+  step.decisions
+    .filter((d) => d.stage === STAGES.capOutputBudget && d.kind === 'measured' && d.reason.startsWith('context budget'))
+    .map((d) => d.reason);
 
 describe('the context budget report (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS, _OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN)', () => {
   it('is off at limit 0 (the default): no report, the same cap', async () => {

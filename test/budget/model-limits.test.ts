@@ -9,6 +9,7 @@ import {
   lookupModelLimits,
   type BudgetCounter,
 } from '../../src/budget/index.js';
+import { modelLimitsHint } from '../../src/budget/model-limits.js';
 import { loadConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
 import type { Route } from '../../src/step.js';
@@ -236,6 +237,35 @@ describe('capOutputBudget with model limits (unit)', () => {
     };
     const out = await run({ counter: exactCounter(30_000) }, request, { provider: 'anthropic' });
     expect(out.value['max_tokens']).toBe(64_000);
+  });
+
+  it('an id spelled without separators is guessed like a misspelled suffix: gpt4o is capped as gpt-4o-typo is, and both say so', async () => {
+    expect(lookupModelLimits('gpt4o')).toMatchObject({ maxOutputTokens: 16_384, inferredFrom: 'gpt-4o' });
+    expect(lookupModelLimits('gpt-4o-typo')).toMatchObject({ maxOutputTokens: 16_384, inferredFrom: 'gpt-4o' });
+    for (const model of ['gpt4o', 'gpt-4o-typo']) {
+      const out = await run({ counter: exactCounter(1000) }, { model, messages: [{ role: 'user', content: 'u' }] });
+      expect(out.value['max_completion_tokens'] ?? out.value['max_tokens'], model).toBe(16_384);
+      const hint = out.decisions.find((d) => d.kind === 'measured')?.reason;
+      expect(hint, model).toContain(`model "${model}" is not in the built-in limits table`);
+      expect(hint, model).toContain('"gpt-4o"');
+      expect(hint, model).toContain('TOKEN_TERMINATOR_MODEL_LIMITS');
+    }
+  });
+
+  it('an unknown id gets a hint naming the nearest known id when one is close, and a known id none', async () => {
+    expect(modelLimitsHint('gpt-4o')).toBeUndefined();
+    expect(modelLimitsHint('gtp-4o')).toMatch(/no output cap is set \(did you mean "gpt-4o"\?\)/);
+    expect(modelLimitsHint('my-finetune')).not.toContain('did you mean');
+    const out = await run({ counter: exactCounter(10) }, { model: 'gtp-4o', messages: [] });
+    expect(out.decisions.map((d) => d.kind)).toEqual(['measured', 'skipped']);
+    expect(out.decisions[0]?.reason).toContain('did you mean "gpt-4o"?');
+    // A route that gives its own window needs no table entry, and gets no hint.
+    const routed = await run(
+      { counter: exactCounter(10) },
+      { model: 'gtp-4o', messages: [] },
+      { contextWindow: 32_000 },
+    );
+    expect(routed.decisions.some((d) => d.kind === 'measured')).toBe(false);
   });
 
   it('a model the table does not know and a route without a window is left alone', async () => {
