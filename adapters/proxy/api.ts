@@ -211,6 +211,11 @@ function countFailedOpen(ctx: ProxyContext, decisions: readonly Decision[]): voi
 }
 
 /** Sends a body to the upstream for this request: its headers, aborted when the client goes away, timed. */
+/** The base URL a request of `format` goes to. */
+function upstreamOf(ctx: ProxyContext, format: RecoveryWireFormat): string {
+  return format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
+}
+
 function upstreamSender(
   ctx: ProxyContext,
   req: IncomingMessage,
@@ -218,7 +223,7 @@ function upstreamSender(
   format: RecoveryWireFormat,
   pathAndQuery: string,
 ): Delivery['send'] {
-  const base = format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
+  const base = upstreamOf(ctx, format);
   const abort = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
@@ -254,7 +259,7 @@ export async function handleApi(
     try {
       response = await send(body, changed);
     } catch (error) {
-      answerUpstreamFailure(error, res);
+      answerUpstreamFailure(error, res, upstreamOf(ctx, format), ctx.log);
       return;
     }
     await relayResponse(response, res);
@@ -388,7 +393,7 @@ async function deliverStreamed(
   try {
     first = await send(sentBody, true, true);
   } catch (error) {
-    answerUpstreamFailure(error, res);
+    answerUpstreamFailure(error, res, upstreamOf(ctx, format), ctx.log);
     return;
   }
   const type = String(first.headers['content-type'] ?? '');
@@ -462,6 +467,6 @@ async function deliverBuffered(
     });
     res.end(payload);
   } catch (error) {
-    answerUpstreamFailure(error, res);
+    answerUpstreamFailure(error, res, upstreamOf(ctx, format), ctx.log);
   }
 }

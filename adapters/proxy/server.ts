@@ -316,10 +316,11 @@ async function relay(
     if (!res.writableFinished) abort.abort();
   });
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+  const base = anthropic ? config.anthropicUpstream : config.upstream;
   try {
     const started = performance.now();
     const response = await sendUpstream(ctx.dispatcher, {
-      base: anthropic ? config.anthropicUpstream : config.upstream,
+      base,
       pathAndQuery,
       method: req.method ?? 'GET',
       headers: requestHeaders(req.headers, { bodyChanged: false }),
@@ -329,7 +330,7 @@ async function relay(
     metrics.upstreamSeconds.observe({ api: 'relay' }, (performance.now() - started) / 1000);
     await relayResponse(response, res);
   } catch (error) {
-    answerUpstreamFailure(error, res);
+    answerUpstreamFailure(error, res, base, ctx.log);
   }
 }
 

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'n
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { SESSION_HEADER } from './session.js';
+import type { ProxyLogRecord } from './context.js';
 
 /** Request header carrying the proxy's own access token; checked locally and never sent upstream. */
 export const TOKEN_HEADER = 'x-token-terminator-token';
@@ -142,14 +143,44 @@ export async function readAll(response: Dispatcher.ResponseData): Promise<Buffer
   return Buffer.from(await response.body.arrayBuffer());
 }
 
+/** What each network failure code means, for the 502/504 answer and the log. */
+const FAILURE_REASONS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused: nothing listens at that address',
+  ENOTFOUND: 'host not found (DNS)',
+  EAI_AGAIN: 'DNS lookup failed for now',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
+  EHOSTUNREACH: 'host unreachable',
+  UND_ERR_HEADERS_TIMEOUT: 'no response headers in time',
+  UND_ERR_BODY_TIMEOUT: 'the response body stalled',
+};
+
+/** The upstream's origin only: a base URL's path is harmless, but its userinfo would be a credential. */
+function upstreamOrigin(base: string): string {
+  try {
+    const url = new URL(base);
+    return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  } catch {
+    return '(invalid upstream URL)';
+  }
+}
+
 /**
  * Answer a failed upstream call the way the failure looked: a reset or a dropped connection resets
  * the client's connection too; an unreachable upstream is a 502 and an upstream that never sent
- * headers a 504, each with a provider-shaped JSON error naming only the failure's code.
+ * headers a 504, each with a provider-shaped JSON error naming the upstream it called (its origin
+ * and path, never userinfo) and why it failed, and a `upstream_failed` log record saying the same.
  */
-export function answerUpstreamFailure(error: unknown, res: ServerResponse): void {
+export function answerUpstreamFailure(
+  error: unknown,
+  res: ServerResponse,
+  upstream: string,
+  log?: (record: ProxyLogRecord) => void,
+): void {
   const code = (error as { code?: unknown })?.code;
+  const where = upstreamOrigin(upstream);
+  const reason = typeof code === 'string' ? (FAILURE_REASONS[code] ?? code) : 'connection failed';
   if (res.headersSent || res.destroyed) {
+    log?.({ level: 'warn', event: 'upstream_failed', upstream: where, code: String(code), reason, status: 'reset' });
     res.destroy();
     return;
   }
@@ -161,17 +192,17 @@ export function answerUpstreamFailure(error: unknown, res: ServerResponse): void
     code === 'EHOSTUNREACH';
   const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
   if (!unreachable && !timeout) {
+    log?.({ level: 'warn', event: 'upstream_failed', upstream: where, code: String(code), reason, status: 'reset' });
     res.destroy();
     return;
   }
   const status = unreachable ? 502 : 504;
+  log?.({ level: 'warn', event: 'upstream_failed', upstream: where, code: String(code), reason, status });
   const body = JSON.stringify({
     error: {
       type: 'upstream_error',
       code: String(code),
-      message: unreachable
-        ? 'token-terminator proxy: upstream unreachable'
-        : 'token-terminator proxy: upstream timed out',
+      message: `token-terminator proxy: upstream ${where} ${unreachable ? 'unreachable' : 'timed out'} (${reason}); check --upstream / --anthropic-upstream`,
     },
   });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });

@@ -289,20 +289,28 @@ describe('upstream failures reach the client as the upstream sent them', () => {
     }
   });
 
-  it('an unreachable upstream is a 502 naming only the failure', async () => {
+  it('an unreachable upstream is a 502 naming the upstream and why, and the log says the same', async () => {
     const gone = await startUpstream(() => chat.text('never'));
-    const url = gone.url;
+    const origin = new URL(gone.url);
     await gone.close();
-    h = await startHarness(() => chat.text('unused'), { flags: { upstream: url } });
-    const res = await raw(
-      h.url,
-      'POST',
-      '/v1/chat/completions',
-      { 'content-type': 'application/json' },
-      JSON.stringify({ model: 'm', messages: [] }),
-    );
-    expect(res.status).toBe(502);
-    expect(JSON.parse(res.body.toString('utf8'))).toMatchObject({ error: { code: 'ECONNREFUSED' } });
+    h = await startHarness(() => chat.text('unused'), { flags: { upstream: `http://${origin.host}` } });
+    for (const path of ['/v1/chat/completions', '/v1/models']) {
+      const res = await raw(
+        h.url,
+        path === '/v1/models' ? 'GET' : 'POST',
+        path,
+        { 'content-type': 'application/json' },
+        path === '/v1/models' ? '' : JSON.stringify({ model: 'm', messages: [] }),
+      );
+      expect(res.status, path).toBe(502);
+      const error = (JSON.parse(res.body.toString('utf8')) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe('ECONNREFUSED');
+      expect(error.message).toContain(`upstream http://${origin.host} unreachable (connection refused`);
+    }
+    const failures = h.logs.filter((r) => r.event === 'upstream_failed');
+    expect(failures).toHaveLength(2);
+    for (const r of failures)
+      expect(r).toMatchObject({ level: 'warn', upstream: `http://${origin.host}`, code: 'ECONNREFUSED', status: 502 });
   });
 });
 
