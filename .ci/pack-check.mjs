@@ -95,7 +95,10 @@ const tsBlocks = () =>
  * every fresh project below is made with exactly them, so a README that forgets what a CommonJS
  * project needs fails here.
  */
-const projectSetup = readme.match(/`(npm init -y(?: && npm [^`]+)?)`/)?.[1];
+// The longest such command: the README also names a bare `npm init -y` when it explains why.
+const projectSetup = [...readme.matchAll(/`(npm init -y(?: && npm [^`]+)?)`/g)]
+  .map((m) => m[1])
+  .sort((a, b) => b.length - a.length)[0];
 if (projectSetup === undefined) {
   console.log('FAIL the README gives no `npm init -y ...` command to set up a project');
   process.exit(1);
