@@ -72,7 +72,11 @@ export function tokenTerminatorMiddleware(
 ): AgentMiddleware {
   const resolveSession = sessionResolver(options);
   const keepOriginal = options.keepOriginalInArtifact ?? true;
-  const tools = options.recoveryTool === false ? [] : [langchainRecoveryTool(terminator, options, resolveSession)];
+  // In pass-through mode nothing is stored, so there is nothing to recover: no tool, no cost.
+  const tools =
+    options.recoveryTool === false || terminator.passThrough === true
+      ? []
+      : [langchainRecoveryTool(terminator, options, resolveSession)];
   // Capped instances of the agent's models, reused by this middleware only.
   const models: CappedModels = new WeakMap();
   return createMiddleware({

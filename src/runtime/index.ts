@@ -60,6 +60,7 @@ import {
   gateCounter,
   modeGates,
   passThrough,
+  passThroughRequests,
   requestPipeline,
   sessionKey,
   toolCallPipeline,
@@ -401,7 +402,7 @@ function pipelinesOf(
     toolResults: (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
       failure === undefined ? countReductions(activity, toolResultPipeline(deps)) : passThrough(failure),
     requests: (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
-      failure === undefined ? countReductions(activity, requestPipeline(deps)) : passThrough(failure),
+      failure === undefined ? countReductions(activity, requestPipeline(deps)) : passThroughRequests(deps, failure),
   };
 }
 
@@ -465,6 +466,7 @@ function facade(parts: FacadeParts): Terminator {
     vault,
     counter,
     meter,
+    passThrough: failure !== undefined && !parts.store.readOnly,
     toolCalls,
     toolResults,
     requests,

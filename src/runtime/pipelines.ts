@@ -138,9 +138,10 @@ function recordFocus(board: FocusBoard): Op<ProviderRequest> {
 }
 
 /**
- * Pass-through mode (the vault could not be opened): no stage runs at all, not even those that
- * need no vault, so the host sees exactly its originals and one clear reason on every Step
- * rather than a partial pipeline whose behaviour depends on which stage touches the vault.
+ * Pass-through mode (the vault could not be opened): no reduction stage runs, not even those that
+ * need no vault, so the host sees its originals and one clear reason on every Step rather than a
+ * partial pipeline whose behaviour depends on which stage touches the vault. The one exception is
+ * the output cap on requests (passThroughRequests), which changes no content.
  */
 export function passThrough<T>(failure: Error): Op<T> {
   const decision = Object.freeze({
@@ -150,6 +151,17 @@ export function passThrough<T>(failure: Error): Op<T> {
     error: errorLabel(failure),
   } as const);
   return stepOperator<T>('runtime', () => (step) => note(step, decision));
+}
+
+/**
+ * Pass-through mode for requests: nothing is reduced, but the output cap still runs (it needs no
+ * vault): the answer must fit the window whether or not the vault could be opened.
+ */
+export function passThroughRequests(d: PipelineDeps, failure: Error): Op<ProviderRequest> {
+  return chain([
+    passThrough<ProviderRequest>(failure),
+    d.gates.budget ? capOutputBudget(budgetOptions(d.config, d.budgetCounter)) : identity,
+  ]);
 }
 
 function chain<T>(ops: readonly Op<T>[]): Op<T> {

@@ -59,6 +59,12 @@ export interface Terminator extends AsyncDisposable {
   readonly vault: Vault;
   readonly counter: TokenCounter;
   /**
+   * True in pass-through mode (the vault could not be opened): nothing is reduced or stored, so
+   * nothing can be recovered, and a host offers no recovery tool. A read-only vault is not
+   * pass-through (what it holds still recovers). Absent: false.
+   */
+  readonly passThrough?: boolean;
+  /**
    * The runtime's message meter (what its telemetry attributes tokens with). It reads the request
    * stages' per-item measurements, so a host accounting the same requests (the proxy does) counts
    * only what the stages did not. Optional: a Terminator of one's own need not have one.

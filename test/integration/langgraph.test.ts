@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MemorySaver } from '@langchain/langgraph';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { createAgent, tool, ToolMessage, type BaseMessage } from 'langchain';
 import { describe, expect, it } from 'vitest';
 import { createReactAgentHooks, tokenTerminatorMiddleware } from '../../adapters/langgraph/index.js';
+import { createTerminator } from '../../src/index.js';
 import { isReceipt, parseReceipt } from '../../src/receipts/index.js';
 import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
 import { ScriptedChatModel, type ScriptedCall, type ScriptStep } from '../adapters/support/scripted-chat-model.js';
@@ -79,6 +83,47 @@ describe('LangChain createAgent middleware', () => {
         expect(call.tools).toContain('token_terminator');
     expect(model.maxTokens).toBeUndefined();
     expect(terminator.calls.every((c) => c.context.sessionId === 'thread-1')).toBe(true);
+  });
+
+  it('in pass-through mode (no usable vault) offers no recovery tool, since nothing can be recovered, and keeps the output cap', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tt-lg-passthrough-'));
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const stderr = process.stderr.write;
+    process.stderr.write = () => true; // its one pass-through warning
+    try {
+      await using terminator = await createTerminator({
+        env: {},
+        overrides: { dbPath: join(dir, 'a-file', 'v.sqlite3') },
+      });
+      process.stderr.write = stderr;
+      expect(terminator.passThrough).toBe(true);
+      const log: ScriptedCall[] = [];
+      const model = new ScriptedChatModel({
+        script: [() => ({ tool_calls: [{ id: 'c1', name: 'search_logs', args: {} }] }), () => ({ content: 'done' })],
+        log,
+        cursor: { i: 0 },
+      });
+      const agent = createAgent({
+        model,
+        tools: [bigTool],
+        middleware: [tokenTerminatorMiddleware(terminator, { route: { contextWindow: 32_000 } })],
+      });
+      await agent.invoke(
+        { messages: [{ role: 'user', content: 'find the error' }] },
+        { configurable: { thread_id: 't' } },
+      );
+      expect(log).toHaveLength(2);
+      for (const call of log) {
+        expect(call.tools).not.toContain('token_terminator');
+        expect(call.maxTokens).toBeGreaterThan(0);
+        expect(call.maxTokens).toBeLessThan(32_000);
+      }
+      // The tool output reached the model whole: nothing was stored that a receipt could name.
+      expect(log[1]!.messages.some((m) => m.content.includes('line 399'))).toBe(true);
+    } finally {
+      process.stderr.write = stderr;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reduces at source through the tool stream and keeps the original in the ToolMessage artifact', async () => {

@@ -360,8 +360,13 @@ describe('createTerminator when the vault cannot be opened', () => {
       sessionId: 's1',
       route: { model: 'gpt-4o', contextWindow: 128_000 },
     });
-    expect(request.value).toBe(bigRequest);
-    expect(request.decisions).toEqual([failed]);
+    // Nothing is reduced, but the output cap still runs (it needs no vault): the answer must still fit.
+    const { max_completion_tokens: cap, ...uncapped } = request.value;
+    expect(uncapped).toEqual(bigRequest);
+    expect(request.value['messages']).toBe(bigRequest['messages']);
+    expect(cap).toBe(16_384);
+    expect(request.decisions).toEqual([failed, { stage: 'capOutputBudget', kind: 'applied', reason: 'capped' }]);
+    expect(tt.passThrough).toBe(true);
     const call = { id: 'c', name: 'terminal', args: { command: 'git status' } };
     const rewritten = await tt.reduceToolCall(call, ctx);
     expect(rewritten.value).toBe(call);
