@@ -143,6 +143,7 @@ function table(caption: string, head: readonly string[], rows: readonly (readonl
 function summarySection(f: ReportInput): string {
   const saved = f.raw_tokens - f.final_tokens;
   const profiles = costProfiles(f);
+  const netProfiles = recoveryCostProfiles(f);
   const tiles = [
     ['tokens sent', `${num('final_tokens', f.final_tokens)} <small>of ${num('raw_tokens', f.raw_tokens)} raw</small>`],
     saved >= 0
@@ -152,6 +153,13 @@ function summarySection(f: ReportInput): string {
         ]
       : ['tokens saved', `none <small>${costlierThanRaw(f, -saved)}</small>`],
     ['requests', `${num('requests', f.requests)} <small>in ${num('sessions', f.sessions.length)} sessions</small>`],
+    // The figure `replay` ends with: what a live run would pay, the recoveries hidden content forces included.
+    [
+      'cost net of recoveries',
+      netProfiles.length === 0
+        ? NOT_MEASURED
+        : netProfiles.map((p) => `${num(p.key, p.ratio)} <small>${esc(p.name)}</small>`).join('<br>'),
+    ],
     [
       'effective cost',
       profiles.length === 0

@@ -71,6 +71,12 @@ describe('renderReport', () => {
     expect(at('use_words_pct')).toBe('81.67');
     expect(at('effective_cost_with_recoveries_ratio_openai')).toBe('0.6512');
     expect(d.querySelector('#cost')!.textContent).toContain('54 of the recorded actions');
+    // The summary leads with it, as replay's summary line does: the net cost comes before the plain one.
+    const summary = d.querySelector('#summary')!;
+    const tiles = [...summary.querySelectorAll('dt')].map((t) => t.textContent);
+    expect(tiles.indexOf('cost net of recoveries')).toBeGreaterThanOrEqual(0);
+    expect(tiles.indexOf('cost net of recoveries')).toBeLessThan(tiles.indexOf('effective cost'));
+    expect(summary.querySelector('[data-key="effective_cost_with_recoveries_ratio_openai"]')).not.toBeNull();
   });
 
   it('never shows a negative saving as "fewer": it says the reduction cost more than it saved, and why', () => {
