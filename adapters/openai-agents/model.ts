@@ -55,6 +55,16 @@ function offerRecovery(request: ModelRequest, terminator: Terminator): ModelRequ
   return { ...request, tools: [...request.tools, tool as unknown as ModelRequest['tools'][number]] };
 }
 
+/**
+ * In pass-through mode (no usable vault) nothing was stored, so nothing can be recovered: the
+ * recovery tool the agent lists (`tt.recoveryTool`) is left out of the request, and its cost with it.
+ */
+function withoutUselessRecovery(request: ModelRequest, recovery: ModelRecovery | undefined): ModelRequest {
+  if (recovery?.terminator.passThrough !== true) return request;
+  const tools = request.tools.filter((t) => (t as { name?: string }).name !== RECOVERY_TOOL_NAME);
+  return tools.length === request.tools.length ? request : { ...request, tools };
+}
+
 const isRecoveryCall = (item: unknown): boolean =>
   (item as Item)?.['type'] === 'function_call' && (item as Item)['name'] === RECOVERY_TOOL_NAME;
 const isCall = (item: unknown): boolean =>
@@ -102,7 +112,7 @@ const withoutRecovery = (response: ModelResponse): ModelResponse => ({
 export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery?: ModelRecovery): M {
   const prepare = (request: ModelRequest): { request: ModelRequest; offered: boolean; sessionId: string } => {
     const taken = ledger.take(request.input);
-    const capped = capRequest(request, taken?.cap);
+    const capped = withoutUselessRecovery(capRequest(request, taken?.cap), recovery);
     const offered = recovery === undefined ? undefined : offerRecovery(capped, recovery.terminator);
     return {
       request: offered ?? capped,

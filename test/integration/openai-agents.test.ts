@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Agent, run, setTracingDisabled, tool, type AgentInputItem } from '@openai/agents';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createAgentsAdapter } from '../../adapters/openai-agents/index.js';
+import { createTerminator } from '../../src/index.js';
 import { isReceipt, parseReceipt } from '../../src/receipts/index.js';
 import { createFakeTerminator } from '../adapters/support/fake-terminator.js';
 import {
@@ -86,6 +90,32 @@ describe('OpenAI Agents JS adapter', () => {
     const answered = results(model.log[2]!.input).find((i) => (i as Result).name === 'token_terminator');
     expect((JSON.parse(resultText(answered)) as { content: string }).content).toBe(BIG);
     expect(JSON.stringify(result.history)).not.toContain('token_terminator');
+  });
+
+  it('in pass-through mode (no usable vault) sends no recovery tool, even the one the agent lists, and keeps the cap', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tt-agents-passthrough-'));
+    writeFileSync(join(dir, 'a-file'), 'x');
+    const stderr = process.stderr.write;
+    process.stderr.write = () => true; // its one pass-through warning
+    try {
+      await using terminator = await createTerminator({
+        env: {},
+        overrides: { dbPath: join(dir, 'a-file', 'v.sqlite3') },
+      });
+      process.stderr.write = stderr;
+      expect(terminator.passThrough).toBe(true);
+      const tt = createAgentsAdapter(terminator, { route: { contextWindow: 32_000 } });
+      const model = new ScriptedAgentsModel([() => callTool('c1', 'search_files', {}), () => say('final')]);
+      const agent = new Agent({ name: 'a', model: tt.wrapModel(model), tools: [bigTool, tt.recoveryTool] });
+      const result = await run(agent, 'find it', { context: { sessionId: 'sess-p' }, ...tt.runOptions() });
+      expect(result.finalOutput).toBe('final');
+      expect(model.log.map((c) => c.tools)).toEqual([['search_files'], ['search_files']]);
+      for (const call of model.log) expect(call.maxTokens).toBeLessThan(32_000);
+      expect(JSON.stringify(model.log[1]!.input)).toContain('row 399');
+    } finally {
+      process.stderr.write = stderr;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps a smaller cap the agent already set', async () => {
