@@ -117,7 +117,7 @@ export function collapseDuplicates(
     return (step) => {
       // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
       const state = sessions(step.context);
-      const seen = state.requests.recognise(step.value);
+      const seen = state.requests.recognise(step.value, step.context.format);
       const view = seen.view;
       if (view.listKey === undefined) return undefined;
       const outputs = outputsOf(view, state);

@@ -51,7 +51,7 @@ export function compileRequest(
     return (step) => {
       // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
       const state = sessions(step.context);
-      const seen = state.requests.recognise(step.value);
+      const seen = state.requests.recognise(step.value, step.context.format);
       const view = seen.view;
       if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
       return reduceRequest(step, state, seen, memoOf(step.context.sessionId), settings);

@@ -1,7 +1,7 @@
 import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
 import type { OperatorFunction } from 'rxjs';
-import { readRequest, writeSlots, type Slot } from '../src/model/index.js';
+import { readRequest, stepFormat, writeSlots, type Slot } from '../src/model/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
@@ -114,7 +114,7 @@ export function routeSkills(
         typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
       const names = new Set((Array.isArray(listed) ? listed : []).map(toolName));
       if (!names.has(listTool) || !names.has(viewTool)) return undefined;
-      const view = readRequest(step.value);
+      const view = readRequest(step.value, { format: stepFormat(step) });
       const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
       if (tools !== listed) return undefined;
       const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';

@@ -45,6 +45,12 @@ export interface StepContext {
   /** Stable request id; an identical retry must reuse it. */
   readonly requestId?: string;
   readonly route?: Route;
+  /**
+   * The request's wire format, as the host received or built it (the gateway's endpoint, the
+   * adapter's client). Every stage reads the request in this format instead of guessing it from
+   * content. Default: detected from the request (src/model/read.ts `detectFormat`).
+   */
+  readonly format?: RequestFormat;
   /** Working directory of the host's terminal, for rewrite caching and temporal scope. */
   readonly cwd?: string;
   /**

@@ -238,7 +238,7 @@ function callContext(
     ...(model === undefined ? {} : { model }),
     ...baseRoute,
   };
-  return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route };
+  return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route, format: format.wire };
 }
 
 /**

@@ -63,7 +63,12 @@ export async function compileMessages(terminator: Terminator, input: CompileMess
       tools: chatTools(input.tools),
       maxTokens: modelMaxTokens(input.model),
     });
-    const context = { sessionId: input.sessionId, requestId: randomUUID(), route: input.route };
+    const context = {
+      sessionId: input.sessionId,
+      requestId: randomUUID(),
+      route: input.route,
+      format: 'chat' as const,
+    };
     const prepared = await prepareRequest(terminator, conversion.request, context, input.signal);
     const cap = readOutputCap(prepared.request);
     if (!prepared.changed) return { messages: input.messages, cap, decisions: prepared.decisions };

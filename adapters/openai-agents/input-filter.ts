@@ -114,7 +114,7 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
         ...options.route,
       };
       const sessionId = options.resolveSession(context);
-      const stepContext = { sessionId, requestId: randomUUID(), route };
+      const stepContext = { sessionId, requestId: randomUUID(), route, format: 'responses' as const };
       const outputs =
         outputCaches === undefined
           ? undefined

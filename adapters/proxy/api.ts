@@ -153,6 +153,8 @@ async function prepare(
     sessionId,
     tenant,
     requestId: `p_${digest.slice(0, 32)}`,
+    // The endpoint decided the format: no stage guesses it from the body.
+    format,
     route: { ...PROVIDER[format], ...(model === undefined ? {} : { model }) },
   };
   const state = await loadRecoveryState(tt.vault, sessionId);

@@ -404,7 +404,7 @@ async function applyBudget(
   if (!isPrimaryRoute(request, route ?? own, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
   const primary = resolveRoute(b, route ?? own, request);
   step = hintModel(b, step, route ?? own);
-  const format = detectRequestFormat(request, primary?.provider);
+  const format = step.context.format ?? detectRequestFormat(request, primary?.provider);
   const field = capFieldFor(
     format,
     request,

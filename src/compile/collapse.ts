@@ -111,7 +111,7 @@ export async function resolveBase(
     recognised.request,
     resolved.map((r) => ({ path: r.slot.path, value: r.text })),
   );
-  const view = readRequest(base);
+  const view = readRequest(base, { format: recognised.view.format });
   return { base, view, outputs: outputsOf(view, state), resolved, unresolved };
 }
 

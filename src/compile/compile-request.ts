@@ -9,7 +9,15 @@ import { readRequest, withItems, writeSlots } from '../model/index.js';
 import { canonicalJson, serializedChars } from '../measure/index.js';
 import type { WorkingStateStore } from '../recovery/working-state.js';
 import { workingStateBlock } from './working-state.js';
-import { advance, note, storeScope, type Decision, type ProviderRequest, type Step } from '../step.js';
+import {
+  advance,
+  note,
+  storeScope,
+  type Decision,
+  type ProviderRequest,
+  type RequestFormat,
+  type Step,
+} from '../step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js';
 import { acceptCandidate } from '../accept.js';
 import { gate } from './apply.js';
@@ -338,7 +346,7 @@ export async function reduceRequest(
     // Deltas of changed outputs this request shows resolved: the output itself was shown.
     const full = resolved.flatMap((r) => plan.fullShown.get(JSON.stringify(r.slot.path)) ?? []);
     await markShown(plan.decided, full);
-    const request = seen.restore(await withWorkingState(s, raw, measured.request, sessionId));
+    const request = seen.restore(await withWorkingState(s, raw, measured.request, sessionId, view.format));
     if (plan.failed > 0) step = note(step, vaultNote);
     return advance(step, request, appliedDecision(plan, measured, artifacts));
   }
@@ -349,8 +357,9 @@ function resolveRewritten(
   state: SessionState,
   s: CompileSettings,
   request: ProviderRequest,
+  format: RequestFormat,
 ): ReturnType<typeof resolveDanglingDeltas> {
-  const rewritten = readRequest(request);
+  const rewritten = readRequest(request, { format });
   return resolveDanglingDeltas(state.reads, state.inlineIds, rewritten, [
     ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
     ...observationSlots(rewritten, s.isObservation, state.observations),
@@ -362,11 +371,12 @@ async function withWorkingState(
   raw: ProviderRequest,
   compiled: ProviderRequest,
   sessionId: string,
+  format: RequestFormat,
 ): Promise<ProviderRequest> {
   if (s.workingGraphChars === 0 || s.options.workingState === undefined) return compiled;
   const block = await workingStateBlock(s.options.workingState, sessionId, s.workingGraphChars);
   if (block === '') return compiled;
-  const view = readRequest(compiled);
+  const view = readRequest(compiled, { format });
   const slot = view.slots.filter((s) => s.kind === 'user').at(-1);
   const content = (slot?.value as { content?: unknown } | undefined)?.content;
   if (slot === undefined) return compiled;
@@ -428,7 +438,7 @@ async function withoutDanglingDeltas(
   // Renderings are digests, receipts and notes, never deltas: without a delta among the
   // request's outputs there is none to resolve, and the rewritten request is not read again.
   const { resolved } = outputs.some((o) => mayBeDelta(o.value))
-    ? await resolveRewritten(state, s, withItems(raw, view.listKey!, planned))
+    ? await resolveRewritten(state, s, withItems(raw, view.listKey!, planned), view.format)
     : { resolved: [] };
   if (resolved.length === 0) return { items: planned, resolved };
   const items = writeSlots(

@@ -24,6 +24,7 @@
 import { Lineage } from '../lineage.js';
 import { extendView, readRequest } from '../model/read.js';
 import type { RequestView } from '../model/types.js';
+import type { RequestFormat } from '../step.js';
 import { WeakMemo } from '../weak-memo.js';
 
 type Obj = Record<string, unknown>;
@@ -272,7 +273,8 @@ export interface Recognised {
 
 /** Per-session recognition state: the previous request's recognised values and view. */
 export interface RequestMemo {
-  recognise(request: Readonly<Obj>): Recognised;
+  /** `format`: the wire format the host named (StepContext.format); detected when absent. */
+  recognise(request: Readonly<Obj>, format?: RequestFormat): Recognised;
   /** Conversation items held for the comparison (the previous request's). */
   readonly heldItems: number;
   /** The lists this memo recognised and how they grew (for {@link sharedLead}). */
@@ -315,8 +317,9 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
       return items.length;
     },
     lists: grownFrom,
-    recognise(caller) {
-      if (!enabled) return { request: caller, view: readRequest(caller), shared: 0, restore: (out) => out };
+    recognise(caller, format) {
+      const read = format === undefined ? {} : { format };
+      if (!enabled) return { request: caller, view: readRequest(caller, read), shared: 0, restore: (out) => out };
       const listKey = listKeyOf(caller);
       let request: Obj | undefined;
       const nextTop = new Map<string, unknown>();
@@ -362,9 +365,9 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
       const seen = request ?? caller;
       const grown =
         view !== undefined && view.listKey === listKey && shared === view.items.length
-          ? extendView(view, seen)
+          ? extendView(view, seen, read)
           : undefined;
-      const next = grown ?? readRequest(seen);
+      const next = grown ?? readRequest(seen, read);
       recognitions.countRequest(list.length, grown !== undefined);
       items = list;
       top = nextTop;

@@ -9,5 +9,5 @@
  * const out = big === undefined ? request : writeSlots(request, [{ path: big.path, value: receiptText }]);
  */
 export type { ItemInfo, ItemRole, RequestView, Slot, SlotChange, SlotKind, SlotPath } from './types.js';
-export { contentText, detectFormat, parseArgs, readRequest, type ReadOptions } from './read.js';
+export { contentText, detectFormat, parseArgs, readRequest, stepFormat, type ReadOptions } from './read.js';
 export { valueAt, withItems, writeSlots } from './write.js';

@@ -40,7 +40,11 @@ export function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
 }
 
 /**
- * Which wire format a request uses (`unknown` when it has no conversation list).
+ * Which wire format a request uses (`unknown` when it has no conversation list). A guess, for
+ * library calls that name no format: hosts that know it (the gateway's endpoint, an adapter) pass
+ * it as `StepContext.format` and nothing guesses. Chat Completions' own shapes (a `tool` or
+ * `function` role, `tool_calls`) decide first; then a top-level `system` or Anthropic blocks make
+ * it Anthropic Messages, even beside a `system` entry in `messages` (Claude Code 2.1 sends one).
  *
  * @example
  * detectFormat({ model: 'gpt-5', input: [] }); // 'responses'
@@ -52,8 +56,7 @@ export function detectFormat(request: unknown): RequestFormat {
     for (const m of messages) {
       if (!isObj(m)) continue;
       const role = m['role'];
-      if (role === 'tool' || role === 'system' || role === 'developer' || role === 'function' || 'tool_calls' in m)
-        return 'chat';
+      if (role === 'tool' || role === 'function' || 'tool_calls' in m) return 'chat';
     }
     if ('system' in request) return 'anthropic';
     for (const m of messages) {
@@ -70,6 +73,20 @@ export function detectFormat(request: unknown): RequestFormat {
   }
   if ('input' in request || typeof request['instructions'] === 'string') return 'responses';
   return 'unknown';
+}
+
+/**
+ * The wire format of a request Step: the one its host named (`context.format`: the gateway's
+ * endpoint, the adapter), else {@link detectFormat}'s guess.
+ *
+ * @example
+ * stepFormat({ value: request, context: { sessionId: 's', format: 'anthropic' } }); // 'anthropic'
+ */
+export function stepFormat(step: {
+  readonly value: unknown;
+  readonly context: { readonly format?: RequestFormat };
+}): RequestFormat {
+  return step.context.format ?? detectFormat(step.value);
 }
 
 const TEXT_PART = new Set(['text', 'input_text', 'output_text']);
@@ -430,11 +447,15 @@ const READERS = {
  * format, a shorter or different list, a new item defining a call id the earlier items already
  * define or name, a view that was already extended): then read the whole request.
  */
-export function extendView(previous: RequestView, request: unknown): RequestView | undefined {
+export function extendView(
+  previous: RequestView,
+  request: unknown,
+  options: ReadOptions = {},
+): RequestView | undefined {
   const state = extensionOf(previous)?.state;
   if (state === undefined || state.owner !== previous || previous.listKey === undefined || !isObj(request))
     return undefined;
-  const format = detectFormat(request);
+  const format = options.format ?? detectFormat(request);
   if (format !== previous.format || format === 'unknown') return undefined;
   const items = request[previous.listKey];
   const from = previous.items.length;

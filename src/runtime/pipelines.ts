@@ -18,7 +18,7 @@ import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
 import { conversationTerms, type FocusTermsMemo } from '../compile/focus.js';
-import { detectFormat, readRequest } from '../model/read.js';
+import { readRequest, stepFormat } from '../model/read.js';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { WorkingStateStore } from '../recovery/working-state.js';
@@ -130,7 +130,7 @@ function recordFocus(board: FocusBoard): Op<ProviderRequest> {
     // Each item's terms, kept by this subscription for the requests after it.
     const perItem: FocusTermsMemo = new WeakMemo();
     return (step) => {
-      const view = readRequest(step.value);
+      const view = readRequest(step.value, { format: stepFormat(step) });
       if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view, perItem));
       return undefined;
     };
@@ -255,7 +255,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           requestsAhead: c.rewriteHorizonRequests,
           historyPolicy: c.historyPolicy,
           workingSetIdleTurns: c.workingSetIdleTurns,
-          pricing: (step) => pricingFor(c, step.context.route, detectFormat(step.value)),
+          pricing: (step) => pricingFor(c, step.context.route, stepFormat(step)),
           digestDiagnosticChars: c.digestDiagnosticChars,
           reasoning: c.reasoningReduction,
           collapseAfterTurns: c.contextCollapseAfterTurns,

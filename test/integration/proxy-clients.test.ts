@@ -11,6 +11,7 @@ import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionOf, tenantOf } from '../../adapters/proxy/session.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
+import { detectFormat } from '../../src/model/index.js';
 import { recoveryCall, startHarness, type Harness } from '../proxy/support/harness.js';
 import { anthropic, responses, type Recorded, type Reply } from '../proxy/support/upstream.js';
 
@@ -153,5 +154,65 @@ describe.each([
     expect(conversation.length).toBeGreaterThanOrEqual(2);
     const ids = new Set(conversation.map((r) => sessionOf(r.headers, r.body, format, tenantOf(r.headers))));
     expect(ids.size).toBe(1);
+  });
+});
+
+describe('Claude Code 2.1, a system entry in messages, on /v1/messages', () => {
+  // Claude Code 2.1 puts `{"role":"system"}` entries inside `messages` beside its Anthropic blocks.
+  const fixture = load('claude-code');
+  const ERRORS = [
+    '2026-03-02 10:14:07,311 ERROR parser.core: unexpected token "," at line 41 of config/settings.json',
+    '2026-03-02 10:14:09,902 ERROR worker.pool: job 7f3a2 failed: ParseError raised in parser.parse_value',
+  ];
+  /** A Read of a 40 kB application log, as Claude Code numbers its lines, with two ERROR lines. */
+  function logRead(): string {
+    const lines: string[] = [];
+    for (let i = 1; lines.join('\n').length < 40_000; i++) {
+      const line =
+        i === 240
+          ? ERRORS[0]!
+          : i === 410
+            ? ERRORS[1]!
+            : `2026-03-02 10:${String(10 + (i % 50)).padStart(2, '0')}:0${i % 10},${String(i % 1000).padStart(3, '0')} INFO worker.pool: job ${i} done in ${(i * 37) % 900} ms`;
+      lines.push(`${String(i).padStart(6)}\t${line}`);
+    }
+    return lines.join('\n');
+  }
+
+  it('is read as Anthropic: its new 40 kB Read result goes upstream as the bounded view with both ERROR lines', async () => {
+    const recorded = fixture.requests.at(-1)!;
+    const read = logRead();
+    expect(read.length).toBeGreaterThan(39_000);
+    const messages = recorded.body['messages'] as unknown[];
+    expect(messages.some((m) => (m as { role?: string }).role === 'system')).toBe(true);
+    const body = {
+      ...recorded.body,
+      stream: false,
+      messages: [
+        ...messages,
+        {
+          role: 'assistant',
+          content: [
+            { type: 'tool_use', id: 'toolu_read_1', name: 'Read', input: { file_path: '/work/project/app.log' } },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_read_1', content: read }] },
+      ],
+    };
+    h = await startHarness(() => anthropic.text('done'));
+    const answer = await replay(h.url, { ...recorded, body });
+    expect(answer.status).toBe(200);
+    const sent = h.upstream.requests[0]!.json!;
+    const last = (sent['messages'] as { content: { type: string; content: unknown }[] }[]).at(-1)!;
+    const shown = last.content[0]!.content as string;
+    expect(shown.length).toBeLessThan(read.length / 4);
+    for (const line of ERRORS) expect(shown).toContain(line);
+    expect(referencedArtifacts(shown).length).toBeGreaterThan(0);
+    // The system entries stay where the client put them.
+    expect((sent['messages'] as { role: string }[]).map((m) => m.role)).toEqual(
+      body.messages.map((m) => (m as { role: string }).role),
+    );
+    // A library call with no format named guesses the same.
+    expect(detectFormat(body)).toBe('anthropic');
   });
 });

@@ -63,6 +63,32 @@ describe('readRequest', () => {
     expect(detectFormat(null)).toBe('unknown');
   });
 
+  it('guesses Anthropic for Anthropic blocks beside a stray system entry (Claude Code 2.1)', () => {
+    const claudeCode = {
+      system: [{ type: 'text', text: 'You are Claude Code.' }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'run the tests' }] },
+        { role: 'system', content: 'reminder' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'pytest' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'FAILED' }] },
+      ],
+    };
+    expect(detectFormat(claudeCode)).toBe('anthropic');
+    // Without a top-level system, the blocks alone decide.
+    const { system: _system, ...bare } = claudeCode;
+    expect(detectFormat(bare)).toBe('anthropic');
+    expect(readRequest(bare).slots.find((s) => s.kind === 'tool_output')?.toolName).toBe('Bash');
+    // Chat's own shapes still decide first.
+    expect(
+      detectFormat({
+        messages: [
+          { role: 'system', content: 'x' },
+          { role: 'assistant', content: null, tool_calls: [] },
+        ],
+      }),
+    ).toBe('chat');
+  });
+
   it('resolves tool names and parsed args from the matching call (chat)', () => {
     const view = readRequest({
       messages: [
