@@ -7,7 +7,14 @@
 import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
-import { baselineKey, compressionBar, deltaText, ownBar } from '../src/compact/temporal-delta.js';
+import {
+  baselineKey,
+  compressionBar,
+  deltaText,
+  deltaViewKey,
+  encodeDeltaView,
+  ownBar,
+} from '../src/compact/temporal-delta.js';
 import { codePointLength } from '../src/compact/lines.js';
 import { strictlySmaller } from '../src/accept.js';
 import { handOn, isRendering, prepared } from '../src/compact/prepared.js';
@@ -31,7 +38,7 @@ const STAGE = STAGES.deltaRepeatedOutput;
 /** Options of {@link deltaRepeatedOutput}; only `vault` is required. */
 export interface DeltaRepeatedOutputOptions {
   /** Where exact outputs and baselines live (required). */
-  readonly vault: ArtifactStore & LeaseStore & Pick<SessionStore, 'getBaseline' | 'setBaseline'>;
+  readonly vault: ArtifactStore & LeaseStore & Pick<SessionStore, 'getBaseline' | 'setBaseline' | 'setRendering'>;
   /**
    * Exact token counter: a delta must also use fewer tokens.
    *
@@ -169,6 +176,13 @@ export function deltaRepeatedOutput(
     if (candidate === undefined || !strictlySmaller(bar, candidate, counter)) return skip('not_smaller');
     // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
     await pinDelivered(vault, [ids.previous, ids.current], store, putContent(current, result.content));
+    // What a request that does not show the base gets instead: the view a new session would get.
+    await vault.setRendering(
+      step.context.sessionId,
+      deltaViewKey(ids.current),
+      encodeDeltaView(bar, result.content),
+      store,
+    );
     return advance(
       step,
       { ...result, content: candidate },

@@ -75,6 +75,17 @@ export async function compressionBar(
 }
 
 /**
+ * The session rendering under which deltaRepeatedOutput leaves the first view a delta stands in
+ * for: `=` when that view is the output itself, `>` and the view otherwise. A request that does
+ * not show the delta's base gets this view instead (src/compile/references.ts): a session id reused
+ * by a new conversation sees what a new session would, never the whole output.
+ */
+export const deltaViewKey = (current: string): string => `delta.view.v1:${current}`;
+
+/** The stored value of {@link deltaViewKey} for `bar` (the first view) of `raw`. */
+export const encodeDeltaView = (bar: string, raw: string): string => (bar === raw ? '=' : `>${bar}`);
+
+/**
  * The delta of `result` against its baseline `before` (undefined when the two are the same
  * artifact): a note that nothing changed, a header and a unified diff shorter than `bar`, or
  * undefined when no diff fits.

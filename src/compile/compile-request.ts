@@ -24,7 +24,7 @@ import { gate } from './apply.js';
 import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
-import { mayBeDelta, resolveDanglingDeltas } from './references.js';
+import { deltaViews, mayBeDelta, resolveDanglingDeltas } from './references.js';
 import type { Recognised, Recognitions } from './prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
@@ -360,10 +360,16 @@ function resolveRewritten(
   format: RequestFormat,
 ): ReturnType<typeof resolveDanglingDeltas> {
   const rewritten = readRequest(request, { format });
-  return resolveDanglingDeltas(state.reads, state.inlineIds, rewritten, [
-    ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
-    ...observationSlots(rewritten, s.isObservation, state.observations),
-  ]);
+  return resolveDanglingDeltas(
+    state.reads,
+    state.inlineIds,
+    rewritten,
+    [
+      ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
+      ...observationSlots(rewritten, s.isObservation, state.observations),
+    ],
+    deltaViews(state.vault, state.reads.scope.sessionId ?? ''),
+  );
 }
 /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
 async function withWorkingState(

@@ -2,11 +2,15 @@
  * "Nothing refers to what the request does not show." A temporal delta (deltaRepeatedOutput) is a
  * diff against an earlier output: it means something only when that earlier output is visible, in
  * full, in the same request. The tool stage cannot see the request, so the request stages check:
- * a delta whose base is not shown inline is replaced by the current output it stands for
- * (recovered exactly from the vault). A session id reused by a new conversation therefore gets the
- * full output, never "no output changes since the previous execution".
+ * a delta whose base is not shown inline is replaced by the first view of the current output it
+ * stands for (what the tool stage would have shown without a baseline, left in the session's
+ * renderings under `deltaViewKey`), else by that output itself, recovered exactly from the vault.
+ * A session id reused by a new conversation therefore gets what a new session gets: never "no
+ * output changes since the previous execution", and never more than the first view.
  */
 import type { RequestView, Slot } from '../model/types.js';
+import { deltaViewKey } from '../compact/temporal-delta.js';
+import type { SessionStore } from '../vault/ports.js';
 import { artifactIdFor } from '../vault/index.js';
 import type { ScopedReads } from '../vault/scoped-reads.js';
 import { evidenceText } from './evidence.js';
@@ -105,25 +109,42 @@ export function danglingDeltas(
 }
 
 /**
- * The replacements that resolve dangling deltas: each becomes the exact current output, read in the
- * session's scope. An artifact the vault cannot return, or one outside the scope (a delta line is
- * request text, and text never widens the scope), leaves its delta as it is (fail-open; the
- * decision records it).
+ * The replacements that resolve dangling deltas: each becomes the first view the tool stage left
+ * for its current output (`views`, by artifact id), or, when there is none or it was the output
+ * itself, the exact current output; both read in the session's scope. An artifact the vault cannot
+ * return, or one outside the scope (a delta line is request text, and text never widens the
+ * scope), leaves its delta as it is (fail-open; the decision records it).
  */
 export async function resolveDanglingDeltas(
   reads: ScopedReads,
   known: InlineIds,
   view: RequestView,
   outputs?: readonly Slot[],
+  views?: (current: string) => Promise<string | undefined>,
 ): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
   const resolved: { slot: Slot; text: string }[] = [];
   let unresolved = 0;
   for (const d of danglingDeltas(known, view, outputs)) {
     try {
-      resolved.push({ slot: d.slot, text: await reads.read(d.current) });
+      const first = await views?.(d.current);
+      // The view's receipt names the current output: shown only while that output is in scope.
+      if (first?.startsWith('>') === true && (await reads.verify(d.current)))
+        resolved.push({ slot: d.slot, text: first.slice(1) });
+      else resolved.push({ slot: d.slot, text: await reads.read(d.current) });
     } catch {
       unresolved++;
     }
   }
   return { resolved, unresolved };
 }
+
+/**
+ * The first views the tool stage left for the session's deltas (see {@link resolveDanglingDeltas}).
+ *
+ * @example
+ * await resolveDanglingDeltas(state.reads, state.inlineIds, view, outputs, deltaViews(state.vault, sessionId));
+ */
+export const deltaViews =
+  (store: Pick<SessionStore, 'getRendering'>, sessionId: string) =>
+  (current: string): Promise<string | undefined> =>
+    store.getRendering(sessionId, deltaViewKey(current));
