@@ -67,6 +67,28 @@ export function itemDigest(item: unknown): string {
     .slice(0, 32);
 }
 
+/**
+ * The digest an exchange is anchored by: {@link itemDigest} of the item without its prompt-cache
+ * markers. Anthropic clients move `cache_control` to the newest message every request (Claude
+ * Code), so the item a round followed comes back without the marker it had.
+ */
+export function anchorDigest(item: unknown): string {
+  return itemDigest(withoutCacheMarkers(item));
+}
+
+/** Whether the caller's item is the one an exchange was anchored after (states written before the marker-free digest included). */
+const anchoredAfter = (e: AnchoredExchange, item: unknown): boolean =>
+  e.digest === anchorDigest(item) || e.digest === itemDigest(item);
+
+/** A copy without `cache_control` keys at any depth (the caller's objects are not touched). */
+function withoutCacheMarkers(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutCacheMarkers);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) if (key !== 'cache_control') out[key] = withoutCacheMarkers(v);
+  return out;
+}
+
 /** Read a session's state; an unreadable or absent value is the empty state. */
 export async function loadRecoveryState(store: ExchangeStore, sessionId: string): Promise<RecoveryState> {
   const raw = await store.getRendering(sessionId, KEY);
@@ -109,7 +131,7 @@ export function recordExchange(
   const callerItems = conversationItems(request, format);
   if (callerItems.length === 0) return state;
   const anchor = callerItems.length;
-  const digest = itemDigest(callerItems[anchor - 1]);
+  const digest = anchorDigest(callerItems[anchor - 1]);
   // A retried request replaces what its earlier attempt recorded at the same place.
   const others = state.exchanges.filter((e) => !(e.anchor === anchor && e.digest === digest));
   return { ...state, exchanges: [...others, { anchor, digest, items: exchange }].sort((a, b) => a.anchor - b.anchor) };
@@ -147,9 +169,8 @@ export function applyExchanges(
     out.push(item);
     const here = byAnchor.get(i + 1);
     if (here === undefined) return;
-    const digest = itemDigest(item);
     for (const e of here) {
-      if (e.digest !== digest) continue;
+      if (!anchoredAfter(e, item)) continue;
       out.push(...e.items);
       inserted = true;
     }
@@ -224,6 +245,9 @@ export interface ShownExchanges {
  * inserted again, and that output is shown as the caller sent it instead of its receipt or digest
  * (see {@link rejoinOutputs}). The model then sees the content once, and never more than the
  * caller sent for it. Other exchanges (what the request does not carry) are inserted as before.
+ * Only an exchange of this conversation rejoins anything: the item it was anchored after is in
+ * the request. A new conversation reusing the session id runs the same command and carries the
+ * same output, but the model of that conversation never recovered it: it gets its first view.
  */
 export function showExchanges(
   request: ProviderRequest,
@@ -234,7 +258,10 @@ export function showExchanges(
     return { request: applyExchanges(request, format, state), rejoined: new Map() };
   let outputs: Map<string, { callId: string; value: unknown }> | undefined;
   const rejoined = new Map<string, unknown>();
+  let items: readonly unknown[] | undefined;
   const kept = state.exchanges.filter((e) => {
+    items ??= conversationItems(request, format);
+    if (e.anchor < 1 || e.anchor > items.length || !anchoredAfter(e, items[e.anchor - 1])) return true;
     const ids = recoveredIds(e.items);
     if (ids === undefined) return true;
     outputs ??= callerOutputs(request, format);
