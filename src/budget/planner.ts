@@ -17,7 +17,14 @@ import {
   type BudgetCounter,
 } from './counter.js';
 import { defaultCounterRegistry, type BackendSettings, type CounterRegistry } from './registry.js';
-import { checkModelLimits, createModelLimits, modelLimitsHint, type ModelLimitsTable } from './model-limits.js';
+import {
+  BUILT_IN_MODEL_LIMITS,
+  canonicalModelId,
+  checkModelLimits,
+  createModelLimits,
+  modelLimitsHint,
+  type ModelLimitsTable,
+} from './model-limits.js';
 import {
   capFieldFor,
   CAP_FIELDS,
@@ -457,6 +464,17 @@ async function applyBudget(
     return note(step, { stage, kind: 'skipped', reason: 'output limit below required output', ...error });
   }
   const cap = outputLimit === undefined ? plan.cap : Math.min(plan.cap, outputLimit);
+  // Where the client sent no cap, one is added only when it limits: below what the provider gives a
+  // request without one. OpenAI's Responses API gives its models their published ceiling, so a cap
+  // at that ceiling changes nothing but the request's size (Codex sends none, and used to get
+  // gpt-5-codex's 128,000 inserted). Elsewhere the default is unknown or lower (Chat Completions
+  // servers: DeepSeek 4,096 of 8,192, older vLLM 16; Anthropic requires a cap), and the cap that
+  // gives the model its budget is added as before.
+  const providerDefault = format === 'responses' ? openAiDefaultOutput(primary?.provider, request) : undefined;
+  if (callerCap === undefined && providerDefault !== undefined && cap >= providerDefault) {
+    onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
+    return note(step, { stage, kind: 'skipped', reason: 'cap would not bind', ...error });
+  }
   if (hasOnlyCap(request, field, cap)) {
     onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
     return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });
@@ -509,6 +527,22 @@ function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boole
   if (request[field] !== cap) return false;
   const extra = extraBody(request);
   return CAP_FIELDS.every((f) => (f === field || request[f] === undefined) && (extra === undefined || !(f in extra)));
+}
+
+/** OpenAI's own models, by canonical id (GPT, the o-series, Codex). */
+const OPENAI_MODEL = /^(?:gpt-|chatgpt-|o\d|codex-)/;
+
+/**
+ * The output limit OpenAI's Responses API gives one of its own models when the request names none:
+ * the model's published ceiling (the built-in table, not a route's override, and never a guess from
+ * a similar name). Undefined for any other provider or model.
+ */
+function openAiDefaultOutput(provider: string | undefined, request: ProviderRequest): number | undefined {
+  if (provider !== undefined && provider.toLowerCase() !== 'openai') return undefined;
+  const model = request['model'];
+  if (typeof model !== 'string' || !OPENAI_MODEL.test(canonicalModelId(model))) return undefined;
+  const known = BUILT_IN_MODEL_LIMITS[canonicalModelId(model)];
+  return known?.maxOutputTokens;
 }
 
 /** The smallest positive of the given limits, or undefined when none is set. */

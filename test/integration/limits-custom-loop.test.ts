@@ -92,7 +92,22 @@ describe('README: wrapOpenAI responses', () => {
     );
     expect(result.output_text).toBe('done');
     expect(requests.map((r) => r.status)).toEqual([200]);
-    expect(requests[0]!.body['max_output_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
+    // The caller sent no cap and the window leaves the model its whole ceiling, which the Responses
+    // API applies by itself: none is added (a cap is added only where it limits).
+    expect(requests[0]!.body['max_output_tokens']).toBeUndefined();
+    expect(SERVED_MODELS[model]!.maxOutput).toBeGreaterThan(0);
+  });
+
+  it('adds a cap where the window leaves less than the model ceiling', async () => {
+    const openai = wrapOpenAI(openaiClient(), rig.terminator, {
+      sessionId: 'readme-responses-window',
+      route: { contextWindow: 12_000 },
+    });
+    const { requests } = await rig.sent(() => openai.responses.create({ model: 'gpt-4o', input: 'Summarise' }));
+    expect(requests.map((r) => r.status)).toEqual([200]);
+    const cap = requests[0]!.body['max_output_tokens'] as number;
+    expect(cap).toBeGreaterThan(0);
+    expect(cap).toBeLessThan(12_000);
   });
 });
 

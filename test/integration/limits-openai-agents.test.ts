@@ -39,13 +39,15 @@ async function runOnce(
 
 describe('README: OpenAI Agents JS Runner + createAgentsAdapter', () => {
   it.each(['gpt-4o', 'gpt-4.1', 'o3'])(
-    'Responses %s succeeds on the first request with a cap within the model limit',
+    'Responses %s succeeds on the first request, no cap added where the model ceiling applies anyway',
     async (model) => {
       const { output, requests } = await runOnce(model, true);
       expect(output).toBe('done');
       expect(requests.map((r) => `${r.status} ${r.error ?? ''}`.trim())).toEqual(['200']);
       expect(requests[0]!.path).toBe('/v1/responses');
-      expect(requests[0]!.body['max_output_tokens']).toBe(SERVED_MODELS[model]!.maxOutput);
+      // The Responses API gives the model its ceiling when the request names none.
+      expect(requests[0]!.body['max_output_tokens']).toBeUndefined();
+      expect(SERVED_MODELS[model]!.maxOutput).toBeGreaterThan(0);
     },
   );
 
