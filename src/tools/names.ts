@@ -23,7 +23,9 @@ export const CANONICAL_TOOLS: readonly CanonicalTool[] = ['terminal', 'search_fi
  * agents people run, so their outputs are reduced through the proxy with no `toolNames` at all.
  * Lookup also tries the lower-cased name (Claude Code's `Bash`, `Read`, `Grep`, `Glob`).
  * - terminal: Claude Code `Bash`, Codex CLI `exec_command` / `shell` / `local_shell` and
- *   `apply_patch` (its output is a command's: status line plus text), opencode `bash`, OpenHands
+ *   `apply_patch` (its output is a command's: status line plus text), the output of a command still
+ *   running: Codex CLI `write_stdin` (framed as `exec_command`'s) and Claude Code `TaskOutput`,
+ *   opencode `bash`, OpenHands
  *   `execute_bash`, SWE-agent and mini-swe-agent `bash`, Gemini CLI `run_shell_command`, Cursor
  *   `run_terminal_cmd`, Cline `execute_command`;
  * - search_files: Claude Code `Grep` / `Glob`, opencode `grep` / `glob`, SWE-agent
@@ -39,6 +41,8 @@ export const DEFAULT_TOOL_NAMES: Readonly<Record<string, CanonicalTool>> = Objec
   local_shell: 'terminal',
   exec_command: 'terminal',
   apply_patch: 'terminal',
+  write_stdin: 'terminal',
+  TaskOutput: 'terminal',
   execute_bash: 'terminal',
   run_terminal_cmd: 'terminal',
   run_shell_command: 'terminal',

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sessionOf, tenantOf } from '../../adapters/proxy/session.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { detectFormat } from '../../src/model/index.js';
+import { pytestFailure } from '../fixtures/clients/pytest-output.js';
 import { recoveryCall, startHarness, type Harness } from '../proxy/support/harness.js';
 import { anthropic, responses, type Recorded, type Reply } from '../proxy/support/upstream.js';
 
@@ -216,5 +217,99 @@ describe('Claude Code 2.1, a system entry in messages, on /v1/messages', () => {
     );
     // A library call with no format named guesses the same.
     expect(detectFormat(body)).toBe('anthropic');
+  });
+});
+
+describe('output of a command still running', () => {
+  /** The upstream copy of the output of call `callId` (Anthropic tool_result or Responses function_call_output). */
+  function upstreamOutput(body: Record<string, unknown>, callId: string): string | undefined {
+    for (const m of (body['messages'] ?? []) as { content?: unknown }[])
+      if (Array.isArray(m.content))
+        for (const p of m.content as { type?: string; tool_use_id?: string; content?: unknown }[])
+          if (p.type === 'tool_result' && p.tool_use_id === callId && typeof p.content === 'string') return p.content;
+    for (const item of (body['input'] ?? []) as { type?: string; call_id?: string; output?: unknown }[])
+      if (item.type === 'function_call_output' && item.call_id === callId && typeof item.output === 'string')
+        return item.output;
+    return undefined;
+  }
+
+  it("Codex's write_stdin: the polled output of a running test run reaches the model smaller, its failure line kept", async () => {
+    const recorded = load('codex').requests.find((r) => toolOutput(r.body) !== undefined)!;
+    const output = toolOutput(recorded.body)!;
+    const input = (recorded.body['input'] as { type?: string; call_id?: string }[]).filter(
+      (i) => i.call_id !== CALL_ID,
+    );
+    const body = {
+      ...recorded.body,
+      stream: false,
+      input: [
+        ...input,
+        {
+          type: 'function_call',
+          name: 'exec_command',
+          arguments: '{"cmd":"sh run-tests.sh","yield_time_ms":500}',
+          call_id: 'call_start_1',
+        },
+        {
+          type: 'function_call_output',
+          call_id: 'call_start_1',
+          output:
+            'Chunk ID: 1a2b3c\nWall time: 0.5002 seconds\nProcess running with session ID 7\nOriginal token count: 9\nOutput:\ncollecting ...',
+        },
+        {
+          type: 'function_call',
+          name: 'write_stdin',
+          arguments: '{"session_id":7,"chars":""}',
+          call_id: 'call_poll_1',
+        },
+        { type: 'function_call_output', call_id: 'call_poll_1', output },
+      ],
+    };
+    h = await startHarness(() => responses.reply([{ text: 'done' }]));
+    expect((await replay(h.url, { ...recorded, body })).status).toBe(200);
+    const shown = upstreamOutput(h.upstream.requests[0]!.json!, 'call_poll_1')!;
+    expect(shown.length).toBeLessThan(output.length / 2);
+    expect(shown).toContain(FAILURE);
+    expect(referencedArtifacts(shown).length).toBeGreaterThan(0);
+  });
+
+  it("Claude Code's TaskOutput: the output of a background Bash reaches the model smaller, its failure line kept", async () => {
+    const recorded = load('claude-code').requests[0]!;
+    const output = pytestFailure();
+    const body = {
+      ...recorded.body,
+      stream: false,
+      messages: [
+        ...(recorded.body['messages'] as unknown[]),
+        {
+          role: 'assistant',
+          content: [
+            {
+              type: 'tool_use',
+              id: 'toolu_bg_1',
+              name: 'Bash',
+              input: { command: 'sh run-tests.sh', run_in_background: true },
+            },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_bg_1', content: 'Command running in background with ID: b7' },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_out_1', name: 'TaskOutput', input: { task_id: 'b7', block: true } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_out_1', content: output }] },
+      ],
+    };
+    h = await startHarness(() => anthropic.text('done'));
+    expect((await replay(h.url, { ...recorded, body })).status).toBe(200);
+    const shown = upstreamOutput(h.upstream.requests[0]!.json!, 'toolu_out_1')!;
+    expect(shown.length).toBeLessThan(output.length / 2);
+    expect(shown).toContain(FAILURE);
+    expect(referencedArtifacts(shown).length).toBeGreaterThan(0);
   });
 });
