@@ -14,11 +14,13 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import {
   loadRecoveryState,
+  recordAlias,
   recordExchange,
   rejoinOutputs,
   saveRecoveryState,
   showExchanges,
   type RecoveryState,
+  type ResponseAlias,
 } from '../../src/recovery/exchanges.js';
 import {
   carriesReceipt,
@@ -342,7 +344,13 @@ interface Delivery {
 /** What a round of the recovery loop does with the model's calls and the exchange it ends with. */
 interface RecoveryHooks {
   answer(call: RecoveryCall): Promise<string>;
-  remember(exchange: readonly unknown[], responseId: unknown, serverSide: boolean): Promise<void>;
+  /** `alias`: the id the client's stream carried, when the upstream continues from another one. */
+  remember(
+    exchange: readonly unknown[],
+    responseId: unknown,
+    serverSide: boolean,
+    alias?: ResponseAlias,
+  ): Promise<void>;
   /** A Responses conversation the provider keeps (previous_response_id or conversation). */
   readonly serverSide: boolean;
 }
@@ -358,17 +366,23 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
     ctx.metrics.recoveredChars.inc({ api: format }, text.length);
     return text;
   };
-  const remember = async (exchange: readonly unknown[], responseId: unknown, serverSide: boolean): Promise<void> => {
+  const remember = async (
+    exchange: readonly unknown[],
+    responseId: unknown,
+    serverSide: boolean,
+    alias?: ResponseAlias,
+  ): Promise<void> => {
     if (exchange.length === 0) return;
     try {
       const pendingItems = exchange.filter((i) => isObj(i) && i['type'] === 'function_call_output');
-      const next = recordExchange(
+      const recorded = recordExchange(
         prepared.state,
         client as Obj,
         format,
         exchange,
         serverSide ? { ...(typeof responseId === 'string' ? { responseId } : {}), pendingItems } : undefined,
       );
+      const next = alias === undefined ? recorded : recordAlias(recorded, alias);
       if (next !== prepared.state) await saveRecoveryState(ctx.terminator.vault, sessionId, next);
     } catch (error) {
       ctx.metrics.failOpen.inc({ reason: 'recovery_state' });
@@ -417,11 +431,13 @@ async function deliverStreamed(
       answer,
       onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
     });
-    await remember(
-      out.exchange,
-      isObj(out.lastBody) ? out.lastBody['id'] : undefined,
-      serverSide && out.stopped !== undefined,
-    );
+    const lastId = isObj(out.lastBody) ? out.lastBody['id'] : undefined;
+    // The client chains to the id its stream carried; the upstream continues from the last round's.
+    const alias =
+      format === 'responses' && out.firstId !== undefined && typeof lastId === 'string' && lastId !== out.firstId
+        ? { from: out.firstId, to: lastId }
+        : undefined;
+    await remember(out.exchange, lastId, serverSide && out.stopped !== undefined, alias);
     res.end();
   } catch (error) {
     ctx.metrics.failOpen.inc({ reason: 'stream' });

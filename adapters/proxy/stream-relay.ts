@@ -45,6 +45,8 @@ export interface StreamRelayResult {
   readonly lastBody: unknown;
   /** Continuation request bodies sent (for accounting). */
   readonly continuations: readonly Buffer[];
+  /** The id the client's stream carries throughout (the first round's), when it has one. */
+  readonly firstId?: string;
 }
 
 async function write(res: ServerResponse, text: string): Promise<void> {
@@ -60,6 +62,9 @@ const isEventStream = (r: Dispatcher.ResponseData): boolean => {
     String(Array.isArray(type) ? type[0] : (type ?? '')).includes('text/event-stream')
   );
 };
+
+const firstIdOf = (state: { readonly id: string | undefined }): { firstId?: string } =>
+  state.id === undefined ? {} : { firstId: state.id };
 
 /** Relay a streamed answer with recovery rounds spliced out. The caller has written the headers. */
 export async function relayRecoveryStream(o: StreamRelayOptions): Promise<StreamRelayResult> {
@@ -77,14 +82,14 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
       for (const event of parser.feed(decoder.write(chunk as Buffer))) await write(o.res, round.push(event));
       if (o.res.destroyed) {
         response.body.destroy();
-        return { exchange, lastBody, continuations };
+        return { exchange, lastBody, continuations, ...firstIdOf(state) };
       }
     }
     for (const event of parser.feed(decoder.end())) await write(o.res, round.push(event));
     for (const event of parser.end()) await write(o.res, round.push(event));
     const end = round.finish();
     lastBody = end.body;
-    if (end.recovery.length === 0) return { exchange, lastBody, continuations };
+    if (end.recovery.length === 0) return { exchange, lastBody, continuations, ...firstIdOf(state) };
     const answers = new Map<string, string>();
     for (const call of end.recovery) answers.set(call.id, await o.answer(call));
     const items = exchangeItems(end.body, o.format, answers);
@@ -92,7 +97,7 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
     if (!end.holding) {
       const stopped = end.others > 0 ? 'mixed' : 'rounds';
       o.onRound?.(end.recovery.length, stopped);
-      return { exchange, stopped, lastBody, continuations };
+      return { exchange, stopped, lastBody, continuations, ...firstIdOf(state) };
     }
     o.onRound?.(end.recovery.length, 'continued');
     request = continueRequest(request, o.format, end.body, items);
@@ -109,7 +114,7 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
       // The continuation failed: end the client's stream as a finished turn; the round is kept.
       await next?.body.dump().catch(() => undefined);
       await write(o.res, closingEvents(o.format, state));
-      return { exchange, stopped: 'rounds', lastBody, continuations };
+      return { exchange, stopped: 'rounds', lastBody, continuations, ...firstIdOf(state) };
     }
     response = next;
   }

@@ -40,24 +40,43 @@ export interface PendingResults {
   readonly items: readonly unknown[];
 }
 
+/**
+ * A streamed Responses answer spliced over recovery rounds reads as one response under the id the
+ * client was given first (`from`); the upstream's conversation continues from the last round's
+ * (`to`). A request chaining to `from` is sent chaining to `to`.
+ */
+export interface ResponseAlias {
+  readonly from: string;
+  readonly to: string;
+}
+
 /** One session's recovery state. */
 export interface RecoveryState {
   /** The recovery tool has been offered in this session (it stays, at the same place). */
   readonly tool: boolean;
   readonly exchanges: readonly AnchoredExchange[];
   readonly pending: readonly PendingResults[];
+  readonly aliases?: readonly ResponseAlias[];
 }
 
 export const EMPTY_RECOVERY_STATE: RecoveryState = Object.freeze({
   tool: false,
   exchanges: Object.freeze([]),
   pending: Object.freeze([]),
+  aliases: Object.freeze([]),
 });
+
+/** The state with `alias` remembered (the newest few are kept). */
+export function recordAlias(state: RecoveryState, alias: ResponseAlias): RecoveryState {
+  const others = (state.aliases ?? []).filter((a) => a.from !== alias.from);
+  return { ...state, aliases: [...others, alias] };
+}
 
 const KEY = 'recovery.state.v1';
 /** Most exchanges kept per session (the oldest anchors go first). */
 const MAX_EXCHANGES = 64;
 const MAX_PENDING = 8;
+const MAX_ALIASES = 16;
 
 /** Digest of one conversation item (canonical JSON, so key order does not matter). */
 export function itemDigest(item: unknown): string {
@@ -99,6 +118,7 @@ export async function loadRecoveryState(store: ExchangeStore, sessionId: string)
       tool: parsed.tool === true,
       exchanges: Array.isArray(parsed.exchanges) ? parsed.exchanges : [],
       pending: Array.isArray(parsed.pending) ? parsed.pending : [],
+      aliases: Array.isArray(parsed.aliases) ? parsed.aliases : [],
     };
   } catch {
     return EMPTY_RECOVERY_STATE;
@@ -110,6 +130,7 @@ export async function saveRecoveryState(store: ExchangeStore, sessionId: string,
     tool: state.tool,
     exchanges: state.exchanges.slice(-MAX_EXCHANGES),
     pending: state.pending.slice(-MAX_PENDING),
+    aliases: (state.aliases ?? []).slice(-MAX_ALIASES),
   };
   await store.setRendering(sessionId, KEY, JSON.stringify(bounded));
 }
@@ -147,11 +168,14 @@ export function applyExchanges(
   state: RecoveryState,
 ): ProviderRequest {
   if (format === 'responses' && typeof request['previous_response_id'] === 'string') {
-    const pending = state.pending.filter((p) => p.responseId === request['previous_response_id']);
-    if (pending.length === 0) return request;
+    const given = request['previous_response_id'];
+    const chained = state.aliases?.find((a) => a.from === given)?.to ?? given;
+    const sent = chained === given ? request : { ...request, previous_response_id: chained };
+    const pending = state.pending.filter((p) => p.responseId === chained);
+    if (pending.length === 0) return sent;
     const input = request['input'];
     const tail = Array.isArray(input) ? input : typeof input === 'string' ? [{ role: 'user', content: input }] : [];
-    return { ...request, input: [...pending.flatMap((p) => p.items), ...tail] };
+    return { ...sent, input: [...pending.flatMap((p) => p.items), ...tail] };
   }
   if (state.exchanges.length === 0) return request;
   const items = conversationItems(request, format);

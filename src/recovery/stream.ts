@@ -9,7 +9,9 @@
  * deltas, Responses message items, Anthropic text blocks) is held until the round shows whose it is:
  * a call of the client's or an end without recovery calls passes it on unchanged, a recovery-only
  * round drops it. The usage the client gets (Chat's usage chunk, Responses' closing response,
- * Anthropic's closing `message_delta`) adds up every round's.
+ * Anthropic's closing `message_delta`) adds up every round's. The spliced stream is one answer
+ * with one id, the first round's (every Chat chunk, Responses' closing response), and says the
+ * assistant role once.
  *
  * Pure data in, text out: no I/O, so every format is tested with recorded event sequences.
  */
@@ -81,10 +83,14 @@ export interface StreamState {
   readonly visibleItems: unknown[];
   /** Usage of the rounds held so far, added up: the round the client gets reports it plus its own. */
   usage: Record<string, unknown> | undefined;
+  /** The id the client was given first (Chat chunk id, Responses response id): every round answers under it. */
+  id: string | undefined;
+  /** Chat: the assistant role delta was passed on (a later round's is left out). */
+  roleSent: boolean;
 }
 
 export function createStreamState(): StreamState {
-  return { round: 0, nextVisible: 0, sequence: 0, visibleItems: [], usage: undefined };
+  return { round: 0, nextVisible: 0, sequence: 0, visibleItems: [], usage: undefined, id: undefined, roleSent: false };
 }
 
 /** How a round ended. */
@@ -167,18 +173,22 @@ export function createStreamRound(format: RecoveryWireFormat, state: StreamState
 
 /** Events that end a client stream cleanly when a held round cannot be continued. */
 export function closingEvents(format: RecoveryWireFormat, state: StreamState): string {
+  const id = state.id === undefined ? {} : { id: state.id };
   if (format === 'chat')
     return (
       block(
-        `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`,
+        `data: ${JSON.stringify({ ...id, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`,
       ) +
       (state.usage === undefined
         ? ''
-        : block(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [], usage: state.usage })}`)) +
+        : block(
+            `data: ${JSON.stringify({ ...id, object: 'chat.completion.chunk', choices: [], usage: state.usage })}`,
+          )) +
       block('data: [DONE]')
     );
   if (format === 'responses') {
     const response = {
+      ...id,
       object: 'response',
       status: 'completed',
       output: state.visibleItems,
@@ -241,7 +251,8 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     held = [];
     return out;
   };
-  const inner = (event: SseEvent): string | typeof HOLD => {
+  const inner = (given: SseEvent): string | typeof HOLD => {
+    const event = oneChatAnswer(state, given);
     const out = chatPush(r, state, canContinue, event);
     if (out === HOLD) {
       dropped = release(false);
@@ -280,6 +291,31 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
       return finishChatRound(r);
     },
   };
+}
+
+/** A Chat chunk as part of one answer: the first chunk's id on every chunk, the assistant role said once. */
+function oneChatAnswer(state: StreamState, event: SseEvent): SseEvent {
+  if (event.data === '[DONE]') return event;
+  const json = parseJson(event.data);
+  if (json === undefined) return event;
+  let out = json;
+  const id = json['id'];
+  if (typeof id === 'string') {
+    if (state.id === undefined) state.id = id;
+    else if (id !== state.id) out = { ...out, id: state.id };
+  }
+  const choices = json['choices'];
+  const choice = Array.isArray(choices) && isObj(choices[0]) ? choices[0] : undefined;
+  const delta = choice !== undefined && isObj(choice['delta']) ? choice['delta'] : undefined;
+  if (delta !== undefined && delta['role'] !== undefined) {
+    if (state.roleSent) {
+      const { role: _role, ...rest } = delta;
+      out = { ...out, choices: [{ ...choice, delta: rest }, ...(choices as unknown[]).slice(1)] };
+    } else state.roleSent = true;
+  }
+  if (out === json) return event;
+  const data = JSON.stringify(out);
+  return { raw: `data: ${data}`, data };
 }
 
 /** One event of a Chat round as the client gets it: recovery calls left out, the others renumbered. */
@@ -403,6 +439,10 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       }
       const type = String(json['type'] ?? event.event ?? '');
       if ((type === 'response.created' || type === 'response.in_progress') && state.round > 0) return '';
+      if (type === 'response.created' && state.id === undefined && isObj(json['response'])) {
+        const id = json['response']['id'];
+        if (typeof id === 'string') state.id = id;
+      }
       const index = typeof json['output_index'] === 'number' ? json['output_index'] : undefined;
       const item = isObj(json['item']) ? json['item'] : undefined;
       if (type === 'response.output_item.added' && index !== undefined && item !== undefined) {
@@ -466,8 +506,10 @@ function responsesPass(
     const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
     const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
     const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
-    if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined)
-      out = { ...out, response: { ...own, output, ...(total === undefined ? {} : { usage: total }) } };
+    // One answer, one id: the closing response carries the id the client was given when it started.
+    const id = state.id !== undefined && own['id'] !== state.id ? { id: state.id } : {};
+    if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined || 'id' in id)
+      out = { ...out, response: { ...own, ...id, output, ...(total === undefined ? {} : { usage: total }) } };
   }
   if (typeof out['sequence_number'] === 'number') {
     const sequence = state.sequence++;

@@ -313,3 +313,32 @@ describe('output of a command still running', () => {
     expect(referencedArtifacts(shown).length).toBeGreaterThan(0);
   });
 });
+
+describe('codex, recorded: a streamed answer spliced over a recovery round', () => {
+  it('reaches Codex as one response: response.created and response.completed carry the same id', async () => {
+    const fixture = load('codex');
+    // Each upstream round answers under its own id, as the provider does.
+    h = await startHarness((r) => {
+      const text = r.body.toString('utf8');
+      const receipt = referencedArtifacts(text.replace(/\\n/g, '\n')).length > 0;
+      if (receipt && !text.includes('"tt-1"')) return responses.stream([recoveryCall(r.json)], 'resp-round-1');
+      return responses.stream([{ text: 'done' }], receipt ? 'resp-round-2' : 'resp-first');
+    });
+    let answer = '';
+    for (const r of fixture.requests) {
+      const got = await replay(h.url, r);
+      expect(got.status).toBe(200);
+      if (toolOutput(r.body) !== undefined) answer = got.body;
+    }
+    expect(h.upstream.requests.some((r) => r.body.toString('utf8').includes('"tt-1"'))).toBe(true);
+    const events = answer
+      .split('\n\n')
+      .map((block) => block.split('\n').find((l) => l.startsWith('data: ')))
+      .filter((l): l is string => l !== undefined)
+      .map((l) => JSON.parse(l.slice(6)) as { type: string; response?: { id?: string } });
+    const ids = events.filter((e) => e.type === 'response.created' || e.type === 'response.completed');
+    expect(ids.map((e) => e.type)).toEqual(['response.created', 'response.completed']);
+    expect(ids.map((e) => e.response?.id)).toEqual(['resp-round-1', 'resp-round-1']);
+    expect(answer).not.toContain('token_terminator');
+  });
+});

@@ -1,6 +1,6 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { applyExchanges, EMPTY_RECOVERY_STATE, recordExchange } from '../../src/recovery/exchanges.js';
+import { applyExchanges, EMPTY_RECOVERY_STATE, recordAlias, recordExchange } from '../../src/recovery/exchanges.js';
 import { exchangeItems, splitCalls, stripRecoveryCalls } from '../../src/recovery/formats.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import { createStreamRound, createStreamState, SseParser, type SseEvent } from '../../src/recovery/stream.js';
@@ -226,5 +226,59 @@ describe('exchanges', () => {
     expect(applyExchanges(edited, 'chat', state)).toBe(edited);
     const other = applyExchanges({ model: 'm', messages: [{ role: 'user', content: 'b' }] }, 'chat', state);
     expect((other as { messages: unknown[] }).messages).toHaveLength(1);
+  });
+});
+
+describe('a stream spliced over a recovery round reads as one answer', () => {
+  const recover = { id: 'tt-1', name: 'token_terminator', args: { action: 'artifact_get', artifact_id: 'a_1' } };
+  /** Two rounds into one client stream: a recovery-only round, then the answer (its own upstream id). */
+  function splice(format: 'chat' | 'responses', first: string, second: string): string {
+    const state = createStreamState();
+    const one = createStreamRound(format, state, true);
+    let out = new SseParser()
+      .feed(first)
+      .map((e) => one.push(e))
+      .join('');
+    expect(one.finish().holding).toBe(true);
+    state.round++;
+    const two = createStreamRound(format, state, true);
+    out += new SseParser()
+      .feed(second)
+      .map((e) => two.push(e))
+      .join('');
+    two.finish();
+    return out;
+  }
+
+  it('Chat: every chunk carries the first round id, and the assistant role comes once', () => {
+    const first = sse(chat.streamCalls([recover])).replaceAll('"cc-s"', '"chatcmpl-round-1"');
+    const second = sse(chat.streamText(['The comma ', 'is accepted.'])).replaceAll('"cc-s"', '"chatcmpl-round-2"');
+    const chunks = new SseParser()
+      .feed(splice('chat', first, second))
+      .filter((e) => e.data !== '[DONE]')
+      .map((e) => JSON.parse(e.data) as { id?: string; choices: { delta: { role?: string; content?: string } }[] });
+    expect(new Set(chunks.map((c) => c.id))).toEqual(new Set(['chatcmpl-round-1']));
+    expect(chunks.filter((c) => c.choices[0]?.delta.role !== undefined)).toHaveLength(1);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('The comma is accepted.');
+  });
+
+  it('Responses: response.created and response.completed carry the same id', () => {
+    const first = sse(responses.stream([recover], 'resp-round-1'));
+    const second = sse(responses.stream([{ text: 'The comma is accepted.' }], 'resp-round-2'));
+    const events = new SseParser()
+      .feed(splice('responses', first, second))
+      .map((e) => JSON.parse(e.data) as { type: string; response?: { id?: string } });
+    const created = events.filter((e) => e.type === 'response.created');
+    const completed = events.filter((e) => e.type === 'response.completed');
+    expect(created).toHaveLength(1);
+    expect(completed).toHaveLength(1);
+    expect(created[0]!.response!.id).toBe('resp-round-1');
+    expect(completed[0]!.response!.id).toBe('resp-round-1');
+  });
+
+  it('Responses: a request chaining to the id the client got is sent chaining to the last round', () => {
+    const state = recordAlias(EMPTY_RECOVERY_STATE, { from: 'resp-round-1', to: 'resp-round-2' });
+    const sent = applyExchanges({ previous_response_id: 'resp-round-1', input: 'next' }, 'responses', state);
+    expect(sent['previous_response_id']).toBe('resp-round-2');
   });
 });
