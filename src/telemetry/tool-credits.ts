@@ -4,9 +4,9 @@
  * every later request of its session as that rendering: the saving is made again in every one of
  * them, and only in those where the rendering reached the model. So the credit is taken per
  * request, per tool output the request shows as a rendering: the raw output's size less the larger
- * of the rendering and what the request finally showed for it (a request stage may still restore
- * the whole output: a delta whose base the request does not show goes whole, and its stage then
- * saved nothing there).
+ * of the rendering and what the request finally showed for it (a request stage may still replace a
+ * rendering: a delta whose base the request does not show goes as the output's first view, a saving
+ * compressToolResult's view made, or whole when there is none, and then nothing was saved there).
  *
  * Hosts that reduce tool results in process hand the request stages a request that already holds
  * the renderings: the raw request (what the host would have sent without us) is that request with
@@ -190,7 +190,10 @@ export class ToolCredits {
       const shownChars = shown === text ? credit.renderedChars : jsonChars(shown);
       const chars = credit.rawChars - Math.max(credit.renderedChars, shownChars);
       if (chars <= 0) continue;
-      for (const [stage, share] of Object.entries(credit.stages))
+      // A delta the request replaced by the output's first view: the view's saving, not the delta's.
+      const stages =
+        shown !== text && text.startsWith(DELTA_PREFIX) ? { [STAGES.compressToolResult]: 1 } : credit.stages;
+      for (const [stage, share] of Object.entries(stages))
         saved[stage] = (saved[stage] ?? 0) + Math.round(chars * share);
     }
     return rawChars === 0 && Object.keys(saved).length === 0 ? NONE : { rawChars, rawTokens, saved };
