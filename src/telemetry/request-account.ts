@@ -106,7 +106,7 @@ function plusToolResults(a: Attribution, chars: number, tokens: number): Attribu
 export function accountRequest(parts: AccountingParts, input: RequestToAccount): RequestAccount {
   const { meter, credits, skillCuts } = parts;
   const key = sessionKeyOf(input.context);
-  const tools = credits?.account(key, input.staged, input.sent, meter.counter, input.raw);
+  const tools = credits?.account(key, input.staged, input.sent, meter.counter, input.raw, input.context.format);
   const rawRequest = withoutRecoveryTool(input.raw ?? input.staged);
   const measured = attributeRequest(rawRequest, meter, skillCuts);
   const raw =

@@ -20,7 +20,7 @@ import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { readRequest } from '../model/index.js';
 import { STAGES } from '../stages.js';
-import type { Decision, ProviderRequest } from '../step.js';
+import type { Decision, ProviderRequest, RequestFormat } from '../step.js';
 
 /** The tool-result stages, whose saving travels with the output's rendering. */
 const TOOL_STAGES: ReadonlySet<string> = new Set([STAGES.deltaRepeatedOutput, STAGES.compressToolResult]);
@@ -153,6 +153,7 @@ export class ToolCredits {
    * (what the model got): how much larger the raw request is, and what each tool stage saved.
    * `raw`, when the host has the raw request itself (the gateway), names renderings this process
    * did not make (another replica did): their credit is read from its outputs by call id.
+   * `format`: the wire format the host named (StepContext.format); detected when absent.
    */
   account(
     session: string,
@@ -160,7 +161,9 @@ export class ToolCredits {
     final: ProviderRequest,
     counter: TokenCounter,
     raw?: ProviderRequest,
+    format?: RequestFormat,
   ): ToolAccount {
+    const read = format === undefined ? {} : { format };
     const known = this.#sessions.get(session);
     if (known === undefined && raw === undefined) return NONE;
     let finalTexts: Map<string, string> | undefined;
@@ -168,13 +171,13 @@ export class ToolCredits {
     const saved: Record<string, number> = {};
     let rawChars = 0;
     let rawTokens = 0;
-    for (const slot of readRequest(input).slots) {
+    for (const slot of readRequest(input, read).slots) {
       if (slot.kind !== 'tool_output') continue;
       const text = outputText(slot.value);
       if (text === undefined) continue;
       let credit = known?.get(text);
       if (credit === undefined && raw !== undefined && slot.callId !== undefined) {
-        rawTexts ??= outputTexts(raw);
+        rawTexts ??= outputTexts(raw, read);
         const source = rawTexts.get(slot.callId);
         if (source === undefined || source === text) continue;
         this.note(session, text, source, []);
@@ -185,7 +188,7 @@ export class ToolCredits {
       measure(credit, text, counter);
       rawChars += credit.rawChars - credit.renderedChars;
       rawTokens += credit.rawTokens - credit.renderedTokens;
-      finalTexts ??= outputTexts(final);
+      finalTexts ??= outputTexts(final, read);
       const shown = slot.callId === undefined ? text : (finalTexts.get(slot.callId) ?? text);
       const shownChars = shown === text ? credit.renderedChars : jsonChars(shown);
       const chars = credit.rawChars - Math.max(credit.renderedChars, shownChars);
@@ -213,9 +216,9 @@ function measure(credit: Credit, rendered: string, counter: TokenCounter): void 
 }
 
 /** The texts of a request's tool outputs, by call id. */
-function outputTexts(request: ProviderRequest): Map<string, string> {
+function outputTexts(request: ProviderRequest, read: { readonly format?: RequestFormat }): Map<string, string> {
   const out = new Map<string, string>();
-  for (const slot of readRequest(request).slots) {
+  for (const slot of readRequest(request, read).slots) {
     if (slot.kind !== 'tool_output' || slot.callId === undefined) continue;
     const text = outputText(slot.value);
     if (text !== undefined) out.set(slot.callId, text);
