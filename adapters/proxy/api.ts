@@ -31,6 +31,7 @@ import {
 } from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
+import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
 import { SESSION_HEADER, sessionOf, tenantOf } from './session.js';
@@ -48,15 +49,23 @@ import {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-type Body = { readonly kind: 'full'; readonly buf: Buffer } | { readonly kind: 'over'; readonly stream: Readable };
+type Body =
+  | { readonly kind: 'full'; readonly buf: Buffer }
+  | { readonly kind: 'over'; readonly stream: Readable; readonly memory: boolean };
 
 /**
- * Read the body up to `limit` bytes; past it, the read part and the rest continue as one stream.
+ * Read the body up to `limit` bytes, each chunk claimed from `reservation` (a body of a declared
+ * length is claimed whole before it is read); past the limit or a refused claim, the read part and
+ * the rest continue as one stream, never buffered whole.
  * Event listeners, not an async iterator: leaving a `for await` early would destroy the request.
  */
-function readBody(req: IncomingMessage, limit: number): Promise<Body> {
+function readBody(req: IncomingMessage, limit: number, reservation: Reservation | undefined): Promise<Body> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ kind: 'over', stream: req });
+  const known = req.headers['content-length'] !== undefined && Number.isFinite(declared);
+  if (known && declared > limit) return Promise.resolve({ kind: 'over', stream: req, memory: false });
+  if (known && reservation !== undefined && !reservation.take(declared))
+    return Promise.resolve({ kind: 'over', stream: req, memory: true });
+  const claim = known || reservation === undefined ? undefined : reservation;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -68,13 +77,14 @@ function readBody(req: IncomingMessage, limit: number): Promise<Body> {
     const onData = (chunk: Buffer): void => {
       chunks.push(chunk);
       size += chunk.length;
-      if (size <= limit) return;
+      const fits = size <= limit;
+      if (fits && (claim === undefined || claim.take(chunk.length))) return;
       stop();
       req.pause();
       const rest = new PassThrough();
       for (const c of chunks) rest.write(c);
       req.pipe(rest);
-      resolve({ kind: 'over', stream: rest });
+      resolve({ kind: 'over', stream: rest, memory: fits });
     };
     const onEnd = (): void => {
       stop();
@@ -145,6 +155,7 @@ async function prepare(
   format: RecoveryWireFormat,
   req: IncomingMessage,
   known?: { sessionId: string; digest: string },
+  signal?: AbortSignal,
 ): Promise<Prepared> {
   const tt = ctx.terminator;
   const tenant = tenantOf(req.headers);
@@ -162,8 +173,8 @@ async function prepare(
   const state = await loadRecoveryState(tt.vault, sessionId);
   // A recovered output rejoins the working set: shown as the client sent it, its exchange not again.
   const { request: shown, rejoined } = showExchanges(client, format, state);
-  const outputs = await renderToolOutputs(tt, shown, format, context, ctx);
-  const step = await tt.reduceRequest(outputs.request, context);
+  const outputs = await renderToolOutputs(tt, shown, format, context, ctx, signal);
+  const step = await tt.reduceRequest(outputs.request, context, signal);
   let request = rejoinOutputs(step.value, format, rejoined);
   countFailedOpen(ctx, outputs.failedOpen);
   countFailedOpen(ctx, step.decisions);
@@ -248,7 +259,14 @@ function upstreamSender(
   };
 }
 
-/** Handle one POST to a handled API path. Never throws. */
+/** Response header naming why a request went to the upstream as the client sent it (`memory`). */
+export const UNREDUCED_HEADER = 'x-token-terminator-unreduced';
+
+/**
+ * Handle one POST to a handled API path. Never throws. `reservation`: its claim on the process's
+ * memory for reductions (bounds.ts); a body it cannot claim, or whose reduction it aborts, goes to
+ * the upstream as sent, with {@link UNREDUCED_HEADER} on the answer.
+ */
 export async function handleApi(
   ctx: ProxyContext,
   req: IncomingMessage,
@@ -256,6 +274,7 @@ export async function handleApi(
   format: RecoveryWireFormat,
   pathAndQuery: string,
   started = performance.now(),
+  reservation?: Reservation,
 ): Promise<void> {
   const send = upstreamSender(ctx, req, res, format, pathAndQuery);
   const forward = async (body: Buffer | Readable, changed: boolean): Promise<void> => {
@@ -269,14 +288,24 @@ export async function handleApi(
     await relayResponse(response, res);
   };
 
+  const unreduced = (outcome: 'no_memory' | 'memory_aborted', body: Buffer | Readable): Promise<void> => {
+    reservation?.release();
+    ctx.metrics.requests.inc({ api: format, outcome });
+    ctx.log({ level: 'warn', event: 'unreduced', api: format, reason: outcome });
+    res.setHeader(UNREDUCED_HEADER, 'memory');
+    return forward(body, false);
+  };
+
   let body: Body;
   try {
-    body = await readBody(req, ctx.config.maxBodyBytes);
+    body = await readBody(req, ctx.config.maxBodyBytes, reservation);
   } catch {
     res.destroy();
     return;
   }
   if (body.kind === 'over') {
+    if (body.memory) return unreduced('no_memory', body.stream);
+    reservation?.release();
     ctx.metrics.requests.inc({ api: format, outcome: 'too_large' });
     return forward(body.stream, false);
   }
@@ -285,23 +314,28 @@ export async function handleApi(
   if (parsed?.reused) ctx.metrics.reusedItems.inc({ api: format }, parsed.reused);
   const client: unknown = parsed?.value;
   if (!isObj(client)) {
+    reservation?.release();
     ctx.metrics.requests.inc({ api: format, outcome: 'malformed' });
     return forward(raw, false);
   }
   let prepared: Prepared;
   try {
     await ctx.room();
-    prepared = await prepare(ctx, client, raw, format, req, parsed?.known);
+    prepared = await prepare(ctx, client, raw, format, req, parsed?.known, reservation?.signal);
   } catch (error) {
+    reservation?.release();
     ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
     ctx.metrics.failOpen.inc({ reason: 'prepare' });
     ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'prepare', error: errorLabel(error) });
     return forward(raw, false);
   }
+  if (reservation?.signal.aborted === true) return unreduced('memory_aborted', raw);
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   const sentBody = prepared.changed
     ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)
     : raw;
+  // The reduction is over: what stays (the bodies, until answered and accounted) is bounded apart.
+  reservation?.release();
   const continuations: ProviderRequest[] = [];
   // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
   const sentMeasured = prepared.changed ? prepared.request : prepared.measured;

@@ -16,6 +16,20 @@
  *   worker's heap limit is half its share: a heap that fills its limit ends the process (every
  *   request in flight fails) while the resident size is still well under the bound.
  *
+ * - Fair share: one API key (tenant) may hold at most its share of the in-flight limit — the limit
+ *   less an eighth while it is the only one with requests in flight, the limit divided by the number
+ *   of tenants in flight otherwise — so a flood from one key leaves room for the others' first
+ *   requests, and shrinks to an equal share as soon as they have some. Past it: 503 `tenant_share`.
+ * - Memory per request: reducing a request holds many times its body in the V8 heap (its parse,
+ *   the outputs' reductions and measures, the session's state), and a heap that reaches its limit
+ *   ends the process. Before a body is read, its size claims {@link HEAP_PER_BODY_BYTE} bytes per
+ *   byte from a reduction budget of the heap limit ({@link REDUCE_SHARE}); a body of unknown length
+ *   claims as its bytes arrive. A body that does not fit (alone or beside the reductions running) is
+ *   streamed to the upstream unreduced, never buffered, never parsed; a body up to
+ *   {@link SMALL_BODY} always fits, so small requests are never turned away behind large ones. A
+ *   reduction running while the heap passes {@link HEAP_ABORT_AT} of its limit is aborted and its
+ *   request forwarded as the client sent it (the estimate can be wrong for some content).
+ *
  * The whole-request timeout (headers and body) is node:http's own (`server.requestTimeout`), set
  * in server.ts.
  */
@@ -42,6 +56,19 @@ export interface BoundsOptions {
   readonly log: (record: ProxyLogRecord) => void;
 }
 
+/**
+ * A request's claim on the process's reduction budget (see the module comment), from before its
+ * body is read until it is released (its reduction is over, or it was forwarded unreduced).
+ */
+export interface Reservation {
+  /** Claim `bytes` more of body; false, claiming nothing, when they do not fit. */
+  take(bytes: number): boolean;
+  /** Aborted when the heap nears its limit while the request is reduced: forward it as sent. */
+  readonly signal: AbortSignal;
+  /** Give the claim back (idempotent). */
+  release(): void;
+}
+
 /** What {@link BoundsOptions.heap} reports. */
 export interface HeapNow {
   readonly used: number;
@@ -65,10 +92,31 @@ const TRIM_AT = 0.9;
  */
 const HEAP_TRIM_AT = 0.85;
 const HEAP_OVER_AT = 0.95;
+/** Share of the heap limit above which the reductions running are aborted (their requests go as sent). */
+export const HEAP_ABORT_AT = 0.9;
+/**
+ * Heap bytes one body byte is counted at while its request is reduced. Measured (`npm run bench --
+ * proxy-memory`, RELIABILITY.md): a 30 MB request of 15 terminal outputs of 1.9 MB held up to ≈ 500 MB
+ * of live heap more than the idle worker (≈ 17 per byte); 4 such outputs far less per byte. The
+ * worst case measured, not the typical one: too high only forwards a large request unreduced.
+ */
+export const HEAP_PER_BODY_BYTE = 16;
+/** Share of the V8 heap limit that the requests being reduced may claim together (the rest is the live state and garbage). */
+export const REDUCE_SHARE = 0.4;
+/** Bodies up to this size are always reduced (claimed, but never refused): their cost is part of ordinary load. */
+export const SMALL_BODY = 1_048_576;
+
+type Refusal = 'in_flight' | 'memory' | 'tenant_share';
+
+const REFUSED: Readonly<Record<Refusal, string>> = {
+  in_flight: 'in-flight limit reached',
+  memory: 'memory bound reached',
+  tenant_share: "this API key holds its share of the in-flight limit; other keys' requests are served",
+};
 
 /** The 503 a request gets beyond the limit, in the error shape of the API it was for. */
-function overloaded(res: ServerResponse, anthropic: boolean, reason: 'in_flight' | 'memory'): void {
-  const message = `token-terminator proxy: too many requests in flight (${reason === 'memory' ? 'memory bound reached' : 'in-flight limit reached'}); retry after 1 s`;
+function overloaded(res: ServerResponse, anthropic: boolean, reason: Refusal): void {
+  const message = `token-terminator proxy: too many requests in flight (${REFUSED[reason]}); retry after 1 s`;
   const body = JSON.stringify(
     anthropic
       ? { type: 'error', error: { type: 'overloaded_error', message } }
@@ -87,13 +135,26 @@ function overloaded(res: ServerResponse, anthropic: boolean, reason: 'in_flight'
 export class Bounds {
   readonly #o: BoundsOptions;
   #inFlight = 0;
+  /** Requests in flight per tenant (only tenants with some). */
+  readonly #tenants = new Map<string, number>();
   #over = false;
+  /** Heap bytes the requests being reduced claim together, of {@link #budget}. */
+  #claimed = 0;
+  readonly #budget: number;
+  readonly #claims = new Set<{ bytes: number; abort: AbortController }>();
   readonly #bodies = new Map<IncomingMessage, Watched>();
   #rateTimer: NodeJS.Timeout | undefined;
   readonly #memoryTimer: NodeJS.Timeout;
 
   constructor(options: BoundsOptions) {
     this.#o = options;
+    let limit = 0;
+    try {
+      limit = options.heap().limit;
+    } catch {
+      // fail open: no budget, only small bodies are reduced
+    }
+    this.#budget = Math.floor(limit * REDUCE_SHARE);
     this.#memoryTimer = setInterval(() => this.#sample(), options.memoryIntervalMs);
     this.#memoryTimer.unref();
   }
@@ -107,21 +168,72 @@ export class Bounds {
    * Count the request in, or answer it 503 + Retry-After and return false. Counted until its
    * response closes (finished or connection gone).
    */
-  admit(req: IncomingMessage, res: ServerResponse, anthropic: boolean): boolean {
-    if (this.#inFlight >= this.limit) {
-      const reason = this.#over ? 'memory' : 'in_flight';
+  admit(req: IncomingMessage, res: ServerResponse, anthropic: boolean, tenant = ''): boolean {
+    const limit = this.limit;
+    const held = this.#tenants.get(tenant) ?? 0;
+    const reason: Refusal | undefined =
+      this.#inFlight >= limit
+        ? this.#over
+          ? 'memory'
+          : 'in_flight'
+        : held >= this.#share(limit, held)
+          ? 'tenant_share'
+          : undefined;
+    if (reason !== undefined) {
       this.#o.metrics.rejected.inc({ reason });
       overloaded(res, anthropic, reason);
       return false;
     }
     this.#inFlight++;
+    this.#tenants.set(tenant, held + 1);
     this.#o.metrics.inFlight.set(this.#inFlight);
     res.once('close', () => {
       this.#inFlight--;
+      const n = (this.#tenants.get(tenant) ?? 1) - 1;
+      if (n === 0) this.#tenants.delete(tenant);
+      else this.#tenants.set(tenant, n);
       this.#o.metrics.inFlight.set(this.#inFlight);
     });
     this.#watch(req, res);
     return true;
+  }
+
+  /** The most requests one tenant holding `held` may have in flight (see the module comment). */
+  #share(limit: number, held: number): number {
+    const active = this.#tenants.size + (held === 0 ? 1 : 0);
+    if (active <= 1) return limit - Math.floor(limit / 8);
+    return Math.max(1, Math.floor(limit / active));
+  }
+
+  /**
+   * A claim on the reduction budget for one request, before its body is read; released when its
+   * response closes at the latest. A body of `declared` bytes (its Content-Length) is claimed at
+   * once (see {@link Reservation.take}).
+   */
+  reserve(res: ServerResponse): Reservation {
+    const claim = { bytes: 0, abort: new AbortController() };
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#claimed -= claim.bytes;
+      this.#claims.delete(claim);
+    };
+    res.once('close', release);
+    return {
+      take: (bytes) => {
+        if (released) return false;
+        const cost = bytes * HEAP_PER_BODY_BYTE;
+        const small = (claim.bytes + cost) / HEAP_PER_BODY_BYTE <= SMALL_BODY;
+        if (!small && this.#claimed + cost > this.#budget) return false;
+        this.#claimed += cost;
+        claim.bytes += cost;
+        if (!claim.abort.signal.aborted) this.#claims.add(claim);
+        return true;
+      },
+      signal: claim.abort.signal,
+      release,
+    };
   }
 
   /** Clear the timers (the proxy closes). */
@@ -191,6 +303,13 @@ export class Bounds {
     this.#o.metrics.residentBytes.set(rss);
     this.#o.metrics.heapBytes.set(heap.used);
     const { maxMemoryBytes } = this.#o;
+    if (heap.used >= heap.limit * HEAP_ABORT_AT && this.#claims.size > 0) {
+      // Every reduction running goes as sent: which one grew the heap is not known. Their claims
+      // stay counted until their requests release them.
+      this.#o.log({ level: 'warn', event: 'reductions_aborted', count: this.#claims.size, heap: heap.used });
+      for (const claim of this.#claims) claim.abort.abort();
+      this.#claims.clear();
+    }
     if (rss >= maxMemoryBytes * TRIM_AT || heap.used >= heap.limit * HEAP_TRIM_AT) {
       this.#o.trim();
       this.#o.metrics.memoryTrims.inc();

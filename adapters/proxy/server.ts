@@ -40,6 +40,7 @@ import { workerMetricsRelay } from './metrics-relay.js';
 import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 import { BodyMemo } from './body.js';
 import { Bounds, type HeapNow } from './bounds.js';
+import { tenantOf } from './session.js';
 import {
   answerUpstreamFailure,
   createUpstreamAgent,
@@ -374,10 +375,10 @@ async function handle(
     return json(res, 200, await registry.metrics(), registry.contentType);
   }
   const anthropic = api === 'anthropic' || req.headers['anthropic-version'] !== undefined;
-  if (!bounds.admit(req, res, anthropic)) return;
+  if (!bounds.admit(req, res, anthropic, tenantOf(req.headers))) return;
   const local = routes.get(path);
   if (local !== undefined) return local(req, res);
-  if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery, started);
+  if (api !== undefined) return handleApi(ctx, req, res, api, pathAndQuery, started, bounds.reserve(res));
   return relay(ctx, req, res, pathAndQuery);
 }
 

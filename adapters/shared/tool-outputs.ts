@@ -129,6 +129,7 @@ async function renderSlots(
   context: StepContext,
   cache: RenderingCache,
   only: ReadonlySet<number> | undefined,
+  signal: AbortSignal | undefined,
 ): Promise<SlotResult> {
   const view = readRequest(request, { format });
   const retry = new Set<number>();
@@ -137,7 +138,13 @@ async function renderSlots(
   const saved: Record<string, number> = {};
   const failedOpen: Decision[] = [];
   let firstSeen = 0;
+  const aborted = (): boolean => signal?.aborted === true;
   for (const slot of view.slots) {
+    if (aborted()) {
+      // Not reduced now: neither remembered nor stored, so a later request reduces it.
+      if (slot.item !== undefined) retry.add(slot.item);
+      continue;
+    }
     if (slot.kind !== 'tool_output' || (only !== undefined && (slot.item === undefined || !only.has(slot.item))))
       continue;
     const hostName = slot.toolName ?? 'tool';
@@ -155,7 +162,12 @@ async function renderSlots(
       const step = await terminator.reduceToolResult(
         { callId: slot.callId ?? '', name, args: slot.callArgs ?? {}, content: text.text },
         context,
+        signal,
       );
+      if (aborted()) {
+        if (slot.item !== undefined) retry.add(slot.item);
+        continue;
+      }
       const content = step.value.content;
       const failed = step.decisions.filter((d) => d.kind === 'failed_open');
       failedOpen.push(...failed);
@@ -303,7 +315,8 @@ function digestOf(item: unknown): { digest: string; chars: number } {
 /**
  * Reduce the tool outputs a request shows for the first time and replay remembered renderings of
  * the others; items seen before in the session come back as the very objects shown last time.
- * Store failures propagate (the caller fails open on the whole request).
+ * Store failures propagate (the caller fails open on the whole request). Once `signal` is aborted
+ * the outputs not reduced yet are shown as sent (the host forwards the whole request as sent).
  */
 export async function renderToolOutputs(
   terminator: Terminator,
@@ -311,11 +324,12 @@ export async function renderToolOutputs(
   format: RecoveryWireFormat,
   context: StepContext,
   caches: { readonly renderings: RenderingCache; readonly items: ItemMemo },
+  signal?: AbortSignal,
 ): Promise<ToolOutputResult> {
   const key = format === 'responses' ? 'input' : 'messages';
   const list = request[key];
   if (!Array.isArray(list)) {
-    const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined);
+    const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined, signal);
     return {
       request: out.request,
       changed: out.request !== request,
@@ -342,7 +356,9 @@ export async function renderToolOutputs(
     else misses.add(i);
   });
   const out =
-    misses.size === 0 ? undefined : await renderSlots(terminator, request, format, context, caches.renderings, misses);
+    misses.size === 0
+      ? undefined
+      : await renderSlots(terminator, request, format, context, caches.renderings, misses, signal);
   const rendered = (out?.request[key] as unknown[] | undefined) ?? list;
   let changed = false;
   const entries = rendered.map((item, i): Entry | undefined => {
