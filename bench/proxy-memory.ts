@@ -134,6 +134,8 @@ async function sendBig(url: string, body: Buffer): Promise<string> {
 interface Good {
   readonly ms: number[];
   failures: number;
+  /** What the failures were (status or error), for the report. */
+  readonly why: string[];
 }
 
 /** The good client: one small conversation, one request at a time, until `until()` is false. */
@@ -152,11 +154,15 @@ async function goodClient(url: string, agent: Agent, until: () => boolean, out: 
         },
         body: agent.next(),
       });
-      await res.body.dump();
+      const text = await res.body.text();
       if (res.statusCode === 200) out.ms.push(performance.now() - started);
-      else out.failures++;
-    } catch {
+      else {
+        out.failures++;
+        out.why.push(`${res.statusCode} ${text.slice(0, 200)}`);
+      }
+    } catch (error) {
       out.failures++;
+      out.why.push((error as Error).message);
     }
   }
   await client.close();
@@ -206,7 +212,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     const agent = new Agent('good', 40);
     // Alone first: the good client's own latency, and every worker warm.
-    const alone: Good = { ms: [], failures: 0 };
+    const alone: Good = { ms: [], failures: 0, why: [] };
     const aloneUntil = Date.now() + 10_000;
     await goodClient(g.url, agent, () => Date.now() < aloneUntil, alone);
     const base95 = pct(alone.ms, 95);
@@ -229,7 +235,7 @@ export async function main(argv: string[]): Promise<void> {
       const bodies = Array.from({ length: n }, (_, i) =>
         bigRequest(`${label.replace(/\W+/g, '-')}-${i}`, Number(flag('--outputs') ?? 15)),
       );
-      const good: Good = { ms: [], failures: 0 };
+      const good: Good = { ms: [], failures: 0, why: [] };
       const before = deaths();
       peak = 0;
       let running = true;
@@ -239,6 +245,7 @@ export async function main(argv: string[]): Promise<void> {
       console.log(`${label}: all answered in ${(performance.now() - t0).toFixed(0)} ms`);
       running = false;
       await goodRun;
+      for (const w of good.why) console.log(`${label}: the good client got ${w}`);
       const kinds = new Map<string, number>();
       for (const a of answers) kinds.set(a, (kinds.get(a) ?? 0) + 1);
       rows.push([

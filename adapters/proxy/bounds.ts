@@ -95,14 +95,19 @@ const HEAP_OVER_AT = 0.95;
 /** Share of the heap limit above which the reductions running are aborted (their requests go as sent). */
 export const HEAP_ABORT_AT = 0.9;
 /**
- * Heap bytes one body byte is counted at while its request is reduced. Measured (`npm run bench --
- * proxy-memory`, RELIABILITY.md): a 30 MB request of 15 terminal outputs of 1.9 MB held up to ≈ 500 MB
- * of live heap more than the idle worker (≈ 17 per byte); 4 such outputs far less per byte. The
- * worst case measured, not the typical one: too high only forwards a large request unreduced.
+ * Heap bytes one body byte is counted at while its request is reduced. Measured on one 29 MB request
+ * of 15 terminal outputs of 1.9 MB (`npm run bench -- proxy-memory`, RELIABILITY.md): at most about
+ * 70 MB of live heap over the idle process after full collections, 2.4 per byte, before the
+ * collector's floating garbage. Too high only forwards a large request unreduced; too low is caught
+ * by {@link HEAP_ABORT_AT}.
  */
-export const HEAP_PER_BODY_BYTE = 16;
-/** Share of the V8 heap limit that the requests being reduced may claim together (the rest is the live state and garbage). */
-export const REDUCE_SHARE = 0.4;
+export const HEAP_PER_BODY_BYTE = 3;
+/**
+ * Share of the V8 heap limit that the requests being reduced may claim together (the rest is the
+ * live state and garbage): with the defaults of two workers (224 MiB of heap each) one request of
+ * 29 MB fits (its body limit is 32 MiB), a second one at once does not.
+ */
+export const REDUCE_SHARE = 0.45;
 /** Bodies up to this size are always reduced (claimed, but never refused): their cost is part of ordinary load. */
 export const SMALL_BODY = 1_048_576;
 
