@@ -136,7 +136,7 @@ export function createProxyMetrics(
     }),
     rejected: new Counter({
       name: `${p}rejected_total`,
-      help: 'Requests answered 503 with Retry-After at once: in_flight (the in-flight limit), memory (the lower limit that applies above the memory bound).',
+      help: 'Requests answered 503 with Retry-After at once: in_flight (the in-flight limit), memory (the lower limit that applies above the memory bound), tenant_share (the API key holds its share of the limit).',
       labelNames: ['reason'],
       registers: [registry],
     }),
