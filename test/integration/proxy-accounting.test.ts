@@ -78,7 +78,14 @@ describe('gateway accounting', () => {
       },
       {
         model: 'gpt-4o',
-        messages: [...opening, { role: 'assistant', content: 'answer' }, { role: 'user', content: 'and?' }],
+        // The conversation goes on from the recovered turn (a recovery rejoins only where it followed).
+        messages: [
+          ...opening,
+          { role: 'assistant', content: 'answer' },
+          { role: 'user', content: 'recover' },
+          { role: 'assistant', content: 'the run, recovered' },
+          { role: 'user', content: 'and?' },
+        ],
       },
     ];
     for (const body of bodies) expect(await post(h.url, body)).toBe(200);
