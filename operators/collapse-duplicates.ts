@@ -3,7 +3,7 @@ import type { OperatorFunction } from 'rxjs';
 import type { RequestView } from '../src/model/index.js';
 import type { Slot } from '../src/model/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
+import { advance, note, sessionStateKey, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import {
   creditedDecisions,
@@ -150,13 +150,15 @@ async function reduce(
   o: Settings,
 ): Promise<Step<ProviderRequest> | undefined> {
   const sessionId = step.context.sessionId;
+  // The session's rendering rows are its tenant's: keyed by both.
+  const stateKey = sessionStateKey(step.context);
   const scope = storeScope(step.context);
   state.evidence.begin(scope);
   // Fidelity first: the baseline is the request with every dangling delta resolved.
   const { base, view, outputs, resolved, unresolved } = await resolveBase(state, recognised, inputOutputs, o.outputsOf);
   // Items an earlier request of this conversation had (by chain hash) are not new here.
   const chain = state.chain.hashes(recognised.view.items, (it) => state.meter.measure(it).hash);
-  const { isNew, wasDuplicate } = await sessionHistory(state, sessionId, chain);
+  const { isNew, wasDuplicate } = await sessionHistory(state, stateKey, chain);
   const plan = await planDuplicates(state, view, outputs, {
     sessionId,
     minChars: o.minChars,
@@ -166,7 +168,7 @@ async function reduce(
     isNew,
     wasDuplicate,
   });
-  await noteSeen(state, sessionId, chain, scope);
+  await noteSeen(state, stateKey, chain, scope);
   const withBase = (): Step<ProviderRequest> => {
     let out = base === recognised.request ? step : advance(step, recognised.restore(base), deltaNotes(resolved)[0]!);
     for (const d of unresolvedNotes(unresolved)) out = note(out, d);
@@ -176,7 +178,7 @@ async function reduce(
   if (delivered.kind === 'none') return base === recognised.request && unresolved === 0 ? undefined : withBase();
   if (delivered.kind === 'skipped')
     return note(withBase(), { stage: STAGE, kind: 'skipped', reason: delivered.reason });
-  await markDuplicates(state, sessionId, chain, delivered.managed, scope);
+  await markDuplicates(state, stateKey, chain, delivered.managed, scope);
   const [first, second] = creditedDecisions(delivered.managed, delivered.measured);
   const out = advance(withBase(), recognised.restore(delivered.measured.request), first!);
   return second === undefined ? out : note(out, second);

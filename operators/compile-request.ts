@@ -1,7 +1,7 @@
 import { STAGES } from '../src/stages.js';
 import type { OperatorFunction } from 'rxjs';
 import { stepOperator } from '../src/operator-kit.js';
-import type { ProviderRequest, Step } from '../src/step.js';
+import { sessionStateKey, type ProviderRequest, type Step } from '../src/step.js';
 import { requestStore } from '../src/vault/scoped-reads.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
 import { createSessionPool } from '../src/compile/session.js';
@@ -39,10 +39,11 @@ export function compileRequest(
       prefixRecognition,
     });
     const memos = new Map<string, ConversationMemo>();
-    const memoOf = (sessionId: string): ConversationMemo => {
-      let memo = memos.get(sessionId);
+    // Keyed, and its renderings stored, by tenant and session: two tenants' session ids never meet.
+    const memoOf = (key: string): ConversationMemo => {
+      let memo = memos.get(key);
       if (memo === undefined) {
-        memos.set(sessionId, (memo = createConversationMemo(vault, sessionId, inlineLeases)));
+        memos.set(key, (memo = createConversationMemo(vault, key, inlineLeases)));
         if (memos.size > 256) memos.delete(memos.keys().next().value as string);
       }
       return memo;
@@ -54,7 +55,7 @@ export function compileRequest(
       const seen = state.requests.recognise(step.value, step.context.format);
       const view = seen.view;
       if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
-      return reduceRequest(step, state, seen, memoOf(step.context.sessionId), settings);
+      return reduceRequest(step, state, seen, memoOf(sessionStateKey(step.context)), settings);
     };
   });
 }

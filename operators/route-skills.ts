@@ -4,7 +4,7 @@ import type { OperatorFunction } from 'rxjs';
 import { readRequest, stepFormat, writeSlots, type Slot } from '../src/model/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stepOperator } from '../src/operator-kit.js';
-import { advance, note, storeScope, type ProviderRequest, type Step } from '../src/step.js';
+import { advance, note, sessionStateKey, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { SessionStore } from '../src/vault/ports.js';
 import {
   HERMES_DELIMITERS,
@@ -140,10 +140,10 @@ export function routeSkills(
         for (const b of [...blocks].reverse()) {
           const original = source.slice(b.start, b.end);
           const key = `skills:${createHash('sha256').update(original).digest('hex').slice(0, 32)}`;
-          let routed = sticky.get(key) ?? (await options.vault?.getRendering(step.context.sessionId, key));
+          let routed = sticky.get(key) ?? (await options.vault?.getRendering(sessionStateKey(step.context), key));
           if (routed === undefined) {
             routed = renderCatalog(selectSkills(prompt, b.entries, route), b.entries.length, delimiters);
-            await options.vault?.setRendering(step.context.sessionId, key, routed, storeScope(step.context));
+            await options.vault?.setRendering(sessionStateKey(step.context), key, routed, storeScope(step.context));
           }
           sticky.set(key, routed);
           text = text.slice(0, b.start) + routed + text.slice(b.end);

@@ -23,7 +23,7 @@ export type { TerminatorOptions, ModeGates } from './runtime/index.js';
 export type { OptionalPackageName } from './optional-package.js';
 
 // Steps and writing an operator of your own (docs/custom-operators.md).
-export { createStep, advance, note, failOpen, errorLabel } from './step.js';
+export { createStep, advance, note, failOpen, errorLabel, sessionStateKey, parseSessionStateKey } from './step.js';
 export { stepOperator } from './operator-kit.js';
 
 // The pipelines and their operators.

@@ -75,6 +75,41 @@ export function storeScope(context: StepContext): StoreScope {
   };
 }
 
+/** Separates the tenant from the session in a {@link sessionStateKey}; never part of a plain key. */
+const STATE_KEY_MARK = '\u001f';
+
+/**
+ * The key of everything a session holds (working state, renderings, recovery state, the
+ * conversation memo, focus terms): its tenant and its id, so a session id one tenant gives can
+ * never name another tenant's session. The single local tenant `''` keeps the plain session id
+ * (rows written before tenants were keyed stay found); any other tenant, or an id holding the
+ * mark, is length-prefixed behind the mark (`\u001f<tenant length>\u001f<tenant><session id>`):
+ * the encoding is injective, whatever characters either part holds.
+ *
+ * @example
+ * sessionStateKey({ sessionId: 's1' }); // 's1'
+ * sessionStateKey({ sessionId: 's1', tenant: 'acme' }); // '\u001f4\u001facmes1'
+ */
+export function sessionStateKey(context: { readonly sessionId: string; readonly tenant?: string | undefined }): string {
+  const tenant = context.tenant ?? '';
+  if (tenant === '' && !context.sessionId.includes(STATE_KEY_MARK)) return context.sessionId;
+  return `${STATE_KEY_MARK}${tenant.length}${STATE_KEY_MARK}${tenant}${context.sessionId}`;
+}
+
+/**
+ * The tenant and session id a {@link sessionStateKey} was made of (a plain id: the local tenant).
+ *
+ * @example
+ * parseSessionStateKey(sessionStateKey({ sessionId: 's1', tenant: 'acme' })); // { tenant: 'acme', sessionId: 's1' }
+ */
+export function parseSessionStateKey(key: string): { readonly tenant: string; readonly sessionId: string } {
+  const m = /^\u001f(\d+)\u001f/.exec(key);
+  if (m === null) return { tenant: '', sessionId: key };
+  const start = m[0].length;
+  const length = Number(m[1]);
+  return { tenant: key.slice(start, start + length), sessionId: key.slice(start + length) };
+}
+
 /** What a stage did with a Step: changed it, left it alone, fell back to the original after a failure, or only measured. */
 export type DecisionKind = 'applied' | 'skipped' | 'failed_open' | 'measured';
 

@@ -30,7 +30,7 @@ import {
   type RecoveryWireFormat,
 } from '../../src/recovery/formats.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
-import { errorLabel, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
+import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
@@ -170,7 +170,8 @@ async function prepare(
     format,
     route: { ...PROVIDER[format], ...(model === undefined ? {} : { model }) },
   };
-  const state = await loadRecoveryState(tt.vault, sessionId);
+  // The recovery exchanges are the tenant's own: stored under its tenant and session, never the session alone.
+  const state = await loadRecoveryState(tt.vault, sessionStateKey(context));
   // A recovered output rejoins the working set: shown as the client sent it, its exchange not again.
   const { request: shown, rejoined } = showExchanges(client, format, state);
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx, signal);
@@ -186,7 +187,7 @@ async function prepare(
     request = withRecoveryTool(request, format, tt.recoveryTool);
     if (!state.tool) {
       nextState = { ...state, tool: true };
-      await saveRecoveryState(tt.vault, sessionId, nextState);
+      await saveRecoveryState(tt.vault, sessionStateKey(context), nextState);
     }
   }
   const changed = shown !== client || outputs.changed || request !== outputs.request || offer;
@@ -417,7 +418,8 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
         serverSide ? { ...(typeof responseId === 'string' ? { responseId } : {}), pendingItems } : undefined,
       );
       const next = alias === undefined ? recorded : recordAlias(recorded, alias);
-      if (next !== prepared.state) await saveRecoveryState(ctx.terminator.vault, sessionId, next);
+      if (next !== prepared.state)
+        await saveRecoveryState(ctx.terminator.vault, sessionStateKey(prepared.context), next);
     } catch (error) {
       ctx.metrics.failOpen.inc({ reason: 'recovery_state' });
       ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'recovery_state', error: errorLabel(error) });

@@ -1,10 +1,13 @@
 /**
  * Who a request belongs to, without client changes.
  *
- * - Tenant: a digest of the API key the request carries (`Authorization: Bearer …`, `x-api-key`,
- *   `api-key`), never the key itself; `''` when there is none. It is the StepContext tenant.
- * - Session: the `x-token-terminator-session` header when present (scoped by the tenant, so two
- *   keys never share a session); otherwise a digest of the tenant, the API and the instruction
+ * - Tenant: the whole SHA-256 of every credential the request carries (`Authorization`,
+ *   `x-api-key`, `api-key`, each by name), never a key itself; `''` when it carries none. It is
+ *   the StepContext tenant: a client holds a keyed tenant's state only by sending that key, and a
+ *   blank header is no credential (an empty `Authorization` beside an `x-api-key` is the
+ *   `x-api-key`'s tenant, not the keyless one).
+ * - Session: the `x-token-terminator-session` header when present; otherwise a digest of the
+ *   tenant, the API and the instruction
  *   prefix: every conversation item before the first assistant item
  *   (system/developer prompts and the opening user message) plus the top-level instructions.
  *   A conversation keeps that prefix for its whole life, so its requests meet in one session,
@@ -30,25 +33,33 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** The API key a request carries, if any (read only to digest it). */
-function apiKey(headers: IncomingHttpHeaders): string | undefined {
-  const auth = header(headers, 'authorization');
-  if (auth !== undefined) {
-    const m = /^\s*Bearer\s+(.+?)\s*$/i.exec(auth);
-    return m?.[1] ?? auth.trim();
+/** Headers an upstream may authenticate a request by. */
+const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const;
+
+/**
+ * The credentials a request carries, by header, blank ones left out (read only to digest them):
+ * every one of them, since which one an upstream honours is the upstream's choice.
+ */
+function credentials(headers: IncomingHttpHeaders): [string, string][] {
+  const found: [string, string][] = [];
+  for (const name of CREDENTIAL_HEADERS) {
+    const raw = header(headers, name)?.trim();
+    const value = name === 'authorization' ? raw?.replace(/^Bearer(?:\s+|$)/i, '').trim() : raw;
+    if (value !== undefined && value !== '') found.push([name, value]);
   }
-  return header(headers, 'x-api-key') ?? header(headers, 'api-key');
+  return found;
 }
 
 /**
- * `k_` + 24 hex chars of the key's SHA-256, or `''` without a key.
+ * `k_` + the 64 hex chars of the SHA-256 of the request's credentials, or `''` without any.
  *
  * @example
- * tenantOf({ authorization: 'Bearer sk-test' }); // 'k_' + 24 hex chars
+ * tenantOf({ authorization: 'Bearer sk-test' }); // 'k_' + 64 hex chars
  */
 export function tenantOf(headers: IncomingHttpHeaders): string {
-  const key = apiKey(headers);
-  return key === undefined || key === '' ? '' : `k_${sha(`token-terminator tenant\u0000${key}`).slice(0, 24)}`;
+  const found = credentials(headers);
+  // JSON of [name, value] pairs: the structure is part of the digest, so no value can pose as another split.
+  return found.length === 0 ? '' : `k_${sha(`token-terminator tenant\u0000${JSON.stringify(found)}`)}`;
 }
 
 /** The items before the first assistant item (the instruction prefix), plus top-level instructions. */
@@ -88,7 +99,9 @@ function plainText(content: unknown): unknown {
 }
 
 /**
- * The session id for a request (see the module comment).
+ * The session id for a request (see the module comment). A given name is taken as it is: the
+ * session's state is keyed by the tenant beside it (`sessionStateKey`), so a name, whatever it
+ * holds, never reaches another tenant's session.
  *
  * @example
  * sessionOf(req.headers, body, 'chat', tenantOf(req.headers)); // 'p_3f…'
@@ -101,7 +114,7 @@ export function sessionOf(
 ): string {
   const given = header(headers, SESSION_HEADER)?.trim();
   if (given !== undefined && given !== '' && given.length <= 200 && /^[\x20-\x7e]+$/.test(given)) {
-    return tenant === '' ? `h:${given}` : `h:${given}@${tenant.slice(2, 14)}`;
+    return `h:${given}`;
   }
   const digest = sha(
     `${tenant}\u0000${format}\u0000${canonicalJson(instructionPrefix(request, format), { compact: true })}`,

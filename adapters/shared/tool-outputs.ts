@@ -20,7 +20,7 @@ import { isRecoveryResult } from '../../src/recovery/results.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { REPLAY_TOOL_NAMES } from '../../src/tools/names.js';
 import { savedByStage } from '../../src/telemetry/metrics.js';
-import type { Decision, ProviderRequest, StepContext } from '../../src/step.js';
+import { sessionStateKey, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
 
 const KEY_PREFIX = 'proxy.tool.v1:';
 const UNCHANGED = '=';
@@ -155,8 +155,8 @@ async function renderSlots(
       .update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`)
       .digest('hex')
       .slice(0, 40)}`;
-    const cacheKey = `${context.sessionId}\u0000${key}`;
-    let stored = cache.get(cacheKey) ?? (await terminator.vault.getRendering(context.sessionId, key));
+    const cacheKey = `${sessionStateKey(context)}\u0000${key}`;
+    let stored = cache.get(cacheKey) ?? (await terminator.vault.getRendering(sessionStateKey(context), key));
     if (stored === undefined) {
       const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
       const step = await terminator.reduceToolResult(
@@ -182,9 +182,9 @@ async function renderSlots(
         continue;
       }
       // Another replica may have rendered it first: its rendering is the one the model saw.
-      stored = (await terminator.vault.getRendering(context.sessionId, key)) ?? rendering;
+      stored = (await terminator.vault.getRendering(sessionStateKey(context), key)) ?? rendering;
       if (stored === rendering) {
-        await terminator.vault.setRendering(context.sessionId, key, rendering);
+        await terminator.vault.setRendering(sessionStateKey(context), key, rendering);
         savedByStage(step.decisions, saved);
       }
       firstSeen++;
@@ -339,7 +339,7 @@ export async function renderToolOutputs(
       failedOpen: out.failedOpen,
     };
   }
-  const memo = caches.items.session(context.sessionId);
+  const memo = caches.items.session(sessionStateKey(context));
   const found: (Entry | undefined)[] = list.map((item, i) =>
     i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i])
       ? memo.lastEntries[i]

@@ -12,6 +12,7 @@ import { workingStateBlock } from './working-state.js';
 import {
   advance,
   note,
+  sessionStateKey,
   storeScope,
   type Decision,
   type ProviderRequest,
@@ -346,7 +347,9 @@ export async function reduceRequest(
     // Deltas of changed outputs this request shows resolved: the output itself was shown.
     const full = resolved.flatMap((r) => plan.fullShown.get(JSON.stringify(r.slot.path)) ?? []);
     await markShown(plan.decided, full);
-    const request = seen.restore(await withWorkingState(s, raw, measured.request, sessionId, view.format));
+    const request = seen.restore(
+      await withWorkingState(s, raw, measured.request, sessionStateKey(step.context), view.format),
+    );
     if (plan.failed > 0) step = note(step, vaultNote);
     return advance(step, request, appliedDecision(plan, measured, artifacts));
   }
@@ -376,11 +379,12 @@ async function withWorkingState(
   s: CompileSettings,
   raw: ProviderRequest,
   compiled: ProviderRequest,
-  sessionId: string,
+  /** The session's {@link sessionStateKey}: the block is its tenant's working state only. */
+  stateKey: string,
   format: RequestFormat,
 ): Promise<ProviderRequest> {
   if (s.workingGraphChars === 0 || s.options.workingState === undefined) return compiled;
-  const block = await workingStateBlock(s.options.workingState, sessionId, s.workingGraphChars);
+  const block = await workingStateBlock(s.options.workingState, stateKey, s.workingGraphChars);
   if (block === '') return compiled;
   const view = readRequest(compiled, { format });
   const slot = view.slots.filter((s) => s.kind === 'user').at(-1);

@@ -17,6 +17,7 @@ import { createObservationMemo, type ObservationMemo } from './observations.js';
 import { createInlineIds, type InlineIds } from './references.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
+import { sessionStateKey } from '../step.js';
 import { checkOptions } from '../options.js';
 
 export interface SessionState {
@@ -147,7 +148,7 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
   const store = requestStore(options.vault);
   const recognitions = options.recognitions ?? new Recognitions();
   return ({ sessionId, tenant = '' }) => {
-    const key = `${tenant}\u0000${sessionId}`;
+    const key = sessionStateKey({ sessionId, tenant });
     let state = pool.get(key);
     if (state !== undefined) return state;
     const requests = createRequestMemo({ recognise: options.prefixRecognition ?? true, recognitions });

@@ -11,7 +11,7 @@ import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import type { RecoveryHost, RecoveryTool } from '../runtime/types.js';
-import { errorLabel } from '../step.js';
+import { errorLabel, sessionStateKey } from '../step.js';
 import { rtkAvailable } from '../tools/spawner.js';
 import type { ArtifactStore, StoreScope, VaultHealth } from '../vault/ports.js';
 import type { ArtifactSummary } from '../vault/types.js';
@@ -282,7 +282,8 @@ async function peek(
 async function workingState(
   { config, workingState: store }: RecoveryToolOptions,
   args: RecoveryArgs,
-  sessionId: string,
+  /** The session's {@link sessionStateKey}: its working state is its tenant's alone. */
+  stateKey: string,
 ): Promise<RecoveryResult> {
   if (config.workingGraphChars <= 0) {
     return failure(
@@ -294,10 +295,10 @@ async function workingState(
     return failure(RECOVERY_ERRORS.workingStateUnavailable, 'no working-state store is configured for this host');
   }
   if (args.action === 'working_state_apply') {
-    return { ...(await store.apply(sessionId, need(args.operations, 'operations', args.action))) };
+    return { ...(await store.apply(stateKey, need(args.operations, 'operations', args.action))) };
   }
   return {
-    ...(await store.get(sessionId, {
+    ...(await store.get(stateKey, {
       includeRetired: args.include_retired ?? false,
       limit: clamp(args.limit ?? 500, 0, 500),
     })),
@@ -307,7 +308,7 @@ async function workingState(
 async function run(
   options: RecoveryToolOptions,
   args: RecoveryArgs,
-  sessionId: string,
+  stateKey: string,
   scope: StoreScope | undefined,
 ): Promise<RecoveryResult> {
   const { vault, config } = options;
@@ -356,7 +357,7 @@ async function run(
     }
     case 'working_state_apply':
     case 'working_state_get':
-      return workingState(options, args, sessionId);
+      return workingState(options, args, stateKey);
   }
 }
 
@@ -382,7 +383,8 @@ export function createRecoveryTool(options: RecoveryToolOptions): RecoveryToolHa
       const sessionId = String(host?.sessionId ?? '');
       const tenant = typeof host?.tenant === 'string' ? host.tenant : '';
       // The model only ever reads what its own session was shown: ids and searches outside it are unknown.
-      result = await run(options, args, sessionId, scopeMode === 'store' ? undefined : { tenant, sessionId });
+      const stateKey = sessionStateKey({ sessionId, tenant });
+      result = await run(options, args, stateKey, scopeMode === 'store' ? undefined : { tenant, sessionId });
     } catch (error) {
       if (error instanceof ArgumentProblem) {
         result = failure(RECOVERY_ERRORS.invalidArguments, error.message, error.field);

@@ -11,7 +11,7 @@
  * its raw request is that request with each rendering's raw size back ({@link ToolCredits}). The
  * recovery tool is ours: it is never part of raw, and part of what was sent when it was offered.
  */
-import type { ProviderRequest, Decision, StepContext } from '../step.js';
+import { sessionStateKey, type ProviderRequest, type Decision, type StepContext } from '../step.js';
 import { RECOVERY_TOOL_NAME } from '../recovery/schema.js';
 import { toolName } from '../recovery/formats.js';
 import { attributeRequest, type Attribution, type SkillCuts } from './attribution.js';
@@ -123,7 +123,8 @@ export function accountRequest(parts: AccountingParts, input: RequestToAccount):
   const list = input.sent['messages'] ?? input.sent['input'];
   const model = input.staged['model'] ?? input.context.route?.model;
   const row = requestMetric({
-    sessionId: input.context.sessionId,
+    // Keyed by tenant and session: two tenants' rows of one session id stay apart, and a view can keep to one tenant.
+    sessionId: sessionStateKey(input.context),
     requestId: input.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
     mode: parts.mode,
     ...(typeof model === 'string' && model !== '' ? { model } : {}),
@@ -147,9 +148,7 @@ export function accountRequest(parts: AccountingParts, input: RequestToAccount):
   };
 }
 
-/** The key a session's renderings are remembered under (the runtime's lane key: session, then tenant). */
+/** The key a session's renderings are remembered under (the runtime's lane key): its {@link sessionStateKey}. */
 export function sessionKeyOf(context: Pick<StepContext, 'sessionId' | 'tenant'>): string {
-  return context.tenant === undefined || context.tenant === ''
-    ? context.sessionId
-    : `${context.sessionId}\u0000${context.tenant}`;
+  return sessionStateKey(context);
 }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { ActivityReading } from '../activity.js';
 import { effectiveLedgerPath } from '../config/index.js';
 import type { Config } from '../config/types.js';
-import type { ProviderRequest, Step } from '../step.js';
+import { sessionStateKey, type ProviderRequest, type Step } from '../step.js';
 import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
 import type { RequestMetric, Vault } from '../vault/types.js';
 
@@ -68,7 +68,9 @@ export function openLiveLedger(config: Config, on: boolean, activity?: ActivityR
       ledger ??= open();
       const l = await ledger;
       const turns = entries.map(({ step, rawTokens, finalTokens }): TurnRecord => {
-        const { sessionId, requestId } = step.context;
+        const { requestId } = step.context;
+        // The ledger's sessions are keyed like the metric rows: by tenant and session.
+        const sessionId = sessionStateKey(step.context);
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
         const turnId = requestId ?? randomUUID();

@@ -122,9 +122,19 @@ describe('sessions', () => {
     expect(sessionOf(keyA, other, 'chat', tenantOf(keyA))).not.toBe(sessionOf(keyA, first, 'chat', tenantOf(keyA)));
     const tagged = { ...keyA, 'x-token-terminator-session': 'run-42' };
     expect(sessionOf(tagged, other, 'chat', tenantOf(keyA))).toBe(sessionOf(tagged, first, 'chat', tenantOf(keyA)));
-    expect(tenantOf(keyA)).toMatch(/^k_[0-9a-f]{24}$/);
+    expect(tenantOf(keyA)).toMatch(/^k_[0-9a-f]{64}$/);
     expect(tenantOf(keyA)).not.toContain('sk-a');
     expect(tenantOf({})).toBe('');
+    // A blank header is no credential: an empty Authorization beside an x-api-key is that key's
+    // tenant, never the keyless one; the keyless tenant is every client without a credential.
+    expect(tenantOf({ authorization: '', 'x-api-key': 'sk-b' })).toBe(tenantOf(keyB));
+    expect(tenantOf({ authorization: 'Bearer ', 'x-api-key': 'sk-b' })).toBe(tenantOf(keyB));
+    expect(tenantOf({ authorization: '  ' })).toBe('');
+    // Every credential counts, by header: the same value under another header, or beside another, is another tenant.
+    expect(tenantOf({ 'x-api-key': 'sk-a' })).not.toBe(tenantOf(keyA));
+    expect(tenantOf({ ...keyA, 'x-api-key': 'sk-b' })).not.toBe(tenantOf(keyA));
+    // A given session name is the name: the tenant is kept beside it, not folded into the string a client could write.
+    expect(sessionOf(tagged, first, 'chat', tenantOf(keyA))).toBe('h:run-42');
   });
 });
 

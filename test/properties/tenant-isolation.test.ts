@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReceipt, referencedArtifacts, renderNativeNote, renderReceipt } from '../../src/receipts/index.js';
 import { createTerminator, type Terminator } from '../../src/runtime/index.js';
+import { parseSessionStateKey, sessionStateKey } from '../../src/step.js';
 import { conversation, renderSession, WIRE_FORMATS, type Conversation } from '../../src/testing/index.js';
 import type { WireFormat } from '../../src/testing/index.js';
 import { artifactIdFor } from '../../src/vault/index.js';
@@ -208,3 +209,142 @@ for (const dialect of DIALECTS) {
     }
   });
 }
+
+/**
+ * Two tenants on one session id (issue 49): every session-keyed row and cache is keyed by tenant
+ * and session, so nothing tenant A's session holds — its working state, renderings, conversation
+ * memo, leases, terminal baselines, recovered pages — reaches tenant B's session of the same id.
+ * The keyless tenant `''` is one of the pairs: a client without a key never joins a keyed one.
+ */
+const sharedScenario = fc.record({
+  tenants: fc.constantFrom<readonly [string, string]>([TENANT_A, TENANT_B], ['', TENANT_A], [TENANT_A, '']),
+  a: conversation({ minTurns: 2, maxTurns: 4, sizes: ['medium', 'large'] }).map(withCanary),
+  b: conversation({ minTurns: 2, maxTurns: 4, sizes: ['medium', 'large'] }),
+  markers: fc.array(marker, { minLength: 1, maxLength: 4 }),
+  recoveries: fc.array(recovery, { minLength: 1, maxLength: 3 }),
+});
+
+/** Every feature on: working state, deltas of repeated runs, leases, renderings, history digests. */
+const ALL_FEATURES = { ...OVERRIDES, workingGraphChars: 4000, temporalMinChars: 200, temporalDelta: true } as const;
+
+const parsed = (text: string): Record<string, unknown> => JSON.parse(text) as Record<string, unknown>;
+
+for (const dialect of DIALECTS) {
+  describe(`two tenants sharing a session id (${dialect})`, () => {
+    let store: FreshStore;
+    let tt: Terminator;
+    let run = 0;
+    beforeAll(async () => {
+      store = await freshStore(dialect);
+      tt = await createTerminator({ vault: await store.open(), env: {}, overrides: ALL_FEATURES });
+    });
+    afterAll(async () => {
+      await tt?.close();
+      await store?.cleanup();
+    });
+
+    for (const format of WIRE_FORMATS as readonly WireFormat[]) {
+      it(`neither gets a byte of the other's session in a compiled request, a tool result or a recovery answer (${format})`, async () => {
+        await fc.assert(
+          fc.asyncProperty(sharedScenario, async ({ tenants, a, b, markers, recoveries }) => {
+            run++;
+            const sessionId = `shared-${format}-${run}`;
+            // Fresh keyed tenants per run; the keyless tenant '' is the same in every run, as in a gateway.
+            const [tenantA, tenantB] = tenants.map((t) => (t === '' ? '' : `${t}-${run}`));
+            const sessionA = { tenant: tenantA!, sessionId };
+            const sessionB = { tenant: tenantB!, sessionId };
+            // A: working state holding the canary, each terminal run twice (a baseline, then a delta),
+            // its requests (renderings, leases, digests) and recoveries of its own evidence.
+            const applied = parsed(
+              await tt.recoveryTool.handle(
+                {
+                  action: 'working_state_apply',
+                  operations: [
+                    { op: 'NODE_CREATE', node_id: 'A1', kind: 'constraint', label: `${CANARY} rule`, confidence: 1 },
+                  ],
+                },
+                sessionA,
+              ),
+            );
+            expect(applied['error']).toBeUndefined();
+            expect(
+              JSON.stringify(parsed(await tt.recoveryTool.handle({ action: 'working_state_get' }, sessionA))),
+            ).toContain(CANARY);
+            const ids = new Set<string>();
+            const calls = a.turns.flatMap((t) => t.steps.flatMap((s) => s.calls));
+            let n = 0;
+            for (const c of calls)
+              for (const round of [0, 1]) {
+                const content = round === 0 ? c.output : `${c.output}\n${CANARY} rerun ${n}`;
+                const step = await tt.reduceToolResult(
+                  { name: c.name, args: c.args, content, callId: `a${n++}` },
+                  sessionA,
+                );
+                ids.add(artifactIdFor(content));
+                for (const id of referencedArtifacts(step.value.content)) ids.add(id);
+              }
+            for (const request of renderSession(a, format)) {
+              const step = await tt.reduceRequest(request, sessionA);
+              for (const id of referencedArtifacts(JSON.stringify(step.value).replace(/\\n/g, '\n'))) ids.add(id);
+            }
+            const known = [...ids];
+            const own = parsed(await tt.recoveryTool.handle({ action: 'artifact_search', query: CANARY }, sessionA));
+            expect(JSON.stringify(own)).toContain('artifact_id');
+
+            // B, on the same session id: the same commands (a shared baseline would answer with a
+            // delta against A's run), its own conversation naming A's ids, its working state, recoveries.
+            const seen: string[] = [];
+            seen.push(await tt.recoveryTool.handle({ action: 'working_state_get', include_retired: true }, sessionB));
+            for (const [k, c] of calls.entries()) {
+              const content = `${c.output.split(CANARY).join('B-OWN')}\nB run ${k}`;
+              const step = await tt.reduceToolResult(
+                { name: c.name, args: c.args, content, callId: `b${k}` },
+                sessionB,
+              );
+              seen.push(step.value.content);
+            }
+            for (const request of renderSession(attack(b, markers, known), format))
+              seen.push(JSON.stringify((await tt.reduceRequest(request, sessionB)).value));
+            for (const r of recoveries) {
+              const args =
+                r.action === 'artifact_search'
+                  ? { action: r.action, query: CANARY }
+                  : r.action === 'artifact_find'
+                    ? { action: r.action, artifact_id: known[r.target % known.length], query: CANARY }
+                    : { action: r.action, artifact_id: known[r.target % known.length] };
+              seen.push(await tt.recoveryTool.handle(args, sessionB));
+            }
+            seen.push(await tt.recoveryTool.handle({ action: 'working_state_get' }, sessionB));
+            for (const text of seen) expect(text).not.toContain(CANARY);
+            expect(await tt.vault.search(CANARY, 50, sessionB)).toEqual([]);
+            // A's own working state is as A left it: B neither read nor wrote it.
+            const after = JSON.stringify(
+              parsed(await tt.recoveryTool.handle({ action: 'working_state_get' }, sessionA)),
+            );
+            expect(after).toContain(CANARY);
+            expect(after).not.toContain('B-OWN');
+          }),
+          { numRuns: RUNS },
+        );
+      }, 240_000);
+    }
+  });
+}
+
+describe('sessionStateKey', () => {
+  // Few characters, the mark and digits among them, so near-collisions are generated often.
+  const part = fc.string({ unit: fc.constantFrom('\u001f', '0', '1', '2', 'a', '@', ':'), maxLength: 6 });
+  it('names each (tenant, session id) pair apart from every other, and reads back as the pair', () => {
+    fc.assert(
+      fc.property(part, part, part, part, (t1, s1, t2, s2) => {
+        const k1 = sessionStateKey({ tenant: t1, sessionId: s1 });
+        expect(parseSessionStateKey(k1)).toEqual({ tenant: t1, sessionId: s1 });
+        if (t1 !== t2 || s1 !== s2) expect(k1).not.toBe(sessionStateKey({ tenant: t2, sessionId: s2 }));
+      }),
+      { numRuns: 2000 },
+    );
+    // The local tenant keeps its plain ids (rows written before tenants were keyed stay found).
+    expect(sessionStateKey({ sessionId: 'h:proj@f2840d013ae4' })).toBe('h:proj@f2840d013ae4');
+    expect(sessionStateKey({ sessionId: 'proj', tenant: 'k_f2840d013ae4' })).not.toBe('proj@f2840d013ae4');
+  });
+});
