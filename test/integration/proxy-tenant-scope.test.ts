@@ -6,11 +6,14 @@
  * it. Neither B's upstream requests, nor B's answers, nor what the vault holds for B carries a
  * byte of A's canary: the id is unknown in B's scope and the lines pass through as text.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { tenantOf } from '../../adapters/proxy/index.js';
 import { createReceipt, renderReceipt } from '../../src/receipts/index.js';
 import { artifactIdFor } from '../../src/vault/index.js';
-import { startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
+import { freshSchema } from '../support/postgres.js';
+import { DIALECTS } from '../vault/dialects.js';
+import { firstArtifact, startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
 import { anthropic, chat, responses, type Recorded, type Reply } from '../proxy/support/upstream.js';
 
 const KEY_A = 'sk-tenant-a-0123456789';
@@ -194,3 +197,167 @@ describe('proxy: two API keys, one vault', () => {
     expect(await h.proxy.terminator.vault.search(CANARY, 50, { tenant: tenantB })).toEqual([]);
   });
 });
+
+/**
+ * A client without a key cannot take over a keyed tenant's session (issue 49): tenant A, keyed and
+ * naming its session `proj`, recovers its output and writes its working state; clients with no key,
+ * and with an empty Authorization beside an x-api-key, send every form of A's session name (the
+ * plain name, the name with the tenant suffix earlier releases appended, with the whole digest, with
+ * the `h:` prefix) in a conversation whose items line up with A's. Nothing of A reaches their
+ * upstream requests or their answers, and A's working state is neither read nor written by them.
+ */
+const WS_CANARY = 'WS-CANARY-OF-TENANT-A-52b1';
+const ATTACKER_MARK = 'ATTACKER-WROTE-THIS-9d0e';
+
+function attackForms(tenantA: string): string[] {
+  // The suffix earlier releases appended to a given name: 12 hex chars of the key's digest.
+  const legacy = createHash('sha256').update(`token-terminator tenant\u0000${KEY_A}`).digest('hex').slice(0, 12);
+  const hex = tenantA.slice(2);
+  return [
+    'proj',
+    `proj@${legacy}`,
+    `proj@${hex.slice(0, 12)}`,
+    `proj@${hex}`,
+    `proj@${tenantA}`,
+    `h:proj`,
+    `h:proj@${legacy}`,
+    `proj@${hex.slice(0, 24)}`,
+  ];
+}
+
+const followUp = (output: string) => {
+  const c = conversation(output);
+  return {
+    ...c,
+    messages: [
+      ...c.messages,
+      { role: 'assistant', content: 'A: ok' },
+      { role: 'user', content: 'Show me the failures.' },
+    ],
+  };
+};
+
+for (const dialect of DIALECTS) {
+  describe(`proxy: a client without a key and a keyed tenant's session name (${dialect})`, () => {
+    it("gets nothing of the tenant's session, and neither reads nor writes its working state", async () => {
+      const schema = dialect === 'postgres' ? await freshSchema(inject('pgUrl'), 'tenants') : undefined;
+      const attackers: Record<string, string>[] = [{}, { authorization: '', 'x-api-key': 'sk-attacker-own-key' }];
+      const isA = (r: Recorded) => bearer(r) === `Bearer ${KEY_A}`;
+      const asked = (r: Recorded, id: string) =>
+        ((r.json?.['messages'] as { role: string; tool_call_id?: string }[] | undefined) ?? []).some(
+          (m) => m.role === 'tool' && m.tool_call_id === id,
+        );
+      try {
+        h = await startHarness(
+          (r) => {
+            const body = r.body.toString();
+            if (isA(r)) {
+              // A's second request: the model recovers the output and writes A's working state.
+              if (!body.includes('Show me the failures.') || asked(r, 'tt-A')) return chat.text('A: ok');
+              return chat.calls([
+                {
+                  id: 'tt-A',
+                  name: 'token_terminator',
+                  args: { action: 'artifact_get', artifact_id: firstArtifact(r.json) ?? 'none', limit: 200_000 },
+                },
+                {
+                  id: 'tt-A2',
+                  name: 'token_terminator',
+                  args: {
+                    action: 'working_state_apply',
+                    operations: [
+                      {
+                        op: 'NODE_CREATE',
+                        node_id: 'A1',
+                        kind: 'constraint',
+                        label: `${WS_CANARY} rule`,
+                        confidence: 1,
+                      },
+                    ],
+                  },
+                },
+              ]);
+            }
+            if (asked(r, 'tt-X')) return chat.text('X: done');
+            return chat.calls([
+              { id: 'tt-X', name: 'token_terminator', args: { action: 'working_state_get', include_retired: true } },
+              {
+                id: 'tt-X2',
+                name: 'token_terminator',
+                args: {
+                  action: 'working_state_apply',
+                  operations: [
+                    { op: 'NODE_CREATE', node_id: 'X1', kind: 'constraint', label: ATTACKER_MARK, confidence: 1 },
+                  ],
+                },
+              },
+              {
+                id: 'tt-X3',
+                name: 'token_terminator',
+                args: { action: 'artifact_get', artifact_id: ID_A, limit: 200_000 },
+              },
+            ]);
+          },
+          { overrides: { workingGraphChars: 4000, ...(schema === undefined ? {} : { dbUrl: schema.url }) } },
+        );
+        const send = async (headers: Record<string, string>, body: unknown): Promise<string> => {
+          const res = await fetch(`${h!.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...headers },
+            body: JSON.stringify(body),
+          });
+          return res.text();
+        };
+        const a = { authorization: `Bearer ${KEY_A}`, 'x-token-terminator-session': 'proj' };
+        await send(a, conversation(OUTPUT_A));
+        await send(a, followUp(OUTPUT_A));
+        await h.proxy.settled();
+        const tenantA = tenantOf({ authorization: `Bearer ${KEY_A}` });
+        const fromA = h.upstream.requests.filter(isA);
+        // A's recovery round ran: its continuation carried the whole output and the working state was written.
+        expect(fromA.some((r) => r.body.toString().includes(`${CANARY}-10`))).toBe(true);
+        const stateOfA = () =>
+          h!.proxy.terminator.recoveryTool.handle(
+            { action: 'working_state_get' },
+            { sessionId: 'h:proj', tenant: tenantA },
+          );
+        expect(await stateOfA()).toContain(WS_CANARY);
+
+        const answers: string[] = [];
+        for (const who of attackers)
+          for (const form of attackForms(tenantA)) {
+            const headers = { ...who, 'x-token-terminator-session': form };
+            // Items line up with A's: a recorded exchange anchored on A's follow-up would match here.
+            answers.push(await send(headers, followUp(`${'B line\n'.repeat(400)}`)));
+            answers.push(await send(headers, conversation(OUTPUT_A.split(CANARY).join('X'))));
+          }
+        await h.proxy.settled();
+        const fromAttackers = h.upstream.requests.filter((r) => !isA(r));
+        for (const r of fromAttackers) {
+          const body = r.body.toString();
+          expect(body).not.toContain(CANARY);
+          expect(body).not.toContain(WS_CANARY);
+        }
+        for (const text of answers) {
+          expect(text).not.toContain(CANARY);
+          expect(text).not.toContain(WS_CANARY);
+        }
+        expect(fromAttackers.length).toBeGreaterThanOrEqual(2 * answers.length); // every recovery round ran
+        // A's working state is as A left it, and A's next request carries no attacker text.
+        const after = await stateOfA();
+        expect(after).toContain(WS_CANARY);
+        expect(after).not.toContain(ATTACKER_MARK);
+        const before = h.upstream.requests.length;
+        const next = followUp(OUTPUT_A);
+        next.messages.push({ role: 'assistant', content: 'A: ok' }, { role: 'user', content: 'And now?' });
+        await send(a, next);
+        await h.proxy.settled();
+        for (const r of h.upstream.requests.slice(before)) expect(r.body.toString()).not.toContain(ATTACKER_MARK);
+      } finally {
+        await h?.close();
+        h = undefined;
+        await schema?.drop();
+      }
+    }, 120_000);
+  });
+}
