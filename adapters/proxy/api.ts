@@ -390,6 +390,22 @@ interface RecoveryHooks {
   readonly serverSide: boolean;
 }
 
+/** Whether a recovery call read an artifact (`exact`: its stored bytes came back) or failed; undefined for other actions. */
+function readOutcome(args: unknown, answer: string): 'exact' | 'failed' | undefined {
+  const action = isObj(args)
+    ? args['action']
+    : typeof args === 'string'
+      ? /"action"\s*:\s*"(\w+)"/.exec(args)?.[1]
+      : undefined;
+  if (action !== 'artifact_get') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(answer);
+    return isObj(parsed) && parsed['error'] === undefined && typeof parsed['content'] === 'string' ? 'exact' : 'failed';
+  } catch {
+    return 'failed';
+  }
+}
+
 function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHooks {
   const sessionId = prepared.context.sessionId;
   const answer = async (call: RecoveryCall): Promise<string> => {
@@ -399,6 +415,8 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
     });
     ctx.metrics.recoveryCalls.inc({ api: format });
     ctx.metrics.recoveredChars.inc({ api: format }, text.length);
+    const outcome = readOutcome(call.arguments, text);
+    if (outcome !== undefined) ctx.metrics.recoveryResults.inc({ api: format, outcome });
     return text;
   };
   const remember = async (

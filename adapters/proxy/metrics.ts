@@ -23,6 +23,8 @@ export interface ProxyMetrics {
   readonly recoveryCalls: Counter<'api'>;
   readonly recoveryRounds: Counter<'api' | 'end'>;
   readonly recoveredChars: Counter<'api'>;
+  /** Artifact reads answered for the model, by outcome: `exact` or `failed`. */
+  readonly recoveryResults: Counter<'api' | 'outcome'>;
   readonly reusedItems: Counter<'api'>;
   readonly upstreamSeconds: Histogram<'api'>;
   readonly failOpen: Counter<'reason'>;
@@ -100,6 +102,12 @@ export function createProxyMetrics(
       name: `${p}body_items_reused_total`,
       help: "Conversation items taken from the session's previous request body instead of parsed again (their bytes were the same).",
       labelNames: ['api'],
+      registers: [registry],
+    }),
+    recoveryResults: new Counter({
+      name: `${p}recovery_results_total`,
+      help: 'Artifact reads the proxy answered for the model: exact (the stored bytes, read back by id) or failed (an error answer).',
+      labelNames: ['api', 'outcome'],
       registers: [registry],
     }),
     recoveredChars: new Counter({

@@ -1,12 +1,18 @@
 /**
  * `GET /dashboard`: the report page rendered live from the store's metric rows, so every replica on
- * one PostgreSQL store shows the fleet's figures. Content-free like the report: numbers, mechanism
- * names and session ids. The chart library loads on the first request only, so a proxy that is never
+ * one PostgreSQL store shows the fleet's figures. Content-free like the report: numbers and
+ * mechanism names. The totals count every client; the sessions listed are the caller's own (its
+ * tenant: the API key it sends, or none), named by the name its client gave in the session header
+ * (`unnamed session n` otherwise: never by content), so no client learns another's session ids.
+ * The chart library loads on the first request only, so a proxy that is never
  * asked for the page never pays for it. The gateway (`token-terminator proxy`) adds this route; the
  * proxy adapter itself does not import the report.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProxyMetrics } from '../../adapters/proxy/metrics.js';
+import { tenantOf } from '../../adapters/proxy/session.js';
+import { parseSessionStateKey } from '../step.js';
+import type { ReportInput } from './figures.js';
 import type { Terminator } from '../runtime/types.js';
 import { MissingPackageError } from '../optional-package.js';
 import { errorLabel } from '../step.js';
@@ -20,6 +26,32 @@ async function counterSum(
 ): Promise<number> {
   const { values } = await counter.get();
   return values.filter((v) => where === undefined || where(v.labels)).reduce((n, v) => n + v.value, 0);
+}
+
+/** A session id earlier releases gave a keyed tenant's named session (`h:<name>@<12 hex>`), stored without its tenant. */
+const LEGACY_KEYED = /^h:.*@[0-9a-f]{12}$/;
+
+/**
+ * The figures with only `tenant`'s sessions listed, each by the name its client gave (the totals
+ * still count every session). A session is the tenant's when its metric rows are keyed by it
+ * (`sessionStateKey`); rows of earlier releases that named a keyed tenant's session are no one's.
+ *
+ * @example
+ * ownSessions(await readStoreFigures(vault), tenantOf(req.headers));
+ */
+export function ownSessions(figures: ReportInput, tenant: string): ReportInput {
+  let unnamed = 0;
+  const sessions = figures.sessions.flatMap((s) => {
+    const key = parseSessionStateKey(s.id);
+    if (key.tenant !== tenant || (tenant === '' && LEGACY_KEYED.test(key.sessionId))) return [];
+    const id = key.sessionId.startsWith('h:') ? key.sessionId.slice(2) : `unnamed session ${++unnamed}`;
+    return [{ ...s, id }];
+  });
+  return { ...figures, session_count: figures.session_count ?? figures.sessions.length, sessions };
+}
+
+async function recoveryResults(metrics: ProxyMetrics, outcome: 'exact' | 'failed'): Promise<number> {
+  return counterSum(metrics.recoveryResults, (l) => l['outcome'] === outcome);
 }
 
 /**
@@ -44,16 +76,18 @@ export function dashboardRoute(
     let html: string;
     try {
       const { rateCardFromConfig, readStoreFigures, renderReport } = await import('./index.js');
-      const figures = await readStoreFigures(terminator.vault, ROWS);
+      const figures = ownSessions(await readStoreFigures(terminator.vault, ROWS), tenantOf(req.headers));
       const withRecovery = {
         ...figures,
+        recovered_exact: await recoveryResults(metrics, 'exact'),
+        recovery_failures: await recoveryResults(metrics, 'failed'),
         recovery_calls: await counterSum(metrics.recoveryCalls),
         recovery_tokens: await counterSum(metrics.tokens, (l) => l['direction'] === 'recovery'),
       };
       const rateCard = rateCardFromConfig(terminator.config);
       html = renderReport(withRecovery, {
         title: 'token-terminator proxy',
-        source: `the store\u2019s metric rows (the newest ${ROWS.toLocaleString('en-US')} requests of every replica on it); recovery calls and their tokens: this proxy since it started`,
+        source: `the store\u2019s metric rows (the newest ${ROWS.toLocaleString('en-US')} requests of every replica on it; the sessions listed are those of the API key this page was asked with); recovery calls, artifacts recovered and their tokens: this proxy since it started`,
         generatedAt: new Date().toISOString(),
         ...(rateCard === undefined ? {} : { rateCard }),
       });

@@ -57,7 +57,12 @@ const levelShape = {
 };
 
 const session = z.looseObject({ id: z.string(), ...levelShape, per_request: z.array(point).optional() });
-const input = z.looseObject({ ...levelShape, sessions: z.array(session) });
+const input = z.looseObject({
+  ...levelShape,
+  /** Sessions the totals count, when the page lists only some of them (a gateway lists the caller's own). */
+  session_count: count.optional(),
+  sessions: z.array(session),
+});
 
 /** One request's point of a `--series` replay: its raw and sent token counts and what each stage saved. */
 export type RequestPointInput = z.infer<typeof point>;

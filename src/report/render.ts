@@ -152,7 +152,10 @@ function summarySection(f: ReportInput): string {
           `${num('saved_tokens', saved)}${f.reduction_pct === undefined ? '' : ` <small>${num('reduction_pct', f.reduction_pct, ' %')} fewer</small>`}`,
         ]
       : ['tokens saved', `none <small>${costlierThanRaw(f, -saved)}</small>`],
-    ['requests', `${num('requests', f.requests)} <small>in ${num('sessions', f.sessions.length)} sessions</small>`],
+    [
+      'requests',
+      `${num('requests', f.requests)} <small>in ${num('sessions', f.session_count ?? f.sessions.length)} sessions</small>`,
+    ],
     // The figure `replay` ends with: what a live run would pay, the recoveries hidden content forces included.
     [
       'cost net of recoveries',

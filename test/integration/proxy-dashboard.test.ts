@@ -1,14 +1,17 @@
 /**
  * GET /dashboard: the proxy serves the report page live from its store's metric rows, over
- * loopback, content-free, behind the proxy token when one is set; one check in a real headless
+ * loopback, content-free, behind the proxy token when one is set, each caller shown only its own
+ * sessions (SQLite and PostgreSQL); one check in a real headless
  * Chromium (Debian's package) that the live page draws its charts with no console error.
  */
 import { request as httpRequest } from 'node:http';
 import OpenAI from 'openai';
 import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { launchChromium, MISSING_CHROMIUM, skipBrowser } from '../support/chromium.js';
+import { freshSchema } from '../support/postgres.js';
+import { DIALECTS } from '../vault/dialects.js';
 import { startHarness, testRunOutput, type Harness } from '../proxy/support/harness.js';
 import { chat, type Recorded, type Reply } from '../proxy/support/upstream.js';
 
@@ -96,7 +99,8 @@ describe('GET /dashboard', () => {
   it('serves the report page drawn from the store\u2019s metric rows, with SVG charts and no request content', async () => {
     h = await startHarness(model);
     await conversations(h);
-    const page = await get(h.url, '/dashboard');
+    // Asked with the key the conversations used: their sessions are this caller's own, so listed.
+    const page = await get(h.url, '/dashboard', 'GET', { authorization: `Bearer ${KEY}` });
     expect(page.status).toBe(200);
     expect(page.type).toBe('text/html; charset=utf-8');
     expect(page.body.startsWith('<!doctype html>')).toBe(true);
@@ -124,6 +128,9 @@ describe('GET /dashboard', () => {
     expect(recovery.get('receipts')).toBe(rows.reduce((n, r) => n + r.receipts, 0));
     expect(recovery.get('receipts')).toBeGreaterThan(0);
     expect(recovery.get('recovery_calls')).toBe(1);
+    // The recovery the model made is counted as an exact read (issue 53), in the summary too.
+    expect(recovery.get('recovered_exact')).toBe(1);
+    expect(summary.get('recovered_exact')).toBe(1);
     expect(recovery.get('recovery_tokens')).toBeGreaterThan(0);
 
     // Content-free: no tool output, user text or key, whole or in part.
@@ -150,10 +157,54 @@ describe('GET /dashboard', () => {
     expect(page.body).toContain('proxy card');
   });
 
+  for (const dialect of DIALECTS)
+    it(`lists only the caller's own sessions, by the names their clients gave, and never another tenant's ids (${dialect})`, async () => {
+      const schema = dialect === 'postgres' ? await freshSchema(inject('pgUrl'), 'dashboard') : undefined;
+      onTestFinished(async () => {
+        await h?.close();
+        h = undefined;
+        await schema?.drop();
+      });
+      h = await startHarness(model, schema === undefined ? {} : { overrides: { dbUrl: schema.url } });
+      const tenants = [
+        { name: 'alpha-run', headers: { authorization: `Bearer ${KEY}` } },
+        { name: 'beta-run', headers: { authorization: 'Bearer sk-dashboard-other-tenant' } },
+        { name: 'gamma-run', headers: {} as Record<string, string> },
+      ];
+      for (const [i, t] of tenants.entries()) {
+        const res = await fetch(`${h.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-token-terminator-session': t.name, ...t.headers },
+          body: JSON.stringify({ model: 'gpt-4o', messages: opening(String(i), i + 5) }),
+        });
+        await res.text();
+      }
+      // A fourth conversation of the first key, without a session header: listed unnamed, not by content.
+      const client = new OpenAI({ apiKey: KEY, baseURL: `${h.url}/v1`, maxRetries: 0 });
+      await client.chat.completions.create({ model: 'gpt-4o', messages: opening('D', 9) });
+      await h.proxy.settled();
+      const rows = await h.proxy.terminator.vault.requestMetricRows();
+      expect(new Set(rows.map((r) => r.sessionId)).size).toBe(4);
+      const sessionsOf = (html: string): string[] =>
+        [...html.matchAll(/<tr data-session="([^"]*)">/g)].map((m) => m[1]!).sort();
+      for (const [i, t] of tenants.entries()) {
+        const page = await get(h.url, '/dashboard', 'GET', t.headers);
+        expect(page.status).toBe(200);
+        expect(sessionsOf(page.body)).toEqual(i === 0 ? ['alpha-run', 'unnamed session 1'] : [t.name]);
+        for (const other of tenants) if (other !== t) expect(page.body).not.toContain(other.name);
+        // The totals still count every client; no stored id (tenant digests, prefix digests) shows.
+        expect(shown(page.body, 'summary').get('sessions')).toBe(4);
+        for (const r of rows) expect(page.body).not.toContain(r.sessionId.replace(/^\u001f\d+\u001f/, ''));
+        expect(page.body).not.toMatch(/p_[0-9a-f]{32}|k_[0-9a-f]{12}/);
+      }
+    });
+
   it('answers HEAD, refuses other methods, sits behind the proxy token, and is a 503 when the store cannot be read', async () => {
     const token = 'proxy-token-dashboard-0123456789';
     h = await startHarness(model, { flags: { token } });
     expect((await get(h.url, '/dashboard')).status).toBe(401);
+    expect((await get(h.url, '/metrics')).status).toBe(401);
+    expect((await get(h.url, '/dashboard', 'GET', { 'x-token-terminator-token': 'wrong' })).status).toBe(401);
     const auth = { 'x-token-terminator-token': token };
     const head = await get(h.url, '/dashboard', 'HEAD', auth);
     expect([head.status, head.type, head.body]).toEqual([200, 'text/html; charset=utf-8', '']);
@@ -180,7 +231,10 @@ describe.skipIf(skipBrowser)(
       h = await startHarness(model);
       await conversations(h);
       browser = await launchChromium();
-      const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+      const page = await browser.newPage({
+        viewport: { width: 1100, height: 900 },
+        extraHTTPHeaders: { authorization: `Bearer ${KEY}` },
+      });
       const errors: string[] = [];
       page.on('console', (m) => {
         if (m.type() === 'error') errors.push(m.text());
