@@ -331,10 +331,20 @@ export async function handleApi(
     return forward(raw, false);
   }
   if (reservation?.signal.aborted === true) return unreduced('memory_aborted', raw);
+  let sentBody: Buffer;
+  try {
+    sentBody = prepared.changed
+      ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)
+      : raw;
+  } catch (error) {
+    // A value the serializer cannot write (nested deeper than its stack, say): the original goes on.
+    reservation?.release();
+    ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
+    ctx.metrics.failOpen.inc({ reason: 'serialize' });
+    ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'serialize', error: errorLabel(error) });
+    return forward(raw, false);
+  }
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
-  const sentBody = prepared.changed
-    ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)
-    : raw;
   // The reduction is over: what stays (the bodies, until answered and accounted) is bounded apart.
   reservation?.release();
   const continuations: ProviderRequest[] = [];
