@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
+import { sessionStateKey } from '../step.js';
 import { argsJson, label, requireCount, scopeKey, storedScope, type StoreContext } from './context.js';
 import { VaultArgumentError, VaultContentError } from './errors.js';
 import {
@@ -263,11 +264,12 @@ async function recordProvenance(
   if (owner.tenant !== '' || owner.sessionId !== '') {
     await ownAccess.execute(conn, trx, owner.tenant, owner.sessionId!, artifactId, now);
   }
+  // Keyed by tenant and session (sessionStateKey): what a summary tells a tenant is its own observations.
   await observation.execute(
     conn,
     trx,
     artifactId,
-    label(ctx, scope?.sessionId ?? input.sessionId),
+    label(ctx, sessionStateKey({ tenant: scope?.tenant ?? '', sessionId: scope?.sessionId ?? input.sessionId ?? '' })),
     label(ctx, input.callId),
     toolName,
     args,
@@ -393,7 +395,7 @@ async function summaryOf(
   ctx.assertOpen();
   const db = ctx.conn.db;
   const stored = storedScope(ctx, scope);
-  let q = selectSummaries(db).where('a.artifact_id', '=', artifactId);
+  let q = selectSummaries(db, stored).where('a.artifact_id', '=', artifactId);
   if (stored !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, stored));
   const row = await q.executeTakeFirst();
   return row === undefined ? undefined : toSummary(row);
@@ -420,7 +422,8 @@ async function pageOf(
     nextOffset: end < row.chars ? end : null,
     totalChars: row.chars,
     sha256: row.sha256,
-    toolName: row.toolName,
+    // A scoped read names the tool its own tenant observed the content as, never another's.
+    toolName: scope === undefined ? row.toolName : ((await summaryOf(ctx, artifactId, scope))?.toolName ?? ''),
   });
 }
 
@@ -440,7 +443,7 @@ async function peekOf(
   const base = {
     artifactId,
     sha256: row.sha256,
-    toolName: row.toolName,
+    toolName: summary.toolName,
     totalChars: row.chars,
     totalBytes: summary.bytes,
     lineCount: lines.length,

@@ -1,11 +1,64 @@
 /** Queries more than one store file needs (the artifact summary, shared by reads and both searches). */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { sessionStateKey } from '../step.js';
+
+/** The first character of every keyed tenant's {@link sessionStateKey}. */
+const STATE_KEY_MARK = sessionStateKey({ tenant: 'x', sessionId: '' }).slice(0, 1);
 import type { StoreScope } from './ports.js';
 import type { VaultDatabase } from './schema.js';
 import type { ArtifactSummary } from './types.js';
 
-/** `artifacts as a` with the summary columns (no content) and the observation count. */
-export function selectSummaries(db: Kysely<VaultDatabase>) {
+/**
+ * The observations of `a` (the outer artifact) one tenant made: their session ids are the
+ * sessions' {@link sessionStateKey}s, so a tenant's start with its prefix (the local tenant's
+ * with anything but the mark).
+ */
+function observationsOf(db: Kysely<VaultDatabase>, tenant: string) {
+  const q = db.selectFrom('artifact_observations as o').where('o.artifact_id', '=', sql<string>`a.artifact_id`);
+  // The local tenant's keys are its plain session ids: none starts with the mark.
+  if (tenant === '') return q.where(sql<string>`substr(o.session_id, 1, 1)`, '<>', STATE_KEY_MARK);
+  const prefix = sessionStateKey({ tenant, sessionId: '' });
+  return q.where(sql<string>`substr(o.session_id, 1, ${sql.lit([...prefix].length)})`, '=', prefix);
+}
+
+/**
+ * `artifacts as a` with the summary columns (no content) and the observation count. Given a
+ * scope, the metadata of shared content is its tenant's own: the tool name, first sighting and
+ * count of that tenant's observations (the time it was first given access when it observed none),
+ * so no tenant learns whether, when or as what another stored the same bytes.
+ */
+export function selectSummaries(db: Kysely<VaultDatabase>, scope?: StoreScope) {
+  if (scope !== undefined) {
+    const tenant = scope.tenant ?? '';
+    const firstAccess = db
+      .selectFrom('artifact_access as x')
+      .where('x.artifact_id', '=', sql<string>`a.artifact_id`)
+      .where('x.tenant', '=', tenant)
+      .select((x) => x.fn.min<string>('x.updated_at').as('t'));
+    return db.selectFrom('artifacts as a').select((eb) => [
+      'a.artifact_id as artifactId',
+      'a.sha256 as sha256',
+      'a.char_count as chars',
+      'a.byte_count as bytes',
+      eb.fn
+        .coalesce(
+          observationsOf(db, tenant).select('o.tool_name').orderBy('o.observed_at').orderBy('o.id').limit(1),
+          eb.val(''),
+        )
+        .$castTo<string>()
+        .as('toolName'),
+      eb.fn
+        .coalesce(
+          observationsOf(db, tenant).select((o) => o.fn.min<string>('o.observed_at').as('t')),
+          firstAccess,
+        )
+        .$castTo<string>()
+        .as('createdAt'),
+      observationsOf(db, tenant)
+        .select((o) => o.fn.countAll<number>().as('n'))
+        .as('observationCount'),
+    ]);
+  }
   return db.selectFrom('artifacts as a').select((eb) => [
     'a.artifact_id as artifactId',
     'a.sha256 as sha256',

@@ -70,6 +70,47 @@ for (const dialect of DIALECTS) {
         expect((await v.summary(first.artifactId))?.observationCount).toBe(2);
       });
 
+      it('tells each tenant only its own observations of shared content: tool name, first sighting and count', async () => {
+        let now = Date.parse('2026-01-01T00:00:00Z');
+        const v = await vaultAt({ clock: () => now });
+        const a = { tenant: 'k_tenant-a', sessionId: 's1' };
+        const b = { tenant: '', sessionId: 's1' };
+        const c = { tenant: 'k_tenant-c', sessionId: 's1' };
+        const id = (
+          await v.put(
+            { content: 'shared bytes\n'.repeat(50), toolName: 'secret_tool_of_a', sessionId: 's1', callId: 'a1' },
+            a,
+          )
+        ).artifactId;
+        await v.put(
+          { content: 'shared bytes\n'.repeat(50), toolName: 'secret_tool_of_a', sessionId: 's1', callId: 'a2' },
+          a,
+        );
+        now += 3_600_000;
+        await v.put({ content: 'shared bytes\n'.repeat(50), toolName: 'terminal', sessionId: 's1', callId: 'b1' }, b);
+        const ofA = await v.summary(id, a);
+        const ofB = await v.summary(id, b);
+        expect(ofA).toMatchObject({
+          toolName: 'secret_tool_of_a',
+          observationCount: 2,
+          createdAt: '2026-01-01T00:00:00.000Z',
+        });
+        // B stored the same bytes an hour later: it sees its own sighting, never A's tool, count or time.
+        expect(ofB).toMatchObject({ toolName: 'terminal', observationCount: 1, createdAt: '2026-01-01T01:00:00.000Z' });
+        const peek = await v.peek(id, 2000, b);
+        expect([peek.toolName, peek.observationCount, peek.createdAt]).toEqual([
+          'terminal',
+          1,
+          '2026-01-01T01:00:00.000Z',
+        ]);
+        expect((await v.page(id, 0, 10, b)).toolName).toBe('terminal');
+        const [hit] = await v.search('shared bytes', 5, b);
+        expect(hit).toMatchObject({ toolName: 'terminal', observationCount: 1 });
+        // A tenant that never stored it cannot read it at all; the trusted, unscoped view counts everyone.
+        expect(await v.summary(id, c)).toBeUndefined();
+        expect((await v.summary(id))?.observationCount).toBe(3);
+      });
+
       it('counts chars in code points and bytes in UTF-8', async () => {
         const v = await vaultAt();
         const r = await v.put({ content: 'a😀é' });

@@ -37,7 +37,7 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
   const db = store.db;
   const matching = (trx: Kysely<VaultDatabase>, stored: string, scope: StoreScope | undefined) => {
     const pattern = likePattern(stored);
-    let q = selectSummaries(trx).where((eb) =>
+    let q = selectSummaries(trx, scope).where((eb) =>
       eb.or([
         eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
         eb(

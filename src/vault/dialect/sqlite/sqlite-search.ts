@@ -204,7 +204,7 @@ async function searchIndexed(
   };
   await walkCandidates(db, indexed, byTool, bounds.scope, consider);
   if (found.length === 0) return { rows: [], partial };
-  const rows = await selectSummaries(db)
+  const rows = await selectSummaries(db, bounds.scope)
     .where('a.seq', 'in', found)
     .orderBy('a.created_at', 'desc')
     .orderBy('a.seq', 'desc')
