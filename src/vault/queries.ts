@@ -9,16 +9,26 @@ import type { VaultDatabase } from './schema.js';
 import type { ArtifactSummary } from './types.js';
 
 /**
+ * Whether an observation row (`o`) is one `tenant` made: its session id, a
+ * {@link sessionStateKey}, starts with the tenant's prefix (the local tenant's with anything but
+ * the mark).
+ */
+export function observedBy(tenant: string) {
+  if (tenant === '') return sql<boolean>`substr(o.session_id, 1, 1) <> ${STATE_KEY_MARK}`;
+  const prefix = sessionStateKey({ tenant, sessionId: '' });
+  return sql<boolean>`substr(o.session_id, 1, ${sql.lit([...prefix].length)}) = ${prefix}`;
+}
+
+/**
  * The observations of `a` (the outer artifact) one tenant made: their session ids are the
  * sessions' {@link sessionStateKey}s, so a tenant's start with its prefix (the local tenant's
  * with anything but the mark).
  */
 function observationsOf(db: Kysely<VaultDatabase>, tenant: string) {
-  const q = db.selectFrom('artifact_observations as o').where('o.artifact_id', '=', sql<string>`a.artifact_id`);
-  // The local tenant's keys are its plain session ids: none starts with the mark.
-  if (tenant === '') return q.where(sql<string>`substr(o.session_id, 1, 1)`, '<>', STATE_KEY_MARK);
-  const prefix = sessionStateKey({ tenant, sessionId: '' });
-  return q.where(sql<string>`substr(o.session_id, 1, ${sql.lit([...prefix].length)})`, '=', prefix);
+  return db
+    .selectFrom('artifact_observations as o')
+    .where('o.artifact_id', '=', sql<string>`a.artifact_id`)
+    .where(observedBy(tenant));
 }
 
 /**

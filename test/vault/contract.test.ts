@@ -106,6 +106,10 @@ for (const dialect of DIALECTS) {
         expect((await v.page(id, 0, 10, b)).toolName).toBe('terminal');
         const [hit] = await v.search('shared bytes', 5, b);
         expect(hit).toMatchObject({ toolName: 'terminal', observationCount: 1 });
+        // A search by tool name matches the names the searching tenant gave, never another's.
+        expect(await v.search('secret_tool', 5, b)).toEqual([]);
+        expect((await v.search('SECRET_TOOL', 5, a)).map((s) => s.artifactId)).toEqual([id]);
+        expect((await v.search('Terminal', 5, b)).map((s) => s.artifactId)).toEqual([id]);
         // A tenant that never stored it cannot read it at all; the trusted, unscoped view counts everyone.
         expect(await v.summary(id, c)).toBeUndefined();
         expect((await v.summary(id))?.observationCount).toBe(3);
