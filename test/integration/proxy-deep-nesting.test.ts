@@ -86,6 +86,12 @@ describe('proxy: deeply nested values after reduced requests', () => {
         expect((await post(next, session)).status).toBe(200);
         expect(h.upstream.requests.at(-1)!.body.length).toBeLessThan(next.length);
       }
+    // And where nothing is reduced (a new session, small outputs): forwarded as sent, accounted without failing.
+    for (const key of ['tools', 'metadata'] as const) {
+      const body = deepBody(key, 0);
+      expect((await post(body, `deep-fresh-${key}`)).status).toBe(200);
+      expect(h.upstream.requests.at(-1)!.body.toString()).toBe(body);
+    }
     await h.proxy.settled();
     expect(h.logs.filter((l) => l.event === 'handler_failed')).toEqual([]);
     expect(h.logs.some((l) => l.event === 'fail_open')).toBe(true);
