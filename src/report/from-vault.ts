@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { parseSessionStateKey } from '../step.js';
 import { reductionPct } from '../telemetry/stats.js';
 import type { MetricsStore } from '../vault/ports.js';
 import type { RequestMetricRow } from '../vault/types.js';
@@ -64,7 +65,15 @@ export function readVaultFigures(path: string): ReportInput {
       db.close();
     }
   }
-  return figuresFromRows(rows);
+  // The vault's owner reads every tenant's rows: each session as `<tenant>/<session id>` (its stored key holds a control mark).
+  const figures = figuresFromRows(rows);
+  return { ...figures, sessions: figures.sessions.map((s) => ({ ...s, id: readableSessionId(s.id) })) };
+}
+
+/** A stored session key (`sessionStateKey`) as text: the session id, after its tenant and a slash when it has one. */
+function readableSessionId(key: string): string {
+  const { tenant, sessionId } = parseSessionStateKey(key);
+  return tenant === '' ? sessionId : `${tenant}/${sessionId}`;
 }
 
 /**

@@ -12,6 +12,8 @@ import {
   ReportInputError,
 } from '../../src/report/index.js';
 import { replaySessions } from '../../src/replay/index.js';
+import { sessionStateKey } from '../../src/step.js';
+import { createVault } from '../../src/vault/index.js';
 import { readMetricsSummary } from '../support/metrics-summary.js';
 import { CANARY } from './fixture.js';
 import { searchMatches, searchSession } from '../support/sessions.js';
@@ -138,6 +140,20 @@ describe('report from the vault', () => {
     ]);
     expect(f.sessions.map((x) => x.per_request!.length)).toEqual([3, 3]);
     expect(f.sessions[0]!.per_request![0]!.raw_tokens).toBeLessThan(f.sessions[0]!.per_request![1]!.raw_tokens);
+  });
+
+  it('names each session of a keyed tenant as <tenant>/<session id>, the local tenant\u2019s by its id', async () => {
+    const path = join(dir, 'tenants.sqlite3');
+    const vault = await createVault({ path });
+    const row = { requestId: 'r1', mode: 'balanced', rawChars: 10, finalChars: 5, receipts: 0, failedOpen: false };
+    await vault.recordRequestMetric({ ...row, sessionId: sessionStateKey({ tenant: 'k_abc', sessionId: 'h:run' }) });
+    await vault.recordRequestMetric({ ...row, sessionId: sessionStateKey({ sessionId: 'local-1' }) });
+    await vault.close();
+    expect(
+      readVaultFigures(path)
+        .sessions.map((x) => x.id)
+        .sort(),
+    ).toEqual(['k_abc/h:run', 'local-1']);
   });
 
   it('writes a page with the vault\u2019s charts and none of the evidence it holds', async () => {
