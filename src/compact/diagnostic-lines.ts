@@ -82,7 +82,62 @@ const CONTEXT = new RegExp(
     ')',
 );
 
-const isFailureLine = (line: string): boolean => FAILURE_START.test(line) || FAILURE_ANY.test(line);
+/**
+ * Failure lines of verbose test runners' progress output, one per test: pytest `-v`
+ * (`tests/test_x.py::test_a FAILED   [ 20%]`, `… ERROR`), cargo (`test x ... FAILED`), go `-v`
+ * (`--- FAIL: TestX`), vitest/jest rows (`× suite > name 12ms`).
+ */
+const VERBOSE_FAILURE =
+  /^\S+::\S.*? (?:FAILED|ERROR)(?:\s|$)|^test \S.* \.\.\. FAILED$|^\s*--- FAIL: |^\s*(?:×|✗|✕|❌) \S/;
+
+/**
+ * What a line-numbered view (a file read) shows as a failure record: `E   ` details, a pytest
+ * location ending in an exception, failure counts, `error:`/`fatal:`, a shell's missing file, a
+ * non-zero exit status, failing test summaries.
+ */
+const RECORD_FAILURE =
+  /^E {2,}\S|^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b|^(?:FAILED|ERROR|FAIL)\b(?!\s*[=(.,;])|^Traceback \(most recent call last\)|^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)|^Caused by: |\b(?:error|fatal)(?:\[\w+\])?:|\berror TS\d+|^npm ERR!|^npm error\b|^panic: |panicked at|^--- FAIL|^\[ERROR\]|BUILD FAILURE|: command not found$|No such file or directory$|\b[1-9]\d* (?:failed|errors?)\b|\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]|^test \S+ \.\.\. FAILED$|^\s*(?:✗|×|✕) \S/;
+/**
+ * Plain lines that state a failure without the shapes above: failure counts (`3 failed`,
+ * `Failures: 1`), a shell's missing file or refused permission, assertion messages, a failed
+ * Gradle task.
+ */
+const STATED_FAILURE =
+  /\b[1-9]\d* (?:failed|errors?)\b|\b(?:Failures|Errors): [1-9]|: No such file or directory$|\bPermission denied$|^(?:Expected: |but (?:was|got):? )\S|^> Task \S+ FAILED/;
+/**
+ * A log record's severity (`2026-01-02 10:00:01 ERROR db: refused`, `[FATAL] …`, `level=error`):
+ * upper case and a whole word, not a constant being assigned or called (`ERROR = 1`, `FATAL(`).
+ */
+const LOG_LEVEL = /(?:^|[\s[(|:])(?:ERROR|FATAL|CRITICAL|SEVERE)(?!\w|\s*[=(.,;'"])|\blevel=(?:error|fatal|critical)\b/;
+/**
+ * The line-number prefix of an editor or file-read view (`123:`, `00042| `, `  12\t`, `  7→`): a
+ * numbered line is read by what follows it, so a log file read through a read tool keeps its
+ * ERROR lines, while source code (`123:  throw new X()`) is not a failure.
+ */
+export const NUMBERED_LINE = /^\s*(\d+)(?:[:|]\s?|\t|\s?→)/;
+/** ESLint's stylish format (`  12:5  error  'x' is not defined  no-undef`) and Go's `file.go:12:2: msg`. */
+const LINT_LINE = /^\s*\d+:\d+\s+error\s+\S|^\S+\.go:\d+:\d+: \S/;
+
+/**
+ * True when a line on its own shows that something failed. The one classifier of failure lines:
+ * the diagnostic scan of the first views, the bounded views, the digests and the duplicate
+ * finder all read it (replay's ruler, src/replay/diagnostics.ts, stays independent of it).
+ *
+ * @example
+ * isFailureLine('tests/test_a.py::test_one FAILED                  [ 20%]'); // true
+ * isFailureLine('123:        throw new IllegalStateException("boom");'); // false (source in a read)
+ */
+export function isFailureLine(line: string): boolean {
+  if (line.length > 4000) return false;
+  if (LINT_LINE.test(line)) return true;
+  const numbered = NUMBERED_LINE.exec(line);
+  if (numbered !== null) {
+    // Source or a log shown by a read tool: only what reads as a failure record counts.
+    const t = line.slice(numbered[0].length).trim();
+    return t !== '' && (RECORD_FAILURE.test(t) || LOG_LEVEL.test(t));
+  }
+  return FAILURE_START.test(line) || FAILURE_ANY.test(line) || VERBOSE_FAILURE.test(line) || STATED_FAILURE.test(line);
+}
 
 const PY_FRAME = /^\s+File ".*", line \d+/;
 const JVM_FRAME = /^\s+at [\w$.<>/-]+\(.*\)$/;

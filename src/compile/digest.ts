@@ -17,7 +17,7 @@
  * The receipt names the size; its id is the content's SHA-256 prefix, so no separate digest field.
  */
 import { codePoints } from '../measure/index.js';
-import { scanDiagnostics } from '../compact/diagnostic-lines.js';
+import { isFailureLine, NUMBERED_LINE as NUMBERED, scanDiagnostics } from '../compact/diagnostic-lines.js';
 
 const CLIP = 160;
 
@@ -27,37 +27,8 @@ const CLIP = 160;
  */
 export const DIGEST_MAX_DIAGNOSTICS = 50;
 
-/**
- * Lines that say something went wrong. This list belongs to the digest and to the bounded views
- * of large outputs; the faithful first views of failing outputs are the compactors' job.
- */
-const FAILURE =
-  /^E {2,}\S|^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b|^(?:FAILED|ERROR|FAIL)\b(?!\s*[=(.,;])|^Traceback \(most recent call last\)|^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)|^Caused by: |\b(?:error|fatal)(?:\[\w+\])?:|\berror TS\d+|^npm ERR!|^npm error\b|^panic: |panicked at|^--- FAIL|^\[ERROR\]|BUILD FAILURE|: command not found$|No such file or directory$|\b[1-9]\d* (?:failed|errors?)\b|\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]|^test \S+ \.\.\. FAILED$|^\s*(?:✗|×|✕) \S/;
-/**
- * A log record's severity (`2026-01-02 10:00:01 ERROR db: refused`, `[FATAL] …`, `level=error`):
- * upper case and a whole word, not a constant being assigned or called (`ERROR = 1`, `FATAL(`).
- */
-const LOG_LEVEL = /(?:^|[\s[(|:])(?:ERROR|FATAL|CRITICAL|SEVERE)(?!\w|\s*[=(.,;'"])|\blevel=(?:error|fatal|critical)\b/;
-/**
- * The line-number prefix of an editor or file-read view (`123:`, `00042| `, `  12\t`, `  7→`): a
- * numbered line is read by what follows it, so a log file read through a read tool keeps its
- * ERROR lines, while source code (`123:  throw new X()`) still is not a failure.
- */
-const NUMBERED = /^\s*(\d+)(?:[:|]\s?|\t|\s?→)/;
-
-/** ESLint's stylish format (`  12:5  error  'x' is not defined  no-undef`) and Go's `file.go:12:2: msg`. */
-const LINT_LINE = /^\s*\d+:\d+\s+error\s+\S|^\S+\.go:\d+:\d+: \S/;
-
-/** True when a line reads as a failure (the digest's own classifier). */
-export function isFailureLine(line: string): boolean {
-  if (line.length > 4000) return false;
-  if (LINT_LINE.test(line)) return true;
-  const numbered = NUMBERED.exec(line);
-  const content = numbered === null ? line : line.slice(numbered[0].length);
-  const t = content.trim();
-  if (t === '') return false;
-  return FAILURE.test(t) || LOG_LEVEL.test(t);
-}
+/** The one classifier of failure lines (src/compact/diagnostic-lines.ts), re-exported for the digest's readers. */
+export { isFailureLine };
 
 /**
  * Failing test ids and where they end in their line: pytest's `FAILED`/`ERROR` summaries, Go's

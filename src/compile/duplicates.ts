@@ -7,7 +7,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { codePoints } from '../measure/index.js';
 import { withFocusLines } from '../compact/focus.js';
 import { scanDiagnostics } from '../compact/diagnostic-lines.js';
-import { isFailureLine } from './digest.js';
+import { isFailureLine } from '../compact/diagnostic-lines.js';
 import { conversationTerms } from './focus.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';

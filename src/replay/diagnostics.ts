@@ -66,6 +66,10 @@ export const DIAGNOSTIC_PATTERNS: readonly { readonly what: string; readonly re:
     what: 'non-zero exit status',
     re: /\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]\d*\b|<returncode>[1-9]\d*<\/returncode>/i,
   },
+  {
+    what: "verbose test runners' per-test failures (pytest `-v` `path::test FAILED  [ 20%]`, cargo `test x ... FAILED`, vitest/jest `× name`)",
+    re: /^\S+::\S.*? (?:FAILED|ERROR)(?:\s|$)|^test \S.* \.\.\. FAILED$|^(?:×|✗|✕) \S/,
+  },
   { what: 'assertion messages', re: /^AssertionError\b|^Expected: .+|^but (?:was|got):? .+/ },
 ]);
 

@@ -15,6 +15,9 @@ export {
   outputSpec,
   shapeForTool,
   toolOutput,
+  verboseRun,
+  type VerboseRun,
+  type VerboseRunner,
   type OutputShape,
   type OutputSpec,
   type SizeClass,
@@ -92,6 +95,7 @@ export {
   danglingReferences,
   missingAction,
   missingDiagnostics,
+  missingFailureLines,
   prefixChange,
   shownArtifacts,
 } from './properties/fidelity.js';

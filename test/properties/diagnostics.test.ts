@@ -6,18 +6,23 @@
  * thresholds are lowered so that they get digested, and the inline limit raised so that the digest
  * is made of the output itself (not of a bounded view).
  */
-import { from, lastValueFrom, toArray } from 'rxjs';
+import { readFileSync } from 'node:fs';
+import { firstValueFrom, from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
+import { compressToolResult } from '../../operators/compress-tool-result.js';
+import { compactTerminal } from '../../src/compact/index.js';
 import { DIGEST_MAX_DIAGNOSTICS, failingTestIds, renderDigest } from '../../src/compile/digest.js';
 import { readRequest } from '../../src/model/index.js';
 import { createTerminator } from '../../src/runtime/index.js';
-import { createStep, type ProviderRequest } from '../../src/step.js';
+import { createStep, type ProviderRequest, type ToolResult } from '../../src/step.js';
 import {
   failingOutput,
   growingSession,
   missingDiagnostics,
+  missingFailureLines,
   testInvariants,
+  verboseRun,
   withDeps,
   type RequestOptions,
 } from '../../src/testing/index.js';
@@ -120,5 +125,45 @@ describe('digests keep every failing test id and diagnostic line', () => {
     const lossy = '[Token Terminator digest | 3 lines]\n$ pytest\nFAILED tests/test_a.py::test_one - x\nRECEIPT';
     expect(missingDiagnostics(request(output), request(lossy)).join('\n')).toContain('test_two');
     expect(DIGEST_MAX_DIAGNOSTICS).toBeGreaterThanOrEqual(50);
+  });
+});
+
+describe('first views keep every failure line of a verbose test run', () => {
+  const compress = compressToolResult({ vault, counter });
+  const firstView = async (name: string, command: string, output: string, exitCode: number): Promise<string> => {
+    const result: ToolResult = { callId: 'c1', name, args: { command }, content: output, exitCode };
+    const out = await firstValueFrom(from([createStep(result, { sessionId: 'verbose' })]).pipe(compress, toArray()));
+    return out[0]!.value.content;
+  };
+
+  // Judged by replay's ruler (src/replay/diagnostics.ts), not by the compactors' classifier.
+  test.prop([verboseRun()], { numRuns: 60 })(
+    'every failure line of a generated verbose pytest, vitest, go or cargo run is in its first view',
+    async (run) => {
+      const view = await firstView('bash', run.command, run.output, run.exitCode);
+      expect(missingFailureLines(run.output, view)).toEqual([]);
+    },
+  );
+
+  it('the generated runs are large enough to be compacted, with per-test failure lines among many passing ones', () => {
+    const runs = fc.sample(verboseRun(), { numRuns: 40, seed: 3 });
+    expect(new Set(runs.map((r) => r.runner)).size).toBe(4);
+    const compacted = runs.filter((r) => r.output.length > 6000);
+    expect(compacted.length).toBeGreaterThan(10);
+    for (const r of runs.filter((x) => x.runner === 'pytest'))
+      expect(r.output).toMatch(/^tests\/\S+::\S+ FAILED +\[ *\d+%\]$/m);
+  });
+
+  it('a captured verbose pytest run keeps every FAILED progress line, failure detail and summary line', async () => {
+    const output = readFileSync(new URL('../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
+    const progress = output.split('\n').filter((l) => /::\S+ FAILED\s+\[/.test(l));
+    expect(progress.length).toBeGreaterThanOrEqual(10);
+    const view = compactTerminal({ command: 'python -m pytest -v tests', output, exitCode: 1 }).text;
+    expect(view.length).toBeLessThan(output.length / 2);
+    const lines = new Set(view.split('\n'));
+    for (const line of progress) expect(lines, line).toContain(line);
+    expect(missingFailureLines(output, view)).toEqual([]);
+    const through = await firstView('bash', 'python -m pytest -v tests', output, 1);
+    expect(missingFailureLines(output, through)).toEqual([]);
   });
 });

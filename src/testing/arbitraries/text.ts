@@ -297,3 +297,168 @@ export function failingOutput(options: { readonly maxFailures?: number } = {}): 
       return out.join('\n');
     });
 }
+
+/** A test runner whose verbose output {@link verboseRun} generates. */
+export type VerboseRunner = 'pytest' | 'vitest' | 'go' | 'cargo';
+
+/** One generated verbose run: the command that printed it, its output and exit status. */
+export interface VerboseRun {
+  readonly runner: VerboseRunner;
+  readonly command: string;
+  readonly output: string;
+  readonly exitCode: number;
+}
+
+/**
+ * The verbose output of a failing test run, as the runner prints it: pytest `-v` progress
+ * (`path::test FAILED   [ 20%]`), vitest's verbose reporter, `go test -v`, `cargo test`. Many
+ * passing tests (up to `maxTests`), 1 to `maxFailures` failing ones anywhere among them, each
+ * failure's detail block and the runner's summary.
+ *
+ * @example
+ * import { verboseRun } from 'token-terminator/testing';
+ * fc.assert(fc.property(verboseRun(), (run) => run.exitCode !== 0));
+ */
+export function verboseRun(
+  options: { readonly maxTests?: number; readonly maxFailures?: number } = {},
+): fc.Arbitrary<VerboseRun> {
+  const maxTests = options.maxTests ?? 400;
+  const maxFailures = options.maxFailures ?? 12;
+  if (!Number.isInteger(maxTests) || maxTests < 2) throw new RangeError('verboseRun: maxTests must be an integer ≥ 2');
+  if (!Number.isInteger(maxFailures) || maxFailures < 1)
+    throw new RangeError('verboseRun: maxFailures must be an integer ≥ 1');
+  const word = fc.constantFrom(...WORDS);
+  return fc
+    .record({
+      runner: fc.constantFrom<VerboseRunner>('pytest', 'vitest', 'go', 'cargo'),
+      tests: fc.integer({ min: 2, max: maxTests }),
+      failing: fc.uniqueArray(fc.nat({ max: maxTests - 1 }), { minLength: 1, maxLength: maxFailures }),
+      names: fc.array(word, { minLength: 3, maxLength: 3 }),
+    })
+    .map(({ runner, tests, failing, names }) => {
+      const fails = new Set(failing.map((f) => f % tests));
+      const [a, b, c] = names as [string, string, string];
+      const mod = (i: number): string => `${a}_${i % 7}`;
+      const test = (i: number): string => `test_${b}_${c}_${i}`;
+      const lines: string[] = [];
+      const details: string[] = [];
+      const pct = (i: number): string => `[${String(Math.floor(((i + 1) * 100) / tests)).padStart(3)}%]`;
+      for (let i = 0; i < tests; i++) {
+        const failed = fails.has(i);
+        switch (runner) {
+          case 'pytest': {
+            const id = `tests/test_${mod(i)}.py::${test(i)}`;
+            lines.push(`${`${id} ${failed ? 'FAILED' : 'PASSED'}`.padEnd(72)} ${pct(i)}`);
+            if (failed)
+              details.push(
+                `${'_'.repeat(20)} ${test(i)} ${'_'.repeat(20)}`,
+                '',
+                `    def ${test(i)}():`,
+                `>       assert compute_${i}(${i}) == ${i + 1}`,
+                `E       assert ${i} == ${i + 1}`,
+                '',
+                `tests/test_${mod(i)}.py:${10 + i}: AssertionError`,
+              );
+            break;
+          }
+          case 'vitest':
+            lines.push(
+              ` ${failed ? '\u00d7' : '\u2713'} test/${mod(i)}.test.ts > ${b} > handles ${test(i)} ${i % 40}ms`,
+            );
+            if (failed)
+              details.push(
+                ` FAIL  test/${mod(i)}.test.ts > ${b} > handles ${test(i)}`,
+                `AssertionError: expected ${i} to be ${i + 1} // Object.is equality`,
+              );
+            break;
+          case 'go':
+            lines.push(`=== RUN   Test${b}${c}${i}`);
+            if (failed) lines.push(`    ${mod(i)}_test.go:${10 + i}: got ${i}, want ${i + 1}`);
+            lines.push(`${failed ? '--- FAIL' : '--- PASS'}: Test${b}${c}${i} (0.00s)`);
+            break;
+          case 'cargo':
+            lines.push(`test ${mod(i)}::${test(i)} ... ${failed ? 'FAILED' : 'ok'}`);
+            if (failed)
+              details.push(
+                `---- ${mod(i)}::${test(i)} stdout ----`,
+                `thread '${mod(i)}::${test(i)}' panicked at src/${mod(i)}.rs:${10 + i}:5:`,
+                `assertion \`left == right\` failed`,
+              );
+            break;
+        }
+      }
+      const n = fails.size;
+      const passed = tests - n;
+      const ids = [...fails].sort((x, y) => x - y);
+      switch (runner) {
+        case 'pytest':
+          return {
+            runner,
+            command: 'python -m pytest -v tests',
+            exitCode: 1,
+            output: [
+              `${'='.repeat(29)} test session starts ${'='.repeat(29)}`,
+              'platform linux -- Python 3.11.7, pytest-8.3.4, pluggy-1.5.0 -- /usr/bin/python3',
+              'rootdir: /work/project',
+              `collecting ... collected ${tests} items`,
+              '',
+              ...lines,
+              '',
+              `${'='.repeat(35)} FAILURES ${'='.repeat(35)}`,
+              ...details,
+              `${'='.repeat(27)} short test summary info ${'='.repeat(27)}`,
+              ...ids.map((i) => `FAILED tests/test_${mod(i)}.py::${test(i)} - assert ${i} == ${i + 1}`),
+              `${'='.repeat(20)} ${n} failed, ${passed} passed in 3.21s ${'='.repeat(20)}`,
+            ].join('\n'),
+          };
+        case 'vitest':
+          return {
+            runner,
+            command: 'npx vitest run --reporter=verbose',
+            exitCode: 1,
+            output: [
+              ' RUN  v2.1.8 /work/project',
+              '',
+              ...lines,
+              '',
+              `${'\u23af'.repeat(20)} Failed Tests ${n} ${'\u23af'.repeat(20)}`,
+              ...details,
+              '',
+              ` Tests  ${n} failed | ${passed} passed (${tests})`,
+            ].join('\n'),
+          };
+        case 'go':
+          return {
+            runner,
+            command: 'go test -v ./...',
+            exitCode: 1,
+            output: [...lines, 'FAIL', `FAIL\texample.com/${a}\t0.012s`, 'FAIL'].join('\n'),
+          };
+        case 'cargo':
+          return {
+            runner,
+            command: 'cargo test',
+            exitCode: 101,
+            output: [
+              '   Compiling demo v0.1.0 (/work/demo)',
+              '    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.51s',
+              '     Running unittests src/lib.rs (target/debug/deps/demo-1a2b3c)',
+              '',
+              `running ${tests} tests`,
+              ...lines,
+              '',
+              'failures:',
+              '',
+              ...details,
+              '',
+              'failures:',
+              ...ids.map((i) => `    ${mod(i)}::${test(i)}`),
+              '',
+              `test result: FAILED. ${passed} passed; ${n} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s`,
+              '',
+              'error: test failed, to rerun pass `--lib`',
+            ].join('\n'),
+          };
+      }
+    });
+}

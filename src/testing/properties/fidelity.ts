@@ -9,11 +9,13 @@
  *   only for content this request or an earlier request of the same conversation showed (inline,
  *   or as a bounded view ending in that receipt). A request whose input does not extend the
  *   previous input starts a new conversation, even under the same session id;
- * - diagnostics-kept: a digest keeps every failing test id and diagnostic line of the output it
- *   stands for (up to the digest's bound of 50, then their count) and its exit status.
+ * - diagnostics-kept: a digest keeps every diagnostic line of the output it stands for, as replay's
+ *   ruler (src/replay/diagnostics.ts) finds them — failing test ids included — up to the digest's
+ *   bound of 50, then their count, and its exit status.
  */
 import { fencedBlocks } from '../../compile/actions.js';
-import { DIGEST_MAX_DIAGNOSTICS, exitStatusOf, failingTestIds, isFailureLine } from '../../compile/digest.js';
+import { DIGEST_MAX_DIAGNOSTICS, exitStatusOf } from '../../compile/digest.js';
+import { diagnosticLines } from '../../replay/diagnostics.js';
 import { parseDelta, slotText } from '../../compile/references.js';
 import { canonicalJson } from '../../measure/index.js';
 import { readRequest } from '../../model/index.js';
@@ -253,27 +255,44 @@ export function missingDiagnostics(input: ProviderRequest, output: ProviderReque
     const original = originalOf(slot);
     if (original === undefined || original.startsWith('[Token Terminator')) continue;
     const where = slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`;
-    const lines = original.split('\n');
-    const ids = failingTestIds(lines);
-    const required: string[] = [];
-    for (const { index } of ids) required.push(lines[index]!.trim());
-    for (const line of lines) if (isFailureLine(line)) required.push(line.trim());
+    // Judged by replay's ruler (src/replay/diagnostics.ts), not by the classifier the digest uses.
     const exit = exitStatusOf(original);
-    const distinct = [...new Set(required)].filter(
-      (l) => !(exit !== undefined && /^\[exit code: -?\d+\]$|\bexit(?:ed with)? (?:code|status)/i.test(l)),
+    const distinct = diagnosticLines(original, Infinity).filter(
+      (l) => !(exit !== undefined && /^\[exit code: -?\d+\]$|\bexit(?:ed with)? (?:code|status)|<returncode>/i.test(l)),
     );
-    for (const { id } of ids.slice(0, DIGEST_MAX_DIAGNOSTICS))
-      if (!text.includes(id)) problems.push(`${where}: the digest lost the failing test id ${clip(id)}`);
-    for (const line of distinct.slice(0, DIGEST_MAX_DIAGNOSTICS)) {
-      const shown = Array.from(line).slice(0, 150).join('');
-      if (!text.includes(shown)) problems.push(`${where}: the digest lost the diagnostic line ${clip(line)}`);
+    const present = (line: string): boolean => text.includes(Array.from(line).slice(0, 150).join(''));
+    // Past its bound a digest counts what it leaves out: nothing may be lost silently.
+    const counted = /\u2026 (\d+) more diagnostic lines?/.exec(text);
+    if (counted === null) {
+      for (const line of distinct)
+        if (!present(line)) problems.push(`${where}: the digest lost the diagnostic line ${clip(line)}`);
+    } else {
+      const shown = distinct.filter(present).length;
+      if (shown < Math.min(distinct.length, DIGEST_MAX_DIAGNOSTICS / 2) || shown + Number(counted[1]) < distinct.length)
+        problems.push(
+          `${where}: the digest shows ${shown} and counts ${counted[1]} of ${distinct.length} diagnostic lines`,
+        );
     }
-    if (distinct.length > DIGEST_MAX_DIAGNOSTICS + 1 && !/\u2026 \d+ more diagnostic lines?/.test(text))
+    if (distinct.length > DIGEST_MAX_DIAGNOSTICS + 1 && counted === null)
       problems.push(`${where}: the digest neither shows nor counts ${distinct.length} diagnostic lines`);
     if (exit !== undefined && !text.split('\n')[0]!.includes(`exit ${exit}`))
       problems.push(`${where}: the digest does not say the exit status ${exit}`);
   }
   return problems;
+}
+
+/**
+ * The failure lines of `output` that a first view of it leaves out, as replay's ruler
+ * (src/replay/diagnostics.ts) finds them: each must be a whole line of `view`. Independent of the
+ * classifier the compactors use, so a classifier that misses a line cannot pass its own check.
+ *
+ * @example
+ * import { missingFailureLines } from 'token-terminator/testing';
+ * expect(missingFailureLines(run.output, view)).toEqual([]);
+ */
+export function missingFailureLines(output: string, view: string): string[] {
+  const shown = new Set(view.split('\n').map((l) => l.trim()));
+  return diagnosticLines(output, Infinity).filter((l) => !shown.has(l));
 }
 
 /** The diagnostics-kept check: every digest keeps the failing test ids and diagnostic lines of its output. */
