@@ -23,6 +23,7 @@ import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from './index.js';
 import { codePointLength } from './lines.js';
 import { isRendering } from './prepared.js';
 import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
+import { outputShape, searchTerms, unwrapText } from './shapes.js';
 import { COUNT_SLICE_CHARS, countInSlices, recordInSlices } from './slices.js';
 import { renderToolViewInSlices, type ViewInput, type ViewOptions } from './tool-view.js';
 
@@ -162,6 +163,17 @@ export interface CompressionPlanner {
   plan(step: Step<ToolResult>, signal: AbortSignal, counter: MemoCounter | undefined): Promise<PlannedView>;
 }
 
+/**
+ * A file read (read_file, `cat`, or an unknown tool's line-numbered output) shorter than this is
+ * shown whole unless native read_file compaction is on: the agent asked for the file and edits
+ * from it. Beyond it (a whole large file) it gets the bounded view of a file read.
+ */
+export const READ_MIN_CHARS = 20_000;
+/** Search hits with context (by shape, whatever the tool) from this size get their view. */
+export const SEARCH_HITS_MIN_CHARS = 4_000;
+/** Outputs longer than this are not parsed for a wrapper or a shape (their tool's view applies). */
+const SHAPE_MAX_CHARS = 1_000_000;
+
 /** Where an output's pieces go: the request stages' memo, only when it counts with this very counter. */
 function pieceNotes(options: CompressToolResultOptions) {
   const pieces = options.counter?.pieces;
@@ -205,16 +217,27 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
     if (tool === 'terminal') {
       if (size < terminalMin) return undefined;
       const command = commandOf(result.args);
-      // A file the agent asked to read (`cat f`, `sed -n 10,40p f`) is shown as read_file is.
-      if (!flags.nativeReadFile && isFileRead(command)) return undefined;
       const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
-      return { output, ...(command === undefined ? {} : { command }), ...(exitCode === undefined ? {} : { exitCode }) };
+      const exit = exitCode === undefined ? {} : { exitCode };
+      // A file the agent asked to read (`cat f`, `sed -n 10,40p f`) is shown as read_file is:
+      // whole, up to the read threshold.
+      if (!flags.nativeReadFile && isFileRead(command))
+        return size < READ_MIN_CHARS ? undefined : { output, ...exit, shape: 'file_read' };
+      return { output, ...(command === undefined ? {} : { command }), ...exit };
     }
+    // An MCP/JSON text wrapper is viewed by the text inside it (the vault keeps the wrapper).
+    const output = size > SHAPE_MAX_CHARS ? result.content : (unwrapText(result.content) ?? result.content);
+    const exit = result.exitCode === undefined ? {} : { exitCode: result.exitCode };
+    // Recognised by shape whatever the tool is called (unknown names included).
+    const shape = size > SHAPE_MAX_CHARS || size < SEARCH_HITS_MIN_CHARS ? undefined : outputShape(output);
+    if (shape === 'search_hits') return { output, ...exit, shape, terms: searchTerms(result.args) };
+    if (size < min) return undefined;
     const eligible = tool === 'search_files' || tool === 'process' || (tool === 'read_file' && flags.nativeReadFile);
-    if (!eligible || size < min) return undefined;
-    return result.exitCode === undefined
-      ? { output: result.content }
-      : { output: result.content, exitCode: result.exitCode };
+    if (eligible) return { output, ...exit, ...(shape === 'listing' ? { shape } : {}) };
+    if (tool === '' && shape === 'listing') return { output, ...exit, shape };
+    if (size >= READ_MIN_CHARS && (tool === 'read_file' || (tool === '' && shape === 'numbered_read')))
+      return { output, ...exit, shape: 'file_read' };
+    return undefined;
   };
   const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
   const notes = pieceNotes(options);

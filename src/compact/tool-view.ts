@@ -12,12 +12,21 @@ import { compactGrep } from './grep.js';
 import { compactTerminal, EVIDENCE_FAMILIES } from './index.js';
 import { excerptLargeOutput, LARGE_OUTPUT_CHARS, WINDOW_CHARS } from './large-output.js';
 import { codePointLength, splitLines, stripAnsi } from './lines.js';
+import { compactListing } from './listing.js';
+import { compactSearchHits, type OutputShape } from './shapes.js';
 import { yieldSlice } from './slices.js';
 
 export interface ViewInput {
   readonly output: string;
   readonly command?: string;
   readonly exitCode?: number;
+  /**
+   * The output's shape when it decided the view (src/compact/shapes.ts); `file_read` is a file's
+   * content over the read threshold, numbered or not.
+   */
+  readonly shape?: OutputShape | 'file_read';
+  /** What a search asked for: its match lines are the rows that hold one of these. */
+  readonly terms?: readonly string[];
 }
 
 export interface ViewOptions {
@@ -31,6 +40,8 @@ export interface ViewOptions {
 
 /** The compact view of `input` (may not be smaller: the caller checks). */
 export function renderToolView(input: ViewInput, o: ViewOptions): string {
+  const shaped = input.shape === undefined ? undefined : renderShape(input, o);
+  if (shaped !== undefined) return shaped;
   if (o.tool === 'terminal') {
     return compactTerminal(input, { maxChars: o.terminalMaxChars, diagnosticChars: o.diagnosticChars }).text;
   }
@@ -67,6 +78,7 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
   const text = input.output;
   if (text.length <= LARGE_OUTPUT_CHARS) return renderToolView(input, o);
   await yieldSlice(signal);
+  if (input.shape === 'search_hits' || input.shape === 'listing') return renderToolView(input, o);
   if (o.tool === 'terminal' && EVIDENCE_FAMILIES.has(detectFamily(input.command, text)))
     return renderToolView(input, o);
   if (o.tool === 'search_files' && o.strategy !== 'reference') {
@@ -85,6 +97,28 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
   }
   const head = `[Token Terminator: view of a ${codePointLength(text).toLocaleString('en-US')}-char output made from its first and last ${WINDOW_CHARS.toLocaleString('en-US')} chars and the diagnostic lines between them; counts below cover those parts]`;
   return `${head}\n${renderToolView({ ...input, output: excerpt.text }, o)}`;
+}
+
+/** The view a shape deserves; undefined when its compactor finds nothing to do (the tool's view follows). */
+function renderShape(input: ViewInput, o: ViewOptions): string | undefined {
+  const text = input.output;
+  switch (input.shape) {
+    case 'search_hits':
+      return compactSearchHits(text, input.terms);
+    case 'listing':
+      return compactListing(text);
+    case 'numbered_read':
+    case 'file_read': {
+      const lines = splitLines(text);
+      const numbers = lines.map((l) => /^\s*(\d+)(?:[:|]|\t|\s?→)/.exec(l)?.[1]).filter((n) => n !== undefined);
+      const range = numbers.length * 2 >= lines.length ? `, lines ${numbers[0]}-${numbers.at(-1)}` : '';
+      const head = `[file read: ${lines.length.toLocaleString('en-US')} lines${range}, ${codePointLength(text).toLocaleString('en-US')} chars; shown: its first and last lines, failure lines and the lines the conversation names]`;
+      const exit = input.exitCode === undefined ? {} : { exitCode: input.exitCode };
+      return `${head}\n${compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit })}`;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /** The diagnostic lines (within budget) of a failing `text` that are not lines of `view`. */
