@@ -5,6 +5,7 @@ import { test } from '@fast-check/vitest';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
+import { READ_MIN_CHARS } from '../../src/compact/compression-plan.js';
 import { codePointLength } from '../../src/compact/lines.js';
 import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
@@ -77,14 +78,18 @@ describe('compressToolResult: native search/process', () => {
     await expectRecovers(vault, out!.value.content, raw);
   });
 
-  it('leaves small results, other tools and read_file (outside aggressive mode) untouched', async () => {
+  it('leaves small results, other tools and read_file (outside aggressive mode, up to the read threshold) untouched', async () => {
     const big = nativeSearchFixture();
+    const read = big.slice(0, READ_MIN_CHARS - 1);
     const outs = await runOp(op(), [
       result('search_files', 'x'.repeat(500)),
       result('web_search', big),
-      result('read_file', big, { path: 'a.txt' }),
+      result('read_file', read, { path: 'a.txt' }),
     ]);
     outs.forEach((o) => expect(o.value.content).toBe(o.original.content));
+    // A whole large file gets the bounded view of a file read in every mode that compacts.
+    const [whole] = await runOp(op(), [result('read_file', big, { path: 'a.txt' })]);
+    expect(whole!.value.content).toMatch(/^\[file read: /m);
     const [aggr] = await runOp(op({ mode: 'aggressive' }), [result('read_file', big, { path: 'a.txt' })]);
     expect(codePointLength(aggr!.value.content)).toBeLessThan(big.length);
   });
