@@ -215,12 +215,15 @@ export async function planHistory(
   const requestKey = chain.at(-1) ?? '';
   // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
   const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
-  const { applied, candidates, shown, facts } = await decideOutputs(state, memo, outputs, o, {
+  const past = sessionPast(state);
+  const { applied, candidates, shown, facts, returned } = await decideOutputs(state, memo, outputs, o, {
     ...bounds,
     requestKey,
     idle,
     chain,
+    idleLimit: workingSetIdleLimit(past, o.idleTurns),
   });
+  notePast(past, applied, returned);
   const fullShown = new Map<string, string>();
   for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
   if (o.reasoning || o.collapseAfterTurns > 0)
@@ -238,7 +241,9 @@ export async function planHistory(
   let chosen: Target[] = [];
   if (candidates.length > 0 && o.newBatch !== false)
     chosen =
-      o.blockTurns > 0 ? candidates : chooseNewBatch(state, view, outputs, o, { keepItems, candidates, idle, start });
+      o.blockTurns > 0
+        ? candidates
+        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates, idle, start, past });
 
   const chosenKeys = new Set(chosen.map((c) => c.key));
   const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
@@ -325,6 +330,8 @@ interface OutputDecisions {
   readonly candidates: Target[];
   readonly shown: string[];
   readonly facts: readonly OutputFacts[];
+  /** Keys of rewritten outputs the newest turn referred to again (the agent came back to them). */
+  readonly returned: string[];
 }
 
 /** Decide every output of the request, in output order (see {@link outputDecider}). */
@@ -337,12 +344,14 @@ async function decideOutputs(
     readonly requestKey: string;
     readonly idle: readonly number[] | undefined;
     readonly chain: readonly string[];
+    readonly idleLimit: number;
   },
 ): Promise<OutputDecisions> {
   const { start, chain } = b;
   const applied: Target[] = [];
   const candidates: Target[] = [];
   const shown: string[] = [];
+  const returned: string[] = [];
   const { decided, visit } = outputDecider(state, memo, o, b);
   // What the previous plan found per output (its key, text size, renderings), reused for the
   // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
@@ -370,6 +379,7 @@ async function decideOutputs(
     if (code === SKIPPED || code === UNRENDERABLE) continue;
     if (code === APPLIED || code === UPGRADED) {
       applied.push(picked[k]!);
+      if (b.idle !== undefined && b.idle[k] === 0) returned.push(picked[k]!.key);
       const upgrade = code === UPGRADED ? upgrades[k] : undefined;
       if (upgrade !== undefined) candidates.push(upgrade);
       continue;
@@ -378,7 +388,7 @@ async function decideOutputs(
     if (code === CANDIDATE) candidates.push(picked[k]!);
   }
   state.sticky.set(OUTPUT_FACTS, facts);
-  return { applied, candidates, shown, facts };
+  return { applied, candidates, shown, facts, returned };
 }
 
 type Pending = Promise<unknown> | undefined;
@@ -392,10 +402,13 @@ function outputDecider(
   state: SessionState,
   memo: ConversationMemo,
   o: HistoryOptions,
-  b: HistoryBounds & { readonly requestKey: string; readonly idle: readonly number[] | undefined },
+  b: HistoryBounds & {
+    readonly requestKey: string;
+    readonly idle: readonly number[] | undefined;
+    readonly idleLimit: number;
+  },
 ): { readonly decided: Decided; readonly visit: (k: number, f: OutputFacts, i: number) => Pending } {
-  const { protectedFrom, collapseBefore, sealedBefore, requestKey, idle } = b;
-  const idleLimit = Math.max(1, o.idleTurns ?? 1);
+  const { protectedFrom, collapseBefore, sealedBefore, requestKey, idle, idleLimit } = b;
   const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
     const t = knownTarget(state, f.slot, f.key, kind) ?? (await outputTarget(state, f.slot, f.key, kind, o)) ?? null;
     f.targets[kind] = t;
@@ -508,9 +521,10 @@ function chooseNewBatch(
     readonly candidates: readonly Target[];
     readonly idle: readonly number[] | undefined;
     readonly start: number;
+    readonly past: SessionPast;
   },
 ): Target[] {
-  const { keepItems, candidates, idle, start } = c;
+  const { keepItems, candidates, idle, start, past } = c;
   const info = view.itemInfo;
   // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
   const cum = state.meter.cumulativeChars(keepItems);
@@ -533,7 +547,7 @@ function chooseNewBatch(
     const turns = idleOf?.get(i);
     return turns === undefined
       ? { position: position(i), saved }
-      : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns) };
+      : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns, past) };
   });
   let runStart = info.length - 1;
   while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
@@ -614,15 +628,77 @@ function idleByItem(outputs: readonly Slot[], idle: readonly number[]): Map<numb
 }
 
 /**
- * Expected cost of the recoveries a digest of an item may cause (uncached-char units): the chance
- * that the agent comes back for an output it has not referred to for `idle` turns, taken as
- * 1 / (idle + 1) (the longer it has been left, the less likely it is needed), times one round trip
- * as replay prices it (src/replay/sight.ts): the request read again from cache, plus a page of the
- * artifact (at most 8,000 chars) and the call written.
+ * What this session's own past says about its digests: the outputs it has had rewritten so far, and
+ * those the agent came back to afterwards (an assistant turn referred to a rewritten output again:
+ * the words it used were in the digest's original, src/compile/working-set.ts). Kept with the
+ * session's state; decided from requests already sent, so the same history gives the same answer.
  */
-export function expectedRecovery(p: PricingProfile, requestChars: number, itemChars: number, idle: number): number {
+export interface SessionPast {
+  readonly rewritten: Set<string>;
+  readonly returned: Set<string>;
+}
+
+const PAST = 'history:past';
+
+function sessionPast(state: SessionState): SessionPast {
+  let past = state.sticky.get(PAST) as SessionPast | undefined;
+  if (past === undefined) {
+    past = { rewritten: new Set(), returned: new Set() };
+    state.sticky.set(PAST, past);
+  }
+  return past;
+}
+
+function notePast(past: SessionPast, applied: readonly Target[], returned: readonly string[]): void {
+  for (const t of applied) if (t.kind !== 'reasoning') past.rewritten.add(t.key);
+  for (const key of returned) past.returned.add(key);
+}
+
+/**
+ * Weight, in rewritten outputs, of the prior that a session comes back to what was digested as
+ * often as the idle turns alone suggest; the session's own record outweighs it once it has more.
+ */
+const PRIOR_OUTPUTS = 4;
+
+/**
+ * The chance that the agent comes back for an output it has not referred to for `idle` turns:
+ * 1 / (idle + 1) before the session has a record (the longer it has been left, the less likely it
+ * is needed), then moved toward the share of its rewritten outputs it did come back to.
+ */
+export function returnChance(idle: number, past?: SessionPast): number {
+  const prior = 1 / (idle + 1);
+  if (past === undefined) return prior;
+  return (past.returned.size + PRIOR_OUTPUTS * prior) / (past.rewritten.size + PRIOR_OUTPUTS);
+}
+
+/**
+ * The working set's idle limit for this session: one turn more for a session that came back to
+ * at least half of what was rewritten (with a record of a few rewrites), two for one that came
+ * back to nearly all of it; the configured limit otherwise.
+ */
+export function workingSetIdleLimit(past: SessionPast, configured = 1): number {
+  const base = Math.max(1, configured);
+  const n = past.rewritten.size;
+  if (n < PRIOR_OUTPUTS) return base;
+  const share = past.returned.size / n;
+  return share >= 0.8 ? base + 2 : share >= 0.5 ? base + 1 : base;
+}
+
+/**
+ * Expected cost of the recoveries a digest of an item may cause (uncached-char units): the chance
+ * that the agent comes back for it ({@link returnChance}: its idle turns and the session's record),
+ * times one round trip as replay prices it (src/replay/sight.ts): the request read again from
+ * cache, plus a page of the artifact (at most 8,000 chars) and the call written.
+ */
+export function expectedRecovery(
+  p: PricingProfile,
+  requestChars: number,
+  itemChars: number,
+  idle: number,
+  past?: SessionPast,
+): number {
   const trip = p.cacheRead * requestChars + p.cacheWrite * (Math.min(8000, itemChars) + 200);
-  return trip / (idle + 1);
+  return trip * returnChance(idle, past);
 }
 
 /** Item index where the sealed steps end. */

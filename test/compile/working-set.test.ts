@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseBatch } from '../../src/compile/economics.js';
-import { expectedRecovery } from '../../src/compile/history.js';
+import { expectedRecovery, returnChance, workingSetIdleLimit } from '../../src/compile/history.js';
 import { createObservationMemo, hostToolOutputs } from '../../src/compile/observations.js';
 import { createSessionPool } from '../../src/compile/session.js';
 import { referenceWords, idleTurns, idleTurnsOnce, walkedItems } from '../../src/compile/working-set.js';
@@ -215,5 +215,41 @@ describe('the rewrite rule with expected recoveries', () => {
     // Left for long, the same output is unlikely to be needed again: the digest pays.
     const idle = expectedRecovery(PRICING_PROFILES.openai, 60_000, 5_000, 50);
     expect(chooseBatch({ ...q, candidates: [{ ...q.candidates[0]!, recovery: idle }] })).toBeDefined();
+  });
+});
+
+describe("the session's own past decides how readily it digests", () => {
+  const past = (rewritten: number, returned: number) => ({
+    rewritten: new Set(Array.from({ length: rewritten }, (_, i) => `k${i}`)),
+    returned: new Set(Array.from({ length: returned }, (_, i) => `k${i}`)),
+  });
+  const q = {
+    size: 60_000,
+    cachedEnd: 55_000,
+    requestsAhead: 10,
+    pricing: PRICING_PROFILES.openai,
+    candidates: [{ position: 50_000, saved: 4_500 }],
+  };
+
+  it('without a record the idle turns alone set the chance of coming back', () => {
+    expect(returnChance(3)).toBe(0.25);
+    expect(returnChance(3, past(0, 0))).toBe(0.25);
+  });
+
+  it('a session that never came back to its digests is expected to come back less, one that always did more', () => {
+    expect(returnChance(1, past(12, 0))).toBeLessThan(returnChance(1));
+    expect(returnChance(1, past(12, 12))).toBeGreaterThan(0.8);
+    // The same digest: refused for a session that keeps coming back, taken for one that does not.
+    const keeps = expectedRecovery(PRICING_PROFILES.openai, 60_000, 5_000, 2, past(12, 11));
+    const leaves = expectedRecovery(PRICING_PROFILES.openai, 60_000, 5_000, 2, past(12, 0));
+    expect(chooseBatch({ ...q, candidates: [{ ...q.candidates[0]!, recovery: keeps }] })).toBeUndefined();
+    expect(chooseBatch({ ...q, candidates: [{ ...q.candidates[0]!, recovery: leaves }] })).toBeDefined();
+  });
+
+  it('the working set waits longer before letting outputs go in a session that came back to what it let go', () => {
+    expect(workingSetIdleLimit(past(2, 2), 2)).toBe(2); // too short a record
+    expect(workingSetIdleLimit(past(10, 2), 2)).toBe(2);
+    expect(workingSetIdleLimit(past(10, 6), 2)).toBe(3);
+    expect(workingSetIdleLimit(past(10, 9), 2)).toBe(4);
   });
 });
