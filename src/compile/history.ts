@@ -674,13 +674,16 @@ export function returnChance(idle: number, past?: SessionPast): number {
 /**
  * The working set's idle limit for this session: one turn more for a session that came back to
  * at least half of what was rewritten (with a record of a few rewrites), two for one that came
- * back to nearly all of it; the configured limit otherwise.
+ * back to nearly all of it, one turn less (at least 1) for one that never came back over a longer
+ * record; the configured limit otherwise.
  */
 export function workingSetIdleLimit(past: SessionPast, configured = 1): number {
   const base = Math.max(1, configured);
   const n = past.rewritten.size;
   if (n < PRIOR_OUTPUTS) return base;
   const share = past.returned.size / n;
+  // A long record of never coming back: the agent is done with what it leaves.
+  if (n >= 2 * PRIOR_OUTPUTS && share < 0.05) return Math.max(1, base - 1);
   return share >= 0.8 ? base + 2 : share >= 0.5 ? base + 1 : base;
 }
 

@@ -246,9 +246,11 @@ describe("the session's own past decides how readily it digests", () => {
     expect(chooseBatch({ ...q, candidates: [{ ...q.candidates[0]!, recovery: leaves }] })).toBeDefined();
   });
 
-  it('the working set waits longer before letting outputs go in a session that came back to what it let go', () => {
+  it('the working set waits longer in a session that came back to what it let go, less in one that never did', () => {
     expect(workingSetIdleLimit(past(2, 2), 2)).toBe(2); // too short a record
     expect(workingSetIdleLimit(past(10, 2), 2)).toBe(2);
+    expect(workingSetIdleLimit(past(10, 0), 2)).toBe(1); // a long record of never coming back
+    expect(workingSetIdleLimit(past(10, 0), 1)).toBe(1);
     expect(workingSetIdleLimit(past(10, 6), 2)).toBe(3);
     expect(workingSetIdleLimit(past(10, 9), 2)).toBe(4);
   });
