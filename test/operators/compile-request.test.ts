@@ -113,16 +113,21 @@ describe('compileRequest — unit', () => {
       messages.push({ role: 'tool', tool_call_id: `w${t}`, content: output(t) });
       requests.push(deepFreeze({ model: 'gpt-4o', messages: [...messages] }));
     }
-    const contentAt = async (policy: object, id: string): Promise<string[]> => {
-      const outs = await runAll(compileRequest({ vault, minVaultChars: 500, ...policy }), contexts(requests, id));
+    const contentAt = async (policy: object, id: string, n = requests.length): Promise<string[]> => {
+      const outs = await runAll(
+        compileRequest({ vault, minVaultChars: 500, ...policy }),
+        contexts(requests.slice(0, n), id),
+      );
       return messagesOf(outs.at(-1)!.value)
         .filter((m) => m['role'] === 'tool')
         .map((m) => String(m['content']));
     };
     const kept = await contentAt({}, 'ws1');
     expect(kept[0]).toBe(output(0)); // named in every turn
-    expect(kept[22]).toBe(output(22)); // left one turn ago
     expect(kept[23]).toBe(output(23)); // the newest
+    // Before the session has a record of its own, an output left one turn ago stays.
+    const early = await contentAt({}, 'ws0', 8);
+    expect(early[6]).toBe(output(6));
     const digested = kept.slice(1, 22).filter((c, k) => c !== output(k + 1));
     expect(digested.length).toBeGreaterThan(0);
     for (const d of digested) expect(d).toMatch(/^\[Token Terminator digest/);
