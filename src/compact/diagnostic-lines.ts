@@ -121,7 +121,7 @@ const LINT_LINE = /^\s*\d+:\d+\s+error\s+\S|^\S+\.go:\d+:\d+: \S/;
 /**
  * True when a line on its own shows that something failed. The one classifier of failure lines:
  * the diagnostic scan of the first views, the bounded views, the digests and the duplicate
- * finder all read it (replay's ruler, src/replay/diagnostics.ts, stays independent of it).
+ * finder all read it (replay's ruler, src/measure/diagnostic-ruler.ts, stays independent of it).
  *
  * @example
  * isFailureLine('tests/test_a.py::test_one FAILED                  [ 20%]'); // true

@@ -10,12 +10,12 @@
  *   or as a bounded view ending in that receipt). A request whose input does not extend the
  *   previous input starts a new conversation, even under the same session id;
  * - diagnostics-kept: a digest keeps every diagnostic line of the output it stands for, as replay's
- *   ruler (src/replay/diagnostics.ts) finds them — failing test ids included — up to the digest's
+ *   ruler (src/measure/diagnostic-ruler.ts, read by replay) finds them — failing test ids included — up to the digest's
  *   bound of 50, then their count, and its exit status.
  */
 import { fencedBlocks } from '../../compile/actions.js';
 import { DIGEST_MAX_DIAGNOSTICS, exitStatusOf } from '../../compile/digest.js';
-import { diagnosticLines } from '../../replay/diagnostics.js';
+import { diagnosticLines } from '../../measure/diagnostic-ruler.js';
 import { parseDelta, slotText } from '../../compile/references.js';
 import { canonicalJson } from '../../measure/index.js';
 import { readRequest } from '../../model/index.js';
@@ -255,7 +255,7 @@ export function missingDiagnostics(input: ProviderRequest, output: ProviderReque
     const original = originalOf(slot);
     if (original === undefined || original.startsWith('[Token Terminator')) continue;
     const where = slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`;
-    // Judged by replay's ruler (src/replay/diagnostics.ts), not by the classifier the digest uses.
+    // Judged by replay's ruler (src/measure/diagnostic-ruler.ts, read by replay), not by the classifier the digest uses.
     const exit = exitStatusOf(original);
     const distinct = diagnosticLines(original, Infinity).filter(
       (l) => !(exit !== undefined && /^\[exit code: -?\d+\]$|\bexit(?:ed with)? (?:code|status)|<returncode>/i.test(l)),
@@ -283,7 +283,7 @@ export function missingDiagnostics(input: ProviderRequest, output: ProviderReque
 
 /**
  * The failure lines of `output` that a first view of it leaves out, as replay's ruler
- * (src/replay/diagnostics.ts) finds them: each must be a whole line of `view`. Independent of the
+ * (src/measure/diagnostic-ruler.ts, read by replay) finds them: each must be a whole line of `view`. Independent of the
  * classifier the compactors use, so a classifier that misses a line cannot pass its own check.
  *
  * @example
