@@ -74,6 +74,9 @@ export async function fitRequest(
   const limits = run.limits(request, step.context);
   if (limits === undefined) return undefined;
   const { window: W, reserve: R } = limits;
+  const margin = Math.ceil((W * s.exactMarginPct) / 100);
+  // Nothing chosen yet and far below the boundary: the request is not even read (the common case).
+  if (state.chosen.size === 0 && (await estimator.countRequest(request, signal)) + R <= W - margin) return undefined;
   const view = readRequest(request);
   const bounds = boundsOf(view);
   if (view.listKey === undefined || bounds === undefined) return undefined;
@@ -86,7 +89,6 @@ export async function fitRequest(
   const build = (): ProviderRequest => withItems(request, view.listKey!, w.items);
   // The incremental count (per item, memoized by content) far from the boundary; near it the cap's own.
   let estimate = await estimator.countRequest(build(), signal);
-  const margin = Math.ceil((W * s.exactMarginPct) / 100);
   let prompt = estimate + R > W - margin ? await exact(run, build(), step, signal) : estimate;
   const before = prompt;
   const kept = current.some((r) => r !== undefined);

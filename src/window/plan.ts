@@ -48,6 +48,8 @@ export interface FitSlot {
   /** The text a digest or view is made from. */
   readonly shown: string;
   readonly chars: number;
+  /** Reasoning: the fenced blocks of the text are the agent's actions (it made no tool call) and stay. */
+  readonly keepBlocks?: boolean;
 }
 
 /** Where a request's history starts (the first assistant item) and where its newest turn starts. */
@@ -70,6 +72,13 @@ const REASONING_MIN_CHARS = 300;
 /** The slots of the history between the prefix and the newest turn that the stage may reduce, in item order. */
 export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlot[] {
   const out: FitSlot[] = [];
+  // An assistant item that calls tools acts through the calls: its fenced blocks are prose.
+  const calling = new Set<number>();
+  for (const slot of view.slots)
+    if (slot.kind === 'tool_call' && slot.item !== undefined) {
+      calling.add(slot.item);
+      if (view.format === 'responses') calling.add(slot.item - 1);
+    }
   for (const slot of view.slots) {
     const i = slot.item;
     if (i === undefined || i < b.start || i >= b.newest) continue;
@@ -81,8 +90,16 @@ export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlo
       if (chars >= minChars) out.push({ slot, kind: 'output', evidence, shown, chars });
     } else if (slot.kind === 'assistant' && view.itemInfo[i]?.role === 'assistant') {
       for (const part of assistantParts(slot)) {
-        if (part.text.startsWith('[Token Terminator') || prose(part.text) < REASONING_MIN_CHARS) continue;
-        out.push({ slot: part.slot, kind: 'reasoning', evidence: part.text, shown: part.text, chars: 0 });
+        const size = calling.has(i) ? codePoints(part.text) : prose(part.text);
+        if (part.text.startsWith('[Token Terminator') || size < REASONING_MIN_CHARS) continue;
+        out.push({
+          slot: part.slot,
+          kind: 'reasoning',
+          evidence: part.text,
+          shown: part.text,
+          chars: 0,
+          keepBlocks: !calling.has(i),
+        });
       }
     }
   }
@@ -142,8 +159,9 @@ export function renderingFor(
     text = renderDigest(f.shown, line, { diagnosticChars: s.diagnosticChars, args: f.slot.callArgs });
   else if (kind === 'view') text = `${compactLines(f.shown, { maxChars: s.viewChars })}\n${line}`;
   else {
-    const blocks = fencedSpans(f.evidence).map(([a, b]) => f.evidence.slice(a, b));
-    const note = `[Token Terminator reasoning of an earlier turn (${prose(f.evidence)} chars) | ${line.slice(1, -1)}]`;
+    const blocks = f.keepBlocks === false ? [] : fencedSpans(f.evidence).map(([a, b]) => f.evidence.slice(a, b));
+    const size = f.keepBlocks === false ? codePoints(f.evidence) : prose(f.evidence);
+    const note = `[Token Terminator reasoning of an earlier turn (${size} chars) | ${line.slice(1, -1)}]`;
     text = [note, ...blocks].join('\n');
   }
   const before = current?.text ?? f.evidence;
