@@ -52,7 +52,7 @@ export interface FitWindowOptions {
   /**
    * The reductions in the order they are taken (TOKEN_TERMINATOR_WINDOW_FIT_ORDER).
    *
-   * @defaultValue `['view', 'digest-idle', 'digest', 'reasoning', 'receipt']`
+   * @defaultValue `['reasoning', 'view', 'digest-idle', 'digest', 'receipt']`
    */
   readonly order?: readonly FitStep[];
   /**
@@ -89,8 +89,8 @@ export interface FitWindowOptions {
 
 /**
  * Make every request fit W − R without losing a byte: when prompt + R > W, reduce its history in the
- * documented order (bounded views, digests of done outputs, digests oldest first, old prose to
- * receipts, bare receipts) to the low-water mark; the prefix, user messages, actions and the newest
+ * documented order (old prose to receipts, bounded views, digests of done outputs, digests oldest
+ * first, bare receipts) to the low-water mark; the prefix, user messages, actions and the newest
  * turn stay verbatim. A request that cannot fit passes unchanged with a `window_exceeded` decision.
  *
  * @example

@@ -362,11 +362,11 @@ const FIELDS: readonly Field[] = [
   tt('outputCap', 'OUTPUT_CAP', bool, true),
   tt('windowFit', 'WINDOW_FIT', bool, true),
   tt('windowLowWaterPct', 'WINDOW_LOW_WATER_PCT', int(10, 100), 70),
-  tt('windowFitOrder', 'WINDOW_FIT_ORDER', csv(['view', 'digest-idle', 'digest', 'reasoning', 'receipt']), [
+  tt('windowFitOrder', 'WINDOW_FIT_ORDER', csv(['reasoning', 'view', 'digest-idle', 'digest', 'receipt']), [
+    'reasoning',
     'view',
     'digest-idle',
     'digest',
-    'reasoning',
     'receipt',
   ]),
   tt('modelLimits', 'MODEL_LIMITS', modelLimits, {}),

@@ -210,11 +210,11 @@ export interface Config {
    */
   readonly windowLowWaterPct: number; // TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT (70)
   /**
-   * The window fit's reductions in order (view, digest-idle, digest, reasoning, receipt).
+   * The window fit's reductions in order (reasoning, view, digest-idle, digest, receipt).
    *
-   * @defaultValue `['view', 'digest-idle', 'digest', 'reasoning', 'receipt']`
+   * @defaultValue `['reasoning', 'view', 'digest-idle', 'digest', 'receipt']`
    */
-  readonly windowFitOrder: readonly string[]; // TOKEN_TERMINATOR_WINDOW_FIT_ORDER (view,digest-idle,digest,reasoning,receipt)
+  readonly windowFitOrder: readonly string[]; // TOKEN_TERMINATOR_WINDOW_FIT_ORDER (reasoning,view,digest-idle,digest,receipt)
   /**
    * Model id → { contextWindow?, maxOutputTokens? } over the built-in model table.
    *

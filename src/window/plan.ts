@@ -19,14 +19,16 @@ import { segmentSteps } from '../compile/steps.js';
 import { shortIdForSha } from '../vault/identity.js';
 
 /**
- * The reductions in their default order:
+ * The reductions in their default order (measured in docs/window.md: prose first keeps the outputs
+ * the agent quotes in sight longest):
+ * - `reasoning`: old assistant prose becomes a receipt (fenced command blocks of an agent that acts
+ *   through them stay; an item that calls tools keeps its calls);
  * - `view`: an oversized output becomes a bounded view (head, tail, diagnostic lines) + receipt;
  * - `digest-idle`: an output the agent is done with (the working set) becomes a digest;
  * - `digest`: any other output outside the newest turn becomes a digest, oldest first;
- * - `reasoning`: old assistant prose becomes a receipt (its fenced command blocks stay);
  * - `receipt`: a view or digest becomes the bare receipt line, oldest first.
  */
-export const FIT_STEPS = ['view', 'digest-idle', 'digest', 'reasoning', 'receipt'] as const;
+export const FIT_STEPS = ['reasoning', 'view', 'digest-idle', 'digest', 'receipt'] as const;
 export type FitStep = (typeof FIT_STEPS)[number];
 
 /** What one slot shows instead of its exact text. */
