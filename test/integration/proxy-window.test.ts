@@ -58,7 +58,15 @@ function guarded(next: (r: Recorded) => Reply): (r: Recorded) => Reply {
 
 /** Turn t of the session: a short exchange, and every 10th turn a large file read. */
 const question = (t: number): string => `Step ${t}: check the migration for table t${t}.`;
-const answer = (t: number): string => `Table t${t} is migrated; its ${t % 7} indexes are in place.`;
+/** Every 4th answer (in the Anthropic session: only the first) explains at length (prose the compiler keeps, only the window fit reduces). */
+const answer = (t: number, every = 4): string =>
+  t % every === 0
+    ? Array.from(
+        { length: 6 },
+        (_, i) =>
+          `Table t${t}, check ${i}: the ${['primary', 'foreign', 'unique'][i % 3]} key on column c${i * t} holds ${t * 31 + i} rows.`,
+      ).join(' ')
+    : `Table t${t} is migrated; its ${t % 7} indexes are in place.`;
 const fileText = (t: number): string =>
   Array.from({ length: 100 }, (_, i) => `t${t}.sql:${i + 1}: ALTER TABLE t${t} ADD COLUMN c${i} INT; -- ${i * t}`).join(
     '\n',
@@ -108,7 +116,7 @@ function anthropicRequests(): Record<string, unknown>[] {
       messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: fileText(t) }] });
     }
     out.push(request());
-    messages.push({ role: 'assistant', content: [{ type: 'text', text: answer(t) }] });
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: answer(t, 1000) }] });
   }
   return out;
 }
