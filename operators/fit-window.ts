@@ -15,7 +15,7 @@ import { checkOptions, intOption, requireVault } from '../src/options.js';
 import type { ProviderRequest, Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { fitRequest, type FitSettings, type FitState } from '../src/window/fit-window.js';
-import { FIT_STEPS, type FitStep, type Rendering } from '../src/window/plan.js';
+import { FIT_STEPS, type FitStep } from '../src/window/plan.js';
 
 const STAGE = STAGES.fitWindow;
 
@@ -132,12 +132,12 @@ export function fitWindow(options: FitWindowOptions): OperatorFunction<Step<Prov
         counter,
         ...(measures === undefined ? {} : { measures }),
       });
-      const chosen = new WeakMap<object, Map<string, Rendering>>();
+      const chosen = new WeakMap<object, FitState>();
       const stateOf = (step: Step<ProviderRequest>): FitState => {
         const session = sessions(step.context);
-        let map = chosen.get(session);
-        if (map === undefined) chosen.set(session, (map = new Map()));
-        return { session, chosen: map };
+        let state = chosen.get(session);
+        if (state === undefined) chosen.set(session, (state = { session, chosen: new Map(), blocks: new Map() }));
+        return state;
       };
       return source.pipe(
         stepOperator<ProviderRequest>(
