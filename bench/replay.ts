@@ -87,7 +87,7 @@ export async function main(argv: string[]): Promise<void> {
     const t0 = performance.now();
     const baseline = await replaySessions(sessions, { mode: 'off', ledger: false });
     const t1 = performance.now();
-    const timed = await timedReplay(sessions, mode, 'js');
+    const timed = await timedReplay(sessions, mode, 'js', windowFlags(argv));
     const t2 = performance.now();
     if (checkout !== undefined && rounds > 1) earlier.push(runEarlier(checkout, path, mode, limit));
     await report(argv, mode, sessions, baseline, timed, [t0, t1, t2]);
@@ -98,9 +98,51 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** `--window N [--reserve R] [--dump file]`: replay under a budgeting window (docs/window.md). */
+interface WindowFlags {
+  readonly window?: number;
+  readonly reserve?: number;
+  readonly dump?: string;
+}
+
+function windowFlags(argv: string[]): WindowFlags {
+  const n = (name: string): number | undefined => {
+    const v = flag(argv, name);
+    if (v === undefined) return undefined;
+    const x = Number(v);
+    if (!Number.isSafeInteger(x) || x < 1) throw new Error(`bench replay: ${name} must be a positive integer`);
+    return x;
+  };
+  const window = n('--window');
+  const reserve = n('--reserve');
+  const dump = flag(argv, '--dump');
+  if (reserve !== undefined && window === undefined) throw new Error('bench replay: --reserve needs --window');
+  return {
+    ...(window === undefined ? {} : { window }),
+    ...(reserve === undefined ? {} : { reserve }),
+    ...(dump === undefined ? {} : { dump }),
+  };
+}
+
 interface Earlier {
   readonly figures: Omit<ReplayFigures, 'sessions'> & { sessions: number };
   readonly wallMs: number;
+}
+
+/** The window figures (`--window`): requests over W − R raw and sent, the fit's rewrites. */
+function windowRows(f: ReplayFigures, mark: (ok: boolean) => string): [string, string, string, string][] {
+  if (f.requests_over_window_raw === undefined) return [];
+  return [
+    ['requests over window (raw)', String(f.requests_over_window_raw), '—', ''],
+    [
+      'requests over window (sent)',
+      String(f.requests_over_window_sent),
+      '—',
+      `0 where they fit  ${mark((f.requests_over_window_sent ?? 0) <= (f.requests_window_exceeded ?? 0))}`,
+    ],
+    ['window rewrites', String(f.window_rewrites), '—', ''],
+    ['window exceeded (cannot fit)', String(f.requests_window_exceeded), '—', ''],
+  ];
 }
 
 /** The tree of `commit` in a temp directory, with this checkout's node_modules linked in. */
@@ -273,6 +315,7 @@ async function report(
     ['p50 ms per request', ours.p50_ms.toFixed(3), REFERENCE.p50_ms.toFixed(2), ''],
     ['p95 ms per request', ours.p95_ms.toFixed(3), '—', ''],
     ['recovery failures', String(ours.recovery_failures), '—', `0  ${mark(ours.recovery_failures === 0)}`],
+    ...windowRows(ours, mark),
   ];
   console.log('\nfigure                             ours                  reference     target            ');
   for (const [name, a, b, c] of rows) console.log(`${name.padEnd(34)} ${a.padEnd(21)} ${b.padEnd(13)} ${c}`);
@@ -417,13 +460,22 @@ interface Timed {
  * since the previous request + the request) and to remember that request's new content, which is
  * tokenized with tiktoken in `onProgress`, after replay's timed section.
  */
-async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, engine: EncoderEngine): Promise<Timed> {
+async function timedReplay(
+  sessions: readonly RecordedSession[],
+  mode: Mode,
+  engine: EncoderEngine,
+  w: WindowFlags = {},
+): Promise<Timed> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-replay-'));
   const counter = createTiktokenCounter('o200k_base', { engine });
   const figuresCounter = createTiktokenCounter('o200k_base', { engine: 'wasm' });
   const reference = acquireEncoder('o200k_base', 'wasm');
+  const incontext = {
+    ...(w.window === undefined ? {} : { compressionWindowTokens: w.window }),
+    ...(w.reserve === undefined ? {} : { minOutputTokens: w.reserve }),
+  };
   const tt = await createTerminator({
-    overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode },
+    overrides: { dbPath: join(dir, 'artifacts.sqlite3'), mode, ...(w.window === undefined ? {} : { incontext }) },
     counter,
     metrics: false,
     vaultErrors: 'throw',
@@ -475,6 +527,7 @@ async function timedReplay(sessions: readonly RecordedSession[], mode: Mode, eng
       terminator: wrapped,
       counter: figuresCounter,
       ledger: false,
+      ...w,
       onProgress: () => {
         const t0 = performance.now();
         for (const text of newContent) countGuarded(text, reference.count);

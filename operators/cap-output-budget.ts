@@ -7,7 +7,7 @@ import { STAGES } from '../src/stages.js';
 import { defer, finalize, type OperatorFunction } from 'rxjs';
 import { stepOperator } from '../src/operator-kit.js';
 import type { ProviderRequest, Step, StepContext } from '../src/step.js';
-import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/planner.js';
+import { createOutputBudget, type OutputBudgetOptions, type WindowLimits } from '../src/budget/planner.js';
 
 /**
  * Options of {@link capOutputBudget}; every field is optional and documents its default:
@@ -54,6 +54,10 @@ export function capOutputBudget(
 /** Preflight pressure function with its resources. */
 export interface Pressure {
   (request: ProviderRequest, context?: StepContext, signal?: AbortSignal): Promise<number>;
+  /** W and R for the request, as the cap resolves them (undefined: another route, or no window). */
+  limits(request: ProviderRequest, context?: StepContext): WindowLimits | undefined;
+  /** P as the cap counts it (undefined when counting failed twice). */
+  count(request: ProviderRequest, context?: StepContext, signal?: AbortSignal): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -70,6 +74,8 @@ export function createPressure(options: CapOutputBudgetOptions = {}): Pressure {
   const run = createOutputBudget('createPressure', options).open();
   const fn = ((request: ProviderRequest, context?: StepContext, signal?: AbortSignal) =>
     run.pressure(request, context, signal)) as Pressure;
+  fn.limits = (request, context) => run.limits(request, context);
+  fn.count = (request, context, signal) => run.count(request, context, signal ?? new AbortController().signal);
   fn.close = () => run.close();
   return fn;
 }

@@ -10,6 +10,7 @@ export const STAGES = {
   collapseDuplicates: 'collapseDuplicates',
   routeSkills: 'routeSkills',
   compileRequest: 'compileRequest',
+  fitWindow: 'fitWindow',
   capOutputBudget: 'capOutputBudget',
   /**
    * Not an operator: the bounded views collapseDuplicates shows of outputs over the inline limit,

@@ -9,6 +9,9 @@
  * as the client sent it; a request the pipeline left unchanged goes as the client's own bytes.
  */
 import { createHash } from 'node:crypto';
+import { CAP_FIELDS } from '../../src/budget/request-caps.js';
+import { canonicalJson } from '../../src/measure/index.js';
+import { STAGES } from '../../src/stages.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -34,7 +37,7 @@ import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type 
 import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
-import { SESSION_HEADER, sessionOf, tenantOf } from './session.js';
+import { clientWindow, SESSION_HEADER, sessionOf, tenantOf } from './session.js';
 import { relayRecoveryStream } from './stream-relay.js';
 import { refusedForCapacity, renderToolOutputs } from '../shared/tool-outputs.js';
 import {
@@ -162,29 +165,39 @@ async function prepare(
   const sessionId = known?.sessionId ?? sessionOf(req.headers, client, format, tenant);
   const digest = known?.digest ?? createHash('sha256').update(sessionId).update(raw).digest('hex');
   const model = typeof client['model'] === 'string' ? client['model'] : undefined;
+  const window = clientWindow(req.headers);
   const context: StepContext = {
     sessionId,
     tenant,
     requestId: `p_${digest.slice(0, 32)}`,
     // The endpoint decided the format: no stage guesses it from the body.
     format,
-    route: { ...PROVIDER[format], ...(model === undefined ? {} : { model }) },
+    route: {
+      ...PROVIDER[format],
+      ...(model === undefined ? {} : { model }),
+      ...(window === undefined ? {} : { compressionThreshold: window }),
+    },
   };
   // The recovery exchanges are the tenant's own: stored under its tenant and session, never the session alone.
   const state = await loadRecoveryState(tt.vault, sessionStateKey(context));
   // A recovered output rejoins the working set: shown as the client sent it, its exchange not again.
   const { request: shown, rejoined } = showExchanges(client, format, state);
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx, signal);
+  const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
+  const offering = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client);
   const step = await tt.reduceRequest(outputs.request, context, signal);
   let request = rejoinOutputs(step.value, format, rejoined);
   countFailedOpen(ctx, outputs.failedOpen);
   countFailedOpen(ctx, step.decisions);
-  const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
-  const offer =
-    ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client) && (state.tool || carriesReceipt(request, format));
+  const offer = offering && (state.tool || carriesReceipt(request, format));
   let nextState = state;
   if (offer) {
+    const before = request;
     request = withRecoveryTool(request, format, tt.recoveryTool);
+    // The tool joins the prompt after the window fit and the cap counted it: its tokens come off
+    // the cap the pipeline set, so prompt + cap still fits the window (and a restart renders the same).
+    const capped = step.decisions.some((d) => d.stage === STAGES.capOutputBudget && d.kind === 'applied');
+    if (request !== before && capped) request = capLoweredBy(request, promptTokensAdded(tt, before, request));
     if (!state.tool) {
       nextState = { ...state, tool: true };
       await saveRecoveryState(tt.vault, sessionStateKey(context), nextState);
@@ -201,6 +214,21 @@ async function prepare(
     decisions: step.decisions,
     measured: shown === client ? outputs.measured : client,
   };
+}
+
+/** Tokens of the tool definitions `after` adds to `before` (compact JSON, as the budget counts parts). */
+function promptTokensAdded(tt: ProxyContext['terminator'], before: ProviderRequest, after: ProviderRequest): number {
+  const tools = (r: ProviderRequest): unknown[] => (Array.isArray(r['tools']) ? (r['tools'] as unknown[]) : []);
+  const added = tools(after).slice(tools(before).length);
+  const key = tools(before).length === 0 ? tt.counter.count('tools') : 0;
+  return key + added.reduce<number>((n, t) => n + tt.counter.count(canonicalJson(t, { compact: true })), 0);
+}
+
+/** The request with its output cap (the one field the cap stage wrote) lowered by `tokens`, never below 1. */
+function capLoweredBy(request: ProviderRequest, tokens: number): ProviderRequest {
+  const field = CAP_FIELDS.find((f) => typeof request[f] === 'number');
+  if (field === undefined || tokens <= 0) return request;
+  return { ...request, [field]: Math.max(1, (request[field] as number) - tokens) };
 }
 
 /**

@@ -26,6 +26,26 @@ import { conversationItems, type RecoveryWireFormat } from '../../src/recovery/f
 /** Request header that names the session explicitly; the proxy scopes it by tenant and never sends it upstream. */
 export const SESSION_HEADER = 'x-token-terminator-session';
 
+/**
+ * A client's own budgeting window W in tokens (docs/window.md): the requests it sends are fitted
+ * under it, e.g. below its host's compaction threshold (Claude Code compacts at about 156k of a
+ * 200k window). Over the model table and TOKEN_TERMINATOR_MODEL_LIMITS, under INCONTEXT_COMPRESSION_WINDOW_TOKENS.
+ */
+export const WINDOW_HEADER = 'x-token-terminator-window';
+
+/**
+ * The window a client asks for in {@link WINDOW_HEADER}: a positive integer of at most 10 digits,
+ * else undefined (the header is then ignored).
+ *
+ * @example
+ * clientWindow({ 'x-token-terminator-window': '150000' }); // 150000
+ */
+export function clientWindow(headers: IncomingHttpHeaders): number | undefined {
+  const raw = header(headers, WINDOW_HEADER)?.trim();
+  if (raw === undefined || !/^[1-9]\d{0,9}$/.test(raw)) return undefined;
+  return Number(raw);
+}
+
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {

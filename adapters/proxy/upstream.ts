@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import { SESSION_HEADER } from './session.js';
+import { SESSION_HEADER, WINDOW_HEADER } from './session.js';
 import type { ProxyLogRecord } from './context.js';
 
 /** Request header carrying the proxy's own access token; checked locally and never sent upstream. */
@@ -63,6 +63,7 @@ export function requestHeaders(
       HOP_BY_HOP.has(name) ||
       named.has(name) ||
       name === SESSION_HEADER ||
+      name === WINDOW_HEADER ||
       name === TOKEN_HEADER
     )
       continue;

@@ -184,10 +184,23 @@ export function contextBudget(limit: number, reserve: number, margin: number, pr
   return { limit, usable, prompt, headroom: usable - prompt };
 }
 
+/** The window W a request must fit with the output reserve R (see {@link BudgetRun.limits}). */
+export interface WindowLimits {
+  readonly window: number;
+  readonly reserve: number;
+}
+
 /** A per-subscription budget: its own counter instance when built from the registry. */
 export interface BudgetRun {
   apply(step: Step<ProviderRequest>, signal: AbortSignal): Promise<Step<ProviderRequest>>;
   pressure(request: ProviderRequest, context?: StepContext, signal?: AbortSignal): Promise<number>;
+  /**
+   * The W and R the cap uses for this request: undefined for another route or when no window is
+   * known (the window-fit stage reads the same numbers as the cap that follows it).
+   */
+  limits(request: ProviderRequest, context?: StepContext): WindowLimits | undefined;
+  /** P as the cap counts it (the fallback estimate + F when exact counting fails); undefined when both fail. */
+  count(request: ProviderRequest, context: StepContext | undefined, signal: AbortSignal): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
@@ -502,6 +515,11 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
       const run: RunCounter = { counter, dialect };
       return {
         apply: (step, signal) => applyBudget(b, run, step, signal),
+        limits: (request, context) => windowLimits(b, request, context),
+        async count(request, context, signal) {
+          const primary = b.route ?? context?.route;
+          return (await measurePrompt(b, counter, request, signal, primary?.contextWindow))?.prompt;
+        },
         async pressure(request, context, signal) {
           const primary = b.route ?? context?.route;
           const r = effectiveReserve(b.reserve, primary?.outputCap);
@@ -521,6 +539,20 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
       };
     },
   };
+}
+
+/** W and R for one request, resolved as {@link applyBudget} resolves them. */
+function windowLimits(
+  b: Budgeting,
+  request: ProviderRequest,
+  context: StepContext | undefined,
+): WindowLimits | undefined {
+  const own = context?.route;
+  if (!isPrimaryRoute(request, b.route ?? own, own)) return undefined;
+  const primary = resolveRoute(b, b.route ?? own, request);
+  const window = b.override ?? primary?.compressionThreshold ?? primary?.contextWindow;
+  if (window === undefined || b.margin + b.reserve >= window) return undefined;
+  return { window, reserve: effectiveReserve(b.reserve, primary?.outputCap) };
 }
 
 function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boolean {

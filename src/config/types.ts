@@ -198,6 +198,24 @@ export interface Config {
    */
   readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
   /**
+   * The window-fit stage (docs/window.md): a request over W − R is reduced losslessly until it fits.
+   *
+   * @defaultValue `true`
+   */
+  readonly windowFit: boolean; // TOKEN_TERMINATOR_WINDOW_FIT (true)
+  /**
+   * Low-water mark of a window fit, in percent of W − R.
+   *
+   * @defaultValue `70`
+   */
+  readonly windowLowWaterPct: number; // TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT (70)
+  /**
+   * The window fit's reductions in order (reasoning, view, digest-idle, digest, receipt).
+   *
+   * @defaultValue `['reasoning', 'view', 'digest-idle', 'digest', 'receipt']`
+   */
+  readonly windowFitOrder: readonly string[]; // TOKEN_TERMINATOR_WINDOW_FIT_ORDER (reasoning,view,digest-idle,digest,receipt)
+  /**
    * Model id → { contextWindow?, maxOutputTokens? } over the built-in model table.
    *
    * @defaultValue `{}` (the built-in table only)

@@ -81,6 +81,14 @@ export interface ReplayTotals {
   effective_cost_with_recoveries_ratio_anthropic: number;
   /** The counts behind the fidelity percentages. */
   fidelity: FidelityCounts;
+  /** With a window (`replay --window N`): raw requests whose prompt + R is over W (the cap's counting). */
+  requests_over_window_raw?: number;
+  /** With a window: final requests whose prompt + R is over W. */
+  requests_over_window_sent?: number;
+  /** With a window: requests where the window fit chose new renderings (a cache-breaking rewrite). */
+  window_rewrites?: number;
+  /** With a window: requests the fit passed on unchanged (`window_exceeded`: prefix, user messages, newest turn and R do not fit). */
+  requests_window_exceeded?: number;
 }
 
 /** One session's replay figures: its totals, and per-request points when asked for. */
@@ -113,6 +121,13 @@ export interface RequestSample {
   readonly reuseBase: number;
   /** New input chars of the request's simulated recovery round trip (src/replay/sight.ts); absent: none. */
   readonly recoveryChars?: number | undefined;
+  /** With a window: whether the raw and the final request are over it, and what the window fit did. */
+  readonly window?: {
+    readonly overRaw: boolean;
+    readonly overSent: boolean;
+    readonly rewrite: boolean;
+    readonly exceeded: boolean;
+  };
 }
 
 interface CostPair {
@@ -144,6 +159,7 @@ export class FigureAccumulator {
   #recovered = 0;
   #extraMs = 0;
   readonly #ms: number[] = [];
+  #window: { overRaw: number; overSent: number; rewrites: number; exceeded: number } | undefined;
 
   /** One request, costed under the route's profile and under every built-in one. */
   add(r: RequestSample, route: PricingProfile = PRICING_PROFILES.openai): void {
@@ -173,6 +189,13 @@ export class FigureAccumulator {
     this.#receipts += r.receipts;
     this.#recovered += r.recovered;
     this.#ms.push(r.ms);
+    if (r.window !== undefined) {
+      const w = (this.#window ??= { overRaw: 0, overSent: 0, rewrites: 0, exceeded: 0 });
+      w.overRaw += r.window.overRaw ? 1 : 0;
+      w.overSent += r.window.overSent ? 1 : 0;
+      w.rewrites += r.window.rewrite ? 1 : 0;
+      w.exceeded += r.window.exceeded ? 1 : 0;
+    }
   }
 
   /** The fidelity counts of a session (added once, when the session is done). */
@@ -232,6 +255,14 @@ export class FigureAccumulator {
         this.#builtins.anthropic.raw,
       ),
       fidelity: { ...f },
+      ...(this.#window === undefined
+        ? {}
+        : {
+            requests_over_window_raw: this.#window.overRaw,
+            requests_over_window_sent: this.#window.overSent,
+            window_rewrites: this.#window.rewrites,
+            requests_window_exceeded: this.#window.exceeded,
+          }),
     };
   }
 }

@@ -24,7 +24,9 @@ import type { Mode } from '../config/types.js';
 import { createTiktokenCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { createTerminator, type Terminator } from '../runtime/index.js';
-import type { ProviderRequest, Step, StepContext } from '../step.js';
+import type { Decision, ProviderRequest, Step, StepContext } from '../step.js';
+import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
+import { STAGES } from '../stages.js';
 import { attributeRequest, createSkillCuts } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
@@ -113,6 +115,19 @@ export interface ReplayOptions {
    */
   readonly now?: () => number;
   /**
+   * The budgeting window W to replay under (INCONTEXT_COMPRESSION_WINDOW_TOKENS): the window fit
+   * acts at it, and the figures count the requests over it (`requests_over_window_*`, `window_rewrites`).
+   *
+   * @defaultValue none (the route's window; no window figures)
+   */
+  readonly window?: number;
+  /**
+   * The output reserve R with `window` (INCONTEXT_MIN_OUTPUT_TOKENS).
+   *
+   * @defaultValue the config's (4096)
+   */
+  readonly reserve?: number;
+  /**
    * Replay through this Terminator instead of building one (the caller keeps ownership; `db`,
    * `mode`, `env` and `overrides` are then ignored).
    *
@@ -147,13 +162,21 @@ export async function replaySessions(
   const perSession: ReplayFigures['sessions'] = [];
   const progress = { done: 0, total: sessions.reduce((n, s) => n + requestCount(s), 0) };
   const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
+  const window: WindowCheck | undefined =
+    options.window === undefined
+      ? undefined
+      : {
+          window: options.window,
+          reserve: options.reserve ?? tt.config.incontext.minOutputTokens,
+          counter: budgetCounterFrom(counter),
+        };
   try {
     for (const session of sessions) {
       const base =
         options.pricing ??
         pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
       const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
-      const deps = { tt, meter, ledger, dump, now, runId };
+      const deps = { tt, meter, ledger, dump, now, runId, window };
       perSession.push(await replayFigures(session, deps, { all, profile, options, progress }));
     }
   } finally {
@@ -211,10 +234,16 @@ async function openReplay(
     options.ledger === false
       ? undefined
       : (options.ledger ?? (dbPath === ':memory:' ? ':memory:' : join(dirname(dbPath), 'experiments.sqlite3')));
+  const incontext = {
+    ...options.overrides?.incontext,
+    ...(options.window === undefined ? {} : { compressionWindowTokens: options.window }),
+    ...(options.reserve === undefined ? {} : { minOutputTokens: options.reserve }),
+  };
   const overrides: ConfigOverrides = {
     ...options.overrides,
     dbPath,
     ...(options.mode === undefined ? {} : { mode: options.mode }),
+    ...(Object.keys(incontext).length === 0 ? {} : { incontext }),
   };
   const tt =
     options.terminator ??
@@ -302,9 +331,37 @@ interface Sample {
   reusePrefix: number;
   reuseBase: number;
   recoveryChars: number | undefined;
+  window?: { overRaw: boolean; overSent: boolean; rewrite: boolean; exceeded: boolean };
+}
+
+/** Whether the raw and the final request are over W − R, and what the window fit did with this one. */
+async function windowSample(
+  w: WindowCheck,
+  raw: ProviderRequest,
+  final: ProviderRequest,
+  decisions: readonly Decision[],
+): Promise<NonNullable<Sample['window']>> {
+  const signal = new AbortController().signal;
+  const over = async (r: ProviderRequest): Promise<boolean> =>
+    (await w.counter.countRequest(r, signal)) + w.reserve > w.window;
+  const fit = decisions.filter((x) => x.stage === STAGES.fitWindow);
+  return {
+    overRaw: await over(raw),
+    overSent: await over(final),
+    rewrite: fit.some((x) => x.kind === 'applied' && x.reason.endsWith('new batch')),
+    exceeded: fit.some((x) => x.reason.startsWith('window_exceeded')),
+  };
+}
+
+/** With a window: W, R and the count the cap makes (Σ per-part tokens of the provider-visible request). */
+interface WindowCheck {
+  readonly window: number;
+  readonly reserve: number;
+  readonly counter: BudgetCounter;
 }
 
 interface Deps {
+  readonly window: WindowCheck | undefined;
   readonly tt: Terminator;
   readonly meter: MessagesMeter;
   readonly ledger: Ledger | undefined;
@@ -434,6 +491,8 @@ class SessionReplay {
     this.fidelity.request(i, finalMessages);
     const { recoveryChars } = this.sight.request(i, finalMessages);
     const sample = this.sample(rawMessages, finalMessages, { receipts: ids.length, recovered, ms, recoveryChars });
+    if (d.window !== undefined)
+      sample.window = await windowSample(d.window, { ...request, messages: rawMessages }, finalRequest, out.decisions);
     const saved: Record<string, number> = {};
     for (const m of this.reduced.slice(0, i))
       for (const [stage, chars] of Object.entries(this.toolSavings.get(m) ?? {}))

@@ -189,6 +189,21 @@ function recoveryAndTimeRows(f: ReplayFigures): Row[] {
       `total ${f.total_ms.toFixed(1)}`,
     ],
     ['peak RSS (MB)', '', f.peak_rss_mb.toFixed(1), ''],
+    ...windowRows(f),
+  ];
+}
+
+/** With `--window`: requests over W − R as recorded and as sent, and the fit's cache-breaking rewrites. */
+function windowRows(f: ReplayFigures): Row[] {
+  if (f.requests_over_window_raw === undefined) return [];
+  return [
+    [
+      'requests over the window (raw / sent)',
+      '',
+      `${int(f.requests_over_window_raw)} / ${int(f.requests_over_window_sent ?? 0)}`,
+      `${int(f.requests_window_exceeded ?? 0)} cannot fit (window_exceeded)`,
+    ],
+    ['window rewrites (cache-breaking fits)', '', int(f.window_rewrites ?? 0), ''],
   ];
 }
 

@@ -335,6 +335,14 @@ function recoverySection(f: ReportInput, quality: QualitySummary | undefined): s
     ['recovery failures', opt('recovery_failures', f.recovery_failures)],
     ['recovery calls by the model', opt(callsKey, calls)],
     ['tokens the recovered content cost', opt(tokensKey, tokens)],
+    // Replayed under a window (`replay --window`): the requests over it and the fit's rewrites.
+    ...(f.requests_over_window_raw === undefined
+      ? []
+      : [
+          ['requests over the window, recorded', opt('requests_over_window_raw', f.requests_over_window_raw)],
+          ['requests over the window, sent', opt('requests_over_window_sent', f.requests_over_window_sent)],
+          ['window rewrites (cache-breaking fits)', opt('window_rewrites', f.window_rewrites)],
+        ]),
   ];
   const bars = [
     ...(f.receipts === undefined ? [] : [{ label: 'receipts delivered', value: f.receipts }]),

@@ -19,6 +19,7 @@ import { type OperatorFunction } from 'rxjs';
 import { createPressure } from '../../operators/cap-output-budget.js';
 import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
+import { fittedPressure } from '../window/pressure.js';
 import { createItemMeasures, type ItemMeasures } from '../compile/item-measures.js';
 import { Recognitions } from '../compile/prefix.js';
 import { loadConfig, type ConfigOverrides } from '../config/index.js';
@@ -494,7 +495,17 @@ function facade(parts: FacadeParts): Terminator {
     pressure: async (request, context) => {
       try {
         pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
-        return await pressureFn(request, context);
+        const fn = pressureFn;
+        const pressure = await fn(request, context);
+        // With the window fit on, the host compacts only when the fit cannot make room (docs/window.md).
+        if (!modeGates(config).compiler || !config.windowFit) return pressure;
+        return await fittedPressure(request, {
+          limits: fn.limits(request, context),
+          pressure,
+          count: (r) => fn.count(r, context),
+          lowWaterPct: config.windowLowWaterPct,
+          minChars: config.contextMinVaultChars,
+        });
       } catch {
         return fallbackPressure(config, counter, request, context);
       }

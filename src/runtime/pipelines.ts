@@ -8,6 +8,8 @@ import { LRUCache } from 'lru-cache';
 import { identity } from 'rxjs';
 import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compileRequest } from '../../operators/compile-request.js';
+import { fitWindow } from '../../operators/fit-window.js';
+import type { FitStep } from '../window/plan.js';
 import { type BudgetCounter } from '../budget/counter.js';
 import type { ItemMeasures } from '../compile/item-measures.js';
 import type { Recognitions } from '../compile/prefix.js';
@@ -262,6 +264,20 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           observations,
           workingGraphChars: c.workingGraphChars,
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
+        })
+      : identity,
+    // The window fit works on the compiled request; the cap that follows counts the fitted prompt.
+    d.gates.compiler && c.windowFit
+      ? fitWindow({
+          vault,
+          counter: d.counter,
+          ...(d.measures === undefined ? {} : { measures: d.measures }),
+          budget: budgetOptions(c, d.budgetCounter),
+          lowWaterPct: c.windowLowWaterPct,
+          order: c.windowFitOrder as readonly FitStep[],
+          minChars: c.contextMinVaultChars,
+          idleTurns: c.workingSetIdleTurns,
+          diagnosticChars: c.digestDiagnosticChars,
         })
       : identity,
     d.gates.budget ? capOutputBudget(budgetOptions(c, d.budgetCounter)) : identity,

@@ -13,6 +13,8 @@ interface ReplayCliOptions {
   json?: boolean;
   series?: boolean;
   dump?: string;
+  window?: number;
+  reserve?: number;
   cacheReadPrice: number;
   db?: string;
   ledger?: string;
@@ -27,6 +29,8 @@ function priceArg(value: string): number {
 }
 
 async function replay(given: string | undefined, options: ReplayCliOptions): Promise<void> {
+  if (options.reserve !== undefined && options.window === undefined)
+    throw new CliError('replay: --reserve needs --window');
   if (given !== undefined && options.sample === true)
     throw new CliError('replay: give a sessions file or --sample, not both');
   if (given === undefined && options.sample !== true)
@@ -68,6 +72,8 @@ async function replay(given: string | undefined, options: ReplayCliOptions): Pro
       ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
       ...(options.dump === undefined ? {} : { dump: options.dump }),
       ...(options.series === true ? { series: true } : {}),
+      ...(options.window === undefined ? {} : { window: options.window }),
+      ...(options.reserve === undefined ? {} : { reserve: options.reserve }),
       ...(bar === undefined ? {} : { onProgress: (done: number) => bar.update(done) }),
     });
   } finally {
@@ -95,6 +101,16 @@ export function registerReplay(program: Command): void {
     .option('--json', 'print the figures as JSON')
     .option('--series', "with --json: add each session's per-request series (per_request), the input of `report`")
     .option('--dump <file>', 'write one JSON line {session, index, final} per request')
+    .option(
+      '--window <tokens>',
+      'budgeting window W: requests over W − R are fitted (docs/window.md); adds requests_over_window_* and window_rewrites',
+      integerAtLeast(1),
+    )
+    .option(
+      '--reserve <tokens>',
+      'output reserve R with --window (default: INCONTEXT_MIN_OUTPUT_TOKENS, 4096)',
+      integerAtLeast(1),
+    )
     .option('--cache-read-price <price>', 'price of a cached char relative to an uncached one', priceArg, 0.1)
     .option('--db <path>', 'vault file to use and keep (default: a fresh vault in a temp dir)')
     .option('--ledger <path>', 'experiment ledger file (default: experiments.sqlite3 beside the vault)')

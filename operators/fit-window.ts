@@ -1,0 +1,150 @@
+/**
+ * `fitWindow`: the request stage between the compiler and the output cap that makes every request
+ * fit its budgeting window W with the output reserve R, losslessly (docs/window.md).
+ */
+import { STAGES } from '../src/stages.js';
+import { defer, finalize, type OperatorFunction } from 'rxjs';
+import { budgetCounterFrom } from '../src/budget/counter.js';
+import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/planner.js';
+import type { ItemMeasures } from '../src/compile/item-measures.js';
+import { createSessionPool } from '../src/compile/session.js';
+import { defaultInt } from '../src/config/index.js';
+import type { TokenCounter } from '../src/measure/types.js';
+import { stepOperator } from '../src/operator-kit.js';
+import { checkOptions, intOption, requireVault } from '../src/options.js';
+import type { ProviderRequest, Step } from '../src/step.js';
+import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
+import { fitRequest, type FitSettings, type FitState } from '../src/window/fit-window.js';
+import { FIT_STEPS, type FitStep } from '../src/window/plan.js';
+
+const STAGE = STAGES.fitWindow;
+
+/** Options of {@link fitWindow}; only `vault` and `counter` are required. */
+export interface FitWindowOptions {
+  /** Where the exact text of every reduced slot is vaulted. Required. */
+  readonly vault: ArtifactStore & LeaseStore & SessionStore;
+  /** The counter of the incremental per-item counts (far from the boundary). Required. */
+  readonly counter: TokenCounter;
+  /**
+   * The per-item measurement memo the other request stages share.
+   *
+   * @defaultValue none: the stage's own
+   */
+  readonly measures?: ItemMeasures;
+  /**
+   * The output budget's settings: W, R and the exact counter are the ones `capOutputBudget` uses.
+   *
+   * @defaultValue none (the route's window and R = 4096)
+   */
+  readonly budget?: OutputBudgetOptions;
+  /**
+   * Low-water mark, in percent of W − R, a fit reduces the prompt to (TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT).
+   *
+   * @defaultValue `70`
+   */
+  readonly lowWaterPct?: number;
+  /**
+   * Within this share of W (percent) the exact counter decides instead of the incremental counts.
+   *
+   * @defaultValue `5`
+   */
+  readonly exactMarginPct?: number;
+  /**
+   * The reductions in the order they are taken (TOKEN_TERMINATOR_WINDOW_FIT_ORDER).
+   *
+   * @defaultValue `['reasoning', 'view', 'digest-idle', 'digest', 'receipt']`
+   */
+  readonly order?: readonly FitStep[];
+  /**
+   * Outputs shorter than this (code points) are never reduced.
+   *
+   * @defaultValue `600` (config `contextMinVaultChars`)
+   */
+  readonly minChars?: number;
+  /**
+   * Turns without a reference after which the working set counts an output as done with.
+   *
+   * @defaultValue `2` (config `workingSetIdleTurns`)
+   */
+  readonly idleTurns?: number;
+  /**
+   * Budget of the failure lines a digest keeps (code points).
+   *
+   * @defaultValue `400` (config `digestDiagnosticChars`)
+   */
+  readonly diagnosticChars?: number;
+  /**
+   * Budget of a bounded view of an oversized output (code points).
+   *
+   * @defaultValue `4000`
+   */
+  readonly viewChars?: number;
+  /**
+   * An output above this share of W − R (percent) is oversized and gets a bounded view first.
+   *
+   * @defaultValue `12`
+   */
+  readonly oversizePct?: number;
+}
+
+/**
+ * Make every request fit W − R without losing a byte: when prompt + R > W, reduce its history in the
+ * documented order (old prose to receipts, bounded views, digests of done outputs, digests oldest
+ * first, bare receipts) to the low-water mark; the prefix, user messages, actions and the newest
+ * turn stay verbatim. A request that cannot fit passes unchanged with a `window_exceeded` decision.
+ *
+ * @example
+ * requests$.pipe(compileRequest({ vault }), fitWindow({ vault, counter, budget: { route } }), capOutputBudget({ route }));
+ */
+export function fitWindow(options: FitWindowOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+  requireVault(STAGE, options);
+  checkOptions(STAGE, typeof options.counter?.count === 'function', 'options.counter is required (a TokenCounter)');
+  const order = options.order ?? FIT_STEPS;
+  checkOptions(
+    STAGE,
+    Array.isArray(order) && order.length > 0 && order.every((o) => (FIT_STEPS as readonly string[]).includes(o)),
+    `options.order must list some of ${FIT_STEPS.join(', ')}`,
+  );
+  const settings: FitSettings = {
+    lowWaterPct: intOption(STAGE, 'lowWaterPct', options.lowWaterPct, defaultInt('windowLowWaterPct'), 10, 100),
+    exactMarginPct: intOption(STAGE, 'exactMarginPct', options.exactMarginPct, 5, 0, 100),
+    order,
+    minChars: intOption(STAGE, 'minChars', options.minChars, defaultInt('contextMinVaultChars'), 100),
+    idleTurns: intOption(STAGE, 'idleTurns', options.idleTurns, defaultInt('workingSetIdleTurns'), 1),
+    diagnosticChars: intOption(
+      STAGE,
+      'diagnosticChars',
+      options.diagnosticChars,
+      defaultInt('digestDiagnosticChars'),
+      0,
+    ),
+    viewChars: intOption(STAGE, 'viewChars', options.viewChars, 4000, 200),
+    oversizePct: intOption(STAGE, 'oversizePct', options.oversizePct, 12, 1, 100),
+  };
+  const budget = createOutputBudget(STAGE, options.budget);
+  const { counter, measures } = options;
+  return (source) =>
+    defer(() => {
+      const run = budget.open();
+      const estimator = budgetCounterFrom(counter, measures === undefined ? {} : { measures });
+      const sessions = createSessionPool({
+        vault: options.vault,
+        counter,
+        ...(measures === undefined ? {} : { measures }),
+      });
+      const chosen = new WeakMap<object, FitState>();
+      const stateOf = (step: Step<ProviderRequest>): FitState => {
+        const session = sessions(step.context);
+        let state = chosen.get(session);
+        if (state === undefined) chosen.set(session, (state = { session, chosen: new Map(), blocks: new Map() }));
+        return state;
+      };
+      return source.pipe(
+        stepOperator<ProviderRequest>(
+          STAGE,
+          () => (step, signal) => fitRequest(step, stateOf(step), { run, estimator }, settings, signal),
+        ),
+        finalize(() => void run.close().catch(() => undefined)),
+      );
+    });
+}

@@ -1,0 +1,156 @@
+/**
+ * The last steps of the window fit (docs/window.md): when one receipt per old output and message
+ * still leaves the request over the low-water mark, a block of consecutive old turns, oldest first,
+ * becomes one assistant item carrying one receipt. Its artifact is the block's items exactly as the
+ * compiler sent them (JSON), so one recovery gives the whole block back byte for byte.
+ * - `block`: turns whose actions are fenced command blocks in the assistant's text (no tool call)
+ *   keep those blocks verbatim after the receipt;
+ * - `block-actions`: only when that is not enough, any old turn, tool calls included, goes into the
+ *   receipt, whose text names the commands run and the files touched.
+ * Never touched: the instruction prefix, a turn that starts with a user-authored message, and the
+ * newest turn.
+ */
+import { fencedSpans } from '../compile/actions.js';
+import { segmentSteps } from '../compile/steps.js';
+import type { Digests } from '../ledger/digests.js';
+import { codePoints } from '../measure/index.js';
+import type { RequestView } from '../model/types.js';
+import { shortIdForSha } from '../vault/identity.js';
+import type { Bounds } from './plan.js';
+
+/** One old turn of a request: items [from, to). */
+export interface Turn {
+  readonly n: number;
+  readonly from: number;
+  readonly to: number;
+  /** The turn acts through tool calls (its actions cannot stay without their outputs). */
+  readonly calls: boolean;
+}
+
+/** A block of turns rendered as one item. */
+export interface Block {
+  readonly from: number;
+  readonly to: number;
+  readonly keepActions: boolean;
+  readonly item: unknown;
+  /** The exact JSON of the block's items (vaulted). */
+  readonly evidence: string;
+  readonly artifactId: string;
+}
+
+/** What a session remembers of a block, by the key of its first item. */
+export interface ChosenBlock {
+  readonly count: number;
+  readonly keepActions: boolean;
+  readonly evidenceSha: string;
+  readonly item: unknown;
+  readonly artifactId: string;
+}
+
+export const BLOCK_TOOL = 'turns';
+
+/** The old turns a block may take: between the prefix and the newest turn, not started by a user. */
+export function blockableTurns(view: RequestView, b: Bounds): (Turn | undefined)[] {
+  const { starts } = segmentSteps(view.itemInfo);
+  const calling = new Set(view.slots.filter((s) => s.kind === 'tool_call').map((s) => s.item));
+  const out: (Turn | undefined)[] = [];
+  starts.forEach((from, n) => {
+    const to = starts[n + 1] ?? view.items.length;
+    if (from < b.start || to > b.newest) return;
+    if (view.itemInfo[from]?.role !== 'assistant') {
+      out.push(undefined);
+      return;
+    }
+    let calls = false;
+    for (let i = from; i < to; i++) if (calling.has(i)) calls = true;
+    out.push({ n: n + 1, from, to, calls });
+  });
+  return out;
+}
+
+/** The key a block is remembered by: its first item's exact JSON. */
+export function itemKey(digests: Digests, item: unknown): string {
+  return digests.of(JSON.stringify(item));
+}
+
+/** The block of `turns` (consecutive), rendered for the request's format. */
+export function renderBlock(digests: Digests, view: RequestView, turns: readonly Turn[], keepActions: boolean): Block {
+  const from = turns[0]!.from;
+  const to = turns.at(-1)!.to;
+  const items = view.items.slice(from, to);
+  const evidence = JSON.stringify(items);
+  const artifactId = shortIdForSha(digests.of(evidence));
+  const commands: string[] = [];
+  const files = new Set<string>();
+  const kept: string[] = [];
+  for (const slot of view.slots) {
+    if (slot.item === undefined || slot.item < from || slot.item >= to) continue;
+    if (slot.kind === 'tool_call') {
+      const args = slot.callArgs ?? {};
+      const cmd =
+        typeof args['command'] === 'string'
+          ? args['command']
+          : typeof args['cmd'] === 'string'
+            ? args['cmd']
+            : undefined;
+      commands.push(cmd ?? `${slot.toolName ?? 'tool'}(${Object.keys(args).join(',')})`);
+      for (const k of ['path', 'file_path', 'filename', 'file'])
+        if (typeof args[k] === 'string') files.add(args[k] as string);
+    } else if (slot.kind === 'assistant') {
+      const text = assistantText(slot.value);
+      for (const [a, b] of fencedSpans(text)) {
+        const block = text.slice(a, b);
+        if (keepActions) kept.push(block);
+        else commands.push(block.replace(/^```[^\n]*\n?|```\s*$/g, ''));
+      }
+    }
+  }
+  for (const c of commands) for (const m of c.matchAll(/[\w./-]+\.\w{1,5}\b/g)) if (m[0].includes('/')) files.add(m[0]);
+  const ran = commands.map((c) => oneLine(c, 70));
+  const shownRan = ran.length <= 8 ? ran : [...ran.slice(0, 6), `… ${ran.length - 7} more`, ran.at(-1)!];
+  const shownFiles = [...files].slice(0, 8);
+  const first = turns[0]!.n;
+  const last = turns.at(-1)!.n;
+  const head = `[Token Terminator turns ${first}–${last} (${to - from} items, ${codePoints(evidence)} chars JSON) | artifact ${artifactId} | recover with token_terminator action=artifact_get]`;
+  const lines = [head];
+  if (!keepActions && shownRan.length > 0) lines.push(`ran: ${shownRan.join(' ; ')}`);
+  if (shownFiles.length > 0)
+    lines.push(`files: ${shownFiles.join(', ')}${files.size > 8 ? ` (+${files.size - 8})` : ''}`);
+  const text = [...lines, ...kept].join('\n');
+  return { from, to, keepActions, item: assistantItem(view.format, text), evidence, artifactId };
+}
+
+function oneLine(s: string, max: number): string {
+  const line = s.replace(/\s+/g, ' ').trim();
+  return codePoints(line) <= max ? line : `${[...line].slice(0, max - 1).join('')}…`;
+}
+
+function assistantText(value: unknown): string {
+  const content = (value as { content?: unknown } | undefined)?.content;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((p) => ((p as { text?: unknown }).text === undefined ? '' : String((p as { text?: unknown }).text)))
+    .join('\n');
+}
+
+/** One assistant item with `text`, in the wire format of the request. */
+function assistantItem(format: RequestView['format'], text: string): unknown {
+  if (format === 'anthropic') return { role: 'assistant', content: [{ type: 'text', text }] };
+  if (format === 'responses') return { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] };
+  return { role: 'assistant', content: text };
+}
+
+/** The items with every block written in (blocks sorted, not overlapping). */
+export function withBlocks(items: readonly unknown[], blocks: readonly Block[]): unknown[] {
+  if (blocks.length === 0) return items as unknown[];
+  const sorted = [...blocks].sort((a, b) => a.from - b.from);
+  const out: unknown[] = [];
+  let i = 0;
+  for (const b of sorted) {
+    out.push(...items.slice(i, b.from), b.item);
+    i = b.to;
+  }
+  out.push(...items.slice(i));
+  return out;
+}

@@ -1,0 +1,395 @@
+/**
+ * The window fit (docs/window.md): when a compiled request and the output reserve R do not fit the
+ * budgeting window W, reduce its history losslessly, in the order of src/window/plan.ts, down to a
+ * low-water mark below W − R, so that the cache-breaking rewrite happens once and the requests
+ * after it grow from a stable prefix again. Every rendering the session chose stays chosen (keyed
+ * by the exact text it replaces), so between two fits request N+1 starts with request N.
+ *
+ * Counting: the incremental per-item counts far from the boundary, the cap's own (exact) counter
+ * within `exactMarginPct` of it and on every request the stage rewrites. When the prefix, the user
+ * messages, the newest turn and the actions alone leave no room, the request passes as it came with
+ * a `window_exceeded` decision: a request is never cut.
+ */
+import { STAGES } from '../stages.js';
+import type { BudgetCounter } from '../budget/counter.js';
+import type { BudgetRun } from '../budget/planner.js';
+import { idleTurns } from '../compile/working-set.js';
+import type { SessionState } from '../compile/session.js';
+import { readRequest, withItems, writeSlots } from '../model/index.js';
+import type { RequestView } from '../model/types.js';
+import { serializedChars } from '../measure/index.js';
+import { advance, note, storeScope, type ProviderRequest, type Step } from '../step.js';
+import { boundsOf, fitSlots, renderingFor, type FitSlot, type FitStep, type Rendering } from './plan.js';
+import {
+  BLOCK_TOOL,
+  blockableTurns,
+  itemKey,
+  renderBlock,
+  withBlocks,
+  type Block,
+  type ChosenBlock,
+  type Turn,
+} from './blocks.js';
+
+const STAGE = STAGES.fitWindow;
+
+/** The validated settings of the stage. */
+export interface FitSettings {
+  /** The low-water mark as a share of W − R (percent). */
+  readonly lowWaterPct: number;
+  /** Within this share of W (percent) the exact counter decides. */
+  readonly exactMarginPct: number;
+  readonly order: readonly FitStep[];
+  readonly minChars: number;
+  readonly idleTurns: number;
+  readonly diagnosticChars: number;
+  readonly viewChars: number;
+  /** An output above this share of W − R (percent, in estimated tokens) is oversized. */
+  readonly oversizePct: number;
+}
+
+/** The per-session part of the stage: the renderings chosen so far, by the exact text they replace. */
+export interface FitState {
+  readonly session: SessionState;
+  readonly chosen: Map<string, Rendering>;
+  /** The blocks of turns chosen so far, by the key of their first item. */
+  readonly blocks: Map<string, ChosenBlock>;
+}
+
+/** What the stage reports to a host or replay (content-free). */
+export interface FitOutcome {
+  readonly window: number;
+  readonly reserve: number;
+  readonly before: number;
+  readonly after: number;
+  readonly added: number;
+}
+
+interface Work {
+  readonly view: RequestView;
+  readonly slots: readonly FitSlot[];
+  readonly current: (Rendering | undefined)[];
+  /** The items as rendered now, and each item's estimated tokens. */
+  items: unknown[];
+  /** Blocks of turns rendered as one item each (sticky ones first, then this fit's). */
+  blocks: Block[];
+}
+
+/** One request through the stage; undefined when it leaves the request as it is without a word. */
+export async function fitRequest(
+  step: Step<ProviderRequest>,
+  state: FitState,
+  counting: { readonly run: BudgetRun; readonly estimator: BudgetCounter },
+  s: FitSettings,
+  signal: AbortSignal,
+): Promise<Step<ProviderRequest> | undefined> {
+  const { run, estimator } = counting;
+  const request = step.value;
+  const limits = run.limits(request, step.context);
+  if (limits === undefined) return undefined;
+  const { window: W, reserve: R } = limits;
+  const margin = Math.ceil((W * s.exactMarginPct) / 100);
+  // Nothing chosen yet and far below the boundary: the request is not even read (the common case).
+  if (
+    state.chosen.size === 0 &&
+    state.blocks.size === 0 &&
+    (await estimator.countRequest(request, signal)) + R <= W - margin
+  )
+    return undefined;
+  const view = readRequest(request);
+  const bounds = boundsOf(view);
+  if (view.listKey === undefined || bounds === undefined) return undefined;
+  const slots = fitSlots(view, bounds, s.minChars);
+  const current = slots.map((f) => state.chosen.get(f.evidence));
+  const w: Work = { view, slots, current, items: view.items as unknown[], blocks: [] };
+  w.items = render(state, w, new Set(current.flatMap((r, k) => (r === undefined ? [] : [slots[k]!.slot.item!]))));
+  const digests = state.session.meter.digests;
+  const turns = blockableTurns(view, bounds);
+  if (state.blocks.size > 0) w.blocks = stickyBlocks(state, view, turns);
+  const tokensOf = (item: unknown): number =>
+    state.session.meter.tokens(item) ?? Math.ceil(state.session.meter.measure(item).chars / 3);
+  const build = (): ProviderRequest => withItems(request, view.listKey!, withBlocks(w.items, w.blocks));
+  // The incremental count (per item, memoized by content) far from the boundary; near it the cap's own.
+  let estimate = await estimator.countRequest(build(), signal);
+  let prompt = estimate + R > W - margin ? await exact(run, build(), step, signal) : estimate;
+  const before = prompt;
+  const kept = current.some((r) => r !== undefined) || w.blocks.length > 0;
+  if (prompt + R <= W)
+    return kept ? deliver(step, state, w, [], { window: W, reserve: R, before, after: prompt }) : undefined;
+  // Over: take the steps in order until the estimate is at the low-water mark, then check exactly.
+  const target = Math.floor(((W - R) * s.lowWaterPct) / 100);
+  const added: number[] = [];
+  const plan = planSteps(state, w, s, W - R);
+  const itemTokens = new Map<number, number>();
+  const apply = (k: number, r: Rendering): void => {
+    const i = w.slots[k]!.slot.item!;
+    const old = itemTokens.get(i) ?? tokensOf(w.items[i]);
+    w.current[k] = r;
+    w.items = render(state, w, new Set([i]));
+    const now = tokensOf(w.items[i]);
+    itemTokens.set(i, now);
+    estimate += now - old;
+    if (!added.includes(k)) added.push(k);
+  };
+  let offset = prompt - estimate;
+  for (let round = 0; round < 3; round++) {
+    for (let next = plan.next(); next !== undefined; next = plan.next()) {
+      apply(next.k, next.r);
+      if (estimate + offset <= target) break;
+    }
+    prompt = await exact(run, build(), step, signal);
+    if (prompt + R <= W) break;
+    offset = prompt - estimate;
+    if (plan.done()) break;
+  }
+  const fresh: Block[] = [];
+  if (prompt + R > W) {
+    // The prefix, the newest turn and R alone: when they do not fit, nothing lossless can help.
+    const core = await exact(
+      run,
+      withItems(request, view.listKey, [...view.items.slice(0, bounds.start), ...view.items.slice(bounds.newest)]),
+      step,
+      signal,
+    );
+    if (core + R > W)
+      return note(step, {
+        stage: STAGE,
+        kind: 'skipped',
+        reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${W - R} tokens (W ${W} − R ${R}): passed as it came`,
+      });
+    // One receipt per block of old turns, oldest first: first keeping text actions, then actions too.
+    const blockTokens = (b: Block): number => tokensOf(b.item);
+    const spanTokens = (from: number, to: number): number => {
+      let n = 0;
+      for (let i = from; i < to; i++) n += itemTokens.get(i) ?? tokensOf(w.items[i]);
+      return n;
+    };
+    for (const keepActions of [true, false]) {
+      if (prompt + R <= W) break;
+      let open: Turn[] = [];
+      let openBlock: Block | undefined;
+      const close = (): void => {
+        open = [];
+        openBlock = undefined;
+      };
+      for (const t of turns) {
+        if (estimate + offset <= target) break;
+        const covered = t !== undefined && w.blocks.some((b) => b.from <= t.from && t.to <= b.to && b !== openBlock);
+        if (t === undefined || covered || (keepActions && t.calls)) {
+          close();
+          continue;
+        }
+        open.push(t);
+        const next = renderBlock(digests, view, open, keepActions);
+        if (openBlock !== undefined) {
+          estimate -= blockTokens(openBlock) - spanTokens(openBlock.from, openBlock.to);
+          w.blocks = w.blocks.filter((b) => b !== openBlock);
+          fresh.splice(fresh.indexOf(openBlock), 1);
+        }
+        estimate += blockTokens(next) - spanTokens(next.from, next.to);
+        w.blocks.push(next);
+        fresh.push(next);
+        openBlock = next;
+      }
+      prompt = await exact(run, build(), step, signal);
+      offset = prompt - estimate;
+    }
+  }
+  if (prompt + R > W)
+    return note(step, {
+      stage: STAGE,
+      kind: 'skipped',
+      reason: `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${prompt} of ${W - R} tokens (W ${W} − R ${R}) after every lossless step: passed as it came`,
+    });
+  return deliver(step, state, w, added, { window: W, reserve: R, before, after: prompt }, fresh);
+}
+
+async function exact(
+  run: BudgetRun,
+  request: ProviderRequest,
+  step: Step<ProviderRequest>,
+  signal: AbortSignal,
+): Promise<number> {
+  return (await run.count(request, step.context, signal)) ?? Number.POSITIVE_INFINITY;
+}
+
+/** The blocks the session chose before that this request still holds exactly. */
+function stickyBlocks(state: FitState, view: RequestView, turns: readonly (Turn | undefined)[]): Block[] {
+  const digests = state.session.meter.digests;
+  const out: Block[] = [];
+  let after = 0;
+  for (const t of turns) {
+    if (t === undefined || t.from < after) continue;
+    const c = state.blocks.get(itemKey(digests, view.items[t.from]));
+    if (c === undefined) continue;
+    const to = t.from + c.count;
+    if (!turns.some((u) => u !== undefined && u.to === to)) continue;
+    const evidence = JSON.stringify(view.items.slice(t.from, to));
+    if (digests.of(evidence) !== c.evidenceSha) continue;
+    out.push({ from: t.from, to, keepActions: c.keepActions, item: c.item, evidence, artifactId: c.artifactId });
+    after = to;
+  }
+  return out;
+}
+
+/** The items with every current rendering written in (only the items in `changed` are rebuilt). */
+function render(state: FitState, w: Work, changed: ReadonlySet<number>): unknown[] {
+  if (changed.size === 0) return w.items;
+  const items = w.items.slice();
+  for (const i of changed) {
+    const changes = w.slots.flatMap((f, k) => {
+      const r = w.current[k];
+      return f.slot.item === i && r !== undefined ? [{ path: f.slot.path.slice(2), value: r.text }] : [];
+    });
+    const original = w.view.items[i];
+    items[i] =
+      changes.length === 0
+        ? original
+        : state.session.renders.render(original as object, changes, () => writeSlots(original, changes));
+  }
+  return items;
+}
+
+/** The reductions of the request in the configured order, one at a time. */
+function planSteps(
+  state: FitState,
+  w: Work,
+  s: FitSettings,
+  room: number,
+): { next(): { k: number; r: Rendering } | undefined; done(): boolean } {
+  const settings = { digests: state.session.meter.digests, diagnosticChars: s.diagnosticChars, viewChars: s.viewChars };
+  const oversize = Math.floor(((room * s.oversizePct) / 100) * 3);
+  let idle: number[] | undefined;
+  const idleOf = (k: number): number => {
+    if (idle === undefined) {
+      const outputs = w.slots.filter((f) => f.kind === 'output').map((f) => f.slot);
+      const turns = idleTurns(state.session, w.view, outputs);
+      let o = 0;
+      idle = w.slots.map((f) => (f.kind === 'output' ? turns[o++]! : 0));
+    }
+    return idle[k]!;
+  };
+  let stage = 0;
+  let k = 0;
+  const kinds: Record<FitStep, Rendering['kind']> = {
+    view: 'view',
+    'digest-idle': 'digest',
+    digest: 'digest',
+    reasoning: 'reasoning',
+    receipt: 'receipt',
+  };
+  const wanted = (name: FitStep, f: FitSlot, k: number, cur: Rendering | undefined): boolean => {
+    if (name === 'view') return cur === undefined && f.kind === 'output' && f.chars > oversize;
+    if (name === 'digest-idle') return (cur === undefined || cur.kind === 'view') && idleOf(k) >= s.idleTurns;
+    if (name === 'digest') return cur === undefined || cur.kind === 'view';
+    if (name === 'reasoning') return cur === undefined;
+    return cur !== undefined && cur.kind !== 'receipt' && cur.kind !== 'reasoning';
+  };
+  return {
+    next() {
+      while (stage < s.order.length) {
+        const name = s.order[stage]!;
+        while (k < w.slots.length) {
+          const f = w.slots[k]!;
+          const cur = w.current[k];
+          const at = k++;
+          if (!wanted(name, f, at, cur)) continue;
+          const r = renderingFor(settings, f, kinds[name], cur);
+          if (r !== undefined) return { k: at, r };
+        }
+        stage++;
+        k = 0;
+      }
+      return undefined;
+    },
+    done: () => stage >= s.order.length,
+  };
+}
+
+/** Vault and deliver every rendering the request names, remember the new ones, and emit. */
+async function deliver(
+  step: Step<ProviderRequest>,
+  state: FitState,
+  w: Work,
+  added: readonly number[],
+  o: { window: number; reserve: number; before: number; after: number },
+  fresh: readonly Block[] = [],
+): Promise<Step<ProviderRequest>> {
+  const scope = storeScope(step.context);
+  const evidence = state.session.evidence;
+  evidence.begin(scope);
+  const inBlock = (k: number): boolean => {
+    const i = w.slots[k]!.slot.item!;
+    return w.blocks.some((b) => b.from <= i && i < b.to);
+  };
+  const used = w.current.flatMap((r, k) => (r === undefined || inBlock(k) ? [] : [r]));
+  const ids = [...new Set([...used.map((r) => r.artifactId), ...w.blocks.map((b) => b.artifactId)])];
+  try {
+    for (const k of added) {
+      const r = w.current[k]!;
+      const stored = await evidence.receipt(r.evidence, {
+        toolName: r.toolName,
+        sessionId: step.context.sessionId,
+        scope,
+      });
+      if (stored.artifactId !== r.artifactId) throw new Error('artifact id differs from the rendered one');
+    }
+    for (const b of fresh) {
+      const stored = await evidence.receipt(b.evidence, {
+        toolName: BLOCK_TOOL,
+        sessionId: step.context.sessionId,
+        scope,
+      });
+      if (stored.artifactId !== b.artifactId) throw new Error('artifact id differs from the rendered one');
+    }
+    const gone = await evidence.deliver(ids, scope);
+    if (gone.length > 0) {
+      for (const r of used) if (gone.includes(r.artifactId)) state.chosen.delete(r.evidence);
+      const digests = state.session.meter.digests;
+      for (const b of w.blocks)
+        if (gone.includes(b.artifactId)) state.blocks.delete(itemKey(digests, w.view.items[b.from]));
+      return note(step, {
+        stage: STAGE,
+        kind: 'failed_open',
+        reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`,
+        error: 'ArtifactGone',
+      });
+    }
+  } catch (error) {
+    return note(step, {
+      stage: STAGE,
+      kind: 'failed_open',
+      reason: 'vault write failed: passed through',
+      error: (error as Error).name,
+    });
+  }
+  for (const k of added) state.chosen.set(w.current[k]!.evidence, w.current[k]!);
+  const digests = state.session.meter.digests;
+  for (const b of fresh)
+    state.blocks.set(itemKey(digests, w.view.items[b.from]), {
+      count: b.to - b.from,
+      keepActions: b.keepActions,
+      evidenceSha: digests.of(b.evidence),
+      item: b.item,
+      artifactId: b.artifactId,
+    });
+  const request = withItems(step.value, w.view.listKey!, withBlocks(w.items, w.blocks));
+  const counts = new Map<string, number>();
+  for (const k of added) if (!inBlock(k)) counts.set(w.current[k]!.kind, (counts.get(w.current[k]!.kind) ?? 0) + 1);
+  for (const b of fresh) {
+    const kind = b.keepActions ? 'block' : 'block-actions';
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  const what = [...counts].map(([kind, n]) => `${n} ${kind}`).join(', ');
+  const reason =
+    added.length === 0 && fresh.length === 0
+      ? `window fit: ${used.length} earlier rendering(s) kept, prompt ${o.after} of ${o.window - o.reserve}`
+      : `window fit: ${what}; prompt ${o.before} → ${o.after} of ${o.window - o.reserve} (W ${o.window} − R ${o.reserve}), new batch`;
+  return advance(step, request, {
+    stage: STAGE,
+    kind: 'applied',
+    reason,
+    savedChars: serializedChars(step.value) - serializedChars(request),
+    artifacts: ids,
+  });
+}

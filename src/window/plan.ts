@@ -1,0 +1,192 @@
+/**
+ * What the window-fit stage (src/window/fit-window.ts) may take out of a compiled request, and in
+ * which order (docs/window.md). Only two kinds of slot are ever touched: tool outputs and the prose
+ * of assistant messages, both outside the instruction prefix and the newest turn. User messages,
+ * tool calls and the fenced command blocks of an assistant's text stay verbatim. Every rendering
+ * ends in (or carries) the receipt of the exact bytes it replaced.
+ */
+import { fencedSpans } from '../compile/actions.js';
+import { renderDigest } from '../compile/digest.js';
+import { evidenceText } from '../compile/evidence.js';
+import { slotText } from '../compile/references.js';
+import { compactLines } from '../compact/compact-text.js';
+import type { Digests } from '../ledger/digests.js';
+import { codePoints } from '../measure/index.js';
+import type { RequestView, Slot } from '../model/types.js';
+import { writeSlots } from '../model/index.js';
+import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
+import { segmentSteps } from '../compile/steps.js';
+import { shortIdForSha } from '../vault/identity.js';
+
+/**
+ * The reductions in their default order (measured in docs/window.md: prose first keeps the outputs
+ * the agent quotes in sight longest):
+ * - `reasoning`: old assistant prose becomes a receipt (fenced command blocks of an agent that acts
+ *   through them stay; an item that calls tools keeps its calls);
+ * - `view`: an oversized output becomes a bounded view (head, tail, diagnostic lines) + receipt;
+ * - `digest-idle`: an output the agent is done with (the working set) becomes a digest;
+ * - `digest`: any other output outside the newest turn becomes a digest, oldest first;
+ * - `receipt`: a view or digest becomes the bare receipt line, oldest first.
+ */
+export const FIT_STEPS = ['reasoning', 'view', 'digest-idle', 'digest', 'receipt'] as const;
+export type FitStep = (typeof FIT_STEPS)[number];
+
+/** What one slot shows instead of its exact text. */
+export interface Rendering {
+  readonly kind: 'view' | 'digest' | 'reasoning' | 'receipt';
+  readonly text: string;
+  /** The exact text replaced (vaulted; the receipt recovers it byte for byte). */
+  readonly evidence: string;
+  readonly artifactId: string;
+  readonly toolName: string;
+}
+
+/** A slot the stage may reduce: its exact text is its key in the session's sticky renderings. */
+export interface FitSlot {
+  readonly slot: Slot;
+  readonly kind: 'output' | 'reasoning';
+  /** The exact text as vaulted (a tool output's content, or one assistant text part). */
+  readonly evidence: string;
+  /** The text a digest or view is made from. */
+  readonly shown: string;
+  readonly chars: number;
+  /** Reasoning: the fenced blocks of the text are the agent's actions (it made no tool call) and stay. */
+  readonly keepBlocks?: boolean;
+}
+
+/** Where a request's history starts (the first assistant item) and where its newest turn starts. */
+export interface Bounds {
+  readonly start: number;
+  readonly newest: number;
+}
+
+/** The bounds, or undefined when the request has no history (no assistant item). */
+export function boundsOf(view: RequestView): Bounds | undefined {
+  const start = view.itemInfo.findIndex((i) => i.role === 'assistant');
+  if (start === -1) return undefined;
+  const starts = segmentSteps(view.itemInfo).starts;
+  return { start, newest: Math.max(start, starts.at(-1) ?? view.items.length) };
+}
+
+/** Assistant prose below this many code points is left alone (a receipt would not be smaller). */
+const REASONING_MIN_CHARS = 300;
+
+/** The slots of the history between the prefix and the newest turn that the stage may reduce, in item order. */
+export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlot[] {
+  const out: FitSlot[] = [];
+  // An assistant item that calls tools acts through the calls: its fenced blocks are prose.
+  const calling = new Set<number>();
+  for (const slot of view.slots)
+    if (slot.kind === 'tool_call' && slot.item !== undefined) {
+      calling.add(slot.item);
+      if (view.format === 'responses') calling.add(slot.item - 1);
+    }
+  for (const slot of view.slots) {
+    const i = slot.item;
+    if (i === undefined || i < b.start || i >= b.newest) continue;
+    if (slot.kind === 'tool_output') {
+      const evidence = evidenceText(slot.value);
+      const shown = slotText(slot.value);
+      if (evidence === undefined || shown === undefined) continue;
+      const chars = codePoints(evidence);
+      if (chars >= minChars) out.push({ slot, kind: 'output', evidence, shown, chars });
+    } else if (slot.kind === 'assistant' && view.itemInfo[i]?.role === 'assistant') {
+      for (const part of assistantParts(slot)) {
+        const size = calling.has(i) ? codePoints(part.text) : prose(part.text);
+        if (part.text.startsWith('[Token Terminator') || size < REASONING_MIN_CHARS) continue;
+        out.push({
+          slot: part.slot,
+          kind: 'reasoning',
+          evidence: part.text,
+          shown: part.text,
+          chars: 0,
+          keepBlocks: !calling.has(i),
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** The text parts of an assistant item: a string content, or text blocks. */
+function assistantParts(slot: Slot): { slot: Slot; text: string }[] {
+  const content = (slot.value as { content?: unknown } | undefined)?.content;
+  if (typeof content === 'string')
+    return [{ slot: { ...slot, path: [...slot.path, 'content'], value: content }, text: content }];
+  if (!Array.isArray(content)) return [];
+  const out: { slot: Slot; text: string }[] = [];
+  content.forEach((part, j) => {
+    const p = part as { type?: unknown; text?: unknown };
+    if ((p.type === 'text' || p.type === 'output_text') && typeof p.text === 'string')
+      out.push({ slot: { ...slot, path: [...slot.path, 'content', j, 'text'], value: p.text }, text: p.text });
+  });
+  return out;
+}
+
+/** Code points of a text outside its fenced blocks. */
+function prose(text: string): number {
+  return codePoints(text) - fencedSpans(text).reduce((n, [a, b]) => n + codePoints(text.slice(a, b)), 0);
+}
+
+/** How the renderings are made. */
+export interface RenderSettings {
+  readonly digests: Digests;
+  readonly diagnosticChars: number;
+  /** Budget of a bounded view (code points). */
+  readonly viewChars: number;
+}
+
+/** The receipt line of `text` (content-addressed: the id is the SHA-256 prefix the vault stores it under). */
+function receiptOf(s: RenderSettings, text: string, toolName: string): { line: string; artifactId: string } {
+  const artifactId = shortIdForSha(s.digests.of(text));
+  return { line: renderReceipt(createReceipt(artifactId, toolName, codePoints(text))), artifactId };
+}
+
+/**
+ * The rendering of one slot for a reduction step, or undefined when that step does not apply to it
+ * or would not make it smaller.
+ */
+export function renderingFor(
+  s: RenderSettings,
+  f: FitSlot,
+  kind: Rendering['kind'],
+  current: Rendering | undefined,
+): Rendering | undefined {
+  const toolName = f.kind === 'reasoning' ? 'assistant_reasoning' : (f.slot.toolName ?? 'tool');
+  if ((kind === 'reasoning') !== (f.kind === 'reasoning')) return undefined;
+  const { line, artifactId } = receiptOf(s, f.evidence, toolName);
+  let text: string;
+  if (kind === 'receipt') text = line;
+  else if (kind === 'digest')
+    text = renderDigest(f.shown, line, { diagnosticChars: s.diagnosticChars, args: f.slot.callArgs });
+  else if (kind === 'view') text = `${compactLines(f.shown, { maxChars: s.viewChars })}\n${line}`;
+  else {
+    const blocks = f.keepBlocks === false ? [] : fencedSpans(f.evidence).map(([a, b]) => f.evidence.slice(a, b));
+    const size = f.keepBlocks === false ? codePoints(f.evidence) : prose(f.evidence);
+    const note = `[Token Terminator reasoning of an earlier turn (${size} chars) | ${line.slice(1, -1)}]`;
+    text = [note, ...blocks].join('\n');
+  }
+  const before = current?.text ?? f.evidence;
+  if (codePoints(text) >= codePoints(before) || isReceipt(f.evidence)) return undefined;
+  return { kind, text, evidence: f.evidence, artifactId, toolName };
+}
+
+/**
+ * The request with every slot the stage may reduce at its smallest rendering (outputs as bare
+ * receipts, old prose as its receipt note): the least a window fit can leave. Undefined when the
+ * request has no history.
+ */
+export function floorRequest<T extends Record<string, unknown>>(
+  request: T,
+  view: RequestView,
+  s: RenderSettings,
+  minChars: number,
+): T | undefined {
+  const bounds = boundsOf(view);
+  if (bounds === undefined || view.listKey === undefined) return undefined;
+  const changes = fitSlots(view, bounds, minChars).flatMap((f) => {
+    const r = renderingFor(s, f, f.kind === 'reasoning' ? 'reasoning' : 'receipt', undefined);
+    return r === undefined ? [] : [{ path: f.slot.path, value: r.text }];
+  });
+  return writeSlots(request, changes);
+}

@@ -1,0 +1,212 @@
+/**
+ * The window through the real gateway (docs/window.md): a scripted upstream on loopback refuses any
+ * request whose prompt and output cap do not fit W = 16k, with the providers' real error bodies. A
+ * 200-turn session sent direct gets that error from some turn on; sent through the gateway (W per
+ * model for OpenAI, per client for Anthropic) it never does, and its task, user messages and
+ * newest turn arrive verbatim.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { promptParts } from '../../src/budget/counter.js';
+import { createTiktokenCounter } from '../../src/measure/index.js';
+import { startHarness, type Harness } from '../proxy/support/harness.js';
+import { anthropic, chat, type Recorded, type Reply } from '../proxy/support/upstream.js';
+
+const W = 16_000;
+const counter = createTiktokenCounter('o200k_base');
+afterAll(() => counter.dispose?.());
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+/** Prompt tokens as the budget counts them, plus the output cap the request asks for. */
+function asked(body: Record<string, unknown>): { prompt: number; total: number } {
+  const prompt = promptParts(body).reduce((n, part) => n + counter.count(part), 0);
+  const cap = ['max_tokens', 'max_completion_tokens'].map((k) => body[k]).find((v) => typeof v === 'number');
+  return { prompt, total: prompt + ((cap as number | undefined) ?? 0) };
+}
+
+/** The upstream: the real over-the-window error bodies, else the next scripted answer. */
+function guarded(next: (r: Recorded) => Reply): (r: Recorded) => Reply {
+  return (r) => {
+    const body = r.json ?? {};
+    const { prompt, total } = asked(body);
+    if (total <= W) return next(r);
+    if (r.path.startsWith('/v1/messages'))
+      return {
+        status: 400,
+        json: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: `prompt is too long: ${total} tokens > ${W} maximum` },
+        },
+      };
+    return {
+      status: 400,
+      json: {
+        error: {
+          message: `This model's maximum context length is ${W} tokens. However, your messages resulted in ${prompt} tokens. Please reduce the length of the messages.`,
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      },
+    };
+  };
+}
+
+/** Turn t of the session: a short exchange, and every 10th turn a large file read. */
+const question = (t: number): string => `Step ${t}: check the migration for table t${t}.`;
+/** Every 4th answer (in the Anthropic session: only the first) explains at length (prose the compiler keeps, only the window fit reduces). */
+const answer = (t: number, every = 4): string =>
+  t % every === 0
+    ? Array.from(
+        { length: 6 },
+        (_, i) =>
+          `Table t${t}, check ${i}: the ${['primary', 'foreign', 'unique'][i % 3]} key on column c${i * t} holds ${t * 31 + i} rows.`,
+      ).join(' ')
+    : `Table t${t} is migrated; its ${t % 7} indexes are in place.`;
+const fileText = (t: number): string =>
+  Array.from({ length: 100 }, (_, i) => `t${t}.sql:${i + 1}: ALTER TABLE t${t} ADD COLUMN c${i} INT; -- ${i * t}`).join(
+    '\n',
+  );
+
+/** The OpenAI Chat session's requests: one per model call, each extending the one before. */
+function chatRequests(): Record<string, unknown>[] {
+  const messages: unknown[] = [{ role: 'system', content: 'You migrate databases carefully.' }];
+  const out: Record<string, unknown>[] = [];
+  for (let t = 0; t < 200; t++) {
+    messages.push({ role: 'user', content: question(t) });
+    if (t % 10 === 0) {
+      out.push({ model: 'local-16k', messages: messages.slice() });
+      const id = `read-${t}`;
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"t${t}.sql"}` } }],
+      });
+      messages.push({ role: 'tool', tool_call_id: id, content: fileText(t) });
+    }
+    out.push({ model: 'local-16k', messages: messages.slice() });
+    messages.push({ role: 'assistant', content: answer(t) });
+  }
+  return out;
+}
+
+/** The same session in Anthropic Messages. */
+function anthropicRequests(): Record<string, unknown>[] {
+  const messages: unknown[] = [];
+  const out: Record<string, unknown>[] = [];
+  const request = (): Record<string, unknown> => ({
+    model: 'local-16k',
+    system: 'You migrate databases carefully.',
+    max_tokens: 1024,
+    messages: messages.slice(),
+  });
+  for (let t = 0; t < 200; t++) {
+    messages.push({ role: 'user', content: question(t) });
+    if (t % 10 === 0) {
+      out.push(request());
+      const id = `read-${t}`;
+      messages.push({
+        role: 'assistant',
+        content: [{ type: 'tool_use', id, name: 'read_file', input: { path: `t${t}.sql` } }],
+      });
+      messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: fileText(t) }] });
+    }
+    out.push(request());
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: answer(t, 1000) }] });
+  }
+  return out;
+}
+
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+/** Statuses of the session's requests sent to `url` in order. */
+async function statuses(url: string, requests: readonly unknown[], headers: Record<string, string>): Promise<number[]> {
+  const out: number[] = [];
+  for (const r of requests) out.push((await post(url, r, headers)).status);
+  return out;
+}
+
+const firstError = (s: readonly number[]): number => s.findIndex((x) => x !== 200);
+
+describe('the window through the gateway', () => {
+  it('OpenAI Chat, W per model: direct gets context_length_exceeded from some turn on, through the gateway never', async () => {
+    h = await startHarness(
+      guarded(() => chat.text('ok')),
+      {
+        overrides: { modelLimits: { 'local-16k': { contextWindow: W } }, incontext: { minOutputTokens: 1024 } },
+      },
+    );
+    const requests = chatRequests();
+    const headers = { authorization: 'Bearer sk-window', 'x-token-terminator-session': 'window-chat' };
+    const direct = await statuses(`${h.upstream.url}/v1/chat/completions`, requests, headers);
+    const first = firstError(direct);
+    expect(first).toBeGreaterThan(0);
+    expect(direct.slice(first).every((s) => s === 400)).toBe(true);
+    const sent = h.upstream.requests.length;
+    const refused = await post(`${h.upstream.url}/v1/chat/completions`, requests.at(-1), headers);
+    expect(refused.json).toMatchObject({ error: { code: 'context_length_exceeded' } });
+
+    const through = await statuses(`${h.url}/v1/chat/completions`, requests, headers);
+    expect(through.every((s) => s === 200)).toBe(true);
+    const last = h.upstream.requests.at(-1)!.json!;
+    expect(asked(last).total).toBeLessThanOrEqual(W);
+    const sentMessages = last['messages'] as unknown[];
+    const given = requests.at(-1)!['messages'] as { role: string }[];
+    expect(sentMessages[0]).toEqual(given[0]);
+    expect(sentMessages.at(-1)).toEqual(given.at(-1));
+    given.forEach((m, i) => {
+      if (m.role === 'user') expect(sentMessages[i]).toEqual(m);
+    });
+    expect(h.upstream.requests.length - sent - 1).toBe(requests.length);
+  }, 180_000);
+
+  it('Anthropic Messages, W per client: direct gets "prompt is too long" from some turn on, through the gateway never', async () => {
+    h = await startHarness(
+      guarded(() => anthropic.text('ok')),
+      {
+        overrides: { incontext: { minOutputTokens: 1024 } },
+      },
+    );
+    const requests = anthropicRequests();
+    const headers = {
+      'x-api-key': 'sk-ant-window',
+      'anthropic-version': '2023-06-01',
+      'x-token-terminator-session': 'window-ant',
+    };
+    const direct = await statuses(`${h.upstream.url}/v1/messages`, requests, headers);
+    const first = firstError(direct);
+    expect(first).toBeGreaterThan(0);
+    expect(direct.slice(first).every((s) => s === 400)).toBe(true);
+    const refused = await post(`${h.upstream.url}/v1/messages`, requests.at(-1), headers);
+    expect(refused.json).toMatchObject({
+      error: {
+        type: 'invalid_request_error',
+        message: expect.stringMatching(/^prompt is too long: \d+ tokens > 16000 maximum$/),
+      },
+    });
+
+    const through = await statuses(`${h.url}/v1/messages`, requests, {
+      ...headers,
+      'x-token-terminator-window': String(W),
+    });
+    expect(through.every((s) => s === 200)).toBe(true);
+    const last = h.upstream.requests.at(-1)!;
+    expect(last.headers['x-token-terminator-window']).toBeUndefined();
+    expect(asked(last.json!).total).toBeLessThanOrEqual(W);
+  }, 180_000);
+});

@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fitWindow } from '../../operators/fit-window.js';
+import { createPressure } from '../../operators/cap-output-budget.js';
+import { budgetCounterFrom } from '../../src/budget/counter.js';
+import { ConfigError } from '../../src/errors.js';
+import { referencedArtifacts } from '../../src/receipts/index.js';
+import type { ProviderRequest, StepContext } from '../../src/step.js';
+import { createVault } from '../../src/vault/index.js';
+import { createTerminator } from '../../src/runtime/index.js';
+import type { Vault } from '../../src/vault/types.js';
+import { allStrings, fileFixture, readCall, readOutput, recover, runAll } from '../compile/helpers.js';
+
+const { counter } = fileFixture('fit-window');
+const budget = budgetCounterFrom(counter);
+const tokens = (r: ProviderRequest): Promise<number> => budget.countRequest(r, new AbortController().signal);
+const context: StepContext = { sessionId: 's1', route: { model: 'local-model' } };
+
+/** A chat session: system, task, then `turns` reads of `lines`-line files. */
+function session(turns: number, lines: number): ProviderRequest[] {
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a careful coding agent.' },
+    { role: 'user', content: 'Fix the failing parser test.' },
+  ];
+  const requests: ProviderRequest[] = [];
+  for (let t = 0; t < turns; t++) {
+    messages.push(readCall(`f${t}`), readOutput(`f${t}`, lines));
+    requests.push({ model: 'local-model', messages: messages.slice() });
+  }
+  return requests;
+}
+
+describe('fitWindow (unit)', () => {
+  let vault: Vault;
+  beforeAll(async () => {
+    vault = await createVault({ path: ':memory:' });
+  });
+  afterAll(async () => {
+    await vault.close();
+  });
+  const op = (window: number, extra: Partial<Parameters<typeof fitWindow>[0]> = {}) =>
+    fitWindow({
+      vault,
+      counter,
+      budget: { compressionWindowTokens: window, minOutputTokens: 1000, counter: budget },
+      ...extra,
+    });
+
+  it('leaves a request that fits alone', async () => {
+    const [request] = session(1, 50);
+    const [out] = await runAll(op(32_000), [[request!, context]]);
+    expect(out!.value).toBe(request);
+    expect(out!.decisions).toEqual([]);
+  });
+
+  it('fits every request of a growing session under W − R, keeping the prefix, the task and the newest turn', async () => {
+    const requests = session(24, 120);
+    const W = 8000;
+    const R = 1000;
+    expect((await tokens(requests.at(-1)!)) + R).toBeGreaterThan(3 * W);
+    const outs = await runAll(
+      op(W),
+      requests.map((r) => [r, { ...context, sessionId: 'grow' }] as const),
+    );
+    for (const [k, out] of outs.entries()) {
+      expect((await tokens(out.value)) + R).toBeLessThanOrEqual(W);
+      const raw = requests[k]!['messages'] as unknown[];
+      const sent = out.value['messages'] as unknown[];
+      expect(sent.slice(0, 2)).toEqual(raw.slice(0, 2));
+      expect(sent.slice(-2)).toEqual(raw.slice(-2));
+      // Actions stay: every tool call is sent as it came.
+      sent.forEach((m, i) => {
+        if ((m as { role: string }).role === 'assistant') expect(m).toBe(raw[i]);
+      });
+    }
+    // Every receipt recovers exactly what it replaced.
+    const last = outs.at(-1)!;
+    const ids = [...new Set(allStrings(last.value).flatMap(referencedArtifacts))];
+    expect(ids.length).toBeGreaterThan(0);
+    const rawTexts = new Set(allStrings(requests.at(-1)!));
+    for (const id of ids) expect(rawTexts.has(await recover(vault, id))).toBe(true);
+  });
+
+  it('rewrites in batches down to the low-water mark (hysteresis), and keeps its renderings between them', async () => {
+    const requests = session(40, 40);
+    const outs = await runAll(
+      op(8000, { lowWaterPct: 50 }),
+      requests.map((r) => [r, { ...context, sessionId: 'hyst' }] as const),
+    );
+    const rewrites = outs.filter((o) => o.decisions.some((d) => d.reason.endsWith('new batch')));
+    const over = outs.filter((o, k) => o.value !== requests[k]);
+    expect(rewrites.length).toBeGreaterThan(0);
+    // Far fewer cache-breaking rewrites than requests the fit touches.
+    expect(rewrites.length * 3).toBeLessThan(over.length);
+    // Between two rewrites, request N+1 starts with request N (the earlier items are the same text).
+    for (let k = 1; k < outs.length; k++) {
+      if (rewrites.includes(outs[k]!)) continue;
+      const prev = outs[k - 1]!.value['messages'] as unknown[];
+      const next = outs[k]!.value['messages'] as unknown[];
+      expect(JSON.stringify(next.slice(0, prev.length))).toBe(JSON.stringify(prev));
+    }
+  });
+
+  it('passes a request that cannot fit unchanged, says window_exceeded, and preflight pressure reaches W', async () => {
+    // The newest turn alone is larger than W − R.
+    const requests = session(3, 2000);
+    const W = 6000;
+    const last = requests.at(-1)!;
+    const [out] = await runAll(op(W), [[last, { ...context, sessionId: 'huge' }]]);
+    expect(out!.value).toBe(last);
+    expect(out!.decisions.map((d) => [d.stage, d.kind, d.reason.split(':')[0]])).toEqual([
+      ['fitWindow', 'skipped', 'window_exceeded'],
+    ]);
+    const pressure = createPressure({ compressionWindowTokens: W, minOutputTokens: 1000, counter: budget });
+    expect(await pressure(last)).toBeGreaterThanOrEqual(W);
+    await pressure.close();
+  });
+
+  it('rejects bad options at build time, naming the operator', () => {
+    expect(() => fitWindow({ vault, counter, lowWaterPct: 5 })).toThrow(ConfigError);
+    expect(() => fitWindow({ vault, counter, order: ['sideways' as 'view'] })).toThrow(/fitWindow/);
+    expect(() => fitWindow({ vault } as unknown as Parameters<typeof fitWindow>[0])).toThrow(/counter/);
+  });
+});
+
+describe('fitWindow (through the Terminator)', () => {
+  it('reports preflight pressure below W when the fit makes room, and at or above W when nothing can fit', async () => {
+    const W = 8000;
+    await using tt = await createTerminator({
+      overrides: { dbPath: ':memory:', incontext: { compressionWindowTokens: W, minOutputTokens: 1000 } },
+      env: {},
+      counter,
+    });
+    const fits = session(24, 120).at(-1)!;
+    expect((await tokens(fits)) + 1000).toBeGreaterThan(2 * W);
+    expect(await tt.pressure(fits, context)).toBeLessThan(W);
+    const out = await tt.reduceRequest(fits, context);
+    expect((await tokens(out.value)) + 1000).toBeLessThanOrEqual(W);
+    // The newest output stays under the inline limit (no bounded view) yet alone is over W − R.
+    const cannot = session(3, 900).at(-1)!;
+    expect(await tt.pressure(cannot, { ...context, sessionId: 's2' })).toBeGreaterThanOrEqual(W);
+    const passed = await tt.reduceRequest(cannot, { ...context, sessionId: 's2' });
+    expect(passed.decisions.some((d) => d.stage === 'fitWindow' && d.reason.startsWith('window_exceeded'))).toBe(true);
+    expect((passed.value['messages'] as unknown[]).at(-1)).toEqual((cannot['messages'] as unknown[]).at(-1));
+  });
+});
