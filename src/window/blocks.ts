@@ -54,13 +54,19 @@ export function blockableTurns(view: RequestView, b: Bounds): (Turn | undefined)
   const { starts } = segmentSteps(view.itemInfo);
   const calling = new Set(view.slots.filter((s) => s.kind === 'tool_call').map((s) => s.item));
   const out: (Turn | undefined)[] = [];
-  starts.forEach((from, n) => {
+  // The newest turn, and the agent's last round before a new user message, stay.
+  const last = Math.min(
+    b.newest,
+    view.itemInfo.findLastIndex((i) => i.role === 'assistant'),
+  );
+  starts.forEach((first, n) => {
+    let from = first;
     const to = starts[n + 1] ?? view.items.length;
-    if (from < b.start || to > b.newest) return;
-    if (view.itemInfo[from]?.role !== 'assistant') {
-      out.push(undefined);
-      return;
-    }
+    if (to > last || to <= b.start) return;
+    // A turn a user message starts: the message stays, the assistant's part after it may go.
+    if (view.itemInfo[from]?.role !== 'assistant') out.push(undefined);
+    while (from < to && view.itemInfo[from]?.role !== 'assistant') from++;
+    if (from < b.start || from >= to) return;
     let calls = false;
     for (let i = from; i < to; i++) if (calling.has(i)) calls = true;
     out.push({ n: n + 1, from, to, calls });

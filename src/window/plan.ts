@@ -13,7 +13,7 @@ import { compactLines } from '../compact/compact-text.js';
 import type { Digests } from '../ledger/digests.js';
 import { codePoints } from '../measure/index.js';
 import type { RequestView, Slot } from '../model/types.js';
-import { writeSlots } from '../model/index.js';
+import { withItems } from '../model/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
 import { segmentSteps } from '../compile/steps.js';
 import { shortIdForSha } from '../vault/identity.js';
@@ -172,21 +172,20 @@ export function renderingFor(
 }
 
 /**
- * The request with every slot the stage may reduce at its smallest rendering (outputs as bare
- * receipts, old prose as its receipt note): the least a window fit can leave. Undefined when the
- * request has no history.
+ * The least a window fit can leave of a request: the instruction prefix, the user-authored
+ * messages and the newest turn, every other old item folded into block receipts (whose few lines
+ * are left out here). Undefined when the request has no history.
  */
 export function floorRequest<T extends Record<string, unknown>>(
   request: T,
   view: RequestView,
-  s: RenderSettings,
-  minChars: number,
+  _s?: RenderSettings,
+  _minChars?: number,
 ): T | undefined {
   const bounds = boundsOf(view);
   if (bounds === undefined || view.listKey === undefined) return undefined;
-  const changes = fitSlots(view, bounds, minChars).flatMap((f) => {
-    const r = renderingFor(s, f, f.kind === 'reasoning' ? 'reasoning' : 'receipt', undefined);
-    return r === undefined ? [] : [{ path: f.slot.path, value: r.text }];
-  });
-  return writeSlots(request, changes);
+  const kept = view.items.filter(
+    (_, i) => i < bounds.start || i >= bounds.newest || view.itemInfo[i]?.userText === true,
+  );
+  return withItems(request, view.listKey, kept);
 }

@@ -115,6 +115,55 @@ describe('fitWindow (unit)', () => {
     await pressure.close();
   });
 
+  it('folds blocks of old turns into one receipt each when per-item receipts are not enough, and every block recovers exactly', async () => {
+    // 150 turns of small outputs: one receipt per output would not shrink them, the calls alone fill W − R.
+    const requests = session(150, 3);
+    const W = 4000;
+    const R = 1000;
+    const raw = requests.at(-1)!['messages'] as unknown[];
+    expect((await tokens(requests.at(-1)!)) + R).toBeGreaterThan(2 * W);
+    const outs = await runAll(
+      op(W),
+      requests.map((r) => [r, { ...context, sessionId: 'blocks' }] as const),
+    );
+    for (const [k, out] of outs.entries()) {
+      expect((await tokens(out.value)) + R).toBeLessThanOrEqual(W);
+      expect(out.decisions.some((d) => d.reason.startsWith('window_'))).toBe(false);
+      const sent = out.value['messages'] as unknown[];
+      const rawK = requests[k]!['messages'] as unknown[];
+      expect(sent.slice(0, 2)).toEqual(rawK.slice(0, 2));
+      expect(sent.slice(-2)).toEqual(rawK.slice(-2));
+    }
+    const last = outs.at(-1)!;
+    const sent = last.value['messages'] as { role: string; content: unknown }[];
+    const blocks = sent.filter(
+      (m) => typeof m.content === 'string' && m.content.startsWith('[Token Terminator turns '),
+    );
+    expect(blocks.length).toBeGreaterThan(0);
+    // The oldest turns go first: the first block starts right after the task.
+    expect(sent[2]).toBe(blocks[0]);
+    expect(blocks[0]!.content).toMatch(/^\[Token Terminator turns 1–\d+ .*\nran: /u);
+    // Each block's artifact is the exact JSON of consecutive raw items; together with what is still
+    // sent, the blocks give every raw item back.
+    const back: unknown[] = [];
+    for (const m of sent) {
+      const ids =
+        typeof m.content === 'string' && m.content.startsWith('[Token Terminator turns ')
+          ? referencedArtifacts(m.content)
+          : [];
+      if (ids.length === 0) {
+        back.push(m);
+        continue;
+      }
+      expect(ids).toHaveLength(1);
+      const text = await recover(vault, ids[0]!);
+      const items = JSON.parse(text) as unknown[];
+      expect(JSON.stringify(items)).toBe(text);
+      back.push(...items);
+    }
+    expect(back).toEqual(raw);
+  });
+
   it('rejects bad options at build time, naming the operator', () => {
     expect(() => fitWindow({ vault, counter, lowWaterPct: 5 })).toThrow(ConfigError);
     expect(() => fitWindow({ vault, counter, order: ['sideways' as 'view'] })).toThrow(/fitWindow/);

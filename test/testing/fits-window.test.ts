@@ -58,7 +58,8 @@ describe('fitWindow (property, testing kit sessions)', () => {
       const floor = floorRequest(r, readRequest(r), { digests, diagnosticChars: 0, viewChars: 200 }, 600) ?? r;
       least = Math.max(least, await count(floor));
     }
-    const W = least + R + 64 + slack;
+    // The least the fit leaves (prefix, user messages, newest turn) and room for its block receipts.
+    const W = Math.max(least + R + 320 + slack, 2048);
     const op = fitWindow({
       vault,
       counter,
