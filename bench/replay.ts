@@ -138,10 +138,10 @@ function windowRows(f: ReplayFigures, mark: (ok: boolean) => string): [string, s
       'requests over window (sent)',
       String(f.requests_over_window_sent),
       '—',
-      `0 where they fit  ${mark((f.requests_over_window_sent ?? 0) <= (f.requests_window_exceeded ?? 0))}`,
+      `0 where they fit  ${mark((f.requests_over_window_sent ?? 0) <= (f.requests_window_unfittable ?? 0))}`,
     ],
     ['window rewrites', String(f.window_rewrites), '—', ''],
-    ['window exceeded (cannot fit)', String(f.requests_window_exceeded), '—', ''],
+    ['window exceeded (cannot fit)', String(f.requests_window_unfittable), '—', ''],
   ];
 }
 

@@ -87,8 +87,8 @@ export interface ReplayTotals {
   requests_over_window_sent?: number;
   /** With a window: requests where the window fit chose new renderings (a cache-breaking rewrite). */
   window_rewrites?: number;
-  /** With a window: requests the fit passed on unchanged (`window_exceeded`: prefix, user messages, newest turn and R do not fit). */
-  requests_window_exceeded?: number;
+  /** With a window: requests the fit passed on unchanged because the prefix, the newest turn and R alone do not fit W (`window_exceeded`). */
+  requests_window_unfittable?: number;
 }
 
 /** One session's replay figures: its totals, and per-request points when asked for. */
@@ -261,7 +261,7 @@ export class FigureAccumulator {
             requests_over_window_raw: this.#window.overRaw,
             requests_over_window_sent: this.#window.overSent,
             window_rewrites: this.#window.rewrites,
-            requests_window_exceeded: this.#window.exceeded,
+            requests_window_unfittable: this.#window.exceeded,
           }),
     };
   }

@@ -201,7 +201,7 @@ function windowRows(f: ReplayFigures): Row[] {
       'requests over the window (raw / sent)',
       '',
       `${int(f.requests_over_window_raw)} / ${int(f.requests_over_window_sent ?? 0)}`,
-      `${int(f.requests_window_exceeded ?? 0)} cannot fit (window_exceeded)`,
+      `${int(f.requests_window_unfittable ?? 0)} unfittable (window_exceeded)`,
     ],
     ['window rewrites (cache-breaking fits)', '', int(f.window_rewrites ?? 0), ''],
   ];

@@ -50,6 +50,7 @@ const levelShape = {
   requests_over_window_raw: count.optional(),
   requests_over_window_sent: count.optional(),
   window_rewrites: count.optional(),
+  requests_window_unfittable: count.optional(),
   output_tokens: count.optional(),
   cache_read_tokens: count.optional(),
   cache_write_tokens: count.optional(),

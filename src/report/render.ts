@@ -342,6 +342,10 @@ function recoverySection(f: ReportInput, quality: QualitySummary | undefined): s
           ['requests over the window, recorded', opt('requests_over_window_raw', f.requests_over_window_raw)],
           ['requests over the window, sent', opt('requests_over_window_sent', f.requests_over_window_sent)],
           ['window rewrites (cache-breaking fits)', opt('window_rewrites', f.window_rewrites)],
+          [
+            'requests that cannot fit (prefix + newest turn + R over W)',
+            opt('requests_window_unfittable', f.requests_window_unfittable),
+          ],
         ]),
   ];
   const bars = [
