@@ -7,8 +7,8 @@
  *   keep those blocks verbatim after the receipt;
  * - `block-actions`: only when that is not enough, any old turn, tool calls included, goes into the
  *   receipt, whose text names the commands run and the files touched.
- * Never touched: the instruction prefix, a turn that starts with a user-authored message, and the
- * newest turn.
+ * Never touched: the instruction prefix, the user-authored messages (a block keeps them verbatim, in
+ * order, after its receipt) and the newest turn with the agent's last round.
  */
 import { fencedSpans } from '../compile/actions.js';
 import { segmentSteps } from '../compile/steps.js';
@@ -33,6 +33,8 @@ export interface Block {
   readonly to: number;
   readonly keepActions: boolean;
   readonly item: unknown;
+  /** The user-authored messages inside the block, sent verbatim after its receipt. */
+  readonly users: readonly unknown[];
   /** The exact JSON of the block's items (vaulted). */
   readonly evidence: string;
   readonly artifactId: string;
@@ -60,17 +62,25 @@ export function blockableTurns(view: RequestView, b: Bounds): (Turn | undefined)
     view.itemInfo.findLastIndex((i) => i.role === 'assistant'),
   );
   starts.forEach((first, n) => {
-    let from = first;
+    const from = Math.max(first, b.start);
     const to = starts[n + 1] ?? view.items.length;
-    if (to > last || to <= b.start) return;
-    // A turn a user message starts: the message stays, the assistant's part after it may go.
-    if (view.itemInfo[from]?.role !== 'assistant') out.push(undefined);
-    while (from < to && view.itemInfo[from]?.role !== 'assistant') from++;
-    if (from < b.start || from >= to) return;
+    if (to > last || to <= from) return;
     let calls = false;
-    for (let i = from; i < to; i++) if (calling.has(i)) calls = true;
-    out.push({ n: n + 1, from, to, calls });
+    let acts = false;
+    for (let i = from; i < to; i++) {
+      if (calling.has(i)) calls = true;
+      if (view.itemInfo[i]?.userText !== true) acts = true;
+    }
+    // A turn of user messages alone has nothing a block could take.
+    out.push(acts ? { n: n + 1, from, to, calls } : undefined);
   });
+  return out;
+}
+
+/** The user-authored messages of items [from, to): a block keeps them, verbatim and in order, after its receipt. */
+export function usersIn(view: RequestView, from: number, to: number): unknown[] {
+  const out: unknown[] = [];
+  for (let i = from; i < to; i++) if (view.itemInfo[i]?.userText === true) out.push(view.items[i]);
   return out;
 }
 
@@ -123,7 +133,15 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   if (shownFiles.length > 0)
     lines.push(`files: ${shownFiles.join(', ')}${files.size > 8 ? ` (+${files.size - 8})` : ''}`);
   const text = [...lines, ...kept].join('\n');
-  return { from, to, keepActions, item: assistantItem(view.format, text), evidence, artifactId };
+  return {
+    from,
+    to,
+    keepActions,
+    item: assistantItem(view.format, text),
+    users: usersIn(view, from, to),
+    evidence,
+    artifactId,
+  };
 }
 
 function oneLine(s: string, max: number): string {
@@ -154,7 +172,7 @@ export function withBlocks(items: readonly unknown[], blocks: readonly Block[]):
   const out: unknown[] = [];
   let i = 0;
   for (const b of sorted) {
-    out.push(...items.slice(i, b.from), b.item);
+    out.push(...items.slice(i, b.from), b.item, ...b.users);
     i = b.to;
   }
   out.push(...items.slice(i));

@@ -26,6 +26,7 @@ import {
   itemKey,
   renderBlock,
   withBlocks,
+  usersIn,
   type Block,
   type ChosenBlock,
   type Turn,
@@ -158,7 +159,7 @@ export async function fitRequest(
         reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${W - R} tokens (W ${W} − R ${R}): passed as it came`,
       });
     // One receipt per block of old turns, oldest first: first keeping text actions, then actions too.
-    const blockTokens = (b: Block): number => tokensOf(b.item);
+    const blockTokens = (b: Block): number => tokensOf(b.item) + b.users.reduce<number>((n, u) => n + tokensOf(u), 0);
     const spanTokens = (from: number, to: number): number => {
       let n = 0;
       for (let i = from; i < to; i++) n += itemTokens.get(i) ?? tokensOf(w.items[i]);
@@ -166,6 +167,12 @@ export async function fitRequest(
     };
     for (const keepActions of [true, false]) {
       if (prompt + R <= W) break;
+      if (!keepActions) {
+        // Actions go too: this fit's blocks are made again over every old turn, so they are few.
+        for (const old of fresh) estimate -= blockTokens(old) - spanTokens(old.from, old.to);
+        w.blocks = w.blocks.filter((x) => !fresh.includes(x));
+        fresh.splice(0);
+      }
       let open: Turn[] = [];
       let openBlock: Block | undefined;
       const close = (): void => {
@@ -173,7 +180,12 @@ export async function fitRequest(
         openBlock = undefined;
       };
       for (const t of turns) {
-        if (estimate + offset <= target) break;
+        if (estimate + offset <= target) {
+          // The estimate says enough: the exact count decides, and corrects the estimate if not.
+          prompt = await exact(run, build(), step, signal);
+          offset = prompt - estimate;
+          if (prompt + R <= W) break;
+        }
         const covered = t !== undefined && w.blocks.some((b) => b.from <= t.from && t.to <= b.to && b !== openBlock);
         if (t === undefined || covered || (keepActions && t.calls)) {
           close();
@@ -226,7 +238,15 @@ function stickyBlocks(state: FitState, view: RequestView, turns: readonly (Turn 
     if (!turns.some((u) => u !== undefined && u.to === to)) continue;
     const evidence = JSON.stringify(view.items.slice(t.from, to));
     if (digests.of(evidence) !== c.evidenceSha) continue;
-    out.push({ from: t.from, to, keepActions: c.keepActions, item: c.item, evidence, artifactId: c.artifactId });
+    out.push({
+      from: t.from,
+      to,
+      keepActions: c.keepActions,
+      item: c.item,
+      users: usersIn(view, t.from, to),
+      evidence,
+      artifactId: c.artifactId,
+    });
     after = to;
   }
   return out;
