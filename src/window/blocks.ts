@@ -99,6 +99,8 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   const commands: string[] = [];
   const files = new Set<string>();
   const kept: string[] = [];
+  // An item that calls tools acts through its calls: its fenced blocks are prose.
+  const callers = new Set(view.slots.filter((x) => x.kind === 'tool_call').map((x) => x.item));
   for (const slot of view.slots) {
     if (slot.item === undefined || slot.item < from || slot.item >= to) continue;
     if (slot.kind === 'tool_call') {
@@ -112,7 +114,7 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
       commands.push(cmd ?? `${slot.toolName ?? 'tool'}(${Object.keys(args).join(',')})`);
       for (const k of ['path', 'file_path', 'filename', 'file'])
         if (typeof args[k] === 'string') files.add(args[k] as string);
-    } else if (slot.kind === 'assistant') {
+    } else if (slot.kind === 'assistant' && !callers.has(slot.item)) {
       const text = assistantText(slot.value);
       for (const [a, b] of fencedSpans(text)) {
         const block = text.slice(a, b);
