@@ -104,7 +104,7 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   for (const slot of view.slots) {
     if (slot.item === undefined || slot.item < from || slot.item >= to) continue;
     if (slot.kind === 'tool_call') {
-      const args = slot.callArgs ?? {};
+      const args = slot.callArgs ?? parsedArgs(slot.value);
       const cmd =
         typeof args['command'] === 'string'
           ? args['command']
@@ -144,6 +144,20 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
     evidence,
     artifactId,
   };
+}
+
+/** The arguments of a tool call as an object (Chat's JSON string, Anthropic's input, Responses' arguments). */
+function parsedArgs(value: unknown): Record<string, unknown> {
+  const v = value as { function?: { arguments?: unknown }; arguments?: unknown; input?: unknown } | undefined;
+  const raw = v?.function?.arguments ?? v?.arguments ?? v?.input;
+  if (typeof raw === 'object' && raw !== null) return raw as Record<string, unknown>;
+  if (typeof raw !== 'string') return {};
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 function oneLine(s: string, max: number): string {
