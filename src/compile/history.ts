@@ -186,7 +186,7 @@ function splitReasoning(text: string, note: string): { prose: number; rendered: 
 }
 
 /** The assistant text slot(s) a reasoning rewrite replaces: a string content, or text blocks. */
-function reasoningSlots(slot: Slot): { slot: Slot; text: string }[] {
+export function reasoningSlots(slot: Slot): { slot: Slot; text: string }[] {
   const content = (slot.value as { content?: unknown }).content;
   if (typeof content === 'string')
     return [{ slot: { ...slot, path: [...slot.path, 'content'], value: content }, text: content }];

@@ -6,6 +6,7 @@
  * ends in (or carries) the receipt of the exact bytes it replaced.
  */
 import { fencedSpans } from '../compile/actions.js';
+import { reasoningSlots } from '../compile/history.js';
 import { renderDigest } from '../compile/digest.js';
 import { evidenceText } from '../compile/evidence.js';
 import { slotText } from '../compile/references.js';
@@ -91,7 +92,7 @@ export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlo
       const chars = codePoints(evidence);
       if (chars >= minChars) out.push({ slot, kind: 'output', evidence, shown, chars });
     } else if (slot.kind === 'assistant' && view.itemInfo[i]?.role === 'assistant') {
-      for (const part of assistantParts(slot)) {
+      for (const part of reasoningSlots(slot)) {
         const size = calling.has(i) ? codePoints(part.text) : prose(part.text);
         if (part.text.startsWith('[Token Terminator') || size < REASONING_MIN_CHARS) continue;
         out.push({
@@ -105,21 +106,6 @@ export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlo
       }
     }
   }
-  return out;
-}
-
-/** The text parts of an assistant item: a string content, or text blocks. */
-function assistantParts(slot: Slot): { slot: Slot; text: string }[] {
-  const content = (slot.value as { content?: unknown } | undefined)?.content;
-  if (typeof content === 'string')
-    return [{ slot: { ...slot, path: [...slot.path, 'content'], value: content }, text: content }];
-  if (!Array.isArray(content)) return [];
-  const out: { slot: Slot; text: string }[] = [];
-  content.forEach((part, j) => {
-    const p = part as { type?: unknown; text?: unknown };
-    if ((p.type === 'text' || p.type === 'output_text') && typeof p.text === 'string')
-      out.push({ slot: { ...slot, path: [...slot.path, 'content', j, 'text'], value: p.text }, text: p.text });
-  });
   return out;
 }
 
