@@ -477,16 +477,18 @@ function facade(parts: FacadeParts): Terminator {
       const step = await lanes
         .get('tool_result', laneOf(context), toolResults)
         .run(createStep(result, withBudget(context), signal));
-      const shown = step.value.content;
+      // A malformed result (not an object) passes as it came: the facade never throws for content.
+      const shown = (step.value as Partial<ToolResult> | null | undefined)?.content;
+      const raw = (result as Partial<ToolResult> | null | undefined)?.content;
       // Remembered for this Terminator's own records only (a host measuring itself, as the gateway
       // does, has the raw outputs in its requests).
       if (
         (parts.recordMetrics || ledger !== undefined) &&
         typeof shown === 'string' &&
-        typeof result.content === 'string' &&
-        shown !== result.content
+        typeof raw === 'string' &&
+        shown !== raw
       )
-        parts.credits.note(laneOf(context), shown, result.content, step.decisions);
+        parts.credits.note(laneOf(context), shown, raw, step.decisions);
       return step;
     },
     reduceRequest,

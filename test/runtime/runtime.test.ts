@@ -177,6 +177,12 @@ describe('createTerminator', () => {
     expect(step.value).toBe(request);
   });
 
+  it('passes a malformed tool result (null) through without throwing (metrics recorded by default)', async () => {
+    await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
+    const step = await tt.reduceToolResult(null as never, ctx);
+    expect(step.value).toBeNull();
+  });
+
   it('offers the recovery tool over its vault', async () => {
     await using tt = await createTerminator({ env, overrides: { dbPath: join(dir, 'v.sqlite3') } });
     const put = await tt.vault.put({ content: 'evidence '.repeat(100), toolName: 'terminal', sessionId: 's1' });
