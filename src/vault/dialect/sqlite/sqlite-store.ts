@@ -73,7 +73,13 @@ function makeDirectories(dir: string): void {
   const missing: string[] = [];
   for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) missing.unshift(d);
   for (const d of missing) {
-    mkdirSync(d, { mode: 0o700 });
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch (error) {
+      // Another process opening the same vault made it first: it keeps the mode that one gave it.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
     chmodSync(d, 0o700);
   }
 }
