@@ -147,11 +147,22 @@ describe('delivery is the commit point (two processes on one vault)', () => {
     const pruner = await startPruner(path);
     const tt = await createTerminator({ env: {}, overrides: overrides(path), vault, ledger: false });
     try {
-      const w = buildWorkload({ id: 'released', variant: 50 });
+      // The file read twice stays under the tool stage's read threshold: both reads are shown whole
+      // and the request stage collapses the duplicate into a receipt it memoizes (at the default
+      // size each read gets the tool stage's bounded view, and the request stages memoize nothing).
+      const w = buildWorkload({ id: 'released', variant: 50, fileRules: 100 });
       const first = await runWorkload(tt, w);
       const firstReport = await checkResults(first, (id) => recoverViaTool(tt.recoveryTool, w.id, id));
       expect(firstReport.problems).toEqual([]);
       expect(firstReport.receipts.length).toBeGreaterThan(0);
+      // The path under test: receipts the request stages introduced (and memoized) in the first run.
+      const memoized = first
+        .filter((r) => r.kind === 'request')
+        .flatMap((r) => {
+          const before = new Set(receiptIds(r.input));
+          return receiptIds(r.output?.value).filter((id) => !before.has(id));
+        });
+      expect(memoized.length).toBeGreaterThan(0);
       // Another process (another replica of the host, say) ends the session and its retention
       // releases the pins and prunes everything the session was delivered.
       expect(await pruner.ask(`close - ${w.id}`)).toBe('closed');
