@@ -47,7 +47,10 @@ import {
 
 const { dir, cleanup } = tempDir('tt-rel-matrix-');
 const rows: MatrixRow[] = [];
-const workload = buildWorkload();
+// 120 rules: the file read twice is 17,870 chars, under the tool stage's read threshold (20,000:
+// read_file is shown whole below it) and over the inline limit set below (16,000), so both reads
+// reach collapseDuplicates whole and it shows the second as a bounded view.
+const workload = buildWorkload({ fileRules: 120 });
 let cellNo = 0;
 
 const probe = (name: string): string => {
@@ -70,9 +73,10 @@ function cellDir(): string {
 }
 
 // The workload is sized so that every stage applies under these thresholds (cache-economic history
-// rewrites, 8000-char managed outputs, the 23,910-char file read shown as a bounded view from
-// 16,000 chars — read_file and `cat` are shown whole by the tool stage —, the skill-routing opt-in so
-// that its stage runs too); pin them so the matrix does not drift with the product defaults.
+// rewrites, 8000-char managed outputs, the 17,870-char file read shown as a bounded view from
+// 16,000 chars — read_file and `cat` are shown whole by the tool stage under its 20,000-char read
+// threshold —, the skill-routing opt-in so that its stage runs too); pin them so the matrix does
+// not drift with the product defaults.
 const baseOverrides = {
   rtkPath: RTK_STUB,
   contextBlockTurns: 0,
