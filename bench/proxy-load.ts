@@ -62,7 +62,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -74,7 +74,7 @@ import { loadProxyConfig } from '../src/config/proxy.js';
 import { referencedArtifacts } from '../src/receipts/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import { artifactIdFor } from '../src/vault/identity.js';
-import { CHAT_ANSWER, printTable } from './_support.js';
+import { CHAT_ANSWER, printTable, rssOf, tree } from './_support.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const KEY = 'Bearer sk-proxy-load';
@@ -304,38 +304,6 @@ async function startProxy(
     child.once('exit', (code) => fail(new Error(`proxy exited ${code}: ${err}`)));
   });
   return { url, child, stderr: () => err };
-}
-
-/** `pid` and every process below it, from /proc. */
-function tree(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const stack = [pid];
-  while (stack.length > 0) {
-    const p = stack.pop()!;
-    out.push(p);
-    stack.push(...(parents.get(p) ?? []));
-  }
-  return out;
-}
-
-/** RSS (bytes) of one process (0 when gone). */
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m === null ? 0 : Number(m[1]) * 1024;
-  } catch {
-    return 0;
-  }
 }
 
 /** User + system CPU (ms) of one process (0 when gone). */

@@ -11,7 +11,7 @@
  * the gateway's processes (sampled every 100 ms) against `--max-memory-bytes` as the CLI resolves it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { Client } from 'undici';
 import { UNREDUCED_HEADER } from '../adapters/proxy/api.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
 import { bigRequest } from '../test/support/big-request.js';
-import { CHAT_ANSWER, printTable } from './_support.js';
+import { CHAT_ANSWER, printTable, rssOf, tree } from './_support.js';
 import { Agent } from './proxy-load.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,36 +39,6 @@ async function upstream(): Promise<{ url: string; close: () => void }> {
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
-}
-
-function tree(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const stack = [pid];
-  while (stack.length > 0) {
-    const p = stack.pop()!;
-    out.push(p);
-    stack.push(...(parents.get(p) ?? []));
-  }
-  return out;
-}
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m === null ? 0 : Number(m[1]) * 1024;
-  } catch {
-    return 0;
-  }
 }
 
 interface Gateway {
