@@ -69,7 +69,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
-import { sessionOf, tenantOf } from '../adapters/proxy/session.js';
+import { sessionOf, tenantOf } from '../adapters/proxy/request-identity.js';
 import { loadProxyConfig } from '../src/config/proxy.js';
 import { referencedArtifacts } from '../src/receipts/index.js';
 import { createTerminator } from '../src/runtime/index.js';

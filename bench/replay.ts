@@ -44,7 +44,7 @@ import {
   createTiktokenCounter,
   type EncoderEngine,
 } from '../src/measure/index.js';
-import { diagnosticLines } from '../src/replay/diagnostics.js';
+import { diagnosticLines } from '../src/measure/diagnostic-ruler.js';
 import { DIAGNOSTIC_MIN_CHARS } from '../src/replay/fidelity.js';
 import { percentile } from '../src/replay/figures.js';
 import { FIXTURE_COMMANDS } from '../test/fixtures/terminal/commands.js';

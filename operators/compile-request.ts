@@ -5,7 +5,7 @@ import { sessionStateKey, type ProviderRequest, type Step } from '../src/step.js
 import { requestStore } from '../src/vault/scoped-reads.js';
 import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
 import { createSessionPool } from '../src/compile/session.js';
-import { compileSettings, reduceRequest, type CompileRequestOptions } from '../src/compile/compile-request.js';
+import { compileSettings, reduceRequest, type CompileRequestOptions } from '../src/compile/reduce-request.js';
 
 const STAGE = STAGES.compileRequest;
 

@@ -10,7 +10,7 @@ import { CapLedger } from './cap-ledger.js';
 import { createInputFilter } from './input-filter.js';
 import { wrapModel, wrapModelProvider } from './model.js';
 import { agentsRecoveryTool } from './recovery-tool.js';
-import { agentsSessionResolver, type AgentsSessionOptions } from './session.js';
+import { agentsSessionResolver, type AgentsSessionOptions } from './session-id.js';
 import { wrapTool } from './tool-wrapper.js';
 
 /** Options of {@link createAgentsAdapter}. */

@@ -15,5 +15,5 @@ export { agentsRecoveryTool } from './recovery-tool.js';
 export { CapLedger } from './cap-ledger.js';
 export { toResponsesInput, fromResponsesInput, outputText } from './items.js';
 export type { ResponsesConversion } from './items.js';
-export { agentsSessionResolver } from './session.js';
-export type { AgentsSessionOptions } from './session.js';
+export { agentsSessionResolver } from './session-id.js';
+export type { AgentsSessionOptions } from './session-id.js';

@@ -37,7 +37,7 @@ import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type 
 import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
-import { clientWindow, SESSION_HEADER, sessionOf, tenantOf } from './session.js';
+import { clientWindow, SESSION_HEADER, sessionOf, tenantOf } from './request-identity.js';
 import { relayRecoveryStream } from './stream-relay.js';
 import { refusedForCapacity, renderToolOutputs } from '../shared/tool-outputs.js';
 import {

@@ -11,7 +11,7 @@ export { createProxy } from './server.js';
 export type { Proxy, ProxyOptions, RouteHandler } from './server.js';
 export type { ProxyLogRecord } from './context.js';
 export type { ProxyMetrics } from './metrics.js';
-export { sessionOf, tenantOf, SESSION_HEADER } from './session.js';
+export { sessionOf, tenantOf, SESSION_HEADER } from './request-identity.js';
 export { TOKEN_HEADER } from './upstream.js';
 export {
   loadProxyConfig,

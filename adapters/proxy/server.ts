@@ -40,7 +40,7 @@ import { workerMetricsRelay } from './metrics-relay.js';
 import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 import { BodyMemo } from './body.js';
 import { Bounds, type HeapNow } from './bounds.js';
-import { tenantOf } from './session.js';
+import { tenantOf } from './request-identity.js';
 import {
   answerUpstreamFailure,
   createUpstreamAgent,

@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import { SESSION_HEADER, WINDOW_HEADER } from './session.js';
+import { SESSION_HEADER, WINDOW_HEADER } from './request-identity.js';
 import type { ProxyLogRecord } from './context.js';
 
 /** Request header carrying the proxy's own access token; checked locally and never sent upstream. */

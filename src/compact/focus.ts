@@ -127,3 +127,11 @@ export function withFocusLines(view: string, output: string, terms: readonly str
   const lines = focusLines(output, view, terms, budget);
   return lines.length === 0 ? view : `${view}\n${FOCUS_MARKER}\n${lines.join('\n')}`;
 }
+
+/** Every string value inside tool-call arguments. */
+export function argStrings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const v of value) argStrings(v, out);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) argStrings(v, out);
+  return out;
+}

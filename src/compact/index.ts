@@ -6,7 +6,7 @@
 import { detectFamily, type CommandFamily } from '../tools/family.js';
 import { compactLines } from './compact-text.js';
 import { scanDiagnostics } from './diagnostic-lines.js';
-import { compactDiagnostics } from './diagnostics.js';
+import { compactDiagnostics } from './compiler-diagnostics.js';
 import { choosePinned, DEFAULT_DIAGNOSTIC_CHARS, renderFaithful } from './faithful.js';
 import { compactGitDiff, compactGitLog, compactGitStatus } from './git.js';
 import { compactGrep, grepTerm } from './grep.js';
@@ -22,7 +22,7 @@ export { compactGitDiff, compactGitLog, compactGitStatus } from './git.js';
 export { compactGrep, grepTerm } from './grep.js';
 export { compactListing } from './listing.js';
 export { compactInstall } from './install.js';
-export { compactDiagnostics } from './diagnostics.js';
+export { compactDiagnostics } from './compiler-diagnostics.js';
 export { compactTestOutput, type FailureView, type TestRunner } from './test-runners.js';
 export { scanDiagnostics, type DiagnosticScan, type ScanOptions } from './diagnostic-lines.js';
 export {

@@ -8,7 +8,7 @@ import { codePoints } from '../measure/index.js';
 import { withFocusLines } from '../compact/focus.js';
 import { scanDiagnostics } from '../compact/diagnostic-lines.js';
 import { isFailureLine } from '../compact/diagnostic-lines.js';
-import { conversationTerms } from './focus.js';
+import { conversationTerms } from './conversation-terms.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
 

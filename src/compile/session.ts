@@ -9,7 +9,7 @@ import type { ArtifactStore, LeaseStore, SessionStore } from '../vault/ports.js'
 import { requestStore, scopedReads, type RequestStore, type ScopedReads } from '../vault/scoped-reads.js';
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore, type Receipted } from './evidence.js';
-import type { FocusTermsMemo } from './focus.js';
+import type { FocusTermsMemo } from './conversation-terms.js';
 import type { ItemMeasures } from './item-measures.js';
 import { createMeter, type Meter } from './meter.js';
 import { createRequestMemo, Recognitions, type RequestMemo } from './prefix.js';
@@ -47,7 +47,7 @@ export interface SessionState {
   readonly requests: RequestMemo;
   /** The receipt each history rendering's evidence was vaulted under (by the rendering object). */
   readonly targetReceipts: WeakMemo<object, Receipted>;
-  /** Focus terms of each conversation item (src/compile/focus.ts). */
+  /** Focus terms of each conversation item (src/compile/conversation-terms.ts). */
   readonly focusTerms: FocusTermsMemo;
   /** Artifact ids of the outputs shown inline (src/compile/references.ts). */
   readonly inlineIds: InlineIds;

@@ -24,10 +24,10 @@ import {
   type RecoveryAction,
   type RecoveryArgs,
 } from './schema.js';
-import type { WorkingStateStore } from './working-state.js';
+import type { WorkingStateStore } from '../vault/ports.js';
 
 export * from './schema.js';
-export type { WorkingStateStore } from './working-state.js';
+export type { WorkingStateStore } from '../vault/ports.js';
 export { WorkingStateError } from '../vault/working-state.js';
 export { isRecoveryResult } from './results.js';
 

@@ -8,7 +8,7 @@
  * - actions: over requests × earlier assistant actions (each tool call's arguments string; for an
  *   assistant message without tool calls, each fenced block's body, trimmed), the share present;
  * - diagnostics: for every tool output of at least 4,000 chars, its diagnostic lines
- *   (src/replay/diagnostics.ts, at most 20 per output) present in the first final request after it;
+ *   (src/measure/diagnostic-ruler.ts, at most 20 per output) present in the first final request after it;
  * - grounding: for every tool output of at least 1,000 chars, the strings of the agent's next three
  *   actions (identifiers and paths of ≥ 4 chars, numbers of ≥ 2 digits) that occur in the output
  *   and nowhere earlier in the conversation were learned from it; the share of them present in the
@@ -19,7 +19,7 @@
  */
 import { chatActions } from '../compile/actions.js';
 import type { ObservationTest } from '../compile/observations.js';
-import { diagnosticLines } from './diagnostics.js';
+import { diagnosticLines } from '../measure/diagnostic-ruler.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 

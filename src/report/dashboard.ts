@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProxyMetrics } from '../../adapters/proxy/metrics.js';
-import { tenantOf } from '../../adapters/proxy/session.js';
+import { tenantOf } from '../../adapters/proxy/request-identity.js';
 import { parseSessionStateKey } from '../step.js';
 import type { ReportInput } from './figures.js';
 import type { Terminator } from '../runtime/types.js';

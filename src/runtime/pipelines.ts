@@ -19,11 +19,11 @@ import { routeSkills } from '../../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
-import { conversationTerms, type FocusTermsMemo } from '../compile/focus.js';
+import { conversationTerms, type FocusTermsMemo } from '../compile/conversation-terms.js';
 import { readRequest, stepFormat } from '../model/read.js';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
-import type { WorkingStateStore } from '../recovery/working-state.js';
+import type { WorkingStateStore } from '../vault/ports.js';
 import { stepOperator } from '../operator-kit.js';
 import { WeakMemo } from '../weak-memo.js';
 import { errorLabel, note, type ProviderRequest, type StepContext, type ToolCall, type ToolResult } from '../step.js';
@@ -90,7 +90,7 @@ export interface PipelineDeps {
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
-  /** The focus terms of each session's latest request, for the tool stage's views (src/compile/focus.ts). */
+  /** The focus terms of each session's latest request, for the tool stage's views (src/compile/conversation-terms.ts). */
   readonly focus: FocusBoard;
 }
 

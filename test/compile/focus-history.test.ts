@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { FOCUS_MARKER } from '../../src/compact/focus.js';
-import { conversationTerms } from '../../src/compile/focus.js';
+import { conversationTerms } from '../../src/compile/conversation-terms.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import type { ProviderRequest } from '../../src/step.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderWorkingState } from '../../src/compile/working-state.js';
+import { renderWorkingState } from '../../src/compile/working-state-block.js';
 import { serializedChars } from '../../src/measure/index.js';
 import { createTerminator } from '../../src/runtime/index.js';
 import type { ProviderRequest } from '../../src/step.js';

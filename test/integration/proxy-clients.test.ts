@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sessionOf, tenantOf } from '../../adapters/proxy/session.js';
+import { sessionOf, tenantOf } from '../../adapters/proxy/request-identity.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { detectFormat } from '../../src/model/index.js';
 import { pytestFailure } from '../fixtures/clients/pytest-output.js';

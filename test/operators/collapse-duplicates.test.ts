@@ -8,7 +8,7 @@ import { case3Request, case4Request } from '../../src/cli/bench/request-cases.js
 import { evidenceText } from '../../src/compile/evidence.js';
 import { readRequest } from '../../src/model/index.js';
 import { parseReceipt } from '../../src/receipts/index.js';
-import { diagnosticLines } from '../../src/replay/diagnostics.js';
+import { diagnosticLines } from '../../src/measure/diagnostic-ruler.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import type { StoreScope, Vault } from '../../src/vault/types.js';

@@ -136,7 +136,7 @@ describe('first views keep every failure line of a verbose test run', () => {
     return out[0]!.value.content;
   };
 
-  // Judged by replay's ruler (src/replay/diagnostics.ts), not by the compactors' classifier.
+  // Judged by replay's ruler (src/measure/diagnostic-ruler.ts), not by the compactors' classifier.
   test.prop([verboseRun()], { numRuns: 60 })(
     'every failure line of a generated verbose pytest, vitest, go or cargo run is in its first view',
     async (run) => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
-import { diagnosticLines, isDiagnosticLine } from '../../src/replay/diagnostics.js';
+import { diagnosticLines, isDiagnosticLine } from '../../src/measure/diagnostic-ruler.js';
 import { groundingStrings } from '../../src/replay/fidelity.js';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
 import { unwrapObservation } from '../../src/replay/replay.js';

@@ -7,8 +7,8 @@ import { STAGES } from '../stages.js';
 import { PRICING_PROFILES, pricingFor, validateProfile, type PricingProfile } from '../config/pricing.js';
 import { readRequest, withItems, writeSlots } from '../model/index.js';
 import { canonicalJson, serializedChars } from '../measure/index.js';
-import type { WorkingStateStore } from '../recovery/working-state.js';
-import { workingStateBlock } from './working-state.js';
+import type { WorkingStateStore } from '../vault/ports.js';
+import { workingStateBlock } from './working-state-block.js';
 import {
   advance,
   note,

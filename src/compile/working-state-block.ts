@@ -3,7 +3,7 @@
  * active nodes and edges rendered as a `<working_state>` block that rides on a request only when the
  * whole compiled request stays strictly smaller than the caller's (it never enlarges a request).
  */
-import type { WorkingStateStore } from '../recovery/working-state.js';
+import type { WorkingStateStore } from '../vault/ports.js';
 
 type Entity = Readonly<Record<string, unknown>>;
 

@@ -5,7 +5,7 @@
  * per item once (items are shared between the requests of a session) in the caller's memo (the
  * session's, or the subscription's), so a request costs the terms of its new items only.
  */
-import { focusTerms } from '../compact/focus.js';
+import { argStrings, focusTerms } from '../compact/focus.js';
 import type { RequestView } from '../model/types.js';
 import type { WeakMemo } from '../weak-memo.js';
 
@@ -63,12 +63,4 @@ export function conversationTerms(
     }
   }
   return [...order.keys()].slice(-max);
-}
-
-/** Every string value inside tool-call arguments. */
-export function argStrings(value: unknown, out: string[] = []): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) argStrings(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) argStrings(v, out);
-  return out;
 }
