@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { BodyMemo } from '../adapters/proxy/body.js';
 import { compileRequest } from '../operators/compile-request.js';
-import { Recognitions } from '../src/compile/prefix.js';
+import { Recognitions } from '../src/model/prefix.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { createTiktokenCounter } from '../src/measure/index.js';

@@ -37,7 +37,7 @@
  * shuffled order, beside its single-call twin of the same size (`--parallel-turns`, 200;
  * `--parallel-repeat`, 3 sessions each, pooled), and their ratio (target ≤ 1.5).
  * `--parallel-only` runs that comparison alone.
- * `--full-path` switches prefix recognition off (src/compile/prefix.ts) to see the cost without it.
+ * `--full-path` switches prefix recognition off (src/model/prefix.ts) to see the cost without it.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -53,8 +53,8 @@ import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
-import { createItemMeasures } from '../src/compile/item-measures.js';
-import { Recognitions, sameJson } from '../src/compile/prefix.js';
+import { createItemMeasures } from '../src/ledger/item-measures.js';
+import { Recognitions, sameJson } from '../src/model/prefix.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import { percentile } from '../src/replay/figures.js';
@@ -176,7 +176,7 @@ interface Timing {
   readonly sha: Map<number, number>;
   /**
    * Rebuilt objects only: comparing the request's history, item by item, with an equal rebuilt
-   * copy of the previous request's (src/compile/prefix.ts sameJson), ms (median of 3), at the turns
+   * copy of the previous request's (src/model/prefix.ts sameJson), ms (median of 3), at the turns
    * asked for: what recognising rebuilt objects costs at least.
    */
   readonly compare: Map<number, number>;
@@ -230,7 +230,7 @@ async function runSession(
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
-  // The two request stages share what they recognise (src/compile/prefix.ts) and one item-measures
+  // The two request stages share what they recognise (src/model/prefix.ts) and one item-measures
   // memo (and so one digest ledger), as createTerminator wires them.
   const recognitions = new Recognitions();
   const measures = createItemMeasures({ counter, recognitions });

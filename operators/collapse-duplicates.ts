@@ -31,7 +31,7 @@ import {
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
 import type { SessionState } from '../src/compile/session.js';
-import type { Recognised } from '../src/compile/prefix.js';
+import type { Recognised } from '../src/model/prefix.js';
 
 const STAGE = STAGES.collapseDuplicates;
 
@@ -115,7 +115,7 @@ export function collapseDuplicates(
     const settings: Settings = { minChars, maxChars, maxInlineChars, viewChars, outputsOf };
     // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
     return (step) => {
-      // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
+      // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
       const state = sessions(step.context);
       const seen = state.requests.recognise(step.value, step.context.format);
       const view = seen.view;

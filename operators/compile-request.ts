@@ -50,7 +50,7 @@ export function compileRequest(
     };
     // Synchronous until there is a history, so pass-through Steps emit synchronously.
     return (step) => {
-      // The history the session's previous request had is recognised, not re-read (src/compile/prefix.ts).
+      // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
       const state = sessions(step.context);
       const seen = state.requests.recognise(step.value, step.context.format);
       const view = seen.view;

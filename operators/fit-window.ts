@@ -6,7 +6,7 @@ import { STAGES } from '../src/stages.js';
 import { defer, finalize, type OperatorFunction } from 'rxjs';
 import { budgetCounterFrom } from '../src/budget/counter.js';
 import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/planner.js';
-import type { ItemMeasures } from '../src/compile/item-measures.js';
+import type { ItemMeasures } from '../src/ledger/item-measures.js';
 import { createSessionPool } from '../src/compile/session.js';
 import { defaultInt } from '../src/config/index.js';
 import type { TokenCounter } from '../src/measure/types.js';

@@ -7,7 +7,27 @@
  */
 
 import type { PricingProfile } from './config/pricing.js';
-import type { LockBudget, StoreScope } from './vault/ports.js';
+
+/**
+ * How long the vault calls of one host call may wait for locks, in total (ms). Every vault call
+ * given the same budget draws from it, so a held lock stalls a whole `reduceToolResult` or
+ * `compileRequest` for at most one busy timeout, not one per statement. Mutable by design.
+ */
+export interface LockBudget {
+  remainingMs: number;
+  /** Lock waiting done so far on this budget (ms), added up by the vault. */
+  waitedMs?: number;
+}
+
+/** Whose evidence a call touches: the tenant (profile / API-key digest) and the session. */
+export interface StoreScope {
+  /** Default `''`: the single local tenant. */
+  readonly tenant?: string;
+  /** Reads: absent = every session of the tenant. Writes: the session recorded as provenance. */
+  readonly sessionId?: string;
+  /** Lock-wait budget shared by the vault calls of one host call. Default: a busy timeout per vault call. */
+  readonly budget?: LockBudget;
+}
 
 /** Which provider wire format a request uses. */
 export type RequestFormat = 'chat' | 'responses' | 'anthropic' | 'unknown';

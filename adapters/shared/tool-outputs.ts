@@ -16,7 +16,7 @@ import { ConfigError } from '../../src/errors.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
-import { isRecoveryResult } from '../../src/recovery/results.js';
+import { isRecoveryResult } from '../../src/receipts/recovery-results.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { REPLAY_TOOL_NAMES } from '../../src/tools/names.js';
 import { savedByStage } from '../../src/telemetry/metrics.js';

@@ -3,8 +3,8 @@
  * text counting; budget backends may be remote (vLLM /tokenize), so they implement the async
  * `BudgetCounter`, and any TokenCounter adapts to it.
  */
-import type { ItemMeasures } from '../compile/item-measures.js';
-import type { Recognitions } from '../compile/prefix.js';
+import type { ItemMeasures } from '../ledger/item-measures.js';
+import type { Recognitions } from '../model/prefix.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';

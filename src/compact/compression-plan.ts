@@ -7,7 +7,7 @@ import { defaultInt } from '../config/index.js';
 import type { ModeFlags } from '../config/index.js';
 import type { Mode } from '../config/types.js';
 import { strictlySmaller } from '../accept.js';
-import { NOTED_FROM, type ItemMeasures } from '../compile/item-measures.js';
+import { NOTED_FROM, type ItemMeasures } from '../ledger/item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption, oneOfOption, requireVault } from '../options.js';
 import { renderNativeNote } from '../receipts/index.js';

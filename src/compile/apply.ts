@@ -7,7 +7,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { withItems, writeSlots } from '../model/index.js';
 import { acceptCandidate, type TokenPair, type Verdict } from '../accept.js';
 import type { SessionState } from './session.js';
-import { isRecognisedList, sharedLead } from './prefix.js';
+import { isRecognisedList, sharedLead } from '../model/prefix.js';
 
 type Change = { readonly slot: Slot; readonly text: string };
 

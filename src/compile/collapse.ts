@@ -12,7 +12,7 @@ import type { StoreScope } from '../vault/ports.js';
 import { gate, renderItems } from './apply.js';
 import { planChanges, type DuplicatesPlanned, type Managed } from './duplicates.js';
 import { readRequest, writeSlots } from '../model/index.js';
-import type { Recognised } from './prefix.js';
+import type { Recognised } from '../model/prefix.js';
 import { deltaViews, mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from './references.js';
 import type { SessionState } from './session.js';
 

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SessionStore, StoreScope } from '../vault/ports.js';
-import { isRecognisedList, sharedLead, type RecognisedLists } from './prefix.js';
+import { isRecognisedList, sharedLead, type RecognisedLists } from '../model/prefix.js';
 
 /** Chain hashes of a list of items, reusing the previous list's hashes for a shared leading run. */
 export interface ChainMemo {

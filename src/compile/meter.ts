@@ -1,6 +1,6 @@
 /**
  * The per-session meter that makes request measurement incremental: a request's size is the sum
- * of its items' sizes plus framing, each item measured once (src/compile/item-measures.ts: by
+ * of its items' sizes plus framing, each item measured once (src/ledger/item-measures.ts: by
  * object identity, with a content hash fallback for hosts that rebuild their objects every call),
  * so a request with k new items costs about those k. The per-item memo is the runtime's shared one
  * when given (the other request stages, the output budget and telemetry read the same entries),
@@ -10,8 +10,8 @@
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { Digests } from '../ledger/digests.js';
-import { createItemMeasures, type ItemMeasures } from './item-measures.js';
-import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from './prefix.js';
+import { createItemMeasures, type ItemMeasures } from '../ledger/item-measures.js';
+import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from '../model/prefix.js';
 
 export interface ItemMeasure {
   /** serializedChars of the item (Python-compatible JSON, code points). */
@@ -65,7 +65,7 @@ export interface MeterOptions {
   readonly measures?: ItemMeasures;
   /**
    * The lists of the session's request memo, which tell how much of an earlier list a later one
-   * shares without comparing them (src/compile/prefix.ts). Default: none (lists are compared).
+   * shares without comparing them (src/model/prefix.ts). Default: none (lists are compared).
    */
   readonly lists?: RecognisedLists;
   /** The recognitions the meter's own memo reads (when it makes one): the stage's. Default: none. */

@@ -8,7 +8,7 @@
 import { DEFAULT_OBSERVATION_PATTERN } from '../config/observation-pattern.js';
 import { ConfigError } from '../errors.js';
 import type { RequestView, Slot } from '../model/types.js';
-import { isRecoveryResult } from '../recovery/results.js';
+import { isRecoveryResult } from '../receipts/recovery-results.js';
 import { fencedBlocks } from './actions.js';
 import { WeakMemo } from '../weak-memo.js';
 import { viewExtends } from '../model/read.js';

@@ -26,7 +26,7 @@ import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
 import { deltaViews, mayBeDelta, resolveDanglingDeltas } from './references.js';
-import type { Recognised, Recognitions } from './prefix.js';
+import type { Recognised, Recognitions } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
 import { checkOptions, intOption, requireVault } from '../options.js';

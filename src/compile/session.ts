@@ -1,6 +1,6 @@
 /**
  * Per-session state held by a request operator's subscription: the meter, the evidence store,
- * the render memo, the conversation's chain hashes and the previous request (src/compile/prefix.ts). Bounded: the least recently used sessions are dropped
+ * the render memo, the conversation's chain hashes and the previous request (src/model/prefix.ts). Bounded: the least recently used sessions are dropped
  * (what must outlive them — artifacts, leases, pins — is in the vault).
  */
 import { LRUCache } from 'lru-cache';
@@ -10,9 +10,9 @@ import { requestStore, scopedReads, type RequestStore, type ScopedReads } from '
 import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore, type Receipted } from './evidence.js';
 import type { FocusTermsMemo } from './conversation-terms.js';
-import type { ItemMeasures } from './item-measures.js';
+import type { ItemMeasures } from '../ledger/item-measures.js';
 import { createMeter, type Meter } from './meter.js';
-import { createRequestMemo, Recognitions, type RequestMemo } from './prefix.js';
+import { createRequestMemo, Recognitions, type RequestMemo } from '../model/prefix.js';
 import { createObservationMemo, type ObservationMemo } from './observations.js';
 import { createInlineIds, type InlineIds } from './references.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
@@ -101,7 +101,7 @@ export interface RequestStageOptions {
   readonly measures?: ItemMeasures;
   /**
    * Recognise the history a session's previous request sent, so only new items take the full
-   * path (src/compile/prefix.ts); `false` sends every request down the full path, which gives the
+   * path (src/model/prefix.ts); `false` sends every request down the full path, which gives the
    * same output (for tests and benchmarks that compare the two).
    *
    * @defaultValue `true`

@@ -17,7 +17,7 @@
  * newer one, so the older one is idle at once.
  */
 import type { RequestView, Slot } from '../model/types.js';
-import { isRecognisedList, sharedLead } from './prefix.js';
+import { isRecognisedList, sharedLead } from '../model/prefix.js';
 import { slotText } from './references.js';
 import type { SessionState } from './session.js';
 

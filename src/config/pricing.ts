@@ -10,7 +10,13 @@
  * - `anthropic`: cache reads at 0.1 ×, 5-minute cache writes at 1.25 ×, 1,024-token minimum.
  */
 import { ConfigError } from '../errors.js';
-import type { Route } from '../step.js';
+
+/** The part of a step's route (src/step.ts `Route`) that picks a pricing profile. */
+interface PricedRoute {
+  readonly model?: string;
+  readonly provider?: string;
+  readonly pricing?: PricingProfileName | PricingProfile;
+}
 
 /** Prompt-cache prices relative to an uncached input token, used to decide whether a history rewrite pays for the cache it breaks. */
 export interface PricingProfile {
@@ -64,7 +70,7 @@ export interface PricingSettings {
  * routeProfileName({ model: 'claude-sonnet-4' }); // 'anthropic'
  * routeProfileName({ model: 'gpt-5' }); // 'openai'
  */
-export function routeProfileName(route: Route | undefined, format?: string): PricingProfileName {
+export function routeProfileName(route: PricedRoute | undefined, format?: string): PricingProfileName {
   if (route?.pricing !== undefined) return typeof route.pricing === 'string' ? route.pricing : 'openai';
   const provider = route?.provider?.toLowerCase() ?? '';
   const model = route?.model?.toLowerCase() ?? '';
@@ -106,7 +112,7 @@ export function applyOverrides(base: PricingProfile, overrides: Partial<Omit<Pri
  * @example
  * pricingFor(config, { model: 'claude-sonnet-4-5' }).cacheWrite; // 1.25
  */
-export function pricingFor(settings: PricingSettings, route?: Route, format?: string): PricingProfile {
+export function pricingFor(settings: PricingSettings, route?: PricedRoute, format?: string): PricingProfile {
   if (route?.pricing !== undefined && typeof route.pricing === 'object')
     return validateProfile('route.pricing', route.pricing);
   const name =

@@ -7,7 +7,7 @@
  * piece's count; every other piece (around an edit) is encoded. Nothing here reasons about where
  * the regex may cut: the split is always the real one, only the per-piece encoding is reused.
  *
- * Used twice over (src/compile/item-measures.ts): the compact JSON of an item that carries a tool
+ * Used twice over (src/ledger/item-measures.ts): the compact JSON of an item that carries a tool
  * output the tool-result stage counted is derived from that output's pieces (the literal differs
  * by its escapes), and the telemetry's spaced JSON of an item from its compact JSON (a space after
  * each separator outside strings): a tool output is tokenized once, not three times.

@@ -108,6 +108,13 @@ export function contentText(content: unknown): string | undefined {
   return texts.length > 0 ? texts.join('\n') : undefined;
 }
 
+/** The name of one entry of a request's `tools` array, in any of the three shapes. */
+export function toolName(entry: unknown): string | undefined {
+  if (!isObj(entry)) return undefined;
+  if (isObj(entry['function']) && typeof entry['function']['name'] === 'string') return entry['function']['name'];
+  return typeof entry['name'] === 'string' ? entry['name'] : undefined;
+}
+
 /**
  * Read a request as a uniform list of slots (see {@link RequestView}).
  *

@@ -8,7 +8,9 @@
  * newline, close the bracket or forge a second `artifact` field.
  */
 
-export const RECOVERY_HINT = 'recover with token_terminator action=artifact_get';
+/** Name of the recovery tool the model calls. */
+export const RECOVERY_TOOL_NAME = 'token_terminator';
+export const RECOVERY_HINT = `recover with ${RECOVERY_TOOL_NAME} action=artifact_get`;
 const MAX_LABEL = 80;
 const ELLIPSIS = '\u2026';
 

@@ -6,6 +6,7 @@
  */
 import { referencedArtifacts } from '../receipts/index.js';
 import type { RecoveryTool } from '../runtime/types.js';
+import { toolName } from '../model/read.js';
 import type { ProviderRequest } from '../step.js';
 import { RECOVERY_TOOL_NAME } from './schema.js';
 
@@ -42,13 +43,6 @@ export function recoveryToolJson(
     case 'anthropic':
       return { name: tool.name, description: tool.description, input_schema: parameters };
   }
-}
-
-/** The name of one entry of a request's `tools` array, in any of the three shapes. */
-export function toolName(entry: unknown): string | undefined {
-  if (!isObj(entry)) return undefined;
-  if (isObj(entry['function']) && typeof entry['function']['name'] === 'string') return entry['function']['name'];
-  return typeof entry['name'] === 'string' ? entry['name'] : undefined;
 }
 
 /** True when the request's tools already offer a tool with the recovery tool's name. */

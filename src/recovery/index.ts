@@ -29,7 +29,7 @@ import type { WorkingStateStore } from '../vault/ports.js';
 export * from './schema.js';
 export type { WorkingStateStore } from '../vault/ports.js';
 export { WorkingStateError } from '../vault/working-state.js';
-export { isRecoveryResult } from './results.js';
+export { isRecoveryResult } from '../receipts/recovery-results.js';
 
 /**
  * Error codes of error results (beside the codes of src/errors.ts passed through from the vault).

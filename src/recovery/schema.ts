@@ -5,8 +5,7 @@
  */
 import { z } from 'zod';
 
-/** Name of the recovery tool the model calls. */
-export const RECOVERY_TOOL_NAME = 'token_terminator';
+export { RECOVERY_TOOL_NAME } from '../receipts/index.js';
 
 /**
  * Every action the recovery tool accepts.

@@ -20,8 +20,8 @@ import { createPressure } from '../../operators/cap-output-budget.js';
 import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
 import { fittedPressure } from '../window/pressure.js';
-import { createItemMeasures, type ItemMeasures } from '../compile/item-measures.js';
-import { Recognitions } from '../compile/prefix.js';
+import { createItemMeasures, type ItemMeasures } from '../ledger/item-measures.js';
+import { Recognitions } from '../model/prefix.js';
 import { loadConfig, type ConfigOverrides } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
@@ -269,10 +269,10 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
   const workingState = config.workingGraphChars > 0 && failure === undefined ? vault.workingState : undefined;
   // One measurement memo per item for every session's request stages, output cap and telemetry:
   // each item is serialized once and each of its texts tokenized once, whichever asks first
-  // (src/compile/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
+  // (src/ledger/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
   // It records the pieces of the compact JSON it counts: the telemetry meter reads the same
   // memo and derives its spaced segments from them.
-  // The equalities the request stages recognise, which the measures and the output cap read (src/compile/prefix.ts).
+  // The equalities the request stages recognise, which the measures and the output cap read (src/model/prefix.ts).
   const recognitions = new Recognitions();
   const measures = createItemMeasures({
     counter,

@@ -11,8 +11,8 @@ import { compileRequest } from '../../operators/compile-request.js';
 import { fitWindow } from '../../operators/fit-window.js';
 import type { FitStep } from '../window/plan.js';
 import { type BudgetCounter } from '../budget/counter.js';
-import type { ItemMeasures } from '../compile/item-measures.js';
-import type { Recognitions } from '../compile/prefix.js';
+import type { ItemMeasures } from '../ledger/item-measures.js';
+import type { Recognitions } from '../model/prefix.js';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
@@ -84,7 +84,7 @@ export interface PipelineDeps {
   readonly budgetCounter: BudgetCounter;
   /** The per-item measurement memo the request stages share with the output cap and telemetry. */
   readonly measures?: ItemMeasures;
-  /** The equalities the request stages recognise, shared with the measures and the output cap (src/compile/prefix.ts). */
+  /** The equalities the request stages recognise, shared with the measures and the output cap (src/model/prefix.ts). */
   readonly recognitions?: Recognitions;
   /** `{ counter }` for the reduction stages' acceptance gates, or `{}` (chars only; see gateCounter). */
   readonly gate: { readonly counter?: TokenCounter };

@@ -14,8 +14,8 @@
  * {@link STORED_MIN_CHARS}). A failing store changes nothing but speed.
  */
 import { LRUCache } from 'lru-cache';
-import type { ItemMeasures } from '../compile/item-measures.js';
-import { listKeyOf } from '../compile/prefix.js';
+import type { ItemMeasures } from '../ledger/item-measures.js';
+import { listKeyOf } from '../model/prefix.js';
 import type { ProviderRequest } from '../step.js';
 import { BatchQueue } from '../telemetry/batch-queue.js';
 import type { CountStore } from '../vault/ports.js';

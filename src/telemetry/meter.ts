@@ -12,7 +12,7 @@
  * ` mn]`, and each segment is memoized per message in the shared item memo (test/telemetry/meter.test.ts checks the
  * equality against counting the whole string).
  */
-import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from '../compile/item-measures.js';
+import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from '../ledger/item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
 
 /** The measurements of one message (see {@link MessagesMeter.entry}). */

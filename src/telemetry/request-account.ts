@@ -12,8 +12,8 @@
  * recovery tool is ours: it is never part of raw, and part of what was sent when it was offered.
  */
 import { sessionStateKey, type ProviderRequest, type Decision, type StepContext } from '../step.js';
-import { RECOVERY_TOOL_NAME } from '../recovery/schema.js';
-import { toolName } from '../recovery/formats.js';
+import { RECOVERY_TOOL_NAME } from '../receipts/index.js';
+import { toolName } from '../model/read.js';
 import { attributeRequest, type Attribution, type SkillCuts } from './attribution.js';
 import type { MessagesMeter } from './meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';

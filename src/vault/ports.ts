@@ -25,26 +25,8 @@ import type {
   VaultUsage,
 } from './types.js';
 
-/**
- * How long the vault calls of one host call may wait for locks, in total (ms). Every vault call
- * given the same budget draws from it, so a held lock stalls a whole `reduceToolResult` or
- * `compileRequest` for at most one busy timeout, not one per statement. Mutable by design.
- */
-export interface LockBudget {
-  remainingMs: number;
-  /** Lock waiting done so far on this budget (ms), added up by the vault. */
-  waitedMs?: number;
-}
-
-/** Whose evidence a call touches: the tenant (profile / API-key digest) and the session. */
-export interface StoreScope {
-  /** Default `''`: the single local tenant. */
-  readonly tenant?: string;
-  /** Reads: absent = every session of the tenant. Writes: the session recorded as provenance. */
-  readonly sessionId?: string;
-  /** Lock-wait budget shared by the vault calls of one host call. Default: a busy timeout per vault call. */
-  readonly budget?: LockBudget;
-}
+import type { StoreScope } from '../step.js';
+export type { LockBudget, StoreScope } from '../step.js';
 
 /** Results of a search; `partial` is true when its deadline or work limit cut it short (more may match). */
 export type SearchResults = readonly ArtifactSummary[] & { readonly partial: boolean };
@@ -214,7 +196,7 @@ export interface MetricsStore {
 
 /**
  * Token counts of one request item (a conversation item's compact canonical JSON and the spaced
- * segments telemetry counts; see src/compile/item-measures.ts), each present when known.
+ * segments telemetry counts; see src/ledger/item-measures.ts), each present when known.
  */
 export interface StoredCounts {
   readonly compact?: number;

@@ -28,7 +28,7 @@ const PRUNE_EVERY_MS = 3600 * 1000;
 /** Digests per read and rows per insert statement (well under both dialects' parameter limits). */
 const CHUNK = 400;
 const COUNTER_MAX = 200;
-/** A SHA-256 digest in base64 (with padding), as src/compile/item-measures.ts computes it. */
+/** A SHA-256 digest in base64 (with padding), as src/ledger/item-measures.ts computes it. */
 const DIGEST = /^[A-Za-z0-9+/]{43}=$/;
 
 const COLUMN = {

@@ -5,6 +5,13 @@
  * TypeScript's own pre-processor (static, type-only and dynamic imports alike) and resolved
  * relative to the importing file.
  *
+ * Within the core, folders (src/<folder>; a file directly in src/ counts as one) form no cycle:
+ * a helper several folders need lives in a folder below all of them, so each folder can be read with
+ * only the folders under it in mind.
+ *
+ * Adapters translate types: none imports src/compile or src/compact (they reach the stages through
+ * the runtime, the operators or a lower folder).
+ *
  * The library does not carry its tooling: from every package entry point but the tooling's own
  * (`./report`), and from every operator and adapter file, no chain of imports reaches src/replay,
  * src/eval, src/report, src/cli or bench/.
@@ -54,6 +61,79 @@ function importsOf(path: string): string[] {
         .join('/')
         .replace(/\.js$/, '.ts'),
     );
+}
+
+/** The folder of a core file, `src/<folder>`; a file directly in src/ is a node of its own. */
+function folderOf(path: string): string {
+  return /^src\/[^/]+(?=\/)/.exec(path)?.[0] ?? path;
+}
+
+/**
+ * The import cycles between folders of the core, one per strongly connected component of the folder
+ * graph (Tarjan), each named as a closed walk `a → b → … → a` with one file-level import per hop.
+ */
+export function folderCycles(files: readonly string[], imports: (path: string) => readonly string[]): string[] {
+  const edges = new Map<string, Map<string, string>>();
+  for (const file of files) {
+    if (layerOf(file) !== 'core') continue;
+    for (const target of imports(file)) {
+      if (layerOf(target) !== 'core' || folderOf(target) === folderOf(file)) continue;
+      const out = edges.get(folderOf(file)) ?? new Map<string, string>();
+      if (!out.has(folderOf(target))) out.set(folderOf(target), `${file} → ${target}`);
+      edges.set(folderOf(file), out);
+    }
+  }
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const components: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    for (const w of (edges.get(v) ?? new Map<string, string>()).keys()) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      component.push(w);
+      if (w === v) break;
+    }
+    if (component.length > 1) components.push(component.sort());
+  };
+  for (const v of [...edges.keys()].sort()) if (!index.has(v)) visit(v);
+  // A closed walk through every folder of the component, breadth first from one to the next.
+  return components.map((component) => {
+    const inside = new Set(component);
+    const path = (from: string, to: string): string[] => {
+      const parent = new Map<string, string>([[from, from]]);
+      const queue = [from];
+      while (queue.length > 0) {
+        const at = queue.shift()!;
+        for (const next of (edges.get(at) ?? new Map<string, string>()).keys()) {
+          if (!inside.has(next) || parent.has(next)) continue;
+          parent.set(next, at);
+          if (next === to) {
+            const hops = [to];
+            for (let p = at; p !== from; p = parent.get(p)!) hops.unshift(p);
+            return hops;
+          }
+          queue.push(next);
+        }
+      }
+      return [];
+    };
+    const walk = [component[0]!];
+    for (const next of [...component.slice(1), component[0]!]) walk.push(...path(walk[walk.length - 1]!, next));
+    return walk
+      .slice(1)
+      .map((to, i) => `${walk[i]} → ${to} (${edges.get(walk[i]!)!.get(to)!})`)
+      .join('\n');
+  });
 }
 
 const TOOLING = /^(src\/(replay|eval|report|cli)\/|bench\/)/;
@@ -117,6 +197,38 @@ describe('layering', () => {
           violations.push(`${file} (${layerOf(file)}) → ${target} (${layer})`);
       }
     }
+    expect(violations).toEqual([]);
+  });
+
+  it('no two folders of the core import each other, directly or around a cycle', () => {
+    expect(folderCycles(files, importsOf)).toEqual([]);
+  });
+
+  it('names every hop of a folder cycle, and ignores imports inside a folder', () => {
+    const graph: Record<string, string[]> = {
+      'src/a/x.ts': ['src/b/y.ts', 'src/a/z.ts'],
+      'src/a/z.ts': ['src/a/x.ts'],
+      'src/b/y.ts': ['src/c/w.ts'],
+      'src/c/w.ts': ['src/a/z.ts', 'src/step.ts'],
+      'src/step.ts': [],
+      'src/runtime/pipelines.ts': ['src/a/x.ts'],
+    };
+    expect(folderCycles(Object.keys(graph), (f) => graph[f] ?? [])).toEqual([
+      [
+        'src/a → src/b (src/a/x.ts → src/b/y.ts)',
+        'src/b → src/c (src/b/y.ts → src/c/w.ts)',
+        'src/c → src/a (src/c/w.ts → src/a/z.ts)',
+      ].join('\n'),
+    ]);
+    delete graph['src/c/w.ts'];
+    expect(folderCycles(Object.keys(graph), (f) => graph[f] ?? [])).toEqual([]);
+  });
+
+  it('no adapter imports src/compile or src/compact', () => {
+    const violations = files
+      .filter((file) => file.startsWith('adapters/'))
+      .flatMap((file) => importsOf(file).map((target) => `${file} → ${target}`))
+      .filter((edge) => /→ src\/(compile|compact)\//.test(edge));
     expect(violations).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { budgetCounterFrom } from '../../src/budget/counter.js';
-import { createItemMeasures, spacedFromCompact } from '../../src/compile/item-measures.js';
+import { createItemMeasures, spacedFromCompact } from '../../src/ledger/item-measures.js';
 import { createMeter } from '../../src/compile/meter.js';
 import { ConfigError } from '../../src/errors.js';
 import { canonicalJson, codePoints, createTiktokenCounter, serializedChars } from '../../src/measure/index.js';

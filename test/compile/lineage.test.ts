@@ -1,5 +1,5 @@
 /**
- * Lineage links (src/compile/prefix.ts `grownFrom`, src/model/read.ts: the view an extended view grew from): an
+ * Lineage links (src/model/prefix.ts `grownFrom`, src/model/read.ts: the view an extended view grew from): an
  * extended view answers "extended from that view" only for the view it was extended from (and up
  * to two more steps back), never for another view that shares its first slots; and each link
  * holds the list or view before it, so the link past the three the readers follow is cut, or a
@@ -12,7 +12,7 @@ import {
   observationSlots,
   observationTest,
 } from '../../src/compile/observations.js';
-import { createRequestMemo, isRecognisedList, type RequestMemo } from '../../src/compile/prefix.js';
+import { createRequestMemo, isRecognisedList, type RequestMemo } from '../../src/model/prefix.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView, viewExtends } from '../../src/model/read.js';
 import type { RequestView, Slot } from '../../src/model/types.js';

@@ -1,5 +1,5 @@
 /**
- * Prefix recognition (src/compile/prefix.ts) must not change a single output byte: the request
+ * Prefix recognition (src/model/prefix.ts) must not change a single output byte: the request
  * stages with recognition on are compared with the full path (recognition off) on generated
  * growing sessions of all three formats, with the host reusing its objects and with every request
  * deep-cloned, also when the host edits an earlier item; and `extendView` must read exactly what
@@ -10,7 +10,7 @@ import { describe, expect } from 'vitest';
 import { fc, it, test } from '@fast-check/vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
-import { createRequestMemo, Recognitions, sameJson } from '../../src/compile/prefix.js';
+import { createRequestMemo, Recognitions, sameJson } from '../../src/model/prefix.js';
 import { readRequest } from '../../src/model/index.js';
 import { extendView } from '../../src/model/read.js';
 import { createTerminator } from '../../src/runtime/index.js';

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { compileRequest } from '../../operators/compile-request.js';
-import { createItemMeasures } from '../../src/compile/item-measures.js';
+import { createItemMeasures } from '../../src/ledger/item-measures.js';
 import { ConfigError } from '../../src/errors.js';
 import { createDigests } from '../../src/ledger/digests.js';
 import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';

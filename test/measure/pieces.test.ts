@@ -12,7 +12,7 @@ import {
   spacedFromCompact,
   spacesIn,
   spacedRuns,
-} from '../../src/compile/item-measures.js';
+} from '../../src/ledger/item-measures.js';
 import { countInSlices, recordInSlices } from '../../src/compact/slices.js';
 import { jsonString, stringRuns } from '../../src/measure/canonical-json.js';
 import {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createItemMeasures } from '../../src/compile/item-measures.js';
+import { createItemMeasures } from '../../src/ledger/item-measures.js';
 import { RunningRequestChars, requestChars } from '../../src/runtime/request-chars.js';
 import type { ProviderRequest } from '../../src/step.js';
 

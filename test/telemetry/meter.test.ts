@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import { attributeRequest, COMPONENTS } from '../../src/telemetry/attribution.js';
 import { createMessagesMeter } from '../../src/telemetry/meter.js';
-import { createItemMeasures } from '../../src/compile/item-measures.js';
+import { createItemMeasures } from '../../src/ledger/item-measures.js';
 
 const counter = createTiktokenCounter();
 afterAll(() => counter.dispose?.());

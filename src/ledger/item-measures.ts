@@ -33,7 +33,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { createDigests, type Digests } from '../ledger/digests.js';
+import { createDigests, type Digests } from './digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { canonicalJsonNamed, jsonString, stringRuns } from '../measure/canonical-json.js';
 import { digestKey } from '../measure/count-memo.js';
@@ -43,7 +43,7 @@ import { entryBoundLru } from '../lru.js';
 import { intOption } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
 import { STORED_COUNT_FIELDS, type CountRow, type StoredCounts } from '../vault/ports.js';
-import type { Recognitions } from './prefix.js';
+import type { Recognitions } from '../model/prefix.js';
 
 /** How an item's spaced JSON is framed where telemetry counts it: its segment of a serialized array. */
 export type Segment = 'first' | 'mid' | 'last' | 'only' | 'alone';

@@ -10,7 +10,7 @@
  * artifact_peek, artifact_find) or with search results; host tools do not answer in that form.
  */
 import type { Slot } from '../model/types.js';
-import { RECOVERY_TOOL_NAME } from './schema.js';
+import { RECOVERY_TOOL_NAME } from './index.js';
 
 const RESULT_SHAPE = /^\{"(?:artifact_id":"a_[0-9a-f]{32}|results":\[(?:\{"artifact_id":"a_[0-9a-f]{32}|\]))/;
 

@@ -22,8 +22,8 @@
  * object in place after it was sent (a changed message is a new object or a different copy).
  */
 import { Lineage } from '../lineage.js';
-import { extendView, readRequest } from '../model/read.js';
-import type { RequestView } from '../model/types.js';
+import { extendView, readRequest } from './read.js';
+import type { RequestView } from './types.js';
 import type { RequestFormat } from '../step.js';
 import { WeakMemo } from '../weak-memo.js';
 
