@@ -8,8 +8,11 @@
  * - a top-level `const` initialised with a Map, Set, WeakMap, WeakSet, array or object literal (or
  *   `new Map/Set/WeakMap/WeakSet/Array(...)`) that the same file mutates: a call of a mutating method on
  *   it (set, add, delete, clear, push, splice, …), an assignment or `delete` through it, or
- *   `Object.assign(name, …)`. A table filled once and only read is not a site; a literal wrapped in
- *   `Object.freeze(...)` is never one;
+ *   `Object.assign(name, …)`, `++`/`--` through it. A table filled once and only read is not a site; a
+ *   literal wrapped in `Object.freeze(...)` is never one;
+ * - a top-level `const` initialised with a call (`makeCache()`, `createRegistry(…)`) whose result the
+ *   same file mutates as above, or of a factory (a callee named `create…`/`make…`): what a call returns
+ *   may hold state whatever the file does with it. `Object.freeze(...)` is not such a call;
  * - a top-level `const` initialised with `new X(...)` of any other class (an LRU cache, a memo, a
  *   registry: its methods may change it whatever the file calls), unless X is one of the immutable
  *   built-ins in IMMUTABLE_CLASSES.
@@ -31,7 +34,7 @@ export interface MutableSite {
   readonly file: string;
   readonly line: number;
   readonly name: string;
-  readonly kind: 'let' | 'var' | 'instance' | 'mutated-collection' | 'mutated-literal';
+  readonly kind: 'let' | 'var' | 'instance' | 'mutated-collection' | 'mutated-literal' | 'call-result';
 }
 
 export interface FunctionLength {
@@ -48,6 +51,8 @@ export interface FunctionLength {
 
 /** The longest a function may be, in lines of code, without a `// long:` comment saying why. */
 export const MAX_FUNCTION_LINES = 80;
+/** The most runtime names the package's main entry (`.`) may export. */
+export const MAX_MAIN_ENTRY_NAMES = 80;
 /** The longest an operator file may be, in lines, without a `// long:` comment saying why. */
 export const MAX_OPERATOR_FILE_LINES = 200;
 
@@ -92,9 +97,22 @@ const MUTATING_METHODS: ReadonlySet<string> = new Set([
 export const ALLOWED: Readonly<Record<string, string>> = Object.freeze({
   'src/measure/long-runs.ts:table':
     'an immutable table filled on demand: the class of each UTF-16 code unit, a pure function of the unit (64 KiB)',
+  'src/budget/model-limits.ts:lookupModelLimits':
+    'the built-in model lookup, public; its only state is a bounded (256) memo of a pure function of the model name over the built-in table',
+  'src/budget/registry.ts:defaultCounterRegistry':
+    'the public process-wide counter registry that registerCounter adds to (a documented API; the budget operator takes its own `registry` option)',
+  'src/measure/canonical-json.ts:walks':
+    'process-wide counts of serializations that benches read as differences around their work; nothing the library decides reads them',
+  'src/measure/encoders.ts:require':
+    "node's module cache is process-wide by nature: a loaded BPE table is dropped from it so that the reference count frees it",
   'src/measure/encoders.ts:shared':
     'the loaded tokenizer tables (immutable BPE ranks, tens of MB each), shared by reference count and freed by the last counter that releases them',
 });
+
+/** A callee whose name says it builds an object (and may give it state). */
+const FACTORY = /^(create|make)[A-Z]/u;
+/** Factories whose result holds no state of the file's own (node's `require` reads the process's module cache). */
+const STATELESS_FACTORIES: ReadonlySet<string> = new Set(['createRequire']);
 
 function parse(file: string, text: string): ts.SourceFile {
   return ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
@@ -123,7 +141,7 @@ function rootName(expr: ts.Expression): string | undefined {
   return ts.isIdentifier(e) ? e.text : undefined;
 }
 
-/** Names the file mutates through a method call, an assignment, `delete` or `Object.assign`. */
+/** Names the file mutates through a method call, an assignment, `++`/`--`, `delete` or `Object.assign`. */
 function mutatedNames(sf: ts.SourceFile): Set<string> {
   const out = new Set<string>();
   const visit = (node: ts.Node): void => {
@@ -146,6 +164,16 @@ function mutatedNames(sf: ts.SourceFile): Set<string> {
       const left = unwrap(node.left);
       if (ts.isPropertyAccessExpression(left) || ts.isElementAccessExpression(left)) {
         const root = rootName(left);
+        if (root !== undefined) out.add(root);
+      }
+    }
+    if (
+      (ts.isPrefixUnaryExpression(node) || ts.isPostfixUnaryExpression(node)) &&
+      (node.operator === ts.SyntaxKind.PlusPlusToken || node.operator === ts.SyntaxKind.MinusMinusToken)
+    ) {
+      const operand = unwrap(node.operand);
+      if (ts.isPropertyAccessExpression(operand) || ts.isElementAccessExpression(operand)) {
+        const root = rootName(operand);
         if (root !== undefined) out.add(root);
       }
     }
@@ -185,6 +213,11 @@ export function mutableSitesOf(file: string, text: string): MutableSite[] {
         } else if (!IMMUTABLE_CLASSES.has(cls)) sites.push({ file, line, name, kind: 'instance' });
       } else if ((ts.isArrayLiteralExpression(init) || ts.isObjectLiteralExpression(init)) && mutated.has(name)) {
         sites.push({ file, line, name, kind: 'mutated-literal' });
+      } else if (ts.isCallExpression(init) && init.expression.getText(sf) !== 'Object.freeze') {
+        const callee = unwrap(init.expression);
+        const called = ts.isPropertyAccessExpression(callee) ? callee.name.text : callee.getText(sf);
+        if (mutated.has(name) || (FACTORY.test(called) && !STATELESS_FACTORIES.has(called)))
+          sites.push({ file, line, name, kind: 'call-result' });
       }
     }
   }
@@ -467,7 +500,7 @@ function render(c: Counts): string {
   out.push('runtime names exported per entry point:');
   let sum = 0;
   for (const [subpath, n] of Object.entries(c.valueExports)) {
-    out.push(`  ${subpath.padEnd(28)} ${n}`);
+    out.push(`  ${subpath.padEnd(28)} ${n}${subpath === '.' ? ` (at most ${MAX_MAIN_ENTRY_NAMES})` : ''}`);
     sum += n;
   }
   out.push(`  ${'all entry points'.padEnd(28)} ${sum}`);

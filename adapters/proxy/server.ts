@@ -231,6 +231,8 @@ interface Measuring {
   readonly metrics: ProxyMetrics;
   readonly receipts: ReceiptVerifier;
   readonly log: (record: ProxyLogRecord) => void;
+  /** Tools lists without the recovery tool, for every request's accounting (src/telemetry/request-account.ts). */
+  readonly toolLists: WeakMap<readonly unknown[], readonly unknown[]>;
 }
 
 /** The stages that acted on a request, as its log line names them ("compressToolResult+compileRequest"). */
@@ -245,7 +247,7 @@ function stagesOf(saved: Readonly<Record<string, number>>): string {
  * request-account.ts: raw is the client's body), its token and saving counters, and its log line.
  */
 function measureRequest(
-  { terminator, meter, metrics, receipts, log }: Measuring,
+  { terminator, meter, metrics, receipts, log, toolLists }: Measuring,
   input: AccountInput,
 ): { row: RequestMetric; turn: LiveLedgerEntry } {
   const account = accountRequest(
@@ -254,6 +256,7 @@ function measureRequest(
       mode: terminator.config.mode,
       credits: terminator.toolCredits,
       receipts: (list) => receipts.referenced(list).length,
+      toolLists,
     },
     {
       context: input.context,
@@ -537,7 +540,14 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
   const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
   const log = options.log ?? (() => undefined);
-  const measuring: Measuring = { terminator, meter, metrics, receipts: new ReceiptVerifier(terminator.vault), log };
+  const measuring: Measuring = {
+    terminator,
+    meter,
+    metrics,
+    receipts: new ReceiptVerifier(terminator.vault),
+    log,
+    toolLists: new WeakMap(),
+  };
 
   const accounting = accountingQueue(
     measuring,

@@ -36,7 +36,7 @@ export type PricingProfileName = 'openai' | 'anthropic';
  * The names of the built-in pricing profiles.
  *
  * @example
- * import { PRICING_PROFILE_NAMES } from 'token-terminator';
+ * import { PRICING_PROFILE_NAMES } from './pricing.js';
  * const known = (name: string): boolean => (PRICING_PROFILE_NAMES as readonly string[]).includes(name);
  */
 export const PRICING_PROFILE_NAMES: readonly PricingProfileName[] = Object.freeze(['openai', 'anthropic']);

@@ -338,6 +338,7 @@ function deferredRecords(
     credits,
     skillCuts,
     receipts: (list: readonly unknown[]) => verifier.referenced(list).length,
+    toolLists: new WeakMap<readonly unknown[], readonly unknown[]>(),
   };
   return new DeferredRecords(
     async (batch) => {

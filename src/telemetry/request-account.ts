@@ -49,6 +49,13 @@ export interface AccountingParts {
   /** Receipts the sent request's conversation shows. */
   readonly receipts: (conversation: readonly unknown[]) => number;
   readonly skillCuts?: SkillCuts;
+  /**
+   * Each tools list without the recovery tool, one copy per list object, so the meter's memo keeps
+   * hitting: a host keeps one for all its requests.
+   *
+   * @defaultValue none: a fresh copy per request
+   */
+  readonly toolLists?: WeakMap<readonly unknown[], readonly unknown[]>;
 }
 
 /** A request's figures: its metric row and ledger turn, and the sizes behind them. */
@@ -62,19 +69,16 @@ export interface RequestAccount {
   readonly saved: Readonly<Record<string, number>>;
 }
 
-/** The recovery tool removed from a tools list, one copy per list object (so the meter's memo keeps hitting). */
-const withoutOurs = new WeakMap<readonly unknown[], readonly unknown[]>();
-
 /** The request without the recovery tool (the request itself when it does not offer it). */
-export function withoutRecoveryTool(request: ProviderRequest): ProviderRequest {
+function withoutRecoveryTool(request: ProviderRequest, toolLists?: AccountingParts['toolLists']): ProviderRequest {
   const tools = request['tools'];
   if (!Array.isArray(tools)) return request;
-  let kept = withoutOurs.get(tools);
+  let kept = toolLists?.get(tools);
   if (kept === undefined) {
     kept = tools.some((t) => toolName(t) === RECOVERY_TOOL_NAME)
       ? tools.filter((t) => toolName(t) !== RECOVERY_TOOL_NAME)
       : tools;
-    withoutOurs.set(tools, kept);
+    toolLists?.set(tools, kept);
   }
   if (kept === tools) return request;
   if (kept.length > 0) return { ...request, tools: kept };
@@ -107,7 +111,7 @@ export function accountRequest(parts: AccountingParts, input: RequestToAccount):
   const { meter, credits, skillCuts } = parts;
   const key = sessionKeyOf(input.context);
   const tools = credits?.account(key, input.staged, input.sent, meter.counter, input.raw, input.context.format);
-  const rawRequest = withoutRecoveryTool(input.raw ?? input.staged);
+  const rawRequest = withoutRecoveryTool(input.raw ?? input.staged, parts.toolLists);
   const measured = attributeRequest(rawRequest, meter, skillCuts);
   const raw =
     input.raw === undefined ? plusToolResults(measured, tools?.rawChars ?? 0, tools?.rawTokens ?? 0) : measured;

@@ -11,9 +11,11 @@ import {
   functionLengthsOf,
   linesUnder,
   MAX_FUNCTION_LINES,
+  MAX_MAIN_ENTRY_NAMES,
   MAX_OPERATOR_FILE_LINES,
   mutableSitesOf,
   operatorFileTooLong,
+  tsFiles,
   valueExportsOf,
 } from '../../scripts/code-counts.js';
 
@@ -30,12 +32,19 @@ const FROZEN = Object.freeze({ a: 1 });
 const pending: string[] = [];
 const READ_ONLY = ['x', 'y'];
 const stats = { hits: 0 };
+const bumped = { n: 0 };
+const made = makeCache();
+const registry = createRegistry();
+const req = createRequire(import.meta.url);
+const parsed = JSON.parse('{}');
 export function touch(key: string, o: object): number {
   counter++;
   memo.set(key, TABLE.has(key) ? 1 : 0);
   weak.set(o, 1);
   pending.push(key);
   stats.hits += 1;
+  bumped.n++;
+  made.set(key, 1);
   const local = new Map<string, number>();
   local.set(key, 1);
   return READ_ONLY.length + (FROZEN.a ?? 0) + legacy + cache.size + (PATTERN.test(key) ? 1 : 0);
@@ -53,12 +62,34 @@ describe('module-level mutable sites', () => {
       'cache:instance',
       'pending:mutated-literal',
       'stats:mutated-literal',
+      'bumped:mutated-literal',
+      'made:call-result',
+      'registry:call-result',
     ]);
     expect(sites[0]).toMatchObject({ file: 'fixture.ts', line: 3 });
   });
 
   it('finds none in a file of constants and functions', () => {
     expect(mutableSitesOf('f.ts', `const A = new Set([1]);\nexport const f = (x: number) => A.has(x);\n`)).toEqual([]);
+  });
+
+  it('sees state behind `++`, a mutated call result and a factory, not a stateless factory or a read call result', () => {
+    const names = (text: string): string[] => mutableSitesOf('f.ts', text).map((s) => s.name);
+    expect(names(`const s = { n: 0 };\nexport const f = () => --s.n;\n`)).toEqual(['s']);
+    expect(names(`const m = makeCache();\nexport const f = () => (m.map[1] = 2);\n`)).toEqual(['m']);
+    expect(names(`const m = build();\nexport const f = () => m.get(1);\n`)).toEqual([]);
+    expect(names(`const m = createThing();\n`)).toEqual(['m']);
+    expect(names(`const r = createRequire(import.meta.url);\nconst o = Object.freeze({ a: 1 });\n`)).toEqual([]);
+  });
+
+  it('finds no module-level mutable site in the package outside the allow-list', () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const outside = ['src', 'operators', 'adapters']
+      .flatMap((d) => tsFiles(root, d))
+      .flatMap((f) => mutableSitesOf(f, readFileSync(join(root, f), 'utf8')))
+      .filter((s) => ALLOWED[`${s.file}:${s.name}`] === undefined)
+      .map((s) => `${s.file}:${s.line} ${s.name} (${s.kind})`);
+    expect(outside).toEqual([]);
   });
 
   it('allows only sites that exist, each with a reason', () => {
@@ -201,6 +232,20 @@ describe('exported runtime names, lines and entry points', () => {
       noEmit: true,
     });
     expect(valueExportsOf(program, file)).toEqual(['Six', 'Three', 'nine', 'one', 'two']);
+  });
+
+  it(`keeps the main entry at ${MAX_MAIN_ENTRY_NAMES} runtime names or fewer`, () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const file = join(root, entryPoints(root)['.']!);
+    const program = ts.createProgram([file], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+    });
+    const names = valueExportsOf(program, file);
+    expect(names.length).toBeGreaterThan(40);
+    expect(names.length).toBeLessThanOrEqual(MAX_MAIN_ENTRY_NAMES);
   });
 
   it('maps package.json exports to their source files and counts lines', () => {
