@@ -23,7 +23,8 @@ export { compactGrep, grepTerm } from './grep.js';
 export { compactListing } from './listing.js';
 export { compactInstall } from './install.js';
 export { compactDiagnostics } from './compiler-diagnostics.js';
-export { compactTestOutput, type FailureView, type TestRunner } from './test-runners.js';
+export { compactTestOutput, type FailureView } from './test-runners.js';
+export type { TestRunner } from '../runners/index.js';
 export { scanDiagnostics, type DiagnosticScan, type ScanOptions } from './diagnostic-lines.js';
 export {
   choosePinned,

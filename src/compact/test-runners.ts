@@ -1,5 +1,6 @@
 /**
- * Test-runner output (vitest/jest, pytest, cargo test, go test, mvn/gradle): passing noise is
+ * Test-runner output (vitest/jest, pytest, cargo test, go test, mvn/gradle; their rules in
+ * src/runners/): passing noise is
  * dropped and counted, failures, error excerpts and the summary are kept; long failure blocks are
  * cut to their first lines so one huge traceback cannot crowd out the others.
  */
@@ -7,66 +8,7 @@ import { selectLines } from './compact-text.js';
 import { factorRuns } from './factor.js';
 import { renderFaithful } from './faithful.js';
 import { clipLine, splitLines, stripAnsi } from './lines.js';
-
-export type TestRunner = 'vitest' | 'jest' | 'pytest' | 'cargo' | 'go' | 'maven' | 'gradle';
-
-interface RunnerRules {
-  /** Passing / progress noise: dropped and counted. */
-  readonly noise: readonly RegExp[];
-  /** Start of one failure's block (its excerpt is capped). */
-  readonly block: RegExp;
-  /** Summary lines, always kept. */
-  readonly summary: RegExp;
-}
-
-const RULES: Record<TestRunner, RunnerRules> = {
-  vitest: {
-    noise: [/^\s*[✓√]\s/, /^\s*PASS\s/, /^\s*↓\s.*\[skipped\]/],
-    block: /^\s*FAIL\s/,
-    summary: /^\s*(Test Files|Tests|Snapshots|Start at|Duration|Test Suites|Time)\b|Failed Tests \d+/,
-  },
-  jest: {
-    noise: [/^\s*[✓√]\s/, /^\s*PASS\s/],
-    block: /^\s*●\s/,
-    summary: /^\s*(Test Suites|Tests|Snapshots|Time|Ran all test suites)\b/,
-  },
-  pytest: {
-    noise: [
-      /\sPASSED\s*(?:\[\s*\d+%\])?$/,
-      /^\S+\.py\s+[.sx]+\s*(?:\[\s*\d+%\])?$/,
-      /^(platform|cachedir|rootdir|configfile|plugins|collecting)\b/,
-    ],
-    block: /^_{3,} .+ _{3,}$/,
-    summary: /^=+ .*(passed|failed|error|skipped|deselected|xfailed|no tests ran).* =+$|^(FAILED|ERROR) /,
-  },
-  cargo: {
-    noise: [
-      /^test .+ \.\.\. ok$/,
-      /^\s*(Compiling|Downloading|Downloaded|Finished|Fresh|Checking|Locking|Updating|Blocking)\s/,
-    ],
-    block: /^---- .+ stdout ----$/,
-    summary: /^test result:|^error: test failed|^\s*Running\s/,
-  },
-  go: {
-    noise: [/^=== (RUN|PAUSE|CONT|NAME)\s/, /^\s*--- (PASS|SKIP):/, /^PASS$/],
-    block: /^\s*--- FAIL:/,
-    summary: /^(ok|FAIL|---)\s|^(PASS|FAIL)$|^panic:/,
-  },
-  maven: {
-    noise: [
-      /^\[INFO\] (Download(ing|ed) from|Progress)/,
-      /^(Download(ing|ed)|Progress \()/,
-      /^\[INFO\] Tests run: .*, Failures: 0, Errors: 0, Skipped: \d+, Time elapsed/,
-    ],
-    block: /<<< (FAILURE|ERROR)!/,
-    summary: /^\[(INFO|ERROR|WARNING)\] (BUILD|Tests run:|Total time|Finished at)|^Tests run:/,
-  },
-  gradle: {
-    noise: [/^> Task \S+ (UP-TO-DATE|NO-SOURCE|FROM-CACHE|SKIPPED)$/, /\bPASSED$/, /^Download(ing)?\s/],
-    block: /\bFAILED$/,
-    summary: /^(BUILD (SUCCESSFUL|FAILED)|\d+ tests? completed|\d+ actionable tasks)/,
-  },
-};
+import { RUNNERS, type TestRunner } from '../runners/index.js';
 
 /** Lines kept from one failure block before it is cut. */
 const BLOCK_LINES = 30;
@@ -88,7 +30,7 @@ export function compactTestOutput(
   maxChars = 8000,
   failure?: FailureView,
 ): string | undefined {
-  const rules = RULES[runner];
+  const rules = RUNNERS[runner];
   const lines = splitLines(stripAnsi(text));
   const flagged = new Set(failure?.flagged);
   const kept: string[] = [];

@@ -18,6 +18,7 @@
  */
 import { codePoints } from '../measure/index.js';
 import { isFailureLine, NUMBERED_LINE as NUMBERED, scanDiagnostics } from '../compact/diagnostic-lines.js';
+import { FAILING_IDS } from '../runners/index.js';
 
 const CLIP = 160;
 
@@ -27,31 +28,16 @@ const CLIP = 160;
  */
 export const DIGEST_MAX_DIAGNOSTICS = 50;
 
-/** The one classifier of failure lines (src/compact/diagnostic-lines.ts), re-exported for the digest's readers. */
-export { isFailureLine };
-
 /**
- * Failing test ids and where they end in their line: pytest's `FAILED`/`ERROR` summaries, Go's
- * `--- FAIL:`, cargo's `test … ... FAILED`, vitest/jest `FAIL`/`×`/`✗` rows, gradle's `> … FAILED`,
- * Maven's `<<< FAILURE!` / `[ERROR]   Class.method` rows.
+ * The failing test ids of `lines`, with their line indices, in order (each line at most once): each
+ * runner family's patterns (src/runners/), pytest's, Go's, cargo's, vitest/jest's, Gradle's, Maven's.
  */
-const FAILING_ID: readonly RegExp[] = [
-  /^(?:FAILED|ERROR) (\S+::\S+|\S+\.py)/,
-  /^(\S+::\S+) (?:FAILED|ERROR)\b/,
-  /^\s*--- FAIL: (\S+)/,
-  /^test (\S+) \.\.\. FAILED$/,
-  /^\s*(?:FAIL|×|✗|✕)\s+(\S.*?)(?:\s+\d+(?:\.\d+)?\s?m?s)?$/,
-  /^(\S[^>]* > .*?) FAILED$/,
-  /^\[ERROR\]\s+(?:Tests run:.*<<< (?:FAILURE|ERROR)! -+ in )?(\S+(?:\.|#)\w+(?::\d+)?)(?:\s|$)/,
-];
-
-/** The failing test ids of `lines`, with their line indices, in order (each line at most once). */
 export function failingTestIds(lines: readonly string[]): { readonly index: number; readonly id: string }[] {
   const out: { index: number; id: string }[] = [];
   for (let i = 0; i < lines.length; i += 1) {
     const line = lines[i]!;
     if (line.length > 4000) continue;
-    for (const re of FAILING_ID) {
+    for (const re of FAILING_IDS) {
       const m = re.exec(line);
       if (m === null) continue;
       out.push({ index: i, id: m[1]! });

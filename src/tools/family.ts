@@ -1,8 +1,9 @@
 /**
  * Command-family detection for terminal results: from the command line first (after stripping
  * wrappers such as `rtk`, env assignments, `npx`, `uv run`, `python -m`, git global options),
- * then from the output's shape when the command says nothing.
+ * then from the output's shape when the command says nothing (a runner's shape in src/runners/).
  */
+import { RUNNERS, type RunnerRules, type TestRunner } from '../runners/index.js';
 
 export type CommandFamily =
   | 'git-status'
@@ -20,6 +21,17 @@ export type CommandFamily =
   | 'install'
   | 'diagnostics'
   | 'generic';
+
+/** The command family of each test runner's output. */
+const RUNNER_FAMILY: Readonly<Record<TestRunner, CommandFamily>> = Object.freeze({
+  vitest: 'vitest',
+  jest: 'jest',
+  pytest: 'pytest',
+  cargo: 'cargo-test',
+  go: 'go-test',
+  maven: 'maven',
+  gradle: 'gradle',
+});
 
 const WRAPPERS = new Set(['sudo', 'env', 'time', 'nice', 'command', 'exec', 'npx', 'bunx', 'pnpx', 'rtk', 'xargs']);
 
@@ -95,12 +107,8 @@ export function detectFamily(command: string | undefined, output: string): Comma
   if (fromCommand !== 'generic') return fromCommand;
   const head = output.slice(0, 20000);
   if (/^diff --git /m.test(head)) return 'git-diff';
-  if (/^\s*Test Files\s+\d+/m.test(output.slice(-4000)) || /^ RUN\s+v\d/m.test(head)) return 'vitest';
-  if (/^Test Suites: /m.test(output.slice(-4000))) return 'jest';
-  if (/^=+ test session starts =+$/m.test(head)) return 'pytest';
-  if (/^test result: /m.test(output)) return 'cargo-test';
-  if (/^(=== RUN|--- (PASS|FAIL)|ok\s+\S+\s+[\d.]+s)/m.test(head)) return 'go-test';
-  if (/^\[INFO\] (Scanning for projects|BUILD)/m.test(head)) return 'maven';
+  for (const [runner, rules] of Object.entries(RUNNERS) as [TestRunner, RunnerRules][])
+    if (rules.showsRun?.(output) === true) return RUNNER_FAMILY[runner];
   if (/^\S+\(\d+,\d+\): error TS\d+/m.test(head)) return 'diagnostics';
   if (/^commit [0-9a-f]{40}/.test(head)) return 'git-log';
   return 'generic';

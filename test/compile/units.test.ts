@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { acceptCandidate } from '../../src/accept.js';
 import { createChainMemo } from '../../src/compile/conversation.js';
-import { exitStatusOf, isFailureLine, renderDigest } from '../../src/compile/digest.js';
+import { isFailureLine } from '../../src/compact/diagnostic-lines.js';
+import { exitStatusOf, renderDigest } from '../../src/compile/digest.js';
 import { chooseBatch } from '../../src/compile/economics.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { boundedView } from '../../src/compile/duplicates.js';

@@ -1,0 +1,13 @@
+/** cargo test. */
+import type { RunnerRules } from './types.js';
+
+export const cargo: RunnerRules = {
+  noise: [
+    /^test .+ \.\.\. ok$/,
+    /^\s*(Compiling|Downloading|Downloaded|Finished|Fresh|Checking|Locking|Updating|Blocking)\s/,
+  ],
+  block: /^---- .+ stdout ----$/,
+  summary: /^test result:|^error: test failed|^\s*Running\s/,
+  failingIds: [/^test (\S+) \.\.\. FAILED$/],
+  showsRun: (output) => /^test result: /m.test(output),
+};

@@ -1,0 +1,15 @@
+/** pytest. */
+import { headOf, type RunnerRules } from './types.js';
+
+export const pytest: RunnerRules = {
+  noise: [
+    /\sPASSED\s*(?:\[\s*\d+%\])?$/,
+    /^\S+\.py\s+[.sx]+\s*(?:\[\s*\d+%\])?$/,
+    /^(platform|cachedir|rootdir|configfile|plugins|collecting)\b/,
+  ],
+  block: /^_{3,} .+ _{3,}$/,
+  summary: /^=+ .*(passed|failed|error|skipped|deselected|xfailed|no tests ran).* =+$|^(FAILED|ERROR) /,
+  // The short summary's `FAILED tests/a.py::test_x - …` and verbose `tests/a.py::test_x FAILED`.
+  failingIds: [/^(?:FAILED|ERROR) (\S+::\S+|\S+\.py)/, /^(\S+::\S+) (?:FAILED|ERROR)\b/],
+  showsRun: (output) => /^=+ test session starts =+$/m.test(headOf(output)),
+};

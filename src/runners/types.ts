@@ -1,0 +1,21 @@
+/**
+ * The rules of one test runner, in its family's file (src/runners/<family>.ts): every stage that
+ * reads runner output (the compactors, the digests, the family detector) reads them from there.
+ */
+export interface RunnerRules {
+  /** Passing / progress noise: dropped and counted. */
+  readonly noise: readonly RegExp[];
+  /** Start of one failure's block (its excerpt is capped). */
+  readonly block: RegExp;
+  /** Summary lines, always kept. */
+  readonly summary: RegExp;
+  /** Lines naming a failing test; group 1 is its id (tried in the order of src/runners/index.ts). */
+  readonly failingIds: readonly RegExp[];
+  /** True when a whole output is this runner's run though the command did not say so. */
+  readonly showsRun?: (output: string) => boolean;
+}
+
+/** The start of an output, where runners print their banner. */
+export const headOf = (output: string): string => output.slice(0, 20000);
+/** The end of an output, where runners print their summary. */
+export const tailOf = (output: string): string => output.slice(-4000);
