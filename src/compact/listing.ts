@@ -5,7 +5,7 @@
  * many more it has. The names the conversation is about survive as focus lines (src/compact/focus.ts).
  */
 import { splitLines, stripAnsi } from './lines.js';
-import { directoryGroups, renderGroups, type DirectoryGroups } from './paths.js';
+import { commonRoot, directoryGroups, renderGroups, rootLine, underRoot, type DirectoryGroups } from './paths.js';
 
 /** Per-directory names listed when the whole listing fits anyway. */
 const PER_DIR = 40;
@@ -48,7 +48,9 @@ export function compactListing(text: string): string | undefined {
   }
   if (lines.every((l) => !/\s{2,}|\t/.test(l))) {
     const groups = directoryGroups(lines);
-    return fitted((cap) => renderGroups(groups, cap).join('\n'));
+    const root = commonRoot([...groups.names.keys()]);
+    const head = root === '' ? [] : [rootLine(root)];
+    return fitted((cap) => [...head, ...renderGroups(groups, cap, root)].join('\n'));
   }
   return undefined;
 }
@@ -83,16 +85,19 @@ function recursiveBlocks(lines: readonly string[]): RecursiveBlock[] {
 }
 
 function renderRecursive(blocks: readonly RecursiveBlock[], cap: number): string {
-  const out: string[] = [];
+  const shownDirs = blocks.filter((b) => b.files.length > 0 || (b.empty && b.dir !== '.'));
+  const root = commonRoot(shownDirs.map((b) => `${b.dir.replace(/\/+$/, '')}/`));
+  const out: string[] = root === '' ? [] : [rootLine(root)];
+  const named = (dir: string): string => underRoot(`${dir.replace(/\/+$/, '')}/`, root);
   for (const { dir, files, subdirs, empty } of blocks) {
     if (files.length === 0) {
-      if (empty && dir !== '.') out.push(`${dir}/ (empty)`);
+      if (empty && dir !== '.') out.push(`${named(dir)} (empty)`);
       continue;
     }
     const shown = files.slice(0, cap).join(' ');
     const more = files.length > cap ? ` \u2026(+${files.length - cap} more)` : '';
     out.push(
-      `${dir}/ (${files.length}${subdirs > 0 ? ` + ${subdirs} dir${subdirs === 1 ? '' : 's'}` : ''}): ${shown}${more}`,
+      `${named(dir)} (${files.length}${subdirs > 0 ? ` + ${subdirs} dir${subdirs === 1 ? '' : 's'}` : ''}): ${shown}${more}`,
     );
   }
   return out.join('\n');

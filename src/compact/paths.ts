@@ -32,15 +32,62 @@ export function directoryGroups(paths: readonly string[]): DirectoryGroups {
   return { names, firstPath };
 }
 
-/** The lines of {@link groupByDirectory} for groups built by {@link directoryGroups}. */
-export function renderGroups(groups: DirectoryGroups, maxPerGroup: number): string[] {
+/**
+ * The lines of {@link groupByDirectory} for groups built by {@link directoryGroups}; with `root`
+ * (see {@link commonRoot}) each directory and path under it is written relative to it.
+ */
+export function renderGroups(groups: DirectoryGroups, maxPerGroup: number, root = ''): string[] {
   const out: string[] = [];
   for (const [dir, names] of groups.names) {
     const shown = names.slice(0, maxPerGroup).join(' ');
     const more = names.length > maxPerGroup ? ` \u2026(+${names.length - maxPerGroup} more)` : '';
-    out.push(names.length === 1 ? groups.firstPath.get(dir)! : `${dir} (${names.length}): ${shown}${more}`);
+    out.push(
+      names.length === 1
+        ? underRoot(groups.firstPath.get(dir)!, root)
+        : `${underRoot(dir, root)} (${names.length}): ${shown}${more}`,
+    );
   }
   return out;
+}
+
+/** A common directory prefix shorter than this is not worth a line of its own. */
+export const MIN_ROOT_CHARS = 12;
+
+/**
+ * The longest directory prefix (ending in `/`) that at least nine in ten of `dirs` (each ending in
+ * `/`) share, when it is at least {@link MIN_ROOT_CHARS} long and three directories or more share
+ * it; else ''. A listing of a deep tree repeats such a root on every line: said once, the names it
+ * is about get the room. (Nine in ten, not all: a listing cut in its middle by the host has a
+ * line or two that lost their start.)
+ *
+ * @example
+ * commonRoot(['/work/repo/', '/work/repo/src/', '/work/repo/docs/']); // '/work/repo/'
+ */
+export function commonRoot(dirs: readonly string[]): string {
+  if (dirs.length < 3) return '';
+  const need = Math.max(3, Math.ceil(dirs.length * 0.9));
+  const candidates = new Set<string>();
+  for (const d of dirs.slice(0, 3))
+    for (let k = d.indexOf('/'); k !== -1; k = d.indexOf('/', k + 1))
+      if (k + 1 >= MIN_ROOT_CHARS) candidates.add(d.slice(0, k + 1));
+  let best = '';
+  for (const c of candidates) {
+    if (c.length <= best.length) continue;
+    let n = 0;
+    for (const d of dirs) if (d.startsWith(c)) n++;
+    if (n >= need) best = c;
+  }
+  return best;
+}
+
+/** `path` relative to `root` when it is under it ('./' for the root itself), else unchanged. */
+export function underRoot(path: string, root: string): string {
+  return root === '' || !path.startsWith(root) ? path : path.slice(root.length) || './';
+}
+
+/** The line that names the root the lines after it are written relative to. */
+export function rootLine(root: string): string {
+  return `[directories below are relative to ${root}]`;
 }
 
 /**

@@ -178,10 +178,35 @@ describe('built-in terminal compactors on real captured outputs', () => {
     );
     const text = compactTerminal({ command: 'find src -name "*.java"', output: paths.join('\n') }).text;
     expect(codePointLength(text)).toBeLessThanOrEqual(LISTING_MAX_CHARS);
-    const lines = text.split('\n');
+    const [root, ...lines] = text.split('\n');
+    expect(root).toBe('[directories below are relative to src/test/java/com/acme/]');
     expect(lines).toHaveLength(60);
-    for (const l of lines)
-      expect(l).toMatch(/^src\/test\/java\/com\/acme\/module\d+\/ \(50\): (\S+\.java ){3,}…\(\+\d+ more\)$/);
+    for (const l of lines) expect(l).toMatch(/^module\d+\/ \(50\): (\S+\.java ){3,}…\(\+\d+ more\)$/);
+  });
+
+  it('a listing of a deep tree says its root once; a line the host cut keeps its own path', () => {
+    const root = '/workspace/project__name__1.0';
+    const dirs = Array.from({ length: 8 }, (_, i) => `${root}/pkg/mod${i}`);
+    const block = (d: string, i: number): string[] => [`${d}:`, `a${i}.py  b${i}.py  c${i}.py  d${i}.py`, ''];
+    const output = [
+      ...[root, ...dirs].flatMap(block),
+      'ct__name__1.0/pkg/cut:', // the start of this header was cut by the host
+      'e.py',
+    ].join('\n');
+    const text = compactTerminal({ command: `ls -R ${root}`, output }).text;
+    const lines = text.split('\n');
+    expect(lines[0]).toBe(`[directories below are relative to ${root}/]`);
+    expect(lines[1]).toBe('./ (4): a0.py b0.py c0.py d0.py');
+    expect(lines).toContain('pkg/mod7/ (4): a8.py b8.py c8.py d8.py');
+    expect(lines.at(-1)).toBe('ct__name__1.0/pkg/cut/ (1): e.py');
+    expect(text.split(root)).toHaveLength(2); // said once
+    // Every file name is still in the view.
+    for (let i = 0; i <= 8; i++) expect(text).toContain(`d${i}.py`);
+  });
+
+  it('a listing whose directories share no long root is written as it was', () => {
+    const output = ['.:', 'README.md', 'src', '', './src:', 'a.ts', 'lib', '', './src/lib:', 'c.ts', ''].join('\n');
+    expect(compactTerminal({ command: 'ls -R', output }).text).not.toContain('relative to');
   });
 
   it('isFileRead: plain reads of files, not filters, writes or bare commands', () => {
