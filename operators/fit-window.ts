@@ -64,7 +64,7 @@ export interface FitWindowOptions {
   /**
    * Turns without a reference after which the working set counts an output as done with.
    *
-   * @defaultValue `2` (config `workingSetIdleTurns`)
+   * @defaultValue `1` (config `workingSetIdleTurns`)
    */
   readonly idleTurns?: number;
   /**

@@ -86,9 +86,9 @@ export interface CompileRequestOptions extends RequestStageOptions {
   readonly historyPolicy?: 'working-set' | 'lazy';
   /**
    * Idle turns before the working-set policy lets an output become a digest (≥ 1;
-   * TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS).
+   * TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS), raised for a session that comes back to what it let go.
    *
-   * @defaultValue `2` (config `workingSetIdleTurns`)
+   * @defaultValue `1` (config `workingSetIdleTurns`)
    */
   readonly workingSetIdleTurns?: number;
   /**

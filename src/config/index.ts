@@ -379,7 +379,7 @@ const FIELDS: readonly Field[] = [
   tt('contextBlockTurns', 'CONTEXT_BLOCK_TURNS', int(0, 1000), 0),
   tt('rewriteHorizonRequests', 'REWRITE_HORIZON_REQUESTS', int(0, 100_000), 0),
   tt('historyPolicy', 'HISTORY_POLICY', oneOf(HISTORY_POLICIES), 'working-set'),
-  tt('workingSetIdleTurns', 'WORKING_SET_IDLE_TURNS', int(1, 1000), 2),
+  tt('workingSetIdleTurns', 'WORKING_SET_IDLE_TURNS', int(1, 1000), 1),
   tt('digestDiagnosticChars', 'DIGEST_DIAGNOSTIC_CHARS', int(0, 20_000), 400),
   tt('reasoningReduction', 'REASONING_REDUCTION', bool, false),
   tt('observationPattern', 'OBSERVATION_PATTERN', regex, DEFAULT_OBSERVATION_PATTERN),

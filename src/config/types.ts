@@ -284,7 +284,7 @@ export interface Config {
    *
    * @defaultValue `2`
    */
-  readonly workingSetIdleTurns: number; // TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS (2)
+  readonly workingSetIdleTurns: number; // TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS (1)
   /**
    * Budget of the diagnostic lines an old output's digest keeps (code points).
    *

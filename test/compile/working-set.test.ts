@@ -248,10 +248,18 @@ describe("the session's own past decides how readily it digests", () => {
 
   it('the working set waits longer in a session that came back to what it let go, less in one that never did', () => {
     expect(workingSetIdleLimit(past(2, 2), 2)).toBe(2); // too short a record
-    expect(workingSetIdleLimit(past(10, 2), 2)).toBe(2);
+    expect(workingSetIdleLimit(past(10, 1), 2)).toBe(2);
     expect(workingSetIdleLimit(past(10, 0), 2)).toBe(1); // a long record of never coming back
     expect(workingSetIdleLimit(past(10, 0), 1)).toBe(1);
-    expect(workingSetIdleLimit(past(10, 6), 2)).toBe(3);
+    expect(workingSetIdleLimit(past(10, 6), 2)).toBe(4);
     expect(workingSetIdleLimit(past(10, 9), 2)).toBe(4);
+  });
+
+  it('from the lean default, a session that came back to a fifth of what it let go waits a turn longer', () => {
+    expect(workingSetIdleLimit(past(3, 3))).toBe(1); // too short a record: the default
+    expect(workingSetIdleLimit(past(10, 1))).toBe(1);
+    expect(workingSetIdleLimit(past(10, 2))).toBe(2);
+    expect(workingSetIdleLimit(past(10, 4))).toBe(2);
+    expect(workingSetIdleLimit(past(10, 5))).toBe(3);
   });
 });
