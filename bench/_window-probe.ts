@@ -1,7 +1,8 @@
 /**
  * `npx tsx bench/_window-probe.ts <sessions.jsonl> <id-substring|""> <W> [dump.jsonl]`: one replay
- * under a budgeting window, no baseline or timing runs; prints the figures (without the sessions)
- * as one JSON line. Settings come from the environment (TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT,
+ * under a budgeting window, no baseline or timing runs; prints the figures (without the sessions'
+ * full figures) as one JSON line, then one line per session with its window and sight figures.
+ * Settings come from the environment (TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT,
  * TOKEN_TERMINATOR_WINDOW_FIT_ORDER …): how the fit orders and low-water marks of docs/window.md
  * were compared.
  */
@@ -14,5 +15,19 @@ const figures = await replaySessions(sessions, {
   ledger: false,
   ...(dump === undefined ? {} : { dump }),
 });
-const { sessions: _sessions, fidelity: _fidelity, ...rest } = figures;
+const { sessions: perSession, fidelity: _fidelity, ...rest } = figures;
 console.log(JSON.stringify(rest));
+for (const s of perSession)
+  console.log(
+    JSON.stringify({
+      id: s.id.split('/').at(-1)!.slice(0, 48),
+      requests: s.requests,
+      over_raw: s.requests_over_window_raw,
+      over_sent: s.requests_over_window_sent,
+      rewrites: s.window_rewrites,
+      lines: s.use_lines_pct,
+      words: s.use_words_pct,
+      actions: s.actions_visible_pct,
+      cost: s.effective_cost_with_recoveries_ratio,
+    }),
+  );

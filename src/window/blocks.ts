@@ -6,7 +6,12 @@
  * - `block`: turns whose actions are fenced command blocks in the assistant's text (no tool call)
  *   keep those blocks verbatim after the receipt;
  * - `block-actions`: only when that is not enough, any old turn, tool calls included, goes into the
- *   receipt, whose text names the commands run and the files touched.
+ *   receipt, whose text shows every call it holds verbatim (tool name and exact arguments), so the
+ *   agent still sees each action it took;
+ * - `block-brief`: when even that leaves the request over: the same blocks, with the long arguments
+ *   of their calls (a whole file body of an editor `create`) shortened to their head;
+ * - `block-summary`: the last resort: the blocks name the commands run (a few, shortened) and the
+ *   files touched.
  * Never touched: the instruction prefix, the user-authored messages (a block keeps them verbatim, in
  * order, after its receipt) and the newest turn with the agent's last round.
  */
@@ -27,11 +32,22 @@ export interface Turn {
   readonly calls: boolean;
 }
 
+/**
+ * How much of its turns' actions a block keeps in view: `text` keeps the fenced command blocks of
+ * turns that make no tool call (those turns only); `calls` shows every tool call verbatim; `brief`
+ * shortens the long arguments of its calls; `summary` names a few commands and the files.
+ */
+export const BLOCK_MODES = ['text', 'calls', 'brief', 'summary'] as const;
+export type BlockMode = (typeof BLOCK_MODES)[number];
+
+/** Arguments longer than this many code points are shortened in a `brief` block. */
+export const BRIEF_ARGS_CHARS = 160;
+
 /** A block of turns rendered as one item. */
 export interface Block {
   readonly from: number;
   readonly to: number;
-  readonly keepActions: boolean;
+  readonly mode: BlockMode;
   readonly item: unknown;
   /** The user-authored messages inside the block, sent verbatim after its receipt. */
   readonly users: readonly unknown[];
@@ -43,7 +59,7 @@ export interface Block {
 /** What a session remembers of a block, by the key of its first item. */
 export interface ChosenBlock {
   readonly count: number;
-  readonly keepActions: boolean;
+  readonly mode: BlockMode;
   readonly evidenceSha: string;
   readonly item: unknown;
   readonly artifactId: string;
@@ -90,7 +106,8 @@ export function itemKey(digests: Digests, item: unknown): string {
 }
 
 /** The block of `turns` (consecutive), rendered for the request's format. */
-export function renderBlock(digests: Digests, view: RequestView, turns: readonly Turn[], keepActions: boolean): Block {
+export function renderBlock(digests: Digests, view: RequestView, turns: readonly Turn[], mode: BlockMode): Block {
+  const keepActions = mode === 'text';
   const from = turns[0]!.from;
   const to = turns.at(-1)!.to;
   const items = view.items.slice(from, to);
@@ -99,19 +116,28 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   const commands: string[] = [];
   const files = new Set<string>();
   const kept: string[] = [];
+  // `calls`: every call verbatim, one line each (JSON arguments hold no raw newline).
+  const called: string[] = [];
   // An item that calls tools acts through its calls: its fenced blocks are prose.
   const callers = new Set(view.slots.filter((x) => x.kind === 'tool_call').map((x) => x.item));
   for (const slot of view.slots) {
     if (slot.item === undefined || slot.item < from || slot.item >= to) continue;
     if (slot.kind === 'tool_call') {
       const args = slot.callArgs ?? parsedArgs(slot.value);
+      const exact = argsText(slot.value);
+      if (mode === 'calls') called.push(`called: ${slot.toolName ?? 'tool'} ${exact}`);
+      else if (mode === 'brief')
+        called.push(
+          `called: ${slot.toolName ?? 'tool'} ${codePoints(exact) <= BRIEF_ARGS_CHARS ? exact : oneLine(exact, BRIEF_ARGS_CHARS)}`,
+        );
       const cmd =
         typeof args['command'] === 'string'
           ? args['command']
           : typeof args['cmd'] === 'string'
             ? args['cmd']
             : undefined;
-      commands.push(cmd ?? `${slot.toolName ?? 'tool'}(${Object.keys(args).join(',')})`);
+      if (cmd !== undefined) pathsIn(cmd, files);
+      if (mode === 'summary') commands.push(cmd ?? `${slot.toolName ?? 'tool'}(${Object.keys(args).join(',')})`);
       for (const k of ['path', 'file_path', 'filename', 'file'])
         if (typeof args[k] === 'string') files.add(args[k] as string);
     } else if (slot.kind === 'assistant' && !callers.has(slot.item)) {
@@ -119,26 +145,27 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
       for (const [a, b] of fencedSpans(text)) {
         const block = text.slice(a, b);
         if (keepActions) kept.push(block);
+        else if (mode === 'calls') called.push(`ran: ${block.replace(/^```[^\n]*\n?|```\s*$/g, '').trim()}`);
         else commands.push(block.replace(/^```[^\n]*\n?|```\s*$/g, ''));
       }
     }
   }
-  for (const c of commands) for (const m of c.matchAll(/[\w./-]+\.\w{1,5}\b/g)) if (m[0].includes('/')) files.add(m[0]);
+  for (const c of commands) pathsIn(c, files);
   const ran = commands.map((c) => oneLine(c, 70));
   const shownRan = ran.length <= 8 ? ran : [...ran.slice(0, 6), `… ${ran.length - 7} more`, ran.at(-1)!];
   const shownFiles = [...files].slice(0, 8);
   const first = turns[0]!.n;
   const last = turns.at(-1)!.n;
   const head = `[Token Terminator turns ${first}–${last} (${to - from} items, ${codePoints(evidence)} chars JSON) | artifact ${artifactId} | recover with token_terminator action=artifact_get]`;
-  const lines = [head];
-  if (!keepActions && shownRan.length > 0) lines.push(`ran: ${shownRan.join(' ; ')}`);
-  if (shownFiles.length > 0)
+  const lines = [head, ...called];
+  if (mode !== 'calls' && shownRan.length > 0) lines.push(`ran: ${shownRan.join(' ; ')}`);
+  if (mode !== 'calls' && shownFiles.length > 0)
     lines.push(`files: ${shownFiles.join(', ')}${files.size > 8 ? ` (+${files.size - 8})` : ''}`);
   const text = [...lines, ...kept].join('\n');
   return {
     from,
     to,
-    keepActions,
+    mode,
     item: assistantItem(view.format, text),
     users: usersIn(view, from, to),
     evidence,
@@ -158,6 +185,18 @@ function parsedArgs(value: unknown): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+/** The file paths a command names (with a directory and an extension). */
+function pathsIn(command: string, into: Set<string>): void {
+  for (const m of command.matchAll(/[\w./-]+\.\w{1,5}\b/g)) if (m[0].includes('/')) into.add(m[0]);
+}
+
+/** The exact arguments of a tool call as the model wrote them (Chat/Responses' string, Anthropic's input as JSON). */
+function argsText(value: unknown): string {
+  const v = value as { function?: { arguments?: unknown }; arguments?: unknown; input?: unknown } | undefined;
+  const raw = v?.function?.arguments ?? v?.arguments ?? v?.input;
+  return typeof raw === 'string' ? raw : (JSON.stringify(raw ?? {}) ?? '{}');
 }
 
 function oneLine(s: string, max: number): string {

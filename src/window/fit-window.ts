@@ -21,6 +21,7 @@ import { serializedChars } from '../measure/index.js';
 import { advance, note, storeScope, type ProviderRequest, type Step } from '../step.js';
 import { boundsOf, fitSlots, renderingFor, type FitSlot, type FitStep, type Rendering } from './plan.js';
 import {
+  BLOCK_MODES,
   BLOCK_TOOL,
   blockableTurns,
   itemKey,
@@ -158,19 +159,24 @@ export async function fitRequest(
         kind: 'skipped',
         reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${W - R} tokens (W ${W} − R ${R}): passed as it came`,
       });
-    // One receipt per block of old turns, oldest first: first keeping text actions, then actions too.
+    // One receipt per block of old turns, oldest first: first keeping text actions, then every call
+    // verbatim, then with the long arguments of their calls shortened, and last naming a few commands.
     const blockTokens = (b: Block): number => tokensOf(b.item) + b.users.reduce<number>((n, u) => n + tokensOf(u), 0);
     const spanTokens = (from: number, to: number): number => {
       let n = 0;
       for (let i = from; i < to; i++) n += itemTokens.get(i) ?? tokensOf(w.items[i]);
       return n;
     };
-    for (const keepActions of [true, false]) {
+    for (const mode of BLOCK_MODES) {
       if (prompt + R <= W) break;
-      if (!keepActions) {
-        // Actions go too: this fit's blocks are made again over every old turn, so they are few.
-        for (const old of fresh) estimate -= blockTokens(old) - spanTokens(old.from, old.to);
-        w.blocks = w.blocks.filter((x) => !fresh.includes(x));
+      if (mode !== 'text') {
+        // Each pass keeps less of the actions: this fit's blocks, and the session's earlier blocks
+        // that keep more than this pass, are made again over every old turn (so they are few).
+        const redo = w.blocks.filter(
+          (x) => fresh.includes(x) || BLOCK_MODES.indexOf(x.mode) < BLOCK_MODES.indexOf(mode),
+        );
+        for (const old of redo) estimate -= blockTokens(old) - spanTokens(old.from, old.to);
+        w.blocks = w.blocks.filter((x) => !redo.includes(x));
         fresh.splice(0);
       }
       let open: Turn[] = [];
@@ -187,12 +193,12 @@ export async function fitRequest(
           if (prompt + R <= W) break;
         }
         const covered = t !== undefined && w.blocks.some((b) => b.from <= t.from && t.to <= b.to && b !== openBlock);
-        if (t === undefined || covered || (keepActions && t.calls)) {
+        if (t === undefined || covered || (mode === 'text' && t.calls)) {
           close();
           continue;
         }
         open.push(t);
-        const next = renderBlock(digests, view, open, keepActions);
+        const next = renderBlock(digests, view, open, mode);
         if (openBlock !== undefined) {
           estimate -= blockTokens(openBlock) - spanTokens(openBlock.from, openBlock.to);
           w.blocks = w.blocks.filter((b) => b !== openBlock);
@@ -241,7 +247,7 @@ function stickyBlocks(state: FitState, view: RequestView, turns: readonly (Turn 
     out.push({
       from: t.from,
       to,
-      keepActions: c.keepActions,
+      mode: c.mode,
       item: c.item,
       users: usersIn(view, t.from, to),
       evidence,
@@ -388,7 +394,7 @@ async function deliver(
   for (const b of fresh)
     state.blocks.set(itemKey(digests, w.view.items[b.from]), {
       count: b.to - b.from,
-      keepActions: b.keepActions,
+      mode: b.mode,
       evidenceSha: digests.of(b.evidence),
       item: b.item,
       artifactId: b.artifactId,
@@ -397,7 +403,7 @@ async function deliver(
   const counts = new Map<string, number>();
   for (const k of added) if (!inBlock(k)) counts.set(w.current[k]!.kind, (counts.get(w.current[k]!.kind) ?? 0) + 1);
   for (const b of fresh) {
-    const kind = b.keepActions ? 'block' : 'block-actions';
+    const kind = b.mode === 'text' ? 'block' : b.mode === 'calls' ? 'block-actions' : `block-${b.mode}`;
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
   const what = [...counts].map(([kind, n]) => `${n} ${kind}`).join(', ');

@@ -142,7 +142,10 @@ describe('fitWindow (unit)', () => {
     expect(blocks.length).toBeGreaterThan(0);
     // The oldest turns go first: the first block starts right after the task.
     expect(sent[2]).toBe(blocks[0]);
-    expect(blocks[0]!.content).toMatch(/^\[Token Terminator turns 1–\d+ .*\nran: /u);
+    expect(blocks[0]!.content).toMatch(/^\[Token Terminator turns 1–\d+ .*\ncalled: read_file \{"path":"f0.ts"\}\n/u);
+    // The calls fit, so every action stays in view verbatim (in a block's text or as a call).
+    const shown = allStrings(sent).join('\n');
+    for (let t = 0; t < 150; t++) expect(shown).toContain(`{"path":"f${t}.ts"}`);
     // Each block's artifact is the exact JSON of consecutive raw items; together with what is still
     // sent, the blocks give every raw item back.
     const back: unknown[] = [];
@@ -162,6 +165,47 @@ describe('fitWindow (unit)', () => {
       back.push(...items);
     }
     expect(back).toEqual(raw);
+  });
+
+  it('shortens the long arguments of old calls, then names a few commands, only when the calls alone do not fit', async () => {
+    // 60 editor `create` calls whose file bodies alone are ~7 times W − R; the newest turn and the task stay.
+    const messages: unknown[] = [
+      { role: 'system', content: 'You are a careful coding agent.' },
+      { role: 'user', content: 'Write the migrations.' },
+    ];
+    const requests: ProviderRequest[] = [];
+    for (let t = 0; t < 60; t++) {
+      const body = Array.from({ length: 40 }, (_, i) => `ALTER TABLE t${t} ADD COLUMN c${i} INT;`).join('\n');
+      const args = JSON.stringify({ command: 'create', path: `m${t}.sql`, file_text: body });
+      messages.push(
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: `c${t}`, type: 'function', function: { name: 'str_replace_editor', arguments: args } }],
+        },
+        { role: 'tool', tool_call_id: `c${t}`, content: `File created successfully at: m${t}.sql` },
+      );
+      requests.push({ model: 'local-model', messages: messages.slice() });
+    }
+    const W = 4000;
+    const outs = await runAll(
+      op(W),
+      requests.map((r) => [r, { ...context, sessionId: 'blocks-brief' }] as const),
+    );
+    for (const [k, out] of outs.entries()) {
+      expect((await tokens(out.value)) + 1000).toBeLessThanOrEqual(W);
+      expect((out.value['messages'] as unknown[]).slice(-2)).toEqual((requests[k]!['messages'] as unknown[]).slice(-2));
+    }
+    const reasons = outs.flatMap((o) => o.decisions.map((d) => d.reason)).join('\n');
+    expect(reasons).toMatch(/block-brief|block-summary/u);
+    expect(reasons).not.toMatch(/window_/u);
+    // The newest calls still show their exact arguments; the oldest block names its files.
+    const sent = outs.at(-1)!.value['messages'] as { content: unknown }[];
+    const text = allStrings(sent).join('\n');
+    expect(text).toContain('m59.sql');
+    expect(text).toMatch(
+      /\[Token Terminator turns 1–\d+ [^\n]*\n(called: str_replace_editor \{"command": ?"create"|ran: |files: m0\.sql)/u,
+    );
   });
 
   it('rejects bad options at build time, naming the operator', () => {
