@@ -80,11 +80,31 @@ export interface FitWindowOptions {
    */
   readonly viewChars?: number;
   /**
+   * Safety margin, in percent of the counted prompt, when the route's provider counts with its own
+   * tokenizer (any provider but OpenAI's, e.g. Anthropic) and the counter is a tiktoken encoding:
+   * the fit keeps prompt × (1 + margin) + R within W. The public pre-Claude-3 vocabulary counts
+   * 8 % (sessions-e) to 27 % (sessions-a) more than o200k; no exact tokenizer of Claude 3+ is
+   * public. 0 turns it off; it never applies with a counter of the provider's own (vLLM,
+   * tokenizer.json).
+   *
+   * @defaultValue `25`
+   */
+  readonly foreignMarginPct?: number;
+  /**
    * An output above this share of W − R (percent) is oversized and gets a bounded view first.
    *
    * @defaultValue `12`
    */
   readonly oversizePct?: number;
+}
+
+/** The exact count is the provider's own (vLLM, a tokenizer.json), not a tiktoken encoding standing in for it. */
+function ownTokenizer(options: FitWindowOptions): boolean {
+  const b = options.budget;
+  if (b?.counter !== undefined) return !b.counter.name.startsWith('tiktoken');
+  if ((b?.backend ?? b?.config?.incontext.backend ?? 'tiktoken') !== 'tiktoken') return true;
+  if ((b?.config?.tokenizerJson ?? '') !== '') return true;
+  return !options.counter.name.startsWith('tiktoken');
 }
 
 /**
@@ -120,6 +140,9 @@ export function fitWindow(options: FitWindowOptions): OperatorFunction<Step<Prov
     ),
     viewChars: intOption(STAGE, 'viewChars', options.viewChars, 4000, 200),
     oversizePct: intOption(STAGE, 'oversizePct', options.oversizePct, 12, 1, 100),
+    foreignMarginPct: ownTokenizer(options)
+      ? 0
+      : intOption(STAGE, 'foreignMarginPct', options.foreignMarginPct, 25, 0, 100),
   };
   const budget = createOutputBudget(STAGE, options.budget);
   const { counter, measures } = options;

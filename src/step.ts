@@ -79,6 +79,12 @@ export interface StepContext {
    * hosts driving the operators themselves may set one. Default: a busy timeout per write.
    */
   readonly lockBudget?: LockBudget;
+  /**
+   * Prompt tokens the host adds to the request after the request pipeline (the gateway's recovery
+   * tool definition): the window fit leaves room for them, so what goes upstream fits W − R.
+   * Default: 0.
+   */
+  readonly addedPromptTokens?: number;
 }
 
 /**

@@ -185,7 +185,13 @@ async function prepare(
   const outputs = await renderToolOutputs(tt, shown, format, context, ctx, signal);
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
   const offering = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client);
-  const step = await tt.reduceRequest(outputs.request, context, signal);
+  // The recovery tool may join the prompt after the pipeline: the window fit leaves room for it.
+  const added = offering ? promptTokensAdded(tt, client, withRecoveryTool(client, format, tt.recoveryTool)) : 0;
+  const step = await tt.reduceRequest(
+    outputs.request,
+    added > 0 ? { ...context, addedPromptTokens: added } : context,
+    signal,
+  );
   let request = rejoinOutputs(step.value, format, rejoined);
   countFailedOpen(ctx, outputs.failedOpen);
   countFailedOpen(ctx, step.decisions);
@@ -194,8 +200,9 @@ async function prepare(
   if (offer) {
     const before = request;
     request = withRecoveryTool(request, format, tt.recoveryTool);
-    // The tool joins the prompt after the window fit and the cap counted it: its tokens come off
-    // the cap the pipeline set, so prompt + cap still fits the window (and a restart renders the same).
+    // The tool joins the prompt after the cap counted it (the window fit left room for it): its
+    // tokens come off the cap the pipeline set, so prompt + cap still fits the window (and a
+    // restart renders the same).
     const capped = step.decisions.some((d) => d.stage === STAGES.capOutputBudget && d.kind === 'applied');
     if (request !== before && capped) request = capLoweredBy(request, promptTokensAdded(tt, before, request));
     if (!state.tool) {
@@ -417,6 +424,8 @@ interface Delivery {
 /** What a round of the recovery loop does with the model's calls and the exchange it ends with. */
 interface RecoveryHooks {
   answer(call: RecoveryCall): Promise<string>;
+  /** A continuation request through the request pipeline again, so it fits the window as the first did. */
+  refit(request: ProviderRequest): Promise<ProviderRequest>;
   /** `alias`: the id the client's stream carried, when the upstream continues from another one. */
   remember(
     exchange: readonly unknown[],
@@ -484,7 +493,9 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
   const serverSide =
     format === 'responses' &&
     (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
-  return { answer, remember, serverSide };
+  const refit = async (request: ProviderRequest): Promise<ProviderRequest> =>
+    (await ctx.terminator.reduceRequest(request, prepared.context, undefined, { record: false })).value;
+  return { answer, remember, serverSide, refit };
 }
 
 /** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */
@@ -495,7 +506,7 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
 
 async function deliverStreamed(
   { ctx, res, format, prepared, sentBody, continuations, send }: Delivery,
-  { answer, remember, serverSide }: RecoveryHooks,
+  { answer, remember, serverSide, refit }: RecoveryHooks,
 ): Promise<void> {
   let first: Dispatcher.ResponseData;
   try {
@@ -521,6 +532,7 @@ async function deliverStreamed(
         return send(b, true, true);
       },
       answer,
+      refit,
       onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
     });
     const lastId = isObj(out.lastBody) ? out.lastBody['id'] : undefined;
@@ -540,7 +552,7 @@ async function deliverStreamed(
 
 async function deliverBuffered(
   { ctx, res, format, prepared, sentBody, continuations, send }: Delivery,
-  { answer, remember, serverSide }: RecoveryHooks,
+  { answer, remember, serverSide, refit }: RecoveryHooks,
 ): Promise<void> {
   type Buffered = { response: Dispatcher.ResponseData; buf: Buffer };
   try {
@@ -563,6 +575,7 @@ async function deliverBuffered(
         }
       },
       answer,
+      refit: (request) => refit(request),
       onRound: () => undefined,
     });
     for (let i = 0; i < out.rounds; i++) ctx.metrics.recoveryRounds.inc({ api: format, end: 'continued' });

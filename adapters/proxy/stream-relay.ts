@@ -33,6 +33,8 @@ export interface StreamRelayOptions {
   answer(call: RecoveryCall): Promise<string>;
   /** Told once per round that ended in recovery calls: how many, and whether the relay continued or stopped. */
   onRound?(calls: number, end: 'continued' | 'mixed' | 'rounds'): void;
+  /** Fit a continuation request into the window again before it is sent (a failure sends it as it is). */
+  refit?(request: ProviderRequest): Promise<ProviderRequest>;
 }
 
 /** What {@link relayRecoveryStream} did. */
@@ -101,6 +103,10 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
     }
     o.onRound?.(end.recovery.length, 'continued');
     request = continueRequest(request, o.format, end.body, items);
+    if (o.refit !== undefined) {
+      const continued = request;
+      request = await o.refit(continued).catch(() => continued);
+    }
     state.round++;
     let next: Dispatcher.ResponseData | undefined;
     try {

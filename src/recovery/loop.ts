@@ -83,6 +83,11 @@ export interface RecoveryLoopOptions<R> {
   readonly maxRounds?: number;
   /** Called after each answered round with the number of calls in it. Default: none. */
   readonly onRound?: (calls: number, round: number) => void;
+  /**
+   * Fit a continuation request (the request before, the model's recovery calls and their answers)
+   * into the window again before it is sent; a failure sends it as it is. Default: none.
+   */
+  readonly refit?: (request: ProviderRequest, round: number) => Promise<ProviderRequest>;
 }
 
 /** What the loop ended with. */
@@ -158,5 +163,6 @@ export async function runRecoveryLoop<R>(options: RecoveryLoopOptions<R>): Promi
     }
     rounds++;
     request = continueRequest(request, format, body, items);
+    if (options.refit !== undefined) request = await options.refit(request, rounds).catch(() => request);
   }
 }

@@ -46,6 +46,11 @@ export interface FitSettings {
   readonly idleTurns: number;
   readonly diagnosticChars: number;
   readonly viewChars: number;
+  /**
+   * Counted with the counter (o200k unless configured), a prompt for a provider with its own
+   * tokenizer (any but OpenAI's) may hold this many percent fewer tokens than its own count says.
+   */
+  readonly foreignMarginPct: number;
   /** An output above this share of W − R (percent, in estimated tokens) is oversized. */
   readonly oversizePct: number;
 }
@@ -90,12 +95,13 @@ export async function fitRequest(
   const limits = run.limits(request, step.context);
   if (limits === undefined) return undefined;
   const { window: W, reserve: R } = limits;
+  const room = promptRoom(W, R, step, s);
   const margin = Math.ceil((W * s.exactMarginPct) / 100);
   // Nothing chosen yet and far below the boundary: the request is not even read (the common case).
   if (
     state.chosen.size === 0 &&
     state.blocks.size === 0 &&
-    (await estimator.countRequest(request, signal)) + R <= W - margin
+    (await estimator.countRequest(request, signal)) <= room - margin
   )
     return undefined;
   const view = readRequest(request);
@@ -113,15 +119,15 @@ export async function fitRequest(
   const build = (): ProviderRequest => withItems(request, view.listKey!, withBlocks(w.items, w.blocks));
   // The incremental count (per item, memoized by content) far from the boundary; near it the cap's own.
   let estimate = await estimator.countRequest(build(), signal);
-  let prompt = estimate + R > W - margin ? await exact(run, build(), step, signal) : estimate;
+  let prompt = estimate > room - margin ? await exact(run, build(), step, signal) : estimate;
   const before = prompt;
   const kept = current.some((r) => r !== undefined) || w.blocks.length > 0;
-  if (prompt + R <= W)
-    return kept ? deliver(step, state, w, [], { window: W, reserve: R, before, after: prompt }) : undefined;
+  if (prompt <= room)
+    return kept ? deliver(step, state, w, [], { window: W, reserve: R, room, before, after: prompt }) : undefined;
   // Over: take the steps in order until the estimate is at the low-water mark, then check exactly.
-  const target = Math.floor(((W - R) * s.lowWaterPct) / 100);
+  const target = Math.floor((room * s.lowWaterPct) / 100);
   const added: number[] = [];
-  const plan = planSteps(state, w, s, W - R);
+  const plan = planSteps(state, w, s, room);
   const itemTokens = new Map<number, number>();
   const apply = (k: number, r: Rendering): void => {
     const i = w.slots[k]!.slot.item!;
@@ -140,12 +146,12 @@ export async function fitRequest(
       if (estimate + offset <= target) break;
     }
     prompt = await exact(run, build(), step, signal);
-    if (prompt + R <= W) break;
+    if (prompt <= room) break;
     offset = prompt - estimate;
     if (plan.done()) break;
   }
   const fresh: Block[] = [];
-  if (prompt + R > W) {
+  if (prompt > room) {
     // The prefix, the newest turn and R alone: when they do not fit, nothing lossless can help.
     const core = await exact(
       run,
@@ -153,11 +159,11 @@ export async function fitRequest(
       step,
       signal,
     );
-    if (core + R > W)
+    if (core > room)
       return note(step, {
         stage: STAGE,
         kind: 'skipped',
-        reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${W - R} tokens (W ${W} − R ${R}): passed as it came`,
+        reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${room} tokens (${roomText(W, R, room)}): passed as it came`,
       });
     // One receipt per block of old turns, oldest first: first keeping text actions, then every call
     // verbatim, then with the long arguments of their calls shortened, and last naming a few commands.
@@ -168,7 +174,7 @@ export async function fitRequest(
       return n;
     };
     for (const mode of BLOCK_MODES) {
-      if (prompt + R <= W) break;
+      if (prompt <= room) break;
       if (mode !== 'text') {
         // Each pass keeps less of the actions: this fit's blocks, and the session's earlier blocks
         // that keep more than this pass, are made again over every old turn (so they are few).
@@ -190,7 +196,7 @@ export async function fitRequest(
           // The estimate says enough: the exact count decides, and corrects the estimate if not.
           prompt = await exact(run, build(), step, signal);
           offset = prompt - estimate;
-          if (prompt + R <= W) break;
+          if (prompt <= room) break;
         }
         const covered = t !== undefined && w.blocks.some((b) => b.from <= t.from && t.to <= b.to && b !== openBlock);
         if (t === undefined || covered || (mode === 'text' && t.calls)) {
@@ -213,13 +219,36 @@ export async function fitRequest(
       offset = prompt - estimate;
     }
   }
-  if (prompt + R > W)
+  if (prompt > room)
     return note(step, {
       stage: STAGE,
       kind: 'skipped',
-      reason: `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${prompt} of ${W - R} tokens (W ${W} − R ${R}) after every lossless step: passed as it came`,
+      reason: `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${prompt} of ${room} tokens (${roomText(W, R, room)}) after every lossless step: passed as it came`,
     });
-  return deliver(step, state, w, added, { window: W, reserve: R, before, after: prompt }, fresh);
+  return deliver(step, state, w, added, { window: W, reserve: R, room, before, after: prompt }, fresh);
+}
+
+/**
+ * The prompt tokens (as the counter counts them) a request may hold: W − R, less the tokens the
+ * host adds after the pipeline (`context.addedPromptTokens`, the gateway's recovery tool), divided
+ * by 1 + the foreign-tokenizer margin when the route's provider counts with another tokenizer than
+ * the counter's (docs/window.md).
+ */
+export function promptRoom(W: number, R: number, step: Step<ProviderRequest>, s: FitSettings): number {
+  const added = Math.max(0, step.context.addedPromptTokens ?? 0);
+  const pct = foreignRoute(step) ? s.foreignMarginPct : 0;
+  return Math.floor(((W - R - added) * 100) / (100 + pct));
+}
+
+/** The route's provider counts tokens its own way (Anthropic, Google …): any provider but OpenAI's. */
+function foreignRoute(step: Step<ProviderRequest>): boolean {
+  const provider = step.context.route?.provider?.toLowerCase();
+  if (provider !== undefined) return provider !== 'openai' && provider !== 'azure' && provider !== 'azure-openai';
+  return step.context.format === 'anthropic';
+}
+
+function roomText(W: number, R: number, room: number): string {
+  return room === W - R ? `W ${W} − R ${R}` : `W ${W} − R ${R}, less what the host adds and the tokenizer margin`;
 }
 
 async function exact(
@@ -338,7 +367,7 @@ async function deliver(
   state: FitState,
   w: Work,
   added: readonly number[],
-  o: { window: number; reserve: number; before: number; after: number },
+  o: { window: number; reserve: number; room: number; before: number; after: number },
   fresh: readonly Block[] = [],
 ): Promise<Step<ProviderRequest>> {
   const scope = storeScope(step.context);
@@ -409,8 +438,8 @@ async function deliver(
   const what = [...counts].map(([kind, n]) => `${n} ${kind}`).join(', ');
   const reason =
     added.length === 0 && fresh.length === 0
-      ? `window fit: ${used.length} earlier rendering(s) kept, prompt ${o.after} of ${o.window - o.reserve}`
-      : `window fit: ${what}; prompt ${o.before} → ${o.after} of ${o.window - o.reserve} (W ${o.window} − R ${o.reserve}), new batch`;
+      ? `window fit: ${used.length} earlier rendering(s) kept, prompt ${o.after} of ${o.room}`
+      : `window fit: ${what}; prompt ${o.before} → ${o.after} of ${o.room} (${roomText(o.window, o.reserve, o.room)}), new batch`;
   return advance(step, request, {
     stage: STAGE,
     kind: 'applied',

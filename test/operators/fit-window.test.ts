@@ -208,6 +208,30 @@ describe('fitWindow (unit)', () => {
     );
   });
 
+  it('leaves room for what the host adds after the pipeline, and a margin for a provider with its own tokenizer', async () => {
+    const requests = session(30, 40);
+    const W = 6000;
+    const R = 1000;
+    const run = async (sessionId: string, extra: Partial<StepContext>): Promise<number> => {
+      const outs = await runAll(
+        op(W),
+        requests.map((r) => [r, { ...context, sessionId, ...extra }] as const),
+      );
+      let most = 0;
+      for (const out of outs) most = Math.max(most, await tokens(out.value));
+      return most;
+    };
+    // The gateway's recovery tool (~510 tokens) joins after the fit: the fit keeps room for it.
+    expect(await run('added', { addedPromptTokens: 700 })).toBeLessThanOrEqual(W - R - 700);
+    // Anthropic counts with its own tokenizer: o200k × 1.25 + R fits W (default margin 25 %).
+    const foreign = await run('foreign', { route: { model: 'local-model', provider: 'anthropic' } });
+    expect(Math.ceil(foreign * 1.25)).toBeLessThanOrEqual(W - R);
+    // OpenAI's own tokenizer is the counter's: no margin, the fit uses W − R.
+    const own = await run('own', { route: { model: 'local-model', provider: 'openai' } });
+    expect(own).toBeGreaterThan(Math.floor((W - R) / 1.25));
+    expect(own).toBeLessThanOrEqual(W - R);
+  });
+
   it('rejects bad options at build time, naming the operator', () => {
     expect(() => fitWindow({ vault, counter, lowWaterPct: 5 })).toThrow(ConfigError);
     expect(() => fitWindow({ vault, counter, order: ['sideways' as 'view'] })).toThrow(/fitWindow/);
