@@ -1,8 +1,9 @@
 /**
- * The window property with the testing kit's generated sessions, in all three wire formats: for any
- * session and any W at which the least the fit can leave and R fit, every request the stage emits
- * fits W − R by the exact counter; the instruction prefix, every user message and the newest turn
- * stay verbatim; every receipt recovers exactly.
+ * The window property with the testing kit's generated sessions, in each of the three wire formats:
+ * for any session and any W at which the least the fit can leave and R fit (drawn below the
+ * session's largest request, so the fit must act), every request the stage emits fits W − R by the
+ * exact counter; the instruction prefix, every user message and the newest turn stay verbatim; every
+ * receipt recovers exactly, and a request that was over names at least one.
  */
 import { test } from '@fast-check/vitest';
 import fc from 'fast-check';
@@ -14,7 +15,8 @@ import { createDigests } from '../../src/ledger/digests.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
-import { checkRecovery, conversationItems, growingSession } from '../../src/testing/index.js';
+import { referencedArtifacts } from '../../src/receipts/index.js';
+import { checkRecovery, conversationItems, growingSession, WIRE_FORMATS } from '../../src/testing/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import { floorRequest } from '../../src/window/plan.js';
@@ -46,35 +48,59 @@ function edges(r: ProviderRequest): { prefix: unknown[]; newest: unknown[]; user
 }
 
 describe('fitWindow (property, testing kit sessions)', () => {
-  test.prop(
-    [growingSession({ sizes: ['medium', 'large'], minTurns: 2, maxTurns: 4 }), fc.integer({ min: 0, max: 3000 })],
-    {
-      numRuns: 12,
-    },
-  )('every request fits W − R where the least the fit can leave fits', async (session, slack) => {
-    const digests = createDigests();
-    let least = 0;
-    for (const r of session) {
-      const floor = floorRequest(r, readRequest(r), { digests, diagnosticChars: 0, viewChars: 200 }, 600) ?? r;
-      least = Math.max(least, await count(floor));
-    }
-    // The least the fit leaves (prefix, user messages, newest turn) and room for its block receipts.
-    const W = Math.max(least + R + 320 + slack, 2048);
-    const op = fitWindow({
-      vault,
-      counter,
-      budget: { compressionWindowTokens: W, minOutputTokens: R, counter: budget },
+  for (const format of WIRE_FORMATS)
+    test.prop(
+      [
+        growingSession({ sizes: ['medium', 'large'], minTurns: 2, maxTurns: 4, formats: [format] }),
+        fc.double({ min: 0, max: 0.9, noNaN: true }),
+      ],
+      { numRuns: 8 },
+    )(`${format}: every request fits W − R where the least the fit can leave fits`, async (session, share) => {
+      const digests = createDigests();
+      let least = 0;
+      let most = 0;
+      for (const r of session) {
+        const floor = floorRequest(r, readRequest(r), { digests, diagnosticChars: 0, viewChars: 200 }, 600) ?? r;
+        least = Math.max(least, await count(floor));
+        most = Math.max(most, await count(r));
+      }
+      // The least the fit leaves (prefix, user messages, newest turn) and room for its block receipts;
+      // below the largest request whenever that is above it, so the fit has to act.
+      const low = Math.max(least + R + 320, 2048);
+      const W = most + R > low ? Math.floor(low + share * (most + R - low)) : low;
+      const op = fitWindow({
+        vault,
+        counter,
+        budget: { compressionWindowTokens: W, minOutputTokens: R, counter: budget },
+      });
+      const context = { sessionId: `prop-${format}-${W}-${session.length}-${most}` };
+      const outs = await lastValueFrom(from(session.map((r) => createStep(r, context))).pipe(op, toArray()));
+      for (const [k, out] of outs.entries()) {
+        const raw = await count(session[k]!);
+        expect((await count(out.value)) + R).toBeLessThanOrEqual(W);
+        const a = edges(session[k]!);
+        const b = edges(out.value);
+        expect(b.prefix).toEqual(a.prefix);
+        expect(b.newest).toEqual(a.newest);
+        expect(b.users).toEqual(a.users);
+        await checkRecovery(vault, session.slice(0, k + 1), out, `request ${k}`);
+        if (raw + R > W) {
+          // Not vacuous: a request over W − R was rewritten, and what it names recovers (checked above).
+          expect(out.decisions.some((d) => d.stage === 'fitWindow' && d.kind === 'applied')).toBe(true);
+          expect(referencedArtifacts(allText(out.value)).length).toBeGreaterThan(0);
+        }
+      }
     });
-    const context = { sessionId: `prop-${W}-${session.length}` };
-    const outs = await lastValueFrom(from(session.map((r) => createStep(r, context))).pipe(op, toArray()));
-    for (const [k, out] of outs.entries()) {
-      expect((await count(out.value)) + R).toBeLessThanOrEqual(W);
-      const a = edges(session[k]!);
-      const b = edges(out.value);
-      expect(b.prefix).toEqual(a.prefix);
-      expect(b.newest).toEqual(a.newest);
-      expect(b.users).toEqual(a.users);
-      await checkRecovery(vault, session.slice(0, k + 1), out, `request ${k}`);
-    }
-  });
 });
+
+/** Every string of a value, joined. */
+function allText(value: unknown): string {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') out.push(v);
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(walk);
+  };
+  walk(value);
+  return out.join('\n');
+}
