@@ -15,7 +15,7 @@ import { checkOptions, intOption, requireVault } from '../src/options.js';
 import type { ProviderRequest, Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { fitRequest, type FitSettings, type FitState } from '../src/window/fit-window.js';
-import { FIT_STEPS, type FitStep } from '../src/window/plan.js';
+import { DEFAULT_FIT_ORDER, FIT_STEPS, type FitStep } from '../src/window/plan.js';
 
 const STAGE = STAGES.fitWindow;
 
@@ -52,7 +52,7 @@ export interface FitWindowOptions {
   /**
    * The reductions in the order they are taken (TOKEN_TERMINATOR_WINDOW_FIT_ORDER).
    *
-   * @defaultValue `['reasoning', 'view', 'digest-idle', 'digest', 'receipt']`
+   * @defaultValue `['reasoning', 'digest-idle', 'receipt']`
    */
   readonly order?: readonly FitStep[];
   /**
@@ -119,7 +119,7 @@ function ownTokenizer(options: FitWindowOptions): boolean {
 export function fitWindow(options: FitWindowOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
   requireVault(STAGE, options);
   checkOptions(STAGE, typeof options.counter?.count === 'function', 'options.counter is required (a TokenCounter)');
-  const order = options.order ?? FIT_STEPS;
+  const order = options.order ?? DEFAULT_FIT_ORDER;
   checkOptions(
     STAGE,
     Array.isArray(order) && order.length > 0 && order.every((o) => (FIT_STEPS as readonly string[]).includes(o)),

@@ -364,9 +364,7 @@ const FIELDS: readonly Field[] = [
   tt('windowLowWaterPct', 'WINDOW_LOW_WATER_PCT', int(10, 100), 70),
   tt('windowFitOrder', 'WINDOW_FIT_ORDER', csv(['reasoning', 'view', 'digest-idle', 'digest', 'receipt']), [
     'reasoning',
-    'view',
     'digest-idle',
-    'digest',
     'receipt',
   ]),
   tt('modelLimits', 'MODEL_LIMITS', modelLimits, {}),

@@ -210,7 +210,8 @@ describe('the window through the gateway', () => {
           const body = r.json ?? {};
           const tools = JSON.stringify(body['tools'] ?? []);
           const messages = body['messages'] as { role: string; tool_call_id?: string }[];
-          const rounds = messages.filter((m) => m.role === 'tool' && m.tool_call_id?.startsWith('rec-')).length / 2;
+          // The script's own count: a refit may fold earlier recovery rounds into a block receipt.
+          const rounds = asks.length / 2;
           const streamed = body['stream'] === true;
           if (!recover || !tools.includes('token_terminator') || rounds >= 3)
             return streamed ? chat.streamText(['ok']) : chat.text('ok');
