@@ -1,7 +1,7 @@
 /**
  * The rendering half of compressToolResult, and its options: what the stage would show for one
- * tool result before anything touches the vault. deltaRepeatedOutput plans with the same options
- * (its `compression`) to beat exactly that view, and hands the plan on in its decision.
+ * tool result before anything touches the vault. The tool-result stage's delta candidate must beat
+ * exactly that view (operators/reduce-tool-result.ts).
  */
 import { defaultInt } from '../config/index.js';
 import type { ModeFlags } from '../config/index.js';
@@ -20,11 +20,21 @@ import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
 import { argStrings, focusTerms, withFocusLines } from './focus.js';
 import { DEFAULT_DIAGNOSTIC_CHARS, readTerminalContent } from './index.js';
 import { codePointLength } from './lines.js';
-import { isRendering } from './prepared.js';
 import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
 import { outputShape, searchTerms, unwrapText } from './shapes.js';
 import { COUNT_SLICE_CHARS, countInSlices, recordInSlices } from './slices.js';
 import { renderToolViewInSlices, type ViewInput, type ViewOptions } from './tool-view.js';
+
+/** How every Token Terminator rendering of a tool result (receipt, delta, bounded view) begins. */
+const RENDERING_MARK = '[Token Terminator';
+
+/**
+ * True when `content` already is a Token Terminator rendering (a temporal delta, a receipt, a
+ * bounded view): no tool-result candidate reduces it again.
+ */
+export function isRendering(content: string): boolean {
+  return content.startsWith(RENDERING_MARK);
+}
 
 /** Options of `compressToolResult`; only `vault` is required. */
 export interface CompressToolResultOptions {
@@ -182,9 +192,8 @@ function pieceNotes(options: CompressToolResultOptions) {
 }
 
 /**
- * The rendering half of `compressToolResult` for `options`, validated once: a stage given
- * compressToolResult's options (deltaRepeatedOutput's `compression`) renders with exactly its
- * view and hands the rendering on, keyed by that options object, in the decision it returns.
+ * The rendering half of `compressToolResult` for `options`, validated once: the tool-result stage
+ * plans one view per result, the delta's bar and the compact candidate at once.
  *
  * @example
  * const planner = compressionPlanner({ vault });

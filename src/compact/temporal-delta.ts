@@ -7,11 +7,11 @@ import { strictlySmaller } from '../accept.js';
 import { renderNativeNote } from '../receipts/index.js';
 import type { Step, ToolResult } from '../step.js';
 import { backendOf, cwdOf, normalizeCommand } from '../tools/command.js';
-import { planOutput, type CompressionPlanner } from './compression-plan.js';
+import { planOutput, type CompressionPlanner, type PlannedView } from './compression-plan.js';
 import { unifiedLineDiff } from './delta.js';
 import { compactTerminal, readTerminalContent } from './index.js';
 import { codePointLength } from './lines.js';
-import type { Prepared } from './prepared.js';
+import type { PutResult } from '../vault/types.js';
 import { memoCounter, type MemoCounter } from './receipt.js';
 
 /** The baseline key of a terminal run: its backend, normalised command, cwd, and (per scope) session and tenant. */
@@ -52,26 +52,25 @@ export function ownBar(
 }
 
 /**
- * What compressToolResult would show for this result, rendered once: the plan is handed on with
- * `shared`, keyed by the planner's options object. `counter` is the delta's memo over `own`.
+ * What the compact candidate would show for this result (the raw output when it would leave it
+ * alone), with the planned view it comes from. `counter` is the delta's memo over `own`.
  */
 export async function compressionBar(
   planner: CompressionPlanner,
   step: Step<ToolResult>,
   signal: AbortSignal,
-  shared: Prepared,
+  put: PutResult,
   counter: MemoCounter | undefined,
   own: unknown,
-): Promise<string> {
+): Promise<{ readonly bar: string; readonly planned: PlannedView }> {
   const raw = step.value.content;
   const theirs = planner.options.counter;
   const planned = await planner.plan(step, signal, theirs === own ? counter : memoCounter(theirs));
-  shared.views.set(planner.options, planned);
   const { plan } = planned;
   // Anything but a view leaves the result as it is (a bounded view is only made over the ceiling, never vaulted).
-  if (plan?.kind !== 'view') return raw;
-  const shown = planOutput(plan, shared.put.artifactId);
-  return strictlySmaller(raw, shown, planned.counter) ? shown : raw;
+  if (plan?.kind !== 'view') return { bar: raw, planned };
+  const shown = planOutput(plan, put.artifactId);
+  return { bar: strictlySmaller(raw, shown, planned.counter) ? shown : raw, planned };
 }
 
 /**

@@ -13,11 +13,10 @@ import type { FitStep } from '../window/plan.js';
 import { type BudgetCounter } from '../budget/counter.js';
 import type { ItemMeasures } from '../ledger/item-measures.js';
 import type { Recognitions } from '../model/prefix.js';
-import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
+import { reduceToolResult, type ReduceToolResultOptions } from '../../operators/reduce-tool-result.js';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
-import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
 import { conversationTerms, type FocusTermsMemo } from '../compile/conversation-terms.js';
 import { readRequest, stepFormat } from '../model/read.js';
@@ -189,7 +188,7 @@ export function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
 
 export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
   const c = d.config;
-  const compression: CompressToolResultOptions = {
+  const options: ReduceToolResultOptions = {
     vault: d.vault,
     ...d.gate,
     flags: d.gates,
@@ -201,23 +200,10 @@ export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
     focus: (step) => d.focus.get(sessionKey(step.context)),
     ...(d.measures === undefined ? {} : { measures: d.measures }),
   };
-  // One pass per result: the delta beats compression's own view (the same options object), and
-  // the exact text is vaulted and the view rendered once for both stages.
-  return chain<ToolResult>([
-    d.gates.temporal
-      ? deltaRepeatedOutput({
-          vault: d.vault,
-          ...d.gate,
-          flags: d.gates,
-          scope: c.temporalScope,
-          minChars: c.temporalMinChars,
-          toolNames: c.toolNames,
-          maxArtifactChars: c.maxArtifactChars,
-          ...(d.gates.native ? { compression } : {}),
-        })
-      : identity,
-    d.gates.native ? compressToolResult(compression) : identity,
-  ]);
+  // One stage per result: the exact text is vaulted once, the delta beats the compact view.
+  return d.gates.temporal || d.gates.native
+    ? reduceToolResult({ ...options, scope: c.temporalScope, temporalMinChars: c.temporalMinChars })
+    : identity;
 }
 
 export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {

@@ -1,16 +1,15 @@
 /**
- * One pass per tool result: deltaRepeatedOutput and compressToolResult composed vault the exact
- * text once, and the delta's bar is the view compression would really show.
+ * One pass per tool result: reduceToolResult vaults the exact text once, and the delta's bar is
+ * the view its compact candidate would really show.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { firstValueFrom, of, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
 import { codePointLength } from '../../src/compact/lines.js';
-import type { HandingDecision } from '../../src/compact/prepared.js';
+import { reduceToolResult, type ReduceToolResultOptions } from '../../operators/reduce-tool-result.js';
 import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import type { ToolResult } from '../../src/step.js';
@@ -38,11 +37,11 @@ const ls = (content: string): ToolResult =>
   deepFreeze(result('terminal', content, { command: 'ls -l /srv/data', cwd: '/srv' }));
 
 describe('one pass per tool result', () => {
-  it('vaults the exact text of each result once through both stages (it was twice: delta, then compression)', async () => {
+  it('vaults the exact text of each result once and renders its view once (it was twice: delta, then compression)', async () => {
     const vault = await freshVault();
     const counted = faultyVault(vault, { failOn: [] });
-    let rendered = 0; // compression's view asks for its focus terms once per rendering
-    const compression: CompressToolResultOptions = {
+    let rendered = 0; // the view asks for its focus terms once per rendering
+    const options: ReduceToolResultOptions = {
       vault: counted,
       terminalMinChars: 1000,
       focus: () => {
@@ -51,78 +50,36 @@ describe('one pass per tool result', () => {
       },
     };
     const first = listing();
-    const unrelated = first.split('\n').reverse().join('\n'); // a diff larger than the view: compression shows it
+    const unrelated = first.split('\n').reverse().join('\n'); // a diff larger than the view: the view is shown
     const inputs = [ls(first), ls(unrelated), ls(unrelated)];
-    for (const [composed, renderings] of [
-      // Alone, the delta's bar is its own compaction: compression renders the two results it shows.
-      [deltaRepeatedOutput({ vault: counted }), 2],
-      // Given compression's options, the delta's bar is compression's view, rendered once per result
-      // for both stages: the baselined one by compression, the other two by the delta.
-      [deltaRepeatedOutput({ vault: counted, compression }), 3],
-    ] as const) {
-      rendered = 0;
-      const before = { put: counted.faultLog.calls.put ?? 0, verify: counted.faultLog.calls.verify ?? 0 };
-      const outs = await runOp((s) => s.pipe(composed, compressToolResult(compression)), inputs, {
-        sessionId: `s${nth}-${before.put}`,
-      });
-      expect(outs.map((o) => o.decisions.map((d) => `${d.stage}:${d.kind}:${d.reason}`))).toEqual([
-        ['deltaRepeatedOutput:skipped:baseline', 'compressToolResult:applied:terminal_compacted'],
-        ['deltaRepeatedOutput:skipped:not_smaller', 'compressToolResult:applied:terminal_compacted'],
-        ['deltaRepeatedOutput:applied:unchanged'],
-      ]);
-      // One put (and one read-back) per result: three results, three puts.
-      expect((counted.faultLog.calls.put ?? 0) - before.put).toBe(3);
-      expect((counted.faultLog.calls.verify ?? 0) - before.verify).toBe(3);
-      expect(rendered).toBe(renderings);
-      for (const [i, out] of outs.entries()) {
-        const ids = referencedArtifacts(out.value.content);
-        expect(ids.length).toBeGreaterThan(0);
-        expect(await readArtifact(vault, ids[0]!)).toBe(inputs[i]!.content);
-      }
+    const outs = await runOp(reduceToolResult(options), inputs, { sessionId: 'once' });
+    expect(outs.map((o) => o.decisions.map((d) => `${d.stage}:${d.kind}:${d.reason}`))).toEqual([
+      ['deltaRepeatedOutput:skipped:baseline', 'compressToolResult:applied:terminal_compacted'],
+      ['deltaRepeatedOutput:skipped:not_smaller', 'compressToolResult:applied:terminal_compacted'],
+      ['deltaRepeatedOutput:applied:unchanged'],
+    ]);
+    // One put (and one read-back) per result, one view per result: the delta's bar and the candidate.
+    expect(counted.faultLog.calls.put ?? 0).toBe(3);
+    expect(counted.faultLog.calls.verify ?? 0).toBe(3);
+    expect(rendered).toBe(3);
+    for (const [i, out] of outs.entries()) {
+      const ids = referencedArtifacts(out.value.content);
+      expect(ids.length).toBeGreaterThan(0);
+      expect(await readArtifact(vault, ids[0]!)).toBe(inputs[i]!.content);
+      // Decisions carry no hidden hand-off: what they enumerate is all they hold.
+      for (const d of out.decisions) expect(Object.getOwnPropertyNames(d)).toEqual(Object.keys(d));
     }
-    // Compression alone still vaults for itself, and shows the same text as in the composed pass.
+    // The compact preset alone shows the same view as the stage with both candidates.
     const alone = await runOp(compressToolResult({ vault, terminalMinChars: 1000 }), [ls(first)], { sessionId: 'a' });
-    const composed = await runOp(
-      (s) => s.pipe(deltaRepeatedOutput({ vault }), compressToolResult({ vault, terminalMinChars: 1000 })),
-      [ls(first)],
-      { sessionId: 'b' },
-    );
-    expect(composed[0]!.value.content).toBe(alone[0]!.value.content);
-    await vault.close();
-  });
-
-  it('hands its vault write and view on in its decision, which stays content-free in JSON', async () => {
-    const vault = await freshVault();
-    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000 };
-    // A diff larger than compression's view: the delta is skipped after planning that view.
-    const raw = listing().split('\n').reverse().join('\n');
-    const [, delta] = await runOp(deltaRepeatedOutput({ vault, compression }), [ls(listing()), ls(raw)], {
-      sessionId: 'hand',
-    });
-    const decision = delta!.decisions[0] as HandingDecision;
-    expect(decision).toMatchObject({ stage: 'deltaRepeatedOutput', kind: 'skipped', reason: 'not_smaller' });
-    expect(Object.isFrozen(decision)).toBe(true);
-    // The preparation rides on the decision: the exact text's put and compression's plan, keyed by its options.
-    expect(decision.prepared?.result).toBe(delta!.value);
-    expect(await readArtifact(vault, decision.prepared!.put.artifactId)).toBe(raw);
-    expect(decision.prepared?.views.has(compression)).toBe(true);
-    // Not enumerable: the JSON of the decision (logs, telemetry) carries no content.
-    expect(JSON.parse(JSON.stringify(decision))).toEqual({
-      stage: 'deltaRepeatedOutput',
-      kind: 'skipped',
-      reason: 'not_smaller',
-    });
-    // The next stage takes it (used once) and delivers the planned view over the same artifact.
-    const [out] = await firstValueFrom(of(delta!).pipe(compressToolResult(compression), toArray()));
-    expect(decision.prepared?.views.has(compression)).toBe(false);
-    expect(referencedArtifacts(out!.value.content)).toContain(decision.prepared!.put.artifactId);
+    const both = await runOp(reduceToolResult({ vault, terminalMinChars: 1000 }), [ls(first)], { sessionId: 'b' });
+    expect(both[0]!.value.content).toBe(alone[0]!.value.content);
     await vault.close();
   });
 
   it("given compression's options, the delta beats exactly the view compression would show (focus lines, note, eligibility)", async () => {
     const vault = await freshVault();
     const focus = (): readonly string[] => Array.from({ length: 30 }, (_, j) => `needle_${10 * j + 5}`);
-    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000, focus };
+    const compression: ReduceToolResultOptions = { vault, terminalMinChars: 1000, focus };
     // A compression that shows nothing: the delta alone against the raw output, i.e. the candidate itself.
     const never: CompressToolResultOptions = { vault, terminalMinChars: 10_000_000 };
     let differsFromOldBar = 0;
@@ -130,11 +87,7 @@ describe('one pass per tool result', () => {
     for (let changed = 4; changed <= 80; changed += 4) {
       const inputs = [ls(listing()), ls(listing(changed, String(changed)))];
       const session = (what: string) => ({ sessionId: `${what}-${changed}` });
-      const composed = await runOp(
-        (s) => s.pipe(deltaRepeatedOutput({ vault, compression }), compressToolResult(compression)),
-        inputs,
-        session('composed'),
-      );
+      const composed = await runOp(reduceToolResult(compression), inputs, session('composed'));
       const [, shown] = await runOp(compressToolResult(compression), inputs, session('shown'));
       const [, candidate] = await runOp(deltaRepeatedOutput({ vault, compression: never }), inputs, session('cand'));
       const [, oldBar] = await runOp(
@@ -162,18 +115,14 @@ describe('one pass per tool result', () => {
   it('a result compression would leave alone (a backend it does not serve) is delta-compared against the raw output', async () => {
     const vault = await freshVault();
     const env = { TERMINAL_ENV: 'docker' };
-    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000, env };
+    const compression: ReduceToolResultOptions = { vault, terminalMinChars: 1000, env };
     const inputs = [ls(listing()), ls(listing(60, 'docker'))];
     const [, today] = await runOp(
       (s) => s.pipe(deltaRepeatedOutput({ vault, env }), compressToolResult(compression)),
       inputs,
       { sessionId: 'old' },
     );
-    const [, composed] = await runOp(
-      (s) => s.pipe(deltaRepeatedOutput({ vault, env, compression }), compressToolResult(compression)),
-      inputs,
-      { sessionId: 'new' },
-    );
+    const [, composed] = await runOp(reduceToolResult(compression), inputs, { sessionId: 'new' });
     // Without compression's options the delta lost to a compaction nobody showed: the raw output went through.
     expect(today!.value.content).toBe(inputs[1]!.content);
     expect(composed!.value.content.startsWith('[Token Terminator temporal delta | ')).toBe(true);
@@ -183,14 +132,10 @@ describe('one pass per tool result', () => {
 
   it("records the single put under the host's tool name, which a search by that name finds", async () => {
     const vault = await freshVault();
-    const compression: CompressToolResultOptions = { vault, terminalMinChars: 1000 };
+    const compression: ReduceToolResultOptions = { vault, terminalMinChars: 1000 };
     const bash = (content: string): ToolResult =>
       deepFreeze(result('bash', content, { command: 'ls -l /srv/data', cwd: '/srv' }));
-    const [first] = await runOp(
-      (s) => s.pipe(deltaRepeatedOutput({ vault, compression }), compressToolResult(compression)),
-      [bash(listing())],
-      { sessionId: 'host-name' },
-    );
+    const [first] = await runOp(reduceToolResult(compression), [bash(listing())], { sessionId: 'host-name' });
     const [id] = referencedArtifacts(first!.value.content);
     expect(id).toBeDefined();
     const found = await vault.search('bash', 10);
