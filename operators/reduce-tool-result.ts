@@ -43,6 +43,7 @@ import { canonicalToolName, validateToolNames } from '../src/tools/names.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { scopedReads } from '../src/vault/scoped-reads.js';
 import type { PutResult } from '../src/vault/types.js';
+import type { Digests } from '../src/ledger/digests.js';
 
 const DELTA = STAGES.deltaRepeatedOutput;
 const COMPRESS = STAGES.compressToolResult;
@@ -104,6 +105,12 @@ export interface DeltaCandidateOptions {
    * @defaultValue `process.env`
    */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The item ledger the exact text's digest comes from (see CompressToolResultOptions.digests).
+   *
+   * @defaultValue none (the put hashes the text)
+   */
+  readonly digests?: Digests;
 }
 
 /** Options of {@link reduceToolResult}: the compact view's and the delta's; only `vault` is required. */
@@ -128,6 +135,7 @@ interface DeltaParts {
   readonly maxArtifactChars: number;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly compactMaxChars: number | undefined;
+  readonly digests: Digests | undefined;
 }
 
 /** The delta candidate's parts from its options (`name`: the operator the options were given to). */
@@ -142,6 +150,7 @@ export function deltaParts(name: string, options: DeltaCandidateOptions): DeltaP
     maxArtifactChars: intOption(name, 'maxArtifactChars', options.maxArtifactChars, defaultInt('maxArtifactChars'), 1),
     env: options.env ?? process.env,
     compactMaxChars: options.compactMaxChars,
+    digests: options.digests,
   };
 }
 
@@ -243,7 +252,7 @@ async function deltaCandidate(
   if (result.content.length > SLICE_CHARS) await yieldSlice(signal); // an abort stops it before the first write
   const stateKey = baselineKey(step, command, d.scope, d.env);
   const store = storeScope(step.context);
-  const put = await vaultToolResult(vault, result, step.context);
+  const put = await vaultToolResult(vault, result, step.context, planner?.options.digests ?? d.digests);
   let planned: PlannedView | undefined;
   const skip = (reason: string): DeltaOutcome => ({
     step: note(step, { stage: DELTA, kind: 'skipped', reason }),
@@ -315,7 +324,7 @@ async function compactCandidate(
   const raw = result.content;
   signal.throwIfAborted(); // nothing is written after an abort
   const scope = storeScope(step.context);
-  const put = known ?? (await vaultToolResult(planner.options.vault, result, step.context));
+  const put = known ?? (await vaultToolResult(planner.options.vault, result, step.context, planner.options.digests));
   const output = planOutput(plan, put.artifactId);
   if (!strictlySmaller(raw, output, counter))
     return note(step, { stage: COMPRESS, kind: 'skipped', reason: 'not_smaller' });

@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../../src/errors.js';
+import { createDigests, namedIdentity, type Digests } from '../../src/ledger/digests.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
@@ -128,6 +129,7 @@ async function renderSlots(
   format: RecoveryWireFormat,
   context: StepContext,
   cache: RenderingCache,
+  digests: Digests,
   only: ReadonlySet<number> | undefined,
   signal: AbortSignal | undefined,
 ): Promise<SlotResult> {
@@ -151,8 +153,9 @@ async function renderSlots(
     if (isRecoveryResult(slot)) continue;
     const text = textOf(slot.value);
     if (text === undefined || text.text === '' || referencedArtifacts(text.text).length > 0) continue;
+    // The output is named by its ledger digest: the tool stage's put reuses it, never hashed again.
     const key = `${KEY_PREFIX}${createHash('sha256')
-      .update(`${slot.callId ?? ''}\u0000${hostName}\u0000${text.text}`)
+      .update(`${slot.callId ?? ''}\u0000${hostName}\u0000${digests.of(text.text)}`)
       .digest('hex')
       .slice(0, 40)}`;
     const cacheKey = `${sessionStateKey(context)}\u0000${key}`;
@@ -247,6 +250,8 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * request, by structural comparison; items that moved are found by digest.
  */
 export class ItemMemo {
+  /** The ledger items are named by when the Terminator has none of its own. */
+  readonly digests: Digests = createDigests();
   readonly #sessions: LRUCache<string, SessionItems>;
   readonly #maxItems: number;
   readonly #maxChars: number;
@@ -302,14 +307,9 @@ export class ItemMemo {
   /** Forget every session (memory pressure: items are matched again from their digests' renderings in the store). */
   clear(): void {
     this.#sessions.clear();
+    this.digests.clear();
     this.#chars = 0;
   }
-}
-
-/** An item's digest (of its JSON) and its JSON's length. */
-function digestOf(item: unknown): { digest: string; chars: number } {
-  const json = JSON.stringify(item) ?? 'undefined';
-  return { digest: createHash('sha256').update(json).digest('base64'), chars: json.length };
 }
 
 /**
@@ -328,8 +328,10 @@ export async function renderToolOutputs(
 ): Promise<ToolOutputResult> {
   const key = format === 'responses' ? 'input' : 'messages';
   const list = request[key];
+  // The runtime's item ledger (a Terminator without one: this memo's own).
+  const digests = terminator.digests ?? caches.items.digests;
   if (!Array.isArray(list)) {
-    const out = await renderSlots(terminator, request, format, context, caches.renderings, undefined, signal);
+    const out = await renderSlots(terminator, request, format, context, caches.renderings, digests, undefined, signal);
     return {
       request: out.request,
       changed: out.request !== request,
@@ -345,12 +347,12 @@ export async function renderToolOutputs(
       ? memo.lastEntries[i]
       : undefined,
   );
-  const digests = new Map<number, { digest: string; chars: number }>();
+  const identities = new Map<number, { digest: string; chars: number }>();
   const misses = new Set<number>();
   found.forEach((entry, i) => {
     if (entry !== undefined) return;
-    const digest = digestOf(list[i]);
-    digests.set(i, digest);
+    const digest = namedIdentity(list[i], digests);
+    identities.set(i, digest);
     const hit = memo.byDigest.get(digest.digest);
     if (hit !== undefined) found[i] = hit;
     else misses.add(i);
@@ -358,14 +360,14 @@ export async function renderToolOutputs(
   const out =
     misses.size === 0
       ? undefined
-      : await renderSlots(terminator, request, format, context, caches.renderings, misses, signal);
+      : await renderSlots(terminator, request, format, context, caches.renderings, digests, misses, signal);
   const rendered = (out?.request[key] as unknown[] | undefined) ?? list;
   let changed = false;
   const entries = rendered.map((item, i): Entry | undefined => {
     const hit = found[i];
     if (hit !== undefined) return hit;
     if (out?.retry.has(i)) return undefined;
-    const { digest, chars } = digests.get(i) ?? digestOf(list[i]);
+    const { digest, chars } = identities.get(i) ?? namedIdentity(list[i], digests);
     const entry = { item, original: list[i], changed: item !== list[i], chars };
     caches.items.remember(memo, digest, entry);
     return entry;

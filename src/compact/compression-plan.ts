@@ -8,6 +8,7 @@ import type { ModeFlags } from '../config/index.js';
 import type { Mode } from '../config/types.js';
 import { strictlySmaller } from '../accept.js';
 import { NOTED_FROM, type ItemMeasures } from '../ledger/item-measures.js';
+import type { Digests } from '../ledger/digests.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption, oneOfOption, requireVault } from '../options.js';
 import { renderNativeNote } from '../receipts/index.js';
@@ -138,6 +139,13 @@ export interface CompressToolResultOptions {
    * @defaultValue none (the output is tokenized again as part of its request)
    */
   readonly measures?: Pick<ItemMeasures, 'counter' | 'notePieces'>;
+  /**
+   * The item ledger the exact text's digest comes from (the runtime's, shared with the request
+   * stages and the hosts' memos): a text the session already hashed is not hashed again for its put.
+   *
+   * @defaultValue none (the put hashes the text)
+   */
+  readonly digests?: Digests;
 }
 
 /**

@@ -4,6 +4,7 @@
  * artifacts a delivered receipt names pinned (retention never prunes them), and a full read for
  * recovery and for temporal baselines.
  */
+import type { Digests } from '../ledger/digests.js';
 import type { TokenCounter } from '../measure/types.js';
 import { VaultVerifyError } from '../errors.js';
 import { sha256Hex } from '../vault/index.js';
@@ -35,13 +36,19 @@ export async function vaultExact(vault: ArtifactStore, input: PutInput, scope?: 
 /**
  * {@link vaultExact} for a tool result: its exact content under the host's tool name (the one the
  * agent knows and may search by), with its arguments, session and call id, in the step's scope.
- * Every tool-result stage vaults through this, so one stage's put can stand for another's.
+ * The digest comes from `digests` (the item ledger) when given: a text already hashed is looked up.
  */
-export function vaultToolResult(vault: ArtifactStore, result: ToolResult, context: StepContext): Promise<PutResult> {
+export function vaultToolResult(
+  vault: ArtifactStore,
+  result: ToolResult,
+  context: StepContext,
+  digests?: Digests,
+): Promise<PutResult> {
   return vaultExact(
     vault,
     {
       content: result.content,
+      ...(digests === undefined ? {} : { digest: digests.of(result.content) }),
       toolName: result.name,
       args: result.args,
       sessionId: context.sessionId,

@@ -11,6 +11,7 @@
  * Bounded: the texts are held as keys of a least-recently-used map limited in characters, so what
  * is held follows what the current requests still send.
  */
+import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { intOption } from '../options.js';
 import { idMatchesSha, sha256Hex, shortIdForSha } from '../vault/identity.js';
@@ -110,4 +111,27 @@ export function createDigests(options: DigestsOptions = {}): Digests {
       byId.clear();
     },
   };
+}
+
+/** Strings of at least this many code units are named by their ledger digest in an item's identity. */
+export const NAMED_FROM = 256;
+
+/**
+ * The identity of a JSON value as its host sent it (key order kept): SHA-256 (base64) of its JSON
+ * with each string of at least {@link NAMED_FROM} code units written as its ledger digest, so a
+ * tool output inside the value is hashed once, by the ledger, and the value's own hash covers only
+ * the short rest. `chars`: the length of its JSON, long strings counted unescaped.
+ *
+ * @example
+ * const { digest } = namedIdentity({ role: 'tool', content: output }, digests); // output hashed by the ledger
+ */
+export function namedIdentity(value: unknown, digests: Digests): { readonly digest: string; readonly chars: number } {
+  let named = 0;
+  const json =
+    JSON.stringify(value, (_key, v: unknown) => {
+      if (typeof v !== 'string' || v.length < NAMED_FROM) return v;
+      named += v.length - 64;
+      return `\u0000${digests.of(v)}`;
+    }) ?? 'undefined';
+  return { digest: createHash('sha256').update(json).digest('base64'), chars: json.length + named };
 }

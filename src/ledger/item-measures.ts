@@ -33,7 +33,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { createDigests, type Digests } from './digests.js';
+import { createDigests, NAMED_FROM, type Digests } from './digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { canonicalJsonNamed, jsonString, stringRuns } from '../measure/canonical-json.js';
 import { digestKey } from '../measure/count-memo.js';
@@ -180,8 +180,7 @@ export interface ItemMeasuresOptions {
   readonly digests?: Digests;
 }
 
-/** Strings of at least this many code units are named by their ledger digest in an item's identity. */
-export const NAMED_FROM = 256;
+export { NAMED_FROM } from './digests.js';
 
 /** Entries remembered for {@link ItemMeasures.takeCounted} between two calls (the oldest dropped first). */
 export const COUNTED_KEPT = 4096;

@@ -468,6 +468,7 @@ function facade(parts: FacadeParts): Terminator {
     vault,
     counter,
     meter,
+    digests: parts.wired.measures.digests,
     passThrough: failure !== undefined && !parts.store.readOnly,
     toolCalls,
     toolResults,

@@ -198,7 +198,7 @@ export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
     backends: c.backends,
     toolNames: c.toolNames,
     focus: (step) => d.focus.get(sessionKey(step.context)),
-    ...(d.measures === undefined ? {} : { measures: d.measures }),
+    ...(d.measures === undefined ? {} : { measures: d.measures, digests: d.measures.digests }),
   };
   // One stage per result: the exact text is vaulted once, the delta beats the compact view.
   return d.gates.temporal || d.gates.native

@@ -1,6 +1,7 @@
 import type { OperatorFunction } from 'rxjs';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
+import type { Digests } from '../ledger/digests.js';
 import type { MessagesMeter } from '../telemetry/meter.js';
 import type { ToolCredits } from '../telemetry/tool-credits.js';
 import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from '../step.js';
@@ -70,6 +71,12 @@ export interface Terminator extends AsyncDisposable {
    * only what the stages did not. Optional: a Terminator of one's own need not have one.
    */
   readonly meter?: MessagesMeter;
+  /**
+   * The runtime's item ledger of digests (src/ledger/digests.ts): the tool stage's puts, the request
+   * stages' measures and a host's memos name a text by it, so each new text is hashed once.
+   * Optional: a Terminator of one's own need not have one.
+   */
+  readonly digests?: Digests;
   /** Tool-call stream: rtk rewrite. */
   toolCalls(): OperatorFunction<Step<ToolCall>, Step<ToolCall>>;
   /** Tool-result stream: temporal delta → compress. */

@@ -13,28 +13,33 @@ const watch = vi.hoisted(() => ({ needles: [] as string[], passes: 0 }));
 
 vi.mock('node:crypto', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:crypto')>();
-  const createHash = (...args: Parameters<typeof real.createHash>) => {
-    const hash = real.createHash(...args);
-    if (watch.needles.length === 0) return hash;
+  /**
+   * A hash that counts one pass when the bytes given to it hold a needle. A copy starts empty: it
+   * continues the state of what was hashed before without passing over those bytes again.
+   */
+  const wrap = (hash: import('node:crypto').Hash): import('node:crypto').Hash => {
     let seen = '';
+    let counted = false;
     const update = hash.update.bind(hash) as (data: unknown, encoding?: unknown) => unknown;
-    const digest = hash.digest.bind(hash) as (encoding?: unknown) => unknown;
+    const copy = hash.copy.bind(hash);
     Object.assign(hash, {
       update(data: unknown, encoding?: unknown) {
         seen += typeof data === 'string' ? data : Buffer.from(data as Uint8Array).toString('utf8');
-        update(data, encoding);
-        return hash;
-      },
-      digest(encoding?: unknown) {
-        if (watch.needles.some((n) => seen.includes(n))) {
+        if (!counted && watch.needles.some((n) => seen.includes(n))) {
+          counted = true;
           watch.passes += 1;
           if (process.env['HASH_COUNT_STACKS']) console.log(new Error().stack?.split('\n').slice(2, 7).join('\n'));
         }
-        seen = '';
-        return digest(encoding);
+        update(data, encoding);
+        return hash;
       },
+      copy: () => wrap(copy()),
     });
     return hash;
+  };
+  const createHash = (...args: Parameters<typeof real.createHash>) => {
+    const hash = real.createHash(...args);
+    return watch.needles.length === 0 ? hash : wrap(hash);
   };
   return { ...real, createHash, default: { ...real, createHash } };
 });
@@ -110,7 +115,7 @@ describe('one SHA-256 pass over a new tool output', () => {
     expect(passes).toBe(1);
   });
 
-  it.fails('custom loop (wrapOpenAI): 1 on the first request showing it, 0 on every later one', async () => {
+  it('custom loop (wrapOpenAI): 1 on the first request showing it, 0 on every later one', async () => {
     await using tt = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'v.sqlite3') } });
     const sent: string[] = [];
     const client = {
