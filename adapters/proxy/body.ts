@@ -19,6 +19,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../../src/errors.js';
+import { namedIdentity, type Digests } from '../../src/ledger/digests.js';
 
 type Obj = Record<string, unknown>;
 
@@ -105,11 +106,36 @@ interface Parsed {
   /** Top-level keys before the list, in order. */
   readonly headKeys: readonly string[];
   readonly items: readonly unknown[];
+  /** Offset of each item's first byte. */
+  readonly starts: readonly number[];
   /** Offset just past each item. */
   readonly ends: readonly number[];
   readonly sessionId: string;
-  /** SHA-256 state after the session id and the bytes up to the end of the last item. */
+  /** SHA-256 state after the session id and the bytes up to the end of the last item (items named: {@link hashItems}). */
   readonly digest: Hash;
+}
+
+/**
+ * Feed `hash` the bytes of `buf` from `from` to the end of the last of `ranges`. With the item
+ * ledger, each item (`items[i]`, whose bytes are `ranges[i]`) is fed as its named identity
+ * (src/ledger/digests.ts): a tool output in it is hashed once, by the ledger the stages share.
+ */
+function hashItems(
+  hash: Hash,
+  buf: Buffer,
+  from: number,
+  ranges: readonly (readonly [number, number])[],
+  items: readonly unknown[],
+  digests: Digests | undefined,
+): Hash {
+  if (ranges.length === 0) return hash;
+  if (digests === undefined) return hash.update(buf.subarray(from, ranges.at(-1)![1]));
+  let p = from;
+  ranges.forEach(([start, end], i) => {
+    hash.update(buf.subarray(p, start)).update(namedIdentity(items[i], digests).digest);
+    p = end;
+  });
+  return hash;
 }
 
 /** The outline of a whole body: top-level keys before the list, and the list's item extents. */
@@ -183,7 +209,10 @@ function endsWithin(ends: readonly number[], limit: number): number {
 export interface BodyParse {
   readonly value: Obj;
   readonly sessionId: string;
-  /** Hex SHA-256 of the session id followed by the body: `createHash('sha256').update(sessionId).update(body)`. */
+  /**
+   * Hex SHA-256 of the session id followed by the body (with the item ledger, each conversation item
+   * written as its named identity: {@link BodyMemoOptions.digests}).
+   */
   readonly digest: string;
   /** Leading conversation items taken from an earlier body (0: parsed whole). */
   readonly reused: number;
@@ -197,6 +226,11 @@ export interface BodyMemoOptions {
   readonly maxBytes?: number;
   /** Recent bodies kept per group. */
   readonly perGroup?: number;
+  /**
+   * The item ledger (the Terminator's): a body's digest names each of its items by its identity
+   * there, so a tool output is hashed once, not again as bytes of every body. Default: the bytes.
+   */
+  readonly digests?: Digests;
 }
 
 /**
@@ -217,8 +251,10 @@ const footprint = (body: { readonly buf: Buffer }): number => 2 * body.buf.lengt
 export class BodyMemo {
   readonly #groups: LRUCache<string, Parsed[]> | undefined;
   readonly #perGroup: number;
+  readonly #digests: Digests | undefined;
 
   constructor(options: BodyMemoOptions = {}) {
+    this.#digests = options.digests;
     const maxBytes = options.maxBytes ?? 256 * 1024 * 1024;
     this.#perGroup = options.perGroup ?? 4;
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
@@ -247,7 +283,7 @@ export class BodyMemo {
     for (const earlier of recent) {
       let out: { parsed: Parsed; reused: number } | undefined;
       try {
-        out = extend(earlier, buf, sessionOf);
+        out = extend(earlier, buf, sessionOf, this.#digests);
       } catch {
         out = undefined; // not understood here: parsed whole below
       }
@@ -265,7 +301,7 @@ export class BodyMemo {
     const obj = value as Obj;
     const sessionId = sessionOf(obj);
     const digest = createHash('sha256').update(sessionId);
-    const parsed = this.#groups === undefined ? undefined : whole(buf, obj, listKey, sessionId, digest);
+    const parsed = this.#groups === undefined ? undefined : whole(buf, obj, listKey, sessionId, digest, this.#digests);
     if (parsed === undefined) return { value: obj, sessionId, digest: digest.update(buf).digest('hex'), reused: 0 };
     this.#remember(group, recent, undefined, parsed);
     return { ...result(parsed, buf), reused: 0 };
@@ -295,7 +331,14 @@ function result(parsed: Parsed, buf: Buffer): Omit<BodyParse, 'reused'> {
 }
 
 /** Remember a body parsed whole, when its outline is one this module reuses from. */
-function whole(buf: Buffer, value: Obj, listKey: string, sessionId: string, digest: Hash): Parsed | undefined {
+function whole(
+  buf: Buffer,
+  value: Obj,
+  listKey: string,
+  sessionId: string,
+  digest: Hash,
+  digests: Digests | undefined,
+): Parsed | undefined {
   const items = value[listKey];
   if (!Array.isArray(items)) return undefined;
   let shape: ReturnType<typeof outline>;
@@ -305,9 +348,10 @@ function whole(buf: Buffer, value: Obj, listKey: string, sessionId: string, dige
     return undefined;
   }
   if (shape === undefined || shape.ranges.length !== items.length || items.length === 0) return undefined;
+  const starts = shape.ranges.map((r) => r[0]);
   const ends = shape.ranges.map((r) => r[1]);
-  digest.update(buf.subarray(0, ends.at(-1)!));
-  return { buf, value, listKey, headKeys: shape.headKeys, items, ends, sessionId, digest };
+  hashItems(digest, buf, 0, shape.ranges, items, digests);
+  return { buf, value, listKey, headKeys: shape.headKeys, items, starts, ends, sessionId, digest };
 }
 
 /** `buf` as an extension of `earlier`, or undefined when it shares no whole item with it. */
@@ -315,6 +359,7 @@ function extend(
   earlier: Parsed,
   buf: Buffer,
   sessionOf: (value: Obj) => string,
+  digests: Digests | undefined,
 ): { parsed: Parsed; reused: number } | undefined {
   const shared = endsWithin(earlier.ends, firstDifference(buf, earlier.buf));
   if (shared === 0) return undefined;
@@ -345,16 +390,35 @@ function extend(
   for (const key of Object.keys(tail)) value[key] = tail[key];
   const sessionId = sessionOf(value);
   if (sessionId !== earlier.sessionId) return undefined;
+  const starts = earlier.starts.slice(0, shared);
   const ends = earlier.ends.slice(0, shared);
-  for (const r of ranges) ends.push(r[1]);
-  let digest: Hash;
-  if (shared === earlier.ends.length) digest = earlier.digest.copy().update(buf.subarray(from, ends.at(-1)));
-  else
-    digest = createHash('sha256')
-      .update(sessionId)
-      .update(buf.subarray(0, ends.at(-1)));
+  for (const r of ranges) {
+    starts.push(r[0]);
+    ends.push(r[1]);
+  }
+  const digest =
+    shared === earlier.ends.length
+      ? hashItems(earlier.digest.copy(), buf, from, ranges, items.slice(shared), digests)
+      : hashItems(
+          createHash('sha256').update(sessionId),
+          buf,
+          0,
+          starts.map((start, i) => [start, ends[i]!] as const),
+          items,
+          digests,
+        );
   return {
-    parsed: { buf, value, listKey: earlier.listKey, headKeys: earlier.headKeys, items, ends, sessionId, digest },
+    parsed: {
+      buf,
+      value,
+      listKey: earlier.listKey,
+      headKeys: earlier.headKeys,
+      items,
+      starts,
+      ends,
+      sessionId,
+      digest,
+    },
     reused: shared,
   };
 }

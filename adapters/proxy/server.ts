@@ -489,7 +489,10 @@ function proxyContext(
     // the resident size reach its plateau within a minute or two of load.
     renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 64)),
     items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 32)),
-    bodies: new BodyMemo({ maxBytes: config.bodyMemoBytes }),
+    bodies: new BodyMemo({
+      maxBytes: config.bodyMemoBytes,
+      ...(terminator.digests === undefined ? {} : { digests: terminator.digests }),
+    }),
     itemJson: new WeakMap(),
     recoveryRounds: config.recoveryRounds,
     accounted: new WeakSet(),

@@ -138,7 +138,7 @@ describe('one SHA-256 pass over a new tool output', () => {
     expect({ first, later }).toEqual({ first: 1, later: 0 });
   });
 
-  it.fails('gateway: 1 on the first request showing it, 0 on every later one', async () => {
+  it('gateway: 1 on the first request showing it, 0 on every later one', async () => {
     const h = await startHarness(() => ({ json: completion }), { dir });
     await h.proxy.settled();
     try {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BodyMemo, firstDifference } from '../../../adapters/proxy/body.js';
+import { createDigests, NAMED_FROM } from '../../../src/ledger/digests.js';
 
 type Obj = Record<string, unknown>;
 
@@ -9,6 +10,8 @@ const json = fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' });
 const item = fc.oneof(
   fc.record({ role: fc.constantFrom('user', 'assistant', 'tool'), content: fc.string({ unit: 'binary' }) }),
   json,
+  // A tool output long enough to be named by its ledger digest.
+  fc.record({ role: fc.constant('tool'), content: fc.string({ minLength: NAMED_FROM, maxLength: 300 }) }),
 );
 const key = fc.oneof(fc.constantFrom('model', 'stream', 'tools', 'max_tokens', '0', '7'), fc.string({ maxLength: 6 }));
 const keys = fc.uniqueArray(fc.tuple(key, json), { maxLength: 3, selector: (kv) => kv[0] });
@@ -59,6 +62,9 @@ describe('BodyMemo', () => {
         indent,
         (head, tail0, first, turns, space0) => {
           const memo = new BodyMemo();
+          // Named by the item ledger: a body extended from an earlier one has the digest it has parsed whole.
+          const digests = createDigests();
+          const named = new BodyMemo({ digests });
           let messages = first;
           let tail = tail0;
           // The latest body of each session: an edit of the first item moves the conversation to
@@ -80,6 +86,9 @@ describe('BodyMemo', () => {
             expectWhole(out?.value, buf);
             expect(out!.sessionId).toBe(sessionOf(out!.value));
             expect(out!.digest).toBe(digestOf(out!.sessionId, buf));
+            const namedOut = named.parse(buf, 'messages', 'g', sessionOf);
+            expect(namedOut!.reused).toBe(out!.reused);
+            expect(namedOut!.digest).toBe(new BodyMemo({ digests }).parse(buf, 'messages', 'g', sessionOf)!.digest);
             const items = out!.value['messages'] as unknown[];
             reusedItems += out!.reused;
             const previous = latest.get(out!.sessionId);
