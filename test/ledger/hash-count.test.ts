@@ -1,52 +1,60 @@
 /**
  * Hash once: the SHA-256 passes over a new tool output's bytes, counted by wrapping `createHash`
- * (every module's `node:crypto` import is this wrapper). A pass is one hash whose input holds the
+ * on the builtin (every module's `node:crypto` import then is this wrapper). A pass is one hash whose input holds the
  * whole output, raw or JSON-escaped (as the gateway sees it inside a request body); a hash of a
  * compacted view or of a short key does not count.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Hash } from 'node:crypto';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { wrapOpenAI } from '../../adapters/custom-loop/index.js';
+import { createTerminator } from '../../src/runtime/index.js';
+import { startHarness, testRunOutput } from '../proxy/support/harness.js';
 
-const watch = vi.hoisted(() => ({ needles: [] as string[], passes: 0 }));
+const watch = { needles: [] as string[], passes: 0 };
 
-vi.mock('node:crypto', async (importOriginal) => {
-  const real = await importOriginal<typeof import('node:crypto')>();
-  /**
-   * A hash that counts one pass when the bytes given to it hold a needle. A copy starts empty: it
-   * continues the state of what was hashed before without passing over those bytes again.
-   */
-  const wrap = (hash: import('node:crypto').Hash): import('node:crypto').Hash => {
-    let seen = '';
-    let counted = false;
-    const update = hash.update.bind(hash) as (data: unknown, encoding?: unknown) => unknown;
-    const copy = hash.copy.bind(hash);
-    Object.assign(hash, {
-      update(data: unknown, encoding?: unknown) {
-        seen += typeof data === 'string' ? data : Buffer.from(data as Uint8Array).toString('utf8');
-        if (!counted && watch.needles.some((n) => seen.includes(n))) {
-          counted = true;
-          watch.passes += 1;
-          if (process.env['HASH_COUNT_STACKS']) console.log(new Error().stack?.split('\n').slice(2, 7).join('\n'));
-        }
-        update(data, encoding);
-        return hash;
-      },
-      copy: () => wrap(copy()),
-    });
-    return hash;
-  };
-  const createHash = (...args: Parameters<typeof real.createHash>) => {
-    const hash = real.createHash(...args);
+/**
+ * A hash that counts one pass when the bytes given to it hold a needle. A copy starts empty: it
+ * continues the state of what was hashed before without passing over those bytes again.
+ */
+function wrap(hash: Hash): Hash {
+  let seen = '';
+  let counted = false;
+  const update = hash.update.bind(hash) as (data: unknown, encoding?: unknown) => unknown;
+  const copy = hash.copy.bind(hash);
+  return Object.assign(hash, {
+    update(data: unknown, encoding?: unknown) {
+      seen += typeof data === 'string' ? data : Buffer.from(data as Uint8Array).toString('utf8');
+      if (!counted && watch.needles.some((n) => seen.includes(n))) {
+        counted = true;
+        watch.passes += 1;
+        if (process.env['HASH_COUNT_STACKS']) console.log(new Error().stack?.split('\n').slice(2, 7).join('\n'));
+      }
+      update(data, encoding);
+      return hash;
+    },
+    copy: () => wrap(copy()),
+  });
+}
+
+// Installed on the builtin and synced into its ESM bindings: every module's `createHash` is this
+// one (the test files share one module graph, so a module mock would miss modules loaded before).
+const crypto = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+const originalCreateHash = crypto.createHash;
+beforeAll(() => {
+  crypto.createHash = ((...args: Parameters<typeof originalCreateHash>) => {
+    const hash = originalCreateHash(...args);
     return watch.needles.length === 0 ? hash : wrap(hash);
-  };
-  return { ...real, createHash, default: { ...real, createHash } };
+  }) as typeof crypto.createHash;
+  syncBuiltinESMExports();
 });
-
-const { createTerminator } = await import('../../src/runtime/index.js');
-const { wrapOpenAI } = await import('../../adapters/custom-loop/index.js');
-const { startHarness, testRunOutput } = await import('../proxy/support/harness.js');
+afterAll(() => {
+  crypto.createHash = originalCreateHash;
+  syncBuiltinESMExports();
+});
 
 /** Count the passes over `output` while `run` runs. */
 async function passesOver(output: string, run: () => Promise<unknown>): Promise<number> {
