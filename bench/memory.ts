@@ -36,7 +36,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 import { createTerminator, type Terminator } from '../src/runtime/index.js';
-import { SESSION_BYTES_PER_CHAR } from '../src/runtime/request-chars.js';
+import { SESSION_BYTES_PER_CHAR } from '../src/ledger/request-chars.js';
 import { toolOutput } from './proxy-load.js';
 import type { ProviderRequest } from '../src/step.js';
 

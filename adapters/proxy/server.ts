@@ -29,7 +29,7 @@ import type { Terminator } from '../../src/runtime/types.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
 import { BatchQueue } from '../../src/telemetry/batch-queue.js';
-import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
 import { accountRequest } from '../../src/telemetry/request-account.js';
 import { ReceiptVerifier } from '../../src/receipts/verify.js';
 import type { RequestMetric } from '../../src/vault/types.js';

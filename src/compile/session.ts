@@ -11,7 +11,7 @@ import { createChainMemo, type ChainMemo } from './conversation.js';
 import { createEvidenceStore, type EvidenceStore, type Receipted } from './evidence.js';
 import type { FocusTermsMemo } from './conversation-terms.js';
 import type { ItemMeasures } from '../ledger/item-measures.js';
-import { createMeter, type Meter } from './meter.js';
+import { createMeter, type Meter } from '../ledger/request-meter.js';
 import { createRequestMemo, Recognitions, type RequestMemo } from '../model/prefix.js';
 import { createObservationMemo, type ObservationMemo } from './observations.js';
 import { createInlineIds, type InlineIds } from './references.js';

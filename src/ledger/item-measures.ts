@@ -8,11 +8,11 @@
  * tokenized once, whichever of them asks first; an operator or meter used alone makes its own.
  *
  * What each reader takes from an entry:
- * - the stages' per-session meter (src/compile/meter.ts): `chars`, `hash` (the chain hashes and the
+ * - the stages' per-session meter (src/ledger/request-meter.ts): `chars`, `hash` (the chain hashes and the
  *   rebuilt-object lookup) and the tokens of the compact canonical JSON (the acceptance gate);
  * - the output-budget adapter (src/budget/counter.ts): the tokens of the same compact canonical JSON
  *   of each array element, the very string the stages count, so one count serves both;
- * - the telemetry meter (src/telemetry/meter.ts): `chars` (the code points of the spaced canonical
+ * - the telemetry meter (src/ledger/messages-meter.ts): `chars` (the code points of the spaced canonical
  *   JSON, the same number the stages use) and the tokens of its spaced array segments.
  *
  * What stays two: the texts counted. The stages and the budget count the compact JSON

@@ -26,7 +26,7 @@
  */
 import { PRICING_PROFILES, requestCost, type PricingProfile } from '../config/pricing.js';
 import { codePoints } from '../measure/index.js';
-import type { MessagesMeter } from '../telemetry/meter.js';
+import type { MessagesMeter } from '../ledger/messages-meter.js';
 import { addCounts, emptyCounts, pct, type FidelityCounts } from './fidelity.js';
 import type { RequestPoint } from './series.js';
 

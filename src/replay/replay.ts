@@ -29,7 +29,7 @@ import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { STAGES } from '../stages.js';
 import { attributeRequest, createSkillCuts } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
-import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
+import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
 import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';

@@ -41,7 +41,7 @@ import {
 import { createSkillCuts } from '../telemetry/attribution.js';
 import { countReductions, ReductionActivity } from '../activity.js';
 import { DeferredRecords } from '../telemetry/deferred-records.js';
-import { createMessagesMeter, type MessagesMeter } from '../telemetry/meter.js';
+import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
 import { accountRequest } from '../telemetry/request-account.js';
 import {
   openLiveLedger,
@@ -53,7 +53,7 @@ import { ToolCredits } from '../telemetry/tool-credits.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
 import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
 import { LaneCache } from './lanes.js';
-import { RunningRequestChars, SESSION_BYTES_PER_CHAR } from './request-chars.js';
+import { RunningRequestChars, SESSION_BYTES_PER_CHAR } from '../ledger/request-chars.js';
 import { checkWritable, defaultCounter, openReason, openVault, type OpenedVault } from './open-vault.js';
 import {
   FocusBoard,
@@ -120,7 +120,7 @@ export interface TerminatorOptions {
   readonly maxSessions?: number;
   /**
    * Bytes of per-session request state the lanes hold over all sessions. A session's state is
-   * estimated at `SESSION_BYTES_PER_CHAR` (src/runtime/request-chars.ts) bytes per character of
+   * estimated at `SESSION_BYTES_PER_CHAR` (src/ledger/request-chars.ts) bytes per character of
    * its latest request (the items its memos hold and derive from; `npm run bench -- memory`
    * measures the factor). Past it the least recently used sessions' lanes are dropped (the session
    * in use stays); a dropped session's next request rebuilds them from the request and the vault,

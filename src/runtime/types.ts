@@ -2,7 +2,7 @@ import type { OperatorFunction } from 'rxjs';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { Digests } from '../ledger/digests.js';
-import type { MessagesMeter } from '../telemetry/meter.js';
+import type { MessagesMeter } from '../ledger/messages-meter.js';
 import type { ToolCredits } from '../telemetry/tool-credits.js';
 import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';

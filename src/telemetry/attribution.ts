@@ -13,7 +13,7 @@
  * (` json,`, memoized per message object by the meter), so framing tokens are the array's edges.
  */
 import { canonicalJson, codePoints, serializedObjectChars } from '../measure/index.js';
-import type { MessagesMeter } from './meter.js';
+import type { MessagesMeter } from '../ledger/messages-meter.js';
 
 /**
  * The parts a request's size is attributed to.

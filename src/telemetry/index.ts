@@ -1,5 +1,10 @@
 /** Content-free telemetry: incremental request measurement, attribution, metrics rows, stats, the experiment ledger. */
-export { createMessagesMeter, type MessagesMeter, type MessageEntry, type MessagesMeterOptions } from './meter.js';
+export {
+  createMessagesMeter,
+  type MessagesMeter,
+  type MessageEntry,
+  type MessagesMeterOptions,
+} from '../ledger/messages-meter.js';
 export { attributeRequest, COMPONENTS, type Attribution, type Component, type ComponentSize } from './attribution.js';
 export { savedByStage, anyFailedOpen, requestMetric, type RequestMetricInput } from './metrics.js';
 export { reductionPct, type MetricsSummary } from './stats.js';

@@ -15,7 +15,7 @@ import { sessionStateKey, type ProviderRequest, type Decision, type StepContext 
 import { RECOVERY_TOOL_NAME } from '../receipts/index.js';
 import { toolName } from '../model/read.js';
 import { attributeRequest, type Attribution, type SkillCuts } from './attribution.js';
-import type { MessagesMeter } from './meter.js';
+import type { MessagesMeter } from '../ledger/messages-meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from './metrics.js';
 import type { ToolCredits } from './tool-credits.js';
 import type { RequestMetric } from '../vault/types.js';

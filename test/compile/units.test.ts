@@ -7,7 +7,7 @@ import { chooseBatch } from '../../src/compile/economics.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { boundedView } from '../../src/compile/duplicates.js';
 import { evidenceText } from '../../src/compile/evidence.js';
-import { createMeter } from '../../src/compile/meter.js';
+import { createMeter } from '../../src/ledger/request-meter.js';
 import { horizons, segmentSteps } from '../../src/compile/steps.js';
 import { canonicalJson, serializedChars } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';

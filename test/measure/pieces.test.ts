@@ -25,7 +25,7 @@ import {
 } from '../../src/measure/index.js';
 import { pieceCounting, type CopiedRun, type PieceRecord } from '../../src/measure/pieces.js';
 import { SPLIT_FLAGS, SPLIT_PATTERNS } from '../../src/measure/encoders.js';
-import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
 import { longRun, tokenizerText } from './tokenizer-text.js';
 
 const RUNS = 150;

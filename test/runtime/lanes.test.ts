@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stepOperator } from '../../src/operator-kit.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { LaneCache } from '../../src/runtime/lanes.js';
-import { SESSION_BYTES_PER_CHAR } from '../../src/runtime/request-chars.js';
+import { SESSION_BYTES_PER_CHAR } from '../../src/ledger/request-chars.js';
 import { createTerminator } from '../../src/runtime/index.js';
 import { advance, createStep } from '../../src/step.js';
 import type { Terminator } from '../../src/runtime/types.js';

@@ -11,7 +11,7 @@ import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js
 import type { TokenCounter } from '../../src/measure/types.js';
 import { createTerminator } from '../../src/runtime/index.js';
 import { attributeRequest } from '../../src/telemetry/attribution.js';
-import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
 
 let dir: string;
 beforeEach(() => {

@@ -9,10 +9,10 @@
  * o200k/cl100k pre-tokenizers a piece never spans the boundary between `,` and the following
  * space (punctuation runs stop at whitespace, and a piece starting at the space is ` {"…`). So
  * the count of the whole string equals the sum of the counts of the segments `[m1,`, ` m2,`, …,
- * ` mn]`, and each segment is memoized per message in the shared item memo (test/telemetry/meter.test.ts checks the
+ * ` mn]`, and each segment is memoized per message in the shared item memo (test/ledger/messages-meter.test.ts checks the
  * equality against counting the whole string).
  */
-import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from '../ledger/item-measures.js';
+import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from './item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
 
 /** The measurements of one message (see {@link MessagesMeter.entry}). */

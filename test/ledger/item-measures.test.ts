@@ -2,11 +2,11 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { budgetCounterFrom } from '../../src/budget/counter.js';
 import { createItemMeasures, spacedFromCompact } from '../../src/ledger/item-measures.js';
-import { createMeter } from '../../src/compile/meter.js';
+import { createMeter } from '../../src/ledger/request-meter.js';
 import { ConfigError } from '../../src/errors.js';
 import { canonicalJson, codePoints, createTiktokenCounter, serializedChars } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
-import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
 
 // A counter without a memo: every count below is a fresh tokenization.
 const counter = createTiktokenCounter('o200k_base');

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createItemMeasures } from '../../src/ledger/item-measures.js';
-import { RunningRequestChars, requestChars } from '../../src/runtime/request-chars.js';
+import { RunningRequestChars, requestChars } from '../../src/ledger/request-chars.js';
 import type { ProviderRequest } from '../../src/step.js';
 
 /** How one request of a session is made from the previous one's lists. */

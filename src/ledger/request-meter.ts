@@ -9,8 +9,8 @@
  */
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
-import type { Digests } from '../ledger/digests.js';
-import { createItemMeasures, type ItemMeasures } from '../ledger/item-measures.js';
+import type { Digests } from './digests.js';
+import { createItemMeasures, type ItemMeasures } from './item-measures.js';
 import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from '../model/prefix.js';
 
 export interface ItemMeasure {

@@ -7,7 +7,7 @@
  * previous request keep their running sum (a pointer comparison each), and only the others are
  * looked up. {@link requestChars} is the plain sum it always equals.
  */
-import type { ItemMeasures } from '../ledger/item-measures.js';
+import type { ItemMeasures } from './item-measures.js';
 import type { ProviderRequest } from '../step.js';
 
 /**

@@ -3,7 +3,7 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canonicalJson, codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import { attributeRequest, COMPONENTS } from '../../src/telemetry/attribution.js';
-import { createMessagesMeter } from '../../src/telemetry/meter.js';
+import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
 import { createItemMeasures } from '../../src/ledger/item-measures.js';
 
 const counter = createTiktokenCounter();
