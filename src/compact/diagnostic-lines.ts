@@ -11,6 +11,8 @@
  * rustc error, the `>` line pytest points at, a failing test's header.
  */
 
+import { RUNNERS } from '../runners/index.js';
+
 export interface DiagnosticScan {
   /** The output shows a failure: a failure line, or a non-zero exit status. */
   readonly failing: boolean;
@@ -33,18 +35,11 @@ export interface ScanOptions {
 const FAILURE_START = new RegExp(
   '^(?:' +
     [
-      String.raw`E(?:\s|$)`, // pytest assertion rewriting / exception lines
-      String.raw`(?:FAILED|ERROR) \S`, // pytest short summary
-      String.raw`=+ [^=]*\b\d+ (?:failed|errors?)\b.*=$`, // pytest final summary
       String.raw`Traceback \(most recent call last\):`,
       String.raw`(?:During handling of the above exception|The above exception was the direct cause)`,
       String.raw`(?:Exception in thread |\s*Caused by: |\s*Suppressed: )`,
       String.raw`\s*(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Failure|Exit|Interrupt)(?:: .*)?$`, // exception line
       String.raw`\s*(?:\w*Error|[\w.]+Exception)\b(?:: .*)?$`,
-      String.raw`\[ERROR\]`,
-      String.raw`FAILURE: Build failed`,
-      String.raw`\S[^>]* > .*FAILED$`, // gradle test
-      String.raw`\* What went wrong:`,
       String.raw`e: \S`, // kotlin compiler
       String.raw`\S[^(]*\(\d+,\d+\): error TS\d+:|\S[^ ]*:\d+:\d+ - error TS\d+:|Found \d+ errors?\b`, // tsc
       String.raw`\S+\.java:\d+: error: |\d+ errors?$`, // javac
@@ -53,17 +48,16 @@ const FAILURE_START = new RegExp(
       String.raw`error(?:\[E?\d+\])?: `, // rustc, cargo, git
       String.raw`\s+\d+:\d+\s+error\s`, // eslint stylish row
       String.raw`npm (?:ERR!|error)\b|(?:yarn )?error \S|\s*ELIFECYCLE\b`,
-      String.raw`\s*panic: |fatal error: |\s*--- FAIL: |\s+\S+_test\.go:\d+: |FAIL(?:\s|$)|exit status [1-9]`,
-      String.raw`thread '[^']*'(?: \(\d+\))? panicked at |test .+ \.\.\. FAILED$|test result: FAILED`,
-      String.raw`\s*(?:FAIL|×|✗|✕)\s|\s*●\s|\s*Tests?\s+\d+ failed|\s*Test (?:Files|Suites):?\s+\d+ failed`,
       String.raw`\[exit code: [1-9]\d*\]`,
       String.raw`make(?:\[\d+\])?: \*\*\* |Killed$`,
       String.raw`(?:fatal|FATAL|ERROR|Error)(?:\[[\w-]+\])?: `,
+      // Each test runner's own failure lines, in its family's file.
+      ...new Set(Object.values(RUNNERS).map((r) => r.failureLine.source)),
     ].join('|') +
     ')',
 );
 const FAILURE_ANY =
-  /<<< (?:FAILURE|ERROR)!|\bBUILD (?:FAILURE|FAILED)\b|ERR_PNPM_|Segmentation fault|core dumped|: command not found$|\b(?:exited|returned|failed) with (?:exit )?(?:code|status) [1-9]|non-zero exit status/;
+  /\bBUILD (?:FAILURE|FAILED)\b|ERR_PNPM_|Segmentation fault|core dumped|: command not found$|\b(?:exited|returned|failed) with (?:exit )?(?:code|status) [1-9]|non-zero exit status/;
 
 const CONTEXT = new RegExp(
   '^(?:' +
@@ -83,14 +77,6 @@ const CONTEXT = new RegExp(
 );
 
 /**
- * Failure lines of verbose test runners' progress output, one per test: pytest `-v`
- * (`tests/test_x.py::test_a FAILED   [ 20%]`, `… ERROR`), cargo (`test x ... FAILED`), go `-v`
- * (`--- FAIL: TestX`), vitest/jest rows (`× suite > name 12ms`).
- */
-const VERBOSE_FAILURE =
-  /^\S+::\S.*? (?:FAILED|ERROR)(?:\s|$)|^test \S.* \.\.\. FAILED$|^\s*--- FAIL: |^\s*(?:×|✗|✕|❌) \S/;
-
-/**
  * What a line-numbered view (a file read) shows as a failure record: `E   ` details, a pytest
  * location ending in an exception, failure counts, `error:`/`fatal:`, a shell's missing file, a
  * non-zero exit status, failing test summaries.
@@ -99,11 +85,10 @@ const RECORD_FAILURE =
   /^E {2,}\S|^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b|^(?:FAILED|ERROR|FAIL)\b(?!\s*[=(.,;])|^Traceback \(most recent call last\)|^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)|^Caused by: |\b(?:error|fatal)(?:\[\w+\])?:|\berror TS\d+|^npm ERR!|^npm error\b|^panic: |panicked at|^--- FAIL|^\[ERROR\]|BUILD FAILURE|: command not found$|No such file or directory$|\b[1-9]\d* (?:failed|errors?)\b|\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]|^test \S+ \.\.\. FAILED$|^\s*(?:✗|×|✕) \S/;
 /**
  * Plain lines that state a failure without the shapes above: failure counts (`3 failed`,
- * `Failures: 1`), a shell's missing file or refused permission, assertion messages, a failed
- * Gradle task.
+ * `Failures: 1`), a shell's missing file or refused permission, assertion messages.
  */
 const STATED_FAILURE =
-  /\b[1-9]\d* (?:failed|errors?)\b|\b(?:Failures|Errors): [1-9]|: No such file or directory$|\bPermission denied$|^(?:Expected: |but (?:was|got):? )\S|^> Task \S+ FAILED/;
+  /\b[1-9]\d* (?:failed|errors?)\b|\b(?:Failures|Errors): [1-9]|: No such file or directory$|\bPermission denied$|^(?:Expected: |but (?:was|got):? )\S/;
 /**
  * A log record's severity (`2026-01-02 10:00:01 ERROR db: refused`, `[FATAL] …`, `level=error`):
  * upper case and a whole word, not a constant being assigned or called (`ERROR = 1`, `FATAL(`).
@@ -136,7 +121,7 @@ export function isFailureLine(line: string): boolean {
     const t = line.slice(numbered[0].length).trim();
     return t !== '' && (RECORD_FAILURE.test(t) || LOG_LEVEL.test(t));
   }
-  return FAILURE_START.test(line) || FAILURE_ANY.test(line) || VERBOSE_FAILURE.test(line) || STATED_FAILURE.test(line);
+  return FAILURE_START.test(line) || FAILURE_ANY.test(line) || STATED_FAILURE.test(line);
 }
 
 const PY_FRAME = /^\s+File ".*", line \d+/;

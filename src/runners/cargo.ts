@@ -7,6 +7,7 @@ export const cargo: RunnerRules = {
     /^\s*(Compiling|Downloading|Downloaded|Finished|Fresh|Checking|Locking|Updating|Blocking)\s/,
   ],
   block: /^---- .+ stdout ----$/,
+  failureLine: /^(?:thread '[^']*'(?: \(\d+\))? panicked at |test .+ \.\.\. FAILED$|test result: FAILED)/,
   summary: /^test result:|^error: test failed|^\s*Running\s/,
   failingIds: [/^test (\S+) \.\.\. FAILED$/],
   showsRun: (output) => /^test result: /m.test(output),

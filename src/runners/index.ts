@@ -1,7 +1,8 @@
 /**
  * The test runners, one family per file (js: vitest and jest; pytest; cargo; go; jvm: Maven and
- * Gradle). The compactor (src/compact/test-runners.ts), the digests (src/compile/digest.ts) and
- * the family detector (src/tools/family.ts) read their rules here.
+ * Gradle). The compactor (src/compact/test-runners.ts), the failure-line classifier
+ * (src/compact/diagnostic-lines.ts), the digests (src/compile/digest.ts) and the family detector
+ * (src/tools/family.ts) read their rules here.
  */
 import { cargo } from './cargo.js';
 import { go } from './go.js';

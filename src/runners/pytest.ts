@@ -8,6 +8,10 @@ export const pytest: RunnerRules = {
     /^(platform|cachedir|rootdir|configfile|plugins|collecting)\b/,
   ],
   block: /^_{3,} .+ _{3,}$/,
+  // `E` lines of assertion rewriting, the short summary, the final count, verbose
+  // `tests/a.py::test_x FAILED   [ 20%]` rows.
+  failureLine:
+    /^(?:E(?:\s|$)|(?:FAILED|ERROR) \S|=+ [^=]*\b\d+ (?:failed|errors?)\b.*=$|\S+::\S.*? (?:FAILED|ERROR)(?:\s|$))/,
   summary: /^=+ .*(passed|failed|error|skipped|deselected|xfailed|no tests ran).* =+$|^(FAILED|ERROR) /,
   // The short summary's `FAILED tests/a.py::test_x - …` and verbose `tests/a.py::test_x FAILED`.
   failingIds: [/^(?:FAILED|ERROR) (\S+::\S+|\S+\.py)/, /^(\S+::\S+) (?:FAILED|ERROR)\b/],

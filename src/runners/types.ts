@@ -9,6 +9,11 @@ export interface RunnerRules {
   readonly block: RegExp;
   /** Summary lines, always kept. */
   readonly summary: RegExp;
+  /**
+   * A line that on its own shows a failure in this runner's output; every alternative anchored
+   * with `^` (isFailureLine in src/compact/diagnostic-lines.ts joins them into one anchored test).
+   */
+  readonly failureLine: RegExp;
   /** Lines naming a failing test; group 1 is its id (tried in the order of src/runners/index.ts). */
   readonly failingIds: readonly RegExp[];
   /** True when a whole output is this runner's run though the command did not say so. */
