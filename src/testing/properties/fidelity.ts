@@ -25,7 +25,14 @@ import type { ProviderRequest } from '../../step.js';
 import { artifactIdFor } from '../../vault/index.js';
 import { firstDifference } from '../deep.js';
 import { conversationItems } from '../format.js';
-import { checkedRun, InvariantViolation, stagesOf, type InvariantOptions, type OperatorUnderTest } from '../harness.js';
+import {
+  checkedRun,
+  InvariantViolation,
+  stagesOf,
+  type InvariantName,
+  type InvariantOptions,
+  type OperatorUnderTest,
+} from '../harness.js';
 import { prefixBreak } from './cache-stable.js';
 
 const clip = (s: string): string => (s.length > 100 ? `${s.slice(0, 97)}…` : s);
@@ -169,62 +176,50 @@ export function danglingReferences(request: ProviderRequest, shownBefore: Readon
   return problems;
 }
 
-/** The prefix-kept check: no output request changes the instruction prefix of its input. */
-export function prefixKeptPredicate(
+/**
+ * An invariant that checks each output request against its input (and the input before it):
+ * `problem`, made anew for each run, says what is wrong with one request, or nothing.
+ */
+function eachRequest(
+  invariant: InvariantName,
+  problem: () => (input: ProviderRequest, output: ProviderRequest, previous?: ProviderRequest) => string | undefined,
+): (
   op: OperatorUnderTest<ProviderRequest>,
   options: InvariantOptions<ProviderRequest>,
-): (values: readonly ProviderRequest[]) => Promise<void> {
-  return (values) =>
-    checkedRun('prefix-kept', op, options, values, (steps, result) => {
+) => (values: readonly ProviderRequest[]) => Promise<void> {
+  return (op, options) => (values) =>
+    checkedRun(invariant, op, options, values, (steps, result) => {
+      const check = problem();
       result.outputs.forEach((out, i) => {
-        const change = prefixChange(steps[i]!.value, out.value);
-        if (change !== undefined)
-          throw new InvariantViolation(
-            'prefix-kept',
-            `request ${i} (${stagesOf(out)})`,
-            `the instruction prefix changed: ${change}`,
-          );
+        const found = check(steps[i]!.value, out.value, steps[i - 1]?.value);
+        if (found !== undefined) throw new InvariantViolation(invariant, `request ${i} (${stagesOf(out)})`, found);
       });
     });
 }
+
+/** The prefix-kept check: no output request changes the instruction prefix of its input. */
+export const prefixKeptPredicate = eachRequest('prefix-kept', () => (input, output) => {
+  const change = prefixChange(input, output);
+  return change === undefined ? undefined : `the instruction prefix changed: ${change}`;
+});
 
 /** The actions-kept check: every assistant action of an input request is still in its output. */
-export function actionsKeptPredicate(
-  op: OperatorUnderTest<ProviderRequest>,
-  options: InvariantOptions<ProviderRequest>,
-): (values: readonly ProviderRequest[]) => Promise<void> {
-  return (values) =>
-    checkedRun('actions-kept', op, options, values, (steps, result) => {
-      result.outputs.forEach((out, i) => {
-        const missing = missingAction(steps[i]!.value, out.value);
-        if (missing !== undefined)
-          throw new InvariantViolation(
-            'actions-kept',
-            `request ${i} (${stagesOf(out)})`,
-            `an assistant action of the input is missing: ${missing}`,
-          );
-      });
-    });
-}
+export const actionsKeptPredicate = eachRequest('actions-kept', () => (input, output) => {
+  const missing = missingAction(input, output);
+  return missing === undefined ? undefined : `an assistant action of the input is missing: ${missing}`;
+});
 
 /** The no-dangling-reference check: an output only refers to artifacts this conversation has already shown. */
-export function noDanglingReferencePredicate(
-  op: OperatorUnderTest<ProviderRequest>,
-  options: InvariantOptions<ProviderRequest>,
-): (values: readonly ProviderRequest[]) => Promise<void> {
-  return (values) =>
-    checkedRun('no-dangling-reference', op, options, values, (steps, result) => {
-      let shown = new Set<string>();
-      result.outputs.forEach((out, i) => {
-        // A request that does not extend the previous one is another conversation.
-        if (i > 0 && prefixBreak(steps[i - 1]!.value, steps[i]!.value) !== undefined) shown = new Set();
-        const problems = danglingReferences(out.value, shown);
-        if (problems.length > 0)
-          throw new InvariantViolation('no-dangling-reference', `request ${i} (${stagesOf(out)})`, problems.join('; '));
-        for (const id of shownArtifacts(out.value)) shown.add(id);
-      });
-    });
-}
+export const noDanglingReferencePredicate = eachRequest('no-dangling-reference', () => {
+  let shown = new Set<string>();
+  return (input, output, previous) => {
+    // A request that does not extend the previous one is another conversation.
+    if (previous !== undefined && prefixBreak(previous, input) !== undefined) shown = new Set();
+    const problems = danglingReferences(output, shown);
+    for (const id of shownArtifacts(output)) shown.add(id);
+    return problems.length > 0 ? problems.join('; ') : undefined;
+  };
+});
 
 /**
  * What the digests of an output request leave out of the outputs they stand for: every failing
@@ -296,16 +291,7 @@ export function missingFailureLines(output: string, view: string): string[] {
 }
 
 /** The diagnostics-kept check: every digest keeps the failing test ids and diagnostic lines of its output. */
-export function diagnosticsKeptPredicate(
-  op: OperatorUnderTest<ProviderRequest>,
-  options: InvariantOptions<ProviderRequest>,
-): (values: readonly ProviderRequest[]) => Promise<void> {
-  return (values) =>
-    checkedRun('diagnostics-kept', op, options, values, (steps, result) => {
-      result.outputs.forEach((out, i) => {
-        const problems = missingDiagnostics(steps[i]!.value, out.value);
-        if (problems.length > 0)
-          throw new InvariantViolation('diagnostics-kept', `request ${i} (${stagesOf(out)})`, problems.join('; '));
-      });
-    });
-}
+export const diagnosticsKeptPredicate = eachRequest('diagnostics-kept', () => (input, output) => {
+  const problems = missingDiagnostics(input, output);
+  return problems.length > 0 ? problems.join('; ') : undefined;
+});
