@@ -33,6 +33,16 @@ export type PropTuple<A extends unknown[]> = readonly [
 
 type Inputs<T> = readonly T[];
 
+/** The `[arbitraries, predicate]` of an invariant over provider requests. */
+const onRequests =
+  <O extends InvariantOptions<ProviderRequest> = InvariantOptions<ProviderRequest>>(
+    predicate: (op: OperatorUnderTest<ProviderRequest>, o: O) => (values: Inputs<ProviderRequest>) => Promise<void>,
+  ) =>
+  (op: OperatorUnderTest<ProviderRequest>, o: O): PropTuple<[Inputs<ProviderRequest>]> => [
+    [o.inputs],
+    predicate(op, o),
+  ];
+
 /**
  * `[arbitraries, predicate]` per invariant, for `test.prop` of `@fast-check/vitest`.
  *
@@ -61,30 +71,12 @@ export const propertyTests = {
     [o.inputs, cutPlan()],
     releasesOnUnsubscribePredicate(op, o),
   ],
-  cacheStable: (
-    op: OperatorUnderTest<ProviderRequest>,
-    o: CacheStableOptions,
-  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], cacheStablePredicate(op, o)],
-  validRoles: (
-    op: OperatorUnderTest<ProviderRequest>,
-    o: InvariantOptions<ProviderRequest>,
-  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], validRolesPredicate(op, o)],
-  prefixKept: (
-    op: OperatorUnderTest<ProviderRequest>,
-    o: InvariantOptions<ProviderRequest>,
-  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], prefixKeptPredicate(op, o)],
-  actionsKept: (
-    op: OperatorUnderTest<ProviderRequest>,
-    o: InvariantOptions<ProviderRequest>,
-  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], actionsKeptPredicate(op, o)],
-  noDanglingReference: (
-    op: OperatorUnderTest<ProviderRequest>,
-    o: InvariantOptions<ProviderRequest>,
-  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], noDanglingReferencePredicate(op, o)],
-  diagnosticsKept: (
-    op: OperatorUnderTest<ProviderRequest>,
-    o: InvariantOptions<ProviderRequest>,
-  ): PropTuple<[Inputs<ProviderRequest>]> => [[o.inputs], diagnosticsKeptPredicate(op, o)],
+  cacheStable: onRequests<CacheStableOptions>(cacheStablePredicate),
+  validRoles: onRequests(validRolesPredicate),
+  prefixKept: onRequests(prefixKeptPredicate),
+  actionsKept: onRequests(actionsKeptPredicate),
+  noDanglingReference: onRequests(noDanglingReferencePredicate),
+  diagnosticsKept: onRequests(diagnosticsKeptPredicate),
 };
 
 function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>): fc.IAsyncProperty<A> {
@@ -93,6 +85,11 @@ function asProperty<A extends unknown[]>([arbitraries, predicate]: PropTuple<A>)
     predicate as (...a: unknown[]) => Promise<void>,
   ) as unknown as fc.IAsyncProperty<A>;
 }
+
+const requestProperty =
+  <O>(tuple: (op: OperatorUnderTest<ProviderRequest>, o: O) => PropTuple<[Inputs<ProviderRequest>]>) =>
+  (op: OperatorUnderTest<ProviderRequest>, o: O) =>
+    asProperty(tuple(op, o));
 
 /**
  * Each invariant as an `fc.asyncProperty`, for `fc.assert`. Pass `includeErrorInReport: true`
@@ -110,22 +107,16 @@ export const invariants = {
   failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>) => asProperty(propertyTests.failsOpen(op, o)),
   releasesOnUnsubscribe: <T>(op: OperatorUnderTest<T>, o: ReleaseOptions<T>) =>
     asProperty(propertyTests.releasesOnUnsubscribe(op, o)),
-  cacheStable: (op: OperatorUnderTest<ProviderRequest>, o: CacheStableOptions) =>
-    asProperty(propertyTests.cacheStable(op, o)),
-  validRoles: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
-    asProperty(propertyTests.validRoles(op, o)),
+  cacheStable: requestProperty(propertyTests.cacheStable),
+  validRoles: requestProperty(propertyTests.validRoles),
   /** The instruction prefix reaches the output unchanged and in place (docs/fidelity.md). */
-  prefixKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
-    asProperty(propertyTests.prefixKept(op, o)),
+  prefixKept: requestProperty(propertyTests.prefixKept),
   /** Every assistant action of the input is present verbatim in the output. */
-  actionsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
-    asProperty(propertyTests.actionsKept(op, o)),
+  actionsKept: requestProperty(propertyTests.actionsKept),
   /** No delta, receipt or digest refers to what the conversation was not shown. */
-  noDanglingReference: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
-    asProperty(propertyTests.noDanglingReference(op, o)),
+  noDanglingReference: requestProperty(propertyTests.noDanglingReference),
   /** Every digest keeps the failing test ids and diagnostic lines of its output (up to 50, then their count). */
-  diagnosticsKept: (op: OperatorUnderTest<ProviderRequest>, o: InvariantOptions<ProviderRequest>) =>
-    asProperty(propertyTests.diagnosticsKept(op, o)),
+  diagnosticsKept: requestProperty(propertyTests.diagnosticsKept),
 };
 
 /**
