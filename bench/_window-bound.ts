@@ -17,8 +17,8 @@ import { readFileSync } from 'node:fs';
 import { chatActions } from '../src/compile/actions.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { readSessions } from '../src/replay/index.js';
-import { actionValues, useCandidates } from '../src/replay/sight.js';
-import { stringsOf } from '../src/replay/fidelity.js';
+import { useCandidates } from '../src/replay/sight.js';
+import { actionValues, stringsOf } from '../src/replay/fidelity.js';
 
 type Obj = Record<string, unknown>;
 const [path, dumpPath, w, r] = process.argv.slice(2);
@@ -104,7 +104,7 @@ for (const s of await readSessions(path!, Infinity)) {
     }
     const otherJoined = other.join('\u0000');
     const isUsed = (x: string): boolean => !otherJoined.includes(x) && outputs.some((o) => o.includes(x));
-    const { words, lines } = useCandidates(chatActions(answer).flatMap(actionValues));
+    const { words, lines } = useCandidates(chatActions(answer).flatMap((a) => actionValues(a)));
     const shown = (x: string): boolean => coreJson.includes(JSON.stringify(x).slice(1, -1));
     const uLines = lines.filter(isUsed);
     const uWords = words.filter(isUsed);

@@ -76,12 +76,15 @@ export function addCounts(into: FidelityCounts, more: FidelityCounts): void {
   for (const k of Object.keys(into) as (keyof FidelityCounts)[]) into[k] += more[k];
 }
 
-/** Identifiers and paths of ≥ 4 chars (with a letter) and numbers of ≥ 2 digits, in order, distinct. */
-export function groundingStrings(action: string): string[] {
-  const values: string[] = [];
+/**
+ * The values of an action: a JSON arguments string decoded (its strings, and its numbers when
+ * `numbers`), else the string itself.
+ */
+export function actionValues(action: string, numbers = false): string[] {
+  const out: string[] = [];
   const collect = (v: unknown): void => {
-    if (typeof v === 'string') values.push(v);
-    else if (typeof v === 'number') values.push(String(v));
+    if (typeof v === 'string') out.push(v);
+    else if (numbers && typeof v === 'number') out.push(String(v));
     else if (Array.isArray(v)) v.forEach(collect);
     else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
   };
@@ -89,12 +92,17 @@ export function groundingStrings(action: string): string[] {
   try {
     const parsed: unknown = JSON.parse(action);
     if (typeof parsed === 'object' && parsed !== null) collect(parsed);
-    else values.push(action);
+    else out.push(action);
   } catch {
-    values.push(action);
+    out.push(action);
   }
+  return out;
+}
+
+/** Identifiers and paths of ≥ 4 chars (with a letter) and numbers of ≥ 2 digits, in order, distinct. */
+export function groundingStrings(action: string): string[] {
   const out = new Set<string>();
-  for (const v of values) {
+  for (const v of actionValues(action, true)) {
     for (const piece of v.match(/[\p{L}\p{N}_./-]+/gu) ?? []) {
       const s = piece.replace(/^[./-]+|[./-]+$/g, '');
       if (/^\d+$/.test(s)) {

@@ -19,7 +19,7 @@
  */
 import { chatActions } from '../compile/actions.js';
 import { codePoints } from '../measure/index.js';
-import { stringsOf, type FidelityCounts } from './fidelity.js';
+import { actionValues, stringsOf, type FidelityCounts } from './fidelity.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -32,24 +32,6 @@ export const RECOVERY_CALL_CHARS = 200;
 
 const WORD = /[A-Za-z_][A-Za-z0-9_./-]{3,}|\d{2,}/g;
 const SEP = '\u0000';
-
-/** The string values of an action: a JSON arguments string decoded, else the string itself. */
-export function actionValues(action: string): string[] {
-  const out: string[] = [];
-  const collect = (v: unknown): void => {
-    if (typeof v === 'string') out.push(v);
-    else if (Array.isArray(v)) v.forEach(collect);
-    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
-  };
-  try {
-    const parsed: unknown = JSON.parse(action);
-    if (typeof parsed === 'object' && parsed !== null) collect(parsed);
-    else out.push(action);
-  } catch {
-    out.push(action);
-  }
-  return out;
-}
 
 /** Candidate words and lines of an action's strings, distinct, in order. */
 export function useCandidates(values: readonly string[]): { words: string[]; lines: string[] } {
@@ -108,7 +90,7 @@ export class SightTracker {
     if (actions.length === 0) return { recoveryChars: undefined };
     const c = this.#counts;
     c.use_actions++;
-    const { words, lines } = useCandidates(actions.flatMap(actionValues));
+    const { words, lines } = useCandidates(actions.flatMap((a) => actionValues(a)));
     const used = (s: string): boolean => !this.#other.includes(s) && this.#outputs.some((o) => o.includes(s));
     const finalJson = JSON.stringify(finalMessages);
     const present = (s: string): boolean => finalJson.includes(JSON.stringify(s).slice(1, -1));

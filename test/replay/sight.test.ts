@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { replaySessions, type RecordedSession, type ReplayFigures } from '../../src/replay/index.js';
-import { actionValues, useCandidates } from '../../src/replay/sight.js';
+import { actionValues } from '../../src/replay/fidelity.js';
+import { useCandidates } from '../../src/replay/sight.js';
 import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { advance, type ProviderRequest } from '../../src/step.js';
 
