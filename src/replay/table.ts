@@ -123,47 +123,30 @@ function sizeRows(f: ReplayFigures): Row[] {
   ];
 }
 
+/** A `part/whole` row with its percentage. */
+function row(label: string, part: number, whole: number, pct: number): Row {
+  return [label, '', `${part}/${whole}`, `${pct.toFixed(2)} %`];
+}
+
 /** What the model could still see (the fidelity contract). */
 function fidelityRows(f: ReplayFigures): Row[] {
+  const d = f.fidelity;
   return [
-    ['task visible', '', `${f.fidelity.tasks_visible}/${f.fidelity.requests}`, `${f.task_visible_pct.toFixed(2)} %`],
-    [
-      'actions visible',
-      '',
-      `${f.fidelity.actions_visible}/${f.fidelity.actions_checked}`,
-      `${f.actions_visible_pct.toFixed(2)} %`,
-    ],
+    row('task visible', d.tasks_visible, d.requests, f.task_visible_pct),
+    row('actions visible', d.actions_visible, d.actions_checked, f.actions_visible_pct),
     // 0/0 is reported as 100 % in the JSON (nothing could be missing); the table says there was nothing to check.
-    [
-      'diagnostic lines visible',
-      '',
-      `${f.fidelity.diagnostic_lines_visible}/${f.fidelity.diagnostic_lines}`,
-      f.fidelity.diagnostic_lines === 0 ? 'none to check' : `${f.diagnostics_visible_pct.toFixed(2)} %`,
-    ],
-    [
-      'grounding strings visible',
-      '',
-      `${f.fidelity.grounding_strings_visible}/${f.fidelity.grounding_strings}`,
-      `${f.grounding_pct.toFixed(2)} %`,
-    ],
-    [
-      'lines used from earlier outputs, visible at use',
-      '',
-      `${f.fidelity.use_lines_visible}/${f.fidelity.use_lines}`,
-      `${f.use_lines_pct.toFixed(2)} %`,
-    ],
-    [
-      'words used from earlier outputs, visible at use',
-      '',
-      `${f.fidelity.use_words_visible}/${f.fidelity.use_words}`,
-      `${f.use_words_pct.toFixed(2)} %`,
-    ],
-    [
+    d.diagnostic_lines === 0
+      ? ['diagnostic lines visible', '', `${d.diagnostic_lines_visible}/0`, 'none to check']
+      : row('diagnostic lines visible', d.diagnostic_lines_visible, d.diagnostic_lines, f.diagnostics_visible_pct),
+    row('grounding strings visible', d.grounding_strings_visible, d.grounding_strings, f.grounding_pct),
+    row('lines used from earlier outputs, visible at use', d.use_lines_visible, d.use_lines, f.use_lines_pct),
+    row('words used from earlier outputs, visible at use', d.use_words_visible, d.use_words, f.use_words_pct),
+    row(
       'actions quoting a line they could not see',
-      '',
-      `${f.fidelity.use_actions_missing_line}/${f.fidelity.use_actions}`,
-      `${f.actions_missing_use_pct.toFixed(2)} %`,
-    ],
+      d.use_actions_missing_line,
+      d.use_actions,
+      f.actions_missing_use_pct,
+    ),
   ];
 }
 
