@@ -12,7 +12,7 @@ import { isRecognisedList, sharedLead } from '../model/prefix.js';
 type Change = { readonly slot: Slot; readonly text: string };
 
 /** One earlier result of {@link renderItems}, kept (as private copies) to render the next request from. */
-interface Rendering {
+export interface Rendering {
   readonly base: readonly unknown[];
   /** Sorted by item. */
   readonly changes: readonly Change[];
@@ -21,7 +21,6 @@ interface Rendering {
   readonly firstChanged: number;
 }
 
-const RENDERINGS = 'apply:renderings';
 /** Renderings kept per session: the stages render two lists per request (the kept history and the candidate). */
 const RENDERINGS_KEPT = 2;
 
@@ -49,7 +48,7 @@ function sortedByItem(list: readonly Change[]): boolean {
 export function renderItems(state: SessionState, view: RequestView, list: readonly Change[]): unknown[] | undefined {
   const items = view.items;
   if (!sortedByItem(list)) return renderFrom(state, items, list, 0, 0, items.slice(), Infinity).out;
-  const kept = (state.sticky.get(RENDERINGS) as Rendering[] | undefined) ?? [];
+  const kept = state.memo.renderings ?? [];
   let best: { r: Rendering; bound: number; k: number } | undefined;
   for (const r of kept) {
     const s = sharedLead(items, r.base, state.requests.lists);
@@ -74,7 +73,7 @@ export function renderItems(state: SessionState, view: RequestView, list: readon
   }
   kept.unshift(result.rendering);
   if (kept.length > RENDERINGS_KEPT) kept.length = RENDERINGS_KEPT;
-  state.sticky.set(RENDERINGS, kept);
+  state.memo.renderings = kept;
   return result.out;
 }
 

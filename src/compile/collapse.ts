@@ -22,16 +22,12 @@ const SEEN_MAX = 10_000;
 
 /** Chain hash of every item the session's requests had → the request (its last chain hash) that first had it. */
 export function seenItems(state: SessionState): Map<string, string> {
-  let seen = state.sticky.get('dedupe:seen') as Map<string, string> | undefined;
-  if (seen === undefined) state.sticky.set('dedupe:seen', (seen = new Map()));
-  return seen;
+  return (state.memo.seen ??= new Map());
 }
 
 /** Chain hashes of the items the session's requests rendered as a duplicate's receipt. */
 export function duplicateItems(state: SessionState): Set<string> {
-  let set = state.sticky.get('dedupe:duplicates') as Set<string> | undefined;
-  if (set === undefined) state.sticky.set('dedupe:duplicates', (set = new Set()));
-  return set;
+  return (state.memo.duplicates ??= new Set());
 }
 
 const LAST_REQUEST = 'tt:dedupe:last';
@@ -49,7 +45,7 @@ export async function restoreSession(
   chain: readonly string[],
   requestKey: string,
 ): Promise<void> {
-  state.sticky.set('dedupe:restored', true);
+  state.memo.restored = true;
   // One read after the other: the stage holds one vault connection at a time.
   const last = await state.vault.getRendering(sessionId, LAST_REQUEST).catch(() => undefined);
   const listed = await state.vault.getRendering(sessionId, DUPLICATES).catch(() => undefined);
@@ -82,7 +78,7 @@ export async function sessionHistory(
   const seen = seenItems(state);
   const requestKey = chain.at(-1) ?? '';
   const duplicates = duplicateItems(state);
-  if (state.sticky.get('dedupe:restored') !== true) await restoreSession(state, sessionId, chain, requestKey);
+  if (state.memo.restored !== true) await restoreSession(state, sessionId, chain, requestKey);
   return {
     isNew: (i) => (seen.get(chain[i]!) ?? requestKey) === requestKey,
     wasDuplicate: (i) => duplicates.has(chain[i]!),
@@ -134,16 +130,16 @@ export async function noteSeen(
   const seen = seenItems(state);
   const requestKey = chain.at(-1) ?? '';
   // The leading run of chain hashes the last request through here added is in `seen` already.
-  const last = state.sticky.get('dedupe:added') as readonly string[] | undefined;
+  const last = state.memo.added;
   let from = 0;
   if (last !== undefined) while (from < chain.length && from < last.length && chain[from] === last[from]) from++;
   for (let i = from; i < chain.length; i++) if (!seen.has(chain[i]!)) seen.set(chain[i]!, requestKey);
-  state.sticky.set('dedupe:added', chain);
+  state.memo.added = chain;
   // Bounded: a host keeping a sliding window re-keys every item per request; an evicted hash only
   // makes an old item look new, which this stage then leaves as it is unless it is a duplicate.
   if (seen.size > SEEN_MAX) {
     for (const h of [...seen.keys()].slice(0, SEEN_MAX / 2)) seen.delete(h);
-    state.sticky.delete('dedupe:added');
+    delete state.memo.added;
   }
   // Items new here are a suffix (chain hashes are prefix hashes).
   let firstNew = chain.length;

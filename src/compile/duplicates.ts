@@ -145,16 +145,13 @@ async function evidenceOf(
  * rendering. An extended view hands over the previous view's slot objects (src/model/read.ts),
  * and an item's evidence, once found, stays what it was (see knownEvidence).
  */
-interface OutputFacts {
+export interface OutputFacts {
   readonly slot: Slot;
   readonly ev: Evidence | null;
   planned?: { [R in PlannedSlot['render']]?: PlannedSlot };
 }
 
 type Found = OutputFacts & { readonly ev: Evidence };
-
-/** The facts of the previous request's outputs, reused for the same slot objects (see {@link planDuplicates}). */
-const OUTPUT_FACTS = 'dedupe:facts';
 
 /** The planned slot of `f` rendered as `render`, built once per output and rendering. */
 function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
@@ -172,7 +169,7 @@ export async function planDuplicates(
   outputs: readonly Slot[],
   o: DuplicateOptions,
 ): Promise<DuplicatesPlanned> {
-  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const previous = state.memo.dedupeFacts ?? [];
   const facts: OutputFacts[] = [];
   let p = 0;
   for (const slot of outputs) {
@@ -186,7 +183,7 @@ export async function planDuplicates(
     }
     facts.push(f);
   }
-  state.sticky.set(OUTPUT_FACTS, facts);
+  state.memo.dedupeFacts = facts;
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
   // become receipts (the content is visible further down). Copies the conversation already had
   // are left to the history rewrites: replacing them here would break the prompt cache.

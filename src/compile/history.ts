@@ -112,7 +112,7 @@ export interface HistoryPlan {
  * view hands over the previous view's slot objects (src/model/read.ts), and their chain keys,
  * text sizes and renderings do not change.
  */
-interface OutputFacts {
+export interface OutputFacts {
   readonly slot: Slot;
   readonly chain: string;
   readonly key: string;
@@ -140,8 +140,6 @@ function changedDelta(f: OutputFacts): boolean {
   }
   return f.changed;
 }
-
-const OUTPUT_FACTS = 'history:outputs';
 
 /** The key of an output in the conversation: its item's chain hash and its path in the item. */
 const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringify(slot.path.slice(2))}`;
@@ -355,7 +353,7 @@ async function decideOutputs(
   const { decided, visit } = outputDecider(state, memo, o, b);
   // What the previous plan found per output (its key, text size, renderings), reused for the
   // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
-  const previous = (state.sticky.get(OUTPUT_FACTS) as readonly OutputFacts[] | undefined) ?? [];
+  const previous = state.memo.historyFacts ?? [];
   const facts: OutputFacts[] = [];
   let p = 0;
   for (let k = 0; k < outputs.length; k++) {
@@ -387,7 +385,7 @@ async function decideOutputs(
     shown.push(keys[k]!);
     if (code === CANDIDATE) candidates.push(picked[k]!);
   }
-  state.sticky.set(OUTPUT_FACTS, facts);
+  state.memo.historyFacts = facts;
   return { applied, candidates, shown, facts, returned };
 }
 
@@ -638,15 +636,8 @@ export interface SessionPast {
   readonly returned: Set<string>;
 }
 
-const PAST = 'history:past';
-
 function sessionPast(state: SessionState): SessionPast {
-  let past = state.sticky.get(PAST) as SessionPast | undefined;
-  if (past === undefined) {
-    past = { rewritten: new Set(), returned: new Set() };
-    state.sticky.set(PAST, past);
-  }
-  return past;
+  return (state.memo.past ??= { rewritten: new Set(), returned: new Set() });
 }
 
 function notePast(past: SessionPast, applied: readonly Target[], returned: readonly string[]): void {

@@ -17,6 +17,10 @@ import { createObservationMemo, type ObservationMemo } from './observations.js';
 import { createInlineIds, type InlineIds } from './references.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
+import type { Rendering } from './apply.js';
+import type { OutputFacts as DuplicateFacts } from './duplicates.js';
+import type { OutputFacts as HistoryFacts, SessionPast } from './history.js';
+import type { Walk, WordMemo } from './working-set.js';
 import { sessionStateKey } from '../step.js';
 import { checkOptions } from '../options.js';
 
@@ -33,8 +37,8 @@ export interface SessionState {
    * in a request (a delta, a reused receipt). An id outside it is unknown.
    */
   readonly reads: ScopedReads;
-  /** Free-form sticky memo of a stage (collapse blocks, routed catalogs). */
-  readonly sticky: Map<string, unknown>;
+  /** What the stages carry from one request of the session to the next (see {@link StageMemo}). */
+  readonly memo: StageMemo;
   /**
    * What a stage derived per output and may derive again the same way (history digests, receipts
    * verified in the vault): bounded by entries and by characters held, least recently used first,
@@ -53,6 +57,33 @@ export interface SessionState {
   readonly inlineIds: InlineIds;
   /** The last scans for tool outputs and recognised observations (src/compile/observations.ts). */
   readonly observations: ObservationMemo;
+}
+
+/**
+ * What a request stage carries from a session's request to its next, each field owned by the
+ * module that names it; absent until that stage first needs it.
+ */
+export interface StageMemo {
+  /** planDuplicates: the facts of the previous request's outputs, reused for the same slot objects. */
+  dedupeFacts?: readonly DuplicateFacts[];
+  /** collapseDuplicates: chain hash of every item the session had → the request that first had it. */
+  seen?: Map<string, string>;
+  /** collapseDuplicates: chain hashes of the items rendered as a duplicate's receipt. */
+  duplicates?: Set<string>;
+  /** collapseDuplicates: the state was restored from the vault's mirror. */
+  restored?: boolean;
+  /** collapseDuplicates: the chain hashes the last request added to `seen`. */
+  added?: readonly string[];
+  /** planHistory: what the previous plan found per output. */
+  historyFacts?: readonly HistoryFacts[];
+  /** planHistory: the outputs rewritten so far and those the agent came back to. */
+  past?: SessionPast;
+  /** idleTurns: per-item word sets. */
+  words?: WordMemo;
+  /** idleTurns: the walk over the last request's items. */
+  walk?: Walk;
+  /** renderItems: the last renderings to render the next request from. */
+  renderings?: Rendering[];
 }
 
 /** One derived value and the characters it holds (its share of the bound). */
@@ -165,7 +196,7 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       chain: createChainMemo(requests.lists),
       vault: store,
       reads: scopedReads(options.vault, { tenant, sessionId }),
-      sticky: new Map(),
+      memo: {},
       derived: new DerivedCache(),
       itemMemo: new WeakMemo(),
       requests,

@@ -74,17 +74,10 @@ function outputFacts(text: string): OutputFacts {
   }
   return { words: referenceWords(text), lines };
 }
-const MEMO = 'history:working-set-words';
-
 const newMemo = (): WordMemo => ({ items: new WeakMap(), outputs: new WeakMap(), walked: 0 });
 
 function memoOf(state: SessionState): WordMemo {
-  let memo = state.sticky.get(MEMO) as WordMemo | undefined;
-  if (memo === undefined) {
-    memo = newMemo();
-    state.sticky.set(MEMO, memo);
-  }
-  return memo;
+  return (state.memo.words ??= newMemo());
 }
 
 function itemWords(memo: WordMemo, item: unknown): Set<string> {
@@ -116,7 +109,7 @@ export function walkedItems(state: SessionState): number {
  * them, so a request costs its new items, not its history (a session of parallel calls has several
  * outputs per turn, each walked again on every request before).
  */
-interface Walk {
+export interface Walk {
   /** The items walked (a recognised list or a private copy) and the outputs among them. */
   items: readonly unknown[];
   outputs: readonly Slot[];
@@ -130,7 +123,6 @@ interface Walk {
   /** The newest output showing each line. */
   readonly newest: Map<string, number>;
 }
-const WALK = 'history:working-set-walk';
 
 const samePath = (a: Slot, b: Slot): boolean =>
   a.item === b.item && a.path.length === b.path.length && a.path.every((p, i) => p === b.path[i]);
@@ -141,7 +133,7 @@ const samePath = (a: Slot, b: Slot): boolean =>
  * items in item order (the walk counts a later output's lines as it meets them).
  */
 function carriedWalk(state: SessionState, view: RequestView, outputs: readonly Slot[]): Walk | undefined {
-  const walk = state.sticky.get(WALK) as Walk | undefined;
+  const walk = state.memo.walk;
   if (walk === undefined) return undefined;
   const n = walk.items.length;
   if (n > view.items.length || outputs.length < walk.outputs.length) return undefined;
@@ -211,11 +203,11 @@ export function idleTurns(state: SessionState, view: RequestView, outputs: reado
   let walk = carriedWalk(state, view, outputs);
   const from = walk?.items.length ?? 0;
   if (!walkable(outputs, walk?.outputs.length ?? 0)) {
-    state.sticky.delete(WALK);
+    delete state.memo.walk;
     return idleTurnsOnce(view, outputs, memo);
   }
   // Taken out while it changes: a walk that throws half way is not carried.
-  state.sticky.delete(WALK);
+  delete state.memo.walk;
   walk ??= { items: [], outputs: [], turn: 0, last: [], lines: [], again: [], holders: new Map(), newest: new Map() };
   if (from < view.items.length || walk.outputs.length < outputs.length) {
     if (!extendWalk(memo, walk, view, outputs, from)) return idleTurnsOnce(view, outputs, memo);
@@ -223,7 +215,7 @@ export function idleTurns(state: SessionState, view: RequestView, outputs: reado
     walk.items = isRecognisedList(view.items, state.requests.lists) ? view.items : view.items.slice();
     walk.outputs = outputs.slice();
   }
-  state.sticky.set(WALK, walk);
+  state.memo.walk = walk;
   const w = walk;
   return outputs.map((_, k) => {
     const lines = w.lines[k];
