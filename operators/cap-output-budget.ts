@@ -4,9 +4,8 @@
  * remaining space is below the required output.
  */
 import { STAGES } from '../src/stages.js';
-import { defer, finalize, type OperatorFunction } from 'rxjs';
-import { stepOperator } from '../src/operator-kit.js';
-import type { ProviderRequest, Step, StepContext } from '../src/step.js';
+import { stageOperator, type StageOperator } from '../src/operator-kit.js';
+import type { ProviderRequest, StepContext } from '../src/step.js';
 import { createOutputBudget, type OutputBudgetOptions, type WindowLimits } from '../src/budget/planner.js';
 
 /**
@@ -36,19 +35,16 @@ const STAGE = STAGES.capOutputBudget;
  * @example
  * requests$.pipe(capOutputBudget({ route: { model: 'gpt-5', contextWindow: 400_000 } }));
  */
-export function capOutputBudget(
-  options: CapOutputBudgetOptions = {},
-): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function capOutputBudget(options: CapOutputBudgetOptions = {}): StageOperator<ProviderRequest> {
   const budget = createOutputBudget(STAGE, options);
-  return (source) =>
-    defer(() => {
-      // One budget (and, for registry backends, one counter with its HTTP agent and cache) per subscription.
+  return stageOperator<ProviderRequest>({
+    name: STAGE,
+    open: () => {
+      // One budget (and, for registry backends, one counter with its HTTP agent and cache) per run.
       const run = budget.open();
-      return source.pipe(
-        stepOperator<ProviderRequest>(STAGE, () => (step, signal) => run.apply(step, signal)),
-        finalize(() => void run.close().catch(() => undefined)),
-      );
-    });
+      return { reduce: (step, _session, signal) => run.apply(step, signal), close: () => run.close() };
+    },
+  });
 }
 
 /** Preflight pressure function with its resources. */

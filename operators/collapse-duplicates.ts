@@ -1,8 +1,7 @@
 import { STAGES } from '../src/stages.js';
-import type { OperatorFunction } from 'rxjs';
 import type { RequestView } from '../src/model/index.js';
 import type { Slot } from '../src/model/types.js';
-import { stepOperator } from '../src/operator-kit.js';
+import { stageOperator, type SessionReducer, type StageOperator } from '../src/operator-kit.js';
 import { advance, note, sessionStateKey, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import {
@@ -23,7 +22,7 @@ import {
   type ObservationSetting,
 } from '../src/compile/observations.js';
 import {
-  createSessionPool,
+  sessionStateFactory,
   prefixRecognitionOption,
   recognitionsOption,
   type RequestStageOptions,
@@ -81,9 +80,7 @@ export interface CollapseDuplicatesOptions extends RequestStageOptions {
  * @example
  * requests$.pipe(collapseDuplicates({ vault, minArtifactChars: 4000 }))
  */
-export function collapseDuplicates(
-  options: CollapseDuplicatesOptions,
-): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function collapseDuplicates(options: CollapseDuplicatesOptions): StageOperator<ProviderRequest> {
   requireVault(STAGE, options);
   const minChars = intOption(STAGE, 'minArtifactChars', options.minArtifactChars, defaultInt('minArtifactChars'), 1);
   const maxChars = intOption(
@@ -99,36 +96,40 @@ export function collapseDuplicates(
   const { counter, measures } = options;
   const prefixRecognition = prefixRecognitionOption(STAGE, options);
   const recognitions = recognitionsOption(STAGE, options);
-  return stepOperator(STAGE, () => {
-    const sessions = createSessionPool({
-      vault: options.vault,
-      ...(counter === undefined ? {} : { counter }),
-      ...(measures === undefined ? {} : { measures }),
-      ...recognitions,
-      prefixRecognition,
-    });
-    // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
-    const outputsOf = (view: RequestView, state: SessionState): Slot[] => [
-      ...hostToolOutputs(view, state.observations),
-      ...observationSlots(view, isObservation, state.observations),
-    ];
-    const settings: Settings = { minChars, maxChars, maxInlineChars, viewChars, outputsOf };
-    // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
-    return (step) => {
-      // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
-      const state = sessions(step.context);
-      const seen = state.requests.recognise(step.value, step.context.format);
-      const view = seen.view;
-      if (view.listKey === undefined) return undefined;
-      const outputs = outputsOf(view, state);
-      const relevant = outputs.some(
-        (s) =>
-          Array.isArray(s.value) ||
-          (typeof s.value === 'string' &&
-            (s.value.length >= minChars || s.value.startsWith('[Token Terminator temporal delta'))),
-      );
-      return relevant ? reduce(step, state, seen, outputs, settings) : undefined;
-    };
+  return stageOperator({
+    name: STAGE,
+    open: () => {
+      const newState = sessionStateFactory({
+        vault: options.vault,
+        ...(counter === undefined ? {} : { counter }),
+        ...(measures === undefined ? {} : { measures }),
+        ...recognitions,
+        prefixRecognition,
+      });
+      // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
+      const outputsOf = (view: RequestView, state: SessionState): Slot[] => [
+        ...hostToolOutputs(view, state.observations),
+        ...observationSlots(view, isObservation, state.observations),
+      ];
+      const settings: Settings = { minChars, maxChars, maxInlineChars, viewChars, outputsOf };
+      // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
+      const reduce: SessionReducer<ProviderRequest> = (step, session) => {
+        // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
+        const state = (session.collapse ??= newState(step.context));
+        const seen = state.requests.recognise(step.value, step.context.format);
+        const view = seen.view;
+        if (view.listKey === undefined) return undefined;
+        const outputs = outputsOf(view, state);
+        const relevant = outputs.some(
+          (s) =>
+            Array.isArray(s.value) ||
+            (typeof s.value === 'string' &&
+              (s.value.length >= minChars || s.value.startsWith('[Token Terminator temporal delta'))),
+        );
+        return relevant ? reduceStep(step, state, seen, outputs, settings) : undefined;
+      };
+      return { reduce };
+    },
   });
 }
 
@@ -142,7 +143,7 @@ interface Settings {
 }
 
 /** One request with outputs worth managing: resolve dangling deltas, plan, deliver, credit. */
-async function reduce(
+async function reduceStep(
   step: Step<ProviderRequest>,
   state: SessionState,
   recognised: Recognised,

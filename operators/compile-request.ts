@@ -1,10 +1,9 @@
 import { STAGES } from '../src/stages.js';
-import type { OperatorFunction } from 'rxjs';
-import { stepOperator } from '../src/operator-kit.js';
-import { sessionStateKey, type ProviderRequest, type Step } from '../src/step.js';
+import { stageOperator, type SessionReducer, type StageOperator } from '../src/operator-kit.js';
+import type { ProviderRequest } from '../src/step.js';
 import { requestStore } from '../src/vault/scoped-reads.js';
-import { createConversationMemo, type ConversationMemo } from '../src/compile/conversation.js';
-import { createSessionPool } from '../src/compile/session.js';
+import { createConversationMemo } from '../src/compile/conversation.js';
+import { sessionStateFactory } from '../src/compile/session.js';
 import { compileSettings, reduceRequest, type CompileRequestOptions } from '../src/compile/reduce-request.js';
 
 const STAGE = STAGES.compileRequest;
@@ -22,40 +21,34 @@ export type { CompileRequestOptions };
  * @example
  * requests$.pipe(collapseDuplicates({ vault }), compileRequest({ vault, counter }))
  */
-export function compileRequest(
-  options: CompileRequestOptions,
-): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function compileRequest(options: CompileRequestOptions): StageOperator<ProviderRequest> {
   const settings = compileSettings(options);
   const { inlineLeases, prefixRecognition, recognitions } = settings;
   const { counter, measures } = options;
   // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
   const vault = requestStore(options.vault);
-  return stepOperator(STAGE, () => {
-    const sessions = createSessionPool({
-      vault: options.vault,
-      ...(counter === undefined ? {} : { counter }),
-      ...(measures === undefined ? {} : { measures }),
-      ...recognitions,
-      prefixRecognition,
-    });
-    const memos = new Map<string, ConversationMemo>();
-    // Keyed, and its renderings stored, by tenant and session: two tenants' session ids never meet.
-    const memoOf = (key: string): ConversationMemo => {
-      let memo = memos.get(key);
-      if (memo === undefined) {
-        memos.set(key, (memo = createConversationMemo(vault, key, inlineLeases)));
-        if (memos.size > 256) memos.delete(memos.keys().next().value as string);
-      }
-      return memo;
-    };
-    // Synchronous until there is a history, so pass-through Steps emit synchronously.
-    return (step) => {
-      // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
-      const state = sessions(step.context);
-      const seen = state.requests.recognise(step.value, step.context.format);
-      const view = seen.view;
-      if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
-      return reduceRequest(step, state, seen, memoOf(sessionStateKey(step.context)), settings);
-    };
+  return stageOperator<ProviderRequest>({
+    name: STAGE,
+    open: () => {
+      const newState = sessionStateFactory({
+        vault: options.vault,
+        ...(counter === undefined ? {} : { counter }),
+        ...(measures === undefined ? {} : { measures }),
+        ...recognitions,
+        prefixRecognition,
+      });
+      // Synchronous until there is a history, so pass-through Steps emit synchronously.
+      const reduce: SessionReducer<ProviderRequest> = (step, session) => {
+        // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
+        const state = (session.compile ??= newState(step.context));
+        const seen = state.requests.recognise(step.value, step.context.format);
+        const view = seen.view;
+        if (view.listKey === undefined || !view.itemInfo.some((i) => i.role === 'assistant')) return undefined;
+        // Keyed, and its renderings stored, by tenant and session: two tenants' session ids never meet.
+        session.conversation ??= createConversationMemo(vault, session.key, inlineLeases);
+        return reduceRequest(step, state, seen, session.conversation, settings);
+      };
+      return { reduce };
+    },
   });
 }

@@ -6,9 +6,9 @@
  * back and pinned before the compact text + recovery note replaces it. What it would show is
  * planned in src/compact/compression-plan.ts.
  */
-import type { OperatorFunction } from 'rxjs';
+import type { StageOperator } from '../src/operator-kit.js';
 import { compressionPlanner, type CompressToolResultOptions } from '../src/compact/compression-plan.js';
-import type { Step, ToolResult } from '../src/step.js';
+import type { ToolResult } from '../src/step.js';
 import { toolResultStage } from './reduce-tool-result.js';
 
 export {
@@ -27,8 +27,6 @@ export {
  * @example
  * results$.pipe(compressToolResult({ vault, counter: createTiktokenCounter() }))
  */
-export function compressToolResult(
-  options: CompressToolResultOptions,
-): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function compressToolResult(options: CompressToolResultOptions): StageOperator<ToolResult> {
   return toolResultStage({ planner: compressionPlanner(options), compact: true, counter: options.counter });
 }

@@ -5,10 +5,10 @@
  * always advances; the diff is shown only when it is strictly smaller than both the raw output and
  * the compact rendering.
  */
-import type { OperatorFunction } from 'rxjs';
+import type { StageOperator } from '../src/operator-kit.js';
 import { compressionPlanner, type CompressToolResultOptions } from '../src/compact/compression-plan.js';
 import type { TokenCounter } from '../src/measure/types.js';
-import type { Step, ToolResult } from '../src/step.js';
+import type { ToolResult } from '../src/step.js';
 import { deltaParts, toolResultStage, type DeltaCandidateOptions } from './reduce-tool-result.js';
 
 /** Options of {@link deltaRepeatedOutput}; only `vault` is required. */
@@ -38,9 +38,7 @@ export interface DeltaRepeatedOutputOptions extends DeltaCandidateOptions {
  * @example
  * results$.pipe(deltaRepeatedOutput({ vault }))
  */
-export function deltaRepeatedOutput(
-  options: DeltaRepeatedOutputOptions,
-): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function deltaRepeatedOutput(options: DeltaRepeatedOutputOptions): StageOperator<ToolResult> {
   const delta = deltaParts('deltaRepeatedOutput', options);
   const planner = options.compression === undefined ? undefined : compressionPlanner(options.compression);
   return toolResultStage({

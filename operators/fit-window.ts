@@ -3,18 +3,17 @@
  * fit its budgeting window W with the output reserve R, losslessly (docs/window.md).
  */
 import { STAGES } from '../src/stages.js';
-import { defer, finalize, type OperatorFunction } from 'rxjs';
 import { budgetCounterFrom } from '../src/budget/counter.js';
 import { createOutputBudget, type OutputBudgetOptions } from '../src/budget/planner.js';
 import type { ItemMeasures } from '../src/ledger/item-measures.js';
-import { createSessionPool } from '../src/compile/session.js';
+import { sessionStateFactory } from '../src/compile/session.js';
 import { defaultInt } from '../src/config/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
-import { stepOperator } from '../src/operator-kit.js';
+import { stageOperator, type StageOperator } from '../src/operator-kit.js';
 import { checkOptions, intOption, requireVault } from '../src/options.js';
-import type { ProviderRequest, Step } from '../src/step.js';
+import type { ProviderRequest } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
-import { fitRequest, type FitSettings, type FitState } from '../src/window/fit-window.js';
+import { fitRequest, type FitSettings } from '../src/window/fit-window.js';
 import { DEFAULT_FIT_ORDER, FIT_STEPS, type FitStep } from '../src/window/plan.js';
 
 const STAGE = STAGES.fitWindow;
@@ -116,7 +115,7 @@ function ownTokenizer(options: FitWindowOptions): boolean {
  * @example
  * requests$.pipe(compileRequest({ vault }), fitWindow({ vault, counter, budget: { route } }), capOutputBudget({ route }));
  */
-export function fitWindow(options: FitWindowOptions): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function fitWindow(options: FitWindowOptions): StageOperator<ProviderRequest> {
   requireVault(STAGE, options);
   checkOptions(STAGE, typeof options.counter?.count === 'function', 'options.counter is required (a TokenCounter)');
   const order = options.order ?? DEFAULT_FIT_ORDER;
@@ -146,28 +145,23 @@ export function fitWindow(options: FitWindowOptions): OperatorFunction<Step<Prov
   };
   const budget = createOutputBudget(STAGE, options.budget);
   const { counter, measures } = options;
-  return (source) =>
-    defer(() => {
+  return stageOperator<ProviderRequest>({
+    name: STAGE,
+    open: () => {
       const run = budget.open();
       const estimator = budgetCounterFrom(counter, measures === undefined ? {} : { measures });
-      const sessions = createSessionPool({
+      const newState = sessionStateFactory({
         vault: options.vault,
         counter,
         ...(measures === undefined ? {} : { measures }),
       });
-      const chosen = new WeakMap<object, FitState>();
-      const stateOf = (step: Step<ProviderRequest>): FitState => {
-        const session = sessions(step.context);
-        let state = chosen.get(session);
-        if (state === undefined) chosen.set(session, (state = { session, chosen: new Map(), blocks: new Map() }));
-        return state;
+      return {
+        reduce: (step, session, signal) => {
+          session.fit ??= { session: newState(step.context), chosen: new Map(), blocks: new Map() };
+          return fitRequest(step, session.fit, { run, estimator }, settings, signal);
+        },
+        close: () => run.close(),
       };
-      return source.pipe(
-        stepOperator<ProviderRequest>(
-          STAGE,
-          () => (step, signal) => fitRequest(step, stateOf(step), { run, estimator }, settings, signal),
-        ),
-        finalize(() => void run.close().catch(() => undefined)),
-      );
-    });
+    },
+  });
 }

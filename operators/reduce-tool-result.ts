@@ -8,7 +8,6 @@
  *
  * `deltaRepeatedOutput` and `compressToolResult` are this stage with one candidate each.
  */
-import type { OperatorFunction } from 'rxjs';
 import { strictlySmaller } from '../src/accept.js';
 import {
   compressionPlanner,
@@ -34,7 +33,7 @@ import { renderToolView, type ViewInput } from '../src/compact/tool-view.js';
 import { defaultInt, type ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { intOption, oneOfOption, requireVault } from '../src/options.js';
-import { stepOperator } from '../src/operator-kit.js';
+import { stepOperator, type StageOperator } from '../src/operator-kit.js';
 import { STAGES } from '../src/stages.js';
 import { advance, failOpen, note, storeScope, type Step, type ToolResult } from '../src/step.js';
 import { commandOf } from '../src/tools/command.js';
@@ -179,9 +178,7 @@ type DeltaOutcome =
  * @example
  * results$.pipe(reduceToolResult({ vault, counter: createTiktokenCounter() }))
  */
-export function reduceToolResult(
-  options: ReduceToolResultOptions,
-): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function reduceToolResult(options: ReduceToolResultOptions): StageOperator<ToolResult> {
   const { temporalMinChars, ...rest } = options;
   const delta = deltaParts(
     'reduceToolResult',
@@ -199,7 +196,7 @@ export function reduceToolResult(
 }
 
 /** The stage over `parts` (see the module comment). */
-export function toolResultStage(parts: StageParts): OperatorFunction<Step<ToolResult>, Step<ToolResult>> {
+export function toolResultStage(parts: StageParts): StageOperator<ToolResult> {
   const { delta, planner } = parts;
   return stepOperator<ToolResult>(parts.compact ? COMPRESS : DELTA, () => async (step, signal) => {
     const counter = memoCounter(parts.counter);

@@ -8,12 +8,11 @@
 // long: half of the file is the documented options (sixteen fields); the logic is the factory (about 70 lines) over src/tools/
 import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
-import type { OperatorFunction } from 'rxjs';
 import type { ModeFlags } from '../src/config/index.js';
 import type { Mode } from '../src/config/types.js';
 import { RtkFaultError } from '../src/errors.js';
 import { intOption, stringsOption } from '../src/options.js';
-import { stepOperator } from '../src/operator-kit.js';
+import { stageOperator, type SessionReducer, type StageOperator } from '../src/operator-kit.js';
 import { advance, errorLabel, note, type Step, type ToolCall } from '../src/step.js';
 import { backendAllowed, backendOf, commandOf, cwdOf } from '../src/tools/command.js';
 import { resolveFlags } from '../src/tools/modes.js';
@@ -142,9 +141,7 @@ function commandField(args: Readonly<Record<string, unknown>>): 'command' | 'cmd
  * @example
  * calls$.pipe(rewriteTerminalCommand({ timeoutMs: 500 })) // `git status` → `rtk git status`
  */
-export function rewriteTerminalCommand(
-  options: RewriteTerminalCommandOptions = {},
-): OperatorFunction<Step<ToolCall>, Step<ToolCall>> {
+export function rewriteTerminalCommand(options: RewriteTerminalCommandOptions = {}): StageOperator<ToolCall> {
   const flags = resolveFlags('rewriteTerminalCommand', options);
   const toolNames = validateToolNames('rewriteTerminalCommand', options.toolNames);
   const timeoutMs = intOption(STAGE, 'timeoutMs', options.timeoutMs, defaultInt('timeoutMs'), 50);
@@ -158,59 +155,72 @@ export function rewriteTerminalCommand(
   const spawn = options.spawn ?? defaultSpawner;
   const clock = options.clock ?? (() => performance.now());
   const active = flags.terminal || flags.suggest;
-  return stepOperator<ToolCall>(STAGE, () => {
-    const rtkPath = active ? resolveRtkPath(options.rtkPath, env) : undefined;
-    const cache = new TtlLru<string | null>(size, ttl, clock);
-    const quiet = createPytestQuietProbe(options.readFile ?? readTextFileSync);
-    const skip = (step: Step<ToolCall>, reason: string): Step<ToolCall> =>
-      note(step, { stage: STAGE, kind: 'skipped', reason });
-    const apply = (step: Step<ToolCall>, rewritten: string | null): Step<ToolCall> => {
-      if (rewritten === null) return skip(step, 'no_rewrite');
-      if (!flags.terminal) return note(step, { stage: STAGE, kind: 'measured', reason: 'suggested' });
-      const next = options.previewMarker === true ? MARKER + rewritten : rewritten;
-      const call = step.value;
-      return advance(
-        step,
-        { ...call, args: { ...call.args, [commandField(call.args)]: next } },
-        { stage: STAGE, kind: 'applied', reason: 'rewritten' },
-      );
-    };
-    const spawnRewrite = async (
-      step: Step<ToolCall>,
-      command: string,
-      cwd: string,
-      key: string,
-      signal: AbortSignal,
-    ): Promise<Step<ToolCall> | undefined> => {
-      const base = { rtkPath: rtkPath!, command, cwd, timeoutMs, signal, spawn };
-      const outcome = await runRtkRewrite(options.onSpawn === undefined ? base : { ...base, onSpawn: options.onSpawn });
-      if (outcome.kind === 'cancelled') return undefined;
-      if (outcome.kind === 'timeout' || outcome.kind === 'error') {
-        const reason = outcome.kind === 'timeout' ? 'timeout' : outcome.reason;
-        return note(step, { stage: STAGE, kind: 'failed_open', reason, error: errorLabel(new RtkFaultError(reason)) });
-      }
-      const rewritten = outcome.kind === 'rewrite' ? outcome.command : null;
-      cache.set(key, rewritten); // negative results are cached too; timeouts and errors are not
-      return apply(step, rewritten);
-    };
-    // Synchronous for every path that needs no child process (marble-testable, no microtask hop).
-    return (step, signal) => {
-      const call = step.value;
-      if (!active || canonicalToolName(call.name, toolNames) !== 'terminal') return undefined;
-      // Only a command string is rewritten, in the field it came in (an argv array is run as it is).
-      const command = commandOf(call.args);
-      if (command === undefined || typeof call.args[commandField(call.args)] !== 'string') return undefined;
-      const lead = command.trimStart();
-      if (lead.startsWith('rtk ') || lead.startsWith(MARKER)) return skip(step, 'already_rtk');
-      if (exclude.some((p) => lead.toLowerCase().startsWith(p))) return skip(step, 'excluded');
-      if (!backendAllowed(backendOf(call.args, env), backends)) return skip(step, 'backend');
-      if (rtkPath === undefined) return skip(step, 'rtk_unavailable');
-      const cwd = cwdOf(call.args, step.context.cwd ?? process.cwd());
-      if (options.pytestGuard !== false && isPytestCommand(command) && quiet(cwd))
-        return skip(step, 'pytest_quiet_config');
-      const key = `${cwd}\u0000${command}`;
-      const cached = cache.get(key);
-      return cached === undefined ? spawnRewrite(step, command, cwd, key, signal) : apply(step, cached);
-    };
+  return stageOperator<ToolCall>({
+    name: STAGE,
+    open: () => {
+      const rtkPath = active ? resolveRtkPath(options.rtkPath, env) : undefined;
+      const quiet = createPytestQuietProbe(options.readFile ?? readTextFileSync);
+      const skip = (step: Step<ToolCall>, reason: string): Step<ToolCall> =>
+        note(step, { stage: STAGE, kind: 'skipped', reason });
+      const apply = (step: Step<ToolCall>, rewritten: string | null): Step<ToolCall> => {
+        if (rewritten === null) return skip(step, 'no_rewrite');
+        if (!flags.terminal) return note(step, { stage: STAGE, kind: 'measured', reason: 'suggested' });
+        const next = options.previewMarker === true ? MARKER + rewritten : rewritten;
+        const call = step.value;
+        return advance(
+          step,
+          { ...call, args: { ...call.args, [commandField(call.args)]: next } },
+          { stage: STAGE, kind: 'applied', reason: 'rewritten' },
+        );
+      };
+      const spawnRewrite = async (
+        step: Step<ToolCall>,
+        command: string,
+        cwd: string,
+        key: string,
+        signal: AbortSignal,
+        cache: TtlLru<string | null>,
+      ): Promise<Step<ToolCall> | undefined> => {
+        const base = { rtkPath: rtkPath!, command, cwd, timeoutMs, signal, spawn };
+        const outcome = await runRtkRewrite(
+          options.onSpawn === undefined ? base : { ...base, onSpawn: options.onSpawn },
+        );
+        if (outcome.kind === 'cancelled') return undefined;
+        if (outcome.kind === 'timeout' || outcome.kind === 'error') {
+          const reason = outcome.kind === 'timeout' ? 'timeout' : outcome.reason;
+          return note(step, {
+            stage: STAGE,
+            kind: 'failed_open',
+            reason,
+            error: errorLabel(new RtkFaultError(reason)),
+          });
+        }
+        const rewritten = outcome.kind === 'rewrite' ? outcome.command : null;
+        cache.set(key, rewritten); // negative results are cached too; timeouts and errors are not
+        return apply(step, rewritten);
+      };
+      // Synchronous for every path that needs no child process (marble-testable, no microtask hop).
+      const reduce: SessionReducer<ToolCall> = (step, session, signal) => {
+        const call = step.value;
+        if (!active || canonicalToolName(call.name, toolNames) !== 'terminal') return undefined;
+        // Only a command string is rewritten, in the field it came in (an argv array is run as it is).
+        const command = commandOf(call.args);
+        if (command === undefined || typeof call.args[commandField(call.args)] !== 'string') return undefined;
+        const lead = command.trimStart();
+        if (lead.startsWith('rtk ') || lead.startsWith(MARKER)) return skip(step, 'already_rtk');
+        if (exclude.some((p) => lead.toLowerCase().startsWith(p))) return skip(step, 'excluded');
+        if (!backendAllowed(backendOf(call.args, env), backends)) return skip(step, 'backend');
+        if (rtkPath === undefined) return skip(step, 'rtk_unavailable');
+        const cwd = cwdOf(call.args, step.context.cwd ?? process.cwd());
+        if (options.pytestGuard !== false && isPytestCommand(command) && quiet(cwd))
+          return skip(step, 'pytest_quiet_config');
+        const key = `${cwd}\u0000${command}`;
+        // Per session: a rewrite learnt in one conversation is not another's.
+        const cache = (session.rewrites ??= new TtlLru<string | null>(size, ttl, clock));
+        const cached = cache.get(key);
+        return cached === undefined ? spawnRewrite(step, command, cwd, key, signal, cache) : apply(step, cached);
+      };
+      return { reduce };
+    },
   });
 }

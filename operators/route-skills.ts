@@ -1,9 +1,9 @@
 import { STAGES } from '../src/stages.js';
 import { createHash } from 'node:crypto';
-import type { OperatorFunction } from 'rxjs';
 import { readRequest, stepFormat, writeSlots, type Slot } from '../src/model/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
-import { stepOperator } from '../src/operator-kit.js';
+import { stageOperator, type SessionReducer, type StageOperator } from '../src/operator-kit.js';
+import type { Session } from '../src/session/session-cache.js';
 import { advance, note, sessionStateKey, storeScope, type ProviderRequest, type Step } from '../src/step.js';
 import type { SessionStore } from '../src/vault/ports.js';
 import {
@@ -87,9 +87,7 @@ export interface RouteSkillsOptions {
  * @example
  * requests$.pipe(routeSkills({ counter, minScore: 2 }))
  */
-export function routeSkills(
-  options: RouteSkillsOptions = {},
-): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+export function routeSkills(options: RouteSkillsOptions = {}): StageOperator<ProviderRequest> {
   const minScore = numberOption(STAGE, 'minScore', options.minScore, 2);
   const minCatalog = intOption(STAGE, 'minCatalogSkills', options.minCatalogSkills, 8, 1);
   const maxSkills = intOption(STAGE, 'maxSkills', options.maxSkills, 0, 0);
@@ -103,10 +101,10 @@ export function routeSkills(
     ...(options.scorer === undefined ? {} : { scorer: options.scorer }),
   };
   const counter = options.counter?.exact === true ? options.counter : undefined;
-  return stepOperator(STAGE, () => {
-    const sticky = new Map<string, string>();
-    // Synchronous until there is something to route, so pass-through Steps emit synchronously.
-    return (step) => {
+  return stageOperator<ProviderRequest>({ name: STAGE, open: () => ({ reduce }) });
+  // Synchronous until there is something to route, so pass-through Steps emit synchronously.
+  function reduce(step: Step<ProviderRequest>, session: Session): ReturnType<SessionReducer<ProviderRequest>> {
+    {
       // The discovery tools are read first (the request's tool list, as readRequest finds it): most
       // requests stop here without reading the conversation.
       const request = step.value;
@@ -125,47 +123,48 @@ export function routeSkills(
           s.text !== undefined &&
           findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog),
       );
-      return slots.length === 0 ? undefined : routeSlots(step, slots, prompt);
-    };
-    async function routeSlots(
-      step: Step<ProviderRequest>,
-      slots: readonly Slot[],
-      prompt: string,
-    ): Promise<Step<ProviderRequest>> {
-      const changes: { slot: Slot; text: string }[] = [];
-      for (const slot of slots) {
-        const source = slot.text!;
-        const blocks = findCatalogs(source, delimiters).filter((b) => b.entries.length >= minCatalog);
-        let text = source;
-        for (const b of [...blocks].reverse()) {
-          const original = source.slice(b.start, b.end);
-          const key = `skills:${createHash('sha256').update(original).digest('hex').slice(0, 32)}`;
-          let routed = sticky.get(key) ?? (await options.vault?.getRendering(sessionStateKey(step.context), key));
-          if (routed === undefined) {
-            routed = renderCatalog(selectSkills(prompt, b.entries, route), b.entries.length, delimiters);
-            await options.vault?.setRendering(sessionStateKey(step.context), key, routed, storeScope(step.context));
-          }
-          sticky.set(key, routed);
-          text = text.slice(0, b.start) + routed + text.slice(b.end);
-        }
-        changes.push({ slot, text });
-      }
-      const { verdict, rawChars, candidateChars, tokens } = gateCatalogs(changes, counter);
-      if (!verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: verdict.reason });
-      const out = writeSlots(
-        step.value,
-        changes.map((c) => ({ path: c.slot.path, value: c.text })),
-      );
-      const savedTokens = tokens === undefined ? {} : { savedTokens: tokens.raw - tokens.candidate };
-      return advance(step, out, {
-        stage: STAGE,
-        kind: 'applied',
-        reason: 'routed skill catalog',
-        savedChars: rawChars - candidateChars,
-        ...savedTokens,
-      });
+      return slots.length === 0 ? undefined : routeSlots(step, slots, prompt, (session.routed ??= new Map()));
     }
-  });
+  }
+  async function routeSlots(
+    step: Step<ProviderRequest>,
+    slots: readonly Slot[],
+    prompt: string,
+    sticky: Map<string, string>,
+  ): Promise<Step<ProviderRequest>> {
+    const changes: { slot: Slot; text: string }[] = [];
+    for (const slot of slots) {
+      const source = slot.text!;
+      const blocks = findCatalogs(source, delimiters).filter((b) => b.entries.length >= minCatalog);
+      let text = source;
+      for (const b of [...blocks].reverse()) {
+        const original = source.slice(b.start, b.end);
+        const key = `skills:${createHash('sha256').update(original).digest('hex').slice(0, 32)}`;
+        let routed = sticky.get(key) ?? (await options.vault?.getRendering(sessionStateKey(step.context), key));
+        if (routed === undefined) {
+          routed = renderCatalog(selectSkills(prompt, b.entries, route), b.entries.length, delimiters);
+          await options.vault?.setRendering(sessionStateKey(step.context), key, routed, storeScope(step.context));
+        }
+        sticky.set(key, routed);
+        text = text.slice(0, b.start) + routed + text.slice(b.end);
+      }
+      changes.push({ slot, text });
+    }
+    const { verdict, rawChars, candidateChars, tokens } = gateCatalogs(changes, counter);
+    if (!verdict.accepted) return note(step, { stage: STAGE, kind: 'skipped', reason: verdict.reason });
+    const out = writeSlots(
+      step.value,
+      changes.map((c) => ({ path: c.slot.path, value: c.text })),
+    );
+    const savedTokens = tokens === undefined ? {} : { savedTokens: tokens.raw - tokens.candidate };
+    return advance(step, out, {
+      stage: STAGE,
+      kind: 'applied',
+      reason: 'routed skill catalog',
+      savedChars: rawChars - candidateChars,
+      ...savedTokens,
+    });
+  }
 }
 
 function toolName(tool: unknown): string | undefined {

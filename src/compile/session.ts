@@ -1,7 +1,7 @@
 /**
- * Per-session state held by a request operator's subscription: the meter, the evidence store,
- * the render memo, the conversation's chain hashes and the previous request (src/model/prefix.ts). Bounded: the least recently used sessions are dropped
- * (what must outlive them — artifacts, leases, pins — is in the vault).
+ * Per-session state of a request stage, held by its Session (src/session/session-cache.ts): the meter, the evidence store,
+ * the render memo, the conversation's chain hashes and the previous request (src/model/prefix.ts).
+ * What must outlive it (artifacts, leases, pins) is in the vault.
  */
 import { LRUCache } from 'lru-cache';
 import type { TokenCounter } from '../measure/types.js';
@@ -21,7 +21,6 @@ import type { Rendering } from './apply.js';
 import type { OutputFacts as DuplicateFacts } from './duplicates.js';
 import type { OutputFacts as HistoryFacts, SessionPast } from './history.js';
 import type { Walk, WordMemo } from './working-set.js';
-import { sessionStateKey } from '../step.js';
 import { checkOptions } from '../options.js';
 
 export interface SessionState {
@@ -162,9 +161,8 @@ export function recognitionsOption(stage: string, options: RequestStageOptions):
   return { recognitions };
 }
 
-export interface SessionPoolOptions extends RequestStageOptions {
+export interface SessionStateOptions extends RequestStageOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  readonly maxSessions?: number;
 }
 
 /** Whose session a state is: the Step's session id and tenant (default `''`). */
@@ -173,15 +171,14 @@ export interface SessionKey {
   readonly tenant?: string;
 }
 
-/** Session states by tenant and session id (two tenants never share one); create one pool per subscription. */
-export function createSessionPool(options: SessionPoolOptions): (session: SessionKey) => SessionState {
-  const pool = new LRUCache<string, SessionState>({ max: options.maxSessions ?? 64 });
+/**
+ * A maker of request-stage states, one per stage run (they share its Recognitions); the Session
+ * holds each state (src/session/session-cache.ts). Reads by id are scoped to the key's tenant and session.
+ */
+export function sessionStateFactory(options: SessionStateOptions): (session: SessionKey) => SessionState {
   const store = requestStore(options.vault);
   const recognitions = options.recognitions ?? new Recognitions();
   return ({ sessionId, tenant = '' }) => {
-    const key = sessionStateKey({ sessionId, tenant });
-    let state = pool.get(key);
-    if (state !== undefined) return state;
     const requests = createRequestMemo({ recognise: options.prefixRecognition ?? true, recognitions });
     const meter = createMeter({
       ...(options.counter === undefined ? {} : { counter: options.counter }),
@@ -189,7 +186,7 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       lists: requests.lists,
       recognitions,
     });
-    state = {
+    return {
       meter,
       evidence: createEvidenceStore(store, { digests: meter.digests }),
       renders: createRenderMemo(),
@@ -205,9 +202,5 @@ export function createSessionPool(options: SessionPoolOptions): (session: Sessio
       inlineIds: createInlineIds(),
       observations: createObservationMemo(),
     };
-    pool.set(key, state);
-    return state;
   };
 }
-
-/** Validate an integer option at build time (the error names the operator). */

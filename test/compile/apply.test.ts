@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { renderItems } from '../../src/compile/apply.js';
-import { createSessionPool } from '../../src/compile/session.js';
+import { sessionStateFactory } from '../../src/compile/session.js';
 import { readRequest } from '../../src/model/index.js';
 import type { Slot } from '../../src/model/types.js';
 import { createVault } from '../../src/vault/index.js';
@@ -24,7 +24,7 @@ const out = (id: string): Obj => readOutput(id);
 
 describe('renderItems', () => {
   it('renders a caller list changed in place after the previous call as it renders it from scratch', () => {
-    const state = createSessionPool({ vault, counter })({ sessionId: 's' });
+    const state = sessionStateFactory({ vault, counter })({ sessionId: 's' });
     // The caller's own array, read without recognition: view.items is that very array.
     const messages: Obj[] = [
       { role: 'system', content: 'agent' },
@@ -41,7 +41,7 @@ describe('renderItems', () => {
     messages[1] = { role: 'user', content: 'fix it properly' };
     messages.push(call('c2'), out('c2'));
     const next = readRequest(request);
-    const expected = renderItems(createSessionPool({ vault, counter })({ sessionId: 'fresh' }), next, changes);
+    const expected = renderItems(sessionStateFactory({ vault, counter })({ sessionId: 'fresh' }), next, changes);
     const rendered = renderItems(state, next, changes);
     expect(rendered).toEqual(expected);
     expect(rendered![1]).toBe(messages[1]);

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSessionPool } from '../../src/compile/session.js';
+import { sessionStateFactory } from '../../src/compile/session.js';
 import { createVault, type Vault } from '../../src/vault/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tt-session-pool-'));
@@ -23,7 +23,7 @@ afterAll(async () => {
 
 describe('SessionState.derived', () => {
   it('keeps at most 4,096 entries, dropping the least recently used', () => {
-    const { derived } = createSessionPool({ vault })({ sessionId: 's' });
+    const { derived } = sessionStateFactory({ vault })({ sessionId: 's' });
     expect(derived.max).toBe(0); // lru-cache's own `max` would allocate storage for 4,096 entries up front
     for (let i = 0; i < 4096; i++) derived.set(`k${i}`, { value: i, chars: 1 });
     expect(derived.get('k0')?.value).toBe(0); // used: now the most recent
@@ -37,7 +37,7 @@ describe('SessionState.derived', () => {
   });
 
   it('keeps at most 8,000,000 characters, dropping the least recently used', () => {
-    const { derived } = createSessionPool({ vault })({ sessionId: 's' });
+    const { derived } = sessionStateFactory({ vault })({ sessionId: 's' });
     for (let i = 0; i < 4; i++) derived.set(`big${i}`, { value: i, chars: 2_500_000 });
     expect(derived.size).toBe(3);
     expect(derived.has('big0')).toBe(false);
@@ -47,23 +47,22 @@ describe('SessionState.derived', () => {
     expect(derived.size).toBe(3);
   });
 
-  it('gives each session its own cache, and the same one on every call', () => {
-    const pool = createSessionPool({ vault });
-    const a = pool({ sessionId: 'a' });
+  it('gives each state its own cache', () => {
+    const make = sessionStateFactory({ vault });
+    const a = make({ sessionId: 'a' });
     a.derived.set('k', { value: 1, chars: 1 });
-    expect(pool({ sessionId: 'a' }).derived).toBe(a.derived);
-    expect(pool({ sessionId: 'b' }).derived.has('k')).toBe(false);
+    expect(make({ sessionId: 'b' }).derived.has('k')).toBe(false);
   });
 
   it("gives two tenants' sessions of the same id separate states, each reading in its own scope", () => {
-    const pool = createSessionPool({ vault });
-    const a = pool({ sessionId: 's', tenant: 'ta' });
+    const make = sessionStateFactory({ vault });
+    const a = make({ sessionId: 's', tenant: 'ta' });
     a.derived.set('verified:a_1', { value: true, chars: 1 });
-    const b = pool({ sessionId: 's', tenant: 'tb' });
+    const b = make({ sessionId: 's', tenant: 'tb' });
     expect(b).not.toBe(a);
     expect(b.derived.has('verified:a_1')).toBe(false);
     expect(b.reads.scope).toEqual({ tenant: 'tb', sessionId: 's' });
-    expect(pool({ sessionId: 's', tenant: 'ta' })).toBe(a);
+    expect(a.reads.scope).toEqual({ tenant: 'ta', sessionId: 's' });
     expect('page' in b.vault || 'verify' in b.vault || 'search' in b.vault).toBe(false);
   });
 });

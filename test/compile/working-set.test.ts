@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { chooseBatch } from '../../src/compile/economics.js';
 import { expectedRecovery, returnChance, workingSetIdleLimit } from '../../src/compile/history.js';
 import { createObservationMemo, hostToolOutputs } from '../../src/compile/observations.js';
-import { createSessionPool } from '../../src/compile/session.js';
+import { sessionStateFactory } from '../../src/compile/session.js';
 import { referenceWords, idleTurns, idleTurnsOnce, walkedItems } from '../../src/compile/working-set.js';
 import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { readRequest } from '../../src/model/index.js';
@@ -32,7 +32,7 @@ const lines = (prefix: string, n: number): string =>
 
 function idleOf(messages: Obj[]): number[] {
   const view = readRequest({ model: 'm', messages });
-  const state = createSessionPool({ vault, counter })({ sessionId: 's' });
+  const state = sessionStateFactory({ vault, counter })({ sessionId: 's' });
   return idleTurns(state, view, hostToolOutputs(view, state.observations));
 }
 
@@ -138,7 +138,7 @@ function parallelSession(turns: readonly Turn[], anthropic: boolean): { messages
 }
 
 describe('idleTurns on a growing session', () => {
-  const pool = () => createSessionPool({ vault, counter });
+  const pool = () => sessionStateFactory({ vault, counter });
   const idleIn = (state: ReturnType<ReturnType<typeof pool>>, messages: readonly Obj[]): number[] => {
     const view = readRequest({ model: 'm', messages });
     return idleTurns(state, view, hostToolOutputs(view, state.observations));
