@@ -27,7 +27,7 @@ export { createStep, advance, note, failOpen, errorLabel, sessionStateKey, parse
 export { stepOperator } from './operator-kit.js';
 
 // The pipelines and their operators.
-export { createTerminator, modeGates, Lane } from './runtime/index.js';
+export { createTerminator, modeGates } from './runtime/index.js';
 export {
   rewriteTerminalCommand,
   deltaRepeatedOutput,

@@ -129,7 +129,7 @@ export function chainStages<T>(name: string, stages: readonly Stage<T>[]): Stage
   };
 }
 
-export function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Observable<Step<T>> {
+function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Observable<Step<T>> {
   return new Observable<Step<T>>((subscriber) => {
     const controller = new AbortController();
     const outer = step.signal;

@@ -2,20 +2,18 @@
  * `createTerminator(options)`: wires the operators into the two pipelines (tool results, provider requests) and
  * exposes them as Observable operators plus Promise facades for adapters and replay.
  *
- * Facade state: the operators keep per-subscription state (the request stream's memo and sticky
- * renderings, the rewrite cache). Re-subscribing per call would throw that away on every request,
- * so each facade keeps ONE long-lived subscription per (pipeline, session) — a "lane" — and pushes
- * every call of that session through it. Lanes are kept for the most recently used sessions only
- * (LRU, `maxSessions`); an evicted session simply starts a new lane, and what must survive an
- * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
- * The lanes are in `runtime/lanes.ts`, the pipelines in `runtime/pipelines.ts`; what is recorded per
- * request in `telemetry/request-record.ts`, the fallback pressure in `budget/pressure.ts`.
+ * Facade state: everything a conversation holds lives in one Session (src/session/session-cache.ts),
+ * kept for the most recently used sessions (`maxSessions`, `maxSessionBytes`) in one cache that
+ * every pipeline of the Terminator reads. The Promise facades call the pipelines' stages directly
+ * with the call's Session, one call of a kind at a time per session. An evicted session simply
+ * starts afresh, and what must survive an eviction or a restart (leases, terminal baselines,
+ * sticky renderings) lives in the vault. The pipelines are in `runtime/pipelines.ts`; what is
+ * recorded per request in `telemetry/request-record.ts`, the fallback pressure in `budget/pressure.ts`.
  *
  * A vault that cannot be opened is not configuration but an internal failure, so by default the
  * Terminator still comes up, in pass-through mode (see `vaultErrors`): the host's agent keeps
  * working with its original content instead of failing to start.
  */
-import { type OperatorFunction } from 'rxjs';
 import { createPressure } from '../../operators/cap-output-budget.js';
 import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
@@ -29,8 +27,13 @@ import { createCountMemo } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
 import { createRecoveryTool } from '../recovery/index.js';
+import { countReductions, ReductionActivity } from '../activity.js';
+import { stageOperator, type Stage } from '../operator-kit.js';
+import { SessionCache } from '../session/session-cache.js';
+import { Calls } from './calls.js';
 import {
   createStep,
+  sessionStateKey,
   storeScope,
   type ProviderRequest,
   type Step,
@@ -39,7 +42,6 @@ import {
   type ToolResult,
 } from '../step.js';
 import { createSkillCuts } from '../telemetry/attribution.js';
-import { countReductions, ReductionActivity } from '../activity.js';
 import { DeferredRecords } from '../telemetry/deferred-records.js';
 import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
 import { accountRequest } from '../telemetry/request-account.js';
@@ -52,18 +54,15 @@ import {
 import { ToolCredits } from '../telemetry/tool-credits.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
 import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
-import { LaneCache } from './lanes.js';
 import { RunningRequestChars, SESSION_BYTES_PER_CHAR } from '../ledger/request-chars.js';
 import { checkWritable, defaultCounter, openReason, openVault, type OpenedVault } from './open-vault.js';
 import {
-  FocusBoard,
   budgetOptions,
   gateCounter,
   modeGates,
   passThrough,
   passThroughRequests,
   requestPipeline,
-  sessionKey,
   toolCallPipeline,
   toolResultPipeline,
   type PipelineDeps,
@@ -72,7 +71,6 @@ import { sharedCounts, STORED_MIN_CHARS } from './stored-counts.js';
 import type { RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
 
 export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
-export { Lane } from './lanes.js';
 export { modeGates, type ModeGates } from './pipelines.js';
 
 export type { RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
@@ -113,17 +111,17 @@ export interface TerminatorOptions {
    */
   readonly counter?: TokenCounter;
   /**
-   * Sessions whose facade lanes stay subscribed (least recently used are dropped).
+   * Sessions whose state stays held (least recently used are dropped).
    *
    * @defaultValue 256
    */
   readonly maxSessions?: number;
   /**
-   * Bytes of per-session request state the lanes hold over all sessions. A session's state is
+   * Bytes of per-session request state held over all sessions. A session's state is
    * estimated at `SESSION_BYTES_PER_CHAR` (src/ledger/request-chars.ts) bytes per character of
    * its latest request (the items its memos hold and derive from; `npm run bench -- memory`
    * measures the factor). Past it the least recently used sessions' lanes are dropped (the session
-   * in use stays); a dropped session's next request rebuilds them from the request and the vault,
+   * in use stays); a dropped session's next request rebuilds its state from the request and the vault,
    * so nothing of it is lost: its receipts recover and its sticky renderings come back from the
    * store.
    *
@@ -215,7 +213,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const store = await checkWritable(opened, vaultErrors);
   const { vault, failure } = store;
   const ownsCounter = options.counter === undefined;
-  const wired = wirePipelines(config, store, counter, maxSessions);
+  const sessions = new SessionCache(maxSessions, maxSessionBytes);
+  const wired = wirePipelines(config, store, counter, sessions);
   const recordMetrics = options.metrics !== false && failure === undefined;
   const ledger = openLiveLedger(
     config,
@@ -247,7 +246,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     credits,
     ledger,
     recordMetrics,
-    lanes: new LaneCache(maxSessions, maxSessionBytes),
+    sessions,
     maxSessionBytes,
     recoveryTool: recoveryToolOf(config, store, wired.deps.workingState),
     activity,
@@ -262,7 +261,7 @@ interface Wired {
   readonly budgetCounter: BudgetCounter;
 }
 
-function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter, maxSessions: number): Wired {
+function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter, sessions: SessionCache): Wired {
   const { vault, failure } = store;
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
@@ -282,7 +281,7 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
     trackCounted: STORED_MIN_CHARS,
   });
   // Counts of large items shared with the other processes on the vault (src/runtime/stored-counts.ts).
-  const counts = failure === undefined ? sharedCounts(vault, measures, maxSessions) : undefined;
+  const counts = failure === undefined ? sharedCounts(vault, measures) : undefined;
   // One prompt counter for every session's output cap, counting each element through that memo.
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures, recognitions });
   const deps: PipelineDeps = {
@@ -294,7 +293,7 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
     recognitions,
     gate: gateCounter(counter, gates),
     gates,
-    focus: new FocusBoard(maxSessions * 3),
+    focus: (step) => sessions.peek(step.context)?.focus ?? [],
     ...(workingState === undefined ? {} : { workingState }),
   };
   return { deps, measures, counts, budgetCounter };
@@ -384,56 +383,80 @@ interface FacadeParts {
   readonly credits: ToolCredits;
   readonly ledger: LiveLedger | undefined;
   readonly recordMetrics: boolean;
-  readonly lanes: LaneCache;
-  /** Estimated bytes of request state the lanes hold over all sessions (`TerminatorOptions.maxSessionBytes`). */
+  readonly sessions: SessionCache;
+  /** Estimated bytes of request state held over all sessions (`TerminatorOptions.maxSessionBytes`). */
   readonly maxSessionBytes: number;
   readonly recoveryTool: RecoveryTool;
   /** The reductions in flight, counted per Step through each pipeline (src/activity.ts). */
   readonly activity: ReductionActivity;
 }
 
-/** The three pipelines, each passing everything through when the vault failed; each Step counted in `activity`. */
-function pipelinesOf(
-  deps: PipelineDeps,
-  failure: Error | undefined,
-  activity: ReductionActivity,
-): Pick<Terminator, 'toolCalls' | 'toolResults' | 'requests'> {
-  return {
-    toolCalls: (): OperatorFunction<Step<ToolCall>, Step<ToolCall>> =>
-      failure === undefined ? countReductions(activity, toolCallPipeline(deps)) : passThrough(failure),
-    toolResults: (): OperatorFunction<Step<ToolResult>, Step<ToolResult>> =>
-      failure === undefined ? countReductions(activity, toolResultPipeline(deps)) : passThrough(failure),
-    requests: (): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> =>
-      failure === undefined ? countReductions(activity, requestPipeline(deps)) : passThroughRequests(deps, failure),
-  };
+/** The three pipelines, each passing everything through when the vault failed. */
+interface Pipelines {
+  readonly tool_call: Stage<ToolCall>;
+  readonly tool_result: Stage<ToolResult>;
+  readonly request: Stage<ProviderRequest>;
 }
 
-/** Account a session's request lane at its latest request's estimated bytes (under a `maxSessionBytes` bound only). */
-function accountRequestLane(parts: FacadeParts, key: string, request: ProviderRequest): void {
-  if (parts.maxSessionBytes === Number.POSITIVE_INFINITY) return;
-  const size = parts.lanes.memo('request', key, () => new RunningRequestChars());
-  if (size !== undefined)
-    parts.lanes.account('request', key, size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
+function pipelinesOf(deps: PipelineDeps, failure: Error | undefined): Pipelines {
+  return failure === undefined
+    ? { tool_call: toolCallPipeline(deps), tool_result: toolResultPipeline(deps), request: requestPipeline(deps) }
+    : {
+        tool_call: passThrough(failure),
+        tool_result: passThrough(failure),
+        request: passThroughRequests(deps, failure),
+      };
+}
+
+/** Account a session at its latest request's estimated bytes (under a `maxSessionBytes` bound only). */
+function accountSession(parts: FacadeParts, context: StepContext, request: ProviderRequest): void {
+  if (parts.maxSessionBytes === Number.POSITIVE_INFINITY || !parts.sessions.has(context)) return;
+  const session = parts.sessions.of(context);
+  const size = (session.sized ??= new RunningRequestChars()) as RunningRequestChars;
+  parts.sessions.account(session, size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
+}
+
+/** The pipelines opened once for the Promise facades, each call run by `calls` with its Session. */
+function directCalls(pipelines: Pipelines, calls: Calls) {
+  const runs = {
+    tool_call: pipelines.tool_call.open(),
+    tool_result: pipelines.tool_result.open(),
+    request: pipelines.request.open(),
+  };
+  return {
+    toolCall: (step: Step<ToolCall>) => calls.run('tool_call', runs.tool_call, step),
+    toolResult: (step: Step<ToolResult>) => calls.run('tool_result', runs.tool_result, step),
+    request: (step: Step<ProviderRequest>) => calls.run('request', runs.request, step),
+    async close(): Promise<void> {
+      calls.close();
+      for (const run of Object.values(runs)) await Promise.resolve(run.close?.()).catch(() => undefined);
+    },
+  };
 }
 
 /** The Terminator over its parts: the operators, the Promise facades on their lanes, and closing. */
 function facade(parts: FacadeParts): Terminator {
-  const { config, counter, meter, records, ledger, lanes, recoveryTool } = parts;
+  const { config, counter, meter, records, ledger, sessions, recoveryTool } = parts;
   const { vault, failure } = parts.store;
   const { deps, counts, budgetCounter } = parts.wired;
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   let closed = false;
-  const { toolCalls, toolResults, requests } = pipelinesOf(deps, failure, parts.activity);
+  const pipelines = pipelinesOf(deps, failure);
+  const calls = directCalls(pipelines, new Calls(sessions, parts.activity));
+  // The operator face: each subscription opens its own run with its own sessions.
+  const counted = failure === undefined ? parts.activity : undefined;
+  const operator = <T>(stage: Stage<T>) =>
+    counted === undefined ? stageOperator(stage) : countReductions(counted, stageOperator(stage));
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
-  const laneOf = sessionKey;
   /** The deferred telemetry (see Terminator.settled). */
   const settled = (): Promise<void> => records.settled();
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
-    lanes.closeAll();
+    await calls.close();
+    sessions.clear();
     await settled();
     // The counts the calls and their telemetry tokenized, written now rather than at their timer.
     await counts?.settled();
@@ -450,11 +473,9 @@ function facade(parts: FacadeParts): Terminator {
   ): Promise<Step<ProviderRequest>> => {
     // A backlog of telemetry (calls answered faster than their records are written) is bounded here.
     if (records.full) await records.room();
-    await counts?.prefetch(request, laneOf(context));
-    const out = await lanes
-      .get('request', laneOf(context), requests)
-      .run(createStep(request, withBudget(context), signal));
-    accountRequestLane(parts, laneOf(context), request);
+    if (!closed) await counts?.prefetch(request, sessions.of(context));
+    const out = await calls.request(createStep(request, withBudget(context), signal));
+    accountSession(parts, context, request);
     if (options?.record !== false) recordRequest(out);
     if (!closed) counts?.written();
     return out;
@@ -470,15 +491,12 @@ function facade(parts: FacadeParts): Terminator {
     meter,
     digests: parts.wired.measures.digests,
     passThrough: failure !== undefined && !parts.store.readOnly,
-    toolCalls,
-    toolResults,
-    requests,
-    reduceToolCall: (call, context, signal) =>
-      lanes.get('tool_call', laneOf(context), toolCalls).run(createStep(call, context, signal)),
+    toolCalls: () => operator(pipelines.tool_call),
+    toolResults: () => operator(pipelines.tool_result),
+    requests: () => operator(pipelines.request),
+    reduceToolCall: (call, context, signal) => calls.toolCall(createStep(call, context, signal)),
     reduceToolResult: async (result, context, signal) => {
-      const step = await lanes
-        .get('tool_result', laneOf(context), toolResults)
-        .run(createStep(result, withBudget(context), signal));
+      const step = await calls.toolResult(createStep(result, withBudget(context), signal));
       // A malformed result (not an object) passes as it came: the facade never throws for content.
       const shown = (step.value as Partial<ToolResult> | null | undefined)?.content;
       const raw = (result as Partial<ToolResult> | null | undefined)?.content;
@@ -490,7 +508,7 @@ function facade(parts: FacadeParts): Terminator {
         typeof raw === 'string' &&
         shown !== raw
       )
-        parts.credits.note(laneOf(context), shown, raw, step.decisions);
+        parts.credits.note(sessionStateKey(context), shown, raw, step.decisions);
       return step;
     },
     reduceRequest,
@@ -514,12 +532,16 @@ function facade(parts: FacadeParts): Terminator {
         return fallbackPressure(config, counter, request, context);
       }
     },
-    heldState: () => ({ sessions: lanes.sessions, bytes: lanes.bytes }),
+    heldState: (context) => ({
+      sessions: sessions.size,
+      bytes: sessions.bytes,
+      ...(context === undefined
+        ? {}
+        : { entries: Number(sessions.has(context)) + Number(parts.credits.has(sessionStateKey(context))) }),
+    }),
     endSession: async (context) => {
-      lanes.end(laneOf(context));
-      deps.focus.delete(laneOf(context));
-      parts.credits.end(laneOf(context));
-      counts?.end(laneOf(context));
+      sessions.end(context);
+      parts.credits.end(sessionStateKey(context));
       if (failure !== undefined) return;
       try {
         await vault.closeSession(storeScope(withBudget(context)));

@@ -3,9 +3,6 @@
  * wired in their order from the config's mode. Stages the mode does not switch on are left out
  * entirely (identity), not skipped per element, so a disabled mode costs nothing.
  */
-import { sessionKeyOf } from '../telemetry/request-account.js';
-import { LRUCache } from 'lru-cache';
-import { identity } from 'rxjs';
 import { capOutputBudget } from '../../operators/cap-output-budget.js';
 import { compileRequest } from '../../operators/compile-request.js';
 import { fitWindow } from '../../operators/fit-window.js';
@@ -18,16 +15,15 @@ import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
 import { routeSkills } from '../../operators/route-skills.js';
 import { rewriteTerminalCommand } from '../../operators/rewrite-terminal-command.js';
 import { modeFlags, pricingFor, type ModeFlags } from '../config/index.js';
-import { conversationTerms, type FocusTermsMemo } from '../compile/conversation-terms.js';
+import { conversationTerms } from '../compile/conversation-terms.js';
 import { readRequest, stepFormat } from '../model/read.js';
 import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { WorkingStateStore } from '../vault/ports.js';
-import { stepOperator } from '../operator-kit.js';
+import { chainStages, type Stage, type StageOperator } from '../operator-kit.js';
 import { WeakMemo } from '../weak-memo.js';
-import { errorLabel, note, type ProviderRequest, type StepContext, type ToolCall, type ToolResult } from '../step.js';
+import { errorLabel, note, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
-import type { Op } from './lanes.js';
 
 /** Which stages a config turns on: the modes table plus the output-budget cap. */
 export interface ModeGates extends ModeFlags {
@@ -89,54 +85,24 @@ export interface PipelineDeps {
   readonly gate: { readonly counter?: TokenCounter };
   readonly gates: ModeGates;
   readonly workingState?: WorkingStateStore;
-  /** The focus terms of each session's latest request, for the tool stage's views (src/compile/conversation-terms.ts). */
-  readonly focus: FocusBoard;
+  /** The focus terms of a Step's session's latest request, for the tool stage's views (src/compile/conversation-terms.ts). */
+  readonly focus: (step: Step<ToolResult>) => readonly string[];
 }
 
 /**
- * The names each session's latest request is about (its task, the agent's messages and
- * commands), written by the request pipeline and read by the tool stage, whose views keep the
- * lines of a large output that mention them. In memory, for the most recent sessions: a process
- * that never saw a session's request simply makes views without focus lines.
+ * Records the request's focus terms in its session, for the tool stage's views (the lines of a
+ * large output that mention the names the conversation is about); never changes the request.
  */
-export class FocusBoard {
-  // Reading does not refresh a session (peek): the least recently written one goes first.
-  readonly #terms: LRUCache<string, readonly string[]>;
-  constructor(readonly max: number) {
-    this.#terms = new LRUCache({ max: Math.max(1, Math.floor(max)) });
-  }
-  get(sessionId: string): readonly string[] {
-    return this.#terms.peek(sessionId) ?? [];
-  }
-  set(sessionId: string, terms: readonly string[]): void {
-    this.#terms.set(sessionId, terms);
-  }
-  /** Forget a session's terms (its host ended it). */
-  delete(sessionId: string): void {
-    this.#terms.delete(sessionId);
-  }
-}
-
-/**
- * The key of a session's lanes and focus terms: its id, and its tenant when there is one (two
- * tenants' sessions never share state, whatever their ids).
- */
-export function sessionKey(context: Pick<StepContext, 'sessionId' | 'tenant'>): string {
-  return sessionKeyOf(context);
-}
-
-/** Records the request's focus terms for its session; never changes the request. */
-function recordFocus(board: FocusBoard): Op<ProviderRequest> {
-  return stepOperator<ProviderRequest>('focus', () => {
-    // Each item's terms, kept by this subscription for the requests after it.
-    const perItem: FocusTermsMemo = new WeakMemo();
-    return (step) => {
+const recordFocus: Stage<ProviderRequest> = {
+  name: 'focus',
+  open: () => ({
+    reduce: (step, session) => {
       const view = readRequest(step.value, { format: stepFormat(step) });
-      if (view.items.length > 0) board.set(sessionKey(step.context), conversationTerms(view, perItem));
+      if (view.items.length > 0) session.focus = conversationTerms(view, (session.focusItems ??= new WeakMemo()));
       return undefined;
-    };
-  });
-}
+    },
+  }),
+};
 
 /**
  * Pass-through mode (the vault could not be opened): no reduction stage runs, not even those that
@@ -144,33 +110,35 @@ function recordFocus(board: FocusBoard): Op<ProviderRequest> {
  * partial pipeline whose behaviour depends on which stage touches the vault. The one exception is
  * the output cap on requests (passThroughRequests), which changes no content.
  */
-export function passThrough<T>(failure: Error): Op<T> {
+export function passThrough<T>(failure: Error): Stage<T> {
   const decision = Object.freeze({
     stage: 'runtime',
     kind: 'failed_open',
     reason: 'vault_unavailable',
     error: errorLabel(failure),
   } as const);
-  return stepOperator<T>('runtime', () => (step) => note(step, decision));
+  return { name: 'runtime', open: () => ({ reduce: (step) => note(step, decision) }) };
 }
 
 /**
  * Pass-through mode for requests: nothing is reduced, but the output cap still runs (it needs no
  * vault): the answer must fit the window whether or not the vault could be opened.
  */
-export function passThroughRequests(d: PipelineDeps, failure: Error): Op<ProviderRequest> {
+export function passThroughRequests(d: PipelineDeps, failure: Error): Stage<ProviderRequest> {
   return chain([
     passThrough<ProviderRequest>(failure),
-    d.gates.budget ? capOutputBudget(budgetOptions(d.config, d.budgetCounter)) : identity,
+    d.gates.budget ? capOutputBudget(budgetOptions(d.config, d.budgetCounter)) : undefined,
   ]);
 }
 
-function chain<T>(ops: readonly Op<T>[]): Op<T> {
-  return (source) => ops.reduce((acc, op) => acc.pipe(op), source);
+/** The stages switched on, one after the other (a stage left out is `undefined`). */
+function chain<T>(parts: readonly (Stage<T> | StageOperator<T> | undefined)[]): Stage<T> {
+  const stages = parts.flatMap((p) => (p === undefined ? [] : ['stage' in p ? p.stage : p]));
+  return chainStages('runtime', stages);
 }
 
-export function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
-  if (!d.gates.terminal && !d.gates.suggest) return identity;
+export function toolCallPipeline(d: PipelineDeps): Stage<ToolCall> {
+  if (!d.gates.terminal && !d.gates.suggest) return chain<ToolCall>([]);
   const c = d.config;
   return rewriteTerminalCommand({
     flags: d.gates,
@@ -183,10 +151,10 @@ export function toolCallPipeline(d: PipelineDeps): Op<ToolCall> {
     pytestGuard: c.pytestGuard,
     previewMarker: c.previewMarker,
     toolNames: c.toolNames,
-  });
+  }).stage;
 }
 
-export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
+export function toolResultPipeline(d: PipelineDeps): Stage<ToolResult> {
   const c = d.config;
   const options: ReduceToolResultOptions = {
     vault: d.vault,
@@ -197,17 +165,19 @@ export function toolResultPipeline(d: PipelineDeps): Op<ToolResult> {
     maxArtifactChars: c.maxArtifactChars,
     backends: c.backends,
     toolNames: c.toolNames,
-    focus: (step) => d.focus.get(sessionKey(step.context)),
+    focus: d.focus,
     ...(d.measures === undefined ? {} : { measures: d.measures, digests: d.measures.digests }),
   };
   // One stage per result: the exact text is vaulted once, the delta beats the compact view.
-  return d.gates.temporal || d.gates.native
-    ? reduceToolResult({ ...options, scope: c.temporalScope, temporalMinChars: c.temporalMinChars })
-    : identity;
+  return chain<ToolResult>([
+    d.gates.temporal || d.gates.native
+      ? reduceToolResult({ ...options, scope: c.temporalScope, temporalMinChars: c.temporalMinChars })
+      : undefined,
+  ]);
 }
 
-export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
-  if (!d.gates.compiler && !d.gates.budget) return identity;
+export function requestPipeline(d: PipelineDeps): Stage<ProviderRequest> {
+  if (!d.gates.compiler && !d.gates.budget) return chain<ProviderRequest>([]);
   const c = d.config;
   const { vault, gate } = d;
   const shared = {
@@ -216,7 +186,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
   };
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
-    d.gates.compiler && d.gates.native ? recordFocus(d.focus) : identity,
+    d.gates.compiler && d.gates.native ? recordFocus : undefined,
     d.gates.compiler
       ? collapseDuplicates({
           vault,
@@ -227,9 +197,9 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           maxInlineChars: c.maxInlineChars,
           observations,
         })
-      : identity,
+      : undefined,
     // Routing rewrites the instruction prefix: only as the explicit opt-in (docs/fidelity.md).
-    d.gates.compiler && c.skillRouting ? routeSkills({ ...gate, vault }) : identity,
+    d.gates.compiler && c.skillRouting ? routeSkills({ ...gate, vault }) : undefined,
     d.gates.compiler && c.contextCompaction
       ? compileRequest({
           vault,
@@ -251,7 +221,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           workingGraphChars: c.workingGraphChars,
           ...(d.workingState === undefined ? {} : { workingState: d.workingState }),
         })
-      : identity,
+      : undefined,
     // The window fit works on the compiled request; the cap that follows counts the fitted prompt.
     d.gates.compiler && c.windowFit
       ? fitWindow({
@@ -265,10 +235,7 @@ export function requestPipeline(d: PipelineDeps): Op<ProviderRequest> {
           idleTurns: c.workingSetIdleTurns,
           diagnosticChars: c.digestDiagnosticChars,
         })
-      : identity,
-    d.gates.budget ? capOutputBudget(budgetOptions(c, d.budgetCounter)) : identity,
+      : undefined,
+    d.gates.budget ? capOutputBudget(budgetOptions(c, d.budgetCounter)) : undefined,
   ]);
 }
-
-// ---------------------------------------------------------------------------------------------
-// Lanes: one long-lived subscription per (pipeline, session) shared by the Promise facades.

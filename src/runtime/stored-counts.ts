@@ -13,9 +13,9 @@
  * alike), and only large items (a row per item is cheaper than tokenizing it only past
  * {@link STORED_MIN_CHARS}). A failing store changes nothing but speed.
  */
-import { LRUCache } from 'lru-cache';
 import type { ItemMeasures } from '../ledger/item-measures.js';
 import { listKeyOf } from '../model/prefix.js';
+import type { Session } from '../session/session-cache.js';
 import type { ProviderRequest } from '../step.js';
 import { BatchQueue } from '../telemetry/batch-queue.js';
 import type { CountStore } from '../vault/ports.js';
@@ -30,21 +30,17 @@ const WRITE_DELAY_MS = 100;
 /** The runtime's side of the count store. */
 export interface SharedCounts {
   /** Before the request stages: the store's counts of the large items this process has not seen for `session`. Never rejects. */
-  prefetch(request: ProviderRequest, session: string): Promise<void>;
+  prefetch(request: ProviderRequest, session: Session): Promise<void>;
   /** After a call: write the counts tokenized since, in a later batch. */
   written(): void;
   /** Writes what waits now; resolves once every count tokenized so far was written (or failed to be). */
   settled(): Promise<void>;
-  /** Forget a session's seen items (the host ended it). */
-  end(session: string): void;
 }
 
 /** The store's shared counts for `measures`, or undefined when its counter shares none. */
-export function sharedCounts(store: CountStore, measures: ItemMeasures, maxSessions: number): SharedCounts | undefined {
+export function sharedCounts(store: CountStore, measures: ItemMeasures): SharedCounts | undefined {
   const key = measures.counter?.countsKey;
   if (key === undefined || !measures.byContent) return undefined;
-  // Items per session this process has measured: a request only longer by a few asks nothing.
-  const seen = new LRUCache<string, number>({ max: Math.max(1, maxSessions) * 3 });
   const writes = new BatchQueue<null>(
     async () => {
       const rows = measures.takeCounted();
@@ -58,8 +54,9 @@ export function sharedCounts(store: CountStore, measures: ItemMeasures, maxSessi
         const listKey = listKeyOf(request);
         if (listKey === undefined) return;
         const list = request[listKey] as readonly unknown[];
-        const from = Math.min(seen.get(session) ?? 0, list.length);
-        seen.set(session, list.length);
+        // Items of the session this process has measured: a request only longer by a few asks nothing.
+        const from = Math.min(session.seenItems, list.length);
+        session.seenItems = list.length;
         if (list.length - from < UNSEEN_MIN) return;
         const wanted: string[] = [];
         for (let i = from; i < list.length; i++) {
@@ -75,6 +72,5 @@ export function sharedCounts(store: CountStore, measures: ItemMeasures, maxSessi
     },
     written: () => writes.add(null),
     settled: () => writes.settled(),
-    end: (session) => void seen.delete(session),
   };
 }

@@ -117,12 +117,18 @@ export interface Terminator extends AsyncDisposable {
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;
   /**
-   * Per-session state held now: the sessions whose lanes are subscribed, and the bytes their state
-   * is estimated at (accounted only under a `maxSessionBytes` bound; 0 without one).
+   * Per-session state held now: the sessions held, and the bytes their state is estimated at
+   * (accounted only under a `maxSessionBytes` bound; 0 without one). With a context: also the
+   * entries held for that session over every session-keyed structure (`entries`; 0 after
+   * {@link Terminator.endSession}).
    */
-  heldState(): { readonly sessions: number; readonly bytes: number };
+  heldState(context?: Pick<StepContext, 'sessionId' | 'tenant'>): {
+    readonly sessions: number;
+    readonly bytes: number;
+    readonly entries?: number;
+  };
   /**
-   * The host ended a session: its lanes are dropped and its pins, leases and renderings become
+   * The host ended a session: everything held in memory for it is dropped and its pins, leases and renderings become
    * releasable (retention frees them when it needs room). A later call with the same session id
    * starts it again. Without this, a session's pins age out after TOKEN_TERMINATOR_SESSION_TTL_SECONDS
    * of inactivity. Never rejects.

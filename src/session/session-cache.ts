@@ -105,6 +105,11 @@ export class SessionCache {
     return session;
   }
 
+  /** The session of `context` when held now (its recency unchanged), else undefined. */
+  peek(context: SessionOf): Session | undefined {
+    return this.#sessions.peek(sessionStateKey(context));
+  }
+
   /** Whether a session of `context` is held now. */
   has(context: SessionOf): boolean {
     return this.#sessions.has(sessionStateKey(context));

@@ -143,6 +143,11 @@ export class ToolCredits {
     }
   }
 
+  /** Whether renderings of `session` are held now. */
+  has(session: string): boolean {
+    return this.#sessions.has(session);
+  }
+
   /** Forget a session's renderings (it ended). */
   end(session: string): void {
     this.#sessions.delete(session);

@@ -2,13 +2,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Observable, firstValueFrom, from, toArray } from 'rxjs';
+import { firstValueFrom, from, toArray } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
-import { stepOperator } from '../../src/operator-kit.js';
+import type { OpenStage, StepReducer } from '../../src/operator-kit.js';
 import { fallbackPressure } from '../../src/budget/pressure.js';
-import { createTerminator, Lane, modeGates } from '../../src/runtime/index.js';
+import { createTerminator, modeGates } from '../../src/runtime/index.js';
+import { Calls } from '../../src/runtime/calls.js';
+import { SessionCache } from '../../src/session/session-cache.js';
 import { advance, createStep, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import { VaultOpenError } from '../../src/vault/errors.js';
@@ -27,49 +29,54 @@ afterEach(() => {
 const ctx = { sessionId: 's1' };
 const env = {};
 
-describe('Lane', () => {
-  it('keeps operator state across calls of one session (one long-lived subscription)', async () => {
-    const counting = () =>
-      stepOperator<string>('count', () => {
-        let seen = 0;
-        return (s) => advance(s, `${s.value}#${++seen}`, { stage: 'count', kind: 'applied', reason: 'test' });
-      });
-    const lane = new Lane<string>('runtime:test', counting);
-    const a = await lane.run(createStep('a', ctx));
-    const b = await lane.run(createStep('b', ctx));
-    expect([a.value, b.value]).toEqual(['a#1', 'b#2']);
-    lane.close();
+/** A stage of strings from a reducer of (step, signal), as one run. */
+const open = (reduce: StepReducer<string>): OpenStage<string> => ({
+  reduce: (step, _session, signal) => reduce(step, signal),
+});
+
+describe('Calls', () => {
+  it('keeps session state across calls of one session', async () => {
+    const calls = new Calls(new SessionCache(4));
+    const counting: OpenStage<string> = {
+      reduce: (s, session) =>
+        advance(s, `${s.value}#${++session.seenItems}`, { stage: 'count', kind: 'applied', reason: 'test' }),
+    };
+    const a = await calls.run('request', counting, createStep('a', ctx));
+    const b = await calls.run('request', counting, createStep('b', ctx));
+    const other = await calls.run('request', counting, createStep('c', { sessionId: 's2' }));
+    expect([a.value, b.value, other.value]).toEqual(['a#1', 'b#2', 'c#1']);
   });
 
-  it('pairs concurrent calls with their own outputs even when reductions finish out of order', async () => {
+  it('runs the calls of one session and kind in turn, each answered with its own output', async () => {
     const delays: Record<string, number> = { a: 20, b: 1, c: 5 };
-    const slow = () =>
-      stepOperator<string>('slow', () => async (s) => {
-        await new Promise((r) => setTimeout(r, delays[s.value]));
-        return advance(s, s.value.toUpperCase(), { stage: 'slow', kind: 'applied', reason: 'test' });
-      });
-    const lane = new Lane<string>('runtime:test', slow);
-    const out = await Promise.all(['a', 'b', 'c'].map((v) => lane.run(createStep(v, ctx))));
+    const order: string[] = [];
+    const slow = open(async (s) => {
+      order.push(`start ${s.value}`);
+      await new Promise((r) => setTimeout(r, delays[s.value]));
+      order.push(`end ${s.value}`);
+      return advance(s, s.value.toUpperCase(), { stage: 'slow', kind: 'applied', reason: 'test' });
+    });
+    const calls = new Calls(new SessionCache(4));
+    const out = await Promise.all(['a', 'b', 'c'].map((v) => calls.run('request', slow, createStep(v, ctx))));
     expect(out.map((s) => s.value)).toEqual(['A', 'B', 'C']);
-    lane.close();
+    expect(order).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
   });
 
   it('resolves an aborted call at once with its input and keeps later calls paired', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
     let sawAbort = false;
-    const blocking = () =>
-      stepOperator<string>('block', () => async (s, signal) => {
-        if (s.value === 'first') {
-          signal.addEventListener('abort', () => (sawAbort = true));
-          await gate;
-        }
-        return advance(s, `${s.value}!`, { stage: 'block', kind: 'applied', reason: 'test' });
-      });
-    const lane = new Lane<string>('runtime:test', blocking);
+    const blocking = open(async (s, signal) => {
+      if (s.value === 'first') {
+        signal.addEventListener('abort', () => (sawAbort = true));
+        await gate;
+      }
+      return advance(s, `${s.value}!`, { stage: 'block', kind: 'applied', reason: 'test' });
+    });
+    const calls = new Calls(new SessionCache(4));
     const controller = new AbortController();
-    const first = lane.run(createStep('first', ctx, controller.signal));
-    const second = lane.run(createStep('second', ctx));
+    const first = calls.run('request', blocking, createStep('first', ctx, controller.signal));
+    const second = calls.run('request', blocking, createStep('second', ctx));
     controller.abort();
     const aborted = await first;
     expect(aborted.value).toBe('first');
@@ -77,35 +84,36 @@ describe('Lane', () => {
     expect(sawAbort).toBe(true);
     release();
     expect((await second).value).toBe('second!');
-    lane.close();
   });
 
-  it('fails open and re-subscribes when the chain errors', async () => {
-    let subscriptions = 0;
-    const breaking = () => (source: Observable<Step<string>>) =>
-      new Observable<Step<string>>((sub) => {
-        subscriptions++;
-        return source.subscribe({
-          next: (s) => (s.value === 'bad' ? sub.error(new RangeError('boom')) : sub.next(s)),
-          error: (e: unknown) => sub.error(e),
-          complete: () => sub.complete(),
-        });
-      });
-    const lane = new Lane<string>('runtime:test', breaking);
-    const bad = await lane.run(createStep('bad', ctx));
+  it('fails open when a stage throws, and the next call runs', async () => {
+    const breaking = open((s) => {
+      if (s.value === 'bad') throw new RangeError('boom');
+      return undefined;
+    });
+    const calls = new Calls(new SessionCache(4));
+    const bad = await calls.run('request', breaking, createStep('bad', ctx));
     expect(bad.value).toBe('bad');
     expect(bad.decisions.at(-1)).toMatchObject({ kind: 'failed_open', error: 'RangeError' });
-    const good = await lane.run(createStep('good', ctx));
-    expect(good.value).toBe('good');
-    expect(subscriptions).toBe(2);
-    lane.close();
+    expect((await calls.run('request', breaking, createStep('good', ctx))).value).toBe('good');
   });
 
-  it('answers calls after close with their input', async () => {
-    const lane = new Lane<string>('runtime:test', () => (s) => s);
-    lane.close();
-    const out = await lane.run(createStep('x', ctx));
-    expect(out.value).toBe('x');
+  it('answers the calls in flight and after close with their input', async () => {
+    const calls = new Calls(new SessionCache(4));
+    let cancelled = false;
+    const hanging = open(
+      (s, signal) =>
+        new Promise<Step<string>>(() => {
+          signal.addEventListener('abort', () => (cancelled = true));
+        }),
+    );
+    const inFlight = calls.run('request', hanging, createStep('x', ctx));
+    await new Promise((r) => setImmediate(r));
+    calls.close();
+    expect((await inFlight).decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'runtime closed' });
+    expect(cancelled).toBe(true);
+    const out = await calls.run('request', hanging, createStep('y', ctx));
+    expect(out.value).toBe('y');
     expect(out.decisions.at(-1)).toMatchObject({ kind: 'skipped', reason: 'runtime closed' });
   });
 });

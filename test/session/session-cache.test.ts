@@ -3,82 +3,68 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { stepOperator } from '../../src/operator-kit.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
-import { LaneCache } from '../../src/runtime/lanes.js';
+import { SessionCache } from '../../src/session/session-cache.js';
 import { SESSION_BYTES_PER_CHAR } from '../../src/ledger/request-chars.js';
 import { createTerminator } from '../../src/runtime/index.js';
-import { advance, createStep } from '../../src/step.js';
 import type { Terminator } from '../../src/runtime/types.js';
 
 let dir: string;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'tt-lanes-'));
+  dir = mkdtempSync(join(tmpdir(), 'tt-sessions-'));
 });
 afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const counting = () =>
-  stepOperator<string>('count', () => {
-    let seen = 0;
-    return (s) => advance(s, `${s.value}#${++seen}`, { stage: 'count', kind: 'applied', reason: 'test' });
-  });
-
-describe('LaneCache: the bound on per-session state', () => {
-  it('never accounts more bytes than its bound, but for the lane just sized when it alone is larger (property)', () => {
+describe('SessionCache: the bound on per-session state', () => {
+  it('never accounts more bytes than its bound, but for the session just sized when it alone is larger (property)', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 5000 }),
         fc.array(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 8000 })), { maxLength: 80 }),
         (maxBytes, calls) => {
-          const lanes = new LaneCache(256, maxBytes);
+          const sessions = new SessionCache(256, maxBytes);
           for (const [session, bytes] of calls) {
-            lanes.get('request', `s${session}`, counting);
-            lanes.account('request', `s${session}`, bytes);
-            expect(lanes.bytes <= maxBytes || lanes.bytes === bytes).toBe(true);
+            sessions.account(sessions.of({ sessionId: `s${session}` }), bytes);
+            expect(sessions.bytes <= maxBytes || sessions.bytes === bytes).toBe(true);
           }
-          lanes.closeAll();
         },
       ),
     );
   });
 
-  it('drops the least recently used sessions first, and a dropped session starts a new lane (fresh state)', async () => {
-    const lanes = new LaneCache(256, 100);
-    const run = (s: string, v: string) =>
-      lanes
-        .get('request', s, counting)
-        .run(createStep(v, { sessionId: s }))
-        .then((o) => o.value);
-    expect(await run('a', 'x')).toBe('x#1');
-    lanes.account('request', 'a', 60);
-    expect(await run('b', 'x')).toBe('x#1');
-    lanes.account('request', 'b', 30);
-    expect(await run('a', 'y')).toBe('y#2'); // a is the most recent now
-    lanes.account('request', 'a', 60);
-    expect(await run('c', 'x')).toBe('x#1');
-    lanes.account('request', 'c', 30); // 60 + 30 + 30 > 100: b (least recent) goes
-    expect(lanes.bytes).toBe(90);
-    expect(lanes.sessions).toBe(2);
-    expect(await run('a', 'z')).toBe('z#3');
-    expect(await run('b', 'y')).toBe('y#1'); // a new lane
-    lanes.closeAll();
+  it('drops the least recently used sessions first, and a dropped session starts afresh', () => {
+    const sessions = new SessionCache(256, 100);
+    const a = sessions.of({ sessionId: 'a' });
+    a.seenItems = 7;
+    sessions.account(a, 60);
+    sessions.account(sessions.of({ sessionId: 'b' }), 30);
+    expect(sessions.of({ sessionId: 'a' })).toBe(a); // a is the most recent now
+    sessions.account(sessions.of({ sessionId: 'c' }), 30); // 60 + 30 + 30 > 100: b (least recent) goes
+    expect(sessions.bytes).toBe(90);
+    expect(sessions.size).toBe(2);
+    expect(sessions.has({ sessionId: 'b' })).toBe(false);
+    expect(sessions.of({ sessionId: 'a' }).seenItems).toBe(7);
+    expect(sessions.of({ sessionId: 'b' }).seenItems).toBe(0); // a new session
   });
-  it("keeps a host's state beside a lane while the lane lives, and drops it with the lane", () => {
-    const lanes = new LaneCache(1);
-    expect(lanes.memo('request', 'a', () => ({ n: 1 }))).toBeUndefined(); // no lane yet
-    lanes.get('request', 'a', counting);
-    const memo = lanes.memo('request', 'a', () => ({ n: 1 }));
-    expect(lanes.memo('request', 'a', () => ({ n: 2 }))).toBe(memo);
-    lanes.get('request', 'b', counting);
-    lanes.get('tool_call', 'b', counting);
-    lanes.get('tool_result', 'b', counting); // past 3 lanes: a's request lane (least recent) goes
-    lanes.get('request', 'a', counting); // a new lane for a
-    expect(lanes.memo('request', 'a', () => ({ n: 3 }))).toEqual({ n: 3 });
-    lanes.end('a');
-    expect(lanes.memo('request', 'a', () => ({ n: 4 }))).toBeUndefined();
-    lanes.closeAll();
+
+  it('keeps at most its count of sessions, and ending one frees it and its bytes', () => {
+    const sessions = new SessionCache(2);
+    sessions.account(sessions.of({ sessionId: 'a' }), 10);
+    sessions.of({ sessionId: 'b' });
+    sessions.of({ sessionId: 'c' });
+    expect([sessions.has({ sessionId: 'a' }), sessions.size, sessions.bytes]).toEqual([false, 2, 0]);
+    sessions.end({ sessionId: 'b' });
+    expect([sessions.has({ sessionId: 'b' }), sessions.size]).toEqual([false, 1]);
+  });
+
+  it("keeps two tenants' sessions of one id apart", () => {
+    const sessions = new SessionCache(4);
+    const a = sessions.of({ sessionId: 's', tenant: 'ta' });
+    expect(sessions.of({ sessionId: 's', tenant: 'tb' })).not.toBe(a);
+    sessions.end({ sessionId: 's', tenant: 'tb' });
+    expect(sessions.peek({ sessionId: 's', tenant: 'ta' })).toBe(a);
   });
 });
 
@@ -109,7 +95,7 @@ describe('createTerminator maxSessionBytes', () => {
       env: {},
       overrides: { dbPath: join(dir, 'kept.sqlite3'), historyPolicy: 'lazy' },
     });
-    // One byte: each other session's request drops every lane but its own, `a`'s included.
+    // One byte: each other session's request drops every session but its own, `a`'s included.
     await using bounded = await createTerminator({
       env: {},
       overrides: { dbPath: join(dir, 'bounded.sqlite3'), historyPolicy: 'lazy' },
@@ -164,5 +150,43 @@ describe('createTerminator maxSessionBytes', () => {
     expect(await held(Math.floor(one.bytes * 1.5), ['a', 'b'])).toMatchObject({ sessions: 1 });
     expect(await held(one.bytes * 3, ['a', 'b'])).toMatchObject({ sessions: 2 });
     expect(await held(one.bytes * 3, [])).toEqual({ sessions: 0, bytes: 0 });
+  });
+});
+
+describe('endSession', () => {
+  it('frees every entry the Terminator kept for the session, and no other session', async () => {
+    await using tt = await createTerminator({ env: {}, overrides: { dbPath: join(dir, 'end.sqlite3') } });
+    const lines = Array.from({ length: 3000 }, (_, i) => `FAILED tests/test_${i}.py::test_case - assert ${i} == 0`);
+    const output = lines.join('\n');
+    const session = (sessionId: string) => ({ sessionId, tenant: 'k_tenant' });
+    for (const id of ['a', 'b']) {
+      const ctx = session(id);
+      const call = { id: 'c1', name: 'terminal', args: { command: 'pytest' } };
+      const result = await tt.reduceToolResult(
+        { callId: 'c1', name: 'terminal', args: call.args, content: output },
+        ctx,
+      );
+      await tt.reduceToolCall(call, ctx);
+      const messages = [
+        { role: 'user', content: `fix the tests of ${id}` },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'terminal', arguments: '{"command":"pytest"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: result.value.content },
+        { role: 'assistant', content: 'looking' },
+      ];
+      await tt.reduceRequest({ model: 'gpt-4o', messages }, ctx);
+      await tt.reduceRequest({ model: 'gpt-4o', messages: [...messages, { role: 'user', content: 'go on' }] }, ctx);
+    }
+    await tt.settled();
+    expect(tt.heldState(session('a')).entries).toBe(2); // its Session and its tool credits
+    await tt.endSession(session('a'));
+    expect(tt.heldState(session('a')).entries).toBe(0);
+    expect(tt.heldState(session('b')).entries).toBe(2);
+    expect(tt.heldState()).toMatchObject({ sessions: 1 });
   });
 });
