@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJson } from '../../src/measure/index.js';
-import { conversationItems, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { conversationItems, withoutCacheMarkers, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 
 /** Request header that names the session explicitly; the proxy scopes it by tenant and never sends it upstream. */
 export const SESSION_HEADER = 'x-token-terminator-session';
@@ -91,31 +91,9 @@ function instructionPrefix(request: Readonly<Record<string, unknown>>, format: R
     if (it?.role === 'assistant' || it?.type === 'function_call' || it?.type === 'reasoning') break;
     prefix.push(item);
   }
-  return withoutCacheMarkers([request['system'] ?? null, request['instructions'] ?? null, prefix]) as unknown[];
-}
-
-/**
- * A copy without `cache_control` keys, at any depth, and with a content list of one plain text part
- * read as that text (the caller's objects are not touched): Claude Code sends an opening message as
- * `[{ type: 'text', text, cache_control }]` once and as the string `text` in every later request.
- */
-function withoutCacheMarkers(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutCacheMarkers);
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (key === 'cache_control') continue;
-    out[key] = key === 'content' ? plainText(withoutCacheMarkers(v)) : withoutCacheMarkers(v);
-  }
-  return out;
-}
-
-function plainText(content: unknown): unknown {
-  if (!Array.isArray(content) || content.length !== 1) return content;
-  const part = content[0] as Record<string, unknown> | null;
-  if (part === null || typeof part !== 'object' || part['type'] !== 'text' || typeof part['text'] !== 'string')
-    return content;
-  return Object.keys(part).length === 2 ? part['text'] : content;
+  return withoutCacheMarkers([request['system'] ?? null, request['instructions'] ?? null, prefix], {
+    plainText: true,
+  }) as unknown[];
 }
 
 /**

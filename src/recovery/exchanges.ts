@@ -18,7 +18,13 @@ import type { ProviderRequest } from '../step.js';
 import { evidenceText } from '../compile/evidence.js';
 import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
 import { artifactIdFor } from '../vault/identity.js';
-import { conversationItems, listKey, serverSideState, type RecoveryWireFormat } from './formats.js';
+import {
+  conversationItems,
+  listKey,
+  serverSideState,
+  withoutCacheMarkers,
+  type RecoveryWireFormat,
+} from './formats.js';
 
 /** Where the state lives: the vault's `getRendering` / `setRendering` fit. */
 export interface ExchangeStore {
@@ -98,15 +104,6 @@ export function anchorDigest(item: unknown): string {
 /** Whether the caller's item is the one an exchange was anchored after (states written before the marker-free digest included). */
 const anchoredAfter = (e: AnchoredExchange, item: unknown): boolean =>
   e.digest === anchorDigest(item) || e.digest === itemDigest(item);
-
-/** A copy without `cache_control` keys at any depth (the caller's objects are not touched). */
-function withoutCacheMarkers(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutCacheMarkers);
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) if (key !== 'cache_control') out[key] = withoutCacheMarkers(v);
-  return out;
-}
 
 /** Read a session's state; an unreadable or absent value is the empty state. */
 export async function loadRecoveryState(store: ExchangeStore, sessionId: string): Promise<RecoveryState> {

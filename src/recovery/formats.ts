@@ -295,3 +295,36 @@ export function usageOf(body: unknown): Obj | undefined {
 export function withUsage(body: unknown, usage: Obj | undefined): unknown {
   return usage === undefined || !isObj(body) ? body : { ...body, usage };
 }
+
+/**
+ * A copy without `cache_control` keys at any depth (the caller's objects are not touched): clients
+ * move prompt-cache markers from request to request while the conversation stays the same. With
+ * `plainText`, a content list of one plain text part is also read as that text (Claude Code sends
+ * an opening message as `[{ type: 'text', text, cache_control }]` once and as the string `text` in
+ * every later request).
+ *
+ * @example
+ * withoutCacheMarkers({ content: [{ type: 'text', text: 'hi', cache_control: {} }] }, { plainText: true }); // { content: 'hi' }
+ */
+export function withoutCacheMarkers(value: unknown, options: { readonly plainText?: boolean } = {}): unknown {
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    if (v === null || typeof v !== 'object') return v;
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(v)) {
+      if (key === 'cache_control') continue;
+      out[key] = key === 'content' && options.plainText === true ? plainText(strip(inner)) : strip(inner);
+    }
+    return out;
+  };
+  return strip(value);
+}
+
+/** A content list of one `{ type: 'text', text }` part as its text; anything else as it is. */
+function plainText(content: unknown): unknown {
+  if (!Array.isArray(content) || content.length !== 1) return content;
+  const part = content[0] as Record<string, unknown> | null;
+  if (part === null || typeof part !== 'object' || part['type'] !== 'text' || typeof part['text'] !== 'string')
+    return content;
+  return Object.keys(part).length === 2 ? part['text'] : content;
+}
