@@ -26,6 +26,7 @@ import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
 import { evidenceText } from './evidence.js';
+import { editWindowView, readNumberedWindow } from '../compact/edit-window.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
@@ -235,16 +236,29 @@ export async function planHistory(
     );
 
   // The history as it would be sent without a new rewrite: earlier rewrites applied.
-  const keepItems = renderItems(state, view, applied) ?? view.items;
+  // Edit results shown reduced against an earlier output still in view (they are part of the kept history).
+  const { targets: keptEdits, bases } = editWindowTargets(state, outputs, applied, start);
+  const keepItems =
+    renderItems(state, view, keptEdits.length === 0 ? applied : byItemOrder([...applied, ...keptEdits])) ?? view.items;
   let chosen: Target[] = [];
-  if (candidates.length > 0 && o.newBatch !== false)
+  if (candidates.length > 0 && o.newBatch !== false) {
+    // An earlier output an edit result's view names goes only with that edit result: hiding it
+    // alone would show the edit result whole again.
+    const open = new Set(candidates.map((c) => JSON.stringify(c.slot.path)));
+    const eligible = candidates.filter((c) => {
+      const dependent = bases.get(JSON.stringify(c.slot.path));
+      return dependent === undefined || open.has(dependent);
+    });
     chosen =
       o.blockTurns > 0
-        ? candidates
-        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates, idle, start, past });
+        ? eligible
+        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates: eligible, idle, start, past });
+  }
 
   const chosenKeys = new Set(chosen.map((c) => c.key));
-  const order = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  const rewritten = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  const edits = editWindowTargets(state, outputs, rewritten, start).targets;
+  const order = edits.length === 0 ? rewritten : [...rewritten, ...edits];
   const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
   const failed = dropped.length;
   for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
@@ -288,6 +302,66 @@ export async function planHistory(
     ...(failure === undefined ? {} : { failure }),
   };
 }
+
+/** Renderings in item order (stable), as src/compile/apply.ts renders from the previous request's. */
+const byItemOrder = (list: readonly Target[]): Target[] => [...list].sort((a, b) => a.slot.item! - b.slot.item!);
+
+/** The history key of an edit result's first view (decided anew per request, never persisted). */
+const editKey = (slot: Slot): string => `edit:${JSON.stringify(slot.path)}`;
+
+/**
+ * First views of edit results that re-print a numbered window of a file an earlier output still
+ * shown inline prints too (src/compact/edit-window.ts): the rows the earlier output shows are
+ * named, the rest stays, the receipt of the full result follows. A function of the request: when
+ * the earlier output is rewritten, the edit result is shown whole again (it comes after the earlier
+ * output, so the prompt cache it breaks is broken already).
+ */
+function editWindowTargets(
+  state: SessionState,
+  outputs: readonly Slot[],
+  rewritten: readonly Target[],
+  start: number,
+): { targets: Target[]; bases: Map<string, string> } {
+  const hidden = new Set(rewritten.map((t) => JSON.stringify(t.slot.path)));
+  const latest = new Map<string, { slot: Slot; text: string }>();
+  const targets: Target[] = [];
+  /** Path of an edit result shown reduced, by the path of the earlier output it names (JSON). */
+  const bases = new Map<string, string>();
+  for (const slot of outputs) {
+    if (slot.item === undefined || slot.item < start || hidden.has(JSON.stringify(slot.path))) continue;
+    const text = typeof slot.value === 'string' ? slot.value : undefined;
+    if (text === undefined || isReceipt(text)) continue;
+    const window = readNumberedWindow(text);
+    if (window === undefined) continue;
+    const earlier = latest.get(window.path);
+    // What the next edit result may name is what this one shows (its reduced view, if it gets one).
+    latest.set(window.path, { slot, text });
+    if (earlier === undefined || !EDITED.test(text)) continue;
+    const call = earlier.slot.callId === undefined ? '' : ` (call ${earlier.slot.callId})`;
+    const view = editWindowView(text, earlier.text, `the earlier ${earlier.slot.toolName ?? 'tool'} output${call}`);
+    if (view === undefined || codePoints(text) - codePoints(view) < EDIT_MIN_SAVED) continue;
+    const toolName = slot.toolName ?? 'tool';
+    const shown = `${view}\n${localReceipt(state.meter.digests, text, toolName)}`;
+    latest.set(window.path, { slot, text: shown });
+    bases.set(JSON.stringify(earlier.slot.path), JSON.stringify(slot.path));
+    targets.push({
+      key: editKey(slot),
+      kind: 'digest',
+      slot,
+      evidence: text,
+      artifactId: artifactOf(state.meter.digests, text),
+      toolName,
+      text: shown,
+    });
+  }
+  return { targets, bases };
+}
+
+/** Code points an edit result's reduced view must save to be shown instead of the result (a few lines do not pay for the note and receipt). */
+const EDIT_MIN_SAVED = 1000;
+
+/** An editor's word that the window below shows the file after its edit. */
+const EDITED = /has been edited|File updated|edited successfully/;
 
 /** The boundaries a request's history is decided at; undefined when it has no history (no assistant item). */
 interface HistoryBounds {
