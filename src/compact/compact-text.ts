@@ -109,8 +109,25 @@ export function selectLines(
   for (let i = 0; i < lines.length; i += 1) if (isErrorLine(lines[i]!)) take(i, signalBudget, GAP_MARKER_COST);
   for (let i = 0; i < lines.length; i += 1) if (important(lines[i]!)) take(i, signalBudget, GAP_MARKER_COST);
   const headBudget = used + Math.floor((maxChars - used) * 0.6);
-  for (let i = 0; i < lines.length && take(i, headBudget, 0); i += 1);
-  for (let i = lines.length - 1; i >= 0 && take(i, maxChars, 0); i -= 1);
+  // Head and tail skip a line the view already shows word for word (a stack printed again, a
+  // repeated banner): the room goes to lines the reader has not seen. A skip opens a gap.
+  const shown = new Set<string>();
+  for (const i of chosen) shown.add(lines[i]!);
+  const fill = (from: number, step: 1 | -1, budget: number): void => {
+    let open = false;
+    for (let i = from; i >= 0 && i < lines.length; i += step) {
+      const l = lines[i]!;
+      if (!chosen.has(i) && l.length >= 20 && shown.has(l)) {
+        open = true;
+        continue;
+      }
+      if (!take(i, budget, open ? GAP_MARKER_COST : 0)) return;
+      open = false;
+      shown.add(l);
+    }
+  };
+  fill(0, 1, headBudget);
+  fill(lines.length - 1, -1, maxChars);
   const out: string[] = [];
   let gap = 0;
   for (let i = 0; i < lines.length; i += 1) {

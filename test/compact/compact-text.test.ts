@@ -139,3 +139,20 @@ describe('factorRuns and compactLines (improved line mode)', () => {
     counter.dispose?.();
   });
 });
+
+describe('selectLines: repeated lines', () => {
+  it('head and tail skip a line the view already shows, so the room goes to lines not seen yet', () => {
+    const frames = Array.from(
+      { length: 12 },
+      (_, k) => `  File "/src/app/module_${k}.py", line ${100 + k}, in step_${k}`,
+    );
+    const blocks = Array.from({ length: 8 }, (_, b) => [`Call number ${b} of convert_units`, ...frames]).flat();
+    const inner = '    self.converter = registry.get_converter(value)';
+    const lines = [...blocks.slice(0, 50), inner, ...blocks.slice(50)];
+    const view = selectLines(lines, 1600);
+    expect(view).toContain(inner);
+    expect(view.length).toBeLessThanOrEqual(1600);
+    // Each repeated frame is shown once at most in the head.
+    expect(view.split('\n').filter((l) => l === frames[0]).length).toBeLessThanOrEqual(2);
+  });
+});
