@@ -93,19 +93,13 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): StageOpe
   const maxInlineChars = intOption(STAGE, 'maxInlineChars', options.maxInlineChars, defaultInt('maxInlineChars'), 0);
   const viewChars = intOption(STAGE, 'inlineViewChars', options.inlineViewChars, 8000, 200);
   const isObservation = observationTest(STAGE, options.observations);
-  const { counter, measures } = options;
-  const prefixRecognition = prefixRecognitionOption(STAGE, options);
-  const recognitions = recognitionsOption(STAGE, options);
+  prefixRecognitionOption(STAGE, options);
+  recognitionsOption(STAGE, options);
   return stageOperator({
     name: STAGE,
     open: () => {
-      const newState = sessionStateFactory({
-        vault: options.vault,
-        ...(counter === undefined ? {} : { counter }),
-        ...(measures === undefined ? {} : { measures }),
-        ...recognitions,
-        prefixRecognition,
-      });
+      // The options were checked when the operator was built (prefixRecognition, recognitions).
+      const newState = sessionStateFactory(options);
       // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
       const outputsOf = (view: RequestView, state: SessionState): Slot[] => [
         ...hostToolOutputs(view, state.observations),

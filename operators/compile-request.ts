@@ -23,20 +23,14 @@ export type { CompileRequestOptions };
  */
 export function compileRequest(options: CompileRequestOptions): StageOperator<ProviderRequest> {
   const settings = compileSettings(options);
-  const { inlineLeases, prefixRecognition, recognitions } = settings;
-  const { counter, measures } = options;
+  const { inlineLeases } = settings;
   // Reads by id only through a session's scoped reads (`state.reads`): this stage's store has none.
   const vault = requestStore(options.vault);
   return stageOperator<ProviderRequest>({
     name: STAGE,
     open: () => {
-      const newState = sessionStateFactory({
-        vault: options.vault,
-        ...(counter === undefined ? {} : { counter }),
-        ...(measures === undefined ? {} : { measures }),
-        ...recognitions,
-        prefixRecognition,
-      });
+      // The options were checked when the operator was built (prefixRecognition, recognitions).
+      const newState = sessionStateFactory(options);
       // Synchronous until there is a history, so pass-through Steps emit synchronously.
       const reduce: SessionReducer<ProviderRequest> = (step, session) => {
         // The history the session's previous request had is recognised, not re-read (src/model/prefix.ts).
