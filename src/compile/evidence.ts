@@ -11,7 +11,7 @@
  * be read, every id is delivered again before it is named.
  */
 import { createDigests, type Digests } from '../ledger/digests.js';
-import { canonicalJson, codePoints } from '../measure/index.js';
+import { canonicalJson } from '../measure/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
 import type { KnownContent, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { RequestStore } from '../vault/scoped-reads.js';
@@ -39,13 +39,6 @@ export function evidenceText(value: unknown): string | undefined {
       return undefined;
   }
   return canonicalJson(value);
-}
-
-/** Length in code points of a tool output's content as vaulted (0 when it is not receiptable). */
-export function evidenceChars(value: unknown): number {
-  if (typeof value === 'string') return codePoints(value);
-  const text = evidenceText(value);
-  return text === undefined ? 0 : codePoints(text);
 }
 
 export interface EvidenceStore {
