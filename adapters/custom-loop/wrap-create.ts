@@ -23,7 +23,9 @@ import {
   withRecoveryTool,
   type RecoveryWireFormat,
 } from '../../src/recovery/formats.js';
+import { capLoweredBy, recoveryToolTokens, refitContinuation } from '../../src/recovery/fit.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
+import { STAGES } from '../../src/stages.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
 import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
@@ -173,17 +175,29 @@ export function wrapCreate<F extends CreateFn>(
         outputCaches === undefined
           ? undefined
           : await renderToolOutputs(terminator, shown, format.wire, context, outputCaches).catch(() => undefined);
+      // The recovery tool may join the prompt after the pipeline: the window fit leaves room for it.
+      const added =
+        offerTool && !offersRecoveryTool(body)
+          ? recoveryToolTokens(terminator.counter, body, withRecoveryTool(body, format.wire, terminator.recoveryTool))
+          : 0;
       // Recorded here, once sent: the recovery tool and the recovery rounds are part of what it cost.
       const prepared = await prepareRequest(
         terminator,
         outputs?.changed === true ? outputs.request : shown,
-        context,
+        added > 0 ? { ...context, addedPromptTokens: added } : context,
         signal,
         { record: terminator.recordRequest === undefined },
       );
       options.onDecisions?.(prepared.decisions);
       let compiled = rejoinOutputs(prepared.request, format.wire, rejoined);
-      if (offerTool) compiled = offeringTool(compiled, format.wire, context.sessionId, offered, terminator);
+      if (offerTool) {
+        const before = compiled;
+        compiled = offeringTool(compiled, format.wire, context.sessionId, offered, terminator);
+        // The tool's tokens come off the cap the pipeline set (as the gateway does): prompt + cap still fits.
+        const capped = prepared.decisions.some((d) => d.stage === STAGES.capOutputBudget && d.kind === 'applied');
+        if (compiled !== before && capped)
+          compiled = capLoweredBy(compiled, recoveryToolTokens(terminator.counter, before, compiled));
+      }
       const continuations: ProviderRequest[] = [];
       const record = (): void => {
         if (prepared.step !== undefined) terminator.recordRequest?.(prepared.step, { sent: compiled, continuations });
@@ -203,6 +217,8 @@ export function wrapCreate<F extends CreateFn>(
           },
           bodyOf: (response) => response,
           answer: (call) => answerRecoveryCall(terminator.recoveryTool, call.arguments, context.sessionId),
+          // Each continuation goes through the pipeline again, so it fits the window as the first did.
+          refit: refitContinuation(terminator, context, signal),
           ...(options.recoveryRounds === undefined ? {} : { maxRounds: options.recoveryRounds }),
         });
       } finally {

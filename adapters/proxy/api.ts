@@ -9,8 +9,6 @@
  * as the client sent it; a request the pipeline left unchanged goes as the client's own bytes.
  */
 import { createHash } from 'node:crypto';
-import { CAP_FIELDS } from '../../src/budget/request-caps.js';
-import { canonicalJson } from '../../src/measure/index.js';
 import { STAGES } from '../../src/stages.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
@@ -32,6 +30,7 @@ import {
   type RecoveryCall,
   type RecoveryWireFormat,
 } from '../../src/recovery/formats.js';
+import { capLoweredBy, recoveryToolTokens, refitContinuation } from '../../src/recovery/fit.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
 import type { Reservation } from './bounds.js';
@@ -186,7 +185,9 @@ async function prepare(
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
   const offering = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client);
   // The recovery tool may join the prompt after the pipeline: the window fit leaves room for it.
-  const added = offering ? promptTokensAdded(tt, client, withRecoveryTool(client, format, tt.recoveryTool)) : 0;
+  const added = offering
+    ? recoveryToolTokens(tt.counter, client, withRecoveryTool(client, format, tt.recoveryTool))
+    : 0;
   const step = await tt.reduceRequest(
     outputs.request,
     added > 0 ? { ...context, addedPromptTokens: added } : context,
@@ -204,7 +205,7 @@ async function prepare(
     // tokens come off the cap the pipeline set, so prompt + cap still fits the window (and a
     // restart renders the same).
     const capped = step.decisions.some((d) => d.stage === STAGES.capOutputBudget && d.kind === 'applied');
-    if (request !== before && capped) request = capLoweredBy(request, promptTokensAdded(tt, before, request));
+    if (request !== before && capped) request = capLoweredBy(request, recoveryToolTokens(tt.counter, before, request));
     if (!state.tool) {
       nextState = { ...state, tool: true };
       await saveRecoveryState(tt.vault, sessionStateKey(context), nextState);
@@ -221,21 +222,6 @@ async function prepare(
     decisions: step.decisions,
     measured: shown === client ? outputs.measured : client,
   };
-}
-
-/** Tokens of the tool definitions `after` adds to `before` (compact JSON, as the budget counts parts). */
-function promptTokensAdded(tt: ProxyContext['terminator'], before: ProviderRequest, after: ProviderRequest): number {
-  const tools = (r: ProviderRequest): unknown[] => (Array.isArray(r['tools']) ? (r['tools'] as unknown[]) : []);
-  const added = tools(after).slice(tools(before).length);
-  const key = tools(before).length === 0 ? tt.counter.count('tools') : 0;
-  return key + added.reduce<number>((n, t) => n + tt.counter.count(canonicalJson(t, { compact: true })), 0);
-}
-
-/** The request with its output cap (the one field the cap stage wrote) lowered by `tokens`, never below 1. */
-function capLoweredBy(request: ProviderRequest, tokens: number): ProviderRequest {
-  const field = CAP_FIELDS.find((f) => typeof request[f] === 'number');
-  if (field === undefined || tokens <= 0) return request;
-  return { ...request, [field]: Math.max(1, (request[field] as number) - tokens) };
 }
 
 /**
@@ -493,8 +479,7 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
   const serverSide =
     format === 'responses' &&
     (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
-  const refit = async (request: ProviderRequest): Promise<ProviderRequest> =>
-    (await ctx.terminator.reduceRequest(request, prepared.context, undefined, { record: false })).value;
+  const refit = refitContinuation(ctx.terminator, prepared.context);
   return { answer, remember, serverSide, refit };
 }
 
