@@ -98,12 +98,25 @@ export interface FitWindowOptions {
 }
 
 /** The exact count is the provider's own (vLLM, a tokenizer.json), not a tiktoken encoding standing in for it. */
-function ownTokenizer(options: FitWindowOptions): boolean {
+function ownTokenizer(options: Pick<FitWindowOptions, 'counter' | 'budget'>): boolean {
   const b = options.budget;
   if (b?.counter !== undefined) return !b.counter.name.startsWith('tiktoken');
   if ((b?.backend ?? b?.config?.incontext.backend ?? 'tiktoken') !== 'tiktoken') return true;
   if ((b?.config?.tokenizerJson ?? '') !== '') return true;
   return !options.counter.name.startsWith('tiktoken');
+}
+
+/**
+ * The foreign-tokenizer margin (percent) the fit applies with these options: 0 with a counter of the
+ * provider's own, else `foreignMarginPct` (default 25). The preflight pressure uses the same.
+ *
+ * @example
+ * fitForeignMarginPct({ counter }); // 25 with a tiktoken counter
+ */
+export function fitForeignMarginPct(
+  options: Pick<FitWindowOptions, 'counter' | 'budget' | 'foreignMarginPct'>,
+): number {
+  return ownTokenizer(options) ? 0 : intOption(STAGE, 'foreignMarginPct', options.foreignMarginPct, 25, 0, 100);
 }
 
 /**
@@ -139,9 +152,7 @@ export function fitWindow(options: FitWindowOptions): StageOperator<ProviderRequ
     ),
     viewChars: intOption(STAGE, 'viewChars', options.viewChars, 4000, 200),
     oversizePct: intOption(STAGE, 'oversizePct', options.oversizePct, 12, 1, 100),
-    foreignMarginPct: ownTokenizer(options)
-      ? 0
-      : intOption(STAGE, 'foreignMarginPct', options.foreignMarginPct, 25, 0, 100),
+    foreignMarginPct: fitForeignMarginPct(options),
   };
   const budget = createOutputBudget(STAGE, options.budget);
   const { counter, measures } = options;

@@ -15,6 +15,7 @@
  * working with its original content instead of failing to start.
  */
 import { createPressure } from '../../operators/cap-output-budget.js';
+import { fitForeignMarginPct } from '../../operators/fit-window.js';
 import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
 import { fittedPressure } from '../window/pressure.js';
@@ -527,6 +528,12 @@ function facade(parts: FacadeParts): Terminator {
           count: (r) => fn.count(r, context),
           lowWaterPct: config.windowLowWaterPct,
           minChars: config.contextMinVaultChars,
+          context,
+          // The margin the pipeline's fit applies (same counter and budget options as it).
+          foreignMarginPct: fitForeignMarginPct({
+            counter: deps.counter,
+            budget: budgetOptions(config, budgetCounter),
+          }),
         });
       } catch {
         return fallbackPressure(config, counter, request, context);

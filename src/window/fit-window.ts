@@ -18,7 +18,7 @@ import type { SessionState } from '../compile/session.js';
 import { readRequest, withItems, writeSlots } from '../model/index.js';
 import type { RequestView } from '../model/types.js';
 import { serializedChars } from '../measure/index.js';
-import { advance, note, storeScope, type ProviderRequest, type Step } from '../step.js';
+import { advance, note, storeScope, type ProviderRequest, type Step, type StepContext } from '../step.js';
 import { boundsOf, fitSlots, renderingFor, type FitSlot, type FitStep, type Rendering } from './plan.js';
 import {
   BLOCK_MODES,
@@ -235,16 +235,31 @@ export async function fitRequest(
  * the counter's (docs/window.md).
  */
 export function promptRoom(W: number, R: number, step: Step<ProviderRequest>, s: FitSettings): number {
-  const added = Math.max(0, step.context.addedPromptTokens ?? 0);
-  const pct = foreignRoute(step) ? s.foreignMarginPct : 0;
-  return Math.floor(((W - R - added) * 100) / (100 + pct));
+  return promptRoomFor(W, R, step.context, s.foreignMarginPct);
+}
+
+/**
+ * {@link promptRoom} for a request's context and the fit's foreign-tokenizer margin (percent), the
+ * one reckoning the fit and the preflight pressure share.
+ *
+ * @example
+ * promptRoomFor(16_000, 1024, { sessionId: 's', format: 'anthropic', addedPromptTokens: 300 }, 25); // 11_740
+ */
+export function promptRoomFor(W: number, R: number, context: StepContext, foreignMarginPct: number): number {
+  const added = Math.max(0, context.addedPromptTokens ?? 0);
+  return Math.floor(((W - R - added) * 100) / (100 + routeMarginPct(context, foreignMarginPct)));
+}
+
+/** The foreign-tokenizer margin (percent) for the request's route: `foreignMarginPct` when foreign, else 0. */
+export function routeMarginPct(context: StepContext, foreignMarginPct: number): number {
+  return foreignRoute(context) ? foreignMarginPct : 0;
 }
 
 /** The route's provider counts tokens its own way (Anthropic, Google …): any provider but OpenAI's. */
-function foreignRoute(step: Step<ProviderRequest>): boolean {
-  const provider = step.context.route?.provider?.toLowerCase();
+function foreignRoute(context: StepContext): boolean {
+  const provider = context.route?.provider?.toLowerCase();
   if (provider !== undefined) return provider !== 'openai' && provider !== 'azure' && provider !== 'azure-openai';
-  return step.context.format === 'anthropic';
+  return context.format === 'anthropic';
 }
 
 function roomText(W: number, R: number, room: number): string {

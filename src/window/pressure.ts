@@ -2,14 +2,17 @@
  * Preflight pressure with the window fit in the pipeline (docs/window.md): a host that compacts
  * when pressure reaches W must compact only when the fit cannot make the request fit. Over W, the
  * least the fit can leave (every reducible slot as its receipt) decides: when even that and R do
- * not fit, the pressure stays at or above W (the host compacts); otherwise it is what the fit
- * brings the prompt to, the low-water mark, plus R − 1.
+ * not fit the room the fit has (W − R, less what the host adds after the pipeline, over 1 + the
+ * foreign-tokenizer margin: `promptRoomFor`), the pressure stays at or above W (the host compacts);
+ * otherwise it is what the fit brings the prompt to (the low-water mark of that room), as the
+ * provider may count it with the margin, plus what the host adds, plus R − 1: below W.
  */
 import { preflightPressure } from '../budget/arithmetic.js';
 import type { WindowLimits } from '../budget/planner.js';
 import { createDigests } from '../ledger/digests.js';
 import { readRequest } from '../model/index.js';
-import type { ProviderRequest } from '../step.js';
+import type { ProviderRequest, StepContext } from '../step.js';
+import { promptRoomFor, routeMarginPct } from './fit-window.js';
 import { floorRequest } from './plan.js';
 
 /** What {@link fittedPressure} needs: W and R, the count the cap makes, and the fit's settings. */
@@ -20,13 +23,17 @@ export interface FittedPressureInputs {
   readonly count: (request: ProviderRequest) => Promise<number | undefined>;
   readonly lowWaterPct: number;
   readonly minChars: number;
+  /** The request's context: its route and the tokens the host adds after the pipeline. */
+  readonly context: StepContext;
+  /** The fit's foreign-tokenizer margin (percent; 0 with the provider's own counter). */
+  readonly foreignMarginPct: number;
 }
 
 /**
  * The preflight pressure a host should see for `request` when the window fit runs after it.
  *
  * @example
- * const p = await fittedPressure(request, { limits, pressure, count, lowWaterPct: 70, minChars: 600 });
+ * const p = await fittedPressure(request, { limits, pressure, count, lowWaterPct: 70, minChars: 600, context, foreignMarginPct: 25 });
  */
 export async function fittedPressure(request: ProviderRequest, i: FittedPressureInputs): Promise<number> {
   const { limits, pressure } = i;
@@ -38,7 +45,11 @@ export async function fittedPressure(request: ProviderRequest, i: FittedPressure
     i.minChars,
   );
   const least = floor === undefined ? undefined : await i.count(floor);
-  if (least === undefined || preflightPressure(least, limits.reserve) >= limits.window) return pressure;
-  const target = Math.floor(((limits.window - limits.reserve) * i.lowWaterPct) / 100);
-  return preflightPressure(Math.max(least, target), limits.reserve);
+  const room = promptRoomFor(limits.window, limits.reserve, i.context, i.foreignMarginPct);
+  if (least === undefined || least > room) return pressure;
+  const fitted = Math.max(least, Math.floor((room * i.lowWaterPct) / 100));
+  // room × (1 + margin) + added ≤ W − R, so this stays below W.
+  const pct = routeMarginPct(i.context, i.foreignMarginPct);
+  const added = Math.max(0, i.context.addedPromptTokens ?? 0);
+  return preflightPressure(Math.ceil((fitted * (100 + pct)) / 100) + added, limits.reserve);
 }
