@@ -15,12 +15,19 @@ import type { ProviderRequest, StepContext } from '../step.js';
  *
  * @example
  * const added = recoveryToolTokens(tt.counter, body, withRecoveryTool(body, 'chat', tt.recoveryTool));
+ * // 0 when the counter throws: nothing can be sized, and the request passes as it is
  */
 export function recoveryToolTokens(counter: TokenCounter, before: ProviderRequest, after: ProviderRequest): number {
   const tools = (r: ProviderRequest): unknown[] => (Array.isArray(r['tools']) ? (r['tools'] as unknown[]) : []);
   const added = tools(after).slice(tools(before).length);
-  const key = tools(before).length === 0 ? counter.count('tools') : 0;
-  return key + added.reduce<number>((n, t) => n + counter.count(canonicalJson(t, { compact: true })), 0);
+  try {
+    const key = tools(before).length === 0 ? counter.count('tools') : 0;
+    return key + added.reduce<number>((n, t) => n + counter.count(canonicalJson(t, { compact: true })), 0);
+  } catch {
+    // A counter that fails cannot size anything: the request stages fail open on their own count,
+    // and the host sends what it has (fail-open: never an error of ours in the agent's way).
+    return 0;
+  }
 }
 
 /**
