@@ -54,6 +54,8 @@ export interface BoundsOptions {
   readonly trim: () => void;
   readonly metrics: ProxyMetrics;
   readonly log: (record: ProxyLogRecord) => void;
+  /** Milliseconds on a monotonic clock (default `performance.now`); tests stall it. */
+  readonly now?: () => number;
 }
 
 /**
@@ -149,10 +151,14 @@ export class Bounds {
   readonly #claims = new Set<{ bytes: number; abort: AbortController }>();
   readonly #bodies = new Map<IncomingMessage, Watched>();
   #rateTimer: NodeJS.Timeout | undefined;
+  /** When the body sweep last ran. */
+  #swept = 0;
+  readonly #now: () => number;
   readonly #memoryTimer: NodeJS.Timeout;
 
   constructor(options: BoundsOptions) {
     this.#o = options;
+    this.#now = options.now ?? (() => performance.now());
     let limit = 0;
     try {
       limit = options.heap().limit;
@@ -253,9 +259,10 @@ export class Bounds {
     if (this.#o.minBodyRate === 0 || req.complete) return;
     const length = req.headers['content-length'];
     if (req.headers['transfer-encoding'] === undefined && (length === undefined || Number(length) === 0)) return;
-    this.#bodies.set(req, { socket: req.socket, res, bytes: req.socket.bytesRead, at: performance.now() });
+    this.#bodies.set(req, { socket: req.socket, res, bytes: req.socket.bytesRead, at: this.#now() });
     req.once('close', () => this.#bodies.delete(req));
     if (this.#rateTimer === undefined) {
+      this.#swept = this.#now();
       // Each body is checked once per full window of its own; the sweep runs twice a window.
       this.#rateTimer = setInterval(() => this.#sweep(), Math.max(1, Math.floor(this.#o.rateWindowMs / 2)));
       this.#rateTimer.unref();
@@ -263,10 +270,20 @@ export class Bounds {
   }
 
   #sweep(): void {
-    const now = performance.now();
+    const now = this.#now();
+    // A sweep half a window late means this process did not run (a long reduction, a loaded
+    // machine): timers run before sockets are read, so what the clients sent meanwhile is not yet
+    // counted. Judging now would close fast clients; every body starts a new window instead.
+    const stalled = now - this.#swept > this.#o.rateWindowMs;
+    this.#swept = now;
     for (const [req, w] of this.#bodies) {
       if (req.complete || req.destroyed) {
         this.#bodies.delete(req);
+        continue;
+      }
+      if (stalled) {
+        w.bytes = w.socket.bytesRead;
+        w.at = now;
         continue;
       }
       const elapsed = now - w.at;

@@ -117,6 +117,20 @@ async function sendLarge(body: Buffer): Promise<string> {
   }
 }
 
+/** The gateway's counters of refusals, closed connections and fail-opens, for a failure message. */
+async function counters(): Promise<string> {
+  try {
+    const res = await fetch(`${url}/metrics`);
+    const text = await res.text();
+    return text
+      .split('\n')
+      .filter((l) => /^token_terminator_proxy_(rejected|connections_closed|fail_open|requests)/.test(l))
+      .join('; ');
+  } catch (error) {
+    return `unreadable (${(error as Error).message})`;
+  }
+}
+
 /** The good client: small conversations of 20 turns, one request at a time while `going()`; every answer's status or error. */
 async function goodClient(going: () => boolean): Promise<(number | string)[]> {
   const client = new Client(url);
@@ -168,7 +182,7 @@ describe('memory per request (issue 49), the real gateway with --workers 2 and i
           Array.from({ length: n }, (_, i) => sendLarge(bigRequest(`${round}-${i}`))),
         ).finally(() => (going = false));
         const statuses = await good;
-        const said = `${round}: large ${answers.join(', ')}; the proxy's stderr: ${proxy.stderr().slice(-3000)}`;
+        const said = `${round}: large ${answers.join(', ')}; the proxy's counters: ${await counters()}; its stderr: ${proxy.stderr().slice(-3000)}`;
         for (const a of answers) expect(['reduced', 'unreduced (memory)', 'refused with a reason'], said).toContain(a);
         expect(statuses.length).toBeGreaterThan(0);
         expect(
