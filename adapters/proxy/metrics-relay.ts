@@ -6,10 +6,11 @@
  * the asking worker with all of them, which it sums (prom-client's `AggregatorRegistry.aggregate`).
  * The primary holds no metrics of its own and loads no prom-client: it only relays.
  *
- * A worker that does not answer within the timeout is left out of that answer (it is starting or
- * dying); when the primary does not answer (a cluster of the user's own, without the relay), the
- * asking worker answers with its own values. A worker that died takes its counts with it, as a
- * replica that restarts does.
+ * A worker that does not answer within the timeout (busy reducing a large request, or starting) is
+ * counted with the values it shared last, so a counter never goes down while its worker lives;
+ * when the primary does not answer (a cluster of the user's own, without the relay), the asking
+ * worker answers with its own values. A worker that died takes its counts with it, as a replica
+ * that restarts does.
  */
 import cluster, { type Worker } from 'node:cluster';
 
@@ -25,7 +26,7 @@ const ANSWER = 'token-terminator:metrics-answer';
 type Message = { readonly type?: unknown; readonly id?: unknown; readonly metrics?: unknown };
 const isMessage = (m: unknown): m is Message => typeof m === 'object' && m !== null;
 
-/** How long the primary waits for the workers, and a worker for the primary, in milliseconds. */
+/** How long the primary waits for the workers, in milliseconds; a worker waits for the primary twice as long. */
 export const RELAY_TIMEOUT_MS = 3000;
 
 /**
@@ -39,20 +40,24 @@ export const RELAY_TIMEOUT_MS = 3000;
  */
 export function relayGatewayMetrics(timeoutMs = RELAY_TIMEOUT_MS): () => void {
   let next = 0;
-  const collecting = new Map<number, { asked: Worker; id: unknown; pending: number; sets: unknown[]; done(): void }>();
+  /** What each live worker shared last, by worker id. */
+  const last = new Map<number, unknown[]>();
+  const collecting = new Map<number, { pending: Set<number>; sets: unknown[]; done(): void }>();
   const onMessage = (worker: Worker, message: unknown): void => {
     if (!isMessage(message)) return;
     if (message.type === ASK) {
       const cid = next++;
       const live = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true);
       const entry = {
-        asked: worker,
-        id: message.id,
-        pending: 0,
+        pending: new Set<number>(),
         sets: [] as unknown[],
         done: () => {
           clearTimeout(timer);
           collecting.delete(cid);
+          for (const id of entry.pending) {
+            const known = last.get(id);
+            if (known !== undefined) entry.sets.push(known);
+          }
           if (worker.isConnected()) worker.send({ type: ANSWER, id: message.id, metrics: entry.sets });
         },
       };
@@ -61,24 +66,28 @@ export function relayGatewayMetrics(timeoutMs = RELAY_TIMEOUT_MS): () => void {
       for (const w of live) {
         try {
           w.send({ type: COLLECT, id: cid });
-          entry.pending++;
+          entry.pending.add(w.id);
         } catch {
           // gone meanwhile: left out
         }
       }
-      if (entry.pending === 0) entry.done();
+      if (entry.pending.size === 0) entry.done();
       return;
     }
     if (message.type === SHARE && typeof message.id === 'number') {
+      if (Array.isArray(message.metrics)) last.set(worker.id, message.metrics);
       const entry = collecting.get(message.id);
-      if (entry === undefined) return;
+      if (entry === undefined || !entry.pending.delete(worker.id)) return;
       if (Array.isArray(message.metrics)) entry.sets.push(message.metrics);
-      if (--entry.pending === 0) entry.done();
+      if (entry.pending.size === 0) entry.done();
     }
   };
+  const onExit = (worker: Worker): void => void last.delete(worker.id);
   cluster.on('message', onMessage);
+  cluster.on('exit', onExit);
   return () => {
     cluster.off('message', onMessage);
+    cluster.off('exit', onExit);
     for (const entry of collecting.values()) entry.done();
   };
 }
@@ -99,7 +108,10 @@ export interface WorkerMetricsRelay {
  * const relay = workerMetricsRelay(() => registry.getMetricsAsJSON());
  * const sets = await relay.gather(); // AggregatorRegistry.aggregate(sets)
  */
-export function workerMetricsRelay(own: () => Promise<unknown[]>, timeoutMs = RELAY_TIMEOUT_MS): WorkerMetricsRelay {
+export function workerMetricsRelay(
+  own: () => Promise<unknown[]>,
+  timeoutMs = 2 * RELAY_TIMEOUT_MS,
+): WorkerMetricsRelay {
   let next = 0;
   const waiting = new Map<number, (sets: unknown[][] | undefined) => void>();
   const onMessage = (message: unknown): void => {
