@@ -78,7 +78,10 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     });
     return;
   }
-  const log = options.quiet === true ? undefined : write;
+  // Quiet drops the line per request; a warning (a fail-open, a slow client closed) still says why.
+  const log = (record: { readonly level?: unknown }): void => {
+    if (options.quiet !== true || record.level !== 'info') write(record);
+  };
   const { createProxy } = await import('../../../adapters/proxy/index.js');
   const { dashboardRoute } = await import('../../report/dashboard.js');
   const server = await createProxy({
@@ -87,7 +90,7 @@ async function proxy(options: ProxyCliOptions): Promise<void> {
     terminatorOptions: { config },
     // The primary relays every worker's metrics: /metrics answers for the whole gateway.
     clusterMetrics: true,
-    ...(log === undefined ? {} : { log }),
+    log,
   });
   server.route('/dashboard', dashboardRoute(server.terminator, server.metrics));
   try {
@@ -195,6 +198,6 @@ export function registerProxy(program: Command): void {
       ).conflicts('dbUrl'),
     )
     .addOption(new Option('--db-url <url>', 'PostgreSQL store URL (TOKEN_TERMINATOR_DB_URL)').conflicts('db'))
-    .option('--quiet', 'no per-request log lines on stderr')
+    .option('--quiet', 'no per-request log lines on stderr (warnings still)')
     .action((options: ProxyCliOptions) => proxy(options));
 }
