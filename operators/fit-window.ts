@@ -14,7 +14,7 @@ import { checkOptions, intOption, requireVault } from '../src/options.js';
 import type { ProviderRequest } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { fitRequest, type FitSettings } from '../src/window/fit-window.js';
-import { DEFAULT_FIT_ORDER, FIT_STEPS, type FitStep } from '../src/window/plan.js';
+import { DEFAULT_FIT_ORDER, DEFAULT_OVERSIZE_PCT, FIT_STEPS, type FitStep } from '../src/window/plan.js';
 
 const STAGE = STAGES.fitWindow;
 
@@ -51,7 +51,7 @@ export interface FitWindowOptions {
   /**
    * The reductions in the order they are taken (TOKEN_TERMINATOR_WINDOW_FIT_ORDER).
    *
-   * @defaultValue `['reasoning', 'digest-idle', 'receipt']`
+   * @defaultValue `['reasoning', 'digest-idle', 'view', 'receipt']`
    */
   readonly order?: readonly FitStep[];
   /**
@@ -90,9 +90,9 @@ export interface FitWindowOptions {
    */
   readonly foreignMarginPct?: number;
   /**
-   * An output above this share of W − R (percent) is oversized and gets a bounded view first.
+   * An output above this share of W − R (percent) is oversized: the `view` step gives it a bounded view.
    *
-   * @defaultValue `12`
+   * @defaultValue `20`
    */
   readonly oversizePct?: number;
 }
@@ -151,7 +151,7 @@ export function fitWindow(options: FitWindowOptions): StageOperator<ProviderRequ
       0,
     ),
     viewChars: intOption(STAGE, 'viewChars', options.viewChars, 4000, 200),
-    oversizePct: intOption(STAGE, 'oversizePct', options.oversizePct, 12, 1, 100),
+    oversizePct: intOption(STAGE, 'oversizePct', options.oversizePct, DEFAULT_OVERSIZE_PCT, 1, 100),
     foreignMarginPct: fitForeignMarginPct(options),
   };
   const budget = createOutputBudget(STAGE, options.budget);

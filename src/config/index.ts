@@ -365,6 +365,7 @@ const FIELDS: readonly Field[] = [
   tt('windowFitOrder', 'WINDOW_FIT_ORDER', csv(['reasoning', 'view', 'digest-idle', 'digest', 'receipt']), [
     'reasoning',
     'digest-idle',
+    'view',
     'receipt',
   ]),
   tt('modelLimits', 'MODEL_LIMITS', modelLimits, {}),

@@ -214,7 +214,7 @@ export interface Config {
    *
    * @defaultValue `['reasoning', 'view', 'digest-idle', 'digest', 'receipt']`
    */
-  readonly windowFitOrder: readonly string[]; // TOKEN_TERMINATOR_WINDOW_FIT_ORDER (reasoning,digest-idle,receipt)
+  readonly windowFitOrder: readonly string[]; // TOKEN_TERMINATOR_WINDOW_FIT_ORDER (reasoning,digest-idle,view,receipt)
   /**
    * Model id → { contextWindow?, maxOutputTokens? } over the built-in model table.
    *

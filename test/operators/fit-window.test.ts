@@ -232,6 +232,71 @@ describe('fitWindow (unit)', () => {
     expect(own).toBeLessThanOrEqual(W - R);
   });
 
+  it('gives an output over a fifth of the room that the agent still uses a bounded view before the digests of smaller ones become bare receipts', async () => {
+    // Turn 1 reads a big file every later call names again (the agent still uses it); each later
+    // turn reads a small file it never names again (the working set lets it go).
+    const big = Array.from({ length: 300 }, (_, i) => `big.ts line ${i}: const value${i} = compute(${i});`).join('\n');
+    const messages: unknown[] = [
+      { role: 'system', content: 'You are a careful coding agent.' },
+      { role: 'user', content: 'Fix the failing parser test.' },
+      readCall('big'),
+      { role: 'tool', tool_call_id: 'big', content: big },
+    ];
+    const requests: ProviderRequest[] = [];
+    for (let t = 0; t < 20; t++) {
+      const id = `f${t}`;
+      const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
+      call.tool_calls[0]!.function.arguments = `{"path":"${id}.ts","beside":"big.ts"}`;
+      messages.push(call, readOutput(id, 40));
+      requests.push({ model: 'local-model', messages: messages.slice() });
+    }
+    const W = 8000;
+    const outs = await runAll(
+      op(W),
+      requests.map((r) => [r, { ...context, sessionId: 'big-view' }] as const),
+    );
+    const last = outs.at(-1)!.value['messages'] as { role: string; content: unknown }[];
+    expect((await tokens(outs.at(-1)!.value)) + 1000).toBeLessThanOrEqual(W);
+    // The big output: its head and tail in view, ending in the receipt of all of it.
+    const shown = last[3]!.content as string;
+    expect(shown.startsWith('big.ts line 0: const value0 = compute(0);')).toBe(true);
+    expect(shown).toContain('big.ts line 299: const value299 = compute(299);');
+    expect(shown.length).toBeLessThan(big.length / 2);
+    const [id] = referencedArtifacts(shown);
+    expect(await recover(vault, id!)).toBe(big);
+    // The small outputs it made room for keep their digests (not one is a bare receipt yet).
+    const outputs = last.filter((m) => m.role === 'tool').slice(1, -1);
+    expect(outputs.some((m) => String(m.content).startsWith('[Token Terminator digest'))).toBe(true);
+    expect(outputs.filter((m) => String(m.content).startsWith('[Token Terminator artifact'))).toEqual([]);
+  });
+
+  it('leaves an output the agent still uses verbatim below a fifth of the room', async () => {
+    // 15 % of W − R: the first fit takes the small outputs the agent is done with, and then their
+    // digests to bare receipts, not this one.
+    const mid = Array.from({ length: 90 }, (_, i) => `mid.ts line ${i}: const value${i} = compute(${i});`).join('\n');
+    const messages: unknown[] = [
+      { role: 'system', content: 'You are a careful coding agent.' },
+      { role: 'user', content: 'Fix the failing parser test.' },
+      readCall('mid'),
+      { role: 'tool', tool_call_id: 'mid', content: mid },
+    ];
+    const requests: ProviderRequest[] = [];
+    for (let t = 0; t < 30; t++) {
+      const id = `f${t}`;
+      const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
+      call.tool_calls[0]!.function.arguments = `{"path":"${id}.ts","beside":"mid.ts"}`;
+      messages.push(call, readOutput(id, 40));
+      requests.push({ model: 'local-model', messages: messages.slice() });
+    }
+    const outs = await runAll(
+      op(8000, { lowWaterPct: 30 }),
+      requests.map((r) => [r, { ...context, sessionId: 'mid-verbatim' }] as const),
+    );
+    const first = outs.find((o) => o.decisions.some((d) => d.reason.endsWith('new batch')))!;
+    expect(first).toBeDefined();
+    expect((first.value['messages'] as { content: unknown }[])[3]!.content).toBe(mid);
+  });
+
   it('rejects bad options at build time, naming the operator', () => {
     expect(() => fitWindow({ vault, counter, lowWaterPct: 5 })).toThrow(ConfigError);
     expect(() => fitWindow({ vault, counter, order: ['sideways' as 'view'] })).toThrow(/fitWindow/);
