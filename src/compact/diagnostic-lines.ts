@@ -30,6 +30,12 @@ export interface ScanOptions {
   readonly compiler?: boolean;
 }
 
+/** The sources of one rule of every runner (src/runners/), each once. */
+function runnerSources(rule: 'failureLine' | 'recordFailure' | 'context'): string[] {
+  const sources = Object.values(RUNNERS).flatMap((r) => (r[rule] === undefined ? [] : [r[rule].source]));
+  return [...new Set(sources)];
+}
+
 // Anchored alternatives share one `^` so the engine tries each line once, not at every column;
 // the few patterns that may sit anywhere in a line are a separate, short alternation.
 const FAILURE_START = new RegExp(
@@ -52,7 +58,7 @@ const FAILURE_START = new RegExp(
       String.raw`make(?:\[\d+\])?: \*\*\* |Killed$`,
       String.raw`(?:fatal|FATAL|ERROR|Error)(?:\[[\w-]+\])?: `,
       // Each test runner's own failure lines, in its family's file.
-      ...new Set(Object.values(RUNNERS).map((r) => r.failureLine.source)),
+      ...runnerSources('failureLine'),
     ].join('|') +
     ')',
 );
@@ -62,16 +68,11 @@ const FAILURE_ANY =
 const CONTEXT = new RegExp(
   '^(?:' +
     [
-      String.raw`_{3,} .+ _{3}$`, // pytest failing test header
-      String.raw`>\s{3}`, // the line pytest points at (not gradle's `> Task`)
-      String.raw`[^\s:]+\.py:\d+:(?: |$)`, // pytest location line
       String.raw`\s+\[Previous line repeated \d+ more times\]$`,
       String.raw`\s+--> \S+:\d+(?::\d+)?$`, // rustc location
-      String.raw`goroutine \d+ \[[^\]]+\]:$`,
-      String.raw`---- .+ stdout ----$|failures:$`,
-      String.raw`\s+(?:left|right): `,
-      String.raw`\s*→ |\s*❯ \S+:\d+:\d+`, // vitest failure message and location
       String.raw`\s+\d+:\d+\s+warning\s`,
+      // Each test runner's context lines (a failing test's header, …), in its family's file.
+      ...runnerSources('context'),
     ].join('|') +
     ')',
 );
@@ -81,8 +82,21 @@ const CONTEXT = new RegExp(
  * location ending in an exception, failure counts, `error:`/`fatal:`, a shell's missing file, a
  * non-zero exit status, failing test summaries.
  */
-const RECORD_FAILURE =
-  /^E {2,}\S|^\S+:\d+: (?:[\w$]+\.)*[\w$]*(?:Error|Exception)\b|^(?:FAILED|ERROR|FAIL)\b(?!\s*[=(.,;])|^Traceback \(most recent call last\)|^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)|^Caused by: |\b(?:error|fatal)(?:\[\w+\])?:|\berror TS\d+|^npm ERR!|^npm error\b|^panic: |panicked at|^--- FAIL|^\[ERROR\]|BUILD FAILURE|: command not found$|No such file or directory$|\b[1-9]\d* (?:failed|errors?)\b|\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]|^test \S+ \.\.\. FAILED$|^\s*(?:✗|×|✕) \S/;
+const RECORD_FAILURE = new RegExp(
+  [
+    String.raw`^Traceback \(most recent call last\)`,
+    String.raw`^(?:[\w$]+\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|$)`,
+    String.raw`^Caused by: `,
+    String.raw`\b(?:error|fatal)(?:\[\w+\])?:`,
+    String.raw`\berror TS\d+`,
+    String.raw`^npm ERR!|^npm error\b`,
+    String.raw`: command not found$|No such file or directory$`,
+    String.raw`\b[1-9]\d* (?:failed|errors?)\b`,
+    String.raw`\bexit(?:ed with)? (?:code|status)[ :=]+[1-9]`,
+    // Each test runner's failure records, in its family's file.
+    ...runnerSources('recordFailure'),
+  ].join('|'),
+);
 /**
  * Plain lines that state a failure without the shapes above: failure counts (`3 failed`,
  * `Failures: 1`), a shell's missing file or refused permission, assertion messages.

@@ -10,6 +10,7 @@ export const maven: RunnerRules = {
   block: /<<< (FAILURE|ERROR)!/,
   // `[ERROR]` records and surefire's `<<< FAILURE!` anywhere in a line.
   failureLine: /^(?:\[ERROR\]|[\s\S]*?<<< (?:FAILURE|ERROR)!)/,
+  recordFailure: /^\[ERROR\]|BUILD FAILURE/,
   summary: /^\[(INFO|ERROR|WARNING)\] (BUILD|Tests run:|Total time|Finished at)|^Tests run:/,
   // `<<< FAILURE!` headers and `[ERROR]   Class.method` rows.
   failingIds: [/^\[ERROR\]\s+(?:Tests run:.*<<< (?:FAILURE|ERROR)! -+ in )?(\S+(?:\.|#)\w+(?::\d+)?)(?:\s|$)/],

@@ -14,6 +14,16 @@ export interface RunnerRules {
    * with `^` (isFailureLine in src/compact/diagnostic-lines.ts joins them into one anchored test).
    */
   readonly failureLine: RegExp;
+  /**
+   * The same, as a failure record in a line-numbered view (a log or output read through a read
+   * tool): any alternatives, anchored or not (isFailureLine joins them with the generic ones).
+   */
+  readonly recordFailure?: RegExp;
+  /**
+   * A line kept beside this runner's failure lines that proves nothing alone (a failing test's
+   * header, the line it points at); every alternative anchored with `^`.
+   */
+  readonly context?: RegExp;
   /** Lines naming a failing test; group 1 is its id (tried in the order of src/runners/index.ts). */
   readonly failingIds: readonly RegExp[];
   /** True when a whole output is this runner's run though the command did not say so. */
