@@ -28,26 +28,23 @@ import { chooseBatch, type RewriteCandidate } from './economics.js';
 import { evidenceText } from './evidence.js';
 import { editWindowView, readNumberedWindow } from '../compact/edit-window.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
+import type { CompileSettings } from './reduce-request.js';
 import type { SessionState } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { idleTurns } from './working-set.js';
 
-export interface HistoryOptions {
+export interface HistoryOptions extends Pick<
+  CompileSettings,
+  | 'minChars'
+  | 'maxArtifactChars'
+  | 'inlineRecentTurns'
+  | 'inlineLeases'
+  | 'blockTurns'
+  | 'requestsAhead'
+  | 'digestDiagnosticChars'
+  | 'collapseAfterTurns'
+> {
   readonly sessionId: string;
-  /** Tool outputs at least this long (code points) may be digested. */
-  readonly minChars: number;
-  readonly maxArtifactChars: number;
-  /** Outputs of the newest turns are never rewritten (≥ 1: the newest output is always shown). */
-  readonly inlineRecentTurns: number;
-  /** Requests that must have shown an output inline before it may be rewritten (≥ 1). */
-  readonly inlineLeases: number;
-  /** 0: the cache-economic rule; n: rewrite everything old enough whenever the turn count crosses a multiple of n. */
-  readonly blockTurns: number;
-  /** Requests expected after this one; 0 = as many as the conversation has had. */
-  readonly requestsAhead: number;
-  readonly digestDiagnosticChars: number;
-  /** Opt-in turn collapse horizon (0 = off). */
-  readonly collapseAfterTurns: number;
   /** Opt-in reduction of old assistant reasoning. */
   readonly reasoning: boolean;
   readonly pricing: PricingProfile;

@@ -30,7 +30,7 @@ import type { Recognised, Recognitions } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
 import { checkOptions, intOption, requireVault } from '../options.js';
-import { CONFIG_DEFAULTS, defaultInt } from '../config/index.js';
+import { CONFIG_DEFAULTS, defaultInt, type Config } from '../config/index.js';
 
 const STAGE = STAGES.compileRequest;
 
@@ -143,15 +143,21 @@ export interface CompileRequestOptions extends RequestStageOptions {
 /** The validated options of {@link compileRequest}, as its reduction reads them. */
 export interface CompileSettings {
   readonly options: CompileRequestOptions;
+  /** Tool outputs at least this long (code points) may be digested. */
   readonly minChars: number;
   readonly maxArtifactChars: number;
+  /** Outputs of the newest turns are never rewritten (≥ 1: the newest output is always shown). */
   readonly inlineRecentTurns: number;
+  /** Requests that must have shown an output inline before it may be rewritten (≥ 1). */
   readonly inlineLeases: number;
+  /** 0: the cache-economic rule; n: rewrite everything old enough whenever the turn count crosses a multiple of n. */
   readonly blockTurns: number;
+  /** Requests expected after this one; 0 = as many as the conversation has had. */
   readonly requestsAhead: number;
   readonly historyPolicy: 'working-set' | 'lazy';
   readonly workingSetIdleTurns: number;
   readonly digestDiagnosticChars: number;
+  /** Opt-in turn collapse horizon (0 = off). */
   readonly collapseAfterTurns: number;
   readonly workingGraphChars: number;
   readonly isObservation: ReturnType<typeof observationTest>;
@@ -160,79 +166,50 @@ export interface CompileSettings {
   readonly recognitions: { readonly recognitions?: Recognitions };
 }
 
-// long: one flat check per option, in the options' order; split, they would scatter
+/**
+ * The integer options of {@link compileRequest}, in the options' order: the setting each fills, the
+ * config default, the least and greatest value allowed.
+ */
+const INT_OPTIONS = [
+  ['minVaultChars', 'minChars', 'contextMinVaultChars', 100],
+  ['maxArtifactChars', 'maxArtifactChars', 'maxArtifactChars', 1],
+  ['inlineRecentTurns', 'inlineRecentTurns', 'contextInlineRecentTurns', 1],
+  ['inlineLeases', 'inlineLeases', 'inlineLeases', 1, 100],
+  ['blockTurns', 'blockTurns', 'contextBlockTurns', 0],
+  ['requestsAhead', 'requestsAhead', 'rewriteHorizonRequests', 0],
+  ['workingSetIdleTurns', 'workingSetIdleTurns', 'workingSetIdleTurns', 1],
+  ['digestDiagnosticChars', 'digestDiagnosticChars', 'digestDiagnosticChars', 0],
+  ['collapseAfterTurns', 'collapseAfterTurns', 'contextCollapseAfterTurns', 0],
+  ['workingGraphChars', 'workingGraphChars', 'workingGraphChars', 0],
+] as const satisfies readonly (readonly [
+  keyof CompileRequestOptions,
+  keyof CompileSettings,
+  keyof Config,
+  number,
+  number?,
+])[];
+
+type IntSetting = (typeof INT_OPTIONS)[number][1];
+
 /** Validate {@link compileRequest}'s options (errors name the operator); the settings with their defaults. */
 export function compileSettings(options: CompileRequestOptions): CompileSettings {
   requireVault(STAGE, options);
-  const minChars = intOption(STAGE, 'minVaultChars', options.minVaultChars, defaultInt('contextMinVaultChars'), 100);
-  const maxArtifactChars = intOption(
-    STAGE,
-    'maxArtifactChars',
-    options.maxArtifactChars,
-    defaultInt('maxArtifactChars'),
-    1,
-  );
-  const inlineRecentTurns = intOption(
-    STAGE,
-    'inlineRecentTurns',
-    options.inlineRecentTurns,
-    defaultInt('contextInlineRecentTurns'),
-    1,
-  );
-  const inlineLeases = intOption(
-    STAGE,
-    'inlineLeases',
-    options.inlineLeases,
-    Math.max(1, defaultInt('inlineLeases')),
-    1,
-    100,
-  );
-  const blockTurns = intOption(STAGE, 'blockTurns', options.blockTurns, defaultInt('contextBlockTurns'), 0);
-  const requestsAhead = intOption(
-    STAGE,
-    'requestsAhead',
-    options.requestsAhead,
-    defaultInt('rewriteHorizonRequests'),
-    0,
-  );
+  const ints = {} as Record<IntSetting, number>;
+  for (const [name, setting, key, min, max] of INT_OPTIONS) {
+    // At least 1 lease, whatever the config says.
+    const fallback = name === 'inlineLeases' ? Math.max(1, defaultInt(key)) : defaultInt(key);
+    ints[setting] = intOption(STAGE, name, options[name] as number | undefined, fallback, min, max);
+  }
   const historyPolicy = options.historyPolicy ?? (CONFIG_DEFAULTS.historyPolicy as 'working-set' | 'lazy');
   checkOptions(
     STAGE,
     historyPolicy === 'working-set' || historyPolicy === 'lazy',
     "options.historyPolicy must be 'working-set' or 'lazy'",
   );
-  const workingSetIdleTurns = intOption(
-    STAGE,
-    'workingSetIdleTurns',
-    options.workingSetIdleTurns,
-    defaultInt('workingSetIdleTurns'),
-    1,
-  );
-  const digestDiagnosticChars = intOption(
-    STAGE,
-    'digestDiagnosticChars',
-    options.digestDiagnosticChars,
-    defaultInt('digestDiagnosticChars'),
-    0,
-  );
-  const collapseAfterTurns = intOption(
-    STAGE,
-    'collapseAfterTurns',
-    options.collapseAfterTurns,
-    defaultInt('contextCollapseAfterTurns'),
-    0,
-  );
   checkOptions(
     STAGE,
-    collapseAfterTurns === 0 || collapseAfterTurns >= inlineRecentTurns,
+    ints.collapseAfterTurns === 0 || ints.collapseAfterTurns >= ints.inlineRecentTurns,
     'options.collapseAfterTurns must be 0 or ≥ options.inlineRecentTurns',
-  );
-  const workingGraphChars = intOption(
-    STAGE,
-    'workingGraphChars',
-    options.workingGraphChars,
-    defaultInt('workingGraphChars'),
-    0,
   );
   const isObservation = observationTest(STAGE, options.observations);
   const fixedPricing =
@@ -241,17 +218,8 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
   const recognitions = recognitionsOption(STAGE, options);
   return {
     options,
-    minChars,
-    maxArtifactChars,
-    inlineRecentTurns,
-    inlineLeases,
-    blockTurns,
-    requestsAhead,
+    ...ints,
     historyPolicy,
-    workingSetIdleTurns,
-    digestDiagnosticChars,
-    collapseAfterTurns,
-    workingGraphChars,
     isObservation,
     fixedPricing,
     prefixRecognition,
