@@ -427,6 +427,17 @@ async function pageOf(
   });
 }
 
+/** The whole exact content in one load (what {@link pageOf} loads for each page). */
+async function readWhole(
+  ctx: StoreContext,
+  readVerified: Set<number>,
+  artifactId: string,
+  scope?: StoreScope,
+): Promise<string> {
+  ctx.assertOpen();
+  return (await loadContent(ctx, readVerified, artifactId, scope)).content;
+}
+
 async function peekOf(
   ctx: StoreContext,
   readVerified: Set<number>,
@@ -528,6 +539,7 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
     summary: (artifactId: string, scope?: StoreScope) => summaryOf(ctx, artifactId, scope),
     page: (artifactId: string, offset = 0, limit = limits.maxPageChars, scope?: StoreScope) =>
       pageOf(ctx, memo.readVerified, artifactId, offset, limit, scope),
+    read: (artifactId: string, scope?: StoreScope) => readWhole(ctx, memo.readVerified, artifactId, scope),
     peek: (artifactId: string, limit = DEFAULT_PEEK_CHARS, scope?: StoreScope) =>
       peekOf(ctx, memo.readVerified, artifactId, limit, scope),
     find: (artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES, scope?: StoreScope) =>

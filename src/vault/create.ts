@@ -326,6 +326,7 @@ function composeVault(
     verify: artifacts.verify,
     summary: artifacts.summary,
     page: artifacts.page,
+    read: artifacts.read,
     peek: artifacts.peek,
     find: artifacts.find,
     search: artifacts.search,

@@ -19,6 +19,7 @@ export function unavailableVault(path: string, error: Error): Vault {
     verify: fail,
     summary: fail,
     page: fail,
+    read: fail,
     peek: fail,
     find: fail,
     search: fail,

@@ -81,6 +81,11 @@ export interface ArtifactStore {
   summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined>;
   /** Exact page; throws ArtifactNotFoundError for an unknown id. Limit is clamped to the page ceiling. */
   page(artifactId: string, offset?: number, limit?: number, scope?: StoreScope): Promise<ArtifactPage>;
+  /**
+   * The whole exact content, loaded once (a page loads the whole artifact too, so reading one page
+   * by page costs a load per page); throws ArtifactNotFoundError for an unknown id.
+   */
+  read(artifactId: string, scope?: StoreScope): Promise<string>;
   peek(artifactId: string, limit?: number, scope?: StoreScope): Promise<ArtifactPeek>;
   find(artifactId: string, query: string, limit?: number, scope?: StoreScope): Promise<ArtifactFind>;
   /**
@@ -257,6 +262,7 @@ const DATA_METHODS: { readonly [M in VaultDataMethod]: true } = {
   verify: true,
   summary: true,
   page: true,
+  read: true,
   peek: true,
   find: true,
   search: true,

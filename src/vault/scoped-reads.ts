@@ -22,12 +22,12 @@ export interface ScopedReads {
   verify(artifactId: string, known?: KnownContent): Promise<boolean>;
   /** An exact page; throws ArtifactNotFoundError for an id outside the scope. */
   page(artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage>;
-  /** The whole artifact, page by page (exact); throws what {@link page} throws. */
+  /** The whole artifact (exact), in one store read; throws what {@link page} throws. */
   read(artifactId: string): Promise<string>;
 }
 
 /** The reads by id of the artifact port (what a {@link RequestStore} leaves out). */
-export type IdRead = 'verify' | 'summary' | 'page' | 'peek' | 'find' | 'search';
+export type IdRead = 'verify' | 'summary' | 'page' | 'read' | 'peek' | 'find' | 'search';
 
 /**
  * The store as the request path sees it: writes, leases, deliveries and session state, and no
@@ -82,24 +82,11 @@ export function scopedReads(store: ArtifactStore, scope: ReadScope): ScopedReads
   const bound: StoreScope & ReadScope = Object.freeze(
     scope.sessionId === undefined ? { tenant: scope.tenant } : { tenant: scope.tenant, sessionId: scope.sessionId },
   );
-  const page = (artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage> =>
-    store.page(artifactId, offset, limit, bound);
   return Object.freeze({
     scope: bound,
     verify: (artifactId: string, known?: KnownContent) => store.verify(artifactId, bound, known),
-    page,
-    async read(artifactId: string): Promise<string> {
-      const parts: string[] = [];
-      for (let offset: number | null = 0; offset !== null;) {
-        const p: ArtifactPage = await page(artifactId, offset);
-        // A page is a slice of the whole content the store loaded for it, and a slice keeps that
-        // whole string alive: kept as they come, a 1.9 MB artifact's 95 pages held 95 copies of it
-        // (≈ 180 MB; a gateway worker's heap filled and it died). A copy of each page holds its own.
-        parts.push(Buffer.from(p.content, 'utf8').toString('utf8'));
-        if (p.nextOffset !== null && p.nextOffset <= offset) throw new RangeError('vault page did not advance');
-        offset = p.nextOffset;
-      }
-      return parts.join('');
-    },
+    page: (artifactId: string, offset?: number, limit?: number): Promise<ArtifactPage> =>
+      store.page(artifactId, offset, limit, bound),
+    read: (artifactId: string) => store.read(artifactId, bound),
   });
 }
