@@ -428,7 +428,7 @@ const pooled = (runs: readonly number[][], turn: number): number =>
  * A session's next request on a process that never saw it (a restarted or second gateway on the
  * same vault; the process before served the previous request), through the runtime: tokenizing
  * its whole history, against reading the counts the process before stored
- * (src/runtime/stored-counts.ts). Each Terminator has its own measurement memo, as a new process
+ * (src/ledger/stored-counts.ts). Each Terminator has its own measurement memo, as a new process
  * would. Time of the call and of its telemetry after it (settled), median of `rounds`, each round
  * with its own outputs.
  */

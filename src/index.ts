@@ -13,6 +13,7 @@ export type * from './receipts/index.js';
 export type * from './runtime/types.js';
 export type * from './config/index.js';
 export type * from './measure/index.js';
+export type { CountMemo, CountMemoOptions } from './ledger/count-memo.js';
 export type * from './vault/index.js';
 export type * from './recovery/index.js';
 export type * from './model/index.js';

@@ -16,7 +16,7 @@ import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
-import { createCountMemo } from '../../src/measure/index.js';
+import { createCountMemo } from '../../src/ledger/count-memo.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
 import {
   createTerminator,
@@ -28,7 +28,7 @@ import {
 import type { Terminator } from '../../src/runtime/types.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
-import { BatchQueue } from '../../src/telemetry/batch-queue.js';
+import { BatchQueue } from '../../src/batch-queue.js';
 import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
 import { accountRequest } from '../../src/telemetry/request-account.js';
 import { ReceiptVerifier } from '../../src/receipts/verify.js';

@@ -6,7 +6,8 @@
 import type { ItemMeasures } from '../ledger/item-measures.js';
 import type { Recognitions } from '../model/prefix.js';
 import { TokenTerminatorError } from '../errors.js';
-import { canonicalJson, createCountMemo, roughTokens, serializedChars } from '../measure/index.js';
+import { createCountMemo } from '../ledger/count-memo.js';
+import { canonicalJson, roughTokens, serializedChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { ProviderRequest } from '../step.js';
 import { CAP_FIELDS } from './request-caps.js';

@@ -36,7 +36,7 @@ import { LRUCache } from 'lru-cache';
 import { createDigests, NAMED_FROM, type Digests } from './digests.js';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import { canonicalJsonNamed, jsonString, stringRuns } from '../measure/canonical-json.js';
-import { digestKey } from '../measure/count-memo.js';
+import { digestKey } from './count-memo.js';
 import type { CopiedRun, PieceRecord } from '../measure/pieces.js';
 import type { TokenCounter } from '../measure/types.js';
 import { entryBoundLru } from '../lru.js';

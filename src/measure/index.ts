@@ -36,4 +36,3 @@ export {
   type CounterForModelOptions,
   type ModelEncoding,
 } from './model-counter.js';
-export { contentKey, createCountMemo, type CountMemo, type CountMemoOptions } from './count-memo.js';

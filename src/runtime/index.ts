@@ -24,7 +24,7 @@ import { Recognitions } from '../model/prefix.js';
 import { loadConfig, type ConfigOverrides } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
-import { createCountMemo } from '../measure/index.js';
+import { createCountMemo } from '../ledger/count-memo.js';
 import type { TokenCounter } from '../measure/types.js';
 import { intOption } from '../options.js';
 import { createRecoveryTool } from '../recovery/index.js';
@@ -68,7 +68,7 @@ import {
   toolResultPipeline,
   type PipelineDeps,
 } from './pipelines.js';
-import { sharedCounts, STORED_MIN_CHARS } from './stored-counts.js';
+import { sharedCounts, STORED_MIN_CHARS } from '../ledger/stored-counts.js';
 import type { RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
 
 export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
@@ -281,7 +281,7 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
     recordPieces: true,
     trackCounted: STORED_MIN_CHARS,
   });
-  // Counts of large items shared with the other processes on the vault (src/runtime/stored-counts.ts).
+  // Counts of large items shared with the other processes on the vault (src/ledger/stored-counts.ts).
   const counts = failure === undefined ? sharedCounts(vault, measures) : undefined;
   // One prompt counter for every session's output cap, counting each element through that memo.
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures, recognitions });

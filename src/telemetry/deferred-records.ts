@@ -8,7 +8,7 @@
  * array right after a call, and the deferred measurement must see the request as it was sent.
  */
 import type { ProviderRequest, Step } from '../step.js';
-import { BatchQueue } from './batch-queue.js';
+import { BatchQueue } from '../batch-queue.js';
 
 /** A request's shape copied far enough that later changes to the caller's arrays do not reach it. */
 function copyRequest(request: ProviderRequest): ProviderRequest {

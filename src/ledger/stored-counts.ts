@@ -13,11 +13,10 @@
  * alike), and only large items (a row per item is cheaper than tokenizing it only past
  * {@link STORED_MIN_CHARS}). A failing store changes nothing but speed.
  */
-import type { ItemMeasures } from '../ledger/item-measures.js';
+import type { ItemMeasures } from './item-measures.js';
 import { listKeyOf } from '../model/prefix.js';
-import type { Session } from '../session/session-cache.js';
 import type { ProviderRequest } from '../step.js';
-import { BatchQueue } from '../telemetry/batch-queue.js';
+import { BatchQueue } from '../batch-queue.js';
 import type { CountStore } from '../vault/ports.js';
 
 /** Items smaller than this (serializedChars) are tokenized, not looked up: ~0.2 ms of BPE against a row. */
@@ -27,10 +26,15 @@ export const UNSEEN_MIN = 8;
 /** Counts written back wait this long for others (and for the telemetry that counts the same items). */
 const WRITE_DELAY_MS = 100;
 
+/** What a session remembers for the count store: how many of its items this process has measured. */
+export interface SeenItems {
+  seenItems: number;
+}
+
 /** The runtime's side of the count store. */
 export interface SharedCounts {
   /** Before the request stages: the store's counts of the large items this process has not seen for `session`. Never rejects. */
-  prefetch(request: ProviderRequest, session: Session): Promise<void>;
+  prefetch(request: ProviderRequest, session: SeenItems): Promise<void>;
   /** After a call: write the counts tokenized since, in a later batch. */
   written(): void;
   /** Writes what waits now; resolves once every count tokenized so far was written (or failed to be). */

@@ -2,8 +2,8 @@
  * A FIFO of work items run in batches after the caller has moved on: one batch at a time, in the
  * order they were added, so records of one session keep their order. The run function owns
  * failures; whatever it throws is dropped here (the next batch still runs) and never reaches the
- * code that added the item. Used by the facade's deferred request telemetry and the proxy's
- * accounting, which differ only in when a batch starts.
+ * code that added the item. Used by the facade's deferred request telemetry, the proxy's accounting
+ * and the count store's writes (src/ledger/stored-counts.ts), which differ only in when a batch starts.
  */
 export interface BatchQueueOptions<T = unknown> {
   /**
