@@ -13,6 +13,7 @@ import { createTiktokenCounter, createTokenizerJsonCounter } from '../../src/mea
 import type { TokenCounter } from '../../src/measure/types.js';
 import { startHarness, type Harness } from '../proxy/support/harness.js';
 import { anthropic, chat, type Recorded, type Reply } from '../proxy/support/upstream.js';
+import { chatRead, fileText, question } from '../support/migration-session.js';
 
 const W = 16_000;
 const counter = createTiktokenCounter('o200k_base');
@@ -76,8 +77,6 @@ function guarded(next: (r: Recorded) => Reply): (r: Recorded) => Reply {
   };
 }
 
-/** Turn t of the session: a short exchange, and every 10th turn a large file read. */
-const question = (t: number): string => `Step ${t}: check the migration for table t${t}.`;
 /** Every 4th answer explains at length (prose the compiler keeps, only the window fit reduces). */
 const answer = (t: number, every = 4): string =>
   t % every === 0
@@ -87,10 +86,6 @@ const answer = (t: number, every = 4): string =>
           `Table t${t}, check ${i}: the ${['primary', 'foreign', 'unique'][i % 3]} key on column c${i * t} holds ${t * 31 + i} rows.`,
       ).join(' ')
     : `Table t${t} is migrated; its ${t % 7} indexes are in place.`;
-const fileText = (t: number): string =>
-  Array.from({ length: 100 }, (_, i) => `t${t}.sql:${i + 1}: ALTER TABLE t${t} ADD COLUMN c${i} INT; -- ${i * t}`).join(
-    '\n',
-  );
 
 /** The OpenAI Chat session's requests: one per model call, each extending the one before. */
 function chatRequests(): Record<string, unknown>[] {
@@ -100,13 +95,7 @@ function chatRequests(): Record<string, unknown>[] {
     messages.push({ role: 'user', content: question(t) });
     if (t % 10 === 0) {
       out.push({ model: 'local-16k', messages: messages.slice() });
-      const id = `read-${t}`;
-      messages.push({
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"t${t}.sql"}` } }],
-      });
-      messages.push({ role: 'tool', tool_call_id: id, content: fileText(t) });
+      messages.push(...chatRead(t));
     }
     out.push({ model: 'local-16k', messages: messages.slice() });
     messages.push({ role: 'assistant', content: answer(t) });

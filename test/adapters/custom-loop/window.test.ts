@@ -11,6 +11,7 @@ import { referencedArtifacts } from '../../../src/receipts/index.js';
 import { createTerminator } from '../../../src/runtime/index.js';
 import type { Terminator } from '../../../src/runtime/types.js';
 import type { ProviderRequest, StepContext } from '../../../src/step.js';
+import { chatRead, question } from '../../support/migration-session.js';
 
 const W = 16_000;
 const R = 1024;
@@ -24,25 +25,12 @@ function asked(body: ProviderRequest): number {
   return prompt + ((cap as number | undefined) ?? R);
 }
 
-const fileText = (t: number): string =>
-  Array.from({ length: 100 }, (_, i) => `t${t}.sql:${i + 1}: ALTER TABLE t${t} ADD COLUMN c${i} INT; -- ${i * t}`).join(
-    '\n',
-  );
-
 /** A 120-turn Chat session's last request: a large file read every 10th turn, short answers between. */
 function lastRequest(): ProviderRequest {
   const messages: unknown[] = [{ role: 'system', content: 'You migrate databases carefully.' }];
   for (let t = 0; t < 120; t++) {
-    messages.push({ role: 'user', content: `Step ${t}: check the migration for table t${t}.` });
-    if (t % 10 === 0) {
-      const id = `read-${t}`;
-      messages.push({
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"t${t}.sql"}` } }],
-      });
-      messages.push({ role: 'tool', tool_call_id: id, content: fileText(t) });
-    }
+    messages.push({ role: 'user', content: question(t) });
+    if (t % 10 === 0) messages.push(...chatRead(t));
     messages.push({ role: 'assistant', content: `Table t${t} is migrated; its ${t % 7} indexes are in place.` });
   }
   messages.push({ role: 'user', content: 'Summarise every table you migrated.' });
