@@ -1,10 +1,4 @@
-/**
- * The element every operator receives and returns.
- *
- * A Step carries the current value, the caller's original (never mutated), the context the host
- * supplied, an optional AbortSignal and the decisions taken so far. Operators return a new Step;
- * they share unchanged sub-objects and copy only what they change.
- */
+/** The element every operator receives and returns, and the helpers that build it. */
 
 import type { PricingProfile } from './config/pricing.js';
 

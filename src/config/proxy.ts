@@ -145,12 +145,14 @@ interface Setting {
   readonly expects: string;
 }
 
-const integer =
-  (min: number, max: number) =>
-  (raw: string | number): number | undefined => {
+/** An integer setting in min…max: its parser, and the range its error names. */
+const integer = (min: number, max: number, unit = ''): Pick<Setting, 'parse' | 'expects'> => ({
+  parse: (raw) => {
     const n = typeof raw === 'number' ? raw : /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
     return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
-  };
+  },
+  expects: `an integer in ${min}…${max}${unit}`,
+});
 
 function url(raw: string | number): string | undefined {
   if (typeof raw !== 'string') return undefined;
@@ -206,8 +208,7 @@ const SETTINGS: readonly Setting[] = [
     flag: '--port',
     env: `${P}PORT`,
     fallback: 8787,
-    parse: integer(0, 65_535),
-    expects: 'an integer in 0…65535',
+    ...integer(0, 65_535),
   },
   {
     key: 'upstream',
@@ -238,72 +239,63 @@ const SETTINGS: readonly Setting[] = [
     flag: '--max-body-bytes',
     env: `${P}MAX_BODY_BYTES`,
     fallback: 33_554_432,
-    parse: integer(1024, 2 ** 31),
-    expects: 'an integer in 1024…2147483648',
+    ...integer(1024, 2 ** 31),
   },
   {
     key: 'bodyMemoBytes',
     flag: '--body-memo-bytes',
     env: `${P}BODY_MEMO_BYTES`,
     fallback: BODY_MEMO_DEFAULT,
-    parse: integer(0, 2 ** 40),
-    expects: 'an integer in 0…1099511627776',
+    ...integer(0, 2 ** 40),
   },
   {
     key: 'recoveryRounds',
     flag: '--recovery-rounds',
     env: `${P}RECOVERY_ROUNDS`,
     fallback: 3,
-    parse: integer(0, 20),
-    expects: 'an integer in 0…20',
+    ...integer(0, 20),
   },
   {
     key: 'upstreamTimeoutMs',
     flag: '--upstream-timeout-ms',
     env: `${P}UPSTREAM_TIMEOUT_MS`,
     fallback: 600_000,
-    parse: integer(1000, 3_600_000),
-    expects: 'an integer in 1000…3600000',
+    ...integer(1000, 3_600_000),
   },
   {
     key: 'requestTimeoutMs',
     flag: '--request-timeout-ms',
     env: `${P}REQUEST_TIMEOUT_MS`,
     fallback: 120_000,
-    parse: integer(1000, 3_600_000),
-    expects: 'an integer in 1000…3600000',
+    ...integer(1000, 3_600_000),
   },
   {
     key: 'minBodyRate',
     flag: '--min-body-rate',
     env: `${P}MIN_BODY_RATE`,
     fallback: 1024,
-    parse: integer(0, 2 ** 30),
-    expects: 'an integer in 0…1073741824 (bytes per second)',
+    ...integer(0, 2 ** 30, ' (bytes per second)'),
   },
   {
     key: 'maxInFlight',
     flag: '--max-in-flight',
     env: `${P}MAX_IN_FLIGHT`,
     fallback: 256,
-    parse: integer(1, 100_000),
-    expects: 'an integer in 1…100000',
+    ...integer(1, 100_000),
   },
   {
     key: 'maxMemoryBytes',
     flag: '--max-memory-bytes',
     env: `${P}MAX_MEMORY_BYTES`,
     fallback: 1_073_741_824, // raised below for many workers
-    parse: integer(MIN_MEMORY, 2 ** 40),
-    expects: `an integer in ${MIN_MEMORY}…1099511627776`,
+    ...integer(MIN_MEMORY, 2 ** 40),
   },
   {
     key: 'workers',
     flag: '--workers',
     env: `${P}WORKERS`,
     fallback: () => availableParallelism(),
-    parse: integer(1, 1024),
-    expects: 'an integer in 1…1024',
+    ...integer(1, 1024),
   },
 ];
 
