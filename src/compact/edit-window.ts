@@ -134,15 +134,3 @@ export function renumber(line: string, n: number): string {
   const width = m[1]!.length + m[2]!.length;
   return `${m[1] === '' ? String(n) : String(n).padStart(width)}${m[3]}${m[4]}`;
 }
-
-/** The rows a gap line of {@link editWindowView} names, if `line` is one. */
-export function gapSpan(line: string): { first: number; last: number; shift: number } | undefined {
-  const same = /^\[lines? (\d+)(?:-(\d+))? unchanged: as shown in .+\]$/.exec(line);
-  if (same !== null) return { first: Number(same[1]), last: Number(same[2] ?? same[1]), shift: 0 };
-  const moved = /^\[lines? (\d+)(?:-(\d+))?: lines? \d+(?:-\d+)? as shown in .+, now (\d+) (lower|higher)\]$/.exec(
-    line,
-  );
-  if (moved === null) return undefined;
-  const d = Number(moved[3]) * (moved[4] === 'lower' ? 1 : -1);
-  return { first: Number(moved[1]), last: Number(moved[2] ?? moved[1]), shift: d };
-}

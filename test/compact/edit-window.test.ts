@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { editWindowView, gapSpan, readNumberedWindow, renumber } from '../../src/compact/edit-window.js';
+import { editWindowView, readNumberedWindow, renumber } from '../../src/compact/edit-window.js';
 
 const PATH = '/repo/src/Main.java';
 
@@ -13,6 +13,18 @@ function sweWindow(rows: readonly string[], start: number, total: number): strin
     `(${total - start - rows.length + 1} more lines below)`,
     'File updated. Please review the changes and make sure they are correct.',
   ].join('\n');
+}
+
+/** The rows a gap line of {@link editWindowView} names, if `line` is one. */
+function gapSpan(line: string): { first: number; last: number; shift: number } | undefined {
+  const same = /^\[lines? (\d+)(?:-(\d+))? unchanged: as shown in .+\]$/.exec(line);
+  if (same !== null) return { first: Number(same[1]), last: Number(same[2] ?? same[1]), shift: 0 };
+  const moved = /^\[lines? (\d+)(?:-(\d+))?: lines? \d+(?:-\d+)? as shown in .+, now (\d+) (lower|higher)\]$/.exec(
+    line,
+  );
+  if (moved === null) return undefined;
+  const d = Number(moved[3]) * (moved[4] === 'lower' ? 1 : -1);
+  return { first: Number(moved[1]), last: Number(moved[2] ?? moved[1]), shift: d };
 }
 
 /** The result `view` stands for, its gaps filled from the rows `earlier` shows. */
