@@ -1,10 +1,4 @@
-/**
- * `deltaRepeatedOutput`: the tool-result stage (operators/reduce-tool-result.ts) with its delta
- * candidate only. A repeated terminal observation (same scope, cwd, backend and command) becomes a
- * unified diff against the previous output. The new exact output is vaulted first and the baseline
- * always advances; the diff is shown only when it is strictly smaller than both the raw output and
- * the compact rendering.
- */
+/** `deltaRepeatedOutput`: the tool-result stage (operators/reduce-tool-result.ts) with its delta candidate only. */
 import type { StageOperator } from '../src/operator-kit.js';
 import { compressionPlanner, type CompressToolResultOptions } from '../src/compact/compression-plan.js';
 import type { TokenCounter } from '../src/measure/types.js';

@@ -52,8 +52,11 @@ export type DeltaVault = ArtifactStore &
   LeaseStore &
   Pick<SessionStore, 'getBaseline' | 'setBaseline' | 'setRendering'>;
 
-/** Options of the delta candidate (deltaRepeatedOutput's own). */
-export interface DeltaCandidateOptions {
+/** Options of the delta candidate (deltaRepeatedOutput's own); the shared ones mean what they mean for the compact view. */
+export interface DeltaCandidateOptions extends Pick<
+  CompressToolResultOptions,
+  'toolNames' | 'maxArtifactChars' | 'env' | 'digests'
+> {
   /** Where exact outputs and baselines live (required). */
   readonly vault: DeltaVault;
   /**
@@ -86,30 +89,6 @@ export interface DeltaCandidateOptions {
    * @defaultValue `4000`
    */
   readonly compactMaxChars?: number;
-  /**
-   * Host tool name → canonical name.
-   *
-   * @defaultValue none
-   */
-  readonly toolNames?: Readonly<Record<string, string>>;
-  /**
-   * Longer outputs are not vaulted (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS).
-   *
-   * @defaultValue `2_000_000` (config `maxArtifactChars`)
-   */
-  readonly maxArtifactChars?: number;
-  /**
-   * Environment read for TERMINAL_ENV/TERMINAL_BACKEND.
-   *
-   * @defaultValue `process.env`
-   */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * The item ledger the exact text's digest comes from (see CompressToolResultOptions.digests).
-   *
-   * @defaultValue none (the put hashes the text)
-   */
-  readonly digests?: Digests;
 }
 
 /** Options of {@link reduceToolResult}: the compact view's and the delta's; only `vault` is required. */
