@@ -8,6 +8,22 @@
 /** Build a copy of `model` limited to `maxTokens`; return undefined when this model cannot be capped. */
 export type CapModelFactory = (model: object, maxTokens: number) => object | undefined;
 
+/** The options the middleware and the legacy hooks share about capped models and reduced results. */
+export interface CapAndArtifactOptions {
+  /**
+   * How to build a capped model.
+   *
+   * @defaultValue rebuild through the model's constructor with `maxTokens`
+   */
+  readonly capModel?: CapModelFactory;
+  /**
+   * Keep the original text in `ToolMessage.artifact` when a result was reduced.
+   *
+   * @defaultValue true
+   */
+  readonly keepOriginalInArtifact?: boolean;
+}
+
 /** Capped instances by model and cap: one per middleware or hook set ({@link cappedModel}). */
 export type CappedModels = WeakMap<object, Map<number, object>>;
 

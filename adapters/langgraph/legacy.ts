@@ -9,7 +9,7 @@ import { ToolMessage } from '@langchain/core/messages';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { ToolNode } from '@langchain/langgraph/prebuilt';
 import type { Terminator } from '../../src/runtime/types.js';
-import { cappedModel, type CapModelFactory, type CappedModels } from './capped-model.js';
+import { cappedModel, type CapAndArtifactOptions, type CappedModels } from './capped-model.js';
 import { compileMessages } from './compile-messages.js';
 import { langchainRecoveryTool } from './recovery-tool.js';
 import { routeForModel, sessionResolver, type LangGraphRunOptions } from './run-context.js';
@@ -20,25 +20,13 @@ type ToolNodeOptions = NonNullable<ConstructorParameters<typeof ToolNode>[1]>;
 type ToolCall = { name: string; args: Record<string, unknown>; id?: string };
 
 /** Options of {@link createReactAgentHooks}. */
-export interface ReactAgentHookOptions extends LangGraphRunOptions {
+export interface ReactAgentHookOptions extends LangGraphRunOptions, CapAndArtifactOptions {
   /**
    * The chat model the agent uses (for its name, context window and cap).
    *
    * @defaultValue none (no window, no cap)
    */
   readonly model?: object;
-  /**
-   * How to build a capped model.
-   *
-   * @defaultValue rebuild through the model's constructor with `maxTokens`
-   */
-  readonly capModel?: CapModelFactory;
-  /**
-   * Keep the original text in `ToolMessage.artifact` when a result was reduced.
-   *
-   * @defaultValue true
-   */
-  readonly keepOriginalInArtifact?: boolean;
 }
 
 interface ModelLike {

@@ -7,14 +7,14 @@ import { ToolMessage } from '@langchain/core/messages';
 import { createMiddleware, type AgentMiddleware } from 'langchain';
 import type { Decision } from '../../src/step.js';
 import type { Terminator } from '../../src/runtime/types.js';
-import { cappedModel, type CapModelFactory, type CappedModels } from './capped-model.js';
+import { cappedModel, type CapAndArtifactOptions, type CappedModels } from './capped-model.js';
 import { compileMessages } from './compile-messages.js';
 import { langchainRecoveryTool } from './recovery-tool.js';
 import { modelMaxTokens, routeForModel, sessionResolver, type LangGraphRunOptions } from './run-context.js';
 import { reduceToolMessage } from './tool-message.js';
 
 /** Options of {@link tokenTerminatorMiddleware}. */
-export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions {
+export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions, CapAndArtifactOptions {
   /**
    * Register the `token_terminator` recovery tool with the agent.
    *
@@ -39,18 +39,6 @@ export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions {
    * @defaultValue true
    */
   readonly capOutput?: boolean;
-  /**
-   * How to build a capped model.
-   *
-   * @defaultValue rebuild through the model's constructor with `maxTokens`
-   */
-  readonly capModel?: CapModelFactory;
-  /**
-   * Keep the original text in `ToolMessage.artifact` when a result was reduced.
-   *
-   * @defaultValue true
-   */
-  readonly keepOriginalInArtifact?: boolean;
   /**
    * Content-free decisions of every call (metrics).
    *
