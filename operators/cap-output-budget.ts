@@ -1,23 +1,10 @@
-/**
- * `capOutputBudget`: the last stage of the request stream. Inserts an output cap that fits the
- * context left after the prompt (incontext's rule), or leaves the request unchanged when the
- * remaining space is below the required output.
- */
+/** `capOutputBudget`: the last stage of the request stream. */
 import { STAGES } from '../src/stages.js';
 import { stageOperator, type StageOperator } from '../src/operator-kit.js';
 import type { ProviderRequest, StepContext } from '../src/step.js';
 import { createOutputBudget, type OutputBudgetOptions, type WindowLimits } from '../src/budget/planner.js';
 
-/**
- * Options of {@link capOutputBudget}; every field is optional and documents its default:
- * `config` (incontext settings; none), `route` (the primary route; each Step's route),
- * `minOutputTokens` R (4096), `fallbackMarginTokens` F (1024), `compressionWindowTokens` W
- * override (unset), `counter` (registry backend), `backend` INCONTEXT_BACKEND (`tiktoken`),
- * `registry` (process-wide), `backendSettings` (none), `fallback` (chars / 4), `dialect`
- * (`vllm` for the vllm backend, else `openai`), `contextLimitTokens` (0: no budget report),
- * `outputReserveTokens` (4096) and `tokenSafetyMargin` (512) of the budget report, `onMeasure`
- * (none). See OutputBudgetOptions.
- */
+/** Options of {@link capOutputBudget}: every field is optional; each default is documented on {@link OutputBudgetOptions}. */
 export type CapOutputBudgetOptions = OutputBudgetOptions;
 
 const STAGE = STAGES.capOutputBudget;
