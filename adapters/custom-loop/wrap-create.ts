@@ -10,32 +10,12 @@
  * structurally so no SDK's classes leak into another's.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  loadRecoveryState,
-  recordExchange,
-  rejoinOutputs,
-  saveRecoveryState,
-  showExchanges,
-} from '../../src/recovery/exchanges.js';
-import {
-  carriesReceipt,
-  offersRecoveryTool,
-  withRecoveryTool,
-  type RecoveryWireFormat,
-} from '../../src/recovery/formats.js';
-import { capLoweredBy, recoveryToolTokens, refitContinuation } from '../../src/recovery/fit.js';
+import { offersRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { refitContinuation } from '../../src/recovery/fit.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
-import { STAGES } from '../../src/stages.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
-import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
-import {
-  outputCapField,
-  prepareRequest,
-  readOutputCap,
-  withOutputCap,
-  type OutputCapField,
-} from '../shared/functions.js';
+import { outputCapField, readOutputCap, withOutputCap, type OutputCapField } from '../shared/functions.js';
 
 /** Options shared by the client wrappers. */
 export interface ClientWrapOptions {
@@ -131,14 +111,7 @@ export function wrapCreate<F extends CreateFn>(
 ): F {
   const defaultSession = `custom-loop:${randomUUID()}`;
   const parse = options.parseOutputCapError ?? defaultParse;
-  const contextFor = (body: ProviderRequest): StepContext => callContext(body, options, format, defaultSession);
-
-  // Sessions that have been offered the tool keep it (same place, every request): the prefix stays cached.
-  const offered = new Set<string>();
-  const offerTool = options.offerRecoveryTool !== false;
-  // This wrapper's memo of items already rendered (the renderings themselves live in the vault).
-  const outputCaches =
-    options.reduceToolOutputs === false ? undefined : { renderings: new RenderingCache(4096), items: new ItemMemo(64) };
+  const contextFor = (body: ProviderRequest) => callContext(body, options, format, defaultSession);
   const wrapped = (
     body: ProviderRequest,
     requestOptions?: RequestOptionsLike,
@@ -163,41 +136,18 @@ export function wrapCreate<F extends CreateFn>(
     const run = async (): Promise<unknown> => {
       const context = contextFor(body);
       const handle = options.handleRecovery === true && body['stream'] !== true;
-      const state = handle
-        ? await loadRecoveryState(terminator.vault, context.sessionId).catch(() => undefined)
-        : undefined;
-      // A recovered output rejoins the working set: shown as the caller sent it, its exchange not again.
-      const { request: shown, rejoined } =
-        state === undefined
-          ? { request: body, rejoined: new Map<string, unknown>() }
-          : showExchanges(body, format.wire, state);
-      const outputs =
-        outputCaches === undefined
-          ? undefined
-          : await renderToolOutputs(terminator, shown, format.wire, context, outputCaches).catch(() => undefined);
-      // The recovery tool may join the prompt after the pipeline: the window fit leaves room for it.
-      const added =
-        offerTool && !offersRecoveryTool(body)
-          ? recoveryToolTokens(terminator.counter, body, withRecoveryTool(body, format.wire, terminator.recoveryTool))
-          : 0;
-      // Recorded here, once sent: the recovery tool and the recovery rounds are part of what it cost.
-      const prepared = await prepareRequest(
-        terminator,
-        outputs?.changed === true ? outputs.request : shown,
-        added > 0 ? { ...context, addedPromptTokens: added } : context,
+      const prepared = await terminator.prepare({
+        request: body,
+        context,
         signal,
-        { record: terminator.recordRequest === undefined },
-      );
+        offer: options.offerRecoveryTool !== false,
+        exchanges: handle,
+        toolOutputs: options.reduceToolOutputs !== false,
+        // Recorded here, once sent: the recovery tool and the recovery rounds are part of what it cost.
+        record: terminator.recordRequest === undefined,
+      });
       options.onDecisions?.(prepared.decisions);
-      let compiled = rejoinOutputs(prepared.request, format.wire, rejoined);
-      if (offerTool) {
-        const before = compiled;
-        compiled = offeringTool(compiled, format.wire, context.sessionId, offered, terminator);
-        // The tool's tokens come off the cap the pipeline set (as the gateway does): prompt + cap still fits.
-        const capped = prepared.decisions.some((d) => d.stage === STAGES.capOutputBudget && d.kind === 'applied');
-        if (compiled !== before && capped)
-          compiled = capLoweredBy(compiled, recoveryToolTokens(terminator.counter, before, compiled));
-      }
+      const compiled = prepared.request;
       const continuations: ProviderRequest[] = [];
       const record = (): void => {
         if (prepared.step !== undefined) terminator.recordRequest?.(prepared.step, { sent: compiled, continuations });
@@ -224,13 +174,7 @@ export function wrapCreate<F extends CreateFn>(
       } finally {
         record();
       }
-      if (out.exchange.length > 0 && state !== undefined && !out.serverSide) {
-        await saveRecoveryState(
-          terminator.vault,
-          context.sessionId,
-          recordExchange(state, body, format.wire, out.exchange, undefined),
-        ).catch(() => undefined);
-      }
+      if (!out.serverSide) await prepared.remember(out.exchange).catch(() => undefined);
       return out.finalBody ?? out.strippedBody ?? out.response;
     };
     return withResponseExtras(run(), () => lastCall);
@@ -243,7 +187,7 @@ function callContext(
   options: ClientWrapOptions,
   format: CreateFormat,
   defaultSession: string,
-): StepContext {
+): StepContext & { readonly format: RecoveryWireFormat } {
   const sessionId =
     typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
   const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
@@ -255,23 +199,6 @@ function callContext(
     ...baseRoute,
   };
   return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route, format: format.wire };
-}
-
-/**
- * The request with the recovery tool, once its session carries a receipt or was offered the tool before
- * (sessions that have been offered it keep it, same place, every request: the prefix stays cached).
- */
-function offeringTool(
-  compiled: ProviderRequest,
-  wire: RecoveryWireFormat,
-  sessionId: string,
-  offered: Set<string>,
-  terminator: Terminator,
-): ProviderRequest {
-  if (offersRecoveryTool(compiled) || !(offered.has(sessionId) || carriesReceipt(compiled, wire))) return compiled;
-  offered.add(sessionId);
-  if (offered.size > 4096) offered.delete(offered.values().next().value as string);
-  return withRecoveryTool(compiled, wire, terminator.recoveryTool);
 }
 
 /** Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one). */

@@ -10,8 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } from '@openai/agents';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, Step } from '../../src/step.js';
-import { prepareRequest, readOutputCap } from '../shared/functions.js';
-import { ItemMemo, RenderingCache, renderToolOutputs } from '../shared/tool-outputs.js';
+import { readOutputCap } from '../shared/functions.js';
 import type { CapLedger } from './cap-ledger.js';
 import { fromResponsesInput, toResponsesInput } from './items.js';
 
@@ -96,9 +95,6 @@ function agentFacts(agent: unknown): { model?: string; maxTokens?: number } {
  * const runner = new Runner({ callModelInputFilter: createInputFilter(terminator, { resolveSession: () => 'run-1' }) });
  */
 export function createInputFilter(terminator: Terminator, options: InputFilterOptions): CallModelInputFilter {
-  // This filter's memo of items already rendered (the renderings themselves live in the vault).
-  const outputCaches =
-    options.reduceToolOutputs === false ? undefined : { renderings: new RenderingCache(4096), items: new ItemMemo(64) };
   const filter = async ({ modelData, agent, context }: CallModelInputFilterArgs): Promise<ModelInputData> => {
     try {
       const facts = agentFacts(agent);
@@ -114,23 +110,18 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
         ...options.route,
       };
       const sessionId = options.resolveSession(context);
-      const stepContext = { sessionId, requestId: randomUUID(), route, format: 'responses' as const };
-      const outputs =
-        outputCaches === undefined
-          ? undefined
-          : await renderToolOutputs(terminator, request, 'responses', stepContext, outputCaches).catch(() => undefined);
-      const reduced = outputs?.changed === true;
-      const prepared = await prepareRequest(
-        terminator,
-        reduced ? outputs.request : request,
-        stepContext,
-        options.signal,
-        { record: terminator.recordRequest === undefined },
-      );
+      const prepared = await terminator.prepare({
+        request,
+        context: { sessionId, requestId: randomUUID(), route, format: 'responses' },
+        signal: options.signal,
+        exchanges: false,
+        toolOutputs: options.reduceToolOutputs !== false,
+        record: terminator.recordRequest === undefined,
+      });
       if (prepared.step !== undefined) terminator.recordRequest?.(withTools(prepared.step, agentTools(agent)));
       options.onDecisions?.(prepared.decisions);
       const cap = readOutputCap(prepared.request);
-      if ((!prepared.changed && !reduced) || !Array.isArray(prepared.request['input'])) {
+      if (!prepared.changed || !Array.isArray(prepared.request['input'])) {
         options.ledger?.record(modelData.input, cap, sessionId);
         return modelData;
       }

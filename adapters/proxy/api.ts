@@ -9,36 +9,21 @@
  * as the client sent it; a request the pipeline left unchanged goes as the client's own bytes.
  */
 import { createHash } from 'node:crypto';
-import { STAGES } from '../../src/stages.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import {
-  loadRecoveryState,
-  recordAlias,
-  recordExchange,
-  rejoinOutputs,
-  saveRecoveryState,
-  showExchanges,
-  type RecoveryState,
-  type ResponseAlias,
-} from '../../src/recovery/exchanges.js';
-import {
-  carriesReceipt,
-  offersRecoveryTool,
-  withRecoveryTool,
-  type RecoveryCall,
-  type RecoveryWireFormat,
-} from '../../src/recovery/formats.js';
-import { capLoweredBy, recoveryToolTokens, refitContinuation } from '../../src/recovery/fit.js';
+import type { ResponseAlias } from '../../src/recovery/exchanges.js';
+import type { RecoveryCall, RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { refitContinuation } from '../../src/recovery/fit.js';
+import type { Prepared } from '../../src/runtime/types.js';
+import { refusedForCapacity } from '../../src/session/tool-outputs.js';
 import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
-import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
+import { errorLabel, type Decision, type ProviderRequest } from '../../src/step.js';
 import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
 import { clientWindow, SESSION_HEADER, sessionOf, tenantOf } from './request-identity.js';
 import { relayRecoveryStream } from './stream-relay.js';
-import { refusedForCapacity, renderToolOutputs } from '../shared/tool-outputs.js';
 import {
   answerUpstreamFailure,
   readAll,
@@ -102,20 +87,6 @@ function readBody(req: IncomingMessage, limit: number, reservation: Reservation 
   });
 }
 
-/** What the pipeline made of a request. */
-interface Prepared {
-  readonly request: ProviderRequest;
-  readonly changed: boolean;
-  readonly intercept: boolean;
-  readonly context: StepContext;
-  readonly state: RecoveryState;
-  /** The request the request stages were given (tool outputs rendered) and their decisions, for the accounting. */
-  readonly staged: ProviderRequest;
-  readonly decisions: readonly Decision[];
-  /** The client's request with stable objects, for measuring. */
-  readonly measured: ProviderRequest;
-}
-
 const PROVIDER: Record<RecoveryWireFormat, { provider: string; endpoint: string }> = {
   chat: { provider: 'openai', endpoint: '/v1/chat/completions' },
   responses: { provider: 'openai', endpoint: '/v1/responses' },
@@ -150,6 +121,7 @@ function parseBody(
   }
 }
 
+/** The request's context (the endpoint decided its format) and what the host path made of it. */
 async function prepare(
   ctx: ProxyContext,
   client: Obj,
@@ -159,69 +131,33 @@ async function prepare(
   known?: { sessionId: string; digest: string },
   signal?: AbortSignal,
 ): Promise<Prepared> {
-  const tt = ctx.terminator;
   const tenant = tenantOf(req.headers);
   const sessionId = known?.sessionId ?? sessionOf(req.headers, client, format, tenant);
   const digest = known?.digest ?? createHash('sha256').update(sessionId).update(raw).digest('hex');
   const model = typeof client['model'] === 'string' ? client['model'] : undefined;
   const window = clientWindow(req.headers);
-  const context: StepContext = {
-    sessionId,
-    tenant,
-    requestId: `p_${digest.slice(0, 32)}`,
-    // The endpoint decided the format: no stage guesses it from the body.
-    format,
-    route: {
-      ...PROVIDER[format],
-      ...(model === undefined ? {} : { model }),
-      ...(window === undefined ? {} : { compressionThreshold: window }),
-    },
-  };
-  // The recovery exchanges are the tenant's own: stored under its tenant and session, never the session alone.
-  const state = await loadRecoveryState(tt.vault, sessionStateKey(context));
-  // A recovered output rejoins the working set: shown as the client sent it, its exchange not again.
-  const { request: shown, rejoined } = showExchanges(client, format, state);
-  const outputs = await renderToolOutputs(tt, shown, format, context, ctx, signal);
   const single = format !== 'chat' || client['n'] === undefined || client['n'] === 1;
-  const offering = ctx.recoveryRounds > 0 && single && !offersRecoveryTool(client);
-  // The recovery tool may join the prompt after the pipeline: the window fit leaves room for it.
-  const added = offering
-    ? recoveryToolTokens(tt.counter, client, withRecoveryTool(client, format, tt.recoveryTool))
-    : 0;
-  const step = await tt.reduceRequest(
-    outputs.request,
-    added > 0 ? { ...context, addedPromptTokens: added } : context,
+  const prepared = await ctx.terminator.prepare({
+    request: client,
+    // The recovery exchanges are the tenant's own: stored under its tenant and session, never the session alone.
+    context: {
+      sessionId,
+      tenant,
+      requestId: `p_${digest.slice(0, 32)}`,
+      format,
+      route: {
+        ...PROVIDER[format],
+        ...(model === undefined ? {} : { model }),
+        ...(window === undefined ? {} : { compressionThreshold: window }),
+      },
+    },
     signal,
-  );
-  let request = rejoinOutputs(step.value, format, rejoined);
-  countFailedOpen(ctx, outputs.failedOpen);
-  countFailedOpen(ctx, step.decisions);
-  const offer = offering && (state.tool || carriesReceipt(request, format));
-  let nextState = state;
-  if (offer) {
-    const before = request;
-    request = withRecoveryTool(request, format, tt.recoveryTool);
-    // The tool joins the prompt after the cap counted it (the window fit left room for it): its
-    // tokens come off the cap the pipeline set, so prompt + cap still fits the window (and a
-    // restart renders the same).
-    const capped = step.decisions.some((d) => d.stage === STAGES.capOutputBudget && d.kind === 'applied');
-    if (request !== before && capped) request = capLoweredBy(request, recoveryToolTokens(tt.counter, before, request));
-    if (!state.tool) {
-      nextState = { ...state, tool: true };
-      await saveRecoveryState(tt.vault, sessionStateKey(context), nextState);
-    }
-  }
-  const changed = shown !== client || outputs.changed || request !== outputs.request || offer;
-  return {
-    request: changed ? request : client,
-    changed,
-    intercept: offer,
-    context,
-    state: nextState,
-    staged: outputs.request,
-    decisions: step.decisions,
-    measured: shown === client ? outputs.measured : client,
-  };
+    offer: ctx.recoveryRounds > 0 && single,
+    shared: true,
+  });
+  countFailedOpen(ctx, prepared.failedOpen);
+  countFailedOpen(ctx, prepared.decisions);
+  return prepared;
 }
 
 /**
@@ -388,7 +324,7 @@ export async function handleApi(
       ms: Math.round(performance.now() - started),
     });
   try {
-    if (!prepared.intercept) await forward(sentBody, prepared.changed);
+    if (!prepared.offered) await forward(sentBody, prepared.changed);
     else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });
   } finally {
     // Synchronously after the last write: accounting is queued before the client can read the end.
@@ -458,19 +394,13 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
     serverSide: boolean,
     alias?: ResponseAlias,
   ): Promise<void> => {
-    if (exchange.length === 0) return;
     try {
       const pendingItems = exchange.filter((i) => isObj(i) && i['type'] === 'function_call_output');
-      const recorded = recordExchange(
-        prepared.state,
-        client as Obj,
-        format,
+      await prepared.remember(
         exchange,
         serverSide ? { ...(typeof responseId === 'string' ? { responseId } : {}), pendingItems } : undefined,
+        alias,
       );
-      const next = alias === undefined ? recorded : recordAlias(recorded, alias);
-      if (next !== prepared.state)
-        await saveRecoveryState(ctx.terminator.vault, sessionStateKey(prepared.context), next);
     } catch (error) {
       ctx.metrics.failOpen.inc({ reason: 'recovery_state' });
       ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'recovery_state', error: errorLabel(error) });

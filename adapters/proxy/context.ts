@@ -7,7 +7,6 @@ import type { Decision, ProviderRequest, StepContext } from '../../src/step.js';
 import type { BodyMemo } from './body.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ItemJsonCache } from './serialize.js';
-import type { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 
 /**
  * One log record. Content-free: event names, API labels, status codes, durations, error class
@@ -44,8 +43,6 @@ export interface ProxyContext {
   readonly terminator: Terminator;
   readonly dispatcher: Dispatcher;
   readonly metrics: ProxyMetrics;
-  readonly renderings: RenderingCache;
-  readonly items: ItemMemo;
   /** Recent request bodies, whose conversation items the next body of a session reuses (see body.ts). */
   readonly bodies: BodyMemo;
   /** JSON bytes of conversation items already serialized (see serialize.ts). */

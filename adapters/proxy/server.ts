@@ -37,7 +37,6 @@ import { handleApi } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { workerMetricsRelay } from './metrics-relay.js';
-import { ItemMemo, RenderingCache } from '../shared/tool-outputs.js';
 import { BodyMemo } from './body.js';
 import { Bounds, type HeapNow } from './bounds.js';
 import { tenantOf } from './request-identity.js';
@@ -482,13 +481,8 @@ function proxyContext(
     terminator,
     dispatcher,
     metrics,
-    // The in-memory caches share the process's memory bound with the body memo (its share is in
-    // config) and the Terminator's per-session state (a sixteenth). Each holds strings and parsed
-    // objects about twice its accounted size, the process needs room beside them, and what they
-    // hold beyond the live sessions' state is the state of sessions that ended: small shares let
-    // the resident size reach its plateau within a minute or two of load.
-    renderings: new RenderingCache(50_000, Math.floor(config.maxMemoryBytes / 64)),
-    items: new ItemMemo(256, 4096, Math.floor(config.maxMemoryBytes / 32)),
+    // The body memo's share of the memory bound is in config; the items and renderings each session
+    // was shown are the Terminator's per-session state (a sixteenth, `maxSessionBytes`).
     bodies: new BodyMemo({
       maxBytes: config.bodyMemoBytes,
       ...(terminator.digests === undefined ? {} : { digests: terminator.digests }),
@@ -571,8 +565,6 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     memoryIntervalMs: memoryCheckMs,
     trim: () => {
       ctx.bodies.clear();
-      ctx.items.clear();
-      ctx.renderings.clear();
     },
     metrics,
     log,

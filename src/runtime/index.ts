@@ -31,6 +31,8 @@ import { createRecoveryTool } from '../recovery/index.js';
 import { countReductions, ReductionActivity } from '../activity.js';
 import { stageOperator, type Stage } from '../operator-kit.js';
 import { SessionCache } from '../session/session-cache.js';
+import { HostMemo } from '../session/tool-outputs.js';
+import { prepareHost } from './host-path.js';
 import { Calls } from './calls.js';
 import {
   createStep,
@@ -414,7 +416,9 @@ function accountSession(parts: FacadeParts, context: StepContext, request: Provi
   if (parts.maxSessionBytes === Number.POSITIVE_INFINITY || !parts.sessions.has(context)) return;
   const session = parts.sessions.of(context);
   const size = (session.sized ??= new RunningRequestChars()) as RunningRequestChars;
-  parts.sessions.account(session, size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR);
+  // The host path's items and renderings are held as strings and objects (about two bytes a character).
+  const held = size.measure(request, parts.wired.measures) * SESSION_BYTES_PER_CHAR + (session.host?.chars ?? 0) * 2;
+  parts.sessions.account(session, held);
 }
 
 /** The pipelines opened once for the Promise facades, each call run by `calls` with its Session. */
@@ -513,6 +517,11 @@ function facade(parts: FacadeParts): Terminator {
       return step;
     },
     reduceRequest,
+    // `this`: a host's view of the Terminator (a wrapper over its facades) prepares through that view.
+    prepare(this: Terminator, options) {
+      const session = sessions.of(options.context);
+      return prepareHost(this, options, (session.host ??= new HostMemo()));
+    },
     recordRequest,
     toolCredits: parts.credits,
     pressure: async (request, context) => {
@@ -544,7 +553,12 @@ function facade(parts: FacadeParts): Terminator {
       bytes: sessions.bytes,
       ...(context === undefined
         ? {}
-        : { entries: Number(sessions.has(context)) + Number(parts.credits.has(sessionStateKey(context))) }),
+        : {
+            entries:
+              Number(sessions.has(context)) +
+              Number(sessions.peek(context)?.host !== undefined) +
+              Number(parts.credits.has(sessionStateKey(context))),
+          }),
     }),
     endSession: async (context) => {
       sessions.end(context);

@@ -4,7 +4,7 @@ import type { TokenCounter } from '../measure/types.js';
 import type { Digests } from '../ledger/digests.js';
 import type { MessagesMeter } from '../ledger/messages-meter.js';
 import type { ToolCredits } from '../telemetry/tool-credits.js';
-import type { ProviderRequest, Step, StepContext, ToolCall, ToolResult } from '../step.js';
+import type { Decision, ProviderRequest, RequestFormat, Step, StepContext, ToolCall, ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
 
 /** Who is calling the recovery tool: always the host's ids, never the model's. */
@@ -54,6 +54,78 @@ export interface RecordRequestOptions {
   readonly continuations?: readonly ProviderRequest[];
 }
 
+/** One request for {@link Terminator.prepare}. */
+export interface PrepareOptions {
+  readonly request: ProviderRequest;
+  /** Its context; `format` is the wire format the host received or built it in (never guessed). */
+  readonly context: StepContext & { readonly format: Exclude<RequestFormat, 'unknown'> };
+  readonly signal?: AbortSignal | undefined;
+  /**
+   * Offer the recovery tool when the request carries a receipt, then in every later request of the session.
+   *
+   * @defaultValue false
+   */
+  readonly offer?: boolean;
+  /**
+   * Show the session's answered recovery rounds again (its recovery state in the vault).
+   *
+   * @defaultValue true
+   */
+  readonly exchanges?: boolean;
+  /**
+   * Reduce the tool outputs the request shows for the first time (each shown the same way later).
+   *
+   * @defaultValue true
+   */
+  readonly toolOutputs?: boolean;
+  /**
+   * The session is shared through the vault (the gateway: restarts, replicas): the offered tool is
+   * saved in its recovery state, and a failure of the store or the pipeline rejects (the host then
+   * sends the request as it came). Otherwise each part fails open on its own.
+   *
+   * @defaultValue false
+   */
+  readonly shared?: boolean;
+  /**
+   * As {@link ReduceRequestOptions.record}.
+   *
+   * @defaultValue true
+   */
+  readonly record?: boolean;
+}
+
+/** What {@link Terminator.prepare} made of a request: what to send, and what the accounting reads. */
+export interface Prepared {
+  /** The request to send (the host's own object when nothing changed). */
+  readonly request: ProviderRequest;
+  readonly changed: boolean;
+  /** The recovery tool is offered in `request`. */
+  readonly offered: boolean;
+  /**
+   * Remember the recovery rounds a host answered for this request (src/recovery/exchanges.ts), so
+   * later requests show them at their place: `serverSide` for a conversation the provider keeps
+   * (the results wait for the response they answer), `alias` when the upstream continues from
+   * another response id than the one the client's stream carried. Nothing without `exchanges`.
+   * Rejects when the store does.
+   */
+  remember(
+    exchange: readonly unknown[],
+    serverSide?: { readonly responseId?: string; readonly pendingItems?: readonly unknown[] },
+    alias?: { readonly from: string; readonly to: string },
+  ): Promise<void>;
+  readonly context: StepContext;
+  /** The request stages' Step (absent when they failed), for a host that records the request itself. */
+  readonly step: Step<ProviderRequest> | undefined;
+  /** The request stages' decisions. */
+  readonly decisions: readonly Decision[];
+  /** The `failed_open` decisions of the tool outputs reduced in this request (each shown as sent). */
+  readonly failedOpen: readonly Decision[];
+  /** The request the request stages were given (its tool outputs rendered). */
+  readonly staged: ProviderRequest;
+  /** The host's request built from stable objects (same content), for measuring. */
+  readonly measured: ProviderRequest;
+}
+
 /** What `createTerminator(config)` returns: the two pipelines, Promise facades and the recovery tool. */
 export interface Terminator extends AsyncDisposable {
   readonly config: Config;
@@ -98,6 +170,13 @@ export interface Terminator extends AsyncDisposable {
     signal?: AbortSignal,
     options?: ReduceRequestOptions,
   ): Promise<Step<ProviderRequest>>;
+  /**
+   * The host path (src/runtime/host-path.ts): show the session's answered recovery rounds, reduce
+   * the tool outputs the request shows for the first time, run the request stream, offer the
+   * recovery tool. What the gateway and the client wrappers do with each request; they only
+   * translate types around it.
+   */
+  prepare(options: PrepareOptions): Promise<Prepared>;
   /**
    * Record a request reduced with `{ record: false }`: what it sent in the end (the recovery tool
    * added, say) and the continuation requests of its recovery rounds. Content-free figures only,

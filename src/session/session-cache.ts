@@ -13,6 +13,7 @@ import type { SessionState } from '../compile/session.js';
 import { sessionStateKey, type StepContext } from '../step.js';
 import type { TtlLru } from '../tools/ttl-cache.js';
 import type { FitState } from '../window/fit-window.js';
+import type { HostMemo } from './tool-outputs.js';
 
 /** Whose session: the Step's session id and tenant (two tenants never share one, whatever the ids). */
 export type SessionOf = Pick<StepContext, 'sessionId' | 'tenant'>;
@@ -43,6 +44,8 @@ export class Session {
   routed: Map<string, string> | undefined;
   /** rewriteTerminalCommand: rewrites by working directory and command (null: none). */
   rewrites: TtlLru<string | null> | undefined;
+  /** The host path (src/runtime/host-path.ts): items and renderings shown, whether the recovery tool was offered. */
+  host: HostMemo | undefined;
   /** Stored counts: the items of the session's requests measured so far. */
   seenItems = 0;
   /** The characters of the session's latest request, kept for a bound in bytes. */

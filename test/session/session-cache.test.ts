@@ -180,13 +180,19 @@ describe('endSession', () => {
         { role: 'assistant', content: 'looking' },
       ];
       await tt.reduceRequest({ model: 'gpt-4o', messages }, ctx);
-      await tt.reduceRequest({ model: 'gpt-4o', messages: [...messages, { role: 'user', content: 'go on' }] }, ctx);
+      // The next request as a host sends it (the gateway, the client wrappers): through the host path.
+      await tt.prepare({
+        request: { model: 'gpt-4o', messages: [...messages, { role: 'user', content: 'go on' }] },
+        context: { ...ctx, format: 'chat' },
+        offer: true,
+      });
     }
     await tt.settled();
-    expect(tt.heldState(session('a')).entries).toBe(2); // its Session and its tool credits
+    // Its Session, the host path's memo in it (items, renderings, the offered tool) and its tool credits.
+    expect(tt.heldState(session('a')).entries).toBe(3);
     await tt.endSession(session('a'));
     expect(tt.heldState(session('a')).entries).toBe(0);
-    expect(tt.heldState(session('b')).entries).toBe(2);
+    expect(tt.heldState(session('b')).entries).toBe(3);
     expect(tt.heldState()).toMatchObject({ sessions: 1 });
   });
 });

@@ -9,7 +9,16 @@ import { identity } from 'rxjs';
 import type { Config } from '../../../src/config/types.js';
 import { createReceipt, renderReceipt } from '../../../src/receipts/index.js';
 import type { RecoveryTool, Terminator } from '../../../src/runtime/types.js';
-import { createStep, type ProviderRequest, type Step, type StepContext, type ToolResult } from '../../../src/step.js';
+import { prepareHost } from '../../../src/runtime/host-path.js';
+import { HostMemo } from '../../../src/session/tool-outputs.js';
+import {
+  createStep,
+  sessionStateKey,
+  type ProviderRequest,
+  type Step,
+  type StepContext,
+  type ToolResult,
+} from '../../../src/step.js';
 import type { Vault } from '../../../src/vault/types.js';
 
 export interface FakeTerminatorOptions {
@@ -146,6 +155,7 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
     return out;
   };
 
+  const memos = new Map<string, HostMemo>();
   const fake: FakeTerminator = {
     store,
     calls,
@@ -178,6 +188,13 @@ export function createFakeTerminator(options: FakeTerminatorOptions = {}): FakeT
         });
       }
       return Promise.resolve({ ...step, value: compile(request, context) });
+    },
+    // The real host path, over this fake's facades (a memo per session, as a Session holds it).
+    prepare(this: Terminator, prepareOptions) {
+      const key = sessionStateKey(prepareOptions.context);
+      const memo = memos.get(key) ?? new HostMemo();
+      memos.set(key, memo);
+      return prepareHost(this, prepareOptions, memo);
     },
     pressure: () => Promise.resolve(0),
     endSession: () => Promise.resolve(),

@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ItemMemo, RenderingCache, renderToolOutputs } from '../../../adapters/shared/tool-outputs.js';
-import { ConfigError } from '../../../src/errors.js';
-import { createTerminator } from '../../../src/runtime/index.js';
+import { HostItems, HostMemo, RenderingCache, renderToolOutputs } from '../../src/session/tool-outputs.js';
+import { ConfigError } from '../../src/errors.js';
+import { createTerminator } from '../../src/runtime/index.js';
 
 describe('RenderingCache', () => {
   it('keeps 50,000 entries by default: the 50,001st set drops the first written', () => {
@@ -38,7 +38,7 @@ describe('RenderingCache', () => {
 });
 
 describe('renderToolOutputs', () => {
-  const PYTEST = readFileSync(new URL('../../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
+  const PYTEST = readFileSync(new URL('../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
   const request = (content: string) => ({
     model: 'gpt-4o',
     messages: [
@@ -57,7 +57,7 @@ describe('renderToolOutputs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tt-render-'));
     const t = await createTerminator({ overrides: { dbPath: join(dir, 'vault.sqlite3') } });
     try {
-      const caches = () => ({ renderings: new RenderingCache(), items: new ItemMemo() });
+      const caches = () => new HostMemo();
       const raw = await renderToolOutputs(t, request(PYTEST), 'chat', { sessionId: 'a' }, caches());
       expect(raw.firstSeen).toBe(1);
       const view = String(toolContent(raw.request));
@@ -89,29 +89,19 @@ describe('memory bounds of the proxy caches', () => {
     expect(cache.size).toBe(0);
   });
 
-  it('ItemMemo keeps remembered items within maxChars, dropping the least recently used sessions, never the one in use', () => {
-    const memo = new ItemMemo(256, 4096, 1000);
+  it('HostItems keeps at most maxItems items, the oldest going first, and counts their chars', () => {
+    const items = new HostItems(2);
     const entry = (chars: number) => ({ item: {}, original: {}, changed: false, chars });
-    const a = memo.session('a');
-    memo.remember(a, 'd1', entry(400));
-    const b = memo.session('b');
-    memo.remember(b, 'd2', entry(400));
-    // Over the bound: a (least recently used) goes, b stays.
-    const c = memo.session('c');
-    memo.remember(c, 'd3', entry(400));
-    expect(memo.session('a').byDigest.size).toBe(0);
-    expect(memo.session('c').byDigest.get('d3')?.chars).toBe(400);
-    // One session larger than the bound keeps its items.
-    const big = memo.session('big');
-    memo.remember(big, 'd4', entry(5000));
-    expect(memo.session('big').byDigest.size).toBe(1);
-    memo.clear();
-    expect(memo.session('big').byDigest.size).toBe(0);
+    items.remember('d1', entry(100));
+    items.remember('d2', entry(200));
+    items.remember('d3', entry(300));
+    expect([...items.byDigest.keys()]).toEqual(['d2', 'd3']);
+    expect(items.chars).toBe(500);
   });
 });
 
 describe('renderToolOutputs with a full vault', () => {
-  const PYTEST = readFileSync(new URL('../../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
+  const PYTEST = readFileSync(new URL('../fixtures/readme-setups/pytest-30k.txt', import.meta.url), 'utf8');
   const call = (id: string, content: string): Record<string, unknown>[] => [
     {
       role: 'assistant',
@@ -135,7 +125,7 @@ describe('renderToolOutputs with a full vault', () => {
       },
     });
     try {
-      const caches = { renderings: new RenderingCache(), items: new ItemMemo() };
+      const caches = new HostMemo();
       let messages: Record<string, unknown>[] = [{ role: 'user', content: 'make the tests pass' }];
       const outputs: string[] = [];
       for (let turn = 0; turn < 5; turn++) {

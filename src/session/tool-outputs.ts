@@ -1,33 +1,34 @@
 /**
- * Tool outputs inside a request, seen for the first time (by the proxy, or by the client wrappers
- * and the Agents JS input filter, whose hosts hand tool results to no hook of ours), go through
+ * Tool outputs inside a request, seen for the first time (by the host path, src/runtime/host-path.ts:
+ * the gateway, the client wrappers and the Agents JS input filter, whose hosts hand tool results to
+ * no hook of ours), go through
  * the tool-result stream exactly as a host would send them at source; the rendering is remembered in the store
  * (the vault's session renderings) so every later request, from this process, a restarted one or
  * another replica on the same store, shows that output byte-identically. An in-process map in
- * front of the store keeps the common case (an output seen before) off the database.
+ * front of the store, held in the session (src/session/session-cache.ts), keeps the common case (an
+ * output seen before) off the database.
  *
  * Only string outputs and outputs of exactly one text part are touched; other shapes pass as they
  * are and the request stages still see them. An output that already names an artifact was reduced
  * at source (the host called `reduceToolResult` or a wrapped tool) and is not reduced again.
  */
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
-import { ConfigError } from '../../src/errors.js';
-import { createDigests, namedIdentity, type Digests } from '../../src/ledger/digests.js';
-import type { Terminator } from '../../src/runtime/types.js';
-import { readRequest, writeSlots, type SlotChange } from '../../src/model/index.js';
-import { referencedArtifacts } from '../../src/receipts/index.js';
-import { isRecoveryResult } from '../../src/receipts/recovery-results.js';
-import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { REPLAY_TOOL_NAMES } from '../../src/tools/names.js';
-import { savedByStage } from '../../src/telemetry/metrics.js';
-import { sessionStateKey, type Decision, type ProviderRequest, type StepContext } from '../../src/step.js';
+import { ConfigError } from '../errors.js';
+import { createDigests, namedIdentity, type Digests } from '../ledger/digests.js';
+import type { Terminator } from '../runtime/types.js';
+import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
+import { referencedArtifacts } from '../receipts/index.js';
+import { isRecoveryResult } from '../receipts/recovery-results.js';
+import type { RecoveryWireFormat } from '../recovery/formats.js';
+import { REPLAY_TOOL_NAMES } from '../tools/names.js';
+import { savedByStage } from '../telemetry/metrics.js';
+import { sessionStateKey, type Decision, type ProviderRequest, type StepContext } from '../step.js';
 
 const KEY_PREFIX = 'proxy.tool.v1:';
 const UNCHANGED = '=';
 const CHANGED = '>';
 
-/** A bounded map of renderings already read or written (session + key → stored value). */
+/** A bounded map of one session's renderings already read or written (key → stored value). */
 export class RenderingCache {
   // Not lru-cache: its `max` allocates index arrays for every entry up front (≈ 1.1 MB at 50,000),
   // and its size bound keeps them as plain arrays, larger than a Map once full. A Map's order is
@@ -76,6 +77,11 @@ export class RenderingCache {
   /** Entries kept. */
   get size(): number {
     return this.#map.size;
+  }
+
+  /** Characters of the keys and values kept. */
+  get chars(): number {
+    return this.#chars;
   }
 }
 
@@ -158,8 +164,7 @@ async function renderSlots(
       .update(`${slot.callId ?? ''}\u0000${hostName}\u0000${digests.of(text.text)}`)
       .digest('hex')
       .slice(0, 40)}`;
-    const cacheKey = `${sessionStateKey(context)}\u0000${key}`;
-    let stored = cache.get(cacheKey) ?? (await terminator.vault.getRendering(sessionStateKey(context), key));
+    let stored = cache.get(key) ?? (await terminator.vault.getRendering(sessionStateKey(context), key));
     if (stored === undefined) {
       const name = toolNames[hostName] ?? REPLAY_TOOL_NAMES[hostName] ?? hostName;
       const step = await terminator.reduceToolResult(
@@ -180,7 +185,7 @@ async function renderSlots(
         // another replica tries again. A full vault refuses every output until retention frees room
         // (sessions end or expire), so trying each refused output again in every later request would
         // cost the whole history per request: in this process it is shown as sent from now on.
-        if (failed.some(refusedForCapacity)) cache.set(cacheKey, UNCHANGED);
+        if (failed.some(refusedForCapacity)) cache.set(key, UNCHANGED);
         else if (slot.item !== undefined) retry.add(slot.item);
         continue;
       }
@@ -192,7 +197,7 @@ async function renderSlots(
       }
       firstSeen++;
     }
-    cache.set(cacheKey, stored);
+    cache.set(key, stored);
     if (stored.startsWith(CHANGED)) changes.push({ path: slot.path, value: text.write(stored.slice(1)) });
   }
   return { request: writeSlots(request, changes), firstSeen, saved, retry, failedOpen };
@@ -211,16 +216,6 @@ type Entry = {
   /** JSON characters of the client's item, when remembered by digest. */
   readonly chars?: number;
 };
-
-interface SessionItems {
-  /** The previous request's items as the client sent them, and what each was shown as. */
-  last: readonly unknown[];
-  lastEntries: readonly (Entry | undefined)[];
-  /** Digest of an item as the client sent it → what it was shown as (for items that moved). */
-  readonly byDigest: Map<string, Entry>;
-  /** JSON characters of the items in `byDigest`. */
-  chars: number;
-}
 
 /** Structural equality of two JSON values (key order included, as bytes would compare). */
 export function sameJson(a: unknown, b: unknown): boolean {
@@ -243,72 +238,50 @@ export function sameJson(a: unknown, b: unknown): boolean {
 }
 
 /**
- * Per session: each conversation item as the client sent it → the item as the pipeline is shown
- * it, the same object every time. The request stages memoize per item object, so a re-sent
+ * One session's conversation items as the host sent them → the items as the pipeline is shown
+ * them, the same object every time. The request stages memoize per item object, so a re-sent
  * history (parsed anew from every body) costs them lookups, not recomputation. A history that
  * grows by appending (the common case) is matched position by position against the previous
  * request, by structural comparison; items that moved are found by digest.
  */
-export class ItemMemo {
-  /** The ledger items are named by when the Terminator has none of its own. */
-  readonly digests: Digests = createDigests();
-  readonly #sessions: LRUCache<string, SessionItems>;
+export class HostItems {
+  /** The previous request's items as the client sent them, and what each was shown as. */
+  last: readonly unknown[] = [];
+  lastEntries: readonly (Entry | undefined)[] = [];
+  /** Digest of an item as the client sent it → what it was shown as (for items that moved). */
+  readonly byDigest = new Map<string, Entry>();
+  /** JSON characters of the items in `byDigest`. */
+  chars = 0;
   readonly #maxItems: number;
-  readonly #maxChars: number;
-  #chars = 0;
 
-  /**
-   * @param maxSessions - sessions kept; default 256.
-   * @param maxItems - items remembered per session; default 4096.
-   * @param maxChars - JSON characters of remembered items over all sessions (least recently used
-   *   sessions go first); default unbounded.
-   */
-  constructor(maxSessions = 256, maxItems = 4096, maxChars = Number.POSITIVE_INFINITY) {
-    this.#sessions = new LRUCache({
-      max: maxSessions,
-      dispose: (memo) => {
-        this.#chars -= memo.chars;
-      },
-    });
+  /** @param maxItems - items remembered; default 4096. */
+  constructor(maxItems = 4096) {
     this.#maxItems = maxItems;
-    this.#maxChars = maxChars;
   }
 
-  session(id: string): SessionItems {
-    let memo = this.#sessions.get(id);
-    if (memo !== undefined) return memo;
-    memo = { last: [], lastEntries: [], byDigest: new Map(), chars: 0 };
-    this.#sessions.set(id, memo);
-    return memo;
+  /** Remember what an item was shown as (counted by its `chars`); the oldest go past `maxItems`. */
+  remember(digest: string, entry: Entry): void {
+    this.chars += (entry.chars ?? 0) - (this.byDigest.get(digest)?.chars ?? 0);
+    this.byDigest.set(digest, entry);
+    if (this.byDigest.size <= this.#maxItems) return;
+    const oldest = this.byDigest.keys().next().value as string;
+    this.chars -= this.byDigest.get(oldest)?.chars ?? 0;
+    this.byDigest.delete(oldest);
   }
+}
 
-  /** Remember what an item was shown as (counted by its `chars`). */
-  remember(memo: SessionItems, digest: string, entry: Entry): void {
-    const chars = entry.chars ?? 0;
-    const had = memo.byDigest.get(digest);
-    memo.byDigest.set(digest, entry);
-    memo.chars += chars - (had?.chars ?? 0);
-    this.#chars += chars - (had?.chars ?? 0);
-    if (memo.byDigest.size > this.#maxItems) {
-      const oldest = memo.byDigest.keys().next().value as string;
-      const gone = memo.byDigest.get(oldest)?.chars ?? 0;
-      memo.byDigest.delete(oldest);
-      memo.chars -= gone;
-      this.#chars -= gone;
-    }
-    // Least recently used sessions go first; the one in use stays.
-    while (this.#chars > this.#maxChars && this.#sessions.size > 1) {
-      const last = this.#sessions.rkeys().next().value;
-      if (last === undefined || this.#sessions.peek(last) === memo) break;
-      this.#sessions.delete(last);
-    }
-  }
+/** What a session's host path remembers (held by its Session, freed with it). */
+export class HostMemo {
+  readonly items = new HostItems();
+  readonly renderings = new RenderingCache(4096);
+  /** The ledger items are named by when the Terminator has none of its own (made on first use). */
+  digests: Digests | undefined;
+  /** The recovery tool was offered: it stays, same place, every request (the prefix stays cached). */
+  offered = false;
 
-  /** Forget every session (memory pressure: items are matched again from their digests' renderings in the store). */
-  clear(): void {
-    this.#sessions.clear();
-    this.digests.clear();
-    this.#chars = 0;
+  /** Characters held (items and renderings), for the session's bound in bytes. */
+  get chars(): number {
+    return this.items.chars + this.renderings.chars;
   }
 }
 
@@ -323,15 +296,15 @@ export async function renderToolOutputs(
   request: ProviderRequest,
   format: RecoveryWireFormat,
   context: StepContext,
-  caches: { readonly renderings: RenderingCache; readonly items: ItemMemo },
+  host: HostMemo,
   signal?: AbortSignal,
 ): Promise<ToolOutputResult> {
   const key = format === 'responses' ? 'input' : 'messages';
   const list = request[key];
   // The runtime's item ledger (a Terminator without one: this memo's own).
-  const digests = terminator.digests ?? caches.items.digests;
+  const digests = terminator.digests ?? (host.digests ??= createDigests());
   if (!Array.isArray(list)) {
-    const out = await renderSlots(terminator, request, format, context, caches.renderings, digests, undefined, signal);
+    const out = await renderSlots(terminator, request, format, context, host.renderings, digests, undefined, signal);
     return {
       request: out.request,
       changed: out.request !== request,
@@ -341,7 +314,7 @@ export async function renderToolOutputs(
       failedOpen: out.failedOpen,
     };
   }
-  const memo = caches.items.session(sessionStateKey(context));
+  const memo = host.items;
   const found: (Entry | undefined)[] = list.map((item, i) =>
     i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i])
       ? memo.lastEntries[i]
@@ -360,7 +333,7 @@ export async function renderToolOutputs(
   const out =
     misses.size === 0
       ? undefined
-      : await renderSlots(terminator, request, format, context, caches.renderings, digests, misses, signal);
+      : await renderSlots(terminator, request, format, context, host.renderings, digests, misses, signal);
   const rendered = (out?.request[key] as unknown[] | undefined) ?? list;
   let changed = false;
   const entries = rendered.map((item, i): Entry | undefined => {
@@ -369,7 +342,7 @@ export async function renderToolOutputs(
     if (out?.retry.has(i)) return undefined;
     const { digest, chars } = identities.get(i) ?? namedIdentity(list[i], digests);
     const entry = { item, original: list[i], changed: item !== list[i], chars };
-    caches.items.remember(memo, digest, entry);
+    memo.remember(digest, entry);
     return entry;
   });
   const items = entries.map((entry, i) => {
