@@ -154,6 +154,8 @@ async function prepare(
     signal,
     offer: ctx.recoveryRounds > 0 && single,
     shared: true,
+    // Accounted once answered (ctx.account), with the recovery tool and rounds it sent.
+    record: false,
   });
   countFailedOpen(ctx, prepared.failedOpen);
   countFailedOpen(ctx, prepared.decisions);
@@ -312,14 +314,11 @@ export async function handleApi(
   const account = (): void =>
     ctx.account({
       format,
-      client: prepared.measured,
+      prepared,
       rawBytes: raw.length,
-      staged: prepared.staged,
       sent: sentMeasured,
       sentBytes: sentBody.length,
       continuations,
-      context: prepared.context,
-      decisions: prepared.decisions,
       status: res.statusCode,
       ms: Math.round(performance.now() - started),
     });

@@ -2,8 +2,8 @@
 import type { Dispatcher } from 'undici';
 import type { ProxyConfig } from '../../src/config/proxy.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import type { Terminator } from '../../src/runtime/types.js';
-import type { Decision, ProviderRequest, StepContext } from '../../src/step.js';
+import type { Prepared, Terminator } from '../../src/runtime/types.js';
+import type { ProviderRequest } from '../../src/step.js';
 import type { BodyMemo } from './body.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ItemJsonCache } from './serialize.js';
@@ -21,17 +21,14 @@ export interface ProxyLogRecord {
 /** One handled request, for the deferred accounting (metrics and the vault's metric row). */
 export interface AccountInput {
   readonly format: RecoveryWireFormat;
-  readonly client: ProviderRequest;
+  /** What the host path made of it (its Step, the client's body with stable objects). */
+  readonly prepared: Prepared;
   readonly rawBytes: number;
-  /** The request the request stages were given (its tool outputs rendered). */
-  readonly staged: ProviderRequest;
+  /** The request as sent, on stable objects (the client's own when unchanged). */
   readonly sent: ProviderRequest;
   readonly sentBytes: number;
   /** The continuation requests of its recovery rounds (one per round). */
   readonly continuations: readonly ProviderRequest[];
-  readonly context: StepContext;
-  /** The request stages' decisions. */
-  readonly decisions: readonly Decision[];
   /** The response's status and the request's duration, for its log line. */
   readonly status: number;
   readonly ms: number;

@@ -16,23 +16,12 @@ import { getHeapStatistics } from 'node:v8';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { loadProxyConfig, type ProxyConfig, type ProxyFlags } from '../../src/config/proxy.js';
-import { createCountMemo } from '../../src/ledger/count-memo.js';
 import type { RecoveryWireFormat } from '../../src/recovery/formats.js';
-import {
-  createTerminator,
-  openLiveLedger,
-  type LiveLedger,
-  type LiveLedgerEntry,
-  type TerminatorOptions,
-} from '../../src/runtime/index.js';
+import { createTerminator, type TerminatorOptions } from '../../src/runtime/index.js';
 import type { Terminator } from '../../src/runtime/types.js';
+import type { RequestAccount } from '../../src/telemetry/request-account.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
-import { BatchQueue } from '../../src/batch-queue.js';
-import { createMessagesMeter } from '../../src/ledger/messages-meter.js';
-import { accountRequest } from '../../src/telemetry/request-account.js';
-import { ReceiptVerifier } from '../../src/receipts/verify.js';
-import type { RequestMetric } from '../../src/vault/types.js';
 import { handleApi } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
@@ -109,7 +98,8 @@ export interface ProxyOptions {
    * at most a sixteenth of `config.maxMemoryBytes` of their bodies' bytes (client and sent; each
    * waiting request holds both bodies' objects); a request arriving while that many wait is reduced
    * once the accounting has caught up (`token_terminator_proxy_accounting_waits_total` counts those
-   * waits). Nothing is dropped.
+   * waits). Nothing is dropped. The Terminator's accounting (`Terminator.account`) holds them: with
+   * `terminator` given, its own `telemetryBacklog` applies instead.
    *
    * @defaultValue 128
    */
@@ -187,9 +177,6 @@ function tokenMatches(expected: string, given: string | string[] | undefined): b
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** How long an answered request waits for others before its accounting runs, and most requests per batch. */
-const ACCOUNT_DELAY_MS = 100;
-const ACCOUNT_BATCH = 64;
 /** The accounting backlog holds at most this fraction (1/n) of the memory bound in body bytes. */
 const ACCOUNT_MEMORY_SHARE = 16;
 
@@ -199,39 +186,24 @@ function json(res: ServerResponse, status: number, body: unknown, type = 'applic
   res.end(text);
 }
 
-/** The Terminator the proxy runs requests through, whether it owns it, and the ledger it writes turns to. */
+/** The Terminator the proxy runs requests through, and whether it owns it. */
 async function proxyTerminator(
   options: ProxyOptions,
   config: ProxyConfig,
-): Promise<{ terminator: Terminator; owns: boolean; ledger: LiveLedger | undefined }> {
-  if (options.terminator !== undefined) return { terminator: options.terminator, owns: false, ledger: undefined };
-  // Metric rows and the experiment ledger are written by the proxy's own accounting, after the answer went out.
+  accountingBacklog: number,
+): Promise<{ terminator: Terminator; owns: boolean }> {
+  if (options.terminator !== undefined) return { terminator: options.terminator, owns: false };
   const terminator = await createTerminator({
     ...(options.env === undefined ? {} : { env: options.env }),
     // Per-session request state shares the memory bound (a sixteenth), unless the caller sized it.
     maxSessionBytes: Math.floor(config.maxMemoryBytes / 16),
+    // Answered requests wait for their accounting (metric rows, ledger turns: the runtime's) within
+    // the gateway's bounds: in number, and in their bodies' bytes.
+    telemetryBacklog: accountingBacklog,
+    telemetryBacklogWeight: Math.floor(config.maxMemoryBytes / ACCOUNT_MEMORY_SHARE),
     ...options.terminatorOptions,
-    metrics: false,
-    ledger: false,
   });
-  const ledger = openLiveLedger(
-    terminator.config,
-    (options.terminatorOptions?.ledger ??
-      (terminator.config.ledger && options.terminatorOptions?.vault === undefined)) &&
-      terminator.vault.path !== ':memory:',
-  );
-  return { terminator, owns: true, ledger };
-}
-
-/** What measuring an answered request needs. */
-interface Measuring {
-  readonly terminator: Terminator;
-  readonly meter: ReturnType<typeof createMessagesMeter>;
-  readonly metrics: ProxyMetrics;
-  readonly receipts: ReceiptVerifier;
-  readonly log: (record: ProxyLogRecord) => void;
-  /** Tools lists without the recovery tool, for every request's accounting (src/telemetry/request-account.ts). */
-  readonly toolLists: WeakMap<readonly unknown[], readonly unknown[]>;
+  return { terminator, owns: true };
 }
 
 /** The stages that acted on a request, as its log line names them ("compressToolResult+compileRequest"). */
@@ -242,57 +214,40 @@ function stagesOf(saved: Readonly<Record<string, number>>): string {
 }
 
 /**
- * One request's metric row and ledger entry, measured as every host measures (src/telemetry/
- * request-account.ts: raw is the client's body), its token and saving counters, and its log line.
+ * One request's token and saving counters and its log line, from the figures the runtime's
+ * accounting measured (src/telemetry/request-account.ts: raw is the client's body).
  */
-function measureRequest(
-  { terminator, meter, metrics, receipts, log, toolLists }: Measuring,
+function countAccount(
+  metrics: ProxyMetrics,
+  log: (record: ProxyLogRecord) => void,
   input: AccountInput,
-): { row: RequestMetric; turn: LiveLedgerEntry } {
-  const account = accountRequest(
-    {
-      meter,
-      mode: terminator.config.mode,
-      credits: terminator.toolCredits,
-      receipts: (list) => receipts.referenced(list).length,
-      toolLists,
-    },
-    {
-      context: input.context,
-      raw: input.client,
-      staged: input.staged,
-      sent: input.sent,
-      continuations: input.continuations,
-      decisions: input.decisions,
-    },
-  );
-  metrics.tokens.inc({ api: input.format, direction: 'raw' }, account.rawTokens);
-  metrics.tokens.inc({ api: input.format, direction: 'sent' }, account.sentTokens);
-  if (account.recoveryTokens > 0)
-    metrics.tokens.inc({ api: input.format, direction: 'recovery' }, account.recoveryTokens);
-  for (const [mechanism, chars] of Object.entries(account.saved))
-    if (chars > 0) metrics.saved.inc({ mechanism }, chars);
+  account: RequestAccount | undefined,
+): void {
+  if (account !== undefined) {
+    metrics.tokens.inc({ api: input.format, direction: 'raw' }, account.rawTokens);
+    metrics.tokens.inc({ api: input.format, direction: 'sent' }, account.sentTokens);
+    if (account.recoveryTokens > 0)
+      metrics.tokens.inc({ api: input.format, direction: 'recovery' }, account.recoveryTokens);
+    for (const [mechanism, chars] of Object.entries(account.saved))
+      if (chars > 0) metrics.saved.inc({ mechanism }, chars);
+  }
   log({
     level: 'info',
     event: 'request',
     api: input.format,
     status: input.status,
     ms: input.ms,
-    session: input.context.sessionId,
-    raw_tokens: account.rawTokens,
-    sent_tokens: account.sentTokens,
-    recovery_tokens: account.recoveryTokens,
+    session: input.prepared.context.sessionId,
+    ...(account === undefined
+      ? {}
+      : {
+          raw_tokens: account.rawTokens,
+          sent_tokens: account.sentTokens,
+          recovery_tokens: account.recoveryTokens,
+        }),
     recovery_rounds: input.continuations.length,
-    stages: stagesOf(account.saved),
+    ...(account === undefined ? {} : { stages: stagesOf(account.saved) }),
   });
-  return {
-    row: account.row,
-    turn: {
-      step: { context: input.context, original: input.client },
-      rawTokens: account.rawTokens,
-      finalTokens: account.finalTokens,
-    },
-  };
 }
 
 /** The byte counters of an answered request, counted as it is answered (its tokens wait for the accounting). */
@@ -425,54 +380,11 @@ function listen(server: Server, config: ProxyConfig): Promise<string> {
   });
 }
 
-/**
- * Answered requests wait a moment for their accounting (token counts, metric row, ledger turn)
- * rather than run one by one right behind each answer: under a steady stream of requests the
- * next request then finds the proxy free, and a batch's rows go in one transaction per store.
- */
-function accountingQueue(
-  measuring: Measuring,
-  ledger: LiveLedger | undefined,
-  log: (record: ProxyLogRecord) => void,
-  maxPending: number,
-  maxPendingBytes: number,
-): BatchQueue<AccountInput> {
-  /** A batch: each request measured in its own turn of the event loop, then all rows in one write per store. */
-  const account = async (batch: readonly AccountInput[]): Promise<void> => {
-    const rows: RequestMetric[] = [];
-    const turns: LiveLedgerEntry[] = [];
-    for (const input of batch) {
-      // Between two requests' counting, whatever arrived (a new request) goes first.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      try {
-        const { row, turn } = measureRequest(measuring, input);
-        rows.push(row);
-        turns.push(turn);
-      } catch (error) {
-        log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
-      }
-    }
-    await measuring.terminator.vault
-      .recordRequestMetrics(rows)
-      .catch((error: unknown) => log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) }));
-    await ledger?.recordAll(turns);
-  };
-  return new BatchQueue<AccountInput>(account, {
-    delayMs: ACCOUNT_DELAY_MS,
-    maxBatch: ACCOUNT_BATCH,
-    // Each waiting request holds its client and sent bodies' objects: bounded in number and in
-    // bytes (under a slow CPU a backlog of whole large requests filled a worker's heap).
-    maxPending,
-    weigh: (input) => input.rawBytes + input.sentBytes,
-    maxPendingWeight: maxPendingBytes,
-  });
-}
-
 function proxyContext(
   config: ProxyConfig,
-  { terminator, metrics }: Measuring,
+  terminator: Terminator,
+  metrics: ProxyMetrics,
   dispatcher: Dispatcher,
-  accounting: BatchQueue<AccountInput>,
   log: (record: ProxyLogRecord) => void,
 ): ProxyContext {
   const logged = new Set<string>();
@@ -498,12 +410,25 @@ function proxyContext(
     },
     account(input) {
       countBytes(metrics, input);
-      // Token counting and the rows run after the answer went out, in batches (see accountingQueue).
-      accounting.add(input);
+      const step = input.prepared.step;
+      if (step === undefined || terminator.account === undefined) return countAccount(metrics, log, input, undefined);
+      // Token counting and the rows run after the answer went out, in batches (the runtime's accounting).
+      terminator.account(step, {
+        sent: input.sent,
+        continuations: input.continuations,
+        raw: input.prepared.measured,
+        weight: input.rawBytes + input.sentBytes,
+        measured: ({ account, error }) => {
+          if (error !== undefined) log({ level: 'warn', event: 'metrics_failed', error: errorLabel(error) });
+          countAccount(metrics, log, input, account);
+        },
+      });
     },
-    room() {
-      if (accounting.full) metrics.accountingWaits.inc();
-      return accounting.room();
+    async room() {
+      const wait = terminator.accountingRoom?.();
+      if (wait === undefined) return;
+      metrics.accountingWaits.inc();
+      await wait;
     },
   };
 }
@@ -528,32 +453,13 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
   const accountingBacklog = intOption('createProxy', 'accountingBacklog', options.accountingBacklog, 128, 1);
   const memoryCheckMs = intOption('createProxy', 'memoryCheckMs', options.memoryCheckMs, 1000, 10);
   const bodyRateWindowMs = intOption('createProxy', 'bodyRateWindowMs', options.bodyRateWindowMs, 10_000, 10);
-  const { terminator, owns: ownsTerminator, ledger } = await proxyTerminator(options, config);
+  const { terminator, owns: ownsTerminator } = await proxyTerminator(options, config, accountingBacklog);
   const ownsDispatcher = options.dispatcher === undefined;
   const dispatcher = options.dispatcher ?? createUpstreamAgent(config.upstreamTimeoutMs);
   const metrics = createProxyMetrics(() => terminator.heldState());
-  // The runtime's meter reads the stages' per-item measurements: the accounting then counts only
-  // what the stages did not (a spaced segment is derived from the compact JSON's pieces).
-  const meter = terminator.meter ?? createMessagesMeter(createCountMemo(terminator.counter, { maxEntries: 16_384 }));
   const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
   const log = options.log ?? (() => undefined);
-  const measuring: Measuring = {
-    terminator,
-    meter,
-    metrics,
-    receipts: new ReceiptVerifier(terminator.vault),
-    log,
-    toolLists: new WeakMap(),
-  };
-
-  const accounting = accountingQueue(
-    measuring,
-    ledger,
-    log,
-    accountingBacklog,
-    Math.floor(config.maxMemoryBytes / ACCOUNT_MEMORY_SHARE),
-  );
-  const ctx = proxyContext(config, measuring, dispatcher, accounting, log);
+  const ctx = proxyContext(config, terminator, metrics, dispatcher, log);
 
   const bounds = new Bounds({
     maxInFlight: config.maxInFlight,
@@ -590,8 +496,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
       server.close(() => resolve());
       server.closeAllConnections();
     });
-    await accounting.settled();
-    await ledger?.close();
+    await terminator.settled();
     if (ownsDispatcher) await dispatcher.close().catch(() => undefined);
     if (ownsTerminator) await terminator.close();
   };
@@ -603,7 +508,7 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     metrics,
     listen: () => listen(server, config),
     gatewayMetrics,
-    settled: () => accounting.settled(),
+    settled: () => terminator.settled(),
     route: (path, handler) => {
       routes.set(path, handler);
     },

@@ -45,9 +45,10 @@ import {
   type ToolResult,
 } from '../step.js';
 import { createSkillCuts } from '../telemetry/attribution.js';
-import { DeferredRecords } from '../telemetry/deferred-records.js';
+import { BatchQueue } from '../batch-queue.js';
+import { recordedStep, type RecordedStep } from '../telemetry/deferred-records.js';
 import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
-import { accountRequest } from '../telemetry/request-account.js';
+import { accountRequest, type RequestAccount } from '../telemetry/request-account.js';
 import {
   openLiveLedger,
   recordRequestMetrics,
@@ -71,7 +72,7 @@ import {
   type PipelineDeps,
 } from './pipelines.js';
 import { sharedCounts, STORED_MIN_CHARS } from '../ledger/stored-counts.js';
-import type { RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
+import type { AccountOptions, RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
 
 export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
 export { modeGates, type ModeGates } from './pipelines.js';
@@ -171,6 +172,13 @@ export interface TerminatorOptions {
    * @defaultValue 32
    */
   readonly telemetryBacklog?: number;
+  /**
+   * Most weight (`AccountOptions.weight`: the gateway weighs a request by its bodies' bytes) of
+   * answered requests whose telemetry may wait, beside `telemetryBacklog`.
+   *
+   * @defaultValue unbounded
+   */
+  readonly telemetryBacklogWeight?: number;
 }
 
 /**
@@ -236,7 +244,10 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const credits = new ToolCredits(maxSessions * 4);
   const records = deferredRecords(
     { vault, meter, config, recordMetrics, ledger, counts: wired.counts, credits },
-    telemetryBacklog,
+    {
+      maxPending: telemetryBacklog,
+      ...(options.telemetryBacklogWeight === undefined ? {} : { maxPendingWeight: options.telemetryBacklogWeight }),
+    },
   );
   return facade({
     config,
@@ -313,10 +324,13 @@ function recoveryToolOf(config: Config, store: OpenedVault, workingState: Workin
   );
 }
 
+/** One answered request waiting for its record: its Step as sent, and what {@link AccountOptions} adds. */
+type Deferred = RecordedStep & Pick<AccountOptions, 'raw' | 'weight' | 'measured'>;
+
 /**
- * The metrics row and the ledger turn of each answered request, recorded after the call returned
- * (src/telemetry/deferred-records.ts); the ledger's turns of one batch go in one transaction.
- * The batch's metrics rows go in one transaction too (a row the store refuses loses only itself).
+ * The metrics row and the ledger turn of each answered request, recorded after the call returned,
+ * for every host (the gateway's requests too: {@link Terminator.account}). A batch's ledger turns
+ * go in one transaction, and its metrics rows too (a row the store refuses loses only itself).
  */
 function deferredRecords(
   parts: {
@@ -328,8 +342,8 @@ function deferredRecords(
     readonly counts: Wired['counts'];
     readonly credits: ToolCredits;
   },
-  maxPending: number,
-): DeferredRecords {
+  bounds: { readonly maxPending: number; readonly maxPendingWeight?: number },
+): BatchQueue<Deferred> {
   const { vault, meter, config, recordMetrics, ledger, counts, credits } = parts;
   // The Terminator's instructions cut into skill blocks, by object (what attribution measures apart).
   const skillCuts = createSkillCuts();
@@ -342,35 +356,39 @@ function deferredRecords(
     receipts: (list: readonly unknown[]) => verifier.referenced(list).length,
     toolLists: new WeakMap<readonly unknown[], readonly unknown[]>(),
   };
-  return new DeferredRecords(
+  return new BatchQueue<Deferred>(
     async (batch) => {
       const turns: LiveLedgerEntry[] = [];
       const metrics: RequestMetric[] = [];
       for (const [i, step] of batch.entries()) {
         // Between two requests' measuring, whatever arrived meanwhile (a new call) goes first.
         if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        let account: ReturnType<typeof accountRequest>;
+        let account: RequestAccount;
         try {
           account = accountRequest(accounting, {
             context: step.context,
             staged: step.original,
+            ...(step.raw === undefined ? {} : { raw: step.raw }),
             sent: step.value,
             continuations: step.continuations ?? [],
             decisions: step.decisions,
           });
-        } catch {
+        } catch (error) {
           // Telemetry never fails the call.
+          step.measured?.({ error });
           continue;
         }
+        step.measured?.({ account });
         if (recordMetrics) metrics.push(account.row);
-        turns.push({ step, rawTokens: account.rawTokens, finalTokens: account.finalTokens });
+        const turn = step.raw === undefined ? step : { context: step.context, original: step.raw };
+        turns.push({ step: turn, rawTokens: account.rawTokens, finalTokens: account.finalTokens });
       }
       await recordRequestMetrics(vault, metrics);
       await ledger?.recordAll(turns);
       // What telemetry tokenized (the spaced segments) goes to the count store too.
       counts?.written();
     },
-    { maxPending },
+    { ...bounds, weigh: (step) => step.weight ?? 0 },
   );
 }
 
@@ -381,7 +399,7 @@ interface FacadeParts {
   readonly ownsCounter: boolean;
   readonly meter: MessagesMeter;
   readonly wired: Wired;
-  readonly records: DeferredRecords;
+  readonly records: BatchQueue<Deferred>;
   /** The tool outputs this Terminator reduced, by session (what each request showing them saved). */
   readonly credits: ToolCredits;
   readonly ledger: LiveLedger | undefined;
@@ -485,10 +503,16 @@ function facade(parts: FacadeParts): Terminator {
     if (!closed) counts?.written();
     return out;
   };
-  const recordRequest = (step: Step<ProviderRequest>, recorded?: RecordRequestOptions): void => {
-    if ((!parts.recordMetrics && ledger === undefined) || closed) return;
-    records.add(step, recorded);
+  const account = (step: Step<ProviderRequest>, recorded?: AccountOptions): void => {
+    if ((!parts.recordMetrics && ledger === undefined && recorded?.measured === undefined) || closed) return;
+    records.add({
+      ...recordedStep(step, recorded?.sent, recorded?.continuations),
+      ...(recorded?.raw === undefined ? {} : { raw: recorded.raw }),
+      ...(recorded?.weight === undefined ? {} : { weight: recorded.weight }),
+      ...(recorded?.measured === undefined ? {} : { measured: recorded.measured }),
+    });
   };
+  const recordRequest = (step: Step<ProviderRequest>, recorded?: RecordRequestOptions): void => account(step, recorded);
   return {
     config,
     vault,
@@ -523,6 +547,8 @@ function facade(parts: FacadeParts): Terminator {
       return prepareHost(this, options, (session.host ??= new HostMemo()));
     },
     recordRequest,
+    account,
+    accountingRoom: () => (records.full ? records.room() : undefined),
     toolCredits: parts.credits,
     pressure: async (request, context) => {
       try {

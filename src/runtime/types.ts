@@ -3,6 +3,7 @@ import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { Digests } from '../ledger/digests.js';
 import type { MessagesMeter } from '../ledger/messages-meter.js';
+import type { RequestAccount } from '../telemetry/request-account.js';
 import type { ToolCredits } from '../telemetry/tool-credits.js';
 import type { Decision, ProviderRequest, RequestFormat, Step, StepContext, ToolCall, ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
@@ -59,6 +60,11 @@ export interface PrepareOptions {
   readonly request: ProviderRequest;
   /** Its context; `format` is the wire format the host received or built it in (never guessed). */
   readonly context: StepContext & { readonly format: Exclude<RequestFormat, 'unknown'> };
+  /**
+   * Aborts the preparation: what is not reduced yet passes as sent.
+   *
+   * @defaultValue none
+   */
   readonly signal?: AbortSignal | undefined;
   /**
    * Offer the recovery tool when the request carries a receipt, then in every later request of the session.
@@ -126,6 +132,28 @@ export interface Prepared {
   readonly measured: ProviderRequest;
 }
 
+/** What a host hands {@link Terminator.account} beside the request's Step. */
+export interface AccountOptions extends RecordRequestOptions {
+  /**
+   * What the host would have sent without us, when it has it (the gateway: the client's body).
+   *
+   * @defaultValue the Step's original with each tool output's rendering at its raw size
+   */
+  readonly raw?: ProviderRequest;
+  /**
+   * What the request weighs in the backlog (`TerminatorOptions.telemetryBacklogWeight`).
+   *
+   * @defaultValue 0
+   */
+  readonly weight?: number;
+  /**
+   * Called with the request's figures once measured (or the error measuring it), before they are written.
+   *
+   * @defaultValue none
+   */
+  readonly measured?: (result: { readonly account?: RequestAccount; readonly error?: unknown }) => void;
+}
+
 /** What `createTerminator(config)` returns: the two pipelines, Promise facades and the recovery tool. */
 export interface Terminator extends AsyncDisposable {
   readonly config: Config;
@@ -188,6 +216,15 @@ export interface Terminator extends AsyncDisposable {
    * tt.recordRequest?.(step, { sent });
    */
   recordRequest?(step: Step<ProviderRequest>, options?: RecordRequestOptions): void;
+  /**
+   * Account one answered request (prepared with `record: false`): its metrics row and ledger turn,
+   * measured after the answer went out, in batches, from what the request stages measured. The
+   * gateway's accounting and `recordRequest` both come here. Optional: a Terminator of one's own
+   * need not account.
+   */
+  account?(step: Step<ProviderRequest>, options?: AccountOptions): void;
+  /** Resolves once the backlog of requests waiting for their accounting has room; undefined when it has room now. */
+  accountingRoom?(): Promise<void> | undefined;
   /**
    * The tool outputs this Terminator reduced, by session: what each later request showing them
    * saved, and how large the raw request was (src/telemetry/tool-credits.ts). Optional.
