@@ -72,7 +72,7 @@ import {
   type PipelineDeps,
 } from './pipelines.js';
 import { sharedCounts, STORED_MIN_CHARS } from '../ledger/stored-counts.js';
-import type { AccountOptions, RecordRequestOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
+import type { AccountOptions, RecoveryTool, ReduceRequestOptions, Terminator } from './types.js';
 
 export { openLiveLedger, type LiveLedger, type LiveLedgerEntry } from '../telemetry/request-record.js';
 export { modeGates, type ModeGates } from './pipelines.js';
@@ -488,6 +488,12 @@ function facade(parts: FacadeParts): Terminator {
     if (parts.ownsCounter) counter.dispose?.();
     if (parts.store.owns) await vault.close();
   };
+  /** Queue an answered request's records (see Terminator.account). */
+  const account = (step: Step<ProviderRequest>, recorded: AccountOptions = {}): void => {
+    if ((!parts.recordMetrics && ledger === undefined && recorded.measured === undefined) || closed) return;
+    const { sent, continuations, ...extra } = recorded;
+    records.add({ ...recordedStep(step, sent, continuations), ...extra });
+  };
   const reduceRequest = async (
     request: ProviderRequest,
     context: StepContext,
@@ -499,20 +505,10 @@ function facade(parts: FacadeParts): Terminator {
     if (!closed) await counts?.prefetch(request, sessions.of(context));
     const out = await calls.request(createStep(request, withBudget(context), signal));
     accountSession(parts, context, request);
-    if (options?.record !== false) recordRequest(out);
+    if (options?.record !== false) account(out);
     if (!closed) counts?.written();
     return out;
   };
-  const account = (step: Step<ProviderRequest>, recorded?: AccountOptions): void => {
-    if ((!parts.recordMetrics && ledger === undefined && recorded?.measured === undefined) || closed) return;
-    records.add({
-      ...recordedStep(step, recorded?.sent, recorded?.continuations),
-      ...(recorded?.raw === undefined ? {} : { raw: recorded.raw }),
-      ...(recorded?.weight === undefined ? {} : { weight: recorded.weight }),
-      ...(recorded?.measured === undefined ? {} : { measured: recorded.measured }),
-    });
-  };
-  const recordRequest = (step: Step<ProviderRequest>, recorded?: RecordRequestOptions): void => account(step, recorded);
   return {
     config,
     vault,
@@ -546,7 +542,7 @@ function facade(parts: FacadeParts): Terminator {
       const session = sessions.of(options.context);
       return prepareHost(this, options, (session.host ??= new HostMemo()));
     },
-    recordRequest,
+    recordRequest: account,
     account,
     accountingRoom: () => (records.full ? records.room() : undefined),
     toolCredits: parts.credits,
@@ -577,14 +573,10 @@ function facade(parts: FacadeParts): Terminator {
     heldState: (context) => ({
       sessions: sessions.size,
       bytes: sessions.bytes,
+      // Its Session, the host path's memo in it, its tool credits.
       ...(context === undefined
         ? {}
-        : {
-            entries:
-              Number(sessions.has(context)) +
-              Number(sessions.peek(context)?.host !== undefined) +
-              Number(parts.credits.has(sessionStateKey(context))),
-          }),
+        : { entries: sessions.entries(context) + Number(parts.credits.has(sessionStateKey(context))) }),
     }),
     endSession: async (context) => {
       sessions.end(context);

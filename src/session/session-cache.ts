@@ -113,6 +113,12 @@ export class SessionCache {
     return this.#sessions.peek(sessionStateKey(context));
   }
 
+  /** Entries held now for the session of `context`: its Session and the parts of it a host filled. */
+  entries(context: SessionOf): number {
+    const session = this.peek(context);
+    return session === undefined ? 0 : 1 + Number(session.host !== undefined);
+  }
+
   /** Whether a session of `context` is held now. */
   has(context: SessionOf): boolean {
     return this.#sessions.has(sessionStateKey(context));
