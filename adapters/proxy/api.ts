@@ -306,7 +306,7 @@ export async function handleApi(
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   // The reduction is over: what stays (the bodies, until answered and accounted) is bounded apart.
   reservation?.release();
-  const continuations: ProviderRequest[] = [];
+  const continuations: Continuations = { requests: [], bytes: 0 };
   // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
   const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
   // Its log line comes with its figures, from the accounting (the server logs no other for it).
@@ -318,7 +318,8 @@ export async function handleApi(
       rawBytes: raw.length,
       sent: sentMeasured,
       sentBytes: sentBody.length,
-      continuations,
+      continuations: continuations.requests,
+      continuationBytes: continuations.bytes,
       status: res.statusCode,
       ms: Math.round(performance.now() - started),
     });
@@ -331,6 +332,12 @@ export async function handleApi(
   }
 }
 
+/** The continuation requests of a request's recovery rounds, and their bytes, for its accounting. */
+interface Continuations {
+  readonly requests: ProviderRequest[];
+  bytes: number;
+}
+
 interface Delivery {
   readonly ctx: ProxyContext;
   readonly res: ServerResponse;
@@ -338,7 +345,7 @@ interface Delivery {
   readonly client: Obj;
   readonly prepared: Prepared;
   readonly sentBody: Buffer;
-  readonly continuations: ProviderRequest[];
+  readonly continuations: Continuations;
   send(body: Buffer | Readable, changed: boolean, identity?: boolean): Promise<Dispatcher.ResponseData>;
 }
 
@@ -441,8 +448,9 @@ async function deliverStreamed(
       request: prepared.request,
       res,
       maxRounds: ctx.recoveryRounds,
-      send: (b) => {
-        continuations.push(JSON.parse(b.toString('utf8')) as ProviderRequest);
+      send: (b, request) => {
+        continuations.requests.push(request);
+        continuations.bytes += b.length;
         return send(b, true, true);
       },
       answer,
@@ -476,7 +484,10 @@ async function deliverBuffered(
       maxRounds: ctx.recoveryRounds,
       send: async (request, round) => {
         const b = round === 0 ? sentBody : Buffer.from(JSON.stringify(request));
-        if (round > 0) continuations.push(request);
+        if (round > 0) {
+          continuations.requests.push(request);
+          continuations.bytes += b.length;
+        }
         const response = await send(b, true, true);
         return { response, buf: await readAll(response) };
       },

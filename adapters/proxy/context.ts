@@ -29,6 +29,7 @@ export interface AccountInput {
   readonly sentBytes: number;
   /** The continuation requests of its recovery rounds (one per round). */
   readonly continuations: readonly ProviderRequest[];
+  readonly continuationBytes: number;
   /** The response's status and the request's duration, for its log line. */
   readonly status: number;
   readonly ms: number;

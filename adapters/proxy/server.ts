@@ -254,9 +254,8 @@ function countAccount(
 function countBytes(metrics: ProxyMetrics, input: AccountInput): void {
   metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
   metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
-  let extra = 0;
-  for (const c of input.continuations) extra += Buffer.byteLength(JSON.stringify(c));
-  if (extra > 0) metrics.bytes.inc({ api: input.format, direction: 'recovery' }, extra);
+  if (input.continuationBytes > 0)
+    metrics.bytes.inc({ api: input.format, direction: 'recovery' }, input.continuationBytes);
 }
 
 /** A request for no local route and no API path: relayed to the upstream untouched. */

@@ -28,7 +28,8 @@ export interface StreamRelayOptions {
   /** Recovery rounds answered at most before the stream is left as the model ended it. */
   readonly maxRounds: number;
   /** Send one continuation body upstream. */
-  send(body: Buffer): Promise<Dispatcher.ResponseData>;
+  /** `request`: what `body` serializes (kept for the accounting, never parsed back). */
+  send(body: Buffer, request: ProviderRequest): Promise<Dispatcher.ResponseData>;
   /** Answer one recovery call with the text to send back as its output. */
   answer(call: RecoveryCall): Promise<string>;
   /** Told once per round that ended in recovery calls: how many, and whether the relay continued or stopped. */
@@ -45,8 +46,6 @@ export interface StreamRelayResult {
   readonly stopped?: 'mixed' | 'rounds';
   /** The last round's rebuilt response (its id chains Responses requests). */
   readonly lastBody: unknown;
-  /** Continuation request bodies sent (for accounting). */
-  readonly continuations: readonly Buffer[];
   /** The id the client's stream carries throughout (the first round's), when it has one. */
   readonly firstId?: string;
 }
@@ -72,7 +71,6 @@ const firstIdOf = (state: { readonly id: string | undefined }): { firstId?: stri
 export async function relayRecoveryStream(o: StreamRelayOptions): Promise<StreamRelayResult> {
   const state = createStreamState();
   const exchange: unknown[] = [];
-  const continuations: Buffer[] = [];
   let request = o.request;
   let response = o.first;
   let lastBody: unknown;
@@ -84,14 +82,14 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
       for (const event of parser.feed(decoder.write(chunk as Buffer))) await write(o.res, round.push(event));
       if (o.res.destroyed) {
         response.body.destroy();
-        return { exchange, lastBody, continuations, ...firstIdOf(state) };
+        return { exchange, lastBody, ...firstIdOf(state) };
       }
     }
     for (const event of parser.feed(decoder.end())) await write(o.res, round.push(event));
     for (const event of parser.end()) await write(o.res, round.push(event));
     const end = round.finish();
     lastBody = end.body;
-    if (end.recovery.length === 0) return { exchange, lastBody, continuations, ...firstIdOf(state) };
+    if (end.recovery.length === 0) return { exchange, lastBody, ...firstIdOf(state) };
     const answers = new Map<string, string>();
     for (const call of end.recovery) answers.set(call.id, await o.answer(call));
     const items = exchangeItems(end.body, o.format, answers);
@@ -99,7 +97,7 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
     if (!end.holding) {
       const stopped = end.others > 0 ? 'mixed' : 'rounds';
       o.onRound?.(end.recovery.length, stopped);
-      return { exchange, stopped, lastBody, continuations, ...firstIdOf(state) };
+      return { exchange, stopped, lastBody, ...firstIdOf(state) };
     }
     o.onRound?.(end.recovery.length, 'continued');
     request = continueRequest(request, o.format, end.body, items);
@@ -110,9 +108,7 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
     state.round++;
     let next: Dispatcher.ResponseData | undefined;
     try {
-      const body = Buffer.from(JSON.stringify(request));
-      continuations.push(body);
-      next = await o.send(body);
+      next = await o.send(Buffer.from(JSON.stringify(request)), request);
     } catch {
       next = undefined;
     }
@@ -120,7 +116,7 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
       // The continuation failed: end the client's stream as a finished turn; the round is kept.
       await next?.body.dump().catch(() => undefined);
       await write(o.res, closingEvents(o.format, state));
-      return { exchange, stopped: 'rounds', lastBody, continuations, ...firstIdOf(state) };
+      return { exchange, stopped: 'rounds', lastBody, ...firstIdOf(state) };
     }
     response = next;
   }
