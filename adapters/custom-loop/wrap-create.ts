@@ -144,13 +144,13 @@ export function wrapCreate<F extends CreateFn>(
         exchanges: handle,
         toolOutputs: options.reduceToolOutputs !== false,
         // Recorded here, once sent: the recovery tool and the recovery rounds are part of what it cost.
-        record: terminator.recordRequest === undefined,
+        record: terminator.account === undefined,
       });
       options.onDecisions?.(prepared.decisions);
       const compiled = prepared.request;
       const continuations: ProviderRequest[] = [];
       const record = (): void => {
-        if (prepared.step !== undefined) terminator.recordRequest?.(prepared.step, { sent: compiled, continuations });
+        if (prepared.step !== undefined) terminator.account?.(prepared.step, { sent: compiled, continuations });
       };
       if (!handle || !offersRecoveryTool(compiled)) {
         record();

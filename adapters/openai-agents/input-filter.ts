@@ -116,9 +116,9 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
         signal: options.signal,
         exchanges: false,
         toolOutputs: options.reduceToolOutputs !== false,
-        record: terminator.recordRequest === undefined,
+        record: terminator.account === undefined,
       });
-      if (prepared.step !== undefined) terminator.recordRequest?.(withTools(prepared.step, agentTools(agent)));
+      if (prepared.step !== undefined) terminator.account?.(withTools(prepared.step, agentTools(agent)));
       options.onDecisions?.(prepared.decisions);
       const cap = readOutputCap(prepared.request);
       if (!prepared.changed || !Array.isArray(prepared.request['input'])) {
