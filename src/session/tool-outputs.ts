@@ -13,7 +13,6 @@
  * at source (the host called `reduceToolResult` or a wrapped tool) and is not reduced again.
  */
 import { createHash } from 'node:crypto';
-import { ConfigError } from '../errors.js';
 import { createDigests, namedIdentity, type Digests } from '../ledger/digests.js';
 import type { Terminator } from '../runtime/types.js';
 import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
@@ -28,50 +27,37 @@ const KEY_PREFIX = 'proxy.tool.v1:';
 const UNCHANGED = '=';
 const CHANGED = '>';
 
-/** A bounded map of one session's renderings already read or written (key → stored value). */
-export class RenderingCache {
-  // Not lru-cache: its `max` allocates index arrays for every entry up front (≈ 1.1 MB at 50,000),
-  // and its size bound keeps them as plain arrays, larger than a Map once full. A Map's order is
-  // write order: a write moves its key to the end, a read does not, so the least recently written
-  // entry goes first.
-  readonly #map = new Map<string, string>();
+/**
+ * A map bounded in entries, the least recently written going first (a read does not refresh an
+ * entry, a write does), that counts the characters it holds. Not lru-cache: its `max` allocates
+ * index arrays for every entry up front.
+ */
+export class BoundedMap<V> {
+  readonly #map = new Map<string, V>();
   readonly #max: number;
-  readonly #maxChars: number;
+  readonly #charsOf: (key: string, value: V) => number;
   #chars = 0;
 
-  /**
-   * @param max - entries kept; default 50,000.
-   * @param maxChars - characters of keys and values kept; default unbounded.
-   */
-  constructor(max = 50_000, maxChars = Number.POSITIVE_INFINITY) {
-    if (!Number.isInteger(max) || max < 1)
-      throw new ConfigError(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
-    if (!(maxChars >= 1)) throw new ConfigError(`RenderingCache: maxChars must be ≥ 1 (got ${String(maxChars)})`);
+  constructor(max: number, charsOf: (key: string, value: V) => number) {
     this.#max = max;
-    this.#maxChars = maxChars;
+    this.#charsOf = charsOf;
   }
 
-  get(key: string): string | undefined {
+  get(key: string): V | undefined {
     return this.#map.get(key);
   }
 
-  set(key: string, value: string): void {
+  set(key: string, value: V): void {
     const old = this.#map.get(key);
-    if (old !== undefined) this.#chars -= key.length + old.length;
+    if (old !== undefined) this.#chars -= this.#charsOf(key, old);
     this.#map.delete(key);
     this.#map.set(key, value);
-    this.#chars += key.length + value.length;
-    while (this.#map.size > this.#max || (this.#chars > this.#maxChars && this.#map.size > 1)) {
+    this.#chars += this.#charsOf(key, value);
+    while (this.#map.size > this.#max) {
       const [k, v] = this.#map.entries().next().value!;
       this.#map.delete(k);
-      this.#chars -= k.length + v.length;
+      this.#chars -= this.#charsOf(k, v);
     }
-  }
-
-  /** Forget every entry (memory pressure: the store has them all). */
-  clear(): void {
-    this.#map.clear();
-    this.#chars = 0;
   }
 
   /** Entries kept. */
@@ -79,7 +65,7 @@ export class RenderingCache {
     return this.#map.size;
   }
 
-  /** Characters of the keys and values kept. */
+  /** Characters held, as `charsOf` counts them. */
   get chars(): number {
     return this.#chars;
   }
@@ -134,7 +120,7 @@ async function renderSlots(
   request: ProviderRequest,
   format: RecoveryWireFormat,
   context: StepContext,
-  cache: RenderingCache,
+  cache: BoundedMap<string>,
   digests: Digests,
   only: ReadonlySet<number> | undefined,
   signal: AbortSignal | undefined,
@@ -238,42 +224,22 @@ export function sameJson(a: unknown, b: unknown): boolean {
 }
 
 /**
- * One session's conversation items as the host sent them → the items as the pipeline is shown
- * them, the same object every time. The request stages memoize per item object, so a re-sent
- * history (parsed anew from every body) costs them lookups, not recomputation. A history that
- * grows by appending (the common case) is matched position by position against the previous
- * request, by structural comparison; items that moved are found by digest.
+ * What a session's host path remembers (held by its Session, freed with it): each conversation
+ * item as the host sent it → the item as the pipeline is shown it, the same object every time (the
+ * request stages memoize per item object, so a re-sent history, parsed anew from every body, costs
+ * them lookups, not recomputation), the renderings of its tool outputs read or written, and whether
+ * the recovery tool was offered. A history that grows by appending (the common case) is matched
+ * position by position against the previous request, by structural comparison; items that moved
+ * are found by digest.
  */
-export class HostItems {
+export class HostMemo {
   /** The previous request's items as the client sent them, and what each was shown as. */
   last: readonly unknown[] = [];
   lastEntries: readonly (Entry | undefined)[] = [];
   /** Digest of an item as the client sent it → what it was shown as (for items that moved). */
-  readonly byDigest = new Map<string, Entry>();
-  /** JSON characters of the items in `byDigest`. */
-  chars = 0;
-  readonly #maxItems: number;
-
-  /** @param maxItems - items remembered; default 4096. */
-  constructor(maxItems = 4096) {
-    this.#maxItems = maxItems;
-  }
-
-  /** Remember what an item was shown as (counted by its `chars`); the oldest go past `maxItems`. */
-  remember(digest: string, entry: Entry): void {
-    this.chars += (entry.chars ?? 0) - (this.byDigest.get(digest)?.chars ?? 0);
-    this.byDigest.set(digest, entry);
-    if (this.byDigest.size <= this.#maxItems) return;
-    const oldest = this.byDigest.keys().next().value as string;
-    this.chars -= this.byDigest.get(oldest)?.chars ?? 0;
-    this.byDigest.delete(oldest);
-  }
-}
-
-/** What a session's host path remembers (held by its Session, freed with it). */
-export class HostMemo {
-  readonly items = new HostItems();
-  readonly renderings = new RenderingCache(4096);
+  readonly items = new BoundedMap<Entry>(4096, (_, entry) => entry.chars ?? 0);
+  /** Rendering key → the stored rendering. */
+  readonly renderings = new BoundedMap<string>(4096, (key, value) => key.length + value.length);
   /** The ledger items are named by when the Terminator has none of its own (made on first use). */
   digests: Digests | undefined;
   /** The recovery tool was offered: it stays, same place, every request (the prefix stays cached). */
@@ -314,10 +280,9 @@ export async function renderToolOutputs(
       failedOpen: out.failedOpen,
     };
   }
-  const memo = host.items;
   const found: (Entry | undefined)[] = list.map((item, i) =>
-    i < memo.last.length && memo.lastEntries[i] !== undefined && sameJson(item, memo.last[i])
-      ? memo.lastEntries[i]
+    i < host.last.length && host.lastEntries[i] !== undefined && sameJson(item, host.last[i])
+      ? host.lastEntries[i]
       : undefined,
   );
   const identities = new Map<number, { digest: string; chars: number }>();
@@ -326,7 +291,7 @@ export async function renderToolOutputs(
     if (entry !== undefined) return;
     const digest = namedIdentity(list[i], digests);
     identities.set(i, digest);
-    const hit = memo.byDigest.get(digest.digest);
+    const hit = host.items.get(digest.digest);
     if (hit !== undefined) found[i] = hit;
     else misses.add(i);
   });
@@ -342,15 +307,15 @@ export async function renderToolOutputs(
     if (out?.retry.has(i)) return undefined;
     const { digest, chars } = identities.get(i) ?? namedIdentity(list[i], digests);
     const entry = { item, original: list[i], changed: item !== list[i], chars };
-    memo.remember(digest, entry);
+    host.items.set(digest, entry);
     return entry;
   });
   const items = entries.map((entry, i) => {
     changed ||= entry?.changed ?? rendered[i] !== list[i];
     return entry?.item ?? rendered[i];
   });
-  memo.last = list;
-  memo.lastEntries = entries;
+  host.last = list;
+  host.lastEntries = entries;
   const measured = { ...request, [key]: entries.map((entry, i) => entry?.original ?? list[i]) };
   return {
     request: { ...(out?.request ?? request), [key]: items },

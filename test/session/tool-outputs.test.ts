@@ -2,23 +2,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HostItems, HostMemo, RenderingCache, renderToolOutputs } from '../../src/session/tool-outputs.js';
-import { ConfigError } from '../../src/errors.js';
+import { BoundedMap, HostMemo, renderToolOutputs } from '../../src/session/tool-outputs.js';
 import { createTerminator } from '../../src/runtime/index.js';
 
-describe('RenderingCache', () => {
-  it('keeps 50,000 entries by default: the 50,001st set drops the first written', () => {
-    const cache = new RenderingCache();
-    for (let i = 0; i <= 50_000; i++) cache.set(`s\u0000k${i}`, `v${i}`);
-    expect(cache.size).toBe(50_000);
-    expect(cache.get('s\u0000k0')).toBeUndefined();
-    let kept = 0;
-    for (let i = 1; i <= 50_000; i++) if (cache.get(`s\u0000k${i}`) === `v${i}`) kept++;
-    expect(kept).toBe(50_000);
-  });
-
-  it('drops the least recently written entry: a read does not refresh it, a write does', () => {
-    const cache = new RenderingCache(3);
+describe('BoundedMap', () => {
+  it('drops the least recently written entry: a read does not refresh it, a write does; it counts the chars held', () => {
+    const cache = new BoundedMap<string>(3, (key, value) => key.length + value.length);
     for (const k of ['a', 'b', 'c']) cache.set(k, k);
     expect(cache.get('a')).toBe('a');
     cache.set('d', 'd');
@@ -27,13 +16,7 @@ describe('RenderingCache', () => {
     cache.set('e', 'e');
     expect(['b', 'c', 'd', 'e'].map((k) => cache.get(k))).toEqual(['b2', undefined, 'd', 'e']);
     expect(cache.size).toBe(3);
-  });
-
-  it('rejects a bound that is not an integer ≥ 1 with a ConfigError', () => {
-    for (const max of [0, -1, 1.5, Number.NaN]) {
-      expect(() => new RenderingCache(max)).toThrow(ConfigError);
-      expect(() => new RenderingCache(max)).toThrow(`RenderingCache: max must be an integer ≥ 1 (got ${String(max)})`);
-    }
+    expect(cache.chars).toBe(7);
   });
 });
 
@@ -76,27 +59,6 @@ describe('renderToolOutputs', () => {
       await t.close();
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-});
-
-describe('memory bounds of the proxy caches', () => {
-  it('RenderingCache keeps keys and values within maxChars, dropping the least recently written first', () => {
-    const cache = new RenderingCache(1000, 300);
-    for (let i = 0; i < 10; i++) cache.set(`k${i}`, 'x'.repeat(98)); // 100 chars each
-    expect(cache.size).toBe(3);
-    expect(['k6', 'k7', 'k8', 'k9'].map((k) => cache.get(k) !== undefined)).toEqual([false, true, true, true]);
-    cache.clear();
-    expect(cache.size).toBe(0);
-  });
-
-  it('HostItems keeps at most maxItems items, the oldest going first, and counts their chars', () => {
-    const items = new HostItems(2);
-    const entry = (chars: number) => ({ item: {}, original: {}, changed: false, chars });
-    items.remember('d1', entry(100));
-    items.remember('d2', entry(200));
-    items.remember('d3', entry(300));
-    expect([...items.byDigest.keys()]).toEqual(['d2', 'd3']);
-    expect(items.chars).toBe(500);
   });
 });
 
