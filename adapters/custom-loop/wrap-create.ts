@@ -11,8 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { offersRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { refitContinuation } from '../../src/recovery/fit.js';
-import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
+import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
 import { outputCapField, readOutputCap, withOutputCap, type OutputCapField } from '../shared/functions.js';
@@ -166,9 +165,9 @@ export function wrapCreate<F extends CreateFn>(
             return dispatch(request);
           },
           bodyOf: (response) => response,
-          answer: (call) => answerRecoveryCall(terminator.recoveryTool, call.arguments, context.sessionId),
+          answer: (call) => prepared.answer(call.arguments),
           // Each continuation goes through the pipeline again, so it fits the window as the first did.
-          refit: refitContinuation(terminator, context, signal),
+          refit: (request) => prepared.refit(request, signal),
           ...(options.recoveryRounds === undefined ? {} : { maxRounds: options.recoveryRounds }),
         });
       } finally {

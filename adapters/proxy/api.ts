@@ -14,10 +14,9 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ResponseAlias } from '../../src/recovery/exchanges.js';
 import type { RecoveryCall, RecoveryWireFormat } from '../../src/recovery/formats.js';
-import { refitContinuation } from '../../src/recovery/fit.js';
 import type { Prepared } from '../../src/runtime/types.js';
 import { refusedForCapacity } from '../../src/session/tool-outputs.js';
-import { answerRecoveryCall, runRecoveryLoop } from '../../src/recovery/loop.js';
+import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type Decision, type ProviderRequest } from '../../src/step.js';
 import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
@@ -382,12 +381,8 @@ function readOutcome(args: unknown, answer: string): 'exact' | 'failed' | undefi
 }
 
 function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHooks {
-  const sessionId = prepared.context.sessionId;
   const answer = async (call: RecoveryCall): Promise<string> => {
-    const text = await answerRecoveryCall(ctx.terminator.recoveryTool, call.arguments, {
-      sessionId,
-      tenant: prepared.context.tenant ?? '',
-    });
+    const text = await prepared.answer(call.arguments);
     ctx.metrics.recoveryCalls.inc({ api: format });
     ctx.metrics.recoveredChars.inc({ api: format }, text.length);
     const outcome = readOutcome(call.arguments, text);
@@ -415,8 +410,7 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
   const serverSide =
     format === 'responses' &&
     (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
-  const refit = refitContinuation(ctx.terminator, prepared.context);
-  return { answer, remember, serverSide, refit };
+  return { answer, remember, serverSide, refit: (request) => prepared.refit(request) };
 }
 
 /** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */

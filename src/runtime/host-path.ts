@@ -17,7 +17,8 @@ import {
   showExchanges,
 } from '../recovery/exchanges.js';
 import { carriesReceipt, offersRecoveryTool, withRecoveryTool } from '../recovery/formats.js';
-import { capLoweredBy, recoveryToolTokens } from '../recovery/fit.js';
+import { capLoweredBy, recoveryToolTokens, refitContinuation } from '../recovery/fit.js';
+import { answerRecoveryCall } from '../recovery/loop.js';
 import { renderToolOutputs, type HostMemo, type ToolOutputResult } from '../session/tool-outputs.js';
 import { STAGES } from '../stages.js';
 import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type Step } from '../step.js';
@@ -86,6 +87,9 @@ export async function prepareHost(terminator: Terminator, options: PrepareOption
     request: changed ? request : client,
     changed,
     offered: offer,
+    answer: (args) =>
+      answerRecoveryCall(terminator.recoveryTool, args, { sessionId: context.sessionId, tenant: context.tenant ?? '' }),
+    refit: (continued, refitSignal) => refitContinuation(terminator, context, refitSignal)(continued),
     remember: async (exchange, serverSide, alias) => {
       if (exchange.length === 0 || state === undefined) return;
       const recorded = recordExchange(state, client, format, exchange, serverSide);

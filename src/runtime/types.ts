@@ -114,6 +114,13 @@ export interface Prepared {
    * another response id than the one the client's stream carried. Nothing without `exchanges`.
    * Rejects when the store does.
    */
+  /** Answer one of the model's recovery calls with the host's session and tenant (never the model's); never rejects. */
+  answer(args: unknown): Promise<string>;
+  /**
+   * A recovery round's continuation through the request stream again (not recorded: the first
+   * request was), so it fits the window as the first did.
+   */
+  refit(request: ProviderRequest, signal?: AbortSignal): Promise<ProviderRequest>;
   remember(
     exchange: readonly unknown[],
     serverSide?: { readonly responseId?: string; readonly pendingItems?: readonly unknown[] },
