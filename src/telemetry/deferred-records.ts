@@ -8,7 +8,6 @@
  * array right after a call, and the deferred measurement must see the request as it was sent.
  */
 import type { ProviderRequest, Step } from '../step.js';
-import { BatchQueue } from '../batch-queue.js';
 
 /** A request's shape copied far enough that later changes to the caller's arrays do not reach it. */
 function copyRequest(request: ProviderRequest): ProviderRequest {
@@ -43,19 +42,4 @@ export function recordedStep(
     decisions: step.decisions,
     ...(continuations === undefined || continuations.length === 0 ? {} : { continuations: [...continuations] }),
   };
-}
-
-/**
- * Answered requests whose telemetry is still to be recorded, on the next turn of the event loop,
- * one batch at a time in the order the calls answered (so each session's turns reach the ledger in
- * its call order). Each is snapshotted when added. Failures stay here: telemetry is diagnostics.
- */
-export class DeferredRecords extends BatchQueue<RecordedStep> {
-  /** Queue one answered request (snapshotted now); its record runs on a later turn of the event loop. */
-  override add(
-    step: Step<ProviderRequest>,
-    recorded?: { readonly sent?: ProviderRequest; readonly continuations?: readonly ProviderRequest[] },
-  ): void {
-    super.add(recordedStep(step, recorded?.sent, recorded?.continuations));
-  }
 }

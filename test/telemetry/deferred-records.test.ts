@@ -5,8 +5,16 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTerminator, type Terminator } from '../../src/runtime/index.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
-import { DeferredRecords, recordedStep } from '../../src/telemetry/deferred-records.js';
+import { BatchQueue } from '../../src/batch-queue.js';
+import { recordedStep, type RecordedStep } from '../../src/telemetry/deferred-records.js';
 import { readMetricsSummary } from '../support/metrics-summary.js';
+
+/** The runtime's queue of answered requests: each snapshotted when added (recordedStep), recorded later. */
+class DeferredRecords extends BatchQueue<RecordedStep> {
+  override add(step: Step<ProviderRequest>): void {
+    super.add(recordedStep(step));
+  }
+}
 
 const hop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
