@@ -319,17 +319,22 @@ function editWindowTargets(
   rewritten: readonly Target[],
   start: number,
 ): { targets: Target[]; bases: Map<string, string> } {
-  const hidden = new Set(rewritten.map((t) => JSON.stringify(t.slot.path)));
+  // Built on the first numbered window: a session without one pays nothing per past output.
+  let hidden: Set<string> | undefined;
+  const windows = (state.memo.editWindows ??= new WeakMap());
   const latest = new Map<string, { slot: Slot; text: string }>();
   const targets: Target[] = [];
   /** Path of an edit result shown reduced, by the path of the earlier output it names (JSON). */
   const bases = new Map<string, string>();
   for (const slot of outputs) {
-    if (slot.item === undefined || slot.item < start || hidden.has(JSON.stringify(slot.path))) continue;
-    const text = typeof slot.value === 'string' ? slot.value : undefined;
-    if (text === undefined || isReceipt(text)) continue;
-    const window = readNumberedWindow(text);
-    if (window === undefined) continue;
+    if (slot.item === undefined || slot.item < start || typeof slot.value !== 'string') continue;
+    const text = slot.value;
+    if (isReceipt(text)) continue;
+    let window = windows.get(slot);
+    if (window === undefined) windows.set(slot, (window = readNumberedWindow(text) ?? null));
+    if (window === null) continue;
+    hidden ??= new Set(rewritten.map((t) => JSON.stringify(t.slot.path)));
+    if (hidden.has(JSON.stringify(slot.path))) continue;
     const earlier = latest.get(window.path);
     // What the next edit result may name is what this one shows (its reduced view, if it gets one).
     latest.set(window.path, { slot, text });

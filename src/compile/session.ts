@@ -21,6 +21,8 @@ import type { Rendering } from './apply.js';
 import type { OutputFacts as DuplicateFacts } from './duplicates.js';
 import type { OutputFacts as HistoryFacts, SessionPast } from './history.js';
 import type { Walk, WordMemo } from './working-set.js';
+import type { Slot } from '../model/types.js';
+import type { NumberedWindow } from '../compact/edit-window.js';
 import { checkOptions } from '../options.js';
 
 export interface SessionState {
@@ -75,6 +77,8 @@ export interface StageMemo {
   added?: readonly string[];
   /** planHistory: what the previous plan found per output. */
   historyFacts?: readonly HistoryFacts[];
+  /** planHistory: the numbered window each output slot prints (null: none), for the same slot objects. */
+  editWindows?: WeakMap<Slot, NumberedWindow | null>;
   /** planHistory: the outputs rewritten so far and those the agent came back to. */
   past?: SessionPast;
   /** idleTurns: per-item word sets. */
