@@ -1,14 +1,16 @@
 /**
- * What a LangChain model call would send, run through the request pipeline: BaseMessages →
- * Chat Completions request → compiled → BaseMessages again, plus the output cap the pipeline set.
- * Ephemeral by construction: the caller's messages and the graph state are never touched.
+ * What a LangChain model call would send, run through the host path ({@link Terminator.prepare}):
+ * BaseMessages → Chat Completions request → prepared → BaseMessages again, plus the output cap the
+ * pipeline set. Ephemeral by construction: the caller's messages and the graph state are never
+ * touched. The adapter reduces tool results as they enter the state and registers the recovery
+ * tool itself, so the host path only runs the request stream.
  */
 import { randomUUID } from 'node:crypto';
 import type { BaseMessage, SystemMessage } from '@langchain/core/messages';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, Route } from '../../src/step.js';
-import { prepareRequest, readOutputCap } from '../shared/functions.js';
+import { readOutputCap } from '../shared/functions.js';
 import { fromChatRequest, toChatRequest } from './messages.js';
 import { modelMaxTokens } from './run-context.js';
 
@@ -69,7 +71,13 @@ export async function compileMessages(terminator: Terminator, input: CompileMess
       route: input.route,
       format: 'chat' as const,
     };
-    const prepared = await prepareRequest(terminator, conversion.request, context, input.signal);
+    const prepared = await terminator.prepare({
+      request: conversion.request,
+      context,
+      signal: input.signal,
+      exchanges: false,
+      toolOutputs: false,
+    });
     const cap = readOutputCap(prepared.request);
     if (!prepared.changed) return { messages: input.messages, cap, decisions: prepared.decisions };
     const back = fromChatRequest(prepared.request, conversion);
