@@ -240,8 +240,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
     measures: wired.measures,
   });
-  // The tool outputs this Terminator reduced, by session: what each request showing them saved (src/telemetry/tool-credits.ts).
-  const credits = new ToolCredits(maxSessions * 4);
+  // The tool outputs this Terminator reduced, in their sessions: what each request showing them saved (src/telemetry/tool-credits.ts).
+  const credits = new ToolCredits(sessions);
   const records = deferredRecords(
     { vault, meter, config, recordMetrics, ledger, counts: wired.counts, credits },
     {
@@ -479,8 +479,9 @@ function facade(parts: FacadeParts): Terminator {
     if (closed) return;
     closed = true;
     await calls.close();
-    sessions.clear();
+    // The records still waiting read their sessions' tool credits: the sessions go after them.
     await settled();
+    sessions.clear();
     // The counts the calls and their telemetry tokenized, written now rather than at their timer.
     await counts?.settled();
     await ledger?.close();
@@ -573,14 +574,11 @@ function facade(parts: FacadeParts): Terminator {
     heldState: (context) => ({
       sessions: sessions.size,
       bytes: sessions.bytes,
-      // Its Session, the host path's memo in it, its tool credits.
-      ...(context === undefined
-        ? {}
-        : { entries: sessions.entries(context) + Number(parts.credits.has(sessionStateKey(context))) }),
+      // Its Session, the host path's memo and the tool credits in it.
+      ...(context === undefined ? {} : { entries: sessions.entries(context) }),
     }),
     endSession: async (context) => {
       sessions.end(context);
-      parts.credits.end(sessionStateKey(context));
       if (failure !== undefined) return;
       try {
         await vault.closeSession(storeScope(withBudget(context)));

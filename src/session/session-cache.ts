@@ -10,13 +10,16 @@ import { LRUCache } from 'lru-cache';
 import type { ConversationMemo } from '../compile/conversation.js';
 import type { FocusTermsMemo } from '../compile/conversation-terms.js';
 import type { SessionState } from '../compile/session.js';
+import type { SessionCredits } from '../telemetry/tool-credits.js';
 import { sessionStateKey, type StepContext } from '../step.js';
 import type { TtlLru } from '../tools/ttl-cache.js';
 import type { FitState } from '../window/fit-window.js';
 import type { HostMemo } from './tool-outputs.js';
 
-/** Whose session: the Step's session id and tenant (two tenants never share one, whatever the ids). */
-export type SessionOf = Pick<StepContext, 'sessionId' | 'tenant'>;
+/** Whose session: the Step's session id and tenant (two tenants never share one, whatever the ids), or its `sessionStateKey`. */
+export type SessionOf = Pick<StepContext, 'sessionId' | 'tenant'> | string;
+
+const keyOf = (of: SessionOf): string => (typeof of === 'string' ? of : sessionStateKey(of));
 
 /** The three kinds of call a session serves, each in arrival order. */
 export type CallKind = 'tool_call' | 'tool_result' | 'request';
@@ -46,6 +49,8 @@ export class Session {
   rewrites: TtlLru<string | null> | undefined;
   /** The host path (src/runtime/host-path.ts): items and renderings shown, whether the recovery tool was offered. */
   host: HostMemo | undefined;
+  /** Telemetry: what the tool outputs reduced for the session save in each request showing them (src/telemetry/tool-credits.ts). */
+  credits: SessionCredits | undefined;
   /** Stored counts: the items of the session's requests measured so far. */
   seenItems = 0;
   /** The characters of the session's latest request, kept for a bound in bytes. */
@@ -102,7 +107,7 @@ export class SessionCache {
 
   /** The session of `context`, made on first use (and after it was dropped). */
   of(context: SessionOf): Session {
-    const key = sessionStateKey(context);
+    const key = keyOf(context);
     let session = this.#sessions.get(key);
     if (session === undefined) this.#sessions.set(key, (session = new Session(key)));
     return session;
@@ -110,18 +115,23 @@ export class SessionCache {
 
   /** The session of `context` when held now (its recency unchanged), else undefined. */
   peek(context: SessionOf): Session | undefined {
-    return this.#sessions.peek(sessionStateKey(context));
+    return this.#sessions.peek(keyOf(context));
   }
 
   /** Entries held now for the session of `context`: its Session and the parts of it a host filled. */
   entries(context: SessionOf): number {
     const session = this.peek(context);
-    return session === undefined ? 0 : 1 + Number(session.host !== undefined);
+    return session === undefined ? 0 : 1 + Number(session.host !== undefined) + Number(session.credits !== undefined);
   }
 
   /** Whether a session of `context` is held now. */
   has(context: SessionOf): boolean {
-    return this.#sessions.has(sessionStateKey(context));
+    return this.#sessions.has(keyOf(context));
+  }
+
+  /** The sessions held now, least recently used first (their recency unchanged). */
+  oldestFirst(): Session[] {
+    return [...this.#sessions.rvalues()].filter((s) => s !== undefined);
   }
 
   /** Sessions held now. */
@@ -151,7 +161,7 @@ export class SessionCache {
 
   /** Drop a session and everything it held (its host ended it). */
   end(context: SessionOf): void {
-    this.#sessions.delete(sessionStateKey(context));
+    this.#sessions.delete(keyOf(context));
   }
 
   /** Drop every session. */

@@ -15,7 +15,6 @@
  *
  * Content-free like every figure here: the renderings are keys in memory, never written.
  */
-import { LRUCache } from 'lru-cache';
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { readRequest } from '../model/index.js';
@@ -27,7 +26,7 @@ const TOOL_STAGES: ReadonlySet<string> = new Set([STAGES.deltaRepeatedOutput, ST
 const DELTA_PREFIX = '[Token Terminator temporal delta';
 
 /** One rendering of a session: its raw output (until measured) and sizes, and the stages that made it. */
-interface Credit {
+export interface Credit {
   raw: string | undefined;
   rawChars: number;
   rawTokens: number;
@@ -82,35 +81,45 @@ function stagesOf(decisions: readonly Decision[], rendered: string): Record<stri
 
 const jsonChars = (text: string): number => codePoints(canonicalJson(text));
 
+/** One session's renderings → their credits, held in its Session (src/session/session-cache.ts). */
+export class SessionCredits extends Map<string, Credit> {
+  /** Characters of raw outputs held until their first request measures them. */
+  pending = 0;
+}
+
+/** What holds the sessions whose credits these are (the runtime's SessionCache), by session key. */
+export interface CreditHolders {
+  of(key: string): { credits: SessionCredits | undefined };
+  peek(key: string): { readonly credits: SessionCredits | undefined } | undefined;
+  /** The sessions held now, least recently used first. */
+  oldestFirst(): readonly { readonly key: string; credits: SessionCredits | undefined }[];
+}
+
 /**
- * Per session: each tool output's rendering → its raw size and the stages that made it. Bounded:
- * the least recently used sessions go first, by entries and by the raw text not yet measured.
+ * Per session: each tool output's rendering → its raw size and the stages that made it, kept in the
+ * session (so it goes with it). Bounded per session in entries, and over all sessions in the raw
+ * text not yet measured (past it the credits of the least recently used sessions go).
  *
  * @example
- * const credits = new ToolCredits();
+ * const credits = new ToolCredits(sessions);
  * credits.note('s1', step.value.content, step.original.content, step.decisions);
  * const { saved } = credits.account('s1', stagesInput, finalRequest, counter);
  */
 export class ToolCredits {
-  readonly #sessions: LRUCache<string, Map<string, Credit>>;
+  readonly #sessions: CreditHolders;
   readonly #maxPerSession: number;
   readonly #maxPendingChars: number;
-  /** Characters of raw outputs held until their first request measures them. */
+  /** At least the characters of raw outputs held until measured (a session dropped elsewhere is subtracted on the next recount). */
   #pending = 0;
 
   /**
-   * @param maxSessions - sessions remembered; default 1024.
+   * @param sessions - the sessions that hold the credits.
    * @param maxPerSession - renderings remembered per session; default 4096.
    * @param maxPendingChars - characters of raw outputs held until measured, over all sessions
-   *   (past it the least recently used sessions are forgotten); default 16,777,216.
+   *   (past it the least recently used sessions' credits are forgotten); default 16,777,216.
    */
-  constructor(maxSessions = 1024, maxPerSession = 4096, maxPendingChars = 16 * 2 ** 20) {
-    this.#sessions = new LRUCache({
-      max: maxSessions,
-      dispose: (map) => {
-        for (const credit of map.values()) this.#pending -= credit.raw?.length ?? 0;
-      },
-    });
+  constructor(sessions: CreditHolders, maxPerSession = 4096, maxPendingChars = 16 * 2 ** 20) {
+    this.#sessions = sessions;
     this.#maxPerSession = maxPerSession;
     this.#maxPendingChars = maxPendingChars;
   }
@@ -118,8 +127,8 @@ export class ToolCredits {
   /** A tool output of `session` was shown as `rendered` instead of `raw` (by the stages in `decisions`). */
   note(session: string, rendered: string, raw: string, decisions: readonly Decision[]): void {
     if (rendered === raw) return;
-    let map = this.#sessions.get(session);
-    if (map === undefined) this.#sessions.set(session, (map = new Map()));
+    const holder = this.#sessions.of(session);
+    const map = (holder.credits ??= new SessionCredits());
     if (map.has(rendered)) return;
     map.set(rendered, {
       raw,
@@ -129,28 +138,29 @@ export class ToolCredits {
       renderedTokens: -1,
       stages: stagesOf(decisions, rendered),
     });
+    map.pending += raw.length;
     this.#pending += raw.length;
     if (map.size > this.#maxPerSession) {
       const oldest = map.keys().next().value as string;
-      this.#pending -= map.get(oldest)?.raw?.length ?? 0;
+      this.#measured(map, map.get(oldest)!);
       map.delete(oldest);
     }
-    // Least recently used sessions go first; the one in use stays.
-    while (this.#pending > this.#maxPendingChars && this.#sessions.size > 1) {
-      const last = this.#sessions.rkeys().next().value;
-      if (last === undefined || last === session) break;
-      this.#sessions.delete(last);
+    if (this.#pending <= this.#maxPendingChars) return;
+    // Least recently used sessions' credits go first; the one in use stays.
+    const held = this.#sessions.oldestFirst();
+    this.#pending = held.reduce((n, h) => n + (h.credits?.pending ?? 0), 0);
+    for (const h of held) {
+      if (this.#pending <= this.#maxPendingChars || h.key === session) break;
+      this.#pending -= h.credits?.pending ?? 0;
+      h.credits = undefined;
     }
   }
 
-  /** Whether renderings of `session` are held now. */
-  has(session: string): boolean {
-    return this.#sessions.has(session);
-  }
-
-  /** Forget a session's renderings (it ended). */
-  end(session: string): void {
-    this.#sessions.delete(session);
+  /** A credit's raw text is let go (measured or forgotten). */
+  #measured(map: SessionCredits, credit: Credit): void {
+    const chars = credit.raw?.length ?? 0;
+    map.pending -= chars;
+    this.#pending -= chars;
   }
 
   /**
@@ -169,7 +179,7 @@ export class ToolCredits {
     format?: RequestFormat,
   ): ToolAccount {
     const read = format === undefined ? {} : { format };
-    const known = this.#sessions.get(session);
+    const known = this.#sessions.peek(session)?.credits;
     if (known === undefined && raw === undefined) return NONE;
     let finalTexts: Map<string, string> | undefined;
     let rawTexts: Map<string, string> | undefined;
@@ -186,10 +196,11 @@ export class ToolCredits {
         const source = rawTexts.get(slot.callId);
         if (source === undefined || source === text) continue;
         this.note(session, text, source, []);
-        credit = this.#sessions.get(session)?.get(text);
+        credit = this.#sessions.peek(session)?.credits?.get(text);
       }
       if (credit === undefined) continue;
-      this.#pending -= credit.raw?.length ?? 0;
+      const map = this.#sessions.peek(session)?.credits;
+      if (map !== undefined) this.#measured(map, credit);
       measure(credit, text, counter);
       rawChars += credit.rawChars - credit.renderedChars;
       rawTokens += credit.rawTokens - credit.renderedTokens;

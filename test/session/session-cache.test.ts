@@ -8,6 +8,7 @@ import { SessionCache } from '../../src/session/session-cache.js';
 import { SESSION_BYTES_PER_CHAR } from '../../src/ledger/request-chars.js';
 import { createTerminator } from '../../src/runtime/index.js';
 import type { Terminator } from '../../src/runtime/types.js';
+import { sessionStateKey, type ProviderRequest } from '../../src/step.js';
 
 let dir: string;
 beforeEach(() => {
@@ -159,6 +160,7 @@ describe('endSession', () => {
     const lines = Array.from({ length: 3000 }, (_, i) => `FAILED tests/test_${i}.py::test_case - assert ${i} == 0`);
     const output = lines.join('\n');
     const session = (sessionId: string) => ({ sessionId, tenant: 'k_tenant' });
+    const shown = new Map<string, ProviderRequest>();
     for (const id of ['a', 'b']) {
       const ctx = session(id);
       const call = { id: 'c1', name: 'terminal', args: { command: 'pytest' } };
@@ -180,6 +182,7 @@ describe('endSession', () => {
         { role: 'assistant', content: 'looking' },
       ];
       await tt.reduceRequest({ model: 'gpt-4o', messages }, ctx);
+      shown.set(id, { model: 'gpt-4o', messages });
       // The next request as a host sends it (the gateway, the client wrappers): through the host path.
       await tt.prepare({
         request: { model: 'gpt-4o', messages: [...messages, { role: 'user', content: 'go on' }] },
@@ -190,9 +193,15 @@ describe('endSession', () => {
     await tt.settled();
     // Its Session, the host path's memo in it (items, renderings, the offered tool) and its tool credits.
     expect(tt.heldState(session('a')).entries).toBe(3);
+    // The tool credits, read where they are kept: a request showing the rendering is credited.
+    const credited = (id: string) =>
+      tt.toolCredits!.account(sessionStateKey(session(id)), shown.get(id)!, shown.get(id)!, tt.counter).saved;
+    expect(credited('a')).not.toEqual({});
     await tt.endSession(session('a'));
     expect(tt.heldState(session('a')).entries).toBe(0);
+    expect(credited('a')).toEqual({});
     expect(tt.heldState(session('b')).entries).toBe(3);
+    expect(credited('b')).not.toEqual({});
     expect(tt.heldState()).toMatchObject({ sessions: 1 });
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson, codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import { STAGES } from '../../src/stages.js';
 import type { Decision } from '../../src/step.js';
+import { SessionCache } from '../../src/session/session-cache.js';
 import { ToolCredits } from '../../src/telemetry/tool-credits.js';
 
 const counter = createTiktokenCounter();
@@ -32,7 +33,7 @@ const request = (content: string) => ({
 
 describe('ToolCredits', () => {
   it('credits the stage that made a rendering in every request that shows it, and gives back the raw size', () => {
-    const credits = new ToolCredits();
+    const credits = new ToolCredits(new SessionCache(1024));
     credits.note('s', VIEW, RAW, [applied(STAGES.compressToolResult, 1)]);
     const saving = jsonChars(RAW) - jsonChars(VIEW);
     for (let i = 0; i < 3; i++) {
@@ -46,7 +47,7 @@ describe('ToolCredits', () => {
   });
 
   it('credits nothing where the request finally showed the output whole (a delta restored by a request stage)', () => {
-    const credits = new ToolCredits();
+    const credits = new ToolCredits(new SessionCache(1024));
     credits.note('s', DELTA, RAW, [applied(STAGES.deltaRepeatedOutput, jsonChars(RAW) - jsonChars(DELTA))]);
     const account = credits.account('s', request(DELTA), request(RAW), counter);
     expect(account.saved).toEqual({});
@@ -55,7 +56,7 @@ describe('ToolCredits', () => {
   });
 
   it('credits a request stage’s further cut to that stage, not to the tool stage', () => {
-    const credits = new ToolCredits();
+    const credits = new ToolCredits(new SessionCache(1024));
     credits.note('s', VIEW, RAW, [applied(STAGES.compressToolResult, 1)]);
     const account = credits.account(
       's',
@@ -67,7 +68,7 @@ describe('ToolCredits', () => {
   });
 
   it('with the raw request (the gateway), credits a rendering another process made, by its text', () => {
-    const credits = new ToolCredits();
+    const credits = new ToolCredits(new SessionCache(1024));
     expect(credits.account('s', request(DELTA), request(DELTA), counter, request(RAW)).saved).toEqual({
       deltaRepeatedOutput: jsonChars(RAW) - jsonChars(DELTA),
     });
@@ -77,7 +78,7 @@ describe('ToolCredits', () => {
   });
 
   it('holds raw outputs until measured within its bound: past it, the least recently used sessions go', () => {
-    const credits = new ToolCredits(1024, 4096, RAW.length + 10);
+    const credits = new ToolCredits(new SessionCache(1024), 4096, RAW.length + 10);
     credits.note('old', VIEW, RAW, []);
     credits.note('new', VIEW, RAW, []);
     expect(credits.account('old', request(VIEW), request(VIEW), counter).saved).toEqual({});
@@ -88,9 +89,10 @@ describe('ToolCredits', () => {
   });
 
   it('forgets an ended session', () => {
-    const credits = new ToolCredits();
+    const sessions = new SessionCache(1024);
+    const credits = new ToolCredits(sessions);
     credits.note('s', VIEW, RAW, []);
-    credits.end('s');
+    sessions.end('s');
     expect(credits.account('s', request(VIEW), request(VIEW), counter)).toEqual({
       rawChars: 0,
       rawTokens: 0,
