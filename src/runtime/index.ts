@@ -543,7 +543,6 @@ function facade(parts: FacadeParts): Terminator {
       const session = sessions.of(options.context);
       return prepareHost(this, options, (session.host ??= new HostMemo()));
     },
-    recordRequest: account,
     account,
     accountingRoom: () => (records.full ? records.room() : undefined),
     toolCredits: parts.credits,

@@ -39,7 +39,7 @@ export interface ReduceRequestOptions {
   readonly record?: boolean;
 }
 
-/** What a host sent for a request it records itself ({@link Terminator.recordRequest}). */
+/** What a host sent for a request it accounts itself ({@link Terminator.account}). */
 export interface RecordRequestOptions {
   /**
    * The request as it went to the model.
@@ -197,7 +197,7 @@ export interface Terminator extends AsyncDisposable {
   /**
    * One provider request through the whole request stream (dedupe → skill gate → compile → budget
    * cap). Its metrics row and ledger turn are recorded unless `options.record` is false (a host
-   * that changes the request after, or sends recovery rounds, records it with `recordRequest`).
+   * that changes the request after, or sends recovery rounds, records it with `account`).
    */
   reduceRequest(
     request: ProviderRequest,
@@ -213,21 +213,14 @@ export interface Terminator extends AsyncDisposable {
    */
   prepare(options: PrepareOptions): Promise<Prepared>;
   /**
-   * Record a request reduced with `{ record: false }`: what it sent in the end (the recovery tool
-   * added, say) and the continuation requests of its recovery rounds. Content-free figures only,
-   * measured later like every record. Optional: a Terminator of one's own need not record.
+   * Account one answered request (prepared with `record: false`): its metrics row and ledger turn,
+   * measured after the answer went out, in batches, from what the request stages measured. The
+   * gateway and the client wrappers come here. Optional: a Terminator of one's own
+   * need not account.
    *
    * @example
    * const step = await tt.reduceRequest(body, context, undefined, { record: false });
-   * const sent = withRecoveryTool(step.value, 'chat', tt.recoveryTool);
-   * tt.recordRequest?.(step, { sent });
-   */
-  recordRequest?(step: Step<ProviderRequest>, options?: RecordRequestOptions): void;
-  /**
-   * Account one answered request (prepared with `record: false`): its metrics row and ledger turn,
-   * measured after the answer went out, in batches, from what the request stages measured. The
-   * gateway's accounting and `recordRequest` both come here. Optional: a Terminator of one's own
-   * need not account.
+   * tt.account?.(step, { sent: withRecoveryTool(step.value, 'chat', tt.recoveryTool) });
    */
   account?(step: Step<ProviderRequest>, options?: AccountOptions): void;
   /** Resolves once the backlog of requests waiting for their accounting has room; undefined when it has room now. */
