@@ -6,8 +6,8 @@
  * the asking worker with all of them, which it sums (prom-client's `AggregatorRegistry.aggregate`).
  * The primary holds no metrics of its own and loads no prom-client: it only relays.
  *
- * A worker that does not answer within the timeout (busy reducing a large request, or starting) is
- * counted with the values it shared last, so a counter never goes down while its worker lives;
+ * A worker that does not answer within the timeout (busy reducing a large request, or starting), or
+ * whose own read failed, is counted with the values it shared last, so a counter never goes down while its worker lives;
  * when the primary does not answer (a cluster of the user's own, without the relay), the asking
  * worker answers with its own values. A worker that died takes its counts with it, as a replica
  * that restarts does.
@@ -75,10 +75,12 @@ export function relayGatewayMetrics(timeoutMs = RELAY_TIMEOUT_MS): () => void {
       return;
     }
     if (message.type === SHARE && typeof message.id === 'number') {
+      // A worker whose own read failed shares no values: it is counted with the last it shared.
       if (Array.isArray(message.metrics)) last.set(worker.id, message.metrics);
       const entry = collecting.get(message.id);
       if (entry === undefined || !entry.pending.delete(worker.id)) return;
-      if (Array.isArray(message.metrics)) entry.sets.push(message.metrics);
+      const known = last.get(worker.id);
+      if (known !== undefined) entry.sets.push(known);
       if (entry.pending.size === 0) entry.done();
     }
   };
@@ -120,7 +122,7 @@ export function workerMetricsRelay(
       const id = message.id;
       own().then(
         (metrics) => process.send?.({ type: SHARE, id, metrics }),
-        () => process.send?.({ type: SHARE, id, metrics: [] }),
+        () => process.send?.({ type: SHARE, id }),
       );
       return;
     }

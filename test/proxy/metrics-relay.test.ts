@@ -12,8 +12,8 @@ import { describe, expect, it } from 'vitest';
 const SCRIPT = fileURLToPath(new URL('./support/relay-cluster.ts', import.meta.url));
 
 describe('the metrics relay of a gateway with two workers', () => {
-  it('counts a worker that does not answer in time with the values it shared last', () => {
+  it('counts a worker whose own read failed, or that does not answer in time, with the values it shared last', () => {
     const out = execFileSync(process.execPath, ['--import', 'tsx', SCRIPT], { encoding: 'utf8', timeout: 60_000 });
-    expect(JSON.parse(out.trim())).toEqual({ both: 3, oneBusy: 3 });
+    expect(JSON.parse(out.trim())).toEqual({ both: 3, oneFailed: 3, oneBusy: 3 });
   });
 });
