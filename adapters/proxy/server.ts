@@ -238,6 +238,7 @@ function countAccount(
     status: input.status,
     ms: input.ms,
     session: input.prepared.context.sessionId,
+    tenant: input.prepared.context.tenant ?? '',
     ...(account === undefined
       ? {}
       : {

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalJson, codePoints, createTiktokenCounter } from '../../src/measure/index.js';
+import { tenantOf } from '../../adapters/proxy/request-identity.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
 import { recoveryCall, startHarness, type Harness } from '../proxy/support/harness.js';
 import { chat, type Recorded } from '../proxy/support/upstream.js';
@@ -97,6 +98,8 @@ describe('gateway accounting', () => {
       expect(line.status).toBe(200);
       // The name the client gave; the tenant is kept beside it (sessionStateKey), not in the name.
       expect(line.session).toBe('h:build-7');
+      // Whose request: the tenant the credentials name (a digest of them, never the key).
+      expect(line.tenant).toBe(tenantOf({ authorization: 'Bearer sk-acct' }));
       expect(typeof line.ms).toBe('number');
     }
     // The first two showed the reduced run; the recovered run then rejoined whole (no stage acted).
