@@ -161,6 +161,12 @@ async function prepare(
   return prepared;
 }
 
+/** A part of a request's handling failed open: counted and logged. */
+function failedOpen(ctx: ProxyContext, format: RecoveryWireFormat, stage: string, error: unknown): void {
+  ctx.metrics.failOpen.inc({ reason: stage });
+  ctx.log({ level: 'warn', event: 'fail_open', api: format, stage, error: errorLabel(error) });
+}
+
 /**
  * Count the stages that failed open in a request (their content passed as sent). A full vault
  * (E_VAULT_CAPACITY) is logged the first time: from then on every new output passes as sent until
@@ -184,38 +190,51 @@ function countFailedOpen(ctx: ProxyContext, decisions: readonly Decision[]): voi
   }
 }
 
-/** Sends a body to the upstream for this request: its headers, aborted when the client goes away, timed. */
-/** The base URL a request of `format` goes to. */
-function upstreamOf(ctx: ProxyContext, format: RecoveryWireFormat): string {
-  return format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
+/** How one client request reaches the upstream: `send` a body, `forward` one and relay the answer, answer a `failed` send. */
+export interface Upstream {
+  /** Sends a body with the request's headers, aborted when the client goes away, timed under its `api`. */
+  send(body: Buffer | Readable | null, changed: boolean, identity?: boolean): Promise<Dispatcher.ResponseData>;
+  forward(body: Buffer | Readable | null, changed: boolean): Promise<void>;
+  failed(error: unknown): void;
 }
 
-function upstreamSender(
+/** The upstream of one client request to `base` (its method and `pathAndQuery`); `api` labels its timing. */
+export function upstreamFor(
   ctx: ProxyContext,
   req: IncomingMessage,
   res: ServerResponse,
-  format: RecoveryWireFormat,
+  base: string,
   pathAndQuery: string,
-): Delivery['send'] {
-  const base = upstreamOf(ctx, format);
+  api: string,
+): Upstream {
   const abort = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  return (body: Buffer | Readable, changed: boolean, identity = false): Promise<Dispatcher.ResponseData> => {
+  const failed = (error: unknown): void => answerUpstreamFailure(error, res, base, ctx.log);
+  const send: Upstream['send'] = async (body, changed, identity = false) => {
     const started = performance.now();
-    return sendUpstream(ctx.dispatcher, {
+    const response = await sendUpstream(ctx.dispatcher, {
       base,
       pathAndQuery,
-      method: 'POST',
+      method: req.method ?? 'POST',
       headers: requestHeaders(req.headers, { bodyChanged: changed, identity }),
       body,
       signal: abort.signal,
-    }).then((r) => {
-      ctx.metrics.upstreamSeconds.observe({ api: format }, (performance.now() - started) / 1000);
-      return r;
     });
+    ctx.metrics.upstreamSeconds.observe({ api }, (performance.now() - started) / 1000);
+    return response;
   };
+  const forward: Upstream['forward'] = async (body, changed) => {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await send(body, changed);
+    } catch (error) {
+      return failed(error);
+    }
+    await relayResponse(response, res);
+  };
+  return { send, forward, failed };
 }
 
 /** Response header naming why a request went to the upstream as the client sent it (`memory`). */
@@ -235,18 +254,22 @@ export async function handleApi(
   started = performance.now(),
   reservation?: Reservation,
 ): Promise<void> {
-  const send = upstreamSender(ctx, req, res, format, pathAndQuery);
-  const forward = async (body: Buffer | Readable, changed: boolean): Promise<void> => {
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await send(body, changed);
-    } catch (error) {
-      answerUpstreamFailure(error, res, upstreamOf(ctx, format), ctx.log);
-      return;
-    }
-    await relayResponse(response, res);
+  const upstream = upstreamFor(
+    ctx,
+    req,
+    res,
+    format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream,
+    pathAndQuery,
+    format,
+  );
+  const forward = upstream.forward;
+  /** A part failed: the request goes on as the client sent it. */
+  const passOn = (raw: Buffer, stage: string, error: unknown): Promise<void> => {
+    reservation?.release();
+    ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
+    failedOpen(ctx, format, stage, error);
+    return forward(raw, false);
   };
-
   const unreduced = (outcome: 'no_memory' | 'memory_aborted', body: Buffer | Readable): Promise<void> => {
     reservation?.release();
     ctx.metrics.requests.inc({ api: format, outcome });
@@ -282,11 +305,7 @@ export async function handleApi(
     await ctx.room();
     prepared = await prepare(ctx, client, raw, format, req, parsed?.known, reservation?.signal);
   } catch (error) {
-    reservation?.release();
-    ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
-    ctx.metrics.failOpen.inc({ reason: 'prepare' });
-    ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'prepare', error: errorLabel(error) });
-    return forward(raw, false);
+    return passOn(raw, 'prepare', error);
   }
   if (reservation?.signal.aborted === true) return unreduced('memory_aborted', raw);
   let sentBody: Buffer;
@@ -295,12 +314,8 @@ export async function handleApi(
       ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)
       : raw;
   } catch (error) {
-    // A value the serializer cannot write (nested deeper than its stack, say): the original goes on.
-    reservation?.release();
-    ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
-    ctx.metrics.failOpen.inc({ reason: 'serialize' });
-    ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'serialize', error: errorLabel(error) });
-    return forward(raw, false);
+    // A value the serializer cannot write (nested deeper than its stack, say).
+    return passOn(raw, 'serialize', error);
   }
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   // The reduction is over: what stays (the bodies, until answered and accounted) is bounded apart.
@@ -324,7 +339,7 @@ export async function handleApi(
     });
   try {
     if (!prepared.offered) await forward(sentBody, prepared.changed);
-    else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, send });
+    else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, upstream });
   } finally {
     // Synchronously after the last write: accounting is queued before the client can read the end.
     account();
@@ -345,7 +360,7 @@ interface Delivery {
   readonly prepared: Prepared;
   readonly sentBody: Buffer;
   readonly continuations: Continuations;
-  send(body: Buffer | Readable, changed: boolean, identity?: boolean): Promise<Dispatcher.ResponseData>;
+  readonly upstream: Upstream;
 }
 
 /** What a round of the recovery loop does with the model's calls and the exchange it ends with. */
@@ -403,8 +418,7 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
         alias,
       );
     } catch (error) {
-      ctx.metrics.failOpen.inc({ reason: 'recovery_state' });
-      ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'recovery_state', error: errorLabel(error) });
+      failedOpen(ctx, format, 'recovery_state', error);
     }
   };
   const serverSide =
@@ -420,15 +434,14 @@ async function deliverWithRecovery(d: Delivery): Promise<void> {
 }
 
 async function deliverStreamed(
-  { ctx, res, format, prepared, sentBody, continuations, send }: Delivery,
+  { ctx, res, format, prepared, sentBody, continuations, upstream }: Delivery,
   { answer, remember, serverSide, refit }: RecoveryHooks,
 ): Promise<void> {
   let first: Dispatcher.ResponseData;
   try {
-    first = await send(sentBody, true, true);
+    first = await upstream.send(sentBody, true, true);
   } catch (error) {
-    answerUpstreamFailure(error, res, upstreamOf(ctx, format), ctx.log);
-    return;
+    return upstream.failed(error);
   }
   const type = String(first.headers['content-type'] ?? '');
   if (first.statusCode < 200 || first.statusCode >= 300 || !type.includes('text/event-stream'))
@@ -445,7 +458,7 @@ async function deliverStreamed(
       send: (b, request) => {
         continuations.requests.push(request);
         continuations.bytes += b.length;
-        return send(b, true, true);
+        return upstream.send(b, true, true);
       },
       answer,
       refit,
@@ -460,14 +473,13 @@ async function deliverStreamed(
     await remember(out.exchange, lastId, serverSide && out.stopped !== undefined, alias);
     res.end();
   } catch (error) {
-    ctx.metrics.failOpen.inc({ reason: 'stream' });
-    ctx.log({ level: 'warn', event: 'fail_open', api: format, stage: 'stream', error: errorLabel(error) });
+    failedOpen(ctx, format, 'stream', error);
     res.destroy();
   }
 }
 
 async function deliverBuffered(
-  { ctx, res, format, prepared, sentBody, continuations, send }: Delivery,
+  { ctx, res, format, prepared, sentBody, continuations, upstream }: Delivery,
   { answer, remember, serverSide, refit }: RecoveryHooks,
 ): Promise<void> {
   type Buffered = { response: Dispatcher.ResponseData; buf: Buffer };
@@ -482,7 +494,7 @@ async function deliverBuffered(
           continuations.requests.push(request);
           continuations.bytes += b.length;
         }
-        const response = await send(b, true, true);
+        const response = await upstream.send(b, true, true);
         return { response, buf: await readAll(response) };
       },
       bodyOf: ({ response, buf }) => {
@@ -509,6 +521,6 @@ async function deliverBuffered(
     });
     res.end(payload);
   } catch (error) {
-    answerUpstreamFailure(error, res, upstreamOf(ctx, format), ctx.log);
+    upstream.failed(error);
   }
 }

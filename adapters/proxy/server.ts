@@ -22,21 +22,14 @@ import type { Terminator } from '../../src/runtime/types.js';
 import type { RequestAccount } from '../../src/telemetry/request-account.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
-import { handleApi } from './api.js';
+import { handleApi, upstreamFor } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { workerMetricsRelay } from './metrics-relay.js';
 import { BodyMemo } from './body.js';
 import { Bounds, type HeapNow } from './bounds.js';
 import { tenantOf } from './request-identity.js';
-import {
-  answerUpstreamFailure,
-  createUpstreamAgent,
-  relayResponse,
-  requestHeaders,
-  sendUpstream,
-  TOKEN_HEADER,
-} from './upstream.js';
+import { createUpstreamAgent, TOKEN_HEADER } from './upstream.js';
 
 /** A local route: answer the request yourself (e.g. a dashboard page). */
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
@@ -260,36 +253,12 @@ function countBytes(metrics: ProxyMetrics, input: AccountInput): void {
 }
 
 /** A request for no local route and no API path: relayed to the upstream untouched. */
-async function relay(
-  ctx: ProxyContext,
-  req: IncomingMessage,
-  res: ServerResponse,
-  pathAndQuery: string,
-): Promise<void> {
-  const { config, metrics } = ctx;
-  metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
+function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, pathAndQuery: string): Promise<void> {
+  ctx.metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
   const anthropic = pathAndQuery.startsWith('/v1/messages') || req.headers['anthropic-version'] !== undefined;
-  const abort = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-  const base = anthropic ? config.anthropicUpstream : config.upstream;
-  try {
-    const started = performance.now();
-    const response = await sendUpstream(ctx.dispatcher, {
-      base,
-      pathAndQuery,
-      method: req.method ?? 'GET',
-      headers: requestHeaders(req.headers, { bodyChanged: false }),
-      body: hasBody ? req : null,
-      signal: abort.signal,
-    });
-    metrics.upstreamSeconds.observe({ api: 'relay' }, (performance.now() - started) / 1000);
-    await relayResponse(response, res);
-  } catch (error) {
-    answerUpstreamFailure(error, res, base, ctx.log);
-  }
+  const base = anthropic ? ctx.config.anthropicUpstream : ctx.config.upstream;
+  return upstreamFor(ctx, req, res, base, pathAndQuery, 'relay').forward(hasBody ? req : null, false);
 }
 
 /** One request: health, the token check, metrics, the bounds, then a local route, an API path or the relay. */
