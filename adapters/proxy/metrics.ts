@@ -60,62 +60,43 @@ export function createProxyMetrics(
 ): ProxyMetrics {
   const registry = new Registry();
   const p = 'token_terminator_proxy_';
+  const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
+    new Counter({ name: p + name, help, labelNames, registers: [registry] });
+  const gauge = (name: string, help: string): Gauge => new Gauge({ name: p + name, help, registers: [registry] });
   return {
     registry,
-    requests: new Counter({
-      name: `${p}requests_total`,
-      help: 'Requests received, by API and by what the proxy did with them.',
-      labelNames: ['api', 'outcome'],
-      registers: [registry],
-    }),
-    bytes: new Counter({
-      name: `${p}request_bytes_total`,
-      help: 'Request body bytes: raw (as the client sent them), sent (the first upstream request) and recovery (continuation requests after a recovery round).',
-      labelNames: ['api', 'direction'],
-      registers: [registry],
-    }),
-    tokens: new Counter({
-      name: `${p}request_tokens_total`,
-      help: 'Request tokens (o200k or the configured counter): raw, sent and recovery, as for bytes.',
-      labelNames: ['api', 'direction'],
-      registers: [registry],
-    }),
-    saved: new Counter({
-      name: `${p}saved_chars_total`,
-      help: 'Characters saved, by mechanism (pipeline stage).',
-      labelNames: ['mechanism'],
-      registers: [registry],
-    }),
-    recoveryCalls: new Counter({
-      name: `${p}recovery_calls_total`,
-      help: 'token_terminator calls answered by the proxy.',
-      labelNames: ['api'],
-      registers: [registry],
-    }),
-    recoveryRounds: new Counter({
-      name: `${p}recovery_rounds_total`,
-      help: 'Recovery rounds: continued (the model was asked again), mixed (the turn also called client tools), rounds (the round budget was spent).',
-      labelNames: ['api', 'end'],
-      registers: [registry],
-    }),
-    reusedItems: new Counter({
-      name: `${p}body_items_reused_total`,
-      help: "Conversation items taken from the session's previous request body instead of parsed again (their bytes were the same).",
-      labelNames: ['api'],
-      registers: [registry],
-    }),
-    recoveryResults: new Counter({
-      name: `${p}recovery_results_total`,
-      help: 'Artifact reads the proxy answered for the model: exact (the stored bytes, read back by id) or failed (an error answer).',
-      labelNames: ['api', 'outcome'],
-      registers: [registry],
-    }),
-    recoveredChars: new Counter({
-      name: `${p}recovered_chars_total`,
-      help: 'Characters of recovery results sent to the model.',
-      labelNames: ['api'],
-      registers: [registry],
-    }),
+    requests: counter('requests_total', 'Requests received, by API and by what the proxy did with them.', [
+      'api',
+      'outcome',
+    ]),
+    bytes: counter(
+      'request_bytes_total',
+      'Request body bytes: raw (as the client sent them), sent (the first upstream request) and recovery (continuation requests after a recovery round).',
+      ['api', 'direction'],
+    ),
+    tokens: counter(
+      'request_tokens_total',
+      'Request tokens (o200k or the configured counter): raw, sent and recovery, as for bytes.',
+      ['api', 'direction'],
+    ),
+    saved: counter('saved_chars_total', 'Characters saved, by mechanism (pipeline stage).', ['mechanism']),
+    recoveryCalls: counter('recovery_calls_total', 'token_terminator calls answered by the proxy.', ['api']),
+    recoveryRounds: counter(
+      'recovery_rounds_total',
+      'Recovery rounds: continued (the model was asked again), mixed (the turn also called client tools), rounds (the round budget was spent).',
+      ['api', 'end'],
+    ),
+    reusedItems: counter(
+      'body_items_reused_total',
+      "Conversation items taken from the session's previous request body instead of parsed again (their bytes were the same).",
+      ['api'],
+    ),
+    recoveryResults: counter(
+      'recovery_results_total',
+      'Artifact reads the proxy answered for the model: exact (the stored bytes, read back by id) or failed (an error answer).',
+      ['api', 'outcome'],
+    ),
+    recoveredChars: counter('recovered_chars_total', 'Characters of recovery results sent to the model.', ['api']),
     upstreamSeconds: new Histogram({
       name: `${p}upstream_seconds`,
       help: 'Time from sending a request upstream to its response headers.',
@@ -123,57 +104,41 @@ export function createProxyMetrics(
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers: [registry],
     }),
-    failOpen: new Counter({
-      name: `${p}fail_open_total`,
-      help: 'Requests forwarded as the client sent them because something inside the proxy failed.',
-      labelNames: ['reason'],
-      registers: [registry],
-    }),
-    stageFailOpen: new Counter({
-      name: `${p}stage_fail_open_total`,
-      help:
-        'Reduction stages that failed open (their content passed as sent), by stage and error; ' +
+    failOpen: counter(
+      'fail_open_total',
+      'Requests forwarded as the client sent them because something inside the proxy failed.',
+      ['reason'],
+    ),
+    stageFailOpen: counter(
+      'stage_fail_open_total',
+      'Reduction stages that failed open (their content passed as sent), by stage and error; ' +
         'VaultCapacityError:E_VAULT_CAPACITY means the vault is full of evidence live sessions hold.',
-      labelNames: ['stage', 'error'],
-      registers: [registry],
-    }),
-    accountingWaits: new Counter({
-      name: `${p}accounting_waits_total`,
-      help: 'Requests that waited before being reduced because the accounting of answered requests had fallen behind.',
-      registers: [registry],
-    }),
-    rejected: new Counter({
-      name: `${p}rejected_total`,
-      help: 'Requests answered 503 with Retry-After at once: in_flight (the in-flight limit), memory (the lower limit that applies above the memory bound), tenant_share (the API key holds its share of the limit).',
-      labelNames: ['reason'],
-      registers: [registry],
-    }),
-    closed: new Counter({
-      name: `${p}connections_closed_total`,
-      help: 'Connections the proxy closed itself: slow_body (a request body below the body-rate floor).',
-      labelNames: ['reason'],
-      registers: [registry],
-    }),
-    inFlight: new Gauge({
-      name: `${p}in_flight`,
-      help: 'Requests this process is serving now.',
-      registers: [registry],
-    }),
-    residentBytes: new Gauge({
-      name: `${p}resident_bytes`,
-      help: 'Resident set size of this process at the last sample.',
-      registers: [registry],
-    }),
-    heapBytes: new Gauge({
-      name: `${p}heap_used_bytes`,
-      help: 'V8 heap in use (live and not yet collected) of this process at the last sample.',
-      registers: [registry],
-    }),
-    memoryTrims: new Counter({
-      name: `${p}memory_trims_total`,
-      help: 'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound or the V8 heap above 85 % of its limit.',
-      registers: [registry],
-    }),
+      ['stage', 'error'],
+    ),
+    accountingWaits: counter(
+      'accounting_waits_total',
+      'Requests that waited before being reduced because the accounting of answered requests had fallen behind.',
+    ),
+    rejected: counter(
+      'rejected_total',
+      'Requests answered 503 with Retry-After at once: in_flight (the in-flight limit), memory (the lower limit that applies above the memory bound), tenant_share (the API key holds its share of the limit).',
+      ['reason'],
+    ),
+    closed: counter(
+      'connections_closed_total',
+      'Connections the proxy closed itself: slow_body (a request body below the body-rate floor).',
+      ['reason'],
+    ),
+    inFlight: gauge('in_flight', 'Requests this process is serving now.'),
+    residentBytes: gauge('resident_bytes', 'Resident set size of this process at the last sample.'),
+    heapBytes: gauge(
+      'heap_used_bytes',
+      'V8 heap in use (live and not yet collected) of this process at the last sample.',
+    ),
+    memoryTrims: counter(
+      'memory_trims_total',
+      'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound or the V8 heap above 85 % of its limit.',
+    ),
     sessionsHeld: heldGauge(
       registry,
       `${p}sessions_held`,
