@@ -7,12 +7,13 @@
  * streaming; a recovery round's closing event is replaced by the next round's events.
  */
 import type { AgentInputItem, Model, ModelProvider, ModelRequest, ModelResponse, StreamEvent } from '@openai/agents';
-import { carriesReceipt, lenientParameters } from '../../src/recovery/formats.js';
+import { carriesReceipt } from '../../src/recovery/formats.js';
 import { answerRecoveryCall } from '../../src/recovery/loop.js';
 import { RECOVERY_TOOL_NAME } from '../../src/recovery/schema.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import { override } from '../shared/override.js';
 import type { CapLedger } from './cap-ledger.js';
+import { agentsParameters } from './recovery-tool.js';
 
 /** What the wrapper needs to offer and answer the recovery tool. */
 export interface ModelRecovery {
@@ -39,17 +40,11 @@ function offerRecovery(request: ModelRequest, terminator: Terminator): ModelRequ
   if (request.tools.some((t) => (t as { name?: string }).name === RECOVERY_TOOL_NAME)) return undefined;
   if (!carriesReceipt({ input: request.input, instructions: request.systemInstructions }, 'responses'))
     return undefined;
-  const lenient = lenientParameters(terminator.recoveryTool);
-  const parameters = {
-    ...lenient,
-    required: (lenient['required'] as string[] | undefined) ?? [],
-    additionalProperties: true,
-  };
   const tool = {
     type: 'function',
     name: RECOVERY_TOOL_NAME,
     description: terminator.recoveryTool.description,
-    parameters,
+    parameters: agentsParameters(terminator),
     strict: false,
   };
   return { ...request, tools: [...request.tools, tool as unknown as ModelRequest['tools'][number]] };

@@ -3,6 +3,12 @@ import { tool, type FunctionTool } from '@openai/agents';
 import type { Terminator } from '../../src/runtime/types.js';
 import { handleRecoveryCall, lenientParameters } from '../shared/recovery.js';
 
+/** The recovery tool's parameters as the Agents SDK takes a non-strict tool's: every field optional, extra ones allowed. */
+export function agentsParameters(terminator: Terminator): Record<string, unknown> {
+  const lenient = lenientParameters(terminator.recoveryTool);
+  return { ...lenient, required: (lenient['required'] as string[] | undefined) ?? [], additionalProperties: true };
+}
+
 /**
  * The `token_terminator` recovery tool as an Agents SDK function tool, answering for the session `resolveSession` gives each run context.
  *
@@ -14,16 +20,10 @@ export function agentsRecoveryTool(
   resolveSession: (context: unknown) => string,
 ): FunctionTool<unknown, never, string> {
   const def = terminator.recoveryTool;
-  const lenient = lenientParameters(def);
-  const parameters = {
-    ...lenient,
-    required: (lenient['required'] as string[] | undefined) ?? [],
-    additionalProperties: true,
-  };
   return tool({
     name: def.name,
     description: def.description,
-    parameters: parameters as never,
+    parameters: agentsParameters(terminator) as never,
     strict: false,
     execute: async (input: unknown, runContext) =>
       handleRecoveryCall(terminator, input, resolveSession(runContext?.context)),

@@ -1,7 +1,6 @@
 /** Where an Agents SDK run's session id comes from: the host's run context, never the model. */
 import { randomUUID } from 'node:crypto';
 
-/** Options shared by every Agents SDK entry point. */
 /** How the Agents adapter names the session of a run. */
 export interface AgentsSessionOptions {
   /**
