@@ -45,7 +45,8 @@ export const cloneWithMaxTokens: CapModelFactory = (model, maxTokens) => {
 };
 
 /**
- * The capped instance for `model` (kept in `cache`), or `model` itself when it cannot be capped.
+ * The capped instance for `model` (kept in `cache`), or `model` itself when it cannot be capped
+ * (the factory returns undefined or throws: the model keeps its own cap, fail-open).
  *
  * @param cache - where capped instances are kept; pass the same one call after call to reuse them.
  *   Default: a fresh one (no reuse).
@@ -62,7 +63,12 @@ export function cappedModel<M extends object>(
   let byCap = cache.get(model);
   const hit = byCap?.get(maxTokens);
   if (hit !== undefined) return hit as M;
-  const capped = factory(model, maxTokens);
+  let capped: object | undefined;
+  try {
+    capped = factory(model, maxTokens);
+  } catch {
+    return model;
+  }
   if (capped === undefined) return model;
   if (byCap === undefined) {
     byCap = new Map();

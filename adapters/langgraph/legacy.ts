@@ -85,14 +85,7 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
       const bound = withRecovery(tools);
       return async (_state: unknown, config?: LangGraphRunnableConfig): Promise<never> => {
         const cap = caps.get(resolveSession(config?.configurable));
-        let chosen = model as ModelLike;
-        if (cap !== undefined) {
-          try {
-            chosen = cappedModel(model, cap, options.capModel, models) as ModelLike;
-          } catch {
-            chosen = model as ModelLike;
-          }
-        }
+        const chosen = (cap === undefined ? model : cappedModel(model, cap, options.capModel, models)) as ModelLike;
         return (chosen.bindTools === undefined ? chosen : chosen.bindTools(bound)) as never;
       };
     },

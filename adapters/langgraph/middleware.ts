@@ -98,16 +98,11 @@ export function tokenTerminatorMiddleware(
           ...(compiled.systemMessage === undefined ? {} : { systemMessage: compiled.systemMessage }),
         };
       }
-      if (options.capOutput !== false && compiled.cap !== undefined && compiled.cap !== modelMaxTokens(request.model)) {
-        try {
-          next = {
-            ...next,
-            model: cappedModel(request.model as object, compiled.cap, options.capModel, models) as typeof request.model,
-          };
-        } catch {
-          // a model that cannot be rebuilt keeps its own cap (fail-open)
-        }
-      }
+      if (options.capOutput !== false && compiled.cap !== undefined && compiled.cap !== modelMaxTokens(request.model))
+        next = {
+          ...next,
+          model: cappedModel(request.model as object, compiled.cap, options.capModel, models) as typeof request.model,
+        };
       return handler(next);
     },
   }) as unknown as AgentMiddleware;
