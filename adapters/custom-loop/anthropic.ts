@@ -5,7 +5,6 @@
  */
 import type { Terminator } from '../../src/runtime/types.js';
 import { override } from '../shared/override.js';
-import { defaultParseOutputCapError } from './output-cap.js';
 import { wrapCreate, type ClientWrapOptions, type CreateFn } from './wrap-create.js';
 
 /** The structural slice of an Anthropic client the wrapper touches. */
@@ -31,7 +30,6 @@ export function wrapAnthropic<C extends AnthropicLike>(
     terminator,
     { wire: 'anthropic', provider: 'anthropic', endpoint: '/v1/messages', capField: 'max_tokens' },
     options,
-    defaultParseOutputCapError,
   );
   return override(client, 'messages', override(client.messages, 'create', create));
 }

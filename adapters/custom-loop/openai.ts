@@ -4,7 +4,6 @@
  * client is left untouched; the client object itself is never modified.
  */
 import type { Terminator } from '../../src/runtime/types.js';
-import { defaultParseOutputCapError } from './output-cap.js';
 import { wrapCreate, type ClientWrapOptions, type CreateFn } from './wrap-create.js';
 import { override } from '../shared/override.js';
 
@@ -33,7 +32,6 @@ export function wrapOpenAI<C extends OpenAILike>(
     terminator,
     { wire: 'chat', provider: 'openai', endpoint: '/v1/chat/completions', capField: 'max_completion_tokens' },
     options,
-    defaultParseOutputCapError,
   );
   const responses = client.responses;
   const responsesCreate =
@@ -44,7 +42,6 @@ export function wrapOpenAI<C extends OpenAILike>(
           terminator,
           { wire: 'responses', provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
           options,
-          defaultParseOutputCapError,
         );
   const completions = override(client.chat.completions, 'create', chatCreate);
   const chat = override(client.chat, 'completions', completions);

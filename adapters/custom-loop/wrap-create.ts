@@ -10,6 +10,7 @@
  * structurally so no SDK's classes leak into another's.
  */
 import { randomUUID } from 'node:crypto';
+import { parseOutputCapError } from '../../src/budget/index.js';
 import { offersRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime/types.js';
@@ -39,7 +40,7 @@ export interface ClientWrapOptions {
   /**
    * Available output tokens named by a provider error, else undefined.
    *
-   * @defaultValue `defaultParseOutputCapError` (an answer that only bounds the whole window is not a cap)
+   * @defaultValue src/budget's parser (an answer that only bounds the whole window is not a cap)
    */
   readonly parseOutputCapError?: (error: unknown) => number | undefined;
   /**
@@ -100,16 +101,25 @@ interface ResponseExtras {
   withResponse(): Promise<unknown>;
 }
 
+/**
+ * The output tokens a provider's output-cap error says are available (src/budget's parser), or
+ * undefined when the error is not one or names only the whole window: an `upper_bound` answer (the
+ * input still has to fit) is no usable cap for a retry.
+ */
+function defaultParseOutputCapError(error: unknown): number | undefined {
+  const info = parseOutputCapError(error);
+  return info === undefined || info.kind === 'upper_bound' ? undefined : info.availableOutputTokens;
+}
+
 /** Build the wrapped `create`. */
 export function wrapCreate<F extends CreateFn>(
   create: F,
   terminator: Terminator,
   format: CreateFormat,
   options: ClientWrapOptions,
-  defaultParse: (error: unknown) => number | undefined,
 ): F {
   const defaultSession = `custom-loop:${randomUUID()}`;
-  const parse = options.parseOutputCapError ?? defaultParse;
+  const parse = options.parseOutputCapError ?? defaultParseOutputCapError;
   const contextFor = (body: ProviderRequest) => callContext(body, options, format, defaultSession);
   const wrapped = (
     body: ProviderRequest,
@@ -206,18 +216,14 @@ function withResponseExtras(
   lastCall: () => Partial<ResponseExtras> | undefined,
 ): Promise<unknown> & Partial<ResponseExtras> {
   const promise = run as Promise<unknown> & Partial<ResponseExtras>;
-  promise.asResponse = async () => {
-    await promise.catch(() => undefined);
-    const last = lastCall();
-    if (last?.asResponse === undefined) throw new TypeError('asResponse is not available on this client');
-    return last.asResponse();
-  };
-  promise.withResponse = async () => {
-    await promise.catch(() => undefined);
-    const last = lastCall();
-    if (last?.withResponse === undefined) throw new TypeError('withResponse is not available on this client');
-    return last.withResponse();
-  };
+  for (const name of ['asResponse', 'withResponse'] as const)
+    promise[name] = async () => {
+      await promise.catch(() => undefined);
+      const last = lastCall();
+      const method = last?.[name];
+      if (method === undefined) throw new TypeError(`${name} is not available on this client`);
+      return method.call(last);
+    };
   return promise;
 }
 
