@@ -144,15 +144,15 @@ export async function readAll(response: Dispatcher.ResponseData): Promise<Buffer
   return Buffer.from(await response.body.arrayBuffer());
 }
 
-/** What each network failure code means, for the 502/504 answer and the log. */
-const FAILURE_REASONS: Readonly<Record<string, string>> = {
-  ECONNREFUSED: 'connection refused: nothing listens at that address',
-  ENOTFOUND: 'host not found (DNS)',
-  EAI_AGAIN: 'DNS lookup failed for now',
-  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
-  EHOSTUNREACH: 'host unreachable',
-  UND_ERR_HEADERS_TIMEOUT: 'no response headers in time',
-  UND_ERR_BODY_TIMEOUT: 'the response body stalled',
+/** What each network failure code means, and its answer: 502 (unreachable) or 504 (timed out); any other failure resets. */
+const FAILURES: Readonly<Record<string, readonly [reason: string, status: 502 | 504]>> = {
+  ECONNREFUSED: ['connection refused: nothing listens at that address', 502],
+  ENOTFOUND: ['host not found (DNS)', 502],
+  EAI_AGAIN: ['DNS lookup failed for now', 502],
+  UND_ERR_CONNECT_TIMEOUT: ['connect timed out', 502],
+  EHOSTUNREACH: ['host unreachable', 502],
+  UND_ERR_HEADERS_TIMEOUT: ['no response headers in time', 504],
+  UND_ERR_BODY_TIMEOUT: ['the response body stalled', 504],
 };
 
 /** The upstream's origin only: a base URL's path is harmless, but its userinfo would be a credential. */
@@ -179,31 +179,26 @@ export function answerUpstreamFailure(
 ): void {
   const code = (error as { code?: unknown })?.code;
   const where = upstreamOrigin(upstream);
-  const reason = typeof code === 'string' ? (FAILURE_REASONS[code] ?? code) : 'connection failed';
-  if (res.headersSent || res.destroyed) {
-    log?.({ level: 'warn', event: 'upstream_failed', upstream: where, code: String(code), reason, status: 'reset' });
+  const known = typeof code === 'string' ? FAILURES[code] : undefined;
+  const reason = known?.[0] ?? (typeof code === 'string' ? code : 'connection failed');
+  const status = res.headersSent || res.destroyed ? undefined : known?.[1];
+  log?.({
+    level: 'warn',
+    event: 'upstream_failed',
+    upstream: where,
+    code: String(code),
+    reason,
+    status: status ?? 'reset',
+  });
+  if (status === undefined) {
     res.destroy();
     return;
   }
-  const unreachable =
-    code === 'ECONNREFUSED' ||
-    code === 'ENOTFOUND' ||
-    code === 'EAI_AGAIN' ||
-    code === 'UND_ERR_CONNECT_TIMEOUT' ||
-    code === 'EHOSTUNREACH';
-  const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
-  if (!unreachable && !timeout) {
-    log?.({ level: 'warn', event: 'upstream_failed', upstream: where, code: String(code), reason, status: 'reset' });
-    res.destroy();
-    return;
-  }
-  const status = unreachable ? 502 : 504;
-  log?.({ level: 'warn', event: 'upstream_failed', upstream: where, code: String(code), reason, status });
   const body = JSON.stringify({
     error: {
       type: 'upstream_error',
       code: String(code),
-      message: `token-terminator proxy: upstream ${where} ${unreachable ? 'unreachable' : 'timed out'} (${reason}); check --upstream / --anthropic-upstream`,
+      message: `token-terminator proxy: upstream ${where} ${status === 502 ? 'unreachable' : 'timed out'} (${reason}); check --upstream / --anthropic-upstream`,
     },
   });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
