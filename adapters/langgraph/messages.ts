@@ -8,6 +8,7 @@
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import type { ProviderRequest } from '../../src/step.js';
+import { parseArgs } from '../shared/functions.js';
 
 type ChatMessage = Record<string, unknown>;
 
@@ -183,14 +184,5 @@ function rebuild(chat: ChatMessage, template: BaseMessage | undefined): BaseMess
       return new SystemMessage({ ...id, content });
     default:
       return new HumanMessage({ ...id, content });
-  }
-}
-
-function parseArgs(text: string): Record<string, unknown> {
-  try {
-    const v = JSON.parse(text) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
   }
 }

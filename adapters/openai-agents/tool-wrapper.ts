@@ -5,17 +5,8 @@
  */
 import type { FunctionTool } from '@openai/agents';
 import type { Terminator } from '../../src/runtime/types.js';
-import { reduceToolResult } from '../shared/functions.js';
+import { parseArgs, reduceToolResult } from '../shared/functions.js';
 import { RECOVERY_TOOL_NAME } from '../shared/recovery.js';
-
-function parseArgs(input: string): Record<string, unknown> {
-  try {
-    const v = JSON.parse(input) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
 
 /**
  * Wrap one function tool (other tool kinds are returned as they are).
