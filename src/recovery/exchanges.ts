@@ -20,6 +20,7 @@ import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
 import { artifactIdFor } from '../vault/identity.js';
 import {
   conversationItems,
+  isObj,
   listKey,
   serverSideState,
   withoutCacheMarkers,
@@ -198,9 +199,6 @@ export function applyExchanges(
   });
   return inserted ? { ...request, [listKey(format)]: out } : request;
 }
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The `artifact_id` each recovery call of an exchange named; undefined when a call named none. */
 function recoveredIds(items: readonly unknown[]): string[] | undefined {

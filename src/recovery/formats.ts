@@ -20,8 +20,8 @@ export interface RecoveryCall {
   readonly arguments: unknown;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export type Obj = Record<string, unknown>;
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The argument schema without `additionalProperties: false`, so a spoofed key is dropped rather than rejected. */
 export function lenientParameters(tool: Pick<RecoveryTool, 'parameters'>): Record<string, unknown> {

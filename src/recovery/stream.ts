@@ -16,10 +16,12 @@
  * Pure data in, text out: no I/O, so every format is tested with recorded event sequences.
  */
 import {
+  isObj,
   splitCalls,
   stripRecoveryCalls,
   sumUsage,
   usageOf,
+  type Obj,
   type RecoveryCall,
   type RecoveryWireFormat,
 } from './formats.js';
@@ -111,8 +113,6 @@ export interface StreamRound {
   finish(): RoundEnd;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const block = (raw: string): string => `${raw}\n\n`;
 
 function parseJson(data: string): Obj | undefined {
@@ -166,9 +166,32 @@ function holdingRound(format: RoundFormat): StreamRound {
  * for another round; when not, the end is passed on with the stop reason of a finished turn.
  */
 export function createStreamRound(format: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
-  if (format === 'chat') return holdingRound(chatRound(state, canContinue));
-  if (format === 'responses') return holdingRound(responsesRound(state, canContinue));
-  return holdingRound(anthropicRound(state, canContinue));
+  const rounds = { chat: chatRound, responses: responsesRound, anthropic: anthropicRound };
+  return holdingRound(rounds[format](state, canContinue));
+}
+
+/**
+ * Text held until the round shows whose it is: a call of the client's or an end without recovery
+ * calls passes it on (`release(true)`); a round of recovery calls only drops it (never the client's answer).
+ */
+class HeldText<H> {
+  decided = false;
+  #held: H[] = [];
+  constructor(private readonly pass: (held: H, keep: boolean) => string) {}
+  /** Undecided with something held: what follows is held too. */
+  get holding(): boolean {
+    return !this.decided && this.#held.length > 0;
+  }
+  hold(held: H): string {
+    this.#held.push(held);
+    return '';
+  }
+  release(keep: boolean): string {
+    this.decided = true;
+    const out = this.#held.map((h) => this.pass(h, keep)).join('');
+    this.#held = [];
+    return out;
+  }
 }
 
 /** Events that end a client stream cleanly when a held round cannot be continued. */
@@ -241,30 +264,24 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     nextVisible: 0,
     last: undefined,
   };
-  // Text is held until the round shows whose it is: a call of the client's or an end without
-  // recovery calls passes it on; a round of recovery calls only drops it (never the client's answer).
-  let decided = false;
-  let held: { readonly text: string; readonly without: string }[] = [];
-  const release = (keepText: boolean): string => {
-    decided = true;
-    const out = held.map((h) => (keepText ? h.text : h.without)).join('');
-    held = [];
-    return out;
-  };
+  const text = new HeldText<{ readonly text: string; readonly without: string }>((h, keep) =>
+    keep ? h.text : h.without,
+  );
+  let dropped = '';
   const inner = (given: SseEvent): string | typeof HOLD => {
     const event = oneChatAnswer(state, given);
     const out = chatPush(r, state, canContinue, event);
     if (out === HOLD) {
-      dropped = release(false);
+      dropped = text.release(false);
       return HOLD;
     }
-    if (decided || out === '') return out;
+    if (text.decided || out === '') return out;
     const { recovery, others } = chatCounts(r.calls);
-    if (others > 0) return release(true) + out;
+    if (others > 0) return text.release(true) + out;
     const json = parseJson(event.data);
     const choice = Array.isArray(json?.['choices']) && isObj(json['choices'][0]) ? json['choices'][0] : undefined;
     const finished = choice !== undefined && choice['finish_reason'] !== null && choice['finish_reason'] !== undefined;
-    if (finished) return release(recovery === 0) + out;
+    if (finished) return text.release(recovery === 0) + out;
     const delta = choice !== undefined && isObj(choice['delta']) ? choice['delta'] : undefined;
     if (json === undefined || delta === undefined || typeof delta['content'] !== 'string' || delta['content'] === '')
       return out;
@@ -275,10 +292,8 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
           `data: ${JSON.stringify({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })}`,
         )
       : '';
-    held.push({ text: out, without });
-    return '';
+    return text.hold({ text: out, without });
   };
-  let dropped = '';
   return {
     push: inner,
     beforeHold: () => dropped,
@@ -418,25 +433,14 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
     responsesPass(state, map, roundVisible, event, json, dropText);
   let body: unknown;
   let usage: Obj | undefined;
-  // Text items (and what follows them) are held until the round shows whose it is, as in Chat.
-  let decided = false;
-  let held: { readonly event: SseEvent; readonly json?: Obj }[] = [];
-  const release = (keep: boolean): string => {
-    decided = true;
-    const out = keep
-      ? held.map((h) => (h.json === undefined ? block(h.event.raw) : pass(h.event, h.json))).join('')
-      : '';
-    held = [];
-    return out;
-  };
+  // Text items (and what follows them) are held as in Chat.
+  const text = new HeldText<{ readonly event: SseEvent; readonly json?: Obj }>((h, keep) =>
+    !keep ? '' : h.json === undefined ? block(h.event.raw) : pass(h.event, h.json),
+  );
   return {
     push(event) {
       const json = parseJson(event.data);
-      if (json === undefined) {
-        if (decided || held.length === 0) return block(event.raw);
-        held.push({ event });
-        return '';
-      }
+      if (json === undefined) return text.holding ? text.hold({ event }) : block(event.raw);
       const type = String(json['type'] ?? event.event ?? '');
       if ((type === 'response.created' || type === 'response.in_progress') && state.round > 0) return '';
       if (type === 'response.created' && state.id === undefined && isObj(json['response'])) {
@@ -447,8 +451,8 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       const item = isObj(json['item']) ? json['item'] : undefined;
       if (type === 'response.output_item.added' && index !== undefined && item !== undefined) {
         if (item['type'] === 'function_call' && item['name'] === RECOVERY_TOOL_NAME) map.set(index, -1);
-        else if (!decided && (item['type'] === 'function_call' || item['type'] === 'custom_tool_call'))
-          return release(true) + pass(event, json);
+        else if (!text.decided && (item['type'] === 'function_call' || item['type'] === 'custom_tool_call'))
+          return text.release(true) + pass(event, json);
       }
       if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
         const response = isObj(json['response']) ? json['response'] : {};
@@ -457,18 +461,15 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
         const split = splitCalls(response, 'responses');
         const recoveryOnly = split.recovery.length > 0 && split.others === 0;
         if (type === 'response.completed' && recoveryOnly && canContinue) {
-          release(false);
+          text.release(false);
           return HOLD;
         }
-        return release(!recoveryOnly) + pass(event, json, recoveryOnly);
+        return text.release(!recoveryOnly) + pass(event, json, recoveryOnly);
       }
-      if (type === 'error') return release(true) + pass(event, json);
+      if (type === 'error') return text.release(true) + pass(event, json);
       if (index !== undefined && map.get(index) === -1) return '';
-      if (!decided && (held.length > 0 || (type === 'response.output_item.added' && item?.['type'] === 'message'))) {
-        held.push({ event, json });
-        return '';
-      }
-      return pass(event, json);
+      const opensText = !text.decided && type === 'response.output_item.added' && item?.['type'] === 'message';
+      return text.holding || opensText ? text.hold({ event, json }) : pass(event, json);
     },
     finish(holding) {
       const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, 'responses');
@@ -539,22 +540,11 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   // This round's usage: message_start's, its counters updated by message_delta's (cumulative).
   const roundUsage = (): Obj | undefined =>
     startUsage === undefined && deltaUsage === undefined ? undefined : { ...startUsage, ...deltaUsage };
-  // Text blocks (and what follows them) are held until the round shows whose it is, as in Chat.
-  let decided = false;
-  let held: { readonly event: SseEvent; readonly json?: Obj; readonly entry?: AnthropicBlock }[] = [];
-  const release = (keep: boolean): string => {
-    decided = true;
-    const out = keep
-      ? held.map((h) => (h.entry === undefined ? block(h.event.raw) : pass(h.event, h.json!, h.entry))).join('')
-      : '';
-    held = [];
-    return out;
-  };
-  const holdOrPass = (event: SseEvent): string => {
-    if (decided || held.length === 0) return block(event.raw);
-    held.push({ event });
-    return '';
-  };
+  // Text blocks (and what follows them) are held as in Chat.
+  const text = new HeldText<{ readonly event: SseEvent; readonly json?: Obj; readonly entry?: AnthropicBlock }>(
+    (h, keep) => (!keep ? '' : h.entry === undefined ? block(h.event.raw) : pass(h.event, h.json!, h.entry)),
+  );
+  const holdOrPass = (event: SseEvent): string => (text.holding ? text.hold({ event }) : block(event.raw));
   return {
     push(event) {
       const json = parseJson(event.data);
@@ -569,13 +559,10 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         const entry = contentBlock(blocks, type, json);
         if (entry === undefined) return holdOrPass(event);
         if (entry.recovery) return '';
-        if (!decided && type === 'content_block_start' && entry.block['type'] === 'tool_use')
-          return release(true) + pass(event, json, entry);
-        if (!decided && (held.length > 0 || (type === 'content_block_start' && entry.block['type'] === 'text'))) {
-          held.push({ event, json, entry });
-          return '';
-        }
-        return pass(event, json, entry);
+        const starts = !text.decided && type === 'content_block_start';
+        if (starts && entry.block['type'] === 'tool_use') return text.release(true) + pass(event, json, entry);
+        const opensText = starts && entry.block['type'] === 'text';
+        return text.holding || opensText ? text.hold({ event, json, entry }) : pass(event, json, entry);
       }
       if (type === 'message_delta') {
         const delta = isObj(json['delta']) ? json['delta'] : {};
@@ -584,15 +571,15 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         const split = splitCalls({ content: content() }, 'anthropic');
         const recoveryOnly = split.recovery.length > 0 && split.others === 0;
         if (recoveryOnly && canContinue) {
-          release(false);
+          text.release(false);
           return HOLD;
         }
         let out: Obj = json;
         if (recoveryOnly) out = { ...out, delta: { ...delta, stop_reason: 'end_turn' } };
         if (state.usage !== undefined) out = { ...out, usage: sumUsage(state.usage, roundUsage()) };
-        return release(!recoveryOnly) + (out === json ? block(event.raw) : emit(type, out));
+        return text.release(!recoveryOnly) + (out === json ? block(event.raw) : emit(type, out));
       }
-      if (type === 'message_stop' || type === 'error') return release(true) + block(event.raw);
+      if (type === 'message_stop' || type === 'error') return text.release(true) + block(event.raw);
       return holdOrPass(event);
     },
     finish(holding) {
