@@ -81,3 +81,10 @@ export function requireVault<V extends { put: unknown }>(api: string, options: {
 export function checkOptions(api: string, ok: boolean, message: string): void {
   if (!ok) throw new ConfigError(`${api}: ${message}`);
 }
+
+/** `fields` without its undefined values: optional fields under `exactOptionalPropertyTypes`. */
+export function definedFields<T extends object>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
+}

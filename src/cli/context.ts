@@ -9,6 +9,7 @@ import { loadConfig } from '../config/index.js';
 import type { Config } from '../config/types.js';
 import { TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
+import { definedFields } from '../options.js';
 import { createRecoveryTool, recoveryError, type RecoveryResult, type RecoveryToolHandle } from '../recovery/index.js';
 import { createVault, vaultOptionsFromConfig } from '../vault/index.js';
 import { vaultLocation } from '../vault/configured.js';
@@ -56,14 +57,11 @@ export function integerAtLeast(min: number): (value: string) => number {
 }
 
 /** The config for a command: environment plus `--db` / `--db-url`. A bad variable is a ConfigError (exit 2). */
-export function cliConfig(options: CommonOptions): Config {
-  return loadConfig({
-    env: process.env,
-    overrides: {
-      ...(options.db === undefined ? {} : { dbPath: options.db }),
-      ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
-    },
-  });
+export function cliConfig(
+  options: Pick<CommonOptions, 'db' | 'dbUrl'>,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Config {
+  return loadConfig({ env, overrides: definedFields({ dbPath: options.db, dbUrl: options.dbUrl }) });
 }
 
 export function openConfiguredVault(config: Config): Promise<Vault> {

@@ -12,6 +12,7 @@ import {
   type EvalOptions,
   type EvalResults,
 } from '../../eval/index.js';
+import { definedFields } from '../../options.js';
 import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
 
 interface EvalCliOptions {
@@ -101,17 +102,15 @@ export function renderEvalResults(r: EvalResults): string {
 async function evaluate(options: EvalCliOptions): Promise<void> {
   const pairs = Number(options.pairs);
   const apiKey = process.env[options.apiKeyEnv];
+  const { baseUrl, balancedBaseUrl, model, margin, temperature, seed, maxRounds } = options;
   const run: EvalOptions = {
-    baseUrl: options.baseUrl,
-    ...(options.balancedBaseUrl === undefined ? {} : { balancedBaseUrl: options.balancedBaseUrl }),
-    model: options.model,
+    baseUrl,
+    model,
     pairs,
-    ...(options.margin === undefined ? {} : { margin: options.margin }),
+    temperature,
+    ...definedFields({ balancedBaseUrl, margin, seed, maxRounds }),
     ...(options.resume === undefined ? {} : { resume: readResume(options.resume) }),
-    temperature: options.temperature,
-    ...(options.seed === undefined ? {} : { seed: options.seed }),
     ...(apiKey === undefined || apiKey === '' ? {} : { apiKey }),
-    ...(options.maxRounds === undefined ? {} : { maxRounds: options.maxRounds }),
     ...(options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 }),
   };
   if (options.dryRun === true) {

@@ -1,10 +1,10 @@
 import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
-import { loadConfig, type ConfigOverrides } from '../../config/index.js';
 import type { Config } from '../../config/types.js';
-import { loadProxyConfig, workerShare, type ProxyFlags } from '../../config/proxy.js';
+import { loadProxyConfig, workerShare } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
 import { vaultLocation } from '../../vault/configured.js';
+import { cliConfig } from '../context.js';
 import { servePrimary, STOP_MESSAGE } from './proxy-workers.js';
 
 interface ProxyCliOptions {
@@ -32,32 +32,14 @@ export function proxyTerminatorConfig(
   options: Pick<ProxyCliOptions, 'db' | 'dbUrl'>,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Config {
-  const overrides: ConfigOverrides = {
-    ...(options.db === undefined ? {} : { dbPath: options.db }),
-    ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
-  };
   if (options.db !== undefined && options.dbUrl !== undefined)
     throw new ConfigError('--db and --db-url are mutually exclusive: pick the SQLite file or the PostgreSQL URL');
-  return loadConfig({ env, overrides });
+  return cliConfig(options, env);
 }
 
 async function proxy(options: ProxyCliOptions): Promise<void> {
-  const flags: ProxyFlags = {
-    ...(options.port === undefined ? {} : { port: options.port }),
-    ...(options.host === undefined ? {} : { host: options.host }),
-    ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
-    ...(options.anthropicUpstream === undefined ? {} : { anthropicUpstream: options.anthropicUpstream }),
-    ...(options.token === undefined ? {} : { token: options.token }),
-    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
-    ...(options.bodyMemoBytes === undefined ? {} : { bodyMemoBytes: options.bodyMemoBytes }),
-    ...(options.recoveryRounds === undefined ? {} : { recoveryRounds: options.recoveryRounds }),
-    ...(options.upstreamTimeoutMs === undefined ? {} : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
-    ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
-    ...(options.minBodyRate === undefined ? {} : { minBodyRate: options.minBodyRate }),
-    ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
-    ...(options.maxMemoryBytes === undefined ? {} : { maxMemoryBytes: options.maxMemoryBytes }),
-    ...(options.workers === undefined ? {} : { workers: options.workers }),
-  };
+  // Every other option is a gateway setting of the same name (an undefined one is not given).
+  const { db: _db, dbUrl: _dbUrl, quiet: _quiet, ...flags } = options;
   const settings = loadProxyConfig({ env: process.env, flags });
   const config = proxyTerminatorConfig(options);
   const banner = (url: string): string =>

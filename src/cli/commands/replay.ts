@@ -4,6 +4,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { MODES } from '../../config/index.js';
 import type { Mode } from '../../config/types.js';
 import { readSessions, renderFiguresTable, replaySessions, requestCount } from '../../replay/index.js';
+import { definedFields } from '../../options.js';
 import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
 import { samplePath } from '../sample.js';
 
@@ -65,15 +66,10 @@ async function replay(given: string | undefined, options: ReplayCliOptions): Pro
   );
   let figures;
   try {
+    const { mode, db, ledger, dump, series, window, reserve } = options;
     figures = await replaySessions(sessions, {
       cacheReadPrice: options.cacheReadPrice,
-      ...(options.mode === undefined ? {} : { mode: options.mode }),
-      ...(options.db === undefined ? {} : { db: options.db }),
-      ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
-      ...(options.dump === undefined ? {} : { dump: options.dump }),
-      ...(options.series === true ? { series: true } : {}),
-      ...(options.window === undefined ? {} : { window: options.window }),
-      ...(options.reserve === undefined ? {} : { reserve: options.reserve }),
+      ...definedFields({ mode, db, ledger, dump, series, window, reserve }),
       ...(bar === undefined ? {} : { onProgress: (done: number) => bar.update(done) }),
     });
   } finally {
