@@ -1,18 +1,14 @@
 /**
- * `createTerminator(options)`: wires the operators into the two pipelines (tool results, provider requests) and
- * exposes them as Observable operators plus Promise facades for adapters and replay.
+ * `createTerminator(options)`: the pipelines (runtime/pipelines.ts) as Observable operators plus
+ * Promise facades for adapters and replay.
  *
- * Facade state: everything a conversation holds lives in one Session (src/session/session-cache.ts),
- * kept for the most recently used sessions (`maxSessions`, `maxSessionBytes`) in one cache that
- * every pipeline of the Terminator reads. The Promise facades call the pipelines' stages directly
- * with the call's Session, one call of a kind at a time per session. An evicted session simply
- * starts afresh, and what must survive an eviction or a restart (leases, terminal baselines,
- * sticky renderings) lives in the vault. The pipelines are in `runtime/pipelines.ts`; what is
- * recorded per request in `telemetry/request-record.ts`, the fallback pressure in `budget/pressure.ts`.
+ * Everything a conversation holds lives in one Session (src/session/session-cache.ts) in one cache
+ * of the most recently used sessions; the facades call the stages directly with the call's Session,
+ * one call of a kind at a time per session. An evicted session starts afresh; what must survive an
+ * eviction or a restart (leases, terminal baselines, sticky renderings) lives in the vault.
  *
- * A vault that cannot be opened is not configuration but an internal failure, so by default the
- * Terminator still comes up, in pass-through mode (see `vaultErrors`): the host's agent keeps
- * working with its original content instead of failing to start.
+ * A vault that cannot be opened is an internal failure, not configuration: by default the
+ * Terminator comes up in pass-through mode (see `vaultErrors`) so the host's agent keeps working.
  */
 import { createPressure } from '../../operators/cap-output-budget.js';
 import { fitForeignMarginPct } from '../../operators/fit-window.js';
@@ -121,13 +117,10 @@ export interface TerminatorOptions {
    */
   readonly maxSessions?: number;
   /**
-   * Bytes of per-session request state held over all sessions. A session's state is
-   * estimated at `SESSION_BYTES_PER_CHAR` (src/ledger/request-chars.ts) bytes per character of
-   * its latest request (the items its memos hold and derive from; `npm run bench -- memory`
-   * measures the factor). Past it the least recently used sessions' lanes are dropped (the session
-   * in use stays); a dropped session's next request rebuilds its state from the request and the vault,
-   * so nothing of it is lost: its receipts recover and its sticky renderings come back from the
-   * store.
+   * Bytes of per-session request state held over all sessions, each session estimated at
+   * `SESSION_BYTES_PER_CHAR` (src/ledger/request-chars.ts; `npm run bench -- memory`) bytes per
+   * character of its latest request. Past it the least recently used sessions are dropped (not the
+   * one in use); a dropped session rebuilds its state from its next request and the vault.
    *
    * @defaultValue unbounded (only `maxSessions` bounds them)
    */
@@ -164,10 +157,9 @@ export interface TerminatorOptions {
    */
   readonly ledger?: boolean;
   /**
-   * Most answered requests whose deferred telemetry (metrics row, ledger turn) may wait. Each
-   * waiting one holds a snapshot of its request's message lists; a call that finds this many
-   * waiting first lets the telemetry catch up, so that sustained concurrent load cannot grow
-   * memory without bound. Nothing is dropped.
+   * Most answered requests whose deferred telemetry (metrics row, ledger turn) may wait, each
+   * holding a snapshot of its message lists; a call that finds this many waits for the telemetry
+   * to catch up (nothing is dropped), so sustained load cannot grow memory without bound.
    *
    * @defaultValue 32
    */
@@ -211,7 +203,6 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
       ? Number.POSITIVE_INFINITY
       : intOption('createTerminator', 'maxSessionBytes', options.maxSessionBytes, 0, 1);
   const telemetryBacklog = intOption('createTerminator', 'telemetryBacklog', options.telemetryBacklog, 32, 1);
-  // This Terminator's reductions in flight, which the vault it opens waits for (src/activity.ts).
   const activity = new ReductionActivity();
   const opened = await openVault(config, options.vault, vaultErrors, activity);
   let counter: TokenCounter;
@@ -232,11 +223,8 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     (options.ledger ?? (config.ledger && store.owns)) && failure === undefined && vault.path !== ':memory:',
     activity,
   );
-  // The meter reads the shared item measures (each item's texts tokenized once, by object and by
-  // content, so hosts that rebuild message objects re-serialize but never re-tokenize); what it
-  // counts itself is little (`[]`, instruction text outside skill blocks, once per cut). The
-  // built-in counters count that directly; a counter the host brings, which may be slow or remote,
-  // gets a content memo of its own.
+  // The meter reads the shared item measures and counts little itself; a counter the host brings
+  // (maybe slow or remote) gets a content memo for that.
   const meter = createMessagesMeter(ownsCounter ? counter : createCountMemo(counter, { maxEntries: 8192 }), {
     measures: wired.measures,
   });
@@ -280,12 +268,9 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
   const workingState = config.workingGraphChars > 0 && failure === undefined ? vault.workingState : undefined;
-  // One measurement memo per item for every session's request stages, output cap and telemetry:
-  // each item is serialized once and each of its texts tokenized once, whichever asks first
-  // (src/ledger/item-measures.ts; a rebuilt copy the stages recognised reads the earlier object's).
-  // It records the pieces of the compact JSON it counts: the telemetry meter reads the same
-  // memo and derives its spaced segments from them.
-  // The equalities the request stages recognise, which the measures and the output cap read (src/model/prefix.ts).
+  // One measurement memo per item for every session's stages, output cap and telemetry: each item
+  // serialized once, each text tokenized once (src/ledger/item-measures.ts). It records the pieces
+  // of the compact JSON it counts, from which the telemetry meter derives its spaced segments.
   const recognitions = new Recognitions();
   const measures = createItemMeasures({
     counter,
@@ -294,9 +279,7 @@ function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter
     recordPieces: true,
     trackCounted: STORED_MIN_CHARS,
   });
-  // Counts of large items shared with the other processes on the vault (src/ledger/stored-counts.ts).
   const counts = failure === undefined ? sharedCounts(vault, measures) : undefined;
-  // One prompt counter for every session's output cap, counting each element through that memo.
   const budgetCounter = budgetCounterFrom(counter, { identityCache: true, measures, recognitions });
   const deps: PipelineDeps = {
     config,
@@ -400,15 +383,13 @@ interface FacadeParts {
   readonly meter: MessagesMeter;
   readonly wired: Wired;
   readonly records: BatchQueue<Deferred>;
-  /** The tool outputs this Terminator reduced, by session (what each request showing them saved). */
   readonly credits: ToolCredits;
   readonly ledger: LiveLedger | undefined;
   readonly recordMetrics: boolean;
   readonly sessions: SessionCache;
-  /** Estimated bytes of request state held over all sessions (`TerminatorOptions.maxSessionBytes`). */
   readonly maxSessionBytes: number;
   readonly recoveryTool: RecoveryTool;
-  /** The reductions in flight, counted per Step through each pipeline (src/activity.ts). */
+  /** The reductions in flight, which the vault the Terminator opens waits for (src/activity.ts). */
   readonly activity: ReductionActivity;
 }
 
@@ -467,13 +448,11 @@ function facade(parts: FacadeParts): Terminator {
   const pipelines = pipelinesOf(deps, failure);
   const calls = directCalls(pipelines, new Calls(sessions, parts.activity));
   // The operator face: each subscription opens its own run with its own sessions.
-  const counted = failure === undefined ? parts.activity : undefined;
   const operator = <T>(stage: Stage<T>) =>
-    counted === undefined ? stageOperator(stage) : countReductions(counted, stageOperator(stage));
+    failure !== undefined ? stageOperator(stage) : countReductions(parts.activity, stageOperator(stage));
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
-  /** The deferred telemetry (see Terminator.settled). */
   const settled = (): Promise<void> => records.settled();
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -489,7 +468,6 @@ function facade(parts: FacadeParts): Terminator {
     if (parts.ownsCounter) counter.dispose?.();
     if (parts.store.owns) await vault.close();
   };
-  /** Queue an answered request's records (see Terminator.account). */
   const account = (step: Step<ProviderRequest>, recorded: AccountOptions = {}): void => {
     if ((!parts.recordMetrics && ledger === undefined && recorded.measured === undefined) || closed) return;
     const { sent, continuations, ...extra } = recorded;
@@ -501,7 +479,6 @@ function facade(parts: FacadeParts): Terminator {
     signal?: AbortSignal,
     options?: ReduceRequestOptions,
   ): Promise<Step<ProviderRequest>> => {
-    // A backlog of telemetry (calls answered faster than their records are written) is bounded here.
     if (records.full) await records.room();
     if (!closed) await counts?.prefetch(request, sessions.of(context));
     const out = await calls.request(createStep(request, withBudget(context), signal));
@@ -526,8 +503,7 @@ function facade(parts: FacadeParts): Terminator {
       // A malformed result (not an object) passes as it came: the facade never throws for content.
       const shown = (step.value as Partial<ToolResult> | null | undefined)?.content;
       const raw = (result as Partial<ToolResult> | null | undefined)?.content;
-      // Remembered for this Terminator's own records only (a host measuring itself, as the gateway
-      // does, has the raw outputs in its requests).
+      // For this Terminator's own records (a host measuring itself has the raw outputs in its requests).
       if (
         (parts.recordMetrics || ledger !== undefined) &&
         typeof shown === 'string' &&
@@ -548,8 +524,7 @@ function facade(parts: FacadeParts): Terminator {
     toolCredits: parts.credits,
     pressure: async (request, context) => {
       try {
-        pressureFn ??= createPressure(budgetOptions(config, budgetCounter));
-        const fn = pressureFn;
+        const fn = (pressureFn ??= createPressure(budgetOptions(config, budgetCounter)));
         const pressure = await fn(request, context);
         // With the window fit on, the host compacts only when the fit cannot make room (docs/window.md).
         if (!modeGates(config).compiler || !config.windowFit) return pressure;

@@ -22,9 +22,8 @@ export interface RecoveryTool {
   /** JSON Schema of the arguments (no session id: the host supplies it). */
   readonly parameters: Readonly<Record<string, unknown>>;
   /**
-   * Run one call for the host's session (and tenant: reads and searches see only what that
-   * session of that tenant observed or was delivered). Never throws for bad arguments or unknown
-   * artifacts: returns a JSON error result.
+   * Run one call for the host's session and tenant (it reads only what they observed or were
+   * delivered). Never throws for bad arguments or unknown artifacts: returns a JSON error result.
    */
   handle(args: unknown, host: RecoveryHost): Promise<string>;
 }
@@ -86,8 +85,8 @@ export interface PrepareOptions {
   readonly toolOutputs?: boolean;
   /**
    * The session is shared through the vault (the gateway: restarts, replicas): the offered tool is
-   * saved in its recovery state, and a failure of the store or the pipeline rejects (the host then
-   * sends the request as it came). Otherwise each part fails open on its own.
+   * saved in its recovery state, and a failure of the store or the pipeline rejects (the host sends
+   * the request as it came). Otherwise each part fails open on its own.
    *
    * @defaultValue false
    */
@@ -107,20 +106,16 @@ export interface Prepared {
   readonly changed: boolean;
   /** The recovery tool is offered in `request`. */
   readonly offered: boolean;
-  /**
-   * Remember the recovery rounds a host answered for this request (src/recovery/exchanges.ts), so
-   * later requests show them at their place: `serverSide` for a conversation the provider keeps
-   * (the results wait for the response they answer), `alias` when the upstream continues from
-   * another response id than the one the client's stream carried. Nothing without `exchanges`.
-   * Rejects when the store does.
-   */
   /** Answer one of the model's recovery calls with the host's session and tenant (never the model's); never rejects. */
   answer(args: unknown): Promise<string>;
-  /**
-   * A recovery round's continuation through the request stream again (not recorded: the first
-   * request was), so it fits the window as the first did.
-   */
+  /** A recovery round's continuation through the request stream again (not recorded), so it fits as the first did. */
   refit(request: ProviderRequest, signal?: AbortSignal): Promise<ProviderRequest>;
+  /**
+   * Remember the recovery rounds a host answered for this request (src/recovery/exchanges.ts), so
+   * later requests show them at their place: `serverSide` for a conversation the provider keeps,
+   * `alias` when the upstream continues from another response id than the client's stream carried.
+   * Nothing without `exchanges`. Rejects when the store does.
+   */
   remember(
     exchange: readonly unknown[],
     serverSide?: { readonly responseId?: string; readonly pendingItems?: readonly unknown[] },
@@ -167,22 +162,16 @@ export interface Terminator extends AsyncDisposable {
   readonly vault: Vault;
   readonly counter: TokenCounter;
   /**
-   * True in pass-through mode (the vault could not be opened): nothing is reduced or stored, so
-   * nothing can be recovered, and a host offers no recovery tool. A read-only vault is not
-   * pass-through (what it holds still recovers). Absent: false.
+   * True in pass-through mode (the vault could not be opened): nothing is reduced, stored or
+   * recoverable, and a host offers no recovery tool. A read-only vault is not pass-through. Absent: false.
    */
   readonly passThrough?: boolean;
   /**
-   * The runtime's message meter (what its telemetry attributes tokens with). It reads the request
-   * stages' per-item measurements, so a host accounting the same requests (the proxy does) counts
-   * only what the stages did not. Optional: a Terminator of one's own need not have one.
+   * The runtime's message meter (what its telemetry attributes tokens with), over the request
+   * stages' per-item measurements: a host accounting the same requests counts only what they did not.
    */
   readonly meter?: MessagesMeter;
-  /**
-   * The runtime's item ledger of digests (src/ledger/digests.ts): the tool stage's puts, the request
-   * stages' measures and a host's memos name a text by it, so each new text is hashed once.
-   * Optional: a Terminator of one's own need not have one.
-   */
+  /** The runtime's item ledger of digests (src/ledger/digests.ts): every part names a text by it, hashing it once. */
   readonly digests?: Digests;
   /** Tool-call stream: rtk rewrite. */
   toolCalls(): OperatorFunction<Step<ToolCall>, Step<ToolCall>>;
@@ -195,9 +184,9 @@ export interface Terminator extends AsyncDisposable {
   reduceToolCall(call: ToolCall, context: StepContext, signal?: AbortSignal): Promise<Step<ToolCall>>;
   reduceToolResult(result: ToolResult, context: StepContext, signal?: AbortSignal): Promise<Step<ToolResult>>;
   /**
-   * One provider request through the whole request stream (dedupe → skill gate → compile → budget
-   * cap). Its metrics row and ledger turn are recorded unless `options.record` is false (a host
-   * that changes the request after, or sends recovery rounds, records it with `account`).
+   * One provider request through the whole request stream. Its metrics row and ledger turn are
+   * recorded unless `options.record` is false (a host that changes the request after, or sends
+   * recovery rounds, records it with `account`).
    */
   reduceRequest(
     request: ProviderRequest,
@@ -207,9 +196,8 @@ export interface Terminator extends AsyncDisposable {
   ): Promise<Step<ProviderRequest>>;
   /**
    * The host path (src/runtime/host-path.ts): show the session's answered recovery rounds, reduce
-   * the tool outputs the request shows for the first time, run the request stream, offer the
-   * recovery tool. What the gateway and the client wrappers do with each request; they only
-   * translate types around it.
+   * the tool outputs shown for the first time, run the request stream, offer the recovery tool.
+   * The gateway and the client wrappers only translate types around it.
    */
   prepare(options: PrepareOptions): Promise<Prepared>;
   /**
@@ -225,17 +213,13 @@ export interface Terminator extends AsyncDisposable {
   account?(step: Step<ProviderRequest>, options?: AccountOptions): void;
   /** Resolves once the backlog of requests waiting for their accounting has room; undefined when it has room now. */
   accountingRoom?(): Promise<void> | undefined;
-  /**
-   * The tool outputs this Terminator reduced, by session: what each later request showing them
-   * saved, and how large the raw request was (src/telemetry/tool-credits.ts). Optional.
-   */
+  /** The tool outputs this Terminator reduced, by session: what each later request showing them saved (src/telemetry/tool-credits.ts). */
   readonly toolCredits?: ToolCredits;
   /** Preflight pressure P + R − 1 for hosts that trigger compression themselves. */
   pressure(request: ProviderRequest, context: StepContext): Promise<number>;
   /**
-   * Per-session state held now: the sessions held, and the bytes their state is estimated at
-   * (accounted only under a `maxSessionBytes` bound; 0 without one). With a context: also the
-   * entries held for that session over every session-keyed structure (`entries`; 0 after
+   * Per-session state held now: the sessions, their estimated bytes (0 without a `maxSessionBytes`
+   * bound) and, with a context, that session's entries over every session-keyed structure (0 after
    * {@link Terminator.endSession}).
    */
   heldState(context?: Pick<StepContext, 'sessionId' | 'tenant'>): {
@@ -244,20 +228,17 @@ export interface Terminator extends AsyncDisposable {
     readonly entries?: number;
   };
   /**
-   * The host ended a session: everything held in memory for it is dropped and its pins, leases and renderings become
-   * releasable (retention frees them when it needs room). A later call with the same session id
-   * starts it again. Without this, a session's pins age out after TOKEN_TERMINATOR_SESSION_TTL_SECONDS
-   * of inactivity. Never rejects.
+   * The host ended a session: what is held in memory for it is dropped and its pins, leases and
+   * renderings become releasable (else they age out after TOKEN_TERMINATOR_SESSION_TTL_SECONDS of
+   * inactivity). A later call with the same session id starts it again. Never rejects.
    */
   endSession(context: StepContext): Promise<void>;
   readonly recoveryTool: RecoveryTool;
   /**
-   * Resolves once the telemetry of every request answered so far is written: its metrics row
-   * (`metrics`) and its experiment-ledger turn (`ledger`). `reduceRequest` answers before these
-   * are recorded (they follow on a later turn of the event loop, in call order); `close()` waits
-   * for them, and writes the token counts still waiting for the vault's count store (batched on
-   * a 100 ms timer otherwise). For hosts and tests that read the metrics or the ledger right after a call. Never
-   * rejects: a failed record is dropped, as it always was.
+   * Resolves once the telemetry of every request answered so far is written (metrics row, ledger
+   * turn): `reduceRequest` answers before they are recorded, in call order, on a later turn of the
+   * event loop. For hosts and tests that read them right after a call. Never rejects: a failed
+   * record is dropped.
    *
    * @example
    * await tt.reduceRequest(request, { sessionId: 's1' });
