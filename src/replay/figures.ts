@@ -137,17 +137,24 @@ interface CostPair {
   recovered: number;
 }
 
+/** The sample fields summed as they are. */
+const SUMMED = [
+  'rawChars',
+  'finalChars',
+  'rawTokens',
+  'finalTokens',
+  'rawPrefix',
+  'finalPrefix',
+  'reusePrefix',
+  'reuseBase',
+  'receipts',
+  'recovered',
+] as const;
+
 /** Sums requests; `figures()` applies the definitions above. */
 export class FigureAccumulator {
   #n = 0;
-  #rawChars = 0;
-  #finalChars = 0;
-  #rawTokens = 0;
-  #finalTokens = 0;
-  #rawPrefix = 0;
-  #finalPrefix = 0;
-  #reusePrefix = 0;
-  #reuseBase = 0;
+  readonly #sum = Object.fromEntries(SUMMED.map((k) => [k, 0])) as Record<(typeof SUMMED)[number], number>;
   readonly #route: CostPair = { raw: 0, final: 0, recovered: 0 };
   readonly #builtins = {
     openai: { raw: 0, final: 0, recovered: 0 },
@@ -155,8 +162,6 @@ export class FigureAccumulator {
   };
   readonly #profiles = new Set<string>();
   readonly #fidelity = emptyCounts();
-  #receipts = 0;
-  #recovered = 0;
   #extraMs = 0;
   readonly #ms: number[] = [];
   #window: { overRaw: number; overSent: number; rewrites: number; exceeded: number } | undefined;
@@ -164,12 +169,7 @@ export class FigureAccumulator {
   /** One request, costed under the route's profile and under every built-in one. */
   add(r: RequestSample, route: PricingProfile = PRICING_PROFILES.openai): void {
     this.#n++;
-    this.#rawChars += r.rawChars;
-    this.#finalChars += r.finalChars;
-    this.#rawTokens += r.rawTokens;
-    this.#finalTokens += r.finalTokens;
-    this.#rawPrefix += r.rawPrefix;
-    this.#finalPrefix += r.finalPrefix;
+    for (const k of SUMMED) this.#sum[k] += r[k];
     const rawTpc = r.rawChars === 0 ? 0 : r.rawTokens / r.rawChars;
     const finalTpc = r.finalChars === 0 ? 0 : r.finalTokens / r.finalChars;
     const cost = (p: PricingProfile, into: CostPair): void => {
@@ -184,10 +184,6 @@ export class FigureAccumulator {
     cost(PRICING_PROFILES.openai, this.#builtins.openai);
     cost(PRICING_PROFILES.anthropic, this.#builtins.anthropic);
     this.#profiles.add(route.name);
-    this.#reusePrefix += r.reusePrefix;
-    this.#reuseBase += r.reuseBase;
-    this.#receipts += r.receipts;
-    this.#recovered += r.recovered;
     this.#ms.push(r.ms);
     if (r.window !== undefined) {
       const w = (this.#window ??= { overRaw: 0, overSent: 0, rewrites: 0, exceeded: 0 });
@@ -212,19 +208,19 @@ export class FigureAccumulator {
     const sorted = [...this.#ms].sort((a, b) => a - b);
     const total = this.#ms.reduce((a, b) => a + b, 0) + this.#extraMs;
     const f = this.#fidelity;
+    const s = this.#sum;
     return {
       requests: this.#n,
-      raw_chars: this.#rawChars,
-      final_chars: this.#finalChars,
-      raw_tokens: this.#rawTokens,
-      final_tokens: this.#finalTokens,
-      reduction_pct:
-        this.#rawTokens === 0 ? 0 : round(((this.#rawTokens - this.#finalTokens) / this.#rawTokens) * 100, 2),
-      receipts: this.#receipts,
-      recovered_exact: this.#recovered,
-      recovery_failures: this.#receipts - this.#recovered,
-      cache_prefix_ratio_raw: ratio(this.#rawPrefix, this.#rawChars),
-      cache_prefix_ratio_final: ratio(this.#finalPrefix, this.#finalChars),
+      raw_chars: s.rawChars,
+      final_chars: s.finalChars,
+      raw_tokens: s.rawTokens,
+      final_tokens: s.finalTokens,
+      reduction_pct: s.rawTokens === 0 ? 0 : round(((s.rawTokens - s.finalTokens) / s.rawTokens) * 100, 2),
+      receipts: s.receipts,
+      recovered_exact: s.recovered,
+      recovery_failures: s.receipts - s.recovered,
+      cache_prefix_ratio_raw: ratio(s.rawPrefix, s.rawChars),
+      cache_prefix_ratio_final: ratio(s.finalPrefix, s.finalChars),
       effective_cost_raw: round(this.#route.raw, 3),
       effective_cost_final: round(this.#route.final, 3),
       effective_cost_ratio: ratio(this.#route.final, this.#route.raw),
@@ -235,7 +231,7 @@ export class FigureAccumulator {
       actions_visible_pct: pct(f.actions_visible, f.actions_checked),
       diagnostics_visible_pct: pct(f.diagnostic_lines_visible, f.diagnostic_lines),
       grounding_pct: pct(f.grounding_strings_visible, f.grounding_strings),
-      prefix_reuse: this.#reuseBase === 0 ? 1 : round(this.#reusePrefix / this.#reuseBase, 4),
+      prefix_reuse: s.reuseBase === 0 ? 1 : round(s.reusePrefix / s.reuseBase, 4),
       pricing_profile:
         this.#profiles.size === 1
           ? [...this.#profiles][0]!
@@ -310,21 +306,28 @@ export function commonPrefixChars(
   meter: MessagesMeter,
 ): number {
   if (prev === undefined) return 0;
-  const n = Math.min(prev.length, cur.length);
-  let p = 1; // '['
-  for (let j = 0; j < n; j++) {
-    const a = meter.entry(prev[j]);
-    const b = prev[j] === cur[j] ? a : meter.entry(cur[j]);
-    if (j > 0) p += 2; // ', '
-    if (a === b || a.json === b.json) {
-      p += a.chars;
-      continue;
-    }
-    return p + commonPrefixOfStrings(a.json, b.json);
-  }
+  const { chars, matched } = sharedItems(prev, cur, meter, 2); // after '[', items joined by ', '
   // All shared positions match: equal arrays share everything; otherwise the shorter one's ']'
   // meets the longer one's ',' (or '{' after an empty '[').
-  return prev.length === cur.length ? meter.chars(cur) : p;
+  return matched && prev.length === cur.length ? meter.chars(cur) : 1 + chars;
+}
+
+/** Code points two lists share serialized item by item with `gap` chars between items; `matched`: every shared position equal. */
+function sharedItems(
+  prev: readonly unknown[],
+  cur: readonly unknown[],
+  meter: MessagesMeter,
+  gap: number,
+): { chars: number; matched: boolean } {
+  let p = 0;
+  for (let j = 0; j < Math.min(prev.length, cur.length); j++) {
+    const a = meter.entry(prev[j]);
+    const b = prev[j] === cur[j] ? a : meter.entry(cur[j]);
+    if (j > 0) p += gap;
+    if (a !== b && a.json !== b.json) return { chars: p + commonPrefixOfStrings(a.json, b.json), matched: false };
+    p += a.chars;
+  }
+  return { chars: p, matched: true };
 }
 
 /**
@@ -353,16 +356,5 @@ export function commonPrefixOfStrings(a: string, b: string): number {
 export function itemPrefix(prev: readonly unknown[], cur: readonly unknown[], meter: MessagesMeter): [number, number] {
   let size = 0;
   for (const m of prev) size += meter.entry(m).chars;
-  let p = 0;
-  const n = Math.min(prev.length, cur.length);
-  for (let j = 0; j < n; j++) {
-    const a = meter.entry(prev[j]);
-    const b = prev[j] === cur[j] ? a : meter.entry(cur[j]);
-    if (a === b || a.json === b.json) {
-      p += a.chars;
-      continue;
-    }
-    return [p + commonPrefixOfStrings(a.json, b.json), size];
-  }
-  return [p, size];
+  return [sharedItems(prev, cur, meter, 0).chars, size];
 }
