@@ -123,7 +123,8 @@ export function stringsOf(value: unknown, out: string[] = []): string[] {
 
 const SEP = '\u0000';
 
-function contentTexts(content: unknown): string[] {
+/** The texts of a message content: the string, or its text parts. */
+export function contentTexts(content: unknown): string[] {
   if (typeof content === 'string') return [content];
   if (!Array.isArray(content)) return [];
   return content.flatMap((p) =>

@@ -1,17 +1,14 @@
 /**
  * `replay`: run recorded sessions through the whole pipeline as a host would, and measure.
  *
- * Per session (its own session id): walk the messages in order. A `tool` message goes through the
- * tool-result stream under its canonical tool name (from the matching assistant tool call; corpus
- * `bash` → `terminal`, plus the config's TOKEN_TERMINATOR_TOOL_NAMES), and the reduced result is
- * what the transcript keeps. At each `assistant` message the model received a request: the raw
- * one is `{model, messages: every earlier original message}`, the final one is the request
- * stream's output on `{model, messages: every earlier reduced message}` (plus `tools` when the
- * session records them). Recorded tool calls are not sent through the tool-call stream: their
- * commands already ran, and a rewrite cannot change a recorded output.
+ * Per session, in order: a `tool` message goes through the tool-result stream under its canonical
+ * tool name (corpus `bash` → `terminal`, plus TOKEN_TERMINATOR_TOOL_NAMES) and the transcript keeps
+ * the reduced result. Each `assistant` message was answering a request: raw = every earlier original
+ * message, final = the request stream's output on every earlier reduced message (plus `model` and
+ * `tools` when recorded). Recorded tool calls skip the tool-call stream: their commands already ran.
  *
- * Timing covers the pipeline only (tool stream + request stream); sizes, tokens, receipts
- * verification, metrics rows and the ledger are computed outside the timed sections.
+ * Timing covers the pipeline only; sizes, tokens, receipts, metrics rows and the ledger are
+ * computed outside the timed sections.
  */
 import { closeSync, fchmodSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -180,8 +177,7 @@ export async function replaySessions(
       perSession.push(await replayFigures(session, deps, { all, profile, options, progress }));
     }
   } finally {
-    const open = dump;
-    open?.close();
+    dump?.close();
     await ledger?.close();
     if (options.terminator === undefined) await tt.close();
     if (options.counter === undefined) counter.dispose?.();
@@ -204,7 +200,7 @@ async function replayFigures(
   const { all, profile, options, progress } = run;
   const acc = new FigureAccumulator();
   const points: RequestPoint[] = [];
-  const fidelity = await replayOne(session, {
+  const fidelity = await new SessionReplay(session, {
     ...deps,
     onRequest: (sample) => {
       acc.add(sample, profile);
@@ -216,7 +212,7 @@ async function replayFigures(
       acc.addTime(ms);
       all.addTime(ms);
     },
-  });
+  }).run();
   acc.addFidelity(fidelity);
   all.addFidelity(fidelity);
   return { id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) };
@@ -254,17 +250,11 @@ async function openReplay(
       ledger: false,
       vaultErrors: 'throw',
     }));
-  let dump: DumpWriter | undefined;
   try {
-    dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
-  } catch (error) {
-    if (options.terminator === undefined) await tt.close();
-    throw error;
-  }
-  // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
-  const ledgerAt =
-    tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
-  try {
+    const dump = options.dump === undefined ? undefined : openPrivateStream(options.dump);
+    // With a PostgreSQL vault the ledger lives in the same database (unless a ledger file is named).
+    const ledgerAt =
+      tt.config.dbUrl !== '' && options.ledger === undefined ? { url: tt.config.dbUrl } : { path: ledgerPath ?? '' };
     const ledger = ledgerPath === undefined ? undefined : await openLedger(ledgerAt);
     return { tt, dump, ledger };
   } catch (error) {
@@ -370,10 +360,6 @@ interface Deps {
   readonly runId: string;
   onRequest(sample: Sample): void;
   onExtraTime(ms: number): void;
-}
-
-async function replayOne(session: RecordedSession, d: Deps): Promise<FidelityCounts> {
-  return new SessionReplay(session, d).run();
 }
 
 /** A message of the recording. */

@@ -19,7 +19,7 @@
  */
 import { chatActions } from '../compile/actions.js';
 import { codePoints } from '../measure/index.js';
-import { actionValues, stringsOf, type FidelityCounts } from './fidelity.js';
+import { actionValues, contentTexts, stringsOf, type FidelityCounts } from './fidelity.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -45,18 +45,6 @@ export function useCandidates(values: readonly string[]): { words: string[]; lin
     }
   }
   return { words: [...words], lines: [...lines] };
-}
-
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .flatMap((p) =>
-      typeof p === 'object' && p !== null && typeof (p as Obj)['text'] === 'string'
-        ? [(p as Obj)['text'] as string]
-        : [],
-    )
-    .join('\n');
 }
 
 /** What one request's sight measurement found. */
@@ -130,7 +118,7 @@ export class SightTracker {
     for (; this.#upTo < end; this.#upTo++) {
       const m = this.#messages[this.#upTo]!;
       if (this.#isOutput(this.#upTo)) {
-        this.#outputs.push(contentText(m['content']));
+        this.#outputs.push(contentTexts(m['content']).join('\n'));
         continue;
       }
       other.push(...stringsOf(m));

@@ -1,6 +1,6 @@
 /** Human-readable rendering of replay figures (cli-table3; plain ASCII borders, no colours). */
 import Table from 'cli-table3';
-import type { ReplayFigures } from './figures.js';
+import type { ReplayFigures, SessionFigures } from './figures.js';
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
@@ -50,51 +50,31 @@ export function summaryLine(f: ReplayFigures): string {
   return `summary: ${cost} (cost ratio ${net.toFixed(4)}, ${f.pricing_profile}-style prompt cache, ${recoveries}) · ${tokens} tokens (${int(f.raw_tokens)} → ${int(f.final_tokens)}) · ${sight}`;
 }
 
+/** The per-session table's columns: heading and cell. */
+const SESSION_COLUMNS: readonly (readonly [string, (s: SessionFigures) => string | number])[] = [
+  ['session', (s) => shorten(s.id, 48)],
+  ['req', (s) => s.requests],
+  ['raw tok', (s) => int(s.raw_tokens)],
+  ['final tok', (s) => int(s.final_tokens)],
+  ['red %', (s) => s.reduction_pct.toFixed(2)],
+  ['reuse', (s) => s.prefix_reuse.toFixed(4)],
+  ['cost ratio', (s) => s.effective_cost_ratio.toFixed(4)],
+  ['task %', (s) => s.task_visible_pct.toFixed(2)],
+  ['actions %', (s) => s.actions_visible_pct.toFixed(2)],
+  ['diag %', (s) => s.diagnostics_visible_pct.toFixed(2)],
+  ['ground %', (s) => s.grounding_pct.toFixed(2)],
+  ['use lines %', (s) => s.use_lines_pct.toFixed(2)],
+  ['use words %', (s) => s.use_words_pct.toFixed(2)],
+  ['recov', (s) => s.simulated_recoveries],
+  ['cost+recov', (s) => s.effective_cost_with_recoveries_ratio.toFixed(4)],
+  ['receipts', (s) => `${s.recovered_exact}/${s.receipts}`],
+  ['p50 ms', (s) => s.p50_ms.toFixed(3)],
+];
+
 /** One row per session (the first `maxSessions`). */
 function sessionsTable(f: ReplayFigures, maxSessions: number): string {
-  const t = new Table({
-    head: [
-      'session',
-      'req',
-      'raw tok',
-      'final tok',
-      'red %',
-      'reuse',
-      'cost ratio',
-      'task %',
-      'actions %',
-      'diag %',
-      'ground %',
-      'use lines %',
-      'use words %',
-      'recov',
-      'cost+recov',
-      'receipts',
-      'p50 ms',
-    ],
-    style: plain,
-  });
-  for (const s of f.sessions.slice(0, maxSessions)) {
-    t.push([
-      shorten(s.id, 48),
-      s.requests,
-      int(s.raw_tokens),
-      int(s.final_tokens),
-      s.reduction_pct.toFixed(2),
-      s.prefix_reuse.toFixed(4),
-      s.effective_cost_ratio.toFixed(4),
-      s.task_visible_pct.toFixed(2),
-      s.actions_visible_pct.toFixed(2),
-      s.diagnostics_visible_pct.toFixed(2),
-      s.grounding_pct.toFixed(2),
-      s.use_lines_pct.toFixed(2),
-      s.use_words_pct.toFixed(2),
-      s.simulated_recoveries,
-      s.effective_cost_with_recoveries_ratio.toFixed(4),
-      `${s.recovered_exact}/${s.receipts}`,
-      s.p50_ms.toFixed(3),
-    ]);
-  }
+  const t = new Table({ head: SESSION_COLUMNS.map(([head]) => head), style: plain });
+  for (const s of f.sessions.slice(0, maxSessions)) t.push(SESSION_COLUMNS.map(([, cell]) => cell(s)));
   return t.toString();
 }
 
