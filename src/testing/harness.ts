@@ -199,31 +199,17 @@ export function stagesOf(step: Step<unknown> | undefined): string {
  * order (each output carries its input's `original`, as Steps built with `advance`/`note` do).
  */
 export function checkRun<T>(invariant: InvariantName, result: RunResult<T>, steps: readonly Step<T>[]): void {
+  const broken = (detail: string, where = 'the stream'): InvariantViolation =>
+    new InvariantViolation(invariant, where, detail);
+  const emitted = result.outputs.length;
   if (result.errored)
-    throw new InvariantViolation(
-      invariant,
-      'the stream',
-      `errored with ${describeError(result.error)}; an operator must fail open, never error the stream`,
-    );
+    throw broken(`errored with ${describeError(result.error)}; an operator must fail open, never error the stream`);
   if (!result.completed)
-    throw new InvariantViolation(
-      invariant,
-      'the stream',
-      `did not complete within the deadline (${result.outputs.length} of ${steps.length} Steps emitted)`,
-    );
-  if (result.outputs.length !== steps.length)
-    throw new InvariantViolation(
-      invariant,
-      'the stream',
-      `emitted ${result.outputs.length} Steps for ${steps.length} inputs`,
-    );
+    throw broken(`did not complete within the deadline (${emitted} of ${steps.length} Steps emitted)`);
+  if (emitted !== steps.length) throw broken(`emitted ${emitted} Steps for ${steps.length} inputs`);
   result.outputs.forEach((out, i) => {
     if (out.original !== steps[i]!.original)
-      throw new InvariantViolation(
-        invariant,
-        `step ${i}`,
-        'output is not the Step of input ' + i + ' (order changed or original replaced)',
-      );
+      throw broken(`output is not the Step of input ${i} (order changed or original replaced)`, `step ${i}`);
   });
 }
 

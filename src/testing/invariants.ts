@@ -186,39 +186,27 @@ export function testInvariants<T>(
   const names = options.only ?? (isDepsAware(op) ? [...base, 'fails-open', 'releases-on-unsubscribe'] : base);
   const params = { numRuns: 20, ...options.params };
   const timeout = options.timeout ?? 60_000;
-  const requestOp = op as unknown as OperatorUnderTest<ProviderRequest>;
-  const requestOptions = options as unknown as CacheStableOptions;
-  const register = <A extends unknown[]>(name: string, [arbs, predicate]: PropTuple<A>): void =>
-    test.prop(arbs as never, params as never)(name, predicate as never, timeout);
   for (const name of names) {
-    if (name === 'unchanged-or-smaller')
-      register('output is unchanged or strictly smaller', propertyTests.unchangedOrSmaller(op, options));
-    if (name === 'never-mutates') register('never mutates caller objects', propertyTests.neverMutates(op, options));
-    if (name === 'recovers-exactly')
-      register('every receipt recovers exactly', propertyTests.recoversExactly(op, options));
-    if (name === 'fails-open') register('fails open when a dependency throws', propertyTests.failsOpen(op, options));
-    if (name === 'releases-on-unsubscribe')
-      register('releases resources on unsubscribe', propertyTests.releasesOnUnsubscribe(op, options));
-    if (name === 'cache-stable')
-      register('renders cache-stably over a growing session', propertyTests.cacheStable(requestOp, requestOptions));
-    if (name === 'valid-roles')
-      register('keeps roles valid for the format', propertyTests.validRoles(requestOp, requestOptions));
-    if (name === 'prefix-kept')
-      register(
-        'keeps the instruction prefix unchanged and in place',
-        propertyTests.prefixKept(requestOp, requestOptions),
-      );
-    if (name === 'actions-kept')
-      register('keeps every assistant action verbatim', propertyTests.actionsKept(requestOp, requestOptions));
-    if (name === 'no-dangling-reference')
-      register(
-        'refers only to what the conversation was shown',
-        propertyTests.noDanglingReference(requestOp, requestOptions),
-      );
-    if (name === 'diagnostics-kept')
-      register(
-        'keeps every failing test id and diagnostic line in digests',
-        propertyTests.diagnosticsKept(requestOp, requestOptions),
-      );
+    // `propertyTests` by the camelCase of the name; the request invariants take the same objects, typed for requests.
+    const tuple =
+      propertyTests[name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof propertyTests];
+    if (tuple === undefined) continue;
+    const [arbs, predicate] = (tuple as (op: unknown, o: unknown) => PropTuple<unknown[]>)(op, options);
+    test.prop(arbs as never, params as never)(TITLES[name], predicate as never, timeout);
   }
 }
+
+/** The test title each invariant registers under. */
+const TITLES: Readonly<Record<InvariantName, string>> = {
+  'unchanged-or-smaller': 'output is unchanged or strictly smaller',
+  'never-mutates': 'never mutates caller objects',
+  'recovers-exactly': 'every receipt recovers exactly',
+  'fails-open': 'fails open when a dependency throws',
+  'releases-on-unsubscribe': 'releases resources on unsubscribe',
+  'cache-stable': 'renders cache-stably over a growing session',
+  'valid-roles': 'keeps roles valid for the format',
+  'prefix-kept': 'keeps the instruction prefix unchanged and in place',
+  'actions-kept': 'keeps every assistant action verbatim',
+  'no-dangling-reference': 'refers only to what the conversation was shown',
+  'diagnostics-kept': 'keeps every failing test id and diagnostic line in digests',
+};
