@@ -9,13 +9,11 @@ import { compressToolResult } from '../../../operators/compress-tool-result.js';
 import { runStructuralCases } from '../bench/request-cases.js';
 import { CASE1_COMMAND, case1Diff, nativeSearchFixture } from '../bench/tool-cases.js';
 import { canonicalJson, createTiktokenCounter } from '../../measure/index.js';
-import type { TokenCounter } from '../../measure/types.js';
 import { referencedArtifacts } from '../../receipts/index.js';
 import { ReceiptVerifier, recoverExact } from '../../receipts/verify.js';
 import { createStep, type ToolResult } from '../../step.js';
 import { resolveRtkPath } from '../../tools/spawner.js';
 import { createVault } from '../../vault/index.js';
-import type { Vault } from '../../vault/types.js';
 import { writeJson, writeOut } from '../context.js';
 
 /** One structural case: o200k_base tokens in, ours out, the reference's out. */
@@ -26,16 +24,6 @@ export interface BenchCase {
   readonly reference_output_tokens: number;
 }
 
-async function reduce(
-  vault: Vault,
-  counter: TokenCounter,
-  result: ToolResult,
-  native: { nativeMinChars: number; nativeMaxChars: number },
-): Promise<string> {
-  const op = compressToolResult({ vault, counter, ...native });
-  return (await firstValueFrom(of(createStep(result, { sessionId: 'benchmark' })).pipe(op))).value.content;
-}
-
 /** Run the 8 cases (plus case 1 through rtk when it is on PATH); `recovered` counts exact recoveries. */
 export async function runBenchCases(
   dir: string,
@@ -44,17 +32,18 @@ export async function runBenchCases(
   const counter = createTiktokenCounter('o200k_base');
   const tok = (s: string): number => counter.count(s);
   const ids = new Set<string>();
+  /** One tool result through the compressor; the artifacts its output names count as receipts. */
+  const reduce = async (result: ToolResult): Promise<string> => {
+    const op = compressToolResult({ vault, counter, nativeMinChars: 1000, nativeMaxChars: 4000 });
+    const out = (await firstValueFrom(of(createStep(result, { sessionId: 'benchmark' })).pipe(op))).value.content;
+    for (const id of referencedArtifacts(out)) ids.add(id);
+    return out;
+  };
   try {
     const repo = mkdtempSync(join(dir, 'case1-'));
     const diff = case1Diff(repo);
-    const native = { nativeMinChars: 1000, nativeMaxChars: 4000 };
-    const out1 = await reduce(
-      vault,
-      counter,
-      { callId: 'rtk-1', name: 'terminal', args: { command: CASE1_COMMAND, cwd: repo }, content: diff, exitCode: 0 },
-      native,
-    );
-    for (const id of referencedArtifacts(out1)) ids.add(id);
+    const args = { command: CASE1_COMMAND, cwd: repo };
+    const out1 = await reduce({ callId: 'rtk-1', name: 'terminal', args, content: diff, exitCode: 0 });
     const case1: BenchCase = {
       name: 'rtk_terminal_rewrite',
       raw_tokens: tok(canonicalJson({ command: CASE1_COMMAND, result: diff })),
@@ -80,13 +69,12 @@ export async function runBenchCases(
         : undefined;
 
     const search = nativeSearchFixture();
-    const out2 = await reduce(
-      vault,
-      counter,
-      { callId: 'native-1', name: 'search_files', args: { pattern: 'payload' }, content: search },
-      native,
-    );
-    for (const id of referencedArtifacts(out2)) ids.add(id);
+    const out2 = await reduce({
+      callId: 'native-1',
+      name: 'search_files',
+      args: { pattern: 'payload' },
+      content: search,
+    });
     const case2: BenchCase = {
       name: 'native_search_result',
       raw_tokens: tok(search),

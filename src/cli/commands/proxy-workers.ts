@@ -1,10 +1,8 @@
 /**
- * `token-terminator proxy --workers N` (N > 1): this process is the primary of a node:cluster
- * (Node's own, so no dependency: it shares one listening socket between processes and hands each
- * connection to a worker in turn). Every worker runs the CLI's proxy command as one process does
- * with `--workers 1`; the store is the one thing they share, as replicas do, so a worker that dies
- * loses only the requests it was serving, and the primary forks a replacement on the same port.
- * SIGINT / SIGTERM stop every worker (each closes its proxy) and then the primary.
+ * `token-terminator proxy --workers N`: this process is the primary of a node:cluster (one listening
+ * socket shared by the workers). Every worker runs the proxy command as one process does; they share
+ * only the store, as replicas do, so a worker that dies loses only its requests and the primary forks
+ * a replacement on the same port. SIGINT / SIGTERM stop every worker, then the primary.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
@@ -118,16 +116,11 @@ const NODE_POOL_SIZE = 4;
 
 /**
  * The Node flags a worker starts with: the primary's own, then what Node was not given already —
- * a V8 heap limit of half the worker's share (V8 lets a heap grow well past its live data before
- * collecting; a limit makes it collect first) and a V8 helper-thread pool of the worker's share of
- * the cores. Each worker's V8 runs background compilation and garbage-collection tasks on its pool
- * (4 threads by default): with as many workers as cores, those threads compete with the workers'
- * own main threads for the same cores, and a smaller pool cost less CPU per answer (RELIABILITY.md,
- * proxy-load). With less than two cores per worker the collector also runs on the worker's own
- * thread (`--single-threaded-gc`): its helper tasks find no idle core there, only another worker's,
- * which they preempt (two workers on two cores, `bench proxy-load`: 5.1–5.4 involuntary context
- * switches per answer with helper tasks, 3.4–3.7 without, and 9 % less CPU per answer on average;
- * RELIABILITY.md).
+ * a V8 heap limit of half the worker's share (so V8 collects before its heap grows well past its
+ * live data) and a V8 helper-thread pool of the worker's share of the cores (its helper threads
+ * would compete with the workers' main threads). Under two cores per worker the collector runs on
+ * the worker's own thread (`--single-threaded-gc`): fewer context switches and 9 % less CPU per
+ * answer in `bench proxy-load` (RELIABILITY.md).
  *
  * @example
  * workerExecArgv({ workers: 2, cores: 2, maxMemoryBytes: 469_762_048 }, [], '');
