@@ -3,9 +3,8 @@
 import type { PricingProfile } from './config/pricing.js';
 
 /**
- * How long the vault calls of one host call may wait for locks, in total (ms). Every vault call
- * given the same budget draws from it, so a held lock stalls a whole `reduceToolResult` or
- * `compileRequest` for at most one busy timeout, not one per statement. Mutable by design.
+ * How long the vault calls of one host call may wait for locks, in total (ms): a held lock stalls
+ * a whole call for at most one busy timeout, not one per statement. Mutable by design.
  */
 export interface LockBudget {
   remainingMs: number;
@@ -51,32 +50,28 @@ export interface StepContext {
   /** Stable session id from the host. Never taken from the model. */
   readonly sessionId: string;
   /**
-   * Who owns the session's evidence: a profile name or a digest of the API key (never the key
-   * itself), supplied by the host or the proxy. Reads and searches are scoped to it. Default: the
-   * single local tenant `''`.
+   * Who owns the session's evidence (reads and searches are scoped to it): a profile name or a
+   * digest of the API key, never the key. Default: the single local tenant `''`.
    */
   readonly tenant?: string;
   /** Stable request id; an identical retry must reuse it. */
   readonly requestId?: string;
   readonly route?: Route;
   /**
-   * The request's wire format, as the host received or built it (the gateway's endpoint, the
-   * adapter's client). Every stage reads the request in this format instead of guessing it from
-   * content. Default: detected from the request (src/model/read.ts `detectFormat`).
+   * The request's wire format as the host received or built it; every stage reads the request in
+   * it. Default: detected from the request (src/model/read.ts `detectFormat`).
    */
   readonly format?: RequestFormat;
   /** Working directory of the host's terminal, for rewrite caching and temporal scope. */
   readonly cwd?: string;
   /**
-   * How long this call's vault writes may wait for locks, in total. The runtime's facades give
-   * every call one busy timeout (TOKEN_TERMINATOR_BUSY_TIMEOUT_MS) shared by all its stages;
-   * hosts driving the operators themselves may set one. Default: a busy timeout per write.
+   * How long this call's vault writes may wait for locks, in total (the facades give every call
+   * one TOKEN_TERMINATOR_BUSY_TIMEOUT_MS for all its stages). Default: a busy timeout per write.
    */
   readonly lockBudget?: LockBudget;
   /**
-   * Prompt tokens the host adds to the request after the request pipeline (the gateway's recovery
-   * tool definition): the window fit leaves room for them, so what goes upstream fits W − R.
-   * Default: 0.
+   * Prompt tokens the host adds after the request pipeline (the recovery tool definition): the
+   * window fit leaves room for them, so what goes upstream fits W − R. Default: 0.
    */
   readonly addedPromptTokens?: number;
 }
@@ -99,12 +94,10 @@ export function storeScope(context: StepContext): StoreScope {
 const STATE_KEY_MARK = '\u001f';
 
 /**
- * The key of everything a session holds (working state, renderings, recovery state, the
- * conversation memo, focus terms): its tenant and its id, so a session id one tenant gives can
- * never name another tenant's session. The single local tenant `''` keeps the plain session id
- * (rows written before tenants were keyed stay found); any other tenant, or an id holding the
- * mark, is length-prefixed behind the mark (`\u001f<tenant length>\u001f<tenant><session id>`):
- * the encoding is injective, whatever characters either part holds.
+ * The key of everything a session holds: its tenant and its id, so one tenant's session id never
+ * names another tenant's session. The local tenant `''` keeps the plain session id; any other
+ * tenant, or an id holding the mark, is length-prefixed behind the mark
+ * (`\u001f<tenant length>\u001f<tenant><session id>`), so the encoding is injective.
  *
  * @example
  * sessionStateKey({ sessionId: 's1' }); // 's1'

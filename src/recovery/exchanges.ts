@@ -2,15 +2,12 @@
  * Recovered exchanges, kept per session and shown again at the same place in later requests.
  *
  * The caller never sees a recovery round, so its next request lacks it. An exchange is anchored
- * after the conversation item the round followed (its position and a digest of that item, as the
- * caller sent it); a later request whose item at that position has the same digest gets the
- * exchange inserted right after it, byte for byte as before. The model keeps what it recovered
- * and the prompt prefix stays what the provider cached. When the upstream keeps the conversation
- * (Responses `previous_response_id`), only the results of a round the caller's turn ended on are
- * kept, and sent along with the next request that chains to that response.
+ * after the item the round followed (position and digest); a later request with the same item
+ * there gets the exchange inserted after it, byte for byte, so the model keeps what it recovered
+ * and the cached prefix holds. When the upstream keeps the conversation (`previous_response_id`),
+ * the round's results go with the next request that chains to its response.
  *
- * The whole state of a session is one JSON value in the store (the vault's renderings), so a
- * restarted process or a second replica on the same store shows the same exchanges.
+ * A session's state is one JSON value in the vault's renderings, shared by restarts and replicas.
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../measure/index.js';
@@ -260,13 +257,10 @@ export interface ShownExchanges {
 
 /**
  * {@link applyExchanges}, except that a recovered artifact rejoins the working set: an exchange
- * whose every call recovered (part of) an output the caller's request itself carries is not
- * inserted again, and that output is shown as the caller sent it instead of its receipt or digest
- * (see {@link rejoinOutputs}). The model then sees the content once, and never more than the
- * caller sent for it. Other exchanges (what the request does not carry) are inserted as before.
- * Only an exchange of this conversation rejoins anything: the item it was anchored after is in
- * the request. A new conversation reusing the session id runs the same command and carries the
- * same output, but the model of that conversation never recovered it: it gets its first view.
+ * whose every call recovered (part of) an output the request itself carries is not inserted
+ * again, and that output is shown as the caller sent it ({@link rejoinOutputs}), so the model sees
+ * it once. Only an exchange of this conversation (its anchor item is in the request) rejoins: a
+ * new conversation reusing the session id gets its own first view.
  */
 export function showExchanges(
   request: ProviderRequest,

@@ -1,8 +1,6 @@
 /**
- * The recovery tool on the three wire formats, as plain JSON: its definition, whether a request
- * offers it, the model's calls to it in a response, and the conversation items that record one
- * answered round (the "exchange"). Shared by the custom-loop wrappers and the proxy; no SDK
- * import, no I/O.
+ * The recovery tool on the three wire formats, as plain JSON (no SDK, no I/O): its definition, the
+ * model's calls to it, and the items that record one answered round (the "exchange").
  */
 import { referencedArtifacts } from '../receipts/index.js';
 import type { RecoveryTool } from '../runtime/types.js';
@@ -269,9 +267,8 @@ export function carriesReceipt(request: ProviderRequest, format: RecoveryWireFor
 }
 
 /**
- * Two usage objects added up, field by field (numbers summed, nested objects such as
- * `prompt_tokens_details` recursed, anything else taken from `b`): the same for every format's
- * usage shape. Undefined when neither is an object.
+ * Two usage objects of any format added up: numbers summed, nested objects recursed, anything
+ * else from `b`. Undefined when neither is an object.
  */
 export function sumUsage(a: unknown, b: unknown): Obj | undefined {
   if (!isObj(a)) return isObj(b) ? b : undefined;

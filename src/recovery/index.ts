@@ -131,14 +131,12 @@ function failure(code: string, message: string, field?: string): RecoveryResult 
   return { error: field === undefined ? { code, message } : { code, message, field } };
 }
 
-function snakeKey(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
-/** Vault-defined keys only (one level): user data such as JSON key names is never rewritten. */
+/** Vault-defined keys in snake_case, one level only: user data such as JSON key names is never rewritten. */
 function snakeTop(value: unknown): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [snakeKey(k), v]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]),
+  );
 }
 
 function summaryJson(s: ArtifactSummary): RecoveryResult {
@@ -160,12 +158,11 @@ function parseArgs(args: unknown): RecoveryArgs {
     try {
       input = JSON.parse(input) as unknown;
     } catch {
-      throw new ArgumentProblem('arguments', 'arguments must be a JSON object');
+      input = undefined;
     }
   }
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
     throw new ArgumentProblem('arguments', 'arguments must be a JSON object');
-  }
   const parsed = recoveryArgsSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
