@@ -10,15 +10,13 @@ import type { CallKind, SessionCache } from '../session/session-cache.js';
 import { failOpen, note, type Step } from '../step.js';
 
 export class Calls {
-  readonly #sessions: SessionCache;
-  readonly #activity: ReductionActivity | undefined;
   readonly #shutdown = new AbortController();
 
   /** @param activity - where each call is counted in flight until its stages are done (src/activity.ts). */
-  constructor(sessions: SessionCache, activity?: ReductionActivity) {
-    this.#sessions = sessions;
-    this.#activity = activity;
-  }
+  constructor(
+    private readonly sessions: SessionCache,
+    private readonly activity?: ReductionActivity,
+  ) {}
 
   /** Run one Step through `stage` with its session; never rejects. */
   run<T>(kind: CallKind, stage: OpenStage<T>, step: Step<T>): Promise<Step<T>> {
@@ -26,8 +24,8 @@ export class Calls {
     const skipped = (reason: string): Step<T> => note(step, { stage: `runtime:${kind}`, kind: 'skipped', reason });
     if (shutdown.aborted) return Promise.resolve(skipped('runtime closed'));
     if (step.signal?.aborted) return Promise.resolve(skipped('aborted'));
-    const session = this.#sessions.of(step.context);
-    const end = this.#activity?.begin();
+    const session = this.sessions.of(step.context);
+    const end = this.activity?.begin();
     return new Promise<Step<T>>((resolve) => {
       let settled = false;
       const onAbort = (): void => settle(skipped('aborted'));

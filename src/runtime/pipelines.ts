@@ -21,6 +21,7 @@ import type { Config } from '../config/types.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { WorkingStateStore } from '../vault/ports.js';
 import { chainStages, type Stage, type StageOperator } from '../operator-kit.js';
+import { definedFields } from '../options.js';
 import { WeakMemo } from '../weak-memo.js';
 import { errorLabel, note, type ProviderRequest, type Step, type ToolCall, type ToolResult } from '../step.js';
 import type { Vault } from '../vault/types.js';
@@ -65,10 +66,6 @@ export function gateCounter(counter: TokenCounter, gates: ModeGates): { readonly
 export function budgetOptions(config: Config, counter: BudgetCounter): { config: Config; counter?: BudgetCounter } {
   return config.incontext.backend === 'tiktoken' && config.tokenizerJson === '' ? { config, counter } : { config };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Pipelines. Stages not switched on by the mode are left out entirely (identity), not skipped
-// per element, so a disabled mode costs nothing.
 
 export interface PipelineDeps {
   readonly config: Config;
@@ -180,10 +177,7 @@ export function requestPipeline(d: PipelineDeps): Stage<ProviderRequest> {
   if (!d.gates.compiler && !d.gates.budget) return chain<ProviderRequest>([]);
   const c = d.config;
   const { vault, gate } = d;
-  const shared = {
-    ...(d.measures === undefined ? {} : { measures: d.measures }),
-    ...(d.recognitions === undefined ? {} : { recognitions: d.recognitions }),
-  };
+  const shared = definedFields({ measures: d.measures, recognitions: d.recognitions });
   const observations = c.observationPattern;
   return chain<ProviderRequest>([
     d.gates.compiler && d.gates.native ? recordFocus : undefined,
