@@ -36,6 +36,9 @@ import {
 import { prefixBreak } from './cache-stable.js';
 
 const clip = (s: string): string => (s.length > 100 ? `${s.slice(0, 97)}…` : s);
+/** A tool output or an observation, named for a report. */
+const slotName = (slot: Slot): string =>
+  slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`;
 
 /** Index of the first assistant item (the end of the instruction prefix); the list length when none. */
 function prefixLength(request: ProviderRequest): number {
@@ -160,17 +163,13 @@ export function danglingReferences(request: ProviderRequest, shownBefore: Readon
     const delta = parseDelta(text);
     if (delta !== undefined) {
       if (!here.has(delta.previous))
-        problems.push(
-          `${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} is a delta against ${delta.previous}, which this request does not show`,
-        );
+        problems.push(`${slotName(slot)} is a delta against ${delta.previous}, which this request does not show`);
       continue;
     }
     if (!text.startsWith('[Token Terminator')) continue;
     for (const id of referencedArtifacts(text)) {
       if (!here.has(id) && !shownBefore.has(id))
-        problems.push(
-          `${slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`} names ${id}, which this conversation was never shown`,
-        );
+        problems.push(`${slotName(slot)} names ${id}, which this conversation was never shown`);
     }
   }
   return problems;
@@ -249,7 +248,7 @@ export function missingDiagnostics(input: ProviderRequest, output: ProviderReque
     if (text === undefined || !text.startsWith('[Token Terminator digest')) continue;
     const original = originalOf(slot);
     if (original === undefined || original.startsWith('[Token Terminator')) continue;
-    const where = slot.kind === 'user' ? `user message ${slot.item}` : `tool output ${slot.callId ?? '?'}`;
+    const where = slotName(slot);
     // Judged by replay's ruler (src/measure/diagnostic-ruler.ts, read by replay), not by the classifier the digest uses.
     const exit = exitStatusOf(original);
     const distinct = diagnosticLines(original, Infinity).filter(
@@ -278,8 +277,8 @@ export function missingDiagnostics(input: ProviderRequest, output: ProviderReque
 
 /**
  * The failure lines of `output` that a first view of it leaves out, as replay's ruler
- * (src/measure/diagnostic-ruler.ts, read by replay) finds them: each must be a whole line of `view`. Independent of the
- * classifier the compactors use, so a classifier that misses a line cannot pass its own check.
+ * (src/measure/diagnostic-ruler.ts) finds them: each must be a whole line of `view`. Independent of
+ * the compactors' classifier, so a classifier that misses a line cannot pass its own check.
  *
  * @example
  * import { missingFailureLines } from 'token-terminator/testing';
