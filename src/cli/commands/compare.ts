@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { effectiveLedgerPath, loadConfig, MODES } from '../../config/index.js';
+import { definedFields } from '../../options.js';
 import { openLedger } from '../../telemetry/ledger.js';
 import { CliError, writeJson, writeOut } from '../context.js';
 
@@ -22,10 +23,7 @@ async function compare(a: string, b: string, options: CompareOptions): Promise<v
     throw new CliError('compare: give --ledger or --db-url, not both');
   const config = loadConfig({
     env: process.env,
-    overrides: {
-      ...(options.ledger === undefined ? {} : { ledgerPath: options.ledger }),
-      ...(options.dbUrl === undefined ? {} : { dbUrl: options.dbUrl }),
-    },
+    overrides: definedFields({ ledgerPath: options.ledger, dbUrl: options.dbUrl }),
   });
   // With --db-url (or TOKEN_TERMINATOR_DB_URL) the ledger is in that database, unless --ledger names a file.
   const url = options.ledger === undefined ? config.dbUrl : '';

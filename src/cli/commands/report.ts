@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { definedFields } from '../../options.js';
 import { cliConfig, CliError, writeOut } from '../context.js';
 import { samplePath } from '../sample.js';
 
@@ -51,12 +52,7 @@ async function report(options: ReportCliOptions): Promise<void> {
   }
   const quality =
     options.eval === undefined ? undefined : parseQualityResults(readJson(options.eval, 'eval results (eval --out)'));
-  const html = renderReport(figures, {
-    source,
-    ...(options.title === undefined ? {} : { title: options.title }),
-    ...(quality === undefined ? {} : { quality }),
-    ...(rateCard === undefined ? {} : { rateCard }),
-  });
+  const html = renderReport(figures, { source, ...definedFields({ title: options.title, quality, rateCard }) });
   const out = resolve(options.out);
   writeFileSync(out, html, { mode: 0o644 });
   const n = figures.sessions.length;

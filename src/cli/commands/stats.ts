@@ -15,8 +15,7 @@ import {
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
 const count = (n: number, noun: string): string => `${int(n)} ${noun}${n === 1 ? '' : 's'}`;
-/** "12.50 % fewer", or "3.10 % more" when the final side is larger. */
-// A negative saving is not "−n % fewer": the reduction cost more than it saved.
+/** "12.50 % fewer", or "3.10 % more: …" when the reduction cost more than it saved (never "−n % fewer"). */
 const change = (pct: number): string =>
   pct < 0
     ? `${Math.abs(pct).toFixed(2)} % more: the reduction cost more than it saved (recovery rounds or restored content)`
