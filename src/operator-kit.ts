@@ -134,11 +134,12 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
     const controller = new AbortController();
     const outer = step.signal;
     const onOuterAbort = (): void => controller.abort(outer?.reason);
-    if (outer?.aborted) {
-      subscriber.next(step);
+    const emit = (out: Step<T>): undefined => {
+      subscriber.next(out);
       subscriber.complete();
       return undefined;
-    }
+    };
+    if (outer?.aborted) return emit(step);
     outer?.addEventListener('abort', onOuterAbort, { once: true });
     let result: Promise<Step<T> | undefined> | Step<T> | undefined;
     try {
@@ -150,23 +151,17 @@ function runReducer<T>(stage: string, reduce: StepReducer<T>, step: Step<T>): Ob
       // Synchronous reductions emit synchronously: no microtask hop on the hot path, and marble
       // tests in virtual time see them in the frame they arrived.
       outer?.removeEventListener('abort', onOuterAbort);
-      subscriber.next(result ?? step);
-      subscriber.complete();
-      return undefined;
+      return emit(result ?? step);
     }
     let settled = false;
     result.then(
       (out) => {
         settled = true;
-        if (subscriber.closed) return;
-        subscriber.next(out ?? step);
-        subscriber.complete();
+        if (!subscriber.closed) emit(out ?? step);
       },
       (error: unknown) => {
         settled = true;
-        if (subscriber.closed) return;
-        subscriber.next(controller.signal.aborted ? step : failOpen(step, stage, error));
-        subscriber.complete();
+        if (!subscriber.closed) emit(controller.signal.aborted ? step : failOpen(step, stage, error));
       },
     );
     return () => {

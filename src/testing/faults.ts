@@ -134,7 +134,6 @@ export function throwingCounter(name = 'throwing'): TokenCounter {
  */
 export function throwingSpawn(): (...args: unknown[]) => never {
   return () => {
-    const fault = new InjectedFault('spawn');
-    throw fault;
+    throw new InjectedFault('spawn');
   };
 }
