@@ -1,21 +1,10 @@
 /**
- * The fidelity figures of `replay` (docs/fidelity.md), measured on each replayed request against
- * the final request as the model gets it. "Present" means: the string occurs verbatim in one of the
- * final request's strings (message contents, text parts, tool-call arguments).
- *
- * - task: the request's final request contains the content of every instruction-prefix message
- *   (every message before the first assistant message) verbatim;
- * - actions: over requests × earlier assistant actions (each tool call's arguments string; for an
- *   assistant message without tool calls, each fenced block's body, trimmed), the share present;
- * - diagnostics: for every tool output of at least 4,000 chars, its diagnostic lines
- *   (src/measure/diagnostic-ruler.ts, at most 20 per output) present in the first final request after it;
- * - grounding: for every tool output of at least 1,000 chars, the strings of the agent's next three
- *   actions (identifiers and paths of ≥ 4 chars, numbers of ≥ 2 digits) that occur in the output
- *   and nowhere earlier in the conversation were learned from it; the share of them present in the
- *   first final request after the output.
- *
- * Tool outputs are `tool` messages and, for text-protocol sessions, user messages after the first
- * assistant message that the observation pattern recognises.
+ * The fidelity figures of `replay` (task, actions, diagnostics, grounding), defined in
+ * docs/fidelity.md "How it is checked" and measured on each replayed request against the final
+ * request as the model gets it. "Present": verbatim in one of the final request's strings. Tool
+ * outputs are `tool` messages and, for text-protocol sessions, the user messages after the first
+ * assistant message that the observation pattern recognises; diagnostic lines are replay's ruler's
+ * (src/measure/diagnostic-ruler.ts).
  */
 import { chatActions } from '../compile/actions.js';
 import type { ObservationTest } from '../compile/observations.js';

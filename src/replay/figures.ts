@@ -10,16 +10,10 @@
  *   tokens-per-char) and a request below the minimum billed at 1 × throughout; summed; ratio
  *   final/raw. `effective_cost_*` use the route's profile (`pricing_profile`); the ratio under
  *   each built-in profile is reported as well (`effective_cost_ratio_openai`, `_anthropic`);
- * - prefix reuse: over consecutive requests of a session, the common prefix of final n and final
- *   n+1 over the size of final n, both over the concatenated serialized messages (no array
- *   brackets, so raw sessions score exactly 1), Σ prefix / Σ size;
- * - fidelity (task, actions, diagnostics, grounding): src/replay/fidelity.ts; sight at use
- *   (`use_lines_pct`, `use_words_pct`, `actions_missing_use_pct`, `simulated_recoveries`):
- *   src/replay/sight.ts;
- * - effective cost with recoveries: the finals' effective cost plus, per simulated recovery, one
- *   round trip `requestCost(final size + new input, cached = final size)` (the final request read
- *   again from cache, the page and call written), over the raw requests' effective cost; under the
- *   route's profile and each built-in one;
+ * - prefix reuse, fidelity, sight at use and the effective cost with recoveries: docs/fidelity.md
+ *   (src/replay/fidelity.ts, src/replay/sight.ts); a simulated recovery is billed as
+ *   `requestCost(final size + new input, cached = final size)`; prefix reuse is measured over the
+ *   concatenated serialized messages (no array brackets, so raw sessions score exactly 1);
  * - timing: wall time of the pipeline per request (tool stream included), p50/p95 by linear
  *   interpolation between closest ranks (numpy's default), total = Σ.
  * Rounding (output only; sums are exact): percentages 2 decimals, ratios 4, costs and ms 3, RSS 1.

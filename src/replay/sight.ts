@@ -1,21 +1,8 @@
 /**
- * Sight at the moment of use (docs/fidelity.md): whether the agent could still see, in the request
- * that produced an action, what that action copies from earlier tool outputs; and the recovery
- * round trips the missing items would have cost a live loop. Defined exactly as follows.
- *
- * - The action of a replayed request is the recorded assistant message that answered it: each tool
- *   call's arguments decoded to their string values (a string that is not JSON counts as itself),
- *   or, for a message without tool calls, each fenced block's body.
- * - Its used items are words (`[A-Za-z_][A-Za-z0-9_./-]{3,}` or `\d{2,}`) and stripped lines of
- *   ≥ 20 chars of those strings (distinct per action) that occur in some earlier tool output of the
- *   conversation (as recorded) and in no other earlier message (instruction prefix, user messages,
- *   the agent's own texts and call arguments, raw and decoded).
- * - An item is present when its JSON-escaped form occurs in the JSON of the final request's
- *   messages. `use_lines_pct` / `use_words_pct`: present over used; `actions_missing_use_pct`:
- *   actions (requests answered by at least one action string) with a used line not present.
- * - A simulated recovery is an action with any used item not present: one round trip that reads
- *   the final request again from cache and adds min(8,000, chars of the most recent earlier tool
- *   output holding a missing item) + 200 chars of new input (billed by src/replay/figures.ts).
+ * Sight at the moment of use: whether the agent could still see, in the request that produced an
+ * action, what that action copies from earlier tool outputs (its *used items*), and the recovery
+ * round trip the missing ones would have cost a live loop (billed by src/replay/figures.ts).
+ * Defined exactly in docs/fidelity.md "How it is checked" (sight at use, `simulated_recoveries`).
  */
 import { chatActions } from '../compile/actions.js';
 import { codePoints } from '../measure/index.js';
