@@ -1,11 +1,8 @@
 /**
- * token-terminator: the package's main export, what a user composes: `createTerminator`, the operators
- * (also on `token-terminator/operators`), the vault, counters, receipts, the recovery tool, the output
- * budget, configuration and its types, and the errors. Adapters have their own subpaths
- * (`token-terminator/adapters/*`, each with its framework as an optional peer), test helpers theirs
- * (`token-terminator/testing`), and the report its own (`token-terminator/report`); replay, eval and the
- * CLI are tooling behind the `token-terminator` command. Internals stay in their modules: the package
- * has not been published, so nothing here is kept for compatibility.
+ * token-terminator: what a user composes — `createTerminator`, the operators (also on
+ * `token-terminator/operators`), the vault, counters, receipts, the recovery tool, the output budget,
+ * configuration and the errors. Adapters, the testing kit and the report have their own subpaths;
+ * replay, eval and the CLI are tooling behind the `token-terminator` command.
  */
 export type * from './step.js';
 export type * from './operator-kit.js';

@@ -113,10 +113,9 @@ export interface RequestOptions {
    */
   readonly resultContent?: 'mixed' | 'string' | 'blocks';
   /**
-   * How the agent acts: 'tools' (function calling), 'text' (a text protocol, as SWE-agent and
-   * mini-swe-agent speak it: one fenced ```bash block per assistant message, the output back in a
-   * user message in mini-swe-agent's `<returncode>N</returncode>` + `<output>` template, no tool
-   * definitions), or 'both' (either, per conversation).
+   * How the agent acts: 'tools' (function calling), 'text' (mini-swe-agent's protocol: one fenced
+   * ```bash block per assistant message, the output in the next user message as
+   * `<returncode>N</returncode>` + `<output>`, no tool definitions), or 'both' (per conversation).
    *
    * @defaultValue 'tools'
    */
@@ -223,8 +222,7 @@ export function conversation(options: RequestOptions = {}): fc.Arbitrary<Convers
     });
 }
 
-// Copy an earlier call (name, args and output) over a later one: the same command run twice, the
-// same file read twice. Duplicate outputs are what duplicate collapse and leases act on.
+// Copy an earlier call over a later one (the same command run twice): what duplicate collapse acts on.
 function applyDuplicates(turns: readonly TurnSpec[], pairs: readonly (readonly [number, number])[]): TurnSpec[] {
   const calls = turns.flatMap((t, ti) => t.steps.flatMap((s, si) => s.calls.map((c, ci) => ({ ti, si, ci, c }))));
   const out = turns.map((t) => ({ ...t, steps: t.steps.map((s) => ({ ...s, calls: [...s.calls] })) }));

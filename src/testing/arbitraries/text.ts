@@ -1,11 +1,8 @@
 /**
- * Realistic tool outputs: terminal logs, search hits, numbered file reads, JSON, repeated and
- * near-repeated lines, Unicode (astral characters included), from a few characters to well past
- * the 12,000-char thresholds where reductions start.
- *
- * Large texts are expanded deterministically from a small shrinkable spec (shape, target size,
- * seed, vocabulary) instead of being drawn character by character: generation stays fast and a
- * failing 30,000-char output shrinks to a small one.
+ * Realistic tool outputs (docs/custom-operators.md), from a few characters to well past the
+ * 12,000-char thresholds where reductions start. Large texts are expanded deterministically from a
+ * small shrinkable spec (shape, size, seed, vocabulary), so generation stays fast and a failing
+ * 30,000-char output shrinks to a small one.
  */
 import fc from 'fast-check';
 
