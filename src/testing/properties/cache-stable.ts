@@ -35,12 +35,10 @@ export function prefixBreak(
 }
 
 /**
- * A boundary predicate for `isBoundary`: a boundary is declared wherever the `applied` decisions
- * of the given stages (default: all) differ between the previous and the next output — stage,
- * reason, artifacts or saved chars/tokens — i.e. where an operator replaced more or other content
- * than before (a block of turns collapsed, a lease expired). Between two such points the
- * rendering must stay byte-stable: an operator that rewrites the prefix while reporting the same
- * decision is caught.
+ * A boundary predicate for `isBoundary`: wherever the `applied` decisions of the given stages
+ * (default: all) differ between two outputs (stage, reason, artifacts, saved chars/tokens), an
+ * operator replaced more or other content. Between such points the rendering must stay
+ * byte-stable, so a prefix rewrite that reports the same decision is caught.
  *
  * @example
  * testInvariants(test, op, { vault, only: ['cache-stable'], isBoundary: decisionsChanged(['compileRequest']) });
