@@ -56,11 +56,7 @@ export interface CollapseDuplicatesOptions extends RequestStageOptions {
    * @defaultValue `32_000` (config `maxInlineChars`)
    */
   readonly maxInlineChars?: number;
-  /**
-   * Size of that bounded view in code points (≥ 200).
-   *
-   * @defaultValue `8000`
-   */
+  /** Size of that bounded view in code points (≥ 200). @defaultValue `8000` */
   readonly inlineViewChars?: number;
   /**
    * Which user messages of a text-protocol agent are command output (as in compileRequest).

@@ -24,11 +24,7 @@ export interface FitWindowOptions {
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
   /** The counter of the incremental per-item counts (far from the boundary). Required. */
   readonly counter: TokenCounter;
-  /**
-   * The per-item measurement memo the other request stages share.
-   *
-   * @defaultValue none: the stage's own
-   */
+  /** The per-item measurement memo the other request stages share. @defaultValue none: the stage's own */
   readonly measures?: ItemMeasures;
   /**
    * The output budget's settings: W, R and the exact counter are the ones `capOutputBudget` uses.
@@ -42,11 +38,7 @@ export interface FitWindowOptions {
    * @defaultValue `70`
    */
   readonly lowWaterPct?: number;
-  /**
-   * Within this share of W (percent) the exact counter decides instead of the incremental counts.
-   *
-   * @defaultValue `5`
-   */
+  /** Within this share of W (percent) the exact counter decides instead of the incremental counts. @defaultValue `5` */
   readonly exactMarginPct?: number;
   /**
    * The reductions in the order they are taken (TOKEN_TERMINATOR_WINDOW_FIT_ORDER).
@@ -54,11 +46,7 @@ export interface FitWindowOptions {
    * @defaultValue `['reasoning', 'digest-idle', 'view', 'receipt']`
    */
   readonly order?: readonly FitStep[];
-  /**
-   * Outputs shorter than this (code points) are never reduced.
-   *
-   * @defaultValue `600` (config `contextMinVaultChars`)
-   */
+  /** Outputs shorter than this (code points) are never reduced. @defaultValue `600` (config `contextMinVaultChars`) */
   readonly minChars?: number;
   /**
    * Turns without a reference after which the working set counts an output as done with.
@@ -66,17 +54,9 @@ export interface FitWindowOptions {
    * @defaultValue `1` (config `workingSetIdleTurns`)
    */
   readonly idleTurns?: number;
-  /**
-   * Budget of the failure lines a digest keeps (code points).
-   *
-   * @defaultValue `400` (config `digestDiagnosticChars`)
-   */
+  /** Budget of the failure lines a digest keeps (code points). @defaultValue `400` (config `digestDiagnosticChars`) */
   readonly diagnosticChars?: number;
-  /**
-   * Budget of a bounded view of an oversized output (code points).
-   *
-   * @defaultValue `4000`
-   */
+  /** Budget of a bounded view of an oversized output (code points). @defaultValue `4000` */
   readonly viewChars?: number;
   /**
    * Safety margin, in percent of the counted prompt, when the route's provider counts with its own

@@ -59,23 +59,11 @@ export interface DeltaCandidateOptions extends Pick<
 > {
   /** Where exact outputs and baselines live (required). */
   readonly vault: DeltaVault;
-  /**
-   * Mode gate (on in balanced and aggressive); ignored when `flags` is given.
-   *
-   * @defaultValue `'balanced'`
-   */
+  /** Mode gate (on in balanced and aggressive); ignored when `flags` is given. @defaultValue `'balanced'` */
   readonly mode?: Mode;
-  /**
-   * Mode flags computed from the config; `flags.temporal` gates the delta.
-   *
-   * @defaultValue the flags of `mode`
-   */
+  /** Mode flags computed from the config; `flags.temporal` gates the delta. @defaultValue the flags of `mode` */
   readonly flags?: ModeFlags;
-  /**
-   * Baselines per session (`session`) or shared across sessions (`workspace`).
-   *
-   * @defaultValue `'session'`
-   */
+  /** Baselines per session (`session`) or shared across sessions (`workspace`). @defaultValue `'session'` */
   readonly scope?: 'session' | 'workspace';
   /**
    * Smaller outputs get no delta (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS, ≥ 1).
@@ -83,11 +71,7 @@ export interface DeltaCandidateOptions extends Pick<
    * @defaultValue `2000` (config `temporalMinChars`)
    */
   readonly minChars?: number;
-  /**
-   * Size target of the compact rendering a delta must beat when there is no compact candidate.
-   *
-   * @defaultValue `4000`
-   */
+  /** Size target of the compact rendering a delta must beat when there is no compact candidate. @defaultValue `4000` */
   readonly compactMaxChars?: number;
 }
 

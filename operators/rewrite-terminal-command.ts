@@ -31,11 +31,7 @@ const MARKER = ': RTK && ';
 
 /** Options of {@link rewriteTerminalCommand}; every field is optional. */
 export interface RewriteTerminalCommandOptions {
-  /**
-   * Mode gate; ignored when `flags` is given. In `suggest` the rewrite is measured only.
-   *
-   * @defaultValue `'balanced'`
-   */
+  /** Mode gate; ignored when `flags` is given. In `suggest` the rewrite is measured only. @defaultValue `'balanced'` */
   readonly mode?: Mode;
   /**
    * Mode flags computed from the config (`modeFlags(config)`); they win over `mode`.
@@ -43,77 +39,29 @@ export interface RewriteTerminalCommandOptions {
    * @defaultValue the flags of `mode`
    */
   readonly flags?: ModeFlags;
-  /**
-   * Pinned rtk binary; beats PATH lookup (TOKEN_TERMINATOR_RTK_PATH).
-   *
-   * @defaultValue `rtk` looked up on PATH
-   */
+  /** Pinned rtk binary; beats PATH lookup (TOKEN_TERMINATOR_RTK_PATH). @defaultValue `rtk` looked up on PATH */
   readonly rtkPath?: string;
-  /**
-   * Environment for PATH lookup and TERMINAL_ENV/TERMINAL_BACKEND.
-   *
-   * @defaultValue `process.env`
-   */
+  /** Environment for PATH lookup and TERMINAL_ENV/TERMINAL_BACKEND. @defaultValue `process.env` */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Deadline for one `rtk rewrite` call, ms (≥ 50).
-   *
-   * @defaultValue `500` (config `timeoutMs`)
-   */
+  /** Deadline for one `rtk rewrite` call, ms (≥ 50). @defaultValue `500` (config `timeoutMs`) */
   readonly timeoutMs?: number;
-  /**
-   * Cache time-to-live, ms (≥ 1).
-   *
-   * @defaultValue `600_000` (config `cacheTtlSeconds` × 1000)
-   */
+  /** Cache time-to-live, ms (≥ 1). @defaultValue `600_000` (config `cacheTtlSeconds` × 1000) */
   readonly cacheTtlMs?: number;
-  /**
-   * Cache entries (≥ 1).
-   *
-   * @defaultValue `512` (config `cacheSize`)
-   */
+  /** Cache entries (≥ 1). @defaultValue `512` (config `cacheSize`) */
   readonly cacheSize?: number;
-  /**
-   * Command prefixes never rewritten (case-insensitive, after left-trim).
-   *
-   * @defaultValue `[]`
-   */
+  /** Command prefixes never rewritten (case-insensitive, after left-trim). @defaultValue `[]` */
   readonly exclude?: readonly string[];
-  /**
-   * Terminal backends allowed (`all` allows every one).
-   *
-   * @defaultValue `['local']`
-   */
+  /** Terminal backends allowed (`all` allows every one). @defaultValue `['local']` */
   readonly backends?: readonly string[];
-  /**
-   * Skip pytest commands whose project config is already quiet.
-   *
-   * @defaultValue `true`
-   */
+  /** Skip pytest commands whose project config is already quiet. @defaultValue `true` */
   readonly pytestGuard?: boolean;
-  /**
-   * Prefix rewritten commands with `: RTK && `.
-   *
-   * @defaultValue `false`
-   */
+  /** Prefix rewritten commands with `: RTK && `. @defaultValue `false` */
   readonly previewMarker?: boolean;
-  /**
-   * Host tool name → canonical name.
-   *
-   * @defaultValue terminal, bash, shell, run_terminal_cmd … → terminal
-   */
+  /** Host tool name → canonical name. @defaultValue terminal, bash, shell, run_terminal_cmd … → terminal */
   readonly toolNames?: Readonly<Record<string, string>>;
-  /**
-   * Process spawner.
-   *
-   * @defaultValue `spawn` from node:child_process
-   */
+  /** Process spawner. @defaultValue `spawn` from node:child_process */
   readonly spawn?: Spawner;
-  /**
-   * Monotonic clock in ms for the cache.
-   *
-   * @defaultValue `performance.now`
-   */
+  /** Monotonic clock in ms for the cache. @defaultValue `performance.now` */
   readonly clock?: () => number;
   /**
    * File reader for the pytest config probe; returns undefined when the file cannot be read.
@@ -121,11 +69,7 @@ export interface RewriteTerminalCommandOptions {
    * @defaultValue `fs.readFileSync` (undefined on error)
    */
   readonly readFile?: ReadTextFile;
-  /**
-   * Observer of spawned pids (tests check that they are reaped).
-   *
-   * @defaultValue none
-   */
+  /** Observer of spawned pids (tests check that they are reaped). @defaultValue none */
   readonly onSpawn?: (pid: number) => void;
 }
 

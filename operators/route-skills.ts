@@ -27,47 +27,19 @@ export interface RouteSkillsOptions {
    * @defaultValue none (only the character count is compared)
    */
   readonly counter?: TokenCounter;
-  /**
-   * Keep every entry scoring at least this.
-   *
-   * @defaultValue `2`
-   */
+  /** Keep every entry scoring at least this. @defaultValue `2` */
   readonly minScore?: number;
-  /**
-   * Catalogs with fewer entries are left alone (≥ 1).
-   *
-   * @defaultValue `8`
-   */
+  /** Catalogs with fewer entries are left alone (≥ 1). @defaultValue `8` */
   readonly minCatalogSkills?: number;
-  /**
-   * Opt-in cap on kept entries; 0 = no cap.
-   *
-   * @defaultValue `0`
-   */
+  /** Opt-in cap on kept entries; 0 = no cap. @defaultValue `0` */
   readonly maxSkills?: number;
-  /**
-   * Names always kept.
-   *
-   * @defaultValue `[]`
-   */
+  /** Names always kept. @defaultValue `[]` */
   readonly alwaysKeep?: readonly string[];
-  /**
-   * Replaces the lexical IDF scorer; a throw falls back to lexical.
-   *
-   * @defaultValue the lexical IDF scorer
-   */
+  /** Replaces the lexical IDF scorer; a throw falls back to lexical. @defaultValue the lexical IDF scorer */
   readonly scorer?: SkillScorer;
-  /**
-   * Catalog delimiters.
-   *
-   * @defaultValue `<available_skills>` … `</available_skills>`
-   */
+  /** Catalog delimiters. @defaultValue `<available_skills>` … `</available_skills>` */
   readonly delimiters?: Delimiters;
-  /**
-   * Both must be in the request's tools, or nothing is routed.
-   *
-   * @defaultValue `['skills_list', 'skill_view']`
-   */
+  /** Both must be in the request's tools, or nothing is routed. @defaultValue `['skills_list', 'skill_view']` */
   readonly discoveryTools?: readonly [string, string];
   /**
    * When given, routed catalogs are remembered in the vault (sticky across restarts).

@@ -47,11 +47,7 @@ export interface CompressToolResultOptions {
    * @defaultValue none (only the character count is compared)
    */
   readonly counter?: TokenCounter;
-  /**
-   * Mode gate; ignored when `flags` is given.
-   *
-   * @defaultValue `'balanced'`
-   */
+  /** Mode gate; ignored when `flags` is given. @defaultValue `'balanced'` */
   readonly mode?: Mode;
   /**
    * Mode flags computed from the config: `native` gates everything, `nativeReadFile` adds read_file.
@@ -65,23 +61,11 @@ export interface CompressToolResultOptions {
    * @defaultValue `12000` (config `nativeMinChars`)
    */
   readonly nativeMinChars?: number;
-  /**
-   * Target size of native compact text (≥ 1000).
-   *
-   * @defaultValue `8000` (config `nativeMaxChars`)
-   */
+  /** Target size of native compact text (≥ 1000). @defaultValue `8000` (config `nativeMaxChars`) */
   readonly nativeMaxChars?: number;
-  /**
-   * Terminal results shorter than this are untouched (≥ 1).
-   *
-   * @defaultValue `2000`
-   */
+  /** Terminal results shorter than this are untouched (≥ 1). @defaultValue `2000` */
   readonly terminalMinChars?: number;
-  /**
-   * Target size of line-budgeted terminal renderings (≥ 200).
-   *
-   * @defaultValue `4000`
-   */
+  /** Target size of line-budgeted terminal renderings (≥ 200). @defaultValue `4000` */
   readonly terminalMaxChars?: number;
   /**
    * 'auto' keeps the smaller of the reference and line modes (the line mode when the reference
@@ -104,11 +88,7 @@ export interface CompressToolResultOptions {
    * @defaultValue `2_000_000` (config `maxArtifactChars`)
    */
   readonly maxArtifactChars?: number;
-  /**
-   * Terminal backends allowed, compared case-insensitively (`all` allows every one).
-   *
-   * @defaultValue `['local']`
-   */
+  /** Terminal backends allowed, compared case-insensitively (`all` allows every one). @defaultValue `['local']` */
   readonly backends?: readonly string[];
   /**
    * Host tool name → canonical name (search_files, process, read_file, terminal).
@@ -116,11 +96,7 @@ export interface CompressToolResultOptions {
    * @defaultValue none (only the canonical names and their built-in aliases are recognised)
    */
   readonly toolNames?: Readonly<Record<string, string>>;
-  /**
-   * Environment read for TERMINAL_ENV/TERMINAL_BACKEND.
-   *
-   * @defaultValue `process.env`
-   */
+  /** Environment read for TERMINAL_ENV/TERMINAL_BACKEND. @defaultValue `process.env` */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /**
    * The names the conversation is about (its task, the agent's recent messages), for this

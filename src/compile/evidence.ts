@@ -88,11 +88,7 @@ const MAX_TEXT_CHARS = 32 * 1024 * 1024;
 
 /** Options of {@link createEvidenceStore}; every field is optional. */
 export interface EvidenceStoreOptions {
-  /**
-   * Bound of the content → artifact memo (entries).
-   *
-   * @defaultValue 10,000
-   */
+  /** Bound of the content → artifact memo (entries). @defaultValue 10,000 */
   readonly maxEntries?: number;
   /**
    * The digest ledger the texts are named by (the session meter's): its digest is the memo key and

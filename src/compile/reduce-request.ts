@@ -132,11 +132,7 @@ export interface CompileRequestOptions extends RequestStageOptions {
    * @defaultValue `0` (config `workingGraphChars`)
    */
   readonly workingGraphChars?: number;
-  /**
-   * Where the working state lives (the store behind working_state_apply / _get).
-   *
-   * @defaultValue none
-   */
+  /** Where the working state lives (the store behind working_state_apply / _get). @defaultValue none */
   readonly workingState?: WorkingStateStore;
 }
 
