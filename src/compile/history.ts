@@ -43,22 +43,15 @@ export interface HistoryOptions extends Pick<
   | 'requestsAhead'
   | 'digestDiagnosticChars'
   | 'collapseAfterTurns'
+  | 'historyPolicy'
+  | 'workingSetIdleTurns'
 > {
   readonly sessionId: string;
   /** Opt-in reduction of old assistant reasoning. */
   readonly reasoning: boolean;
   readonly pricing: PricingProfile;
-  /**
-   * `working-set`: an output becomes a candidate only once the agent has not referred to it for
-   * `idleTurns` turns (src/compile/working-set.ts), and the rule prices the recovery a digest may
-   * cause; `lazy`: a candidate from the request after it was shown. Default `lazy` here (the
-   * operator's own default is the config's).
-   */
-  readonly policy?: 'working-set' | 'lazy';
-  /** Idle turns before the working-set policy lets an output go (≥ 1). */
-  readonly idleTurns?: number;
   /** false: render the earlier decisions only, choosing no new batch (the gate refused the new one). */
-  readonly newBatch?: boolean;
+  readonly newBatch: boolean;
 }
 
 export type RewriteKind = 'digest' | 'receipt' | 'reasoning';
@@ -90,10 +83,7 @@ export interface HistoryPlan {
   readonly decided: readonly { readonly key: string; readonly kind: RewriteKind }[];
   /** Keys of the outputs this request shows inline (mark them shown once it goes out). */
   readonly shown: readonly string[];
-  /**
-   * Deltas of a changed output, by slot path (JSON): the key to mark shown when the request goes
-   * out with the delta resolved into the output it stands for (see {@link fullShownKey}).
-   */
+  /** Deltas of a changed output, by slot path (JSON): the key to mark shown once sent resolved. */
   readonly fullShown: ReadonlyMap<string, string>;
   readonly requestKey: string;
   readonly rewrittenOutputs: number;
@@ -105,11 +95,7 @@ export interface HistoryPlan {
   readonly failure?: string;
 }
 
-/**
- * What planning found about one output slot, kept for the session's next request: an extended
- * view hands over the previous view's slot objects (src/model/read.ts), and their chain keys,
- * text sizes and renderings do not change.
- */
+/** What planning found about one output slot, reused while the next view hands over the same slot object. */
 export interface OutputFacts {
   readonly slot: Slot;
   readonly chain: string;
@@ -124,11 +110,9 @@ export interface OutputFacts {
 
 /**
  * The key counting the requests that showed a changed output in full where the conversation holds
- * a delta of it. A delta whose output changed (current ≠ previous) shows a diff, not the output: a
- * digest of it would name content no request showed inline. It becomes a candidate only after
- * requests carried it resolved (its base hidden by a rewrite, compileRequest shows the output itself).
+ * a delta of it: a digest of a diff would name content no request showed inline.
  */
-export const fullShownKey = (key: string): string => `${key}|full`;
+const fullShownKey = (key: string): string => `${key}|full`;
 
 /** Whether the output is a temporal delta of an output that changed (a diff, not "no changes"). */
 function changedDelta(f: OutputFacts): boolean {
@@ -142,11 +126,7 @@ function changedDelta(f: OutputFacts): boolean {
 /** The key of an output in the conversation: its item's chain hash and its path in the item. */
 const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringify(slot.path.slice(2))}`;
 
-/**
- * What planning decided for one output. SHOWN_AGAIN and UPGRADED are decided again by every
- * request (a moved boundary, a lease count still growing, the collapse horizon); the others stand
- * while the memo's answers do.
- */
+/** What planning decided for one output; SHOWN_AGAIN and UPGRADED are decided again by every request. */
 const SKIPPED = 0; // not history (the prefix, or no item)
 const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
 const UPGRADED = 2; // APPLIED, and `upgrades` the bare receipt it may become
@@ -210,14 +190,14 @@ export async function planHistory(
   const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
   const requestKey = chain.at(-1) ?? '';
   // The fixed-block opt-in keeps its own schedule: the working set applies to the cache-economic rule.
-  const idle = o.policy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
+  const idle = o.historyPolicy === 'working-set' && o.blockTurns === 0 ? idleTurns(state, view, outputs) : undefined;
   const past = sessionPast(state);
   const { applied, candidates, shown, facts, returned } = await decideOutputs(state, memo, outputs, o, {
     ...bounds,
     requestKey,
     idle,
     chain,
-    idleLimit: workingSetIdleLimit(past, o.idleTurns),
+    idleLimit: workingSetIdleLimit(past, o.workingSetIdleTurns),
   });
   notePast(past, applied, returned);
   const fullShown = new Map<string, string>();
@@ -238,7 +218,7 @@ export async function planHistory(
   const keepItems =
     renderItems(state, view, keptEdits.length === 0 ? applied : byItemOrder([...applied, ...keptEdits])) ?? view.items;
   let chosen: Target[] = [];
-  if (candidates.length > 0 && o.newBatch !== false) {
+  if (candidates.length > 0 && o.newBatch) {
     // An earlier output an edit result's view names goes only with that edit result: hiding it
     // alone would show the edit result whole again.
     const open = new Set(candidates.map((c) => JSON.stringify(c.slot.path)));
@@ -259,31 +239,13 @@ export async function planHistory(
   const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
   const failed = dropped.length;
   for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
-  if (final.length === 0)
-    return {
-      items: view.items,
-      receipts,
-      decided: [],
-      shown,
-      fullShown,
-      requestKey,
-      rewrittenOutputs: 0,
-      reducedReasoning: 0,
-      batch: false,
-      failed,
-      ...(failure === undefined ? {} : { failure }),
-    };
-  // Without a new batch or a failure the final renderings are the kept ones. Otherwise in item
-  // order (stable: the changes of one item keep their order), which lets the rendering start
-  // from the previous request's (src/compile/apply.ts).
+  // Without a new batch or a failure the final renderings are the kept ones.
   const items =
-    chosen.length === 0 && final.length === applied.length
-      ? keepItems
-      : (renderItems(
-          state,
-          view,
-          [...final].sort((a, b) => a.slot.item! - b.slot.item!),
-        ) ?? view.items);
+    final.length === 0
+      ? view.items
+      : chosen.length === 0 && final.length === applied.length
+        ? keepItems
+        : (renderItems(state, view, byItemOrder(final)) ?? view.items);
   const decidedKeys = new Set(chosen.map((c) => c.key));
   return {
     items,
@@ -386,15 +348,12 @@ function historyBounds(view: RequestView, o: HistoryOptions): HistoryBounds | un
   const protectedFrom = steps.starts[Math.max(0, count - o.inlineRecentTurns)] ?? view.items.length;
   const collapseBefore =
     o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
-  const sealedBefore =
+  const sealed =
     o.blockTurns > 0
-      ? sealedItem(
-          steps.starts,
-          horizons(count, { blockSteps: o.blockTurns, inlineRecentSteps: o.inlineRecentTurns, collapseAfterSteps: 0 })
-            .sealed,
-          view.items.length,
-        )
-      : view.items.length;
+      ? horizons(count, { blockSteps: o.blockTurns, inlineRecentSteps: o.inlineRecentTurns, collapseAfterSteps: 0 })
+          .sealed
+      : count;
+  const sealedBefore = steps.starts[sealed] ?? view.items.length;
   return { start, protectedFrom, collapseBefore, sealedBefore };
 }
 
@@ -427,8 +386,7 @@ async function decideOutputs(
   const shown: string[] = [];
   const returned: string[] = [];
   const { decided, visit } = outputDecider(state, memo, o, b);
-  // What the previous plan found per output (its key, text size, renderings), reused for the
-  // outputs this view shares with it: a long history is not re-keyed and re-looked-up every request.
+  // What the previous plan found per output, reused for the outputs this view shares with it.
   const previous = state.memo.historyFacts ?? [];
   const facts: OutputFacts[] = [];
   let p = 0;
@@ -467,11 +425,7 @@ async function decideOutputs(
 
 type Pending = Promise<unknown> | undefined;
 
-/**
- * The per-output decision of one request: `visit(k, f, i)` decides output `k` (its facts `f`,
- * its item `i`) into `decided`, synchronously while the memo's answers and the renderings are
- * known (a request names every item of its history: no microtask per item).
- */
+/** `visit(k, f, i)` decides output `k` into `decided`, synchronously while the memo's answers are known. */
 function outputDecider(
   state: SessionState,
   memo: ConversationMemo,
@@ -488,7 +442,6 @@ function outputDecider(
     f.targets[kind] = t;
     return t ?? undefined;
   };
-  // What the loop decides per output (by index in `outputs`).
   const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
   const visit = (k: number, f: OutputFacts, i: number): Pending => {
     decided.keys[k] = f.key;
@@ -645,11 +598,7 @@ interface Receipts {
   readonly failure: string | undefined;
 }
 
-/**
- * The receipt of each rendering in `order`, vaulted or verified when not known; a rendering whose
- * artifact cannot be stored or found is dropped (it stays inline). Apart from planHistory: a
- * small function the engine optimizes, for a loop that runs over every rewritten output.
- */
+/** The receipt of each rendering in `order`; one whose artifact cannot be stored or found is dropped (stays inline). */
 async function receiptsOf(state: SessionState, order: readonly Target[], o: HistoryOptions): Promise<Receipts> {
   const receipts: { artifactId: string; verified: boolean }[] = [];
   const final: Target[] = [];
@@ -702,10 +651,8 @@ function idleByItem(outputs: readonly Slot[], idle: readonly number[]): Map<numb
 }
 
 /**
- * What this session's own past says about its digests: the outputs it has had rewritten so far, and
- * those the agent came back to afterwards (an assistant turn referred to a rewritten output again:
- * the words it used were in the digest's original, src/compile/working-set.ts). Kept with the
- * session's state; decided from requests already sent, so the same history gives the same answer.
+ * The outputs this session had rewritten so far, and those the agent came back to afterwards
+ * (src/compile/working-set.ts); decided from requests already sent, so the same history gives the same answer.
  */
 export interface SessionPast {
   readonly rewritten: Set<string>;
@@ -778,11 +725,6 @@ export function expectedRecovery(
 ): number {
   const trip = p.cacheRead * requestChars + p.cacheWrite * (Math.min(8000, itemChars) + 200);
   return trip * returnChance(idle, past);
-}
-
-/** Item index where the sealed steps end. */
-function sealedItem(starts: readonly number[], sealed: number, length: number): number {
-  return sealed < starts.length ? starts[sealed]! : length;
 }
 
 /** Requests so far in the conversation: runs of assistant items after the prefix. */
@@ -859,12 +801,9 @@ async function outputTarget(
   return target;
 }
 
-/** The session memo's key of "a reused receipt's artifact was found in the vault". */
-const verifiedKey = (id: string): string => `verified:${id}`;
-
 /** verifiedOnce's answer when it is known without asking the vault. */
 function verifiedNow(state: SessionState, id: string): boolean {
-  return state.derived.get(verifiedKey(id))?.value === true && !state.evidence.isGone(id);
+  return state.derived.get(`verified:${id}`)?.value === true && !state.evidence.isGone(id);
 }
 
 /**
@@ -875,7 +814,7 @@ async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
   if (verifiedNow(state, id)) return true;
   // A text the session's ledger hashed to this id is compared with the row, not hashed again.
   const ok = await state.reads.verify(id, state.meter.digests.known(id)).catch(() => false);
-  if (ok) state.derived.set(verifiedKey(id), { value: true, chars: 1 });
+  if (ok) state.derived.set(`verified:${id}`, { value: true, chars: 1 });
   return ok;
 }
 

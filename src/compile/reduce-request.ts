@@ -253,18 +253,9 @@ export async function reduceRequest(
   let replannedForGone = false;
   for (;;) {
     const plan = await planHistory(state, memo, view, outputs, {
+      ...s,
       newBatch,
       sessionId,
-      minChars: s.minChars,
-      maxArtifactChars: s.maxArtifactChars,
-      inlineRecentTurns: s.inlineRecentTurns,
-      inlineLeases: s.inlineLeases,
-      blockTurns: s.blockTurns,
-      requestsAhead: s.requestsAhead,
-      policy: s.historyPolicy,
-      idleTurns: s.workingSetIdleTurns,
-      digestDiagnosticChars: s.digestDiagnosticChars,
-      collapseAfterTurns: s.collapseAfterTurns,
       reasoning: s.options.reasoning === true,
       pricing: pricing ?? PRICING_PROFILES.openai,
     });
