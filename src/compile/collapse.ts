@@ -216,9 +216,9 @@ export async function markDuplicates(
 }
 
 /**
- * The applied decisions of a delivered plan: each mechanism is credited with what it saved
- * (collapsed duplicates under this stage, bounded views of outputs over the inline limit under
- * their own id); the parts add up to the measured saving exactly.
+ * The applied decisions of a delivered plan: collapsed duplicates under this stage, bounded views
+ * under their own id, each credited with its share of the chars it took off; the second part takes
+ * the rest, so the parts add up to the measured saving exactly.
  */
 export function creditedDecisions(
   managed: readonly Managed[],
@@ -226,64 +226,27 @@ export function creditedDecisions(
 ): Decision[] {
   const duplicated = managed.filter((p) => p.duplicate);
   const viewed = managed.filter((p) => !p.duplicate);
-  const share = creditShares(duplicated, viewed);
-  const parts = [
-    {
-      stage: STAGE,
-      slots: duplicated,
-      share: share.duplicates,
-      reason: `${duplicated.length} duplicate(s) collapsed`,
-    },
-    {
-      stage: STAGES.boundedView,
-      slots: viewed,
-      share: 1 - share.duplicates,
-      reason: `${viewed.length} bounded view(s)`,
-    },
-  ].filter((x) => x.slots.length > 0);
-  const first = credit(parts[0]!, measured, parts.length === 1);
-  return parts.length > 1 ? [first, credit(parts[1]!, measured, false, parts[0])] : [first];
-}
-
-type Part = {
-  readonly stage: string;
-  readonly slots: readonly { readonly receipt: { readonly artifactId: string } }[];
-  readonly share: number;
-  readonly reason: string;
-};
-
-/** The part of the chars a set of managed slots took off (each slot's original size minus what it shows). */
-function creditShares(
-  duplicated: readonly { readonly slot: Slot; readonly text: string }[],
-  viewed: readonly { readonly slot: Slot; readonly text: string }[],
-): { readonly duplicates: number } {
-  const cut = (ps: readonly { readonly slot: Slot; readonly text: string }[]): number =>
+  const cut = (ps: readonly Managed[]): number =>
     ps.reduce((n, p) => n + Math.max(0, (slotText(p.slot.value) ?? '').length - p.text.length), 0);
   const d = cut(duplicated);
   const v = cut(viewed);
-  return { duplicates: d + v === 0 ? (viewed.length === 0 ? 1 : 0) : d / (d + v) };
-}
-
-/**
- * One mechanism's applied decision: its share of the measured saving (the last part takes the rest,
- * so the parts add up to the measured saving exactly).
- */
-function credit(
-  part: Part,
-  measured: { readonly savedChars: number; readonly savedTokens?: number | undefined },
-  whole: boolean,
-  before?: Part,
-): Decision {
-  const of = (n: number): number =>
-    whole ? n : before === undefined ? Math.round(n * part.share) : n - Math.round(n * before.share);
-  return {
-    stage: part.stage,
+  const share = d + v === 0 ? (viewed.length === 0 ? 1 : 0) : d / (d + v);
+  const decision = (stage: string, slots: readonly Managed[], reason: string, of: (n: number) => number): Decision => ({
+    stage,
     kind: 'applied',
-    reason: part.reason,
+    reason,
     savedChars: of(measured.savedChars),
     ...(measured.savedTokens === undefined ? {} : { savedTokens: of(measured.savedTokens) }),
-    artifacts: [...new Set(part.slots.map((p) => p.receipt.artifactId))],
-  };
+    artifacts: [...new Set(slots.map((p) => p.receipt.artifactId))],
+  });
+  const dup = (of: (n: number) => number): Decision =>
+    decision(STAGE, duplicated, `${duplicated.length} duplicate(s) collapsed`, of);
+  const view = (of: (n: number) => number): Decision =>
+    decision(STAGES.boundedView, viewed, `${viewed.length} bounded view(s)`, of);
+  const whole = (n: number): number => n;
+  if (viewed.length === 0) return [dup(whole)];
+  if (duplicated.length === 0) return [view(whole)];
+  return [dup((n) => Math.round(n * share)), view((n) => n - Math.round(n * share))];
 }
 
 /** The decision of a request whose dangling deltas were replaced by the outputs they stand for. */
