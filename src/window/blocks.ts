@@ -1,19 +1,8 @@
 /**
- * The last steps of the window fit (docs/window.md): when one receipt per old output and message
- * still leaves the request over the low-water mark, a block of consecutive old turns, oldest first,
- * becomes one assistant item carrying one receipt. Its artifact is the block's items exactly as the
- * compiler sent them (JSON), so one recovery gives the whole block back byte for byte.
- * - `block`: turns whose actions are fenced command blocks in the assistant's text (no tool call)
- *   keep those blocks verbatim after the receipt;
- * - `block-actions`: only when that is not enough, any old turn, tool calls included, goes into the
- *   receipt, whose text shows every call it holds verbatim (tool name and exact arguments), so the
- *   agent still sees each action it took;
- * - `block-brief`: when even that leaves the request over: the same blocks, with the long arguments
- *   of their calls (a whole file body of an editor `create`) shortened to their head;
- * - `block-summary`: the last resort: the blocks name the commands run (a few, shortened) and the
- *   files touched.
- * Never touched: the instruction prefix, the user-authored messages (a block keeps them verbatim, in
- * order, after its receipt) and the newest turn with the agent's last round.
+ * The last steps of the window fit (docs/window.md, the block steps): a block of consecutive old
+ * turns, oldest first, becomes one assistant item carrying one receipt, whose artifact is the
+ * block's items exactly as sent (JSON). The prefix, the user-authored messages (kept verbatim after
+ * the receipt) and the newest turn are never touched.
  */
 import { fencedSpans } from '../compile/actions.js';
 import { segmentSteps } from '../compile/steps.js';
