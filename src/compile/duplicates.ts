@@ -1,13 +1,11 @@
 /**
- * Planning for `collapseDuplicates`: which large tool outputs of a request are shown as a bounded
- * faithful view (too large to show whole; with the focus lines of the conversation before it) and which newly arrived copies of an output are receipts
- * because the newest copy is shown inline in the same request.
+ * Planning for `collapseDuplicates`: which large tool outputs of a request get a bounded faithful
+ * view, and which newly arrived copies of an output become receipts (the newest copy is inline).
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { codePoints } from '../measure/index.js';
 import { withFocusLines } from '../compact/focus.js';
-import { scanDiagnostics } from '../compact/diagnostic-lines.js';
-import { isFailureLine } from '../compact/diagnostic-lines.js';
+import { isFailureLine, scanDiagnostics } from '../compact/diagnostic-lines.js';
 import { conversationTerms } from './conversation-terms.js';
 import { evidenceText, type Receipted } from './evidence.js';
 import type { SessionState } from './session.js';
@@ -81,10 +79,7 @@ function displayText(value: unknown, evidence: string): string {
 const evidenceKey = (slot: Slot, o: DuplicateOptions): string =>
   JSON.stringify(slot.path.slice(2)) + `|${o.minChars}|${o.maxChars}|${slot.toolName ?? ''}`;
 
-/**
- * The evidence an earlier request found for this slot of the same item, if any (no await); none
- * when a delivery found its artifact gone since (evidenceOf vaults the content again).
- */
+/** The evidence an earlier request found for this slot of the same item (no await), unless its artifact is gone. */
 function knownEvidence(
   state: SessionState,
   view: RequestView,
@@ -110,7 +105,6 @@ async function evidenceOf(
   const item = view.items[slot.item ?? -1];
   const key = evidenceKey(slot, o);
   const holder = typeof item === 'object' && item !== null ? item : undefined;
-  // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
   const cached = knownEvidence(state, view, slot, o);
   if (cached !== undefined) return cached;
   let found: Evidence | null = null;
@@ -140,11 +134,7 @@ async function evidenceOf(
   return found;
 }
 
-/**
- * One output slot as the session's previous plan saw it: its evidence and the planned slot per
- * rendering. An extended view hands over the previous view's slot objects (src/model/read.ts),
- * and an item's evidence, once found, stays what it was (see knownEvidence).
- */
+/** One output slot as the previous plan saw it (reused for the same slot object): its evidence and plans. */
 export interface OutputFacts {
   readonly slot: Slot;
   readonly ev: Evidence | null;
@@ -159,10 +149,7 @@ function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => P
   return (planned[render] ??= build());
 }
 
-/**
- * Decide every large tool output of a request. The facts of an output the previous request had
- * (the same slot object: the same item and evidence) are reused, not looked up again.
- */
+/** Decide every large tool output of a request, reusing the facts of the outputs the previous one had. */
 export async function planDuplicates(
   state: SessionState,
   view: RequestView,
@@ -221,8 +208,6 @@ function decide(
       duplicate: true,
       text: ev.receipt.text,
     }));
-  // The names of the conversation before this output: the same view every request that has the
-  // same history before it.
   if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars)
     return plannedAs(f, 'view', () => ({
       slot,

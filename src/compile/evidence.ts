@@ -41,18 +41,17 @@ export function evidenceText(value: unknown): string | undefined {
   return canonicalJson(value);
 }
 
+type PutMeta = {
+  readonly toolName: string;
+  readonly args?: unknown;
+  readonly sessionId: string;
+  readonly callId?: string;
+  readonly scope?: StoreScope;
+};
+
 export interface EvidenceStore {
   /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
-  receipt(
-    text: string,
-    meta: {
-      readonly toolName: string;
-      readonly args?: unknown;
-      readonly sessionId: string;
-      readonly callId?: string;
-      readonly scope?: StoreScope;
-    },
-  ): Promise<Receipted>;
+  receipt(text: string, meta: PutMeta): Promise<Receipted>;
   /**
    * What {@link receipt} resolves with, without a promise, when the text is one the store holds as
    * a lookup key (vaulted or named by this request or the one before it); else undefined.
@@ -90,18 +89,12 @@ const MAX_TEXT_CHARS = 32 * 1024 * 1024;
 export interface EvidenceStoreOptions {
   /** Bound of the content → artifact memo (entries). @defaultValue 10,000 */
   readonly maxEntries?: number;
-  /**
-   * The digest ledger the texts are named by (the session meter's): its digest is the memo key and
-   * is handed to the vault's put, so a text the request stages already hashed is not hashed again.
-   *
-   * @defaultValue a ledger of the store's own
-   */
+  /** The digest ledger (the session meter's) the texts are keyed and put by. @defaultValue a ledger of its own */
   readonly digests?: Digests;
 }
 
 type Entry = { artifactId: string; sha256: string; chars: number };
 type EvidenceVault = Pick<RequestStore, 'put'> & LeaseStore;
-type PutMeta = { toolName: string; args?: unknown; sessionId: string; callId?: string; scope?: StoreScope };
 
 /** One evidence store's state (one per session). */
 interface EvidenceState {
@@ -111,12 +104,9 @@ interface EvidenceState {
   readonly known: Map<string, Entry>;
   /** Artifact id → memo key, to forget an id that turned out gone. */
   readonly keyOf: Map<string, string>;
-  // The texts themselves, for the requests that hand the same string over again (a rewrite's
-  // evidence is vaulted once but named by every later request): a lookup instead of a SHA-256.
-  // Two generations: the texts of the request being reduced and of the one before it. A text no
-  // request named for two requests in a row is dropped, so what is held follows what the host
-  // still sends (a sliding window does not accumulate every output the session ever had); bounded
-  // in count and chars as well.
+  // The texts themselves (a lookup instead of a SHA-256), in two generations: the request being
+  // reduced and the one before it. A text no request named for two requests in a row is dropped,
+  // so what is held follows what the host still sends; bounded in count and chars as well.
   byText: Map<string, Entry>;
   previousTexts: Map<string, Entry>;
   textChars: number;
