@@ -38,31 +38,15 @@ const STAGE = STAGES.collapseDuplicates;
 export interface CollapseDuplicatesOptions extends RequestStageOptions {
   /** Where evidence is vaulted and leases are claimed. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  /**
-   * Tool outputs at least this long (code points) are managed (≥ 1).
-   *
-   * @defaultValue `4000` (config `minArtifactChars`, TOKEN_TERMINATOR_MIN_ARTIFACT_CHARS)
-   */
+  /** Tool outputs at least this long are managed (≥ 1). @defaultValue `4000` (config `minArtifactChars`) */
   readonly minArtifactChars?: number;
-  /**
-   * Longer outputs cannot be vaulted and stay inline (≥ `minArtifactChars`).
-   *
-   * @defaultValue `2_000_000` (config `maxArtifactChars`, TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS)
-   */
+  /** Longer outputs stay inline (≥ `minArtifactChars`). @defaultValue `2_000_000` (config `maxArtifactChars`) */
   readonly maxArtifactChars?: number;
-  /**
-   * Inline outputs longer than this show a bounded faithful view plus the receipt (0 = never).
-   *
-   * @defaultValue `32_000` (config `maxInlineChars`)
-   */
+  /** Longer inline outputs show a bounded view plus receipt (0 = never). @defaultValue `32_000` (`maxInlineChars`) */
   readonly maxInlineChars?: number;
   /** Size of that bounded view in code points (≥ 200). @defaultValue `8000` */
   readonly inlineViewChars?: number;
-  /**
-   * Which user messages of a text-protocol agent are command output (as in compileRequest).
-   *
-   * @defaultValue the default observation pattern
-   */
+  /** Which user messages of a text-protocol agent are command output. @defaultValue the default pattern */
   readonly observations?: ObservationSetting;
 }
 

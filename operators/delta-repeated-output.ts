@@ -7,19 +7,12 @@ import { deltaParts, toolResultStage, type DeltaCandidateOptions } from './reduc
 
 /** Options of {@link deltaRepeatedOutput}; only `vault` is required. */
 export interface DeltaRepeatedOutputOptions extends DeltaCandidateOptions {
-  /**
-   * Exact token counter: a delta must also use fewer tokens.
-   *
-   * @defaultValue none (only the character count is compared)
-   */
+  /** Exact token counter: a delta must also use fewer tokens. @defaultValue none (characters only) */
   readonly counter?: TokenCounter;
   /**
-   * The options of the compact view the delta must beat (what compressToolResult would show
-   * instead: its view, focus lines and note, or the raw output when it would leave the result
-   * alone). Without it the bar is the terminal compaction at `compactMaxChars`. To show that view
-   * too, use reduceToolResult, which vaults the exact text once for both.
-   *
-   * @defaultValue none
+   * The options of the compact view the delta must beat (what compressToolResult would show instead);
+   * without it the bar is the terminal compaction at `compactMaxChars`. To show that view too, use
+   * reduceToolResult, which vaults the exact text once for both. @defaultValue none
    */
   readonly compression?: CompressToolResultOptions;
 }

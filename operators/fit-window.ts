@@ -26,33 +26,17 @@ export interface FitWindowOptions {
   readonly counter: TokenCounter;
   /** The per-item measurement memo the other request stages share. @defaultValue none: the stage's own */
   readonly measures?: ItemMeasures;
-  /**
-   * The output budget's settings: W, R and the exact counter are the ones `capOutputBudget` uses.
-   *
-   * @defaultValue none (the route's window and R = 4096)
-   */
+  /** The output budget's settings (W, R, exact counter) as `capOutputBudget` uses them. @defaultValue the route's */
   readonly budget?: OutputBudgetOptions;
-  /**
-   * Low-water mark, in percent of W − R, a fit reduces the prompt to (TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT).
-   *
-   * @defaultValue `70`
-   */
+  /** Low-water mark, in percent of W − R, a fit reduces the prompt to. @defaultValue `70` */
   readonly lowWaterPct?: number;
   /** Within this share of W (percent) the exact counter decides instead of the incremental counts. @defaultValue `5` */
   readonly exactMarginPct?: number;
-  /**
-   * The reductions in the order they are taken (TOKEN_TERMINATOR_WINDOW_FIT_ORDER).
-   *
-   * @defaultValue `['reasoning', 'digest-idle', 'view', 'receipt']`
-   */
+  /** The reductions in order. @defaultValue `['reasoning', 'digest-idle', 'view', 'receipt']` */
   readonly order?: readonly FitStep[];
   /** Outputs shorter than this (code points) are never reduced. @defaultValue `600` (config `contextMinVaultChars`) */
   readonly minChars?: number;
-  /**
-   * Turns without a reference after which the working set counts an output as done with.
-   *
-   * @defaultValue `1` (config `workingSetIdleTurns`)
-   */
+  /** Turns without a reference after which an output is done with. @defaultValue `1` (config `workingSetIdleTurns`) */
   readonly idleTurns?: number;
   /** Budget of the failure lines a digest keeps (code points). @defaultValue `400` (config `digestDiagnosticChars`) */
   readonly diagnosticChars?: number;
@@ -60,20 +44,15 @@ export interface FitWindowOptions {
   readonly viewChars?: number;
   /**
    * Safety margin, in percent of the counted prompt, when the route's provider counts with its own
-   * tokenizer (any provider but OpenAI's, e.g. Anthropic) and the counter is a tiktoken encoding:
-   * the fit keeps prompt × (1 + margin) + R within W. The public pre-Claude-3 vocabulary counts
-   * 8 % (sessions-e) to 27 % (sessions-a) more than o200k; no exact tokenizer of Claude 3+ is
-   * public. 0 turns it off; it never applies with a counter of the provider's own (vLLM,
-   * tokenizer.json).
+   * tokenizer and the counter is a tiktoken encoding: the fit keeps prompt × (1 + margin) + R
+   * within W. The public pre-Claude-3 vocabulary counts 8 % (sessions-e) to 27 % (sessions-a) more
+   * than o200k, and no exact Claude 3+ tokenizer is public. 0 turns it off; never applied with the
+   * provider's own counter (vLLM, tokenizer.json).
    *
    * @defaultValue `25`
    */
   readonly foreignMarginPct?: number;
-  /**
-   * An output above this share of W − R (percent) is oversized: the `view` step gives it a bounded view.
-   *
-   * @defaultValue `20`
-   */
+  /** An output above this share of W − R (percent) gets a bounded view at the `view` step. @defaultValue `20` */
   readonly oversizePct?: number;
 }
 

@@ -65,11 +65,7 @@ export interface DeltaCandidateOptions extends Pick<
   readonly flags?: ModeFlags;
   /** Baselines per session (`session`) or shared across sessions (`workspace`). @defaultValue `'session'` */
   readonly scope?: 'session' | 'workspace';
-  /**
-   * Smaller outputs get no delta (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS, ≥ 1).
-   *
-   * @defaultValue `2000` (config `temporalMinChars`)
-   */
+  /** Smaller outputs get no delta (≥ 1). @defaultValue `2000` (config `temporalMinChars`) */
   readonly minChars?: number;
   /** Size target of the compact rendering a delta must beat when there is no compact candidate. @defaultValue `4000` */
   readonly compactMaxChars?: number;
@@ -79,11 +75,7 @@ export interface DeltaCandidateOptions extends Pick<
 export interface ReduceToolResultOptions
   extends CompressToolResultOptions, Omit<DeltaCandidateOptions, 'vault' | 'compactMaxChars' | 'minChars'> {
   readonly vault: DeltaVault;
-  /**
-   * Smaller terminal outputs get no delta candidate (TOKEN_TERMINATOR_TEMPORAL_MIN_CHARS, ≥ 1).
-   *
-   * @defaultValue `2000` (config `temporalMinChars`)
-   */
+  /** Smaller terminal outputs get no delta candidate (≥ 1). @defaultValue `2000` (config `temporalMinChars`) */
   readonly temporalMinChars?: number;
 }
 

@@ -5,7 +5,6 @@
  * undocumented exit code or an unusable binary is a fault: the command passes through unchanged
  * with a `failed_open` decision (`RtkFaultError:E_RTK_*`).
  */
-// long: half of the file is the documented options (sixteen fields); the logic is the factory (about 70 lines) over src/tools/
 import { defaultInt } from '../src/config/index.js';
 import { STAGES } from '../src/stages.js';
 import type { ModeFlags } from '../src/config/index.js';
@@ -33,11 +32,7 @@ const MARKER = ': RTK && ';
 export interface RewriteTerminalCommandOptions {
   /** Mode gate; ignored when `flags` is given. In `suggest` the rewrite is measured only. @defaultValue `'balanced'` */
   readonly mode?: Mode;
-  /**
-   * Mode flags computed from the config (`modeFlags(config)`); they win over `mode`.
-   *
-   * @defaultValue the flags of `mode`
-   */
+  /** Mode flags from the config (`modeFlags(config)`); they win over `mode`. @defaultValue the flags of `mode` */
   readonly flags?: ModeFlags;
   /** Pinned rtk binary; beats PATH lookup (TOKEN_TERMINATOR_RTK_PATH). @defaultValue `rtk` looked up on PATH */
   readonly rtkPath?: string;
@@ -63,11 +58,7 @@ export interface RewriteTerminalCommandOptions {
   readonly spawn?: Spawner;
   /** Monotonic clock in ms for the cache. @defaultValue `performance.now` */
   readonly clock?: () => number;
-  /**
-   * File reader for the pytest config probe; returns undefined when the file cannot be read.
-   *
-   * @defaultValue `fs.readFileSync` (undefined on error)
-   */
+  /** File reader for the pytest config probe. @defaultValue `fs.readFileSync` (undefined on error) */
   readonly readFile?: ReadTextFile;
   /** Observer of spawned pids (tests check that they are reaped). @defaultValue none */
   readonly onSpawn?: (pid: number) => void;

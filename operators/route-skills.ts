@@ -21,11 +21,7 @@ const STAGE = STAGES.routeSkills;
 
 /** Options of {@link routeSkills}. */
 export interface RouteSkillsOptions {
-  /**
-   * Adds the token half of the acceptance gate when exact.
-   *
-   * @defaultValue none (only the character count is compared)
-   */
+  /** Adds the token half of the acceptance gate when exact. @defaultValue none (characters only) */
   readonly counter?: TokenCounter;
   /** Keep every entry scoring at least this. @defaultValue `2` */
   readonly minScore?: number;
@@ -41,11 +37,7 @@ export interface RouteSkillsOptions {
   readonly delimiters?: Delimiters;
   /** Both must be in the request's tools, or nothing is routed. @defaultValue `['skills_list', 'skill_view']` */
   readonly discoveryTools?: readonly [string, string];
-  /**
-   * When given, routed catalogs are remembered in the vault (sticky across restarts).
-   *
-   * @defaultValue none (remembered in memory only)
-   */
+  /** Routed catalogs are remembered here (sticky across restarts). @defaultValue none (memory only) */
   readonly vault?: Pick<SessionStore, 'getRendering' | 'setRendering'>;
 }
 

@@ -41,25 +41,13 @@ export function isRendering(content: string): boolean {
 export interface CompressToolResultOptions {
   /** Where exact originals go (required). */
   readonly vault: ArtifactStore & LeaseStore;
-  /**
-   * Exact token counter: a replacement must also use fewer tokens.
-   *
-   * @defaultValue none (only the character count is compared)
-   */
+  /** Exact token counter: a replacement must also use fewer tokens. @defaultValue none (characters only) */
   readonly counter?: TokenCounter;
   /** Mode gate; ignored when `flags` is given. @defaultValue `'balanced'` */
   readonly mode?: Mode;
-  /**
-   * Mode flags computed from the config: `native` gates everything, `nativeReadFile` adds read_file.
-   *
-   * @defaultValue the flags of `mode`
-   */
+  /** Mode flags: `native` gates everything, `nativeReadFile` adds read_file. @defaultValue the flags of `mode` */
   readonly flags?: ModeFlags;
-  /**
-   * search_files/process/read_file results shorter than this (code points) are untouched (≥ 1000).
-   *
-   * @defaultValue `12000` (config `nativeMinChars`)
-   */
+  /** search_files/process/read_file results shorter than this are untouched (≥ 1000). @defaultValue `12000` */
   readonly nativeMinChars?: number;
   /** Target size of native compact text (≥ 1000). @defaultValue `8000` (config `nativeMaxChars`) */
   readonly nativeMaxChars?: number;
@@ -68,58 +56,42 @@ export interface CompressToolResultOptions {
   /** Target size of line-budgeted terminal renderings (≥ 200). @defaultValue `4000` */
   readonly terminalMaxChars?: number;
   /**
-   * 'auto' keeps the smaller of the reference and line modes (the line mode when the reference
-   * cut would drop a diagnostic line); or force one.
-   *
-   * @defaultValue `'auto'`
+   * 'auto' keeps the smaller of the reference and line modes (the line mode when the reference cut
+   * would drop a diagnostic line); or force one. @defaultValue `'auto'`
    */
   readonly nativeStrategy?: 'auto' | 'reference' | 'lines';
   /**
-   * Budget, in code points, for the diagnostic lines of a failing output (and the match lines of
-   * a search), kept verbatim on top of the size targets (≥ 0; 0 turns the guarantee off).
-   *
-   * @defaultValue `8000`
+   * Budget, in code points, for the diagnostic lines of a failing output (and the match lines of a
+   * search), kept verbatim on top of the size targets (≥ 0; 0 turns it off). @defaultValue `8000`
    */
   readonly diagnosticChars?: number;
   /**
-   * Longer results cannot be vaulted (TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS): they get a bounded
-   * view with a note saying so, built without compacting or tokenizing the whole.
-   *
-   * @defaultValue `2_000_000` (config `maxArtifactChars`)
+   * Longer results cannot be vaulted: they get a bounded view saying so, built without compacting or
+   * tokenizing the whole. @defaultValue `2_000_000` (config `maxArtifactChars`)
    */
   readonly maxArtifactChars?: number;
   /** Terminal backends allowed, compared case-insensitively (`all` allows every one). @defaultValue `['local']` */
   readonly backends?: readonly string[];
-  /**
-   * Host tool name → canonical name (search_files, process, read_file, terminal).
-   *
-   * @defaultValue none (only the canonical names and their built-in aliases are recognised)
-   */
+  /** Host tool name → canonical name (search_files, process, read_file, terminal). @defaultValue none */
   readonly toolNames?: Readonly<Record<string, string>>;
   /** Environment read for TERMINAL_ENV/TERMINAL_BACKEND. @defaultValue `process.env` */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /**
-   * The names the conversation is about (its task, the agent's recent messages), for this
-   * result's session: a view that leaves lines out keeps the lines of the output that mention one
-   * of them or a name in the call's arguments (src/compact/focus.ts). `createTerminator` wires
-   * the terms of the session's latest request.
-   *
-   * @defaultValue none (only the call's arguments)
+   * The names the conversation is about (its task, the agent's recent messages): a view that leaves
+   * lines out keeps the output's lines that mention one of them or a name in the call's arguments
+   * (src/compact/focus.ts). @defaultValue none (only the call's arguments)
    */
   readonly focus?: (step: Step<ToolResult>) => readonly string[] | Promise<readonly string[]>;
   /**
-   * The measurement memo of the request stages, counting with this `counter` (the same object):
-   * the pieces of each output counted here are handed to it, and the request that carries the
-   * output counts it from them instead of tokenizing it again. `createTerminator` wires its own.
+   * The request stages' measurement memo, counting with this very `counter`: the pieces counted
+   * here are handed to it, so the request carrying the output does not tokenize it again.
    *
    * @defaultValue none (the output is tokenized again as part of its request)
    */
   readonly measures?: Pick<ItemMeasures, 'counter' | 'notePieces'>;
   /**
-   * The item ledger the exact text's digest comes from (the runtime's, shared with the request
-   * stages and the hosts' memos): a text the session already hashed is not hashed again for its put.
-   *
-   * @defaultValue none (the put hashes the text)
+   * The item ledger (the runtime's) the exact text's digest comes from: a text the session already
+   * hashed is not hashed again for its put. @defaultValue none (the put hashes the text)
    */
   readonly digests?: Digests;
 }

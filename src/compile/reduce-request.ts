@@ -38,55 +38,35 @@ const STAGE = STAGES.compileRequest;
 export interface CompileRequestOptions extends RequestStageOptions {
   /** Where rewritten outputs are vaulted and the conversation's decisions are mirrored. Required. */
   readonly vault: ArtifactStore & LeaseStore & SessionStore;
-  /**
-   * Old tool outputs at least this long become a digest plus a receipt (≥ 100).
-   *
-   * @defaultValue `600` (config `contextMinVaultChars`, TOKEN_TERMINATOR_CONTEXT_MIN_VAULT_CHARS)
-   */
+  /** Old outputs at least this long may be digested (≥ 100). @defaultValue `600` (config `contextMinVaultChars`) */
   readonly minVaultChars?: number;
-  /**
-   * Longer outputs cannot be vaulted and stay inline (≥ 1).
-   *
-   * @defaultValue `2_000_000` (config `maxArtifactChars`, TOKEN_TERMINATOR_MAX_ARTIFACT_CHARS)
-   */
+  /** Longer outputs cannot be vaulted and stay inline (≥ 1). @defaultValue `2_000_000` (config `maxArtifactChars`) */
   readonly maxArtifactChars?: number;
-  /**
-   * Outputs of the newest turns are never rewritten (≥ 1).
-   *
-   * @defaultValue `1` (config `contextInlineRecentTurns`, TOKEN_TERMINATOR_CONTEXT_INLINE_RECENT_TURNS)
-   */
+  /** Outputs of the newest turns are never rewritten (≥ 1). @defaultValue `1` (config `contextInlineRecentTurns`) */
   readonly inlineRecentTurns?: number;
-  /**
-   * Requests that must have shown an output inline before a rewrite may replace it (1 … 100).
-   *
-   * @defaultValue `1` (config `inlineLeases`, at least 1; TOKEN_TERMINATOR_INLINE_LEASES)
-   */
+  /** Requests that must have shown an output before it is rewritten (1 … 100). @defaultValue `1` (`inlineLeases`) */
   readonly inlineLeases?: number;
   /**
-   * 0: history is rewritten when the cache-economic rule says the batch pays for the
-   * cache it breaks. n ≥ 1: the fixed-block policy, everything old enough is rewritten whenever
-   * the turn count crosses a multiple of n (TOKEN_TERMINATOR_CONTEXT_BLOCK_TURNS).
+   * 0: history is rewritten when the cache-economic rule says the batch pays for the cache it
+   * breaks; n ≥ 1: the fixed-block policy, everything old enough is rewritten whenever the turn
+   * count crosses a multiple of n.
    *
    * @defaultValue `0` (config `contextBlockTurns`)
    */
   readonly blockTurns?: number;
-  /**
-   * Requests the rule expects after this one; 0 = as many as the conversation has had (TOKEN_TERMINATOR_REWRITE_HORIZON_REQUESTS).
-   *
-   * @defaultValue `0` (config `rewriteHorizonRequests`)
-   */
+  /** Requests the rule expects after this one; 0 = as many as so far. @defaultValue `0` (`rewriteHorizonRequests`) */
   readonly requestsAhead?: number;
   /**
    * When an old output may become a digest: `working-set` once the agent has not referred to it
    * for `workingSetIdleTurns` turns (the expected recoveries priced into the rewrite rule),
-   * `lazy` from the request after it was shown (TOKEN_TERMINATOR_HISTORY_POLICY).
+   * `lazy` from the request after it was shown.
    *
    * @defaultValue `'working-set'` (config `historyPolicy`)
    */
   readonly historyPolicy?: 'working-set' | 'lazy';
   /**
-   * Idle turns before the working-set policy lets an output become a digest (≥ 1;
-   * TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS), raised for a session that comes back to what it let go.
+   * Idle turns before the working-set policy lets an output become a digest (≥ 1), raised for a
+   * session that comes back to what it let go.
    *
    * @defaultValue `1` (config `workingSetIdleTurns`)
    */
@@ -97,22 +77,13 @@ export interface CompileRequestOptions extends RequestStageOptions {
    * @defaultValue by route: `route.pricing`, else Anthropic-style for Claude/Anthropic routes, OpenAI-style otherwise
    */
   readonly pricing?: PricingProfile | ((step: Step<ProviderRequest>) => PricingProfile);
-  /**
-   * Budget of the failure lines a digest keeps (code points, ≥ 0).
-   *
-   * @defaultValue `400` (config `digestDiagnosticChars`, TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS)
-   */
+  /** Budget of the failure lines a digest keeps (code points, ≥ 0). @defaultValue `400` (config `digestDiagnosticChars`) */
   readonly digestDiagnosticChars?: number;
-  /**
-   * Opt-in: old assistant prose outside fenced command blocks becomes a receipt (TOKEN_TERMINATOR_REASONING_REDUCTION).
-   *
-   * @defaultValue `false`
-   */
+  /** Opt-in: old assistant prose outside fenced command blocks becomes a receipt. @defaultValue `false` */
   readonly reasoning?: boolean;
   /**
    * Opt-in turn collapse: outputs of turns older than this become bare receipts and their
-   * reasoning is reduced; the instruction prefix, user messages and actions stay; 0 = off
-   * (TOKEN_TERMINATOR_CONTEXT_COLLAPSE_AFTER_TURNS).
+   * reasoning is reduced; the prefix, user messages and actions stay; 0 = off.
    *
    * @defaultValue `0` (config `contextCollapseAfterTurns`)
    */
@@ -125,9 +96,9 @@ export interface CompileRequestOptions extends RequestStageOptions {
    */
   readonly observations?: ObservationSetting;
   /**
-   * Budget of the working-state block (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS); 0 = off. With a
-   * budget and a `workingState` store, the session's block is appended to the last user text of a
-   * request this stage already reduced, and kept only if the whole request stays strictly smaller.
+   * Budget of the working-state block; 0 = off. With a `workingState` store, the session's block is
+   * appended to the last user text of a request this stage reduced, kept only if the whole request
+   * stays strictly smaller.
    *
    * @defaultValue `0` (config `workingGraphChars`)
    */

@@ -100,11 +100,9 @@ const DERIVED_ENTRIES = 4096;
 const DERIVED_CHARS = 8_000_000;
 
 /**
- * {@link SessionState.derived}: an LRU bounded by characters (lru-cache's `maxSize`) and by
- * entries. The entry bound is kept here, not as lru-cache's `max`: with `max` set, lru-cache
- * allocates its storage for that many entries up front (about 98 KiB for 4,096), and every session
- * has one of these per request stage, most of them holding a few entries. Without it the storage
- * grows with what is held; past the bound, `pop` drops the least recently used entry, as `max` would.
+ * {@link SessionState.derived}: an LRU bounded by characters (`maxSize`) and by entries. The entry
+ * bound is kept here, not as lru-cache's `max`, which allocates storage for that many entries up
+ * front (about 98 KiB for 4,096) in every session's every request stage.
  */
 class DerivedCache extends LRUCache<string, Derived> {
   constructor() {
@@ -120,32 +118,25 @@ class DerivedCache extends LRUCache<string, Derived> {
 
 /** The options the request stages that keep session states (collapseDuplicates, compileRequest) share. */
 export interface RequestStageOptions {
-  /**
-   * Adds the token half of the acceptance gate when exact.
-   *
-   * @defaultValue none (only the character count is compared)
-   */
+  /** Adds the token half of the acceptance gate when exact. @defaultValue none (characters only) */
   readonly counter?: TokenCounter;
   /**
-   * The per-item measurement memo to share with the other request stages, the output-budget
-   * counter and telemetry (see `createItemMeasures`); read only when it counts with `counter`.
+   * The per-item measurement memo shared with the other request stages, the output-budget counter
+   * and telemetry (`createItemMeasures`); read only when it counts with `counter`.
    *
    * @defaultValue none: one of the operator's own per session
    */
   readonly measures?: ItemMeasures;
   /**
-   * Recognise the history a session's previous request sent, so only new items take the full
-   * path (src/model/prefix.ts); `false` sends every request down the full path, which gives the
-   * same output (for tests and benchmarks that compare the two).
+   * Recognise the history a session's previous request sent, so only new items take the full path
+   * (src/model/prefix.ts); `false` gives the same output the slow way (tests and benchmarks).
    *
    * @defaultValue `true`
    */
   readonly prefixRecognition?: boolean;
   /**
-   * Where the stage records the equalities it recognised, for the other request stages, the item
-   * measures and the output-budget counter that read them (the runtime passes its own to each).
-   *
-   * @defaultValue none: one of the operator's own per subscription
+   * Where the stage records the equalities it recognised, for the other stages that read them (the
+   * runtime passes its own to each). @defaultValue none: one of the operator's own per subscription
    */
   readonly recognitions?: Recognitions;
 }
