@@ -63,15 +63,6 @@ export interface FitState {
   readonly blocks: Map<string, ChosenBlock>;
 }
 
-/** What the stage reports to a host or replay (content-free). */
-export interface FitOutcome {
-  readonly window: number;
-  readonly reserve: number;
-  readonly before: number;
-  readonly after: number;
-  readonly added: number;
-}
-
 interface Work {
   readonly view: RequestView;
   readonly slots: readonly FitSlot[];
@@ -95,7 +86,7 @@ export async function fitRequest(
   const limits = run.limits(request, step.context);
   if (limits === undefined) return undefined;
   const { window: W, reserve: R } = limits;
-  const room = promptRoom(W, R, step, s);
+  const room = promptRoomFor(W, R, step.context, s.foreignMarginPct);
   const margin = Math.ceil((W * s.exactMarginPct) / 100);
   // Nothing chosen yet and far below the boundary: the request is not even read (the common case).
   if (
@@ -231,16 +222,9 @@ export async function fitRequest(
 /**
  * The prompt tokens (as the counter counts them) a request may hold: W − R, less the tokens the
  * host adds after the pipeline (`context.addedPromptTokens`, the gateway's recovery tool), divided
- * by 1 + the foreign-tokenizer margin when the route's provider counts with another tokenizer than
- * the counter's (docs/window.md).
- */
-export function promptRoom(W: number, R: number, step: Step<ProviderRequest>, s: FitSettings): number {
-  return promptRoomFor(W, R, step.context, s.foreignMarginPct);
-}
-
-/**
- * {@link promptRoom} for a request's context and the fit's foreign-tokenizer margin (percent), the
- * one reckoning the fit and the preflight pressure share.
+ * by 1 + the foreign-tokenizer margin (percent) when the route's provider counts with another
+ * tokenizer than the counter's (docs/window.md). The one reckoning the fit and the preflight
+ * pressure share.
  *
  * @example
  * promptRoomFor(16_000, 1024, { sessionId: 's', format: 'anthropic', addedPromptTokens: 300 }, 25); // 11_740
@@ -386,7 +370,8 @@ async function deliver(
   fresh: readonly Block[] = [],
 ): Promise<Step<ProviderRequest>> {
   const scope = storeScope(step.context);
-  const evidence = state.session.evidence;
+  const { evidence, meter } = state.session;
+  const digests = meter.digests;
   evidence.begin(scope);
   const inBlock = (k: number): boolean => {
     const i = w.slots[k]!.slot.item!;
@@ -395,27 +380,14 @@ async function deliver(
   const used = w.current.flatMap((r, k) => (r === undefined || inBlock(k) ? [] : [r]));
   const ids = [...new Set([...used.map((r) => r.artifactId), ...w.blocks.map((b) => b.artifactId)])];
   try {
-    for (const k of added) {
-      const r = w.current[k]!;
-      const stored = await evidence.receipt(r.evidence, {
-        toolName: r.toolName,
-        sessionId: step.context.sessionId,
-        scope,
-      });
-      if (stored.artifactId !== r.artifactId) throw new Error('artifact id differs from the rendered one');
-    }
-    for (const b of fresh) {
-      const stored = await evidence.receipt(b.evidence, {
-        toolName: BLOCK_TOOL,
-        sessionId: step.context.sessionId,
-        scope,
-      });
-      if (stored.artifactId !== b.artifactId) throw new Error('artifact id differs from the rendered one');
+    const puts = [...added.map((k) => w.current[k]!), ...fresh.map((b) => ({ ...b, toolName: BLOCK_TOOL }))];
+    for (const { evidence: text, toolName, artifactId } of puts) {
+      const stored = await evidence.receipt(text, { toolName, sessionId: step.context.sessionId, scope });
+      if (stored.artifactId !== artifactId) throw new Error('artifact id differs from the rendered one');
     }
     const gone = await evidence.deliver(ids, scope);
     if (gone.length > 0) {
       for (const r of used) if (gone.includes(r.artifactId)) state.chosen.delete(r.evidence);
-      const digests = state.session.meter.digests;
       for (const b of w.blocks)
         if (gone.includes(b.artifactId)) state.blocks.delete(itemKey(digests, w.view.items[b.from]));
       return note(step, {
@@ -434,7 +406,6 @@ async function deliver(
     });
   }
   for (const k of added) state.chosen.set(w.current[k]!.evidence, w.current[k]!);
-  const digests = state.session.meter.digests;
   for (const b of fresh)
     state.blocks.set(itemKey(digests, w.view.items[b.from]), {
       count: b.to - b.from,
