@@ -194,10 +194,7 @@ export function compileSettings(options: CompileRequestOptions): CompileSettings
   };
 }
 
-/**
- * One request with a history: plan, gate and deliver its history's rewrites. 85 lines: the loop's
- * two re-plans (a refused new batch, gone artifacts) read best in one place.
- */
+/** One request with a history: plan, gate and deliver its history's rewrites (both re-plans in one loop). */
 export async function reduceRequest(
   step: Step<ProviderRequest>,
   state: SessionState,
@@ -216,10 +213,8 @@ export async function reduceRequest(
     ...observationSlots(view, s.isObservation, state.observations),
   ];
   const pricing = pricingOf(step, view, s);
-  // Delivery is the commit point: when an artifact a planned receipt names is gone by then,
-  // the memo forgets it and the history is planned once more (its content is vaulted again
-  // from the request); if that still cannot be delivered, the request passes through.
-  // At most two re-plans, each for its own reason: a refused new batch, and gone artifacts.
+  // Delivery is the commit point: a gone artifact is forgotten and the history planned once more
+  // (its content vaulted again from the request); if that still fails, the request passes through.
   let newBatch = true;
   let replannedForGone = false;
   for (;;) {
@@ -246,9 +241,8 @@ export async function reduceRequest(
     const { items, resolved } = await withoutDanglingDeltas(state, s, raw, view, outputs, plan.items);
     const measured = gate(state, raw, view, items, plan.receipts);
     if (!measured.verdict.accepted) {
-      // A new batch that does not pay for itself must not take the earlier renderings down with
-      // it (the request would pass through raw and void the provider's cached prefix): plan
-      // again with the earlier decisions only.
+      // A new batch that does not pay must not take the earlier renderings down with it (the raw
+      // request would void the provider's cached prefix): plan again with the earlier ones only.
       if (plan.batch && newBatch) {
         newBatch = false;
         continue;
@@ -327,39 +321,28 @@ async function withWorkingState(
   else return compiled;
   const candidate = writeSlots(compiled, [change]);
   const exact = s.options.counter?.exact === true ? s.options.counter : undefined;
+  const count = (r: ProviderRequest): number => exact!.count(canonicalJson(r, { compact: true }));
   const verdict = acceptCandidate({
     rawChars: serializedChars(raw),
     candidateChars: serializedChars(candidate),
     receipts: [],
-    ...(exact === undefined
-      ? {}
-      : {
-          tokens: () => {
-            const candidateTokens = exact.count(canonicalJson(candidate, { compact: true }));
-            return { raw: exact.count(canonicalJson(raw, { compact: true })), candidate: candidateTokens };
-          },
-        }),
+    ...(exact === undefined ? {} : { tokens: () => ({ candidate: count(candidate), raw: count(raw) }) }),
   });
   return verdict.accepted ? candidate : compiled;
 }
 
+const AUTO_PRICING = {
+  pricingProfile: 'auto',
+  cacheReadMultiplier: undefined,
+  cacheWriteMultiplier: undefined,
+  minCachePrefixTokens: undefined,
+} as const;
+
 /** The route's prompt-cache pricing for this request (fixed, chosen per request, or by route). */
 function pricingOf(step: Step<ProviderRequest>, view: RequestView, s: CompileSettings): PricingProfile | undefined {
-  return (
-    s.fixedPricing ??
-    (typeof s.options.pricing === 'function'
-      ? s.options.pricing(step)
-      : pricingFor(
-          {
-            pricingProfile: 'auto',
-            cacheReadMultiplier: undefined,
-            cacheWriteMultiplier: undefined,
-            minCachePrefixTokens: undefined,
-          },
-          step.context.route,
-          view.format,
-        ))
-  );
+  if (s.fixedPricing !== undefined) return s.fixedPricing;
+  if (typeof s.options.pricing === 'function') return s.options.pricing(step);
+  return pricingFor(AUTO_PRICING, step.context.route, view.format);
 }
 
 /** The rewritten items with the deltas whose base a rewrite hid resolved, and those resolutions. */
@@ -371,14 +354,13 @@ async function withoutDanglingDeltas(
   outputs: readonly Slot[],
   planned: readonly unknown[],
 ): Promise<{ readonly items: readonly unknown[]; readonly resolved: readonly { slot: Slot; text: string }[] }> {
-  // Renderings are digests, receipts and notes, never deltas: without a delta among the
-  // request's outputs there is none to resolve, and the rewritten request is not read again.
-  const { resolved } = outputs.some((o) => mayBeDelta(o.value))
-    ? await resolveRewritten(state, s, withItems(raw, view.listKey!, planned), view.format)
-    : { resolved: [] };
+  // Renderings are never deltas: without a delta among the request's outputs there is none to resolve.
+  if (!outputs.some((o) => mayBeDelta(o.value))) return { items: planned, resolved: [] };
+  const rewritten = withItems(raw, view.listKey!, planned);
+  const { resolved } = await resolveRewritten(state, s, rewritten, view.format);
   if (resolved.length === 0) return { items: planned, resolved };
   const items = writeSlots(
-    withItems(raw, view.listKey!, planned),
+    rewritten,
     resolved.map((r) => ({ path: r.slot.path, value: r.text })),
   )[view.listKey!] as unknown[];
   return { items, resolved };
