@@ -26,10 +26,10 @@ import {
   prefixRecognitionOption,
   recognitionsOption,
   type RequestStageOptions,
+  type SessionState,
 } from '../src/compile/session.js';
 import { intOption, requireVault } from '../src/options.js';
 import { defaultInt } from '../src/config/index.js';
-import type { SessionState } from '../src/compile/session.js';
 import type { Recognised } from '../src/model/prefix.js';
 
 const STAGE = STAGES.collapseDuplicates;
@@ -134,15 +134,7 @@ async function reduceStep(
   // Items an earlier request of this conversation had (by chain hash) are not new here.
   const chain = state.chain.hashes(recognised.view.items, (it) => state.meter.measure(it).hash);
   const { isNew, wasDuplicate } = await sessionHistory(state, stateKey, chain);
-  const plan = await planDuplicates(state, view, outputs, {
-    sessionId,
-    minChars: o.minChars,
-    maxChars: o.maxChars,
-    maxInlineChars: o.maxInlineChars,
-    viewChars: o.viewChars,
-    isNew,
-    wasDuplicate,
-  });
+  const plan = await planDuplicates(state, view, outputs, { ...o, sessionId, isNew, wasDuplicate });
   await noteSeen(state, stateKey, chain, scope);
   const withBase = (): Step<ProviderRequest> => {
     let out = base === recognised.request ? step : advance(step, recognised.restore(base), deltaNotes(resolved)[0]!);

@@ -13,9 +13,9 @@ import {
   selectSkills,
   type Delimiters,
   type SkillScorer,
+  gateCatalogs,
 } from '../src/compile/skill-catalog.js';
 import { checkOptions, intOption, numberOption } from '../src/options.js';
-import { gateCatalogs } from '../src/compile/skill-catalog.js';
 
 const STAGE = STAGES.routeSkills;
 
@@ -68,27 +68,25 @@ export function routeSkills(options: RouteSkillsOptions = {}): StageOperator<Pro
   return stageOperator<ProviderRequest>({ name: STAGE, open: () => ({ reduce }) });
   // Synchronous until there is something to route, so pass-through Steps emit synchronously.
   function reduce(step: Step<ProviderRequest>, session: Session): ReturnType<SessionReducer<ProviderRequest>> {
-    {
-      // The discovery tools are read first (the request's tool list, as readRequest finds it): most
-      // requests stop here without reading the conversation.
-      const request = step.value;
-      const listed =
-        typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
-      const names = new Set((Array.isArray(listed) ? listed : []).map(toolName));
-      if (!names.has(listTool) || !names.has(viewTool)) return undefined;
-      const view = readRequest(step.value, { format: stepFormat(step) });
-      const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
-      if (tools !== listed) return undefined;
-      const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
-      if (prompt.trim() === '') return undefined;
-      const slots = view.slots.filter(
-        (s) =>
-          s.kind === 'instructions' &&
-          s.text !== undefined &&
-          findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog),
-      );
-      return slots.length === 0 ? undefined : routeSlots(step, slots, prompt, (session.routed ??= new Map()));
-    }
+    // The discovery tools are read first (the request's tool list, as readRequest finds it): most
+    // requests stop here without reading the conversation.
+    const request = step.value;
+    const listed =
+      typeof request === 'object' && request !== null ? (request['tools'] ?? request['functions']) : undefined;
+    const names = new Set((Array.isArray(listed) ? listed : []).map(toolName));
+    if (!names.has(listTool) || !names.has(viewTool)) return undefined;
+    const view = readRequest(step.value, { format: stepFormat(step) });
+    const tools = view.slots.find((s) => s.kind === 'tool_schemas')?.value;
+    if (tools !== listed) return undefined;
+    const prompt = [...view.slots].reverse().find((s) => s.kind === 'user')?.text ?? '';
+    if (prompt.trim() === '') return undefined;
+    const slots = view.slots.filter(
+      (s) =>
+        s.kind === 'instructions' &&
+        s.text !== undefined &&
+        findCatalogs(s.text, delimiters).some((b) => b.entries.length >= minCatalog),
+    );
+    return slots.length === 0 ? undefined : routeSlots(step, slots, prompt, (session.routed ??= new Map()));
   }
   async function routeSlots(
     step: Step<ProviderRequest>,
