@@ -15,25 +15,6 @@ import { splitLines, stripAnsi } from './lines.js';
 import { compactListing } from './listing.js';
 import { compactTestOutput, type FailureView } from './test-runners.js';
 
-export { compactText, compactLines, selectLines, OMITTED_MARKER } from './compact-text.js';
-export { factorRuns, collapseIdenticalRuns } from './factor.js';
-export { stripAnsi, splitLines, codePointLength, isSignalLine, lineShape } from './lines.js';
-export { compactGitDiff, compactGitLog, compactGitStatus } from './git.js';
-export { compactGrep, grepTerm } from './grep.js';
-export { compactListing } from './listing.js';
-export { compactInstall } from './install.js';
-export { compactDiagnostics } from './compiler-diagnostics.js';
-export { compactTestOutput, type FailureView } from './test-runners.js';
-export type { TestRunner } from '../runners/index.js';
-export { scanDiagnostics, type DiagnosticScan, type ScanOptions } from './diagnostic-lines.js';
-export {
-  choosePinned,
-  renderFaithful,
-  DEFAULT_DIAGNOSTIC_CHARS,
-  MAX_DIAGNOSTIC_LINE,
-  type FaithfulOptions,
-} from './faithful.js';
-
 export interface TerminalOutput {
   /** The command that ran (used to pick the family); the output's shape decides when absent. */
   readonly command?: string;
