@@ -67,23 +67,6 @@ export interface ConversationMemo {
   /** The rendering a history rewrite gave the item (its kind), if any. */
   rewritten(key: string): string | undefined | Promise<string | undefined>;
   markRewritten(key: string, kind: string, scope?: StoreScope): Promise<void>;
-  /**
-   * Moves on whenever an earlier answer of {@link rewritten} or {@link shownBefore} may change
-   * other than by counting a request or recording a rewrite: a key dropped from memory (the
-   * mirror answers for it again, possibly without a write that failed). A planner carries earlier
-   * answers only while this stays the same.
-   */
-  readonly epoch: number;
-  /** Rewrites recorded so far (a mark for {@link rewrittenSince}). */
-  readonly rewriteMark: number;
-  /** Keys whose rewrite was recorded after `mark`, in order; undefined when the memo no longer knows them all. */
-  rewrittenSince(mark: number): readonly string[] | undefined;
-  /**
-   * Whether `requestKey` may be some item's last counted showing (counted here, or read back from
-   * the mirror); false only when it certainly is none. While it is false and the epoch stays, an
-   * item shown the lease count of times keeps the same {@link shownBefore} answer.
-   */
-  counted(requestKey: string): boolean;
 }
 
 /** What {@link ConversationMemo.markRequest} records. */
@@ -101,12 +84,10 @@ export interface RequestMarks {
  */
 const MEMO_KEYS = 4096;
 
-/** Set `key` in a bounded map; true when that dropped the least recently added key. */
-function remember<V>(map: Map<string, V>, key: string, value: V): boolean {
+/** Set `key` in a bounded map, dropping the least recently added key past the bound. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.set(key, value);
-  if (map.size <= MEMO_KEYS) return false;
-  map.delete(map.keys().next().value as string);
-  return true;
+  if (map.size > MEMO_KEYS) map.delete(map.keys().next().value as string);
 }
 
 type ShownEntry = { count: number; last: string };
@@ -119,23 +100,6 @@ interface MemoState {
   readonly cap: number;
   readonly shown: Map<string, ShownEntry>;
   readonly rewritten: Map<string, string | null>;
-  epoch: number;
-  // The keys of the latest rewrites: log[j] is rewrite number logStart + j.
-  rewrites: number;
-  logStart: number;
-  log: string[];
-  // Request keys entries were last counted with; past the bound every key may be one (forgot).
-  readonly lasts: Set<string>;
-  forgot: boolean;
-}
-
-function noteLast(s: MemoState, requestKey: string): void {
-  if (s.forgot) return;
-  s.lasts.add(requestKey);
-  if (s.lasts.size > MEMO_KEYS) {
-    s.forgot = true;
-    s.lasts.clear();
-  }
 }
 
 async function loadShown(s: MemoState, key: string): Promise<ShownEntry> {
@@ -145,8 +109,7 @@ async function loadShown(s: MemoState, key: string): Promise<ShownEntry> {
     const [count, last] =
       stored === undefined ? [0, ''] : [Number(stored.split(' ')[0]) || 0, stored.split(' ')[1] ?? ''];
     entry = { count, last };
-    noteLast(s, last);
-    if (remember(s.shown, key, entry)) s.epoch++;
+    remember(s.shown, key, entry);
   }
   return entry;
 }
@@ -155,31 +118,18 @@ function before(entry: ShownEntry, requestKey: string): number {
   return entry.count - (entry.last === requestKey ? 1 : 0);
 }
 
-/** Count the request in the entry; the value to mirror, or undefined when nothing changed. */
-function countShown(s: MemoState, entry: ShownEntry, requestKey: string): string | undefined {
-  if (entry.count >= s.cap || entry.last === requestKey) return undefined;
-  entry.count++;
-  entry.last = requestKey;
-  noteLast(s, requestKey);
-  return `${entry.count} ${requestKey}`;
-}
-
 /** Remember what a history rewrite gave the item; the row that mirrors it. */
 function rewrite(s: MemoState, key: string, kind: string): Row {
-  if (remember(s.rewritten, key, kind)) s.epoch++;
-  s.rewrites++;
-  s.log.push(key);
-  if (s.log.length > MEMO_KEYS) {
-    s.log = s.log.slice(Math.floor(s.log.length / 2));
-    s.logStart = s.rewrites - s.log.length;
-  }
+  remember(s.rewritten, key, kind);
   return [REWRITTEN + key, kind];
 }
 
 /** Count the request in the item's entry; the row that mirrors it, or undefined when nothing changed. */
 function shownRow(s: MemoState, entry: ShownEntry, key: string, requestKey: string): Row | undefined {
-  const value = countShown(s, entry, requestKey);
-  return value === undefined ? undefined : [SHOWN + key, value];
+  if (entry.count >= s.cap || entry.last === requestKey) return undefined;
+  entry.count++;
+  entry.last = requestKey;
+  return [SHOWN + key, `${entry.count} ${requestKey}`];
 }
 
 // The vault mirror serves restarts only: a failed write costs a cache hit later, never fidelity.
@@ -239,7 +189,7 @@ function markRequest(
 
 async function loadRewritten(s: MemoState, key: string): Promise<string | undefined> {
   const kind = (await s.vault.getRendering(s.sessionId, REWRITTEN + key).catch(() => undefined)) ?? null;
-  if (remember(s.rewritten, key, kind)) s.epoch++;
+  remember(s.rewritten, key, kind);
   return kind ?? undefined;
 }
 
@@ -251,12 +201,6 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     cap,
     shown: new Map(),
     rewritten: new Map(),
-    epoch: 0,
-    rewrites: 0,
-    logStart: 0,
-    log: [],
-    lasts: new Set(),
-    forgot: false,
   };
   return {
     shownBefore(key, requestKey) {
@@ -277,13 +221,5 @@ export function createConversationMemo(vault: SessionStore, sessionId: string, c
     async markRewritten(key, kind, scope) {
       await mirrored(vault.setRendering(sessionId, ...rewrite(s, key, kind), scope));
     },
-    get epoch() {
-      return s.epoch;
-    },
-    get rewriteMark() {
-      return s.rewrites;
-    },
-    rewrittenSince: (mark) => (mark < s.logStart || mark > s.rewrites ? undefined : s.log.slice(mark - s.logStart)),
-    counted: (requestKey) => s.forgot || s.lasts.has(requestKey),
   };
 }
