@@ -57,24 +57,14 @@ export interface EvidenceStore {
    * a lookup key (vaulted or named by this request or the one before it); else undefined.
    */
   knownReceipt(text: string, toolName: string): Receipted | undefined;
-  /** Vault arbitrary text (collapsed steps) and return its artifact id and size. */
-  store(
-    text: string,
-    sessionId: string,
-    toolName: string,
-  ): Promise<{ readonly artifactId: string; readonly chars: number }>;
   /**
    * Deliver the artifacts the receipts of a request about to leave name: pinned for the scope's
    * session and read back under the vault's lock (see the module comment). Resolves with the ids
    * that are gone: no receipt may name them, and the memo forgets them. Throws what the vault throws.
    */
   deliver(ids: readonly string[], scope: StoreScope): Promise<readonly string[]>;
-  /** {@link deliver} for the scope the store was last delivered with; throws when an id is gone. */
-  pin(ids: readonly string[]): Promise<void>;
   /** True when a delivery found this artifact gone and no put has stored it again since. */
   isGone(artifactId: string): boolean;
-  /** How many artifacts {@link isGone} is true for (0: a memoized receipt of this store may be named again). */
-  readonly goneCount: number;
   /** A request is being reduced, in this scope (its tenant, session and lock budget): every put and delivery of it uses it, and the text lookup moves on a generation. */
   begin(scope: StoreScope): void;
 }
@@ -297,19 +287,8 @@ export function createEvidenceStore(vault: EvidenceVault, options: EvidenceStore
       const same = lookup(s, text);
       return same === undefined ? undefined : receiptOf(s, same, toolName);
     },
-    async store(text, sessionId, toolName) {
-      const e = await putEvidence(s, text, { toolName, sessionId });
-      return { artifactId: e.artifactId, chars: e.chars };
-    },
     deliver: (ids, scope) => deliver(s, ids, scope),
-    async pin(ids) {
-      const missing = await deliver(s, ids, s.lastScope ?? {});
-      if (missing.length > 0) throw new Error(`artifact ${missing[0]} is gone`);
-    },
     isGone: (id) => s.gone.has(id),
-    get goneCount() {
-      return s.gone.size;
-    },
     begin(scope) {
       s.lastScope = scope;
       nextRequest(s);
