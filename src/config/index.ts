@@ -225,32 +225,27 @@ const modelLimits: Kind = {
   fromEnv: toolNames.fromEnv,
 };
 
-const httpUrl: Kind = {
-  expects: 'an http(s) URL or empty',
-  schema: z.string().refine((s) => {
-    if (s === '') return true;
-    try {
-      const url = new URL(s);
-      return url.protocol === 'http:' || url.protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }),
-  fromEnv: (raw) => raw,
-};
+/** A URL with a protocol `protocol` accepts, or empty. */
+function urlKind(expects: string, protocol: RegExp): Kind {
+  return {
+    expects,
+    schema: z.string().refine((s) => {
+      if (s === '') return true;
+      try {
+        return protocol.test(new URL(s).protocol);
+      } catch {
+        return false;
+      }
+    }),
+    fromEnv: (raw) => raw,
+  };
+}
+
+const httpUrl = urlKind('an http(s) URL or empty', /^https?:$/);
 
 /** A PostgreSQL connection string (postgres:// or postgresql://), or empty for the SQLite file. */
 const postgresUrl: Kind = {
-  expects: 'a postgres:// or postgresql:// connection string, or empty',
-  schema: z.string().refine((s) => {
-    if (s === '') return true;
-    try {
-      return /^postgres(ql)?:$/.test(new URL(s).protocol);
-    } catch {
-      return false;
-    }
-  }),
-  fromEnv: (raw) => raw,
+  ...urlKind('a postgres:// or postgresql:// connection string, or empty', /^postgres(ql)?:$/),
   prepare: (v) => (typeof v === 'string' ? v.trim() : v),
 };
 
@@ -329,6 +324,12 @@ function tt(
   };
 }
 
+/** An `incontext.*` field: its variable is `INCONTEXT_` and the key in upper snake case. */
+function ic(key: string, kind: Kind, fallback: unknown, legacy?: string): Field {
+  const env = `INCONTEXT_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+  return { key: `incontext.${key}`, env, kind, fallback, ...(legacy === undefined ? {} : { legacy: [legacy] }) };
+}
+
 const FIELDS: readonly Field[] = [
   tt('enabled', 'ENABLED', bool, true),
   tt('mode', 'MODE', oneOf(MODES), 'balanced', { legacy: true }),
@@ -404,43 +405,14 @@ const FIELDS: readonly Field[] = [
   tt('eqRateCard', 'EQ_RATE_CARD', text(120), '', { legacy: true }),
   tt('toolNames', 'TOOL_NAMES', toolNames, {}),
   { key: 'dataDir', env: 'TOKEN_TERMINATOR_HOME', kind: path, fallback: undefined, isPath: true },
-  {
-    key: 'incontext.tokenizerUrl',
-    env: 'INCONTEXT_TOKENIZER_URL',
-    kind: httpUrl,
-    fallback: '',
-    legacy: ['HERMES_VLLM_TOKENIZER_URL'],
-  },
+  ic('tokenizerUrl', httpUrl, '', 'HERMES_VLLM_TOKENIZER_URL'),
   // Backend comes after the URL: its default depends on whether a URL is set.
-  { key: 'incontext.backend', env: 'INCONTEXT_BACKEND', kind: backendName, fallback: undefined },
-  {
-    key: 'incontext.tokenizerTimeoutSeconds',
-    env: 'INCONTEXT_TOKENIZER_TIMEOUT_SECONDS',
-    kind: num(0, true),
-    fallback: 30,
-    legacy: ['HERMES_VLLM_TOKENIZER_TIMEOUT_SECONDS'],
-  },
-  {
-    key: 'incontext.tokenizerUserAgent',
-    env: 'INCONTEXT_TOKENIZER_USER_AGENT',
-    kind: text(200),
-    fallback: undefined,
-    legacy: ['HERMES_VLLM_TOKENIZER_USER_AGENT'],
-  },
-  {
-    key: 'incontext.fallbackMarginTokens',
-    env: 'INCONTEXT_FALLBACK_MARGIN_TOKENS',
-    kind: int(0),
-    fallback: 1024,
-    legacy: ['HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS'],
-  },
-  { key: 'incontext.minOutputTokens', env: 'INCONTEXT_MIN_OUTPUT_TOKENS', kind: int(1), fallback: 4096 },
-  {
-    key: 'incontext.compressionWindowTokens',
-    env: 'INCONTEXT_COMPRESSION_WINDOW_TOKENS',
-    kind: int(1),
-    fallback: undefined,
-  },
+  ic('backend', backendName, undefined),
+  ic('tokenizerTimeoutSeconds', num(0, true), 30, 'HERMES_VLLM_TOKENIZER_TIMEOUT_SECONDS'),
+  ic('tokenizerUserAgent', text(200), undefined, 'HERMES_VLLM_TOKENIZER_USER_AGENT'),
+  ic('fallbackMarginTokens', int(0), 1024, 'HERMES_DYNAMIC_BUDGET_FALLBACK_MARGIN_TOKENS'),
+  ic('minOutputTokens', int(1), 4096),
+  ic('compressionWindowTokens', int(1), undefined),
 ];
 
 /**

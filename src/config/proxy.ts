@@ -194,110 +194,51 @@ export const PRIMARY_MEMORY_BYTES = 134_217_728;
 /** Per worker in the default `maxMemoryBytes` when more workers than 1 GiB has room for. */
 const WORKER_MEMORY_DEFAULT = 402_653_184;
 const BODY_MEMO_DEFAULT = 268_435_456;
+const URL_EXPECTS = 'an http(s) URL without query, fragment or credentials';
+
+/** A setting whose flag and variable are its key in kebab-case and upper snake case. */
+function setting(
+  key: keyof ProxyConfig,
+  fallback: Setting['fallback'],
+  check: Pick<Setting, 'parse' | 'expects'>,
+): Setting {
+  const words = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  return { key, flag: `--${words}`, env: P + words.replace(/-/g, '_').toUpperCase(), fallback, ...check };
+}
+
 const SETTINGS: readonly Setting[] = [
-  {
-    key: 'host',
-    flag: '--host',
-    env: `${P}HOST`,
-    fallback: '127.0.0.1',
-    parse: host,
-    expects: 'a host name or IP address',
-  },
-  {
-    key: 'port',
-    flag: '--port',
-    env: `${P}PORT`,
-    fallback: 8787,
-    ...integer(0, 65_535),
-  },
-  {
-    key: 'upstream',
-    flag: '--upstream',
-    env: `${P}UPSTREAM`,
-    fallback: 'https://api.openai.com',
-    parse: url,
-    expects: 'an http(s) URL without query, fragment or credentials',
-  },
-  {
-    key: 'anthropicUpstream',
-    flag: '--anthropic-upstream',
-    env: `${P}ANTHROPIC_UPSTREAM`,
-    fallback: 'https://api.anthropic.com',
-    parse: url,
-    expects: 'an http(s) URL without query, fragment or credentials',
-  },
-  {
-    key: 'token',
-    flag: '--token',
-    env: `${P}TOKEN`,
-    fallback: undefined,
-    parse: secret,
-    expects: 'a printable secret of 16…512 characters without spaces',
-  },
-  {
-    key: 'maxBodyBytes',
-    flag: '--max-body-bytes',
-    env: `${P}MAX_BODY_BYTES`,
-    fallback: 33_554_432,
-    ...integer(1024, 2 ** 31),
-  },
-  {
-    key: 'bodyMemoBytes',
-    flag: '--body-memo-bytes',
-    env: `${P}BODY_MEMO_BYTES`,
-    fallback: BODY_MEMO_DEFAULT,
-    ...integer(0, 2 ** 40),
-  },
-  {
-    key: 'recoveryRounds',
-    flag: '--recovery-rounds',
-    env: `${P}RECOVERY_ROUNDS`,
-    fallback: 3,
-    ...integer(0, 20),
-  },
-  {
-    key: 'upstreamTimeoutMs',
-    flag: '--upstream-timeout-ms',
-    env: `${P}UPSTREAM_TIMEOUT_MS`,
-    fallback: 600_000,
-    ...integer(1000, 3_600_000),
-  },
-  {
-    key: 'requestTimeoutMs',
-    flag: '--request-timeout-ms',
-    env: `${P}REQUEST_TIMEOUT_MS`,
-    fallback: 120_000,
-    ...integer(1000, 3_600_000),
-  },
-  {
-    key: 'minBodyRate',
-    flag: '--min-body-rate',
-    env: `${P}MIN_BODY_RATE`,
-    fallback: 1024,
-    ...integer(0, 2 ** 30, ' (bytes per second)'),
-  },
-  {
-    key: 'maxInFlight',
-    flag: '--max-in-flight',
-    env: `${P}MAX_IN_FLIGHT`,
-    fallback: 256,
-    ...integer(1, 100_000),
-  },
-  {
-    key: 'maxMemoryBytes',
-    flag: '--max-memory-bytes',
-    env: `${P}MAX_MEMORY_BYTES`,
-    fallback: 1_073_741_824, // raised below for many workers
-    ...integer(MIN_MEMORY, 2 ** 40),
-  },
-  {
-    key: 'workers',
-    flag: '--workers',
-    env: `${P}WORKERS`,
-    fallback: () => availableParallelism(),
-    ...integer(1, 1024),
-  },
+  setting('host', '127.0.0.1', { parse: host, expects: 'a host name or IP address' }),
+  setting('port', 8787, integer(0, 65_535)),
+  setting('upstream', 'https://api.openai.com', { parse: url, expects: URL_EXPECTS }),
+  setting('anthropicUpstream', 'https://api.anthropic.com', { parse: url, expects: URL_EXPECTS }),
+  setting('token', undefined, { parse: secret, expects: 'a printable secret of 16…512 characters without spaces' }),
+  setting('maxBodyBytes', 33_554_432, integer(1024, 2 ** 31)),
+  setting('bodyMemoBytes', BODY_MEMO_DEFAULT, integer(0, 2 ** 40)),
+  setting('recoveryRounds', 3, integer(0, 20)),
+  setting('upstreamTimeoutMs', 600_000, integer(1000, 3_600_000)),
+  setting('requestTimeoutMs', 120_000, integer(1000, 3_600_000)),
+  setting('minBodyRate', 1024, integer(0, 2 ** 30, ' (bytes per second)')),
+  setting('maxInFlight', 256, integer(1, 100_000)),
+  setting('maxMemoryBytes', 1_073_741_824, integer(MIN_MEMORY, 2 ** 40)), // raised below for many workers
+  setting('workers', () => availableParallelism(), integer(1, 1024)),
 ];
+
+/** Each of `workers` processes' share of the gateway's totals, as a one-worker config. */
+function split(config: ProxyConfig, workers: number): ProxyConfig {
+  return Object.freeze({
+    ...config,
+    workers: 1,
+    maxMemoryBytes: Math.floor((config.maxMemoryBytes - PRIMARY_MEMORY_BYTES) / workers),
+    bodyMemoBytes: Math.floor(config.bodyMemoBytes / workers),
+  });
+}
+
+function checkShare(memory: number, workers: number): void {
+  if (Math.floor((memory - PRIMARY_MEMORY_BYTES) / workers) < MIN_MEMORY)
+    throw new ConfigError(
+      `--max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory} is the whole gateway's: less the primary's ${PRIMARY_MEMORY_BYTES} it leaves ${workers === 1 ? 'the worker' : `each of ${workers} workers`} under ${MIN_MEMORY}; raise it to at least ${PRIMARY_MEMORY_BYTES + workers * MIN_MEMORY}${workers === 1 ? '' : ` or lower --workers (${P}WORKERS)`}`,
+    );
+}
 
 /**
  * The settings each worker of `token-terminator proxy` serves with. The command always serves
@@ -312,35 +253,19 @@ const SETTINGS: readonly Setting[] = [
  */
 export function workerShare(config: ProxyConfig): ProxyConfig {
   const workers = Math.max(1, config.workers);
-  const share = Math.floor((config.maxMemoryBytes - PRIMARY_MEMORY_BYTES) / workers);
-  if (share < MIN_MEMORY)
-    throw new ConfigError(
-      `--max-memory-bytes (${P}MAX_MEMORY_BYTES) ${config.maxMemoryBytes} is the whole gateway's: less the primary's ${PRIMARY_MEMORY_BYTES} it leaves ${workers === 1 ? 'the worker' : `each of ${workers} workers`} under ${MIN_MEMORY}; raise it to at least ${PRIMARY_MEMORY_BYTES + workers * MIN_MEMORY}${workers === 1 ? '' : ` or lower --workers (${P}WORKERS)`}`,
-    );
-  return Object.freeze({
-    ...config,
-    workers: 1,
-    maxMemoryBytes: share,
-    bodyMemoBytes: Math.floor(config.bodyMemoBytes / workers),
-  });
+  checkShare(config.maxMemoryBytes, workers);
+  return split(config, workers);
 }
 
 /**
  * The settings one serving process runs with: the config itself with one worker; with N > 1
- * workers each one's share of the gateway's totals — `maxMemoryBytes` less the primary's
- * {@link PRIMARY_MEMORY_BYTES}, divided by N, and `bodyMemoBytes` divided by N — and `workers` 1.
+ * workers each one's share as {@link workerShare} computes it.
  *
  * @example
  * processShare(loadProxyConfig({ env: {}, flags: { workers: 2 } })).maxMemoryBytes; // 469762048
  */
 export function processShare(config: ProxyConfig): ProxyConfig {
-  if (config.workers <= 1) return config;
-  return Object.freeze({
-    ...config,
-    workers: 1,
-    maxMemoryBytes: Math.floor((config.maxMemoryBytes - PRIMARY_MEMORY_BYTES) / config.workers),
-    bodyMemoBytes: Math.floor(config.bodyMemoBytes / config.workers),
-  });
+  return config.workers <= 1 ? config : split(config, config.workers);
 }
 
 /**
@@ -404,10 +329,7 @@ export function loadProxyConfig(
       PRIMARY_MEMORY_BYTES + workers * WORKER_MEMORY_DEFAULT,
     );
   const memory = out['maxMemoryBytes'] as number;
-  if (workers > 1 && Math.floor((memory - PRIMARY_MEMORY_BYTES) / workers) < MIN_MEMORY)
-    throw new ConfigError(
-      `--max-memory-bytes (${P}MAX_MEMORY_BYTES) ${memory} is the whole gateway's: less the primary's ${PRIMARY_MEMORY_BYTES} it leaves each of ${workers} workers under ${MIN_MEMORY}; raise it to at least ${PRIMARY_MEMORY_BYTES + workers * MIN_MEMORY} or lower --workers (${P}WORKERS)`,
-    );
+  if (workers > 1) checkShare(memory, workers);
   if (!given.has('bodyMemoBytes')) out['bodyMemoBytes'] = Math.min(BODY_MEMO_DEFAULT, Math.floor(memory / 16));
   else if ((out['bodyMemoBytes'] as number) > memory / 2)
     throw new ConfigError(
