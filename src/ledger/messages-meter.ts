@@ -12,7 +12,7 @@
  * ` mn]`, and each segment is memoized per message in the shared item memo (test/ledger/messages-meter.test.ts checks the
  * equality against counting the whole string).
  */
-import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from './item-measures.js';
+import { createItemMeasures, type ItemMeasures, type Segment } from './item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
 
 /** The measurements of one message (see {@link MessagesMeter.entry}). */
@@ -48,36 +48,6 @@ export interface MessagesMeter {
   midTokens(message: unknown): number;
 }
 
-/** A message's entry as telemetry reads it: the shared entry, plus its spaced JSON on demand. */
-class EntryView implements MessageEntry {
-  constructor(
-    readonly measures: ItemMeasures,
-    readonly message: unknown,
-    readonly m: ItemEntry,
-  ) {}
-  get json(): string {
-    return this.measures.spacedJson(this.message);
-  }
-  get chars(): number {
-    return this.m.chars;
-  }
-  get mid(): number | undefined {
-    return this.m.mid;
-  }
-  get first(): number | undefined {
-    return this.m.first;
-  }
-  get last(): number | undefined {
-    return this.m.last;
-  }
-  get only(): number | undefined {
-    return this.m.only;
-  }
-  get alone(): number | undefined {
-    return this.m.alone;
-  }
-}
-
 /** Options of {@link createMessagesMeter}; every field is optional. */
 export interface MessagesMeterOptions {
   /**
@@ -103,7 +73,9 @@ export function createMessagesMeter(counter: TokenCounter, options: MessagesMete
   const measures =
     options.measures?.counter !== undefined ? options.measures : createItemMeasures({ counter, byContent: false });
   const tokens = (message: unknown, segment: Segment): number => measures.segmentTokens(message, segment)!;
-  const entry = (message: unknown): MessageEntry => new EntryView(measures, message, measures.entry(message));
+  // The shared entry's counts are read live through the prototype; the spaced JSON is made on demand.
+  const entry = (message: unknown): MessageEntry =>
+    Object.create(measures.entry(message), { json: { get: () => measures.spacedJson(message) } }) as MessageEntry;
   return {
     counter,
     entry,

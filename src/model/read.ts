@@ -124,13 +124,23 @@ export function toolName(entry: unknown): string | undefined {
 export function readRequest(request: unknown, options: ReadOptions = {}): RequestView {
   const format = options.format ?? detectFormat(request);
   if (!isObj(request) || format === 'unknown') return { format: 'unknown', items: [], itemInfo: [], slots: [] };
+  const slots = headSlots(request, format);
+  if (format !== 'responses') return readList(format, 'messages', request['messages'] as readonly unknown[], slots);
+  const input = request['input'];
+  if (typeof input === 'string') slots.push({ kind: 'user', path: ['input'], value: input, text: input });
+  if (!Array.isArray(input)) return { format: 'responses', items: [], itemInfo: [], slots };
+  return readList('responses', 'input', input, slots);
+}
+
+/** The slots before the first item's: tool schemas, then the format's top-level instructions. */
+function headSlots(request: Obj, format: keyof typeof READERS): Slot[] {
   const slots: Slot[] = [];
   const tools = request['tools'] ?? request['functions'];
   if (Array.isArray(tools))
     slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
-  if (format === 'responses') return readResponses(request, slots);
-  if (format === 'anthropic') return readAnthropic(request, slots);
-  return readChat(request, slots);
+  const key = READERS[format].head;
+  if (key !== undefined && key in request) pushInstructions(slots, request[key], [key], undefined);
+  return slots;
 }
 
 function pushInstructions(slots: Slot[], value: unknown, path: SlotPath, item: number | undefined): void {
@@ -277,10 +287,6 @@ const chatItems: ItemsReader = (items, from, state, slots, info) => {
   });
 };
 
-function readChat(request: Obj, slots: Slot[]): RequestView {
-  return readList('chat', 'messages', request['messages'] as readonly unknown[], slots);
-}
-
 function responsesCalls(input: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
   for (let i = from; i < input.length; i++) {
     const it = input[i];
@@ -308,26 +314,6 @@ const responsesItems: ItemsReader = (input, from, state, slots, info) => {
     }
   });
 };
-
-/** The head slots of a format whose instructions stand in one top-level field. */
-const headFrom =
-  (key: 'instructions' | 'system') =>
-  (request: Obj, slots: Slot[]): void => {
-    if (key in request) pushInstructions(slots, request[key], [key], undefined);
-  };
-
-const responsesHead = headFrom('instructions');
-
-function readResponses(request: Obj, slots: Slot[]): RequestView {
-  responsesHead(request, slots);
-  const input = request['input'];
-  if (typeof input === 'string') {
-    slots.push({ kind: 'user', path: ['input'], value: input, text: input });
-    return { format: 'responses', items: [], itemInfo: [], slots };
-  }
-  if (!Array.isArray(input)) return { format: 'responses', items: [], itemInfo: [], slots };
-  return readList('responses', 'input', input, slots);
-}
 
 function anthropicCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
   for (let i = from; i < items.length; i++) {
@@ -376,14 +362,7 @@ const anthropicItems: ItemsReader = (items, from, state, slots, info) => {
   });
 };
 
-const anthropicHead = headFrom('system');
-
-function readAnthropic(request: Obj, slots: Slot[]): RequestView {
-  anthropicHead(request, slots);
-  return readList('anthropic', 'messages', request['messages'] as readonly unknown[], slots);
-}
-
-/** Read a conversation list whole (after the format's head slots): its calls, then its items. */
+/** Read a conversation list whole (after the head slots): its calls, then its items. */
 function readList(
   format: keyof typeof READERS,
   listKey: NonNullable<RequestView['listKey']>,
@@ -441,11 +420,17 @@ function own(view: RequestView, state: ListState, parent?: RequestView): Request
   return view;
 }
 
-const READERS = {
-  chat: { head: (_request: Obj, _slots: Slot[]): void => undefined, calls: chatCalls, items: chatItems },
-  responses: { head: responsesHead, calls: responsesCalls, items: responsesItems },
-  anthropic: { head: anthropicHead, calls: anthropicCalls, items: anthropicItems },
-} as const;
+/** Each format's reader: the top-level field of its instructions, its calls and its items. */
+const READERS: Readonly<
+  Record<
+    'chat' | 'responses' | 'anthropic',
+    { head?: 'instructions' | 'system'; calls: typeof chatCalls; items: ItemsReader }
+  >
+> = {
+  chat: { calls: chatCalls, items: chatItems },
+  responses: { head: 'instructions', calls: responsesCalls, items: responsesItems },
+  anthropic: { head: 'system', calls: anthropicCalls, items: anthropicItems },
+};
 
 /**
  * `readRequest(request)` from the view of an earlier request whose conversation list is a leading
@@ -473,11 +458,7 @@ export function extendView(
   const added = new Map<string, CallInfo>();
   reader.calls(items, from, added);
   for (const id of added.keys()) if (state.calls.has(id) || state.unresolved.has(id)) return undefined;
-  const slots: Slot[] = [];
-  const tools = request['tools'] ?? request['functions'];
-  if (Array.isArray(tools))
-    slots.push({ kind: 'tool_schemas', path: ['tools' in request ? 'tools' : 'functions'], value: tools });
-  reader.head(request, slots);
+  const slots = headSlots(request, format);
   if (slots.length !== state.head) return undefined;
   for (const [id, call] of added) state.calls.set(id, call);
   for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
