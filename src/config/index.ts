@@ -21,6 +21,7 @@ import { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
 import { PRICING_PROFILE_NAMES } from './pricing.js';
 import { HISTORY_POLICIES, type Config, type Mode } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
+import { TIKTOKEN_ENCODINGS } from '../measure/encoders.js';
 
 export type { Config, Mode } from './types.js';
 export { DEFAULT_OBSERVATION_PATTERN } from './observation-pattern.js';
@@ -53,8 +54,6 @@ export const MODES: readonly Mode[] = Object.freeze(['balanced', 'aggressive', '
  * CANONICAL_TOOLS.includes('terminal'); // true
  */
 export const CANONICAL_TOOLS = Object.freeze(['search_files', 'process', 'read_file', 'terminal'] as const);
-/** Encodings the tiktoken counters support (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). */
-export const TIKTOKEN_ENCODINGS = Object.freeze(['o200k_base', 'cl100k_base'] as const);
 
 type IncontextConfig = Config['incontext'];
 type Loose<T> = { [K in keyof T]?: T[K] | undefined };

@@ -1,35 +1,21 @@
 /**
- * The one memo of what the request path measures of a conversation item (or any other request
- * value): its size, its content identity and its token counts, kept per item object and, for hosts
- * that rebuild their objects on every call, per content hash. The runtime holds one for all its
- * sessions and hands it to the request stages, the output-budget counter and the telemetry meter,
- * so an item is serialized once, each long string of it hashed once (its digest ledger,
- * src/ledger/digests.ts, which the vault's ids and the receipts reuse) and each distinct text of it
- * tokenized once, whichever of them asks first; an operator or meter used alone makes its own.
+ * The one memo of what the request path measures of a conversation item (or any request value):
+ * its size, content identity and token counts, kept per item object and, for hosts that rebuild
+ * their objects, per content hash. The runtime holds one for all sessions and hands it to the
+ * request stages (src/ledger/request-meter.ts), the output-budget counter and telemetry
+ * (src/ledger/messages-meter.ts), so an item is serialized once, each long string hashed once (the
+ * digest ledger, src/ledger/digests.ts) and each distinct text tokenized once, whoever asks first.
  *
- * What each reader takes from an entry:
- * - the stages' per-session meter (src/ledger/request-meter.ts): `chars`, `hash` (the chain hashes and the
- *   rebuilt-object lookup) and the tokens of the compact canonical JSON (the acceptance gate);
- * - the output-budget adapter (src/budget/counter.ts): the tokens of the same compact canonical JSON
- *   of each array element, the very string the stages count, so one count serves both;
- * - the telemetry meter (src/ledger/messages-meter.ts): `chars` (the code points of the spaced canonical
- *   JSON, the same number the stages use) and the tokens of its spaced array segments.
+ * Two texts are counted per item: the compact canonical JSON (`{"a":1}`: stages and budget) and
+ * the spaced JSON as it sits in a serialized array (` {"a": 1},`: telemetry). A BPE count of one
+ * says nothing exact about the other (`":1` and `": 1` are different pieces), so each keeps its own
+ * count on the same entry; the spaced text is derived from the compact one
+ * ({@link spacedFromCompact}), and with piece records ({@link ItemMeasures.notePieces},
+ * src/measure/pieces.ts) a count is derived from pieces already encoded.
  *
- * What stays two: the texts counted. The stages and the budget count the compact JSON
- * (`{"a":1}`), telemetry the spaced JSON as it sits in the serialized array (` {"a": 1},`). A BPE
- * count of one says nothing exact about the other (`":1` and `": 1` are different pieces), and
- * changing either side would change the figures (the gate's verdicts and savings, the output cap,
- * the recorded tokens), so each keeps its own count — on the same entry. The spaced text is not
- * serialized again, though: it differs from the compact one only by a space after each `,` and `:`
- * outside string literals, so it is derived from the compact text ({@link spacedFromCompact}).
- * And a tool output the tool-result stage tokenized is handed over as pieces
- * ({@link ItemMeasures.notePieces}): the compact JSON of the item carrying it encodes only the
- * pieces next to the literal's escapes (src/measure/pieces.ts).
- *
- * Bounded: entries by object are held weakly (a finished conversation is collected with its
- * objects), entries by content hash and texts not yet counted are least-recently-used caches.
- * Like every identity memo of the request stages, this assumes a message object is not mutated in
- * place after it was sent.
+ * Bounded: entries by object are held weakly, by content hash and texts not yet counted in LRU
+ * caches. Like every identity memo of the request stages, this assumes a message object is not
+ * mutated in place after it was sent.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -99,11 +85,9 @@ export interface ItemMeasures {
   /** Tokens of the spaced JSON framed as `segment` (counted once per content); undefined without a counter. */
   segmentTokens(value: unknown, segment: Segment): number | undefined;
   /**
-   * Hand over the pieces of a long string the caller counted with this memo's counter (a tool
-   * output the tool-result stage counted): the first item counted here whose JSON carries that
-   * string derives its count from them, encoding only the pieces its escapes changed, so the
-   * output is tokenized once, not once as text and again as JSON. Kept until used, bounded in
-   * characters (least recently handed over dropped).
+   * Hand over the pieces of a long string counted with this memo's counter (a tool output): the
+   * first item counted here whose JSON carries it derives its count from them, so the output is
+   * tokenized once, not again as JSON. Kept until used, bounded in characters.
    */
   notePieces(text: string, record: PieceRecord): void;
   /**
@@ -133,9 +117,8 @@ export interface ItemMeasuresOptions {
    */
   readonly counter?: TokenCounter;
   /**
-   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (costs a walk
-   * and one SHA-256 of the item with its long strings named by their ledger digests per new
-   * object; a long string is hashed once per ledger).
+   * Keep an index by content hash, so a rebuilt copy of an item finds its measures (one walk and
+   * one SHA-256 per new object; a long string is hashed once per ledger).
    *
    * @defaultValue true
    */
@@ -155,25 +138,21 @@ export interface ItemMeasuresOptions {
   readonly recognitions?: Recognitions;
   /**
    * Record the pieces of each compact JSON counted (a counter with `pieces`), so a spaced segment
-   * asked later ({@link ItemMeasures.segmentTokens}, telemetry) is derived from them and encodes
-   * only what its separators change. Set it when a telemetry meter reads this memo: recording costs
-   * about a quarter more on each compact count and nothing else reads the record.
+   * asked later is derived from them. Set it when a telemetry meter reads this memo: recording costs
+   * about a quarter more on each compact count.
    *
    * @defaultValue false: compact JSON is counted plainly, segments afresh
    */
   readonly recordPieces?: boolean;
   /**
-   * Remember the entries of at least this many characters (serializedChars) whose counts this memo
-   * tokenized, for {@link ItemMeasures.takeCounted} (the runtime adds them to the vault's count
-   * store, so another process reads them instead of tokenizing again). At most
-   * {@link COUNTED_KEPT} are remembered between two calls.
+   * Remember the entries of at least this many characters whose counts this memo tokenized, for
+   * {@link ItemMeasures.takeCounted} (at most {@link COUNTED_KEPT} between two calls).
    *
    * @defaultValue none: nothing is remembered
    */
   readonly trackCounted?: number;
   /**
-   * The digest ledger (hex SHA-256 per text, made once): an item's identity names its long
-   * strings by these digests, and the stages that vault or receipt a text ask the same ledger.
+   * The digest ledger an item's identity names its long strings by (the stages ask the same one).
    *
    * @defaultValue a ledger of the memo's own
    */
@@ -185,23 +164,15 @@ export { NAMED_FROM } from './digests.js';
 /** Entries remembered for {@link ItemMeasures.takeCounted} between two calls (the oldest dropped first). */
 export const COUNTED_KEPT = 4096;
 
-/**
- * Texts kept for values measured but perhaps not yet counted (the current requests' new items):
- * at most this many values, and this many characters in all (least recently used dropped first).
- */
+/** Texts kept for values measured but perhaps not yet counted: at most this many, and this many characters. */
 const TEXTS_KEPT = 1024;
 const TEXT_CHARS_KEPT = 8_000_000;
-/**
- * Piece records kept for entries counted but perhaps not yet counted spaced (the current requests'
- * new items), in pieces in all (about 8 bytes each): see src/measure/pieces.ts.
- */
+/** Piece records kept for entries not yet counted spaced, in pieces (about 8 bytes each). */
 const RECORD_PIECES_KEPT = 1_000_000;
 /**
- * Characters of noted strings kept until an item carrying them is counted. The item is often
- * counted late: the gateway measures answered requests after the answer, up to its accounting
- * backlog (128 requests) behind, each with a new output of up to tens of kB. At 2,000,000 (about
- * 90 outputs of 23 kB) four in five notes were dropped before their item was counted under bench
- * proxy-load's load, and those outputs were tokenized whole a second time.
+ * Characters of noted strings kept until an item carrying them is counted: the gateway counts up
+ * to 128 answered requests late, and at 2,000,000 four in five notes were dropped under bench
+ * proxy-load (those outputs tokenized twice).
  */
 const NOTED_CHARS_KEPT = 8_000_000;
 /** Shorter strings are not noted: encoding them again costs less than looking for them. */
@@ -227,9 +198,8 @@ interface Texts {
 const SEPARATORS = /("[^"\\]*(?:\\.[^"\\]*)*")|([,:])/g;
 
 /**
- * The spaced canonical JSON (`, ` and `: ` separators) of a value from its compact canonical JSON:
- * the two differ only in the separators outside string literals (strings, numbers and keys are
- * printed alike), so each `,` and `:` outside a string gets its space back.
+ * The spaced canonical JSON of a value from its compact one: each `,` and `:` outside a string
+ * literal gets its space back (nothing else differs).
  *
  * @example
  * spacedFromCompact('{"a":[1,2],"b":"x, y: z"}'); // '{"a": [1, 2], "b": "x, y: z"}'
@@ -246,9 +216,8 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 
 /**
- * How many spaces {@link spacedFromCompact} inserts into `compact` (its `,` and `:` outside string
- * literals), counted without building the spaced text: an entry's size is known from its compact
- * text alone, and the spaced text is made only where telemetry counts it, then dropped.
+ * How many spaces {@link spacedFromCompact} inserts into `compact`, without building the spaced
+ * text (an entry's size is known from its compact text alone).
  *
  * @example
  * spacesIn('{"a":[1,2],"b":"x, y: z"}'); // 4
@@ -290,9 +259,8 @@ export function spacedRuns(compact: string): CopiedRun[] {
 }
 
 /**
- * True when `json` is exactly `compact` cut at `runs` with one space in each cut: with the runs of
- * {@link spacedRuns}, exactly when `json === spacedFromCompact(compact)`, checked without a second
- * pass of the separator pattern.
+ * True when `json` is `compact` cut at `runs` with one space in each cut: with {@link spacedRuns},
+ * exactly when `json === spacedFromCompact(compact)`.
  *
  * @example
  * spacedAlong('{"a": 1}', '{"a":1}', spacedRuns('{"a":1}')); // true
@@ -317,10 +285,7 @@ interface MeasureCaches {
   byHash: LRUCache<string, Measures>;
   primitives: LRUCache<string, Measures>;
   texts: LRUCache<Measures, Texts>;
-  // The pieces of an entry's compact JSON, as counted for the stages: each spaced segment telemetry
-  // counts is then derived from them, and encodes only the pieces its separators changed.
   records: LRUCache<Measures, CompactPieces>;
-  // Pieces of long strings counted elsewhere (notePieces), until an item carrying one is counted.
   noted: LRUCache<string, PieceRecord>;
   // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
   counted: Set<Measures>;
@@ -379,14 +344,12 @@ function make(s: MeasureState, value: unknown): Measures {
     keep(s, m, undefined, spaced);
     return m;
   }
-  // The identity hashes what the ledger has not: a rebuilt copy of an item is a lookup of its
-  // long strings and one SHA-256 of the short rest, and is not serialized.
+  // A rebuilt copy is a lookup of its long strings and one SHA-256 of the short rest: not serialized.
   const hash = createHash('sha256').update(canonicalJsonNamed(value, s.named), 'utf8').digest('base64');
   let m = s.byHash.get(hash); // refreshed: the least recently used content goes first
   if (m !== undefined) return m;
   const compact = canonicalJson(value, { compact: true });
-  // Only the compact text is kept: the spaced one is a function of it (spacedJsonOf), and keeping
-  // both doubled what a new item's texts hold until the deferred telemetry has counted them.
+  // Only the compact text is kept: the spaced one is a function of it (spacedJsonOf).
   m = new Measures(codePoints(compact) + spacesIn(compact), hash);
   keep(s, m, compact, undefined);
   s.byHash.set(hash, m);
@@ -395,9 +358,8 @@ function make(s: MeasureState, value: unknown): Measures {
 
 function measuresOf(s: MeasureState, value: unknown): Measures {
   if (typeof value === 'object' && value !== null) {
-    // An object measured before is answered at once; a rebuilt copy the request stages
-    // recognised as an earlier object shares that object's entry (asking which object that is
-    // may record a whole request's recognitions: not for objects this memo already knows).
+    // A rebuilt copy the stages recognised shares the earlier object's entry (asked only for
+    // objects this memo does not know: asking may record a whole request's recognitions).
     const own = s.byRef.get(value);
     if (own !== undefined) return own;
     const key = s.recognitions?.canonicalOf(value) ?? value;
@@ -443,10 +405,8 @@ function copiedFrom(s: MeasureState, value: unknown, m: Measures, json: string):
 }
 
 /**
- * The count memo's key of `text` (for a counter built by `createCountMemo`), the entry's compact
- * JSON or its spaced `segment`: both are functions of the compact JSON, which the entry's identity
- * names (a segment's name adds it after a `.`, outside the base64 alphabet). Undefined without an
- * identity: the memo hashes.
+ * The count memo's key of the entry's compact JSON or spaced `segment` (after a `.`, outside the
+ * base64 alphabet): both are functions of what the identity names. Undefined without one.
  */
 function countKey(m: Measures, text: string, segment?: Segment): string | undefined {
   return m.hash === '' ? undefined : digestKey(text.length, segment === undefined ? m.hash : `${m.hash}.${segment}`);
@@ -501,10 +461,8 @@ function segmentTokensOf(s: MeasureState, value: unknown, segment: Segment): num
   const json = spacedJsonOf(s, value, m);
   const prefix = SEGMENT_PREFIX[segment];
   const text = `${prefix}${json}${SEGMENT_SUFFIX[segment]}`;
-  // A large item no stage counted yet is counted in its compact form first and the segment
-  // derived from it: telemetry runs after the call, and the gate that digests this item in a
-  // later request (or the output budget) then finds its compact count instead of tokenizing
-  // it on that request's critical path.
+  // A large item is counted compact first and the segment derived: a later request's gate (or
+  // the output budget) then finds the compact count instead of tokenizing on its critical path.
   if (pieces !== undefined && m.compact === undefined && m.chars >= PRIME_COMPACT_CHARS) compactTokensOf(s, value, m);
   const compact = pieces === undefined ? undefined : copiedFrom(s, value, m, json);
   tokenized(s, m);
@@ -535,8 +493,7 @@ function takeCountedRows(s: MeasureState): CountRow[] {
 }
 
 /**
- * Create a measurement memo; the runtime holds one for all request stages, the output-budget
- * counter and telemetry (see the module comment).
+ * Create a measurement memo (see the module comment).
  *
  * @example
  * import { createItemMeasures, createTiktokenCounter } from 'token-terminator';

@@ -46,6 +46,19 @@ export function isTiktokenEncoding(name: string): name is TiktokenEncodingName {
   return (TIKTOKEN_ENCODINGS as readonly string[]).includes(name);
 }
 
+/**
+ * Throw a ConfigError, naming `who`, unless `encoding` (and `engine`, when given) can be loaded.
+ *
+ * @example
+ * checkEncoder('myCounter', 'o200k_base', 'js'); // passes
+ */
+export function checkEncoder(who: string, encoding: string, engine?: string): void {
+  if (!isTiktokenEncoding(encoding))
+    throw new ConfigError(`${who}: unknown encoding "${encoding}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`);
+  if (engine !== undefined && !(ENCODER_ENGINES as readonly string[]).includes(engine))
+    throw new ConfigError(`${who}: unknown engine "${engine}" (accepted: ${ENCODER_ENGINES.join(', ')})`);
+}
+
 /** Counts the tokens of one pre-split piece, special-token strings as ordinary text. */
 export type PieceCounter = (piece: string) => number;
 
@@ -96,14 +109,7 @@ const require = createRequire(import.meta.url);
  * }
  */
 export function acquireEncoder(encoding: TiktokenEncodingName, engine: EncoderEngine): EncoderLease {
-  if (!isTiktokenEncoding(encoding))
-    throw new ConfigError(
-      `acquireEncoder: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
-    );
-  if (!(ENCODER_ENGINES as readonly string[]).includes(engine))
-    throw new ConfigError(
-      `acquireEncoder: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`,
-    );
+  checkEncoder('acquireEncoder', encoding, engine);
   const key = `${engine}:${encoding}`;
   let entry = shared.get(key);
   if (entry === undefined) {

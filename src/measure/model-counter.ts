@@ -1,11 +1,6 @@
 import type { TokenCounter } from './types.js';
-import { ConfigError } from '../errors.js';
-import {
-  createTiktokenCounter,
-  isTiktokenEncoding,
-  TIKTOKEN_ENCODINGS,
-  type TiktokenEncodingName,
-} from './tiktoken-counter.js';
+import { checkEncoder } from './encoders.js';
+import { createTiktokenCounter, type TiktokenEncodingName } from './tiktoken-counter.js';
 import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokenizer-json-counter.js';
 
 /** Overrides of the tokenizer a model name would pick. */
@@ -84,12 +79,8 @@ export function counterForModel(model?: string, options: CounterForModelOptions 
   if (options.tokenizerJson !== undefined && options.tokenizerJson !== '')
     return createTokenizerJsonCounter(options.tokenizerJson);
   if (options.encoding !== undefined && options.encoding !== '') {
-    if (!isTiktokenEncoding(options.encoding)) {
-      throw new ConfigError(
-        `counterForModel: unknown encoding "${options.encoding}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
-      );
-    }
-    return createTiktokenCounter(options.encoding);
+    checkEncoder('counterForModel', options.encoding);
+    return createTiktokenCounter(options.encoding as TiktokenEncodingName);
   }
   const { encoding, exact } = encodingForModel(model);
   return createTiktokenCounter(encoding, { exact });

@@ -1,14 +1,7 @@
 import type { PieceRecord } from './pieces.js';
 import type { RecordedCount, RecordingCounter, TokenCounter } from './types.js';
 import { ConfigError } from '../errors.js';
-import {
-  acquireEncoder,
-  ENCODER_ENGINES,
-  isTiktokenEncoding,
-  TIKTOKEN_ENCODINGS,
-  type EncoderEngine,
-  type TiktokenEncodingName,
-} from './encoders.js';
+import { acquireEncoder, checkEncoder, type EncoderEngine, type TiktokenEncodingName } from './encoders.js';
 import { countGuarded, DEFAULT_MAX_RUN, splitLongRuns } from './long-runs.js';
 
 export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './encoders.js';
@@ -64,20 +57,12 @@ export function createTiktokenCounter(
   encoding: TiktokenEncodingName = 'o200k_base',
   options: TiktokenCounterOptions = {},
 ): TokenCounter {
-  if (!isTiktokenEncoding(encoding)) {
-    throw new ConfigError(
-      `createTiktokenCounter: unknown encoding "${String(encoding)}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`,
-    );
-  }
+  checkEncoder('createTiktokenCounter', encoding);
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;
   if (!Number.isInteger(maxRun) || maxRun < 16)
     throw new ConfigError('createTiktokenCounter: maxRun must be an integer ≥ 16');
   const engine = options.engine ?? DEFAULT_ENGINES[encoding];
-  if (!(ENCODER_ENGINES as readonly string[]).includes(engine)) {
-    throw new ConfigError(
-      `createTiktokenCounter: unknown engine "${String(engine)}" (accepted: ${ENCODER_ENGINES.join(', ')})`,
-    );
-  }
+  checkEncoder('createTiktokenCounter', encoding, engine);
   let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);
   const countPiece = lease.count;
   const countText = (text: string): number => countGuarded(text, countPiece, maxRun);
