@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { LRUCache } from 'lru-cache';
 import { entryBoundLru } from '../lru.js';
 import { intOption } from '../options.js';
 import type { TokenCounter } from '../measure/types.js';
@@ -57,43 +56,6 @@ export interface CountMemo extends TokenCounter {
 }
 
 /**
- * A bounded LRU of content key → count. lru-cache, not a Map refreshed by delete-and-set: a
- * Map's oldest key is found by walking past every entry deleted before it, which cost a full
- * 65,536-entry table tens of microseconds per new key.
- */
-class CountTable {
-  readonly #entries: LRUCache<string, number>;
-  hits = 0;
-  misses = 0;
-
-  constructor(maxEntries: number) {
-    this.#entries = entryBoundLru<string, number>(maxEntries);
-  }
-
-  get size(): number {
-    return this.#entries.size;
-  }
-
-  get(key: string): number | undefined {
-    const known = this.#entries.get(key);
-    if (known === undefined) this.misses++;
-    else this.hits++;
-    return known;
-  }
-
-  set(key: string, n: number): void {
-    if (this.#entries.has(key)) return;
-    this.#entries.set(key, n);
-  }
-
-  clear(): void {
-    this.#entries.clear();
-    this.hits = 0;
-    this.misses = 0;
-  }
-}
-
-/**
  * Wrap a counter so the same content is never counted twice. Keys are the text itself when short,
  * else its SHA-256 and length (see {@link contentKey}). The memo is bounded (LRU) and keeps no
  * content longer than `hashAbove` chars.
@@ -106,32 +68,42 @@ class CountTable {
 export function createCountMemo(counter: TokenCounter, options: CountMemoOptions = {}): CountMemo {
   const maxEntries = intOption('createCountMemo', 'maxEntries', options.maxEntries, 4096, 1);
   const hashAbove = intOption('createCountMemo', 'hashAbove', options.hashAbove, DEFAULT_HASH_ABOVE, 0);
-  const table = new CountTable(maxEntries);
+  // lru-cache, not a Map refreshed by delete-and-set: a Map's oldest key is found by walking past
+  // every entry deleted before it (tens of microseconds per new key in a full 65,536-entry table).
+  const table = entryBoundLru<string, number>(maxEntries);
+  let hits = 0;
+  let misses = 0;
+  const clear = (): void => {
+    table.clear();
+    hits = misses = 0;
+  };
   const memo: CountMemo = {
     name: counter.name,
     exact: counter.exact,
     ...(counter.countsKey === undefined ? {} : { countsKey: counter.countsKey }),
     get stats() {
-      return { hits: table.hits, misses: table.misses, size: table.size };
+      return { hits, misses, size: table.size };
     },
     count(text: string, given?: string): number {
       // Stacked memos hand a hashed key down, so a long text is hashed once whatever the layers (a
       // short text's key is the text: the layer below keys it its own way, within its key bound).
       const key = given ?? contentKey(text, hashAbove);
       const known = table.get(key);
-      if (known !== undefined) return known;
+      if (known !== undefined) {
+        hits++;
+        return known;
+      }
+      misses++;
       const n = counter.count(text, text.length <= hashAbove ? undefined : key);
       table.set(key, n);
       return n;
     },
-    clear(): void {
-      table.clear();
-    },
+    clear,
   };
   if (counter.dispose !== undefined) {
     const dispose = counter.dispose.bind(counter);
     memo.dispose = (): void => {
-      table.clear();
+      clear();
       dispose();
     };
   }

@@ -72,16 +72,6 @@ export interface MeterOptions {
   readonly recognitions?: Recognitions;
 }
 
-/** `measures` when a meter counting with `counter` may read it (same counter, content index kept). */
-export function usableMeasures(
-  measures: ItemMeasures | undefined,
-  counter: TokenCounter | undefined,
-): ItemMeasures | undefined {
-  return measures !== undefined && measures.byContent && (counter === undefined || measures.counter === counter)
-    ? measures
-    : undefined;
-}
-
 // Running sums over the last lists asked for (private copies), so a list that extends one of
 // them is summed over its new items only: a long history is not looked up item by item again.
 const SUMS_KEPT = 3;
@@ -195,8 +185,11 @@ function requestTokens(
 
 /** Create a meter; hold one per session (per subscription). */
 export function createMeter(options: MeterOptions = {}): Meter {
+  const given = options.measures;
+  // A shared memo is read when it keeps a content index and counts with the same counter.
+  const usable = given?.byContent === true && (options.counter === undefined || given.counter === options.counter);
   const measures =
-    usableMeasures(options.measures, options.counter) ??
+    (usable ? given : undefined) ??
     createItemMeasures({
       ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries }),

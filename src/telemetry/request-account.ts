@@ -109,7 +109,7 @@ function plusToolResults(a: Attribution, chars: number, tokens: number): Attribu
  */
 export function accountRequest(parts: AccountingParts, input: RequestToAccount): RequestAccount {
   const { meter, credits, skillCuts } = parts;
-  const key = sessionKeyOf(input.context);
+  const key = sessionStateKey(input.context);
   const tools = credits?.account(key, input.staged, input.sent, meter.counter, input.raw, input.context.format);
   const rawRequest = withoutRecoveryTool(input.raw ?? input.staged, parts.toolLists);
   const measured = attributeRequest(rawRequest, meter, skillCuts);
@@ -150,9 +150,4 @@ export function accountRequest(parts: AccountingParts, input: RequestToAccount):
     recoveryTokens: extraTokens,
     saved,
   };
-}
-
-/** The key a session's renderings are remembered under (the runtime's lane key): its {@link sessionStateKey}. */
-export function sessionKeyOf(context: Pick<StepContext, 'sessionId' | 'tenant'>): string {
-  return sessionStateKey(context);
 }

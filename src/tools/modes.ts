@@ -9,16 +9,15 @@ import type { Mode } from '../config/types.js';
 
 export { MODES };
 
-/** Flags for a bare mode (enabled, temporal delta on): the config's modes table, read once there. */
-export function flagsForMode(mode: Mode): ModeFlags {
-  return modeFlags({ enabled: true, mode, temporalDelta: true });
-}
-
-/** Resolve `{ mode, flags }` options at build time; default balanced. */
+/** Resolve `{ mode, flags }` options at build time; default balanced (a bare mode: enabled, temporal delta on). */
 export function resolveFlags(
   operator: string,
   options: { readonly mode?: Mode; readonly flags?: ModeFlags },
 ): ModeFlags {
   if (options.flags !== undefined) return options.flags;
-  return flagsForMode(oneOfOption(operator, 'mode', options.mode, 'balanced', MODES));
+  return modeFlags({
+    enabled: true,
+    mode: oneOfOption(operator, 'mode', options.mode, 'balanced', MODES),
+    temporalDelta: true,
+  });
 }
