@@ -467,31 +467,23 @@ async function applyBudget(
     ...(budget !== undefined && { contextBudget: budget }),
   };
   const error = measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
-  if (plan.cap === undefined) {
-    onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
-    return note(step, { stage, kind: 'skipped', reason: 'remaining below required output', ...error });
-  }
+  const skip = (reason: string, outcome: BudgetMeasurement['outcome'], cap?: number): Step<ProviderRequest> => {
+    onMeasure?.({ ...base, ...extra, ...(cap === undefined ? {} : { cap }), outcome });
+    return note(step, { stage, kind: 'skipped', reason, ...error });
+  };
+  if (plan.cap === undefined) return skip('remaining below required output', 'insufficient_room');
   // incontext: any further wire-level output limit must also leave at least required_output.
-  if (outputLimit !== undefined && outputLimit < plan.required) {
-    onMeasure?.({ ...base, ...extra, outcome: 'insufficient_room' });
-    return note(step, { stage, kind: 'skipped', reason: 'output limit below required output', ...error });
-  }
+  if (outputLimit !== undefined && outputLimit < plan.required)
+    return skip('output limit below required output', 'insufficient_room');
   const cap = outputLimit === undefined ? plan.cap : Math.min(plan.cap, outputLimit);
-  // Where the client sent no cap, one is added only when it limits: below what the provider gives a
-  // request without one. OpenAI's Responses API gives its models their published ceiling, so a cap
-  // at that ceiling changes nothing but the request's size (Codex sends none, and used to get
-  // gpt-5-codex's 128,000 inserted). Elsewhere the default is unknown or lower (Chat Completions
-  // servers: DeepSeek 4,096 of 8,192, older vLLM 16; Anthropic requires a cap), and the cap that
-  // gives the model its budget is added as before.
+  // Where the client sent no cap, one is added only when it limits: OpenAI's Responses API gives
+  // its models their published ceiling, so a cap at it changes nothing but the request's size.
+  // Elsewhere the default is unknown or lower (DeepSeek 4,096 of 8,192, older vLLM 16; Anthropic
+  // requires a cap).
   const providerDefault = format === 'responses' ? openAiDefaultOutput(primary?.provider, request) : undefined;
-  if (callerCap === undefined && providerDefault !== undefined && cap >= providerDefault) {
-    onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
-    return note(step, { stage, kind: 'skipped', reason: 'cap would not bind', ...error });
-  }
-  if (hasOnlyCap(request, field, cap)) {
-    onMeasure?.({ ...base, ...extra, cap, outcome: 'unchanged' });
-    return note(step, { stage, kind: 'skipped', reason: 'already capped', ...error });
-  }
+  if (callerCap === undefined && providerDefault !== undefined && cap >= providerDefault)
+    return skip('cap would not bind', 'unchanged', cap);
+  if (hasOnlyCap(request, field, cap)) return skip('already capped', 'unchanged', cap);
   onMeasure?.({ ...base, ...extra, cap, outcome: 'capped' });
   const reason = measured.fallback === undefined ? 'capped' : 'capped (fallback count)';
   return advance(step, withOutputCap(request, field, cap), { stage, kind: 'applied', reason, ...error });

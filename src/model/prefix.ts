@@ -1,25 +1,17 @@
 /**
  * Recognising the history a session already sent, without re-serializing or re-hashing it.
  *
- * A host that reuses its message objects hands over the same objects request after request; one
- * that rebuilds them (every request that arrives over HTTP, framework conversions) hands over
- * equal copies. The request stages' memos are keyed by object identity, so for the second kind
- * they would serialize, hash and walk the whole history on every request. Here each request is
- * compared, item by item, with the session's previous request: an item equal to the one at the
- * same position (same JSON text, checked by a structural walk that stops at the first difference
- * and compares strings natively — far cheaper than serializing or hashing them) is replaced by
- * that earlier object, so every identity memo downstream hits, and only new or changed items take
- * the full path. Equal top-level values (tools, instructions) are recognised the same way.
+ * The request stages' memos are keyed by object identity, so a host that rebuilds its message
+ * objects (every request over HTTP, framework conversions) would have its whole history serialized
+ * and hashed on every request. Here each item is compared with the one at the same position of the
+ * session's previous request (a structural walk that stops at the first difference, far cheaper
+ * than serializing or hashing) and an equal one is replaced by that earlier object, so every
+ * identity memo downstream hits. Equal top-level values (tools, instructions) are recognised alike.
  *
- * The stages read, plan and measure on the recognised request and hand their output back through
- * `restore`, which puts the caller's own objects back wherever the earlier equal ones were kept:
- * outputs are exactly what they were before (the same bytes, the caller's objects). Recognised
- * equalities are also recorded in the {@link Recognitions} the stages share (the Terminator's;
- * weakly, by caller object), so a later stage or the telemetry meter that meets the same caller
- * object finds the earlier one without comparing again.
- *
- * Like every identity memo of the request stages, this assumes the host does not mutate a message
- * object in place after it was sent (a changed message is a new object or a different copy).
+ * The stages work on the recognised request and hand their output back through `restore`, which
+ * puts the caller's own objects back: outputs are exactly what they were. Equalities are also
+ * recorded in the shared {@link Recognitions}, so a later stage or meter finds them without
+ * comparing again. Like every identity memo, this assumes a sent message object is not mutated.
  */
 import { Lineage } from '../lineage.js';
 import { extendView, readRequest } from './read.js';
@@ -32,11 +24,9 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * The latest recognised lists, position by position: what the caller handed over and what it was
- * recognised as (private copies). A later stage that meets the caller's object at the same
- * position finds the earlier one by a pointer comparison, and the weak map of {@link Recognitions}
- * is filled from them only when {@link Recognitions.canonicalOf} asks (recording every item of
- * every request there cost more than recognising it).
+ * A recognised list, position by position: what the caller handed over and what it was recognised
+ * as. Recorded in the weak map of {@link Recognitions} only when lookups ask for it (recording
+ * every item of every request cost more than recognising it).
  */
 export interface Recognition {
   readonly caller: readonly unknown[];
@@ -50,10 +40,8 @@ const RECENT_KEPT = 4;
 
 /**
  * Lookups a recognition answers by scanning its caller list (one native `indexOf`) before it is
- * recorded in the weak map instead: a request's stages and meter ask for a handful of objects the
- * recognitions do not hold (its new items, rendered ones), and recording every item of a long
- * history for them cost more than the scans (a 3,000-item history: 6,000 weak-map writes per
- * request). A first request with every item new asks for many and gets them recorded after these.
+ * recorded in the weak map: a request asks for a handful of objects it does not hold, and recording
+ * a 3,000-item history for them cost 6,000 weak-map writes per request.
  */
 const SCANS_BEFORE_PUBLISHING = 16;
 
@@ -67,9 +55,7 @@ export interface RecognitionStats {
 
 /**
  * The equalities the request stages recognised, shared by the stages, the item measures and the
- * output-budget counter of one Terminator (the runtime builds one; a stage built alone has its
- * own): a later stage, or the telemetry meter, that meets the same caller object finds the earlier
- * one without comparing again. Weak by caller object, and the recent lists bounded.
+ * output-budget counter of one Terminator. Weak by caller object, and the recent lists bounded.
  *
  * @example
  * const recognitions = new Recognitions();
@@ -130,11 +116,7 @@ export class Recognitions {
     if (extended) this.#counts.extended++;
   }
 
-  /**
-   * @internal The latest recognition of a list that starts with the caller's first item (an
-   * earlier stage's recognition of this very request), found once per request: looking through
-   * every recent recognition for every item cost more than comparing pointers in one of them.
-   */
+  /** @internal The latest recognition of a list that starts with the caller's first item (an earlier stage's of this request). */
   recognitionOf(given: readonly unknown[]): Recognition | undefined {
     if (given.length === 0) return undefined;
     for (const r of this.#recent) if (r.caller[0] === given[0]) return r;
@@ -158,11 +140,9 @@ export class Recognitions {
 }
 
 /**
- * Recognised lists (the private copies) of one request memo and how they grew: the list of the
- * memo's previous request, and how many leading items the two share (the same objects). Neither
- * list changes afterwards, so a stage that kept an earlier recognised list knows how much of it a
- * later one shares without comparing them item by item again (see {@link sharedLead}). Three steps
- * are followed back (a stage's previous request is one step).
+ * Recognised lists (private copies, never changed) of one request memo and how they grew: the
+ * previous list and how many leading items the two share, so {@link sharedLead} need not compare
+ * them again. Three steps are followed back.
  */
 export type RecognisedLists = Lineage<
   readonly unknown[],
@@ -170,11 +150,9 @@ export type RecognisedLists = Lineage<
 >;
 
 /**
- * How many leading items `items` shares with `base` (the same objects): the whole shared run,
- * or, when both are recognised lists of the memo whose `lists` are given and `base` an earlier
- * one, a leading run the recognitions between them found shared (at most the whole run; often
- * all of `base`). Callers may treat every item before the answer as shared; nothing about the
- * item after it.
+ * How many leading items `items` shares with `base` (the same objects): the whole shared run, or,
+ * for recognised lists of `lists`, a leading run their lineage found shared. Every item before the
+ * answer is shared; nothing is said about the item after it.
  */
 export function sharedLead(
   items: readonly unknown[],
@@ -333,15 +311,12 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
       let shared = 0;
       let list: readonly unknown[] = [];
       if (listKey !== undefined) {
-        // Always a private copy: a host may grow its own array in place between two requests, and
-        // the previous list (and view) must stay what that request was.
+        // A private copy: a host may grow its own array in place, and the previous list must stay.
         const given = caller[listKey] as readonly unknown[];
         const copy = given.slice();
-        // The caller's objects as recorded for later stages; a position an earlier recognition
-        // already recorded holds the known object (nothing to record twice).
+        // The caller's objects as recorded for later stages (the known object where an earlier
+        // stage's recognition `by` already found it: taken without comparing again).
         const callers = given.slice();
-        // Where it found the caller's item at a position equal to this memo's earlier object,
-        // that object is taken without comparing again; anywhere else the items are compared.
         const by = recognitions.recognitionOf(given);
         let leading = true;
         for (let i = 0; i < copy.length; i++) {
