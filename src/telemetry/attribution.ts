@@ -117,15 +117,10 @@ export function attributeRequest(
       });
       continue;
     }
-    if (key === 'input' && typeof value === 'string') {
-      sizes.push([key, meter.entry(value).chars]);
-      totalTokens += meter.aloneTokens(value);
-      addValue('current_user', value);
-      continue;
-    }
     sizes.push([key, meter.entry(value).chars]);
     totalTokens += meter.aloneTokens(value);
-    if (INSTRUCTION_KEYS.has(key)) addInstruction(value, false);
+    if (key === 'input' && typeof value === 'string') addValue('current_user', value);
+    else if (INSTRUCTION_KEYS.has(key)) addInstruction(value, false);
     else if (SCHEMA_KEYS.has(key)) addValue('tool_schemas', value);
     else addValue('other', value);
   }

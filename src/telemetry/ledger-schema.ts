@@ -11,16 +11,18 @@ export interface LedgerMetaTable {
   value: string;
 }
 
-interface Counts {
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  reasoning_tokens: number;
-  requests: number;
-  raw_tokens: number;
-  final_tokens: number;
-}
+const COUNTS = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'requests',
+  'raw_tokens',
+  'final_tokens',
+] as const;
+/** The token columns both tables sum. */
+type Counts = Record<(typeof COUNTS)[number], number>;
 
 type Defaulted<T> = { [K in keyof T]: import('kysely').ColumnType<T[K], T[K] | undefined, T[K]> };
 
@@ -62,16 +64,6 @@ export type SessionRow = Selectable<LedgerSessionsTable>;
 
 const notNull = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull();
 const zero = (c: ColumnDefinitionBuilder): ColumnDefinitionBuilder => c.notNull().defaultTo(0);
-const COUNTS = [
-  'input_tokens',
-  'output_tokens',
-  'cache_read_tokens',
-  'cache_write_tokens',
-  'reasoning_tokens',
-  'requests',
-  'raw_tokens',
-  'final_tokens',
-] as const;
 
 const initial: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {

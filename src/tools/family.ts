@@ -35,13 +35,17 @@ const RUNNER_FAMILY: Readonly<Record<TestRunner, CommandFamily>> = Object.freeze
 
 const WRAPPERS = new Set(['sudo', 'env', 'time', 'nice', 'command', 'exec', 'npx', 'bunx', 'pnpx', 'rtk', 'xargs']);
 
-/** The words of the command that produced the output (last `&&`/`;`/`||` segment, first pipe stage). */
-export function commandWords(command: string): string[] {
-  const trimmed = command.trim().replace(/^: RTK && /, '');
-  const segments = trimmed
+/** The `&&`/`;`/`||` segments of a command line that run something (not cd, export, source, set). */
+function segmentsOf(command: string): string[] {
+  return command
     .split(/&&|\|\||;|\n/)
     .map((s) => s.trim())
     .filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
+}
+
+/** The words of the command that produced the output (last `&&`/`;`/`||` segment, first pipe stage). */
+export function commandWords(command: string): string[] {
+  const segments = segmentsOf(command.trim().replace(/^: RTK && /, ''));
   const producer = (segments[segments.length - 1] ?? '').split(/\|(?!\|)/)[0]!.trim();
   const words = producer.split(/\s+/).filter((w) => w !== '');
   let i = 0;
@@ -123,12 +127,7 @@ const FILE_READERS = new Set(['cat', 'head', 'tail', 'nl', 'bat', 'batcat', 'les
  */
 export function isFileRead(command: string | undefined): boolean {
   if (command === undefined) return false;
-  const segments = command
-    .trim()
-    .split(/&&|\|\||;|\n/)
-    .map((s) => s.trim())
-    .filter((s) => s !== '' && !/^(cd|export|source|\.|set)\b/.test(s));
-  const last = segments.at(-1) ?? '';
+  const last = segmentsOf(command.trim()).at(-1) ?? '';
   if (last === '' || /\|(?!\|)/.test(last) || /[<>]/.test(last.replace(/\d?>&\d|2>\/dev\/null/g, ''))) return false;
   const [tool = '', ...rest] = commandWords(last);
   if (FILE_READERS.has(tool)) return rest.some((w) => !w.startsWith('-'));
