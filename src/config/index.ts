@@ -2,15 +2,10 @@
  * Configuration: every `TOKEN_TERMINATOR_*` and `INCONTEXT_*` variable → one validated, deep-frozen Config.
  *
  * Precedence per field: typed override > new env name > legacy alias (read only when the new name is
- * unset) > default. An empty or whitespace-only env value counts as unset. Unlike the reference, which
- * silently falls back or clamps, an invalid value is a startup error (ConfigError) naming the variable,
- * the accepted range and the value received: configuration fails loudly, content always fails open.
- *
- * Data directory (all default file paths live under it): `TOKEN_TERMINATOR_HOME` if set, else
- * `$XDG_DATA_HOME/token-terminator` (when XDG_DATA_HOME is absolute), else
- * `%LOCALAPPDATA%\token-terminator` on Windows, else `~/.local/share/token-terminator`. The reference
- * lives inside Hermes (`<HERMES_HOME>/token-terminator`); this library is host-neutral, so it follows the
- * XDG base-directory convention instead.
+ * unset) > default. An empty or whitespace-only env value counts as unset. An invalid value is a
+ * startup error (ConfigError) naming the variable, the accepted range and the value received:
+ * configuration fails loudly, content always fails open. The data directory (see `Config.dataDir`)
+ * follows the XDG base-directory convention, since the library is host-neutral.
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';

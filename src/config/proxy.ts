@@ -64,10 +64,9 @@ export interface ProxyConfig {
    */
   readonly maxBodyBytes: number;
   /**
-   * Memory for recent request bodies kept so that the next body of a session is parsed only past
-   * the items it shares with its previous one (`--body-memo-bytes`); 0 parses every body whole.
-   * A body counts at twice its bytes: its bytes and its parse, which the memo keeps alive with
-   * them. Over the whole gateway: each of `workers` processes keeps its share ({@link processShare}).
+   * Memory for recent request bodies, so the next body of a session is parsed only past the items it
+   * shares with the previous one (`--body-memo-bytes`; 0 = off). A body counts at twice its bytes
+   * (bytes and parse). Over the whole gateway: each worker keeps its share ({@link processShare}).
    *
    * @defaultValue a sixteenth of `maxMemoryBytes`, at most `268_435_456` (256 MiB)
    */
@@ -110,16 +109,12 @@ export interface ProxyConfig {
    */
   readonly maxInFlight: number;
   /**
-   * Resident size the whole gateway stays under (`--max-memory-bytes`): the CLI's primary
-   * (counted at {@link PRIMARY_MEMORY_BYTES}; it serves nothing) and its N workers (`--workers 1`
-   * too), each of which gets an equal share of the rest ({@link workerShare}); `createProxy`
-   * holds its one process under it. A process sizes its in-memory state from its share: the body memo
-   * (`bodyMemoBytes`), per-session request state a sixteenth (in bytes, estimated from its
-   * requests' characters: `TerminatorOptions.maxSessionBytes`), conversation items a thirty-second,
-   * renderings a sixty-fourth; above 90 % of its share it empties those caches, and above it it
-   * serves an eighth of `maxInFlight` at once until it is back under. The CLI's workers also start
-   * with a V8 heap limit of half their share (`--max-old-space-size`), so garbage is
-   * collected before they grow past it; `createProxy` keeps the heap limit Node was started with.
+   * Resident size the whole gateway stays under (`--max-memory-bytes`): the CLI's primary (counted at
+   * {@link PRIMARY_MEMORY_BYTES}) and its workers, each with an equal share of the rest
+   * ({@link workerShare}); `createProxy` holds its one process under it. A process sizes its caches
+   * from its share (body memo, session state a sixteenth, items a thirty-second, renderings a
+   * sixty-fourth), empties them above 90 % of it, and above it serves an eighth of `maxInFlight`.
+   * The CLI's workers start with a V8 heap limit of half their share.
    *
    * @defaultValue `1_073_741_824` (1 GiB), or 128 MiB + 384 MiB per worker when that is more
    */
@@ -241,11 +236,9 @@ function checkShare(memory: number, workers: number): void {
 }
 
 /**
- * The settings each worker of `token-terminator proxy` serves with. The command always serves
- * from workers forked by a primary, `--workers 1` too, so that one worker and many are bounded
- * alike: each gets `maxMemoryBytes` less the primary's {@link PRIMARY_MEMORY_BYTES}, divided by
- * `workers`, and `bodyMemoBytes` divided by `workers`, and `workers` 1. (`createProxy` serves in
- * the caller's process with the config as given; {@link processShare} is for that.)
+ * The settings each worker of `token-terminator proxy` serves with (the command always forks
+ * workers, `--workers 1` too): `maxMemoryBytes` less the primary's {@link PRIMARY_MEMORY_BYTES} and
+ * `bodyMemoBytes`, each divided by `workers`; `workers` 1. `createProxy` uses {@link processShare}.
  *
  * @throws ConfigError when a worker's share would be under 256 MiB.
  * @example

@@ -1,15 +1,8 @@
 /**
- * The item ledger's digests: the hex SHA-256 of a text's UTF-8 bytes (the vault's content identity,
- * so an artifact id is its first 32 hex chars), made once per text and then looked up.
- *
- * Every stage that names a content by its digest asks the same ledger: the item measures (an
- * item's identity names its long strings by these digests), the evidence store (its memo key, and
- * the digest it hands the vault's put), the history planner's local receipts. A text handed over
- * again, the same string or an equal rebuilt one, is a map lookup: V8 hashes a string for a map
- * once, cheaply, and compares equal candidates by their contents.
- *
- * Bounded: the texts are held as keys of a least-recently-used map limited in characters, so what
- * is held follows what the current requests still send.
+ * The item ledger's digests: the hex SHA-256 of a text's UTF-8 bytes (the vault's content identity:
+ * an artifact id is its first 32 hex chars), made once per text and then looked up. The item
+ * measures, the evidence store and the history planner's receipts all ask the same ledger. Bounded:
+ * texts are held as keys of an LRU map limited in characters.
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';

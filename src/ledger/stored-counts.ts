@@ -1,17 +1,11 @@
 /**
- * Token counts shared through the vault (its count store, src/vault/token-counts.ts), so a
- * conversation is tokenized once per store rather than once per process.
- *
- * A request that brings many items this process has not seen for its session (its first request
- * here: a restarted or second gateway, an evicted session) first asks the store for the counts of
- * its large items, by the SHA-256 of their compact canonical JSON (which measuring computes
- * anyway), and the shared measurement memo takes them; the request stages and telemetry then find
- * those items counted. Counts tokenized here go the other way, in batches after the calls that
- * made them. Steady state costs nothing: a request that only appends a few items asks nothing.
- *
- * Only a counter with a `countsKey` shares counts (two counters with one key count every text
- * alike), and only large items (a row per item is cheaper than tokenizing it only past
- * {@link STORED_MIN_CHARS}). A failing store changes nothing but speed.
+ * Token counts shared through the vault's count store (src/vault/token-counts.ts), so a
+ * conversation is tokenized once per store rather than once per process. A request with many items
+ * this process has not seen for its session first asks the store for the counts of its large
+ * items, by the hash of their compact canonical JSON, and the shared measurement memo takes them;
+ * counts tokenized here are written back in batches after the calls. Only a counter with a
+ * `countsKey` shares counts, and only items from {@link STORED_MIN_CHARS}. A failing store changes
+ * nothing but speed.
  */
 import type { ItemMeasures } from './item-measures.js';
 import { listKeyOf } from '../model/prefix.js';

@@ -1,11 +1,7 @@
 /**
- * The facade's per-request telemetry (the metrics row, the experiment ledger's turn), recorded
- * after `reduceRequest` has answered. Measuring both sides of a request and the two stores' commits
- * were about a quarter of a request's own time, for figures no caller waits for: they now run one
- * turn of the event loop later (while the host's provider call is in flight), in call order.
- *
- * What is recorded is a snapshot taken when the call answers: hosts append to their messages
- * array right after a call, and the deferred measurement must see the request as it was sent.
+ * The facade's per-request telemetry (the metrics row, the ledger's turn) runs one turn of the event
+ * loop after `reduceRequest` answered, in call order, on a snapshot taken when the call answered:
+ * hosts append to their messages array right after a call.
  */
 import type { ProviderRequest, Step } from '../step.js';
 

@@ -1,16 +1,12 @@
 /**
- * The experiment ledger: content-free rows that tag every session with the mode and
- * model it ran under and sum its token accounting, so two modes can be compared on real sessions.
- * A session whose mode or model changes midway is contaminated and excluded from comparisons.
- * Prompts never enter it: a turn keeps only a salted SHA-256 fingerprint of its user text (the
- * salt is random per ledger), used to pair the same task across modes.
+ * The experiment ledger: content-free rows that tag every session with the mode and model it ran
+ * under and sum its token accounting, so two modes can be compared on real sessions. A session
+ * whose mode or model changes midway is contaminated and excluded. A turn keeps only a salted
+ * SHA-256 fingerprint of its user text (random salt per ledger), to pair the same task across modes.
  *
- * Storage: the same kysely stores and migration path as the vault (ledger-schema.ts). On SQLite it
- * stays a separate file (TOKEN_TERMINATOR_LEDGER_PATH), so the ledger can be kept, copied or shared
- * without the evidence, and resetting or deleting the vault (the usual fix for a full or damaged
- * one) never loses experiment history. On PostgreSQL (TOKEN_TERMINATOR_DB_URL) it lives in the
- * vault's database, in its own tables with its own migration table: one database to run, and the
- * vault's retention never touches it.
+ * Storage: the vault's kysely stores and migration path (ledger-schema.ts). On SQLite a separate
+ * file (TOKEN_TERMINATOR_LEDGER_PATH), so resetting the vault never loses experiment history; on
+ * PostgreSQL (TOKEN_TERMINATOR_DB_URL) its own tables in the vault's database.
  */
 import { randomBytes, createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';

@@ -1,15 +1,10 @@
 /**
  * One accounting for every host: what a request would have cost without us ("raw"), what it cost
- * (the request as it went to the model, plus the continuation requests of its recovery rounds),
- * and which stage saved what in it. The runtime's facade (every in-process adapter) and the
- * gateway both measure their requests here, so `stats`, `report` and `/metrics` read the same
- * figures whichever host wrote them.
- *
- * Raw is what the host would have sent: every tool output whole and no recovery tool. The gateway
- * has it (the client's body); an in-process host hands the request stages a request whose tool
- * outputs were reduced already (when the tool returned, or when a request first showed them), so
- * its raw request is that request with each rendering's raw size back ({@link ToolCredits}). The
- * recovery tool is ours: it is never part of raw, and part of what was sent when it was offered.
+ * (the request as sent plus its recovery rounds' continuations), and which stage saved what. The
+ * runtime's facade and the gateway both measure here, so `stats`, `report` and `/metrics` read the
+ * same figures. Raw has every tool output whole and no recovery tool: the gateway has it (the
+ * client's body); an in-process host's raw request is the staged one with each rendering's raw size
+ * back ({@link ToolCredits}).
  */
 import { sessionStateKey, type ProviderRequest, type Decision, type StepContext } from '../step.js';
 import { RECOVERY_TOOL_NAME } from '../receipts/index.js';

@@ -1,19 +1,13 @@
 /**
- * What the tool-result stages saved in each request, as the model got it. A tool output is
- * reduced once (when the tool returns, or the first time a request shows it) and then travels in
- * every later request of its session as that rendering: the saving is made again in every one of
- * them, and only in those where the rendering reached the model. So the credit is taken per
- * request, per tool output the request shows as a rendering: the raw output's size less the larger
- * of the rendering and what the request finally showed for it (a request stage may still replace a
- * rendering: a delta whose base the request does not show goes as the output's first view, a saving
- * compressToolResult's view made, or whole when there is none, and then nothing was saved there).
+ * What the tool-result stages saved in each request, as the model got it. A tool output is reduced
+ * once and then travels as that rendering in every later request of its session, so the credit is
+ * taken per request, per rendering it shows: the raw output's size less the larger of the
+ * rendering and what the request finally showed for it (a request stage may still replace it).
  *
- * Hosts that reduce tool results in process hand the request stages a request that already holds
- * the renderings: the raw request (what the host would have sent without us) is that request with
- * each rendering's raw size back, which {@link ToolCredits.account} returns beside the credits.
- * The gateway has the client's own body for that, and reads only the credits.
- *
- * Content-free like every figure here: the renderings are keys in memory, never written.
+ * In-process hosts hand the request stages a request that already holds the renderings: the raw
+ * request is that request with each rendering's raw size back ({@link ToolCredits.account}). The
+ * gateway has the client's own body and reads only the credits. Renderings are keys in memory,
+ * never written.
  */
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
