@@ -1,16 +1,12 @@
 /**
- * Context window and maximum output of known models, so an output cap is never above what the
- * model accepts even when the host gives only a model name (the provider answers a cap above its
- * ceiling with a 400, e.g. gpt-4o: "max_tokens is too large: 127412. This model supports at most
- * 16384 completion tokens").
+ * Context window and maximum output of known models, so an output cap is never above what the model
+ * accepts even when the host gives only a model name (a cap above the ceiling is a 400).
  *
  * Figures are the providers' published limits (sources in docs/model-limits.md). Lookup is by
- * canonical id: provider prefixes (`openai/`, `openai:`, `models/`, Bedrock `us.anthropic.` and
- * `-v1:0`), Vertex `@date`, OpenRouter `:variant` and dated snapshots are stripped, and an id that
- * is still unknown takes the entry of its longest known `-`-prefix (`gpt-4o-audio-preview` →
- * `gpt-4o`); such a guess is marked (`inferredFrom`) and the output cap never uses it to lower what the
- * caller asked for, since a newer model of a family usually allows more. Overrides (config
- * `modelLimits` / TOKEN_TERMINATOR_MODEL_LIMITS, then the route's own fields) win over the table.
+ * canonical id (provider prefixes, Bedrock and Vertex decorations, OpenRouter variants and dated
+ * snapshots stripped); a still unknown id takes the entry of its longest known `-`-prefix, marked
+ * `inferredFrom`, which never lowers what the caller asked for. Overrides (config `modelLimits`,
+ * then the route's own fields) win over the table.
  */
 import { ConfigError } from '../errors.js';
 

@@ -6,10 +6,7 @@ export type HistoryPolicy = (typeof HISTORY_POLICIES)[number];
 /** The six reduction modes (see {@link MODES} for what each one reduces). */
 export type Mode = 'balanced' | 'aggressive' | 'native' | 'terminal' | 'suggest' | 'off';
 
-/**
- * One validated, frozen configuration. Field → env variable (default):
- * every `TOKEN_TERMINATOR_*` and `INCONTEXT_*` variable of the seeds, camel-cased.
- */
+/** One validated, frozen configuration: each field's env variable and default beside it. */
 export interface Config {
   /**
    * Master switch: false passes everything through (TOKEN_TERMINATOR_ENABLED).
@@ -279,8 +276,7 @@ export interface Config {
    */
   readonly historyPolicy: HistoryPolicy; // TOKEN_TERMINATOR_HISTORY_POLICY (working-set | lazy)
   /**
-   * Under the working-set policy: turns an output must go without a reference from the agent's
-   * texts or actions before it may become a digest.
+   * Under the working-set policy: turns an output must go unreferenced before it may become a digest.
    *
    * @defaultValue `2`
    */
@@ -298,8 +294,7 @@ export interface Config {
    */
   readonly reasoningReduction: boolean; // TOKEN_TERMINATOR_REASONING_REDUCTION (false)
   /**
-   * Which user-role messages are command output of a text-protocol agent (a JavaScript regular
-   * expression tested against the message text; `none` = no user message is ever treated as output).
+   * Which user-role messages are a text-protocol agent's command output (a JavaScript regex; `none` = never).
    *
    * @defaultValue a pattern matching `<returncode>…</returncode>` or `OBSERVATION:` at the start, or a `(Current directory: …)` line followed by a `bash-$` prompt at the end
    */
@@ -347,24 +342,20 @@ export interface Config {
    */
   readonly previewMarker: boolean; // TOKEN_TERMINATOR_PREVIEW_MARKER (false)
   /**
-   * The model's context limit for budget reporting (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS): the output-cap
-   * stage adds a `measured` decision to every request it counts with the usable budget (this limit less
-   * `outputReserveTokens` and `tokenSafetyMargin`) and what the prompt leaves of it. Reporting only: it
-   * never truncates a request or changes the cap. 0 = no budget reporting.
+   * The model's context limit for budget reporting: the output-cap stage notes the usable budget (this
+   * limit less the reserve and margin below) and what the prompt leaves of it; never truncates. 0 = off.
    *
    * @defaultValue `0`
    */
   readonly contextLimitTokens: number; // TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS (0)
   /**
-   * Tokens the budget report reserves for the model's output when a context limit is set
-   * (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS). The cap's own reserve R is INCONTEXT_MIN_OUTPUT_TOKENS.
+   * Tokens the budget report reserves for output (the cap's own reserve R is INCONTEXT_MIN_OUTPUT_TOKENS).
    *
    * @defaultValue `4096`
    */
   readonly outputReserveTokens: number; // TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (4096)
   /**
-   * Further headroom the budget report keeps below the context limit, so the usable budget never
-   * reaches the window's edge (TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN). Reserve + margin must be below the limit.
+   * Further headroom the budget report keeps below the context limit (reserve + margin < limit).
    *
    * @defaultValue `512`
    */
@@ -400,37 +391,32 @@ export interface Config {
    */
   readonly pytestGuard: boolean; // TOKEN_TERMINATOR_PYTEST_GUARD (true)
   /**
-   * API-equivalent price of uncached input tokens, USD per million (TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M): the report
-   * (`token-terminator report`, the proxy's `/dashboard`) prices raw and sent request tokens at it. 0 with
-   * the other three prices = no rate card.
+   * API-equivalent USD per million uncached input tokens: `report` and `/dashboard` price raw and sent
+   * request tokens at it. All four prices 0 = no rate card.
    *
    * @defaultValue `0`
    */
   readonly eqInputUsdPerM: number; // TOKEN_TERMINATOR_EQ_INPUT_USD_PER_M (0)
   /**
-   * API-equivalent price of output tokens, USD per million (TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M): the report
-   * prices figures' `output_tokens` at it ("not measured" when the figures carry none).
+   * API-equivalent USD per million output tokens (the figures' `output_tokens`).
    *
    * @defaultValue `0`
    */
   readonly eqOutputUsdPerM: number; // TOKEN_TERMINATOR_EQ_OUTPUT_USD_PER_M (0)
   /**
-   * API-equivalent price of prompt-cache reads, USD per million (TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M): the
-   * report prices figures' `cache_read_tokens` at it ("not measured" when the figures carry none).
+   * API-equivalent USD per million prompt-cache reads (the figures' `cache_read_tokens`).
    *
    * @defaultValue `0`
    */
   readonly eqCacheReadUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_READ_USD_PER_M (0)
   /**
-   * API-equivalent price of prompt-cache writes, USD per million (TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M): the
-   * report prices figures' `cache_write_tokens` at it ("not measured" when the figures carry none).
+   * API-equivalent USD per million prompt-cache writes (the figures' `cache_write_tokens`).
    *
    * @defaultValue `0`
    */
   readonly eqCacheWriteUsdPerM: number; // TOKEN_TERMINATOR_EQ_CACHE_WRITE_USD_PER_M (0)
   /**
-   * Label of the API-equivalent rate card, shown beside every USD figure the report prices with the
-   * TOKEN_TERMINATOR_EQ_* prices (TOKEN_TERMINATOR_EQ_RATE_CARD; empty = "API-equivalent"). A labelled
+   * Label shown beside every USD figure priced with the EQ_* prices (empty = "API-equivalent"): an
    * equivalent, never the marginal cost of a subscription.
    *
    * @defaultValue `''`

@@ -1,16 +1,9 @@
 /**
- * Incremental request measurement: chars and tokens of a messages array from per-message memos.
- *
- * A request of N messages of which k are new costs O(size of the k new ones): each message object
- * is serialized and tokenized once (memo keyed by object identity, so hosts and operators that
- * share unchanged messages get lookups).
- *
- * Tokens are exact, not estimated: the canonical JSON of an array is `[m1, m2, …, mn]`, and in the
- * o200k/cl100k pre-tokenizers a piece never spans the boundary between `,` and the following
- * space (punctuation runs stop at whitespace, and a piece starting at the space is ` {"…`). So
- * the count of the whole string equals the sum of the counts of the segments `[m1,`, ` m2,`, …,
- * ` mn]`, and each segment is memoized per message in the shared item memo (test/ledger/messages-meter.test.ts checks the
- * equality against counting the whole string).
+ * Incremental request measurement: chars and tokens of a messages array from per-message memos, so a
+ * request with k new messages costs about those k. Tokens are exact: in the o200k/cl100k
+ * pre-tokenizers no piece spans a `,` and the following space, so the count of `[m1, m2, …, mn]`
+ * is the sum of the counts of the segments `[m1,`, ` m2,`, …, ` mn]`, each memoized per message in
+ * the shared item memo (test/ledger/messages-meter.test.ts checks the equality).
  */
 import { createItemMeasures, type ItemMeasures, type Segment } from './item-measures.js';
 import type { TokenCounter } from '../measure/types.js';

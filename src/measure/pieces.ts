@@ -1,16 +1,11 @@
 /**
  * Counting a text that is mostly a copy of one already counted, exactly, without tokenizing the
  * copied part again. A BPE count is the sum of the counts of the pre-tokenizer's pieces, and a
- * piece's count depends on its string alone. So the derived text is split by the real
- * pre-tokenizer (the regex: about a tenth of the work of counting), and every piece that lies
- * inside a copied run, starting and ending exactly where a piece of the source did, takes that
- * piece's count; every other piece (around an edit) is encoded. Nothing here reasons about where
- * the regex may cut: the split is always the real one, only the per-piece encoding is reused.
- *
- * Used twice over (src/ledger/item-measures.ts): the compact JSON of an item that carries a tool
- * output the tool-result stage counted is derived from that output's pieces (the literal differs
- * by its escapes), and the telemetry's spaced JSON of an item from its compact JSON (a space after
- * each separator outside strings): a tool output is tokenized once, not three times.
+ * piece's count depends on its string alone: the derived text is split by the real pre-tokenizer
+ * (about a tenth of the work of counting), and every piece lying exactly where a piece of the
+ * source did, inside a copied run, takes that piece's count; every other piece is encoded.
+ * src/ledger/item-measures.ts derives an item's compact JSON from its tool output's pieces, and
+ * its spaced JSON from the compact one: a tool output is tokenized once, not three times.
  */
 
 /** Pre-tokenizer pieces of a text and their token counts. */

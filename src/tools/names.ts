@@ -19,20 +19,10 @@ export type CanonicalTool = 'terminal' | 'search_files' | 'process' | 'read_file
 export const CANONICAL_TOOLS: readonly CanonicalTool[] = ['terminal', 'search_files', 'process', 'read_file'];
 
 /**
- * Names recognised without configuration (a user map adds to and overrides these): the tools of the
- * agents people run, so their outputs are reduced through the proxy with no `toolNames` at all.
- * Lookup also tries the lower-cased name (Claude Code's `Bash`, `Read`, `Grep`, `Glob`).
- * - terminal: Claude Code `Bash`, Codex CLI `exec_command` / `shell` / `local_shell` and
- *   `apply_patch` (its output is a command's: status line plus text), the output of a command still
- *   running: Codex CLI `write_stdin` (framed as `exec_command`'s) and Claude Code `TaskOutput`,
- *   opencode `bash`, OpenHands
- *   `execute_bash`, SWE-agent and mini-swe-agent `bash`, Gemini CLI `run_shell_command`, Cursor
- *   `run_terminal_cmd`, Cline `execute_command`;
- * - search_files: Claude Code `Grep` / `Glob`, opencode `grep` / `glob`, SWE-agent
- *   `find_file` / `search_dir` / `search_file`, Gemini CLI `search_file_content`;
- * - read_file: Claude Code `Read`, opencode `read`, OpenHands and SWE-agent `str_replace_editor`
- *   (its `view` prints the file); a file read is shown whole unless native
- *   read_file compaction is on.
+ * Names recognised without configuration (a user map adds to and overrides these), also lower-cased
+ * (Claude Code's `Bash`, `Read`, `Grep`, `Glob`): the tools of Claude Code, Codex CLI (`exec_command`,
+ * `shell`, `local_shell`, `apply_patch`, `write_stdin`), opencode, OpenHands, SWE-agent,
+ * mini-swe-agent, Gemini CLI, Cursor and Cline. `str_replace_editor`'s `view` prints a file.
  */
 export const DEFAULT_TOOL_NAMES: Readonly<Record<string, CanonicalTool>> = Object.freeze({
   terminal: 'terminal',
