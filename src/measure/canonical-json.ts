@@ -213,34 +213,6 @@ function numberText(x: number): string {
  * jsonString('a"b'); // '"a\\"b"'
  */
 export function jsonString(s: string): string {
-  return escapeString(s);
-}
-
-/**
- * Where the literal {@link jsonString}(`s`), written at offset `at` of a text, copies `s`
- * verbatim: the runs between escaped characters, as `{ at, from, length }` (text offset, offset
- * in `s`, length), ascending.
- *
- * @example
- * stringRuns('ab\ncd', 10); // [{ at: 11, from: 0, length: 2 }, { at: 15, from: 3, length: 2 }]
- */
-export function stringRuns(s: string, at: number): { at: number; from: number; length: number }[] {
-  const runs: { at: number; from: number; length: number }[] = [];
-  // The characters escapeString escapes (NEEDS_ESCAPE), each found in turn.
-  const escaped = new RegExp(NEEDS_ESCAPE.source, 'g');
-  let from = 0;
-  let to = at + 1;
-  for (let m = escaped.exec(s); m !== null; m = escaped.exec(s)) {
-    const i = m.index;
-    if (i > from) runs.push({ at: to, from, length: i - from });
-    to += i - from + (SHORT_ESCAPES[s.charCodeAt(i)]?.length ?? 6);
-    from = i + 1;
-  }
-  if (s.length > from) runs.push({ at: to, from, length: s.length - from });
-  return runs;
-}
-
-function escapeString(s: string): string {
   if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
   // Without surrogates JSON.stringify escapes exactly like Python (short forms, lowercase \u00xx,
   // DEL and U+2028 raw) and is native; only lone surrogates differ, so they take the loop below.
@@ -254,6 +226,30 @@ function escapeString(s: string): string {
     start = i + 1;
   }
   return `${out}${s.slice(start)}"`;
+}
+
+/**
+ * Where the literal {@link jsonString}(`s`), written at offset `at` of a text, copies `s`
+ * verbatim: the runs between escaped characters, as `{ at, from, length }` (text offset, offset
+ * in `s`, length), ascending.
+ *
+ * @example
+ * stringRuns('ab\ncd', 10); // [{ at: 11, from: 0, length: 2 }, { at: 15, from: 3, length: 2 }]
+ */
+export function stringRuns(s: string, at: number): { at: number; from: number; length: number }[] {
+  const runs: { at: number; from: number; length: number }[] = [];
+  // The characters jsonString escapes (NEEDS_ESCAPE), each found in turn.
+  const escaped = new RegExp(NEEDS_ESCAPE.source, 'g');
+  let from = 0;
+  let to = at + 1;
+  for (let m = escaped.exec(s); m !== null; m = escaped.exec(s)) {
+    const i = m.index;
+    if (i > from) runs.push({ at: to, from, length: i - from });
+    to += i - from + (SHORT_ESCAPES[s.charCodeAt(i)]?.length ?? 6);
+    from = i + 1;
+  }
+  if (s.length > from) runs.push({ at: to, from, length: s.length - from });
+  return runs;
 }
 
 function stringChars(s: string): number {
@@ -320,7 +316,7 @@ function writeValue(
   switch (typeof value) {
     case 'string': {
       const named = name?.(value);
-      return named === undefined ? escapeString(value) : `#${named}`;
+      return named === undefined ? jsonString(value) : `#${named}`;
     }
     case 'number':
       return numberText(value);
@@ -349,7 +345,7 @@ function writeValue(
   const parts: string[] = [];
   for (const key of sortedKeys(obj)) {
     const text = writeValue(obj[key], itemSep, keySep, seen, name);
-    if (text !== undefined) parts.push(`${escapeString(key)}${keySep}${text}`);
+    if (text !== undefined) parts.push(`${jsonString(key)}${keySep}${text}`);
   }
   seen.delete(obj);
   return `{${parts.join(itemSep)}}`;

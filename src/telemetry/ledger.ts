@@ -268,15 +268,10 @@ async function startIn(
     .execute();
 }
 
-async function finishIn(
-  trx: LedgerDb,
-  {
-    sessionId,
-    turnId,
-    usage = {},
-    outcome,
-  }: { sessionId: string; turnId: string; usage?: Usage; outcome: TurnOutcome },
-): Promise<void> {
+type FinishInput = Parameters<Ledger['finishTurn']>[0];
+type RecordInput = Parameters<Ledger['recordRequest']>[0];
+
+async function finishIn(trx: LedgerDb, { sessionId, turnId, usage = {}, outcome }: FinishInput): Promise<void> {
   const u = {
     input_tokens: count(usage.inputTokens),
     output_tokens: count(usage.outputTokens),
@@ -310,15 +305,7 @@ async function finishIn(
     .execute();
 }
 
-async function recordIn(
-  trx: LedgerDb,
-  {
-    sessionId,
-    turnId,
-    rawTokens,
-    finalTokens,
-  }: { sessionId: string; turnId?: string; rawTokens: number; finalTokens: number },
-): Promise<void> {
+async function recordIn(trx: LedgerDb, { sessionId, turnId, rawTokens, finalTokens }: RecordInput): Promise<void> {
   const raw = count(rawTokens);
   const fin = count(finalTokens);
   // The same increments on the session's totals and on the turn's.
