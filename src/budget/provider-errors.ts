@@ -29,6 +29,13 @@ const remaining = (context: number, input: number): OutputCapInfo => ({
   kind: 'remaining',
 });
 
+/** Wordings that give the context length, then the input tokens. */
+const CONTEXT_THEN_INPUT = [
+  String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`,
+  String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`,
+  String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`,
+].map((source) => new RegExp(source, 'i'));
+
 const rules: readonly Rule[] = [
   // OpenAI / OpenRouter / Nous: "maximum context length is N tokens … (X of text input, Y of tool input, Z in the output)"
   (t) => {
@@ -40,29 +47,16 @@ const rules: readonly Rule[] = [
       input += num(m[1]);
     return remaining(num(ctx[1]), input);
   },
-  // vLLM (older): "maximum context length is N tokens. However, you requested T tokens (X in the messages, Y in the completion)"
+  // vLLM, oldest to newest: "maximum context length is N tokens. However, you requested T tokens (X in the
+  // messages, Y in the completion)", "… your prompt contains at least Y input tokens", "'max_tokens' or
+  // 'max_completion_tokens' is too large: X. This model's maximum context length is C tokens and your request
+  // has I input tokens (X > C - I)"
   (t) => {
-    const m = new RegExp(
-      String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`,
-      'i',
-    ).exec(t);
-    return m === null ? undefined : remaining(num(m[1]), num(m[2]));
-  },
-  // vLLM (newer): "maximum context length is N tokens. However, you requested X output tokens and your prompt contains at least Y input tokens"
-  (t) => {
-    const m = new RegExp(
-      String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`,
-      'i',
-    ).exec(t);
-    return m === null ? undefined : remaining(num(m[1]), num(m[2]));
-  },
-  // vLLM (recent): "'max_tokens' or 'max_completion_tokens' is too large: X. This model's maximum context length is C tokens and your request has I input tokens (X > C - I)"
-  (t) => {
-    const m = new RegExp(
-      String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`,
-      'i',
-    ).exec(t);
-    return m === null ? undefined : remaining(num(m[1]), num(m[2]));
+    for (const re of CONTEXT_THEN_INPUT) {
+      const m = re.exec(t);
+      if (m !== null) return remaining(num(m[1]), num(m[2]));
+    }
+    return undefined;
   },
   // Anthropic-style: "max_tokens: X > context_window: C - input_tokens: I = available_tokens: N" (also "available_tokens=N")
   (t) => {
