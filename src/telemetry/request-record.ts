@@ -25,7 +25,6 @@ export async function recordRequestMetrics(vault: Vault, metrics: readonly Reque
   for (const metric of metrics) await vault.recordRequestMetric(metric).catch(() => undefined);
 }
 
-/** The experiment ledger as the facade writes it: one finished turn per compiled request. */
 /** One request for {@link LiveLedger.recordAll}. */
 export interface LiveLedgerEntry {
   readonly step: Pick<Step<ProviderRequest>, 'context' | 'original'>;
@@ -33,14 +32,9 @@ export interface LiveLedgerEntry {
   readonly finalTokens: number;
 }
 
+/** The experiment ledger as the facade writes it: one finished turn per compiled request. */
 export interface LiveLedger {
-  /** Record one request (its context and the caller's original); never throws, a broken ledger stops recording. */
-  record(
-    step: Pick<Step<ProviderRequest>, 'context' | 'original'>,
-    rawTokens: number,
-    finalTokens: number,
-  ): Promise<void>;
-  /** Record many requests in one transaction (in order); never throws, like `record`. */
+  /** Record requests in one transaction (in order); never throws, a broken ledger stops recording. */
   recordAll(entries: readonly LiveLedgerEntry[]): Promise<void>;
   close(): Promise<void>;
 }
@@ -95,9 +89,6 @@ export function openLiveLedger(config: Config, on: boolean, activity?: ActivityR
     }
   };
   return {
-    record(step, rawTokens, finalTokens) {
-      return recordAll([{ step, rawTokens, finalTokens }]);
-    },
     recordAll,
     async close() {
       try {
