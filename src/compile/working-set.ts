@@ -98,6 +98,14 @@ function factsOf(memo: WordMemo, item: unknown, slot: Slot): OutputFacts {
   return facts;
 }
 
+/**
+ * The words an item names (its text, calls and their arguments), memoized per item object for the
+ * session: what the window fit's bounded views keep first (src/window/plan.ts `namedLines`).
+ */
+export function itemReferenceWords(state: SessionState, item: unknown): ReadonlySet<string> {
+  return itemWords(memoOf(state), item);
+}
+
 /** Conversation items {@link idleTurns} walked in the session so far (a request that extends the previous one walks its new items only). */
 export function walkedItems(state: SessionState): number {
   return memoOf(state).walked;

@@ -13,13 +13,13 @@
 import { STAGES } from '../stages.js';
 import type { BudgetCounter } from '../budget/counter.js';
 import type { BudgetRun } from '../budget/planner.js';
-import { idleTurns } from '../compile/working-set.js';
+import { idleTurns, itemReferenceWords } from '../compile/working-set.js';
 import type { SessionState } from '../compile/session.js';
 import { readRequest, withItems, writeSlots } from '../model/index.js';
 import type { RequestView } from '../model/types.js';
 import { serializedChars } from '../measure/index.js';
 import { advance, note, storeScope, type ProviderRequest, type Step, type StepContext } from '../step.js';
-import { boundsOf, fitSlots, renderingFor, type FitSlot, type FitStep, type Rendering } from './plan.js';
+import { boundsOf, fitSlots, namedLines, renderingFor, type FitSlot, type FitStep, type Rendering } from './plan.js';
 import {
   BLOCK_MODES,
   BLOCK_TOOL,
@@ -323,6 +323,14 @@ function planSteps(
     }
     return idle[k]!;
   };
+  /** The words the agent's items after item `i` name (its text, calls and their arguments). */
+  const namedAfter = (i: number): Set<string> => {
+    const out = new Set<string>();
+    for (let j = i + 1; j < w.view.items.length; j++)
+      if (w.view.itemInfo[j]?.role === 'assistant')
+        for (const x of itemReferenceWords(state.session, w.view.items[j])) out.add(x);
+    return out;
+  };
   let stage = 0;
   let k = 0;
   const kinds: Record<FitStep, Rendering['kind']> = {
@@ -348,7 +356,9 @@ function planSteps(
           const cur = w.current[k];
           const at = k++;
           if (!wanted(name, f, at, cur)) continue;
-          const r = renderingFor(settings, f, kinds[name], cur);
+          // A bounded view keeps first the lines naming what the agent named since the output came.
+          const keep = name === 'view' ? namedLines(f.shown, namedAfter(f.slot.item!)) : undefined;
+          const r = renderingFor(settings, f, kinds[name], cur, keep);
           if (r !== undefined) return { k: at, r };
         }
         stage++;

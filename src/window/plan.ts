@@ -17,6 +17,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { withItems } from '../model/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
 import { segmentSteps } from '../compile/steps.js';
+import { referenceWords } from '../compile/working-set.js';
 import { shortIdForSha } from '../vault/identity.js';
 
 /**
@@ -156,6 +157,7 @@ export function renderingFor(
   f: FitSlot,
   kind: Rendering['kind'],
   current: Rendering | undefined,
+  keep?: (line: string) => boolean,
 ): Rendering | undefined {
   const toolName = f.kind === 'reasoning' ? 'assistant_reasoning' : (f.slot.toolName ?? 'tool');
   if ((kind === 'reasoning') !== (f.kind === 'reasoning')) return undefined;
@@ -164,7 +166,8 @@ export function renderingFor(
   if (kind === 'receipt') text = line;
   else if (kind === 'digest')
     text = renderDigest(f.shown, line, { diagnosticChars: s.diagnosticChars, args: f.slot.callArgs });
-  else if (kind === 'view') text = `${compactLines(f.shown, { maxChars: s.viewChars })}\n${line}`;
+  else if (kind === 'view')
+    text = `${compactLines(f.shown, { maxChars: s.viewChars, ...(keep === undefined ? {} : { keep }) })}\n${line}`;
   else {
     const blocks = f.keepBlocks === false ? [] : fencedSpans(f.evidence).map(([a, b]) => f.evidence.slice(a, b));
     const size = f.keepBlocks === false ? codePoints(f.evidence) : prose(f.evidence);
@@ -196,4 +199,28 @@ export function floorRequest<T extends Record<string, unknown>>(
   const keepFrom = Math.min(bounds.newest, lastRound);
   const kept = view.items.filter((_, i) => i < bounds.start || i >= keepFrom || view.itemInfo[i]?.userText === true);
   return withItems(request, view.listKey, kept);
+}
+
+/** Lines of an output holding this many or fewer of its lines with a word are the word's own lines. */
+export const NAMED_LINE_MAX = 5;
+
+/**
+ * The lines of an output a bounded view keeps first: those holding a word (src/compile/working-set.ts
+ * `referenceWords`) the agent named after the output arrived, when few lines of the output hold it
+ * (at most {@link NAMED_LINE_MAX}): the definition the agent went on to talk about, not every line
+ * with `self` in it. Decided from the past only.
+ */
+export function namedLines(text: string, named: ReadonlySet<string>): (line: string) => boolean {
+  const count = new Map<string, number>();
+  const wordsOf = new Map<string, Set<string>>();
+  for (const l of text.split('\n')) {
+    const words = referenceWords(l);
+    wordsOf.set(l, words);
+    for (const w of words) if (named.has(w)) count.set(w, (count.get(w) ?? 0) + 1);
+  }
+  const own = new Set([...count].flatMap(([w, n]) => (n <= NAMED_LINE_MAX ? [w] : [])));
+  return (line) => {
+    for (const w of wordsOf.get(line) ?? referenceWords(line)) if (own.has(w)) return true;
+    return false;
+  };
 }

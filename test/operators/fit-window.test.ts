@@ -270,6 +270,42 @@ describe('fitWindow (unit)', () => {
     expect(outputs.filter((m) => String(m.content).startsWith('[Token Terminator artifact'))).toEqual([]);
   });
 
+  it('keeps in a bounded view the lines naming what the agent named after the output, besides its head and tail', async () => {
+    // A big file whose middle defines `parseHeader`, which every later call names: the bounded view
+    // shows that line, besides its head and tail.
+    // Lines that differ by more than their numbers (a run of those would be factored into one).
+    const word = (i: number): string => ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf'][i % 7]!;
+    const big = Array.from({ length: 300 }, (_, i) =>
+      i === 150
+        ? 'big.ts line 150: export function parseHeader(raw) {'
+        : `big.ts line ${i}: const ${word(i)}${word(i * 3)} = compute(${word(i * 5)});`,
+    ).join('\n');
+    const messages: unknown[] = [
+      { role: 'system', content: 'You are a careful coding agent.' },
+      { role: 'user', content: 'Fix the failing parser test.' },
+      readCall('big'),
+      { role: 'tool', tool_call_id: 'big', content: big },
+    ];
+    const requests: ProviderRequest[] = [];
+    for (let t = 0; t < 20; t++) {
+      const id = `f${t}`;
+      const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
+      call.tool_calls[0]!.function.arguments = `{"path":"${id}.ts","beside":"big.ts","symbol":"parseHeader compute"}`;
+      messages.push(call, readOutput(id, 40));
+      requests.push({ model: 'local-model', messages: messages.slice() });
+    }
+    const outs = await runAll(
+      op(8000),
+      requests.map((r) => [r, { ...context, sessionId: 'named-view' }] as const),
+    );
+    const shown = (outs.at(-1)!.value['messages'] as { content: unknown }[])[3]!.content as string;
+    expect(shown.startsWith('big.ts line 0: const alphaalpha = compute(alpha);')).toBe(true);
+    expect(shown).toContain('big.ts line 150: export function parseHeader(raw) {');
+    expect(shown.length).toBeLessThan(big.length / 2);
+    const [id] = referencedArtifacts(shown);
+    expect(await recover(vault, id!)).toBe(big);
+  });
+
   it('leaves an output the agent still uses verbatim below a fifth of the room', async () => {
     // 15 % of W − R: the first fit takes the small outputs the agent is done with, and then their
     // digests to bare receipts, not this one.
