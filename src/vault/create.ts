@@ -15,7 +15,7 @@ import { VaultOpenError } from './errors.js';
 import { createLeaseStore } from './leases.js';
 import { createMetricsStore } from './metrics.js';
 import { createCountStore } from './token-counts.js';
-import { VAULT_DATA_METHODS, type Vault } from './ports.js';
+import { VAULT_DATA_METHODS, type Vault, type VaultDataMethod } from './ports.js';
 import { watermarks } from './retention.js';
 import { createSessionStore } from './session-state.js';
 import type { WorkingStateLimits } from './working-state.js';
@@ -26,59 +26,23 @@ export interface VaultOptions {
   readonly path?: string;
   /** PostgreSQL connection string (`postgres://user:pass@host:5432/db?sslmode=verify-full&sslrootcert=...`). */
   readonly url?: string;
-  /**
-   * Largest artifact in code points; larger content is refused.
-   *
-   * @defaultValue 2,000,000
-   */
+  /** Largest artifact in code points; larger content is refused. @defaultValue 2,000,000 */
   readonly maxArtifactChars?: number;
-  /**
-   * Capacity in UTF-8 bytes of artifact content (the search index comes on top).
-   *
-   * @defaultValue 512 MiB
-   */
+  /** Capacity in UTF-8 bytes of artifact content (the search index comes on top). @defaultValue 512 MiB */
   readonly maxBytes?: number;
-  /**
-   * Inserting past this % of capacity prunes unprotected artifacts.
-   *
-   * @defaultValue 90
-   */
+  /** Inserting past this % of capacity prunes unprotected artifacts. @defaultValue 90 */
   readonly highWaterPct?: number;
-  /**
-   * Pruning stops at this % (clamped to highWaterPct − 1).
-   *
-   * @defaultValue 80
-   */
+  /** Pruning stops at this % (clamped to highWaterPct − 1). @defaultValue 80 */
   readonly lowWaterPct?: number;
-  /**
-   * Page ceiling for `page` and `peek` in code points.
-   *
-   * @defaultValue 20,000
-   */
+  /** Page ceiling for `page` and `peek` in code points. @defaultValue 20,000 */
   readonly maxPageChars?: number;
-  /**
-   * Most results `search` returns.
-   *
-   * @defaultValue 50
-   */
+  /** Most results `search` returns. @defaultValue 50 */
   readonly maxSearchResults?: number;
-  /**
-   * How long a write waits for another process's (or host's) lock, in ms.
-   *
-   * @defaultValue 10,000
-   */
+  /** How long a write waits for another process's (or host's) lock, in ms. @defaultValue 10,000 */
   readonly busyTimeoutMs?: number;
-  /**
-   * PostgreSQL: connections in this process's pool.
-   *
-   * @defaultValue 10
-   */
+  /** PostgreSQL: connections in this process's pool. @defaultValue 10 */
   readonly poolSize?: number;
-  /**
-   * PostgreSQL: a statement running longer is cancelled (the stage fails open), in ms.
-   *
-   * @defaultValue 30,000
-   */
+  /** PostgreSQL: a statement running longer is cancelled (the stage fails open), in ms. @defaultValue 30,000 */
   readonly statementTimeoutMs?: number;
   /**
    * PostgreSQL: TLS options passed to `pg` as they are (beside any `sslmode` in the URL).
@@ -86,11 +50,7 @@ export interface VaultOptions {
    * @defaultValue from the URL
    */
   readonly ssl?: boolean | TlsOptions;
-  /**
-   * Wall clock in ms for created/observed times (retention order).
-   *
-   * @defaultValue `Date.now`
-   */
+  /** Wall clock in ms for created/observed times (retention order). @defaultValue `Date.now` */
   readonly clock?: () => number;
   /**
    * SQLite: index new artifacts for search in small batches while the process is idle (search always
@@ -106,11 +66,7 @@ export interface VaultOptions {
    * @defaultValue none: maintenance waits for the store's own quiet only
    */
   readonly activity?: ActivityReading;
-  /**
-   * Caps of the working-state graph per session.
-   *
-   * @defaultValue 1000 nodes, 2000 edges, 100,000 events
-   */
+  /** Caps of the working-state graph per session. @defaultValue 1000 nodes, 2000 edges, 100,000 events */
   readonly workingState?: WorkingStateLimits;
   /**
    * A session not seen for this long (ms) — no delivery, lease or rendering — may have its pins,
@@ -119,11 +75,7 @@ export interface VaultOptions {
    * @defaultValue 21,600,000 (6 h)
    */
   readonly sessionTtlMs?: number;
-  /**
-   * A search returns what it found after this long (ms), with `partial: true`.
-   *
-   * @defaultValue 2,000
-   */
+  /** A search returns what it found after this long (ms), with `partial: true`. @defaultValue 2,000 */
   readonly searchDeadlineMs?: number;
   /**
    * SQLite: when the file exists but cannot be opened for writing (read-only file, directory or
@@ -316,49 +268,23 @@ function composeVault(
         throw error;
       }
     }) as F;
-  // Not frozen: tests and hosts wrap or replace single methods (fault injection, instrumentation).
-  const vault: Vault = {
+  // Every data method's failures reach the health monitor (a corruption code runs the integrity
+  // check), the working-state store's included. Not frozen: tests and hosts wrap or replace single
+  // methods (fault injection, instrumentation).
+  const ports: Pick<Vault, VaultDataMethod> = { ...artifacts, ...leases, ...session, ...metrics, ...counts };
+  const vault = Object.fromEntries(
+    VAULT_DATA_METHODS.map((name) => [name, observe(ports[name] as never)]),
+  ) as unknown as Vault;
+  return Object.assign(vault, {
     path: conn.location,
     engine: conn.engine,
     readOnly: raw.readOnly,
     health: () => raw.health.current(),
-    put: artifacts.put,
-    verify: artifacts.verify,
-    summary: artifacts.summary,
-    page: artifacts.page,
-    read: artifacts.read,
-    peek: artifacts.peek,
-    find: artifacts.find,
-    search: artifacts.search,
-    usage: artifacts.usage,
-    exposureAvailable: leases.exposureAvailable,
-    claimExposure: leases.claimExposure,
-    recordExposure: leases.recordExposure,
-    deliver: leases.deliver,
-    pin: leases.pin,
-    sessionPins: leases.sessionPins,
-    closeSession: leases.closeSession,
-    getBaseline: session.getBaseline,
-    setBaseline: session.setBaseline,
-    getRendering: session.getRendering,
-    setRendering: session.setRendering,
-    setRenderings: session.setRenderings,
     workingState: {
       apply: observe(session.workingState.apply),
       get: observe(session.workingState.get),
     },
-    recordRequestMetric: metrics.recordRequestMetric,
-    recordRequestMetrics: metrics.recordRequestMetrics,
-    metricsSummary: metrics.metricsSummary,
-    requestMetricRows: metrics.requestMetricRows,
-    tokenCounts: counts.tokenCounts,
-    recordTokenCounts: counts.recordTokenCounts,
     close,
     [Symbol.asyncDispose]: close,
-  };
-  // Every data method's failures reach the health monitor (a corruption code runs the integrity
-  // check), the working-state store's included (above).
-  for (const name of VAULT_DATA_METHODS)
-    (vault as unknown as Record<string, unknown>)[name] = observe(vault[name] as never);
-  return vault;
+  });
 }
