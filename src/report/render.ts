@@ -31,35 +31,15 @@ import { QUALITY_SECTION_ID, qualityRecovery, renderQuality, type QualitySummary
 
 /** Options of {@link renderReport}. */
 export interface RenderReportOptions {
-  /**
-   * Page title.
-   *
-   * @defaultValue "token-terminator report"
-   */
+  /** Page title. @defaultValue "token-terminator report" */
   readonly title?: string;
-  /**
-   * Where the figures came from, shown under the title (e.g. "replay of 40 sessions").
-   *
-   * @defaultValue none
-   */
+  /** Where the figures came from, shown under the title (e.g. "replay of 40 sessions"). @defaultValue none */
   readonly source?: string;
-  /**
-   * Timestamp shown in the footer.
-   *
-   * @defaultValue none (the page is then a pure function of the figures)
-   */
+  /** Timestamp shown in the footer. @defaultValue none (the page is then a pure function of the figures) */
   readonly generatedAt?: string;
-  /**
-   * Sessions offered in the per-request chart's picker, largest first.
-   *
-   * @defaultValue 50
-   */
+  /** Sessions offered in the per-request chart's picker, largest first. @defaultValue 50 */
   readonly maxChartSessions?: number;
-  /**
-   * Answer-quality results of `token-terminator eval`, shown as their own section.
-   *
-   * @defaultValue none
-   */
+  /** Answer-quality results of `token-terminator eval`, shown as their own section. @defaultValue none */
   readonly quality?: QualitySummary;
   /**
    * API-equivalent prices (TOKEN_TERMINATOR_EQ_*, see `rateCardFromConfig`): the cost section then
