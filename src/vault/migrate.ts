@@ -11,7 +11,7 @@ import { openPostgresVault } from './dialect/postgres/postgres-vault.js';
 import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
 import { isPostgresUrl } from './create.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
-import type { VaultDatabase } from './schema.js';
+import { META, type VaultDatabase } from './schema.js';
 
 export interface CopyReport {
   readonly artifacts: number;
@@ -62,6 +62,11 @@ export async function copyVault(from: string, to: string, options: CopyOptions =
   }
 }
 
+/** The artifacts' rows in seq order, a batch at a time (`next` reads the batch after a seq). */
+async function* inBatches<R extends { seq: number | bigint }>(next: (lastSeq: number) => Promise<R[]>) {
+  for (let rows = await next(0); rows.length > 0; rows = await next(Number(rows[rows.length - 1]!.seq))) yield rows;
+}
+
 /** Copy the artifacts in batches of BATCH (seq order), indexing each new one for search on the target. */
 async function copyArtifacts(
   source: VaultConnection,
@@ -80,16 +85,9 @@ async function copyArtifacts(
   let copied = 0;
   let alreadyThere = 0;
   let bytes = 0;
-  let lastSeq = 0;
-  for (;;) {
-    const rows = await src
-      .selectFrom('artifacts')
-      .selectAll()
-      .where('seq', '>', lastSeq)
-      .orderBy('seq')
-      .limit(BATCH)
-      .execute();
-    if (rows.length === 0) break;
+  for await (const rows of inBatches((lastSeq) =>
+    src.selectFrom('artifacts').selectAll().where('seq', '>', lastSeq).orderBy('seq').limit(BATCH).execute(),
+  )) {
     await target.write(async (trx) => {
       for (const row of rows) {
         const content = source.decodeContent(row.content);
@@ -113,60 +111,63 @@ async function copyArtifacts(
         bytes += Number(row.byte_count);
       }
     });
-    lastSeq = Number(rows[rows.length - 1]!.seq);
     copied += rows.length;
     options.onProgress?.(copied, total);
   }
   return { copied, alreadyThere, bytes };
 }
 
-/** Copies one table's rows, read whole, written in batches of BATCH, and records how many. */
-type TableCopy = <T extends Record<string, unknown>>(
-  name: string,
-  read: (db: Kysely<VaultDatabase>) => Promise<T[]>,
-  write: (trx: Kysely<VaultDatabase>, batch: T[]) => Promise<void>,
-) => Promise<void>;
-
 /** Copy every other table (labels re-applied where the target's dialect bounds them); rows copied per table. */
 async function copyTables(source: VaultConnection, target: VaultConnection): Promise<Record<string, number>> {
   const rowCounts: Record<string, number> = {};
-  const copyTable: TableCopy = async (name, read, write) => {
+  const label = (s: string) => target.label(s);
+  /** One table's rows, read whole, written in batches of BATCH (rows the target has are kept). */
+  const copyTable = async <T extends Record<string, unknown>>(
+    name: keyof VaultDatabase,
+    read: (db: Kysely<VaultDatabase>) => Promise<T[]>,
+    relabel: (row: T) => T = (row) => row,
+  ): Promise<void> => {
     const all = await read(source.db);
     for (let i = 0; i < all.length; i += BATCH) {
-      const batch = all.slice(i, i + BATCH);
-      await target.write((trx) => write(trx, batch));
+      const batch = all.slice(i, i + BATCH).map(relabel);
+      await target.write((trx) =>
+        trx
+          .insertInto(name)
+          .values(batch as never)
+          .onConflict((oc) => oc.doNothing())
+          .execute(),
+      );
     }
     rowCounts[name] = all.length;
   };
-  await copyLabelledTables(target, copyTable);
-  for (const table of PLAIN_TABLES) {
-    await copyTable(
-      table,
-      (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>,
-      (trx, b) =>
-        trx
-          .insertInto(table)
-          .values(b as never)
-          .onConflict((oc) => oc.doNothing())
-          .execute()
-          .then(() => undefined),
-    );
-  }
   await copyTable(
-    'working_state_events',
+    'artifact_observations',
     (db) =>
       db
-        .selectFrom('working_state_events')
-        .select(['event_id', 'session_id', 'payload', 'created_at'])
-        .orderBy('seq')
+        .selectFrom('artifact_observations')
+        .select(['artifact_id', 'session_id', 'tool_call_id', 'tool_name', 'args_json', 'args_sha256', 'observed_at'])
+        .orderBy('id')
         .execute(),
-    (trx, b) =>
-      trx
-        .insertInto('working_state_events')
-        .values(b)
-        .onConflict((oc) => oc.doNothing())
-        .execute()
-        .then(() => undefined),
+    (r) => ({
+      ...r,
+      session_id: label(r.session_id),
+      tool_call_id: label(r.tool_call_id),
+      tool_name: label(r.tool_name),
+    }),
+  );
+  await copyTable(
+    'artifact_tools',
+    (db) => db.selectFrom('artifact_tools').selectAll().execute(),
+    (r) => ({ ...r, tool_name: label(r.tool_name), tool_fold: label(r.tool_fold) }),
+  );
+  for (const table of PLAIN_TABLES)
+    await copyTable(table, (db) => db.selectFrom(table).selectAll().execute() as Promise<Record<string, unknown>[]>);
+  await copyTable('working_state_events', (db) =>
+    db
+      .selectFrom('working_state_events')
+      .select(['event_id', 'session_id', 'payload', 'created_at'])
+      .orderBy('seq')
+      .execute(),
   );
   return rowCounts;
 }
@@ -184,45 +185,6 @@ const PLAIN_TABLES = [
   'token_counts',
 ] as const;
 
-/** The tables whose labels (sessions, call ids, tool names) the target's dialect may bound. */
-async function copyLabelledTables(target: VaultConnection, copyTable: TableCopy): Promise<void> {
-  const label = (s: string) => target.label(s);
-  await copyTable(
-    'artifact_observations',
-    (db) =>
-      db
-        .selectFrom('artifact_observations')
-        .select(['artifact_id', 'session_id', 'tool_call_id', 'tool_name', 'args_json', 'args_sha256', 'observed_at'])
-        .orderBy('id')
-        .execute(),
-    (trx, b) =>
-      trx
-        .insertInto('artifact_observations')
-        .values(
-          b.map((r) => ({
-            ...r,
-            session_id: label(r.session_id),
-            tool_call_id: label(r.tool_call_id),
-            tool_name: label(r.tool_name),
-          })),
-        )
-        .onConflict((oc) => oc.doNothing())
-        .execute()
-        .then(() => undefined),
-  );
-  await copyTable(
-    'artifact_tools',
-    (db) => db.selectFrom('artifact_tools').selectAll().execute(),
-    (trx, b) =>
-      trx
-        .insertInto('artifact_tools')
-        .values(b.map((r) => ({ ...r, tool_name: label(r.tool_name), tool_fold: label(r.tool_fold) })))
-        .onConflict((oc) => oc.doNothing())
-        .execute()
-        .then(() => undefined),
-  );
-}
-
 /** Verify every source artifact on the target: same digest, content hashing to it and to the id. */
 async function verifyCopy(
   source: VaultConnection,
@@ -230,16 +192,15 @@ async function verifyCopy(
 ): Promise<{ verified: number; mismatches: string[] }> {
   const mismatches: string[] = [];
   let verified = 0;
-  let lastSeq = 0;
-  for (;;) {
-    const rows = await source.db
+  for await (const rows of inBatches((lastSeq) =>
+    source.db
       .selectFrom('artifacts')
       .select(['seq', 'artifact_id', 'sha256'])
       .where('seq', '>', lastSeq)
       .orderBy('seq')
       .limit(BATCH)
-      .execute();
-    if (rows.length === 0) break;
+      .execute(),
+  )) {
     for (const row of rows) {
       const there = await target.db
         .selectFrom('artifacts')
@@ -254,7 +215,6 @@ async function verifyCopy(
       if (ok) verified++;
       else mismatches.push(row.artifact_id);
     }
-    lastSeq = Number(rows[rows.length - 1]!.seq);
   }
   return { verified, mismatches };
 }
@@ -284,15 +244,14 @@ async function recount(target: VaultConnection): Promise<void> {
         eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
       ])
       .executeTakeFirstOrThrow();
-    await trx
-      .updateTable('vault_meta')
-      .set({ value: Number(totals.bytes) })
-      .where('key', '=', 'artifact_bytes')
-      .execute();
-    await trx
-      .updateTable('vault_meta')
-      .set({ value: Number(totals.n) })
-      .where('key', '=', 'artifact_count')
-      .execute();
+    for (const [key, value] of [
+      [META.bytes, totals.bytes],
+      [META.count, totals.n],
+    ] as const)
+      await trx
+        .updateTable('vault_meta')
+        .set({ value: Number(value) })
+        .where('key', '=', key)
+        .execute();
   });
 }
