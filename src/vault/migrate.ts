@@ -11,7 +11,7 @@ import { openPostgresVault } from './dialect/postgres/postgres-vault.js';
 import { openSqliteVault } from './dialect/sqlite/sqlite-vault.js';
 import { isPostgresUrl } from './create.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
-import { META, type VaultDatabase } from './schema.js';
+import { recountMeta, type VaultDatabase } from './schema.js';
 
 export interface CopyReport {
   readonly artifacts: number;
@@ -236,22 +236,5 @@ async function copyRows(source: VaultConnection, target: VaultConnection, option
 
 /** Set the target's O(1) counters from its rows (and keep the source's pruning history out of it). */
 async function recount(target: VaultConnection): Promise<void> {
-  await target.write(async (trx) => {
-    const totals = await trx
-      .selectFrom('artifacts')
-      .select((eb) => [
-        eb.fn.countAll<number>().as('n'),
-        eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
-      ])
-      .executeTakeFirstOrThrow();
-    for (const [key, value] of [
-      [META.bytes, totals.bytes],
-      [META.count, totals.n],
-    ] as const)
-      await trx
-        .updateTable('vault_meta')
-        .set({ value: Number(value) })
-        .where('key', '=', key)
-        .execute();
-  });
+  await target.write((trx) => recountMeta(trx as Kysely<unknown>, (query) => target.lock(query, 'counter')));
 }

@@ -48,182 +48,150 @@ export interface SchemaSpec {
   afterMigrate?(db: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void>;
 }
 
-export interface ArtifactsTable {
-  /** Auto-incrementing, never reused: stable across VACUUM, and the search index key. */
-  seq: Generated<number>;
-  artifact_id: string;
-  sha256: string;
-  char_count: number;
-  byte_count: number;
-  tool_name: string;
-  created_at: string;
-  /** Latest observation (ISO-8601 UTC): retention prunes the least recently observed first. */
-  last_observed_at: string;
-  /** Last column so scans of the small columns above do not touch overflow pages. Text or UTF-8 bytes (dialect). */
-  content: string | Uint8Array;
-}
-
-export interface ObservationsTable {
-  id: Generated<number>;
-  artifact_id: string;
-  session_id: string;
-  tool_call_id: string;
-  tool_name: string;
-  /** Canonical JSON of the tool arguments: private provenance, never shown in receipts. */
-  args_json: string;
-  args_sha256: string;
-  observed_at: string;
-}
-
-export interface ArtifactToolsTable {
-  artifact_id: string;
-  tool_name: string;
-  /** Case-folded tool name for search. */
-  tool_fold: string;
-}
-
-/**
- * Who may read an artifact, and who pinned it (schema 3). One row per (tenant, session, artifact):
- * written when the session observed the content (put) or was delivered a receipt naming it.
- * Reads and searches with a scope see only artifacts with a row for their tenant and session.
- * `pinned` = 1 while a receipt delivered to the session names it: retention never deletes such
- * an artifact, until the session's pins are released (closed, or idle beyond the TTL).
- */
-export interface AccessTable {
-  tenant: string;
-  session_id: string;
-  artifact_id: string;
-  pinned: number;
-  updated_at: string;
-}
-
-/**
- * Sessions holding pins (schema 3). `epoch` changes whenever the row is created anew, i.e. after
- * retention released the session's pins: a process that memoized deliveries under an older epoch
- * delivers them again before reusing them.
- */
-export interface SessionsTable {
-  tenant: string;
-  session_id: string;
-  epoch: string;
-  last_seen_at: string;
-  closed: number;
-}
-
-export interface ExposuresTable {
-  session_id: string;
-  artifact_id: string;
-  request_id: string;
-  inline: number;
-  exposed_at: string;
-}
-
-export interface BaselinesTable {
-  state_key: string;
-  artifact_id: string;
-  updated_at: string;
-}
-
-export interface RenderingsTable {
-  session_id: string;
-  render_key: string;
-  value: string;
-  updated_at: string;
-}
-
-export interface RequestMetricsTable {
-  session_id: string;
-  request_id: string;
-  mode: string;
-  model: string | null;
-  raw_chars: number;
-  final_chars: number;
-  raw_tokens: number | null;
-  final_tokens: number | null;
-  tokenizer: string | null;
-  receipts: number;
-  failed_open: number;
-  saved_by_stage_json: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface ComponentMetricsTable {
-  session_id: string;
-  request_id: string;
-  component: string;
-  raw_tokens: number;
-  final_tokens: number;
-}
-
-/** Artifacts stored but not yet in the trigram index (indexing is deferred off the put path). */
-export interface FtsPendingTable {
-  seq: number;
-}
-
-export interface MetaTable {
-  key: string;
-  value: number;
-}
-
-/** PostgreSQL only: the case-folded copy of each artifact that the trigram index covers. */
-export interface ArtifactSearchTable {
-  seq: number;
-  body: string;
-}
-
-export interface WorkingStateEntitiesTable {
-  session_id: string;
-  /** 'node' or 'edge'. */
-  entity: string;
-  id: string;
-  /** Canonical JSON of the entity's fields. */
-  body: string;
-  active: number;
-  created_seq: number;
-  updated_seq: number;
-}
-
-export interface WorkingStateEventsTable {
-  seq: Generated<number>;
-  event_id: string;
-  session_id: string;
-  payload: string;
-  created_at: string;
-}
-
-/** Token counts of large request items under one counter (src/vault/token-counts.ts); a null count is not known. */
-export interface TokenCountsTable {
-  counter: string;
-  /** SHA-256 (base64) of the item's compact canonical JSON. */
-  sha256: string;
-  compact_tokens: number | null;
-  first_tokens: number | null;
-  mid_tokens: number | null;
-  last_tokens: number | null;
-  only_tokens: number | null;
-  alone_tokens: number | null;
-  /** When the row was first written (ISO-8601 UTC): rows older than the count TTL are deleted. */
-  created_at: string;
-}
-
 export interface VaultDatabase {
-  artifacts: ArtifactsTable;
-  artifact_observations: ObservationsTable;
-  artifact_tools: ArtifactToolsTable;
-  artifact_access: AccessTable;
-  vault_sessions: SessionsTable;
-  artifact_exposures: ExposuresTable;
-  terminal_baselines: BaselinesTable;
-  session_renderings: RenderingsTable;
-  request_metrics: RequestMetricsTable;
-  request_component_metrics: ComponentMetricsTable;
-  vault_meta: MetaTable;
-  fts_pending: FtsPendingTable;
-  artifact_search: ArtifactSearchTable;
-  working_state_entities: WorkingStateEntitiesTable;
-  working_state_events: WorkingStateEventsTable;
-  token_counts: TokenCountsTable;
+  artifacts: {
+    /** Auto-incrementing, never reused: stable across VACUUM, and the search index key. */
+    seq: Generated<number>;
+    artifact_id: string;
+    sha256: string;
+    char_count: number;
+    byte_count: number;
+    tool_name: string;
+    created_at: string;
+    /** Latest observation (ISO-8601 UTC): retention prunes the least recently observed first. */
+    last_observed_at: string;
+    /** Last column so scans of the small columns above do not touch overflow pages. Text or UTF-8 bytes (dialect). */
+    content: string | Uint8Array;
+  };
+  artifact_observations: {
+    id: Generated<number>;
+    artifact_id: string;
+    session_id: string;
+    tool_call_id: string;
+    tool_name: string;
+    /** Canonical JSON of the tool arguments: private provenance, never shown in receipts. */
+    args_json: string;
+    args_sha256: string;
+    observed_at: string;
+  };
+  artifact_tools: {
+    artifact_id: string;
+    tool_name: string;
+    /** Case-folded tool name for search. */
+    tool_fold: string;
+  };
+  /**
+   * Who may read an artifact, and who pinned it (schema 3). One row per (tenant, session, artifact):
+   * written when the session observed the content (put) or was delivered a receipt naming it.
+   * Reads and searches with a scope see only artifacts with a row for their tenant and session.
+   * `pinned` = 1 while a receipt delivered to the session names it: retention never deletes such
+   * an artifact, until the session's pins are released (closed, or idle beyond the TTL).
+   */
+  artifact_access: {
+    tenant: string;
+    session_id: string;
+    artifact_id: string;
+    pinned: number;
+    updated_at: string;
+  };
+  /**
+   * Sessions holding pins (schema 3). `epoch` changes whenever the row is created anew, i.e. after
+   * retention released the session's pins: a process that memoized deliveries under an older epoch
+   * delivers them again before reusing them.
+   */
+  vault_sessions: {
+    tenant: string;
+    session_id: string;
+    epoch: string;
+    last_seen_at: string;
+    closed: number;
+  };
+  artifact_exposures: {
+    session_id: string;
+    artifact_id: string;
+    request_id: string;
+    inline: number;
+    exposed_at: string;
+  };
+  terminal_baselines: {
+    state_key: string;
+    artifact_id: string;
+    updated_at: string;
+  };
+  session_renderings: {
+    session_id: string;
+    render_key: string;
+    value: string;
+    updated_at: string;
+  };
+  request_metrics: {
+    session_id: string;
+    request_id: string;
+    mode: string;
+    model: string | null;
+    raw_chars: number;
+    final_chars: number;
+    raw_tokens: number | null;
+    final_tokens: number | null;
+    tokenizer: string | null;
+    receipts: number;
+    failed_open: number;
+    saved_by_stage_json: string;
+    created_at: string;
+    updated_at: string;
+  };
+  request_component_metrics: {
+    session_id: string;
+    request_id: string;
+    component: string;
+    raw_tokens: number;
+    final_tokens: number;
+  };
+  vault_meta: {
+    key: string;
+    value: number;
+  };
+  /** Artifacts stored but not yet in the trigram index (indexing is deferred off the put path). */
+  fts_pending: {
+    seq: number;
+  };
+  /** PostgreSQL only: the case-folded copy of each artifact that the trigram index covers. */
+  artifact_search: {
+    seq: number;
+    body: string;
+  };
+  working_state_entities: {
+    session_id: string;
+    /** 'node' or 'edge'. */
+    entity: string;
+    id: string;
+    /** Canonical JSON of the entity's fields. */
+    body: string;
+    active: number;
+    created_seq: number;
+    updated_seq: number;
+  };
+  working_state_events: {
+    seq: Generated<number>;
+    event_id: string;
+    session_id: string;
+    payload: string;
+    created_at: string;
+  };
+  /** Token counts of large request items under one counter (src/vault/token-counts.ts); a null count is not known. */
+  token_counts: {
+    counter: string;
+    /** SHA-256 (base64) of the item's compact canonical JSON. */
+    sha256: string;
+    compact_tokens: number | null;
+    first_tokens: number | null;
+    mid_tokens: number | null;
+    last_tokens: number | null;
+    only_tokens: number | null;
+    alone_tokens: number | null;
+    /** When the row was first written (ISO-8601 UTC): rows older than the count TTL are deleted. */
+    created_at: string;
+  };
 }
 
 /** Counter keys in `vault_meta` (O(1) usage without scanning artifacts). */
@@ -500,35 +468,38 @@ export const VAULT_SCHEMA: SchemaSpec = Object.freeze({
     '0004_token_counts': tokenCounts(f),
   }),
   // Recount once per open so the O(1) counters can never drift from the rows.
-  async afterMigrate(raw: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void> {
-    const db = raw as Kysely<VaultDatabase>;
-    // Writers on other hosts update the counters as they commit: hold them while recounting.
-    await lock(db.selectFrom('vault_meta').select('key').where('key', 'in', [META.bytes, META.count])).execute();
-    const totals = await db
-      .selectFrom('artifacts')
-      .select((eb) => [
-        eb.fn.countAll<number>().as('n'),
-        eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
-      ])
-      .executeTakeFirstOrThrow();
-    for (const [key, value] of [
-      [META.bytes, Number(totals.bytes)],
-      [META.count, Number(totals.n)],
-    ] as const) {
-      await db
-        .insertInto('vault_meta')
-        .values({ key, value })
-        .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
-        .execute();
-    }
+  afterMigrate: recountMeta,
+});
+
+/** Set the O(1) counters from the rows (and create the pruning counters at 0 where missing). */
+export async function recountMeta(raw: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void> {
+  const db = raw as Kysely<VaultDatabase>;
+  // Writers on other hosts update the counters as they commit: hold them while recounting.
+  await lock(db.selectFrom('vault_meta').select('key').where('key', 'in', [META.bytes, META.count])).execute();
+  const totals = await db
+    .selectFrom('artifacts')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('n'),
+      eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
+    ])
+    .executeTakeFirstOrThrow();
+  for (const [key, value] of [
+    [META.bytes, Number(totals.bytes)],
+    [META.count, Number(totals.n)],
+  ] as const) {
     await db
       .insertInto('vault_meta')
-      .values([
-        { key: META.prunedArtifacts, value: 0 },
-        { key: META.prunedBytes, value: 0 },
-        { key: META.releasedSessions, value: 0 },
-      ])
-      .onConflict((oc) => oc.column('key').doNothing())
+      .values({ key, value })
+      .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
       .execute();
-  },
-});
+  }
+  await db
+    .insertInto('vault_meta')
+    .values([
+      { key: META.prunedArtifacts, value: 0 },
+      { key: META.prunedBytes, value: 0 },
+      { key: META.releasedSessions, value: 0 },
+    ])
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+}

@@ -19,7 +19,7 @@ import {
   type StoredCountField,
   type StoredCounts,
 } from './ports.js';
-import type { TokenCountsTable } from './schema.js';
+import type { VaultDatabase } from './schema.js';
 
 /** Rows are deleted this long after they were first written (30 days). */
 export const COUNT_TTL_MS = 30 * 24 * 3600 * 1000;
@@ -38,7 +38,7 @@ const COLUMN = {
   last: 'last_tokens',
   only: 'only_tokens',
   alone: 'alone_tokens',
-} as const satisfies Record<StoredCountField, keyof TokenCountsTable>;
+} as const satisfies Record<StoredCountField, keyof VaultDatabase['token_counts']>;
 
 function requireCounter(counter: unknown): string {
   if (typeof counter !== 'string' || counter.length === 0 || counter.length > COUNTER_MAX)
