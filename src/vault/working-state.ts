@@ -316,43 +316,33 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
     maxEvents: limits.maxEvents ?? 100_000,
   };
   const { conn } = ctx;
-
-  const apply = (sessionId: string, operations: readonly Readonly<Record<string, unknown>>[]) =>
-    conn.write((trx) => applyBatch(trx, () => ctx.nowIso(), caps, sessionId, operations));
-
-  async function get(
-    sessionId: string,
-    includeRetired: boolean,
-    limit: number,
-  ): Promise<Readonly<Record<string, unknown>>> {
-    const byRecency = (a: Entity, b: Entity, ka: string, kb: string) =>
-      b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
-    const state = [...(await loadState(conn.db, sessionId)).entries()].filter(
-      ([, e]) => includeRetired || e.status === 'active',
-    );
-    const nodes = state
-      .filter(([k]) => k.startsWith('node:'))
-      .sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb))
-      .slice(0, limit);
-    const visible = new Set(nodes.map(([k]) => k.slice(5)));
-    const edges = state
-      .filter(([k, e]) => k.startsWith('edge:') && visible.has(String(e['source'])) && visible.has(String(e['target'])))
-      .sort(([ka, a], [kb, b]) => byRecency(a, b, ka, kb))
-      .slice(0, limit);
-    return {
-      nodes: Object.fromEntries(nodes.map(([k, e]) => [k.slice(5), e])),
-      edges: Object.fromEntries(edges.map(([k, e]) => [k.slice(5), e])),
-    };
-  }
-
+  const byRecency = ([ka, a]: [string, Entity], [kb, b]: [string, Entity]) =>
+    b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
   return {
     async apply(sessionId, operations) {
       ctx.assertOpen();
-      return apply(sessionId, operations);
+      return conn.write((trx) => applyBatch(trx, () => ctx.nowIso(), caps, sessionId, operations));
     },
     async get(sessionId, { includeRetired, limit }) {
       ctx.assertOpen();
-      return get(sessionId, includeRetired, limit);
+      const state = [...(await loadState(conn.db, sessionId)).entries()].filter(
+        ([, e]) => includeRetired || e.status === 'active',
+      );
+      const nodes = state
+        .filter(([k]) => k.startsWith('node:'))
+        .sort(byRecency)
+        .slice(0, limit);
+      const visible = new Set(nodes.map(([k]) => k.slice(5)));
+      const edges = state
+        .filter(
+          ([k, e]) => k.startsWith('edge:') && visible.has(String(e['source'])) && visible.has(String(e['target'])),
+        )
+        .sort(byRecency)
+        .slice(0, limit);
+      return {
+        nodes: Object.fromEntries(nodes.map(([k, e]) => [k.slice(5), e])),
+        edges: Object.fromEntries(edges.map(([k, e]) => [k.slice(5), e])),
+      };
     },
   };
 }
