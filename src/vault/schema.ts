@@ -7,7 +7,16 @@
  * newer release before the Migrator runs; it runs the whole migration under its writer lock, so
  * several processes or hosts opening a new store at once serialize and exactly one creates it.
  */
-import type { ColumnDefinitionBuilder, CreateTableBuilder, Generated, Kysely, Migration } from 'kysely';
+import {
+  Migrator,
+  type ColumnDefinitionBuilder,
+  type CreateTableBuilder,
+  type Generated,
+  type Kysely,
+  type Migration,
+  type MigratorProps,
+} from 'kysely';
+import { VaultSchemaError } from '../errors.js';
 import type { Lockable } from './dialect.js';
 import type { StoreEngine } from './ports.js';
 
@@ -46,6 +55,32 @@ export interface SchemaSpec {
    * adds the dialect's row lock to a select (concurrent writers on PostgreSQL).
    */
   afterMigrate?(db: Kysely<unknown>, lock: <Q extends Lockable<Q>>(query: Q) => Q): Promise<void>;
+}
+
+/**
+ * Refuse a store written by a newer release, then run the migrations `version` lacks; the caller
+ * records the new version (the dialect keeps it beside kysely's migration table).
+ */
+export async function migrateSchema(
+  spec: SchemaSpec,
+  flavor: SchemaFlavor,
+  location: string,
+  version: number,
+  options: Omit<MigratorProps, 'provider'>,
+): Promise<void> {
+  if (version > spec.version) {
+    throw new VaultSchemaError(
+      `${spec.name} ${location} has schema version ${version}, newer than the supported ${spec.version}; ` +
+        `upgrade token-terminator or point it at another ${flavor.engine === 'sqlite' ? 'file' : 'database'}`,
+    );
+  }
+  if (version === spec.version) return;
+  const provider = { getMigrations: () => Promise.resolve({ ...spec.migrations(flavor) }) };
+  const { error } = await new Migrator({ ...options, provider }).migrateToLatest();
+  if (error !== undefined)
+    throw new VaultSchemaError(
+      `${spec.name} ${location}: migration failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
 }
 
 export interface VaultDatabase {

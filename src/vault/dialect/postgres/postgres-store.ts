@@ -12,13 +12,13 @@
  * to `pg` as they are.
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
-import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
+import { TokenTerminatorError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import { VaultOpenError } from '../../errors.js';
 import { loadOptionalPackage } from '../../../optional-package.js';
-import type { SchemaSpec } from '../../schema.js';
+import { migrateSchema, type SchemaSpec } from '../../schema.js';
 import { POSTGRES_FLAVOR } from './postgres-flavor.js';
 
 export interface PostgresStoreOptions {
@@ -151,58 +151,39 @@ async function migrate(spec: SchemaSpec, db: Kysely<unknown>, schema: string, lo
   await db.connection().execute(async (trx) => {
     await sql`BEGIN`.execute(trx);
     try {
-      await migrateIn(spec, trx, schema, location);
+      await sql`SELECT pg_advisory_xact_lock(hashtext(${`token-terminator:${schema}`}))`.execute(trx);
+      await trx.schema
+        .createTable('tt_schema_version')
+        .ifNotExists()
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .execute();
+      const versions = trx as unknown as Kysely<{ tt_schema_version: { name: string; version: number } }>;
+      const row = await versions
+        .selectFrom('tt_schema_version')
+        .select('version')
+        .where('name', '=', spec.name)
+        .executeTakeFirst();
+      const version = row?.version ?? 0;
+      await migrateSchema(spec, POSTGRES_FLAVOR, location, version, {
+        db: trx,
+        disableTransactions: true,
+        migrationTableName: spec.migrationTable,
+        migrationLockTableName: `${spec.migrationTable}_lock`,
+        migrationTableSchema: schema,
+      });
+      if (version < spec.version) {
+        await versions
+          .insertInto('tt_schema_version')
+          .values({ name: spec.name, version: spec.version })
+          .onConflict((oc) => oc.column('name').doUpdateSet({ version: spec.version }))
+          .execute();
+      }
+      await spec.afterMigrate?.(trx, (query) => query.forUpdate());
       await sql`COMMIT`.execute(trx);
     } catch (error) {
       await sql`ROLLBACK`.execute(trx).catch(() => undefined);
       throw error;
     }
   });
-}
-
-async function migrateIn(spec: SchemaSpec, trx: Kysely<unknown>, schema: string, location: string): Promise<void> {
-  {
-    await sql`SELECT pg_advisory_xact_lock(hashtext(${`token-terminator:${schema}`}))`.execute(trx);
-    await trx.schema
-      .createTable('tt_schema_version')
-      .ifNotExists()
-      .addColumn('name', 'text', (c) => c.primaryKey())
-      .addColumn('version', 'integer', (c) => c.notNull())
-      .execute();
-    const versions = trx as unknown as Kysely<{ tt_schema_version: { name: string; version: number } }>;
-    const row = await versions
-      .selectFrom('tt_schema_version')
-      .select('version')
-      .where('name', '=', spec.name)
-      .executeTakeFirst();
-    const version = row?.version ?? 0;
-    if (version > spec.version) {
-      throw new VaultSchemaError(
-        `${spec.name} ${location} has schema version ${version}, newer than the supported ${spec.version}; ` +
-          'upgrade token-terminator or point it at another database',
-      );
-    }
-    if (version < spec.version) {
-      const migrator = new Migrator({
-        db: trx,
-        disableTransactions: true,
-        migrationTableName: spec.migrationTable,
-        migrationLockTableName: `${spec.migrationTable}_lock`,
-        migrationTableSchema: schema,
-        provider: { getMigrations: () => Promise.resolve({ ...spec.migrations(POSTGRES_FLAVOR) }) },
-      });
-      const result = await migrator.migrateToLatest();
-      if (result.error !== undefined) {
-        throw new VaultSchemaError(
-          `${spec.name} ${location}: migration failed: ${result.error instanceof Error ? result.error.message : String(result.error)}`,
-        );
-      }
-      await versions
-        .insertInto('tt_schema_version')
-        .values({ name: spec.name, version: spec.version })
-        .onConflict((oc) => oc.column('name').doUpdateSet({ version: spec.version }))
-        .execute();
-    }
-    await spec.afterMigrate?.(trx, (query) => query.forUpdate());
-  }
 }

@@ -14,14 +14,14 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, st
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
-import { CompiledQuery, Kysely, Migrator, SqliteDialect, type SqliteDatabase } from 'kysely';
-import { TokenTerminatorError, VaultSchemaError } from '../../../errors.js';
+import { CompiledQuery, Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
+import { TokenTerminatorError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
 import type { LockBudget } from '../../ports.js';
 import { VaultOpenError } from '../../errors.js';
 import type { ActivityReading } from '../../../activity.js';
 import { createIdleGate, type IdleGate } from '../../idle.js';
-import type { SchemaSpec } from '../../schema.js';
+import { migrateSchema, type SchemaSpec } from '../../schema.js';
 import { SQLITE_FLAVOR } from './sqlite-flavor.js';
 
 export const MEMORY_PATH = ':memory:';
@@ -65,9 +65,8 @@ function privateFile(path: string): void {
 }
 
 /**
- * `mkdir -p` one directory at a time, each 0700, throwing the first failure. Node's recursive
- * mkdir never returns where the parent answers ENOENT to every attempt (a path under /proc), so a
- * vault path there hung the host instead of failing.
+ * `mkdir -p` one directory at a time, each 0700, throwing the first failure: Node's recursive mkdir
+ * never returns where the parent answers ENOENT to every attempt (a path under /proc).
  */
 function makeDirectories(dir: string): void {
   const missing: string[] = [];
@@ -103,11 +102,7 @@ export interface SqliteStoreOptions {
   /** The file (its directory is created 0700, the file 0600), or ':memory:'. */
   readonly path: string;
   readonly busyTimeoutMs: number;
-  /**
-   * When the file exists but cannot be opened for writing (read-only file, directory or mount) or
-   * is damaged, open it read-only instead of failing (the store then refuses every write).
-   * Default false.
-   */
+  /** Open an existing file that cannot be written or is damaged read-only instead of failing. Default false. */
   readonly readOnlyFallback?: boolean;
   /** Reductions whose quiet deferred maintenance waits for (the Terminator's). Default: none. */
   readonly activity?: ActivityReading;
@@ -119,18 +114,11 @@ export interface SqliteStore<DB> extends StoreConnection<DB> {
   readonly idle?: IdleGate;
   /** Set when opened read-only: why (the code of the failure that made it so). */
   readonly readOnlyReason?: string;
-  /**
-   * Resolves once no WAL checkpoint is pending: the one scheduled after the latest commit has run
-   * (or failed, which is ignored). Immediately when none is scheduled or the store checkpoints
-   * the SQLite way (read-only, in memory, an SQLite without the NOOP checkpoint mode).
-   */
+  /** Resolves once no WAL checkpoint this store scheduled is pending (run or failed). */
   checkpointed(): Promise<void>;
 }
 
-/**
- * WAL frames after which a checkpoint runs: SQLite's own auto-checkpoint default, so the WAL
- * stays as bounded as it always was (about 4 MB at 4 KiB pages, plus the largest transaction).
- */
+/** WAL frames after which a checkpoint runs: SQLite's own auto-checkpoint default. */
 export const CHECKPOINT_FRAMES = 1000;
 
 /**
@@ -226,11 +214,9 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
 const STATEMENT_CACHE = 256;
 
 /**
- * The connection as kysely's SqliteDialect sees it, with prepared statements reused by SQL text:
- * kysely prepares every query anew, and compiling the statement was the largest single cost of a
- * small write (a metric row, a ledger turn). Safe because the driver runs one query at a time per
- * connection (its mutex) and nothing here streams; SQLite re-prepares a statement itself after a
- * schema change.
+ * The connection as kysely's SqliteDialect sees it, with prepared statements reused by SQL text
+ * (kysely prepares every query anew, the largest cost of a small write). Safe: the driver runs one
+ * query at a time per connection and nothing streams; SQLite re-prepares after a schema change.
  */
 function cachingStatements(conn: Database.Database, idle?: IdleGate): SqliteDatabase {
   const cache = new LRUCache<string, Database.Statement>({ max: STATEMENT_CACHE });
@@ -299,16 +285,12 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
 }
 
 /**
- * Checkpoints run after commits, outside the caller's await chain: at most one pending, each a
- * PASSIVE checkpoint (never waiting for a lock, never blocking another process's reader or writer)
- * once the WAL holds {@link CHECKPOINT_FRAMES} frames, some not yet copied into the database (the
- * auto-checkpoint's own test). A
- * checkpoint that fails (SQLITE_BUSY while another connection checkpoints, an I/O error) is left
- * for the next commit to schedule again: no write and no request ever sees it.
+ * Checkpoints after commits, outside the caller's await chain: at most one pending, each PASSIVE
+ * (never waits for a lock) once the WAL holds {@link CHECKPOINT_FRAMES} frames not all copied yet.
+ * A failed one is left for the next commit to schedule again: no write or request ever sees it.
  */
 function checkpoints(raw: Database.Database, db: Kysely<unknown>, enabled: boolean, idle: IdleGate) {
   let pending: Promise<void> | undefined;
-  /** Starts the pending checkpoint before the idle gate would (close). */
   let startNow: (() => void) | undefined;
   let closed = false;
   // Under the driver's mutex, so it never lands inside another caller's transaction.
@@ -323,12 +305,9 @@ function checkpoints(raw: Database.Database, db: Kysely<unknown>, enabled: boole
       })
       .catch(() => undefined);
   return {
-    /** After a commit. */
     schedule(): void {
       if (!enabled || closed || pending !== undefined) return;
-      // Once the process is idle (src/vault/idle.ts): no reduction in flight, the store quiet for
-      // a moment; a host that is never quiet that long gets it after a second, between two of its
-      // reductions (after five when one is always in flight).
+      // Once the process is idle (src/vault/idle.ts).
       pending = new Promise<void>((resolve) => {
         startNow = resolve;
         idle.defer(() => {
@@ -374,7 +353,6 @@ function sqliteStore<DB>(
   // The frame of every write transaction, prepared once (better-sqlite3's pragma() prepares anew).
   const busyOff = raw.prepare('PRAGMA busy_timeout = 0');
   const busyRead = raw.prepare(`PRAGMA busy_timeout = ${readBusy}`);
-  /** One attempt: the connection is held for the whole transaction (kysely's driver mutex). */
   const attempt = <T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> =>
     db.connection().execute(async (conn) => {
       // Never wait for the write lock synchronously (better-sqlite3 would block the event loop):
@@ -407,10 +385,8 @@ function sqliteStore<DB>(
     db,
     raw,
     location: file,
-    // BEGIN IMMEDIATE takes the file's write lock up front, so a transaction never fails half-way
-    // on a lock upgrade. While another process holds it, the attempt is repeated after a timer
-    // (the event loop keeps running) until the budget of lock waiting is spent.
-    // Each write waits at most the busy timeout, and all writes given one budget at most that budget.
+    // BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails half-way on a lock
+    // upgrade; a busy attempt is repeated on timers within the busy timeout and the given budget.
     write: (fn, budget) =>
       retryOnTimers(
         () => attempt(fn),
@@ -440,26 +416,10 @@ async function migrate<DB>(
   await beginImmediate(raw, busyTimeoutMs);
   try {
     const version = Number(raw.pragma('user_version', { simple: true }));
-    if (version > spec.version) {
-      throw new VaultSchemaError(
-        `${spec.name} ${file} has schema version ${version}, newer than the supported ${spec.version}; ` +
-          'upgrade token-terminator or point it at another file',
-      );
-    }
     const db = store.db as Kysely<unknown>;
-    if (version < spec.version) {
-      // SQLite's kysely adapter runs migrations without its own transaction, so they join ours.
-      const migrator = new Migrator({
-        db,
-        migrationTableName: spec.migrationTable,
-        provider: { getMigrations: () => Promise.resolve({ ...spec.migrations(SQLITE_FLAVOR) }) },
-      });
-      const result = await migrator.migrateToLatest();
-      if (result.error !== undefined) {
-        throw new VaultSchemaError(`${spec.name} ${file}: migration failed: ${errorMessage(result.error)}`);
-      }
-      raw.pragma(`user_version = ${spec.version}`);
-    }
+    // SQLite's kysely adapter runs migrations without its own transaction, so they join ours.
+    await migrateSchema(spec, SQLITE_FLAVOR, file, version, { db, migrationTableName: spec.migrationTable });
+    if (version < spec.version) raw.pragma(`user_version = ${spec.version}`);
     await spec.afterMigrate?.(db, (query) => query);
     raw.exec('COMMIT');
   } catch (error) {
@@ -469,12 +429,10 @@ async function migrate<DB>(
 }
 
 /**
- * Runs `attempt` again while it fails for a lock another connection holds (`lockErrorOf` gives that
- * lock's error, undefined for any other failure, which is thrown at once), waiting between tries
- * on timers: 2 ms doubling up to 50 ms, never longer than this call's `ownMs` or the shared `budget`
- * has left; once either is spent the lock's error is thrown. Never in SQLite's busy handler, which
- * sleeps on the thread: the event loop keeps running, and with it another store of this process
- * that holds the lock and has to go on to release it.
+ * Runs `attempt` again while `lockErrorOf` names a lock another connection holds (any other failure
+ * is thrown at once), waiting on timers within `ownMs` and the shared `budget`, then throws the
+ * lock's error. Never in SQLite's busy handler, which sleeps on the thread: another store of this
+ * process may hold the lock and need the event loop to release it.
  */
 async function retryOnTimers<T>(
   attempt: () => Promise<T>,
@@ -499,11 +457,7 @@ async function retryOnTimers<T>(
   }
 }
 
-/**
- * Takes the file's write lock for the migrations on timers, as {@link SqliteStore.write} does:
- * waiting in the busy handler, a second store opened at once on the same file in this process
- * slept on the thread the first store's migration needed to finish and release the lock.
- */
+/** Takes the file's write lock for the migrations on timers, as {@link SqliteStore.write} does (see retryOnTimers). */
 async function beginImmediate(raw: Database.Database, budgetMs: number): Promise<void> {
   raw.pragma('busy_timeout = 0');
   try {
@@ -516,8 +470,4 @@ async function beginImmediate(raw: Database.Database, budgetMs: number): Promise
   } finally {
     raw.pragma(`busy_timeout = ${budgetMs}`);
   }
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
