@@ -1,15 +1,10 @@
 /**
- * Deferred vault maintenance that must stay off the agent's requests: FTS indexing steps of the
- * SQLite queue, WAL checkpoints. better-sqlite3 runs each statement on the event loop, so a step
- * that starts while a request or tool result is being reduced (awaiting a vault call, or yielding
- * between compaction slices) adds its whole cost to that reduction. A deferred task runs once no
- * reduction is in flight in the Terminator that opened the store (src/activity.ts; a store opened
- * on its own counts none) and the store has run no statement for
- * `quietMs`. A host that is never quiet that long (its calls follow each other at once, as in a
- * replay, or overlap) gets it after `maxWaitMs`, at the first timer turn with no reduction in flight:
- * not inside a reduction that yields between slices of a large output (its timers fire there too),
- * which would pay for the whole step. A host that always has one in flight gets it after
- * `maxBusyWaitMs` anyway.
+ * Deferred vault maintenance kept off the agent's requests (SQLite FTS indexing steps, WAL
+ * checkpoints): better-sqlite3 runs each statement on the event loop, so a step started during a
+ * reduction adds its whole cost to it. A task runs once no reduction is in flight in the opening
+ * Terminator (src/activity.ts) and the store has been quiet for `quietMs`; a host never that quiet
+ * gets it after `maxWaitMs` at the first timer turn with no reduction in flight (timers also fire
+ * inside a reduction that yields between slices), and one always reducing after `maxBusyWaitMs`.
  */
 import type { ActivityReading } from '../activity.js';
 

@@ -1,15 +1,12 @@
 /**
- * The storage ports: small contracts split by concern, each implemented once over kysely and
- * run on either dialect (SQLite file or PostgreSQL database). Operators and the runtime depend on
- * the ports they use only; `Vault` is the composite a runtime holds, so call sites stay simple.
+ * The storage ports: small contracts split by concern, each implemented once over kysely on either
+ * dialect; `Vault` is the composite a runtime holds.
  *
  * Scope: every method that reads or writes evidence takes an optional trailing {@link StoreScope}.
- * Reads and searches given a scope see only the artifacts its tenant and session observed or were
- * delivered (observation provenance, `artifact_access`); without a scope they see the whole store
- * (the CLI run by the vault's owner, migrations, tests: trusted callers only, never the model and
- * never the request path). Writes record the scope's tenant and session as provenance and take
- * their lock-wait budget from it. The request path holds a `RequestStore` (no read by id) and a
- * `ScopedReads` bound to the request's tenant and session (src/vault/scoped-reads.ts).
+ * Given one, reads and searches see only the artifacts its tenant and session observed or were
+ * delivered; without one, the whole store (trusted callers only: the owner's CLI, migrations,
+ * tests; never the request path, which holds a `RequestStore` and `ScopedReads`, see
+ * src/vault/scoped-reads.ts). Writes record the scope as provenance and take its lock-wait budget.
  */
 import type {
   ArtifactFind,
@@ -56,12 +53,9 @@ export interface SessionPins {
 /** The vault's own view of its health (status reports it; a failing state makes writes refuse). */
 export interface VaultHealth {
   /**
-   * - `ok`;
-   * - `deleted` / `replaced`: the file this process opened is no longer the one at its path
-   *   (new evidence would be lost at restart, so writes refuse);
-   * - `corrupt`: a statement met a damaged page and the integrity check failed (reads of intact
-   *   artifacts are still served, each verified by hash);
-   * - `read_only`: the file could only be opened for reading (recovery is served, nothing is written).
+   * `deleted` / `replaced`: the opened file is no longer the one at its path (writes refuse);
+   * `corrupt`: the integrity check failed (intact artifacts are still served, verified by hash);
+   * `read_only`: the file could only be opened for reading (recovery is served, nothing is written).
    */
   readonly state: 'ok' | 'deleted' | 'replaced' | 'corrupt' | 'read_only';
   /** Content-free detail: an error code, or the integrity check's first finding. */
@@ -72,27 +66,16 @@ export interface VaultHealth {
 export interface ArtifactStore {
   /** Store content (deduplicated by SHA-256); resolves only after the row is read back and verified. */
   put(input: PutInput, scope?: StoreScope): Promise<PutResult>;
-  /**
-   * True when the artifact exists and its content hashes to its id. `known`: the exact content
-   * the caller put and its digest; the stored content is compared with it instead of hashed (the
-   * same check: equal content hashes alike).
-   */
+  /** True when the artifact exists and its content hashes to its id (compared with `known` instead, when given). */
   verify(artifactId: string, scope?: StoreScope, known?: KnownContent): Promise<boolean>;
   summary(artifactId: string, scope?: StoreScope): Promise<ArtifactSummary | undefined>;
   /** Exact page; throws ArtifactNotFoundError for an unknown id. Limit is clamped to the page ceiling. */
   page(artifactId: string, offset?: number, limit?: number, scope?: StoreScope): Promise<ArtifactPage>;
-  /**
-   * The whole exact content, loaded once (a page loads the whole artifact too, so reading one page
-   * by page costs a load per page); throws ArtifactNotFoundError for an unknown id.
-   */
+  /** The whole exact content in one load (each page loads it too); throws ArtifactNotFoundError for an unknown id. */
   read(artifactId: string, scope?: StoreScope): Promise<string>;
   peek(artifactId: string, limit?: number, scope?: StoreScope): Promise<ArtifactPeek>;
   find(artifactId: string, query: string, limit?: number, scope?: StoreScope): Promise<ArtifactFind>;
-  /**
-   * Substring search over content and tool names, Unicode case-insensitive; the query is plain
-   * text. Bounded: it yields to the event loop between slices of work and stops at the search
-   * deadline with `partial: true`.
-   */
+  /** Plain-text substring search over content and tool names, case-insensitive; `partial` when the deadline hit. */
   search(query: string, limit?: number, scope?: StoreScope): Promise<SearchResults>;
   /** Counters and capacity (O(1)). */
   usage(): Promise<VaultUsage>;
@@ -123,15 +106,10 @@ export interface LeaseStore {
     scope?: StoreScope,
   ): Promise<void>;
   /**
-   * The commit point of a receipt: in one write transaction — under the lock retention takes —
-   * pin the artifacts for the scope's session (keeping it alive), read each back and check that
-   * its content still hashes to its id. Resolves with the ids that failed: a receipt naming one
-   * of them must not be delivered. Given a scope, only artifacts its tenant may already read are
-   * pinned (the others come back missing): a delivery never grants another tenant's evidence.
-   *
-   * `known`: for ids whose exact content and digest the caller holds (the text it put, named by
-   * its digest ledger), the row is compared with that content instead of hashed again: the same
-   * check (content equal to what hashes to the id), at the cost of a comparison.
+   * The commit point of a receipt: in one write transaction, under the lock retention takes, pin the
+   * artifacts for the scope's session and check each still hashes to its id (compared with `known`
+   * content instead, where given). Resolves with the ids that failed: a receipt naming one must not
+   * be delivered. Given a scope, only artifacts its tenant may already read are pinned.
    */
   deliver(
     artifactIds: readonly string[],
@@ -171,11 +149,7 @@ export interface SessionStore {
   /** Sticky per-session renderings for prompt-cache stability (key → rendered value); released with the session's pins. */
   getRendering(sessionId: string, key: string): Promise<string | undefined>;
   setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void>;
-  /**
-   * Several renderings of one session in one write transaction (one lock, one commit): the same
-   * rows as {@link setRendering} called for each entry in order (a key given twice keeps its later
-   * value); nothing is written for no entries.
-   */
+  /** Several renderings in one write transaction: the rows of {@link setRendering} for each entry in order. */
   setRenderings(
     sessionId: string,
     entries: readonly (readonly [key: string, value: string])[],
@@ -192,10 +166,7 @@ export interface MetricsStore {
   recordRequestMetrics(metrics: readonly RequestMetric[], scope?: StoreScope): Promise<void>;
   /** Sums over every row (the `stats` command). */
   metricsSummary(): Promise<MetricsSummary>;
-  /**
-   * The newest `limit` rows (default 10,000), oldest first, in the order they were first written
-   * (ties broken by session and request id): the series a live report draws.
-   */
+  /** The newest `limit` rows (default 10,000), oldest first (ties by session and request id). */
   requestMetricRows(limit?: number): Promise<readonly RequestMetricRow[]>;
 }
 
@@ -222,11 +193,8 @@ export interface CountRow extends StoredCounts {
 }
 
 /**
- * Token counts of large request items, shared by every process on the store: a process meeting a
- * conversation another one (or an earlier run) measured reads its counts instead of tokenizing it
- * again. A row holds a digest and numbers, never content; only a caller holding the content can
- * compute its digest. Counts are keyed by the counter's identity (`TokenCounter.countsKey`), so
- * only a counter that counts every text the same reads them.
+ * Token counts of large request items, shared by every process on the store (a row holds a digest
+ * and numbers, never content), keyed by the counter's identity (`TokenCounter.countsKey`).
  */
 export interface CountStore {
   /** The stored counts of the items with these digests under `counter` (unknown digests are absent). */

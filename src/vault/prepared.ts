@@ -1,9 +1,7 @@
 /**
- * Statements the request path runs over and over with new values (touch a session, upsert a
- * rendering, read one back, put an artifact) are built and compiled by kysely once per connection
- * and shape, then executed with new parameters. Building a kysely query (frozen operation nodes,
- * parsers) and compiling it (the operation-node visitor) cost more than running the statement on
- * SQLite; the query is still written once, through kysely, for both dialects.
+ * Statements the request path runs over and over with new values are built and compiled by kysely
+ * once per connection and shape, then executed with new parameters: building and compiling a kysely
+ * query costs more than running the statement on SQLite.
  *
  * How: the builder is called once with a placeholder object for each argument; the compiled
  * query's parameters then hold those placeholders where the arguments go, and every execution

@@ -60,13 +60,6 @@ export async function addCounter(
   await counterAdd.execute(conn, trx, key, delta);
 }
 
-/** When protections may be released: sessions last seen (and baselines last set) before `idleBefore`, or closed. */
-export interface ReleasePolicy {
-  /** ISO-8601 UTC. */
-  readonly idleBefore: string;
-}
-
-/** Delete up to enough unprotected artifacts, least recently observed first, to bring `current` to `target`. */
 /**
  * No pin, exposure or terminal baseline holds the artifact whose id `artifactId` refers to: the
  * candidate query's filter, and the DELETE's re-check of it (a protection committed in between).
@@ -83,19 +76,13 @@ function unprotected(artifactId: Expression<string>): Expression<SqlBool> {
           .where('p.pinned', '=', 1),
       ),
     ),
-    eb.not(
-      eb.exists(
-        eb.selectFrom('artifact_exposures as e').select('e.artifact_id').where('e.artifact_id', '=', artifactId),
-      ),
-    ),
-    eb.not(
-      eb.exists(
-        eb.selectFrom('terminal_baselines as b').select('b.artifact_id').where('b.artifact_id', '=', artifactId),
-      ),
+    ...(['artifact_exposures', 'terminal_baselines'] as const).map((table) =>
+      eb.not(eb.exists(eb.selectFrom(table).select('artifact_id').where('artifact_id', '=', artifactId))),
     ),
   ]);
 }
 
+/** Delete up to enough unprotected artifacts, least recently observed first, to bring `current` to `target`. */
 async function pruneUnprotected(
   trx: Kysely<VaultDatabase>,
   conn: VaultConnection,
@@ -146,16 +133,12 @@ async function pruneUnprotected(
 }
 
 /**
- * Release what the oldest ended sessions hold: their pins (the access rows stay, so what is left
- * remains readable by them), their leases and sticky renderings (unless a live session of another
- * tenant uses the same id), and baselines unused since `idleBefore`. Returns how many protections
- * went (0: nothing left to release).
+ * Release what the oldest ended sessions (closed, or last seen before `idleBefore`) hold: their pins
+ * (the access rows stay readable), their leases and sticky renderings (unless a live session of
+ * another tenant uses the same id), and baselines unused since `idleBefore`. Returns how many
+ * protections went (0: nothing left to release).
  */
-export async function releaseEnded(
-  trx: Kysely<VaultDatabase>,
-  conn: VaultConnection,
-  policy: ReleasePolicy,
-): Promise<number> {
+async function releaseEnded(trx: Kysely<VaultDatabase>, conn: VaultConnection, policy: RoomPolicy): Promise<number> {
   const ended = await conn
     .lock(
       trx
@@ -220,24 +203,22 @@ export async function releaseEnded(
 /** How long (ms) a put refused for capacity spares the next puts that need room a retention pass. */
 export const ROOM_BACKOFF_MS = 1000;
 
-/** When and by whom retention runs: the release policy, the configured clock's now and the vault object's backoff. */
-export interface RoomPolicy extends ReleasePolicy {
+/** When and by whom retention runs: the release cutoff, the configured clock's now and the vault object's backoff. */
+export interface RoomPolicy {
+  /** ISO-8601 UTC: sessions last seen (and baselines last set) before it may be released. */
+  readonly idleBefore: string;
   readonly now: number;
   readonly room: RoomBackoff;
 }
 
 /**
  * Make room for `incoming` bytes when `current` (the locked byte counter) plus it passes the high
- * water. Returns the ids it pruned (for diagnostics and tests). Throws VaultCapacityError (the
- * caller's transaction then rolls back) when the artifact still does not fit under the capacity.
+ * water. Returns the ids it pruned. Throws VaultCapacityError (the caller's transaction then rolls
+ * back) when the artifact still does not fit under the capacity.
  *
- * A vault filled with evidence live sessions hold refuses every new artifact, and each pass over
- * it scans every artifact to find none it may prune. So a pass that ends in a refusal starts a
- * backoff of {@link ROOM_BACKOFF_MS} in this vault object: meanwhile a put that needs room is
- * refused (or, under the capacity, stored) without a pass. Protections are only released by a
- * pass, so what the backoff delays is a release this vault object did not ask for (another
- * replica's closed session, a session idling past the TTL); closing a session through this object
- * ends it.
+ * A pass over a vault full of live sessions' evidence scans everything to prune nothing, so a pass
+ * ending in a refusal starts a backoff of {@link ROOM_BACKOFF_MS} in this vault object, during which
+ * a put needing room is refused without a pass; closing a session through this object ends it.
  */
 export async function makeRoom(
   trx: Kysely<VaultDatabase>,
