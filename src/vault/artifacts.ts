@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
 import { sessionStateKey } from '../step.js';
-import { argsJson, label, requireCount, scopeKey, storedScope, type StoreContext } from './context.js';
+import { argsJson, label, requireCount, sessionKey, storedScope, type StoreContext } from './context.js';
 import { VaultArgumentError, VaultContentError } from './errors.js';
 import {
   codePointLength,
@@ -257,10 +257,7 @@ async function recordProvenance(
 ): Promise<void> {
   const { conn } = ctx;
   const args = argsJson(input.args);
-  const owner = scopeKey(ctx, {
-    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
-    sessionId: scope?.sessionId ?? input.sessionId ?? '',
-  });
+  const owner = sessionKey(ctx, scope, input.sessionId);
   if (owner.tenant !== '' || owner.sessionId !== '') {
     await ownAccess.execute(conn, trx, owner.tenant, owner.sessionId!, artifactId, now);
   }
@@ -427,17 +424,6 @@ async function pageOf(
   });
 }
 
-/** The whole exact content in one load (what {@link pageOf} loads for each page). */
-async function readWhole(
-  ctx: StoreContext,
-  readVerified: Set<number>,
-  artifactId: string,
-  scope?: StoreScope,
-): Promise<string> {
-  ctx.assertOpen();
-  return (await loadContent(ctx, readVerified, artifactId, scope)).content;
-}
-
 async function peekOf(
   ctx: StoreContext,
   readVerified: Set<number>,
@@ -539,7 +525,11 @@ export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
     summary: (artifactId: string, scope?: StoreScope) => summaryOf(ctx, artifactId, scope),
     page: (artifactId: string, offset = 0, limit = limits.maxPageChars, scope?: StoreScope) =>
       pageOf(ctx, memo.readVerified, artifactId, offset, limit, scope),
-    read: (artifactId: string, scope?: StoreScope) => readWhole(ctx, memo.readVerified, artifactId, scope),
+    // The whole exact content in one load (what pageOf loads for each page).
+    read: async (artifactId: string, scope?: StoreScope) => {
+      ctx.assertOpen();
+      return (await loadContent(ctx, memo.readVerified, artifactId, scope)).content;
+    },
     peek: (artifactId: string, limit = DEFAULT_PEEK_CHARS, scope?: StoreScope) =>
       peekOf(ctx, memo.readVerified, artifactId, limit, scope),
     find: (artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES, scope?: StoreScope) =>

@@ -74,6 +74,14 @@ export function scopeKey(
   };
 }
 
+/** The stored key of the scope's session (`sessionId` when the scope names none, else ''). */
+export function sessionKey(ctx: StoreContext, scope: StoreScope | undefined, sessionId?: string) {
+  return scopeKey(ctx, {
+    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
+    sessionId: scope?.sessionId ?? sessionId ?? '',
+  });
+}
+
 /** The scope with its names stored as labels (for the dialect's search), or undefined for an unscoped call. */
 export function storedScope(ctx: StoreContext, scope: StoreScope | undefined): StoreScope | undefined {
   if (scope === undefined) return undefined;

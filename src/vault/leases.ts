@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError } from '../errors.js';
-import { requireCount, scopeKey, type StoreContext } from './context.js';
+import { requireCount, sessionKey, type StoreContext } from './context.js';
 import { idMatchesSha, sha256Hex } from './identity.js';
 import type { VaultConnection } from './dialect.js';
 import type { Delivery, KnownContent, LeaseStore, SessionPins, StoreScope } from './ports.js';
@@ -112,14 +112,6 @@ const touchSessionRow = prepared(
       )
       .returning('epoch'),
 );
-
-/** The stored key of the scope's session (`sessionId` when the scope names none, else ''). */
-function sessionKey(ctx: StoreContext, scope: StoreScope | undefined, sessionId?: string) {
-  return scopeKey(ctx, {
-    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
-    sessionId: scope?.sessionId ?? sessionId ?? '',
-  });
-}
 
 /**
  * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
@@ -236,59 +228,6 @@ async function deliver(
   }, scope?.budget);
 }
 
-async function claimExposure(
-  ctx: StoreContext,
-  sessionId: string,
-  artifactId: string,
-  requestId: string,
-  limit: number,
-  scope: StoreScope | undefined,
-): Promise<boolean> {
-  ctx.assertOpen();
-  const max = requireCount('limit', limit);
-  return ctx.conn.write(async (trx) => {
-    await lockForExposure(ctx, trx, artifactId, sessionId, scope);
-    const existing = await exposureOf(trx, sessionId, artifactId, requestId).executeTakeFirst();
-    if (existing !== undefined) return Number(existing.inline) === 1;
-    const count = await inlineCount(trx, sessionId, artifactId).executeTakeFirstOrThrow();
-    if (Number(count.n) >= max) return false;
-    await trx
-      .insertInto('artifact_exposures')
-      .values(exposureRow(ctx, sessionId, artifactId, requestId, true))
-      .execute();
-    return true;
-  }, scope?.budget);
-}
-
-async function recordExposure(
-  ctx: StoreContext,
-  sessionId: string,
-  artifactId: string,
-  requestId: string,
-  inline: boolean,
-  scope: StoreScope | undefined,
-): Promise<void> {
-  ctx.assertOpen();
-  await ctx.conn.write(async (trx) => {
-    await lockForExposure(ctx, trx, artifactId, sessionId, scope);
-    await trx
-      .insertInto('artifact_exposures')
-      .values(exposureRow(ctx, sessionId, artifactId, requestId, inline))
-      .onConflict((oc) =>
-        oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
-          inline: eb
-            .case()
-            .when('excluded.inline', '>', eb.ref('artifact_exposures.inline'))
-            .then(eb.ref('excluded.inline'))
-            .else(eb.ref('artifact_exposures.inline'))
-            .end(),
-          exposed_at: eb.ref('excluded.exposed_at'),
-        })),
-      )
-      .execute();
-  }, scope?.budget);
-}
-
 export function createLeaseStore(ctx: StoreContext): LeaseStore {
   const { conn } = ctx;
   const db = conn.db;
@@ -300,10 +239,43 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       if (existing !== undefined) return Number(existing.inline) === 1;
       return Number((await inlineCount(db, sessionId, artifactId).executeTakeFirstOrThrow()).n) < max;
     },
-    claimExposure: (sessionId, artifactId, requestId, limit, scope) =>
-      claimExposure(ctx, sessionId, artifactId, requestId, limit, scope),
-    recordExposure: (sessionId, artifactId, requestId, inline, scope) =>
-      recordExposure(ctx, sessionId, artifactId, requestId, inline, scope),
+    async claimExposure(sessionId, artifactId, requestId, limit, scope) {
+      ctx.assertOpen();
+      const max = requireCount('limit', limit);
+      return conn.write(async (trx) => {
+        await lockForExposure(ctx, trx, artifactId, sessionId, scope);
+        const existing = await exposureOf(trx, sessionId, artifactId, requestId).executeTakeFirst();
+        if (existing !== undefined) return Number(existing.inline) === 1;
+        const count = await inlineCount(trx, sessionId, artifactId).executeTakeFirstOrThrow();
+        if (Number(count.n) >= max) return false;
+        await trx
+          .insertInto('artifact_exposures')
+          .values(exposureRow(ctx, sessionId, artifactId, requestId, true))
+          .execute();
+        return true;
+      }, scope?.budget);
+    },
+    async recordExposure(sessionId, artifactId, requestId, inline, scope) {
+      ctx.assertOpen();
+      await conn.write(async (trx) => {
+        await lockForExposure(ctx, trx, artifactId, sessionId, scope);
+        await trx
+          .insertInto('artifact_exposures')
+          .values(exposureRow(ctx, sessionId, artifactId, requestId, inline))
+          .onConflict((oc) =>
+            oc.columns(['session_id', 'artifact_id', 'request_id']).doUpdateSet((eb) => ({
+              inline: eb
+                .case()
+                .when('excluded.inline', '>', eb.ref('artifact_exposures.inline'))
+                .then(eb.ref('excluded.inline'))
+                .else(eb.ref('artifact_exposures.inline'))
+                .end(),
+              exposed_at: eb.ref('excluded.exposed_at'),
+            })),
+          )
+          .execute();
+      }, scope?.budget);
+    },
     deliver: (artifactIds, scope, known) => deliver(ctx, artifactIds, scope, known),
     async pin(artifactIds, scope) {
       if ([...artifactIds].length === 0) return;
