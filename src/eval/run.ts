@@ -263,6 +263,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   const runTag = `${protocol.seed}-${Date.now().toString(36)}`;
   const results = (status: EvalResults['status'], extra: { abort_reason?: string } = {}): EvalResults =>
     finish(protocol, guard.identity ?? null, pairs, status, extra);
+  const harm = (): boolean => analyse(outcomes(pairs), protocol.margin, false).verdict === 'inferior';
   try {
     terminators.off = await open('off');
     terminators.balanced = await open('balanced');
@@ -289,11 +290,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
       };
       pairs.push(pair);
       options.onPair?.(pair, pairs.length, protocol.planned_pairs);
-      if (
-        pairs.length === CHECKPOINT_PAIRS &&
-        protocol.planned_pairs > CHECKPOINT_PAIRS &&
-        checkpointHarm(pairs, protocol.margin)
-      )
+      if (pairs.length === CHECKPOINT_PAIRS && protocol.planned_pairs > CHECKPOINT_PAIRS && harm())
         return results('stopped for harm');
     }
     return results('complete');
@@ -308,13 +305,12 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   }
 }
 
-function checkpointHarm(pairs: readonly PairResult[], margin: number): boolean {
-  return analyse(outcomes(pairs), margin, false).verdict === 'inferior';
-}
-
 function outcomes(pairs: readonly PairResult[]): [boolean, boolean][] {
   return pairs.map((p) => [p.off.correct, p.balanced.correct]);
 }
+
+/** The sums of {@link ArmTotals}, in its order. */
+const TOTALS = ['prompt_tokens', 'completion_tokens', 'requests', 'recovery_calls', 'recovery_tokens'] as const;
 
 function finish(
   protocol: EvalProtocol,
@@ -335,17 +331,11 @@ function finish(
       : atCheckpoint?.verdict === 'inferior'
         ? 'inferior'
         : (atFinal?.verdict ?? atCheckpoint?.verdict ?? 'withheld');
-  const totals = (arm: Arm): ArmTotals => {
-    const rs = pairs.map((p) => p[arm]);
-    const sum = (f: (r: ArmResult) => number): number => rs.reduce((n, r) => n + f(r), 0);
-    return {
-      prompt_tokens: sum((r) => r.prompt_tokens),
-      completion_tokens: sum((r) => r.completion_tokens),
-      requests: sum((r) => r.requests),
-      recovery_calls: sum((r) => r.recovery_calls),
-      recovery_tokens: sum((r) => r.recovery_tokens),
-    };
-  };
+  const totals = (arm: Arm): ArmTotals =>
+    Object.fromEntries(TOTALS.map((k) => [k, pairs.reduce((n, p) => n + p[arm][k], 0)])) as Record<
+      keyof ArmTotals,
+      number
+    >;
   const off = totals('off');
   const balanced = totals('balanced');
   return {
