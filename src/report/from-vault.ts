@@ -119,17 +119,8 @@ export function figuresFromRows(rows: readonly RequestMetricRow[]): ReportInput 
   return { ...sums(perSession.flatMap((s) => s.per_request ?? [])), sessions: perSession };
 }
 
-interface Sums {
-  requests: number;
-  raw_tokens: number;
-  final_tokens: number;
-  reduction_pct: number;
-  raw_chars: number;
-  final_chars: number;
-  receipts: number;
-}
-
-function sums(points: readonly RequestPointInput[]): Sums {
+/** The totals of a series of points (a session, or all of them). */
+function sums(points: readonly RequestPointInput[]) {
   const add = (f: (p: RequestPointInput) => number | undefined): number => points.reduce((n, p) => n + (f(p) ?? 0), 0);
   const raw = add((p) => p.raw_tokens);
   const final = add((p) => p.final_tokens);
