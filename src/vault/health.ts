@@ -110,9 +110,3 @@ export function fileIdentity(path: string): () => 'deleted' | 'replaced' | undef
     }
   };
 }
-
-/** A monitor that never reports anything but `ok` (PostgreSQL: the server owns its files). */
-export function steadyHealth(): HealthMonitor {
-  const ok: VaultHealth = Object.freeze({ state: 'ok' });
-  return { current: () => ok, assertWritable: () => undefined, observe: () => undefined };
-}

@@ -39,6 +39,7 @@ const COLUMN = {
   only: 'only_tokens',
   alone: 'alone_tokens',
 } as const satisfies Record<StoredCountField, keyof VaultDatabase['token_counts']>;
+type Column = (typeof COLUMN)[StoredCountField];
 
 function requireCounter(counter: unknown): string {
   if (typeof counter !== 'string' || counter.length === 0 || counter.length > COUNTER_MAX)
@@ -105,12 +106,7 @@ function tableRows(key: string, merged: ReadonlyMap<string, MergedRow>, now: str
   return [...merged.values()].map((r) => ({
     counter: key,
     sha256: r.hash,
-    compact_tokens: r.compact ?? null,
-    first_tokens: r.first ?? null,
-    mid_tokens: r.mid ?? null,
-    last_tokens: r.last ?? null,
-    only_tokens: r.only ?? null,
-    alone_tokens: r.alone ?? null,
+    ...(Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [COLUMN[f], r[f] ?? null])) as Record<Column, number | null>),
     created_at: now,
   }));
 }
@@ -125,16 +121,12 @@ async function writeRows(ctx: StoreContext, rows: ReturnType<typeof tableRows>, 
         .onConflict((oc) =>
           oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
             // A stored count stays; only a count the row lacked is filled in.
-            const fill = (column: (typeof COLUMN)[StoredCountField]) =>
+            const fill = (column: Column) =>
               eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
-            return {
-              compact_tokens: fill('compact_tokens'),
-              first_tokens: fill('first_tokens'),
-              mid_tokens: fill('mid_tokens'),
-              last_tokens: fill('last_tokens'),
-              only_tokens: fill('only_tokens'),
-              alone_tokens: fill('alone_tokens'),
-            };
+            return Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [COLUMN[f], fill(COLUMN[f])])) as Record<
+              Column,
+              ReturnType<typeof fill>
+            >;
           }),
         )
         .execute();

@@ -1,6 +1,6 @@
 /** A vault in a PostgreSQL database: the store, the pg_trgm search index, content stored as bytea. */
 import type { VaultConnection } from '../../dialect.js';
-import { steadyHealth } from '../../health.js';
+import { createHealthMonitor } from '../../health.js';
 import { VAULT_SCHEMA, type VaultDatabase } from '../../schema.js';
 import { createPostgresSearch } from './postgres-search.js';
 import { openPostgresStore, type PostgresStoreOptions } from './postgres-store.js';
@@ -11,7 +11,8 @@ export async function openPostgresVault(options: PostgresStoreOptions): Promise<
   return {
     ...store,
     readOnly: false,
-    health: steadyHealth(),
+    // The server owns its files: nothing to probe, so the state stays `ok`.
+    health: createHealthMonitor(store.location, {}),
     encodeContent,
     decodeContent,
     label: pgText,
