@@ -236,20 +236,7 @@ describe('fitWindow (unit)', () => {
     // Turn 1 reads a big file every later call names again (the agent still uses it); each later
     // turn reads a small file it never names again (the working set lets it go).
     const big = Array.from({ length: 300 }, (_, i) => `big.ts line ${i}: const value${i} = compute(${i});`).join('\n');
-    const messages: unknown[] = [
-      { role: 'system', content: 'You are a careful coding agent.' },
-      { role: 'user', content: 'Fix the failing parser test.' },
-      readCall('big'),
-      { role: 'tool', tool_call_id: 'big', content: big },
-    ];
-    const requests: ProviderRequest[] = [];
-    for (let t = 0; t < 20; t++) {
-      const id = `f${t}`;
-      const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
-      call.tool_calls[0]!.function.arguments = `{"path":"${id}.ts","beside":"big.ts"}`;
-      messages.push(call, readOutput(id, 40));
-      requests.push({ model: 'local-model', messages: messages.slice() });
-    }
+    const requests = bigFileTurns(big, 'big', 20, {});
     const W = 8000;
     const outs = await runAll(
       op(W),
@@ -280,20 +267,7 @@ describe('fitWindow (unit)', () => {
         ? 'big.ts line 150: export function parseHeader(raw) {'
         : `big.ts line ${i}: const ${word(i)}${word(i * 3)} = compute(${word(i * 5)});`,
     ).join('\n');
-    const messages: unknown[] = [
-      { role: 'system', content: 'You are a careful coding agent.' },
-      { role: 'user', content: 'Fix the failing parser test.' },
-      readCall('big'),
-      { role: 'tool', tool_call_id: 'big', content: big },
-    ];
-    const requests: ProviderRequest[] = [];
-    for (let t = 0; t < 20; t++) {
-      const id = `f${t}`;
-      const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
-      call.tool_calls[0]!.function.arguments = `{"path":"${id}.ts","beside":"big.ts","symbol":"parseHeader compute"}`;
-      messages.push(call, readOutput(id, 40));
-      requests.push({ model: 'local-model', messages: messages.slice() });
-    }
+    const requests = bigFileTurns(big, 'big', 20, { symbol: 'parseHeader compute' });
     const outs = await runAll(
       op(8000),
       requests.map((r) => [r, { ...context, sessionId: 'named-view' }] as const),
@@ -310,20 +284,7 @@ describe('fitWindow (unit)', () => {
     // 15 % of W − R: the first fit takes the small outputs the agent is done with, and then their
     // digests to bare receipts, not this one.
     const mid = Array.from({ length: 90 }, (_, i) => `mid.ts line ${i}: const value${i} = compute(${i});`).join('\n');
-    const messages: unknown[] = [
-      { role: 'system', content: 'You are a careful coding agent.' },
-      { role: 'user', content: 'Fix the failing parser test.' },
-      readCall('mid'),
-      { role: 'tool', tool_call_id: 'mid', content: mid },
-    ];
-    const requests: ProviderRequest[] = [];
-    for (let t = 0; t < 30; t++) {
-      const id = `f${t}`;
-      const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
-      call.tool_calls[0]!.function.arguments = `{"path":"${id}.ts","beside":"mid.ts"}`;
-      messages.push(call, readOutput(id, 40));
-      requests.push({ model: 'local-model', messages: messages.slice() });
-    }
+    const requests = bigFileTurns(mid, 'mid', 30, {});
     const outs = await runAll(
       op(8000, { lowWaterPct: 30 }),
       requests.map((r) => [r, { ...context, sessionId: 'mid-verbatim' }] as const),
@@ -361,3 +322,25 @@ describe('fitWindow (through the Terminator)', () => {
     expect((passed.value['messages'] as unknown[]).at(-1)).toEqual((cannot['messages'] as unknown[]).at(-1));
   });
 });
+
+/**
+ * A session whose first turn reads `content` (as call `name`) and whose `turns` later turns each read
+ * a small file, naming `name`.ts beside it (plus `extra` arguments): one request per turn.
+ */
+function bigFileTurns(content: string, name: string, turns: number, extra: Record<string, string>): ProviderRequest[] {
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a careful coding agent.' },
+    { role: 'user', content: 'Fix the failing parser test.' },
+    readCall(name),
+    { role: 'tool', tool_call_id: name, content },
+  ];
+  const requests: ProviderRequest[] = [];
+  for (let t = 0; t < turns; t++) {
+    const id = `f${t}`;
+    const call = readCall(id) as { tool_calls: { function: { arguments: string } }[] };
+    call.tool_calls[0]!.function.arguments = JSON.stringify({ path: `${id}.ts`, beside: `${name}.ts`, ...extra });
+    messages.push(call, readOutput(id, 40));
+    requests.push({ model: 'local-model', messages: messages.slice() });
+  }
+  return requests;
+}
