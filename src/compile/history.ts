@@ -607,15 +607,16 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   for (let k = 0; k < order.length; k++) {
     const t = order[k]!;
     try {
-      if (t.evidence === undefined) {
-        const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
-        if (!ok) throw new Error('artifact gone');
-        receipts.push({ artifactId: t.artifactId, verified: true });
-      } else {
-        // The receipt an earlier request got for this rendering stands while its artifact is not
-        // found gone; else known without a microtask when a recent request vaulted the same text.
-        let r = state.targetReceipts.get(t);
-        if (r === undefined || state.evidence.isGone(r.artifactId)) {
+      // The receipt an earlier request got for this rendering stands while its artifact is not
+      // found gone (a long history is not looked up again per request).
+      let r = state.targetReceipts.get(t);
+      if (r === undefined || state.evidence.isGone(r.artifactId)) {
+        if (t.evidence === undefined) {
+          const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
+          if (!ok) throw new Error('artifact gone');
+          r = { artifactId: t.artifactId, verified: true };
+        } else {
+          // Known without a microtask when a recent request vaulted the same text.
           r =
             state.evidence.knownReceipt(t.evidence, t.toolName) ??
             (await state.evidence.receipt(t.evidence, {
@@ -626,10 +627,10 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
           // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
           if (r.artifactId !== t.artifactId)
             throw new Error('artifact id differs from the rendered one (prefix collision)');
-          state.targetReceipts.set(t, r);
         }
-        receipts.push(r);
+        state.targetReceipts.set(t, r);
       }
+      receipts.push(r);
       final.push(t);
     } catch (error) {
       dropped.push(t.key); // this item stays inline (and undecided); the others still go ahead

@@ -50,8 +50,8 @@ export interface SessionState {
   readonly itemMemo: WeakMemo<object, Map<string, unknown>>;
   /** The previous request's items and view: what recognises the unchanged history of the next one. */
   readonly requests: RequestMemo;
-  /** The receipt each history rendering's evidence was vaulted under (by the rendering object). */
-  readonly targetReceipts: WeakMemo<object, Receipted>;
+  /** The receipt each history rendering's evidence was vaulted under, or its artifact verified (by the rendering object). */
+  readonly targetReceipts: WeakMemo<object, Pick<Receipted, 'artifactId' | 'verified'>>;
   /** Focus terms of each conversation item (src/compile/conversation-terms.ts). */
   readonly focusTerms: FocusTermsMemo;
   /** Artifact ids of the outputs shown inline (src/compile/references.ts). */
