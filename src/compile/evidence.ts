@@ -214,19 +214,30 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
   s.lastScope = scope;
   const want = [...new Set(ids)];
   let fresh = want.filter((id) => !s.delivered.has(id));
-  if (fresh.length === 0) {
+  if (fresh.length === 0 && s.epoch !== undefined) {
     // Everything was delivered before: valid while the session still holds those pins.
-    if (s.epoch !== undefined && Date.now() - s.touchedAt < TOUCH_EVERY_MS) {
+    if (Date.now() - s.touchedAt < TOUCH_EVERY_MS) {
       const pins = await s.vault.sessionPins(scope);
       if (pins !== undefined && pins.epoch === s.epoch && !pins.closed) return [];
+    } else {
+      // Kept alive by an empty delivery: an unchanged epoch means nothing pinned was released, so
+      // the artifacts need not be read back again (a long session named them all).
+      const touched = await s.vault.deliver([], scope);
+      if (touched.epoch === s.epoch) {
+        s.touchedAt = Date.now();
+        return [];
+      }
     }
-    fresh = want;
   }
+  if (fresh.length === 0) fresh = want;
   let result = await s.vault.deliver(fresh, scope, knownContents(s, fresh));
   const missing = new Set(result.missing);
+  // The ids delivered now; the others were delivered under this epoch before and stay so.
+  let sent = fresh;
   if (s.epoch !== undefined && result.epoch !== s.epoch) {
     // The session's earlier pins were released: whatever this request names is delivered again.
     s.delivered.clear();
+    sent = want;
     const rest = want.filter((id) => !fresh.includes(id));
     if (rest.length > 0) {
       result = await s.vault.deliver(rest, scope, knownContents(s, rest));
@@ -235,7 +246,7 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
   }
   s.epoch = result.epoch;
   s.touchedAt = Date.now();
-  for (const id of want) {
+  for (const id of sent) {
     if (missing.has(id)) forget(s, id);
     else s.delivered.add(id);
   }
