@@ -283,18 +283,17 @@ function editWindowTargets(
 ): { targets: Target[]; bases: Map<string, string> } {
   // Built on the first numbered window: a session without one pays nothing per past output.
   let hidden: Set<string> | undefined;
-  const windows = (state.memo.editWindows ??= new WeakMap());
+  const at = windowedOutputs(state, outputs);
+  const windows = state.memo.editWindows!;
   const latest = new Map<string, { slot: Slot; text: string }>();
   const targets: Target[] = [];
   /** Path of an edit result shown reduced, by the path of the earlier output it names (JSON). */
   const bases = new Map<string, string>();
-  for (const slot of outputs) {
-    if (slot.item === undefined || slot.item < start || typeof slot.value !== 'string') continue;
-    const text = slot.value;
-    if (isReceipt(text)) continue;
-    let window = windows.get(slot);
-    if (window === undefined) windows.set(slot, (window = readNumberedWindow(text) ?? null));
-    if (window === null) continue;
+  for (const k of at) {
+    const slot = outputs[k]!;
+    if (slot.item === undefined || slot.item < start) continue;
+    const text = slot.value as string;
+    const window = windows.get(slot)!;
     hidden ??= new Set(rewritten.map((t) => JSON.stringify(t.slot.path)));
     if (hidden.has(JSON.stringify(slot.path))) continue;
     const earlier = latest.get(window.path);
@@ -319,6 +318,31 @@ function editWindowTargets(
     });
   }
   return { targets, bases };
+}
+
+/**
+ * Indexes of the outputs that print a numbered window, each slot read once per session: the run
+ * of outputs the previous call shares (the same slot objects) keeps its answer, so a long history
+ * is compared, not looked up again.
+ */
+function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonly number[] {
+  const windows = (state.memo.editWindows ??= new WeakMap());
+  const last = state.memo.windowed;
+  let n = 0;
+  if (last !== undefined) {
+    const m = Math.min(outputs.length, last.outputs.length);
+    while (n < m && outputs[n] === last.outputs[n]) n++;
+  }
+  const at = last === undefined ? [] : last.at.filter((k) => k < n);
+  for (let k = n; k < outputs.length; k++) {
+    const slot = outputs[k]!;
+    if (typeof slot.value !== 'string' || isReceipt(slot.value)) continue;
+    let window = windows.get(slot);
+    if (window === undefined) windows.set(slot, (window = readNumberedWindow(slot.value) ?? null));
+    if (window !== null) at.push(k);
+  }
+  state.memo.windowed = { outputs: outputs.slice(), at };
+  return at;
 }
 
 /** Code points an edit result's reduced view must save to be shown instead of the result (a few lines do not pay for the note and receipt). */
@@ -567,7 +591,7 @@ function chooseNewBatch(
     return rendered;
   };
   const size = 1 + before(keepItems.length) + 2 * keepItems.length;
-  const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle);
+  const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle, byItem);
   const list: RewriteCandidate[] = itemsInOrder.map((i) => {
     const itemChars = cum[i]! - before(i);
     const saved = itemChars - state.meter.measure(withChanges(i)).chars;
@@ -640,14 +664,19 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   return { receipts, final, dropped, failure };
 }
 
-/** The fewest idle turns of the outputs of each item (an item with several outputs is as busy as its busiest). */
-function idleByItem(outputs: readonly Slot[], idle: readonly number[]): Map<number, number> {
+/** The fewest idle turns of the outputs of each of `items` (an item with several outputs is as busy as its busiest). */
+function idleByItem(
+  outputs: readonly Slot[],
+  idle: readonly number[],
+  items: ReadonlyMap<number, unknown>,
+): Map<number, number> {
   const out = new Map<number, number>();
-  outputs.forEach((slot, k) => {
-    if (slot.item === undefined) return;
-    const prev = out.get(slot.item);
-    out.set(slot.item, prev === undefined ? idle[k]! : Math.min(prev, idle[k]!));
-  });
+  for (let k = 0; k < outputs.length; k++) {
+    const i = outputs[k]!.item;
+    if (i === undefined || !items.has(i)) continue;
+    const prev = out.get(i);
+    out.set(i, prev === undefined ? idle[k]! : Math.min(prev, idle[k]!));
+  }
   return out;
 }
 
@@ -658,6 +687,8 @@ function idleByItem(outputs: readonly Slot[], idle: readonly number[]): Map<numb
 export interface SessionPast {
   readonly rewritten: Set<string>;
   readonly returned: Set<string>;
+  /** The applied renderings of the request noted last (a request's leading run of the same objects is noted already). */
+  noted?: readonly Target[];
 }
 
 function sessionPast(state: SessionState): SessionPast {
@@ -665,7 +696,11 @@ function sessionPast(state: SessionState): SessionPast {
 }
 
 function notePast(past: SessionPast, applied: readonly Target[], returned: readonly string[]): void {
-  for (const t of applied) if (t.kind !== 'reasoning') past.rewritten.add(t.key);
+  const before = past.noted ?? [];
+  let k = 0;
+  while (k < before.length && k < applied.length && before[k] === applied[k]) k++;
+  for (; k < applied.length; k++) if (applied[k]!.kind !== 'reasoning') past.rewritten.add(applied[k]!.key);
+  past.noted = applied;
   for (const key of returned) past.returned.add(key);
 }
 

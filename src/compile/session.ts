@@ -79,6 +79,8 @@ export interface StageMemo {
   historyFacts?: readonly HistoryFacts[];
   /** planHistory: the numbered window each output slot prints (null: none), for the same slot objects. */
   editWindows?: WeakMap<Slot, NumberedWindow | null>;
+  /** planHistory: the last outputs read for windows (a copy), and the indexes of those that print one. */
+  windowed?: { readonly outputs: readonly Slot[]; readonly at: readonly number[] };
   /** planHistory: the outputs rewritten so far and those the agent came back to. */
   past?: SessionPast;
   /** idleTurns: per-item word sets. */
