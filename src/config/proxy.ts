@@ -3,22 +3,9 @@
  * beat the defaults. Like the rest of the configuration, an invalid value is a ConfigError naming
  * the flag or variable, the accepted range and the value received; nothing is clamped.
  *
- * | setting | flag | variable | default |
- * |---|---|---|---|
- * | host | --host | TOKEN_TERMINATOR_PROXY_HOST | 127.0.0.1 |
- * | port | --port | TOKEN_TERMINATOR_PROXY_PORT | 8787 (0 = any free port) |
- * | upstream | --upstream | TOKEN_TERMINATOR_PROXY_UPSTREAM | https://api.openai.com |
- * | anthropicUpstream | --anthropic-upstream | TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM | https://api.anthropic.com |
- * | token | --token | TOKEN_TERMINATOR_PROXY_TOKEN | none (required when host is not loopback) |
- * | maxBodyBytes | --max-body-bytes | TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES | 33554432 (larger bodies pass unreduced) |
- * | bodyMemoBytes | --body-memo-bytes | TOKEN_TERMINATOR_PROXY_BODY_MEMO_BYTES | a sixteenth of maxMemoryBytes, at most 268435456 (memory of recent bodies kept for reuse, each counted at twice its bytes: its bytes and its parse; over all workers; 0 = off) |
- * | recoveryRounds | --recovery-rounds | TOKEN_TERMINATOR_PROXY_RECOVERY_ROUNDS | 3 (0 = never answer recovery calls) |
- * | upstreamTimeoutMs | --upstream-timeout-ms | TOKEN_TERMINATOR_PROXY_UPSTREAM_TIMEOUT_MS | 600000 |
- * | requestTimeoutMs | --request-timeout-ms | TOKEN_TERMINATOR_PROXY_REQUEST_TIMEOUT_MS | 120000 (whole request received: headers and body) |
- * | minBodyRate | --min-body-rate | TOKEN_TERMINATOR_PROXY_MIN_BODY_RATE | 1024 bytes/s over each 10 s of a body (0 = off) |
- * | maxInFlight | --max-in-flight | TOKEN_TERMINATOR_PROXY_MAX_IN_FLIGHT | 256 per process (503 + Retry-After beyond) |
- * | maxMemoryBytes | --max-memory-bytes | TOKEN_TERMINATOR_PROXY_MAX_MEMORY_BYTES | 1073741824 for the whole gateway, or 134217728 + 402653184 per worker when more (each process's share ≥ 268435456) |
- * | workers | --workers | TOKEN_TERMINATOR_PROXY_WORKERS | available cores (`os.availableParallelism()`) |
+ * Each setting's flag is its key in kebab case and its variable `TOKEN_TERMINATOR_PROXY_` and the key in
+ * upper snake case (`maxBodyBytes`: `--max-body-bytes`, TOKEN_TERMINATOR_PROXY_MAX_BODY_BYTES); defaults
+ * are on {@link ProxyConfig}'s fields.
  */
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -26,29 +13,13 @@ import { ConfigError } from '../errors.js';
 
 /** The proxy's resolved settings. */
 export interface ProxyConfig {
-  /**
-   * Interface to listen on (`--host`, TOKEN_TERMINATOR_PROXY_HOST).
-   *
-   * @defaultValue `'127.0.0.1'`
-   */
+  /** Interface to listen on (`--host`, TOKEN_TERMINATOR_PROXY_HOST). @defaultValue `'127.0.0.1'` */
   readonly host: string;
-  /**
-   * Port to listen on; 0 picks any free port (`--port`, TOKEN_TERMINATOR_PROXY_PORT).
-   *
-   * @defaultValue `8787`
-   */
+  /** Port to listen on; 0 picks any free port (`--port`, TOKEN_TERMINATOR_PROXY_PORT). @defaultValue `8787` */
   readonly port: number;
-  /**
-   * Where OpenAI-format requests go (`--upstream`, TOKEN_TERMINATOR_PROXY_UPSTREAM).
-   *
-   * @defaultValue `'https://api.openai.com'`
-   */
+  /** Where OpenAI-format requests go (`--upstream`). @defaultValue `'https://api.openai.com'` */
   readonly upstream: string;
-  /**
-   * Where Anthropic Messages requests go (`--anthropic-upstream`, TOKEN_TERMINATOR_PROXY_ANTHROPIC_UPSTREAM).
-   *
-   * @defaultValue `'https://api.anthropic.com'`
-   */
+  /** Where Anthropic Messages requests go (`--anthropic-upstream`). @defaultValue `'https://api.anthropic.com'` */
   readonly anthropicUpstream: string;
   /**
    * Shared secret clients send as `x-token-terminator-token` (undefined: none required; a host that
