@@ -2,6 +2,7 @@
  * Canonical tool names. Hosts name their tools differently (`bash`, `shell`, `run_terminal_cmd`,
  * `grep`, `read`); the operators work on four canonical names and a configurable map translates.
  */
+import { CANONICAL_TOOLS } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 
 /**
@@ -14,9 +15,7 @@ import { ConfigError } from '../errors.js';
  */
 export const REPLAY_TOOL_NAMES: Readonly<Record<string, string>> = Object.freeze({ bash: 'terminal' });
 
-export type CanonicalTool = 'terminal' | 'search_files' | 'process' | 'read_file';
-
-export const CANONICAL_TOOLS: readonly CanonicalTool[] = ['terminal', 'search_files', 'process', 'read_file'];
+type CanonicalTool = (typeof CANONICAL_TOOLS)[number];
 
 /**
  * Names recognised without configuration (a user map adds to and overrides these), also lower-cased
@@ -54,9 +53,7 @@ export const DEFAULT_TOOL_NAMES: Readonly<Record<string, CanonicalTool>> = Objec
 export function canonicalToolName(name: string, map: Readonly<Record<string, string>> = {}): CanonicalTool | undefined {
   const found =
     map[name] ?? map[name.toLowerCase()] ?? DEFAULT_TOOL_NAMES[name] ?? DEFAULT_TOOL_NAMES[name.toLowerCase()];
-  return found !== undefined && (CANONICAL_TOOLS as readonly string[]).includes(found)
-    ? (found as CanonicalTool)
-    : undefined;
+  return (CANONICAL_TOOLS as readonly (string | undefined)[]).includes(found) ? (found as CanonicalTool) : undefined;
 }
 
 /** Validate a user map at build time; the error names the operator. */
