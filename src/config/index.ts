@@ -57,17 +57,9 @@ export type ConfigOverrides = Loose<Omit<Config, 'incontext'>> & { incontext?: L
 
 /** Where {@link loadConfig} reads settings from. */
 export interface LoadConfigOptions {
-  /**
-   * Environment to read.
-   *
-   * @defaultValue `process.env`
-   */
+  /** Environment to read. @defaultValue `process.env` */
   env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Typed options that beat the environment.
-   *
-   * @defaultValue none
-   */
+  /** Typed options that beat the environment. @defaultValue none */
   overrides?: ConfigOverrides;
 }
 
@@ -118,8 +110,8 @@ interface Kind {
   /** Accepted range, completing "<NAME> must be …". */
   readonly expects: string;
   readonly schema: z.ZodType;
-  /** Raw (trimmed, non-empty) env string → candidate; anything unparseable is returned as-is and fails the schema. */
-  readonly fromEnv: (raw: string) => unknown;
+  /** Raw (trimmed, non-empty) env string → candidate (default: as is); an unparseable one fails the schema. */
+  readonly fromEnv?: (raw: string) => unknown;
   /** Applied to env and override candidates alike, before validation. */
   readonly prepare?: (value: unknown) => unknown;
 }
@@ -170,7 +162,6 @@ function text(maxChars: number, fallback?: string): Kind {
       .string()
       .max(maxChars)
       .refine((s) => !CONTROL.test(s)),
-    fromEnv: (raw) => raw,
     prepare: (v) =>
       typeof v === 'string' && fallback !== undefined && v.trim() === ''
         ? fallback
@@ -195,16 +186,18 @@ function csv(fallback: readonly string[]): Kind {
   };
 }
 
+function json(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}
+
 const toolNames: Kind = {
   expects: `a JSON object mapping host tool names to one of ${CANONICAL_TOOLS.join(', ')}`,
   schema: z.record(z.string().min(1), z.enum(CANONICAL_TOOLS)),
-  fromEnv: (raw) => {
-    try {
-      return JSON.parse(raw) as unknown;
-    } catch {
-      return raw;
-    }
-  },
+  fromEnv: json,
 };
 
 const modelLimits: Kind = {
@@ -216,7 +209,7 @@ const modelLimits: Kind = {
       maxOutputTokens: z.number().int().min(1).optional(),
     }),
   ),
-  fromEnv: toolNames.fromEnv,
+  fromEnv: json,
 };
 
 /** A URL with a protocol `protocol` accepts, or empty. */
@@ -231,7 +224,6 @@ function urlKind(expects: string, protocol: RegExp): Kind {
         return false;
       }
     }),
-    fromEnv: (raw) => raw,
   };
 }
 
@@ -271,14 +263,12 @@ const regex: Kind = {
         return false;
       }
     }),
-  fromEnv: (raw) => raw,
 };
 
 /** A file path; `~` is expanded at load time and relative paths resolved against the working directory. */
 const path: Kind = {
   expects: 'a file path without control characters',
   schema: z.string().refine((s) => !CONTROL.test(s)),
-  fromEnv: (raw) => raw,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -531,7 +521,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
         continue;
       }
       const raw = (env[name] ?? '').trim();
-      candidate = field.kind.fromEnv(raw);
+      candidate = field.kind.fromEnv ? field.kind.fromEnv(raw) : raw;
       shown = raw;
       label = name;
     }
