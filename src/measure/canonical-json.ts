@@ -157,13 +157,10 @@ export function serializedObjectChars(
   options: CanonicalJsonOptions = {},
 ): number {
   const sep = options.compact === true ? 1 : 2;
-  let total = 2;
-  let count = 0;
-  for (const [key, size] of entries) {
-    total += stringChars(key) + sep + size;
-    count++;
-  }
-  return count === 0 ? total : total + sep * (count - 1);
+  return serializedArrayChars(
+    Array.from(entries, ([key, size]) => stringChars(key) + sep + size),
+    options,
+  );
 }
 
 /**
