@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { parseSessionStateKey } from '../step.js';
-import { reductionPct } from '../telemetry/stats.js';
+import { reductionPct } from '../vault/metrics.js';
 import type { MetricsStore } from '../vault/ports.js';
 import type { RequestMetricRow } from '../vault/types.js';
 import type { ReportInput, ReportSessionInput, RequestPointInput } from './figures.js';

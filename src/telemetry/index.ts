@@ -7,7 +7,8 @@ export {
 } from '../ledger/messages-meter.js';
 export { attributeRequest, COMPONENTS, type Attribution, type Component, type ComponentSize } from './attribution.js';
 export { savedByStage, anyFailedOpen, requestMetric, type RequestMetricInput } from './metrics.js';
-export { reductionPct, type MetricsSummary } from './stats.js';
+export { reductionPct } from '../vault/metrics.js';
+export type { MetricsSummary } from '../vault/types.js';
 export {
   openLedger,
   LedgerError,

@@ -123,7 +123,7 @@ export function accountRequest(parts: AccountingParts, input: RequestToAccount):
   const model = input.staged['model'] ?? input.context.route?.model;
   const row = requestMetric({
     // Keyed by tenant and session: two tenants' rows of one session id stay apart, and a view can keep to one tenant.
-    sessionId: sessionStateKey(input.context),
+    sessionId: key,
     requestId: input.context.requestId ?? `req-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
     mode: parts.mode,
     ...(typeof model === 'string' && model !== '' ? { model } : {}),

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { ActivityReading } from '../activity.js';
 import { effectiveLedgerPath } from '../config/index.js';
 import type { Config } from '../config/types.js';
+import { contentText } from '../model/read.js';
 import { sessionStateKey, type ProviderRequest, type Step } from '../step.js';
 import { openLedger, type Ledger, type TurnRecord } from './ledger.js';
 import type { RequestMetric, Vault } from '../vault/types.js';
@@ -104,21 +105,8 @@ export function openLiveLedger(config: Config, on: boolean, activity?: ActivityR
 function lastUserText(request: ProviderRequest): string {
   const list = request['messages'] ?? request['input'];
   if (typeof list === 'string') return list;
-  if (!Array.isArray(list)) return '';
-  for (let i = list.length - 1; i >= 0; i--) {
-    const item = list[i] as { role?: unknown; content?: unknown } | null;
-    if (item === null || typeof item !== 'object' || item.role !== 'user') continue;
-    if (typeof item.content === 'string') return item.content;
-    if (Array.isArray(item.content)) {
-      return item.content
-        .map((part: unknown) =>
-          part !== null && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string'
-            ? (part as { text: string }).text
-            : '',
-        )
-        .join('\n');
-    }
-    return '';
-  }
-  return '';
+  const last: unknown = Array.isArray(list)
+    ? list.findLast((item) => (item as { role?: unknown } | null)?.role === 'user')
+    : undefined;
+  return contentText((last as { content?: unknown } | undefined)?.content) ?? '';
 }
