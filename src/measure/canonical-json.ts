@@ -18,11 +18,7 @@
  */
 
 export interface CanonicalJsonOptions {
-  /**
-   * Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `.
-   *
-   * @defaultValue false
-   */
+  /** Separators `,` and `:` (hash/id JSON) instead of `, ` and `: `. @defaultValue false */
   readonly compact?: boolean;
 }
 

@@ -5,11 +5,7 @@ import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokeniz
 
 /** Overrides of the tokenizer a model name would pick. */
 export interface CounterForModelOptions {
-  /**
-   * A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON). Wins over everything.
-   *
-   * @defaultValue none
-   */
+  /** A tokenizer.json path or parsed objects (TOKEN_TERMINATOR_TOKENIZER_JSON); wins over all. @defaultValue none */
   readonly tokenizerJson?: string | TokenizerJsonObjects;
   /**
    * An explicit tiktoken encoding (TOKEN_TERMINATOR_TIKTOKEN_ENCODING). Wins over the model name.

@@ -22,23 +22,11 @@ export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngin
 
 /** Options of the tiktoken counters; every field is optional. */
 export interface TiktokenCounterOptions {
-  /**
-   * Whether counts are exact for the route this counter serves.
-   *
-   * @defaultValue true
-   */
+  /** Whether counts are exact for the route this counter serves. @defaultValue true */
   readonly exact?: boolean;
-  /**
-   * Longest same-class run encoded in one piece (pathological-input guard).
-   *
-   * @defaultValue 1024
-   */
+  /** Longest same-class run encoded in one piece (pathological-input guard). @defaultValue 1024 */
   readonly maxRun?: number;
-  /**
-   * `js` (gpt-tokenizer's core) or `wasm` (tiktoken).
-   *
-   * @defaultValue {@link DEFAULT_ENGINES}
-   */
+  /** `js` (gpt-tokenizer's core) or `wasm` (tiktoken). @defaultValue {@link DEFAULT_ENGINES} */
   readonly engine?: EncoderEngine;
 }
 

@@ -22,17 +22,9 @@ export interface TokenizerJsonObjects {
 
 /** Options of the tokenizer.json counter; every field is optional. */
 export interface TokenizerJsonCounterOptions {
-  /**
-   * Whether counts are exact for the route.
-   *
-   * @defaultValue true
-   */
+  /** Whether counts are exact for the route. @defaultValue true */
   readonly exact?: boolean;
-  /**
-   * Longest same-class run encoded in one piece (pathological-input guard).
-   *
-   * @defaultValue 1024
-   */
+  /** Longest same-class run encoded in one piece (pathological-input guard). @defaultValue 1024 */
   readonly maxRun?: number;
 }
 

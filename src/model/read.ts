@@ -13,11 +13,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 
 /** Options of {@link readRequest}. */
 export interface ReadOptions {
-  /**
-   * Skip detection and read the request as this format.
-   *
-   * @defaultValue detected
-   */
+  /** Skip detection and read the request as this format. @defaultValue detected */
   readonly format?: RequestFormat;
 }
 
