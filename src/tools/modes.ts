@@ -7,8 +7,6 @@ import { oneOfOption } from '../options.js';
 import { MODES, modeFlags, type ModeFlags } from '../config/index.js';
 import type { Mode } from '../config/types.js';
 
-export { MODES };
-
 /** Resolve `{ mode, flags }` options at build time; default balanced (a bare mode: enabled, temporal delta on). */
 export function resolveFlags(
   operator: string,

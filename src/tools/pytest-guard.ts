@@ -7,17 +7,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 const PYTEST_COMMAND = /(?:^|&&|\|\||;)\s*(?:uv run\s+)?(?:python(?:3(?:\.\d+)?)?\s+-m\s+)?pytest(?:\s|$)/;
+/** addopts holding `-q`, `-qq…` or `--quiet` as a whole token. */
 const QUIET = /(?:^|\s)(?:-q+|--quiet)(?=\s|$)/;
 const MAX_DIRS = 8;
 
 /** True for `pytest`, `python -m pytest`, `python3.12 -m pytest`, `uv run pytest`, also after `&&`, `||`, `;`. */
 export function isPytestCommand(command: string): boolean {
   return PYTEST_COMMAND.test(command);
-}
-
-/** True when addopts holds `-q`, `-qq…` or `--quiet` as a whole token. */
-export function isQuietAddopts(addopts: string): boolean {
-  return QUIET.test(addopts);
 }
 
 /** Reads a file as text, or undefined when it cannot be read. */
@@ -89,7 +85,7 @@ export function createPytestQuietProbe(
     for (let n = 0; n < MAX_DIRS; n += 1) {
       const found = configAddopts(dir, read);
       if (found !== undefined) {
-        result = isQuietAddopts(found);
+        result = QUIET.test(found);
         break;
       }
       if (exists(join(dir, '.git')) || dirname(dir) === dir) break;
