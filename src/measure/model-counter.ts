@@ -1,6 +1,6 @@
 import type { TokenCounter } from './types.js';
-import { checkEncoder } from './encoders.js';
-import { createTiktokenCounter, type TiktokenEncodingName } from './tiktoken-counter.js';
+import { checkEncoder, type TiktokenEncodingName } from './encoders.js';
+import { createTiktokenCounter } from './tiktoken-counter.js';
 import { createTokenizerJsonCounter, type TokenizerJsonObjects } from './tokenizer-json-counter.js';
 
 /** Overrides of the tokenizer a model name would pick. */

@@ -4,8 +4,6 @@ import { ConfigError } from '../errors.js';
 import { acquireEncoder, checkEncoder, type EncoderEngine, type TiktokenEncodingName } from './encoders.js';
 import { countGuarded, DEFAULT_MAX_RUN, splitLongRuns } from './long-runs.js';
 
-export { isTiktokenEncoding, TIKTOKEN_ENCODINGS, type TiktokenEncodingName } from './encoders.js';
-
 /**
  * The engine each encoding counts with by default: the pure-JS one wherever the identity test
  * (test/measure/encoder-identity.test.ts) and the corpus check of `npm run bench -- counters`
@@ -45,12 +43,11 @@ export function createTiktokenCounter(
   encoding: TiktokenEncodingName = 'o200k_base',
   options: TiktokenCounterOptions = {},
 ): TokenCounter {
-  checkEncoder('createTiktokenCounter', encoding);
+  const engine = options.engine ?? DEFAULT_ENGINES[encoding];
+  checkEncoder('createTiktokenCounter', encoding, engine);
   const maxRun = options.maxRun ?? DEFAULT_MAX_RUN;
   if (!Number.isInteger(maxRun) || maxRun < 16)
     throw new ConfigError('createTiktokenCounter: maxRun must be an integer ≥ 16');
-  const engine = options.engine ?? DEFAULT_ENGINES[encoding];
-  checkEncoder('createTiktokenCounter', encoding, engine);
   let lease: ReturnType<typeof acquireEncoder> | undefined = acquireEncoder(encoding, engine);
   const countPiece = lease.count;
   const countText = (text: string): number => countGuarded(text, countPiece, maxRun);
