@@ -78,19 +78,11 @@ export interface Config {
   readonly maxSearchResults: number; // TOKEN_TERMINATOR_MAX_SEARCH_RESULTS (50)
   /** Budget of the working-state block; 0 = off (TOKEN_TERMINATOR_WORKING_GRAPH_CHARS). @defaultValue `0` */
   readonly workingGraphChars: number; // TOKEN_TERMINATOR_WORKING_GRAPH_CHARS (0)
-  /**
-   * Exact-token half of the acceptance gate (chars only when false; the output cap is OUTPUT_CAP).
-   *
-   * @defaultValue `true`
-   */
+  /** Exact-token half of the acceptance gate (false: chars only; the output cap is OUTPUT_CAP). @defaultValue `true` */
   readonly tokenBudget: boolean; // TOKEN_TERMINATOR_TOKEN_BUDGET (true)
   /** The output-cap stage (incontext's arithmetic) on compiled requests. @defaultValue `true` */
   readonly outputCap: boolean; // TOKEN_TERMINATOR_OUTPUT_CAP (true)
-  /**
-   * The window-fit stage (docs/window.md): a request over W − R is reduced losslessly until it fits.
-   *
-   * @defaultValue `true`
-   */
+  /** Window fit (docs/window.md): a request over W − R is reduced losslessly until it fits. @defaultValue `true` */
   readonly windowFit: boolean; // TOKEN_TERMINATOR_WINDOW_FIT (true)
   /** Low-water mark of a window fit, in percent of W − R. @defaultValue `70` */
   readonly windowLowWaterPct: number; // TOKEN_TERMINATOR_WINDOW_LOW_WATER_PCT (70)
@@ -143,19 +135,11 @@ export interface Config {
    * @defaultValue `'working-set'`
    */
   readonly historyPolicy: HistoryPolicy; // TOKEN_TERMINATOR_HISTORY_POLICY (working-set | lazy)
-  /**
-   * Under the working-set policy: turns an output must go unreferenced before it may become a digest.
-   *
-   * @defaultValue `1`
-   */
+  /** Working-set policy: turns an output must go unreferenced before it may become a digest. @defaultValue `1` */
   readonly workingSetIdleTurns: number; // TOKEN_TERMINATOR_WORKING_SET_IDLE_TURNS (1)
   /** Budget of the diagnostic lines an old output's digest keeps (code points). @defaultValue `400` */
   readonly digestDiagnosticChars: number; // TOKEN_TERMINATOR_DIGEST_DIAGNOSTIC_CHARS (400)
-  /**
-   * Old assistant reasoning (text outside action blocks) becomes a receipt in history rewrites.
-   *
-   * @defaultValue `false`
-   */
+  /** Old assistant reasoning (outside action blocks) becomes a receipt in history rewrites. @defaultValue `false` */
   readonly reasoningReduction: boolean; // TOKEN_TERMINATOR_REASONING_REDUCTION (false)
   /**
    * Which user-role messages are a text-protocol agent's command output (a JavaScript regex; `none` = never).
@@ -194,11 +178,7 @@ export interface Config {
    * @defaultValue `4096`
    */
   readonly outputReserveTokens: number; // TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS (4096)
-  /**
-   * Further headroom the budget report keeps below the context limit (reserve + margin < limit).
-   *
-   * @defaultValue `512`
-   */
+  /** Headroom the budget report keeps below the context limit (reserve + margin < limit). @defaultValue `512` */
   readonly tokenSafetyMargin: number; // TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN (512)
   /** Record the A/B experiment ledger (TOKEN_TERMINATOR_LEDGER). @defaultValue `true` */
   readonly ledger: boolean; // TOKEN_TERMINATOR_LEDGER (true)
