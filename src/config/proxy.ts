@@ -28,11 +28,7 @@ export interface ProxyConfig {
    * @defaultValue `undefined`
    */
   readonly token: string | undefined;
-  /**
-   * Largest request body the proxy reduces; larger bodies pass unreduced (`--max-body-bytes`).
-   *
-   * @defaultValue `33_554_432` (32 MiB)
-   */
+  /** Largest body reduced; larger ones pass unreduced (`--max-body-bytes`). @defaultValue `33_554_432` (32 MiB) */
   readonly maxBodyBytes: number;
   /**
    * Memory for recent request bodies, so the next body of a session is parsed only past the items it
@@ -42,12 +38,7 @@ export interface ProxyConfig {
    * @defaultValue a sixteenth of `maxMemoryBytes`, at most `268_435_456` (256 MiB)
    */
   readonly bodyMemoBytes: number;
-  /**
-   * Rounds of recovery calls the proxy answers itself within one client request; 0 never answers them
-   * (`--recovery-rounds`).
-   *
-   * @defaultValue `3`
-   */
+  /** Recovery rounds the proxy answers itself per client request, 0 = none (`--recovery-rounds`). @defaultValue `3` */
   readonly recoveryRounds: number;
   /**
    * How long the proxy waits for an upstream response's headers, and between its body chunks
