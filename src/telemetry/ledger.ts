@@ -92,17 +92,15 @@ export interface TurnRecord {
   readonly outcome: TurnOutcome;
 }
 
+/** What a session is tagged with. */
+export type SessionTag = Pick<TurnRecord, 'sessionId' | 'mode' | 'model' | 'experiment'>;
+
 /** The A/B experiment ledger: sessions tagged with a mode, their turns and token totals, and the comparison of two modes. */
 export interface Ledger extends AsyncDisposable {
   /** The file, or the database URL without its password. */
   readonly path: string;
   /** Tag a session (first mode and model win); a different mode or model contaminates it. */
-  ensureSession(input: {
-    sessionId: string;
-    mode: string;
-    model?: string;
-    experiment?: string;
-  }): Promise<LedgerSession>;
+  ensureSession(input: SessionTag): Promise<LedgerSession>;
   /** Open a turn; `prompt` is fingerprinted (salted hash) and never stored. */
   startTurn(input: { sessionId: string; turnId: string; mode: string; model?: string; prompt?: string }): Promise<void>;
   /** Close a turn with its accounting; the first finish counts the turn. */
@@ -207,10 +205,7 @@ const contaminate = (trx: LedgerDb, sessionId: string, reason: string) =>
     .where('session_id', '=', sessionId)
     .execute();
 
-async function ensureIn(
-  trx: LedgerDb,
-  { sessionId, mode, model, experiment }: { sessionId: string; mode: string; model?: string; experiment?: string },
-): Promise<LedgerSession> {
+async function ensureIn(trx: LedgerDb, { sessionId, mode, model, experiment }: SessionTag): Promise<LedgerSession> {
   const t = now();
   await trx
     .insertInto('sessions')
