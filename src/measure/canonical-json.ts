@@ -247,18 +247,11 @@ export function stringRuns(s: string, at: number): { at: number; from: number; l
 
 function stringChars(s: string): number {
   if (!NEEDS_SCAN.test(s)) return s.length + 2;
-  let n = s.length + 2;
+  let n = codePoints(s) + 2;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c < 0x20) n += SHORT_ESCAPES[c] === undefined ? 5 : 1;
     else if (c === 34 || c === 92) n += 1;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
   }
   return n;
 }
