@@ -38,11 +38,7 @@ import { REPLAY_TOOL_NAMES } from '../tools/names.js';
 
 /** Options of a replay; every field is optional. */
 export interface ReplayOptions {
-  /**
-   * Mode to replay under.
-   *
-   * @defaultValue the config's (balanced)
-   */
+  /** Mode to replay under. @defaultValue the config's (balanced) */
   readonly mode?: Mode;
   /**
    * Price of a cache-read char relative to an uncached one, applied to the route's pricing profile
@@ -57,17 +53,9 @@ export interface ReplayOptions {
    * @defaultValue each session's route profile (by model)
    */
   readonly pricing?: PricingProfile;
-  /**
-   * Vault file to use (kept).
-   *
-   * @defaultValue a fresh vault in a temp dir, removed afterwards
-   */
+  /** Vault file to use (kept). @defaultValue a fresh vault in a temp dir, removed afterwards */
   readonly db?: string;
-  /**
-   * Experiment ledger file.
-   *
-   * @defaultValue `experiments.sqlite3` beside the vault; `false` disables it
-   */
+  /** Experiment ledger file. @defaultValue `experiments.sqlite3` beside the vault; `false` disables it */
   readonly ledger?: string | false;
   /**
    * Write one JSON line `{session, index, final}` per request here (created or truncated, mode 0600).
@@ -75,41 +63,17 @@ export interface ReplayOptions {
    * @defaultValue none
    */
   readonly dump?: string;
-  /**
-   * Environment for the config.
-   *
-   * @defaultValue `process.env`
-   */
+  /** Environment for the config. @defaultValue `process.env` */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Config overrides (mode, db path and ledger path are set by replay).
-   *
-   * @defaultValue none
-   */
+  /** Config overrides (mode, db path and ledger path are set by replay). @defaultValue none */
   readonly overrides?: ConfigOverrides;
-  /**
-   * Counter for the figures.
-   *
-   * @defaultValue tiktoken o200k_base
-   */
+  /** Counter for the figures. @defaultValue tiktoken o200k_base */
   readonly counter?: TokenCounter;
-  /**
-   * Add each session's per-request series (`per_request`) to the figures.
-   *
-   * @defaultValue false
-   */
+  /** Add each session's per-request series (`per_request`) to the figures. @defaultValue false */
   readonly series?: boolean;
-  /**
-   * Called after every request with (done, total).
-   *
-   * @defaultValue none
-   */
+  /** Called after every request with (done, total). @defaultValue none */
   readonly onProgress?: (done: number, total: number) => void;
-  /**
-   * Clock in ms (tests).
-   *
-   * @defaultValue `performance.now`
-   */
+  /** Clock in ms (tests). @defaultValue `performance.now` */
   readonly now?: () => number;
   /**
    * The budgeting window W to replay under (INCONTEXT_COMPRESSION_WINDOW_TOKENS): the window fit
@@ -118,11 +82,7 @@ export interface ReplayOptions {
    * @defaultValue none (the route's window; no window figures)
    */
   readonly window?: number;
-  /**
-   * The output reserve R with `window` (INCONTEXT_MIN_OUTPUT_TOKENS).
-   *
-   * @defaultValue the config's (4096)
-   */
+  /** The output reserve R with `window` (INCONTEXT_MIN_OUTPUT_TOKENS). @defaultValue the config's (4096) */
   readonly reserve?: number;
   /**
    * Replay through this Terminator instead of building one (the caller keeps ownership; `db`,

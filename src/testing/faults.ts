@@ -33,11 +33,7 @@ export const VAULT_METHODS: readonly VaultMethod[] = Object.freeze([
 
 /** Options of {@link faultyVault}; every field is optional. */
 export interface FaultyVaultOptions {
-  /**
-   * Methods that fail.
-   *
-   * @defaultValue every method except `close`
-   */
+  /** Methods that fail. @defaultValue every method except `close` */
   readonly failOn?: readonly VaultMethod[] | 'all';
   /**
    * `'reject'` returns a rejected promise (a failing query); `'throw'` throws synchronously.
@@ -45,11 +41,7 @@ export interface FaultyVaultOptions {
    * @defaultValue `'reject'`
    */
   readonly mode?: 'reject' | 'throw';
-  /**
-   * Calls of a failing method that succeed before it starts failing (e.g. 1: the first put works).
-   *
-   * @defaultValue 0
-   */
+  /** Calls of a failing method that succeed before it starts failing (e.g. 1: the first put works). @defaultValue 0 */
   readonly after?: number;
 }
 

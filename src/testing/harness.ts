@@ -94,23 +94,11 @@ export interface InvariantOptions<T> {
   readonly vault: Vault;
   /** The generated input streams (each run pushes one array through one subscription). */
   readonly inputs: fc.Arbitrary<readonly T[]>;
-  /**
-   * An exact counter: sizes are then also compared in tokens.
-   *
-   * @defaultValue chars only
-   */
+  /** An exact counter: sizes are then also compared in tokens. @defaultValue chars only */
   readonly counter?: TokenCounter;
-  /**
-   * Context fields for every Step.
-   *
-   * @defaultValue a fresh `sessionId` per run, `requestId` per Step
-   */
+  /** Context fields for every Step. @defaultValue a fresh `sessionId` per run, `requestId` per Step */
   readonly context?: Partial<StepContext>;
-  /**
-   * Longest wait for a run's stream to complete.
-   *
-   * @defaultValue 20,000 ms
-   */
+  /** Longest wait for a run's stream to complete. @defaultValue 20,000 ms */
   readonly timeoutMs?: number;
 }
 

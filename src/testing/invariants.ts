@@ -150,11 +150,7 @@ export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOp
    * releases-on-unsubscribe when the operator is built with {@link withDeps}
    */
   readonly only?: readonly InvariantName[];
-  /**
-   * fast-check parameters for every property.
-   *
-   * @defaultValue `{ numRuns: 20 }`
-   */
+  /** fast-check parameters for every property. @defaultValue `{ numRuns: 20 }` */
   readonly params?: fc.Parameters<unknown[]>;
   /**
    * Where cache-stable allows an earlier part of the prompt to change (see {@link CacheStableOptions}).
@@ -162,11 +158,7 @@ export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOp
    * @defaultValue never
    */
   readonly isBoundary?: CacheStableOptions['isBoundary'];
-  /**
-   * Vitest timeout per property.
-   *
-   * @defaultValue 60,000 ms
-   */
+  /** Vitest timeout per property. @defaultValue 60,000 ms */
   readonly timeout?: number;
 }
 

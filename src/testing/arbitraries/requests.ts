@@ -54,35 +54,15 @@ export interface Conversation {
 
 /** Options of {@link providerRequest}; every field is optional. */
 export interface RequestOptions {
-  /**
-   * Formats to draw from.
-   *
-   * @defaultValue all three
-   */
+  /** Formats to draw from. @defaultValue all three */
   readonly formats?: readonly WireFormat[];
-  /**
-   * Fewest turns per conversation.
-   *
-   * @defaultValue 1
-   */
+  /** Fewest turns per conversation. @defaultValue 1 */
   readonly minTurns?: number;
-  /**
-   * Most turns per conversation.
-   *
-   * @defaultValue 4
-   */
+  /** Most turns per conversation. @defaultValue 4 */
   readonly maxTurns?: number;
-  /**
-   * Tool output size classes.
-   *
-   * @defaultValue tiny, medium and large
-   */
+  /** Tool output size classes. @defaultValue tiny, medium and large */
   readonly sizes?: readonly SizeClass[];
-  /**
-   * Put a skill catalog in the instructions: always, never or sometimes.
-   *
-   * @defaultValue 'sometimes'
-   */
+  /** Put a skill catalog in the instructions: always, never or sometimes. @defaultValue 'sometimes' */
   readonly skills?: 'always' | 'never' | 'sometimes';
   /**
    * Tool names the calls draw from; names the kit does not know get generic arguments and
@@ -99,11 +79,7 @@ export interface RequestOptions {
    * that asks about skills stays a skill prompt
    */
   readonly texts?: fc.Arbitrary<string>;
-  /**
-   * Where tool outputs come from.
-   *
-   * @defaultValue `toolOutput` of the shape that fits each tool, in `sizes`
-   */
+  /** Where tool outputs come from. @defaultValue `toolOutput` of the shape that fits each tool, in `sizes` */
   readonly outputs?: fc.Arbitrary<string>;
   /**
    * How Anthropic `tool_result` contents are written: a plain string, a list of one text block, or
@@ -502,17 +478,9 @@ export function providerRequest(options: RequestOptions = {}): fc.Arbitrary<Prov
 
 /** Options of {@link requestStream}: those of {@link providerRequest} plus the stream length. */
 export interface StreamOptions extends RequestOptions {
-  /**
-   * Fewest requests per stream.
-   *
-   * @defaultValue 1
-   */
+  /** Fewest requests per stream. @defaultValue 1 */
   readonly minLength?: number;
-  /**
-   * Most requests per stream.
-   *
-   * @defaultValue 3
-   */
+  /** Most requests per stream. @defaultValue 3 */
   readonly maxLength?: number;
 }
 

@@ -64,17 +64,9 @@ export function renderSkillCatalog(entries: readonly SkillEntry[]): string {
 
 /** Options of the skill catalog arbitrary; every field is optional. */
 export interface SkillCatalogOptions {
-  /**
-   * Fewest entries.
-   *
-   * @defaultValue 3 (below the 8 a skill gate needs, so small catalogs occur too)
-   */
+  /** Fewest entries. @defaultValue 3 (below the 8 a skill gate needs, so small catalogs occur too) */
   readonly minSkills?: number;
-  /**
-   * Most entries.
-   *
-   * @defaultValue 20
-   */
+  /** Most entries. @defaultValue 20 */
   readonly maxSkills?: number;
 }
 

@@ -25,17 +25,9 @@ export type SizeClass = 'tiny' | 'medium' | 'large';
 
 /** Options of {@link toolOutput}; every field is optional. */
 export interface ToolOutputOptions {
-  /**
-   * Shapes to draw from.
-   *
-   * @defaultValue all of {@link OUTPUT_SHAPES}
-   */
+  /** Shapes to draw from. @defaultValue all of {@link OUTPUT_SHAPES} */
   readonly shapes?: readonly OutputShape[];
-  /**
-   * Size classes to draw from.
-   *
-   * @defaultValue tiny, medium and large (large is 12,001–30,000 chars)
-   */
+  /** Size classes to draw from. @defaultValue tiny, medium and large (large is 12,001–30,000 chars) */
   readonly sizes?: readonly SizeClass[];
 }
 

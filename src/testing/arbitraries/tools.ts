@@ -29,17 +29,9 @@ const CWDS = ['/work/app', '/home/dev/project', '/tmp/repo'];
 
 /** Options of the tool call and tool event arbitraries; every field is optional. */
 export interface ToolEventOptions {
-  /**
-   * Tool names to draw from.
-   *
-   * @defaultValue {@link TOOL_NAMES}
-   */
+  /** Tool names to draw from. @defaultValue {@link TOOL_NAMES} */
   readonly tools?: readonly string[];
-  /**
-   * Output size classes.
-   *
-   * @defaultValue tiny, medium and large
-   */
+  /** Output size classes. @defaultValue tiny, medium and large */
   readonly sizes?: readonly SizeClass[];
   /**
    * Terminal commands to draw from (e.g. commands a stub understands).
@@ -149,17 +141,9 @@ export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arb
 
 /** Options of the tool-stream arbitraries: those of {@link ToolEventOptions} plus the stream length. */
 export interface ToolStreamOptions extends ToolEventOptions {
-  /**
-   * Fewest events per stream.
-   *
-   * @defaultValue 1
-   */
+  /** Fewest events per stream. @defaultValue 1 */
   readonly minLength?: number;
-  /**
-   * Most events per stream.
-   *
-   * @defaultValue 6
-   */
+  /** Most events per stream. @defaultValue 6 */
   readonly maxLength?: number;
 }
 

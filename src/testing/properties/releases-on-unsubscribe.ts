@@ -33,11 +33,7 @@ export function cutPlan(): fc.Arbitrary<CutPlan> {
 
 /** Options of the releases-on-unsubscribe invariant. */
 export interface ReleaseOptions<T> extends InvariantOptions<T> {
-  /**
-   * How long released resources may take to go away (a killed child must be reaped).
-   *
-   * @defaultValue 3,000 ms
-   */
+  /** How long released resources may take to go away (a killed child must be reaped). @defaultValue 3,000 ms */
   readonly settleMs?: number;
 }
 
