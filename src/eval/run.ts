@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
+import { parseArgs } from '../model/index.js';
 import { prng } from '../prng.js';
 import { referencedArtifacts } from '../receipts/index.js';
 import { createTerminator, type Terminator } from '../runtime/index.js';
@@ -504,13 +505,4 @@ async function answerCall(
     return tt.recoveryTool.handle(parseArgs(call.function.arguments), { sessionId });
   if (call.function.name === 'terminal') return toolOutput(call.id);
   return JSON.stringify({ error: `unknown tool ${call.function.name}` });
-}
-
-function parseArgs(raw: string): Record<string, unknown> {
-  try {
-    const v = JSON.parse(raw) as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
 }

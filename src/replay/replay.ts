@@ -19,6 +19,7 @@ import { fencedBlocks } from '../compile/actions.js';
 import { observationTest } from '../compile/observations.js';
 import type { Mode } from '../config/types.js';
 import { createTiktokenCounter } from '../measure/index.js';
+import { parseArgs } from '../model/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { createTerminator, type Terminator } from '../runtime/index.js';
 import type { Decision, ProviderRequest, Step, StepContext } from '../step.js';
@@ -28,7 +29,14 @@ import { attributeRequest, createSkillCuts } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
-import { commonPrefixChars, FigureAccumulator, itemPrefix, round, type ReplayFigures } from './figures.js';
+import {
+  commonPrefixChars,
+  FigureAccumulator,
+  itemPrefix,
+  round,
+  type ReplayFigures,
+  type RequestSample,
+} from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
 import { SightTracker } from './sight.js';
 import type { RequestPoint } from './series.js';
@@ -267,22 +275,7 @@ function requestPoint(s: Sample): RequestPoint {
   };
 }
 
-interface Sample {
-  saved: Readonly<Record<string, number>>;
-  rawChars: number;
-  finalChars: number;
-  rawTokens: number;
-  finalTokens: number;
-  rawPrefix: number;
-  finalPrefix: number;
-  receipts: number;
-  recovered: number;
-  ms: number;
-  reusePrefix: number;
-  reuseBase: number;
-  recoveryChars: number | undefined;
-  window?: { overRaw: boolean; overSent: boolean; rewrite: boolean; exceeded: boolean };
-}
+type Sample = RequestSample & { readonly saved: Readonly<Record<string, number>> };
 
 /** Whether the raw and the final request are over W − R, and what the window fit did with this one. */
 async function windowSample(
@@ -436,45 +429,46 @@ class SessionReplay {
     const recovered = await this.verifier.verify(ids);
     this.fidelity.request(i, finalMessages);
     const { recoveryChars } = this.sight.request(i, finalMessages);
-    const sample = this.sample(rawMessages, finalMessages, { receipts: ids.length, recovered, ms, recoveryChars });
-    if (d.window !== undefined)
-      sample.window = await windowSample(d.window, { ...request, messages: rawMessages }, finalRequest, out.decisions);
     const saved: Record<string, number> = {};
     for (const m of this.reduced.slice(0, i))
       for (const [stage, chars] of Object.entries(this.toolSavings.get(m) ?? {}))
         saved[stage] = (saved[stage] ?? 0) + chars;
     savedByStage(out.decisions, saved);
-    sample.saved = saved;
+    const sample: Sample = {
+      ...this.sizes(rawMessages, finalMessages),
+      receipts: ids.length,
+      recovered,
+      ms,
+      recoveryChars,
+      saved,
+      ...(d.window === undefined
+        ? {}
+        : { window: await windowSample(d.window, { ...request, messages: rawMessages }, finalRequest, out.decisions) }),
+    };
     await this.record({ ...request, messages: rawMessages }, out, context, sample);
     d.dump?.write(`${JSON.stringify({ session: sessionId, index: this.index, final: finalRequest })}\n`);
     d.onRequest(sample);
     this.index++;
   }
 
-  /** A request's sizes beside the previous request's; `saved` is filled in by the caller. */
-  private sample(
-    rawMessages: readonly unknown[],
-    finalMessages: readonly unknown[],
-    rest: Pick<Sample, 'receipts' | 'recovered' | 'ms' | 'recoveryChars'>,
-  ): Sample {
+  /** A request's sizes beside the previous request's. */
+  private sizes(rawMessages: readonly unknown[], finalMessages: readonly unknown[]) {
     const meter = this.d.meter;
     const [reusePrefix, reuseBase] =
       this.prevFinal === undefined ? [0, 0] : itemPrefix(this.prevFinal, finalMessages, meter);
-    const sample: Sample = {
+    const sizes = {
       rawChars: meter.chars(rawMessages),
       finalChars: meter.chars(finalMessages),
       rawTokens: meter.tokens(rawMessages),
       finalTokens: meter.tokens(finalMessages),
       rawPrefix: commonPrefixChars(this.prevRaw, rawMessages, meter),
       finalPrefix: commonPrefixChars(this.prevFinal, finalMessages, meter),
-      ...rest,
       reusePrefix,
       reuseBase,
-      saved: {},
     };
     this.prevRaw = rawMessages;
     this.prevFinal = finalMessages;
-    return sample;
+    return sizes;
   }
 
   /** The request's metrics row in the vault and its entry in the ledger. */
@@ -582,18 +576,5 @@ function rememberCalls(
     const fn = call['function'] as Record<string, unknown> | undefined;
     if (typeof call['id'] !== 'string' || typeof fn?.['name'] !== 'string') continue;
     calls.set(call['id'], { name: fn['name'], args: parseArgs(fn['arguments']) });
-  }
-}
-
-function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
-  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) return raw as Record<string, unknown>;
-  if (typeof raw !== 'string') return {};
-  try {
-    const parsed = JSON.parse(raw) as unknown;
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
-      ? (parsed as Record<string, unknown>)
-      : {};
-  } catch {
-    return {};
   }
 }
