@@ -7,6 +7,7 @@
 import type * as PlotModule from '@observablehq/plot';
 import type { parseHTML as ParseHtml } from 'linkedom';
 import { loadOptionalPackage } from '../optional-package.js';
+import { fmt } from './html.js';
 
 type PlotApi = typeof PlotModule;
 /** Observable Plot, required when a chart is drawn (an optional peer; Node caches the module). */
@@ -14,10 +15,10 @@ const plotApi = (): PlotApi => loadOptionalPackage<PlotApi>('@observablehq/plot'
 
 /** Series colours: blue and orange keep their contrast for the common colour-vision deficiencies; raw is also dashed. */
 export const COLORS = Object.freeze({ raw: '#6b6b6b', sent: '#1f5fbf', accent: '#d9730d' });
-const STAGE_COLORS = ['#1f5fbf', '#d9730d', '#2a9d5c', '#8e44ad', '#c0392b', '#7f8c8d', '#b7950b', '#16a085'];
+/** One colour per mechanism, in the order of the savings charts and their legend. */
+export const STAGE_COLORS = ['#1f5fbf', '#d9730d', '#2a9d5c', '#8e44ad', '#c0392b', '#7f8c8d', '#b7950b', '#16a085'];
 
 const WIDTH = 680;
-const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 });
 
 /** A fresh document per render: Plot writes into it and nothing is shared between calls. */
 type PlotDocument = NonNullable<PlotModule.PlotOptions['document']>;

@@ -116,20 +116,7 @@ export interface CostProfile {
  * // two profiles, openai 0.53 and anthropic 0.56
  */
 export function costProfiles(level: Readonly<Record<string, unknown>>): CostProfile[] {
-  const prefix = 'effective_cost_ratio';
-  const out: CostProfile[] = [];
-  for (const [key, value] of Object.entries(level)) {
-    if (!key.startsWith(prefix)) continue;
-    if (typeof value === 'number' && Number.isFinite(value)) {
-      const name = key.slice(prefix.length).replace(/^_/, '');
-      out.push({ name: name === '' ? 'replay cache-read price' : name, ratio: value, key });
-    } else if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
-        if (typeof v === 'number' && Number.isFinite(v)) out.push({ name, ratio: v, key: `${key}.${name}` });
-      }
-    }
-  }
-  return out;
+  return profilesUnder(level, 'effective_cost_ratio', true);
 }
 
 /**
@@ -141,26 +128,30 @@ export function costProfiles(level: Readonly<Record<string, unknown>>): CostProf
  * recoveryCostProfiles({ effective_cost_with_recoveries_ratio_openai: 0.66 }); // [{ name: 'openai', ratio: 0.66, … }]
  */
 export function recoveryCostProfiles(level: Readonly<Record<string, unknown>>): CostProfile[] {
-  const prefix = 'effective_cost_with_recoveries_ratio';
+  return profilesUnder(level, 'effective_cost_with_recoveries_ratio', false);
+}
+
+/** The finite ratios under keys starting with `prefix`, and with `nested` those inside objects under such keys. */
+function profilesUnder(level: Readonly<Record<string, unknown>>, prefix: string, nested: boolean): CostProfile[] {
   const out: CostProfile[] = [];
   for (const [key, value] of Object.entries(level)) {
-    if (!key.startsWith(prefix) || typeof value !== 'number' || !Number.isFinite(value)) continue;
-    const name = key.slice(prefix.length).replace(/^_/, '');
-    out.push({ name: name === '' ? 'replay cache-read price' : name, ratio: value, key });
+    if (!key.startsWith(prefix)) continue;
+    if (typeof value === 'number' && Number.isFinite(value)) {
+      const name = key.slice(prefix.length).replace(/^_/, '');
+      out.push({ name: name === '' ? 'replay cache-read price' : name, ratio: value, key });
+    } else if (nested && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
+        if (typeof v === 'number' && Number.isFinite(v)) out.push({ name, ratio: v, key: `${key}.${name}` });
+      }
+    }
   }
   return out;
 }
 
 /** Saved chars per mechanism for a level: its own `saved_by_stage`, else the sum over its series. */
-export function savedByStage(
-  level: {
-    readonly saved_by_stage?: Readonly<Record<string, number>> | undefined;
-    readonly sessions?: readonly ReportSessionInput[];
-  },
-  points?: readonly RequestPointInput[],
-): Record<string, number> | undefined {
+export function savedByStage(level: ReportInput): Record<string, number> | undefined {
   if (level.saved_by_stage !== undefined) return { ...level.saved_by_stage };
-  const all = points ?? level.sessions?.flatMap((s) => s.per_request ?? []) ?? [];
+  const all = level.sessions.flatMap((s) => s.per_request ?? []);
   if (all.length === 0 || all.every((p) => p.saved_by_stage === undefined)) return undefined;
   const out: Record<string, number> = {};
   for (const p of all) for (const [k, v] of Object.entries(p.saved_by_stage ?? {})) out[k] = (out[k] ?? 0) + v;

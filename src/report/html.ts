@@ -1,6 +1,7 @@
 /** HTML helpers of the report: escaping, and numbers tagged with the JSON key they show. */
 
-const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 });
+/** Numbers as the report shows them: grouped, at most 4 decimals. */
+export const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 4 });
 
 /** Escape text for HTML content and attribute values. */
 export function esc(s: string): string {

@@ -15,6 +15,7 @@ import {
   savingsByStageChart,
   tokensPerRequestChart,
   COLORS,
+  STAGE_COLORS,
 } from './charts.js';
 import {
   costProfiles,
@@ -230,10 +231,8 @@ function savingsSection(f: ReportInput): string {
       : ': totals over all requests.',
     chart,
     table('Chars saved per mechanism (all requests)', ['mechanism', 'chars saved'], rows),
-  )}<p class="legend">${stages.map((s, i) => `<span class="swatch" style="border-color:${STAGE_SWATCHES[i % STAGE_SWATCHES.length]}"></span> ${esc(s)}`).join(' ')}</p></section>`;
+  )}<p class="legend">${stages.map((s, i) => `<span class="swatch" style="border-color:${STAGE_COLORS[i % STAGE_COLORS.length]}"></span> ${esc(s)}`).join(' ')}</p></section>`;
 }
-
-const STAGE_SWATCHES = ['#1f5fbf', '#d9730d', '#2a9d5c', '#8e44ad', '#c0392b', '#7f8c8d', '#b7950b', '#16a085'];
 
 function costSection(f: ReportInput, card: RateCard | undefined): string {
   const head = `<section id="cost" aria-labelledby="cost-h"><h2 id="cost-h">Effective cost with prompt caching</h2>`;
