@@ -67,25 +67,17 @@ export function addCounts(into: FidelityCounts, more: FidelityCounts): void {
 
 /**
  * The values of an action: a JSON arguments string decoded (its strings, and its numbers when
- * `numbers`), else the string itself.
+ * `numbers`), else the string itself. A JSON arguments string contributes its values, not its keys
+ * (the keys are the tool's schema).
  */
 export function actionValues(action: string, numbers = false): string[] {
-  const out: string[] = [];
-  const collect = (v: unknown): void => {
-    if (typeof v === 'string') out.push(v);
-    else if (numbers && typeof v === 'number') out.push(String(v));
-    else if (Array.isArray(v)) v.forEach(collect);
-    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
-  };
-  // A JSON arguments string contributes its values, not its keys (the keys are the tool's schema).
   try {
     const parsed: unknown = JSON.parse(action);
-    if (typeof parsed === 'object' && parsed !== null) collect(parsed);
-    else out.push(action);
+    if (typeof parsed === 'object' && parsed !== null) return stringsOf(parsed, [], numbers);
   } catch {
-    out.push(action);
+    // not JSON: the action is its own value
   }
-  return out;
+  return [action];
 }
 
 /** Identifiers and paths of ≥ 4 chars (with a letter) and numbers of ≥ 2 digits, in order, distinct. */
@@ -102,11 +94,13 @@ export function groundingStrings(action: string): string[] {
   return [...out];
 }
 
-/** Every string inside a value (contents, parts, arguments), for containment checks. */
-export function stringsOf(value: unknown, out: string[] = []): string[] {
+/** Every string inside a value (contents, parts, arguments), and with `numbers` every number, for containment checks. */
+export function stringsOf(value: unknown, out: string[] = [], numbers = false): string[] {
   if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) stringsOf(v, out);
+  else if (numbers && typeof value === 'number') out.push(String(value));
+  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out, numbers);
+  else if (typeof value === 'object' && value !== null)
+    for (const v of Object.values(value)) stringsOf(v, out, numbers);
   return out;
 }
 

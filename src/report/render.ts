@@ -22,6 +22,7 @@ import {
   FIDELITY_KEYS,
   recoveryCostProfiles,
   savedByStage,
+  type CostProfile,
   type FidelityKey,
   type ReportInput,
   type ReportSessionInput,
@@ -123,8 +124,10 @@ function table(caption: string, head: readonly string[], rows: readonly (readonl
 
 function summarySection(f: ReportInput): string {
   const saved = f.raw_tokens - f.final_tokens;
-  const profiles = costProfiles(f);
-  const netProfiles = recoveryCostProfiles(f);
+  const ratios = (profiles: readonly CostProfile[]): string =>
+    profiles.length === 0
+      ? NOT_MEASURED
+      : profiles.map((p) => `${num(p.key, p.ratio)} <small>${esc(p.name)}</small>`).join('<br>');
   const tiles = [
     ['tokens sent', `${num('final_tokens', f.final_tokens)} <small>of ${num('raw_tokens', f.raw_tokens)} raw</small>`],
     saved >= 0
@@ -138,18 +141,8 @@ function summarySection(f: ReportInput): string {
       `${num('requests', f.requests)} <small>in ${num('sessions', f.session_count ?? f.sessions.length)} sessions</small>`,
     ],
     // The figure `replay` ends with: what a live run would pay, the recoveries hidden content forces included.
-    [
-      'cost net of recoveries',
-      netProfiles.length === 0
-        ? NOT_MEASURED
-        : netProfiles.map((p) => `${num(p.key, p.ratio)} <small>${esc(p.name)}</small>`).join('<br>'),
-    ],
-    [
-      'effective cost',
-      profiles.length === 0
-        ? NOT_MEASURED
-        : profiles.map((p) => `${num(p.key, p.ratio)} <small>${esc(p.name)}</small>`).join('<br>'),
-    ],
+    ['cost net of recoveries', ratios(recoveryCostProfiles(f))],
+    ['effective cost', ratios(costProfiles(f))],
     [
       'receipts recovered exactly',
       f.receipts === undefined
