@@ -55,21 +55,13 @@ export interface ReplayOptions {
    * @defaultValue the profile's (0.1)
    */
   readonly cacheReadPrice?: number;
-  /**
-   * The pricing profile `effective_cost_*` use for every session.
-   *
-   * @defaultValue each session's route profile (by model)
-   */
+  /** Pricing profile of `effective_cost_*` for every session. @defaultValue each session's route profile (by model) */
   readonly pricing?: PricingProfile;
   /** Vault file to use (kept). @defaultValue a fresh vault in a temp dir, removed afterwards */
   readonly db?: string;
   /** Experiment ledger file. @defaultValue `experiments.sqlite3` beside the vault; `false` disables it */
   readonly ledger?: string | false;
-  /**
-   * Write one JSON line `{session, index, final}` per request here (created or truncated, mode 0600).
-   *
-   * @defaultValue none
-   */
+  /** Write a JSON line `{session, index, final}` per request here (created or truncated, 0600). @defaultValue none */
   readonly dump?: string;
   /** Environment for the config. @defaultValue `process.env` */
   readonly env?: Readonly<Record<string, string | undefined>>;

@@ -35,11 +35,7 @@ export const VAULT_METHODS: readonly VaultMethod[] = Object.freeze([
 export interface FaultyVaultOptions {
   /** Methods that fail. @defaultValue every method except `close` */
   readonly failOn?: readonly VaultMethod[] | 'all';
-  /**
-   * `'reject'` returns a rejected promise (a failing query); `'throw'` throws synchronously.
-   *
-   * @defaultValue `'reject'`
-   */
+  /** `'reject'`: a rejected promise (a failing query); `'throw'`: a synchronous throw. @defaultValue `'reject'` */
   readonly mode?: 'reject' | 'throw';
   /** Calls of a failing method that succeed before it starts failing (e.g. 1: the first put works). @defaultValue 0 */
   readonly after?: number;

@@ -152,11 +152,7 @@ export interface TestInvariantsOptions<T> extends ReleaseOptions<T>, FailsOpenOp
   readonly only?: readonly InvariantName[];
   /** fast-check parameters for every property. @defaultValue `{ numRuns: 20 }` */
   readonly params?: fc.Parameters<unknown[]>;
-  /**
-   * Where cache-stable allows an earlier part of the prompt to change (see {@link CacheStableOptions}).
-   *
-   * @defaultValue never
-   */
+  /** Where cache-stable lets an earlier part of the prompt change ({@link CacheStableOptions}). @defaultValue never */
   readonly isBoundary?: CacheStableOptions['isBoundary'];
   /** Vitest timeout per property. @defaultValue 60,000 ms */
   readonly timeout?: number;

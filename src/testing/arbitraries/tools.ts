@@ -33,11 +33,7 @@ export interface ToolEventOptions {
   readonly tools?: readonly string[];
   /** Output size classes. @defaultValue tiny, medium and large */
   readonly sizes?: readonly SizeClass[];
-  /**
-   * Terminal commands to draw from (e.g. commands a stub understands).
-   *
-   * @defaultValue common git/npm/pytest/ls/rg commands
-   */
+  /** Terminal commands to draw from (e.g. ones a stub knows). @defaultValue common git/npm/pytest/ls/rg commands */
   readonly commands?: readonly string[];
   /**
    * Working directories for terminal `cwd` args (use real ones when the operator runs processes there).
