@@ -11,11 +11,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProxyMetrics } from '../../adapters/proxy/metrics.js';
 import { tenantOf } from '../../adapters/proxy/request-identity.js';
-import { parseSessionStateKey } from '../step.js';
 import type { ReportInput } from './figures.js';
 import type { Terminator } from '../runtime/types.js';
 import { MissingPackageError } from '../optional-package.js';
-import { errorLabel } from '../step.js';
+import { errorLabel, parseSessionStateKey } from '../step.js';
 
 /** Most metric rows one page draws (the newest ones). */
 const ROWS = 10_000;
@@ -50,10 +49,6 @@ export function ownSessions(figures: ReportInput, tenant: string): ReportInput {
   return { ...figures, session_count: figures.session_count ?? figures.sessions.length, sessions };
 }
 
-async function recoveryResults(metrics: ProxyMetrics, outcome: 'exact' | 'failed'): Promise<number> {
-  return counterSum(metrics.recoveryResults, (l) => l['outcome'] === outcome);
-}
-
 /**
  * The page for one request; a store that cannot be read is a 503 naming only the failure class.
  *
@@ -79,8 +74,8 @@ export function dashboardRoute(
       const figures = ownSessions(await readStoreFigures(terminator.vault, ROWS), tenantOf(req.headers));
       const withRecovery = {
         ...figures,
-        recovered_exact: await recoveryResults(metrics, 'exact'),
-        recovery_failures: await recoveryResults(metrics, 'failed'),
+        recovered_exact: await counterSum(metrics.recoveryResults, (l) => l['outcome'] === 'exact'),
+        recovery_failures: await counterSum(metrics.recoveryResults, (l) => l['outcome'] === 'failed'),
         recovery_calls: await counterSum(metrics.recoveryCalls),
         recovery_tokens: await counterSum(metrics.tokens, (l) => l['direction'] === 'recovery'),
       };

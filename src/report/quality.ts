@@ -65,11 +65,6 @@ export function parseQualityResults(value: unknown): QualitySummary {
   );
 }
 
-/** Recovery calls and their tokens in the balanced arm of an eval run. */
-export function qualityRecovery(q: QualitySummary): { calls: number; tokens: number } {
-  return { calls: q.savings.balanced.recovery_calls, tokens: q.savings.balanced.recovery_tokens };
-}
-
 /**
  * The answer-quality section as an HTML fragment: verdict, decision rule, accuracies and discordant pairs, then tokens and recovery calls.
  *

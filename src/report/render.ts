@@ -29,7 +29,7 @@ import {
 } from './figures.js';
 import { esc, num } from './html.js';
 import { priceFigures, type RateCard } from './rate-card.js';
-import { QUALITY_SECTION_ID, qualityRecovery, renderQuality, type QualitySummary } from './quality.js';
+import { QUALITY_SECTION_ID, renderQuality, type QualitySummary } from './quality.js';
 
 /** Options of {@link renderReport}. */
 export interface RenderReportOptions {
@@ -296,9 +296,8 @@ function fidelitySection(f: ReportInput): string {
 
 function recoverySection(f: ReportInput, quality: QualitySummary | undefined): string {
   const head = `<section id="recovery" aria-labelledby="recovery-h"><h2 id="recovery-h">Recovery</h2>`;
-  const fromEval = quality === undefined ? undefined : qualityRecovery(quality);
-  const calls = f.recovery_calls ?? fromEval?.calls;
-  const tokens = f.recovery_tokens ?? fromEval?.tokens;
+  const calls = f.recovery_calls ?? quality?.savings.balanced.recovery_calls;
+  const tokens = f.recovery_tokens ?? quality?.savings.balanced.recovery_tokens;
   const callsKey = f.recovery_calls === undefined ? 'quality.savings.balanced.recovery_calls' : 'recovery_calls';
   const tokensKey = f.recovery_tokens === undefined ? 'quality.savings.balanced.recovery_tokens' : 'recovery_tokens';
   const rows = [
