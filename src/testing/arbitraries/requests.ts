@@ -306,8 +306,7 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
         });
         step.calls.forEach((call, k) => items.push({ role: 'tool', tool_call_id: ids[k], content: call.output }));
       } else if (format === 'responses') {
-        if (step.text !== undefined)
-          items.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: step.text }] });
+        if (step.text !== undefined) items.push(textItem(format, 'assistant', step.text));
         step.calls.forEach((call, k) =>
           items.push({ type: 'function_call', call_id: ids[k], name: call.name, arguments: JSON.stringify(call.args) }),
         );
@@ -340,13 +339,7 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
       }
       cuts.push(items.length);
     });
-    items.push(
-      format === 'responses'
-        ? { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: turn.reply }] }
-        : format === 'chat'
-          ? { role: 'assistant', content: turn.reply }
-          : { role: 'assistant', content: [{ type: 'text', text: turn.reply }] },
-    );
+    items.push(textItem(format, 'assistant', turn.reply));
   });
   return { items, cuts };
 }

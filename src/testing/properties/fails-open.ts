@@ -48,13 +48,7 @@ export function faultPlan(): fc.Arbitrary<FaultPlan> {
 
 const isTotal = (p: FaultPlan): boolean => p.vault === 'all' && p.counterThrows && p.spawnThrows;
 
-/**
- * Fail-open when a dependency throws. The operator is built with a fault-injecting vault, a
- * throwing counter and a throwing spawn. The stream must never error and must emit one Step per
- * input. When every dependency is broken, each output value deep-equals its input and no stage
- * reports `applied` (a `failed_open`, `skipped` or no decision is fine); when only some are broken,
- * whatever the operator still did must recover exactly from the real vault.
- */
+/** Options of the fails-open invariant. */
 export interface FailsOpenOptions<T> extends InvariantOptions<T> {
   /**
    * When every dependency throws, require the output to equal the input. Set false for an operator
@@ -67,8 +61,11 @@ export interface FailsOpenOptions<T> extends InvariantOptions<T> {
 }
 
 /**
- * The fails-open check for one fault plan: run the operator with the planned dependencies failing and
- * require that the original inputs come out (or, with `expectUnchanged: false`, a clean stream of recoverable Steps).
+ * Fail-open when a dependency throws: the operator is built with the plan's faulty vault, throwing
+ * counter and throwing spawn; the stream must never error and must emit one Step per input. When
+ * every dependency is broken, each output value deep-equals its input and no stage reports
+ * `applied` (a `failed_open`, `skipped` or no decision is fine; `expectUnchanged: false` waives
+ * this); otherwise whatever the operator still did must recover exactly from the real vault.
  */
 export function failsOpenPredicate<T>(
   op: OperatorUnderTest<T>,
