@@ -272,15 +272,7 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
       const order = protocol.arm_order[task.index]!;
       const arms: Partial<Record<Arm, ArmResult>> = {};
       for (const arm of order) {
-        arms[arm] = await runArm(
-          task,
-          arm,
-          terminators[arm]!,
-          guard,
-          options,
-          protocol,
-          `eval:${runTag}:${task.index}:${arm}`,
-        );
+        arms[arm] = await runArm(task, arm, terminators[arm]!, guard, options, protocol, runTag);
       }
       const pair: PairResult = {
         index: task.index,
@@ -405,8 +397,9 @@ async function runArm(
   guard: DriftGuard,
   options: EvalOptions,
   protocol: EvalProtocol,
-  sessionId: string,
+  runTag: string,
 ): Promise<ArmResult> {
+  const sessionId = `eval:${runTag}:${task.index}:${arm}`;
   const maxRounds = options.maxRounds ?? 8;
   const viaProxy = options.balancedBaseUrl !== undefined;
   const tools = viaProxy ? [TERMINAL_TOOL] : evalTools(tt);
