@@ -3,7 +3,8 @@ import type { StageOperator } from '../src/operator-kit.js';
 import { compressionPlanner, type CompressToolResultOptions } from '../src/compact/compression-plan.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import type { ToolResult } from '../src/step.js';
-import { deltaParts, toolResultStage, type DeltaCandidateOptions } from './reduce-tool-result.js';
+import { deltaParts, type DeltaCandidateOptions } from '../src/compact/tool-result-stage.js';
+import { toolResultStage } from './reduce-tool-result.js';
 
 /** Options of {@link deltaRepeatedOutput}; only `vault` is required. */
 export interface DeltaRepeatedOutputOptions extends DeltaCandidateOptions {
