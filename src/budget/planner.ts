@@ -37,110 +37,67 @@ import {
 
 /** Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. */
 export interface OutputBudgetOptions {
-  /**
-   * Source of the incontext settings and tokenizer choice below.
-   *
-   * @defaultValue none (built-in defaults)
-   */
+  /** Source of the incontext settings and tokenizer choice below. @defaultValue none (built-in defaults) */
   readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> &
     Partial<Pick<Config, 'modelLimits' | 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'>>;
   /**
    * The configured primary route (model, provider, endpoint, contextWindow, compressionThreshold,
    * outputCap). Requests for another model, provider or endpoint pass unchanged.
-   *
    * @defaultValue each Step's own `context.route` (then only the request's `model` is compared with it)
    */
   readonly route?: Route;
   /**
-   * R: the output tokens a request must have room for before a cap is inserted
-   * (INCONTEXT_MIN_OUTPUT_TOKENS).
-   *
+   * R: the output tokens a request must have room for before a cap is inserted (INCONTEXT_MIN_OUTPUT_TOKENS).
    * @defaultValue config, else 4096
    */
   readonly minOutputTokens?: number;
   /**
-   * F: the margin added to the rough estimate when exact counting fails
-   * (INCONTEXT_FALLBACK_MARGIN_TOKENS).
-   *
+   * F: the margin added to the rough estimate when exact counting fails (INCONTEXT_FALLBACK_MARGIN_TOKENS).
    * @defaultValue config, else 1024
    */
   readonly fallbackMarginTokens?: number;
   /**
-   * W override: the budgeting window the prompt and the cap must fit in
-   * (INCONTEXT_COMPRESSION_WINDOW_TOKENS).
-   *
+   * W override: the budgeting window the prompt and the cap must fit in (INCONTEXT_COMPRESSION_WINDOW_TOKENS).
    * @defaultValue config, else the route's compressionThreshold, else contextWindow
    */
   readonly compressionWindowTokens?: number;
-  /**
-   * The exact counter (the caller owns it).
-   *
-   * @defaultValue the registry backend named by `backend`
-   */
+  /** The exact counter (the caller owns it). @defaultValue the registry backend named by `backend` */
   readonly counter?: BudgetCounter | TokenCounter;
-  /**
-   * Name of the counting backend in the registry (INCONTEXT_BACKEND).
-   *
-   * @defaultValue config, else `tiktoken`
-   */
+  /** Name of the counting backend in the registry (INCONTEXT_BACKEND). @defaultValue config, else `tiktoken` */
   readonly backend?: string;
-  /**
-   * Where `backend` is looked up.
-   *
-   * @defaultValue the process-wide registry (`registerCounter`)
-   */
+  /** Where `backend` is looked up. @defaultValue the process-wide registry (`registerCounter`) */
   readonly registry?: CounterRegistry;
-  /**
-   * Settings for the backend factory, over those derived from `config` and `route`.
-   *
-   * @defaultValue none
-   */
+  /** Settings for the backend factory, over those derived from `config` and `route`. @defaultValue none */
   readonly backendSettings?: BackendSettings;
-  /**
-   * Fallback estimate when exact counting fails (F is added).
-   *
-   * @defaultValue ceil(chars / 4) of the prompt parts
-   */
+  /** Fallback estimate when exact counting fails (F is added). @defaultValue ceil(chars / 4) of the prompt parts */
   readonly fallback?: (request: ProviderRequest) => number;
   /**
    * Context window and output ceiling per model id, over the built-in table (src/budget/model-limits.ts).
    * The route's own `contextWindow` / `maxOutputTokens` win over both.
-   *
    * @defaultValue config `modelLimits`, else none
    */
   readonly modelLimits?: ModelLimitsTable;
-  /**
-   * Server dialect for the cap field.
-   *
-   * @defaultValue `vllm` when the backend or route provider is vLLM, else `openai`
-   */
+  /** Server dialect for the cap field. @defaultValue `vllm` when the backend or route provider is vLLM, else `openai` */
   readonly dialect?: CapDialect;
   /**
    * The model's context limit for budget reporting (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS): every
    * request the stage counts gets a `measured` decision with the usable budget (this limit less
    * `outputReserveTokens` and `tokenSafetyMargin`) and what the prompt leaves of it. Reporting only:
    * it never truncates a request and never changes the cap. 0 = no budget reporting.
-   *
    * @defaultValue config, else 0
    */
   readonly contextLimitTokens?: number;
   /**
    * Tokens the budget report reserves for the model's output (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS).
-   *
    * @defaultValue config, else 4096
    */
   readonly outputReserveTokens?: number;
   /**
    * Further headroom the budget report keeps below the limit (TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN).
-   *
    * @defaultValue config, else 512
    */
   readonly tokenSafetyMargin?: number;
-  /**
-   * Metrics sink: counts, labels and error codes only, never content.
-   *
-   * @defaultValue none
-   */
+  /** Metrics sink: counts, labels and error codes only, never content. @defaultValue none */
   readonly onMeasure?: (measurement: BudgetMeasurement) => void;
 }
 
@@ -421,8 +378,9 @@ async function applyBudget(
   let step = given;
   const request = step.value;
   const own = step.context.route;
-  if (!isPrimaryRoute(request, route ?? own, own)) return note(step, { stage, kind: 'skipped', reason: 'other route' });
-  const primary = resolveRoute(b, route ?? own, request);
+  const resolved = primaryWindow(b, request, own);
+  if (resolved === undefined) return note(step, { stage, kind: 'skipped', reason: 'other route' });
+  const { primary, window } = resolved;
   step = hintModel(b, step, route ?? own);
   const format = step.context.format ?? detectRequestFormat(request, primary?.provider);
   const field = capFieldFor(
@@ -431,7 +389,6 @@ async function applyBudget(
     dialect ?? (primary?.provider?.toLowerCase() === 'vllm' ? 'vllm' : 'openai'),
   );
   if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
-  const window = b.override ?? primary?.compressionThreshold ?? primary?.contextWindow;
   if (window === undefined) {
     // No window to cap against: the budget report still counts, when one is configured.
     if (b.report.limit > 0) {
@@ -507,23 +464,16 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
       const run: RunCounter = { counter, dialect };
       return {
         apply: (step, signal) => applyBudget(b, run, step, signal),
-        limits: (request, context) => windowLimits(b, request, context),
+        limits: (request, context) => windowLimits(b, request, context?.route),
         async count(request, context, signal) {
           const primary = b.route ?? context?.route;
           return (await measurePrompt(b, counter, request, signal, primary?.contextWindow))?.prompt;
         },
-        async pressure(request, context, signal) {
+        async pressure(request, context, signal = new AbortController().signal) {
           const primary = b.route ?? context?.route;
-          const r = effectiveReserve(b.reserve, primary?.outputCap);
-          const measured = await measurePrompt(
-            b,
-            counter,
-            request,
-            signal ?? new AbortController().signal,
-            primary?.contextWindow,
-          );
+          const measured = await measurePrompt(b, counter, request, signal, primary?.contextWindow);
           // Both estimators failed: report no pressure rather than throwing at the host.
-          return preflightPressure(measured?.prompt ?? 0, r);
+          return preflightPressure(measured?.prompt ?? 0, effectiveReserve(b.reserve, primary?.outputCap));
         },
         close: async () => {
           await owned?.close?.();
@@ -533,18 +483,23 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
   };
 }
 
-/** W and R for one request, resolved as {@link applyBudget} resolves them. */
-function windowLimits(
+/** The primary route with its model limits filled in, and the window W: undefined for another route. */
+function primaryWindow(
   b: Budgeting,
   request: ProviderRequest,
-  context: StepContext | undefined,
-): WindowLimits | undefined {
-  const own = context?.route;
+  own: Route | undefined,
+): { readonly primary: Route | undefined; readonly window: number | undefined } | undefined {
   if (!isPrimaryRoute(request, b.route ?? own, own)) return undefined;
   const primary = resolveRoute(b, b.route ?? own, request);
-  const window = b.override ?? primary?.compressionThreshold ?? primary?.contextWindow;
+  return { primary, window: b.override ?? primary?.compressionThreshold ?? primary?.contextWindow };
+}
+
+/** W and R for one request, resolved as {@link applyBudget} resolves them. */
+function windowLimits(b: Budgeting, request: ProviderRequest, own: Route | undefined): WindowLimits | undefined {
+  const resolved = primaryWindow(b, request, own);
+  const window = resolved?.window;
   if (window === undefined || b.margin + b.reserve >= window) return undefined;
-  return { window, reserve: effectiveReserve(b.reserve, primary?.outputCap) };
+  return { window, reserve: effectiveReserve(b.reserve, resolved?.primary?.outputCap) };
 }
 
 function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boolean {
