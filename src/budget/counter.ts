@@ -101,32 +101,23 @@ export function promptParts(request: ProviderRequest): string[] {
 
 /** Options of the adapter that makes a {@link TokenCounter} a budget counter; every field is optional. */
 export interface TokenCounterAdapterOptions {
-  /**
-   * Remembered element counts (LRU, keyed by content).
-   *
-   * @defaultValue 4096
-   */
+  /** Remembered element counts (LRU, keyed by content). @defaultValue 4096 */
   readonly memoEntries?: number;
   /**
    * Also remember counts per element object (WeakMap). Only for hosts whose message objects are
    * never mutated after they were first sent: it skips re-serializing unchanged history.
-   *
    * @defaultValue false
    */
   readonly identityCache?: boolean;
   /**
    * The per-item measurement memo shared with the request stages and telemetry (the runtime's):
    * element counts are read from it (and written to it) when it counts with the same counter.
-   * Implies the identity assumption of `identityCache`.
-   *
-   * @defaultValue none: the adapter's own memos
+   * Implies the identity assumption of `identityCache`. @defaultValue none: the adapter's own memos
    */
   readonly measures?: ItemMeasures;
   /**
    * The equalities the request stages recognised (the runtime's): with `identityCache`, a rebuilt
-   * copy they recognised counts as the earlier object.
-   *
-   * @defaultValue none: objects are known by identity only
+   * copy they recognised counts as the earlier object. @defaultValue none: objects are known by identity only
    */
   readonly recognitions?: Recognitions;
 }

@@ -181,10 +181,7 @@ export function canonicalModelId(id: string): string {
 }
 
 function normalizedTable(table: ModelLimitsTable | undefined): Map<string, ModelLimits> {
-  const out = new Map<string, ModelLimits>();
-  if (table === undefined) return out;
-  for (const [key, limits] of Object.entries(table)) out.set(canonicalModelId(key), limits);
-  return out;
+  return new Map(Object.entries(table ?? {}).map(([key, limits]) => [canonicalModelId(key), limits]));
 }
 
 /** An id without its separators: `gpt4o` and `gpt-4o` name the same model. */

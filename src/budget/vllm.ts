@@ -21,29 +21,13 @@ import { extraBody } from './request-caps.js';
 export interface VllmCounterOptions {
   /** The /tokenize URL (INCONTEXT_TOKENIZER_URL). Required. */
   readonly url: string;
-  /**
-   * Per-request timeout in seconds (INCONTEXT_TOKENIZER_TIMEOUT_SECONDS).
-   *
-   * @defaultValue 30
-   */
+  /** Per-request timeout in seconds (INCONTEXT_TOKENIZER_TIMEOUT_SECONDS). @defaultValue 30 */
   readonly timeoutSeconds?: number;
-  /**
-   * User-Agent header (INCONTEXT_TOKENIZER_USER_AGENT).
-   *
-   * @defaultValue `token-terminator/<package version>`
-   */
+  /** User-Agent header (INCONTEXT_TOKENIZER_USER_AGENT). @defaultValue `token-terminator/<package version>` */
   readonly userAgent?: string;
-  /**
-   * Context length used when a call passes none.
-   *
-   * @defaultValue none (such calls fall back)
-   */
+  /** Context length used when a call passes none. @defaultValue none (such calls fall back) */
   readonly contextLength?: number;
-  /**
-   * Remembered counts, keyed by sha256(payload + context length).
-   *
-   * @defaultValue 64
-   */
+  /** Remembered counts, keyed by sha256(payload + context length). @defaultValue 64 */
   readonly cacheEntries?: number;
 }
 
@@ -131,11 +115,8 @@ function truncation(request: ProviderRequest, payload: Obj): number | undefined 
 
 function failureOf(error: unknown, timedOut: boolean): BudgetCounterError {
   if (error instanceof BudgetCounterError) return error;
-  if (timedOut) return new BudgetCounterError('timeout', '/tokenize timed out', { cause: error });
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+  if (timedOut || /^UND_ERR_(?:HEADERS|BODY|CONNECT)_TIMEOUT$/.test(String((error as { code?: unknown } | null)?.code)))
     return new BudgetCounterError('timeout', '/tokenize timed out', { cause: error });
-  }
   return new BudgetCounterError('connection', '/tokenize request failed', { cause: error });
 }
 
@@ -166,16 +147,9 @@ function tokenizeEndpoint(given: string): { url: URL; headers: Record<string, st
 function answeredCount(answer: unknown, contextLength: number): number {
   const c = isObject(answer) ? answer['count'] : undefined;
   const len = isObject(answer) ? answer['max_model_len'] : undefined;
-  if (
-    typeof c !== 'number' ||
-    !Number.isSafeInteger(c) ||
-    c < 0 ||
-    typeof len !== 'number' ||
-    !Number.isSafeInteger(len) ||
-    len <= 0
-  ) {
+  const atLeast = (n: unknown, min: number): n is number => Number.isSafeInteger(n) && (n as number) >= min;
+  if (!atLeast(c, 0) || !atLeast(len, 1))
     throw new BudgetCounterError('bad_body', '/tokenize answered without a valid count and max_model_len');
-  }
   if (len !== contextLength)
     throw new BudgetCounterError(
       'context_mismatch',
@@ -256,11 +230,8 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
       const payload = buildTokenizePayload(request);
       const body = canonicalJson(payload, { compact: true });
       const key = createHash('sha256').update(`${body}\u0000${contextLength}`, 'utf8').digest('hex');
-      const cached = cache?.get(key);
-      let count: number;
-      if (cached !== undefined) {
-        count = cached;
-      } else {
+      let count = cache?.get(key);
+      if (count === undefined) {
         count = answeredCount(await post(body, signal), contextLength);
         cache?.set(key, count);
       }
