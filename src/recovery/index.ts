@@ -54,36 +54,18 @@ export interface RecoveryToolOptions {
   readonly vault: ArtifactStore;
   /** Page ceiling, search ceiling, mode and working-state budget come from here (required). */
   readonly config: Config;
-  /**
-   * Extra fields merged into the `status` result, e.g. process metrics; they must be content-free.
-   *
-   * @defaultValue none
-   */
+  /** Extra fields merged into the `status` result, e.g. process metrics; they must be content-free. @defaultValue none */
   readonly status?: () => Promise<object>;
-  /**
-   * Store behind working_state_apply / working_state_get.
-   *
-   * @defaultValue none → a clear error result
-   */
+  /** Store behind working_state_apply / working_state_get. @defaultValue none → a clear error result */
   readonly workingState?: WorkingStateStore;
-  /**
-   * Called once per call with the action and whether it succeeded; content-free.
-   *
-   * @defaultValue none
-   */
+  /** Called once per call with the action and whether it succeeded; content-free. @defaultValue none */
   readonly onCall?: (action: RecoveryAction | 'invalid', ok: boolean) => void;
-  /**
-   * The vault's health for `status`.
-   *
-   * @defaultValue not reported
-   */
+  /** The vault's health for `status`. @defaultValue not reported */
   readonly health?: () => VaultHealth;
   /**
    * What a call may read: `'session'` (default) only the artifacts the host's session of the
    * host's tenant observed or was delivered — what the model was shown; `'store'` the whole vault
-   * (the CLI, run by whoever owns the vault file; never for a model).
-   *
-   * @defaultValue `'session'`
+   * (the CLI, run by whoever owns the vault file; never for a model). @defaultValue `'session'`
    */
   readonly scope?: 'session' | 'store';
 }
