@@ -36,8 +36,6 @@ export function compactText(text: string, maxChars: number): string {
 export interface CompactLinesOptions {
   /** Target size in code points. Default 8000. */
   readonly maxChars?: number;
-  /** Longest single line kept whole; longer lines are cut in the middle. Default min(2000, maxChars / 4). */
-  readonly maxLineChars?: number;
   /** Extra lines that must be kept like error lines (e.g. summary lines). */
   readonly keep?: (line: string) => boolean;
   /**
@@ -55,7 +53,8 @@ export interface CompactLinesOptions {
  */
 export function compactLines(text: string, options: CompactLinesOptions = {}): string {
   const maxChars = Math.max(200, options.maxChars ?? 8000);
-  const maxLine = options.maxLineChars ?? Math.max(120, Math.min(2000, Math.floor(maxChars / 4)));
+  // Longest single line kept whole; longer lines are cut in the middle.
+  const maxLine = Math.max(120, Math.min(2000, Math.floor(maxChars / 4)));
   const raw = splitLines(stripAnsi(text));
   const diagnosticChars = options.diagnosticChars ?? DEFAULT_DIAGNOSTIC_CHARS;
   if (diagnosticChars > 0) {
@@ -64,7 +63,6 @@ export function compactLines(text: string, options: CompactLinesOptions = {}): s
       return renderFaithful(raw, scan.lines, {
         maxChars,
         diagnosticChars,
-        maxLineChars: maxLine,
         ...(options.keep === undefined ? {} : { keep: options.keep }),
       });
     }

@@ -6,10 +6,8 @@
  */
 import { lineNumbers, lineShape } from './lines.js';
 
-export interface FactorOptions {
-  /** Shortest run of same-shape (numbers-only-differ) lines that is factored. Default 5. */
-  readonly minRun?: number;
-}
+/** Shortest run of same-shape (numbers-only-differ) lines that is factored. */
+const MIN_RUN = 5;
 
 /** Reference collapse of one run of identical lines. */
 export function collapseIdentical(line: string, count: number): string[] {
@@ -19,8 +17,7 @@ export function collapseIdentical(line: string, count: number): string[] {
 }
 
 /** Collapse identical runs and factor numbers-only-differ runs. */
-export function factorRuns(lines: readonly string[], options: FactorOptions = {}): string[] {
-  const minRun = Math.max(3, options.minRun ?? 5);
+export function factorRuns(lines: readonly string[]): string[] {
   const out: string[] = [];
   let i = 0;
   while (i < lines.length) {
@@ -29,7 +26,7 @@ export function factorRuns(lines: readonly string[], options: FactorOptions = {}
     let j = i + 1;
     while (j < lines.length && lineShape(lines[j]!) === shape) j += 1;
     const run = lines.slice(i, j);
-    if (run.length >= minRun && shape !== first && !allEqual(run)) {
+    if (run.length >= MIN_RUN && shape !== first && !allEqual(run)) {
       out.push(first, templateLine(run.slice(1, -1)), run[run.length - 1]!);
     } else {
       out.push(...collapseIdenticalRuns(run));

@@ -53,8 +53,6 @@ export interface FaithfulOptions {
   readonly diagnosticChars: number;
   /** Lines worth keeping beside the diagnostics when the budget allows (summaries, block headers). */
   readonly keep?: (line: string) => boolean;
-  /** Longest non-diagnostic line kept whole. Default min(2000, maxChars / 4), at least 120. */
-  readonly maxLineChars?: number;
 }
 
 // Stack frames of JVM, Node and Rust traces (`at …`, `N: …`, `... N more`): the ones that are not
@@ -64,7 +62,8 @@ const FRAME = /^\s+(?:at \S|\d+: \S|\.\.\. \d+ more$)/;
 /** The faithful view of `lines`, where `flagged` are the diagnostic lines' indices. */
 export function renderFaithful(lines: readonly string[], flagged: readonly number[], options: FaithfulOptions): string {
   const pinned = choosePinned(lines, flagged, options.diagnosticChars);
-  const maxLine = options.maxLineChars ?? Math.max(120, Math.min(2000, Math.floor(options.maxChars / 4)));
+  // Longest non-diagnostic line kept whole.
+  const maxLine = Math.max(120, Math.min(2000, Math.floor(options.maxChars / 4)));
   const out: string[] = [];
   const must: boolean[] = [];
   let run: string[] = [];

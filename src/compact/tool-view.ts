@@ -50,20 +50,11 @@ export function renderToolView(input: ViewInput, o: ViewOptions): string {
     const grep = compactGrep(text, { maxChars: o.nativeMaxChars });
     if (grep !== undefined) return grep;
   }
-  const exit = input.exitCode === undefined ? {} : { exitCode: input.exitCode };
-  const lines =
-    o.strategy === 'reference'
-      ? undefined
-      : compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit });
+  const lines = o.strategy === 'reference' ? undefined : lineView(text, o, input.exitCode);
   if (o.strategy === 'lines') return lines!;
   const reference = compactText(text, o.nativeMaxChars);
-  const missing = o.diagnosticChars > 0 ? missingDiagnostics(text, reference, o.diagnosticChars, input.exitCode) : [];
-  if (o.strategy === 'reference') {
-    // The reference cut stays byte-identical; what it dropped of a failure follows it.
-    return missing.length === 0
-      ? reference
-      : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
-  }
+  const missing = missingDiagnostics(text, reference, o.diagnosticChars, input.exitCode);
+  if (o.strategy === 'reference') return withMissing(reference, missing);
   if (missing.length > 0) return lines!;
   return codePointLength(lines!) < codePointLength(reference) ? lines! : reference;
 }
@@ -89,11 +80,7 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
   const excerpt = await excerptLargeOutput(text, signal === undefined ? {} : { signal });
   if (o.tool !== 'terminal' && o.strategy === 'reference') {
     const reference = compactText(text, o.nativeMaxChars);
-    const missing =
-      o.diagnosticChars > 0 ? missingDiagnostics(excerpt.text, reference, o.diagnosticChars, input.exitCode) : [];
-    return missing.length === 0
-      ? reference
-      : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
+    return withMissing(reference, missingDiagnostics(excerpt.text, reference, o.diagnosticChars, input.exitCode));
   }
   const head = `[Token Terminator: view of a ${codePointLength(text).toLocaleString('en-US')}-char output made from its first and last ${WINDOW_CHARS.toLocaleString('en-US')} chars and the diagnostic lines between them; counts below cover those parts]`;
   return `${head}\n${renderToolView({ ...input, output: excerpt.text }, o)}`;
@@ -113,16 +100,29 @@ function renderShape(input: ViewInput, o: ViewOptions): string | undefined {
       const numbers = lines.map((l) => /^\s*(\d+)(?:[:|]|\t|\s?→)/.exec(l)?.[1]).filter((n) => n !== undefined);
       const range = numbers.length * 2 >= lines.length ? `, lines ${numbers[0]}-${numbers.at(-1)}` : '';
       const head = `[file read: ${lines.length.toLocaleString('en-US')} lines${range}, ${codePointLength(text).toLocaleString('en-US')} chars; shown: its first and last lines, failure lines and the lines the conversation names]`;
-      const exit = input.exitCode === undefined ? {} : { exitCode: input.exitCode };
-      return `${head}\n${compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit })}`;
+      return `${head}\n${lineView(text, o, input.exitCode)}`;
     }
     default:
       return undefined;
   }
 }
 
-/** The diagnostic lines (within budget) of a failing `text` that are not lines of `view`. */
+/** The line mode of a native result at its size target. */
+function lineView(text: string, o: ViewOptions, exitCode: number | undefined): string {
+  const exit = exitCode === undefined ? {} : { exitCode };
+  return compactLines(text, { maxChars: o.nativeMaxChars, diagnosticChars: o.diagnosticChars, ...exit });
+}
+
+/** The reference cut stays byte-identical; what it dropped of a failure follows it. */
+function withMissing(reference: string, missing: readonly string[]): string {
+  return missing.length === 0
+    ? reference
+    : `${reference}\n[diagnostic lines the cut above leaves out]\n${missing.join('\n')}`;
+}
+
+/** The diagnostic lines (within budget; none when it is 0) of a failing `text` that are not lines of `view`. */
 function missingDiagnostics(text: string, view: string, budget: number, exitCode?: number): string[] {
+  if (budget <= 0) return [];
   const lines = splitLines(stripAnsi(text));
   const scan = scanDiagnostics(lines, exitCode === undefined ? {} : { exitCode });
   if (!scan.failing || scan.lines.length === 0) return [];
