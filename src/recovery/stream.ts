@@ -126,6 +126,8 @@ function parseJson(data: string): Obj | undefined {
 
 /** An event passed on with changed data. */
 const emit = (type: string, json: Obj): string => block(`event: ${type}\ndata: ${JSON.stringify(json)}`);
+/** A Chat chunk (data only) passed on with changed data. */
+const chunk = (json: Obj): string => block(`data: ${JSON.stringify(json)}`);
 
 /** A format's answer to the event that ends a recovery-only round it may continue: hold it and the rest back. */
 const HOLD = Symbol('hold');
@@ -197,18 +199,15 @@ class HeldText<H> {
 /** Events that end a client stream cleanly when a held round cannot be continued. */
 export function closingEvents(format: RecoveryWireFormat, state: StreamState): string {
   const id = state.id === undefined ? {} : { id: state.id };
-  if (format === 'chat')
+  if (format === 'chat') {
+    const object = 'chat.completion.chunk';
+    const usage = state.usage === undefined ? '' : chunk({ ...id, object, choices: [], usage: state.usage });
     return (
-      block(
-        `data: ${JSON.stringify({ ...id, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}`,
-      ) +
-      (state.usage === undefined
-        ? ''
-        : block(
-            `data: ${JSON.stringify({ ...id, object: 'chat.completion.chunk', choices: [], usage: state.usage })}`,
-          )) +
+      chunk({ ...id, object, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) +
+      usage +
       block('data: [DONE]')
     );
+  }
   if (format === 'responses') {
     const response = {
       ...id,
@@ -217,14 +216,12 @@ export function closingEvents(format: RecoveryWireFormat, state: StreamState): s
       output: state.visibleItems,
       ...(state.usage === undefined ? {} : { usage: state.usage }),
     };
-    return block(
-      `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: state.sequence++, response })}`,
-    );
+    return emit('response.completed', { type: 'response.completed', sequence_number: state.sequence++, response });
   }
+  const delta = { stop_reason: 'end_turn', stop_sequence: null };
   return (
-    block(
-      `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: state.usage ?? { output_tokens: 0 } })}`,
-    ) + block(`event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop' })}`)
+    emit('message_delta', { type: 'message_delta', delta, usage: state.usage ?? { output_tokens: 0 } }) +
+    emit('message_stop', { type: 'message_stop' })
   );
 }
 
@@ -288,9 +285,7 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     const { content: _text, ...rest } = delta;
     const keep = Object.keys(rest).length > 0;
     const without = keep
-      ? block(
-          `data: ${JSON.stringify({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })}`,
-        )
+      ? chunk({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })
       : '';
     return text.hold({ text: out, without });
   };
@@ -348,7 +343,7 @@ function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, e
   }
   const choices = json?.['choices'];
   if (json === undefined || !Array.isArray(choices) || !isObj(choices[0]))
-    return usageChanged ? block(`data: ${JSON.stringify(json)}`) : block(event.raw);
+    return usageChanged && json !== undefined ? chunk(json) : block(event.raw);
   r.last = json;
   const choice = choices[0];
   let changed = false;
@@ -407,7 +402,7 @@ function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, e
     ...json,
     choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
   };
-  return block(`data: ${JSON.stringify(out)}`);
+  return chunk(out);
 }
 
 function finishChatRound(r: ChatRoundState): Omit<RoundEnd, 'holding' | 'held'> {
