@@ -94,23 +94,16 @@ export interface MemoCounter extends TokenCounter {
 export function memoCounter(counter: TokenCounter | undefined): MemoCounter | undefined {
   if (counter === undefined) return undefined;
   const seen = new Map<string, number>();
+  const prime = (text: string, tokens: number): number => {
+    if (seen.size >= 4) seen.delete(seen.keys().next().value!);
+    seen.set(text, tokens);
+    return tokens;
+  };
   return {
     name: counter.name,
     exact: counter.exact,
-    prime(text: string, tokens: number): void {
-      if (seen.size >= 4) seen.delete(seen.keys().next().value!);
-      seen.set(text, tokens);
-    },
-    knows(text: string): boolean {
-      return seen.has(text);
-    },
-    count(text: string): number {
-      const hit = seen.get(text);
-      if (hit !== undefined) return hit;
-      const n = counter.count(text);
-      if (seen.size >= 4) seen.delete(seen.keys().next().value!);
-      seen.set(text, n);
-      return n;
-    },
+    prime,
+    knows: (text) => seen.has(text),
+    count: (text) => seen.get(text) ?? prime(text, counter.count(text)),
   };
 }

@@ -6,7 +6,6 @@
 import { strictlySmaller } from '../accept.js';
 import { defaultInt, type ModeFlags } from '../config/index.js';
 import type { Mode } from '../config/types.js';
-import type { Digests } from '../ledger/digests.js';
 import { intOption, oneOfOption, requireVault } from '../options.js';
 import { STAGES } from '../stages.js';
 import { advance, note, storeScope, type Step, type ToolResult } from '../step.js';
@@ -57,29 +56,11 @@ export interface DeltaCandidateOptions extends Pick<
   readonly compactMaxChars?: number;
 }
 
-/** Options of {@link reduceToolResult}: the compact view's and the delta's; only `vault` is required. */
-export interface ReduceToolResultOptions
-  extends CompressToolResultOptions, Omit<DeltaCandidateOptions, 'vault' | 'compactMaxChars' | 'minChars'> {
-  readonly vault: DeltaVault;
-  /** Smaller terminal outputs get no delta candidate (≥ 1). @defaultValue `2000` (config `temporalMinChars`) */
-  readonly temporalMinChars?: number;
-}
-
 /** The delta candidate, validated once. */
-export interface DeltaParts {
-  readonly vault: DeltaVault;
-  readonly flags: ModeFlags;
-  readonly toolNames: Readonly<Record<string, string>> | undefined;
-  readonly scope: 'session' | 'workspace';
-  readonly minChars: number;
-  readonly maxArtifactChars: number;
-  readonly env: Readonly<Record<string, string | undefined>>;
-  readonly compactMaxChars: number | undefined;
-  readonly digests: Digests | undefined;
-}
+export type DeltaParts = Readonly<ReturnType<typeof deltaParts>>;
 
 /** The delta candidate's parts from its options (`name`: the operator the options were given to). */
-export function deltaParts(name: string, options: DeltaCandidateOptions): DeltaParts {
+export function deltaParts(name: string, options: DeltaCandidateOptions) {
   requireVault(name, options);
   return {
     vault: options.vault,
