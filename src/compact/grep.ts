@@ -12,8 +12,6 @@ const CONTEXT_LINE = /^([^\s:][^:]*?)-(\d+)-(.*)$/;
 const WITHOUT_LINE = /^([^\s:][^:]*?\.[\w]+|[^\s:]*\/[^\s:]*):(.*)$/;
 
 export interface GrepOptions {
-  /** Most matches shown per file. Default 5. */
-  readonly perFile?: number;
   /** Size target in code points. Default 8000. */
   readonly maxChars?: number;
   /** The searched text when known: a long match line is clipped around it, not in its middle. */
@@ -61,7 +59,7 @@ export function compactGrep(text: string, options: GrepOptions = {}): string | u
   const tail = other.slice(0, 40).map((l) => clipLine(l, 300));
   if (other.length > 40) tail.push(`\u2026 ${other.length - 40} other lines \u2026`);
   const fixed = head.length + tail.reduce((n, l) => n + l.length + 1, 1);
-  for (const perFile of [options.perFile ?? 5, 3, 2, 1]) {
+  for (const perFile of [5, 3, 2, 1]) {
     const body = renderFiles(files, perFile, files.length, Infinity);
     if (fixed + size(body) <= maxChars) return [head, ...body, ...tail].join('\n');
   }

@@ -14,6 +14,8 @@ import { SLICE_CHARS, yieldSlice } from './slices.js';
 export const LARGE_OUTPUT_CHARS = 131_072;
 /** Size of the head and of the tail window. */
 export const WINDOW_CHARS = 32_768;
+/** Budget, in code units, for the lines kept from the middle. */
+const MIDDLE_CHARS = 16_000;
 
 export interface Excerpt {
   /** Head, the middle's diagnostic lines with gap markers, and tail. */
@@ -25,8 +27,6 @@ export interface Excerpt {
 }
 
 export interface ExcerptOptions {
-  /** Budget, in code units, for the lines kept from the middle. Default 16,000. */
-  readonly middleChars?: number;
   /** Read the middle for diagnostic lines. Default true. */
   readonly scanMiddle?: boolean;
   readonly signal?: AbortSignal;
@@ -40,7 +40,6 @@ function boundaryAfter(text: string, at: number): number {
 
 /** The bounded excerpt of `text`, built in slices (yielding and honouring `signal` between them). */
 export async function excerptLargeOutput(text: string, options: ExcerptOptions = {}): Promise<Excerpt> {
-  const middleChars = options.middleChars ?? 16_000;
   const headEnd = boundaryAfter(text, WINDOW_CHARS);
   const tailStart = Math.max(headEnd, boundaryAfter(text, text.length - WINDOW_CHARS));
   const head = text.slice(0, headEnd).replace(/\n$/, '');
@@ -61,7 +60,7 @@ export async function excerptLargeOutput(text: string, options: ExcerptOptions =
       const flagged = new Set(scanDiagnostics(lines).lines);
       for (let i = 0; i < lines.length; i += 1) {
         const line = lines[i]!;
-        if ((flagged.has(i) || isErrorLine(line)) && used + line.length < middleChars) {
+        if ((flagged.has(i) || isErrorLine(line)) && used + line.length < MIDDLE_CHARS) {
           gap();
           out.push(line);
           used += line.length + 1;
