@@ -168,18 +168,13 @@ export function applyExchanges(
     const sent = chained === given ? request : { ...request, previous_response_id: chained };
     const pending = state.pending.filter((p) => p.responseId === chained);
     if (pending.length === 0) return sent;
-    const input = request['input'];
-    const tail = Array.isArray(input) ? input : typeof input === 'string' ? [{ role: 'user', content: input }] : [];
-    return { ...sent, input: [...pending.flatMap((p) => p.items), ...tail] };
+    return { ...sent, input: [...pending.flatMap((p) => p.items), ...conversationItems(request, format)] };
   }
   if (state.exchanges.length === 0) return request;
   const items = conversationItems(request, format);
   const byAnchor = new Map<number, AnchoredExchange[]>();
   for (const e of state.exchanges) {
-    if (e.anchor < 1 || e.anchor > items.length) continue;
-    const list = byAnchor.get(e.anchor) ?? [];
-    list.push(e);
-    byAnchor.set(e.anchor, list);
+    if (e.anchor >= 1 && e.anchor <= items.length) byAnchor.set(e.anchor, [...(byAnchor.get(e.anchor) ?? []), e]);
   }
   if (byAnchor.size === 0) return request;
   const out: unknown[] = [];
