@@ -47,9 +47,7 @@ export interface FitWindowOptions {
    * tokenizer and the counter is a tiktoken encoding: the fit keeps prompt × (1 + margin) + R
    * within W. The public pre-Claude-3 vocabulary counts 8 % (sessions-e) to 27 % (sessions-a) more
    * than o200k, and no exact Claude 3+ tokenizer is public. 0 turns it off; never applied with the
-   * provider's own counter (vLLM, tokenizer.json).
-   *
-   * @defaultValue `25`
+   * provider's own counter (vLLM, tokenizer.json). @defaultValue `25`
    */
   readonly foreignMarginPct?: number;
   /** An output above this share of W − R (percent) gets a bounded view at the `view` step. @defaultValue `20` */

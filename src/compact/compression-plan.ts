@@ -86,7 +86,6 @@ export interface CompressToolResultOptions {
   /**
    * The request stages' measurement memo, counting with this very `counter`: the pieces counted
    * here are handed to it, so the request carrying the output does not tokenize it again.
-   *
    * @defaultValue none (the output is tokenized again as part of its request)
    */
   readonly measures?: Pick<ItemMeasures, 'counter' | 'notePieces'>;
