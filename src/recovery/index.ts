@@ -330,9 +330,7 @@ async function run(
         scope,
       );
       // Cut short by the search deadline: say so, so the model can narrow the query.
-      return found.partial === true
-        ? { results: found.map(summaryJson), partial: true }
-        : { results: found.map(summaryJson) };
+      return { results: found.map(summaryJson), ...(found.partial === true ? { partial: true } : {}) };
     }
     case 'working_state_apply':
     case 'working_state_get':
