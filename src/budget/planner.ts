@@ -198,27 +198,9 @@ export function isPrimaryRoute(request: ProviderRequest, primary: Route | undefi
 }
 
 /** The validated settings of {@link createOutputBudget}, shared by every run it opens. */
-interface Budgeting {
-  readonly who: string;
-  readonly route: Route | undefined;
-  readonly onMeasure: OutputBudgetOptions['onMeasure'];
-  readonly dialect: CapDialect | undefined;
-  readonly counter: OutputBudgetOptions['counter'];
-  /** Output tokens kept free, and the margin added to an inexact or fallback count. */
-  readonly reserve: number;
-  readonly margin: number;
-  /** The compression window that overrides the route's, if set. */
-  readonly override: number | undefined;
-  /** The context budget report's limit, reserve and margin (limit 0: no report). */
-  readonly report: { readonly limit: number; readonly reserve: number; readonly margin: number };
-  readonly backend: string;
-  readonly settings: BackendSettings;
-  readonly factory: ((settings: BackendSettings) => BudgetCounter) | undefined;
-  readonly fallback: (request: ProviderRequest) => number;
-  readonly limitsOf: ReturnType<typeof createModelLimits>;
-}
+type Budgeting = ReturnType<typeof budgeting>;
 
-function budgeting(who: string, options: OutputBudgetOptions): Budgeting {
+function budgeting(who: string, options: OutputBudgetOptions) {
   const inc = options.config?.incontext;
   const reserve = options.minOutputTokens ?? inc?.minOutputTokens ?? 4096;
   const margin = options.fallbackMarginTokens ?? inc?.fallbackMarginTokens ?? 1024;
@@ -275,9 +257,12 @@ function budgeting(who: string, options: OutputBudgetOptions): Budgeting {
     onMeasure: options.onMeasure,
     dialect: options.dialect,
     counter: options.counter,
+    /** Output tokens kept free, and the margin added to an inexact or fallback count. */
     reserve,
     margin,
+    /** The compression window that overrides the route's, if set. */
     override,
+    /** The context budget report's limit, reserve and margin (limit 0: no report). */
     report,
     backend,
     settings,
