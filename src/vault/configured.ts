@@ -28,9 +28,13 @@ export function vaultOptionsFromConfig(config: Config): VaultOptions {
 
 /** Where the configured vault is, for messages and status (the URL without its password). */
 export function vaultLocation(config: Config): string {
-  if (config.dbUrl === '') return config.dbPath;
+  return config.dbUrl === '' ? config.dbPath : redactUrl(config.dbUrl);
+}
+
+/** The URL without its password, for status and messages. */
+export function redactUrl(url: string): string {
   try {
-    const u = new URL(config.dbUrl);
+    const u = new URL(url);
     if (u.password !== '') u.password = '***';
     return u.toString();
   } catch {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { copyVault } from '../../vault/migrate.js';
-import { redactUrl } from '../../vault/dialect/postgres/postgres-store.js';
+import { redactUrl } from '../../vault/configured.js';
 import { isPostgresUrl } from '../../vault/create.js';
 import { CliError, writeJson, writeOut } from '../context.js';
 

@@ -16,6 +16,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { TokenTerminatorError } from '../../../errors.js';
 import type { StoreConnection } from '../../dialect.js';
+import { redactUrl } from '../../configured.js';
 import { VaultOpenError } from '../../errors.js';
 import { loadOptionalPackage } from '../../../optional-package.js';
 import { migrateSchema, type SchemaSpec } from '../../schema.js';
@@ -34,17 +35,6 @@ export interface PostgresStore<DB> extends StoreConnection<DB> {
   readonly pool: pg.Pool;
   /** The schema the store's tables are in (the first of the search path). */
   readonly schema: string;
-}
-
-/** The URL without its password, for status and messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparseable url)';
-  }
 }
 
 const INT8 = 20;
