@@ -12,6 +12,7 @@ import {
   codePointLength,
   foldCase,
   idMatchesSha,
+  isExactContent,
   isWellFormedText,
   longIdForSha,
   sha256Hex,
@@ -148,25 +149,17 @@ const toolOf = prepared((conn: VaultConnection, artifactId: string, toolName: st
     .onConflict((oc) => oc.doNothing()),
 );
 /** The stored digest and content of an artifact: unscoped, visible to a tenant, visible to a session of it. */
-const contentOf = prepared((conn: VaultConnection, artifactId: string) =>
+const contentQuery = (conn: VaultConnection, artifactId: string) =>
   conn.db
     .selectFrom('artifacts as a')
     .select(['a.sha256 as sha256', 'a.content as content'])
-    .where('a.artifact_id', '=', artifactId),
-);
+    .where('a.artifact_id', '=', artifactId);
+const contentOf = prepared(contentQuery);
 const tenantContentOf = prepared((conn: VaultConnection, artifactId: string, tenant: string) =>
-  conn.db
-    .selectFrom('artifacts as a')
-    .select(['a.sha256 as sha256', 'a.content as content'])
-    .where('a.artifact_id', 'in', accessibleIds(conn.db, { tenant }))
-    .where('a.artifact_id', '=', artifactId),
+  contentQuery(conn, artifactId).where('a.artifact_id', 'in', accessibleIds(conn.db, { tenant })),
 );
 const sessionContentOf = prepared((conn: VaultConnection, artifactId: string, tenant: string, sessionId: string) =>
-  conn.db
-    .selectFrom('artifacts as a')
-    .select(['a.sha256 as sha256', 'a.content as content'])
-    .where('a.artifact_id', 'in', accessibleIds(conn.db, { tenant, sessionId }))
-    .where('a.artifact_id', '=', artifactId),
+  contentQuery(conn, artifactId).where('a.artifact_id', 'in', accessibleIds(conn.db, { tenant, sessionId })),
 );
 
 type Db = Kysely<VaultDatabase>;
@@ -377,11 +370,7 @@ async function verifyArtifact(
   ctx.assertOpen();
   const row = await readBack(ctx, artifactId, scope);
   if (row === undefined || !idMatchesSha(artifactId, row.sha256)) return false;
-  const content = ctx.conn.decodeContent(row.content);
-  // The caller's exact content and its digest: equal content hashes alike, so compare, not hash.
-  return known === undefined
-    ? sha256Hex(content) === row.sha256
-    : known.sha256 === row.sha256 && known.content === content;
+  return isExactContent(ctx.conn.decodeContent(row.content), row.sha256, known);
 }
 
 async function summaryOf(

@@ -42,6 +42,14 @@ export function idMatchesSha(artifactId: string, sha256: string): boolean {
   return artifactId === shortIdForSha(sha256) || artifactId === longIdForSha(sha256);
 }
 
+/**
+ * Whether `content`, stored under digest `sha256`, is exact: equal to the caller's `known` content
+ * with the same digest (equal content hashes alike, so compare, not hash), else hashing to it.
+ */
+export function isExactContent(content: string, sha256: string, known?: { content: string; sha256: string }): boolean {
+  return known === undefined ? sha256Hex(content) === sha256 : known.sha256 === sha256 && known.content === content;
+}
+
 const wellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/u;
 

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError } from '../errors.js';
 import { requireCount, sessionKey, type StoreContext } from './context.js';
-import { idMatchesSha, sha256Hex } from './identity.js';
+import { idMatchesSha, isExactContent } from './identity.js';
 import type { VaultConnection } from './dialect.js';
 import type { Delivery, KnownContent, LeaseStore, SessionPins, StoreScope } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
@@ -149,19 +149,12 @@ function inlineCount(db: Db, sessionId: string, artifactId: string) {
     .where('inline', '=', 1);
 }
 
-/** Before an exposure is written: row-lock its artifact (ArtifactNotFoundError when gone), keep the session alive. */
-async function lockForExposure(
-  ctx: StoreContext,
-  trx: Db,
-  artifactId: string,
-  sessionId: string,
-  scope: StoreScope | undefined,
-): Promise<void> {
-  const row = await ctx.conn
+/** Row-lock an artifact like a claim (retention cannot prune it before the commit); ArtifactNotFoundError when gone. */
+export async function lockArtifact(conn: VaultConnection, trx: Db, artifactId: string): Promise<void> {
+  const row = await conn
     .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
     .executeTakeFirst();
   if (row === undefined) throw new ArtifactNotFoundError(artifactId);
-  await touchSession(ctx, trx, scope, sessionId);
 }
 
 function exposureRow(ctx: StoreContext, sessionId: string, artifactId: string, requestId: string, inline: boolean) {
@@ -191,15 +184,11 @@ async function intactIds(
         ? await deliveryRows.execute(conn, trx, batch.length, ...batch)
         : await tenantDeliveryRows.execute(conn, trx, batch.length, tenant, ...batch);
     for (const row of rows) {
-      if (!idMatchesSha(row.artifactId, row.sha256)) continue;
-      const content = conn.decodeContent(row.content);
-      const expected = known?.get(row.artifactId);
-      // Content equal to what the caller put (and its ledger hashed to this digest) hashes to it too.
-      const exact =
-        expected === undefined
-          ? sha256Hex(content) === row.sha256
-          : expected.sha256 === row.sha256 && expected.content === content;
-      if (exact) intact.add(row.artifactId);
+      if (
+        idMatchesSha(row.artifactId, row.sha256) &&
+        isExactContent(conn.decodeContent(row.content), row.sha256, known?.get(row.artifactId))
+      )
+        intact.add(row.artifactId);
     }
   }
   return intact;
@@ -243,7 +232,8 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       ctx.assertOpen();
       const max = requireCount('limit', limit);
       return conn.write(async (trx) => {
-        await lockForExposure(ctx, trx, artifactId, sessionId, scope);
+        await lockArtifact(conn, trx, artifactId);
+        await touchSession(ctx, trx, scope, sessionId);
         const existing = await exposureOf(trx, sessionId, artifactId, requestId).executeTakeFirst();
         if (existing !== undefined) return Number(existing.inline) === 1;
         const count = await inlineCount(trx, sessionId, artifactId).executeTakeFirstOrThrow();
@@ -258,7 +248,8 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
     async recordExposure(sessionId, artifactId, requestId, inline, scope) {
       ctx.assertOpen();
       await conn.write(async (trx) => {
-        await lockForExposure(ctx, trx, artifactId, sessionId, scope);
+        await lockArtifact(conn, trx, artifactId);
+        await touchSession(ctx, trx, scope, sessionId);
         await trx
           .insertInto('artifact_exposures')
           .values(exposureRow(ctx, sessionId, artifactId, requestId, inline))

@@ -2,10 +2,9 @@
  * The session-state port: terminal baselines, sticky renderings and the working-state graph,
  * so that any process (or host) can continue a session another one started.
  */
-import { ArtifactNotFoundError } from '../errors.js';
 import type { StoreContext } from './context.js';
 import type { VaultConnection } from './dialect.js';
-import { touchSession } from './leases.js';
+import { lockArtifact, touchSession } from './leases.js';
 import type { SessionStore, StoreScope } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
 import type { TerminalBaseline } from './types.js';
@@ -76,14 +75,7 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
     async setBaseline(stateKey: string, artifactId: string, scope?: StoreScope): Promise<void> {
       ctx.assertOpen();
       await conn.write(async (trx) => {
-        // Locked like a claim: retention cannot prune the artifact between this check and the insert.
-        if (
-          (await conn
-            .lock(trx.selectFrom('artifacts').select('seq').where('artifact_id', '=', artifactId), 'claim')
-            .executeTakeFirst()) === undefined
-        ) {
-          throw new ArtifactNotFoundError(artifactId);
-        }
+        await lockArtifact(conn, trx, artifactId);
         await trx
           .insertInto('terminal_baselines')
           .values({ state_key: stateKey, artifact_id: artifactId, updated_at: ctx.nowIso() })
