@@ -20,10 +20,6 @@ export function reductionPct(raw: number, final: number): number {
   return raw <= 0 ? 0 : Math.round(((raw - final) / raw) * 10_000) / 100;
 }
 
-function pct(part: number, whole: number): number {
-  return whole <= 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
-}
-
 /** Rows per statement of a batch: well under every engine's bound-parameter limit. */
 const ROWS_PER_STATEMENT = 200;
 
@@ -126,7 +122,7 @@ async function componentSums(db: Db): Promise<MetricsSummary['components']> {
     components[r.component] = {
       raw_tokens: Number(r.raw),
       final_tokens: Number(r.final),
-      raw_pct: pct(Number(r.raw), rawSum),
+      raw_pct: reductionPct(rawSum, rawSum - Number(r.raw)),
     };
   return components;
 }
@@ -190,19 +186,7 @@ async function requestMetricRows(db: Db, limit: number): Promise<readonly Reques
   const n = requireCount('limit', limit, 1);
   const rows = await db
     .selectFrom('request_metrics')
-    .select([
-      'session_id',
-      'request_id',
-      'mode',
-      'raw_chars',
-      'final_chars',
-      'raw_tokens',
-      'final_tokens',
-      'receipts',
-      'failed_open',
-      'saved_by_stage_json',
-      'created_at',
-    ])
+    .selectAll()
     .orderBy('created_at', 'desc')
     .orderBy('session_id', 'desc')
     .orderBy('request_id', 'desc')
