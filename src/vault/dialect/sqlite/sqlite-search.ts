@@ -56,17 +56,6 @@ export interface SqliteSearchOptions {
 
 const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** The first `n` code points of `s`. */
-function headCodePoints(s: string, n: number): string {
-  let out = '';
-  let k = 0;
-  for (const ch of s) {
-    if (k++ >= n) break;
-    out += ch;
-  }
-  return out;
-}
-
 /** A new artifact queued for indexing (every put of new content): compiled once per connection. */
 const queueForIndex = prepared((store: SqliteStore<VaultDatabase>, seq: number) =>
   store.db.insertInto('fts_pending').values({ seq }),
@@ -99,16 +88,12 @@ async function indexBatch(trx: Db, budgetBytes: number): Promise<boolean> {
   return (await trx.selectFrom('fts_pending').select('seq').limit(1).executeTakeFirst()) !== undefined;
 }
 
-/** Light columns of the rows `seqs` (newest first) visible to the scope. */
-async function rowsOf(db: Db, seqs: readonly number[], scope: StoreScope | undefined): Promise<Candidate[]> {
-  let q = db.selectFrom('artifacts as a').select(['a.seq as seq', 'a.byte_count as bytes']).where('a.seq', 'in', seqs);
-  if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, scope));
-  return (await q.orderBy('a.seq', 'desc').execute()).map((r) => ({ seq: Number(r.seq), bytes: Number(r.bytes) }));
-}
-
-/** The next page of every row older than `below`, visible to the scope (the short-needle scan). */
-async function pageBelow(db: Db, below: number, scope: StoreScope | undefined): Promise<Candidate[]> {
-  let q = db.selectFrom('artifacts as a').select(['a.seq as seq', 'a.byte_count as bytes']).where('a.seq', '<', below);
+/** Light columns of at most PAGE_ROWS rows, newest first, visible to the scope: those in `seqs`, or those older than it. */
+async function rowsOf(db: Db, seqs: readonly number[] | number, scope: StoreScope | undefined): Promise<Candidate[]> {
+  let q = db
+    .selectFrom('artifacts as a')
+    .select(['a.seq as seq', 'a.byte_count as bytes'])
+    .where('a.seq', typeof seqs === 'number' ? '<' : 'in', seqs);
   if (scope !== undefined) q = q.where('a.artifact_id', 'in', accessibleIds(db, scope));
   return (await q.orderBy('a.seq', 'desc').limit(PAGE_ROWS).execute()).map((r) => ({
     seq: Number(r.seq),
@@ -126,7 +111,7 @@ async function indexHits(db: Db, needle: string): Promise<Set<number> | undefine
   try {
     const hits = await sql<{
       rowid: number;
-    }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase(headCodePoints(needle, INDEX_PHRASE_MAX))}`.execute(
+    }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase([...needle].slice(0, INDEX_PHRASE_MAX).join(''))}`.execute(
       db,
     );
     return new Set(hits.rows.map((r) => Number(r.rowid)));
@@ -154,7 +139,7 @@ async function walkCandidates(
   }
   let below = Number.MAX_SAFE_INTEGER;
   for (;;) {
-    const page = await pageBelow(db, below, scope);
+    const page = await rowsOf(db, below, scope);
     if (page.length === 0) return;
     for (const row of page) if (!(await consider(row))) return;
     below = page[page.length - 1]!.seq;

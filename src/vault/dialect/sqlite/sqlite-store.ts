@@ -32,29 +32,6 @@ export function isTransientLock(error: unknown): boolean {
   return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
 }
 
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-/**
- * Retry `fn` while it fails with a transient lock, backing off 10 ms → 250 ms until `deadlineMs`.
- * Needed at setup: switching a fresh file to WAL while other processes do the same can report
- * SQLITE_BUSY without consulting the busy handler.
- */
-export function retryTransient<T>(fn: () => T, deadlineMs: number): T {
-  const until = Date.now() + deadlineMs;
-  let wait = 10;
-  for (;;) {
-    try {
-      return fn();
-    } catch (error) {
-      if (!isTransientLock(error) || Date.now() + wait > until) throw error;
-      sleepSync(wait);
-      wait = Math.min(250, wait * 2);
-    }
-  }
-}
-
 /** Set a file to 0600 when it exists (best effort: a file owned by someone else stays as it is). */
 function privateFile(path: string): void {
   try {
@@ -173,7 +150,9 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
     db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(conn, idle) }) });
     conn.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
     if (file !== MEMORY_PATH) {
-      const mode = retryTransient(() => conn.pragma('journal_mode = WAL', { simple: true }), options.busyTimeoutMs);
+      // Switching a fresh file to WAL while other processes do the same can report SQLITE_BUSY
+      // without consulting the busy handler.
+      const mode = await retryLocked(() => conn.pragma('journal_mode = WAL', { simple: true }), options.busyTimeoutMs);
       if (String(mode).toLowerCase() !== 'wal') {
         throw new VaultOpenError(`${spec.name} ${file}: journal_mode=WAL was refused (got ${String(mode)})`, {
           path: file,
@@ -413,7 +392,13 @@ async function migrate<DB>(
   busyTimeoutMs: number,
 ): Promise<void> {
   const raw = store.raw;
-  await beginImmediate(raw, busyTimeoutMs);
+  // The file's write lock for the migrations, taken on timers as SqliteStore.write does.
+  raw.pragma('busy_timeout = 0');
+  try {
+    await retryLocked(() => raw.exec('BEGIN IMMEDIATE'), busyTimeoutMs);
+  } finally {
+    raw.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  }
   try {
     const version = Number(raw.pragma('user_version', { simple: true }));
     const db = store.db as Kysely<unknown>;
@@ -457,17 +442,12 @@ async function retryOnTimers<T>(
   }
 }
 
-/** Takes the file's write lock for the migrations on timers, as {@link SqliteStore.write} does (see retryOnTimers). */
-async function beginImmediate(raw: Database.Database, budgetMs: number): Promise<void> {
-  raw.pragma('busy_timeout = 0');
-  try {
-    await retryOnTimers(
-      () => Promise.resolve(raw.exec('BEGIN IMMEDIATE')),
-      (error) => (isTransientLock(error) ? error : undefined),
-      budgetMs,
-      { remainingMs: budgetMs },
-    );
-  } finally {
-    raw.pragma(`busy_timeout = ${budgetMs}`);
-  }
+/** Run `fn` again on timers while it fails with a transient lock, for at most `budgetMs` (see retryOnTimers). */
+function retryLocked<T>(fn: () => T, budgetMs: number): Promise<T> {
+  return retryOnTimers(
+    async () => fn(),
+    (error) => (isTransientLock(error) ? error : undefined),
+    budgetMs,
+    { remainingMs: budgetMs },
+  );
 }
