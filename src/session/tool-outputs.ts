@@ -1,21 +1,19 @@
 /**
- * Tool outputs inside a request, seen for the first time (by the host path, src/runtime/host-path.ts:
- * the gateway, the client wrappers and the Agents JS input filter, whose hosts hand tool results to
- * no hook of ours), go through
- * the tool-result stream exactly as a host would send them at source; the rendering is remembered in the store
- * (the vault's session renderings) so every later request, from this process, a restarted one or
- * another replica on the same store, shows that output byte-identically. An in-process map in
- * front of the store, held in the session (src/session/session-cache.ts), keeps the common case (an
- * output seen before) off the database.
+ * Tool outputs a request shows for the first time (on the host path, src/runtime/host-path.ts: the
+ * gateway, the client wrappers and the Agents JS input filter, whose hosts hand tool results to no
+ * hook of ours) go through the tool-result stream as a host would send them at source. The
+ * rendering is remembered in the vault's session renderings, so every later request, from this
+ * process, a restarted one or another replica on the same store, shows that output byte-identically;
+ * a map held in the Session keeps an output seen before off the database.
  *
  * Only string outputs and outputs of exactly one text part are touched; other shapes pass as they
- * are and the request stages still see them. An output that already names an artifact was reduced
- * at source (the host called `reduceToolResult` or a wrapped tool) and is not reduced again.
+ * are. An output that already names an artifact was reduced at source and is not reduced again.
  */
 import { createHash } from 'node:crypto';
 import { createDigests, namedIdentity, type Digests } from '../ledger/digests.js';
 import type { Terminator } from '../runtime/types.js';
 import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
+import { sameJson } from '../model/prefix.js';
 import { referencedArtifacts } from '../receipts/index.js';
 import { isRecoveryResult } from '../receipts/recovery-results.js';
 import type { RecoveryWireFormat } from '../recovery/formats.js';
@@ -106,14 +104,10 @@ function textOf(value: unknown): Text | undefined {
   return undefined;
 }
 
-interface SlotResult {
-  readonly request: ProviderRequest;
-  readonly firstSeen: number;
-  readonly saved: Record<string, number>;
+type SlotResult = Omit<ToolOutputResult, 'changed' | 'measured'> & {
   /** Items with an output whose stage failed open (not remembered, tried again next time). */
   readonly retry: ReadonlySet<number>;
-  readonly failedOpen: readonly Decision[];
-}
+};
 
 async function renderSlots(
   terminator: Terminator,
@@ -203,26 +197,6 @@ type Entry = {
   readonly chars?: number;
 };
 
-/** Structural equality of two JSON values (key order included, as bytes would compare). */
-export function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i]!;
-    if (k !== kb[i] || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
-  }
-  return true;
-}
-
 /**
  * What a session's host path remembers (held by its Session, freed with it): each conversation
  * item as the host sent it → the item as the pipeline is shown it, the same object every time (the
@@ -270,15 +244,17 @@ export async function renderToolOutputs(
   // The runtime's item ledger (a Terminator without one: this memo's own).
   const digests = terminator.digests ?? (host.digests ??= createDigests());
   if (!Array.isArray(list)) {
-    const out = await renderSlots(terminator, request, format, context, host.renderings, digests, undefined, signal);
-    return {
-      request: out.request,
-      changed: out.request !== request,
-      measured: request,
-      firstSeen: out.firstSeen,
-      saved: out.saved,
-      failedOpen: out.failedOpen,
-    };
+    const { retry: _, ...out } = await renderSlots(
+      terminator,
+      request,
+      format,
+      context,
+      host.renderings,
+      digests,
+      undefined,
+      signal,
+    );
+    return { ...out, changed: out.request !== request, measured: request };
   }
   const found: (Entry | undefined)[] = list.map((item, i) =>
     i < host.last.length && host.lastEntries[i] !== undefined && sameJson(item, host.last[i])
