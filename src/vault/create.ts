@@ -151,11 +151,9 @@ function resolveOptions(options: VaultOptions): Resolved {
   }
   if (options.clock !== undefined && typeof options.clock !== 'function')
     throw new ConfigError('createVault: `clock` must be a function returning ms');
-  if (options.indexInBackground !== undefined && typeof options.indexInBackground !== 'boolean') {
-    throw new ConfigError('createVault: `indexInBackground` must be a boolean');
-  }
-  if (options.readOnlyFallback !== undefined && typeof options.readOnlyFallback !== 'boolean') {
-    throw new ConfigError('createVault: `readOnlyFallback` must be a boolean');
+  for (const key of ['indexInBackground', 'readOnlyFallback'] as const) {
+    if (options[key] !== undefined && typeof options[key] !== 'boolean')
+      throw new ConfigError(`createVault: \`${key}\` must be a boolean`);
   }
   if (
     options.ssl !== undefined &&
@@ -200,21 +198,6 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
   return composeVault(conn, opts, clock, options.workingState ?? {});
 }
 
-/** Every write first asks the health monitor (a deleted, replaced, damaged or read-only store refuses). */
-function guardedConnection(raw: VaultConnection): VaultConnection {
-  return {
-    ...raw,
-    write: (fn, budget) => {
-      try {
-        raw.health.assertWritable();
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return raw.write(fn, budget);
-    },
-  };
-}
-
 /** What every store of one vault shares: the connection, limits, watermarks, clock and the closed check. */
 function storeContext(conn: VaultConnection, opts: Resolved, clock: () => number, closed: () => boolean): StoreContext {
   const limits: VaultLimits = Object.freeze({
@@ -246,7 +229,18 @@ function composeVault(
   workingState: WorkingStateLimits,
 ): Vault {
   let closed = false;
-  const conn = guardedConnection(raw);
+  // Every write first asks the health monitor (a deleted, replaced, damaged or read-only store refuses).
+  const conn: VaultConnection = {
+    ...raw,
+    write: (fn, budget) => {
+      try {
+        raw.health.assertWritable();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return raw.write(fn, budget);
+    },
+  };
   const ctx = storeContext(conn, opts, clock, () => closed);
   const artifacts = createArtifactStore(ctx);
   const leases = createLeaseStore(ctx);

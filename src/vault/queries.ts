@@ -19,11 +19,7 @@ export function observedBy(tenant: string) {
   return sql<boolean>`substr(o.session_id, 1, ${sql.lit([...prefix].length)}) = ${prefix}`;
 }
 
-/**
- * The observations of `a` (the outer artifact) one tenant made: their session ids are the
- * sessions' {@link sessionStateKey}s, so a tenant's start with its prefix (the local tenant's
- * with anything but the mark).
- */
+/** The observations of `a` (the outer artifact) one tenant made (see {@link observedBy}). */
 function observationsOf(db: Kysely<VaultDatabase>, tenant: string) {
   return db
     .selectFrom('artifact_observations as o')
