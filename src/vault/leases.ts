@@ -1,15 +1,13 @@
 /**
  * The lease port: inline exposures per (session, artifact, request), the delivery of receipts
  * (pins) and the sessions that hold them. A claim and a delivery are each one write transaction
- * that row-locks the artifacts first (FOR NO KEY UPDATE on PostgreSQL; the file lock on SQLite),
- * so of many processes or hosts racing for the last inline slot exactly one wins, and retention
- * (which skips locked rows and re-checks pins in its DELETE) cannot prune an artifact while it is
- * being delivered: the delivery either pins a row it read back intact or reports it missing.
+ * that row-locks the artifacts first, so of many hosts racing for the last inline slot exactly one
+ * wins, and retention (which skips locked rows and re-checks pins in its DELETE) cannot prune an
+ * artifact being delivered: the delivery pins a row it read back intact or reports it missing.
  *
- * Every write here also keeps the session alive (`vault_sessions.last_seen_at`); a session closed
- * by its host, or idle beyond the vault's session TTL, may have its pins and leases released by
- * retention. Its row is then deleted, and the next delivery creates a new one with a new epoch:
- * that is how a process that memoized deliveries learns they must be made again.
+ * Every write keeps the session alive (`vault_sessions.last_seen_at`). When retention releases a
+ * closed or idle session, its row goes, and the next delivery makes one with a new epoch: that is
+ * how a process that memoized deliveries learns they must be made again.
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';

@@ -1,18 +1,15 @@
 /**
- * High/low-water retention. Runs inside the write transaction that inserts a new artifact, after
- * that transaction locked the byte counter, so a refusal (still over capacity after pruning) rolls
- * the pruning back too: nothing is written.
+ * High/low-water retention, inside the write transaction that inserts a new artifact after it
+ * locked the byte counter: a refusal (still over capacity after pruning) rolls the pruning back too.
  *
- * Candidates are never pinned (named by a receipt delivered to a session that still holds its
- * pins), leased or a terminal baseline. When pruning the unprotected artifacts does not reach the
- * low water, retention releases what ended sessions held, oldest first — the pins and leases of
- * sessions closed by their host or idle beyond the session TTL, and baselines unused for as long —
- * and prunes again. Nothing a live session was delivered is ever released, and a bounded vault
- * reaches a steady state instead of filling up with protections for good.
+ * Candidates are never pinned (named by a receipt delivered to a session still holding its pins),
+ * leased or a terminal baseline. When pruning those does not reach the low water, retention releases
+ * what ended sessions held, oldest first (pins and leases of sessions closed or idle beyond the
+ * session TTL, baselines unused for as long) and prunes again: nothing a live session was delivered
+ * is released, and a bounded vault reaches a steady state instead of filling with protections.
  *
- * On PostgreSQL candidates and released sessions are locked `FOR UPDATE SKIP LOCKED` (a row another
- * host is claiming, delivering or referencing is skipped rather than waited for), and the DELETE
- * re-checks the protections, so a pin committed after the candidate query started still saves its
+ * On PostgreSQL candidates and released sessions are locked `FOR UPDATE SKIP LOCKED`, and the
+ * DELETE re-checks the protections, so a pin committed after the candidate query still saves its
  * artifact.
  */
 import { expressionBuilder, type Expression, type Kysely, type SqlBool } from 'kysely';

@@ -1,18 +1,13 @@
 /**
- * Search on PostgreSQL, with the SQLite search's semantics: the needle (plain text, trimmed and
- * Unicode-folded in JS by the caller) is matched as a SUBSTRING of the folded content or of a
- * folded tool name. The folded copy lives in `artifact_search.body`; the needle becomes a LIKE
- * pattern with `\`, `%` and `_` escaped (backslash is PostgreSQL's default LIKE escape), bound as a
- * parameter, so it is never SQL or pattern syntax. The pg_trgm GIN index answers patterns of three
- * or more characters; shorter ones scan, still exact. Rows are indexed in the put transaction.
+ * Search on PostgreSQL, with the SQLite search's semantics (a folded plain-text SUBSTRING of the
+ * content or of a folded tool name). The folded copy lives in `artifact_search.body`, written in the
+ * put transaction; the needle becomes a bound LIKE pattern with `\`, `%` and `_` escaped, never SQL
+ * or pattern syntax. The pg_trgm GIN index answers patterns of three or more characters; shorter
+ * ones scan, still exact. Text cannot hold NUL (stored as U+FFFD), so a needle with NUL or U+FFFD
+ * matches a superset in SQL and candidates are re-checked against the exact content in JS.
  *
- * PostgreSQL text cannot hold NUL: it is stored as U+FFFD in the folded copy. A needle with NUL or
- * U+FFFD therefore matches a superset in SQL, and the candidates are re-checked against the exact
- * content in JS before they count.
- *
- * Bounded: the statements run on the server (the event loop only waits for them), each under a
- * `statement_timeout` of the time left before the search deadline; a cancelled statement ends the
- * search with what it found and `partial`.
+ * Bounded: each statement runs under a `statement_timeout` of the time left before the deadline; a
+ * cancelled one ends the search with what it found and `partial`.
  */
 import { sql, type Kysely } from 'kysely';
 import type { SearchIndex } from '../../dialect.js';

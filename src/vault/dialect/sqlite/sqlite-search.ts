@@ -1,28 +1,19 @@
 /**
  * Search on SQLite: a contentless FTS5 trigram index over case-folded content, plus exact scans.
+ * Semantics are PostgreSQL's (a trimmed, Unicode-folded plain-text SUBSTRING of the content or of a
+ * tool name). The needle is bound as a parameter and quoted as one FTS5 phrase, never syntax. A
+ * trigram phrase match is exactly a substring match: needles of 3…{@link INDEX_PHRASE_MAX} code
+ * points are answered by the index alone, longer ones by checking the index's candidates for the
+ * whole needle; shorter ones, and phrases FTS5 refuses, scan the content (still exact).
  *
- * Semantics (shared with PostgreSQL): the trimmed query is plain text, matched as a
- * case-insensitive (Unicode-folded) SUBSTRING of the content or of any tool name the artifact was
- * observed under. It is never FTS5 or SQL syntax: it is bound as a parameter and wrapped as one
- * quoted FTS5 phrase with embedded quotes doubled. A trigram phrase match is exactly a substring
- * match, so needles of 3…{@link INDEX_PHRASE_MAX} code points are answered by the index alone;
- * for a longer needle the index is asked for its first {@link INDEX_PHRASE_MAX} code points and
- * the candidates are checked against their content; shorter ones, and any the FTS parser cannot
- * take, scan the content with the same folding (slower, still exact).
+ * Bounded work: better-sqlite3 runs statements on the event loop, so no statement is long (the
+ * phrase is capped, candidates are read one at a time and folded in JS), the search yields every
+ * {@link SCAN_SLICE_BYTES} of content, and at the deadline it returns what it found with `partial`.
  *
- * Bounded work: better-sqlite3 runs every statement on the event loop, so search never runs one
- * long statement. The index phrase is at most {@link INDEX_PHRASE_MAX} code points (an FTS5 phrase
- * costs in proportion to its length times the occurrences of its trigrams), candidate rows are read
- * one at a time and folded in JS, and the search yields to the event loop after every
- * {@link SCAN_SLICE_BYTES} of content. At the deadline it returns what it found with `partial`.
- *
- * Indexing is deferred: trigram indexing costs about twenty times a plain INSERT, and `put` is on
- * the agent's hot path while search is a rare recovery call. `put` queues the row in `fts_pending`
- * (same transaction, so the queue is durable and shared by every process); the queue is indexed in
- * small steps while the process is idle, and by search in steps with a yield between them, never
- * waiting for another process's lock; the idle steps wait until no reduction is in flight
- * (src/vault/idle.ts), so they are never part of a request's time. Rows still queued are scanned exactly, so results stay
- * complete unless the deadline cuts them short.
+ * Indexing is deferred (a trigram insert costs about twenty plain INSERTs, and `put` is on the
+ * agent's hot path): `put` queues the row in `fts_pending` in its transaction; the queue is indexed
+ * in small steps when the process is idle (src/vault/idle.ts) and by search before it looks, never
+ * waiting for another process's lock. Rows still queued are scanned, so results stay complete.
  */
 import { sql, type Kysely } from 'kysely';
 import type { SearchBounds, SearchIndex } from '../../dialect.js';
