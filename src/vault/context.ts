@@ -63,15 +63,10 @@ export function argsJson(args: unknown): string {
   }
 }
 
-/** The tenant and session a scope names, as stored (labels); `sessionId` undefined = every session of the tenant. */
-export function scopeKey(
-  ctx: StoreContext,
-  scope: StoreScope,
-): { readonly tenant: string; readonly sessionId: string | undefined } {
-  return {
-    tenant: label(ctx, scope.tenant),
-    sessionId: scope.sessionId === undefined ? undefined : label(ctx, scope.sessionId),
-  };
+/** The tenant and session a scope names, as stored (labels); no `sessionId`: every session of the tenant. */
+function scopeKey(ctx: StoreContext, scope: StoreScope): { readonly tenant: string; readonly sessionId?: string } {
+  const tenant = label(ctx, scope.tenant);
+  return scope.sessionId === undefined ? { tenant } : { tenant, sessionId: label(ctx, scope.sessionId) };
 }
 
 /** The stored key of the scope's session (`sessionId` when the scope names none, else ''). */
@@ -84,7 +79,5 @@ export function sessionKey(ctx: StoreContext, scope: StoreScope | undefined, ses
 
 /** The scope with its names stored as labels (for the dialect's search), or undefined for an unscoped call. */
 export function storedScope(ctx: StoreContext, scope: StoreScope | undefined): StoreScope | undefined {
-  if (scope === undefined) return undefined;
-  const key = scopeKey(ctx, scope);
-  return key.sessionId === undefined ? { tenant: key.tenant } : { tenant: key.tenant, sessionId: key.sessionId };
+  return scope === undefined ? undefined : scopeKey(ctx, scope);
 }

@@ -90,19 +90,11 @@ async function copyArtifacts(
   )) {
     await target.write(async (trx) => {
       for (const row of rows) {
+        const { seq: _, ...columns } = row;
         const content = source.decodeContent(row.content);
         const inserted = await trx
           .insertInto('artifacts')
-          .values({
-            artifact_id: row.artifact_id,
-            sha256: row.sha256,
-            char_count: row.char_count,
-            byte_count: row.byte_count,
-            tool_name: target.label(row.tool_name),
-            created_at: row.created_at,
-            last_observed_at: row.last_observed_at,
-            content: target.encodeContent(content),
-          })
+          .values({ ...columns, tool_name: target.label(row.tool_name), content: target.encodeContent(content) })
           .onConflict((oc) => oc.doNothing())
           .returning('seq')
           .executeTakeFirst();

@@ -116,10 +116,8 @@ async function pruneUnprotected(
       .returning(['seq', 'artifact_id as artifactId', 'byte_count as bytes'])
       .execute();
     if (deleted.length === 0) break;
-    await conn.search.removing(
-      trx,
-      deleted.map((d) => d.seq),
-    );
+    const seqs = deleted.map((d) => d.seq);
+    await conn.search.removing(trx, seqs);
     for (const row of deleted) {
       current -= Number(row.bytes);
       pruned.bytes += Number(row.bytes);
@@ -185,15 +183,8 @@ async function releaseEnded(trx: Kysely<VaultDatabase>, conn: VaultConnection, p
       true,
     )
     .execute();
-  if (stale.length > 0)
-    await trx
-      .deleteFrom('terminal_baselines')
-      .where(
-        'state_key',
-        'in',
-        stale.map((b) => b.state_key),
-      )
-      .execute();
+  const staleKeys = stale.map((b) => b.state_key);
+  if (staleKeys.length > 0) await trx.deleteFrom('terminal_baselines').where('state_key', 'in', staleKeys).execute();
   return ended.length + stale.length;
 }
 
