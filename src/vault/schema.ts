@@ -1,11 +1,9 @@
 /**
- * The vault's kysely schema and its one migration path (kysely's Migrator, inline provider), for
- * both dialects. Column types that differ (an auto-incrementing key, the content column, 64-bit
- * counters) and the search index come from the dialect's {@link SchemaFlavor}; everything else is
- * the same DDL. The dialect records the schema version beside kysely's migration table (SQLite:
- * `PRAGMA user_version`; PostgreSQL: a `tt_schema_version` row) and refuses a database written by a
- * newer release before the Migrator runs; it runs the whole migration under its writer lock, so
- * several processes or hosts opening a new store at once serialize and exactly one creates it.
+ * The vault's kysely schema and its one migration path (kysely's Migrator, inline provider) for
+ * both dialects: only the column types that differ (auto-incrementing key, content, 64-bit counters)
+ * and the search index come from the dialect's {@link SchemaFlavor}. The dialect keeps the schema
+ * version beside kysely's migration table, refuses a store of a newer release, and migrates under
+ * its writer lock, so of several hosts opening a new store at once exactly one creates it.
  */
 import {
   Migrator,

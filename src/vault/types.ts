@@ -11,10 +11,8 @@ export interface PutInput {
   readonly sessionId?: string;
   readonly callId?: string;
   /**
-   * The hex SHA-256 of `content`'s UTF-8 bytes, when the caller already made it (the request
-   * stages' digest ledger, src/ledger/digests.ts): put then does not hash the content again. It is
-   * trusted: a wrong one stores the content under a wrong id, which every read then refuses (reads
-   * verify the digest), so only pass the digest of exactly this content.
+   * The hex SHA-256 of `content`'s UTF-8 bytes when the caller has it (src/ledger/digests.ts), so put
+   * does not hash again. Trusted: a wrong one stores the content under an id every read refuses.
    *
    * @defaultValue computed by put
    */

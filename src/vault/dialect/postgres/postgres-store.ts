@@ -3,13 +3,9 @@
  * `pg` pool per store and process. The schema version lives in `tt_schema_version` (one row per
  * schema) beside kysely's migration table; the version check, the Migrator and the bookkeeping run
  * in one transaction under an advisory lock, so hosts starting at once serialize and one migrates.
- *
- * Connection loss: the pool's `error` event (an idle connection the server closed) is handled, so a
- * restart or a reset never crashes the host; queries in flight reject (the stage fails open) and
- * the next query opens a new connection. Timeouts: `lock_timeout` is the busy timeout,
- * `statement_timeout` bounds any statement, `connectionTimeoutMillis` bounds connecting and waiting
- * for a pooled connection. TLS: `sslmode`, `sslrootcert`, … in the URL, or the `ssl` option, go
- * to `pg` as they are.
+ * Timeouts: `lock_timeout` is the busy timeout, `statement_timeout` bounds any statement,
+ * `connectionTimeoutMillis` connecting and waiting for a pooled connection. TLS settings in the URL
+ * or the `ssl` option go to `pg` as they are.
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Kysely, PostgresDialect, sql } from 'kysely';

@@ -1,14 +1,9 @@
 /**
- * Opening a SQLite store file (the vault, or the ledger): private permissions, pragmas, WAL
- * negotiation with retries, and the schema's migrations under `BEGIN IMMEDIATE`, with the schema
- * version in `PRAGMA user_version`. One better-sqlite3 connection per store; kysely's SQLite driver
- * serializes every query on it, and {@link SqliteStore.write} holds it for a whole transaction.
- *
- * WAL checkpoints run after commits, outside the caller's await chain (see `checkpoints`): the
- * ledger's turns are written on the same path as the vault's requests, so both stores share it.
- *
- * Every failure on the way is a VaultOpenError (code E_VAULT_OPEN, the path and a reason code),
- * except a newer schema (VaultSchemaError).
+ * Opening a SQLite store file (the vault, or the ledger): private permissions, pragmas, WAL with
+ * retries, and the schema's migrations under `BEGIN IMMEDIATE`, the version in `PRAGMA user_version`.
+ * One better-sqlite3 connection per store; kysely's SQLite driver serializes every query on it, and
+ * {@link SqliteStore.write} holds it for a whole transaction. Every failure on the way is a
+ * VaultOpenError (E_VAULT_OPEN, the path and a reason code), except a newer schema (VaultSchemaError).
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
