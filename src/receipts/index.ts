@@ -141,10 +141,7 @@ export function renderNativeNote(rawChars: number, compactChars: number, artifac
  */
 export function pythonPercent(raw: number, compact: number): string {
   if (raw <= 0) return '0.0';
-  return pythonRound1(((raw - compact) / raw) * 100);
-}
-
-function pythonRound1(value: number): string {
+  const value = ((raw - compact) / raw) * 100;
   const negative = value < 0;
   const [whole = '0', fraction = ''] = Math.abs(value).toFixed(100).split('.');
   const first = fraction.charAt(0) || '0';

@@ -1,7 +1,4 @@
-/**
- * Vault-specific errors (additions beside src/errors.ts; same base class, stable codes).
- * They live here so the vault can own them without editing the shared errors module.
- */
+/** Vault-specific errors (beside src/errors.ts; same base class, stable codes). */
 import { TokenTerminatorError } from '../errors.js';
 import { MissingPackageError } from '../optional-package.js';
 
