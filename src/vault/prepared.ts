@@ -1,13 +1,9 @@
 /**
- * Statements the request path runs over and over with new values are built and compiled by kysely
- * once per connection and shape, then executed with new parameters: building and compiling a kysely
- * query costs more than running the statement on SQLite.
- *
- * How: the builder is called once with a placeholder object for each argument; the compiled
- * query's parameters then hold those placeholders where the arguments go, and every execution
- * copies the parameters with the placeholders replaced. Only queries of one fixed shape fit: a
- * value the builder inspects (an IN list's length, `= null` turning into `is null`) would be a
- * different query, so arguments must be plain values compared or stored as they are.
+ * Statements the request path runs again and again are built and compiled by kysely once per
+ * connection and shape (building and compiling costs more than running the statement on SQLite):
+ * the builder is called once with a placeholder per argument, and each execution copies the compiled
+ * parameters with the arguments in the placeholders' places. Only queries of one fixed shape fit: a
+ * value the builder inspects (an IN list's length, `= null` becoming `is null`) would be another query.
  */
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
 

@@ -1,9 +1,8 @@
 /**
- * Reads by id bound to one tenant's session: what every stage that resolves an id it found in a
- * request (a temporal delta, a reused receipt) or in a baseline reads through. The request path
- * holds one of these and a {@link RequestStore}, which has no read by id at all: an unscoped read
- * cannot be written there by accident. Text in a request never widens the scope; an id outside it
- * is unknown (ArtifactNotFoundError, `verify` false), exactly as for the recovery tool.
+ * Reads by id bound to one tenant's session, for every stage that resolves an id it found in a
+ * request (a temporal delta, a reused receipt) or a baseline. The request path holds these and a
+ * {@link RequestStore}, which has no read by id, so an unscoped read cannot be written there by
+ * accident. An id outside the scope is unknown (ArtifactNotFoundError, `verify` false).
  */
 import type { ArtifactStore, KnownContent, LeaseStore, SessionStore, StoreScope } from './ports.js';
 import type { ArtifactPage } from './types.js';
