@@ -8,46 +8,10 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** Which API a request was for; everything not handled is `relay`. */
-export type ApiLabel = 'chat' | 'responses' | 'anthropic' | 'relay';
-/** What the proxy did with a handled request. */
-export type Outcome = 'reduced' | 'unchanged' | 'too_large' | 'malformed' | 'fail_open';
+/** The proxy's Prometheus metrics (prom-client counters, gauges and a histogram) in their own registry. */
+export type ProxyMetrics = ReturnType<typeof createProxyMetrics>;
 
-/** The proxy's Prometheus metrics (prom-client counters and a histogram) in their own registry. */
-export interface ProxyMetrics {
-  readonly registry: Registry;
-  readonly requests: Counter<'api' | 'outcome'>;
-  readonly bytes: Counter<'api' | 'direction'>;
-  readonly tokens: Counter<'api' | 'direction'>;
-  readonly saved: Counter<'mechanism'>;
-  readonly recoveryCalls: Counter<'api'>;
-  readonly recoveryRounds: Counter<'api' | 'end'>;
-  readonly recoveredChars: Counter<'api'>;
-  /** Artifact reads answered for the model, by outcome: `exact` or `failed`. */
-  readonly recoveryResults: Counter<'api' | 'outcome'>;
-  readonly reusedItems: Counter<'api'>;
-  readonly upstreamSeconds: Histogram<'api'>;
-  readonly failOpen: Counter<'reason'>;
-  /**
-   * Reduction stages that failed open in a request (their content passed as sent), by stage and
-   * error label (`E_VAULT_CAPACITY` ones: the vault is full).
-   */
-  readonly stageFailOpen: Counter<'stage' | 'error'>;
-  readonly accountingWaits: Counter;
-  /** Requests answered 503 at once: `in_flight` (the limit), `memory` (the lowered limit above the memory bound). */
-  readonly rejected: Counter<'reason'>;
-  /** Connections the proxy closed: `slow_body` (below the body-rate floor). */
-  readonly closed: Counter<'reason'>;
-  readonly inFlight: Gauge;
-  readonly residentBytes: Gauge;
-  readonly heapBytes: Gauge;
-  readonly memoryTrims: Counter;
-  /** Sessions whose state this process holds, and the bytes it is estimated at (read at each scrape). */
-  readonly sessionsHeld: Gauge;
-  readonly sessionStateBytes: Gauge;
-}
-
-// long: one declaration per metric (name, help text, labels), in the order of ProxyMetrics; nothing to split
+// long: one declaration per metric (name, help text, labels), in exposition order; nothing to split
 /**
  * A fresh registry holding the proxy's counters and upstream-latency histogram, all named `token_terminator_proxy_*`.
  *
@@ -57,13 +21,22 @@ export interface ProxyMetrics {
  */
 export function createProxyMetrics(
   held: () => { readonly sessions: number; readonly bytes: number } = () => ({ sessions: 0, bytes: 0 }),
-): ProxyMetrics {
+) {
   const registry = new Registry();
   const p = 'token_terminator_proxy_';
   const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
     new Counter({ name: p + name, help, labelNames, registers: [registry] });
-  const gauge = (name: string, help: string): Gauge => new Gauge({ name: p + name, help, registers: [registry] });
-  return {
+  // A gauge with `read` is read at each scrape.
+  const gauge = (name: string, help: string, read?: () => number): Gauge => {
+    const g: Gauge = new Gauge({
+      name: p + name,
+      help,
+      registers: [registry],
+      ...(read && { collect: () => g.set(read()) }),
+    });
+    return g;
+  };
+  return Object.freeze({
     registry,
     requests: counter('requests_total', 'Requests received, by API and by what the proxy did with them.', [
       'api',
@@ -139,29 +112,15 @@ export function createProxyMetrics(
       'memory_trims_total',
       'Times the in-memory caches were emptied because the resident size was above 90 % of the memory bound or the V8 heap above 85 % of its limit.',
     ),
-    sessionsHeld: heldGauge(
-      registry,
-      `${p}sessions_held`,
+    sessionsHeld: gauge(
+      'sessions_held',
       "Sessions whose request state (the Terminator's lanes) this process holds now.",
       () => held().sessions,
     ),
-    sessionStateBytes: heldGauge(
-      registry,
-      `${p}session_state_bytes`,
+    sessionStateBytes: gauge(
+      'session_state_bytes',
       "Bytes the held sessions' request state is estimated at, against its bound (a sixteenth of the memory bound).",
       () => held().bytes,
     ),
-  };
-}
-
-/** A gauge read at each scrape. */
-function heldGauge(registry: Registry, name: string, help: string, read: () => number): Gauge {
-  return new Gauge({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      this.set(read());
-    },
   });
 }
