@@ -262,20 +262,21 @@ export async function handleApi(
     pathAndQuery,
     format,
   );
-  const forward = upstream.forward;
-  /** A part failed: the request goes on as the client sent it. */
-  const passOn = (raw: Buffer, stage: string, error: unknown): Promise<void> => {
-    reservation?.release();
-    ctx.metrics.requests.inc({ api: format, outcome: 'fail_open' });
-    failedOpen(ctx, format, stage, error);
-    return forward(raw, false);
-  };
-  const unreduced = (outcome: 'no_memory' | 'memory_aborted', body: Buffer | Readable): Promise<void> => {
+  /** The request goes to the upstream as the client sent it (nothing of it reduced), counted under `outcome`. */
+  const pass = (outcome: string, body: Buffer | Readable): Promise<void> => {
     reservation?.release();
     ctx.metrics.requests.inc({ api: format, outcome });
+    return upstream.forward(body, false);
+  };
+  /** A part failed: the request goes on as the client sent it. */
+  const passOn = (raw: Buffer, stage: string, error: unknown): Promise<void> => {
+    failedOpen(ctx, format, stage, error);
+    return pass('fail_open', raw);
+  };
+  const unreduced = (outcome: 'no_memory' | 'memory_aborted', body: Buffer | Readable): Promise<void> => {
     ctx.log({ level: 'warn', event: 'unreduced', api: format, reason: outcome });
     res.setHeader(UNREDUCED_HEADER, 'memory');
-    return forward(body, false);
+    return pass(outcome, body);
   };
 
   let body: Body;
@@ -286,20 +287,13 @@ export async function handleApi(
     return;
   }
   if (body.kind === 'over') {
-    if (body.memory) return unreduced('no_memory', body.stream);
-    reservation?.release();
-    ctx.metrics.requests.inc({ api: format, outcome: 'too_large' });
-    return forward(body.stream, false);
+    return body.memory ? unreduced('no_memory', body.stream) : pass('too_large', body.stream);
   }
   const raw = body.buf;
   const parsed = parseBody(ctx, raw, format, req);
   if (parsed?.reused) ctx.metrics.reusedItems.inc({ api: format }, parsed.reused);
   const client: unknown = parsed?.value;
-  if (!isObj(client)) {
-    reservation?.release();
-    ctx.metrics.requests.inc({ api: format, outcome: 'malformed' });
-    return forward(raw, false);
-  }
+  if (!isObj(client)) return pass('malformed', raw);
   let prepared: Prepared;
   try {
     await ctx.room();
@@ -338,8 +332,12 @@ export async function handleApi(
       ms: Math.round(performance.now() - started),
     });
   try {
-    if (!prepared.offered) await forward(sentBody, prepared.changed);
-    else await deliverWithRecovery({ ctx, res, format, client, prepared, sentBody, continuations, upstream });
+    if (!prepared.offered) await upstream.forward(sentBody, prepared.changed);
+    else {
+      // Offered the recovery tool: the loop runs, whole or streamed.
+      const d: Delivery = { ctx, res, format, client, prepared, sentBody, continuations, upstream };
+      await (client['stream'] === true ? deliverStreamed : deliverBuffered)(d, recoveryHooks(d));
+    }
   } finally {
     // Synchronously after the last write: accounting is queued before the client can read the end.
     account();
@@ -364,20 +362,7 @@ interface Delivery {
 }
 
 /** What a round of the recovery loop does with the model's calls and the exchange it ends with. */
-interface RecoveryHooks {
-  answer(call: RecoveryCall): Promise<string>;
-  /** A continuation request through the request pipeline again, so it fits the window as the first did. */
-  refit(request: ProviderRequest): Promise<ProviderRequest>;
-  /** `alias`: the id the client's stream carried, when the upstream continues from another one. */
-  remember(
-    exchange: readonly unknown[],
-    responseId: unknown,
-    serverSide: boolean,
-    alias?: ResponseAlias,
-  ): Promise<void>;
-  /** A Responses conversation the provider keeps (previous_response_id or conversation). */
-  readonly serverSide: boolean;
-}
+type RecoveryHooks = ReturnType<typeof recoveryHooks>;
 
 /** Whether a recovery call read an artifact (`exact`: its stored bytes came back) or failed; undefined for other actions. */
 function readOutcome(args: unknown, answer: string): 'exact' | 'failed' | undefined {
@@ -395,7 +380,7 @@ function readOutcome(args: unknown, answer: string): 'exact' | 'failed' | undefi
   }
 }
 
-function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHooks {
+function recoveryHooks({ ctx, format, client, prepared }: Delivery) {
   const answer = async (call: RecoveryCall): Promise<string> => {
     const text = await prepared.answer(call.arguments);
     ctx.metrics.recoveryCalls.inc({ api: format });
@@ -404,6 +389,7 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
     if (outcome !== undefined) ctx.metrics.recoveryResults.inc({ api: format, outcome });
     return text;
   };
+  /** `alias`: the id the client's stream carried, when the upstream continues from another one. */
   const remember = async (
     exchange: readonly unknown[],
     responseId: unknown,
@@ -421,16 +407,13 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery): RecoveryHoo
       failedOpen(ctx, format, 'recovery_state', error);
     }
   };
+  // A Responses conversation the provider keeps (previous_response_id or conversation).
   const serverSide =
     format === 'responses' &&
     (typeof client['previous_response_id'] === 'string' || client['conversation'] !== undefined);
-  return { answer, remember, serverSide, refit: (request) => prepared.refit(request) };
-}
-
-/** Dispatch a request the proxy offered the recovery tool in: run the loop, whole or streamed. */
-async function deliverWithRecovery(d: Delivery): Promise<void> {
-  const hooks = recoveryHooks(d);
-  return d.client['stream'] === true ? deliverStreamed(d, hooks) : deliverBuffered(d, hooks);
+  // A continuation request goes through the request pipeline again, so it fits the window as the first did.
+  const refit = (request: ProviderRequest): Promise<ProviderRequest> => prepared.refit(request);
+  return { answer, remember, serverSide, refit };
 }
 
 async function deliverStreamed(
@@ -506,7 +489,7 @@ async function deliverBuffered(
         }
       },
       answer,
-      refit: (request) => refit(request),
+      refit,
       onRound: () => undefined,
     });
     for (let i = 0; i < out.rounds; i++) ctx.metrics.recoveryRounds.inc({ api: format, end: 'continued' });
