@@ -1,31 +1,14 @@
 import cluster from 'node:cluster';
 import { Option, type Command } from 'commander';
 import type { Config } from '../../config/types.js';
-import { loadProxyConfig, workerShare } from '../../config/proxy.js';
+import { loadProxyConfig, workerShare, type ProxyFlags } from '../../config/proxy.js';
 import { ConfigError } from '../../errors.js';
 import { vaultLocation } from '../../vault/configured.js';
 import { cliConfig } from '../context.js';
 import { servePrimary, STOP_MESSAGE } from './proxy-workers.js';
 
-interface ProxyCliOptions {
-  port?: string;
-  host?: string;
-  upstream?: string;
-  anthropicUpstream?: string;
-  token?: string;
-  maxBodyBytes?: string;
-  bodyMemoBytes?: string;
-  recoveryRounds?: string;
-  upstreamTimeoutMs?: string;
-  requestTimeoutMs?: string;
-  minBodyRate?: string;
-  maxInFlight?: string;
-  maxMemoryBytes?: string;
-  workers?: string;
-  db?: string;
-  dbUrl?: string;
-  quiet?: boolean;
-}
+/** The gateway's settings (flags named as its config fields), plus the store and the log. */
+type ProxyCliOptions = ProxyFlags & { db?: string; dbUrl?: string; quiet?: boolean };
 
 /** The Terminator config for the proxy: environment plus `--db` (SQLite file) or `--db-url` (PostgreSQL). */
 export function proxyTerminatorConfig(
