@@ -106,10 +106,8 @@ interface Parsed {
   /** Top-level keys before the list, in order. */
   readonly headKeys: readonly string[];
   readonly items: readonly unknown[];
-  /** Offset of each item's first byte. */
-  readonly starts: readonly number[];
-  /** Offset just past each item. */
-  readonly ends: readonly number[];
+  /** Each item's extent: the offset of its first byte and the offset just past it. */
+  readonly ranges: readonly (readonly [number, number])[];
   readonly sessionId: string;
   /** SHA-256 state after the session id and the bytes up to the end of the last item (items named: {@link hashItems}). */
   readonly digest: Hash;
@@ -193,13 +191,13 @@ export function firstDifference(a: Buffer, b: Buffer): number {
   return n;
 }
 
-/** How many of `ends` are ≤ `limit` (ends ascend). */
-function endsWithin(ends: readonly number[], limit: number): number {
+/** How many of `ranges` end at or before `limit` (they ascend). */
+function endsWithin(ranges: Parsed['ranges'], limit: number): number {
   let lo = 0;
-  let hi = ends.length;
+  let hi = ranges.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (ends[mid]! <= limit) lo = mid + 1;
+    if (ranges[mid]![1] <= limit) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -322,7 +320,7 @@ export class BodyMemo {
 }
 
 function result(parsed: Parsed, buf: Buffer): Omit<BodyParse, 'reused'> {
-  const last = parsed.ends.at(-1) ?? 0;
+  const last = parsed.ranges.at(-1)?.[1] ?? 0;
   return {
     value: parsed.value,
     sessionId: parsed.sessionId,
@@ -348,10 +346,8 @@ function whole(
     return undefined;
   }
   if (shape === undefined || shape.ranges.length !== items.length || items.length === 0) return undefined;
-  const starts = shape.ranges.map((r) => r[0]);
-  const ends = shape.ranges.map((r) => r[1]);
   hashItems(digest, buf, 0, shape.ranges, items, digests);
-  return { buf, value, listKey, headKeys: shape.headKeys, items, starts, ends, sessionId, digest };
+  return { buf, value, listKey, headKeys: shape.headKeys, items, ranges: shape.ranges, sessionId, digest };
 }
 
 /** `buf` as an extension of `earlier`, or undefined when it shares no whole item with it. */
@@ -361,9 +357,9 @@ function extend(
   sessionOf: (value: Obj) => string,
   digests: Digests | undefined,
 ): { parsed: Parsed; reused: number } | undefined {
-  const shared = endsWithin(earlier.ends, firstDifference(buf, earlier.buf));
+  const shared = endsWithin(earlier.ranges, firstDifference(buf, earlier.buf));
   if (shared === 0) return undefined;
-  const from = earlier.ends[shared - 1]!;
+  const from = earlier.ranges[shared - 1]![1];
   const { ranges, end } = scanElements(buf, from, false);
   const items = earlier.items.slice(0, shared);
   if (ranges.length > 0) {
@@ -390,23 +386,11 @@ function extend(
   for (const key of Object.keys(tail)) value[key] = tail[key];
   const sessionId = sessionOf(value);
   if (sessionId !== earlier.sessionId) return undefined;
-  const starts = earlier.starts.slice(0, shared);
-  const ends = earlier.ends.slice(0, shared);
-  for (const r of ranges) {
-    starts.push(r[0]);
-    ends.push(r[1]);
-  }
+  const all = [...earlier.ranges.slice(0, shared), ...ranges];
   const digest =
-    shared === earlier.ends.length
+    shared === earlier.ranges.length
       ? hashItems(earlier.digest.copy(), buf, from, ranges, items.slice(shared), digests)
-      : hashItems(
-          createHash('sha256').update(sessionId),
-          buf,
-          0,
-          starts.map((start, i) => [start, ends[i]!] as const),
-          items,
-          digests,
-        );
+      : hashItems(createHash('sha256').update(sessionId), buf, 0, all, items, digests);
   return {
     parsed: {
       buf,
@@ -414,8 +398,7 @@ function extend(
       listKey: earlier.listKey,
       headKeys: earlier.headKeys,
       items,
-      starts,
-      ends,
+      ranges: all,
       sessionId,
       digest,
     },
