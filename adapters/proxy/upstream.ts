@@ -39,7 +39,9 @@ export function upstreamTarget(base: string, pathAndQuery: string): { origin: st
   return { origin: u.origin, path: `${prefix}${rel.startsWith('/') ? rel : `/${rel}`}` };
 }
 
-function connectionTokens(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Set<string> {
+type HeaderMap = Readonly<Record<string, string | string[] | undefined>>;
+
+function connectionTokens(headers: HeaderMap): Set<string> {
   const c = headers['connection'];
   const list = Array.isArray(c) ? c.join(',') : (c ?? '');
   return new Set(
@@ -50,43 +52,38 @@ function connectionTokens(headers: IncomingHttpHeaders | Record<string, string |
   );
 }
 
-/** Request headers for upstream. `bodyChanged`: the body is ours (its length is set by undici). */
+/** `headers` without the hop-by-hop ones, those their `connection` header names, and those `drop` names, in order. */
+function copyHeaders(headers: HeaderMap, drop: (name: string) => boolean): Record<string, string | string[]> {
+  const named = connectionTokens(headers);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !named.has(name) && !drop(name)) out[name] = value;
+  return out;
+}
+
+/** Request headers for upstream (never the proxy's own). `bodyChanged`: the body is ours (its length is set by undici). */
 export function requestHeaders(
   headers: IncomingHttpHeaders,
   options: { bodyChanged: boolean; identity?: boolean },
 ): Record<string, string | string[]> {
-  const named = connectionTokens(headers);
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (
-      value === undefined ||
-      HOP_BY_HOP.has(name) ||
-      named.has(name) ||
+  const out = copyHeaders(
+    headers,
+    (name) =>
       name === SESSION_HEADER ||
       name === WINDOW_HEADER ||
-      name === TOKEN_HEADER
-    )
-      continue;
-    if (options.bodyChanged && name === 'content-length') continue;
-    out[name] = value;
-  }
+      name === TOKEN_HEADER ||
+      (options.bodyChanged && name === 'content-length'),
+  );
   if (options.identity === true) out['accept-encoding'] = 'identity';
   return out;
 }
 
 /** Response headers for the client. `bodyChanged`: the body is ours (length recomputed, no encoding). */
-export function responseHeaders(
-  headers: Record<string, string | string[] | undefined>,
-  options: { bodyChanged: boolean },
-): OutgoingHttpHeaders {
-  const named = connectionTokens(headers);
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-    if (options.bodyChanged && (name === 'content-length' || name === 'content-encoding')) continue;
-    out[name] = value;
-  }
-  return out;
+export function responseHeaders(headers: HeaderMap, options: { bodyChanged: boolean }): OutgoingHttpHeaders {
+  return copyHeaders(
+    headers,
+    (name) => options.bodyChanged && (name === 'content-length' || name === 'content-encoding'),
+  );
 }
 
 /** One request to the upstream API. */
