@@ -58,18 +58,12 @@ export interface InputFilterOptions {
 function agentTools(agent: unknown): Record<string, unknown>[] {
   const tools = (agent as { tools?: unknown } | null)?.tools;
   if (!Array.isArray(tools)) return [];
-  const out: Record<string, unknown>[] = [];
-  for (const t of tools as Record<string, unknown>[]) {
-    if (t === null || typeof t !== 'object' || t['type'] !== 'function') continue;
-    out.push({
-      type: 'function',
-      name: t['name'],
-      description: t['description'],
-      parameters: t['parameters'],
-      strict: t['strict'],
-    });
-  }
-  return out;
+  return (tools as unknown[])
+    .filter(
+      (t): t is Record<string, unknown> =>
+        t !== null && typeof t === 'object' && (t as { type?: unknown }).type === 'function',
+    )
+    .map(({ name, description, parameters, strict }) => ({ type: 'function', name, description, parameters, strict }));
 }
 
 /** A Step whose requests list `tools` (for its record only: the stages never saw them). */

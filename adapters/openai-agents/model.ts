@@ -93,7 +93,8 @@ async function answerRound(
   };
 }
 
-const withoutRecovery = (response: ModelResponse): ModelResponse => ({
+/** A response (or a stream's closing one) without the recovery calls the wrapper answered. */
+const withoutRecovery = <R extends { readonly output: readonly unknown[] }>(response: R): R => ({
   ...response,
   output: response.output.filter((o) => !isRecoveryCall(o)),
 });
@@ -105,24 +106,25 @@ const withoutRecovery = (response: ModelResponse): ModelResponse => ({
  * const agent = new Agent({ name: 'coder', model: wrapModel(model, ledger) });
  */
 export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery?: ModelRecovery): M {
-  const prepare = (request: ModelRequest): { request: ModelRequest; offered: boolean; sessionId: string } => {
+  const prepare = (request: ModelRequest) => {
     const taken = ledger.take(request.input);
     const capped = withoutUselessRecovery(capRequest(request, taken?.cap), recovery);
     const offered = recovery === undefined ? undefined : offerRecovery(capped, recovery.terminator);
-    return {
-      request: offered ?? capped,
-      offered: offered !== undefined,
-      sessionId: taken?.sessionId ?? 'openai-agents:model',
-    };
+    const sessionId = taken?.sessionId ?? 'openai-agents:model';
+    /** The request of the round after `round`, or undefined when `output` ends the call. */
+    const next = async (output: readonly unknown[], current: ModelRequest, round: number) =>
+      recovery !== undefined && round < (recovery.rounds ?? 3)
+        ? answerRound(output, current, recovery, sessionId)
+        : undefined;
+    return { request: offered ?? capped, offered: offered !== undefined, next };
   };
   const getResponse = async (request: ModelRequest): Promise<ModelResponse> => {
     const p = prepare(request);
     let current = p.request;
     for (let round = 0; ; round++) {
       const response = await model.getResponse(current);
-      if (!p.offered || recovery === undefined) return response;
-      const next =
-        round < (recovery.rounds ?? 3) ? await answerRound(response.output, current, recovery, p.sessionId) : undefined;
+      if (!p.offered) return response;
+      const next = await p.next(response.output, current, round);
       if (next === undefined) return withoutRecovery(response);
       current = next;
     }
@@ -133,20 +135,12 @@ export function wrapModel<M extends Model>(model: M, ledger: CapLedger, recovery
     for (let round = 0; ; round++) {
       let next: ModelRequest | undefined;
       for await (const event of model.getStreamedResponse(current)) {
-        if (!p.offered || recovery === undefined || event.type !== 'response_done') {
+        if (!p.offered || event.type !== 'response_done') {
           yield event;
           continue;
         }
-        const response = event.response as unknown as ModelResponse;
-        next =
-          round < (recovery.rounds ?? 3)
-            ? await answerRound(response.output, current, recovery, p.sessionId)
-            : undefined;
-        if (next === undefined)
-          yield {
-            ...event,
-            response: { ...event.response, output: event.response.output.filter((o) => !isRecoveryCall(o)) },
-          };
+        next = await p.next(event.response.output, current, round);
+        if (next === undefined) yield { ...event, response: withoutRecovery(event.response) };
       }
       if (next === undefined) return;
       current = next;
