@@ -442,7 +442,8 @@ function directCalls(pipelines: Pipelines, calls: Calls) {
 function facade(parts: FacadeParts): Terminator {
   const { config, counter, meter, records, ledger, sessions, recoveryTool } = parts;
   const { vault, failure } = parts.store;
-  const { deps, counts, budgetCounter } = parts.wired;
+  const { deps, counts } = parts.wired;
+  const budget = budgetOptions(config, parts.wired.budgetCounter);
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   let closed = false;
   const pipelines = pipelinesOf(deps, failure);
@@ -453,6 +454,8 @@ function facade(parts: FacadeParts): Terminator {
   /** The call's context with its own lock budget: every stage of this call draws from one busy timeout. */
   const withBudget = (context: StepContext): StepContext =>
     context.lockBudget !== undefined ? context : { ...context, lockBudget: { remainingMs: config.busyTimeoutMs } };
+  // This Terminator keeps records of its own (metrics rows, ledger turns).
+  const recording = parts.recordMetrics || ledger !== undefined;
   const settled = (): Promise<void> => records.settled();
   const close = async (): Promise<void> => {
     if (closed) return;
@@ -469,7 +472,7 @@ function facade(parts: FacadeParts): Terminator {
     if (parts.store.owns) await vault.close();
   };
   const account = (step: Step<ProviderRequest>, recorded: AccountOptions = {}): void => {
-    if ((!parts.recordMetrics && ledger === undefined && recorded.measured === undefined) || closed) return;
+    if ((!recording && recorded.measured === undefined) || closed) return;
     const { sent, continuations, ...extra } = recorded;
     records.add({ ...recordedStep(step, sent, continuations), ...extra });
   };
@@ -504,12 +507,7 @@ function facade(parts: FacadeParts): Terminator {
       const shown = (step.value as Partial<ToolResult> | null | undefined)?.content;
       const raw = (result as Partial<ToolResult> | null | undefined)?.content;
       // For this Terminator's own records (a host measuring itself has the raw outputs in its requests).
-      if (
-        (parts.recordMetrics || ledger !== undefined) &&
-        typeof shown === 'string' &&
-        typeof raw === 'string' &&
-        shown !== raw
-      )
+      if (recording && typeof shown === 'string' && typeof raw === 'string' && shown !== raw)
         parts.credits.note(sessionStateKey(context), shown, raw, step.decisions);
       return step;
     },
@@ -524,7 +522,7 @@ function facade(parts: FacadeParts): Terminator {
     toolCredits: parts.credits,
     pressure: async (request, context) => {
       try {
-        const fn = (pressureFn ??= createPressure(budgetOptions(config, budgetCounter)));
+        const fn = (pressureFn ??= createPressure(budget));
         const pressure = await fn(request, context);
         // With the window fit on, the host compacts only when the fit cannot make room (docs/window.md).
         if (!modeGates(config).compiler || !config.windowFit) return pressure;
@@ -536,10 +534,7 @@ function facade(parts: FacadeParts): Terminator {
           minChars: config.contextMinVaultChars,
           context,
           // The margin the pipeline's fit applies (same counter and budget options as it).
-          foreignMarginPct: fitForeignMarginPct({
-            counter: deps.counter,
-            budget: budgetOptions(config, budgetCounter),
-          }),
+          foreignMarginPct: fitForeignMarginPct({ counter, budget }),
         });
       } catch {
         return fallbackPressure(config, counter, request, context);
