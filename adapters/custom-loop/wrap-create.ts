@@ -234,17 +234,14 @@ function cappedRetry(
   compiled: ProviderRequest,
   capField: OutputCapField,
 ): ProviderRequest | undefined {
-  const available = safeParse(parse, error);
-  const current = readOutputCap(compiled);
-  if (available === undefined || (current !== undefined && available >= current)) return undefined;
-  return withOutputCap(compiled, outputCapField(compiled, capField), available);
-}
-
-function safeParse(parse: (error: unknown) => number | undefined, error: unknown): number | undefined {
+  let available: number | undefined;
   try {
-    const n = parse(error);
-    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
+    available = parse(error);
   } catch {
-    return undefined;
+    return undefined; // a parser that throws names no cap
   }
+  const current = readOutputCap(compiled);
+  if (typeof available !== 'number' || !Number.isInteger(available) || available <= 0) return undefined;
+  if (current !== undefined && available >= current) return undefined;
+  return withOutputCap(compiled, outputCapField(compiled, capField), available);
 }
