@@ -72,7 +72,7 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
     tools.some((t) => (t as { name?: unknown }).name === recoveryTool.name)
       ? [...tools]
       : [...tools, recoveryTool as unknown as T];
-  const hooks = {
+  return {
     preModelHook,
     recoveryTool,
     /** A ToolNode whose results go through the tool stream (and that runs the recovery tool). */
@@ -90,7 +90,6 @@ export function createReactAgentHooks(terminator: Terminator, options: ReactAgen
       };
     },
   };
-  return hooks;
 }
 
 /** ToolNode whose every ToolMessage goes through the tool stream before it enters the state. */

@@ -63,12 +63,12 @@ export function routeForModel(model: unknown, options: LangGraphRunOptions): Rou
     // a model whose profile getter throws simply has no known window
   }
   const positive = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
-  const route: Route = {
+  return {
     provider: 'langchain',
     endpoint: '/v1/chat/completions',
     ...(typeof name === 'string' ? { model: name } : {}),
     ...(positive(window) ? { contextWindow: window } : {}),
     ...(positive(ceiling) ? { maxOutputTokens: ceiling } : {}),
+    ...options.route,
   };
-  return { ...route, ...options.route };
 }
