@@ -27,8 +27,7 @@ export interface StreamRelayOptions {
   readonly res: ServerResponse;
   /** Recovery rounds answered at most before the stream is left as the model ended it. */
   readonly maxRounds: number;
-  /** Send one continuation body upstream. */
-  /** `request`: what `body` serializes (kept for the accounting, never parsed back). */
+  /** Send one continuation body upstream; `request` is what it serializes (kept for the accounting, never parsed back). */
   send(body: Buffer, request: ProviderRequest): Promise<Dispatcher.ResponseData>;
   /** Answer one recovery call with the text to send back as its output. */
   answer(call: RecoveryCall): Promise<string>;

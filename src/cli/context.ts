@@ -1,7 +1,6 @@
 /**
  * Shared plumbing for CLI commands: options every command takes, opening the vault from the config,
  * output helpers and the exit-code convention (2 = usage, validation or unknown artifact; 1 = unexpected).
- * Command files (status, artifact, and later replay/bench/stats/compare) build on these.
  */
 import { existsSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
