@@ -65,23 +65,16 @@ export async function compileMessages(terminator: Terminator, input: CompileMess
       tools: chatTools(input.tools),
       maxTokens: modelMaxTokens(input.model),
     });
-    const context = {
-      sessionId: input.sessionId,
-      requestId: randomUUID(),
-      route: input.route,
-      format: 'chat' as const,
-    };
     const prepared = await terminator.prepare({
       request: conversion.request,
-      context,
+      context: { sessionId: input.sessionId, requestId: randomUUID(), route: input.route, format: 'chat' },
       signal: input.signal,
       exchanges: false,
       toolOutputs: false,
     });
     const cap = readOutputCap(prepared.request);
     if (!prepared.changed) return { messages: input.messages, cap, decisions: prepared.decisions };
-    const back = fromChatRequest(prepared.request, conversion);
-    return { ...back, cap, decisions: prepared.decisions };
+    return { ...fromChatRequest(prepared.request, conversion), cap, decisions: prepared.decisions };
   } catch {
     return { messages: input.messages, cap: undefined, decisions: [] };
   }
