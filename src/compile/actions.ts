@@ -4,6 +4,7 @@
  * the assistant's text. The request stages never change them; `replay` and the testing kit check
  * that they reach the model verbatim.
  */
+import { codePoints } from '../measure/index.js';
 
 /** The bodies of the fenced code blocks of a text (```lang … ```), untrimmed, in order. Unclosed fences are not blocks. */
 export function fencedBlocks(text: string): string[] {
@@ -19,6 +20,24 @@ export function fencedSpans(text: string): [number, number][] {
   const re = /^[ \t]*```[^\n`]*\n[\s\S]*?^[ \t]*```[ \t]*$/gm;
   for (const m of text.matchAll(re)) out.push([m.index, m.index + m[0].length]);
   return out;
+}
+
+/** Assistant prose below this many code points is left alone (a receipt would not be smaller). */
+export const REASONING_MIN_CHARS = 300;
+
+/** Code points of a text outside its fenced blocks. */
+export function proseChars(text: string): number {
+  return codePoints(text) - fencedSpans(text).reduce((n, [a, b]) => n + codePoints(text.slice(a, b)), 0);
+}
+
+/**
+ * An old assistant text as a reasoning rewrite shows it: a note with `size` (code points) and the
+ * `receipt` line, then the text's fenced blocks verbatim (none when `blocks` is false).
+ */
+export function reasoningRendering(text: string, receipt: string, size: number, blocks = true): string {
+  const kept = blocks ? fencedSpans(text).map(([a, b]) => text.slice(a, b)) : [];
+  const note = `[Token Terminator reasoning of an earlier turn (${size} chars) | ${receipt.slice(1, -1)}]`;
+  return [note, ...kept].join('\n');
 }
 
 type Obj = Readonly<Record<string, unknown>>;

@@ -20,7 +20,7 @@ import { errorLabel } from '../step.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
 import { shortIdForSha } from '../vault/identity.js';
-import { fencedSpans } from './actions.js';
+import { proseChars, REASONING_MIN_CHARS, reasoningRendering } from './actions.js';
 import { renderItemAt, renderItems } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
@@ -144,21 +144,12 @@ interface Decided {
   facts: (OutputFacts | undefined)[];
 }
 
-const REASONING_MIN_CHARS = 300;
 /** The artifact id `text` is vaulted under, from the session's digest ledger (hashed once per text). */
 const artifactOf = (digests: Digests, text: string): string => shortIdForSha(digests.of(text));
 
 /** The receipt line of `text` (content-addressed: the id is its SHA-256 prefix, so no digest field). */
 function localReceipt(digests: Digests, text: string, toolName: string): string {
   return renderReceipt(createReceipt(artifactOf(digests, text), toolName, codePoints(text)));
-}
-
-/** Prose of an assistant text outside its fenced blocks, and the text with the prose replaced by `note`. */
-function splitReasoning(text: string, note: string): { prose: number; rendered: string } {
-  const spans = fencedSpans(text);
-  const blocks = spans.map(([a, b]) => text.slice(a, b));
-  const prose = codePoints(text) - blocks.reduce((n, b) => n + codePoints(b), 0);
-  return { prose, rendered: [note, ...blocks].join('\n') };
 }
 
 /** The assistant text slot(s) a reasoning rewrite replaces: a string content, or text blocks. */
@@ -855,10 +846,9 @@ async function verifiedOnce(state: SessionState, id: string): Promise<boolean> {
 }
 
 function reasoningTarget(digests: Digests, part: { slot: Slot; text: string }, key: string): Target | undefined {
-  const { prose } = splitReasoning(part.text, '');
+  const prose = proseChars(part.text);
   if (prose < REASONING_MIN_CHARS || part.text.startsWith('[Token Terminator')) return undefined;
   const receipt = localReceipt(digests, part.text, 'assistant_reasoning');
-  const note = `[Token Terminator reasoning of an earlier turn (${prose} chars) | ${receipt.slice(1, -1)}]`;
   return {
     key,
     kind: 'reasoning',
@@ -866,6 +856,6 @@ function reasoningTarget(digests: Digests, part: { slot: Slot; text: string }, k
     evidence: part.text,
     artifactId: artifactOf(digests, part.text),
     toolName: 'assistant_reasoning',
-    text: splitReasoning(part.text, note).rendered,
+    text: reasoningRendering(part.text, receipt, prose),
   };
 }

@@ -531,7 +531,6 @@ function facade(parts: FacadeParts): Terminator {
           pressure,
           count: (r) => fn.count(r, context),
           lowWaterPct: config.windowLowWaterPct,
-          minChars: config.contextMinVaultChars,
           context,
           // The margin the pipeline's fit applies (same counter and budget options as it).
           foreignMarginPct: fitForeignMarginPct({ counter, budget }),

@@ -112,8 +112,8 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   for (const slot of view.slots) {
     if (slot.item === undefined || slot.item < from || slot.item >= to) continue;
     if (slot.kind === 'tool_call') {
-      const args = slot.callArgs ?? parsedArgs(slot.value);
       const exact = argsText(slot.value);
+      const args = slot.callArgs ?? parsedArgs(exact);
       if (mode === 'calls') called.push(`called: ${slot.toolName ?? 'tool'} ${exact}`);
       else if (mode === 'brief')
         called.push(
@@ -162,14 +162,10 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   };
 }
 
-/** The arguments of a tool call as an object (Chat's JSON string, Anthropic's input, Responses' arguments). */
-function parsedArgs(value: unknown): Record<string, unknown> {
-  const v = value as { function?: { arguments?: unknown }; arguments?: unknown; input?: unknown } | undefined;
-  const raw = v?.function?.arguments ?? v?.arguments ?? v?.input;
-  if (typeof raw === 'object' && raw !== null) return raw as Record<string, unknown>;
-  if (typeof raw !== 'string') return {};
+/** The arguments of a tool call (its {@link argsText}) as an object; `{}` when they are not one. */
+function parsedArgs(exact: string): Record<string, unknown> {
   try {
-    const parsed = JSON.parse(raw) as unknown;
+    const parsed = JSON.parse(exact) as unknown;
     return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
   } catch {
     return {};

@@ -234,16 +234,15 @@ export function promptRoomFor(W: number, R: number, context: StepContext, foreig
   return Math.floor(((W - R - added) * 100) / (100 + routeMarginPct(context, foreignMarginPct)));
 }
 
-/** The foreign-tokenizer margin (percent) for the request's route: `foreignMarginPct` when foreign, else 0. */
+/**
+ * The foreign-tokenizer margin (percent) for the request's route: `foreignMarginPct` when its
+ * provider counts tokens its own way (Anthropic, Google …: any provider but OpenAI's), else 0.
+ */
 export function routeMarginPct(context: StepContext, foreignMarginPct: number): number {
-  return foreignRoute(context) ? foreignMarginPct : 0;
-}
-
-/** The route's provider counts tokens its own way (Anthropic, Google …): any provider but OpenAI's. */
-function foreignRoute(context: StepContext): boolean {
   const provider = context.route?.provider?.toLowerCase();
-  if (provider !== undefined) return provider !== 'openai' && provider !== 'azure' && provider !== 'azure-openai';
-  return context.format === 'anthropic';
+  const foreign =
+    provider === undefined ? context.format === 'anthropic' : !['openai', 'azure', 'azure-openai'].includes(provider);
+  return foreign ? foreignMarginPct : 0;
 }
 
 function roomText(W: number, R: number, room: number): string {

@@ -5,7 +5,7 @@
  * tool calls and the fenced command blocks of an assistant's text stay verbatim. Every rendering
  * ends in (or carries) the receipt of the exact bytes it replaced.
  */
-import { fencedSpans } from '../compile/actions.js';
+import { proseChars, REASONING_MIN_CHARS, reasoningRendering } from '../compile/actions.js';
 import { reasoningSlots } from '../compile/history.js';
 import { renderDigest } from '../compile/digest.js';
 import { evidenceText } from '../compile/evidence.js';
@@ -89,9 +89,6 @@ export function boundsOf(view: RequestView): Bounds | undefined {
   return { start, newest: Math.max(start, starts.at(-1) ?? view.items.length) };
 }
 
-/** Assistant prose below this many code points is left alone (a receipt would not be smaller). */
-const REASONING_MIN_CHARS = 300;
-
 /** The slots of the history between the prefix and the newest turn that the stage may reduce, in item order. */
 export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlot[] {
   const out: FitSlot[] = [];
@@ -113,7 +110,7 @@ export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlo
       if (chars >= minChars) out.push({ slot, kind: 'output', evidence, shown, chars });
     } else if (slot.kind === 'assistant' && view.itemInfo[i]?.role === 'assistant') {
       for (const part of reasoningSlots(slot)) {
-        const size = calling.has(i) ? codePoints(part.text) : prose(part.text);
+        const size = calling.has(i) ? codePoints(part.text) : proseChars(part.text);
         if (part.text.startsWith('[Token Terminator') || size < REASONING_MIN_CHARS) continue;
         out.push({
           slot: part.slot,
@@ -127,11 +124,6 @@ export function fitSlots(view: RequestView, b: Bounds, minChars: number): FitSlo
     }
   }
   return out;
-}
-
-/** Code points of a text outside its fenced blocks. */
-function prose(text: string): number {
-  return codePoints(text) - fencedSpans(text).reduce((n, [a, b]) => n + codePoints(text.slice(a, b)), 0);
 }
 
 /** How the renderings are made. */
@@ -169,10 +161,8 @@ export function renderingFor(
   else if (kind === 'view')
     text = `${compactLines(f.shown, { maxChars: s.viewChars, ...(keep === undefined ? {} : { keep }) })}\n${line}`;
   else {
-    const blocks = f.keepBlocks === false ? [] : fencedSpans(f.evidence).map(([a, b]) => f.evidence.slice(a, b));
-    const size = f.keepBlocks === false ? codePoints(f.evidence) : prose(f.evidence);
-    const note = `[Token Terminator reasoning of an earlier turn (${size} chars) | ${line.slice(1, -1)}]`;
-    text = [note, ...blocks].join('\n');
+    const size = f.keepBlocks === false ? codePoints(f.evidence) : proseChars(f.evidence);
+    text = reasoningRendering(f.evidence, line, size, f.keepBlocks !== false);
   }
   const before = current?.text ?? f.evidence;
   if (codePoints(text) >= codePoints(before) || isReceipt(f.evidence)) return undefined;
@@ -184,12 +174,7 @@ export function renderingFor(
  * messages and the newest turn, every other old item folded into block receipts (whose few lines
  * are left out here). Undefined when the request has no history.
  */
-export function floorRequest<T extends Record<string, unknown>>(
-  request: T,
-  view: RequestView,
-  _s?: RenderSettings,
-  _minChars?: number,
-): T | undefined {
+export function floorRequest<T extends Record<string, unknown>>(request: T, view: RequestView): T | undefined {
   const bounds = boundsOf(view);
   if (bounds === undefined || view.listKey === undefined) return undefined;
   // The fit keeps the newest turn and the turn of the agent's last round (src/window/blocks.ts).

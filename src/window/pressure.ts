@@ -9,7 +9,6 @@
  */
 import { preflightPressure } from '../budget/arithmetic.js';
 import type { WindowLimits } from '../budget/planner.js';
-import { createDigests } from '../ledger/digests.js';
 import { readRequest } from '../model/index.js';
 import type { ProviderRequest, StepContext } from '../step.js';
 import { promptRoomFor, routeMarginPct } from './fit-window.js';
@@ -22,7 +21,6 @@ export interface FittedPressureInputs {
   readonly pressure: number;
   readonly count: (request: ProviderRequest) => Promise<number | undefined>;
   readonly lowWaterPct: number;
-  readonly minChars: number;
   /** The request's context: its route and the tokens the host adds after the pipeline. */
   readonly context: StepContext;
   /** The fit's foreign-tokenizer margin (percent; 0 with the provider's own counter). */
@@ -33,17 +31,12 @@ export interface FittedPressureInputs {
  * The preflight pressure a host should see for `request` when the window fit runs after it.
  *
  * @example
- * const p = await fittedPressure(request, { limits, pressure, count, lowWaterPct: 70, minChars: 600, context, foreignMarginPct: 25 });
+ * const p = await fittedPressure(request, { limits, pressure, count, lowWaterPct: 70, context, foreignMarginPct: 25 });
  */
 export async function fittedPressure(request: ProviderRequest, i: FittedPressureInputs): Promise<number> {
   const { limits, pressure } = i;
   if (limits === undefined || pressure < limits.window) return pressure;
-  const floor = floorRequest(
-    request,
-    readRequest(request),
-    { digests: createDigests(), diagnosticChars: 0, viewChars: 200 },
-    i.minChars,
-  );
+  const floor = floorRequest(request, readRequest(request));
   const least = floor === undefined ? undefined : await i.count(floor);
   const room = promptRoomFor(limits.window, limits.reserve, i.context, i.foreignMarginPct);
   if (least === undefined || least > room) return pressure;

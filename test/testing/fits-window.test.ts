@@ -11,7 +11,6 @@ import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fitWindow } from '../../operators/fit-window.js';
 import { budgetCounterFrom } from '../../src/budget/counter.js';
-import { createDigests } from '../../src/ledger/digests.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
@@ -56,11 +55,10 @@ describe('fitWindow (property, testing kit sessions)', () => {
       ],
       { numRuns: 8 },
     )(`${format}: every request fits W − R where the least the fit can leave fits`, async (session, share) => {
-      const digests = createDigests();
       let least = 0;
       let most = 0;
       for (const r of session) {
-        const floor = floorRequest(r, readRequest(r), { digests, diagnosticChars: 0, viewChars: 200 }, 600) ?? r;
+        const floor = floorRequest(r, readRequest(r)) ?? r;
         least = Math.max(least, await count(floor));
         most = Math.max(most, await count(r));
       }

@@ -28,7 +28,6 @@ const fitted = (least: number, context: StepContext, foreignMarginPct = 25): Pro
     pressure: 40_000,
     count: () => Promise.resolve(least),
     lowWaterPct: 70,
-    minChars: 600,
     context,
     foreignMarginPct,
   });
