@@ -13,7 +13,7 @@ import { gate, renderItems } from './apply.js';
 import { planChanges, type DuplicatesPlanned, type Managed } from './duplicates.js';
 import { readRequest, writeSlots } from '../model/index.js';
 import type { Recognised } from '../model/prefix.js';
-import { deltaViews, mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from './references.js';
+import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from './references.js';
 import type { SessionState } from './session.js';
 
 const STAGE = STAGES.collapseDuplicates;
@@ -100,13 +100,7 @@ export async function resolveBase(
 }> {
   const hasDelta = outputs.some((s) => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined);
   const { resolved, unresolved } = hasDelta
-    ? await resolveDanglingDeltas(
-        state.reads,
-        state.inlineIds,
-        recognised.view,
-        outputs,
-        deltaViews(state.vault, state.reads.scope.sessionId ?? ''),
-      )
+    ? await resolveDanglingDeltas(state, recognised.view, outputs)
     : { resolved: [], unresolved: 0 };
   if (resolved.length === 0) return { base: recognised.request, view: recognised.view, outputs, resolved, unresolved };
   const base = writeSlots(

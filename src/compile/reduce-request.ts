@@ -25,7 +25,7 @@ import { gate } from './apply.js';
 import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
-import { deltaViews, mayBeDelta, resolveDanglingDeltas } from './references.js';
+import { mayBeDelta, resolveDanglingDeltas } from './references.js';
 import type { Recognised, Recognitions } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
@@ -275,25 +275,6 @@ export async function reduceRequest(
   }
 }
 
-/** Dangling deltas of the rewritten request (an output the rewrite hid was their base). */
-function resolveRewritten(
-  state: SessionState,
-  s: CompileSettings,
-  request: ProviderRequest,
-  format: RequestFormat,
-): ReturnType<typeof resolveDanglingDeltas> {
-  const rewritten = readRequest(request, { format });
-  return resolveDanglingDeltas(
-    state.reads,
-    state.inlineIds,
-    rewritten,
-    [
-      ...rewritten.slots.filter((s) => s.kind === 'tool_output'),
-      ...observationSlots(rewritten, s.isObservation, state.observations),
-    ],
-    deltaViews(state.vault, state.reads.scope.sessionId ?? ''),
-  );
-}
 /** The block rides only on savings: the candidate must stay strictly smaller than the caller's request. */
 async function withWorkingState(
   s: CompileSettings,
@@ -357,7 +338,11 @@ async function withoutDanglingDeltas(
   // Renderings are never deltas: without a delta among the request's outputs there is none to resolve.
   if (!outputs.some((o) => mayBeDelta(o.value))) return { items: planned, resolved: [] };
   const rewritten = withItems(raw, view.listKey!, planned);
-  const { resolved } = await resolveRewritten(state, s, rewritten, view.format);
+  const again = readRequest(rewritten, { format: view.format });
+  const { resolved } = await resolveDanglingDeltas(state, again, [
+    ...again.slots.filter((s) => s.kind === 'tool_output'),
+    ...observationSlots(again, s.isObservation, state.observations),
+  ]);
   if (resolved.length === 0) return { items: planned, resolved };
   const items = writeSlots(
     rewritten,

@@ -10,9 +10,8 @@
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { deltaViewKey } from '../compact/temporal-delta.js';
-import type { SessionStore } from '../vault/ports.js';
 import { artifactIdFor } from '../vault/index.js';
-import type { ScopedReads } from '../vault/scoped-reads.js';
+import type { SessionState } from './session.js';
 import { evidenceText } from './evidence.js';
 import { WeakMemo } from '../weak-memo.js';
 
@@ -110,23 +109,22 @@ export function danglingDeltas(
 
 /**
  * The replacements that resolve dangling deltas: each becomes the first view the tool stage left
- * for its current output (`views`, by artifact id), or, when there is none or it was the output
- * itself, the exact current output; both read in the session's scope. An artifact the vault cannot
- * return, or one outside the scope (a delta line is request text, and text never widens the
- * scope), leaves its delta as it is (fail-open; the decision records it).
+ * for its current output (the session's rendering under `deltaViewKey`), or, when there is none or
+ * it was the output itself, the exact current output; both read in the session's scope. An artifact
+ * the vault cannot return, or one outside the scope (a delta line is request text, and text never
+ * widens the scope), leaves its delta as it is (fail-open; the decision records it).
  */
 export async function resolveDanglingDeltas(
-  reads: ScopedReads,
-  known: InlineIds,
+  state: Pick<SessionState, 'reads' | 'inlineIds' | 'vault'>,
   view: RequestView,
   outputs?: readonly Slot[],
-  views?: (current: string) => Promise<string | undefined>,
 ): Promise<{ resolved: { slot: Slot; text: string }[]; unresolved: number }> {
   const resolved: { slot: Slot; text: string }[] = [];
   let unresolved = 0;
-  for (const d of danglingDeltas(known, view, outputs)) {
+  const { reads } = state;
+  for (const d of danglingDeltas(state.inlineIds, view, outputs)) {
     try {
-      const first = await views?.(d.current);
+      const first = await state.vault.getRendering(reads.scope.sessionId ?? '', deltaViewKey(d.current));
       // The view's receipt names the current output: shown only while that output is in scope.
       if (first?.startsWith('>') === true && (await reads.verify(d.current)))
         resolved.push({ slot: d.slot, text: first.slice(1) });
@@ -137,14 +135,3 @@ export async function resolveDanglingDeltas(
   }
   return { resolved, unresolved };
 }
-
-/**
- * The first views the tool stage left for the session's deltas (see {@link resolveDanglingDeltas}).
- *
- * @example
- * await resolveDanglingDeltas(state.reads, state.inlineIds, view, outputs, deltaViews(state.vault, sessionId));
- */
-export const deltaViews =
-  (store: Pick<SessionStore, 'getRendering'>, sessionId: string) =>
-  (current: string): Promise<string | undefined> =>
-    store.getRendering(sessionId, deltaViewKey(current));
