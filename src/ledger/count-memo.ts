@@ -11,7 +11,6 @@ export const DEFAULT_HASH_ABOVE = 256;
  * and SHA-256 (hashing runs at ~1 GB/s, BPE at a few MB/s), so no long content is retained.
  *
  * @example
- * import { contentKey } from 'token-terminator';
  * contentKey('ls -la'); // 'sls -la'
  * contentKey('x'.repeat(10_000), 1024); // 'h10000:…' (length and SHA-256)
  */

@@ -76,8 +76,6 @@ export interface ItemMeasures {
   readonly digests: Digests;
   /** The entry of a value (measured on first sight). */
   entry(value: unknown): ItemEntry;
-  /** Compact canonical JSON of a value (the kept text, else serialized). */
-  compactJson(value: unknown): string;
   /** Spaced canonical JSON of a value (the kept text, else derived from the kept compact one, else serialized). */
   spacedJson(value: unknown): string;
   /** Tokens of the compact canonical JSON (counted once per content); undefined without a counter. */
@@ -158,8 +156,6 @@ export interface ItemMeasuresOptions {
    */
   readonly digests?: Digests;
 }
-
-export { NAMED_FROM } from './digests.js';
 
 /** Entries remembered for {@link ItemMeasures.takeCounted} between two calls (the oldest dropped first). */
 export const COUNTED_KEPT = 4096;
@@ -328,20 +324,12 @@ function tokenized(s: MeasureState, m: Measures): void {
   if (s.counted.size > COUNTED_KEPT) s.counted.delete(s.counted.values().next().value as Measures);
 }
 
-function keep(s: MeasureState, m: Measures, compact: string | undefined, spaced: string | undefined): void {
-  const t = s.texts.get(m);
-  const next: Texts = { ...t };
-  if (compact !== undefined) next.compact = compact;
-  if (spaced !== undefined) next.spaced = spaced;
-  s.texts.set(m, next);
-}
-
 /** Measure a value never seen by this memo. */
 function make(s: MeasureState, value: unknown): Measures {
   if (!s.byContent) {
     const spaced = canonicalJson(value);
     const m = new Measures(codePoints(spaced), '');
-    keep(s, m, undefined, spaced);
+    s.texts.set(m, { spaced });
     return m;
   }
   // A rebuilt copy is a lookup of its long strings and one SHA-256 of the short rest: not serialized.
@@ -351,7 +339,7 @@ function make(s: MeasureState, value: unknown): Measures {
   const compact = canonicalJson(value, { compact: true });
   // Only the compact text is kept: the spaced one is a function of it (spacedJsonOf).
   m = new Measures(codePoints(compact) + spacesIn(compact), hash);
-  keep(s, m, compact, undefined);
+  s.texts.set(m, { compact });
   s.byHash.set(hash, m);
   return m;
 }
@@ -496,7 +484,6 @@ function takeCountedRows(s: MeasureState): CountRow[] {
  * Create a measurement memo (see the module comment).
  *
  * @example
- * import { createItemMeasures, createTiktokenCounter } from 'token-terminator';
  * const measures = createItemMeasures({ counter: createTiktokenCounter() });
  * measures.entry({ role: 'user', content: 'hi' }).chars; // 33
  * measures.compactTokens({ role: 'user', content: 'hi' }); // counted once, then remembered
@@ -525,7 +512,6 @@ export function createItemMeasures(options: ItemMeasuresOptions = {}): ItemMeasu
     byContent: s.byContent,
     digests: s.digests,
     entry: (value) => measuresOf(s, value),
-    compactJson: (value) => compactJsonOf(s, value),
     spacedJson: (value) => spacedJsonOf(s, value),
     compactTokens: (value) => compactTokensOf(s, value),
     segmentTokens: (value, segment) => segmentTokensOf(s, value, segment),

@@ -14,15 +14,11 @@ export interface MessageEntry {
   readonly json: string;
   /** Code points of `json`. */
   readonly chars: number;
-  /** Tokens of ` json,` (a middle segment), once counted. */
+  /** Tokens of the message framed as ` json,`, `[json,`, ` json]`, `[json]` and `json` alone ({@link Segment}), once counted. */
   readonly mid: number | undefined;
-  /** Tokens of `[json,` (first of several), once counted. */
   readonly first: number | undefined;
-  /** Tokens of ` json]` (last of several), once counted. */
   readonly last: number | undefined;
-  /** Tokens of `[json]` (the only message), once counted. */
   readonly only: number | undefined;
-  /** Tokens of `json` alone (attribution buckets), once counted. */
   readonly alone: number | undefined;
 }
 

@@ -10,21 +10,14 @@
 import { serializedChars, serializedObjectChars } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import type { Digests } from './digests.js';
-import { createItemMeasures, type ItemMeasures } from './item-measures.js';
+import { createItemMeasures, type ItemEntry, type ItemMeasures } from './item-measures.js';
 import { isRecognisedList, sharedLead, type RecognisedLists, type Recognitions } from '../model/prefix.js';
-
-export interface ItemMeasure {
-  /** serializedChars of the item (Python-compatible JSON, code points). */
-  readonly chars: number;
-  /** SHA-256 (base64) of the item's compact canonical JSON: its content identity. */
-  readonly hash: string;
-}
 
 export interface Meter {
   /** The digest ledger of the item measures this meter reads (one hash per text; see src/ledger/digests.ts). */
   readonly digests: Digests;
-  /** Size and content hash of one item (memoized). */
-  measure(item: unknown): ItemMeasure;
+  /** Size and content identity of one item (memoized). */
+  measure(item: unknown): Pick<ItemEntry, 'chars' | 'hash'>;
   /** Tokens of one item's compact canonical JSON (memoized by content); undefined without a counter. */
   tokens(item: unknown): number | undefined;
   /** serializedChars of a whole request whose conversation list is `items` under `listKey`. */
@@ -56,8 +49,6 @@ export interface Meter {
 export interface MeterOptions {
   /** Counter for token sizes; tokens are only computed when it is exact. Default: none. */
   readonly counter?: TokenCounter;
-  /** Content-hash entries kept (least recently used dropped) when the meter makes its own memo. Default 20,000. */
-  readonly maxEntries?: number;
   /**
    * The per-item memo to read (shared with other stages and telemetry); used when it keeps a
    * content index and counts with `counter` (or `counter` is not given). Default: the meter's own.
@@ -192,7 +183,6 @@ export function createMeter(options: MeterOptions = {}): Meter {
     (usable ? given : undefined) ??
     createItemMeasures({
       ...(options.counter === undefined ? {} : { counter: options.counter }),
-      ...(options.maxEntries === undefined ? {} : { maxEntries: options.maxEntries }),
       ...(options.recognitions === undefined ? {} : { recognitions: options.recognitions }),
     });
   const s: MeterState = {

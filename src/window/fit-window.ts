@@ -332,13 +332,6 @@ function planSteps(
   };
   let stage = 0;
   let k = 0;
-  const kinds: Record<FitStep, Rendering['kind']> = {
-    view: 'view',
-    'digest-idle': 'digest',
-    digest: 'digest',
-    reasoning: 'reasoning',
-    receipt: 'receipt',
-  };
   const wanted = (name: FitStep, f: FitSlot, k: number, cur: Rendering | undefined): boolean => {
     if (name === 'view') return cur === undefined && f.kind === 'output' && f.chars > oversize;
     if (name === 'digest-idle') return (cur === undefined || cur.kind === 'view') && idleOf(k) >= s.idleTurns;
@@ -357,7 +350,7 @@ function planSteps(
           if (!wanted(name, f, at, cur)) continue;
           // A bounded view keeps first the lines naming what the agent named since the output came.
           const keep = name === 'view' ? namedLines(f.shown, namedAfter(f.slot.item!)) : undefined;
-          const r = renderingFor(settings, f, kinds[name], cur, keep);
+          const r = renderingFor(settings, f, name === 'digest-idle' ? 'digest' : name, cur, keep);
           if (r !== undefined) return { k: at, r };
         }
         stage++;
