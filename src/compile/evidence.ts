@@ -10,7 +10,7 @@
  * retention released the session's pins (closed, or idle past the TTL), or the vault cannot even
  * be read, every id is delivered again before it is named.
  */
-import { createDigests, type Digests } from '../ledger/digests.js';
+import type { Digests } from '../ledger/digests.js';
 import { canonicalJson } from '../measure/index.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
 import type { KnownContent, LeaseStore, StoreScope } from '../vault/ports.js';
@@ -74,14 +74,8 @@ const TOUCH_EVERY_MS = 30_000;
 
 /** Chars of evidence texts a store keeps as lookup keys (per session). */
 const MAX_TEXT_CHARS = 32 * 1024 * 1024;
-
-/** Options of {@link createEvidenceStore}; every field is optional. */
-export interface EvidenceStoreOptions {
-  /** Bound of the content → artifact memo (entries). @defaultValue 10,000 */
-  readonly maxEntries?: number;
-  /** The digest ledger (the session meter's) the texts are keyed and put by. @defaultValue a ledger of its own */
-  readonly digests?: Digests;
-}
+/** Bound of the content → artifact memo (entries). */
+const MAX_ENTRIES = 10_000;
 
 type Entry = { artifactId: string; sha256: string; chars: number };
 type EvidenceVault = Pick<RequestStore, 'put'> & LeaseStore;
@@ -89,7 +83,6 @@ type EvidenceVault = Pick<RequestStore, 'put'> & LeaseStore;
 /** One evidence store's state (one per session). */
 interface EvidenceState {
   readonly vault: EvidenceVault;
-  readonly maxEntries: number;
   readonly digests: Digests;
   readonly known: Map<string, Entry>;
   /** Artifact id → memo key, to forget an id that turned out gone. */
@@ -123,7 +116,7 @@ function remember(s: EvidenceState, text: string, entry: Entry): void {
   if (s.previousTexts.delete(text)) s.previousChars -= text.length;
   s.byText.set(text, entry);
   s.textChars += text.length;
-  while (s.byText.size + s.previousTexts.size > s.maxEntries || s.textChars + s.previousChars > MAX_TEXT_CHARS)
+  while (s.byText.size + s.previousTexts.size > MAX_ENTRIES || s.textChars + s.previousChars > MAX_TEXT_CHARS)
     dropOldest(s);
 }
 
@@ -166,7 +159,7 @@ async function putEvidence(s: EvidenceState, text: string, meta: PutMeta): Promi
   s.known.set(key, entry);
   s.keyOf.set(entry.artifactId, key);
   s.gone.delete(entry.artifactId);
-  if (s.known.size > s.maxEntries) {
+  if (s.known.size > MAX_ENTRIES) {
     const oldest = s.known.keys().next().value as string;
     const id = s.known.get(oldest)?.artifactId;
     s.known.delete(oldest);
@@ -251,7 +244,7 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
     else s.delivered.add(id);
   }
   // Bounded like the content memo: an id dropped here is simply delivered again when named.
-  while (s.delivered.size > s.maxEntries) s.delivered.delete(s.delivered.values().next().value as string);
+  while (s.delivered.size > MAX_ENTRIES) s.delivered.delete(s.delivered.values().next().value as string);
   return [...missing];
 }
 
@@ -271,12 +264,11 @@ function receiptOf(s: EvidenceState, e: Entry, toolName: string): Receipted {
   return r;
 }
 
-/** One store per session (per subscription). */
-export function createEvidenceStore(vault: EvidenceVault, options: EvidenceStoreOptions = {}): EvidenceStore {
+/** One store per session (per subscription); `digests`: the session meter's ledger, which keys and puts the texts. */
+export function createEvidenceStore(vault: EvidenceVault, digests: Digests): EvidenceStore {
   const s: EvidenceState = {
     vault,
-    maxEntries: options.maxEntries ?? 10_000,
-    digests: options.digests ?? createDigests(),
+    digests,
     known: new Map(),
     keyOf: new Map(),
     byText: new Map(),

@@ -107,24 +107,18 @@ export interface CompileRequestOptions extends RequestStageOptions {
   readonly workingState?: WorkingStateStore;
 }
 
-/** The validated options of {@link compileRequest}, as its reduction reads them. */
+/** The validated options of {@link compileRequest} with their defaults (`minChars` is `minVaultChars`). */
 export interface CompileSettings {
   readonly options: CompileRequestOptions;
-  /** Tool outputs at least this long (code points) may be digested. */
   readonly minChars: number;
   readonly maxArtifactChars: number;
-  /** Outputs of the newest turns are never rewritten (≥ 1: the newest output is always shown). */
   readonly inlineRecentTurns: number;
-  /** Requests that must have shown an output inline before it may be rewritten (≥ 1). */
   readonly inlineLeases: number;
-  /** 0: the cache-economic rule; n: rewrite everything old enough whenever the turn count crosses a multiple of n. */
   readonly blockTurns: number;
-  /** Requests expected after this one; 0 = as many as the conversation has had. */
   readonly requestsAhead: number;
   readonly historyPolicy: 'working-set' | 'lazy';
   readonly workingSetIdleTurns: number;
   readonly digestDiagnosticChars: number;
-  /** Opt-in turn collapse horizon (0 = off). */
   readonly collapseAfterTurns: number;
   readonly workingGraphChars: number;
   readonly isObservation: ReturnType<typeof observationTest>;

@@ -158,21 +158,14 @@ export function recognitionsOption(stage: string, options: RequestStageOptions):
   return { recognitions };
 }
 
-export interface SessionStateOptions extends RequestStageOptions {
-  readonly vault: ArtifactStore & LeaseStore & SessionStore;
-}
-
-/** Whose session a state is: the Step's session id and tenant (default `''`). */
-export interface SessionKey {
-  readonly sessionId: string;
-  readonly tenant?: string;
-}
-
 /**
  * A maker of request-stage states, one per stage run (they share its Recognitions); the Session
- * holds each state (src/session/session-cache.ts). Reads by id are scoped to the key's tenant and session.
+ * holds each state (src/session/session-cache.ts). Reads by id are scoped to the Step's tenant
+ * (default `''`) and session.
  */
-export function sessionStateFactory(options: SessionStateOptions): (session: SessionKey) => SessionState {
+export function sessionStateFactory(
+  options: RequestStageOptions & { readonly vault: ArtifactStore & LeaseStore & SessionStore },
+): (session: { readonly sessionId: string; readonly tenant?: string }) => SessionState {
   const store = requestStore(options.vault);
   const recognitions = options.recognitions ?? new Recognitions();
   return ({ sessionId, tenant = '' }) => {
@@ -185,7 +178,7 @@ export function sessionStateFactory(options: SessionStateOptions): (session: Ses
     });
     return {
       meter,
-      evidence: createEvidenceStore(store, { digests: meter.digests }),
+      evidence: createEvidenceStore(store, meter.digests),
       renders: createRenderMemo(),
       chain: createChainMemo(requests.lists),
       vault: store,

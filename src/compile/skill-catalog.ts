@@ -146,19 +146,12 @@ export function renderCatalog(kept: readonly SkillEntry[], total: number, d: Del
     d.open,
     `[${kept.length}/${total} skills shown as likely relevant; the other ${total - kept.length} stay available through skills_list(query=...) and skill_view(name).]`,
   ];
-  const order: string[] = [];
+  // Categories in the order of their first kept entry (a Map keeps insertion order).
   const byCategory = new Map<string, SkillEntry[]>();
-  for (const e of kept) {
-    if (!byCategory.has(e.category)) {
-      byCategory.set(e.category, []);
-      order.push(e.category);
-    }
-    byCategory.get(e.category)!.push(e);
-  }
-  for (const c of order) {
+  for (const e of kept) byCategory.set(e.category, [...(byCategory.get(e.category) ?? []), e]);
+  for (const [c, entries] of byCategory) {
     lines.push(`${c}:`);
-    for (const e of byCategory.get(c)!)
-      lines.push(e.description === '' ? `    - ${e.name}` : `    - ${e.name}: ${e.description}`);
+    for (const e of entries) lines.push(e.description === '' ? `    - ${e.name}` : `    - ${e.name}: ${e.description}`);
   }
   lines.push(d.close);
   return lines.join('\n');
