@@ -1,11 +1,10 @@
 /**
  * What a request lane is accounted at (`TerminatorOptions.maxSessionBytes`): the characters of
  * its session's latest request's conversation items, from the measures the stages took, times
- * {@link SESSION_BYTES_PER_CHAR}. A
- * session's requests grow by appending, so {@link RunningRequestChars} carries the sum from one
- * request to the next: the items that are the same objects at the same positions as in the
- * previous request keep their running sum (a pointer comparison each), and only the others are
- * looked up. {@link requestChars} is the plain sum it always equals.
+ * {@link SESSION_BYTES_PER_CHAR}. A session's requests grow by appending, so
+ * {@link RunningRequestChars} carries the sum from one request to the next: the items that are the
+ * same objects at the same positions as in the previous request keep their running sum (a pointer
+ * comparison each), and only the others are looked up.
  */
 import type { ItemMeasures } from './item-measures.js';
 import type { ProviderRequest } from '../step.js';
@@ -23,17 +22,6 @@ export const SESSION_BYTES_PER_CHAR = 12;
 const LISTS = ['messages', 'input', 'system'] as const;
 type ListKey = (typeof LISTS)[number];
 
-/** Characters of a request's conversation items (the sum over every item; lookups, no serializing anew). */
-export function requestChars(request: ProviderRequest, measures: ItemMeasures): number {
-  let chars = 0;
-  for (const key of LISTS) {
-    const list = request[key];
-    if (Array.isArray(list)) for (const item of list) chars += measures.entry(item).chars;
-    else if (typeof list === 'string') chars += list.length;
-  }
-  return chars;
-}
-
 /** One list of the previous request: a copy of its items (the caller may reuse its array) and running sums. */
 interface Sized {
   readonly items: unknown[];
@@ -42,13 +30,12 @@ interface Sized {
 }
 
 /**
- * {@link requestChars} carried from the previous request of one session: the cost of a request
- * is a pointer comparison per item it shares with the previous one (same object, same position)
- * and a lookup per other item. One per request lane (state of the session, dropped with it).
+ * Characters of a request's conversation items (strings: their length), carried from the previous
+ * request of one session. One per request lane (state of the session, dropped with it).
  *
  * @example
  * const size = new RunningRequestChars();
- * size.measure(request, measures) === requestChars(request, measures); // true, for every request
+ * size.measure(request, measures); // Σ measures.entry(item).chars over messages, input and system
  */
 export class RunningRequestChars {
   readonly #lists = new Map<ListKey, Sized>();

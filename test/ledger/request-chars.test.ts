@@ -1,8 +1,20 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createItemMeasures } from '../../src/ledger/item-measures.js';
-import { RunningRequestChars, requestChars } from '../../src/ledger/request-chars.js';
+import { RunningRequestChars } from '../../src/ledger/request-chars.js';
+import type { ItemMeasures } from '../../src/ledger/item-measures.js';
 import type { ProviderRequest } from '../../src/step.js';
+
+/** The plain sum RunningRequestChars always equals: every item looked up, strings by their length. */
+function requestChars(request: ProviderRequest, measures: ItemMeasures): number {
+  let chars = 0;
+  for (const key of ['messages', 'input', 'system'] as const) {
+    const list = request[key];
+    if (Array.isArray(list)) for (const item of list) chars += measures.entry(item).chars;
+    else if (typeof list === 'string') chars += list.length;
+  }
+  return chars;
+}
 
 /** How one request of a session is made from the previous one's lists. */
 type Edit =
