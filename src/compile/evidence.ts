@@ -78,6 +78,8 @@ const MAX_TEXT_CHARS = 32 * 1024 * 1024;
 const MAX_ENTRIES = 10_000;
 
 type Entry = { artifactId: string; sha256: string; chars: number };
+/** The evidence texts one request named, and their characters. */
+type Generation = { readonly texts: Map<string, Entry>; chars: number };
 type EvidenceVault = Pick<RequestStore, 'put'> & LeaseStore;
 
 /** One evidence store's state (one per session). */
@@ -90,10 +92,8 @@ interface EvidenceState {
   // The texts themselves (a lookup instead of a SHA-256), in two generations: the request being
   // reduced and the one before it. A text no request named for two requests in a row is dropped,
   // so what is held follows what the host still sends; bounded in count and chars as well.
-  byText: Map<string, Entry>;
-  previousTexts: Map<string, Entry>;
-  textChars: number;
-  previousChars: number;
+  current: Generation;
+  previous: Generation;
   readonly rendered: WeakMap<Entry, Map<string, Receipted>>;
   /** Ids delivered under `epoch` (the session's pins as this store last saw them). */
   readonly delivered: Set<string>;
@@ -104,35 +104,33 @@ interface EvidenceState {
 }
 
 function dropOldest(s: EvidenceState): void {
-  const from = s.previousTexts.size > 0 ? s.previousTexts : s.byText;
-  const oldest = from.keys().next().value as string;
-  from.delete(oldest);
-  if (from === s.previousTexts) s.previousChars -= oldest.length;
-  else s.textChars -= oldest.length;
+  const from = s.previous.texts.size > 0 ? s.previous : s.current;
+  const oldest = from.texts.keys().next().value as string;
+  from.texts.delete(oldest);
+  from.chars -= oldest.length;
 }
 
 function remember(s: EvidenceState, text: string, entry: Entry): void {
-  if (s.byText.has(text)) return;
-  if (s.previousTexts.delete(text)) s.previousChars -= text.length;
-  s.byText.set(text, entry);
-  s.textChars += text.length;
-  while (s.byText.size + s.previousTexts.size > MAX_ENTRIES || s.textChars + s.previousChars > MAX_TEXT_CHARS)
+  const { current, previous } = s;
+  if (current.texts.has(text)) return;
+  if (previous.texts.delete(text)) previous.chars -= text.length;
+  current.texts.set(text, entry);
+  current.chars += text.length;
+  while (current.texts.size + previous.texts.size > MAX_ENTRIES || current.chars + previous.chars > MAX_TEXT_CHARS)
     dropOldest(s);
 }
 
 function lookup(s: EvidenceState, text: string): Entry | undefined {
-  const same = s.byText.get(text) ?? s.previousTexts.get(text);
+  const same = s.current.texts.get(text) ?? s.previous.texts.get(text);
   if (same !== undefined) remember(s, text, same);
   return same;
 }
 
 /** A new request: the texts of the one before become the older generation. */
 function nextRequest(s: EvidenceState): void {
-  if (s.byText.size === 0) return; // a request that named no evidence keeps both generations
-  s.previousTexts = s.byText;
-  s.previousChars = s.textChars;
-  s.byText = new Map();
-  s.textChars = 0;
+  if (s.current.texts.size === 0) return; // a request that named no evidence keeps both generations
+  s.previous = s.current;
+  s.current = { texts: new Map(), chars: 0 };
 }
 
 async function putEvidence(s: EvidenceState, text: string, meta: PutMeta): Promise<Entry> {
@@ -176,23 +174,19 @@ function forget(s: EvidenceState, id: string): void {
   if (key !== undefined) s.known.delete(key);
   s.keyOf.delete(id);
   // Rare (the artifact was pruned or damaged): the next put of the text stores it again.
-  for (const [text, entry] of s.byText) {
-    if (entry.artifactId !== id) continue;
-    s.byText.delete(text);
-    s.textChars -= text.length;
-  }
-  for (const [text, entry] of s.previousTexts) {
-    if (entry.artifactId !== id) continue;
-    s.previousTexts.delete(text);
-    s.previousChars -= text.length;
-  }
+  for (const g of [s.current, s.previous])
+    for (const [text, entry] of g.texts) {
+      if (entry.artifactId !== id) continue;
+      g.texts.delete(text);
+      g.chars -= text.length;
+    }
 }
 
 /** The texts this store holds for `ids`, with their digests: the delivery compares them instead of hashing. */
 function knownContents(s: EvidenceState, ids: readonly string[]): Map<string, KnownContent> | undefined {
   const wanted = new Set(ids);
   const out = new Map<string, KnownContent>();
-  for (const texts of [s.byText, s.previousTexts])
+  for (const { texts } of [s.current, s.previous])
     for (const [content, e] of texts)
       if (wanted.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
   // An id another stage put (a receipt in the request's text) whose text the shared ledger hashed.
@@ -271,10 +265,8 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
     digests,
     known: new Map(),
     keyOf: new Map(),
-    byText: new Map(),
-    previousTexts: new Map(),
-    textChars: 0,
-    previousChars: 0,
+    current: { texts: new Map(), chars: 0 },
+    previous: { texts: new Map(), chars: 0 },
     rendered: new WeakMap(),
     delivered: new Set(),
     gone: new Set(),
