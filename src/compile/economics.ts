@@ -1,12 +1,8 @@
 /**
- * The cache-economic rewrite rule (docs/cache-policy.md). A history rewrite replaces old items by
- * smaller renderings; from the first changed item on, the provider can no longer serve the request
- * from its prompt cache, so the rewrite costs the cache-write price on everything after that item
- * once, and saves the cache-read price on every removed char in every later request; a digest the
- * agent may still need also costs the recoveries it is expected to cause. The rule takes
- * the batch (the candidates from some item to the newest) with the largest expected net saving, and
- * rewrites only when that saving is positive. Pure arithmetic on sizes: the same request always
- * yields the same decision.
+ * The cache-economic rewrite rule (docs/cache-policy.md): of the batches "every candidate from the
+ * k-th oldest on", take the one whose expected saving in later requests, less the cache it breaks
+ * now and the recoveries its digests may cause, is largest and positive. Pure arithmetic on sizes:
+ * the same request always yields the same decision.
  */
 import { requestCost, type PricingProfile } from '../config/pricing.js';
 

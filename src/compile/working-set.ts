@@ -1,20 +1,12 @@
 /**
- * The agent's working set (docs/cache-policy.md, "working-set" history policy): how long each old
- * output has gone without the agent referring to it. Decided from the request alone (the past),
- * so the same history always gets the same answer, in any process.
- *
- * An output is referred to by an assistant item (its text, its calls and their arguments) that
- * names one of the output's words: identifiers, paths and plain words of ≥ 4 chars
- * (`getOptionalBean`, `src/app/x.py`, `proc`). A word is informative only while few outputs hold
- * it: one that more than {@link SHARED_WORD_OUTPUTS} outputs hold is shared context (a repository
- * root, a prompt footer, an everyday word) and refers to none of them. (Only identifiers, without
- * plain words, missed the directory and package names agents reuse from listings: 95.6 % of the
- * words agents used were in sight on corpus A instead of 97.1 %.) An output counts as referred to in the turn
- * it arrived; its idle turns are the turns since its last reference.
- *
- * A later output that shows again at least {@link SUPERSEDED_SHARE} of an output's lines (a later
- * view of the same file, the window an edit shows) supersedes it: the agent sees those lines in the
- * newer one, so the older one is idle at once.
+ * The agent's working set (docs/cache-policy.md, the "working-set" history policy): how long each
+ * old output has gone without the agent referring to it, decided from the request alone (the
+ * past), so the same history always gets the same answer, in any process. An assistant item (its
+ * text, calls and their arguments) refers to an output when it names one of the output's words
+ * ({@link referenceWords}) held by at most {@link SHARED_WORD_OUTPUTS} outputs (a word more share
+ * is context: a repository root, an everyday word). An output is referred to in the turn it
+ * arrived; a later output showing at least {@link SUPERSEDED_SHARE} of its lines again supersedes
+ * it (the agent sees those lines in the newer one), and it is idle at once.
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { isRecognisedList, sharedLead } from '../model/prefix.js';

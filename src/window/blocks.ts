@@ -21,11 +21,7 @@ export interface Turn {
   readonly calls: boolean;
 }
 
-/**
- * How much of its turns' actions a block keeps in view: `text` keeps the fenced command blocks of
- * turns that make no tool call (those turns only); `calls` shows every tool call verbatim; `brief`
- * shortens the long arguments of its calls; `summary` names a few commands and the files.
- */
+/** How much of its turns' actions a block keeps in view, most first (docs/window.md, `block` to `block-summary`). */
 export const BLOCK_MODES = ['text', 'calls', 'brief', 'summary'] as const;
 export type BlockMode = (typeof BLOCK_MODES)[number];
 

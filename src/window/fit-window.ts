@@ -1,14 +1,10 @@
 /**
  * The window fit (docs/window.md): when a compiled request and the output reserve R do not fit the
  * budgeting window W, reduce its history losslessly, in the order of src/window/plan.ts, down to a
- * low-water mark below W − R, so that the cache-breaking rewrite happens once and the requests
- * after it grow from a stable prefix again. Every rendering the session chose stays chosen (keyed
- * by the exact text it replaces), so between two fits request N+1 starts with request N.
- *
- * Counting: the incremental per-item counts far from the boundary, the cap's own (exact) counter
- * within `exactMarginPct` of it and on every request the stage rewrites. When the prefix, the user
- * messages, the newest turn and the actions alone leave no room, the request passes as it came with
- * a `window_exceeded` decision: a request is never cut.
+ * low-water mark below W − R, so the cache-breaking rewrite happens once. Every rendering the
+ * session chose stays chosen (keyed by the exact text it replaces), so between two fits request
+ * N+1 starts with request N. Counting: the incremental per-item counts far from the boundary, the
+ * cap's own (exact) counter near it. A request is never cut: what cannot fit passes as it came.
  */
 import { STAGES } from '../stages.js';
 import type { BudgetCounter } from '../budget/counter.js';

@@ -20,36 +20,19 @@ import { segmentSteps } from '../compile/steps.js';
 import { referenceWords } from '../compile/working-set.js';
 import { shortIdForSha } from '../vault/identity.js';
 
-/**
- * The reductions in their default order (measured in docs/window.md: prose first keeps the outputs
- * the agent quotes in sight longest):
- * - `reasoning`: old assistant prose becomes a receipt (fenced command blocks of an agent that acts
- *   through them stay; an item that calls tools keeps its calls);
- * - `view`: an oversized output (over `oversizePct` of W − R) becomes a bounded view (head, tail,
- *   diagnostic lines) + receipt;
- * - `digest-idle`: an output the agent is done with (the working set) becomes a digest;
- * - `digest`: any other output outside the newest turn becomes a digest, oldest first;
- * - `receipt`: a view or digest becomes the bare receipt line, oldest first.
- */
+/** The reductions a fit may take (docs/window.md, the steps: what each one does to which slots). */
 export const FIT_STEPS = ['reasoning', 'view', 'digest-idle', 'digest', 'receipt'] as const;
 export type FitStep = (typeof FIT_STEPS)[number];
 
 /**
  * The default order: outputs the agent still uses stay verbatim until blocks of the oldest turns
- * (their calls shown verbatim) take them, except an output over a fifth of the room
- * ({@link DEFAULT_OVERSIZE_PCT}), which gets a bounded view before the digests of the smaller ones
- * become bare receipts: one such output holds the room of many digests the agent still reads.
- * `digest`, and `view` first or at a lower threshold, cost sight (measured in docs/window.md:
- * sessions-e at 32k, lines / words in sight 90.4 / 88.2 % with the old order, 95.1 / 92.9 % without
- * `view`, 97.0 / 93.1 % with it after `digest-idle` at 20 %).
+ * take them, except an oversized output ({@link DEFAULT_OVERSIZE_PCT}), viewed bounded before the
+ * digests of smaller ones become bare receipts. `digest`, and `view` earlier, cost sight (the
+ * orders measured are in docs/window.md).
  */
 export const DEFAULT_FIT_ORDER: readonly FitStep[] = ['reasoning', 'digest-idle', 'view', 'receipt'];
 
-/**
- * An output above this share of W − R (percent) is oversized: the `view` step shows it bounded. At
- * 12 % sessions-e at 32k saw 92.3 / 90.0 % (the views took outputs the agent quoted), at 20 % 97.0 /
- * 93.1 %, at 25 % nothing changed (docs/window.md).
- */
+/** An output above this share of W − R (percent) is oversized (the `view` step; thresholds measured in docs/window.md). */
 export const DEFAULT_OVERSIZE_PCT = 20;
 
 /** What one slot shows instead of its exact text. */

@@ -1,11 +1,7 @@
 /**
- * Preflight pressure with the window fit in the pipeline (docs/window.md): a host that compacts
- * when pressure reaches W must compact only when the fit cannot make the request fit. Over W, the
- * least the fit can leave (every reducible slot as its receipt) decides: when even that and R do
- * not fit the room the fit has (W − R, less what the host adds after the pipeline, over 1 + the
- * foreign-tokenizer margin: `promptRoomFor`), the pressure stays at or above W (the host compacts);
- * otherwise it is what the fit brings the prompt to (the low-water mark of that room), as the
- * provider may count it with the margin, plus what the host adds, plus R − 1: below W.
+ * Preflight pressure with the window fit in the pipeline (docs/window.md): at or above W only when
+ * even the least the fit can leave does not fit its room, else what the fit will bring the prompt
+ * to, below W, so a host that compacts at W compacts only when the fit cannot make room.
  */
 import { preflightPressure } from '../budget/arithmetic.js';
 import type { WindowLimits } from '../budget/planner.js';
