@@ -1,11 +1,8 @@
 /**
- * Which conversation an item belongs to. A session id may be reused by a new conversation (a
- * restarted task, a second chat under the same key), so decisions about an item are keyed by its
- * position in *this* conversation: the chain hash of every item up to and including it. Two
- * requests agree on an item's key exactly when they agree on the whole history up to that item.
- *
- * The memo remembers, per key, how many earlier requests showed the item inline and whether a
- * history rewrite replaced it; both are mirrored in the vault (`setRendering`), so a new process
+ * Which conversation an item belongs to (docs/fidelity.md: a session id may be reused by a new
+ * conversation): decisions about an item are keyed by the chain hash of every item up to and
+ * including it. The memo remembers, per key, how many earlier requests showed the item inline and
+ * whether a history rewrite replaced it, mirrored in the vault (`setRendering`), so a new process
  * (or an evicted session lane) renders the history as the previous one did.
  */
 import { createHash } from 'node:crypto';

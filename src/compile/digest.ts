@@ -1,20 +1,9 @@
 /**
- * The digest an old tool output becomes in a history rewrite: what the agent needs to keep its
- * thread (did it fail, which tests, how big was it, what does the artifact hold, which lines said
- * what went wrong) plus the receipt that recovers the exact output. Deterministic: the same output
- * always digests to the same text, so a digested item renders byte-identically in every later
- * request.
- *
- * ```
- * [Token Terminator digest | 120 lines | exit 1 | 3 failed]
- * <first line of the output>
- * [holds: src/app.py | lines 1-240 | defs: main, parse_args]
- * <every failing test id's line and diagnostic line, in order, up to DIGEST_MAX_DIAGNOSTICS>
- * … N more diagnostic lines …
- * <context lines (traceback frames, pointed-at source) while the budget lasts>
- * [Token Terminator artifact a_… | tool=… | chars=5234 | recover with token_terminator action=artifact_get]
- * ```
- * The receipt names the size; its id is the content's SHA-256 prefix, so no separate digest field.
+ * The digest an old tool output becomes in a history rewrite (its format: docs/fidelity.md, "What
+ * may change, and how"): what the agent needs to keep its thread (did it fail, which tests, how big
+ * was it, what does the artifact hold, which lines said what went wrong) plus the receipt that
+ * recovers the exact output. Deterministic: the same output always digests to the same text, so a
+ * digested item renders byte-identically in every later request.
  */
 import { codePoints } from '../measure/index.js';
 import { isFailureLine, NUMBERED_LINE as NUMBERED, scanDiagnostics } from '../compact/diagnostic-lines.js';

@@ -24,8 +24,6 @@ export interface RewriteQuestion {
   /** Requests expected after this one in the conversation. */
   readonly requestsAhead: number;
   readonly pricing: PricingProfile;
-  /** Chars per token, to compare sizes with the profile's minimum cacheable prefix. Default 4. */
-  readonly charsPerToken?: number;
   /** Sorted by position. */
   readonly candidates: readonly RewriteCandidate[];
 }
@@ -47,8 +45,8 @@ export interface RewriteAnswer {
  * // → { from: 0, … } (a 5k-char output at the tail is worth replacing)
  */
 export function chooseBatch(q: RewriteQuestion): RewriteAnswer | undefined {
-  const perToken = 1 / (q.charsPerToken ?? 4);
-  const cost = (size: number, cached: number): number => requestCost(q.pricing, size, Math.min(cached, size), perToken);
+  // 4 chars a token: sizes are compared with the profile's minimum cacheable prefix in tokens.
+  const cost = (size: number, cached: number): number => requestCost(q.pricing, size, Math.min(cached, size), 1 / 4);
   const keepNow = cost(q.size, q.cachedEnd);
   let best: RewriteAnswer | undefined;
   let removed = 0;
