@@ -57,11 +57,7 @@ interface Scan {
 }
 
 /** A finished scan for host tool outputs: the view's slots and the outputs among its item slots. */
-interface OutputScan {
-  readonly view: RequestView;
-  readonly head: number;
-  readonly out: readonly Slot[];
-}
+type OutputScan = Pick<Scan, 'view' | 'head' | 'out'>;
 
 /**
  * What the scans of one session keep for its next request (held in its SessionState): each

@@ -63,7 +63,7 @@ interface Work {
   readonly view: RequestView;
   readonly slots: readonly FitSlot[];
   readonly current: (Rendering | undefined)[];
-  /** The items as rendered now, and each item's estimated tokens. */
+  /** The items as rendered now. */
   items: unknown[];
   /** Blocks of turns rendered as one item each (sticky ones first, then this fit's). */
   blocks: Block[];
