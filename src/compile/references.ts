@@ -1,12 +1,9 @@
 /**
- * "Nothing refers to what the request does not show." A temporal delta (deltaRepeatedOutput) is a
- * diff against an earlier output: it means something only when that earlier output is visible, in
- * full, in the same request. The tool stage cannot see the request, so the request stages check:
- * a delta whose base is not shown inline is replaced by the first view of the current output it
- * stands for (what the tool stage would have shown without a baseline, left in the session's
- * renderings under `deltaViewKey`), else by that output itself, recovered exactly from the vault.
- * A session id reused by a new conversation therefore gets what a new session gets: never "no
- * output changes since the previous execution", and never more than the first view.
+ * "Nothing refers to what the request does not show" (docs/fidelity.md): a temporal delta whose
+ * base output is not shown inline, in full, in the same request is replaced by the first view of
+ * the current output it stands for (left in the session's renderings under `deltaViewKey`), else
+ * by that output itself, recovered exactly from the vault. A session id reused by a new
+ * conversation therefore never gets "no output changes since the previous execution".
  */
 import type { RequestView, Slot } from '../model/types.js';
 import { deltaViewKey } from '../compact/temporal-delta.js';

@@ -1,10 +1,9 @@
 /**
  * The one memo of what the request path measures of a conversation item (or any request value):
  * its size, content identity and token counts, kept per item object and, for hosts that rebuild
- * their objects, per content hash. The runtime holds one for all sessions and hands it to the
- * request stages (src/ledger/request-meter.ts), the output-budget counter and telemetry
- * (src/ledger/messages-meter.ts), so an item is serialized once, each long string hashed once (the
- * digest ledger, src/ledger/digests.ts) and each distinct text tokenized once, whoever asks first.
+ * their objects, per content hash. The runtime's one is read by the request stages, the
+ * output-budget counter and telemetry, so an item is serialized once, each long string hashed once
+ * (the digest ledger: docs/cache-policy.md) and each distinct text tokenized once.
  *
  * Two texts are counted per item: the compact canonical JSON (`{"a":1}`: stages and budget) and
  * the spaced JSON as it sits in a serialized array (` {"a": 1},`: telemetry). A BPE count of one
