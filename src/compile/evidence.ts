@@ -1,14 +1,11 @@
 /**
  * Turning tool evidence into receipts through the vault, memoized per session: the same content
  * is written (and read back) once, and every later request reuses the verified artifact id.
- *
- * Delivery is the commit point. A receipt leaves a request stage only after {@link
- * EvidenceStore.deliver} pinned its artifact for the session and read it back in the vault's
- * write transaction (under the lock retention takes); an id that comes back missing is forgotten
- * by the memo and the stage falls back to the inline content it still has. A memoized delivery is
- * reused only while the session's pin epoch is unchanged (one small row read per request): once
- * retention released the session's pins (closed, or idle past the TTL), or the vault cannot even
- * be read, every id is delivered again before it is named.
+ * Delivery is the commit point (docs/how-it-works.md): an id {@link EvidenceStore.deliver} finds
+ * missing is forgotten and the stage falls back to the inline content it still has. A memoized
+ * delivery is reused only while the session's pin epoch is unchanged (one small row read per
+ * request): once retention released the session's pins, or the vault cannot even be read, every id
+ * is delivered again before it is named.
  */
 import type { Digests } from '../ledger/digests.js';
 import { canonicalJson } from '../measure/index.js';
