@@ -5,22 +5,15 @@
  * is the sum of the counts of the segments `[m1,`, ` m2,`, …, ` mn]`, each memoized per message in
  * the shared item memo (test/ledger/messages-meter.test.ts checks the equality).
  */
-import { createItemMeasures, type ItemMeasures, type Segment } from './item-measures.js';
+import { createItemMeasures, type ItemEntry, type ItemMeasures, type Segment } from './item-measures.js';
 import type { TokenCounter } from '../measure/types.js';
 
-/** The measurements of one message (see {@link MessagesMeter.entry}). */
-export interface MessageEntry {
-  /** canonicalJson(message) (Python-compatible, default separators). */
-  readonly json: string;
-  /** Code points of `json`. */
-  readonly chars: number;
-  /** Tokens of the message framed as ` json,`, `[json,`, ` json]`, `[json]` and `json` alone ({@link Segment}), once counted. */
-  readonly mid: number | undefined;
-  readonly first: number | undefined;
-  readonly last: number | undefined;
-  readonly only: number | undefined;
-  readonly alone: number | undefined;
-}
+/**
+ * The measurements of one message ({@link MessagesMeter.entry}): canonicalJson(message) as `json`
+ * (Python-compatible, default separators), its code points, and its tokens as each {@link Segment}
+ * once counted.
+ */
+export type MessageEntry = Pick<ItemEntry, 'chars' | Segment> & { readonly json: string };
 
 /** Incremental chars/tokens for messages arrays (see the module comment). */
 export interface MessagesMeter {
