@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createEvidenceStore } from '../../src/compile/evidence.js';
+import { createDigests } from '../../src/ledger/digests.js';
 import { createVault } from '../../src/vault/index.js';
 import type { StoreScope, Vault } from '../../src/vault/types.js';
 
@@ -41,7 +42,7 @@ async function session(name: string) {
   const path = join(dir, `${name}.sqlite3`);
   const real = await createVault({ path });
   const { vault, deliveries } = counted(real);
-  const store = createEvidenceStore(vault);
+  const store = createEvidenceStore(vault, createDigests());
   store.begin(scope);
   const ids: string[] = [];
   for (let i = 0; i < 5; i++)
