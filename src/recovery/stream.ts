@@ -132,18 +132,23 @@ const chunk = (json: Obj): string => block(`data: ${JSON.stringify(json)}`);
 /** A format's answer to the event that ends a recovery-only round it may continue: hold it and the rest back. */
 const HOLD = Symbol('hold');
 
-/** One format's side of a round: `push` answers an event (or HOLD); `finish` is told whether the round held. */
+/** One format's side of a round: `push` answers an event (or HOLD); `finish` (did it hold?) rebuilds its response. */
 interface RoundFormat {
   push(event: SseEvent): string | typeof HOLD;
   /** What is still to be sent when the round starts holding (default none). */
   beforeHold?(): string;
   /** Told of each event held after HOLD (to read its usage). */
   observe?(event: SseEvent): void;
-  finish(holding: boolean): Omit<RoundEnd, 'holding' | 'held'>;
+  finish(holding: boolean): unknown;
 }
 
-/** A round that, once its format said HOLD, keeps every event back, raw, for the driver to send or drop. */
-function holdingRound(format: RoundFormat): StreamRound {
+/**
+ * One round of a client stream. `canContinue` says whether a recovery-only round may hold its end
+ * for another round; when not, the end is passed on with the stop reason of a finished turn. Once
+ * the format said HOLD, every event is kept back, raw, for the driver to send or drop.
+ */
+export function createStreamRound(wire: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
+  const format = { chat: chatRound, responses: responsesRound, anthropic: anthropicRound }[wire](state, canContinue);
   let holding = false;
   let held = '';
   return {
@@ -159,17 +164,11 @@ function holdingRound(format: RoundFormat): StreamRound {
       format.observe?.(event);
       return '';
     },
-    finish: () => ({ ...format.finish(holding), holding, held }),
+    finish() {
+      const body = format.finish(holding);
+      return { body, ...splitCalls(body, wire), holding, held };
+    },
   };
-}
-
-/**
- * One round of a client stream. `canContinue` says whether a recovery-only round may hold its end
- * for another round; when not, the end is passed on with the stop reason of a finished turn.
- */
-export function createStreamRound(format: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
-  const rounds = { chat: chatRound, responses: responsesRound, anthropic: anthropicRound };
-  return holdingRound(rounds[format](state, canContinue));
 }
 
 /**
@@ -298,7 +297,7 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     },
     finish(holding) {
       if (holding) state.usage = sumUsage(state.usage, r.usage);
-      return finishChatRound(r);
+      return chatBody(r);
     },
   };
 }
@@ -405,18 +404,16 @@ function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, e
   return chunk(out);
 }
 
-function finishChatRound(r: ChatRoundState): Omit<RoundEnd, 'holding' | 'held'> {
+function chatBody(r: ChatRoundState): Obj {
   const toolCalls = [...r.calls.entries()]
     .sort((a, b) => a[0] - b[0])
     .map(([, c]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
   const message: Obj = { role: 'assistant', content: r.content === '' ? null : r.content };
   if (toolCalls.length > 0) message['tool_calls'] = toolCalls;
-  const body = {
+  return {
     ...(r.last === undefined ? {} : { id: r.last['id'], model: r.last['model'] }),
     choices: [{ index: 0, message, finish_reason: r.finish }],
   };
-  const split = splitCalls(body, 'chat');
-  return { body, recovery: split.recovery, others: split.others };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -467,12 +464,11 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       return text.holding || opensText ? text.hold({ event, json }) : pass(event, json);
     },
     finish(holding) {
-      const split = body === undefined ? { recovery: [], others: 0 } : splitCalls(body, 'responses');
       if (holding) {
         state.visibleItems.push(...roundVisible);
         state.usage = sumUsage(state.usage, usage);
       }
-      return { body, recovery: split.recovery, others: split.others };
+      return body;
     },
   };
 }
@@ -579,9 +575,7 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
     },
     finish(holding) {
       if (holding) state.usage = sumUsage(state.usage, roundUsage());
-      const body = { ...message, content: content(), stop_reason: stop };
-      const split = splitCalls(body, 'anthropic');
-      return { body, recovery: split.recovery, others: split.others };
+      return { ...message, content: content(), stop_reason: stop };
     },
   };
 }
