@@ -79,37 +79,64 @@ function chatMessage(response: unknown): Obj | undefined {
 
 const isRecoveryName = (name: unknown): boolean => name === RECOVERY_TOOL_NAME;
 
+/** How a format's turn holds its tool calls. */
+interface CallShape {
+  /** The entries the calls are among: Chat's tool calls, Responses' output items, Anthropic's content blocks. */
+  entries(response: unknown): unknown;
+  /** The entry calls a tool (every Chat tool call does). */
+  isCall(entry: unknown): boolean;
+  /** The entry calls the recovery tool. */
+  isRecovery(entry: unknown): entry is Obj;
+  /** The key of a call's id. */
+  readonly id: 'id' | 'call_id';
+  args(call: Obj): unknown;
+}
+
+const SHAPES: Record<RecoveryWireFormat, CallShape> = {
+  chat: {
+    entries: (response) => chatMessage(response)?.['tool_calls'],
+    isCall: () => true,
+    isRecovery: (c): c is Obj => isObj(c) && isObj(c['function']) && isRecoveryName(c['function']['name']),
+    id: 'id',
+    args: (c) => (c['function'] as Obj)['arguments'],
+  },
+  responses: {
+    entries: (response) => (isObj(response) ? response['output'] : undefined),
+    isCall: (e) => isObj(e) && (e['type'] === 'function_call' || e['type'] === 'custom_tool_call'),
+    isRecovery: (e): e is Obj => isObj(e) && e['type'] === 'function_call' && isRecoveryName(e['name']),
+    id: 'call_id',
+    args: (e) => e['arguments'],
+  },
+  anthropic: {
+    entries: (response) => (isObj(response) ? response['content'] : undefined),
+    isCall: (b) => isObj(b) && b['type'] === 'tool_use',
+    isRecovery: (b): b is Obj => isObj(b) && b['type'] === 'tool_use' && isRecoveryName(b['name']),
+    id: 'id',
+    args: (b) => b['input'],
+  },
+};
+
+/** True when `entry` (a Chat tool call, Responses output item or Anthropic content block) calls the recovery tool. */
+export const isRecoveryCall = (entry: unknown, format: RecoveryWireFormat): entry is Obj =>
+  SHAPES[format].isRecovery(entry);
+
 /** Split a complete (non-streamed) response's tool calls into recovery calls and others. */
 export function splitCalls(response: unknown, format: RecoveryWireFormat): CallSplit {
+  const shape = SHAPES[format];
   const recovery: RecoveryCall[] = [];
   let others = 0;
-  if (format === 'chat') {
-    const calls = chatMessage(response)?.['tool_calls'];
-    for (const c of Array.isArray(calls) ? calls : []) {
-      const fn = isObj(c) && isObj(c['function']) ? c['function'] : undefined;
-      if (isObj(c) && fn !== undefined && isRecoveryName(fn['name']) && typeof c['id'] === 'string')
-        recovery.push({ id: c['id'], arguments: fn['arguments'] });
-      else others++;
-    }
-  } else if (format === 'responses') {
-    const output = isObj(response) ? response['output'] : undefined;
-    for (const item of Array.isArray(output) ? output : []) {
-      if (!isObj(item) || (item['type'] !== 'function_call' && item['type'] !== 'custom_tool_call')) continue;
-      if (item['type'] === 'function_call' && isRecoveryName(item['name']) && typeof item['call_id'] === 'string')
-        recovery.push({ id: item['call_id'], arguments: item['arguments'] });
-      else others++;
-    }
-  } else {
-    const content = isObj(response) ? response['content'] : undefined;
-    for (const block of Array.isArray(content) ? content : []) {
-      if (!isObj(block) || block['type'] !== 'tool_use') continue;
-      if (isRecoveryName(block['name']) && typeof block['id'] === 'string')
-        recovery.push({ id: block['id'], arguments: block['input'] });
-      else others++;
-    }
+  const entries = shape.entries(response);
+  for (const e of Array.isArray(entries) ? entries : []) {
+    if (!shape.isCall(e)) continue;
+    if (shape.isRecovery(e) && typeof e[shape.id] === 'string')
+      recovery.push({ id: e[shape.id] as string, arguments: shape.args(e) });
+    else others++;
   }
   return { recovery, others };
 }
+
+/** The turn called the recovery tool and no tool of the client's. */
+export const recoveryOnly = (split: CallSplit): boolean => split.recovery.length > 0 && split.others === 0;
 
 /**
  * The response without its recovery calls (what the client may see). When nothing else is left
@@ -126,7 +153,7 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
     if (!isObj(first) || !isObj(first['message'])) return response;
     const message = first['message'];
     const kept = (Array.isArray(message['tool_calls']) ? message['tool_calls'] : []).filter(
-      (c) => !(isObj(c) && isObj(c['function']) && isRecoveryName(c['function']['name'])),
+      (c) => !isRecoveryCall(c, 'chat'),
     );
     const { tool_calls: _dropped, ...rest } = message;
     if (dropText && typeof rest['content'] === 'string') rest['content'] = '';
@@ -135,22 +162,12 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
       others > 0 ? first['finish_reason'] : first['finish_reason'] === 'tool_calls' ? 'stop' : first['finish_reason'];
     return { ...response, choices: [{ ...first, message: nextMessage, finish_reason: finish }, ...choices.slice(1)] };
   }
-  if (format === 'responses') {
-    const output = Array.isArray(response['output']) ? response['output'] : [];
-    return {
-      ...response,
-      output: output.filter(
-        (item) =>
-          !(isObj(item) && item['type'] === 'function_call' && isRecoveryName(item['name'])) &&
-          !(dropText && isObj(item) && item['type'] === 'message'),
-      ),
-    };
-  }
-  const content = Array.isArray(response['content']) ? response['content'] : [];
-  const kept = content.filter(
-    (b) =>
-      !(isObj(b) && ((b['type'] === 'tool_use' && isRecoveryName(b['name'])) || (dropText && b['type'] === 'text'))),
+  const key = format === 'responses' ? 'output' : 'content';
+  const text = format === 'responses' ? 'message' : 'text';
+  const kept = (Array.isArray(response[key]) ? response[key] : []).filter(
+    (e) => !isRecoveryCall(e, format) && !(dropText && isObj(e) && e['type'] === text),
   );
+  if (format === 'responses') return { ...response, output: kept };
   const stop = others === 0 && response['stop_reason'] === 'tool_use' ? 'end_turn' : response['stop_reason'];
   return { ...response, content: kept, stop_reason: stop };
 }
@@ -166,49 +183,29 @@ export function exchangeItems(
   answers: ReadonlyMap<string, string>,
 ): unknown[] {
   if (!isObj(response)) return [];
+  const shape = SHAPES[format];
+  const entries = shape.entries(response);
+  const answer = (call: Obj): string | undefined => answers.get(String(call[shape.id]));
   if (format === 'chat') {
     const message = chatMessage(response);
     if (message === undefined) return [];
-    const calls = (Array.isArray(message['tool_calls']) ? message['tool_calls'] : []).filter(
-      (c) => isObj(c) && isObj(c['function']) && isRecoveryName(c['function']['name']) && answers.has(String(c['id'])),
+    const calls = (Array.isArray(entries) ? entries : []).filter(
+      (c): c is Obj => isRecoveryCall(c, 'chat') && answer(c) !== undefined,
     );
     const { tool_calls: _all, ...rest } = message;
     const assistant = { ...rest, role: 'assistant', content: message['content'] ?? null, tool_calls: calls };
-    return [
-      assistant,
-      ...calls.map((c) => ({
-        role: 'tool',
-        tool_call_id: (c as Obj)['id'],
-        content: answers.get(String((c as Obj)['id'])),
-      })),
-    ];
+    return [assistant, ...calls.map((c) => ({ role: 'tool', tool_call_id: c['id'], content: answer(c) }))];
   }
-  if (format === 'responses') {
-    const output = Array.isArray(response['output']) ? response['output'] : [];
-    const isCall = (item: Obj): boolean => item['type'] === 'function_call' || item['type'] === 'custom_tool_call';
-    const kept = output.filter(
-      (item): item is Obj =>
-        isObj(item) && (!isCall(item) || (isRecoveryName(item['name']) && answers.has(String(item['call_id'])))),
-    );
-    const results = kept
-      .filter((item) => item['type'] === 'function_call')
-      .map((item) => ({
-        type: 'function_call_output',
-        call_id: item['call_id'],
-        output: answers.get(String(item['call_id'])),
-      }));
-    return [...kept, ...results];
-  }
-  const content = Array.isArray(response['content']) ? response['content'] : [];
-  const blocks = content.filter(
-    (b): b is Obj =>
-      isObj(b) && (b['type'] !== 'tool_use' || (isRecoveryName(b['name']) && answers.has(String(b['id'])))),
+  // Responses output items, Anthropic content blocks: every entry but the calls of the client's, then the results.
+  const kept = (Array.isArray(entries) ? entries : []).filter(
+    (e): e is Obj => isObj(e) && (!shape.isCall(e) || (isRecoveryName(e['name']) && answer(e) !== undefined)),
   );
-  const results = blocks
-    .filter((b) => b['type'] === 'tool_use')
-    .map((b) => ({ type: 'tool_result', tool_use_id: b['id'], content: answers.get(String(b['id'])) }));
+  const calls = kept.filter((e) => isRecoveryCall(e, format));
+  if (format === 'responses')
+    return [...kept, ...calls.map((c) => ({ type: 'function_call_output', call_id: c['call_id'], output: answer(c) }))];
+  const results = calls.map((b) => ({ type: 'tool_result', tool_use_id: b['id'], content: answer(b) }));
   return [
-    { role: 'assistant', content: blocks },
+    { role: 'assistant', content: kept },
     { role: 'user', content: results },
   ];
 }

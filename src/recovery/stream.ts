@@ -17,6 +17,8 @@
  */
 import {
   isObj,
+  isRecoveryCall,
+  recoveryOnly,
   splitCalls,
   stripRecoveryCalls,
   sumUsage,
@@ -25,7 +27,6 @@ import {
   type RecoveryCall,
   type RecoveryWireFormat,
 } from './formats.js';
-import { RECOVERY_TOOL_NAME } from './schema.js';
 
 /** One parsed event; `raw` is its text without the blank line that ended it. */
 export interface SseEvent {
@@ -358,7 +359,7 @@ function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, e
       const fn = isObj(tc['function']) ? tc['function'] : {};
       let call = r.calls.get(tc['index']);
       if (call === undefined) {
-        const recovery = fn['name'] === RECOVERY_TOOL_NAME;
+        const recovery = isRecoveryCall(tc, 'chat');
         call = {
           id: String(tc['id'] ?? ''),
           name: String(fn['name'] ?? ''),
@@ -442,7 +443,7 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       const index = typeof json['output_index'] === 'number' ? json['output_index'] : undefined;
       const item = isObj(json['item']) ? json['item'] : undefined;
       if (type === 'response.output_item.added' && index !== undefined && item !== undefined) {
-        if (item['type'] === 'function_call' && item['name'] === RECOVERY_TOOL_NAME) map.set(index, -1);
+        if (isRecoveryCall(item, 'responses')) map.set(index, -1);
         else if (!text.decided && (item['type'] === 'function_call' || item['type'] === 'custom_tool_call'))
           return text.release(true) + pass(event, json);
       }
@@ -450,13 +451,12 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
         const response = isObj(json['response']) ? json['response'] : {};
         body = response;
         usage = usageOf(response);
-        const split = splitCalls(response, 'responses');
-        const recoveryOnly = split.recovery.length > 0 && split.others === 0;
-        if (type === 'response.completed' && recoveryOnly && canContinue) {
+        const only = recoveryOnly(splitCalls(response, 'responses'));
+        if (type === 'response.completed' && only && canContinue) {
           text.release(false);
           return HOLD;
         }
-        return text.release(!recoveryOnly) + pass(event, json, recoveryOnly);
+        return text.release(!only) + pass(event, json, only);
       }
       if (type === 'error') return text.release(true) + pass(event, json);
       if (index !== undefined && map.get(index) === -1) return '';
@@ -559,16 +559,15 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         const delta = isObj(json['delta']) ? json['delta'] : {};
         stop = delta['stop_reason'] ?? stop;
         deltaUsage = usageOf(json);
-        const split = splitCalls({ content: content() }, 'anthropic');
-        const recoveryOnly = split.recovery.length > 0 && split.others === 0;
-        if (recoveryOnly && canContinue) {
+        const only = recoveryOnly(splitCalls({ content: content() }, 'anthropic'));
+        if (only && canContinue) {
           text.release(false);
           return HOLD;
         }
         let out: Obj = json;
-        if (recoveryOnly) out = { ...out, delta: { ...delta, stop_reason: 'end_turn' } };
+        if (only) out = { ...out, delta: { ...delta, stop_reason: 'end_turn' } };
         if (state.usage !== undefined) out = { ...out, usage: sumUsage(state.usage, roundUsage()) };
-        return text.release(!recoveryOnly) + (out === json ? block(event.raw) : emit(type, out));
+        return text.release(!only) + (out === json ? block(event.raw) : emit(type, out));
       }
       if (type === 'message_stop' || type === 'error') return text.release(true) + block(event.raw);
       return holdOrPass(event);
@@ -593,7 +592,7 @@ function contentBlock(blocks: Map<number, AnthropicBlock>, type: string, json: O
   let entry = blocks.get(index);
   if (type === 'content_block_start') {
     const start = isObj(json['content_block']) ? { ...json['content_block'] } : {};
-    const recovery = start['type'] === 'tool_use' && start['name'] === RECOVERY_TOOL_NAME;
+    const recovery = isRecoveryCall(start, 'anthropic');
     entry = { block: start, recovery, visible: recovery ? -1 : undefined, json: '' };
     blocks.set(index, entry);
   }
