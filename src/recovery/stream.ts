@@ -176,21 +176,25 @@ export function createStreamRound(wire: RecoveryWireFormat, state: StreamState, 
  * Text held until the round shows whose it is: a call of the client's or an end without recovery
  * calls passes it on (`release(true)`); a round of recovery calls only drops it (never the client's answer).
  */
-class HeldText<H> {
+class HeldText {
   decided = false;
-  #held: H[] = [];
-  constructor(private readonly pass: (held: H, keep: boolean) => string) {}
+  /** What each held event becomes once released, called in order (passing an event on may renumber it). */
+  #held: ((keep: boolean) => string)[] = [];
   /** Undecided with something held: what follows is held too. */
   get holding(): boolean {
     return !this.decided && this.#held.length > 0;
   }
-  hold(held: H): string {
+  hold(held: (keep: boolean) => string): string {
     this.#held.push(held);
     return '';
   }
+  /** `pass()` now, or (behind held text, or when `opens` text) when released, and only if it is kept. */
+  holdOr(pass: () => string, opens = false): string {
+    return this.holding || opens ? this.hold((keep) => (keep ? pass() : '')) : pass();
+  }
   release(keep: boolean): string {
     this.decided = true;
-    const out = this.#held.map((h) => this.pass(h, keep)).join('');
+    const out = this.#held.map((h) => h(keep)).join('');
     this.#held = [];
     return out;
   }
@@ -261,9 +265,7 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     nextVisible: 0,
     last: undefined,
   };
-  const text = new HeldText<{ readonly text: string; readonly without: string }>((h, keep) =>
-    keep ? h.text : h.without,
-  );
+  const text = new HeldText();
   let dropped = '';
   const inner = (given: SseEvent): string | typeof HOLD => {
     const event = oneChatAnswer(state, given);
@@ -287,7 +289,7 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     const without = keep
       ? chunk({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })
       : '';
-    return text.hold({ text: out, without });
+    return text.hold((keep) => (keep ? out : without));
   };
   return {
     push: inner,
@@ -427,13 +429,11 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   let body: unknown;
   let usage: Obj | undefined;
   // Text items (and what follows them) are held as in Chat.
-  const text = new HeldText<{ readonly event: SseEvent; readonly json?: Obj }>((h, keep) =>
-    !keep ? '' : h.json === undefined ? block(h.event.raw) : pass(h.event, h.json),
-  );
+  const text = new HeldText();
   return {
     push(event) {
       const json = parseJson(event.data);
-      if (json === undefined) return text.holding ? text.hold({ event }) : block(event.raw);
+      if (json === undefined) return text.holdOr(() => block(event.raw));
       const type = String(json['type'] ?? event.event ?? '');
       if ((type === 'response.created' || type === 'response.in_progress') && state.round > 0) return '';
       if (type === 'response.created' && state.id === undefined && isObj(json['response'])) {
@@ -461,7 +461,7 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
       if (type === 'error') return text.release(true) + pass(event, json);
       if (index !== undefined && map.get(index) === -1) return '';
       const opensText = !text.decided && type === 'response.output_item.added' && item?.['type'] === 'message';
-      return text.holding || opensText ? text.hold({ event, json }) : pass(event, json);
+      return text.holdOr(() => pass(event, json), opensText);
     },
     finish(holding) {
       if (holding) {
@@ -532,10 +532,8 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   const roundUsage = (): Obj | undefined =>
     startUsage === undefined && deltaUsage === undefined ? undefined : { ...startUsage, ...deltaUsage };
   // Text blocks (and what follows them) are held as in Chat.
-  const text = new HeldText<{ readonly event: SseEvent; readonly json?: Obj; readonly entry?: AnthropicBlock }>(
-    (h, keep) => (!keep ? '' : h.entry === undefined ? block(h.event.raw) : pass(h.event, h.json!, h.entry)),
-  );
-  const holdOrPass = (event: SseEvent): string => (text.holding ? text.hold({ event }) : block(event.raw));
+  const text = new HeldText();
+  const holdOrPass = (event: SseEvent): string => text.holdOr(() => block(event.raw));
   return {
     push(event) {
       const json = parseJson(event.data);
@@ -553,7 +551,7 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         const starts = !text.decided && type === 'content_block_start';
         if (starts && entry.block['type'] === 'tool_use') return text.release(true) + pass(event, json, entry);
         const opensText = starts && entry.block['type'] === 'text';
-        return text.holding || opensText ? text.hold({ event, json, entry }) : pass(event, json, entry);
+        return text.holdOr(() => pass(event, json, entry), opensText);
       }
       if (type === 'message_delta') {
         const delta = isObj(json['delta']) ? json['delta'] : {};
