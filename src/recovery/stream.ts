@@ -424,8 +424,35 @@ function chatBody(r: ChatRoundState): Obj {
 function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
-  const pass = (event: SseEvent, json: Obj, dropText = false): string =>
-    responsesPass(state, map, roundVisible, event, json, dropText);
+  /** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
+  function pass(event: SseEvent, json: Obj, dropText = false): string {
+    const type = String(json['type'] ?? event.event ?? '');
+    let out: Obj = json;
+    if (typeof json['output_index'] === 'number') {
+      const index = json['output_index'];
+      if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
+      const visible = map.get(index) ?? index;
+      if (visible === -1) return '';
+      if (type === 'response.output_item.done') roundVisible.push(json['item']);
+      if (visible !== index) out = { ...out, output_index: visible };
+    }
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      const response = isObj(json['response']) ? json['response'] : {};
+      const split = splitCalls(response, 'responses');
+      const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
+      const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
+      const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
+      // One answer, one id: the closing response carries the id the client was given when it started.
+      const id = state.id !== undefined && own['id'] !== state.id ? { id: state.id } : {};
+      if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined || 'id' in id)
+        out = { ...out, response: { ...own, ...id, output, ...(total === undefined ? {} : { usage: total }) } };
+    }
+    if (typeof out['sequence_number'] === 'number') {
+      const sequence = state.sequence++;
+      if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
+    }
+    return out === json ? block(event.raw) : emit(type, out);
+  }
   let body: unknown;
   let usage: Obj | undefined;
   // Text items (and what follows them) are held as in Chat.
@@ -473,43 +500,6 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   };
 }
 
-/** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
-function responsesPass(
-  state: StreamState,
-  map: Map<number, number>,
-  roundVisible: unknown[],
-  event: SseEvent,
-  json: Obj,
-  dropText = false,
-): string {
-  const type = String(json['type'] ?? event.event ?? '');
-  let out: Obj = json;
-  if (typeof json['output_index'] === 'number') {
-    const index = json['output_index'];
-    if (type === 'response.output_item.added' && !map.has(index)) map.set(index, state.nextVisible++);
-    const visible = map.get(index) ?? index;
-    if (visible === -1) return '';
-    if (type === 'response.output_item.done') roundVisible.push(json['item']);
-    if (visible !== index) out = { ...out, output_index: visible };
-  }
-  if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
-    const response = isObj(json['response']) ? json['response'] : {};
-    const split = splitCalls(response, 'responses');
-    const own = stripRecoveryCalls(response, 'responses', dropText) as Obj;
-    const output = [...state.visibleItems, ...(Array.isArray(own['output']) ? own['output'] : [])];
-    const total = state.usage === undefined ? undefined : sumUsage(state.usage, usageOf(response));
-    // One answer, one id: the closing response carries the id the client was given when it started.
-    const id = state.id !== undefined && own['id'] !== state.id ? { id: state.id } : {};
-    if (state.visibleItems.length > 0 || split.recovery.length > 0 || total !== undefined || 'id' in id)
-      out = { ...out, response: { ...own, ...id, output, ...(total === undefined ? {} : { usage: total }) } };
-  }
-  if (typeof out['sequence_number'] === 'number') {
-    const sequence = state.sequence++;
-    if (sequence !== out['sequence_number']) out = { ...out, sequence_number: sequence };
-  }
-  return out === json ? block(event.raw) : emit(type, out);
-}
-
 // ---------------------------------------------------------------------------------------------
 
 interface AnthropicBlock {
@@ -522,7 +512,12 @@ interface AnthropicBlock {
 
 function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
-  const pass = (event: SseEvent, json: Obj, entry: AnthropicBlock): string => anthropicPass(state, event, json, entry);
+  /** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
+  function pass(event: SseEvent, json: Obj, entry: AnthropicBlock): string {
+    const type = String(json['type'] ?? event.event ?? '');
+    if (entry.visible === undefined) entry.visible = state.nextVisible++;
+    return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
+  }
   let stop: unknown = null;
   let message: Obj = {};
   let startUsage: Obj | undefined;
@@ -575,13 +570,6 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
       return { ...message, content: content(), stop_reason: stop };
     },
   };
-}
-
-/** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
-function anthropicPass(state: StreamState, event: SseEvent, json: Obj, entry: AnthropicBlock): string {
-  const type = String(json['type'] ?? event.event ?? '');
-  if (entry.visible === undefined) entry.visible = state.nextVisible++;
-  return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
 }
 
 /** The block a content-block event is about (a start opens it), its delta added and, at its stop, its input parsed. */
