@@ -136,8 +136,6 @@ const HOLD = Symbol('hold');
 /** One format's side of a round: `push` answers an event (or HOLD); `finish` (did it hold?) rebuilds its response. */
 interface RoundFormat {
   push(event: SseEvent): string | typeof HOLD;
-  /** What is still to be sent when the round starts holding (default none). */
-  beforeHold?(): string;
   /** Told of each event held after HOLD (to read its usage). */
   observe?(event: SseEvent): void;
   finish(holding: boolean): unknown;
@@ -146,10 +144,13 @@ interface RoundFormat {
 /**
  * One round of a client stream. `canContinue` says whether a recovery-only round may hold its end
  * for another round; when not, the end is passed on with the stop reason of a finished turn. Once
- * the format said HOLD, every event is kept back, raw, for the driver to send or drop.
+ * the format said HOLD, every event is kept back, raw, for the driver to send or drop, and the
+ * round's held text is dropped (Chat still passes on what else its chunks said).
  */
 export function createStreamRound(wire: RecoveryWireFormat, state: StreamState, canContinue: boolean): StreamRound {
-  const format = { chat: chatRound, responses: responsesRound, anthropic: anthropicRound }[wire](state, canContinue);
+  const rounds = { chat: chatRound, responses: responsesRound, anthropic: anthropicRound };
+  const text = new HeldText();
+  const format = rounds[wire](state, canContinue, text);
   let holding = false;
   let held = '';
   return {
@@ -159,7 +160,7 @@ export function createStreamRound(wire: RecoveryWireFormat, state: StreamState, 
         if (out !== HOLD) return out;
         holding = true;
         held += block(event.raw);
-        return format.beforeHold?.() ?? '';
+        return text.release(false);
       }
       held += block(event.raw);
       format.observe?.(event);
@@ -256,7 +257,7 @@ function chatCounts(calls: ReadonlyMap<number, ChatCall>): { recovery: number; o
   return { recovery, others: calls.size - recovery };
 }
 
-function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
+function chatRound(state: StreamState, canContinue: boolean, text: HeldText): RoundFormat {
   const r: ChatRoundState = {
     calls: new Map(),
     usage: undefined,
@@ -265,16 +266,10 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
     nextVisible: 0,
     last: undefined,
   };
-  const text = new HeldText();
-  let dropped = '';
   const inner = (given: SseEvent): string | typeof HOLD => {
     const event = oneChatAnswer(state, given);
     const out = chatPush(r, state, canContinue, event);
-    if (out === HOLD) {
-      dropped = text.release(false);
-      return HOLD;
-    }
-    if (text.decided || out === '') return out;
+    if (out === HOLD || text.decided || out === '') return out;
     const { recovery, others } = chatCounts(r.calls);
     if (others > 0) return text.release(true) + out;
     const json = parseJson(event.data);
@@ -293,7 +288,6 @@ function chatRound(state: StreamState, canContinue: boolean): RoundFormat {
   };
   return {
     push: inner,
-    beforeHold: () => dropped,
     observe(event) {
       const json = parseJson(event.data);
       if (isObj(json?.['usage'])) r.usage = json['usage'];
@@ -421,7 +415,7 @@ function chatBody(r: ChatRoundState): Obj {
 
 // ---------------------------------------------------------------------------------------------
 
-function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
+function responsesRound(state: StreamState, canContinue: boolean, text: HeldText): RoundFormat {
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
   /** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
@@ -455,8 +449,6 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
   }
   let body: unknown;
   let usage: Obj | undefined;
-  // Text items (and what follows them) are held as in Chat.
-  const text = new HeldText();
   return {
     push(event) {
       const json = parseJson(event.data);
@@ -479,10 +471,7 @@ function responsesRound(state: StreamState, canContinue: boolean): RoundFormat {
         body = response;
         usage = usageOf(response);
         const only = recoveryOnly(splitCalls(response, 'responses'));
-        if (type === 'response.completed' && only && canContinue) {
-          text.release(false);
-          return HOLD;
-        }
+        if (type === 'response.completed' && only && canContinue) return HOLD;
         return text.release(!only) + pass(event, json, only);
       }
       if (type === 'error') return text.release(true) + pass(event, json);
@@ -510,7 +499,7 @@ interface AnthropicBlock {
   json: string;
 }
 
-function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
+function anthropicRound(state: StreamState, canContinue: boolean, text: HeldText): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
   /** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
   function pass(event: SseEvent, json: Obj, entry: AnthropicBlock): string {
@@ -526,8 +515,6 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
   // This round's usage: message_start's, its counters updated by message_delta's (cumulative).
   const roundUsage = (): Obj | undefined =>
     startUsage === undefined && deltaUsage === undefined ? undefined : { ...startUsage, ...deltaUsage };
-  // Text blocks (and what follows them) are held as in Chat.
-  const text = new HeldText();
   const holdOrPass = (event: SseEvent): string => text.holdOr(() => block(event.raw));
   return {
     push(event) {
@@ -553,10 +540,7 @@ function anthropicRound(state: StreamState, canContinue: boolean): RoundFormat {
         stop = delta['stop_reason'] ?? stop;
         deltaUsage = usageOf(json);
         const only = recoveryOnly(splitCalls({ content: content() }, 'anthropic'));
-        if (only && canContinue) {
-          text.release(false);
-          return HOLD;
-        }
+        if (only && canContinue) return HOLD;
         let out: Obj = json;
         if (only) out = { ...out, delta: { ...delta, stop_reason: 'end_turn' } };
         if (state.usage !== undefined) out = { ...out, usage: sumUsage(state.usage, roundUsage()) };
