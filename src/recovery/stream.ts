@@ -247,14 +247,9 @@ interface ChatRoundState {
   usage: Obj | undefined;
   content: string;
   finish: unknown;
+  /** The index the client's next call gets: also how many calls of the client's the round made. */
   nextVisible: number;
   last: Obj | undefined;
-}
-
-function chatCounts(calls: ReadonlyMap<number, ChatCall>): { recovery: number; others: number } {
-  let recovery = 0;
-  for (const c of calls.values()) if (c.recovery) recovery++;
-  return { recovery, others: calls.size - recovery };
 }
 
 function chatRound(state: StreamState, canContinue: boolean, text: HeldText): RoundFormat {
@@ -270,20 +265,19 @@ function chatRound(state: StreamState, canContinue: boolean, text: HeldText): Ro
     const event = oneChatAnswer(state, given);
     const out = chatPush(r, state, canContinue, event);
     if (out === HOLD || text.decided || out === '') return out;
-    const { recovery, others } = chatCounts(r.calls);
-    if (others > 0) return text.release(true) + out;
+    if (r.nextVisible > 0) return text.release(true) + out;
     const json = parseJson(event.data);
     const choice = Array.isArray(json?.['choices']) && isObj(json['choices'][0]) ? json['choices'][0] : undefined;
     const finished = choice !== undefined && choice['finish_reason'] !== null && choice['finish_reason'] !== undefined;
-    if (finished) return text.release(recovery === 0) + out;
+    if (finished) return text.release(r.calls.size === 0) + out;
     const delta = choice !== undefined && isObj(choice['delta']) ? choice['delta'] : undefined;
     if (json === undefined || delta === undefined || typeof delta['content'] !== 'string' || delta['content'] === '')
       return out;
     const { content: _text, ...rest } = delta;
-    const keep = Object.keys(rest).length > 0;
-    const without = keep
-      ? chunk({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })
-      : '';
+    const without =
+      Object.keys(rest).length > 0
+        ? chunk({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })
+        : '';
     return text.hold((keep) => (keep ? out : without));
   };
   return {
@@ -382,8 +376,7 @@ function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, e
   let finishReason = choice['finish_reason'];
   if (finishReason !== null && finishReason !== undefined) {
     r.finish = finishReason;
-    const { recovery, others } = chatCounts(r.calls);
-    if (recovery > 0 && others === 0) {
+    if (r.calls.size > 0 && r.nextVisible === 0) {
       if (canContinue) {
         return HOLD;
       }
