@@ -11,7 +11,8 @@ import { readFileSync } from 'node:fs';
 import { chatActions } from '../src/compile/actions.js';
 import { observationTest } from '../src/compile/observations.js';
 import { readSessions } from '../src/replay/index.js';
-import { actionValues, FidelityTracker, stringsOf } from '../src/replay/fidelity.js';
+import { stringsOf } from '../src/measure/canonical-json.js';
+import { actionValues, FidelityTracker } from '../src/replay/fidelity.js';
 import { useCandidates } from '../src/replay/sight.js';
 
 type Obj = Record<string, unknown>;

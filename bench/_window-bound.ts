@@ -16,9 +16,10 @@
 import { readFileSync } from 'node:fs';
 import { chatActions } from '../src/compile/actions.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
+import { stringsOf } from '../src/measure/canonical-json.js';
 import { readSessions } from '../src/replay/index.js';
 import { useCandidates } from '../src/replay/sight.js';
-import { actionValues, stringsOf } from '../src/replay/fidelity.js';
+import { actionValues } from '../src/replay/fidelity.js';
 
 type Obj = Record<string, unknown>;
 const [path, dumpPath, w, r] = process.argv.slice(2);

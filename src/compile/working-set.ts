@@ -9,6 +9,7 @@
  * it (the agent sees those lines in the newer one), and it is idle at once.
  */
 import type { RequestView, Slot } from '../model/types.js';
+import { stringsOf } from '../measure/canonical-json.js';
 import { isRecognisedList, sharedLead } from '../model/prefix.js';
 import { slotText } from './references.js';
 import type { SessionState } from './session.js';
@@ -34,13 +35,6 @@ export function referenceWords(text: string): Set<string> {
     const w = m.replace(/[./-]+$/, '');
     if (w.length >= 4) out.add(w);
   }
-  return out;
-}
-
-function stringsOf(value: unknown, out: string[]): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) stringsOf(v, out);
   return out;
 }
 
@@ -73,9 +67,9 @@ function memoOf(state: SessionState): WordMemo {
 }
 
 function itemWords(memo: WordMemo, item: unknown): Set<string> {
-  if (typeof item !== 'object' || item === null) return referenceWords(stringsOf(item, []).join('\n'));
+  if (typeof item !== 'object' || item === null) return referenceWords(stringsOf(item).join('\n'));
   let words = memo.items.get(item);
-  if (words === undefined) memo.items.set(item, (words = referenceWords(stringsOf(item, []).join('\n'))));
+  if (words === undefined) memo.items.set(item, (words = referenceWords(stringsOf(item).join('\n'))));
   return words;
 }
 

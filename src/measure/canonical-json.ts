@@ -61,6 +61,16 @@ export function codePoints(s: string): number {
   return n;
 }
 
+/** Every string inside a JSON value (object keys excluded), and with `numbers` every number, in order. */
+export function stringsOf(value: unknown, out: string[] = [], numbers = false): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (numbers && typeof value === 'number') out.push(String(value));
+  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out, numbers);
+  else if (typeof value === 'object' && value !== null)
+    for (const v of Object.values(value)) stringsOf(v, out, numbers);
+  return out;
+}
+
 /** Whole-value walks so far in this process: canonicalJson calls (objects by separators, primitives), serializedChars calls. */
 const walks = { compact: 0, spaced: 0, primitive: 0, sized: 0 };
 

@@ -8,6 +8,7 @@
  */
 import { chatActions } from '../compile/actions.js';
 import type { ObservationTest } from '../compile/observations.js';
+import { stringsOf } from '../measure/canonical-json.js';
 import { diagnosticLines } from '../measure/diagnostic-ruler.js';
 
 type Obj = Readonly<Record<string, unknown>>;
@@ -92,16 +93,6 @@ export function groundingStrings(action: string): string[] {
     }
   }
   return [...out];
-}
-
-/** Every string inside a value (contents, parts, arguments), and with `numbers` every number, for containment checks. */
-export function stringsOf(value: unknown, out: string[] = [], numbers = false): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (numbers && typeof value === 'number') out.push(String(value));
-  else if (Array.isArray(value)) for (const v of value) stringsOf(v, out, numbers);
-  else if (typeof value === 'object' && value !== null)
-    for (const v of Object.values(value)) stringsOf(v, out, numbers);
-  return out;
 }
 
 const SEP = '\u0000';

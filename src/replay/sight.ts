@@ -5,8 +5,8 @@
  * Defined exactly in docs/fidelity.md "How it is checked" (sight at use, `simulated_recoveries`).
  */
 import { chatActions } from '../compile/actions.js';
-import { codePoints } from '../measure/index.js';
-import { actionValues, contentTexts, stringsOf, type FidelityCounts } from './fidelity.js';
+import { codePoints, stringsOf } from '../measure/canonical-json.js';
+import { actionValues, contentTexts, type FidelityCounts } from './fidelity.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 

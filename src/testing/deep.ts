@@ -1,6 +1,6 @@
-/** Deep helpers for invariants: freezing caller objects, finding differences, walking string leaves. */
+/** Deep helpers for invariants: freezing caller objects, finding differences, tracing provenance. */
 import { isDeepStrictEqual } from 'node:util';
-import { canonicalJson } from '../measure/index.js';
+import { canonicalJson, stringsOf } from '../measure/canonical-json.js';
 
 /**
  * Freeze a value and everything reachable from it. Returns the same value.
@@ -82,14 +82,6 @@ function shape(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
-/** Every string reachable from a value (object keys excluded). */
-export function stringLeaves(value: unknown, out: string[] = []): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) stringLeaves(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) stringLeaves(v, out);
-  return out;
-}
-
 /** Every sub-value of a value, and every contiguous slice of every array in it. */
 function* subValues(value: unknown): Generator<unknown> {
   yield value;
@@ -167,7 +159,7 @@ export function provenance(
   content: string,
   inputs: readonly unknown[],
 ): 'exact' | 'substring' | 'structure' | undefined {
-  const leaves = inputs.flatMap((v) => stringLeaves(v));
+  const leaves = inputs.flatMap((v) => stringsOf(v));
   if (leaves.includes(content)) return 'exact';
   if (leaves.some((s) => s.includes(content))) return 'substring';
   let parsed: unknown;

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { codePoints } from '../../measure/index.js';
+import { codePoints, stringsOf } from '../../measure/canonical-json.js';
 import { isReceipt, parseReceipt, referencedArtifacts } from '../../receipts/index.js';
 import type { Step } from '../../step.js';
 import type { ArtifactStore } from '../../vault/ports.js';
-import { derivedProvenance, provenance, stringLeaves } from '../deep.js';
+import { derivedProvenance, provenance } from '../deep.js';
 import {
   checkedRun,
   describeError,
@@ -76,8 +76,8 @@ export async function checkRecovery(
   where: string,
 ): Promise<void> {
   const input = inputs[inputs.length - 1];
-  const known = new Set(stringLeaves(inputs).flatMap((s) => referencedArtifacts(s)));
-  const leaves = stringLeaves(out.value);
+  const known = new Set(stringsOf(inputs).flatMap((s) => referencedArtifacts(s)));
+  const leaves = stringsOf(out.value);
   const recovered = new Map<string, string>();
   for (const id of new Set(leaves.flatMap((s) => referencedArtifacts(s)))) {
     if (known.has(id)) continue;
@@ -165,7 +165,7 @@ async function derivedFromInputs(
     return false;
   }
   const nested = new Map<string, string>();
-  for (const id of new Set(stringLeaves(parsed).flatMap((s) => referencedArtifacts(s)))) {
+  for (const id of new Set(stringsOf(parsed).flatMap((s) => referencedArtifacts(s)))) {
     if (known.has(id)) continue;
     try {
       const text = await readArtifact(vault, id);
