@@ -202,6 +202,26 @@ export function checkRun<T>(invariant: InvariantName, result: RunResult<T>, step
 }
 
 /**
+ * Hand a built operator to `use`, then release it and the run's probe whatever happens, in the
+ * `order` given (`probe-first`: leaked children killed and timers cleared before the operator's own release).
+ */
+export async function using<T, R>(
+  built: Promise<Required<BuiltOperator<T>>>,
+  probe: ResourceProbe,
+  order: 'operator-first' | 'probe-first',
+  use: (operator: OperatorFunction<Step<T>, Step<T>>) => Promise<R>,
+): Promise<R> {
+  const { operator, dispose } = await built;
+  try {
+    return await use(operator);
+  } finally {
+    if (order === 'probe-first') probe.dispose();
+    await dispose();
+    if (order === 'operator-first') probe.dispose();
+  }
+}
+
+/**
  * The run every stream invariant starts with: build the operator with fresh dependencies, run a
  * structured clone of the values through it, apply the common run checks, hand the Steps and the
  * result to `check`, and release everything whatever happens.
@@ -214,14 +234,10 @@ export async function checkedRun<T>(
   check: (steps: Step<T>[], result: RunResult<T>) => Promise<void> | void,
 ): Promise<void> {
   const deps = baseDeps(options as InvariantOptions<unknown>);
-  const { operator, dispose } = await build(op, deps);
-  try {
+  await using(build(op, deps), deps.probe, 'operator-first', async (operator) => {
     const steps = makeSteps(structuredClone(values) as T[], options.context);
     const result = await runSteps(operator, steps, options.timeoutMs);
     checkRun(invariant, result, steps);
     await check(steps, result);
-  } finally {
-    await dispose();
-    deps.probe.dispose();
-  }
+  });
 }

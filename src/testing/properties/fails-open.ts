@@ -12,6 +12,7 @@ import {
   type InvariantOptions,
   type KitDeps,
   type OperatorUnderTest,
+  using,
 } from '../harness.js';
 import { checkRecovery } from './recovers-exactly.js';
 
@@ -83,20 +84,17 @@ export function failsOpenPredicate<T>(
       probe: base.probe,
       spawn: plan.spawnThrows ? (throwingSpawn() as unknown as KitDeps['spawn']) : base.spawn,
     };
-    let built;
-    try {
-      built = await build(op, deps);
-    } catch (error) {
-      // Building may validate options, never touch a dependency: a throw here is a defect too.
+    // Building may validate options, never touch a dependency: a throw here is a defect too.
+    const built = build(op, deps).catch((error: unknown) => {
       throw new InvariantViolation(
         'fails-open',
         'operator construction',
         `threw ${String((error as Error)?.name ?? error)} with broken dependencies`,
       );
-    }
-    try {
+    });
+    await using(built, base.probe, 'operator-first', async (operator) => {
       const steps = makeSteps(structuredClone(values) as T[], options.context);
-      const result = await runSteps(built.operator, steps, options.timeoutMs);
+      const result = await runSteps(operator, steps, options.timeoutMs);
       checkRun('fails-open', result, steps);
       for (const [i, out] of result.outputs.entries()) {
         const input = steps[i]!;
@@ -134,9 +132,6 @@ export function failsOpenPredicate<T>(
           });
         }
       }
-    } finally {
-      await built.dispose();
-      base.probe.dispose();
-    }
+    });
   };
 }

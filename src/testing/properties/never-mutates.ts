@@ -9,6 +9,7 @@ import {
   runSteps,
   type InvariantOptions,
   type OperatorUnderTest,
+  using,
 } from '../harness.js';
 
 /**
@@ -63,13 +64,9 @@ function failedTypeErrors(step: Step<unknown> | undefined): string[] {
 
 async function once<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>, steps: Step<T>[]) {
   const deps = baseDeps(options as InvariantOptions<unknown>);
-  const { operator, dispose } = await build(op, deps);
-  try {
-    return await runSteps(operator, steps, options.timeoutMs);
-  } catch (error) {
-    throw new InvariantViolation('never-mutates', 'the stream', `threw ${describeError(error)} while subscribing`);
-  } finally {
-    await dispose();
-    deps.probe.dispose();
-  }
+  return using(build(op, deps), deps.probe, 'operator-first', (operator) =>
+    runSteps(operator, steps, options.timeoutMs).catch((error: unknown) => {
+      throw new InvariantViolation('never-mutates', 'the stream', `threw ${describeError(error)} while subscribing`);
+    }),
+  );
 }

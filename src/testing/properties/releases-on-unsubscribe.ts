@@ -9,6 +9,7 @@ import {
   makeSteps,
   type InvariantOptions,
   type OperatorUnderTest,
+  using,
 } from '../harness.js';
 
 /** When to unsubscribe in one run. */
@@ -55,8 +56,7 @@ export function releasesOnUnsubscribePredicate<T>(
     );
   return async (values, plan) => {
     const deps = baseDeps(options as InvariantOptions<unknown>);
-    const { operator, dispose } = await build(op, deps);
-    try {
+    await using(build(op, deps), deps.probe, 'probe-first', async (operator) => {
       const steps = makeSteps(structuredClone(values) as T[], options.context);
       const pushed = Math.max(1, Math.min(steps.length, plan.pushed));
       const subject = new Subject<Step<T>>();
@@ -91,9 +91,6 @@ export function releasesOnUnsubscribePredicate<T>(
           'after unsubscribe',
           `${afterUnsubscribe} Step(s) emitted after unsubscribing`,
         );
-    } finally {
-      deps.probe.dispose();
-      await dispose();
-    }
+    });
   };
 }
