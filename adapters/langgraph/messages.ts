@@ -7,8 +7,8 @@
  * inserted are rebuilt, taking ids, names, status and artifacts from the message they replace.
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { parseArgs } from '../../src/model/read.js';
 import type { ProviderRequest } from '../../src/step.js';
-import { parseArgs } from '../shared/functions.js';
 
 type ChatMessage = Record<string, unknown>;
 

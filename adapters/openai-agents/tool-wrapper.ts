@@ -4,8 +4,9 @@
  * input filter when the history itself must keep originals.
  */
 import type { FunctionTool } from '@openai/agents';
+import { parseArgs } from '../../src/model/read.js';
 import type { Terminator } from '../../src/runtime/types.js';
-import { parseArgs, reduceToolResult } from '../shared/functions.js';
+import { reduceToolResult } from '../shared/functions.js';
 import { RECOVERY_TOOL_NAME } from '../shared/recovery.js';
 
 /**

@@ -48,16 +48,6 @@ export const OUTPUT_CAP_FIELDS = CAP_FIELDS;
 /** The name of an output-cap field: `max_completion_tokens`, `max_output_tokens` or `max_tokens`. */
 export type OutputCapField = CapField;
 
-/** A tool call's JSON arguments as an object; `{}` when they are not a JSON object. */
-export function parseArgs(text: string): Record<string, unknown> {
-  try {
-    const v = JSON.parse(text) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
 function adapterFailure(stage: string, error: unknown): Decision {
   return Object.freeze({ stage, kind: 'failed_open', reason: 'adapter error', error: errorLabel(error) });
 }

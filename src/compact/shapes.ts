@@ -10,6 +10,7 @@
  * - a line-numbered read (`  12\t…`, `12: …`, `12→…`): head, tail, failure lines and focus lines;
  * - a listing of paths (src/compact/listing.ts).
  */
+import { parseArgs } from '../model/read.js';
 import { NUMBERED_LINE } from './diagnostic-lines.js';
 import { compactListing } from './listing.js';
 import { clipLine, splitLines, stripAnsi } from './lines.js';
@@ -106,18 +107,10 @@ const QUERY_FILTER =
  * `search`, `regex`): filters (`repo:`, `lang:`, …) and boolean operators left out.
  */
 export function searchTerms(args: unknown): string[] {
-  let value = args;
-  if (typeof value === 'string') {
-    try {
-      value = JSON.parse(value) as unknown;
-    } catch {
-      return [];
-    }
-  }
-  if (typeof value !== 'object' || value === null) return [];
+  const value = parseArgs(args);
   const out = new Set<string>();
   for (const key of ['query', 'pattern', 'q', 'keyword', 'keywords', 'search', 'regex', 'term', 'text']) {
-    const v = (value as Record<string, unknown>)[key];
+    const v = value[key];
     if (typeof v !== 'string') continue;
     for (const raw of v.match(/"[^"]+"|'[^']+'|\S+/g) ?? []) {
       if (QUERY_FILTER.test(raw) || /^(?:AND|OR|NOT)$/.test(raw)) continue;

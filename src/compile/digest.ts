@@ -6,6 +6,7 @@
  * digested item renders byte-identically in every later request.
  */
 import { codePoints } from '../measure/index.js';
+import { parseArgs } from '../model/read.js';
 import { isFailureLine, NUMBERED_LINE as NUMBERED, scanDiagnostics } from '../compact/diagnostic-lines.js';
 import { FAILING_IDS } from '../runners/index.js';
 
@@ -64,17 +65,9 @@ const MAX_SYMBOLS = 8;
 
 /** The path a tool call's arguments name, if any. */
 function pathOf(args: unknown): string | undefined {
-  let value = args;
-  if (typeof value === 'string') {
-    try {
-      value = JSON.parse(value) as unknown;
-    } catch {
-      return undefined;
-    }
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
+  const value = parseArgs(args);
   for (const key of PATH_KEYS) {
-    const v = (value as Record<string, unknown>)[key];
+    const v = value[key];
     if (typeof v === 'string' && v !== '' && v.length <= 300 && !v.includes('\n')) return v;
   }
   return undefined;
