@@ -1,7 +1,7 @@
 /**
  * Reading and writing output-cap fields of provider requests, without touching the caller's objects.
  */
-import { detectFormat } from '../model/index.js';
+import { detectFormat, isObj } from '../model/read.js';
 import type { ProviderRequest, RequestFormat } from '../step.js';
 
 /** The three output-cap aliases providers accept. */
@@ -13,10 +13,6 @@ export type CapField = (typeof CAP_FIELDS)[number];
 export type CapDialect = 'openai' | 'vllm';
 
 type Obj = Readonly<Record<string, unknown>>;
-
-function isObject(v: unknown): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 function positiveInt(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
@@ -31,7 +27,7 @@ function positiveInt(v: unknown): number | undefined {
  */
 export function extraBody(request: ProviderRequest): Obj | undefined {
   const extra = request['extra_body'];
-  return isObject(extra) ? extra : undefined;
+  return isObj(extra) ? extra : undefined;
 }
 
 /**

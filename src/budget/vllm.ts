@@ -11,6 +11,7 @@ import { LRUCache } from 'lru-cache';
 import { Agent, request as undiciRequest } from 'undici';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError } from '../errors.js';
+import { isObj } from '../model/read.js';
 import { intOption } from '../options.js';
 import { canonicalJson } from '../measure/index.js';
 import type { ProviderRequest } from '../step.js';
@@ -32,7 +33,6 @@ export interface VllmCounterOptions {
 }
 
 type Obj = Readonly<Record<string, unknown>>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const COPIED = [
   'add_generation_prompt',
@@ -70,7 +70,7 @@ export function buildTokenizePayload(request: ProviderRequest): Record<string, u
   const model = pick('model');
   if (typeof model === 'string') payload['model'] = model;
   payload['messages'] = messages.map((m: unknown) => {
-    if (!isObject(m) || !('reasoning_content' in m)) return m;
+    if (!isObj(m) || !('reasoning_content' in m)) return m;
     const { reasoning_content: reasoning, ...rest } = m;
     return 'reasoning' in rest ? rest : { ...rest, reasoning };
   });
@@ -78,7 +78,7 @@ export function buildTokenizePayload(request: ProviderRequest): Record<string, u
   if (Array.isArray(tools)) payload['tools'] = tools;
   for (const key of COPIED) if (pick(key) !== undefined) payload[key] = pick(key);
   const given = pick('chat_template_kwargs');
-  const kwargs: Record<string, unknown> = isObject(given) ? { ...given } : {};
+  const kwargs: Record<string, unknown> = isObj(given) ? { ...given } : {};
   const documents = pick('documents');
   if (documents !== undefined && !('documents' in kwargs)) kwargs['documents'] = documents;
   const effort = pick('reasoning_effort');
@@ -95,7 +95,7 @@ export function buildTokenizePayload(request: ProviderRequest): Record<string, u
 function knownPromptLength(request: ProviderRequest): number | undefined {
   const extra = extraBody(request);
   const kv = extra?.['kv_transfer_params'] ?? request['kv_transfer_params'];
-  const ids = isObject(kv) ? kv['prompt_token_ids'] : undefined;
+  const ids = isObj(kv) ? kv['prompt_token_ids'] : undefined;
   return Array.isArray(ids) ? ids.length : undefined;
 }
 
@@ -108,7 +108,7 @@ function truncation(request: ProviderRequest, payload: Obj): number | undefined 
     Array.isArray(messages) &&
     messages.every(
       (m: unknown) =>
-        isObject(m) && (typeof m['content'] === 'string' || m['content'] === null || m['content'] === undefined),
+        isObj(m) && (typeof m['content'] === 'string' || m['content'] === null || m['content'] === undefined),
     );
   return textOnly ? t : undefined;
 }
@@ -145,8 +145,8 @@ function tokenizeEndpoint(given: string): { url: URL; headers: Record<string, st
 
 /** The count of a /tokenize answer, checked: a valid count, and the server's max_model_len the configured one. */
 function answeredCount(answer: unknown, contextLength: number): number {
-  const c = isObject(answer) ? answer['count'] : undefined;
-  const len = isObject(answer) ? answer['max_model_len'] : undefined;
+  const c = isObj(answer) ? answer['count'] : undefined;
+  const len = isObj(answer) ? answer['max_model_len'] : undefined;
   const atLeast = (n: unknown, min: number): n is number => Number.isSafeInteger(n) && (n as number) >= min;
   if (!atLeast(c, 0) || !atLeast(len, 1))
     throw new BudgetCounterError('bad_body', '/tokenize answered without a valid count and max_model_len');

@@ -14,14 +14,12 @@
  * comparing again. Like every identity memo, this assumes a sent message object is not mutated.
  */
 import { Lineage } from '../lineage.js';
-import { extendView, readRequest } from './read.js';
+import { extendView, isObj, readRequest } from './read.js';
 import type { RequestView } from './types.js';
 import type { RequestFormat } from '../step.js';
 import { WeakMemo } from '../weak-memo.js';
 
 type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A recognised list, position by position: what the caller handed over and what it was recognised

@@ -8,7 +8,8 @@ import type { ItemInfo, RequestView, Slot, SlotPath } from './types.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object: not null, not an array. */
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** Options of {@link readRequest}. */

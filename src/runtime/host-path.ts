@@ -20,11 +20,10 @@ import { carriesReceipt, offersRecoveryTool, withRecoveryTool } from '../recover
 import { capLoweredBy, recoveryToolTokens, refitContinuation } from '../recovery/fit.js';
 import { answerRecoveryCall } from '../recovery/loop.js';
 import { renderToolOutputs, type HostMemo, type ToolOutputResult } from '../session/tool-outputs.js';
+import { isObj } from '../model/read.js';
 import { STAGES } from '../stages.js';
 import { errorLabel, sessionStateKey, type Decision, type ProviderRequest, type Step } from '../step.js';
 import type { PrepareOptions, Prepared, Terminator } from './types.js';
-
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `promise`, or undefined where it rejects when the host asked each part to fail open on its own. */
 const settle = <T>(promise: Promise<T> | undefined, shared: boolean): Promise<T | undefined> | undefined =>
