@@ -14,6 +14,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ResponseAlias } from '../../src/recovery/exchanges.js';
 import type { RecoveryCall, RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { isObj } from '../../src/model/read.js';
 import type { Prepared } from '../../src/runtime/types.js';
 import { refusedForCapacity } from '../../src/session/tool-outputs.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
@@ -33,7 +34,6 @@ import {
 } from './upstream.js';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 type Body =
   | { readonly kind: 'full'; readonly buf: Buffer }

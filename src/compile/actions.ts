@@ -5,6 +5,7 @@
  * that they reach the model verbatim.
  */
 import { codePoints } from '../measure/index.js';
+import { isObj } from '../model/read.js';
 
 /** The bodies of the fenced code blocks of a text (```lang … ```), untrimmed, in order. Unclosed fences are not blocks. */
 export function fencedBlocks(text: string): string[] {
@@ -41,7 +42,6 @@ export function reasoningRendering(text: string, receipt: string, size: number, 
 }
 
 type Obj = Readonly<Record<string, unknown>>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The readable text of a message content: the string, or its text parts joined by newlines. */
 function textOf(content: unknown): string {
