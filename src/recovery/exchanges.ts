@@ -14,10 +14,10 @@ import { canonicalJson } from '../measure/index.js';
 import type { ProviderRequest } from '../step.js';
 import { evidenceText } from '../compile/evidence.js';
 import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
+import { isObj } from '../model/read.js';
 import { artifactIdFor } from '../vault/identity.js';
 import {
   conversationItems,
-  isObj,
   listKey,
   serverSideState,
   withoutCacheMarkers,

@@ -4,7 +4,7 @@
  */
 import { referencedArtifacts } from '../receipts/index.js';
 import type { RecoveryTool } from '../runtime/types.js';
-import { toolName } from '../model/read.js';
+import { isObj, toolName } from '../model/read.js';
 import type { ProviderRequest } from '../step.js';
 import { RECOVERY_TOOL_NAME } from './schema.js';
 
@@ -19,7 +19,6 @@ export interface RecoveryCall {
 }
 
 export type Obj = Record<string, unknown>;
-export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The argument schema without `additionalProperties: false`, so a spoofed key is dropped rather than rejected. */
 export function lenientParameters(tool: Pick<RecoveryTool, 'parameters'>): Record<string, unknown> {
@@ -155,7 +154,7 @@ export function stripRecoveryCalls(response: unknown, format: RecoveryWireFormat
     const kept = (Array.isArray(message['tool_calls']) ? message['tool_calls'] : []).filter(
       (c) => !isRecoveryCall(c, 'chat'),
     );
-    const { tool_calls: _dropped, ...rest } = message;
+    const { tool_calls: _dropped, ...rest }: Obj = message;
     if (dropText && typeof rest['content'] === 'string') rest['content'] = '';
     const nextMessage = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
     const finish =

@@ -15,8 +15,8 @@
  *
  * Pure data in, text out: no I/O, so every format is tested with recorded event sequences.
  */
+import { isObj } from '../model/read.js';
 import {
-  isObj,
   isRecoveryCall,
   recoveryOnly,
   splitCalls,
