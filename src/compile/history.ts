@@ -29,7 +29,7 @@ import { evidenceText } from './evidence.js';
 import { editWindowView, readNumberedWindow } from '../compact/edit-window.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { CompileSettings } from './reduce-request.js';
-import type { SessionState } from './session.js';
+import type { SessionState, WindowedOutput } from './session.js';
 import { horizons, segmentSteps } from './steps.js';
 import { idleTurns } from './working-set.js';
 
@@ -274,17 +274,14 @@ function editWindowTargets(
 ): { targets: Target[]; bases: Map<string, string> } {
   // Built on the first numbered window: a session without one pays nothing per past output.
   let hidden: Set<string> | undefined;
-  const at = windowedOutputs(state, outputs);
-  const windows = state.memo.editWindows!;
   const latest = new Map<string, { slot: Slot; text: string }>();
   const targets: Target[] = [];
   /** Path of an edit result shown reduced, by the path of the earlier output it names (JSON). */
   const bases = new Map<string, string>();
-  for (const k of at) {
+  for (const { k, window } of windowedOutputs(state, outputs)) {
     const slot = outputs[k]!;
     if (slot.item === undefined || slot.item < start) continue;
     const text = slot.value as string;
-    const window = windows.get(slot)!;
     hidden ??= new Set(rewritten.map((t) => JSON.stringify(t.slot.path)));
     if (hidden.has(JSON.stringify(slot.path))) continue;
     const earlier = latest.get(window.path);
@@ -316,7 +313,7 @@ function editWindowTargets(
  * of outputs the previous call shares (the same slot objects) keeps its answer, so a long history
  * is compared, not looked up again.
  */
-function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonly number[] {
+function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonly WindowedOutput[] {
   const windows = (state.memo.editWindows ??= new WeakMap());
   const last = state.memo.windowed;
   let n = 0;
@@ -324,13 +321,13 @@ function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonl
     const m = Math.min(outputs.length, last.outputs.length);
     while (n < m && outputs[n] === last.outputs[n]) n++;
   }
-  const at = last === undefined ? [] : last.at.filter((k) => k < n);
+  const at = last === undefined ? [] : last.at.filter((w) => w.k < n);
   for (let k = n; k < outputs.length; k++) {
     const slot = outputs[k]!;
     if (typeof slot.value !== 'string' || isReceipt(slot.value)) continue;
     let window = windows.get(slot);
     if (window === undefined) windows.set(slot, (window = readNumberedWindow(slot.value) ?? null));
-    if (window !== null) at.push(k);
+    if (window !== null) at.push({ k, window });
   }
   state.memo.windowed = { outputs: outputs.slice(), at };
   return at;

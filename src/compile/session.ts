@@ -60,6 +60,12 @@ export interface SessionState {
   readonly observations: ObservationMemo;
 }
 
+/** An output slot that prints a numbered file window: its index in the request's outputs, and the window. */
+export interface WindowedOutput {
+  readonly k: number;
+  readonly window: NumberedWindow;
+}
+
 /**
  * What a request stage carries from a session's request to its next, each field owned by the
  * module that names it; absent until that stage first needs it.
@@ -79,8 +85,8 @@ export interface StageMemo {
   historyFacts?: readonly HistoryFacts[];
   /** planHistory: the numbered window each output slot prints (null: none), for the same slot objects. */
   editWindows?: WeakMap<Slot, NumberedWindow | null>;
-  /** planHistory: the last outputs read for windows (a copy), and the indexes of those that print one. */
-  windowed?: { readonly outputs: readonly Slot[]; readonly at: readonly number[] };
+  /** planHistory: the last outputs read for windows (a copy), and those that print one (by index). */
+  windowed?: { readonly outputs: readonly Slot[]; readonly at: readonly WindowedOutput[] };
   /** planHistory: the outputs rewritten so far and those the agent came back to. */
   past?: SessionPast;
   /** idleTurns: per-item word sets. */
