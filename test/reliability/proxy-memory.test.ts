@@ -71,6 +71,9 @@ beforeAll(async () => {
       res.end(ANSWER);
     });
   });
+  // A provider keeps idle connections for about a minute; node's default 5 s lets a pooled socket
+  // close just as the proxy reuses it under load ("other side closed"), which is not this test's subject.
+  upstream.keepAliveTimeout = 65_000;
   await new Promise<void>((ok) => upstream.listen(0, '127.0.0.1', ok));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), 'tt-proxy-memory-'));
