@@ -221,6 +221,10 @@ export function upstreamFor(
       headers: requestHeaders(req.headers, { bodyChanged: changed, identity }),
       body,
       signal: abort.signal,
+      onRetry: (code) => {
+        ctx.metrics.upstreamRetries.inc({ api });
+        ctx.log({ level: 'info', event: 'upstream_retried', api, code });
+      },
     });
     ctx.metrics.upstreamSeconds.observe({ api }, (performance.now() - started) / 1000);
     return response;

@@ -77,6 +77,11 @@ export function createProxyMetrics(
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers: [registry],
     }),
+    upstreamRetries: counter(
+      'upstream_retries_total',
+      'Requests sent upstream a second time because the upstream closed the connection before any byte of the answer (an idle keep-alive connection closed as it was reused); at most one per request.',
+      ['api'],
+    ),
     failOpen: counter(
       'fail_open_total',
       'Requests forwarded as the client sent them because something inside the proxy failed.',

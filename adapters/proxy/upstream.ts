@@ -94,6 +94,8 @@ export interface UpstreamRequest {
   readonly headers: Record<string, string | string[]>;
   readonly body?: Buffer | Readable | null;
   readonly signal: AbortSignal;
+  /** Called with the failure's code when the request is sent a second time (see {@link sendUpstream}). */
+  readonly onRetry?: (code: string) => void;
 }
 
 /** The keep-alive undici Agent the proxy sends upstream through; `timeoutMs` bounds the wait for headers and between body chunks. */
@@ -107,17 +109,48 @@ export function createUpstreamAgent(timeoutMs: number): Agent {
   });
 }
 
-/** Send a request to `base` + `pathAndQuery` through `dispatcher`; resolves once the response headers arrive. */
-export function sendUpstream(dispatcher: Dispatcher, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+/**
+ * The failure's code when a failed send is the upstream closing the connection the request was
+ * written on before any byte of its answer: a keep-alive connection the upstream closed while
+ * idle, just as the pool reused it. `request` rejects only before the response headers, so no
+ * byte of the answer has reached the client; timeouts, refused connections and aborts are not this.
+ */
+function closedBeforeAnswer(error: unknown): string | undefined {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === 'ECONNRESET' || code === 'EPIPE') return code;
+  // undici's SocketError: 'other side closed' (FIN), 'closed'; not 'bad response' (bytes came back).
+  if (code === 'UND_ERR_SOCKET' && (message === 'other side closed' || message === 'closed')) return code;
+  return undefined;
+}
+
+/**
+ * Send a request to `base` + `pathAndQuery` through `dispatcher`; resolves once the response
+ * headers arrive. A request whose connection the upstream closed before any byte of the answer
+ * ({@link closedBeforeAnswer}) is sent once more, on the connection the pool gives next (the
+ * closed one is gone), when its body can be sent again (a Buffer or none, not a stream) and the
+ * client is still there: the race between an upstream closing an idle keep-alive connection and
+ * the pool reusing it must not reach the agent. Never more than once, never on a timeout.
+ */
+export async function sendUpstream(dispatcher: Dispatcher, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
   const target = upstreamTarget(request.base, request.pathAndQuery);
-  return dispatcher.request({
-    origin: target.origin,
-    path: target.path,
-    method: request.method as Dispatcher.HttpMethod,
-    headers: request.headers,
-    body: request.body ?? null,
-    signal: request.signal,
-  });
+  const send = (): Promise<Dispatcher.ResponseData> =>
+    dispatcher.request({
+      origin: target.origin,
+      path: target.path,
+      method: request.method as Dispatcher.HttpMethod,
+      headers: request.headers,
+      body: request.body ?? null,
+      signal: request.signal,
+    });
+  try {
+    return await send();
+  } catch (error) {
+    const code = closedBeforeAnswer(error);
+    const replayable = request.body === undefined || request.body === null || Buffer.isBuffer(request.body);
+    if (code === undefined || !replayable || request.signal.aborted) throw error;
+    request.onRetry?.(code);
+    return send();
+  }
 }
 
 /** Pipe an upstream response to the client as it arrives; an upstream failure mid-body resets the client connection. */
