@@ -133,11 +133,14 @@ const chunk = (json: Obj): string => block(`data: ${JSON.stringify(json)}`);
 /** A format's answer to the event that ends a recovery-only round it may continue: hold it and the rest back. */
 const HOLD = Symbol('hold');
 
-/** One format's side of a round: `push` answers an event (or HOLD); `finish` (did it hold?) rebuilds its response. */
+/**
+ * One format's side of a round: `push` answers an event, given its data parsed and its type (or HOLD);
+ * `finish` (did it hold?) rebuilds its response.
+ */
 interface RoundFormat {
-  push(event: SseEvent): string | typeof HOLD;
+  push(event: SseEvent, json: Obj | undefined, type: string): string | typeof HOLD;
   /** Told of each event held after HOLD (to read its usage). */
-  observe?(event: SseEvent): void;
+  observe?(json: Obj | undefined): void;
   finish(holding: boolean): unknown;
 }
 
@@ -155,15 +158,16 @@ export function createStreamRound(wire: RecoveryWireFormat, state: StreamState, 
   let held = '';
   return {
     push(event) {
+      const json = parseJson(event.data);
       if (!holding) {
-        const out = format.push(event);
+        const out = format.push(event, json, String(json?.['type'] ?? event.event ?? ''));
         if (out !== HOLD) return out;
         holding = true;
         held += block(event.raw);
         return text.release(false);
       }
       held += block(event.raw);
-      format.observe?.(event);
+      format.observe?.(json);
       return '';
     },
     finish() {
@@ -261,29 +265,22 @@ function chatRound(state: StreamState, canContinue: boolean, text: HeldText): Ro
     nextVisible: 0,
     last: undefined,
   };
-  const inner = (given: SseEvent): string | typeof HOLD => {
-    const event = oneChatAnswer(state, given);
-    const out = chatPush(r, state, canContinue, event);
-    if (out === HOLD || text.decided || out === '') return out;
-    if (r.nextVisible > 0) return text.release(true) + out;
-    const json = parseJson(event.data);
-    const choice = Array.isArray(json?.['choices']) && isObj(json['choices'][0]) ? json['choices'][0] : undefined;
-    const finished = choice !== undefined && choice['finish_reason'] !== null && choice['finish_reason'] !== undefined;
-    if (finished) return text.release(r.calls.size === 0) + out;
-    const delta = choice !== undefined && isObj(choice['delta']) ? choice['delta'] : undefined;
-    if (json === undefined || delta === undefined || typeof delta['content'] !== 'string' || delta['content'] === '')
-      return out;
-    const { content: _text, ...rest } = delta;
-    const without =
-      Object.keys(rest).length > 0
-        ? chunk({ ...json, choices: [{ ...choice, delta: rest }, ...(json['choices'] as unknown[]).slice(1)] })
-        : '';
-    return text.hold((keep) => (keep ? out : without));
-  };
   return {
-    push: inner,
-    observe(event) {
-      const json = parseJson(event.data);
+    push(given, givenJson) {
+      const [event, json] = oneChatAnswer(state, given, givenJson);
+      const out = chatPush(r, state, canContinue, event, json);
+      if (out === HOLD || text.decided || out === '') return out;
+      if (r.nextVisible > 0) return text.release(true) + out;
+      const choice = firstChoice(json);
+      if (json === undefined || choice === undefined) return out;
+      if (isFinish(choice['finish_reason'])) return text.release(r.calls.size === 0) + out;
+      const delta = isObj(choice['delta']) ? choice['delta'] : {};
+      if (typeof delta['content'] !== 'string' || delta['content'] === '') return out;
+      const { content: _text, ...rest } = delta;
+      const without = Object.keys(rest).length > 0 ? chunk(withChoice(json, { ...choice, delta: rest })) : '';
+      return text.hold((keep) => (keep ? out : without));
+    },
+    observe(json) {
       if (isObj(json?.['usage'])) r.usage = json['usage'];
     },
     finish(holding) {
@@ -293,53 +290,67 @@ function chatRound(state: StreamState, canContinue: boolean, text: HeldText): Ro
   };
 }
 
+/** The first choice of a Chat chunk. */
+function firstChoice(json: Obj | undefined): Obj | undefined {
+  const choices = json?.['choices'];
+  return Array.isArray(choices) && isObj(choices[0]) ? choices[0] : undefined;
+}
+
+/** A Chat chunk with its first choice replaced. */
+const withChoice = (json: Obj, choice: Obj): Obj => ({
+  ...json,
+  choices: [choice, ...(json['choices'] as unknown[]).slice(1)],
+});
+
+const isFinish = (reason: unknown): boolean => reason !== null && reason !== undefined;
+
 /** A Chat chunk as part of one answer: the first chunk's id on every chunk, the assistant role said once. */
-function oneChatAnswer(state: StreamState, event: SseEvent): SseEvent {
-  if (event.data === '[DONE]') return event;
-  const json = parseJson(event.data);
-  if (json === undefined) return event;
+function oneChatAnswer(state: StreamState, event: SseEvent, json: Obj | undefined): [SseEvent, Obj | undefined] {
+  if (json === undefined) return [event, json];
   let out = json;
   const id = json['id'];
   if (typeof id === 'string') {
     if (state.id === undefined) state.id = id;
     else if (id !== state.id) out = { ...out, id: state.id };
   }
-  const choices = json['choices'];
-  const choice = Array.isArray(choices) && isObj(choices[0]) ? choices[0] : undefined;
-  const delta = choice !== undefined && isObj(choice['delta']) ? choice['delta'] : undefined;
-  if (delta !== undefined && delta['role'] !== undefined) {
+  const choice = firstChoice(json);
+  if (choice !== undefined && isObj(choice['delta']) && choice['delta']['role'] !== undefined) {
     if (state.roleSent) {
-      const { role: _role, ...rest } = delta;
-      out = { ...out, choices: [{ ...choice, delta: rest }, ...(choices as unknown[]).slice(1)] };
+      const { role: _role, ...rest } = choice['delta'];
+      out = withChoice(out, { ...choice, delta: rest });
     } else state.roleSent = true;
   }
-  if (out === json) return event;
+  if (out === json) return [event, json];
   const data = JSON.stringify(out);
-  return { raw: `data: ${data}`, data };
+  return [{ raw: `data: ${data}`, data }, out];
 }
 
 /** One event of a Chat round as the client gets it: recovery calls left out, the others renumbered. */
-function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, event: SseEvent): string | typeof HOLD {
-  if (event.data === '[DONE]') return block(event.raw);
-  let json = parseJson(event.data);
+function chatPush(
+  r: ChatRoundState,
+  state: StreamState,
+  canContinue: boolean,
+  event: SseEvent,
+  given: Obj | undefined,
+): string | typeof HOLD {
+  if (given === undefined) return block(event.raw);
+  let json = given;
   // Usage: the client is told every round's, added up.
-  let usageChanged = false;
-  if (json !== undefined && isObj(json['usage'])) {
+  let changed = false;
+  if (isObj(json['usage'])) {
     r.usage = json['usage'];
     if (state.usage !== undefined) {
       json = { ...json, usage: sumUsage(state.usage, r.usage) };
-      usageChanged = true;
+      changed = true;
     }
   }
-  const choices = json?.['choices'];
-  if (json === undefined || !Array.isArray(choices) || !isObj(choices[0]))
-    return usageChanged && json !== undefined ? chunk(json) : block(event.raw);
+  const choice = firstChoice(json);
+  if (choice === undefined) return changed ? chunk(json) : block(event.raw);
   r.last = json;
-  const choice = choices[0];
-  let changed = false;
   let delta = isObj(choice['delta']) ? choice['delta'] : {};
   if (typeof delta['content'] === 'string') r.content += delta['content'];
   if (Array.isArray(delta['tool_calls'])) {
+    let renumbered = false;
     const kept: unknown[] = [];
     for (const tc of delta['tool_calls']) {
       if (!isObj(tc) || typeof tc['index'] !== 'number') {
@@ -360,38 +371,30 @@ function chatPush(r: ChatRoundState, state: StreamState, canContinue: boolean, e
         r.calls.set(tc['index'], call);
       }
       if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
-      if (call.recovery) {
-        changed = true;
-      } else if (call.visible !== tc['index']) {
-        changed = true;
+      if (call.recovery) renumbered = true;
+      else if (call.visible !== tc['index']) {
+        renumbered = true;
         kept.push({ ...tc, index: call.visible });
       } else kept.push(tc);
     }
-    if (changed) {
+    if (renumbered) {
       const { tool_calls: _all, ...rest } = delta;
       delta = kept.length > 0 ? { ...rest, tool_calls: kept } : rest;
+      changed = true;
     }
   }
-  if (usageChanged) changed = true;
   let finishReason = choice['finish_reason'];
-  if (finishReason !== null && finishReason !== undefined) {
+  if (isFinish(finishReason)) {
     r.finish = finishReason;
     if (r.calls.size > 0 && r.nextVisible === 0) {
-      if (canContinue) {
-        return HOLD;
-      }
+      if (canContinue) return HOLD;
       finishReason = 'stop';
       changed = true;
     }
   }
   if (!changed) return block(event.raw);
-  const empty = Object.keys(delta).length === 0 && (finishReason === null || finishReason === undefined);
-  if (empty && json['usage'] === undefined) return '';
-  const out = {
-    ...json,
-    choices: [{ ...choice, delta, finish_reason: finishReason ?? null }, ...choices.slice(1)],
-  };
-  return chunk(out);
+  if (Object.keys(delta).length === 0 && !isFinish(finishReason) && json['usage'] === undefined) return '';
+  return chunk(withChoice(json, { ...choice, delta, finish_reason: finishReason ?? null }));
 }
 
 function chatBody(r: ChatRoundState): Obj {
@@ -412,8 +415,7 @@ function responsesRound(state: StreamState, canContinue: boolean, text: HeldText
   const map = new Map<number, number>();
   const roundVisible: unknown[] = [];
   /** An event as the client gets it: renumbered, recovery items left out; `dropText`: the round was the recovery's. */
-  function pass(event: SseEvent, json: Obj, dropText = false): string {
-    const type = String(json['type'] ?? event.event ?? '');
+  function pass(event: SseEvent, json: Obj, type: string, dropText = false): string {
     let out: Obj = json;
     if (typeof json['output_index'] === 'number') {
       const index = json['output_index'];
@@ -443,10 +445,8 @@ function responsesRound(state: StreamState, canContinue: boolean, text: HeldText
   let body: unknown;
   let usage: Obj | undefined;
   return {
-    push(event) {
-      const json = parseJson(event.data);
+    push(event, json, type) {
       if (json === undefined) return text.holdOr(() => block(event.raw));
-      const type = String(json['type'] ?? event.event ?? '');
       if ((type === 'response.created' || type === 'response.in_progress') && state.round > 0) return '';
       if (type === 'response.created' && state.id === undefined && isObj(json['response'])) {
         const id = json['response']['id'];
@@ -457,7 +457,7 @@ function responsesRound(state: StreamState, canContinue: boolean, text: HeldText
       if (type === 'response.output_item.added' && index !== undefined && item !== undefined) {
         if (isRecoveryCall(item, 'responses')) map.set(index, -1);
         else if (!text.decided && (item['type'] === 'function_call' || item['type'] === 'custom_tool_call'))
-          return text.release(true) + pass(event, json);
+          return text.release(true) + pass(event, json, type);
       }
       if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
         const response = isObj(json['response']) ? json['response'] : {};
@@ -465,12 +465,12 @@ function responsesRound(state: StreamState, canContinue: boolean, text: HeldText
         usage = usageOf(response);
         const only = recoveryOnly(splitCalls(response, 'responses'));
         if (type === 'response.completed' && only && canContinue) return HOLD;
-        return text.release(!only) + pass(event, json, only);
+        return text.release(!only) + pass(event, json, type, only);
       }
-      if (type === 'error') return text.release(true) + pass(event, json);
+      if (type === 'error') return text.release(true) + pass(event, json, type);
       if (index !== undefined && map.get(index) === -1) return '';
       const opensText = !text.decided && type === 'response.output_item.added' && item?.['type'] === 'message';
-      return text.holdOr(() => pass(event, json), opensText);
+      return text.holdOr(() => pass(event, json, type), opensText);
     },
     finish(holding) {
       if (holding) {
@@ -495,8 +495,7 @@ interface AnthropicBlock {
 function anthropicRound(state: StreamState, canContinue: boolean, text: HeldText): RoundFormat {
   const blocks = new Map<number, AnthropicBlock>();
   /** A content-block event as the client gets it: renumbered (the index is taken when the block starts). */
-  function pass(event: SseEvent, json: Obj, entry: AnthropicBlock): string {
-    const type = String(json['type'] ?? event.event ?? '');
+  function pass(event: SseEvent, json: Obj, type: string, entry: AnthropicBlock): string {
     if (entry.visible === undefined) entry.visible = state.nextVisible++;
     return entry.visible === json['index'] ? block(event.raw) : emit(type, { ...json, index: entry.visible });
   }
@@ -510,10 +509,8 @@ function anthropicRound(state: StreamState, canContinue: boolean, text: HeldText
     startUsage === undefined && deltaUsage === undefined ? undefined : { ...startUsage, ...deltaUsage };
   const holdOrPass = (event: SseEvent): string => text.holdOr(() => block(event.raw));
   return {
-    push(event) {
-      const json = parseJson(event.data);
+    push(event, json, type) {
       if (json === undefined) return holdOrPass(event);
-      const type = String(json['type'] ?? event.event ?? '');
       if (type === 'message_start') {
         if (isObj(json['message'])) message = json['message'];
         startUsage = usageOf(message);
@@ -524,9 +521,9 @@ function anthropicRound(state: StreamState, canContinue: boolean, text: HeldText
         if (entry === undefined) return holdOrPass(event);
         if (entry.recovery) return '';
         const starts = !text.decided && type === 'content_block_start';
-        if (starts && entry.block['type'] === 'tool_use') return text.release(true) + pass(event, json, entry);
+        if (starts && entry.block['type'] === 'tool_use') return text.release(true) + pass(event, json, type, entry);
         const opensText = starts && entry.block['type'] === 'text';
-        return text.holdOr(() => pass(event, json, entry), opensText);
+        return text.holdOr(() => pass(event, json, type, entry), opensText);
       }
       if (type === 'message_delta') {
         const delta = isObj(json['delta']) ? json['delta'] : {};
@@ -577,20 +574,10 @@ function contentBlock(blocks: Map<number, AnthropicBlock>, type: string, json: O
 
 function accumulate(entry: AnthropicBlock, delta: Obj): void {
   const b = entry.block;
-  switch (delta['type']) {
-    case 'text_delta':
-      b['text'] = `${typeof b['text'] === 'string' ? b['text'] : ''}${String(delta['text'] ?? '')}`;
-      break;
-    case 'thinking_delta':
-      b['thinking'] = `${typeof b['thinking'] === 'string' ? b['thinking'] : ''}${String(delta['thinking'] ?? '')}`;
-      break;
-    case 'signature_delta':
-      b['signature'] = delta['signature'];
-      break;
-    case 'input_json_delta':
-      entry.json += String(delta['partial_json'] ?? '');
-      break;
-    default:
-      break;
-  }
+  const type = delta['type'];
+  if (type === 'text_delta' || type === 'thinking_delta') {
+    const key = type === 'text_delta' ? 'text' : 'thinking';
+    b[key] = `${typeof b[key] === 'string' ? b[key] : ''}${String(delta[key] ?? '')}`;
+  } else if (type === 'signature_delta') b['signature'] = delta['signature'];
+  else if (type === 'input_json_delta') entry.json += String(delta['partial_json'] ?? '');
 }
