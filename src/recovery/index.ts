@@ -113,25 +113,21 @@ function failure(code: string, message: string, field?: string): RecoveryResult 
   return { error: field === undefined ? { code, message } : { code, message, field } };
 }
 
+const snake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
 /** Vault-defined keys in snake_case, one level only: user data such as JSON key names is never rewritten. */
 function snakeTop(value: unknown): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]),
-  );
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [snake(k), v]));
 }
 
-function summaryJson(s: ArtifactSummary): RecoveryResult {
-  return {
-    artifact_id: s.artifactId,
-    sha256: s.sha256,
-    chars: s.chars,
-    bytes: s.bytes,
-    tool_name: s.toolName,
-    created_at: s.createdAt,
-    observation_count: s.observationCount,
-  };
+/** The named fields of a vault result, their keys in snake_case. */
+function fields<T extends object>(value: T, keys: readonly (keyof T & string)[]): RecoveryResult {
+  return Object.fromEntries(keys.map((k) => [snake(k), value[k]]));
 }
+
+const summaryJson = (s: ArtifactSummary): RecoveryResult =>
+  fields(s, ['artifactId', 'sha256', 'chars', 'bytes', 'toolName', 'createdAt', 'observationCount']);
 
 function parseArgs(args: unknown): RecoveryArgs {
   let input = args;
@@ -171,16 +167,15 @@ async function recoveryStatus(options: RecoveryToolOptions): Promise<RecoveryRes
   let vaultInfo: RecoveryResult = {};
   let vaultError: string | null = null;
   try {
-    const u = await vault.usage();
-    vaultInfo = {
-      artifacts: u.artifacts,
-      bytes: u.bytes,
-      capacity_bytes: u.capacityBytes,
-      high_water_bytes: u.highWaterBytes,
-      low_water_bytes: u.lowWaterBytes,
-      pruned_artifacts: u.prunedArtifacts,
-      pruned_bytes: u.prunedBytes,
-    };
+    vaultInfo = fields(await vault.usage(), [
+      'artifacts',
+      'bytes',
+      'capacityBytes',
+      'highWaterBytes',
+      'lowWaterBytes',
+      'prunedArtifacts',
+      'prunedBytes',
+    ]);
   } catch (error) {
     vaultError = errorLabel(error);
   }
@@ -243,14 +238,16 @@ async function peek(
     scope,
   );
   return {
-    artifact_id: p.artifactId,
-    sha256: p.sha256,
-    tool_name: p.toolName,
-    total_chars: p.totalChars,
-    total_bytes: p.totalBytes,
-    line_count: p.lineCount,
-    observation_count: p.observationCount,
-    created_at: p.createdAt,
+    ...fields(p, [
+      'artifactId',
+      'sha256',
+      'toolName',
+      'totalChars',
+      'totalBytes',
+      'lineCount',
+      'observationCount',
+      'createdAt',
+    ]),
     structure: snakeTop(p.structure),
     synopsis: { head: p.synopsis.head, tail: p.synopsis.tail, signals: p.synopsis.signals },
     lossy: true,
@@ -298,15 +295,7 @@ async function run(
       const id = need(args.artifact_id, 'artifact_id', args.action);
       const limit = clamp(args.limit ?? DEFAULT_PAGE_CHARS, 1, config.maxPageChars);
       const page = await vault.page(id, args.offset ?? 0, limit, scope);
-      return {
-        artifact_id: page.artifactId,
-        content: page.content,
-        offset: page.offset,
-        next_offset: page.nextOffset,
-        total_chars: page.totalChars,
-        sha256: page.sha256,
-        tool_name: page.toolName,
-      };
+      return fields(page, ['artifactId', 'content', 'offset', 'nextOffset', 'totalChars', 'sha256', 'toolName']);
     }
     case 'artifact_peek':
       return peek(options, args, scope);
@@ -314,11 +303,8 @@ async function run(
       const id = need(args.artifact_id, 'artifact_id', args.action);
       const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100), scope);
       return {
-        artifact_id: f.artifactId,
-        query: f.query,
+        ...fields(f, ['artifactId', 'query', 'totalMatches', 'truncated']),
         matches: f.matches.map((m) => ({ line: m.line, text: m.text })),
-        total_matches: f.totalMatches,
-        truncated: f.truncated,
         lossy: true,
         exact_recovery: EXACT_RECOVERY,
       };
