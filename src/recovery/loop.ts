@@ -10,6 +10,7 @@
  * The same holds when the round budget is spent.
  */
 import type { RecoveryHost, RecoveryTool } from '../runtime/types.js';
+import { parseArgs } from '../model/read.js';
 import { errorLabel, type ProviderRequest } from '../step.js';
 import {
   continueRequest,
@@ -32,23 +33,13 @@ import {
  * recoveryArgs(terminator.recoveryTool, '{"action":"status","extra":1}'); // { action: 'status' }
  */
 export function recoveryArgs(tool: Pick<RecoveryTool, 'parameters'>, args: unknown): Record<string, unknown> {
-  let value = args;
-  if (typeof value === 'string') {
-    try {
-      value = value.trim() === '' ? {} : (JSON.parse(value) as unknown);
-    } catch {
-      return {};
-    }
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return {};
   const properties = (tool.parameters as { properties?: Record<string, unknown> }).properties;
   const allowed = properties === undefined ? undefined : new Set(Object.keys(properties));
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    if (key === 'session_id' || key === 'sessionId') continue;
-    if (allowed === undefined || allowed.has(key)) out[key] = v;
-  }
-  return out;
+  return Object.fromEntries(
+    Object.entries(parseArgs(args)).filter(
+      ([key]) => key !== 'session_id' && key !== 'sessionId' && (allowed === undefined || allowed.has(key)),
+    ),
+  );
 }
 
 /**
