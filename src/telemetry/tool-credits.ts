@@ -12,6 +12,7 @@
 import { canonicalJson, codePoints } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { readRequest } from '../model/index.js';
+import { isObj } from '../model/read.js';
 import { STAGES } from '../stages.js';
 import type { Decision, ProviderRequest, RequestFormat } from '../step.js';
 
@@ -45,17 +46,8 @@ const NONE: ToolAccount = Object.freeze({ rawChars: 0, rawTokens: 0, saved: Obje
 /** The text of a tool output value: a string, text parts (joined by newlines) or one text object. */
 function outputText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
-  if (Array.isArray(value)) {
-    const texts: string[] = [];
-    for (const p of value) {
-      const t = typeof p === 'object' && p !== null ? (p as { text?: unknown }).text : undefined;
-      if (typeof t !== 'string') return undefined;
-      texts.push(t);
-    }
-    return texts.join('\n');
-  }
-  const t = typeof value === 'object' && value !== null ? (value as { text?: unknown }).text : undefined;
-  return typeof t === 'string' ? t : undefined;
+  const texts = (Array.isArray(value) ? value : [value]).map((p: unknown) => (isObj(p) ? p['text'] : undefined));
+  return texts.every((t) => typeof t === 'string') ? texts.join('\n') : undefined;
 }
 
 /** The stages that made a rendering, weighted by what each reported saving; by the text when none did. */
