@@ -14,7 +14,7 @@ import { canonicalJson } from '../measure/index.js';
 import type { ProviderRequest } from '../step.js';
 import { evidenceText } from '../compile/evidence.js';
 import { readRequest, writeSlots, type SlotChange } from '../model/index.js';
-import { isObj } from '../model/read.js';
+import { isObj, parseArgs } from '../model/read.js';
 import { artifactIdFor } from '../vault/identity.js';
 import {
   conversationItems,
@@ -196,15 +196,7 @@ export function applyExchanges(
 function recoveredIds(items: readonly unknown[]): string[] | undefined {
   const ids: string[] = [];
   const read = (args: unknown): boolean => {
-    let value = args;
-    if (typeof value === 'string') {
-      try {
-        value = JSON.parse(value) as unknown;
-      } catch {
-        return false;
-      }
-    }
-    const id = isObj(value) ? value['artifact_id'] : undefined;
+    const id = parseArgs(args)['artifact_id'];
     if (typeof id !== 'string') return false;
     ids.push(id);
     return true;
