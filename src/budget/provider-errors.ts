@@ -36,6 +36,20 @@ const CONTEXT_THEN_INPUT = [
   String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`,
 ].map((source) => new RegExp(source, 'i'));
 
+/** Wordings of a model's own output ceiling N (the rule below lists whose). */
+const CEILINGS = [
+  String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`,
+  String.raw`${CAP}\`?(?: for \`[^\`\n]{1,120}\`)? must be less than or equal to \`?${NUM}`,
+  String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`,
+  String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`,
+  String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`,
+  String.raw`${CAP}[^\n]{0,120}?expected a value <= ${NUM}`,
+].map((source) => new RegExp(source, 'i'));
+
+/** The match of the first of `patterns` that matches `text`. */
+const firstMatch = (patterns: readonly RegExp[], text: string): RegExpExecArray | undefined =>
+  patterns.map((p) => p.exec(text)).find((m) => m !== null) ?? undefined;
+
 const rules: readonly Rule[] = [
   // OpenAI / OpenRouter / Nous: "maximum context length is N tokens … (X of text input, Y of tool input, Z in the output)"
   (t) => {
@@ -52,11 +66,8 @@ const rules: readonly Rule[] = [
   // 'max_completion_tokens' is too large: X. This model's maximum context length is C tokens and your request
   // has I input tokens (X > C - I)"
   (t) => {
-    for (const re of CONTEXT_THEN_INPUT) {
-      const m = re.exec(t);
-      if (m !== null) return remaining(num(m[1]), num(m[2]));
-    }
-    return undefined;
+    const m = firstMatch(CONTEXT_THEN_INPUT, t);
+    return m === undefined ? undefined : remaining(num(m[1]), num(m[2]));
   },
   // Anthropic-style: "max_tokens: X > context_window: C - input_tokens: I = available_tokens: N" (also "available_tokens=N")
   (t) => {
@@ -93,25 +104,8 @@ const rules: readonly Rule[] = [
   // the maximum allowed number of output tokens", Volcengine / OpenAI "… expected a value <= N",
   // Groq "max_tokens [for `model`] must be less than or equal to `N`".
   (t) => {
-    const patterns = [
-      new RegExp(
-        String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`,
-        'i',
-      ),
-      new RegExp(String.raw`${CAP}\`?(?: for \`[^\`\n]{1,120}\`)? must be less than or equal to \`?${NUM}`, 'i'),
-      new RegExp(String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`, 'i'),
-      new RegExp(String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`, 'i'),
-      new RegExp(
-        String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`,
-        'i',
-      ),
-      new RegExp(String.raw`${CAP}[^\n]{0,120}?expected a value <= ${NUM}`, 'i'),
-    ];
-    for (const p of patterns) {
-      const m = p.exec(t);
-      if (m !== null) return { availableOutputTokens: num(m[1]), kind: 'model_limit' };
-    }
-    return undefined;
+    const m = firstMatch(CEILINGS, t);
+    return m === undefined ? undefined : { availableOutputTokens: num(m[1]), kind: 'model_limit' };
   },
 ];
 
