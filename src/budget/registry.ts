@@ -3,6 +3,7 @@
  * `tokenizer-json`. Registering a name twice or selecting a missing one is a startup error.
  */
 import { ConfigError } from '../errors.js';
+import { definedFields } from '../options.js';
 import { counterForModel, createTokenizerJsonCounter } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { budgetCounterFrom, type BudgetCounter } from './counter.js';
@@ -48,12 +49,8 @@ const builtins: Readonly<Record<string, BudgetCounterFactory>> = {
   vllm: (s) => {
     if (s.tokenizerUrl === undefined || s.tokenizerUrl === '')
       throw new ConfigError('INCONTEXT_BACKEND=vllm requires INCONTEXT_TOKENIZER_URL (the /tokenize endpoint)');
-    return createVllmCounter({
-      url: s.tokenizerUrl,
-      ...(s.tokenizerTimeoutSeconds !== undefined && { timeoutSeconds: s.tokenizerTimeoutSeconds }),
-      ...(s.tokenizerUserAgent !== undefined && { userAgent: s.tokenizerUserAgent }),
-      ...(s.contextLength !== undefined && { contextLength: s.contextLength }),
-    });
+    const { tokenizerTimeoutSeconds: timeoutSeconds, tokenizerUserAgent: userAgent, contextLength } = s;
+    return createVllmCounter({ url: s.tokenizerUrl, ...definedFields({ timeoutSeconds, userAgent, contextLength }) });
   },
   tiktoken: (s) =>
     lazy(() => counterForModel(s.model, s.tiktokenEncoding !== undefined ? { encoding: s.tiktokenEncoding } : {})),

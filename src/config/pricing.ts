@@ -10,6 +10,7 @@
  * - `anthropic`: cache reads at 0.1 ×, 5-minute cache writes at 1.25 ×, 1,024-token minimum.
  */
 import { ConfigError } from '../errors.js';
+import { definedFields } from '../options.js';
 
 /** The part of a step's route (src/step.ts `Route`) that picks a pricing profile. */
 interface PricedRoute {
@@ -119,11 +120,8 @@ export function pricingFor(settings: PricingSettings, route?: PricedRoute, forma
     settings.pricingProfile === 'auto' || route?.pricing !== undefined
       ? routeProfileName(route, format)
       : settings.pricingProfile;
-  return applyOverrides(PRICING_PROFILES[name], {
-    ...(settings.cacheReadMultiplier === undefined ? {} : { cacheRead: settings.cacheReadMultiplier }),
-    ...(settings.cacheWriteMultiplier === undefined ? {} : { cacheWrite: settings.cacheWriteMultiplier }),
-    ...(settings.minCachePrefixTokens === undefined ? {} : { minCachePrefixTokens: settings.minCachePrefixTokens }),
-  });
+  const { cacheReadMultiplier: cacheRead, cacheWriteMultiplier: cacheWrite, minCachePrefixTokens } = settings;
+  return applyOverrides(PRICING_PROFILES[name], definedFields({ cacheRead, cacheWrite, minCachePrefixTokens }));
 }
 
 /**
