@@ -6,7 +6,7 @@ import type { Config } from '../config/types.js';
 import { normalizeModelName } from '../measure/index.js';
 import type { TokenCounter } from '../measure/types.js';
 import { checkContextLimit, defaultInt } from '../config/index.js';
-import { intOption } from '../options.js';
+import { definedFields, intOption } from '../options.js';
 import { advance, errorLabel, note, type ProviderRequest, type Route, type Step, type StepContext } from '../step.js';
 import { checkBudgetSettings, effectiveReserve, planOutputCap, preflightPressure } from './arithmetic.js';
 import {
@@ -304,11 +304,8 @@ function resolveRoute(b: Budgeting, r: Route | undefined, request: ProviderReque
   const known = b.limitsOf(model);
   // A guess from a similar name (a newer model of a known family) never lowers what the caller asked.
   if (known === undefined || (known.inferredFrom !== undefined && readCallerCap(request) !== undefined)) return r;
-  return {
-    ...(known.contextWindow === undefined ? {} : { contextWindow: known.contextWindow }),
-    ...(known.maxOutputTokens === undefined ? {} : { maxOutputTokens: known.maxOutputTokens }),
-    ...r,
-  };
+  const { contextWindow, maxOutputTokens } = known;
+  return { ...definedFields({ contextWindow, maxOutputTokens }), ...r };
 }
 
 /**
@@ -402,12 +399,8 @@ async function applyBudget(
   const budget = reported.budget;
   const plan = planOutputCap({ window, prompt: measured.prompt, reserve: r, callerCap });
   const outputLimit = tightest(primary?.maxOutputTokens, primary?.outputCap);
-  const extra = {
-    prompt: measured.prompt,
-    ...(measured.fallback !== undefined && { fallback: measured.fallback }),
-    ...(outputLimit !== undefined && { outputLimit }),
-    ...(budget !== undefined && { contextBudget: budget }),
-  };
+  const { prompt, fallback } = measured;
+  const extra = { prompt, ...definedFields({ fallback, outputLimit, contextBudget: budget }) };
   const error = measured.fallback !== undefined && measured.fallback !== 'inexact' ? { error: measured.fallback } : {};
   const skip = (reason: string, outcome: BudgetMeasurement['outcome'], cap?: number): Step<ProviderRequest> => {
     onMeasure?.({ ...base, ...extra, ...(cap === undefined ? {} : { cap }), outcome });
@@ -447,18 +440,16 @@ export function createOutputBudget(who: string, options: OutputBudgetOptions = {
         owned ?? (given !== undefined && !isBudgetCounter(given) ? budgetCounterFrom(given) : (given as BudgetCounter));
       const dialect = b.dialect ?? (b.backend === 'vllm' || counter.name === 'vllm' ? 'vllm' : undefined);
       const run: RunCounter = { counter, dialect };
+      const count: BudgetRun['count'] = async (request, context, signal) =>
+        (await measurePrompt(b, counter, request, signal, (b.route ?? context?.route)?.contextWindow))?.prompt;
       return {
         apply: (step, signal) => applyBudget(b, run, step, signal),
         limits: (request, context) => windowLimits(b, request, context?.route),
-        async count(request, context, signal) {
-          const primary = b.route ?? context?.route;
-          return (await measurePrompt(b, counter, request, signal, primary?.contextWindow))?.prompt;
-        },
+        count,
         async pressure(request, context, signal = new AbortController().signal) {
-          const primary = b.route ?? context?.route;
-          const measured = await measurePrompt(b, counter, request, signal, primary?.contextWindow);
+          const reserve = effectiveReserve(b.reserve, (b.route ?? context?.route)?.outputCap);
           // Both estimators failed: report no pressure rather than throwing at the host.
-          return preflightPressure(measured?.prompt ?? 0, effectiveReserve(b.reserve, primary?.outputCap));
+          return preflightPressure((await count(request, context, signal)) ?? 0, reserve);
         },
         close: async () => {
           await owned?.close?.();
