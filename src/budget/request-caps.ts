@@ -37,15 +37,10 @@ export function extraBody(request: ProviderRequest): Obj | undefined {
  * readCallerCap({ model: 'gpt-5', max_completion_tokens: 2000 }); // 2000
  */
 export function readCallerCap(request: ProviderRequest): number | undefined {
-  let best: number | undefined;
-  for (const source of [request, extraBody(request)]) {
-    if (source === undefined) continue;
-    for (const field of CAP_FIELDS) {
-      const v = positiveInt(source[field]);
-      if (v !== undefined && (best === undefined || v < best)) best = v;
-    }
-  }
-  return best;
+  const caps = [request, extraBody(request) ?? {}]
+    .flatMap((source) => CAP_FIELDS.map((field) => positiveInt(source[field])))
+    .filter((v) => v !== undefined);
+  return caps.length === 0 ? undefined : Math.min(...caps);
 }
 
 function usedField(request: ProviderRequest, field: CapField): boolean {
