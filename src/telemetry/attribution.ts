@@ -14,6 +14,7 @@
  */
 import { canonicalJson, codePoints, serializedObjectChars } from '../measure/index.js';
 import type { MessagesMeter } from '../ledger/messages-meter.js';
+import { isObj } from '../model/read.js';
 
 /**
  * The parts a request's size is attributed to.
@@ -81,14 +82,12 @@ export function attributeRequest(
     a.tokens += tokens;
     a.count++;
   };
-  const addValue = (bucket: Component, value: unknown): void => {
+  const addValue = (bucket: Component, value: unknown): void =>
     add(bucket, meter.entry(value).chars, meter.aloneTokens(value));
-  };
   // A conversation item's tokens are its share of the array (` json,`), which the meter has
   // usually counted already for the request total: no second tokenization per message.
-  const addItem = (bucket: Component, item: unknown): void => {
+  const addItem = (bucket: Component, item: unknown): void =>
     add(bucket, meter.entry(item).chars, meter.midTokens(item));
-  };
   const addInstruction = (value: unknown, item: boolean): void => {
     const cut = cutSkills(value, skillCuts);
     if (cut === undefined) return item ? addItem('instructions', value) : addValue('instructions', value);
@@ -148,7 +147,7 @@ function finish(
 }
 
 function role(item: unknown): unknown {
-  return typeof item === 'object' && item !== null ? (item as Record<string, unknown>)['role'] : undefined;
+  return isObj(item) ? item['role'] : undefined;
 }
 
 function isInstruction(item: unknown): boolean {
@@ -157,17 +156,11 @@ function isInstruction(item: unknown): boolean {
 }
 
 function isToolResult(item: unknown): boolean {
-  if (typeof item !== 'object' || item === null) return false;
-  const o = item as Record<string, unknown>;
-  if (o['role'] === 'tool' || o['role'] === 'function') return true;
-  if (typeof o['type'] === 'string' && TOOL_ITEM_TYPES.has(o['type'])) return true;
-  const content = o['content'];
-  return (
-    Array.isArray(content) &&
-    content.some(
-      (p) => typeof p === 'object' && p !== null && TOOL_ITEM_TYPES.has(String((p as Record<string, unknown>)['type'])),
-    )
-  );
+  if (!isObj(item)) return false;
+  if (item['role'] === 'tool' || item['role'] === 'function') return true;
+  if (typeof item['type'] === 'string' && TOOL_ITEM_TYPES.has(item['type'])) return true;
+  const content = item['content'];
+  return Array.isArray(content) && content.some((p) => isObj(p) && TOOL_ITEM_TYPES.has(String(p['type'])));
 }
 
 function latestUser(items: readonly unknown[]): number {
