@@ -2,7 +2,7 @@
  * Shared plumbing for CLI commands: options every command takes, opening the vault from the config,
  * output helpers and the exit-code convention (2 = usage, validation or unknown artifact; 1 = unexpected).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config/index.js';
 import type { Config } from '../config/types.js';
@@ -125,6 +125,16 @@ export async function writeOut(text: string): Promise<void> {
 /** One result as sorted, compact JSON plus a newline. */
 export function writeJson(value: unknown): Promise<void> {
   return writeOut(`${canonicalJson(value, { compact: true })}\n`);
+}
+
+/** A JSON file the user named as `what`; a missing or unparsable file is a CliError. */
+export function readJson(path: string, what: string): unknown {
+  if (!existsSync(path)) throw new CliError(`no ${what} at ${path}`);
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as unknown;
+  } catch {
+    throw new CliError(`${path} is not JSON (expected ${what})`);
+  }
 }
 
 /** Exit code for anything a command throws. */

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
@@ -13,7 +13,7 @@ import {
   type EvalResults,
 } from '../../eval/index.js';
 import { definedFields } from '../../options.js';
-import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
+import { CliError, integerAtLeast, readJson, writeJson, writeOut } from '../context.js';
 
 interface EvalCliOptions {
   baseUrl: string;
@@ -33,13 +33,7 @@ interface EvalCliOptions {
 }
 
 function readResume(path: string): EvalResults {
-  if (!existsSync(path)) throw new CliError(`no eval results at ${path}`);
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    throw new CliError(`${path} is not JSON (expected eval --out results)`);
-  }
+  const value = readJson(path, 'eval results (eval --out)');
   const r = value as Partial<EvalResults>;
   if (r.harness !== 'token-terminator eval' || !Array.isArray(r.pairs) || typeof r.protocol?.seed !== 'number')
     throw new CliError(`${path} is not eval --out results`);

@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { definedFields } from '../../options.js';
-import { cliConfig, CliError, writeOut } from '../context.js';
+import { cliConfig, CliError, readJson, writeOut } from '../context.js';
 import { samplePath } from '../sample.js';
 
 interface ReportCliOptions {
@@ -12,15 +12,6 @@ interface ReportCliOptions {
   out: string;
   title?: string;
   sample?: boolean;
-}
-
-function readJson(path: string, what: string): unknown {
-  if (!existsSync(path)) throw new CliError(`no ${what} at ${path}`);
-  try {
-    return JSON.parse(readFileSync(path, 'utf8')) as unknown;
-  } catch {
-    throw new CliError(`${path} is not JSON (expected ${what})`);
-  }
 }
 
 async function report(options: ReportCliOptions): Promise<void> {
