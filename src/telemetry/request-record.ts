@@ -63,16 +63,13 @@ export function openLiveLedger(config: Config, on: boolean, activity?: ActivityR
       ledger ??= open();
       const l = await ledger;
       const turns = entries.map(({ step, rawTokens, finalTokens }): TurnRecord => {
-        const { requestId } = step.context;
-        // The ledger's sessions are keyed like the metric rows: by tenant and session.
-        const sessionId = sessionStateKey(step.context);
         const m = step.original['model'] ?? step.context.route?.model;
         const model = typeof m === 'string' && m !== '' ? { model: m } : {};
-        const turnId = requestId ?? randomUUID();
         // The tokens this request sends are the turn's input: what the mode changes.
         return {
-          sessionId,
-          turnId,
+          // The ledger's sessions are keyed like the metric rows: by tenant and session.
+          sessionId: sessionStateKey(step.context),
+          turnId: step.context.requestId ?? randomUUID(),
           mode: config.mode,
           experiment: config.experiment,
           prompt: lastUserText(step.original),
