@@ -162,12 +162,7 @@ function text(maxChars: number, fallback?: string): Kind {
       .string()
       .max(maxChars)
       .refine((s) => !CONTROL.test(s)),
-    prepare: (v) =>
-      typeof v === 'string' && fallback !== undefined && v.trim() === ''
-        ? fallback
-        : typeof v === 'string'
-          ? v.trim()
-          : v,
+    prepare: (v) => (typeof v !== 'string' ? v : v.trim() === '' && fallback !== undefined ? fallback : v.trim()),
   };
 }
 
@@ -539,23 +534,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   }
 
   const dataDir = (flat.get('dataDir') as string | undefined) ?? defaultDataDir(env, home);
-  const get = <T>(key: string): T => flat.get(key) as T;
-  const tokenizerUrl = get<string>('incontext.tokenizerUrl');
-  const incontext: IncontextConfig = {
-    backend: get<string | undefined>('incontext.backend') ?? (tokenizerUrl !== '' ? 'vllm' : 'tiktoken'),
-    tokenizerUrl,
-    tokenizerTimeoutSeconds: get<number>('incontext.tokenizerTimeoutSeconds'),
-    tokenizerUserAgent:
-      get<string | undefined>('incontext.tokenizerUserAgent') || `token-terminator/${PACKAGE_VERSION}`,
-    fallbackMarginTokens: get<number>('incontext.fallbackMarginTokens'),
-    minOutputTokens: get<number>('incontext.minOutputTokens'),
-    compressionWindowTokens: get<number | undefined>('incontext.compressionWindowTokens'),
-  };
   const top: Record<string, unknown> = {};
-  for (const [key, value] of flat) if (!key.startsWith('incontext.')) top[key] = value;
+  const incontext: Record<string, unknown> = {};
+  for (const [key, value] of flat)
+    if (key.startsWith('incontext.')) incontext[key.slice('incontext.'.length)] = value;
+    else top[key] = value;
+  incontext['backend'] ??= incontext['tokenizerUrl'] !== '' ? 'vllm' : 'tiktoken';
+  incontext['tokenizerUserAgent'] ||= `token-terminator/${PACKAGE_VERSION}`;
   top['dataDir'] = dataDir;
-  top['dbPath'] = get<string | undefined>('dbPath') ?? join(dataDir, 'artifacts.sqlite3');
-  top['ledgerPath'] = get<string | undefined>('ledgerPath') ?? join(dataDir, 'experiments.sqlite3');
+  top['dbPath'] ??= join(dataDir, 'artifacts.sqlite3');
+  top['ledgerPath'] ??= join(dataDir, 'experiments.sqlite3');
   const config = { ...top, incontext } as unknown as Config;
   crossCheck(config);
   return deepFreeze(config);
