@@ -24,7 +24,7 @@ import {
 } from './compression-plan.js';
 import { excerptLargeOutput } from './large-output.js';
 import { codePointLength } from './lines.js';
-import { pinDelivered, putContent, vaultToolResult, type MemoCounter } from './receipt.js';
+import { pinDelivered, vaultToolResult, type MemoCounter } from './receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from './slices.js';
 import { baselineKey, compressionBar, deltaText, deltaViewKey, encodeDeltaView, ownBar } from './temporal-delta.js';
 import { renderToolView, type ViewInput } from './tool-view.js';
@@ -137,7 +137,7 @@ export async function deltaCandidate(
   const candidate = deltaText(result, command, ids, before, bar);
   if (candidate === undefined || !strictlySmaller(bar, candidate, counter)) return skip('not_smaller');
   // Pin, then verify: another process may have pruned the previous output once it stopped being the baseline.
-  await pinDelivered(vault, [ids.previous, ids.current], store, putContent(put, result.content));
+  await pinDelivered(vault, [ids.previous, ids.current], store, put, result.content);
   // What a request that does not show the base gets instead: the view a new session would get.
   await vault.setRendering(
     step.context.sessionId,
@@ -182,7 +182,7 @@ export async function compactCandidate(
     return note(step, { stage: COMPRESS, kind: 'skipped', reason: 'not_smaller' });
   // The note is about to be delivered: retention must never prune what it names.
   signal.throwIfAborted();
-  await pinDelivered(planner.options.vault, [put.artifactId], scope, putContent(put, raw));
+  await pinDelivered(planner.options.vault, [put.artifactId], scope, put, raw);
   const savedTokens = counter === undefined ? {} : { savedTokens: counter.count(raw) - counter.count(output) };
   return advance(
     step,
