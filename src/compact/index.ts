@@ -13,6 +13,7 @@ import { compactGrep, grepTerm } from './grep.js';
 import { compactInstall } from './install.js';
 import { splitLines, stripAnsi } from './lines.js';
 import { compactListing } from './listing.js';
+import type { TestRunner } from '../runners/index.js';
 import { compactTestOutput, type FailureView } from './test-runners.js';
 
 export interface TerminalOutput {
@@ -70,7 +71,7 @@ export function compactTerminal(input: TerminalOutput, options: CompactTerminalO
     });
     if (scan.failing && scan.lines.length > 0) failure = { flagged: scan.lines, diagnosticChars };
   }
-  const specific = renderFamily(family, input, maxChars, diagnosticChars, failure);
+  const specific = FAMILY_VIEWS[family](input.output, { command: input.command, maxChars, diagnosticChars, failure });
   if (
     failure !== undefined &&
     lines !== undefined &&
@@ -90,49 +91,46 @@ function keepsPinned(text: string, lines: readonly string[], failure: FailureVie
   return true;
 }
 
-function renderFamily(
-  family: CommandFamily,
-  input: TerminalOutput,
-  maxChars: number,
-  diagnosticChars: number,
-  failure?: FailureView,
-): string | undefined {
-  const output = input.output;
-  switch (family) {
-    case 'git-status':
-      return compactGitStatus(output);
-    case 'git-diff':
-      return compactGitDiff(output);
-    case 'git-log':
-      return compactGitLog(output);
-    case 'vitest':
-    case 'jest':
-    case 'pytest':
-    case 'maven':
-    case 'gradle':
-      return compactTestOutput(output, family, maxChars, failure);
-    case 'cargo-test':
-      return compactTestOutput(output, 'cargo', maxChars, failure);
-    case 'go-test':
-      return compactTestOutput(output, 'go', maxChars, failure);
-    case 'grep': {
-      // Match lines are a search's evidence: they get the diagnostic budget when it is larger.
-      const term = input.command === undefined ? undefined : grepTerm(input.command);
-      return compactGrep(output, {
-        maxChars: Math.max(maxChars, diagnosticChars),
-        ...(term === undefined ? {} : { term }),
-      });
-    }
-    case 'listing':
-      return compactListing(output);
-    case 'install':
-      return compactInstall(output, maxChars, failure);
-    case 'diagnostics':
-      return compactDiagnostics(output, 3, failure, maxChars);
-    case 'generic':
-      return undefined;
-  }
+/** What a family's view may read besides the output. */
+interface FamilyInput {
+  readonly command: string | undefined;
+  readonly maxChars: number;
+  readonly diagnosticChars: number;
+  readonly failure: FailureView | undefined;
 }
+
+/** A family's own view; undefined when it finds nothing to do (the generic view follows). */
+type FamilyView = (output: string, c: FamilyInput) => string | undefined;
+
+const testView =
+  (runner: TestRunner): FamilyView =>
+  (output, c) =>
+    compactTestOutput(output, runner, c.maxChars, c.failure);
+
+const FAMILY_VIEWS: Readonly<Record<CommandFamily, FamilyView>> = {
+  'git-status': compactGitStatus,
+  'git-diff': compactGitDiff,
+  'git-log': compactGitLog,
+  vitest: testView('vitest'),
+  jest: testView('jest'),
+  pytest: testView('pytest'),
+  maven: testView('maven'),
+  gradle: testView('gradle'),
+  'cargo-test': testView('cargo'),
+  'go-test': testView('go'),
+  grep: (output, c) => {
+    // Match lines are a search's evidence: they get the diagnostic budget when it is larger.
+    const term = c.command === undefined ? undefined : grepTerm(c.command);
+    return compactGrep(output, {
+      maxChars: Math.max(c.maxChars, c.diagnosticChars),
+      ...(term === undefined ? {} : { term }),
+    });
+  },
+  listing: compactListing,
+  install: (output, c) => compactInstall(output, c.maxChars, c.failure),
+  diagnostics: (output, c) => compactDiagnostics(output, 3, c.failure, c.maxChars),
+  generic: () => undefined,
+};
 
 /**
  * Hosts such as Hermes return terminal results as JSON (`{"output": …, "exit_code": …}`): read the
