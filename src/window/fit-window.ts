@@ -12,6 +12,7 @@ import type { BudgetRun } from '../budget/planner.js';
 import { idleTurns, itemReferenceWords } from '../compile/working-set.js';
 import type { SessionState } from '../compile/session.js';
 import { readRequest, withItems, writeSlots } from '../model/index.js';
+import type { Digests } from '../ledger/digests.js';
 import type { RequestView } from '../model/types.js';
 import { serializedChars } from '../measure/index.js';
 import { advance, note, storeScope, type ProviderRequest, type Step, type StepContext } from '../step.js';
@@ -59,14 +60,24 @@ export interface FitState {
   readonly blocks: Map<string, ChosenBlock>;
 }
 
+/** One fit in progress: the request as rendered now, and its counts. */
 interface Work {
   readonly view: RequestView;
   readonly slots: readonly FitSlot[];
   readonly current: (Rendering | undefined)[];
-  /** The items as rendered now. */
   items: unknown[];
-  /** Blocks of turns rendered as one item each (sticky ones first, then this fit's). */
+  /** Blocks of turns rendered as one item each (sticky ones first, then this fit's, also in `fresh`). */
   blocks: Block[];
+  readonly fresh: Block[];
+  /** The incremental count, the last exact count's lead over it, and that exact count. */
+  estimate: number;
+  offset: number;
+  prompt: number;
+  /** The cap's exact count of `request` (the request as rendered now), infinite when it cannot count. */
+  readonly exact: (request?: ProviderRequest) => Promise<number>;
+  /** The tokens of item `i` as rendered now, and of any item. */
+  readonly itemTokens: (i: number) => number;
+  readonly tokensOf: (item: unknown) => number;
 }
 
 /** One request through the stage; undefined when it leaves the request as it is without a word. */
@@ -96,55 +107,57 @@ export async function fitRequest(
   if (view.listKey === undefined || bounds === undefined) return undefined;
   const slots = fitSlots(view, bounds, s.minChars);
   const current = slots.map((f) => state.chosen.get(f.evidence));
-  const w: Work = { view, slots, current, items: view.items as unknown[], blocks: [] };
-  w.items = render(state, w, new Set(current.flatMap((r, k) => (r === undefined ? [] : [slots[k]!.slot.item!]))));
-  const digests = state.session.meter.digests;
   const turns = blockableTurns(view, bounds);
-  if (state.blocks.size > 0) w.blocks = stickyBlocks(state, view, turns);
+  const counted = new Map<number, number>();
   const tokensOf = (item: unknown): number =>
     state.session.meter.tokens(item) ?? Math.ceil(state.session.meter.measure(item).chars / 3);
   const build = (): ProviderRequest => withItems(request, view.listKey!, withBlocks(w.items, w.blocks));
+  const w: Work = {
+    view,
+    slots,
+    current,
+    items: view.items as unknown[],
+    blocks: state.blocks.size > 0 ? stickyBlocks(state, view, turns) : [],
+    fresh: [],
+    estimate: 0,
+    offset: 0,
+    prompt: 0,
+    exact: async (r = build()) => (await run.count(r, step.context, signal)) ?? Number.POSITIVE_INFINITY,
+    itemTokens: (i) => counted.get(i) ?? tokensOf(w.items[i]),
+    tokensOf,
+  };
+  w.items = render(state, w, new Set(current.flatMap((r, k) => (r === undefined ? [] : [slots[k]!.slot.item!]))));
   // The incremental count (per item, memoized by content) far from the boundary; near it the cap's own.
-  let estimate = await estimator.countRequest(build(), signal);
-  let prompt = estimate > room - margin ? await exact(run, build(), step, signal) : estimate;
-  const before = prompt;
-  const kept = current.some((r) => r !== undefined) || w.blocks.length > 0;
-  if (prompt <= room)
-    return kept ? deliver(step, state, w, [], { window: W, reserve: R, room, before, after: prompt }) : undefined;
+  w.estimate = await estimator.countRequest(build(), signal);
+  w.prompt = w.estimate > room - margin ? await w.exact() : w.estimate;
+  const before = w.prompt;
+  const counts = { window: W, reserve: R, room, before };
+  if (w.prompt <= room)
+    return current.some((r) => r !== undefined) || w.blocks.length > 0
+      ? deliver(step, state, w, [], { ...counts, after: w.prompt })
+      : undefined;
   // Over: take the steps in order until the estimate is at the low-water mark, then check exactly.
   const target = Math.floor((room * s.lowWaterPct) / 100);
   const added: number[] = [];
   const plan = planSteps(state, w, s, room);
-  const itemTokens = new Map<number, number>();
-  const apply = (k: number, r: Rendering): void => {
-    const i = w.slots[k]!.slot.item!;
-    const old = itemTokens.get(i) ?? tokensOf(w.items[i]);
-    w.current[k] = r;
-    w.items = render(state, w, new Set([i]));
-    const now = tokensOf(w.items[i]);
-    itemTokens.set(i, now);
-    estimate += now - old;
-    if (!added.includes(k)) added.push(k);
-  };
-  let offset = prompt - estimate;
+  w.offset = w.prompt - w.estimate;
   for (let round = 0; round < 3; round++) {
     for (let next = plan.next(); next !== undefined; next = plan.next()) {
-      apply(next.k, next.r);
-      if (estimate + offset <= target) break;
+      const i = w.slots[next.k]!.slot.item!;
+      const old = w.itemTokens(i);
+      w.current[next.k] = next.r;
+      w.items = render(state, w, new Set([i]));
+      counted.set(i, tokensOf(w.items[i]));
+      w.estimate += counted.get(i)! - old;
+      if (!added.includes(next.k)) added.push(next.k);
+      if (w.estimate + w.offset <= target) break;
     }
-    prompt = await exact(run, build(), step, signal);
-    if (prompt <= room) break;
-    offset = prompt - estimate;
-    if (plan.done()) break;
+    if ((await recount(w)) <= room || plan.done()) break;
   }
-  const fresh: Block[] = [];
-  if (prompt > room) {
+  if (w.prompt > room) {
     // The prefix, the newest turn and R alone: when they do not fit, nothing lossless can help.
-    const core = await exact(
-      run,
+    const core = await w.exact(
       withItems(request, view.listKey, [...view.items.slice(0, bounds.start), ...view.items.slice(bounds.newest)]),
-      step,
-      signal,
     );
     if (core > room)
       return note(step, {
@@ -152,67 +165,78 @@ export async function fitRequest(
         kind: 'skipped',
         reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${room} tokens (${roomText(W, R, room)}): passed as it came`,
       });
-    // One receipt per block of old turns, oldest first: first keeping text actions, then every call
-    // verbatim, then with the long arguments of their calls shortened, and last naming a few commands.
-    const blockTokens = (b: Block): number => tokensOf(b.item) + b.users.reduce<number>((n, u) => n + tokensOf(u), 0);
-    const spanTokens = (from: number, to: number): number => {
-      let n = 0;
-      for (let i = from; i < to; i++) n += itemTokens.get(i) ?? tokensOf(w.items[i]);
-      return n;
-    };
-    for (const mode of BLOCK_MODES) {
-      if (prompt <= room) break;
-      if (mode !== 'text') {
-        // Each pass keeps less of the actions: this fit's blocks, and the session's earlier blocks
-        // that keep more than this pass, are made again over every old turn (so they are few).
-        const redo = w.blocks.filter(
-          (x) => fresh.includes(x) || BLOCK_MODES.indexOf(x.mode) < BLOCK_MODES.indexOf(mode),
-        );
-        for (const old of redo) estimate -= blockTokens(old) - spanTokens(old.from, old.to);
-        w.blocks = w.blocks.filter((x) => !redo.includes(x));
-        fresh.splice(0);
-      }
-      let open: Turn[] = [];
-      let openBlock: Block | undefined;
-      const close = (): void => {
-        open = [];
-        openBlock = undefined;
-      };
-      for (const t of turns) {
-        if (estimate + offset <= target) {
-          // The estimate says enough: the exact count decides, and corrects the estimate if not.
-          prompt = await exact(run, build(), step, signal);
-          offset = prompt - estimate;
-          if (prompt <= room) break;
-        }
-        const covered = t !== undefined && w.blocks.some((b) => b.from <= t.from && t.to <= b.to && b !== openBlock);
-        if (t === undefined || covered || (mode === 'text' && t.calls)) {
-          close();
-          continue;
-        }
-        open.push(t);
-        const next = renderBlock(digests, view, open, mode);
-        if (openBlock !== undefined) {
-          estimate -= blockTokens(openBlock) - spanTokens(openBlock.from, openBlock.to);
-          w.blocks = w.blocks.filter((b) => b !== openBlock);
-          fresh.splice(fresh.indexOf(openBlock), 1);
-        }
-        estimate += blockTokens(next) - spanTokens(next.from, next.to);
-        w.blocks.push(next);
-        fresh.push(next);
-        openBlock = next;
-      }
-      prompt = await exact(run, build(), step, signal);
-      offset = prompt - estimate;
-    }
+    await blockTurns(w, state.session.meter.digests, turns, room, target);
   }
-  if (prompt > room)
+  if (w.prompt > room)
     return note(step, {
       stage: STAGE,
       kind: 'skipped',
-      reason: `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${prompt} of ${room} tokens (${roomText(W, R, room)}) after every lossless step: passed as it came`,
+      reason: `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${w.prompt} of ${room} tokens (${roomText(W, R, room)}) after every lossless step: passed as it came`,
     });
-  return deliver(step, state, w, added, { window: W, reserve: R, room, before, after: prompt }, fresh);
+  return deliver(step, state, w, added, { ...counts, after: w.prompt });
+}
+
+/** Count the request exactly again, correcting the estimate's offset; the new count. */
+async function recount(w: Work): Promise<number> {
+  w.prompt = await w.exact();
+  w.offset = w.prompt - w.estimate;
+  return w.prompt;
+}
+
+/**
+ * One receipt per block of old turns, oldest first, until the request fits `room`: first keeping
+ * text actions, then every call verbatim, then with the long arguments of their calls shortened,
+ * and last naming a few commands.
+ */
+async function blockTurns(
+  w: Work,
+  digests: Digests,
+  turns: readonly (Turn | undefined)[],
+  room: number,
+  target: number,
+): Promise<void> {
+  // What rendering the turns of `b` as one block adds to the estimate (negative: it saves).
+  const delta = (b: Block): number => {
+    let n = w.tokensOf(b.item) + b.users.reduce<number>((sum, u) => sum + w.tokensOf(u), 0);
+    for (let i = b.from; i < b.to; i++) n -= w.itemTokens(i);
+    return n;
+  };
+  const drop = (b: Block): void => {
+    w.estimate -= delta(b);
+    w.blocks = w.blocks.filter((x) => x !== b);
+    if (w.fresh.includes(b)) w.fresh.splice(w.fresh.indexOf(b), 1);
+  };
+  for (const mode of BLOCK_MODES) {
+    if (w.prompt <= room) break;
+    if (mode !== 'text') {
+      // Each pass keeps less of the actions: this fit's blocks, and the session's earlier blocks
+      // that keep more than this pass, are made again over every old turn (so they are few).
+      const redo = w.blocks.filter(
+        (x) => w.fresh.includes(x) || BLOCK_MODES.indexOf(x.mode) < BLOCK_MODES.indexOf(mode),
+      );
+      redo.forEach(drop);
+    }
+    let open: Turn[] = [];
+    let openBlock: Block | undefined;
+    for (const t of turns) {
+      // The estimate says enough: the exact count decides, and corrects the estimate if not.
+      if (w.estimate + w.offset <= target && (await recount(w)) <= room) break;
+      const covered = t !== undefined && w.blocks.some((b) => b.from <= t.from && t.to <= b.to && b !== openBlock);
+      if (t === undefined || covered || (mode === 'text' && t.calls)) {
+        open = [];
+        openBlock = undefined;
+        continue;
+      }
+      open.push(t);
+      const next = renderBlock(digests, w.view, open, mode);
+      if (openBlock !== undefined) drop(openBlock);
+      w.estimate += delta(next);
+      w.blocks.push(next);
+      w.fresh.push(next);
+      openBlock = next;
+    }
+    await recount(w);
+  }
 }
 
 /**
@@ -243,15 +267,6 @@ export function routeMarginPct(context: StepContext, foreignMarginPct: number): 
 
 function roomText(W: number, R: number, room: number): string {
   return room === W - R ? `W ${W} − R ${R}` : `W ${W} − R ${R}, less what the host adds and the tokenizer margin`;
-}
-
-async function exact(
-  run: BudgetRun,
-  request: ProviderRequest,
-  step: Step<ProviderRequest>,
-  signal: AbortSignal,
-): Promise<number> {
-  return (await run.count(request, step.context, signal)) ?? Number.POSITIVE_INFINITY;
 }
 
 /** The blocks the session chose before that this request still holds exactly. */
@@ -365,7 +380,6 @@ async function deliver(
   w: Work,
   added: readonly number[],
   o: { window: number; reserve: number; room: number; before: number; after: number },
-  fresh: readonly Block[] = [],
 ): Promise<Step<ProviderRequest>> {
   const scope = storeScope(step.context);
   const { evidence, meter } = state.session;
@@ -378,7 +392,7 @@ async function deliver(
   const used = w.current.flatMap((r, k) => (r === undefined || inBlock(k) ? [] : [r]));
   const ids = [...new Set([...used.map((r) => r.artifactId), ...w.blocks.map((b) => b.artifactId)])];
   try {
-    const puts = [...added.map((k) => w.current[k]!), ...fresh.map((b) => ({ ...b, toolName: BLOCK_TOOL }))];
+    const puts = [...added.map((k) => w.current[k]!), ...w.fresh.map((b) => ({ ...b, toolName: BLOCK_TOOL }))];
     for (const { evidence: text, toolName, artifactId } of puts) {
       const stored = await evidence.receipt(text, { toolName, sessionId: step.context.sessionId, scope });
       if (stored.artifactId !== artifactId) throw new Error('artifact id differs from the rendered one');
@@ -404,7 +418,7 @@ async function deliver(
     });
   }
   for (const k of added) state.chosen.set(w.current[k]!.evidence, w.current[k]!);
-  for (const b of fresh)
+  for (const b of w.fresh)
     state.blocks.set(itemKey(digests, w.view.items[b.from]), {
       count: b.to - b.from,
       mode: b.mode,
@@ -413,15 +427,13 @@ async function deliver(
       artifactId: b.artifactId,
     });
   const request = withItems(step.value, w.view.listKey!, withBlocks(w.items, w.blocks));
-  const counts = new Map<string, number>();
-  for (const k of added) if (!inBlock(k)) counts.set(w.current[k]!.kind, (counts.get(w.current[k]!.kind) ?? 0) + 1);
-  for (const b of fresh) {
-    const kind = b.mode === 'text' ? 'block' : b.mode === 'calls' ? 'block-actions' : `block-${b.mode}`;
-    counts.set(kind, (counts.get(kind) ?? 0) + 1);
-  }
-  const what = [...counts].map(([kind, n]) => `${n} ${kind}`).join(', ');
+  const kinds = [
+    ...added.filter((k) => !inBlock(k)).map((k) => w.current[k]!.kind),
+    ...w.fresh.map((b) => (b.mode === 'text' ? 'block' : b.mode === 'calls' ? 'block-actions' : `block-${b.mode}`)),
+  ];
+  const what = [...new Set(kinds)].map((kind) => `${kinds.filter((x) => x === kind).length} ${kind}`).join(', ');
   const reason =
-    added.length === 0 && fresh.length === 0
+    added.length === 0 && w.fresh.length === 0
       ? `window fit: ${used.length} earlier rendering(s) kept, prompt ${o.after} of ${o.room}`
       : `window fit: ${what}; prompt ${o.before} → ${o.after} of ${o.room} (${roomText(o.window, o.reserve, o.room)}), new batch`;
   return advance(step, request, {
