@@ -150,10 +150,6 @@ function pieceNotes(options: CompressToolResultOptions) {
 /**
  * The rendering half of `compressToolResult` for `options`, validated once: the tool-result stage
  * plans one view per result, the delta's bar and the compact candidate at once.
- *
- * @example
- * const planner = compressionPlanner({ vault });
- * const { plan } = await planner.plan(step, new AbortController().signal, undefined);
  */
 export function compressionPlanner(options: CompressToolResultOptions): CompressionPlanner {
   const name = 'compressToolResult';

@@ -59,9 +59,6 @@ export const MIN_ROOT_CHARS = 12;
  * it; else ''. A listing of a deep tree repeats such a root on every line: said once, the names it
  * is about get the room. (Nine in ten, not all: a listing cut in its middle by the host has a
  * line or two that lost their start.)
- *
- * @example
- * commonRoot(['/work/repo/', '/work/repo/src/', '/work/repo/docs/']); // '/work/repo/'
  */
 export function commonRoot(dirs: readonly string[]): string {
   if (dirs.length < 3) return '';

@@ -39,9 +39,6 @@ function textParts(value: unknown): string | undefined {
  * The text inside a JSON/MCP text wrapper: `{"text": …}`, `{"content": [{"type": "text", "text": …}]}`,
  * `[{"type": "text", "text": …}]`, or `{"result": …}` of one of those. Undefined when `content` is
  * not such a wrapper (plain text, or JSON with other data a view would have to drop).
- *
- * @example
- * unwrapText('{"text":"# repo – a.go\\n3: x"}'); // '# repo – a.go\n3: x'
  */
 export function unwrapText(content: string): string | undefined {
   const t = content.trim();

@@ -78,10 +78,6 @@ const walks = { compact: 0, spaced: 0, primitive: 0, sized: 0 };
  * How many times this process serialized an object or array (`canonicalJson`, compact and spaced),
  * a primitive, or sized a value (`serializedChars`): a bench reads the difference around the work
  * it measures.
- *
- * @example
- * import { serializationStats } from './canonical-json.js';
- * const before = serializationStats().compact;
  */
 export function serializationStats(): Readonly<typeof walks> {
   return { ...walks };
@@ -106,9 +102,6 @@ export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}
  * written as `#` and that name instead of its quoted literal: no JSON text has `#` outside a
  * string, so with collision-free names (digests) it names the compact JSON as surely as its own
  * digest would, while hashing only what `name` has not hashed yet (the item ledger's identity).
- *
- * @example
- * canonicalJsonNamed({ b: 'long text', a: 1 }, (s) => (s.length > 4 ? 'd1' : undefined)); // '{"a":1,"b":#d1}'
  */
 export function canonicalJsonNamed(value: unknown, name: (s: string) => string | undefined): string {
   walks.compact++;
@@ -211,9 +204,6 @@ function numberText(x: number): string {
 /**
  * The JSON string literal of `s` as canonical JSON writes it (`"` `\\` and controls escaped,
  * everything else as is).
- *
- * @example
- * jsonString('a"b'); // '"a\\"b"'
  */
 export function jsonString(s: string): string {
   if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;

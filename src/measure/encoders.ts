@@ -46,12 +46,7 @@ export function isTiktokenEncoding(name: string): name is TiktokenEncodingName {
   return (TIKTOKEN_ENCODINGS as readonly string[]).includes(name);
 }
 
-/**
- * Throw a ConfigError, naming `who`, unless `encoding` (and `engine`, when given) can be loaded.
- *
- * @example
- * checkEncoder('myCounter', 'o200k_base', 'js'); // passes
- */
+/** Throw a ConfigError, naming `who`, unless `encoding` (and `engine`, when given) can be loaded. */
 export function checkEncoder(who: string, encoding: string, engine?: string): void {
   if (!isTiktokenEncoding(encoding))
     throw new ConfigError(`${who}: unknown encoding "${encoding}" (accepted: ${TIKTOKEN_ENCODINGS.join(', ')})`);

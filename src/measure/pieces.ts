@@ -51,11 +51,6 @@ function grow(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
 /**
  * Piece counting over one engine: `record` and `derive` split with the engine's pattern and give
  * the same totals as the engine's count of the whole text.
- *
- * @example
- * const pieces = pieceCounting(engine);
- * const compact = pieces.record('{"a":"some long text"}');
- * pieces.derive('{"a": "some long text"}', compact!, [{ at: 0, from: 0, length: 5 }, { at: 6, from: 5, length: 17 }]);
  */
 export function pieceCounting(engine: PieceEngine): PieceCounting {
   // Sticky, so a match starts exactly where the last one ended (the split must leave nothing out),
@@ -116,9 +111,6 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
  * One record of a text from the records of its consecutive parts (`parts[i]` starts at `at`):
  * each piece keeps its string's count, so the joined record is a source `derive` may copy from
  * whether or not the whole text's own split cuts where the parts meet.
- *
- * @example
- * joinRecords([{ at: 0, record: pieces.record('a b')! }, { at: 3, record: pieces.record('\nc')! }]).total;
  */
 export function joinRecords(parts: readonly { readonly at: number; readonly record: PieceRecord }[]): PieceRecord {
   let n = 0;
