@@ -25,7 +25,7 @@ import { codePointLength } from './lines.js';
 import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
 import { outputShape, searchTerms, unwrapText } from './shapes.js';
 import { COUNT_SLICE_CHARS, countInSlices, recordInSlices } from './slices.js';
-import { renderToolViewInSlices, type ViewInput, type ViewOptions } from './tool-view.js';
+import { renderToolViewInSlices, type ViewInput } from './tool-view.js';
 
 /** How every Token Terminator rendering of a tool result (receipt, delta, bounded view) begins. */
 const RENDERING_MARK = '[Token Terminator';
@@ -120,13 +120,7 @@ export interface PlannedView {
 }
 
 /** The rendering half of compressToolResult for one options object (validated once). */
-export interface CompressionPlanner {
-  readonly options: CompressToolResultOptions;
-  readonly view: Omit<ViewOptions, 'tool'>;
-  readonly maxArtifactChars: number;
-  /** The plan for `step`'s value, proved with `counter` (a memo over `options.counter`). */
-  plan(step: Step<ToolResult>, signal: AbortSignal, counter: MemoCounter | undefined): Promise<PlannedView>;
-}
+export type CompressionPlanner = ReturnType<typeof compressionPlanner>;
 
 /**
  * A file read (read_file, `cat`, or an unknown tool's line-numbered output) shorter than this is
@@ -139,19 +133,11 @@ export const SEARCH_HITS_MIN_CHARS = 4_000;
 /** Outputs longer than this are not parsed for a wrapper or a shape (their tool's view applies). */
 const SHAPE_MAX_CHARS = 1_000_000;
 
-/** Where an output's pieces go: the request stages' memo, only when it counts with this very counter. */
-function pieceNotes(options: CompressToolResultOptions) {
-  const pieces = options.counter?.pieces;
-  return options.measures !== undefined && options.measures.counter === options.counter && pieces !== undefined
-    ? { measures: options.measures, pieces }
-    : undefined;
-}
-
 /**
  * The rendering half of `compressToolResult` for `options`, validated once: the tool-result stage
  * plans one view per result, the delta's bar and the compact candidate at once.
  */
-export function compressionPlanner(options: CompressToolResultOptions): CompressionPlanner {
+export function compressionPlanner(options: CompressToolResultOptions) {
   const name = 'compressToolResult';
   requireVault(name, options);
   const flags = resolveFlags(name, options);
@@ -200,7 +186,12 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
     return undefined;
   };
   const view = { terminalMaxChars: terminalMax, nativeMaxChars: max, diagnosticChars, strategy };
-  const notes = pieceNotes(options);
+  // An output's pieces go to the request stages' memo, only when it counts with this very counter.
+  const { measures, counter: own } = options;
+  const notes =
+    measures !== undefined && measures.counter === own && own?.pieces !== undefined
+      ? { measures, pieces: own.pieces }
+      : undefined;
 
   const plan = async (
     step: Step<ToolResult>,
@@ -226,7 +217,7 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
         const { count, record } = await recordInSlices(notes.pieces, raw, signal);
         if (record !== undefined) notes.measures.notePieces(raw, record);
         counter.prime(raw, count);
-      } else if (raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(options.counter!, raw, signal));
+      } else if (raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(own!, raw, signal));
     }
     const compactChars = codePointLength(compact);
     // Size proof with the longest possible id before anything touches the vault.
@@ -241,7 +232,11 @@ export function compressionPlanner(options: CompressToolResultOptions): Compress
     options,
     view,
     maxArtifactChars,
-    plan: async (step, signal, counter) => ({ plan: await plan(step, signal, counter), counter }),
+    /** The plan for `step`'s value, proved with `counter` (a memo over `options.counter`). */
+    plan: async (...args: Parameters<typeof plan>): Promise<PlannedView> => ({
+      plan: await plan(...args),
+      counter: args[2],
+    }),
   };
 }
 
