@@ -117,12 +117,6 @@ export interface RenderSettings {
   readonly viewChars: number;
 }
 
-/** The receipt line of `text` (content-addressed: the id is the SHA-256 prefix the vault stores it under). */
-function receiptOf(s: RenderSettings, text: string, toolName: string): { line: string; artifactId: string } {
-  const artifactId = shortIdForSha(s.digests.of(text));
-  return { line: renderReceipt(createReceipt(artifactId, toolName, codePoints(text))), artifactId };
-}
-
 /**
  * The rendering of one slot for a reduction step, or undefined when that step does not apply to it
  * or would not make it smaller.
@@ -136,7 +130,9 @@ export function renderingFor(
 ): Rendering | undefined {
   const toolName = f.kind === 'reasoning' ? 'assistant_reasoning' : (f.slot.toolName ?? 'tool');
   if ((kind === 'reasoning') !== (f.kind === 'reasoning')) return undefined;
-  const { line, artifactId } = receiptOf(s, f.evidence, toolName);
+  // Content-addressed: the id is the SHA-256 prefix the vault stores the text under.
+  const artifactId = shortIdForSha(s.digests.of(f.evidence));
+  const line = renderReceipt(createReceipt(artifactId, toolName, codePoints(f.evidence)));
   let text: string;
   if (kind === 'receipt') text = line;
   else if (kind === 'digest')
