@@ -42,12 +42,9 @@ export interface Block {
 }
 
 /** What a session remembers of a block, by the key of its first item. */
-export interface ChosenBlock {
+export interface ChosenBlock extends Pick<Block, 'mode' | 'item' | 'artifactId'> {
   readonly count: number;
-  readonly mode: BlockMode;
   readonly evidenceSha: string;
-  readonly item: unknown;
-  readonly artifactId: string;
 }
 
 export const BLOCK_TOOL = 'turns';
@@ -80,9 +77,7 @@ export function blockableTurns(view: RequestView, b: Bounds): (Turn | undefined)
 
 /** The user-authored messages of items [from, to): a block keeps them, verbatim and in order, after its receipt. */
 export function usersIn(view: RequestView, from: number, to: number): unknown[] {
-  const out: unknown[] = [];
-  for (let i = from; i < to; i++) if (view.itemInfo[i]?.userText === true) out.push(view.items[i]);
-  return out;
+  return view.items.slice(from, to).filter((_, k) => view.itemInfo[from + k]?.userText === true);
 }
 
 /** The key a block is remembered by: its first item's exact JSON. */
@@ -115,12 +110,7 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
         called.push(
           `called: ${slot.toolName ?? 'tool'} ${codePoints(exact) <= BRIEF_ARGS_CHARS ? exact : oneLine(exact, BRIEF_ARGS_CHARS)}`,
         );
-      const cmd =
-        typeof args['command'] === 'string'
-          ? args['command']
-          : typeof args['cmd'] === 'string'
-            ? args['cmd']
-            : undefined;
+      const cmd = [args['command'], args['cmd']].find((c) => typeof c === 'string') as string | undefined;
       if (cmd !== undefined) pathsIn(cmd, files);
       if (mode === 'summary') commands.push(cmd ?? `${slot.toolName ?? 'tool'}(${Object.keys(args).join(',')})`);
       for (const k of ['path', 'file_path', 'filename', 'file'])
