@@ -32,21 +32,13 @@ export function compactGitDiff(text: string): string | undefined {
   let inHunk = false;
   for (const line of lines) {
     if (line.startsWith('diff --git ')) files += 1;
-    if (line.startsWith('@@ ')) {
+    const hunk = line.startsWith('@@ ');
+    const header: boolean = line.startsWith('diff --git ') || (!inHunk && FILE_HEADER.test(line));
+    if (hunk || header || !inHunk) {
+      // Headers stay verbatim; a hunk header opens a hunk, a file header closes it.
       flush();
-      inHunk = true;
-      out.push(line);
-      continue;
-    }
-    if (line.startsWith('diff --git ') || (!inHunk && FILE_HEADER.test(line))) {
-      flush();
-      inHunk = false;
-      out.push(line);
-      continue;
-    }
-    if (!inHunk) {
-      flush();
-      out.push(clipLine(line, 400));
+      out.push(hunk || header ? line : clipLine(line, 400));
+      inHunk = hunk || (inHunk && !header);
       continue;
     }
     if (line.startsWith('+')) added += 1;
@@ -105,12 +97,12 @@ export function compactGitStatus(text: string): string | undefined {
     else out.push(line);
   }
   return out
-    .flatMap((l) => (l.startsWith('\u0000') ? renderGroup(l.slice(1), groups.get(l.slice(1))!) : [l]))
+    .flatMap((l) => {
+      if (!l.startsWith('\u0000')) return [l];
+      const paths = groups.get(l.slice(1))!;
+      return [`${l.slice(1)} (${paths.length}):`, ...groupByDirectory(paths, 60).map((p) => `  ${p}`)];
+    })
     .join('\n');
-}
-
-function renderGroup(key: string, paths: readonly string[]): string[] {
-  return [`${key} (${paths.length}):`, ...groupByDirectory(paths, 60).map((l) => `  ${l}`)];
 }
 
 const COMMIT = /^commit ([0-9a-f]{7,64})(.*)$/;
