@@ -173,10 +173,6 @@ class Scanner {
     this.marked = new Uint8Array(lines.length);
   }
 
-  private mark(i: number): void {
-    this.marked[i] = 1;
-  }
-
   /** Line `i`; returns how many of the lines after it were read with it (a Go frame's file line). */
   scan(i: number): number {
     const line = this.lines[i]!;
@@ -188,7 +184,7 @@ class Scanner {
     if (this.panicMessage > 0) {
       if (line.trim() === '' || /^(?:note|stack backtrace):/.test(line)) this.panicMessage = 0;
       else {
-        this.mark(i);
+        this.marked[i] = 1;
         this.panicMessage -= 1;
         return 0;
       }
@@ -208,7 +204,7 @@ class Scanner {
     if (line.indexOf(' ') < 0 && ESLINT_FILE.test(line)) this.eslintFile = i;
     else if (line.trim() === '') this.eslintFile = -1;
     if (CONTEXT.test(line) || (this.options.compiler === true && /^# \S+$/.test(line))) {
-      this.mark(i);
+      this.marked[i] = 1;
       if (line.startsWith('goroutine ')) [this.stack, this.stackFrames, this.stackProject] = ['go', 0, 0];
       return 0;
     }
@@ -229,28 +225,28 @@ class Scanner {
     if (/^\s/.test(line) || line === '') return;
     this.closeTraceback();
     // The first unindented line after the frames is the exception, whatever its class is called.
-    this.mark(i);
+    this.marked[i] = 1;
     this.failures += 1;
   }
 
   closeTraceback(): void {
     if (this.pyFrames === undefined) return;
     // Every frame's location (the call path is cheap); the source lines of the last frames only.
-    for (const f of this.pyFrames) this.mark(f);
+    for (const f of this.pyFrames) this.marked[f] = 1;
     const kept = this.pyFrames.slice(-LAST_PY_FRAMES);
-    for (const r of this.pyRepeats) if (kept.some((f) => f < r && f + 4 > r)) this.mark(r);
+    for (const r of this.pyRepeats) if (kept.some((f) => f < r && f + 4 > r)) this.marked[r] = 1;
     this.pyRepeats = [];
     for (const f of kept) {
-      this.mark(f);
+      this.marked[f] = 1;
       // The source line under a frame (not pytest's or CPython's caret underline).
       const code = this.lines[f + 1];
-      if (code !== undefined && /^\s{4,}\S/.test(code) && !/^\s*[~^]+\s*$/.test(code)) this.mark(f + 1);
+      if (code !== undefined && /^\s{4,}\S/.test(code) && !/^\s*[~^]+\s*$/.test(code)) this.marked[f + 1] = 1;
     }
     this.pyFrames = undefined;
   }
 
   private failureLine(i: number, line: string): void {
-    this.mark(i);
+    this.marked[i] = 1;
     this.failures += 1;
     if (line.startsWith('Traceback (most recent call last):')) this.pyFrames = [];
     else if (/^\s*panic: |^fatal error: /.test(line)) this.stack = 'go';
@@ -261,7 +257,7 @@ class Scanner {
       this.stack = /Exception|Error|Caused by|Suppressed|Throwable/.test(line) ? 'jvm' : this.stack;
     }
     if (this.stack === 'jvm' || this.stack === 'rust') [this.stackFrames, this.stackProject] = [0, 0];
-    if (/^\s+\d+:\d+\s+(?:error|warning)\s/.test(line) && this.eslintFile >= 0) this.mark(this.eslintFile);
+    if (/^\s+\d+:\d+\s+(?:error|warning)\s/.test(line) && this.eslintFile >= 0) this.marked[this.eslintFile] = 1;
   }
 
   private jvmFrame(i: number, line: string): void {
@@ -270,7 +266,7 @@ class Scanner {
     if (!jvm && !node) return;
     this.stack = 'jvm';
     const project = jvm ? !JVM_LIBRARY.test(line) : !NODE_LIBRARY.test(line);
-    if (this.stackFrames === 0 || (project && this.stackProject < PROJECT_FRAMES)) this.mark(i);
+    if (this.stackFrames === 0 || (project && this.stackProject < PROJECT_FRAMES)) this.marked[i] = 1;
     if (project) this.stackProject += 1;
     this.stackFrames += 1;
   }
@@ -283,8 +279,8 @@ class Scanner {
       const fn = line.replace(/^created by /, '').replace(/\(.*$/, '');
       const project = fn.startsWith('main.') || (fn.includes('/') && fn.split('/')[0]!.includes('.'));
       if (project && this.stackProject < PROJECT_FRAMES) {
-        this.mark(i);
-        this.mark(i + 1);
+        this.marked[i] = 1;
+        this.marked[i + 1] = 1;
         this.stackProject += 1;
       }
       return 1;
@@ -298,8 +294,8 @@ class Scanner {
     const at = this.lines[i + 1];
     const project = at !== undefined && RUST_AT.test(at) && !/ at \/rustc\/|\/\.cargo\/registry\//.test(at);
     if (project && this.stackProject < PROJECT_FRAMES) {
-      this.mark(i);
-      this.mark(i + 1);
+      this.marked[i] = 1;
+      this.marked[i + 1] = 1;
       this.stackProject += 1;
     }
   }
