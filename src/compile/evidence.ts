@@ -196,8 +196,13 @@ function knownContents(s: EvidenceState, ids: readonly string[]): Map<string, Kn
 
 async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreScope): Promise<readonly string[]> {
   s.lastScope = scope;
-  const want = [...new Set(ids)];
-  let fresh = want.filter((id) => !s.delivered.has(id));
+  // The ids not delivered yet, in order, once each: one lookup per id (a long history names every
+  // receipt of it again, delivered long ago); the whole list deduplicated only when it is needed.
+  let fresh: string[] = [];
+  const named = new Set<string>();
+  for (const id of ids) if (!s.delivered.has(id) && !named.has(id)) fresh.push((named.add(id), id));
+  let wanted: string[] | undefined;
+  const wantAll = (): string[] => (wanted ??= [...new Set(ids)]);
   if (fresh.length === 0 && s.epoch !== undefined) {
     // Everything was delivered before: valid while the session still holds those pins.
     if (Date.now() - s.touchedAt < TOUCH_EVERY_MS) {
@@ -213,7 +218,7 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
       }
     }
   }
-  if (fresh.length === 0) fresh = want;
+  if (fresh.length === 0) fresh = wantAll();
   let result = await s.vault.deliver(fresh, scope, knownContents(s, fresh));
   const missing = new Set(result.missing);
   // The ids delivered now; the others were delivered under this epoch before and stay so.
@@ -221,8 +226,9 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
   if (s.epoch !== undefined && result.epoch !== s.epoch) {
     // The session's earlier pins were released: whatever this request names is delivered again.
     s.delivered.clear();
-    sent = want;
-    const rest = want.filter((id) => !fresh.includes(id));
+    sent = wantAll();
+    const freshSet = new Set(fresh);
+    const rest = sent.filter((id) => !freshSet.has(id));
     if (rest.length > 0) {
       result = await s.vault.deliver(rest, scope, knownContents(s, rest));
       for (const id of result.missing) missing.add(id);
@@ -280,7 +286,8 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
       return same === undefined ? undefined : receiptOf(s, same, toolName);
     },
     deliver: (ids, scope) => deliver(s, ids, scope),
-    isGone: (id) => s.gone.has(id),
+    // Asked for every receipt of a long history on every request: nothing to look up until a delivery found one gone.
+    isGone: (id) => s.gone.size > 0 && s.gone.has(id),
     begin(scope) {
       s.lastScope = scope;
       nextRequest(s);
