@@ -128,8 +128,13 @@ function changedTokens(
     while (shared < n && raw[shared] === pairSums.raw[shared] && candidate[shared] === pairSums.candidate[shared])
       shared++;
   }
-  const a = pairSums === undefined ? [] : pairSums.a.slice(0, shared);
-  const b = pairSums === undefined ? [] : pairSums.b.slice(0, shared);
+  // The running sums are the meter's own: cut back in place, not copied (the pair is let go until
+  // they are whole again, so a count that throws leaves none half-written).
+  s.pairSums = undefined;
+  const a = pairSums === undefined ? [] : pairSums.a;
+  const b = pairSums === undefined ? [] : pairSums.b;
+  a.length = shared;
+  b.length = shared;
   let ta = shared > 0 ? a[shared - 1]! : 0;
   let tb = shared > 0 ? b[shared - 1]! : 0;
   for (let i = shared; i < raw.length; i++) {
@@ -140,7 +145,8 @@ function changedTokens(
     a.push(ta);
     b.push(tb);
   }
-  s.pairSums = { raw: raw.slice(), candidate: candidate.slice(), a, b };
+  // A recognised list is never changed: kept as it is (a caller's own array may be, in place).
+  s.pairSums = { raw: isRecognisedList(raw, s.lists) ? raw : raw.slice(), candidate: candidate.slice(), a, b };
   return { raw: ta, candidate: tb };
 }
 
