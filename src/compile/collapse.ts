@@ -13,7 +13,7 @@ import { gate, renderItems } from './apply.js';
 import { planChanges, type DuplicatesPlanned, type Managed } from './duplicates.js';
 import { readRequest, writeSlots } from '../model/index.js';
 import type { Recognised } from '../model/prefix.js';
-import { mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from './references.js';
+import { firstOutput, mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from './references.js';
 import type { SessionState } from './session.js';
 
 const STAGE = STAGES.collapseDuplicates;
@@ -85,6 +85,9 @@ export async function sessionHistory(
   };
 }
 
+/** A tool output that is a temporal delta (the test of {@link resolveBase}). */
+const isParsedDelta = (s: Slot): boolean => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined;
+
 /** The request with every dangling delta resolved (the baseline: fidelity first), its view and outputs. */
 export async function resolveBase(
   state: SessionState,
@@ -98,7 +101,7 @@ export async function resolveBase(
   readonly resolved: readonly unknown[];
   readonly unresolved: number;
 }> {
-  const hasDelta = outputs.some((s) => mayBeDelta(s.value) && parseDelta(slotText(s.value) ?? '') !== undefined);
+  const hasDelta = firstOutput(state.memo, outputs, isParsedDelta) >= 0;
   const { resolved, unresolved } = hasDelta
     ? await resolveDanglingDeltas(state, recognised.view, outputs)
     : { resolved: [], unresolved: 0 };

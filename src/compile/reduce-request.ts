@@ -25,7 +25,7 @@ import { gate } from './apply.js';
 import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
-import { mayBeDelta, resolveDanglingDeltas } from './references.js';
+import { firstOutput, mayBeDelta, resolveDanglingDeltas } from './references.js';
 import type { Recognised, Recognitions } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
@@ -320,6 +320,9 @@ function pricingOf(step: Step<ProviderRequest>, view: RequestView, s: CompileSet
   return pricingFor(AUTO_PRICING, step.context.route, view.format);
 }
 
+/** An output that may be a temporal delta (the test of {@link withoutDanglingDeltas}). */
+const mayBeDeltaSlot = (o: Slot): boolean => mayBeDelta(o.value);
+
 /** The rewritten items with the deltas whose base a rewrite hid resolved, and those resolutions. */
 async function withoutDanglingDeltas(
   state: SessionState,
@@ -330,7 +333,7 @@ async function withoutDanglingDeltas(
   planned: readonly unknown[],
 ): Promise<{ readonly items: readonly unknown[]; readonly resolved: readonly { slot: Slot; text: string }[] }> {
   // Renderings are never deltas: without a delta among the request's outputs there is none to resolve.
-  if (!outputs.some((o) => mayBeDelta(o.value))) return { items: planned, resolved: [] };
+  if (firstOutput(state.memo, outputs, mayBeDeltaSlot) < 0) return { items: planned, resolved: [] };
   const rewritten = withItems(raw, view.listKey!, planned);
   const again = readRequest(rewritten, { format: view.format });
   const { resolved } = await resolveDanglingDeltas(state, again, [

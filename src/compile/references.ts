@@ -43,6 +43,37 @@ export function textStartsWith(value: unknown, prefix: string): boolean | undefi
 /** Whether `parseDelta(slotText(value) ?? '')` can be defined (a prefix test, see {@link textStartsWith}). */
 export const mayBeDelta = (value: unknown): boolean => textStartsWith(value, DELTA_PREFIX) === true;
 
+/** What {@link firstOutput} carries from one request's outputs to the next (a copy of the list). */
+export interface OutputScan {
+  readonly test: (slot: Slot) => boolean;
+  readonly outputs: readonly Slot[];
+  /** Index of the first output that passed the test; -1: none did. */
+  readonly first: number;
+}
+
+/**
+ * Index of the first of `outputs` that passes `test` (a function of the slot alone), else -1. The
+ * outputs the list shares, from its start, with the last scan's (the same slot objects: a grown
+ * history's) are not tested again: only the new ones are. The scan is kept in `memo.outputScan`.
+ */
+export function firstOutput(
+  memo: { outputScan?: OutputScan },
+  outputs: readonly Slot[],
+  test: (slot: Slot) => boolean,
+): number {
+  const last = memo.outputScan?.test === test ? memo.outputScan : undefined;
+  let shared = 0;
+  if (last !== undefined) {
+    const n = Math.min(outputs.length, last.outputs.length);
+    while (shared < n && outputs[shared] === last.outputs[shared]) shared++;
+  }
+  // None of the shared outputs passed unless the last scan's first one is among them.
+  let first = last !== undefined && last.first >= 0 && last.first < shared ? last.first : -1;
+  for (let i = shared; first < 0 && i < outputs.length; i++) if (test(outputs[i]!)) first = i;
+  memo.outputScan = { test, outputs: outputs.slice(), first };
+  return first;
+}
+
 /** The readable text of a tool output slot (a string, or its text parts' texts). */
 export function slotText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;

@@ -14,7 +14,7 @@ import type { ItemMeasures } from '../ledger/item-measures.js';
 import { createMeter, type Meter } from '../ledger/request-meter.js';
 import { createRequestMemo, Recognitions, type RequestMemo } from '../model/prefix.js';
 import { createObservationMemo, type ObservationMemo } from './observations.js';
-import { createInlineIds, type InlineIds } from './references.js';
+import { createInlineIds, type InlineIds, type OutputScan } from './references.js';
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
 import type { Rendering } from './apply.js';
@@ -95,6 +95,8 @@ export interface StageMemo {
   walk?: Walk;
   /** renderItems: the last renderings to render the next request from. */
   renderings?: Rendering[];
+  /** resolveBase, withoutDanglingDeltas: the last scan of the outputs for deltas (src/compile/references.ts firstOutput). */
+  outputScan?: OutputScan;
 }
 
 /** One derived value and the characters it holds (its share of the bound). */
