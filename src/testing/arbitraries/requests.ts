@@ -120,12 +120,7 @@ function callSpec(options: RequestOptions): fc.Arbitrary<CallSpec> {
     fc.record({
       name: fc.constant(name),
       args: toolArgs(name),
-      output:
-        options.outputs ??
-        outputSpec({
-          shapes: shapeForTool(name),
-          ...(options.sizes === undefined ? {} : { sizes: options.sizes }),
-        }).map(expandOutput),
+      output: options.outputs ?? outputSpec({ shapes: shapeForTool(name), sizes: options.sizes }).map(expandOutput),
       isError: fc.boolean().map((b) => b && name === 'terminal'),
     }),
   );
@@ -183,18 +178,16 @@ export function conversation(options: RequestOptions = {}): fc.Arbitrary<Convers
       if (prompt !== undefined) turns = turns.map((t, i) => (i === turns.length - 1 ? { ...t, user: prompt } : t));
       turns = applyDuplicates(turns, c.duplicates);
       const tools = [...new Set(turns.flatMap((t) => t.steps.flatMap((s) => s.calls.map((x) => x.name))))];
-      const base: Conversation = {
+      return {
         system: c.system,
         catalog: c.catalog,
         discoveryTools: c.discoveryTools,
         tools: tools.length > 0 ? tools : ['terminal'],
         turns,
         seed: c.seed,
+        ...(c.text ? { protocol: 'text' as const } : {}),
+        ...(options.resultContent === undefined ? {} : { resultContent: options.resultContent }),
       };
-      const conversation: Conversation = c.text ? { ...base, protocol: 'text' } : base;
-      return options.resultContent === undefined
-        ? conversation
-        : { ...conversation, resultContent: options.resultContent };
     });
 }
 
@@ -231,16 +224,13 @@ function toolDefs(c: Conversation, format: WireFormat): unknown[] {
     description: `The ${name} tool`,
     parameters: { type: 'object', properties: {}, additionalProperties: true },
   }));
-  const all = c.discoveryTools
-    ? [...defs, ...SKILL_TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }))]
-    : defs;
-  return all.map((d) => {
-    if (format === 'chat')
-      return { type: 'function', function: { name: d.name, description: d.description, parameters: d.parameters } };
-    if (format === 'responses')
-      return { type: 'function', name: d.name, description: d.description, parameters: d.parameters };
-    return { name: d.name, description: d.description, input_schema: d.parameters };
-  });
+  return [...defs, ...(c.discoveryTools ? SKILL_TOOLS : [])].map(({ name, description, parameters }) =>
+    format === 'chat'
+      ? { type: 'function', function: { name, description, parameters } }
+      : format === 'responses'
+        ? { type: 'function', name, description, parameters }
+        : { name, description, input_schema: parameters },
+  );
 }
 
 function userContent(format: WireFormat, text: string, image: boolean): unknown {
@@ -282,14 +272,8 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
         // One command per assistant message, its output in the next user message.
         step.calls.forEach((call, k) => {
           const said = `${k === 0 ? (step.text ?? 'Next.') : 'Then:'}\n\n\`\`\`bash\n${commandLine(call)}\n\`\`\``;
-          items.push(textItem(format, 'assistant', said));
-          items.push(
-            textItem(
-              format,
-              'user',
-              `<returncode>${call.isError ? 1 : 0}</returncode>\n<output>\n${call.output}\n</output>`,
-            ),
-          );
+          const observed = `<returncode>${call.isError ? 1 : 0}</returncode>\n<output>\n${call.output}\n</output>`;
+          items.push(textItem(format, 'assistant', said), textItem(format, 'user', observed));
           cuts.push(items.length);
         });
         return;
@@ -331,9 +315,12 @@ function renderItems(c: Conversation, format: WireFormat): Rendered {
               shape === 'string' || (shape === 'mixed' && k % 2 === 0)
                 ? call.output
                 : [{ type: 'text', text: call.output }];
-            return call.isError
-              ? { type: 'tool_result', tool_use_id: ids[k], content: body, is_error: true }
-              : { type: 'tool_result', tool_use_id: ids[k], content: body };
+            return {
+              type: 'tool_result',
+              tool_use_id: ids[k],
+              content: body,
+              ...(call.isError ? { is_error: true } : {}),
+            };
           }),
         });
       }

@@ -28,7 +28,7 @@ export interface ToolOutputOptions {
   /** Shapes to draw from. @defaultValue all of {@link OUTPUT_SHAPES} */
   readonly shapes?: readonly OutputShape[];
   /** Size classes to draw from. @defaultValue tiny, medium and large (large is 12,001–30,000 chars) */
-  readonly sizes?: readonly SizeClass[];
+  readonly sizes?: readonly SizeClass[] | undefined;
 }
 
 /** The shrinkable description a tool output is expanded from. */
@@ -115,49 +115,34 @@ export function expandOutput(spec: OutputSpec): string {
     chars += line.length + 1;
   };
   let i = 0;
+  const line: Record<OutputShape, () => string> = {
+    terminal: () =>
+      pick([
+        `$ ${pick(['npm test', 'git status', 'cargo build', 'pytest -q', 'ls -la'])}`,
+        `  ✓ ${phrase(5)} (${Math.floor(rnd() * 90)} ms)`,
+        `  ✗ ${phrase(4)}`,
+        `error[E0${100 + Math.floor(rnd() * 800)}]: ${phrase(6)}`,
+        `warning: ${phrase(5)}`,
+        `   --> ${pick(PATHS)}:${1 + Math.floor(rnd() * 400)}:${1 + Math.floor(rnd() * 80)}`,
+        `Compiling ${pick(vocab)} v0.${Math.floor(rnd() * 20)}.${Math.floor(rnd() * 10)}`,
+        `exit code ${pick([0, 1, 2, 101])}`,
+      ]),
+    search: () => `${pick(PATHS)}:${1 + Math.floor(rnd() * 2000)}:${' '.repeat(Math.floor(rnd() * 6))}${phrase(8)}`,
+    file: () => `${String(i).padStart(6, ' ')}|${' '.repeat(2 * Math.floor(rnd() * 4))}${phrase(9)}`,
+    json: () =>
+      `  {"id": ${i}, "name": ${JSON.stringify(phrase(2))}, "ok": ${rnd() < 0.5}, "score": ${Math.floor(rnd() * 1000) / 10}},`,
+    repeated: () => (rnd() < 0.9 ? repeatedLine : phrase(6)),
+    'near-repeated': () =>
+      `${repeatedLine} ${i}/${Math.max(i, Math.floor(spec.targetChars / 40))} (${Math.floor(rnd() * 100)}%)`,
+    unicode: () =>
+      Array.from({ length: 2 + Math.floor(rnd() * 8) }, () => (rnd() < 0.6 ? pick(UNICODE_WORDS) : pick(vocab))).join(
+        ' ',
+      ),
+  };
   while (chars < spec.targetChars || lines.length === 0) {
     i += 1;
-    switch (spec.shape) {
-      case 'terminal':
-        push(
-          pick([
-            `$ ${pick(['npm test', 'git status', 'cargo build', 'pytest -q', 'ls -la'])}`,
-            `  ✓ ${phrase(5)} (${Math.floor(rnd() * 90)} ms)`,
-            `  ✗ ${phrase(4)}`,
-            `error[E0${100 + Math.floor(rnd() * 800)}]: ${phrase(6)}`,
-            `warning: ${phrase(5)}`,
-            `   --> ${pick(PATHS)}:${1 + Math.floor(rnd() * 400)}:${1 + Math.floor(rnd() * 80)}`,
-            `Compiling ${pick(vocab)} v0.${Math.floor(rnd() * 20)}.${Math.floor(rnd() * 10)}`,
-            `exit code ${pick([0, 1, 2, 101])}`,
-          ]),
-        );
-        break;
-      case 'search':
-        push(`${pick(PATHS)}:${1 + Math.floor(rnd() * 2000)}:${' '.repeat(Math.floor(rnd() * 6))}${phrase(8)}`);
-        break;
-      case 'file':
-        push(`${String(i).padStart(6, ' ')}|${' '.repeat(2 * Math.floor(rnd() * 4))}${phrase(9)}`);
-        break;
-      case 'json':
-        if (lines.length === 0) push('[');
-        push(
-          `  {"id": ${i}, "name": ${JSON.stringify(phrase(2))}, "ok": ${rnd() < 0.5}, "score": ${Math.floor(rnd() * 1000) / 10}},`,
-        );
-        break;
-      case 'repeated':
-        push(rnd() < 0.9 ? repeatedLine : phrase(6));
-        break;
-      case 'near-repeated':
-        push(`${repeatedLine} ${i}/${Math.max(i, Math.floor(spec.targetChars / 40))} (${Math.floor(rnd() * 100)}%)`);
-        break;
-      case 'unicode':
-        push(
-          Array.from({ length: 2 + Math.floor(rnd() * 8) }, () =>
-            rnd() < 0.6 ? pick(UNICODE_WORDS) : pick(vocab),
-          ).join(' '),
-        );
-        break;
-    }
+    if (spec.shape === 'json' && lines.length === 0) push('[');
+    push(line[spec.shape]());
   }
   if (spec.shape === 'json') {
     // Close the array so the output is valid JSON: tools really return JSON bodies.
@@ -210,18 +195,16 @@ export function toolOutput(options: ToolOutputOptions = {}): fc.Arbitrary<string
  * shapeForTool('read_file'); // ['file', 'unicode']
  */
 export function shapeForTool(tool: string): readonly OutputShape[] {
-  switch (tool) {
-    case 'terminal':
-    case 'process':
-      return ['terminal', 'repeated', 'near-repeated', 'unicode'];
-    case 'search_files':
-      return ['search', 'unicode'];
-    case 'read_file':
-      return ['file', 'unicode'];
-    default:
-      return ['json', 'unicode', 'repeated'];
-  }
+  return Object.hasOwn(TOOL_SHAPES, tool) ? TOOL_SHAPES[tool]! : ['json', 'unicode', 'repeated'];
 }
+
+const TERMINAL_SHAPES: readonly OutputShape[] = ['terminal', 'repeated', 'near-repeated', 'unicode'];
+const TOOL_SHAPES: Readonly<Record<string, readonly OutputShape[]>> = {
+  terminal: TERMINAL_SHAPES,
+  process: TERMINAL_SHAPES,
+  search_files: ['search', 'unicode'],
+  read_file: ['file', 'unicode'],
+};
 
 /**
  * Text of arbitrary code points: control characters, every Unicode plane, no fixed vocabulary.

@@ -118,10 +118,7 @@ export function toolEventPair(options: ToolEventOptions = {}, index = 0): fc.Arb
   return toolCall(options, index).chain((call) =>
     fc
       .record({
-        spec: outputSpec({
-          shapes: shapeForTool(call.name),
-          ...(options.sizes === undefined ? {} : { sizes: options.sizes }),
-        }),
+        spec: outputSpec({ shapes: shapeForTool(call.name), sizes: options.sizes }),
         exitCode:
           call.name === 'terminal'
             ? fc.option(fc.constantFrom(0, 1, 2, 101), { nil: undefined })
