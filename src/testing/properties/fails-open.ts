@@ -76,6 +76,8 @@ export function failsOpenPredicate<T>(
     throw new TypeError(
       'failsOpen: the operator must be built from the kit dependencies; wrap it with withDeps((deps) => ...)',
     );
+  const broken = (where: string, detail: string): InvariantViolation =>
+    new InvariantViolation('fails-open', where, detail);
   return async (values, plan) => {
     const base = baseDeps(options as InvariantOptions<unknown>);
     const deps: KitDeps = {
@@ -86,8 +88,7 @@ export function failsOpenPredicate<T>(
     };
     // Building may validate options, never touch a dependency: a throw here is a defect too.
     const built = build(op, deps).catch((error: unknown) => {
-      throw new InvariantViolation(
-        'fails-open',
+      throw broken(
         'operator construction',
         `threw ${String((error as Error)?.name ?? error)} with broken dependencies`,
       );
@@ -100,34 +101,20 @@ export function failsOpenPredicate<T>(
         const input = steps[i]!;
         const added = out.decisions.slice(input.decisions.length);
         if (isTotal(plan) && options.expectUnchanged !== false) {
-          if (!sameData(input.value, out.value)) {
-            throw new InvariantViolation(
-              'fails-open',
+          if (!sameData(input.value, out.value))
+            throw broken(
               `step ${i}`,
               `every dependency threw, yet the output differs from the input: ${firstDifference(input.value, out.value)}`,
             );
-          }
           const applied = added.filter((d) => d.kind === 'applied').map((d) => d.stage);
           if (applied.length > 0)
-            throw new InvariantViolation(
-              'fails-open',
-              `step ${i}`,
-              `every dependency threw, yet ${applied.join(', ')} reported applied`,
-            );
+            throw broken(`step ${i}`, `every dependency threw, yet ${applied.join(', ')} reported applied`);
         } else {
           const where = `step ${i} with faults in ${plan.vault === 'all' ? 'every vault method' : plan.vault.join(', ')}`;
-          await checkRecovery(
-            options.vault,
-            steps.slice(0, i + 1).map((s) => s.value),
-            out,
-            where,
-          ).catch((error: unknown) => {
+          const seen = steps.slice(0, i + 1).map((s) => s.value);
+          await checkRecovery(options.vault, seen, out, where).catch((error: unknown) => {
             throw error instanceof InvariantViolation
-              ? new InvariantViolation(
-                  'fails-open',
-                  where,
-                  `what the operator still did does not recover: ${error.detail}`,
-                )
+              ? broken(where, `what the operator still did does not recover: ${error.detail}`)
               : error;
           });
         }

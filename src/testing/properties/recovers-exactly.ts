@@ -76,6 +76,7 @@ export async function checkRecovery(
   where: string,
 ): Promise<void> {
   const input = inputs[inputs.length - 1];
+  const broken = (detail: string): InvariantViolation => new InvariantViolation('recovers-exactly', where, detail);
   const known = new Set(stringsOf(inputs).flatMap((s) => referencedArtifacts(s)));
   const leaves = stringsOf(out.value);
   const recovered = new Map<string, string>();
@@ -85,18 +86,12 @@ export async function checkRecovery(
     try {
       content = await readArtifact(vault, id);
     } catch (error) {
-      throw new InvariantViolation(
-        'recovers-exactly',
-        where,
+      throw broken(
         `the output names artifact ${id} but the vault cannot return it (${describeError(error)}): a receipt without a verified write`,
       );
     }
     if (provenance(content, inputs) === undefined && !(await derivedFromInputs(vault, content, inputs, known))) {
-      throw new InvariantViolation(
-        'recovers-exactly',
-        where,
-        `artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`,
-      );
+      throw broken(`artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`);
     }
     recovered.set(id, content);
   }
@@ -105,11 +100,7 @@ export async function checkRecovery(
     if (content === undefined) return '';
     const kind = provenance(content, inputs);
     if (kind !== 'exact' && kind !== 'structure')
-      throw new InvariantViolation(
-        'recovers-exactly',
-        where,
-        `${what} ${id} recovers only part of the text it replaced (${codePoints(content)} chars)`,
-      );
+      throw broken(`${what} ${id} recovers only part of the text it replaced (${codePoints(content)} chars)`);
     return content;
   };
   for (const leaf of leaves) {
@@ -119,27 +110,19 @@ export async function checkRecovery(
       const content = exact(receipt.artifactId, 'receipt');
       if (content === '' && !recovered.has(receipt.artifactId)) continue;
       if (receipt.chars !== codePoints(content))
-        throw new InvariantViolation(
-          'recovers-exactly',
-          where,
+        throw broken(
           `receipt ${receipt.artifactId} says chars=${receipt.chars} but the artifact has ${codePoints(content)}`,
         );
       const digest = createHash('sha256').update(content, 'utf8').digest('hex');
       if (receipt.sha256Prefix !== undefined && !digest.startsWith(receipt.sha256Prefix))
-        throw new InvariantViolation(
-          'recovers-exactly',
-          where,
-          `receipt ${receipt.artifactId} digest does not match the artifact`,
-        );
+        throw broken(`receipt ${receipt.artifactId} digest does not match the artifact`);
     }
     for (const m of leaf.matchAll(NATIVE_NOTE)) exact(m[1]!, 'native note');
   }
   // A tool result whose content changed must keep its exact original recoverable.
   if (isToolResult(input) && isToolResult(out.value) && out.value.content !== input.content) {
     if (![...recovered.values()].includes(input.content)) {
-      throw new InvariantViolation(
-        'recovers-exactly',
-        where,
+      throw broken(
         `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`,
       );
     }

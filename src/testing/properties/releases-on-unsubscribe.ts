@@ -38,6 +38,8 @@ export interface ReleaseOptions<T> extends InvariantOptions<T> {
   readonly settleMs?: number;
 }
 
+const broken = (where: string, detail: string): InvariantViolation =>
+  new InvariantViolation('releases-on-unsubscribe', where, detail);
 const hop = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /**
@@ -86,11 +88,7 @@ export function releasesOnUnsubscribePredicate<T>(
         );
       }
       if (afterUnsubscribe > 0)
-        throw new InvariantViolation(
-          'releases-on-unsubscribe',
-          'after unsubscribe',
-          `${afterUnsubscribe} Step(s) emitted after unsubscribing`,
-        );
+        throw broken('after unsubscribe', `${afterUnsubscribe} Step(s) emitted after unsubscribing`);
     });
   };
 }

@@ -29,13 +29,12 @@ export function unchangedOrSmallerPredicate<T>(
  */
 export function checkSmaller(input: unknown, output: unknown, where: string, counter?: TokenCounter): void {
   if (sameData(input, output)) return;
+  const broken = (detail: string): InvariantViolation => new InvariantViolation('unchanged-or-smaller', where, detail);
   const before = serializedChars(input);
   const after = serializedChars(output);
   const diff = firstDifference(input, output) ?? '';
   if (after >= before) {
-    throw new InvariantViolation(
-      'unchanged-or-smaller',
-      where,
+    throw broken(
       `output changed but is ${after} chars, input ${before} chars (must be unchanged or strictly smaller); first change ${diff}`,
     );
   }
@@ -43,9 +42,7 @@ export function checkSmaller(input: unknown, output: unknown, where: string, cou
     const tokensBefore = counter.count(canonicalJson(input, { compact: true }));
     const tokensAfter = counter.count(canonicalJson(output, { compact: true }));
     if (tokensAfter >= tokensBefore) {
-      throw new InvariantViolation(
-        'unchanged-or-smaller',
-        where,
+      throw broken(
         `output is smaller in chars but ${tokensAfter} ${counter.name} tokens, input ${tokensBefore} (must be strictly smaller); first change ${diff}`,
       );
     }
