@@ -124,12 +124,8 @@ export interface RequestSample {
   };
 }
 
-interface CostPair {
-  raw: number;
-  final: number;
-  /** final plus the simulated recoveries' round trips. */
-  recovered: number;
-}
+/** Effective costs summed: raw, final, and final plus the simulated recoveries' round trips. */
+type CostSums = Record<'raw' | 'final' | 'recovered', number>;
 
 /** The sample fields summed as they are. */
 const SUMMED = [
@@ -149,8 +145,9 @@ const SUMMED = [
 export class FigureAccumulator {
   #n = 0;
   readonly #sum = Object.fromEntries(SUMMED.map((k) => [k, 0])) as Record<(typeof SUMMED)[number], number>;
-  readonly #route: CostPair = { raw: 0, final: 0, recovered: 0 };
-  readonly #builtins = {
+  /** Under the route's profile and under each built-in one. */
+  readonly #cost: Record<'route' | 'openai' | 'anthropic', CostSums> = {
+    route: { raw: 0, final: 0, recovered: 0 },
     openai: { raw: 0, final: 0, recovered: 0 },
     anthropic: { raw: 0, final: 0, recovered: 0 },
   };
@@ -158,7 +155,7 @@ export class FigureAccumulator {
   readonly #fidelity = emptyCounts();
   #extraMs = 0;
   readonly #ms: number[] = [];
-  #window: { overRaw: number; overSent: number; rewrites: number; exceeded: number } | undefined;
+  #window: Record<keyof NonNullable<RequestSample['window']>, number> | undefined;
 
   /** One request, costed under the route's profile and under every built-in one. */
   add(r: RequestSample, route: PricingProfile = PRICING_PROFILES.openai): void {
@@ -166,25 +163,21 @@ export class FigureAccumulator {
     for (const k of SUMMED) this.#sum[k] += r[k];
     const rawTpc = r.rawChars === 0 ? 0 : r.rawTokens / r.rawChars;
     const finalTpc = r.finalChars === 0 ? 0 : r.finalTokens / r.finalChars;
-    const cost = (p: PricingProfile, into: CostPair): void => {
+    for (const k of ['route', 'openai', 'anthropic'] as const) {
+      const p = k === 'route' ? route : PRICING_PROFILES[k];
+      const into = this.#cost[k];
       into.raw += requestCost(p, r.rawChars, r.rawPrefix, rawTpc);
       const final = requestCost(p, r.finalChars, r.finalPrefix, finalTpc);
       into.final += final;
       into.recovered +=
         final +
         (r.recoveryChars === undefined ? 0 : requestCost(p, r.finalChars + r.recoveryChars, r.finalChars, finalTpc));
-    };
-    cost(route, this.#route);
-    cost(PRICING_PROFILES.openai, this.#builtins.openai);
-    cost(PRICING_PROFILES.anthropic, this.#builtins.anthropic);
+    }
     this.#profiles.add(route.name);
     this.#ms.push(r.ms);
     if (r.window !== undefined) {
-      const w = (this.#window ??= { overRaw: 0, overSent: 0, rewrites: 0, exceeded: 0 });
-      w.overRaw += r.window.overRaw ? 1 : 0;
-      w.overSent += r.window.overSent ? 1 : 0;
-      w.rewrites += r.window.rewrite ? 1 : 0;
-      w.exceeded += r.window.exceeded ? 1 : 0;
+      const w = (this.#window ??= { overRaw: 0, overSent: 0, rewrite: 0, exceeded: 0 });
+      for (const k of Object.keys(w) as (keyof typeof w)[]) w[k] += r.window[k] ? 1 : 0;
     }
   }
 
@@ -203,6 +196,7 @@ export class FigureAccumulator {
     const total = this.#ms.reduce((a, b) => a + b, 0) + this.#extraMs;
     const f = this.#fidelity;
     const s = this.#sum;
+    const { route, openai, anthropic } = this.#cost;
     return {
       requests: this.#n,
       raw_chars: s.rawChars,
@@ -215,9 +209,9 @@ export class FigureAccumulator {
       recovery_failures: s.receipts - s.recovered,
       cache_prefix_ratio_raw: ratio(s.rawPrefix, s.rawChars),
       cache_prefix_ratio_final: ratio(s.finalPrefix, s.finalChars),
-      effective_cost_raw: round(this.#route.raw, 3),
-      effective_cost_final: round(this.#route.final, 3),
-      effective_cost_ratio: ratio(this.#route.final, this.#route.raw),
+      effective_cost_raw: round(route.raw, 3),
+      effective_cost_final: round(route.final, 3),
+      effective_cost_ratio: ratio(route.final, route.raw),
       p50_ms: round(percentile(sorted, 50), 3),
       p95_ms: round(percentile(sorted, 95), 3),
       total_ms: round(total, 3),
@@ -232,25 +226,22 @@ export class FigureAccumulator {
           : this.#profiles.size === 0
             ? PRICING_PROFILES.openai.name
             : 'per-route',
-      effective_cost_ratio_openai: ratio(this.#builtins.openai.final, this.#builtins.openai.raw),
-      effective_cost_ratio_anthropic: ratio(this.#builtins.anthropic.final, this.#builtins.anthropic.raw),
+      effective_cost_ratio_openai: ratio(openai.final, openai.raw),
+      effective_cost_ratio_anthropic: ratio(anthropic.final, anthropic.raw),
       use_lines_pct: pct(f.use_lines_visible, f.use_lines),
       use_words_pct: pct(f.use_words_visible, f.use_words),
       actions_missing_use_pct: f.use_actions === 0 ? 0 : round((f.use_actions_missing_line / f.use_actions) * 100, 2),
       simulated_recoveries: f.simulated_recoveries,
-      effective_cost_with_recoveries_ratio: ratio(this.#route.recovered, this.#route.raw),
-      effective_cost_with_recoveries_ratio_openai: ratio(this.#builtins.openai.recovered, this.#builtins.openai.raw),
-      effective_cost_with_recoveries_ratio_anthropic: ratio(
-        this.#builtins.anthropic.recovered,
-        this.#builtins.anthropic.raw,
-      ),
+      effective_cost_with_recoveries_ratio: ratio(route.recovered, route.raw),
+      effective_cost_with_recoveries_ratio_openai: ratio(openai.recovered, openai.raw),
+      effective_cost_with_recoveries_ratio_anthropic: ratio(anthropic.recovered, anthropic.raw),
       fidelity: { ...f },
       ...(this.#window === undefined
         ? {}
         : {
             requests_over_window_raw: this.#window.overRaw,
             requests_over_window_sent: this.#window.overSent,
-            window_rewrites: this.#window.rewrites,
+            window_rewrites: this.#window.rewrite,
             requests_window_unfittable: this.#window.exceeded,
           }),
     };

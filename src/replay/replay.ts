@@ -165,7 +165,15 @@ async function replayFigures(
     onRequest: (sample) => {
       acc.add(sample, profile);
       all.add(sample, profile);
-      if (options.series === true) points.push(requestPoint(sample));
+      if (options.series === true)
+        points.push({
+          raw_tokens: sample.rawTokens,
+          final_tokens: sample.finalTokens,
+          raw_chars: sample.rawChars,
+          final_chars: sample.finalChars,
+          receipts: sample.receipts,
+          saved_by_stage: sample.saved,
+        });
       options.onProgress?.(++progress.done, progress.total);
     },
     onExtraTime: (ms) => {
@@ -256,17 +264,6 @@ export function requestCount(session: RecordedSession): number {
   return session.messages.reduce((n, m, i) => n + (m['role'] === 'assistant' && i > 0 ? 1 : 0), 0);
 }
 
-function requestPoint(s: Sample): RequestPoint {
-  return {
-    raw_tokens: s.rawTokens,
-    final_tokens: s.finalTokens,
-    raw_chars: s.rawChars,
-    final_chars: s.finalChars,
-    receipts: s.receipts,
-    saved_by_stage: s.saved,
-  };
-}
-
 type Sample = RequestSample & { readonly saved: Readonly<Record<string, number>> };
 
 /** Whether the raw and the final request are over W − R, and what the window fit did with this one. */
@@ -315,7 +312,6 @@ type Message = Readonly<Record<string, unknown>>;
  * at every assistant message, and what the figures compare a request with (the previous one).
  */
 class SessionReplay {
-  private readonly sessionId: string;
   // Each replay run is its own ledger session (`replay:<run>:<id>`), so replays of the same
   // recording under two modes compare instead of contaminating one another.
   private readonly ledgerId: string;
@@ -339,7 +335,6 @@ class SessionReplay {
     private readonly d: Deps,
   ) {
     const tt = d.tt;
-    this.sessionId = session.id;
     this.ledgerId = `replay:${d.runId}:${session.id}`;
     this.mode = tt.config.mode;
     this.verifier = new ReceiptVerifier(tt.vault);
@@ -397,13 +392,15 @@ class SessionReplay {
 
   /** The request the host sends before assistant message `i`: reduced, measured and recorded. */
   private async request(i: number): Promise<void> {
-    const { session, sessionId, d } = this;
+    const { session, d } = this;
+    const sessionId = session.id;
     const rawMessages = this.original.slice(0, i);
-    const request: ProviderRequest = {
+    const request = {
       ...(session.model === undefined ? {} : { model: session.model }),
       messages: this.reduced.slice(0, i),
       ...(session.tools === undefined ? {} : { tools: session.tools }),
     };
+    const rawRequest: ProviderRequest = { ...request, messages: rawMessages };
     const context: StepContext = {
       sessionId,
       requestId: `${sessionId}#${this.index}`,
@@ -435,9 +432,9 @@ class SessionReplay {
       saved,
       ...(d.window === undefined
         ? {}
-        : { window: await windowSample(d.window, { ...request, messages: rawMessages }, finalRequest, out.decisions) }),
+        : { window: await windowSample(d.window, rawRequest, finalRequest, out.decisions) }),
     };
-    await this.record({ ...request, messages: rawMessages }, out, context, sample);
+    await this.record(rawRequest, out, context, sample);
     d.dump?.write(`${JSON.stringify({ session: sessionId, index: this.index, final: finalRequest })}\n`);
     d.onRequest(sample);
     this.index++;
@@ -475,7 +472,7 @@ class SessionReplay {
     const skillCuts = createSkillCuts();
     await d.tt.vault.recordRequestMetric(
       requestMetric({
-        sessionId: this.sessionId,
+        sessionId: this.session.id,
         requestId: context.requestId!,
         mode: this.mode,
         ...(session.model === undefined ? {} : { model: session.model }),
@@ -517,7 +514,7 @@ class SessionReplay {
     const t0 = this.d.now();
     const step = await this.d.tt.reduceToolResult(
       { callId, name, args: call?.args ?? {}, ...result },
-      { sessionId: this.sessionId },
+      { sessionId: this.session.id },
     );
     this.pendingMs += this.d.now() - t0;
     const content =

@@ -42,28 +42,25 @@ export interface SightResult {
 
 /** One session's sight at use, fed request by request in order (`end` grows). */
 export class SightTracker {
-  readonly #messages: readonly Obj[];
-  readonly #isOutput: (j: number) => boolean;
   /** Earlier tool outputs (as recorded), oldest first. */
   readonly #outputs: string[] = [];
   /** Every other earlier message's strings, raw and decoded, joined. */
   #other = '';
   #upTo = 0;
-  readonly #counts: FidelityCounts;
 
-  constructor(messages: readonly Obj[], isOutput: (j: number) => boolean, counts: FidelityCounts) {
-    this.#messages = messages;
-    this.#isOutput = isOutput;
-    this.#counts = counts;
-  }
+  constructor(
+    private readonly messages: readonly Obj[],
+    private readonly isOutput: (j: number) => boolean,
+    private readonly counts: FidelityCounts,
+  ) {}
 
   /** Measure the request made at message `end` (its answer is message `end`) against its final messages. */
   request(end: number, finalMessages: readonly unknown[]): SightResult {
     this.#advance(end);
-    const answer = this.#messages[end];
+    const answer = this.messages[end];
     const actions = answer === undefined || answer['role'] !== 'assistant' ? [] : chatActions(answer);
     if (actions.length === 0) return { recoveryChars: undefined };
-    const c = this.#counts;
+    const c = this.counts;
     c.use_actions++;
     const { words, lines } = useCandidates(actions.flatMap((a) => actionValues(a)));
     const used = (s: string): boolean => !this.#other.includes(s) && this.#outputs.some((o) => o.includes(s));
@@ -103,8 +100,8 @@ export class SightTracker {
   #advance(end: number): void {
     const other: string[] = [];
     for (; this.#upTo < end; this.#upTo++) {
-      const m = this.#messages[this.#upTo]!;
-      if (this.#isOutput(this.#upTo)) {
+      const m = this.messages[this.#upTo]!;
+      if (this.isOutput(this.#upTo)) {
         this.#outputs.push(contentTexts(m['content']).join('\n'));
         continue;
       }

@@ -20,7 +20,7 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
       out.push(`… ${f.sessions.length - maxSessions} more sessions (use --json for all)`);
   }
   const t = new Table({ head: ['figure', 'raw', 'final', 'ratio / %'], style: plain });
-  t.push(...sizeRows(f), ...fidelityRows(f), ...recoveryAndTimeRows(f));
+  t.push(...totalRows(f));
   out.push(t.toString());
   out.push(summaryLine(f));
   return out.join('\n');
@@ -80,8 +80,17 @@ function sessionsTable(f: ReplayFigures, maxSessions: number): string {
 
 type Row = (string | number)[];
 
-/** Sizes, cost and prefix reuse. */
-function sizeRows(f: ReplayFigures): Row[] {
+/** A `part/whole` row with its percentage. */
+function row(label: string, part: number, whole: number, pct: number): Row {
+  return [label, '', `${part}/${whole}`, `${pct.toFixed(2)} %`];
+}
+
+/**
+ * The totals: sizes, cost and prefix reuse; what the model could still see (the fidelity contract);
+ * recoveries, receipts, time and memory; with `--window`, requests over W − R and the fit's rewrites.
+ */
+function totalRows(f: ReplayFigures): Row[] {
+  const d = f.fidelity;
   return [
     ['requests', int(f.requests), '', ''],
     ['chars (messages)', int(f.raw_chars), int(f.final_chars), pct(f.raw_chars, f.final_chars)],
@@ -100,18 +109,6 @@ function sizeRows(f: ReplayFigures): Row[] {
       `${f.effective_cost_ratio_openai.toFixed(4)} / ${f.effective_cost_ratio_anthropic.toFixed(4)}`,
     ],
     ['prefix reuse (final n → n+1)', '1.0000', f.prefix_reuse.toFixed(4), ''],
-  ];
-}
-
-/** A `part/whole` row with its percentage. */
-function row(label: string, part: number, whole: number, pct: number): Row {
-  return [label, '', `${part}/${whole}`, `${pct.toFixed(2)} %`];
-}
-
-/** What the model could still see (the fidelity contract). */
-function fidelityRows(f: ReplayFigures): Row[] {
-  const d = f.fidelity;
-  return [
     row('task visible', d.tasks_visible, d.requests, f.task_visible_pct),
     row('actions visible', d.actions_visible, d.actions_checked, f.actions_visible_pct),
     // 0/0 is reported as 100 % in the JSON (nothing could be missing); the table says there was nothing to check.
@@ -127,12 +124,6 @@ function fidelityRows(f: ReplayFigures): Row[] {
       d.use_actions,
       f.actions_missing_use_pct,
     ),
-  ];
-}
-
-/** Recoveries, receipts and the pipeline's time and memory. */
-function recoveryAndTimeRows(f: ReplayFigures): Row[] {
-  return [
     [
       'simulated recoveries (actions missing a used item)',
       '',
@@ -152,21 +143,17 @@ function recoveryAndTimeRows(f: ReplayFigures): Row[] {
       `total ${f.total_ms.toFixed(1)}`,
     ],
     ['peak RSS (MB)', '', f.peak_rss_mb.toFixed(1), ''],
-    ...windowRows(f),
-  ];
-}
-
-/** With `--window`: requests over W − R as recorded and as sent, and the fit's cache-breaking rewrites. */
-function windowRows(f: ReplayFigures): Row[] {
-  if (f.requests_over_window_raw === undefined) return [];
-  return [
-    [
-      'requests over the window (raw / sent)',
-      '',
-      `${int(f.requests_over_window_raw)} / ${int(f.requests_over_window_sent ?? 0)}`,
-      `${int(f.requests_window_unfittable ?? 0)} unfittable (window_exceeded)`,
-    ],
-    ['window rewrites (cache-breaking fits)', '', int(f.window_rewrites ?? 0), ''],
+    ...(f.requests_over_window_raw === undefined
+      ? []
+      : [
+          [
+            'requests over the window (raw / sent)',
+            '',
+            `${int(f.requests_over_window_raw)} / ${int(f.requests_over_window_sent ?? 0)}`,
+            `${int(f.requests_window_unfittable ?? 0)} unfittable (window_exceeded)`,
+          ],
+          ['window rewrites (cache-breaking fits)', '', int(f.window_rewrites ?? 0), ''],
+        ]),
   ];
 }
 
