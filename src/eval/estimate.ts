@@ -8,8 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { canonicalJson } from '../measure/index.js';
-import { createTerminator, type Terminator } from '../runtime/index.js';
-import { evalTools, openingMessages, planEval, type EvalOptions, type EvalProtocol } from './run.js';
+import { evalTools, openArm, openingMessages, planEval, type EvalOptions, type EvalProtocol } from './run.js';
 
 export interface EvalEstimate {
   readonly protocol: EvalProtocol;
@@ -25,24 +24,13 @@ export interface EvalEstimate {
 export async function estimateEval(options: EvalOptions): Promise<EvalEstimate> {
   const { protocol, tasks } = planEval(options);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-estimate-'));
-  const open = (mode: 'off' | 'balanced'): Promise<Terminator> =>
-    createTerminator({
-      env: options.env ?? process.env,
-      overrides: { mode, dbPath: join(dir, `${mode}.sqlite3`) },
-      metrics: false,
-      vaultErrors: 'throw',
-    });
-  const off = await open('off');
-  const balanced = await open('balanced');
+  const arms = { off: await openArm(dir, options.env, 'off'), balanced: await openArm(dir, options.env, 'balanced') };
   try {
-    let offSum = 0;
-    let balSum = 0;
+    const sums = { off: 0, balanced: 0 };
     let evidence = 0;
     for (const task of tasks) {
-      for (const [tt, add] of [
-        [off, (n: number) => (offSum += n)],
-        [balanced, (n: number) => (balSum += n)],
-      ] as const) {
+      for (const arm of ['off', 'balanced'] as const) {
+        const tt = arms[arm];
         const sessionId = `estimate:${task.index}:${tt.config.mode}`;
         const step = await tt.reduceToolResult(
           { callId: 'call_1', name: 'terminal', args: { command: task.command }, content: task.evidence },
@@ -54,21 +42,23 @@ export async function estimateEval(options: EvalOptions): Promise<EvalEstimate> 
         ];
         const body = { model: options.model, messages, tools: evalTools(tt) };
         const sent = (await tt.reduceRequest(body, { sessionId, requestId: `${sessionId}#1` })).value;
-        add(tt.counter.count(canonicalJson({ messages: sent['messages'], tools: sent['tools'] }, { compact: true })));
+        sums[arm] += tt.counter.count(
+          canonicalJson({ messages: sent['messages'], tools: sent['tools'] }, { compact: true }),
+        );
       }
-      evidence += off.counter.count(task.evidence);
+      evidence += arms.off.counter.count(task.evidence);
     }
     const n = tasks.length;
     return {
       protocol,
-      off_first_request_tokens: Math.round(offSum / n),
-      balanced_first_request_tokens: Math.round(balSum / n),
-      min_input_tokens: offSum + balSum,
+      off_first_request_tokens: Math.round(sums.off / n),
+      balanced_first_request_tokens: Math.round(sums.balanced / n),
+      min_input_tokens: sums.off + sums.balanced,
       full_recovery_extra_tokens: evidence,
     };
   } finally {
-    await off.close();
-    await balanced.close();
+    await arms.off.close();
+    await arms.balanced.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -249,15 +249,6 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   options.onProtocol?.(protocol);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-'));
   const env = options.env ?? process.env;
-  // Through a proxy the gateway reduces the balanced arm: the harness itself passes both through.
-  const viaProxy = options.balancedBaseUrl !== undefined;
-  const open = (mode: Arm): Promise<Terminator> =>
-    createTerminator({
-      env,
-      overrides: { mode: viaProxy ? 'off' : mode, dbPath: join(dir, `${mode}.sqlite3`) },
-      metrics: false,
-      vaultErrors: 'throw',
-    });
   const terminators: Partial<Record<Arm, Terminator>> = {};
   const pairs: PairResult[] = [...(resume?.pairs ?? [])];
   const guard = new DriftGuard(resume?.identity ?? undefined);
@@ -266,8 +257,14 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
     finish(protocol, guard.identity ?? null, pairs, status, extra);
   const harm = (): boolean => analyse(outcomes(pairs), protocol.margin, false).verdict === 'inferior';
   try {
-    terminators.off = await open('off');
-    terminators.balanced = await open('balanced');
+    terminators.off = await openArm(dir, env, 'off');
+    // Through a proxy the gateway reduces the balanced arm: the harness itself passes both through.
+    terminators.balanced = await openArm(
+      dir,
+      env,
+      'balanced',
+      options.balancedBaseUrl === undefined ? 'balanced' : 'off',
+    );
     for (const task of tasks.slice(pairs.length)) {
       const order = protocol.arm_order[task.index]!;
       const arms: Partial<Record<Arm, ArmResult>> = {};
@@ -296,6 +293,16 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
     await terminators.balanced?.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The Terminator of one arm (in `mode`, its vault in `dir`): no metrics, vault errors thrown. */
+export function openArm(dir: string, env: EvalOptions['env'], arm: Arm, mode: Arm = arm): Promise<Terminator> {
+  return createTerminator({
+    env: env ?? process.env,
+    overrides: { mode, dbPath: join(dir, `${arm}.sqlite3`) },
+    metrics: false,
+    vaultErrors: 'throw',
+  });
 }
 
 function outcomes(pairs: readonly PairResult[]): [boolean, boolean][] {

@@ -90,18 +90,15 @@ export function makeTask(seed: number, index: number): EvalTask {
   // Each task has its own stream, so task i does not depend on how many came before it.
   const r = prng((seed ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0);
   const family = TASK_FAMILIES[index % TASK_FAMILIES.length]!;
-  const tag = `${index + 1}`;
-  switch (family) {
-    case 'failing-test':
-      return failingTest(r, index, tag);
-    case 'line-number':
-      return lineNumber(r, index, tag);
-    case 'version':
-      return version(r, index, tag);
-    case 'count':
-      return countErrors(r, index, tag);
-  }
+  return BUILDERS[family](r, index, `${index + 1}`);
 }
+
+const BUILDERS: Record<TaskFamily, (r: Rnd, index: number, tag: string) => EvalTask> = {
+  'failing-test': failingTest,
+  'line-number': lineNumber,
+  version,
+  count: countErrors,
+};
 
 function failingTest(r: Rnd, index: number, tag: string): EvalTask {
   const total = int(r, 160, 220);
