@@ -48,12 +48,7 @@ import { REPLAY_TOOL_NAMES } from '../tools/names.js';
 export interface ReplayOptions {
   /** Mode to replay under. @defaultValue the config's (balanced) */
   readonly mode?: Mode;
-  /**
-   * Price of a cache-read char relative to an uncached one, applied to the route's pricing profile
-   * (the built-in profiles' own figures stay as they are).
-   *
-   * @defaultValue the profile's (0.1)
-   */
+  /** Cache-read price relative to uncached, for the route's profile only. @defaultValue the profile's (0.1) */
   readonly cacheReadPrice?: number;
   /** Pricing profile of `effective_cost_*` for every session. @defaultValue each session's route profile (by model) */
   readonly pricing?: PricingProfile;
@@ -76,20 +71,13 @@ export interface ReplayOptions {
   /** Clock in ms (tests). @defaultValue `performance.now` */
   readonly now?: () => number;
   /**
-   * The budgeting window W to replay under (INCONTEXT_COMPRESSION_WINDOW_TOKENS): the window fit
-   * acts at it, and the figures count the requests over it (`requests_over_window_*`, `window_rewrites`).
-   *
+   * The window W (INCONTEXT_COMPRESSION_WINDOW_TOKENS) the fit acts at and the window figures count against.
    * @defaultValue none (the route's window; no window figures)
    */
   readonly window?: number;
   /** The output reserve R with `window` (INCONTEXT_MIN_OUTPUT_TOKENS). @defaultValue the config's (4096) */
   readonly reserve?: number;
-  /**
-   * Replay through this Terminator instead of building one (the caller keeps ownership; `db`,
-   * `mode`, `env` and `overrides` are then ignored).
-   *
-   * @defaultValue `createTerminator` over the options
-   */
+  /** Replay through this caller-owned Terminator (`db`, `mode`, `env`, `overrides` ignored). @defaultValue a new one */
   readonly terminator?: Terminator;
 }
 
@@ -186,10 +174,7 @@ async function replayFigures(
   return { id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) };
 }
 
-/**
- * The Terminator (given, or one on `dbPath` that refuses to pass through: a measurement must not
- * silently measure a pass-through), the dump file and the ledger of one replay run.
- */
+/** A run's Terminator (given, or one on `dbPath` whose vault errors throw: never a silent pass-through), dump and ledger. */
 async function openReplay(
   options: ReplayOptions,
   dbPath: string,
@@ -238,10 +223,8 @@ interface DumpWriter {
 }
 
 /**
- * The dump holds complete prompts and tool output: create it 0600 (an existing file is truncated
- * and narrowed to 0600 too, whatever the umask), the same as the vault it mirrors. Lines are
- * written synchronously, so at any moment — a crash included — the file holds exactly the requests
- * delivered so far (a stream would hold them in memory and flush in bursts).
+ * The dump holds complete prompts and tool output: 0600 like the vault, an existing file truncated and
+ * narrowed too. Synchronous writes: after a crash it holds exactly the requests delivered so far.
  */
 function openPrivateStream(path: string): DumpWriter {
   const fd = openSync(path, 'w', 0o600);
@@ -307,10 +290,7 @@ interface Deps {
 /** A message of the recording. */
 type Message = Readonly<Record<string, unknown>>;
 
-/**
- * One session's replay: the transcript as the host would hold it (tool results reduced), a request
- * at every assistant message, and what the figures compare a request with (the previous one).
- */
+/** One session's replay: the host's transcript (tool results reduced), a request per assistant message. */
 class SessionReplay {
   // Each replay run is its own ledger session (`replay:<run>:<id>`), so replays of the same
   // recording under two modes compare instead of contaminating one another.
