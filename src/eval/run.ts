@@ -42,10 +42,9 @@ export interface EvalOptions {
   /** OpenAI-compatible base URL (`<base>/chat/completions` is called), e.g. http://127.0.0.1:8000/v1. */
   readonly baseUrl: string;
   /**
-   * Send the balanced arm, unreduced, to this endpoint instead — a `token-terminator proxy` in
-   * balanced mode in front of the same provider — so the gateway is what is tested. Both arms then
-   * offer only the task's tool (the proxy adds and answers its recovery tool itself, so recovery
-   * calls are not observable here). Default: none (the balanced arm runs the library in-process).
+   * Send the balanced arm unreduced to this `token-terminator proxy` (balanced mode, same provider) to test
+   * the gateway; both arms then offer only the task's tool (the proxy answers recovery itself).
+   * Default: none (the library reduces the balanced arm in-process).
    */
   readonly balancedBaseUrl?: string;
   /** Model name sent in every request. */
@@ -66,10 +65,7 @@ export interface EvalOptions {
   readonly timeoutMs?: number;
   /** Environment for both Terminators' config (mode and vault path are set here). Default: process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Continue a run: the checkpoint's (or an aborted run's) results. Its seed and margin are used,
-   * its pairs are kept, and the serving identity it recorded must still answer. Default: none.
-   */
+  /** Continue a checkpoint's or aborted run's results: same seed, margin and serving identity; pairs kept. */
   readonly resume?: EvalResults;
   /** Called once, before the first request, with the precommitted protocol. */
   readonly onProtocol?: (protocol: EvalProtocol) => void;

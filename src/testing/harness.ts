@@ -201,10 +201,7 @@ export function checkRun<T>(invariant: InvariantName, result: RunResult<T>, step
   });
 }
 
-/**
- * Hand a built operator to `use`, then release it and the run's probe whatever happens, in the
- * `order` given (`probe-first`: leaked children killed and timers cleared before the operator's own release).
- */
+/** Hand a built operator to `use`, then release it and the probe in `order` (`probe-first`: leaks killed first). */
 export async function using<T, R>(
   built: Promise<Required<BuiltOperator<T>>>,
   probe: ResourceProbe,
@@ -221,11 +218,7 @@ export async function using<T, R>(
   }
 }
 
-/**
- * The run every stream invariant starts with: build the operator with fresh dependencies, run a
- * structured clone of the values through it, apply the common run checks, hand the Steps and the
- * result to `check`, and release everything whatever happens.
- */
+/** A stream invariant's run: fresh dependencies, cloned values, the common run checks, then `check`; always released. */
 export async function checkedRun<T>(
   invariant: InvariantName,
   op: OperatorUnderTest<T>,

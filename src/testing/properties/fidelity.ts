@@ -1,19 +1,12 @@
 /**
- * The fidelity invariants (docs/fidelity.md) for request operators:
- * - prefix-kept: the instruction prefix (top-level system / instructions, and every conversation
- *   item before the first assistant item) reaches the output unchanged and in place;
- * - actions-kept: every assistant action of the input (each tool call, and each fenced command
- *   block of an assistant text) is present verbatim in the output;
- * - no-dangling-reference: nothing in an output refers to what the conversation was not shown — a
- *   temporal delta only against an output shown inline in the same request; a receipt or digest
- *   only for content this request or an earlier request of the same conversation showed (inline,
- *   or as a bounded view ending in that receipt). A request whose input does not extend the
- *   previous input starts a new conversation, even under the same session id;
- * - diagnostics-kept: a digest keeps every diagnostic line of the output it stands for, as replay's
- *   ruler (src/measure/diagnostic-ruler.ts, read by replay) finds them — failing test ids included — up to the digest's
- *   bound of 50, then their count, and its exit status.
- */
-import { fencedBlocks } from '../../compile/actions.js';
+ * The fidelity invariants (docs/fidelity.md) for request operators: prefix-kept (system/instructions
+ * and every item before the first assistant item unchanged and in place); actions-kept (each tool call
+ * and fenced command block of an assistant text verbatim); no-dangling-reference (a delta only against
+ * an output shown inline in the same request, a receipt or digest only for content this conversation
+ * showed inline or as a bounded view; a request not extending the previous input starts a new
+ * conversation); diagnostics-kept (a digest keeps the diagnostic lines replay's ruler finds, failing
+ * test ids included, up to 50 then their count, and the exit status).
+ */ import { fencedBlocks } from '../../compile/actions.js';
 import { DIGEST_MAX_DIAGNOSTICS, exitStatusOf } from '../../compile/digest.js';
 import { diagnosticLines } from '../../measure/diagnostic-ruler.js';
 import { parseDelta, slotText } from '../../compile/references.js';
