@@ -287,8 +287,9 @@ interface Deps {
   onExtraTime(ms: number): void;
 }
 
-/** A message of the recording. */
+/** A message of the recording, and a tool call it made. */
 type Message = Readonly<Record<string, unknown>>;
+type Call = { name: string; args: Message };
 
 /** One session's replay: the host's transcript (tool results reduced), a request per assistant message. */
 class SessionReplay {
@@ -301,7 +302,7 @@ class SessionReplay {
   private readonly fidelity: FidelityTracker;
   private readonly sight: SightTracker;
   private readonly reduced: Message[] = [];
-  private readonly calls = new Map<string, { name: string; args: Readonly<Record<string, unknown>> }>();
+  private readonly calls = new Map<string, Call>();
   private readonly toolSavings = new WeakMap<object, Record<string, number>>();
   private prevRaw: readonly unknown[] | undefined;
   private prevFinal: readonly unknown[] | undefined;
@@ -523,7 +524,7 @@ export function unwrapObservation(
 }
 
 /** The last fenced command block of the assistant message before message `i`, if any. */
-function lastCommand(messages: readonly Readonly<Record<string, unknown>>[], i: number): string | undefined {
+function lastCommand(messages: readonly Message[], i: number): string | undefined {
   for (let k = i - 1; k >= 0; k--) {
     const m = messages[k]!;
     if (m['role'] !== 'assistant') continue;
@@ -533,10 +534,7 @@ function lastCommand(messages: readonly Readonly<Record<string, unknown>>[], i: 
   return undefined;
 }
 
-function rememberCalls(
-  msg: Readonly<Record<string, unknown>>,
-  calls: Map<string, { name: string; args: Readonly<Record<string, unknown>> }>,
-): void {
+function rememberCalls(msg: Message, calls: Map<string, Call>): void {
   const toolCalls = msg['tool_calls'];
   if (!Array.isArray(toolCalls)) return;
   for (const c of toolCalls) {

@@ -53,14 +53,11 @@ export function parseSessionLine(line: string, lineNo: number): RecordedSession 
       );
     }
   });
-  const id = typeof o['id'] === 'string' && o['id'] !== '' ? o['id'] : `session-${lineNo}`;
-  const model = typeof o['model'] === 'string' ? o['model'] : undefined;
-  const tools = Array.isArray(o['tools']) ? (o['tools'] as unknown[]) : undefined;
   return {
-    id,
+    id: typeof o['id'] === 'string' && o['id'] !== '' ? o['id'] : `session-${lineNo}`,
     messages: messages as Record<string, unknown>[],
-    ...(model === undefined ? {} : { model }),
-    ...(tools === undefined ? {} : { tools }),
+    ...(typeof o['model'] === 'string' ? { model: o['model'] } : {}),
+    ...(Array.isArray(o['tools']) ? { tools: o['tools'] as unknown[] } : {}),
   };
 }
 

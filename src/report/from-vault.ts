@@ -2,10 +2,6 @@
  * Report figures from a vault's content-free metrics rows (what `stats` sums), one point per
  * recorded request in the order they were written. The vault holds no cache-prefix or fidelity
  * measurements, so those figures stay absent ("not measured"); `replay --json --series` has them.
- *
- * Two ways in: {@link readVaultFigures} reads a SQLite file read-only (the `report --db` command:
- * it never creates or migrates a file), {@link readStoreFigures} reads any open store through
- * the metrics port (SQLite or PostgreSQL: a gateway's live `/dashboard`).
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -26,7 +22,8 @@ interface Row {
 }
 
 /**
- * Read the figures of every request the vault at `path` recorded; an absent file or table yields none.
+ * Read the figures of every request the SQLite vault at `path` recorded, read-only (`report --db`: it
+ * never creates or migrates a file); an absent file or table yields none.
  *
  * @example
  * const figures = readVaultFigures('artifacts.sqlite3');
@@ -77,8 +74,8 @@ function readableSessionId(key: string): string {
 }
 
 /**
- * The figures of the newest `limit` requests a store recorded (default 10,000), through its
- * metrics port.
+ * The figures of the newest `limit` requests (default 10,000) any open store recorded (SQLite or
+ * PostgreSQL: a gateway's live `/dashboard`), through its metrics port.
  *
  * @example
  * const html = renderReport(await readStoreFigures(terminator.vault), { source: 'live vault' });
