@@ -115,9 +115,8 @@ function chatProblems(list: readonly unknown[]): string[] {
       for (const call of m['tool_calls'].filter(isObject)) if (typeof call['id'] === 'string') open.add(call['id']);
     }
     const prev = list[i - 1];
-    if (role !== 'assistant' && isObject(prev) && prev['role'] === role && role === 'user') {
+    if (role === 'user' && isObject(prev) && prev['role'] === 'user')
       problems.push(`messages[${i}] is a second consecutive user message`);
-    }
   });
   return problems;
 }

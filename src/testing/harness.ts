@@ -10,19 +10,22 @@ import { createStep, type Step, type StepContext } from '../step.js';
 import type { Vault } from '../vault/types.js';
 import { createResourceProbe, type ResourceProbe } from './probe.js';
 
-/** The invariants the kit checks. */
-export type InvariantName =
-  | 'unchanged-or-smaller'
-  | 'never-mutates'
-  | 'recovers-exactly'
-  | 'fails-open'
-  | 'releases-on-unsubscribe'
-  | 'cache-stable'
-  | 'valid-roles'
-  | 'prefix-kept'
-  | 'actions-kept'
-  | 'no-dangling-reference'
-  | 'diagnostics-kept';
+/** The invariants the kit checks, each with the test title `testInvariants` registers it under. */
+export const INVARIANT_TITLES = {
+  'unchanged-or-smaller': 'output is unchanged or strictly smaller',
+  'never-mutates': 'never mutates caller objects',
+  'recovers-exactly': 'every receipt recovers exactly',
+  'fails-open': 'fails open when a dependency throws',
+  'releases-on-unsubscribe': 'releases resources on unsubscribe',
+  'cache-stable': 'renders cache-stably over a growing session',
+  'valid-roles': 'keeps roles valid for the format',
+  'prefix-kept': 'keeps the instruction prefix unchanged and in place',
+  'actions-kept': 'keeps every assistant action verbatim',
+  'no-dangling-reference': 'refers only to what the conversation was shown',
+  'diagnostics-kept': 'keeps every failing test id and diagnostic line in digests',
+} as const;
+/** One of the invariants the kit checks. */
+export type InvariantName = keyof typeof INVARIANT_TITLES;
 
 /** Thrown by an invariant's predicate; fast-check's report carries its message. */
 export class InvariantViolation extends Error {

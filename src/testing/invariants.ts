@@ -5,7 +5,13 @@
  */
 import fc from 'fast-check';
 import type { ProviderRequest } from '../step.js';
-import { isDepsAware, type InvariantName, type InvariantOptions, type OperatorUnderTest } from './harness.js';
+import {
+  INVARIANT_TITLES,
+  isDepsAware,
+  type InvariantName,
+  type InvariantOptions,
+  type OperatorUnderTest,
+} from './harness.js';
 import { cacheStablePredicate, type CacheStableOptions } from './properties/cache-stable.js';
 import { faultPlan, failsOpenPredicate, type FailsOpenOptions, type FaultPlan } from './properties/fails-open.js';
 import { neverMutatesPredicate } from './properties/never-mutates.js';
@@ -180,21 +186,6 @@ export function testInvariants<T>(
       propertyTests[name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase()) as keyof typeof propertyTests];
     if (tuple === undefined) continue;
     const [arbs, predicate] = (tuple as (op: unknown, o: unknown) => PropTuple<unknown[]>)(op, options);
-    test.prop(arbs as never, params as never)(TITLES[name], predicate as never, timeout);
+    test.prop(arbs as never, params as never)(INVARIANT_TITLES[name], predicate as never, timeout);
   }
 }
-
-/** The test title each invariant registers under. */
-const TITLES: Readonly<Record<InvariantName, string>> = {
-  'unchanged-or-smaller': 'output is unchanged or strictly smaller',
-  'never-mutates': 'never mutates caller objects',
-  'recovers-exactly': 'every receipt recovers exactly',
-  'fails-open': 'fails open when a dependency throws',
-  'releases-on-unsubscribe': 'releases resources on unsubscribe',
-  'cache-stable': 'renders cache-stably over a growing session',
-  'valid-roles': 'keeps roles valid for the format',
-  'prefix-kept': 'keeps the instruction prefix unchanged and in place',
-  'actions-kept': 'keeps every assistant action verbatim',
-  'no-dangling-reference': 'refers only to what the conversation was shown',
-  'diagnostics-kept': 'keeps every failing test id and diagnostic line in digests',
-};
