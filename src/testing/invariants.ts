@@ -49,6 +49,11 @@ const onRequests =
     predicate(op, o),
   ];
 
+/** The `[arbitraries, predicate]` of an invariant over any stream. */
+const onStreams =
+  (predicate: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>) => (values: Inputs<T>) => Promise<void>) =>
+  <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [[o.inputs], predicate(op, o)];
+
 /**
  * `[arbitraries, predicate]` per invariant, for `test.prop` of `@fast-check/vitest`.
  *
@@ -57,18 +62,9 @@ const onRequests =
  * test.prop(arbs, { numRuns: 25 })('is unchanged or strictly smaller', check);
  */
 export const propertyTests = {
-  unchangedOrSmaller: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [
-    [o.inputs],
-    unchangedOrSmallerPredicate(op, o),
-  ],
-  neverMutates: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [
-    [o.inputs],
-    neverMutatesPredicate(op, o),
-  ],
-  recoversExactly: <T>(op: OperatorUnderTest<T>, o: InvariantOptions<T>): PropTuple<[Inputs<T>]> => [
-    [o.inputs],
-    recoversExactlyPredicate(op, o),
-  ],
+  unchangedOrSmaller: onStreams(unchangedOrSmallerPredicate),
+  neverMutates: onStreams(neverMutatesPredicate),
+  recoversExactly: onStreams(recoversExactlyPredicate),
   failsOpen: <T>(op: OperatorUnderTest<T>, o: FailsOpenOptions<T>): PropTuple<[Inputs<T>, FaultPlan]> => [
     [o.inputs, faultPlan()],
     failsOpenPredicate(op, o),

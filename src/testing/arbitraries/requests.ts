@@ -1,10 +1,8 @@
 /**
- * Provider requests in the three wire formats, built from one format-free conversation so the
- * same dialogue can be rendered as Chat Completions, Responses or Anthropic Messages. Rendering
- * keeps each format's rules: Chat `tool` messages follow the assistant message whose `tool_calls`
- * they answer; Responses `function_call_output` items follow their `function_call`; Anthropic
- * alternates user/assistant, with every `tool_result` block in the user message right after the
- * assistant message holding the `tool_use`.
+ * Provider requests (Chat Completions, Responses, Anthropic Messages) rendered from one format-free
+ * conversation, each by its format's rules: a Chat `tool` message after the assistant `tool_calls` it
+ * answers, a `function_call_output` after its `function_call`, Anthropic alternating with every
+ * `tool_result` in the user message right after its `tool_use`.
  */
 import fc from 'fast-check';
 import type { ProviderRequest } from '../../step.js';
