@@ -1,12 +1,9 @@
 /**
  * `GET /dashboard`: the report page rendered live from the store's metric rows, so every replica on
- * one PostgreSQL store shows the fleet's figures. Content-free like the report: numbers and
- * mechanism names. The totals count every client; the sessions listed are the caller's own (its
- * tenant: the API key it sends, or none), named by the name its client gave in the session header
- * (`unnamed session n` otherwise: never by content), so no client learns another's session ids.
- * The chart library loads on the first request only, so a proxy that is never
- * asked for the page never pays for it. The gateway (`token-terminator proxy`) adds this route; the
- * proxy adapter itself does not import the report.
+ * one PostgreSQL store shows the fleet's figures. Content-free like the report. The totals count every
+ * client; the sessions listed are the caller's own (its tenant), named by their session-header name
+ * (`unnamed session n` otherwise), so no client learns another's session ids. The chart library loads
+ * on the first request only. The gateway adds this route; the proxy adapter does not import the report.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProxyMetrics } from '../../adapters/proxy/metrics.js';

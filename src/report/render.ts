@@ -155,11 +155,7 @@ function summarySection(f: ReportInput): string {
 <dl class="tiles">${tiles.map(([k, v]) => `<div><dt>${esc(k!)}</dt><dd>${v}</dd></div>`).join('')}</dl></section>`;
 }
 
-/**
- * Why the requests sent outweigh the client's own: a negative saving is never printed as
- * "−n % fewer" (issue 31); the page says the reduction cost more than it saved, and names the
- * recovery rounds when the figures count them.
- */
+/** Why the requests sent outweigh the client's own (never "−n % fewer", issue 31), naming recovery rounds when counted. */
 function costlierThanRaw(f: ReportInput, extra: number): string {
   const calls = f.recovery_calls ?? 0;
   const reason =

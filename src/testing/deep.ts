@@ -94,12 +94,9 @@ function* subValues(value: unknown): Generator<unknown> {
 }
 
 /**
- * Whether `value` (parsed from an artifact) is an input sub-value `sub` in which some texts were
- * replaced by an earlier stage's marker: a string (a receipt, or a bounded view ending in one)
- * naming an artifact in `recovered` that holds exactly the text it stands for (a string, or the
- * canonical JSON of a content-block list). Everything else must be equal.
- * This is how a later stage may vault what an earlier stage already reduced (a collapse of turns
- * that hold receipts) and still be lossless: recovery takes one more hop.
+ * Whether `value` (parsed from an artifact) equals input sub-value `sub` except for texts an earlier
+ * stage replaced by a marker naming an artifact in `recovered` that holds exactly that text (a string,
+ * or a content-block list's canonical JSON): vaulting reduced content stays lossless, one hop more.
  */
 export function matchesWithMarkers(
   value: unknown,

@@ -16,13 +16,10 @@ import {
 const NATIVE_NOTE = /full artifact=(a_[0-9a-f]{32}(?:[0-9a-f]{32})?)/gu;
 
 /**
- * Every receipt recovers exactly: each artifact id a Token Terminator marker names in an output
- * (and not already in the inputs) is paged from the vault until `nextOffset` is null, and the
- * text must be evidence the caller supplied — or, for a composed pipeline, the JSON of caller
- * structure in which an earlier stage's markers stand for texts their own artifacts hold exactly
- * (one more recovery hop, e.g. collapsed turns that contained receipts). Receipts and native notes must recover the exact
- * replaced text (receipt `chars` and digest must match); a changed tool result must name an
- * artifact holding its exact original output.
+ * Every receipt recovers exactly: each artifact a marker in an output names (not already in the
+ * inputs) pages back as text the caller supplied, or as caller structure whose own markers recover
+ * exactly (one more hop: collapsed turns holding receipts). Receipts and native notes recover the
+ * exact replaced text (`chars` and digest match); a changed tool result names its exact original.
  */
 export function recoversExactlyPredicate<T>(
   op: OperatorUnderTest<T>,
