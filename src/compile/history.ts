@@ -106,6 +106,19 @@ export interface OutputFacts {
   readonly targets: { [K in RewriteKind]?: Target | null };
   /** Whether the slot is a delta of a changed output, once needed. */
   changed?: boolean;
+  /**
+   * The output's decision once no later request of the session can change it (`settle` in
+   * {@link outputDecider}), with the settings it was decided under: carried, not decided again.
+   */
+  settled?: Settled;
+}
+
+/** A final decision: the outcome, its rendering (APPLIED), and the settings it holds for. */
+interface Settled {
+  readonly code: Outcome;
+  readonly picked: Target | undefined;
+  readonly minChars: number;
+  readonly collapseAfterTurns: number;
 }
 
 /**
@@ -126,7 +139,7 @@ function changedDelta(f: OutputFacts): boolean {
 /** The key of an output in the conversation: its item's chain hash and its path in the item. */
 const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringify(slot.path.slice(2))}`;
 
-/** What planning decided for one output; SHOWN_AGAIN and UPGRADED are decided again by every request. */
+/** What planning decided for one output; SHOWN_AGAIN, UPGRADED and CANDIDATE are decided again by every request. */
 const SKIPPED = 0; // not history (the prefix, or no item)
 const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
 const UPGRADED = 2; // APPLIED, and `upgrades` the bare receipt it may become
@@ -189,6 +202,7 @@ export async function planHistory(
     idle,
     chain,
     idleLimit: workingSetIdleLimit(past, o.workingSetIdleTurns),
+    past,
   });
   notePast(past, applied, returned);
   const fullShown = new Map<string, string>();
@@ -238,15 +252,17 @@ export async function planHistory(
         ? keepItems
         : (renderItems(state, view, byItemOrder(final)) ?? view.items);
   const decidedKeys = new Set(chosen.map((c) => c.key));
+  let reducedReasoning = 0;
+  for (const t of final) if (t.kind === 'reasoning') reducedReasoning++;
   return {
     items,
     receipts,
     decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
-    shown: shown.filter((k) => !decidedKeys.has(k)),
+    shown: decidedKeys.size === 0 ? shown : shown.filter((k) => !decidedKeys.has(k)),
     fullShown,
     requestKey,
-    rewrittenOutputs: final.filter((t) => t.kind !== 'reasoning').length,
-    reducedReasoning: final.filter((t) => t.kind === 'reasoning').length,
+    rewrittenOutputs: final.length - reducedReasoning,
+    reducedReasoning,
     batch: chosen.length > 0,
     failed,
     ...(failure === undefined ? {} : { failure }),
@@ -390,6 +406,7 @@ async function decideOutputs(
     readonly idle: readonly number[] | undefined;
     readonly chain: readonly string[];
     readonly idleLimit: number;
+    readonly past: SessionPast;
   },
 ): Promise<OutputDecisions> {
   const { start, chain } = b;
@@ -413,6 +430,19 @@ async function decideOutputs(
     if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
     else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
     facts.push(f);
+    const held = f.settled;
+    if (
+      held !== undefined &&
+      i < b.protectedFrom &&
+      held.minChars === o.minChars &&
+      held.collapseAfterTurns === o.collapseAfterTurns
+    ) {
+      decided.codes[k] = held.code;
+      decided.picked[k] = held.picked;
+      decided.keys[k] = f.key;
+      continue;
+    }
+    b.past.visits++;
     const pending = visit(k, f, i);
     if (pending !== undefined) await pending;
   }
@@ -473,17 +503,17 @@ function outputDecider(
         : targetOf(f, kind).then((t) => rewritten(k, f, i, kind, want, t));
     }
     decided.codes[k] = SHOWN_AGAIN;
-    if (i >= protectedFrom || i >= sealedBefore) return undefined;
-    // Still in the agent's working set: decided again by the next request.
-    if (idle !== undefined && idle[k]! < idleLimit) return undefined;
-    decided.codes[k] = SHOWN;
+    if (i >= protectedFrom) return undefined;
     if (f.chars === undefined) {
       const text = slotText(f.slot.value);
       f.chars = text === undefined ? -1 : codePoints(text);
     }
-    // A changed output's delta is measured by the output it stands for (in `candidate`).
-    if (f.chars < o.minChars && !changedDelta(f)) return undefined;
-    decided.codes[k] = SHOWN_AGAIN;
+    // Too small to rewrite, never rewritten: inline for good, whatever its idle turns and leases.
+    // (A changed output's delta is measured by the output it stands for, in `candidate`.)
+    if (f.chars < o.minChars && !changedDelta(f)) return settle(k, f, SHOWN, undefined);
+    if (i >= sealedBefore) return undefined;
+    // Still in the agent's working set: decided again by the next request.
+    if (idle !== undefined && idle[k]! < idleLimit) return undefined;
     const before = memo.shownBefore(changedDelta(f) ? fullShownKey(f.key) : f.key, requestKey);
     return before instanceof Promise ? before.then((n) => leased(k, f, want, n)) : leased(k, f, want, before);
   };
@@ -495,13 +525,26 @@ function outputDecider(
     want: RewriteKind,
     target: Target | null | undefined,
   ): Pending => {
-    if (target === null || target === undefined) return void (decided.codes[k] = UNRENDERABLE); // it stays inline
+    if (target === null || target === undefined) return settle(k, f, UNRENDERABLE, undefined); // it stays inline
+    // Without the collapse opt-in a rewrite never changes again.
+    if (kind !== 'digest' || o.collapseAfterTurns <= 0) return settle(k, f, APPLIED, target);
     decided.picked[k] = target;
     decided.codes[k] = APPLIED;
     // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
-    if (kind !== 'digest' || want !== 'receipt' || i >= sealedBefore) return undefined;
+    if (want !== 'receipt' || i >= sealedBefore) return undefined;
     decided.codes[k] = UPGRADED;
     return outputTarget(state, f.slot, f.key, 'receipt', o).then((upgrade) => (decided.upgrades[k] = upgrade));
+  };
+  /**
+   * A decision no later request can change while the output is the same slot of the same
+   * conversation, older than the newest turns, under the same settings: only a chosen candidate is
+   * rewritten (and a rewrite changes again only under the collapse opt-in).
+   */
+  const settle = (k: number, f: OutputFacts, code: Outcome, picked: Target | undefined): undefined => {
+    decided.codes[k] = code;
+    decided.picked[k] = picked;
+    f.settled = { code, picked, minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
+    return undefined;
   };
   const leased = (k: number, f: OutputFacts, want: RewriteKind, before: number): Pending => {
     if (before < o.inlineLeases) return undefined;
@@ -677,10 +720,20 @@ export interface SessionPast {
   readonly returned: Set<string>;
   /** The applied renderings of the request noted last (a request's leading run of the same objects is noted already). */
   noted?: readonly Target[];
+  /** Outputs the session's plans decided by visiting them (a settled decision is carried, not visited). */
+  visits: number;
 }
 
+/** What the rewrite rule reads of a session's past. */
+type PastRecord = Pick<SessionPast, 'rewritten' | 'returned'>;
+
 function sessionPast(state: SessionState): SessionPast {
-  return (state.memo.past ??= { rewritten: new Set(), returned: new Set() });
+  return (state.memo.past ??= { rewritten: new Set(), returned: new Set(), visits: 0 });
+}
+
+/** Outputs the session's history plans visited so far: a request visits its unsettled outputs only. */
+export function visitedOutputs(state: SessionState): number {
+  return sessionPast(state).visits;
 }
 
 function notePast(past: SessionPast, applied: readonly Target[], returned: readonly string[]): void {
@@ -703,7 +756,7 @@ const PRIOR_OUTPUTS = 4;
  * 1 / (idle + 1) before the session has a record (the longer it has been left, the less likely it
  * is needed), then moved toward the share of its rewritten outputs it did come back to.
  */
-export function returnChance(idle: number, past?: SessionPast): number {
+export function returnChance(idle: number, past?: PastRecord): number {
   const prior = 1 / (idle + 1);
   if (past === undefined) return prior;
   return (past.returned.size + PRIOR_OUTPUTS * prior) / (past.rewritten.size + PRIOR_OUTPUTS);
@@ -719,7 +772,7 @@ export function returnChance(idle: number, past?: SessionPast): number {
  * more often than the shorter history saves; on corpus E's long sessions the adaptive limit kept
  * 97.9 % of the lines in sight where a fixed 1 kept 97.7 %, at a lower cost.)
  */
-export function workingSetIdleLimit(past: SessionPast, configured = 1): number {
+export function workingSetIdleLimit(past: PastRecord, configured = 1): number {
   const base = Math.max(1, configured);
   const n = past.rewritten.size;
   if (n < PRIOR_OUTPUTS) return base;
@@ -745,7 +798,7 @@ export function expectedRecovery(
   requestChars: number,
   itemChars: number,
   idle: number,
-  past?: SessionPast,
+  past?: PastRecord,
 ): number {
   const trip = p.cacheRead * requestChars + p.cacheWrite * (Math.min(8000, itemChars) + 200);
   return trip * returnChance(idle, past);

@@ -119,7 +119,7 @@ export interface Walk {
 }
 
 const samePath = (a: Slot, b: Slot): boolean =>
-  a.item === b.item && a.path.length === b.path.length && a.path.every((p, i) => p === b.path[i]);
+  a === b || (a.item === b.item && a.path.length === b.path.length && a.path.every((p, i) => p === b.path[i]));
 
 /**
  * The session's walk when `view` extends it: every walked item is the same object at the same
