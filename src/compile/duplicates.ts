@@ -141,7 +141,7 @@ export interface OutputFacts {
   planned?: { [R in PlannedSlot['render']]?: PlannedSlot };
 }
 
-type Found = OutputFacts & { readonly ev: Evidence };
+export type Found = OutputFacts & { readonly ev: Evidence };
 
 /** The planned slot of `f` rendered as `render`, built once per output and rendering. */
 function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
@@ -159,6 +159,8 @@ export async function planDuplicates(
   const previous = state.memo.dedupeFacts ?? [];
   const facts: OutputFacts[] = [];
   let p = 0;
+  /** How many of the first facts are the previous request's, in the same places. */
+  let lead = 0;
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
     let f = previous[p];
@@ -168,15 +170,36 @@ export async function planDuplicates(
       const known = knownEvidence(state, view, slot, o);
       f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
     }
+    if (lead === facts.length && f === previous[lead]) lead++;
     facts.push(f);
   }
   state.memo.dedupeFacts = facts;
   // The newest copy of an artifact stays inline; copies that arrived with this request before it
   // become receipts (the content is visible further down). Copies the conversation already had
   // are left to the history rewrites: replacing them here would break the prompt cache.
-  const found = facts.filter((f): f is Found => f.ev !== null);
-  const newest = new Map<string, number>();
-  found.forEach((f, i) => newest.set(f.ev.receipt.artifactId, i));
+  // A request that extends the previous one decides its new outputs, and the earlier ones a copy
+  // makes older; the others keep their plan (it depends on their evidence alone).
+  const carried = state.memo.dedupePlan;
+  const extending =
+    carried !== undefined &&
+    carried.facts === previous &&
+    lead === previous.length &&
+    carried.maxInlineChars === o.maxInlineChars;
+  delete state.memo.dedupePlan;
+  const found = extending ? carried.found : [];
+  const newest = extending ? carried.newest : new Map<string, number>();
+  const planned = extending ? carried.planned : [];
+  const from = found.length;
+  const redo = new Set(extending ? carried.older : []);
+  for (let j = extending ? lead : 0; j < facts.length; j++) {
+    const f = facts[j]!;
+    if (f.ev === null) continue;
+    const id = f.ev.receipt.artifactId;
+    const before = newest.get(id);
+    if (before !== undefined && before < from) redo.add(before);
+    newest.set(id, found.length);
+    found.push(f as Found);
+  }
   let chain: readonly string[] | undefined;
   const viewOf = (slot: Slot, ev: Evidence): string => {
     chain ??= state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
@@ -188,8 +211,31 @@ export async function planDuplicates(
     }
     return ev.view.text;
   };
-  const planned = found.map((f, i) => decide(f, newest.get(f.ev.receipt.artifactId) !== i, o, viewOf));
-  return { planned, managed: planChanges(planned) };
+  const older: number[] = [];
+  const plan = (i: number): void => {
+    const f = found[i]!;
+    const isOlder = newest.get(f.ev.receipt.artifactId) !== i;
+    if (isOlder) older.push(i);
+    planned[i] = decide(f, isOlder, o, viewOf);
+  };
+  for (const i of redo) plan(i);
+  for (let i = from; i < found.length; i++) plan(i);
+  state.memo.dedupePlan = { facts, found, newest, planned, older, maxInlineChars: o.maxInlineChars };
+  return { planned: planned.slice(), managed: planChanges(planned) };
+}
+
+/**
+ * What {@link planDuplicates} carries to the session's next request: the facts it planned, those
+ * with evidence, the newest of each artifact among them (by index in `found`), their plan, and
+ * the indexes a later copy makes older (planned again by every request: their plan depends on it).
+ */
+export interface DuplicatesCarried {
+  readonly facts: readonly OutputFacts[];
+  readonly found: Found[];
+  readonly newest: Map<string, number>;
+  readonly planned: PlannedSlot[];
+  readonly older: readonly number[];
+  readonly maxInlineChars: number;
 }
 
 /** What one output with evidence is planned as (`older`: a later copy of its artifact is in the request). */

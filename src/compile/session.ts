@@ -18,7 +18,7 @@ import { createInlineIds, type InlineIds, type OutputScan } from './references.j
 import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
 import type { Rendering } from './apply.js';
-import type { OutputFacts as DuplicateFacts } from './duplicates.js';
+import type { DuplicatesCarried, OutputFacts as DuplicateFacts } from './duplicates.js';
 import type { OutputFacts as HistoryFacts, SessionPast } from './history.js';
 import type { Walk, WordMemo } from './working-set.js';
 import type { Slot } from '../model/types.js';
@@ -73,6 +73,8 @@ export interface WindowedOutput {
 export interface StageMemo {
   /** planDuplicates: the facts of the previous request's outputs, reused for the same slot objects. */
   dedupeFacts?: readonly DuplicateFacts[];
+  /** planDuplicates: its plan of those facts, for a request that extends the previous one. */
+  dedupePlan?: DuplicatesCarried;
   /** collapseDuplicates: chain hash of every item the session had → the request that first had it. */
   seen?: Map<string, string>;
   /** collapseDuplicates: chain hashes of the items rendered as a duplicate's receipt. */
