@@ -212,7 +212,9 @@ export async function planDuplicates(
     return ev.view.text;
   };
   const older: number[] = [];
+  let decided = 0;
   const plan = (i: number): void => {
+    decided++;
     const f = found[i]!;
     const isOlder = newest.get(f.ev.receipt.artifactId) !== i;
     if (isOlder) older.push(i);
@@ -220,7 +222,7 @@ export async function planDuplicates(
   };
   for (const i of redo) plan(i);
   for (let i = from; i < found.length; i++) plan(i);
-  state.memo.dedupePlan = { facts, found, newest, planned, older, maxInlineChars: o.maxInlineChars };
+  state.memo.dedupePlan = { facts, found, newest, planned, older, maxInlineChars: o.maxInlineChars, decided };
   return { planned: planned.slice(), managed: planChanges(planned) };
 }
 
@@ -236,6 +238,8 @@ export interface DuplicatesCarried {
   readonly planned: PlannedSlot[];
   readonly older: readonly number[];
   readonly maxInlineChars: number;
+  /** Outputs the request planned (the others kept their plan). */
+  readonly decided: number;
 }
 
 /** What one output with evidence is planned as (`older`: a later copy of its artifact is in the request). */
