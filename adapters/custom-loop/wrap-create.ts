@@ -19,23 +19,11 @@ import { outputCapField, readOutputCap, withOutputCap, type OutputCapField } fro
 
 /** Options shared by the client wrappers. */
 export interface ClientWrapOptions {
-  /**
-   * The host's session id, or a function of the body.
-   *
-   * @defaultValue one random id per wrapped client
-   */
+  /** The host's session id, or a function of the body. @defaultValue one random id per wrapped client */
   readonly sessionId?: string | ((body: ProviderRequest) => string);
-  /**
-   * Route (context window, explicit cap) for a body.
-   *
-   * @defaultValue `{ model: body.model }`
-   */
+  /** Route (context window, explicit cap) for a body. @defaultValue `{ model: body.model }` */
   readonly route?: Route | ((body: ProviderRequest) => Route | undefined);
-  /**
-   * Request id for a body; an identical retry must reuse it.
-   *
-   * @defaultValue a random UUID per call
-   */
+  /** Request id for a body; an identical retry must reuse it. @defaultValue a random UUID per call */
   readonly requestId?: (body: ProviderRequest) => string;
   /**
    * Available output tokens named by a provider error, else undefined.
@@ -43,11 +31,7 @@ export interface ClientWrapOptions {
    * @defaultValue src/budget's parser (an answer that only bounds the whole window is not a cap)
    */
   readonly parseOutputCapError?: (error: unknown) => number | undefined;
-  /**
-   * Content-free decisions of every call (for metrics).
-   *
-   * @defaultValue none
-   */
+  /** Content-free decisions of every call (for metrics). @defaultValue none */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
   /**
    * Answer the model's `token_terminator` calls here and return only the final answer (non-streamed
@@ -56,17 +40,9 @@ export interface ClientWrapOptions {
    * @defaultValue false
    */
   readonly handleRecovery?: boolean;
-  /**
-   * Recovery rounds per call with `handleRecovery`.
-   *
-   * @defaultValue 3
-   */
+  /** Recovery rounds per call with `handleRecovery`. @defaultValue 3 */
   readonly recoveryRounds?: number;
-  /**
-   * Offer the recovery tool when a sent request carries a receipt.
-   *
-   * @defaultValue true
-   */
+  /** Offer the recovery tool when a sent request carries a receipt. @defaultValue true */
   readonly offerRecoveryTool?: boolean;
   /**
    * Send the tool outputs a request shows for the first time through the tool-result stages

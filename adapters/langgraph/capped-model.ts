@@ -10,17 +10,9 @@ export type CapModelFactory = (model: object, maxTokens: number) => object | und
 
 /** The options the middleware and the legacy hooks share about capped models and reduced results. */
 export interface CapAndArtifactOptions {
-  /**
-   * How to build a capped model.
-   *
-   * @defaultValue rebuild through the model's constructor with `maxTokens`
-   */
+  /** How to build a capped model. @defaultValue rebuild through the model's constructor with `maxTokens` */
   readonly capModel?: CapModelFactory;
-  /**
-   * Keep the original text in `ToolMessage.artifact` when a result was reduced.
-   *
-   * @defaultValue true
-   */
+  /** Keep the original text in `ToolMessage.artifact` when a result was reduced. @defaultValue true */
   readonly keepOriginalInArtifact?: boolean;
 }
 

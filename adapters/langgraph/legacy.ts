@@ -21,11 +21,7 @@ type ToolCall = { name: string; args: Record<string, unknown>; id?: string };
 
 /** Options of {@link createReactAgentHooks}. */
 export interface ReactAgentHookOptions extends LangGraphRunOptions, CapAndArtifactOptions {
-  /**
-   * The chat model the agent uses (for its name, context window and cap).
-   *
-   * @defaultValue none (no window, no cap)
-   */
+  /** The chat model the agent uses (for its name, context window and cap). @defaultValue none (no window, no cap) */
   readonly model?: object;
 }
 

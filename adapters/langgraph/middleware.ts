@@ -15,35 +15,15 @@ import { reduceToolMessage } from './tool-message.js';
 
 /** Options of {@link tokenTerminatorMiddleware}. */
 export interface TokenTerminatorMiddlewareOptions extends LangGraphRunOptions, CapAndArtifactOptions {
-  /**
-   * Register the `token_terminator` recovery tool with the agent.
-   *
-   * @defaultValue true
-   */
+  /** Register the `token_terminator` recovery tool with the agent. @defaultValue true */
   readonly recoveryTool?: boolean;
-  /**
-   * Send tool results through the tool stream.
-   *
-   * @defaultValue true
-   */
+  /** Send tool results through the tool stream. @defaultValue true */
   readonly reduceToolResults?: boolean;
-  /**
-   * Compile what each model call sees.
-   *
-   * @defaultValue true
-   */
+  /** Compile what each model call sees. @defaultValue true */
   readonly compileRequests?: boolean;
-  /**
-   * Apply the pipeline's output cap by swapping in a capped model instance.
-   *
-   * @defaultValue true
-   */
+  /** Apply the pipeline's output cap by swapping in a capped model instance. @defaultValue true */
   readonly capOutput?: boolean;
-  /**
-   * Content-free decisions of every call (metrics).
-   *
-   * @defaultValue none
-   */
+  /** Content-free decisions of every call (metrics). @defaultValue none */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
 }
 

@@ -14,11 +14,7 @@ export interface LangGraphRunOptions {
    * @defaultValue one random id per adapter instance
    */
   readonly sessionId?: string | ((configurable: Readonly<Record<string, unknown>> | undefined) => string | undefined);
-  /**
-   * Route fields that win over what the model reports (contextWindow, outputCap, ...).
-   *
-   * @defaultValue none
-   */
+  /** Route fields that win over what the model reports (contextWindow, outputCap, ...). @defaultValue none */
   readonly route?: Route;
 }
 

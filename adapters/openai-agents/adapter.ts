@@ -15,17 +15,9 @@ import { wrapTool } from './tool-wrapper.js';
 
 /** Options of {@link createAgentsAdapter}. */
 export interface AgentsAdapterOptions extends AgentsSessionOptions {
-  /**
-   * Route fields for every request (contextWindow, outputCap, ...).
-   *
-   * @defaultValue the agent's model name only
-   */
+  /** Route fields for every request (contextWindow, outputCap, ...). @defaultValue the agent's model name only */
   readonly route?: Route;
-  /**
-   * Content-free decisions of every compile (metrics).
-   *
-   * @defaultValue none
-   */
+  /** Content-free decisions of every compile (metrics). @defaultValue none */
   readonly onDecisions?: (decisions: readonly Decision[]) => void;
   /**
    * When a request carries a receipt and the agent lacks `token_terminator`, the wrapped model
@@ -41,11 +33,7 @@ export interface AgentsAdapterOptions extends AgentsSessionOptions {
    * @defaultValue true
    */
   readonly reduceToolOutputs?: boolean;
-  /**
-   * Recovery rounds the wrapped model answers per call.
-   *
-   * @defaultValue 3
-   */
+  /** Recovery rounds the wrapped model answers per call. @defaultValue 3 */
   readonly recoveryRounds?: number;
 }
 

@@ -18,29 +18,13 @@ import { fromResponsesInput, toResponsesInput } from './items.js';
 export interface InputFilterOptions {
   /** Session id for the run context (required). */
   readonly resolveSession: (context: unknown) => string;
-  /**
-   * Route fields (contextWindow, outputCap, ...).
-   *
-   * @defaultValue the agent's model name only
-   */
+  /** Route fields (contextWindow, outputCap, ...). @defaultValue the agent's model name only */
   readonly route?: Route | undefined;
-  /**
-   * Where the cap goes for the Model wrapper.
-   *
-   * @defaultValue nowhere (no cap)
-   */
+  /** Where the cap goes for the Model wrapper. @defaultValue nowhere (no cap) */
   readonly ledger?: CapLedger | undefined;
-  /**
-   * The run's AbortSignal: aborting it drops the compile in flight.
-   *
-   * @defaultValue none
-   */
+  /** The run's AbortSignal: aborting it drops the compile in flight. @defaultValue none */
   readonly signal?: AbortSignal | undefined;
-  /**
-   * Content-free decisions of every compile (metrics).
-   *
-   * @defaultValue none
-   */
+  /** Content-free decisions of every compile (metrics). @defaultValue none */
   readonly onDecisions?: ((decisions: readonly Decision[]) => void) | undefined;
   /**
    * Send tool results shown for the first time through the tool-result stages (results of tools

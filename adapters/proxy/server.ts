@@ -36,17 +36,9 @@ export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => void |
 
 /** Options of {@link createProxy}; every field is optional. */
 export interface ProxyOptions {
-  /**
-   * Resolved settings.
-   *
-   * @defaultValue `loadProxyConfig({ env, flags })`
-   */
+  /** Resolved settings. @defaultValue `loadProxyConfig({ env, flags })` */
   readonly config?: ProxyConfig;
-  /**
-   * Flags over the environment when `config` is absent.
-   *
-   * @defaultValue none
-   */
+  /** Flags over the environment when `config` is absent. @defaultValue none */
   readonly flags?: ProxyFlags;
   /**
    * Environment for the proxy settings and, without `terminator`, the Terminator's config.
@@ -60,23 +52,11 @@ export interface ProxyOptions {
    * @defaultValue one built from `terminatorOptions`
    */
   readonly terminator?: Terminator;
-  /**
-   * Options for the Terminator the proxy builds (its own metric rows replace the runtime's).
-   *
-   * @defaultValue `{}`
-   */
+  /** Options for the Terminator the proxy builds (its own metric rows replace the runtime's). @defaultValue `{}` */
   readonly terminatorOptions?: TerminatorOptions;
-  /**
-   * Upstream dispatcher.
-   *
-   * @defaultValue a keep-alive undici Agent with the configured timeout
-   */
+  /** Upstream dispatcher. @defaultValue a keep-alive undici Agent with the configured timeout */
   readonly dispatcher?: Dispatcher;
-  /**
-   * Content-free log records.
-   *
-   * @defaultValue none
-   */
+  /** Content-free log records. @defaultValue none */
   readonly log?: (record: ProxyLogRecord) => void;
   /**
    * Extra local routes by exact path (any method). The report page is added after the proxy is
@@ -110,17 +90,9 @@ export interface ProxyOptions {
    * @defaultValue `v8.getHeapStatistics()`'s `used_heap_size` and `heap_size_limit`
    */
   readonly heap?: () => HeapNow;
-  /**
-   * How often the resident size and the heap are sampled, in milliseconds.
-   *
-   * @defaultValue 1000
-   */
+  /** How often the resident size and the heap are sampled, in milliseconds. @defaultValue 1000 */
   readonly memoryCheckMs?: number;
-  /**
-   * The window over which a request body must arrive at `config.minBodyRate`, in milliseconds.
-   *
-   * @defaultValue 10000
-   */
+  /** The window over which a request body must arrive at `config.minBodyRate`, in milliseconds. @defaultValue 10000 */
   readonly bodyRateWindowMs?: number;
   /**
    * This proxy is one worker of a node:cluster whose primary relays metrics

@@ -80,23 +80,11 @@ const SHARED_MEASURES = 65_536;
 
 /** Options of {@link createTerminator}. Every field is optional. */
 export interface TerminatorOptions {
-  /**
-   * A complete, validated Config.
-   *
-   * @defaultValue `loadConfig({ env, overrides })`
-   */
+  /** A complete, validated Config. @defaultValue `loadConfig({ env, overrides })` */
   readonly config?: Config;
-  /**
-   * Environment to read when `config` is absent.
-   *
-   * @defaultValue `process.env`
-   */
+  /** Environment to read when `config` is absent. @defaultValue `process.env` */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Field overrides applied over the environment when `config` is absent.
-   *
-   * @defaultValue none
-   */
+  /** Field overrides applied over the environment when `config` is absent. @defaultValue none */
   readonly overrides?: ConfigOverrides;
   /**
    * Use this vault instead of opening the configured one. The caller keeps ownership: `close()` leaves it open.
@@ -110,11 +98,7 @@ export interface TerminatorOptions {
    * @defaultValue tokenizer.json when configured, else tiktoken (configured encoding, else o200k_base)
    */
   readonly counter?: TokenCounter;
-  /**
-   * Sessions whose state stays held (least recently used are dropped).
-   *
-   * @defaultValue 256
-   */
+  /** Sessions whose state stays held (least recently used are dropped). @defaultValue 256 */
   readonly maxSessions?: number;
   /**
    * Bytes of per-session request state held over all sessions, each session estimated at

@@ -30,27 +30,15 @@ export interface RecoveryTool {
 
 /** Options of {@link Terminator.reduceRequest}. */
 export interface ReduceRequestOptions {
-  /**
-   * Record the request's metrics row and ledger turn from its Step.
-   *
-   * @defaultValue true
-   */
+  /** Record the request's metrics row and ledger turn from its Step. @defaultValue true */
   readonly record?: boolean;
 }
 
 /** What a host sent for a request it accounts itself ({@link Terminator.account}). */
 export interface RecordRequestOptions {
-  /**
-   * The request as it went to the model.
-   *
-   * @defaultValue the Step's value
-   */
+  /** The request as it went to the model. @defaultValue the Step's value */
   readonly sent?: ProviderRequest;
-  /**
-   * Requests the recovery rounds sent after it.
-   *
-   * @defaultValue none
-   */
+  /** Requests the recovery rounds sent after it. @defaultValue none */
   readonly continuations?: readonly ProviderRequest[];
 }
 
@@ -59,11 +47,7 @@ export interface PrepareOptions {
   readonly request: ProviderRequest;
   /** Its context; `format` is the wire format the host received or built it in (never guessed). */
   readonly context: StepContext & { readonly format: Exclude<RequestFormat, 'unknown'> };
-  /**
-   * Aborts the preparation: what is not reduced yet passes as sent.
-   *
-   * @defaultValue none
-   */
+  /** Aborts the preparation: what is not reduced yet passes as sent. @defaultValue none */
   readonly signal?: AbortSignal | undefined;
   /**
    * Offer the recovery tool when the request carries a receipt, then in every later request of the session.
@@ -71,11 +55,7 @@ export interface PrepareOptions {
    * @defaultValue false
    */
   readonly offer?: boolean;
-  /**
-   * Show the session's answered recovery rounds again (its recovery state in the vault).
-   *
-   * @defaultValue true
-   */
+  /** Show the session's answered recovery rounds again (its recovery state in the vault). @defaultValue true */
   readonly exchanges?: boolean;
   /**
    * Reduce the tool outputs the request shows for the first time (each shown the same way later).
@@ -91,11 +71,7 @@ export interface PrepareOptions {
    * @defaultValue false
    */
   readonly shared?: boolean;
-  /**
-   * As {@link ReduceRequestOptions.record}.
-   *
-   * @defaultValue true
-   */
+  /** As {@link ReduceRequestOptions.record}. @defaultValue true */
   readonly record?: boolean;
 }
 
@@ -142,11 +118,7 @@ export interface AccountOptions extends RecordRequestOptions {
    * @defaultValue the Step's original with each tool output's rendering at its raw size
    */
   readonly raw?: ProviderRequest;
-  /**
-   * What the request weighs in the backlog (`TerminatorOptions.telemetryBacklogWeight`).
-   *
-   * @defaultValue 0
-   */
+  /** What the request weighs in the backlog (`TerminatorOptions.telemetryBacklogWeight`). @defaultValue 0 */
   readonly weight?: number;
   /**
    * Called with the request's figures once measured (or the error measuring it), before they are written.
