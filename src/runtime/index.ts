@@ -214,13 +214,6 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   });
   // The tool outputs this Terminator reduced, in their sessions: what each request showing them saved (src/telemetry/tool-credits.ts).
   const credits = new ToolCredits(sessions);
-  const records = deferredRecords(
-    { vault, meter, config, recordMetrics, ledger, counts: wired.counts, credits },
-    {
-      maxPending: telemetryBacklog,
-      ...(options.telemetryBacklogWeight === undefined ? {} : { maxPendingWeight: options.telemetryBacklogWeight }),
-    },
-  );
   return facade({
     config,
     store,
@@ -228,14 +221,16 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     ownsCounter,
     meter,
     wired,
-    records,
     credits,
     ledger,
     recordMetrics,
     sessions,
     maxSessionBytes,
-    recoveryTool: recoveryToolOf(config, store, wired.deps.workingState),
     activity,
+    backlog: {
+      maxPending: telemetryBacklog,
+      ...(options.telemetryBacklogWeight === undefined ? {} : { maxPendingWeight: options.telemetryBacklogWeight }),
+    },
   });
 }
 
@@ -299,19 +294,10 @@ type Deferred = RecordedStep & Pick<AccountOptions, 'raw' | 'weight' | 'measured
  * for every host (the gateway's requests too: {@link Terminator.account}). A batch's ledger turns
  * go in one transaction, and its metrics rows too (a row the store refuses loses only itself).
  */
-function deferredRecords(
-  parts: {
-    readonly vault: Vault;
-    readonly meter: MessagesMeter;
-    readonly config: Config;
-    readonly recordMetrics: boolean;
-    readonly ledger: LiveLedger | undefined;
-    readonly counts: Wired['counts'];
-    readonly credits: ToolCredits;
-  },
-  bounds: { readonly maxPending: number; readonly maxPendingWeight?: number },
-): BatchQueue<Deferred> {
-  const { vault, meter, config, recordMetrics, ledger, counts, credits } = parts;
+function deferredRecords(parts: FacadeParts): BatchQueue<Deferred> {
+  const { meter, config, recordMetrics, ledger, credits } = parts;
+  const { vault } = parts.store;
+  const { counts } = parts.wired;
   // The Terminator's instructions cut into skill blocks, by object (what attribution measures apart).
   const skillCuts = createSkillCuts();
   const verifier = new ReceiptVerifier(vault);
@@ -355,7 +341,7 @@ function deferredRecords(
       // What telemetry tokenized (the spaced segments) goes to the count store too.
       counts?.written();
     },
-    { ...bounds, weigh: (step) => step.weight ?? 0 },
+    { ...parts.backlog, weigh: (step) => step.weight ?? 0 },
   );
 }
 
@@ -366,15 +352,15 @@ interface FacadeParts {
   readonly ownsCounter: boolean;
   readonly meter: MessagesMeter;
   readonly wired: Wired;
-  readonly records: BatchQueue<Deferred>;
   readonly credits: ToolCredits;
   readonly ledger: LiveLedger | undefined;
   readonly recordMetrics: boolean;
   readonly sessions: SessionCache;
   readonly maxSessionBytes: number;
-  readonly recoveryTool: RecoveryTool;
   /** The reductions in flight, which the vault the Terminator opens waits for (src/activity.ts). */
   readonly activity: ReductionActivity;
+  /** Bounds of the answered requests waiting for their records (`telemetryBacklog`, `telemetryBacklogWeight`). */
+  readonly backlog: { readonly maxPending: number; readonly maxPendingWeight?: number };
 }
 
 /** The three pipelines, each passing everything through when the vault failed. */
@@ -424,9 +410,10 @@ function directCalls(pipelines: Pipelines, calls: Calls) {
 
 /** The Terminator over its parts: the operators, the Promise facades on their lanes, and closing. */
 function facade(parts: FacadeParts): Terminator {
-  const { config, counter, meter, records, ledger, sessions, recoveryTool } = parts;
+  const { config, counter, meter, ledger, sessions } = parts;
   const { vault, failure } = parts.store;
   const { deps, counts } = parts.wired;
+  const records = deferredRecords(parts);
   const budget = budgetOptions(config, parts.wired.budgetCounter);
   let pressureFn: ReturnType<typeof createPressure> | undefined;
   let closed = false;
@@ -538,7 +525,7 @@ function facade(parts: FacadeParts): Terminator {
         // The pins then age out with the session TTL instead.
       }
     },
-    recoveryTool,
+    recoveryTool: recoveryToolOf(config, parts.store, deps.workingState),
     settled,
     close,
     [Symbol.asyncDispose]: close,
