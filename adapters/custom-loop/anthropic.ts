@@ -25,11 +25,11 @@ export function wrapAnthropic<C extends AnthropicLike>(
   terminator: Terminator,
   options: ClientWrapOptions = {},
 ): C {
-  const create = wrapCreate(
-    client.messages.create.bind(client.messages) as CreateFn,
+  const messages = wrapCreate(
+    client.messages,
     terminator,
     { wire: 'anthropic', provider: 'anthropic', endpoint: '/v1/messages', capField: 'max_tokens' },
     options,
   );
-  return override(client, 'messages', override(client.messages, 'create', create));
+  return override(client, 'messages', messages);
 }

@@ -27,26 +27,19 @@ export function wrapOpenAI<C extends OpenAILike>(
   terminator: Terminator,
   options: ClientWrapOptions = {},
 ): C {
-  const chatCreate = wrapCreate(
-    client.chat.completions.create.bind(client.chat.completions) as CreateFn,
+  const completions = wrapCreate(
+    client.chat.completions,
     terminator,
     { wire: 'chat', provider: 'openai', endpoint: '/v1/chat/completions', capField: 'max_completion_tokens' },
     options,
   );
-  const responses = client.responses;
-  const responsesCreate =
-    responses === undefined
-      ? undefined
-      : wrapCreate(
-          responses.create.bind(responses) as CreateFn,
-          terminator,
-          { wire: 'responses', provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
-          options,
-        );
-  const completions = override(client.chat.completions, 'create', chatCreate);
-  const chat = override(client.chat, 'completions', completions);
-  const withChat = override(client, 'chat', chat);
-  return responses === undefined || responsesCreate === undefined
-    ? withChat
-    : override(withChat, 'responses', override(responses, 'create', responsesCreate));
+  const withChat = override(client, 'chat', override(client.chat, 'completions', completions));
+  if (client.responses === undefined) return withChat;
+  const responses = wrapCreate(
+    client.responses,
+    terminator,
+    { wire: 'responses', provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
+    options,
+  );
+  return override(withChat, 'responses', responses);
 }

@@ -15,6 +15,7 @@ import { offersRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
+import { override } from '../shared/override.js';
 import { outputCapField, readOutputCap, withOutputCap, type OutputCapField } from '../shared/functions.js';
 
 /** Options shared by the client wrappers. */
@@ -77,31 +78,27 @@ interface ResponseExtras {
   withResponse(): Promise<unknown>;
 }
 
-/**
- * The output tokens a provider's output-cap error says are available (src/budget's parser), or
- * undefined when the error is not one or names only the whole window: an `upper_bound` answer (the
- * input still has to fit) is no usable cap for a retry.
- */
-function defaultParseOutputCapError(error: unknown): number | undefined {
-  const info = parseOutputCapError(error);
-  return info === undefined || info.kind === 'upper_bound' ? undefined : info.availableOutputTokens;
-}
-
-/** Build the wrapped `create`. */
-export function wrapCreate<F extends CreateFn>(
-  create: F,
+/** A view of `target` whose `create` runs through the request pipeline (the target is never modified). */
+export function wrapCreate<T extends { create: CreateFn }>(
+  target: T,
   terminator: Terminator,
   format: CreateFormat,
   options: ClientWrapOptions,
-): F {
+): T {
   const defaultSession = `custom-loop:${randomUUID()}`;
-  const parse = options.parseOutputCapError ?? defaultParseOutputCapError;
+  // An `upper_bound` answer names only the whole window (the input still has to fit): no cap for a retry.
+  const parse =
+    options.parseOutputCapError ??
+    ((error: unknown) => {
+      const info = parseOutputCapError(error);
+      return info === undefined || info.kind === 'upper_bound' ? undefined : info.availableOutputTokens;
+    });
   const contextFor = (body: ProviderRequest) => callContext(body, options, format, defaultSession);
   const wrapped = (
     body: ProviderRequest,
     requestOptions?: RequestOptionsLike,
   ): Promise<unknown> & Partial<ResponseExtras> => {
-    const send = create as unknown as (
+    const send = target.create.bind(target) as unknown as (
       body: ProviderRequest,
       options?: RequestOptionsLike,
     ) => PromiseLike<unknown> & Partial<ResponseExtras>;
@@ -164,7 +161,7 @@ export function wrapCreate<F extends CreateFn>(
     };
     return withResponseExtras(run(), () => lastCall);
   };
-  return wrapped as unknown as F;
+  return override(target, 'create', wrapped);
 }
 
 function callContext(
