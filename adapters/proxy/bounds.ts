@@ -1,37 +1,14 @@
 /**
- * What one client, and all of them together, can hold of a proxy process: requests in flight, the
- * time and rate at which a body arrives, and resident memory.
+ * What one client, and all of them together, can hold of a proxy process: requests in flight (and
+ * each API key's fair share of them), the rate at which a body arrives, resident memory and the V8
+ * heap, and the heap a reduction may claim per body byte. The rules and their figures are in
+ * docs/gateway.md ("What a client can hold") and RELIABILITY.md (the gateway's rows); the numbers
+ * are the constants below. The heap is watched apart from the resident size because a worker's heap
+ * limit is half its share: a heap that fills its limit ends the process while the resident size is
+ * still under the bound. The body rate is counted from the socket's bytes, so a window in which the
+ * proxy's own buffer for the body was full (its consumer was the slow one) does not count.
  *
- * - In flight: a request past `maxInFlight` is answered 503 with `Retry-After` at once, before its
- *   body is read (the connection is closed after the answer, so nothing of it stays).
- * - Body rate: a request body arriving slower than `minBodyRate` bytes per second over a window is
- *   answered 408 and its connection closed. Counted from the socket's bytes, so reading the body
- *   stays with whoever consumes it; a window in which the proxy's own buffer for the body was full
- *   (its consumer was the slow one, e.g. an upstream taking a streamed body) does not count.
- * - Memory: the resident size and the V8 heap are sampled; above 90 % of `maxMemoryBytes`, or a heap
- *   above 85 % of V8's heap limit, the in-memory caches are emptied (they are caches: the store has
- *   everything), and above the bound, or a heap above 95 % of its limit, the process serves an
- *   eighth of `maxInFlight` at once until it is under again (requests keep going through, so
- *   garbage keeps being collected). The heap is watched apart from the resident size because a
- *   worker's heap limit is half its share: a heap that fills its limit ends the process (every
- *   request in flight fails) while the resident size is still well under the bound.
- *
- * - Fair share: one API key (tenant) may hold at most its share of the in-flight limit — the limit
- *   less an eighth while it is the only one with requests in flight, the limit divided by the number
- *   of tenants in flight otherwise — so a flood from one key leaves room for the others' first
- *   requests, and shrinks to an equal share as soon as they have some. Past it: 503 `tenant_share`.
- * - Memory per request: reducing a request holds many times its body in the V8 heap (its parse,
- *   the outputs' reductions and measures, the session's state), and a heap that reaches its limit
- *   ends the process. Before a body is read, its size claims {@link HEAP_PER_BODY_BYTE} bytes per
- *   byte from a reduction budget of the heap limit ({@link REDUCE_SHARE}); a body of unknown length
- *   claims as its bytes arrive. A body that does not fit (alone or beside the reductions running) is
- *   streamed to the upstream unreduced, never buffered, never parsed; a body up to
- *   {@link SMALL_BODY} always fits, so small requests are never turned away behind large ones. A
- *   reduction running while the heap passes {@link HEAP_ABORT_AT} of its limit is aborted and its
- *   request forwarded as the client sent it (the estimate can be wrong for some content).
- *
- * The whole-request timeout (headers and body) is node:http's own (`server.requestTimeout`), set
- * in server.ts.
+ * The whole-request timeout (headers and body) is node:http's own, set in server.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -59,8 +36,8 @@ export interface BoundsOptions {
 }
 
 /**
- * A request's claim on the process's reduction budget (see the module comment), from before its
- * body is read until it is released (its reduction is over, or it was forwarded unreduced).
+ * A request's claim on the process's reduction budget ({@link REDUCE_SHARE} of the heap limit), from
+ * before its body is read until it is released (its reduction is over, or it was forwarded unreduced).
  */
 export interface Reservation {
   /** Claim `bytes` more of body; false, claiming nothing, when they do not fit. */
@@ -209,7 +186,7 @@ export class Bounds {
     return true;
   }
 
-  /** The most requests one tenant holding `held` may have in flight (see the module comment). */
+  /** Most requests a tenant holding `held` may have in flight: the limit less an eighth alone, else an equal share. */
   #share(limit: number, held: number): number {
     const active = this.#tenants.size + (held === 0 ? 1 : 0);
     if (active <= 1) return limit - Math.floor(limit / 8);

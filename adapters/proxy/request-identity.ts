@@ -1,22 +1,12 @@
 /**
- * Who a request belongs to, without client changes.
- *
- * - Tenant: the whole SHA-256 of every credential the request carries (`Authorization`,
- *   `x-api-key`, `api-key`, each by name), never a key itself; `''` when it carries none. It is
- *   the StepContext tenant: a client holds a keyed tenant's state only by sending that key, and a
- *   blank header is no credential (an empty `Authorization` beside an `x-api-key` is the
- *   `x-api-key`'s tenant, not the keyless one).
- * - Session: the `x-token-terminator-session` header when present; otherwise a digest of the
- *   tenant, the API and the instruction
- *   prefix: every conversation item before the first assistant item
- *   (system/developer prompts and the opening user message) plus the top-level instructions.
- *   A conversation keeps that prefix for its whole life, so its requests meet in one session,
- *   while two conversations with different opening messages stay apart. Two conversations that
- *   open with the very same instructions and message under one key share a session: send the
- *   header to tell them apart. Prompt-cache markers (`cache_control`) are not part of the identity:
- *   clients move them from request to request (Claude Code takes the one off an opening message
- *   after the first request, which then turns from a one-part list into a string) while the
- *   conversation stays the same.
+ * Who a request belongs to, without client changes (docs/gateway.md tells the rule to users).
+ * Tenant: the whole SHA-256 of every credential the request carries, never a key itself; `''` when
+ * it carries none; a blank header is no credential. Session: the `x-token-terminator-session`
+ * header, else a digest of the tenant, the API and the instruction prefix (every item before the
+ * first assistant item, plus the top-level instructions), which a conversation keeps for its whole
+ * life. Prompt-cache markers (`cache_control`) are not part of it: clients move them between
+ * requests (Claude Code takes the one off an opening message after the first request, which then
+ * turns from a one-part list into a string) while the conversation stays the same.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
