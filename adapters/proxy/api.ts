@@ -339,8 +339,8 @@ export async function handleApi(
     if (!prepared.offered) await upstream.forward(sentBody, prepared.changed);
     else {
       // Offered the recovery tool: the loop runs, whole or streamed.
-      const d: Delivery = { ctx, res, format, client, prepared, sentBody, continuations, upstream };
-      await (client['stream'] === true ? deliverStreamed : deliverBuffered)(d, recoveryHooks(d));
+      const d: Delivery = { ctx, res, format, prepared, sentBody, continuations, upstream };
+      await (client['stream'] === true ? deliverStreamed : deliverBuffered)({ ...d, ...recoveryHooks(d, client) });
     }
   } finally {
     // Synchronously after the last write: accounting is queued before the client can read the end.
@@ -358,15 +358,14 @@ interface Delivery {
   readonly ctx: ProxyContext;
   readonly res: ServerResponse;
   readonly format: RecoveryWireFormat;
-  readonly client: Obj;
   readonly prepared: Prepared;
   readonly sentBody: Buffer;
   readonly continuations: Continuations;
   readonly upstream: Upstream;
 }
 
-/** What a round of the recovery loop does with the model's calls and the exchange it ends with. */
-type RecoveryHooks = ReturnType<typeof recoveryHooks>;
+/** A delivery with what a round of the recovery loop does with the model's calls and the exchange it ends with. */
+type Hooked = Delivery & ReturnType<typeof recoveryHooks>;
 
 /** Whether a recovery call read an artifact (`exact`: its stored bytes came back) or failed; undefined for other actions. */
 function readOutcome(args: unknown, answer: string): 'exact' | 'failed' | undefined {
@@ -384,7 +383,7 @@ function readOutcome(args: unknown, answer: string): 'exact' | 'failed' | undefi
   }
 }
 
-function recoveryHooks({ ctx, format, client, prepared }: Delivery) {
+function recoveryHooks({ ctx, format, prepared }: Delivery, client: Obj) {
   const answer = async (call: RecoveryCall): Promise<string> => {
     const text = await prepared.answer(call.arguments);
     ctx.metrics.recoveryCalls.inc({ api: format });
@@ -420,10 +419,8 @@ function recoveryHooks({ ctx, format, client, prepared }: Delivery) {
   return { answer, remember, serverSide, refit };
 }
 
-async function deliverStreamed(
-  { ctx, res, format, prepared, sentBody, continuations, upstream }: Delivery,
-  { answer, remember, serverSide, refit }: RecoveryHooks,
-): Promise<void> {
+async function deliverStreamed(d: Hooked): Promise<void> {
+  const { ctx, res, format, prepared, sentBody, continuations, upstream, answer, remember, serverSide, refit } = d;
   let first: Dispatcher.ResponseData;
   try {
     first = await upstream.send(sentBody, true, true);
@@ -465,10 +462,8 @@ async function deliverStreamed(
   }
 }
 
-async function deliverBuffered(
-  { ctx, res, format, prepared, sentBody, continuations, upstream }: Delivery,
-  { answer, remember, serverSide, refit }: RecoveryHooks,
-): Promise<void> {
+async function deliverBuffered(d: Hooked): Promise<void> {
+  const { ctx, res, format, prepared, sentBody, continuations, upstream, answer, remember, serverSide, refit } = d;
   type Buffered = { response: Dispatcher.ResponseData; buf: Buffer };
   try {
     const out = await runRecoveryLoop<Buffered>({

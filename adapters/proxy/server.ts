@@ -216,14 +216,6 @@ function countAccount(
   });
 }
 
-/** The byte counters of an answered request, counted as it is answered (its tokens wait for the accounting). */
-function countBytes(metrics: ProxyMetrics, input: AccountInput): void {
-  metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
-  metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
-  if (input.continuationBytes > 0)
-    metrics.bytes.inc({ api: input.format, direction: 'recovery' }, input.continuationBytes);
-}
-
 /** A request for no local route and no API path: relayed to the upstream untouched. */
 function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, pathAndQuery: string): Promise<void> {
   ctx.metrics.requests.inc({ api: 'relay', outcome: 'unchanged' });
@@ -350,7 +342,11 @@ function proxyContext(
       log(record);
     },
     account(input) {
-      countBytes(metrics, input);
+      // The bytes are counted as it is answered; its tokens wait for the accounting.
+      metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
+      metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
+      if (input.continuationBytes > 0)
+        metrics.bytes.inc({ api: input.format, direction: 'recovery' }, input.continuationBytes);
       const step = input.prepared.step;
       if (step === undefined || terminator.account === undefined) return countAccount(metrics, log, input, undefined);
       // Token counting and the rows run after the answer went out, in batches (the runtime's accounting).
@@ -372,12 +368,6 @@ function proxyContext(
       await wait;
     },
   };
-}
-
-/** This process's V8 heap in use and its limit. */
-function v8Heap(): HeapNow {
-  const h = getHeapStatistics();
-  return { used: h.used_heap_size, limit: h.heap_size_limit };
 }
 
 /**
@@ -408,7 +398,12 @@ export async function createProxy(options: ProxyOptions = {}): Promise<Proxy> {
     rateWindowMs: bodyRateWindowMs,
     maxMemoryBytes: config.maxMemoryBytes,
     rss: options.rss ?? (() => process.memoryUsage.rss()),
-    heap: options.heap ?? v8Heap,
+    heap:
+      options.heap ??
+      (() => {
+        const h = getHeapStatistics();
+        return { used: h.used_heap_size, limit: h.heap_size_limit };
+      }),
     memoryIntervalMs: memoryCheckMs,
     trim: () => {
       ctx.bodies.clear();
