@@ -78,18 +78,13 @@ function toChatMessage(message: BaseMessage): ChatMessage {
  */
 export function toChatRequest(input: ChatRequestInput): ChatConversion {
   const sources = new Map<object, BaseMessage>();
-  const messages: ChatMessage[] = [];
-  let system: ChatMessage | undefined;
-  if (input.systemMessage !== undefined && input.systemMessage.text !== '') {
-    system = toChatMessage(input.systemMessage);
-    sources.set(system, input.systemMessage);
-    messages.push(system);
-  }
-  for (const m of input.messages) {
+  const withSystem = input.systemMessage?.text ? [input.systemMessage, ...input.messages] : input.messages;
+  const messages = withSystem.map((m) => {
     const chat = toChatMessage(m);
     sources.set(chat, m);
-    messages.push(chat);
-  }
+    return chat;
+  });
+  const system = withSystem === input.messages ? undefined : messages[0];
   const request: Record<string, unknown> = { messages };
   if (input.model !== undefined) request['model'] = input.model;
   if (input.tools !== undefined && input.tools.length > 0) request['tools'] = input.tools;
