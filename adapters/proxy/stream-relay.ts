@@ -34,7 +34,7 @@ export interface StreamRelayOptions {
   /** Told once per round that ended in recovery calls: how many, and whether the relay continued or stopped. */
   onRound?(calls: number, end: 'continued' | 'mixed' | 'rounds'): void;
   /** Fit a continuation request into the window again before it is sent (a failure sends it as it is). */
-  refit?(request: ProviderRequest): Promise<ProviderRequest>;
+  refit(request: ProviderRequest): Promise<ProviderRequest>;
 }
 
 /** What {@link relayRecoveryStream} did. */
@@ -99,18 +99,12 @@ export async function relayRecoveryStream(o: StreamRelayOptions): Promise<Stream
       return { exchange, stopped, lastBody, ...firstIdOf(state) };
     }
     o.onRound?.(end.recovery.length, 'continued');
-    request = continueRequest(request, o.format, end.body, items);
-    if (o.refit !== undefined) {
-      const continued = request;
-      request = await o.refit(continued).catch(() => continued);
-    }
+    const continued = continueRequest(request, o.format, end.body, items);
+    request = await o.refit(continued).catch(() => continued);
     state.round++;
-    let next: Dispatcher.ResponseData | undefined;
-    try {
-      next = await o.send(Buffer.from(JSON.stringify(request)), request);
-    } catch {
-      next = undefined;
-    }
+    const next = await Promise.resolve(request)
+      .then((r) => o.send(Buffer.from(JSON.stringify(r)), r))
+      .catch(() => undefined);
     if (next === undefined || !isEventStream(next)) {
       // The continuation failed: end the client's stream as a finished turn; the round is kept.
       await next?.body.dump().catch(() => undefined);
