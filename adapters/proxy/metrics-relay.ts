@@ -94,26 +94,16 @@ export function relayGatewayMetrics(timeoutMs = RELAY_TIMEOUT_MS): () => void {
   };
 }
 
-/** A worker's side of the relay: shares its values when collected, and asks for the gateway's. */
-export interface WorkerMetricsRelay {
-  /** Every live worker's values (this one's included), or undefined when the primary did not answer. */
-  gather(): Promise<unknown[][] | undefined>;
-  /** Stop answering collections. */
-  close(): void;
-}
-
 /**
  * In a worker (a process with an IPC channel to its primary): share `own()` when the primary
- * collects, and gather the whole gateway's values on demand.
+ * collects; `gather()` resolves with every live worker's values (this one's included), or undefined
+ * when the primary did not answer; `close()` stops answering collections.
  *
  * @example
  * const relay = workerMetricsRelay(() => registry.getMetricsAsJSON());
  * const sets = await relay.gather(); // AggregatorRegistry.aggregate(sets)
  */
-export function workerMetricsRelay(
-  own: () => Promise<unknown[]>,
-  timeoutMs = 2 * RELAY_TIMEOUT_MS,
-): WorkerMetricsRelay {
+export function workerMetricsRelay(own: () => Promise<unknown[]>, timeoutMs = 2 * RELAY_TIMEOUT_MS) {
   let next = 0;
   const waiting = new Map<number, (sets: unknown[][] | undefined) => void>();
   const onMessage = (message: unknown): void => {
@@ -133,7 +123,7 @@ export function workerMetricsRelay(
   process.on('message', onMessage);
   return {
     gather: () =>
-      new Promise((resolve) => {
+      new Promise<unknown[][] | undefined>((resolve) => {
         if (process.send === undefined || !process.connected) return resolve(undefined);
         const id = next++;
         const finish = (sets: unknown[][] | undefined): void => {
