@@ -233,11 +233,8 @@ export interface BodyMemoOptions {
 
 /**
  * What a remembered body is counted at against `maxBytes`: its bytes, and as many again for its
- * parse — the value whose items the next body reuses, kept alive by the memo as long as the bytes
- * (JSON text parses to strings of about as many bytes). Counting the bytes alone let a memo hold
- * about twice its bound, and fill it only long after the sessions that pay for it (the live ones)
- * had settled: with conversations that end and never return, the proxy's resident size kept
- * growing for minutes (RELIABILITY.md, proxy-load).
+ * parse, which the memo keeps alive as long (JSON text parses to strings of about as many bytes;
+ * RELIABILITY.md, proxy-load).
  */
 const footprint = (body: { readonly buf: Buffer }): number => 2 * body.buf.length;
 
