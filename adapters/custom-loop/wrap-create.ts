@@ -78,6 +78,9 @@ interface ResponseExtras {
   withResponse(): Promise<unknown>;
 }
 
+/** The SDK's `create` as the wrapper calls it. */
+type SendFn = (body: ProviderRequest, options?: RequestOptionsLike) => PromiseLike<unknown> & Partial<ResponseExtras>;
+
 /** A view of `target` whose `create` runs through the request pipeline (the target is never modified). */
 export function wrapCreate<T extends { create: CreateFn }>(
   target: T,
@@ -98,11 +101,8 @@ export function wrapCreate<T extends { create: CreateFn }>(
     body: ProviderRequest,
     requestOptions?: RequestOptionsLike,
   ): Promise<unknown> & Partial<ResponseExtras> => {
-    const send = target.create.bind(target) as unknown as (
-      body: ProviderRequest,
-      options?: RequestOptionsLike,
-    ) => PromiseLike<unknown> & Partial<ResponseExtras>;
-    let lastCall: (PromiseLike<unknown> & Partial<ResponseExtras>) | undefined;
+    const send = target.create.bind(target) as unknown as SendFn;
+    let lastCall: ReturnType<SendFn> | undefined;
     const signal = requestOptions?.signal ?? undefined;
     const dispatch = async (compiled: ProviderRequest): Promise<unknown> => {
       lastCall = send(compiled, requestOptions);
