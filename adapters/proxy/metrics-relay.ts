@@ -1,16 +1,12 @@
 /**
- * `/metrics` for the whole gateway when several processes serve it (`token-terminator proxy
- * --workers N`, node:cluster): node:cluster hands each connection to one worker, whose own
- * registry holds only its share. The worker that is asked sends the primary one IPC message; the
- * primary asks every live worker for its registry's values (prom-client's JSON form) and answers
- * the asking worker with all of them, which it sums (prom-client's `AggregatorRegistry.aggregate`).
- * The primary holds no metrics of its own and loads no prom-client: it only relays.
- *
- * A worker that does not answer within the timeout (busy reducing a large request, or starting), or
- * whose own read failed, is counted with the values it shared last, so a counter never goes down while its worker lives;
- * when the primary does not answer (a cluster of the user's own, without the relay), the asking
- * worker answers with its own values. A worker that died takes its counts with it, as a replica
- * that restarts does.
+ * `/metrics` for the whole gateway when several node:cluster workers serve it (docs/gateway.md,
+ * "Using every core"): the worker that is asked sends the primary one IPC message; the primary
+ * collects every live worker's registry values (prom-client's JSON form) and answers with all of
+ * them, which the asking worker sums (`AggregatorRegistry.aggregate`). The primary holds no metrics
+ * and loads no prom-client. A worker that does not answer within the timeout (busy, or starting),
+ * or whose own read failed, counts with the values it shared last, so a counter never goes down
+ * while its worker lives; without an answer from the primary (a cluster of the user's own) the
+ * asking worker answers with its own values.
  */
 import cluster, { type Worker } from 'node:cluster';
 

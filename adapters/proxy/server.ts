@@ -1,13 +1,11 @@
 /**
- * `createProxy`: the HTTP gateway. node:http on our side (the proxy needs raw bytes for byte-for-
- * byte relays, per-chunk flushing for streams and nothing else a framework would bring), undici
- * to the upstream (keep-alive pool, streamed bodies, abort signals).
- *
- * Routes: POST chat/completions, responses and messages (with or without the `/v1` prefix) go
- * through the pipeline; GET /healthz and GET /metrics answer locally; routes added with
- * `proxy.route(path, handler)` (or the `routes` option) answer locally too, such as GET /dashboard
- * (the report page, which the gateway command adds: `dashboardRoute` from `token-terminator/report`);
- * everything else is relayed to the upstream untouched.
+ * `createProxy`: the HTTP gateway (docs/gateway.md). node:http on our side (the proxy needs raw
+ * bytes for byte-for-byte relays and per-chunk flushing for streams, nothing else a framework would
+ * bring), undici to the upstream (keep-alive pool, streamed bodies, abort signals). POSTs to the
+ * three API paths (with or without `/v1`) go through the pipeline; GET /healthz, GET /metrics and
+ * the routes added with `proxy.route` or `routes` (such as the gateway command's /dashboard,
+ * `dashboardRoute` from `token-terminator/report`) answer locally; everything else is relayed
+ * untouched.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
