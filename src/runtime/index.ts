@@ -12,10 +12,10 @@
  */
 import { createPressure } from '../../operators/cap-output-budget.js';
 import { fitForeignMarginPct } from '../../operators/fit-window.js';
-import { budgetCounterFrom, type BudgetCounter } from '../budget/counter.js';
+import { budgetCounterFrom } from '../budget/counter.js';
 import { fallbackPressure } from '../budget/pressure.js';
 import { fittedPressure } from '../window/pressure.js';
-import { createItemMeasures, type ItemMeasures } from '../ledger/item-measures.js';
+import { createItemMeasures } from '../ledger/item-measures.js';
 import { Recognitions } from '../model/prefix.js';
 import { loadConfig, type ConfigOverrides } from '../config/index.js';
 import type { Config } from '../config/types.js';
@@ -235,14 +235,9 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
 }
 
 /** The pipelines' shared parts: gates, the per-item measurement memo, shared counts, the prompt counter. */
-interface Wired {
-  readonly deps: PipelineDeps;
-  readonly measures: ItemMeasures;
-  readonly counts: ReturnType<typeof sharedCounts> | undefined;
-  readonly budgetCounter: BudgetCounter;
-}
+type Wired = ReturnType<typeof wirePipelines>;
 
-function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter, sessions: SessionCache): Wired {
+function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter, sessions: SessionCache) {
   const { vault, failure } = store;
   const gates = modeGates(config);
   // The working-state graph lives in the vault (same connection), only when its budget is on.
