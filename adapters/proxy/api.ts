@@ -318,7 +318,7 @@ export async function handleApi(
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   // The reduction is over: what stays (the bodies, until answered and accounted) is bounded apart.
   reservation?.release();
-  const continuations: Continuations = { requests: [], bytes: 0 };
+  const continuations: Delivery['continuations'] = { requests: [], bytes: 0 };
   // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
   const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
   // Its log line comes with its figures, from the accounting (the server logs no other for it).
@@ -348,19 +348,14 @@ export async function handleApi(
   }
 }
 
-/** The continuation requests of a request's recovery rounds, and their bytes, for its accounting. */
-interface Continuations {
-  readonly requests: ProviderRequest[];
-  bytes: number;
-}
-
 interface Delivery {
   readonly ctx: ProxyContext;
   readonly res: ServerResponse;
   readonly format: RecoveryWireFormat;
   readonly prepared: Prepared;
   readonly sentBody: Buffer;
-  readonly continuations: Continuations;
+  /** The continuation requests of a request's recovery rounds, and their bytes, for its accounting. */
+  readonly continuations: { readonly requests: ProviderRequest[]; bytes: number };
   readonly upstream: Upstream;
 }
 
