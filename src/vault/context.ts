@@ -1,25 +1,15 @@
 /** What every port implementation of one open vault shares: the connection, limits, clock, lifetime. */
 import { canonicalJson } from '../measure/canonical-json.js';
+import type { ResolvedOptions } from './create.js';
 import type { VaultConnection } from './dialect.js';
 import { VaultArgumentError } from './errors.js';
 import type { StoreScope } from './ports.js';
 import type { Watermarks } from './retention.js';
 
-/** Resolved limits (create.ts validates them). */
-export interface VaultLimits {
-  readonly maxArtifactChars: number;
-  readonly maxBytes: number;
-  readonly maxPageChars: number;
-  readonly maxSearchResults: number;
-  /** A session idle this long (ms) may have its pins and leases released by retention. */
-  readonly sessionTtlMs: number;
-  /** A search returns what it found after this long (ms), flagged partial. */
-  readonly searchDeadlineMs: number;
-}
-
 export interface StoreContext {
   readonly conn: VaultConnection;
-  readonly limits: VaultLimits;
+  /** The resolved options (create.ts validates them). */
+  readonly limits: Readonly<ResolvedOptions>;
   readonly marks: Watermarks;
   /** ISO-8601 UTC from the configured clock. */
   nowIso(): string;

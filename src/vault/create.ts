@@ -6,7 +6,7 @@
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { ConfigError } from '../errors.js';
 import { createArtifactStore } from './artifacts.js';
-import type { StoreContext, VaultLimits } from './context.js';
+import type { StoreContext } from './context.js';
 import type { VaultConnection } from './dialect.js';
 import { openPostgresVault } from './dialect/postgres/postgres-vault.js';
 import type { ActivityReading } from '../activity.js';
@@ -101,9 +101,10 @@ const DEFAULTS = {
   searchDeadlineMs: 2_000,
 } as const;
 
-type Resolved = { -readonly [K in keyof typeof DEFAULTS]: number };
+/** Every numeric option, defaulted and range-checked. */
+export type ResolvedOptions = { -readonly [K in keyof typeof DEFAULTS]: number };
 
-const RANGES: Record<keyof Resolved, [number, number]> = {
+const RANGES: Record<keyof ResolvedOptions, [number, number]> = {
   maxArtifactChars: [1, Number.MAX_SAFE_INTEGER],
   maxBytes: [1, Number.MAX_SAFE_INTEGER],
   highWaterPct: [2, 100],
@@ -127,7 +128,7 @@ export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value);
 }
 
-function resolveOptions(options: VaultOptions): Resolved {
+function resolveOptions(options: VaultOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') throw new ConfigError('createVault: options must be an object');
   const { path, url } = options;
   if (url !== undefined) {
@@ -139,8 +140,8 @@ function resolveOptions(options: VaultOptions): Resolved {
       'createVault: `path` must be a non-empty string (a file path or ":memory:"), or `url` a postgres:// connection string',
     );
   }
-  const out = { ...DEFAULTS } as Resolved;
-  for (const key of Object.keys(RANGES) as (keyof Resolved)[]) {
+  const out = { ...DEFAULTS } as ResolvedOptions;
+  for (const key of Object.keys(RANGES) as (keyof ResolvedOptions)[]) {
     const value = options[key];
     if (value === undefined) continue;
     const [min, max] = RANGES[key];
@@ -198,33 +199,9 @@ export async function createVault(options: VaultOptions): Promise<Vault> {
   return composeVault(conn, opts, clock, options.workingState ?? {});
 }
 
-/** What every store of one vault shares: the connection, limits, watermarks, clock and the closed check. */
-function storeContext(conn: VaultConnection, opts: Resolved, clock: () => number, closed: () => boolean): StoreContext {
-  const limits: VaultLimits = Object.freeze({
-    maxArtifactChars: opts.maxArtifactChars,
-    maxBytes: opts.maxBytes,
-    maxPageChars: opts.maxPageChars,
-    maxSearchResults: opts.maxSearchResults,
-    sessionTtlMs: opts.sessionTtlMs,
-    searchDeadlineMs: opts.searchDeadlineMs,
-  });
-  return {
-    conn,
-    limits,
-    marks: watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct),
-    clock,
-    nowIso: () => new Date(clock()).toISOString(),
-    room: { fullUntil: 0 },
-    assertOpen: () => {
-      if (closed())
-        throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
-    },
-  };
-}
-
 function composeVault(
   raw: VaultConnection,
-  opts: Resolved,
+  opts: ResolvedOptions,
   clock: () => number,
   workingState: WorkingStateLimits,
 ): Vault {
@@ -241,7 +218,19 @@ function composeVault(
       return raw.write(fn, budget);
     },
   };
-  const ctx = storeContext(conn, opts, clock, () => closed);
+  // What every store of the vault shares.
+  const ctx: StoreContext = {
+    conn,
+    limits: Object.freeze({ ...opts }),
+    marks: watermarks(opts.maxBytes, opts.highWaterPct, opts.lowWaterPct),
+    clock,
+    nowIso: () => new Date(clock()).toISOString(),
+    room: { fullUntil: 0 },
+    assertOpen: () => {
+      if (closed)
+        throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
+    },
+  };
   const artifacts = createArtifactStore(ctx);
   const leases = createLeaseStore(ctx);
   const session = createSessionStore(ctx, workingState);
