@@ -2,6 +2,7 @@
  * The data the storage ports exchange (ports.ts has the contracts). Offsets and lengths are in
  * Unicode code points, never UTF-16 units.
  */
+import type { LineMatches, Synopsis } from './synopsis.js';
 
 export interface PutInput {
   readonly content: string;
@@ -65,21 +66,15 @@ export interface ArtifactPeek {
   readonly observationCount: number;
   readonly createdAt: string;
   readonly structure: unknown;
-  readonly synopsis: {
-    readonly head: readonly string[];
-    readonly tail: readonly string[];
-    readonly signals: readonly string[];
-  };
+  readonly synopsis: Synopsis;
   readonly lossy: true;
   readonly exactRecovery: string;
 }
 
 /** The lines of one artifact that match a query. */
-export interface ArtifactFind {
+export interface ArtifactFind extends LineMatches {
   readonly artifactId: string;
   readonly query: string;
-  readonly matches: readonly { readonly line: number; readonly text: string }[];
-  readonly totalMatches: number;
   readonly truncated: boolean;
   readonly lossy: true;
 }
@@ -121,20 +116,10 @@ export interface RequestMetric {
   readonly components?: Readonly<Record<string, { readonly raw: number; readonly final: number }>>;
 }
 
-/** One stored metric row as read back (`requestMetricRows`): numbers, labels and ids only. */
-export interface RequestMetricRow {
-  readonly sessionId: string;
-  readonly requestId: string;
-  readonly mode: string;
-  readonly rawChars: number;
-  readonly finalChars: number;
-  /** Absent when the writer had no token counter. */
-  readonly rawTokens?: number;
-  readonly finalTokens?: number;
-  readonly receipts: number;
-  readonly failedOpen: boolean;
+/** One stored metric row as read back (`requestMetricRows`): numbers, labels and ids only; no token counts when the writer had no counter. */
+export type RequestMetricRow = Omit<RequestMetric, 'model' | 'tokenizer' | 'components' | 'savedByStage'> & {
   readonly savedByStage: Readonly<Record<string, number>>;
-}
+};
 
 /** Sums of the content-free request metrics (the `stats` command). */
 export interface MetricsSummary {
