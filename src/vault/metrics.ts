@@ -25,6 +25,9 @@ const ROWS_PER_STATEMENT = 200;
 
 type Db = StoreContext['conn']['db'];
 
+/** Columns a later write of the same (session, request) keeps: the key and the first write's time. */
+const KEPT: ReadonlySet<string> = new Set(['session_id', 'request_id', 'created_at']);
+
 /** The rows of a batch, the later of two rows of one (session, request) kept, checked and labelled. */
 function metricRows(ctx: StoreContext, metrics: readonly RequestMetric[]) {
   const latest = new Map<string, RequestMetric>();
@@ -73,19 +76,10 @@ async function writeMetricRows(trx: Db, { rows, components }: ReturnType<typeof 
       .insertInto('request_metrics')
       .values(part)
       .onConflict((oc) =>
-        oc.columns(['session_id', 'request_id']).doUpdateSet((eb) => ({
-          mode: eb.ref('excluded.mode'),
-          model: eb.ref('excluded.model'),
-          raw_chars: eb.ref('excluded.raw_chars'),
-          final_chars: eb.ref('excluded.final_chars'),
-          raw_tokens: eb.ref('excluded.raw_tokens'),
-          final_tokens: eb.ref('excluded.final_tokens'),
-          tokenizer: eb.ref('excluded.tokenizer'),
-          receipts: eb.ref('excluded.receipts'),
-          failed_open: eb.ref('excluded.failed_open'),
-          saved_by_stage_json: eb.ref('excluded.saved_by_stage_json'),
-          updated_at: eb.ref('excluded.updated_at'),
-        })),
+        oc.columns(['session_id', 'request_id']).doUpdateSet((eb) => {
+          const replaced = Object.keys(part[0]!).filter((c) => !KEPT.has(c)) as (keyof (typeof part)[0])[];
+          return Object.fromEntries(replaced.map((c) => [c, eb.ref(`excluded.${c}`)]));
+        }),
       )
       .execute();
     // A row's components are replaced whole: those of an earlier write of the same request go first.
@@ -128,7 +122,6 @@ async function componentSums(db: Db): Promise<MetricsSummary['components']> {
 }
 
 async function modeSums(db: Db): Promise<MetricsSummary['by_mode']> {
-  const byMode: Record<string, { requests: number; raw_tokens: number; final_tokens: number }> = {};
   const modes = await db
     .selectFrom('request_metrics')
     .select((eb) => [
@@ -140,10 +133,13 @@ async function modeSums(db: Db): Promise<MetricsSummary['by_mode']> {
     .groupBy('mode')
     .orderBy('mode')
     .execute();
-  for (const r of modes)
-    byMode[r.mode] = { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) };
-  return byMode;
+  return Object.fromEntries(
+    modes.map((r) => [r.mode, { requests: Number(r.n), raw_tokens: Number(r.raw), final_tokens: Number(r.final) }]),
+  );
 }
+
+/** The columns the summary sums over every row. */
+const SUMMED = ['raw_chars', 'final_chars', 'raw_tokens', 'final_tokens', 'receipts', 'failed_open'] as const;
 
 async function metricsSummary(db: Db): Promise<MetricsSummary> {
   const t = await db
@@ -151,12 +147,7 @@ async function metricsSummary(db: Db): Promise<MetricsSummary> {
     .select((eb) => [
       eb.fn.countAll<number>().as('requests'),
       eb.fn.count<number>('session_id').distinct().as('sessions'),
-      eb.fn.coalesce(eb.fn.sum<number>('raw_chars'), eb.lit(0)).as('raw_chars'),
-      eb.fn.coalesce(eb.fn.sum<number>('final_chars'), eb.lit(0)).as('final_chars'),
-      eb.fn.coalesce(eb.fn.sum<number>('raw_tokens'), eb.lit(0)).as('raw_tokens'),
-      eb.fn.coalesce(eb.fn.sum<number>('final_tokens'), eb.lit(0)).as('final_tokens'),
-      eb.fn.coalesce(eb.fn.sum<number>('receipts'), eb.lit(0)).as('receipts'),
-      eb.fn.coalesce(eb.fn.sum<number>('failed_open'), eb.lit(0)).as('failed_open'),
+      ...SUMMED.map((c) => eb.fn.coalesce(eb.fn.sum<number>(c), eb.lit(0)).as(c)),
     ])
     .executeTakeFirstOrThrow();
   const saved: Record<string, number> = {};
