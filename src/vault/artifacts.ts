@@ -36,15 +36,7 @@ import {
   structureOf,
   synopsisOf,
 } from './synopsis.js';
-import type {
-  ArtifactFind,
-  ArtifactPage,
-  ArtifactPeek,
-  ArtifactSummary,
-  PutInput,
-  PutResult,
-  VaultUsage,
-} from './types.js';
+import type { ArtifactSummary, PutInput, PutResult, VaultUsage } from './types.js';
 
 const DEFAULT_PEEK_CHARS = 8_000;
 const MIN_PEEK_CHARS = 200;
@@ -165,8 +157,8 @@ const sessionContentOf = prepared((conn: VaultConnection, artifactId: string, te
 type Db = Kysely<VaultDatabase>;
 type Found = { seq: number | bigint; artifactId: string } | undefined;
 
-/** Process-local verification memos of one artifact store. */
-interface VerifyMemo {
+/** The store context with this artifact store's process-local verification memos. */
+interface ArtifactContext extends StoreContext {
   /** sha → row key of content this process has read back and verified. */
   readonly verified: Map<string, number>;
   /** Row keys read back and verified by hash in this process. */
@@ -308,12 +300,7 @@ function readBack(ctx: StoreContext, artifactId: string, scope?: StoreScope) {
 }
 
 /** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
-async function loadContent(
-  ctx: StoreContext,
-  readVerified: Set<number>,
-  artifactId: string,
-  scope: StoreScope | undefined,
-) {
+async function loadContent(ctx: ArtifactContext, artifactId: string, scope: StoreScope | undefined) {
   const row = await visible(ctx, scope)
     .select([
       'a.seq as seq',
@@ -328,6 +315,7 @@ async function loadContent(
   if (row === undefined) throw new ArtifactNotFoundError(artifactId);
   const content = ctx.conn.decodeContent(row.content);
   const seq = Number(row.seq);
+  const { readVerified } = ctx;
   if (!readVerified.has(seq)) {
     // A damaged page can return other bytes without an error: never serve them as the artifact.
     if (sha256Hex(content) !== row.sha256 || !idMatchesSha(artifactId, row.sha256))
@@ -338,47 +326,30 @@ async function loadContent(
   return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content };
 }
 
-async function putArtifact(
-  ctx: StoreContext,
-  memo: VerifyMemo,
-  input: PutInput,
-  scope?: StoreScope,
-): Promise<PutResult> {
-  ctx.assertOpen();
+async function putArtifact(ctx: ArtifactContext, input: PutInput, scope?: StoreScope): Promise<PutResult> {
   const content = input?.content;
   const sizes = putSizes(ctx, content);
   const sha = input.digest ?? sha256Hex(content);
   const { artifactId, created, seq } = await writePut(ctx, input, content, sha, sizes, scope);
   if (created) ctx.conn.search.afterPut();
   // Row keys are never reused, so a row pruned and written again is verified again.
-  if (memo.verified.get(sha) !== seq) {
+  if (ctx.verified.get(sha) !== seq) {
     const back = await readBack(ctx, artifactId);
     if (back === undefined || back.sha256 !== sha || ctx.conn.decodeContent(back.content) !== content)
       throw new VaultVerifyError(artifactId);
-    if (memo.verified.size >= VERIFIED_CACHE) memo.verified.delete(memo.verified.keys().next().value as string);
-    memo.verified.set(sha, seq);
+    if (ctx.verified.size >= VERIFIED_CACHE) ctx.verified.delete(ctx.verified.keys().next().value as string);
+    ctx.verified.set(sha, seq);
   }
   return Object.freeze({ artifactId, sha256: sha, created, chars: sizes.chars, bytes: sizes.bytes });
 }
 
-async function verifyArtifact(
-  ctx: StoreContext,
-  artifactId: string,
-  scope?: StoreScope,
-  known?: KnownContent,
-): Promise<boolean> {
-  ctx.assertOpen();
+async function verifyArtifact(ctx: StoreContext, artifactId: string, scope?: StoreScope, known?: KnownContent) {
   const row = await readBack(ctx, artifactId, scope);
   if (row === undefined || !idMatchesSha(artifactId, row.sha256)) return false;
   return isExactContent(ctx.conn.decodeContent(row.content), row.sha256, known);
 }
 
-async function summaryOf(
-  ctx: StoreContext,
-  artifactId: string,
-  scope?: StoreScope,
-): Promise<ArtifactSummary | undefined> {
-  ctx.assertOpen();
+async function summaryOf(ctx: StoreContext, artifactId: string, scope?: StoreScope) {
   const db = ctx.conn.db;
   const stored = storedScope(ctx, scope);
   let q = selectSummaries(db, stored).where('a.artifact_id', '=', artifactId);
@@ -387,18 +358,10 @@ async function summaryOf(
   return row === undefined ? undefined : toSummary(row);
 }
 
-async function pageOf(
-  ctx: StoreContext,
-  readVerified: Set<number>,
-  artifactId: string,
-  offset: number,
-  limit: number,
-  scope?: StoreScope,
-): Promise<ArtifactPage> {
-  ctx.assertOpen();
+async function pageOf(ctx: ArtifactContext, artifactId: string, offset: number, limit: number, scope?: StoreScope) {
   const from = requireCount('offset', offset);
   const size = Math.min(requireCount('limit', limit, 1), ctx.limits.maxPageChars);
-  const row = await loadContent(ctx, readVerified, artifactId, scope);
+  const row = await loadContent(ctx, artifactId, scope);
   const text = from >= row.chars ? '' : sliceCodePoints(row.content, from, size, row.chars);
   const end = Math.min(row.chars, from + size);
   return Object.freeze({
@@ -413,16 +376,9 @@ async function pageOf(
   });
 }
 
-async function peekOf(
-  ctx: StoreContext,
-  readVerified: Set<number>,
-  artifactId: string,
-  limit: number,
-  scope?: StoreScope,
-): Promise<ArtifactPeek> {
-  ctx.assertOpen();
+async function peekOf(ctx: ArtifactContext, artifactId: string, limit: number, scope?: StoreScope) {
   const budget = Math.min(Math.max(requireCount('limit', limit, 1), MIN_PEEK_CHARS), ctx.limits.maxPageChars);
-  const row = await loadContent(ctx, readVerified, artifactId, scope);
+  const row = await loadContent(ctx, artifactId, scope);
   const summary = await summaryOf(ctx, artifactId, scope);
   if (summary === undefined) throw new ArtifactNotFoundError(artifactId);
   const lines = splitLines(row.content);
@@ -446,22 +402,10 @@ async function peekOf(
   return Object.freeze({ ...base, synopsis });
 }
 
-async function findIn(
-  ctx: StoreContext,
-  readVerified: Set<number>,
-  artifactId: string,
-  query: string,
-  limit: number,
-  scope?: StoreScope,
-): Promise<ArtifactFind> {
-  ctx.assertOpen();
+async function findIn(ctx: ArtifactContext, artifactId: string, query: string, limit: number, scope?: StoreScope) {
   if (typeof query !== 'string' || query.trim() === '') throw new VaultArgumentError('find: query must be non-empty');
   const cap = Math.min(requireCount('limit', limit, 1), MAX_FIND_MATCHES);
-  const { matches, totalMatches } = findLines(
-    (await loadContent(ctx, readVerified, artifactId, scope)).content,
-    query,
-    cap,
-  );
+  const { matches, totalMatches } = findLines((await loadContent(ctx, artifactId, scope)).content, query, cap);
   return Object.freeze({
     artifactId,
     query,
@@ -473,7 +417,6 @@ async function findIn(
 }
 
 async function searchAll(ctx: StoreContext, query: string, limit: number, scope?: StoreScope): Promise<SearchResults> {
-  ctx.assertOpen();
   const { limits } = ctx;
   const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
   const needle = foldCase((typeof query === 'string' ? query : '').trim());
@@ -489,7 +432,6 @@ async function searchAll(ctx: StoreContext, query: string, limit: number, scope?
 }
 
 async function usageOf(ctx: StoreContext): Promise<VaultUsage> {
-  ctx.assertOpen();
   const { marks } = ctx;
   const meta = await ctx.conn.db.selectFrom('vault_meta').select(['key', 'value']).execute();
   const get = (key: string) => Number(meta.find((m) => m.key === key)?.value ?? 0);
@@ -504,27 +446,20 @@ async function usageOf(ctx: StoreContext): Promise<VaultUsage> {
   });
 }
 
-export function createArtifactStore(ctx: StoreContext): ArtifactStoreHandle {
-  const memo: VerifyMemo = { verified: new Map(), readVerified: new Set() };
+export function createArtifactStore(store: StoreContext): ArtifactStoreHandle {
+  const ctx: ArtifactContext = { ...store, verified: new Map(), readVerified: new Set() };
   const { limits } = ctx;
   return {
-    put: (input: PutInput, scope?: StoreScope) => putArtifact(ctx, memo, input, scope),
-    verify: (artifactId: string, scope?: StoreScope, known?: KnownContent) =>
-      verifyArtifact(ctx, artifactId, scope, known),
-    summary: (artifactId: string, scope?: StoreScope) => summaryOf(ctx, artifactId, scope),
-    page: (artifactId: string, offset = 0, limit = limits.maxPageChars, scope?: StoreScope) =>
-      pageOf(ctx, memo.readVerified, artifactId, offset, limit, scope),
+    put: (input, scope) => putArtifact(ctx, input, scope),
+    verify: (artifactId, scope, known) => verifyArtifact(ctx, artifactId, scope, known),
+    summary: (artifactId, scope) => summaryOf(ctx, artifactId, scope),
+    page: (artifactId, offset = 0, limit = limits.maxPageChars, scope) => pageOf(ctx, artifactId, offset, limit, scope),
     // The whole exact content in one load (what pageOf loads for each page).
-    read: async (artifactId: string, scope?: StoreScope) => {
-      ctx.assertOpen();
-      return (await loadContent(ctx, memo.readVerified, artifactId, scope)).content;
-    },
-    peek: (artifactId: string, limit = DEFAULT_PEEK_CHARS, scope?: StoreScope) =>
-      peekOf(ctx, memo.readVerified, artifactId, limit, scope),
-    find: (artifactId: string, query: string, limit = DEFAULT_FIND_MATCHES, scope?: StoreScope) =>
-      findIn(ctx, memo.readVerified, artifactId, query, limit, scope),
-    search: (query: string, limit = limits.maxSearchResults, scope?: StoreScope) => searchAll(ctx, query, limit, scope),
+    read: async (artifactId, scope) => (await loadContent(ctx, artifactId, scope)).content,
+    peek: (artifactId, limit = DEFAULT_PEEK_CHARS, scope) => peekOf(ctx, artifactId, limit, scope),
+    find: (artifactId, query, limit = DEFAULT_FIND_MATCHES, scope) => findIn(ctx, artifactId, query, limit, scope),
+    search: (query, limit = limits.maxSearchResults, scope) => searchAll(ctx, query, limit, scope),
     usage: () => usageOf(ctx),
-    clear: () => memo.verified.clear(),
+    clear: () => ctx.verified.clear(),
   };
 }

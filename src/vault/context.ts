@@ -15,8 +15,6 @@ export interface StoreContext {
   nowIso(): string;
   /** The configured clock (ms). */
   clock(): number;
-  /** Throws VaultOpenError once the vault is closed. */
-  assertOpen(): void;
   /** This vault object's retention backoff (src/vault/retention.ts, {@link RoomBackoff}). */
   readonly room: RoomBackoff;
 }

@@ -226,10 +226,6 @@ function composeVault(
     clock,
     nowIso: () => new Date(clock()).toISOString(),
     room: { fullUntil: 0 },
-    assertOpen: () => {
-      if (closed)
-        throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
-    },
   };
   const artifacts = createArtifactStore(ctx);
   const leases = createLeaseStore(ctx);
@@ -244,6 +240,8 @@ function composeVault(
   };
   const observe = <F extends (...args: never[]) => Promise<unknown>>(fn: F): F =>
     (async (...args: Parameters<F>) => {
+      if (closed)
+        throw new VaultOpenError(`vault ${conn.location} is closed`, { path: conn.location, reason: 'closed' });
       try {
         return await fn(...args);
       } catch (error) {
@@ -251,8 +249,8 @@ function composeVault(
         throw error;
       }
     }) as F;
-  // Every data method's failures reach the health monitor (a corruption code runs the integrity
-  // check), the working-state store's included. Not frozen: tests and hosts wrap or replace single
+  // Every data method refuses once the vault is closed, and its failures reach the health monitor (a
+  // corruption code runs the integrity check), the working-state store's included. Not frozen: tests and hosts wrap or replace single
   // methods (fault injection, instrumentation).
   const ports: Pick<Vault, VaultDataMethod> = { ...artifacts, ...leases, ...session, ...metrics, ...counts };
   const vault = Object.fromEntries(

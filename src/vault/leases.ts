@@ -198,7 +198,6 @@ async function deliver(
   scope?: StoreScope,
   known?: ReadonlyMap<string, KnownContent>,
 ): Promise<Delivery> {
-  ctx.assertOpen();
   const { conn } = ctx;
   const ids = [...new Set(artifactIds)];
   const key = sessionKey(ctx, scope);
@@ -220,14 +219,12 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
   const db = conn.db;
   return {
     async exposureAvailable(sessionId, artifactId, requestId, limit) {
-      ctx.assertOpen();
       const max = requireCount('limit', limit);
       const existing = await exposureOf(db, sessionId, artifactId, requestId).executeTakeFirst();
       if (existing !== undefined) return Number(existing.inline) === 1;
       return Number((await inlineCount(db, sessionId, artifactId).executeTakeFirstOrThrow()).n) < max;
     },
     async claimExposure(sessionId, artifactId, requestId, limit, scope) {
-      ctx.assertOpen();
       const max = requireCount('limit', limit);
       return conn.write(async (trx) => {
         await lockArtifact(conn, trx, artifactId);
@@ -244,7 +241,6 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       }, scope?.budget);
     },
     async recordExposure(sessionId, artifactId, requestId, inline, scope) {
-      ctx.assertOpen();
       await conn.write(async (trx) => {
         await lockArtifact(conn, trx, artifactId);
         await touchSession(ctx, trx, scope, sessionId);
@@ -271,7 +267,6 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
       await deliver(ctx, artifactIds, scope);
     },
     async sessionPins(scope): Promise<SessionPins | undefined> {
-      ctx.assertOpen();
       const key = sessionKey(ctx, scope);
       const row = await sessionRow.first(conn, db, key.tenant, key.sessionId!);
       return row === undefined
@@ -279,7 +274,6 @@ export function createLeaseStore(ctx: StoreContext): LeaseStore {
         : Object.freeze({ epoch: row.epoch, lastSeenMs: Date.parse(row.lastSeen), closed: Number(row.closed) === 1 });
     },
     async closeSession(scope) {
-      ctx.assertOpen();
       const key = sessionKey(ctx, scope);
       await conn.write(
         (trx) =>

@@ -202,7 +202,6 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
 
   /** Upsert many rows in one transaction; a (session, request) given twice keeps the later row, as two calls would. */
   const recordRequestMetrics = async (metrics: readonly RequestMetric[], scope?: StoreScope): Promise<void> => {
-    ctx.assertOpen();
     if (metrics.length === 0) return;
     const batch = metricRows(ctx, metrics);
     await conn.write((trx) => writeMetricRows(trx, batch), scope?.budget);
@@ -211,14 +210,8 @@ export function createMetricsStore(ctx: StoreContext): MetricsStore {
   return {
     recordRequestMetric: (m: RequestMetric, scope?: StoreScope): Promise<void> => recordRequestMetrics([m], scope),
     recordRequestMetrics,
-    async metricsSummary(): Promise<MetricsSummary> {
-      ctx.assertOpen();
-      return metricsSummary(conn.db);
-    },
-    async requestMetricRows(limit = 10_000): Promise<readonly RequestMetricRow[]> {
-      ctx.assertOpen();
-      return requestMetricRows(conn.db, limit);
-    },
+    metricsSummary: () => metricsSummary(conn.db),
+    requestMetricRows: (limit = 10_000) => requestMetricRows(conn.db, limit),
   };
 }
 

@@ -63,7 +63,6 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
     }, scope?.budget);
   return {
     async getBaseline(stateKey: string): Promise<TerminalBaseline | undefined> {
-      ctx.assertOpen();
       const row = await db
         .selectFrom('terminal_baselines')
         .select(['state_key as stateKey', 'artifact_id as artifactId', 'updated_at as updatedAt'])
@@ -73,7 +72,6 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
     },
 
     async setBaseline(stateKey: string, artifactId: string, scope?: StoreScope): Promise<void> {
-      ctx.assertOpen();
       await conn.write(async (trx) => {
         await lockArtifact(conn, trx, artifactId);
         await trx
@@ -90,21 +88,16 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
     },
 
     async getRendering(sessionId: string, key: string): Promise<string | undefined> {
-      ctx.assertOpen();
       return (await renderingOf.first(conn, db, sessionId, key))?.value;
     },
 
-    async setRendering(sessionId: string, key: string, value: string, scope?: StoreScope): Promise<void> {
-      ctx.assertOpen();
-      await writeRenderings(sessionId, [[key, value]], scope);
-    },
+    setRendering: (sessionId, key, value, scope) => writeRenderings(sessionId, [[key, value]], scope),
 
     async setRenderings(
       sessionId: string,
       entries: readonly (readonly [key: string, value: string])[],
       scope?: StoreScope,
     ): Promise<void> {
-      ctx.assertOpen();
       if (entries.length === 0) return;
       // A key given twice keeps its later value, as calling setRendering in order would; one
       // PostgreSQL upsert must not name a row twice either.

@@ -143,12 +143,10 @@ export function createCountStore(ctx: StoreContext): CountStore {
   let prunedAt = Number.NEGATIVE_INFINITY;
   return {
     async tokenCounts(counter, hashes) {
-      ctx.assertOpen();
       const key = requireCounter(counter);
       return readCounts(ctx.conn.db, key, [...new Set(hashes.map(requireDigest))]);
     },
     async recordTokenCounts(counter, given) {
-      ctx.assertOpen();
       const key = requireCounter(counter);
       const merged = mergeRows(given);
       if (merged.size === 0) return;

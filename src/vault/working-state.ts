@@ -320,11 +320,9 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
     b.updated_seq - a.updated_seq || (ka < kb ? -1 : ka > kb ? 1 : 0);
   return {
     async apply(sessionId, operations) {
-      ctx.assertOpen();
       return conn.write((trx) => applyBatch(trx, () => ctx.nowIso(), caps, sessionId, operations));
     },
     async get(sessionId, { includeRetired, limit }) {
-      ctx.assertOpen();
       const state = [...(await loadState(conn.db, sessionId)).entries()].filter(
         ([, e]) => includeRetired || e.status === 'active',
       );
