@@ -1,5 +1,5 @@
 /** Queries more than one store file needs (the artifact summary, shared by reads and both searches). */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import { sessionStateKey } from '../step.js';
 
 /** The first character of every keyed tenant's {@link sessionStateKey}. */
@@ -17,6 +17,27 @@ export function observedBy(tenant: string) {
   if (tenant === '') return sql<boolean>`substr(o.session_id, 1, 1) <> ${STATE_KEY_MARK}`;
   const prefix = sessionStateKey({ tenant, sessionId: '' });
   return sql<boolean>`substr(o.session_id, 1, ${sql.lit([...prefix].length)}) = ${prefix}`;
+}
+
+/**
+ * The ids of the artifacts with a case-folded tool name that `matches`: any name, or given a scope
+ * only the names its own tenant observed, never those another gave the same bytes.
+ */
+export function toolMatches(
+  db: Kysely<VaultDatabase>,
+  scope: StoreScope | undefined,
+  matches: (folded: Expression<string>) => Expression<SqlBool>,
+) {
+  if (scope === undefined)
+    return db
+      .selectFrom('artifact_tools as t')
+      .select('t.artifact_id')
+      .where((eb) => matches(eb.ref('t.tool_fold')));
+  return db
+    .selectFrom('artifact_observations as o')
+    .select('o.artifact_id')
+    .where(observedBy(scope.tenant ?? ''))
+    .where(matches(sql<string>`lower(o.tool_name)`));
 }
 
 /** The observations of `a` (the outer artifact) one tenant made (see {@link observedBy}). */
@@ -80,15 +101,7 @@ export function selectSummaries(db: Kysely<VaultDatabase>, scope?: StoreScope) {
   ]);
 }
 
-type SummaryRow = {
-  artifactId: string;
-  sha256: string;
-  chars: number;
-  bytes: number;
-  toolName: string;
-  createdAt: string;
-  observationCount: number | string | bigint | null;
-};
+type SummaryRow = Omit<ArtifactSummary, 'observationCount'> & { observationCount: number | string | bigint | null };
 
 /** A frozen summary with plain numbers (drivers may return counts as bigint or string). */
 export function toSummary(row: SummaryRow): ArtifactSummary {

@@ -13,7 +13,7 @@ import { sql, type Kysely } from 'kysely';
 import type { SearchIndex } from '../../dialect.js';
 import { foldCase } from '../../identity.js';
 import type { StoreScope } from '../../ports.js';
-import { accessibleIds, observedBy, selectSummaries, toSummary } from '../../queries.js';
+import { accessibleIds, selectSummaries, toolMatches, toSummary } from '../../queries.js';
 import type { VaultDatabase } from '../../schema.js';
 import type { PostgresStore } from './postgres-store.js';
 import { decodeContent, pgText } from './postgres-text.js';
@@ -35,22 +35,11 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
     let q = selectSummaries(trx, scope).where((eb) =>
       eb.or([
         eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
-        // A scoped search matches the tool names its own tenant observed, never the names another gave the same bytes.
-        scope === undefined
-          ? eb(
-              'a.artifact_id',
-              'in',
-              eb.selectFrom('artifact_tools as t').select('t.artifact_id').where('t.tool_fold', 'like', pattern),
-            )
-          : eb(
-              'a.artifact_id',
-              'in',
-              eb
-                .selectFrom('artifact_observations as o')
-                .select('o.artifact_id')
-                .where(observedBy(scope.tenant ?? ''))
-                .where(sql<string>`lower(o.tool_name)`, 'like', pattern),
-            ),
+        eb(
+          'a.artifact_id',
+          'in',
+          toolMatches(trx, scope, (name) => sql<boolean>`${name} like ${pattern}`),
+        ),
       ]),
     );
     if (scope !== undefined) {

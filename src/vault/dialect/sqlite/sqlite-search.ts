@@ -20,7 +20,7 @@ import type { SearchBounds, SearchIndex } from '../../dialect.js';
 import { codePointLength, foldCase } from '../../identity.js';
 import type { StoreScope } from '../../ports.js';
 import { prepared } from '../../prepared.js';
-import { accessibleIds, observedBy, selectSummaries, toSummary } from '../../queries.js';
+import { accessibleIds, selectSummaries, toolMatches, toSummary } from '../../queries.js';
 import type { VaultDatabase } from '../../schema.js';
 import type { ArtifactSummary } from '../../types.js';
 import type { SqliteStore } from './sqlite-store.js';
@@ -147,22 +147,15 @@ async function searchIndexed(
   const expired = (): boolean => bounds.clock() >= bounds.deadline;
   const indexed = await indexHits(db, needle);
   const exactByIndex = indexed !== undefined && codePointLength(needle) <= INDEX_PHRASE_MAX;
-  // A scoped search matches the tool names its own tenant observed, never the names another gave the same bytes.
-  const toolRows =
-    bounds.scope === undefined
-      ? await db
-          .selectFrom('artifact_tools as t')
-          .innerJoin('artifacts as a', 'a.artifact_id', 't.artifact_id')
-          .select('a.seq as seq')
-          .where(sql<boolean>`instr(t.tool_fold, ${needle}) > 0`)
-          .execute()
-      : await db
-          .selectFrom('artifact_observations as o')
-          .innerJoin('artifacts as a', 'a.artifact_id', 'o.artifact_id')
-          .select('a.seq as seq')
-          .where(observedBy(bounds.scope.tenant ?? ''))
-          .where(sql<boolean>`instr(lower(o.tool_name), ${needle}) > 0`)
-          .execute();
+  const toolRows = await db
+    .selectFrom('artifacts as a')
+    .select('a.seq as seq')
+    .where(
+      'a.artifact_id',
+      'in',
+      toolMatches(db, bounds.scope, (name) => sql<boolean>`instr(${name}, ${needle}) > 0`),
+    )
+    .execute();
   const byTool = new Set(toolRows.map((r) => Number(r.seq)));
 
   const found: number[] = [];
