@@ -8,7 +8,7 @@
  */
 import type { ActivityReading } from '../activity.js';
 
-/** `maxBusyWaitMs` by default, in multiples of `maxWaitMs`. */
+/** Longest a task waits for a turn with no reduction in flight (a host always reducing), in multiples of `maxWaitMs`. */
 const BUSY_WAIT_FACTOR = 5;
 const NO_ACTIVITY: ActivityReading = Object.freeze({ inFlight: 0, lastEnded: Number.NEGATIVE_INFINITY });
 /** How often an overdue task looks for a turn with no reduction in flight, in ms. */
@@ -31,12 +31,6 @@ export interface IdleGateOptions {
   readonly quietMs: number;
   /** Longest a task waits for quiet, in ms; then it runs at the first turn with no reduction in flight. */
   readonly maxWaitMs: number;
-  /**
-   * Longest a task waits for a turn with no reduction in flight, in ms (a host always reducing).
-   *
-   * @defaultValue 5 × `maxWaitMs`
-   */
-  readonly maxBusyWaitMs?: number;
   /** Clock in ms (tests). Default `performance.now`. */
   readonly now?: () => number;
   /**
@@ -56,7 +50,7 @@ export interface IdleGateOptions {
  */
 export function createIdleGate(options: IdleGateOptions): IdleGate {
   const now = options.now ?? (() => performance.now());
-  const maxBusyWaitMs = options.maxBusyWaitMs ?? options.maxWaitMs * BUSY_WAIT_FACTOR;
+  const maxBusyWaitMs = options.maxWaitMs * BUSY_WAIT_FACTOR;
   const activity = options.activity ?? (() => NO_ACTIVITY);
   let lastStatement = Number.NEGATIVE_INFINITY;
   let waitingSince = 0;
