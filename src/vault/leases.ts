@@ -22,16 +22,16 @@ import type { VaultDatabase } from './schema.js';
 /** Ids per locking select of a delivery. */
 const DELIVER_BATCH = 200;
 
+/** What a delivery verifies of the artifacts `ids`. */
+const deliveryQuery = (conn: VaultConnection, ids: readonly string[]) =>
+  conn.db
+    .selectFrom('artifacts as a')
+    .select(['a.artifact_id as artifactId', 'a.sha256 as sha256', 'a.content as content'])
+    .where('a.artifact_id', 'in', ids);
+
 /** Row-lock `n` artifacts and read what a delivery verifies: arguments (id₁, …, idₙ). */
 const deliveryRows = preparedRows(
-  (conn: VaultConnection, _n: number, ...ids: readonly string[]) =>
-    conn.lock(
-      conn.db
-        .selectFrom('artifacts')
-        .select(['artifact_id as artifactId', 'sha256', 'content'])
-        .where('artifact_id', 'in', ids),
-      'claim',
-    ),
+  (conn: VaultConnection, _n: number, ...ids: readonly string[]) => conn.lock(deliveryQuery(conn, ids), 'claim'),
   (n) => n,
 );
 
@@ -43,10 +43,7 @@ const deliveryRows = preparedRows(
 const tenantDeliveryRows = preparedRows(
   (conn: VaultConnection, _n: number, tenant: string, ...ids: readonly string[]) =>
     conn.lock(
-      conn.db
-        .selectFrom('artifacts as a')
-        .select(['a.artifact_id as artifactId', 'a.sha256 as sha256', 'a.content as content'])
-        .where('a.artifact_id', 'in', ids)
+      deliveryQuery(conn, ids)
         // Correlated, so each id is checked through the access rows of that artifact
         // (access_by_artifact), not by listing everything the tenant may read.
         .where((eb) =>

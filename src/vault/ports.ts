@@ -174,14 +174,7 @@ export interface MetricsStore {
  * Token counts of one request item (a conversation item's compact canonical JSON and the spaced
  * segments telemetry counts; see src/ledger/item-measures.ts), each present when known.
  */
-export interface StoredCounts {
-  readonly compact?: number;
-  readonly first?: number;
-  readonly mid?: number;
-  readonly last?: number;
-  readonly only?: number;
-  readonly alone?: number;
-}
+export type StoredCounts = { readonly [F in StoredCountField]?: number };
 
 /** Every count a {@link StoredCounts} may hold (the store's columns, the item memo's fields). */
 export const STORED_COUNT_FIELDS = Object.freeze(['compact', 'first', 'mid', 'last', 'only', 'alone'] as const);

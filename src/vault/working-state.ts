@@ -99,19 +99,6 @@ async function loadState(db: Kysely<VaultDatabase>, sessionId: string): Promise<
   return state;
 }
 
-/** One operation of a batch, checked: its verb, entity, id and the fields it sets. */
-interface Operation {
-  readonly where: string;
-  readonly op: string;
-  readonly input: Record<string, unknown>;
-  readonly entity: Kind;
-  readonly verb: string;
-  readonly idField: string;
-  readonly eventId: string;
-  readonly id: string;
-  readonly fields: Record<string, unknown>;
-}
-
 const OPS = 'NODE_CREATE, NODE_UPDATE, NODE_RETIRE, EDGE_CREATE, EDGE_UPDATE, EDGE_RETIRE, PROPOSITION_CREATE';
 
 /**
@@ -122,7 +109,7 @@ async function parseOperation(
   raw: Readonly<Record<string, unknown>>,
   index: number,
   assertNew: (eventId: string, where: string) => Promise<void>,
-): Promise<Operation> {
+) {
   const where = `operations[${index}]`;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new WorkingStateError(`${where} must be an object`);
@@ -155,6 +142,9 @@ async function parseOperation(
   }
   return { where, op, input, entity, verb, idField, eventId, id, fields };
 }
+
+/** One operation of a batch, checked: its verb, entity, id and the fields it sets. */
+type Operation = Awaited<ReturnType<typeof parseOperation>>;
 
 /** A session's state as a batch changes it, and the entities the batch touched (to write back). */
 class Changes {

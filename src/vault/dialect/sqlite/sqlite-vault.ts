@@ -4,17 +4,10 @@ import { createHealthMonitor, fileIdentity } from '../../health.js';
 import type { VaultHealth } from '../../ports.js';
 import { VAULT_SCHEMA, type VaultDatabase } from '../../schema.js';
 import { createSqliteSearch } from './sqlite-search.js';
-import type { ActivityReading } from '../../../activity.js';
-import { MEMORY_PATH, openSqliteStore } from './sqlite-store.js';
+import { MEMORY_PATH, openSqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 
-export interface SqliteVaultOptions {
-  readonly path: string;
-  readonly busyTimeoutMs: number;
+export interface SqliteVaultOptions extends SqliteStoreOptions {
   readonly indexInBackground: boolean;
-  /** Serve an existing file read-only when it cannot be opened for writing or is damaged. Default false. */
-  readonly readOnlyFallback?: boolean;
-  /** Reductions whose quiet deferred maintenance waits for (the Terminator's). Default: none. */
-  readonly activity?: ActivityReading;
 }
 
 export async function openSqliteVault(options: SqliteVaultOptions): Promise<VaultConnection> {
