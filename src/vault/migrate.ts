@@ -55,7 +55,20 @@ export async function copyVault(from: string, to: string, options: CopyOptions =
   let target: VaultConnection | undefined;
   try {
     target = await openLocation(to, busyTimeoutMs);
-    return await copyRows(source, target, options);
+    const { copied, alreadyThere, bytes } = await copyArtifacts(source, target, options);
+    const rows = await copyTables(source, target);
+    // The target's O(1) counters from its rows (the source's pruning history stays out of it).
+    const t = target;
+    await t.write((trx) => recountMeta(trx as Kysely<unknown>, (query) => t.lock(query, 'counter')));
+    const { verified, mismatches } = await verifyCopy(source, target);
+    return Object.freeze({
+      artifacts: copied,
+      alreadyThere,
+      bytes,
+      verified,
+      mismatches: Object.freeze(mismatches),
+      rows: Object.freeze(rows),
+    });
   } finally {
     await target?.destroy();
     await source.destroy();
@@ -209,24 +222,4 @@ async function verifyCopy(
     }
   }
   return { verified, mismatches };
-}
-
-async function copyRows(source: VaultConnection, target: VaultConnection, options: CopyOptions): Promise<CopyReport> {
-  const { copied, alreadyThere, bytes } = await copyArtifacts(source, target, options);
-  const rowCounts = await copyTables(source, target);
-  await recount(target);
-  const { verified, mismatches } = await verifyCopy(source, target);
-  return Object.freeze({
-    artifacts: copied,
-    alreadyThere,
-    bytes,
-    verified,
-    mismatches: Object.freeze(mismatches),
-    rows: Object.freeze(rowCounts),
-  });
-}
-
-/** Set the target's O(1) counters from its rows (and keep the source's pruning history out of it). */
-async function recount(target: VaultConnection): Promise<void> {
-  await target.write((trx) => recountMeta(trx as Kysely<unknown>, (query) => target.lock(query, 'counter')));
 }
