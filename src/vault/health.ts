@@ -1,12 +1,8 @@
 /**
- * The vault's view of its own health. A SQLite file can disappear or be replaced under an open
- * connection (the process keeps writing into an unlinked inode, and everything is lost at the next
- * start), or get damaged; a store can be readable but not writable. Each is noticed where it is
- * cheap: the file's identity (device and inode) is compared before every write, and the first
- * error with a corruption code runs the integrity check once. A failing state is reported by
- * `status`, printed once per vault (each open store) on stderr (path and state only), and makes
- * every write refuse with a VaultHealthError so the stages fail open instead of handing out
- * receipts the vault cannot keep; reads of intact artifacts are still served.
+ * The vault's view of its own health: a SQLite file deleted or replaced under an open connection (its
+ * identity is compared before every write), a damaged one (the first corruption error runs the integrity
+ * check once), a read-only one. A failing state is reported by `status`, printed once on stderr, and
+ * makes every write refuse (VaultHealthError), so stages fail open; intact artifacts are still read.
  */
 import { statSync } from 'node:fs';
 import type { HealthMonitor } from './dialect.js';

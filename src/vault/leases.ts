@@ -1,13 +1,9 @@
 /**
- * The lease port: inline exposures per (session, artifact, request), the delivery of receipts
- * (pins) and the sessions that hold them. A claim and a delivery are each one write transaction
- * that row-locks the artifacts first, so of many hosts racing for the last inline slot exactly one
- * wins, and retention (which skips locked rows and re-checks pins in its DELETE) cannot prune an
- * artifact being delivered: the delivery pins a row it read back intact or reports it missing.
- *
- * Every write keeps the session alive (`vault_sessions.last_seen_at`). When retention releases a
- * closed or idle session, its row goes, and the next delivery makes one with a new epoch: that is
- * how a process that memoized deliveries learns they must be made again.
+ * The lease port: inline exposures per (session, artifact, request), the delivery of receipts (pins)
+ * and the sessions that hold them. Claims and deliveries row-lock the artifacts first, so exactly one
+ * host wins the last inline slot and retention cannot prune an artifact being delivered. Every write
+ * keeps the session alive; once retention released a session, its next delivery gets a new epoch, which
+ * tells a process that memoized deliveries to make them again.
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';

@@ -1,16 +1,9 @@
 /**
- * High/low-water retention, inside the write transaction that inserts a new artifact after it
- * locked the byte counter: a refusal (still over capacity after pruning) rolls the pruning back too.
- *
- * Candidates are never pinned (named by a receipt delivered to a session still holding its pins),
- * leased or a terminal baseline. When pruning those does not reach the low water, retention releases
- * what ended sessions held, oldest first (pins and leases of sessions closed or idle beyond the
- * session TTL, baselines unused for as long) and prunes again: nothing a live session was delivered
- * is released, and a bounded vault reaches a steady state instead of filling with protections.
- *
- * On PostgreSQL candidates and released sessions are locked `FOR UPDATE SKIP LOCKED`, and the
- * DELETE re-checks the protections, so a pin committed after the candidate query still saves its
- * artifact.
+ * High/low-water retention (docs/shared-vault.md), inside the write transaction that inserts a new
+ * artifact after it locked the byte counter: a refusal rolls the pruning back too. Candidates are never
+ * pinned, leased or a terminal baseline; short of the low water, what ended sessions held is released,
+ * oldest first, and pruning runs again. On PostgreSQL candidates are locked `FOR UPDATE SKIP LOCKED` and
+ * the DELETE re-checks the protections, so a pin committed after the candidate query still holds.
  */
 import { expressionBuilder, type Expression, type Kysely, type SqlBool } from 'kysely';
 import { VaultCapacityError } from '../errors.js';

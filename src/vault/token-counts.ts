@@ -1,13 +1,8 @@
 /**
- * The count store (see {@link CountStore}): token counts of large request items by counter and
- * content digest. Tokenizing is the most expensive thing a request's first sight does (a few MB/s),
- * and a process that meets a conversation for the first time — a restarted gateway, a second
- * gateway behind the same load balancer, a session whose state was evicted — would otherwise
- * tokenize its whole history again; reading a row per large item is far cheaper.
- *
- * Rows are numbers and a digest, written once and kept for {@link COUNT_TTL_MS}: a count never
- * changes for its (counter, digest), so a row is only ever completed (a count it lacked), never
- * changed, and the oldest rows are deleted now and then by the writer.
+ * The count store (see {@link CountStore}): a process meeting a conversation for the first time (a
+ * restarted or second gateway, an evicted session) reads a row per large item instead of tokenizing its
+ * history again. A count never changes for its (counter, digest): rows are only completed, never
+ * changed, and deleted {@link COUNT_TTL_MS} after they were first written.
  */
 import { sql } from 'kysely';
 import type { StoreContext } from './context.js';

@@ -1,13 +1,9 @@
 /**
- * Search on PostgreSQL, with the SQLite search's semantics (a folded plain-text SUBSTRING of the
- * content or of a folded tool name). The folded copy lives in `artifact_search.body`, written in the
- * put transaction; the needle becomes a bound LIKE pattern with `\`, `%` and `_` escaped, never SQL
- * or pattern syntax. The pg_trgm GIN index answers patterns of three or more characters; shorter
- * ones scan, still exact. Text cannot hold NUL (stored as U+FFFD), so a needle with NUL or U+FFFD
- * matches a superset in SQL and candidates are re-checked against the exact content in JS.
- *
- * Bounded: each statement runs under a `statement_timeout` of the time left before the deadline; a
- * cancelled one ends the search with what it found and `partial`.
+ * Search on PostgreSQL with the SQLite search's semantics, over the folded copy in `artifact_search.body`
+ * (written in the put transaction): the needle becomes a bound LIKE pattern (`\`, `%`, `_` escaped), which
+ * the pg_trgm GIN index answers from three characters on. Text cannot hold NUL (stored as U+FFFD), so a
+ * needle with NUL or U+FFFD is re-checked against the exact content. Each statement runs under a
+ * `statement_timeout` of the time left; a cancelled one ends the search with `partial`.
  */
 import { sql, type Kysely } from 'kysely';
 import type { SearchIndex } from '../../dialect.js';

@@ -1,19 +1,12 @@
 /**
- * Search on SQLite: a contentless FTS5 trigram index over case-folded content, plus exact scans.
- * Semantics are PostgreSQL's (a trimmed, Unicode-folded plain-text SUBSTRING of the content or of a
- * tool name). The needle is bound as a parameter and quoted as one FTS5 phrase, never syntax. A
- * trigram phrase match is exactly a substring match: needles of 3…{@link INDEX_PHRASE_MAX} code
- * points are answered by the index alone, longer ones by checking the index's candidates for the
- * whole needle; shorter ones, and phrases FTS5 refuses, scan the content (still exact).
+ * Search on SQLite with PostgreSQL's semantics (a folded plain-text substring of the content or of a
+ * tool name). The needle is one bound FTS5 phrase, never syntax: the contentless trigram index answers
+ * needles of 3…{@link INDEX_PHRASE_MAX} code points alone and yields candidates for longer ones; shorter
+ * needles, and phrases FTS5 refuses, scan the content. Statements run on the event loop, so none is
+ * long: the search yields every {@link SCAN_SLICE_BYTES} and stops at the deadline with `partial`.
  *
- * Bounded work: better-sqlite3 runs statements on the event loop, so no statement is long (the
- * phrase is capped, candidates are read one at a time and folded in JS), the search yields every
- * {@link SCAN_SLICE_BYTES} of content, and at the deadline it returns what it found with `partial`.
- *
- * Indexing is deferred (a trigram insert costs about twenty plain INSERTs, and `put` is on the
- * agent's hot path): `put` queues the row in `fts_pending` in its transaction; the queue is indexed
- * in small steps when the process is idle (src/vault/idle.ts) and by search before it looks, never
- * waiting for another process's lock. Rows still queued are scanned, so results stay complete.
+ * Indexing (a trigram insert costs about twenty plain INSERTs) is kept off `put`: rows queue in
+ * `fts_pending`, indexed while idle (src/vault/idle.ts) and before each search; queued rows are scanned.
  */
 import { sql, type Kysely } from 'kysely';
 import type { SearchBounds, SearchIndex } from '../../dialect.js';
