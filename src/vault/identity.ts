@@ -1,10 +1,7 @@
 /**
- * Content identity and the small text helpers the vault needs (code points, case folding).
- *
- * Ids are defined over the UTF-8 bytes of the content. A string with lone surrogates has no exact
- * UTF-8 form: hashing it here uses the WHATWG/Node encoding (each lone surrogate becomes U+FFFD), but
- * `put` refuses such content (VaultContentError) because the vault promises exact recovery and a
- * replaced character would silently break it. Callers fail open and keep the content inline.
+ * Content identity and the vault's text helpers (code points, case folding). Ids are over UTF-8 bytes;
+ * a lone surrogate has no exact UTF-8 form, so `put` refuses such content (VaultContentError) rather
+ * than break exact recovery, and callers keep it inline.
  */
 import { codePoints } from '../measure/canonical-json.js';
 import { createHash } from 'node:crypto';

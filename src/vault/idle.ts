@@ -1,10 +1,8 @@
 /**
- * Deferred vault maintenance kept off the agent's requests (SQLite FTS indexing steps, WAL
- * checkpoints): better-sqlite3 runs each statement on the event loop, so a step started during a
- * reduction adds its whole cost to it. A task runs once no reduction is in flight in the opening
- * Terminator (src/activity.ts) and the store has been quiet for `quietMs`; a host never that quiet
- * gets it after `maxWaitMs` at the first timer turn with no reduction in flight (timers also fire
- * inside a reduction that yields between slices), and one always reducing after `maxBusyWaitMs`.
+ * Deferred vault maintenance (SQLite FTS indexing, WAL checkpoints) kept off the agent's requests:
+ * better-sqlite3 runs on the event loop, so a step during a reduction adds its whole cost to it. A task
+ * runs once no reduction is in flight (src/activity.ts) and the store has been quiet for `quietMs`;
+ * after `maxWaitMs` at the first turn with none in flight; after {@link BUSY_WAIT_FACTOR} × that in any.
  */
 import type { ActivityReading } from '../activity.js';
 

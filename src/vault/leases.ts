@@ -85,10 +85,8 @@ const sessionRow = prepared((conn: VaultConnection, tenant: string, sessionId: s
 );
 
 /**
- * The session's row kept alive in one statement: created with `epoch` when missing, otherwise
- * marked seen (and open again), returning the row's epoch either way. On PostgreSQL the upsert
- * row-locks it as the update did (FOR NO KEY UPDATE strength), so a concurrent release waits or
- * skips; a row another host creates at the same moment makes this one's epoch the first host's.
+ * The session's row kept alive in one upsert, returning its epoch. On PostgreSQL it row-locks like an
+ * update, so a concurrent release waits or skips; a row another host creates at once gives its epoch.
  */
 const touchSessionRow = prepared(
   (conn: VaultConnection, tenant: string, sessionId: string, epoch: string, now: string) =>
@@ -104,10 +102,7 @@ const touchSessionRow = prepared(
       .returning('epoch'),
 );
 
-/**
- * Keep the session's row alive inside a write transaction (creating it, with a new epoch, when it
- * is missing): returns its epoch. Row-locked on PostgreSQL, so a concurrent release waits or skips.
- */
+/** Keep the session's row alive inside a write transaction (a new epoch when missing); returns its epoch. */
 export async function touchSession(
   ctx: StoreContext,
   trx: Kysely<VaultDatabase>,

@@ -1,9 +1,7 @@
 /**
- * Copy a whole vault from one store to another (a SQLite file into PostgreSQL, typically), then
- * verify every artifact by hash on the target. Rows go through both dialects' kysely connections
- * table by table; artifacts get new row keys on the target (and their search index entries), every
- * other table refers to artifacts by id. Re-running is safe: rows the target already has are kept.
- * The target is opened without capacity limits for the copy, so nothing is pruned while copying.
+ * Copy a whole vault from one store to another (a SQLite file into PostgreSQL, typically), then verify
+ * every artifact by hash on the target. Artifacts get new row keys there (every other table refers to
+ * them by id); rows the target already has are kept, so re-running is safe, and nothing is pruned.
  */
 import type { Kysely } from 'kysely';
 import type { VaultConnection } from './dialect.js';

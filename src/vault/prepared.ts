@@ -1,9 +1,8 @@
 /**
- * Statements the request path runs again and again are built and compiled by kysely once per
- * connection and shape (building and compiling costs more than running the statement on SQLite):
- * the builder is called once with a placeholder per argument, and each execution copies the compiled
- * parameters with the arguments in the placeholders' places. Only queries of one fixed shape fit: a
- * value the builder inspects (an IN list's length, `= null` becoming `is null`) would be another query.
+ * Statements the request path runs again and again, built and compiled by kysely once per connection
+ * and shape (which costs more than running them on SQLite): each execution puts its arguments into the
+ * compiled parameters where the placeholders were. Only fixed shapes fit: a value the builder inspects
+ * (an IN list's length, `= null` becoming `is null`) would be another query.
  */
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
 

@@ -194,12 +194,9 @@ export interface RoomPolicy {
 
 /**
  * Make room for `incoming` bytes when `current` (the locked byte counter) plus it passes the high
- * water. Returns the ids it pruned. Throws VaultCapacityError (the caller's transaction then rolls
- * back) when the artifact still does not fit under the capacity.
- *
- * A pass over a vault full of live sessions' evidence scans everything to prune nothing, so a pass
- * ending in a refusal starts a backoff of {@link ROOM_BACKOFF_MS} in this vault object, during which
- * a put needing room is refused without a pass; closing a session through this object ends it.
+ * water; returns the pruned ids, or throws VaultCapacityError (rolling the transaction back) when it
+ * still does not fit. A pass ending in a refusal (a vault full of live sessions' evidence, scanned for
+ * nothing) starts a {@link ROOM_BACKOFF_MS} backoff in this vault object; closing a session through it ends it.
  */
 export async function makeRoom(
   trx: Kysely<VaultDatabase>,

@@ -1,9 +1,7 @@
 /**
- * The vault's kysely schema and its one migration path (kysely's Migrator, inline provider) for
- * both dialects: only the column types that differ (auto-incrementing key, content, 64-bit counters)
- * and the search index come from the dialect's {@link SchemaFlavor}. The dialect keeps the schema
- * version beside kysely's migration table, refuses a store of a newer release, and migrates under
- * its writer lock, so of several hosts opening a new store at once exactly one creates it.
+ * The vault's kysely schema and its one migration path (kysely's Migrator) for both dialects; the
+ * column types that differ and the search index come from the dialect's {@link SchemaFlavor}, which also
+ * keeps the version, refuses a newer store and migrates under its writer lock (one host creates it).
  */
 import {
   Migrator,

@@ -1,10 +1,7 @@
 /**
- * A small, bounded, per-session working-state graph in the vault's own tables
- * (`working_state_*`, migration 0002), written through the vault's connection.
- *
- * Differences from the reference, on purpose: the graph is per session (the reference keeps one global
- * graph and records the session only on events), so one session cannot read or overwrite another's
- * state; caps apply per session. Rendering into requests and event replay are not implemented here.
+ * A small, bounded working-state graph per session, in the vault's `working_state_*` tables. Unlike
+ * the reference (one global graph), one session cannot read or overwrite another's state, and caps
+ * apply per session; rendering into requests and event replay are not implemented here.
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';

@@ -1,11 +1,9 @@
 /**
- * Opening a PostgreSQL store (the vault, or the ledger) through kysely's PostgresDialect over one
- * `pg` pool per store and process. The schema version lives in `tt_schema_version` (one row per
- * schema) beside kysely's migration table; the version check, the Migrator and the bookkeeping run
- * in one transaction under an advisory lock, so hosts starting at once serialize and one migrates.
- * Timeouts: `lock_timeout` is the busy timeout, `statement_timeout` bounds any statement,
- * `connectionTimeoutMillis` connecting and waiting for a pooled connection. TLS settings in the URL
- * or the `ssl` option go to `pg` as they are.
+ * A PostgreSQL store (the vault, or the ledger) through kysely's PostgresDialect, one `pg` pool per
+ * store and process. The schema version lives in `tt_schema_version` beside kysely's migration table,
+ * checked and migrated in one transaction under an advisory lock, so of hosts starting at once one
+ * migrates. `lock_timeout` is the busy timeout, `statement_timeout` bounds any statement; TLS settings
+ * go to `pg` as they are.
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Kysely, PostgresDialect, sql } from 'kysely';

@@ -409,10 +409,9 @@ async function migrate<DB>(
 }
 
 /**
- * Runs `attempt` again while `lockErrorOf` names a lock another connection holds (any other failure
- * is thrown at once), waiting on timers within `ownMs` and the shared `budget`, then throws the
- * lock's error. Never in SQLite's busy handler, which sleeps on the thread: another store of this
- * process may hold the lock and need the event loop to release it.
+ * Runs `attempt` again on timers while `lockErrorOf` names another connection's lock, within `ownMs`
+ * and the shared `budget`, then throws that error. Never SQLite's busy handler, which sleeps on the
+ * thread while another store of this process may need the event loop to release the lock.
  */
 async function retryOnTimers<T>(
   attempt: () => Promise<T>,
