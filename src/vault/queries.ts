@@ -49,10 +49,9 @@ function observationsOf(db: Kysely<VaultDatabase>, tenant: string) {
 }
 
 /**
- * `artifacts as a` with the summary columns (no content) and the observation count. Given a
- * scope, the metadata of shared content is its tenant's own: the tool name, first sighting and
- * count of that tenant's observations (the time it was first given access when it observed none),
- * so no tenant learns whether, when or as what another stored the same bytes.
+ * `artifacts as a` with the summary columns (no content) and observation count. Given a scope, they
+ * are its tenant's own (tool name, first sighting, count), so no tenant learns if, when or as what
+ * another stored the same bytes.
  */
 export function selectSummaries(db: Kysely<VaultDatabase>, scope?: StoreScope) {
   if (scope !== undefined) {
@@ -117,9 +116,8 @@ export function toSummary(row: SummaryRow): ArtifactSummary {
 }
 
 /**
- * The ids of the artifacts a scope may read (a subquery): those its tenant's session observed or
- * was delivered (`artifact_access`); every session of the tenant when the scope names none. The
- * scope's names are already stored labels (see `storedScope`).
+ * The ids of the artifacts a scope may read (subquery over `artifact_access`; every session of the
+ * tenant when it names none). Its names are already stored labels (`storedScope`).
  */
 export function accessibleIds(db: Kysely<VaultDatabase>, scope: StoreScope) {
   let q = db

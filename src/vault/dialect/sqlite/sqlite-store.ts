@@ -37,8 +37,8 @@ function privateFile(path: string): void {
 }
 
 /**
- * `mkdir -p` one directory at a time, each 0700, throwing the first failure: Node's recursive mkdir
- * never returns where the parent answers ENOENT to every attempt (a path under /proc).
+ * `mkdir -p`, each directory 0700, throwing the first failure (Node's recursive mkdir never
+ * returns where every attempt answers ENOENT, under /proc).
  */
 function makeDirectories(dir: string): void {
   const missing: string[] = [];
@@ -94,9 +94,8 @@ export interface SqliteStore<DB> extends StoreConnection<DB> {
 export const CHECKPOINT_FRAMES = 1000;
 
 /**
- * `PRAGMA wal_checkpoint(NOOP)` (SQLite 3.51.0 and later) reports the WAL's frames without
- * checkpointing; an older SQLite would read the unknown mode as PASSIVE and checkpoint on every
- * commit, so it keeps its own auto-checkpoint instead.
+ * `wal_checkpoint(NOOP)` counts WAL frames from SQLite 3.51 on; an older SQLite would read it as PASSIVE
+ * and checkpoint on every commit, so it keeps its own auto-checkpoint.
  */
 function canCountWalFrames(conn: Database.Database): boolean {
   const [major = 0, minor = 0] = String(conn.prepare('select sqlite_version()').pluck().get()).split('.').map(Number);
@@ -188,9 +187,8 @@ export async function openSqliteStore<DB>(spec: SchemaSpec, options: SqliteStore
 const STATEMENT_CACHE = 256;
 
 /**
- * The connection as kysely's SqliteDialect sees it, with prepared statements reused by SQL text
- * (kysely prepares every query anew, the largest cost of a small write). Safe: the driver runs one
- * query at a time per connection and nothing streams; SQLite re-prepares after a schema change.
+ * The connection for kysely's SqliteDialect, reusing prepared statements by SQL text (kysely prepares
+ * every query anew); safe, as the driver runs one query at a time and SQLite re-prepares after DDL.
  */
 function cachingStatements(conn: Database.Database, idle?: IdleGate): SqliteDatabase {
   const cache = new LRUCache<string, Database.Statement>({ max: STATEMENT_CACHE });
@@ -208,9 +206,8 @@ function cachingStatements(conn: Database.Database, idle?: IdleGate): SqliteData
 }
 
 /**
- * The file opened for reading only, or undefined when it cannot be (no such file, not a vault of
- * this schema version). A WAL-mode file whose `-shm` cannot be created (read-only directory) is
- * read from an in-memory copy (its header set to rollback mode, which a copy needs).
+ * The file opened read-only, or undefined (no such file, another schema version); a WAL file whose
+ * `-shm` cannot be created is read from an in-memory copy, its header set to rollback mode.
  */
 function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): SqliteStore<DB> | undefined {
   let raw: Database.Database | undefined;
@@ -259,9 +256,8 @@ function openReadOnly<DB>(spec: SchemaSpec, file: string, reason: string): Sqlit
 }
 
 /**
- * Checkpoints after commits, outside the caller's await chain: at most one pending, each PASSIVE
- * (never waits for a lock) once the WAL holds {@link CHECKPOINT_FRAMES} frames not all copied yet.
- * A failed one is left for the next commit to schedule again: no write or request ever sees it.
+ * Checkpoints after commits, off the caller's await chain: at most one pending, PASSIVE, once the WAL
+ * holds {@link CHECKPOINT_FRAMES} frames; a failed one waits for the next commit to schedule it again.
  */
 function checkpoints(raw: Database.Database, db: Kysely<unknown>, enabled: boolean, idle: IdleGate) {
   let pending: Promise<void> | undefined;
