@@ -35,15 +35,9 @@ export interface PreparedStatement<C extends Connection, A extends readonly unkn
 }
 
 /**
- * A statement built once per connection by `build(conn, ...args)`, whose arguments only ever
- * become parameters. `conn` is there for the dialect's clauses (`conn.lock`): the compiled SQL
- * belongs to that connection and is never used on another one.
- *
- * @example
- * const renderingOf = prepared((conn: VaultConnection, sessionId: string, key: string) =>
- *   conn.db.selectFrom('session_renderings').select('value')
- *     .where('session_id', '=', sessionId).where('render_key', '=', key));
- * const row = await renderingOf.first(conn, conn.db, 'session-1', 'tt:dedupe:last');
+ * A statement built once per connection by `build(conn, ...args)`, whose arguments only ever become
+ * parameters (session-state.ts's `renderingOf` is a small one). `conn` is there for the dialect's
+ * clauses (`conn.lock`): the compiled SQL belongs to that connection, never used on another one.
  */
 export function prepared<C extends Connection, A extends readonly unknown[], R>(
   build: (conn: C, ...args: A) => Compilable<R>,
