@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createUpstreamAgent, sendUpstream } from '../../adapters/proxy/upstream.js';
 import { startHarness, type Harness } from './support/harness.js';
+import { chat } from './support/upstream.js';
 
 /** What the upstream does with a request: `n`th connection (from 0), `k`th request on it (from 0). */
 type Behaviour = (n: number, k: number, req: IncomingMessage, res: ServerResponse) => void;
@@ -45,15 +46,8 @@ async function countingUpstream(behaviour: Behaviour): Promise<CountingUpstream>
   };
 }
 
-const completion = (content: string): string =>
-  JSON.stringify({
-    id: 'cc-1',
-    object: 'chat.completion',
-    created: 0,
-    model: 'scripted',
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-  });
+/** A whole chat completion, as the shared scripted upstream writes it. */
+const completion = (content: string): string => JSON.stringify((chat.text(content) as { json: unknown }).json);
 
 /** Answer with a whole completion on a kept-alive connection. */
 function answer(res: ServerResponse, content: string): void {
