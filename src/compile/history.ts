@@ -17,6 +17,7 @@ import type { PricingProfile } from '../config/pricing.js';
 import type { Digests } from '../ledger/digests.js';
 import { codePoints } from '../measure/index.js';
 import { errorLabel } from '../step.js';
+import { sharedLead } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
 import { shortIdForSha } from '../vault/identity.js';
@@ -332,11 +333,7 @@ function editWindowTargets(
 function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonly WindowedOutput[] {
   const windows = (state.memo.editWindows ??= new WeakMap());
   const last = state.memo.windowed;
-  let n = 0;
-  if (last !== undefined) {
-    const m = Math.min(outputs.length, last.outputs.length);
-    while (n < m && outputs[n] === last.outputs[n]) n++;
-  }
+  const n = last === undefined ? 0 : sharedLead(outputs, last.outputs, undefined);
   const at = last === undefined ? [] : last.at.filter((w) => w.k < n);
   for (let k = n; k < outputs.length; k++) {
     const slot = outputs[k]!;
@@ -737,10 +734,8 @@ export function visitedOutputs(state: SessionState): number {
 }
 
 function notePast(past: SessionPast, applied: readonly Target[], returned: readonly string[]): void {
-  const before = past.noted ?? [];
-  let k = 0;
-  while (k < before.length && k < applied.length && before[k] === applied[k]) k++;
-  for (; k < applied.length; k++) if (applied[k]!.kind !== 'reasoning') past.rewritten.add(applied[k]!.key);
+  for (let k = sharedLead(applied, past.noted ?? [], undefined); k < applied.length; k++)
+    if (applied[k]!.kind !== 'reasoning') past.rewritten.add(applied[k]!.key);
   past.noted = applied;
   for (const key of returned) past.returned.add(key);
 }

@@ -5,6 +5,7 @@
  * by that output itself, recovered exactly from the vault. A session id reused by a new
  * conversation therefore never gets "no output changes since the previous execution".
  */
+import { sharedLead } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { deltaViewKey } from '../compact/temporal-delta.js';
 import { artifactIdFor } from '../vault/index.js';
@@ -62,11 +63,7 @@ export function firstOutput(
   test: (slot: Slot) => boolean,
 ): number {
   const last = memo.outputScan?.test === test ? memo.outputScan : undefined;
-  let shared = 0;
-  if (last !== undefined) {
-    const n = Math.min(outputs.length, last.outputs.length);
-    while (shared < n && outputs[shared] === last.outputs[shared]) shared++;
-  }
+  const shared = last === undefined ? 0 : sharedLead(outputs, last.outputs, undefined);
   // None of the shared outputs passed unless the last scan's first one is among them.
   let first = last !== undefined && last.first >= 0 && last.first < shared ? last.first : -1;
   for (let i = shared; first < 0 && i < outputs.length; i++) if (test(outputs[i]!)) first = i;
