@@ -200,7 +200,11 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
   // receipt of it again, delivered long ago); the whole list deduplicated only when it is needed.
   let fresh: string[] = [];
   const named = new Set<string>();
-  for (const id of ids) if (!s.delivered.has(id) && !named.has(id)) fresh.push((named.add(id), id));
+  for (const id of ids) {
+    if (s.delivered.has(id) || named.has(id)) continue;
+    named.add(id);
+    fresh.push(id);
+  }
   let wanted: string[] | undefined;
   const wantAll = (): string[] => (wanted ??= [...new Set(ids)]);
   if (fresh.length === 0 && s.epoch !== undefined) {
@@ -286,8 +290,7 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
       return same === undefined ? undefined : receiptOf(s, same, toolName);
     },
     deliver: (ids, scope) => deliver(s, ids, scope),
-    // Asked for every receipt of a long history on every request: nothing to look up until a delivery found one gone.
-    isGone: (id) => s.gone.size > 0 && s.gone.has(id),
+    isGone: (id) => s.gone.has(id),
     begin(scope) {
       s.lastScope = scope;
       nextRequest(s);

@@ -249,9 +249,9 @@ function composeVault(
         throw error;
       }
     }) as F;
-  // Every data method refuses once the vault is closed, and its failures reach the health monitor (a
-  // corruption code runs the integrity check), the working-state store's included. Not frozen: tests and hosts wrap or replace single
-  // methods (fault injection, instrumentation).
+  // Every data method refuses once the vault is closed, and its failures reach the health monitor
+  // (a corruption code runs the integrity check), the working-state store's included. Not frozen:
+  // tests and hosts wrap or replace single methods (fault injection, instrumentation).
   const ports: Pick<Vault, VaultDataMethod> = { ...artifacts, ...leases, ...session, ...metrics, ...counts };
   const vault = Object.fromEntries(
     VAULT_DATA_METHODS.map((name) => [name, observe(ports[name] as never)]),
