@@ -97,11 +97,11 @@ export function wrapCreate<T extends { create: CreateFn }>(
       return info === undefined || info.kind === 'upper_bound' ? undefined : info.availableOutputTokens;
     });
   const contextFor = (body: ProviderRequest) => callContext(body, options, format, defaultSession);
+  const send = target.create.bind(target) as unknown as SendFn;
   const wrapped = (
     body: ProviderRequest,
     requestOptions?: RequestOptionsLike,
   ): Promise<unknown> & Partial<ResponseExtras> => {
-    const send = target.create.bind(target) as unknown as SendFn;
     let lastCall: ReturnType<SendFn> | undefined;
     const signal = requestOptions?.signal ?? undefined;
     const dispatch = async (compiled: ProviderRequest): Promise<unknown> => {
