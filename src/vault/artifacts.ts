@@ -5,11 +5,11 @@
  */
 import type { Kysely } from 'kysely';
 import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
+import { codePoints } from '../measure/canonical-json.js';
 import { sessionStateKey } from '../step.js';
 import { argsJson, label, requireCount, sessionKey, storedScope, type StoreContext } from './context.js';
 import { VaultArgumentError, VaultContentError } from './errors.js';
 import {
-  codePointLength,
   foldCase,
   idMatchesSha,
   isExactContent,
@@ -56,11 +56,6 @@ export function searchResults(rows: readonly ArtifactSummary[], partial: boolean
 const EXACT_RECOVERY = 'token_terminator action=artifact_get';
 /** Longest search or find query (code points, after trimming): longer ones are refused, never half-run. */
 export const MAX_QUERY_CHARS = 2000;
-
-export interface ArtifactStoreHandle extends ArtifactStore {
-  /** Drop process-local caches (on close). */
-  clear(): void;
-}
 
 /** Move the artifact's last observation forward (never back); finds and row-locks it in one statement. */
 const touchArtifact = prepared((conn: VaultConnection, sha: string, now: string) =>
@@ -172,7 +167,7 @@ function putSizes(ctx: StoreContext, content: unknown): { chars: number; bytes: 
   if (!isWellFormedText(content)) {
     throw new VaultContentError('put: content contains a lone surrogate and cannot be stored exactly as UTF-8');
   }
-  const chars = codePointLength(content);
+  const chars = codePoints(content);
   if (chars > limits.maxArtifactChars) {
     throw new VaultCapacityError(
       `artifact of ${chars} chars exceeds the per-artifact limit of ${limits.maxArtifactChars}`,
@@ -261,27 +256,6 @@ async function recordProvenance(
   if (toolName !== '') await toolOf.execute(conn, trx, artifactId, toolName, foldCase(toolName));
 }
 
-/** One write transaction: dedup, collision-safe id, retention, insert, provenance. */
-function writePut(
-  ctx: StoreContext,
-  input: PutInput,
-  content: string,
-  sha: string,
-  sizes: { chars: number; bytes: number },
-  scope: StoreScope | undefined,
-): Promise<{ artifactId: string; seq: number; created: boolean }> {
-  const { conn } = ctx;
-  return conn.write(async (trx) => {
-    const now = ctx.nowIso();
-    const toolName = label(ctx, input.toolName);
-    let found: Found = await touchArtifact.first(conn, trx, sha, now);
-    let created = false;
-    if (found === undefined) ({ found, created } = await insertNew(ctx, trx, content, sha, sizes, toolName, now));
-    await recordProvenance(ctx, trx, input, scope, found.artifactId, toolName, now);
-    return { artifactId: found.artifactId, seq: Number(found.seq), created };
-  }, scope?.budget);
-}
-
 /** `artifacts as a`, narrowed to what the scope may read (everything without a scope). */
 function visible(ctx: StoreContext, scope: StoreScope | undefined) {
   const db = ctx.conn.db;
@@ -330,12 +304,22 @@ async function putArtifact(ctx: ArtifactContext, input: PutInput, scope?: StoreS
   const content = input?.content;
   const sizes = putSizes(ctx, content);
   const sha = input.digest ?? sha256Hex(content);
-  const { artifactId, created, seq } = await writePut(ctx, input, content, sha, sizes, scope);
-  if (created) ctx.conn.search.afterPut();
+  const { conn } = ctx;
+  // One write transaction: dedup, collision-safe id, retention, insert, provenance.
+  const { artifactId, created, seq } = await conn.write(async (trx) => {
+    const now = ctx.nowIso();
+    const toolName = label(ctx, input.toolName);
+    let found: Found = await touchArtifact.first(conn, trx, sha, now);
+    let created = false;
+    if (found === undefined) ({ found, created } = await insertNew(ctx, trx, content, sha, sizes, toolName, now));
+    await recordProvenance(ctx, trx, input, scope, found.artifactId, toolName, now);
+    return { artifactId: found.artifactId, seq: Number(found.seq), created };
+  }, scope?.budget);
+  if (created) conn.search.afterPut();
   // Row keys are never reused, so a row pruned and written again is verified again.
   if (ctx.verified.get(sha) !== seq) {
     const back = await readBack(ctx, artifactId);
-    if (back === undefined || back.sha256 !== sha || ctx.conn.decodeContent(back.content) !== content)
+    if (back === undefined || back.sha256 !== sha || conn.decodeContent(back.content) !== content)
       throw new VaultVerifyError(artifactId);
     if (ctx.verified.size >= VERIFIED_CACHE) ctx.verified.delete(ctx.verified.keys().next().value as string);
     ctx.verified.set(sha, seq);
@@ -421,7 +405,7 @@ async function searchAll(ctx: StoreContext, query: string, limit: number, scope?
   const cap = Math.min(requireCount('limit', limit, 1), limits.maxSearchResults);
   const needle = foldCase((typeof query === 'string' ? query : '').trim());
   if (needle === '') return searchResults([], false);
-  if (codePointLength(needle) > MAX_QUERY_CHARS)
+  if (codePoints(needle) > MAX_QUERY_CHARS)
     throw new VaultArgumentError(`search: query must be at most ${MAX_QUERY_CHARS} characters`);
   const found = await ctx.conn.search.search(needle, cap, {
     scope: storedScope(ctx, scope),
@@ -446,7 +430,8 @@ async function usageOf(ctx: StoreContext): Promise<VaultUsage> {
   });
 }
 
-export function createArtifactStore(store: StoreContext): ArtifactStoreHandle {
+/** The artifact port, and `clear` to drop its process-local caches (on close). */
+export function createArtifactStore(store: StoreContext): ArtifactStore & { clear(): void } {
   const ctx: ArtifactContext = { ...store, verified: new Map(), readVerified: new Set() };
   const { limits } = ctx;
   return {
@@ -454,7 +439,6 @@ export function createArtifactStore(store: StoreContext): ArtifactStoreHandle {
     verify: (artifactId, scope, known) => verifyArtifact(ctx, artifactId, scope, known),
     summary: (artifactId, scope) => summaryOf(ctx, artifactId, scope),
     page: (artifactId, offset = 0, limit = limits.maxPageChars, scope) => pageOf(ctx, artifactId, offset, limit, scope),
-    // The whole exact content in one load (what pageOf loads for each page).
     read: async (artifactId, scope) => (await loadContent(ctx, artifactId, scope)).content,
     peek: (artifactId, limit = DEFAULT_PEEK_CHARS, scope) => peekOf(ctx, artifactId, limit, scope),
     find: (artifactId, query, limit = DEFAULT_FIND_MATCHES, scope) => findIn(ctx, artifactId, query, limit, scope),
