@@ -55,9 +55,6 @@ export function isWellFormedText(s: string): boolean {
   return wellFormed !== undefined ? wellFormed.call(s) : !LONE_SURROGATE.test(s);
 }
 
-/** Length in code points (Python `len`). */
-export const codePointLength = codePoints;
-
 /** UTF-16 index of code point `cp` (clamped to the string end). */
 function indexOfCodePoint(s: string, from: number, fromCp: number, cp: number): number {
   let i = from;
@@ -69,7 +66,7 @@ function indexOfCodePoint(s: string, from: number, fromCp: number, cp: number): 
 }
 
 /**
- * The code points [offset, offset + count) of `s`. `totalCp` is `codePointLength(s)`; when it equals
+ * The code points [offset, offset + count) of `s`. `totalCp` is `codePoints(s)`; when it equals
  * the UTF-16 length there are no pairs and a plain slice is exact.
  */
 export function sliceCodePoints(s: string, offset: number, count: number, totalCp: number): string {
@@ -81,7 +78,7 @@ export function sliceCodePoints(s: string, offset: number, count: number, totalC
 
 /** Clip to `max` code points, marking the cut with an ellipsis. */
 export function clipCodePoints(s: string, max: number): string {
-  const n = codePointLength(s);
+  const n = codePoints(s);
   if (n <= max) return s;
   return `${sliceCodePoints(s, 0, max - 1, n)}\u2026`;
 }

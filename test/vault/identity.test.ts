@@ -2,13 +2,8 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { anyText } from '../../src/testing/index.js';
 import { artifactIdFor, sha256Hex } from '../../src/vault/index.js';
-import {
-  clipCodePoints,
-  codePointLength,
-  foldCase,
-  isWellFormedText,
-  sliceCodePoints,
-} from '../../src/vault/identity.js';
+import { codePoints } from '../../src/measure/canonical-json.js';
+import { clipCodePoints, foldCase, isWellFormedText, sliceCodePoints } from '../../src/vault/identity.js';
 
 describe('artifact identity', () => {
   it('matches the reference id vectors', () => {
@@ -33,15 +28,15 @@ describe('artifact identity', () => {
 
 describe('code points', () => {
   it('counts a surrogate pair once', () => {
-    expect(codePointLength('a😀b')).toBe(3);
-    expect(codePointLength('')).toBe(0);
-    expect(codePointLength('\ud800')).toBe(1);
+    expect(codePoints('a😀b')).toBe(3);
+    expect(codePoints('')).toBe(0);
+    expect(codePoints('\ud800')).toBe(1);
   });
 
   test.prop([anyText({ maxLength: 60 }), fc.nat(70), fc.nat(70)])('slices like Array.from', (s, offset, count) => {
     const cps = Array.from(s);
-    expect(sliceCodePoints(s, offset, count, codePointLength(s))).toBe(cps.slice(offset, offset + count).join(''));
-    expect(codePointLength(s)).toBe(cps.length);
+    expect(sliceCodePoints(s, offset, count, codePoints(s))).toBe(cps.slice(offset, offset + count).join(''));
+    expect(codePoints(s)).toBe(cps.length);
   });
 
   it('clips with an ellipsis', () => {

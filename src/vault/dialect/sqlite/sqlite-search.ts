@@ -10,7 +10,8 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { SearchBounds, SearchIndex } from '../../dialect.js';
-import { codePointLength, foldCase } from '../../identity.js';
+import { codePoints } from '../../../measure/canonical-json.js';
+import { foldCase } from '../../identity.js';
 import type { StoreScope } from '../../ports.js';
 import { prepared } from '../../prepared.js';
 import { accessibleIds, selectSummaries, toolMatches, toSummary } from '../../queries.js';
@@ -90,7 +91,7 @@ async function rowsOf(db: Db, seqs: readonly number[] | number, scope: StoreScop
  * undefined when the needle is too short or the FTS parser refused the phrase (scan everything).
  */
 async function indexHits(db: Db, needle: string): Promise<Set<number> | undefined> {
-  const length = codePointLength(needle);
+  const length = codePoints(needle);
   if (length < 3 || needle.includes('\u0000')) return undefined;
   try {
     const hits = await sql<{
@@ -139,7 +140,7 @@ async function searchIndexed(
 ): Promise<{ rows: ArtifactSummary[]; partial: boolean }> {
   const expired = (): boolean => bounds.clock() >= bounds.deadline;
   const indexed = await indexHits(db, needle);
-  const exactByIndex = indexed !== undefined && codePointLength(needle) <= INDEX_PHRASE_MAX;
+  const exactByIndex = indexed !== undefined && codePoints(needle) <= INDEX_PHRASE_MAX;
   const toolRows = await db
     .selectFrom('artifacts as a')
     .select('a.seq as seq')
