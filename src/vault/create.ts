@@ -87,36 +87,23 @@ export interface VaultOptions {
   readonly readOnlyFallback?: boolean;
 }
 
-const DEFAULTS = {
-  maxArtifactChars: 2_000_000,
-  maxBytes: 512 * 1024 * 1024,
-  highWaterPct: 90,
-  lowWaterPct: 80,
-  maxPageChars: 20_000,
-  maxSearchResults: 50,
-  busyTimeoutMs: 10_000,
-  poolSize: 10,
-  statementTimeoutMs: 30_000,
-  sessionTtlMs: 6 * 3600 * 1000,
-  searchDeadlineMs: 2_000,
-} as const;
+/** Every numeric option: [default, least, greatest]. */
+const NUMERIC = {
+  maxArtifactChars: [2_000_000, 1, Number.MAX_SAFE_INTEGER],
+  maxBytes: [512 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER],
+  highWaterPct: [90, 2, 100],
+  lowWaterPct: [80, 0, 99],
+  maxPageChars: [20_000, 1, 10_000_000],
+  maxSearchResults: [50, 1, 500],
+  busyTimeoutMs: [10_000, 0, 3_600_000],
+  poolSize: [10, 1, 1000],
+  statementTimeoutMs: [30_000, 0, 3_600_000],
+  sessionTtlMs: [6 * 3600 * 1000, 0, Number.MAX_SAFE_INTEGER],
+  searchDeadlineMs: [2_000, 1, 3_600_000],
+} as const satisfies Record<string, readonly [number, number, number]>;
 
 /** Every numeric option, defaulted and range-checked. */
-export type ResolvedOptions = { -readonly [K in keyof typeof DEFAULTS]: number };
-
-const RANGES: Record<keyof ResolvedOptions, [number, number]> = {
-  maxArtifactChars: [1, Number.MAX_SAFE_INTEGER],
-  maxBytes: [1, Number.MAX_SAFE_INTEGER],
-  highWaterPct: [2, 100],
-  lowWaterPct: [0, 99],
-  maxPageChars: [1, 10_000_000],
-  maxSearchResults: [1, 500],
-  busyTimeoutMs: [0, 3_600_000],
-  poolSize: [1, 1000],
-  statementTimeoutMs: [0, 3_600_000],
-  sessionTtlMs: [0, Number.MAX_SAFE_INTEGER],
-  searchDeadlineMs: [1, 3_600_000],
-};
+export type ResolvedOptions = { -readonly [K in keyof typeof NUMERIC]: number };
 
 /**
  * postgres:// or postgresql://
@@ -140,15 +127,14 @@ function resolveOptions(options: VaultOptions): ResolvedOptions {
       'createVault: `path` must be a non-empty string (a file path or ":memory:"), or `url` a postgres:// connection string',
     );
   }
-  const out = { ...DEFAULTS } as ResolvedOptions;
-  for (const key of Object.keys(RANGES) as (keyof ResolvedOptions)[]) {
+  const out = {} as ResolvedOptions;
+  for (const key of Object.keys(NUMERIC) as (keyof ResolvedOptions)[]) {
+    const [fallback, min, max] = NUMERIC[key];
     const value = options[key];
-    if (value === undefined) continue;
-    const [min, max] = RANGES[key];
-    if (!Number.isInteger(value) || value < min || value > max) {
+    if (value !== undefined && (!Number.isInteger(value) || value < min || value > max)) {
       throw new ConfigError(`createVault: \`${key}\` must be an integer in ${min}…${max} (got ${String(value)})`);
     }
-    out[key] = value;
+    out[key] = value ?? fallback;
   }
   if (options.clock !== undefined && typeof options.clock !== 'function')
     throw new ConfigError('createVault: `clock` must be a function returning ms');
@@ -156,13 +142,8 @@ function resolveOptions(options: VaultOptions): ResolvedOptions {
     if (options[key] !== undefined && typeof options[key] !== 'boolean')
       throw new ConfigError(`createVault: \`${key}\` must be a boolean`);
   }
-  if (
-    options.ssl !== undefined &&
-    typeof options.ssl !== 'boolean' &&
-    (options.ssl === null || typeof options.ssl !== 'object')
-  ) {
+  if (options.ssl === null || !['undefined', 'boolean', 'object'].includes(typeof options.ssl))
     throw new ConfigError('createVault: `ssl` must be a boolean or a TLS options object');
-  }
   return out;
 }
 
@@ -209,16 +190,11 @@ function composeVault(
   // Every write first asks the health monitor (a deleted, replaced, damaged or read-only store refuses).
   const conn: VaultConnection = {
     ...raw,
-    write: (fn, budget) => {
-      try {
-        raw.health.assertWritable();
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    write: async (fn, budget) => {
+      raw.health.assertWritable();
       return raw.write(fn, budget);
     },
   };
-  // What every store of the vault shares.
   const ctx: StoreContext = {
     conn,
     limits: Object.freeze({ ...opts }),
