@@ -51,21 +51,17 @@ export function argsJson(args: unknown): string {
   }
 }
 
-/** The tenant and session a scope names, as stored (labels); no `sessionId`: every session of the tenant. */
-function scopeKey(ctx: StoreContext, scope: StoreScope): { readonly tenant: string; readonly sessionId?: string } {
-  const tenant = label(ctx, scope.tenant);
-  return scope.sessionId === undefined ? { tenant } : { tenant, sessionId: label(ctx, scope.sessionId) };
-}
+/** A tenant and session as stored (labels); no `sessionId`: every session of the tenant. */
+export type StoredKey = { readonly tenant: string; readonly sessionId?: string };
 
 /** The stored key of the scope's session (`sessionId` when the scope names none, else ''). */
-export function sessionKey(ctx: StoreContext, scope: StoreScope | undefined, sessionId?: string) {
-  return scopeKey(ctx, {
-    ...(scope?.tenant === undefined ? {} : { tenant: scope.tenant }),
-    sessionId: scope?.sessionId ?? sessionId ?? '',
-  });
+export function sessionKey(ctx: StoreContext, scope: StoreScope | undefined, sessionId?: string): StoredKey {
+  return { tenant: label(ctx, scope?.tenant), sessionId: label(ctx, scope?.sessionId ?? sessionId ?? '') };
 }
 
 /** The scope with its names stored as labels (for the dialect's search), or undefined for an unscoped call. */
 export function storedScope(ctx: StoreContext, scope: StoreScope | undefined): StoreScope | undefined {
-  return scope === undefined ? undefined : scopeKey(ctx, scope);
+  if (scope === undefined) return undefined;
+  const tenant = label(ctx, scope.tenant);
+  return scope.sessionId === undefined ? { tenant } : { tenant, sessionId: label(ctx, scope.sessionId) };
 }
