@@ -31,18 +31,10 @@ export interface WorkingStateLimits {
 type Entity = Record<string, unknown> & { status: 'active' | 'retired'; created_seq: number; updated_seq: number };
 type Kind = 'node' | 'edge';
 
-const NODE_FIELDS = [
-  'kind',
-  'label',
-  'content',
-  'confidence',
-  'priority',
-  'uncertainty',
-  'activation',
-  'metadata',
-] as const;
+const SCORE_FIELDS = ['confidence', 'priority', 'uncertainty', 'activation'] as const;
+const NODE_FIELDS = ['kind', 'label', 'content', ...SCORE_FIELDS, 'metadata'] as const;
 const EDGE_FIELDS = ['kind', 'source', 'target', 'confidence', 'metadata'] as const;
-const SCORES = new Set(['confidence', 'priority', 'uncertainty', 'activation']);
+const SCORES: ReadonlySet<string> = new Set(SCORE_FIELDS);
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function identifier(value: unknown, where: string): string {
@@ -164,8 +156,7 @@ class Changes {
       if (entity === 'edge') {
         if (fields['source'] === undefined || fields['target'] === undefined)
           throw new WorkingStateError(`${where}: source and target are required`);
-        this.activeNode(fields['source'], where);
-        this.activeNode(fields['target'], where);
+        this.activeEnds(fields, where);
       }
       const max = entity === 'node' ? this.maxNodes : this.maxEdges;
       if ([...this.state.keys()].filter((k) => k.startsWith(`${entity}:`)).length >= max)
@@ -178,10 +169,7 @@ class Changes {
       if (Object.keys(fields).length === 0)
         throw new WorkingStateError(`${where}: ${op} needs at least one field to change`);
       const next: Entity = { ...current, ...fields, updated_seq: seq };
-      if (entity === 'edge') {
-        this.activeNode(next['source'], where);
-        this.activeNode(next['target'], where);
-      }
+      if (entity === 'edge') this.activeEnds(next, where);
       this.put(key, next);
       return;
     }
@@ -199,9 +187,12 @@ class Changes {
     this.touched.set(key, entity);
   }
 
-  private activeNode(id: unknown, where: string): void {
-    const node = this.state.get(`node:${String(id)}`);
-    if (node?.status !== 'active') throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
+  /** Both ends of an edge must be active nodes. */
+  private activeEnds(edge: Record<string, unknown>, where: string): void {
+    for (const id of [edge['source'], edge['target']]) {
+      const node = this.state.get(`node:${String(id)}`);
+      if (node?.status !== 'active') throw new WorkingStateError(`${where}: node ${String(id)} is not an active node`);
+    }
   }
 
   counts(events: number): Record<string, number> {
