@@ -514,16 +514,14 @@ export async function recountMeta(raw: Kysely<unknown>, lock: <Q extends Lockabl
       eb.fn.coalesce(eb.fn.sum<number>('byte_count'), eb.lit(0)).as('bytes'),
     ])
     .executeTakeFirstOrThrow();
-  for (const [key, value] of [
-    [META.bytes, Number(totals.bytes)],
-    [META.count, Number(totals.n)],
-  ] as const) {
-    await db
-      .insertInto('vault_meta')
-      .values({ key, value })
-      .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
-      .execute();
-  }
+  await db
+    .insertInto('vault_meta')
+    .values([
+      { key: META.bytes, value: Number(totals.bytes) },
+      { key: META.count, value: Number(totals.n) },
+    ])
+    .onConflict((oc) => oc.column('key').doUpdateSet((eb) => ({ value: eb.ref('excluded.value') })))
+    .execute();
   await db
     .insertInto('vault_meta')
     .values([
