@@ -44,27 +44,22 @@ export interface ArtifactSummary {
 }
 
 /** One page of an artifact's exact content, by code-point offset. */
-export interface ArtifactPage {
-  readonly artifactId: string;
+export interface ArtifactPage extends Pick<ArtifactSummary, 'artifactId' | 'sha256' | 'toolName'> {
   readonly content: string;
   readonly offset: number;
   /** null when this page reaches the end. */
   readonly nextOffset: number | null;
   readonly totalChars: number;
-  readonly sha256: string;
-  readonly toolName: string;
 }
 
 /** A lossy synopsis of an artifact: size, head and tail, error lines and structure. */
-export interface ArtifactPeek {
-  readonly artifactId: string;
-  readonly sha256: string;
-  readonly toolName: string;
+export interface ArtifactPeek extends Pick<
+  ArtifactSummary,
+  'artifactId' | 'sha256' | 'toolName' | 'observationCount' | 'createdAt'
+> {
   readonly totalChars: number;
   readonly totalBytes: number;
   readonly lineCount: number;
-  readonly observationCount: number;
-  readonly createdAt: string;
   readonly structure: unknown;
   readonly synopsis: Synopsis;
   readonly lossy: true;
