@@ -82,7 +82,7 @@ async function writeMetricRows(trx: Db, { rows, components }: ReturnType<typeof 
         }),
       )
       .execute();
-    // A row's components are replaced whole: those of an earlier write of the same request go first.
+    // Those of an earlier write of the same request go first.
     await trx
       .deleteFrom('request_component_metrics')
       .where((eb) =>
@@ -154,8 +154,6 @@ async function metricsSummary(db: Db): Promise<MetricsSummary> {
   for (const row of await db.selectFrom('request_metrics').select('saved_by_stage_json as j').execute()) {
     for (const [stage, chars] of Object.entries(stageNumbers(row.j))) saved[stage] = (saved[stage] ?? 0) + chars;
   }
-  const components = await componentSums(db);
-  const byMode = await modeSums(db);
   const n = (v: unknown): number => Number(v ?? 0);
   return {
     requests: n(t.requests),
@@ -168,8 +166,8 @@ async function metricsSummary(db: Db): Promise<MetricsSummary> {
     receipts: n(t.receipts),
     failed_open_requests: n(t.failed_open),
     saved_by_stage: saved,
-    components,
-    by_mode: byMode,
+    components: await componentSums(db),
+    by_mode: await modeSums(db),
   };
 }
 

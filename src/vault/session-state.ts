@@ -7,7 +7,6 @@ import type { VaultConnection } from './dialect.js';
 import { lockArtifact, touchSession } from './leases.js';
 import type { SessionStore, StoreScope } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
-import type { TerminalBaseline } from './types.js';
 import { createWorkingState, type WorkingStateLimits } from './working-state.js';
 
 /** Rows per upsert statement: 4 parameters each, far below either dialect's limit on parameters. */
@@ -62,7 +61,7 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       }
     }, scope?.budget);
   return {
-    async getBaseline(stateKey: string): Promise<TerminalBaseline | undefined> {
+    async getBaseline(stateKey) {
       const row = await db
         .selectFrom('terminal_baselines')
         .select(['state_key as stateKey', 'artifact_id as artifactId', 'updated_at as updatedAt'])
@@ -71,7 +70,7 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       return row === undefined ? undefined : Object.freeze(row);
     },
 
-    async setBaseline(stateKey: string, artifactId: string, scope?: StoreScope): Promise<void> {
+    async setBaseline(stateKey, artifactId, scope) {
       await conn.write(async (trx) => {
         await lockArtifact(conn, trx, artifactId);
         await trx
@@ -87,17 +86,13 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
       }, scope?.budget);
     },
 
-    async getRendering(sessionId: string, key: string): Promise<string | undefined> {
+    async getRendering(sessionId, key) {
       return (await renderingOf.first(conn, db, sessionId, key))?.value;
     },
 
     setRendering: (sessionId, key, value, scope) => writeRenderings(sessionId, [[key, value]], scope),
 
-    async setRenderings(
-      sessionId: string,
-      entries: readonly (readonly [key: string, value: string])[],
-      scope?: StoreScope,
-    ): Promise<void> {
+    async setRenderings(sessionId, entries, scope) {
       if (entries.length === 0) return;
       // A key given twice keeps its later value, as calling setRendering in order would; one
       // PostgreSQL upsert must not name a row twice either.

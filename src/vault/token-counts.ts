@@ -69,13 +69,9 @@ async function readCounts(db: Db, key: string, wanted: readonly string[]): Promi
       .where('sha256', 'in', wanted.slice(i, i + CHUNK))
       .execute();
     for (const row of rows) {
-      const counts: { -readonly [F in StoredCountField]?: number } = {};
-      for (const f of STORED_COUNT_FIELDS) {
-        const n = row[COLUMN[f]];
-        // Drivers may hand integers back as strings or bigints.
-        if (n !== null && n !== undefined) counts[f] = Number(n);
-      }
-      found.set(row.sha256, counts);
+      const known = STORED_COUNT_FIELDS.filter((f) => row[COLUMN[f]] !== null && row[COLUMN[f]] !== undefined);
+      // Drivers may hand integers back as strings or bigints.
+      found.set(row.sha256, Object.fromEntries(known.map((f) => [f, Number(row[COLUMN[f]])])));
     }
   }
   return found;
@@ -115,7 +111,6 @@ async function writeRows(ctx: StoreContext, rows: ReturnType<typeof tableRows>, 
         .values(rows.slice(i, i + CHUNK))
         .onConflict((oc) =>
           oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
-            // A stored count stays; only a count the row lacked is filled in.
             const fill = (column: Column) =>
               eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
             return Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [COLUMN[f], fill(COLUMN[f])])) as Record<
