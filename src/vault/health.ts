@@ -83,10 +83,8 @@ export function createHealthMonitor(
       try {
         finding = probe.integrity?.();
       } catch (e) {
-        finding =
-          (e as { code?: unknown } | null)?.code === undefined
-            ? 'integrity check failed'
-            : String((e as { code: unknown }).code);
+        const failed = (e as { code?: unknown } | null)?.code;
+        finding = failed === undefined ? 'integrity check failed' : String(failed);
       }
       if (finding !== undefined && health.state !== 'deleted' && health.state !== 'replaced')
         set({ state: 'corrupt', detail: finding });

@@ -23,11 +23,8 @@ export async function openSqliteVault(options: SqliteVaultOptions): Promise<Vaul
     store.location,
     {
       ...(store.location === MEMORY_PATH || readOnly ? {} : { fileState: fileIdentity(store.location) }),
-      integrity: () => {
-        const rows = store.raw.pragma('quick_check(1)') as { quick_check?: string }[];
-        const first = rows[0]?.quick_check ?? 'ok';
-        return first === 'ok' ? undefined : 'quick_check failed';
-      },
+      integrity: () =>
+        (store.raw.pragma('quick_check(1)', { simple: true }) ?? 'ok') === 'ok' ? undefined : 'quick_check failed',
     },
     initial,
   );
