@@ -6,11 +6,5 @@ export { VaultArgumentError, VaultContentError, VaultOpenError } from './errors.
 export { SCHEMA_VERSION } from './schema.js';
 export { WorkingStateError, type WorkingStateLimits } from './working-state.js';
 export { vaultOptionsFromConfig } from './configured.js';
-export {
-  requestStore,
-  scopedReads,
-  type IdRead,
-  type ReadScope,
-  type RequestStore,
-  type ScopedReads,
-} from './scoped-reads.js';
+export { requestStore, scopedReads, type ReadScope, type RequestStore, type ScopedReads } from './scoped-reads.js';
+export type { IdRead } from './ports.js';

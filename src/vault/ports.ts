@@ -217,38 +217,51 @@ export type VaultDataMethod = Exclude<
   'path' | 'engine' | 'readOnly' | 'health' | 'close' | 'workingState' | typeof Symbol.asyncDispose
 >;
 
-// A record, not a list, so a method added to Vault without a line here fails to compile.
-const DATA_METHODS: { readonly [M in VaultDataMethod]: true } = {
-  put: true,
-  verify: true,
-  summary: true,
-  page: true,
-  read: true,
-  peek: true,
-  find: true,
-  search: true,
-  usage: true,
-  exposureAvailable: true,
-  claimExposure: true,
-  recordExposure: true,
-  deliver: true,
-  pin: true,
-  sessionPins: true,
-  closeSession: true,
-  getBaseline: true,
-  setBaseline: true,
-  getRendering: true,
-  setRendering: true,
-  setRenderings: true,
-  recordRequestMetric: true,
-  recordRequestMetrics: true,
-  metricsSummary: true,
-  requestMetricRows: true,
-  tokenCounts: true,
-  recordTokenCounts: true,
-};
+/**
+ * Every data method and what it is to the request path: a read by id (`id`: only through ScopedReads,
+ * src/vault/scoped-reads.ts), forwarded by a RequestStore (`request`), or neither (`host`). A record,
+ * not a list, so a method added to Vault without a line here fails to compile.
+ */
+const DATA_METHODS = {
+  put: 'request',
+  verify: 'id',
+  summary: 'id',
+  page: 'id',
+  read: 'id',
+  peek: 'id',
+  find: 'id',
+  search: 'id',
+  usage: 'request',
+  exposureAvailable: 'request',
+  claimExposure: 'request',
+  recordExposure: 'request',
+  deliver: 'request',
+  pin: 'request',
+  sessionPins: 'request',
+  closeSession: 'request',
+  getBaseline: 'request',
+  setBaseline: 'request',
+  getRendering: 'request',
+  setRendering: 'request',
+  setRenderings: 'request',
+  recordRequestMetric: 'host',
+  recordRequestMetrics: 'host',
+  metricsSummary: 'host',
+  requestMetricRows: 'host',
+  tokenCounts: 'host',
+  recordTokenCounts: 'host',
+} as const satisfies { readonly [M in VaultDataMethod]: 'id' | 'request' | 'host' };
+
+type MethodsFor<U> = { [M in VaultDataMethod]: (typeof DATA_METHODS)[M] extends U ? M : never }[VaultDataMethod];
+/** The reads by id of the artifact port (what a `RequestStore` leaves out). */
+export type IdRead = MethodsFor<'id'>;
 
 /** Every {@link VaultDataMethod}: what the health monitor watches and fault injection can fail. */
 export const VAULT_DATA_METHODS: readonly VaultDataMethod[] = Object.freeze(
   Object.keys(DATA_METHODS) as VaultDataMethod[],
 );
+
+/** The data methods a `RequestStore` forwards (src/vault/scoped-reads.ts). */
+export const REQUEST_METHODS = Object.freeze(
+  VAULT_DATA_METHODS.filter((m) => DATA_METHODS[m] === 'request'),
+) as readonly MethodsFor<'request'>[];

@@ -4,7 +4,8 @@
  * {@link RequestStore}, which has no read by id, so an unscoped read cannot be written there by
  * accident. An id outside the scope is unknown (ArtifactNotFoundError, `verify` false).
  */
-import type { ArtifactStore, KnownContent, LeaseStore, SessionStore, StoreScope } from './ports.js';
+import { REQUEST_METHODS } from './ports.js';
+import type { ArtifactStore, IdRead, KnownContent, LeaseStore, SessionStore, StoreScope } from './ports.js';
 import type { ArtifactPage } from './types.js';
 
 /** Whose evidence a read may see: a tenant, and one of its sessions (absent: every session of the tenant). */
@@ -25,9 +26,6 @@ export interface ScopedReads {
   read(artifactId: string): Promise<string>;
 }
 
-/** The reads by id of the artifact port (what a {@link RequestStore} leaves out). */
-export type IdRead = 'verify' | 'summary' | 'page' | 'read' | 'peek' | 'find' | 'search';
-
 /**
  * The store as the request path sees it: writes, leases, deliveries and session state, and no
  * read by id (those go through {@link ScopedReads}).
@@ -44,25 +42,15 @@ export type RequestStore = Omit<ArtifactStore, IdRead> & LeaseStore & SessionSto
  * 'page' in store; // false
  */
 export function requestStore(store: ArtifactStore & LeaseStore & SessionStore): RequestStore {
-  return Object.freeze({
-    put: (...a: Parameters<ArtifactStore['put']>) => store.put(...a),
-    usage: () => store.usage(),
-    exposureAvailable: (...a: Parameters<LeaseStore['exposureAvailable']>) => store.exposureAvailable(...a),
-    claimExposure: (...a: Parameters<LeaseStore['claimExposure']>) => store.claimExposure(...a),
-    recordExposure: (...a: Parameters<LeaseStore['recordExposure']>) => store.recordExposure(...a),
-    deliver: (...a: Parameters<LeaseStore['deliver']>) => store.deliver(...a),
-    pin: (...a: Parameters<LeaseStore['pin']>) => store.pin(...a),
-    sessionPins: (...a: Parameters<LeaseStore['sessionPins']>) => store.sessionPins(...a),
-    closeSession: (...a: Parameters<LeaseStore['closeSession']>) => store.closeSession(...a),
-    getBaseline: (...a: Parameters<SessionStore['getBaseline']>) => store.getBaseline(...a),
-    setBaseline: (...a: Parameters<SessionStore['setBaseline']>) => store.setBaseline(...a),
-    getRendering: (...a: Parameters<SessionStore['getRendering']>) => store.getRendering(...a),
-    setRendering: (...a: Parameters<SessionStore['setRendering']>) => store.setRendering(...a),
-    setRenderings: (...a: Parameters<SessionStore['setRenderings']>) => store.setRenderings(...a),
-    get workingState() {
-      return store.workingState;
-    },
+  const methods = REQUEST_METHODS.map((name) => [
+    name,
+    (...args: unknown[]) => Reflect.apply(store[name], store, args) as unknown,
+  ]);
+  const view = Object.defineProperty(Object.fromEntries(methods), 'workingState', {
+    get: () => store.workingState,
+    enumerable: true,
   });
+  return Object.freeze(view) as RequestStore;
 }
 
 /**
