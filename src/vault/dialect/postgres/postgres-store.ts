@@ -5,10 +5,10 @@
  * migrates. `lock_timeout` is the busy timeout, `statement_timeout` bounds any statement; TLS settings
  * go to `pg` as they are.
  */
-import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { TokenTerminatorError } from '../../../errors.js';
+import type { VaultOptions } from '../../create.js';
 import type { StoreConnection } from '../../dialect.js';
 import { redactUrl } from '../../configured.js';
 import { VaultOpenError } from '../../errors.js';
@@ -16,14 +16,11 @@ import { loadOptionalPackage } from '../../../optional-package.js';
 import { migrateSchema, type SchemaSpec } from '../../schema.js';
 import { POSTGRES_FLAVOR } from './postgres-flavor.js';
 
-export interface PostgresStoreOptions {
-  readonly url: string;
-  readonly busyTimeoutMs: number;
-  readonly poolSize: number;
-  /** 0 = no limit. */
-  readonly statementTimeoutMs: number;
-  readonly ssl?: boolean | TlsOptions;
-}
+/** What a PostgreSQL store takes of the {@link VaultOptions} (`statementTimeoutMs` 0: no limit). */
+export type PostgresStoreOptions = Required<
+  Pick<VaultOptions, 'url' | 'busyTimeoutMs' | 'poolSize' | 'statementTimeoutMs'>
+> &
+  Pick<VaultOptions, 'ssl'>;
 
 export interface PostgresStore<DB> extends StoreConnection<DB> {
   readonly pool: pg.Pool;
