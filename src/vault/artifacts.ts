@@ -135,11 +135,18 @@ const toolOf = prepared((conn: VaultConnection, artifactId: string, toolName: st
     .values({ artifact_id: artifactId, tool_name: toolName, tool_fold: fold })
     .onConflict((oc) => oc.doNothing()),
 );
-/** The stored digest and content of an artifact: unscoped, visible to a tenant, visible to a session of it. */
+/** An artifact's row (digest, sizes, content): unscoped, visible to a tenant, visible to a session of it. */
 const contentQuery = (conn: VaultConnection, artifactId: string) =>
   conn.db
     .selectFrom('artifacts as a')
-    .select(['a.sha256 as sha256', 'a.content as content'])
+    .select([
+      'a.seq as seq',
+      'a.sha256 as sha256',
+      'a.tool_name as toolName',
+      'a.char_count as chars',
+      'a.byte_count as bytes',
+      'a.content as content',
+    ])
     .where('a.artifact_id', '=', artifactId);
 const contentOf = prepared(contentQuery);
 const tenantContentOf = prepared((conn: VaultConnection, artifactId: string, tenant: string) =>
@@ -256,14 +263,6 @@ async function recordProvenance(
   if (toolName !== '') await toolOf.execute(conn, trx, artifactId, toolName, foldCase(toolName));
 }
 
-/** `artifacts as a`, narrowed to what the scope may read (everything without a scope). */
-function visible(ctx: StoreContext, scope: StoreScope | undefined) {
-  const db = ctx.conn.db;
-  const q = db.selectFrom('artifacts as a');
-  const stored = storedScope(ctx, scope);
-  return stored === undefined ? q : q.where('a.artifact_id', 'in', accessibleIds(db, stored));
-}
-
 function readBack(ctx: StoreContext, artifactId: string, scope?: StoreScope) {
   const { conn } = ctx;
   const stored = storedScope(ctx, scope);
@@ -275,17 +274,7 @@ function readBack(ctx: StoreContext, artifactId: string, scope?: StoreScope) {
 
 /** The exact content, verified by its hash once per row key and process; an id the scope may not read is unknown. */
 async function loadContent(ctx: ArtifactContext, artifactId: string, scope: StoreScope | undefined) {
-  const row = await visible(ctx, scope)
-    .select([
-      'a.seq as seq',
-      'a.sha256 as sha256',
-      'a.tool_name as toolName',
-      'a.char_count as chars',
-      'a.byte_count as bytes',
-      'a.content as content',
-    ])
-    .where('a.artifact_id', '=', artifactId)
-    .executeTakeFirst();
+  const row = await readBack(ctx, artifactId, scope);
   if (row === undefined) throw new ArtifactNotFoundError(artifactId);
   const content = ctx.conn.decodeContent(row.content);
   const seq = Number(row.seq);
