@@ -301,24 +301,18 @@ export function createWorkingState(ctx: StoreContext, limits: WorkingStateLimits
       return conn.write((trx) => applyBatch(trx, () => ctx.nowIso(), caps, sessionId, operations));
     },
     async get(sessionId, { includeRetired, limit }) {
-      const state = [...(await loadState(conn.db, sessionId)).entries()].filter(
-        ([, e]) => includeRetired || e.status === 'active',
-      );
-      const nodes = state
-        .filter(([k]) => k.startsWith('node:'))
-        .sort(byRecency)
-        .slice(0, limit);
-      const visible = new Set(nodes.map(([k]) => k.slice(5)));
-      const edges = state
-        .filter(
-          ([k, e]) => k.startsWith('edge:') && visible.has(String(e['source'])) && visible.has(String(e['target'])),
-        )
-        .sort(byRecency)
-        .slice(0, limit);
-      return {
-        nodes: Object.fromEntries(nodes.map(([k, e]) => [k.slice(5), e])),
-        edges: Object.fromEntries(edges.map(([k, e]) => [k.slice(5), e])),
-      };
+      const state = [...(await loadState(conn.db, sessionId)).entries()];
+      /** The newest `limit` entities of a kind (`node:` or `edge:`) that `shown` lets through, by id. */
+      const newest = (kind: string, shown: (e: Entity) => boolean): [string, Entity][] =>
+        state
+          .filter(([k, e]) => k.startsWith(kind) && (includeRetired || e.status === 'active') && shown(e))
+          .sort(byRecency)
+          .slice(0, limit)
+          .map(([k, e]) => [k.slice(5), e]);
+      const nodes = newest('node:', () => true);
+      const visible = new Set(nodes.map(([id]) => id));
+      const edges = newest('edge:', (e) => visible.has(String(e['source'])) && visible.has(String(e['target'])));
+      return { nodes: Object.fromEntries(nodes), edges: Object.fromEntries(edges) };
     },
   };
 }
