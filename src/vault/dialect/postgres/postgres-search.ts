@@ -5,7 +5,7 @@
  * needle with NUL or U+FFFD is re-checked against the exact content. Each statement runs under a
  * `statement_timeout` of the time left; a cancelled one ends the search with `partial`.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type Kysely } from 'kysely';
 import type { SearchIndex } from '../../dialect.js';
 import { foldCase } from '../../identity.js';
 import type { StoreScope } from '../../ports.js';
@@ -28,14 +28,11 @@ export function createPostgresSearch(store: PostgresStore<VaultDatabase>): Searc
   const db = store.db;
   const matching = (trx: Kysely<VaultDatabase>, stored: string, scope: StoreScope | undefined) => {
     const pattern = likePattern(stored);
+    const named = (name: Expression<string>) => sql<boolean>`${name} like ${pattern}`;
     let q = selectSummaries(trx, scope).where((eb) =>
       eb.or([
         eb('a.seq', 'in', eb.selectFrom('artifact_search as s').select('s.seq').where('s.body', 'like', pattern)),
-        eb(
-          'a.artifact_id',
-          'in',
-          toolMatches(trx, scope, (name) => sql<boolean>`${name} like ${pattern}`),
-        ),
+        eb('a.artifact_id', 'in', toolMatches(trx, scope, named)),
       ]),
     );
     if (scope !== undefined) {

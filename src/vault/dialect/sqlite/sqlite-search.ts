@@ -8,7 +8,7 @@
  * Indexing (a trigram insert costs about twenty plain INSERTs) is kept off `put`: rows queue in
  * `fts_pending`, indexed while idle (src/vault/idle.ts) and before each search; queued rows are scanned.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type Kysely } from 'kysely';
 import type { SearchBounds, SearchIndex } from '../../dialect.js';
 import { codePoints } from '../../../measure/canonical-json.js';
 import { foldCase } from '../../identity.js';
@@ -93,12 +93,11 @@ async function rowsOf(db: Db, seqs: readonly number[] | number, scope: StoreScop
 async function indexHits(db: Db, needle: string): Promise<Set<number> | undefined> {
   const length = codePoints(needle);
   if (length < 3 || needle.includes('\u0000')) return undefined;
+  const phrase = ftsPhrase([...needle].slice(0, INDEX_PHRASE_MAX).join(''));
   try {
     const hits = await sql<{
       rowid: number;
-    }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${ftsPhrase([...needle].slice(0, INDEX_PHRASE_MAX).join(''))}`.execute(
-      db,
-    );
+    }>`SELECT rowid FROM artifact_fts WHERE artifact_fts MATCH ${phrase}`.execute(db);
     return new Set(hits.rows.map((r) => Number(r.rowid)));
   } catch {
     return undefined; // the FTS parser refused the phrase: scan everything below
@@ -141,14 +140,11 @@ async function searchIndexed(
   const expired = (): boolean => bounds.clock() >= bounds.deadline;
   const indexed = await indexHits(db, needle);
   const exactByIndex = indexed !== undefined && codePoints(needle) <= INDEX_PHRASE_MAX;
+  const named = (name: Expression<string>) => sql<boolean>`instr(${name}, ${needle}) > 0`;
   const toolRows = await db
     .selectFrom('artifacts as a')
     .select('a.seq as seq')
-    .where(
-      'a.artifact_id',
-      'in',
-      toolMatches(db, bounds.scope, (name) => sql<boolean>`instr(${name}, ${needle}) > 0`),
-    )
+    .where('a.artifact_id', 'in', toolMatches(db, bounds.scope, named))
     .execute();
   const byTool = new Set(toolRows.map((r) => Number(r.seq)));
 
