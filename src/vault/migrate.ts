@@ -85,14 +85,10 @@ async function copyArtifacts(
   options: CopyOptions,
 ): Promise<{ copied: number; alreadyThere: number; bytes: number }> {
   const src = source.db;
-  const total = Number(
-    (
-      await src
-        .selectFrom('artifacts')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
+  const { n: total } = await src
+    .selectFrom('artifacts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   let copied = 0;
   let alreadyThere = 0;
   let bytes = 0;
@@ -115,7 +111,7 @@ async function copyArtifacts(
       }
     });
     copied += rows.length;
-    options.onProgress?.(copied, total);
+    options.onProgress?.(copied, Number(total));
   }
   return { copied, alreadyThere, bytes };
 }
