@@ -34,11 +34,6 @@ export function ftsPhrase(text: string): string {
   return `"${text.replace(/"/g, '""')}"`;
 }
 
-export interface SqliteSearchOptions {
-  /** Index queued rows in the background while idle. */
-  readonly background: boolean;
-}
-
 const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A new artifact queued for indexing (every put of new content): compiled once per connection. */
@@ -181,7 +176,8 @@ async function searchIndexed(
   return { rows: rows.map(toSummary) as ArtifactSummary[], partial };
 }
 
-export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: SqliteSearchOptions): SearchIndex {
+/** The search index of `store`; `background`: index queued rows while the process is idle. */
+export function createSqliteSearch(store: SqliteStore<VaultDatabase>, background: boolean): SearchIndex {
   const { raw, db } = store;
   raw.function('tt_fold', { deterministic: true }, (s: unknown) => foldCase(String(s ?? '')));
   let closed = false;
@@ -198,7 +194,7 @@ export function createSqliteSearch(store: SqliteStore<VaultDatabase>, options: S
   };
   /** Index when the process is idle (no reduction in flight, the store quiet): see src/vault/idle.ts. */
   const schedule = (): void => {
-    if (closed || !options.background) return;
+    if (closed || !background) return;
     store.idle?.defer(idleStep);
   };
 

@@ -11,10 +11,10 @@ import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { CompiledQuery, Kysely, SqliteDialect, type SqliteDatabase } from 'kysely';
 import { TokenTerminatorError } from '../../../errors.js';
+import type { VaultOptions } from '../../create.js';
 import type { StoreConnection } from '../../dialect.js';
 import type { LockBudget } from '../../ports.js';
 import { VaultOpenError } from '../../errors.js';
-import type { ActivityReading } from '../../../activity.js';
 import { createIdleGate, type IdleGate } from '../../idle.js';
 import { migrateSchema, type SchemaSpec } from '../../schema.js';
 import { SQLITE_FLAVOR } from './sqlite-flavor.js';
@@ -70,15 +70,9 @@ export function privateSideFiles(file: string): void {
   privateFile(`${file}-shm`);
 }
 
-export interface SqliteStoreOptions {
-  /** The file (its directory is created 0700, the file 0600), or ':memory:'. */
-  readonly path: string;
-  readonly busyTimeoutMs: number;
-  /** Open an existing file that cannot be written or is damaged read-only instead of failing. Default false. */
-  readonly readOnlyFallback?: boolean;
-  /** Reductions whose quiet deferred maintenance waits for (the Terminator's). Default: none. */
-  readonly activity?: ActivityReading;
-}
+/** What a SQLite store takes of the {@link VaultOptions}; `readOnlyFallback` defaults to false here. */
+export type SqliteStoreOptions = Required<Pick<VaultOptions, 'path' | 'busyTimeoutMs'>> &
+  Pick<VaultOptions, 'readOnlyFallback' | 'activity'>;
 
 export interface SqliteStore<DB> extends StoreConnection<DB> {
   readonly raw: Database.Database;

@@ -13,7 +13,7 @@ export interface SqliteVaultOptions extends SqliteStoreOptions {
 export async function openSqliteVault(options: SqliteVaultOptions): Promise<VaultConnection> {
   const store = await openSqliteStore<VaultDatabase>(VAULT_SCHEMA, options);
   const readOnly = store.readOnlyReason !== undefined;
-  const search = createSqliteSearch(store, { background: options.indexInBackground && !readOnly });
+  const search = createSqliteSearch(store, options.indexInBackground && !readOnly);
   const initial: VaultHealth = !readOnly
     ? { state: 'ok' }
     : /^SQLITE_(CORRUPT|NOTADB)/.test(store.readOnlyReason!)
