@@ -5,7 +5,7 @@
 import type { StoreContext } from './context.js';
 import type { VaultConnection } from './dialect.js';
 import { lockArtifact, touchSession } from './leases.js';
-import type { SessionStore, StoreScope } from './ports.js';
+import type { SessionStore } from './ports.js';
 import { prepared, preparedRows } from './prepared.js';
 import { createWorkingState, type WorkingStateLimits } from './working-state.js';
 
@@ -46,11 +46,7 @@ export function createSessionStore(ctx: StoreContext, workingStateLimits: Workin
   const { conn } = ctx;
   const db = conn.db;
   /** Upsert distinct keys of one session in one write transaction, with one touch of the session. */
-  const writeRenderings = (
-    sessionId: string,
-    entries: readonly (readonly [string, string])[],
-    scope: StoreScope | undefined,
-  ): Promise<void> =>
+  const writeRenderings = (...[sessionId, entries, scope]: Parameters<SessionStore['setRenderings']>): Promise<void> =>
     conn.write(async (trx) => {
       // Renderings live as long as their session: the row makes retention release them with it.
       await touchSession(ctx, trx, scope, sessionId);
