@@ -14,7 +14,6 @@ import {
   type StoredCountField,
   type StoredCounts,
 } from './ports.js';
-import type { VaultDatabase } from './schema.js';
 
 /** Rows are deleted this long after they were first written (30 days). */
 export const COUNT_TTL_MS = 30 * 24 * 3600 * 1000;
@@ -26,15 +25,9 @@ const COUNTER_MAX = 200;
 /** A SHA-256 digest in base64 (with padding), as src/ledger/item-measures.ts computes it. */
 const DIGEST = /^[A-Za-z0-9+/]{43}=$/;
 
-const COLUMN = {
-  compact: 'compact_tokens',
-  first: 'first_tokens',
-  mid: 'mid_tokens',
-  last: 'last_tokens',
-  only: 'only_tokens',
-  alone: 'alone_tokens',
-} as const satisfies Record<StoredCountField, keyof VaultDatabase['token_counts']>;
-type Column = (typeof COLUMN)[StoredCountField];
+/** The table column of a count (migration 0004 names them so). */
+const column = <F extends StoredCountField>(f: F): `${F}_tokens` => `${f}_tokens`;
+type Column = `${StoredCountField}_tokens`;
 
 function requireCounter(counter: unknown): string {
   if (typeof counter !== 'string' || counter.length === 0 || counter.length > COUNTER_MAX)
@@ -64,14 +57,14 @@ async function readCounts(db: Db, key: string, wanted: readonly string[]): Promi
   for (let i = 0; i < wanted.length; i += CHUNK) {
     const rows = await db
       .selectFrom('token_counts')
-      .select(['sha256', ...STORED_COUNT_FIELDS.map((f) => COLUMN[f])])
+      .select(['sha256', ...STORED_COUNT_FIELDS.map(column)])
       .where('counter', '=', key)
       .where('sha256', 'in', wanted.slice(i, i + CHUNK))
       .execute();
     for (const row of rows) {
-      const known = STORED_COUNT_FIELDS.filter((f) => row[COLUMN[f]] !== null && row[COLUMN[f]] !== undefined);
+      const known = STORED_COUNT_FIELDS.filter((f) => row[column(f)] !== null && row[column(f)] !== undefined);
       // Drivers may hand integers back as strings or bigints.
-      found.set(row.sha256, Object.fromEntries(known.map((f) => [f, Number(row[COLUMN[f]])])));
+      found.set(row.sha256, Object.fromEntries(known.map((f) => [f, Number(row[column(f)])])));
     }
   }
   return found;
@@ -97,7 +90,7 @@ function tableRows(key: string, merged: ReadonlyMap<string, MergedRow>, now: str
   return [...merged.values()].map((r) => ({
     counter: key,
     sha256: r.hash,
-    ...(Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [COLUMN[f], r[f] ?? null])) as Record<Column, number | null>),
+    ...(Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [column(f), r[f] ?? null])) as Record<Column, number | null>),
     created_at: now,
   }));
 }
@@ -111,9 +104,9 @@ async function writeRows(ctx: StoreContext, rows: ReturnType<typeof tableRows>, 
         .values(rows.slice(i, i + CHUNK))
         .onConflict((oc) =>
           oc.columns(['counter', 'sha256']).doUpdateSet((eb) => {
-            const fill = (column: Column) =>
-              eb.fn.coalesce(sql.ref<number | null>(`token_counts.${column}`), eb.ref(`excluded.${column}`));
-            return Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [COLUMN[f], fill(COLUMN[f])])) as Record<
+            const fill = (c: Column) =>
+              eb.fn.coalesce(sql.ref<number | null>(`token_counts.${c}`), eb.ref(`excluded.${c}`));
+            return Object.fromEntries(STORED_COUNT_FIELDS.map((f) => [column(f), fill(column(f))])) as Record<
               Column,
               ReturnType<typeof fill>
             >;
