@@ -21,15 +21,11 @@ export interface PutInput {
 }
 
 /** The result of storing an artifact: its id and digest, and whether it was new. */
-export interface PutResult {
+export interface PutResult extends Pick<ArtifactSummary, 'sha256' | 'chars' | 'bytes'> {
   /** `a_` + first 32 hex chars of SHA-256 (full 64 on a prefix collision). */
   readonly artifactId: string;
-  readonly sha256: string;
   /** False when the same content was already stored. */
   readonly created: boolean;
-  /** Length in code points. */
-  readonly chars: number;
-  readonly bytes: number;
 }
 
 /** Metadata of a stored artifact (no content). */
