@@ -141,8 +141,7 @@ class Changes {
 
   constructor(
     readonly state: Map<string, Entity>,
-    private readonly maxNodes: number,
-    private readonly maxEdges: number,
+    private readonly caps: Required<WorkingStateLimits>,
   ) {}
 
   /** Apply one checked operation as event `seq`. */
@@ -158,7 +157,7 @@ class Changes {
           throw new WorkingStateError(`${where}: source and target are required`);
         this.activeEnds(fields, where);
       }
-      const max = entity === 'node' ? this.maxNodes : this.maxEdges;
+      const max = entity === 'node' ? this.caps.maxNodes : this.caps.maxEdges;
       if ([...this.state.keys()].filter((k) => k.startsWith(`${entity}:`)).length >= max)
         throw new WorkingStateError(`${where}: more than ${max} ${entity}s`);
       this.put(key, { [o.idField]: id, ...fields, status: 'active', created_seq: seq, updated_seq: seq });
@@ -196,14 +195,13 @@ class Changes {
   }
 
   counts(events: number): Record<string, number> {
-    const all = [...this.state.entries()];
-    return {
-      nodes: all.filter(([k]) => k.startsWith('node:')).length,
-      edges: all.filter(([k]) => k.startsWith('edge:')).length,
-      active_nodes: all.filter(([k, e]) => k.startsWith('node:') && e.status === 'active').length,
-      active_edges: all.filter(([k, e]) => k.startsWith('edge:') && e.status === 'active').length,
-      events,
-    };
+    const n = { nodes: 0, edges: 0, active_nodes: 0, active_edges: 0, events };
+    for (const [k, e] of this.state) {
+      const kind = k.startsWith('node:') ? 'nodes' : 'edges';
+      n[kind] += 1;
+      if (e.status === 'active') n[`active_${kind}`] += 1;
+    }
+    return n;
   }
 }
 
@@ -244,7 +242,7 @@ async function applyBatch(
   sessionId: string,
   operations: readonly Readonly<Record<string, unknown>>[],
 ): Promise<Readonly<Record<string, unknown>>> {
-  const changes = new Changes(await loadState(trx, sessionId), limits.maxNodes, limits.maxEdges);
+  const changes = new Changes(await loadState(trx, sessionId), limits);
   const events: { id: string; payload: string }[] = [];
   const assertNew = async (eventId: string, where: string): Promise<void> => {
     const taken = await trx
