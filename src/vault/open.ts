@@ -6,9 +6,7 @@
 import { VAULT_DATA_METHODS, type Vault } from './ports.js';
 
 export function unavailableVault(path: string, error: Error): Vault {
-  const fail = async (): Promise<never> => {
-    throw error;
-  };
+  const fail = (): Promise<never> => Promise.reject(error);
   const close = async (): Promise<void> => undefined;
   const methods = Object.fromEntries(VAULT_DATA_METHODS.map((name) => [name, fail])) as unknown as Vault;
   return Object.freeze({
