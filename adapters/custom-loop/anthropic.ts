@@ -25,11 +25,5 @@ export function wrapAnthropic<C extends AnthropicLike>(
   terminator: Terminator,
   options: ClientWrapOptions = {},
 ): C {
-  const messages = wrapCreate(
-    client.messages,
-    terminator,
-    { wire: 'anthropic', provider: 'anthropic', endpoint: '/v1/messages', capField: 'max_tokens' },
-    options,
-  );
-  return override(client, 'messages', messages);
+  return override(client, 'messages', wrapCreate(client.messages, terminator, 'anthropic', options));
 }

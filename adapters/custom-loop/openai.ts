@@ -27,19 +27,8 @@ export function wrapOpenAI<C extends OpenAILike>(
   terminator: Terminator,
   options: ClientWrapOptions = {},
 ): C {
-  const completions = wrapCreate(
-    client.chat.completions,
-    terminator,
-    { wire: 'chat', provider: 'openai', endpoint: '/v1/chat/completions', capField: 'max_completion_tokens' },
-    options,
-  );
+  const completions = wrapCreate(client.chat.completions, terminator, 'chat', options);
   const withChat = override(client, 'chat', override(client.chat, 'completions', completions));
   if (client.responses === undefined) return withChat;
-  const responses = wrapCreate(
-    client.responses,
-    terminator,
-    { wire: 'responses', provider: 'openai', endpoint: '/v1/responses', capField: 'max_output_tokens' },
-    options,
-  );
-  return override(withChat, 'responses', responses);
+  return override(withChat, 'responses', wrapCreate(client.responses, terminator, 'responses', options));
 }

@@ -16,6 +16,7 @@ import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
 import { override } from '../shared/override.js';
+import { WIRE } from '../shared/wire.js';
 import { outputCapField, readOutputCap, withOutputCap, type OutputCapField } from '../shared/functions.js';
 
 /** Options shared by the client wrappers. */
@@ -64,14 +65,6 @@ export interface RequestOptionsLike {
 /** A client's `create` method, typed loosely so both the OpenAI and the Anthropic clients fit. */
 export type CreateFn = (body: never, options?: never) => PromiseLike<unknown>;
 
-/** Wire-format facts one wrapper needs. */
-export interface CreateFormat {
-  readonly wire: RecoveryWireFormat;
-  readonly endpoint: string;
-  readonly provider: string;
-  readonly capField: OutputCapField;
-}
-
 /** The SDK's APIPromise extras, forwarded once the real call exists. */
 interface ResponseExtras {
   asResponse(): Promise<unknown>;
@@ -85,7 +78,7 @@ type SendFn = (body: ProviderRequest, options?: RequestOptionsLike) => PromiseLi
 export function wrapCreate<T extends { create: CreateFn }>(
   target: T,
   terminator: Terminator,
-  format: CreateFormat,
+  format: RecoveryWireFormat,
   options: ClientWrapOptions,
 ): T {
   const defaultSession = `custom-loop:${randomUUID()}`;
@@ -109,7 +102,7 @@ export function wrapCreate<T extends { create: CreateFn }>(
       try {
         return await lastCall;
       } catch (error) {
-        const retryBody = cappedRetry(parse, error, compiled, format.capField);
+        const retryBody = cappedRetry(parse, error, compiled, WIRE[format].capField);
         if (retryBody === undefined || signal?.aborted === true) throw error;
         lastCall = send(retryBody, requestOptions);
         return await lastCall;
@@ -141,7 +134,7 @@ export function wrapCreate<T extends { create: CreateFn }>(
       let out: Awaited<ReturnType<typeof runRecoveryLoop>>;
       try {
         out = await runRecoveryLoop({
-          format: format.wire,
+          format,
           request: compiled,
           send: (request, round) => {
             if (round > 0) continuations.push(request);
@@ -167,7 +160,7 @@ export function wrapCreate<T extends { create: CreateFn }>(
 function callContext(
   body: ProviderRequest,
   options: ClientWrapOptions,
-  format: CreateFormat,
+  format: RecoveryWireFormat,
   defaultSession: string,
 ): StepContext & { readonly format: RecoveryWireFormat } {
   const sessionId =
@@ -175,12 +168,11 @@ function callContext(
   const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
   const model = typeof body['model'] === 'string' ? body['model'] : undefined;
   const route: Route = {
-    provider: format.provider,
-    endpoint: format.endpoint,
+    ...WIRE[format].route,
     ...(model === undefined ? {} : { model }),
     ...baseRoute,
   };
-  return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route, format: format.wire };
+  return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route, format };
 }
 
 /** Keep `.asResponse()` / `.withResponse()` usable: they refer to the last dispatched call (the retry, when there was one). */

@@ -11,6 +11,7 @@ import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } f
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, Step } from '../../src/step.js';
 import { readOutputCap } from '../shared/functions.js';
+import { WIRE } from '../shared/wire.js';
 import type { CapLedger } from './cap-ledger.js';
 import { fromResponsesInput, toResponsesInput } from './items.js';
 
@@ -82,8 +83,7 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
       if (modelData.instructions !== undefined) request['instructions'] = modelData.instructions;
       if (facts.maxTokens !== undefined) request['max_output_tokens'] = facts.maxTokens;
       const route: Route = {
-        provider: 'openai',
-        endpoint: '/v1/responses',
+        ...WIRE.responses.route,
         ...(facts.model === undefined ? {} : { model: facts.model }),
         ...options.route,
       };

@@ -19,6 +19,7 @@ import type { Prepared } from '../../src/runtime/types.js';
 import { refusedForCapacity } from '../../src/session/tool-outputs.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
 import { errorLabel, type Decision, type ProviderRequest } from '../../src/step.js';
+import { WIRE } from '../shared/wire.js';
 import type { Reservation } from './bounds.js';
 import type { ProxyContext } from './context.js';
 import { serializeRequest } from './serialize.js';
@@ -86,12 +87,6 @@ function readBody(req: IncomingMessage, limit: number, reservation: Reservation 
   });
 }
 
-const PROVIDER: Record<RecoveryWireFormat, { provider: string; endpoint: string }> = {
-  chat: { provider: 'openai', endpoint: '/v1/chat/completions' },
-  responses: { provider: 'openai', endpoint: '/v1/responses' },
-  anthropic: { provider: 'anthropic', endpoint: '/v1/messages' },
-};
-
 /**
  * The body's JSON value, its conversation items reused from the session's previous body where the
  * bytes are the same (body.ts), with the session id and request digest found on the way; a body
@@ -145,7 +140,7 @@ async function prepare(
       requestId: `p_${digest.slice(0, 32)}`,
       format,
       route: {
-        ...PROVIDER[format],
+        ...WIRE[format].route,
         ...(model === undefined ? {} : { model }),
         ...(window === undefined ? {} : { compressionThreshold: window }),
       },
