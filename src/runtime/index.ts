@@ -43,14 +43,9 @@ import {
 import { createSkillCuts } from '../telemetry/attribution.js';
 import { BatchQueue } from '../batch-queue.js';
 import { recordedStep, type RecordedStep } from '../telemetry/deferred-records.js';
-import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
+import { createMessagesMeter } from '../ledger/messages-meter.js';
 import { accountRequest, type RequestAccount } from '../telemetry/request-account.js';
-import {
-  openLiveLedger,
-  recordRequestMetrics,
-  type LiveLedger,
-  type LiveLedgerEntry,
-} from '../telemetry/request-record.js';
+import { openLiveLedger, recordRequestMetrics, type LiveLedgerEntry } from '../telemetry/request-record.js';
 import { ToolCredits } from '../telemetry/tool-credits.js';
 import { ReceiptVerifier } from '../receipts/verify.js';
 import type { RequestMetric, Vault, WorkingStateStore } from '../vault/types.js';
@@ -168,6 +163,13 @@ export interface TerminatorOptions {
  * host.transcript.push(step.value.content);
  */
 export async function createTerminator(options: TerminatorOptions = {}): Promise<Terminator> {
+  return facade(await openParts(options));
+}
+
+/** What the Terminator is built over: its config, vault, counter, pipelines and telemetry. */
+type FacadeParts = Awaited<ReturnType<typeof openParts>>;
+
+async function openParts(options: TerminatorOptions) {
   const config =
     options.config ??
     loadConfig(
@@ -214,7 +216,7 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
   });
   // The tool outputs this Terminator reduced, in their sessions: what each request showing them saved (src/telemetry/tool-credits.ts).
   const credits = new ToolCredits(sessions);
-  return facade({
+  return {
     config,
     store,
     counter,
@@ -226,17 +228,17 @@ export async function createTerminator(options: TerminatorOptions = {}): Promise
     recordMetrics,
     sessions,
     maxSessionBytes,
+    // The reductions in flight, which the vault the Terminator opens waits for (src/activity.ts).
     activity,
+    // Bounds of the answered requests waiting for their records (`telemetryBacklog`, `telemetryBacklogWeight`).
     backlog: {
       maxPending: telemetryBacklog,
       ...(options.telemetryBacklogWeight === undefined ? {} : { maxPendingWeight: options.telemetryBacklogWeight }),
     },
-  });
+  };
 }
 
 /** The pipelines' shared parts: gates, the per-item measurement memo, shared counts, the prompt counter. */
-type Wired = ReturnType<typeof wirePipelines>;
-
 function wirePipelines(config: Config, store: OpenedVault, counter: TokenCounter, sessions: SessionCache) {
   const { vault, failure } = store;
   const gates = modeGates(config);
@@ -338,24 +340,6 @@ function deferredRecords(parts: FacadeParts): BatchQueue<Deferred> {
     },
     { ...parts.backlog, weigh: (step) => step.weight ?? 0 },
   );
-}
-
-interface FacadeParts {
-  readonly config: Config;
-  readonly store: OpenedVault;
-  readonly counter: TokenCounter;
-  readonly ownsCounter: boolean;
-  readonly meter: MessagesMeter;
-  readonly wired: Wired;
-  readonly credits: ToolCredits;
-  readonly ledger: LiveLedger | undefined;
-  readonly recordMetrics: boolean;
-  readonly sessions: SessionCache;
-  readonly maxSessionBytes: number;
-  /** The reductions in flight, which the vault the Terminator opens waits for (src/activity.ts). */
-  readonly activity: ReductionActivity;
-  /** Bounds of the answered requests waiting for their records (`telemetryBacklog`, `telemetryBacklogWeight`). */
-  readonly backlog: { readonly maxPending: number; readonly maxPendingWeight?: number };
 }
 
 /** The three pipelines, each passing everything through when the vault failed. */
