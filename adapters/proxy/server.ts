@@ -20,6 +20,7 @@ import type { Terminator } from '../../src/runtime/types.js';
 import type { RequestAccount } from '../../src/telemetry/request-account.js';
 import { intOption } from '../../src/options.js';
 import { errorLabel } from '../../src/step.js';
+import { WIRE } from '../shared/wire.js';
 import { handleApi, upstreamFor } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
@@ -123,14 +124,13 @@ export interface Proxy extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-const API_PATHS: Readonly<Record<string, RecoveryWireFormat>> = Object.freeze({
-  '/v1/chat/completions': 'chat',
-  '/chat/completions': 'chat',
-  '/v1/responses': 'responses',
-  '/responses': 'responses',
-  '/v1/messages': 'anthropic',
-  '/messages': 'anthropic',
-});
+/** The API paths (each format's endpoint, with and without `/v1`) and their format. */
+const API_PATHS = new Map(
+  Object.entries(WIRE).flatMap(([format, { route }]) => [
+    [route.endpoint, format as RecoveryWireFormat],
+    [route.endpoint.slice('/v1'.length), format as RecoveryWireFormat],
+  ]),
+);
 
 function tokenMatches(expected: string, given: string | string[] | undefined): boolean {
   const value = Array.isArray(given) ? given[0] : given;
@@ -237,7 +237,7 @@ async function handle(
   const pathAndQuery = req.url ?? '/';
   const path = pathAndQuery.split('?')[0] ?? '/';
   const method = req.method ?? 'GET';
-  const api = method === 'POST' ? API_PATHS[path] : undefined;
+  const api = method === 'POST' ? API_PATHS.get(path) : undefined;
   res.once('finish', () => {
     // An answered API request is logged by its accounting, with its figures.
     if (ctx.accounted.has(res)) return;
