@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ResponseAlias } from '../../src/recovery/exchanges.js';
-import type { RecoveryCall, RecoveryWireFormat } from '../../src/recovery/formats.js';
+import { listKey, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { isObj } from '../../src/model/read.js';
 import type { Prepared } from '../../src/runtime/types.js';
 import { refusedForCapacity } from '../../src/session/tool-outputs.js';
@@ -101,8 +101,7 @@ function parseBody(
   try {
     const tenant = tenantOf(req.headers);
     const group = `${format}\u0000${tenant}\u0000${String(req.headers[SESSION_HEADER] ?? '')}`;
-    const listKey = format === 'responses' ? 'input' : 'messages';
-    const out = ctx.bodies.parse(raw, listKey, group, (value) => sessionOf(req.headers, value, format, tenant));
+    const out = ctx.bodies.parse(raw, listKey(format), group, (value) => sessionOf(req.headers, value, format, tenant));
     return out === undefined
       ? undefined
       : { value: out.value, reused: out.reused, known: { sessionId: out.sessionId, digest: out.digest } };
@@ -253,14 +252,8 @@ export async function handleApi(
   started = performance.now(),
   reservation?: Reservation,
 ): Promise<void> {
-  const upstream = upstreamFor(
-    ctx,
-    req,
-    res,
-    format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream,
-    pathAndQuery,
-    format,
-  );
+  const base = format === 'anthropic' ? ctx.config.anthropicUpstream : ctx.config.upstream;
+  const upstream = upstreamFor(ctx, req, res, base, pathAndQuery, format);
   /** The request goes to the upstream as the client sent it (nothing of it reduced), counted under `outcome`. */
   const pass = (outcome: string, body: Buffer | Readable): Promise<void> => {
     reservation?.release();
@@ -303,9 +296,7 @@ export async function handleApi(
   if (reservation?.signal.aborted === true) return unreduced('memory_aborted', raw);
   let sentBody: Buffer;
   try {
-    sentBody = prepared.changed
-      ? serializeRequest(prepared.request, format === 'responses' ? 'input' : 'messages', ctx.itemJson)
-      : raw;
+    sentBody = prepared.changed ? serializeRequest(prepared.request, listKey(format), ctx.itemJson) : raw;
   } catch (error) {
     // A value the serializer cannot write (nested deeper than its stack, say).
     return passOn(raw, 'serialize', error);
@@ -313,33 +304,37 @@ export async function handleApi(
   ctx.metrics.requests.inc({ api: format, outcome: prepared.changed ? 'reduced' : 'unchanged' });
   // The reduction is over: what stays (the bodies, until answered and accounted) is bounded apart.
   reservation?.release();
-  const continuations: Delivery['continuations'] = { requests: [], bytes: 0 };
-  // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
-  const sentMeasured = prepared.changed ? prepared.request : prepared.measured;
+  // The continuation requests of its recovery rounds, and their bytes, for its accounting.
+  const continuations: ProviderRequest[] = [];
+  let continuationBytes = 0;
+  const sendRound = (b: Buffer, request: ProviderRequest): Promise<Dispatcher.ResponseData> => {
+    continuations.push(request);
+    continuationBytes += b.length;
+    return upstream.send(b, true, true);
+  };
   // Its log line comes with its figures, from the accounting (the server logs no other for it).
   ctx.accounted.add(res);
-  const account = (): void =>
-    ctx.account({
-      format,
-      prepared,
-      rawBytes: raw.length,
-      sent: sentMeasured,
-      sentBytes: sentBody.length,
-      continuations: continuations.requests,
-      continuationBytes: continuations.bytes,
-      status: res.statusCode,
-      ms: Math.round(performance.now() - started),
-    });
   try {
     if (!prepared.offered) await upstream.forward(sentBody, prepared.changed);
     else {
       // Offered the recovery tool: the loop runs, whole or streamed.
-      const d: Delivery = { ctx, res, format, prepared, sentBody, continuations, upstream };
+      const d: Delivery = { ctx, res, format, prepared, sentBody, sendRound, upstream };
       await (client['stream'] === true ? deliverStreamed : deliverBuffered)({ ...d, ...recoveryHooks(d, client) });
     }
   } finally {
     // Synchronously after the last write: accounting is queued before the client can read the end.
-    account();
+    ctx.account({
+      format,
+      prepared,
+      rawBytes: raw.length,
+      // An unchanged request is measured on the memo's stable objects too (same content, counted by identity).
+      sent: prepared.changed ? prepared.request : prepared.measured,
+      sentBytes: sentBody.length,
+      continuations,
+      continuationBytes,
+      status: res.statusCode,
+      ms: Math.round(performance.now() - started),
+    });
   }
 }
 
@@ -349,8 +344,8 @@ interface Delivery {
   readonly format: RecoveryWireFormat;
   readonly prepared: Prepared;
   readonly sentBody: Buffer;
-  /** The continuation requests of a request's recovery rounds, and their bytes, for its accounting. */
-  readonly continuations: { readonly requests: ProviderRequest[]; bytes: number };
+  /** Sends a recovery round's continuation, counted for the request's accounting. */
+  readonly sendRound: (body: Buffer, request: ProviderRequest) => Promise<Dispatcher.ResponseData>;
   readonly upstream: Upstream;
 }
 
@@ -410,7 +405,7 @@ function recoveryHooks({ ctx, format, prepared }: Delivery, client: Obj) {
 }
 
 async function deliverStreamed(d: Hooked): Promise<void> {
-  const { ctx, res, format, prepared, sentBody, continuations, upstream, answer, remember, serverSide, refit } = d;
+  const { ctx, res, format, prepared, sentBody, sendRound, upstream, answer, remember, serverSide, refit } = d;
   let first: Dispatcher.ResponseData;
   try {
     first = await upstream.send(sentBody, true, true);
@@ -429,11 +424,7 @@ async function deliverStreamed(d: Hooked): Promise<void> {
       request: prepared.request,
       res,
       maxRounds: ctx.recoveryRounds,
-      send: (b, request) => {
-        continuations.requests.push(request);
-        continuations.bytes += b.length;
-        return upstream.send(b, true, true);
-      },
+      send: sendRound,
       answer,
       refit,
       onRound: (_calls, end) => ctx.metrics.recoveryRounds.inc({ api: format, end }),
@@ -453,7 +444,7 @@ async function deliverStreamed(d: Hooked): Promise<void> {
 }
 
 async function deliverBuffered(d: Hooked): Promise<void> {
-  const { ctx, res, format, prepared, sentBody, continuations, upstream, answer, remember, serverSide, refit } = d;
+  const { ctx, res, format, prepared, sentBody, sendRound, upstream, answer, remember, serverSide, refit } = d;
   type Buffered = { response: Dispatcher.ResponseData; buf: Buffer };
   try {
     const out = await runRecoveryLoop<Buffered>({
@@ -461,12 +452,9 @@ async function deliverBuffered(d: Hooked): Promise<void> {
       request: prepared.request,
       maxRounds: ctx.recoveryRounds,
       send: async (request, round) => {
-        const b = round === 0 ? sentBody : Buffer.from(JSON.stringify(request));
-        if (round > 0) {
-          continuations.requests.push(request);
-          continuations.bytes += b.length;
-        }
-        const response = await upstream.send(b, true, true);
+        const response = await (round === 0
+          ? upstream.send(sentBody, true, true)
+          : sendRound(Buffer.from(JSON.stringify(request)), request));
         return { response, buf: await readAll(response) };
       },
       bodyOf: ({ response, buf }) => {
@@ -479,7 +467,6 @@ async function deliverBuffered(d: Hooked): Promise<void> {
       },
       answer,
       refit,
-      onRound: () => undefined,
     });
     for (let i = 0; i < out.rounds; i++) ctx.metrics.recoveryRounds.inc({ api: format, end: 'continued' });
     if (out.stopped !== undefined) ctx.metrics.recoveryRounds.inc({ api: format, end: out.stopped });
