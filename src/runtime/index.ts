@@ -343,18 +343,14 @@ function deferredRecords(parts: FacadeParts): BatchQueue<Deferred> {
 }
 
 /** The three pipelines, each passing everything through when the vault failed. */
-interface Pipelines {
-  readonly tool_call: Stage<ToolCall>;
-  readonly tool_result: Stage<ToolResult>;
-  readonly request: Stage<ProviderRequest>;
-}
+type Pipelines = ReturnType<typeof pipelinesOf>;
 
-function pipelinesOf(deps: PipelineDeps, failure: Error | undefined): Pipelines {
+function pipelinesOf(deps: PipelineDeps, failure: Error | undefined) {
   return failure === undefined
     ? { tool_call: toolCallPipeline(deps), tool_result: toolResultPipeline(deps), request: requestPipeline(deps) }
     : {
-        tool_call: passThrough(failure),
-        tool_result: passThrough(failure),
+        tool_call: passThrough<ToolCall>(failure),
+        tool_result: passThrough<ToolResult>(failure),
         request: passThroughRequests(deps, failure),
       };
 }

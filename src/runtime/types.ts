@@ -179,8 +179,9 @@ export interface Terminator extends AsyncDisposable {
    * need not account.
    *
    * @example
+   * import { recoveryToolDefinition } from 'token-terminator/adapters/custom-loop';
    * const step = await tt.reduceRequest(body, context, undefined, { record: false });
-   * tt.account?.(step, { sent: withRecoveryTool(step.value, 'chat', tt.recoveryTool) });
+   * tt.account?.(step, { sent: { ...step.value, tools: [...tools, recoveryToolDefinition(tt, 'chat')] } });
    */
   account?(step: Step<ProviderRequest>, options?: AccountOptions): void;
   /** Resolves once the backlog of requests waiting for their accounting has room; undefined when it has room now. */
