@@ -23,6 +23,7 @@ import { errorLabel } from '../../src/step.js';
 import { WIRE } from '../shared/wire.js';
 import { handleApi, upstreamFor } from './api.js';
 import type { AccountInput, ProxyContext, ProxyLogRecord } from './context.js';
+import type { ItemJsonCache } from './serialize.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { workerMetricsRelay } from './metrics-relay.js';
 import { BodyMemo } from './body.js';
@@ -311,35 +312,40 @@ function listen(server: Server, config: ProxyConfig): Promise<string> {
   });
 }
 
-function proxyContext(
+/** The parts of one proxy every request handler shares (ProxyContext). */
+export function proxyContext(
   config: ProxyConfig,
   terminator: Terminator,
   metrics: ProxyMetrics,
   dispatcher: Dispatcher,
   log: (record: ProxyLogRecord) => void,
-): ProxyContext {
+) {
   const logged = new Set<string>();
   return {
     config,
     terminator,
     dispatcher,
     metrics,
-    // The body memo's share of the memory bound is in config; the items and renderings each session
-    // was shown are the Terminator's per-session state (a sixteenth, `maxSessionBytes`).
+    // Recent request bodies, whose conversation items the next body of a session reuses (body.ts).
+    // Its share of the memory bound is in config; the items and renderings each session was shown
+    // are the Terminator's per-session state (a sixteenth, `maxSessionBytes`).
     bodies: new BodyMemo({
       maxBytes: config.bodyMemoBytes,
       ...(terminator.digests === undefined ? {} : { digests: terminator.digests }),
     }),
-    itemJson: new WeakMap(),
+    // JSON bytes of conversation items already serialized (serialize.ts).
+    itemJson: new WeakMap() as ItemJsonCache,
     recoveryRounds: config.recoveryRounds,
-    accounted: new WeakSet(),
+    // Responses whose request the accounting logs (with its figures); the server logs the others when they finish.
+    accounted: new WeakSet<object>(),
     log,
-    logOnce(record) {
+    /** Log `record` the first time its event happens in this proxy (a condition an operator fixes once). */
+    logOnce(record: ProxyLogRecord): void {
       if (logged.has(record.event)) return;
       logged.add(record.event);
       log(record);
     },
-    account(input) {
+    account(input: AccountInput): void {
       // The bytes are counted as it is answered; its tokens wait for the accounting.
       metrics.bytes.inc({ api: input.format, direction: 'raw' }, input.rawBytes);
       metrics.bytes.inc({ api: input.format, direction: 'sent' }, input.sentBytes);
@@ -359,7 +365,11 @@ function proxyContext(
         },
       });
     },
-    async room() {
+    /**
+     * Resolves once the accounting backlog has room: a request waits here before it is reduced while
+     * the accounting of answered ones has fallen behind (memory stays bounded under sustained load).
+     */
+    async room(): Promise<void> {
       const wait = terminator.accountingRoom?.();
       if (wait === undefined) return;
       metrics.accountingWaits.inc();
