@@ -232,16 +232,14 @@ export function armOrder(seed: number, pairs: number): [Arm, Arm][] {
 export async function runEval(options: EvalOptions): Promise<EvalResults> {
   const { protocol, tasks } = planEval(options);
   const resume = options.resume;
-  if (resume !== undefined && resume.protocol.checkpoint_tasks_sha256 !== protocol.checkpoint_tasks_sha256) {
+  if (resume !== undefined && resume.protocol.checkpoint_tasks_sha256 !== protocol.checkpoint_tasks_sha256)
     throw new ConfigError(
       'eval: the resumed run was made with other tasks (another version of the harness); start a new run',
     );
-  }
-  if (resume !== undefined && resume.protocol.balanced_via !== protocol.balanced_via) {
+  if (resume !== undefined && resume.protocol.balanced_via !== protocol.balanced_via)
     throw new ConfigError(
       `eval: the resumed run reduced the balanced arm via ${resume.protocol.balanced_via}, this one via ${protocol.balanced_via}`,
     );
-  }
   options.onProtocol?.(protocol);
   const dir = mkdtempSync(join(tmpdir(), 'token-terminator-eval-'));
   const env = options.env ?? process.env;
@@ -255,18 +253,12 @@ export async function runEval(options: EvalOptions): Promise<EvalResults> {
   try {
     terminators.off = await openArm(dir, env, 'off');
     // Through a proxy the gateway reduces the balanced arm: the harness itself passes both through.
-    terminators.balanced = await openArm(
-      dir,
-      env,
-      'balanced',
-      options.balancedBaseUrl === undefined ? 'balanced' : 'off',
-    );
+    const balancedMode = options.balancedBaseUrl === undefined ? 'balanced' : 'off';
+    terminators.balanced = await openArm(dir, env, 'balanced', balancedMode);
     for (const task of tasks.slice(pairs.length)) {
       const order = protocol.arm_order[task.index]!;
       const arms: Partial<Record<Arm, ArmResult>> = {};
-      for (const arm of order) {
-        arms[arm] = await runArm(task, arm, terminators[arm]!, guard, options, protocol, runTag);
-      }
+      for (const arm of order) arms[arm] = await runArm(task, arm, terminators[arm]!, guard, options, protocol, runTag);
       const pair: PairResult = {
         index: task.index,
         family: task.family,
@@ -417,19 +409,22 @@ async function runArm(
   };
   const first = await toolOutput('call_1');
   transcript.push({ role: 'tool', tool_call_id: 'call_1', content: first });
+  const temperature = protocol.temperature === null ? {} : { temperature: protocol.temperature };
+  const route = { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' };
+  const client = {
+    baseUrl,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  };
   let prompt = 0;
   let completion = 0;
   let providerUsage = true;
   let recoveryCalls = 0;
   let recoveryTokens = 0;
   for (let round = 1; round <= maxRounds; round++) {
-    const body: Record<string, unknown> = {
-      model: options.model,
-      messages: transcript,
-      tools,
-      ...(protocol.temperature === null ? {} : { temperature: protocol.temperature }),
-    };
-    const { sent, reply } = await send(tt, body, options, baseUrl, { sessionId, requestId: `${sessionId}#${round}` });
+    const body = { model: options.model, messages: transcript, tools, ...temperature };
+    const sent = (await tt.reduceRequest(body, { sessionId, requestId: `${sessionId}#${round}`, route })).value;
+    const reply = await chatCompletion(sent, client);
     guard.check(reply.identity, `pair ${task.index + 1} (${arm} arm, request ${round})`);
     if (reply.promptTokens === undefined) providerUsage = false;
     prompt += reply.promptTokens ?? tt.counter.count(canonicalJson(sent['messages'] ?? [], { compact: true }));
@@ -467,27 +462,6 @@ async function runArm(
     if (round === maxRounds) return result('rounds exhausted');
   }
   throw new Error('unreachable');
-}
-
-/** One request of an arm: through the request pipeline, then to the model. */
-async function send(
-  tt: Terminator,
-  body: Record<string, unknown>,
-  options: EvalOptions,
-  baseUrl: string,
-  ids: { readonly sessionId: string; readonly requestId: string },
-): Promise<{ sent: Record<string, unknown>; reply: Awaited<ReturnType<typeof chatCompletion>> }> {
-  const step = await tt.reduceRequest(body, {
-    ...ids,
-    route: { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' },
-  });
-  const sent = step.value;
-  const reply = await chatCompletion(sent, {
-    baseUrl,
-    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-  });
-  return { sent, reply };
 }
 
 /** The answer to one tool call: recovery from the vault, the terminal from the task's evidence. */
