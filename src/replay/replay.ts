@@ -105,7 +105,8 @@ export async function replaySessions(
   const { tt, dump, ledger } = await openReplay(options, dbPath);
   const all = new FigureAccumulator();
   const perSession: ReplayFigures['sessions'] = [];
-  const progress = { done: 0, total: sessions.reduce((n, s) => n + requestCount(s), 0) };
+  const total = sessions.reduce((n, s) => n + requestCount(s), 0);
+  let done = 0;
   const runId = `${Date.now().toString(36)}-${tt.config.mode}`;
   const window: WindowCheck | undefined =
     options.window === undefined
@@ -115,14 +116,44 @@ export async function replaySessions(
           reserve: options.reserve ?? tt.config.incontext.minOutputTokens,
           counter: budgetCounterFrom(counter),
         };
+  const deps = { tt, meter, ledger, dump, now, runId, window };
   try {
     for (const session of sessions) {
       const base =
         options.pricing ??
         pricingFor(tt.config, session.model === undefined ? undefined : { model: session.model }, 'chat');
       const profile = price === undefined ? base : applyOverrides(base, { cacheRead: price });
-      const deps = { tt, meter, ledger, dump, now, runId, window };
-      perSession.push(await replayFigures(session, deps, { all, profile, options, progress }));
+      // The session's figures, added to the run's totals as each request is answered.
+      const acc = new FigureAccumulator();
+      const points: RequestPoint[] = [];
+      const fidelity = await new SessionReplay(session, {
+        ...deps,
+        onRequest: (sample) => {
+          acc.add(sample, profile);
+          all.add(sample, profile);
+          if (options.series === true)
+            points.push({
+              raw_tokens: sample.rawTokens,
+              final_tokens: sample.finalTokens,
+              raw_chars: sample.rawChars,
+              final_chars: sample.finalChars,
+              receipts: sample.receipts,
+              saved_by_stage: sample.saved,
+            });
+          options.onProgress?.(++done, total);
+        },
+        onExtraTime: (ms) => {
+          acc.addTime(ms);
+          all.addTime(ms);
+        },
+      }).run();
+      acc.addFidelity(fidelity);
+      all.addFidelity(fidelity);
+      perSession.push({
+        id: session.id,
+        ...acc.figures(),
+        ...(options.series === true ? { per_request: points } : {}),
+      });
     }
   } finally {
     dump?.close();
@@ -132,46 +163,6 @@ export async function replaySessions(
     if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
   }
   return { ...all.figures(), peak_rss_mb: round(process.resourceUsage().maxRSS / 1024, 1), sessions: perSession };
-}
-
-/** One session's replay, its figures added to the run's totals as each request is answered. */
-async function replayFigures(
-  session: RecordedSession,
-  deps: Omit<Deps, 'onRequest' | 'onExtraTime'>,
-  run: {
-    readonly all: FigureAccumulator;
-    readonly profile: PricingProfile;
-    readonly options: ReplayOptions;
-    readonly progress: { done: number; readonly total: number };
-  },
-): Promise<ReplayFigures['sessions'][number]> {
-  const { all, profile, options, progress } = run;
-  const acc = new FigureAccumulator();
-  const points: RequestPoint[] = [];
-  const fidelity = await new SessionReplay(session, {
-    ...deps,
-    onRequest: (sample) => {
-      acc.add(sample, profile);
-      all.add(sample, profile);
-      if (options.series === true)
-        points.push({
-          raw_tokens: sample.rawTokens,
-          final_tokens: sample.finalTokens,
-          raw_chars: sample.rawChars,
-          final_chars: sample.finalChars,
-          receipts: sample.receipts,
-          saved_by_stage: sample.saved,
-        });
-      options.onProgress?.(++progress.done, progress.total);
-    },
-    onExtraTime: (ms) => {
-      acc.addTime(ms);
-      all.addTime(ms);
-    },
-  }).run();
-  acc.addFidelity(fidelity);
-  all.addFidelity(fidelity);
-  return { id: session.id, ...acc.figures(), ...(options.series === true ? { per_request: points } : {}) };
 }
 
 /** A run's Terminator (given, or one on `dbPath` whose vault errors throw: never a silent pass-through), dump and ledger. */
