@@ -90,17 +90,20 @@ export function makeTask(seed: number, index: number): EvalTask {
   // Each task has its own stream, so task i does not depend on how many came before it.
   const r = prng((seed ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0);
   const family = TASK_FAMILIES[index % TASK_FAMILIES.length]!;
-  return BUILDERS[family](r, index, `${index + 1}`);
+  return { index, family, ...BUILDERS[family](r, `${index + 1}`) };
 }
 
-const BUILDERS: Record<TaskFamily, (r: Rnd, index: number, tag: string) => EvalTask> = {
+/** A family's task body from its stream and its tag (the 1-based index that makes names unique). */
+type TaskBody = Omit<EvalTask, 'index' | 'family'>;
+
+const BUILDERS: Record<TaskFamily, (r: Rnd, tag: string) => TaskBody> = {
   'failing-test': failingTest,
   'line-number': lineNumber,
   version,
   count: countErrors,
 };
 
-function failingTest(r: Rnd, index: number, tag: string): EvalTask {
+function failingTest(r: Rnd, tag: string): TaskBody {
   const total = int(r, 160, 220);
   const failAt = int(r, Math.floor(total * 0.2), Math.floor(total * 0.8));
   const lines: string[] = [];
@@ -131,8 +134,6 @@ function failingTest(r: Rnd, index: number, tag: string): EvalTask {
     `      Tests  1 failed | ${total - 1} passed (${total})`,
   ].join('\n');
   return {
-    index,
-    family: 'failing-test',
     question: `Task ${tag}: the test run below has exactly one failing test. What is the name of the failing test case (the text after the last " > ", without the duration)?`,
     command: 'npx vitest run',
     evidence,
@@ -141,7 +142,7 @@ function failingTest(r: Rnd, index: number, tag: string): EvalTask {
   };
 }
 
-function lineNumber(r: Rnd, index: number, tag: string): EvalTask {
+function lineNumber(r: Rnd, tag: string): TaskBody {
   const total = int(r, 320, 420);
   const target = int(r, Math.floor(total * 0.3), Math.floor(total * 0.7));
   const fn = `${pick(r, VERBS)}${cap(pick(r, WORDS))}${cap(pick(r, WORDS))}${tag}`;
@@ -162,8 +163,6 @@ function lineNumber(r: Rnd, index: number, tag: string): EvalTask {
     out.push(line);
   }
   return {
-    index,
-    family: 'line-number',
     question: `Task ${tag}: on which line of ${file} is the function ${fn} defined? Answer with the line number only.`,
     command: `cat -n ${file}`,
     evidence: out.join('\n'),
@@ -172,7 +171,7 @@ function lineNumber(r: Rnd, index: number, tag: string): EvalTask {
   };
 }
 
-function version(r: Rnd, index: number, tag: string): EvalTask {
+function version(r: Rnd, tag: string): TaskBody {
   const total = int(r, 300, 380);
   const targetAt = int(r, Math.floor(total * 0.3), Math.floor(total * 0.7));
   const pkg = `@acme/${pick(r, WORDS)}-${pick(r, WORDS)}-${tag}`;
@@ -192,8 +191,6 @@ function version(r: Rnd, index: number, tag: string): EvalTask {
     }
   }
   return {
-    index,
-    family: 'version',
     question: `Task ${tag}: which version of ${pkg} is installed? Answer with the version only (like 1.2.3).`,
     command: 'npm ls --all',
     evidence: lines.join('\n'),
@@ -202,7 +199,7 @@ function version(r: Rnd, index: number, tag: string): EvalTask {
   };
 }
 
-function countErrors(r: Rnd, index: number, tag: string): EvalTask {
+function countErrors(r: Rnd, tag: string): TaskBody {
   const total = int(r, 260, 340);
   const component = `${pick(r, COMPONENTS)}-${tag}`;
   const k = int(r, 3, 9);
@@ -225,8 +222,6 @@ function countErrors(r: Rnd, index: number, tag: string): EvalTask {
     }
   }
   return {
-    index,
-    family: 'count',
     question: `Task ${tag}: how many ERROR lines from the component ${component} does the log contain? Answer with the number only.`,
     command: `journalctl -u ${component.replace(/-\d+$/, '')} --since today`,
     evidence: lines.join('\n'),
