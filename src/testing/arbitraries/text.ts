@@ -281,6 +281,121 @@ export interface VerboseRun {
   readonly exitCode: number;
 }
 
+/** A generated run: its three words, its size, its failing tests in order, and test `i`'s module and function name. */
+interface Run {
+  readonly a: string;
+  readonly b: string;
+  readonly c: string;
+  readonly tests: number;
+  readonly failures: readonly number[];
+  readonly mod: (i: number) => string;
+  readonly test: (i: number) => string;
+}
+
+/** What one runner prints: a test's progress lines, a failure's detail block, and the output around them. */
+interface RunnerShape {
+  readonly command: string;
+  readonly exitCode: number;
+  readonly progress: (run: Run, i: number, failed: boolean) => readonly string[];
+  /** A failure's detail block, when the runner prints one after the progress lines. */
+  readonly detail?: (run: Run, i: number) => readonly string[];
+  readonly output: (run: Run, progress: readonly string[], details: readonly string[]) => readonly string[];
+}
+
+const RUNNERS: Readonly<Record<VerboseRunner, RunnerShape>> = {
+  pytest: {
+    command: 'python -m pytest -v tests',
+    exitCode: 1,
+    progress: ({ mod, test, tests }, i, failed) => [
+      `${`tests/test_${mod(i)}.py::${test(i)} ${failed ? 'FAILED' : 'PASSED'}`.padEnd(72)} [${String(Math.floor(((i + 1) * 100) / tests)).padStart(3)}%]`,
+    ],
+    detail: ({ mod, test }, i) => [
+      `${'_'.repeat(20)} ${test(i)} ${'_'.repeat(20)}`,
+      '',
+      `    def ${test(i)}():`,
+      `>       assert compute_${i}(${i}) == ${i + 1}`,
+      `E       assert ${i} == ${i + 1}`,
+      '',
+      `tests/test_${mod(i)}.py:${10 + i}: AssertionError`,
+    ],
+    output: ({ tests, failures, mod, test }, progress, details) => [
+      `${'='.repeat(29)} test session starts ${'='.repeat(29)}`,
+      'platform linux -- Python 3.11.7, pytest-8.3.4, pluggy-1.5.0 -- /usr/bin/python3',
+      'rootdir: /work/project',
+      `collecting ... collected ${tests} items`,
+      '',
+      ...progress,
+      '',
+      `${'='.repeat(35)} FAILURES ${'='.repeat(35)}`,
+      ...details,
+      `${'='.repeat(27)} short test summary info ${'='.repeat(27)}`,
+      ...failures.map((i) => `FAILED tests/test_${mod(i)}.py::${test(i)} - assert ${i} == ${i + 1}`),
+      `${'='.repeat(20)} ${failures.length} failed, ${tests - failures.length} passed in 3.21s ${'='.repeat(20)}`,
+    ],
+  },
+  vitest: {
+    command: 'npx vitest run --reporter=verbose',
+    exitCode: 1,
+    progress: ({ b, mod, test }, i, failed) => [
+      ` ${failed ? '\u00d7' : '\u2713'} test/${mod(i)}.test.ts > ${b} > handles ${test(i)} ${i % 40}ms`,
+    ],
+    detail: ({ b, mod, test }, i) => [
+      ` FAIL  test/${mod(i)}.test.ts > ${b} > handles ${test(i)}`,
+      `AssertionError: expected ${i} to be ${i + 1} // Object.is equality`,
+    ],
+    output: ({ tests, failures }, progress, details) => [
+      ' RUN  v2.1.8 /work/project',
+      '',
+      ...progress,
+      '',
+      `${'\u23af'.repeat(20)} Failed Tests ${failures.length} ${'\u23af'.repeat(20)}`,
+      ...details,
+      '',
+      ` Tests  ${failures.length} failed | ${tests - failures.length} passed (${tests})`,
+    ],
+  },
+  go: {
+    command: 'go test -v ./...',
+    exitCode: 1,
+    // go prints a failure's detail inside its progress, between RUN and FAIL.
+    progress: ({ b, c, mod }, i, failed) => [
+      `=== RUN   Test${b}${c}${i}`,
+      ...(failed ? [`    ${mod(i)}_test.go:${10 + i}: got ${i}, want ${i + 1}`] : []),
+      `${failed ? '--- FAIL' : '--- PASS'}: Test${b}${c}${i} (0.00s)`,
+    ],
+    output: ({ a }, progress) => [...progress, 'FAIL', `FAIL\texample.com/${a}\t0.012s`, 'FAIL'],
+  },
+  cargo: {
+    command: 'cargo test',
+    exitCode: 101,
+    progress: ({ mod, test }, i, failed) => [`test ${mod(i)}::${test(i)} ... ${failed ? 'FAILED' : 'ok'}`],
+    detail: ({ mod, test }, i) => [
+      `---- ${mod(i)}::${test(i)} stdout ----`,
+      `thread '${mod(i)}::${test(i)}' panicked at src/${mod(i)}.rs:${10 + i}:5:`,
+      `assertion \`left == right\` failed`,
+    ],
+    output: ({ tests, failures, mod, test }, progress, details) => [
+      '   Compiling demo v0.1.0 (/work/demo)',
+      '    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.51s',
+      '     Running unittests src/lib.rs (target/debug/deps/demo-1a2b3c)',
+      '',
+      `running ${tests} tests`,
+      ...progress,
+      '',
+      'failures:',
+      '',
+      ...details,
+      '',
+      'failures:',
+      ...failures.map((i) => `    ${mod(i)}::${test(i)}`),
+      '',
+      `test result: FAILED. ${tests - failures.length} passed; ${failures.length} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s`,
+      '',
+      'error: test failed, to rerun pass `--lib`',
+    ],
+  },
+};
+
 /**
  * The verbose output of a failing test run, as the runner prints it: pytest `-v` progress
  * (`path::test FAILED   [ 20%]`), vitest's verbose reporter, `go test -v`, `cargo test`. Many
@@ -308,129 +423,12 @@ export function verboseRun(
       names: fc.array(word, { minLength: 3, maxLength: 3 }),
     })
     .map(({ runner, tests, failing, names }) => {
-      const fails = new Set(failing.map((f) => f % tests));
       const [a, b, c] = names as [string, string, string];
-      const mod = (i: number): string => `${a}_${i % 7}`;
-      const test = (i: number): string => `test_${b}_${c}_${i}`;
-      const lines: string[] = [];
-      const details: string[] = [];
-      const pct = (i: number): string => `[${String(Math.floor(((i + 1) * 100) / tests)).padStart(3)}%]`;
-      for (let i = 0; i < tests; i++) {
-        const failed = fails.has(i);
-        switch (runner) {
-          case 'pytest': {
-            const id = `tests/test_${mod(i)}.py::${test(i)}`;
-            lines.push(`${`${id} ${failed ? 'FAILED' : 'PASSED'}`.padEnd(72)} ${pct(i)}`);
-            if (failed)
-              details.push(
-                `${'_'.repeat(20)} ${test(i)} ${'_'.repeat(20)}`,
-                '',
-                `    def ${test(i)}():`,
-                `>       assert compute_${i}(${i}) == ${i + 1}`,
-                `E       assert ${i} == ${i + 1}`,
-                '',
-                `tests/test_${mod(i)}.py:${10 + i}: AssertionError`,
-              );
-            break;
-          }
-          case 'vitest':
-            lines.push(
-              ` ${failed ? '\u00d7' : '\u2713'} test/${mod(i)}.test.ts > ${b} > handles ${test(i)} ${i % 40}ms`,
-            );
-            if (failed)
-              details.push(
-                ` FAIL  test/${mod(i)}.test.ts > ${b} > handles ${test(i)}`,
-                `AssertionError: expected ${i} to be ${i + 1} // Object.is equality`,
-              );
-            break;
-          case 'go':
-            lines.push(`=== RUN   Test${b}${c}${i}`);
-            if (failed) lines.push(`    ${mod(i)}_test.go:${10 + i}: got ${i}, want ${i + 1}`);
-            lines.push(`${failed ? '--- FAIL' : '--- PASS'}: Test${b}${c}${i} (0.00s)`);
-            break;
-          case 'cargo':
-            lines.push(`test ${mod(i)}::${test(i)} ... ${failed ? 'FAILED' : 'ok'}`);
-            if (failed)
-              details.push(
-                `---- ${mod(i)}::${test(i)} stdout ----`,
-                `thread '${mod(i)}::${test(i)}' panicked at src/${mod(i)}.rs:${10 + i}:5:`,
-                `assertion \`left == right\` failed`,
-              );
-            break;
-        }
-      }
-      const n = fails.size;
-      const passed = tests - n;
-      const ids = [...fails].sort((x, y) => x - y);
-      switch (runner) {
-        case 'pytest':
-          return {
-            runner,
-            command: 'python -m pytest -v tests',
-            exitCode: 1,
-            output: [
-              `${'='.repeat(29)} test session starts ${'='.repeat(29)}`,
-              'platform linux -- Python 3.11.7, pytest-8.3.4, pluggy-1.5.0 -- /usr/bin/python3',
-              'rootdir: /work/project',
-              `collecting ... collected ${tests} items`,
-              '',
-              ...lines,
-              '',
-              `${'='.repeat(35)} FAILURES ${'='.repeat(35)}`,
-              ...details,
-              `${'='.repeat(27)} short test summary info ${'='.repeat(27)}`,
-              ...ids.map((i) => `FAILED tests/test_${mod(i)}.py::${test(i)} - assert ${i} == ${i + 1}`),
-              `${'='.repeat(20)} ${n} failed, ${passed} passed in 3.21s ${'='.repeat(20)}`,
-            ].join('\n'),
-          };
-        case 'vitest':
-          return {
-            runner,
-            command: 'npx vitest run --reporter=verbose',
-            exitCode: 1,
-            output: [
-              ' RUN  v2.1.8 /work/project',
-              '',
-              ...lines,
-              '',
-              `${'\u23af'.repeat(20)} Failed Tests ${n} ${'\u23af'.repeat(20)}`,
-              ...details,
-              '',
-              ` Tests  ${n} failed | ${passed} passed (${tests})`,
-            ].join('\n'),
-          };
-        case 'go':
-          return {
-            runner,
-            command: 'go test -v ./...',
-            exitCode: 1,
-            output: [...lines, 'FAIL', `FAIL\texample.com/${a}\t0.012s`, 'FAIL'].join('\n'),
-          };
-        case 'cargo':
-          return {
-            runner,
-            command: 'cargo test',
-            exitCode: 101,
-            output: [
-              '   Compiling demo v0.1.0 (/work/demo)',
-              '    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.51s',
-              '     Running unittests src/lib.rs (target/debug/deps/demo-1a2b3c)',
-              '',
-              `running ${tests} tests`,
-              ...lines,
-              '',
-              'failures:',
-              '',
-              ...details,
-              '',
-              'failures:',
-              ...ids.map((i) => `    ${mod(i)}::${test(i)}`),
-              '',
-              `test result: FAILED. ${passed} passed; ${n} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s`,
-              '',
-              'error: test failed, to rerun pass `--lib`',
-            ].join('\n'),
-          };
-      }
+      const failures = [...new Set(failing.map((f) => f % tests))].sort((x, y) => x - y);
+      const run: Run = { a, b, c, tests, failures, mod: (i) => `${a}_${i % 7}`, test: (i) => `test_${b}_${c}_${i}` };
+      const { command, exitCode, progress, detail, output } = RUNNERS[runner];
+      const lines = Array.from({ length: tests }, (_, i) => progress(run, i, failures.includes(i))).flat();
+      const details = detail === undefined ? [] : failures.flatMap((i) => detail(run, i));
+      return { runner, command, exitCode, output: output(run, lines, details).join('\n') };
     });
 }
