@@ -29,32 +29,30 @@ export function neverMutatesPredicate<T>(
     const first = await once(op, options, plain);
     plain.forEach((step, i) => {
       const diff = firstDifference(snapshot[i], step.value) ?? firstDifference(contexts[i], step.context);
-      if (diff !== undefined)
-        throw new InvariantViolation('never-mutates', `step ${i}`, `the caller's object was mutated: ${diff}`);
+      if (diff !== undefined) throw broken(`step ${i}`, `the caller's object was mutated: ${diff}`);
     });
     // Run 2: deep-frozen Steps and values.
     const frozen = makeSteps(structuredClone(values) as T[], options.context).map((s) => deepFreeze(s));
     const second = await once(op, options, frozen);
-    if (second.errored && second.error instanceof TypeError) {
-      throw new InvariantViolation(
-        'never-mutates',
+    if (second.errored && second.error instanceof TypeError)
+      throw broken(
         'the stream',
         `errored with TypeError on deep-frozen input (a write to a caller object) where plain input ${first.errored ? 'also errored' : 'did not'}`,
       );
-    }
     second.outputs.forEach((out, i) => {
       const before = new Set(failedTypeErrors(first.outputs[i]));
       const added = failedTypeErrors(out).filter((stage) => !before.has(stage));
-      if (added.length > 0) {
-        throw new InvariantViolation(
-          'never-mutates',
+      if (added.length > 0)
+        throw broken(
           `step ${i}`,
           `stage ${added.join(', ')} failed open with TypeError only on deep-frozen input (it writes to caller objects)`,
         );
-      }
     });
   };
 }
+
+const broken = (where: string, detail: string): InvariantViolation =>
+  new InvariantViolation('never-mutates', where, detail);
 
 function failedTypeErrors(step: Step<unknown> | undefined): string[] {
   return (step?.decisions ?? [])
@@ -66,7 +64,7 @@ async function once<T>(op: OperatorUnderTest<T>, options: InvariantOptions<T>, s
   const deps = baseDeps(options as InvariantOptions<unknown>);
   return using(build(op, deps), deps.probe, 'operator-first', (operator) =>
     runSteps(operator, steps, options.timeoutMs).catch((error: unknown) => {
-      throw new InvariantViolation('never-mutates', 'the stream', `threw ${describeError(error)} while subscribing`);
+      throw broken('the stream', `threw ${describeError(error)} while subscribing`);
     }),
   );
 }

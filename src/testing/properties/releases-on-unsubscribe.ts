@@ -80,13 +80,11 @@ export function releasesOnUnsubscribePredicate<T>(
       closed = true;
       sub.unsubscribe();
       const left = await deps.probe.settle(options.settleMs ?? 3_000);
-      if (left.length > 0) {
-        throw new InvariantViolation(
-          'releases-on-unsubscribe',
+      if (left.length > 0)
+        throw broken(
           `unsubscribe after ${pushed} input(s), ${emitted} answered, ${heldAtCut} resource(s) held`,
           `${left.length} resource(s) still live: ${left.map((r) => `${r.kind} ${r.detail}`).join('; ')}`,
         );
-      }
       if (afterUnsubscribe > 0)
         throw broken('after unsubscribe', `${afterUnsubscribe} Step(s) emitted after unsubscribing`);
     });
