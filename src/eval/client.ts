@@ -72,11 +72,10 @@ export async function chatCompletion(
       if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) break;
     }
   }
-  if (res === undefined) {
+  if (res === undefined)
     throw new EvalProviderError(
       `cannot reach ${redact(url)}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
     );
-  }
   const text = await res.text();
   if (!res.ok) throw new EvalProviderError(`HTTP ${res.status} from ${redact(url)}: ${errorMessage(text)}`);
   let json: Record<string, unknown>;
@@ -119,11 +118,10 @@ export class DriftGuard {
       return;
     }
     for (const key of ['model', 'system_fingerprint'] as const) {
-      if (identity[key] !== this.#first[key]) {
+      if (identity[key] !== this.#first[key])
         throw new EvalDriftError(
           `provider drift at ${where}: ${key} changed from ${JSON.stringify(this.#first[key])} to ${JSON.stringify(identity[key])}; the run is aborted because its pairs would compare different models`,
         );
-      }
     }
   }
 }

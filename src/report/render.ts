@@ -170,9 +170,8 @@ function tokensSection(f: ReportInput, maxSessions: number): string {
     .filter((s) => (s.per_request?.length ?? 0) > 0)
     .sort((a, b) => b.requests - a.requests || (a.id < b.id ? -1 : 1));
   const head = `<section id="tokens" aria-labelledby="tokens-h"><h2 id="tokens-h">Tokens per request across a session</h2>`;
-  if (withSeries.length === 0) {
+  if (withSeries.length === 0)
     return `${head}<p>${NOT_MEASURED}: these figures have no per-request series (run <code>replay --json --series</code>, or report from the vault with <code>--db</code>).</p></section>`;
-  }
   const shown = withSeries.slice(0, Math.max(1, maxSessions));
   const picker =
     shown.length === 1

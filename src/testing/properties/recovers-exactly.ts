@@ -87,9 +87,8 @@ export async function checkRecovery(
         `the output names artifact ${id} but the vault cannot return it (${describeError(error)}): a receipt without a verified write`,
       );
     }
-    if (provenance(content, inputs) === undefined && !(await derivedFromInputs(vault, content, inputs, known))) {
+    if (provenance(content, inputs) === undefined && !(await derivedFromInputs(vault, content, inputs, known)))
       throw broken(`artifact ${id} (${codePoints(content)} chars) is not text the caller supplied`);
-    }
     recovered.set(id, content);
   }
   const exact = (id: string, what: string): string => {
@@ -117,13 +116,11 @@ export async function checkRecovery(
     for (const m of leaf.matchAll(NATIVE_NOTE)) exact(m[1]!, 'native note');
   }
   // A tool result whose content changed must keep its exact original recoverable.
-  if (isToolResult(input) && isToolResult(out.value) && out.value.content !== input.content) {
-    if (![...recovered.values()].includes(input.content)) {
-      throw broken(
-        `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`,
-      );
-    }
-  }
+  const changed = isToolResult(input) && isToolResult(out.value) && out.value.content !== input.content;
+  if (changed && ![...recovered.values()].includes(input.content))
+    throw broken(
+      `tool result content changed (${codePoints(input.content)} → ${codePoints(out.value.content)} chars) but no artifact it names holds the exact original`,
+    );
 }
 
 /**

@@ -33,18 +33,16 @@ export function checkSmaller(input: unknown, output: unknown, where: string, cou
   const before = serializedChars(input);
   const after = serializedChars(output);
   const diff = firstDifference(input, output) ?? '';
-  if (after >= before) {
+  if (after >= before)
     throw broken(
       `output changed but is ${after} chars, input ${before} chars (must be unchanged or strictly smaller); first change ${diff}`,
     );
-  }
   if (counter?.exact === true) {
     const tokensBefore = counter.count(canonicalJson(input, { compact: true }));
     const tokensAfter = counter.count(canonicalJson(output, { compact: true }));
-    if (tokensAfter >= tokensBefore) {
+    if (tokensAfter >= tokensBefore)
       throw broken(
         `output is smaller in chars but ${tokensAfter} ${counter.name} tokens, input ${tokensBefore} (must be strictly smaller); first change ${diff}`,
       );
-    }
   }
 }
