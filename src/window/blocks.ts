@@ -8,6 +8,7 @@ import { fencedSpans } from '../compile/actions.js';
 import { segmentSteps } from '../compile/steps.js';
 import type { Digests } from '../ledger/digests.js';
 import { codePoints } from '../measure/index.js';
+import { parseArgs } from '../model/index.js';
 import type { RequestView } from '../model/types.js';
 import { shortIdForSha } from '../vault/identity.js';
 import type { Bounds } from './plan.js';
@@ -104,7 +105,7 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
     if (slot.item === undefined || slot.item < from || slot.item >= to) continue;
     if (slot.kind === 'tool_call') {
       const exact = argsText(slot.value);
-      const args = slot.callArgs ?? parsedArgs(exact);
+      const args = parseArgs(exact);
       if (mode === 'calls') called.push(`called: ${slot.toolName ?? 'tool'} ${exact}`);
       else if (mode === 'brief')
         called.push(
@@ -146,16 +147,6 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
     evidence,
     artifactId,
   };
-}
-
-/** The arguments of a tool call (its {@link argsText}) as an object; `{}` when they are not one. */
-function parsedArgs(exact: string): Record<string, unknown> {
-  try {
-    const parsed = JSON.parse(exact) as unknown;
-    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
 }
 
 /** The file paths a command names (with a directory and an extension). */
