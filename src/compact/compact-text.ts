@@ -9,7 +9,8 @@
 import { scanDiagnostics } from './diagnostic-lines.js';
 import { collapseIdenticalRuns, factorRuns } from './factor.js';
 import { DEFAULT_DIAGNOSTIC_CHARS, renderFaithful } from './faithful.js';
-import { clipLine, codePointLength, isErrorLine, isSignalLine, splitLines, stripAnsi } from './lines.js';
+import { codePoints } from '../measure/canonical-json.js';
+import { clipLine, isErrorLine, isSignalLine, splitLines, stripAnsi } from './lines.js';
 
 export const OMITTED_MARKER = '\u2026 lines omitted \u2026';
 const GAP_MARKER_COST = 26; // `… 123456 lines omitted …` plus its newline
@@ -30,7 +31,7 @@ export function compactText(text: string, maxChars: number): string {
   const head = slice(0, headChars).replace(/\n+$/, '');
   const tail = tailChars > 0 ? slice(length - tailChars).replace(/^\n+/, '') : '';
   const result = [head, OMITTED_MARKER, tail].filter((p) => p !== '').join('\n');
-  return codePointLength(result) <= limit ? result : Array.from(result).slice(0, limit).join('');
+  return codePoints(result) <= limit ? result : Array.from(result).slice(0, limit).join('');
 }
 
 export interface CompactLinesOptions {

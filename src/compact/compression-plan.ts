@@ -21,7 +21,7 @@ import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
 import { argStrings, focusTerms, withFocusLines } from './focus.js';
 import { DEFAULT_DIAGNOSTIC_CHARS } from './faithful.js';
 import { readTerminalContent } from './index.js';
-import { codePointLength } from './lines.js';
+import { codePoints } from '../measure/canonical-json.js';
 import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
 import { outputShape, searchTerms, unwrapText } from './shapes.js';
 import { COUNT_SLICE_CHARS, countInSlices, recordInSlices } from './slices.js';
@@ -203,7 +203,7 @@ export function compressionPlanner(options: CompressToolResultOptions) {
     if (!backendAllowed(backendOf(result.args, env), backends)) return undefined;
     const tool = canonicalToolName(result.name, toolNames) ?? '';
     const raw = result.content;
-    const rawChars = codePointLength(raw);
+    const rawChars = codePoints(raw);
     const input = inputOf(result, tool, rawChars);
     if (input === undefined) return undefined;
     // Size checks first: nothing beyond the ceiling is compacted whole, tokenized or stored.
@@ -219,7 +219,7 @@ export function compressionPlanner(options: CompressToolResultOptions) {
         counter.prime(raw, count);
       } else if (raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(own!, raw, signal));
     }
-    const compactChars = codePointLength(compact);
+    const compactChars = codePoints(compact);
     // Size proof with the longest possible id before anything touches the vault.
     if (
       !strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)

@@ -8,7 +8,8 @@
  * numbered row. The shape is recognised, never a tool name. Pure: the caller knows which earlier
  * output is still in view and what to call it, and appends the receipt of the full result.
  */
-import { codePointLength, splitLines } from './lines.js';
+import { codePoints } from '../measure/canonical-json.js';
+import { splitLines } from './lines.js';
 
 /** A numbered row: `NN:text` (SWE-agent) or `   NN\ttext` (cat -n). */
 const ROW = /^(\s*)(\d+)(:|\t)(.*)$/;
@@ -100,7 +101,7 @@ export function editWindowView(result: string, earlier: string, earlierName: str
     i = j;
   }
   const view = out.join('\n');
-  return codePointLength(view) < codePointLength(result) ? view : undefined;
+  return codePoints(view) < codePoints(result) ? view : undefined;
 }
 
 /** The row offset most rows of `now` have against the same text in `before` (0 when none). */

@@ -1,8 +1,7 @@
 /**
  * Line-level helpers shared by every compactor: ANSI stripping, Python-compatible line splitting,
- * code-point lengths, "signal" detection and number-insensitive line shapes.
+ * "signal" detection and number-insensitive line shapes.
  */
-import { codePoints } from '../measure/canonical-json.js';
 
 // ESC [ parameter bytes (0x30–0x3F)* intermediate bytes (0x20–0x2F)* one final byte (0x40–0x7E).
 const ANSI_CSI = /\u001b\[[\u0030-\u003f]*[\u0020-\u002f]*[\u0040-\u007e]/g;
@@ -22,9 +21,6 @@ export function splitLines(text: string): string[] {
   if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
   return parts;
 }
-
-/** Length in Unicode code points (Python `len`). */
-export const codePointLength = codePoints;
 
 /** Lines that must survive every compaction: errors, warnings, failures, panics, exit codes. */
 export const SIGNAL_LINE =

@@ -10,7 +10,7 @@ import { backendOf, cwdOf, normalizeCommand } from '../tools/command.js';
 import { planOutput, type CompressionPlanner, type PlannedView } from './compression-plan.js';
 import { unifiedLineDiff } from './delta.js';
 import { compactTerminal, readTerminalContent } from './index.js';
-import { codePointLength } from './lines.js';
+import { codePoints } from '../measure/canonical-json.js';
 import type { PutResult } from '../vault/types.js';
 import { memoCounter, type MemoCounter } from './receipt.js';
 
@@ -47,7 +47,7 @@ export function ownBar(
   const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
     maxChars,
   }).text;
-  const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePointLength(result.content), codePointLength(compact), artifactId)}`;
+  const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePoints(result.content), codePoints(compact), artifactId)}`;
   return strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
 }
 
@@ -106,7 +106,7 @@ export function deltaText(
     result.content,
     `${label} :: ${ids.previous}`,
     `${label} :: ${ids.current}`,
-    codePointLength(bar) - header.length,
+    codePoints(bar) - header.length,
   );
   return diff === undefined ? undefined : header + diff;
 }

@@ -23,7 +23,7 @@ import {
   type PlannedView,
 } from './compression-plan.js';
 import { excerptLargeOutput } from './large-output.js';
-import { codePointLength } from './lines.js';
+import { codePoints } from '../measure/canonical-json.js';
 import { pinDelivered, vaultToolResult, type MemoCounter } from './receipt.js';
 import { COUNT_SLICE_CHARS, countInSlices, SLICE_CHARS, yieldSlice } from './slices.js';
 import { baselineKey, compressionBar, deltaText, deltaViewKey, encodeDeltaView, ownBar } from './temporal-delta.js';
@@ -99,7 +99,7 @@ export async function deltaCandidate(
   const command = commandOf(result.args);
   if (command === undefined || result.content.length < d.minChars || isRendering(result.content)) return undefined;
   // Size check first: what cannot be vaulted is never hashed, diffed or written.
-  if (codePointLength(result.content) > d.maxArtifactChars)
+  if (codePoints(result.content) > d.maxArtifactChars)
     return { step: note(step, { stage: DELTA, kind: 'skipped', reason: 'over_ceiling' }) };
   if (result.content.length > SLICE_CHARS) await yieldSlice(signal); // an abort stops it before the first write
   const stateKey = baselineKey(step, command, d.scope, d.env);
@@ -153,7 +153,7 @@ export async function deltaCandidate(
         stage: DELTA,
         kind: 'applied',
         reason: ids.previous === ids.current ? 'unchanged' : 'changed',
-        savedChars: codePointLength(result.content) - codePointLength(candidate),
+        savedChars: codePoints(result.content) - codePoints(candidate),
         artifacts: [ids.current, ids.previous],
       },
     ),
@@ -191,7 +191,7 @@ export async function compactCandidate(
       stage: COMPRESS,
       kind: 'applied',
       reason: plan.tool === 'terminal' ? 'terminal_compacted' : 'native_compacted',
-      savedChars: plan.rawChars - codePointLength(output),
+      savedChars: plan.rawChars - codePoints(output),
       ...savedTokens,
       artifacts: [put.artifactId],
     },
@@ -221,7 +221,7 @@ async function overCeiling(
   return advance(
     step,
     { ...step.value, content: output },
-    { stage: COMPRESS, kind: 'applied', reason: 'over_ceiling', savedChars: rawChars - codePointLength(output) },
+    { stage: COMPRESS, kind: 'applied', reason: 'over_ceiling', savedChars: rawChars - codePoints(output) },
   );
 }
 

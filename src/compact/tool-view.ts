@@ -11,7 +11,8 @@ import { choosePinned } from './faithful.js';
 import { compactGrep } from './grep.js';
 import { compactTerminal, EVIDENCE_FAMILIES } from './index.js';
 import { excerptLargeOutput, LARGE_OUTPUT_CHARS, WINDOW_CHARS } from './large-output.js';
-import { codePointLength, splitLines, stripAnsi } from './lines.js';
+import { codePoints } from '../measure/canonical-json.js';
+import { splitLines, stripAnsi } from './lines.js';
 import { compactListing } from './listing.js';
 import { compactSearchHits, type OutputShape } from './shapes.js';
 import { yieldSlice } from './slices.js';
@@ -56,7 +57,7 @@ export function renderToolView(input: ViewInput, o: ViewOptions): string {
   const missing = missingDiagnostics(text, reference, o.diagnosticChars, input.exitCode);
   if (o.strategy === 'reference') return withMissing(reference, missing);
   if (missing.length > 0) return lines!;
-  return codePointLength(lines!) < codePointLength(reference) ? lines! : reference;
+  return codePoints(lines!) < codePoints(reference) ? lines! : reference;
 }
 
 /**
@@ -82,7 +83,7 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
     const reference = compactText(text, o.nativeMaxChars);
     return withMissing(reference, missingDiagnostics(excerpt.text, reference, o.diagnosticChars, input.exitCode));
   }
-  const head = `[Token Terminator: view of a ${codePointLength(text).toLocaleString('en-US')}-char output made from its first and last ${WINDOW_CHARS.toLocaleString('en-US')} chars and the diagnostic lines between them; counts below cover those parts]`;
+  const head = `[Token Terminator: view of a ${codePoints(text).toLocaleString('en-US')}-char output made from its first and last ${WINDOW_CHARS.toLocaleString('en-US')} chars and the diagnostic lines between them; counts below cover those parts]`;
   return `${head}\n${renderToolView({ ...input, output: excerpt.text }, o)}`;
 }
 
@@ -99,7 +100,7 @@ function renderShape(input: ViewInput, o: ViewOptions): string | undefined {
       const lines = splitLines(text);
       const numbers = lines.map((l) => /^\s*(\d+)(?:[:|]|\t|\s?→)/.exec(l)?.[1]).filter((n) => n !== undefined);
       const range = numbers.length * 2 >= lines.length ? `, lines ${numbers[0]}-${numbers.at(-1)}` : '';
-      const head = `[file read: ${lines.length.toLocaleString('en-US')} lines${range}, ${codePointLength(text).toLocaleString('en-US')} chars; shown: its first and last lines, failure lines and the lines the conversation names]`;
+      const head = `[file read: ${lines.length.toLocaleString('en-US')} lines${range}, ${codePoints(text).toLocaleString('en-US')} chars; shown: its first and last lines, failure lines and the lines the conversation names]`;
       return `${head}\n${lineView(text, o, input.exitCode)}`;
     }
     default:

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compactLines, compactText, OMITTED_MARKER, selectLines } from '../../src/compact/compact-text.js';
 import { factorRuns, rangeTemplate } from '../../src/compact/factor.js';
-import { codePointLength, splitLines, stripAnsi } from '../../src/compact/lines.js';
+import { splitLines, stripAnsi } from '../../src/compact/lines.js';
 import { groupByDirectory } from '../../src/compact/paths.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
+import { codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 
 const nativeFixture = (): string =>
   Array.from({ length: 12000 }, (_, i) => `src/module_${i % 40}.py:${i}: repeated match payload value=${i % 7}`).join(
@@ -40,7 +40,7 @@ describe('compactText (reference parity, facts §2.2 golden vectors)', () => {
 
   it('counts code points, not UTF-16 units', () => {
     const out = compactText('😀'.repeat(3000), 100);
-    expect(codePointLength(out)).toBe(100);
+    expect(codePoints(out)).toBe(100);
     expect(out).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/);
   });
 
@@ -74,7 +74,7 @@ describe('factorRuns and compactLines (improved line mode)', () => {
     lines[777] = 'warning: deprecated flag --foo';
     const text = lines.join('\n');
     const out = compactLines(text, { maxChars: 3000 });
-    expect(codePointLength(out)).toBeLessThanOrEqual(3000);
+    expect(codePoints(out)).toBeLessThanOrEqual(3000);
     expect(out).toContain('ERROR: disk quota exceeded on /var/data');
     expect(out).toContain('warning: deprecated flag --foo');
     expect(out).toMatch(/… \d+ lines omitted …/);
@@ -118,7 +118,7 @@ describe('factorRuns and compactLines (improved line mode)', () => {
         (lines) => {
           const text = lines.join('\n');
           const out = compactLines(text, { maxChars: 1000 });
-          expect(codePointLength(out)).toBeLessThanOrEqual(Math.max(1000, codePointLength(text)));
+          expect(codePoints(out)).toBeLessThanOrEqual(Math.max(1000, codePoints(text)));
           const source = new Set(splitLines(text));
           for (const line of splitLines(out)) {
             if (line.startsWith('\u2026 ') || line.includes('  [repeated \u00d7')) continue;

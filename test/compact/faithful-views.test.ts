@@ -13,8 +13,8 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { compactTerminal } from '../../src/compact/index.js';
-import { codePointLength, splitLines, stripAnsi } from '../../src/compact/lines.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
+import { splitLines, stripAnsi } from '../../src/compact/lines.js';
+import { codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import { createVault } from '../../src/vault/index.js';
 import { FIXTURE_COMMANDS } from '../fixtures/terminal/commands.js';
 import { expectRecovers, fixture, result, runOp } from '../operators/tool-helpers.js';
@@ -153,7 +153,7 @@ describe('faithful on red: every diagnostic line of a real failing output is in 
       const expected = DIAGNOSTICS[name]!(raw);
       expect(expected.length).toBeGreaterThan(0);
       if (out === raw) return; // passed through unchanged: every line is there
-      expect(codePointLength(out)).toBeLessThan(codePointLength(raw));
+      expect(codePoints(out)).toBeLessThan(codePoints(raw));
       await expectRecovers(vault, out, raw);
       const shown = new Set(splitLines(out));
       for (const line of expected) expect(shown, `missing from the view of ${name}: ${line}`).toContain(line);
@@ -221,7 +221,7 @@ describe('faithful on red: every diagnostic line of a real failing output is in 
       .concat(['======================== 112 passed in 4.52s =========================='])
       .join('\n');
     const r = compactTerminal({ command: 'python3 -m pytest -v tests', output: green, exitCode: 0 });
-    expect(codePointLength(r.text)).toBeLessThan(codePointLength(green) / 5);
+    expect(codePoints(r.text)).toBeLessThan(codePoints(green) / 5);
     expect(r.text).toContain('112 passed in 4.52s');
   });
 });
@@ -292,7 +292,7 @@ describe('search views keep match lines', () => {
   for (const name of ['grep-rn-wide.txt', 'grep-rn.txt', 'rg-n.txt']) {
     it(`${name}: match lines verbatim with their line numbers, the first ones of each file first, exact counts`, async () => {
       const { raw, out } = await view(name);
-      expect(codePointLength(out)).toBeLessThan(codePointLength(raw));
+      expect(codePoints(out)).toBeLessThan(codePoints(raw));
       await expectRecovers(vault, out, raw);
       const files = byFile(raw);
       const shown = splitLines(out);

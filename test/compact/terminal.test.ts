@@ -3,7 +3,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { compactTerminal, readTerminalContent, type CompactTerminalOptions } from '../../src/compact/index.js';
-import { codePointLength, splitLines } from '../../src/compact/lines.js';
+import { splitLines } from '../../src/compact/lines.js';
+import { codePoints } from '../../src/measure/index.js';
 import { LISTING_MAX_CHARS } from '../../src/compact/listing.js';
 import { commandWords, detectFamily, familyOfCommand, isFileRead } from '../../src/tools/family.js';
 
@@ -12,7 +13,7 @@ const fixture = (name: string): string => readFileSync(join(dir, name), 'utf8');
 const render = (name: string, command: string, exitCode?: number, options: CompactTerminalOptions = {}) => {
   const output = fixture(name);
   const r = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, options);
-  expect(codePointLength(r.text)).toBeLessThan(codePointLength(output));
+  expect(codePoints(r.text)).toBeLessThan(codePoints(output));
   return { ...r, output, lines: splitLines(r.text) };
 };
 
@@ -122,7 +123,7 @@ describe('built-in terminal compactors on real captured outputs', () => {
     const output = fixture('mvn-offline-fail.txt');
     const r = compactTerminal({ command: 'mvn -o -B compile', output, exitCode: 1 }, { maxChars: 2000 });
     expect(['maven', 'generic']).toContain(r.family); // nothing is maven noise here: the generic fallback takes it
-    expect(codePointLength(r.text)).toBeLessThan(codePointLength(output));
+    expect(codePoints(r.text)).toBeLessThan(codePoints(output));
     expect(r.text).toContain('[INFO] BUILD FAILURE');
     for (const l of splitLines(output).filter((x) => x.startsWith('[ERROR] ') && x.length > 9))
       expect(r.text).toContain(l);
@@ -177,7 +178,7 @@ describe('built-in terminal compactors on real captured outputs', () => {
       (_, i) => `src/test/java/com/acme/module${i % 60}/SomeRatherLongTestClassName${i}Test.java`,
     );
     const text = compactTerminal({ command: 'find src -name "*.java"', output: paths.join('\n') }).text;
-    expect(codePointLength(text)).toBeLessThanOrEqual(LISTING_MAX_CHARS);
+    expect(codePoints(text)).toBeLessThanOrEqual(LISTING_MAX_CHARS);
     const [root, ...lines] = text.split('\n');
     expect(root).toBe('[directories below are relative to src/test/java/com/acme/]');
     expect(lines).toHaveLength(60);
@@ -327,7 +328,7 @@ describe('built-in terminal compactors on real captured outputs', () => {
       { command: 'rg -n "OperatorFunction<" src', output: r.output, exitCode: 0 },
       { maxChars: 20000 },
     );
-    expect(codePointLength(wide.text)).toBeLessThan(codePointLength(r.output));
+    expect(codePoints(wide.text)).toBeLessThan(codePoints(r.output));
     const lines = new Set(splitLines(wide.text));
     for (const list of byFile.values()) expect(lines).toContain(list[0]!);
   });

@@ -10,8 +10,8 @@ import { firstValueFrom, of } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
-import { codePointLength, splitLines } from '../../src/compact/lines.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
+import { splitLines } from '../../src/compact/lines.js';
+import { codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import { createStep, type ToolResult } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
@@ -72,7 +72,7 @@ describe('outputs beyond the artifact ceiling', () => {
         compressToolResult({ vault, counter, maxArtifactChars: ceiling }),
       ),
     );
-    expect(codePointLength(out.value.content)).toBeLessThan(40_000);
+    expect(codePoints(out.value.content)).toBeLessThan(40_000);
     expect(out.value.content).toMatch(/over the 200,000-char artifact ceiling/);
     expect(out.value.content).toMatch(/not stored/);
     // Faithful on red still holds for what the view shows: the run's final summary is in it.

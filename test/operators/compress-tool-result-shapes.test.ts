@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
-import { codePointLength } from '../../src/compact/lines.js';
 import { compactSearchHits, outputShape, searchTerms, unwrapText } from '../../src/compact/shapes.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
+import { codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import { createVault } from '../../src/vault/index.js';
 import type { Vault } from '../../src/vault/types.js';
 import { expectRecovers, result, runOp } from './tool-helpers.js';
@@ -58,7 +57,7 @@ describe('search hits with context, recognised by shape', () => {
     const raw = JSON.stringify({ text });
     const [out] = await runOp(op(), [result('keyword_search', raw, { query: 'retryBackoff lang:go repo:acme' })]);
     const view = out!.value.content;
-    expect(codePointLength(view)).toBeLessThan(codePointLength(raw) * 0.6);
+    expect(codePoints(view)).toBeLessThan(codePoints(raw) * 0.6);
     expect(counter.count(view)).toBeLessThan(counter.count(raw));
     const lines = new Set(view.split('\n'));
     for (const m of matches) expect(lines, m).toContain(m);
@@ -74,7 +73,7 @@ describe('search hits with context, recognised by shape', () => {
     const raw = JSON.stringify({ content: [{ type: 'text', text }] });
     const [out] = await runOp(op(), [result('mcp__code__nls_search', raw, { query: '"retryBackoff"' })]);
     const view = out!.value.content;
-    expect(codePointLength(view)).toBeLessThan(codePointLength(raw));
+    expect(codePoints(view)).toBeLessThan(codePoints(raw));
     for (const m of matches) expect(view).toContain(m);
     await expectRecovers(vault, view, raw);
   });
@@ -106,7 +105,7 @@ describe('search hits with context, recognised by shape', () => {
     const view = out!.value.content;
     expect(view.split('\n')[0]).toMatch(/^\[file read: 900 lines, lines 1-900, [\d,]+ chars;/);
     expect(view).toContain(lines[450]);
-    expect(codePointLength(view)).toBeLessThan(codePointLength(raw) / 2);
+    expect(codePoints(view)).toBeLessThan(codePoints(raw) / 2);
     await expectRecovers(vault, view, raw);
   });
 });

@@ -6,8 +6,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { READ_MIN_CHARS } from '../../src/compact/compression-plan.js';
-import { codePointLength } from '../../src/compact/lines.js';
-import { canonicalJson, createTiktokenCounter } from '../../src/measure/index.js';
+import { canonicalJson, codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import type { ToolResult } from '../../src/step.js';
 import { deepFreeze, faultyVault, testInvariants, toolResultStream, withDeps } from '../../src/testing/index.js';
@@ -91,7 +90,7 @@ describe('compressToolResult: native search/process', () => {
     const [whole] = await runOp(op(), [result('read_file', big, { path: 'a.txt' })]);
     expect(whole!.value.content).toMatch(/^\[file read: /m);
     const [aggr] = await runOp(op({ mode: 'aggressive' }), [result('read_file', big, { path: 'a.txt' })]);
-    expect(codePointLength(aggr!.value.content)).toBeLessThan(big.length);
+    expect(codePoints(aggr!.value.content)).toBeLessThan(big.length);
   });
 
   it('follows the modes table: native compresses, terminal/suggest/off do not', async () => {
@@ -206,7 +205,7 @@ describe('compressToolResult: terminal results through the built-in compactors',
       const raw = fixture(name);
       const [out] = await runOp(op(), [result('terminal', raw, { command }, exitCode)]);
       const text = out!.value.content;
-      expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
+      expect(codePoints(text)).toBeLessThan(codePoints(raw));
       expect(counter.count(text)).toBeLessThan(counter.count(raw));
       expect(text.startsWith(`[exit code: ${exitCode}]\n`)).toBe(true);
       for (const k of keep) expect(text).toContain(k);
@@ -225,11 +224,11 @@ describe('compressToolResult: terminal results through the built-in compactors',
       const [kept] = await runOp(op(), [result('terminal', raw, { command })]);
       expect(kept!.value.content, command).toBe(raw);
       const [reduced] = await runOp(op({ mode: 'aggressive' }), [result('terminal', raw, { command })]);
-      expect(codePointLength(reduced!.value.content), command).toBeLessThan(codePointLength(raw));
+      expect(codePoints(reduced!.value.content), command).toBeLessThan(codePoints(raw));
     }
     // A filter at the end of the pipeline is not a plain read: compacted as before.
     const [filtered] = await runOp(op(), [result('terminal', raw, { command: 'cat log.txt | grep -v DEBUG' })]);
-    expect(codePointLength(filtered!.value.content)).toBeLessThan(codePointLength(raw));
+    expect(codePoints(filtered!.value.content)).toBeLessThan(codePoints(raw));
   });
 
   it('keeps the lines that mention the names the conversation is about (focus), still smaller, raw recoverable', async () => {
@@ -244,7 +243,7 @@ describe('compressToolResult: terminal results through the built-in compactors',
     expect(text).toContain(
       `[lines of the full output that mention names from this conversation, left out above]\n${wanted}\n`,
     );
-    expect(codePointLength(text)).toBeLessThan(codePointLength(raw));
+    expect(codePoints(text)).toBeLessThan(codePoints(raw));
     await expectRecovers(vault, text, raw);
     // The call's own arguments count as focus too.
     const [byArgs] = await runOp(op(), [
@@ -271,7 +270,7 @@ describe('compressToolResult: terminal results through the built-in compactors',
     const { cwd, diff } = case1GitDiff(mkdtempSync(join(dir, 'case1-')));
     expect(diff).toHaveLength(600894);
     const rawText = canonicalJson({ command: CASE1_COMMAND, result: diff });
-    expect(codePointLength(rawText)).toBe(616972);
+    expect(codePoints(rawText)).toBe(616972);
     expect(counter.count(rawText)).toBe(152074);
     const [out] = await runOp(op(), [result('terminal', diff, { command: CASE1_COMMAND, cwd }, 0)]);
     const outText = canonicalJson({ command: CASE1_COMMAND, result: out!.value.content });
@@ -329,7 +328,7 @@ describe('compressToolResult: properties', () => {
           const raw = values[i]!.content;
           if (out.value.content === raw) continue;
           changed += 1;
-          expect(codePointLength(out.value.content)).toBeLessThan(codePointLength(raw));
+          expect(codePoints(out.value.content)).toBeLessThan(codePoints(raw));
           expect(counter.count(out.value.content)).toBeLessThan(counter.count(raw));
           await expectRecovers(vault, out.value.content, raw);
         }

@@ -6,9 +6,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput, type DeltaRepeatedOutputOptions } from '../../operators/delta-repeated-output.js';
-import { codePointLength } from '../../src/compact/lines.js';
 import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
-import { createTiktokenCounter } from '../../src/measure/index.js';
+import { codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 import type { TokenCounter } from '../../src/measure/types.js';
 import type { ToolResult } from '../../src/step.js';
 import { deepFreeze, faultyVault, testInvariants, withDeps } from '../../src/testing/index.js';
@@ -60,14 +59,14 @@ describe('deltaRepeatedOutput', () => {
         '[Token Terminator temporal delta: no output changes since the previous execution | current=',
       ),
     ).toBe(true);
-    expect(codePointLength(b!.value.content)).toBeLessThan(first.length);
+    expect(codePoints(b!.value.content)).toBeLessThan(first.length);
     expect(await readArtifact(vault, idsOf(b!.value.content).current!)).toBe(second);
 
     const delta = c!.value.content;
     expect(delta.startsWith('[Token Terminator temporal delta | current=')).toBe(true);
     expect(delta).toContain('\n+CHANGED LINE: file_new.txt was added');
     expect(delta).toMatch(/^@@ -\d+,7 \+\d+,7 @@$/m);
-    expect(codePointLength(delta)).toBeLessThan(third.length);
+    expect(codePoints(delta)).toBeLessThan(third.length);
     expect(counter.count(delta)).toBeLessThan(counter.count(third));
     const ids = idsOf(delta);
     expect(await readArtifact(vault, ids.current!)).toBe(third);
@@ -249,7 +248,7 @@ describe('deltaRepeatedOutput — properties', () => {
         const raw = inputs[i]!.content;
         if (out.value.content === raw) continue;
         changed += 1;
-        expect(codePointLength(out.value.content)).toBeLessThan(codePointLength(raw));
+        expect(codePoints(out.value.content)).toBeLessThan(codePoints(raw));
         expect(propertyCounter.count(out.value.content)).toBeLessThan(propertyCounter.count(raw));
         expect(await readArtifact(propertyVault, idsOf(out.value.content).current!)).toBe(raw);
       }

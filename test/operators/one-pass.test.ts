@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compressToolResult, type CompressToolResultOptions } from '../../operators/compress-tool-result.js';
 import { deltaRepeatedOutput } from '../../operators/delta-repeated-output.js';
-import { codePointLength } from '../../src/compact/lines.js';
+import { codePoints } from '../../src/measure/index.js';
 import { reduceToolResult, type ReduceToolResultOptions } from '../../operators/reduce-tool-result.js';
 import { readArtifact } from '../../src/testing/properties/recovers-exactly.js';
 import { referencedArtifacts } from '../../src/receipts/index.js';
@@ -99,7 +99,7 @@ describe('one pass per tool result', () => {
       const diff = candidate!.value.content;
       expect(view).not.toBe(inputs[1]!.content); // compression would compact it
       expect(diff.startsWith('[Token Terminator temporal delta | ')).toBe(true);
-      const wins = codePointLength(diff) < codePointLength(view);
+      const wins = codePoints(diff) < codePoints(view);
       // The composed pass shows the delta exactly when it is smaller than compression's own view.
       expect(composed[1]!.value.content).toBe(wins ? diff : view);
       if (wins) deltas += 1;
@@ -126,7 +126,7 @@ describe('one pass per tool result', () => {
     // Without compression's options the delta lost to a compaction nobody showed: the raw output went through.
     expect(today!.value.content).toBe(inputs[1]!.content);
     expect(composed!.value.content.startsWith('[Token Terminator temporal delta | ')).toBe(true);
-    expect(codePointLength(composed!.value.content)).toBeLessThan(codePointLength(inputs[1]!.content));
+    expect(codePoints(composed!.value.content)).toBeLessThan(codePoints(inputs[1]!.content));
     await vault.close();
   });
 
