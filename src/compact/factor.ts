@@ -9,13 +9,6 @@ import { lineNumbers, lineShape } from './lines.js';
 /** Shortest run of same-shape (numbers-only-differ) lines that is factored. */
 const MIN_RUN = 5;
 
-/** Reference collapse of one run of identical lines. */
-export function collapseIdentical(line: string, count: number): string[] {
-  if (count === 1) return [line];
-  if (count === 2) return [line, line];
-  return [`${line}  [repeated \u00d7${count}]`];
-}
-
 /** Collapse identical runs and factor numbers-only-differ runs. */
 export function factorRuns(lines: readonly string[]): string[] {
   const out: string[] = [];
@@ -26,8 +19,10 @@ export function factorRuns(lines: readonly string[]): string[] {
     let j = i + 1;
     while (j < lines.length && lineShape(lines[j]!) === shape) j += 1;
     const run = lines.slice(i, j);
-    if (run.length >= MIN_RUN && shape !== first && !allEqual(run)) {
-      out.push(first, templateLine(run.slice(1, -1)), run[run.length - 1]!);
+    if (run.length >= MIN_RUN && shape !== first && run.some((line) => line !== first)) {
+      const middle = run.slice(1, -1);
+      const template = `\u2026 \u00d7${middle.length} more lines of the form "${rangeTemplate(middle)}" \u2026`;
+      out.push(first, template, run.at(-1)!);
     } else {
       out.push(...collapseIdenticalRuns(run));
     }
@@ -36,26 +31,17 @@ export function factorRuns(lines: readonly string[]): string[] {
   return out;
 }
 
-/** Collapse only consecutive identical lines (the reference behaviour). */
+/** Collapse only consecutive identical lines (the reference behaviour: a pair stays, a longer run is one line with its count). */
 export function collapseIdenticalRuns(lines: readonly string[]): string[] {
   const out: string[] = [];
   let i = 0;
   while (i < lines.length) {
     let j = i + 1;
     while (j < lines.length && lines[j] === lines[i]) j += 1;
-    out.push(...collapseIdentical(lines[i]!, j - i));
+    out.push(...(j - i <= 2 ? lines.slice(i, j) : [`${lines[i]}  [repeated \u00d7${j - i}]`]));
     i = j;
   }
   return out;
-}
-
-function allEqual(run: readonly string[]): boolean {
-  return run.every((line) => line === run[0]);
-}
-
-/** `… ×N more lines of the form "text {min..max} text" …` for the omitted middle of a run. */
-export function templateLine(middle: readonly string[]): string {
-  return `\u2026 \u00d7${middle.length} more lines of the form "${rangeTemplate(middle)}" \u2026`;
 }
 
 /** One same-shape line with every varying number shown as `{min..max}`. */
