@@ -4,7 +4,7 @@
  */
 import { factorRuns } from './factor.js';
 import { clipLine, splitLines, stripAnsi } from './lines.js';
-import { groupByDirectory } from './paths.js';
+import { directoryGroups, renderGroups } from './paths.js';
 
 const FILE_HEADER =
   /^(?:diff --git |index |--- |\+\+\+ |new file mode|deleted file mode|old mode|new mode|similarity index|dissimilarity index|rename from|rename to|copy from|copy to|Binary files )/;
@@ -100,7 +100,7 @@ export function compactGitStatus(text: string): string | undefined {
     .flatMap((l) => {
       if (!l.startsWith('\u0000')) return [l];
       const paths = groups.get(l.slice(1))!;
-      return [`${l.slice(1)} (${paths.length}):`, ...groupByDirectory(paths, 60).map((p) => `  ${p}`)];
+      return [`${l.slice(1)} (${paths.length}):`, ...renderGroups(directoryGroups(paths), 60).map((p) => `  ${p}`)];
     })
     .join('\n');
 }

@@ -10,7 +10,7 @@ export function splitPath(path: string): { dir: string; base: string } {
     : { dir: trimmed.slice(0, cut + 1), base: trimmed.slice(cut + 1) + suffix };
 }
 
-/** Paths grouped by directory, in first-seen order: see {@link groupByDirectory}. */
+/** Paths grouped by directory, in first-seen order. */
 export interface DirectoryGroups {
   readonly names: ReadonlyMap<string, readonly string[]>;
   /** The first path seen in each directory (a directory of one path prints that path). */
@@ -33,8 +33,9 @@ export function directoryGroups(paths: readonly string[]): DirectoryGroups {
 }
 
 /**
- * The lines of {@link groupByDirectory} for groups built by {@link directoryGroups}; with `root`
- * (see {@link commonRoot}) each directory and path under it is written relative to it.
+ * One line per directory, in first-seen order: `dir/ (n): a b c …(+k more)`. The count is always
+ * exact; at most `maxPerGroup` names are listed. With `root` (see {@link commonRoot}) each
+ * directory and path under it is written relative to it.
  */
 export function renderGroups(groups: DirectoryGroups, maxPerGroup: number, root = ''): string[] {
   const out: string[] = [];
@@ -85,12 +86,4 @@ export function underRoot(path: string, root: string): string {
 /** The line that names the root the lines after it are written relative to. */
 export function rootLine(root: string): string {
   return `[directories below are relative to ${root}]`;
-}
-
-/**
- * One line per directory, in first-seen order: `dir/ (n): a b c …(+k more)`. The count is always
- * exact; at most `maxPerGroup` names are listed.
- */
-export function groupByDirectory(paths: readonly string[], maxPerGroup: number): string[] {
-  return renderGroups(directoryGroups(paths), maxPerGroup);
 }

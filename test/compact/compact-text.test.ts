@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compactLines, compactText, OMITTED_MARKER, selectLines } from '../../src/compact/compact-text.js';
 import { factorRuns, rangeTemplate } from '../../src/compact/factor.js';
 import { splitLines, stripAnsi } from '../../src/compact/lines.js';
-import { groupByDirectory } from '../../src/compact/paths.js';
+import { directoryGroups, renderGroups } from '../../src/compact/paths.js';
 import { codePoints, createTiktokenCounter } from '../../src/measure/index.js';
 
 const nativeFixture = (): string =>
@@ -96,7 +96,7 @@ describe('factorRuns and compactLines (improved line mode)', () => {
   });
 
   it('groups paths by directory with exact counts', () => {
-    expect(groupByDirectory(['a/x.ts', 'a/y.ts', 'b/z.ts', 'lib/'], 1)).toEqual([
+    expect(renderGroups(directoryGroups(['a/x.ts', 'a/y.ts', 'b/z.ts', 'lib/']), 1)).toEqual([
       'a/ (2): x.ts \u2026(+1 more)',
       'b/z.ts',
       'lib/',
