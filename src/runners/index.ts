@@ -27,11 +27,6 @@ export const RUNNERS: Readonly<Record<TestRunner, RunnerRules>> = Object.freeze(
 });
 
 /** The failing-test-id patterns of every family, the first match of a line wins. */
-export const FAILING_IDS: readonly RegExp[] = Object.freeze([
-  ...pytest.failingIds,
-  ...go.failingIds,
-  ...cargo.failingIds,
-  ...vitest.failingIds,
-  ...gradle.failingIds,
-  ...maven.failingIds,
-]);
+export const FAILING_IDS: readonly RegExp[] = Object.freeze(
+  [pytest, go, cargo, vitest, gradle, maven].flatMap((r) => r.failingIds),
+);

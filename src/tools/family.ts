@@ -22,16 +22,9 @@ export type CommandFamily =
   | 'diagnostics'
   | 'generic';
 
-/** The command family of each test runner's output. */
-const RUNNER_FAMILY: Readonly<Record<TestRunner, CommandFamily>> = Object.freeze({
-  vitest: 'vitest',
-  jest: 'jest',
-  pytest: 'pytest',
-  cargo: 'cargo-test',
-  go: 'go-test',
-  maven: 'maven',
-  gradle: 'gradle',
-});
+/** The command family of a test runner's output (cargo and go name theirs `<runner>-test`). */
+const runnerFamily = (runner: TestRunner): CommandFamily =>
+  runner === 'cargo' || runner === 'go' ? `${runner}-test` : runner;
 
 const WRAPPERS = new Set(['sudo', 'env', 'time', 'nice', 'command', 'exec', 'npx', 'bunx', 'pnpx', 'rtk', 'xargs']);
 
@@ -70,8 +63,7 @@ export function familyOfCommand(command: string): CommandFamily {
   const sub = rest.find((w) => !w.startsWith('-')) ?? '';
   if (tool === 'git') return gitFamily(rest);
   if (tool === 'diff' && rest.some((w) => /^-\w*u/.test(w))) return 'git-diff';
-  if (tool === 'vitest') return 'vitest';
-  if (tool === 'jest') return 'jest';
+  if (tool === 'vitest' || tool === 'jest') return tool;
   if (tool === 'pytest' || tool === 'py.test') return 'pytest';
   if (tool === 'cargo') return sub === 'test' || sub === 'nextest' ? 'cargo-test' : 'generic';
   if (tool === 'go') return sub === 'test' ? 'go-test' : sub === 'vet' || sub === 'build' ? 'diagnostics' : 'generic';
@@ -112,7 +104,7 @@ export function detectFamily(command: string | undefined, output: string): Comma
   const head = output.slice(0, 20000);
   if (/^diff --git /m.test(head)) return 'git-diff';
   for (const [runner, rules] of Object.entries(RUNNERS) as [TestRunner, RunnerRules][])
-    if (rules.showsRun?.(output) === true) return RUNNER_FAMILY[runner];
+    if (rules.showsRun?.(output) === true) return runnerFamily(runner);
   if (/^\S+\(\d+,\d+\): error TS\d+/m.test(head)) return 'diagnostics';
   if (/^commit [0-9a-f]{40}/.test(head)) return 'git-log';
   return 'generic';
