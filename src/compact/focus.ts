@@ -5,6 +5,7 @@
  * files looking for the class its task names finds that class's path in the view, not only in the
  * vault. Pure functions: the same output, view and terms always give the same lines.
  */
+import { stringsOf } from '../measure/canonical-json.js';
 
 /** The marker before the focus lines of a view. */
 export const FOCUS_MARKER = '[lines of the full output that mention names from this conversation, left out above]';
@@ -129,9 +130,4 @@ export function withFocusLines(view: string, output: string, terms: readonly str
 }
 
 /** Every string value inside tool-call arguments. */
-export function argStrings(value: unknown, out: string[] = []): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) argStrings(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) argStrings(v, out);
-  return out;
-}
+export const argStrings = (args: unknown): string[] => stringsOf(args);

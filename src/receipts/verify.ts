@@ -3,7 +3,7 @@
  * the vault until `nextOffset` is null, and compare the reassembled content's SHA-256 with the
  * stored digest and with the artifact id, and its length with the stored length.
  */
-import { codePoints } from '../measure/index.js';
+import { codePoints, stringsOf } from '../measure/canonical-json.js';
 import { referencedArtifacts } from './index.js';
 import { sha256Hex } from '../vault/index.js';
 import type { ArtifactStore } from '../vault/ports.js';
@@ -46,11 +46,7 @@ export class ReceiptVerifier {
       return typeof message === 'string' ? referencedArtifacts(message) : [];
     const known = this.#refs.get(message);
     if (known !== undefined) return known;
-    const ids = new Set<string>();
-    walkStrings(message, (s) => {
-      for (const id of referencedArtifacts(s)) ids.add(id);
-    });
-    const list = [...ids];
+    const list = [...new Set(stringsOf(message).flatMap(referencedArtifacts))];
     this.#refs.set(message, list);
     return list;
   }
@@ -82,10 +78,4 @@ export async function recoverExact(vault: ArtifactStore, id: string): Promise<bo
   } catch {
     return false;
   }
-}
-
-function walkStrings(value: unknown, visit: (s: string) => void): void {
-  if (typeof value === 'string') visit(value);
-  else if (Array.isArray(value)) for (const v of value) walkStrings(v, visit);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) walkStrings(v, visit);
 }
