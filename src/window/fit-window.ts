@@ -132,6 +132,7 @@ export async function fitRequest(
   w.prompt = w.estimate > room - margin ? await w.exact() : w.estimate;
   const before = w.prompt;
   const counts = { window: W, reserve: R, room, before };
+  const skipped = (why: string) => note(step, { stage: STAGE, kind: 'skipped', reason: `${why}: passed as it came` });
   if (w.prompt <= room)
     return current.some((r) => r !== undefined) || w.blocks.length > 0
       ? deliver(step, state, w, [], { ...counts, after: w.prompt })
@@ -160,19 +161,15 @@ export async function fitRequest(
       withItems(request, view.listKey, [...view.items.slice(0, bounds.start), ...view.items.slice(bounds.newest)]),
     );
     if (core > room)
-      return note(step, {
-        stage: STAGE,
-        kind: 'skipped',
-        reason: `window_exceeded: the prefix and the newest turn alone are ${core} of ${room} tokens (${roomText(W, R, room)}): passed as it came`,
-      });
+      return skipped(
+        `window_exceeded: the prefix and the newest turn alone are ${core} of ${room} tokens (${roomText(W, R, room)})`,
+      );
     await blockTurns(w, state.session.meter.digests, turns, room, target);
   }
   if (w.prompt > room)
-    return note(step, {
-      stage: STAGE,
-      kind: 'skipped',
-      reason: `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${w.prompt} of ${room} tokens (${roomText(W, R, room)}) after every lossless step: passed as it came`,
-    });
+    return skipped(
+      `window_user_messages: the prefix, the newest turn and the user-authored messages leave ${w.prompt} of ${room} tokens (${roomText(W, R, room)}) after every lossless step`,
+    );
   return deliver(step, state, w, added, { ...counts, after: w.prompt });
 }
 
@@ -382,6 +379,8 @@ async function deliver(
   o: { window: number; reserve: number; room: number; before: number; after: number },
 ): Promise<Step<ProviderRequest>> {
   const scope = storeScope(step.context);
+  const failedOpen = (why: string, error: string) =>
+    note(step, { stage: STAGE, kind: 'failed_open', reason: `${why}: passed through`, error });
   const { evidence, meter } = state.session;
   const digests = meter.digests;
   evidence.begin(scope);
@@ -402,20 +401,10 @@ async function deliver(
       for (const r of used) if (gone.includes(r.artifactId)) state.chosen.delete(r.evidence);
       for (const b of w.blocks)
         if (gone.includes(b.artifactId)) state.blocks.delete(itemKey(digests, w.view.items[b.from]));
-      return note(step, {
-        stage: STAGE,
-        kind: 'failed_open',
-        reason: `${gone.length} receipt(s) named artifacts gone before delivery: passed through`,
-        error: 'ArtifactGone',
-      });
+      return failedOpen(`${gone.length} receipt(s) named artifacts gone before delivery`, 'ArtifactGone');
     }
   } catch (error) {
-    return note(step, {
-      stage: STAGE,
-      kind: 'failed_open',
-      reason: 'vault write failed: passed through',
-      error: (error as Error).name,
-    });
+    return failedOpen('vault write failed', (error as Error).name);
   }
   for (const k of added) state.chosen.set(w.current[k]!.evidence, w.current[k]!);
   for (const b of w.fresh)
