@@ -36,8 +36,6 @@ const SHORT_ESCAPES: Readonly<Record<number, string>> = {
   92: '\\\\',
 };
 
-const ANY_SURROGATE = /[\uD800-\uDFFF]/;
-
 /**
  * Number of Unicode code points in `s` (a lone surrogate counts as one, as in Python).
  *
@@ -46,7 +44,7 @@ const ANY_SURROGATE = /[\uD800-\uDFFF]/;
  */
 export function codePoints(s: string): number {
   // The native regex scan is several times faster than the loop, and most text has no surrogates.
-  if (!ANY_SURROGATE.test(s)) return s.length;
+  if (!SURROGATE.test(s)) return s.length;
   let n = s.length;
   for (let i = 0; i < s.length - 1; i++) {
     const c = s.charCodeAt(i);

@@ -19,17 +19,13 @@ const enum Kind {
 const table = new Uint8Array(0x10000);
 const LETTER = /[\p{L}\p{M}]/u;
 const NUMBER = /\p{N}/u;
+const kindOf = (ch: string): Kind => (LETTER.test(ch) ? Kind.Word : NUMBER.test(ch) ? Kind.Number : Kind.Gap);
 
 function kindOfUnit(c: number): Kind {
   const cached = table[c];
   if (cached !== undefined && cached !== 0) return (cached - 1) as Kind;
-  let kind: Kind;
-  if (c >= 0xd800 && c <= 0xdfff)
-    kind = Kind.Word; // astral: resolved by the caller
-  else {
-    const ch = String.fromCharCode(c);
-    kind = LETTER.test(ch) ? Kind.Word : NUMBER.test(ch) ? Kind.Number : Kind.Gap;
-  }
+  // A surrogate (half of an astral character) is resolved by the caller.
+  const kind = c >= 0xd800 && c <= 0xdfff ? Kind.Word : kindOf(String.fromCharCode(c));
   table[c] = kind + 1;
   return kind;
 }
@@ -38,9 +34,7 @@ function kindAt(text: string, i: number): Kind {
   const c = text.charCodeAt(i);
   if (c < 0xd800 || c > 0xdbff) return kindOfUnit(c);
   const cp = text.codePointAt(i) ?? c;
-  if (cp < 0x10000) return Kind.Word;
-  const ch = String.fromCodePoint(cp);
-  return LETTER.test(ch) ? Kind.Word : NUMBER.test(ch) ? Kind.Number : Kind.Gap;
+  return cp < 0x10000 ? Kind.Word : kindOf(String.fromCodePoint(cp));
 }
 
 /**

@@ -86,9 +86,7 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
     return { starts: starts.slice(0, n + 1), counts: counts.slice(0, n), total };
   };
   return {
-    record(text) {
-      return walk(text);
-    },
+    record: (text) => walk(text),
     derive(target, source, runs) {
       let r = 0;
       let j = 0;

@@ -3,6 +3,7 @@ import type { RecordedCount, RecordingCounter, TokenCounter } from './types.js';
 import { ConfigError } from '../errors.js';
 import { acquireEncoder, checkEncoder, type EncoderEngine, type TiktokenEncodingName } from './encoders.js';
 import { countGuarded, DEFAULT_MAX_RUN, splitLongRuns } from './long-runs.js';
+import type { TokenizerJsonCounterOptions } from './tokenizer-json-counter.js';
 
 /**
  * The engine each encoding counts with by default: the pure-JS one wherever the identity test
@@ -18,12 +19,8 @@ export const DEFAULT_ENGINES: Readonly<Record<TiktokenEncodingName, EncoderEngin
   cl100k_base: 'js',
 });
 
-/** Options of the tiktoken counters; every field is optional. */
-export interface TiktokenCounterOptions {
-  /** Whether counts are exact for the route this counter serves. @defaultValue true */
-  readonly exact?: boolean;
-  /** Longest same-class run encoded in one piece (pathological-input guard). @defaultValue 1024 */
-  readonly maxRun?: number;
+/** Options of the tiktoken counters (`exact` and `maxRun` as for tokenizer.json); every field is optional. */
+export interface TiktokenCounterOptions extends TokenizerJsonCounterOptions {
   /** `js` (gpt-tokenizer's core) or `wasm` (tiktoken). @defaultValue {@link DEFAULT_ENGINES} */
   readonly engine?: EncoderEngine;
 }
