@@ -219,14 +219,11 @@ export function compressionPlanner(options: CompressToolResultOptions) {
         counter.prime(raw, count);
       } else if (raw.length > COUNT_SLICE_CHARS) counter.prime(raw, await countInSlices(own!, raw, signal));
     }
-    const compactChars = codePoints(compact);
+    const viewPlan = { kind: 'view', tool, compact, rawChars, compactChars: codePoints(compact) } as const;
     // Size proof with the longest possible id before anything touches the vault.
-    if (
-      !strictlySmaller(raw, `${compact}\n\n${renderNativeNote(rawChars, compactChars, LONGEST_ARTIFACT_ID)}`, counter)
-    ) {
-      return { kind: 'not_smaller' };
-    }
-    return { kind: 'view', tool, compact, rawChars, compactChars };
+    return strictlySmaller(raw, planOutput(viewPlan, LONGEST_ARTIFACT_ID), counter)
+      ? viewPlan
+      : { kind: 'not_smaller' };
   };
   return {
     options,

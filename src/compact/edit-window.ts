@@ -2,11 +2,10 @@
  * The first view of an editor's result that re-prints a numbered window of the file it edited
  * (SWE-agent's `[File: path (N lines total)]` + `NN:line`, OpenHands' and Claude Code's "result of
  * running `cat -n` on a snippet of path" + `NN\tline`), when an earlier output of the same file is
- * still shown in the conversation. Rows the earlier output already shows with the same number and
- * the same text are named, not repeated; every other row (the edited lines, whatever moved) and two
- * rows of context either side stay verbatim with their numbers, as does every line that is not a
- * numbered row. The shape is recognised, never a tool name. Pure: the caller knows which earlier
- * output is still in view and what to call it, and appends the receipt of the full result.
+ * still shown in the conversation ({@link editWindowView}; every other row, the edited lines and
+ * whatever moved, keeps two rows of context either side). The shape is recognised, never a tool
+ * name. Pure: the caller knows which earlier output is still in view and what to call it, and
+ * appends the receipt of the full result.
  */
 import { codePoints } from '../measure/canonical-json.js';
 import { splitLines } from './lines.js';
@@ -30,14 +29,10 @@ export interface NumberedWindow {
 /** The numbered window `text` prints, if it is one (a header naming the file, then numbered rows). */
 export function readNumberedWindow(text: string): NumberedWindow | undefined {
   const lines = splitLines(text);
-  let path: string | undefined;
-  for (const line of lines.slice(0, 3)) {
-    const m = SWE_HEADER.exec(line.trim()) ?? CAT_HEADER.exec(line.trim());
-    if (m !== null) {
-      path = m[1]!;
-      break;
-    }
-  }
+  const path = lines
+    .slice(0, 3)
+    .map((l) => (SWE_HEADER.exec(l.trim()) ?? CAT_HEADER.exec(l.trim()))?.[1])
+    .find((p) => p !== undefined);
   if (path === undefined) return undefined;
   const numbers = lines.map((l) => {
     const m = ROW.exec(l);

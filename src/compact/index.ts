@@ -86,9 +86,7 @@ export function compactTerminal(input: TerminalOutput, options: CompactTerminalO
 /** Every diagnostic line that fits the budget is a line of `text`. */
 function keepsPinned(text: string, lines: readonly string[], failure: FailureView): boolean {
   const shown = new Set(splitLines(text));
-  for (const i of choosePinned(lines, failure.flagged, failure.diagnosticChars).chosen)
-    if (!shown.has(lines[i]!)) return false;
-  return true;
+  return [...choosePinned(lines, failure.flagged, failure.diagnosticChars).chosen].every((i) => shown.has(lines[i]!));
 }
 
 /** What a family's view may read besides the output. */

@@ -90,22 +90,15 @@ export async function renderToolViewInSlices(input: ViewInput, o: ViewOptions, s
 /** The view a shape deserves; undefined when its compactor finds nothing to do (the tool's view follows). */
 function renderShape(input: ViewInput, o: ViewOptions): string | undefined {
   const text = input.output;
-  switch (input.shape) {
-    case 'search_hits':
-      return compactSearchHits(text, input.terms);
-    case 'listing':
-      return compactListing(text);
-    case 'numbered_read':
-    case 'file_read': {
-      const lines = splitLines(text);
-      const numbers = lines.map((l) => /^\s*(\d+)(?:[:|]|\t|\s?→)/.exec(l)?.[1]).filter((n) => n !== undefined);
-      const range = numbers.length * 2 >= lines.length ? `, lines ${numbers[0]}-${numbers.at(-1)}` : '';
-      const head = `[file read: ${lines.length.toLocaleString('en-US')} lines${range}, ${codePoints(text).toLocaleString('en-US')} chars; shown: its first and last lines, failure lines and the lines the conversation names]`;
-      return `${head}\n${lineView(text, o, input.exitCode)}`;
-    }
-    default:
-      return undefined;
-  }
+  if (input.shape === 'search_hits') return compactSearchHits(text, input.terms);
+  if (input.shape === 'listing') return compactListing(text);
+  if (input.shape === undefined) return undefined;
+  // A read (`numbered_read`, `file_read`).
+  const lines = splitLines(text);
+  const numbers = lines.map((l) => /^\s*(\d+)(?:[:|]|\t|\s?→)/.exec(l)?.[1]).filter((n) => n !== undefined);
+  const range = numbers.length * 2 >= lines.length ? `, lines ${numbers[0]}-${numbers.at(-1)}` : '';
+  const head = `[file read: ${lines.length.toLocaleString('en-US')} lines${range}, ${codePoints(text).toLocaleString('en-US')} chars; shown: its first and last lines, failure lines and the lines the conversation names]`;
+  return `${head}\n${lineView(text, o, input.exitCode)}`;
 }
 
 /** The line mode of a native result at its size target. */

@@ -147,9 +147,7 @@ export function pythonPercent(raw: number, compact: number): string {
   const first = fraction.charAt(0) || '0';
   const rest = fraction.slice(1).replace(/0+$/, '');
   const up =
-    rest === ''
-      ? false
-      : rest.charAt(0) > '5' || (rest.charAt(0) === '5' && (rest.length > 1 || Number(first) % 2 === 1));
+    rest !== '' && (rest.charAt(0) > '5' || (rest.charAt(0) === '5' && (rest.length > 1 || Number(first) % 2 === 1)));
   const tenths = BigInt(`${whole}${first}`) + (up ? 1n : 0n);
   const text = `${tenths / 10n}.${tenths % 10n}`;
   return negative && tenths !== 0n ? `-${text}` : text;
