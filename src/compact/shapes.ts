@@ -1,14 +1,10 @@
 /**
  * Tool outputs recognised by their shape, not by the tool's name: agents name their tools
  * differently (`keyword_search`, `nls_search`, `mcp__sourcegraph__search`, `Read`, `view`), and an
- * MCP server wraps its text in JSON. Four shapes get a first view of their own:
- * - a JSON/MCP text wrapper (`{"text": …}`, `{"content": [{"type": "text", "text": …}]}`, a
- *   content array): the view is made of the text inside;
- * - search hits with context: a `# repo – path` header, then `NN: line` rows. The match lines
- *   stay verbatim with their line numbers, the context rows are left out (counted), and a
- *   repository or path repeated by consecutive headers is said once;
- * - a line-numbered read (`  12\t…`, `12: …`, `12→…`): head, tail, failure lines and focus lines;
- * - a listing of paths (src/compact/listing.ts).
+ * MCP server wraps its text in JSON. Four shapes get a first view of their own: a JSON/MCP text
+ * wrapper ({@link unwrapText}: the view is made of the text inside), search hits with context
+ * ({@link compactSearchHits}), a line-numbered read (`  12\t…`, `12: …`, `12→…`: head, tail,
+ * failure lines and focus lines) and a listing of paths (src/compact/listing.ts).
  */
 import { parseArgs } from '../model/read.js';
 import { NUMBERED_LINE } from './diagnostic-lines.js';

@@ -1,16 +1,8 @@
 /**
- * What `diagnostics_visible_pct` counts as a diagnostic line. Defined here, on its own, on purpose:
- * the figure measures the compactors and the request stages, so it must not share their classifier
- * (a classifier that measured itself would always score 100 %). docs/fidelity.md lists the same
- * patterns.
- *
- * A line is a diagnostic line when, after trimming, it matches one of DIAGNOSTIC_PATTERNS: a test
- * failure or assertion, an exception or error line, a compiler/linter error with file:line, a
- * package-manager or build failure, a panic, or a non-zero exit status. Stack frames are not
- * diagnostic lines by themselves (`Caused by:` and the exception line are). One rule needs the
- * line before it: the line that ends a Python traceback (the first unindented line after the
- * frames) is its exception line whatever the exception is called (`KeyboardInterrupt`,
- * `django.core.exceptions.ImproperlyConfigured: …`).
+ * What `diagnostics_visible_pct` counts as a diagnostic line (docs/fidelity.md, "What counts as a
+ * diagnostic line", lists the rules with examples). Defined here, on its own, on purpose: the
+ * figure measures the compactors and the request stages, so it must not share their classifier (a
+ * classifier that measured itself would always score 100 %).
  */
 
 /** The patterns, each with what it is for (the docs table is generated from the same list). */
