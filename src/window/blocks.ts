@@ -88,7 +88,6 @@ export function itemKey(digests: Digests, item: unknown): string {
 
 /** The block of `turns` (consecutive), rendered for the request's format. */
 export function renderBlock(digests: Digests, view: RequestView, turns: readonly Turn[], mode: BlockMode): Block {
-  const keepActions = mode === 'text';
   const from = turns[0]!.from;
   const to = turns.at(-1)!.to;
   const items = view.items.slice(from, to);
@@ -106,11 +105,8 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
     if (slot.kind === 'tool_call') {
       const exact = argsText(slot.value);
       const args = parseArgs(exact);
-      if (mode === 'calls') called.push(`called: ${slot.toolName ?? 'tool'} ${exact}`);
-      else if (mode === 'brief')
-        called.push(
-          `called: ${slot.toolName ?? 'tool'} ${codePoints(exact) <= BRIEF_ARGS_CHARS ? exact : oneLine(exact, BRIEF_ARGS_CHARS)}`,
-        );
+      const shown = mode === 'brief' && codePoints(exact) > BRIEF_ARGS_CHARS ? oneLine(exact, BRIEF_ARGS_CHARS) : exact;
+      if (mode === 'calls' || mode === 'brief') called.push(`called: ${slot.toolName ?? 'tool'} ${shown}`);
       const cmd = [args['command'], args['cmd']].find((c) => typeof c === 'string') as string | undefined;
       if (cmd !== undefined) pathsIn(cmd, files);
       if (mode === 'summary') commands.push(cmd ?? `${slot.toolName ?? 'tool'}(${Object.keys(args).join(',')})`);
@@ -120,7 +116,7 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
       const text = assistantText(slot.value);
       for (const [a, b] of fencedSpans(text)) {
         const block = text.slice(a, b);
-        if (keepActions) kept.push(block);
+        if (mode === 'text') kept.push(block);
         else if (mode === 'calls') called.push(`ran: ${block.replace(/^```[^\n]*\n?|```\s*$/g, '').trim()}`);
         else commands.push(block.replace(/^```[^\n]*\n?|```\s*$/g, ''));
       }
