@@ -43,10 +43,8 @@ export function ownBar(
   counter: MemoCounter | undefined,
   maxChars = 4000,
 ): string {
-  const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
-  const compact = compactTerminal(exitCode === undefined ? { command, output } : { command, output, exitCode }, {
-    maxChars,
-  }).text;
+  const terminal = readTerminalContent(result.content, result.exitCode);
+  const compact = compactTerminal({ command, ...terminal }, { maxChars }).text;
   const compactFull = `${compact.trimEnd()}\n\n${renderNativeNote(codePoints(result.content), codePoints(compact), artifactId)}`;
   return strictlySmaller(result.content, compactFull, counter) ? compactFull : result.content;
 }
