@@ -92,7 +92,7 @@ export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}
   if (typeof value !== 'object' || value === null) walks.primitive++;
   else if (compact) walks.compact++;
   else walks.spaced++;
-  return writeValue(value, compact ? ',' : ', ', compact ? ':' : ': ', new Set()) ?? 'null';
+  return writeValue(value, compact ? ',' : ', ', compact ? ':' : ': ') ?? 'null';
 }
 
 /**
@@ -103,7 +103,7 @@ export function canonicalJson(value: unknown, options: CanonicalJsonOptions = {}
  */
 export function canonicalJsonNamed(value: unknown, name: (s: string) => string | undefined): string {
   walks.compact++;
-  return writeValue(value, ',', ':', new Set(), name) ?? 'null';
+  return writeValue(value, ',', ':', name) ?? 'null';
 }
 
 /**
@@ -117,7 +117,7 @@ export function canonicalJsonNamed(value: unknown, name: (s: string) => string |
 export function serializedChars(value: unknown, options: CanonicalJsonOptions = {}): number {
   const compact = options.compact === true;
   walks.sized++;
-  return sizeValue(value, compact ? 1 : 2, new Set()) ?? 4;
+  return sizeValue(value, compact ? 1 : 2) ?? 4;
 }
 
 /**
@@ -290,13 +290,77 @@ function isAbsent(v: unknown): boolean {
   return v === undefined || typeof v === 'function' || typeof v === 'symbol';
 }
 
+/** An array or plain object being walked: its keys (undefined for an array), its next child, what it has so far. */
+interface Frame<A> {
+  readonly obj: Record<string, unknown>;
+  readonly keys: readonly string[] | undefined;
+  next: number;
+  acc: A;
+}
+
+const END = Symbol('end');
+
+/** The child `f` takes next, an object's absent values skipped (they write and size as nothing); `END` after the last. */
+function nextChild(f: Frame<unknown>): unknown {
+  const length = f.keys?.length ?? (f.obj as unknown as unknown[]).length;
+  while (f.next < length) {
+    const child = f.keys === undefined ? f.obj[f.next] : f.obj[f.keys[f.next]!];
+    f.next++;
+    if (f.keys === undefined || !isAbsent(child)) return child;
+  }
+  return END;
+}
+
+/**
+ * `value` as the walks see it (a non-plain object replaced by its stand-in); an array or plain
+ * object is entered in `seen`, where a cycle finds it. The walks keep their frames on a stack of
+ * their own, not the call stack: a value nested thousands of levels deep is written like any other.
+ */
+function enter(value: unknown, seen: Set<object>): unknown {
+  const v =
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !isPlainObject(value)
+      ? foreign(value)
+      : value;
+  if (typeof v !== 'object' || v === null) return v;
+  if (seen.has(v)) throw new TypeError('canonicalJson: circular reference');
+  seen.add(v);
+  return v;
+}
+
 function writeValue(
-  value: unknown,
+  root: unknown,
   itemSep: string,
   keySep: string,
-  seen: Set<object>,
   name?: (s: string) => string | undefined,
 ): string | undefined {
+  const stack: Frame<string[]>[] = [];
+  const seen = new Set<object>();
+  let value = enter(root, seen);
+  for (;;) {
+    let text: string | undefined;
+    if (typeof value === 'object' && value !== null) {
+      const obj = value as Record<string, unknown>;
+      stack.push({ obj, keys: Array.isArray(obj) ? undefined : sortedKeys(obj), next: 0, acc: [] });
+    } else text = scalarText(value, name);
+    // Each finished value goes to its container (whose `next` is past it); a container with no child left closes.
+    for (let f = stack.at(-1); ; f = stack.at(-1)) {
+      if (f === undefined) return text;
+      if (f.keys === undefined && f.next > 0) f.acc.push(text ?? 'null');
+      else if (f.keys !== undefined && text !== undefined)
+        f.acc.push(`${jsonString(f.keys[f.next - 1]!)}${keySep}${text}`);
+      const child = nextChild(f);
+      if (child !== END) {
+        value = enter(child, seen);
+        break;
+      }
+      stack.pop();
+      seen.delete(f.obj);
+      text = f.keys === undefined ? `[${f.acc.join(itemSep)}]` : `{${f.acc.join(itemSep)}}`;
+    }
+  }
+}
+
+function scalarText(value: unknown, name?: (s: string) => string | undefined): string | undefined {
   switch (typeof value) {
     case 'string': {
       const named = name?.(value);
@@ -308,72 +372,41 @@ function writeValue(
       return value ? 'true' : 'false';
     case 'bigint':
       return value.toString();
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      return undefined;
+    case 'object':
+      return 'null';
     default:
-      break;
+      return undefined; // undefined, functions and symbols
   }
-  if (value === null) return 'null';
-  const obj = value as object;
-  if (seen.has(obj)) throw new TypeError('canonicalJson: circular reference');
-  if (Array.isArray(obj)) {
-    seen.add(obj);
-    const parts = obj.map((item: unknown) => writeValue(item, itemSep, keySep, seen, name) ?? 'null');
-    seen.delete(obj);
-    return `[${parts.join(itemSep)}]`;
-  }
-  if (!isPlainObject(obj)) return writeValue(foreign(obj), itemSep, keySep, seen, name);
-  seen.add(obj);
-  const parts: string[] = [];
-  for (const key of sortedKeys(obj)) {
-    const text = writeValue(obj[key], itemSep, keySep, seen, name);
-    if (text !== undefined) parts.push(`${jsonString(key)}${keySep}${text}`);
-  }
-  seen.delete(obj);
-  return `{${parts.join(itemSep)}}`;
 }
 
-function sizeValue(value: unknown, sep: number, seen: Set<object>): number | undefined {
-  switch (typeof value) {
-    case 'string':
-      return stringChars(value);
-    case 'number':
-      return numberText(value).length;
-    case 'boolean':
-      return value ? 4 : 5;
-    case 'bigint':
-      return value.toString().length;
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      return undefined;
-    default:
-      break;
+function sizeValue(root: unknown, sep: number): number | undefined {
+  const stack: Frame<number>[] = [];
+  const seen = new Set<object>();
+  let value = enter(root, seen);
+  for (;;) {
+    let size: number | undefined;
+    if (typeof value === 'object' && value !== null) {
+      const obj = value as Record<string, unknown>;
+      stack.push({ obj, keys: Array.isArray(obj) ? undefined : Object.keys(obj), next: 0, acc: 2 });
+    } else size = typeof value === 'string' ? stringChars(value) : scalarText(value)?.length;
+    // As in writeValue; an object counts a key whose value sizes as nothing (a toJSON giving undefined) as `key: `.
+    for (let f = stack.at(-1); ; f = stack.at(-1)) {
+      if (f === undefined) return size;
+      if (f.next > 0) {
+        const comma = f.acc > 2 ? sep : 0;
+        f.acc +=
+          f.keys === undefined ? (size ?? 4) + comma : stringChars(f.keys[f.next - 1]!) + sep + (size ?? 0) + comma;
+      }
+      const child = nextChild(f);
+      if (child !== END) {
+        value = enter(child, seen);
+        break;
+      }
+      stack.pop();
+      seen.delete(f.obj);
+      size = f.acc;
+    }
   }
-  if (value === null) return 4;
-  const obj = value as object;
-  if (seen.has(obj)) throw new TypeError('canonicalJson: circular reference');
-  if (Array.isArray(obj)) {
-    seen.add(obj);
-    let total = 2;
-    for (let i = 0; i < obj.length; i++) total += (sizeValue(obj[i], sep, seen) ?? 4) + (i > 0 ? sep : 0);
-    seen.delete(obj);
-    return total;
-  }
-  if (!isPlainObject(obj)) return sizeValue(foreign(obj), sep, seen);
-  seen.add(obj);
-  let total = 2;
-  let count = 0;
-  for (const key of Object.keys(obj)) {
-    const v = obj[key];
-    if (isAbsent(v)) continue;
-    total += stringChars(key) + sep + (sizeValue(v, sep, seen) ?? 0) + (count > 0 ? sep : 0);
-    count++;
-  }
-  seen.delete(obj);
-  return total;
 }
 
 /** The stand-in for a non-plain object: its toJSON() result, else its string form. */

@@ -9,6 +9,7 @@ import {
   serializedChars,
   serializedObjectChars,
 } from '../../src/measure/index.js';
+import { canonicalJsonNamed } from '../../src/measure/canonical-json.js';
 
 // Golden strings are what CPython 3 prints for json.dumps(x, sort_keys=True, ensure_ascii=False)
 // of the same data (integer-valued floats excepted: JavaScript cannot tell 1.0 from 1, and we
@@ -91,6 +92,20 @@ describe('canonicalJson (unit)', () => {
     a['self'] = a;
     expect(() => canonicalJson(a)).toThrow(TypeError);
     expect(() => serializedChars(a)).toThrow(TypeError);
+  });
+
+  it('writes and sizes values nested deeper than the call stack allows (10,000 levels), byte for byte', () => {
+    const depth = 10_000;
+    let value: unknown = 'leaf';
+    for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value, 1] : { b: value, a: null };
+    // Innermost first: odd levels are arrays `[x, 1]`, even ones objects `{"a": null, "b": x}`.
+    let expected = '"leaf"';
+    for (let i = 0; i < depth; i++) expected = i % 2 === 0 ? `[${expected}, 1]` : `{"a": null, "b": ${expected}}`;
+    expect(canonicalJson(value)).toBe(expected);
+    expect(serializedChars(value)).toBe(expected.length);
+    expect(canonicalJsonNamed(value, (s) => (s === 'leaf' ? 'L' : undefined))).toBe(
+      expected.replaceAll(', ', ',').replaceAll(': ', ':').replace('"leaf"', '#L'),
+    );
   });
 
   it('counts code points, pairs once and lone surrogates once', () => {
