@@ -163,13 +163,12 @@ export function compressionPlanner(options: CompressToolResultOptions) {
     if (tool === 'terminal') {
       if (size < terminalMin) return undefined;
       const command = commandOf(result.args);
-      const { output, exitCode } = readTerminalContent(result.content, result.exitCode);
-      const exit = exitCode === undefined ? {} : { exitCode };
+      const terminal = readTerminalContent(result.content, result.exitCode);
       // A file the agent asked to read (`cat f`, `sed -n 10,40p f`) is shown as read_file is:
       // whole, up to the read threshold.
       if (!flags.nativeReadFile && isFileRead(command))
-        return size < READ_MIN_CHARS ? undefined : { output, ...exit, shape: 'file_read' };
-      return { output, ...(command === undefined ? {} : { command }), ...exit };
+        return size < READ_MIN_CHARS ? undefined : { ...terminal, shape: 'file_read' };
+      return { ...terminal, ...(command === undefined ? {} : { command }) };
     }
     // An MCP/JSON text wrapper is viewed by the text inside it (the vault keeps the wrapper).
     const output = size > SHAPE_MAX_CHARS ? result.content : (unwrapText(result.content) ?? result.content);

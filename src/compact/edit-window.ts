@@ -34,10 +34,7 @@ export function readNumberedWindow(text: string): NumberedWindow | undefined {
     .map((l) => (SWE_HEADER.exec(l.trim()) ?? CAT_HEADER.exec(l.trim()))?.[1])
     .find((p) => p !== undefined);
   if (path === undefined) return undefined;
-  const numbers = lines.map((l) => {
-    const m = ROW.exec(l);
-    return m === null ? undefined : Number(m[2]);
-  });
+  const numbers = lines.map((l) => ROW.exec(l)?.[2]).map((n) => (n === undefined ? undefined : Number(n)));
   return numbers.filter((n) => n !== undefined).length >= 3 ? { path, numbers, lines } : undefined;
 }
 
