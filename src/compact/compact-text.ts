@@ -39,10 +39,7 @@ export interface CompactLinesOptions {
   readonly maxChars?: number;
   /** Extra lines that must be kept like error lines (e.g. summary lines). */
   readonly keep?: (line: string) => boolean;
-  /**
-   * When the text shows a failure, its diagnostic lines are kept verbatim within this budget, on
-   * top of `maxChars` (0: no such guarantee). Default 8000.
-   */
+  /** Code points for a failing text's diagnostic lines, kept verbatim beyond `maxChars` (0: off). Default 8000. */
   readonly diagnosticChars?: number;
   /** Exit status when known: non-zero makes the text a failure. */
   readonly exitCode?: number;

@@ -32,10 +32,7 @@ export interface TerminalRendering {
 export interface CompactTerminalOptions {
   /** Target size in code points for line-budgeted renderings. Default 4000. */
   readonly maxChars?: number;
-  /**
-   * Budget, in code points, for the diagnostic lines of a failing output: they are kept verbatim
-   * on top of `maxChars` (0 turns the guarantee off). Default 8000.
-   */
+  /** Code points for a failing output's diagnostic lines, kept verbatim beyond `maxChars` (0: off). Default 8000. */
   readonly diagnosticChars?: number;
 }
 
