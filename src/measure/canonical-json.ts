@@ -286,10 +286,6 @@ function sortedKeys(obj: Record<string, unknown>): string[] {
   return keys.length > 1 ? keys.sort(compareCodePoints) : keys;
 }
 
-function isAbsent(v: unknown): boolean {
-  return v === undefined || typeof v === 'function' || typeof v === 'symbol';
-}
-
 /** An array or plain object being walked: its keys (undefined for an array), its next child, what it has so far. */
 interface Frame<A> {
   readonly obj: Record<string, unknown>;
@@ -306,7 +302,8 @@ function nextChild(f: Frame<unknown>): unknown {
   while (f.next < length) {
     const child = f.keys === undefined ? f.obj[f.next] : f.obj[f.keys[f.next]!];
     f.next++;
-    if (f.keys === undefined || !isAbsent(child)) return child;
+    if (f.keys === undefined || (child !== undefined && typeof child !== 'function' && typeof child !== 'symbol'))
+      return child;
   }
   return END;
 }
