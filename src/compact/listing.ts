@@ -69,9 +69,8 @@ interface RecursiveBlock {
  * Parsed once; {@link renderRecursive} renders it for each cap `fitted` tries.
  */
 function recursiveBlocks(lines: readonly string[]): RecursiveBlock[] {
-  const blocks: { dir: string; entries: string[] }[] = [];
-  let current: { dir: string; entries: string[] } = { dir: '.', entries: [] };
-  blocks.push(current);
+  let current = { dir: '.', entries: [] as string[] };
+  const blocks = [current];
   for (const line of lines) {
     if (/^\S.*:$/.test(line)) blocks.push((current = { dir: line.slice(0, -1), entries: [] }));
     else current.entries.push(...line.trim().split(/\s{2,}|\t/));
