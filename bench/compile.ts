@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--long-hosts rebuild,gateway] [--warmup 60] [--full-path]`: a synthetic agent
+ * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--long-hosts rebuild,gateway] [--long-only] [--warmup 60] [--full-path]`: a synthetic agent
  * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
  * o200k_base gate, one item-measures memo shared by the stages as createTerminator shares it,
  * SQLite vault on a temp file), one request per turn as a host sends them, in
@@ -57,6 +57,7 @@ import { createItemMeasures } from '../src/ledger/item-measures.js';
 import { Recognitions, sameJson } from '../src/model/prefix.js';
 import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
+import { stepOperator } from '../src/operator-kit.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
@@ -206,9 +207,10 @@ const HOSTS: readonly Host[] = ['reuse', 'rebuild', 'gateway'];
  * a rebuilt copy of the history beside each request (outside the timing) that nothing reads: the
  * rebuilding host's garbage and memory traffic without recognition.
  */
-type LongHost = Host | 'churn';
-const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn'];
+type LongHost = Host | 'churn' | 'idle';
+const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn', 'idle'];
 const HOST_LABEL: Record<LongHost, string> = {
+  idle: 'host rebuilds every message object, and the chain is one pass-through stage (the churn floor)',
   churn: 'host reuses its transcript objects and parses an unread rebuilt copy beside each request',
   reuse: 'host reuses its transcript objects',
   rebuild: 'host rebuilds every message object (JSON, new objects and strings)',
@@ -224,7 +226,8 @@ async function runSession(
   probes: readonly number[],
   prefixRecognition = true,
 ): Promise<Timing> {
-  const fresh = host === 'rebuild';
+  const idle = host === 'idle';
+  const fresh = host === 'rebuild' || idle;
   const gateway = host === 'gateway';
   const churn = host === 'churn';
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
@@ -244,18 +247,22 @@ async function runSession(
   let c0 = process.cpuUsage();
   let emittedAt = 0;
   let cpuAt = c0;
-  const sub = input
-    .pipe(
-      collapseDuplicates({ vault, counter, measures, prefixRecognition, recognitions }),
-      routeSkills({ counter }),
-      compileRequest({ vault, counter, measures, prefixRecognition, recognitions }),
-    )
-    .subscribe((s) => {
-      emittedAt = performance.now();
-      cpuAt = process.cpuUsage(c0);
-      emitted++;
-      last = s;
-    });
+  // `idle`: the same host and session through one stage that passes every request on (the
+  // operator kit's own path, nothing read): what the host's garbage and heap cost a request that
+  // does nothing of ours.
+  const stages = idle
+    ? input.pipe(stepOperator<ProviderRequest>('pass-through', () => () => undefined))
+    : input.pipe(
+        collapseDuplicates({ vault, counter, measures, prefixRecognition, recognitions }),
+        routeSkills({ counter }),
+        compileRequest({ vault, counter, measures, prefixRecognition, recognitions }),
+      );
+  const sub = stages.subscribe((s) => {
+    emittedAt = performance.now();
+    cpuAt = process.cpuUsage(c0);
+    emitted++;
+    last = s;
+  });
   const messages = transcript(turns, ` (run ${++runs})`);
   // The JSON text of each message once, so a rebuilt request is one JSON.parse of its history.
   const texts = fresh || gateway || churn ? messages.map((m) => JSON.stringify(m)) : [];
@@ -494,6 +501,7 @@ export async function main(argv: string[]): Promise<void> {
   // early turns, flattering its turn-200 / turn-20 ratio.
   const warmup = flag(argv, '--warmup', 60);
   if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, [], recognition);
+  if (argv.includes('--long-only')) return longSessions(longHosts, longTurns, recognition, gc);
   const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
   for (let k = 0; k < repeat; k++)
     for (const host of HOSTS) {
@@ -555,13 +563,60 @@ export async function main(argv: string[]): Promise<void> {
   await parallelCalls(argv, gc);
   await freshProcess(turns, flag(argv, '--fresh-rounds', 3));
   bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
-  if (longTurns > 50) {
+  if (longTurns > 50) await longSessions(longHosts, longTurns, recognition, gc);
+}
+
+/**
+ * The `--long-turns` sessions, one per host of `hosts`, each after a full GC. With `idle` and
+ * `rebuild` both run, the rebuilding host's growth is also given with the idle host's churn floor
+ * and the comparison floor subtracted.
+ */
+async function longSessions(
+  hosts: readonly LongHost[],
+  longTurns: number,
+  recognition: boolean,
+  gc: () => void,
+): Promise<void> {
+  const done = new Map<LongHost, Timing>();
+  for (const host of hosts) {
     gc();
-    for (const host of longHosts) {
-      gc();
-      longSession(HOST_LABEL[host], await runSession(host, longTurns, [50, longTurns], recognition), longTurns);
-    }
+    const r = await runSession(host, longTurns, [50, longTurns], recognition);
+    done.set(host, r);
+    longSession(HOST_LABEL[host], r, longTurns);
   }
+  const rebuilt = done.get('rebuild');
+  if (rebuilt === undefined) return;
+  const p50 = (xs: readonly number[], turn: number): number =>
+    percentile(
+      [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b),
+      50,
+    );
+  const [early, late] = [50, longTurns - 25];
+  const [r50, rEnd] = [p50(rebuilt.wall, early), p50(rebuilt.wall, late)];
+  const [c50, cEnd] = [rebuilt.compare.get(50)!, rebuilt.compare.get(longTurns)!];
+  const withFloor = (what: string, f50: number, fEnd: number): void => {
+    console.log(`  churn floor, ${what}: ${f50.toFixed(3)} ms at turn 50, ${fEnd.toFixed(3)} ms at turn ${longTurns}`);
+    console.log(
+      `    (p50 at ${longTurns} − comparison − churn floor, both at ${longTurns}) / p50 at 50: (${rEnd.toFixed(2)} − ${cEnd.toFixed(2)} − ${fEnd.toFixed(2)}) / ${r50.toFixed(2)} = ${((rEnd - cEnd - fEnd) / r50).toFixed(2)} (target ≤ 1.5)`,
+    );
+    console.log(
+      `    stricter, both floors subtracted at both turns: (${rEnd.toFixed(2)} − ${(cEnd + fEnd).toFixed(2)}) / (${r50.toFixed(2)} − ${(c50 + f50).toFixed(2)}) = ${((rEnd - cEnd - fEnd) / (r50 - c50 - f50)).toFixed(2)}`,
+    );
+  };
+  console.log(`\n${longTurns}-request session on the rebuilding host, the comparison and a churn floor subtracted`);
+  // What the host's garbage and heap cost a request that does nothing of ours.
+  const idle = done.get('idle');
+  if (idle !== undefined)
+    withFloor("the idle host's p50 (one pass-through stage, same span)", p50(idle.wall, early), p50(idle.wall, late));
+  // What they cost our stages' own work: the same stages on reused objects, with and without the
+  // rebuilt copy parsed beside each request (two sessions: noisier).
+  const [churn, reuse] = [done.get('churn'), done.get('reuse')];
+  if (churn !== undefined && reuse !== undefined)
+    withFloor(
+      "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)",
+      p50(churn.wall, early) - p50(reuse.wall, early),
+      p50(churn.wall, late) - p50(reuse.wall, late),
+    );
 }
 
 /** The p50 / p95 figures of one long session `r` (`label`: how its requests arrive), and the floors where measured. */
