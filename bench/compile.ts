@@ -181,6 +181,8 @@ interface Timing {
    * asked for: what recognising rebuilt objects costs at least.
    */
   readonly compare: Map<number, number>;
+  /** The same comparison, process CPU ms (a loaded machine stretches wall time, not this). */
+  readonly compareCpu: Map<number, number>;
   /** Whole-request serialize + tokenize, ms, at the turns asked for. */
   readonly tokenize: Map<number, number>;
   /**
@@ -281,6 +283,7 @@ async function runSession(
   observer.observe({ entryTypes: ['gc'] });
   const sha = new Map<number, number>();
   const compare = new Map<number, number>();
+  const compareCpu = new Map<number, number>();
   const tokenize = new Map<number, number>();
   const historyChars = new Map<number, number>();
   const hashed: number[] = [];
@@ -340,13 +343,16 @@ async function runSession(
           const previous = JSON.parse(`[${texts.slice(0, n - 2).join(',')}]`) as unknown[];
           // Seven, not three: right after parsing a 16 MB history, a collection of that garbage
           // landed in two of three runs once and measured this floor at 15 ms instead of 5.
-          const times: number[] = [];
+          const [times, cpus]: [number[], number[]] = [[], []];
           for (let k = 0; k < 7; k++) {
-            const c0 = performance.now();
+            const [c0, u0] = [performance.now(), process.cpuUsage()];
             for (let i = 0; i < previous.length; i++) if (!sameJson(list[i], previous[i])) throw new Error('differs');
             times.push(performance.now() - c0);
+            const u = process.cpuUsage(u0);
+            cpus.push((u.user + u.system) / 1000);
           }
           compare.set(t, median(times));
+          compareCpu.set(t, median(cpus));
         }
         const b0 = performance.now();
         counter.count(canonicalJson(request, { compact: true }));
@@ -364,6 +370,7 @@ async function runSession(
       parse,
       sha,
       compare,
+      compareCpu,
       tokenize,
       historyChars,
       finalChars: canonicalJson(last!.value).length,
@@ -592,30 +599,35 @@ async function longSessions(
       50,
     );
   const [early, late] = [50, longTurns - 25];
-  const [r50, rEnd] = [p50(rebuilt.wall, early), p50(rebuilt.wall, late)];
-  const [c50, cEnd] = [rebuilt.compare.get(50)!, rebuilt.compare.get(longTurns)!];
-  const withFloor = (what: string, f50: number, fEnd: number): void => {
-    console.log(`  churn floor, ${what}: ${f50.toFixed(3)} ms at turn 50, ${fEnd.toFixed(3)} ms at turn ${longTurns}`);
-    console.log(
-      `    (p50 at ${longTurns} − comparison − churn floor, both at ${longTurns}) / p50 at 50: (${rEnd.toFixed(2)} − ${cEnd.toFixed(2)} − ${fEnd.toFixed(2)}) / ${r50.toFixed(2)} = ${((rEnd - cEnd - fEnd) / r50).toFixed(2)} (target ≤ 1.5)`,
-    );
-    console.log(
-      `    stricter, both floors subtracted at both turns: (${rEnd.toFixed(2)} − ${(cEnd + fEnd).toFixed(2)}) / (${r50.toFixed(2)} − ${(c50 + f50).toFixed(2)}) = ${((rEnd - cEnd - fEnd) / (r50 - c50 - f50)).toFixed(2)}`,
-    );
+  type Series = 'wall' | 'cpu';
+  const rebuiltAt = (x: Series): [number, number] => [p50(rebuilt[x], early), p50(rebuilt[x], late)];
+  const compareAt = (x: Series): [number, number] =>
+    x === 'wall'
+      ? [rebuilt.compare.get(50)!, rebuilt.compare.get(longTurns)!]
+      : [rebuilt.compareCpu.get(50)!, rebuilt.compareCpu.get(longTurns)!];
+  const withFloor = (what: string, floor: (x: Series) => [number, number]): void => {
+    for (const x of ['wall', 'cpu'] as const) {
+      const [[r50, rEnd], [c50, cEnd], [f50, fEnd]] = [rebuiltAt(x), compareAt(x), floor(x)];
+      console.log(
+        `  ${x === 'wall' ? `churn floor, ${what}:\n    wall` : '    CPU '}: floor ${f50.toFixed(3)} ms at turn 50, ${fEnd.toFixed(3)} ms at turn ${longTurns}; (p50 at ${longTurns} − comparison − churn floor) / p50 at 50: (${rEnd.toFixed(2)} − ${cEnd.toFixed(2)} − ${fEnd.toFixed(2)}) / ${r50.toFixed(2)} = ${((rEnd - cEnd - fEnd) / r50).toFixed(2)} (target ≤ 1.5); both floors subtracted at both turns too: (${rEnd.toFixed(2)} − ${(cEnd + fEnd).toFixed(2)}) / (${r50.toFixed(2)} − ${(c50 + f50).toFixed(2)}) = ${((rEnd - cEnd - fEnd) / (r50 - c50 - f50)).toFixed(2)}`,
+      );
+    }
   };
   console.log(`\n${longTurns}-request session on the rebuilding host, the comparison and a churn floor subtracted`);
   // What the host's garbage and heap cost a request that does nothing of ours.
   const idle = done.get('idle');
   if (idle !== undefined)
-    withFloor("the idle host's p50 (one pass-through stage, same span)", p50(idle.wall, early), p50(idle.wall, late));
+    withFloor("the idle host's p50 (one pass-through stage, same span)", (x) => [
+      p50(idle[x], early),
+      p50(idle[x], late),
+    ]);
   // What they cost our stages' own work: the same stages on reused objects, with and without the
   // rebuilt copy parsed beside each request (two sessions: noisier).
   const [churn, reuse] = [done.get('churn'), done.get('reuse')];
   if (churn !== undefined && reuse !== undefined)
     withFloor(
       "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)",
-      p50(churn.wall, early) - p50(reuse.wall, early),
-      p50(churn.wall, late) - p50(reuse.wall, late),
+      (x) => [p50(churn[x], early) - p50(reuse[x], early), p50(churn[x], late) - p50(reuse[x], late)],
     );
 }
 
