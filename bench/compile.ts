@@ -30,8 +30,12 @@
  * Then a `--long-turns` session with rebuilt objects and one through the body memo (`--long-hosts`,
  * default `rebuild,gateway`; also `reuse`, and `churn`: reused objects with an unread rebuilt copy
  * parsed beside each request, which separates what the rebuilding host's garbage costs the stages
- * from what recognising its objects does): p50 and p95 per request around turn 50 and around the
- * last turn (target: p50 ratio ≤ 1.5), p95 over the whole session, and the floors.
+ * from what recognising its objects does; and `idle`, the rebuilding host through one pass-through
+ * stage that holds each request, blocked, as long as the rebuilding host's took: the churn floor):
+ * p50 and p95 per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95
+ * over the whole session, and the floors; with `rebuild` and `idle` (or `churn` and `reuse`), the
+ * rebuilding host's growth with the comparison and that churn floor subtracted, in wall and CPU.
+ * `--long-only` runs the long sessions alone (after the warm-up).
  * Then parallel tool calls (bench/parallel-session.ts): per wire format and host mode, the p50
  * per request of a session whose assistant messages carry three calls with their results in a
  * shuffled order, beside its single-call twin of the same size (`--parallel-turns`, 200;
@@ -212,7 +216,7 @@ const HOSTS: readonly Host[] = ['reuse', 'rebuild', 'gateway'];
 type LongHost = Host | 'churn' | 'idle';
 const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn', 'idle'];
 const HOST_LABEL: Record<LongHost, string> = {
-  idle: 'host rebuilds every message object, and the chain is one pass-through stage (the churn floor)',
+  idle: 'host rebuilds every message object; one pass-through stage holds each request as long as the rebuilding host took (the churn floor)',
   churn: 'host reuses its transcript objects and parses an unread rebuilt copy beside each request',
   reuse: 'host reuses its transcript objects',
   rebuild: 'host rebuilds every message object (JSON, new objects and strings)',
@@ -227,6 +231,8 @@ async function runSession(
   turns: number,
   probes: readonly number[],
   prefixRecognition = true,
+  /** `idle` only: per turn, ms the pass-through stage holds that request (blocked, not working). */
+  hold: readonly number[] = [],
 ): Promise<Timing> {
   const idle = host === 'idle';
   const fresh = host === 'rebuild' || idle;
@@ -252,8 +258,19 @@ async function runSession(
   // `idle`: the same host and session through one stage that passes every request on (the
   // operator kit's own path, nothing read): what the host's garbage and heap cost a request that
   // does nothing of ours.
+  // `idle`: the same host and session through one stage that passes every request on (the
+  // operator kit's own path, nothing read), blocked for `hold` ms (Atomics.wait: no CPU of its own,
+  // while the collector's threads go on): what the host's garbage and heap cost a request that
+  // does nothing of ours for as long as ours took.
+  let turn = 0;
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
   const stages = idle
-    ? input.pipe(stepOperator<ProviderRequest>('pass-through', () => () => undefined))
+    ? input.pipe(
+        stepOperator<ProviderRequest>('pass-through', () => () => {
+          if ((hold[turn - 1] ?? 0) > 0) Atomics.wait(sleeper, 0, 0, hold[turn - 1]);
+          return undefined;
+        }),
+      )
     : input.pipe(
         collapseDuplicates({ vault, counter, measures, prefixRecognition, recognitions }),
         routeSkills({ counter }),
@@ -291,6 +308,7 @@ async function runSession(
   hashes.again = 0;
   try {
     for (let t = 1; t <= turns; t++) {
+      turn = t;
       const n = 2 + 2 * t;
       // Built outside the timing: the body's bytes (gateway), or the request as the host hands it over.
       const body = gateway ? Buffer.from(`{"model":"gpt-4o","messages":[${texts.slice(0, n).join(',')}]}`) : undefined;
@@ -585,9 +603,14 @@ async function longSessions(
   gc: () => void,
 ): Promise<void> {
   const done = new Map<LongHost, Timing>();
-  for (const host of hosts) {
+  // The idle host holds each request as long as the rebuilding host's took: it runs after it.
+  const order = hosts.includes('rebuild')
+    ? [...hosts.filter((h) => h !== 'idle'), ...hosts.filter((h) => h === 'idle')]
+    : hosts;
+  for (const host of order) {
     gc();
-    const r = await runSession(host, longTurns, [50, longTurns], recognition);
+    const hold = host === 'idle' ? (done.get('rebuild')?.wall ?? []) : [];
+    const r = await runSession(host, longTurns, [50, longTurns], recognition, hold);
     done.set(host, r);
     longSession(HOST_LABEL[host], r, longTurns);
   }
@@ -614,13 +637,19 @@ async function longSessions(
     }
   };
   console.log(`\n${longTurns}-request session on the rebuilding host, the comparison and a churn floor subtracted`);
-  // What the host's garbage and heap cost a request that does nothing of ours.
+  // What the host's garbage and heap cost a request that does nothing of ours for as long as the
+  // rebuilding host's request took, turn by turn: in wall time, how much later than that span it
+  // ends (collections on the main thread, the collector's threads taking the cores); in CPU, what
+  // the process spends during it (the collector's threads: the pass-through itself blocks).
   const idle = done.get('idle');
   if (idle !== undefined)
-    withFloor("the idle host's p50 (one pass-through stage, same span)", (x) => [
-      p50(idle[x], early),
-      p50(idle[x], late),
-    ]);
+    withFloor(
+      "the idle host's p50 (one pass-through stage held for the rebuilding host's span, turn by turn; wall: beyond that span)",
+      (x) => {
+        const xs = x === 'cpu' ? idle.cpu : idle.wall.map((w, i) => w - (rebuilt.wall[i] ?? 0));
+        return [p50(xs, early), p50(xs, late)];
+      },
+    );
   // What they cost our stages' own work: the same stages on reused objects, with and without the
   // rebuilt copy parsed beside each request (two sessions: noisier).
   const [churn, reuse] = [done.get('churn'), done.get('reuse')];
