@@ -656,7 +656,11 @@ async function longSessions(
   if (churn !== undefined && reuse !== undefined)
     withFloor(
       "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)",
-      (x) => [p50(churn[x], early) - p50(reuse[x], early), p50(churn[x], late) - p50(reuse[x], late)],
+      // Never below 0: two sessions' noise is no saving to subtract.
+      (x) => [
+        Math.max(0, p50(churn[x], early) - p50(reuse[x], early)),
+        Math.max(0, p50(churn[x], late) - p50(reuse[x], late)),
+      ],
     );
 }
 
