@@ -35,8 +35,16 @@ import {
   type CapDialect,
 } from './request-caps.js';
 
-/** Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. */
-export interface OutputBudgetOptions {
+/**
+ * Options of the output budget (`capOutputBudget`, `createPressure`). Every field is optional. R
+ * (`minOutputTokens`), F (`fallbackMarginTokens`), the W override (`compressionWindowTokens`; without
+ * it the route's compressionThreshold, else its contextWindow) and the budget report's limit, reserve
+ * and margin are the Config fields of the same name: each defaults to `config`'s, else Config's default.
+ */
+export interface OutputBudgetOptions
+  extends
+    Partial<Pick<Config['incontext'], 'minOutputTokens' | 'fallbackMarginTokens' | 'compressionWindowTokens'>>,
+    Partial<Pick<Config, 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'>> {
   /** Source of the incontext settings and tokenizer choice below. @defaultValue none (built-in defaults) */
   readonly config?: Pick<Config, 'incontext' | 'tokenizerJson' | 'tiktokenEncoding'> &
     Partial<Pick<Config, 'modelLimits' | 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'>>;
@@ -46,21 +54,6 @@ export interface OutputBudgetOptions {
    * @defaultValue each Step's own `context.route` (then only the request's `model` is compared with it)
    */
   readonly route?: Route;
-  /**
-   * R: the output tokens a request must have room for before a cap is inserted (INCONTEXT_MIN_OUTPUT_TOKENS).
-   * @defaultValue config, else 4096
-   */
-  readonly minOutputTokens?: number;
-  /**
-   * F: the margin added to the rough estimate when exact counting fails (INCONTEXT_FALLBACK_MARGIN_TOKENS).
-   * @defaultValue config, else 1024
-   */
-  readonly fallbackMarginTokens?: number;
-  /**
-   * W override: the budgeting window the prompt and the cap must fit in (INCONTEXT_COMPRESSION_WINDOW_TOKENS).
-   * @defaultValue config, else the route's compressionThreshold, else contextWindow
-   */
-  readonly compressionWindowTokens?: number;
   /** The exact counter (the caller owns it). @defaultValue the registry backend named by `backend` */
   readonly counter?: BudgetCounter | TokenCounter;
   /** Name of the counting backend in the registry (INCONTEXT_BACKEND). @defaultValue config, else `tiktoken` */
@@ -79,24 +72,6 @@ export interface OutputBudgetOptions {
   readonly modelLimits?: ModelLimitsTable;
   /** Server dialect for the cap field. @defaultValue `vllm` when the backend or route provider is vLLM, else `openai` */
   readonly dialect?: CapDialect;
-  /**
-   * The model's context limit for budget reporting (TOKEN_TERMINATOR_CONTEXT_LIMIT_TOKENS): every
-   * request the stage counts gets a `measured` decision with the usable budget (this limit less
-   * `outputReserveTokens` and `tokenSafetyMargin`) and what the prompt leaves of it. Reporting only:
-   * it never truncates a request and never changes the cap. 0 = no budget reporting.
-   * @defaultValue config, else 0
-   */
-  readonly contextLimitTokens?: number;
-  /**
-   * Tokens the budget report reserves for the model's output (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS).
-   * @defaultValue config, else 4096
-   */
-  readonly outputReserveTokens?: number;
-  /**
-   * Further headroom the budget report keeps below the limit (TOKEN_TERMINATOR_TOKEN_SAFETY_MARGIN).
-   * @defaultValue config, else 512
-   */
-  readonly tokenSafetyMargin?: number;
   /** Metrics sink: counts, labels and error codes only, never content. @defaultValue none */
   readonly onMeasure?: (measurement: BudgetMeasurement) => void;
 }

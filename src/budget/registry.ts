@@ -2,6 +2,7 @@
  * Budget counting backends by name (INCONTEXT_BACKEND). Built-ins: `vllm`, `tiktoken`,
  * `tokenizer-json`. Registering a name twice or selecting a missing one is a startup error.
  */
+import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { definedFields } from '../options.js';
 import { counterForModel, createTokenizerJsonCounter } from '../measure/index.js';
@@ -9,22 +10,15 @@ import type { TokenCounter } from '../measure/types.js';
 import { budgetCounterFrom, type BudgetCounter } from './counter.js';
 import { createVllmCounter } from './vllm.js';
 
-/** What a backend factory gets: the incontext settings plus what the route knows. */
-export interface BackendSettings {
-  /** INCONTEXT_TOKENIZER_URL (''). */
-  readonly tokenizerUrl?: string;
-  /** INCONTEXT_TOKENIZER_TIMEOUT_SECONDS (30). */
-  readonly tokenizerTimeoutSeconds?: number;
-  /** INCONTEXT_TOKENIZER_USER_AGENT (token-terminator/<version>). */
-  readonly tokenizerUserAgent?: string;
+/** What a backend factory gets: Config's tokenizer settings, plus what the route knows. */
+export interface BackendSettings
+  extends
+    Partial<Pick<Config['incontext'], 'tokenizerUrl' | 'tokenizerTimeoutSeconds' | 'tokenizerUserAgent'>>,
+    Partial<Pick<Config, 'tokenizerJson' | 'tiktokenEncoding'>> {
   /** The route's context window (checked against vLLM's max_model_len). */
   readonly contextLength?: number;
   /** The route's model (picks the tiktoken encoding). */
   readonly model?: string;
-  /** TOKEN_TERMINATOR_TOKENIZER_JSON (''). */
-  readonly tokenizerJson?: string;
-  /** TOKEN_TERMINATOR_TIKTOKEN_ENCODING (''). */
-  readonly tiktokenEncoding?: string;
 }
 
 /**
