@@ -477,7 +477,8 @@ function defaultDataDir(env: Readonly<Record<string, string | undefined>>, home:
   return join(home, '.local', 'share', 'token-terminator');
 }
 
-function deepFreeze<T>(value: T): T {
+/** `value` with everything reachable from it frozen. */
+export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value)) deepFreeze(child);

@@ -10,6 +10,7 @@
  * - `anthropic`: cache reads at 0.1 ×, 5-minute cache writes at 1.25 ×, 1,024-token minimum.
  */
 import { ConfigError } from '../errors.js';
+import type { Config } from './types.js';
 import { definedFields } from '../options.js';
 
 /** The part of a step's route (src/step.ts `Route`) that picks a pricing profile. */
@@ -54,13 +55,11 @@ export const PRICING_PROFILES: Readonly<Record<PricingProfileName, PricingProfil
   anthropic: Object.freeze({ name: 'anthropic', cacheRead: 0.1, cacheWrite: 1.25, minCachePrefixTokens: 1024 }),
 });
 
-/** The pricing fields of a Config (see src/config/types.ts). */
-export interface PricingSettings {
-  readonly pricingProfile: 'auto' | PricingProfileName;
-  readonly cacheReadMultiplier: number | undefined;
-  readonly cacheWriteMultiplier: number | undefined;
-  readonly minCachePrefixTokens: number | undefined;
-}
+/** The pricing fields of a Config. */
+export type PricingSettings = Pick<
+  Config,
+  'pricingProfile' | 'cacheReadMultiplier' | 'cacheWriteMultiplier' | 'minCachePrefixTokens'
+>;
 
 /**
  * The built-in profile a route uses when none is configured: `anthropic` when the route names the

@@ -3,7 +3,7 @@
  * inline provider, version checked by the dialect). Earlier releases created these tables with
  * raw DDL, hence IF NOT EXISTS: such a ledger file adopts its tables as they are.
  */
-import type { ColumnDefinitionBuilder, Kysely, Migration, Selectable } from 'kysely';
+import type { ColumnDefinitionBuilder, ColumnType, Kysely, Migration, Selectable } from 'kysely';
 import type { SchemaSpec } from '../vault/schema.js';
 
 export interface LedgerMetaTable {
@@ -11,6 +11,7 @@ export interface LedgerMetaTable {
   value: string;
 }
 
+/** The token columns both tables sum. */
 const COUNTS = [
   'input_tokens',
   'output_tokens',
@@ -21,28 +22,24 @@ const COUNTS = [
   'raw_tokens',
   'final_tokens',
 ] as const;
-/** The token columns both tables sum. */
-type Counts = Record<(typeof COUNTS)[number], number>;
 
-type Defaulted<T> = { [K in keyof T]: import('kysely').ColumnType<T[K], T[K] | undefined, T[K]> };
+/** Columns with a default: optional on insert. */
+type Defaulted<K extends string> = Record<K, ColumnType<number, number | undefined, number>>;
 
-export interface LedgerSessionsTable extends Defaulted<Counts> {
+export interface LedgerSessionsTable extends Defaulted<
+  (typeof COUNTS)[number] | 'contaminated' | 'turn_count' | 'completed_turns' | 'failed_turns' | 'interrupted_turns'
+> {
   session_id: string;
   experiment: string;
   mode: string;
   initial_model: string | null;
   last_model: string | null;
-  contaminated: import('kysely').ColumnType<number, number | undefined, number>;
   contamination_reason: string | null;
   tagged_at: string;
   last_seen_at: string;
-  turn_count: import('kysely').ColumnType<number, number | undefined, number>;
-  completed_turns: import('kysely').ColumnType<number, number | undefined, number>;
-  failed_turns: import('kysely').ColumnType<number, number | undefined, number>;
-  interrupted_turns: import('kysely').ColumnType<number, number | undefined, number>;
 }
 
-export interface LedgerTurnsTable extends Defaulted<Counts> {
+export interface LedgerTurnsTable extends Defaulted<(typeof COUNTS)[number]> {
   session_id: string;
   turn_id: string;
   seq: number;

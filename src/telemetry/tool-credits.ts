@@ -14,6 +14,7 @@ import type { TokenCounter } from '../measure/types.js';
 import { readRequest } from '../model/index.js';
 import { isObj } from '../model/read.js';
 import { STAGES } from '../stages.js';
+import { savedByStage } from './metrics.js';
 import type { Decision, ProviderRequest, RequestFormat } from '../step.js';
 
 /** The tool-result stages, whose saving travels with the output's rendering. */
@@ -52,13 +53,8 @@ function outputText(value: unknown): string | undefined {
 
 /** The stages that made a rendering, weighted by what each reported saving; by the text when none did. */
 function stagesOf(decisions: readonly Decision[], rendered: string): Record<string, number> {
-  const by: Record<string, number> = {};
-  let total = 0;
-  for (const d of decisions) {
-    if (d.kind !== 'applied' || !TOOL_STAGES.has(d.stage) || (d.savedChars ?? 0) <= 0) continue;
-    by[d.stage] = (by[d.stage] ?? 0) + d.savedChars!;
-    total += d.savedChars!;
-  }
+  const by = savedByStage(decisions.filter((d) => TOOL_STAGES.has(d.stage)));
+  const total = Object.values(by).reduce((a, b) => a + b, 0);
   if (total === 0)
     return { [rendered.startsWith(DELTA_PREFIX) ? STAGES.deltaRepeatedOutput : STAGES.compressToolResult]: 1 };
   for (const k of Object.keys(by)) by[k] = by[k]! / total;
