@@ -21,7 +21,11 @@ const NUM = String.raw`(\d[\d,_]*)`;
 const num = (s: string | undefined): number => Number((s ?? '').replace(/[,_]/g, ''));
 const CAP = String.raw`max_(?:completion_|output_|new_)?tokens`;
 
-type Rule = (text: string) => OutputCapInfo | undefined;
+/** Wordings (regular expression sources, case-insensitive), and what the first that matches says would fit. */
+type Rule = readonly [
+  sources: readonly string[],
+  read: (m: RegExpExecArray, text: string) => OutputCapInfo | undefined,
+];
 
 const remaining = (context: number, input: number): OutputCapInfo => ({
   availableOutputTokens: context - input,
@@ -29,85 +33,73 @@ const remaining = (context: number, input: number): OutputCapInfo => ({
   kind: 'remaining',
 });
 
-/** Wordings that give the context length, then the input tokens. */
-const CONTEXT_THEN_INPUT = [
-  String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`,
-  String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`,
-  String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`,
-].map((source) => new RegExp(source, 'i'));
-
-/** Wordings of a model's own output ceiling N (the rule below lists whose). */
-const CEILINGS = [
-  String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`,
-  String.raw`${CAP}\`?(?: for \`[^\`\n]{1,120}\`)? must be less than or equal to \`?${NUM}`,
-  String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`,
-  String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`,
-  String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`,
-  String.raw`${CAP}[^\n]{0,120}?expected a value <= ${NUM}`,
-].map((source) => new RegExp(source, 'i'));
-
-/** The match of the first of `patterns` that matches `text`. */
-const firstMatch = (patterns: readonly RegExp[], text: string): RegExpExecArray | undefined =>
-  patterns.map((p) => p.exec(text)).find((m) => m !== null) ?? undefined;
-
-const rules: readonly Rule[] = [
+const RULES: readonly Rule[] = [
   // OpenAI / OpenRouter / Nous: "maximum context length is N tokens … (X of text input, Y of tool input, Z in the output)"
-  (t) => {
-    const ctx = new RegExp(String.raw`maximum context length is ${NUM} tokens`, 'i').exec(t);
-    const group = /\(([^()]*?\bin the output)\)/i.exec(t);
-    if (ctx === null || group === null) return undefined;
-    let input = 0;
-    for (const m of (group[1] ?? '').matchAll(new RegExp(String.raw`${NUM} of [a-z ]*?input`, 'gi')))
-      input += num(m[1]);
-    return remaining(num(ctx[1]), input);
-  },
+  [
+    [String.raw`maximum context length is ${NUM} tokens`],
+    (ctx, t) => {
+      const group = /\(([^()]*?\bin the output)\)/i.exec(t);
+      if (group === null) return undefined;
+      let input = 0;
+      for (const m of (group[1] ?? '').matchAll(new RegExp(String.raw`${NUM} of [a-z ]*?input`, 'gi')))
+        input += num(m[1]);
+      return remaining(num(ctx[1]), input);
+    },
+  ],
   // vLLM, oldest to newest: "maximum context length is N tokens. However, you requested T tokens (X in the
   // messages, Y in the completion)", "… your prompt contains at least Y input tokens", "'max_tokens' or
   // 'max_completion_tokens' is too large: X. This model's maximum context length is C tokens and your request
   // has I input tokens (X > C - I)"
-  (t) => {
-    const m = firstMatch(CONTEXT_THEN_INPUT, t);
-    return m === undefined ? undefined : remaining(num(m[1]), num(m[2]));
-  },
+  [
+    [
+      String.raw`maximum context length is ${NUM} tokens[\s\S]*?\(${NUM} in the messages, ${NUM} in the completion\)`,
+      String.raw`maximum context length is ${NUM} tokens[\s\S]*?prompt contains (?:at least )?${NUM} input tokens`,
+      String.raw`maximum context length is\s+${NUM}\s+tokens and your request has\s+${NUM}\s+input tokens`,
+    ],
+    (m) => remaining(num(m[1]), num(m[2])),
+  ],
   // Anthropic-style: "max_tokens: X > context_window: C - input_tokens: I = available_tokens: N" (also "available_tokens=N")
-  (t) => {
-    const m = new RegExp(String.raw`available_tokens\s*[:=]\s*${NUM}`, 'i').exec(t);
-    if (m === null) return undefined;
-    const ctx = new RegExp(String.raw`context_window\s*[:=]\s*${NUM}`, 'i').exec(t);
-    const out = { availableOutputTokens: num(m[1]), kind: 'remaining' as const };
-    return ctx === null ? out : { ...out, contextLength: num(ctx[1]) };
-  },
+  [
+    [String.raw`available_tokens\s*[:=]\s*${NUM}`],
+    (m, t) => {
+      const ctx = new RegExp(String.raw`context_window\s*[:=]\s*${NUM}`, 'i').exec(t);
+      const out = { availableOutputTokens: num(m[1]), kind: 'remaining' as const };
+      return ctx === null ? out : { ...out, contextLength: num(ctx[1]) };
+    },
+  ],
   // Anthropic: "input length and `max_tokens` exceed context limit: I + X > C"
-  (t) => {
-    const m = new RegExp(String.raw`exceed context limit:\s*${NUM}\s*\+\s*${NUM}\s*>\s*${NUM}`, 'i').exec(t);
-    return m === null ? undefined : remaining(num(m[3]), num(m[1]));
-  },
+  [[String.raw`exceed context limit:\s*${NUM}\s*\+\s*${NUM}\s*>\s*${NUM}`], (m) => remaining(num(m[3]), num(m[1]))],
   // vLLM: "max_tokens=X cannot be greater than max_model_len=max_total_tokens=N"
-  (t) => {
-    const m = new RegExp(
-      String.raw`${CAP}\s*=\s*${NUM} cannot be greater than max_model_len\s*=\s*(?:[a-z_]+\s*=\s*)*${NUM}`,
-      'i',
-    ).exec(t);
-    return m === null ? undefined : { availableOutputTokens: num(m[2]), contextLength: num(m[2]), kind: 'upper_bound' };
-  },
+  [
+    [String.raw`${CAP}\s*=\s*${NUM} cannot be greater than max_model_len\s*=\s*(?:[a-z_]+\s*=\s*)*${NUM}`],
+    (m) => ({ availableOutputTokens: num(m[2]), contextLength: num(m[2]), kind: 'upper_bound' }),
+  ],
   // Gemini on Vertex AI: "maxOutputTokens value of X but the supported range is from 1 (inclusive) to N (exclusive)"
-  (t) => {
-    const m = new RegExp(
+  [
+    [
       String.raw`maxOutputTokens value of ${NUM} but the supported range is from 1 \(inclusive\) to ${NUM} \(exclusive\)`,
-      'i',
-    ).exec(t);
-    return m === null ? undefined : { availableOutputTokens: num(m[2]) - 1, kind: 'model_limit' };
-  },
+    ],
+    (m) => ({ availableOutputTokens: num(m[2]) - 1, kind: 'model_limit' }),
+  ],
   // Model output ceilings: OpenAI "max_tokens is too large: X. This model supports at most N
   // completion tokens", DashScope "Range of max_tokens should be [1, N]", DeepSeek "valid range of
   // max_tokens is [1, N]", "exceeds model's maximum output tokens (N)", Anthropic "X > N, which is
   // the maximum allowed number of output tokens", Volcengine / OpenAI "… expected a value <= N",
   // Groq "max_tokens [for `model`] must be less than or equal to `N`".
-  (t) => {
-    const m = firstMatch(CEILINGS, t);
-    return m === undefined ? undefined : { availableOutputTokens: num(m[1]), kind: 'model_limit' };
-  },
+  [
+    [
+      String.raw`${CAP}'? is too large: \d[\d,_]*\.\s*This model supports at most ${NUM} (?:completion|output) tokens`,
+      String.raw`${CAP}\`?(?: for \`[^\`\n]{1,120}\`)? must be less than or equal to \`?${NUM}`,
+      String.raw`range of ${CAP} (?:should be|is)\s*\[\s*1\s*,\s*${NUM}\s*\]`,
+      String.raw`exceeds (?:the )?model'?s maximum output tokens \(${NUM}\)`,
+      String.raw`${CAP}:\s*\d+\s*>\s*${NUM},\s*which\s+is\s+the\s+maximum\s+allowed\s+number\s+of\s+output\s+tokens`,
+      String.raw`${CAP}[^\n]{0,120}?expected a value <= ${NUM}`,
+    ],
+    (m) => ({ availableOutputTokens: num(m[1]), kind: 'model_limit' }),
+  ],
 ];
+/** Each rule's wordings compiled once. */
+const COMPILED = RULES.map(([sources, read]) => [sources.map((source) => new RegExp(source, 'i')), read] as const);
 
 const MAX_TEXT = 64 * 1024;
 
@@ -141,8 +133,9 @@ function textsOf(input: unknown, depth = 0, out: string[] = [], seen = new Set<o
  */
 export function parseOutputCapError(error: unknown): OutputCapInfo | undefined {
   for (const text of textsOf(error)) {
-    for (const rule of rules) {
-      const info = rule(text);
+    for (const [patterns, read] of COMPILED) {
+      const m = patterns.map((p) => p.exec(text)).find((found) => found !== null);
+      const info = m === undefined || m === null ? undefined : read(m, text);
       if (info === undefined) continue;
       if (!(info.availableOutputTokens > 0) || !Number.isSafeInteger(info.availableOutputTokens)) return undefined;
       return info;

@@ -171,20 +171,12 @@ export function applyExchanges(
     return { ...sent, input: [...pending.flatMap((p) => p.items), ...conversationItems(request, format)] };
   }
   if (state.exchanges.length === 0) return request;
-  const items = conversationItems(request, format);
-  const byAnchor = new Map<number, AnchoredExchange[]>();
-  for (const e of state.exchanges) {
-    if (e.anchor >= 1 && e.anchor <= items.length) byAnchor.set(e.anchor, [...(byAnchor.get(e.anchor) ?? []), e]);
-  }
-  if (byAnchor.size === 0) return request;
   const out: unknown[] = [];
   let inserted = false;
-  items.forEach((item, i) => {
+  conversationItems(request, format).forEach((item, i) => {
     out.push(item);
-    const here = byAnchor.get(i + 1);
-    if (here === undefined) return;
-    for (const e of here) {
-      if (!anchoredAfter(e, item)) continue;
+    for (const e of state.exchanges) {
+      if (e.anchor !== i + 1 || !anchoredAfter(e, item)) continue;
       out.push(...e.items);
       inserted = true;
     }
