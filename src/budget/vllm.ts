@@ -173,10 +173,7 @@ export function createVllmCounter(options: VllmCounterOptions): BudgetCounter {
   if (!(timeoutSeconds > 0) || !Number.isFinite(timeoutSeconds))
     throw new ConfigError('INCONTEXT_TOKENIZER_TIMEOUT_SECONDS must be a positive number');
   const timeoutMs = Math.ceil(timeoutSeconds * 1000);
-  const userAgent =
-    options.userAgent !== undefined && options.userAgent !== ''
-      ? options.userAgent
-      : `token-terminator/${PACKAGE_VERSION}`;
+  const userAgent = options.userAgent || `token-terminator/${PACKAGE_VERSION}`;
   // Least recently used first out; 0 remembers nothing.
   const maxEntries = intOption('createVllmCounter', 'cacheEntries', options.cacheEntries, 64, 0);
   const cache = maxEntries >= 1 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;

@@ -10,6 +10,7 @@ import { modeFlags } from '../config/index.js';
 import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
+import { definedFields } from '../options.js';
 import type { RecoveryHost, RecoveryTool } from '../runtime/types.js';
 import { errorLabel, sessionStateKey } from '../step.js';
 import { rtkAvailable } from '../tools/spawner.js';
@@ -183,15 +184,10 @@ async function recoveryStatus(options: RecoveryToolOptions): Promise<RecoveryRes
   try {
     health = options.health?.();
   } catch {
-    health = undefined;
+    // not reported
   }
   const core: RecoveryResult = {
-    ...(health === undefined
-      ? {}
-      : {
-          vault_health:
-            health.detail === undefined ? { state: health.state } : { state: health.state, detail: health.detail },
-        }),
+    ...(health === undefined ? {} : { vault_health: definedFields({ state: health.state, detail: health.detail }) }),
     plugin: 'token-terminator',
     version: PACKAGE_VERSION,
     enabled: config.enabled,

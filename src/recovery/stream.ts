@@ -248,23 +248,16 @@ interface ChatCall {
 interface ChatRoundState {
   readonly calls: Map<number, ChatCall>;
   // This round's usage (the chunk the client asked for with `stream_options.include_usage`).
-  usage: Obj | undefined;
+  usage?: Obj;
   content: string;
   finish: unknown;
   /** The index the client's next call gets: also how many calls of the client's the round made. */
   nextVisible: number;
-  last: Obj | undefined;
+  last?: Obj;
 }
 
 function chatRound(state: StreamState, canContinue: boolean, text: HeldText): RoundFormat {
-  const r: ChatRoundState = {
-    calls: new Map(),
-    usage: undefined,
-    content: '',
-    finish: null,
-    nextVisible: 0,
-    last: undefined,
-  };
+  const r: ChatRoundState = { calls: new Map(), content: '', finish: null, nextVisible: 0 };
   return {
     push(given, givenJson) {
       const [event, json] = oneChatAnswer(state, given, givenJson);
