@@ -73,20 +73,32 @@ export function vaultExists(config: Config): boolean {
 }
 
 /**
- * Run `fn` with the recovery tool over the configured vault, closing the vault afterwards.
- * Reading commands never create a vault: a missing file is a usage error.
+ * Run `fn` on the configured vault, closing it afterwards. Reading commands never create a vault:
+ * a missing file is a usage error.
  */
-export async function withRecovery<T>(
-  options: CommonOptions,
-  fn: (tool: RecoveryToolHandle, config: Config) => Promise<T>,
+export async function withVault<T>(
+  options: Pick<CommonOptions, 'db' | 'dbUrl'>,
+  fn: (vault: Vault, config: Config) => Promise<T>,
 ): Promise<T> {
   const config = cliConfig(options);
   if (!vaultExists(config))
     throw new CliError(`no vault at ${config.dbPath} (set --db or TOKEN_TERMINATOR_DB_PATH, or --db-url)`);
   const vault = await openConfiguredVault(config);
   try {
-    // The CLI runs as whoever owns the vault file: it reads the whole store, not one session.
-    return await fn(
+    return await fn(vault, config);
+  } finally {
+    await vault.close();
+  }
+}
+
+/** {@link withVault} with the recovery tool over the vault. */
+export function withRecovery<T>(
+  options: CommonOptions,
+  fn: (tool: RecoveryToolHandle, config: Config) => Promise<T>,
+): Promise<T> {
+  // The CLI runs as whoever owns the vault file: it reads the whole store, not one session.
+  return withVault(options, (vault, config) =>
+    fn(
       createRecoveryTool({
         vault,
         config,
@@ -95,10 +107,8 @@ export async function withRecovery<T>(
         status: async () => ({ db_path: vaultLocation(config), db_engine: vault.engine }),
       }),
       config,
-    );
-  } finally {
-    await vault.close();
-  }
+    ),
+  );
 }
 
 /** Call the recovery tool; an error result becomes a CliError (exit 2 for the caller's mistakes, 1 otherwise). */

@@ -115,15 +115,9 @@ function url(raw: string | number): string | undefined {
   if (typeof raw !== 'string') return undefined;
   try {
     const u = new URL(raw.trim());
-    if (
-      (u.protocol !== 'http:' && u.protocol !== 'https:') ||
-      u.search !== '' ||
-      u.hash !== '' ||
-      u.username !== '' ||
-      u.password !== ''
-    )
-      return undefined;
-    return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+    // No query, fragment or credentials.
+    const bare = u.search + u.hash + u.username + u.password === '';
+    return /^https?:$/.test(u.protocol) && bare ? `${u.origin}${u.pathname.replace(/\/+$/, '')}` : undefined;
   } catch {
     return undefined;
   }

@@ -11,6 +11,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
+import { definedFields } from '../options.js';
 import type { StoreConnection } from '../vault/dialect.js';
 import { openPostgresStore } from '../vault/dialect/postgres/postgres-store.js';
 import type { ActivityReading } from '../activity.js';
@@ -152,24 +153,21 @@ export interface LedgerOptions {
  */
 export async function openLedger(options: LedgerOptions): Promise<Ledger> {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
-  let store: StoreConnection<LedgerDatabase>;
-  if (options.url !== undefined && options.url !== '') {
-    store = await openPostgresStore<LedgerDatabase>(LEDGER_SCHEMA, {
-      url: options.url,
-      busyTimeoutMs,
-      poolSize: 2,
-      statementTimeoutMs: 30_000,
-    });
-  } else if (typeof options.path === 'string' && options.path !== '') {
-    store = await openSqliteStore<LedgerDatabase>(LEDGER_SCHEMA, {
-      path: options.path,
-      busyTimeoutMs,
-      ...(options.activity === undefined ? {} : { activity: options.activity }),
-    });
-  } else {
-    throw new ConfigError('openLedger: `path` (a file) or `url` (postgres://…) is required');
-  }
-  return ledgerOn(store);
+  const { url, path, activity } = options;
+  if (url !== undefined && url !== '')
+    return ledgerOn(
+      await openPostgresStore<LedgerDatabase>(LEDGER_SCHEMA, {
+        url,
+        busyTimeoutMs,
+        poolSize: 2,
+        statementTimeoutMs: 30_000,
+      }),
+    );
+  if (typeof path === 'string' && path !== '')
+    return ledgerOn(
+      await openSqliteStore<LedgerDatabase>(LEDGER_SCHEMA, { path, busyTimeoutMs, ...definedFields({ activity }) }),
+    );
+  throw new ConfigError('openLedger: `path` (a file) or `url` (postgres://…) is required');
 }
 
 type LedgerDb = Kysely<LedgerDatabase>;
@@ -441,10 +439,8 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       // Tagging a session again with the mode, model and experiment its previous turn in this
       // transaction was tagged with changes nothing: skipped.
       const tagged = new Map<string, string>();
-      for (const [
-        i,
-        { sessionId, turnId, mode, model, experiment, rawTokens, finalTokens, usage, outcome },
-      ] of inputs.entries()) {
+      for (const [i, input] of inputs.entries()) {
+        const { sessionId, turnId, mode, model, experiment, rawTokens, finalTokens, usage, outcome } = input;
         const m = model === undefined ? {} : { model };
         const tag = JSON.stringify([mode, model ?? null, experiment ?? null]);
         if (tagged.get(sessionId) !== tag) {

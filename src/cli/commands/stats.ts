@@ -1,16 +1,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { vaultLocation } from '../../vault/configured.js';
-import {
-  CliError,
-  cliConfig,
-  openConfiguredVault,
-  vaultExists,
-  withCommonOptions,
-  writeJson,
-  writeOut,
-  type CommonOptions,
-} from '../context.js';
+import { withCommonOptions, withVault, writeJson, writeOut, type CommonOptions } from '../context.js';
 
 const plain = { head: [], border: [] };
 const int = (n: number): string => n.toLocaleString('en-US');
@@ -22,17 +13,11 @@ const change = (pct: number): string =>
     : `${pct.toFixed(2)} % fewer`;
 
 async function stats(options: CommonOptions): Promise<void> {
-  const config = cliConfig(options);
-  // Zeros for a vault that is not there would read as "nothing was saved": say it is missing.
-  const where = vaultLocation(config);
-  if (!vaultExists(config)) throw new CliError(`no vault at ${where} (set --db or TOKEN_TERMINATOR_DB_PATH)`);
-  const vault = await openConfiguredVault(config);
-  let s: Awaited<ReturnType<typeof vault.metricsSummary>>;
-  try {
-    s = await vault.metricsSummary();
-  } finally {
-    await vault.close();
-  }
+  // Zeros for a vault that is not there would read as "nothing was saved": withVault says it is missing.
+  const [s, where] = await withVault(options, async (vault, config) => [
+    await vault.metricsSummary(),
+    vaultLocation(config),
+  ]);
   if (options.json === true) return writeJson({ db_path: where, ...s });
   const totals = new Table({ head: ['figure', 'raw', 'final', ''], style: plain });
   totals.push(
