@@ -283,11 +283,7 @@ function resolveRoute(b: Budgeting, r: Route | undefined, request: ProviderReque
   return { ...definedFields({ contextWindow, maxOutputTokens }), ...r };
 }
 
-/**
- * A `measured` decision with a hint when the request's model is not in the limits table and the
- * route gives no window of its own: its limits were guessed from a similar id, or none are known
- * (then no cap is set; the hint names the nearest known id). Ids only, never content.
- */
+/** A `measured` decision with {@link modelLimitsHint}'s hint when the route gives no window of its own. */
 function hintModel(b: Budgeting, step: Step<ProviderRequest>, route: Route | undefined): Step<ProviderRequest> {
   const model = typeof step.value['model'] === 'string' ? step.value['model'] : route?.model;
   if (
@@ -462,11 +458,7 @@ function hasOnlyCap(request: ProviderRequest, field: string, cap: number): boole
 /** OpenAI's own models, by canonical id (GPT, the o-series, Codex). */
 const OPENAI_MODEL = /^(?:gpt-|chatgpt-|o\d|codex-)/;
 
-/**
- * The output limit OpenAI's Responses API gives one of its own models when the request names none:
- * the model's published ceiling (the built-in table, not a route's override, and never a guess from
- * a similar name). Undefined for any other provider or model.
- */
+/** The output limit OpenAI's Responses API gives its own model when the request names none: its published ceiling. */
 function openAiDefaultOutput(provider: string | undefined, request: ProviderRequest): number | undefined {
   if (provider !== undefined && provider.toLowerCase() !== 'openai') return undefined;
   const model = request['model'];

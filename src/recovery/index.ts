@@ -222,35 +222,6 @@ async function recoveryStatus(options: RecoveryToolOptions): Promise<RecoveryRes
   }
 }
 
-async function peek(
-  { vault, config }: RecoveryToolOptions,
-  args: RecoveryArgs,
-  scope: StoreScope | undefined,
-): Promise<RecoveryResult> {
-  const id = need(args.artifact_id, 'artifact_id', args.action);
-  const p = await vault.peek(
-    id,
-    clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars)),
-    scope,
-  );
-  return {
-    ...fields(p, [
-      'artifactId',
-      'sha256',
-      'toolName',
-      'totalChars',
-      'totalBytes',
-      'lineCount',
-      'observationCount',
-      'createdAt',
-    ]),
-    structure: snakeTop(p.structure),
-    synopsis: { head: p.synopsis.head, tail: p.synopsis.tail, signals: p.synopsis.signals },
-    lossy: true,
-    exact_recovery: EXACT_RECOVERY,
-  };
-}
-
 async function workingState(
   { config, workingState: store }: RecoveryToolOptions,
   args: RecoveryArgs,
@@ -293,8 +264,27 @@ async function run(
       const page = await vault.page(id, args.offset ?? 0, limit, scope);
       return fields(page, ['artifactId', 'content', 'offset', 'nextOffset', 'totalChars', 'sha256', 'toolName']);
     }
-    case 'artifact_peek':
-      return peek(options, args, scope);
+    case 'artifact_peek': {
+      const id = need(args.artifact_id, 'artifact_id', args.action);
+      const limit = clamp(args.limit ?? DEFAULT_PAGE_CHARS, 200, Math.max(200, config.maxPageChars));
+      const p = await vault.peek(id, limit, scope);
+      return {
+        ...fields(p, [
+          'artifactId',
+          'sha256',
+          'toolName',
+          'totalChars',
+          'totalBytes',
+          'lineCount',
+          'observationCount',
+          'createdAt',
+        ]),
+        structure: snakeTop(p.structure),
+        synopsis: { head: p.synopsis.head, tail: p.synopsis.tail, signals: p.synopsis.signals },
+        lossy: true,
+        exact_recovery: EXACT_RECOVERY,
+      };
+    }
     case 'artifact_find': {
       const id = need(args.artifact_id, 'artifact_id', args.action);
       const f = await vault.find(id, needQuery(args), clamp(args.limit ?? 100, 1, 100), scope);

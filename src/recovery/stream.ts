@@ -5,13 +5,9 @@
  * answers the calls and streams the next round into the same client stream. Indices the client
  * uses to assemble its answer (Chat tool-call `index`, Responses `output_index` and
  * `sequence_number`, Anthropic content-block `index`) are renumbered so the spliced stream reads
- * as one answer; Responses' closing event carries every item the client saw. Text (Chat content
- * deltas, Responses message items, Anthropic text blocks) is held until the round shows whose it is:
- * a call of the client's or an end without recovery calls passes it on unchanged, a recovery-only
- * round drops it. The usage the client gets (Chat's usage chunk, Responses' closing response,
- * Anthropic's closing `message_delta`) adds up every round's. The spliced stream is one answer
- * with one id, the first round's (every Chat chunk, Responses' closing response), and says the
- * assistant role once.
+ * as one answer; Responses' closing event carries every item the client saw. Text is held until
+ * the round shows whose it is ({@link HeldText}); usage, id and the assistant role read as one
+ * answer's ({@link StreamState}).
  *
  * Pure data in, text out: no I/O, so every format is tested with recorded event sequences.
  */
