@@ -183,20 +183,17 @@ function budgeting(who: string, options: OutputBudgetOptions) {
   const reportOption = (key: 'contextLimitTokens' | 'outputReserveTokens' | 'tokenSafetyMargin'): number =>
     intOption(who, key, options[key] ?? options.config?.[key], defaultInt(key), 0);
   const report = {
-    limit: reportOption('contextLimitTokens'),
-    reserve: reportOption('outputReserveTokens'),
-    margin: reportOption('tokenSafetyMargin'),
+    contextLimitTokens: reportOption('contextLimitTokens'),
+    outputReserveTokens: reportOption('outputReserveTokens'),
+    tokenSafetyMargin: reportOption('tokenSafetyMargin'),
   };
-  checkContextLimit(
-    { contextLimitTokens: report.limit, outputReserveTokens: report.reserve, tokenSafetyMargin: report.margin },
-    {
-      api: who,
-      reserve: 'options.outputReserveTokens',
-      margin: 'options.tokenSafetyMargin',
-      limit: 'options.contextLimitTokens',
-      hint: ' (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)',
-    },
-  );
+  checkContextLimit(report, {
+    api: who,
+    reserve: 'options.outputReserveTokens',
+    margin: 'options.tokenSafetyMargin',
+    limit: 'options.contextLimitTokens',
+    hint: ' (TOKEN_TERMINATOR_OUTPUT_RESERVE_TOKENS, _TOKEN_SAFETY_MARGIN, _CONTEXT_LIMIT_TOKENS)',
+  });
   const route = options.route;
   const staticWindow = override ?? route?.compressionThreshold ?? route?.contextWindow;
   checkBudgetSettings(who, {
@@ -310,7 +307,7 @@ function reportBudget(
   step: Step<ProviderRequest>,
   prompt: number,
 ): { step: Step<ProviderRequest>; budget?: ContextBudget } {
-  const { limit, reserve, margin } = b.report;
+  const { contextLimitTokens: limit, outputReserveTokens: reserve, tokenSafetyMargin: margin } = b.report;
   if (limit === 0) return { step };
   const budget = contextBudget(limit, reserve, margin, prompt);
   const reason =
@@ -344,7 +341,7 @@ async function applyBudget(
   if (field === undefined) return note(step, { stage, kind: 'skipped', reason: 'unknown request format' });
   if (window === undefined) {
     // No window to cap against: the budget report still counts, when one is configured.
-    if (b.report.limit > 0) {
+    if (b.report.contextLimitTokens > 0) {
       const m = await measurePrompt(b, counter, request, signal, (route ?? own)?.contextWindow);
       if (m !== undefined) step = reportBudget(b, step, m.prompt).step;
     }

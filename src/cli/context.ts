@@ -55,6 +55,15 @@ export function integerAtLeast(min: number): (value: string) => number {
   };
 }
 
+/** Commander argument parser for a number `ok` accepts; `expected` completes "must be …". */
+export function numberArg(ok: (n: number) => boolean, expected: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !ok(n)) throw new InvalidArgumentError(`must be ${expected}`);
+    return n;
+  };
+}
+
 /** The config for a command: environment plus `--db` / `--db-url`. A bad variable is a ConfigError (exit 2). */
 export function cliConfig(
   options: Pick<CommonOptions, 'db' | 'dbUrl'>,

@@ -13,7 +13,7 @@ import {
   type EvalResults,
 } from '../../eval/index.js';
 import { definedFields } from '../../options.js';
-import { CliError, integerAtLeast, readJson, writeJson, writeOut } from '../context.js';
+import { CliError, integerAtLeast, numberArg, readJson, writeJson, writeOut } from '../context.js';
 
 interface EvalCliOptions {
   baseUrl: string;
@@ -40,20 +40,9 @@ function readResume(path: string): EvalResults {
   return value as EvalResults;
 }
 
-function marginArg(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !(n > 0 && n < 0.5))
-    throw new InvalidArgumentError('must be a number within (0, 0.5), e.g. 0.1 for 10 points');
-  return n;
-}
-
-function temperatureArg(value: string): number | null {
-  if (value === 'none') return null;
-  const n = Number(value);
-  if (value.trim() === '' || !(n >= 0 && n <= 2))
-    throw new InvalidArgumentError('must be a number within [0, 2], or "none" to send no temperature');
-  return n;
-}
+const marginArg = numberArg((n) => n > 0 && n < 0.5, 'a number within (0, 0.5), e.g. 0.1 for 10 points');
+const temperature = numberArg((n) => n >= 0 && n <= 2, 'a number within [0, 2], or "none" to send no temperature');
+const temperatureArg = (value: string): number | null => (value === 'none' ? null : temperature(value));
 
 function seedArg(value: string): number {
   if (!/^\d+$/.test(value.trim()) || Number(value) > 0xffffffff)

@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import cliProgress from 'cli-progress';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { MODES } from '../../config/index.js';
 import type { Mode } from '../../config/types.js';
 import { readSessions, renderFiguresTable, replaySessions, requestCount } from '../../replay/index.js';
 import { definedFields } from '../../options.js';
-import { CliError, integerAtLeast, writeJson, writeOut } from '../context.js';
+import { CliError, integerAtLeast, numberArg, writeJson, writeOut } from '../context.js';
 import { samplePath } from '../sample.js';
 
 interface ReplayCliOptions {
@@ -22,12 +22,7 @@ interface ReplayCliOptions {
   sample?: boolean;
 }
 
-function priceArg(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
-    throw new InvalidArgumentError('must be a number within [0, 1]');
-  return n;
-}
+const priceArg = numberArg((n) => n >= 0 && n <= 1, 'a number within [0, 1]');
 
 async function replay(given: string | undefined, options: ReplayCliOptions): Promise<void> {
   if (options.reserve !== undefined && options.window === undefined)
