@@ -439,17 +439,16 @@ function ledgerOn(store: StoreConnection<LedgerDatabase>): Ledger {
       // Tagging a session again with the mode, model and experiment its previous turn in this
       // transaction was tagged with changes nothing: skipped.
       const tagged = new Map<string, string>();
+      // Each step reads its own fields of the record.
       for (const [i, input] of inputs.entries()) {
-        const { sessionId, turnId, mode, model, experiment, rawTokens, finalTokens, usage, outcome } = input;
-        const m = model === undefined ? {} : { model };
-        const tag = JSON.stringify([mode, model ?? null, experiment ?? null]);
-        if (tagged.get(sessionId) !== tag) {
-          tagged.set(sessionId, tag);
-          await ensureIn(trx, { sessionId, mode, ...m, ...(experiment === undefined ? {} : { experiment }) });
+        const tag = JSON.stringify([input.mode, input.model ?? null, input.experiment ?? null]);
+        if (tagged.get(input.sessionId) !== tag) {
+          tagged.set(input.sessionId, tag);
+          await ensureIn(trx, input);
         }
-        await startIn(trx, { sessionId, turnId, mode, ...m }, fps[i] ?? null, false);
-        await recordIn(trx, { sessionId, turnId, rawTokens, finalTokens });
-        await finishIn(trx, { sessionId, turnId, ...(usage === undefined ? {} : { usage }), outcome });
+        await startIn(trx, input, fps[i] ?? null, false);
+        await recordIn(trx, input);
+        await finishIn(trx, input);
       }
     });
   };

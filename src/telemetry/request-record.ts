@@ -88,13 +88,8 @@ export function openLiveLedger(config: Config, on: boolean, activity?: ActivityR
   };
   return {
     recordAll,
-    async close() {
-      try {
-        await (await ledger)?.close();
-      } catch {
-        // never opened, or already closed
-      }
-    },
+    // Never opened, or already closed: nothing to close.
+    close: async () => ledger?.then((l) => l.close()).catch(() => undefined),
   };
 }
 
