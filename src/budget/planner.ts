@@ -141,11 +141,6 @@ export interface OutputBudget {
   open(): BudgetRun;
 }
 
-interface Measured {
-  readonly prompt: number;
-  readonly fallback?: string;
-}
-
 const sameModel = (a: string, b: string): boolean => normalizeModelName(a) === normalizeModelName(b);
 const sameEndpoint = (a: string, b: string): boolean =>
   a.trim().replace(/\/+$/, '').toLowerCase() === b.trim().replace(/\/+$/, '').toLowerCase();
@@ -251,7 +246,7 @@ async function measurePrompt(
   request: ProviderRequest,
   signal: AbortSignal,
   contextLength: number | undefined,
-): Promise<Measured | undefined> {
+): Promise<{ readonly prompt: number; readonly fallback?: string } | undefined> {
   let failure: unknown;
   try {
     const p = await counter.countRequest(request, signal, { contextLength });

@@ -73,10 +73,8 @@ export interface ProxyConfig {
   /**
    * Resident size the whole gateway stays under (`--max-memory-bytes`): the CLI's primary (counted at
    * {@link PRIMARY_MEMORY_BYTES}) and its workers, each with an equal share of the rest
-   * ({@link workerShare}); `createProxy` holds its one process under it. A process sizes its caches
-   * from its share (body memo, session state a sixteenth, items a thirty-second, renderings a
-   * sixty-fourth), empties them above 90 % of it, and above it serves an eighth of `maxInFlight`.
-   * The CLI's workers start with a V8 heap limit of half their share.
+   * ({@link workerShare}); `createProxy` holds its one process under it. How a process sizes its
+   * caches from its share: docs/gateway.md ("What a client can hold").
    *
    * @defaultValue `1_073_741_824` (1 GiB), or 128 MiB + 384 MiB per worker when that is more
    */

@@ -54,6 +54,7 @@ const SKILLS = /<available_skills>[\s\S]*?<\/available_skills>/g;
 const TOOL_ITEM_TYPES = new Set(['function_call_output', 'tool_result', 'computer_call_output', 'mcp_call_output']);
 const INSTRUCTION_KEYS = new Set(['instructions', 'system', 'developer']);
 const SCHEMA_KEYS = new Set(['tools', 'functions']);
+const INSTRUCTION_ROLES: ReadonlySet<unknown> = new Set(['system', 'developer']);
 
 type Acc = { chars: number; tokens: number; count: number };
 
@@ -146,14 +147,8 @@ function finish(
   ) as Record<Component, ComponentSize>;
 }
 
-function role(item: unknown): unknown {
-  return isObj(item) ? item['role'] : undefined;
-}
-
-function isInstruction(item: unknown): boolean {
-  const r = role(item);
-  return r === 'system' || r === 'developer';
-}
+const role = (item: unknown): unknown => (isObj(item) ? item['role'] : undefined);
+const isInstruction = (item: unknown): boolean => INSTRUCTION_ROLES.has(role(item));
 
 function isToolResult(item: unknown): boolean {
   if (!isObj(item)) return false;
