@@ -477,8 +477,7 @@ function defaultDataDir(env: Readonly<Record<string, string | undefined>>, home:
   return join(home, '.local', 'share', 'token-terminator');
 }
 
-/** `value` with everything reachable from it frozen. */
-export function deepFreeze<T>(value: T): T {
+function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value)) deepFreeze(child);
