@@ -58,6 +58,7 @@ export interface ResponseAlias {
 export interface RecoveryState {
   /** The recovery tool has been offered in this session (it stays, at the same place). */
   readonly tool: boolean;
+  /** Sorted by anchor (the load sorts what it reads). */
   readonly exchanges: readonly AnchoredExchange[];
   readonly pending: readonly PendingResults[];
   readonly aliases?: readonly ResponseAlias[];
@@ -111,7 +112,7 @@ export async function loadRecoveryState(store: ExchangeStore, sessionId: string)
     const parsed = JSON.parse(raw) as Partial<RecoveryState>;
     return {
       tool: parsed.tool === true,
-      exchanges: Array.isArray(parsed.exchanges) ? parsed.exchanges : [],
+      exchanges: Array.isArray(parsed.exchanges) ? parsed.exchanges.sort((a, b) => a.anchor - b.anchor) : [],
       pending: Array.isArray(parsed.pending) ? parsed.pending : [],
       aliases: Array.isArray(parsed.aliases) ? parsed.aliases : [],
     };
@@ -171,17 +172,18 @@ export function applyExchanges(
     return { ...sent, input: [...pending.flatMap((p) => p.items), ...conversationItems(request, format)] };
   }
   if (state.exchanges.length === 0) return request;
+  // Exchanges are sorted by anchor: copy the items up to each matching one's place, then its items.
+  const items = conversationItems(request, format);
   const out: unknown[] = [];
-  let inserted = false;
-  conversationItems(request, format).forEach((item, i) => {
-    out.push(item);
-    for (const e of state.exchanges) {
-      if (e.anchor !== i + 1 || !anchoredAfter(e, item)) continue;
-      out.push(...e.items);
-      inserted = true;
-    }
-  });
-  return inserted ? { ...request, [listKey(format)]: out } : request;
+  let copied = 0;
+  for (const e of state.exchanges) {
+    if (e.anchor < 1 || e.anchor > items.length || !anchoredAfter(e, items[e.anchor - 1])) continue;
+    for (; copied < e.anchor; copied++) out.push(items[copied]);
+    out.push(...e.items);
+  }
+  if (copied === 0) return request;
+  for (; copied < items.length; copied++) out.push(items[copied]);
+  return { ...request, [listKey(format)]: out };
 }
 
 /** The `artifact_id` each recovery call of an exchange named; undefined when a call named none. */

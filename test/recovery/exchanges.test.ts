@@ -1,5 +1,13 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EMPTY_RECOVERY_STATE, recordExchange, showExchanges } from '../../src/recovery/exchanges.js';
+import {
+  EMPTY_RECOVERY_STATE,
+  anchorDigest,
+  applyExchanges,
+  recordExchange,
+  showExchanges,
+  type AnchoredExchange,
+} from '../../src/recovery/exchanges.js';
 import { artifactIdFor } from '../../src/vault/identity.js';
 
 const OUTPUT = 'line\n'.repeat(2000);
@@ -48,5 +56,34 @@ describe('showExchanges', () => {
     const shown = showExchanges(other, 'anthropic', state);
     expect(shown.rejoined.size).toBe(0);
     expect(shown.request).toBe(other);
+  });
+});
+
+describe('applyExchanges', () => {
+  it('inserts each matching exchange right after its anchor, in anchor order, and nothing else', () => {
+    const items = fc.array(fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string() }), {
+      minLength: 1,
+      maxLength: 12,
+    });
+    fc.assert(
+      fc.property(items, fc.array(fc.tuple(fc.nat(14), fc.boolean()), { maxLength: 6 }), (messages, marks) => {
+        // Some anchors point past the list, and some digests name another item: neither may insert.
+        const exchanges: AnchoredExchange[] = marks
+          .map(([anchor, matches], k) => ({
+            anchor,
+            digest: matches && anchor >= 1 && anchor <= messages.length ? anchorDigest(messages[anchor - 1]) : 'other',
+            items: [{ role: 'user', content: `exchange ${k}` }],
+          }))
+          .sort((a, b) => a.anchor - b.anchor);
+        const expected = messages.flatMap((m, i) => [
+          m,
+          ...exchanges.filter((e) => e.anchor === i + 1 && e.digest !== 'other').flatMap((e) => e.items),
+        ]);
+        const request = { model: 'm', messages };
+        const out = applyExchanges(request, 'chat', { ...EMPTY_RECOVERY_STATE, exchanges });
+        if (expected.length === messages.length) expect(out).toBe(request);
+        else expect(out).toEqual({ model: 'm', messages: expected });
+      }),
+    );
   });
 });
