@@ -27,7 +27,7 @@ const RENDERINGS_KEPT = 2;
 const changes = (c: Change): boolean => c.slot.item !== undefined && c.slot.value !== c.text;
 
 /** True when every change names an item and the items never decrease. */
-function sortedByItem(list: readonly Change[]): boolean {
+export function sortedByItem(list: readonly { readonly slot: Slot }[]): boolean {
   let last = -1;
   for (const c of list) {
     const i = c.slot.item;

@@ -22,7 +22,7 @@ import type { RequestView, Slot } from '../model/types.js';
 import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
 import { shortIdForSha } from '../vault/identity.js';
 import { proseChars, REASONING_MIN_CHARS, reasoningRendering } from './actions.js';
-import { renderItemAt, renderItems } from './apply.js';
+import { renderItemAt, renderItems, sortedByItem } from './apply.js';
 import type { ConversationMemo } from './conversation.js';
 import { renderDigest } from './digest.js';
 import { chooseBatch, type RewriteCandidate } from './economics.js';
@@ -239,7 +239,9 @@ export async function planHistory(
   }
 
   const chosenKeys = new Set(chosen.map((c) => c.key));
-  const rewritten = chosen.length === 0 ? applied : [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen];
+  // Only a bare receipt chosen for a digested output (the collapse opt-in) replaces an applied rendering.
+  const upgrade = chosen.some((c) => c.kind === 'receipt');
+  const rewritten = upgrade ? [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen] : applied.concat(chosen);
   const edits = editWindowTargets(state, outputs, rewritten, start).targets;
   const order = edits.length === 0 ? rewritten : [...rewritten, ...edits];
   const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
@@ -271,7 +273,8 @@ export async function planHistory(
 }
 
 /** Renderings in item order (stable), as src/compile/apply.ts renders from the previous request's. */
-const byItemOrder = (list: readonly Target[]): Target[] => [...list].sort((a, b) => a.slot.item! - b.slot.item!);
+const byItemOrder = (list: readonly Target[]): readonly Target[] =>
+  sortedByItem(list) ? list : [...list].sort((a, b) => a.slot.item! - b.slot.item!);
 
 /** The history key of an edit result's first view (decided anew per request, never persisted). */
 const editKey = (slot: Slot): string => `edit:${JSON.stringify(slot.path)}`;
@@ -652,11 +655,16 @@ interface Receipts {
 
 /** The receipt of each rendering in `order`; one whose artifact cannot be stored or found is dropped (stays inline). */
 async function receiptsOf(state: SessionState, order: readonly Target[], o: HistoryOptions): Promise<Receipts> {
-  const receipts: { artifactId: string; verified: boolean }[] = [];
-  const final: Target[] = [];
+  // The leading run of the previous request's renderings keeps their receipts while none is found gone.
+  const last = state.memo.receipted;
+  let n = 0;
+  const m = Math.min(order.length, last?.final.length ?? 0);
+  while (n < m && order[n] === last!.final[n] && !state.evidence.isGone(last!.receipts[n]!.artifactId)) n++;
+  const receipts = n === 0 ? [] : last!.receipts.slice(0, n);
+  const final = order.slice(0, n);
   const dropped: string[] = [];
   let failure: string | undefined;
-  for (let k = 0; k < order.length; k++) {
+  for (let k = n; k < order.length; k++) {
     const t = order[k]!;
     try {
       // The receipt an earlier request got for this rendering stands while its artifact is not
@@ -689,6 +697,7 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
       failure ??= errorLabel(error);
     }
   }
+  state.memo.receipted = { final, receipts };
   return { receipts, final, dropped, failure };
 }
 

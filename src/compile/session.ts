@@ -95,6 +95,11 @@ export interface StageMemo {
   words?: WordMemo;
   /** idleTurns: the walk over the last request's items. */
   walk?: Walk;
+  /** receiptsOf: the last request's named renderings and their receipts (aligned). */
+  receipted?: {
+    readonly final: readonly object[];
+    readonly receipts: readonly Pick<Receipted, 'artifactId' | 'verified'>[];
+  };
   /** renderItems: the last renderings to render the next request from. */
   renderings?: Rendering[];
   /** resolveBase, withoutDanglingDeltas: the last scan of the outputs for deltas (src/compile/references.ts firstOutput). */

@@ -29,6 +29,10 @@ describe('history plans of a growing session', () => {
       { role: 'user', content: 'Fix the parser.' },
     ];
     const perRequest: number[] = [];
+    // Receipts looked up per request: the previous request's named renderings keep theirs.
+    const lookups: number[] = [];
+    const get = state.targetReceipts.get.bind(state.targetReceipts);
+    state.targetReceipts.get = (key) => (lookups[lookups.length - 1]!++, get(key));
     let rewritten = 0;
     for (let t = 0; t < 60; t++) {
       const id = `f${t}`;
@@ -38,9 +42,15 @@ describe('history plans of a growing session', () => {
       const request: ProviderRequest = { model: 'gpt-4o', messages: messages.slice() };
       const step = createStep(request, { sessionId: 's', requestId: `r${t}` });
       const before = visitedOutputs(state);
+      lookups.push(0);
       const out = await reduceRequest(step, state, state.requests.recognise(request), memo, settings);
       perRequest.push(visitedOutputs(state) - before);
       if (out !== undefined) rewritten = JSON.stringify(out.value).split('a_').length - 1;
+      if (t < 59) continue;
+      // The same request again, the carried receipts dropped: the same result.
+      delete state.memo.receipted;
+      const again = await reduceRequest(step, state, state.requests.recognise(request), memo, settings);
+      expect(JSON.stringify(again?.value)).toBe(JSON.stringify(out?.value));
     }
     await vault.close();
     // The history was rewritten (else nothing would settle), and the newest requests visit as few
@@ -49,5 +59,6 @@ describe('history plans of a growing session', () => {
     const late = Math.max(...perRequest.slice(40));
     expect(late).toBeLessThanOrEqual(Math.max(...perRequest.slice(15, 25)));
     expect(late).toBeLessThan(10);
+    expect(Math.max(...lookups.slice(40, -1))).toBeLessThanOrEqual(2);
   });
 });
