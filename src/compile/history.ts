@@ -102,16 +102,16 @@ export interface OutputFacts {
   readonly chain: string;
   readonly key: string;
   /** Code points of the slot's text (-1: it has none), once needed. */
-  chars?: number;
+  chars: number | undefined;
   /** The rendering per kind once looked up (null: cannot be rendered). */
   readonly targets: { [K in RewriteKind]?: Target | null };
   /** Whether the slot is a delta of a changed output, once needed. */
-  changed?: boolean;
+  changed: boolean | undefined;
   /**
    * The output's decision once no later request of the session can change it (`settle` in
    * {@link outputDecider}), with the settings it was decided under: carried, not decided again.
    */
-  settled?: Settled;
+  settled: Settled | undefined;
 }
 
 /** A final decision: the outcome, its rendering (APPLIED), and the settings it holds for. */
@@ -141,7 +141,6 @@ function changedDelta(f: OutputFacts): boolean {
 const factKey = (chain: string, slot: Slot): string => `${chain}|${JSON.stringify(slot.path.slice(2))}`;
 
 /** What planning decided for one output; SHOWN_AGAIN, UPGRADED and CANDIDATE are decided again by every request. */
-const SKIPPED = 0; // not history (the prefix, or no item)
 const APPLIED = 1; // an earlier rewrite: `picked` is its rendering
 const UPGRADED = 2; // APPLIED, and `upgrades` the bare receipt it may become
 const UNRENDERABLE = 3; // an earlier rewrite that cannot be rendered any more: inline
@@ -150,12 +149,11 @@ const SHOWN_AGAIN = 5; // inline: among the newest turns, not sealed, or not sho
 const CANDIDATE = 6; // inline, and a candidate for a new batch: `picked` is its rendering
 type Outcome = number;
 
+/** The output being decided (one at a time, in output order). */
 interface Decided {
-  codes: Outcome[];
-  picked: (Target | undefined)[];
-  upgrades: (Target | undefined)[];
-  keys: (string | undefined)[];
-  facts: (OutputFacts | undefined)[];
+  code: Outcome;
+  picked: Target | undefined;
+  upgrade: Target | undefined;
 }
 
 /** The artifact id `text` is vaulted under, from the session's digest ledger (hashed once per text). */
@@ -422,13 +420,19 @@ async function decideOutputs(
   for (let k = 0; k < outputs.length; k++) {
     const slot = outputs[k]!;
     const i = slot.item;
-    if (i === undefined || i <= start) {
-      decided.codes[k] = SKIPPED;
-      continue;
-    }
+    if (i === undefined || i <= start) continue;
     let f = previous[p];
     if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-    else f = { slot, chain: chain[i]!, key: factKey(chain[i]!, slot), targets: {} };
+    else
+      f = {
+        slot,
+        chain: chain[i]!,
+        key: factKey(chain[i]!, slot),
+        targets: {},
+        chars: undefined,
+        changed: undefined,
+        settled: undefined,
+      };
     facts.push(f);
     const held = f.settled;
     if (
@@ -437,29 +441,24 @@ async function decideOutputs(
       held.minChars === o.minChars &&
       held.collapseAfterTurns === o.collapseAfterTurns
     ) {
-      decided.codes[k] = held.code;
-      decided.picked[k] = held.picked;
-      decided.keys[k] = f.key;
-      continue;
+      decided.code = held.code;
+      decided.picked = held.picked;
+      decided.upgrade = undefined;
+    } else {
+      b.past.visits++;
+      const pending = visit(k, f, i);
+      if (pending !== undefined) await pending;
     }
-    b.past.visits++;
-    const pending = visit(k, f, i);
-    if (pending !== undefined) await pending;
-  }
-  // In output order, as the outputs were visited.
-  const { codes, picked, upgrades, keys } = decided;
-  for (let k = 0; k < codes.length; k++) {
-    const code = codes[k]!;
-    if (code === SKIPPED || code === UNRENDERABLE) continue;
+    const { code, picked, upgrade } = decided;
+    if (code === UNRENDERABLE) continue;
     if (code === APPLIED || code === UPGRADED) {
-      applied.push(picked[k]!);
-      if (b.idle !== undefined && b.idle[k] === 0) returned.push(picked[k]!.key);
-      const upgrade = code === UPGRADED ? upgrades[k] : undefined;
+      applied.push(picked!);
+      if (b.idle !== undefined && b.idle[k] === 0) returned.push(picked!.key);
       if (upgrade !== undefined) candidates.push(upgrade);
       continue;
     }
-    shown.push(keys[k]!);
-    if (code === CANDIDATE) candidates.push(picked[k]!);
+    shown.push(f.key);
+    if (code === CANDIDATE) candidates.push(picked!);
   }
   state.memo.historyFacts = facts;
   return { applied, candidates, shown, facts, returned };
@@ -484,10 +483,9 @@ function outputDecider(
     f.targets[kind] = t;
     return t ?? undefined;
   };
-  const decided: Decided = { codes: [], picked: [], upgrades: [], keys: [], facts: [] };
+  const decided: Decided = { code: SHOWN_AGAIN, picked: undefined, upgrade: undefined };
   const visit = (k: number, f: OutputFacts, i: number): Pending => {
-    decided.keys[k] = f.key;
-    decided.facts[k] = f;
+    [decided.code, decided.picked, decided.upgrade] = [SHOWN_AGAIN, undefined, undefined];
     // The newest outputs are never rewritten, whatever another process decided for this key.
     const known = i < protectedFrom ? memo.rewritten(f.key) : undefined;
     return known instanceof Promise
@@ -502,7 +500,6 @@ function outputDecider(
         ? rewritten(k, f, i, kind, want, cached)
         : targetOf(f, kind).then((t) => rewritten(k, f, i, kind, want, t));
     }
-    decided.codes[k] = SHOWN_AGAIN;
     if (i >= protectedFrom) return undefined;
     if (f.chars === undefined) {
       const text = slotText(f.slot.value);
@@ -528,12 +525,12 @@ function outputDecider(
     if (target === null || target === undefined) return settle(k, f, UNRENDERABLE, undefined); // it stays inline
     // Without the collapse opt-in a rewrite never changes again.
     if (kind !== 'digest' || o.collapseAfterTurns <= 0) return settle(k, f, APPLIED, target);
-    decided.picked[k] = target;
-    decided.codes[k] = APPLIED;
+    decided.picked = target;
+    decided.code = APPLIED;
     // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
     if (want !== 'receipt' || i >= sealedBefore) return undefined;
-    decided.codes[k] = UPGRADED;
-    return outputTarget(state, f.slot, f.key, 'receipt', o).then((upgrade) => (decided.upgrades[k] = upgrade));
+    decided.code = UPGRADED;
+    return outputTarget(state, f.slot, f.key, 'receipt', o).then((upgrade) => (decided.upgrade = upgrade));
   };
   /**
    * A decision no later request can change while the output is the same slot of the same
@@ -541,22 +538,22 @@ function outputDecider(
    * rewritten (and a rewrite changes again only under the collapse opt-in).
    */
   const settle = (k: number, f: OutputFacts, code: Outcome, picked: Target | undefined): undefined => {
-    decided.codes[k] = code;
-    decided.picked[k] = picked;
+    decided.code = code;
+    decided.picked = picked;
     f.settled = { code, picked, minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
     return undefined;
   };
   const leased = (k: number, f: OutputFacts, want: RewriteKind, before: number): Pending => {
     if (before < o.inlineLeases) return undefined;
-    decided.codes[k] = SHOWN;
+    decided.code = SHOWN;
     const cached = f.targets[want];
-    return cached !== undefined ? candidate(k, cached) : targetOf(f, want).then((t) => candidate(k, t));
+    return cached !== undefined ? candidate(f, cached) : targetOf(f, want).then((t) => candidate(f, t));
   };
-  const candidate = (k: number, target: Target | null | undefined): Pending => {
+  const candidate = (f: OutputFacts, target: Target | null | undefined): Pending => {
     if (target === null || target === undefined) return undefined;
-    if (decided.facts[k]!.changed === true && codePoints(target.evidence ?? '') < o.minChars) return undefined;
-    decided.picked[k] = target;
-    decided.codes[k] = CANDIDATE;
+    if (f.changed === true && codePoints(target.evidence ?? '') < o.minChars) return undefined;
+    decided.picked = target;
+    decided.code = CANDIDATE;
     return undefined;
   };
   return { decided, visit };
