@@ -94,6 +94,8 @@ interface EvidenceState {
   readonly rendered: WeakMap<Entry, Map<string, Receipted>>;
   /** Ids delivered under `epoch` (the session's pins as this store last saw them). */
   readonly delivered: Set<string>;
+  /** A copy of the ids of the last delivery while every one of them is in `delivered`. */
+  lastIds: readonly string[];
   readonly gone: Set<string>;
   epoch: string | undefined;
   touchedAt: number;
@@ -181,16 +183,17 @@ function forget(s: EvidenceState, id: string): void {
 
 /** The texts this store holds for `ids`, with their digests: the delivery compares them instead of hashing. */
 function knownContents(s: EvidenceState, ids: readonly string[]): Map<string, KnownContent> | undefined {
-  const wanted = new Set(ids);
   const out = new Map<string, KnownContent>();
-  for (const { texts } of [s.current, s.previous])
-    for (const [content, e] of texts)
-      if (wanted.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
-  // An id another stage put (a receipt in the request's text) whose text the shared ledger hashed.
-  for (const id of wanted) {
-    const known = out.has(id) ? undefined : s.digests.known(id);
+  const rest = new Set<string>();
+  // Most from the shared ledger (a lookup per id); the texts held here are walked only for the others.
+  for (const id of ids) {
+    const known = s.digests.known(id);
     if (known !== undefined) out.set(id, known);
+    else rest.add(id);
   }
+  for (const { texts } of rest.size === 0 ? [] : [s.current, s.previous])
+    for (const [content, e] of texts)
+      if (rest.has(e.artifactId) && !out.has(e.artifactId)) out.set(e.artifactId, { content, sha256: e.sha256 });
   return out.size === 0 ? undefined : out;
 }
 
@@ -198,9 +201,15 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
   s.lastScope = scope;
   // The ids not delivered yet, in order, once each: one lookup per id (a long history names every
   // receipt of it again, delivered long ago); the whole list deduplicated only when it is needed.
+  // The leading run the last delivery named is delivered (only a delivery forgets or evicts one).
+  const last = s.lastIds;
+  s.lastIds = []; // until this delivery succeeds
+  let k = 0;
+  while (k < ids.length && k < last.length && ids[k] === last[k]) k++;
   let fresh: string[] = [];
   const named = new Set<string>();
-  for (const id of ids) {
+  for (; k < ids.length; k++) {
+    const id = ids[k]!;
     if (s.delivered.has(id) || named.has(id)) continue;
     named.add(id);
     fresh.push(id);
@@ -211,13 +220,14 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
     // Everything was delivered before: valid while the session still holds those pins.
     if (Date.now() - s.touchedAt < TOUCH_EVERY_MS) {
       const pins = await s.vault.sessionPins(scope);
-      if (pins !== undefined && pins.epoch === s.epoch && !pins.closed) return [];
+      if (pins !== undefined && pins.epoch === s.epoch && !pins.closed) return ((s.lastIds = ids.slice()), []);
     } else {
       // Kept alive by an empty delivery: an unchanged epoch means nothing pinned was released, so
       // the artifacts need not be read back again (a long session named them all).
       const touched = await s.vault.deliver([], scope);
       if (touched.epoch === s.epoch) {
         s.touchedAt = Date.now();
+        s.lastIds = ids.slice();
         return [];
       }
     }
@@ -245,6 +255,7 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
     else s.delivered.add(id);
   }
   // Bounded like the content memo: an id dropped here is simply delivered again when named.
+  s.lastIds = missing.size === 0 && s.delivered.size <= MAX_ENTRIES ? ids.slice() : [];
   while (s.delivered.size > MAX_ENTRIES) s.delivered.delete(s.delivered.values().next().value as string);
   return [...missing];
 }
@@ -276,6 +287,7 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
     previous: { texts: new Map(), chars: 0 },
     rendered: new WeakMap(),
     delivered: new Set(),
+    lastIds: [],
     gone: new Set(),
     epoch: undefined,
     touchedAt: 0,

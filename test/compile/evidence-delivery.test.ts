@@ -85,3 +85,31 @@ describe('memoized deliveries past the touch interval', () => {
     }
   });
 });
+
+describe('a long history named again', () => {
+  it('looks up only the ids after the run the last delivery named, and delivers the same ones', async () => {
+    const { real, store, ids, deliveries } = await session('lead');
+    try {
+      const text = (i: number): string => `output ${i}\n${'y'.repeat(400)}`;
+      for (let i = 5; i < 300; i++)
+        ids.push((await store.receipt(text(i), { toolName: 'terminal', sessionId: 's', scope })).artifactId);
+      expect(await store.deliver(ids, scope)).toEqual([]);
+      const next = [
+        ...ids,
+        (await store.receipt(text(300), { toolName: 'terminal', sessionId: 's', scope })).artifactId,
+      ];
+      const has = Set.prototype.has;
+      let lookups = 0;
+      Set.prototype.has = function (this: Set<unknown>, v: unknown) {
+        lookups++;
+        return has.call(this, v);
+      };
+      const gone = await store.deliver(next, scope).finally(() => (Set.prototype.has = has));
+      expect(gone).toEqual([]);
+      expect(deliveries).toEqual([5, 295, 1]); // the new id only, as without the carried run
+      expect(lookups).toBeLessThan(20);
+    } finally {
+      await real.close();
+    }
+  });
+});
