@@ -150,7 +150,7 @@ export function wrapCreate<T extends { create: CreateFn }>(
         record();
       }
       if (!out.serverSide) await prepared.remember(out.exchange).catch(() => undefined);
-      return out.finalBody ?? out.strippedBody ?? out.response;
+      return out.finalBody ?? out.response;
     };
     return withResponseExtras(run(), () => lastCall);
   };

@@ -470,7 +470,7 @@ async function deliverBuffered(d: Hooked): Promise<void> {
     });
     for (let i = 0; i < out.rounds; i++) ctx.metrics.recoveryRounds.inc({ api: format, end: 'continued' });
     if (out.stopped !== undefined) ctx.metrics.recoveryRounds.inc({ api: format, end: out.stopped });
-    const final = out.finalBody ?? out.strippedBody;
+    const final = out.finalBody;
     await remember(out.exchange, isObj(final) ? final['id'] : undefined, serverSide && out.stopped !== undefined);
     const { response, buf } = out.response;
     const payload = final === undefined ? buf : Buffer.from(JSON.stringify(final));

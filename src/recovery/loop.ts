@@ -85,8 +85,6 @@ export interface RecoveryLoopOptions<R> {
 export interface RecoveryLoopResult<R> {
   /** The last upstream response. */
   readonly response: R;
-  /** Its body without recovery calls, when it had any (else undefined: relay `response` as it is). */
-  readonly strippedBody?: unknown;
   /** Every answered round as conversation items, in order (empty when the model never called the tool). */
   readonly exchange: readonly unknown[];
   /** Rounds answered and continued upstream. */
@@ -140,11 +138,9 @@ export async function runRecoveryLoop<R>(options: RecoveryLoopOptions<R>): Promi
     options.onRound?.(split.recovery.length, rounds);
     if (split.others > 0 || rounds >= maxRounds) {
       // A round of recovery calls only, out of rounds: what the model wrote beside them is not the caller's answer.
-      const stripped = stripRecoveryCalls(body, format, split.others === 0);
       return {
         response,
-        strippedBody: stripped,
-        finalBody: withUsage(stripped, usage),
+        finalBody: withUsage(stripRecoveryCalls(body, format, split.others === 0), usage),
         exchange,
         rounds,
         calls,

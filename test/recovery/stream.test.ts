@@ -160,8 +160,8 @@ describe('the whole-answer loop', () => {
     expect(sent).toHaveLength(3);
     expect(out.rounds).toBe(2);
     expect(out.stopped).toBe('rounds');
-    expect(splitCalls(out.strippedBody, 'chat').recovery).toHaveLength(0);
-    expect((out.strippedBody as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe('stop');
+    expect(splitCalls(out.finalBody, 'chat').recovery).toHaveLength(0);
+    expect((out.finalBody as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe('stop');
     expect(out.exchange).toHaveLength(6);
   });
 
