@@ -4,7 +4,7 @@
  * pass through any write-back untouched.
  */
 import type { RequestFormat } from '../step.js';
-import type { ItemInfo, RequestView, Slot, SlotPath } from './types.js';
+import type { ItemInfo, ItemRole, RequestView, Slot, SlotPath } from './types.js';
 
 type Obj = Readonly<Record<string, unknown>>;
 
@@ -228,135 +228,105 @@ function outputSlot(
 /** The call a tool call defines (a missing name reads `tool`). */
 const callOf = (name: unknown, args: unknown): CallInfo => ({ name: str(name) ?? 'tool', args: parseArgs(args) });
 
-/** Reads a list's items from `from` on into slots and item infos, resolving outputs against `state`. */
-type ItemsReader = (items: readonly unknown[], from: number, state: ListState, slots: Slot[], info: ItemInfo[]) => void;
+/** Notes the calls one item of a list defines, by call id. */
+type CallsReader = (item: unknown, calls: Map<string, CallInfo>) => void;
+/** Reads one item (an object) into slots, resolving outputs against `state`; returns its role. */
+type ItemReader = (item: Obj, i: number, path: SlotPath, state: ListState, slots: Slot[]) => ItemRole;
 
-function chatCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
-  for (let i = from; i < items.length; i++) {
-    const m = items[i];
-    if (!isObj(m)) continue;
-    for (const c of Array.isArray(m['tool_calls']) ? m['tool_calls'] : []) {
-      const fn = isObj(c) ? c['function'] : undefined;
-      if (isObj(c) && isObj(fn) && typeof c['id'] === 'string') calls.set(c['id'], callOf(fn['name'], fn['arguments']));
-      else if (isObj(c) && typeof c['id'] === 'string' && typeof c['name'] === 'string')
-        calls.set(c['id'], callOf(c['name'], c['input']));
-    }
+const chatCalls: CallsReader = (m, calls) => {
+  if (!isObj(m)) return;
+  for (const c of Array.isArray(m['tool_calls']) ? m['tool_calls'] : []) {
+    const fn = isObj(c) ? c['function'] : undefined;
+    if (isObj(c) && isObj(fn) && typeof c['id'] === 'string') calls.set(c['id'], callOf(fn['name'], fn['arguments']));
+    else if (isObj(c) && typeof c['id'] === 'string' && typeof c['name'] === 'string')
+      calls.set(c['id'], callOf(c['name'], c['input']));
   }
+};
+
+/** A system, developer, user or assistant message: its slots and role; undefined for any other role. */
+function readMessage(m: Obj, role: unknown, i: number, path: SlotPath, slots: Slot[]): ItemRole | undefined {
+  if (role === 'system' || role === 'developer') pushInstructions(slots, m['content'], [...path, 'content'], i);
+  else if (role === 'user' || role === 'assistant') slots.push(messageSlot(role, m, path, i));
+  else return undefined;
+  return role === 'developer' ? 'system' : role;
 }
 
-/** A system, developer, user or assistant message: its item info and slot; false for any other role. */
-function pushMessage(m: Obj, role: unknown, i: number, path: SlotPath, slots: Slot[], info: ItemInfo[]): boolean {
-  if (role === 'system' || role === 'developer') {
-    info.push({ role: 'system', userText: false });
-    pushInstructions(slots, m['content'], [...path, 'content'], i);
-  } else if (role === 'user') {
-    info.push({ role: 'user', userText: true });
-    slots.push(messageSlot('user', m, path, i));
-  } else if (role === 'assistant') {
-    info.push({ role: 'assistant', userText: false });
+const chatItem: ItemReader = (m, i, path, state, slots) => {
+  const role = m['role'];
+  const read = readMessage(m, role, i, path, slots);
+  const tc = read === 'assistant' ? m['tool_calls'] : undefined;
+  if (Array.isArray(tc)) {
+    tc.forEach((c, j) => {
+      if (!isObj(c)) return;
+      const fn = isObj(c['function']) ? c['function'] : undefined;
+      const name = str(fn?.['name']) ?? c['name'];
+      slots.push(callSlot([...path, 'tool_calls', j], c, i, c['id'], name, fn?.['arguments'] ?? c['input']));
+    });
+  }
+  if (read !== undefined) return read;
+  if (role !== 'tool' && role !== 'function') return 'other';
+  if ('content' in m)
+    slots.push(outputSlot([...path, 'content'], m['content'], i, str(m['tool_call_id']) ?? '', state, str(m['name'])));
+  return 'tool';
+};
+
+const responsesCalls: CallsReader = (it, calls) => {
+  if (isObj(it) && it['type'] === 'function_call' && typeof it['call_id'] === 'string')
+    calls.set(it['call_id'], callOf(it['name'], it['arguments']));
+};
+
+const responsesItem: ItemReader = (it, i, path, state, slots) => {
+  const type = it['type'];
+  const role = it['role'];
+  if ((type === 'message' || type === undefined) && typeof role === 'string')
+    return readMessage(it, role, i, path, slots) ?? 'other';
+  if (type === 'function_call') {
+    slots.push(callSlot(path, it, i, it['call_id'], it['name'], it['arguments']));
+    return 'assistant';
+  }
+  if (type === 'function_call_output') {
+    if ('output' in it) slots.push(outputSlot([...path, 'output'], it['output'], i, str(it['call_id']) ?? '', state));
+    return 'tool';
+  }
+  return type === 'reasoning' ? 'assistant' : 'other';
+};
+
+const anthropicCalls: CallsReader = (m, calls) => {
+  const content = isObj(m) ? m['content'] : undefined;
+  if (!Array.isArray(content)) return;
+  for (const b of content) {
+    if (isObj(b) && b['type'] === 'tool_use' && typeof b['id'] === 'string')
+      calls.set(b['id'], callOf(b['name'], b['input']));
+  }
+};
+
+const anthropicItem: ItemReader = (m, i, path, state, slots) => {
+  const role = m['role'];
+  const content = m['content'];
+  if (role === 'assistant') {
     slots.push(messageSlot('assistant', m, path, i));
-  } else return false;
-  return true;
-}
-
-const chatItems: ItemsReader = (items, from, state, slots, info) => {
-  eachItem(items, from, 'messages', info, (m, i, path) => {
-    const role = m['role'];
-    if (pushMessage(m, role, i, path, slots, info)) {
-      const tc = m['tool_calls'];
-      if (role === 'assistant' && Array.isArray(tc)) {
-        tc.forEach((c, j) => {
-          if (!isObj(c)) return;
-          const fn = isObj(c['function']) ? c['function'] : undefined;
-          const name = str(fn?.['name']) ?? c['name'];
-          slots.push(callSlot([...path, 'tool_calls', j], c, i, c['id'], name, fn?.['arguments'] ?? c['input']));
-        });
-      }
-    } else if (role === 'tool' || role === 'function') {
-      info.push({ role: 'tool', userText: false });
-      if ('content' in m)
-        slots.push(
-          outputSlot([...path, 'content'], m['content'], i, str(m['tool_call_id']) ?? '', state, str(m['name'])),
-        );
-    } else {
-      info.push({ role: 'other', userText: false });
+    if (Array.isArray(content)) {
+      content.forEach((b, j) => {
+        if (isObj(b) && b['type'] === 'tool_use')
+          slots.push(callSlot([...path, 'content', j], b, i, b['id'], b['name'], b['input']));
+      });
     }
-  });
-};
-
-function responsesCalls(input: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
-  for (let i = from; i < input.length; i++) {
-    const it = input[i];
-    if (isObj(it) && it['type'] === 'function_call' && typeof it['call_id'] === 'string')
-      calls.set(it['call_id'], callOf(it['name'], it['arguments']));
+    return 'assistant';
   }
-}
-
-const responsesItems: ItemsReader = (input, from, state, slots, info) => {
-  eachItem(input, from, 'input', info, (it, i, path) => {
-    const type = it['type'];
-    const role = it['role'];
-    if ((type === 'message' || type === undefined) && typeof role === 'string') {
-      if (!pushMessage(it, role, i, path, slots, info)) info.push({ role: 'other', userText: false });
-    } else if (type === 'function_call') {
-      info.push({ role: 'assistant', userText: false });
-      slots.push(callSlot(path, it, i, it['call_id'], it['name'], it['arguments']));
-    } else if (type === 'function_call_output') {
-      info.push({ role: 'tool', userText: false });
-      if ('output' in it) slots.push(outputSlot([...path, 'output'], it['output'], i, str(it['call_id']) ?? '', state));
-    } else if (type === 'reasoning') {
-      info.push({ role: 'assistant', userText: false });
-    } else {
-      info.push({ role: 'other', userText: false });
-    }
-  });
-};
-
-function anthropicCalls(items: readonly unknown[], from: number, calls: Map<string, CallInfo>): void {
-  for (let i = from; i < items.length; i++) {
-    const m = items[i];
-    const content = isObj(m) ? m['content'] : undefined;
-    if (!Array.isArray(content)) continue;
-    for (const b of content) {
-      if (isObj(b) && b['type'] === 'tool_use' && typeof b['id'] === 'string')
-        calls.set(b['id'], callOf(b['name'], b['input']));
-    }
+  if (role !== 'user') return 'other';
+  // A user message carrying tool_result blocks closes the previous step (tool_result must follow
+  // its tool_use), even when it also carries text: it never starts a step of its own.
+  let results = 0;
+  if (Array.isArray(content)) {
+    content.forEach((b, j) => {
+      if (isObj(b) && b['type'] === 'tool_result') {
+        results++;
+        slots.push(outputSlot([...path, 'content', j, 'content'], b['content'], i, str(b['tool_use_id']) ?? '', state));
+      }
+    });
   }
-}
-
-const anthropicItems: ItemsReader = (items, from, state, slots, info) => {
-  eachItem(items, from, 'messages', info, (m, i, path) => {
-    const role = m['role'];
-    const content = m['content'];
-    if (role === 'assistant') {
-      info.push({ role: 'assistant', userText: false });
-      slots.push(messageSlot('assistant', m, path, i));
-      if (Array.isArray(content)) {
-        content.forEach((b, j) => {
-          if (isObj(b) && b['type'] === 'tool_use')
-            slots.push(callSlot([...path, 'content', j], b, i, b['id'], b['name'], b['input']));
-        });
-      }
-    } else if (role === 'user') {
-      // A user message carrying tool_result blocks closes the previous step (tool_result must follow
-      // its tool_use), even when it also carries text: it never starts a step of its own.
-      let results = 0;
-      if (Array.isArray(content)) {
-        content.forEach((b, j) => {
-          if (isObj(b) && b['type'] === 'tool_result') {
-            results++;
-            slots.push(
-              outputSlot([...path, 'content', j, 'content'], b['content'], i, str(b['tool_use_id']) ?? '', state),
-            );
-          }
-        });
-      }
-      info.push({ role: results > 0 ? 'tool' : 'user', userText: results === 0 });
-      if (results === 0) slots.push(messageSlot('user', m, path, i));
-    } else {
-      info.push({ role: 'other', userText: false });
-    }
-  });
+  if (results === 0) slots.push(messageSlot('user', m, path, i));
+  return results > 0 ? 'tool' : 'user';
 };
 
 /** Read a conversation list whole (after the head slots): its calls, then its items. */
@@ -366,26 +336,27 @@ function readList(
   items: readonly unknown[],
   slots: Slot[],
 ): RequestView {
-  const reader = READERS[format];
   const state = newState(slots.length);
-  reader.calls(items, 0, state.calls);
+  for (let i = 0; i < items.length; i++) READERS[format].calls(items[i], state.calls);
   const info: ItemInfo[] = [];
-  reader.items(items, 0, state, slots, info);
+  readItems(READERS[format].item, listKey, items, 0, state, slots, info);
   return own({ format, listKey, items, itemInfo: info, slots }, state);
 }
 
-/** Visit the list's items from `from` on; an item that is not an object is recorded as `other`. */
-function eachItem(
+/** Read the list's items from `from` on; an item that is not an object is recorded as `other`. */
+function readItems(
+  read: ItemReader,
+  listKey: string,
   items: readonly unknown[],
   from: number,
-  listKey: string,
+  state: ListState,
+  slots: Slot[],
   info: ItemInfo[],
-  visit: (item: Obj, i: number, path: SlotPath) => void,
 ): void {
   for (let i = from; i < items.length; i++) {
     const item = items[i];
-    if (isObj(item)) visit(item, i, [listKey, i]);
-    else info.push({ role: 'other', userText: false });
+    const role = isObj(item) ? read(item, i, [listKey, i], state, slots) : 'other';
+    info.push({ role, userText: role === 'user' });
   }
 }
 
@@ -419,14 +390,11 @@ function own(view: RequestView, state: ListState, parent?: RequestView): Request
 
 /** Each format's reader: the top-level field of its instructions, its calls and its items. */
 const READERS: Readonly<
-  Record<
-    'chat' | 'responses' | 'anthropic',
-    { head?: 'instructions' | 'system'; calls: typeof chatCalls; items: ItemsReader }
-  >
+  Record<'chat' | 'responses' | 'anthropic', { head?: 'instructions' | 'system'; calls: CallsReader; item: ItemReader }>
 > = {
-  chat: { calls: chatCalls, items: chatItems },
-  responses: { head: 'instructions', calls: responsesCalls, items: responsesItems },
-  anthropic: { head: 'system', calls: anthropicCalls, items: anthropicItems },
+  chat: { calls: chatCalls, item: chatItem },
+  responses: { head: 'instructions', calls: responsesCalls, item: responsesItem },
+  anthropic: { head: 'system', calls: anthropicCalls, item: anthropicItem },
 };
 
 /**
@@ -453,14 +421,14 @@ export function extendView(
   const reader = READERS[format];
   // Calls the new items define must be new ids: a later definition would re-resolve an earlier output.
   const added = new Map<string, CallInfo>();
-  reader.calls(items, from, added);
+  for (let i = from; i < items.length; i++) reader.calls(items[i], added);
   for (const id of added.keys()) if (state.calls.has(id) || state.unresolved.has(id)) return undefined;
   const slots = headSlots(request, format);
   if (slots.length !== state.head) return undefined;
   for (const [id, call] of added) state.calls.set(id, call);
   for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
   const info = previous.itemInfo.slice();
-  reader.items(items, from, state, slots, info);
+  readItems(reader.item, previous.listKey, items, from, state, slots, info);
   return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state, previous);
 }
 
