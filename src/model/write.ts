@@ -28,10 +28,7 @@ export function writeSlots<T>(request: T, changes: readonly SlotChange[]): T {
     let node = root;
     for (const key of change.path) {
       let child = node.children.get(key);
-      if (child === undefined) {
-        child = newNode();
-        node.children.set(key, child);
-      }
+      if (child === undefined) node.children.set(key, (child = newNode()));
       node = child;
     }
     node.value = change.value;
@@ -43,24 +40,14 @@ export function writeSlots<T>(request: T, changes: readonly SlotChange[]): T {
 function apply(current: unknown, node: Node): unknown {
   if (node.set) return node.value;
   if (node.children.size === 0 || typeof current !== 'object' || current === null) return current;
-  if (Array.isArray(current)) {
-    let copy: unknown[] | undefined;
-    for (const [key, child] of node.children) {
-      if (typeof key !== 'number' || key < 0 || key >= current.length) continue;
-      const next = apply(current[key], child);
-      if (next === current[key]) continue;
-      copy ??= current.slice();
-      copy[key] = next;
-    }
-    return copy ?? current;
-  }
-  let copy: Record<string, unknown> | undefined;
-  const obj = current as Record<string, unknown>;
+  const array = Array.isArray(current);
+  const obj = current as Record<string | number, unknown>;
+  let copy: Record<string | number, unknown> | undefined;
   for (const [key, child] of node.children) {
-    if (typeof key !== 'string') continue;
+    if (array ? typeof key !== 'number' || key < 0 || key >= current.length : typeof key !== 'string') continue;
     const next = apply(obj[key], child);
-    if (next === obj[key] && (key in obj || next === undefined)) continue;
-    copy ??= { ...obj };
+    if (next === obj[key]) continue;
+    copy ??= array ? (current.slice() as Record<number, unknown>) : { ...obj };
     copy[key] = next;
   }
   return copy ?? current;
