@@ -45,9 +45,7 @@ export type Managed = Extract<PlannedSlot, { readonly text: string }>;
  * themselves, so an unchanged decision is the same change object request after request.
  */
 export function planChanges(plan: readonly PlannedSlot[]): Managed[] {
-  const changes: Managed[] = [];
-  for (const p of plan) if (p.render !== 'inline') changes.push(p);
-  return changes;
+  return plan.filter((p): p is Managed => p.render !== 'inline');
 }
 
 /** What {@link planDuplicates} decided: every planned slot, and those that are not inline (its changes). */
@@ -96,6 +94,7 @@ function knownEvidence(
 const reusable = (state: SessionState, ev: Evidence | null): boolean =>
   ev === null || !state.evidence.isGone(ev.receipt.artifactId);
 
+/** The evidence of a slot {@link knownEvidence} knows none for (its artifact vaulted), memoized in its item. */
 async function evidenceOf(
   state: SessionState,
   view: RequestView,
@@ -103,10 +102,6 @@ async function evidenceOf(
   o: DuplicateOptions,
 ): Promise<Evidence | null> {
   const item = view.items[slot.item ?? -1];
-  const key = evidenceKey(slot, o);
-  const holder = typeof item === 'object' && item !== null ? item : undefined;
-  const cached = knownEvidence(state, view, slot, o);
-  if (cached !== undefined) return cached;
   let found: Evidence | null = null;
   const raw = slot.value;
   if (!(typeof raw === 'string' && raw.length < o.minChars)) {
@@ -126,10 +121,10 @@ async function evidenceOf(
       }
     }
   }
-  if (holder !== undefined) {
-    let map = state.itemMemo.get(holder);
-    if (map === undefined) state.itemMemo.set(holder, (map = new Map()));
-    map.set(key, found);
+  if (typeof item === 'object' && item !== null) {
+    let map = state.itemMemo.get(item);
+    if (map === undefined) state.itemMemo.set(item, (map = new Map()));
+    map.set(evidenceKey(slot, o), found);
   }
   return found;
 }
@@ -142,12 +137,6 @@ export interface OutputFacts {
 }
 
 export type Found = OutputFacts & { readonly ev: Evidence };
-
-/** The planned slot of `f` rendered as `render`, built once per output and rendering. */
-function plannedAs(f: OutputFacts, render: PlannedSlot['render'], build: () => PlannedSlot): PlannedSlot {
-  const planned = (f.planned ??= {});
-  return (planned[render] ??= build());
-}
 
 /** Decide every large tool output of a request, reusing the facts of the outputs the previous one had. */
 export async function planDuplicates(
@@ -242,7 +231,7 @@ export interface DuplicatesCarried {
   readonly decided: number;
 }
 
-/** What one output with evidence is planned as (`older`: a later copy of its artifact is in the request). */
+/** One output's plan, built once per rendering (`older`: a later copy of its artifact is in the request). */
 function decide(
   f: Found,
   older: boolean,
@@ -250,23 +239,13 @@ function decide(
   viewOf: (slot: Slot, ev: Evidence) => string,
 ): PlannedSlot {
   const { slot, ev } = f;
+  const { receipt } = ev;
+  const planned = (f.planned ??= {});
   if (older && (o.isNew(slot.item!) || o.wasDuplicate(slot.item!)))
-    return plannedAs(f, 'receipt', () => ({
-      slot,
-      receipt: ev.receipt,
-      render: 'receipt',
-      duplicate: true,
-      text: ev.receipt.text,
-    }));
+    return (planned.receipt ??= { slot, receipt, render: 'receipt', duplicate: true, text: receipt.text });
   if (o.maxInlineChars > 0 && ev.chars > o.maxInlineChars)
-    return plannedAs(f, 'view', () => ({
-      slot,
-      receipt: ev.receipt,
-      render: 'view',
-      duplicate: false,
-      text: viewOf(slot, ev),
-    }));
-  return plannedAs(f, 'inline', () => ({ slot, receipt: ev.receipt, render: 'inline', duplicate: false }));
+    return (planned.view ??= { slot, receipt, render: 'view', duplicate: false, text: viewOf(slot, ev) });
+  return (planned.inline ??= { slot, receipt, render: 'inline', duplicate: false });
 }
 
 /**
