@@ -43,40 +43,32 @@ export function renderWorkingState(
   state: { readonly nodes?: unknown; readonly edges?: unknown },
   maxChars: number,
 ): string {
-  const nodes = Object.entries((state.nodes ?? {}) as Record<string, Entity>).filter(
-    ([, n]) => n['status'] === undefined || n['status'] === 'active',
-  );
-  const edges = Object.entries((state.edges ?? {}) as Record<string, Entity>).filter(
-    ([, e]) => e['status'] === undefined || e['status'] === 'active',
-  );
+  const active = (entities: unknown): [string, Entity][] =>
+    Object.entries((entities ?? {}) as Record<string, Entity>).filter(
+      ([, e]) => e['status'] === undefined || e['status'] === 'active',
+    );
+  const nodes = active(state.nodes);
+  const edges = active(state.edges);
   if (maxChars <= 0 || (nodes.length === 0 && edges.length === 0)) return '';
   const lines = [OPEN, DISCLAIMER];
   let size = OPEN.length + 1 + DISCLAIMER.length + 1 + CLOSE.length;
   if (size > maxChars) return '';
-  const fits = (line: string): boolean => size + line.length + 1 <= maxChars;
   nodes.sort(
     ([ia, a], [ib, b]) =>
       score(b, 'priority') - score(a, 'priority') ||
       score(b, 'activation') - score(a, 'activation') ||
       (ia < ib ? -1 : ia > ib ? 1 : 0),
   );
-  let allNodes = true;
-  for (const [id, node] of nodes) {
-    const line = nodeLine(id, node);
-    if (!fits(line)) {
-      allNodes = false;
-      break;
-    }
+  const candidates = [
+    ...nodes.map(([id, node]) => nodeLine(id, node)),
+    ...edges.map(
+      ([id, e]) => `- ${clean(id)}: ${clean(e['source'])} -${clean(e['kind'] ?? 'relates')}-> ${clean(e['target'])}`,
+    ),
+  ];
+  for (const line of candidates) {
+    if (size + line.length + 1 > maxChars) break;
     lines.push(line);
     size += line.length + 1;
-  }
-  if (allNodes) {
-    for (const [id, edge] of edges) {
-      const line = `- ${clean(id)}: ${clean(edge['source'])} -${clean(edge['kind'] ?? 'relates')}-> ${clean(edge['target'])}`;
-      if (!fits(line)) break;
-      lines.push(line);
-      size += line.length + 1;
-    }
   }
   lines.push(CLOSE);
   return lines.join('\n');
