@@ -83,10 +83,7 @@ export const createObservationMemo = (): ObservationMemo => ({
 });
 
 /** The memos of a pattern test (created on first use); undefined for a predicate. */
-function memoOf(
-  memo: ObservationMemo,
-  test: ObservationTest,
-): { answers: WeakMemo<object, boolean>; scans: WeakMemo<Slot, Scan> } | undefined {
+function memoOf(memo: ObservationMemo, test: ObservationTest): ReturnType<ObservationMemo['byTest']['get']> {
   if (!byText(test)) return undefined;
   let m = memo.byTest.get(test);
   if (m === undefined) memo.byTest.set(test, (m = { answers: new WeakMemo(), scans: new WeakMemo() }));
@@ -118,11 +115,12 @@ function accepts(
 }
 
 /**
- * Where a scan of `view` goes on from the earlier scan `last` (of the same conversation): the
+ * Where a scan of `view` goes on from the earlier scan `last` (same conversation and `head`): the
  * length of the slots scanned then when `view` holds all of them at the same positions, else 0
  * (scan from the start). A view extended from the scanned one holds its item slots by construction.
  */
-function sharedScan(view: RequestView, last: { readonly view: RequestView }, head: number): number {
+function sharedScan(view: RequestView, last: OutputScan | undefined, head: number): number {
+  if (last?.head !== head) return 0;
   const before = last.view.slots;
   if (before.length > view.slots.length) return 0;
   let k = viewExtends(view, last.view) ? before.length : head;
@@ -155,8 +153,8 @@ export function observationSlots(view: RequestView, test: ObservationTest, sessi
   let from = head;
   let out: Slot[] = [];
   let command: string | undefined;
-  const shared = last !== undefined && last.start === start && last.head === head ? sharedScan(view, last, head) : 0;
-  if (last !== undefined && shared > 0) [from, out, command] = [shared, last.out.slice(), last.command];
+  const shared = last?.start === start ? sharedScan(view, last, head) : 0;
+  if (shared > 0) [from, out, command] = [shared, last!.out.slice(), last!.command];
   for (let x = from; x < view.slots.length; x++) {
     const slot = view.slots[x]!;
     if (slot.item === undefined || slot.item <= start) continue;
@@ -202,8 +200,8 @@ export function hostToolOutputs(view: RequestView, { outputScans }: ObservationM
   const last = outputScans.get(first);
   let from = head;
   let found: Slot[] = [];
-  const shared = last !== undefined && last.head === head ? sharedScan(view, last, head) : 0;
-  if (last !== undefined && shared > 0) [from, found] = [shared, last.out.slice()];
+  const shared = sharedScan(view, last, head);
+  if (shared > 0) [from, found] = [shared, last!.out.slice()];
   for (let x = from; x < view.slots.length; x++) if (keep(view.slots[x]!)) found.push(view.slots[x]!);
   outputScans.set(first, { view, head, out: found });
   return out.length === 0 ? found.slice() : [...out, ...found];
