@@ -12,7 +12,7 @@ import type { StoreScope } from '../vault/ports.js';
 import { gate, renderItems } from './apply.js';
 import { planChanges, type DuplicatesPlanned, type Managed } from './duplicates.js';
 import { readRequest, writeSlots } from '../model/index.js';
-import type { Recognised } from '../model/prefix.js';
+import { sharedLead, type Recognised } from '../model/prefix.js';
 import { firstOutput, mayBeDelta, parseDelta, resolveDanglingDeltas, slotText } from './references.js';
 import type { SessionState } from './session.js';
 
@@ -128,9 +128,8 @@ export async function noteSeen(
   const requestKey = chain.at(-1) ?? '';
   // The leading run of chain hashes the last request through here added is in `seen` already.
   const last = state.memo.added;
-  let from = 0;
-  if (last !== undefined) while (from < chain.length && from < last.length && chain[from] === last[from]) from++;
-  for (let i = from; i < chain.length; i++) if (!seen.has(chain[i]!)) seen.set(chain[i]!, requestKey);
+  for (let i = last === undefined ? 0 : sharedLead(chain, last, undefined); i < chain.length; i++)
+    if (!seen.has(chain[i]!)) seen.set(chain[i]!, requestKey);
   state.memo.added = chain;
   // Bounded: a host keeping a sliding window re-keys every item per request; an evicted hash only
   // makes an old item look new, which this stage then leaves as it is unless it is a duplicate.
