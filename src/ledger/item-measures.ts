@@ -107,11 +107,7 @@ export interface ItemMeasures {
 
 /** Options of {@link createItemMeasures}; every field is optional. */
 export interface ItemMeasuresOptions {
-  /**
-   * Counter for the token figures.
-   *
-   * @defaultValue none: sizes and hashes only
-   */
+  /** Counter for the token figures. @defaultValue none: sizes and hashes only */
   readonly counter?: TokenCounter;
   /**
    * Keep an index by content hash, so a rebuilt copy of an item finds its measures (one walk and
@@ -120,11 +116,7 @@ export interface ItemMeasuresOptions {
    * @defaultValue true
    */
   readonly byContent?: boolean;
-  /**
-   * Entries kept by content hash (least recently used dropped).
-   *
-   * @defaultValue 20000
-   */
+  /** Entries kept by content hash (least recently used dropped). @defaultValue 20000 */
   readonly maxEntries?: number;
   /**
    * The equalities the request stages recognised (the runtime's): a rebuilt copy they recognised
@@ -183,11 +175,6 @@ const PRIME_COMPACT_CHARS = 1024;
 interface CompactPieces {
   readonly record: PieceRecord;
   runs?: readonly CopiedRun[] | null;
-}
-
-interface Texts {
-  compact?: string;
-  spaced?: string;
 }
 
 const SEPARATORS = /("[^"\\]*(?:\\.[^"\\]*)*")|([,:])/g;
@@ -275,16 +262,7 @@ const SEGMENT_PREFIX: Readonly<Record<Segment, string>> = { first: '[', mid: ' '
 const SEGMENT_SUFFIX: Readonly<Record<Segment, string>> = { first: ',', mid: ',', last: ']', only: ']', alone: '' };
 
 /** The caches of one memo, made anew by {@link ItemMeasures.clear}. */
-interface MeasureCaches {
-  byRef: WeakMemo<object, Measures>;
-  byHash: LRUCache<string, Measures>;
-  primitives: LRUCache<string, Measures>;
-  texts: LRUCache<Measures, Texts>;
-  records: LRUCache<Measures, CompactPieces>;
-  noted: LRUCache<string, PieceRecord>;
-  // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
-  counted: Set<Measures>;
-}
+type MeasureCaches = ReturnType<typeof freshCaches>;
 
 /** One memo's settings and caches. */
 interface MeasureState extends MeasureCaches {
@@ -299,19 +277,23 @@ interface MeasureState extends MeasureCaches {
   readonly trackAbove: number | undefined;
 }
 
-function freshCaches(maxEntries: number): MeasureCaches {
+function freshCaches(maxEntries: number) {
   return {
     byRef: new WeakMemo<object, Measures>(),
     // A session's own measures mostly hold a few hundred entries: storage grows with them.
     byHash: entryBoundLru<string, Measures>(maxEntries),
     primitives: new LRUCache<string, Measures>({ max: 1024 }),
-    texts: new LRUCache<Measures, Texts>({
+    texts: new LRUCache<Measures, { compact?: string; spaced?: string }>({
       max: TEXTS_KEPT,
       maxSize: TEXT_CHARS_KEPT,
       sizeCalculation: (t) => Math.max(1, (t.compact?.length ?? 0) + (t.spaced?.length ?? 0)),
     }),
-    records: new LRUCache({ maxSize: RECORD_PIECES_KEPT, sizeCalculation: (r) => Math.max(1, r.record.counts.length) }),
+    records: new LRUCache<Measures, CompactPieces>({
+      maxSize: RECORD_PIECES_KEPT,
+      sizeCalculation: (r) => Math.max(1, r.record.counts.length),
+    }),
     noted: new LRUCache<string, PieceRecord>({ maxSize: NOTED_CHARS_KEPT, sizeCalculation: (_r, text) => text.length }),
+    // Insertion-ordered: past the bound the oldest goes (it is only a missed chance to share a count).
     counted: new Set<Measures>(),
   };
 }
