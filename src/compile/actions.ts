@@ -7,20 +7,17 @@
 import { codePoints } from '../measure/index.js';
 import { isObj } from '../model/read.js';
 
-/** The bodies of the fenced code blocks of a text (```lang … ```), untrimmed, in order. Unclosed fences are not blocks. */
+/** A fenced code block (```lang … ```), its body captured; unclosed fences are not blocks. */
+const FENCED = /^[ \t]*```[^\n`]*\n([\s\S]*?)^[ \t]*```[ \t]*$/gm;
+
+/** The bodies of the fenced code blocks of a text, untrimmed, in order. */
 export function fencedBlocks(text: string): string[] {
-  const out: string[] = [];
-  const re = /^[ \t]*```[^\n`]*\n([\s\S]*?)^[ \t]*```[ \t]*$/gm;
-  for (const m of text.matchAll(re)) out.push(m[1]!.replace(/\n$/, ''));
-  return out;
+  return [...text.matchAll(FENCED)].map((m) => m[1]!.replace(/\n$/, ''));
 }
 
 /** Spans [start, end) of the fenced blocks of a text, fences included. */
 export function fencedSpans(text: string): [number, number][] {
-  const out: [number, number][] = [];
-  const re = /^[ \t]*```[^\n`]*\n[\s\S]*?^[ \t]*```[ \t]*$/gm;
-  for (const m of text.matchAll(re)) out.push([m.index, m.index + m[0].length]);
-  return out;
+  return [...text.matchAll(FENCED)].map((m) => [m.index, m.index + m[0].length]);
 }
 
 /** Assistant prose below this many code points is left alone (a receipt would not be smaller). */
