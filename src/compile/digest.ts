@@ -151,14 +151,10 @@ function diagnosticPart(
   const rendered = new Map<number, string>();
   const idEnd = new Map<number, number>();
   for (const { index, id } of ids) idEnd.set(index, lines[index]!.trim().indexOf(id) + id.length);
-  const render = (i: number): string => {
-    const t = lines[i]!.trim();
-    return clip(t, Math.max(CLIP, (idEnd.get(i) ?? 0) + 1));
-  };
   let over = 0;
   const take = (i: number): void => {
     if (i === firstIndex || rendered.has(i)) return;
-    const t = render(i);
+    const t = clip(lines[i]!.trim(), Math.max(CLIP, (idEnd.get(i) ?? 0) + 1));
     if (seen.has(t)) return;
     if (exit !== undefined && t.length < 60 && EXIT.some((re) => re.test(t))) return; // the header says it
     seen.add(t);
