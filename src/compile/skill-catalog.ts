@@ -118,20 +118,17 @@ export interface RouteOptions {
 /** Entries kept for a prompt: score ≥ minScore, sorted by score then name; no cap unless asked. */
 export function selectSkills(prompt: string, entries: readonly SkillEntry[], o: RouteOptions): SkillEntry[] {
   const lexical = lexicalIdfScorer(entries);
-  const scored = entries.map((entry) => {
-    let score: number;
-    if (o.alwaysKeep.includes(entry.name)) score = Number.POSITIVE_INFINITY;
-    else {
-      try {
-        score = o.scorer === undefined ? lexical(prompt, entry) : o.scorer(prompt, entry);
-        if (!Number.isFinite(score) && score !== Number.POSITIVE_INFINITY) score = lexical(prompt, entry);
-      } catch {
-        score = lexical(prompt, entry);
-      }
+  const scoreOf = (entry: SkillEntry): number => {
+    if (o.alwaysKeep.includes(entry.name)) return Number.POSITIVE_INFINITY;
+    try {
+      const score = o.scorer === undefined ? lexical(prompt, entry) : o.scorer(prompt, entry);
+      return Number.isFinite(score) || score === Number.POSITIVE_INFINITY ? score : lexical(prompt, entry);
+    } catch {
+      return lexical(prompt, entry);
     }
-    return { entry, score };
-  });
-  const kept = scored
+  };
+  const kept = entries
+    .map((entry) => ({ entry, score: scoreOf(entry) }))
     .filter((s) => s.score >= o.minScore)
     .sort((a, b) => b.score - a.score || (a.entry.name < b.entry.name ? -1 : a.entry.name > b.entry.name ? 1 : 0));
   return (o.maxSkills > 0 ? kept.slice(0, o.maxSkills) : kept).map((s) => s.entry);
