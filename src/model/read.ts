@@ -142,25 +142,12 @@ function headSlots(request: Obj, format: keyof typeof READERS): Slot[] {
 
 function pushInstructions(slots: Slot[], value: unknown, path: SlotPath, item: number | undefined): void {
   const base = item === undefined ? {} : { item, inConversation: true };
-  if (typeof value === 'string') {
-    slots.push({ kind: 'instructions', path, value, text: value, ...base });
-    return;
-  }
+  if (typeof value === 'string') slots.push({ kind: 'instructions', path, value, text: value, ...base });
   if (!Array.isArray(value)) return;
   value.forEach((part, j) => {
-    if (
-      isObj(part) &&
-      typeof part['text'] === 'string' &&
-      (part['type'] === undefined || TEXT_PART.has(part['type'] as string))
-    ) {
-      slots.push({
-        kind: 'instructions',
-        path: [...path, j, 'text'],
-        value: part['text'],
-        text: part['text'],
-        ...base,
-      });
-    }
+    const text = isObj(part) && (part['type'] === undefined || TEXT_PART.has(part['type'] as string)) && part['text'];
+    if (typeof text === 'string')
+      slots.push({ kind: 'instructions', path: [...path, j, 'text'], value: text, text, ...base });
   });
 }
 
