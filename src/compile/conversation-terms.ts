@@ -24,10 +24,6 @@ export function conversationTerms(
 ): string[] {
   const start = view.itemInfo.findIndex((i) => i.role === 'assistant');
   const texts = new Map<number, string[]>();
-  const known = (i: number): boolean => {
-    const item = view.items[i];
-    return typeof item === 'object' && item !== null && perItem.has(item);
-  };
   // Which slots name terms: the task's user text, assistant text, tool-call arguments. An item's
   // terms are memoized by the item, so whether it counts is decided by its slots and position here,
   // never by the memo (the same user message is the task at the top and a plain turn further down).
@@ -40,7 +36,8 @@ export function conversationTerms(
   for (const slot of view.slots) {
     const i = slot.item;
     if (i === undefined || i >= before || !names(slot, i)) continue;
-    if (known(i)) {
+    const item = view.items[i];
+    if (typeof item === 'object' && item !== null && perItem.has(item)) {
       if (!texts.has(i)) texts.set(i, []);
       continue;
     }
