@@ -18,10 +18,10 @@ import { isFileRead } from '../tools/family.js';
 import { resolveFlags } from '../tools/modes.js';
 import { canonicalToolName, validateToolNames } from '../tools/names.js';
 import type { ArtifactStore, LeaseStore } from '../vault/ports.js';
-import { argStrings, focusTerms, withFocusLines } from './focus.js';
+import { focusTerms, withFocusLines } from './focus.js';
 import { DEFAULT_DIAGNOSTIC_CHARS } from './faithful.js';
 import { readTerminalContent } from './index.js';
-import { codePoints } from '../measure/canonical-json.js';
+import { codePoints, stringsOf } from '../measure/canonical-json.js';
 import { LONGEST_ARTIFACT_ID, type MemoCounter } from './receipt.js';
 import { outputShape, searchTerms, unwrapText } from './shapes.js';
 import { COUNT_SLICE_CHARS, countInSlices, recordInSlices } from './slices.js';
@@ -209,7 +209,7 @@ export function compressionPlanner(options: CompressToolResultOptions) {
     if (rawChars > maxArtifactChars) return { kind: 'over_ceiling', input, tool, rawChars };
     const made = (await renderToolViewInSlices(input, { ...view, tool }, signal)).trimEnd();
     if (made === '') return undefined;
-    const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(argStrings(result.args))];
+    const terms = [...((await options.focus?.(step)) ?? []), ...focusTerms(stringsOf(result.args))];
     const compact = withFocusLines(made, input.output, terms);
     if (counter !== undefined && !counter.knows(raw)) {
       if (notes !== undefined && raw.length >= NOTED_FROM) {

@@ -5,7 +5,6 @@
  * files looking for the class its task names finds that class's path in the view, not only in the
  * vault. Pure functions: the same output, view and terms always give the same lines.
  */
-import { stringsOf } from '../measure/canonical-json.js';
 
 /** The marker before the focus lines of a view. */
 export const FOCUS_MARKER = '[lines of the full output that mention names from this conversation, left out above]';
@@ -128,6 +127,3 @@ export function withFocusLines(view: string, output: string, terms: readonly str
   const lines = focusLines(output, view, terms, budget);
   return lines.length === 0 ? view : `${view}\n${FOCUS_MARKER}\n${lines.join('\n')}`;
 }
-
-/** Every string value inside tool-call arguments. */
-export const argStrings = (args: unknown): string[] => stringsOf(args);

@@ -5,7 +5,8 @@
  * per item once (items are shared between the requests of a session) in the caller's memo (the
  * session's, or the subscription's), so a request costs the terms of its new items only.
  */
-import { argStrings, focusTerms } from '../compact/focus.js';
+import { focusTerms } from '../compact/focus.js';
+import { stringsOf } from '../measure/canonical-json.js';
 import type { RequestView } from '../model/types.js';
 import type { WeakMemo } from '../weak-memo.js';
 
@@ -41,7 +42,7 @@ export function conversationTerms(
       if (!texts.has(i)) texts.set(i, []);
       continue;
     }
-    const text = slot.kind === 'tool_call' ? argStrings(slot.args) : [slot.text!];
+    const text = slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!];
     texts.set(i, [...(texts.get(i) ?? []), ...text]);
   }
   const order = new Map<string, true>();
