@@ -220,7 +220,10 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
     // Everything was delivered before: valid while the session still holds those pins.
     if (Date.now() - s.touchedAt < TOUCH_EVERY_MS) {
       const pins = await s.vault.sessionPins(scope);
-      if (pins !== undefined && pins.epoch === s.epoch && !pins.closed) return ((s.lastIds = ids.slice()), []);
+      if (pins !== undefined && pins.epoch === s.epoch && !pins.closed) {
+        s.lastIds = ids.slice();
+        return [];
+      }
     } else {
       // Kept alive by an empty delivery: an unchanged epoch means nothing pinned was released, so
       // the artifacts need not be read back again (a long session named them all).
