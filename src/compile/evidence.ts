@@ -9,6 +9,7 @@
  */
 import type { Digests } from '../ledger/digests.js';
 import { canonicalJson } from '../measure/index.js';
+import { sharedLead } from '../model/prefix.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
 import type { KnownContent, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { RequestStore } from '../vault/scoped-reads.js';
@@ -204,11 +205,9 @@ async function deliver(s: EvidenceState, ids: readonly string[], scope: StoreSco
   // The leading run the last delivery named is delivered (only a delivery forgets or evicts one).
   const last = s.lastIds;
   s.lastIds = []; // until this delivery succeeds
-  let k = 0;
-  while (k < ids.length && k < last.length && ids[k] === last[k]) k++;
   let fresh: string[] = [];
   const named = new Set<string>();
-  for (; k < ids.length; k++) {
+  for (let k = sharedLead(ids, last, undefined); k < ids.length; k++) {
     const id = ids[k]!;
     if (s.delivered.has(id) || named.has(id)) continue;
     named.add(id);
