@@ -1,9 +1,11 @@
 /**
- * `npx tsx bench/_profile-compile.ts [--from 150] [--turns 200] [--reuse | --gateway]`: the compile bench's
- * session (rebuilt message objects unless --reuse; --gateway: each body's bytes, built untimed, parsed
- * by the gateway's body memo within the timing as `bench compile` times it), CPU-profiled over turns
- * from..turns only, and the top functions by self time (and by file) printed. Writes the
- * .cpuprofile to the temp dir.
+ * `npx tsx bench/_profile-compile.ts [--from 150] [--turns 200] [--reuse | --gateway] [--calls N]`: the
+ * compile bench's session (rebuilt message objects unless --reuse; --gateway: each body's bytes, built
+ * untimed, parsed by the gateway's body memo within the timing as `bench compile` times it),
+ * CPU-profiled over turns from..turns only, and the top functions by self time (and by file)
+ * printed. --calls N: the parallel-call bench's chat session instead (N calls per assistant
+ * message, results shuffled when N > 1), to set its profile beside its single-call twin's (N = 1).
+ * Writes the .cpuprofile to the temp dir.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,7 +20,9 @@ import { routeSkills } from '../operators/route-skills.js';
 import { createTiktokenCounter } from '../src/measure/index.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
+import { createItemMeasures } from '../src/ledger/item-measures.js';
 import { transcript } from './compile.js';
+import { callsSession } from './parallel-session.js';
 
 interface Node {
   id: number;
@@ -32,6 +36,9 @@ const from = num('--from', 150);
 const turns = num('--turns', 200);
 const gateway = argv.includes('--gateway');
 const fresh = !argv.includes('--reuse') && !gateway;
+const calls = argv.includes('--calls') ? callsSession({ turns, calls: num('--calls', 1) }) : undefined;
+/** Messages request `t` (1-based) holds. */
+const end = (t: number): number => (calls ? calls.ends[t - 1]! : 2 + 2 * t);
 
 const dir = mkdtempSync(join(tmpdir(), 'tt-profile-compile-'));
 const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
@@ -42,14 +49,15 @@ const input = new Subject<Step<ProviderRequest>>();
 let emitted = 0;
 // Shared by the two request stages, as the runtime's are.
 const recognitions = new Recognitions();
+const measures = createItemMeasures({ counter, recognitions });
 const sub = input
   .pipe(
-    collapseDuplicates({ vault, counter, recognitions }),
+    collapseDuplicates({ vault, counter, measures, recognitions }),
     routeSkills({ counter }),
-    compileRequest({ vault, counter, recognitions }),
+    compileRequest({ vault, counter, measures, recognitions }),
   )
   .subscribe(() => emitted++);
-const messages = transcript(turns);
+const messages = calls ? calls.messages : transcript(turns);
 const session = new Session();
 session.connect();
 await session.post('Profiler.enable');
@@ -57,7 +65,7 @@ await session.post('Profiler.setSamplingInterval', { interval: 200 });
 let wall = 0;
 // The host's own rebuilding (JSON round trip) happens before profiling starts.
 const build = (t: number): ProviderRequest => {
-  const upTo = messages.slice(0, 2 + 2 * t);
+  const upTo = messages.slice(0, end(t));
   return { model: 'gpt-4o', messages: fresh ? (JSON.parse(JSON.stringify(upTo)) as unknown[]) : upTo };
 };
 const prebuilt = new Map<number, ProviderRequest>();
@@ -65,7 +73,7 @@ const texts = gateway ? messages.map((m) => JSON.stringify(m)) : [];
 const bodies = gateway ? new BodyMemo() : undefined;
 /** The body's bytes, then the body memo's parse of them (the request as the gateway hands it on). */
 const bodyBytes = (t: number): Buffer =>
-  Buffer.from(`{"model":"gpt-4o","messages":[${texts.slice(0, 2 + 2 * t).join(',')}]}`);
+  Buffer.from(`{"model":"gpt-4o","messages":[${texts.slice(0, end(t)).join(',')}]}`);
 const viaGateway = (body: Buffer): ProviderRequest =>
   bodies!.parse(body, 'messages', 'profile', () => 'gateway')!.value as unknown as ProviderRequest;
 for (let t = 1; t <= turns; t++) {
@@ -89,7 +97,11 @@ const { profile } = (await session.post('Profiler.stop')) as {
 sub.unsubscribe();
 counter.dispose?.();
 await vault.close();
-const out = join(tmpdir(), `compile-turns-${from}-${turns}${fresh ? '-fresh' : gateway ? '-gateway' : ''}.cpuprofile`);
+const mode = fresh ? '-fresh' : gateway ? '-gateway' : '';
+const out = join(
+  tmpdir(),
+  `compile-turns-${from}-${turns}${mode}${calls ? `-calls${num('--calls', 1)}` : ''}.cpuprofile`,
+);
 writeFileSync(out, JSON.stringify(profile));
 rmSync(dir, { recursive: true, force: true });
 
