@@ -91,20 +91,15 @@ export class Recognitions {
     return value;
   }
 
-  /** @internal The object `value` was recorded equal to, if any. */
-  earlierOf(value: object): object | undefined {
-    return this.#earlier.get(value);
-  }
-
   /** @internal Record that `value` equals the earlier `before`. */
   recordEqual(value: object, before: object): void {
     this.#counts.compared++;
     this.#earlier.set(value, before);
   }
 
-  /** @internal Count one comparison that found equal values it does not record. */
-  countCompared(): void {
-    this.#counts.compared++;
+  /** @internal Count comparisons that found equal values they do not record. */
+  countCompared(n: number): void {
+    this.#counts.compared += n;
   }
 
   /** @internal Count one request recognised (`items` in its list, its view `extended`). */
@@ -215,23 +210,20 @@ const sameIdentical = (x: unknown, y: unknown): boolean => typeof x !== 'number'
 /** {@link sameJson} of two members, with the usual case (the same primitive) decided here rather than by a call. */
 const sameMember = (x: unknown, y: unknown): boolean => (x === y ? sameIdentical(x, y) : sameJson(x, y));
 
-/**
- * `value`, or `before` when the two are equal; recorded for later lookups in the weak map of
- * `shared` when `record` (list items are recorded as a {@link Recognition} instead).
- */
-function intern(shared: Recognitions, value: unknown, before: unknown, record: boolean): unknown {
-  if (value === before || typeof value !== 'object' || value === null || typeof before !== 'object' || before === null)
-    return value;
-  if (shared.earlierOf(value) === before) return before;
-  let equal: boolean;
+/** Two distinct objects that serialize alike (a value too deep to walk is left to the full path). */
+function sameItem(value: unknown, before: unknown): boolean {
+  if (typeof value !== 'object' || value === null || typeof before !== 'object' || before === null) return false;
   try {
-    equal = sameJson(value, before);
+    return sameJson(value, before);
   } catch {
-    equal = false; // too deep to walk: the full path handles it
+    return false;
   }
-  if (!equal) return value;
-  if (record) shared.recordEqual(value, before);
-  else shared.countCompared();
+}
+
+/** `value`, or `before` when the two are equal (a top-level value), recorded in the weak map of `shared`. */
+function intern(shared: Recognitions, value: unknown, before: unknown): unknown {
+  if (value === before || !sameItem(value, before)) return value;
+  shared.recordEqual(value as object, before as object);
   return before;
 }
 
@@ -302,7 +294,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
       for (const key of Object.keys(caller)) {
         if (key === listKey) continue;
         const value = caller[key];
-        const known = intern(recognitions, value, top.get(key), true);
+        const known = intern(recognitions, value, top.get(key));
         nextTop.set(key, known);
         if (known !== value) (request ??= { ...caller })[key] = known;
       }
@@ -316,20 +308,20 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         // stage's recognition `by` already found it: taken without comparing again).
         const callers = given.slice();
         const by = recognitions.recognitionOf(given);
-        let leading = true;
-        for (let i = 0; i < copy.length; i++) {
+        let compared = 0;
+        for (let i = 0; i < Math.min(copy.length, items.length); i++) {
           const value = copy[i];
-          let known = value;
-          if (i < items.length) {
-            const before = items[i];
-            if (value !== before && by !== undefined && by.caller[i] === value && by.known[i] === before)
-              known = callers[i] = before;
-            else known = intern(recognitions, value, before, false);
+          const before = items[i];
+          if (value !== before) {
+            if (by !== undefined && by.caller[i] === value && by.known[i] === before) copy[i] = callers[i] = before;
+            else if (sameItem(value, before)) {
+              copy[i] = before;
+              compared++;
+            }
           }
-          if (known !== value) copy[i] = known;
-          if (leading && i < items.length && known === items[i]) shared++;
-          else leading = false;
+          if (shared === i && copy[i] === before) shared++;
         }
+        recognitions.countCompared(compared);
         list = copy;
         grownFrom.link(copy, { base: items, shared });
         (request ??= { ...caller })[listKey] = copy;
