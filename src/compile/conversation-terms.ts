@@ -24,7 +24,6 @@ export function conversationTerms(
   max = 400,
 ): string[] {
   const start = view.itemInfo.findIndex((i) => i.role === 'assistant');
-  const texts = new Map<number, string[]>();
   // Which slots name terms: the task's user text, assistant text, tool-call arguments. An item's
   // terms are memoized by the item, so whether it counts is decided by its slots and position here,
   // never by the memo (the same user message is the task at the top and a plain turn further down).
@@ -34,31 +33,26 @@ export function conversationTerms(
       : slot.kind === 'assistant'
         ? slot.text !== undefined
         : slot.kind === 'tool_call' && slot.args !== undefined;
-  for (const slot of view.slots) {
-    const i = slot.item;
-    if (i === undefined || i >= before || !names(slot, i)) continue;
-    const item = view.items[i];
-    if (typeof item === 'object' && item !== null && perItem.has(item)) {
-      if (!texts.has(i)) texts.set(i, []);
-      continue;
-    }
-    const text = slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!];
-    texts.set(i, [...(texts.get(i) ?? []), ...text]);
-  }
-  const order = new Map<string, true>();
-  for (const [i, list] of [...texts].sort((a, b) => a[0] - b[0])) {
+  // Newest item first (its slots are one run, in item order), until `max` distinct names are found:
+  // a name keeps the place of its last mention, so the older items cannot change the answer.
+  const found = new Set<string>();
+  const slots = view.slots;
+  for (let end = slots.length; end > 0 && found.size < max;) {
+    const i = slots[end - 1]!.item;
+    let first = end - 1;
+    while (first > 0 && slots[first - 1]!.item === i) first--;
+    const run = slots.slice(first, end).filter((slot) => i !== undefined && i < before && names(slot, i));
+    end = first;
+    if (run.length === 0) continue;
     // Items are shared between a session's requests: each one's terms are extracted once.
-    const item = view.items[i];
+    const item = view.items[i!];
     const holder = typeof item === 'object' && item !== null ? item : undefined;
     let terms = holder === undefined ? undefined : perItem.get(holder);
     if (terms === undefined) {
-      terms = focusTerms(list);
+      terms = focusTerms(run.flatMap((slot) => (slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!])));
       if (holder !== undefined) perItem.set(holder, terms);
     }
-    for (const t of terms) {
-      order.delete(t);
-      order.set(t, true);
-    }
+    for (let t = terms.length - 1; t >= 0 && found.size < max; t--) found.add(terms[t]!);
   }
-  return [...order.keys()].slice(-max);
+  return [...found].reverse();
 }

@@ -7,12 +7,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fc, test } from '@fast-check/vitest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { collapseDuplicates } from '../../operators/collapse-duplicates.js';
-import { FOCUS_MARKER } from '../../src/compact/focus.js';
+import { FOCUS_MARKER, focusTerms } from '../../src/compact/focus.js';
 import { conversationTerms } from '../../src/compile/conversation-terms.js';
+import { stringsOf } from '../../src/measure/canonical-json.js';
 import { createTiktokenCounter } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
+import type { RequestView } from '../../src/model/types.js';
 import type { ProviderRequest } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
 import { WeakMemo } from '../../src/weak-memo.js';
@@ -45,6 +48,48 @@ describe('conversationTerms', () => {
     expect(conversationTerms(view, memo, view.items.length, 1)).toEqual(first);
     expect(first).toEqual(['BetaGamma']);
   });
+
+  /** Every item's terms in item order, each name moved to its last mention, the last `max` kept. */
+  const everyTerm = (view: RequestView, before: number, max: number): string[] => {
+    const start = view.itemInfo.findIndex((i) => i.role === 'assistant');
+    const texts = new Map<number, string[]>();
+    for (const slot of view.slots) {
+      const i = slot.item;
+      if (i === undefined || i >= before) continue;
+      if (slot.kind === 'user' ? (start === -1 || i < start) && slot.text !== undefined : slot.kind === 'assistant')
+        texts.set(i, [...(texts.get(i) ?? []), ...(slot.text === undefined ? [] : [slot.text])]);
+      else if (slot.kind === 'tool_call' && slot.args !== undefined)
+        texts.set(i, [...(texts.get(i) ?? []), ...stringsOf(slot.args)]);
+    }
+    const order = new Map<string, true>();
+    for (const [, list] of [...texts].sort((a, b) => a[0] - b[0]))
+      for (const t of focusTerms(list)) {
+        order.delete(t);
+        order.set(t, true);
+      }
+    return [...order.keys()].slice(-max);
+  };
+  const word = fc.constantFrom('AlphaBeta', 'GammaDelta', 'src/x.ts', 'parseConfig', 'Widget', 'the', 'run_tests');
+  const text = fc.array(word, { maxLength: 5 }).map((w) => w.join(' '));
+  const message = fc.oneof(
+    text.map((content) => ({ role: 'user', content })),
+    text.map((content) => ({ role: 'assistant', content })),
+    fc.tuple(text, text).map(([content, arg]) => ({
+      role: 'assistant',
+      content,
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: JSON.stringify({ arg }) } }],
+    })),
+  );
+  test.prop([fc.array(message, { maxLength: 14 }), fc.nat(), fc.integer({ min: 1, max: 6 })])(
+    'takes the newest items only until the budget is full: the same terms as reading every item',
+    (messages, cut, max) => {
+      const view = readRequest({ model: 'm', messages });
+      const before = cut % (messages.length + 1);
+      const memo = new WeakMemo<object, readonly string[]>();
+      expect(conversationTerms(view, memo, before, max)).toEqual(everyTerm(view, before, max));
+      expect(conversationTerms(view, memo, before, max)).toEqual(everyTerm(view, before, max));
+    },
+  );
 });
 
 describe('a bounded view after the host edits an earlier item', () => {
