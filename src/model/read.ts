@@ -410,10 +410,10 @@ export function extendView(
   const added = new Map<string, CallInfo>();
   for (let i = from; i < items.length; i++) reader.calls(items[i], added);
   for (const id of added.keys()) if (state.calls.has(id) || state.unresolved.has(id)) return undefined;
-  const slots = headSlots(request, format);
-  if (slots.length !== state.head) return undefined;
+  const head = headSlots(request, format);
+  if (head.length !== state.head) return undefined;
   for (const [id, call] of added) state.calls.set(id, call);
-  for (let k = state.head; k < previous.slots.length; k++) slots.push(previous.slots[k]!);
+  const slots = head.concat(previous.slots.slice(state.head));
   const info = previous.itemInfo.slice();
   readItems(reader.item, previous.listKey, items, from, state, slots, info);
   return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state, previous);
