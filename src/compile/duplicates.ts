@@ -150,12 +150,13 @@ export async function planDuplicates(
   let p = 0;
   /** How many of the first facts are the previous request's, in the same places. */
   let lead = 0;
+  const anyGone = state.evidence.goneCount > 0;
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
     let f = previous[p];
     if (f !== undefined && f.slot === slot) p++;
     // A receipt whose artifact a delivery found gone is not reused: the content is vaulted again.
-    if (f === undefined || f.slot !== slot || !reusable(state, f.ev)) {
+    if (f === undefined || f.slot !== slot || (anyGone && !reusable(state, f.ev))) {
       const known = knownEvidence(state, view, slot, o);
       f = { slot, ev: known !== undefined ? known : await evidenceOf(state, view, slot, o) };
     }
