@@ -32,7 +32,7 @@ export interface Meter {
     listKey: string | undefined,
     items: readonly unknown[],
   ): number | undefined;
-  /** Running sums of the items' chars: element i is Σ chars of items 0 … i (do not mutate). */
+  /** Running sums of the items' chars: element i < items.length is Σ chars of items 0 … i (do not mutate; may run on). */
   cumulativeChars(items: readonly unknown[]): readonly number[];
   /**
    * Tokens of the items that differ between two lists of the same length (`raw[i] !== candidate[i]`),
@@ -96,7 +96,9 @@ function cumulative(s: MeterState, items: readonly unknown[]): readonly number[]
     s.charSums = [best, ...s.charSums.filter((m) => m !== best)];
     return best.cum;
   }
-  const cum = best === undefined ? [] : best.cum.slice(0, shared);
+  // Sums that end where the shared run does are extended in place (an earlier list reads only its
+  // first items.length of them); others are cut to a copy.
+  const cum = best === undefined ? [] : best.cum.length === shared ? best.cum : best.cum.slice(0, shared);
   let total = shared > 0 ? cum[shared - 1]! : 0;
   for (let i = shared; i < items.length; i++) cum.push((total += s.measures.entry(items[i]).chars));
   // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
@@ -108,8 +110,7 @@ function cumulative(s: MeterState, items: readonly unknown[]): readonly number[]
 }
 
 function charsOf(s: MeterState, items: readonly unknown[]): number {
-  const cum = cumulative(s, items);
-  return cum.length === 0 ? 0 : cum[cum.length - 1]!;
+  return items.length === 0 ? 0 : cumulative(s, items)[items.length - 1]!;
 }
 
 function changedTokens(

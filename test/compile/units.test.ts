@@ -1,3 +1,4 @@
+import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import { acceptCandidate } from '../../src/accept.js';
 import { createChainMemo } from '../../src/compile/conversation.js';
@@ -225,4 +226,31 @@ describe('meter', () => {
     expect(meter.measure(req.messages[0])).toBe(first);
     expect(meter.measure(structuredClone(req.messages[0]))).toBe(first);
   });
+
+  // Each step: grow the last list, cut it, edit one item, or go back to an earlier list.
+  const step = fc.tuple(fc.constantFrom('grow', 'cut', 'edit', 'back'), fc.nat(), fc.nat({ max: 4 }));
+  test.prop([fc.array(step, { minLength: 1, maxLength: 30 })])(
+    'carried running sums are the sums of the list asked for, whatever lists came before',
+    (steps) => {
+      const meter = createMeter();
+      const lists: unknown[][] = [[]];
+      for (const [kind, at, n] of steps) {
+        const last = lists.at(-1)!;
+        const item = (k: number): unknown => ({ role: 'user', content: 'x'.repeat(k % 7) + String(k) });
+        const list =
+          kind === 'grow'
+            ? [...last, ...Array.from({ length: n + 1 }, (_, k) => item(at + k))]
+            : kind === 'cut'
+              ? last.slice(0, at % (last.length + 1))
+              : kind === 'edit' && last.length > 0
+                ? last.map((x, k) => (k === at % last.length ? item(at + 100) : x))
+                : lists[at % lists.length]!;
+        lists.push(list);
+        let sum = 0;
+        const want = list.map((x) => (sum += serializedChars(x)));
+        expect(meter.cumulativeChars(list).slice(0, list.length)).toEqual(want);
+        expect(meter.requestChars({ messages: list }, 'messages', list)).toBe(serializedChars({ messages: list }));
+      }
+    },
+  );
 });
