@@ -10,8 +10,18 @@ import { stringsOf } from '../measure/canonical-json.js';
 import type { RequestView } from '../model/types.js';
 import type { WeakMemo } from '../weak-memo.js';
 
-/** Focus terms by conversation item: one per session or subscription ({@link conversationTerms}). */
-export type FocusTermsMemo = WeakMemo<object, readonly string[]>;
+/**
+ * Focus terms by conversation item: one per session or subscription ({@link conversationTerms}),
+ * with the last answer's walk, which a later call over a list that starts with the same items goes on from.
+ */
+export type FocusTermsMemo = WeakMemo<object, readonly string[]> & { walk?: TermsWalk };
+
+/** Every name of the items before `before` of `items` (a copy), by last mention (which of them are the task follows from them alone). */
+interface TermsWalk {
+  readonly items: readonly unknown[];
+  readonly before: number;
+  readonly order: Map<string, true>;
+}
 
 /**
  * The focus terms of the conversation items before `before` (default: all of them): the last
@@ -33,26 +43,42 @@ export function conversationTerms(
       : slot.kind === 'assistant'
         ? slot.text !== undefined
         : slot.kind === 'tool_call' && slot.args !== undefined;
-  // Newest item first (its slots are one run, in item order), until `max` distinct names are found:
-  // a name keeps the place of its last mention, so the older items cannot change the answer.
-  const found = new Set<string>();
-  const slots = view.slots;
-  for (let end = slots.length; end > 0 && found.size < max;) {
-    const i = slots[end - 1]!.item;
-    let first = end - 1;
-    while (first > 0 && slots[first - 1]!.item === i) first--;
-    const run = slots.slice(first, end).filter((slot) => i !== undefined && i < before && names(slot, i));
-    end = first;
-    if (run.length === 0) continue;
+  // The last walk goes on when this list starts with the items it walked (the same objects).
+  let walk = perItem.walk;
+  delete perItem.walk; // taken out while it changes
+  if (walk === undefined || walk.before > before || walk.items.length > view.items.length) walk = undefined;
+  for (let i = 0; walk !== undefined && i < walk.before; i++) if (view.items[i] !== walk.items[i]) walk = undefined;
+  const from = walk?.before ?? 0;
+  const order = walk?.order ?? new Map<string, true>();
+  const texts = new Map<number, string[]>();
+  // Item slots are in item order, after the head's: those of the items walked before are skipped.
+  let k = view.slots.length;
+  while (k > 0 && (view.slots[k - 1]!.item ?? -1) >= from) k--;
+  for (const slot of view.slots.slice(k)) {
+    const i = slot.item;
+    if (i === undefined || i < from || i >= before || !names(slot, i)) continue;
+    const item = view.items[i];
+    if (typeof item === 'object' && item !== null && perItem.has(item)) {
+      if (!texts.has(i)) texts.set(i, []);
+      continue;
+    }
+    const text = slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!];
+    texts.set(i, [...(texts.get(i) ?? []), ...text]);
+  }
+  for (const [i, list] of [...texts].sort((a, b) => a[0] - b[0])) {
     // Items are shared between a session's requests: each one's terms are extracted once.
-    const item = view.items[i!];
+    const item = view.items[i];
     const holder = typeof item === 'object' && item !== null ? item : undefined;
     let terms = holder === undefined ? undefined : perItem.get(holder);
     if (terms === undefined) {
-      terms = focusTerms(run.flatMap((slot) => (slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!])));
+      terms = focusTerms(list);
       if (holder !== undefined) perItem.set(holder, terms);
     }
-    for (let t = terms.length - 1; t >= 0 && found.size < max; t--) found.add(terms[t]!);
+    for (const t of terms) {
+      order.delete(t);
+      order.set(t, true);
+    }
   }
-  return [...found].reverse();
+  perItem.walk = { items: view.items.slice(0, before), before, order };
+  return [...order.keys()].slice(-max);
 }

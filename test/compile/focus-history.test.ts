@@ -90,6 +90,29 @@ describe('conversationTerms', () => {
       expect(conversationTerms(view, memo, before, max)).toEqual(everyTerm(view, before, max));
     },
   );
+  // Each step: the last list grown, cut, edited in the middle or built anew (copies), and a cut-off point.
+  const change = fc.tuple(fc.constantFrom('grow', 'cut', 'edit', 'rebuild'), message, fc.nat(), fc.nat());
+  test.prop([fc.array(message, { maxLength: 8 }), fc.array(change, { maxLength: 10 })])(
+    'goes on from the last walk only over a list that starts with the items it walked: the same terms as reading every item',
+    (first, changes) => {
+      const memo = new WeakMemo<object, readonly string[]>();
+      let messages = first;
+      for (const [kind, m, at, cut] of changes) {
+        const k = at % (messages.length + 1);
+        messages =
+          kind === 'grow'
+            ? [...messages, m]
+            : kind === 'cut'
+              ? messages.slice(0, k)
+              : kind === 'edit'
+                ? [...messages.slice(0, k), m, ...messages.slice(k + 1)]
+                : clone(messages);
+        const view = readRequest({ model: 'm', messages });
+        const before = messages.length - (cut % (messages.length + 1));
+        expect(conversationTerms(view, memo, before, 4)).toEqual(everyTerm(view, before, 4));
+      }
+    },
+  );
 });
 
 describe('a bounded view after the host edits an earlier item', () => {
