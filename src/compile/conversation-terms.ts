@@ -50,23 +50,17 @@ export function conversationTerms(
   for (let i = 0; walk !== undefined && i < walk.before; i++) if (view.items[i] !== walk.items[i]) walk = undefined;
   const from = walk?.before ?? 0;
   const order = walk?.order ?? new Map<string, true>();
-  const texts = new Map<number, string[]>();
   // Item slots are in item order, after the head's: those of the items walked before are skipped.
   let k = view.slots.length;
   while (k > 0 && (view.slots[k - 1]!.item ?? -1) >= from) k--;
+  const texts = new Map<number, string[]>();
   for (const slot of view.slots.slice(k)) {
-    const i = slot.item;
-    if (i === undefined || i < from || i >= before || !names(slot, i)) continue;
-    const item = view.items[i];
-    if (typeof item === 'object' && item !== null && perItem.has(item)) {
-      if (!texts.has(i)) texts.set(i, []);
-      continue;
-    }
-    const text = slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!];
-    texts.set(i, [...(texts.get(i) ?? []), ...text]);
+    const i = slot.item!;
+    if (i >= before || !names(slot, i)) continue;
+    texts.set(i, [...(texts.get(i) ?? []), ...(slot.kind === 'tool_call' ? stringsOf(slot.args) : [slot.text!])]);
   }
-  for (const [i, list] of [...texts].sort((a, b) => a[0] - b[0])) {
-    // Items are shared between a session's requests: each one's terms are extracted once.
+  // In item order (the slots'). Items are shared between a session's requests: each one's terms are extracted once.
+  for (const [i, list] of texts) {
     const item = view.items[i];
     const holder = typeof item === 'object' && item !== null ? item : undefined;
     let terms = holder === undefined ? undefined : perItem.get(holder);

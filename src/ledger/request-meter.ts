@@ -109,10 +109,6 @@ function cumulative(s: MeterState, items: readonly unknown[]): readonly number[]
   return cum;
 }
 
-function charsOf(s: MeterState, items: readonly unknown[]): number {
-  return items.length === 0 ? 0 : cumulative(s, items)[items.length - 1]!;
-}
-
 function changedTokens(
   s: MeterState,
   raw: readonly unknown[],
@@ -164,7 +160,10 @@ function requestChars(s: MeterState, request: Request, listKey: string | undefin
   ]);
   // serializedArrayChars of the item sizes, from their running sum.
   if (listKey !== undefined)
-    entries.push([listKey, items.length === 0 ? 2 : 2 + charsOf(s, items) + 2 * (items.length - 1)]);
+    entries.push([
+      listKey,
+      items.length === 0 ? 2 : 2 + cumulative(s, items)[items.length - 1]! + 2 * (items.length - 1),
+    ]);
   return serializedObjectChars(entries);
 }
 
