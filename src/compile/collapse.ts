@@ -245,28 +245,23 @@ export function creditedDecisions(
   return [dup((n) => Math.round(n * share)), view((n) => n - Math.round(n * share))];
 }
 
+/** `decision` alone when `n` (what it counts) is not 0, else no decision. */
+const notesOf = (n: number, decision: Decision): Decision[] => (n > 0 ? [decision] : []);
+
 /** The decision of a request whose dangling deltas were replaced by the outputs they stand for. */
 export const deltaNotes = (resolved: readonly unknown[]): Decision[] =>
-  resolved.length > 0
-    ? [
-        {
-          stage: STAGE,
-          kind: 'applied',
-          reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`,
-          artifacts: [],
-        },
-      ]
-    : [];
+  notesOf(resolved.length, {
+    stage: STAGE,
+    kind: 'applied',
+    reason: `${resolved.length} delta(s) against an output the request does not show replaced by the output`,
+    artifacts: [],
+  });
 
 /** The note of dangling deltas the vault could not resolve. */
 export const unresolvedNotes = (unresolved: number): Decision[] =>
-  unresolved > 0
-    ? [
-        {
-          stage: STAGE,
-          kind: 'failed_open',
-          reason: `${unresolved} dangling delta(s) left: the vault could not return the output`,
-          error: 'ArtifactUnavailable',
-        },
-      ]
-    : [];
+  notesOf(unresolved, {
+    stage: STAGE,
+    kind: 'failed_open',
+    reason: `${unresolved} dangling delta(s) left: the vault could not return the output`,
+    error: 'ArtifactUnavailable',
+  });

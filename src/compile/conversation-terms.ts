@@ -8,18 +8,15 @@
 import { focusTerms } from '../compact/focus.js';
 import { stringsOf } from '../measure/canonical-json.js';
 import type { RequestView } from '../model/types.js';
+import { sharedLead } from '../model/prefix.js';
 import type { WeakMemo } from '../weak-memo.js';
 
-/**
- * Focus terms by conversation item: one per session or subscription ({@link conversationTerms}),
- * with the last answer's walk, which a later call over a list that starts with the same items goes on from.
- */
+/** Focus terms by conversation item, one per session or subscription, and the last walk ({@link conversationTerms}). */
 export type FocusTermsMemo = WeakMemo<object, readonly string[]> & { walk?: TermsWalk };
 
-/** Every name of the items before `before` of `items` (a copy), by last mention (which of them are the task follows from them alone). */
+/** The names of a list's leading items (a copy), by last mention (which of them are the task follows from them alone). */
 interface TermsWalk {
   readonly items: readonly unknown[];
-  readonly before: number;
   readonly order: Map<string, true>;
 }
 
@@ -44,12 +41,11 @@ export function conversationTerms(
         ? slot.text !== undefined
         : slot.kind === 'tool_call' && slot.args !== undefined;
   // The last walk goes on when this list starts with the items it walked (the same objects).
-  let walk = perItem.walk;
+  const walk = perItem.walk;
   delete perItem.walk; // taken out while it changes
-  if (walk === undefined || walk.before > before || walk.items.length > view.items.length) walk = undefined;
-  for (let i = 0; walk !== undefined && i < walk.before; i++) if (view.items[i] !== walk.items[i]) walk = undefined;
-  const from = walk?.before ?? 0;
-  const order = walk?.order ?? new Map<string, true>();
+  const walked = walk?.items.length ?? 0;
+  const from = walked <= before && sharedLead(view.items, walk?.items ?? [], undefined) === walked ? walked : 0;
+  const order = from > 0 ? walk!.order : new Map<string, true>();
   // Item slots are in item order, after the head's: those of the items walked before are skipped.
   let k = view.slots.length;
   while (k > 0 && (view.slots[k - 1]!.item ?? -1) >= from) k--;
@@ -73,6 +69,6 @@ export function conversationTerms(
       order.set(t, true);
     }
   }
-  perItem.walk = { items: view.items.slice(0, before), before, order };
+  perItem.walk = { items: view.items.slice(0, before), order };
   return [...order.keys()].slice(-max);
 }

@@ -150,7 +150,7 @@ export async function planDuplicates(
   let p = 0;
   /** How many of the first facts are the previous request's, in the same places. */
   let lead = 0;
-  const anyGone = state.evidence.goneCount > 0;
+  const anyGone = state.evidence.anyGone();
   for (const slot of outputs) {
     if (slot.item === undefined) continue;
     let f = previous[p];

@@ -63,8 +63,8 @@ export interface EvidenceStore {
   deliver(ids: readonly string[], scope: StoreScope): Promise<readonly string[]>;
   /** True when a delivery found this artifact gone and no put has stored it again since. */
   isGone(artifactId: string): boolean;
-  /** How many artifacts {@link isGone} names (0: every receipt may be reused). */
-  readonly goneCount: number;
+  /** True when {@link isGone} names some artifact (else every receipt may be reused). */
+  anyGone(): boolean;
   /** A request is being reduced, in this scope (its tenant, session and lock budget): every put and delivery of it uses it, and the text lookup moves on a generation. */
   begin(scope: StoreScope): void;
 }
@@ -307,9 +307,7 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
     },
     deliver: (ids, scope) => deliver(s, ids, scope),
     isGone: (id) => s.gone.has(id),
-    get goneCount() {
-      return s.gone.size;
-    },
+    anyGone: () => s.gone.size > 0,
     begin(scope) {
       s.lastScope = scope;
       nextRequest(s);

@@ -97,15 +97,11 @@ export class Recognitions {
     this.#earlier.set(value, before);
   }
 
-  /** @internal Count comparisons that found equal values they do not record. */
-  countCompared(n: number): void {
-    this.#counts.compared += n;
-  }
-
-  /** @internal Count one request recognised (`items` in its list, its view `extended`). */
-  countRequest(items: number, extended: boolean): void {
+  /** @internal Count one request recognised (`items` in its list, `compared` of them found equal unrecorded, its view `extended`). */
+  countRequest(items: number, compared: number, extended: boolean): void {
     this.#counts.requests++;
     this.#counts.items += items;
+    this.#counts.compared += compared;
     if (extended) this.#counts.extended++;
   }
 
@@ -299,6 +295,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         if (known !== value) (request ??= { ...caller })[key] = known;
       }
       let shared = 0;
+      let compared = 0;
       let list: readonly unknown[] = [];
       if (listKey !== undefined) {
         // A private copy: a host may grow its own array in place, and the previous list must stay.
@@ -308,7 +305,6 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         // stage's recognition `by` already found it: taken without comparing again).
         const callers = given.slice();
         const by = recognitions.recognitionOf(given);
-        let compared = 0;
         for (let i = 0; i < Math.min(copy.length, items.length); i++) {
           const value = copy[i];
           const before = items[i];
@@ -321,7 +317,6 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
           }
           if (shared === i && copy[i] === before) shared++;
         }
-        recognitions.countCompared(compared);
         list = copy;
         grownFrom.link(copy, { base: items, shared });
         (request ??= { ...caller })[listKey] = copy;
@@ -333,7 +328,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
           ? extendView(view, seen, read)
           : undefined;
       const next = grown ?? readRequest(seen, read);
-      recognitions.countRequest(list.length, grown !== undefined);
+      recognitions.countRequest(list.length, compared, grown !== undefined);
       items = list;
       top = nextTop;
       view = next;
