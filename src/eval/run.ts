@@ -120,13 +120,8 @@ export interface PairResult {
   readonly balanced: ArmResult;
 }
 
-export interface ArmTotals {
-  readonly prompt_tokens: number;
-  readonly completion_tokens: number;
-  readonly requests: number;
-  readonly recovery_calls: number;
-  readonly recovery_tokens: number;
-}
+/** An arm's sums over the pairs (the fields of {@link TOTALS}). */
+export type ArmTotals = Pick<ArmResult, (typeof TOTALS)[number]>;
 
 export interface EvalResults {
   readonly harness: 'token-terminator eval';
@@ -320,10 +315,7 @@ function finish(
         ? 'inferior'
         : (atFinal?.verdict ?? atCheckpoint?.verdict ?? 'withheld');
   const totals = (arm: Arm): ArmTotals =>
-    Object.fromEntries(TOTALS.map((k) => [k, pairs.reduce((n, p) => n + p[arm][k], 0)])) as Record<
-      keyof ArmTotals,
-      number
-    >;
+    Object.fromEntries(TOTALS.map((k) => [k, pairs.reduce((n, p) => n + p[arm][k], 0)])) as ArmTotals;
   const off = totals('off');
   const balanced = totals('balanced');
   return {
