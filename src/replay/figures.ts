@@ -116,12 +116,7 @@ export interface RequestSample {
   /** New input chars of the request's simulated recovery round trip (src/replay/sight.ts); absent: none. */
   readonly recoveryChars?: number | undefined;
   /** With a window: whether the raw and the final request are over it, and what the window fit did. */
-  readonly window?: {
-    readonly overRaw: boolean;
-    readonly overSent: boolean;
-    readonly rewrite: boolean;
-    readonly exceeded: boolean;
-  };
+  readonly window?: Readonly<Record<'overRaw' | 'overSent' | 'rewrite' | 'exceeded', boolean>>;
 }
 
 /** Effective costs summed: raw, final, and final plus the simulated recoveries' round trips. */
@@ -259,10 +254,7 @@ export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
   const rank = ((sorted.length - 1) * p) / 100;
   const lo = Math.floor(rank);
-  const hi = Math.ceil(rank);
-  const a = sorted[lo]!;
-  const b = sorted[hi]!;
-  return a + (b - a) * (rank - lo);
+  return sorted[lo]! + (sorted[Math.ceil(rank)]! - sorted[lo]!) * (rank - lo);
 }
 
 export function round(x: number, digits: number): number {

@@ -208,16 +208,13 @@ async function openReplay(
 }
 
 /** The `--dump` file: one line per delivered request. */
-interface DumpWriter {
-  write(line: string): void;
-  close(): void;
-}
+type DumpWriter = ReturnType<typeof openPrivateStream>;
 
 /**
  * The dump holds complete prompts and tool output: 0600 like the vault, an existing file truncated and
  * narrowed too. Synchronous writes: after a crash it holds exactly the requests delivered so far.
  */
-function openPrivateStream(path: string): DumpWriter {
+function openPrivateStream(path: string) {
   const fd = openSync(path, 'w', 0o600);
   try {
     fchmodSync(fd, 0o600);
@@ -225,7 +222,7 @@ function openPrivateStream(path: string): DumpWriter {
     closeSync(fd);
     throw error;
   }
-  return { write: (line) => void writeSync(fd, line), close: () => closeSync(fd) };
+  return { write: (line: string) => void writeSync(fd, line), close: () => closeSync(fd) };
 }
 
 /**
@@ -516,13 +513,8 @@ export function unwrapObservation(
 
 /** The last fenced command block of the assistant message before message `i`, if any. */
 function lastCommand(messages: readonly Message[], i: number): string | undefined {
-  for (let k = i - 1; k >= 0; k--) {
-    const m = messages[k]!;
-    if (m['role'] !== 'assistant') continue;
-    const content = m['content'];
-    return typeof content === 'string' ? fencedBlocks(content).at(-1)?.trim() : undefined;
-  }
-  return undefined;
+  const content = messages.slice(0, i).findLast((m) => m['role'] === 'assistant')?.['content'];
+  return typeof content === 'string' ? fencedBlocks(content).at(-1)?.trim() : undefined;
 }
 
 function rememberCalls(msg: Message, calls: Map<string, Call>): void {

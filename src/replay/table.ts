@@ -21,8 +21,7 @@ export function renderFiguresTable(f: ReplayFigures, options: { maxSessions?: nu
   }
   const t = new Table({ head: ['figure', 'raw', 'final', 'ratio / %'], style: plain });
   t.push(...totalRows(f));
-  out.push(t.toString());
-  out.push(summaryLine(f));
+  out.push(t.toString(), summaryLine(f));
   return out.join('\n');
 }
 
@@ -160,9 +159,7 @@ function totalRows(f: ReplayFigures): Row[] {
 /** A reduction as "% fewer"; a request that grew says so instead of printing a negative saving. */
 function pct(raw: number, final: number): string {
   if (raw <= 0) return '';
-  return final <= raw
-    ? `${(((raw - final) / raw) * 100).toFixed(2)} % fewer`
-    : `${(((final - raw) / raw) * 100).toFixed(2)} % MORE`;
+  return `${((Math.abs(raw - final) / raw) * 100).toFixed(2)} % ${final <= raw ? 'fewer' : 'MORE'}`;
 }
 
 function shorten(s: string, max: number): string {
