@@ -18,6 +18,7 @@ import { PACKAGE_VERSION } from '../config/version.js';
 import { ConfigError, TokenTerminatorError } from '../errors.js';
 import { canonicalJson } from '../measure/index.js';
 import { parseArgs } from '../model/index.js';
+import { definedFields } from '../options.js';
 import { prng } from '../prng.js';
 import { referencedArtifacts } from '../receipts/index.js';
 import { createTerminator, type Terminator } from '../runtime/index.js';
@@ -326,8 +327,7 @@ function finish(
     status,
     ...extra,
     verdict,
-    ...(atCheckpoint === undefined ? {} : { checkpoint: atCheckpoint }),
-    ...(atFinal === undefined ? {} : { final: atFinal }),
+    ...definedFields({ checkpoint: atCheckpoint, final: atFinal }),
     pairs,
     savings: {
       off,
@@ -403,11 +403,7 @@ async function runArm(
   transcript.push({ role: 'tool', tool_call_id: 'call_1', content: first });
   const temperature = protocol.temperature === null ? {} : { temperature: protocol.temperature };
   const route = { model: options.model, provider: 'openai', endpoint: '/v1/chat/completions' };
-  const client = {
-    baseUrl,
-    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-  };
+  const client = { baseUrl, ...definedFields({ apiKey: options.apiKey, timeoutMs: options.timeoutMs }) };
   let prompt = 0;
   let completion = 0;
   let providerUsage = true;
