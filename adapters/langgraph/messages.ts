@@ -8,6 +8,7 @@
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { parseArgs } from '../../src/model/read.js';
+import { definedFields } from '../../src/options.js';
 import type { ProviderRequest } from '../../src/step.js';
 
 type ChatMessage = Record<string, unknown>;
@@ -155,9 +156,7 @@ function rebuild(chat: ChatMessage, template: BaseMessage | undefined): BaseMess
         ...id,
         content,
         tool_call_id: String(chat['tool_call_id']),
-        ...(t?.name === undefined ? {} : { name: t.name }),
-        ...(t?.status === undefined ? {} : { status: t.status }),
-        ...(t?.artifact === undefined ? {} : { artifact: t.artifact as unknown }),
+        ...definedFields({ name: t?.name, status: t?.status, artifact: t?.artifact as unknown }),
       });
     }
     case 'assistant': {
