@@ -56,7 +56,8 @@ const INSTRUCTION_KEYS = new Set(['instructions', 'system', 'developer']);
 const SCHEMA_KEYS = new Set(['tools', 'functions']);
 const INSTRUCTION_ROLES: ReadonlySet<unknown> = new Set(['system', 'developer']);
 
-type Acc = { chars: number; tokens: number; count: number };
+/** Each component's running sums (`count`: values added, for the newline between two). */
+type Acc = Record<Component, { chars: number; tokens: number; count: number }>;
 
 /**
  * Attribute a request's size to components. Unknown shapes land in `other`.
@@ -73,10 +74,7 @@ export function attributeRequest(
   meter: MessagesMeter,
   skillCuts: SkillCuts = createSkillCuts(),
 ): Attribution {
-  const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Record<
-    Component,
-    Acc
-  >;
+  const acc = Object.fromEntries(COMPONENTS.map((c) => [c, { chars: 0, tokens: 0, count: 0 }])) as Acc;
   const add = (bucket: Component, chars: number, tokens: number): void => {
     const a = acc[bucket];
     a.chars += chars + (a.count > 0 ? 1 : 0);
@@ -108,7 +106,7 @@ export function attributeRequest(
     if ((key === 'messages' || key === 'input') && Array.isArray(value)) {
       sizes.push([key, meter.chars(value)]);
       totalTokens += meter.tokens(value);
-      const current = latestUser(value);
+      const current = value.findLastIndex((item) => role(item) === 'user' && !isToolResult(item));
       value.forEach((item, i) => {
         if (isToolResult(item)) addItem('tool_results', item);
         else if (isInstruction(item)) addInstruction(item, true);
@@ -128,11 +126,7 @@ export function attributeRequest(
   return { totalChars, totalTokens, components: finish(acc, totalChars, totalTokens) };
 }
 
-function finish(
-  acc: Record<Component, Acc>,
-  totalChars: number,
-  totalTokens: number,
-): Record<Component, ComponentSize> {
+function finish(acc: Acc, totalChars: number, totalTokens: number): Record<Component, ComponentSize> {
   let chars = 0;
   let tokens = 0;
   for (const c of COMPONENTS) {
@@ -156,11 +150,6 @@ function isToolResult(item: unknown): boolean {
   if (typeof item['type'] === 'string' && TOOL_ITEM_TYPES.has(item['type'])) return true;
   const content = item['content'];
   return Array.isArray(content) && content.some((p) => isObj(p) && TOOL_ITEM_TYPES.has(String(p['type'])));
-}
-
-function latestUser(items: readonly unknown[]): number {
-  for (let i = items.length - 1; i >= 0; i--) if (role(items[i]) === 'user' && !isToolResult(items[i])) return i;
-  return -1;
 }
 
 interface SkillCut {

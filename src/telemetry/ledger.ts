@@ -370,10 +370,7 @@ async function matchedTurnDeltas(db: LedgerDb, experiment: string, a: string, b:
     (row.mode === a ? g.a : g.b).push(Number(row.total));
     groups.set(key, g);
   }
-  const deltas: number[] = [];
-  for (const g of groups.values())
-    for (let i = 0; i < Math.min(g.a.length, g.b.length); i++) deltas.push(g.b[i]! - g.a[i]!);
-  return deltas;
+  return [...groups.values()].flatMap((g) => g.b.slice(0, g.a.length).map((x, i) => x - g.a[i]!));
 }
 
 async function compareModes(db: LedgerDb, a: string, b: string, options: { experiment?: string }): Promise<Comparison> {
