@@ -67,33 +67,24 @@ export class SightTracker {
     const finalJson = JSON.stringify(finalMessages);
     const present = (s: string): boolean => finalJson.includes(JSON.stringify(s).slice(1, -1));
     const missing: string[] = [];
-    let lineMissing = false;
     for (const l of lines) {
       if (!used(l)) continue;
       c.use_lines++;
       if (present(l)) c.use_lines_visible++;
-      else {
-        missing.push(l);
-        lineMissing = true;
-      }
+      else missing.push(l);
     }
+    if (missing.length > 0) c.use_actions_missing_line++;
     for (const w of words) {
       if (!used(w)) continue;
       c.use_words++;
       if (present(w)) c.use_words_visible++;
       else missing.push(w);
     }
-    if (lineMissing) c.use_actions_missing_line++;
     if (missing.length === 0) return { recoveryChars: undefined };
     c.simulated_recoveries++;
-    let page = 0;
-    for (let k = this.#outputs.length - 1; k >= 0; k--) {
-      const o = this.#outputs[k]!;
-      if (missing.some((s) => o.includes(s))) {
-        page = codePoints(o);
-        break;
-      }
-    }
+    // The recovery reads the newest output holding a missing item, one page of it at most.
+    const source = this.#outputs.findLast((o) => missing.some((s) => o.includes(s)));
+    const page = source === undefined ? 0 : codePoints(source);
     return { recoveryChars: Math.min(RECOVERY_PAGE_CHARS, page) + RECOVERY_CALL_CHARS };
   }
 
