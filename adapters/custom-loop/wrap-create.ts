@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { parseOutputCapError } from '../../src/budget/index.js';
 import { offersRecoveryTool, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
+import { definedFields } from '../../src/options.js';
 import type { Terminator } from '../../src/runtime/types.js';
 import type { Decision, ProviderRequest, Route, StepContext } from '../../src/step.js';
 import { override } from '../shared/override.js';
@@ -167,11 +168,7 @@ function callContext(
     typeof options.sessionId === 'function' ? options.sessionId(body) : (options.sessionId ?? defaultSession);
   const baseRoute = typeof options.route === 'function' ? options.route(body) : options.route;
   const model = typeof body['model'] === 'string' ? body['model'] : undefined;
-  const route: Route = {
-    ...WIRE[format].route,
-    ...(model === undefined ? {} : { model }),
-    ...baseRoute,
-  };
+  const route: Route = { ...WIRE[format].route, ...definedFields({ model }), ...baseRoute };
   return { sessionId, requestId: options.requestId?.(body) ?? randomUUID(), route, format };
 }
 

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CallModelInputFilter, CallModelInputFilterArgs, ModelInputData } from '@openai/agents';
 import type { Terminator } from '../../src/runtime/types.js';
+import { definedFields } from '../../src/options.js';
 import type { Decision, ProviderRequest, Route, Step } from '../../src/step.js';
 import { readOutputCap } from '../shared/functions.js';
 import { WIRE } from '../shared/wire.js';
@@ -82,11 +83,7 @@ export function createInputFilter(terminator: Terminator, options: InputFilterOp
       if (facts.model !== undefined) request['model'] = facts.model;
       if (modelData.instructions !== undefined) request['instructions'] = modelData.instructions;
       if (facts.maxTokens !== undefined) request['max_output_tokens'] = facts.maxTokens;
-      const route: Route = {
-        ...WIRE.responses.route,
-        ...(facts.model === undefined ? {} : { model: facts.model }),
-        ...options.route,
-      };
+      const route: Route = { ...WIRE.responses.route, ...definedFields({ model: facts.model }), ...options.route };
       const sessionId = options.resolveSession(context);
       const prepared = await terminator.prepare({
         request,

@@ -15,6 +15,7 @@ import type { Dispatcher } from 'undici';
 import type { ResponseAlias } from '../../src/recovery/exchanges.js';
 import { listKey, type RecoveryCall, type RecoveryWireFormat } from '../../src/recovery/formats.js';
 import { isObj } from '../../src/model/read.js';
+import { definedFields } from '../../src/options.js';
 import type { Prepared } from '../../src/runtime/types.js';
 import { refusedForCapacity } from '../../src/session/tool-outputs.js';
 import { runRecoveryLoop } from '../../src/recovery/loop.js';
@@ -138,11 +139,7 @@ async function prepare(
       tenant,
       requestId: `p_${digest.slice(0, 32)}`,
       format,
-      route: {
-        ...WIRE[format].route,
-        ...(model === undefined ? {} : { model }),
-        ...(window === undefined ? {} : { compressionThreshold: window }),
-      },
+      route: { ...WIRE[format].route, ...definedFields({ model, compressionThreshold: window }) },
     },
     signal,
     offer: ctx.recoveryRounds > 0 && single,
