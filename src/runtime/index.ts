@@ -22,7 +22,7 @@ import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { createCountMemo } from '../ledger/count-memo.js';
 import type { TokenCounter } from '../measure/types.js';
-import { intOption } from '../options.js';
+import { definedFields, intOption } from '../options.js';
 import { createRecoveryTool } from '../recovery/index.js';
 import { countReductions, ReductionActivity } from '../activity.js';
 import { stageOperator, type Stage } from '../operator-kit.js';
@@ -172,11 +172,10 @@ type FacadeParts = Awaited<ReturnType<typeof openParts>>;
 async function openParts(options: TerminatorOptions) {
   const config =
     options.config ??
-    loadConfig(
-      options.env === undefined
-        ? { overrides: options.overrides ?? {} }
-        : { env: { ...options.env }, overrides: options.overrides ?? {} },
-    );
+    loadConfig({
+      ...(options.env === undefined ? {} : { env: { ...options.env } }),
+      overrides: options.overrides ?? {},
+    });
   const vaultErrors = options.vaultErrors ?? 'passthrough';
   if (vaultErrors !== 'passthrough' && vaultErrors !== 'throw') {
     throw new ConfigError(
@@ -231,10 +230,7 @@ async function openParts(options: TerminatorOptions) {
     // The reductions in flight, which the vault the Terminator opens waits for (src/activity.ts).
     activity,
     // Bounds of the answered requests waiting for their records (`telemetryBacklog`, `telemetryBacklogWeight`).
-    backlog: {
-      maxPending: telemetryBacklog,
-      ...(options.telemetryBacklogWeight === undefined ? {} : { maxPendingWeight: options.telemetryBacklogWeight }),
-    },
+    backlog: { maxPending: telemetryBacklog, ...definedFields({ maxPendingWeight: options.telemetryBacklogWeight }) },
   };
 }
 
