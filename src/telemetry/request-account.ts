@@ -111,13 +111,9 @@ export function accountRequest(parts: AccountingParts, input: RequestToAccount):
   const raw =
     input.raw === undefined ? plusToolResults(measured, tools?.rawChars ?? 0, tools?.rawTokens ?? 0) : measured;
   const sent = input.sent === rawRequest ? measured : attributeRequest(input.sent, meter, skillCuts);
-  let extraTokens = 0;
-  let extraChars = 0;
-  for (const c of input.continuations ?? []) {
-    const a = attributeRequest(c, meter, skillCuts);
-    extraTokens += a.totalTokens;
-    extraChars += a.totalChars;
-  }
+  const extra = (input.continuations ?? []).map((c) => attributeRequest(c, meter, skillCuts));
+  const extraTokens = extra.reduce((n, a) => n + a.totalTokens, 0);
+  const extraChars = extra.reduce((n, a) => n + a.totalChars, 0);
   const saved = savedByStage(input.decisions, { ...tools?.saved });
   const list = input.sent['messages'] ?? input.sent['input'];
   const model = input.staged['model'] ?? input.context.route?.model;
