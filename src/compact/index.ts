@@ -3,6 +3,7 @@
  * the fallback, the exit code always in the first line. Pure functions; the operators add the
  * vault write, the receipt and the strictly-smaller check.
  */
+import { definedFields } from '../options.js';
 import { detectFamily, type CommandFamily } from '../tools/family.js';
 import { compactLines } from './compact-text.js';
 import { scanDiagnostics } from './diagnostic-lines.js';
@@ -116,10 +117,7 @@ const FAMILY_VIEWS: Readonly<Record<CommandFamily, FamilyView>> = {
   grep: (output, c) => {
     // Match lines are a search's evidence: they get the diagnostic budget when it is larger.
     const term = c.command === undefined ? undefined : grepTerm(c.command);
-    return compactGrep(output, {
-      maxChars: Math.max(c.maxChars, c.diagnosticChars),
-      ...(term === undefined ? {} : { term }),
-    });
+    return compactGrep(output, { maxChars: Math.max(c.maxChars, c.diagnosticChars), ...definedFields({ term }) });
   },
   listing: compactListing,
   install: (output, c) => compactInstall(output, c.maxChars, c.failure),

@@ -69,12 +69,8 @@ export function commonRoot(dirs: readonly string[]): string {
     for (let k = d.indexOf('/'); k !== -1; k = d.indexOf('/', k + 1))
       if (k + 1 >= MIN_ROOT_CHARS) candidates.add(d.slice(0, k + 1));
   let best = '';
-  for (const c of candidates) {
-    if (c.length <= best.length) continue;
-    let n = 0;
-    for (const d of dirs) if (d.startsWith(c)) n++;
-    if (n >= need) best = c;
-  }
+  for (const c of candidates)
+    if (c.length > best.length && dirs.filter((d) => d.startsWith(c)).length >= need) best = c;
   return best;
 }
 
