@@ -10,7 +10,7 @@ import { sessionStateFactory } from '../src/compile/session.js';
 import { defaultInt } from '../src/config/index.js';
 import type { TokenCounter } from '../src/measure/types.js';
 import { stageOperator, type StageOperator } from '../src/operator-kit.js';
-import { checkOptions, intOption, requireVault } from '../src/options.js';
+import { checkOptions, definedFields, intOption, requireVault } from '../src/options.js';
 import type { ProviderRequest } from '../src/step.js';
 import type { ArtifactStore, LeaseStore, SessionStore } from '../src/vault/ports.js';
 import { fitRequest, type FitSettings } from '../src/window/fit-window.js';
@@ -118,11 +118,7 @@ export function fitWindow(options: FitWindowOptions): StageOperator<ProviderRequ
     open: () => {
       const run = budget.open();
       const estimator = budgetCounterFrom(counter, measures === undefined ? {} : { measures });
-      const newState = sessionStateFactory({
-        vault: options.vault,
-        counter,
-        ...(measures === undefined ? {} : { measures }),
-      });
+      const newState = sessionStateFactory({ vault: options.vault, counter, ...definedFields({ measures }) });
       return {
         reduce: (step, session, signal) => {
           session.fit ??= { session: newState(step.context), chosen: new Map(), blocks: new Map() };
