@@ -15,22 +15,16 @@ import {
 import { definedFields } from '../../options.js';
 import { CliError, integerAtLeast, numberArg, readJson, writeJson, writeOut } from '../context.js';
 
-interface EvalCliOptions {
-  baseUrl: string;
-  balancedBaseUrl?: string;
-  model: string;
+type EvalCliOptions = Pick<EvalOptions, 'baseUrl' | 'balancedBaseUrl' | 'model' | 'seed' | 'margin' | 'maxRounds'> & {
   pairs: string;
-  seed?: number;
-  margin?: number;
   out?: string;
   apiKeyEnv: string;
   temperature: number | null;
-  maxRounds?: number;
   timeout?: number;
   dryRun?: boolean;
   json?: boolean;
   resume?: string;
-}
+};
 
 function readResume(path: string): EvalResults {
   const value = readJson(path, 'eval results (eval --out)');

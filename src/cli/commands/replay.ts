@@ -2,25 +2,19 @@ import { existsSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { MODES } from '../../config/index.js';
-import type { Mode } from '../../config/types.js';
 import { readSessions, renderFiguresTable, replaySessions, requestCount } from '../../replay/index.js';
+import type { ReplayOptions } from '../../replay/replay.js';
 import { definedFields } from '../../options.js';
 import { CliError, integerAtLeast, numberArg, writeJson, writeOut } from '../context.js';
 import { samplePath } from '../sample.js';
 
-interface ReplayCliOptions {
-  mode?: Mode;
+type ReplayCliOptions = Pick<ReplayOptions, 'mode' | 'series' | 'dump' | 'window' | 'reserve' | 'db'> & {
   limit?: number;
   json?: boolean;
-  series?: boolean;
-  dump?: string;
-  window?: number;
-  reserve?: number;
   cacheReadPrice: number;
-  db?: string;
   ledger?: string;
   sample?: boolean;
-}
+};
 
 const priceArg = numberArg((n) => n >= 0 && n <= 1, 'a number within [0, 1]');
 
