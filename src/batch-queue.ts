@@ -18,10 +18,7 @@ export interface BatchQueueOptions<T = unknown> {
    * makes adders wait: the bound on what a queue that falls behind can hold. Default: no bound.
    */
   readonly maxPending?: number;
-  /**
-   * What one item weighs (e.g. the bytes of the bodies it holds), for {@link maxPendingWeight}.
-   * Default: nothing.
-   */
+  /** What one item weighs (e.g. the bytes of the bodies it holds), for {@link maxPendingWeight}. Default: nothing. */
   readonly weigh?: (item: T) => number;
   /**
    * Most weight waiting before {@link BatchQueue.room} makes adders wait, beside `maxPending`: the

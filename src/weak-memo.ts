@@ -21,10 +21,7 @@ export class WeakMemo<K extends object, V> {
   #previous = new WeakMap<K, V>();
   #added = 0;
 
-  /**
-   * @param generation - New keys per generation (the current map is replaced after this many).
-   *   Default 2048.
-   */
+  /** @param generation - New keys per generation (the current map is replaced after this many). Default 2048. */
   constructor(readonly generation = 2048) {
     if (!Number.isInteger(generation) || generation < 1)
       throw new RangeError(`WeakMemo: generation must be a positive integer, got ${String(generation)}`);

@@ -1,6 +1,4 @@
-/**
- * Reading and writing output-cap fields of provider requests, without touching the caller's objects.
- */
+/** Reading and writing output-cap fields of provider requests, without touching the caller's objects. */
 import { detectFormat, isObj } from '../model/read.js';
 import type { ProviderRequest, RequestFormat } from '../step.js';
 
