@@ -108,15 +108,15 @@ function failingTest(r: Rnd, tag: string): TaskBody {
   const failAt = int(r, Math.floor(total * 0.2), Math.floor(total * 0.8));
   const lines: string[] = [];
   let expected = '';
-  let failLine = '';
+  let failed = '';
   for (let i = 0; i < total; i++) {
     const area = pick(r, AREAS);
     const name = `${pick(r, VERBS)} ${pick(r, WORDS)} ${pick(r, WORDS)} ${i}_${tag}`;
     const file = `test/${area}/${pick(r, WORDS)}.test.ts`;
     if (i === failAt) {
       expected = name;
-      failLine = ` × ${file} > ${area} > ${name} ${int(r, 3, 90)}ms`;
-      lines.push(failLine);
+      failed = `${file} > ${area} > ${name}`;
+      lines.push(` × ${failed} ${int(r, 3, 90)}ms`);
     } else {
       lines.push(` ✓ ${file} > ${area} > ${name} ${int(r, 1, 40)}ms`);
     }
@@ -124,10 +124,7 @@ function failingTest(r: Rnd, tag: string): TaskBody {
   const evidence = [
     ...lines,
     '',
-    ` FAIL  ${failLine
-      .trim()
-      .replace(/^× /, '')
-      .replace(/ \d+ms$/, '')}`,
+    ` FAIL  ${failed}`,
     `AssertionError: expected ${int(r, 2, 9)} to be ${int(r, 10, 19)} // Object.is equality`,
     '',
     ` Test Files  1 failed | ${int(r, 30, 60)} passed`,
