@@ -71,9 +71,7 @@ export const MAX_DIAGNOSTIC_LINES = 20;
 /** True when one line is a diagnostic line. */
 export function isDiagnosticLine(line: string): boolean {
   const t = line.trim();
-  if (t === '' || t.length > 2000) return false;
-  for (const { re } of DIAGNOSTIC_PATTERNS) if (re.test(t)) return true;
-  return false;
+  return t !== '' && t.length <= 2000 && DIAGNOSTIC_PATTERNS.some(({ re }) => re.test(t));
 }
 
 /** The diagnostic lines of an output, trimmed, distinct, in order, at most `max`. */
