@@ -23,13 +23,13 @@ function missingVault(path: string): Vault {
   return new Proxy({} as Vault, { get: (_target, prop) => (prop === 'path' ? path : fail) });
 }
 
-function flatten(value: unknown, prefix: string, out: string[]): void {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    for (const key of Object.keys(value).sort())
-      flatten((value as Record<string, unknown>)[key], prefix ? `${prefix}.${key}` : key, out);
-  } else {
-    out.push(`${prefix}: ${Array.isArray(value) ? value.join(',') : String(value)}`);
-  }
+function flatten(value: unknown, prefix = ''): string[] {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return [`${prefix}: ${Array.isArray(value) ? value.join(',') : String(value)}`];
+  const o = value as Record<string, unknown>;
+  return Object.keys(o)
+    .sort()
+    .flatMap((key) => flatten(o[key], prefix ? `${prefix}.${key}` : key));
 }
 
 async function status(options: CommonOptions): Promise<void> {
@@ -48,9 +48,7 @@ async function status(options: CommonOptions): Promise<void> {
     });
     const result = await recover(tool, { action: 'status' });
     if (options.json) return await writeJson(result);
-    const lines: string[] = [];
-    flatten(result, '', lines);
-    await writeOut(`${lines.join('\n')}\n`);
+    await writeOut(`${flatten(result).join('\n')}\n`);
   } finally {
     if (exists) await vault.close();
   }
