@@ -64,12 +64,9 @@ export function blockableTurns(view: RequestView, b: Bounds): (Turn | undefined)
     const from = Math.max(first, b.start);
     const to = starts[n + 1] ?? view.items.length;
     if (to > last || to <= from) return;
-    let calls = false;
-    let acts = false;
-    for (let i = from; i < to; i++) {
-      if (calling.has(i)) calls = true;
-      if (view.itemInfo[i]?.userText !== true) acts = true;
-    }
+    const items = Array.from({ length: to - from }, (_, k) => from + k);
+    const calls = items.some((i) => calling.has(i));
+    const acts = items.some((i) => view.itemInfo[i]?.userText !== true);
     // A turn of user messages alone has nothing a block could take.
     out.push(acts ? { n: n + 1, from, to, calls } : undefined);
   });
@@ -126,9 +123,7 @@ export function renderBlock(digests: Digests, view: RequestView, turns: readonly
   const ran = commands.map((c) => oneLine(c, 70));
   const shownRan = ran.length <= 8 ? ran : [...ran.slice(0, 6), `… ${ran.length - 7} more`, ran.at(-1)!];
   const shownFiles = [...files].slice(0, 8);
-  const first = turns[0]!.n;
-  const last = turns.at(-1)!.n;
-  const head = `[Token Terminator turns ${first}–${last} (${to - from} items, ${codePoints(evidence)} chars JSON) | artifact ${artifactId} | recover with token_terminator action=artifact_get]`;
+  const head = `[Token Terminator turns ${turns[0]!.n}–${turns.at(-1)!.n} (${to - from} items, ${codePoints(evidence)} chars JSON) | artifact ${artifactId} | recover with token_terminator action=artifact_get]`;
   const lines = [head, ...called];
   if (mode !== 'calls' && shownRan.length > 0) lines.push(`ran: ${shownRan.join(' ; ')}`);
   if (mode !== 'calls' && shownFiles.length > 0)

@@ -183,8 +183,5 @@ export function namedLines(text: string, named: ReadonlySet<string>): (line: str
     for (const w of words) if (named.has(w)) count.set(w, (count.get(w) ?? 0) + 1);
   }
   const own = new Set([...count].flatMap(([w, n]) => (n <= NAMED_LINE_MAX ? [w] : [])));
-  return (line) => {
-    for (const w of wordsOf.get(line) ?? referenceWords(line)) if (own.has(w)) return true;
-    return false;
-  };
+  return (line) => [...(wordsOf.get(line) ?? referenceWords(line))].some((w) => own.has(w));
 }
