@@ -39,15 +39,13 @@ export interface CompileMessagesInput {
 
 /** Tool schemas are measured as the provider would see them; a tool that cannot be converted is left out. */
 function chatTools(tools: readonly unknown[] | undefined): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const t of tools ?? []) {
+  return (tools ?? []).flatMap((t) => {
     try {
-      out.push(convertToOpenAITool(t as Record<string, unknown>) as unknown as Record<string, unknown>);
+      return [convertToOpenAITool(t as Record<string, unknown>) as unknown as Record<string, unknown>];
     } catch {
-      // server tools and exotic runnables are not measured
+      return []; // server tools and exotic runnables are not measured
     }
-  }
-  return out;
+  });
 }
 
 /**
