@@ -34,12 +34,9 @@ export function outputText(output: unknown): string | undefined {
   if (one !== null && typeof one === 'object' && !Array.isArray(one))
     return one.type === 'text' && typeof one.text === 'string' ? one.text : undefined;
   if (!Array.isArray(output)) return undefined;
-  let text = '';
-  for (const part of output as { type?: unknown; text?: unknown }[]) {
-    if ((part.type === 'text' || part.type === 'input_text') && typeof part.text === 'string') text += part.text;
-    else return undefined;
-  }
-  return text;
+  const parts = output as { type?: unknown; text?: unknown }[];
+  const texts = parts.every((p) => (p.type === 'text' || p.type === 'input_text') && typeof p.text === 'string');
+  return texts ? parts.map((p) => p.text as string).join('') : undefined;
 }
 
 /**
