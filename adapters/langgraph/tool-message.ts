@@ -22,14 +22,10 @@ export interface TerminatorArtifact {
 export function textContent(content: unknown): string | undefined {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return undefined;
-  let text = '';
-  for (const block of content as unknown[]) {
-    if (typeof block === 'string') text += block;
-    else if ((block as { type?: unknown }).type === 'text' && typeof (block as { text?: unknown }).text === 'string')
-      text += (block as { text: string }).text;
-    else return undefined;
-  }
-  return text;
+  const texts = (content as unknown[]).map((b) =>
+    typeof b === 'string' ? b : (b as { type?: unknown }).type === 'text' ? (b as { text?: unknown }).text : undefined,
+  );
+  return texts.every((t) => typeof t === 'string') ? texts.join('') : undefined;
 }
 
 /**
