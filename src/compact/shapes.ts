@@ -21,14 +21,10 @@ const MIN_WRAPPED_CHARS = 200;
 function textParts(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value) || value.length === 0) return undefined;
-  const parts: string[] = [];
-  for (const part of value) {
-    if (typeof part === 'string') parts.push(part);
-    else if (typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string')
-      parts.push((part as { text: string }).text);
-    else return undefined;
-  }
-  return parts.join('\n');
+  const parts = value.map((p: unknown) =>
+    typeof p === 'string' ? p : typeof p === 'object' && p !== null ? (p as { text?: unknown }).text : undefined,
+  );
+  return parts.every((t) => typeof t === 'string') ? parts.join('\n') : undefined;
 }
 
 /**
