@@ -13,6 +13,7 @@ import { sharedLead } from '../model/prefix.js';
 import { createReceipt, isReceipt, renderReceipt } from '../receipts/index.js';
 import type { KnownContent, LeaseStore, StoreScope } from '../vault/ports.js';
 import type { RequestStore } from '../vault/scoped-reads.js';
+import type { PutResult } from '../vault/types.js';
 
 /** What a receipted value became. */
 export interface Receipted {
@@ -47,6 +48,9 @@ type PutMeta = {
   readonly scope?: StoreScope;
 };
 
+/** A text to receipt and its provenance. */
+export type EvidenceItem = { readonly text: string; readonly meta: PutMeta };
+
 export interface EvidenceStore {
   /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
   receipt(text: string, meta: PutMeta): Promise<Receipted>;
@@ -55,6 +59,8 @@ export interface EvidenceStore {
    * a lookup key (vaulted or named by this request or the one before it); else undefined.
    */
   knownReceipt(text: string, toolName: string): Receipted | undefined;
+  /** {@link receipt} of each item, in order, the new texts stored in one write; a text the vault refused is its error. */
+  receipts(items: readonly EvidenceItem[]): Promise<(Receipted | Error)[]>;
   /**
    * Deliver the artifacts the receipts of a request about to leave name: pinned for the scope's
    * session and read back under the vault's lock (see the module comment). Resolves with the ids
@@ -80,7 +86,7 @@ const MAX_ENTRIES = 10_000;
 type Entry = { artifactId: string; sha256: string; chars: number };
 /** The evidence texts one request named, and their characters. */
 type Generation = { readonly texts: Map<string, Entry>; chars: number };
-type EvidenceVault = Pick<RequestStore, 'put'> & LeaseStore;
+type EvidenceVault = Pick<RequestStore, 'put' | 'putMany'> & LeaseStore;
 
 /** One evidence store's state (one per session). */
 interface EvidenceState {
@@ -135,26 +141,17 @@ function nextRequest(s: EvidenceState): void {
   s.current = { texts: new Map(), chars: 0 };
 }
 
-async function putEvidence(s: EvidenceState, text: string, meta: PutMeta): Promise<Entry> {
+/** What the memo already holds for `text` (remembered for this request), else its ledger digest to store it under. */
+function held(s: EvidenceState, text: string): Entry | string {
   const same = lookup(s, text);
   if (same !== undefined) return same;
   const key = s.digests.of(text);
   const hit = s.known.get(key);
-  if (hit !== undefined) {
-    remember(s, text, hit);
-    return hit;
-  }
-  const result = await s.vault.put(
-    {
-      content: text,
-      toolName: meta.toolName,
-      args: meta.args ?? {},
-      sessionId: meta.sessionId,
-      ...(meta.callId === undefined ? {} : { callId: meta.callId }),
-      digest: key,
-    },
-    meta.scope ?? s.lastScope,
-  );
+  if (hit !== undefined) remember(s, text, hit);
+  return hit ?? key;
+}
+
+function stored(s: EvidenceState, text: string, key: string, result: PutResult): Entry {
   const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
   s.known.set(key, entry);
   s.keyOf.set(entry.artifactId, key);
@@ -168,6 +165,52 @@ async function putEvidence(s: EvidenceState, text: string, meta: PutMeta): Promi
   remember(s, text, entry);
   return entry;
 }
+
+/**
+ * The entries of `items`, in order: the texts the memo does not hold are stored once each, in one
+ * `putMany` (one write transaction) when there are several, in the first of their scopes. A text
+ * the vault refused (or a batch that failed) is that error in its slots.
+ */
+async function putEvidence(s: EvidenceState, items: readonly EvidenceItem[]): Promise<(Entry | Error)[]> {
+  const out = items.map(({ text }) => held(s, text));
+  const first = new Map<string, number>(); // digest → the item that stores it
+  out.forEach((key, k) => typeof key === 'string' && !first.has(key) && first.set(key, k));
+  if (first.size === 0) return out as Entry[];
+  const inputs = [...first].map(([key, k]) => {
+    const { text, meta } = items[k]!;
+    const { toolName, sessionId, callId } = meta;
+    return {
+      content: text,
+      toolName,
+      args: meta.args ?? {},
+      sessionId,
+      ...(callId === undefined ? {} : { callId }),
+      digest: key,
+    };
+  });
+  const scope = items[first.values().next().value!]!.meta.scope ?? s.lastScope;
+  const { vault } = s;
+  let results: readonly (PutResult | Error)[];
+  if (vault.putMany !== undefined && inputs.length > 1)
+    results = await vault.putMany(inputs, scope).catch((e: unknown) => inputs.map(() => asError(e)));
+  else {
+    const each = [];
+    for (const input of inputs) each.push(await vault.put(input, scope).catch(asError));
+    results = each;
+  }
+  const done = new Map([...first.keys()].map((key, j) => [key, results[j]!]));
+  return out.map((o, k) => {
+    if (typeof o !== 'string') return o;
+    const r = done.get(o)!;
+    return r instanceof Error
+      ? r
+      : k === first.get(o)
+        ? stored(s, items[k]!.text, o, r)
+        : (held(s, items[k]!.text) as Entry);
+  });
+}
+
+const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 function forget(s: EvidenceState, id: string): void {
   s.delivered.delete(id);
@@ -299,12 +342,16 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
   };
   return {
     async receipt(text, meta) {
-      return receiptOf(s, await putEvidence(s, text, meta), meta.toolName);
+      const [entry] = await putEvidence(s, [{ text, meta }]);
+      if (entry instanceof Error) throw entry;
+      return receiptOf(s, entry!, meta.toolName);
     },
     knownReceipt(text, toolName) {
       const same = lookup(s, text);
       return same === undefined ? undefined : receiptOf(s, same, toolName);
     },
+    receipts: async (items) =>
+      (await putEvidence(s, items)).map((e, k) => (e instanceof Error ? e : receiptOf(s, e, items[k]!.meta.toolName))),
     deliver: (ids, scope) => deliver(s, ids, scope),
     isGone: (id) => s.gone.has(id),
     anyGone: () => s.gone.size > 0,

@@ -661,26 +661,31 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   const final = order.slice(0, n);
   const dropped: string[] = [];
   let failure: string | undefined;
+  // The receipt an earlier request got for a rendering stands while its artifact is not found gone
+  // (a long history is not looked up again per request).
+  const stands = (r: Receipts['receipts'][number] | undefined) =>
+    r !== undefined && !state.evidence.isGone(r.artifactId);
+  // The others' texts: those no recent request vaulted are stored in one write transaction.
+  const texts = order.slice(n).filter((t) => t.evidence !== undefined && !stands(state.targetReceipts.get(t)));
+  const items = texts.map((t) => ({
+    text: t.evidence!,
+    meta: { toolName: t.toolName, sessionId: o.sessionId, ...(t.slot.callId ? { callId: t.slot.callId } : {}) },
+  }));
+  const got = items.length === 0 ? [] : await state.evidence.receipts(items).catch((e: Error) => items.map(() => e));
+  const putOf = new Map(texts.map((t, j) => [t, got[j]!]));
   for (let k = n; k < order.length; k++) {
     const t = order[k]!;
     try {
-      // The receipt an earlier request got for this rendering stands while its artifact is not
-      // found gone (a long history is not looked up again per request).
       let r = state.targetReceipts.get(t);
-      if (r === undefined || state.evidence.isGone(r.artifactId)) {
+      if (r === undefined || !stands(r)) {
         if (t.evidence === undefined) {
           const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
           if (!ok) throw new Error('artifact gone');
           r = { artifactId: t.artifactId, verified: true };
         } else {
-          // Known without a microtask when a recent request vaulted the same text.
-          r =
-            state.evidence.knownReceipt(t.evidence, t.toolName) ??
-            (await state.evidence.receipt(t.evidence, {
-              toolName: t.toolName,
-              sessionId: o.sessionId,
-              ...(t.slot.callId ? { callId: t.slot.callId } : {}),
-            }));
+          const put = putOf.get(t)!;
+          if (put instanceof Error) throw put;
+          r = put;
           // Content-addressed: the stored id is the one rendered, except on a 128-bit prefix collision.
           if (r.artifactId !== t.artifactId)
             throw new Error('artifact id differs from the rendered one (prefix collision)');

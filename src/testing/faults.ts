@@ -66,7 +66,8 @@ export function faultyVault(vault: Vault, options: FaultyVaultOptions = {}): Vau
     (name: string, target: object, fn: (...a: unknown[]) => unknown) =>
     (...args: unknown[]): unknown => {
       calls[name] = (calls[name] ?? 0) + 1;
-      if (failing.has(name) && calls[name]! > after) {
+      // A failing `put` fails its batch form too (the request path stores several outputs with `putMany`).
+      if ((failing.has(name) || (name === 'putMany' && failing.has('put'))) && calls[name]! > after) {
         log.faults += 1;
         const fault = new InjectedFault(`vault.${name}`);
         if (mode === 'throw') throw fault;

@@ -42,9 +42,10 @@ export type RequestStore = Omit<ArtifactStore, IdRead> & LeaseStore & SessionSto
  * 'page' in store; // false
  */
 export function requestStore(store: ArtifactStore & LeaseStore & SessionStore): RequestStore {
-  const methods = REQUEST_METHODS.map((name) => [
+  // An optional method the store lacks (putMany) stays absent, so the caller's fallback applies.
+  const methods = REQUEST_METHODS.filter((name) => store[name] !== undefined).map((name) => [
     name,
-    (...args: unknown[]) => Reflect.apply(store[name], store, args) as unknown,
+    (...args: unknown[]) => Reflect.apply(store[name]!, store, args) as unknown,
   ]);
   const view = Object.defineProperty(Object.fromEntries(methods), 'workingState', {
     get: () => store.workingState,

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { compileRequest } from '../../operators/compile-request.js';
 import { createStep, type ProviderRequest, type Step } from '../../src/step.js';
 import { createVault } from '../../src/vault/index.js';
-import type { Vault } from '../../src/vault/types.js';
+import type { PutInput, StoreScope, Vault } from '../../src/vault/types.js';
 import { fileFixture, readCall, readOutput, recover } from './helpers.js';
 
 const { dir, counter } = fileFixture('carry-receipts');
@@ -82,6 +82,17 @@ function refusing(vault: Vault, text: string): Vault {
           if (args[0].content === text) throw new Error('disk full');
           return t.put(...args);
         };
+      if (k === 'putMany')
+        // A batch stores the others and refuses `text` in its own slot.
+        return async (inputs: readonly PutInput[], scope?: StoreScope) => {
+          const stored = [
+            ...(await t.putMany!(
+              inputs.filter((i) => i.content !== text),
+              scope,
+            )),
+          ];
+          return inputs.map((i) => (i.content === text ? new Error('disk full') : stored.shift()!));
+        };
       return Reflect.get(t, k, t) as unknown;
     },
   });
@@ -113,6 +124,41 @@ describe('the receipts a request names are the ones it delivers', () => {
       expect(rewritten).toBe(2 * (1 + 2 + 3)); // every output but the newest, in both conversations
     } finally {
       c.close();
+      await vault.close();
+    }
+  });
+
+  it('stores the texts a request must vault again in one batch put (one write transaction), not one put each', async () => {
+    const vault = await createVault({ path: join(dir, 'batch.sqlite3') });
+    let messages = head('fix it');
+    const first = chain(vault);
+    for (let n = 0; n < 4; n++) {
+      messages = [...messages, call(`a${n}`), out(`a${n}`)];
+      await first.send({ model: 'gpt-4o', messages }, 's');
+    }
+    first.close();
+    // A new process renders a0..a2 from the vault's memo and must vault their evidence again.
+    const calls: Record<string, number[]> = { put: [], putMany: [] };
+    const counting = new Proxy(vault, {
+      get: (t, k) => {
+        const f = Reflect.get(t, k, t) as unknown;
+        if (k !== 'put' && k !== 'putMany') return f;
+        return (input: PutInput | readonly PutInput[], scope?: StoreScope) => {
+          calls[k]!.push(Array.isArray(input) ? input.length : 1);
+          return (f as (i: unknown, s?: StoreScope) => Promise<unknown>).call(t, input, scope);
+        };
+      },
+    });
+    const second = chain(counting);
+    try {
+      messages = [...messages, call('a4'), out('a4')];
+      const request = { model: 'gpt-4o', messages };
+      const compiled = await checkNamed(vault, request, await second.send(request, 's'));
+      const rewritten = [...compiled].filter(([id, content]) => content !== sent(request).get(id)).length;
+      expect(rewritten).toBeGreaterThanOrEqual(3);
+      expect(calls).toEqual({ put: [], putMany: [rewritten] });
+    } finally {
+      second.close();
       await vault.close();
     }
   });
