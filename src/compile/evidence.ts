@@ -54,11 +54,6 @@ export type EvidenceItem = { readonly text: string; readonly meta: PutMeta };
 export interface EvidenceStore {
   /** Vault `text` and return its receipt (memoized by content). Throws what the vault throws. */
   receipt(text: string, meta: PutMeta): Promise<Receipted>;
-  /**
-   * What {@link receipt} resolves with, without a promise, when the text is one the store holds as
-   * a lookup key (vaulted or named by this request or the one before it); else undefined.
-   */
-  knownReceipt(text: string, toolName: string): Receipted | undefined;
   /** {@link receipt} of each item, in order, the new texts stored in one write; a text the vault refused is its error. */
   receipts(items: readonly EvidenceItem[]): Promise<(Receipted | Error)[]>;
   /**
@@ -151,7 +146,8 @@ function held(s: EvidenceState, text: string): Entry | string {
   return hit ?? key;
 }
 
-function stored(s: EvidenceState, text: string, key: string, result: PutResult): Entry {
+function stored(s: EvidenceState, text: string, key: string, result: PutResult | Error): Entry | Error {
+  if (result instanceof Error) return result;
   const entry = { artifactId: result.artifactId, sha256: result.sha256, chars: result.chars };
   s.known.set(key, entry);
   s.keyOf.set(entry.artifactId, key);
@@ -166,51 +162,23 @@ function stored(s: EvidenceState, text: string, key: string, result: PutResult):
   return entry;
 }
 
-/**
- * The entries of `items`, in order: the texts the memo does not hold are stored once each, in one
- * `putMany` (one write transaction) when there are several, in the first of their scopes. A text
- * the vault refused (or a batch that failed) is that error in its slots.
- */
+/** The entries of `items`, in order; the new texts stored once each, several in one putMany, in the first one's scope. */
 async function putEvidence(s: EvidenceState, items: readonly EvidenceItem[]): Promise<(Entry | Error)[]> {
-  const out = items.map(({ text }) => held(s, text));
+  const out: (Entry | Error | string)[] = items.map(({ text }) => held(s, text));
   const first = new Map<string, number>(); // digest → the item that stores it
   out.forEach((key, k) => typeof key === 'string' && !first.has(key) && first.set(key, k));
-  if (first.size === 0) return out as Entry[];
-  const inputs = [...first].map(([key, k]) => {
-    const { text, meta } = items[k]!;
-    const { toolName, sessionId, callId } = meta;
-    return {
-      content: text,
-      toolName,
-      args: meta.args ?? {},
-      sessionId,
-      ...(callId === undefined ? {} : { callId }),
-      digest: key,
-    };
+  const inputs = [...first].map(([digest, k]) => {
+    const { scope: _, ...meta } = items[k]!.meta;
+    return { ...meta, args: meta.args ?? {}, content: items[k]!.text, digest };
   });
-  const scope = items[first.values().next().value!]!.meta.scope ?? s.lastScope;
-  const { vault } = s;
-  let results: readonly (PutResult | Error)[];
-  if (vault.putMany !== undefined && inputs.length > 1)
-    results = await vault.putMany(inputs, scope).catch((e: unknown) => inputs.map(() => asError(e)));
-  else {
-    const each = [];
-    for (const input of inputs) each.push(await vault.put(input, scope).catch(asError));
-    results = each;
-  }
-  const done = new Map([...first.keys()].map((key, j) => [key, results[j]!]));
-  return out.map((o, k) => {
-    if (typeof o !== 'string') return o;
-    const r = done.get(o)!;
-    return r instanceof Error
-      ? r
-      : k === first.get(o)
-        ? stored(s, items[k]!.text, o, r)
-        : (held(s, items[k]!.text) as Entry);
-  });
+  const scope = items[first.values().next().value ?? 0]?.meta.scope ?? s.lastScope;
+  let results: readonly (PutResult | Error)[] = [];
+  if (s.vault.putMany !== undefined && inputs.length > 1)
+    results = await s.vault.putMany(inputs, scope).catch((e: Error) => inputs.map(() => e));
+  else for (const input of inputs) results = [...results, await s.vault.put(input, scope).catch((e: Error) => e)];
+  [...first].forEach(([key, k], j) => (out[k] = stored(s, items[k]!.text, key, results[j]!)));
+  return out.map((o) => (typeof o === 'string' ? out[first.get(o)!]! : o)) as (Entry | Error)[];
 }
-
-const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 function forget(s: EvidenceState, id: string): void {
   s.delivered.delete(id);
@@ -341,15 +309,10 @@ export function createEvidenceStore(vault: EvidenceVault, digests: Digests): Evi
     lastScope: undefined,
   };
   return {
-    async receipt(text, meta) {
-      const [entry] = await putEvidence(s, [{ text, meta }]);
-      if (entry instanceof Error) throw entry;
-      return receiptOf(s, entry!, meta.toolName);
-    },
-    knownReceipt(text, toolName) {
-      const same = lookup(s, text);
-      return same === undefined ? undefined : receiptOf(s, same, toolName);
-    },
+    receipt: (text, meta) =>
+      putEvidence(s, [{ text, meta }]).then(([e]) =>
+        e instanceof Error ? Promise.reject(e) : receiptOf(s, e!, meta.toolName),
+      ),
     receipts: async (items) =>
       (await putEvidence(s, items)).map((e, k) => (e instanceof Error ? e : receiptOf(s, e, items[k]!.meta.toolName))),
     deliver: (ids, scope) => deliver(s, ids, scope),

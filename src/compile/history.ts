@@ -661,12 +661,9 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   const final = order.slice(0, n);
   const dropped: string[] = [];
   let failure: string | undefined;
-  // The receipt an earlier request got for a rendering stands while its artifact is not found gone
-  // (a long history is not looked up again per request).
-  const stands = (r: Receipts['receipts'][number] | undefined) =>
-    r !== undefined && !state.evidence.isGone(r.artifactId);
-  // The others' texts: those no recent request vaulted are stored in one write transaction.
-  const texts = order.slice(n).filter((t) => t.evidence !== undefined && !stands(state.targetReceipts.get(t)));
+  // The texts of those below without a standing receipt: those no recent request vaulted are stored in one write.
+  const stale = (r?: { artifactId: string }) => r === undefined || state.evidence.isGone(r.artifactId);
+  const texts = order.slice(n).filter((t) => t.evidence !== undefined && stale(state.targetReceipts.get(t)));
   const items = texts.map((t) => ({
     text: t.evidence!,
     meta: { toolName: t.toolName, sessionId: o.sessionId, ...(t.slot.callId ? { callId: t.slot.callId } : {}) },
@@ -677,7 +674,9 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
     const t = order[k]!;
     try {
       let r = state.targetReceipts.get(t);
-      if (r === undefined || !stands(r)) {
+      // The receipt an earlier request got for this rendering stands while its artifact is not
+      // found gone (a long history is not looked up again per request).
+      if (r === undefined || state.evidence.isGone(r.artifactId)) {
         if (t.evidence === undefined) {
           const ok = verifiedNow(state, t.artifactId) || (await verifiedOnce(state, t.artifactId));
           if (!ok) throw new Error('artifact gone');

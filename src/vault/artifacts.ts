@@ -289,69 +289,50 @@ async function loadContent(ctx: ArtifactContext, artifactId: string, scope: Stor
   return { sha256: row.sha256, toolName: row.toolName, chars: Number(row.chars), bytes: Number(row.bytes), content };
 }
 
-/** A put's content, sizes and digest, or the error single `put` throws for it (checked before any write). */
-function checkedPut(ctx: StoreContext, input: PutInput) {
-  try {
-    const sizes = putSizes(ctx, input?.content);
-    return { input, sizes, sha: input.digest ?? sha256Hex(input.content) };
-  } catch (error) {
-    return error instanceof Error ? error : new Error(String(error));
-  }
-}
-
 /**
- * Store `inputs` in ONE write transaction (dedup, collision-safe ids, retention, insert, provenance,
- * in input order), then read new content back. A bad input (its size, a lone surrogate, not a
- * string) or a failed read-back is that input's error in its slot, the others are stored; a failed
- * transaction rejects the batch (nothing of it is written).
+ * Store `inputs` in ONE write transaction (per input, in order: dedup, collision-safe id, retention, insert, provenance),
+ * then read new content back. An input refused (size, lone surrogate, not a string) or whose read-back fails is its
+ * error, the others are stored; a failed transaction rejects the batch.
  */
 async function putArtifacts(ctx: ArtifactContext, inputs: readonly PutInput[], scope?: StoreScope) {
-  const checked = inputs.map((input) => checkedPut(ctx, input));
-  const valid = checked.filter((c) => !(c instanceof Error)) as Exclude<(typeof checked)[number], Error>[];
   const { conn } = ctx;
-  const stored =
-    valid.length === 0
-      ? []
-      : await conn.write(async (trx) => {
-          const now = ctx.nowIso();
-          const rows = [];
-          for (const { input, sizes, sha } of valid) {
-            const toolName = label(ctx, input.toolName);
-            let found: Found = await touchArtifact.first(conn, trx, sha, now);
-            let created = false;
-            if (found === undefined)
-              ({ found, created } = await insertNew(ctx, trx, input.content, sha, sizes, toolName, now));
-            await recordProvenance(ctx, trx, input, scope, found.artifactId, toolName, now);
-            rows.push({ artifactId: found.artifactId, seq: Number(found.seq), created });
-          }
-          return rows;
-        }, scope?.budget);
-  if (stored.some((r) => r.created)) conn.search.afterPut();
-  let k = 0;
+  const puts = inputs.map((input) => {
+    try {
+      const sizes = putSizes(ctx, input?.content);
+      return { input, sizes, sha: input.digest ?? sha256Hex(input.content), artifactId: '', seq: 0, created: false };
+    } catch (error) {
+      return error as Error;
+    }
+  });
+  const valid = puts.filter((p) => !(p instanceof Error)) as Exclude<(typeof puts)[number], Error>[];
+  if (valid.length > 0)
+    await conn.write(async (trx) => {
+      const now = ctx.nowIso();
+      for (const p of valid) {
+        const toolName = label(ctx, p.input.toolName);
+        let found: Found = await touchArtifact.first(conn, trx, p.sha, now);
+        p.created = false;
+        if (found === undefined)
+          ({ found, created: p.created } = await insertNew(ctx, trx, p.input.content, p.sha, p.sizes, toolName, now));
+        await recordProvenance(ctx, trx, p.input, scope, found.artifactId, toolName, now);
+        [p.artifactId, p.seq] = [found.artifactId, Number(found.seq)];
+      }
+    }, scope?.budget);
+  if (valid.some((p) => p.created)) conn.search.afterPut();
+  // Row keys are never reused, so a row pruned and written again is verified again.
+  const verified = async ({ input, sha, sizes, artifactId, seq, created }: (typeof valid)[number]) => {
+    if (ctx.verified.get(sha) !== seq) {
+      const back = await readBack(ctx, artifactId);
+      if (back === undefined || back.sha256 !== sha || ctx.conn.decodeContent(back.content) !== input.content)
+        throw new VaultVerifyError(artifactId);
+      if (ctx.verified.size >= VERIFIED_CACHE) ctx.verified.delete(ctx.verified.keys().next().value as string);
+      ctx.verified.set(sha, seq);
+    }
+    return Object.freeze({ artifactId, sha256: sha, created, chars: sizes.chars, bytes: sizes.bytes });
+  };
   const out: (PutResult | Error)[] = [];
-  for (const c of checked) {
-    if (c instanceof Error) out.push(c);
-    else out.push(await verifiedPut(ctx, c.input.content, c.sha, c.sizes, stored[k++]!).catch((e: Error) => e));
-  }
+  for (const p of puts) out.push(p instanceof Error ? p : await verified(p).catch((e: Error) => e));
   return out;
-}
-
-/** The put's result once its row reads back as its content (row keys are never reused, so a row pruned and written again is verified again). */
-async function verifiedPut(
-  ctx: ArtifactContext,
-  content: string,
-  sha: string,
-  sizes: { chars: number; bytes: number },
-  { artifactId, seq, created }: { artifactId: string; seq: number; created: boolean },
-): Promise<PutResult> {
-  if (ctx.verified.get(sha) !== seq) {
-    const back = await readBack(ctx, artifactId);
-    if (back === undefined || back.sha256 !== sha || ctx.conn.decodeContent(back.content) !== content)
-      throw new VaultVerifyError(artifactId);
-    if (ctx.verified.size >= VERIFIED_CACHE) ctx.verified.delete(ctx.verified.keys().next().value as string);
-    ctx.verified.set(sha, seq);
-  }
-  return Object.freeze({ artifactId, sha256: sha, created, chars: sizes.chars, bytes: sizes.bytes });
 }
 
 async function verifyArtifact(ctx: StoreContext, artifactId: string, scope?: StoreScope, known?: KnownContent) {
@@ -462,11 +443,8 @@ export function createArtifactStore(store: StoreContext): ArtifactStore & { clea
   const ctx: ArtifactContext = { ...store, verified: new Map(), readVerified: new Set() };
   const { limits } = ctx;
   return {
-    put: async (input, scope) => {
-      const [result] = await putArtifacts(ctx, [input], scope);
-      if (result instanceof Error) throw result;
-      return result!;
-    },
+    put: (input, scope) =>
+      putArtifacts(ctx, [input], scope).then(([r]) => (r instanceof Error ? Promise.reject(r) : r!)),
     putMany: (inputs, scope) => putArtifacts(ctx, inputs, scope),
     verify: (artifactId, scope, known) => verifyArtifact(ctx, artifactId, scope, known),
     summary: (artifactId, scope) => summaryOf(ctx, artifactId, scope),

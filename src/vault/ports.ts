@@ -66,12 +66,7 @@ export interface VaultHealth {
 export interface ArtifactStore {
   /** Store content (deduplicated by SHA-256); resolves only after the row is read back and verified. */
   put(input: PutInput, scope?: StoreScope): Promise<PutResult>;
-  /**
-   * {@link put} of several inputs in one write transaction; results in input order. An input
-   * `put` would refuse (size, lone surrogate, not a string) or whose read-back fails gets that
-   * error in its slot and the others are stored; a failed transaction rejects (nothing written).
-   * Optional: a caller without it puts one at a time.
-   */
+  /** {@link put} of each input in ONE write transaction; an input put refuses, or whose read-back fails, is its error (src/vault/artifacts.ts). */
   putMany?(inputs: readonly PutInput[], scope?: StoreScope): Promise<readonly (PutResult | Error)[]>;
   /** True when the artifact exists and its content hashes to its id (compared with `known` instead, when given). */
   verify(artifactId: string, scope?: StoreScope, known?: KnownContent): Promise<boolean>;
