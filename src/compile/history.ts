@@ -31,7 +31,7 @@ import { editWindowView, readNumberedWindow } from '../compact/edit-window.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { CompileSettings } from './reduce-request.js';
 import type { SessionState, WindowedOutput } from './session.js';
-import { horizons, segmentSteps } from './steps.js';
+import { sealedSteps, segmentSteps } from './steps.js';
 import { idleTurns } from './working-set.js';
 
 export interface HistoryOptions extends Pick<
@@ -84,8 +84,8 @@ export interface HistoryPlan {
   readonly decided: readonly { readonly key: string; readonly kind: RewriteKind }[];
   /** Keys of the outputs this request shows inline (mark them shown once it goes out). */
   readonly shown: readonly string[];
-  /** Deltas of a changed output, by slot path (JSON): the key to mark shown once sent resolved. */
-  readonly fullShown: ReadonlyMap<string, string>;
+  /** For a delta of a changed output at this slot path (JSON): the key to mark shown once sent resolved. */
+  readonly fullShown: (path: string) => string | undefined;
   readonly requestKey: string;
   readonly rewrittenOutputs: number;
   readonly reducedReasoning: number;
@@ -114,12 +114,17 @@ export interface OutputFacts {
   settled: Settled | undefined;
 }
 
+/** The settings a settled decision holds for. */
+type Settings = Pick<HistoryOptions, 'minChars' | 'collapseAfterTurns'>;
+
+/** Whether a decision settled under `x` holds under `o`. */
+const holds = (x: Settings | undefined, o: Settings): boolean =>
+  x?.minChars === o.minChars && x.collapseAfterTurns === o.collapseAfterTurns;
+
 /** A final decision: the outcome, its rendering (APPLIED), and the settings it holds for. */
-interface Settled {
+interface Settled extends Settings {
   readonly code: Outcome;
   readonly picked: Target | undefined;
-  readonly minChars: number;
-  readonly collapseAfterTurns: number;
 }
 
 /**
@@ -204,8 +209,6 @@ export async function planHistory(
     past,
   });
   notePast(past, applied, returned);
-  const fullShown = new Map<string, string>();
-  for (const f of facts) if (changedDelta(f)) fullShown.set(JSON.stringify(f.slot.path), fullShownKey(f.key));
   if (o.reasoning || o.collapseAfterTurns > 0)
     await reasoningDecisions(
       state.meter.digests,
@@ -260,7 +263,10 @@ export async function planHistory(
     receipts,
     decided: chosen.map((c) => ({ key: c.key, kind: c.kind })),
     shown: decidedKeys.size === 0 ? shown : shown.filter((k) => !decidedKeys.has(k)),
-    fullShown,
+    fullShown: (path) => {
+      const f = facts.find((f) => JSON.stringify(f.slot.path) === path && changedDelta(f));
+      return f && fullShownKey(f.key);
+    },
     requestKey,
     rewrittenOutputs: final.length - reducedReasoning,
     reducedReasoning,
@@ -374,11 +380,7 @@ function historyBounds(view: RequestView, o: HistoryOptions): HistoryBounds | un
   const protectedFrom = steps.starts[Math.max(0, count - o.inlineRecentTurns)] ?? view.items.length;
   const collapseBefore =
     o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
-  const sealed =
-    o.blockTurns > 0
-      ? horizons(count, { blockSteps: o.blockTurns, inlineRecentSteps: o.inlineRecentTurns, collapseAfterSteps: 0 })
-          .sealed
-      : count;
+  const sealed = o.blockTurns > 0 ? sealedSteps(count, o.blockTurns, o.inlineRecentTurns) : count;
   const sealedBefore = steps.starts[sealed] ?? view.items.length;
   return { start, protectedFrom, collapseBefore, sealedBefore };
 }
@@ -393,7 +395,45 @@ interface OutputDecisions {
   readonly returned: string[];
 }
 
-/** Decide every output of the request, in output order (see {@link outputDecider}). */
+/**
+ * What a plan found per output (`facts`, reused for the same slot objects) and the leading run of
+ * outputs whose decisions were settled, ending at `ends` in `outputs`, `facts`, `applied` and
+ * `shown`: the next request of the same outputs, conversation, prefix and settings, with the run
+ * (last item `lastItem`, -1: none) still older than its newest turns, takes it as it is.
+ */
+export interface SettledRun {
+  readonly outputs: readonly Slot[];
+  readonly chain: readonly string[];
+  readonly facts: readonly OutputFacts[];
+  readonly applied: readonly Target[];
+  /** The index in `outputs` of each of `applied`. */
+  readonly appliedAt: readonly number[];
+  readonly shown: readonly string[];
+  readonly ends: readonly [number, number, number, number];
+  readonly lastItem: number;
+  readonly start: number;
+  readonly settings: Settings;
+}
+
+/** The run `run` carries for this request's decisions: the same outputs, chain, prefix and settings, the run still old. */
+function carriedRun(
+  run: SettledRun | undefined,
+  outputs: readonly Slot[],
+  o: HistoryOptions,
+  b: HistoryBounds & { readonly chain: readonly string[] },
+): SettledRun | undefined {
+  if (
+    run === undefined ||
+    run.start !== b.start ||
+    !holds(run.settings, o) ||
+    run.lastItem >= b.protectedFrom ||
+    sharedLead(b.chain, run.chain, undefined) <= run.lastItem
+  )
+    return undefined;
+  return sharedLead(outputs, run.outputs, undefined) >= run.ends[0] ? run : undefined;
+}
+
+/** Decide every output of the request, in output order (see {@link outputDecider}), from the end of the carried settled run. */
 async function decideOutputs(
   state: SessionState,
   memo: ConversationMemo,
@@ -408,19 +448,29 @@ async function decideOutputs(
   },
 ): Promise<OutputDecisions> {
   const { start, chain } = b;
-  const applied: Target[] = [];
   const candidates: Target[] = [];
-  const shown: string[] = [];
   const returned: string[] = [];
   const { decided, visit } = outputDecider(state, memo, o, b);
-  // What the previous plan found per output, reused for the outputs this view shares with it.
-  const previous = state.memo.historyFacts ?? [];
-  const facts: OutputFacts[] = [];
-  let p = 0;
-  for (let k = 0; k < outputs.length; k++) {
+  const previous = state.memo.settledRun?.facts ?? [];
+  const run = carriedRun(state.memo.settledRun, outputs, o, b);
+  const [k0, p0, a0, s0] = run?.ends ?? [0, 0, 0, 0];
+  const facts = previous.slice(0, p0);
+  const applied = (run?.applied ?? []).slice(0, a0);
+  const appliedAt = (run?.appliedAt ?? []).slice(0, a0);
+  const shown = (run?.shown ?? []).slice(0, s0);
+  if (b.idle !== undefined)
+    for (let x = 0; x < a0; x++) if (b.idle[appliedAt[x]!] === 0) returned.push(applied[x]!.key);
+  let ends: SettledRun['ends'] = [k0, p0, a0, s0];
+  let lastItem = run === undefined || k0 === 0 ? -1 : run.lastItem;
+  let p = p0;
+  for (let k = k0; k < outputs.length; k++) {
     const slot = outputs[k]!;
     const i = slot.item;
-    if (i === undefined || i <= start) continue;
+    const open = ends[0] === k;
+    if (i === undefined || i <= start) {
+      if (open) ends = [k + 1, ends[1], ends[2], ends[3]];
+      continue;
+    }
     let f = previous[p];
     if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
     else
@@ -435,12 +485,7 @@ async function decideOutputs(
       };
     facts.push(f);
     const held = f.settled;
-    if (
-      held !== undefined &&
-      i < b.protectedFrom &&
-      held.minChars === o.minChars &&
-      held.collapseAfterTurns === o.collapseAfterTurns
-    ) {
+    if (held !== undefined && i < b.protectedFrom && holds(held, o)) {
       decided.code = held.code;
       decided.picked = held.picked;
       decided.upgrade = undefined;
@@ -450,17 +495,24 @@ async function decideOutputs(
       if (pending !== undefined) await pending;
     }
     const { code, picked, upgrade } = decided;
-    if (code === UNRENDERABLE) continue;
     if (code === APPLIED || code === UPGRADED) {
       applied.push(picked!);
+      appliedAt.push(k);
       if (b.idle !== undefined && b.idle[k] === 0) returned.push(picked!.key);
       if (upgrade !== undefined) candidates.push(upgrade);
-      continue;
+    } else if (code !== UNRENDERABLE) {
+      shown.push(f.key);
+      if (code === CANDIDATE) candidates.push(picked!);
     }
-    shown.push(f.key);
-    if (code === CANDIDATE) candidates.push(picked!);
+    // Run on while this request's decision is the settled one (a stale one is decided again).
+    if (open && i < b.protectedFrom && holds(f.settled, o)) {
+      ends = [k + 1, facts.length, applied.length, shown.length];
+      lastItem = i;
+    }
   }
-  state.memo.historyFacts = facts;
+  const settings = { minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
+  const carried = { facts, applied, appliedAt, shown, ends, lastItem, start, settings };
+  state.memo.settledRun = { ...carried, outputs: outputs.slice(), chain };
   return { applied, candidates, shown, facts, returned };
 }
 
@@ -619,11 +671,16 @@ function chooseNewBatch(
     return rendered;
   };
   const size = 1 + before(keepItems.length) + 2 * keepItems.length;
-  const idleOf = idle === undefined ? undefined : idleByItem(outputs, idle, byItem);
+  // The fewest idle turns of the outputs of each item (an item with several is as busy as its busiest).
+  const idleOf = new Map<number, number>();
+  if (idle !== undefined)
+    outputs.forEach(({ item: i }, k) => {
+      if (i !== undefined && byItem.has(i)) idleOf.set(i, Math.min(idleOf.get(i) ?? Infinity, idle[k]!));
+    });
   const list: RewriteCandidate[] = itemsInOrder.map((i) => {
     const itemChars = cum[i]! - before(i);
     const saved = itemChars - state.meter.measure(withChanges(i)).chars;
-    const turns = idleOf?.get(i);
+    const turns = idleOf.get(i);
     return turns === undefined
       ? { position: position(i), saved }
       : { position: position(i), saved, recovery: expectedRecovery(o.pricing, size, itemChars, turns, past) };
@@ -700,22 +757,6 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   }
   state.memo.receipted = { final, receipts };
   return { receipts, final, dropped, failure };
-}
-
-/** The fewest idle turns of the outputs of each of `items` (an item with several outputs is as busy as its busiest). */
-function idleByItem(
-  outputs: readonly Slot[],
-  idle: readonly number[],
-  items: ReadonlyMap<number, unknown>,
-): Map<number, number> {
-  const out = new Map<number, number>();
-  for (let k = 0; k < outputs.length; k++) {
-    const i = outputs[k]!.item;
-    if (i === undefined || !items.has(i)) continue;
-    const prev = out.get(i);
-    out.set(i, prev === undefined ? idle[k]! : Math.min(prev, idle[k]!));
-  }
-  return out;
 }
 
 /**

@@ -259,7 +259,7 @@ export async function reduceRequest(
       });
     }
     // Deltas of changed outputs this request shows resolved: the output itself was shown.
-    const full = resolved.flatMap((r) => plan.fullShown.get(JSON.stringify(r.slot.path)) ?? []);
+    const full = resolved.flatMap((r) => plan.fullShown(JSON.stringify(r.slot.path)) ?? []);
     await markShown(plan.decided, full);
     const request = seen.restore(
       await withWorkingState(s, raw, measured.request, sessionStateKey(step.context), view.format),

@@ -19,7 +19,7 @@ import { createRenderMemo, type RenderMemo } from './render-memo.js';
 import { WeakMemo } from '../weak-memo.js';
 import type { Rendering } from './apply.js';
 import type { DuplicatesCarried, OutputFacts as DuplicateFacts } from './duplicates.js';
-import type { OutputFacts as HistoryFacts, SessionPast } from './history.js';
+import type { SessionPast, SettledRun } from './history.js';
 import type { Walk, WordMemo } from './working-set.js';
 import type { Slot } from '../model/types.js';
 import type { NumberedWindow } from '../compact/edit-window.js';
@@ -83,8 +83,8 @@ export interface StageMemo {
   restored?: boolean;
   /** collapseDuplicates: the chain hashes the last request added to `seen`. */
   added?: readonly string[];
-  /** planHistory: what the previous plan found per output. */
-  historyFacts?: readonly HistoryFacts[];
+  /** planHistory: what the previous plan found per output, and the run of them it settled. */
+  settledRun?: SettledRun;
   /** planHistory: the numbered window each output slot prints (null: none), for the same slot objects. */
   editWindows?: WeakMap<Slot, NumberedWindow | null>;
   /** planHistory: the last outputs read for windows (a copy), and those that print one (by index). */

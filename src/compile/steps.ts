@@ -33,32 +33,13 @@ export function segmentSteps(info: readonly ItemInfo[]): Steps {
   return { headEnd, starts, stepOf };
 }
 
-/** When older content is replaced. All counts are in steps. */
-export interface CompactionPolicy {
-  /** Boundaries advance in multiples of this many steps. */
-  readonly blockSteps: number;
-  /** The newest steps always kept verbatim. */
-  readonly inlineRecentSteps: number;
-  /** Steps older than this collapse into a vaulted artifact (0 = never collapse). */
-  readonly collapseAfterSteps: number;
-}
-
-export interface Horizons {
-  /** Steps [0, sealed) are old: their large tool outputs become receipts. */
-  readonly sealed: number;
-  /** Steps [0, collapsed) are replaced by one collapse note (collapsed ≤ sealed). */
-  readonly collapsed: number;
-}
-
 /**
- * The horizons for a request with `stepCount` steps. Both move only in whole blocks, so between
- * two boundaries every older item renders exactly as before (prompt-cache stability).
+ * Steps [0, sealed) of a request with `stepCount` steps: old, their large tool outputs may become
+ * receipts, all but the newest `inlineRecentSteps`. Moves only in whole blocks of `blockSteps`, so
+ * between two boundaries every older item renders exactly as before (prompt-cache stability).
  */
-export function horizons(stepCount: number, policy: CompactionPolicy): Horizons {
-  const b = Math.max(1, policy.blockSteps);
-  const floorBlock = (n: number): number => (n > 0 ? Math.floor(n / b) * b : 0);
-  const sealed = floorBlock(stepCount - policy.inlineRecentSteps);
-  const after = Math.max(policy.collapseAfterSteps, policy.inlineRecentSteps);
-  const collapsed = policy.collapseAfterSteps > 0 ? Math.min(sealed, floorBlock(stepCount - after)) : 0;
-  return { sealed, collapsed };
+export function sealedSteps(stepCount: number, blockSteps: number, inlineRecentSteps: number): number {
+  const b = Math.max(1, blockSteps);
+  const n = stepCount - inlineRecentSteps;
+  return n > 0 ? Math.floor(n / b) * b : 0;
 }

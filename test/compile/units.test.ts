@@ -9,7 +9,7 @@ import { PRICING_PROFILES } from '../../src/config/pricing.js';
 import { boundedView } from '../../src/compile/duplicates.js';
 import { evidenceText } from '../../src/compile/evidence.js';
 import { createMeter } from '../../src/ledger/request-meter.js';
-import { horizons, segmentSteps } from '../../src/compile/steps.js';
+import { sealedSteps, segmentSteps } from '../../src/compile/steps.js';
 import { canonicalJson, serializedChars } from '../../src/measure/index.js';
 import { readRequest } from '../../src/model/index.js';
 
@@ -37,7 +37,7 @@ describe('acceptCandidate', () => {
   });
 });
 
-describe('segmentSteps and horizons', () => {
+describe('segmentSteps and sealedSteps', () => {
   it('starts a step at user text and at an assistant answering tool results', () => {
     const view = readRequest({
       messages: [
@@ -56,12 +56,10 @@ describe('segmentSteps and horizons', () => {
     });
     expect(segmentSteps(view.itemInfo)).toEqual({ headEnd: 1, starts: [1, 2, 5], stepOf: [-1, 0, 1, 1, 1, 2, 2] });
   });
-  it('moves both horizons only in whole blocks', () => {
-    const p = { blockSteps: 4, inlineRecentSteps: 5, collapseAfterSteps: 6 };
-    const seq = Array.from({ length: 20 }, (_, s) => horizons(s, p));
-    expect(seq.map((h) => h.sealed)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12]);
-    expect(seq.map((h) => h.collapsed)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12]);
-    expect(horizons(30, { ...p, collapseAfterSteps: 0 }).collapsed).toBe(0);
+  it('moves the sealed horizon only in whole blocks', () => {
+    const seq = Array.from({ length: 20 }, (_, s) => sealedSteps(s, 4, 5));
+    expect(seq).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12]);
+    expect(sealedSteps(3, 0, 1)).toBe(2);
   });
 });
 
