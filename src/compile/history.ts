@@ -396,10 +396,11 @@ interface OutputDecisions {
 }
 
 /**
- * What a plan found per output (`facts`, reused for the same slot objects) and the leading run of
- * outputs whose decisions were settled, ending at `ends` in `outputs`, `facts`, `applied` and
- * `shown`: the next request of the same outputs, conversation, prefix and settings, with the run
- * (last item `lastItem`, -1: none) still older than its newest turns, takes it as it is.
+ * What a plan found per output (`facts`, reused for the same slot objects) and the run of outputs
+ * older than its newest turns, ending at `ends` in `outputs`, `facts`, `applied` and `shown`: the
+ * next request of the same outputs, conversation, prefix and settings, with the run (last item
+ * `lastItem`, -1: none) still older than its newest turns, takes the settled decisions as they are
+ * and decides again only the `holes` (unsettled outputs: their marks before and after them).
  */
 export interface SettledRun {
   readonly outputs: readonly Slot[];
@@ -409,11 +410,15 @@ export interface SettledRun {
   /** The index in `outputs` of each of `applied`. */
   readonly appliedAt: readonly number[];
   readonly shown: readonly string[];
-  readonly ends: readonly [number, number, number, number];
+  readonly ends: Marks;
+  readonly holes: readonly (readonly [...Marks, number, number])[];
   readonly lastItem: number;
   readonly start: number;
   readonly settings: Settings;
 }
+
+/** Positions in a run's `outputs`, `facts`, `applied` and `shown`. */
+type Marks = readonly [number, number, number, number];
 
 /** The run `run` carries for this request's decisions: the same outputs, chain, prefix and settings, the run still old. */
 function carriedRun(
@@ -422,18 +427,16 @@ function carriedRun(
   o: HistoryOptions,
   b: HistoryBounds & { readonly chain: readonly string[] },
 ): SettledRun | undefined {
-  if (
-    run === undefined ||
-    run.start !== b.start ||
-    !holds(run.settings, o) ||
-    run.lastItem >= b.protectedFrom ||
-    sharedLead(b.chain, run.chain, undefined) <= run.lastItem
-  )
+  if (run === undefined || run.start !== b.start || !holds(run.settings, o) || run.lastItem >= b.protectedFrom)
     return undefined;
-  return sharedLead(outputs, run.outputs, undefined) >= run.ends[0] ? run : undefined;
+  const [k] = run.ends;
+  if (outputs.length < k || b.chain.length <= run.lastItem) return undefined;
+  for (let x = 0; x < k; x++) if (outputs[x] !== run.outputs[x]) return undefined;
+  for (let i = 0; i <= run.lastItem; i++) if (b.chain[i] !== run.chain[i]) return undefined;
+  return run;
 }
 
-/** Decide every output of the request, in output order (see {@link outputDecider}), from the end of the carried settled run. */
+/** Decide every output of the request, in output order (see {@link outputDecider}), taking the carried run's settled decisions. */
 async function decideOutputs(
   state: SessionState,
   memo: ConversationMemo,
@@ -447,42 +450,19 @@ async function decideOutputs(
     readonly past: SessionPast;
   },
 ): Promise<OutputDecisions> {
-  const { start, chain } = b;
-  const candidates: Target[] = [];
-  const returned: string[] = [];
+  const { start, chain, idle } = b;
+  const [applied, candidates, shown, returned] = [[] as Target[], [] as Target[], [] as string[], [] as string[]];
+  const appliedAt: number[] = [];
+  const facts: OutputFacts[] = [];
+  const holes: SettledRun['holes'][number][] = [];
   const { decided, visit } = outputDecider(state, memo, o, b);
   const previous = state.memo.settledRun?.facts ?? [];
   const run = carriedRun(state.memo.settledRun, outputs, o, b);
-  const [k0, p0, a0, s0] = run?.ends ?? [0, 0, 0, 0];
-  const facts = previous.slice(0, p0);
-  const applied = (run?.applied ?? []).slice(0, a0);
-  const appliedAt = (run?.appliedAt ?? []).slice(0, a0);
-  const shown = (run?.shown ?? []).slice(0, s0);
-  if (b.idle !== undefined)
-    for (let x = 0; x < a0; x++) if (b.idle[appliedAt[x]!] === 0) returned.push(applied[x]!.key);
-  let ends: SettledRun['ends'] = [k0, p0, a0, s0];
-  let lastItem = run === undefined || k0 === 0 ? -1 : run.lastItem;
-  let p = p0;
-  for (let k = k0; k < outputs.length; k++) {
-    const slot = outputs[k]!;
-    const i = slot.item;
-    const open = ends[0] === k;
-    if (i === undefined || i <= start) {
-      if (open) ends = [k + 1, ends[1], ends[2], ends[3]];
-      continue;
-    }
-    let f = previous[p];
-    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
-    else
-      f = {
-        slot,
-        chain: chain[i]!,
-        key: factKey(chain[i]!, slot),
-        targets: {},
-        chars: undefined,
-        changed: undefined,
-        settled: undefined,
-      };
+  let ends: Marks = [0, 0, 0, 0];
+  let lastItem = -1;
+  /** Output `k` (fact `f`, item `i`) decided into the lists; the run goes on over it while it is old. */
+  const decide = async (k: number, f: OutputFacts, i: number): Promise<void> => {
+    const before: Marks = [k, facts.length, applied.length, shown.length];
     facts.push(f);
     const held = f.settled;
     if (held !== undefined && i < b.protectedFrom && holds(held, o)) {
@@ -498,20 +478,63 @@ async function decideOutputs(
     if (code === APPLIED || code === UPGRADED) {
       applied.push(picked!);
       appliedAt.push(k);
-      if (b.idle !== undefined && b.idle[k] === 0) returned.push(picked!.key);
+      if (idle !== undefined && idle[k] === 0) returned.push(picked!.key);
       if (upgrade !== undefined) candidates.push(upgrade);
     } else if (code !== UNRENDERABLE) {
       shown.push(f.key);
       if (code === CANDIDATE) candidates.push(picked!);
     }
-    // Run on while this request's decision is the settled one (a stale one is decided again).
-    if (open && i < b.protectedFrom && holds(f.settled, o)) {
-      ends = [k + 1, facts.length, applied.length, shown.length];
-      lastItem = i;
+    if (ends[0] !== k || i >= b.protectedFrom) return;
+    // A decision that is not the settled one (none, or a stale one) is decided again next time.
+    if (!holds(f.settled, o)) holes.push([...before, applied.length, shown.length]);
+    ends = [k + 1, facts.length, applied.length, shown.length];
+    lastItem = i;
+  };
+  let k0 = 0;
+  let p = 0;
+  if (run !== undefined) {
+    let [ra, rs] = [0, 0];
+    const take = (to: readonly [number, number, number, number, ...number[]]): void => {
+      while (facts.length < to[1]) facts.push(run.facts[facts.length]!);
+      for (; ra < to[2]; ra++) {
+        const k = run.appliedAt[ra]!;
+        applied.push(run.applied[ra]!);
+        appliedAt.push(k);
+        if (idle !== undefined && idle[k] === 0) returned.push(run.applied[ra]!.key);
+      }
+      while (rs < to[3]) shown.push(run.shown[rs++]!);
+    };
+    for (const h of run.holes) {
+      take(h);
+      [ends, ra, rs] = [[h[0], facts.length, applied.length, shown.length], h[4], h[5]];
+      await decide(h[0], run.facts[h[1]]!, outputs[h[0]]!.item!);
     }
+    take(run.ends);
+    [ends, lastItem, k0, p] = [[run.ends[0], facts.length, applied.length, shown.length], run.lastItem, ...run.ends];
+  }
+  for (let k = k0; k < outputs.length; k++) {
+    const slot = outputs[k]!;
+    const i = slot.item;
+    if (i === undefined || i <= start) {
+      if (ends[0] === k) ends = [k + 1, ends[1], ends[2], ends[3]];
+      continue;
+    }
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    else
+      f = {
+        slot,
+        chain: chain[i]!,
+        key: factKey(chain[i]!, slot),
+        targets: {},
+        chars: undefined,
+        changed: undefined,
+        settled: undefined,
+      };
+    await decide(k, f, i);
   }
   const settings = { minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
-  const carried = { facts, applied, appliedAt, shown, ends, lastItem, start, settings };
+  const carried = { facts, applied, appliedAt, shown, ends, holes, lastItem, start, settings };
   state.memo.settledRun = { ...carried, outputs: outputs.slice(), chain };
   return { applied, candidates, shown, facts, returned };
 }

@@ -1,7 +1,8 @@
 /**
- * A history plan carries the leading run of settled decisions from the session's previous request
- * (src/compile/history.ts `SettledRun`): the request it compiles is the one deciding every output
- * again gives, over histories that grow, are cut, are edited in the middle, are rebuilt or resent.
+ * A history plan carries the settled decisions of the session's previous request
+ * (src/compile/history.ts `SettledRun`) and decides again only the unsettled outputs: the request
+ * it compiles is the one deciding every output again gives, over histories that grow, are cut, are
+ * edited in the middle, are rebuilt or resent.
  */
 import { join } from 'node:path';
 import fc from 'fast-check';
