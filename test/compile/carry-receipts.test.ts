@@ -44,6 +44,18 @@ function chain(vault: Vault): {
   };
 }
 
+/** Four tool turns sent through one subscription, then closed (it digested a0..a2): the messages. */
+async function digested(vault: Vault): Promise<Obj[]> {
+  let messages = head('fix it');
+  const first = chain(vault);
+  for (let n = 0; n < 4; n++) {
+    messages = [...messages, call(`a${n}`), out(`a${n}`)];
+    await first.send({ model: 'gpt-4o', messages }, 's');
+  }
+  first.close();
+  return messages;
+}
+
 /** The content each tool call's output had in the request the host sent. */
 const sent = (r: ProviderRequest): Map<string, unknown> =>
   new Map((r['messages'] as Message[]).filter((m) => m.role === 'tool').map((m) => [m.tool_call_id!, m.content]));
@@ -130,13 +142,7 @@ describe('the receipts a request names are the ones it delivers', () => {
 
   it('stores the texts a request must vault again in one batch put (one write transaction), not one put each', async () => {
     const vault = await createVault({ path: join(dir, 'batch.sqlite3') });
-    let messages = head('fix it');
-    const first = chain(vault);
-    for (let n = 0; n < 4; n++) {
-      messages = [...messages, call(`a${n}`), out(`a${n}`)];
-      await first.send({ model: 'gpt-4o', messages }, 's');
-    }
-    first.close();
+    let messages = await digested(vault);
     // A new process renders a0..a2 from the vault's memo and must vault their evidence again.
     const calls: Record<string, number[]> = { put: [], putMany: [] };
     const counting = new Proxy(vault, {
@@ -165,15 +171,9 @@ describe('the receipts a request names are the ones it delivers', () => {
 
   it('keeps an output whose artifact the vault refused inline in the next request too, and names the others', async () => {
     const vault = await createVault({ path: join(dir, 'refused.sqlite3') });
-    let messages = head('fix it');
-    // One subscription digests a0..a2; a second one (a new process) renders them from the vault's
+    // One subscription digested a0..a2; a second one (a new process) renders them from the vault's
     // memo and vaults their evidence again, and the vault refuses a1's: a drop in the middle.
-    const first = chain(vault);
-    for (let n = 0; n < 4; n++) {
-      messages = [...messages, call(`a${n}`), out(`a${n}`)];
-      await first.send({ model: 'gpt-4o', messages }, 's');
-    }
-    first.close();
+    let messages = await digested(vault);
     const refused = out('a1')['content'];
     const second = chain(refusing(vault, refused as string));
     try {
