@@ -295,6 +295,7 @@ async function loadContent(ctx: ArtifactContext, artifactId: string, scope: Stor
  * error, the others are stored; a failed transaction rejects the batch.
  */
 async function putArtifacts(ctx: ArtifactContext, inputs: readonly PutInput[], scope?: StoreScope) {
+  if (!Array.isArray(inputs)) throw new VaultArgumentError('putMany: inputs must be an array');
   const { conn } = ctx;
   const puts = inputs.map((input) => {
     try {

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VaultContentError } from '../../src/vault/index.js';
+import { VaultArgumentError, VaultContentError } from '../../src/vault/index.js';
 import type { PutInput, PutResult, Vault } from '../../src/vault/types.js';
 import { DIALECTS, freshStore, type FreshStore } from './dialects.js';
 import { countOf, statementsDuring } from './helpers.js';
@@ -93,6 +93,7 @@ for (const dialect of DIALECTS) {
         expect(await v.read((r as PutResult).artifactId)).toBe(text);
       }
       expect(await v.putMany!([{ content: 42 as unknown as string }])).toMatchObject([{ name: 'VaultArgumentError' }]);
+      await expect(v.putMany!({ content: 'x' } as unknown as PutInput[])).rejects.toThrow(VaultArgumentError);
       expect((await v.usage()).artifacts).toBe(2);
     });
   });
