@@ -172,10 +172,10 @@ async function putEvidence(s: EvidenceState, items: readonly EvidenceItem[]): Pr
     return { ...meta, args: meta.args ?? {}, content: items[k]!.text, digest };
   });
   const scope = items[first.values().next().value ?? 0]?.meta.scope ?? s.lastScope;
-  let results: readonly (PutResult | Error)[] = [];
+  const results: (PutResult | Error)[] = [];
   if (s.vault.putMany !== undefined && inputs.length > 1)
-    results = await s.vault.putMany(inputs, scope).catch((e: Error) => inputs.map(() => e));
-  else for (const input of inputs) results = [...results, await s.vault.put(input, scope).catch((e: Error) => e)];
+    results.push(...(await s.vault.putMany(inputs, scope).catch((e: Error) => inputs.map(() => e))));
+  else for (const input of inputs) results.push(await s.vault.put(input, scope).catch((e: Error) => e));
   [...first].forEach(([key, k], j) => (out[k] = stored(s, items[k]!.text, key, results[j]!)));
   return out.map((o) => (typeof o === 'string' ? out[first.get(o)!]! : o)) as (Entry | Error)[];
 }
