@@ -3,7 +3,8 @@
  * compile bench's session (rebuilt message objects unless --reuse; --gateway: each body's bytes, built
  * untimed, parsed by the gateway's body memo within the timing as `bench compile` times it),
  * CPU-profiled over turns from..turns only, and the top functions by self time (and by file)
- * printed. --calls N: the parallel-call bench's chat session instead (N calls per assistant
+ * printed. --heap: sample allocations instead (V8's sampling heap profiler, garbage included), and
+ * print the bytes allocated per request by function, self and inclusive. --calls N: the parallel-call bench's chat session instead (N calls per assistant
  * message, results shuffled when N > 1), to set its profile beside its single-call twin's (N = 1).
  * Writes the .cpuprofile to the temp dir.
  */
@@ -35,6 +36,7 @@ const num = (name: string, d: number): number => (argv.includes(name) ? Number(a
 const from = num('--from', 150);
 const turns = num('--turns', 200);
 const gateway = argv.includes('--gateway');
+const heap = argv.includes('--heap');
 const fresh = !argv.includes('--reuse') && !gateway;
 const calls = argv.includes('--calls') ? callsSession({ turns, calls: num('--calls', 1) }) : undefined;
 /** Messages request `t` (1-based) holds. */
@@ -60,8 +62,10 @@ const sub = input
 const messages = calls ? calls.messages : transcript(turns);
 const session = new Session();
 session.connect();
-await session.post('Profiler.enable');
-await session.post('Profiler.setSamplingInterval', { interval: 200 });
+if (!heap) {
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+}
 let wall = 0;
 // The host's own rebuilding (JSON round trip) happens before profiling starts.
 const build = (t: number): ProviderRequest => {
@@ -80,7 +84,13 @@ for (let t = 1; t <= turns; t++) {
   if (t === from) {
     // Rebuilt requests are built before profiling; 100 bodies of a long session would not fit.
     if (!gateway) for (let k = from; k <= turns; k++) prebuilt.set(k, build(k));
-    await session.post('Profiler.start');
+    await (heap
+      ? session.post('HeapProfiler.startSampling', {
+          samplingInterval: 1024,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true,
+        })
+      : session.post('Profiler.start'));
   }
   const body = gateway ? bodyBytes(t) : undefined;
   const t0 = performance.now();
@@ -90,6 +100,10 @@ for (let t = 1; t <= turns; t++) {
   input.next(createStep(request, { sessionId: 'profile', requestId: `r${t}` }));
   while (emitted === n) await new Promise((r) => setImmediate(r));
   if (t >= from) wall += performance.now() - t0;
+}
+if (heap) {
+  await allocations();
+  process.exit(0);
 }
 const { profile } = (await session.post('Profiler.stop')) as {
   profile: { nodes: Node[]; samples: number[]; timeDeltas: number[] };
@@ -138,3 +152,40 @@ console.log('top functions by self time:');
 top(fn, 25);
 console.log('by file:');
 top(file, 15);
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** --heap: stop sampling, print bytes per request by function (self: native callees named with their caller). */
+async function allocations(): Promise<void> {
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: HeapNode } };
+  sub.unsubscribe();
+  await vault.close();
+  rmSync(dir, { recursive: true, force: true });
+  const [self, inclusive] = [new Map<string, number>(), new Map<string, number>()];
+  const name = (n: HeapNode): string =>
+    `${n.callFrame.functionName || '(anonymous)'}  ${n.callFrame.url.replace(/^.*\/(src|operators|adapters|node_modules)\//, '$1/')}`;
+  const walk = (n: HeapNode, callers: readonly string[]): number => {
+    const own = name(n);
+    const key = n.callFrame.url === '' && callers.length > 0 ? `${own} ← ${callers.at(-1)}` : own;
+    self.set(key, (self.get(key) ?? 0) + n.selfSize);
+    let sum = n.selfSize;
+    for (const c of n.children) sum += walk(c, [...callers, own]);
+    if (!callers.includes(own)) inclusive.set(own, (inclusive.get(own) ?? 0) + sum);
+    return sum;
+  };
+  const requests = turns - from + 1;
+  const total = walk(profile.head, []);
+  console.log(`turns ${from}–${turns}: ${(total / requests / 1e6).toFixed(2)} MB allocated per request`);
+  for (const [title, m] of [
+    ['self', self],
+    ['inclusive', inclusive],
+  ] as const) {
+    console.log(`${title}, kB per request:`);
+    for (const [key, bytes] of [...m].sort((a, b) => b[1] - a[1]).slice(0, 30))
+      console.log(`  ${(bytes / requests / 1e3).toFixed(0).padStart(6)}  ${key}`);
+  }
+}
