@@ -20,6 +20,7 @@
  */
 import { PRICING_PROFILES, requestCost, type PricingProfile } from '../config/pricing.js';
 import { codePoints } from '../measure/index.js';
+import { round } from '../telemetry/ledger.js';
 import type { MessagesMeter } from '../ledger/messages-meter.js';
 import { addCounts, emptyCounts, pct, type FidelityCounts } from './fidelity.js';
 import type { RequestPoint } from './series.js';
@@ -255,11 +256,6 @@ export function percentile(sorted: readonly number[], p: number): number {
   const rank = ((sorted.length - 1) * p) / 100;
   const lo = Math.floor(rank);
   return sorted[lo]! + (sorted[Math.ceil(rank)]! - sorted[lo]!) * (rank - lo);
-}
-
-export function round(x: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
 }
 
 function ratio(part: number, whole: number): number {

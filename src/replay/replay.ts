@@ -28,15 +28,9 @@ import { STAGES } from '../stages.js';
 import { attributeRequest, createSkillCuts } from '../telemetry/attribution.js';
 import { openLedger, type Ledger } from '../telemetry/ledger.js';
 import { createMessagesMeter, type MessagesMeter } from '../ledger/messages-meter.js';
+import { round } from '../telemetry/ledger.js';
 import { anyFailedOpen, requestMetric, savedByStage } from '../telemetry/metrics.js';
-import {
-  commonPrefixChars,
-  FigureAccumulator,
-  itemPrefix,
-  round,
-  type ReplayFigures,
-  type RequestSample,
-} from './figures.js';
+import { commonPrefixChars, FigureAccumulator, itemPrefix, type ReplayFigures, type RequestSample } from './figures.js';
 import { FidelityTracker, type FidelityCounts } from './fidelity.js';
 import { SightTracker } from './sight.js';
 import type { RequestPoint } from './series.js';

@@ -479,7 +479,8 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-function round(x: number, digits: number): number {
+/** `x` rounded to `digits` decimals (the figures a ledger and a replay print). */
+export function round(x: number, digits: number): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 }
