@@ -8,6 +8,7 @@
  * `inferredFrom`, which never lowers what the caller asked for. Overrides (config `modelLimits`,
  * then the route's own fields) win over the table.
  */
+import { deepFreeze } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 
 /** What a model accepts, in tokens. */
@@ -314,9 +315,4 @@ export function checkModelLimits(who: string, table: unknown): asserts table is 
         throw new ConfigError(`${who}["${model}"].${field} must be an integer ≥ 1 (got ${String(value)})`);
     }
   }
-}
-
-function deepFreeze<T extends object>(value: T): T {
-  for (const v of Object.values(value)) if (v !== null && typeof v === 'object') Object.freeze(v);
-  return Object.freeze(value);
 }

@@ -477,7 +477,13 @@ function defaultDataDir(env: Readonly<Record<string, string | undefined>>, home:
   return join(home, '.local', 'share', 'token-terminator');
 }
 
-function deepFreeze<T>(value: T): T {
+/**
+ * Freeze `value` and every object reachable from it (a config, a built-in table); returns it.
+ *
+ * @example
+ * const table = deepFreeze({ 'gpt-4o': { contextWindow: 128_000 } }); // table['gpt-4o'] is frozen too
+ */
+export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value)) deepFreeze(child);
