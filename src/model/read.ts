@@ -413,9 +413,12 @@ export function extendView(
   const head = headSlots(request, format);
   if (head.length !== state.head) return undefined;
   for (const [id, call] of added) state.calls.set(id, call);
-  const slots = head.concat(previous.slots.slice(state.head));
-  const info = previous.itemInfo.slice();
-  readItems(reader.item, previous.listKey, items, from, state, slots, info);
+  // The new items are read apart and joined once: each history-long array is allocated at its size.
+  const [newSlots, newInfo]: [Slot[], ItemInfo[]] = [[], []];
+  readItems(reader.item, previous.listKey, items, from, state, newSlots, newInfo);
+  const slots = previous.slots.concat(newSlots);
+  for (let i = 0; i < head.length; i++) slots[i] = head[i]!;
+  const info = previous.itemInfo.concat(newInfo);
   return own({ format, listKey: previous.listKey, items, itemInfo: info, slots }, state, previous);
 }
 
