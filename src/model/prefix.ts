@@ -80,7 +80,8 @@ export class Recognitions {
       if (r.published) continue;
       if (r.scans < SCANS_BEFORE_PUBLISHING) {
         r.scans++;
-        const i = r.caller.indexOf(value);
+        // From the end: the objects asked for are mostly the newest items.
+        const i = r.caller.lastIndexOf(value);
         if (i >= 0) return r.known[i] as T;
         continue;
       }
@@ -305,7 +306,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         // stage's recognition `by` already found it: taken without comparing again).
         const callers = given.slice();
         const by = recognitions.recognitionOf(given);
-        for (let i = 0; i < Math.min(copy.length, items.length); i++) {
+        for (let i = 0, n = Math.min(copy.length, items.length); i < n; i++) {
           const value = copy[i];
           const before = items[i];
           if (value !== before) {
@@ -360,8 +361,11 @@ function restoreItems(
   caller: readonly unknown[],
 ): readonly unknown[] {
   if (recognised === caller || out.length !== caller.length || recognised.length !== caller.length) return out;
-  let copy: unknown[] | undefined;
-  for (let i = 0; i < out.length; i++)
-    if (out[i] === recognised[i] && recognised[i] !== caller[i]) (copy ??= out.slice())[i] = caller[i];
-  return copy ?? out;
+  let i = 0;
+  while (i < out.length && (out[i] !== recognised[i] || recognised[i] === caller[i])) i++;
+  if (i === out.length) return out;
+  // The caller's list with the stage's own items written in: a rebuilt host's every unchanged item is its own.
+  const copy = caller.slice();
+  for (let j = 0; j < out.length; j++) if (out[j] !== recognised[j]) copy[j] = out[j];
+  return copy;
 }

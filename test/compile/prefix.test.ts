@@ -162,6 +162,22 @@ describe('recognition', () => {
     expect(back['tools']).toBe(second.tools);
     expect(JSON.stringify(back)).toBe(JSON.stringify(out));
   });
+
+  it('hands back the items a stage wrote wherever they stand, before or after caller objects', () => {
+    const memo = createRequestMemo();
+    const first = { model: 'm', messages: ['a', 'b', 'c'].map((content) => ({ role: 'user', content })) };
+    memo.recognise(first);
+    const second = clone(first);
+    const seen = memo.recognise(second);
+    const known = seen.request['messages'] as unknown[];
+    const [own, last] = [
+      { role: 'user', content: 'A' },
+      { role: 'user', content: 'C' },
+    ];
+    const back = seen.restore({ ...seen.request, messages: [own, known[1], last] })['messages'] as unknown[];
+    expect(back).toEqual([own, second.messages[1], last]);
+    expect(back.map((m, i) => m === [own, second.messages[1], last][i])).toEqual([true, true, true]);
+  });
 });
 
 describe('recognition switched off (the option)', () => {
