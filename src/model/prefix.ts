@@ -302,16 +302,20 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         // A private copy: a host may grow its own array in place, and the previous list must stay.
         const given = caller[listKey] as readonly unknown[];
         const copy = given.slice();
-        // The caller's objects as recorded for later stages (the known object where an earlier
-        // stage's recognition `by` already found it: taken without comparing again).
-        const callers = given.slice();
+        // The caller's objects as recorded for later stages: `copy` itself until an item is found
+        // equal by comparison (the known object where an earlier stage's recognition `by` already
+        // found it: taken without comparing again, and recorded there).
+        let callers: unknown[] | undefined;
         const by = recognitions.recognitionOf(given);
         for (let i = 0, n = Math.min(copy.length, items.length); i < n; i++) {
           const value = copy[i];
           const before = items[i];
           if (value !== before) {
-            if (by !== undefined && by.caller[i] === value && by.known[i] === before) copy[i] = callers[i] = before;
-            else if (sameItem(value, before)) {
+            if (by !== undefined && by.caller[i] === value && by.known[i] === before) {
+              copy[i] = before;
+              if (callers !== undefined) callers[i] = before;
+            } else if (sameItem(value, before)) {
+              callers ??= copy.slice();
               copy[i] = before;
               compared++;
             }
@@ -321,12 +325,12 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         list = copy;
         grownFrom.link(copy, { base: items, shared });
         (request ??= { ...caller })[listKey] = copy;
-        recognitions.remember(callers, copy);
+        recognitions.remember(callers ?? copy, copy);
       }
       const seen = request ?? caller;
       const grown =
         view !== undefined && view.listKey === listKey && shared === view.items.length
-          ? extendView(view, seen, read)
+          ? extendView(view, seen, read, shared)
           : undefined;
       const next = grown ?? readRequest(seen, read);
       recognitions.countRequest(list.length, compared, grown !== undefined);

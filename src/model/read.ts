@@ -395,6 +395,8 @@ export function extendView(
   previous: RequestView,
   request: unknown,
   options: ReadOptions = {},
+  /** Leading items the caller already found to be `previous.items`' own: not compared again. */
+  checked = 0,
 ): RequestView | undefined {
   const state = extensionOf(previous)?.state;
   if (state === undefined || state.owner !== previous || previous.listKey === undefined || !isObj(request))
@@ -404,7 +406,7 @@ export function extendView(
   const items = request[previous.listKey];
   const from = previous.items.length;
   if (!Array.isArray(items) || items.length < from) return undefined;
-  for (let i = 0; i < from; i++) if (items[i] !== previous.items[i]) return undefined;
+  for (let i = checked; i < from; i++) if (items[i] !== previous.items[i]) return undefined;
   const reader = READERS[format];
   // Calls the new items define must be new ids: a later definition would re-resolve an earlier output.
   const added = new Map<string, CallInfo>();
