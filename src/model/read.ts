@@ -323,7 +323,7 @@ function readList(
   items: readonly unknown[],
   slots: Slot[],
 ): RequestView {
-  const state = newState(slots.length);
+  const state: ListState = { calls: new Map(), unresolved: new Set(), head: slots.length, owner: undefined };
   for (let i = 0; i < items.length; i++) READERS[format].calls(items[i], state.calls);
   const info: ItemInfo[] = [];
   readItems(READERS[format].item, listKey, items, 0, state, slots, info);
@@ -358,10 +358,6 @@ function callSlot(path: SlotPath, value: Obj, item: number, callId: unknown, too
     toolName: str(toolName) ?? 'tool',
     args: parseArgs(args),
   };
-}
-
-function newState(head: number): ListState {
-  return { calls: new Map(), unresolved: new Set(), head, owner: undefined };
 }
 
 function own(view: RequestView, state: ListState, parent?: RequestView): RequestView {
