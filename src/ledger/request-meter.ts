@@ -104,10 +104,8 @@ function cumulative(s: MeterState, items: readonly unknown[]): readonly number[]
   let total = shared > 0 ? cum[shared - 1]! : 0;
   for (let i = shared; i < items.length; i++) cum.push((total += s.measures.entry(items[i]).chars));
   // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
-  s.charSums = [{ items: isRecognisedList(items, s.lists) ? items : items.slice(), cum }, ...s.charSums].slice(
-    0,
-    SUMS_KEPT,
-  );
+  s.charSums.unshift({ items: isRecognisedList(items, s.lists) ? items : items.slice(), cum });
+  if (s.charSums.length > SUMS_KEPT) s.charSums.length = SUMS_KEPT;
   return cum;
 }
 
