@@ -97,10 +97,8 @@ function cumulative(s: MeterState, items: readonly unknown[]): readonly number[]
     return best.cum;
   }
   // Sums that end where the shared run does are extended in place (an earlier list reads only its
-  // first items.length of them); others are cut to a copy, taken at the new length so the sums
-  // pushed after the cut fit without the array growing again.
-  const cum = best === undefined ? [] : best.cum.length === shared ? best.cum : best.cum.slice(0, items.length);
-  cum.length = shared;
+  // first items.length of them); others are cut to a copy.
+  const cum = best === undefined ? [] : best.cum.length === shared ? best.cum : best.cum.slice(0, shared);
   let total = shared > 0 ? cum[shared - 1]! : 0;
   for (let i = shared; i < items.length; i++) cum.push((total += s.measures.entry(items[i]).chars));
   // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
