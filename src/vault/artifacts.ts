@@ -3,7 +3,7 @@
  * provenance, read-back verification), exact pages, lossy views and search. The same queries run
  * on both dialects; the dialect supplies the writer lock, row locks, the content codec and the index.
  */
-import type { Kysely } from 'kysely';
+import type { InsertObject, Kysely } from 'kysely';
 import { ArtifactNotFoundError, VaultCapacityError, VaultVerifyError } from '../errors.js';
 import { codePoints } from '../measure/canonical-json.js';
 import { sessionStateKey } from '../step.js';
@@ -21,7 +21,7 @@ import {
 } from './identity.js';
 import type { VaultConnection } from './dialect.js';
 import type { ArtifactStore, KnownContent, SearchResults, StoreScope } from './ports.js';
-import { prepared } from './prepared.js';
+import { prepared, preparedRows } from './prepared.js';
 import { accessibleIds, selectSummaries, toSummary } from './queries.js';
 import { addCounter, makeRoom } from './retention.js';
 import { META, type VaultDatabase } from './schema.js';
@@ -98,43 +98,49 @@ const insertArtifact = prepared(
       })
       .returning('seq'),
 );
-const ownAccess = prepared(
-  (conn: VaultConnection, tenant: string, sessionId: string, artifactId: string, now: string) =>
-    conn.db
-      .insertInto('artifact_access')
-      .values({ tenant, session_id: sessionId, artifact_id: artifactId, pinned: 0, updated_at: now })
-      .onConflict((oc) => oc.doNothing()),
-);
-const observation = prepared(
-  (
-    conn: VaultConnection,
-    artifactId: string,
-    sessionId: string,
-    callId: string,
-    toolName: string,
-    args: string,
-    argsSha: string,
-    now: string,
-  ) =>
-    conn.db
-      .insertInto('artifact_observations')
-      .values({
-        artifact_id: artifactId,
-        session_id: sessionId,
-        tool_call_id: callId,
-        tool_name: toolName,
-        args_json: args,
-        args_sha256: argsSha,
-        observed_at: now,
-      })
-      .onConflict((oc) => oc.doNothing()),
-);
-const toolOf = prepared((conn: VaultConnection, artifactId: string, toolName: string, fold: string) =>
-  conn.db
-    .insertInto('artifact_tools')
-    .values({ artifact_id: artifactId, tool_name: toolName, tool_fold: fold })
-    .onConflict((oc) => oc.doNothing()),
-);
+/** Rows per provenance insert: far below either dialect's limit on parameters. */
+const ROWS_PER_INSERT = 200;
+
+/** Insert rows into `table` unless present, given their values in `columns` order (a statement per ROWS_PER_INSERT rows). */
+function insertRows<T extends 'artifact_access' | 'artifact_observations' | 'artifact_tools'>(
+  table: T,
+  ...columns: (keyof VaultDatabase[T] & string)[]
+) {
+  const width = columns.length;
+  const statement = preparedRows(
+    (conn: VaultConnection, n: number, ...values: readonly unknown[]) =>
+      conn.db
+        .insertInto(table)
+        .values(
+          Array.from({ length: n }, (_, i) =>
+            Object.fromEntries(columns.map((c, j) => [c, values[i * width + j]])),
+          ) as InsertObject<VaultDatabase, T>[],
+        )
+        .onConflict((oc) => oc.doNothing()),
+    (n) => n * width,
+  );
+  return async (conn: VaultConnection, trx: Db, values: unknown[]): Promise<void> => {
+    for (let i = 0; i < values.length; i += ROWS_PER_INSERT * width) {
+      const part = values.slice(i, i + ROWS_PER_INSERT * width);
+      await statement.execute(conn, trx, part.length / width, ...part);
+    }
+  };
+}
+/** The provenance tables, in the order a put writes them: the owner's access, the observation, the tool name. */
+const PROVENANCE = [
+  insertRows('artifact_access', 'tenant', 'session_id', 'artifact_id', 'pinned', 'updated_at'),
+  insertRows(
+    'artifact_observations',
+    'artifact_id',
+    'session_id',
+    'tool_call_id',
+    'tool_name',
+    'args_json',
+    'args_sha256',
+    'observed_at',
+  ),
+  insertRows('artifact_tools', 'artifact_id', 'tool_name', 'tool_fold'),
+];
 /** An artifact's row (digest, sizes, content): unscoped, visible to a tenant, visible to a session of it. */
 const contentQuery = (conn: VaultConnection, artifactId: string) =>
   conn.db
@@ -187,29 +193,36 @@ function putSizes(ctx: StoreContext, content: unknown): { chars: number; bytes: 
   return { chars, bytes };
 }
 
+/** A putMany transaction: the byte counter once locked, and the provenance rows held to its end (per {@link PROVENANCE} table, their values). */
+type Batch = { bytes?: number; readonly rows: readonly unknown[][] };
+
 /**
  * New content: lock the byte counter (serializes new artifacts across hosts), then look again,
  * since another writer may have stored the same content while we waited; insert it if still absent.
+ * Once locked in this transaction, the caller's lookup already ran under the lock.
  */
 async function insertNew(
   ctx: StoreContext,
   trx: Db,
-  content: string,
-  sha: string,
-  sizes: { chars: number; bytes: number },
+  batch: Batch,
+  { input: { content }, sha, sizes }: { input: PutInput; sha: string; sizes: { chars: number; bytes: number } },
   toolName: string,
   now: string,
 ): Promise<{ found: NonNullable<Found>; created: boolean }> {
   const { conn, limits, marks } = ctx;
-  const counter = await lockedCounter.first(conn, trx, META.bytes);
-  const again = await touchArtifact.first(conn, trx, sha, now);
-  if (again !== undefined) return { found: again, created: false };
+  if (batch.bytes === undefined) {
+    batch.bytes = Number((await lockedCounter.first(conn, trx, META.bytes))?.value ?? 0);
+    const again = await touchArtifact.first(conn, trx, sha, now);
+    if (again !== undefined) return { found: again, created: false };
+  }
   const short = shortIdForSha(sha);
   const taken = await seqOf.first(conn, trx, short);
   // A different digest already owns the 32-hex prefix: this content gets the full-digest id.
   const artifactId = taken === undefined ? short : longIdForSha(sha);
   const ms = ctx.clock();
-  await makeRoom(trx, conn, marks, Number(counter?.value ?? 0), sizes.bytes, {
+  // Retention may delete what this batch observed: its provenance goes first, as with single puts.
+  if (batch.bytes + sizes.bytes > marks.highWaterBytes) await writeBatch(conn, trx, batch);
+  batch.bytes = await makeRoom(trx, conn, marks, batch.bytes, sizes.bytes, {
     idleBefore: new Date(ms - limits.sessionTtlMs).toISOString(),
     now: ms,
     room: ctx.room,
@@ -227,40 +240,36 @@ async function insertNew(
   );
   if (row === undefined) throw new Error('put: the insert returned no row');
   await conn.search.added(trx, Number(row.seq), content);
-  await addCounter(conn, trx, META.bytes, sizes.bytes);
-  await addCounter(conn, trx, META.count, 1);
+  batch.bytes += sizes.bytes;
   return { found: { seq: row.seq, artifactId }, created: true };
 }
 
-/** The put's provenance: the owner's access, the observation (call, tool, arguments) and the tool name. */
-async function recordProvenance(
+/** The put's provenance rows, held in `batch`. */
+function addProvenance(
   ctx: StoreContext,
-  trx: Db,
+  batch: Batch,
   input: PutInput,
   scope: StoreScope | undefined,
   artifactId: string,
   toolName: string,
   now: string,
-): Promise<void> {
-  const { conn } = ctx;
+): void {
   const args = argsJson(input.args);
   const owner = sessionKey(ctx, scope, input.sessionId);
-  if (owner.tenant !== '' || owner.sessionId !== '') {
-    await ownAccess.execute(conn, trx, owner.tenant, owner.sessionId!, artifactId, now);
-  }
+  const [access, observations, tools] = batch.rows as [unknown[], unknown[], unknown[]];
+  if (owner.tenant !== '' || owner.sessionId !== '') access.push(owner.tenant, owner.sessionId, artifactId, 0, now);
   // Keyed by tenant and session (sessionStateKey): what a summary tells a tenant is its own observations.
-  await observation.execute(
-    conn,
-    trx,
-    artifactId,
-    label(ctx, sessionStateKey({ tenant: scope?.tenant ?? '', sessionId: scope?.sessionId ?? input.sessionId ?? '' })),
-    label(ctx, input.callId),
-    toolName,
-    args,
-    sha256Hex(args),
-    now,
-  );
-  if (toolName !== '') await toolOf.execute(conn, trx, artifactId, toolName, foldCase(toolName));
+  const session = sessionStateKey({
+    tenant: scope?.tenant ?? '',
+    sessionId: scope?.sessionId ?? input.sessionId ?? '',
+  });
+  observations.push(artifactId, label(ctx, session), label(ctx, input.callId), toolName, args, sha256Hex(args), now);
+  if (toolName !== '') tools.push(artifactId, toolName, foldCase(toolName));
+}
+
+/** Write the provenance rows `batch` held back, a statement per table. */
+async function writeBatch(conn: VaultConnection, trx: Db, batch: Batch): Promise<void> {
+  for (const [k, insert] of PROVENANCE.entries()) await insert(conn, trx, batch.rows[k]!.splice(0));
 }
 
 function readBack(ctx: StoreContext, artifactId: string, scope?: StoreScope) {
@@ -290,8 +299,8 @@ async function loadContent(ctx: ArtifactContext, artifactId: string, scope: Stor
 }
 
 /**
- * Store `inputs` in ONE write transaction (per input, in order: dedup, collision-safe id, retention, insert, provenance),
- * then read new content back. An input refused (size, lone surrogate, not a string) or whose read-back fails is its
+ * Store `inputs` in ONE write transaction (per input, in order: dedup, collision-safe id, retention, insert; then the
+ * provenance rows and counters of all), then read new content back. An input refused (size, lone surrogate, not a string) or whose read-back fails is its
  * error, the others are stored; a failed transaction rejects the batch.
  */
 async function putArtifacts(ctx: ArtifactContext, inputs: readonly PutInput[], scope?: StoreScope) {
@@ -309,15 +318,20 @@ async function putArtifacts(ctx: ArtifactContext, inputs: readonly PutInput[], s
   if (valid.length > 0)
     await conn.write(async (trx) => {
       const now = ctx.nowIso();
+      const batch: Batch = { rows: PROVENANCE.map(() => []) };
       for (const p of valid) {
         const toolName = label(ctx, p.input.toolName);
         let found: Found = await touchArtifact.first(conn, trx, p.sha, now);
         p.created = false;
-        if (found === undefined)
-          ({ found, created: p.created } = await insertNew(ctx, trx, p.input.content, p.sha, p.sizes, toolName, now));
-        await recordProvenance(ctx, trx, p.input, scope, found.artifactId, toolName, now);
+        if (found === undefined) ({ found, created: p.created } = await insertNew(ctx, trx, batch, p, toolName, now));
+        addProvenance(ctx, batch, p.input, scope, found.artifactId, toolName, now);
         [p.artifactId, p.seq] = [found.artifactId, Number(found.seq)];
       }
+      await writeBatch(conn, trx, batch);
+      const created = valid.filter((p) => p.created);
+      const bytes = created.reduce((n, p) => n + p.sizes.bytes, 0);
+      await addCounter(conn, trx, META.bytes, bytes);
+      await addCounter(conn, trx, META.count, created.length);
     }, scope?.budget);
   if (valid.some((p) => p.created)) conn.search.afterPut();
   // Row keys are never reused, so a row pruned and written again is verified again.

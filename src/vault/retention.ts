@@ -194,7 +194,7 @@ export interface RoomPolicy {
 
 /**
  * Make room for `incoming` bytes when `current` (the locked byte counter) plus it passes the high
- * water; returns the pruned ids, or throws VaultCapacityError (rolling the transaction back) when it
+ * water; returns the byte count after pruning, or throws VaultCapacityError (rolling the transaction back) when it
  * still does not fit. A pass ending in a refusal (a vault full of live sessions' evidence, scanned for
  * nothing) starts a {@link ROOM_BACKOFF_MS} backoff in this vault object; closing a session through it ends it.
  */
@@ -205,7 +205,7 @@ export async function makeRoom(
   current: number,
   incoming: number,
   policy: RoomPolicy,
-): Promise<string[]> {
+): Promise<number> {
   const pruned = { ids: [] as string[], bytes: 0 };
   const pass = current + incoming > marks.highWaterBytes && policy.now >= policy.room.fullUntil;
   if (pass) {
@@ -228,5 +228,5 @@ export async function makeRoom(
         'artifacts pinned or leased by live sessions, or baselines in use)',
     );
   }
-  return pruned.ids;
+  return current;
 }

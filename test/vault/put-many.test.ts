@@ -79,6 +79,22 @@ for (const dialect of DIALECTS) {
       expect(await many.usage()).toEqual(await one.usage());
     });
 
+    it('prunes what it stored before when a later input needs room, as the single puts do', async () => {
+      const limits = { maxBytes: 500, highWaterPct: 80, lowWaterPct: 50, clock: () => NOW };
+      const [one, many] = (await Promise.all([singles.open(limits), batched.open(limits)])) as [Vault, Vault];
+      // The third input passes the high water: retention deletes the first two, provenance and all.
+      const batch = ['a', 'b', 'c', 'd'].map((tag) => ({
+        content: `${tag}:`.padEnd(180, tag),
+        callId: tag,
+        sessionId: 's1',
+      }));
+      for (const i of batch) await one.put(i);
+      // The results differ: a batch reads its new content back after its transaction, pruned or not.
+      await many.putMany!(batch);
+      expect(await rowsOf(batched)).toEqual(await rowsOf(singles));
+      expect((await many.usage()).prunedArtifacts).toBeGreaterThan(0);
+    });
+
     it('reports a bad input in its own slot and stores the others; the single put throws the same error', async () => {
       const v = await batched.open();
       const inputs: PutInput[] = [{ content: 'first' }, { content: 'bad \uD800' }, { content: 'third' }];
@@ -100,7 +116,7 @@ for (const dialect of DIALECTS) {
 }
 
 describe('putMany on sqlite', () => {
-  it('writes its new inputs in one transaction where the single puts take one each', async () => {
+  it('writes its new inputs in one transaction, its counters and provenance rows in one statement each', async () => {
     const store = await freshStore('sqlite');
     try {
       const v = await store.open();
@@ -110,6 +126,15 @@ describe('putMany on sqlite', () => {
         for (const i of inputs('single')) await v.put(i);
       });
       expect([countOf(batch, 'begin'), countOf(single, 'begin')]).toEqual([1, 3]);
+      // One lock of the byte counter, one update per counter, one insert per provenance table.
+      const rows = (counts: Map<string, number>): number[] =>
+        ['select "value" from "vault_meta"', 'update "vault_meta"', 'insert into "artifact_observations"'].map((s) =>
+          countOf(counts, s),
+        );
+      expect([rows(batch), rows(single)]).toEqual([
+        [1, 2, 1],
+        [3, 6, 3],
+      ]);
     } finally {
       await store.cleanup();
     }
