@@ -16,7 +16,8 @@ export interface Rendering {
   readonly base: readonly unknown[];
   /** Sorted by item. */
   readonly changes: readonly Change[];
-  readonly out: readonly unknown[];
+  /** The rendered item of each change, aligned with `changes` (not the whole list: it grows with the changes only). */
+  readonly rendered: readonly unknown[];
   /** Smallest item index a change actually changes (Infinity: none). */
   readonly firstChanged: number;
 }
@@ -47,7 +48,8 @@ export function sortedByItem(list: readonly { readonly slot: Slot }[]): boolean 
  */
 export function renderItems(state: SessionState, view: RequestView, list: readonly Change[]): unknown[] | undefined {
   const items = view.items;
-  if (!sortedByItem(list)) return renderFrom(state, items, list, 0, 0, items.slice(), Infinity).out;
+  const out = items.slice();
+  if (!sortedByItem(list)) return renderFrom(state, items, list, 0, out, Infinity) === Infinity ? undefined : out;
   const kept = state.memo.renderings ?? [];
   let best: { r: Rendering; bound: number; k: number } | undefined;
   for (const r of kept) {
@@ -60,39 +62,38 @@ export function renderItems(state: SessionState, view: RequestView, list: readon
     if (k < r.changes.length) bound = Math.min(bound, r.changes[k]!.slot.item!);
     if (best === undefined || bound > best.bound) best = { r, bound, k };
   }
-  let result: { out: unknown[] | undefined; rendering: Rendering };
-  if (best === undefined || best.bound === 0) result = renderFrom(state, items, list, 0, 0, items.slice(), Infinity);
-  else {
-    const { r, bound } = best;
-    // The changes of the items before `bound` are the earlier call's (the same objects).
-    let j = best.k;
-    while (j > 0 && list[j - 1]!.slot.item! >= bound) j--;
-    const out = r.out.slice(0, bound);
-    for (let i = bound; i < items.length; i++) out.push(items[i]);
-    result = renderFrom(state, items, list, j, bound, out, r.firstChanged < bound ? r.firstChanged : Infinity);
+  let [j, firstChanged] = [0, Infinity];
+  if (best !== undefined && best.bound > 0) {
+    // The changes of the items before `bound` are the earlier call's (the same objects), and so are their renderings.
+    j = best.k;
+    while (j > 0 && list[j - 1]!.slot.item! >= best.bound) j--;
+    for (let x = 0; x < j; x++) out[list[x]!.slot.item!] = best.r.rendered[x];
+    if (best.r.firstChanged < best.bound) firstChanged = best.r.firstChanged;
   }
-  kept.unshift(result.rendering);
+  firstChanged = renderFrom(state, items, list, j, out, firstChanged);
+  // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
+  const base = isRecognisedList(items, state.requests.lists) ? items : items.slice();
+  const rendered = list.map((c) => out[c.slot.item!]);
+  kept.unshift({ base, changes: list.slice(), rendered, firstChanged });
   if (kept.length > RENDERINGS_KEPT) kept.length = RENDERINGS_KEPT;
   state.memo.renderings = kept;
-  return result.out;
+  return firstChanged === Infinity ? undefined : out;
 }
 
-/** `out` (the items, the ones before `from` already rendered) with `list[j..]` written in. */
+/** Write `list[j..]` into `out` (the items, those of `list[..j]` already rendered); the smallest item changed. */
 function renderFrom(
   state: SessionState,
   items: readonly unknown[],
   list: readonly Change[],
   j: number,
-  from: number,
   out: unknown[],
   firstChanged: number,
-): { out: unknown[] | undefined; rendering: Rendering } {
+): number {
   const byItem = new Map<number, { path: readonly (string | number)[]; value: string }[]>();
   for (let x = j; x < list.length; x++) {
     const c = list[x]!;
     if (!changes(c)) continue;
     const i = c.slot.item!;
-    if (i < from) continue;
     let changesOf = byItem.get(i);
     if (changesOf === undefined) byItem.set(i, (changesOf = []));
     changesOf.push({ path: c.slot.path.slice(2), value: c.text });
@@ -103,10 +104,7 @@ function renderFrom(
     if (typeof item !== 'object' || item === null) continue;
     out[i] = state.renders.render(item, changesOf, () => writeSlots(item, changesOf));
   }
-  // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
-  const base = isRecognisedList(items, state.requests.lists) ? items : items.slice();
-  const rendering: Rendering = { base, changes: list.slice(), out: out.slice(), firstChanged };
-  return { out: firstChanged === Infinity ? undefined : out, rendering };
+  return firstChanged;
 }
 
 /**
