@@ -26,7 +26,7 @@ import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
 import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
 import { firstOutput, mayBeDelta, resolveDanglingDeltas } from './references.js';
-import type { Recognised, Recognitions } from '../model/prefix.js';
+import { sharedLead, type Recognised, type Recognitions } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { prefixRecognitionOption, recognitionsOption, type RequestStageOptions, type SessionState } from './session.js';
 import { checkOptions, intOption, requireVault } from '../options.js';
@@ -202,10 +202,9 @@ export async function reduceRequest(
   const scope = storeScope(step.context);
   state.evidence.begin(scope);
   // The recovery tool's results are what the model asked for: never rewritten or receipted.
-  const outputs = [
-    ...hostToolOutputs(view, state.observations),
-    ...observationSlots(view, s.isObservation, state.observations),
-  ];
+  const host = hostToolOutputs(view, state.observations);
+  const observed = observationSlots(view, s.isObservation, state.observations);
+  const outputs = observed.length === 0 ? host : host.concat(observed);
   const pricing = pricingOf(step, view, s);
   // Delivery is the commit point: a gone artifact is forgotten and the history planned once more
   // (its content vaulted again from the request); if that still fails, the request passes through.
@@ -244,7 +243,7 @@ export async function reduceRequest(
       await markShown();
       return note(step, { stage: STAGE, kind: 'skipped', reason: measured.verdict.reason });
     }
-    const artifacts = [...new Set(plan.receipts.map((r) => r.artifactId))];
+    const artifacts = namedArtifacts(state, plan.receipts);
     const gone = await state.evidence.deliver(artifacts, scope);
     if (gone.length > 0) {
       if (!replannedForGone) {
@@ -348,6 +347,17 @@ async function withoutDanglingDeltas(
   return { items, resolved };
 }
 
+/** The distinct artifacts `receipts` name, in order: the last request's go on while its receipts lead these (the same objects). */
+function namedArtifacts({ memo }: SessionState, receipts: readonly { readonly artifactId: string }[]): string[] {
+  const last = memo.named;
+  const from =
+    last !== undefined && sharedLead(receipts, last.receipts, undefined) === last.receipts.length ? last : undefined;
+  const ids = from?.ids ?? new Set<string>();
+  for (let i = from?.receipts.length ?? 0; i < receipts.length; i++) ids.add(receipts[i]!.artifactId);
+  memo.named = { receipts: receipts.slice(), ids };
+  return [...ids];
+}
+
 /** The note of rewrites left inline because the vault could not store their artifact. */
 const vaultNoteOf = (plan: HistoryPlan): Decision => ({
   stage: STAGE,
@@ -373,6 +383,6 @@ function appliedDecision(
     reason: what.join(', '),
     savedChars: measured.savedChars,
     ...(measured.savedTokens === undefined ? {} : { savedTokens: measured.savedTokens }),
-    artifacts: [...artifacts],
+    artifacts,
   };
 }

@@ -100,6 +100,8 @@ export interface StageMemo {
     readonly final: readonly object[];
     readonly receipts: readonly Pick<Receipted, 'artifactId' | 'verified'>[];
   };
+  /** reduceRequest: the last plan's receipts (a copy) and the distinct artifacts they name, in order. */
+  named?: { readonly receipts: readonly object[]; readonly ids: Set<string> };
   /** renderItems: the last renderings to render the next request from. */
   renderings?: Rendering[];
   /** resolveBase, withoutDanglingDeltas: the last scan of the outputs for deltas (src/compile/references.ts firstOutput). */
