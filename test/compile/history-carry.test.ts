@@ -2,7 +2,8 @@
  * A history plan carries the settled decisions of the session's previous request
  * (src/compile/history.ts `SettledRun`) and decides again only the unsettled outputs: the request
  * it compiles is the one deciding every output again gives, over histories that grow, are cut, are
- * edited in the middle, are rebuilt or resent.
+ * edited in the middle, are rebuilt or resent. So are its renderings (src/compile/apply.ts
+ * renderItems) and the artifacts its decision names (reduceRequest), carried the same way.
  */
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -67,12 +68,13 @@ async function compare(ops: readonly Op[]): Promise<number> {
     else if (o.kind === 'recent') recent = 1 - recent;
     const out: string[] = [];
     for (const s of sessions) {
-      if (s.id === 'fresh') delete s.state.memo.settledRun;
+      // The fresh session renders from scratch and collects the named artifacts anew as well.
+      if (s.id === 'fresh') for (const k of ['settledRun', 'renderings', 'named'] as const) delete s.state.memo[k];
       else if ((s.state.memo.settledRun?.ends[1] ?? 0) > 0) carried++;
       const request: ProviderRequest = { model: 'gpt-4o', messages: messages.slice() };
       const step = createStep(request, { sessionId: s.id, requestId: `r${t}` });
       const r = await reduceRequest(step, s.state, s.state.requests.recognise(request), s.memo, settings[recent]!);
-      out.push(JSON.stringify(r?.value ?? request));
+      out.push(JSON.stringify([r?.value ?? request, r?.decisions]));
     }
     expect(out[0]).toBe(out[1]);
   }
