@@ -16,7 +16,8 @@ export interface Rendering {
   readonly base: readonly unknown[];
   /** Sorted by item. */
   readonly changes: readonly Change[];
-  /** The rendered item of each change, aligned with `changes` (not the whole list: it grows with the changes only). */
+  /** The item index and the rendered item of each change, aligned with `changes` (not the whole list: they grow with the changes only). */
+  readonly at: readonly number[];
   readonly rendered: readonly unknown[];
   /** Smallest item index a change actually changes (Infinity: none). */
   readonly firstChanged: number;
@@ -62,19 +63,23 @@ export function renderItems(state: SessionState, view: RequestView, list: readon
     if (k < r.changes.length) bound = Math.min(bound, r.changes[k]!.slot.item!);
     if (best === undefined || bound > best.bound) best = { r, bound, k };
   }
-  let [j, firstChanged] = [0, Infinity];
+  let [j, firstChanged, at, rendered] = [0, Infinity, [] as number[], [] as unknown[]];
   if (best !== undefined && best.bound > 0) {
     // The changes of the items before `bound` are the earlier call's (the same objects), and so are their renderings.
     j = best.k;
     while (j > 0 && list[j - 1]!.slot.item! >= best.bound) j--;
-    for (let x = 0; x < j; x++) out[list[x]!.slot.item!] = best.r.rendered[x];
+    [at, rendered] = [best.r.at.slice(0, j), best.r.rendered.slice(0, j)];
+    for (let x = 0; x < j; x++) out[at[x]!] = rendered[x];
     if (best.r.firstChanged < best.bound) firstChanged = best.r.firstChanged;
   }
   firstChanged = renderFrom(state, items, list, j, out, firstChanged);
+  for (let x = j; x < list.length; x++) {
+    at.push(list[x]!.slot.item!);
+    rendered.push(out[at[x]!]);
+  }
   // A recognised list is never changed: kept as it is (its lineage then answers sharedLead).
   const base = isRecognisedList(items, state.requests.lists) ? items : items.slice();
-  const rendered = list.map((c) => out[c.slot.item!]);
-  kept.unshift({ base, changes: list.slice(), rendered, firstChanged });
+  kept.unshift({ base, changes: list.slice(), at, rendered, firstChanged });
   if (kept.length > RENDERINGS_KEPT) kept.length = RENDERINGS_KEPT;
   state.memo.renderings = kept;
   return firstChanged === Infinity ? undefined : out;

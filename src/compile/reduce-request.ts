@@ -350,10 +350,9 @@ async function withoutDanglingDeltas(
 /** The distinct artifacts `receipts` name, in order: the last request's go on while its receipts lead these (the same objects). */
 function namedArtifacts({ memo }: SessionState, receipts: readonly { readonly artifactId: string }[]): string[] {
   const last = memo.named;
-  const from =
-    last !== undefined && sharedLead(receipts, last.receipts, undefined) === last.receipts.length ? last : undefined;
-  const ids = from?.ids ?? new Set<string>();
-  for (let i = from?.receipts.length ?? 0; i < receipts.length; i++) ids.add(receipts[i]!.artifactId);
+  const carried = last !== undefined && sharedLead(receipts, last.receipts, undefined) === last.receipts.length;
+  const ids = carried ? last.ids : new Set<string>();
+  for (let i = carried ? last.receipts.length : 0; i < receipts.length; i++) ids.add(receipts[i]!.artifactId);
   memo.named = { receipts: receipts.slice(), ids };
   return [...ids];
 }
