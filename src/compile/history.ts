@@ -208,7 +208,7 @@ export async function planHistory(
     idleLimit: workingSetIdleLimit(past, o.workingSetIdleTurns),
     past,
   });
-  notePast(past, applied, returned);
+  for (const key of returned) past.returned.add(key);
   if (o.reasoning || o.collapseAfterTurns > 0)
     await reasoningDecisions(
       state.meter.digests,
@@ -395,23 +395,29 @@ interface OutputDecisions {
   readonly returned: string[];
 }
 
+/** A request's decisions in output order: what it found per output (`facts`, reused for the same slot objects), its rewrites and the outputs it shows. */
+interface Lists {
+  readonly facts: OutputFacts[];
+  readonly applied: Target[];
+  /** The index in the request's outputs of each of `applied`. */
+  readonly appliedAt: number[];
+  readonly shown: string[];
+}
+
 /**
- * What a plan found per output (`facts`, reused for the same slot objects) and the run of outputs
- * older than its newest turns, ending at `ends` in `outputs`, `facts`, `applied` and `shown`: the
- * next request of the same outputs, conversation, prefix and settings, with the run (last item
- * `lastItem`, -1: none) still older than its newest turns, takes the settled decisions as they are
- * and decides again only the `holes` (unsettled outputs: their marks before and after them).
+ * A plan's lists with the run of outputs older than its newest turns, ending at `ends` in
+ * `outputs` and the lists: the next request of the same outputs, conversation, prefix and
+ * settings, with the run (last item `lastItem`, -1: none) still older than its newest turns, takes
+ * the lists up to `ends` as they are (extended in place) and decides again only the `holes`
+ * (unsettled outputs: their marks before and after them).
  */
-export interface SettledRun {
+export interface SettledRun extends Lists {
+  /** The previous request's outputs (its own list, never changed: kept, not copied). */
   readonly outputs: readonly Slot[];
-  readonly chain: readonly string[];
-  readonly facts: readonly OutputFacts[];
-  readonly applied: readonly Target[];
-  /** The index in `outputs` of each of `applied`. */
-  readonly appliedAt: readonly number[];
-  readonly shown: readonly string[];
+  /** The chain hash of item `lastItem`: a hash chain, so it stands for every item up to it. */
+  readonly lastHash: string | undefined;
   readonly ends: Marks;
-  readonly holes: readonly (readonly [...Marks, number, number])[];
+  readonly holes: readonly Hole[];
   readonly lastItem: number;
   readonly start: number;
   readonly settings: Settings;
@@ -419,6 +425,9 @@ export interface SettledRun {
 
 /** Positions in a run's `outputs`, `facts`, `applied` and `shown`. */
 type Marks = readonly [number, number, number, number];
+
+/** An unsettled output of a run: its marks, then the ends of its entries in `applied` and `shown`. */
+type Hole = readonly [...Marks, number, number];
 
 /** The run `run` carries for this request's decisions: the same outputs, chain, prefix and settings, the run still old. */
 function carriedRun(
@@ -430,13 +439,25 @@ function carriedRun(
   if (run === undefined || run.start !== b.start || !holds(run.settings, o) || run.lastItem >= b.protectedFrom)
     return undefined;
   const [k] = run.ends;
-  if (outputs.length < k || b.chain.length <= run.lastItem) return undefined;
+  if (outputs.length < k || b.chain[run.lastItem] !== run.lastHash) return undefined;
   for (let x = 0; x < k; x++) if (outputs[x] !== run.outputs[x]) return undefined;
-  for (let i = 0; i <= run.lastItem; i++) if (b.chain[i] !== run.chain[i]) return undefined;
   return run;
 }
 
-/** Decide every output of the request, in output order (see {@link outputDecider}), taking the carried run's settled decisions. */
+/** `list` with its entries `from`..`to` (an output's earlier decision) replaced by `x` (none: undefined); the end of `x` in it. */
+function put<T>(list: T[], from: number, to: number, x: T | undefined): number {
+  const n = x === undefined ? 0 : 1;
+  if (to - from === n || from === list.length) {
+    if (x !== undefined) list[from] = x;
+  } else list.splice(from, to - from, ...(x === undefined ? [] : [x]));
+  return from + n;
+}
+
+/**
+ * Decide every output of the request, in output order (see {@link outputDecider}). The carried
+ * run's lists become this request's, extended in place: its holes are decided again where they
+ * stand, the outputs after its end onto the end (a request walks the new and unsettled outputs).
+ */
 async function decideOutputs(
   state: SessionState,
   memo: ConversationMemo,
@@ -450,82 +471,84 @@ async function decideOutputs(
     readonly past: SessionPast;
   },
 ): Promise<OutputDecisions> {
-  const { start, chain, idle } = b;
-  const [applied, candidates, shown, returned] = [[] as Target[], [] as Target[], [] as string[], [] as string[]];
-  const appliedAt: number[] = [];
-  const facts: OutputFacts[] = [];
-  const holes: SettledRun['holes'][number][] = [];
+  const old = state.memo.settledRun;
+  // Taken out while its lists change: a plan that throws leaves no half-changed run behind.
+  delete state.memo.settledRun;
+  const run = carriedRun(old, outputs, o, b);
+  const l: Lists = run ?? { facts: [], applied: [], appliedAt: [], shown: [] };
+  // The facts after the run are decided again (reused for the same slots), from `p` on.
+  const previous = run === undefined ? (old?.facts ?? []) : l.facts.splice(run.ends[1]);
+  if (run !== undefined) {
+    l.applied.length = run.ends[2];
+    l.appliedAt.length = run.ends[2];
+    l.shown.length = run.ends[3];
+  }
+  const candidates: Target[] = [];
+  const holes: Hole[] = [];
   const { decided, visit } = outputDecider(state, memo, o, b);
-  const previous = state.memo.settledRun?.facts ?? [];
-  const run = carriedRun(state.memo.settledRun, outputs, o, b);
   let ends: Marks = [0, 0, 0, 0];
   let lastItem = -1;
-  /** Output `k` (fact `f`, item `i`) decided into the lists; the run goes on over it while it is old. */
-  const decide = async (k: number, f: OutputFacts, i: number): Promise<void> => {
-    const before: Marks = [k, facts.length, applied.length, shown.length];
-    facts.push(f);
+  /** Output `k` (fact `f`, item `i`) decided at the lists' end, or in place of its hole `at`. */
+  const decide = async (k: number, f: OutputFacts, i: number, at?: Hole): Promise<void> => {
     const held = f.settled;
-    if (held !== undefined && i < b.protectedFrom && holds(held, o)) {
-      decided.code = held.code;
-      decided.picked = held.picked;
-      decided.upgrade = undefined;
-    } else {
+    if (held !== undefined && i < b.protectedFrom && holds(held, o))
+      [decided.code, decided.picked, decided.upgrade] = [held.code, held.picked, undefined];
+    else {
       b.past.visits++;
       const pending = visit(k, f, i);
       if (pending !== undefined) await pending;
     }
     const { code, picked, upgrade } = decided;
-    if (code === APPLIED || code === UPGRADED) {
-      applied.push(picked!);
-      appliedAt.push(k);
-      if (idle !== undefined && idle[k] === 0) returned.push(picked!.key);
-      if (upgrade !== undefined) candidates.push(upgrade);
-    } else if (code !== UNRENDERABLE) {
-      shown.push(f.key);
-      if (code === CANDIDATE) candidates.push(picked!);
-    }
-    if (ends[0] !== k || i >= b.protectedFrom) return;
+    const rewrite = code === APPLIED || code === UPGRADED ? picked! : undefined;
+    if (rewrite !== undefined) b.past.rewritten.add(rewrite.key);
+    if (upgrade !== undefined) candidates.push(upgrade);
+    if (code === CANDIDATE) candidates.push(picked!);
+    const fi = at?.[1] ?? l.facts.push(f) - 1;
+    const [ai, si] = at === undefined ? [l.applied.length, l.shown.length] : [at[2], at[3]];
+    const [ai2, si2] = at === undefined ? [ai, si] : [at[4], at[5]];
+    put(l.appliedAt, ai, ai2, rewrite && k);
+    const after = [
+      put(l.applied, ai, ai2, rewrite),
+      put(l.shown, si, si2, rewrite || code === UNRENDERABLE ? undefined : f.key),
+    ] as const;
+    if (at === undefined && (ends[0] !== k || i >= b.protectedFrom)) return;
     // A decision that is not the settled one (none, or a stale one) is decided again next time.
-    if (!holds(f.settled, o)) holes.push([...before, applied.length, shown.length]);
-    ends = [k + 1, facts.length, applied.length, shown.length];
+    if (!holds(f.settled, o)) holes.push([k, fi, ai, si, ...after]);
+    ends = [k + 1, fi + 1, ...after];
     lastItem = i;
   };
-  let k0 = 0;
   let p = 0;
   if (run !== undefined) {
-    let [ra, rs] = [0, 0];
-    const take = (to: readonly [number, number, number, number, ...number[]]): void => {
-      while (facts.length < to[1]) facts.push(run.facts[facts.length]!);
-      for (; ra < to[2]; ra++) {
-        const k = run.appliedAt[ra]!;
-        applied.push(run.applied[ra]!);
-        appliedAt.push(k);
-        if (idle !== undefined && idle[k] === 0) returned.push(run.applied[ra]!.key);
-      }
-      while (rs < to[3]) shown.push(run.shown[rs++]!);
-    };
+    // Where a hole decided otherwise than last time, the entries after it moved by (da, ds).
+    let [da, ds] = [0, 0];
     for (const h of run.holes) {
-      take(h);
-      [ends, ra, rs] = [[h[0], facts.length, applied.length, shown.length], h[4], h[5]];
-      await decide(h[0], run.facts[h[1]]!, outputs[h[0]]!.item!);
+      const [la, ls] = [l.applied.length, l.shown.length];
+      await decide(h[0], l.facts[h[1]]!, outputs[h[0]]!.item!, [
+        h[0],
+        h[1],
+        h[2] + da,
+        h[3] + ds,
+        h[4] + da,
+        h[5] + ds,
+      ]);
+      [da, ds] = [da + l.applied.length - la, ds + l.shown.length - ls];
     }
-    take(run.ends);
-    [ends, lastItem, k0, p] = [[run.ends[0], facts.length, applied.length, shown.length], run.lastItem, ...run.ends];
+    [ends, lastItem] = [[run.ends[0], l.facts.length, l.applied.length, l.shown.length], run.lastItem];
   }
-  for (let k = k0; k < outputs.length; k++) {
+  for (let k = ends[0]; k < outputs.length; k++) {
     const slot = outputs[k]!;
     const i = slot.item;
-    if (i === undefined || i <= start) {
+    if (i === undefined || i <= b.start) {
       if (ends[0] === k) ends = [k + 1, ends[1], ends[2], ends[3]];
       continue;
     }
     let f = previous[p];
-    if (f !== undefined && f.slot === slot && f.chain === chain[i]) p++;
+    if (f !== undefined && f.slot === slot && f.chain === b.chain[i]) p++;
     else
       f = {
         slot,
-        chain: chain[i]!,
-        key: factKey(chain[i]!, slot),
+        chain: b.chain[i]!,
+        key: factKey(b.chain[i]!, slot),
         targets: {},
         chars: undefined,
         changed: undefined,
@@ -533,10 +556,20 @@ async function decideOutputs(
       };
     await decide(k, f, i);
   }
+  const returned: string[] = [];
+  if (b.idle !== undefined) l.appliedAt.forEach((k, x) => b.idle![k] === 0 && returned.push(l.applied[x]!.key));
   const settings = { minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
-  const carried = { facts, applied, appliedAt, shown, ends, holes, lastItem, start, settings };
-  state.memo.settledRun = { ...carried, outputs: outputs.slice(), chain };
-  return { applied, candidates, shown, facts, returned };
+  state.memo.settledRun = {
+    ...l,
+    outputs,
+    lastHash: b.chain[lastItem],
+    ends,
+    holes,
+    lastItem,
+    start: b.start,
+    settings,
+  };
+  return { ...l, candidates, returned };
 }
 
 type Pending = Promise<unknown> | undefined;
@@ -789,8 +822,6 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
 export interface SessionPast {
   readonly rewritten: Set<string>;
   readonly returned: Set<string>;
-  /** The applied renderings of the request noted last (a request's leading run of the same objects is noted already). */
-  noted?: readonly Target[];
   /** Outputs the session's plans decided by visiting them (a settled decision is carried, not visited). */
   visits: number;
 }
@@ -805,13 +836,6 @@ function sessionPast(state: SessionState): SessionPast {
 /** Outputs the session's history plans visited so far: a request visits its unsettled outputs only. */
 export function visitedOutputs(state: SessionState): number {
   return sessionPast(state).visits;
-}
-
-function notePast(past: SessionPast, applied: readonly Target[], returned: readonly string[]): void {
-  for (let k = sharedLead(applied, past.noted ?? [], undefined); k < applied.length; k++)
-    if (applied[k]!.kind !== 'reasoning') past.rewritten.add(applied[k]!.key);
-  past.noted = applied;
-  for (const key of returned) past.returned.add(key);
 }
 
 /**

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createConversationMemo } from '../../src/compile/conversation.js';
+import type { SettledRun } from '../../src/compile/history.js';
 import { compileSettings, reduceRequest } from '../../src/compile/reduce-request.js';
 import { sessionStateFactory } from '../../src/compile/session.js';
 import { createStep, type ProviderRequest } from '../../src/step.js';
@@ -33,6 +34,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 let run = 0;
+
+/** What a settled run decided, by key (the carried and the fresh run hold other fact objects). */
+const lists = (r: SettledRun | undefined) =>
+  r && { ends: r.ends, holes: r.holes, applied: r.applied.map((t) => t.key), at: r.appliedAt, shown: r.shown };
 
 /** Each request compiled by a session that carries and by one whose carried run is dropped first: the same. */
 async function compare(ops: readonly Op[]): Promise<number> {
@@ -77,6 +82,9 @@ async function compare(ops: readonly Op[]): Promise<number> {
       out.push(JSON.stringify([r?.value ?? request, r?.decisions]));
     }
     expect(out[0]).toBe(out[1]);
+    // The lists the next request carries are the ones deciding every output again gives (when it planned).
+    const [a, b] = sessions.map(({ state }) => lists(state.memo.settledRun));
+    if (b !== undefined) expect(a).toEqual(b);
   }
   await vault.close();
   return carried;
