@@ -102,16 +102,16 @@ export interface OutputFacts {
   readonly chain: string;
   readonly key: string;
   /** Code points of the slot's text (-1: it has none), once needed. */
-  chars: number | undefined;
+  chars?: number;
   /** The rendering per kind once looked up (null: cannot be rendered). */
   readonly targets: { [K in RewriteKind]?: Target | null };
   /** Whether the slot is a delta of a changed output, once needed. */
-  changed: boolean | undefined;
+  changed?: boolean;
   /**
    * The output's decision once no later request of the session can change it (`settle` in
    * {@link outputDecider}), with the settings it was decided under: carried, not decided again.
    */
-  settled: Settled | undefined;
+  settled?: Settled;
 }
 
 /** The settings a settled decision holds for. */
@@ -409,7 +409,7 @@ interface Lists {
  * `outputs` and the lists: the next request of the same outputs, conversation, prefix and
  * settings, with the run (last item `lastItem`, -1: none) still older than its newest turns, takes
  * the lists up to `ends` as they are (extended in place) and decides again only the `holes`
- * (unsettled outputs: their marks before and after them).
+ * (unsettled outputs, at their marks).
  */
 export interface SettledRun extends Lists {
   /** The previous request's outputs (its own list, never changed: kept, not copied). */
@@ -417,7 +417,7 @@ export interface SettledRun extends Lists {
   /** The chain hash of item `lastItem`: a hash chain, so it stands for every item up to it. */
   readonly lastHash: string | undefined;
   readonly ends: Marks;
-  readonly holes: readonly Hole[];
+  readonly holes: readonly Marks[];
   readonly lastItem: number;
   readonly start: number;
   readonly settings: Settings;
@@ -425,9 +425,6 @@ export interface SettledRun extends Lists {
 
 /** Positions in a run's `outputs`, `facts`, `applied` and `shown`. */
 type Marks = readonly [number, number, number, number];
-
-/** An unsettled output of a run: its marks, then the ends of its entries in `applied` and `shown`. */
-type Hole = readonly [...Marks, number, number];
 
 /** The run `run` carries for this request's decisions: the same outputs, chain, prefix and settings, the run still old. */
 function carriedRun(
@@ -453,6 +450,14 @@ function put<T>(list: T[], from: number, to: number, x: T | undefined): number {
   return from + n;
 }
 
+type Bounds = HistoryBounds & {
+  readonly requestKey: string;
+  readonly idle: readonly number[] | undefined;
+  readonly chain: readonly string[];
+  readonly idleLimit: number;
+  readonly past: SessionPast;
+};
+
 /**
  * Decide every output of the request, in output order (see {@link outputDecider}). The carried
  * run's lists become this request's, extended in place: its holes are decided again where they
@@ -463,13 +468,7 @@ async function decideOutputs(
   memo: ConversationMemo,
   outputs: readonly Slot[],
   o: HistoryOptions,
-  b: HistoryBounds & {
-    readonly requestKey: string;
-    readonly idle: readonly number[] | undefined;
-    readonly chain: readonly string[];
-    readonly idleLimit: number;
-    readonly past: SessionPast;
-  },
+  b: Bounds,
 ): Promise<OutputDecisions> {
   const old = state.memo.settledRun;
   // Taken out while its lists change: a plan that throws leaves no half-changed run behind.
@@ -478,18 +477,55 @@ async function decideOutputs(
   const l: Lists = run ?? { facts: [], applied: [], appliedAt: [], shown: [] };
   // The facts after the run are decided again (reused for the same slots), from `p` on.
   const previous = run === undefined ? (old?.facts ?? []) : l.facts.splice(run.ends[1]);
+  let p = 0;
   if (run !== undefined) {
     l.applied.length = run.ends[2];
     l.appliedAt.length = run.ends[2];
     l.shown.length = run.ends[3];
   }
-  const candidates: Target[] = [];
-  const holes: Hole[] = [];
-  const { decided, visit } = outputDecider(state, memo, o, b);
-  let ends: Marks = [0, 0, 0, 0];
-  let lastItem = -1;
-  /** Output `k` (fact `f`, item `i`) decided at the lists' end, or in place of its hole `at`. */
-  const decide = async (k: number, f: OutputFacts, i: number, at?: Hole): Promise<void> => {
+  const d = placer(outputDecider(state, memo, o, b), l, o, b);
+  if (run !== undefined) {
+    for (const h of run.holes) await d.decide(h[0], l.facts[h[1]]!, outputs[h[0]]!.item!, h);
+    [d.ends, d.lastItem] = [[run.ends[0], l.facts.length, l.applied.length, l.shown.length], run.lastItem];
+  }
+  for (let k = d.ends[0]; k < outputs.length; k++) {
+    const slot = outputs[k]!;
+    const i = slot.item;
+    if (i === undefined || i <= b.start) {
+      if (d.ends[0] === k) d.ends = [k + 1, d.ends[1], d.ends[2], d.ends[3]];
+      continue;
+    }
+    let f = previous[p];
+    if (f !== undefined && f.slot === slot && f.chain === b.chain[i]) p++;
+    else f = { slot, chain: b.chain[i]!, key: factKey(b.chain[i]!, slot), targets: {} };
+    await d.decide(k, f, i);
+  }
+  const returned: string[] = [];
+  if (b.idle !== undefined) l.appliedAt.forEach((k, x) => b.idle![k] === 0 && returned.push(l.applied[x]!.key));
+  const { ends, holes, lastItem } = d;
+  state.memo.settledRun = {
+    ...l,
+    outputs,
+    lastHash: b.chain[lastItem],
+    ends,
+    holes,
+    lastItem,
+    start: b.start,
+    settings: o,
+  };
+  return { ...l, candidates: d.candidates, returned };
+}
+
+/**
+ * `decide(k, f, i, hole)`: output `k` (fact `f`, item `i`) decided into the lists, at their end or
+ * in place of its earlier decision at `hole` (entries after a hole decided otherwise move by
+ * `moved`); `ends`, `lastItem` and `holes` follow the run of old outputs decided in order.
+ */
+function placer(decider: ReturnType<typeof outputDecider>, l: Lists, o: HistoryOptions, b: Bounds) {
+  const { decided, visit } = decider;
+  const p = { ends: [0, 0, 0, 0] as Marks, lastItem: -1, holes: [] as Marks[], candidates: [] as Target[], decide };
+  const moved = [0, 0];
+  async function decide(k: number, f: OutputFacts, i: number, hole?: Marks): Promise<void> {
     const held = f.settled;
     if (held !== undefined && i < b.protectedFrom && holds(held, o))
       [decided.code, decided.picked, decided.upgrade] = [held.code, held.picked, undefined];
@@ -501,75 +537,25 @@ async function decideOutputs(
     const { code, picked, upgrade } = decided;
     const rewrite = code === APPLIED || code === UPGRADED ? picked! : undefined;
     if (rewrite !== undefined) b.past.rewritten.add(rewrite.key);
-    if (upgrade !== undefined) candidates.push(upgrade);
-    if (code === CANDIDATE) candidates.push(picked!);
-    const fi = at?.[1] ?? l.facts.push(f) - 1;
-    const [ai, si] = at === undefined ? [l.applied.length, l.shown.length] : [at[2], at[3]];
-    const [ai2, si2] = at === undefined ? [ai, si] : [at[4], at[5]];
+    if (upgrade !== undefined) p.candidates.push(upgrade);
+    if (code === CANDIDATE) p.candidates.push(picked!);
+    const fi = hole?.[1] ?? l.facts.push(f) - 1;
+    const [ai, si] =
+      hole === undefined ? [l.applied.length, l.shown.length] : [hole[2] + moved[0]!, hole[3] + moved[1]!];
+    // The hole's earlier entries, if any (a key names one output).
+    const [ai2, si2] = [l.appliedAt[ai] === k ? ai + 1 : ai, l.shown[si] === f.key ? si + 1 : si];
     put(l.appliedAt, ai, ai2, rewrite && k);
     const after = [
       put(l.applied, ai, ai2, rewrite),
       put(l.shown, si, si2, rewrite || code === UNRENDERABLE ? undefined : f.key),
     ] as const;
-    if (at === undefined && (ends[0] !== k || i >= b.protectedFrom)) return;
+    [moved[0], moved[1]] = [moved[0]! + after[0] - ai2, moved[1]! + after[1] - si2];
+    if (hole === undefined && (p.ends[0] !== k || i >= b.protectedFrom)) return;
     // A decision that is not the settled one (none, or a stale one) is decided again next time.
-    if (!holds(f.settled, o)) holes.push([k, fi, ai, si, ...after]);
-    ends = [k + 1, fi + 1, ...after];
-    lastItem = i;
-  };
-  let p = 0;
-  if (run !== undefined) {
-    // Where a hole decided otherwise than last time, the entries after it moved by (da, ds).
-    let [da, ds] = [0, 0];
-    for (const h of run.holes) {
-      const [la, ls] = [l.applied.length, l.shown.length];
-      await decide(h[0], l.facts[h[1]]!, outputs[h[0]]!.item!, [
-        h[0],
-        h[1],
-        h[2] + da,
-        h[3] + ds,
-        h[4] + da,
-        h[5] + ds,
-      ]);
-      [da, ds] = [da + l.applied.length - la, ds + l.shown.length - ls];
-    }
-    [ends, lastItem] = [[run.ends[0], l.facts.length, l.applied.length, l.shown.length], run.lastItem];
+    if (!holds(f.settled, o)) p.holes.push([k, fi, ai, si]);
+    [p.ends, p.lastItem] = [[k + 1, fi + 1, ...after], i];
   }
-  for (let k = ends[0]; k < outputs.length; k++) {
-    const slot = outputs[k]!;
-    const i = slot.item;
-    if (i === undefined || i <= b.start) {
-      if (ends[0] === k) ends = [k + 1, ends[1], ends[2], ends[3]];
-      continue;
-    }
-    let f = previous[p];
-    if (f !== undefined && f.slot === slot && f.chain === b.chain[i]) p++;
-    else
-      f = {
-        slot,
-        chain: b.chain[i]!,
-        key: factKey(b.chain[i]!, slot),
-        targets: {},
-        chars: undefined,
-        changed: undefined,
-        settled: undefined,
-      };
-    await decide(k, f, i);
-  }
-  const returned: string[] = [];
-  if (b.idle !== undefined) l.appliedAt.forEach((k, x) => b.idle![k] === 0 && returned.push(l.applied[x]!.key));
-  const settings = { minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
-  state.memo.settledRun = {
-    ...l,
-    outputs,
-    lastHash: b.chain[lastItem],
-    ends,
-    holes,
-    lastItem,
-    start: b.start,
-    settings,
-  };
-  return { ...l, candidates, returned };
+  return p;
 }
 
 type Pending = Promise<unknown> | undefined;
