@@ -79,6 +79,7 @@ const targetKey = (kind: RewriteKind, key: string): string => `history:${kind}:$
 
 export interface HistoryPlan {
   readonly items: readonly unknown[];
+  /** The receipts `items` name (this request's: the session's next plan extends the list in place). */
   readonly receipts: readonly { readonly artifactId: string; readonly verified: boolean }[];
   /** Rewrites decided by this request (persist them once the request is accepted). */
   readonly decided: readonly { readonly key: string; readonly kind: RewriteKind }[];
@@ -242,7 +243,11 @@ export async function planHistory(
   const chosenKeys = new Set(chosen.map((c) => c.key));
   // Only a bare receipt chosen for a digested output (the collapse opt-in) replaces an applied rendering.
   const upgrade = chosen.some((c) => c.kind === 'receipt');
-  const rewritten = upgrade ? [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen] : applied.concat(chosen);
+  const rewritten = upgrade
+    ? [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen]
+    : chosen.length === 0
+      ? applied
+      : applied.concat(chosen);
   const edits = editWindowTargets(state, outputs, rewritten, start).targets;
   const order = edits.length === 0 ? rewritten : [...rewritten, ...edits];
   const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
@@ -335,7 +340,7 @@ function editWindowTargets(
 /**
  * Indexes of the outputs that print a numbered window, each slot read once per session: the run
  * of outputs the previous call shares (the same slot objects) keeps its answer, so a long history
- * is compared, not looked up again.
+ * is compared, not looked up again (`outputs`, the request's own list, never changed, is kept).
  */
 function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonly WindowedOutput[] {
   const windows = (state.memo.editWindows ??= new WeakMap());
@@ -349,7 +354,7 @@ function windowedOutputs(state: SessionState, outputs: readonly Slot[]): readonl
     if (window === undefined) windows.set(slot, (window = readNumberedWindow(slot.value) ?? null));
     if (window !== null) at.push({ k, window });
   }
-  state.memo.windowed = { outputs: outputs.slice(), at };
+  state.memo.windowed = { outputs, at };
   return at;
 }
 
@@ -756,8 +761,10 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   let n = 0;
   const m = Math.min(order.length, last?.final.length ?? 0);
   while (n < m && order[n] === last!.final[n] && !state.evidence.isGone(last!.receipts[n]!.artifactId)) n++;
-  const receipts = n === 0 ? [] : last!.receipts.slice(0, n);
-  const final = order.slice(0, n);
+  // The previous request's lists are this one's up to `n` (extended in place: no request keeps them).
+  const { final, receipts }: Pick<Receipts, 'final' | 'receipts'> =
+    n === 0 ? { final: [], receipts: [] } : (last as Receipts);
+  final.length = receipts.length = n;
   const dropped: string[] = [];
   let failure: string | undefined;
   // The texts of those below without a standing receipt: those no recent request vaulted are stored in one write.

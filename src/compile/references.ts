@@ -44,7 +44,7 @@ export function textStartsWith(value: unknown, prefix: string): boolean | undefi
 /** Whether `parseDelta(slotText(value) ?? '')` can be defined (a prefix test, see {@link textStartsWith}). */
 export const mayBeDelta = (value: unknown): boolean => textStartsWith(value, DELTA_PREFIX) === true;
 
-/** What {@link firstOutput} carries from one request's outputs to the next (a copy of the list). */
+/** What {@link firstOutput} carries from one request's outputs to the next. */
 export interface OutputScan {
   readonly test: (slot: Slot) => boolean;
   readonly outputs: readonly Slot[];
@@ -55,7 +55,8 @@ export interface OutputScan {
 /**
  * Index of the first of `outputs` that passes `test` (a function of the slot alone), else -1. The
  * outputs the list shares, from its start, with the last scan's (the same slot objects: a grown
- * history's) are not tested again: only the new ones are. The scan is kept in `memo.outputScan`.
+ * history's) are not tested again: only the new ones are. The scan is kept in `memo.outputScan`,
+ * with `outputs` (a request's own list, which its caller never changes: kept, not copied).
  */
 export function firstOutput(
   memo: { outputScan?: OutputScan },
@@ -67,7 +68,7 @@ export function firstOutput(
   // None of the shared outputs passed unless the last scan's first one is among them.
   let first = last !== undefined && last.first >= 0 && last.first < shared ? last.first : -1;
   for (let i = shared; first < 0 && i < outputs.length; i++) if (test(outputs[i]!)) first = i;
-  memo.outputScan = { test, outputs: outputs.slice(), first };
+  memo.outputScan = { test, outputs, first };
   return first;
 }
 

@@ -87,7 +87,7 @@ export interface StageMemo {
   settledRun?: SettledRun;
   /** planHistory: the numbered window each output slot prints (null: none), for the same slot objects. */
   editWindows?: WeakMap<Slot, NumberedWindow | null>;
-  /** planHistory: the last outputs read for windows (a copy), and those that print one (by index). */
+  /** planHistory: the last outputs read for windows (the request's own list), and those that print one (by index). */
   windowed?: { readonly outputs: readonly Slot[]; readonly at: readonly WindowedOutput[] };
   /** planHistory: the outputs rewritten so far and those the agent came back to. */
   past?: SessionPast;
@@ -96,10 +96,7 @@ export interface StageMemo {
   /** idleTurns: the walk over the last request's items. */
   walk?: Walk;
   /** receiptsOf: the last request's named renderings and their receipts (aligned). */
-  receipted?: {
-    readonly final: readonly object[];
-    readonly receipts: readonly Pick<Receipted, 'artifactId' | 'verified'>[];
-  };
+  receipted?: { readonly final: object[]; readonly receipts: Pick<Receipted, 'artifactId' | 'verified'>[] };
   /** reduceRequest: the last plan's receipts (a copy) and the distinct artifacts they name, in order. */
   named?: { readonly receipts: readonly object[]; readonly ids: Set<string> };
   /** renderItems: the last renderings to render the next request from. */
