@@ -242,16 +242,11 @@ export async function planHistory(
 
   const chosenKeys = new Set(chosen.map((c) => c.key));
   // Only a bare receipt chosen for a digested output (the collapse opt-in) replaces an applied rendering.
-  const upgrade = chosen.some((c) => c.kind === 'receipt');
-  const rewritten = upgrade
-    ? [...applied.filter((x) => !chosenKeys.has(x.key)), ...chosen]
-    : chosen.length === 0
-      ? applied
-      : applied.concat(chosen);
+  const kept = chosen.some((c) => c.kind === 'receipt') ? applied.filter((x) => !chosenKeys.has(x.key)) : applied;
+  const rewritten = chosen.length === 0 ? applied : [...kept, ...chosen];
   const edits = editWindowTargets(state, outputs, rewritten, start).targets;
   const order = edits.length === 0 ? rewritten : [...rewritten, ...edits];
   const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
-  const failed = dropped.length;
   for (const key of dropped) chosen = chosen.filter((c) => c.key !== key);
   // Without a new batch or a failure the final renderings are the kept ones.
   const items =
@@ -276,7 +271,7 @@ export async function planHistory(
     rewrittenOutputs: final.length - reducedReasoning,
     reducedReasoning,
     batch: chosen.length > 0,
-    failed,
+    failed: dropped.length,
     ...(failure === undefined ? {} : { failure }),
   };
 }
