@@ -565,11 +565,7 @@ function outputDecider(
   state: SessionState,
   memo: ConversationMemo,
   o: HistoryOptions,
-  b: HistoryBounds & {
-    readonly requestKey: string;
-    readonly idle: readonly number[] | undefined;
-    readonly idleLimit: number;
-  },
+  b: Bounds,
 ): { readonly decided: Decided; readonly visit: (k: number, f: OutputFacts, i: number) => Pending } {
   const { protectedFrom, collapseBefore, sealedBefore, requestKey, idle, idleLimit } = b;
   const targetOf = async (f: OutputFacts, kind: RewriteKind): Promise<Target | undefined> => {
@@ -591,8 +587,8 @@ function outputDecider(
     if (kind !== undefined) {
       const cached = f.targets[kind];
       return cached !== undefined
-        ? rewritten(k, f, i, kind, want, cached)
-        : targetOf(f, kind).then((t) => rewritten(k, f, i, kind, want, t));
+        ? rewritten(f, i, kind, want, cached)
+        : targetOf(f, kind).then((t) => rewritten(f, i, kind, want, t));
     }
     if (i >= protectedFrom) return undefined;
     if (f.chars === undefined) {
@@ -601,7 +597,7 @@ function outputDecider(
     }
     // Too small to rewrite, never rewritten: inline for good, whatever its idle turns and leases.
     // (A changed output's delta is measured by the output it stands for, in `candidate`.)
-    if (f.chars < o.minChars && !changedDelta(f)) return settle(k, f, SHOWN, undefined);
+    if (f.chars < o.minChars && !changedDelta(f)) return settle(f, SHOWN, undefined);
     if (i >= sealedBefore) return undefined;
     // Still in the agent's working set: decided again by the next request.
     if (idle !== undefined && idle[k]! < idleLimit) return undefined;
@@ -609,16 +605,15 @@ function outputDecider(
     return before instanceof Promise ? before.then((n) => leased(k, f, want, n)) : leased(k, f, want, before);
   };
   const rewritten = (
-    k: number,
     f: OutputFacts,
     i: number,
     kind: RewriteKind,
     want: RewriteKind,
-    target: Target | null | undefined,
+    target?: Target | null,
   ): Pending => {
-    if (target === null || target === undefined) return settle(k, f, UNRENDERABLE, undefined); // it stays inline
+    if (target === null || target === undefined) return settle(f, UNRENDERABLE, undefined); // it stays inline
     // Without the collapse opt-in a rewrite never changes again.
-    if (kind !== 'digest' || o.collapseAfterTurns <= 0) return settle(k, f, APPLIED, target);
+    if (kind !== 'digest' || o.collapseAfterTurns <= 0) return settle(f, APPLIED, target);
     decided.picked = target;
     decided.code = APPLIED;
     // Entered the collapse horizon since it was digested: a candidate for the bare receipt.
@@ -631,7 +626,7 @@ function outputDecider(
    * conversation, older than the newest turns, under the same settings: only a chosen candidate is
    * rewritten (and a rewrite changes again only under the collapse opt-in).
    */
-  const settle = (k: number, f: OutputFacts, code: Outcome, picked: Target | undefined): undefined => {
+  const settle = (f: OutputFacts, code: Outcome, picked: Target | undefined): undefined => {
     decided.code = code;
     decided.picked = picked;
     f.settled = { code, picked, minChars: o.minChars, collapseAfterTurns: o.collapseAfterTurns };
