@@ -243,7 +243,7 @@ export async function planHistory(
   const chosenKeys = new Set(chosen.map((c) => c.key));
   // Only a bare receipt chosen for a digested output (the collapse opt-in) replaces an applied rendering.
   const kept = chosen.some((c) => c.kind === 'receipt') ? applied.filter((x) => !chosenKeys.has(x.key)) : applied;
-  const rewritten = chosen.length === 0 ? applied : [...kept, ...chosen];
+  const rewritten = chosen.length === 0 ? applied : kept.concat(chosen);
   const edits = editWindowTargets(state, outputs, rewritten, start).targets;
   const order = edits.length === 0 ? rewritten : [...rewritten, ...edits];
   const { receipts, final, dropped, failure } = await receiptsOf(state, order, o);
