@@ -20,18 +20,20 @@ export function createChainMemo(lists?: RecognisedLists): ChainMemo {
   let lastHashes: string[] = [];
   return {
     hashes(items, itemHash) {
-      let i = sharedLead(items, lastItems, lists);
-      const out = lastHashes.slice(0, i);
-      let prev = i > 0 ? out[i - 1]! : '';
-      for (; i < items.length; i++) {
+      const lead = sharedLead(items, lastItems, lists);
+      const added: string[] = [];
+      let prev = lead > 0 ? lastHashes[lead - 1]! : '';
+      for (let i = lead; i < items.length; i++) {
         prev = createHash('sha256')
           .update(prev)
           .update('\u0000')
           .update(itemHash(items[i]))
           .digest('base64url')
           .slice(0, 32);
-        out.push(prev);
+        added.push(prev);
       }
+      // One copy of the shared hashes, at its final length (the returned lists are never changed).
+      const out = (lead === lastHashes.length ? lastHashes : lastHashes.slice(0, lead)).concat(added);
       // A recognised list is never changed; a caller's own array may be, in place, before the next call.
       lastItems = isRecognisedList(items, lists) ? items : items.slice();
       lastHashes = out;

@@ -18,6 +18,7 @@ import type { Digests } from '../ledger/digests.js';
 import { codePoints } from '../measure/index.js';
 import { errorLabel } from '../step.js';
 import { sharedLead } from '../model/prefix.js';
+import { viewExtends } from '../model/read.js';
 import type { RequestView, Slot } from '../model/types.js';
 import { createReceipt, isReceipt, referencedArtifacts, renderReceipt } from '../receipts/index.js';
 import { shortIdForSha } from '../vault/identity.js';
@@ -193,7 +194,7 @@ export async function planHistory(
   outputs: readonly Slot[],
   o: HistoryOptions,
 ): Promise<HistoryPlan | undefined> {
-  const bounds = historyBounds(view, o);
+  const bounds = historyBounds(state, view, o);
   if (bounds === undefined) return undefined;
   const { start } = bounds;
   const chain = state.chain.hashes(view.items, (it) => state.meter.measure(it).hash);
@@ -237,7 +238,7 @@ export async function planHistory(
     chosen =
       o.blockTurns > 0
         ? eligible
-        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates: eligible, idle, start, past });
+        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates: eligible, idle, turns: bounds.turns, past });
   }
 
   const chosenKeys = new Set(chosen.map((c) => c.key));
@@ -369,20 +370,28 @@ interface HistoryBounds {
   readonly collapseBefore: number;
   /** Items before it are sealed in fixed blocks (the fixed-block policy). */
   readonly sealedBefore: number;
+  /** Requests so far in the conversation: runs of assistant items after the prefix. */
+  readonly turns: number;
 }
 
-function historyBounds(view: RequestView, o: HistoryOptions): HistoryBounds | undefined {
+function historyBounds(state: SessionState, view: RequestView, o: HistoryOptions): HistoryBounds | undefined {
   const info = view.itemInfo;
   const start = info.findIndex((i) => i.role === 'assistant');
   if (start === -1 || view.listKey === undefined) return undefined;
-  const steps = segmentSteps(info);
+  // The steps of the view this one extends go on (the same item infos first).
+  const last = state.memo.steps;
+  const steps = segmentSteps(
+    info,
+    last !== undefined && (last.view === view || viewExtends(view, last.view)) ? last.steps : undefined,
+  );
+  state.memo.steps = { view, steps };
   const count = steps.starts.length;
   const protectedFrom = steps.starts[Math.max(0, count - o.inlineRecentTurns)] ?? view.items.length;
   const collapseBefore =
     o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
   const sealed = o.blockTurns > 0 ? sealedSteps(count, o.blockTurns, o.inlineRecentTurns) : count;
   const sealedBefore = steps.starts[sealed] ?? view.items.length;
-  return { start, protectedFrom, collapseBefore, sealedBefore };
+  return { start, protectedFrom, collapseBefore, sealedBefore, turns: steps.runs };
 }
 
 /** What a request's outputs are: rewritten earlier (`applied`), shown (their keys), or candidates for a new batch. */
@@ -688,11 +697,11 @@ function chooseNewBatch(
     readonly keepItems: readonly unknown[];
     readonly candidates: readonly Target[];
     readonly idle: readonly number[] | undefined;
-    readonly start: number;
+    readonly turns: number;
     readonly past: SessionPast;
   },
 ): Target[] {
-  const { keepItems, candidates, idle, start, past } = c;
+  const { keepItems, candidates, idle, turns, past } = c;
   const info = view.itemInfo;
   // Item i starts at 1 + Σ (chars + 2) of the items before it (running sums from the meter).
   const cum = state.meter.cumulativeChars(keepItems);
@@ -725,11 +734,10 @@ function chooseNewBatch(
   let runStart = info.length - 1;
   while (runStart > 0 && info[runStart]!.role !== 'assistant') runStart--;
   while (runStart > 0 && info[runStart - 1]!.role === 'assistant') runStart--;
-  const turnsSoFar = countAssistantRuns(info, start);
   const answer = chooseBatch({
     size,
     cachedEnd: runStart < keepItems.length ? position(runStart) : size,
-    requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turnsSoFar),
+    requestsAhead: o.requestsAhead > 0 ? o.requestsAhead : Math.max(1, turns),
     pricing: o.pricing,
     candidates: list,
   });
@@ -878,14 +886,6 @@ export function expectedRecovery(
 ): number {
   const trip = p.cacheRead * requestChars + p.cacheWrite * (Math.min(8000, itemChars) + 200);
   return trip * returnChance(idle, past);
-}
-
-/** Requests so far in the conversation: runs of assistant items after the prefix. */
-function countAssistantRuns(info: RequestView['itemInfo'], start: number): number {
-  let runs = 0;
-  for (let i = start; i < info.length; i++)
-    if (info[i]!.role === 'assistant' && (i === start || info[i - 1]!.role !== 'assistant')) runs++;
-  return runs;
 }
 
 /** outputTarget's memoized answer without a promise: the target, null (cannot be rendered), undefined (not known yet). */

@@ -189,8 +189,9 @@ export function observationSlots(view: RequestView, test: ObservationTest, sessi
  * The request's tool-output slots other than the recovery tool's own results (what the request
  * stages manage), in slot order: `view.slots.filter(kind tool_output, not a recovery result)`,
  * scanned on from the conversation's previous view for the item slots an extended view shares.
+ * The list may be the session's scan, extended in place by its next request: read it before then.
  */
-export function hostToolOutputs(view: RequestView, { outputScans }: ObservationMemo): Slot[] {
+export function hostToolOutputs(view: RequestView, { outputScans }: ObservationMemo): readonly Slot[] {
   const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);
   let head = 0;
   while (head < view.slots.length && view.slots[head]!.item === undefined) head++;
@@ -198,11 +199,10 @@ export function hostToolOutputs(view: RequestView, { outputScans }: ObservationM
   const first = view.slots[head];
   if (first === undefined) return out;
   const last = outputScans.get(first);
-  let from = head;
-  let found: Slot[] = [];
   const shared = sharedScan(view, last, head);
-  if (shared > 0) [from, found] = [shared, last!.out.slice()];
-  for (let x = from; x < view.slots.length; x++) if (keep(view.slots[x]!)) found.push(view.slots[x]!);
+  const found = shared > 0 ? (last!.out as Slot[]) : [];
+  for (let x = shared > 0 ? shared : head; x < view.slots.length; x++)
+    if (keep(view.slots[x]!)) found.push(view.slots[x]!);
   outputScans.set(first, { view, head, out: found });
-  return out.length === 0 ? found.slice() : [...out, ...found];
+  return out.length === 0 ? found : [...out, ...found];
 }

@@ -21,7 +21,8 @@ import type { Rendering } from './apply.js';
 import type { DuplicatesCarried, OutputFacts as DuplicateFacts } from './duplicates.js';
 import type { SessionPast, SettledRun } from './history.js';
 import type { Walk, WordMemo } from './working-set.js';
-import type { Slot } from '../model/types.js';
+import type { RequestView, Slot } from '../model/types.js';
+import type { Steps } from './steps.js';
 import type { NumberedWindow } from '../compact/edit-window.js';
 import { checkOptions } from '../options.js';
 
@@ -91,6 +92,8 @@ export interface StageMemo {
   windowed?: { readonly outputs: readonly Slot[]; readonly at: readonly WindowedOutput[] };
   /** planHistory: the outputs rewritten so far and those the agent came back to. */
   past?: SessionPast;
+  /** planHistory: the steps of the last request's view (carried to a view extending it). */
+  steps?: { readonly view: RequestView; readonly steps: Steps };
   /** idleTurns: per-item word sets. */
   words?: WordMemo;
   /** idleTurns: the walk over the last request's items. */

@@ -13,24 +13,30 @@ export interface Steps {
   readonly headEnd: number;
   /** Item index where each step starts. */
   readonly starts: readonly number[];
-  /** Step index of each item (-1 for head items). */
-  readonly stepOf: readonly number[];
+  /** Runs of assistant items: the requests so far in the conversation. */
+  readonly runs: number;
+  /** Items segmented. */
+  readonly length: number;
 }
 
-/** Segment a conversation's items into steps. */
-export function segmentSteps(info: readonly ItemInfo[]): Steps {
-  let headEnd = 0;
+/**
+ * Segment a conversation's items into steps; `from`: the steps of a leading run of the same items
+ * (its `starts` is taken over and extended in place), so only the items after it are walked.
+ */
+export function segmentSteps(info: readonly ItemInfo[], from?: Steps): Steps {
+  const carried = from !== undefined && from.headEnd < from.length && from.length <= info.length;
+  let headEnd = carried ? from.headEnd : 0;
   while (headEnd < info.length && info[headEnd]!.role === 'system') headEnd++;
-  const starts: number[] = [];
-  const stepOf: number[] = new Array<number>(info.length).fill(-1);
-  for (let i = headEnd; i < info.length; i++) {
+  const starts = carried ? (from.starts as number[]) : [];
+  let runs = carried ? from.runs : 0;
+  for (let i = carried ? from.length : headEnd; i < info.length; i++) {
     const cur = info[i]!;
     const prev = i > headEnd ? info[i - 1]! : undefined;
     const start = prev === undefined || cur.userText || (cur.role === 'assistant' && prev.role === 'tool');
     if (start) starts.push(i);
-    stepOf[i] = starts.length - 1;
+    if (cur.role === 'assistant' && prev?.role !== 'assistant') runs++;
   }
-  return { headEnd, starts, stepOf };
+  return { headEnd, starts, runs, length: info.length };
 }
 
 /**

@@ -157,9 +157,8 @@ export function floorRequest<T extends Record<string, unknown>>(request: T, view
   const bounds = boundsOf(view);
   if (bounds === undefined || view.listKey === undefined) return undefined;
   // The fit keeps the newest turn and the turn of the agent's last round (src/window/blocks.ts).
-  const steps = segmentSteps(view.itemInfo);
   const lastAssistant = view.itemInfo.findLastIndex((i) => i.role === 'assistant');
-  const lastRound = steps.starts[steps.stepOf[lastAssistant] ?? -1] ?? bounds.newest;
+  const lastRound = segmentSteps(view.itemInfo).starts.findLast((s) => s <= lastAssistant) ?? bounds.newest;
   const keepFrom = Math.min(bounds.newest, lastRound);
   const kept = view.items.filter((_, i) => i < bounds.start || i >= keepFrom || view.itemInfo[i]?.userText === true);
   return withItems(request, view.listKey, kept);

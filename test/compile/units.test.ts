@@ -54,7 +54,7 @@ describe('segmentSteps and sealedSteps', () => {
         { role: 'assistant', content: 'c' },
       ],
     });
-    expect(segmentSteps(view.itemInfo)).toEqual({ headEnd: 1, starts: [1, 2, 5], stepOf: [-1, 0, 1, 1, 1, 2, 2] });
+    expect(segmentSteps(view.itemInfo)).toEqual({ headEnd: 1, starts: [1, 2, 5], runs: 2, length: 7 });
   });
   it('moves the sealed horizon only in whole blocks', () => {
     const seq = Array.from({ length: 20 }, (_, s) => sealedSteps(s, 4, 5));
