@@ -32,7 +32,7 @@ import { editWindowView, readNumberedWindow } from '../compact/edit-window.js';
 import { mayBeDelta, parseDelta, slotText } from './references.js';
 import type { CompileSettings } from './reduce-request.js';
 import type { SessionState, WindowedOutput } from './session.js';
-import { sealedSteps, segmentSteps } from './steps.js';
+import { sealedSteps, segmentSteps, type Steps } from './steps.js';
 import { idleTurns } from './working-set.js';
 
 export interface HistoryOptions extends Pick<
@@ -238,7 +238,7 @@ export async function planHistory(
     chosen =
       o.blockTurns > 0
         ? eligible
-        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates: eligible, idle, turns: bounds.turns, past });
+        : chooseNewBatch(state, view, outputs, o, { keepItems, candidates: eligible, idle, turns: bounds.runs, past });
   }
 
   const chosenKeys = new Set(chosen.map((c) => c.key));
@@ -361,7 +361,7 @@ const EDIT_MIN_SAVED = 1000;
 const EDITED = /has been edited|File updated|edited successfully/;
 
 /** The boundaries a request's history is decided at; undefined when it has no history (no assistant item). */
-interface HistoryBounds {
+interface HistoryBounds extends Pick<Steps, 'runs'> {
   /** The first assistant item: everything before it is the instruction prefix. */
   readonly start: number;
   /** Items from here on (the newest turns) are never rewritten. */
@@ -370,15 +370,12 @@ interface HistoryBounds {
   readonly collapseBefore: number;
   /** Items before it are sealed in fixed blocks (the fixed-block policy). */
   readonly sealedBefore: number;
-  /** Requests so far in the conversation: runs of assistant items after the prefix. */
-  readonly turns: number;
 }
 
 function historyBounds(state: SessionState, view: RequestView, o: HistoryOptions): HistoryBounds | undefined {
   const info = view.itemInfo;
   const start = info.findIndex((i) => i.role === 'assistant');
   if (start === -1 || view.listKey === undefined) return undefined;
-  // The steps of the view this one extends go on (the same item infos first).
   const last = state.memo.steps;
   const steps = segmentSteps(
     info,
@@ -391,7 +388,7 @@ function historyBounds(state: SessionState, view: RequestView, o: HistoryOptions
     o.collapseAfterTurns > 0 && count > o.collapseAfterTurns ? steps.starts[count - o.collapseAfterTurns]! : 0;
   const sealed = o.blockTurns > 0 ? sealedSteps(count, o.blockTurns, o.inlineRecentTurns) : count;
   const sealedBefore = steps.starts[sealed] ?? view.items.length;
-  return { start, protectedFrom, collapseBefore, sealedBefore, turns: steps.runs };
+  return { start, protectedFrom, collapseBefore, sealedBefore, runs: steps.runs };
 }
 
 /** What a request's outputs are: rewritten earlier (`applied`), shown (their keys), or candidates for a new batch. */

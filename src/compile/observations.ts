@@ -114,11 +114,7 @@ function accepts(
   return answer;
 }
 
-/**
- * Where a scan of `view` goes on from the earlier scan `last` (same conversation and `head`): the
- * length of the slots scanned then when `view` holds all of them at the same positions, else 0
- * (scan from the start). A view extended from the scanned one holds its item slots by construction.
- */
+/** Where a scan of `view` goes on from the scan `last` (same `head`): its length when `view` holds its slots first, else 0. */
 function sharedScan(view: RequestView, last: OutputScan | undefined, head: number): number {
   if (last?.head !== head) return 0;
   const before = last.view.slots;
@@ -186,10 +182,8 @@ export function observationSlots(view: RequestView, test: ObservationTest, sessi
 }
 
 /**
- * The request's tool-output slots other than the recovery tool's own results (what the request
- * stages manage), in slot order: `view.slots.filter(kind tool_output, not a recovery result)`,
- * scanned on from the conversation's previous view for the item slots an extended view shares.
- * The list may be the session's scan, extended in place by its next request: read it before then.
+ * `view.slots.filter(kind tool_output, not a recovery result)` (what the request stages manage), scanned on from the
+ * conversation's previous view. The list may be the session's scan, which its next request extends in place.
  */
 export function hostToolOutputs(view: RequestView, { outputScans }: ObservationMemo): readonly Slot[] {
   const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);

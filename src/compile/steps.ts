@@ -19,10 +19,7 @@ export interface Steps {
   readonly length: number;
 }
 
-/**
- * Segment a conversation's items into steps; `from`: the steps of a leading run of the same items
- * (its `starts` is taken over and extended in place), so only the items after it are walked.
- */
+/** Segment items into steps, going on from `from`, the steps of a leading run of them (its `starts` extended in place). */
 export function segmentSteps(info: readonly ItemInfo[], from?: Steps): Steps {
   const carried = from !== undefined && from.headEnd < from.length && from.length <= info.length;
   let headEnd = carried ? from.headEnd : 0;

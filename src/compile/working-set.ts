@@ -99,9 +99,7 @@ export function walkedItems(state: SessionState): number {
 
 /**
  * The working set's walk over one request's items, kept for the session's next request: a request
- * that extends this one (the same item objects first, the same outputs) walks only what follows
- * them, so a request costs its new items, not its history (a session of parallel calls has several
- * outputs per turn, each walked again on every request before).
+ * that extends this one (the same item objects first, the same outputs) walks only what follows them.
  */
 export interface Walk {
   /** The items walked (a recognised list or a private copy) and the outputs among them. */
