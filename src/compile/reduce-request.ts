@@ -204,7 +204,8 @@ export async function reduceRequest(
   // The recovery tool's results are what the model asked for: never rewritten or receipted.
   const host = hostToolOutputs(view, state.observations);
   const observed = observationSlots(view, s.isObservation, state.observations);
-  const outputs = observed.length === 0 ? host : host.concat(observed);
+  // A list of this request's own: the history planner keeps it, and `host` grows on the next request.
+  const outputs = host.concat(observed);
   const pricing = pricingOf(step, view, s);
   // Delivery is the commit point: a gone artifact is forgotten and the history planned once more
   // (its content vaulted again from the request); if that still fails, the request passes through.
