@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--long-hosts rebuild,gateway] [--long-only] [--warmup 60] [--full-path]`: a synthetic agent
+ * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--long-hosts rebuild,gateway] [--long-repeat 5] [--long-only] [--warmup 60] [--full-path]`: a synthetic agent
  * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
  * o200k_base gate, one item-measures memo shared by the stages as createTerminator shares it,
  * SQLite vault on a temp file), one request per turn as a host sends them, in
@@ -23,20 +23,26 @@
  *   the timing), and the ratio of the request time at turn 200 to it (target ≤ 3);
  * - with rebuilt objects, the time to compare the history item by item with an equal rebuilt copy
  *   of the previous request's (sameJson, outside the timing): the floor of recognising it, and the
- *   lowest ratio it allows;
+ *   lowest ratio it allows; and, as information, the ratio with the comparison against the objects
+ *   first seen for the history (what recognition compares with) subtracted at the last turn;
  * - the old baseline: one whole-request serialization + tokenization (the reference's per-call work).
  * Then a session's next request on a new process, tokenizing its history against reading the
  * counts the process before stored in the vault (`--fresh-rounds`, 3).
- * Then a `--long-turns` session with rebuilt objects and one through the body memo (`--long-hosts`,
- * default `rebuild,gateway`; also `reuse`, and `churn`: reused objects with an unread rebuilt copy
- * parsed beside each request, which separates what the rebuilding host's garbage costs the stages
- * from what recognising its objects does; and `idle`, the rebuilding host through one pass-through
+ * Then `--long-repeat` rounds (5) of a `--long-turns` session with rebuilt objects and one through
+ * the body memo (`--long-hosts`, default `rebuild,gateway`; also `reuse`, and `churn`: reused
+ * objects with an unread rebuilt copy parsed beside each request, which separates what the
+ * rebuilding host's garbage costs the stages from what recognising its objects does; and `idle`, the rebuilding host through one pass-through
  * stage that holds each request, blocked, as long as the rebuilding host's took: the churn floor):
  * p50 and p95 per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95
  * over the whole session, and the floors; with `rebuild` and `idle` (or `churn` and `reuse`), the
  * rebuilding host's growth with the comparison and that churn floor subtracted, in wall and CPU
  * (the comparison there: each request's history compared once with the objects the session first
  * saw for it, what recognition holds and compares with, p50 over the same windows as the requests).
+ * The hosts take turns within a round, each after a full GC (`idle` after `rebuild`: it holds each
+ * request as long as that round's rebuilding host took). The first round is printed in full; with
+ * more rounds, then each host's p50 ratio and the rebuilding host's floor-subtracted ratios (wall
+ * and CPU, per churn floor) as the median of the rounds, each round's value beside it: one
+ * session's turn-50 p50 swings by half between runs, and the ratios with it.
  * `--long-only` runs the long sessions alone (after the warm-up).
  * Then parallel tool calls (bench/parallel-session.ts): per wire format and host mode, the p50
  * per request of a session whose assistant messages carry three calls with their results in a
@@ -543,7 +549,9 @@ export async function main(argv: string[]): Promise<void> {
   const repeat = flag(argv, '--repeat', 24);
   const longTurns = flag(argv, '--long-turns', 1500);
   const longHosts = hostList(argv);
+  const longRepeat = flag(argv, '--long-repeat', 5);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat must be an integer ≥ 1');
+  if (!Number.isInteger(longRepeat) || longRepeat < 1) throw new Error('--long-repeat must be an integer ≥ 1');
   const recognition = !argv.includes('--full-path');
   const early = Math.min(20, turns);
   const gc = fullGc();
@@ -555,7 +563,7 @@ export async function main(argv: string[]): Promise<void> {
   // early turns, flattering its turn-200 / turn-20 ratio.
   const warmup = flag(argv, '--warmup', 60);
   if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, [], recognition);
-  if (argv.includes('--long-only')) return longSessions(longHosts, longTurns, recognition, gc);
+  if (argv.includes('--long-only')) return longSessions(longHosts, longTurns, recognition, gc, longRepeat);
   const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
   for (let k = 0; k < repeat; k++)
     for (const host of HOSTS) {
@@ -604,6 +612,15 @@ export async function main(argv: string[]): Promise<void> {
       console.log(
         `  so the ratio cannot go below 1 + that comparison / the turn-${early} request: ${(1 + compareAt(turns) / w20).toFixed(2)}`,
       );
+      // The comparison a request makes is against the objects recognition holds (first seen), not
+      // the previous copy: one pass per request over the same pooled window (compareOnce).
+      const held = pooled(
+        rs.map((x) => x.compareHeld),
+        turns,
+      );
+      console.log(
+        `  information, not the target: ratio turn ${turns} / turn ${early} with the comparison against the held first-seen objects (one pass per request, turns ${turns - 9}–${turns} pooled) subtracted at turn ${turns}: (${w200.toFixed(2)} − ${held.toFixed(2)}) / ${w20.toFixed(2)} = ${((w200 - held) / w20).toFixed(2)} wall`,
+      );
     }
     console.log(
       `  old baseline, one whole-request serialize + tokenize: ${r.tokenize.get(early)!.toFixed(2)} ms at turn ${early}, ${r.tokenize.get(turns)!.toFixed(2)} ms at turn ${turns}`,
@@ -617,82 +634,171 @@ export async function main(argv: string[]): Promise<void> {
   await parallelCalls(argv, gc);
   await freshProcess(turns, flag(argv, '--fresh-rounds', 3));
   bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
-  if (longTurns > 50) await longSessions(longHosts, longTurns, recognition, gc);
+  if (longTurns > 50) await longSessions(longHosts, longTurns, recognition, gc, longRepeat);
 }
 
 /**
- * The `--long-turns` sessions, one per host of `hosts`, each after a full GC. With `idle` and
- * `rebuild` both run, the rebuilding host's growth is also given with the idle host's churn floor
- * and the comparison floor subtracted.
+ * The `--long-turns` sessions: `repeat` rounds of one session per host of `hosts`, the hosts taking
+ * turns within a round, each after a full GC. With `idle` and `rebuild` both run (or `churn` and
+ * `reuse`), the rebuilding host's growth is also given with the comparison and a churn floor
+ * subtracted. The first round is printed in detail; with more than one round, each figure is then
+ * given again as the median of the rounds' own, with every round's value beside it.
  */
 async function longSessions(
   hosts: readonly LongHost[],
   longTurns: number,
   recognition: boolean,
   gc: () => void,
+  repeat: number,
 ): Promise<void> {
-  const done = new Map<LongHost, Timing>();
   // The idle host holds each request as long as the rebuilding host's took: it runs after it.
   const order = hosts.includes('rebuild')
     ? [...hosts.filter((h) => h !== 'idle'), ...hosts.filter((h) => h === 'idle')]
     : hosts;
-  for (const host of order) {
-    gc();
-    const hold = host === 'idle' ? (done.get('rebuild')?.wall ?? []) : [];
-    const r = await runSession(host, longTurns, [50, longTurns], recognition, hold);
-    done.set(host, r);
-    longSession(HOST_LABEL[host], r, longTurns);
-  }
-  const rebuilt = done.get('rebuild');
-  if (rebuilt === undefined) return;
-  const p50 = (xs: readonly number[], turn: number): number =>
-    percentile(
-      [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b),
-      50,
+  if (repeat > 1)
+    console.log(
+      `\n${longTurns}-request sessions, ${repeat} rounds (${order.join(', ')} taking turns in each); round 1 in detail, then the medians of the rounds`,
     );
-  const [early, late] = [50, longTurns - 25];
-  type Series = 'wall' | 'cpu';
-  const rebuiltAt = (x: Series): [number, number] => [p50(rebuilt[x], early), p50(rebuilt[x], late)];
-  // The comparison floor as the requests are measured: one pass per request, against the objects
-  // recognition holds, p50 over the same windows.
-  const compareAt = (x: Series): [number, number] => {
-    const xs = x === 'wall' ? rebuilt.compareHeld : rebuilt.compareHeldCpu;
-    return [p50(xs, early), p50(xs, late)];
-  };
-  const withFloor = (what: string, floor: (x: Series) => [number, number]): void => {
-    for (const x of ['wall', 'cpu'] as const) {
-      const [[r50, rEnd], [c50, cEnd], [f50, fEnd]] = [rebuiltAt(x), compareAt(x), floor(x)];
-      console.log(
-        `  ${x === 'wall' ? `churn floor, ${what}:\n    wall` : '    CPU '}: floor ${f50.toFixed(3)} ms at turn 50, ${fEnd.toFixed(3)} ms at turn ${longTurns}; (p50 at ${longTurns} − comparison − churn floor) / p50 at 50: (${rEnd.toFixed(2)} − ${cEnd.toFixed(2)} − ${fEnd.toFixed(2)}) / ${r50.toFixed(2)} = ${((rEnd - cEnd - fEnd) / r50).toFixed(2)} (target ≤ 1.5); both floors subtracted at both turns too: (${rEnd.toFixed(2)} − ${(cEnd + fEnd).toFixed(2)}) / (${r50.toFixed(2)} − ${(c50 + f50).toFixed(2)}) = ${((rEnd - cEnd - fEnd) / (r50 - c50 - f50)).toFixed(2)}`,
-      );
+  const rounds: RoundFigures[] = [];
+  for (let k = 0; k < repeat; k++) {
+    const done = new Map<LongHost, Timing>();
+    for (const host of order) {
+      gc();
+      // This round's rebuilding host: the idle host replays its hold times.
+      const hold = host === 'idle' ? (done.get('rebuild')?.wall ?? []) : [];
+      const r = await runSession(host, longTurns, [50, longTurns], recognition, hold);
+      done.set(host, r);
+      if (k === 0) longSession(HOST_LABEL[host], r, longTurns);
     }
+    const figures = roundFigures(done, longTurns);
+    if (k === 0) printFloors(figures, longTurns);
+    rounds.push(figures);
+  }
+  if (repeat > 1) printMedians(order, rounds, longTurns);
+}
+
+type Series = 'wall' | 'cpu';
+const SERIES: readonly Series[] = ['wall', 'cpu'];
+
+/** The p50 of the 50 requests around `turn` (turns `turn` − 24 to `turn` + 25; 50: turns 26–75). */
+const p50At = (xs: readonly number[], turn: number): number =>
+  percentile(
+    [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b),
+    50,
+  );
+
+/** The rebuilding host's p50 per request, the comparison's and a churn floor's, in one series at turn 50 and at the last turn. */
+interface FloorFigures {
+  readonly r50: number;
+  readonly rEnd: number;
+  readonly c50: number;
+  readonly cEnd: number;
+  readonly f50: number;
+  readonly fEnd: number;
+}
+/** (p50 at the last turn − comparison − churn floor) / p50 at 50. */
+const net = (f: FloorFigures): number => (f.rEnd - f.cEnd - f.fEnd) / f.r50;
+/** The same with both floors subtracted at turn 50 too. */
+const netBoth = (f: FloorFigures): number => (f.rEnd - f.cEnd - f.fEnd) / (f.r50 - f.c50 - f.f50);
+
+/** One round of long sessions, in figures: per host its p50 ratio, per churn floor the rebuilding host's growth with it. */
+interface RoundFigures {
+  readonly ratios: Map<LongHost, Record<Series, number>>;
+  /** Per churn floor measured (its description), wall and CPU. */
+  readonly floors: Map<string, Record<Series, FloorFigures>>;
+}
+
+const IDLE_FLOOR =
+  "the idle host's p50 (one pass-through stage held for the rebuilding host's span, turn by turn; wall: beyond that span)";
+const CHURN_FLOOR =
+  "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)";
+
+function roundFigures(done: ReadonlyMap<LongHost, Timing>, longTurns: number): RoundFigures {
+  const [early, late] = [50, longTurns - 25];
+  const ratios = new Map<LongHost, Record<Series, number>>();
+  for (const [host, r] of done)
+    ratios.set(host, {
+      wall: p50At(r.wall, late) / p50At(r.wall, early),
+      cpu: p50At(r.cpu, late) / p50At(r.cpu, early),
+    });
+  const floors = new Map<string, Record<Series, FloorFigures>>();
+  const rebuilt = done.get('rebuild');
+  if (rebuilt === undefined) return { ratios, floors };
+  const withFloor = (what: string, floor: (x: Series) => [number, number]): void => {
+    const at = (x: Series): FloorFigures => {
+      // The comparison floor as the requests are measured: one pass per request, against the
+      // objects recognition holds, p50 over the same windows.
+      const held = x === 'wall' ? rebuilt.compareHeld : rebuilt.compareHeldCpu;
+      const [f50, fEnd] = floor(x);
+      return {
+        r50: p50At(rebuilt[x], early),
+        rEnd: p50At(rebuilt[x], late),
+        c50: p50At(held, early),
+        cEnd: p50At(held, late),
+        f50,
+        fEnd,
+      };
+    };
+    floors.set(what, { wall: at('wall'), cpu: at('cpu') });
   };
-  console.log(`\n${longTurns}-request session on the rebuilding host, the comparison and a churn floor subtracted`);
   // What the host's garbage and heap cost a request that does nothing of ours for as long as the
   // rebuilding host's request took, turn by turn: in wall time, how much later than that span it
   // ends (collections on the main thread, the collector's threads taking the cores); in CPU, what
   // the process spends during it (the collector's threads: the pass-through itself blocks).
   const idle = done.get('idle');
   if (idle !== undefined)
-    withFloor(
-      "the idle host's p50 (one pass-through stage held for the rebuilding host's span, turn by turn; wall: beyond that span)",
-      (x) => {
-        const xs = x === 'cpu' ? idle.cpu : idle.wall.map((w, i) => w - (rebuilt.wall[i] ?? 0));
-        return [p50(xs, early), p50(xs, late)];
-      },
-    );
+    withFloor(IDLE_FLOOR, (x) => {
+      const xs = x === 'cpu' ? idle.cpu : idle.wall.map((w, i) => w - (rebuilt.wall[i] ?? 0));
+      return [p50At(xs, early), p50At(xs, late)];
+    });
   // What they cost our stages' own work: the same stages on reused objects, with and without the
   // rebuilt copy parsed beside each request (two sessions: noisier).
   const [churn, reuse] = [done.get('churn'), done.get('reuse')];
   if (churn !== undefined && reuse !== undefined)
     withFloor(
-      "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)",
+      CHURN_FLOOR,
       // Never below 0: two sessions' noise is no saving to subtract.
       (x) => [
-        Math.max(0, p50(churn[x], early) - p50(reuse[x], early)),
-        Math.max(0, p50(churn[x], late) - p50(reuse[x], late)),
+        Math.max(0, p50At(churn[x], early) - p50At(reuse[x], early)),
+        Math.max(0, p50At(churn[x], late) - p50At(reuse[x], late)),
       ],
     );
+  return { ratios, floors };
+}
+
+/** One round's rebuilding host with the comparison and each churn floor subtracted, every term shown. */
+function printFloors(figures: RoundFigures, longTurns: number): void {
+  if (!figures.ratios.has('rebuild')) return;
+  console.log(`\n${longTurns}-request session on the rebuilding host, the comparison and a churn floor subtracted`);
+  for (const [what, bySeries] of figures.floors)
+    for (const x of SERIES) {
+      const f = bySeries[x];
+      console.log(
+        `  ${x === 'wall' ? `churn floor, ${what}:\n    wall` : '    CPU '}: floor ${f.f50.toFixed(3)} ms at turn 50, ${f.fEnd.toFixed(3)} ms at turn ${longTurns}; (p50 at ${longTurns} − comparison − churn floor) / p50 at 50: (${f.rEnd.toFixed(2)} − ${f.cEnd.toFixed(2)} − ${f.fEnd.toFixed(2)}) / ${f.r50.toFixed(2)} = ${net(f).toFixed(2)} (target ≤ 1.5); both floors subtracted at both turns too: (${f.rEnd.toFixed(2)} − ${(f.cEnd + f.fEnd).toFixed(2)}) / (${f.r50.toFixed(2)} − ${(f.c50 + f.f50).toFixed(2)}) = ${netBoth(f).toFixed(2)}`,
+      );
+    }
+}
+
+/** Each figure of the rounds as their median, with every round's own value (in round order) beside it. */
+function printMedians(hosts: readonly LongHost[], rounds: readonly RoundFigures[], longTurns: number): void {
+  const show = (xs: readonly number[]): string =>
+    `${median(xs).toFixed(2)} (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`;
+  console.log(`\n${longTurns}-request sessions, medians of ${rounds.length} rounds (one session per host each)`);
+  for (const host of hosts) {
+    const of = (x: Series): number[] => rounds.map((f) => f.ratios.get(host)![x]);
+    console.log(
+      `  ${host.padEnd(7)} p50 ratio last / turn 50: ${show(of('wall'))} wall, ${show(of('cpu'))} CPU (target ≤ 1.5)`,
+    );
+  }
+  for (const what of rounds[0]!.floors.keys()) {
+    console.log(`  rebuilding host, the comparison and a churn floor subtracted; churn floor, ${what}:`);
+    for (const x of SERIES) {
+      const fs = rounds.map((f) => f.floors.get(what)![x]);
+      console.log(
+        `    ${x === 'wall' ? 'wall' : 'CPU '}: (p50 at ${longTurns} − comparison − churn floor) / p50 at 50: ${show(fs.map(net))} (target ≤ 1.5); both floors subtracted at both turns too: ${show(fs.map(netBoth))}; p50 ${show(fs.map((f) => f.r50))} ms at turn 50, ${show(fs.map((f) => f.rEnd))} ms at turn ${longTurns}`,
+      );
+    }
+  }
 }
 
 /** The p50 / p95 figures of one long session `r` (`label`: how its requests arrive), and the floors where measured. */
