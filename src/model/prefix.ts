@@ -189,16 +189,14 @@ export function sameJson(a: unknown, b: unknown): boolean {
     return true;
   }
   if (Array.isArray(b) || !plainProto(a) || !plainProto(b)) return false;
-  // Own keys of both (for…in would add keys an Object.prototype was given, and call equal an object
-  // that has them as its own).
+  // Own keys only: for…in lists them first, then any an Object.prototype was given (one array, not two).
   const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i]!;
-    if (k !== kb[i] || !sameMember((a as Obj)[k], (b as Obj)[k])) return false;
+  let i = 0;
+  for (const k in b) {
+    if (!Object.hasOwn(b, k)) break;
+    if (k !== ka[i++] || !sameMember((a as Obj)[k], (b as Obj)[k])) return false;
   }
-  return true;
+  return i === ka.length;
 }
 
 /** Two `===` values serialize alike unless they are 0 and -0. */
