@@ -29,11 +29,13 @@ type Obj = Record<string, unknown>;
 export interface Recognition {
   readonly caller: readonly unknown[];
   readonly known: readonly unknown[];
+  /** The request memo that recognised it (its {@link RequestMemo.lists}). */
+  readonly memo: object;
   published: boolean;
   /** Lookups answered by scanning `caller` (see {@link Recognitions.canonicalOf}). */
   scans: number;
 }
-/** Recognitions kept: the items of the last few requests (one per stage that recognised). */
+/** Recognitions kept: the latest of each of the last few request memos (a session has one per stage). */
 const RECENT_KEPT = 4;
 
 /**
@@ -63,7 +65,7 @@ export interface RecognitionStats {
 export class Recognitions {
   /** Caller object → the earlier object it was found equal to (its content's first-seen object). */
   readonly #earlier = new WeakMemo<object, object>();
-  readonly #recent: Recognition[] = [];
+  #recent: Recognition[] = [];
   readonly #counts = { requests: 0, items: 0, compared: 0, extended: 0 };
 
   /** A copy of the counts so far. */
@@ -113,10 +115,10 @@ export class Recognitions {
     return undefined;
   }
 
-  /** @internal Keep a list's recognition: the caller's objects and the known ones, position by position. */
-  remember(caller: readonly unknown[], known: readonly unknown[]): void {
-    this.#recent.unshift({ caller, known, published: false, scans: 0 });
-    if (this.#recent.length > RECENT_KEPT) this.#recent.length = RECENT_KEPT;
+  /** @internal Keep a list's recognition (caller's objects, known ones) in place of `memo`'s previous one: a host's objects are not held past their request. */
+  remember(caller: readonly unknown[], known: readonly unknown[], memo: object): void {
+    const others = this.#recent.filter((r) => r.memo !== memo).slice(0, RECENT_KEPT - 1);
+    this.#recent = [{ caller, known, memo, published: false, scans: 0 }, ...others];
   }
 
   /** Record a recognition in the weak map. */
@@ -323,7 +325,7 @@ export function createRequestMemo(options: RequestMemoOptions = {}): RequestMemo
         list = copy;
         grownFrom.link(copy, { base: items, shared });
         (request ??= { ...caller })[listKey] = copy;
-        recognitions.remember(callers ?? copy, copy);
+        recognitions.remember(callers ?? copy, copy, grownFrom);
       }
       const seen = request ?? caller;
       const grown =

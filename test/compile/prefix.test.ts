@@ -232,6 +232,30 @@ describe('a later stage', () => {
   });
 });
 
+describe('the recognitions a Terminator shares', () => {
+  it("hold a rebuilding host's objects only until its session's next request, and other sessions' latest", () => {
+    const recognitions = new Recognitions();
+    const stages = (): ReturnType<typeof createRequestMemo>[] => [0, 1].map(() => createRequestMemo({ recognitions }));
+    const [x, y] = [stages(), stages()];
+    const items = (s: string): Obj[] => Array.from({ length: 6 }, (_, i) => ({ role: 'user', content: `${s}${i}` }));
+    const rebuilt = (s: string): Obj[][] => [2, 4, 6].map((n) => clone(items(s).slice(0, n)));
+    const [xs, ys] = [rebuilt('x'), rebuilt('y')];
+    // Interleaved: y1, x1, y2, x2, x3, each through both stages.
+    for (const [memos, messages] of [
+      [y, ys[0]],
+      [x, xs[0]],
+      [y, ys[1]],
+      [x, xs[1]],
+      [x, xs[2]],
+    ] as const)
+      for (const memo of memos) memo.recognise({ model: 'm', messages });
+    expect(recognitions.canonicalOf(xs[2]![0])).toBe(xs[0]![0]);
+    expect(recognitions.canonicalOf(ys[1]![1])).toBe(ys[0]![1]);
+    // x's second request's rebuilt objects are no longer held: not recognised any more.
+    expect(recognitions.canonicalOf(xs[1]![0])).toBe(xs[1]![0]);
+  });
+});
+
 describe('a host that grows its own array in place', () => {
   it('has every request read whole: the previous list is a copy, not the caller array', () => {
     const memo = createRequestMemo();
