@@ -195,7 +195,7 @@ export function sameJson(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   let i = 0;
   for (const k in b) {
-    if (!Object.hasOwn(b, k)) break;
+    if (!Object.prototype.hasOwnProperty.call(b, k)) break;
     if (k !== ka[i++] || !sameMember((a as Obj)[k], (b as Obj)[k])) return false;
   }
   return i === ka.length;
