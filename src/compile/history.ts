@@ -754,8 +754,8 @@ async function receiptsOf(state: SessionState, order: readonly Target[], o: Hist
   // The leading run of the previous request's renderings keeps their receipts while none is found gone.
   const last = state.memo.receipted;
   let n = 0;
-  const m = Math.min(order.length, last?.final.length ?? 0);
-  while (n < m && order[n] === last!.final[n] && !state.evidence.isGone(last!.receipts[n]!.artifactId)) n++;
+  const gone = state.evidence.anyGone() ? state.evidence.isGone : () => false;
+  while (n < order.length && order[n] === last?.final[n] && !gone(last!.receipts[n]!.artifactId)) n++;
   // The previous request's lists are this one's up to `n` (extended in place: no request keeps them).
   const { final, receipts }: Pick<Receipts, 'final' | 'receipts'> =
     n === 0 ? { final: [], receipts: [] } : (last as Receipts);
