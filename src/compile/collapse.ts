@@ -235,14 +235,11 @@ export function creditedDecisions(
     ...(measured.savedTokens === undefined ? {} : { savedTokens: of(measured.savedTokens) }),
     artifacts: [...new Set(slots.map((p) => p.receipt.artifactId))],
   });
-  const dup = (of: (n: number) => number): Decision =>
-    decision(STAGE, duplicated, `${duplicated.length} duplicate(s) collapsed`, of);
-  const view = (of: (n: number) => number): Decision =>
-    decision(STAGES.boundedView, viewed, `${viewed.length} bounded view(s)`, of);
-  const whole = (n: number): number => n;
-  if (viewed.length === 0) return [dup(whole)];
-  if (duplicated.length === 0) return [view(whole)];
-  return [dup((n) => Math.round(n * share)), view((n) => n - Math.round(n * share))];
+  // A part alone takes the whole saving (its share is 1, the other's 0).
+  const ofDup = (n: number): number => Math.round(n * share);
+  const dup = decision(STAGE, duplicated, `${duplicated.length} duplicate(s) collapsed`, ofDup);
+  const view = decision(STAGES.boundedView, viewed, `${viewed.length} bounded view(s)`, (n) => n - ofDup(n));
+  return viewed.length === 0 ? [dup] : duplicated.length === 0 ? [view] : [dup, view];
 }
 
 /** `decision` alone when `n` (what it counts) is not 0, else no decision. */
