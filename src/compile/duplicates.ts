@@ -48,7 +48,7 @@ export function planChanges(plan: readonly PlannedSlot[]): Managed[] {
   return plan.filter((p): p is Managed => p.render !== 'inline');
 }
 
-/** What {@link planDuplicates} decided: every planned slot, and those that are not inline (its changes). */
+/** What {@link planDuplicates} decided: every planned slot (the carried plan: read before the next request), and the changes. */
 export interface DuplicatesPlanned {
   readonly planned: readonly PlannedSlot[];
   readonly managed: readonly Managed[];
@@ -215,7 +215,7 @@ export async function planDuplicates(
   for (const i of redo) plan(i);
   for (let i = from; i < found.length; i++) plan(i);
   state.memo.dedupePlan = { facts, found, newest, planned, older, maxInlineChars: o.maxInlineChars, decided };
-  return { planned: planned.slice(), managed: planChanges(planned) };
+  return { planned, managed: planChanges(planned) };
 }
 
 /**
