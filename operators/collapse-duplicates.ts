@@ -15,12 +15,7 @@ import {
   unresolvedNotes,
 } from '../src/compile/collapse.js';
 import { planDuplicates } from '../src/compile/duplicates.js';
-import {
-  hostToolOutputs,
-  observationSlots,
-  observationTest,
-  type ObservationSetting,
-} from '../src/compile/observations.js';
+import { managedOutputs, observationTest, type ObservationSetting } from '../src/compile/observations.js';
 import {
   sessionStateFactory,
   prefixRecognitionOption,
@@ -81,10 +76,8 @@ export function collapseDuplicates(options: CollapseDuplicatesOptions): StageOpe
       // The options were checked when the operator was built (prefixRecognition, recognitions).
       const newState = sessionStateFactory(options);
       // The recovery tool's results are what the model asked for: never leased, collapsed or viewed.
-      const outputsOf = (view: RequestView, state: SessionState): Slot[] => [
-        ...hostToolOutputs(view, state.observations),
-        ...observationSlots(view, isObservation, state.observations),
-      ];
+      const outputsOf = (view: RequestView, state: SessionState): Slot[] =>
+        managedOutputs(view, isObservation, state.observations);
       const settings: Settings = { minChars, maxChars, maxInlineChars, viewChars, outputsOf };
       // Synchronous until a large output or a delta is found, so pass-through Steps emit synchronously.
       const reduce: SessionReducer<ProviderRequest> = (step, session) => {

@@ -183,7 +183,8 @@ export function observationSlots(view: RequestView, test: ObservationTest, sessi
 
 /**
  * `view.slots.filter(kind tool_output, not a recovery result)` (what the request stages manage), scanned on from the
- * conversation's previous view. The list may be the session's scan, which its next request extends in place.
+ * conversation's previous view. The list may be the session's scan, which its next request extends in place
+ * (a caller that keeps it takes {@link managedOutputs}).
  */
 export function hostToolOutputs(view: RequestView, { outputScans }: ObservationMemo): readonly Slot[] {
   const keep = (s: Slot): boolean => s.kind === 'tool_output' && !isRecoveryResult(s);
@@ -199,4 +200,9 @@ export function hostToolOutputs(view: RequestView, { outputScans }: ObservationM
     if (keep(view.slots[x]!)) found.push(view.slots[x]!);
   outputScans.set(first, { view, head, out: found });
   return out.length === 0 ? found : [...out, ...found];
+}
+
+/** What the request stages manage: the host's tool outputs, then the observations; a list of the caller's own (the session's scans grow in place). */
+export function managedOutputs(view: RequestView, test: ObservationTest, memo: ObservationMemo): Slot[] {
+  return hostToolOutputs(view, memo).concat(observationSlots(view, test, memo));
 }

@@ -24,7 +24,7 @@ import { acceptCandidate } from '../accept.js';
 import { gate } from './apply.js';
 import type { ConversationMemo, RequestMarks } from './conversation.js';
 import { planHistory, type HistoryPlan } from './history.js';
-import { hostToolOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
+import { managedOutputs, observationSlots, observationTest, type ObservationSetting } from './observations.js';
 import { firstOutput, mayBeDelta, resolveDanglingDeltas } from './references.js';
 import { sharedLead, type Recognised, type Recognitions } from '../model/prefix.js';
 import type { RequestView, Slot } from '../model/types.js';
@@ -202,10 +202,7 @@ export async function reduceRequest(
   const scope = storeScope(step.context);
   state.evidence.begin(scope);
   // The recovery tool's results are what the model asked for: never rewritten or receipted.
-  const host = hostToolOutputs(view, state.observations);
-  const observed = observationSlots(view, s.isObservation, state.observations);
-  // A list of this request's own: the history planner keeps it, and `host` grows on the next request.
-  const outputs = host.concat(observed);
+  const outputs = managedOutputs(view, s.isObservation, state.observations);
   const pricing = pricingOf(step, view, s);
   // Delivery is the commit point: a gone artifact is forgotten and the history planned once more
   // (its content vaulted again from the request); if that still fails, the request passes through.
