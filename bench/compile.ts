@@ -680,12 +680,11 @@ async function longSessions(
 type Series = 'wall' | 'cpu';
 const SERIES: readonly Series[] = ['wall', 'cpu'];
 
-/** The p50 of the 50 requests around `turn` (turns `turn` − 24 to `turn` + 25; 50: turns 26–75). */
-const p50At = (xs: readonly number[], turn: number): number =>
-  percentile(
-    [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b),
-    50,
-  );
+/** The 50 requests around `turn` (turns `turn` − 24 to `turn` + 25; 50: turns 26–75), sorted. */
+const windowAt = (xs: readonly number[], turn: number): number[] =>
+  [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b);
+/** The p50 of {@link windowAt}. */
+const p50At = (xs: readonly number[], turn: number): number => percentile(windowAt(xs, turn), 50);
 
 /** The rebuilding host's p50 per request, the comparison's and a churn floor's, in one series at turn 50 and at the last turn. */
 interface FloorFigures {
@@ -803,16 +802,14 @@ function printMedians(hosts: readonly LongHost[], rounds: readonly RoundFigures[
 
 /** The p50 / p95 figures of one long session `r` (`label`: how its requests arrive), and the floors where measured. */
 function longSession(label: string, r: Timing, longTurns: number): void {
-  const window = (xs: readonly number[], turn: number): number[] =>
-    [...xs.slice(Math.max(0, turn - 25), turn + 25)].sort((a, b) => a - b);
-  const at50 = window(r.wall, 50);
-  const atEnd = window(r.wall, longTurns - 25);
-  const c50 = window(r.cpu, 50);
-  const cEnd = window(r.cpu, longTurns - 25);
+  const at50 = windowAt(r.wall, 50);
+  const atEnd = windowAt(r.wall, longTurns - 25);
+  const c50 = windowAt(r.cpu, 50);
+  const cEnd = windowAt(r.cpu, longTurns - 25);
   const all = [...r.wall].sort((a, b) => a - b);
   const noGc = r.wall.map((w, i) => w - r.gc[i]!);
-  const g50 = window(noGc, 50);
-  const gEnd = window(noGc, longTurns - 25);
+  const g50 = windowAt(noGc, 50);
+  const gEnd = windowAt(noGc, longTurns - 25);
   console.log(`\n${longTurns}-request session, ${label} (windows of 50 requests)`);
   console.log(
     `  turns 26–75:             p50 ${percentile(at50, 50).toFixed(2)} ms, p95 ${percentile(at50, 95).toFixed(2)} ms wall; p50 ${percentile(c50, 50).toFixed(2)} ms CPU`,
@@ -836,18 +833,18 @@ function longSession(label: string, r: Timing, longTurns: number): void {
     `  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`,
   );
   console.log(
-    `  after the result, until the next request could start: p50 ${percentile(window(r.after, 50), 50).toFixed(2)} ms around turn 50, ${percentile(window(r.after, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
+    `  after the result, until the next request could start: p50 ${percentile(windowAt(r.after, 50), 50).toFixed(2)} ms around turn 50, ${percentile(windowAt(r.after, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
   );
   if (r.parse.length > 0)
     console.log(
-      `  of which the body memo's parse: p50 ${percentile(window(r.parse, 50), 50).toFixed(2)} ms around turn 50, ${percentile(window(r.parse, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
+      `  of which the body memo's parse: p50 ${percentile(windowAt(r.parse, 50), 50).toFixed(2)} ms around turn 50, ${percentile(windowAt(r.parse, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
     );
   if (r.compare.size === 0) return;
   console.log(
     `  comparing the history with the previous request's rebuilt copy (the floor of recognising it): ${r.compare.get(50)!.toFixed(2)} ms at turn 50, ${r.compare.get(longTurns)!.toFixed(2)} ms at turn ${longTurns}`,
   );
   console.log(
-    `  comparing each request's history once with the objects first seen for it (what recognition compares with), p50 of each window: ${percentile(window(r.compareHeld, 50), 50).toFixed(2)} ms wall, ${percentile(window(r.compareHeldCpu, 50), 50).toFixed(2)} ms CPU at turns 26–75; ${percentile(window(r.compareHeld, longTurns - 25), 50).toFixed(2)} ms wall, ${percentile(window(r.compareHeldCpu, longTurns - 25), 50).toFixed(2)} ms CPU at turns ${longTurns - 49}–${longTurns}`,
+    `  comparing each request's history once with the objects first seen for it (what recognition compares with), p50 of each window: ${percentile(windowAt(r.compareHeld, 50), 50).toFixed(2)} ms wall, ${percentile(windowAt(r.compareHeldCpu, 50), 50).toFixed(2)} ms CPU at turns 26–75; ${percentile(windowAt(r.compareHeld, longTurns - 25), 50).toFixed(2)} ms wall, ${percentile(windowAt(r.compareHeldCpu, longTurns - 25), 50).toFixed(2)} ms CPU at turns ${longTurns - 49}–${longTurns}`,
   );
   // The target set against the floors, same run: a request that only hashed (or only compared)
   // its history once, and did nothing else, would already be this many times the turn-50 p50.
