@@ -171,10 +171,9 @@ function loadWasm(encoding: TiktokenEncodingName): Loaded {
 
 /** The part of gpt-tokenizer's byte-pair core we use (its own types are not exported stably). */
 interface BytePairCore {
-  countNative(text: string): number;
   /** Rank of a piece that is one token. */
   getBpeRankFromString(piece: string): number | undefined;
-  /** The tokens of one piece (what countNative adds for a piece that is not one token). */
+  /** The tokens of one piece (what a piece that is not one token counts). */
   bytePairEncode(piece: string): readonly number[];
   /** Rank of a byte sequence (a TypeScript-private method, replaced per instance below). */
   getBpeRankFromBytes(key: Uint8Array): number | undefined;
@@ -340,17 +339,20 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
   };
   const byPiece = pieceCounting({
     split: new RegExp(SPLIT_PATTERNS[encoding], SPLIT_FLAGS),
-    // What countNative adds for one piece of its split.
+    // What one piece of the split counts: one token, or its merges.
     countPiece: (piece) => {
       const c = alive();
       return c.getBpeRankFromString(piece) !== undefined ? 1 : c.bytePairEncode(piece).length;
     },
   });
   const isWellFormed = (text: string): boolean => (text as unknown as WellFormedString).isWellFormed();
+  // The core's own count made a match array per piece, and scanned every text for special-token
+  // strings only to count them as ordinary text: the split of piece counting makes neither.
+  const count = (text: string): number => byPiece.count(wellFormed(text));
   return {
-    count: (piece) => alive().countNative(wellFormed(piece)),
-    // countNative counts the well-formed text: a text with a lone surrogate is left to it.
+    count,
     pieces: {
+      count,
       record: (text) => (isWellFormed(text) ? byPiece.record(text) : undefined),
       derive: (target, source, runs) => (isWellFormed(target) ? byPiece.derive(target, source, runs) : undefined),
     },

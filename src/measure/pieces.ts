@@ -35,6 +35,8 @@ export interface PieceEngine {
 
 /** Exact counting with piece records (the JS engine has one; tiktoken's WASM does not). */
 export interface PieceCounting {
+  /** Count `text` as the engine's own count would, without recording its pieces. */
+  count(text: string): number;
   /** Count `text` (as `count` would) and record its pieces; undefined where it cannot (see {@link PieceCounting}). */
   record(text: string): PieceRecord | undefined;
   /** Count `target`, copied from the text `source` records along `runs`; undefined where it cannot. */
@@ -58,6 +60,13 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
   // string is made only when it must be encoded (a copied piece is not). Allocating both per piece
   // was two thirds of what a gateway worker allocated per answer (`bench/_profile-alloc.ts`).
   const split = new RegExp(engine.split.source, `${engine.split.flags.replace('g', '')}y`);
+  /** Where the piece starting at `at` ends. */
+  const pieceEnd = (text: string, at: number): number => {
+    if (!split.test(text)) throw new Error('pieces: the split pattern left text over');
+    // An empty match inside the text: the split would go on past a character it did not cover.
+    if (split.lastIndex === at) throw new Error('pieces: the split pattern skipped text');
+    return split.lastIndex;
+  };
   const walk = (text: string, reuse?: (start: number, end: number) => number): PieceRecord => {
     // About one piece per four characters of text: rarely grown.
     let starts = new Int32Array((text.length >> 2) + 16);
@@ -67,10 +76,7 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
     let at = 0;
     split.lastIndex = 0;
     while (at < text.length) {
-      if (!split.test(text)) throw new Error('pieces: the split pattern left text over');
-      const end = split.lastIndex;
-      // An empty match inside the text: the split would go on past a character it did not cover.
-      if (end === at) throw new Error('pieces: the split pattern skipped text');
+      const end = pieceEnd(text, at);
       const known = reuse?.(at, end) ?? -1;
       const c = known >= 0 ? known : engine.countPiece(text.slice(at, end));
       starts = grow(starts, n + 1);
@@ -86,6 +92,16 @@ export function pieceCounting(engine: PieceEngine): PieceCounting {
     return { starts: starts.slice(0, n + 1), counts: counts.slice(0, n), total };
   };
   return {
+    count(text) {
+      let total = 0;
+      split.lastIndex = 0;
+      for (let at = 0; at < text.length;) {
+        const end = pieceEnd(text, at);
+        total += engine.countPiece(text.slice(at, end));
+        at = end;
+      }
+      return total;
+    },
     record: (text) => walk(text),
     derive(target, source, runs) {
       let r = 0;
