@@ -352,7 +352,6 @@ function loadJs(encoding: TiktokenEncodingName): Loaded {
   return {
     count,
     pieces: {
-      count,
       record: (text) => (isWellFormed(text) ? byPiece.record(text) : undefined),
       derive: (target, source, runs) => (isWellFormed(target) ? byPiece.derive(target, source, runs) : undefined),
     },

@@ -35,8 +35,6 @@ export interface PieceEngine {
 
 /** Exact counting with piece records (the JS engine has one; tiktoken's WASM does not). */
 export interface PieceCounting {
-  /** Count `text` as the engine's own count would, without recording its pieces. */
-  count(text: string): number;
   /** Count `text` (as `count` would) and record its pieces; undefined where it cannot (see {@link PieceCounting}). */
   record(text: string): PieceRecord | undefined;
   /** Count `target`, copied from the text `source` records along `runs`; undefined where it cannot. */
@@ -52,9 +50,10 @@ function grow(a: Int32Array<ArrayBuffer>, n: number): Int32Array<ArrayBuffer> {
 
 /**
  * Piece counting over one engine: `record` and `derive` split with the engine's pattern and give
- * the same totals as the engine's count of the whole text.
+ * the same totals as the engine's count of the whole text; `count` gives that total alone, with
+ * no record (what the JS engine counts with).
  */
-export function pieceCounting(engine: PieceEngine): PieceCounting {
+export function pieceCounting(engine: PieceEngine): PieceCounting & { count(text: string): number } {
   // Sticky, so a match starts exactly where the last one ended (the split must leave nothing out),
   // and matched with `test`, which makes no match array: the piece's end is `lastIndex`, and its
   // string is made only when it must be encoded (a copied piece is not). Allocating both per piece
