@@ -833,18 +833,18 @@ function longSession(label: string, r: Timing, longTurns: number): void {
     `  SHA-256 of the serialized history once at turn ${longTurns}: ${r.sha.get(longTurns)!.toFixed(2)} ms (${r.historyChars.get(longTurns)} chars); at turn 50: ${r.sha.get(50)!.toFixed(2)} ms`,
   );
   console.log(
-    `  after the result, until the next request could start: p50 ${percentile(windowAt(r.after, 50), 50).toFixed(2)} ms around turn 50, ${percentile(windowAt(r.after, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
+    `  after the result, until the next request could start: p50 ${p50At(r.after, 50).toFixed(2)} ms around turn 50, ${p50At(r.after, longTurns - 25).toFixed(2)} ms around turn ${longTurns}`,
   );
   if (r.parse.length > 0)
     console.log(
-      `  of which the body memo's parse: p50 ${percentile(windowAt(r.parse, 50), 50).toFixed(2)} ms around turn 50, ${percentile(windowAt(r.parse, longTurns - 25), 50).toFixed(2)} ms around turn ${longTurns}`,
+      `  of which the body memo's parse: p50 ${p50At(r.parse, 50).toFixed(2)} ms around turn 50, ${p50At(r.parse, longTurns - 25).toFixed(2)} ms around turn ${longTurns}`,
     );
   if (r.compare.size === 0) return;
   console.log(
     `  comparing the history with the previous request's rebuilt copy (the floor of recognising it): ${r.compare.get(50)!.toFixed(2)} ms at turn 50, ${r.compare.get(longTurns)!.toFixed(2)} ms at turn ${longTurns}`,
   );
   console.log(
-    `  comparing each request's history once with the objects first seen for it (what recognition compares with), p50 of each window: ${percentile(windowAt(r.compareHeld, 50), 50).toFixed(2)} ms wall, ${percentile(windowAt(r.compareHeldCpu, 50), 50).toFixed(2)} ms CPU at turns 26–75; ${percentile(windowAt(r.compareHeld, longTurns - 25), 50).toFixed(2)} ms wall, ${percentile(windowAt(r.compareHeldCpu, longTurns - 25), 50).toFixed(2)} ms CPU at turns ${longTurns - 49}–${longTurns}`,
+    `  comparing each request's history once with the objects first seen for it (what recognition compares with), p50 of each window: ${p50At(r.compareHeld, 50).toFixed(2)} ms wall, ${p50At(r.compareHeldCpu, 50).toFixed(2)} ms CPU at turns 26–75; ${p50At(r.compareHeld, longTurns - 25).toFixed(2)} ms wall, ${p50At(r.compareHeldCpu, longTurns - 25).toFixed(2)} ms CPU at turns ${longTurns - 49}–${longTurns}`,
   );
   // The target set against the floors, same run: a request that only hashed (or only compared)
   // its history once, and did nothing else, would already be this many times the turn-50 p50.
