@@ -178,6 +178,36 @@ describe('recognition', () => {
     expect(back).toEqual([own, second.messages[1], last]);
     expect(back.map((m, i) => m === [own, second.messages[1], last][i])).toEqual([true, true, true]);
   });
+
+  it("compares a rebuilt item with the previous request's copy of it, not the first-seen one, and sees an edit", () => {
+    const memo = createRequestMemo();
+    // Property reads of each request's objects, by request.
+    const reads = [0, 0, 0];
+    const watched = (request: { model: string; messages: Obj[] }, k: number) => ({
+      ...request,
+      messages: request.messages.map(
+        (m) =>
+          new Proxy(m, {
+            get: (t, p, r) => (reads[k]!++, Reflect.get(t, p, r)),
+            ownKeys: (t) => (reads[k]!++, Reflect.ownKeys(t)),
+          }),
+      ),
+    });
+    const first = { model: 'm', messages: ['a', 'b'].map((content) => ({ role: 'user', content })) };
+    const requests = [watched(first, 0), watched(clone(first), 1)];
+    for (const r of requests) memo.recognise(r);
+    const edited = clone(first);
+    edited.messages[1]!.content = 'B';
+    reads.fill(0);
+    const seen = memo.recognise(watched(edited, 2));
+    const known = seen.request['messages'] as unknown[];
+    expect(known[0]).toBe(requests[0]!.messages[0]);
+    expect(known[1]).not.toBe(requests[0]!.messages[1]);
+    expect(JSON.stringify(known[1])).toBe('{"role":"user","content":"B"}');
+    expect(seen.shared).toBe(1);
+    // The comparison walked the second request's objects (the first-seen ones are what the stages read).
+    expect(reads[1]).toBeGreaterThan(0);
+  });
 });
 
 describe('recognition switched off (the option)', () => {
