@@ -26,8 +26,10 @@
  *
  * `--against <commit>` measures an earlier commit in the same run: its tree (`git archive`) in a
  * temp directory sharing this checkout's node_modules, its own replay bench run with `--json` in a
- * child process before this one's replay (and again after it with `--against-rounds 2`). Printed:
- * both p50/p95, the ratio of the p95s, and whether every non-timing figure is identical.
+ * child process, and this tree's the same way right after it, `--against-rounds` times (3),
+ * alternating, before this one's replay. Both sides run alike: this tree timed in the parent
+ * process beside a child gave a p95 ratio of 1.17 against itself. Printed: both p50/p95 (means of
+ * the rounds), the ratios, and whether every non-timing figure is identical.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -79,20 +81,24 @@ export async function main(argv: string[]): Promise<void> {
   console.log(`replay bench: ${sessions.length} sessions from ${path}, mode ${mode}`);
 
   const against = flag(argv, '--against');
-  const rounds = Number(flag(argv, '--against-rounds') ?? 1);
-  const earlier: Earlier[] = [];
+  const rounds = Number(flag(argv, '--against-rounds') ?? 3);
+  if (!Number.isSafeInteger(rounds) || rounds < 1)
+    throw new Error('bench replay: --against-rounds must be a positive integer');
+  const [earlier, children]: [Earlier[], Earlier[]] = [[], []];
   const checkout = against === undefined ? undefined : materialize(against);
   try {
-    if (checkout !== undefined) earlier.push(runEarlier(checkout, path, mode, limit));
+    for (let r = 0; checkout !== undefined && r < rounds; r++) {
+      earlier.push(runTree(checkout, path, mode, limit));
+      children.push(runTree(process.cwd(), path, mode, limit));
+    }
     const t0 = performance.now();
     const baseline = await replaySessions(sessions, { mode: 'off', ledger: false });
     const t1 = performance.now();
     const timed = await timedReplay(sessions, mode, 'js', windowFlags(argv));
     const t2 = performance.now();
-    if (checkout !== undefined && rounds > 1) earlier.push(runEarlier(checkout, path, mode, limit));
     await report(argv, mode, sessions, baseline, timed, [t0, t1, t2]);
     if (!argv.includes('--json')) await parallelCalls(mode, Number(flag(argv, '--parallel-turns') ?? 60));
-    if (checkout !== undefined) printAgainst(against!, earlier, timed);
+    if (checkout !== undefined) printAgainst(against!, earlier, children, timed);
   } finally {
     if (checkout !== undefined) rmSync(checkout, { recursive: true, force: true });
   }
@@ -156,8 +162,8 @@ function materialize(commit: string): string {
   return dir;
 }
 
-/** The earlier commit's own replay bench (same sessions, mode and counting set-up), in a child process. */
-function runEarlier(dir: string, path: string, mode: Mode, limit: number): Earlier {
+/** The replay bench of the tree in `dir` (same sessions, mode and counting set-up), in a child process. */
+function runTree(dir: string, path: string, mode: Mode, limit: number): Earlier {
   const args = [
     'tsx',
     'bench/run.ts',
@@ -171,7 +177,7 @@ function runEarlier(dir: string, path: string, mode: Mode, limit: number): Earli
   const out = spawnSync('npx', args, { cwd: dir, encoding: 'utf8', maxBuffer: 1 << 28 });
   const line = out.stdout.split('\n').find((l) => l.startsWith('{'));
   if (out.status !== 0 || line === undefined)
-    throw new Error(`bench replay: the earlier commit's bench failed: ${out.stderr.slice(-2000)}`);
+    throw new Error(`bench replay: the bench of ${dir} failed: ${out.stderr.slice(-2000)}`);
   const parsed = JSON.parse(line) as { figures: Earlier['figures']; wall_ms: { ours: number } };
   return { figures: parsed.figures, wallMs: parsed.wall_ms.ours };
 }
@@ -181,19 +187,20 @@ function behaviour(f: object): Record<string, unknown> {
   return Object.fromEntries(Object.entries(f).filter(([k]) => !/(_ms$|^ms|rss|^sessions$)/.test(k)));
 }
 
-function printAgainst(commit: string, earlier: readonly Earlier[], timed: Timed): void {
-  const mean = (g: (e: Earlier) => number): number => earlier.reduce((n, e) => n + g(e), 0) / earlier.length;
-  const p50 = mean((e) => e.figures.p50_ms);
-  const p95 = mean((e) => e.figures.p95_ms);
+function printAgainst(commit: string, earlier: readonly Earlier[], children: readonly Earlier[], timed: Timed): void {
+  const mean = (runs: readonly Earlier[], g: (e: Earlier) => number): number =>
+    runs.reduce((n, e) => n + g(e), 0) / runs.length;
+  const [p50, p95] = [mean(earlier, (e) => e.figures.p50_ms), mean(earlier, (e) => e.figures.p95_ms)];
+  const [o50, o95] = [mean(children, (e) => e.figures.p50_ms), mean(children, (e) => e.figures.p95_ms)];
   const ours = timed.figures;
-  console.log(`\nagainst ${commit} (its own replay bench in a child process, same run, ${earlier.length} run(s)):`);
+  console.log(
+    `\nagainst ${commit} (each tree's replay bench in a child process, alternating, same run, ${earlier.length} round(s)):`,
+  );
   console.log(`  ${''.padEnd(20)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`);
   console.log(`  ${commit.padEnd(20)} ${p50.toFixed(3).padStart(8)} ${p95.toFixed(3).padStart(8)}`);
+  console.log(`  ${'this tree'.padEnd(20)} ${o50.toFixed(3).padStart(8)} ${o95.toFixed(3).padStart(8)}`);
   console.log(
-    `  ${'this tree'.padEnd(20)} ${ours.p50_ms.toFixed(3).padStart(8)} ${ours.p95_ms.toFixed(3).padStart(8)}`,
-  );
-  console.log(
-    `  p95 ratio this / ${commit}: ${(ours.p95_ms / p95).toFixed(3)} (target ≤ 0.5); p50 ratio ${(ours.p50_ms / p50).toFixed(3)}`,
+    `  p95 ratio this / ${commit}: ${(o95 / p95).toFixed(3)} (target ≤ 0.5); p50 ratio ${(o50 / p50).toFixed(3)}; each round's p95 ratio: ${earlier.map((e, i) => (children[i]!.figures.p95_ms / e.figures.p95_ms).toFixed(3)).join(', ')}`,
   );
   const a = behaviour(earlier[0]!.figures);
   const b = behaviour(ours);
