@@ -121,7 +121,7 @@ export class Recognitions {
     return undefined;
   }
 
-  /** @internal Keep a list's recognition (caller's objects, known ones) in place of `memo`'s previous one: a host's objects are not held past their request. */
+  /** @internal Keep a list's recognition (caller's objects, known ones) in place of `memo`'s previous one: a host's objects are held until `memo`'s next request (the comparison there reads them), or until the recognitions of RECENT_KEPT − 1 newer memos push them out. */
   remember(caller: readonly unknown[], known: readonly unknown[], memo: object): void {
     const others = this.#recent.filter((r) => r.memo !== memo).slice(0, RECENT_KEPT - 1);
     this.#recent = [{ caller, known, memo, published: false, scans: 0 }, ...others];
