@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- compile [--turns 200] [--repeat 24] [--long-turns 1500] [--long-hosts rebuild,gateway] [--long-repeat 5] [--long-only] [--warmup 60] [--full-path]`: a synthetic agent
+ * `npm run bench -- compile [--turns 200] [--repeat 24] [--runs 1] [--long-turns 1500] [--long-hosts rebuild,gateway] [--long-repeat 5] [--long-only] [--warmup 60] [--full-path]`: a synthetic agent
  * session through the request chain (collapseDuplicates → routeSkills → compileRequest, exact
  * o200k_base gate, one item-measures memo shared by the stages as createTerminator shares it,
  * SQLite vault on a temp file), one request per turn as a host sends them, in
@@ -11,7 +11,10 @@
  * ten requests around turn 20 swing by a third between runs (JIT tiers, a concurrent marking of the
  * previous session's garbage), so the windows are pooled over the sessions. With 8 sessions the
  * pooled 200 / 20 ratio still moved by a quarter between runs (reused objects 0.79 and 1.02, body
- * memo 1.29 and 1.08), more than its targets' margins; 24 is the default.
+ * memo 1.29 and 1.08), more than its targets' margins; 24 is the default. With 24 it still moves by
+ * ±0.2 between invocations, so `--runs N` measures the pooled sessions N times in one invocation
+ * and gives each mode's ratio as the median of the runs, every run's beside it (the first run is
+ * printed in full).
  *
  * Printed per mode, next to baselines measured in the same run:
  * - time per request (wall and process CPU, from the call until its result is emitted) around turn
@@ -31,13 +34,16 @@
  * Then `--long-repeat` rounds (5) of a `--long-turns` session with rebuilt objects and one through
  * the body memo (`--long-hosts`, default `rebuild,gateway`; also `reuse`, and `churn`: reused
  * objects with an unread rebuilt copy parsed beside each request, which separates what the
- * rebuilding host's garbage costs the stages from what recognising its objects does; and `idle`, the rebuilding host through one pass-through
- * stage that holds each request, blocked, as long as the rebuilding host's took: the churn floor):
- * p50 and p95 per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95
- * over the whole session, and the floors; with `rebuild` and `idle` (or `churn` and `reuse`), the
- * rebuilding host's growth with the comparison and that churn floor subtracted, in wall and CPU
- * (the comparison there: each request's history compared once with the previous request's objects,
- * what recognition compares with, p50 over the same windows as the requests).
+ * rebuilding host's garbage costs the stages from what recognising its objects does; `churn-held`,
+ * the same with each copy held until the next request's result, as comparing a rebuilt history
+ * with the previous request's objects holds them; and `idle`, the rebuilding host through one
+ * pass-through stage that holds each request, blocked, as long as the rebuilding host's took: the
+ * churn floor): p50 and p95 per request around turn 50 and around the last turn (target: p50 ratio
+ * ≤ 1.5), p95 over the whole session, and the floors; with `rebuild` and `idle` (or `reuse` and
+ * `churn` or `churn-held`), the rebuilding host's growth with the comparison and that churn floor
+ * subtracted, in wall and CPU (the comparison there: each request's history compared once with the
+ * previous request's objects, what recognition compares with, p50 over the same windows as the
+ * requests).
  * The hosts take turns within a round, each after a full GC (`idle` after `rebuild`: it holds each
  * request as long as that round's rebuilding host took). The first round is printed in full; with
  * more rounds, then each host's p50 ratio and the rebuilding host's floor-subtracted ratios (wall
@@ -226,13 +232,17 @@ const HOSTS: readonly Host[] = ['reuse', 'rebuild', 'gateway'];
 /**
  * The long session's modes: the three hosts, and `churn`, a host that reuses its objects but parses
  * a rebuilt copy of the history beside each request (outside the timing) that nothing reads: the
- * rebuilding host's garbage and memory traffic without recognition.
+ * rebuilding host's garbage and memory traffic without recognition; `churn-held`, the same with
+ * each copy held until the next request's result (what the comparison floor presumes: the previous
+ * request's objects still there to compare with).
  */
-type LongHost = Host | 'churn' | 'idle';
-const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn', 'idle'];
+type LongHost = Host | 'churn' | 'churn-held' | 'idle';
+const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn', 'churn-held', 'idle'];
 const HOST_LABEL: Record<LongHost, string> = {
   idle: 'host rebuilds every message object; one pass-through stage holds each request as long as the rebuilding host took (the churn floor)',
   churn: 'host reuses its transcript objects and parses an unread rebuilt copy beside each request',
+  'churn-held':
+    "host reuses its transcript objects and parses an unread rebuilt copy beside each request, held until the next request's result",
   reuse: 'host reuses its transcript objects',
   rebuild: 'host rebuilds every message object (JSON, new objects and strings)',
   gateway: "requests arrive as bytes through the gateway's body memo (its parse timed)",
@@ -252,7 +262,9 @@ async function runSession(
   const idle = host === 'idle';
   const fresh = host === 'rebuild' || idle;
   const gateway = host === 'gateway';
-  const churn = host === 'churn';
+  const churn = host === 'churn' || host === 'churn-held';
+  // `churn-held`: the previous request's unread copy, held through this request.
+  let _held: unknown;
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
@@ -359,6 +371,7 @@ async function runSession(
         createStep(request, { sessionId: gateway ? 'gateway' : fresh ? 'fresh' : 'shared', requestId: `r${t}` }),
       );
       await done;
+      if (host === 'churn-held') _held = unread;
       if (unread !== undefined) unread = undefined;
       after.push(performance.now() - emittedAt);
       wall.push(emittedAt - w0);
@@ -565,12 +578,42 @@ export async function main(argv: string[]): Promise<void> {
   const warmup = flag(argv, '--warmup', 60);
   if (warmup > 0) for (const host of HOSTS) await runSession(host, warmup, [], recognition);
   if (argv.includes('--long-only')) return longSessions(longHosts, longTurns, recognition, gc, longRepeat);
-  const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
-  for (let k = 0; k < repeat; k++)
+  const runs = flag(argv, '--runs', 1);
+  if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be an integer ≥ 1');
+  // Per host, each run's turn-200 / turn-20 ratio of the pooled medians, wall and CPU.
+  const ratios = new Map<Host, Record<Series, number>[]>(HOSTS.map((h) => [h, []]));
+  for (let run = 0; run < runs; run++) {
+    const results = new Map<Host, Timing[]>(HOSTS.map((h) => [h, []]));
+    for (let k = 0; k < repeat; k++)
+      for (const host of HOSTS) {
+        gc();
+        results.get(host)!.push(await runSession(host, turns, [early, turns], recognition));
+      }
     for (const host of HOSTS) {
-      gc();
-      results.get(host)!.push(await runSession(host, turns, [early, turns], recognition));
+      const rs = results.get(host)!;
+      const at = (xs: number[][]): number => pooled(xs, turns) / pooled(xs, early);
+      ratios.get(host)!.push({ wall: at(rs.map((x) => x.wall)), cpu: at(rs.map((x) => x.cpu)) });
     }
+    if (run === 0) printRuns(results, turns, early);
+  }
+  if (runs > 1) {
+    console.log(`
+ratio turn ${turns} / turn ${early}, median of ${runs} runs of ${repeat} sessions per host mode (target ≤ 1.3)`);
+    for (const host of HOSTS) {
+      const rs = ratios.get(host)!;
+      const show = (x: Series): string =>
+        `${median(rs.map((r) => r[x])).toFixed(2)} (runs: ${rs.map((r) => r[x].toFixed(2)).join(', ')}) ${x === 'wall' ? 'wall' : 'CPU'}`;
+      console.log(`  ${host.padEnd(7)}: ${show('wall')}, ${show('cpu')}`);
+    }
+  }
+  await parallelCalls(argv, gc);
+  await freshProcess(turns, flag(argv, '--fresh-rounds', 3));
+  bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
+  if (longTurns > 50) await longSessions(longHosts, longTurns, recognition, gc, longRepeat);
+}
+
+/** The first run's sessions per host mode, in full. */
+function printRuns(results: ReadonlyMap<Host, Timing[]>, turns: number, early: number): void {
   for (const host of HOSTS) {
     const rs = results.get(host)!;
     const r = rs[0]!;
@@ -632,10 +675,6 @@ export async function main(argv: string[]): Promise<void> {
       `  SHA-256 digests of ≥ ${HASHED_MIN_CHARS} chars per new item of that size per request (target 1): mean ${(perItem.reduce((a, b) => a + b, 0) / perItem.length).toFixed(2)}, max ${Math.max(...perItem)}; of content the session had already hashed: ${rs.reduce((n, x) => n + x.rehashed, 0)} (target 0; above 1 are the compacted forms the stages make of large outputs, new content hashed once)`,
     );
   }
-  await parallelCalls(argv, gc);
-  await freshProcess(turns, flag(argv, '--fresh-rounds', 3));
-  bodyParsing(Math.max(turns, longTurns), [early, turns, ...(longTurns > turns ? [longTurns] : [])]);
-  if (longTurns > 50) await longSessions(longHosts, longTurns, recognition, gc, longRepeat);
 }
 
 /**
@@ -712,6 +751,8 @@ const IDLE_FLOOR =
   "the idle host's p50 (one pass-through stage held for the rebuilding host's span, turn by turn; wall: beyond that span)";
 const CHURN_FLOOR =
   "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)";
+const CHURN_HELD_FLOOR =
+  "the churn-held host's p50 − the reusing host's (the garbage held a request longer, as the comparison with the previous request's objects holds it)";
 
 function roundFigures(done: ReadonlyMap<LongHost, Timing>, longTurns: number): RoundFigures {
   const [early, late] = [50, longTurns - 25];
@@ -753,16 +794,22 @@ function roundFigures(done: ReadonlyMap<LongHost, Timing>, longTurns: number): R
     });
   // What they cost our stages' own work: the same stages on reused objects, with and without the
   // rebuilt copy parsed beside each request (two sessions: noisier).
-  const [churn, reuse] = [done.get('churn'), done.get('reuse')];
-  if (churn !== undefined && reuse !== undefined)
-    withFloor(
-      CHURN_FLOOR,
-      // Never below 0: two sessions' noise is no saving to subtract.
-      (x) => [
-        Math.max(0, p50At(churn[x], early) - p50At(reuse[x], early)),
-        Math.max(0, p50At(churn[x], late) - p50At(reuse[x], late)),
-      ],
-    );
+  const reuse = done.get('reuse');
+  for (const [host, what] of [
+    ['churn', CHURN_FLOOR],
+    ['churn-held', CHURN_HELD_FLOOR],
+  ] as const) {
+    const churn = done.get(host);
+    if (churn !== undefined && reuse !== undefined)
+      withFloor(
+        what,
+        // Never below 0: two sessions' noise is no saving to subtract.
+        (x) => [
+          Math.max(0, p50At(churn[x], early) - p50At(reuse[x], early)),
+          Math.max(0, p50At(churn[x], late) - p50At(reuse[x], late)),
+        ],
+      );
+  }
   return { ratios, floors };
 }
 
