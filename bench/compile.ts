@@ -34,16 +34,13 @@
  * Then `--long-repeat` rounds (5) of a `--long-turns` session with rebuilt objects and one through
  * the body memo (`--long-hosts`, default `rebuild,gateway`; also `reuse`, and `churn`: reused
  * objects with an unread rebuilt copy parsed beside each request, which separates what the
- * rebuilding host's garbage costs the stages from what recognising its objects does; `churn-held`,
- * the same with each copy held until the next request's result, as comparing a rebuilt history
- * with the previous request's objects holds them; and `idle`, the rebuilding host through one
- * pass-through stage that holds each request, blocked, as long as the rebuilding host's took: the
- * churn floor): p50 and p95 per request around turn 50 and around the last turn (target: p50 ratio
- * ≤ 1.5), p95 over the whole session, and the floors; with `rebuild` and `idle` (or `reuse` and
- * `churn` or `churn-held`), the rebuilding host's growth with the comparison and that churn floor
- * subtracted, in wall and CPU (the comparison there: each request's history compared once with the
- * previous request's objects, what recognition compares with, p50 over the same windows as the
- * requests).
+ * rebuilding host's garbage costs the stages from what recognising its objects does; and `idle`, the rebuilding host through one pass-through
+ * stage that holds each request, blocked, as long as the rebuilding host's took: the churn floor):
+ * p50 and p95 per request around turn 50 and around the last turn (target: p50 ratio ≤ 1.5), p95
+ * over the whole session, and the floors; with `rebuild` and `idle` (or `churn` and `reuse`), the
+ * rebuilding host's growth with the comparison and that churn floor subtracted, in wall and CPU
+ * (the comparison there: each request's history compared once with the previous request's objects,
+ * what recognition compares with, p50 over the same windows as the requests).
  * The hosts take turns within a round, each after a full GC (`idle` after `rebuild`: it holds each
  * request as long as that round's rebuilding host took). The first round is printed in full; with
  * more rounds, then each host's p50 ratio and the rebuilding host's floor-subtracted ratios (wall
@@ -203,8 +200,8 @@ interface Timing {
   readonly compareCpu: Map<number, number>;
   /**
    * Rebuilt objects only, per request in the two windows (turns 26–75 and the last 50; NaN
-   * elsewhere): comparing its history once, item by item, with the objects the session first saw
-   * for those items (the ones recognition holds and compares with), wall and process CPU ms.
+   * elsewhere): comparing its history once, item by item, with the previous request's objects
+   * (what recognition compares with), after the request, wall and process CPU ms.
    */
   readonly compareSent: number[];
   readonly compareSentCpu: number[];
@@ -232,17 +229,13 @@ const HOSTS: readonly Host[] = ['reuse', 'rebuild', 'gateway'];
 /**
  * The long session's modes: the three hosts, and `churn`, a host that reuses its objects but parses
  * a rebuilt copy of the history beside each request (outside the timing) that nothing reads: the
- * rebuilding host's garbage and memory traffic without recognition; `churn-held`, the same with
- * each copy held until the next request's result (what the comparison floor presumes: the previous
- * request's objects still there to compare with).
+ * rebuilding host's garbage and memory traffic without recognition.
  */
-type LongHost = Host | 'churn' | 'churn-held' | 'idle';
-const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn', 'churn-held', 'idle'];
+type LongHost = Host | 'churn' | 'idle';
+const LONG_HOSTS: readonly LongHost[] = [...HOSTS, 'churn', 'idle'];
 const HOST_LABEL: Record<LongHost, string> = {
   idle: 'host rebuilds every message object; one pass-through stage holds each request as long as the rebuilding host took (the churn floor)',
   churn: 'host reuses its transcript objects and parses an unread rebuilt copy beside each request',
-  'churn-held':
-    "host reuses its transcript objects and parses an unread rebuilt copy beside each request, held until the next request's result",
   reuse: 'host reuses its transcript objects',
   rebuild: 'host rebuilds every message object (JSON, new objects and strings)',
   gateway: "requests arrive as bytes through the gateway's body memo (its parse timed)",
@@ -262,9 +255,7 @@ async function runSession(
   const idle = host === 'idle';
   const fresh = host === 'rebuild' || idle;
   const gateway = host === 'gateway';
-  const churn = host === 'churn' || host === 'churn-held';
-  // `churn-held`: the previous request's unread copy, held through this request.
-  let _held: unknown;
+  const churn = host === 'churn';
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
@@ -282,9 +273,6 @@ async function runSession(
   let c0 = process.cpuUsage();
   let emittedAt = 0;
   let cpuAt = c0;
-  // `idle`: the same host and session through one stage that passes every request on (the
-  // operator kit's own path, nothing read): what the host's garbage and heap cost a request that
-  // does nothing of ours.
   // `idle`: the same host and session through one stage that passes every request on (the
   // operator kit's own path, nothing read), blocked for `hold` ms (Atomics.wait: no CPU of its own,
   // while the collector's threads go on): what the host's garbage and heap cost a request that
@@ -371,7 +359,6 @@ async function runSession(
         createStep(request, { sessionId: gateway ? 'gateway' : fresh ? 'fresh' : 'shared', requestId: `r${t}` }),
       );
       await done;
-      if (host === 'churn-held') _held = unread;
       if (unread !== undefined) unread = undefined;
       after.push(performance.now() - emittedAt);
       wall.push(emittedAt - w0);
@@ -597,8 +584,9 @@ export async function main(argv: string[]): Promise<void> {
     if (run === 0) printRuns(results, turns, early);
   }
   if (runs > 1) {
-    console.log(`
-ratio turn ${turns} / turn ${early}, median of ${runs} runs of ${repeat} sessions per host mode (target ≤ 1.3)`);
+    console.log(
+      `\nratio turn ${turns} / turn ${early}, median of ${runs} runs of ${repeat} sessions per host mode (target ≤ 1.3)`,
+    );
     for (const host of HOSTS) {
       const rs = ratios.get(host)!;
       const show = (x: Series): string =>
@@ -751,8 +739,6 @@ const IDLE_FLOOR =
   "the idle host's p50 (one pass-through stage held for the rebuilding host's span, turn by turn; wall: beyond that span)";
 const CHURN_FLOOR =
   "the churn host's p50 − the reusing host's (our stages on reused objects, with and without the garbage)";
-const CHURN_HELD_FLOOR =
-  "the churn-held host's p50 − the reusing host's (the garbage held a request longer, as the comparison with the previous request's objects holds it)";
 
 function roundFigures(done: ReadonlyMap<LongHost, Timing>, longTurns: number): RoundFigures {
   const [early, late] = [50, longTurns - 25];
@@ -794,22 +780,16 @@ function roundFigures(done: ReadonlyMap<LongHost, Timing>, longTurns: number): R
     });
   // What they cost our stages' own work: the same stages on reused objects, with and without the
   // rebuilt copy parsed beside each request (two sessions: noisier).
-  const reuse = done.get('reuse');
-  for (const [host, what] of [
-    ['churn', CHURN_FLOOR],
-    ['churn-held', CHURN_HELD_FLOOR],
-  ] as const) {
-    const churn = done.get(host);
-    if (churn !== undefined && reuse !== undefined)
-      withFloor(
-        what,
-        // Never below 0: two sessions' noise is no saving to subtract.
-        (x) => [
-          Math.max(0, p50At(churn[x], early) - p50At(reuse[x], early)),
-          Math.max(0, p50At(churn[x], late) - p50At(reuse[x], late)),
-        ],
-      );
-  }
+  const [churn, reuse] = [done.get('churn'), done.get('reuse')];
+  if (churn !== undefined && reuse !== undefined)
+    withFloor(
+      CHURN_FLOOR,
+      // Never below 0: two sessions' noise is no saving to subtract.
+      (x) => [
+        Math.max(0, p50At(churn[x], early) - p50At(reuse[x], early)),
+        Math.max(0, p50At(churn[x], late) - p50At(reuse[x], late)),
+      ],
+    );
   return { ratios, floors };
 }
 
