@@ -16,15 +16,10 @@ import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { Subject } from 'rxjs';
-import { collapseDuplicates } from '../operators/collapse-duplicates.js';
-import { compileRequest } from '../operators/compile-request.js';
-import { routeSkills } from '../operators/route-skills.js';
-import { createItemMeasures } from '../src/ledger/item-measures.js';
 import { createTiktokenCounter } from '../src/measure/index.js';
-import { Recognitions } from '../src/model/prefix.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
-import { transcript } from './compile.js';
+import { requestChain, transcript } from './compile.js';
 
 const HOSTS = ['rebuild', 'churn', 'reuse'] as const;
 const argv = process.argv.slice(2);
@@ -38,17 +33,9 @@ if (!HOSTS.includes(host)) throw new Error(`--host must be one of ${HOSTS.join('
 const dir = mkdtempSync(join(tmpdir(), 'tt-gc-probe-'));
 const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
 const counter = createTiktokenCounter('o200k_base');
-const recognitions = new Recognitions();
-const measures = createItemMeasures({ counter, recognitions });
 const input = new Subject<Step<ProviderRequest>>();
 let emitted = 0;
-const sub = input
-  .pipe(
-    collapseDuplicates({ vault, counter, measures, recognitions }),
-    routeSkills({ counter }),
-    compileRequest({ vault, counter, measures, recognitions }),
-  )
-  .subscribe(() => emitted++);
+const sub = input.pipe(requestChain(vault, counter)).subscribe(() => emitted++);
 const messages = transcript(turns);
 const texts = messages.map((m) => JSON.stringify(m));
 const pauses: { start: number; ms: number }[] = [];

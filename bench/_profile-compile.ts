@@ -14,15 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { BodyMemo } from '../adapters/proxy/body.js';
-import { compileRequest } from '../operators/compile-request.js';
-import { Recognitions } from '../src/model/prefix.js';
-import { collapseDuplicates } from '../operators/collapse-duplicates.js';
-import { routeSkills } from '../operators/route-skills.js';
 import { createTiktokenCounter } from '../src/measure/index.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
-import { createItemMeasures } from '../src/ledger/item-measures.js';
-import { transcript } from './compile.js';
+import { requestChain, transcript } from './compile.js';
 import { callsSession } from './parallel-session.js';
 
 interface Node {
@@ -49,16 +44,7 @@ const input = new Subject<Step<ProviderRequest>>();
 // Only a count of the outputs is kept: a host does not hold every request it sent (holding them
 // all ran a 1,500-turn profile out of heap).
 let emitted = 0;
-// Shared by the two request stages, as the runtime's are.
-const recognitions = new Recognitions();
-const measures = createItemMeasures({ counter, recognitions });
-const sub = input
-  .pipe(
-    collapseDuplicates({ vault, counter, measures, recognitions }),
-    routeSkills({ counter }),
-    compileRequest({ vault, counter, measures, recognitions }),
-  )
-  .subscribe(() => emitted++);
+const sub = input.pipe(requestChain(vault, counter)).subscribe(() => emitted++);
 const messages = calls ? calls.messages : transcript(turns);
 const session = new Session();
 session.connect();

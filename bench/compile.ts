@@ -63,19 +63,21 @@ import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
-import { Subject } from 'rxjs';
+import { pipe, Subject, type OperatorFunction } from 'rxjs';
 import { compileRequest } from '../operators/compile-request.js';
 import { collapseDuplicates } from '../operators/collapse-duplicates.js';
 import { routeSkills } from '../operators/route-skills.js';
 import { BodyMemo } from '../adapters/proxy/body.js';
 import { createItemMeasures } from '../src/ledger/item-measures.js';
 import { Recognitions, sameJson } from '../src/model/prefix.js';
-import { canonicalJson, createTiktokenCounter } from '../src/measure/index.js';
+import { canonicalJson, createTiktokenCounter, type TokenCounter } from '../src/measure/index.js';
 import { createTerminator } from '../src/runtime/index.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
 import { createVault } from '../src/vault/index.js';
+
+type Vault = Awaited<ReturnType<typeof createVault>>;
 import { callsSession, type CallsSession, type SessionFormat } from './parallel-session.js';
 
 const TURNS = 200;
@@ -241,6 +243,25 @@ const HOST_LABEL: Record<LongHost, string> = {
   gateway: "requests arrive as bytes through the gateway's body memo (its parse timed)",
 };
 
+/**
+ * The request chain (collapseDuplicates → routeSkills → compileRequest) on `vault`: the two request
+ * stages share what they recognise (src/model/prefix.ts) and one item-measures memo (and so one
+ * digest ledger), as createTerminator wires them. `prefixRecognition` false: the full path.
+ */
+export function requestChain(
+  vault: Vault,
+  counter: TokenCounter,
+  prefixRecognition = true,
+): OperatorFunction<Step<ProviderRequest>, Step<ProviderRequest>> {
+  const recognitions = new Recognitions();
+  const measures = createItemMeasures({ counter, recognitions });
+  return pipe(
+    collapseDuplicates({ vault, counter, measures, prefixRecognition, recognitions }),
+    routeSkills({ counter }),
+    compileRequest({ vault, counter, measures, prefixRecognition, recognitions }),
+  );
+}
+
 /** One session of `turns` requests through the chain, arriving as `host` sends them. Baselines are measured at `probes`. */
 let runs = 0;
 
@@ -259,10 +280,6 @@ async function runSession(
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-compile-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
-  // The two request stages share what they recognise (src/model/prefix.ts) and one item-measures
-  // memo (and so one digest ledger), as createTerminator wires them.
-  const recognitions = new Recognitions();
-  const measures = createItemMeasures({ counter, recognitions });
   const input = new Subject<Step<ProviderRequest>>();
   // Only the latest output is kept: a host does not hold every request it ever sent (holding all
   // of them made the heap, and so every major GC, grow with the session).
@@ -286,11 +303,7 @@ async function runSession(
           return undefined;
         }),
       )
-    : input.pipe(
-        collapseDuplicates({ vault, counter, measures, prefixRecognition, recognitions }),
-        routeSkills({ counter }),
-        compileRequest({ vault, counter, measures, prefixRecognition, recognitions }),
-      );
+    : input.pipe(requestChain(vault, counter, prefixRecognition));
   const sub = stages.subscribe((s) => {
     emittedAt = performance.now();
     cpuAt = process.cpuUsage(c0);
@@ -896,22 +909,13 @@ async function callsRun(host: Host, fixture: CallsSession): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'tt-bench-calls-'));
   const vault = await createVault({ path: join(dir, 'vault.sqlite3') });
   const counter = createTiktokenCounter('o200k_base');
-  // Shared by the two request stages, as the runtime's are.
-  const recognitions = new Recognitions();
-  const measures = createItemMeasures({ counter, recognitions });
   const input = new Subject<Step<ProviderRequest>>();
   let emitted = 0;
   let emittedAt = 0;
-  const sub = input
-    .pipe(
-      collapseDuplicates({ vault, counter, measures, recognitions }),
-      routeSkills({ counter }),
-      compileRequest({ vault, counter, measures, recognitions }),
-    )
-    .subscribe(() => {
-      emittedAt = performance.now();
-      emitted++;
-    });
+  const sub = input.pipe(requestChain(vault, counter)).subscribe(() => {
+    emittedAt = performance.now();
+    emitted++;
+  });
   const texts = fixture.messages.map((m) => JSON.stringify(m));
   const head = JSON.stringify(fixture.top).slice(0, -1);
   const bodies = new BodyMemo();
