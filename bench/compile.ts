@@ -75,9 +75,7 @@ import { createTerminator } from '../src/runtime/index.js';
 import { stepOperator } from '../src/operator-kit.js';
 import { percentile } from '../src/replay/figures.js';
 import { createStep, type ProviderRequest, type Step } from '../src/step.js';
-import { createVault } from '../src/vault/index.js';
-
-type Vault = Awaited<ReturnType<typeof createVault>>;
+import { createVault, type Vault } from '../src/vault/index.js';
 import { callsSession, type CallsSession, type SessionFormat } from './parallel-session.js';
 
 const TURNS = 200;
